@@ -1,0 +1,79 @@
+"""Settings from the environment, and the one place that knows how to hide the key.
+
+``GENWIDGETS_BASE_URL``, ``GENWIDGETS_API_KEY`` and ``GENWIDGETS_HOME`` are read
+when a client is made (never at import time), so a notebook can set them late.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ENV_BASE_URL = "GENWIDGETS_BASE_URL"
+ENV_API_KEY = "GENWIDGETS_API_KEY"
+ENV_HOME = "GENWIDGETS_HOME"
+
+#: The key the simulator accepts by default; documented, not a secret.
+DEMO_KEY = "sim-demo-key"
+
+_known_secrets: set[str] = set()
+
+
+def home() -> Path:
+    """Where the ledger and downloaded outputs live (``~/.genwidgets`` by default)."""
+    raw = os.environ.get(ENV_HOME)
+    return Path(raw).expanduser() if raw else Path.home() / ".genwidgets"
+
+
+def remember_secret(key: str | None) -> None:
+    """Register a key so :func:`redact` can scrub it from any text we emit."""
+    if key and len(key) >= 4:
+        _known_secrets.add(key)
+
+
+def redact(text: str) -> str:
+    """Remove every known key and any bearer token from ``text``."""
+    for secret in _known_secrets:
+        if secret in text:
+            text = text.replace(secret, "***")
+    return re.sub(r"(?i)(bearer\s+)[^\s'\"]+", r"\1***", text)
+
+
+def is_loopback(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    return host in {"localhost", "::1"} or host.startswith("127.")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a client is built from. ``api_key`` is excluded from the repr."""
+
+    base_url: str | None
+    api_key: str | None
+    embedded: bool
+
+    def __repr__(self) -> str:
+        return f"Settings(base_url={self.base_url!r}, embedded={self.embedded})"
+
+
+def resolve(base_url: str | None, api_key: str | None) -> Settings:
+    """Decide the gateway: explicit arguments, then the environment, then the simulator.
+
+    With neither a URL nor a key anywhere, the embedded simulator is used
+    (DESIGN decision 10). A key with no URL is an error rather than a guess:
+    we never send a real key to a host the user did not name.
+    """
+    base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+    api_key = api_key or os.environ.get(ENV_API_KEY) or None
+    if base_url is None and api_key is None:
+        return Settings(base_url=None, api_key=None, embedded=True)
+    if base_url is None:
+        raise ValueError(
+            f"an API key is configured but no gateway address: set {ENV_BASE_URL} "
+            "or pass base_url=... (with neither, the embedded simulator is used)"
+        )
+    remember_secret(api_key)
+    return Settings(base_url=base_url.rstrip("/"), api_key=api_key, embedded=False)

@@ -1,0 +1,255 @@
+"""What every endpoint model shares: the registry, field markers, validation.
+
+An endpoint is one declarative class::
+
+    @register("vidVq2-text2video", kind="video", family="vidV", title="Text to video (q2)")
+    class VidVq2Text2Video(EndpointModel):
+        prompt: str = Field(..., max_length=2000, description="...")
+        duration: Annotated[int | None, BILLED] = Field(None, ge=1, le=10, description="...")
+
+Markers ride in ``Annotated`` metadata (pydantic keeps unknown metadata in
+``FieldInfo.metadata``), so they never disturb the JSON schema:
+
+- :data:`BILLED` flags a field that affects billing;
+- :class:`MediaSpec` says what a media field accepts (encoding and checks),
+  read by :mod:`genwidgets.media` and the form's media widget;
+- :class:`PromptString` marks an imgM prompt field that carries ``--`` parameters.
+
+The catalog does no I/O.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
+
+from ..errors import PayloadError
+
+Kind = Literal["video", "image", "speech", "asset", "subject", "face", "audio"]
+
+
+class _Billed:
+    """Marker: this field affects what a task costs."""
+
+    def __repr__(self) -> str:
+        return "BILLED"
+
+
+BILLED = _Billed()
+
+
+Encoding = Literal[
+    "data_url_lower",  # data:image/<lowercase format>;base64,... (vidA), or URL, or asset://
+    "data_url_mime",  # data:<MIME type>;base64,... (vidH, vidV, imgQ, imgG), or URL
+    "raw_base64",  # base64 with no prefix (vidK), or URL
+    "url_only",  # public http(s) URL only (vidP)
+    "url_or_data",  # URL or any data URL (masks, speech), or raw base64 where stated
+]
+
+
+@dataclass(frozen=True)
+class MediaSpec:
+    """What a media field accepts, from the spec's table. Limits are inclusive
+    unless ``*_exclusive`` is set; ``None`` means the spec states none."""
+
+    media: Literal["image", "video", "audio"]
+    encoding: Encoding
+    formats: tuple[str, ...] = ()  # lowercase: "jpeg", "png", "webp", "mp4", ...
+    max_bytes: int | None = None
+    min_side: int | None = None  # each of width and height at least this
+    max_side: int | None = None
+    min_short_side: int | None = None
+    sides_exclusive: bool = False  # vidA: strictly between 300 and 6000
+    min_aspect: float | None = None  # width / height
+    max_aspect: float | None = None
+    aspect_exclusive: bool = False
+    min_seconds: float | None = None
+    max_seconds: float | None = None
+    allow_asset: bool = False  # asset://<id> accepted
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PromptString:
+    """Marker: an imgM prompt field whose ``--`` parameters live in the string."""
+
+
+PROMPT_STRING = PromptString()
+
+
+class EndpointModel(BaseModel):
+    """Base of every endpoint payload model.
+
+    Unknown fields are allowed (the spec hides some names) and reported as a
+    warning by :func:`validate`; unset optional fields are never sent.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        populate_by_name=True,
+        validate_default=False,
+        str_strip_whitespace=False,
+    )
+
+    endpoint_id: ClassVar[str] = ""
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON body to send: set fields only, by their wire names."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """A catalog entry: one endpoint and its payload model."""
+
+    id: str
+    kind: str
+    family: str
+    title: str
+    model: type[EndpointModel]
+    documented: bool = True  # False for operations referenced but not described
+    description: str = ""
+    billing_fields: tuple[str, ...] = field(default=())
+
+    def __repr__(self) -> str:
+        return f"EndpointSpec({self.id!r}, kind={self.kind!r}, family={self.family!r})"
+
+
+_REGISTRY: dict[str, EndpointSpec] = {}
+
+
+def register(
+    endpoint_id: str,
+    *,
+    kind: str,
+    family: str,
+    title: str,
+    documented: bool = True,
+    description: str = "",
+) -> Any:
+    """Class decorator: put an endpoint model in the catalog."""
+
+    def deco(cls: type[EndpointModel]) -> type[EndpointModel]:
+        cls.endpoint_id = endpoint_id
+        billing = tuple(name for name, info in cls.model_fields.items() if is_billed(info))
+        _REGISTRY[endpoint_id] = EndpointSpec(
+            id=endpoint_id,
+            kind=kind,
+            family=family,
+            title=title,
+            model=cls,
+            documented=documented,
+            description=description or (cls.__doc__ or "").strip(),
+            billing_fields=billing,
+        )
+        return cls
+
+    return deco
+
+
+def is_billed(info: FieldInfo) -> bool:
+    return any(m is BILLED for m in info.metadata)
+
+
+def media_spec(info: FieldInfo) -> MediaSpec | None:
+    return next((m for m in info.metadata if isinstance(m, MediaSpec)), None)
+
+
+def is_prompt_string(info: FieldInfo) -> bool:
+    return any(isinstance(m, PromptString) for m in info.metadata)
+
+
+def _load() -> None:
+    # Importing the family modules fills the registry (one module per family).
+    from . import asset, image, imgm, speech, video, vida  # noqa: F401
+
+
+def endpoints(*, documented_only: bool = True) -> list[EndpointSpec]:
+    """Every endpoint in the catalog (the 20 documented ones by default)."""
+    _load()
+    return [s for s in _REGISTRY.values() if s.documented or not documented_only]
+
+
+def endpoint(endpoint_id: str) -> EndpointSpec:
+    """The catalog entry for ``endpoint_id``; an unknown id is a :class:`PayloadError`."""
+    _load()
+    try:
+        return _REGISTRY[endpoint_id]
+    except KeyError:
+        close = difflib.get_close_matches(endpoint_id, list(_REGISTRY), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise PayloadError(
+            [{"loc": (), "msg": f"unknown endpoint {endpoint_id!r}{hint}"}],
+            endpoint=endpoint_id,
+        ) from None
+
+
+WEBHOOK_HINTS = ("webhook",)
+
+
+def webhook_fields(payload: Mapping[str, Any]) -> list[str]:
+    """Top-level names that carry webhook information (the service rejects them)."""
+    return [k for k in payload if any(h in k.lower() for h in WEBHOOK_HINTS)]
+
+
+class UnknownFieldWarning(UserWarning):
+    """A payload field the catalog does not know; sent as is."""
+
+
+def _pydantic_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    out = []
+    for e in exc.errors(include_url=False):
+        msg = e["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        out.append({"loc": tuple(e["loc"]), "msg": msg})
+    return out
+
+
+def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
+    """Check ``payload`` against the endpoint's model; raise :class:`PayloadError`
+    listing every problem. Unknown fields pass with an :class:`UnknownFieldWarning`
+    naming the closest known field."""
+    spec = endpoint(endpoint_id)
+    if not isinstance(payload, Mapping):
+        raise PayloadError(
+            [{"loc": (), "msg": f"a payload is a dict of fields, not {type(payload).__name__}"}],
+            endpoint=endpoint_id,
+        )
+    hooks = webhook_fields(payload)
+    errors = [
+        {"loc": (k,), "msg": "webhook not supported: the service delivers no webhooks; poll"}
+        for k in hooks
+    ]
+    try:
+        instance = spec.model.model_validate(dict(payload))
+    except ValidationError as exc:
+        errors.extend(_pydantic_errors(exc))
+        instance = None
+    if errors:
+        raise PayloadError(errors, endpoint=endpoint_id)
+    assert instance is not None
+    known = set(spec.model.model_fields) | {
+        f.alias for f in spec.model.model_fields.values() if f.alias
+    }
+    for name in payload:
+        if name not in known and name not in hooks:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            warnings.warn(
+                f"{endpoint_id}: unknown field {name!r} is sent as is{hint}",
+                UnknownFieldWarning,
+                stacklevel=2,
+            )
+    return instance
+
+
+def payload_of(endpoint_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate and return the JSON body that would be sent."""
+    return validate(endpoint_id, payload).payload()

@@ -1,0 +1,186 @@
+"""The one exception tree of genwidgets (in the manner of httpx's ``_exceptions.py``).
+
+::
+
+    GenwidgetsError
+    ├── PayloadError (also ValueError)      .errors: [{"loc": ("field", ...), "msg": str}]
+    ├── GatewayError                        .status_code .code .message .detail .request_id
+    │   ├── Unauthorized                    UNAUTHORIZED / missing bearer token
+    │   ├── RateLimited                     RATE_LIMIT_EXCEEDED, .retry_after (seconds or None)
+    │   ├── ModelNotAllowed                 "Model not allowed for this user"
+    │   ├── EndpointNotFound                "App not found: <endpoint>"
+    │   ├── WebhookNotSupported             "webhook not supported"
+    │   ├── NotSupported                    sync path / SSE stream
+    │   ├── RequestNotFound                 404 "Request not found"
+    │   ├── RuntimeFailed                   "Runtime execution failed"
+    │   └── ServerError                     other 5xx after retries
+    ├── TaskFailed                          COMPLETED with error; .result
+    └── TaskTimeout (also TimeoutError)     .job
+
+Every message names the endpoint and the request_id where one exists. No message
+ever contains the API key: the messages are built from the gateway's answer and
+our own words, and :func:`genwidgets._config.redact` scrubs anything echoed back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .protocol.records import Result
+
+__all__ = [
+    "EndpointNotFound",
+    "GatewayError",
+    "GenwidgetsError",
+    "ModelNotAllowed",
+    "NotSupported",
+    "PayloadError",
+    "RateLimited",
+    "RequestNotFound",
+    "RuntimeFailed",
+    "ServerError",
+    "TaskFailed",
+    "TaskTimeout",
+    "Unauthorized",
+    "WebhookNotSupported",
+]
+
+
+def _where(endpoint: str | None, request_id: str | None) -> str:
+    parts = []
+    if endpoint:
+        parts.append(f"endpoint {endpoint}")
+    if request_id:
+        parts.append(f"request_id {request_id}")
+    return f" [{', '.join(parts)}]" if parts else ""
+
+
+class GenwidgetsError(Exception):
+    """Base class of every error genwidgets raises on purpose."""
+
+
+class PayloadError(GenwidgetsError, ValueError):
+    """A payload (or prompt) breaks a rule of the spec; nothing was sent.
+
+    ``errors`` is a list of ``{"loc": tuple, "msg": str}``, one per problem, so a
+    form can put each message beside its field.
+    """
+
+    def __init__(
+        self,
+        errors: Iterable[Mapping[str, Any]] | str,
+        *,
+        endpoint: str | None = None,
+    ) -> None:
+        if isinstance(errors, str):
+            errors = [{"loc": (), "msg": errors}]
+        self.errors: list[dict[str, Any]] = [
+            {"loc": tuple(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in errors
+        ]
+        self.endpoint = endpoint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        head = f"invalid payload for {self.endpoint}" if self.endpoint else "invalid input"
+        n = len(self.errors)
+        lines = [f"{head}: {n} problem{'s' if n != 1 else ''}"]
+        for e in self.errors:
+            loc = ".".join(str(p) for p in e["loc"]) or "(payload)"
+            lines.append(f"  - {loc}: {e['msg']}")
+        return "\n".join(lines)
+
+    def messages_for(self, loc: Sequence[Any]) -> list[str]:
+        """Messages whose location starts with ``loc`` (used by forms)."""
+        prefix = tuple(loc)
+        return [e["msg"] for e in self.errors if e["loc"][: len(prefix)] == prefix]
+
+
+class GatewayError(GenwidgetsError):
+    """The gateway answered with an error (or an answer we cannot read)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        code: str | None = None,
+        detail: str | None = None,
+        request_id: str | None = None,
+        endpoint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.status_code = status_code
+        self.code = code
+        self.detail = detail
+        self.request_id = request_id
+        self.endpoint = endpoint
+        http = f"HTTP {status_code}: " if status_code else ""
+        super().__init__(f"{http}{message}{_where(endpoint, request_id)}")
+
+
+class Unauthorized(GatewayError):
+    """Missing or rejected bearer token (``UNAUTHORIZED``)."""
+
+
+class RateLimited(GatewayError):
+    """``RATE_LIMIT_EXCEEDED``; ``retry_after`` is the wait in seconds, if known."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
+        self.retry_after = retry_after
+        if retry_after is not None:
+            message = f"{message} (retry after {retry_after:.1f} s)"
+        super().__init__(message, **kw)
+
+
+class ModelNotAllowed(GatewayError):
+    """``Model not allowed for this user``: the key may not use this endpoint."""
+
+
+class EndpointNotFound(GatewayError):
+    """``App not found: <endpoint>``: no such endpoint identifier."""
+
+
+class WebhookNotSupported(GatewayError):
+    """``webhook not supported``: webhook information was sent."""
+
+
+class NotSupported(GatewayError):
+    """The synchronous path or the SSE status stream, which the service does not offer."""
+
+
+class RequestNotFound(GatewayError):
+    """404 ``Request not found``: unknown request_id, wrong endpoint, or no access."""
+
+
+class RuntimeFailed(GatewayError):
+    """``Runtime execution failed``."""
+
+
+class ServerError(GatewayError):
+    """A 5xx (or an unreadable answer) that persisted after the allowed retries."""
+
+
+class TaskFailed(GenwidgetsError):
+    """The task reached a terminal status with an error; ``result`` holds it."""
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+        kind = f" ({result.error_type})" if result.error_type else ""
+        super().__init__(
+            f"task failed{kind}: {result.error}{_where(result.endpoint, result.request_id)}"
+        )
+
+
+class TaskTimeout(GenwidgetsError, TimeoutError):
+    """A wait ran out; the task itself goes on (``job`` can be awaited or cancelled)."""
+
+    def __init__(self, job: Any, timeout: float) -> None:
+        self.job = job
+        self.timeout = timeout
+        super().__init__(
+            f"no result within {timeout:g} s; the task is still alive"
+            f"{_where(getattr(job, 'endpoint', None), getattr(job, 'request_id', None))}. "
+            "Wait again with job.result(), or stop it with job.cancel()."
+        )

@@ -1,0 +1,334 @@
+"""The records of the queue protocol (spec 2.1-2.4), read tolerantly.
+
+The spec promises only ``request_id``, ``status_url``, ``response_url``,
+``cancel_url``, ``status``, ``error``, ``error_type`` and ``outputs``; it shows
+neither their types nor the other fields. Our choices, and what we tolerate:
+
+- ``status`` is kept verbatim (any string; a non-string is turned into one).
+  Terminal: ``COMPLETED`` (the spec), and, as a documented assumption because
+  the spec does not name them, ``CANCELLED``, ``CANCELED``, ``FAILED``,
+  ``ERROR`` (compared case-insensitively). Every other name is non-terminal.
+- ``error``: anything; a task failed when it is terminal and ``error`` is
+  truthy (a non-empty string, a dict, ...), or when its status is one of the
+  failure names above. ``error_type`` is kept as given.
+- ``outputs``: a list. An entry may be a dict (``url`` or ``file_url`` or
+  ``uri``; ``content_type`` or ``mime_type``; inline ``content`` with an
+  optional ``encoding`` of ``hex``/``base64``) or a bare URL string. A missing
+  ``content_type`` reads as ``application/octet-stream``: we never guess from
+  the URL's extension (spec 7, rule 5).
+- asset-get: "the final response content is a JSON string holding the asset
+  record". :attr:`Result.asset` looks for it in a JSON output's inline content,
+  then in the body's ``content`` / ``result`` / ``output`` fields, and accepts
+  a JSON object as well as a JSON string.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import TaskFailed
+
+COMPLETED = "COMPLETED"
+FAILURE_STATUSES = frozenset({"CANCELLED", "CANCELED", "FAILED", "ERROR"})
+TERMINAL_STATUSES = frozenset({COMPLETED}) | FAILURE_STATUSES
+
+
+def is_terminal(status: str | None) -> bool:
+    return status is not None and status.upper() in TERMINAL_STATUSES
+
+
+def _str_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
+@dataclass(frozen=True)
+class Handle:
+    """The task handle of spec 2.1."""
+
+    endpoint: str
+    request_id: str
+    status_url: str
+    response_url: str
+    cancel_url: str
+    queue_position: int | None
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
+
+    @classmethod
+    def from_body(cls, endpoint: str, body: Mapping[str, Any], base_url: str) -> Handle:
+        """Read a create-task answer; fill URLs of the documented shape if absent."""
+        request_id = _str_or_none(body.get("request_id"))
+        if not request_id:
+            raise ValueError("the task handle has no request_id")
+        root = f"{base_url}/v1/queue/{endpoint}/requests/{request_id}"
+        return cls(
+            endpoint=endpoint,
+            request_id=request_id,
+            status_url=_str_or_none(body.get("status_url")) or f"{root}/status",
+            response_url=_str_or_none(body.get("response_url")) or f"{root}/response",
+            cancel_url=_str_or_none(body.get("cancel_url")) or f"{root}/cancel",
+            queue_position=_int_or_none(body.get("queue_position")),
+            raw=dict(body),
+        )
+
+
+@dataclass(frozen=True)
+class Status:
+    """A status answer (spec 2.2). ``status`` is verbatim; ``done`` is terminality."""
+
+    status: str
+    queue_position: int | None = None
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    endpoint: str | None = None
+    request_id: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return is_terminal(self.status)
+
+    @classmethod
+    def from_body(
+        cls, body: Mapping[str, Any], *, endpoint: str | None = None, request_id: str | None = None
+    ) -> Status:
+        return cls(
+            status=_str_or_none(body.get("status")) or "UNKNOWN",
+            queue_position=_int_or_none(body.get("queue_position")),
+            raw=dict(body),
+            endpoint=endpoint,
+            request_id=request_id or _str_or_none(body.get("request_id")),
+        )
+
+
+Fetcher = Callable[[str], bytes]
+
+
+def _default_fetch(url: str) -> bytes:
+    import httpx
+
+    response = httpx.get(url, timeout=60.0, follow_redirects=True)
+    response.raise_for_status()
+    return response.content
+
+
+@dataclass
+class Output:
+    """One produced file. Interpret it by ``content_type``, never by the URL."""
+
+    content_type: str
+    url: str | None = None
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    #: the local copy, once downloaded (the ledger sets it)
+    path: Path | None = None
+    index: int = 0
+    _fetch: Fetcher | None = field(default=None, repr=False, compare=False)
+    _cache: bytes | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_entry(cls, entry: Any, index: int = 0, fetch: Fetcher | None = None) -> Output:
+        if isinstance(entry, str):
+            return cls(
+                content_type="application/octet-stream",
+                url=entry,
+                raw={"url": entry},
+                index=index,
+                _fetch=fetch,
+            )
+        if not isinstance(entry, Mapping):
+            return cls(
+                content_type="application/json",
+                raw={"value": entry},
+                index=index,
+                _cache=json.dumps(entry).encode(),
+            )
+        content_type = _str_or_none(entry.get("content_type") or entry.get("mime_type"))
+        url = _str_or_none(entry.get("url") or entry.get("file_url") or entry.get("uri"))
+        return cls(
+            content_type=(content_type or "application/octet-stream").strip(),
+            url=url,
+            raw=dict(entry),
+            index=index,
+            _fetch=fetch,
+        )
+
+    @property
+    def kind(self) -> str:
+        """``image``, ``video``, ``audio``, ``json``, ``text`` or ``binary``."""
+        ct = self.content_type.split(";")[0].strip().lower()
+        major = ct.split("/")[0]
+        if major in {"image", "video", "audio"}:
+            return major
+        if ct == "application/json" or ct.endswith("+json"):
+            return "json"
+        if major == "text":
+            return "text"
+        return "binary"
+
+    def inline(self) -> bytes | None:
+        """Inline content carried in the record itself (hex/base64/text), if any."""
+        content = self.raw.get("content")
+        if content is None:
+            return None
+        if not isinstance(content, str):
+            return json.dumps(content).encode()
+        encoding = str(self.raw.get("encoding") or "").lower()
+        try:
+            if encoding == "hex":
+                return bytes.fromhex(content)
+            if encoding == "base64":
+                return base64.b64decode(content, validate=True)
+        except (ValueError, binascii.Error):
+            return content.encode()
+        return content.encode()
+
+    def read(self) -> bytes:
+        """The output's bytes: the local copy, inline content, or a download."""
+        if self._cache is not None:
+            return self._cache
+        if self.path is not None and self.path.exists():
+            return self.path.read_bytes()
+        data = self.inline()
+        if data is None:
+            if not self.url:
+                raise ValueError("this output has neither a URL nor inline content")
+            if self.url.startswith("data:"):
+                data = _decode_data_url(self.url)
+            else:
+                data = (self._fetch or _default_fetch)(self.url)
+        self._cache = data
+        return data
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the bytes to ``path`` atomically (temporary file, then rename)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = self.read()
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return target
+
+    def text(self) -> str:
+        return self.read().decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.read())
+
+
+def _decode_data_url(url: str) -> bytes:
+    head, _, data = url.partition(",")
+    if head.endswith(";base64"):
+        return base64.b64decode(data)
+    from urllib.parse import unquote_to_bytes
+
+    return unquote_to_bytes(data)
+
+
+@dataclass(frozen=True)
+class Result:
+    """A terminal answer of the result address (spec 2.2)."""
+
+    status: str
+    error: Any = None
+    error_type: str | None = None
+    outputs: list[Output] = field(default_factory=list)
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    endpoint: str | None = None
+    request_id: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status.upper() == COMPLETED and not self.error
+
+    @property
+    def done(self) -> bool:
+        return is_terminal(self.status)
+
+    def raise_for_error(self) -> Result:
+        """Raise :class:`TaskFailed` if the task failed; return self otherwise."""
+        if not self.ok:
+            raise TaskFailed(self)
+        return self
+
+    @property
+    def asset(self) -> dict[str, Any] | None:
+        """The asset record of an ``asset-get`` result (spec 2.3), parsed."""
+        candidates: list[Any] = []
+        for out in self.outputs:
+            if out.kind == "json":
+                data = out.inline()
+                if data is not None:
+                    candidates.append(data.decode("utf-8", errors="replace"))
+        candidates += [self.raw.get(k) for k in ("content", "result", "output", "asset")]
+        for c in candidates:
+            record = _as_record(c)
+            if record is not None and ("Id" in record or "Status" in record):
+                return record
+        return None
+
+    @classmethod
+    def from_body(
+        cls,
+        body: Mapping[str, Any],
+        *,
+        endpoint: str | None = None,
+        request_id: str | None = None,
+        fetch: Fetcher | None = None,
+    ) -> Result:
+        raw_outputs = body.get("outputs")
+        if raw_outputs is None:
+            raw_outputs = []
+        elif not isinstance(raw_outputs, list):
+            raw_outputs = [raw_outputs]
+        status = _str_or_none(body.get("status")) or COMPLETED
+        error = body.get("error")
+        if status.upper() in FAILURE_STATUSES and not error:
+            error = status.lower()
+        return cls(
+            status=status,
+            error=error,
+            error_type=_str_or_none(body.get("error_type")),
+            outputs=[Output.from_entry(e, i, fetch) for i, e in enumerate(raw_outputs)],
+            raw=dict(body),
+            endpoint=endpoint,
+            request_id=request_id or _str_or_none(body.get("request_id")),
+        )
+
+
+def _as_record(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return None
+        if isinstance(parsed, str):  # a JSON string holding JSON
+            return _as_record(parsed)
+        return dict(parsed) if isinstance(parsed, Mapping) else None
+    return None

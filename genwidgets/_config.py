@@ -20,6 +20,14 @@ ENV_HOME = "GENWIDGETS_HOME"
 DEMO_KEY = "sim-demo-key"
 
 _known_secrets: set[str] = set()
+_session_key: str | None = None
+
+
+def set_session_key(key: str) -> None:
+    """Keep a key entered with ``gw.login()`` in memory for this process only."""
+    global _session_key
+    remember_secret(key)
+    _session_key = key
 
 
 def home() -> Path:
@@ -67,7 +75,7 @@ def resolve(base_url: str | None, api_key: str | None) -> Settings:
     we never send a real key to a host the user did not name.
     """
     base_url = base_url or os.environ.get(ENV_BASE_URL) or None
-    api_key = api_key or os.environ.get(ENV_API_KEY) or None
+    api_key = api_key or os.environ.get(ENV_API_KEY) or _session_key or None
     if base_url is None and api_key is None:
         return Settings(base_url=None, api_key=None, embedded=True)
     if base_url is None:

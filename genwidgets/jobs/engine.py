@@ -1,0 +1,99 @@
+"""The engine: one private event loop in a daemon thread (DESIGN decision 1).
+
+Measured with ipykernel 7: a poller on the kernel's own loop stops while a cell
+blocks and nbclient drops its late updates; a thread keeps polling. So every
+network call of every client runs here, and the caller waits on a
+``concurrent.futures.Future``: that works the same in a script, in a notebook
+cell, under ``await``, and in a kernel where ``nest_asyncio.apply()`` was
+called — we never touch the caller's loop and never patch one (decision 2).
+
+One engine per process (re-created after ``fork``); each client owns one
+``httpx.AsyncClient`` created on this loop and used only here (httpx #2058).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+log = logging.getLogger("genwidgets")
+
+
+class Engine:
+    """A daemon thread running an asyncio loop forever."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="genwidgets-engine", daemon=True)
+        self.thread.start()
+        self._ready.wait()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._ready.set)
+        self.loop.run_forever()
+
+    @property
+    def in_engine_thread(self) -> bool:
+        return threading.current_thread() is self.thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the engine loop; thread-safe."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.loop.call_soon_threadsafe(fn, *args)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the engine and block for its result (not from the engine thread)."""
+        if self.in_engine_thread:
+            coro.close()
+            raise RuntimeError(
+                "a blocking genwidgets call was made from a job callback, which runs on the "
+                "engine thread; use the async API or schedule the work elsewhere"
+            )
+        future = self.submit(coro)
+        try:
+            return wait_future(future, timeout)
+        except BaseException:
+            future.cancel()
+            raise
+
+
+def wait_future(future: concurrent.futures.Future[T], timeout: float | None) -> T:
+    """Wait in short slices so Ctrl-C / a kernel interrupt is seen promptly."""
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise concurrent.futures.TimeoutError()
+        try:
+            return future.result(timeout=0.25 if remaining is None else min(0.25, remaining))
+        except concurrent.futures.TimeoutError:
+            if future.done():
+                raise
+            continue
+
+
+_lock = threading.Lock()
+_engine: Engine | None = None
+_engine_pid: int | None = None
+
+
+def get_engine() -> Engine:
+    """The process's engine, started on first use (and again in a forked child)."""
+    global _engine, _engine_pid
+    with _lock:
+        if _engine is None or _engine_pid != os.getpid() or not _engine.thread.is_alive():
+            _engine = Engine()
+            _engine_pid = os.getpid()
+        return _engine

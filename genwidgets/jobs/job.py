@@ -1,0 +1,343 @@
+"""``Job``: one task on the gateway, polled in the background, awaitable and blockable.
+
+Every state change happens on the engine thread (one writer); readers on other
+threads see whole values (a ``Status``/``Result`` is replaced, never mutated).
+``result()`` waits on a ``concurrent.futures.Future`` the poller completes, so a
+blocking wait works in scripts, in notebook cells and with nest_asyncio; an
+interrupt stops the wait, never the task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Generator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+
+from ..errors import GatewayError, RateLimited, ServerError, TaskTimeout
+from ..protocol.records import COMPLETED, Handle, Result, Status
+from .engine import Engine, wait_future
+from .polling import PollState, next_interval
+
+if TYPE_CHECKING:
+    from ..protocol.http import Gateway
+
+log = logging.getLogger("genwidgets")
+
+#: Consecutive failed polls (after backoff) before a job gives up with the error.
+POLL_FAILURE_LIMIT = 10
+
+
+class Recorder(Protocol):
+    """Where a job reports its life (the ledger); every method is called on the engine thread."""
+
+    def on_status(self, job: Job, status: Status) -> None: ...
+
+    def on_result(self, job: Job, result: Result) -> None: ...
+
+
+class _NoRecorder:
+    def on_status(self, job: Job, status: Status) -> None:
+        pass
+
+    def on_result(self, job: Job, result: Result) -> None:
+        pass
+
+
+#: Set by the facade so a displayed job draws its task view (widgets sit above jobs).
+display_hook: Callable[[Job], None] | None = None
+
+
+class Job:
+    """A task: ``status()``, ``result()``, ``cancel()``, ``await job``; displays as a live view."""
+
+    def __init__(
+        self,
+        handle: Handle,
+        *,
+        client: Any,
+        gateway: Gateway,
+        engine: Engine,
+        payload: Mapping[str, Any] | None = None,
+        submitted_at: float | None = None,
+        recorder: Recorder | None = None,
+    ) -> None:
+        self._handle = handle
+        self.client = client
+        self._gateway = gateway
+        self._engine = engine
+        self.payload: dict[str, Any] | None = dict(payload) if payload is not None else None
+        self.submitted_at = submitted_at if submitted_at is not None else time.time()
+        self.finished_at: float | None = None
+        self.last_status: Status | None = None
+        self.last_result: Result | None = None
+        self.cancel_requested = False
+        self.cancel_error: BaseException | None = None
+        self._recorder: Recorder = recorder or _NoRecorder()
+        self._future: concurrent.futures.Future[Result] = concurrent.futures.Future()
+        self._update_callbacks: list[Callable[[Job], None]] = []
+        self._callbacks_lock = threading.Lock()
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Future[None] | None = None
+        self._running_since: float | None = None
+
+    # -- identity -----------------------------------------------------------
+    endpoint = property(lambda self: self._handle.endpoint)
+    request_id = property(lambda self: self._handle.request_id)
+    status_url = property(lambda self: self._handle.status_url)
+    response_url = property(lambda self: self._handle.response_url)
+    cancel_url = property(lambda self: self._handle.cancel_url)
+
+    @property
+    def handle(self) -> Handle:
+        return self._handle
+
+    @property
+    def queue_position(self) -> int | None:
+        if self.last_status is not None:
+            return self.last_status.queue_position
+        return self._handle.queue_position
+
+    @property
+    def elapsed(self) -> float:
+        return (self.finished_at or time.time()) - self.submitted_at
+
+    @property
+    def status_text(self) -> str:
+        """The status word: the gateway's verbatim, or SUBMITTED before the first poll."""
+        if self.last_result is not None:
+            return "FAILED" if not self.last_result.ok else self.last_result.status
+        return self.last_status.status if self.last_status else "SUBMITTED"
+
+    def __repr__(self) -> str:
+        return f"<Job {self.endpoint} {self.request_id} {self.status_text} {self.elapsed:.1f}s>"
+
+    def _ipython_display_(self) -> None:
+        if display_hook is None:
+            print(repr(self))
+        else:
+            display_hook(self)
+
+    # -- blocking API -------------------------------------------------------
+    def done(self) -> bool:
+        return self._future.done()
+
+    def status(self) -> Status:
+        """Ask the gateway now (one request, with the retry policy)."""
+        return self._engine.run(self._status_now())
+
+    def result(self, timeout: float | None = None) -> Result:
+        """Block until the task is terminal; ``TaskTimeout`` leaves it running."""
+        try:
+            return wait_future(self._future, timeout)
+        except concurrent.futures.TimeoutError:
+            if self._future.done():
+                raise
+            raise TaskTimeout(self, timeout or 0.0) from None
+        except KeyboardInterrupt:
+            print(
+                f"\nStopped waiting; task {self.request_id} on {self.endpoint} is still "
+                f"running. Wait again with job.result(), re-attach later with "
+                f"client.job({self.endpoint!r}, {self.request_id!r}), or stop it with "
+                "job.cancel().",
+                file=sys.stderr,
+            )
+            raise
+
+    def cancel(self) -> None:
+        """Ask the gateway to cancel (no-op once the job is done)."""
+        if not self.done():
+            self._engine.run(self._cancel())
+
+    def request_cancel(self) -> None:
+        """Schedule a cancel without blocking (for buttons); errors land in ``cancel_error``."""
+        if not self.done() and not self.cancel_requested:
+            self.cancel_requested = True
+            self._engine.submit(self._cancel())
+
+    def add_done_callback(self, fn: Callable[[Job], Any]) -> None:
+        """Call ``fn(job)`` when terminal (on the engine thread, or now if already done)."""
+        self._future.add_done_callback(lambda _f: fn(self))
+
+    def add_update_callback(self, fn: Callable[[Job], Any]) -> Callable[[], None]:
+        """Call ``fn(job)`` on every status change (engine thread); returns a remover."""
+        with self._callbacks_lock:
+            self._update_callbacks.append(fn)
+
+        def remove() -> None:
+            with self._callbacks_lock:
+                if fn in self._update_callbacks:
+                    self._update_callbacks.remove(fn)
+
+        return remove
+
+    def __await__(self) -> Generator[Any, None, Result]:
+        return asyncio.wrap_future(self._future).__await__()
+
+    # -- async helpers used by AsyncClient ---------------------------------
+    async def astatus(self) -> Status:
+        return await asyncio.wrap_future(self._engine.submit(self._status_now()))
+
+    async def aresult(self, timeout: float | None = None) -> Result:
+        try:
+            return await asyncio.wait_for(
+                asyncio.shield(asyncio.wrap_future(self._future)), timeout
+            )
+        except asyncio.TimeoutError:
+            raise TaskTimeout(self, timeout or 0.0) from None
+
+    async def acancel(self) -> None:
+        if not self.done():
+            await asyncio.wrap_future(self._engine.submit(self._cancel()))
+
+    # -- engine side --------------------------------------------------------
+    def _start(self) -> None:
+        """Begin polling in the background (called once by the client)."""
+        self._engine.call_soon(self._spawn)
+
+    def _spawn(self) -> None:
+        self._wake = asyncio.Event()
+        self._task = asyncio.ensure_future(self._watch())
+
+    def _notify(self) -> None:
+        with self._callbacks_lock:
+            callbacks = list(self._update_callbacks)
+        for fn in callbacks:
+            try:
+                fn(self)
+            except Exception:  # a view's bug must never stop the poller
+                log.exception("genwidgets: an update callback of %s failed", self.request_id)
+
+    def _apply_status(self, status: Status) -> None:
+        previous = self.last_status
+        if status.status.upper() != "IN_QUEUE" and self._running_since is None:
+            self._running_since = time.monotonic()
+        self.last_status = status
+        if (
+            previous is None
+            or previous.status != status.status
+            or previous.queue_position != status.queue_position
+        ):
+            self._recorder.on_status(self, status)
+            self._notify()
+
+    def _finish(self, result: Result) -> None:
+        if self._future.done():
+            return
+        self.finished_at = time.time()
+        self.last_result = result
+        self._recorder.on_result(self, result)
+        self._notify()
+        self._future.set_result(result)
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._future.done():
+            return
+        self.finished_at = time.time()
+        self._notify()
+        self._future.set_exception(exc)
+
+    def _fetch_bytes(self, url: str) -> bytes:
+        if self._engine.in_engine_thread:  # a renderer on the engine thread: plain GET
+            response = httpx.get(url, timeout=60.0)
+            response.raise_for_status()
+            return response.content
+        return self._engine.run(self._gateway.fetch(url))
+
+    async def _status_now(self) -> Status:
+        status = await self._gateway.status(self._handle)
+        self._apply_status(status)
+        if status.done and self._wake is not None:
+            self._wake.set()
+        return status
+
+    async def _cancel(self) -> None:
+        self.cancel_requested = True
+        self._notify()
+        try:
+            await self._gateway.cancel(self._handle)
+        except GatewayError as exc:
+            # Already finished on the gateway: not an error worth raising.
+            if exc.status_code in (400, 409) and not isinstance(exc, RateLimited):
+                log.info("genwidgets: cancel of %s: %s", self.request_id, exc)
+            else:
+                self.cancel_error = exc
+                self._notify()
+                raise
+        finally:
+            if self._wake is not None:
+                self._wake.set()
+
+    async def _fetch_result(self, status: Status) -> Result | None:
+        try:
+            result = await self._gateway.result(self._handle, fetch=self._fetch_bytes)
+        except GatewayError:
+            if status.status.upper() == COMPLETED:
+                raise
+            result = None
+        if result is None and status.status.upper() != COMPLETED:
+            # CANCELLED / FAILED / ERROR with no readable result: the status says it all.
+            return Result.from_body(status.raw, endpoint=self.endpoint, request_id=self.request_id)
+        return result
+
+    async def _watch(self) -> None:
+        failures = 0
+        previous_position = self._handle.queue_position
+        rng = self._gateway._rng
+        assert self._wake is not None
+        while not self._future.done():
+            position = self.queue_position
+            state = PollState(
+                running_for=time.monotonic() - self._running_since
+                if self._running_since is not None
+                else 0.0,
+                queue_position=position if self._running_since is None else None,
+                position_fell=(
+                    position is not None
+                    and previous_position is not None
+                    and position < previous_position
+                ),
+                failures=failures,
+            )
+            previous_position = position
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), next_interval(state, rng))
+            self._wake.clear()
+            try:
+                status = await self._gateway.status(self._handle, retries=0)
+                self._apply_status(status)
+                if not status.done:
+                    failures = 0
+                    continue
+                result = await self._fetch_result(status)
+            except RateLimited as exc:
+                if exc.retry_after is not None and exc.retry_after > self._gateway.gate.max_wait:
+                    self._fail(exc)
+                    return
+                continue  # the gate holds every request until the wait is over
+            except ServerError as exc:
+                failures += 1
+                if failures >= POLL_FAILURE_LIMIT:
+                    self._fail(exc)
+                    return
+                continue
+            except GatewayError as exc:
+                self._fail(exc)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # never let the poller die silently
+                log.exception("genwidgets: polling %s failed", self.request_id)
+                self._fail(exc)
+                return
+            if result is None:  # COMPLETED but the result address still says 202
+                continue
+            failures = 0
+            self._finish(result)

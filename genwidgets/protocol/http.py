@@ -1,0 +1,438 @@
+"""The four queue operations over httpx, with the retry and rate-limit policy.
+
+Policy (DESIGN decisions 6 and 7, spec section 7):
+
+- **Create-task** is retried only when it certainly created nothing: a 429
+  ``RATE_LIMIT_EXCEEDED`` answer, or a connect error (the request never left).
+  At most ``max_retries`` times. Any other failure after the body was sent is
+  reported as "outcome unknown" (:class:`OutcomeUnknown`), never retried.
+- **Status, result, cancel** are retried on 5xx (an HTML 502 page included),
+  429 and transport errors, with bounded jittered exponential backoff
+  ``min(0.5·2^n, 8) × (1 − 0.25·random())``.
+- **404 Request not found** is retried for a few seconds at most (a task can
+  take a moment to become visible after creation), then raised.
+- **Retry-After** (seconds, ``retry-after-ms`` or an HTTP date) closes a
+  :class:`RateGate` shared by every request of the client; a wait beyond
+  ``max_wait`` (120 s) raises :class:`RateLimited` carrying it.
+
+Errors are mapped by the body first (``error.code``, ``detail`` text) and the
+HTTP status second, because the spec does not show the status codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from .._config import redact
+from ..errors import (
+    EndpointNotFound,
+    GatewayError,
+    ModelNotAllowed,
+    NotSupported,
+    RateLimited,
+    RequestNotFound,
+    RuntimeFailed,
+    ServerError,
+    Unauthorized,
+    WebhookNotSupported,
+)
+from .records import Handle, Result, Status
+
+log = logging.getLogger("genwidgets")
+
+#: How long a 404 ``Request not found`` is retried before it is believed.
+NOT_FOUND_GRACE_S = 3.0
+#: The longest Retry-After we wait out silently.
+MAX_RATE_WAIT_S = 120.0
+#: Bodies larger than this are not parsed (a misbehaving proxy, a wrong URL).
+MAX_BODY_BYTES = 8 * 2**20
+
+
+class OutcomeUnknown(ServerError):
+    """A create-task request was sent but no answer arrived: a task may exist."""
+
+
+def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
+    """Jittered exponential backoff, bounded at 8 s (attempt counts from 0)."""
+    r = (rng or random).random()
+    return min(0.5 * 2**attempt, 8.0) * (1 - 0.25 * r)
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    raw = raw.strip()
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class RateGate:
+    """One gate per gateway: when it says wait, every request waits.
+
+    Lives on the engine's loop; ``close`` may be called from any coroutine there.
+    """
+
+    def __init__(self, max_wait: float = MAX_RATE_WAIT_S) -> None:
+        self.max_wait = max_wait
+        self._open_at = 0.0  # time.monotonic()
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self._open_at - time.monotonic())
+
+    def close(self, seconds: float) -> None:
+        self._open_at = max(self._open_at, time.monotonic() + seconds)
+
+    async def wait(self, *, endpoint: str | None = None, request_id: str | None = None) -> None:
+        remaining = self.remaining
+        if remaining > self.max_wait:
+            raise RateLimited(
+                "Rate limit exceeded, and the gateway asks for a longer wait than "
+                f"{self.max_wait:.0f} s",
+                retry_after=remaining,
+                code="RATE_LIMIT_EXCEEDED",
+                endpoint=endpoint,
+                request_id=request_id,
+            )
+        while (remaining := self.remaining) > 0:
+            await asyncio.sleep(remaining)
+
+
+def _body(response: httpx.Response) -> Any:
+    if len(response.content) > MAX_BODY_BYTES:
+        return None
+    try:
+        return response.json()
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def error_from_response(
+    response: httpx.Response,
+    *,
+    endpoint: str | None = None,
+    request_id: str | None = None,
+) -> GatewayError:
+    """Map an error answer to its class: body first, HTTP status second."""
+    body = _body(response)
+    code = message = detail = None
+    if isinstance(body, Mapping):
+        err = body.get("error")
+        if isinstance(err, Mapping):
+            code = str(err.get("code")) if err.get("code") is not None else None
+            message = str(err.get("message")) if err.get("message") is not None else None
+        elif isinstance(err, str):
+            message = err
+        raw_detail = body.get("detail")
+        if raw_detail is not None:
+            detail = raw_detail if isinstance(raw_detail, str) else json.dumps(raw_detail)
+        request_id = request_id or (str(body["request_id"]) if body.get("request_id") else None)
+    status = response.status_code
+    text = detail or message
+    if text is None:
+        snippet = response.text[:200].strip() if len(response.content) < MAX_BODY_BYTES else ""
+        looks_html = snippet.lower().startswith(("<!doctype", "<html"))
+        text = (
+            f"unreadable answer ({'an HTML page' if looks_html else 'not JSON'}"
+            f", {len(response.content)} bytes)"
+            if snippet or status >= 500
+            else response.reason_phrase or "error"
+        )
+    text = redact(text)
+    kw: dict[str, Any] = dict(
+        status_code=status, code=code, detail=detail, request_id=request_id, endpoint=endpoint
+    )
+    lowered = (detail or "").lower()
+    try:
+        path = response.request.url.path
+    except RuntimeError:  # a Response built by hand has no request
+        path = ""
+
+    if code == "UNAUTHORIZED":
+        return Unauthorized(text, **kw)
+    if code == "RATE_LIMIT_EXCEEDED":
+        return RateLimited(text, retry_after=parse_retry_after(response.headers), **kw)
+    if lowered.startswith("app not found"):
+        return EndpointNotFound(text, **kw)
+    if "model not allowed" in lowered:
+        return ModelNotAllowed(text, **kw)
+    if "webhook not supported" in lowered:
+        return WebhookNotSupported(text, **kw)
+    if "sse streaming not supported" in lowered or (
+        lowered == "not found" and path.endswith("/sync")
+    ):
+        return NotSupported(text, **kw)
+    if "request not found" in lowered or "request not found" in (message or "").lower():
+        return RequestNotFound(text, **kw)
+    if "runtime execution failed" in lowered:
+        return RuntimeFailed(text, **kw)
+    # Body unknown: fall back on the status code.
+    if status == 401:
+        return Unauthorized(text, **kw)
+    if status == 429:
+        return RateLimited(text, retry_after=parse_retry_after(response.headers), **kw)
+    if status == 404 and request_id:
+        return RequestNotFound(text, **kw)
+    if status >= 500:
+        return ServerError(text, **kw)
+    return GatewayError(text, **kw)
+
+
+def _transient(exc: BaseException) -> bool:
+    """Worth another try for status/result/cancel."""
+    if isinstance(exc, ServerError | RateLimited):
+        return True
+    return isinstance(exc, httpx.TransportError)
+
+
+class Gateway:
+    """The four operations against one gateway, on the engine's loop.
+
+    One instance per client, holding that client's ``httpx.AsyncClient``; it
+    must only be used from the loop it was created on (httpx #2058).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        *,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        max_in_flight: int = 16,
+        transport: httpx.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+        sleep: Any = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.max_retries = max_retries
+        self.gate = RateGate()
+        self._semaphore = asyncio.Semaphore(max_in_flight)
+        self._sleep = sleep or asyncio.sleep
+        self._rng = random.Random()
+        auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.AsyncClient(
+            headers={**auth, **dict(headers or {})},
+            timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
+            transport=transport,
+            follow_redirects=False,
+        )
+        #: request counts by operation, for benchmarks and tests
+        self.counts: dict[str, int] = {"create": 0, "status": 0, "result": 0, "cancel": 0}
+
+    def __repr__(self) -> str:
+        return f"Gateway({self.base_url!r})"
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _send(
+        self,
+        op: str,
+        method: str,
+        url: str,
+        *,
+        endpoint: str,
+        request_id: str | None,
+        json_body: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        await self.gate.wait(endpoint=endpoint, request_id=request_id)
+        async with self._semaphore:
+            self.counts[op] += 1
+            response = await self._http.request(method, url, json=json_body, headers=headers)
+        if response.status_code == 429:
+            wait = parse_retry_after(response.headers)
+            self.gate.close(wait if wait is not None else 1.0)
+        return response
+
+    async def create(
+        self,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> Handle:
+        url = f"{self.base_url}/v1/queue/{endpoint}"
+        attempt = 0
+        while True:
+            try:
+                response = await self._send(
+                    "create",
+                    "POST",
+                    url,
+                    endpoint=endpoint,
+                    request_id=None,
+                    json_body=dict(payload),
+                    headers=headers,
+                )
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                # Nothing was sent: safe to try again.
+                if attempt >= self.max_retries:
+                    raise ServerError(
+                        f"cannot reach the gateway at {self.base_url}: {redact(str(exc))}",
+                        endpoint=endpoint,
+                    ) from None
+            except httpx.TransportError as exc:
+                raise OutcomeUnknown(
+                    "the create request was sent but no answer arrived "
+                    f"({type(exc).__name__}); a task may exist and is not retried to "
+                    "avoid a duplicate. Check client.history() before submitting again.",
+                    endpoint=endpoint,
+                ) from None
+            else:
+                if response.status_code < 400:
+                    return self._handle(endpoint, response)
+                error = error_from_response(response, endpoint=endpoint)
+                if not isinstance(error, RateLimited) or attempt >= self.max_retries:
+                    raise error
+            attempt += 1
+            await self._sleep(backoff_delay(attempt - 1, self._rng))
+
+    def _handle(self, endpoint: str, response: httpx.Response) -> Handle:
+        body = _body(response)
+        if not isinstance(body, Mapping):
+            raise OutcomeUnknown(
+                f"the gateway accepted the request but its answer is not a task handle "
+                f"(HTTP {response.status_code}, {len(response.content)} bytes)",
+                endpoint=endpoint,
+                status_code=response.status_code,
+            )
+        try:
+            return Handle.from_body(endpoint, body, self.base_url)
+        except ValueError as exc:
+            raise OutcomeUnknown(str(exc), endpoint=endpoint) from None
+
+    async def _call(
+        self,
+        op: str,
+        method: str,
+        url: str,
+        *,
+        endpoint: str,
+        request_id: str,
+        retries: int | None = None,
+    ) -> httpx.Response:
+        """A follow-up request with the retry policy for status/result/cancel."""
+        retries = self.max_retries if retries is None else retries
+        attempt = 0
+        first_not_found: float | None = None
+        while True:
+            try:
+                response = await self._send(
+                    op, method, url, endpoint=endpoint, request_id=request_id
+                )
+                if response.status_code < 400:
+                    return response
+                error: Exception = error_from_response(
+                    response, endpoint=endpoint, request_id=request_id
+                )
+            except httpx.TransportError as exc:
+                error = ServerError(
+                    f"{op} request failed: {type(exc).__name__}: {redact(str(exc))}",
+                    endpoint=endpoint,
+                    request_id=request_id,
+                )
+            if isinstance(error, RequestNotFound):
+                now = time.monotonic()
+                first_not_found = first_not_found or now
+                if now - first_not_found >= NOT_FOUND_GRACE_S:
+                    raise error
+                await self._sleep(min(1.0, NOT_FOUND_GRACE_S - (now - first_not_found)))
+                continue
+            if not _transient(error) or attempt >= retries:
+                raise error
+            if not isinstance(error, RateLimited):
+                await self._sleep(backoff_delay(attempt, self._rng))
+            attempt += 1
+
+    async def status(self, handle: Handle, *, retries: int | None = None) -> Status:
+        response = await self._call(
+            "status",
+            "GET",
+            handle.status_url,
+            endpoint=handle.endpoint,
+            request_id=handle.request_id,
+            retries=retries,
+        )
+        body = _body(response)
+        if not isinstance(body, Mapping):
+            raise ServerError(
+                f"the status answer is not a JSON object (HTTP {response.status_code})",
+                endpoint=handle.endpoint,
+                request_id=handle.request_id,
+                status_code=response.status_code,
+            )
+        return Status.from_body(body, endpoint=handle.endpoint, request_id=handle.request_id)
+
+    async def result(
+        self, handle: Handle, *, retries: int | None = None, fetch: Any = None
+    ) -> Result | None:
+        """The result, or None while the gateway answers 202 (not yet)."""
+        response = await self._call(
+            "result",
+            "GET",
+            handle.response_url,
+            endpoint=handle.endpoint,
+            request_id=handle.request_id,
+            retries=retries,
+        )
+        if response.status_code == 202:
+            return None
+        body = _body(response)
+        if not isinstance(body, Mapping):
+            raise ServerError(
+                f"the result answer is not a JSON object (HTTP {response.status_code})",
+                endpoint=handle.endpoint,
+                request_id=handle.request_id,
+                status_code=response.status_code,
+            )
+        return Result.from_body(
+            body, endpoint=handle.endpoint, request_id=handle.request_id, fetch=fetch
+        )
+
+    async def cancel(self, handle: Handle) -> Mapping[str, Any]:
+        """Ask the gateway to cancel; the answer's shape is not shown, so it is kept raw."""
+        response = await self._call(
+            "cancel",
+            "PUT",
+            handle.cancel_url,
+            endpoint=handle.endpoint,
+            request_id=handle.request_id,
+        )
+        body = _body(response)
+        return body if isinstance(body, Mapping) else {"status_code": response.status_code}
+
+    async def fetch(self, url: str) -> bytes:
+        """Download an output. Output URLs need no header, so the key is not sent."""
+        request = self._http.build_request("GET", url)
+        request.headers.pop("Authorization", None)  # outputs need no key: never leak it
+        response = await self._http.send(request)
+        response.raise_for_status()
+        return response.content

@@ -1,0 +1,145 @@
+"""A scriptable in-memory gateway for unit tests, served through httpx.MockTransport.
+
+Each task answers a scripted list of status bodies (the last one repeats) and a
+result body once its status is terminal. Faults are queued per operation: the
+next request of that operation gets the queued response (or raises the queued
+exception) instead of the normal answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+BASE = "https://gateway.test"
+
+
+@dataclass
+class FakeTask:
+    endpoint: str
+    statuses: list[dict[str, Any]]
+    result: dict[str, Any] | None
+    polls: int = 0
+    cancelled: bool = False
+
+
+@dataclass
+class FakeGateway:
+    base: str = BASE
+    tasks: dict[str, FakeTask] = field(default_factory=dict)
+    log: list[tuple[float, str, str]] = field(default_factory=list)
+    faults: dict[str, deque[Any]] = field(default_factory=lambda: defaultdict(deque))
+    next_statuses: list[dict[str, Any]] = field(
+        default_factory=lambda: [{"status": "IN_PROGRESS"}, {"status": "COMPLETED"}]
+    )
+    next_result: dict[str, Any] | None = field(
+        default_factory=lambda: {"status": "COMPLETED", "error": None, "outputs": []}
+    )
+    seen_headers: list[dict[str, str]] = field(default_factory=list)
+    _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self.handle)
+
+    def add_task(
+        self,
+        endpoint: str,
+        statuses: list[dict[str, Any]],
+        result: dict[str, Any] | None = None,
+        request_id: str | None = None,
+    ) -> str:
+        rid = request_id or f"req-{next(self._ids)}"
+        self.tasks[rid] = FakeTask(endpoint, statuses, result)
+        return rid
+
+    def count(self, op: str) -> int:
+        return sum(1 for _, o, _ in self.log if o == op)
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        parts = path.strip("/").split("/")
+        op = (
+            "create"
+            if request.method == "POST"
+            else "cancel"
+            if request.method == "PUT"
+            else parts[-1]
+            if parts[-1] in ("status", "response")
+            else "other"
+        )
+        with self._lock:
+            self.log.append((time.monotonic(), op, path))
+            self.seen_headers.append(dict(request.headers))
+            queue = self.faults[op]
+            fault = queue.popleft() if queue else None
+        if isinstance(fault, BaseException):
+            raise fault
+        if isinstance(fault, httpx.Response):
+            return fault
+        if parts[0] == "files":
+            return httpx.Response(200, content=b"file:" + path.encode())
+        if op == "create":
+            endpoint = "/".join(parts[2:])
+            rid = self.add_task(endpoint, list(self.next_statuses), self.next_result)
+            root = f"{self.base}/v1/queue/{endpoint}/requests/{rid}"
+            return httpx.Response(
+                200,
+                json={
+                    "request_id": rid,
+                    "status_url": f"{root}/status",
+                    "response_url": f"{root}/response",
+                    "cancel_url": f"{root}/cancel",
+                    "queue_position": 0,
+                },
+            )
+        rid = parts[-2] if op in ("status", "response", "cancel") else ""
+        endpoint = "/".join(parts[2:-3])
+        task = self.tasks.get(rid)
+        if task is None or task.endpoint != endpoint:
+            return httpx.Response(404, json={"detail": "Request not found"})
+        if op == "cancel":
+            task.cancelled = True
+            task.statuses = [{"status": "COMPLETED"}]
+            task.result = {"status": "COMPLETED", "error": "cancelled", "error_type": "cancelled"}
+            return httpx.Response(200, json={"status": "CANCELLATION_REQUESTED"})
+        index = min(task.polls, len(task.statuses) - 1)
+        current = task.statuses[index]
+        if op == "status":
+            task.polls += 1
+            return httpx.Response(200, json={"request_id": rid, **current})
+        terminal = str(current.get("status", "")).upper() in {
+            "COMPLETED", "CANCELLED", "CANCELED", "FAILED", "ERROR"
+        }
+        if not terminal or task.result is None:
+            return httpx.Response(202, json={"request_id": rid, **current})
+        return httpx.Response(200, content=json.dumps({"request_id": rid, **task.result}))
+
+
+def error(status: int, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
+    if isinstance(body, str):
+        return httpx.Response(status, text=body, headers=headers)
+    return httpx.Response(status, json=body, headers=headers)
+
+
+def speed_up(monkeypatch: Any) -> None:
+    """Make polling, backoff and the not-found grace fast enough for unit tests."""
+    from genwidgets.jobs import job as job_module
+    from genwidgets.jobs import polling
+    from genwidgets.protocol import http
+
+    monkeypatch.setattr(polling, "FIRST", 0.01)
+    monkeypatch.setattr(polling, "GROWTH", 0.0)
+    monkeypatch.setattr(polling, "EARLY_CAP", 0.02)
+    monkeypatch.setattr(polling, "QUEUE_STEP", 0.0)
+    monkeypatch.setattr(polling, "QUEUE_CAP", 0.02)
+    monkeypatch.setattr(http, "backoff_delay", lambda attempt, rng=None: 0.01)
+    monkeypatch.setattr(http, "NOT_FOUND_GRACE_S", 0.3)
+    monkeypatch.setattr(job_module, "POLL_FAILURE_LIMIT", 3)

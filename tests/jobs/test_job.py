@@ -1,0 +1,313 @@
+"""Job futures over the engine: terminality, waits, cancel, callbacks, interrupts."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fake_gateway import BASE, FakeGateway, error, speed_up
+
+import genwidgets as gw
+from genwidgets.jobs.job import Job
+
+KEY = "sk-job-tests-SECRET-42"
+
+
+@pytest.fixture(autouse=True)
+def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    speed_up(monkeypatch)
+
+
+@pytest.fixture
+def fake() -> FakeGateway:
+    return FakeGateway()
+
+
+@pytest.fixture
+def client(fake: FakeGateway) -> gw.Client:
+    c = gw.Client(BASE, KEY, transport=fake.transport())
+    yield c
+    c.close()
+
+
+def submit(client: gw.Client, **payload: Any) -> Job:
+    return client.submit("ep", payload or {"prompt": "x"}, validate=False)
+
+
+def test_submit_returns_a_job_with_the_handle(client: gw.Client) -> None:
+    job = submit(client)
+    assert job.endpoint == "ep"
+    assert job.request_id.startswith("req-")
+    assert job.status_url == f"{BASE}/v1/queue/ep/requests/{job.request_id}/status"
+    assert job.response_url.endswith("/response") and job.cancel_url.endswith("/cancel")
+    assert job.queue_position == 0
+    assert job.payload == {"prompt": "x"}
+    res = job.result(timeout=5)
+    assert res.ok and job.done() and res.request_id == job.request_id
+    assert job.finished_at is not None and job.elapsed >= 0
+    assert client.jobs == [job]
+
+
+def test_unknown_statuses_are_kept_verbatim_and_do_not_end_the_wait(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    fake.next_statuses = [
+        {"status": "IN_QUEUE", "queue_position": 2},
+        {"status": "IN_QUEUE", "queue_position": 1},
+        {"status": "WARMING_UP"},
+        {"status": "IN_PROGRESS"},
+        {"status": "COMPLETED"},
+    ]
+    seen: list[tuple[str, int | None]] = []
+    job = submit(client)
+    job.add_update_callback(lambda j: seen.append((j.last_status.status, j.queue_position)))
+    assert job.result(timeout=5).ok
+    statuses = [s for s, _ in seen]
+    assert "WARMING_UP" in statuses and statuses[-1] == "COMPLETED"
+    assert ("IN_QUEUE", 1) in seen or statuses[0] != "IN_QUEUE"
+
+
+@pytest.mark.parametrize("final", ["CANCELLED", "CANCELED", "FAILED", "ERROR"])
+def test_failure_statuses_end_the_wait(client: gw.Client, fake: FakeGateway, final: str) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}, {"status": final}]
+    fake.next_result = None  # the result address never becomes readable
+    res = submit(client).result(timeout=5)
+    assert res.status == final and not res.ok
+
+
+def test_completed_with_error_is_a_failed_result(client: gw.Client, fake: FakeGateway) -> None:
+    fake.next_result = {"status": "COMPLETED", "error": "boom", "error_type": "runtime_error"}
+    job = submit(client)
+    res = job.result(timeout=5)
+    assert not res.ok and res.error_type == "runtime_error"
+    with pytest.raises(gw.TaskFailed) as info:
+        res.raise_for_error()
+    assert job.request_id in str(info.value)
+    assert job.status_text == "FAILED"
+
+
+def test_202_after_completed_keeps_polling(client: gw.Client, fake: FakeGateway) -> None:
+    fake.faults["response"].extend([httpx.Response(202, json={"status": "IN_PROGRESS"})] * 3)
+    assert submit(client).result(timeout=5).ok
+    assert fake.count("response") == 4
+
+
+def test_timeout_leaves_the_task_alive(client: gw.Client, fake: FakeGateway) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 30 + [{"status": "COMPLETED"}]
+    job = submit(client)
+    with pytest.raises(gw.TaskTimeout) as info:
+        job.result(timeout=0.05)
+    assert isinstance(info.value, TimeoutError) and info.value.job is job
+    assert job.request_id in str(info.value)
+    assert not job.done()
+    assert job.result(timeout=10).ok  # awaited again
+
+
+def test_cancel_ends_the_task(client: gw.Client, fake: FakeGateway) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    job = submit(client)
+    job.cancel()
+    assert job.cancel_requested
+    res = job.result(timeout=5)
+    assert res.error_type == "cancelled" and fake.count("cancel") == 1
+    job.cancel()  # a no-op once done
+    assert fake.count("cancel") == 1
+
+
+def test_request_cancel_does_not_block(client: gw.Client, fake: FakeGateway) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    job = submit(client)
+    start = time.monotonic()
+    job.request_cancel()
+    job.request_cancel()  # second click ignored
+    assert time.monotonic() - start < 0.05
+    assert job.result(timeout=5).error_type == "cancelled"
+    assert fake.count("cancel") == 1
+
+
+def test_done_callbacks_run_once_and_immediately_when_done(client: gw.Client) -> None:
+    calls: list[Job] = []
+    job = submit(client)
+    job.add_done_callback(calls.append)
+    job.result(timeout=5)
+    time.sleep(0.05)
+    assert calls == [job]
+    job.add_done_callback(calls.append)
+    assert calls == [job, job]
+
+
+def test_a_failing_callback_does_not_stop_polling(client: gw.Client) -> None:
+    job = submit(client)
+    job.add_update_callback(lambda j: 1 / 0)
+    assert job.result(timeout=5).ok
+
+
+def test_remove_update_callback(client: gw.Client, fake: FakeGateway) -> None:
+    fake.next_statuses = [{"status": "A"}, {"status": "B"}, {"status": "COMPLETED"}]
+    seen: list[str] = []
+    job = submit(client)
+    remove = job.add_update_callback(lambda j: seen.append(j.status_text))
+    remove()
+    job.result(timeout=5)
+    assert seen == []
+
+
+def test_await_job_from_any_loop(client: gw.Client) -> None:
+    async def main() -> Any:
+        job = submit(client)
+        return await job
+
+    assert asyncio.run(main()).ok
+
+
+def test_reattach_by_request_id(client: gw.Client, fake: FakeGateway) -> None:
+    rid = fake.add_task("ep", [{"status": "COMPLETED"}], {"status": "COMPLETED", "outputs": []})
+    job = client.job("ep", rid)
+    assert job.result(timeout=5).ok
+    assert client.job("ep", rid) is job
+
+
+def test_unknown_request_id_fails_fast_with_request_not_found(client: gw.Client) -> None:
+    job = client.job("ep", "never-existed")
+    start = time.monotonic()
+    with pytest.raises(gw.RequestNotFound):
+        job.result(timeout=10)
+    assert time.monotonic() - start < 3
+
+
+def test_persistent_poll_failures_end_with_server_error(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}]
+    job = submit(client)
+    fake.faults["status"].extend([error(503, {"detail": "down"})] * 50)
+    with pytest.raises(gw.ServerError):
+        job.result(timeout=10)
+
+
+def test_occasional_poll_failures_are_absorbed(client: gw.Client, fake: FakeGateway) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 4 + [{"status": "COMPLETED"}]
+    fake.faults["status"].extend([error(502, "<html>bad gateway</html>"), httpx.ReadTimeout("x")])
+    assert submit(client).result(timeout=5).ok
+
+
+def test_one_request_in_flight_per_job_and_a_bound_per_client() -> None:
+    in_flight: dict[str, int] = {}
+    peak = {"total": 0, "per_job": 0}
+    total = 0
+    polls: dict[str, int] = {}
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal total
+        parts = request.url.path.strip("/").split("/")
+        if request.method == "POST":
+            rid = f"r{len(polls)}"
+            polls[rid] = 0
+            return httpx.Response(200, json={"request_id": rid})
+        rid = parts[-2]
+        in_flight[rid] = in_flight.get(rid, 0) + 1
+        total += 1
+        peak["per_job"] = max(peak["per_job"], in_flight[rid])
+        peak["total"] = max(peak["total"], total)
+        await asyncio.sleep(0.02)
+        in_flight[rid] -= 1
+        total -= 1
+        polls[rid] += 1
+        done = polls[rid] >= 3
+        return httpx.Response(200, json={"status": "COMPLETED" if done else "IN_PROGRESS"})
+
+    client = gw.Client(BASE, KEY, transport=httpx.MockTransport(handler), max_in_flight=3)
+    jobs = [client.submit("ep", {}, validate=False) for _ in range(12)]
+    for job in jobs:
+        job.result(timeout=20)
+    client.close()
+    assert peak["per_job"] == 1
+    assert 1 < peak["total"] <= 3
+
+
+def test_key_never_in_reprs_errors_or_logs(
+    client: gw.Client, fake: FakeGateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    fake.faults["create"].append(
+        error(401, {"error": {"code": "UNAUTHORIZED", "message": f"bad {KEY}"}})
+    )
+    with pytest.raises(gw.Unauthorized) as info:
+        submit(client)
+    job = submit(client)
+    job.result(timeout=5)
+    texts = [repr(client), str(client), repr(job), str(info.value), repr(info.value), caplog.text]
+    assert not [t for t in texts if KEY in t]
+    assert fake.seen_headers[0]["authorization"] == f"Bearer {KEY}"
+
+
+def test_blocking_call_from_a_callback_is_refused_clearly(client: gw.Client) -> None:
+    errors: list[BaseException] = []
+
+    def blocking(job: Job) -> None:
+        try:
+            job.status()
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    job = submit(client)
+    job.add_done_callback(blocking)
+    job.result(timeout=5)
+    time.sleep(0.05)
+    assert errors and "engine thread" in str(errors[0])
+
+
+def test_ctrl_c_stops_the_wait_not_the_task(
+    client: gw.Client, fake: FakeGateway, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 40 + [{"status": "COMPLETED"}]
+    job = submit(client)
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        job.result(timeout=30)
+    err = capsys.readouterr().err
+    assert "still running" in err and job.request_id in err and "job.cancel()" in err
+    assert fake.count("cancel") == 0
+    assert job.result(timeout=10).ok
+
+
+def test_works_unchanged_under_nest_asyncio(tmp_path: Path) -> None:
+    # nest_asyncio patches asyncio globally, so it runs in its own interpreter
+    script = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+        import nest_asyncio
+        nest_asyncio.apply()
+        from fake_gateway import BASE, FakeGateway
+        import genwidgets as gw
+
+        fake = FakeGateway()
+        client = gw.Client(BASE, "k-123456", transport=fake.transport())
+
+        async def cell():
+            # a notebook cell: a running loop, a blocking call, then an await
+            job = client.submit("ep", {{}}, validate=False)
+            blocking = job.result(timeout=20)
+            again = await client.submit("ep", {{}}, validate=False)
+            return blocking.ok and again.ok
+
+        loop = asyncio.new_event_loop()
+        print("OK" if loop.run_until_complete(cell()) else "BAD")
+        """
+    )
+    path = tmp_path / "nested.py"
+    path.write_text(script)
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "OK", done.stderr

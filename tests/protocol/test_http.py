@@ -1,0 +1,270 @@
+"""The retry, rate-limit and error-mapping policy of the four operations."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from typing import Any
+
+import httpx
+import pytest
+from fake_gateway import BASE, FakeGateway, error, speed_up
+
+from genwidgets import errors
+from genwidgets._config import remember_secret
+from genwidgets.protocol import http
+from genwidgets.protocol.http import Gateway, OutcomeUnknown, RateGate, parse_retry_after
+from genwidgets.protocol.records import Handle
+
+KEY = "sk-live-VERYSECRET-123"
+REAL_BACKOFF = http.backoff_delay  # captured before the fixture speeds it up
+
+
+@pytest.fixture(autouse=True)
+def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    speed_up(monkeypatch)
+    remember_secret(KEY)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def gateway(fake: FakeGateway, **kw: Any) -> Gateway:
+    return Gateway(BASE, KEY, transport=fake.transport(), **kw)
+
+
+def handle_for(fake: FakeGateway, rid: str, endpoint: str = "ep") -> Handle:
+    return Handle.from_body(endpoint, {"request_id": rid}, BASE)
+
+
+# -- Retry-After -------------------------------------------------------------
+def test_retry_after_seconds_ms_and_http_date() -> None:
+    assert parse_retry_after({"retry-after": "3"}) == 3.0
+    assert parse_retry_after({"retry-after": "1.5"}) == 1.5
+    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 28 <= (parse_retry_after({"retry-after": when}) or 0) <= 31
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    assert parse_retry_after({}) is None
+    assert parse_retry_after({"retry-after": "-4"}) == 0.0
+
+
+def test_backoff_is_bounded_and_jittered() -> None:
+    import random
+
+    rng = random.Random(1)
+    delays = [REAL_BACKOFF(n, rng) for n in range(12)]
+    assert all(0 < d <= 8.0 for d in delays)
+    assert delays[0] <= 0.5 and delays[-1] >= 6.0
+    assert len({round(d, 6) for d in delays[6:]}) > 1  # jitter at the cap
+
+
+# -- error mapping: body first, status second ---------------------------------
+SPEC_ROWS = [
+    (401, {"error": {"code": "UNAUTHORIZED", "message": "Authorization Bearer token is required"},
+           "request_id": "g1"}, errors.Unauthorized),
+    (429, {"error": {"code": "RATE_LIMIT_EXCEEDED",
+                     "message": "Rate limit exceeded, please try again later"},
+           "request_id": "g2"}, errors.RateLimited),
+    (404, {"detail": "App not found: nope"}, errors.EndpointNotFound),
+    (403, {"detail": "Model not allowed for this user"}, errors.ModelNotAllowed),
+    (400, {"detail": "webhook not supported"}, errors.WebhookNotSupported),
+    (400, {"detail": "SSE streaming not supported"}, errors.NotSupported),
+    (404, {"detail": "Request not found"}, errors.RequestNotFound),
+    (500, {"detail": "Runtime execution failed"}, errors.RuntimeFailed),
+    (503, "<html><body>Service Unavailable</body></html>", errors.ServerError),
+]
+
+
+@pytest.mark.parametrize(("status", "body", "cls"), SPEC_ROWS)
+def test_every_spec_error_maps_to_its_class(status: int, body: Any, cls: type) -> None:
+    response = error(status, body)
+    response.request = httpx.Request("GET", f"{BASE}/v1/queue/ep/requests/r9/status")
+    exc = http.error_from_response(response, endpoint="ep", request_id="r9")
+    assert type(exc) is cls
+    assert "endpoint ep" in str(exc) and "request_id r9" in str(exc)
+    assert exc.status_code == status
+
+
+def test_body_wins_over_status_code() -> None:
+    # codes are not shown in the spec: a surprising status must not change the class
+    for status, body, cls in [
+        (400, {"error": {"code": "UNAUTHORIZED", "message": "x"}}, errors.Unauthorized),
+        (500, {"detail": "Model not allowed for this user"}, errors.ModelNotAllowed),
+        (200, {"detail": "App not found: x"}, errors.EndpointNotFound),
+        (403, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "x"}}, errors.RateLimited),
+    ]:
+        assert type(http.error_from_response(error(status, body))) is cls
+
+
+def test_sync_path_not_found_is_not_supported() -> None:
+    response = error(404, {"detail": "Not Found"})
+    response.request = httpx.Request("POST", f"{BASE}/v1/queue/ep/sync")
+    assert isinstance(http.error_from_response(response), errors.NotSupported)
+
+
+def test_status_fallback_and_html_pages_are_described() -> None:
+    assert type(http.error_from_response(error(401, "nope"))) is errors.Unauthorized
+    exc = http.error_from_response(error(502, "<!DOCTYPE html><h1>Bad gateway</h1>"))
+    assert type(exc) is errors.ServerError and "HTML page" in str(exc)
+    assert type(http.error_from_response(error(418, {"odd": 1}))) is errors.GatewayError
+
+
+def test_rate_limited_carries_retry_after() -> None:
+    exc = http.error_from_response(
+        error(429, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "m"}}, {"Retry-After": "7"})
+    )
+    assert isinstance(exc, errors.RateLimited) and exc.retry_after == 7.0
+
+
+def test_key_echoed_by_a_gateway_is_redacted() -> None:
+    exc = http.error_from_response(error(400, {"detail": f"bad key {KEY} / Bearer {KEY}"}))
+    assert KEY not in str(exc) and KEY not in repr(exc.args)
+
+
+# -- create: retried only when nothing was created ------------------------------
+RATE = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}, "request_id": "g"}
+
+
+def test_create_retries_429_within_max_retries() -> None:
+    fake = FakeGateway()
+    fake.faults["create"].extend([error(429, RATE), error(429, RATE)])
+    handle = run(gateway(fake, max_retries=2).create("ep", {"prompt": "x"}))
+    assert handle.request_id and fake.count("create") == 3
+
+
+def test_create_gives_up_after_max_retries() -> None:
+    fake = FakeGateway()
+    fake.faults["create"].extend([error(429, RATE)] * 5)
+    with pytest.raises(errors.RateLimited):
+        run(gateway(fake, max_retries=2).create("ep", {}))
+    assert fake.count("create") == 3
+
+
+def test_create_retries_connect_errors_but_never_a_sent_request() -> None:
+    fake = FakeGateway()
+    fake.faults["create"].append(httpx.ConnectError("refused"))
+    run(gateway(fake).create("ep", {}))
+    assert fake.count("create") == 2
+
+    fake = FakeGateway()
+    fake.faults["create"].append(httpx.ReadTimeout("no answer"))
+    with pytest.raises(OutcomeUnknown, match="may exist"):
+        run(gateway(fake).create("ep", {}))
+    assert fake.count("create") == 1
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+def test_create_is_not_retried_on_5xx(status: int) -> None:
+    fake = FakeGateway()
+    fake.faults["create"].append(error(status, "<html>oops</html>"))
+    with pytest.raises(errors.ServerError):
+        run(gateway(fake).create("ep", {}))
+    assert fake.count("create") == 1
+
+
+def test_create_with_unreadable_handle_is_outcome_unknown() -> None:
+    fake = FakeGateway()
+    fake.faults["create"].append(httpx.Response(200, text="<html>ok</html>"))
+    with pytest.raises(OutcomeUnknown):
+        run(gateway(fake).create("ep", {}))
+
+
+# -- status / result / cancel ------------------------------------------------
+@pytest.mark.parametrize(
+    "fault",
+    [
+        error(503, {"detail": "unavailable"}),
+        error(502, "<html><body>502 Bad Gateway</body></html>"),
+        httpx.ReadTimeout("slow"),
+        httpx.RemoteProtocolError("cut short"),
+    ],
+)
+def test_status_retries_transient_failures(fault: Any) -> None:
+    fake = FakeGateway()
+    rid = fake.add_task("ep", [{"status": "IN_PROGRESS"}])
+    fake.faults["status"].extend([fault, fault])
+    st = run(gateway(fake, max_retries=2).status(handle_for(fake, rid)))
+    assert st.status == "IN_PROGRESS" and fake.count("status") == 3
+
+
+def test_status_gives_up_after_bounded_retries() -> None:
+    fake = FakeGateway()
+    rid = fake.add_task("ep", [{"status": "IN_PROGRESS"}])
+    fake.faults["status"].extend([error(503, {"detail": "down"})] * 10)
+    with pytest.raises(errors.ServerError):
+        run(gateway(fake, max_retries=2).status(handle_for(fake, rid)))
+    assert fake.count("status") == 3
+
+
+def test_request_not_found_is_retried_only_briefly() -> None:
+    fake = FakeGateway()
+    start = time.monotonic()
+    with pytest.raises(errors.RequestNotFound, match="request_id ghost"):
+        run(gateway(fake).status(handle_for(fake, "ghost")))
+    elapsed = time.monotonic() - start
+    assert 0.3 <= elapsed < 2.0  # grace patched to 0.3 s
+    assert 2 <= fake.count("status") <= 6
+
+
+def test_result_202_means_not_yet() -> None:
+    fake = FakeGateway()
+    rid = fake.add_task("ep", [{"status": "IN_PROGRESS"}], {"status": "COMPLETED"})
+    assert run(gateway(fake).result(handle_for(fake, rid))) is None
+
+
+def test_unauthorized_is_not_retried() -> None:
+    fake = FakeGateway()
+    rid = fake.add_task("ep", [{"status": "IN_PROGRESS"}])
+    fake.faults["status"].append(error(401, SPEC_ROWS[0][1]))
+    with pytest.raises(errors.Unauthorized):
+        run(gateway(fake).status(handle_for(fake, rid)))
+    assert fake.count("status") == 1
+
+
+# -- the rate gate -----------------------------------------------------------
+def test_retry_after_gates_every_request_of_the_client() -> None:
+    fake = FakeGateway()
+    a = fake.add_task("ep", [{"status": "IN_PROGRESS"}])
+    b = fake.add_task("ep", [{"status": "IN_PROGRESS"}])
+    fake.faults["status"].append(error(429, RATE, {"Retry-After": "0.6"}))
+
+    async def scenario() -> None:
+        gw = gateway(fake)
+        first = asyncio.ensure_future(gw.status(handle_for(fake, a)))
+        await asyncio.sleep(0.05)  # the 429 has arrived and closed the gate
+        await gw.status(handle_for(fake, b))
+        await first
+
+    run(scenario())
+    times = [t for t, op, _ in fake.log if op == "status"]
+    assert len(times) == 3
+    # after the 429, nothing was sent for the Retry-After window
+    assert min(times[1:]) - times[0] >= 0.55
+
+
+def test_gate_past_the_cap_raises_with_the_wait() -> None:
+    async def scenario() -> None:
+        gate = RateGate(max_wait=1.0)
+        gate.close(30)
+        await gate.wait(endpoint="ep")
+
+    with pytest.raises(errors.RateLimited) as info:
+        run(scenario())
+    assert info.value.retry_after is not None and 29 <= info.value.retry_after <= 30
+
+
+def test_fetch_never_sends_the_key() -> None:
+    fake = FakeGateway()
+
+    async def scenario() -> None:
+        gw = gateway(fake)
+        await gw.fetch(f"{BASE}/files/tok/out.png")
+        await gw.status(handle_for(fake, fake.add_task("ep", [{"status": "X"}])))
+
+    run(scenario())
+    fetch_headers, status_headers = fake.seen_headers
+    assert "authorization" not in fetch_headers
+    assert status_headers["authorization"] == f"Bearer {KEY}"

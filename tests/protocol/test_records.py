@@ -1,0 +1,125 @@
+"""Tolerant reading of the protocol's records (spec 2.1-2.3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from genwidgets.errors import TaskFailed
+from genwidgets.protocol.records import Handle, Output, Result, Status, is_terminal
+
+
+@pytest.mark.parametrize(
+    ("status", "terminal"),
+    [
+        ("COMPLETED", True),
+        ("completed", True),
+        ("CANCELLED", True),
+        ("CANCELED", True),
+        ("FAILED", True),
+        ("ERROR", True),
+        ("IN_QUEUE", False),
+        ("IN_PROGRESS", False),
+        ("SOMETHING_NEW", False),
+        (None, False),
+    ],
+)
+def test_terminality_comes_from_status_alone(status: str | None, terminal: bool) -> None:
+    assert is_terminal(status) is terminal
+
+
+def test_status_keeps_unknown_names_verbatim_and_reads_loose_types() -> None:
+    st = Status.from_body({"status": "Warming_Up", "queue_position": "3"})
+    assert st.status == "Warming_Up"
+    assert st.queue_position == 3
+    assert not st.done
+    assert Status.from_body({"status": 7}).status == "7"
+    assert Status.from_body({}).status == "UNKNOWN"
+    assert Status.from_body({"status": "IN_QUEUE", "queue_position": True}).queue_position is None
+
+
+def test_handle_fills_documented_urls_when_missing() -> None:
+    h = Handle.from_body("ep", {"request_id": "abc"}, "http://gw")
+    assert h.status_url == "http://gw/v1/queue/ep/requests/abc/status"
+    assert h.response_url.endswith("/abc/response")
+    assert h.cancel_url.endswith("/abc/cancel")
+    with pytest.raises(ValueError, match="request_id"):
+        Handle.from_body("ep", {"queue_position": 1}, "http://gw")
+
+
+def test_completed_with_error_is_a_failure() -> None:
+    res = Result.from_body(
+        {"status": "COMPLETED", "error": "boom", "error_type": "runtime_error"},
+        endpoint="ep",
+        request_id="r1",
+    )
+    assert res.done and not res.ok
+    with pytest.raises(TaskFailed, match=r"runtime_error.*boom.*endpoint ep, request_id r1"):
+        res.raise_for_error()
+    ok = Result.from_body({"status": "COMPLETED", "error": None, "outputs": []})
+    assert ok.ok and ok.raise_for_error() is ok
+    # a failure status with no error text is still a failure
+    assert not Result.from_body({"status": "FAILED"}).ok
+    assert Result.from_body({"status": "CANCELLED"}).error == "cancelled"
+
+
+def test_outputs_are_interpreted_by_content_type_never_by_extension() -> None:
+    res = Result.from_body(
+        {
+            "status": "COMPLETED",
+            "outputs": [
+                {"url": "http://x/a.png", "content_type": "video/mp4"},
+                {"file_url": "http://x/b", "mime_type": "audio/mpeg"},
+                "http://x/c.jpg",
+                {"url": "http://x/d.json", "content_type": "application/json; charset=utf-8"},
+            ],
+        }
+    )
+    kinds = [o.kind for o in res.outputs]
+    assert kinds == ["video", "audio", "binary", "json"]
+    assert res.outputs[2].content_type == "application/octet-stream"
+    assert [o.index for o in res.outputs] == [0, 1, 2, 3]
+
+
+def test_inline_hex_and_base64_content() -> None:
+    hex_out = Output.from_entry({"content_type": "audio/mpeg", "encoding": "hex", "content": "4944"})
+    assert hex_out.read() == b"ID"
+    b64 = Output.from_entry({"content_type": "text/plain", "encoding": "base64", "content": "aGk="})
+    assert b64.read() == b"hi"
+    data = Output.from_entry({"content_type": "image/png", "url": "data:image/png;base64,aGk="})
+    assert data.read() == b"hi"
+    with pytest.raises(ValueError, match="neither a URL nor inline content"):
+        Output.from_entry({"content_type": "image/png"}).read()
+
+
+def test_asset_record_from_json_string_in_several_places() -> None:
+    record = {"Id": "asset-1", "Status": "Active", "URL": "http://x"}
+    as_output = Result.from_body(
+        {
+            "status": "COMPLETED",
+            "outputs": [{"content_type": "application/json", "content": json.dumps(record)}],
+        }
+    )
+    assert as_output.asset == record
+    as_content = Result.from_body({"status": "COMPLETED", "content": json.dumps(record)})
+    assert as_content.asset == record
+    double = Result.from_body({"status": "COMPLETED", "result": json.dumps(json.dumps(record))})
+    assert double.asset == record
+    assert Result.from_body({"status": "COMPLETED", "content": "not json"}).asset is None
+
+
+def test_output_save_is_atomic_and_uses_fetcher(tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    def fetch(url: str) -> bytes:
+        calls.append(url)
+        return b"bytes!"
+
+    out = Output.from_entry({"url": "http://x/1", "content_type": "image/png"}, fetch=fetch)
+    target = out.save(tmp_path / "sub" / "one.png")
+    assert target.read_bytes() == b"bytes!"
+    out.save(tmp_path / "two.png")
+    assert calls == ["http://x/1"]  # read once, cached
+    assert not [p for p in tmp_path.rglob("*.part")]

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The project's one test command (README "Tests"; .ci/run calls exactly this).
+# On a fresh machine it installs what is missing (a virtual environment with the
+# package and its test extra, Debian's chromium for the browser tests), then
+# runs every test. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/python -c "import genwidgets, httpx, pydantic, ipywidgets, av, PIL, nbclient, playwright" \
+  || { echo "the Python dependencies did not install" >&2; exit 1; }
+
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's chromium for the browser tests..."
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+    echo "!!! chromium is missing and cannot be installed here (not root, or no  " >&2
+    echo "!!! apt-get): the real-browser tests will be SKIPPED.                   " >&2
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+  fi
+fi
+
+export PYTHONDONTWRITEBYTECODE=1
+exec .venv/bin/python -m pytest "$@"

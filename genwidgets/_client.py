@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import getpass
 import json
+import logging
 import warnings
 from collections.abc import Coroutine, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -19,12 +21,35 @@ import httpx
 from . import _config
 from .catalog import validate as validate_payload
 from .catalog import webhook_fields
-from .errors import PayloadError
+from .errors import (
+    EndpointNotFound,
+    ModelNotAllowed,
+    NotSupported,
+    PayloadError,
+    RateLimited,
+    Unauthorized,
+    WebhookNotSupported,
+)
 from .jobs import job as job_module
 from .jobs.engine import get_engine
 from .jobs.job import Job, Recorder
+from .jobs.ledger import Ledger, LedgerError, LedgerRow
+from .jobs.recorder import LedgerRecorder
 from .protocol.http import Gateway
-from .protocol.records import Handle, Result
+from .protocol.records import Handle, Output, Result
+
+log = logging.getLogger("genwidgets")
+
+#: Answers to a create request that certainly created no task.
+_CREATED_NOTHING = (
+    PayloadError,
+    Unauthorized,
+    RateLimited,
+    EndpointNotFound,
+    ModelNotAllowed,
+    WebhookNotSupported,
+    NotSupported,
+)
 
 T = TypeVar("T")
 
@@ -114,7 +139,8 @@ class Client:
         allow_insecure: bool = False,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        recorder: Recorder | None = None,
+        ledger: bool | Ledger = True,
+        download: bool = True,
     ) -> None:
         settings = _config.resolve(base_url, api_key)
         self.embedded = settings.embedded
@@ -141,7 +167,12 @@ class Client:
         self.timeout = timeout
         self.max_retries = max_retries
         self._engine = get_engine()
-        self._recorder = recorder
+        self.ledger: Ledger | None = self._open_ledger(ledger)
+        self._recorder: Recorder | None = (
+            LedgerRecorder(self.ledger, self.gateway_name, download=download)
+            if self.ledger is not None
+            else None
+        )
         self._jobs: dict[str, Job] = {}
         self._gateway: Gateway = self._engine.run(
             self._make_gateway(key, timeout, max_retries, max_in_flight, transport, headers)
@@ -166,6 +197,22 @@ class Client:
             transport=transport,
             headers=headers,
         )
+
+    @staticmethod
+    def _open_ledger(ledger: bool | Ledger) -> Ledger | None:
+        if isinstance(ledger, Ledger):
+            return ledger
+        if not ledger:
+            return None
+        try:
+            return Ledger()
+        except (LedgerError, OSError) as exc:
+            warnings.warn(
+                f"genwidgets: the task ledger is off ({_config.redact(str(exc))}); tasks will "
+                f"not survive a kernel restart. Set {_config.ENV_HOME} to a writable folder.",
+                stacklevel=3,
+            )
+            return None
 
     def __repr__(self) -> str:
         return f"<Client {self.base_url}{' (simulated)' if self.embedded else ''}>"
@@ -196,23 +243,95 @@ class Client:
     ) -> Job:
         """Create a task and return its :class:`Job` (polled in the background)."""
         body = prepare_payload(endpoint, payload, validate=validate)
-        return self._engine.run(self._create(endpoint, body, headers))
+        row = self._record_intent(endpoint, body)
+        return self._engine.run(self._create(endpoint, body, headers, row))
+
+    def _record_intent(self, endpoint: str, body: Mapping[str, Any]) -> int | None:
+        """Written before the request leaves, so a crash leaves "outcome unknown", not a gap."""
+        if self.ledger is None:
+            return None
+        try:
+            return self.ledger.record_intent(
+                gateway=self.gateway_name, endpoint=endpoint, payload=body
+            )
+        except (LedgerError, OSError) as exc:
+            log.warning("genwidgets: could not record the task intent: %s", exc)
+            return None
 
     def job(self, endpoint: str, request_id: str) -> Job:
         """Re-attach to an existing task by its request_id."""
-        key = request_id
-        if key in self._jobs:
-            return self._jobs[key]
-        root = f"{self.base_url}/v1/queue/{endpoint}/requests/{request_id}"
-        handle = Handle(
-            endpoint=endpoint,
-            request_id=request_id,
-            status_url=f"{root}/status",
-            response_url=f"{root}/response",
-            cancel_url=f"{root}/cancel",
-            queue_position=None,
-        )
+        if request_id in self._jobs:
+            return self._jobs[request_id]
+        handle = self._handle_for(endpoint, request_id)
+        if self.ledger is not None:
+            try:
+                self.ledger.record_attach(self.gateway_name, handle)
+            except (LedgerError, OSError) as exc:
+                log.warning("genwidgets: could not record the re-attached task: %s", exc)
         return self._adopt(handle, payload=None)
+
+    def history(
+        self,
+        endpoint: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Job]:
+        """Jobs of this gateway from the ledger, newest first, re-attached.
+
+        Finished ones carry their recorded result (and local output files); the
+        others are polled again. ``status`` filters by the gateway's status name
+        or a ledger state (``unfinished``, ``ok``, ``failed``, ...). Requests whose
+        outcome is unknown have no request_id and so no Job: see ``client.ledger.rows()``.
+        """
+        if self.ledger is None:
+            return []
+        rows = self.ledger.rows(self.gateway_name, endpoint=endpoint, status=status, limit=limit)
+        return [self._from_row(row) for row in rows if row.request_id is not None]
+
+    def resume(self) -> list[Job]:
+        """Re-attach every unfinished job of this gateway (after a restart) and return them."""
+        if self.ledger is None:
+            return []
+        return [self._from_row(row) for row in self.ledger.unfinished(self.gateway_name)]
+
+    def _from_row(self, row: LedgerRow) -> Job:
+        assert row.request_id is not None
+        if row.request_id in self._jobs:
+            return self._jobs[row.request_id]
+        handle = self._handle_for(row.endpoint, row.request_id)
+        if row.unfinished:
+            return self._adopt(handle, payload=row.payload, submitted_at=row.submitted_at)
+        job = Job(
+            handle,
+            client=self,
+            gateway=self._gateway,
+            engine=self._engine,
+            payload=row.payload,
+            submitted_at=row.submitted_at,
+        )
+        outputs = [
+            Output(
+                content_type=o.get("content_type") or "application/octet-stream",
+                url=o.get("url"),
+                raw=o,
+                path=Path(o["path"]) if o.get("path") else None,
+                index=int(o.get("index", i)),
+                _fetch=job._fetch_bytes,
+            )
+            for i, o in enumerate(row.outputs)
+        ]
+        result = Result(
+            status=row.status or ("COMPLETED" if row.ok is not None else row.state),
+            error=row.error if row.ok is False else None,
+            error_type=row.error_type,
+            outputs=outputs,
+            raw={"from_ledger": True},
+            endpoint=row.endpoint,
+            request_id=row.request_id,
+        )
+        job._restore(result, row.finished_at)
+        self._jobs[row.request_id] = job
+        return job
 
     def run(
         self, endpoint: str, payload: Mapping[str, Any], timeout: float | None = None
@@ -230,20 +349,64 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _handle_for(self, endpoint: str, request_id: str) -> Handle:
+        """The documented URLs of a task on this client's gateway (spec 2.1)."""
+        root = f"{self.base_url}/v1/queue/{endpoint}/requests/{request_id}"
+        return Handle(
+            endpoint=endpoint,
+            request_id=request_id,
+            status_url=f"{root}/status",
+            response_url=f"{root}/response",
+            cancel_url=f"{root}/cancel",
+            queue_position=None,
+        )
+
     # -- engine side -------------------------------------------------------
     async def _create(
-        self, endpoint: str, body: dict[str, Any], headers: Mapping[str, str] | None
+        self,
+        endpoint: str,
+        body: dict[str, Any],
+        headers: Mapping[str, str] | None,
+        row: int | None = None,
     ) -> Job:
-        handle = await self._gateway.create(endpoint, body, headers=headers)
+        try:
+            handle = await self._gateway.create(endpoint, body, headers=headers)
+        except BaseException as exc:
+            if row is not None and self.ledger is not None:
+                self._settle_failed_create(row, exc)
+            raise
+        if row is not None and self.ledger is not None:
+            try:
+                self.ledger.record_handle(row, handle)
+            except (LedgerError, OSError) as exc:
+                log.warning("genwidgets: could not record the task handle: %s", exc)
         return self._adopt(handle, payload=body)
 
-    def _adopt(self, handle: Handle, *, payload: Mapping[str, Any] | None) -> Job:
+    def _settle_failed_create(self, row: int, exc: BaseException) -> None:
+        assert self.ledger is not None
+        try:
+            self.ledger.record_create_failed(
+                row,
+                _config.redact(f"{type(exc).__name__}: {exc}"),
+                created_nothing=isinstance(exc, _CREATED_NOTHING),
+            )
+        except (LedgerError, OSError) as err:
+            log.warning("genwidgets: could not record the failed create: %s", err)
+
+    def _adopt(
+        self,
+        handle: Handle,
+        *,
+        payload: Mapping[str, Any] | None,
+        submitted_at: float | None = None,
+    ) -> Job:
         job = Job(
             handle,
             client=self,
             gateway=self._gateway,
             engine=self._engine,
             payload=payload,
+            submitted_at=submitted_at,
             recorder=self._recorder,
         )
         self._jobs[handle.request_id] = job

@@ -131,10 +131,13 @@ def error(status: int, body: Any, headers: dict[str, str] | None = None) -> http
 
 def speed_up(monkeypatch: Any) -> None:
     """Make polling, backoff and the not-found grace fast enough for unit tests."""
+    import tempfile
+
     from genwidgets.jobs import job as job_module
     from genwidgets.jobs import polling
     from genwidgets.protocol import http
 
+    monkeypatch.setenv("GENWIDGETS_HOME", tempfile.mkdtemp(prefix="gw-home-"))
     monkeypatch.setattr(polling, "FIRST", 0.01)
     monkeypatch.setattr(polling, "GROWTH", 0.0)
     monkeypatch.setattr(polling, "EARLY_CAP", 0.02)

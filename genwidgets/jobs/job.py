@@ -36,18 +36,22 @@ POLL_FAILURE_LIMIT = 10
 
 
 class Recorder(Protocol):
-    """Where a job reports its life (the ledger); every method is called on the engine thread."""
+    """Where a job reports its life (the ledger); every method is called on the engine thread.
+
+    ``on_result`` runs before the result is delivered, so outputs are on disk by
+    the time ``job.result()`` returns.
+    """
 
     def on_status(self, job: Job, status: Status) -> None: ...
 
-    def on_result(self, job: Job, result: Result) -> None: ...
+    async def on_result(self, job: Job, result: Result) -> None: ...
 
 
 class _NoRecorder:
     def on_status(self, job: Job, status: Status) -> None:
         pass
 
-    def on_result(self, job: Job, result: Result) -> None:
+    async def on_result(self, job: Job, result: Result) -> None:
         pass
 
 
@@ -228,14 +232,17 @@ class Job:
             self._recorder.on_status(self, status)
             self._notify()
 
-    def _finish(self, result: Result) -> None:
+    def _finish(self, result: Result, finished_at: float | None = None) -> None:
         if self._future.done():
             return
-        self.finished_at = time.time()
+        self.finished_at = finished_at or time.time()
         self.last_result = result
-        self._recorder.on_result(self, result)
         self._notify()
         self._future.set_result(result)
+
+    def _restore(self, result: Result, finished_at: float | None) -> None:
+        """A job known finished (from the ledger): no polling, the recorded result."""
+        self._finish(result, finished_at)
 
     def _fail(self, exc: BaseException) -> None:
         if self._future.done():
@@ -339,5 +346,9 @@ class Job:
                 return
             if result is None:  # COMPLETED but the result address still says 202
                 continue
-            failures = 0
+            try:
+                await self._recorder.on_result(self, result)
+            except Exception:  # recording must never lose the result itself
+                log.exception("genwidgets: recording the result of %s failed", self.request_id)
             self._finish(result)
+            return

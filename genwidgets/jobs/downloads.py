@@ -1,0 +1,426 @@
+"""Keep the outputs of a finished task on disk, before their URLs expire.
+
+Each output goes to ``<root>/<request_id>/<index><ext>`` (root defaults to
+``GENWIDGETS_HOME/outputs``), where ``ext`` comes from ``content_type`` only
+— never from the URL (spec 7, rule 5). Choices where the spec is silent:
+
+- Writes are atomic: a ``.part`` temporary file in the same directory, fsynced,
+  then ``os.replace``. A failed or cut-short download leaves no file behind
+  (and leaves an earlier complete copy untouched).
+- Sizes are checked against the HTTP ``Content-Length`` (bytes on the wire) and
+  the record's ``file_size`` (bytes of the file) when either is given; a
+  mismatch is an error. ``max_bytes`` bounds every output (2 GiB by default).
+- An output already on disk is not fetched again when its size equals the
+  record's ``file_size``; when the record gives no size, an existing file is
+  trusted, because only complete, checked files are ever renamed into place.
+- Inline content (hex/base64/JSON in the record) and ``data:`` URLs are written
+  directly; only ``http``/``https`` URLs are fetched; other schemes are refused.
+- Downloads never carry credentials: output URLs need no auth (the spec's file
+  URLs are public), so ``Authorization``/API-key headers of the given client
+  are removed, and its ``auth`` is disabled, for these requests.
+- Every output is attempted; the ones that succeed get ``output.path`` set
+  (and ``on_saved(index, path)`` called at once, so the ledger can record it),
+  then one :class:`DownloadError` lists every failure with its output index,
+  request id, URL (query string hidden) and reason.
+- The async variant writes chunks with ordinary file calls on the event loop:
+  local disk writes of 64 KiB chunks are short next to network waits.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import mimetypes
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+from urllib.parse import unquote_to_bytes, urlsplit
+
+import httpx
+
+from .._config import home, redact
+from ..errors import GenwidgetsError
+from ..protocol.records import Output, Result
+
+__all__ = [
+    "EXTENSIONS",
+    "DownloadError",
+    "download_outputs",
+    "download_outputs_async",
+    "extension_for",
+    "output_dir",
+]
+
+DEFAULT_MAX_BYTES = 2 * 2**30
+DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+
+#: the extension of common content types; others ask ``mimetypes``, then ``.bin``
+EXTENSIONS: dict[str, str] = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/jpg": ".jpg",
+    "image/webp": ".webp",
+    "image/gif": ".gif",
+    "image/bmp": ".bmp",
+    "image/tiff": ".tiff",
+    "video/mp4": ".mp4",
+    "video/quicktime": ".mov",
+    "video/webm": ".webm",
+    "audio/mpeg": ".mp3",
+    "audio/mp3": ".mp3",
+    "audio/wav": ".wav",
+    "audio/x-wav": ".wav",
+    "audio/wave": ".wav",
+    "audio/flac": ".flac",
+    "audio/mp4": ".m4a",
+    "audio/ogg": ".ogg",
+    "application/json": ".json",
+    "text/plain": ".txt",
+    "application/octet-stream": ".bin",
+}
+UNKNOWN_EXTENSION = ".bin"
+#: request headers that could carry a credential; never sent with a download
+CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
+CHUNK = 64 * 1024
+
+
+class DownloadError(GenwidgetsError):
+    """One or more outputs could not be saved. ``failures``: ``[(index, reason), ...]``."""
+
+    def __init__(
+        self, message: str, *, request_id: str | None, failures: list[tuple[int, str]]
+    ) -> None:
+        super().__init__(redact(message))
+        self.request_id = request_id
+        self.failures = failures
+
+
+class _Failure(Exception):
+    """Why one output failed (internal; collected into a DownloadError)."""
+
+
+def extension_for(content_type: str) -> str:
+    """``.png`` for ``image/png``…; decided by the content type alone."""
+    mime = content_type.split(";")[0].strip().lower()
+    if mime in EXTENSIONS:
+        return EXTENSIONS[mime]
+    guessed = mimetypes.guess_extension(mime, strict=False) if mime else None
+    if guessed and re.fullmatch(r"\.[A-Za-z0-9]{1,8}", guessed):
+        return guessed
+    return UNKNOWN_EXTENSION
+
+
+def _safe_name(request_id: str) -> str:
+    """A directory name that cannot escape the root, whatever the gateway sent."""
+    name = re.sub(r"[^A-Za-z0-9._-]", lambda m: f"%{ord(m.group()):02X}", request_id)
+    return name if name.strip(".") else name.replace(".", "%2E")
+
+
+def output_dir(request_id: str, root: str | os.PathLike[str] | None = None) -> Path:
+    """Where the outputs of one task go."""
+    base = Path(root) if root is not None else home() / "outputs"
+    return base / _safe_name(request_id)
+
+
+def _shown(url: str) -> str:
+    """A URL fit for a message: no query string (signatures), no known key."""
+    if url.startswith("data:"):
+        return f"a data: URL ({len(url)} characters)"
+    parts = urlsplit(url)
+    hidden = "?…" if parts.query else ""
+    return redact(f"{parts.scheme}://{parts.netloc}{parts.path}{hidden}")
+
+
+def _record_size(output: Output) -> int | None:
+    value = output.raw.get("file_size")
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+@dataclass
+class _Item:
+    """One output to save, and where."""
+
+    output: Output
+    index: int
+    target: Path
+    expected_size: int | None
+
+    @property
+    def label(self) -> str:
+        return f"output {self.index} ({self.output.content_type})"
+
+
+def _plan(result: Result, root: str | os.PathLike[str] | None) -> tuple[str, list[_Item]]:
+    if not isinstance(result, Result):
+        raise TypeError(f"download_outputs takes a Result, not {type(result).__name__}")
+    if not result.request_id:
+        raise ValueError(
+            "this result has no request_id, so there is no directory to keep its outputs "
+            "in; pass the Result of a task (job.result()), whose request_id is set"
+        )
+    directory = output_dir(result.request_id, root)
+    indexes = [o.index for o in result.outputs]
+    if len(set(indexes)) != len(indexes):  # hand-made outputs: fall back to positions
+        indexes = list(range(len(result.outputs)))
+    items = [
+        _Item(o, i, directory / f"{i}{extension_for(o.content_type)}", _record_size(o))
+        for o, i in zip(result.outputs, indexes, strict=True)
+    ]
+    return result.request_id, items
+
+
+def _already_saved(item: _Item) -> bool:
+    try:
+        size = item.target.stat().st_size
+    except OSError:
+        return False
+    return item.expected_size is None or size == item.expected_size
+
+
+def _local_bytes(output: Output) -> bytes | None:
+    """Content carried by the record itself (inline or a data: URL), if any."""
+    inline = output.inline()
+    if inline is not None:
+        return inline
+    url = output.url or ""
+    if url[:5].lower() == "data:":
+        head, sep, data = url.partition(",")
+        if not sep:
+            raise _Failure("malformed data: URL (no comma)")
+        if head.lower().endswith(";base64"):
+            try:
+                return base64.b64decode(data, validate=False)
+            except (ValueError, binascii.Error) as exc:
+                raise _Failure(f"undecodable base64 in a data: URL ({exc})") from None
+        return unquote_to_bytes(data)
+    return None
+
+
+def _remote_url(output: Output) -> str:
+    if not output.url:
+        raise _Failure("the record has neither a URL nor inline content")
+    scheme = urlsplit(output.url).scheme.lower()
+    if scheme not in ("http", "https"):
+        raise _Failure(f"unsupported URL scheme {scheme!r} (allowed: http, https, data)")
+    return output.url
+
+
+class _AtomicFile:
+    """A ``.part`` file beside the target, renamed into place only when complete."""
+
+    def __init__(self, item: _Item, max_bytes: int) -> None:
+        self.item = item
+        self.max_bytes = max_bytes
+        self.size = 0
+        item.target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(
+            dir=item.target.parent, prefix=f".{item.target.name}.", suffix=".part"
+        )
+        self.tmp = Path(tmp)
+        self._fh: IO[bytes] = os.fdopen(fd, "wb")
+
+    def __enter__(self) -> _AtomicFile:
+        return self
+
+    def write(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > self.max_bytes:
+            raise _Failure(f"larger than max_bytes={self.max_bytes}")
+        self._fh.write(chunk)
+
+    def commit(self, *, wire_bytes: int | None = None, content_length: int | None = None) -> None:
+        if content_length is not None and wire_bytes is not None and wire_bytes != content_length:
+            raise _Failure(
+                f"body cut short or overlong: Content-Length {content_length}, "
+                f"received {wire_bytes} bytes"
+            )
+        expected = self.item.expected_size
+        if expected is not None and self.size != expected:
+            raise _Failure(f"size mismatch: the record says {expected} bytes, got {self.size}")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+        os.replace(self.tmp, self.item.target)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+def _write_bytes(item: _Item, data: bytes, max_bytes: int) -> None:
+    with _AtomicFile(item, max_bytes) as sink:
+        sink.write(data)
+        sink.commit()
+
+
+def _content_length(response: httpx.Response, max_bytes: int) -> int | None:
+    if response.status_code >= 400:
+        raise _Failure(f"HTTP {response.status_code} {response.reason_phrase}".rstrip())
+    raw = response.headers.get("content-length")
+    declared = int(raw) if raw is not None and raw.strip().isdigit() else None
+    if declared is not None and declared > max_bytes and "content-encoding" not in response.headers:
+        raise _Failure(f"Content-Length {declared} is larger than max_bytes={max_bytes}")
+    return declared
+
+
+def _check_args(max_bytes: int) -> None:
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+        raise ValueError(f"max_bytes must be a positive int, not {max_bytes!r}")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, _Failure):
+        return str(exc)
+    if isinstance(exc, httpx.HTTPError):
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _finish(
+    request_id: str,
+    items: list[_Item],
+    saved: list[Path],
+    failures: list[tuple[_Item, BaseException]],
+) -> list[Path]:
+    if not failures:
+        return saved
+    lines = []
+    for item, exc in failures:
+        where = f" from {_shown(item.output.url)}" if item.output.url else ""
+        lines.append(f"{item.label}{where}: {_describe(exc)}")
+    error = DownloadError(
+        f"could not save {len(failures)} of {len(items)} outputs of request_id "
+        f"{request_id}: " + "; ".join(lines),
+        request_id=request_id,
+        failures=[(item.index, redact(_describe(exc))) for item, exc in failures],
+    )
+    raise error from failures[0][1]
+
+
+_EXPECTED = (_Failure, httpx.HTTPError, OSError)
+
+
+def _saved(item: _Item, saved: list[Path], on_saved: Callable[[int, Path], Any] | None) -> None:
+    item.output.path = item.target
+    saved.append(item.target)
+    if on_saved is not None:
+        on_saved(item.index, item.target)
+
+
+def download_outputs(
+    result: Result,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    fetch: Callable[[str], bytes] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+    on_saved: Callable[[int, Path], Any] | None = None,
+) -> list[Path]:
+    """Save every output of ``result`` (blocking); returns the local paths in order.
+
+    ``fetch(url) -> bytes`` replaces the HTTP download (tests, custom transports);
+    without it, URLs are streamed with ``httpx`` so a big file never sits in memory.
+    """
+    _check_args(max_bytes)
+    request_id, items = _plan(result, root)
+    saved: list[Path] = []
+    failures: list[tuple[_Item, BaseException]] = []
+    for item in items:
+        try:
+            if not _already_saved(item):
+                data = _local_bytes(item.output)
+                if data is not None:
+                    _write_bytes(item, data, max_bytes)
+                elif fetch is not None:
+                    url = _remote_url(item.output)
+                    try:
+                        data = fetch(url)
+                    except Exception as exc:
+                        raise _Failure(f"fetch failed: {_describe(exc)}") from exc
+                    _write_bytes(item, data, max_bytes)
+                else:
+                    _stream(item, _remote_url(item.output), max_bytes, timeout)
+            _saved(item, saved, on_saved)
+        except _EXPECTED as exc:
+            failures.append((item, exc))
+    return _finish(request_id, items, saved, failures)
+
+
+def _stream(item: _Item, url: str, max_bytes: int, timeout: float | httpx.Timeout) -> None:
+    with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
+        declared = _content_length(response, max_bytes)
+        with _AtomicFile(item, max_bytes) as sink:
+            for chunk in response.iter_bytes(CHUNK):
+                sink.write(chunk)
+            sink.commit(
+                wire_bytes=response.num_bytes_downloaded or sink.size, content_length=declared
+            )
+
+
+def _without_credentials(request: httpx.Request, names: Iterable[str]) -> httpx.Request:
+    for name in names:
+        if name in request.headers:
+            del request.headers[name]
+    return request
+
+
+async def download_outputs_async(
+    result: Result,
+    *,
+    client: httpx.AsyncClient,
+    root: str | os.PathLike[str] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    on_saved: Callable[[int, Path], Any] | None = None,
+) -> list[Path]:
+    """:func:`download_outputs` on an event loop, streaming with ``client``.
+
+    The client's credential headers and ``auth`` are not used for these requests.
+    """
+    _check_args(max_bytes)
+    request_id, items = _plan(result, root)
+    saved: list[Path] = []
+    failures: list[tuple[_Item, BaseException]] = []
+    for item in items:
+        try:
+            if not _already_saved(item):
+                data = _local_bytes(item.output)
+                if data is not None:
+                    _write_bytes(item, data, max_bytes)
+                else:
+                    await _stream_async(client, item, _remote_url(item.output), max_bytes)
+            _saved(item, saved, on_saved)
+        except _EXPECTED as exc:
+            failures.append((item, exc))
+    return _finish(request_id, items, saved, failures)
+
+
+async def _stream_async(client: httpx.AsyncClient, item: _Item, url: str, max_bytes: int) -> None:
+    request = _without_credentials(client.build_request("GET", url), CREDENTIAL_HEADERS)
+    response = await client.send(request, stream=True, auth=None, follow_redirects=True)
+    try:
+        declared = _content_length(response, max_bytes)
+        with _AtomicFile(item, max_bytes) as sink:
+            async for chunk in response.aiter_bytes(CHUNK):
+                sink.write(chunk)
+            sink.commit(
+                wire_bytes=response.num_bytes_downloaded or sink.size, content_length=declared
+            )
+    finally:
+        await response.aclose()

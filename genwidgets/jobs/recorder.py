@@ -1,0 +1,69 @@
+"""Connects jobs to the ledger and the output downloads: nothing paid for is lost.
+
+Called on the engine thread. Ledger and download failures are logged and
+never stop polling or fail a job: the gateway's answer still reaches the user.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .._config import redact
+from ..errors import GenwidgetsError
+from ..protocol.records import Result, Status
+from .downloads import download_outputs_async
+from .ledger import Ledger
+
+if TYPE_CHECKING:
+    from .job import Job
+
+log = logging.getLogger("genwidgets")
+
+
+class LedgerRecorder:
+    """Writes every status change and result of a client's jobs, then saves the outputs."""
+
+    def __init__(
+        self, ledger: Ledger, gateway: str, *, download: bool = True, root: Path | None = None
+    ) -> None:
+        self.ledger = ledger
+        self.gateway = gateway
+        self.download = download
+        self.root = root
+
+    def __repr__(self) -> str:
+        return f"LedgerRecorder({self.ledger!r}, gateway={self.gateway!r})"
+
+    def _safely(self, what: str, fn: object, *args: object) -> None:
+        try:
+            fn(*args)  # type: ignore[operator]
+        except (GenwidgetsError, sqlite3.Error, OSError) as exc:
+            log.warning("genwidgets: could not record %s in the ledger: %s", what, redact(str(exc)))
+
+    def on_status(self, job: Job, status: Status) -> None:
+        self._safely("a status", self.ledger.record_status, self.gateway, job.request_id, status)
+
+    async def on_result(self, job: Job, result: Result) -> None:
+        self._safely("a result", self.ledger.record_result, self.gateway, job.request_id, result)
+        if not (self.download and result.outputs):
+            return
+
+        def saved(index: int, path: Path) -> None:
+            self._safely(
+                "an output path",
+                self.ledger.record_output_path,
+                self.gateway,
+                job.request_id,
+                index,
+                path,
+            )
+
+        try:
+            await download_outputs_async(
+                result, client=job._gateway._http, root=self.root, on_saved=saved
+            )
+        except (GenwidgetsError, OSError) as exc:
+            log.warning("genwidgets: %s", redact(str(exc)))

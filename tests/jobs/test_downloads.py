@@ -1,0 +1,375 @@
+"""Downloads against a tiny real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from genwidgets import _config
+from genwidgets.jobs.downloads import (
+    DownloadError,
+    download_outputs,
+    download_outputs_async,
+    extension_for,
+    output_dir,
+)
+from genwidgets.protocol.records import Result
+
+PNG = b"\x89PNG\r\n\x1a\n" + os.urandom(5000)
+BIG = os.urandom(300_000)
+
+
+@dataclass
+class Files:
+    """What the server serves, and what it saw."""
+
+    base: str = ""
+    hits: dict[str, int] = field(default_factory=dict)
+    headers: dict[str, dict[str, str]] = field(default_factory=dict)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+def make_handler(files: Files) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def send(self, body: bytes, content_type: str, length: int | None = None) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body) if length is None else length))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            path = self.path.split("?")[0]
+            files.hits[path] = files.hits.get(path, 0) + 1
+            files.headers[path] = {k.lower(): v for k, v in self.headers.items()}
+            if path == "/files/photo.jpg":  # the URL says .jpg, the content is PNG
+                self.send(PNG, "image/png")
+            elif path == "/files/truncated.bin":
+                self.send(BIG[:1000], "application/octet-stream", length=len(BIG))
+                self.close_connection = True
+            elif path == "/files/big.bin":
+                self.send(BIG, "application/octet-stream")
+            elif path == "/files/slow.bin":
+                self.send_response(200)
+                self.send_header("Content-Type", "video/mp4")
+                self.send_header("Content-Length", str(len(BIG)))
+                self.end_headers()
+                self.wfile.write(BIG[:100_000])
+                self.wfile.flush()
+                files.release.wait(10)
+                self.wfile.write(BIG[100_000:])
+            else:
+                body = b'{"detail": "Not Found"}'
+                self.send_response(404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+    return Handler
+
+
+@pytest.fixture
+def server() -> Iterator[Files]:
+    files = Files()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(files))
+    httpd.daemon_threads = True
+    files.base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield files
+    finally:
+        files.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
+def result_of(outputs: list[Any], request_id: str = "req-1") -> Result:
+    return Result.from_body({"request_id": request_id, "status": "COMPLETED", "outputs": outputs})
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+
+
+@pytest.mark.parametrize(
+    ("content_type", "ext"),
+    [
+        ("image/png", ".png"),
+        ("image/jpeg", ".jpg"),
+        ("IMAGE/WEBP; q=1", ".webp"),
+        ("video/mp4", ".mp4"),
+        ("audio/mpeg", ".mp3"),
+        ("audio/wav", ".wav"),
+        ("audio/flac", ".flac"),
+        ("application/json; charset=utf-8", ".json"),
+        ("text/plain", ".txt"),
+        ("application/x-made-up", ".bin"),
+        ("", ".bin"),
+    ],
+)
+def test_extension_comes_from_the_content_type(content_type: str, ext: str) -> None:
+    assert extension_for(content_type) == ext
+
+
+def test_request_ids_cannot_escape_the_root(tmp_path: Path) -> None:
+    assert output_dir("abc-123_x.y", tmp_path) == tmp_path / "abc-123_x.y"
+    for hostile in ("../../etc", "..", "a/b", "/abs"):
+        target = output_dir(hostile, tmp_path)
+        assert target.parent == tmp_path and target.name not in ("..", ".")
+
+
+@pytest.mark.timeout(30)
+def test_extension_from_content_type_even_when_the_url_says_jpg(
+    server: Files, tmp_path: Path
+) -> None:
+    result = result_of(
+        [{"url": f"{server.base}/files/photo.jpg", "content_type": "image/png", "file_size": 5008}]
+    )
+    saved: list[tuple[int, Path]] = []
+    paths = download_outputs(result, root=tmp_path, on_saved=lambda i, p: saved.append((i, p)))
+    target = tmp_path / "req-1" / "0.png"
+    assert paths == [target] and saved == [(0, target)]
+    assert target.read_bytes() == PNG
+    assert result.outputs[0].path == target
+    assert leftovers(tmp_path / "req-1") == ["0.png"]
+
+
+@pytest.mark.timeout(30)
+def test_default_root_is_home_outputs(
+    server: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    result = result_of([{"url": f"{server.base}/files/photo.jpg", "content_type": "image/png"}])
+    (path,) = download_outputs(result)
+    assert path == tmp_path / "home" / "outputs" / "req-1" / "0.png"
+
+
+@pytest.mark.timeout(30)
+def test_truncated_body_is_an_error_and_leaves_no_file(server: Files, tmp_path: Path) -> None:
+    result = result_of(
+        [
+            {"url": f"{server.base}/files/truncated.bin", "content_type": "video/mp4"},
+            {"url": f"{server.base}/files/photo.jpg", "content_type": "image/png"},
+        ],
+        request_id="cut-1",
+    )
+    with pytest.raises(DownloadError) as caught:
+        download_outputs(result, root=tmp_path)
+    message = str(caught.value)
+    assert "output 0 (video/mp4)" in message and "request_id cut-1" in message
+    assert "/files/truncated.bin" in message and "1 of 2 outputs" in message
+    assert caught.value.failures[0][0] == 0 and caught.value.request_id == "cut-1"
+    # the good output was still saved; the cut one left nothing, not even a .part file
+    assert leftovers(tmp_path / "cut-1") == ["1.png"]
+    assert result.outputs[0].path is None and result.outputs[1].path == tmp_path / "cut-1/1.png"
+
+
+@pytest.mark.timeout(30)
+def test_size_mismatch_with_the_record_is_an_error(server: Files, tmp_path: Path) -> None:
+    result = result_of(
+        [{"url": f"{server.base}/files/photo.jpg", "content_type": "image/png", "file_size": 99}]
+    )
+    with pytest.raises(DownloadError, match="the record says 99 bytes, got 5008"):
+        download_outputs(result, root=tmp_path)
+    assert leftovers(tmp_path / "req-1") == []
+
+
+@pytest.mark.timeout(30)
+def test_max_bytes_is_enforced_before_and_while_reading(server: Files, tmp_path: Path) -> None:
+    result = result_of([{"url": f"{server.base}/files/big.bin", "content_type": "video/mp4"}])
+    with pytest.raises(DownloadError, match="larger than max_bytes=1000"):
+        download_outputs(result, root=tmp_path, max_bytes=1000)
+    with pytest.raises(DownloadError, match="larger than max_bytes=10"):
+        download_outputs(result, root=tmp_path, fetch=lambda url: b"x" * 11, max_bytes=10)
+    assert leftovers(tmp_path / "req-1") == []
+    with pytest.raises(ValueError, match="max_bytes must be a positive int"):
+        download_outputs(result, root=tmp_path, max_bytes=0)
+
+
+@pytest.mark.timeout(30)
+def test_http_errors_name_the_output_and_hide_the_key(
+    server: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_config, "_known_secrets", set())
+    key = "sk-live-" + os.urandom(8).hex()
+    _config.remember_secret(key)
+    url = f"{server.base}/files/{key}/gone.png?sig={key}"
+    result = result_of([{"url": url, "content_type": "image/png"}], request_id="r-404")
+    with pytest.raises(DownloadError) as caught:
+        download_outputs(result, root=tmp_path)
+    message = str(caught.value)
+    assert "HTTP 404" in message and "output 0 (image/png)" in message and "r-404" in message
+    assert key not in message and key not in repr(caught.value.failures)
+    assert "sig=" not in message
+
+
+@pytest.mark.timeout(30)
+def test_write_is_atomic_while_downloading(server: Files, tmp_path: Path) -> None:
+    result = result_of([{"url": f"{server.base}/files/slow.bin", "content_type": "video/mp4"}])
+    directory = tmp_path / "req-1"
+    outcome: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(download_outputs(result, root=tmp_path)), daemon=True
+    )
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not any(n.endswith(".part") for n in leftovers(directory)):
+        assert time.monotonic() < deadline, "no temporary file appeared"
+        time.sleep(0.01)
+    # half the body has arrived: the final name does not exist yet
+    assert not (directory / "0.mp4").exists()
+    server.release.set()
+    worker.join(10)
+    assert outcome == [[directory / "0.mp4"]]
+    assert (directory / "0.mp4").read_bytes() == BIG
+    assert leftovers(directory) == ["0.mp4"]
+
+
+@pytest.mark.timeout(30)
+def test_a_failed_redownload_keeps_the_earlier_complete_copy(server: Files, tmp_path: Path) -> None:
+    directory = tmp_path / "req-1"
+    directory.mkdir()
+    (directory / "0.bin").write_bytes(b"earlier copy")
+    # the record says a size the existing file does not have, so it is fetched again
+    result = result_of(
+        [
+            {
+                "url": f"{server.base}/files/truncated.bin",
+                "content_type": "application/octet-stream",
+                "file_size": len(BIG),
+            }
+        ]
+    )
+    with pytest.raises(DownloadError):
+        download_outputs(result, root=tmp_path)
+    assert (directory / "0.bin").read_bytes() == b"earlier copy"
+    assert leftovers(directory) == ["0.bin"]
+
+
+@pytest.mark.timeout(30)
+def test_already_downloaded_files_are_not_fetched_again(server: Files, tmp_path: Path) -> None:
+    entry = {"url": f"{server.base}/files/photo.jpg", "content_type": "image/png"}
+    sized = {**entry, "file_size": len(PNG)}
+    download_outputs(result_of([sized]), root=tmp_path)
+    assert server.hits["/files/photo.jpg"] == 1
+    again = result_of([sized])
+    assert download_outputs(again, root=tmp_path) == [tmp_path / "req-1" / "0.png"]
+    assert again.outputs[0].path == tmp_path / "req-1" / "0.png"
+    download_outputs(result_of([entry]), root=tmp_path)  # no size: trust the complete file
+    assert server.hits["/files/photo.jpg"] == 1
+    (tmp_path / "req-1" / "0.png").write_bytes(b"short")  # wrong size: fetched again
+    download_outputs(result_of([sized]), root=tmp_path)
+    assert server.hits["/files/photo.jpg"] == 2
+    assert (tmp_path / "req-1" / "0.png").read_bytes() == PNG
+
+
+def test_inline_hex_content_is_written_without_any_request(tmp_path: Path) -> None:
+    audio = b"ID3" + os.urandom(2000)
+    json_record = '{"GroupId": "g-7"}'
+    result = result_of(
+        [
+            {"content_type": "audio/mpeg", "encoding": "hex", "content": audio.hex()},
+            {
+                "url": "http://127.0.0.1:9/never",
+                "content_type": "application/json",
+                "content": json_record,
+            },
+            {"url": "data:text/plain;base64,aGVsbG8=", "content_type": "text/plain"},
+        ]
+    )
+
+    def no_network(url: str) -> bytes:
+        raise AssertionError(f"fetched {url}")
+
+    paths = download_outputs(result, root=tmp_path, fetch=no_network)
+    directory = tmp_path / "req-1"
+    assert paths == [directory / "0.mp3", directory / "1.json", directory / "2.txt"]
+    assert paths[0].read_bytes() == audio
+    assert paths[1].read_text() == json_record
+    assert paths[2].read_bytes() == b"hello"
+
+
+def test_fetch_callable_and_its_errors(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def fetch(url: str) -> bytes:
+        seen.append(url)
+        if url.endswith("/bad"):
+            raise ConnectionError("connection refused")
+        return b"video-bytes"
+
+    result = result_of(
+        [
+            {"url": "https://cdn.example/a.webm", "content_type": "video/mp4"},
+            {"url": "https://cdn.example/bad", "content_type": "image/webp"},
+            {"url": "file:///etc/passwd", "content_type": "text/plain"},
+            {"content_type": "image/png"},
+        ]
+    )
+    with pytest.raises(DownloadError) as caught:
+        download_outputs(result, root=tmp_path, fetch=fetch)
+    message = str(caught.value)
+    assert "3 of 4 outputs" in message
+    assert "output 1 (image/webp) from https://cdn.example/bad: fetch failed: " in message
+    assert "ConnectionError: connection refused" in message
+    assert "unsupported URL scheme 'file'" in message
+    assert "neither a URL nor inline content" in message
+    assert seen == ["https://cdn.example/a.webm", "https://cdn.example/bad"]
+    assert (tmp_path / "req-1" / "0.mp4").read_bytes() == b"video-bytes"
+    assert [i for i, _ in caught.value.failures] == [1, 2, 3]
+
+
+def test_a_result_without_request_id_is_refused(tmp_path: Path) -> None:
+    result = Result.from_body({"status": "COMPLETED", "outputs": []})
+    with pytest.raises(ValueError, match="no request_id"):
+        download_outputs(result, root=tmp_path)
+
+
+@pytest.mark.timeout(30)
+def test_async_variant_streams_with_the_client_but_never_sends_its_credentials(
+    server: Files, tmp_path: Path
+) -> None:
+    result = result_of(
+        [
+            {"url": f"{server.base}/files/big.bin", "content_type": "video/mp4"},
+            {"content_type": "audio/wav", "encoding": "hex", "content": "52494646"},
+            {"url": f"{server.base}/files/truncated.bin", "content_type": "video/mp4"},
+        ],
+        request_id="async-1",
+    )
+
+    async def run() -> list[Path]:
+        headers = {"Authorization": "Bearer sim-demo-key", "X-Api-Key": "k", "X-Other": "1"}
+        async with httpx.AsyncClient(headers=headers, auth=("user", "pw")) as client:
+            return await download_outputs_async(result, client=client, root=tmp_path)
+
+    with pytest.raises(DownloadError, match=r"output 2 \(video/mp4\).*truncated\.bin"):
+        asyncio.run(run())
+    directory = tmp_path / "async-1"
+    assert leftovers(directory) == ["0.mp4", "1.wav"]
+    assert (
+        hashlib.sha256((directory / "0.mp4").read_bytes()).digest() == hashlib.sha256(BIG).digest()
+    )
+    assert (directory / "1.wav").read_bytes() == b"RIFF"
+    sent = server.headers["/files/big.bin"]
+    assert "authorization" not in sent and "x-api-key" not in sent
+    assert sent.get("x-other") == "1"  # the client's other settings still apply

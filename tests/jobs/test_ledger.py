@@ -1,0 +1,565 @@
+"""The ledger on real SQLite files: lifecycle, crashes, concurrency, scrubbing, secrets."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from genwidgets import _config
+from genwidgets.jobs import ledger as ledger_mod
+from genwidgets.jobs.ledger import Ledger, LedgerError, scrub_payload
+from genwidgets.protocol.records import Handle, Result, Status
+
+GATEWAY = "http://127.0.0.1:9999"
+ENDPOINT = "vidVq2-text2video"
+
+
+class Clock:
+    """A settable clock so ages are exact."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def handle_for(request_id: str, endpoint: str = ENDPOINT, queue_position: int | None = 3) -> Handle:
+    return Handle.from_body(
+        endpoint, {"request_id": request_id, "queue_position": queue_position}, GATEWAY
+    )
+
+
+def result_for(request_id: str, **body: Any) -> Result:
+    body.setdefault("status", "COMPLETED")
+    body.setdefault(
+        "outputs",
+        [{"url": f"{GATEWAY}/files/t/{request_id}.mp4", "content_type": "video/mp4"}],
+    )
+    return Result.from_body({"request_id": request_id, **body}, endpoint=ENDPOINT)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def ledger(tmp_path: Path, clock: Clock) -> Any:
+    with Ledger(tmp_path / "deep" / "dir" / "ledger.sqlite3", clock=clock) as led:
+        yield led
+
+
+def submit(
+    led: Ledger, request_id: str, *, gateway: str = GATEWAY, endpoint: str = ENDPOINT
+) -> int:
+    row_id = led.record_intent(gateway=gateway, endpoint=endpoint, payload={"prompt": request_id})
+    led.record_handle(row_id, handle_for(request_id, endpoint))
+    return row_id
+
+
+def test_creates_parent_dirs_in_wal_mode_with_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "ledger.sqlite3"
+    with Ledger(path) as led:
+        assert led.journal_mode.lower() == "wal"
+    assert path.exists()
+    con = sqlite3.connect(path)
+    try:
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        con.close()
+    assert meta == {"application": "genwidgets-ledger", "schema_version": "1"}
+
+
+def test_default_path_is_under_genwidgets_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "gwhome"))
+    with Ledger() as led:
+        assert led.path == tmp_path / "gwhome" / "ledger.sqlite3"
+        led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+    assert (tmp_path / "gwhome" / "ledger.sqlite3").exists()
+
+
+def test_full_lifecycle(ledger: Ledger, clock: Clock) -> None:
+    row_id = ledger.record_intent(
+        gateway=GATEWAY, endpoint=ENDPOINT, payload={"prompt": "a red kite", "duration": 5}
+    )
+    first = ledger.row(row_id)
+    assert first is not None
+    assert (first.state, first.request_id, first.status) == ("submitting", None, None)
+    assert first.payload == {"prompt": "a red kite", "duration": 5}
+    assert first.pid == os.getpid()
+
+    clock.now += 1
+    ledger.record_handle(row_id, handle_for("req-1"))
+    row = ledger.get(GATEWAY, "req-1")
+    assert row is not None
+    assert (row.id, row.state, row.queue_position) == (row_id, "submitted", 3)
+    assert row.status_url == f"{GATEWAY}/v1/queue/{ENDPOINT}/requests/req-1/status"
+    assert row.cancel_url is not None and row.cancel_url.endswith("/req-1/cancel")
+    assert row.handle_at == clock.now and row.unfinished
+
+    clock.now += 1
+    status = Status.from_body({"status": "IN_PROGRESS"})
+    assert ledger.record_status(GATEWAY, "req-1", status)
+    clock.now += 1
+    ledger.record_result(GATEWAY, "req-1", result_for("req-1"))
+    done = ledger.get(GATEWAY, "req-1")
+    assert done is not None
+    assert (done.state, done.status, done.ok, done.error) == ("finished", "COMPLETED", True, None)
+    assert done.finished_at == clock.now and done.submitted_at == first.submitted_at
+    assert done.outputs == [
+        {
+            "index": 0,
+            "content_type": "video/mp4",
+            "url": f"{GATEWAY}/files/t/req-1.mp4",
+            "path": None,
+            "file_name": None,
+            "file_size": None,
+        }
+    ]
+    assert not done.unfinished and ledger.unfinished(GATEWAY) == []
+
+
+def test_repeated_status_writes_nothing_and_changes_write(ledger: Ledger, clock: Clock) -> None:
+    submit(ledger, "req-q")
+    queued = Status.from_body({"status": "IN_QUEUE", "queue_position": 2})
+    assert ledger.record_status(GATEWAY, "req-q", queued)
+    stamp = clock.now
+    clock.now += 5
+    assert not ledger.record_status(GATEWAY, "req-q", queued)
+    row = ledger.get(GATEWAY, "req-q")
+    assert row is not None and row.updated_at == stamp
+    moved = Status.from_body({"status": "IN_QUEUE", "queue_position": 1})
+    assert ledger.record_status(GATEWAY, "req-q", moved)
+    row = ledger.get(GATEWAY, "req-q")
+    assert row is not None and (row.queue_position, row.updated_at) == (1, clock.now)
+
+
+def test_same_status_from_another_ledger_instance_is_not_rewritten(
+    ledger: Ledger, clock: Clock
+) -> None:
+    submit(ledger, "req-x")
+    running = Status.from_body({"status": "IN_PROGRESS"})
+    assert ledger.record_status(GATEWAY, "req-x", running)
+    with Ledger(ledger.path, clock=clock) as other:  # no shared memory: the SQL decides
+        clock.now += 1
+        assert not other.record_status(GATEWAY, "req-x", running)
+
+
+def test_status_after_result_does_not_reopen_the_task(ledger: Ledger) -> None:
+    submit(ledger, "req-late")
+    ledger.record_result(GATEWAY, "req-late", result_for("req-late"))
+    assert not ledger.record_status(GATEWAY, "req-late", Status.from_body({"status": "IN_QUEUE"}))
+    row = ledger.get(GATEWAY, "req-late")
+    assert row is not None and (row.state, row.status) == ("finished", "COMPLETED")
+
+
+def test_status_of_an_unknown_task_is_reported_not_invented(ledger: Ledger) -> None:
+    running = Status.from_body({"status": "IN_PROGRESS"})
+    assert not ledger.record_status(GATEWAY, "nobody", running)
+    assert ledger.rows() == []
+    assert not ledger.record_result(GATEWAY, "nobody", result_for("nobody"))
+
+
+def test_attach_creates_one_row_for_a_task_known_only_by_id(ledger: Ledger) -> None:
+    row_id = ledger.record_attach(GATEWAY, handle_for("req-att"))
+    assert ledger.record_attach(GATEWAY, handle_for("req-att")) == row_id
+    row = ledger.get(GATEWAY, "req-att")
+    assert row is not None and (row.state, row.payload) == ("submitted", {})
+    assert ledger.record_status(GATEWAY, "req-att", Status.from_body({"status": "IN_PROGRESS"}))
+
+
+def test_failed_result_keeps_error_and_type(ledger: Ledger) -> None:
+    submit(ledger, "req-f")
+    failed = result_for(
+        "req-f", error="Runtime execution failed", error_type="runtime_error", outputs=[]
+    )
+    ledger.record_result(GATEWAY, "req-f", failed)
+    row = ledger.get(GATEWAY, "req-f")
+    assert row is not None
+    assert (row.ok, row.error, row.error_type) == (False, failed.error, "runtime_error")
+    assert [r.request_id for r in ledger.rows(status="failed")] == ["req-f"]
+    assert ledger.rows(status="ok") == []
+
+
+def test_create_failed_states(ledger: Ledger) -> None:
+    nothing = ledger.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+    ledger.record_create_failed(nothing, "429 RATE_LIMIT_EXCEEDED", created_nothing=True)
+    maybe = ledger.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+    ledger.record_create_failed(maybe, "read timeout after sending", created_nothing=False)
+    a, b = ledger.row(nothing), ledger.row(maybe)
+    assert a is not None and b is not None
+    assert (a.state, a.error, a.finished_at is not None) == (
+        "not_created",
+        "429 RATE_LIMIT_EXCEEDED",
+        True,
+    )
+    assert (b.state, b.error, b.finished_at) == (
+        "outcome_unknown",
+        "read timeout after sending",
+        None,
+    )
+    assert [r.id for r in ledger.rows(status="outcome_unknown")] == [maybe]
+    assert [r.id for r in ledger.rows(status="not_created")] == [nothing]
+
+
+def test_unknown_row_ids_are_an_error(ledger: Ledger) -> None:
+    with pytest.raises(LedgerError, match="no ledger row 42"):
+        ledger.record_handle(42, handle_for("x"))
+    with pytest.raises(LedgerError, match="no ledger row 43"):
+        ledger.record_create_failed(43, "boom", created_nothing=True)
+
+
+def test_intent_without_handle_becomes_outcome_unknown_after_stale_after(
+    tmp_path: Path, clock: Clock
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path, clock=clock) as sender:
+        row_id = sender.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        clock.now += 3600
+        # still being sent by this very process: not a lost task
+        assert sender.rows()[0].state == "submitting"
+    # a reader that is not sending it, young row from a live process: still "submitting"
+    clock.now -= 3600
+    assert ledger_mod._pid_alive(os.getpid())
+    with Ledger(path, clock=clock) as reader:
+        # as if the sending process were another one, alive on this host
+        ledger_mod._in_flight[str(path.resolve())].discard(row_id)
+        fake_live_other = os.getppid()
+        con = sqlite3.connect(path)
+        con.execute("UPDATE tasks SET pid = ? WHERE id = ?", (fake_live_other, row_id))
+        con.commit()
+        con.close()
+        assert reader.rows()[0].state == "submitting"
+        clock.now += 61
+        row = reader.rows()[0]
+        assert (row.id, row.state) == (row_id, "outcome_unknown")
+        assert [r.id for r in reader.rows(status="outcome_unknown")] == [row_id]
+        assert reader.rows(status="submitting") == []
+        assert reader.unfinished(GATEWAY) == []
+
+
+@pytest.mark.timeout(60)
+def test_intent_of_a_dead_process_is_outcome_unknown_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    script = textwrap.dedent(
+        f"""
+        import os
+        from genwidgets.jobs.ledger import Ledger
+        led = Ledger({str(path)!r})
+        led.record_intent(gateway={GATEWAY!r}, endpoint={ENDPOINT!r}, payload={{"p": 1}})
+        os._exit(0)  # dies between sending and receiving
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=50)
+    with Ledger(path) as led:
+        (row,) = led.rows()
+        assert row.pid != os.getpid()
+        assert row.state == "outcome_unknown"
+        assert row.payload == {"p": 1}
+
+
+def test_rows_filters_and_order(ledger: Ledger, clock: Clock) -> None:
+    other = "http://other.example"
+    submit(ledger, "r1")
+    submit(ledger, "r2", endpoint="imgQ-edit-plus")
+    submit(ledger, "r3", gateway=other)
+    submit(ledger, "r4")
+    ledger.record_status(GATEWAY, "r4", Status.from_body({"status": "IN_QUEUE"}))
+    ledger.record_result(GATEWAY, "r1", result_for("r1"))
+    ids = lambda rows: [r.request_id for r in rows]  # noqa: E731
+    assert ids(ledger.rows()) == ["r4", "r3", "r2", "r1"]
+    assert ids(ledger.rows(GATEWAY)) == ["r4", "r2", "r1"]
+    assert ids(ledger.rows(GATEWAY, endpoint="imgQ-edit-plus")) == ["r2"]
+    assert ids(ledger.rows(status="completed")) == ["r1"]
+    assert ids(ledger.rows(status="IN_QUEUE")) == ["r4"]
+    assert ids(ledger.rows(GATEWAY, status="unfinished")) == ["r4", "r2"]
+    assert ids(ledger.unfinished(other)) == ["r3"]
+    assert ids(ledger.rows(GATEWAY, limit=2)) == ["r4", "r2"]
+    assert ids(ledger.rows(status="finished")) == ["r1"]
+    assert ledger.rows(limit=0) == []
+    with pytest.raises(ValueError, match="limit must be 0 or more"):
+        ledger.rows(limit=-1)
+    with pytest.raises(TypeError, match="status must be a string"):
+        ledger.rows(status=3)  # type: ignore[arg-type]
+
+
+def test_row_handle_reattaches(ledger: Ledger) -> None:
+    submit(ledger, "req-h")
+    row = ledger.get(GATEWAY, "req-h")
+    assert row is not None
+    handle = row.handle()
+    assert handle is not None
+    assert (handle.endpoint, handle.request_id) == (ENDPOINT, "req-h")
+    assert handle.response_url == f"{GATEWAY}/v1/queue/{ENDPOINT}/requests/req-h/response"
+    lone = ledger.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+    lone_row = ledger.row(lone)
+    assert lone_row is not None and lone_row.handle() is None
+
+
+def test_output_paths_recorded_and_kept_on_a_second_result(ledger: Ledger, tmp_path: Path) -> None:
+    submit(ledger, "req-o")
+    two = result_for(
+        "req-o",
+        outputs=[
+            {"url": f"{GATEWAY}/files/a/0.png", "content_type": "image/png", "file_size": 10},
+            {"url": f"{GATEWAY}/files/a/1.png", "content_type": "image/png"},
+        ],
+    )
+    ledger.record_result(GATEWAY, "req-o", two)
+    assert ledger.record_output_path(GATEWAY, "req-o", 1, tmp_path / "1.png")
+    ledger.record_result(GATEWAY, "req-o", two)  # e.g. a resumed job fetching it again
+    row = ledger.get(GATEWAY, "req-o")
+    assert row is not None
+    assert [o["path"] for o in row.outputs] == [None, str(tmp_path / "1.png")]
+    assert row.outputs[0]["file_size"] == 10
+    assert not ledger.record_output_path(GATEWAY, "missing", 0, tmp_path / "x")
+
+
+def test_inline_output_content_is_kept_when_small(ledger: Ledger) -> None:
+    submit(ledger, "req-j")
+    record = json.dumps({"GroupId": "g-1"})
+    small = {"url": f"{GATEWAY}/files/j", "content_type": "application/json", "content": record}
+    big_hex = "ab" * 100_000
+    big = {"content_type": "audio/mpeg", "encoding": "hex", "content": big_hex}
+    ledger.record_result(GATEWAY, "req-j", result_for("req-j", outputs=[small, big]))
+    row = ledger.get(GATEWAY, "req-j")
+    assert row is not None
+    assert row.outputs[0]["content"] == record
+    digest = hashlib.sha256(bytes.fromhex(big_hex)).hexdigest()
+    assert row.outputs[1]["content"] == f"<hex sha256={digest} bytes=100000>"
+
+
+# --------------------------------------------------------------------------- scrubbing
+
+
+def test_a_1mb_data_url_is_replaced_by_digest_and_size(ledger: Ledger) -> None:
+    image = os.urandom(1_000_000)
+    data_url = "data:image/png;base64," + base64.b64encode(image).decode()
+    raw_b64 = base64.b64encode(image[:300_000]).decode()
+    tiny = "data:image/png;base64,iVBORw0KGgo="
+    payload = {
+        "prompt": "a kite " * 50,
+        "content": [{"type": "image_url", "image_url": {"url": data_url}}, {"text": "hi"}],
+        "image_list": [{"image": raw_b64}],
+        "tiny": tiny,
+        "headers": {"Authorization": "Bearer abc", "X-Trace": "1"},
+    }
+    row_id = ledger.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload=payload)
+    row = ledger.row(row_id)
+    assert row is not None
+    digest = hashlib.sha256(image).hexdigest()
+    assert row.payload["content"][0]["image_url"]["url"] == (
+        f"<data:image/png;base64 sha256={digest} bytes=1000000>"
+    )
+    assert row.payload["content"][1] == {"text": "hi"}
+    raw_digest = hashlib.sha256(image[:300_000]).hexdigest()
+    assert row.payload["image_list"][0]["image"] == f"<base64 sha256={raw_digest} bytes=300000>"
+    assert row.payload["prompt"] == payload["prompt"]
+    assert row.payload["tiny"] == tiny
+    assert row.payload["headers"] == {"X-Trace": "1"}
+    assert ledger.path.stat().st_size + Path(f"{ledger.path}-wal").stat().st_size < 200_000
+
+
+def test_scrub_payload_details() -> None:
+    text_url = "data:text/plain," + "%41" * 2000
+    scrubbed = scrub_payload(
+        {
+            "api_key": "k",
+            "X-API-Key": "k",
+            "blob": b"\x00\x01",
+            "text": text_url,
+            "long": "word " * 20_000,
+            "n": [1, 2.5, None, True],
+        }
+    )
+    assert set(scrubbed) == {"blob", "text", "long", "n"}
+    blob_digest = hashlib.sha256(bytes([0, 1])).hexdigest()
+    assert scrubbed["blob"] == f"<bytes sha256={blob_digest} bytes=2>"
+    a_digest = hashlib.sha256(b"A" * 2000).hexdigest()
+    assert scrubbed["text"] == f"<data:text/plain sha256={a_digest} bytes=2000>"
+    assert scrubbed["long"].startswith("<text sha256=") and scrubbed["long"].endswith(
+        "bytes=100000>"
+    )
+    assert scrubbed["n"] == [1, 2.5, None, True]
+    with pytest.raises(TypeError, match="must be a mapping"):
+        scrub_payload(["not", "a", "dict"])  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def test_the_key_never_reaches_the_database_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_config, "_known_secrets", set())
+    key = "sk-live-" + os.urandom(12).hex()
+    _config.remember_secret(key)
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as led:
+        lost = led.record_intent(
+            gateway=GATEWAY,
+            endpoint=ENDPOINT,
+            payload={"prompt": f"echo {key}", "headers": {"authorization": f"Bearer {key}"}},
+        )
+        led.record_create_failed(lost, f"401 Unauthorized for key {key}", created_nothing=True)
+        row_id = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.record_handle(row_id, handle_for("req-s"))
+        led.record_status(GATEWAY, "req-s", Status.from_body({"status": f"WEIRD {key}"}))
+        failed = result_for(
+            "req-s",
+            error={"detail": f"upstream rejected {key}"},
+            error_type="runtime_error",
+            outputs=[{"url": f"{GATEWAY}/files/x?token={key}", "content_type": "image/png"}],
+        )
+        led.record_result(GATEWAY, "req-s", failed)
+        row = led.get(GATEWAY, "req-s")
+        assert row is not None and row.error is not None and "***" in row.error
+        assert led.row(lost) is not None
+    files = list(tmp_path.iterdir())
+    assert files  # the db, and the WAL while it lasts
+    for file in files:
+        assert key.encode() not in file.read_bytes(), file.name
+
+
+def test_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with pytest.raises(LedgerError, match=r"schema version 99, newer than .* understands \(1\)"):
+        Ledger(path)
+
+
+def test_a_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE photos (id INTEGER)")
+    con.commit()
+    con.close()
+    with pytest.raises(LedgerError, match="not a genwidgets ledger"):
+        Ledger(path)
+
+
+def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    path.write_bytes(b"hello, this is not sqlite" * 100)
+    with pytest.raises(LedgerError, match="not a usable genwidgets ledger"):
+        Ledger(path)
+
+
+def test_a_registered_migration_upgrades_old_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as led:
+        submit(led, "old")
+    ran: list[int] = []
+
+    def add_column(conn: sqlite3.Connection) -> None:
+        ran.append(1)
+        conn.execute("ALTER TABLE tasks ADD COLUMN note TEXT")
+
+    monkeypatch.setattr(ledger_mod, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(ledger_mod.MIGRATIONS, 1, add_column)
+    with Ledger(path) as led:
+        assert led.get(GATEWAY, "old") is not None
+    with Ledger(path):
+        pass  # already at version 2: not migrated twice
+    con = sqlite3.connect(path)
+    version = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    columns = [c[1] for c in con.execute("PRAGMA table_info(tasks)")]
+    con.close()
+    assert (ran, version, "note" in columns) == ([1], ("2",), True)
+
+
+# --------------------------------------------------------------------------- concurrency
+
+WORKER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.protocol.records import Handle, Result, Status
+
+    path, tag, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    led = Ledger(path, busy_timeout=30)
+    deadline = time.time() + 30
+    while not go.exists() and time.time() < deadline:
+        time.sleep(0.005)
+    gw = "http://127.0.0.1:1"
+    for i in range(count):
+        rid = f"{tag}-{i}"
+        row = led.record_intent(gateway=gw, endpoint="imgQ-edit-plus", payload={"i": i})
+        led.record_handle(row, Handle.from_body("imgQ-edit-plus", {"request_id": rid}, gw))
+        for st in ("IN_QUEUE", "IN_PROGRESS"):
+            led.record_status(gw, rid, Status.from_body({"status": st}))
+        led.record_result(gw, rid, Result.from_body({"request_id": rid, "status": "COMPLETED"}))
+        led.rows(gw, limit=5)
+    led.close()
+    """
+)
+
+
+@pytest.mark.timeout(120)
+def test_two_processes_write_concurrently_without_locking_errors(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    go = tmp_path / "go"
+    Ledger(path).close()
+    count = 150
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(path), tag, str(count), str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag in ("a", "b")
+    ]
+    go.touch()
+    outcomes = [p.communicate(timeout=100) for p in procs]
+    for proc, (_, err) in zip(procs, outcomes, strict=True):
+        assert "locked" not in err
+        assert proc.returncode == 0, err
+    with Ledger(path) as led:
+        rows = led.rows()
+    assert len(rows) == 2 * count
+    assert {r.state for r in rows} == {"finished"}
+    assert {r.request_id for r in rows} == {f"{t}-{i}" for t in "ab" for i in range(count)}
+
+
+@pytest.mark.timeout(60)
+def test_threads_share_one_ledger(ledger: Ledger) -> None:
+    errors: list[BaseException] = []
+
+    def work(tag: str) -> None:
+        try:
+            for i in range(40):
+                submit(ledger, f"{tag}-{i}")
+                ledger.rows(limit=3)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in "wxyz"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(50)
+    assert errors == []
+    assert len(ledger.unfinished(GATEWAY)) == 160

@@ -1,0 +1,135 @@
+"""The client and the ledger together: recorded before sending, outputs on disk, history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from fake_gateway import BASE, FakeGateway, error, speed_up
+
+import genwidgets as gw
+from genwidgets._config import remember_secret
+from genwidgets.jobs.ledger import Ledger
+
+KEY = "sk-ledger-SECRET-7777"
+RATE = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow"}, "request_id": "g"}
+
+
+@pytest.fixture(autouse=True)
+def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    speed_up(monkeypatch)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    remember_secret(KEY)
+
+
+@pytest.fixture
+def fake() -> FakeGateway:
+    f = FakeGateway()
+    f.next_result = {
+        "status": "COMPLETED",
+        "error": None,
+        "outputs": [
+            {"url": f"{BASE}/files/tok/a.jpg", "content_type": "image/png"},
+            {"content_type": "application/json", "content": '{"Id": "x"}'},
+        ],
+    }
+    return f
+
+
+def make_client(fake: FakeGateway) -> gw.Client:
+    return gw.Client(BASE, KEY, transport=fake.transport())
+
+
+def test_a_task_is_recorded_and_its_outputs_saved(fake: FakeGateway, tmp_path: Path) -> None:
+    client = make_client(fake)
+    job = client.submit("ep", {"prompt": "x"}, validate=False)
+    res = job.result(timeout=5)
+    row = client.ledger.get(client.gateway_name, job.request_id)
+    assert row is not None and row.ok is True and row.status == "COMPLETED"
+    assert row.payload == {"prompt": "x"}
+    out_dir = tmp_path / "home" / "outputs" / job.request_id
+    # extension from content_type, never from the URL (.jpg there)
+    assert res.outputs[0].path == out_dir / "0.png"
+    assert res.outputs[0].path.read_bytes() == b"file:/files/tok/a.jpg"
+    assert res.outputs[1].path == out_dir / "1.json"
+    assert [o["path"] for o in row.outputs] == [str(out_dir / "0.png"), str(out_dir / "1.json")]
+    client.close()
+
+
+def test_key_is_never_written_to_the_ledger(fake: FakeGateway, tmp_path: Path) -> None:
+    client = make_client(fake)
+    fake.faults["create"].append(error(400, {"detail": f"bad key {KEY}"}))
+    with pytest.raises(gw.GatewayError):
+        client.submit("ep", {"prompt": "x"}, validate=False)
+    client.submit("ep", {"prompt": "y"}, validate=False).result(timeout=5)
+    client.close()
+    for path in (tmp_path / "home").rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_failed_creates_leave_the_right_trace(fake: FakeGateway) -> None:
+    client = make_client(fake)
+    fake.faults["create"].extend([error(429, RATE)] * 3)
+    with pytest.raises(gw.RateLimited):
+        client.submit("ep", {"n": 1}, validate=False)
+    fake.faults["create"].append(httpx.ReadTimeout("lost"))
+    with pytest.raises(gw.ServerError, match="may exist"):
+        client.submit("ep", {"n": 2}, validate=False)
+    states = {r.payload["n"]: r.state for r in client.ledger.rows(client.gateway_name)}
+    assert states == {1: "not_created", 2: "outcome_unknown"}
+    client.close()
+
+
+def test_history_after_a_restart_shows_results_without_polling(fake: FakeGateway) -> None:
+    first = make_client(fake)
+    done = first.submit("ep", {"prompt": "done"}, validate=False)
+    done.result(timeout=5)
+    first.close()
+
+    later = make_client(fake)  # a new process would do the same: same GENWIDGETS_HOME
+    before = fake.count("status")
+    history = later.history()
+    assert [j.request_id for j in history] == [done.request_id]
+    job = history[0]
+    assert job.done() and job.result(timeout=1).ok
+    assert job.result().outputs[0].path is not None
+    assert job.result().outputs[0].read() == b"file:/files/tok/a.jpg"
+    assert fake.count("status") == before  # nothing asked of the gateway
+    assert later.history(status="failed") == []
+    assert later.history(endpoint="other") == []
+    later.close()
+
+
+def test_resume_reattaches_unfinished_jobs(fake: FakeGateway, tmp_path: Path) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 5 + [{"status": "COMPLETED"}]
+    first = gw.Client(BASE, KEY, transport=fake.transport())
+    job = first.submit("ep", {"prompt": "slow"}, validate=False)
+    first.close()  # the "kernel" dies while the task runs
+
+    ledger = Ledger(tmp_path / "home" / "ledger.sqlite3")
+    assert [r.request_id for r in ledger.unfinished(BASE)] == [job.request_id]
+    later = make_client(fake)
+    resumed = later.resume()
+    assert [j.request_id for j in resumed] == [job.request_id]
+    assert resumed[0].result(timeout=5).ok
+    assert ledger.unfinished(BASE) == []
+    later.close()
+
+
+def test_reattach_by_id_is_recorded(fake: FakeGateway) -> None:
+    rid = fake.add_task("ep", [{"status": "COMPLETED"}], {"status": "COMPLETED"})
+    client = make_client(fake)
+    client.job("ep", rid).result(timeout=5)
+    row = client.ledger.get(client.gateway_name, rid)
+    assert row is not None and row.ok is True
+    client.close()
+
+
+def test_ledger_can_be_turned_off(fake: FakeGateway, tmp_path: Path) -> None:
+    client = gw.Client(BASE, KEY, transport=fake.transport(), ledger=False)
+    res = client.submit("ep", {}, validate=False).result(timeout=5)
+    assert client.ledger is None and client.history() == [] and res.outputs[0].path is None
+    assert not (tmp_path / "home").exists()
+    client.close()

@@ -8,6 +8,7 @@ from ._base import (
     MediaSpec,
     PromptString,
     UnknownFieldWarning,
+    collect_warnings,
     endpoint,
     endpoints,
     is_billed,
@@ -15,6 +16,7 @@ from ._base import (
     media_spec,
     payload_of,
     register,
+    soft_warning,
     validate,
     webhook_fields,
 )
@@ -27,6 +29,7 @@ __all__ = [
     "MediaSpec",
     "PromptString",
     "UnknownFieldWarning",
+    "collect_warnings",
     "endpoint",
     "endpoints",
     "is_billed",
@@ -34,6 +37,7 @@ __all__ = [
     "media_spec",
     "payload_of",
     "register",
+    "soft_warning",
     "validate",
     "webhook_fields",
 ]

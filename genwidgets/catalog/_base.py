@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import difflib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -167,7 +169,7 @@ def is_prompt_string(info: FieldInfo) -> bool:
 
 def _load() -> None:
     # Importing the family modules fills the registry (one module per family).
-    from . import asset, image, imgm, speech, video, vida  # noqa: F401
+    from . import asset, image, imgm, speech, vida, video  # noqa: F401
 
 
 def endpoints(*, documented_only: bool = True) -> list[EndpointSpec]:
@@ -200,6 +202,34 @@ def webhook_fields(payload: Mapping[str, Any]) -> list[str]:
 
 class UnknownFieldWarning(UserWarning):
     """A payload field the catalog does not know; sent as is."""
+
+
+_collector: ContextVar[list[tuple[str, type[Warning]]] | None] = ContextVar(
+    "genwidgets_catalog_warnings", default=None
+)
+
+
+def soft_warning(message: str, category: type[Warning] = UserWarning) -> None:
+    """A validator's soft finding: a warning, unless :func:`collect_warnings` is active."""
+    sink = _collector.get()
+    if sink is not None:
+        sink.append((message, category))
+    else:
+        warnings.warn(message, category, stacklevel=4)
+
+
+@contextmanager
+def collect_warnings() -> Iterator[list[tuple[str, type[Warning]]]]:
+    """Gather soft findings instead of warning (per thread and task, unlike catch_warnings).
+
+    The simulator validates with it, so its thread never prints into a user's notebook.
+    """
+    found: list[tuple[str, type[Warning]]] = []
+    token = _collector.set(found)
+    try:
+        yield found
+    finally:
+        _collector.reset(token)
 
 
 def _pydantic_errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -242,11 +272,8 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
         if name not in known and name not in hooks:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            warnings.warn(
-                f"{endpoint_id}: unknown field {name!r} is sent as is{hint}",
-                UnknownFieldWarning,
-                stacklevel=2,
-            )
+            soft_warning(f"{endpoint_id}: unknown field {name!r} is sent as is{hint}",
+                         UnknownFieldWarning)
     return instance
 
 

@@ -1,0 +1,56 @@
+"""Asset management: ``asset-get`` (documented) and the referenced operations
+that create asset groups and assets (payloads not shown in the spec: ours).
+
+vidA takes an image as ``asset://<ASSET_ID>`` once an asset group exists and an
+image asset was created in it; ``asset-get`` tells when its ``Status`` is
+``Active``. Field names keep the service's PascalCase.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ._base import register
+from .vida import _Endpoint
+
+_PROJECT_NOTE = "Project name. Default default."
+
+
+@register("asset-get", kind="asset", family="asset", title="Asset details")
+class AssetGet(_Endpoint):
+    """Retrieve an asset record (Id, Name, URL, AssetType, GroupId, Status)."""
+
+    Id: str = Field(min_length=1, description="Asset ID, as returned by asset creation.")
+    ProjectName: str | None = Field(None, min_length=1, description=_PROJECT_NOTE)
+
+
+@register(
+    "asset-group-create",
+    kind="asset",
+    family="asset",
+    title="Create an asset group",
+    documented=False,
+)
+class AssetGroupCreate(_Endpoint):
+    """Create an asset group (referenced; payload is our choice). Returns ``{"GroupId"}``."""
+
+    Name: str = Field(min_length=1, description="Group name.")
+    ProjectName: str | None = Field(None, min_length=1, description=_PROJECT_NOTE)
+
+
+@register(
+    "asset-create",
+    kind="asset",
+    family="asset",
+    title="Create an asset",
+    documented=False,
+)
+class AssetCreate(_Endpoint):
+    """Create an asset in a group from a URL (referenced; payload is our choice).
+    Returns the asset record; its Status goes from Processing to Active."""
+
+    GroupId: str = Field(min_length=1, description="Asset group ID from asset group creation.")
+    URL: str = Field(min_length=1, description="Public URL of the file to store as an asset.")
+    Name: str | None = Field(None, description="Asset name.")
+    AssetType: str | None = Field(None, min_length=1, description="Asset type. Default Image.")
+    ProjectName: str | None = Field(None, min_length=1, description=_PROJECT_NOTE)

@@ -1,0 +1,13 @@
+"""A local gateway simulator: the whole queue protocol, real media, fault switches.
+
+``genwidgets simulate`` (or ``python -m genwidgets.simulator``) runs it in the
+foreground; :func:`embedded` runs one in a background thread of this process
+(what ``gw.Client()`` uses when no gateway is configured). See :mod:`.app` for
+the routes and HTTP codes, :mod:`.outputs` for the media produced, and
+:mod:`.world` for the referenced operations and dependency checks.
+"""
+
+from .config import SimConfig
+from .server import SimulatorServer, SimulatorStartError, embedded
+
+__all__ = ["SimConfig", "SimulatorServer", "SimulatorStartError", "embedded"]

@@ -1,0 +1,7 @@
+"""``python -m genwidgets.simulator [flags]`` is ``genwidgets simulate [flags]``."""
+
+import sys
+
+from ..cli import main
+
+sys.exit(main(["simulate", *sys.argv[1:]]))

@@ -1,0 +1,540 @@
+"""The simulator's HTTP surface: the queue protocol of the spec, with its errors.
+
+Routes (``{base}`` is where the server listens)::
+
+    POST {base}/v1/queue/{endpoint}                              create a task -> handle
+    GET  {base}/v1/queue/{endpoint}/requests/{id}/status         status body
+    GET  {base}/v1/queue/{endpoint}/requests/{id}/response       result (202 while running)
+    PUT  {base}/v1/queue/{endpoint}/requests/{id}/cancel         cancel
+    GET|HEAD {base}/files/{token}/{name}                         outputs (no auth, Range supported)
+    GET  {base}/_sim/tasks/{id}, GET {base}/_sim/stats, GET|PUT {base}/_sim/config   (loopback only)
+    GET  {base}/                                                 what this server is, as JSON
+
+HTTP status codes (the spec shows the bodies, not the codes; these are our choice):
+
+======  ==========================================================================
+401     missing bearer token: ``{"error": {"code": "UNAUTHORIZED", "message":
+        "Authorization Bearer token is required"}, "request_id": ...}``; a key the
+        server does not know: same code, message ``Invalid API key``
+429     ``RATE_LIMIT_EXCEEDED`` / ``Rate limit exceeded, please try again later``
+        (gateway body) with ``Retry-After`` in whole seconds (>= 1)
+404     ``{"detail": "App not found: <endpoint>"}`` (unknown endpoint on create)
+403     ``{"detail": "Model not allowed for this user"}`` (``--restrict``)
+400     ``{"detail": "webhook not supported"}``: a body key (at any depth), query
+        parameter or header whose name contains "webhook" (``callback_url`` is
+        accepted and ignored: the spec does not say what the service does with it)
+400     body that is empty, not JSON, or not a JSON object; bad ``X-Sim-*`` header
+413     body over 65 MiB (the spec's 64 MB plus room for the JSON around it)
+422     ``{"detail": "Invalid payload: <loc>: <msg>; <loc>: <msg>"}`` from the catalog
+        model (or, for ids the catalog lacks, the required fields), and for broken
+        dependencies (see :mod:`.world`)
+500     ``{"detail": "Runtime execution failed"}`` on create with ``X-Sim-Fault: runtime``
+404     ``{"detail": "Not Found"}`` for ``POST .../{endpoint}/sync`` (and unknown paths)
+400     ``{"detail": "SSE streaming not supported"}`` for ``GET .../status/stream``
+404     ``{"detail": "Request not found"}``: unknown id, an id of another endpoint,
+        or of another key
+202     result address while the task is not ``COMPLETED`` (body: the status body)
+200     cancel: ``{"request_id", "status": "CANCELLATION_REQUESTED"}``; the task ends
+        at once ``COMPLETED`` with error ``cancelled by user``, type ``cancelled``
+400     cancel of a finished task: ``{"detail": "Task already completed"}``
+502/503 ``--error-rate`` on status/result: gateway body ``BAD_GATEWAY`` /
+        ``SERVICE_UNAVAILABLE`` (503 with ``Retry-After: 1``)
+405     wrong method: ``{"detail": "Method Not Allowed: ..."}`` with ``Allow``
+======  ==========================================================================
+
+Every API request (create, status, result, cancel, sync, stream) checks the key
+first, then the rate limit. ``--latency`` delays every answer except ``/_sim``.
+Tasks fail by ``--fail-rate`` (or ``X-Sim-Fault: fail``): they end ``COMPLETED``
+with error ``Runtime execution failed`` and type ``runtime_error``.
+``X-Sim-Duration: <s>`` sets a task's run time before speed scaling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .config import SimConfig
+from .faults import Dice, RateLimiter
+from .files import FileStore
+from .media import image_file
+from .registry import ENDPOINTS, base_seconds, describe_errors, payload_errors
+from .tasks import COMPLETED, IN_QUEUE, Scheduler, Task, log
+from .world import World
+
+MAX_BODY = 65 * 1024 * 1024
+_DRAIN_LIMIT = 4 * MAX_BODY
+_BIG_BODY = 1024 * 1024
+MAX_SIM_DURATION = 86400.0
+OPERATIONS = ("create", "status", "result", "cancel", "files")
+LOOPBACK = {"127.0.0.1", "::1", "localhost", "testclient"}
+
+
+class SimState:
+    """Everything one running simulator knows."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.limiter = RateLimiter(config.rate_limit)
+        self.dice = Dice(config.seed)
+        self.stats = dict.fromkeys(OPERATIONS, 0)
+        self.files = FileStore()
+        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="genwidgets-sim-media")
+        demo = image_file("demo", 640, 640, 7, "asset-demo", ["the simulator's demo image asset"])
+        stored = self.files.put(demo.name, demo.content_type, demo.data)
+        self.scheduler = Scheduler(
+            workers=lambda: self.config.workers,
+            speed=lambda: self.config.speed,
+            executor=self.executor,
+            files=self.files,
+            finish=lambda task, speed: self.world.finish(task, speed),
+        )
+        self.world = World(self.scheduler.get, stored.url_path)
+
+    def reconfigure(self, changes: Mapping[str, Any]) -> None:
+        new = self.config.with_live(changes)
+        if new.rate_limit != self.config.rate_limit:
+            self.limiter = RateLimiter(new.rate_limit)
+        self.config = new
+
+    def close(self) -> None:
+        self.scheduler.shutdown()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.files.close()
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def detail(status: int, text: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"detail": text}, status_code=status, headers=headers)
+
+
+def gateway_error(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    body = {"error": {"code": code, "message": message}, "request_id": str(uuid.uuid4())}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def status_body(state: SimState, task: Task) -> dict[str, Any]:
+    body: dict[str, Any] = {"request_id": task.request_id, "status": task.status}
+    if task.status == IN_QUEUE:
+        body["queue_position"] = state.scheduler.queue_position(task)
+    body["error"], body["error_type"] = task.error, task.error_type
+    return body
+
+
+def result_body(task: Task, base_url: str) -> dict[str, Any]:
+    return {
+        "request_id": task.request_id,
+        "status": task.status,
+        "error": task.error,
+        "error_type": task.error_type,
+        "outputs": [out.body(base_url) for out in task.outputs],
+    }
+
+
+def _base_url(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+def _state(request: Request) -> SimState:
+    state: SimState = request.app.state.sim
+    return state
+
+
+def _authorize(request: Request, state: SimState) -> tuple[str | None, Response | None]:
+    """The caller's key, or the gateway's refusal (missing key, unknown key, rate limit)."""
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return None, gateway_error(401, "UNAUTHORIZED", "Authorization Bearer token is required")
+    if token not in state.config.keys:
+        return None, gateway_error(401, "UNAUTHORIZED", "Invalid API key")
+    retry_after = state.limiter.take(token)
+    if retry_after is not None:
+        return None, gateway_error(
+            429,
+            "RATE_LIMIT_EXCEEDED",
+            "Rate limit exceeded, please try again later",
+            {"Retry-After": str(retry_after)},
+        )
+    return token, None
+
+
+def _find(state: SimState, request: Request, key: str) -> Task | None:
+    task = state.scheduler.get(request.path_params["request_id"])
+    if task is None or task.endpoint != request.path_params["endpoint"] or task.key != key:
+        return None
+    return task
+
+
+def _transient(state: SimState) -> Response | None:
+    code = state.dice.transient_error(state.config.error_rate)
+    if code == 502:
+        return gateway_error(502, "BAD_GATEWAY", "Upstream temporarily unavailable (simulated)")
+    if code == 503:
+        return gateway_error(
+            503,
+            "SERVICE_UNAVAILABLE",
+            "Service temporarily unavailable (simulated)",
+            {"Retry-After": "1"},
+        )
+    return None
+
+
+# --------------------------------------------------------------------------- create
+
+
+def _webhook_keys(value: Any, path: str = "") -> list[str]:
+    found: list[str] = []
+    if isinstance(value, dict):
+        for name, inner in value.items():
+            where = f"{path}.{name}" if path else str(name)
+            if "webhook" in str(name).lower():
+                found.append(where)
+            found.extend(_webhook_keys(inner, where))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            found.extend(_webhook_keys(inner, f"{path}.{i}"))
+    return found
+
+
+async def _read_body(request: Request) -> bytes | Response:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > _DRAIN_LIMIT:
+        return detail(413, f"Request body too large: at most {MAX_BODY} bytes (64 MB payloads)")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size <= MAX_BODY:
+            chunks.append(chunk)
+        elif size > _DRAIN_LIMIT:
+            break
+    if size > MAX_BODY:
+        return detail(
+            413, f"Request body too large: {size} bytes; at most {MAX_BODY} (64 MB payloads)"
+        )
+    return b"".join(chunks)
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse(raw: bytes) -> Any:
+    return json.loads(raw, parse_constant=_no_constants)
+
+
+async def _payload(request: Request) -> dict[str, Any] | Response:
+    raw = await _read_body(request)
+    if isinstance(raw, Response):
+        return raw
+    if not raw.strip():
+        return detail(400, "Request body is empty: send a JSON object with the endpoint's fields")
+    try:
+        if len(raw) > _BIG_BODY:
+            payload = await asyncio.get_running_loop().run_in_executor(None, _parse, raw)
+        else:
+            payload = _parse(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        return detail(400, f"Request body is not valid JSON: {exc}")
+    if not isinstance(payload, dict):
+        return detail(
+            400,
+            "Request body must be a JSON object with the endpoint's fields, "
+            f"not a JSON {type(payload).__name__}",
+        )
+    return payload
+
+
+def _control(request: Request) -> tuple[float | None, str | None] | Response:
+    """The ``X-Sim-Duration`` and ``X-Sim-Fault`` headers, checked."""
+    duration: float | None = None
+    raw = request.headers.get("x-sim-duration")
+    if raw is not None:
+        try:
+            duration = float(raw)
+        except ValueError:
+            duration = -1.0
+        if not 0.0 <= duration <= MAX_SIM_DURATION:
+            return detail(
+                400,
+                f"X-Sim-Duration must be a number of seconds from 0 to {MAX_SIM_DURATION:g}, "
+                f"got {raw!r}",
+            )
+    fault = request.headers.get("x-sim-fault")
+    if fault is not None and fault.strip().lower() not in {"runtime", "fail"}:
+        return detail(400, f"X-Sim-Fault must be 'runtime' or 'fail', got {fault!r}")
+    return duration, fault.strip().lower() if fault else None
+
+
+async def create_task(request: Request) -> Response:
+    state = _state(request)
+    state.stats["create"] += 1
+    key, refusal = _authorize(request, state)
+    if refusal is not None:
+        return refusal
+    assert key is not None
+    endpoint = request.path_params["endpoint"]
+    if endpoint not in ENDPOINTS:
+        return detail(404, f"App not found: {endpoint}")
+    allowed = state.config.restrict.get(key)
+    if allowed is not None and endpoint not in allowed:
+        return detail(403, "Model not allowed for this user")
+    if any("webhook" in name.lower() for name in request.query_params) or any(
+        "webhook" in name.lower() for name in request.headers
+    ):
+        return detail(400, "webhook not supported")
+    control = _control(request)
+    if isinstance(control, Response):
+        return control
+    duration, fault = control
+    payload = await _payload(request)
+    if isinstance(payload, Response):
+        return payload
+    if _webhook_keys(payload):
+        return detail(400, "webhook not supported")
+    if (
+        request.headers.get("content-length", "0").isdigit()
+        and int(request.headers.get("content-length", "0")) > _BIG_BODY
+    ):
+        loop = asyncio.get_running_loop()
+        errors = await loop.run_in_executor(state.executor, payload_errors, endpoint, payload)
+    else:
+        errors = payload_errors(endpoint, payload)
+    context: dict[str, Any] = {}
+    if not errors:
+        errors, context = state.world.check(endpoint, payload, key)
+    if errors:
+        return detail(422, describe_errors(errors))
+    if fault == "runtime":
+        return detail(500, "Runtime execution failed")
+    base = _base_url(request)
+    task = Task(
+        request_id=str(uuid.uuid4()),
+        endpoint=endpoint,
+        kind=ENDPOINTS[endpoint].kind,
+        key=key,
+        payload=payload,
+        seed=state.dice.seed(),
+        base_seconds=base_seconds(endpoint) if duration is None else duration,
+        fails=fault == "fail" or state.dice.task_fails(state.config.fail_rate),
+        base_url=base,
+        context=context,
+    )
+    state.scheduler.submit(task)
+    prefix = f"{base}/v1/queue/{endpoint}/requests/{task.request_id}"
+    return JSONResponse(
+        {
+            "request_id": task.request_id,
+            "response_url": f"{prefix}/response",
+            "status_url": f"{prefix}/status",
+            "cancel_url": f"{prefix}/cancel",
+            "queue_position": state.scheduler.queue_position(task),
+        }
+    )
+
+
+# --------------------------------------------------------------------------- follow-ups
+
+
+async def get_status(request: Request) -> Response:
+    state = _state(request)
+    state.stats["status"] += 1
+    key, refusal = _authorize(request, state)
+    if refusal is not None:
+        return refusal
+    assert key is not None
+    transient = _transient(state)
+    if transient is not None:
+        return transient
+    task = _find(state, request, key)
+    if task is None:
+        return detail(404, "Request not found")
+    return JSONResponse(status_body(state, task))
+
+
+async def get_result(request: Request) -> Response:
+    state = _state(request)
+    state.stats["result"] += 1
+    key, refusal = _authorize(request, state)
+    if refusal is not None:
+        return refusal
+    assert key is not None
+    transient = _transient(state)
+    if transient is not None:
+        return transient
+    task = _find(state, request, key)
+    if task is None:
+        return detail(404, "Request not found")
+    if task.status != COMPLETED:
+        return JSONResponse(status_body(state, task), status_code=202)
+    return JSONResponse(result_body(task, _base_url(request)))
+
+
+async def cancel_task(request: Request) -> Response:
+    state = _state(request)
+    state.stats["cancel"] += 1
+    key, refusal = _authorize(request, state)
+    if refusal is not None:
+        return refusal
+    assert key is not None
+    task = _find(state, request, key)
+    if task is None:
+        return detail(404, "Request not found")
+    if not state.scheduler.cancel(task):
+        return detail(400, "Task already completed")
+    return JSONResponse({"request_id": task.request_id, "status": "CANCELLATION_REQUESTED"})
+
+
+async def sync_path(request: Request) -> Response:
+    _key, refusal = _authorize(request, _state(request))
+    return refusal if refusal is not None else detail(404, "Not Found")
+
+
+async def status_stream(request: Request) -> Response:
+    _key, refusal = _authorize(request, _state(request))
+    return refusal if refusal is not None else detail(400, "SSE streaming not supported")
+
+
+async def get_file(request: Request) -> Response:
+    state = _state(request)
+    state.stats["files"] += 1
+    stored = state.files.get(request.path_params["token"], request.path_params["name"])
+    if stored is None:
+        return detail(404, "File not found")
+    return FileResponse(
+        stored.path,
+        media_type=stored.content_type,
+        headers={"Cache-Control": "private, max-age=86400", "Access-Control-Allow-Origin": "*"},
+    )
+
+
+# --------------------------------------------------------------------------- introspection
+
+
+def _loopback_only(
+    handler: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    async def guarded(request: Request) -> Response:
+        host = request.client.host if request.client else ""
+        if host not in LOOPBACK and not host.startswith("127."):
+            return detail(403, "Simulator introspection is only served to loopback clients")
+        return await handler(request)
+
+    return guarded
+
+
+async def sim_task(request: Request) -> Response:
+    task = _state(request).scheduler.get(request.path_params["request_id"])
+    if task is None:
+        return detail(404, "Request not found")
+    return JSONResponse(
+        {
+            "request_id": task.request_id,
+            "endpoint": task.endpoint,
+            "status": task.status,
+            "created_at": task.created_at,
+            "started_at": task.started_at,
+            "completed_at": task.completed_at,
+            "error_type": task.error_type,
+        }
+    )
+
+
+async def sim_stats(request: Request) -> Response:
+    return JSONResponse(_state(request).stats)
+
+
+async def sim_config(request: Request) -> Response:
+    state = _state(request)
+    if request.method == "PUT":
+        try:
+            changes = json.loads(await request.body())
+            if not isinstance(changes, dict):
+                raise ValueError("send a JSON object of switches")
+            state.reconfigure(changes)
+        except (ValueError, TypeError) as exc:
+            return detail(400, f"Bad config: {exc}")
+    return JSONResponse(state.config.live())
+
+
+async def index(request: Request) -> Response:
+    return JSONResponse(
+        {
+            "service": "genwidgets gateway simulator",
+            "protocol": "POST /v1/queue/{endpoint} with Authorization: Bearer <key>",
+            "endpoints": sorted(ENDPOINTS),
+        }
+    )
+
+
+# --------------------------------------------------------------------------- the app
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        allow = (exc.headers or {}).get("Allow", "")
+        return detail(
+            405,
+            f"Method Not Allowed: {request.method} {request.url.path}; allowed: {allow}",
+            exc.headers,
+        )
+    return detail(exc.status_code, str(exc.detail), exc.headers)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    log.exception("simulator error on %s %s", request.method, request.url.path, exc_info=exc)
+    return detail(500, f"Internal simulator error: {type(exc).__name__}")
+
+
+class _Latency:
+    """Delay every answer (except ``/_sim`` control calls) by the configured latency."""
+
+    def __init__(self, app: ASGIApp, state: SimState) -> None:
+        self.app, self.state = app, state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        latency = self.state.config.latency
+        if latency > 0 and scope["type"] == "http" and not scope["path"].startswith("/_sim"):
+            await asyncio.sleep(latency)
+        await self.app(scope, receive, send)
+
+
+def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
+    """The ASGI app of one simulator, and its state (close it when done)."""
+    state = SimState(config)
+    requests = "/v1/queue/{endpoint}/requests/{request_id}"
+    routes = [
+        Route("/", index, methods=["GET"]),
+        Route("/v1/queue/{endpoint}", create_task, methods=["POST"]),
+        Route("/v1/queue/{endpoint}/sync", sync_path, methods=["GET", "POST", "PUT"]),
+        Route(f"{requests}/status", get_status, methods=["GET"]),
+        Route(f"{requests}/status/stream", status_stream, methods=["GET"]),
+        Route(f"{requests}/response", get_result, methods=["GET"]),
+        Route(f"{requests}/cancel", cancel_task, methods=["PUT"]),
+        Route("/files/{token}/{name}", get_file, methods=["GET", "HEAD"]),
+        Route("/_sim/tasks/{request_id}", _loopback_only(sim_task), methods=["GET"]),
+        Route("/_sim/stats", _loopback_only(sim_stats), methods=["GET"]),
+        Route("/_sim/config", _loopback_only(sim_config), methods=["GET", "PUT"]),
+    ]
+    app = Starlette(
+        routes=routes, exception_handlers={HTTPException: _http_error, Exception: _internal_error}
+    )
+    app.state.sim = state
+    return _Latency(app, state), state

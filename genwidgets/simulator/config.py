@@ -1,0 +1,137 @@
+"""The simulator's settings: who may call it, how fast it runs, which faults it injects.
+
+Every value is checked when the config is made, so a bad value fails at once with
+a message naming the allowed range (the CLI turns it into an argparse error).
+The live switches (``LIVE_FIELDS``) can be changed on a running server with
+``PUT /_sim/config``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from .._config import DEMO_KEY
+
+#: Fields ``PUT /_sim/config`` may change on a running server.
+LIVE_FIELDS = ("fail_rate", "error_rate", "rate_limit", "latency", "speed")
+
+MAX_SPEED = 1000.0
+MAX_WORKERS = 1024
+MAX_LATENCY = 60.0
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def check_speed(value: Any) -> float:
+    speed = _number("speed", value)
+    if not 0 < speed <= MAX_SPEED:
+        raise ValueError(
+            f"speed must be > 0 and <= {MAX_SPEED:g} (2 = twice as fast), got {value!r}"
+        )
+    return speed
+
+
+def check_rate(name: str, value: Any) -> float:
+    rate = _number(name, value)
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"{name} must be a share between 0 and 1, got {value!r}")
+    return rate
+
+
+def check_rate_limit(value: Any) -> float | None:
+    if value is None:
+        return None
+    limit = _number("rate_limit", value)
+    if limit <= 0:
+        raise ValueError(
+            f"rate_limit must be > 0 requests per second per key (or None for no limit), "
+            f"got {value!r}"
+        )
+    return limit
+
+
+def check_latency(value: Any) -> float:
+    latency = _number("latency", value)
+    if not 0.0 <= latency <= MAX_LATENCY:
+        raise ValueError(f"latency must be between 0 and {MAX_LATENCY:g} seconds, got {value!r}")
+    return latency
+
+
+def check_workers(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
+        raise ValueError(f"workers must be an integer from 1 to {MAX_WORKERS}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """How a simulator behaves.
+
+    ``keys``: accepted API keys. ``restrict``: key -> endpoints that key may use
+    (a key absent from it may use every endpoint). ``speed`` divides every
+    simulated duration. ``workers``: tasks that run at once (the rest queue).
+    ``fail_rate``: share of tasks that end ``COMPLETED`` with a runtime error.
+    ``error_rate``: share of status/result requests answered 502/503.
+    ``rate_limit``: requests per second per key (None: unlimited).
+    ``latency``: seconds added before every answer. ``seed``: seeds the dice
+    of the fault switches, so a run is reproducible.
+    """
+
+    keys: tuple[str, ...] = (DEMO_KEY,)
+    restrict: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    speed: float = 1.0
+    workers: int = 4
+    fail_rate: float = 0.0
+    error_rate: float = 0.0
+    rate_limit: float | None = None
+    latency: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        keys = (self.keys,) if isinstance(self.keys, str) else tuple(self.keys)
+        if not keys or not all(isinstance(k, str) and k.strip() for k in keys):
+            raise ValueError("keys must be one or more non-empty strings")
+        object.__setattr__(self, "keys", keys)
+        restrict: dict[str, tuple[str, ...]] = {}
+        for key, allowed in dict(self.restrict).items():
+            names = (allowed,) if isinstance(allowed, str) else tuple(allowed)
+            if not names or not all(isinstance(n, str) and n for n in names):
+                raise ValueError("restrict maps a key to one or more endpoint identifiers")
+            restrict[key] = names
+        object.__setattr__(self, "restrict", restrict)
+        object.__setattr__(self, "speed", check_speed(self.speed))
+        object.__setattr__(self, "workers", check_workers(self.workers))
+        object.__setattr__(self, "fail_rate", check_rate("fail_rate", self.fail_rate))
+        object.__setattr__(self, "error_rate", check_rate("error_rate", self.error_rate))
+        object.__setattr__(self, "rate_limit", check_rate_limit(self.rate_limit))
+        object.__setattr__(self, "latency", check_latency(self.latency))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ValueError(f"seed must be an integer, got {self.seed!r}")
+
+    def __repr__(self) -> str:
+        # The keys are secrets on a shared machine: count them, never print them.
+        shown = ", ".join(
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if f.name not in {"keys", "restrict"}
+        )
+        return f"SimConfig(keys=<{len(self.keys)}>, restricted=<{len(self.restrict)}>, {shown})"
+
+    def with_live(self, changes: Mapping[str, Any]) -> SimConfig:
+        """A copy with some live switches changed; unknown names are an error."""
+        unknown = sorted(set(changes) - set(LIVE_FIELDS))
+        if unknown:
+            raise ValueError(
+                f"unknown config field(s) {', '.join(unknown)}; allowed: {', '.join(LIVE_FIELDS)}"
+            )
+        return replace(self, **dict(changes))
+
+    def live(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in LIVE_FIELDS} | {"workers": self.workers}

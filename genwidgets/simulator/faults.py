@@ -1,0 +1,69 @@
+"""Fault injection: the rate limit and the seeded dice of ``fail_rate``/``error_rate``.
+
+Both dice come from ``random.Random(seed)`` (one stream per switch), so a test
+run with the same seed and the same request order sees the same faults.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+class RateLimiter:
+    """A token bucket per key: ``rate`` requests per second, bursts up to ``rate``.
+
+    :meth:`take` answers ``None`` when the request may pass, else the whole
+    number of seconds (at least 1) after which a token will be there again:
+    the value of the ``Retry-After`` header.
+    """
+
+    def __init__(self, rate: float | None) -> None:
+        self.rate = rate
+        self._buckets: dict[str, _Bucket] = {}
+
+    def take(self, key: str, now: float | None = None) -> int | None:
+        if self.rate is None:
+            return None
+        now = time.monotonic() if now is None else now
+        capacity = max(1.0, self.rate)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(tokens=capacity, stamp=now)
+        bucket.tokens = min(capacity, bucket.tokens + (now - bucket.stamp) * self.rate)
+        bucket.stamp = now
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return None
+        wait = (1.0 - bucket.tokens) / self.rate
+        return max(1, math.ceil(wait))
+
+
+class Dice:
+    """Seeded coin flips for the fault switches."""
+
+    def __init__(self, seed: int) -> None:
+        self._fail = random.Random(f"fail-{seed}")
+        self._error = random.Random(f"error-{seed}")
+        self._misc = random.Random(f"misc-{seed}")
+
+    def task_fails(self, rate: float) -> bool:
+        return rate > 0 and self._fail.random() < rate
+
+    def transient_error(self, rate: float) -> int | None:
+        """502 or 503 for that share of status/result requests, else None."""
+        if rate <= 0 or self._error.random() >= rate:
+            return None
+        return 502 if self._error.random() < 0.5 else 503
+
+    def seed(self) -> int:
+        """A seed for a task whose payload names none (the spec: random)."""
+        return self._misc.randrange(1, 2**31)

@@ -1,0 +1,347 @@
+"""The things referenced operations create, and the dependency checks on them.
+
+- ``asset-group-create`` ``{"Name", "ProjectName"="default"}`` → ``{"GroupId"}``.
+- ``asset-create`` ``{"GroupId", "URL", "Name", "AssetType"="Image", "ProjectName"}``
+  → the asset record (spec 2.3) with ``Status`` ``Processing``; it turns
+  ``Active`` one simulated second (scaled by speed) after the task completes.
+- ``asset-get`` ``{"Id"}`` → the record as it is when the task completes.
+  A demo group ``group-demo`` holds the ``Active`` image asset ``asset-demo``.
+- ``vidK-face-identify`` ``{"video_url"}`` → ``{"session_id", "face_data": [{"face_id",
+  "start_time": 0, "end_time": 5000}]}``.
+- ``vidK-audio-preview`` ``{"text", "voice_id"}`` → ``{"audio_id", "duration_ms"}`` and an mp3.
+- ``vidK-custom-element`` ``{"name", "image_urls"}`` → ``{"element_id": int}``.
+- ``vidV-create-subjects`` → ``{"subject_id", "name"}``.
+
+Dependencies are checked when the task is created, and a broken one is answered
+422 with the field named, e.g. ``Invalid payload: jobId: ...``: an imgM edit
+needs a ``jobId`` of an imgM image task of the same key that is ``COMPLETED``
+without error, and an image number 0-3; ``imgM-inpaint``/``imgM_pan`` refuse
+tasks descending from a V8-series ``imgM_diffusion`` (``--v 8``, ``8.1``; the
+default is 8.1) and accept ``--v 7`` ones; ``asset://<id>`` in ``vidA`` content
+needs an existing ``Active`` asset; ``vidK-lip-sync`` needs a known
+``session_id``, face ids of that session and known ``audio_id`` values;
+``element_list`` ids must come from ``vidK-custom-element``. Assets, sessions,
+audio previews and elements are shared by every key of the simulator.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from .media import MediaFile
+from .outputs import IMGM_IDS, imgm_version
+
+if TYPE_CHECKING:
+    from .tasks import Task
+
+Errors = list[dict[str, Any]]
+IMGM_EDITS = ("imgM-v8.1-i2i", "imgM-inpaint", "imgM_pan")
+ASSET_ACTIVATION_SECONDS = 1.0
+DEMO_ASSET_ID = "asset-demo"
+DEMO_GROUP_ID = "group-demo"
+
+
+def _iso(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(6)}"
+
+
+@dataclass
+class Asset:
+    id: str
+    name: str
+    url: str
+    asset_type: str
+    group_id: str
+    project: str
+    created: float
+    active_at: float
+
+    def record(self, base_url: str, now: float | None = None) -> dict[str, Any]:
+        now = time.time() if now is None else now
+        active = now >= self.active_at
+        url = base_url + self.url if self.url.startswith("/") else self.url
+        return {
+            "Id": self.id,
+            "Name": self.name,
+            "URL": url,
+            "AssetType": self.asset_type,
+            "GroupId": self.group_id,
+            "Status": "Active" if active else "Processing",
+            "CreateTime": _iso(self.created),
+            "UpdateTime": _iso(self.active_at if active else self.created),
+            "ProjectName": self.project,
+        }
+
+
+def _json_output(name: str, value: Mapping[str, Any]) -> MediaFile:
+    text = json.dumps(value)
+    return MediaFile(name, "application/json", text.encode(), inline=text)
+
+
+class World:
+    """Assets, face sessions, audio previews and elements; checks and JSON results."""
+
+    def __init__(self, lookup: Callable[[str], Task | None], demo_image_path: str) -> None:
+        self._lookup = lookup
+        now = time.time()
+        self.groups: dict[str, dict[str, str]] = {
+            DEMO_GROUP_ID: {"Name": "Demo group", "ProjectName": "default"}
+        }
+        self.assets: dict[str, Asset] = {
+            DEMO_ASSET_ID: Asset(
+                DEMO_ASSET_ID,
+                "Demo image",
+                demo_image_path,
+                "Image",
+                DEMO_GROUP_ID,
+                "default",
+                now,
+                now,
+            )
+        }
+        self.sessions: dict[str, set[str]] = {}
+        self.audio_ms: dict[str, int] = {}
+        self.elements: set[int] = set()
+        self._next_element = 1001
+
+    # ------------------------------------------------------------------ checks
+
+    def check(
+        self, endpoint: str, payload: Mapping[str, Any], key: str
+    ) -> tuple[Errors, dict[str, Any]]:
+        """Dependency problems of a valid payload, and facts the media step needs."""
+        errors: Errors = []
+        context: dict[str, Any] = {}
+        if endpoint in IMGM_EDITS:
+            self._check_imgm(endpoint, payload, key, errors, context)
+        elif endpoint == "imgM_diffusion":
+            context["v8_diffusion"] = imgm_version(str(payload.get("prompt", ""))).startswith("8")
+        elif endpoint.startswith("vidA-"):
+            self._check_vida_assets(payload, errors)
+        elif endpoint == "vidK-lip-sync":
+            self._check_lip_sync(payload, errors, context)
+        elif endpoint == "asset-create":
+            if str(payload.get("GroupId")) not in self.groups:
+                errors.append(
+                    {
+                        "loc": ("GroupId",),
+                        "msg": f"asset group {payload.get('GroupId')!r} "
+                        "not found; create one with asset-group-create",
+                    }
+                )
+        elif endpoint == "asset-get" and str(payload.get("Id")) not in self.assets:
+            errors.append(
+                {
+                    "loc": ("Id",),
+                    "msg": f"asset {payload.get('Id')!r} not found; create one with asset-create",
+                }
+            )
+        if endpoint in ("vidK-v3-turbo-t2v", "vidK-v3-motion-control"):
+            self._check_elements(payload, errors)
+        return errors, context
+
+    def _check_imgm(
+        self,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        key: str,
+        errors: Errors,
+        context: dict[str, Any],
+    ) -> None:
+        number_field = "image_no" if endpoint == "imgM-v8.1-i2i" else "imageNo"
+        number = payload.get(number_field, 0)
+        if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= 3:
+            errors.append({"loc": (number_field,), "msg": f"must be 0, 1, 2 or 3, got {number!r}"})
+        job_id = payload.get("jobId")
+        upstream = self._lookup(job_id) if isinstance(job_id, str) else None
+        if upstream is None or upstream.key != key:
+            errors.append(
+                {
+                    "loc": ("jobId",),
+                    "msg": f"no imgM task {job_id!r} found; "
+                    "use the request_id of a completed imgM-v8.1-t2i or imgM_diffusion task",
+                }
+            )
+            return
+        if upstream.endpoint not in IMGM_IDS:
+            errors.append(
+                {
+                    "loc": ("jobId",),
+                    "msg": f"task {job_id!r} is a {upstream.endpoint} task, not an imgM image task",
+                }
+            )
+            return
+        if upstream.status != "COMPLETED":
+            errors.append(
+                {
+                    "loc": ("jobId",),
+                    "msg": f"task {job_id!r} is {upstream.status}; wait until it is COMPLETED",
+                }
+            )
+            return
+        if upstream.error:
+            errors.append(
+                {
+                    "loc": ("jobId",),
+                    "msg": f"task {job_id!r} failed ({upstream.error_type}) and has no images",
+                }
+            )
+            return
+        v8 = bool(upstream.context.get("v8_diffusion"))
+        if v8 and endpoint in ("imgM-inpaint", "imgM_pan"):
+            errors.append(
+                {
+                    "loc": ("jobId",),
+                    "msg": f"task {job_id!r} comes from imgM_diffusion "
+                    "with a V8-series version, which does not support inpaint, pan or "
+                    "outpaint; use a --v 7 task",
+                }
+            )
+            return
+        context.update(
+            v8_diffusion=v8,
+            upstream_size=upstream.facts.get("image_size", (1024, 1024)),
+            upstream_seed=upstream.facts.get("seed", 0),
+        )
+
+    def _asset_problem(self, ref: str) -> str | None:
+        asset = self.assets.get(ref.removeprefix("asset://"))
+        if asset is None:
+            return f"asset {ref!r} not found; create it with asset-create first"
+        if time.time() < asset.active_at:
+            return f"asset {ref!r} is still Processing; wait until asset-get shows Status Active"
+        return None
+
+    def _check_vida_assets(self, payload: Mapping[str, Any], errors: Errors) -> None:
+        content = payload.get("content")
+        for i, item in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(item, dict):
+                continue
+            for kind in ("image_url", "video_url", "audio_url"):
+                inner = item.get(kind)
+                url = inner.get("url") if isinstance(inner, dict) else None
+                if isinstance(url, str) and url.startswith("asset://"):
+                    problem = self._asset_problem(url)
+                    if problem:
+                        errors.append({"loc": ("content", i, kind, "url"), "msg": problem})
+
+    def _check_lip_sync(
+        self, payload: Mapping[str, Any], errors: Errors, context: dict[str, Any]
+    ) -> None:
+        session = payload.get("session_id")
+        faces = self.sessions.get(session) if isinstance(session, str) else None
+        if faces is None:
+            errors.append(
+                {
+                    "loc": ("session_id",),
+                    "msg": f"unknown session {session!r}; call "
+                    "vidK-face-identify first and use its session_id",
+                }
+            )
+        choices = payload.get("face_choose")
+        for i, choice in enumerate(choices if isinstance(choices, list) else []):
+            if not isinstance(choice, dict):
+                continue
+            face = choice.get("face_id")
+            if faces is not None and (not isinstance(face, str) or face not in faces):
+                errors.append(
+                    {
+                        "loc": ("face_choose", i, "face_id"),
+                        "msg": f"face {choice.get('face_id')!r} is not in session {session!r}",
+                    }
+                )
+            audio_id = choice.get("audio_id")
+            if audio_id is not None and (
+                not isinstance(audio_id, str) or audio_id not in self.audio_ms
+            ):
+                errors.append(
+                    {
+                        "loc": ("face_choose", i, "audio_id"),
+                        "msg": f"unknown audio {audio_id!r}; create one with vidK-audio-preview",
+                    }
+                )
+            milliseconds = self.audio_ms.get(str(audio_id), 5000)
+            start, end = choice.get("sound_start_time"), choice.get("sound_end_time")
+            if isinstance(start, int) and isinstance(end, int) and end > start:
+                milliseconds = end - start
+            context["audio_seconds"] = max(2.0, min(60.0, milliseconds / 1000))
+
+    def _check_elements(self, payload: Mapping[str, Any], errors: Errors) -> None:
+        items = payload.get("element_list")
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            element = item.get("element_id") if isinstance(item, dict) else None
+            if not isinstance(element, int) or element not in self.elements:
+                errors.append(
+                    {
+                        "loc": ("element_list", i, "element_id"),
+                        "msg": f"unknown element {element!r}; create one with vidK-custom-element",
+                    }
+                )
+
+    # ------------------------------------------------------------------ results
+
+    def finish(self, task: Task, speed: float) -> list[MediaFile]:
+        """Register what a successful task created; its JSON outputs."""
+        p, now = task.payload, time.time()
+        if task.endpoint == "asset-group-create":
+            group = _new_id("group")
+            self.groups[group] = {
+                "Name": str(p.get("Name")),
+                "ProjectName": str(p.get("ProjectName", "default")),
+            }
+            return [_json_output("group.json", {"GroupId": group})]
+        if task.endpoint == "asset-create":
+            asset = Asset(
+                _new_id("asset"),
+                str(p.get("Name") or "asset"),
+                str(p.get("URL")),
+                str(p.get("AssetType") or "Image"),
+                str(p.get("GroupId")),
+                str(p.get("ProjectName") or "default"),
+                now,
+                now + ASSET_ACTIVATION_SECONDS / speed,
+            )
+            self.assets[asset.id] = asset
+            return [_json_output("asset.json", asset.record(task.base_url, now))]
+        if task.endpoint == "asset-get":
+            asset = self.assets[str(p.get("Id"))]
+            return [_json_output("asset.json", asset.record(task.base_url, now))]
+        if task.endpoint == "vidK-face-identify":
+            session, face = _new_id("session"), _new_id("face")
+            self.sessions[session] = {face}
+            return [
+                _json_output(
+                    "faces.json",
+                    {
+                        "session_id": session,
+                        "face_data": [{"face_id": face, "start_time": 0, "end_time": 5000}],
+                    },
+                )
+            ]
+        if task.endpoint == "vidK-audio-preview":
+            audio = _new_id("audio")
+            self.audio_ms[audio] = int(task.facts.get("duration_ms", 5000))
+            return [
+                _json_output("audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]})
+            ]
+        if task.endpoint == "vidK-custom-element":
+            element, self._next_element = self._next_element, self._next_element + 1
+            self.elements.add(element)
+            return [_json_output("element.json", {"element_id": element})]
+        if task.endpoint == "vidV-create-subjects":
+            return [
+                _json_output(
+                    "subject.json", {"subject_id": _new_id("subject"), "name": str(p.get("name"))}
+                )
+            ]
+        return []

@@ -1,0 +1,456 @@
+"""``gw.form(endpoint)``: a form per endpoint, generated from its catalog model.
+
+The form validates on every change with no network, shows what the submission
+bills, and sends only on a click (or ``form.submit()``). Layout, top to bottom:
+title (endpoint id, kind, "simulated" badge), required fields, "Optional settings
+(N)" folded away, the billing line, notes, Submit/Reset with the reason Submit is
+disabled, a folded Code view (Python and JSON), and the job of the last submission.
+
+Choices made where the brief is silent (and why):
+
+- ``form.set(name=None)`` clears a field, like ``UNSET``: ``None`` means "not sent".
+- Names the catalog does not know are kept and sent as is (the catalog allows
+  extra fields); they show as amber notes, like :func:`genwidgets.validate` warns.
+- Reset returns to the values the form was built with (``gw.form(..., **initial)``).
+- A click within 2 s of a submission is ignored (a queued double click must not
+  create, and bill, a second task); ``form.submit()`` itself has no such guard.
+- The client is created at the first submit (never while building), and kept.
+- With no client given, the "simulated" badge reflects what ``gw.Client()`` would
+  use (no ``GENWIDGETS_BASE_URL``/``GENWIDGETS_API_KEY`` → the embedded simulator).
+- Long inline data (data URLs, raw base64) is shortened in the Code and JSON views:
+  the payload stays readable and the bytes never become widget state.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as W
+from IPython.display import display
+
+from .._config import redact, resolve
+from ..catalog import EndpointSpec, validate
+from ..catalog import endpoint as catalog_endpoint
+from ..errors import GenwidgetsError, PayloadError
+from .fields import (
+    ERROR_STYLE,
+    HELP_STYLE,
+    UNSET,
+    WARN_STYLE,
+    BuildContext,
+    Element,
+    FieldSpec,
+    billed_badge,
+    build_element,
+    field_specs,
+)
+
+if TYPE_CHECKING:
+    from .._client import Client
+    from ..jobs.job import Job
+
+__all__ = ["EndpointForm", "form"]
+
+#: Strings longer than this that look like inline data are shortened in the views.
+SHORTEN_AT = 200
+_B64_RE = re.compile(r"^[A-Za-z0-9+/=\s]+$")
+_UNITS = {"duration": "s"}
+#: Clicks this soon after a submission are ignored: a double click queued behind the
+#: first one (browser messages wait while a handler runs) must not create a second task.
+CLICK_GUARD_SECONDS = 2.0
+
+
+def form(endpoint: str, client: Client | None = None, **initial: Any) -> EndpointForm:
+    """A form for ``endpoint`` (see :class:`EndpointForm`); ``initial`` fills fields."""
+    return EndpointForm(endpoint, client=client, **initial)
+
+
+class EndpointForm(W.VBox):
+    """A generated form for one endpoint: ``value``, ``set(**fields)``, ``submit()``."""
+
+    def __init__(self, endpoint: str, client: Client | None = None, **initial: Any) -> None:
+        self.spec: EndpointSpec = catalog_endpoint(endpoint)
+        self.endpoint = self.spec.id
+        self._client = client
+        self._initial = dict(initial)
+        self._batch = 0
+        self._submitting = False
+        self._submitted_at = -CLICK_GUARD_SECONDS
+        self.extra: dict[str, Any] = {}
+        self.errors: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+        self.last_job: Job | None = None
+
+        ctx = BuildContext(endpoint=self.endpoint, model=self.spec.model)
+        specs = field_specs(self.spec.model)
+        self.fields: dict[str, Element] = {}
+        for field_spec in [s for s in specs if s.required] + [s for s in specs if not s.required]:
+            element = build_element(field_spec, ctx)
+            element.observe(self._refresh)
+            self.fields[field_spec.wire] = element
+        self._names = {s.name: s.wire for s in specs}
+        self._specs: dict[str, FieldSpec] = {s.wire: s for s in specs}
+
+        required = [e for e in self.fields.values() if e.spec.required]
+        optional = [e for e in self.fields.values() if not e.spec.required]
+        self.optional_box = W.VBox()
+        self._optional = optional
+        self.optional = W.Accordion(children=[self.optional_box], selected_index=None)
+        self.optional.set_title(0, f"Optional settings ({len(optional)})")
+        self.optional.observe(self._opened, "selected_index")
+
+        self.title = W.HTML(self._title_html())
+        self.billing = W.HTML()
+        self.notes = W.HTML()
+        self.submit_button = W.Button(
+            description="Submit", button_style="primary", icon="paper-plane"
+        )
+        self.submit_button.on_click(self._on_submit_click)
+        self.reset_button = W.Button(description="Reset", icon="undo")
+        self.reset_button.on_click(lambda _b: self.reset())
+        self.reason = W.HTML()
+        self.code_view = W.HTML()
+        self.json_view = W.HTML()
+        code_tabs = W.Tab(children=[self.code_view, self.json_view])
+        code_tabs.set_title(0, "Python")
+        code_tabs.set_title(1, "JSON")
+        self.code = W.Accordion(children=[code_tabs], selected_index=None)
+        self.code.set_title(0, "Code")
+        self.output = W.Output()
+
+        children: list[W.Widget] = [self.title, *(e.widget for e in required)]
+        if optional:
+            children.append(self.optional)
+        children += [
+            self.billing,
+            self.notes,
+            W.HBox([self.submit_button, self.reset_button, self.reason]),
+            self.code,
+            self.output,
+        ]
+        super().__init__(children=children)
+        if not required and optional:
+            self.optional.selected_index = 0
+        self.set(**initial)
+        if not initial:
+            self._refresh()
+
+    # --- building ----------------------------------------------------------------------
+    def _title_html(self) -> str:
+        spec = self.spec
+        badge = ""
+        if self._simulated():
+            badge = (
+                ' <span style="background:#e3f2fd;color:#0d47a1;border-radius:3px;'
+                'padding:0 4px" title="tasks run on the local simulator, not the real '
+                'gateway">simulated</span>'
+            )
+        desc = ""
+        if spec.description:
+            first = spec.description.strip().splitlines()[0]
+            desc = f'<div style="{HELP_STYLE}">{html.escape(first)}</div>'
+        return (
+            f"<b>{html.escape(spec.title or spec.id)}</b> · <code>{html.escape(spec.id)}</code>"
+            f' · <span style="{HELP_STYLE}">{html.escape(spec.kind)}</span>{badge}{desc}'
+        )
+
+    def _simulated(self) -> bool:
+        if self._client is not None:
+            return bool(getattr(self._client, "embedded", False))
+        try:
+            return resolve(None, None).embedded
+        except ValueError:
+            return False
+
+    def _opened(self, change: Any) -> None:
+        if change["new"] is not None:
+            self._show_optional()
+
+    def _show_optional(self) -> None:
+        """Optional rows are put on screen on first open (cheaper forms)."""
+        if not self.optional_box.children and self._optional:
+            self.optional_box.children = tuple(e.widget for e in self._optional)
+
+    # --- values ------------------------------------------------------------------------
+    @property
+    def value(self) -> dict[str, Any]:
+        """The payload: set fields only, by wire name (unset optionals are omitted)."""
+        payload = {
+            name: v for name, element in self.fields.items() if (v := element.get()) is not UNSET
+        }
+        payload.update(self.extra)
+        return payload
+
+    def set(self, **fields: Any) -> None:
+        """Fill fields by wire or attribute name; nested dicts and lists are accepted.
+        ``None`` (or UNSET) clears a field; unknown names are kept and sent as is."""
+        self._batch += 1
+        try:
+            for name, item in fields.items():
+                element = self.fields.get(name) or self.fields.get(self._names.get(name, ""))
+                if element is None:
+                    if item is None or item is UNSET:
+                        self.extra.pop(name, None)
+                    else:
+                        self.extra[name] = item
+                    continue
+                element.set(item)
+                if not element.spec.required and item is not None and item is not UNSET:
+                    self._show_optional()
+        finally:
+            self._batch -= 1
+        self._refresh()
+
+    def reset(self) -> None:
+        """Back to the values the form was built with."""
+        self._batch += 1
+        try:
+            for element in self.fields.values():
+                element.reset()
+            self.extra = {}
+        finally:
+            self._batch -= 1
+        self.set(**self._initial)
+
+    # --- validation --------------------------------------------------------------------
+    def check(self) -> list[dict[str, Any]]:
+        """Validate the current value (no network); returns the errors, also shown."""
+        self._refresh()
+        return list(self.errors)
+
+    def _validate(self, payload: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                validate(self.endpoint, payload)
+                errors: list[dict[str, Any]] = []
+            except PayloadError as exc:
+                errors = list(exc.errors)
+        return errors, [str(w.message) for w in caught]
+
+    def _refresh(self) -> None:
+        if self._batch:
+            return
+        payload = self.value
+        self.errors, self.warnings = self._validate(payload)
+        self._show_errors()
+        self._update_submit()
+        self.billing.value = self._billing_html(payload)
+        self.code_view.value = _pre(python_code(self.endpoint, payload))
+        self.json_view.value = _pre(json.dumps(_shortened(payload), indent=2, ensure_ascii=False))
+
+    def _show_errors(self) -> None:
+        for field_element in self.fields.values():
+            for sub in field_element.walk():
+                if sub.errors:
+                    sub.show_errors([])
+        by_element: dict[int, tuple[Element, list[str]]] = {}
+        general: list[str] = []
+        for error in self.errors:
+            loc, msg = _place(error, self.fields)
+            element = self.fields.get(str(loc[0])) if loc else None
+            if element is None:
+                where = ".".join(map(str, loc))
+                general.append(f"{where}: {msg}" if where else msg)
+                continue
+            target, rest = element.locate(loc[1:])
+            where = ".".join(map(str, rest))
+            text = f"{where}: {msg}" if where else msg
+            by_element.setdefault(id(target), (target, []))[1].append(text)
+            if not element.spec.required:
+                self.optional.selected_index = 0  # an error must be in sight
+        for target, messages in by_element.values():
+            target.show_errors(messages)
+        notes = [f'<div style="{ERROR_STYLE}">⚠ {html.escape(m)}</div>' for m in general]
+        notes += [f'<div style="{WARN_STYLE}">⚑ {html.escape(w)}</div>' for w in self.warnings]
+        self.notes.value = "".join(notes)
+
+    def _update_submit(self) -> None:
+        if self._submitting:
+            return
+        invalid = bool(self.errors)
+        self.submit_button.disabled = invalid
+        if invalid:
+            first = self.errors[0]
+            where = ".".join(map(str, first["loc"]))
+            more = f" (and {len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
+            text = f"Cannot submit: {where + ': ' if where else ''}{first['msg']}{more}"
+            self.submit_button.tooltip = text
+            self.reason.value = f'<span style="{ERROR_STYLE}">{html.escape(text)}</span>'
+        else:
+            self.submit_button.tooltip = "send this task (billed)"
+            self.reason.value = f'<span style="{HELP_STYLE}">ready to submit</span>'
+
+    # --- billing -----------------------------------------------------------------------
+    def billing_summary(self, payload: Mapping[str, Any] | None = None) -> str:
+        """One line: the values of billing fields (the documented default when unset)."""
+        payload = self.value if payload is None else payload
+        parts = []
+        for name in self.spec.billing_fields:
+            wire = self._names.get(name, name)
+            spec = self._specs.get(wire)
+            unit = next((u for k, u in _UNITS.items() if k in wire), "")
+            if wire in payload:
+                shown = _plain_value(payload[wire])
+                note = ""
+            else:
+                shown = spec.default_text if spec and spec.default_text else "service default"
+                note = " (default)" if spec and spec.default_text else ""
+            numeric = shown[:1].isdigit() or shown[:2] == "-1"
+            unit_text = f" {unit}" if unit and numeric else ""
+            parts.append(f"{wire} {shown}{unit_text}{note}")
+        if not parts:
+            return "Billed per task (no field of this endpoint changes the price)"
+        return "Billed on: " + ", ".join(parts)
+
+    def _billing_html(self, payload: Mapping[str, Any]) -> str:
+        return f"{billed_badge()} {html.escape(self.billing_summary(payload))}"
+
+    # --- submitting --------------------------------------------------------------------
+    @property
+    def client(self) -> Client:
+        """The client used to submit (``gw.Client()`` made on first use)."""
+        if self._client is None:
+            from .._client import Client
+
+            self._client = Client()
+        return self._client
+
+    def submit(self) -> Job:
+        """Validate and send; raises :class:`~genwidgets.PayloadError` (sending nothing)
+        when the payload is invalid."""
+        payload = self.value
+        errors, _ = self._validate(payload)
+        if errors:
+            self.errors = errors
+            self._show_errors()
+            self._update_submit()
+            raise PayloadError(errors, endpoint=self.endpoint)
+        job = self.client.submit(self.endpoint, payload)
+        self.last_job = job
+        return job
+
+    def _on_submit_click(self, _button: Any = None) -> None:
+        """The button: submit once, show problems inline, display the job below."""
+        if self._submitting or time.monotonic() - self._submitted_at < CLICK_GUARD_SECONDS:
+            return  # a double click (queued behind the first) must not pay twice
+        self._submitting = True
+        self.submit_button.disabled = True
+        self.reason.value = f'<span style="{HELP_STYLE}">submitting…</span>'
+        problem = ""
+        job = None
+        try:
+            job = self.submit()
+        except PayloadError:
+            problem = ""  # shown beside the fields by submit()
+        except GenwidgetsError as exc:
+            problem = redact(str(exc))
+        except Exception as exc:  # a transport failure must not vanish into a log
+            problem = redact(f"{type(exc).__name__}: {exc}")
+        finally:
+            self._submitting = False
+        if job is not None:
+            self._submitted_at = time.monotonic()
+        self._refresh()
+        if problem:
+            self.reason.value = f'<span style="{ERROR_STYLE}">{html.escape(problem)}</span>'
+        if job is not None:
+            self.reason.value = (
+                f'<span style="color:#2e7d32">submitted: {html.escape(str(job.request_id))}</span>'
+            )
+            with self.output:
+                display(job)
+
+    def __repr__(self) -> str:
+        return f"<EndpointForm {self.endpoint} ({len(self.value)} fields set)>"
+
+
+# --- code views -------------------------------------------------------------------------
+
+
+def _place(error: Mapping[str, Any], fields: Mapping[str, Any]) -> tuple[tuple[Any, ...], str]:
+    """Where an error belongs: a model-level message that starts with a field's name
+    ("content: audio needs ...") goes beside that field."""
+    loc, msg = tuple(error["loc"]), str(error["msg"])
+    if not loc:
+        head, sep, rest = msg.partition(": ")
+        if sep and head in fields:
+            return (head,), rest
+    return loc, msg
+
+
+def _pre(text: str) -> str:
+    return (
+        '<pre style="white-space:pre-wrap;user-select:text;margin:0;font-size:0.85em">'
+        f"{html.escape(redact(text))}</pre>"
+    )
+
+
+def _is_inline_data(text: str) -> bool:
+    if len(text) <= SHORTEN_AT:
+        return False
+    return text.startswith("data:") or bool(_B64_RE.match(text[:SHORTEN_AT]))
+
+
+def _inline_summary(text: str) -> str:
+    head = text.split(",", 1)[0] if text.startswith("data:") else "base64"
+    return f"{head}, {len(text):,} characters"
+
+
+def _shortened(value: Any) -> Any:
+    """The payload with inline data replaced by a short marker (for the JSON view)."""
+    if isinstance(value, str) and _is_inline_data(value):
+        return f"<{_inline_summary(value)} (shortened)>"
+    if isinstance(value, Mapping):
+        return {k: _shortened(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shortened(v) for v in value]
+    return value
+
+
+def _py(value: Any, indent: int) -> str:
+    """A Python literal, pretty-printed, with inline data shortened to a comment."""
+    pad, inner = "    " * indent, "    " * (indent + 1)
+    if isinstance(value, Mapping) and value:
+        rows = [f"{inner}{k!r}: {_py_item(v, indent + 1)}" for k, v in value.items()]
+        return "{\n" + "\n".join(rows) + f"\n{pad}}}"
+    if isinstance(value, list) and value:
+        rows = [f"{inner}{_py_item(v, indent + 1)}" for v in value]
+        return "[\n" + "\n".join(rows) + f"\n{pad}]"
+    if isinstance(value, str) and _is_inline_data(value):
+        head = value.split(",", 1)[0] + "," if value.startswith("data:") else ""
+        return repr(head + "...")
+    return repr(value)
+
+
+def _py_item(value: Any, indent: int) -> str:
+    text = _py(value, indent) + ","
+    if isinstance(value, str) and _is_inline_data(value):
+        text += f"  # shortened: {_inline_summary(value)} of inline data"
+    return text
+
+
+def python_code(endpoint: str, payload: Mapping[str, Any]) -> str:
+    """The equivalent Python for a payload; never holds a key (the client reads it)."""
+    return (
+        "import genwidgets as gw\n\n"
+        "client = gw.Client()  # reads GENWIDGETS_BASE_URL / GENWIDGETS_API_KEY\n"
+        f"job = client.submit({endpoint!r}, {_py(dict(payload), 0)})\n"
+        "job  # shows the live task view\n"
+    )
+
+
+def _plain_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return f"{len(value)} items"
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value)

@@ -1,0 +1,95 @@
+"""imgM rules on both sides of every boundary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+MASK_URL = {"url": "https://example.com/mask.png"}
+AREA = {"width": 500, "height": 4096, "points": [0, 0, 100, 0, 100, 100]}
+
+
+def inpaint(**fields: Any) -> dict[str, Any]:
+    return {"jobId": "job-1", "imageNo": 0, "mask": MASK_URL, **fields}
+
+
+def pan(**fields: Any) -> dict[str, Any]:
+    return {"jobId": "job-1", "imageNo": 0, "direction": 0, "scale": 2.0, **fields}
+
+
+def i2i(**fields: Any) -> dict[str, Any]:
+    return {"jobId": "job-1", "image_no": 0, **fields}
+
+
+CASES: list[tuple[str, dict[str, Any], str | None]] = [
+    # imgM-inpaint
+    ("imgM-inpaint", inpaint(), None),
+    ("imgM-inpaint", inpaint(imageNo=3), None),
+    ("imgM-inpaint", inpaint(imageNo=4), "less than or equal to 3"),
+    ("imgM-inpaint", inpaint(imageNo=-1), "greater than or equal to 0"),
+    ("imgM-inpaint", inpaint(jobId=""), "at least 1 character"),
+    ("imgM-inpaint", {"jobId": "j", "imageNo": 0}, "Field required"),
+    ("imgM-inpaint", inpaint(mask={}), "areas list or a url"),
+    ("imgM-inpaint", inpaint(mask={"areas": []}), "areas list or a url"),
+    ("imgM-inpaint", inpaint(mask={"areas": [AREA]}), None),
+    ("imgM-inpaint", inpaint(mask={"url": "iVBORw0KGgo="}), None),
+    ("imgM-inpaint", inpaint(mask={"url": "data:image/png;base64,iVBORw0KGgo="}), None),
+    ("imgM-inpaint", inpaint(mask={"url": "mask.png"}), "gw.media"),
+    ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "width": 499}]}), "greater than or equal"),
+    ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "height": 4097}]}), "less than or equal"),
+    ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "points": [1, 2, 3, 4, 5]}]}), "at least 6"),
+    ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "points": [1] * 7}]}), "even count"),
+    ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "points": [1] * 8}]}), None),
+    ("imgM-inpaint", inpaint(area=AREA), None),
+    ("imgM-inpaint", inpaint(area={**AREA, "width": 4096, "height": 500}), None),
+    ("imgM-inpaint", inpaint(area={**AREA, "width": 4097}), "less than or equal to 4096"),
+    ("imgM-inpaint", inpaint(area={**AREA, "height": 499}), "greater than or equal to 500"),
+    ("imgM-inpaint", inpaint(area={**AREA, "points": [0, 0, 1, 1]}), "3 points"),
+    ("imgM-inpaint", inpaint(area={**AREA, "points": [0.5] * 9}), "even count"),
+    ("imgM-inpaint", inpaint(area={"width": 500, "height": 500}), "Field required"),
+    ("imgM-inpaint", inpaint(remixPrompt="x"), None),
+    ("imgM-inpaint", inpaint(remixPrompt="x" * 8192), None),
+    ("imgM-inpaint", inpaint(remixPrompt="x" * 8193), "at most 8192"),
+    ("imgM-inpaint", inpaint(remixPrompt=""), "at least 1 character"),
+    # imgM_pan
+    ("imgM_pan", pan(), None),
+    ("imgM_pan", pan(direction=3), None),
+    ("imgM_pan", pan(direction=4), "Input should be 0, 1, 2 or 3"),
+    ("imgM_pan", pan(direction="1"), None),
+    ("imgM_pan", pan(scale=1.1), None),
+    ("imgM_pan", pan(scale=3.0), None),
+    ("imgM_pan", pan(scale=3), None),
+    ("imgM_pan", pan(scale=1.09), "greater than or equal to 1.1"),
+    ("imgM_pan", pan(scale=3.01), "less than or equal to 3"),
+    ("imgM_pan", pan(imageNo=4), "less than or equal to 3"),
+    ("imgM_pan", {"jobId": "j", "imageNo": 0, "direction": 0}, "Field required"),
+    ("imgM_pan", pan(remixPrompt="y" * 8193), "at most 8192"),
+    # imgM-v8.1-i2i
+    ("imgM-v8.1-i2i", i2i(), None),
+    ("imgM-v8.1-i2i", i2i(type=1, remix_prompt="bluer --ar 2:1"), None),
+    ("imgM-v8.1-i2i", i2i(type=2), "Input should be 0 or 1"),
+    ("imgM-v8.1-i2i", i2i(image_no=4), "less than or equal to 3"),
+    ("imgM-v8.1-i2i", i2i(remix_prompt=""), "at least 1 character"),
+    ("imgM-v8.1-i2i", i2i(remix_prompt="z" * 8193), "at most 8192"),
+    ("imgM-v8.1-i2i", {"image_no": 0}, "Field required"),
+    # referenced
+    ("imgM-v8.1-t2i", {"prompt": "p" * 8192}, None),
+    ("imgM-v8.1-t2i", {"prompt": "p" * 8193}, "at most 8192"),
+    ("imgM-v8.1-t2i", {"prompt": ""}, "at least 1 character"),
+    ("imgM_diffusion", {"prompt": "a cat --v 7"}, None),
+    ("imgM_diffusion", {}, "Field required"),
+]
+
+
+@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
+def test_imgm_rules(
+    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
+) -> None:
+    check(endpoint_id, payload, error)
+
+
+def test_pan_direction_given_as_text_is_sent_as_a_number() -> None:
+    from genwidgets.catalog import payload_of
+
+    assert payload_of("imgM_pan", pan(direction="2"))["direction"] == 2

@@ -1,0 +1,142 @@
+"""speechM-02-turbo rules on both sides of every boundary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from genwidgets.catalog import payload_of, validate
+from genwidgets.catalog.speech import pause_marker_problem
+from genwidgets.catalog.vida import IneffectiveFieldWarning
+
+
+def tts(text: str = "Hello there.", **fields: Any) -> dict[str, Any]:
+    return {"text": text, **fields}
+
+
+def voices(n: int, weight: int = 50) -> list[dict[str, Any]]:
+    return [{"voice_id": f"v{i}", "weight": weight} for i in range(n)]
+
+
+CASES: list[tuple[str, dict[str, Any], str | None]] = [
+    ("speechM-02-turbo", tts(), None),
+    ("speechM-02-turbo", {}, "Field required"),
+    ("speechM-02-turbo", tts(""), "at least 1 character"),
+    ("speechM-02-turbo", tts("a" * 9999), None),
+    ("speechM-02-turbo", tts("a" * 10000), "at most 9999"),
+    # pause markers
+    ("speechM-02-turbo", tts("one <#0.01#> two"), None),
+    ("speechM-02-turbo", tts("one <#99.99#> two"), None),
+    ("speechM-02-turbo", tts("one <#1#> two <#2.5#> three"), None),
+    ("speechM-02-turbo", tts("one <#0#> two"), "between 0.01 and 99.99"),
+    ("speechM-02-turbo", tts("one <#0.00#> two"), "between 0.01 and 99.99"),
+    ("speechM-02-turbo", tts("one <#100#> two"), "at most two decimals"),
+    ("speechM-02-turbo", tts("one <#0.001#> two"), "at most two decimals"),
+    ("speechM-02-turbo", tts("one <#abc#> two"), "at most two decimals"),
+    ("speechM-02-turbo", tts("one <#-1#> two"), "at most two decimals"),
+    ("speechM-02-turbo", tts("one <##> two"), "at most two decimals"),
+    ("speechM-02-turbo", tts("one <#1#><#2#> two"), "must not be consecutive"),
+    ("speechM-02-turbo", tts("one <#1#> \n <#2#> two"), "must not be consecutive"),
+    ("speechM-02-turbo", tts("one <#1#> a <#2#> two"), None),
+    # output and subtitles
+    ("speechM-02-turbo", tts(output_format="hex"), None),
+    ("speechM-02-turbo", tts(output_format="base64"), "Input should be"),
+    ("speechM-02-turbo", tts(subtitle_enable=True, subtitle_type="word"), None),
+    ("speechM-02-turbo", tts(subtitle_type="sentence"), None),
+    ("speechM-02-turbo", tts(subtitle_type="word_streaming"), "does not offer"),
+    ("speechM-02-turbo", tts(aigc_watermark=True), None),
+    ("speechM-02-turbo", tts(language_boost="Chinese,Yue"), None),
+    ("speechM-02-turbo", tts(language_boost="auto"), None),
+    ("speechM-02-turbo", tts(language_boost="Klingon"), "Input should be"),
+    # voice_setting
+    ("speechM-02-turbo", tts(voice_setting={"voice_id": "v", "speed": 0.5, "vol": 0,
+                                            "pitch": -12, "emotion": "calm"}), None),
+    ("speechM-02-turbo", tts(voice_setting={"speed": 2, "vol": 10, "pitch": 12}), None),
+    ("speechM-02-turbo", tts(voice_setting={"speed": 0.49}), "greater than or equal to 0.5"),
+    ("speechM-02-turbo", tts(voice_setting={"speed": 2.01}), "less than or equal to 2"),
+    ("speechM-02-turbo", tts(voice_setting={"vol": -0.1}), "greater than or equal to 0"),
+    ("speechM-02-turbo", tts(voice_setting={"vol": 10.1}), "less than or equal to 10"),
+    ("speechM-02-turbo", tts(voice_setting={"pitch": -13}), "greater than or equal to -12"),
+    ("speechM-02-turbo", tts(voice_setting={"pitch": 13}), "less than or equal to 12"),
+    ("speechM-02-turbo", tts(voice_setting={"pitch": 1.5}), "valid integer"),
+    ("speechM-02-turbo", tts(voice_setting={"emotion": "bored"}), "Input should be"),
+    ("speechM-02-turbo", tts(voice_setting={"text_normalization": True, "latex_read": True}),
+     None),
+    ("speechM-02-turbo", tts(voice_setting="v1"), "valid dictionary"),
+    # audio_setting
+    ("speechM-02-turbo", tts(audio_setting={"sample_rate": 8000, "bitrate": 32000,
+                                            "format": "mp3", "channel": 1}), None),
+    ("speechM-02-turbo", tts(audio_setting={"sample_rate": 44100, "bitrate": 256000,
+                                            "channel": 2}), None),
+    ("speechM-02-turbo", tts(audio_setting={"sample_rate": 48000}), "Input should be"),
+    ("speechM-02-turbo", tts(audio_setting={"bitrate": 96000}), "Input should be"),
+    ("speechM-02-turbo", tts(audio_setting={"channel": 3}), "Input should be 1 or 2"),
+    ("speechM-02-turbo", tts(audio_setting={"format": "ogg"}), "Input should be"),
+    ("speechM-02-turbo", tts(audio_setting={"format": "wav"}), None),
+    # voice_modify
+    ("speechM-02-turbo", tts(voice_modify={"pitch": -100, "intensity": 100, "timbre": 0,
+                                           "sound_effects": "robotic"}), None),
+    ("speechM-02-turbo", tts(voice_modify={"pitch": -101}), "greater than or equal to -100"),
+    ("speechM-02-turbo", tts(voice_modify={"intensity": 101}), "less than or equal to 100"),
+    ("speechM-02-turbo", tts(voice_modify={"timbre": 101}), "less than or equal to 100"),
+    ("speechM-02-turbo", tts(voice_modify={"sound_effects": "reverb"}), "Input should be"),
+    ("speechM-02-turbo", tts(voice_modify={"sound_effects": ["robotic", "spacious_echo"]}),
+     "Input should be"),
+    ("speechM-02-turbo", tts(voice_modify={"pitch": 5}, audio_setting={"format": "flac"}), None),
+    ("speechM-02-turbo", tts(voice_modify={"pitch": 5}, audio_setting={"format": "pcm"}),
+     "not pcm"),
+    # pronunciation_dict
+    ("speechM-02-turbo", tts(pronunciation_dict={"tone": ["omg/oh my god", "处理/(chu3)(li3)"]}),
+     None),
+    ("speechM-02-turbo", tts(pronunciation_dict={"tone": ["no slash"]}), "<text>/<replacement>"),
+    ("speechM-02-turbo", tts(pronunciation_dict={"tone": ["/x"]}), "<text>/<replacement>"),
+    ("speechM-02-turbo", tts(pronunciation_dict={"tone": ["x/"]}), "<text>/<replacement>"),
+    # timbre_weights
+    ("speechM-02-turbo", tts(timbre_weights=voices(1)), None),
+    ("speechM-02-turbo", tts(timbre_weights=voices(4)), None),
+    ("speechM-02-turbo", tts(timbre_weights=voices(5)), "at most 4"),
+    ("speechM-02-turbo", tts(timbre_weights=voices(2, weight=1)), None),
+    ("speechM-02-turbo", tts(timbre_weights=voices(2, weight=100)), None),
+    ("speechM-02-turbo", tts(timbre_weights=voices(2, weight=0)), "greater than or equal to 1"),
+    ("speechM-02-turbo", tts(timbre_weights=voices(2, weight=101)), "less than or equal to 100"),
+    ("speechM-02-turbo", tts(timbre_weights=[{"voice_id": "v"}]), "Field required"),
+    ("speechM-02-turbo", tts(timbre_weights=[{"weight": 3}]), "Field required"),
+    ("speechM-02-turbo", tts(timbre_weights=voices(2), voice_setting={"voice_id": "v9"}),
+     "voice_setting.voice_id must be empty"),
+    ("speechM-02-turbo", tts(timbre_weights=voices(2), voice_setting={"voice_id": ""}), None),
+    ("speechM-02-turbo", tts(timbre_weights=voices(2), voice_setting={"speed": 1.5}), None),
+    ("speechM-02-turbo", tts(timbre_weights=[], voice_setting={"voice_id": "v9"}), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
+def test_speech_rules(
+    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
+) -> None:
+    check(endpoint_id, payload, error)
+
+
+@pytest.mark.parametrize(
+    ("payload", "warning"),
+    [
+        (tts(audio_setting={"force_cbr": True}), "force_cbr"),
+        (tts(audio_setting={"bitrate": 64000, "format": "wav"}), "bitrate only applies to mp3"),
+        (tts(voice_setting={"latex_read": True}, language_boost="English"), "latex_read"),
+    ],
+)
+def test_advisory_warnings(payload: dict[str, Any], warning: str) -> None:
+    with pytest.warns(IneffectiveFieldWarning, match=warning):
+        validate("speechM-02-turbo", payload)
+
+
+def test_numeric_strings_become_json_numbers() -> None:
+    body = payload_of("speechM-02-turbo", tts(audio_setting={"bitrate": "128000"}))
+    assert body["audio_setting"] == {"bitrate": 128000}
+
+
+def test_pause_marker_helper() -> None:
+    assert pause_marker_problem("no markers at all") is None
+    assert pause_marker_problem("<#0.5#> leading marker is allowed") is None
+    problem = pause_marker_problem("a <#1#>   <#2#> b")
+    assert problem is not None and "<#2#>" in problem

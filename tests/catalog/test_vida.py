@@ -1,0 +1,199 @@
+"""vidA rules on both sides of every boundary, and the shared media-string checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from genwidgets.catalog import MediaSpec, payload_of
+from genwidgets.catalog.vida import MB, MediaCheck
+
+URL = "https://example.com/a.png"
+PNG = "data:image/png;base64,iVBORw0KGgo="
+
+
+def text(t: str = "a red kite") -> dict[str, Any]:
+    return {"type": "text", "text": t}
+
+
+def image(url: str = URL, role: str | None = None) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "image_url", "image_url": {"url": url}}
+    if role is not None:
+        item["role"] = role
+    return item
+
+
+def video(url: str = "https://example.com/v.mp4", role: str | None = None) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "video_url", "video_url": {"url": url}}
+    if role is not None:
+        item["role"] = role
+    return item
+
+
+def audio() -> dict[str, Any]:
+    return {"type": "audio_url", "audio_url": {"url": "https://example.com/a.mp3"}}
+
+
+def body(*items: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"content": list(items), **fields}
+
+
+CASES: list[tuple[str, dict[str, Any], str | None]] = [
+    # content presence and combinations
+    ("vidA-2-0", body(), "at least 1 item"),
+    ("vidA-2-0", {}, "Field required"),
+    ("vidA-2-0", body(text()), None),
+    ("vidA-2-0", body(image()), None),
+    ("vidA-2-0", body(text(), video()), None),
+    ("vidA-2-0", body(text(), image(), audio()), None),
+    ("vidA-2-0", body(text(), image(), video()), None),
+    ("vidA-2-0", body(text(), video(), audio()), None),
+    ("vidA-2-0", body(text(), image(), video(), audio()), None),
+    ("vidA-2-0", body(audio()), "audio needs at least one reference image or video"),
+    ("vidA-2-0", body(text(), audio()), "audio needs at least one reference image or video"),
+    ("vidA-2-0", body({"type": "text"}), "needs its text field"),
+    ("vidA-2-0", body({"type": "image_url"}), "needs its image_url field"),
+    ("vidA-2-0", body({"type": "text", "text": "x", "image_url": {"url": URL}}), "carries no"),
+    ("vidA-2-0", body({"type": "gif", "text": "x"}), "Input should be"),
+    ("vidA-2-0", body(text("")), "at least 1 character"),
+    # image scenarios and roles
+    ("vidA-2-0", body(image(role="first_frame")), None),
+    ("vidA-2-0", body(image(role="last_frame")), "needs a first_frame image"),
+    ("vidA-2-0", body(image(role="first_frame"), image(role="last_frame")), None),
+    ("vidA-2-0", body(image(role="last_frame"), image(role="first_frame")), None),
+    ("vidA-2-0", body(image(), image(role="last_frame")), "first_frame and the other role"),
+    ("vidA-2-0", body(image(role="first_frame"), image(role="first_frame")), "last_frame"),
+    ("vidA-2-0", body(image(), image()), "first-and-last-frame"),
+    ("vidA-2-0", body(*[image(role="reference_image")] * 1), None),
+    ("vidA-2-0", body(*[image(role="reference_image")] * 9), None),
+    ("vidA-2-0", body(*[image(role="reference_image")] * 10), "1-9 are allowed"),
+    ("vidA-2-0", body(image(role="reference_image"), image()), "mutually exclusive"),
+    ("vidA-2-0", body(image(role="reference_image"), image(role="first_frame")), "exclusive"),
+    ("vidA-2-0", body(image(role="first_frame"), image(role="last_frame"), image()), "3 images"),
+    ("vidA-2-0", body(image(role="reference_video")), "does not fit a image_url item"),
+    ("vidA-2-0", body(image(), video(role="reference_video")), None),
+    ("vidA-2-0", body(image(), video(role="reference_image")), "does not fit"),
+    ("vidA-2-0", body(image(), {**audio(), "role": "reference_audio"}), None),
+    ("vidA-2-0", body(text(), {"type": "text", "text": "x", "role": "first_frame"}), "no role"),
+    # image url forms
+    ("vidA-2-0", body(image(PNG)), None),
+    ("vidA-2-0", body(image("data:image/jpeg;base64,/9j/4AAQ")), None),
+    ("vidA-2-0", body(image("data:image/jpg;base64,/9j/4AAQ")), None),
+    ("vidA-2-0", body(image("data:image/PNG;base64,iVBORw0KGgo=")), "must be lowercase"),
+    ("vidA-2-0", body(image("DATA:image/png;base64,iVBORw0KGgo=")), "must be lowercase"),
+    ("vidA-2-0", body(image("data:image/svg;base64,AAAA")), "'svg' is not accepted"),
+    ("vidA-2-0", body(image("data:video/mp4;base64,AAAA")), "expected an image data URL"),
+    ("vidA-2-0", body(image("data:image/png,AAAA")), "data:<type>;base64,<data>"),
+    ("vidA-2-0", body(image("data:image/png;base64,")), "no data after"),
+    ("vidA-2-0", body(image("asset://asset-123")), None),
+    ("vidA-2-0", body(image("asset://")), "needs an asset ID"),
+    ("vidA-2-0", body(image("ASSET://x")), "lowercase"),
+    ("vidA-2-0", body(image("iVBORw0KGgo=")), "data:image/<lowercase format>"),
+    ("vidA-2-0", body(image("/home/me/cat.png")), "gw.media"),
+    ("vidA-2-0", body(image("")), "empty"),
+    ("vidA-2-0", body(video("asset://v1")), None),
+    ("vidA-2-0", body(video("data:video/mp4;base64,AAAA")), None),
+    ("vidA-2-0", body(video("data:image/png;base64,AAAA")), "expected a video data URL"),
+    ("vidA-2-0", body(video("clip.mp4")), "asset://<ASSET_ID>"),
+    # resolution per variant
+    ("vidA-2-0", body(text(), resolution="1080p"), None),
+    ("vidA-2-0", body(text(), resolution="480p"), None),
+    ("vidA-2-0-fast", body(text(), resolution="720p"), None),
+    ("vidA-2-0-fast", body(text(), resolution="480p"), None),
+    ("vidA-2-0-fast", body(text(), resolution="1080p"), "only available on vidA-2-0"),
+    ("vidA-2-0-fast", body(text(), resolution="1080P"), "only available on vidA-2-0"),
+    ("vidA-2-0", body(text(), resolution="4k"), "Input should be"),
+    # duration 4-15 or -1
+    ("vidA-2-0", body(text(), duration=4), None),
+    ("vidA-2-0", body(text(), duration=15), None),
+    ("vidA-2-0", body(text(), duration=-1), None),
+    ("vidA-2-0", body(text(), duration=3), "4-15 seconds, or -1"),
+    ("vidA-2-0", body(text(), duration=16), "4-15 seconds, or -1"),
+    ("vidA-2-0", body(text(), duration=0), "4-15 seconds, or -1"),
+    ("vidA-2-0", body(text(), duration=-2), "4-15 seconds, or -1"),
+    ("vidA-2-0", body(text(), duration=5.5), "valid integer"),
+    ("vidA-2-0-fast", body(text(), duration=3), "4-15 seconds, or -1"),
+    # ratio, generate_audio
+    ("vidA-2-0", body(text(), ratio="21:9"), None),
+    ("vidA-2-0", body(text(), ratio="adaptive"), None),
+    ("vidA-2-0", body(text(), ratio="2:1"), "Input should be"),
+    ("vidA-2-0", body(text(), generate_audio=False), None),
+    ("vidA-2-0", body(text(), generate_audio="maybe"), "valid boolean"),
+]
+
+
+@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
+def test_vida_rules(
+    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
+) -> None:
+    check(endpoint_id, payload, error)
+
+
+def test_request_body_cap_of_64_mb(check: Any) -> None:
+    chunk = "A" * (29 * MB)  # each under the 30 MB image limit, three exceed 64 MB together
+    items = [image(f"data:image/png;base64,{chunk}", "reference_image") for _ in range(3)]
+    check("vidA-2-0", body(*items), "caps it at 64.0 MB")
+    check("vidA-2-0", body(*items[:2]), None)
+
+
+def test_image_over_30_mb_inline_is_rejected(check: Any) -> None:
+    big = "A" * (41 * MB)  # decodes to about 30.75 MB
+    check("vidA-2-0", body(image(f"data:image/png;base64,{big}")), "the limit is 30.0 MB")
+
+
+def test_error_paths_point_into_the_content_item() -> None:
+    from genwidgets.catalog import validate
+    from genwidgets.errors import PayloadError
+
+    with pytest.raises(PayloadError) as info:
+        validate("vidA-2-0", body(text(), image("data:image/PNG;base64,AAAA")))
+    assert info.value.errors[0]["loc"] == ("content", 1, "image_url", "url")
+
+
+def test_payload_sends_exactly_what_was_set() -> None:
+    sent = payload_of("vidA-2-0", body(image(role="first_frame"), duration=-1))
+    assert sent == {"content": [image(role="first_frame")], "duration": -1}
+
+
+@pytest.mark.parametrize(
+    ("encoding", "value", "ok"),
+    [
+        ("url_only", "https://x/y.png", True),
+        ("url_only", "HTTP://x/y.png", True),
+        ("url_only", "ftp://x/y.png", False),
+        ("url_only", "data:image/png;base64,AAAA", False),
+        ("raw_base64", "QUJD", True),
+        ("raw_base64", "QUJD\n", False),
+        ("raw_base64", "data:image/png;base64,QUJD", False),
+        ("raw_base64", "https://x/y.png", True),
+        ("data_url_mime", "data:image/png;base64,QUJD", True),
+        ("data_url_mime", "data:IMAGE/PNG;base64,QUJD", True),
+        ("data_url_mime", "QUJD", False),
+        ("url_or_data", "data:image/png;base64,QUJD", True),
+        ("url_or_data", "QUJD", False),
+        ("url_or_data", "asset://x", False),
+    ],
+)
+def test_media_check_forms(encoding: Any, value: str, ok: bool) -> None:
+    checker = MediaCheck(MediaSpec(media="image", encoding=encoding, formats=("png",)))
+    if ok:
+        assert checker(value) == value
+    else:
+        with pytest.raises(ValueError):
+            checker(value)
+
+
+def test_media_check_size_limits_and_messages_stay_short() -> None:
+    checker = MediaCheck(MediaSpec(media="image", encoding="raw_base64", max_bytes=3))
+    assert checker("QUJD") == "QUJD"  # 3 bytes decoded
+    with pytest.raises(ValueError, match="the limit is"):
+        checker("QUJDRA==")  # 6 bytes decoded (padding counted generously)
+    junk = "x." * 10_000
+    with pytest.raises(ValueError) as info:
+        checker(junk)
+    assert len(str(info.value)) < 400 and "20000 characters" in str(info.value)
+    decoded_cap = MediaCheck(MediaSpec(media="image", encoding="raw_base64"), max_decoded=3)
+    with pytest.raises(ValueError, match="the limit is"):
+        decoded_cap("QUJDQUJD")
+    assert MediaCheck(MediaSpec(media="image", encoding="url_only"))(None) is None

@@ -1,0 +1,94 @@
+"""Fault switches: fail rate, error rate, rate limit (token bucket) with Retry-After."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator.faults import Dice, RateLimiter
+
+pytestmark = pytest.mark.timeout(60)
+
+AUTH = {"Authorization": "Bearer sim-demo-key"}
+ASSET = ("/v1/queue/asset-get", {"Id": "asset-demo"})
+
+
+def _outcomes(sim: SimulatorServer, n: int) -> list[str | None]:
+    with httpx.Client(base_url=sim.base_url, headers=AUTH) as c:
+        handles = [
+            c.post(ASSET[0], json=ASSET[1], headers={"X-Sim-Duration": "0"}).json()
+            for _ in range(n)
+        ]
+        out = []
+        for h in handles:
+            while (body := c.get(h["status_url"]).json())["status"] != "COMPLETED":
+                time.sleep(0.01)
+            out.append(body["error_type"])
+    return out
+
+
+def test_fail_rate_is_seeded_and_reproducible(
+    make_simulator: Callable[..., SimulatorServer],
+) -> None:
+    first = _outcomes(make_simulator(fail_rate=0.5, seed=3), 12)
+    second = _outcomes(make_simulator(fail_rate=0.5, seed=3), 12)
+    assert first == second
+    assert set(first) == {None, "runtime_error"}
+    assert set(_outcomes(make_simulator(fail_rate=1.0), 3)) == {"runtime_error"}
+
+
+def test_error_rate_answers_status_and_result_with_502_or_503(
+    make_simulator: Callable[..., SimulatorServer],
+) -> None:
+    sim = make_simulator(error_rate=1.0)
+    with httpx.Client(base_url=sim.base_url, headers=AUTH) as c:
+        created = c.post(*ASSET[:1], json=ASSET[1])
+        assert created.status_code == 200  # create is never hit
+        handle = created.json()
+        codes = {c.get(handle["status_url"]).status_code for _ in range(12)}
+        codes |= {c.get(handle["response_url"]).status_code for _ in range(4)}
+        assert codes == {502, 503}
+        reply = c.get(handle["status_url"])
+        assert reply.json()["error"]["code"] in {"BAD_GATEWAY", "SERVICE_UNAVAILABLE"}
+        assert "request_id" in reply.json()
+
+
+def test_error_rate_dice_repeat_with_the_seed() -> None:
+    a, b = Dice(5), Dice(5)
+    rolls = [a.transient_error(0.5) for _ in range(40)]
+    assert rolls == [b.transient_error(0.5) for _ in range(40)]
+    assert {None, 502, 503} == set(rolls)
+
+
+def test_rate_limit_gives_429_with_retry_after_per_key(
+    make_simulator: Callable[..., SimulatorServer],
+) -> None:
+    sim = make_simulator(keys=("a", "b"), rate_limit=2)
+    url = f"{sim.base_url}/v1/queue/x/requests/y/status"
+    with httpx.Client() as c:
+        codes = [c.get(url, headers={"Authorization": "Bearer a"}).status_code for _ in range(3)]
+        assert codes == [404, 404, 429]
+        limited = c.get(url, headers={"Authorization": "Bearer a"})
+        assert limited.status_code == 429
+        assert limited.json()["error"] == {
+            "code": "RATE_LIMIT_EXCEEDED",
+            "message": "Rate limit exceeded, please try again later",
+        }
+        retry = int(limited.headers["Retry-After"])
+        assert retry >= 1
+        assert c.get(url, headers={"Authorization": "Bearer b"}).status_code == 404
+        time.sleep(retry)
+        assert c.get(url, headers={"Authorization": "Bearer a"}).status_code == 404
+
+
+def test_token_bucket_refills_at_the_rate() -> None:
+    limiter = RateLimiter(0.5)  # one request every 2 s
+    assert limiter.take("k", now=0.0) is None
+    assert limiter.take("k", now=0.1) == 2
+    assert limiter.take("k", now=1.5) == 1
+    assert limiter.take("k", now=2.2) is None
+    assert RateLimiter(None).take("k") is None

@@ -1,0 +1,178 @@
+"""Dependencies between operations, checked as the real service would."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from PIL import Image
+
+from genwidgets.simulator import SimulatorServer
+
+pytestmark = pytest.mark.timeout(60)
+Run = Callable[..., dict[str, Any]]
+
+
+def _detail(api: httpx.Client, endpoint: str, payload: dict[str, Any]) -> str:
+    reply = api.post(f"/v1/queue/{endpoint}", json=payload)
+    assert reply.status_code == 422, reply.text
+    text: str = reply.json()["detail"]
+    return text
+
+
+def _inline(result: dict[str, Any]) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(result["outputs"][0]["content"])
+    return value
+
+
+def test_variation_needs_a_completed_imgm_task(api: httpx.Client, run: Run, wait: Run) -> None:
+    assert "jobId" in _detail(api, "imgM-v8.1-i2i", {"jobId": "nope", "image_no": 0})
+    video = api.post("/v1/queue/vidVq2-text2video", json={"prompt": "x"}).json()
+    assert "not an imgM" in _detail(
+        api, "imgM-v8.1-i2i", {"jobId": video["request_id"], "image_no": 0}
+    )
+    slow = api.post(
+        "/v1/queue/imgM-v8.1-t2i", json={"prompt": "a cat"}, headers={"X-Sim-Duration": "600"}
+    ).json()
+    assert "IN_PROGRESS" in _detail(
+        api, "imgM-v8.1-i2i", {"jobId": slow["request_id"], "image_no": 0}
+    )
+    failed = api.post(
+        "/v1/queue/imgM-v8.1-t2i",
+        json={"prompt": "a cat"},
+        headers={"X-Sim-Fault": "fail", "X-Sim-Duration": "0"},
+    ).json()
+    time.sleep(0.2)
+    assert "failed" in _detail(api, "imgM-v8.1-i2i", {"jobId": failed["request_id"], "image_no": 0})
+    source = api.post("/v1/queue/imgM-v8.1-t2i", json={"prompt": "a cat --ar 3:4"}).json()
+    wait(api, source)
+    run_result = run("imgM-v8.1-i2i", {"jobId": source["request_id"], "image_no": 3, "type": 1})
+    assert len(run_result["outputs"]) == 4
+    with Image.open(io.BytesIO(httpx.get(run_result["outputs"][0]["url"]).content)) as img:
+        assert img.size == (768, 1024)  # the upstream size
+
+
+def test_image_number_must_be_0_to_3(api: httpx.Client, wait: Run) -> None:
+    source = api.post("/v1/queue/imgM-v8.1-t2i", json={"prompt": "a cat"}).json()
+    wait(api, source)
+    detail = _detail(
+        api, "imgM_pan", {"jobId": source["request_id"], "imageNo": 4, "direction": 1, "scale": 1.5}
+    )
+    assert "imageNo" in detail
+
+
+def test_inpaint_and_pan_refuse_v8_diffusion_and_accept_v7(
+    api: httpx.Client, run: Run, wait: Run
+) -> None:
+    v8 = api.post("/v1/queue/imgM_diffusion", json={"prompt": "a castle"}).json()
+    v7 = api.post("/v1/queue/imgM_diffusion", json={"prompt": "a castle --v 7"}).json()
+    for handle in (v8, v7):
+        wait(api, handle)
+    pan = {"imageNo": 0, "direction": 1, "scale": 1.5}
+    inpaint = {"imageNo": 1, "mask": {"url": "https://example.com/mask.png"}}
+    assert "V8-series" in _detail(api, "imgM_pan", {"jobId": v8["request_id"], **pan})
+    assert "V8-series" in _detail(api, "imgM-inpaint", {"jobId": v8["request_id"], **inpaint})
+    panned = run("imgM_pan", {"jobId": v7["request_id"], **pan})
+    with Image.open(io.BytesIO(httpx.get(panned["outputs"][0]["url"]).content)) as img:
+        assert img.size == (1536, 1024)  # 1024x1024 grown 1.5x to the right
+    assert len(run("imgM-inpaint", {"jobId": v7["request_id"], **inpaint})["outputs"]) == 4
+    # a variation of a V8 diffusion task is fine (only inpaint/pan are refused)
+    assert len(run("imgM-v8.1-i2i", {"jobId": v8["request_id"], "image_no": 2})["outputs"]) == 4
+
+
+def test_asset_chain_processing_then_active(make_simulator: Callable[..., SimulatorServer]) -> None:
+    sim = make_simulator(speed=2)  # an asset turns Active 0.5 s after asset-create completes
+    headers = {"Authorization": "Bearer sim-demo-key", "X-Sim-Duration": "0"}
+    with httpx.Client(base_url=sim.base_url, headers=headers) as c:
+
+        def result(endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
+            handle = c.post(f"/v1/queue/{endpoint}", json=payload)
+            assert handle.status_code == 200, handle.text
+            while (r := c.get(handle.json()["response_url"])).status_code == 202:
+                time.sleep(0.01)
+            body: dict[str, Any] = r.json()
+            return body
+
+        missing = c.post("/v1/queue/asset-create", json={"GroupId": "nope", "URL": "https://x"})
+        assert missing.status_code == 422 and "GroupId" in missing.json()["detail"]
+        group = _inline(result("asset-group-create", {"Name": "class"}))["GroupId"]
+        record = _inline(
+            result("asset-create", {"GroupId": group, "URL": "https://x/a.png", "Name": "a"})
+        )
+        assert record["Status"] == "Processing" and record["GroupId"] == group
+        asset = f"asset://{record['Id']}"
+        video = {
+            "content": [
+                {"type": "text", "text": "go"},
+                {"type": "image_url", "image_url": {"url": asset}},
+            ]
+        }
+        early = c.post("/v1/queue/vidA-2-0", json=video)
+        assert early.status_code == 422 and "Processing" in early.json()["detail"]
+        time.sleep(0.6)
+        assert _inline(result("asset-get", {"Id": record["Id"]}))["Status"] == "Active"
+        assert c.post("/v1/queue/vidA-2-0", json=video).status_code == 200
+        gone = {"content": [{"type": "image_url", "image_url": {"url": "asset://nope"}}]}
+        reply = c.post("/v1/queue/vidA-2-0", json=gone)
+        assert reply.status_code == 422 and "content.0.image_url.url" in reply.json()["detail"]
+        unknown = c.post("/v1/queue/asset-get", json={"Id": "nope"})
+        assert unknown.status_code == 422 and "Id" in unknown.json()["detail"]
+
+
+def test_lip_sync_needs_face_session_and_audio_preview(api: httpx.Client, run: Run) -> None:
+    faces = _inline(run("vidK-face-identify", {"video_url": "https://x/v.mp4"}))
+    face = faces["face_data"][0]["face_id"]
+    preview = run("vidK-audio-preview", {"text": "Hello, this is a test of the preview."})
+    audio = json.loads(
+        next(o["content"] for o in preview["outputs"] if o["content_type"] == "application/json")
+    )
+    assert audio["duration_ms"] >= 2000
+    assert any(o["content_type"] == "audio/mpeg" for o in preview["outputs"])
+    bad = _detail(
+        api,
+        "vidK-lip-sync",
+        {"session_id": "nope", "face_choose": [{"face_id": face, "audio_id": "x"}]},
+    )
+    assert "session_id" in bad
+    bad = _detail(
+        api,
+        "vidK-lip-sync",
+        {"session_id": faces["session_id"], "face_choose": [{"face_id": face, "audio_id": "x"}]},
+    )
+    assert "audio_id" in bad
+    bad = _detail(
+        api,
+        "vidK-lip-sync",
+        {
+            "session_id": faces["session_id"],
+            "face_choose": [{"face_id": "f", "audio_id": audio["audio_id"]}],
+        },
+    )
+    assert "face_id" in bad
+    ok = api.post(
+        "/v1/queue/vidK-lip-sync",
+        json={
+            "session_id": faces["session_id"],
+            "face_choose": [{"face_id": face, "audio_id": audio["audio_id"]}],
+        },
+    )
+    assert ok.status_code == 200, ok.text
+
+
+def test_element_ids_come_from_custom_elements(api: httpx.Client, run: Run) -> None:
+    element = _inline(
+        run("vidK-custom-element", {"name": "hero", "image_urls": ["https://x/a.png"]})
+    )
+    assert isinstance(element["element_id"], int)
+    bad = _detail(api, "vidK-v3-turbo-t2v", {"prompt": "x", "element_list": [{"element_id": 1}]})
+    assert "element_list.0.element_id" in bad
+    ok = api.post(
+        "/v1/queue/vidK-v3-turbo-t2v",
+        json={"prompt": "x", "element_list": [{"element_id": element["element_id"]}]},
+    )
+    assert ok.status_code == 200, ok.text

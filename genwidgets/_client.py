@@ -12,6 +12,7 @@ import getpass
 import json
 import logging
 import warnings
+import weakref
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -64,6 +65,14 @@ def _display_task_view(job: Job) -> None:
 
 
 job_module.display_hook = _display_task_view
+
+
+_latest: weakref.ref[Client] | None = None
+
+
+def latest_client() -> Client | None:
+    """The most recently made client of this process, if it is still alive (board, sweep)."""
+    return _latest() if _latest is not None else None
 
 
 def login(api_key: str | None = None) -> None:
@@ -177,6 +186,8 @@ class Client:
         self._gateway: Gateway = self._engine.run(
             self._make_gateway(key, timeout, max_retries, max_in_flight, transport, headers)
         )
+        global _latest
+        _latest = weakref.ref(self)
 
     async def _make_gateway(
         self,

@@ -4,10 +4,16 @@
   task runs 0.1 s, a video 0.3 s plus encoding), default keys (the demo key).
 - ``make_simulator(**SimConfig kwargs)``: a fresh server per call (speed 20
   unless given), stopped when the test ends.
+
+Every test runs with ``GENWIDGETS_HOME`` in a temporary folder and without the
+gateway variables, so nothing touches the user's ledger or a real gateway.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -16,6 +22,20 @@ import pytest
 from genwidgets.simulator import SimConfig, SimulatorServer
 
 TEST_SPEED = 20.0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    home = tempfile.mkdtemp(prefix="genwidgets-test-home-")
+    config._genwidgets_home = home  # type: ignore[attr-defined]
+    os.environ["GENWIDGETS_HOME"] = home
+    for name in ("GENWIDGETS_BASE_URL", "GENWIDGETS_API_KEY"):
+        os.environ.pop(name, None)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home = getattr(config, "_genwidgets_home", None)
+    if home:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

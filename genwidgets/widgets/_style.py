@@ -1,0 +1,343 @@
+"""Shared look and safety rules of the task view, renderers and board.
+
+Everything that reaches HTML goes through :func:`esc`; every URL through
+:func:`safe_url`; every content type through :func:`safe_mime`. Keeping the three
+rules in one module is what makes "hostile outputs are harmless" checkable.
+
+Status words (DESIGN decision 8: terminality comes from ``status`` alone):
+
+=================  ===========  ======
+wire status        shown as     colour
+=================  ===========  ======
+(none yet)         submitted    grey
+``IN_QUEUE``       queued       grey
+``IN_PROGRESS``    running      blue
+other non-terminal verbatim     blue
+``COMPLETED`` ok   done         green
+terminal + error   failed       red
+cancelled          cancelled    red
+=================  ===========  ======
+
+A task counts as cancelled when its ``error_type`` is ``cancelled`` (our
+simulator's wire shape) or its status is ``CANCELLED``/``CANCELED``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..protocol.records import FAILURE_STATUSES, Result, Status, is_terminal
+
+Category = Literal["queued", "running", "done", "failed"]
+
+COLOURS: dict[str, str] = {
+    "queued": "#6b7280",  # grey
+    "running": "#2563eb",  # blue
+    "done": "#15803d",  # green
+    "failed": "#dc2626",  # red
+}
+
+#: Icons for outputs (and cards) with no thumbnail, by Output.kind / catalog kind.
+KIND_ICONS: dict[str, str] = {
+    "image": "🖼️",
+    "video": "🎬",
+    "audio": "🔊",
+    "speech": "🔊",
+    "json": "🧾",
+    "asset": "🧾",
+    "face": "🙂",
+    "subject": "👤",
+    "text": "📄",
+    "binary": "📦",
+}
+
+
+def esc(value: Any) -> str:
+    """HTML-escape anything (quotes included), so it is safe in text and attributes."""
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+
+
+# --- content types ----------------------------------------------------------
+
+_MIME = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$")
+
+
+def safe_mime(content_type: str | None) -> str | None:
+    """The bare MIME type (lowercase, no parameters) if it is a well-formed token
+    pair, else ``None``: quotes, markup or spaces in a content type make it
+    untrustworthy, and such an output is shown as escaped text only."""
+    if not content_type:
+        return None
+    bare = content_type.split(";", 1)[0].strip().lower()
+    return bare if _MIME.match(bare) else None
+
+
+#: Media types a browser may receive as ``data:`` URLs or Blobs (no SVG, no HTML:
+#: both can carry script when opened as a document).
+SAFE_DATA_MIME: frozenset[str] = frozenset(
+    {
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "image/bmp",
+        "image/avif",
+        "video/mp4",
+        "video/webm",
+        "video/ogg",
+        "video/quicktime",
+        "audio/mpeg",
+        "audio/mp3",
+        "audio/wav",
+        "audio/x-wav",
+        "audio/wave",
+        "audio/ogg",
+        "audio/webm",
+        "audio/aac",
+        "audio/flac",
+        "audio/mp4",
+        "audio/x-m4a",
+        "application/octet-stream",
+        "application/json",
+        "text/plain",
+        "text/csv",
+    }
+)
+
+# --- URLs ---------------------------------------------------------------------
+
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
+# Browsers drop tabs/newlines inside URLs ("java\tscript:"), so any control
+# character or whitespace makes a URL untrustworthy; quotes and angle brackets
+# are never needed in the URLs a gateway returns.
+_FORBIDDEN_IN_URL = re.compile(r"[\x00-\x20\x7f\"'<>`\\]")
+_DATA_HEAD = re.compile(r"^data:([a-z0-9.+/-]+)(;[a-z0-9=._+-]+)*,", re.IGNORECASE)
+
+UrlKind = Literal["http", "data", "relative"]
+
+
+def url_kind(url: str | None) -> UrlKind | None:
+    """Classify a URL as ``http`` (http/https with a host), ``data`` (a data URL
+    of a :data:`SAFE_DATA_MIME` type) or ``relative`` (no scheme); ``None`` for
+    anything else, which must not be used: ``javascript:``, ``vbscript:``,
+    ``file:``, a data URL of HTML/SVG, or a URL with quotes, markup or spaces."""
+    if not url or not isinstance(url, str) or len(url) > 200_000_000:
+        return None
+    if _FORBIDDEN_IN_URL.search(url):
+        return None
+    match = _SCHEME.match(url)
+    if match is None:
+        return "relative"
+    scheme = match.group(1).lower()
+    if scheme in {"http", "https"}:
+        rest = url[match.end() :]
+        return "http" if rest.startswith("//") and len(rest) > 2 else None
+    if scheme == "data":
+        head = _DATA_HEAD.match(url)
+        if head and head.group(1).lower() in SAFE_DATA_MIME:
+            return "data"
+    return None
+
+
+def safe_url(url: str | None) -> str | None:
+    """``url`` if :func:`url_kind` accepts it, else ``None`` (the caller then shows
+    escaped text instead of a link)."""
+    return url if url_kind(url) is not None else None
+
+
+# --- status -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatusLook:
+    """What a status looks like: the word shown, its category and colour."""
+
+    word: str
+    category: Category
+    raw: str
+    terminal: bool
+    error: str | None = None
+    error_type: str | None = None
+
+    @property
+    def colour(self) -> str:
+        return COLOURS[self.category]
+
+    @property
+    def cancelled(self) -> bool:
+        return self.word == "cancelled"
+
+
+def _error_text(error: Any) -> str | None:
+    if error is None or error == "" or error is False:
+        return None
+    if isinstance(error, str):
+        return error
+    try:
+        return json.dumps(error, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(error)
+
+
+def look_of(status: Status | None, result: Result | None = None) -> StatusLook:
+    """The look of a task from its latest status and (once terminal) its result."""
+    if result is not None and result.done:
+        error = _error_text(result.error)
+        error_type = result.error_type
+        upper = result.status.upper()
+        if result.ok:
+            return StatusLook("done", "done", result.status, True)
+        cancelled = (error_type or "").lower() == "cancelled" or upper in {"CANCELLED", "CANCELED"}
+        word = "cancelled" if cancelled else "failed"
+        return StatusLook(word, "failed", result.status, True, error or upper.lower(), error_type)
+    if status is None:
+        return StatusLook("submitted", "queued", "", False)
+    raw = status.status
+    upper = raw.upper()
+    if is_terminal(raw):
+        # Terminal by status but no result yet: the result is being fetched.
+        error = _error_text(status.raw.get("error"))
+        error_type = _str(status.raw.get("error_type"))
+        if upper in FAILURE_STATUSES or error:
+            cancelled = (error_type or "").lower() == "cancelled" or upper in {
+                "CANCELLED",
+                "CANCELED",
+            }
+            word = "cancelled" if cancelled else "failed"
+            return StatusLook(word, "failed", raw, True, error or upper.lower(), error_type)
+        return StatusLook("done", "done", raw, True)
+    if upper == "IN_QUEUE":
+        return StatusLook("queued", "queued", raw, False)
+    if upper == "IN_PROGRESS":
+        return StatusLook("running", "running", raw, False)
+    return StatusLook(raw, "running", raw, False)  # unknown names shown verbatim
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def status_badge(look: StatusLook) -> str:
+    """The coloured status word as HTML (escaped), with the wire name as a tooltip."""
+    title = f' title="{esc(look.raw)}"' if look.raw and look.raw != look.word else ""
+    return (
+        f'<span class="gw-status gw-status-{look.category}"{title} '
+        f'style="color:{look.colour};font-weight:600">{esc(look.word)}</span>'
+    )
+
+
+def error_html(look: StatusLook) -> str:
+    """``error`` and ``error_type`` in red, escaped; empty when there is no error."""
+    if not look.error and not look.error_type:
+        return ""
+    kind = (
+        f' <code style="color:{COLOURS["failed"]}">({esc(look.error_type)})</code>'
+        if look.error_type
+        else ""
+    )
+    return (
+        f'<div class="gw-error" style="color:{COLOURS["failed"]}">'
+        f"{esc(look.error or '')}{kind}</div>"
+    )
+
+
+SIMULATED_BADGE = (
+    '<span class="gw-simulated" title="answers come from the local simulator, not a real '
+    'gateway" style="background:#fef3c7;color:#92400e;border-radius:4px;padding:0 6px;'
+    'font-size:0.85em">simulated</span>'
+)
+
+
+def format_elapsed(seconds: float | None) -> str:
+    """``4.2s``, ``1m 05s``, ``2h 03m``."""
+    if seconds is None or seconds != seconds or seconds < 0:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """A one-line, length-capped text of a parameter value (not yet escaped).
+    Data URLs and long strings are cut so a card never carries megabytes."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            text = str(value)
+    text = " ".join(text.split())
+    if text.startswith("data:") and "," in text:
+        text = text.split(",", 1)[0] + ",…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def progress_bar_html(look: StatusLook) -> str:
+    """An indeterminate progress bar, drawn with a CSS animation.
+
+    ipywidgets has no indeterminate progress mode, and animating an
+    ``IntProgress`` would mean a widget message every few hundred milliseconds
+    per view. A CSS animation moves in the browser alone: the kernel writes the
+    bar only when the state changes (queued → running → done). Where styles
+    are stripped (an untrusted saved notebook) it degrades to a static bar.
+    """
+    colour = look.colour
+    if look.terminal:
+        return (
+            '<div class="gw-bar" style="height:6px;border-radius:3px;'
+            f'background:{colour};width:100%"></div>'
+        )
+    speed = "1.6s" if look.category == "running" else "3s"
+    return (
+        "<style>@keyframes gw-slide{0%{margin-left:-30%}100%{margin-left:100%}}</style>"
+        '<div class="gw-bar gw-bar-indeterminate" style="height:6px;border-radius:3px;'
+        'background:#e5e7eb;overflow:hidden;width:100%">'
+        f'<div style="height:100%;width:30%;background:{colour};border-radius:3px;'
+        f'animation:gw-slide {speed} ease-in-out infinite"></div></div>'
+    )
+
+
+def table_html(data: Any, *, depth: int = 0, max_depth: int = 6, max_items: int = 200) -> str:
+    """A readable, escaped HTML table of JSON-like data; nested values nest tables,
+    and anything deeper than ``max_depth`` is pretty-printed in a ``<pre>``."""
+    cell = "border:1px solid #e5e7eb;padding:2px 6px;vertical-align:top;text-align:left"
+    if isinstance(data, Mapping) and data and depth < max_depth:
+        rows = []
+        for i, (key, value) in enumerate(data.items()):
+            if i >= max_items:
+                rows.append(f'<tr><td style="{cell}" colspan="2">… {len(data) - i} more</td></tr>')
+                break
+            rows.append(
+                f'<tr><th style="{cell};font-weight:600">{esc(key)}</th>'
+                f'<td style="{cell}">{table_html(value, depth=depth + 1)}</td></tr>'
+            )
+        return f'<table class="gw-table" style="border-collapse:collapse">{"".join(rows)}</table>'
+    if isinstance(data, list) and data and depth < max_depth:
+        if all(not isinstance(v, (Mapping, list)) for v in data):
+            return esc(", ".join(short(v, 200) for v in data[:max_items])) + (
+                f" … ({len(data)} items)" if len(data) > max_items else ""
+            )
+        rows = [
+            f'<tr><th style="{cell}">{i}</th><td style="{cell}">'
+            f"{table_html(v, depth=depth + 1)}</td></tr>"
+            for i, v in enumerate(data[:max_items])
+        ]
+        return f'<table class="gw-table" style="border-collapse:collapse">{"".join(rows)}</table>'
+    if isinstance(data, (Mapping, list)):
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+        return f'<pre style="margin:0">{esc(text)}</pre>'
+    if data is None:
+        return '<span style="color:#6b7280">null</span>'
+    if isinstance(data, str) and ("\n" in data or len(data) > 120):
+        return f'<pre style="margin:0;white-space:pre-wrap">{esc(data)}</pre>'
+    return esc(data if isinstance(data, str) else json.dumps(data, default=str))

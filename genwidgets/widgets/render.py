@@ -1,0 +1,415 @@
+"""Show outputs by ``content_type`` (DESIGN decision 9), never by the URL's extension.
+
+:func:`render` gives a live widget; :func:`to_html` / :func:`to_mimebundle` give
+plain display data (what :mod:`genwidgets.widgets.task` writes into the notebook
+on completion, DESIGN decision 3). Both follow one rule for *where the browser
+gets the bytes*:
+
+1. ``embed=True``: the bytes, read through :meth:`Output.read` (may download).
+2. Live widgets (:func:`render`, the board's and sweep's cards) use an
+   ``http(s)`` URL first when there is one: the browser can reach it now, and
+   widget state is live state only (DESIGN decision 3), so pushing every
+   local copy through the kernel into it (50 sweep videos) buys nothing.
+   The display outputs (:func:`to_html`, :func:`to_mimebundle`) are the
+   durable record and go on with rule 3.
+3. A ``data:`` URL, inline ``content`` (hex/base64/text) or a local copy
+   (:attr:`Output.path`, e.g. kept by the ledger after the URL stopped
+   answering): by bytes, when they weigh at most :data:`EMBED_LIMIT` (10 MB).
+   A local copy wins over the URL because a saved notebook should still show
+   its outputs when the URL is gone: gateway URLs expire, and the embedded
+   simulator's URLs (127.0.0.1 on a port chosen per session) die with the
+   kernel. The ledger downloads outputs before a job completes, so the final
+   display output of a job usually holds the bytes themselves.
+4. An ``http(s)`` URL: by URL (``<img src>``, ``Image(format="url")``): output
+   URLs need no auth header (CDN-like; the simulator serves them without auth),
+   so the browser fetches them itself and nothing passes through the kernel.
+5. A relative URL: by URL (the browser resolves it against the page).
+6. Otherwise (too large, or nothing usable): an escaped text saying why.
+   Larger files are never pushed through the kernel unless ``embed=True``.
+
+JSON and text need their content in the kernel to be laid out: inline
+content or a local copy is used; otherwise :func:`render` reads the URL
+(``fetch=True``), while :func:`to_html` does not by default (it runs on the
+engine thread, which must never block) and shows a link instead.
+
+Safety: every string is escaped; only http(s), ``data:`` of a safe media type
+(:data:`~genwidgets.widgets._style.SAFE_DATA_MIME`) and relative URLs are used;
+a URL with another scheme (``javascript:``, ``vbscript:``, ``file:``), or with
+quotes, markup or spaces, is dropped; a content type that is not a clean
+``type/subtype`` token makes the whole output an escaped text.
+
+Video and audio never autoplay or loop (DESIGN decision 4; ipywidgets
+defaults both to True) and always have controls.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..protocol.records import Output, Result
+from ._style import (
+    COLOURS,
+    KIND_ICONS,
+    SAFE_DATA_MIME,
+    esc,
+    safe_mime,
+    table_html,
+    url_kind,
+)
+
+if TYPE_CHECKING:
+    import ipywidgets
+
+__all__ = [
+    "EMBED_LIMIT",
+    "Source",
+    "render",
+    "result_html",
+    "source_of",
+    "to_html",
+    "to_mimebundle",
+]
+
+#: Bytes above which an output is not pushed through the kernel unless asked.
+EMBED_LIMIT = 10 * 1024 * 1024
+#: Characters of text/JSON shown before cutting (a huge log should not freeze a tab).
+TEXT_LIMIT = 200_000
+
+Renderable = Output | Result | Sequence[Output]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the browser gets an output: by ``url``, by ``data`` or not at all."""
+
+    how: Literal["url", "bytes", "none"]
+    mime: str | None
+    url: str | None = None
+    data: bytes | None = None
+    note: str = ""
+
+    def data_url(self) -> str | None:
+        """The bytes as a ``data:`` URL when their type is safe for a browser."""
+        if self.data is None or self.mime not in SAFE_DATA_MIME:
+            return None
+        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+
+    @property
+    def href(self) -> str | None:
+        return self.url if self.how == "url" else self.data_url()
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_048_576:.1f} MB"
+
+
+def _local_size(path: Path | None) -> int | None:
+    try:
+        return path.stat().st_size if path is not None and path.is_file() else None
+    except OSError:
+        return None
+
+
+def _inline_size(output: Output) -> int | None:
+    content = output.raw.get("content")
+    if content is None:
+        return None
+    if isinstance(content, str):
+        encoding = str(output.raw.get("encoding") or "").lower()
+        factor = {"hex": 0.5, "base64": 0.75}.get(encoding, 1.0)
+        return int(len(content) * factor)
+    return len(json.dumps(content, default=str))
+
+
+def _too_large(size: int, embed: bool | None) -> str:
+    return (
+        f"{_megabytes(size)}, above the {_megabytes(EMBED_LIMIT)} embedding limit: "
+        "not sent through the kernel (pass embed=True to show it anyway)"
+    )
+
+
+MEDIA_KINDS = frozenset({"image", "video", "audio"})
+
+
+def source_of(
+    output: Output, *, embed: bool | None = None, fetch: bool = False, prefer_url: bool = False
+) -> Source:
+    """Apply the module's rule: by URL, by bytes, or not at all (with a reason).
+
+    ``fetch`` allows :meth:`Output.read` to download an http(s) URL for kinds
+    that need their content in the kernel (JSON, text). ``prefer_url`` is rule
+    2 (live widgets): a media output with an http(s) URL goes by URL.
+    """
+    mime = safe_mime(output.content_type)
+    if mime is None:
+        return Source("none", None, note="the content type is not a valid media type")
+    url = output.url
+    kind = url_kind(url) if url else None
+
+    def read(note: str = "") -> Source:
+        try:
+            return Source("bytes", mime, data=output.read())
+        except Exception as exc:  # a dead URL, a broken local file, bad inline data
+            if kind in {"http", "relative"}:
+                return Source("url", mime, url=url, note=note)
+            return Source("none", mime, note=f"could not read it ({type(exc).__name__})")
+
+    if embed:
+        return read()
+    if prefer_url and kind == "http" and output.kind in MEDIA_KINDS:
+        return Source("url", mime, url=url)
+    local = _local_size(output.path)
+    inline = _inline_size(output)
+    if local is not None or inline is not None:
+        size = local if local is not None else inline
+        assert size is not None
+        if size <= EMBED_LIMIT:
+            return read()
+        if kind in {"http", "relative"}:
+            return Source("url", mime, url=url)
+        where = f" (saved at {output.path})" if local is not None else ""
+        return Source("none", mime, note=_too_large(size, embed) + where)
+    if kind == "data":
+        assert url is not None
+        size = len(url) * 3 // 4
+        if size > EMBED_LIMIT:
+            return Source("none", mime, note=_too_large(size, embed))
+        return read()
+    if kind in {"http", "relative"}:
+        needs_content = output.kind in {"json", "text"}
+        if needs_content and fetch:
+            declared = output.raw.get("file_size")
+            if not isinstance(declared, int) or declared <= EMBED_LIMIT:
+                return read()
+        return Source("url", mime, url=url)
+    if url:
+        return Source("none", mime, note="its URL uses a scheme or characters that are not allowed")
+    return Source("none", mime, note="it has neither a URL nor content")
+
+
+def _file_name(output: Output) -> str:
+    name = output.raw.get("file_name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    return f"output {output.index}"
+
+
+def _caption(output: Output) -> str:
+    size = output.raw.get("file_size")
+    size_text = f" · {_megabytes(size)}" if isinstance(size, int) and size > 0 else ""
+    return (
+        '<div class="gw-caption" style="color:#6b7280;font-size:0.85em">'
+        f"{esc(_file_name(output))} · {esc(output.content_type)}{size_text}</div>"
+    )
+
+
+def _unavailable_html(output: Output, note: str) -> str:
+    icon = KIND_ICONS.get(output.kind, KIND_ICONS["binary"])
+    return (
+        f'<div class="gw-unavailable">{icon} {esc(_file_name(output))} '
+        f"<code>{esc(output.content_type)}</code>: not shown, {esc(note)}</div>"
+    )
+
+
+def _decode_json(data: bytes) -> Any:
+    value = json.loads(data.decode("utf-8"))
+    if isinstance(value, str):  # asset-get: a JSON string holding the record
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _content_html(output: Output, source: Source) -> str:
+    """JSON → a table, text → ``<pre>``; falls back to a link when no content."""
+    if source.data is None:
+        return _link_html(output, source)
+    if output.kind == "json":
+        try:
+            return table_html(_decode_json(source.data))
+        except (ValueError, UnicodeDecodeError):
+            pass  # not JSON after all: show it as text
+    text = source.data.decode("utf-8", errors="replace")
+    cut = f"\n… ({len(text) - TEXT_LIMIT} more characters)" if len(text) > TEXT_LIMIT else ""
+    return f'<pre style="white-space:pre-wrap;margin:0">{esc(text[:TEXT_LIMIT] + cut)}</pre>'
+
+
+def _link_html(output: Output, source: Source) -> str:
+    href = source.href
+    if href is None:
+        return _unavailable_html(output, source.note or "no safe address")
+    name = _file_name(output)
+    return (
+        f'<a class="gw-download" href="{esc(href)}" download="{esc(name)}" target="_blank" '
+        f'rel="noopener noreferrer">⬇ {esc(name)}</a>'
+    )
+
+
+def to_html(
+    output: Output,
+    *,
+    embed: bool | None = None,
+    fetch: bool = False,
+    caption: bool = True,
+    prefer_url: bool = False,
+) -> str:
+    """One output as an escaped HTML fragment: ``<img>``, ``<video controls>``,
+    ``<audio controls>``, a table, a ``<pre>`` or a download link."""
+    source = source_of(output, embed=embed, fetch=fetch, prefer_url=prefer_url)
+    if source.how == "none":
+        return _unavailable_html(output, source.note)
+    kind = output.kind
+    href = source.href
+    name = esc(_file_name(output))
+    if kind in MEDIA_KINDS and href is not None:
+        src = esc(href)
+        if kind == "image":
+            body = f'<img src="{src}" alt="{name}" style="max-width:100%;height:auto">'
+        else:  # no autoplay, no loop (decision 4)
+            body = (
+                f'<{kind} controls preload="metadata" src="{src}" style="max-width:100%"></{kind}>'
+            )
+    elif kind in {"json", "text"}:
+        body = _content_html(output, source)
+    else:
+        body = _link_html(output, source)
+    return f'<div class="gw-output">{body}{_caption(output) if caption else ""}</div>'
+
+
+def _outputs_of(obj: Renderable) -> list[Output]:
+    if isinstance(obj, Output):
+        return [obj]
+    if isinstance(obj, Result):
+        return list(obj.outputs)
+    if isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)):
+        items = list(obj)
+        if all(isinstance(o, Output) for o in items):
+            return items
+    raise TypeError(
+        f"render() takes an Output, a Result or a list of Outputs, not {type(obj).__name__}"
+    )
+
+
+def _error_banner(result: Result) -> str:
+    if result.ok:
+        return ""
+    error = result.error if isinstance(result.error, str) else json.dumps(result.error, default=str)
+    kind = f" ({result.error_type})" if result.error_type else ""
+    return (
+        f'<div class="gw-error" style="color:{COLOURS["failed"]}">failed: '
+        f"{esc(error)}{esc(kind)}</div>"
+    )
+
+
+GRID_CSS = "display:grid;grid-template-columns:repeat(auto-fill,minmax(260px,1fr));gap:8px"
+
+
+def result_html(obj: Renderable, *, embed: bool | None = None, fetch: bool = False) -> str:
+    """A Result (or outputs) as HTML: its error, if any, then the outputs in a grid."""
+    outputs = _outputs_of(obj)
+    banner = _error_banner(obj) if isinstance(obj, Result) else ""
+    if not outputs:
+        asset = obj.asset if isinstance(obj, Result) and obj.ok else None
+        if asset is not None:
+            empty = table_html(asset)
+        else:
+            empty = "" if banner else '<div style="color:#6b7280">no outputs</div>'
+        return f'<div class="gw-result">{banner}{empty}</div>'
+    cells = "".join(to_html(o, embed=embed, fetch=fetch) for o in outputs)
+    return f'<div class="gw-result">{banner}<div style="{GRID_CSS}">{cells}</div></div>'
+
+
+def _plain(obj: Renderable) -> str:
+    outputs = _outputs_of(obj)
+    lines = []
+    if isinstance(obj, Result) and not obj.ok:
+        lines.append(f"failed: {obj.error}" + (f" ({obj.error_type})" if obj.error_type else ""))
+    for o in outputs:
+        where = o.url if o.url and url_kind(o.url) == "http" else (str(o.path) if o.path else "")
+        lines.append(f"{o.content_type} {_file_name(o)} {where}".rstrip())
+    return "\n".join(lines) or "no outputs"
+
+
+def to_mimebundle(
+    obj: Renderable, *, embed: bool | None = None, fetch: bool = False
+) -> dict[str, str]:
+    """Plain display data (``text/html`` + ``text/plain``) that survives saving,
+    VS Code, GitHub and nbconvert, unlike widget state."""
+    return {"text/html": result_html(obj, embed=embed, fetch=fetch), "text/plain": _plain(obj)}
+
+
+# --- widgets ----------------------------------------------------------------
+
+
+def _html_widget(value: str) -> ipywidgets.HTML:
+    import ipywidgets
+
+    return ipywidgets.HTML(value=value, layout=ipywidgets.Layout(max_width="100%"))
+
+
+def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
+    import ipywidgets
+
+    kind = output.kind
+    cls: type[ipywidgets.Widget] = {
+        "image": ipywidgets.Image,
+        "video": ipywidgets.Video,
+        "audio": ipywidgets.Audio,
+    }[kind]
+    options: dict[str, Any] = (
+        {}
+        if kind == "image"
+        else {
+            "controls": True,
+            "autoplay": False,
+            "loop": False,
+        }
+    )
+    layout = ipywidgets.Layout(max_width="100%")
+    if source.how == "url":
+        assert source.url is not None
+        return cls(value=source.url.encode("utf-8"), format="url", layout=layout, **options)
+    assert source.data is not None and source.mime is not None
+    if source.mime not in SAFE_DATA_MIME:
+        return _html_widget(_unavailable_html(output, "its media type is not shown by browsers"))
+    return cls(value=source.data, format=source.mime.split("/", 1)[1], layout=layout, **options)
+
+
+def _render_one(output: Output, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
+    source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
+    if source.how == "none":
+        return _html_widget(_unavailable_html(output, source.note))
+    if output.kind in {"image", "video", "audio"}:
+        return _media_widget(output, source)
+    if output.kind in {"json", "text"}:
+        return _html_widget(_content_html(output, source))
+    return _html_widget(_link_html(output, source))
+
+
+def render(obj: Renderable, *, embed: bool | None = None, fetch: bool = True) -> ipywidgets.Widget:
+    """A widget for an output (Image, Video, Audio or HTML), or a ``GridBox`` of
+    them for a Result or a list of outputs (a failed Result starts with its
+    error in red). See the module docstring for the by-URL/by-bytes rule."""
+    import ipywidgets
+
+    if isinstance(obj, Output):
+        return _render_one(obj, embed=embed, fetch=fetch)
+    outputs = _outputs_of(obj)
+    children: list[ipywidgets.Widget] = []
+    if isinstance(obj, Result) and not obj.ok:
+        children.append(_html_widget(_error_banner(obj)))
+    if isinstance(obj, Result) and obj.ok and not outputs and obj.asset is not None:
+        children.append(_html_widget(table_html(obj.asset)))
+    children += [_render_one(o, embed=embed, fetch=fetch) for o in outputs]
+    return ipywidgets.GridBox(
+        children=children,
+        layout=ipywidgets.Layout(
+            grid_template_columns="repeat(auto-fill, minmax(260px, 1fr))", grid_gap="8px"
+        ),
+    )

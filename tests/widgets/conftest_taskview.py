@@ -1,0 +1,232 @@
+"""Fakes for the task view, board and sweep tests (imported explicitly, not a conftest).
+
+``FakeJob`` follows the Client/Job API of CONVENTIONS.md exactly (the attributes
+and methods a view may use); the test drives it with ``queue``/``run``/``finish``/
+``crash``, optionally from another thread to play the engine thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from genwidgets.protocol.records import Result, Status
+
+_ids = itertools.count(1)
+
+
+class FakeClient:
+    """``embedded``, ``jobs`` (newest first) and a ``submit`` that records concurrency."""
+
+    def __init__(
+        self,
+        *,
+        embedded: bool = True,
+        create_delay: float = 0.0,
+        fail_on: Callable[[Mapping[str, Any]], BaseException | None] | None = None,
+    ) -> None:
+        self.embedded = embedded
+        self.base_url = "http://127.0.0.1:9"
+        self._jobs: list[FakeJob] = []
+        self.create_delay = create_delay
+        self.fail_on = fail_on
+        self.submitted: list[tuple[str, dict[str, Any], bool]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+
+    @property
+    def jobs(self) -> list[FakeJob]:
+        return sorted(self._jobs, key=lambda j: j.submitted_at, reverse=True)
+
+    def adopt(self, job: FakeJob) -> FakeJob:
+        self._jobs.append(job)
+        return job
+
+    def submit(
+        self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
+    ) -> FakeJob:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            time.sleep(self.create_delay)
+            error = self.fail_on(payload) if self.fail_on else None
+            if error is not None:
+                raise error
+            with self._lock:
+                self.submitted.append((endpoint, dict(payload), validate))
+            return self.adopt(FakeJob(endpoint, payload=dict(payload), client=self))
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+class FakeJob:
+    """A job whose state the test sets; callbacks run in the caller's thread."""
+
+    def __init__(
+        self,
+        endpoint: str = "vidVq2-text2video",
+        *,
+        request_id: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        client: FakeClient | None = None,
+        queue_position: int | None = 2,
+        submitted_at: float | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.request_id = request_id or f"req-{next(_ids):04d}"
+        self.payload = dict(payload) if payload is not None else {"prompt": "a red kite"}
+        self.client = client if client is not None else FakeClient()
+        self._queue_position = queue_position
+        self.submitted_at = submitted_at if submitted_at is not None else time.time()
+        self.finished_at: float | None = None
+        self.last_status: Status | None = None
+        self.last_result: Result | None = None
+        self.cancel_requested = False
+        self.cancel_calls = 0
+        self._exception: BaseException | None = None
+        self._done = threading.Event()
+        self._update_callbacks: list[Callable[[Any], Any]] = []
+        self._done_callbacks: list[Callable[[Any], Any]] = []
+        self._lock = threading.Lock()
+
+    # -- the API a view uses -------------------------------------------------
+    @property
+    def queue_position(self) -> int | None:
+        if self.last_status is not None:
+            return self.last_status.queue_position
+        return self._queue_position
+
+    @property
+    def elapsed(self) -> float:
+        return (self.finished_at or time.time()) - self.submitted_at
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self, timeout: float | None = None) -> Result:
+        if not self._done.wait(timeout):
+            raise TimeoutError("not done")
+        if self._exception is not None:
+            raise self._exception
+        assert self.last_result is not None
+        return self.last_result
+
+    def request_cancel(self) -> None:
+        self.cancel_calls += 1
+        self.cancel_requested = True
+
+    def add_update_callback(self, fn: Callable[[Any], Any]) -> Callable[[], None]:
+        with self._lock:
+            self._update_callbacks.append(fn)
+
+        def remove() -> None:
+            with self._lock:
+                if fn in self._update_callbacks:
+                    self._update_callbacks.remove(fn)
+
+        return remove
+
+    def add_done_callback(self, fn: Callable[[Any], Any]) -> None:
+        with self._lock:
+            if not self._done.is_set():
+                self._done_callbacks.append(fn)
+                return
+        fn(self)
+
+    @property
+    def update_callback_count(self) -> int:
+        with self._lock:
+            return len(self._update_callbacks)
+
+    # -- what the test (playing the engine) does ---------------------------------
+    def _notify(self) -> None:
+        with self._lock:
+            callbacks = list(self._update_callbacks)
+        for fn in callbacks:
+            fn(self)
+
+    def set_status(self, status: str, queue_position: int | None = None, **raw: Any) -> None:
+        body = {"status": status, "queue_position": queue_position, **raw}
+        self.last_status = Status.from_body(body, request_id=self.request_id)
+        self._notify()
+
+    def queue(self, position: int | None = 2) -> None:
+        self.set_status("IN_QUEUE", position)
+
+    def run(self) -> None:
+        self.set_status("IN_PROGRESS")
+
+    def finish(
+        self,
+        outputs: list[Any] | None = None,
+        *,
+        error: Any = None,
+        error_type: str | None = None,
+        status: str = "COMPLETED",
+    ) -> None:
+        body = {
+            "request_id": self.request_id,
+            "status": status,
+            "error": error,
+            "error_type": error_type,
+            "outputs": outputs or [],
+        }
+        self.last_status = Status.from_body(body)
+        self.finished_at = time.time()
+        self.last_result = Result.from_body(body, endpoint=self.endpoint)
+        self._notify()
+        self._complete()
+
+    def crash(self, exc: BaseException) -> None:
+        self.finished_at = time.time()
+        self._exception = exc
+        self._notify()
+        self._complete()
+
+    def _complete(self) -> None:
+        with self._lock:
+            self._done.set()
+            callbacks, self._done_callbacks = self._done_callbacks, []
+        for fn in callbacks:
+            fn(self)
+
+
+IMAGE_OUT = {
+    "url": "https://cdn.example/files/tok/out-0.png",
+    "content_type": "image/png",
+    "file_name": "out-0.png",
+    "file_size": 1234,
+}
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 3.0) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` passes; return its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
+
+
+def on_thread(fn: Callable[[], Any]) -> None:
+    """Run ``fn`` on another thread (the engine's role) and wait for it."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(10)
+    if errors:
+        raise errors[0]

@@ -1,0 +1,459 @@
+"""The board (cards, differing parameters, filters, live updates, history) and sweeps
+(counts, confirmation, limits, validation, bounded concurrency, imgM permutations)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import pytest
+from pydantic import Field
+from widgets.conftest_taskview import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
+
+from genwidgets.catalog import _base
+from genwidgets.catalog._base import BILLED, PROMPT_STRING, EndpointModel, register
+from genwidgets.errors import PayloadError, ServerError
+from genwidgets.widgets import board as board_module
+from genwidgets.widgets._style import COLOURS
+from genwidgets.widgets.board import (
+    ALL,
+    Board,
+    Sweep,
+    differing_params,
+    plan_sweep,
+    sweep,
+)
+from genwidgets.widgets.task import TICKER
+
+
+@pytest.fixture(autouse=True)
+def _fast_ticker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(TICKER, "period", 0.05)
+    yield
+    for view in list(TICKER._live):
+        TICKER.remove(view)
+
+
+@pytest.fixture
+def catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two endpoints in a private registry, so these tests do not depend on the
+    family modules (the real catalog is exercised in the simulator tests)."""
+    monkeypatch.setattr(_base, "_load", lambda: None)
+    monkeypatch.setattr(_base, "_REGISTRY", {})
+
+    class TestVideo(EndpointModel):
+        prompt: str = Field(..., min_length=1, max_length=100)
+        duration: Annotated[int | None, BILLED] = Field(None, ge=1, le=10)
+        seed: int | None = Field(None, ge=0)
+
+    class TestImagine(EndpointModel):
+        prompt: Annotated[str, PROMPT_STRING] = Field(..., min_length=1)
+
+    register("test-video", kind="video", family="vidT", title="t", documented=False)(TestVideo)
+    register("imgM-test-t2i", kind="image", family="imgM", title="t", documented=False)(TestImagine)
+
+
+# --- differing parameters ------------------------------------------------------------
+
+
+def test_differing_params_lists_only_keys_whose_values_differ() -> None:
+    payloads = [
+        {"prompt": "a kite", "seed": 1, "opts": {"a": 1, "b": 2}},
+        {"prompt": "a kite", "seed": 2, "opts": {"b": 2, "a": 1}},
+        {"prompt": "a kite", "seed": 2, "opts": {"a": 1, "b": 2}, "duration": 5},
+    ]
+    assert differing_params(payloads) == ["seed", "duration"]
+    assert differing_params([{"x": 1}, {"x": 1}]) == []
+    assert differing_params([{"x": None}, {}]) == ["x"]  # unset differs from null
+    assert differing_params([None, {"x": 1}]) == ["x"]
+    assert differing_params([]) == []
+
+
+# --- the board --------------------------------------------------------------------------
+
+
+def make_client() -> tuple[FakeClient, list[FakeJob]]:
+    client = FakeClient(embedded=True)
+    jobs = [
+        FakeJob("vidVq2-text2video", payload={"prompt": "kite", "seed": 1}, client=client),
+        FakeJob("vidVq2-text2video", payload={"prompt": "kite", "seed": 2}, client=client),
+        FakeJob("imgM-v8.1-t2i", payload={"prompt": "kite", "seed": 3}, client=client),
+    ]
+    for j in jobs:
+        client.adopt(j)
+    return client, jobs
+
+
+def test_board_shows_every_job_with_the_parameters_that_differ() -> None:
+    client, _ = make_client()
+    view = Board(client)
+    assert len(view.grid.children) == 3
+    html = " ".join(card.value for card in view.grid.children)
+    assert html.count("gw-card") == 3
+    assert ">seed</span> = 1" in html and ">seed</span> = 3" in html
+    assert ">prompt</span>" not in html  # the same everywhere: not shown
+    assert "vidVq2-text2video" in html and "imgM-v8.1-t2i" in html
+    assert "3 of 3 jobs" in view.count_html.value
+    view.close()
+
+
+def test_board_filters_by_endpoint_and_status_and_recomputes_differences() -> None:
+    client, jobs = make_client()
+    jobs[0].finish([IMAGE_OUT])
+    jobs[1].run()
+    view = Board(client)
+    assert set(view.endpoint_filter.options) == {ALL, "vidVq2-text2video", "imgM-v8.1-t2i"}
+    view.endpoint_filter.value = "imgM-v8.1-t2i"
+    assert [c.job for c in view.grid.children] == [jobs[2]]
+    assert ">seed</span>" not in view.grid.children[0].value  # one job: nothing differs
+    view.endpoint_filter.value = ALL
+    view.status_filter.value = "done"
+    assert [c.job for c in view.grid.children] == [jobs[0]]
+    view.status_filter.value = "running"
+    assert [c.job for c in view.grid.children] == [jobs[1]]
+    assert "1 of 3 jobs" in view.count_html.value
+    view.close()
+
+
+def test_board_cards_update_live_with_a_thumbnail_and_pick_up_new_jobs() -> None:
+    client, jobs = make_client()
+    view = Board(client)
+    card = next(c for c in view.grid.children if c.job is jobs[0])
+    assert "🎬" in card.value or "📦" in card.value  # no output yet: an icon
+    on_thread(jobs[0].run)
+    assert wait_for(lambda: "running" in card.value)
+    on_thread(lambda: jobs[0].finish([IMAGE_OUT]))
+    assert f'<img src="{IMAGE_OUT["url"]}"' in card.value
+    assert "done" in card.value and COLOURS["done"] in card.value
+    late = client.adopt(FakeJob("vidK-v3-turbo-t2v", payload={"prompt": "kite"}, client=client))
+    assert wait_for(lambda: any(c.job is late for c in view.grid.children))
+    assert "vidK-v3-turbo-t2v" in view.endpoint_filter.options
+    view.close()
+    assert view not in TICKER._live
+
+
+def test_board_status_filter_follows_live_changes() -> None:
+    client, jobs = make_client()
+    view = Board(client)
+    view.status_filter.value = "failed"
+    assert view.grid.children == ()
+    on_thread(lambda: jobs[2].finish(error="Runtime execution failed", error_type="runtime_error"))
+    assert wait_for(lambda: [c.job for c in view.grid.children] == [jobs[2]])
+    assert "Runtime execution failed" in view.grid.children[0].value
+    view.close()
+
+
+@pytest.mark.timeout(60, method="thread")  # a deadlock blocks signals: dump and fail
+def test_board_survives_engine_updates_while_filters_change() -> None:
+    # Cards write under their own lock and the board under its own: a card must
+    # never call into the board while holding its lock (this would deadlock).
+    client = FakeClient()
+    jobs = [client.adopt(FakeJob(payload={"seed": i}, client=client)) for i in range(30)]
+    view = Board(client)
+    view.status_filter.value = "running"
+    for card in view.cards.values():
+        card._throttle.interval = 0.0  # every update writes: many chances to interleave
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+
+    def engine() -> None:
+        for round_ in range(30):
+            for job in jobs:
+                job.run() if round_ % 2 == 0 else job.queue(1)
+
+    thread = threading.Thread(target=engine, daemon=True)
+    try:
+        thread.start()
+        for i in range(60):
+            view.status_filter.value = ["running", "queued", ALL][i % 3]
+        thread.join(30)
+    finally:
+        sys.setswitchinterval(switch)
+    assert not thread.is_alive(), "deadlock between a card and the board"
+    for job in jobs:
+        job.finish()
+    view.status_filter.value = "done"
+    assert wait_for(lambda: len(view.grid.children) == 30)
+    view.close()
+
+
+def test_board_escapes_hostile_payload_values_and_endpoints() -> None:
+    client = FakeClient()
+    for seed in ("<script>alert(1)</script>", "x"):
+        client.adopt(FakeJob("<b>ep</b>", payload={"seed": seed}, client=client))
+    view = Board(client)
+    html = " ".join(c.value for c in view.grid.children)
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<b>ep</b>" not in html
+    view.close()
+
+
+def test_board_includes_history_records_when_the_client_has_them() -> None:
+    client, _ = make_client()
+    records = [
+        {
+            "endpoint": "imgM-v8.1-t2i",
+            "request_id": "old-1",
+            "status": "COMPLETED",
+            "payload": {"prompt": "old", "seed": 9},
+            "outputs": [IMAGE_OUT],
+            "submitted_at": 100.0,
+            "finished_at": 112.5,
+        },
+        {"endpoint": None, "request_id": "broken"},  # unusable records are skipped
+    ]
+    client.history = lambda: records
+    view = Board(client)
+    assert len(view.grid.children) == 4
+    old = view.grid.children[-1].value
+    assert "old-1" in old and "12.5s" in old and f'src="{IMAGE_OUT["url"]}"' in old
+    assert ">prompt</span> = old" in old  # prompts now differ across the shown jobs
+    view.close()
+
+
+def test_board_defaults_to_the_latest_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    from genwidgets import _client
+
+    client, _ = make_client()
+    monkeypatch.setattr(_client, "latest_client", lambda: client, raising=False)
+    view = board_module.board()
+    assert view.client is client
+    view.close()
+
+
+# --- sweeps -----------------------------------------------------------------------------
+
+
+def test_sweep_submits_the_product_in_order_with_labels(catalog: None) -> None:
+    client = FakeClient()
+    jobs = sweep(
+        "test-video",
+        {"prompt": "kite", "duration": 5},
+        vary={"seed": [1, 2, 3], "prompt": ["kite", "boat"]},
+        client=client,
+    )
+    assert isinstance(jobs, Sweep) and jobs.submitted
+    assert len(jobs) == 6 and len(client.submitted) == 6
+    assert [j.payload for j in jobs] == [
+        {"prompt": p, "duration": 5, "seed": s} for s in (1, 2, 3) for p in ("kite", "boat")
+    ]
+    assert jobs.labels[1] == {"seed": 1, "prompt": "boat"}
+    assert [c.label for c in jobs.widget.cells][:2] == [
+        "seed=1 · prompt=kite",
+        "seed=1 · prompt=boat",
+    ]
+    assert all(c.card is not None for c in jobs.widget.cells)
+    assert "6 tasks" in jobs.widget.summary_html.value
+    assert "duration = 5" in jobs.widget.summary_html.value  # what it bills
+    assert jobs.widget.submit_button.layout.display == "none"  # no confirmation needed
+
+
+def test_sweep_above_the_threshold_sends_nothing_until_the_click(catalog: None) -> None:
+    client = FakeClient()
+    jobs = sweep(
+        "test-video",
+        {"prompt": "kite"},
+        vary={"seed": list(range(6)), "duration": [5, 10]},
+        client=client,
+        confirm_above=10,
+    )
+    assert client.submitted == [] and len(jobs) == 0 and not jobs.submitted
+    button = jobs.widget.submit_button
+    assert button.description == "Submit 12 tasks" and not button.disabled
+    assert "nothing sent" in jobs.widget.progress_html.value
+    assert "duration = 5, 10" in jobs.widget.summary_html.value
+    button.click()
+    button.click()  # a double click submits once
+    assert jobs.wait_submitted(10)
+    assert len(client.submitted) == 12 and len(jobs) == 12
+    assert button.disabled
+    assert "created 12 of 12" in jobs.widget.progress_html.value
+
+
+def test_sweep_confirm_true_submits_at_once(catalog: None) -> None:
+    client = FakeClient()
+    jobs = sweep(
+        "test-video", {"prompt": "k"}, vary={"seed": list(range(12))}, client=client, confirm=True
+    )
+    assert len(jobs) == 12 and len(client.submitted) == 12
+
+
+def test_sweep_over_max_jobs_is_a_payload_error_naming_both_numbers(catalog: None) -> None:
+    client = FakeClient()
+    with pytest.raises(PayloadError, match=r"60 tasks.*max_jobs=50"):
+        sweep(
+            "test-video",
+            {"prompt": "k"},
+            vary={"seed": range(20), "duration": [1, 2, 3]},
+            client=client,
+        )
+    assert client.submitted == []
+
+
+def test_sweep_reports_every_invalid_payload_before_sending(catalog: None) -> None:
+    client = FakeClient()
+    with pytest.raises(PayloadError) as info:
+        sweep(
+            "test-video",
+            {"prompt": "k"},
+            vary={"duration": [5, 0, 99], "seed": [1, -1]},
+            client=client,
+        )
+    locs = [e["loc"] for e in info.value.errors]
+    assert ("duration=0 · seed=1", "duration") in locs
+    assert ("duration=99 · seed=-1", "seed") in locs
+    assert len(info.value.errors) == 7  # 2 bad durations × 2 seeds + 3 bad seeds
+    assert client.submitted == []
+
+
+@pytest.mark.parametrize("vary", [{}, {"seed": []}, {"prompt": "abc"}])
+def test_sweep_needs_lists_of_values(catalog: None, vary: dict[str, Any]) -> None:
+    with pytest.raises(PayloadError, match="vary"):
+        plan_sweep("test-video", {"prompt": "k"}, vary)
+
+
+def test_sweep_keeps_at_most_concurrency_creates_in_flight(catalog: None) -> None:
+    client = FakeClient(create_delay=0.05)
+    jobs = sweep(
+        "test-video", {"prompt": "k"}, vary={"seed": list(range(9))}, client=client, concurrency=3
+    )
+    assert len(jobs) == 9
+    assert client.max_in_flight <= 3
+    assert client.max_in_flight >= 2  # and it does run them side by side
+
+
+def test_a_failed_create_shows_in_its_cell_and_the_others_go_on(catalog: None) -> None:
+    def fail_on(payload: Any) -> BaseException | None:
+        return (
+            ServerError("Runtime execution failed", status_code=500)
+            if payload["seed"] == 2
+            else None
+        )
+
+    client = FakeClient(fail_on=fail_on)
+    jobs = sweep("test-video", {"prompt": "k"}, vary={"seed": [1, 2, 3]}, client=client)
+    assert [(j.payload or {})["seed"] for j in jobs] == [1, 3]
+    assert list(jobs.errors) == [1] and isinstance(jobs.errors[1], ServerError)
+    assert "not created" in jobs.widget.cells[1].body.value
+    assert "1 failed" in jobs.widget.progress_html.value
+    assert "1 failed" in repr(jobs)
+
+
+def test_imgm_permutations_and_repeats_multiply_the_billed_count(catalog: None) -> None:
+    plan = plan_sweep(
+        "imgM-test-t2i", {}, {"prompt": ["a {red, blue} cat", "a {big, small} {dog, fox} --r 2"]}
+    )
+    assert plan.tasks == 2 and plan.billed == [2, 8] and plan.billed_total == 10
+    client = FakeClient()
+    jobs = sweep(
+        "imgM-test-t2i",
+        {},
+        vary={"prompt": ["a {red, blue} cat", "a {big, small} {dog, fox} --r 2"]},
+        client=client,
+        confirm_above=4,
+    )
+    assert client.submitted == []  # 2 tasks, but 10 billed generations: confirm first
+    assert "billed as 10 generations" in jobs.widget.summary_html.value
+    assert jobs.widget.submit_button.description == "Submit 2 tasks"
+    jobs.submit()
+    assert [p["prompt"] for _, p, _ in client.submitted] == [
+        "a {red, blue} cat",
+        "a {big, small} {dog, fox} --r 2",
+    ]
+    with pytest.raises(PayloadError, match=r"billed as 10 generations.*max_jobs=8"):
+        plan_sweep(
+            "imgM-test-t2i",
+            {},
+            {"prompt": ["a {red, blue} cat", "a {big, small} {dog, fox} --r 2"]},
+            max_jobs=8,
+        )
+
+
+def test_imgm_prompt_structure_errors_are_reported_before_sending(catalog: None) -> None:
+    with pytest.raises(PayloadError) as info:
+        plan_sweep("imgM-test-t2i", {}, {"prompt": ["ok", "a {red, blue cat"]})
+    assert any("prompt=a {red, blue cat" in str(e["loc"][0]) for e in info.value.errors)
+
+
+def test_sweep_outside_jupyter_says_how_to_confirm(
+    catalog: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep("test-video", {"prompt": "k"}, vary={"seed": list(range(11))}, client=FakeClient())
+    out = capsys.readouterr().out
+    assert "11 tasks" in out and "confirm=True" in out and "nothing sent" in out
+
+
+def test_sweep_cells_show_outputs_when_jobs_finish(catalog: None) -> None:
+    client = FakeClient()
+    jobs = sweep("test-video", {"prompt": "k"}, vary={"seed": [1, 2]}, client=client)
+    first = jobs[0]
+    assert isinstance(first, FakeJob)
+    on_thread(lambda: first.finish([IMAGE_OUT, {**IMAGE_OUT, "url": "https://cdn.example/2.png"}]))
+    card = jobs.widget.cells[0].card
+    assert card is not None
+    assert card.value.count("<img") == 2 and "seed=1" in card.value
+
+
+# --- the real catalog, client and simulator --------------------------------------------
+
+
+def sim_stats(base_url: str) -> dict[str, int]:
+    import httpx
+
+    return dict(httpx.get(f"{base_url}/_sim/stats", timeout=10).json())
+
+
+@pytest.mark.timeout(90)
+def test_real_sweep_board_and_history_against_the_simulator(
+    make_simulator: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import genwidgets as gw
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    sim = make_simulator()
+    client = gw.Client(base_url=sim.base_url, api_key="sim-demo-key", download=False)
+    try:
+        with pytest.raises(PayloadError):
+            sweep(
+                "vidVq2-text2video",
+                {"prompt": "kite"},
+                vary={"duration": [5, 999]},
+                client=client,
+            )
+        assert sim_stats(sim.base_url).get("create", 0) == 0  # nothing sent
+        jobs = sweep(
+            "imgM-v8.1-t2i",
+            {"prompt": "x"},
+            vary={"prompt": ["a {red, blue} kite", "a boat"]},
+            client=client,
+            concurrency=2,
+        )
+        assert jobs.plan.billed == [2, 1]
+        assert len(jobs) == 2 and sim_stats(sim.base_url)["create"] == 2
+        for job in jobs:
+            job.result(timeout=30)
+        for cell in jobs.widget.cells:
+            card = cell.card
+            assert card is not None
+            assert wait_for(lambda card=card: "<img" in card.value)
+        view = Board(client)
+        assert len(view.grid.children) == 2
+        html = " ".join(c.value for c in view.grid.children)
+        assert ">prompt</span> = a boat" in html
+        assert f'src="{sim.base_url}/files/' in html
+        view.close()
+    finally:
+        client.close()
+    # A later session on the same ledger sees those jobs through client.history().
+    later = gw.Client(base_url=sim.base_url, api_key="sim-demo-key", download=False)
+    try:
+        assert later.jobs == [] or all(j.done() for j in later.jobs)
+        view = Board(later)
+        ids = {str(c.job.request_id) for c in view.cards.values()}
+        assert ids == {str(j.request_id) for j in jobs}
+        assert all("done" in c.value for c in view.grid.children)
+        view.close()
+    finally:
+        later.close()

@@ -1,0 +1,360 @@
+"""Rendering by content_type: widget classes, by-URL/by-bytes rule, and hostile outputs."""
+
+from __future__ import annotations
+
+import base64
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import ipywidgets
+import pytest
+
+from genwidgets.protocol.records import Output, Result
+from genwidgets.widgets import render as render_module
+from genwidgets.widgets._style import url_kind
+from genwidgets.widgets.render import render, result_html, source_of, to_html, to_mimebundle
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000185d114090000000049454e44ae426082"
+)
+
+
+def out(content_type: str | None, url: str | None = None, **raw: Any) -> Output:
+    entry: dict[str, Any] = {**raw}
+    if content_type is not None:
+        entry["content_type"] = content_type
+    if url is not None:
+        entry["url"] = url
+    return Output.from_entry(entry)
+
+
+class Collector(HTMLParser):
+    """Every tag and attribute of an HTML string, to check it the way a browser reads it."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+ALLOWED_TAGS = {
+    "div", "span", "img", "video", "audio", "a", "table", "tr", "th", "td", "pre", "code",
+    "b", "i", "style",
+}  # fmt: skip
+
+
+def assert_harmless(text: str) -> None:
+    """No script, no event handlers, no iframes, every href/src an allowed URL."""
+    for tag, attrs in Collector(text).tags:
+        assert tag in ALLOWED_TAGS, tag
+        for name, value in attrs.items():
+            assert not name.startswith("on"), (tag, name)
+            if name in {"href", "src"}:
+                assert value is not None and url_kind(value) is not None, (tag, value)
+
+
+# --- widget per content type ----------------------------------------------------
+
+MEDIA = [
+    ("image/png", ipywidgets.Image),
+    ("image/jpeg", ipywidgets.Image),
+    ("video/mp4", ipywidgets.Video),
+    ("audio/mpeg", ipywidgets.Audio),
+    ("audio/wav", ipywidgets.Audio),
+]
+
+
+@pytest.mark.parametrize(("content_type", "cls"), MEDIA)
+def test_media_by_url_is_the_right_widget_and_never_autoplays(
+    content_type: str, cls: type[ipywidgets.Widget]
+) -> None:
+    url = "https://cdn.example/files/t/out"  # no extension: the content type decides
+    widget = render(out(content_type, url))
+    assert type(widget) is cls
+    assert widget.format == "url" and bytes(widget.value) == url.encode()
+    if cls is not ipywidgets.Image:
+        assert widget.controls is True
+        assert widget.autoplay is False and widget.loop is False
+
+
+def test_audio_from_inline_hex_goes_by_bytes() -> None:
+    data = b"ID3\x03\x00fake-mp3"
+    widget = render(out("audio/mpeg", encoding="hex", content=data.hex()))
+    assert isinstance(widget, ipywidgets.Audio)
+    assert bytes(widget.value) == data and widget.format == "mpeg"
+    assert widget.autoplay is False and widget.loop is False and widget.controls is True
+
+
+def test_image_data_url_goes_by_bytes() -> None:
+    url = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    widget = render(out("image/png", url))
+    assert isinstance(widget, ipywidgets.Image)
+    assert bytes(widget.value) == PNG and widget.format == "png"
+
+
+def test_json_is_a_readable_escaped_table() -> None:
+    content = json.dumps({"session_id": "s1", "face_data": [{"face_id": "f<1>", "end_time": 5}]})
+    widget = render(out("application/json", "https://cdn.example/x.json", content=content))
+    assert isinstance(widget, ipywidgets.HTML)
+    html = widget.value
+    assert "<table" in html and ">session_id</th>" in html and ">face_id</th>" in html
+    assert "f&lt;1&gt;" in html and "f<1>" not in html
+    assert_harmless(html)
+
+
+def test_asset_record_json_string_holding_json_is_a_table() -> None:
+    record = {"Id": "asset-1", "Status": "Active", "URL": "https://cdn.example/a.png"}
+    result = Result.from_body(
+        {
+            "status": "COMPLETED",
+            "outputs": [
+                {"content_type": "application/json", "content": json.dumps(json.dumps(record))}
+            ],
+        }
+    )
+    grid = render(result)
+    assert isinstance(grid, ipywidgets.GridBox) and len(grid.children) == 1
+    html = grid.children[0].value
+    assert ">Id</th>" in html and "asset-1" in html and ">Status</th>" in html
+    assert "<a " not in html and "<img" not in html  # URLs in records are text, not links
+
+
+def test_asset_record_in_the_body_with_no_outputs_is_a_table() -> None:
+    result = Result.from_body(
+        {"status": "COMPLETED", "content": json.dumps({"Id": "a-2", "Status": "Processing"})}
+    )
+    grid = render(result)
+    assert ">Id</th>" in grid.children[0].value
+    assert "a-2" in result_html(result)
+
+
+def test_text_is_preformatted_and_escaped() -> None:
+    widget = render(out("text/plain", content="line 1\n<b>line 2</b>"))
+    assert widget.value.startswith("<pre")
+    assert "&lt;b&gt;line 2&lt;/b&gt;" in widget.value
+
+
+@pytest.mark.parametrize("content_type", ["application/octet-stream", None, "model/gltf-binary"])
+def test_anything_else_is_a_download_link_even_with_a_media_extension(
+    content_type: str | None,
+) -> None:
+    url = "https://cdn.example/files/t/picture.png"
+    widget = render(out(content_type, url, file_name="picture.png"))
+    assert isinstance(widget, ipywidgets.HTML)  # not an Image: never by extension
+    assert f'href="{url}"' in widget.value and 'download="picture.png"' in widget.value
+    assert 'rel="noopener noreferrer"' in widget.value
+
+
+def test_result_is_a_grid_and_a_failed_result_starts_with_its_error() -> None:
+    ok = Result.from_body(
+        {
+            "status": "COMPLETED",
+            "outputs": [
+                {"url": f"https://cdn.example/{i}", "content_type": "image/png"} for i in range(4)
+            ],
+        }
+    )
+    grid = render(ok)
+    assert isinstance(grid, ipywidgets.GridBox)
+    assert [type(c) for c in grid.children] == [ipywidgets.Image] * 4
+    failed = Result.from_body(
+        {"status": "COMPLETED", "error": "Runtime execution failed", "error_type": "runtime_error"}
+    )
+    grid = render(failed)
+    assert "Runtime execution failed" in grid.children[0].value
+    assert "runtime_error" in grid.children[0].value
+    outputs_grid = render([out("video/mp4", "https://cdn.example/v")])
+    assert isinstance(outputs_grid.children[0], ipywidgets.Video)
+
+
+def test_render_refuses_other_objects_with_a_clear_error() -> None:
+    with pytest.raises(TypeError, match="Output, a Result or a list of Outputs"):
+        render("https://cdn.example/x.png")  # type: ignore[arg-type]
+
+
+# --- by URL or by bytes -------------------------------------------------------------
+
+
+def test_local_copy_wins_in_display_outputs_and_the_url_in_live_widgets(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "x.png"
+    path.write_bytes(PNG)
+    output = out("image/png", "https://cdn.example/expiring")
+    output.path = path
+    # The durable display output holds the bytes: it outlives the URL.
+    assert "data:image/png;base64," in to_html(output)
+    assert "https://cdn.example/expiring" not in to_html(output)
+    # A live widget lets the browser fetch the URL: nothing through the kernel.
+    widget = render(output)
+    assert widget.format == "url" and bytes(widget.value) == b"https://cdn.example/expiring"
+    # With no usable URL, the local copy goes by bytes.
+    local_only = out("image/png")
+    local_only.path = path
+    widget = render(local_only)
+    assert bytes(widget.value) == PNG and widget.format == "png"
+
+
+def test_large_files_are_not_pushed_through_the_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(render_module, "EMBED_LIMIT", 10)
+    path = tmp_path / "big.mp4"
+    path.write_bytes(b"x" * 100)
+    with_url = out("video/mp4", "https://cdn.example/big")
+    with_url.path = path
+    assert source_of(with_url).how == "url"
+    local_only = out("video/mp4")
+    local_only.path = path
+    widget = render(local_only)
+    assert isinstance(widget, ipywidgets.HTML) and "embed=True" in widget.value
+    embedded = render(local_only, embed=True)
+    assert isinstance(embedded, ipywidgets.Video) and bytes(embedded.value) == b"x" * 100
+    assert embedded.autoplay is False
+
+
+def test_json_by_url_is_read_by_render_but_not_by_to_html() -> None:
+    fetched: list[str] = []
+
+    def fetch(url: str) -> bytes:
+        fetched.append(url)
+        return b'{"element_id": 7}'
+
+    output = Output.from_entry(
+        {"url": "https://cdn.example/r.json", "content_type": "application/json"}, fetch=fetch
+    )
+    assert "<a " in to_html(output) and fetched == []  # the engine thread never downloads
+    assert ">element_id</th>" in render(output).value
+    assert fetched == ["https://cdn.example/r.json"]
+
+
+def test_mimebundle_is_plain_display_data() -> None:
+    bundle = to_mimebundle(
+        Result.from_body(
+            {
+                "status": "COMPLETED",
+                "outputs": [{"url": "https://cdn.example/a", "content_type": "audio/wav"}],
+            }
+        )
+    )
+    assert set(bundle) == {"text/html", "text/plain"}
+    assert '<audio controls preload="metadata" src="https://cdn.example/a"' in bundle["text/html"]
+    assert "audio/wav" in bundle["text/plain"] and "https://cdn.example/a" in bundle["text/plain"]
+
+
+# --- hostile outputs ------------------------------------------------------------------
+
+HOSTILE = [
+    out("image/png", "javascript:alert(1)"),
+    out("image/png", "JaVaScRiPt:alert(1)"),
+    out("image/png", "java\tscript:alert(1)"),
+    out("video/mp4", "vbscript:msgbox(1)"),
+    out("application/octet-stream", "javascript:alert(document.cookie)", file_name="x.bin"),
+    out("image/png", 'https://cdn.example/a.png"><script>alert(1)</script>'),
+    out("image/png", "https://cdn.example/a.png' onerror='alert(1)"),
+    out('image/png"><script>alert(1)</script>', "https://cdn.example/a.png"),
+    out("text/html", "https://cdn.example/page", content="<script>alert(1)</script>"),
+    out("image/svg+xml", "data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+"),
+    out("application/octet-stream", "data:text/html,<script>alert(1)</script>"),
+    out("application/json", content='{"<img src=x onerror=alert(1)>": "<script>x</script>"}'),
+    out("image/png", "https://cdn.example/a.png", file_name='"><script>alert(1)</script>'),
+    out("audio/mpeg", "file:///etc/passwd"),
+    out("image/png", "https:alert(1)"),
+]
+
+
+@pytest.mark.parametrize("output", HOSTILE, ids=lambda o: repr(o.url or o.content_type)[:40])
+def test_hostile_outputs_produce_no_live_markup(output: Output) -> None:
+    html = to_html(output)
+    assert_harmless(html)
+    assert "<script" not in html.lower()
+    assert "javascript:" not in html.lower() and "vbscript:" not in html.lower()
+    widget = render(output)
+    if isinstance(widget, ipywidgets.HTML):
+        assert_harmless(widget.value)
+    else:  # a media widget got a URL: it must be an allowed one
+        assert widget.format != "url" or url_kind(bytes(widget.value).decode()) == "http"
+    assert_harmless(to_mimebundle(output)["text/html"])
+
+
+def test_untrusted_content_type_drops_the_url_and_shows_escaped_text() -> None:
+    output = out('image/png"><script>alert(1)</script>', "https://cdn.example/a.png")
+    widget = render(output)
+    assert isinstance(widget, ipywidgets.HTML)
+    assert "https://cdn.example/a.png" not in widget.value
+    assert "&lt;script&gt;" in widget.value
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("https://cdn.example/a", "http"),
+        ("http://127.0.0.1:8000/files/t/a.png", "http"),
+        ("files/a.png", "relative"),
+        ("data:image/png;base64,AAAA", "data"),
+        ("data:audio/mpeg;base64,AAAA", "data"),
+        ("data:text/html;base64,AAAA", None),
+        ("data:image/svg+xml;base64,AAAA", None),
+        ("javascript:alert(1)", None),
+        (" javascript:alert(1)", None),
+        ("https://a.example/x y", None),
+        ("http:/nohost", None),
+        ("ftp://a.example/x", None),
+        ("", None),
+    ],
+)
+def test_url_rule(url: str, kind: str | None) -> None:
+    assert url_kind(url) == kind
+
+
+# --- real outputs from the simulator --------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("download", [False, True], ids=["by-url", "local-copy"])
+def test_real_outputs_render_by_content_type(
+    simulator: Any, download: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import genwidgets as gw
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    client = gw.Client(base_url=simulator.base_url, api_key="sim-demo-key", download=download)
+    try:
+        cases = [
+            ("imgM-v8.1-t2i", {"prompt": "a red kite"}, ipywidgets.Image, b"\x89PNG"),
+            ("vidVq2-text2video", {"prompt": "a red kite"}, ipywidgets.Video, None),
+            ("speechM-02-turbo", {"text": "hello there"}, ipywidgets.Audio, None),
+        ]
+        jobs = [(client.submit(ep, payload), cls, magic) for ep, payload, cls, magic in cases]
+        for job, cls, magic in jobs:
+            result = job.result(timeout=30)
+            grid = render(result)
+            assert grid.children and all(type(c) is cls for c in grid.children)
+            first = grid.children[0]
+            if cls is not ipywidgets.Image:
+                assert first.autoplay is False and first.loop is False and first.controls
+            # A live widget: the browser fetches the URL itself.
+            assert first.format == "url"
+            assert bytes(first.value).decode() == result.outputs[0].url
+            assert result.outputs[0].url.startswith(simulator.base_url)
+            html = to_html(result.outputs[0])
+            if download:  # the display output holds the ledger's local copy
+                path = result.outputs[0].path
+                assert path is not None
+                data = base64.b64encode(path.read_bytes()).decode()
+                assert f"base64,{data}" in html
+            else:
+                assert f'src="{result.outputs[0].url}"' in html
+            embedded = render(result.outputs[0], embed=True)
+            assert embedded.format != "url" and len(bytes(embedded.value)) > 100
+            if magic:
+                assert bytes(embedded.value).startswith(magic)
+    finally:
+        client.close()

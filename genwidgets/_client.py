@@ -182,7 +182,7 @@ class Client:
             if self.ledger is not None
             else None
         )
-        self._jobs: dict[str, Job] = {}
+        self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
         self._gateway: Gateway = self._engine.run(
             self._make_gateway(key, timeout, max_retries, max_in_flight, transport, headers)
         )
@@ -271,8 +271,9 @@ class Client:
 
     def job(self, endpoint: str, request_id: str) -> Job:
         """Re-attach to an existing task by its request_id."""
-        if request_id in self._jobs:
-            return self._jobs[request_id]
+        known = self._jobs.get((endpoint, request_id))
+        if known is not None:
+            return known
         handle = self._handle_for(endpoint, request_id)
         if self.ledger is not None:
             try:
@@ -307,8 +308,9 @@ class Client:
 
     def _from_row(self, row: LedgerRow) -> Job:
         assert row.request_id is not None
-        if row.request_id in self._jobs:
-            return self._jobs[row.request_id]
+        known = self._jobs.get((row.endpoint, row.request_id))
+        if known is not None:
+            return known
         handle = self._handle_for(row.endpoint, row.request_id)
         if row.unfinished:
             return self._adopt(handle, payload=row.payload, submitted_at=row.submitted_at)
@@ -341,7 +343,7 @@ class Client:
             request_id=row.request_id,
         )
         job._restore(result, row.finished_at)
-        self._jobs[row.request_id] = job
+        self._jobs[(row.endpoint, row.request_id)] = job
         return job
 
     def run(
@@ -420,7 +422,7 @@ class Client:
             submitted_at=submitted_at,
             recorder=self._recorder,
         )
-        self._jobs[handle.request_id] = job
+        self._jobs[(handle.endpoint, handle.request_id)] = job
         job._start()
         return job
 

@@ -47,7 +47,7 @@ def redact(text: str) -> str:
     for secret in _known_secrets:
         if secret in text:
             text = text.replace(secret, "***")
-    return re.sub(r"(?i)(bearer\s+)[^\s'\"]+", r"\1***", text)
+    return re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}", r"\1***", text)
 
 
 def is_loopback(url: str) -> bool:

@@ -75,8 +75,9 @@ def test_webhook_fields_are_refused_before_anything_is_sent() -> None:
     client = gw.Client(BASE, "sk-123456", transport=fake.transport())
     for validate in (True, False):
         with pytest.raises(gw.PayloadError, match="webhook") as info:
-            client.submit("vidVq2-text2video", {"prompt": "x", "webhook_url": "http://h"},
-                          validate=validate)
+            client.submit(
+                "vidVq2-text2video", {"prompt": "x", "webhook_url": "http://h"}, validate=validate
+            )
         assert info.value.errors[0]["loc"] == ("webhook_url",)
     assert fake.log == []
     client.close()

@@ -63,11 +63,25 @@ def test_backoff_is_bounded_and_jittered() -> None:
 
 # -- error mapping: body first, status second ---------------------------------
 SPEC_ROWS = [
-    (401, {"error": {"code": "UNAUTHORIZED", "message": "Authorization Bearer token is required"},
-           "request_id": "g1"}, errors.Unauthorized),
-    (429, {"error": {"code": "RATE_LIMIT_EXCEEDED",
-                     "message": "Rate limit exceeded, please try again later"},
-           "request_id": "g2"}, errors.RateLimited),
+    (
+        401,
+        {
+            "error": {"code": "UNAUTHORIZED", "message": "Authorization Bearer token is required"},
+            "request_id": "g1",
+        },
+        errors.Unauthorized,
+    ),
+    (
+        429,
+        {
+            "error": {
+                "code": "RATE_LIMIT_EXCEEDED",
+                "message": "Rate limit exceeded, please try again later",
+            },
+            "request_id": "g2",
+        },
+        errors.RateLimited,
+    ),
     (404, {"detail": "App not found: nope"}, errors.EndpointNotFound),
     (403, {"detail": "Model not allowed for this user"}, errors.ModelNotAllowed),
     (400, {"detail": "webhook not supported"}, errors.WebhookNotSupported),

@@ -84,7 +84,9 @@ def test_outputs_are_interpreted_by_content_type_never_by_extension() -> None:
 
 
 def test_inline_hex_and_base64_content() -> None:
-    hex_out = Output.from_entry({"content_type": "audio/mpeg", "encoding": "hex", "content": "4944"})
+    hex_out = Output.from_entry(
+        {"content_type": "audio/mpeg", "encoding": "hex", "content": "4944"}
+    )
     assert hex_out.read() == b"ID"
     b64 = Output.from_entry({"content_type": "text/plain", "encoding": "base64", "content": "aGk="})
     assert b64.read() == b"hi"

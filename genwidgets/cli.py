@@ -77,42 +77,22 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=EP[,EP...]",
         help="let KEY use only these endpoints (others answer 'Model not allowed for this user')",
     )
-    parser.add_argument(
-        "--speed",
-        type=_checked(float, c.check_speed),
-        default=1.0,
-        help="divide every simulated duration by this (2 = twice as fast)",
-    )
-    parser.add_argument(
-        "--workers",
-        type=_checked(int, c.check_workers),
-        default=4,
-        help="tasks running at once; the rest queue",
-    )
-    parser.add_argument(
-        "--fail-rate",
-        type=_checked(float, lambda v: c.check_rate("fail-rate", v)),
-        default=0.0,
-        help="share of tasks that end COMPLETED with an error (0-1)",
-    )
-    parser.add_argument(
-        "--error-rate",
-        type=_checked(float, lambda v: c.check_rate("error-rate", v)),
-        default=0.0,
-        help="share of status/result requests answered 502/503 (0-1)",
-    )
-    parser.add_argument(
-        "--rate-limit",
-        type=_checked(float, c.check_rate_limit),
-        default=None,
-        help="requests per second per key before RATE_LIMIT_EXCEEDED",
-    )
-    parser.add_argument(
-        "--latency",
-        type=_checked(float, c.check_latency),
-        default=0.0,
-        help="seconds added before every answer",
-    )
+    # the SimConfig settings that argparse converts and then checks: flag, type, check,
+    # default, help
+    checked: tuple[tuple[str, Callable[[str], Any], Callable[[Any], Any], Any, str], ...] = (
+        ("--speed", float, c.check_speed, 1.0,
+         "divide every simulated duration by this (2 = twice as fast)"),
+        ("--workers", int, c.check_workers, 4, "tasks running at once; the rest queue"),
+        ("--fail-rate", float, lambda v: c.check_rate("fail-rate", v), 0.0,
+         "share of tasks that end COMPLETED with an error (0-1)"),
+        ("--error-rate", float, lambda v: c.check_rate("error-rate", v), 0.0,
+         "share of status/result requests answered 502/503 (0-1)"),
+        ("--rate-limit", float, c.check_rate_limit, None,
+         "requests per second per key before RATE_LIMIT_EXCEEDED"),
+        ("--latency", float, c.check_latency, 0.0, "seconds added before every answer"),
+    )  # fmt: skip
+    for flag, convert, check, default, text in checked:
+        parser.add_argument(flag, type=_checked(convert, check), default=default, help=text)
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
 
 

@@ -52,20 +52,15 @@ import io
 import json
 import os
 import re
-import types
-import typing
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
-
-from .catalog import MediaSpec, media_spec
+from .catalog import MediaSpec, fields_along, media_fields_of, media_specs
 from .catalog import endpoint as catalog_endpoint
 from .errors import PayloadError
 
@@ -720,61 +715,10 @@ def encode_with(
 
 # --- finding a field's MediaSpec ------------------------------------------------------------
 
-_UNION_TYPES: tuple[Any, ...] = (Union, types.UnionType)
-
-
-def _unwrap(annotation: Any) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    """The leaf types under Optional / Union / list / Annotated, with Annotated metadata."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        inner, *meta = typing.get_args(annotation)
-        for leaf, more in _unwrap(inner):
-            yield leaf, (*meta, *more)
-    elif origin in _UNION_TYPES or origin in (list, tuple, set, frozenset, Sequence):
-        for arg in typing.get_args(annotation):
-            if arg is not Ellipsis and arg is not type(None):
-                yield from _unwrap(arg)
-    else:
-        yield annotation, ()
-
-
-def _specs_of(info: FieldInfo) -> list[MediaSpec]:
-    found = [media_spec(info)]
-    found += [m for _, meta in _unwrap(info.annotation) for m in meta if isinstance(m, MediaSpec)]
-    return list(dict.fromkeys(s for s in found if s is not None))
-
-
-def _submodels(info: FieldInfo) -> list[type[BaseModel]]:
-    return [
-        leaf
-        for leaf, _ in _unwrap(info.annotation)
-        if isinstance(leaf, type) and issubclass(leaf, BaseModel)
-    ]
-
-
-def _field(model: type[BaseModel], name: str) -> FieldInfo | None:
-    fields = model.model_fields
-    if name in fields:
-        return fields[name]
-    return next((f for f in fields.values() if name in (f.alias, f.validation_alias)), None)
-
-
-def _walk(
-    model: type[BaseModel], prefix: tuple[str, ...], seen: frozenset[type]
-) -> Iterator[tuple[str, MediaSpec]]:
-    for name, info in model.model_fields.items():
-        path = (*prefix, info.alias or name)
-        for spec in _specs_of(info):
-            yield ".".join(path), spec
-        for sub in _submodels(info):
-            if sub not in seen:
-                yield from _walk(sub, path, seen | {sub})
-
 
 def media_fields(endpoint: str) -> dict[str, MediaSpec]:
     """Every media field of ``endpoint``: dotted path (list indices left out) → MediaSpec."""
-    model = catalog_endpoint(endpoint).model
-    return dict(_walk(model, (), frozenset({model})))
+    return media_fields_of(catalog_endpoint(endpoint).model)
 
 
 def _parts(field: FieldPath) -> list[str | int]:
@@ -808,19 +752,14 @@ def spec_for(endpoint: str, field: FieldPath) -> MediaSpec:
 
     if not names:
         raise not_media("no field given")
-    candidates: list[type[BaseModel]] = [model]
-    for depth, name in enumerate(names):
-        infos = [i for i in (_field(m, name) for m in candidates) if i is not None]
-        where = ".".join(names[: depth + 1])
-        if not infos:
-            raise not_media(f"{where!r} is not a field of {endpoint}")
-        if depth == len(names) - 1:
-            specs = [s for i in infos for s in _specs_of(i)]
-            if not specs:
-                raise not_media(f"{where!r} is not a media field")
-            return specs[0]
-        candidates = [m for i in infos for m in _submodels(i)]
-    raise AssertionError("unreachable")  # pragma: no cover
+    reached = fields_along(model, names)
+    where = ".".join(names[: len(reached) + 1])
+    if len(reached) < len(names):
+        raise not_media(f"{where!r} is not a field of {endpoint}")
+    specs = [s for info in reached[-1] for s in media_specs(info)]
+    if not specs:
+        raise not_media(f"{where!r} is not a media field")
+    return specs[0]
 
 
 def encode(source: Source, endpoint: str, field: FieldPath) -> str:

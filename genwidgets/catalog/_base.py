@@ -15,18 +15,23 @@ Markers ride in ``Annotated`` metadata (pydantic keeps unknown metadata in
   read by :mod:`genwidgets.media` and the form's media widget;
 - :class:`PromptString` marks an imgM prompt field that carries ``--`` parameters.
 
+:func:`field_info_at` and :func:`media_spec_at` walk a model along a payload path
+(``("content", 0, "image_url", "url")``, list indexes optional); :mod:`genwidgets.media`
+and the forms use them rather than walking models themselves.
+
 The catalog does no I/O.
 """
 
 from __future__ import annotations
 
 import difflib
+import types
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
@@ -147,12 +152,21 @@ def register(
             title=title,
             model=cls,
             documented=documented,
-            description=description or (cls.__doc__ or "").strip(),
+            description=description or _summary(cls.__doc__),
             billing_fields=billing,
         )
         return cls
 
     return deco
+
+
+def _summary(doc: str | None) -> str:
+    """A docstring's first sentence as plain text (forms show it as help; the rest of
+    the docstring records our choices for developers)."""
+    paragraph = (doc or "").strip().split("\n\n")[0]
+    text = " ".join(line.strip() for line in paragraph.splitlines()).replace("``", "")
+    head, dot, _rest = text.partition(". ")
+    return head + "." if dot else text
 
 
 def is_billed(info: FieldInfo) -> bool:
@@ -165,6 +179,117 @@ def media_spec(info: FieldInfo) -> MediaSpec | None:
 
 def is_prompt_string(info: FieldInfo) -> bool:
     return any(isinstance(m, PromptString) for m in info.metadata)
+
+
+# ---------------------------------------------------------------------------
+# walking a model along a field path (the catalog, gw.media and the forms share it)
+
+_UNION_ORIGINS: tuple[Any, ...] = (Union, types.UnionType)
+_CONTAINER_ORIGINS: tuple[Any, ...] = (list, tuple, set, frozenset, Sequence)
+
+
+def _leaves(annotation: Any) -> Iterator[Any]:
+    """The members of an annotation under ``Annotated`` and unions (containers kept)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        yield from _leaves(get_args(annotation)[0])
+    elif origin in _UNION_ORIGINS:
+        for arg in get_args(annotation):
+            yield from _leaves(arg)
+    else:
+        yield annotation
+
+
+def _item_types(annotation: Any) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    """The types under ``Annotated``, unions and containers, each with the ``Annotated``
+    metadata met on the way: a list item's MediaSpec rides inside the list."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        inner, *meta = get_args(annotation)
+        for leaf, more in _item_types(inner):
+            yield leaf, (*meta, *more)
+    elif origin in _UNION_ORIGINS or origin in _CONTAINER_ORIGINS:
+        for arg in get_args(annotation):
+            if arg is not Ellipsis and arg is not type(None):
+                yield from _item_types(arg)
+    else:
+        yield annotation, ()
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The nested models a value of ``annotation`` may hold (list items included)."""
+    return [
+        leaf
+        for leaf, _ in _item_types(annotation)
+        if isinstance(leaf, type) and issubclass(leaf, BaseModel)
+    ]
+
+
+def media_specs(info: FieldInfo) -> list[MediaSpec]:
+    """Every MediaSpec of a field, its own first, then its items' (no repeats)."""
+    own = media_spec(info)
+    items = [m for _, meta in _item_types(info.annotation) for m in meta]
+    found = [own, *(m for m in items if isinstance(m, MediaSpec))]
+    return list(dict.fromkeys(s for s in found if s is not None))
+
+
+def _named_field(model: type[BaseModel], name: str) -> FieldInfo | None:
+    fields = model.model_fields
+    if name in fields:
+        return fields[name]
+    return next((f for f in fields.values() if name in (f.alias, f.validation_alias)), None)
+
+
+def fields_along(model: type[BaseModel], path: Sequence[str | int]) -> list[list[FieldInfo]]:
+    """The fields each name of ``path`` reaches, one list per name (list indexes are
+    skipped); every member of a union of nested models is searched, in order. Stops
+    at the first name that no model on the way has, so a short answer says where."""
+    reached: list[list[FieldInfo]] = []
+    candidates = [model]
+    for name in (p for p in path if isinstance(p, str)):
+        infos = [i for i in (_named_field(m, name) for m in candidates) if i is not None]
+        if not infos:
+            break
+        reached.append(infos)
+        candidates = [m for i in infos for m in _models_in(i.annotation)]
+    return reached
+
+
+def field_info_at(model: type[BaseModel], path: Sequence[str | int]) -> FieldInfo | None:
+    """The field a payload path ends in, e.g. ``("content", 0, "image_url", "url")``
+    (list indexes optional; wire names or aliases); ``None`` when it leads nowhere.
+    In a union of nested models the first member that has the whole path wins."""
+    names = [p for p in path if isinstance(p, str)]
+    reached = fields_along(model, names)
+    if not names or len(reached) < len(names):
+        return None
+    return reached[-1][0]
+
+
+def media_spec_at(model: type[BaseModel], path: Sequence[str | int]) -> MediaSpec | None:
+    """The :class:`MediaSpec` of the field at ``path`` (list items share their list's)."""
+    names = [p for p in path if isinstance(p, str)]
+    reached = fields_along(model, names)
+    if not names or len(reached) < len(names):
+        return None
+    return next((s for info in reached[-1] for s in media_specs(info)), None)
+
+
+def media_fields_of(model: type[BaseModel]) -> dict[str, MediaSpec]:
+    """Every media field of ``model``: dotted wire path (list indexes left out) → spec."""
+
+    def walk(
+        current: type[BaseModel], prefix: tuple[str, ...], seen: frozenset[type]
+    ) -> Iterator[tuple[str, MediaSpec]]:
+        for name, info in current.model_fields.items():
+            path = (*prefix, info.alias or name)
+            for spec in media_specs(info):
+                yield ".".join(path), spec
+            for sub in _models_in(info.annotation):
+                if sub not in seen:
+                    yield from walk(sub, path, seen | {sub})
+
+    return dict(walk(model, (), frozenset({model})))
 
 
 def _load() -> None:
@@ -272,8 +397,9 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
         if name not in known and name not in hooks:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            soft_warning(f"{endpoint_id}: unknown field {name!r} is sent as is{hint}",
-                         UnknownFieldWarning)
+            soft_warning(
+                f"{endpoint_id}: unknown field {name!r} is sent as is{hint}", UnknownFieldWarning
+            )
     return instance
 
 

@@ -8,12 +8,16 @@ image asset was created in it; ``asset-get`` tells when its ``Status`` is
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from ._base import register
 from .vida import _Endpoint
 
-_PROJECT_NOTE = "Project name. Default default."
+_ProjectName = Annotated[
+    str | None, Field(min_length=1, description="Project name. Default default.")
+]
 
 
 @register("asset-get", kind="asset", family="asset", title="Asset details")
@@ -21,7 +25,7 @@ class AssetGet(_Endpoint):
     """Retrieve an asset record (Id, Name, URL, AssetType, GroupId, Status)."""
 
     Id: str = Field(min_length=1, description="Asset ID, as returned by asset creation.")
-    ProjectName: str | None = Field(None, min_length=1, description=_PROJECT_NOTE)
+    ProjectName: _ProjectName = None
 
 
 @register(
@@ -35,7 +39,7 @@ class AssetGroupCreate(_Endpoint):
     """Create an asset group (referenced; payload is our choice). Returns ``{"GroupId"}``."""
 
     Name: str = Field(min_length=1, description="Group name.")
-    ProjectName: str | None = Field(None, min_length=1, description=_PROJECT_NOTE)
+    ProjectName: _ProjectName = None
 
 
 @register(
@@ -53,4 +57,4 @@ class AssetCreate(_Endpoint):
     URL: str = Field(min_length=1, description="Public URL of the file to store as an asset.")
     Name: str | None = Field(None, description="Asset name.")
     AssetType: str | None = Field(None, min_length=1, description="Asset type. Default Image.")
-    ProjectName: str | None = Field(None, min_length=1, description=_PROJECT_NOTE)
+    ProjectName: _ProjectName = None

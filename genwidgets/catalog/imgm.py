@@ -10,7 +10,7 @@ length only (1-8192); the parameters are the prompt module's job.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
@@ -119,6 +119,12 @@ def _job_id_field() -> str:
     )
 
 
+def _prompt_field(description: str, *, required: bool = False) -> Any:
+    """A prompt string of 1-8192 characters (annotate it with :data:`PROMPT_STRING`)."""
+    default = ... if required else None
+    return Field(default, min_length=1, max_length=PROMPT_MAX, description=description)
+
+
 @register(
     "imgM-inpaint", kind="image", family="imgM", title="Repaint an image region (imgM inpaint)"
 )
@@ -127,12 +133,9 @@ class ImgMInpaint(_Endpoint):
 
     jobId: str = _job_id_field()
     imageNo: int = Field(ge=0, le=3, description="Which image of the upstream task: 0, 1, 2 or 3.")
-    remixPrompt: Annotated[str | None, PROMPT_STRING] = Field(
-        None,
-        min_length=1,
-        max_length=PROMPT_MAX,
-        description="Prompt for the repaint region, 1-8192 characters; prompt parameters "
-        "(--ar, --v ...) may be appended.",
+    remixPrompt: Annotated[str | None, PROMPT_STRING] = _prompt_field(
+        "Prompt for the repaint region, 1-8192 characters; prompt parameters "
+        "(--ar, --v ...) may be appended."
     )
     area: Area | None = Field(
         None,
@@ -155,12 +158,8 @@ class ImgMPan(_Endpoint):
         description="1.1-3.0: the new image area in the pan direction relative to the "
         "original area.",
     )
-    remixPrompt: Annotated[str | None, PROMPT_STRING] = Field(
-        None,
-        min_length=1,
-        max_length=PROMPT_MAX,
-        description="Prompt for the extended region, 1-8192 characters; prompt parameters "
-        "may be appended.",
+    remixPrompt: Annotated[str | None, PROMPT_STRING] = _prompt_field(
+        "Prompt for the extended region, 1-8192 characters; prompt parameters may be appended."
     )
 
 
@@ -178,12 +177,8 @@ class ImgMV81I2I(_Endpoint):
     )
     image_no: int = Field(ge=0, le=3, description="Selects one image of that task, 0-3.")
     type: Literal[0, 1] | None = Field(None, description="Variation type: 0 subtle, 1 strong.")
-    remix_prompt: Annotated[str | None, PROMPT_STRING] = Field(
-        None,
-        min_length=1,
-        max_length=PROMPT_MAX,
-        description="Desired changes, 1-8192 characters; prompt parameters appended to the "
-        "same string.",
+    remix_prompt: Annotated[str | None, PROMPT_STRING] = _prompt_field(
+        "Desired changes, 1-8192 characters; prompt parameters appended to the same string."
     )
 
 
@@ -198,10 +193,9 @@ class ImgMV81T2I(_Endpoint):
     """Text to image, imgM v8.1 (referenced, payload not shown: our choice is one
     ``prompt`` carrying the ``--`` parameters; four images come back)."""
 
-    prompt: Annotated[str, PROMPT_STRING] = Field(
-        min_length=1,
-        max_length=PROMPT_MAX,
-        description="Prompt, 1-8192 characters, with imgM parameters (--ar, --seed ...) appended.",
+    prompt: Annotated[str, PROMPT_STRING] = _prompt_field(
+        "Prompt, 1-8192 characters, with imgM parameters (--ar, --seed ...) appended.",
+        required=True,
     )
 
 
@@ -217,9 +211,8 @@ class ImgMDiffusion(_Endpoint):
     version comes from ``--v`` in the prompt, default 8.1 = V8-series, whose tasks
     cannot be inpainted or panned)."""
 
-    prompt: Annotated[str, PROMPT_STRING] = Field(
-        min_length=1,
-        max_length=PROMPT_MAX,
-        description="Prompt, 1-8192 characters, with imgM parameters appended; --v picks "
+    prompt: Annotated[str, PROMPT_STRING] = _prompt_field(
+        "Prompt, 1-8192 characters, with imgM parameters appended; --v picks "
         "the version (V8-series tasks do not support inpaint or pan; --v 7 tasks do).",
+        required=True,
     )

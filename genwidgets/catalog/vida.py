@@ -15,8 +15,6 @@ Shared here, imported by ``imgm``, ``video``, ``image``, ``speech`` and ``asset`
 - :class:`MediaCheck`, which checks the *form* of a media string from the field's
   :class:`~genwidgets.catalog._base.MediaSpec` (URL, data URL, raw base64,
   ``asset://``) without any I/O; :mod:`genwidgets.media` checks the file itself;
-- :func:`field_info_at` / :func:`media_spec_at`, which find the field (and its
-  MediaSpec) for a path like ``("content", 0, "image_url", "url")``;
 - the warnings: :class:`IneffectiveFieldWarning`, :class:`DeprecatedFieldWarning`.
 
 Sizes in MB are MiB (``1024 * 1024`` bytes): the spec does not say which.
@@ -26,10 +24,9 @@ from __future__ import annotations
 
 import functools
 import re
-import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -41,9 +38,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.fields import FieldInfo
 
-from ._base import BILLED, EndpointModel, MediaSpec, media_spec, register, soft_warning
+from ._base import BILLED, EndpointModel, MediaSpec, _leaves, register, soft_warning
 
 MB = 1024 * 1024
 SEED_MAX = 2_147_483_647
@@ -78,17 +74,6 @@ class _Shape:
     str_choices: frozenset[str]
     lower_choices: dict[str, str]  # lowercase -> spelling of the spec, when unambiguous
     int_choices: frozenset[int]
-
-
-def _leaves(annotation: Any) -> Iterator[Any]:
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        yield from _leaves(get_args(annotation)[0])
-    elif origin is Union or origin is types.UnionType:
-        for arg in get_args(annotation):
-            yield from _leaves(arg)
-    else:
-        yield annotation
 
 
 def _shape(annotation: Any) -> _Shape:
@@ -162,35 +147,30 @@ def reject_bool(value: Any) -> Any:
 Number = Annotated[int | float, BeforeValidator(reject_bool)]
 
 
-class _Part(BaseModel):
+class _Normalised(BaseModel):
+    """The normalisations of the module docstring, shared by :class:`_Part` and
+    :class:`_Endpoint`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unset_nones(cls, data: Any) -> Any:
+        return _drop_none(cls, data)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _normalise(cls, value: Any, info: ValidationInfo) -> Any:
+        return _normalise_value(cls, value, info)
+
+
+class _Part(_Normalised):
     """Base of a nested object in a payload. Unknown nested fields pass (the spec
     hides some names); the normalisations of the module docstring apply."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _unset_nones(cls, data: Any) -> Any:
-        return _drop_none(cls, data)
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _normalise(cls, value: Any, info: ValidationInfo) -> Any:
-        return _normalise_value(cls, value, info)
-
-
-class _Endpoint(EndpointModel):
+class _Endpoint(EndpointModel, _Normalised):
     """Base of the catalog's endpoint models: EndpointModel plus the normalisations."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _unset_nones(cls, data: Any) -> Any:
-        return _drop_none(cls, data)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _normalise(cls, value: Any, info: ValidationInfo) -> Any:
-        return _normalise_value(cls, value, info)
 
 
 def is_set(model: BaseModel, name: str) -> bool:
@@ -373,46 +353,6 @@ class MediaCheck:
             )
 
 
-def field_info_at(model: type[BaseModel], path: tuple[str | int, ...]) -> FieldInfo | None:
-    """The field a payload path ends in, e.g. ``("content", 0, "image_url", "url")``.
-
-    List indexes are skipped; in a union of nested models (vidA content items) the
-    first member that has the next name wins. ``None`` when the path leads nowhere.
-    """
-    names = [p for p in path if isinstance(p, str)]
-    if not names:
-        return None
-    head, rest = names[0], names[1:]
-    info = model.model_fields.get(head) or next(
-        (f for f in model.model_fields.values() if f.alias == head), None
-    )
-    if info is None:
-        return None
-    if not rest:
-        return info
-    for leaf in _leaves(info.annotation):
-        for inner in _models_in(leaf):
-            found = field_info_at(inner, tuple(rest))
-            if found is not None:
-                return found
-    return None
-
-
-def _models_in(annotation: Any) -> Iterator[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        yield annotation
-        return
-    for arg in get_args(annotation):
-        for leaf in _leaves(arg):
-            yield from _models_in(leaf)
-
-
-def media_spec_at(model: type[BaseModel], path: tuple[str | int, ...]) -> MediaSpec | None:
-    """The :class:`MediaSpec` of the field at ``path`` (list items share their list's)."""
-    info = field_info_at(model, path)
-    return media_spec(info) if info is not None else None
-
-
 # ---------------------------------------------------------------------------
 # vidA
 
@@ -436,6 +376,13 @@ VIDA_VIDEO = MediaSpec(
     encoding="url_or_data",
     allow_asset=True,
     note="video URL or asset ID (asset://<ASSET_ID>)",
+)
+VIDA_AUDIO = MediaSpec(
+    media="audio",
+    encoding="url_or_data",
+    allow_asset=True,
+    note="audio URL; not attached to AudioUrl (the spec shows no fields inside audio_url), "
+    "it is what the form's audio rows accept",
 )
 
 MAX_REFERENCE_IMAGES = 9

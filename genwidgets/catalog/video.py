@@ -10,6 +10,7 @@ Where the spec says "not shown" the choice is written in the class docstring.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
@@ -80,6 +81,27 @@ _OFF_PEAK_NOTE = (
     "within 48 hours, and unfinished ones are canceled with refund. Affects billing."
 )
 
+# The fields both vidV text-to-video endpoints define alike (each class keeps its own
+# field order, which the form shows; an inherited field would move to the front).
+_VidVPrompt = Annotated[
+    str, Field(min_length=1, max_length=2000, description="Max 2000 characters.")
+]
+_PassThrough = Annotated[
+    str | None,
+    Field(
+        alias="payload",
+        max_length=1_048_576,
+        description="Pass-through data, max 1048576 characters.",
+    ),
+]
+_OffPeak = Annotated[bool | None, BILLED, Field(description=_OFF_PEAK_NOTE)]
+_WatermarkPosition = Annotated[
+    Literal[1, 2, 3, 4] | None,
+    Field(description="1 top-left, 2 top-right, 3 bottom-right, 4 bottom-left. Default 3."),
+]
+_MetaData = Annotated[str | None, Field(description=_META_DATA_NOTE)]
+_CallbackUrl = Annotated[str | None, Field(description=_CALLBACK_NOTE)]
+
 
 class _VidVCommon(_Endpoint):
     """Checks shared by the vidV text-to-video endpoints."""
@@ -108,7 +130,7 @@ class VidVq2Text2Video(_VidVCommon):
     endpoint: any string passes. The field ``payload`` is ``payload_`` in Python
     (``payload()`` is the model's method), ``payload`` on the wire."""
 
-    prompt: str = Field(min_length=1, max_length=2000, description="Max 2000 characters.")
+    prompt: _VidVPrompt
     duration: Annotated[int | None, BILLED] = Field(
         None, ge=1, le=10, description="Seconds, 1-10. Default 5. Affects billing."
     )
@@ -131,24 +153,17 @@ class VidVq2Text2Video(_VidVCommon):
         description="Default false. true adds music from a preset library, fitted to the "
         "duration. No effect when duration is 9 or 10.",
     )
-    payload_: str | None = Field(
-        None,
-        alias="payload",
-        max_length=1_048_576,
-        description="Pass-through data, max 1048576 characters.",
-    )
-    off_peak: Annotated[bool | None, BILLED] = Field(None, description=_OFF_PEAK_NOTE)
+    payload_: _PassThrough = None
+    off_peak: _OffPeak = None
     watermark: bool | None = Field(
         None, description="Default false; content fixed (AI-generated mark)."
     )
-    wm_position: Literal[1, 2, 3, 4] | None = Field(
-        None, description="1 top-left, 2 top-right, 3 bottom-right, 4 bottom-left. Default 3."
-    )
+    wm_position: _WatermarkPosition = None
     wm_url: str | None = Field(
         None, description="Watermark image URL; the default mark when omitted."
     )
-    meta_data: str | None = Field(None, description=_META_DATA_NOTE)
-    callback_url: str | None = Field(None, description=_CALLBACK_NOTE)
+    meta_data: _MetaData = None
+    callback_url: _CallbackUrl = None
 
     @model_validator(mode="after")
     def _bgm_long(self) -> VidVq2Text2Video:
@@ -165,7 +180,7 @@ class VidVq1Text2Video(_VidVCommon):
     style: Literal["general", "anime"] | None = Field(
         None, description="general (controlled by prompt) or anime. Default general."
     )
-    prompt: str = Field(min_length=1, max_length=2000, description="Max 2000 characters.")
+    prompt: _VidVPrompt
     duration: Annotated[Literal[5] | None, BILLED] = Field(
         None, description="Only 5 (seconds). Default 5. Affects billing."
     )
@@ -182,20 +197,13 @@ class VidVq1Text2Video(_VidVCommon):
     bgm: bool | None = Field(
         None, description="Default false. true adds music from a preset library."
     )
-    payload_: str | None = Field(
-        None,
-        alias="payload",
-        max_length=1_048_576,
-        description="Pass-through data, max 1048576 characters.",
-    )
-    off_peak: Annotated[bool | None, BILLED] = Field(None, description=_OFF_PEAK_NOTE)
+    payload_: _PassThrough = None
+    off_peak: _OffPeak = None
     watermark: bool | None = Field(None, description="Default false.")
-    wm_position: Literal[1, 2, 3, 4] | None = Field(
-        None, description="1 top-left, 2 top-right, 3 bottom-right, 4 bottom-left. Default 3."
-    )
+    wm_position: _WatermarkPosition = None
     wm_url: str | None = Field(None, description="Watermark image URL.")
-    meta_data: str | None = Field(None, description=_META_DATA_NOTE)
-    callback_url: str | None = Field(None, description=_CALLBACK_NOTE)
+    meta_data: _MetaData = None
+    callback_url: _CallbackUrl = None
 
 
 VIDV_IMAGE = MediaSpec(
@@ -351,15 +359,9 @@ VIDK_MULTI_IMAGE = MediaSpec(
     max_aspect=2.5,
     note="no cropping is applied",
 )
-VIDK_MOTION_IMAGE = MediaSpec(
-    media="image",
-    encoding="raw_base64",
-    formats=("jpeg", "png"),
-    max_bytes=10 * MB,
-    min_side=300,
+VIDK_MOTION_IMAGE = replace(
+    VIDK_MULTI_IMAGE,
     max_side=65536,
-    min_aspect=0.4,
-    max_aspect=2.5,
     note="character upper or full body visible; proportions match the video",
 )
 VIDK_MOTION_VIDEO = MediaSpec(

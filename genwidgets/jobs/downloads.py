@@ -34,7 +34,8 @@ import mimetypes
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -293,35 +294,66 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _finish(
-    request_id: str,
-    items: list[_Item],
-    saved: list[Path],
-    failures: list[tuple[_Item, BaseException]],
-) -> list[Path]:
-    if not failures:
-        return saved
-    lines = []
-    for item, exc in failures:
-        where = f" from {_shown(item.output.url)}" if item.output.url else ""
-        lines.append(f"{item.label}{where}: {_describe(exc)}")
-    error = DownloadError(
-        f"could not save {len(failures)} of {len(items)} outputs of request_id "
-        f"{request_id}: " + "; ".join(lines),
-        request_id=request_id,
-        failures=[(item.index, redact(_describe(exc))) for item, exc in failures],
-    )
-    raise error from failures[0][1]
-
-
 _EXPECTED = (_Failure, httpx.HTTPError, OSError)
 
 
-def _saved(item: _Item, saved: list[Path], on_saved: Callable[[int, Path], Any] | None) -> None:
-    item.output.path = item.target
-    saved.append(item.target)
-    if on_saved is not None:
-        on_saved(item.index, item.target)
+class _Batch:
+    """What the blocking and the async download share: the plan, the per-item
+    bookkeeping and the final verdict; only fetching a URL differs between them."""
+
+    def __init__(
+        self,
+        result: Result,
+        root: str | os.PathLike[str] | None,
+        max_bytes: int,
+        on_saved: Callable[[int, Path], Any] | None,
+    ) -> None:
+        _check_args(max_bytes)
+        self.request_id, self.items = _plan(result, root)
+        self.max_bytes = max_bytes
+        self.on_saved = on_saved
+        self.saved: list[Path] = []
+        self.failures: list[tuple[_Item, BaseException]] = []
+
+    @contextmanager
+    def attempt(self, item: _Item) -> Iterator[None]:
+        """Mark ``item`` saved when the block ends normally; an expected failure is
+        kept for the final error, so the other outputs are still tried."""
+        try:
+            yield
+            item.output.path = item.target
+            self.saved.append(item.target)
+            if self.on_saved is not None:
+                self.on_saved(item.index, item.target)
+        except _EXPECTED as exc:
+            self.failures.append((item, exc))
+
+    def url_to_fetch(self, item: _Item) -> str | None:
+        """Save what needs no network (a file already in place, inline data); else the
+        URL to download."""
+        if _already_saved(item):
+            return None
+        data = _local_bytes(item.output)
+        if data is not None:
+            _write_bytes(item, data, self.max_bytes)
+            return None
+        return _remote_url(item.output)
+
+    def finish(self) -> list[Path]:
+        """The saved paths, or one :class:`DownloadError` naming every failure."""
+        if not self.failures:
+            return self.saved
+        lines = []
+        for item, exc in self.failures:
+            where = f" from {_shown(item.output.url)}" if item.output.url else ""
+            lines.append(f"{item.label}{where}: {_describe(exc)}")
+        error = DownloadError(
+            f"could not save {len(self.failures)} of {len(self.items)} outputs of request_id "
+            f"{self.request_id}: " + "; ".join(lines),
+            request_id=self.request_id,
+            failures=[(item.index, redact(_describe(exc))) for item, exc in self.failures],
+        )
+        raise error from self.failures[0][1]
 
 
 def download_outputs(
@@ -338,29 +370,21 @@ def download_outputs(
     ``fetch(url) -> bytes`` replaces the HTTP download (tests, custom transports);
     without it, URLs are streamed with ``httpx`` so a big file never sits in memory.
     """
-    _check_args(max_bytes)
-    request_id, items = _plan(result, root)
-    saved: list[Path] = []
-    failures: list[tuple[_Item, BaseException]] = []
-    for item in items:
-        try:
-            if not _already_saved(item):
-                data = _local_bytes(item.output)
-                if data is not None:
-                    _write_bytes(item, data, max_bytes)
-                elif fetch is not None:
-                    url = _remote_url(item.output)
-                    try:
-                        data = fetch(url)
-                    except Exception as exc:
-                        raise _Failure(f"fetch failed: {_describe(exc)}") from exc
-                    _write_bytes(item, data, max_bytes)
-                else:
-                    _stream(item, _remote_url(item.output), max_bytes, timeout)
-            _saved(item, saved, on_saved)
-        except _EXPECTED as exc:
-            failures.append((item, exc))
-    return _finish(request_id, items, saved, failures)
+    batch = _Batch(result, root, max_bytes, on_saved)
+    for item in batch.items:
+        with batch.attempt(item):
+            url = batch.url_to_fetch(item)
+            if url is None:
+                continue
+            if fetch is None:
+                _stream(item, url, max_bytes, timeout)
+                continue
+            try:
+                data = fetch(url)
+            except Exception as exc:
+                raise _Failure(f"fetch failed: {_describe(exc)}") from exc
+            _write_bytes(item, data, max_bytes)
+    return batch.finish()
 
 
 def _stream(item: _Item, url: str, max_bytes: int, timeout: float | httpx.Timeout) -> None:
@@ -393,22 +417,13 @@ async def download_outputs_async(
 
     The client's credential headers and ``auth`` are not used for these requests.
     """
-    _check_args(max_bytes)
-    request_id, items = _plan(result, root)
-    saved: list[Path] = []
-    failures: list[tuple[_Item, BaseException]] = []
-    for item in items:
-        try:
-            if not _already_saved(item):
-                data = _local_bytes(item.output)
-                if data is not None:
-                    _write_bytes(item, data, max_bytes)
-                else:
-                    await _stream_async(client, item, _remote_url(item.output), max_bytes)
-            _saved(item, saved, on_saved)
-        except _EXPECTED as exc:
-            failures.append((item, exc))
-    return _finish(request_id, items, saved, failures)
+    batch = _Batch(result, root, max_bytes, on_saved)
+    for item in batch.items:
+        with batch.attempt(item):
+            url = batch.url_to_fetch(item)
+            if url is not None:
+                await _stream_async(client, item, url, max_bytes)
+    return batch.finish()
 
 
 async def _stream_async(client: httpx.AsyncClient, item: _Item, url: str, max_bytes: int) -> None:

@@ -241,6 +241,21 @@ def _output_record(output: Output) -> dict[str, Any]:
     return record
 
 
+def _latest_outputs(
+    conn: sqlite3.Connection, gateway: str, request_id: str
+) -> tuple[int, list[dict[str, Any]]] | None:
+    """The id and outputs of the newest row recorded for a task, or None."""
+    found = conn.execute(
+        "SELECT id, outputs FROM tasks WHERE id = "
+        "(SELECT max(id) FROM tasks WHERE gateway = ? AND request_id = ?)",
+        (gateway, request_id),
+    ).fetchone()
+    if found is None:
+        return None
+    row_id, outputs = found
+    return row_id, json.loads(outputs)
+
+
 # --------------------------------------------------------------------------- rows
 
 
@@ -651,15 +666,11 @@ class Ledger:
         outputs = [_output_record(o) for o in result.outputs]
         now = self._clock()
         with self._write() as conn:
-            found = conn.execute(
-                "SELECT id, outputs FROM tasks WHERE id = "
-                "(SELECT max(id) FROM tasks WHERE gateway = ? AND request_id = ?)",
-                (gateway, request_id),
-            ).fetchone()
+            found = _latest_outputs(conn, gateway, request_id)
             if found is None:
                 return False
             row_id, old_outputs = found
-            known_paths = {o.get("index"): o.get("path") for o in json.loads(old_outputs)}
+            known_paths = {o.get("index"): o.get("path") for o in old_outputs}
             for record in outputs:
                 if record["path"] is None:
                     record["path"] = known_paths.get(record["index"])
@@ -688,15 +699,10 @@ class Ledger:
         """Remember where output ``index`` was saved locally."""
         local = str(Path(path).absolute())
         with self._write() as conn:
-            found = conn.execute(
-                "SELECT id, outputs FROM tasks WHERE id = "
-                "(SELECT max(id) FROM tasks WHERE gateway = ? AND request_id = ?)",
-                (gateway, request_id),
-            ).fetchone()
+            found = _latest_outputs(conn, gateway, request_id)
             if found is None:
                 return False
-            row_id, raw_outputs = found
-            outputs = json.loads(raw_outputs)
+            row_id, outputs = found
             for record in outputs:
                 if record.get("index") == index:
                     record["path"] = local

@@ -133,6 +133,20 @@ def _body(response: httpx.Response) -> Any:
         return None
 
 
+def _json_object(response: httpx.Response, answer: str, handle: Handle) -> Mapping[str, Any]:
+    """The body of a follow-up answer, which must be a JSON object: a :class:`ServerError`
+    naming the ``answer`` ("status", "result") otherwise."""
+    body = _body(response)
+    if not isinstance(body, Mapping):
+        raise ServerError(
+            f"the {answer} answer is not a JSON object (HTTP {response.status_code})",
+            endpoint=handle.endpoint,
+            request_id=handle.request_id,
+            status_code=response.status_code,
+        )
+    return body
+
+
 def error_from_response(
     response: httpx.Response,
     *,
@@ -381,14 +395,7 @@ class Gateway:
             request_id=handle.request_id,
             retries=retries,
         )
-        body = _body(response)
-        if not isinstance(body, Mapping):
-            raise ServerError(
-                f"the status answer is not a JSON object (HTTP {response.status_code})",
-                endpoint=handle.endpoint,
-                request_id=handle.request_id,
-                status_code=response.status_code,
-            )
+        body = _json_object(response, "status", handle)
         return Status.from_body(body, endpoint=handle.endpoint, request_id=handle.request_id)
 
     async def result(
@@ -405,14 +412,7 @@ class Gateway:
         )
         if response.status_code == 202:
             return None
-        body = _body(response)
-        if not isinstance(body, Mapping):
-            raise ServerError(
-                f"the result answer is not a JSON object (HTTP {response.status_code})",
-                endpoint=handle.endpoint,
-                request_id=handle.request_id,
-                status_code=response.status_code,
-            )
+        body = _json_object(response, "result", handle)
         return Result.from_body(
             body, endpoint=handle.endpoint, request_id=handle.request_id, fetch=fetch
         )

@@ -282,13 +282,22 @@ def _control(request: Request) -> tuple[float | None, str | None] | Response:
     return duration, fault.strip().lower() if fault else None
 
 
-async def create_task(request: Request) -> Response:
+def _counted_caller(request: Request, operation: str) -> tuple[SimState, str] | Response:
+    """Count the request in the stats, then the caller's key, or the gateway's refusal."""
     state = _state(request)
-    state.stats["create"] += 1
+    state.stats[operation] += 1
     key, refusal = _authorize(request, state)
     if refusal is not None:
         return refusal
     assert key is not None
+    return state, key
+
+
+async def create_task(request: Request) -> Response:
+    caller = _counted_caller(request, "create")
+    if isinstance(caller, Response):
+        return caller
+    state, key = caller
     endpoint = request.path_params["endpoint"]
     if endpoint not in ENDPOINTS:
         return detail(404, f"App not found: {endpoint}")
@@ -352,50 +361,48 @@ async def create_task(request: Request) -> Response:
 # --------------------------------------------------------------------------- follow-ups
 
 
-async def get_status(request: Request) -> Response:
-    state = _state(request)
-    state.stats["status"] += 1
-    key, refusal = _authorize(request, state)
-    if refusal is not None:
-        return refusal
-    assert key is not None
-    transient = _transient(state)
-    if transient is not None:
-        return transient
+def _callers_task(
+    request: Request, operation: str, *, transient: bool
+) -> tuple[SimState, Task] | Response:
+    """The caller's task named in the path, or the response refusing the request: the
+    gateway's (key, rate limit), a simulated transient error where ``transient``, or 404."""
+    caller = _counted_caller(request, operation)
+    if isinstance(caller, Response):
+        return caller
+    state, key = caller
+    if transient:
+        error = _transient(state)
+        if error is not None:
+            return error
     task = _find(state, request, key)
     if task is None:
         return detail(404, "Request not found")
+    return state, task
+
+
+async def get_status(request: Request) -> Response:
+    found = _callers_task(request, "status", transient=True)
+    if isinstance(found, Response):
+        return found
+    state, task = found
     return JSONResponse(status_body(state, task))
 
 
 async def get_result(request: Request) -> Response:
-    state = _state(request)
-    state.stats["result"] += 1
-    key, refusal = _authorize(request, state)
-    if refusal is not None:
-        return refusal
-    assert key is not None
-    transient = _transient(state)
-    if transient is not None:
-        return transient
-    task = _find(state, request, key)
-    if task is None:
-        return detail(404, "Request not found")
+    found = _callers_task(request, "result", transient=True)
+    if isinstance(found, Response):
+        return found
+    state, task = found
     if task.status != COMPLETED:
         return JSONResponse(status_body(state, task), status_code=202)
     return JSONResponse(result_body(task, _base_url(request)))
 
 
 async def cancel_task(request: Request) -> Response:
-    state = _state(request)
-    state.stats["cancel"] += 1
-    key, refusal = _authorize(request, state)
-    if refusal is not None:
-        return refusal
-    assert key is not None
-    task = _find(state, request, key)
-    if task is None:
-        return detail(404, "Request not found")
+    found = _callers_task(request, "cancel", transient=False)
+    if isinstance(found, Response):
+        return found
+    state, task = found
     if not state.scheduler.cancel(task):
         return detail(400, "Task already completed")
     return JSONResponse({"request_id": task.request_id, "status": "CANCELLATION_REQUESTED"})

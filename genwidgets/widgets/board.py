@@ -67,7 +67,7 @@ from ._style import (
     status_badge,
 )
 from .render import source_of, to_html
-from .task import TICKER, Throttle, _guarded, in_kernel, job_look
+from .task import TICKER, Throttle, _guarded, in_kernel, job_look, stop_following
 
 if TYPE_CHECKING:
     from ..jobs.job import Job
@@ -277,10 +277,7 @@ class JobCard(ipywidgets.HTML):
             _guarded(lambda: self._on_change(self) if self._on_change else None)
 
     def _stop(self) -> None:
-        TICKER.remove(self)
-        for remove in self._removers:
-            _guarded(remove)
-        self._removers.clear()
+        stop_following(self, self._removers)
 
     def close(self) -> None:
         self._stop()

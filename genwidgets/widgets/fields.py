@@ -55,7 +55,9 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from ..catalog import MediaSpec, is_billed, is_prompt_string, media_spec
+from ..catalog import MediaSpec, is_billed, is_prompt_string, media_spec, media_spec_at
+from ..catalog import endpoint as catalog_endpoint
+from ..catalog.vida import VIDA_AUDIO
 
 __all__ = [
     "UNSET",
@@ -1311,36 +1313,6 @@ def _looks_like_prompt(spec: FieldSpec) -> bool:
     return "prompt" in spec.wire.lower() or spec.wire in ("text",)
 
 
-def media_spec_at(model: type[BaseModel], path: str) -> MediaSpec | None:
-    """The MediaSpec of the field at ``path`` (``content[].image_url.url``), searching
-    every member of unions on the way; ``None`` when there is none."""
-    steps = [s for s in path.replace("[]", ".[]").split(".") if s]
-
-    def search(ann: Any, rest: list[str], found: MediaSpec | None) -> MediaSpec | None:
-        ann = strip_optional(ann)[0]
-        if not rest:
-            return found
-        if _is_union(ann):
-            for member in typing.get_args(ann):
-                hit = search(member, rest, found)
-                if hit:
-                    return hit
-            return None
-        if rest[0] == "[]":
-            args = typing.get_args(ann)
-            if not args:
-                return None
-            info = FieldInfo.from_annotation(args[0])
-            return search(info.annotation, rest[1:], media_spec(info) or found)
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            for name, info in ann.model_fields.items():
-                if rest[0] in (name, info.alias):
-                    return search(info.annotation, rest[1:], media_spec(info))
-        return None
-
-    return search(model, steps, None)
-
-
 # ---------------------------------------------------------------------------
 # The vidA content builder
 # ---------------------------------------------------------------------------
@@ -1353,22 +1325,6 @@ CONTENT_KINDS: dict[str, tuple[str, ...]] = {
     "audio_url": ("reference_audio",),
 }
 _KIND_LABEL = {"text": "text", "image_url": "image", "video_url": "video", "audio_url": "audio"}
-
-#: The spec's table for vidA images, used when the catalog model carries no MediaSpec.
-VIDA_IMAGE = MediaSpec(
-    media="image",
-    encoding="data_url_lower",
-    formats=("jpeg", "png", "webp", "bmp", "tiff", "gif"),
-    max_bytes=30 * 1024 * 1024,
-    min_side=300,
-    max_side=6000,
-    sides_exclusive=True,
-    min_aspect=0.4,
-    max_aspect=2.5,
-    aspect_exclusive=True,
-    allow_asset=True,
-)
-VIDA_VIDEO = MediaSpec(media="video", encoding="url_or_data", allow_asset=True)
 
 
 def content_scenario(items: Sequence[Mapping[str, Any]]) -> str:
@@ -1489,11 +1445,16 @@ class VidAContentElement(Element):
         self._update_scenario()
 
     def media_for(self, kind: str) -> MediaSpec:
-        model = self.ctx.model
-        found = media_spec_at(model, f"{self.spec.path}[].{kind}.url") if model else None
-        if found:
-            return found
-        return VIDA_IMAGE if kind == "image_url" else replace(VIDA_VIDEO, media=kind[:5])  # type: ignore[arg-type]
+        """The catalog's MediaSpec of an item kind's url. The spec shows no fields inside
+        ``audio_url``, so the catalog marks none there and audio takes ``VIDA_AUDIO``."""
+        if kind == "audio_url":
+            return VIDA_AUDIO
+        model = self.ctx.model or catalog_endpoint(self.ctx.endpoint).model
+        path = (*self.spec.path.replace("[]", "").split("."), kind, "url")
+        found = media_spec_at(model, path)
+        if found is None:
+            raise LookupError(f"the catalog marks no MediaSpec on {self.ctx.endpoint} {path}")
+        return found
 
     def add(self, kind: str, item: Mapping[str, Any] | None = None) -> _ContentRow:
         if kind not in CONTENT_KINDS:

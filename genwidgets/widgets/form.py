@@ -32,7 +32,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W
-from IPython.display import display
 
 from .._config import redact, resolve
 from ..catalog import EndpointSpec, validate
@@ -50,6 +49,7 @@ from .fields import (
     build_element,
     field_specs,
 )
+from .task import display_job_into
 
 if TYPE_CHECKING:
     from .._client import Client
@@ -364,8 +364,7 @@ class EndpointForm(W.VBox):
             self.reason.value = (
                 f'<span style="color:#2e7d32">submitted: {html.escape(str(job.request_id))}</span>'
             )
-            with self.output:
-                display(job)
+            display_job_into(job, self.output)
 
     def __repr__(self) -> str:
         return f"<EndpointForm {self.endpoint} ({len(self.value)} fields set)>"

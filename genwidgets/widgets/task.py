@@ -173,6 +173,15 @@ def as_current_request(fn: Callable[[], Any]) -> Any:
 TICKER = Ticker()
 
 
+def stop_following(view: Tickable, removers: list[Callable[[], Any]]) -> None:
+    """Take a job's view off the ticker and drop its job callbacks (a failing remover
+    is contained, so the others still run)."""
+    TICKER.remove(view)
+    for remove in removers:
+        _guarded(remove)
+    removers.clear()
+
+
 class Throttle:
     """Coalesce write requests: at most one ``write()`` per ``interval``.
 
@@ -337,10 +346,7 @@ class TaskView(ipywidgets.VBox):
 
     def _finish(self) -> None:
         self._finished = True
-        TICKER.remove(self)
-        for remove in self._removers:
-            _guarded(remove)
-        self._removers.clear()
+        stop_following(self, self._removers)
 
     def close(self) -> None:
         self._finish()
@@ -456,9 +462,9 @@ class _FinalOutput:
     way). The done callback is the fallback (a job that ended with an exception).
     """
 
-    def __init__(self, job: Job, handle: Any) -> None:
+    def __init__(self, job: Job, write: Callable[[dict[str, Any]], Any]) -> None:
         self.job = job
-        self.handle = handle
+        self.write = write
         self._lock = threading.Lock()
         self._published = False
         self._remove: Callable[[], Any] | None = None
@@ -479,7 +485,7 @@ class _FinalOutput:
         if self._remove is not None:
             _guarded(self._remove)
         bundle = final_bundle(self.job)
-        _guarded(lambda: as_current_request(lambda: self.handle.update(bundle, raw=True)))
+        _guarded(lambda: as_current_request(lambda: self.write(bundle)))
 
 
 def display_job(job: Job) -> TaskView | str:
@@ -498,5 +504,34 @@ def display_job(job: Job) -> TaskView | str:
     ipd.display(view)
     handle = ipd.display(placeholder_bundle(job), raw=True, display_id=True)
     if handle is not None:
-        _FinalOutput(job, handle).watch()
+        _FinalOutput(job, lambda bundle: handle.update(bundle, raw=True)).watch()
     return view
+
+
+def display_job_into(job: Job, output: Any) -> TaskView:
+    """Show a job inside an ``ipywidgets.Output`` (a form's result area).
+
+    A display handle would not do there: its update comes from the engine thread
+    after the ``with output:`` block has ended, so no cell and no Output widget
+    would receive it. The final outputs replace a placeholder in the widget's
+    ``outputs`` trait instead, a comm message that works from any thread.
+    """
+    view = TaskView(job)
+    output.append_display_data(view)
+    output.outputs = (*output.outputs, _display_data(placeholder_bundle(job)))
+    slot = len(output.outputs) - 1
+
+    def write(bundle: dict[str, Any]) -> None:
+        outputs = list(output.outputs)
+        if slot < len(outputs):
+            outputs[slot] = _display_data(bundle)
+        else:  # the user cleared the area meanwhile
+            outputs.append(_display_data(bundle))
+        output.outputs = tuple(outputs)
+
+    _FinalOutput(job, write).watch()
+    return view
+
+
+def _display_data(bundle: dict[str, Any]) -> dict[str, Any]:
+    return {"output_type": "display_data", "data": bundle, "metadata": {}}

@@ -10,8 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 import genwidgets.catalog as catalog
-from genwidgets.catalog import MediaSpec, UnknownFieldWarning
-from genwidgets.catalog.vida import _shape, field_info_at, media_spec_at
+from genwidgets.catalog import MediaSpec, UnknownFieldWarning, field_info_at, media_spec_at
+from genwidgets.catalog.vida import _shape
 from genwidgets.errors import PayloadError
 
 # Field names per documented endpoint, copied from the spec's tables (wire names).
@@ -180,7 +180,7 @@ MEDIA_TABLE: list[tuple[str, tuple[str | int, ...], str, str, tuple[str, ...], f
 
 def _nested_models(model: type[BaseModel]) -> list[type[BaseModel]]:
     """Every model reachable from ``model`` (itself included)."""
-    from genwidgets.catalog.vida import _leaves, _models_in
+    from genwidgets.catalog._base import _leaves, _models_in
 
     seen: list[type[BaseModel]] = []
     todo = [model]
@@ -446,3 +446,11 @@ def test_every_model_validates_its_minimal_payload_without_warnings() -> None:
                 short = {k: v for k, v in payload.items() if k != name}
                 with pytest.raises(PayloadError):
                     catalog.validate(endpoint_id, short)
+
+
+def test_endpoint_descriptions_are_one_plain_sentence() -> None:
+    # forms show them as help: no RST markup, no developer notes cut mid-sentence
+    for spec in catalog.endpoints(documented_only=False):
+        text = spec.description
+        assert text and "``" not in text and "\n" not in text, spec.id
+        assert text.endswith(".") and ". " not in text, (spec.id, text)

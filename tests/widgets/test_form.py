@@ -477,6 +477,16 @@ def test_button_click_submits_to_the_simulator_and_shows_the_job(simulator: Any)
         form.submit_button.click()
         assert form.last_job is not None and form.last_job.request_id in form.reason.value
         assert form.last_job.result(timeout=30).ok
+        # the final outputs reach the form's own output area (written from the engine
+        # thread into the Output widget's trait, not through a cell's display handle)
+        deadline = time.monotonic() + 10
+        final = ""
+        while time.monotonic() < deadline and "<video" not in final:
+            outputs = form.output.outputs
+            final = str(outputs[-1]["data"].get("text/html", "")) if outputs else ""
+            time.sleep(0.05)
+        assert "<video" in final and "controls" in final and "autoplay" not in final
+        assert len(form.output.outputs) == 2  # the task view, then the final outputs
     finally:
         close = getattr(client, "close", None)
         if close:

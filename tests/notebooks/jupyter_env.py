@@ -1,0 +1,299 @@
+"""Run notebooks the way a student's fresh machine would, and read what they saved.
+
+Shared by the nbclient tests (this folder) and the browser tests (``tests/browser``,
+which load this file by path: ``--import-mode=importlib`` gives test folders no
+package to import from).
+
+Isolation: every Jupyter, IPython, XDG and genwidgets directory points into a
+temporary folder, and ``GENWIDGETS_BASE_URL`` / ``GENWIDGETS_API_KEY`` are removed,
+so a kernel started from here uses the embedded simulator and writes nothing into
+the home directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+KERNEL_NAME = "genwidgets-test"
+KERNEL_DISPLAY_NAME = "genwidgets (test)"
+GATEWAY_VARIABLES = ("GENWIDGETS_BASE_URL", "GENWIDGETS_API_KEY")
+WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+
+#: Environment variable -> folder under the temporary root.
+_ISOLATED_DIRS = {
+    "HOME": "home",
+    "IPYTHONDIR": "ipython",
+    "JUPYTER_CONFIG_DIR": "jupyter/config",
+    "JUPYTER_DATA_DIR": "jupyter/data",
+    "JUPYTER_RUNTIME_DIR": "jupyter/runtime",
+    "XDG_CONFIG_HOME": "xdg/config",
+    "XDG_DATA_HOME": "xdg/data",
+    "XDG_CACHE_HOME": "xdg/cache",
+    "XDG_STATE_HOME": "xdg/state",
+    "XDG_RUNTIME_DIR": "xdg/runtime",
+    "GENWIDGETS_HOME": "genwidgets-home",
+}
+
+#: Appended to every executed copy: nbclient keeps only the messages of the cell it
+#: is running, so updates that the engine thread sends after the last cell ended
+#: would be lost from the saved file (a browser receives them). This cell gives
+#: running jobs a bounded time to end and their last view writes time to land.
+SETTLE_CELL = """\
+# test harness: let background updates land before the notebook is saved
+import gc as _gc
+import time as _time
+
+from genwidgets.jobs.job import Job as _Job
+
+_deadline = _time.monotonic() + 15
+for _job in [o for o in _gc.get_objects() if isinstance(o, _Job)]:
+    while not _job.done() and _time.monotonic() < _deadline:
+        _time.sleep(0.05)
+_time.sleep(0.5)
+"""
+
+
+def isolated_environ(root: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of ``base`` (``os.environ``) with every user directory under ``root``
+    and no gateway configured (so the embedded simulator is used)."""
+    env = {k: v for k, v in (base or os.environ).items() if k not in GATEWAY_VARIABLES}
+    for name, sub in _ISOLATED_DIRS.items():
+        folder = root / sub
+        folder.mkdir(parents=True, exist_ok=True)
+        env[name] = str(folder)
+    (root / "xdg/runtime").chmod(0o700)
+    env["JUPYTER_PATH"] = str(root / "kernel-prefix/share/jupyter")
+    env["JUPYTER_PLATFORM_DIRS"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def register_kernel(root: Path, env: Mapping[str, str]) -> str:
+    """Register this virtual environment's Python as a kernel under ``root`` and
+    return its name (found through ``JUPYTER_PATH`` of :func:`isolated_environ`)."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ipykernel",
+            "install",
+            "--prefix",
+            str(root / "kernel-prefix"),
+            "--name",
+            KERNEL_NAME,
+            "--display-name",
+            KERNEL_DISPLAY_NAME,
+        ],
+        env=dict(env),
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return KERNEL_NAME
+
+
+@contextlib.contextmanager
+def isolated_kernel(root: Path) -> Iterator[str]:
+    """Within: this process has the isolated environment of :func:`isolated_environ`
+    (nbclient finds the kernel spec through it and the kernel inherits it) and a
+    registered kernel, whose name is yielded. The environment is restored after."""
+    env = isolated_environ(root)
+    saved = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        yield register_kernel(root, env)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def notebook_paths() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def execute(
+    source: Path, workdir: Path, *, kernel_name: str = KERNEL_NAME, cell_timeout: float = 120
+) -> tuple[nbformat.NotebookNode, float]:
+    """Execute a copy of ``source`` in ``workdir`` with widget state stored;
+    return the executed notebook (also written to ``workdir``) and the seconds it took.
+
+    Errors raise ``nbclient.exceptions.CellExecutionError`` at the failing cell,
+    with its traceback: a teaching notebook must never stop Run All.
+    """
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(source, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(SETTLE_CELL))
+    client = NotebookClient(
+        nb,
+        kernel_name=kernel_name,
+        timeout=int(cell_timeout),
+        store_widget_state=True,
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    started = time.monotonic()
+    client.execute()
+    elapsed = time.monotonic() - started
+    nbformat.write(nb, workdir / source.name)
+    return nb, elapsed
+
+
+# --- reading a saved notebook ----------------------------------------------
+
+
+def outputs(nb: nbformat.NotebookNode) -> Iterator[dict[str, Any]]:
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            yield from cell.get("outputs", [])
+
+
+def error_outputs(nb: nbformat.NotebookNode) -> list[str]:
+    """Error outputs, and stderr that carries a traceback or a logged failure."""
+    found = []
+    for out in outputs(nb):
+        if out["output_type"] == "error":
+            found.append(f"{out['ename']}: {out['evalue']}")
+        elif out["output_type"] == "stream" and out.get("name") == "stderr":
+            text = out.get("text", "")
+            if "Traceback" in text or "genwidgets:" in text or "Exception" in text:
+                found.append(text)
+    return found
+
+
+def output_text(nb: nbformat.NotebookNode) -> str:
+    """Every text the outputs show (streams, plain text and HTML), joined."""
+    parts = []
+    for out in outputs(nb):
+        if out["output_type"] == "stream":
+            parts.append(out.get("text", ""))
+        elif out["output_type"] == "error":
+            parts.append(out.get("evalue", ""))
+        else:
+            data = out.get("data", {})
+            parts.extend(str(data.get(m, "")) for m in ("text/plain", "text/html"))
+    return "\n".join(parts)
+
+
+def widget_state(nb: nbformat.NotebookNode) -> dict[str, dict[str, Any]]:
+    """model_id -> {"model_name", "model_module", "state"} as saved, or {}."""
+    saved = nb.metadata.get("widgets", {}).get(WIDGET_STATE_MIME, {})
+    return dict(saved.get("state", {}))
+
+
+def widget_views(nb: nbformat.NotebookNode) -> list[str]:
+    """Model ids of every widget the outputs display."""
+    return [
+        out["data"][WIDGET_VIEW_MIME]["model_id"]
+        for out in outputs(nb)
+        if WIDGET_VIEW_MIME in out.get("data", {})
+    ]
+
+
+def _children(model: Mapping[str, Any]) -> list[str]:
+    refs = model["state"].get("children", [])
+    return [r.removeprefix("IPY_MODEL_") for r in refs if isinstance(r, str)]
+
+
+def descendants(state: Mapping[str, Mapping[str, Any]], model_id: str) -> list[str]:
+    seen: list[str] = []
+    todo = [model_id]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in state:
+            continue
+        seen.append(current)
+        todo.extend(_children(state[current]))
+    return seen
+
+
+def widget_labels(state: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """Model names without "Model" (``Button``, ``Image``), DOM classes
+    (``gw-task-view``) and button captions (``button:Submit``) in the saved state."""
+    labels: set[str] = set()
+    for model in state.values():
+        labels.add(model["model_name"].removesuffix("Model"))
+        labels.update(model["state"].get("_dom_classes", []))
+        if model["model_name"] == "ButtonModel":
+            labels.add(f"button:{model['state'].get('description', '')}")
+    return labels
+
+
+_STATUS = re.compile(r'class="gw-status gw-status-(\w+)"[^>]*>([^<]*)<')
+
+
+@dataclass
+class SavedTaskView:
+    model_id: str
+    category: str
+    word: str
+    html: str = field(repr=False)
+
+    @property
+    def terminal(self) -> bool:
+        return self.category in {"done", "failed"}
+
+
+def task_views(state: Mapping[str, Mapping[str, Any]]) -> list[SavedTaskView]:
+    """The saved task views and the status each shows."""
+    views = []
+    for model_id, model in state.items():
+        if "gw-task-view" not in model["state"].get("_dom_classes", []):
+            continue
+        html = "".join(
+            str(state[m]["state"].get("value", ""))
+            for m in descendants(state, model_id)
+            if state[m]["model_name"] == "HTMLModel"
+        )
+        match = _STATUS.search(html)
+        category, word = match.groups() if match else ("missing", "")
+        views.append(SavedTaskView(model_id, category, word, html))
+    return views
+
+
+_MEDIA_TAGS = {"image": r"<img\b", "video": r"<video\b", "audio": r"<audio\b"}
+_MEDIA_MODELS = {"image": "ImageModel", "video": "VideoModel", "audio": "AudioModel"}
+
+
+def _tags(html: str) -> set[str]:
+    return {kind for kind, tag in _MEDIA_TAGS.items() if re.search(tag, html)}
+
+
+def media_kinds(nb: nbformat.NotebookNode) -> dict[str, set[str]]:
+    """Which media kinds the notebook shows: as display outputs, and in widgets
+    (Image/Video/Audio models, or tags inside HTML widgets such as the sweep grid)."""
+    shown: set[str] = set()
+    for out in outputs(nb):
+        data = out.get("data", {})
+        shown |= _tags(str(data.get("text/html", "")))
+        if any(m.startswith("image/") for m in data):
+            shown.add("image")
+    in_widgets: set[str] = set()
+    for model in widget_state(nb).values():
+        in_widgets |= {k for k, name in _MEDIA_MODELS.items() if model["model_name"] == name}
+        if model["model_name"] == "HTMLModel":
+            in_widgets |= _tags(str(model["state"].get("value", "")))
+    return {"outputs": shown, "widgets": in_widgets}
+
+
+def has_outputs(nb: nbformat.NotebookNode) -> list[int]:
+    """Indices of code cells that carry outputs or an execution count."""
+    return [
+        i
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count"))
+    ]

@@ -1,0 +1,173 @@
+"""Every teaching notebook runs top to bottom with no key and shows what it teaches.
+
+Each notebook is executed headless with nbclient (widget state stored) in a
+kernel that has no gateway configured, so the embedded simulator answers. The
+saved notebook must then hold no error, every displayed widget's model, the
+widgets and media kinds the notebook is about, and task views that reached a
+terminal state (their final outputs written as ordinary display outputs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import genwidgets_test_jupyter_env as jupyter_env  # registered by conftest.py
+import nbformat
+import pytest
+
+from genwidgets._config import DEMO_KEY
+
+#: The budget of issue 8: each notebook runs in under two minutes on the simulator.
+RUN_BUDGET_S = 120.0
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the saved notebook must show.
+
+    ``widgets``: labels of :func:`jupyter_env.widget_labels` (model names such as
+    ``Image``, DOM classes such as ``gw-task-view``, captions such as
+    ``button:Submit``). ``media``: kinds shown as display outputs or widgets.
+    ``task_views``: at least this many, every one terminal. ``texts``: snippets
+    the outputs must contain (the lesson happened, not just "no error").
+    """
+
+    widgets: frozenset[str] = frozenset()
+    media: frozenset[str] = frozenset()
+    task_views: int = 0
+    texts: tuple[str, ...] = ()
+
+
+def expect(
+    widgets: tuple[str, ...] = (),
+    media: tuple[str, ...] = (),
+    task_views: int = 0,
+    texts: tuple[str, ...] = (),
+) -> Expect:
+    return Expect(frozenset(widgets), frozenset(media), task_views, texts)
+
+
+FORM = ("button:Submit", "gw-task-view")
+
+EXPECTED: dict[str, Expect] = {
+    "00_quickstart": expect(
+        widgets=(*FORM, "Button"),
+        media=("image", "video", "audio"),
+        task_views=3,
+        texts=("simulated", "done"),
+    ),
+    "01_queue_protocol": expect(
+        widgets=("gw-task-view",),
+        media=("video",),
+        task_views=1,
+        texts=(
+            "IN_PROGRESS",
+            "COMPLETED",
+            "Authorization Bearer token is required",
+            "RATE_LIMIT_EXCEEDED",
+            "App not found: no-such-endpoint",
+            "Model not allowed for this user",
+            "webhook not supported",
+            "SSE streaming not supported",
+            "Not Found",
+            "Runtime execution failed",
+            "Request not found",
+            "202",
+        ),
+    ),
+    "02_images": expect(
+        widgets=(*FORM,),
+        media=("image",),
+        task_views=3,
+        texts=("imgG-1.5-edit", "imgQ-edit-plus"),
+    ),
+    "03_imgm_prompts": expect(
+        widgets=("gw-task-view",),
+        media=("image",),
+        task_views=2,
+        texts=("imgM-v8.1-i2i", "imgM_pan", "imgM-inpaint"),
+    ),
+    "04_video": expect(
+        widgets=("gw-task-view",),
+        media=("video",),
+        task_views=4,
+        texts=("vidA-2-0-fast", "vidK-v3-turbo-t2v"),
+    ),
+    "05_speech": expect(
+        widgets=("gw-task-view",),
+        media=("audio",),
+        task_views=2,
+        texts=("speechM-02-turbo",),
+    ),
+    "06_assets_and_chains": expect(
+        widgets=("gw-task-view",),
+        media=("video",),
+        task_views=2,
+        texts=("Active", "face_id", "subject_id"),
+    ),
+    "07_prompt_tuning": expect(
+        widgets=("gw-sweep", "gw-board"),
+        media=("image",),
+        texts=("seed",),
+    ),
+    "08_errors_limits_costs": expect(
+        widgets=("gw-task-view",),
+        texts=("RateLimited", "Retry-After", "cancelled", "Runtime execution failed"),
+        task_views=2,
+    ),
+}
+
+NOTEBOOKS = jupyter_env.notebook_paths()
+
+
+def test_the_nine_notebooks_exist_and_each_has_expectations() -> None:
+    names = {p.stem for p in NOTEBOOKS}
+    assert names == set(EXPECTED), (
+        f"notebooks without expectations: {sorted(names - set(EXPECTED))}; "
+        f"expected notebooks missing: {sorted(set(EXPECTED) - names)}"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_notebook_is_clean(path: Path) -> None:
+    """Committed without outputs, execution counts or widget state, and with no key."""
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert jupyter_env.has_outputs(nb) == [], "strip outputs and execution counts"
+    assert "widgets" not in nb.metadata, "strip the saved widget state"
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+    text = path.read_text()
+    assert DEMO_KEY not in text, "use genwidgets._config.DEMO_KEY, never the literal key"
+    assert not re.search(r"(?i)bearer\s+[a-z0-9_-]{6,}", text), "a literal bearer token"
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(RUN_BUDGET_S + 60)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_top_to_bottom(path: Path, jupyter_kernel: str, tmp_path: Path) -> None:
+    want = EXPECTED[path.stem]
+    nb, elapsed = jupyter_env.execute(path, tmp_path, kernel_name=jupyter_kernel)
+
+    assert jupyter_env.error_outputs(nb) == []
+    assert elapsed < RUN_BUDGET_S, f"{path.name} took {elapsed:.0f} s"
+
+    state = jupyter_env.widget_state(nb)
+    shown = jupyter_env.widget_views(nb)
+    assert [m for m in shown if m not in state] == [], "displayed widgets missing from state"
+    assert want.widgets <= jupyter_env.widget_labels(state)
+
+    media = jupyter_env.media_kinds(nb)
+    assert want.media <= media["outputs"] | media["widgets"], media
+
+    views = jupyter_env.task_views(state)
+    assert len(views) >= want.task_views
+    assert [v for v in views if not v.terminal] == []
+
+    text = jupyter_env.output_text(nb)
+    assert "gw-placeholder" not in text, "a task's final outputs were never written"
+    assert [t for t in want.texts if t not in text] == []
+    assert DEMO_KEY not in text and DEMO_KEY not in json.dumps(state)

@@ -462,7 +462,8 @@ class AsyncClient:
         headers: Mapping[str, str] | None = None,
     ) -> Job:
         body = prepare_payload(endpoint, payload, validate=validate)
-        return await self._on_engine(self._sync._create(endpoint, body, headers))
+        row = self._sync._record_intent(endpoint, body)
+        return await self._on_engine(self._sync._create(endpoint, body, headers, row))
 
     async def job(self, endpoint: str, request_id: str) -> Job:
         return self._sync.job(endpoint, request_id)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
-from ..errors import GatewayError, RateLimited, ServerError, TaskTimeout
+from ..errors import GatewayError, RateLimited, RequestNotFound, ServerError, TaskTimeout
 from ..protocol.records import COMPLETED, Handle, Result, Status
 from .engine import Engine, wait_future
 from .polling import PollState, next_interval
@@ -46,12 +46,17 @@ class Recorder(Protocol):
 
     async def on_result(self, job: Job, result: Result) -> None: ...
 
+    def on_gone(self, job: Job, error: RequestNotFound) -> None: ...
+
 
 class _NoRecorder:
     def on_status(self, job: Job, status: Status) -> None:
         pass
 
     async def on_result(self, job: Job, result: Result) -> None:
+        pass
+
+    def on_gone(self, job: Job, error: RequestNotFound) -> None:
         pass
 
 
@@ -296,6 +301,7 @@ class Job:
 
     async def _watch(self) -> None:
         failures = 0
+        terminal: Status | None = None
         previous_position = self._handle.queue_position
         rng = self._gateway._rng
         assert self._wake is not None
@@ -318,12 +324,14 @@ class Job:
                 await asyncio.wait_for(self._wake.wait(), next_interval(state, rng))
             self._wake.clear()
             try:
-                status = await self._gateway.status(self._handle, retries=0)
-                self._apply_status(status)
-                if not status.done:
-                    failures = 0
-                    continue
-                result = await self._fetch_result(status)
+                if terminal is None:
+                    status = await self._gateway.status(self._handle, retries=0)
+                    self._apply_status(status)
+                    if not status.done:
+                        failures = 0
+                        continue
+                    terminal = status  # from now on only the result is left to fetch
+                result = await self._fetch_result(terminal)
             except RateLimited as exc:
                 if exc.retry_after is not None and exc.retry_after > self._gateway.gate.max_wait:
                     self._fail(exc)
@@ -336,6 +344,8 @@ class Job:
                     return
                 continue
             except GatewayError as exc:
+                if isinstance(exc, RequestNotFound):  # the gateway forgot it: final
+                    self._recorder.on_gone(self, exc)
                 self._fail(exc)
                 return
             except asyncio.CancelledError:

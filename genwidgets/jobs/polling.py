@@ -9,7 +9,8 @@ rate limits (replicate #32, #65). Ours adapts:
   1.5 s for the first minute (so a finished task is noticed within ~1.5 s),
   then the cap rises by 1 s a minute to 5 s for long tasks;
 - after failed polls: the backoff of the retry policy, whichever is longer;
-- ±10 % jitter so hundreds of jobs do not poll in lockstep.
+- up to 10 % jitter, downwards only (so the cap holds), so hundreds of jobs
+  do not poll in lockstep.
 
 Status requests this makes (no queue, no jitter): a 10 s task 9, a 60 s task
 42, a 5 min task 121 (``requests_for(seconds)`` computes it).
@@ -61,8 +62,7 @@ def next_interval(state: PollState, rng: random.Random | None = None) -> float:
     delay = base_interval(state)
     if state.failures:
         delay = max(delay, min(0.5 * 2 ** (state.failures - 1), 8.0))
-    jitter = 1 + JITTER * (2 * (rng or random).random() - 1)
-    return delay * jitter
+    return delay * (1 - JITTER * (rng or random).random())
 
 
 def requests_for(seconds: float) -> int:

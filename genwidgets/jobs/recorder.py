@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._config import redact
-from ..errors import GenwidgetsError
+from ..errors import GenwidgetsError, RequestNotFound
 from ..protocol.records import Result, Status
 from .downloads import download_outputs_async
 from .ledger import Ledger
@@ -45,6 +45,19 @@ class LedgerRecorder:
 
     def on_status(self, job: Job, status: Status) -> None:
         self._safely("a status", self.ledger.record_status, self.gateway, job.request_id, status)
+
+    def on_gone(self, job: Job, error: RequestNotFound) -> None:
+        """The gateway no longer knows the task: record it as ended, so ``resume()``
+        stops re-attaching it, with the error for the history."""
+        last = job.last_status.status if job.last_status else "UNKNOWN"
+        gone = Result(
+            status=last,
+            error=f"the gateway no longer knows this task: {error.message}",
+            error_type="request_not_found",
+            endpoint=job.endpoint,
+            request_id=job.request_id,
+        )
+        self._safely("a lost task", self.ledger.record_result, self.gateway, job.request_id, gone)
 
     async def on_result(self, job: Job, result: Result) -> None:
         self._safely("a result", self.ledger.record_result, self.gateway, job.request_id, result)

@@ -133,3 +133,15 @@ def test_ledger_can_be_turned_off(fake: FakeGateway, tmp_path: Path) -> None:
     assert client.ledger is None and client.history() == [] and res.outputs[0].path is None
     assert not (tmp_path / "home").exists()
     client.close()
+
+
+def test_a_task_the_gateway_forgot_is_recorded_as_ended(fake: FakeGateway) -> None:
+    client = make_client(fake)
+    job = client.job("ep", "forgotten-id")
+    with pytest.raises(gw.RequestNotFound):
+        job.result(timeout=10)
+    row = client.ledger.get(client.gateway_name, "forgotten-id")
+    assert row is not None and row.ok is False and row.error_type == "request_not_found"
+    assert client.ledger.unfinished(client.gateway_name) == []
+    assert client.resume() == []  # not re-attached again and again
+    client.close()

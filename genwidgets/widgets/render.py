@@ -12,7 +12,13 @@ gets the bytes*:
    local copy through the kernel into it (50 sweep videos) buys nothing.
    The display outputs (:func:`to_html`, :func:`to_mimebundle`) are the
    durable record and go on with rule 3.
-3. A ``data:`` URL, inline ``content`` (hex/base64/text) or a local copy
+3. Durable outputs of video and audio that have an ``http(s)`` URL go by URL
+   unless their bytes are tiny (:data:`DURABLE_EMBED_LIMITS`): ten videos
+   must not weigh megabytes in a saved notebook. A video gets a poster frame
+   (a small JPEG of its first frame, from the local copy) so the saved
+   notebook still shows what it was once the URL is gone, and the caption
+   names the local file the ledger kept.
+3b. A ``data:`` URL, inline ``content`` (hex/base64/text) or a local copy
    (:attr:`Output.path`, e.g. kept by the ledger after the URL stopped
    answering): by bytes, when they weigh at most :data:`EMBED_LIMIT` (10 MB).
    A local copy wins over the URL because a saved notebook should still show
@@ -45,6 +51,8 @@ defaults both to True) and always have controls.
 from __future__ import annotations
 
 import base64
+import functools
+import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -77,6 +85,9 @@ __all__ = [
 
 #: Bytes above which an output is not pushed through the kernel unless asked.
 EMBED_LIMIT = 10 * 1024 * 1024
+#: Rule 3: time-based media with an http(s) URL embedded in durable outputs only below these.
+DURABLE_EMBED_LIMITS = {"video": 16 * 1024, "audio": 256 * 1024}
+POSTER_SIDE = 240
 #: Characters of text/JSON shown before cutting (a huge log should not freeze a tab).
 TEXT_LIMIT = 200_000
 
@@ -165,6 +176,11 @@ def source_of(
         return Source("url", mime, url=url)
     local = _local_size(output.path)
     inline = _inline_size(output)
+    budget = DURABLE_EMBED_LIMITS.get(output.kind)
+    if kind == "http" and budget is not None:
+        size = local if local is not None else inline
+        if size is None or size > budget:
+            return Source("url", mime, url=url)
     if local is not None or inline is not None:
         size = local if local is not None else inline
         assert size is not None
@@ -202,10 +218,35 @@ def _file_name(output: Output) -> str:
 def _caption(output: Output) -> str:
     size = output.raw.get("file_size")
     size_text = f" · {_megabytes(size)}" if isinstance(size, int) and size > 0 else ""
+    saved = f" · saved at {esc(output.path)}" if _local_size(output.path) is not None else ""
     return (
         '<div class="gw-caption" style="color:#6b7280;font-size:0.85em">'
-        f"{esc(_file_name(output))} · {esc(output.content_type)}{size_text}</div>"
+        f"{esc(_file_name(output))} · {esc(output.content_type)}{size_text}{saved}</div>"
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _poster(path: str, mtime: float) -> str | None:
+    try:
+        import av
+        from PIL import Image
+
+        with av.open(path) as container:
+            frame = next(container.decode(video=0))
+            image: Image.Image = frame.to_image()
+    except Exception:  # no decoder, not a video, a broken file: no poster
+        return None
+    image.thumbnail((POSTER_SIDE, POSTER_SIDE))
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="JPEG", quality=60)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def poster_data_url(path: Path | None) -> str | None:
+    """A small JPEG of a local video's first frame, as a data URL (None if unavailable)."""
+    if path is None or _local_size(path) is None:
+        return None
+    return _poster(str(path), path.stat().st_mtime)
 
 
 def _unavailable_html(output: Output, note: str) -> str:
@@ -272,8 +313,13 @@ def to_html(
         if kind == "image":
             body = f'<img src="{src}" alt="{name}" style="max-width:100%;height:auto">'
         else:  # no autoplay, no loop (decision 4)
+            poster = (
+                poster_data_url(output.path) if kind == "video" and source.how == "url" else None
+            )
+            poster_attr = f' poster="{esc(poster)}"' if poster else ""
             body = (
-                f'<{kind} controls preload="metadata" src="{src}" style="max-width:100%"></{kind}>'
+                f'<{kind} controls preload="metadata" src="{src}"{poster_attr} '
+                f'style="max-width:100%"></{kind}>'
             )
     elif kind in {"json", "text"}:
         body = _content_html(output, source)

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import ipywidgets
+from ipywidgets.widgets.widget_string import HTMLStyle  # not exported at the top level
 
 from ._style import (
     COLOURS,
@@ -263,6 +264,33 @@ def _embedded(job: Job) -> bool:
     return bool(getattr(client, "embedded", False))
 
 
+_SHARED: dict[str, ipywidgets.Widget] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared_parts() -> dict[str, ipywidgets.Widget]:
+    """Layouts and styles shared by every task view of the kernel.
+
+    Each widget otherwise brings its own Layout and Style models, every trait
+    written out, into the saved widget state: about 1 KB each. Shared, they are
+    saved once per notebook. None of them is ever mutated; a view changes its
+    button's look by pointing it at another shared layout. Made on first use (in
+    the kernel) and again if something closed them.
+    """
+    with _SHARED_LOCK:
+        if not _SHARED or any(getattr(w, "comm", None) is None for w in _SHARED.values()):
+            _SHARED.update(
+                plain=ipywidgets.Layout(),
+                html=HTMLStyle(),
+                button=ipywidgets.Layout(width="auto"),
+                hidden=ipywidgets.Layout(display="none"),
+                button_style=ipywidgets.ButtonStyle(),
+                top=ipywidgets.Layout(justify_content="space-between", align_items="center"),
+                view=ipywidgets.Layout(max_width="720px"),
+            )
+        return _SHARED
+
+
 class TaskView(ipywidgets.VBox):
     """The live view of a job: coloured status word, queue position, elapsed
     time, an indeterminate bar, a Cancel button, the request_id, and on failure
@@ -281,36 +309,29 @@ class TaskView(ipywidgets.VBox):
         self._finished = False
         self._removers: list[Callable[[], Any]] = []
 
-        self.status_html = ipywidgets.HTML()
-        self.queue_html = ipywidgets.HTML()
-        self.elapsed_html = ipywidgets.HTML()
-        self.badge_html = ipywidgets.HTML(SIMULATED_BADGE if _embedded(job) else "")
-        self.bar_html = ipywidgets.HTML(layout=ipywidgets.Layout(width="100%"))
-        self.request_id_html = ipywidgets.HTML(
+        # Few widgets on purpose: every widget adds models (its own, a layout, a
+        # style) to the saved widget state. One line for status, queue, elapsed
+        # and badge; one block for bar, request_id and errors; the Cancel button.
+        self._badge = SIMULATED_BADGE if _embedded(job) else ""
+        self._request_id = (
             f'<span style="color:#6b7280">{esc(job.endpoint)}</span> '
             '<span style="color:#6b7280">request_id</span> '
             f'<code class="gw-request-id" style="user-select:all">{esc(job.request_id)}</code>'
         )
-        self.error_html = ipywidgets.HTML()
+        shared = _shared_parts()
+        self.line_html = ipywidgets.HTML(layout=shared["plain"], style=shared["html"])
+        self.detail_html = ipywidgets.HTML(layout=shared["plain"], style=shared["html"])
         self.cancel_button = ipywidgets.Button(
             description="Cancel",
             tooltip="ask the gateway to cancel this task",
             icon="stop",
-            layout=ipywidgets.Layout(width="auto"),
+            layout=shared["button"],
+            style=shared["button_style"],
         )
         self.cancel_button.on_click(self._on_cancel_click)
-        header = ipywidgets.HBox(
-            [self.status_html, self.queue_html, self.elapsed_html, self.badge_html],
-            layout=ipywidgets.Layout(align_items="center", grid_gap="12px"),
-        )
-        top = ipywidgets.HBox(
-            [header, self.cancel_button],
-            layout=ipywidgets.Layout(justify_content="space-between", align_items="center"),
-        )
-        kwargs.setdefault("layout", ipywidgets.Layout(max_width="720px"))
-        super().__init__(
-            children=[top, self.bar_html, self.request_id_html, self.error_html], **kwargs
-        )
+        top = ipywidgets.HBox([self.line_html, self.cancel_button], layout=shared["top"])
+        kwargs.setdefault("layout", shared["view"])
+        super().__init__(children=[top, self.detail_html], **kwargs)
         self.add_class("gw-task-view")
         self._throttle.request(force=True)
         if not job_look(job).terminal:
@@ -362,29 +383,29 @@ class TaskView(ipywidgets.VBox):
     def _write(self) -> None:
         job = self.job
         look = job_look(job)
-        self.status_html.value = status_badge(look)
         position = queue_position(job) if look.category == "queued" and not look.terminal else None
-        self.queue_html.value = (
+        queue = (
             f'<span class="gw-queue">queue position {esc(position)}</span>'
             if position is not None
             else ""
         )
-        self.elapsed_html.value = (
-            f'<span class="gw-elapsed">{esc(format_elapsed(job.elapsed))}</span>'
+        elapsed = f'<span class="gw-elapsed">{esc(format_elapsed(job.elapsed))}</span>'
+        self.line_html.value = (
+            '<div style="display:flex;gap:12px;align-items:center">'
+            f"{status_badge(look)}{queue}{elapsed}{self._badge}</div>"
         )
-        self.bar_html.value = progress_bar_html(look)
         errors = error_html(look)
         if self._cancel_error:
             errors += (
                 f'<div class="gw-error" style="color:{COLOURS["failed"]}">'
                 f"{esc(self._cancel_error)}</div>"
             )
-        self.error_html.value = errors
+        self.detail_html.value = f"{progress_bar_html(look)}<div>{self._request_id}</div>{errors}"
         button = self.cancel_button
         if look.terminal:
             button.disabled = True
             button.description = "cancelled" if look.cancelled else "finished"
-            button.layout.display = "none"
+            button.layout = _shared_parts()["hidden"]
         elif self._cancel_clicked or bool(getattr(job, "cancel_requested", False)):
             button.disabled = True
             button.description = "cancel requested"
@@ -486,6 +507,51 @@ class _FinalOutput:
             _guarded(self._remove)
         bundle = final_bundle(self.job)
         _guarded(lambda: as_current_request(lambda: self.write(bundle)))
+        _REPUBLISH.add(lambda: self.write(bundle))
+
+
+class _Republisher:
+    """Writes each final output once more at the end of the next cell.
+
+    The engine thread publishes a final output the moment the task ends. If that
+    moment falls between two cells, the message carries the label of a cell that
+    has already finished, and a headless runner (nbclient) drops it from the
+    saved notebook. IPython's ``post_run_cell`` runs on the main thread with the
+    label of the cell that just ran, so writing the same bundle again there
+    always lands. Writing it twice is harmless: the update is idempotent.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[Callable[[], Any]] = []
+        self._installed = False
+
+    def add(self, write: Callable[[], Any]) -> None:
+        with self._lock:
+            if not self._installed:
+                self._installed = self._install()
+            if self._installed:  # with no shell there is no next cell to write in
+                self._pending.append(write)
+
+    def _install(self) -> bool:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+        if shell is None:
+            return False
+        shell.events.register("post_run_cell", self.flush)
+        return True
+
+    def flush(self, *_args: Any) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for write in pending:
+            _guarded(write)
+
+
+_REPUBLISH = _Republisher()
 
 
 def display_job(job: Job) -> TaskView | str:
@@ -527,7 +593,10 @@ def display_job_into(job: Job, output: Any) -> TaskView:
             outputs[slot] = _display_data(bundle)
         else:  # the user cleared the area meanwhile
             outputs.append(_display_data(bundle))
-        output.outputs = tuple(outputs)
+        if tuple(outputs) == tuple(output.outputs):
+            output.send_state("outputs")  # a repeat write (see _Republisher) must still go out
+        else:
+            output.outputs = tuple(outputs)
 
     _FinalOutput(job, write).watch()
     return view

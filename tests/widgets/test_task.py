@@ -29,33 +29,33 @@ def _fast_ticker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         TICKER.remove(view)
 
 
-def settled(view: TaskView, text: str, widget: str = "status_html") -> bool:
+def settled(view: TaskView, text: str, widget: str = "line_html") -> bool:
     return wait_for(lambda: text in getattr(view, widget).value)
 
 
 def test_queued_running_done_with_colours_and_final_state() -> None:
     job = FakeJob(queue_position=7)
     view = TaskView(job)
-    assert "submitted" in view.status_html.value and GREY in view.status_html.value
-    assert "7" in view.queue_html.value  # the handle's position before the first poll
+    assert "submitted" in view.line_html.value and GREY in view.line_html.value
+    assert "7" in view.line_html.value  # the handle's position before the first poll
 
     on_thread(lambda: job.queue(3))
     assert settled(view, "queued")
-    assert GREY in view.status_html.value
-    assert settled(view, "queue position 3", "queue_html")
+    assert GREY in view.line_html.value
+    assert settled(view, "queue position 3", "line_html")
 
     on_thread(job.run)
     assert settled(view, "running")
-    assert BLUE in view.status_html.value
-    assert wait_for(lambda: view.queue_html.value == "")
-    assert "animation" in view.bar_html.value  # indeterminate while not terminal
+    assert BLUE in view.line_html.value
+    assert wait_for(lambda: "queue position" not in view.line_html.value)
+    assert "animation" in view.detail_html.value  # indeterminate while not terminal
     assert not view.cancel_button.disabled
 
     on_thread(lambda: job.finish([IMAGE_OUT]))
     # The terminal update is written at once, never deferred.
-    assert "done" in view.status_html.value and GREEN in view.status_html.value
-    assert "animation" not in view.bar_html.value
-    assert view.error_html.value == ""
+    assert "done" in view.line_html.value and GREEN in view.line_html.value
+    assert "animation" not in view.detail_html.value
+    assert "gw-error" not in view.detail_html.value
     assert view.cancel_button.disabled and view.cancel_button.layout.display == "none"
     assert job.update_callback_count == 0  # the view let go of the job
     assert view not in TICKER._live
@@ -66,21 +66,21 @@ def test_failure_shows_error_and_error_type_in_red() -> None:
     view = TaskView(job)
     job.run()
     job.finish(error="Runtime execution failed", error_type="runtime_error")
-    assert "failed" in view.status_html.value and RED in view.status_html.value
-    assert "Runtime execution failed" in view.error_html.value
-    assert "runtime_error" in view.error_html.value
-    assert f"color:{RED}" in view.error_html.value
+    assert "failed" in view.line_html.value and RED in view.line_html.value
+    assert "Runtime execution failed" in view.detail_html.value
+    assert "runtime_error" in view.detail_html.value
+    assert f"color:{RED}" in view.detail_html.value
 
 
 def test_failure_with_structured_error_and_hostile_text_is_escaped() -> None:
     job = FakeJob(request_id="<b>rid</b>")
     view = TaskView(job)
     job.finish(error={"detail": "<script>alert(1)</script>"}, error_type="<i>x</i>")
-    html = view.error_html.value
+    html = view.detail_html.value
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "<i>x</i>" not in html and "&lt;i&gt;x&lt;/i&gt;" in html
-    assert "<b>rid</b>" not in view.request_id_html.value
-    assert "&lt;b&gt;rid&lt;/b&gt;" in view.request_id_html.value
+    assert "<b>rid</b>" not in view.detail_html.value
+    assert "&lt;b&gt;rid&lt;/b&gt;" in view.detail_html.value
 
 
 def test_unknown_status_is_shown_verbatim_in_blue_and_escaped() -> None:
@@ -88,10 +88,10 @@ def test_unknown_status_is_shown_verbatim_in_blue_and_escaped() -> None:
     view = TaskView(job)
     job.set_status("WARMING_UP")
     assert settled(view, "WARMING_UP")
-    assert BLUE in view.status_html.value
+    assert BLUE in view.line_html.value
     job.set_status('<img src=x onerror="alert(1)">')
     assert settled(view, "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;")
-    assert "<img" not in view.status_html.value
+    assert "<img" not in view.line_html.value
     assert not view.cancel_button.disabled  # unknown names are not terminal
 
 
@@ -108,7 +108,7 @@ def test_cancel_click_calls_request_cancel_once_and_disables_the_button() -> Non
     assert settled(view, "running")
     assert view.cancel_button.description == "cancel requested"
     job.finish(error="cancelled by user", error_type="cancelled")
-    assert "cancelled" in view.status_html.value and RED in view.status_html.value
+    assert "cancelled" in view.line_html.value and RED in view.line_html.value
     assert view.cancel_button.description == "cancelled"
 
 
@@ -130,7 +130,7 @@ def test_a_failing_request_cancel_is_shown_not_raised() -> None:
     job.request_cancel = boom
     view = TaskView(job)
     view.cancel_button.click()
-    assert "cancel failed: engine stopped" in view.error_html.value
+    assert "cancel failed: engine stopped" in view.detail_html.value
 
 
 def test_throttle_coalesces_a_burst_and_always_shows_the_last_state() -> None:
@@ -148,10 +148,10 @@ def test_throttle_coalesces_a_burst_and_always_shows_the_last_state() -> None:
     during = view.writes - before
     # One write per 0.1 s window at most (a loaded machine may stretch the burst).
     assert during <= 2 + int(took / 0.1), (during, took)
-    assert settled(view, "queue position 1", "queue_html")
+    assert settled(view, "queue position 1", "line_html")
     assert view.writes - before <= 4
     on_thread(lambda: job.finish([IMAGE_OUT]))
-    assert "done" in view.status_html.value  # forced, no wait
+    assert "done" in view.line_html.value  # forced, no wait
 
 
 def test_throttle_writes_at_most_about_ten_times_a_second() -> None:
@@ -172,9 +172,9 @@ def test_elapsed_time_moves_on_the_shared_tick_and_the_ticker_stops_when_idle() 
     job = FakeJob(submitted_at=time.time() - 3)
     view = TaskView(job)
     job.run()
-    first = view.elapsed_html.value
+    first = view.line_html.value
     assert "3." in first
-    assert wait_for(lambda: view.elapsed_html.value != first)
+    assert wait_for(lambda: view.line_html.value != first)
     assert TICKER.running
     job.finish()
     assert wait_for(lambda: not TICKER.running)
@@ -191,7 +191,7 @@ def test_two_hundred_views_share_one_ticker_thread() -> None:
     for j in jobs:
         j.finish()
     assert TICKER.live_count == 0
-    assert all("done" in v.status_html.value for v in views)
+    assert all("done" in v.line_html.value for v in views)
     assert wait_for(lambda: not any(t.name == "genwidgets-ticker" for t in threading.enumerate()))
 
 
@@ -199,7 +199,7 @@ def test_view_of_a_finished_job_registers_nothing() -> None:
     job = FakeJob()
     job.finish([IMAGE_OUT])
     view = TaskView(job)
-    assert "done" in view.status_html.value
+    assert "done" in view.line_html.value
     assert job.update_callback_count == 0 and view not in TICKER._live
 
 
@@ -207,21 +207,21 @@ def test_job_that_ended_with_an_exception_shows_it() -> None:
     job = FakeJob()
     view = TaskView(job)
     job.crash(ConnectionError("gateway unreachable"))
-    assert "failed" in view.status_html.value
-    assert "gateway unreachable" in view.error_html.value
-    assert "ConnectionError" in view.error_html.value
+    assert "failed" in view.line_html.value
+    assert "gateway unreachable" in view.detail_html.value
+    assert "ConnectionError" in view.detail_html.value
 
 
 def test_simulated_badge_only_for_the_embedded_simulator() -> None:
-    assert "simulated" in TaskView(FakeJob(client=FakeClient(embedded=True))).badge_html.value
-    assert TaskView(FakeJob(client=FakeClient(embedded=False))).badge_html.value == ""
+    assert "simulated" in TaskView(FakeJob(client=FakeClient(embedded=True))).line_html.value
+    assert "simulated" not in TaskView(FakeJob(client=FakeClient(embedded=False))).line_html.value
 
 
 def test_request_id_is_selectable_text() -> None:
     job = FakeJob(request_id="abc-123")
     view = TaskView(job)
-    assert "user-select:all" in view.request_id_html.value
-    assert ">abc-123</code>" in view.request_id_html.value
+    assert "user-select:all" in view.detail_html.value
+    assert ">abc-123</code>" in view.detail_html.value
 
 
 # --- display_job ----------------------------------------------------------------
@@ -397,7 +397,7 @@ def test_real_job_view_reaches_done_and_holds_no_key(
     view = display_job(job)
     assert isinstance(view, TaskView)
     job.result(timeout=30)
-    assert wait_for(lambda: "done" in view.status_html.value)
+    assert wait_for(lambda: "done" in view.line_html.value)
     assert wait_for(lambda: len(recorder.handle.updates) == 1)
     html = recorder.handle.updates[0][0]["text/html"]
     # The ledger kept local copies before completion: the saved notebook holds the
@@ -444,8 +444,8 @@ def test_real_cancel_from_the_button(real_client: Any) -> None:
     assert view.cancel_button.disabled and view.cancel_button.description == "cancel requested"
     result = job.result(timeout=30)
     assert result.error_type == "cancelled"
-    assert wait_for(lambda: "cancelled" in view.status_html.value)
-    assert RED in view.status_html.value and "cancelled by user" in view.error_html.value
+    assert wait_for(lambda: "cancelled" in view.line_html.value)
+    assert RED in view.line_html.value and "cancelled by user" in view.detail_html.value
 
 
 @pytest.mark.timeout(60)
@@ -453,9 +453,9 @@ def test_real_runtime_failure_is_red_with_error_and_type(real_client: Any) -> No
     job = real_client.submit("imgM-v8.1-t2i", {"prompt": "a kite"}, headers={"X-Sim-Fault": "fail"})
     view = TaskView(job)
     job.result(timeout=30)
-    assert wait_for(lambda: "failed" in view.status_html.value)
-    assert "Runtime execution failed" in view.error_html.value
-    assert "runtime_error" in view.error_html.value
+    assert wait_for(lambda: "failed" in view.line_html.value)
+    assert "Runtime execution failed" in view.detail_html.value
+    assert "runtime_error" in view.detail_html.value
 
 
 # --- a real kernel: what a saved notebook keeps ------------------------------------------
@@ -526,3 +526,22 @@ def test_saved_notebook_keeps_final_status_and_outputs_as_display_data(
         dict(saved.metadata)
     )
     assert SECRET not in saved_outputs
+
+
+def test_final_output_is_written_again_at_the_end_of_the_next_cell() -> None:
+    # A task that ends between two cells sends its update with a finished cell's
+    # label; the post_run_cell hook writes it again with the next cell's label.
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from genwidgets.widgets import task as task_module
+
+    shell = InteractiveShell.instance()
+    republisher = task_module._Republisher()
+    writes: list[str] = []
+    republisher.add(lambda: writes.append("final"))
+    assert writes == [] and republisher._installed
+    shell.run_cell("1 + 1")  # the next cell: post_run_cell fires on the main thread
+    assert writes == ["final"]
+    shell.run_cell("2 + 2")
+    assert writes == ["final"]  # once, not on every later cell
+    shell.events.unregister("post_run_cell", republisher.flush)

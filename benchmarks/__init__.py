@@ -1,0 +1,1 @@
+"""Benchmarks of genwidgets against the simulator: ``python benchmarks/run.py [--quick]``."""

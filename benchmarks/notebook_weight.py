@@ -1,0 +1,158 @@
+"""Notebook weight: bytes a saved notebook gains per video result.
+
+Each variant is a small notebook executed with nbclient (``store_widget_state=True``,
+a kernel of this interpreter registered under a temporary prefix, every folder
+isolated) that submits ``videos`` short ``vidVq2-text2video`` tasks (720p, 5 s,
+``X-Sim-Duration: 1``) to the embedded simulator and shows them; the same
+notebook with zero videos is the baseline, so
+``bytes per video = (size(videos) - size(0)) / videos`` of the saved ``.ipynb``.
+
+Variants:
+
+- ``ours``: ``display(job)`` for each job (the task view), default ``gw.Client()``
+  (the ledger keeps a local copy of each output, so the final display output
+  can show the video by bytes even after the simulator's URL is gone).
+- ``ours_no_ledger`` (full run only): the same with ``gw.Client(ledger=False)``:
+  no local copy, so the display output refers to the video by URL.
+- ``embedded``: the peers' way, ``ipywidgets.Video(value=<the mp4 bytes>)`` per
+  result (bytes in widget state, base64).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+
+from . import _common as common
+
+ENDPOINT = "vidVq2-text2video"
+WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
+
+SETUP = """\
+import time
+import genwidgets as gw
+client = gw.Client({client_args})
+"""
+
+SUBMIT = """\
+jobs = [
+    client.submit({endpoint!r}, {{"prompt": f"a lighthouse at dusk, take {{i}}"}},
+                  headers={{"X-Sim-Duration": "1"}})
+    for i in range({videos})
+]
+"""
+
+SHOW_JOBS = """\
+for job in jobs:
+    display(job)
+"""
+
+WAIT = """\
+results = [job.result(timeout=180) for job in jobs]
+time.sleep(1.5)  # the views' last throttled writes land while this cell runs
+"""
+
+SHOW_EMBEDDED = """\
+import ipywidgets as W
+results = [job.result(timeout=180) for job in jobs]
+for result in results:
+    display(W.Video(value=result.outputs[0].read(), format="mp4", autoplay=False, loop=False))
+"""
+
+VARIANTS: dict[str, tuple[str, list[str]]] = {
+    "ours": ("", [SUBMIT, SHOW_JOBS, WAIT]),
+    "ours_no_ledger": ("ledger=False", [SUBMIT, SHOW_JOBS, WAIT]),
+    "embedded": ("", [SUBMIT, SHOW_EMBEDDED]),
+}
+
+
+def build_notebook(variant: str, videos: int) -> nbformat.NotebookNode:
+    client_args, cells = VARIANTS[variant]
+    notebook = nbformat.v4.new_notebook()
+    sources = [SETUP.format(client_args=client_args)]
+    sources += [c.format(endpoint=ENDPOINT, videos=videos) for c in cells]
+    notebook.cells = [nbformat.v4.new_code_cell(src) for src in sources]
+    return notebook
+
+
+def anatomy(path: Path) -> dict[str, int]:
+    """Where a saved notebook's bytes are: the file, widget state (and its models),
+    display outputs (everything in ``outputs`` except widget views)."""
+    notebook = json.loads(path.read_text())
+    state = notebook.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE_MIME, {})
+    outputs = [o for cell in notebook["cells"] for o in cell.get("outputs", [])]
+    return {
+        "file": path.stat().st_size,
+        "widget_state": len(json.dumps(state)),
+        "widget_models": len(state.get("state", {})),
+        "outputs": len(json.dumps(outputs)),
+    }
+
+
+def execute_and_save(variant: str, videos: int, workdir: Path) -> dict[str, int]:
+    """Execute one notebook in a fresh kernel and save it; its :func:`anatomy`."""
+    root = workdir / f"{variant}-{videos}"
+    root.mkdir(parents=True)
+    env = common.child_env(common.isolated_dirs(root))
+    kernels = common.install_kernel(root, env)
+    manager = KernelManager(
+        kernel_name=common.KERNEL_NAME,
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
+    )
+    notebook = build_notebook(variant, videos)
+    client = NotebookClient(
+        notebook,
+        km=manager,
+        timeout=300,
+        store_widget_state=True,
+        resources={"metadata": {"path": str(root)}},
+    )
+    client.execute(env=env, cwd=str(root))
+    path = root / "saved.ipynb"
+    nbformat.write(notebook, path)
+    return anatomy(path)
+
+
+def _per_video(
+    sizes: dict[tuple[str, int], dict[str, int]], variant: str, videos: int, key: str
+) -> float:
+    return round((sizes[(variant, videos)][key] - sizes[(variant, 0)][key]) / videos, 1)
+
+
+def run_notebook_weight(
+    videos: int = 10, variants: tuple[str, ...] = ("ours", "embedded", "ours_no_ledger")
+) -> dict[str, Any]:
+    """Saved bytes per video result, per variant (two notebooks executed at a time)."""
+    runs = [(variant, count) for variant in variants for count in (videos, 0)]
+    with (
+        tempfile.TemporaryDirectory(prefix="gw-bench-nb-") as tmp,
+        concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool,
+    ):
+        futures = {run: pool.submit(execute_and_save, run[0], run[1], Path(tmp)) for run in runs}
+        sizes = {run: future.result() for run, future in futures.items()}
+    per_variant = {
+        variant: {
+            "bytes_with_videos": sizes[(variant, videos)]["file"],
+            "bytes_without": sizes[(variant, 0)]["file"],
+            "bytes_per_video": round(_per_video(sizes, variant, videos, "file")),
+            "widget_state_bytes_per_video": _per_video(sizes, variant, videos, "widget_state"),
+            "widget_models_per_video": _per_video(sizes, variant, videos, "widget_models"),
+            "output_bytes_per_video": _per_video(sizes, variant, videos, "outputs"),
+        }
+        for variant in variants
+    }
+    return {
+        "videos": videos,
+        "endpoint": ENDPOINT,
+        "variants": per_variant,
+        "nb_bytes_per_video": per_variant["ours"]["bytes_per_video"],
+        "nb_bytes_per_video_embedded": per_variant["embedded"]["bytes_per_video"],
+    }

@@ -1,0 +1,158 @@
+"""The benchmarks run end to end in a tiny mode and report the agreed shape.
+
+No speed is asserted here: figures are not tests (issue 9). What is checked is
+that every measurement runs against real simulators, kernels and notebooks,
+that the counts agree where two sources count the same thing, and that
+``benchmarks/run.py`` writes its report and ends with the JSON line whose keys
+are the contract.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks import polling, run  # noqa: E402
+
+TINY = run.Plan(
+    task_set=polling.TaskSet(count=5, median_s=1.0, sigma=0.2, cap_s=2.0, seed=3),
+    polling_groups=(polling.SCHEDULES,),
+    polling_max_live={"fixed 0.1 s": 2},
+    kernel_jobs=20,
+    kernel_samples=5,
+    import_runs=1,
+    form_runs=1,
+    videos=1,
+    nb_variants=("ours", "embedded"),
+    sim_requests=200,
+)
+
+HEADLINE_TYPES: dict[str, type | tuple[type, ...]] = {
+    "requests_ratio_vs_0_1s": float,
+    "requests_ratio_vs_0_5s": float,
+    "requests_ratio_vs_1s": float,
+    "p95_notice_s": float,
+    "p95_notice_s_0_5s": float,
+    "exec_p95_added_ms": float,
+    "import_ms": float,
+    "imports_ipywidgets": bool,
+    "form_build_ms_max": float,
+    "nb_bytes_per_video": int,
+    "nb_bytes_per_video_embedded": int,
+    "sim_status_rps": float,
+}
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, Any]:
+    logged: list[str] = []
+    out = run.measure(TINY, logged.append)
+    assert any("polling done" in line for line in logged)
+    return out
+
+
+@pytest.mark.timeout(120)
+def test_polling_counts_agree_and_every_task_is_noticed(results: dict[str, Any]) -> None:
+    p = results["polling"]
+    assert set(p["schedules"]) == set(polling.SCHEDULES)
+    for name, s in p["schedules"].items():
+        assert s["tasks"] == TINY.task_set.count
+        assert s["max_live_tasks"] == TINY.polling_max_live.get(name, TINY.task_set.count)
+        assert s["notices_measured"] == TINY.task_set.count, name
+        # The simulator and the client count the same status requests.
+        assert s["status_requests_per_task"] == s["client_status_requests_per_task"], name
+        assert s["status_requests_per_task"] >= 1
+        assert s["result_requests_per_task"] >= 1
+        assert 0 <= s["notice_s"]["p50"] <= s["notice_s"]["p95"] <= s["notice_s"]["max"]
+    fast = p["schedules"]["fixed 0.1 s"]
+    assert (
+        fast["status_requests_per_task"] > p["schedules"]["fixed 1 s"]["status_requests_per_task"]
+    )
+    ours = p["schedules"][polling.OURS]["status_requests_per_task"]
+    assert p["requests_ratio_vs_0_1s"] == pytest.approx(
+        fast["status_requests_per_task"] / ours, rel=1e-2
+    )
+
+
+@pytest.mark.timeout(120)
+def test_kernel_jobs_stay_live_for_the_measurement(results: dict[str, Any]) -> None:
+    k = results["kernel"]
+    assert k["jobs_polled"] == TINY.kernel_jobs
+    assert k["jobs_live_after"] == TINY.kernel_jobs
+    assert k["idle_ms"]["p50"] > 0 and k["busy_ms"]["p50"] > 0
+    assert k["exec_p95_added_ms"] == pytest.approx(
+        k["busy_ms"]["p95"] - k["idle_ms"]["p95"], abs=0.02
+    )
+
+
+@pytest.mark.timeout(120)
+def test_startup_times_every_documented_form(results: dict[str, Any]) -> None:
+    s = results["startup"]
+    assert s["forms"] == 20 and len(s["form_build_ms"]) == 20
+    assert s["form_build_ms_max"] == max(s["form_build_ms"].values())
+    assert s["form_slowest"] in s["form_build_ms"]
+    assert s["import_ms"] > 0
+    assert any(m["module"] == "genwidgets" for m in s["slowest_imports"])
+
+
+@pytest.mark.timeout(120)
+def test_notebook_weight_compares_with_and_without_videos(results: dict[str, Any]) -> None:
+    nb = results["notebook_weight"]
+    for name, v in nb["variants"].items():
+        assert v["bytes_with_videos"] > v["bytes_without"], name
+        assert v["bytes_per_video"] == round(
+            (v["bytes_with_videos"] - v["bytes_without"]) / TINY.videos
+        )
+    # The peers' way puts the video in widget state; ours puts a task view there.
+    assert nb["variants"]["embedded"]["widget_state_bytes_per_video"] > 10_000
+    assert nb["variants"]["ours"]["widget_models_per_video"] >= 1
+
+
+@pytest.mark.timeout(120)
+def test_simulator_throughput_answers_every_request(results: dict[str, Any]) -> None:
+    sim = results["simulator"]
+    assert sim["requests"] == sim["ok"] == TINY.sim_requests
+    assert sim["sim_status_rps"] > 0
+
+
+@pytest.mark.timeout(120)
+def test_headline_has_exactly_the_agreed_keys_and_types(results: dict[str, Any]) -> None:
+    line = run.headline(results)
+    assert tuple(line) == run.JSON_KEYS
+    assert set(line) == set(HEADLINE_TYPES)
+    for key, kind in HEADLINE_TYPES.items():
+        value = line[key]
+        assert isinstance(value, kind) and not (kind is int and isinstance(value, bool)), key
+        if isinstance(value, float):
+            assert math.isfinite(value), key
+
+
+@pytest.mark.timeout(120)
+def test_main_writes_the_report_and_ends_with_the_json_line(
+    results: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(run, "measure", lambda plan, log: json.loads(json.dumps(results)))
+    output = tmp_path / "RESULTS.md"
+    assert run.main(["--quick", "--output", str(output)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert tuple(json.loads(last)) == run.JSON_KEYS
+    text = output.read_text()
+    assert "python benchmarks/run.py --quick" in text
+    assert "nproc" not in text and "CPUs" in text and "Python " in text
+    for goal in run.GOALS:
+        assert goal.name in text
+        if not goal.met(results):
+            assert f"Missed: {goal.name}." in text
+    assert last in text

@@ -326,7 +326,7 @@ class Client:
             Output(
                 content_type=o.get("content_type") or "application/octet-stream",
                 url=o.get("url"),
-                raw=o,
+                raw={**o, "from_ledger": True},
                 path=Path(o["path"]) if o.get("path") else None,
                 index=int(o.get("index", i)),
                 _fetch=job._fetch_bytes,

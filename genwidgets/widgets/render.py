@@ -7,7 +7,9 @@ gets the bytes*:
 
 1. ``embed=True``: the bytes, read through :meth:`Output.read` (may download).
 2. Live widgets (:func:`render`, the board's and sweep's cards) use an
-   ``http(s)`` URL first when there is one: the browser can reach it now, and
+   ``http(s)`` URL first when there is one (except for outputs restored from
+   the ledger that have a local copy: their URLs have likely stopped
+   answering, so the copy is used): the browser can reach it now, and
    widget state is live state only (DESIGN decision 3), so pushing every
    local copy through the kernel into it (50 sweep videos) buys nothing.
    The display outputs (:func:`to_html`, :func:`to_mimebundle`) are the
@@ -172,12 +174,15 @@ def source_of(
 
     if embed:
         return read()
-    if prefer_url and kind == "http" and output.kind in MEDIA_KINDS:
-        return Source("url", mime, url=url)
     local = _local_size(output.path)
+    # From the ledger (a past session): its URL has likely stopped answering
+    # (gateway URLs expire; the embedded simulator's died with its kernel).
+    stale = bool(output.raw.get("from_ledger")) and local is not None
+    if prefer_url and kind == "http" and output.kind in MEDIA_KINDS and not stale:
+        return Source("url", mime, url=url)
     inline = _inline_size(output)
     budget = DURABLE_EMBED_LIMITS.get(output.kind)
-    if kind == "http" and budget is not None:
+    if kind == "http" and budget is not None and not stale:
         size = local if local is not None else inline
         if size is None or size > budget:
             return Source("url", mime, url=url)

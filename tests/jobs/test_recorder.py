@@ -95,6 +95,7 @@ def test_history_after_a_restart_shows_results_without_polling(fake: FakeGateway
     job = history[0]
     assert job.done() and job.result(timeout=1).ok
     assert job.result().outputs[0].path is not None
+    assert job.result().outputs[0].raw["from_ledger"] is True  # renderers prefer the file
     assert job.result().outputs[0].read() == b"file:/files/tok/a.jpg"
     assert fake.count("status") == before  # nothing asked of the gateway
     assert later.history(status="failed") == []

@@ -366,3 +366,20 @@ def test_real_outputs_render_by_content_type(
                 assert bytes(embedded.value).startswith(magic)
     finally:
         client.close()
+
+
+def test_outputs_from_the_ledger_use_their_local_copy(tmp_path: Path) -> None:
+    # after a restart the URL has likely stopped answering (the embedded
+    # simulator died with its kernel): the renderers use the saved file instead
+    saved = tmp_path / "0.mp4"
+    saved.write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"x" * 64)
+    fresh = out("video/mp4", "http://127.0.0.1:9/files/t/0.mp4")
+    fresh.path = saved
+    restored = out("video/mp4", "http://127.0.0.1:9/files/t/0.mp4", from_ledger=True)
+    restored.path = saved
+    assert render(fresh).format == "url"  # this session: the browser fetches the URL
+    widget = render(restored)
+    assert widget.format != "url" and bytes(widget.value) == saved.read_bytes()
+    assert "base64," in to_html(restored) and 'src="http' not in to_html(restored)
+    gone = out("video/mp4", "http://127.0.0.1:9/files/t/0.mp4", from_ledger=True)
+    assert render(gone).format == "url"  # no local copy: the URL is all there is

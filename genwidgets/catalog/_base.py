@@ -367,6 +367,47 @@ def _pydantic_errors(exc: ValidationError) -> list[dict[str, Any]]:
     return out
 
 
+_JSON_SCALARS = (str, int, float, bool, type(None))
+MAX_DEPTH = 64
+
+
+def _non_json(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Where the payload holds something JSON cannot carry (it is sent as JSON)."""
+    problems: list[dict[str, Any]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), payload)]
+    while stack and len(problems) < 20:
+        loc, value = stack.pop()
+        if isinstance(value, _JSON_SCALARS):
+            continue
+        if len(loc) > MAX_DEPTH:
+            problems.append({"loc": loc, "msg": f"nested deeper than {MAX_DEPTH} levels"})
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    problems.append(
+                        {"loc": loc, "msg": f"keys must be strings, not {type(key).__name__}"}
+                    )
+                else:
+                    stack.append(((*loc, key), item))
+        elif isinstance(value, list | tuple):
+            stack.extend(((*loc, i), item) for i, item in enumerate(value))
+        else:
+            hint = (
+                "; turn files, bytes and images into what the field wants with "
+                "gw.media.encode(source, endpoint, field)"
+                if isinstance(value, bytes | bytearray | memoryview) or hasattr(value, "save")
+                else ""
+            )
+            problems.append(
+                {
+                    "loc": loc,
+                    "msg": f"a {type(value).__name__} is not JSON data (allowed: strings, "
+                    f"numbers, booleans, null, lists and objects){hint}",
+                }
+            )
+    return problems
+
+
 def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     """Check ``payload`` against the endpoint's model; raise :class:`PayloadError`
     listing every problem. Unknown fields pass with an :class:`UnknownFieldWarning`
@@ -377,6 +418,9 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
             [{"loc": (), "msg": f"a payload is a dict of fields, not {type(payload).__name__}"}],
             endpoint=endpoint_id,
         )
+    not_json = _non_json(payload)
+    if not_json:  # before the model: pydantic would iterate a huge range, a generator...
+        raise PayloadError(not_json, endpoint=endpoint_id)
     hooks = webhook_fields(payload)
     errors = [
         {"loc": (k,), "msg": "webhook not supported: the service delivers no webhooks; poll"}

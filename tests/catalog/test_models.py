@@ -454,3 +454,21 @@ def test_endpoint_descriptions_are_one_plain_sentence() -> None:
         text = spec.description
         assert text and "``" not in text and "\n" not in text, spec.id
         assert text.endswith(".") and ". " not in text, (spec.id, text)
+
+
+@pytest.mark.parametrize(
+    ("payload", "where", "says"),
+    [
+        ({"prompt": range(10**18)}, ("prompt",), "a range is not JSON data"),
+        ({"prompt": "x", "images": [b"\x89PNG"]}, ("images", 0), "gw.media.encode"),
+        ({"prompt": "x", "meta": {1: "a"}}, ("meta",), "keys must be strings"),
+        ({"prompt": {"a", "b"}}, ("prompt",), "a set is not JSON data"),
+    ],
+)
+def test_values_json_cannot_carry_are_refused_before_validation(
+    payload: dict[str, Any], where: tuple[Any, ...], says: str
+) -> None:
+    # sent as JSON: anything else is refused at once (and a huge range is never iterated)
+    with pytest.raises(PayloadError) as info:
+        catalog.validate("vidVq2-text2video", payload)
+    assert info.value.errors[0]["loc"] == where and says in info.value.errors[0]["msg"]

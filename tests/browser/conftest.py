@@ -10,7 +10,6 @@ it when it can), and they say so loudly.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import secrets
@@ -24,10 +23,10 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
+import jupyter_env  # tests/jupyter_env.py (tests/ is on pytest's pythonpath)
 import pytest
 
 CHROMIUM = Path(os.environ.get("GENWIDGETS_CHROMIUM", "/usr/bin/chromium"))
@@ -40,24 +39,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--autoplay-policy=user-gesture-required",
 ]
-HELPER_MODULE = "genwidgets_test_jupyter_env"
 SERVER_START_TIMEOUT_S = 60.0
-
-
-def _load_jupyter_env() -> ModuleType:
-    """The notebook tests' helper, loaded by path under a fixed module name."""
-    if HELPER_MODULE in sys.modules:
-        return sys.modules[HELPER_MODULE]
-    path = Path(__file__).resolve().parents[1] / "notebooks" / "jupyter_env.py"
-    spec = importlib.util.spec_from_file_location(HELPER_MODULE, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-jupyter_env = _load_jupyter_env()
 
 
 def require_chromium() -> Path:

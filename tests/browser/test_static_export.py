@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import genwidgets_test_jupyter_env as jupyter_env  # registered by conftest.py
+import jupyter_env  # tests/jupyter_env.py (tests/ is on pytest's pythonpath)
 import pytest
 
 pytestmark = pytest.mark.browser

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import genwidgets_test_jupyter_env as jupyter_env  # registered by conftest.py
+import jupyter_env  # tests/jupyter_env.py (tests/ is on pytest's pythonpath)
 import nbformat
 import pytest
 

@@ -9,22 +9,17 @@ DEBUG logs of genwidgets/httpx/httpcore, the ledger and the downloaded outputs.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import os
 import secrets
-import sys
 from pathlib import Path
-from types import ModuleType
 
+import jupyter_env  # tests/jupyter_env.py (tests/ is on pytest's pythonpath)
 import nbformat
 import pytest
 
 from genwidgets.simulator import SimConfig, SimulatorServer
 
 pytestmark = [pytest.mark.reliability, pytest.mark.notebook]
-
-#: The notebook tests' helper, shared by path (test folders are not packages).
-HELPER_MODULE = "genwidgets_test_jupyter_env"
 
 CELLS = [
     """\
@@ -63,18 +58,6 @@ print(other, other.run("asset-get", {"Id": "asset-demo"}, timeout=60).ok)""",
 ]
 
 
-def _jupyter_env() -> ModuleType:
-    if HELPER_MODULE in sys.modules:
-        return sys.modules[HELPER_MODULE]
-    path = Path(__file__).resolve().parents[1] / "notebooks" / "jupyter_env.py"
-    spec = importlib.util.spec_from_file_location(HELPER_MODULE, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def _files_holding(root: Path, needles: list[bytes]) -> list[str]:
     return sorted(
         str(path.relative_to(root))
@@ -85,7 +68,6 @@ def _files_holding(root: Path, needles: list[bytes]) -> list[str]:
 
 @pytest.mark.timeout(180)
 def test_a_saved_notebook_and_genwidgets_home_never_hold_the_key(tmp_path: Path) -> None:
-    jupyter_env = _jupyter_env()
     key = f"rel-secret-{secrets.token_hex(16)}"
     needles = [key.encode(), base64.b64encode(key.encode()), key.encode().hex().encode()]
     source = tmp_path / "keyed.ipynb"

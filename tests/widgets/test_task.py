@@ -461,31 +461,14 @@ def test_real_runtime_failure_is_red_with_error_and_type(real_client: Any) -> No
 # --- a real kernel: what a saved notebook keeps ------------------------------------------
 
 
-def _jupyter_env() -> Any:
-    """The notebook tests' helper, loaded by path under the name they register it with."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    name = "genwidgets_test_jupyter_env"
-    if name not in sys.modules:
-        path = Path(__file__).parents[1] / "notebooks" / "jupyter_env.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 @pytest.mark.notebook
 @pytest.mark.timeout(180)
 def test_saved_notebook_keeps_final_status_and_outputs_as_display_data(
     make_simulator: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import jupyter_env as env_helper  # tests/jupyter_env.py (on pytest's pythonpath)
     import nbformat
 
-    env_helper = _jupyter_env()
     sim = make_simulator(keys=(SECRET,))
     root = tmp_path / "jupyter"
     env = env_helper.isolated_environ(root)

@@ -25,7 +25,7 @@ from typing import Any
 
 import nbformat
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 KERNEL_NAME = "genwidgets-test"
 KERNEL_DISPLAY_NAME = "genwidgets (test)"

@@ -32,9 +32,10 @@ from .errors import (
     WebhookNotSupported,
 )
 from .jobs import job as job_module
-from .jobs.engine import get_engine
+from .jobs.engine import StatusBudget, get_engine
 from .jobs.job import Job, Recorder
 from .jobs.ledger import Ledger, LedgerError, LedgerRow
+from .jobs.polling import Schedule
 from .jobs.recorder import LedgerRecorder
 from .protocol.http import Gateway
 from .protocol.records import Handle, Output, Result
@@ -134,7 +135,10 @@ class Client:
 
     ``timeout`` bounds each HTTP request (connect at most 10 s); ``max_retries``
     bounds retries of one operation. Nothing is sent at construction except
-    starting the embedded simulator when it is the gateway.
+    starting the embedded simulator when it is the gateway. ``notice_target``: the
+    p95 delay (seconds) between a task's end and our noticing it, which the polling
+    schedule aims for; ``max_status_rate``: status requests per second this client
+    never exceeds, however many jobs are live (see ``genwidgets.jobs.polling``).
     """
 
     def __init__(
@@ -150,6 +154,8 @@ class Client:
         transport: httpx.AsyncBaseTransport | None = None,
         ledger: bool | Ledger = True,
         download: bool = True,
+        notice_target: float = 1.5,
+        max_status_rate: float = 50,
     ) -> None:
         settings = _config.resolve(base_url, api_key)
         self.embedded = settings.embedded
@@ -181,6 +187,10 @@ class Client:
             LedgerRecorder(self.ledger, self.gateway_name, download=download)
             if self.ledger is not None
             else None
+        )
+        budget = StatusBudget(max_status_rate, hold=lambda: self._gateway.gate.remaining)
+        self._schedule = Schedule(
+            notice_target, budget=budget, ledger=self.ledger, gateway=self.gateway_name
         )
         self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
         self._gateway: Gateway = self._engine.run(
@@ -421,6 +431,7 @@ class Client:
             payload=payload,
             submitted_at=submitted_at,
             recorder=self._recorder,
+            schedule=self._schedule,
         )
         self._jobs[(handle.endpoint, handle.request_id)] = job
         job._start()

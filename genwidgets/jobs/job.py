@@ -24,7 +24,7 @@ import httpx
 from ..errors import GatewayError, RateLimited, RequestNotFound, ServerError, TaskTimeout
 from ..protocol.records import COMPLETED, Handle, Result, Status
 from .engine import Engine, wait_future
-from .polling import PollState, next_interval
+from .polling import Schedule
 
 if TYPE_CHECKING:
     from ..protocol.http import Gateway
@@ -77,6 +77,7 @@ class Job:
         payload: Mapping[str, Any] | None = None,
         submitted_at: float | None = None,
         recorder: Recorder | None = None,
+        schedule: Schedule | None = None,
     ) -> None:
         self._handle = handle
         self.client = client
@@ -96,6 +97,9 @@ class Job:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Future[None] | None = None
         self._running_since: float | None = None
+        self._timing = (schedule or Schedule()).track(
+            handle.endpoint, self.payload, handle.queue_position
+        )
 
     # -- identity -----------------------------------------------------------
     endpoint = property(lambda self: self._handle.endpoint)
@@ -113,6 +117,12 @@ class Job:
         if self.last_status is not None:
             return self.last_status.queue_position
         return self._handle.queue_position
+
+    @property
+    def expected_finish(self) -> float | None:
+        """Seconds until the task is expected to finish, or None when unknown (no
+        confident run-time model, queued, past the model's range, or done)."""
+        return self._timing.expected_finish()
 
     @property
     def elapsed(self) -> float:
@@ -229,6 +239,7 @@ class Job:
         if status.status.upper() != "IN_QUEUE" and self._running_since is None:
             self._running_since = time.monotonic()
         self.last_status = status
+        self._timing.saw(status.status, status.queue_position, status.done)
         if (
             previous is None
             or previous.status != status.status
@@ -242,6 +253,7 @@ class Job:
             return
         self.finished_at = finished_at or time.time()
         self.last_result = result
+        self._timing.done(result.ok)
         self._notify()
         self._future.set_result(result)
 
@@ -253,6 +265,7 @@ class Job:
         if self._future.done():
             return
         self.finished_at = time.time()
+        self._timing.done(False)
         self._notify()
         self._future.set_exception(exc)
 
@@ -264,6 +277,7 @@ class Job:
         return self._engine.run(self._gateway.fetch(url))
 
     async def _status_now(self) -> Status:
+        await self._timing.before_status(urgent=True)
         status = await self._gateway.status(self._handle)
         self._apply_status(status)
         if status.done and self._wake is not None:
@@ -302,29 +316,15 @@ class Job:
     async def _watch(self) -> None:
         failures = 0
         terminal: Status | None = None
-        previous_position = self._handle.queue_position
         rng = self._gateway._rng
         assert self._wake is not None
         while not self._future.done():
-            position = self.queue_position
-            state = PollState(
-                running_for=time.monotonic() - self._running_since
-                if self._running_since is not None
-                else 0.0,
-                queue_position=position if self._running_since is None else None,
-                position_fell=(
-                    position is not None
-                    and previous_position is not None
-                    and position < previous_position
-                ),
-                failures=failures,
-            )
-            previous_position = position
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), next_interval(state, rng))
+                await asyncio.wait_for(self._wake.wait(), self._timing.next_delay(failures, rng))
             self._wake.clear()
             try:
                 if terminal is None:
+                    await self._timing.before_status()
                     status = await self._gateway.status(self._handle, retries=0)
                     self._apply_status(status)
                     if not status.done:

@@ -861,3 +861,13 @@ class Ledger:
         """A row by its id (as returned by :meth:`record_intent`)."""
         found = self._read(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (row_id,))
         return self._row(found[0]) if found else None
+
+    def run_times(self, gateway: str, endpoint: str, *, limit: int = 500) -> list[tuple[Any, ...]]:
+        """``(request_id, endpoint, payload, handle_at, finished_at, ok)`` of finished
+        tasks, newest first, unparsed: the run-time model checks (and skips) each row."""
+        return self._read(
+            "SELECT request_id, endpoint, payload, handle_at, finished_at, ok FROM tasks "
+            "WHERE gateway = ? AND endpoint = ? AND state = ? AND finished_at IS NOT NULL "
+            "ORDER BY id DESC LIMIT ?",
+            (gateway, endpoint, FINISHED, int(limit)),
+        )

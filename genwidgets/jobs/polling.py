@@ -14,12 +14,53 @@ rate limits (replicate #32, #65). Ours adapts:
 
 Status requests this makes (no queue, no jitter): a 10 s task 9, a 60 s task
 42, a 5 min task 121 (``requests_for(seconds)`` computes it).
+
+With history (:mod:`genwidgets.jobs.runtime`): once about 20 tasks of the same
+endpoint and billed payload have been seen, a :class:`Schedule` plans the
+running phase from their run-time distribution, so that P(notice > target) ≤ 5 %
+(``Client(notice_target=1.5)``) with as few requests as possible: sparse where
+the task almost surely still runs, every ``target`` seconds where it is likely
+to finish (:func:`genwidgets.jobs.runtime.plan_polls`). Fewer observations, a
+model just widened by a gateway change, or a task older than the model's range
+(its 99.5 % quantile): the adaptive schedule above, from the task's age. The
+queued phase is always the adaptive one (queue position shapes it).
+
+The result address is *not* polled instead of the status address while a task
+runs, although a 202 there would save the final status request (one request per
+task): the spec makes ``status`` the sole indicator of a terminal task, leaves
+the 202 body and the non-terminal and failure state names undocumented, and
+puts the queue position only on the status; polling the result address would
+freeze the task view's status word (and miss a failure state the result
+address may answer with an error), and would slip those polls past the client's
+status budget.
+
+Every status request of a client first takes a slot of its
+:class:`~genwidgets.jobs.engine.StatusBudget` (``max_status_rate`` per second):
+with many live jobs their intervals stretch, the jobs nearest their expected
+finish first.
 """
 
 from __future__ import annotations
 
+import collections
+import heapq
+import logging
+import math
 import random
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import runtime
+from .runtime import Key, Observation, Plan, RunTimeModel
+
+if TYPE_CHECKING:
+    from .engine import StatusBudget
+    from .ledger import Ledger
+
+log = logging.getLogger("genwidgets")
 
 FIRST = 0.5
 GROWTH = 0.5
@@ -40,12 +81,13 @@ class PollState:
     queue_position: int | None = None
     position_fell: bool = False
     failures: int = 0
+    early_cap: float = EARLY_CAP  # the notice target
 
 
-def cap_at(running_for: float) -> float:
+def cap_at(running_for: float, early_cap: float = EARLY_CAP) -> float:
     if running_for < KNEE:
-        return EARLY_CAP
-    return min(LATE_CAP, EARLY_CAP + (running_for - KNEE) / RAMP)
+        return early_cap
+    return max(early_cap, min(LATE_CAP, early_cap + (running_for - KNEE) / RAMP))
 
 
 def base_interval(state: PollState) -> float:
@@ -55,7 +97,8 @@ def base_interval(state: PollState) -> float:
             delay = min(delay, 1.0)
         return delay
     age = max(0.0, state.running_for)
-    return max(FIRST, min(cap_at(age), FIRST + GROWTH * age))
+    first = min(FIRST, state.early_cap)
+    return max(first, min(cap_at(age, state.early_cap), first + GROWTH * age))
 
 
 def next_interval(state: PollState, rng: random.Random | None = None) -> float:
@@ -72,3 +115,364 @@ def requests_for(seconds: float) -> int:
         t += base_interval(PollState(running_for=t))
         n += 1
     return n
+
+
+# --------------------------------------------------------------------------- with history
+
+#: a planned poll closer than this share of the target to the last one is skipped
+MIN_GAP_SHARE = 0.25
+#: a key's plan is recomputed at most this often (seconds), unless its model widened
+REPLAN_AFTER_S = 5.0
+#: finished rows read from the ledger per endpoint when its first job starts
+LEDGER_ROWS = 500
+#: budget priority of a job whose finish the model cannot tell (seconds)
+UNKNOWN_FINISH_S = 60.0
+#: a job older than this (no plan yet) stops holding back the observations of
+#: jobs that started after it (see ``Schedule._release``)
+COLD_HOLD_S = 600.0
+
+
+def adaptive_notice_delay(seconds: float) -> float:
+    """The expected notice delay of the adaptive schedule for a task of ``seconds``:
+    half the interval in use then (used to correct times read from the ledger)."""
+    return base_interval(PollState(running_for=seconds)) / 2
+
+
+class Schedule:
+    """One client's polling: run-time models per key, their plans, the status budget.
+
+    Lives on the engine thread (every method is called there), so it needs no lock.
+    """
+
+    def __init__(
+        self,
+        notice_target: float = EARLY_CAP,
+        *,
+        budget: StatusBudget | None = None,
+        ledger: Ledger | None = None,
+        gateway: str = "",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if isinstance(notice_target, bool) or not isinstance(notice_target, (int, float)):
+            raise TypeError(f"notice_target must be a number of seconds, not {notice_target!r}")
+        if not (math.isfinite(notice_target) and 0.2 <= notice_target <= 600):
+            raise ValueError(
+                f"notice_target must be between 0.2 and 600 seconds, not {notice_target!r}"
+            )
+        self.notice_target = float(notice_target)
+        self.budget = budget
+        self.clock = clock
+        self._ledger = ledger
+        self._gateway = gateway
+        self.models: dict[Key, RunTimeModel] = {}
+        self._plans: dict[Key, tuple[int, float, Plan, int]] = {}
+        self._billed: dict[str, tuple[str, ...]] = {}
+        self._seeded: set[str] = set()
+        self._cohorts: dict[Key, collections.OrderedDict[int, Timing]] = {}
+        self._due: list[tuple[float, int, Key, float]] = []
+        self._seq = 0
+
+    def __repr__(self) -> str:
+        return f"<Schedule notice_target={self.notice_target:g} s, {len(self.models)} models>"
+
+    # ------------------------------------------------------------------ keys and models
+
+    def billed_fields(self, endpoint: str) -> tuple[str, ...]:
+        """Wire names of the endpoint's billed fields (none for an unknown endpoint)."""
+        if endpoint not in self._billed:
+            from .. import catalog
+            from ..errors import PayloadError
+
+            try:
+                spec = catalog.endpoint(endpoint)
+            except PayloadError:
+                names: tuple[str, ...] = ()
+            else:
+                fields = spec.model.model_fields
+                names = tuple(fields[n].alias or n for n in spec.billing_fields if n in fields)
+            self._billed[endpoint] = names
+        return self._billed[endpoint]
+
+    def key(self, endpoint: str, payload: Mapping[str, Any] | None) -> Key:
+        return runtime.key_for(endpoint, payload, self.billed_fields(endpoint))
+
+    def model(self, key: Key) -> RunTimeModel:
+        """The model of ``key`` (created empty, then seeded from the ledger once)."""
+        model = self.models.get(key)
+        if model is None:
+            model = self.models[key] = RunTimeModel()
+        endpoint = key[0]
+        if endpoint not in self._seeded:
+            self._seeded.add(endpoint)
+            self._seed(endpoint)
+        return model
+
+    def _seed(self, endpoint: str) -> None:
+        if self._ledger is None:
+            return
+        from .ledger import LedgerError
+
+        try:
+            rows = self._ledger.run_times(self._gateway, endpoint, limit=LEDGER_ROWS)
+        except (LedgerError, OSError) as exc:
+            log.info("genwidgets: no run times from the ledger for %s: %s", endpoint, exc)
+            return
+        found = runtime.observations_from_rows(reversed(rows), adaptive_notice_delay)
+        for row_endpoint, payload, observation in found:
+            if row_endpoint == endpoint:
+                key = self.key(endpoint, payload)
+                self.models.setdefault(key, RunTimeModel()).add(observation)
+
+    def plan(self, key: Key) -> Plan | None:
+        """The poll plan of ``key``, or None while its model is not ready."""
+        model = self.model(key)
+        if not model.ready:
+            return None
+        cached = self._plans.get(key)
+        now = self.clock()
+        if cached is not None:
+            version, at, plan, shifts = cached
+            if version == model.version:
+                return plan
+            if shifts == model.shifts and now - at < REPLAN_AFTER_S:
+                return plan  # a few more observations: not worth a new plan yet
+        plan = runtime.plan_polls(model, self.notice_target)
+        self._plans[key] = (model.version, now, plan, model.shifts)
+        return plan
+
+    # ------------------------------------------------------------------ jobs
+
+    def track(
+        self, endpoint: str, payload: Mapping[str, Any] | None, queue_position: int | None
+    ) -> Timing:
+        """The timing of a job that was just created (or re-attached)."""
+        self._seq += 1
+        return Timing(self, self.key(endpoint, payload), queue_position, self._seq)
+
+    def _join(self, timing: Timing) -> None:
+        cohort = self._cohorts.setdefault(timing.key, collections.OrderedDict())
+        cohort.pop(timing.seq, None)
+        cohort[timing.seq] = timing
+
+    def _leave(self, timing: Timing) -> None:
+        cohort = self._cohorts.get(timing.key)
+        if cohort is not None:
+            cohort.pop(timing.seq, None)
+
+    def _release(self, key: Key, now: float) -> None:
+        """Teach the model the finished jobs in the order they started.
+
+        A batch's short tasks end first: learning each at its end would make the
+        model think tasks got shorter while the long ones still run. So a finished
+        job's run time waits until every job of its key that started before it
+        has finished too (or has outlived the plan, or was forgotten).
+        """
+        cohort = self._cohorts.get(key)
+        if not cohort:
+            return
+        model = self.model(key)
+        plan = self._plans.get(key)
+        hold = plan[2].end if plan is not None and model.ready else COLD_HOLD_S
+        while cohort:
+            first = next(iter(cohort.values()))
+            if first.finished:
+                cohort.popitem(last=False)
+                if first.observation is not None:
+                    model.add(first.observation)
+            elif first.origin is not None and now - first.origin > hold:
+                cohort.popitem(last=False)
+                first.released = True
+            else:
+                break
+
+    def _count_checkpoint(self, key: Key, q: float, finished_before: bool) -> None:
+        model = self.model(key)
+        if model.checkpoint(q, finished_before):
+            log.info(
+                "genwidgets: tasks of %s now run %s than the run-time model said; it widened",
+                key[0],
+                "faster" if finished_before else "slower",
+            )
+
+    def _drain(self, now: float) -> None:
+        """Count the 'finished before x_q' outcomes whose moment has come."""
+        while self._due and self._due[0][0] <= now:
+            _, _, key, q = heapq.heappop(self._due)
+            self._count_checkpoint(key, q, True)
+
+
+class Timing:
+    """What the schedule knows of one job's timing (engine thread only; small)."""
+
+    __slots__ = (
+        "finished",
+        "joined",
+        "key",
+        "observation",
+        "position",
+        "position_fell",
+        "queued_seen",
+        "released",
+        "reported",
+        "running_seen",
+        "schedule",
+        "seq",
+        "start",
+        "submitted",
+    )
+
+    def __init__(self, schedule: Schedule, key: Key, queue_position: int | None, seq: int) -> None:
+        self.schedule = schedule
+        self.key = key
+        self.seq = seq
+        self.submitted = schedule.clock()
+        self.queued_seen: float | None = None
+        self.running_seen: float | None = None
+        self.observation: Observation | None = None
+        self.finished = False
+        self.released = False
+        self.joined = False  # in its key's cohort (on the engine thread, at its first poll)
+        self.reported = 0  # bit i: checkpoint i counted
+        self.position = queue_position
+        self.position_fell = False
+        # Not queued at creation: assume it runs from now (a later IN_QUEUE corrects it).
+        self.start: tuple[float, float] | None = None
+        if not queue_position:
+            self.start = (self.submitted, self.submitted)
+
+    @property
+    def origin(self) -> float | None:
+        """When the task started running (the middle of its start bracket)."""
+        return None if self.start is None else (self.start[0] + self.start[1]) / 2
+
+    def age(self) -> float | None:
+        origin = self.origin
+        return None if origin is None else self.schedule.clock() - origin
+
+    # ------------------------------------------------------------------ events
+
+    def saw(self, word: str, queue_position: int | None, terminal: bool) -> None:
+        """A status answer arrived (every answer, changed or not)."""
+        schedule = self.schedule
+        now = schedule.clock()
+        schedule._drain(now)
+        if terminal:
+            if self.observation is None and self.start is not None and word.upper() == "COMPLETED":
+                last_running = self.running_seen if self.running_seen is not None else self.start[1]
+                self.observation = runtime.observe_bracket(self.start, (last_running, now))
+            return
+        if word.upper() == "IN_QUEUE":
+            self.position_fell = (
+                queue_position is not None
+                and self.position is not None
+                and queue_position < self.position
+            )
+            self.position = queue_position
+            self.queued_seen = now
+            if self.start is not None:
+                self.start = None
+                schedule._leave(self)
+                self.joined = False
+            return
+        self.position, self.position_fell = None, False
+        if self.start is None:
+            since = self.queued_seen if self.queued_seen is not None else self.submitted
+            self.start = (since, now)
+        if not self.joined:
+            schedule._join(self)
+            self.joined = True
+        self.running_seen = now
+        self._survived(now)
+
+    def _survived(self, now: float) -> None:
+        """Count each checkpoint this running task has passed."""
+        plan = self.schedule._plans.get(self.key)
+        origin = self.origin
+        if plan is None or origin is None:
+            return
+        for i, (q, age) in enumerate(plan[2].checkpoints.items()):
+            if not self.reported & (1 << i) and now - origin >= age:
+                self.reported |= 1 << i
+                self.schedule._count_checkpoint(self.key, q, False)
+
+    def done(self, ok: bool) -> None:
+        """The job ended (result delivered, failed or gone): learn, then let go."""
+        if self.finished:
+            return
+        self.finished = True
+        if not self.joined:  # never polled running (restored from the ledger, or queued)
+            return
+        schedule = self.schedule
+        now = schedule.clock()
+        if not ok:
+            self.observation = None
+        plan = schedule._plans.get(self.key)
+        origin = self.origin
+        if self.observation is not None and plan is not None and origin is not None:
+            for i, (q, age) in enumerate(plan[2].checkpoints.items()):
+                if self.reported & (1 << i):
+                    continue
+                self.reported |= 1 << i
+                if self.observation.seconds < age:  # counted when its age would be x_q
+                    schedule._seq += 1
+                    heapq.heappush(schedule._due, (origin + age, schedule._seq, self.key, q))
+                else:
+                    schedule._count_checkpoint(self.key, q, False)
+        if self.released:  # it outlived the plan: it no longer waits in the cohort
+            if self.observation is not None:
+                schedule.model(self.key).add(self.observation)
+        else:
+            schedule._release(self.key, now)
+        schedule._leave(self)
+
+    # ------------------------------------------------------------------ asking
+
+    def next_delay(self, failures: int = 0, rng: random.Random | None = None) -> float:
+        """Seconds until the next status request."""
+        schedule = self.schedule
+        target = schedule.notice_target
+        age = self.age()
+        if age is None:  # queued: the queue position sets the pace
+            state = PollState(
+                running_for=0.0,
+                queue_position=self.position,
+                position_fell=self.position_fell,
+                failures=failures,
+                early_cap=target,
+            )
+            return next_interval(state, rng)
+        if not self.joined:
+            schedule._join(self)
+            self.joined = True
+        plan = schedule.plan(self.key)
+        if failures or plan is None or age >= plan.end:
+            return next_interval(
+                PollState(running_for=age, failures=failures, early_cap=target), rng
+            )
+        soonest = age + MIN_GAP_SHARE * target
+        index = bisect_right(plan.polls, soonest)
+        if index >= len(plan.polls):
+            return max(plan.end - age, MIN_GAP_SHARE * target)
+        return plan.polls[index] - age
+
+    def expected_finish(self) -> float | None:
+        """Seconds until the task is expected to finish, when the model is confident."""
+        age = self.age()
+        if self.finished or age is None:
+            return None
+        model = self.schedule.models.get(self.key)
+        plan = self.schedule._plans.get(self.key)
+        if model is None or plan is None or not model.confident or age >= plan[2].end:
+            return None
+        return model.expected_remaining(age, until=plan[2].end * 1.5)
+
+    def priority(self) -> float:
+        """Budget priority: the expected finish in seconds (lower is served first)."""
+        expected = self.expected_finish()
+        return UNKNOWN_FINISH_S if expected is None else expected
+
+    async def before_status(self, *, urgent: bool = False) -> None:
+        """Wait for a slot of the client's status budget."""
+        budget = self.schedule.budget
+        if budget is not None:
+            await budget.acquire(0.0 if urgent else self.priority())

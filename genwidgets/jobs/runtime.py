@@ -1,0 +1,408 @@
+"""Run-time model: how long a task of one endpoint and billed payload will run.
+
+Peers poll blind. We keep, per *key* (endpoint + the payload's billed fields:
+duration, resolution, n, ...; they set the run time), a histogram of observed
+run times and plan polls from it (:func:`plan_polls`).
+
+The maths, in a few lines:
+
+- **Observation.** A task is first seen running at a poll (the previous poll, or
+  the submit, saw it queued) and first seen ``COMPLETED`` at a poll (the
+  previous one saw it running). Each end is only known to lie between two
+  polls, so the run time is estimated as midpoint(end) − midpoint(start) with a
+  half-width of half the two gaps ("corrected by the poll interval in use");
+  the queued time lies before the start bracket and never counts.
+- **Histogram.** Log-spaced bins (8 % wide, 0.05 s to 2 h). An observation
+  spreads weight 1 uniformly over its interval (at least ±4 %). Quantiles are
+  read off the cumulative weights, interpolated in log time; one outlier moves a
+  quantile by at most its own weight, so a few cannot wreck the model.
+- **Fading.** Each new observation multiplies all older weights by
+  2^(−1/HALF_LIFE) (kept lazily: new weights grow instead), so the model follows
+  the last few hundred tasks.
+- **Shift.** For the model's quartiles x_q (q = ¼, ½, ¾), the fraction of
+  tasks finished before age x_q should be q. Each task counts once per
+  checkpoint, at the moment its age reaches x_q (a task finished earlier is
+  counted then, not at its finish: otherwise a batch's short tasks would always
+  arrive first and look like a shift). When the last ≥ 20 outcomes differ from q
+  by more than max(0.15, 3 binomial σ), the gateway has changed: old weights
+  are cut to a quarter and a broad log-uniform component (half the mass,
+  decaying by 7 % per new observation) widens the model, so the schedule polls
+  densely over a wide range until the new regime is learned.
+
+Ledger rows only keep created → result recorded (the ledger has no "first seen
+running"), so rows read at start are observations that include queue time, with
+the notice delay of the schedule then in use taken off; live observations are
+exact. Pure Python, no clock of its own (callers pass times): deterministic.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import math
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("genwidgets")
+
+LOW_S = 0.05
+HIGH_S = 7200.0
+BIN_RATIO = 1.08
+MIN_SPREAD = 0.04
+#: the largest log-time spread used for the smoothing bandwidth
+MAX_SIGMA = 0.6
+HALF_LIFE = 150.0
+#: observations of a key before its model drives the schedule ("about 20 tasks")
+MIN_OBSERVATIONS = 20
+CHECKPOINTS = (0.25, 0.5, 0.75)
+SHIFT_WINDOW = 40
+SHIFT_MIN = 20
+SHIFT_MIN_DEVIATION = 0.15
+WIDEN_MASS = 0.5
+WIDEN_DECAY = 0.93
+#: the model is not "confident" (no expected finish shown) while widened more than this
+CONFIDENT_WIDEN = 0.2
+
+_LOG_RATIO = math.log(BIN_RATIO)
+_BINS = math.ceil(math.log(HIGH_S / LOW_S) / _LOG_RATIO)
+_EDGES = [LOW_S * BIN_RATIO**i for i in range(_BINS + 1)]
+
+Key = tuple[Any, ...]
+
+
+def _json_scalar(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def key_for(endpoint: str, payload: Mapping[str, Any] | None, billed: Sequence[str]) -> Key:
+    """The model key: the endpoint and the values of its billed fields (wire names)."""
+    payload = payload if isinstance(payload, Mapping) else {}
+    return (endpoint, *(_json_scalar(payload.get(name)) for name in billed))
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One run time: ``seconds`` ± ``spread`` (half-width), with a weight."""
+
+    seconds: float
+    spread: float = 0.0
+    weight: float = 1.0
+
+
+def observe_bracket(started: tuple[float, float], ended: tuple[float, float]) -> Observation | None:
+    """Run time from the two poll brackets (seen not-yet, seen-now) of start and end."""
+    (s0, s1), (e0, e1) = started, ended
+    if not all(math.isfinite(v) for v in (s0, s1, e0, e1)) or s0 > s1 or e0 > e1:
+        return None
+    estimate = (e0 + e1) / 2 - (s0 + s1) / 2
+    if estimate <= 0:
+        return None
+    return Observation(estimate, ((s1 - s0) + (e1 - e0)) / 2)
+
+
+class RunTimeModel:
+    """The run-time distribution of one key (see the module docstring)."""
+
+    def __init__(self, half_life: float = HALF_LIFE) -> None:
+        self._weights = [0.0] * _BINS
+        self._growth = 2.0 ** (1.0 / half_life)
+        self._scale = 1.0  # weight of the next observation (older ones stay put)
+        self._cumulative: list[float] | None = None
+        self._effective = 0.0  # observations, faded like the weights
+        self.count = 0  # observations since the model was created (or last widened)
+        self.total = 0  # observations ever
+        self.widened = 0.0  # mass of the broad component
+        self._broad: tuple[float, float] = (LOW_S, HIGH_S)
+        self.version = 0  # bumps on every change the schedule must follow
+        self._checkpoints: dict[float, deque[bool]] = {
+            q: deque(maxlen=SHIFT_WINDOW) for q in CHECKPOINTS
+        }
+        self.shifts = 0
+
+    # ------------------------------------------------------------------ learning
+
+    def add(self, observation: Observation) -> None:
+        seconds, spread = observation.seconds, observation.spread
+        if not (math.isfinite(seconds) and math.isfinite(spread) and seconds > 0):
+            raise ValueError(f"a run time must be a positive number of seconds, not {seconds!r}")
+        spread = max(abs(spread), MIN_SPREAD * seconds)
+        low = min(max(LOW_S, seconds - spread), HIGH_S * 0.999)
+        high = min(max(low * 1.0001, seconds + spread), HIGH_S)
+        weight = self._scale * observation.weight
+        first, last = self._bin(low), self._bin(high)
+        width = math.log(high / low)
+        for i in range(first, last + 1):
+            part = math.log(min(high, _EDGES[i + 1]) / max(low, _EDGES[i]))
+            self._weights[i] += weight * part / width
+        self._scale *= self._growth
+        self._effective = self._effective / self._growth + 1
+        if self._scale > 1e12:
+            self._weights = [w / self._scale for w in self._weights]
+            self._scale = 1.0
+        self.count += 1
+        self.total += 1
+        self.widened *= WIDEN_DECAY
+        self._cumulative = None
+        self.version += 1
+
+    def checkpoint(self, q: float, finished_before: bool) -> bool:
+        """One task's outcome at checkpoint ``q``; True when a shift was detected."""
+        window = self._checkpoints[q]
+        window.append(finished_before)
+        if len(window) < SHIFT_MIN:
+            return False
+        seen = sum(window) / len(window)
+        sigma = math.sqrt(q * (1 - q) / len(window))
+        if abs(seen - q) <= max(SHIFT_MIN_DEVIATION, 3 * sigma):
+            return False
+        self._widen(slower=seen < q)
+        return True
+
+    def _widen(self, *, slower: bool) -> None:
+        low, high = self.quantile(0.01), self.quantile(0.99)
+        self._broad = (
+            max(LOW_S, low / (2 if slower else 6)),
+            min(HIGH_S, high * (6 if slower else 2)),
+        )
+        self._weights = [w / 4 for w in self._weights]
+        self.widened = WIDEN_MASS
+        self.count = min(self.count, MIN_OBSERVATIONS)
+        for window in self._checkpoints.values():
+            window.clear()
+        self._cumulative = None
+        self.version += 1
+        self.shifts += 1
+
+    # ------------------------------------------------------------------ reading
+
+    @staticmethod
+    def _bin(seconds: float) -> int:
+        return min(_BINS - 1, max(0, int(math.log(max(seconds, LOW_S) / LOW_S) / _LOG_RATIO)))
+
+    @property
+    def ready(self) -> bool:
+        """Enough observations for the model to drive the schedule."""
+        return self.count >= MIN_OBSERVATIONS
+
+    @property
+    def confident(self) -> bool:
+        return self.ready and self.widened <= CONFIDENT_WIDEN
+
+    def _smoothed(self) -> list[float]:
+        """The weights smoothed by a Gaussian kernel in log time, of bandwidth
+        0.9 σ n^(−1/5) (Silverman's rule, σ from the interquartile range, at most
+        0.6 so that two modes stay apart): fifty observations leave holes between
+        them that are not real."""
+        weights = self._weights
+        total = sum(weights)
+        if total <= 0:
+            return weights
+        running, quartiles, targets = 0.0, [], [0.25, 0.75]
+        for i, w in enumerate(weights):
+            running += w
+            while targets and running >= targets[0] * total:
+                quartiles.append(i)
+                targets.pop(0)
+        spread = (quartiles[1] - quartiles[0]) / 1.349 if len(quartiles) == 2 else 1.0
+        sigma = min(max(1.0, spread), MAX_SIGMA / _LOG_RATIO)  # in bins
+        bandwidth = max(0.7, 0.9 * sigma * max(self._effective, 1.0) ** -0.2)
+        reach = int(2.5 * bandwidth) + 1
+        kernel = [math.exp(-0.5 * (k / bandwidth) ** 2) for k in range(-reach, reach + 1)]
+        norm = sum(kernel)
+        out = [0.0] * _BINS
+        for i, w in enumerate(weights):
+            if w <= 0:
+                continue
+            for k, kw in enumerate(kernel):
+                j = min(_BINS - 1, max(0, i + k - reach))
+                out[j] += w * kw / norm
+        return out
+
+    def _cum(self) -> list[float]:
+        if self._cumulative is None:
+            weights = self._smoothed()
+            total = sum(weights)
+            running, out = 0.0, [0.0]
+            for w in weights:
+                running += w
+                out.append(running / total if total > 0 else 0.0)
+            self._cumulative = out
+        return self._cumulative
+
+    def _hist_cdf(self, seconds: float) -> float:
+        if seconds <= LOW_S:
+            return 0.0
+        if seconds >= HIGH_S:
+            return 1.0
+        cum = self._cum()
+        i = self._bin(seconds)
+        inside = math.log(seconds / _EDGES[i]) / _LOG_RATIO
+        return cum[i] + (cum[i + 1] - cum[i]) * inside
+
+    def _broad_cdf(self, seconds: float) -> float:
+        low, high = self._broad
+        if seconds <= low:
+            return 0.0
+        if seconds >= high:
+            return 1.0
+        return math.log(seconds / low) / math.log(high / low)
+
+    def cdf(self, seconds: float) -> float:
+        """P(run time ≤ seconds)."""
+        if self.widened <= 0:
+            return self._hist_cdf(seconds)
+        return (1 - self.widened) * self._hist_cdf(seconds) + self.widened * self._broad_cdf(
+            seconds
+        )
+
+    def quantile(self, p: float) -> float:
+        """The run time not exceeded with probability ``p`` (bisection on the CDF)."""
+        if self.total == 0:
+            raise ValueError("an empty model has no quantiles")
+        p = min(max(p, 1e-9), 1 - 1e-9)
+        cum = self._cum()
+        if self.widened <= 0:
+            i = min(_BINS - 1, max(0, bisect.bisect_left(cum, p) - 1))
+            span = cum[i + 1] - cum[i]
+            inside = (p - cum[i]) / span if span > 0 else 0.0
+            return _EDGES[i] * BIN_RATIO**inside
+        low, high = LOW_S, HIGH_S
+        for _ in range(60):
+            mid = math.sqrt(low * high)
+            if self.cdf(mid) < p:
+                low = mid
+            else:
+                high = mid
+        return math.sqrt(low * high)
+
+    def expected_remaining(self, age: float, until: float) -> float | None:
+        """E[run time − age | run time > age], over the model's range up to ``until``."""
+        survive = 1 - self.cdf(age)
+        if survive <= 1e-6:
+            return None
+        # E[(T - a)+] = ∫_a^∞ S(t) dt, summed on the log grid up to ``until``
+        area, t = 0.0, age
+        while t < until:
+            step = max(0.05, t * (BIN_RATIO - 1))
+            area += (1 - self.cdf(t + step / 2)) * step
+            t += step
+        return area / survive
+
+    def checkpoint_ages(self) -> dict[float, float]:
+        return {q: self.quantile(q) for q in CHECKPOINTS}
+
+
+# --------------------------------------------------------------------------- planning
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Poll ages (seconds since the task started running) for one model version."""
+
+    polls: tuple[float, ...]
+    end: float  # past this age the task has outlived the model: adaptive schedule
+    expected_requests: float
+    miss_probability: float
+    checkpoints: Mapping[float, float]
+
+
+def plan_polls(
+    model: RunTimeModel,
+    target: float,
+    *,
+    miss: float = 0.035,
+    tail: float = 0.995,
+    margin: float = 0.08,
+) -> Plan:
+    """Place polls to minimise expected requests with P(notice > target) ≤ ``miss``.
+
+    A task ending in (s, s'] is noticed at s' (late by s' − T), so a gap g after a
+    poll at s makes late every task ending in (s, s + g − τ), τ = target −
+    ``margin`` (request time and timer slack). Expected requests = Σ S(sᵢ) (a poll
+    happens while the task still runs). Minimise requests + λ·late mass by dynamic
+    programming on a grid of τ/4 (backwards: V(s) = min_g S(s) + λ·late(s, g) +
+    V(s + g)), and bisect λ until the late mass is at most ``miss`` (below the 5 %
+    the notice target allows, for model error). Where the density is high the
+    penalty forces g = τ; where it is low (the start, a valley between two modes,
+    the far tail) gaps grow. Past the ``tail`` quantile the adaptive schedule takes
+    over (it keeps every gap within the target). Computed once per model version
+    and shared by every task of the key.
+    """
+    tau = max(0.05, target - margin)
+    step = tau / 4
+    end = model.quantile(tail)
+    n = max(1, math.ceil(end / step))
+    ks = sorted({*range(4, 13), *(int(4 * 1.15**j) for j in range(60) if 4 * 1.15**j <= n + 4)})
+    cdf_at = [model.cdf(i * step) for i in range(n + 1)]
+    survive = [1 - f for f in cdf_at]
+
+    def run(lam: float) -> tuple[list[float], float, float]:
+        value = [0.0] * (n + 1)
+        choice = [4] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            f_i, best, best_k = cdf_at[i], math.inf, 4
+            for k in ks:
+                j = i + k
+                late = max(0.0, cdf_at[min(j - 4, n)] - f_i)
+                v = survive[i] + lam * late + (value[j] if j < n else 0.0)
+                if v < best:
+                    best, best_k = v, k
+            value[i], choice[i] = best, best_k
+        polls: list[float] = []
+        i, late_total, cost = 0, 0.0, 0.0
+        while i < n:
+            k = choice[i]
+            late_total += max(0.0, cdf_at[min(i + k - 4, n)] - cdf_at[i])
+            cost += survive[i]
+            i += k
+            polls.append(i * step)
+        return polls, late_total, cost
+
+    low, high = 1.0, 1e7
+    chosen = run(high)
+    for _ in range(20):
+        lam = math.sqrt(low * high)
+        attempt = run(lam)
+        if attempt[1] <= miss:
+            high, chosen = lam, attempt
+        else:
+            low = lam
+    polls, late, cost = chosen
+    return Plan(tuple(polls), polls[-1], cost, late, model.checkpoint_ages())
+
+
+# --------------------------------------------------------------------------- ledger rows
+
+
+def observations_from_rows(
+    rows: Iterable[Sequence[Any]], notice_delay: Any
+) -> Iterable[tuple[str, Mapping[str, Any], Observation]]:
+    """(endpoint, payload, observation) from raw ledger rows; bad rows are skipped
+    with a log line, never raised.
+
+    A row is ``(request_id, endpoint, payload_json, handle_at, finished_at, ok)``;
+    ``notice_delay(seconds)`` is the expected notice delay of the schedule that
+    polled it (taken off the estimate, and its spread).
+    """
+    for row in rows:
+        try:
+            _request_id, endpoint, payload_text, handle_at, finished_at, ok = row
+            if not ok:
+                continue
+            payload = json.loads(payload_text)
+            if not isinstance(endpoint, str) or not isinstance(payload, dict):
+                raise ValueError("endpoint or payload of the wrong type")
+            seconds = float(finished_at) - float(handle_at)
+            delay = float(notice_delay(seconds))
+            if not (math.isfinite(seconds) and 0 < seconds - delay < HIGH_S):
+                raise ValueError(f"run time {seconds!r} s is out of range")
+        except (ValueError, TypeError, json.JSONDecodeError) as exc:
+            ident = row[0] if isinstance(row, Sequence) and row else "?"
+            log.info("genwidgets: ledger row %s skipped by the run-time model: %s", ident, exc)
+            continue
+        yield endpoint, payload, Observation(seconds - delay, delay)

@@ -12,6 +12,17 @@ can send, which would stretch every interval and distort the figures. While a
 group runs, the orchestrator probes every simulator's own answer time and
 measures each process's CPU share, so saturation shows.
 
+Besides the cold run (no history), three *warm* arms measure the schedule
+that learns run times (issue 14): each first runs a warm-up of 50 tasks of the
+same distribution through a client with a ledger, then polls the measured set
+with a fresh client on that ledger (so the model is seeded from the ledger and
+goes on learning live): ``genwidgets warm`` on the main set, ``genwidgets
+bimodal`` on a bimodal set (30 % lognormal(4 s, 0.4), 70 % lognormal(40 s,
+0.4)) next to fixed pollers on the same set, and ``genwidgets shift``, whose
+measured tasks run twice as long as the warm-up's (a gateway that became 2×
+slower). Our clients get ``max_status_rate=1000``: the budget is not what is
+measured here, and the fixed pollers have none.
+
 Per schedule: status requests per task (the simulator's ``/_sim/stats``, cross
 checked with the client's own count) and notice latency (the moment the client
 saw ``COMPLETED`` minus the simulator's ``completed_at``).
@@ -33,10 +44,12 @@ import math
 import random
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -48,9 +61,18 @@ from . import _common as common
 ENDPOINT = "asset-get"
 PAYLOAD = {"Id": "asset-demo"}
 OURS = "genwidgets"
+OURS_WARM = "genwidgets warm"
+OURS_SHIFT = "genwidgets shift"
+OURS_BIMODAL = "genwidgets bimodal"
+BIMODAL = " bimodal"  # suffix of the fixed pollers on the bimodal set
 FIXED_INTERVALS = {"fixed 0.1 s": 0.1, "fixed 0.5 s": 0.5, "fixed 1 s": 1.0}
 SCHEDULES = (OURS, *FIXED_INTERVALS)
+WARM_ARMS = (OURS_WARM, OURS_SHIFT, OURS_BIMODAL, "fixed 0.5 s bimodal", "fixed 0.1 s bimodal")
 PROBE_PERIOD = 0.5
+WARM_UP = 50
+SHIFT_FACTOR = 2.0
+#: our clients' status budget here (requests/s): high enough never to bind
+STATUS_RATE = 1000.0
 
 
 @dataclass(frozen=True)
@@ -69,15 +91,113 @@ class TaskSet:
         raw = [rng.lognormvariate(math.log(self.median_s), self.sigma) for _ in range(self.count)]
         return [round(min(self.cap_s, max(self.floor_s, d)), 3) for d in raw]
 
+    def warm_up(self) -> list[float]:
+        """Another draw of the same distribution (another seed)."""
+        return TaskSet(
+            WARM_UP, self.median_s, self.sigma, self.cap_s, self.floor_s, self.seed + 1
+        ).durations()
+
+    def describe(self) -> dict[str, Any]:
+        return {"shape": f"lognormal(median {self.median_s:g} s, sigma {self.sigma:g})"}
+
+
+@dataclass(frozen=True)
+class BimodalTaskSet:
+    """``short_share`` lognormal(short median, sigma), the rest lognormal(long median, sigma)."""
+
+    count: int = 300
+    short_share: float = 0.3
+    short_median_s: float = 4.0
+    long_median_s: float = 40.0
+    sigma: float = 0.4
+    seed: int = 20241123
+
+    def durations(self) -> list[float]:
+        rng = random.Random(self.seed)
+        out = []
+        for _ in range(self.count):
+            median = self.short_median_s if rng.random() < self.short_share else self.long_median_s
+            out.append(round(rng.lognormvariate(math.log(median), self.sigma), 3))
+        return out
+
+    def warm_up(self) -> list[float]:
+        return BimodalTaskSet(
+            WARM_UP,
+            self.short_share,
+            self.short_median_s,
+            self.long_median_s,
+            self.sigma,
+            self.seed + 1,
+        ).durations()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "shape": f"{self.short_share:.0%} lognormal(median {self.short_median_s:g} s, sigma "
+            f"{self.sigma:g}) + {1 - self.short_share:.0%} lognormal(median "
+            f"{self.long_median_s:g} s, sigma {self.sigma:g})"
+        }
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One schedule polling one measured set (after an optional warm-up)."""
+
+    name: str
+    worker: str  # OURS or a fixed interval in seconds
+    durations: tuple[float, ...]
+    warm: tuple[float, ...] = ()
+
 
 # --------------------------------------------------------------------------- workers
 
 
-def genwidgets_worker(base_url: str, durations: Sequence[float]) -> dict[str, Any]:
-    """Poll with ``gw.Client`` (its own schedule); note when each job saw COMPLETED."""
+def _warm_up(base_url: str, durations: Sequence[float], ledger_path: Path) -> dict[str, int]:
+    """Run the warm-up tasks through a client with a ledger; its request counts."""
     import genwidgets as gw
+    from genwidgets.jobs.ledger import Ledger
 
-    client = gw.Client(base_url, common.DEMO_KEY, ledger=False)
+    with Ledger(ledger_path) as ledger:
+        client = gw.Client(
+            base_url, common.DEMO_KEY, ledger=ledger, download=False, max_status_rate=STATUS_RATE
+        )
+        jobs = [
+            client.submit(ENDPOINT, PAYLOAD, headers={"X-Sim-Duration": f"{d:.3f}"})
+            for d in durations
+        ]
+        for job in jobs:
+            job.result(timeout=max(durations) + 120.0)
+        counts = client.request_counts
+        client.close()
+    return counts
+
+
+def genwidgets_worker(
+    base_url: str, durations: Sequence[float], warm: Sequence[float] = ()
+) -> dict[str, Any]:
+    """Poll with ``gw.Client`` (its own schedule); note when each job saw COMPLETED.
+
+    With ``warm`` durations, a warm-up client runs those first on a ledger in a
+    temporary folder, and the measured client uses that ledger.
+    """
+    with tempfile.TemporaryDirectory(prefix="gw-bench-ledger-") as home:
+        ledger_path = Path(home) / "ledger.sqlite3"
+        warm_counts = _warm_up(base_url, warm, ledger_path) if warm else {}
+        out = _measured(base_url, durations, ledger_path if warm else None)
+    out["warm_status_requests"] = warm_counts.get("status", 0)
+    out["warm_result_requests"] = warm_counts.get("result", 0)
+    return out
+
+
+def _measured(
+    base_url: str, durations: Sequence[float], ledger_path: Path | None
+) -> dict[str, Any]:
+    import genwidgets as gw
+    from genwidgets.jobs.ledger import Ledger
+
+    ledger: Ledger | bool = Ledger(ledger_path) if ledger_path is not None else False
+    client = gw.Client(
+        base_url, common.DEMO_KEY, ledger=ledger, download=False, max_status_rate=STATUS_RATE
+    )
     seen: dict[str, float] = {}
 
     def on_update(job: Any) -> None:
@@ -94,6 +214,8 @@ def genwidgets_worker(base_url: str, durations: Sequence[float]) -> dict[str, An
         job.result(timeout=max(durations) + 120.0)
     counts = client.request_counts
     client.close()
+    if isinstance(ledger, Ledger):
+        ledger.close()
     return {
         "tasks": [
             {"request_id": job.request_id, "seen_at": seen.get(job.request_id), "polls": None}
@@ -170,9 +292,10 @@ def _worker_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     plan = json.loads(sys.stdin.read())
     durations = [float(d) for d in plan["durations"]]
+    warm = [float(d) for d in plan.get("warm", ())]
     wall, cpu = time.monotonic(), time.process_time()
     if args.worker == OURS:
-        out = genwidgets_worker(args.base, durations)
+        out = genwidgets_worker(args.base, durations, warm)
     else:
         out = fixed_worker(args.base, durations, float(args.worker), plan.get("max_live"))
     # The worker's own CPU share (1.0 = one core busy) while it polled.
@@ -190,15 +313,12 @@ class _Running:
     sim: common.ChildSimulator
     process: subprocess.Popen[str]
     output: list[str]
+    arm: Arm
 
 
-def _launch(
-    schedule: str,
-    sim: common.ChildSimulator,
-    durations: Sequence[float],
-    max_live: int | None,
-) -> _Running:
-    arg = OURS if schedule == OURS else f"{FIXED_INTERVALS[schedule]:g}"
+def _launch(arm: Arm, sim: common.ChildSimulator, max_live: int | None) -> _Running:
+    arg = arm.worker
+    durations = arm.durations
     process = subprocess.Popen(
         [common.PYTHON, "-m", "benchmarks.polling", "--worker", arg, "--base", sim.base_url],
         stdin=subprocess.PIPE,
@@ -208,12 +328,11 @@ def _launch(
         env=common.child_env(),
         cwd=common.REPO,
     )
-    running = _Running(schedule, sim, process, [])
+    running = _Running(arm.name, sim, process, [], arm)
+    plan = {"durations": list(durations), "warm": list(arm.warm), "max_live": max_live}
     # Read stdout/stderr in threads: a full pipe would otherwise block the worker.
     threading.Thread(
-        target=lambda: running.output.append(
-            process.communicate(json.dumps({"durations": list(durations), "max_live": max_live}))[0]
-        ),
+        target=lambda: running.output.append(process.communicate(json.dumps(plan))[0]),
         daemon=True,
     ).start()
     return running
@@ -237,13 +356,17 @@ def _summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def _model_requests(schedule: str, durations: Sequence[float]) -> float:
-    """Status requests per task the schedule makes on paper (no latency, no jitter)."""
-    if schedule == OURS:
+def _model_requests(arm: Arm) -> float | None:
+    """Status requests per task the schedule makes on paper (no latency, no jitter);
+    None for the warm arms (their plan depends on what they learnt)."""
+    durations = arm.durations
+    if arm.worker == OURS:
+        if arm.warm:
+            return None
         from genwidgets.jobs.polling import requests_for
 
         return sum(requests_for(d) for d in durations) / len(durations)
-    interval = FIXED_INTERVALS[schedule]
+    interval = float(arm.worker)
     return sum(math.floor(d / interval) + 1 for d in durations) / len(durations)
 
 
@@ -280,16 +403,15 @@ def cap_alternatives(
 
 
 def _run_group(
-    schedules: Sequence[str],
-    durations: Sequence[float],
+    arms: Sequence[Arm],
     timeout_s: float,
     max_live: Mapping[str, int],
 ) -> dict[str, dict[str, Any]]:
     results: dict[str, dict[str, Any]] = {}
-    with common.simulators(len(schedules)) as sims:
+    schedules = [a.name for a in arms]
+    with common.simulators(len(arms)) as sims:
         runs = [
-            _launch(s, sim, durations, max_live.get(s))
-            for s, sim in zip(schedules, sims, strict=True)
+            _launch(arm, sim, max_live.get(arm.name)) for arm, sim in zip(arms, sims, strict=True)
         ]
         meter = common.CpuMeter({r.schedule: r.sim.pid for r in runs})
         probes: dict[str, list[float]] = {r.schedule: [] for r in runs}
@@ -325,12 +447,17 @@ def _run_group(
             ]
             intervals = [t["mean_interval_s"] for t in tasks if t.get("mean_interval_s")]
             n = len(tasks)
+            # The warm-up's requests went to the same simulator: take them off.
+            status = stats["status"] - worker.get("warm_status_requests", 0)
+            result = stats["result"] - worker.get("warm_result_requests", 0)
+            on_paper = _model_requests(r.arm)
             results[r.schedule] = {
                 "tasks": n,
-                "status_requests_per_task": round(stats["status"] / n, 3),
+                "warm_up_tasks": len(r.arm.warm),
+                "status_requests_per_task": round(status / n, 3),
                 "client_status_requests_per_task": round(worker["status_requests"] / n, 3),
-                "model_status_requests_per_task": round(_model_requests(r.schedule, durations), 3),
-                "result_requests_per_task": round(stats["result"] / n, 3),
+                "model_status_requests_per_task": None if on_paper is None else round(on_paper, 3),
+                "result_requests_per_task": round(result / n, 3),
                 "notice_s": _summary(notices),
                 "notices_measured": len(notices),
                 "mean_achieved_interval_s": round(sum(intervals) / len(intervals), 4)
@@ -347,40 +474,75 @@ def _run_group(
     return results
 
 
+def arms_for(task_set: TaskSet, bimodal: BimodalTaskSet) -> dict[str, Arm]:
+    """Every arm by name: the main set cold, warm and shifted, and the bimodal set."""
+    main = tuple(task_set.durations())
+    warm = tuple(task_set.warm_up())
+    shifted = tuple(round(d * SHIFT_FACTOR, 3) for d in main)
+    two = tuple(bimodal.durations())
+    arms = {OURS: Arm(OURS, OURS, main)}
+    for name, interval in FIXED_INTERVALS.items():
+        arms[name] = Arm(name, f"{interval:g}", main)
+        arms[name + BIMODAL] = Arm(name + BIMODAL, f"{interval:g}", two)
+    arms[OURS_WARM] = Arm(OURS_WARM, OURS, main, warm)
+    arms[OURS_SHIFT] = Arm(OURS_SHIFT, OURS, shifted, warm)
+    arms[OURS_BIMODAL] = Arm(OURS_BIMODAL, OURS, two, tuple(bimodal.warm_up()))
+    return arms
+
+
+def _set_figures(durations: Sequence[float]) -> dict[str, Any]:
+    return {
+        "count": len(durations),
+        "measured_median_s": round(common.median(durations), 3),
+        "mean_s": round(sum(durations) / len(durations), 3),
+        "max_s": max(durations),
+    }
+
+
 def run_polling(
     task_set: TaskSet | None = None,
     groups: Sequence[Sequence[str]] = ((OURS, "fixed 1 s"), ("fixed 0.5 s", "fixed 0.1 s")),
     max_live: Mapping[str, int] | None = None,
+    bimodal: BimodalTaskSet | None = None,
 ) -> dict[str, Any]:
-    """Poll one task set with every schedule; per-schedule figures and the ratios.
+    """Poll the task sets with every arm named in ``groups``; figures and the ratios.
 
     ``max_live`` limits how many tasks a fixed poller keeps live at once (a
     rolling window, longest tasks first), so that its request rate stays within
     what this machine's CPU can send: the figures per task do not depend on how
     many other tasks are live, as long as nothing is starved. Ours always has
-    every task live at once (the load the schedule is designed for).
+    every task live at once (the load the schedule is designed for). Ratios are
+    between arms of the same run.
     """
     task_set = task_set or TaskSet()
-    durations = task_set.durations()
+    bimodal = bimodal or BimodalTaskSet()
+    arms = arms_for(task_set, bimodal)
+    durations = list(arms[OURS].durations)
     windows = dict(max_live or {})
     longest_group = max(
-        max(max(durations), sum(durations) / windows.get(name, len(durations)))
+        (max(arm.warm) if arm.warm else 0.0)
+        + max(max(arm.durations), sum(arm.durations) / windows.get(name, len(arm.durations)))
         for group in groups
         for name in group
+        for arm in (arms[name],)
     )
     timeout_s = longest_group + 240.0
     schedules: dict[str, dict[str, Any]] = {}
     for group in groups:
-        schedules |= _run_group(group, durations, timeout_s, windows)
-    ours = schedules[OURS]["status_requests_per_task"]
+        schedules |= _run_group([arms[name] for name in group], timeout_s, windows)
 
-    def ratio(name: str) -> float | None:
-        if name not in schedules or ours <= 0:
+    def ratio(name: str, ours_name: str = OURS) -> float | None:
+        if name not in schedules or ours_name not in schedules:
             return None
-        return round(schedules[name]["status_requests_per_task"] / ours, 3)
+        ours = schedules[ours_name]["status_requests_per_task"]
+        return round(schedules[name]["status_requests_per_task"] / ours, 3) if ours > 0 else None
+
+    def p95(name: str) -> float | None:
+        return schedules[name]["notice_s"]["p95"] if name in schedules else None
 
     return {
         "task_set": {
+            **task_set.describe(),
             "count": task_set.count,
             "median_s": task_set.median_s,
             "sigma": task_set.sigma,
@@ -391,6 +553,13 @@ def run_polling(
             "max_s": max(durations),
             "capped": sum(1 for d in durations if d >= task_set.cap_s),
         },
+        "bimodal_set": {
+            **bimodal.describe(),
+            "seed": bimodal.seed,
+            **_set_figures(bimodal.durations()),
+        },
+        "warm_up": WARM_UP,
+        "shift_factor": SHIFT_FACTOR,
         "groups": [list(g) for g in groups],
         "max_live": windows,
         "cap_alternatives": cap_alternatives(durations),
@@ -398,10 +567,15 @@ def run_polling(
         "requests_ratio_vs_0_1s": ratio("fixed 0.1 s"),
         "requests_ratio_vs_0_5s": ratio("fixed 0.5 s"),
         "requests_ratio_vs_1s": ratio("fixed 1 s"),
-        "p95_notice_s": schedules[OURS]["notice_s"]["p95"],
-        "p95_notice_s_0_5s": schedules["fixed 0.5 s"]["notice_s"]["p95"]
-        if "fixed 0.5 s" in schedules
-        else None,
+        "p95_notice_s": p95(OURS),
+        "p95_notice_s_0_5s": p95("fixed 0.5 s"),
+        "requests_ratio_vs_0_5s_warm": ratio("fixed 0.5 s", OURS_WARM),
+        "requests_ratio_vs_0_1s_warm": ratio("fixed 0.1 s", OURS_WARM),
+        "p95_notice_s_warm": p95(OURS_WARM),
+        "requests_ratio_vs_0_5s_warm_bimodal": ratio("fixed 0.5 s" + BIMODAL, OURS_BIMODAL),
+        "requests_ratio_vs_0_1s_warm_bimodal": ratio("fixed 0.1 s" + BIMODAL, OURS_BIMODAL),
+        "p95_notice_s_warm_bimodal": p95(OURS_BIMODAL),
+        "p95_notice_s_shift": p95(OURS_SHIFT),
     }
 
 

@@ -14,6 +14,7 @@ One engine per process (re-created after ``fork``); each client owns one
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextvars
 import heapq
@@ -135,9 +136,11 @@ def get_engine() -> Engine:
 class StatusBudget:
     """At most ``rate`` status requests per second for one client, most urgent first.
 
-    Grants are spaced at least 1 / ``rate`` seconds apart, so no window of one
-    second ever holds more than ``rate`` of them. A request that finds the budget
-    busy waits in a queue ordered by enqueue time + half its priority (its
+    No window of ``window`` seconds (1 s, or 1 / ``rate`` below one a second)
+    ever holds more than ``rate`` × ``window`` grants (the grant times of the last
+    window are kept), and grants are at least 0.9 / ``rate`` apart, so the rate
+    is sustained without bursts and a late timer does not lower it. A request
+    that finds the budget busy waits in a queue ordered by enqueue time + half its priority (its
     expected finish in seconds, capped at a minute): a job about to finish goes
     ahead of one that has waited up to half a minute longer, and nothing starves.
     ``hold()`` (the rate gate's remaining wait after a 429 with Retry-After) stops
@@ -164,11 +167,13 @@ class StatusBudget:
         if not (math.isfinite(rate) and rate > 0):
             raise ValueError(f"max_status_rate must be a positive number, not {rate!r}")
         self.rate = float(rate)
-        self.spacing = 1.0 / self.rate
+        self.spacing = 0.9 / self.rate
+        self.window = max(1.0, 1.0 / self.rate)
+        self.limit = max(1, math.floor(self.rate * self.window + 1e-9))
+        self._recent: collections.deque[float] = collections.deque(maxlen=self.limit)
         self.hold = hold or (lambda: 0.0)
         self._clock = clock
         self._sleep = sleep
-        self._next = -math.inf
         self._waiting: list[tuple[float, int, asyncio.Future[None]]] = []
         self._seq = 0
         self._dispatcher: asyncio.Task[None] | None = None
@@ -181,14 +186,23 @@ class StatusBudget:
     def waiting(self) -> int:
         return len(self._waiting)
 
+    def _ready_at(self) -> float:
+        """The earliest time the next grant may happen."""
+        if not self._recent:
+            return -math.inf
+        at = self._recent[-1] + self.spacing
+        if len(self._recent) == self.limit:
+            at = max(at, self._recent[0] + self.window)
+        return at
+
     def _grant(self, now: float) -> None:
-        self._next = now + self.spacing
+        self._recent.append(now)
         self.granted += 1
 
     async def acquire(self, priority: float = 0.0) -> None:
         """Wait for a slot; ``priority`` in seconds (lower goes first)."""
         now = self._clock()
-        if not self._waiting and now >= self._next and self.hold() <= 0:
+        if not self._waiting and now >= self._ready_at() and self.hold() <= 0:
             self._grant(now)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -202,7 +216,7 @@ class StatusBudget:
     async def _dispatch(self) -> None:
         while self._waiting:
             now = self._clock()
-            wait = max(self._next - now, self.hold())
+            wait = max(self._ready_at() - now, self.hold())
             if wait > 0:
                 await self._sleep(wait)
                 continue

@@ -169,7 +169,8 @@ class Schedule:
         self._billed: dict[str, tuple[str, ...]] = {}
         self._seeded: set[str] = set()
         self._cohorts: dict[Key, collections.OrderedDict[int, Timing]] = {}
-        self._due: list[tuple[float, int, Key, float]] = []
+        # checkpoint outcomes to count, by when they fall due (see ``_drain``)
+        self._due: list[tuple[float, int, Timing, float, float, int]] = []
         self._seq = 0
 
     def __repr__(self) -> str:
@@ -253,6 +254,15 @@ class Schedule:
         cohort = self._cohorts.setdefault(timing.key, collections.OrderedDict())
         cohort.pop(timing.seq, None)
         cohort[timing.seq] = timing
+        timing.joined = True
+        plan = self.plan(timing.key)
+        origin = timing.origin
+        if plan is None or origin is None:
+            return
+        shifts = self.model(timing.key).shifts
+        for q, age in plan.checkpoints.items():
+            self._seq += 1
+            heapq.heappush(self._due, (origin + age, self._seq, timing, q, origin, shifts))
 
     def _leave(self, timing: Timing) -> None:
         cohort = self._cohorts.get(timing.key)
@@ -295,10 +305,34 @@ class Schedule:
             )
 
     def _drain(self, now: float) -> None:
-        """Count the 'finished before x_q' outcomes whose moment has come."""
+        """Count the checkpoint outcomes that fell due, strictly in order of due time.
+
+        Each task that started under a plan counts once at each checkpoint age x_q:
+        finished before it, or seen running past it. Counting in due order, and
+        waiting at the head until its outcome is known (one poll at most), keeps a
+        batch's early finishers from being counted before its survivors.
+        """
         while self._due and self._due[0][0] <= now:
-            _, _, key, q = heapq.heappop(self._due)
-            self._count_checkpoint(key, q, True)
+            due, _, timing, q, origin, shifts = self._due[0]
+            model = self.models.get(timing.key)
+            gone = timing.finished and timing.observation is None
+            if model is None or model.shifts != shifts or gone or timing.origin != origin:
+                heapq.heappop(self._due)
+                continue
+            if timing.observation is not None:
+                finished_before = origin + timing.observation.seconds < due
+            elif timing.running_seen is not None and timing.running_seen >= due:
+                finished_before = False
+            else:
+                return  # not known yet: its next poll will tell
+            heapq.heappop(self._due)
+            if model.checkpoint(q, finished_before):
+                log.info(
+                    "genwidgets: tasks of %s now run %s than the run-time model said; it "
+                    "widened",
+                    timing.key[0],
+                    "faster" if finished_before else "slower",
+                )
 
 
 class Timing:
@@ -313,7 +347,6 @@ class Timing:
         "position_fell",
         "queued_seen",
         "released",
-        "reported",
         "running_seen",
         "schedule",
         "seq",
@@ -332,7 +365,6 @@ class Timing:
         self.finished = False
         self.released = False
         self.joined = False  # in its key's cohort (on the engine thread, at its first poll)
-        self.reported = 0  # bit i: checkpoint i counted
         self.position = queue_position
         self.position_fell = False
         # Not queued at creation: assume it runs from now (a later IN_QUEUE corrects it).
@@ -380,20 +412,7 @@ class Timing:
             self.start = (since, now)
         if not self.joined:
             schedule._join(self)
-            self.joined = True
         self.running_seen = now
-        self._survived(now)
-
-    def _survived(self, now: float) -> None:
-        """Count each checkpoint this running task has passed."""
-        plan = self.schedule._plans.get(self.key)
-        origin = self.origin
-        if plan is None or origin is None:
-            return
-        for i, (q, age) in enumerate(plan[2].checkpoints.items()):
-            if not self.reported & (1 << i) and now - origin >= age:
-                self.reported |= 1 << i
-                self.schedule._count_checkpoint(self.key, q, False)
 
     def done(self, ok: bool) -> None:
         """The job ended (result delivered, failed or gone): learn, then let go."""
@@ -406,24 +425,12 @@ class Timing:
         now = schedule.clock()
         if not ok:
             self.observation = None
-        plan = schedule._plans.get(self.key)
-        origin = self.origin
-        if self.observation is not None and plan is not None and origin is not None:
-            for i, (q, age) in enumerate(plan[2].checkpoints.items()):
-                if self.reported & (1 << i):
-                    continue
-                self.reported |= 1 << i
-                if self.observation.seconds < age:  # counted when its age would be x_q
-                    schedule._seq += 1
-                    heapq.heappush(schedule._due, (origin + age, schedule._seq, self.key, q))
-                else:
-                    schedule._count_checkpoint(self.key, q, False)
+        schedule._drain(now)
         if self.released:  # it outlived the plan: it no longer waits in the cohort
             if self.observation is not None:
                 schedule.model(self.key).add(self.observation)
         else:
-            schedule._release(self.key, now)
-        schedule._leave(self)
+            schedule._release(self.key, now)  # it leaves the cohort in its turn
 
     # ------------------------------------------------------------------ asking
 
@@ -443,7 +450,6 @@ class Timing:
             return next_interval(state, rng)
         if not self.joined:
             schedule._join(self)
-            self.joined = True
         plan = schedule.plan(self.key)
         if failures or plan is None or age >= plan.end:
             return next_interval(

@@ -24,7 +24,7 @@ The maths, in a few lines:
   checkpoint, at the moment its age reaches x_q (a task finished earlier is
   counted then, not at its finish: otherwise a batch's short tasks would always
   arrive first and look like a shift). When the last ≥ 20 outcomes differ from q
-  by more than max(0.15, 3 binomial σ), the gateway has changed: old weights
+  by more than max(0.2, 4 binomial σ), the gateway has changed: old weights
   are cut to a quarter and a broad log-uniform component (half the mass,
   decaying by 7 % per new observation) widens the model, so the schedule polls
   densely over a wide range until the new regime is learned.
@@ -60,9 +60,13 @@ MIN_OBSERVATIONS = 20
 CHECKPOINTS = (0.25, 0.5, 0.75)
 SHIFT_WINDOW = 40
 SHIFT_MIN = 20
-SHIFT_MIN_DEVIATION = 0.15
+SHIFT_MIN_DEVIATION = 0.2
+#: binomial standard deviations a checkpoint must be off by
+SHIFT_SIGMAS = 4.0
 WIDEN_MASS = 0.5
 WIDEN_DECAY = 0.93
+#: the plan's grid has at most this many steps (its cost is grid × gaps × 20)
+MAX_GRID = 1500
 #: the model is not "confident" (no expected finish shown) while widened more than this
 CONFIDENT_WIDEN = 0.2
 
@@ -158,7 +162,7 @@ class RunTimeModel:
             return False
         seen = sum(window) / len(window)
         sigma = math.sqrt(q * (1 - q) / len(window))
-        if abs(seen - q) <= max(SHIFT_MIN_DEVIATION, 3 * sigma):
+        if abs(seen - q) <= max(SHIFT_MIN_DEVIATION, SHIFT_SIGMAS * sigma):
             return False
         self._widen(slower=seen < q)
         return True
@@ -335,7 +339,9 @@ def plan_polls(
     """
     tau = max(0.05, target - margin)
     step = tau / 4
-    end = model.quantile(tail)
+    # The range: to the ``tail`` quantile, but not past three times the 95 % one
+    # (a few hung tasks must not stretch it to hours) nor past MAX_GRID steps.
+    end = min(model.quantile(tail), 3 * model.quantile(0.95), MAX_GRID * step)
     n = max(1, math.ceil(end / step))
     ks = sorted({*range(4, 13), *(int(4 * 1.15**j) for j in range(60) if 4 * 1.15**j <= n + 4)})
     cdf_at = [model.cdf(i * step) for i in range(n + 1)]

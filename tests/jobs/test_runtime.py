@@ -1,0 +1,313 @@
+"""The run-time model and the schedule planned from it (issue 14): no clock but a fake one."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from genwidgets.jobs import polling, runtime
+from genwidgets.jobs.ledger import Ledger
+from genwidgets.jobs.polling import PollState, Schedule, base_interval
+from genwidgets.protocol.records import Handle, Result
+from genwidgets.jobs.runtime import Observation, RunTimeModel, observe_bracket, plan_polls
+
+TARGET = 1.5
+GATEWAY = "http://gw.test"
+
+
+class FakeClock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def lognormal(count: int, median: float, sigma: float, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    return [rng.lognormvariate(math.log(median), sigma) for _ in range(count)]
+
+
+def trained(durations: list[float]) -> RunTimeModel:
+    model = RunTimeModel()
+    for d in durations:
+        model.add(Observation(d, 0.2))
+    return model
+
+
+def handle(request_id: str, endpoint: str = "asset-get") -> Handle:
+    root = f"{GATEWAY}/v1/queue/{endpoint}/requests/{request_id}"
+    return Handle(
+        endpoint, request_id, f"{root}/status", f"{root}/response", f"{root}/cancel", None
+    )
+
+
+def fill_ledger(path: Path, durations: list[float], endpoint: str = "asset-get") -> Ledger:
+    """One finished task per duration: created at t, result recorded at t + duration."""
+    clock = FakeClock(1_700_000_000.0)
+    ledger = Ledger(path, clock=clock)
+    for i, seconds in enumerate(durations):
+        row = ledger.record_intent(gateway=GATEWAY, endpoint=endpoint, payload={"Id": "a"})
+        ledger.record_handle(row, handle(f"r{i}", endpoint))
+        clock.now += seconds
+        ledger.record_result(
+            GATEWAY, f"r{i}", Result(status="COMPLETED", endpoint=endpoint, request_id=f"r{i}")
+        )
+        clock.now += 1.0
+    return ledger
+
+
+# --------------------------------------------------------------------------- the model
+
+
+def test_an_observation_is_the_middle_of_two_poll_brackets() -> None:
+    # seen queued at 10, running at 12; seen running at 30, completed at 31.5
+    seen = observe_bracket((10.0, 12.0), (30.0, 31.5))
+    assert seen is not None
+    assert seen.seconds == pytest.approx(30.75 - 11.0)
+    assert seen.spread == pytest.approx((2.0 + 1.5) / 2)
+    assert observe_bracket((5.0, 4.0), (6.0, 7.0)) is None  # a bracket backwards
+    assert observe_bracket((5.0, 6.0), (5.0, 5.5)) is None  # no positive run time
+
+
+def test_quantiles_follow_the_observations_and_outliers_barely_move_them() -> None:
+    durations = lognormal(200, 20.0, 0.5, seed=1)
+    model = trained(durations)
+    assert model.quantile(0.5) == pytest.approx(20.0, rel=0.1)
+    median, q90 = model.quantile(0.5), model.quantile(0.9)
+    for _ in range(5):  # five tasks that hang for an hour
+        model.add(Observation(3600.0))
+    assert model.quantile(0.5) == pytest.approx(median, rel=0.05)
+    assert model.quantile(0.9) == pytest.approx(q90, rel=0.15)
+    assert plan_polls(model, TARGET).end < 10 * q90  # nor do they stretch the plan
+
+
+def test_old_observations_fade() -> None:
+    model = trained([10.0] * 200)
+    for _ in range(400):
+        model.add(Observation(40.0, 0.5))
+    assert model.quantile(0.5) == pytest.approx(40.0, rel=0.1)
+    assert model.quantile(0.2) > 20.0
+
+
+def test_the_model_learns_from_a_ledger_filled_by_the_test(tmp_path: Path) -> None:
+    durations = lognormal(40, 12.0, 0.3, seed=2)
+    ledger = fill_ledger(tmp_path / "ledger.sqlite3", durations)
+    schedule = Schedule(ledger=ledger, gateway=GATEWAY, clock=FakeClock())
+    model = schedule.model(schedule.key("asset-get", {"Id": "other"}))
+    assert model.ready and model.count == 40
+    # created -> recorded, less the notice delay of the adaptive schedule then in use
+    expected = sorted(d - polling.adaptive_notice_delay(d) for d in durations)[20]
+    assert model.quantile(0.5) == pytest.approx(expected, rel=0.1)
+    assert schedule.plan(schedule.key("asset-get", {})) is not None
+    # other endpoints learn nothing from these rows
+    assert not schedule.model(schedule.key("vidA-2-0", {})).ready
+
+
+def test_corrupted_and_foreign_ledger_rows_are_skipped_with_a_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    ledger = fill_ledger(path, lognormal(25, 12.0, 0.3, seed=3))
+    with sqlite3.connect(path) as raw:
+        bad = [
+            ("bad-json", "{not json", 1.0, 20.0),
+            ("backwards", "{}", 50.0, 20.0),
+            ("no-handle", "{}", None, 20.0),
+            ("text-times", "{}", "yesterday", "today"),
+            ("a-list", "[1, 2]", 1.0, 20.0),
+            ("forever", "{}", 1.0, 1e9),
+        ]
+        for request_id, payload, handle_at, finished_at in bad:
+            raw.execute(
+                "INSERT INTO tasks (gateway, endpoint, request_id, state, payload, pid, host, "
+                "submitted_at, handle_at, updated_at, finished_at, ok) "
+                "VALUES (?, 'asset-get', ?, 'finished', ?, 1, 'h', 0, ?, 0, ?, 1)",
+                (GATEWAY, request_id, payload, handle_at, finished_at),
+            )
+    clock = FakeClock()
+    schedule = Schedule(ledger=ledger, gateway=GATEWAY, clock=clock)
+    with caplog.at_level(logging.INFO, logger="genwidgets"):
+        timing = schedule.track("asset-get", {"Id": "a"}, 0)
+        delay = timing.next_delay()
+    skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert len(skipped) == len(bad), skipped
+    assert all(any(name in m for m in skipped) for name, *_ in bad)
+    assert schedule.model(timing.key).count == 25  # the good rows all count
+    assert 0 < delay < 60
+
+
+def test_a_ledger_that_cannot_be_read_leaves_the_adaptive_schedule(tmp_path: Path) -> None:
+    ledger = fill_ledger(tmp_path / "ledger.sqlite3", [10.0] * 30)
+    with sqlite3.connect(ledger.path) as raw:
+        raw.execute("DROP TABLE tasks")
+    schedule = Schedule(ledger=ledger, gateway=GATEWAY, clock=FakeClock())
+    timing = schedule.track("asset-get", {}, 0)
+    assert timing.next_delay(rng=random.Random(0)) <= polling.FIRST
+
+
+def test_billed_fields_are_part_of_the_key() -> None:
+    schedule = Schedule()
+    five = schedule.key("vidA-2-0", {"prompt": "a", "duration": 5, "resolution": "720p"})
+    ten = schedule.key("vidA-2-0", {"prompt": "a", "duration": 10, "resolution": "720p"})
+    other_prompt = schedule.key("vidA-2-0", {"prompt": "b", "duration": 5, "resolution": "720p"})
+    assert five != ten
+    assert five == other_prompt
+    assert schedule.key("no-such-endpoint", {"x": 1}) == ("no-such-endpoint",)
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+@pytest.mark.parametrize(
+    "durations",
+    [
+        lognormal(300, 20.0, 0.7, seed=4),
+        lognormal(90, 4.0, 0.4, seed=5) + lognormal(210, 40.0, 0.4, seed=6),
+    ],
+    ids=["lognormal", "bimodal"],
+)
+def test_the_plan_never_leaves_a_long_gap_where_the_density_is_high(
+    durations: list[float],
+) -> None:
+    model = trained(durations)
+    plan = plan_polls(model, TARGET)
+    assert plan.miss_probability <= 0.035
+    polls = (0.0, *plan.polls)
+    late = 0.0
+    for a, b in zip(polls, polls[1:], strict=False):
+        density = (model.cdf(b) - model.cdf(a)) / (b - a)  # probability per second
+        if density > 0.02:  # 2 % of the tasks end in each second of this stretch
+            assert b - a <= TARGET, (a, b, density)
+        if b - a > TARGET:
+            late += model.cdf(b - TARGET) - model.cdf(a)
+    assert late <= plan.miss_probability + 1e-9  # planned with a margin under the target
+    # fewer requests than the adaptive schedule for the same tasks
+    adaptive = sum(polling.requests_for(d) for d in durations) / len(durations)
+    assert plan.expected_requests < adaptive
+
+
+def test_a_tighter_target_means_denser_polls() -> None:
+    model = trained(lognormal(200, 20.0, 0.5, seed=7))
+    loose, tight = plan_polls(model, 3.0), plan_polls(model, 0.8)
+    assert tight.expected_requests > loose.expected_requests
+    middle = [b - a for a, b in zip(tight.polls, tight.polls[1:], strict=False) if 15 < a < 25]
+    assert middle and max(middle) <= 0.8
+
+
+# --------------------------------------------------------------------------- fallbacks
+
+
+def test_short_history_means_the_adaptive_schedule() -> None:
+    clock = FakeClock()
+    schedule = Schedule(clock=clock)
+    key = schedule.key("asset-get", {})
+    for d in lognormal(runtime.MIN_OBSERVATIONS - 1, 20.0, 0.3, seed=8):
+        schedule.model(key).add(Observation(d))
+    timing = schedule.track("asset-get", {}, 0)
+    clock.now += 3.0
+    adaptive = base_interval(PollState(running_for=3.0))
+    delay = timing.next_delay(rng=random.Random(1))
+    assert adaptive * (1 - polling.JITTER) <= delay <= adaptive
+    assert timing.expected_finish() is None
+    schedule.model(key).add(Observation(20.0))  # the twentieth
+    planned = schedule.plan(key)
+    assert planned is not None
+    assert timing.next_delay() == pytest.approx(
+        min(p for p in planned.polls if p > 3.0 + polling.MIN_GAP_SHARE * TARGET) - 3.0
+    )
+
+
+def test_a_task_that_outlives_the_model_falls_back_to_the_adaptive_schedule() -> None:
+    clock = FakeClock()
+    schedule = Schedule(clock=clock)
+    key = schedule.key("asset-get", {})
+    for d in lognormal(100, 10.0, 0.3, seed=9):
+        schedule.model(key).add(Observation(d))
+    plan = schedule.plan(key)
+    assert plan is not None
+    timing = schedule.track("asset-get", {}, 0)
+    assert timing.next_delay() > 2 * TARGET  # early on the model says: it still runs
+    assert timing.expected_finish() == pytest.approx(10.0, rel=0.25)
+    clock.now += plan.end + 5.0
+    age = plan.end + 5.0
+    adaptive = base_interval(PollState(running_for=age))
+    assert adaptive * (1 - polling.JITTER) <= timing.next_delay(rng=random.Random(2)) <= adaptive
+    assert timing.expected_finish() is None
+
+
+def test_the_queued_phase_follows_the_queue_position() -> None:
+    clock = FakeClock()
+    schedule = Schedule(clock=clock)
+    key = schedule.key("asset-get", {})
+    for d in lognormal(100, 10.0, 0.3, seed=10):
+        schedule.model(key).add(Observation(d))
+    timing = schedule.track("asset-get", {}, 12)
+    far = timing.next_delay(rng=random.Random(3))
+    assert far == pytest.approx(polling.QUEUE_CAP, rel=polling.JITTER)
+    clock.now += 5
+    timing.saw("IN_QUEUE", 1, False)
+    assert timing.next_delay(rng=random.Random(3)) <= 1.0  # the head is near
+    clock.now += 1
+    timing.saw("IN_PROGRESS", None, False)
+    assert timing.origin == pytest.approx(clock.now - 0.5)  # between the two polls
+    assert timing.next_delay() > TARGET  # now the model's plan
+
+
+# --------------------------------------------------------------------------- learning live
+
+
+def run_batch(schedule: Schedule, clock: FakeClock, durations: list[float]) -> None:
+    """Start a batch of tasks at once and poll each exactly at its plan's times."""
+    timings = [schedule.track("asset-get", {}, 0) for _ in durations]
+    ends = {id(t): clock.now + d for t, d in zip(timings, durations, strict=True)}
+    due = {id(t): clock.now + t.next_delay() for t in timings}
+    live = list(timings)
+    while live:
+        current = min(live, key=lambda t: due[id(t)])
+        clock.now = due[id(current)]
+        if clock.now >= ends[id(current)]:
+            current.saw("COMPLETED", None, True)
+            current.done(True)
+            live.remove(current)
+        else:
+            current.saw("IN_PROGRESS", None, False)
+            due[id(current)] = clock.now + current.next_delay()
+
+
+def test_a_batch_like_the_history_is_no_shift_but_a_slower_gateway_is() -> None:
+    clock = FakeClock()
+    schedule = Schedule(clock=clock)
+    key = schedule.key("asset-get", {})
+    run_batch(schedule, clock, lognormal(60, 20.0, 0.5, seed=11))  # cold: adaptive
+    model = schedule.model(key)
+    assert model.ready and model.shifts == 0
+    median = model.quantile(0.5)
+    run_batch(schedule, clock, lognormal(200, 20.0, 0.5, seed=12))  # short ones end first
+    assert model.shifts == 0
+    assert model.quantile(0.5) == pytest.approx(median, rel=0.15)
+    run_batch(schedule, clock, [2 * d for d in lognormal(200, 20.0, 0.5, seed=13)])
+    assert model.shifts >= 1
+    assert model.quantile(0.5) > 1.4 * median  # and it has learnt the new times
+
+
+def test_a_widened_model_is_not_confident_and_plans_densely() -> None:
+    model = trained(lognormal(100, 20.0, 0.3, seed=14))
+    narrow = plan_polls(model, TARGET)
+    for _ in range(runtime.SHIFT_MIN):
+        model.checkpoint(0.5, False)  # nobody finishes before the median any more
+    assert model.shifts == 1 and not model.confident
+    wide = plan_polls(model, TARGET)
+    assert wide.end > narrow.end
+    assert wide.expected_requests > narrow.expected_requests
+
+
+def test_json_and_lists_in_billed_fields_make_stable_keys() -> None:
+    key = runtime.key_for("e", {"size": [1, 2], "n": 2}, ("n", "size", "absent"))
+    assert key == ("e", 2, json.dumps([1, 2]), None)

@@ -138,8 +138,9 @@ class StatusBudget:
 
     No window of ``window`` seconds (1 s, or 1 / ``rate`` below one a second)
     ever holds more than ``rate`` × ``window`` grants (the grant times of the last
-    window are kept), and grants are at least 0.9 / ``rate`` apart, so the rate
-    is sustained without bursts and a late timer does not lower it. A request
+    window are kept), and grants are at least 0.5 / ``rate`` apart: no burst, and
+    the window (not the spacing) sets the pace, so timers that fire late on a busy
+    loop do not lower the sustained rate. A request
     that finds the budget busy waits in a queue ordered by enqueue time + half its priority (its
     expected finish in seconds, capped at a minute): a job about to finish goes
     ahead of one that has waited up to half a minute longer, and nothing starves.
@@ -167,7 +168,7 @@ class StatusBudget:
         if not (math.isfinite(rate) and rate > 0):
             raise ValueError(f"max_status_rate must be a positive number, not {rate!r}")
         self.rate = float(rate)
-        self.spacing = 0.9 / self.rate
+        self.spacing = 0.5 / self.rate
         self.window = max(1.0, 1.0 / self.rate)
         self.limit = max(1, math.floor(self.rate * self.window + 1e-9))
         self._recent: collections.deque[float] = collections.deque(maxlen=self.limit)
@@ -192,7 +193,7 @@ class StatusBudget:
             return -math.inf
         at = self._recent[-1] + self.spacing
         if len(self._recent) == self.limit:
-            at = max(at, self._recent[0] + self.window)
+            at = max(at, self._recent[0] + self.window + 1e-9)  # float slack: strictly after
         return at
 
     def _grant(self, now: float) -> None:

@@ -248,7 +248,9 @@ class Schedule:
     ) -> Timing:
         """The timing of a job that was just created (or re-attached)."""
         self._seq += 1
-        return Timing(self, self.key(endpoint, payload), queue_position, self._seq)
+        key = self.key(endpoint, payload)
+        self.model(key)  # seeds the endpoint's models from the ledger on its first job
+        return Timing(self, key, queue_position, self._seq)
 
     def _join(self, timing: Timing) -> None:
         cohort = self._cohorts.setdefault(timing.key, collections.OrderedDict())
@@ -328,8 +330,7 @@ class Schedule:
             heapq.heappop(self._due)
             if model.checkpoint(q, finished_before):
                 log.info(
-                    "genwidgets: tasks of %s now run %s than the run-time model said; it "
-                    "widened",
+                    "genwidgets: tasks of %s now run %s than the run-time model said; it widened",
                     timing.key[0],
                     "faster" if finished_before else "slower",
                 )
@@ -467,10 +468,12 @@ class Timing:
         if self.finished or age is None:
             return None
         model = self.schedule.models.get(self.key)
-        plan = self.schedule._plans.get(self.key)
-        if model is None or plan is None or not model.confident or age >= plan[2].end:
+        if model is None or not model.confident:
             return None
-        return model.expected_remaining(age, until=plan[2].end * 1.5)
+        end = model.quantile(runtime.PLAN_TAIL)
+        if age >= end:
+            return None
+        return model.expected_remaining(age, until=end * 1.5)
 
     def priority(self) -> float:
         """Budget priority: the expected finish in seconds (lower is served first)."""

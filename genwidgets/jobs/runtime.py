@@ -65,6 +65,8 @@ SHIFT_MIN_DEVIATION = 0.2
 SHIFT_SIGMAS = 4.0
 WIDEN_MASS = 0.5
 WIDEN_DECAY = 0.93
+#: the plan covers run times up to this quantile; older tasks: the adaptive schedule
+PLAN_TAIL = 0.995
 #: the plan's grid has at most this many steps (its cost is grid × gaps × 20)
 MAX_GRID = 1500
 #: the model is not "confident" (no expected finish shown) while widened more than this
@@ -320,7 +322,7 @@ def plan_polls(
     target: float,
     *,
     miss: float = 0.035,
-    tail: float = 0.995,
+    tail: float = PLAN_TAIL,
     margin: float = 0.08,
 ) -> Plan:
     """Place polls to minimise expected requests with P(notice > target) ≤ ``miss``.

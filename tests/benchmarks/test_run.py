@@ -25,10 +25,16 @@ from benchmarks import polling, run  # noqa: E402
 
 TINY = run.Plan(
     task_set=polling.TaskSet(count=5, median_s=1.0, sigma=0.2, cap_s=2.0, seed=3),
-    polling_groups=(polling.SCHEDULES,),
+    polling_groups=(
+        (*polling.SCHEDULES, polling.OURS_WARM, polling.OURS_SHIFT),
+        (polling.OURS_BIMODAL, "fixed 0.5 s bimodal", "fixed 0.1 s bimodal"),
+    ),
     polling_max_live={"fixed 0.1 s": 2},
     kernel_jobs=20,
     kernel_samples=5,
+    bimodal_set=polling.BimodalTaskSet(count=5, short_median_s=0.3, long_median_s=1.5, seed=4),
+    scale_jobs=40,
+    kernel_jobs_many=30,
     import_runs=1,
     form_runs=1,
     videos=1,
@@ -42,6 +48,17 @@ HEADLINE_TYPES: dict[str, type | tuple[type, ...]] = {
     "requests_ratio_vs_1s": float,
     "p95_notice_s": float,
     "p95_notice_s_0_5s": float,
+    "requests_ratio_vs_0_5s_warm": float,
+    "requests_ratio_vs_0_1s_warm": float,
+    "p95_notice_s_warm": float,
+    "requests_ratio_vs_0_5s_warm_bimodal": float,
+    "requests_ratio_vs_0_1s_warm_bimodal": float,
+    "p95_notice_s_warm_bimodal": float,
+    "p95_notice_s_shift": float,
+    "live_jobs_10k_completed": int,
+    "live_jobs_10k_kb_per_job": float,
+    "status_rate_10k": float,
+    "exec_p95_added_ms_1000": float,
     "exec_p95_added_ms": float,
     "import_ms": float,
     "imports_ipywidgets": bool,
@@ -63,11 +80,13 @@ def results() -> dict[str, Any]:
 @pytest.mark.timeout(120)
 def test_polling_counts_agree_and_every_task_is_noticed(results: dict[str, Any]) -> None:
     p = results["polling"]
-    assert set(p["schedules"]) == set(polling.SCHEDULES)
+    assert set(p["schedules"]) == {name for group in TINY.polling_groups for name in group}
     for name, s in p["schedules"].items():
-        assert s["tasks"] == TINY.task_set.count
-        assert s["max_live_tasks"] == TINY.polling_max_live.get(name, TINY.task_set.count)
-        assert s["notices_measured"] == TINY.task_set.count, name
+        count = TINY.bimodal_set.count if "bimodal" in name else TINY.task_set.count
+        assert s["tasks"] == count
+        assert s["warm_up_tasks"] == (polling.WARM_UP if name.startswith(polling.OURS + " ") else 0)
+        assert s["max_live_tasks"] == TINY.polling_max_live.get(name, count)
+        assert s["notices_measured"] == count, name
         # The simulator and the client count the same status requests.
         assert s["status_requests_per_task"] == s["client_status_requests_per_task"], name
         assert s["status_requests_per_task"] >= 1
@@ -81,6 +100,21 @@ def test_polling_counts_agree_and_every_task_is_noticed(results: dict[str, Any])
     assert p["requests_ratio_vs_0_1s"] == pytest.approx(
         fast["status_requests_per_task"] / ours, rel=1e-2
     )
+    warm = p["schedules"][polling.OURS_WARM]["status_requests_per_task"]
+    assert p["requests_ratio_vs_0_5s_warm"] == pytest.approx(
+        p["schedules"]["fixed 0.5 s"]["status_requests_per_task"] / warm, rel=1e-2
+    )
+
+
+@pytest.mark.timeout(120)
+def test_every_one_of_many_live_jobs_completes_within_the_budget(
+    results: dict[str, Any],
+) -> None:
+    big = results["scale"]
+    assert big["completed"] == big["jobs"] == TINY.scale_jobs
+    assert big["sim_status_requests"] >= big["jobs"]  # each job polled at least once
+    assert big["kb_per_job"] > 0
+    assert results["kernel_many"]["jobs_polled"] == TINY.kernel_jobs_many
 
 
 @pytest.mark.timeout(120)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -14,8 +15,8 @@ import pytest
 from genwidgets.jobs import polling, runtime
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.jobs.polling import PollState, Schedule, base_interval
-from genwidgets.protocol.records import Handle, Result
 from genwidgets.jobs.runtime import Observation, RunTimeModel, observe_bracket, plan_polls
+from genwidgets.protocol.records import Handle, Result
 
 TARGET = 1.5
 GATEWAY = "http://gw.test"
@@ -181,7 +182,7 @@ def test_the_plan_never_leaves_a_long_gap_where_the_density_is_high(
     assert plan.miss_probability <= 0.035
     polls = (0.0, *plan.polls)
     late = 0.0
-    for a, b in zip(polls, polls[1:], strict=False):
+    for a, b in itertools.pairwise(polls):
         density = (model.cdf(b) - model.cdf(a)) / (b - a)  # probability per second
         if density > 0.02:  # 2 % of the tasks end in each second of this stretch
             assert b - a <= TARGET, (a, b, density)
@@ -197,7 +198,7 @@ def test_a_tighter_target_means_denser_polls() -> None:
     model = trained(lognormal(200, 20.0, 0.5, seed=7))
     loose, tight = plan_polls(model, 3.0), plan_polls(model, 0.8)
     assert tight.expected_requests > loose.expected_requests
-    middle = [b - a for a, b in zip(tight.polls, tight.polls[1:], strict=False) if 15 < a < 25]
+    middle = [b - a for a, b in itertools.pairwise(tight.polls) if 15 < a < 25]
     assert middle and max(middle) <= 0.8
 
 

@@ -1,0 +1,74 @@
+"""A client learns run times from its own jobs and from its ledger (issue 14), end to end.
+
+Against the loopback simulator; waits are bounded, nothing asserts a duration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import genwidgets as gw
+from genwidgets.jobs.ledger import Ledger
+from genwidgets.simulator import SimulatorServer
+
+KEY = "sim-demo-key"
+WARM = 24  # more than the ~20 tasks a key needs
+
+
+def run_batch(client: gw.Client, count: int, seconds: float) -> list[gw.Job]:
+    jobs = [
+        client.submit("asset-get", {"Id": "asset-demo"}, headers={"X-Sim-Duration": f"{seconds}"})
+        for _ in range(count)
+    ]
+    for job in jobs:
+        assert job.result(timeout=120).ok
+    return jobs
+
+
+@pytest.mark.timeout(300)
+def test_expected_finish_appears_once_the_client_has_seen_enough_tasks(
+    simulator: SimulatorServer, tmp_path: Path
+) -> None:
+    # the session simulator runs at speed 20: 40 s of X-Sim-Duration is 2 s here
+    with Ledger(tmp_path / "ledger.sqlite3") as ledger:
+        client = gw.Client(simulator.base_url, KEY, ledger=ledger, download=False)
+        try:
+            cold = client.submit(
+                "asset-get", {"Id": "asset-demo"}, headers={"X-Sim-Duration": "40"}
+            )
+            assert cold.expected_finish is None  # nothing learnt yet
+            cold.result(timeout=120)
+            run_batch(client, WARM, 40)
+            job = client.submit("asset-get", {"Id": "asset-demo"}, headers={"X-Sim-Duration": "40"})
+            left = job.expected_finish
+            assert left is not None and 0 < left < 10
+            job.result(timeout=120)
+            assert job.expected_finish is None  # done
+        finally:
+            client.close()
+        # A new client (a restarted kernel) knows the run times from the ledger at once.
+        again = gw.Client(simulator.base_url, KEY, ledger=ledger, download=False)
+        try:
+            job = again.submit("asset-get", {"Id": "asset-demo"}, headers={"X-Sim-Duration": "40"})
+            assert job.expected_finish is not None
+            assert job.result(timeout=120).ok
+        finally:
+            again.close()
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "error"),
+    [
+        ("notice_target", 0, ValueError),
+        ("notice_target", "1.5", TypeError),
+        ("max_status_rate", 0, ValueError),
+        ("max_status_rate", float("nan"), ValueError),
+    ],
+)
+def test_bad_schedule_arguments_are_refused_before_anything_is_sent(
+    argument: str, value: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match=argument):
+        gw.Client("http://127.0.0.1:9", KEY, ledger=False, **{argument: value})  # type: ignore[arg-type]

@@ -356,13 +356,57 @@ def _summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+class _PaperClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def on_paper(warm: Sequence[float], durations: Sequence[float]) -> dict[str, float]:
+    """Our schedule's own code (``Schedule``/``Timing``) on a virtual clock: a warm-up
+    batch, then the measured batch, every task polled exactly when the schedule says,
+    answered at once. Requests per task and notice latency of the measured batch:
+    what the schedule does with zero latency and a machine that is never busy."""
+    from genwidgets.jobs.polling import Schedule
+
+    clock = _PaperClock()
+    schedule = Schedule(clock=clock)
+    polls: list[int] = []
+    late: list[float] = []
+    for batch, measured in ((warm, False), (durations, True)):
+        timings = [schedule.track(ENDPOINT, PAYLOAD, 0) for _ in batch]
+        ends = [clock.now + d for d in batch]
+        due = [clock.now + t.next_delay() for t in timings]
+        count = [0] * len(batch)
+        live = set(range(len(batch)))
+        while live:
+            i = min(live, key=due.__getitem__)
+            clock.now = due[i]
+            count[i] += 1
+            if clock.now >= ends[i]:
+                timings[i].saw("COMPLETED", None, True)
+                timings[i].done(True)
+                live.discard(i)
+                if measured:
+                    polls.append(count[i])
+                    late.append(clock.now - ends[i])
+            else:
+                timings[i].saw("IN_PROGRESS", None, False)
+                due[i] = clock.now + timings[i].next_delay()
+    return {
+        "status_requests_per_task": round(sum(polls) / len(polls), 3),
+        "notice_p95_s": round(common.percentile(late, 95), 3),
+    }
+
+
 def _model_requests(arm: Arm) -> float | None:
-    """Status requests per task the schedule makes on paper (no latency, no jitter);
-    None for the warm arms (their plan depends on what they learnt)."""
+    """Status requests per task the schedule makes on paper (no latency, no jitter)."""
     durations = arm.durations
     if arm.worker == OURS:
         if arm.warm:
-            return None
+            return on_paper(arm.warm, durations)["status_requests_per_task"]
         from genwidgets.jobs.polling import requests_for
 
         return sum(requests_for(d) for d in durations) / len(durations)

@@ -121,7 +121,8 @@ def requests_for(seconds: float) -> int:
 
 #: a planned poll closer than this share of the target to the last one is skipped
 MIN_GAP_SHARE = 0.25
-#: a key's plan is recomputed at most this often (seconds), unless its model widened
+#: a key's plan is recomputed at most this often (seconds), and after 5 % more
+#: observations, unless its model widened
 REPLAN_AFTER_S = 5.0
 #: finished rows read from the ledger per endpoint when its first job starts
 LEDGER_ROWS = 500
@@ -232,13 +233,13 @@ class Schedule:
         cached = self._plans.get(key)
         now = self.clock()
         if cached is not None:
-            version, at, plan, shifts = cached
-            if version == model.version:
-                return plan
-            if shifts == model.shifts and now - at < REPLAN_AFTER_S:
-                return plan  # a few more observations: not worth a new plan yet
+            total, at, plan, shifts = cached
+            if shifts == model.shifts and (
+                now - at < REPLAN_AFTER_S or model.total - total < max(5, model.total // 20)
+            ):
+                return plan  # a few more observations: not worth a new plan yet (~0.1 s)
         plan = runtime.plan_polls(model, self.notice_target)
-        self._plans[key] = (model.version, now, plan, model.shifts)
+        self._plans[key] = (model.total, now, plan, model.shifts)
         return plan
 
     # ------------------------------------------------------------------ jobs

@@ -323,7 +323,7 @@ def plan_polls(
     *,
     miss: float = 0.035,
     tail: float = PLAN_TAIL,
-    margin: float = 0.08,
+    margin: float = 0.05,
 ) -> Plan:
     """Place polls to minimise expected requests with P(notice > target) ≤ ``miss``.
 

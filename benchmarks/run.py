@@ -350,7 +350,7 @@ def _why_warm(r: dict[str, Any], ours: str, suffix: str = "") -> str:
         f"{ours}: {s['status_requests_per_task']:.1f} status requests per task, notice p50 "
         f"{s['notice_s']['p50']:.2f} s, p95 {s['notice_s']['p95']:.2f} s, max "
         f"{s['notice_s']['max']:.2f} s, after a warm-up of {p['warm_up']} tasks. The plan "
-        "spends a 3.5 % miss budget where the learnt density is low; a model learnt from 50 "
+        "spends a 3 % miss budget where the learnt density is low; a model learnt from 50 "
         "tasks misjudges the tails by a few percent, and what it saves depends on the spread "
         "of run times (a wider one leaves less to save). What would fix it: a longer warm-up "
         "(the model keeps learning, so later batches do better), or a smaller miss budget "

@@ -124,6 +124,12 @@ MIN_GAP_SHARE = 0.25
 #: a key's plan is recomputed at most this often (seconds), and after 5 % more
 #: observations, unless its model widened
 REPLAN_AFTER_S = 5.0
+#: timer slack kept off the notice target by a plan (the round trip comes on top)
+PLAN_MARGIN_S = 0.05
+#: spreads the tasks of a key evenly over a plan's two variants (seq × φ mod 1)
+GOLDEN = 0.6180339887498949
+#: a checkpoint outcome still unknown this long after it fell due is dropped
+STALE_DUE_S = 60.0
 #: finished rows read from the ledger per endpoint when its first job starts
 LEDGER_ROWS = 500
 #: budget priority of a job whose finish the model cannot tell (seconds)
@@ -172,6 +178,9 @@ class Schedule:
         self._cohorts: dict[Key, collections.OrderedDict[int, Timing]] = {}
         # checkpoint outcomes to count, by when they fall due (see ``_drain``)
         self._due: list[tuple[float, int, Timing, float, float, int]] = []
+        #: the status round trip (seconds, a moving average): a poll notices an end
+        #: this much after it is sent, so plans keep their gaps this much shorter
+        self.latency = 0.0
         self._seq = 0
 
     def __repr__(self) -> str:
@@ -238,7 +247,7 @@ class Schedule:
                 now - at < REPLAN_AFTER_S or model.total - total < max(5, model.total // 20)
             ):
                 return plan  # a few more observations: not worth a new plan yet (~0.1 s)
-        plan = runtime.plan_polls(model, self.notice_target)
+        plan = runtime.plan_polls(model, self.notice_target, margin=PLAN_MARGIN_S + self.latency)
         self._plans[key] = (model.total, now, plan, model.shifts)
         return plan
 
@@ -318,7 +327,8 @@ class Schedule:
         while self._due and self._due[0][0] <= now:
             due, _, timing, q, origin, shifts = self._due[0]
             model = self.models.get(timing.key)
-            gone = timing.finished and timing.observation is None
+            # finished without a run time, or not polled for a minute (its poller stopped)
+            gone = (timing.finished and timing.observation is None) or now - due > STALE_DUE_S
             if model is None or model.shifts != shifts or gone or timing.origin != origin:
                 heapq.heappop(self._due)
                 continue
@@ -341,6 +351,7 @@ class Timing:
     """What the schedule knows of one job's timing (engine thread only; small)."""
 
     __slots__ = (
+        "asked",
         "finished",
         "joined",
         "key",
@@ -367,6 +378,7 @@ class Timing:
         self.finished = False
         self.released = False
         self.joined = False  # in its key's cohort (on the engine thread, at its first poll)
+        self.asked: float | None = None  # when the status request in flight was sent
         self.position = queue_position
         self.position_fell = False
         # Not queued at creation: assume it runs from now (a later IN_QUEUE corrects it).
@@ -389,6 +401,9 @@ class Timing:
         """A status answer arrived (every answer, changed or not)."""
         schedule = self.schedule
         now = schedule.clock()
+        if self.asked is not None:
+            schedule.latency += 0.1 * (min(now - self.asked, 5.0) - schedule.latency)
+            self.asked = None
         schedule._drain(now)
         if terminal:
             if self.observation is None and self.start is not None and word.upper() == "COMPLETED":
@@ -457,11 +472,14 @@ class Timing:
             return next_interval(
                 PollState(running_for=age, failures=failures, early_cap=target), rng
             )
+        polls = plan.for_task((self.seq * GOLDEN) % 1.0)
         soonest = age + MIN_GAP_SHARE * target
-        index = bisect_right(plan.polls, soonest)
-        if index >= len(plan.polls):
-            return max(plan.end - age, MIN_GAP_SHARE * target)
-        return plan.polls[index] - age
+        index = bisect_right(polls, soonest)
+        if index >= len(polls):
+            return next_interval(
+                PollState(running_for=age, failures=failures, early_cap=target), rng
+            )
+        return polls[index] - age
 
     def expected_finish(self) -> float | None:
         """Seconds until the task is expected to finish, when the model is confident."""
@@ -486,3 +504,4 @@ class Timing:
         budget = self.schedule.budget
         if budget is not None:
             await budget.acquire(0.0 if urgent else self.priority())
+        self.asked = self.schedule.clock()

@@ -308,20 +308,32 @@ class RunTimeModel:
 
 @dataclass(frozen=True)
 class Plan:
-    """Poll ages (seconds since the task started running) for one model version."""
+    """Poll ages (seconds since the task started running) for one model version.
+
+    ``alternate`` is the sparser plan just past the λ where the late mass jumps
+    above the budget; a share ``alternate_share`` of the tasks follows it, so that
+    the expected late mass is the budget itself (the Lagrangian solutions move in
+    jumps; mixing the two neighbours fills the gap). Figures are of the mixture.
+    """
 
     polls: tuple[float, ...]
     end: float  # past this age the task has outlived the model: adaptive schedule
     expected_requests: float
     miss_probability: float
     checkpoints: Mapping[float, float]
+    alternate: tuple[float, ...] = ()
+    alternate_share: float = 0.0
+
+    def for_task(self, draw: float) -> tuple[float, ...]:
+        """The polls of a task whose uniform ``draw`` (fixed per task) is given."""
+        return self.alternate if draw < self.alternate_share else self.polls
 
 
 def plan_polls(
     model: RunTimeModel,
     target: float,
     *,
-    miss: float = 0.035,
+    miss: float = 0.03,
     tail: float = PLAN_TAIL,
     margin: float = 0.05,
 ) -> Plan:
@@ -329,15 +341,17 @@ def plan_polls(
 
     A task ending in (s, s'] is noticed at s' (late by s' − T), so a gap g after a
     poll at s makes late every task ending in (s, s + g − τ), τ = target −
-    ``margin`` (request time and timer slack). Expected requests = Σ S(sᵢ) (a poll
-    happens while the task still runs). Minimise requests + λ·late mass by dynamic
-    programming on a grid of τ/4 (backwards: V(s) = min_g S(s) + λ·late(s, g) +
-    V(s + g)), and bisect λ until the late mass is at most ``miss`` (below the 5 %
-    the notice target allows, for model error). Where the density is high the
-    penalty forces g = τ; where it is low (the start, a valley between two modes,
-    the far tail) gaps grow. Past the ``tail`` quantile the adaptive schedule takes
-    over (it keeps every gap within the target). Computed once per model version
-    and shared by every task of the key.
+    ``margin`` (timer slack, plus the status round trip the caller measured).
+    Expected requests = Σ S(sᵢ) (a poll happens while the task still runs).
+    Minimise requests + λ·late mass by dynamic programming on a grid of τ/4
+    (backwards: V(s) = min_g S(s) + λ·late(s, g) + V(s + g)), and bisect λ until
+    the late mass is at most ``miss`` (below the 5 % the notice target allows,
+    for model error). Where the density is high the penalty forces g = τ; where
+    it is low (the start, a valley between two modes, the far tail) gaps grow.
+    The two plans either side of the λ where the late mass jumps are mixed to use
+    the budget exactly (:class:`Plan`). Past the ``tail`` quantile the adaptive
+    schedule takes over (it keeps every gap within the target). Computed once per
+    model version and shared by every task of the key.
     """
     tau = max(0.05, target - margin)
     step = tau / 4
@@ -372,16 +386,27 @@ def plan_polls(
         return polls, late_total, cost
 
     low, high = 1.0, 1e7
-    chosen = run(high)
+    chosen, over = run(high), run(low)
     for _ in range(20):
         lam = math.sqrt(low * high)
         attempt = run(lam)
         if attempt[1] <= miss:
             high, chosen = lam, attempt
         else:
-            low = lam
+            low, over = lam, attempt
     polls, late, cost = chosen
-    return Plan(tuple(polls), polls[-1], cost, late, model.checkpoint_ages())
+    share = 0.0
+    if over[1] > miss > late and over[2] < cost:
+        share = (miss - late) / (over[1] - late)
+    return Plan(
+        tuple(polls),
+        max(polls[-1], over[0][-1]),
+        (1 - share) * cost + share * over[2],
+        (1 - share) * late + share * over[1],
+        model.checkpoint_ages(),
+        tuple(over[0]),
+        share,
+    )
 
 
 # --------------------------------------------------------------------------- ledger rows

@@ -180,7 +180,15 @@ def test_the_plan_never_leaves_a_long_gap_where_the_density_is_high(
     model = trained(durations)
     plan = plan_polls(model, TARGET)
     assert plan.miss_probability <= 0.035
-    polls = (0.0, *plan.polls)
+    assert plan.alternate_share < 1
+    for variant in (plan.polls, plan.alternate):
+        check_gaps(model, variant)
+    adaptive = sum(polling.requests_for(d) for d in durations) / len(durations)
+    assert plan.expected_requests < adaptive  # fewer requests than the adaptive schedule
+
+
+def check_gaps(model: RunTimeModel, variant: tuple[float, ...]) -> None:
+    polls = (0.0, *variant)
     late = 0.0
     for a, b in itertools.pairwise(polls):
         density = (model.cdf(b) - model.cdf(a)) / (b - a)  # probability per second
@@ -188,10 +196,7 @@ def test_the_plan_never_leaves_a_long_gap_where_the_density_is_high(
             assert b - a <= TARGET, (a, b, density)
         if b - a > TARGET:
             late += model.cdf(b - TARGET) - model.cdf(a)
-    assert late <= plan.miss_probability + 1e-9  # planned with a margin under the target
-    # fewer requests than the adaptive schedule for the same tasks
-    adaptive = sum(polling.requests_for(d) for d in durations) / len(durations)
-    assert plan.expected_requests < adaptive
+    assert late <= 0.05  # P(notice > target) within 5 %, for either variant
 
 
 def test_a_tighter_target_means_denser_polls() -> None:
@@ -220,8 +225,9 @@ def test_short_history_means_the_adaptive_schedule() -> None:
     schedule.model(key).add(Observation(20.0))  # the twentieth
     planned = schedule.plan(key)
     assert planned is not None
+    polls = planned.for_task((timing.seq * polling.GOLDEN) % 1.0)
     assert timing.next_delay() == pytest.approx(
-        min(p for p in planned.polls if p > 3.0 + polling.MIN_GAP_SHARE * TARGET) - 3.0
+        min(p for p in polls if p > 3.0 + polling.MIN_GAP_SHARE * TARGET) - 3.0
     )
 
 

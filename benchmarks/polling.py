@@ -373,12 +373,13 @@ def on_paper(warm: Sequence[float], durations: Sequence[float]) -> dict[str, flo
 
     clock = _PaperClock()
     schedule = Schedule(clock=clock)
+    rng = random.Random(0)  # the adaptive part's jitter, seeded
     polls: list[int] = []
     late: list[float] = []
     for batch, measured in ((warm, False), (durations, True)):
         timings = [schedule.track(ENDPOINT, PAYLOAD, 0) for _ in batch]
         ends = [clock.now + d for d in batch]
-        due = [clock.now + t.next_delay() for t in timings]
+        due = [clock.now + t.next_delay(rng=rng) for t in timings]
         count = [0] * len(batch)
         live = set(range(len(batch)))
         while live:
@@ -394,7 +395,7 @@ def on_paper(warm: Sequence[float], durations: Sequence[float]) -> dict[str, flo
                     late.append(clock.now - ends[i])
             else:
                 timings[i].saw("IN_PROGRESS", None, False)
-                due[i] = clock.now + timings[i].next_delay()
+                due[i] = clock.now + timings[i].next_delay(rng=rng)
     return {
         "status_requests_per_task": round(sum(polls) / len(polls), 3),
         "notice_p95_s": round(common.percentile(late, 95), 3),

@@ -355,6 +355,19 @@ def _why_warm(r: dict[str, Any], ours: str, suffix: str = "") -> str:
         "of run times (a wider one leaves less to save). What would fix it: a longer warm-up "
         "(the model keeps learning, so later batches do better), or a smaller miss budget "
         "(runtime.plan_polls(miss=...)) if the notice goal was missed."
+    ) + _starved(p, s)
+
+
+def _starved(p: dict[str, Any], ours: dict[str, Any]) -> str:
+    """A sentence when the fixed 0.5 s poller fell far behind its timer: a starved machine."""
+    fixed = p["schedules"].get("fixed 0.5 s", {}).get("mean_achieved_interval_s")
+    if fixed is None or fixed <= 0.75:
+        return ""
+    return (
+        f" The machine was starved during this run: the fixed 0.5 s poller achieved {fixed:.2f} s "
+        "between polls, so these figures measure the machine, not the schedule; on paper "
+        f"(our schedule's own code on a virtual clock) it makes "
+        f"{ours['model_status_requests_per_task']} status requests per task."
     )
 
 

@@ -29,6 +29,7 @@ from ..catalog.vida import ContentItem
 from .containers import ListElement, ModelElement, ModelUnionElement
 from .elements import (
     BuildContext,
+    Builder,
     ChoiceElement,
     Element,
     FixedElement,
@@ -48,14 +49,11 @@ from .vida_content import VidAContentElement
 __all__ = [
     "FIELD_KINDS",
     "BuildContext",
-    "Factory",
     "FieldKind",
     "build_element",
     "kind_of",
     "register_field",
 ]
-
-Factory = Callable[[FieldSpec, BuildContext], Element]
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,7 @@ class FieldKind:
 
     name: str
     matches: Callable[[FieldSpec], bool]
-    build: Factory
+    build: Builder
 
 
 def build_element(spec: FieldSpec, ctx: BuildContext) -> Element:
@@ -84,10 +82,10 @@ def _kind(spec: FieldSpec) -> FieldKind:
     return next(kind for kind in FIELD_KINDS if kind.matches(spec))
 
 
-_OVERRIDES: dict[tuple[str, str], Factory] = {}
+_OVERRIDES: dict[tuple[str, str], Builder] = {}
 
 
-def register_field(endpoint: str, path: str, factory: Factory) -> None:
+def register_field(endpoint: str, path: str, factory: Builder) -> None:
     """Use ``factory(spec, ctx)`` for the field at ``path`` of ``endpoint`` (or ``"*"``).
     Explicit registrations win over markers and type inference."""
     _OVERRIDES[(endpoint, path)] = factory
@@ -97,8 +95,9 @@ def register_field(endpoint: str, path: str, factory: Factory) -> None:
 
 
 def _typed_as_text(spec: FieldSpec) -> bool:
-    """Shown as text when no marker says more: a string, a free union, ``Any``, a dict
-    (not a bool, number, choice, list or nested model)."""
+    """A value a person would type (a string, a free union, ``Any``): not a bool, number,
+    choice, list or nested model. A media marker on a list is for its items, which
+    the list builds through this table again."""
     ann = spec.annotation
     return not (
         ann in (bool, int, float)
@@ -129,7 +128,7 @@ def _looks_like_prompt(spec: FieldSpec) -> bool:
 # --- what the table's entries build -------------------------------------------------------
 
 
-def _number(integer: bool) -> Factory:
+def _number(integer: bool) -> Builder:
     parse = parse_int if integer else parse_float
 
     def build(spec: FieldSpec, ctx: BuildContext) -> Element:

@@ -40,7 +40,6 @@ from ._style import BILLED_BADGE, ERROR_STYLE, HELP_STYLE, PALETTE, esc, layout
 from .field_spec import UNSET, FieldSpec, plain
 
 __all__ = [
-    "UNSET",
     "BuildContext",
     "Builder",
     "ChoiceElement",

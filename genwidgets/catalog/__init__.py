@@ -2,6 +2,8 @@
 
 Modules, each importing only those above it in this list:
 
+- ``introspect``: the one annotation walker (``Annotated``, unions, containers,
+  choices, nested models, limits), shared with the forms; it imports nothing here;
 - ``paths``, ``markers``: walking a model along a payload path; field markers
   (:data:`BILLED`, :class:`MediaSpec`, :data:`PROMPT_STRING`, :data:`Number`);
 - ``findings``: soft findings (warnings) of validators;

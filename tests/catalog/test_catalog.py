@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 import genwidgets.catalog as catalog
 from genwidgets.catalog import MediaSpec, field_info_at, media_spec_at
-from genwidgets.catalog.paths import leaves, models_in
+from genwidgets.catalog.introspect import leaves, models_in
 from genwidgets.errors import PayloadError
 
 # Field names per documented endpoint, copied from the spec's tables (wire names).

@@ -7,20 +7,10 @@ import base64
 from widgets.field_samples import CTX, form_png, upload
 
 from genwidgets.catalog import MediaSpec
+from genwidgets.catalog.vida import VIDA_IMAGE  # lowercase data URLs, 300-6000 px sides
 from genwidgets.widgets.field_spec import UNSET, FieldSpec
 from genwidgets.widgets.media_input import MediaElement
 
-VIDA_IMAGE = MediaSpec(
-    media="image",
-    encoding="data_url_lower",
-    formats=("jpeg", "png", "webp"),
-    min_side=300,
-    max_side=6000,
-    sides_exclusive=True,
-    min_aspect=0.4,
-    max_aspect=2.5,
-    allow_asset=True,
-)
 VIDK_IMAGE = MediaSpec(media="image", encoding="raw_base64", formats=("jpeg", "png"), min_side=300)
 URL_ONLY = MediaSpec(media="image", encoding="url_only", formats=("jpeg", "png"))
 

@@ -12,6 +12,9 @@ Choices made where the brief is silent (and why):
 - Names the catalog does not know are kept and sent as is (the catalog allows
   extra fields); they show as amber notes, like :func:`genwidgets.validate` warns.
 - Reset returns to the values the form was built with (``gw.form(..., **initial)``).
+- Submit validates once: ``client.prepare`` checks and serialises the payload, and
+  ``client.send`` sends that body; the live check on every change is what shows
+  problems before a click, and a click re-checks nothing after sending.
 - A click within 2 s of a submission is ignored (a queued double click must not
   create, and bill, a second task); ``form.submit()`` itself has no such guard.
 - The client is created at the first submit (never while building), and kept.

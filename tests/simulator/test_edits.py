@@ -313,6 +313,13 @@ def test_lip_sync_keeps_the_source_video_and_lays_the_trimmed_audio(run: Run) ->
     assert max(loud) > 1000 and max(quiet) < 300
 
 
+def test_same_seed_same_imgm_bytes_and_the_ratio_of_ar(run: Run) -> None:
+    a = run("imgM-v8.1-t2i", {"prompt": "a fox --seed 12 --aspect 2:1"})["outputs"][1]["url"]
+    b = run("imgM-v8.1-t2i", {"prompt": "a fox --seed 12 --aspect 2:1"})["outputs"][1]["url"]
+    assert httpx.get(a).content == httpx.get(b).content
+    assert fetch_image(a).size == (1024, 512)
+
+
 def test_same_seed_same_video_bytes(run: Run) -> None:
     payload = {"prompt": "waves", "duration": 1, "resolution": "540p", "seed": 8}
     a = httpx.get(run("vidVq2-text2video", payload)["outputs"][0]["url"]).content

@@ -67,6 +67,7 @@ from PIL import Image, ImageDraw
 
 from ..errors import PayloadError
 from ..imgm import Prompt
+from ..imgm.prompt import format_value
 from . import synth
 from .files import FileStore
 from .inputs import Inputs
@@ -209,20 +210,23 @@ def imgm_prompt(prompt: str) -> Prompt | None:
 _FIRST_EXPANSION_LIMIT = 1000
 
 
-def _param(prompt: Prompt | None, name: str) -> Any:
-    value = prompt.params.get(name) if prompt is not None else None
-    return None if value is True else value
-
-
 def imgm_version(prompt: str) -> str:
     """The ``--v`` of an imgM prompt, ``8.1`` (the service's) when absent."""
-    version = _param(imgm_prompt(prompt), "v")
-    return str(version) if version not in (None, "") else "8.1"
+    return _version(imgm_prompt(prompt))
 
 
 def imgm_size(prompt: str) -> tuple[int, int]:
     """Width and height of an imgM picture: long side 1024, ratio from ``--ar``."""
-    ratio = _param(imgm_prompt(prompt), "ar")
+    return _picture_size(imgm_prompt(prompt))
+
+
+def _version(prompt: Prompt | None) -> str:
+    version = prompt.params.get("v") if prompt is not None else None
+    return str(version) if isinstance(version, str) and version else "8.1"
+
+
+def _picture_size(prompt: Prompt | None) -> tuple[int, int]:
+    ratio = prompt.params.get("ar") if prompt is not None else None
     a, b = _ratio(ratio if isinstance(ratio, str) else "", (1, 1))
     a, b = min(a, 4 * b), min(b, 4 * a)  # extreme ratios stay drawable
     return (
@@ -269,67 +273,55 @@ def _inpaint_mask(
 
 def _imgm(endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]) -> Produced:
     if endpoint in ("imgM-v8.1-t2i", "imgM_diffusion"):
-        text = str(payload.get("prompt", ""))
-        prompt = imgm_prompt(text)
-        width, height = imgm_size(text)
-        chosen = _param(prompt, "seed")
-        if isinstance(chosen, int) and not isinstance(chosen, bool) and chosen >= 0:
-            seed = chosen
-        shown = (
-            " ".join(
-                f"--{k} {v}".strip()
-                for k, v in ((k, _param(prompt, k)) for k in prompt.params if k != "v")
-                if v is not None
-            )
-            if prompt is not None
-            else ""
-        )
-        lines = [
-            (prompt.text if prompt is not None else text)[:400],
-            f"version {imgm_version(text)} {shown}".strip(),
-        ]
-        files = [
-            synth.image_file(
-                f"image_{i}", width, height, seed + i, f"{endpoint} · {i + 1}/4", lines
-            )
-            for i in range(4)
-        ]
-        return Produced(files, {"image_size": (width, height), "seed": seed})
-    width, height = ctx.get("upstream_size", (1024, 1024))
+        return _imgm_generate(endpoint, payload, seed)
+    return _imgm_edit(endpoint, payload, seed, ctx)
+
+
+def _imgm_generate(endpoint: str, payload: Mapping[str, Any], seed: int) -> Produced:
+    """Four pictures at the prompt's ``--ar``, from its ``--seed`` when it has one."""
+    text = str(payload.get("prompt", ""))
+    prompt = imgm_prompt(text)
+    width, height = _picture_size(prompt)
+    params = prompt.params if prompt is not None else {}
+    chosen = params.get("seed")
+    if isinstance(chosen, int) and not isinstance(chosen, bool) and chosen >= 0:
+        seed = chosen
+    shown = " ".join(f"--{k} {format_value(k, v)}".strip() for k, v in params.items() if k != "v")
+    lines = [
+        (prompt.text if prompt is not None else text)[:400],
+        f"version {_version(prompt)} {shown}".strip(),
+    ]
+    files = [
+        synth.image_file(f"image_{i}", width, height, seed + i, f"{endpoint} · {i + 1}/4", lines)
+        for i in range(4)
+    ]
+    return Produced(files, {"image_size": (width, height), "seed": seed})
+
+
+def _imgm_edit(
+    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
+) -> Produced:
+    """Four edits of the upstream task's named image (a seed picture if its file is gone)."""
     image_no = _int(payload, "imageNo" if endpoint != "imgM-v8.1-i2i" else "image_no", 0, 0, 3)
     seed = int(ctx.get("upstream_seed", seed)) * 31 + image_no * 7 + len(endpoint)
-    remix = str(payload.get("remixPrompt", payload.get("remix_prompt", "")) or "")
-    source = _upstream_image(ctx)
-    note = f"from {payload.get('jobId')} image {image_no}"
-    direction = _int(payload, "direction", 0, 0, 3)
-    scale = _num(payload, "scale", 1.5, 1.1, 3.0)
-    strong = bool(_int(payload, "type", 0, 0, 1))
-    if endpoint == "imgM_pan":
-        note += f", pan {synth.PAN_DIRECTIONS[direction]} x{scale:g}"
-    elif endpoint == "imgM-v8.1-i2i":
-        note += f", {'strong' if strong else 'subtle'} variation"
-    else:
-        note += ", inpaint"
-    lines = [remix[:400] or "(same prompt)", note]
-    title = f"{endpoint} · {{}}/4"
-    if source is None:  # the upstream file is gone: a picture of the right size
-        if endpoint == "imgM_pan":
-            if direction in (0, 2):
-                height = min(4096, synth.even(height * scale))
-            else:
-                width = min(4096, synth.even(width * scale))
-        source = synth.picture(width, height, seed, "", [])
-    mask = _inpaint_mask(payload, source.size, ctx) if endpoint == "imgM-inpaint" else None
+    width, height = ctx.get("upstream_size", (1024, 1024))
+    source = _upstream_image(ctx) or synth.picture(width, height, seed, "", [])
     pictures = []
-    for i in range(4):
-        if endpoint == "imgM_pan":
-            made = synth.extend(source, direction, scale, seed + i)
-        elif endpoint == "imgM-v8.1-i2i":
-            made = synth.vary(source, seed + i, strong)
-        else:
-            assert mask is not None
-            made = synth.repaint(source, mask, seed + i, title.format(i + 1), lines)
-        pictures.append(made)
+    if endpoint == "imgM_pan":
+        direction = _int(payload, "direction", 0, 0, 3)
+        scale = _num(payload, "scale", 1.5, 1.1, 3.0)
+        pictures = [synth.extend(source, direction, scale, seed + i) for i in range(4)]
+    elif endpoint == "imgM-v8.1-i2i":
+        strong = bool(_int(payload, "type", 0, 0, 1))
+        pictures = [synth.vary(source, seed + i, strong) for i in range(4)]
+    else:
+        mask = _inpaint_mask(payload, source.size, ctx)
+        remix = str(payload.get("remixPrompt") or "(same prompt)")[:400]
+        lines = [remix, f"inpaint of {payload.get('jobId')} image {image_no}"]
+        pictures = [
+            synth.repaint(source, mask, seed + i, f"{endpoint} · {i + 1}/4", lines)
+            for i in range(4)
+        ]
     files = [
         MediaFile(f"image_{i}.png", "image/png", synth.encode_image(made))
         for i, made in enumerate(pictures)
@@ -518,10 +510,11 @@ def _vida_images(payload: Mapping[str, Any]) -> dict[str, Any]:
     """The vidA frame images by role: ``first_frame`` (also a role-less one), ``last_frame``."""
     frames: dict[str, Any] = {}
     for item in _list(payload, "content"):
-        inner = item.get("image_url") if isinstance(item, dict) else None
-        role = item.get("role") or "first_frame" if isinstance(item, dict) else None
-        if isinstance(inner, dict) and role in ("first_frame", "last_frame"):
-            frames.setdefault(role, inner.get("url"))
+        if not isinstance(item, dict) or not isinstance(item.get("image_url"), dict):
+            continue
+        role = item.get("role") or "first_frame"
+        if role in ("first_frame", "last_frame"):
+            frames.setdefault(role, item["image_url"].get("url"))
     return frames
 
 
@@ -551,7 +544,7 @@ def _lip_sync_sound(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> bytes
     if pcm is None:
         texts = ctx.get("audio_texts")
         text = texts.get(choice.get("audio_id")) if isinstance(texts, dict) else None
-        pcm = synth.speech_pcm(str(text), rate, 1) if text else synth.melody(5.0, rate, 7)
+        pcm = _preview_pcm(str(text)) if text else synth.melody(5.0, rate, 7)
     start = _int(choice, "sound_start_time", 0, 0, 600_000) * rate // 1000 * 2
     end_ms = choice.get("sound_end_time")
     end = _int(choice, "sound_end_time", 0, 0, 600_000) * rate // 1000 * 2 if end_ms else len(pcm)
@@ -650,13 +643,21 @@ def _speech(
     )
 
 
+def _preview_pcm(text: str) -> bytes:
+    """The voice of ``vidK-audio-preview`` (2-60 s, mono, ``synth.AUDIO_RATE``); lip-sync
+    lays the same voice when given its ``audio_id``."""
+    rate = synth.AUDIO_RATE
+    pcm = synth.speech_pcm(text, rate, 1)
+    seconds = max(2.0, min(60.0, synth.pcm_seconds(pcm, rate, 1)))
+    return (pcm + bytes(int(seconds * rate) * 2))[: int(seconds * rate) * 2]
+
+
 def _audio_preview(
     endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
-    pcm = synth.speech_pcm(str(payload.get("text", "")), 24000, 1)
-    seconds = max(2.0, min(60.0, synth.pcm_seconds(pcm, 24000, 1)))
-    pcm = (pcm + bytes(int(seconds * 24000) * 2))[: int(seconds * 24000) * 2]
-    data, content_type = synth.encode_audio(pcm, 24000, 1, "mp3", 64000)
+    pcm = _preview_pcm(str(payload.get("text", "")))
+    seconds = synth.pcm_seconds(pcm, synth.AUDIO_RATE, 1)
+    data, content_type = synth.encode_audio(pcm, synth.AUDIO_RATE, 1, "mp3", 64000)
     return Produced(
         [MediaFile("preview.mp3", content_type, data)], {"duration_ms": round(seconds * 1000)}
     )

@@ -448,7 +448,12 @@ def encode_video(
     base = picture(width, height, seed, title, lines)
     start = fit(first, width, height) if first is not None else None
     end = fit(last, width, height) if last is not None else None
-    music = sound if sound is not None else melody(frames / fps, AUDIO_RATE, seed)
+    length = 2 * round(frames / fps * AUDIO_RATE)  # bytes of s16 mono for the whole video
+    music = (
+        (sound + bytes(length))[:length]
+        if sound is not None
+        else melody(frames / fps, AUDIO_RATE, seed)
+    )
     return _mux(
         _frames(base, frames, fps, start, end), width, height, fps, music if audio else None
     )

@@ -26,9 +26,9 @@ Choices made where the spec is silent (documented here on purpose):
   parameter part; it is kept whole as a :class:`Variation` under its own text
   in ``params``, with the plain words that follow it (so
   ``{red bird, blue --tile} bird`` stays one Variation, and its second
-  expansion is reported). A one-word value may hold one (``--ar {16:9, 1:1
-  --tile}``); after it, or after a flag, the next one is an entry of its own;
-  list, reference and unknown parameters take it into their value. Each
+  expansion is reported). Only a one-word value may be one itself (``--ar
+  {16:9, 1:1 --tile}``); anywhere else it is an entry of its own (a list value
+  ending in a comma before it stays the raw string: ``--no a, {b, c --tile}``). Each
   expansion of such a prompt is a full prompt: :meth:`Prompt.errors` and
   :meth:`Prompt.warnings` check every expansion and name the one each problem
   comes from, and :meth:`Prompt.repeats` has one entry per expansion (a
@@ -623,8 +623,7 @@ def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
         word = words[i]
         j = i + 1
         if varying[i]:  # a permutation of parameters: kept whole, with the words it holds
-            while j < len(words) and not starts_entry(j):
-                j += 1
+            j = next((k for k in range(j, len(words)) if starts_entry(k)), len(words))
             raw = _norm(" ".join(words[i:j]))
             i = j
             if raw in seen:
@@ -636,14 +635,7 @@ def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
         spelling = word[1:] if word.startswith("—") else word[2:]
         key = _canonical(spelling)
         param = PARAMETERS.get(key)
-        # A one-word value may be a permutation of parameters; after it (or after a
-        # flag) such a permutation starts an entry of its own.
-        one_value = param is not None and param.kind in (*_ONE_WORD_KINDS, "flag")
-        is_flag = param is not None and param.kind == "flag"
-        while j < len(words) and not _is_param_word(words[j]):
-            if varying[j] and one_value and (is_flag or j > i + 1):
-                break
-            j += 1
+        j = _values_end(words, varying, i, param)
         values = [_norm(w) for w in words[i + 1 : j]]
         i = j
         if not _NAME.fullmatch(spelling):
@@ -668,10 +660,37 @@ def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
             errors.append(_text_after(key, spelling, values, "takes no value"))
         elif param is not None and param.kind in _ONE_WORD_KINDS and len(values) > 1:
             errors.append(_text_after(key, spelling, values[1:], f"takes one value ({values[0]})"))
-        entries.append((spelling, key, _typed(key, " ".join(values))))
+        raw = " ".join(values)
+        if j < len(words) and varying[j] and _ends_with_separator(raw):
+            entries.append((spelling, key, raw))  # "--no a, {b, c --tile}": the comma stays
+        else:
+            entries.append((spelling, key, _typed(key, raw)))
     if errors:
         raise PayloadError(errors)
     return images, text, entries
+
+
+def _ends_with_separator(raw: str) -> bool:
+    """Whether ``raw`` ends with a comma that separates items (not an escaped one)."""
+    pieces = _split_outside(raw, ",")
+    return len(pieces) > 1 and not pieces[-1].strip()
+
+
+def _values_end(words: list[str], varying: list[bool], i: int, param: Param | None) -> int:
+    """Where the value words of the parameter at ``i`` end: at the next ``--name``
+    or at the next permutation of parameters, which is an entry of its own.
+
+    Only a one-word value may be such a permutation itself (``--ar {16:9, 1:1
+    --tile}``): after a list, reference or unknown parameter the permutation
+    stays apart, so removing a parameter never lets it be read as another's value.
+    """
+    one_word = param is not None and param.kind in _ONE_WORD_KINDS
+    j = i + 1
+    while j < len(words) and not _is_param_word(words[j]):
+        if varying[j] and not (one_word and j == i + 1):
+            break
+        j += 1
+    return j
 
 
 def _text_after(key: str, spelling: str, extra: list[str], why: str) -> dict[str, Any]:

@@ -244,3 +244,15 @@ def test_unknown_parameters_suggest_the_closest_name() -> None:
     found = messages(parse("cat --stylise 50 --chaoss 5"))
     assert any("--stylise" in m and "did you mean --stylize" in m for m in found)
     assert any("--chaoss" in m and "did you mean --chaos" in m for m in found)
+
+
+def test_a_parameter_permutation_after_a_list_stays_its_own_entry() -> None:
+    p = parse("cat --no dogs {, --tile} --seed 1")
+    assert p.params["no"] == ["dogs"]
+    assert "{, --tile}" in p.params
+    q = parse("cat --seed 1 --no {, --tile}").with_params(seed=None)  # nothing is absorbed
+    assert str(q) == "cat --no {, --tile}"
+    kept = parse("cat --no a, {b, c --tile}")
+    assert kept.params["no"] == "a,"  # the comma before the permutation stays
+    assert kept.expand() == ["cat --no a, b", "cat --no a, c --tile"]
+    assert_round_trip(kept)

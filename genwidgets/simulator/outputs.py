@@ -40,9 +40,9 @@ pictures come from :mod:`.synth`, the inputs are read by :mod:`.inputs`):
   polygons of ``area``/``mask.areas`` (each polygon in its own
   ``width`` x ``height`` frame, scaled onto the image; with no readable mask, a
   centred ellipse), keeping every other pixel.
-- ``imgG-1.5-edit`` and ``imgQ-edit-plus`` start from their input images (the
-  first fills the frame, the others are insets); ``imgQ``'s default size
-  follows the last readable input's ratio.
+- ``imgG-1.5-edit`` and ``imgQ-edit-plus`` start from their input images: one
+  fills the frame (imgG's first; imgQ's last, whose ratio sets imgQ's default
+  size), the others are insets.
 - ``vidP_v6_transition`` goes from ``first_frame_image`` to
   ``last_frame_image``; ``vidA`` starts on its ``first_frame`` (or role-less)
   image and ends on its ``last_frame`` one; ``vidK-lip-sync`` keeps the frames
@@ -402,7 +402,8 @@ def _img_q(
         seed = int(payload["seed"])
     n = _int(payload, "n", 1, 1, 6)
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
-    return Produced(_edited(endpoint, sources, (w, h), seed, n, lines))
+    # the last image sets the ratio, so it fills the frame; the others are insets
+    return Produced(_edited(endpoint, sources[-1:] + sources[:-1], (w, h), seed, n, lines))
 
 
 def _gen_w_image(

@@ -209,6 +209,8 @@ def test_imgq_size_from_the_last_image_and_unreadable_urls_stay_square(
     result = run("imgQ-edit-plus", {"prompt": "x", "images": [wide_file, tall]})
     out = fetch_image(result["outputs"][0]["url"])
     assert abs(out.width / out.height - 0.5) < 0.02
+    # the last image fills the frame, the first is an inset
+    assert distance(out, solid((20, 120, 200), out.size)) < distance(out, fetch_image(wide_file))
     external = run("imgQ-edit-plus", {"prompt": "x", "images": ["https://example.com/a.png"]})
     assert fetch_image(external["outputs"][0]["url"]).size == (1024, 1024)
 

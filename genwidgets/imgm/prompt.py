@@ -967,25 +967,24 @@ class Prompt:
             )
         if not self.varies_parameters:
             return found + _Checker(self).errors()
-        for n, (source, variant) in enumerate(self._variants(), 1):
-            problems = variant.errors if isinstance(variant, PayloadError) else variant.errors()
-            found.extend(
-                {"loc": e["loc"], "msg": f"in prompt {n} of {count} ({source!r}): {e['msg']}"}
-                for e in problems
-            )
-        return found
+        problems = [
+            (n, source, e["loc"], e["msg"])
+            for n, (source, variant) in enumerate(self._variants(), 1)
+            for e in (variant.errors if isinstance(variant, PayloadError) else variant.errors())
+        ]
+        return found + [{"loc": loc, "msg": msg} for loc, msg in _per_expansion(problems, count)]
 
     def warnings(self) -> list[PromptWarning]:
         """Soft problems: experimental ratios, other versions, orphan weights, cost."""
         if not self.varies_parameters:
             return _Checker(self).warnings()
-        count = self.count()
-        found = [
-            PromptWarning(f"in prompt {n} of {count} ({source!r}): {w}", w.loc)
+        problems = [
+            (n, source, w.loc, str(w))
             for n, (source, variant) in enumerate(self._variants(), 1)
             if isinstance(variant, Prompt)
             for w in variant.warnings()
         ]
+        found = [PromptWarning(msg, loc) for loc, msg in _per_expansion(problems, self.count())]
         jobs = self.jobs()
         if jobs > MANY_JOBS:
             found.append(_cost_warning(jobs))
@@ -997,6 +996,24 @@ class Prompt:
         if problems:
             raise PayloadError(problems)
         return self
+
+
+def _per_expansion(
+    problems: Sequence[tuple[int, str, tuple[Any, ...], str]], count: int
+) -> list[tuple[tuple[Any, ...], str]]:
+    """Each problem of the expansions once, naming the expansion(s) it comes from."""
+    where: dict[tuple[tuple[Any, ...], str], list[tuple[int, str]]] = {}
+    for n, source, loc, msg in problems:
+        where.setdefault((tuple(loc), msg), []).append((n, source))
+    found = []
+    for (loc, msg), places in where.items():
+        if len(places) == 1:
+            n, source = places[0]
+            found.append((loc, f"in prompt {n} of {count} ({source!r}): {msg}"))
+        else:
+            numbers = ", ".join(str(n) for n, _ in places)
+            found.append((loc, f"in prompts {numbers} of {count} ({places[0][1]!r}, …): {msg}"))
+    return found
 
 
 def _copy(value: Any) -> Any:
@@ -1154,9 +1171,9 @@ class _Checker:
             if major and int(major.group()) >= 7:
                 add(
                     ("params", "v"),
-                    f"--{self.spelling['v']} {_show_plain(value)} with :: weights: the "
-                    "multi-prompt "
-                    "documentation lists versions up to 6.1 only; the weights may be ignored",
+                    f"--{self.spelling['v']} {format_value('v', value)} with :: weights: the "
+                    "multi-prompt documentation lists versions up to 6.1 only; the weights "
+                    "may be ignored",
                 )
                 return
 
@@ -1189,10 +1206,6 @@ def _unknown(shown: str, key: str) -> str:
 
 def _cost_warning(jobs: int) -> PromptWarning:
     return PromptWarning(f"{jobs} billed jobs: each expansion and repeat is billed", ("params",))
-
-
-def _show_plain(value: Any) -> str:
-    return value if isinstance(value, str) else format_value("", value)
 
 
 def _show(value: Any) -> str:

@@ -253,3 +253,9 @@ def test_moving_controls_from_the_text_does_not_echo_back() -> None:
     assert seen == [typed]
     assert builder.text.value == typed
     assert builder.controls["seed"].input.value == 5  # type: ignore[attr-defined]
+
+
+def test_errors_of_one_expansion_show_beside_their_control() -> None:
+    builder = build("a bird --{v 8.1, seed abc}")
+    assert "in prompt 2 of 2" in builder.messages.value
+    assert "0-4294967295" in builder.controls["seed"].note.value

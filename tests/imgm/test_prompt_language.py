@@ -256,3 +256,10 @@ def test_a_parameter_permutation_after_a_list_stays_its_own_entry() -> None:
     assert kept.params["no"] == "a,"  # the comma before the permutation stays
     assert kept.expand() == ["cat --no a, b", "cat --no a, c --tile"]
     assert_round_trip(kept)
+
+
+def test_a_problem_of_several_expansions_is_listed_once_with_them() -> None:
+    p = parse("a {cat, dog} --{v 7, draft}")
+    warnings = [w for w in p.warnings() if "8.1" in w]
+    assert len(warnings) == 1
+    assert "in prompts 1, 3 of 4" in warnings[0]

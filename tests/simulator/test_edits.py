@@ -338,7 +338,9 @@ class _Server(ThreadingHTTPServer):
 
 @pytest.fixture
 def local_server() -> Iterator[str]:
-    """A loopback file server: /image.png, /red.png, /blue.jpg, /big, /redirect."""
+    """A loopback file server: /image.png, /red.png, /blue.jpg, /big, /redirect, and
+    /silent, which sends headers and then nothing until the test ends."""
+    released = threading.Event()
 
     def encoded(image: Image.Image, fmt: str) -> bytes:
         buf = io.BytesIO()
@@ -358,6 +360,13 @@ def local_server() -> Iterator[str]:
                 self.send_header("Location", "/image.png")
                 self.end_headers()
                 return
+            if self.path == "/silent":
+                self.send_response(200)
+                self.send_header("Content-Length", "100")
+                self.end_headers()
+                self.wfile.flush()
+                released.wait(30)
+                return
             body = files.get(self.path, b"x" * 4096)
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
@@ -373,6 +382,7 @@ def local_server() -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
+        released.set()
         server.shutdown()
         server.server_close()
 
@@ -384,6 +394,8 @@ def test_loopback_urls_are_read_with_a_cap_and_no_redirect(
     image = reader.image(f"{local_server}/image.png")
     assert image is not None and image.size == (64, 32)
     assert reader.read(f"{local_server}/redirect") is None
+    monkeypatch.setattr(inputs_module, "FETCH_TIMEOUT", 0.3)
+    assert reader.read(f"{local_server}/silent") is None  # gives up, does not hang
     monkeypatch.setattr(inputs_module, "MAX_INPUT_BYTES", 1000)
     assert reader.read(f"{local_server}/big") is None
 

@@ -12,8 +12,7 @@ import pytest
 from pydantic import Field
 from widgets.conftest_taskview import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
 
-from genwidgets.catalog import _base
-from genwidgets.catalog._base import BILLED, PROMPT_STRING, EndpointModel, register
+from genwidgets.catalog import BILLED, PROMPT_STRING, EndpointModel, register, unregister
 from genwidgets.errors import PayloadError, ServerError
 from genwidgets.widgets import board as board_module
 from genwidgets.widgets._style import COLOURS
@@ -37,11 +36,9 @@ def _fast_ticker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def catalog(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two endpoints in a private registry, so these tests do not depend on the
-    family modules (the real catalog is exercised in the simulator tests)."""
-    monkeypatch.setattr(_base, "_load", lambda: None)
-    monkeypatch.setattr(_base, "_REGISTRY", {})
+def catalog() -> Iterator[None]:
+    """Two endpoints of these tests' own, registered for the test and taken out after
+    (the real catalog is exercised in the simulator tests)."""
 
     class TestVideo(EndpointModel):
         prompt: str = Field(..., min_length=1, max_length=100)
@@ -53,6 +50,9 @@ def catalog(monkeypatch: pytest.MonkeyPatch) -> None:
 
     register("test-video", kind="video", family="vidT", title="t", documented=False)(TestVideo)
     register("imgM-test-t2i", kind="image", family="imgM", title="t", documented=False)(TestImagine)
+    yield
+    unregister("test-video")
+    unregister("imgM-test-t2i")
 
 
 # --- differing parameters ------------------------------------------------------------

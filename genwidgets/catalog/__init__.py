@@ -2,6 +2,8 @@
 
 Modules, each importing only those above it in this list:
 
+- ``introspect``: the one annotation walker (``Annotated``, unions, containers,
+  choices, nested models, limits), shared with the forms; it imports nothing here;
 - ``markers``: field markers (:data:`BILLED`, :class:`MediaSpec`,
   :data:`PROMPT_STRING`, :data:`Number`);
 - ``paths``: walking a model along a payload path;

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 import genwidgets.catalog as catalog
 from genwidgets.catalog import MediaSpec, field_info_at, media_spec_at
-from genwidgets.catalog.paths import leaves, models_in
+from genwidgets.catalog.introspect import leaves, models_in
 from genwidgets.errors import PayloadError
 
 # Field names per documented endpoint, copied from the spec's tables (wire names).
@@ -373,7 +373,10 @@ def test_endpoint_descriptions_are_one_plain_sentence() -> None:
         assert text.endswith(".") and ". " not in text, (spec.id, text)
 
 
-FOUNDATION = ("markers", "paths", "findings", "model", "checks", "coerce", "registry", "validation")
+FOUNDATION = (
+    "introspect", "markers", "paths", "findings", "model", "checks", "coerce", "registry",
+    "validation",
+)  # fmt: skip
 FAMILIES = (
     "vida", "vidv", "vidh", "vidk", "vidp", "genw", "imgg", "imgq", "imgm", "speech", "asset",
 )  # fmt: skip

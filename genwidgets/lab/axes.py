@@ -136,7 +136,7 @@ def prompt_fields(payload: Mapping[str, Any]) -> list[str]:
 
 def _scalar_type(annotation: Any) -> type | None:
     """int, float, bool or str when the annotation (under Annotated/Optional) is one
-    of those (int wins over float when both are allowed), else None."""
+    of those (float wins when both numbers are allowed), else None."""
     found: set[type] = set()
     stack = [annotation]
     while stack:
@@ -150,7 +150,7 @@ def _scalar_type(annotation: Any) -> type | None:
             found.update(type(a) for a in get_args(current))
         elif current in (int, float, bool, str):
             found.add(current)
-    for kind in (bool, int, float, str):
+    for kind in (bool, float, int, str):
         if kind in found:
             return kind
     return None

@@ -124,11 +124,14 @@ class Grid(anywidget.AnyWidget):
 
     def rate(self, cell: GridCell | int, stars: int, note: str | None = None) -> GridCell:
         """1-5 stars (0 clears) and a note for a cell; persisted."""
-        return self.run.rate(cell, stars, note)
+        rated = self.run.rate(cell, stars, note)
+        self._throttle.request(force=True)
+        return rated
 
     def swap(self, a: str, b: str) -> Grid:
         """Re-lay the grid (e.g. ``swap("x", "y")``); no new tasks."""
         self.run.swap(a, b)
+        self._throttle.request(force=True)
         return self
 
     def cancel_all(self) -> int:
@@ -174,12 +177,13 @@ class Grid(anywidget.AnyWidget):
         return frame._repr_mimebundle_(**kwargs)
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, Mapping):
-            return
-        action = content.get("action")
-        _guarded(lambda: self._act(str(action), content))
+        if isinstance(content, Mapping):
+            _guarded(lambda: self.handle_message(content))
 
-    def _act(self, action: str, content: Mapping[str, Any]) -> None:
+    def handle_message(self, content: Mapping[str, Any]) -> None:
+        """What the browser's buttons ask: ``{"action": "rate", "index", "stars",
+        "note"}``, ``submit``, ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``)."""
+        action = content.get("action")
         if action == "rate":
             note = content.get("note")
             self.rate(int(content["index"]), int(content["stars"]), note if note else None)

@@ -37,7 +37,9 @@ def axis(field: str, values: Any, endpoint: str = T2I, payload: Any = None) -> A
         ("true, off", bool, [True, False]),
     ],
 )
-def test_range_strings_expand_to_the_fields_type(text: str, kind: type, expected: list[Any]) -> None:
+def test_range_strings_expand_to_the_fields_type(
+    text: str, kind: type, expected: list[Any]
+) -> None:
     values = parse_values(text, kind)
     assert values == expected
     assert all(type(v) is kind for v in values)

@@ -94,7 +94,9 @@ def test_counting_and_billing_before_sending() -> None:
 
 def test_more_than_400_cells_is_refused_with_both_numbers() -> None:
     with pytest.raises(PayloadError) as caught:
-        plan_grid(T2I, {"prompt": "a"}, x=("seed", "1-21"), y=("prompt", [str(i) for i in range(20)]))
+        plan_grid(
+            T2I, {"prompt": "a"}, x=("seed", "1-21"), y=("prompt", [str(i) for i in range(20)])
+        )
     assert "420 cells" in str(caught.value) and str(MAX_CELLS) in str(caught.value)
 
 

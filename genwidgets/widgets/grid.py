@@ -80,6 +80,7 @@ class Grid(anywidget.AnyWidget):
         self._lock = threading.Lock()
         self._throttle = Throttle(self._write)
         self._live = False
+        self.add_class("gw-grid")
         run.listeners.append(self._on_change)
         self.on_msg(self._on_message)
         self._throttle.request(force=True)

@@ -116,7 +116,7 @@ EXPECTED: dict[str, Expect] = {
             "billing fields: n = 1",
             "duration=99",
             "warm light, calm sea",
-            "the sheet says: genW2.5-t2i-preview",
+            "the sheet says: genW2.5-t2i-preview axes ['seed', 'prompt_sr']",
             "ratings kept: [(2, 'at dawn', 5)",
             "creates sent by the new client: 0",
         ),

@@ -138,6 +138,19 @@ def billing_values(spec: Any, payloads: Sequence[Mapping[str, Any]]) -> dict[str
     return billing
 
 
+def cost_summary(head: str, tasks: int, billed: int, billing: Mapping[str, list[Any]]) -> str:
+    """``head: N tasks``, the billed generations when they differ, the billed fields' values."""
+    text = f"{head}: {tasks} task{'s' if tasks != 1 else ''}"
+    if billed != tasks:
+        text += f", billed as {billed} generations (prompt permutations/--repeat)"
+    if billing:
+        parts = [
+            f"{name} = {', '.join(short(v, 30) for v in values)}" for name, values in billing.items()
+        ]
+        text += "; billing fields: " + "; ".join(parts)
+    return text
+
+
 # --- cells ------------------------------------------------------------------------------
 
 
@@ -305,15 +318,9 @@ class GridPlan:
         """One plain-text line: tasks, billed generations, billing-field values, seed."""
         z, y, x = self.shape
         dims = " × ".join(str(n) for n in (x, y, z) if n > 1) or "1"
-        text = f"{self.endpoint}: {dims} grid, {self.tasks} task{'s' if self.tasks != 1 else ''}"
-        if self.billed_total != self.tasks:
-            text += f", billed as {self.billed_total} generations (prompt permutations/--repeat)"
-        if self.billing:
-            parts = [
-                f"{name} = {', '.join(short(v, 30) for v in values)}"
-                for name, values in self.billing.items()
-            ]
-            text += "; billing fields: " + "; ".join(parts)
+        text = cost_summary(
+            f"{self.endpoint}: {dims} grid", self.tasks, self.billed_total, self.billing
+        )
         if self.seed is not None:
             text += f"; seed locked at {self.seed}"
         return text
@@ -518,16 +525,7 @@ class SweepPlan:
 
     def summary(self) -> str:
         """One plain-text line: tasks, billed generations, billing-field values."""
-        text = f"{self.endpoint}: {self.tasks} task{'s' if self.tasks != 1 else ''}"
-        if self.billed_total != self.tasks:
-            text += f", billed as {self.billed_total} generations (prompt permutations/--repeat)"
-        if self.billing:
-            parts = [
-                f"{name} = {', '.join(short(v, 30) for v in values)}"
-                for name, values in self.billing.items()
-            ]
-            text += "; billing fields: " + "; ".join(parts)
-        return text
+        return cost_summary(self.endpoint, self.tasks, self.billed_total, self.billing)
 
 
 def plan_sweep(

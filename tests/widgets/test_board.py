@@ -398,7 +398,7 @@ def test_imgm_permutations_and_repeats_multiply_the_billed_count(catalog: None) 
     assert "billed as 10 generations" in jobs.widget.summary_html.value
     assert jobs.widget.submit_button.description == "Submit 2 tasks"
     jobs.submit()
-    assert [p["prompt"] for _, p, _ in client.submitted] == [
+    assert [j.payload["prompt"] for j in jobs] == [  # creates run in parallel; jobs keep order
         "a {red, blue} cat",
         "a {big, small} {dog, fox} --r 2",
     ]

@@ -27,10 +27,9 @@ import csv
 import difflib
 import math
 import re
-import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal
 
 from ..errors import PayloadError
 
@@ -137,19 +136,15 @@ def prompt_fields(payload: Mapping[str, Any]) -> list[str]:
 def _scalar_type(annotation: Any) -> type | None:
     """int, float, bool or str when the annotation (under Annotated/Optional) is one
     of those (float wins when both numbers are allowed), else None."""
+    from ..catalog.introspect import leaves, literal_choices
+
     found: set[type] = set()
-    stack = [annotation]
-    while stack:
-        current = stack.pop()
-        origin = get_origin(current)
-        if origin is Annotated:
-            stack.append(get_args(current)[0])
-        elif origin in (Union, types.UnionType):
-            stack.extend(get_args(current))
-        elif origin is Literal:
-            found.update(type(a) for a in get_args(current))
-        elif current in (int, float, bool, str):
-            found.add(current)
+    for leaf in leaves(annotation):
+        choices = literal_choices(leaf)
+        if choices is not None:
+            found.update(type(c) for c in choices)
+        elif leaf in (int, float, bool, str):
+            found.add(leaf)
     for kind in (bool, float, int, str):
         if kind in found:
             return kind
@@ -160,12 +155,13 @@ def _field_type(model: Any, path: Sequence[str], endpoint: str) -> type | None:
     """The scalar type of the field at ``path``; an unknown name is a PayloadError
     naming it with the closest known name."""
     from ..catalog import fields_along
+    from ..catalog.introspect import models_in
 
     reached = fields_along(model, list(path))
     if len(reached) < len(path):
         missing = path[len(reached)]
         if reached:
-            parents = [m for i in reached[-1] for m in _nested_models(i.annotation)]
+            parents = [m for i in reached[-1] for m in models_in(i.annotation)]
             if not parents:  # a free-form dict (e.g. an untyped settings object): any key goes
                 return None
         else:
@@ -178,20 +174,6 @@ def _field_type(model: Any, path: Sequence[str], endpoint: str) -> type | None:
             endpoint=endpoint,
         )
     return _scalar_type(reached[-1][0].annotation)
-
-
-def _nested_models(annotation: Any) -> list[Any]:
-    from pydantic import BaseModel
-
-    found: list[Any] = []
-    stack = [annotation]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, type) and issubclass(current, BaseModel):
-            found.append(current)
-        else:
-            stack.extend(a for a in get_args(current) if a is not Ellipsis)
-    return found
 
 
 def _bad(field: str, msg: str, endpoint: str | None) -> PayloadError:

@@ -30,7 +30,7 @@ import itertools
 import json
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -55,6 +55,8 @@ __all__ = [
 ]
 
 AXES = ("x", "y", "z")
+#: validates one cell's payload for an endpoint and returns what to send (or raises)
+Prepare = Callable[[str, Mapping[str, Any]], Any]
 MAX_CELLS = 400
 SEED_FIELD = "seed"
 SEED_RANGE = (1, 2**31 - 1)
@@ -145,7 +147,8 @@ def cost_summary(head: str, tasks: int, billed: int, billing: Mapping[str, list[
         text += f", billed as {billed} generations (prompt permutations/--repeat)"
     if billing:
         parts = [
-            f"{name} = {', '.join(short(v, 30) for v in values)}" for name, values in billing.items()
+            f"{name} = {', '.join(short(v, 30) for v in values)}"
+            for name, values in billing.items()
         ]
         text += "; billing fields: " + "; ".join(parts)
     return text
@@ -163,6 +166,8 @@ class PlannedCell:
     values: dict[str, Any]  # axis name ("x"/"y"/"z") -> value
     payload: dict[str, Any]
     billed: int
+    #: what ``prepare`` returned for this cell (a client's PreparedRequest), if given
+    prepared: Any = None
 
     @property
     def label(self) -> str:
@@ -174,12 +179,16 @@ def expand_cells(
     spec: Any,
     base_payload: Mapping[str, Any],
     axes: Sequence[tuple[str, Axis]],
+    prepare: Prepare | None = None,
 ) -> list[PlannedCell]:
     """The product of ``axes`` (outermost first) over ``base_payload``, each cell
-    validated and counted; every problem of every cell raises one PayloadError
-    whose locations start with the cell's axis values."""
+    validated once and counted; every problem of every cell raises one PayloadError
+    whose locations start with the cell's axis values. ``prepare`` (a client's
+    ``prepare``) validates and keeps what it returns for sending; without it the
+    catalog validates."""
     from ..catalog import validate
 
+    check: Prepare = prepare if prepare is not None else validate
     errors: list[dict[str, Any]] = []
     cells: list[PlannedCell] = []
     ranges = [range(len(axis)) for _, axis in axes]
@@ -193,10 +202,10 @@ def expand_cells(
             f"{axis.field}={short(v, 40)}"
             for (_, axis), v in zip(axes, values.values(), strict=True)
         )
-        count = 1
+        count, prepared = 1, None
         try:
             count = billed_count(spec, payload)
-            validate(endpoint, payload)
+            prepared = check(endpoint, payload)
         except PayloadError as exc:
             errors += [{"loc": (where, *e["loc"]), "msg": e["msg"]} for e in exc.errors]
         position = dict(zip((n for n, _ in axes), combo, strict=True))
@@ -207,6 +216,7 @@ def expand_cells(
                 values=values,
                 payload=payload,
                 billed=count,
+                prepared=prepared if prepare is not None else None,
             )
         )
     if errors:
@@ -377,9 +387,11 @@ def plan_grid(
     z: Any = None,
     *,
     seed: int | None = None,
+    prepare: Prepare | None = None,
 ) -> GridPlan:
     """Plan a grid (see the module docstring); raises :class:`PayloadError` before
-    anything is sent. ``seed`` replays a recorded locked seed."""
+    anything is sent. ``seed`` replays a recorded locked seed; ``prepare`` (the
+    client's) validates each cell once and keeps the prepared request to send."""
     from ..catalog import endpoint as catalog_endpoint
 
     spec = catalog_endpoint(endpoint)
@@ -450,7 +462,7 @@ def plan_grid(
         )
     locked, where = _lock_seed(spec, base, (a for _, a in present), seed)
     order = [(n, a) for n in ("z", "y", "x") for m, a in present if m == n]
-    cells = expand_cells(endpoint, spec, base, order)
+    cells = expand_cells(endpoint, spec, base, order, prepare)
     return GridPlan(
         endpoint=endpoint,
         base_payload=base,

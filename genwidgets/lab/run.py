@@ -34,6 +34,7 @@ from .plan import AXES, GridPlan, PlannedCell
 from .store import GridRecord, GridStore, store_for
 
 if TYPE_CHECKING:
+    from .._client import PreparedRequest
     from ..jobs.job import Job
     from ..jobs.ledger import Ledger
 
@@ -61,7 +62,9 @@ class GridClient(Protocol):
     @property
     def gateway_name(self) -> str: ...
 
-    def submit(self, endpoint: str, payload: Mapping[str, Any]) -> Job: ...
+    def prepare(self, endpoint: str, payload: Mapping[str, Any]) -> PreparedRequest: ...
+
+    def send(self, prepared: PreparedRequest) -> Job: ...
 
     def job(self, endpoint: str, request_id: str) -> Job: ...
 
@@ -91,12 +94,13 @@ def new_grid_id() -> str:
     return time.strftime("g-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(2)
 
 
-def send(client: GridClient, endpoint: str, payload: Mapping[str, Any]) -> Job:
-    """The one place a grid cell leaves (already validated by the plan).
-
-    When ``client.prepare``/``client.send`` land, the plan keeps each cell's
-    PreparedRequest and this becomes ``client.send(prepared)``."""
-    return client.submit(endpoint, payload)
+def send(client: GridClient, endpoint: str, cell: PlannedCell) -> Job:
+    """The one place a grid cell leaves: the request prepared (validated once) when
+    the grid was planned, else prepared now."""
+    prepared = cell.prepared
+    if prepared is None:
+        prepared = client.prepare(endpoint, cell.payload)
+    return client.send(prepared)
 
 
 class GridCell:
@@ -241,7 +245,7 @@ class GridRun:
 
     def _send_one(self, cell: GridCell) -> None:
         try:
-            job = send(self.client, self.endpoint, cell.payload)
+            job = send(self.client, self.endpoint, cell.planned)
         except Exception as exc:  # one failed create must not stop the grid
             cell.error = f"not created: {type(exc).__name__}: {exc}"
             self.store.set_request(self.id, cell.index, None, cell.error)

@@ -313,8 +313,9 @@ def grid(
     """
     if isinstance(confirm_above, bool) or not isinstance(confirm_above, int) or confirm_above < 0:
         raise ValueError(f"confirm_above must be a whole number 0 or more, not {confirm_above!r}")
-    plan = plan_grid(endpoint, payload, x, y, z)
-    run = GridRun(plan, client if client is not None else default_client())
+    chosen = client if client is not None else default_client()
+    plan = plan_grid(endpoint, payload, x, y, z, prepare=chosen.prepare)
+    run = GridRun(plan, chosen)
     needs_confirmation = plan.billed_total > confirm_above
     view = Grid(run, needs_confirmation=needs_confirmation)
     if needs_confirmation:

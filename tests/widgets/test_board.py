@@ -12,8 +12,7 @@ import pytest
 from pydantic import Field
 from widgets.conftest_taskview import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
 
-from genwidgets.catalog import _base
-from genwidgets.catalog._base import BILLED, PROMPT_STRING, EndpointModel, register
+from genwidgets.catalog import BILLED, PROMPT_STRING, Endpoint, register, unregister
 from genwidgets.errors import PayloadError, ServerError
 from genwidgets.lab.plan import differing_params, plan_sweep
 from genwidgets.widgets import board as board_module
@@ -32,22 +31,23 @@ def _fast_ticker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def catalog(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two endpoints in a private registry, so these tests do not depend on the
-    family modules (the real catalog is exercised in the simulator tests)."""
-    monkeypatch.setattr(_base, "_load", lambda: None)
-    monkeypatch.setattr(_base, "_REGISTRY", {})
+def catalog() -> Iterator[None]:
+    """Two endpoints of our own, registered through the public extension point, so
+    these tests do not depend on the families (the simulator tests use those)."""
 
-    class TestVideo(EndpointModel):
+    class TestVideo(Endpoint):
         prompt: str = Field(..., min_length=1, max_length=100)
         duration: Annotated[int | None, BILLED] = Field(None, ge=1, le=10)
         seed: int | None = Field(None, ge=0)
 
-    class TestImagine(EndpointModel):
+    class TestImagine(Endpoint):
         prompt: Annotated[str, PROMPT_STRING] = Field(..., min_length=1)
 
     register("test-video", kind="video", family="vidT", title="t", documented=False)(TestVideo)
     register("imgM-test-t2i", kind="image", family="imgM", title="t", documented=False)(TestImagine)
+    yield
+    unregister("test-video")
+    unregister("imgM-test-t2i")
 
 
 # --- differing parameters ------------------------------------------------------------

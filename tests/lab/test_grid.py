@@ -202,3 +202,59 @@ def test_swap_and_recall_into_a_prefilled_form(client: gw.Client) -> None:
     assert form.endpoint == T2I
     assert form.value["prompt"] == "a cat in the snow" and form.value["seed"] == 3
     grid.wait(timeout=60)
+
+
+class ForecastJob:
+    """A job that is still running and knows roughly when it will finish."""
+
+    def __init__(self, n: int) -> None:
+        self.request_id = f"req-{n}"
+        self.endpoint = T2I
+        self.payload: dict[str, Any] = {}
+        self.last_status = None
+        self.last_result = None
+        self.expected_finish = 12.0 + n
+
+    def done(self) -> bool:
+        return False
+
+    def add_update_callback(self, fn: Any) -> Callable[[], None]:
+        return lambda: None
+
+    def add_done_callback(self, fn: Any) -> None:
+        return None
+
+
+class ForecastClient:
+    """prepare/send of the public Client API, sending nothing anywhere."""
+
+    embedded = True
+    ledger = None
+    gateway_name = "forecast"
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def prepare(self, endpoint: str, payload: Any) -> Any:
+        return (endpoint, dict(payload))
+
+    def send(self, prepared: Any) -> ForecastJob:
+        self.sent.append(prepared)
+        return ForecastJob(len(self.sent))
+
+
+def test_the_expected_finish_of_running_cells_is_shown() -> None:
+    fake = ForecastClient()
+    before = time.time()
+    grid = gw.grid(T2I, {"prompt": "a fox"}, x=("seed", [1, 2]), client=fake)
+    assert [p for _, p in fake.sent] == [
+        {"prompt": "a fox", "seed": 1},
+        {"prompt": "a fox", "seed": 2},
+    ]
+    assert grid.run.expected_finish() == 14.0  # the latest of the running cells
+    grid.tick()  # the ticker's call; the write lands within the throttle's interval
+    assert wait_for(lambda: grid.head["expected_finish_at"] is not None, timeout=10)
+    at = grid.head["expected_finish_at"]
+    assert at is not None and at >= before + 14.0
+    assert grid.head["progress"] == "0 of 2 done" and not grid.head["finished"]
+    grid.close()

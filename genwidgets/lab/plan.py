@@ -154,6 +154,27 @@ def cost_summary(head: str, tasks: int, billed: int, billing: Mapping[str, list[
     return text
 
 
+def refuse_above(
+    endpoint: str,
+    axes: Sequence[tuple[str, Axis]],
+    limit: int,
+    what: str,
+    advice: str,
+    *,
+    limit_name: str = "",
+) -> int:
+    """The product of the axes' lengths, or a PayloadError (nothing sent) when it
+    is over ``limit``, naming both numbers and the factors."""
+    total = math.prod(len(a) for _, a in axes)
+    if total > limit:
+        factors = " × ".join(str(len(a)) for _, a in axes)
+        raise PayloadError(
+            f"{what.format(n=total)} ({factors}); the limit is {limit_name}{limit}: {advice}",
+            endpoint=endpoint,
+        )
+    return total
+
+
 # --- cells ------------------------------------------------------------------------------
 
 
@@ -453,13 +474,7 @@ def plan_grid(
                 ],
                 endpoint=endpoint,
             )
-    total = math.prod(len(a) for _, a in present)
-    if total > MAX_CELLS:
-        raise PayloadError(
-            f"this grid has {total} cells ({' × '.join(str(len(a)) for _, a in present)}); "
-            f"at most {MAX_CELLS}: use fewer values",
-            endpoint=endpoint,
-        )
+    refuse_above(endpoint, present, MAX_CELLS, "this grid has {n} cells", "use fewer values")
     locked, where = _lock_seed(spec, base, (a for _, a in present), seed)
     order = [(n, a) for n in ("z", "y", "x") for m, a in present if m == n]
     cells = expand_cells(endpoint, spec, base, order, prepare)
@@ -568,13 +583,14 @@ def plan_sweep(
     if problems:
         raise PayloadError(problems, endpoint=endpoint)
     axes = [(key, Axis(key, tuple(values))) for key, values in vary.items()]
-    tasks = math.prod(len(a) for _, a in axes)
-    if tasks > max_jobs:
-        raise PayloadError(
-            f"this sweep makes {tasks} tasks ({' × '.join(str(len(a)) for _, a in axes)}); "
-            f"the limit is max_jobs={max_jobs}: vary fewer values or raise max_jobs",
-            endpoint=endpoint,
-        )
+    tasks = refuse_above(
+        endpoint,
+        axes,
+        max_jobs,
+        "this sweep makes {n} tasks",
+        "vary fewer values or raise max_jobs",
+        limit_name="max_jobs=",
+    )
     cells = expand_cells(endpoint, spec, base_payload, axes)
     billed = [c.billed for c in cells]
     if sum(billed) > max_jobs:

@@ -14,6 +14,7 @@ from widgets.conftest_taskview import IMAGE_OUT, FakeClient, FakeJob, on_thread,
 
 from genwidgets.catalog import BILLED, PROMPT_STRING, Endpoint, register, unregister
 from genwidgets.errors import PayloadError, ServerError
+from genwidgets.jobs.ledger import Ledger
 from genwidgets.lab.plan import differing_params, plan_sweep
 from genwidgets.widgets import board as board_module
 from genwidgets.widgets._style import COLOURS
@@ -500,14 +501,12 @@ def test_real_sweep_board_and_history_against_the_simulator(
 
 
 @pytest.mark.timeout(90)
-def test_a_grid_is_one_entry_on_the_board(
-    make_simulator: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_grid_is_one_entry_on_the_board(make_simulator: Any, tmp_path: Any) -> None:
     import genwidgets as gw
 
-    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
     sim = make_simulator()
-    with gw.Client(base_url=sim.base_url, api_key="sim-demo-key") as client:
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+    with gw.Client(ledger=ledger, base_url=sim.base_url, api_key="sim-demo-key") as client:
         grid = gw.grid(
             "genW2.5-t2i-preview", {"prompt": "a fox"}, x=("seed", [1, 2, 3]), client=client
         )

@@ -76,7 +76,8 @@ class Grid(anywidget.AnyWidget):
         self.run = run
         self.needs_confirmation = needs_confirmation
         self._outputs: dict[int, list[dict[str, Any]]] = {}
-        self._recall_area: ipywidgets.Output | None = None
+        #: where the recall buttons open forms (shown under the grid in Jupyter)
+        self.recall_area: ipywidgets.Output | None = None
         self._lock = threading.Lock()
         self._throttle = Throttle(self._write)
         self._live = False
@@ -172,9 +173,9 @@ class Grid(anywidget.AnyWidget):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The grid with, under it, the area where recalled forms open."""
-        if self._recall_area is None:
-            self._recall_area = ipywidgets.Output()
-        frame = ipywidgets.VBox([self, self._recall_area])
+        if self.recall_area is None:
+            self.recall_area = ipywidgets.Output()
+        frame = ipywidgets.VBox([self, self.recall_area])
         return frame._repr_mimebundle_(**kwargs)
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
@@ -196,10 +197,10 @@ class Grid(anywidget.AnyWidget):
             self.swap(str(content["a"]), str(content["b"]))
         elif action == "recall":
             recalled = self.form(int(content["index"]))
-            if self._recall_area is None:
-                self._recall_area = ipywidgets.Output()
-            self._recall_area.clear_output()
-            self._recall_area.append_display_data(recalled)
+            if self.recall_area is None:
+                self.recall_area = ipywidgets.Output()
+            self.recall_area.clear_output()
+            self.recall_area.append_display_data(recalled)
 
     # ------------------------------------------------------------------ writing
 

@@ -99,6 +99,15 @@ def test_a_grid_shows_every_image_and_keeps_a_star(lab: Any, browser: Any) -> No
         box.locator(".gw-grid-meta", has_text=record.cells[0].request_id or "").wait_for()
         assert '"seed": 1' in box.locator(".gw-grid-payload").inner_text()
 
+        box.locator(".gw-grid-close").click()
+
+        # recall: the cell's pencil opens the endpoint's form, pre-filled, under the grid
+        grid.locator('.gw-grid-cell[data-index="4"] .gw-grid-recall').click()
+        output = page.locator(".jp-Notebook .jp-OutputArea-output").first
+        prompt = output.locator("textarea").first
+        prompt.wait_for(timeout=30_000)
+        assert prompt.input_value() == "a cat in the snow"
+
         text = page.locator(".jp-Notebook").inner_text()
         assert [t for t in BROKEN_WIDGET_TEXTS if t.lower() in text.lower()] == []
         assert page_errors == []

@@ -201,6 +201,11 @@ def test_swap_and_recall_into_a_prefilled_form(client: gw.Client) -> None:
     form = grid.form(cell)
     assert form.endpoint == T2I
     assert form.value["prompt"] == "a cat in the snow" and form.value["seed"] == 3
+    grid.handle_message({"action": "recall", "index": cell.index})  # the cell's button
+    assert grid.recall_area is not None
+    (shown,) = grid.recall_area.outputs
+    assert "EndpointForm genW2.5-t2i-preview" in shown["data"]["text/plain"]
+    assert "application/vnd.jupyter.widget-view+json" in shown["data"]
     grid.wait(timeout=60)
 
 

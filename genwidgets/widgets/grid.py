@@ -38,7 +38,7 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from ..lab.plan import AXES, plan_grid, short
+from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client
 from ..protocol.records import Output
 from .render import source_of
@@ -97,7 +97,8 @@ class Grid(anywidget.AnyWidget):
         return self.run.endpoint
 
     @property
-    def plan(self) -> Any:
+    def plan(self) -> GridPlan:
+        """What the grid sends: cells, axes, the locked seed, counts and billing."""
         return self.run.plan
 
     @property

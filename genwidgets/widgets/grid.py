@@ -28,7 +28,6 @@ Choices where the issue is silent:
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -78,7 +77,6 @@ class Grid(anywidget.AnyWidget):
         self._outputs: dict[int, list[dict[str, Any]]] = {}
         #: where the recall buttons open forms (shown under the grid in Jupyter)
         self.recall_area: ipywidgets.Output | None = None
-        self._lock = threading.Lock()
         self._throttle = Throttle(self._write)
         self._live = False
         self.add_class("gw-grid")

@@ -4,8 +4,9 @@ Modules, each importing only those above it in this list:
 
 - ``introspect``: the one annotation walker (``Annotated``, unions, containers,
   choices, nested models, limits), shared with the forms; it imports nothing here;
-- ``paths``, ``markers``: walking a model along a payload path; field markers
-  (:data:`BILLED`, :class:`MediaSpec`, :data:`PROMPT_STRING`, :data:`Number`);
+- ``markers``: field markers (:data:`BILLED`, :class:`MediaSpec`,
+  :data:`PROMPT_STRING`, :data:`Number`);
+- ``paths``: walking a model along a payload path;
 - ``findings``: soft findings (warnings) of validators;
 - ``model``: the base models :class:`Endpoint` and :class:`Part`;
 - ``checks``, ``coerce``: media-string checks and value normalisers families share;

@@ -111,6 +111,7 @@ __all__ = [
     "Segment",
     "Variation",
     "format_value",
+    "permutation_spans",
 ]
 
 MAX_NESTING = 20
@@ -407,6 +408,26 @@ def _words(s: str, scan: _Scan) -> list[str]:
     if start is not None:
         words.append(s[start:])
     return words
+
+
+def permutation_spans(s: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each top-level ``{...}`` of a prompt string, in order.
+
+    Read as :meth:`Prompt.parse` reads them: URLs are opaque and escaped braces
+    are text. Raises PayloadError when the braces do not balance.
+    """
+    scan = _scan(s)
+    if scan.errors:
+        raise PayloadError(scan.errors)
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for i, ch in enumerate(s):
+        if scan.structural(i) and scan.depth[i] == 0:
+            if ch == "{":
+                start = i
+            elif ch == "}":
+                spans.append((start, i + 1))
+    return spans
 
 
 def _has_permutation(s: str) -> bool:

@@ -263,3 +263,13 @@ def test_a_problem_of_several_expansions_is_listed_once_with_them() -> None:
     warnings = [w for w in p.warnings() if "8.1" in w]
     assert len(warnings) == 1
     assert "in prompts 1, 3 of 4" in warnings[0]
+
+
+def test_permutation_spans_are_read_like_the_parser() -> None:
+    from genwidgets.imgm.prompt import permutation_spans
+
+    s = "a {red, {dark, light} blue} \\{not\\} https://x.com/{y} kite --ar {1:1, 2:1}"
+    spans = permutation_spans(s)
+    assert [s[a:b] for a, b in spans] == ["{red, {dark, light} blue}", "{1:1, 2:1}"]
+    with pytest.raises(gw.PayloadError, match="never closed"):
+        permutation_spans("a {b")

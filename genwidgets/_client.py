@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import json
 import logging
 import warnings
 import weakref
@@ -20,8 +19,6 @@ from typing import Any, TypeVar
 import httpx
 
 from . import _config
-from .catalog import validate as validate_payload
-from .catalog import webhook_fields
 from .errors import (
     EndpointNotFound,
     ModelNotAllowed,
@@ -37,6 +34,7 @@ from .jobs.job import Job, Recorder
 from .jobs.ledger import Ledger, LedgerError, LedgerRow
 from .jobs.recorder import LedgerRecorder
 from .protocol.http import Gateway
+from .protocol.prepared import PreparedRequest, prepare
 from .protocol.records import Handle, Output, Result
 
 log = logging.getLogger("genwidgets")
@@ -53,10 +51,6 @@ _CREATED_NOTHING = (
 )
 
 T = TypeVar("T")
-
-#: The largest request body the spec states (vidA); anything larger is refused here.
-MAX_BODY_BYTES = 64 * 2**20
-
 
 def _display_task_view(job: Job) -> None:
     from .widgets.task import display_job
@@ -86,47 +80,6 @@ def login(api_key: str | None = None) -> None:
     if not key:
         raise ValueError("no key entered")
     _config.set_session_key(key)
-
-
-def prepare_payload(
-    endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
-) -> dict[str, Any]:
-    """What submit sends: validated and trimmed to set fields, or passed through.
-
-    Webhook fields are refused either way (the service rejects them), and so is a
-    body over the spec's 64 MB.
-    """
-    if not isinstance(payload, Mapping):
-        raise PayloadError(
-            f"a payload is a dict of fields, not {type(payload).__name__}", endpoint=endpoint
-        )
-    if validate:
-        with warnings.catch_warnings():
-            warnings.simplefilter("default")
-            body = validate_payload(endpoint, payload).payload()
-    else:
-        hooks = webhook_fields(payload)
-        if hooks:
-            raise PayloadError(
-                [
-                    {
-                        "loc": (k,),
-                        "msg": "webhook not supported: the service delivers no "
-                        "webhooks; poll instead",
-                    }
-                    for k in hooks
-                ],
-                endpoint=endpoint,
-            )
-        body = dict(payload)
-    size = len(json.dumps(body, separators=(",", ":")))
-    if size > MAX_BODY_BYTES:
-        raise PayloadError(
-            f"the request body would be {size / 2**20:.1f} MB; the service accepts at most "
-            "64 MB and large files must not be sent as Base64: pass a URL or an asset:// id",
-            endpoint=endpoint,
-        )
-    return body
 
 
 class Client:
@@ -244,6 +197,21 @@ class Client:
         return dict(self._gateway.counts)
 
     # -- the operations ----------------------------------------------------
+    def prepare(
+        self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
+    ) -> PreparedRequest:
+        """Validate and serialise ``payload`` once, sending nothing (see :meth:`send`).
+
+        Raises :class:`PayloadError` for a payload the endpoint refuses, webhook
+        fields, or a body over the spec's 64 MB (UTF-8 bytes of the exact body).
+        """
+        return prepare(endpoint, payload, validate=validate)
+
+    def send(self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None) -> Job:
+        """Create the task of a prepared request: its exact ``body``, not validated again."""
+        row = self._record_intent(prepared)
+        return self._engine.run(self._create(prepared, headers, row))
+
     def submit(
         self,
         endpoint: str,
@@ -252,18 +220,19 @@ class Client:
         validate: bool = True,
         headers: Mapping[str, str] | None = None,
     ) -> Job:
-        """Create a task and return its :class:`Job` (polled in the background)."""
-        body = prepare_payload(endpoint, payload, validate=validate)
-        row = self._record_intent(endpoint, body)
-        return self._engine.run(self._create(endpoint, body, headers, row))
+        """Create a task and return its :class:`Job` (polled in the background).
 
-    def _record_intent(self, endpoint: str, body: Mapping[str, Any]) -> int | None:
+        The same as ``send(prepare(endpoint, payload))``.
+        """
+        return self.send(self.prepare(endpoint, payload, validate=validate), headers=headers)
+
+    def _record_intent(self, prepared: PreparedRequest) -> int | None:
         """Written before the request leaves, so a crash leaves "outcome unknown", not a gap."""
         if self.ledger is None:
             return None
         try:
             return self.ledger.record_intent(
-                gateway=self.gateway_name, endpoint=endpoint, payload=body
+                gateway=self.gateway_name, endpoint=prepared.endpoint, payload=prepared.payload
             )
         except (LedgerError, OSError) as exc:
             log.warning("genwidgets: could not record the task intent: %s", exc)
@@ -377,13 +346,12 @@ class Client:
     # -- engine side -------------------------------------------------------
     async def _create(
         self,
-        endpoint: str,
-        body: dict[str, Any],
+        prepared: PreparedRequest,
         headers: Mapping[str, str] | None,
         row: int | None = None,
     ) -> Job:
         try:
-            handle = await self._gateway.create(endpoint, body, headers=headers)
+            handle = await self._gateway.create(prepared.endpoint, prepared.body, headers=headers)
         except BaseException as exc:
             if row is not None and self.ledger is not None:
                 self._settle_failed_create(row, exc)
@@ -393,7 +361,7 @@ class Client:
                 self.ledger.record_handle(row, handle)
             except (LedgerError, OSError) as exc:
                 log.warning("genwidgets: could not record the task handle: %s", exc)
-        return self._adopt(handle, payload=body)
+        return self._adopt(handle, payload=prepared.payload)
 
     def _settle_failed_create(self, row: int, exc: BaseException) -> None:
         assert self.ledger is not None
@@ -453,6 +421,19 @@ class AsyncClient:
     async def _on_engine(self, coro: Coroutine[Any, Any, T]) -> T:
         return await asyncio.wrap_future(self._sync._engine.submit(coro))
 
+    def prepare(
+        self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
+    ) -> PreparedRequest:
+        """As :meth:`Client.prepare` (no I/O, so not a coroutine)."""
+        return prepare(endpoint, payload, validate=validate)
+
+    async def send(
+        self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
+    ) -> Job:
+        """As :meth:`Client.send`."""
+        row = self._sync._record_intent(prepared)
+        return await self._on_engine(self._sync._create(prepared, headers, row))
+
     async def submit(
         self,
         endpoint: str,
@@ -461,9 +442,8 @@ class AsyncClient:
         validate: bool = True,
         headers: Mapping[str, str] | None = None,
     ) -> Job:
-        body = prepare_payload(endpoint, payload, validate=validate)
-        row = self._sync._record_intent(endpoint, body)
-        return await self._on_engine(self._sync._create(endpoint, body, headers, row))
+        """As :meth:`Client.submit`: ``await send(prepare(endpoint, payload))``."""
+        return await self.send(self.prepare(endpoint, payload, validate=validate), headers=headers)
 
     async def job(self, endpoint: str, request_id: str) -> Job:
         return self._sync.job(endpoint, request_id)

@@ -75,6 +75,7 @@ __all__ = [
     "check",
     "check_body_size",
     "encode",
+    "encode_body",
     "encode_with",
     "inspect",
     "media_fields",
@@ -623,21 +624,34 @@ def check(
     return _info_problems(_local_info(resolved), spec, who)
 
 
-def check_body_size(
-    payload: Mapping[str, Any], limit: int = BODY_LIMIT_BYTES, *, endpoint: str | None = None
-) -> int:
-    """Raise :class:`PayloadError` when the JSON body would exceed ``limit`` bytes.
+def encode_body(payload: Mapping[str, Any], *, endpoint: str | None = None) -> bytes:
+    """The JSON body a create request carries: compact, UTF-8, no NaN (as httpx sends JSON).
 
-    Returns the body's size. The spec caps request bodies at 64 MB and says large
-    files must not be sent as Base64.
+    Raises :class:`PayloadError` when the payload cannot be written as JSON.
     """
     try:
-        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise PayloadError(
             f"the payload cannot be sent as JSON: {exc}", endpoint=endpoint
         ) from None
-    size = len(body.encode("utf-8"))
+    return text.encode("utf-8")
+
+
+def check_body_size(
+    payload: Mapping[str, Any] | bytes,
+    limit: int = BODY_LIMIT_BYTES,
+    *,
+    endpoint: str | None = None,
+) -> int:
+    """Raise :class:`PayloadError` when the JSON body would exceed ``limit`` bytes.
+
+    ``payload`` is the body itself (bytes, measured as is) or a payload (encoded
+    with :func:`encode_body` first). Returns the body's size in bytes. The spec
+    caps request bodies at 64 MB and says large files must not be sent as Base64.
+    """
+    body = payload if isinstance(payload, bytes) else encode_body(payload, endpoint=endpoint)
+    size = len(body)
     if size > limit:
         raise PayloadError(
             [

@@ -45,7 +45,8 @@ from ..errors import (
     Unauthorized,
     WebhookNotSupported,
 )
-from .records import Handle, Result, Status
+from ..media import encode_body
+from .records import Handle, Result, Status, queue_url
 
 log = logging.getLogger("genwidgets")
 
@@ -274,13 +275,13 @@ class Gateway:
         *,
         endpoint: str,
         request_id: str | None,
-        json_body: Any = None,
+        content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
         await self.gate.wait(endpoint=endpoint, request_id=request_id)
         async with self._semaphore:
             self.counts[op] += 1
-            response = await self._http.request(method, url, json=json_body, headers=headers)
+            response = await self._http.request(method, url, content=content, headers=headers)
         if response.status_code == 429:
             wait = parse_retry_after(response.headers)
             self.gate.close(wait if wait is not None else 1.0)
@@ -289,11 +290,15 @@ class Gateway:
     async def create(
         self,
         endpoint: str,
-        payload: Mapping[str, Any],
+        body: bytes | Mapping[str, Any],
         *,
         headers: Mapping[str, str] | None = None,
     ) -> Handle:
-        url = f"{self.base_url}/v1/queue/{endpoint}"
+        """Send a create-task request. ``body`` is the exact JSON body (a prepared
+        request's ``body``), or a payload to encode with the same rule."""
+        url = queue_url(self.base_url, endpoint)
+        content = body if isinstance(body, bytes) else encode_body(body, endpoint=endpoint)
+        sent_headers = {"Content-Type": "application/json", **dict(headers or {})}
         attempt = 0
         while True:
             try:
@@ -303,8 +308,8 @@ class Gateway:
                     url,
                     endpoint=endpoint,
                     request_id=None,
-                    json_body=dict(payload),
-                    headers=headers,
+                    content=content,
+                    headers=sent_headers,
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 # Nothing was sent: safe to try again.

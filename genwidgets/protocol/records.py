@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._formats import decode_data_url, int_or_none
 from ..errors import TaskFailed
 
 COMPLETED = "COMPLETED"
@@ -51,16 +52,10 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
-def _int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    return None
+def queue_url(base_url: str, endpoint: str, request_id: str | None = None) -> str:
+    """The documented queue address (spec 2.1): of an endpoint, or of one of its tasks."""
+    root = f"{base_url.rstrip('/')}/v1/queue/{endpoint}"
+    return root if request_id is None else f"{root}/requests/{request_id}"
 
 
 @dataclass(frozen=True)
@@ -76,20 +71,45 @@ class Handle:
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
     @classmethod
+    def documented(
+        cls,
+        base_url: str,
+        endpoint: str,
+        request_id: str,
+        *,
+        status_url: str | None = None,
+        response_url: str | None = None,
+        cancel_url: str | None = None,
+        queue_position: int | None = None,
+        raw: Mapping[str, Any] | None = None,
+    ) -> Handle:
+        """A handle whose missing URLs take the documented shape on ``base_url``."""
+        root = queue_url(base_url, endpoint, request_id)
+        return cls(
+            endpoint=endpoint,
+            request_id=request_id,
+            status_url=status_url or f"{root}/status",
+            response_url=response_url or f"{root}/response",
+            cancel_url=cancel_url or f"{root}/cancel",
+            queue_position=queue_position,
+            raw=dict(raw or {}),
+        )
+
+    @classmethod
     def from_body(cls, endpoint: str, body: Mapping[str, Any], base_url: str) -> Handle:
         """Read a create-task answer; fill URLs of the documented shape if absent."""
         request_id = _str_or_none(body.get("request_id"))
         if not request_id:
             raise ValueError("the task handle has no request_id")
-        root = f"{base_url}/v1/queue/{endpoint}/requests/{request_id}"
-        return cls(
-            endpoint=endpoint,
-            request_id=request_id,
-            status_url=_str_or_none(body.get("status_url")) or f"{root}/status",
-            response_url=_str_or_none(body.get("response_url")) or f"{root}/response",
-            cancel_url=_str_or_none(body.get("cancel_url")) or f"{root}/cancel",
-            queue_position=_int_or_none(body.get("queue_position")),
-            raw=dict(body),
+        return cls.documented(
+            base_url,
+            endpoint,
+            request_id,
+            status_url=_str_or_none(body.get("status_url")),
+            response_url=_str_or_none(body.get("response_url")),
+            cancel_url=_str_or_none(body.get("cancel_url")),
+            queue_position=int_or_none(body.get("queue_position")),
+            raw=body,
         )
 
 
@@ -113,7 +133,7 @@ class Status:
     ) -> Status:
         return cls(
             status=_str_or_none(body.get("status")) or "UNKNOWN",
-            queue_position=_int_or_none(body.get("queue_position")),
+            queue_position=int_or_none(body.get("queue_position")),
             raw=dict(body),
             endpoint=endpoint,
             request_id=request_id or _str_or_none(body.get("request_id")),
@@ -212,7 +232,7 @@ class Output:
             if not self.url:
                 raise ValueError("this output has neither a URL nor inline content")
             if self.url.startswith("data:"):
-                data = _decode_data_url(self.url)
+                data = decode_data_url(self.url).data
             else:
                 data = (self._fetch or _default_fetch)(self.url)
         self._cache = data
@@ -238,15 +258,6 @@ class Output:
 
     def json(self) -> Any:
         return json.loads(self.read())
-
-
-def _decode_data_url(url: str) -> bytes:
-    head, _, data = url.partition(",")
-    if head.endswith(";base64"):
-        return base64.b64decode(data)
-    from urllib.parse import unquote_to_bytes
-
-    return unquote_to_bytes(data)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import httpx
 from . import _config
 from .errors import (
     EndpointNotFound,
+    LedgerError,
     ModelNotAllowed,
     NotSupported,
     PayloadError,
@@ -28,10 +29,9 @@ from .errors import (
     Unauthorized,
     WebhookNotSupported,
 )
-from .jobs import job as job_module
 from .jobs.engine import get_engine
 from .jobs.job import Job, Recorder
-from .jobs.ledger import Ledger, LedgerError, LedgerRow
+from .jobs.ledger import Ledger, LedgerRow
 from .jobs.recorder import LedgerRecorder
 from .protocol.http import Gateway
 from .protocol.prepared import PreparedRequest, prepare
@@ -51,15 +51,6 @@ _CREATED_NOTHING = (
 )
 
 T = TypeVar("T")
-
-def _display_task_view(job: Job) -> None:
-    from .widgets.task import display_job
-
-    display_job(job)
-
-
-job_module.display_hook = _display_task_view
-
 
 _latest: weakref.ref[Client] | None = None
 

@@ -62,7 +62,7 @@ from urllib.request import url2pathname
 
 from .catalog import MediaSpec, fields_along, media_fields_of, media_specs
 from .catalog import endpoint as catalog_endpoint
-from .errors import PayloadError
+from .errors import MediaWarning, PayloadError
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -71,7 +71,6 @@ __all__ = [
     "BASE64_WARN_BYTES",
     "BODY_LIMIT_BYTES",
     "MediaInfo",
-    "MediaWarning",
     "check",
     "check_body_size",
     "encode",
@@ -91,10 +90,6 @@ the spec says large files must not be sent as Base64."""
 
 Source: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | PILImage"
 FieldPath: TypeAlias = "str | Sequence[str | int]"
-
-
-class MediaWarning(UserWarning):
-    """Media that will be sent but probably should not be (large Base64, unchecked limits)."""
 
 
 # --- formats -----------------------------------------------------------------------------

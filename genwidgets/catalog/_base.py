@@ -36,7 +36,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origi
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
 
-from ..errors import PayloadError
+from ..errors import PayloadError, UnknownFieldWarning
 
 Kind = Literal["video", "image", "speech", "asset", "subject", "face", "audio"]
 
@@ -323,10 +323,6 @@ WEBHOOK_HINTS = ("webhook",)
 def webhook_fields(payload: Mapping[str, Any]) -> list[str]:
     """Top-level names that carry webhook information (the service rejects them)."""
     return [k for k in payload if any(h in k.lower() for h in WEBHOOK_HINTS)]
-
-
-class UnknownFieldWarning(UserWarning):
-    """A payload field the catalog does not know; sent as is."""
 
 
 _collector: ContextVar[list[tuple[str, type[Warning]]] | None] = ContextVar(

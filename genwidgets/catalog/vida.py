@@ -39,23 +39,13 @@ from pydantic import (
     model_validator,
 )
 
+from ..errors import DeprecatedFieldWarning as DeprecatedFieldWarning  # re-export
+from ..errors import IneffectiveFieldWarning
 from ._base import BILLED, EndpointModel, MediaSpec, _leaves, register, soft_warning
 
 MB = 1024 * 1024
 SEED_MAX = 2_147_483_647
 REQUEST_BODY_MAX = 64 * MB  # the largest request body the spec states (vidA)
-
-
-class IneffectiveFieldWarning(UserWarning):
-    """A valid field that the service will ignore or truncate, as the spec says."""
-
-
-class DeprecatedFieldWarning(UserWarning):
-    """A field the spec calls soon deprecated.
-
-    A ``UserWarning`` rather than ``DeprecationWarning``: Python hides the latter in
-    notebooks by default, and it is meant for the library's own API, not the service's.
-    """
 
 
 def warn(message: str, category: type[Warning] = IneffectiveFieldWarning) -> None:

@@ -45,12 +45,11 @@ from urllib.parse import unquote_to_bytes, urlsplit
 import httpx
 
 from .._config import home, redact
-from ..errors import GenwidgetsError
+from ..errors import DownloadError
 from ..protocol.records import Output, Result
 
 __all__ = [
     "EXTENSIONS",
-    "DownloadError",
     "download_outputs",
     "download_outputs_async",
     "extension_for",
@@ -88,17 +87,6 @@ UNKNOWN_EXTENSION = ".bin"
 #: request headers that could carry a credential; never sent with a download
 CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
 CHUNK = 64 * 1024
-
-
-class DownloadError(GenwidgetsError):
-    """One or more outputs could not be saved. ``failures``: ``[(index, reason), ...]``."""
-
-    def __init__(
-        self, message: str, *, request_id: str | None, failures: list[tuple[int, str]]
-    ) -> None:
-        super().__init__(redact(message))
-        self.request_id = request_id
-        self.failures = failures
 
 
 class _Failure(Exception):

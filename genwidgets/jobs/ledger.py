@@ -77,7 +77,7 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from .._config import home, redact
-from ..errors import GenwidgetsError
+from ..errors import LedgerError
 from ..protocol.records import Handle, Output, Result, Status
 
 __all__ = [
@@ -89,7 +89,6 @@ __all__ = [
     "SUBMITTED",
     "SUBMITTING",
     "Ledger",
-    "LedgerError",
     "LedgerRow",
     "scrub_payload",
 ]
@@ -119,10 +118,6 @@ MAX_INLINE_CONTENT = 64 * 1024
 MAX_ERROR = 16 * 1024
 #: key names (lower case, without "-", "_" and spaces) dropped from stored payloads
 CREDENTIAL_KEYS = frozenset({"authorization", "proxyauthorization", "xapikey", "apikey"})
-
-
-class LedgerError(GenwidgetsError):
-    """The ledger file cannot be used (unknown schema, not a database, locked too long)."""
 
 
 # --------------------------------------------------------------------------- scrubbing

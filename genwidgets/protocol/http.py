@@ -38,6 +38,7 @@ from ..errors import (
     GatewayError,
     ModelNotAllowed,
     NotSupported,
+    OutcomeUnknown,
     RateLimited,
     RequestNotFound,
     RuntimeFailed,
@@ -56,10 +57,6 @@ NOT_FOUND_GRACE_S = 3.0
 MAX_RATE_WAIT_S = 120.0
 #: Bodies larger than this are not parsed (a misbehaving proxy, a wrong URL).
 MAX_BODY_BYTES = 8 * 2**20
-
-
-class OutcomeUnknown(ServerError):
-    """A create-task request was sent but no answer arrived: a task may exist."""
 
 
 def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:

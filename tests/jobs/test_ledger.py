@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from genwidgets import _config
+from genwidgets.errors import LedgerError
 from genwidgets.jobs import ledger as ledger_mod
-from genwidgets.jobs.ledger import Ledger, LedgerError, scrub_payload
+from genwidgets.jobs.ledger import Ledger, scrub_payload
 from genwidgets.protocol.records import Handle, Result, Status
 
 GATEWAY = "http://127.0.0.1:9999"

@@ -13,8 +13,9 @@ from fake_gateway import BASE, FakeGateway, error, speed_up
 
 from genwidgets import errors
 from genwidgets._config import remember_secret
+from genwidgets.errors import OutcomeUnknown
 from genwidgets.protocol import http
-from genwidgets.protocol.http import Gateway, OutcomeUnknown, RateGate, parse_retry_after
+from genwidgets.protocol.http import Gateway, RateGate, parse_retry_after
 from genwidgets.protocol.records import Handle
 
 KEY = "sk-live-VERYSECRET-123"

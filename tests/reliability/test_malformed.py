@@ -23,10 +23,9 @@ from urllib.parse import urlsplit
 import pytest
 
 import genwidgets as gw
-from genwidgets.errors import GatewayError, ServerError, TaskTimeout
+from genwidgets.errors import GatewayError, OutcomeUnknown, ServerError, TaskTimeout
 from genwidgets.jobs import job as job_module
 from genwidgets.jobs.ledger import OUTCOME_UNKNOWN
-from genwidgets.protocol.http import OutcomeUnknown
 from reliability.harness import genwidgets_home, operation_of
 
 pytestmark = pytest.mark.reliability

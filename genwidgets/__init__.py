@@ -81,34 +81,58 @@ _SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors"}
 def _module(path: str) -> ModuleType:
     """Import one of our modules by its relative name, spelled out (no importlib)."""
     if path == "._client":
-        from . import _client as module
-    elif path == ".jobs.job":
-        from .jobs import job as module
-    elif path == ".protocol.prepared":
-        from .protocol import prepared as module
-    elif path == ".protocol.records":
-        from .protocol import records as module
-    elif path == ".catalog":
-        from . import catalog as module
-    elif path == ".widgets.form":
-        from .widgets import form as module
-    elif path == ".widgets.render":
-        from .widgets import render as module
-    elif path == ".widgets.board":
-        from .widgets import board as module
-    elif path == ".media":
-        from . import media as module
-    elif path == ".imgm":
-        from . import imgm as module
-    elif path == ".simulator":
-        from . import simulator as module
-    elif path == ".widgets":
-        from . import widgets as module
-    elif path == ".errors":
-        from . import errors as module
-    else:
-        raise AttributeError(f"module 'genwidgets' does not load {path!r}")
-    return module
+        from . import _client
+
+        return _client
+    if path == ".jobs.job":
+        from .jobs import job
+
+        return job
+    if path == ".protocol.prepared":
+        from .protocol import prepared
+
+        return prepared
+    if path == ".protocol.records":
+        from .protocol import records
+
+        return records
+    if path == ".catalog":
+        from . import catalog
+
+        return catalog
+    if path == ".widgets.form":
+        from .widgets import form
+
+        return form
+    if path == ".widgets.render":
+        from .widgets import render
+
+        return render
+    if path == ".widgets.board":
+        from .widgets import board
+
+        return board
+    if path == ".media":
+        from . import media
+
+        return media
+    if path == ".imgm":
+        from . import imgm
+
+        return imgm
+    if path == ".simulator":
+        from . import simulator
+
+        return simulator
+    if path == ".widgets":
+        from . import widgets
+
+        return widgets
+    if path == ".errors":
+        from . import errors
+
+        return errors
+    raise AttributeError(f"module 'genwidgets' does not load {path!r}")
 
 
 def _display_job(job: Job) -> None:

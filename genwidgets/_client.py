@@ -13,12 +13,12 @@ import logging
 import warnings
 import weakref
 from collections.abc import Coroutine, Mapping
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
 from . import _config
+from ._protocols import ClientLike, JobLike
 from .errors import (
     EndpointNotFound,
     LedgerError,
@@ -30,12 +30,12 @@ from .errors import (
     WebhookNotSupported,
 )
 from .jobs.engine import get_engine
-from .jobs.job import Job, Recorder
+from .jobs.job import Job, Recorder, output_fetcher
 from .jobs.ledger import Ledger, LedgerRow
 from .jobs.recorder import LedgerRecorder
 from .protocol.http import Gateway
 from .protocol.prepared import PreparedRequest, prepare
-from .protocol.records import Handle, Output, Result
+from .protocol.records import Handle, Result
 
 log = logging.getLogger("genwidgets")
 
@@ -120,16 +120,21 @@ class Client:
         self.timeout = timeout
         self.max_retries = max_retries
         self._engine = get_engine()
+        self._gateway: Gateway = self._engine.run(
+            self._make_gateway(key, timeout, max_retries, max_in_flight, transport, headers)
+        )
         self.ledger: Ledger | None = self._open_ledger(ledger)
         self._recorder: Recorder | None = (
-            LedgerRecorder(self.ledger, self.gateway_name, download=download)
+            LedgerRecorder(
+                self.ledger,
+                self.gateway_name,
+                opener=self._gateway.open_output,
+                download=download,
+            )
             if self.ledger is not None
             else None
         )
         self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
-        self._gateway: Gateway = self._engine.run(
-            self._make_gateway(key, timeout, max_retries, max_in_flight, transport, headers)
-        )
         global _latest
         _latest = weakref.ref(self)
 
@@ -267,12 +272,14 @@ class Client:
         return [self._from_row(row) for row in self.ledger.unfinished(self.gateway_name)]
 
     def _from_row(self, row: LedgerRow) -> Job:
-        assert row.request_id is not None
-        known = self._jobs.get((row.endpoint, row.request_id))
+        """The Job of a ledger row, with the URLs the gateway gave when it was created."""
+        handle = row.handle(self.base_url)
+        assert handle is not None
+        known = self._jobs.get((handle.endpoint, handle.request_id))
         if known is not None:
             return known
-        handle = self._handle_for(row.endpoint, row.request_id)
-        if row.unfinished:
+        result = row.result(fetch=output_fetcher(self._engine, self._gateway))
+        if result is None:
             return self._adopt(handle, payload=row.payload, submitted_at=row.submitted_at)
         job = Job(
             handle,
@@ -281,29 +288,10 @@ class Client:
             engine=self._engine,
             payload=row.payload,
             submitted_at=row.submitted_at,
+            result=result,
+            finished_at=row.finished_at,
         )
-        outputs = [
-            Output(
-                content_type=o.get("content_type") or "application/octet-stream",
-                url=o.get("url"),
-                raw={**o, "from_ledger": True},
-                path=Path(o["path"]) if o.get("path") else None,
-                index=int(o.get("index", i)),
-                _fetch=job._fetch_bytes,
-            )
-            for i, o in enumerate(row.outputs)
-        ]
-        result = Result(
-            status=row.status or ("COMPLETED" if row.ok is not None else row.state),
-            error=row.error if row.ok is False else None,
-            error_type=row.error_type,
-            outputs=outputs,
-            raw={"from_ledger": True},
-            endpoint=row.endpoint,
-            request_id=row.request_id,
-        )
-        job._restore(result, row.finished_at)
-        self._jobs[(row.endpoint, row.request_id)] = job
+        self._jobs[(handle.endpoint, handle.request_id)] = job
         return job
 
     def run(
@@ -324,15 +312,7 @@ class Client:
 
     def _handle_for(self, endpoint: str, request_id: str) -> Handle:
         """The documented URLs of a task on this client's gateway (spec 2.1)."""
-        root = f"{self.base_url}/v1/queue/{endpoint}/requests/{request_id}"
-        return Handle(
-            endpoint=endpoint,
-            request_id=request_id,
-            status_url=f"{root}/status",
-            response_url=f"{root}/response",
-            cancel_url=f"{root}/cancel",
-            queue_position=None,
-        )
+        return Handle.documented(self.base_url, endpoint, request_id)
 
     # -- engine side -------------------------------------------------------
     async def _create(
@@ -382,13 +362,12 @@ class Client:
             recorder=self._recorder,
         )
         self._jobs[(handle.endpoint, handle.request_id)] = job
-        job._start()
+        job.start_polling()
         return job
 
     async def _aclose(self) -> None:
         for job in self._jobs.values():
-            if job._task is not None:
-                job._task.cancel()
+            job.stop_polling()
         await self._gateway.aclose()
 
 
@@ -453,3 +432,9 @@ class AsyncClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+if TYPE_CHECKING:  # mypy checks that the classes keep the contracts widgets code against
+
+    def _contracts(client: Client, job: Job) -> tuple[ClientLike, JobLike]:
+        return client, job

@@ -78,7 +78,7 @@ from urllib.parse import unquote_to_bytes
 
 from .._config import home, redact
 from ..errors import LedgerError
-from ..protocol.records import Handle, Output, Result, Status
+from ..protocol.records import Fetcher, Handle, Output, Result, Status
 
 __all__ = [
     "FINISHED",
@@ -285,18 +285,38 @@ class LedgerRow:
         """Created on the gateway, final result not recorded yet: worth resuming."""
         return self.request_id is not None and self.state == SUBMITTED
 
-    def handle(self) -> Handle | None:
-        """The task handle to re-attach with, or None when no task id was ever received."""
+    def handle(self, base_url: str | None = None) -> Handle | None:
+        """The task handle to re-attach with: the URLs the gateway gave, as stored.
+
+        A URL the row lacks (a task re-attached by id) takes the documented shape
+        on ``base_url`` (default: the row's gateway). None when no task id was
+        ever received.
+        """
         if self.request_id is None:
             return None
-        root = f"{self.gateway}/v1/queue/{self.endpoint}/requests/{self.request_id}"
-        return Handle(
+        return Handle.documented(
+            base_url or self.gateway,
+            self.endpoint,
+            self.request_id,
+            status_url=self.status_url,
+            response_url=self.response_url,
+            cancel_url=self.cancel_url,
+            queue_position=self.queue_position,
+        )
+
+    def result(self, fetch: Fetcher | None = None) -> Result | None:
+        """The recorded final result (None while unfinished), through
+        :meth:`Result.from_ledger`; ``fetch`` reads output URLs."""
+        if self.request_id is None or self.state != FINISHED:
+            return None
+        return Result.from_ledger(
             endpoint=self.endpoint,
             request_id=self.request_id,
-            status_url=self.status_url or f"{root}/status",
-            response_url=self.response_url or f"{root}/response",
-            cancel_url=self.cancel_url or f"{root}/cancel",
-            queue_position=self.queue_position,
+            status=self.status or ("COMPLETED" if self.ok is not None else self.state),
+            error=self.error if self.ok is False else None,
+            error_type=self.error_type,
+            outputs=self.outputs,
+            fetch=fetch,
         )
 
 

@@ -28,6 +28,7 @@ import logging
 import random
 import time
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
@@ -47,6 +48,7 @@ from ..errors import (
     WebhookNotSupported,
 )
 from ..media import encode_body
+from .fetch import open_url_async
 from .records import Handle, Result, Status, queue_url
 
 log = logging.getLogger("genwidgets")
@@ -431,10 +433,13 @@ class Gateway:
         body = _body(response)
         return body if isinstance(body, Mapping) else {"status_code": response.status_code}
 
+    def open_output(self, url: str) -> AbstractAsyncContextManager[httpx.Response]:
+        """Stream an output URL: the key goes only to this gateway's own origin, and
+        no redirect carries it elsewhere (:mod:`genwidgets.protocol.fetch`)."""
+        return open_url_async(self._http, url, trusted_origin=self.base_url)
+
     async def fetch(self, url: str) -> bytes:
-        """Download an output. Output URLs need no header, so the key is not sent."""
-        request = self._http.build_request("GET", url)
-        request.headers.pop("Authorization", None)  # outputs need no key: never leak it
-        response = await self._http.send(request)
-        response.raise_for_status()
-        return response.content
+        """Download an output whole, by the rule of :meth:`open_output`."""
+        async with self.open_output(url) as response:
+            response.raise_for_status()
+            return await response.aread()

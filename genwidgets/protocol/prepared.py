@@ -55,9 +55,7 @@ def _refuse_webhooks(endpoint: str, payload: Mapping[str, Any]) -> None:
         )
 
 
-def prepare(
-    endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
-) -> PreparedRequest:
+def prepare(endpoint: str, payload: Mapping[str, Any], *, validate: bool = True) -> PreparedRequest:
     """Validate (unless ``validate=False``) and serialise ``payload`` once.
 
     Webhook fields are refused either way (the service rejects them), and so is

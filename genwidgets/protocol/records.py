@@ -29,13 +29,14 @@ import binascii
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._formats import decode_data_url, int_or_none
 from ..errors import TaskFailed
+from .fetch import fetch_url
 
 COMPLETED = "COMPLETED"
 FAILURE_STATUSES = frozenset({"CANCELLED", "CANCELED", "FAILED", "ERROR"})
@@ -143,14 +144,6 @@ class Status:
 Fetcher = Callable[[str], bytes]
 
 
-def _default_fetch(url: str) -> bytes:
-    import httpx
-
-    response = httpx.get(url, timeout=60.0, follow_redirects=True)
-    response.raise_for_status()
-    return response.content
-
-
 @dataclass
 class Output:
     """One produced file. Interpret it by ``content_type``, never by the URL."""
@@ -190,6 +183,11 @@ class Output:
             index=index,
             _fetch=fetch,
         )
+
+    @property
+    def restored(self) -> bool:
+        """Read back from the ledger of an earlier session (its URL has likely expired)."""
+        return bool(self.raw.get("from_ledger"))
 
     @property
     def kind(self) -> str:
@@ -234,7 +232,7 @@ class Output:
             if self.url.startswith("data:"):
                 data = decode_data_url(self.url).data
             else:
-                data = (self._fetch or _default_fetch)(self.url)
+                data = (self._fetch or fetch_url)(self.url)
         self._cache = data
         return data
 
@@ -301,6 +299,39 @@ class Result:
             if record is not None and ("Id" in record or "Status" in record):
                 return record
         return None
+
+    @classmethod
+    def from_ledger(
+        cls,
+        *,
+        endpoint: str,
+        request_id: str,
+        status: str,
+        error: Any,
+        error_type: str | None,
+        outputs: Sequence[Mapping[str, Any]],
+        fetch: Fetcher | None = None,
+    ) -> Result:
+        """A finished task's result as the ledger stored it: each output keeps the URL
+        and the local copy recorded, and reads as :attr:`Output.restored`."""
+        restored = []
+        for position, record in enumerate(outputs):
+            index = int_or_none(record.get("index"), minimum=0)
+            output = Output.from_entry(
+                {**record, "from_ledger": True}, position if index is None else index, fetch
+            )
+            path = record.get("path")
+            output.path = Path(path) if isinstance(path, str) and path else None
+            restored.append(output)
+        return cls(
+            status=status,
+            error=error,
+            error_type=error_type,
+            outputs=restored,
+            raw={"from_ledger": True},
+            endpoint=endpoint,
+            request_id=request_id,
+        )
 
     @classmethod
     def from_body(

@@ -177,7 +177,7 @@ def source_of(
     local = _local_size(output.path)
     # From the ledger (a past session): its URL has likely stopped answering
     # (gateway URLs expire; the embedded simulator's died with its kernel).
-    stale = bool(output.raw.get("from_ledger")) and local is not None
+    stale = output.restored and local is not None
     if prefer_url and kind == "http" and output.kind in MEDIA_KINDS and not stale:
         return Source("url", mime, url=url)
     inline = _inline_size(output)

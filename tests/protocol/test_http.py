@@ -271,15 +271,28 @@ def test_gate_past_the_cap_raises_with_the_wait() -> None:
     assert info.value.retry_after is not None and 29 <= info.value.retry_after <= 30
 
 
-def test_fetch_never_sends_the_key() -> None:
-    fake = FakeGateway()
+def test_fetch_sends_the_key_to_the_gateway_origin_only() -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append((str(request.url), request.headers.get("authorization")))
+        if request.url.path == "/files/moved.png":
+            return httpx.Response(302, headers={"location": "https://cdn.test/o.png"})
+        return httpx.Response(200, content=b"png")
 
     async def scenario() -> None:
-        gw = gateway(fake)
-        await gw.fetch(f"{BASE}/files/tok/out.png")
-        await gw.status(handle_for(fake, fake.add_task("ep", [{"status": "X"}])))
+        gw = Gateway(BASE, KEY, transport=httpx.MockTransport(handle))
+        assert await gw.fetch(f"{BASE}/files/tok/out.png") == b"png"
+        assert await gw.fetch("https://cdn.test/a.png") == b"png"
+        assert await gw.fetch(f"{BASE}/files/moved.png") == b"png"
+        assert await gw.fetch("http://gateway.test/files/x.png") == b"png"  # other scheme
+        await gw.aclose()
 
     run(scenario())
-    fetch_headers, status_headers = fake.seen_headers
-    assert "authorization" not in fetch_headers
-    assert status_headers["authorization"] == f"Bearer {KEY}"
+    assert seen == [
+        (f"{BASE}/files/tok/out.png", f"Bearer {KEY}"),
+        ("https://cdn.test/a.png", None),
+        (f"{BASE}/files/moved.png", f"Bearer {KEY}"),
+        ("https://cdn.test/o.png", None),  # the redirect did not carry it
+        ("http://gateway.test/files/x.png", None),
+    ]

@@ -22,6 +22,7 @@ from ._protocols import ClientLike, JobLike
 from .errors import (
     EndpointNotFound,
     LedgerError,
+    LedgerWarning,
     ModelNotAllowed,
     NotSupported,
     PayloadError,
@@ -170,6 +171,7 @@ class Client:
             warnings.warn(
                 f"genwidgets: the task ledger is off ({_config.redact(str(exc))}); tasks will "
                 f"not survive a kernel restart. Set {_config.ENV_HOME} to a writable folder.",
+                LedgerWarning,
                 stacklevel=3,
             )
             return None

@@ -73,8 +73,9 @@ def decode_data_url(url: str, *, strict: bool = False) -> DataURL:
     """Decode ``data:[<mime>][;param...][;base64],<data>`` (RFC 2397).
 
     Raises ``ValueError`` saying what is wrong: no comma, or Base64 that does not
-    decode. ``strict`` refuses characters outside the Base64 alphabet (instead of
-    skipping them); whitespace inside the Base64 text is always allowed.
+    decode. ``strict`` refuses anything but the standard Base64 alphabet with its
+    padding; the tolerant default adds missing padding, reads the URL-safe
+    alphabet and skips stray characters. Whitespace inside is always allowed.
     """
     if url[:5].lower() != "data:":
         raise ValueError("a data URL starts with 'data:'")
@@ -89,7 +90,12 @@ def decode_data_url(url: str, *, strict: bool = False) -> DataURL:
         return DataURL(mime, params, False, unquote_to_bytes(payload))
     text = "".join(unquote_to_bytes(payload).decode("ascii", errors="replace").split())
     try:
-        data = base64.b64decode(text, validate=strict)
+        if strict:
+            data = base64.b64decode(text, validate=True)
+        else:  # tolerant: missing padding, the URL-safe alphabet
+            text += "=" * (-len(text) % 4)
+            url_safe = "-" in text or "_" in text
+            data = base64.urlsafe_b64decode(text) if url_safe else base64.b64decode(text)
     except (binascii.Error, ValueError) as exc:
         raise ValueError(f"undecodable Base64 in a data: URL ({exc})") from None
     return DataURL(mime, params, True, data)

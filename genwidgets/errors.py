@@ -229,7 +229,16 @@ class DownloadError(GenwidgetsError):
 
 
 class LedgerError(GenwidgetsError):
-    """The ledger file cannot be used (unknown schema, not a database, locked too long)."""
+    """The ledger file cannot be used (unknown schema, not a database, locked too long).
+
+    ``replaceable`` is True when the file holds nothing a genwidgets ledger could
+    read (another application's SQLite file, or not SQLite at all): the ledger
+    then moves it aside and starts a new one.
+    """
+
+    def __init__(self, message: str, *, replaceable: bool = False) -> None:
+        super().__init__(message)
+        self.replaceable = replaceable
 
 
 class SimulatorStartError(GenwidgetsError, RuntimeError):

@@ -27,7 +27,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -243,12 +243,16 @@ class Gateway:
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
         sleep: Any = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``sleep`` (an ``asyncio.sleep`` stand-in) and ``clock`` (seconds, like
+        ``time.monotonic``) time the retries; tests pass fakes that agree."""
         self.base_url = base_url.rstrip("/")
         self.max_retries = max_retries
         self.gate = RateGate()
         self._semaphore = asyncio.Semaphore(max_in_flight)
         self._sleep = sleep or asyncio.sleep
+        self._clock = clock
         self._rng = random.Random()
         auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(
@@ -378,8 +382,9 @@ class Gateway:
                     request_id=request_id,
                 )
             if isinstance(error, RequestNotFound):
-                now = time.monotonic()
-                first_not_found = first_not_found or now
+                now = self._clock()
+                if first_not_found is None:
+                    first_not_found = now
                 if now - first_not_found >= NOT_FOUND_GRACE_S:
                     raise error
                 await self._sleep(min(1.0, NOT_FOUND_GRACE_S - (now - first_not_found)))

@@ -76,6 +76,7 @@ _LAZY = {
     "sweep": (".widgets.board", "sweep"),
 }
 _SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors"}
+_importing: set[str] = set()
 
 
 def _module(path: str) -> ModuleType:
@@ -161,8 +162,13 @@ def __getattr__(name: str) -> Any:
         value = _load(name)
         globals()[name] = value
         return value
-    if name in _SUBMODULES:
-        return _module(f".{name}")
+    if name in _SUBMODULES and name not in _importing:
+        # ``from . import x`` asks this hook first (hasattr): answer "not yet" meanwhile
+        _importing.add(name)
+        try:
+            return _module(f".{name}")
+        finally:
+            _importing.discard(name)
     raise AttributeError(f"module 'genwidgets' has no attribute {name!r}")
 
 

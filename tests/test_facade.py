@@ -72,3 +72,15 @@ def test_the_display_hook_comes_from_the_facade() -> None:
 
     assert gw.Job is job_module.Job
     assert job_module.display_hook is gw._display_job
+
+
+def test_submodules_import_through_the_facade_in_a_fresh_process() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from genwidgets import media, imgm, catalog, errors, simulator; "
+        "import genwidgets as gw; print(gw.media is media, gw.Client.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "Client"], done.stderr

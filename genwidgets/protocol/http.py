@@ -1,6 +1,7 @@
 """The four queue operations over httpx, with the retry and rate-limit policy.
 
-Policy (DESIGN decisions 6 and 7, spec section 7):
+Policy (spec section 7; a blind retry of create could bill a second task, and a
+gateway that says wait means every request of the client waits):
 
 - **Create-task** is retried only when it certainly created nothing: a 429
   ``RATE_LIMIT_EXCEEDED`` answer, or a connect error (the request never left).

@@ -24,6 +24,7 @@ from ...protocol.records import Fetcher, Handle, Result
 
 __all__ = [
     "COLUMNS",
+    "COLUMN_NAMES",
     "FAILED",
     "FINISHED",
     "NOT_CREATED",
@@ -53,6 +54,7 @@ COLUMNS = (
     "submitted_at, updated_at, finished_at, ok, error, error_type, outputs, "
     "status_url, response_url, cancel_url, pid, host, handle_at, running_at, done_at"
 )
+COLUMN_NAMES = tuple(name.strip() for name in COLUMNS.split(","))
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from ..._config import home, redact
 from ...errors import LedgerError, LedgerWarning
 from ...protocol.records import Handle, Result, Status
 from .rows import (
+    COLUMN_NAMES,
     COLUMNS,
     FAILED,
     FINISHED,
@@ -454,56 +455,14 @@ class Ledger:
         return SUBMITTING
 
     def _row(self, values: tuple[Any, ...]) -> LedgerRow:
-        (
-            row_id,
-            gateway,
-            endpoint,
-            request_id,
-            state,
-            status,
-            queue_position,
-            payload,
-            submitted_at,
-            updated_at,
-            finished_at,
-            ok,
-            error,
-            error_type,
-            outputs,
-            status_url,
-            response_url,
-            cancel_url,
-            pid,
-            host,
-            handle_at,
-            running_at,
-            done_at,
-        ) = values
-        return LedgerRow(
-            id=row_id,
-            gateway=gateway,
-            endpoint=endpoint,
-            request_id=request_id,
-            state=self._derived_state(state, row_id, pid, host, submitted_at),
-            status=status,
-            queue_position=queue_position,
-            payload=json.loads(payload),
-            submitted_at=submitted_at,
-            updated_at=updated_at,
-            finished_at=finished_at,
-            ok=None if ok is None else bool(ok),
-            error=error,
-            error_type=error_type,
-            outputs=json.loads(outputs),
-            status_url=status_url,
-            response_url=response_url,
-            cancel_url=cancel_url,
-            pid=pid,
-            host=host,
-            handle_at=handle_at,
-            running_at=running_at,
-            done_at=done_at,
+        fields = dict(zip(COLUMN_NAMES, values, strict=True))
+        fields["state"] = self._derived_state(
+            fields["state"], fields["id"], fields["pid"], fields["host"], fields["submitted_at"]
         )
+        fields["payload"] = json.loads(fields["payload"])
+        fields["outputs"] = json.loads(fields["outputs"])
+        fields["ok"] = None if fields["ok"] is None else bool(fields["ok"])
+        return LedgerRow(**fields)
 
     def rows(
         self,

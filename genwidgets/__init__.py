@@ -47,11 +47,14 @@ if TYPE_CHECKING:
     from ._client import AsyncClient, Client, login
     from .catalog import EndpointSpec, endpoint, endpoints, validate
     from .jobs.job import Job
+    from .lab.run import grids
     from .protocol.prepared import PreparedRequest
     from .protocol.records import Output, Result, Status
-    from .widgets.board import board, sweep
+    from .widgets.board import board
     from .widgets.form import EndpointForm, form
+    from .widgets.grid import grid, load_grid
     from .widgets.render import render
+    from .widgets.sweep import sweep
 
 __version__ = "0.1.0"
 
@@ -73,9 +76,12 @@ _LAZY = {
     "EndpointForm": (".widgets.form", "EndpointForm"),
     "render": (".widgets.render", "render"),
     "board": (".widgets.board", "board"),
-    "sweep": (".widgets.board", "sweep"),
+    "sweep": (".widgets.sweep", "sweep"),
+    "grid": (".widgets.grid", "grid"),
+    "grids": (".lab.run", "grids"),
+    "load_grid": (".widgets.grid", "load_grid"),
 }
-_SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors"}
+_SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors", "lab"}
 _importing: set[str] = set()
 
 
@@ -113,6 +119,22 @@ def _module(path: str) -> ModuleType:
         from .widgets import board
 
         return board
+    if path == ".widgets.sweep":
+        from .widgets import sweep
+
+        return sweep
+    if path == ".widgets.grid":
+        from .widgets import grid
+
+        return grid
+    if path == ".lab.run":
+        from .lab import run
+
+        return run
+    if path == ".lab":
+        from . import lab
+
+        return lab
     if path == ".media":
         from . import media
 
@@ -214,6 +236,9 @@ __all__ = [
     "endpoint",
     "endpoints",
     "form",
+    "grid",
+    "grids",
+    "load_grid",
     "login",
     "render",
     "sweep",

@@ -68,17 +68,8 @@ LAYERS: dict[str, int] = {
 
 #: Violations in files other helpers of issue 12 are fixing; the lead deletes an
 #: entry when its fix is merged (the test says which entries no longer occur).
-_CATALOG_CIRCLE = "catalog helper (issue 12 A): _base imports every family to register it"
 KNOWN_VIOLATIONS: dict[str, str] = {
-    "genwidgets/catalog/_base.py": _CATALOG_CIRCLE,
-    "genwidgets/catalog/asset.py": _CATALOG_CIRCLE,
-    "genwidgets/catalog/image.py": _CATALOG_CIRCLE,
-    "genwidgets/catalog/imgm.py": _CATALOG_CIRCLE,
-    "genwidgets/catalog/speech.py": _CATALOG_CIRCLE,
-    "genwidgets/catalog/vida.py": _CATALOG_CIRCLE,
-    "genwidgets/catalog/video.py": _CATALOG_CIRCLE,
     "genwidgets/simulator/outputs.py": "imgm helper: importlib for the imgM version",
-    "genwidgets/widgets/fields.py": "widgets helper (issue 12 B): importlib for the prompt builder",
     "genwidgets/imgm/__init__.py": (
         "lead at merge: the imgm package's __getattr__ imports imgm/builder.py, a widget;"
         " reach PromptBuilder from the widgets layer or the facade instead"

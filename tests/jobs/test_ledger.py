@@ -90,6 +90,19 @@ def test_rows_carry_when_a_task_was_first_seen_running_and_done(
     assert (t2.running_at, t2.done_at) == (None, 1_000_020.0)  # never seen running
 
 
+def test_a_damaged_row_is_skipped_with_a_log_line(
+    ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    submit(ledger, "good")
+    bad = submit(ledger, "bad")
+    with ledger.transaction() as conn:  # as a foreign tool might leave it
+        conn.execute("UPDATE tasks SET payload = 'not json' WHERE id = ?", (bad,))
+    with caplog.at_level("WARNING", logger="genwidgets"):
+        assert [row.request_id for row in ledger.rows()] == ["good"]
+        assert ledger.get(GATEWAY, "bad") is None and ledger.row(bad) is None
+    assert f"skipped ledger row {bad}" in caplog.text
+
+
 def test_other_parts_keep_their_own_table_in_the_ledger_file(ledger: Ledger) -> None:
     with ledger.transaction() as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS lab_grids (id TEXT PRIMARY KEY, body TEXT)")

@@ -8,6 +8,7 @@ is kept of a payload.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -42,6 +43,7 @@ from .scrub import error_text, output_record, scrub_payload
 __all__ = ["LEDGER_FILE_NAME", "Ledger"]
 
 LEDGER_FILE_NAME = "ledger.sqlite3"
+log = logging.getLogger("genwidgets")
 
 
 def _latest_outputs(
@@ -454,6 +456,19 @@ class Ledger:
             return OUTCOME_UNKNOWN
         return SUBMITTING
 
+    def _readable(self, found: list[tuple[Any, ...]]) -> list[LedgerRow]:
+        """The rows that can be read; a damaged one (written by hand, by a foreign tool)
+        is skipped with a log line, so one bad row never stops a history or a poller."""
+        rows = []
+        for values in found:
+            try:
+                rows.append(self._row(values))
+            except (ValueError, TypeError, KeyError) as exc:
+                log.warning(
+                    "genwidgets: skipped ledger row %s of %s: %s", values[0], self.path, exc
+                )
+        return rows
+
     def _row(self, values: tuple[Any, ...]) -> LedgerRow:
         fields = dict(zip(COLUMN_NAMES, values, strict=True))
         fields["state"] = self._derived_state(
@@ -516,7 +531,7 @@ class Ledger:
         sql += " ORDER BY id DESC"
         if limit is not None and wanted_state is None:
             sql += f" LIMIT {limit}"
-        found = [self._row(values) for values in self._read(sql, tuple(params))]
+        found = self._readable(self._read(sql, tuple(params)))
         if wanted_state is not None:
             found = [row for row in found if row.state == wanted_state]
             if limit is not None:
@@ -534,9 +549,11 @@ class Ledger:
             "ORDER BY id DESC LIMIT 1",
             (gateway, request_id),
         )
-        return self._row(found[0]) if found else None
+        readable = self._readable(found)
+        return readable[0] if readable else None
 
     def row(self, row_id: int) -> LedgerRow | None:
         """A row by its id (as returned by :meth:`record_intent`)."""
         found = self._read(f"SELECT {COLUMNS} FROM tasks WHERE id = ?", (row_id,))
-        return self._row(found[0]) if found else None
+        readable = self._readable(found)
+        return readable[0] if readable else None

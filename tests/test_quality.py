@@ -69,7 +69,6 @@ LAYERS: dict[str, int] = {
 #: Violations in files other helpers of issue 12 are fixing; the lead deletes an
 #: entry when its fix is merged (the test says which entries no longer occur).
 KNOWN_VIOLATIONS: dict[str, str] = {
-    "genwidgets/simulator/outputs.py": "imgm helper: importlib for the imgM version",
     "genwidgets/imgm/__init__.py": (
         "lead at merge: the imgm package's __getattr__ imports imgm/builder.py, a widget;"
         " reach PromptBuilder from the widgets layer or the facade instead"

@@ -5,7 +5,9 @@
 Prompt parameters (``--ar``, ``--v`` ...) live inside the prompt string, never as
 JSON fields; prompt fields carry :data:`PROMPT_STRING` so the prompt builder and
 :mod:`genwidgets.imgm.prompt` can find them. This module checks the string's
-length only (1-8192); the parameters are the prompt module's job.
+length (1-8192) and the permutation cap (at most ``MAX_PROMPTS`` prompts from one
+string, refused before anything is sent); the parameters are the prompt module's
+job, and so is a string it cannot read (nothing to count there).
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from ._base import PROMPT_STRING, MediaSpec, register
-from .vida import MediaCheck, Number, _Endpoint, _Part
+from ..errors import PayloadError
+from ..imgm.prompt import MAX_PROMPTS, Prompt
+from .checks import MediaCheck
+from .markers import PROMPT_STRING, MediaSpec, Number
+from .model import Endpoint, Part
+from .registry import register
 
 PROMPT_MAX = 8192
 REGION_MIN, REGION_MAX = 500, 4096
@@ -44,7 +50,7 @@ def _polygon_problem(points: list[int | float]) -> str | None:
     return None
 
 
-class Area(_Part):
+class Area(Part):
     """A single polygon region to repaint."""
 
     width: int = Field(ge=REGION_MIN, le=REGION_MAX, description="Region pixel width, 500-4096.")
@@ -63,7 +69,7 @@ class Area(_Part):
         return value
 
 
-class MaskArea(_Part):
+class MaskArea(Part):
     """A region of ``mask.areas``. Its field names are not shown in the spec; we
     assume those of ``area`` (width, height, points), all optional, and other names
     pass through."""
@@ -89,7 +95,7 @@ class MaskArea(_Part):
         return value
 
 
-class Mask(_Part):
+class Mask(Part):
     """The repaint mask: regions (``areas``) or a mask image (``url``)."""
 
     areas: list[MaskArea] | None = Field(
@@ -119,8 +125,29 @@ def _job_id_field() -> str:
     )
 
 
+def _within_the_cap(value: str | None) -> str | None:
+    """Refuse a permutation prompt making more than ``MAX_PROMPTS`` prompts (all billed)."""
+    if value is None:
+        return value
+    try:
+        count = Prompt.parse(value).count()
+    except PayloadError:
+        return value  # structural problems are the prompt module's to report
+    if count > MAX_PROMPTS:
+        raise ValueError(
+            f"this prompt makes {count} prompts; one permutation prompt makes at most "
+            f"{MAX_PROMPTS}: remove options or split it"
+        )
+    return value
+
+
+#: An imgM prompt string: found by the prompt builder, its permutations capped.
+ImgMPrompt = Annotated[str, PROMPT_STRING, AfterValidator(_within_the_cap)]
+OptionalImgMPrompt = Annotated[str | None, PROMPT_STRING, AfterValidator(_within_the_cap)]
+
+
 def _prompt_field(description: str, *, required: bool = False) -> Any:
-    """A prompt string of 1-8192 characters (annotate it with :data:`PROMPT_STRING`)."""
+    """A prompt string of 1-8192 characters (annotate it with :data:`ImgMPrompt`)."""
     default = ... if required else None
     return Field(default, min_length=1, max_length=PROMPT_MAX, description=description)
 
@@ -128,12 +155,12 @@ def _prompt_field(description: str, *, required: bool = False) -> Any:
 @register(
     "imgM-inpaint", kind="image", family="imgM", title="Repaint an image region (imgM inpaint)"
 )
-class ImgMInpaint(_Endpoint):
+class ImgMInpaint(Endpoint):
     """Repaint a region of an image from an earlier imgM task (secondary editing)."""
 
     jobId: str = _job_id_field()
     imageNo: int = Field(ge=0, le=3, description="Which image of the upstream task: 0, 1, 2 or 3.")
-    remixPrompt: Annotated[str | None, PROMPT_STRING] = _prompt_field(
+    remixPrompt: OptionalImgMPrompt = _prompt_field(
         "Prompt for the repaint region, 1-8192 characters; prompt parameters "
         "(--ar, --v ...) may be appended."
     )
@@ -146,7 +173,7 @@ class ImgMInpaint(_Endpoint):
 
 
 @register("imgM_pan", kind="image", family="imgM", title="Extend an image (imgM pan)")
-class ImgMPan(_Endpoint):
+class ImgMPan(Endpoint):
     """Extend an image from an earlier imgM task in one direction (secondary editing)."""
 
     jobId: str = _job_id_field()
@@ -158,13 +185,13 @@ class ImgMPan(_Endpoint):
         description="1.1-3.0: the new image area in the pan direction relative to the "
         "original area.",
     )
-    remixPrompt: Annotated[str | None, PROMPT_STRING] = _prompt_field(
+    remixPrompt: OptionalImgMPrompt = _prompt_field(
         "Prompt for the extended region, 1-8192 characters; prompt parameters may be appended."
     )
 
 
 @register("imgM-v8.1-i2i", kind="image", family="imgM", title="Image variation (imgM v8.1)")
-class ImgMV81I2I(_Endpoint):
+class ImgMV81I2I(Endpoint):
     """Variation of one image of an earlier ``imgM-v8.1-t2i`` task.
 
     Which fields are required is not shown; ``jobId`` and ``image_no`` are required
@@ -177,7 +204,7 @@ class ImgMV81I2I(_Endpoint):
     )
     image_no: int = Field(ge=0, le=3, description="Selects one image of that task, 0-3.")
     type: Literal[0, 1] | None = Field(None, description="Variation type: 0 subtle, 1 strong.")
-    remix_prompt: Annotated[str | None, PROMPT_STRING] = _prompt_field(
+    remix_prompt: OptionalImgMPrompt = _prompt_field(
         "Desired changes, 1-8192 characters; prompt parameters appended to the same string."
     )
 
@@ -189,11 +216,11 @@ class ImgMV81I2I(_Endpoint):
     title="Text to image (imgM v8.1)",
     documented=False,
 )
-class ImgMV81T2I(_Endpoint):
+class ImgMV81T2I(Endpoint):
     """Text to image, imgM v8.1 (referenced, payload not shown: our choice is one
     ``prompt`` carrying the ``--`` parameters; four images come back)."""
 
-    prompt: Annotated[str, PROMPT_STRING] = _prompt_field(
+    prompt: ImgMPrompt = _prompt_field(
         "Prompt, 1-8192 characters, with imgM parameters (--ar, --seed ...) appended.",
         required=True,
     )
@@ -206,12 +233,12 @@ class ImgMV81T2I(_Endpoint):
     title="Image diffusion (imgM)",
     documented=False,
 )
-class ImgMDiffusion(_Endpoint):
+class ImgMDiffusion(Endpoint):
     """imgM direct generation (referenced, payload not shown: one ``prompt``; the
     version comes from ``--v`` in the prompt, default 8.1 = V8-series, whose tasks
     cannot be inpainted or panned)."""
 
-    prompt: Annotated[str, PROMPT_STRING] = _prompt_field(
+    prompt: ImgMPrompt = _prompt_field(
         "Prompt, 1-8192 characters, with imgM parameters appended; --v picks "
         "the version (V8-series tasks do not support inpaint or pan; --v 7 tasks do).",
         required=True,

@@ -221,7 +221,7 @@ class Schedule:
     def _seed(self, endpoint: str) -> None:
         if self._ledger is None:
             return
-        from .ledger import LedgerError
+        from ..errors import LedgerError
 
         try:
             rows = self._ledger.run_times(self._gateway, endpoint, limit=LEDGER_ROWS)

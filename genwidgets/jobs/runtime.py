@@ -29,10 +29,11 @@ The maths, in a few lines:
   decaying by 7 % per new observation) widens the model, so the schedule polls
   densely over a wide range until the new regime is learned.
 
-Ledger rows only keep created → result recorded (the ledger has no "first seen
-running"), so rows read at start are observations that include queue time, with
-the notice delay of the schedule then in use taken off; live observations are
-exact. Pure Python, no clock of its own (callers pass times): deterministic.
+Ledger rows read at start bracket each end the same way from the ledger's
+``running_at``/``done_at`` (the polls that first saw the task running and done),
+the poll before unknown but bounded; rows without them count created → result
+recorded, less the notice delay of the schedule then in use. Pure Python, no
+clock of its own (callers pass times): deterministic.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ SHIFT_MIN_DEVIATION = 0.2
 SHIFT_SIGMAS = 4.0
 WIDEN_MASS = 0.5
 WIDEN_DECAY = 0.93
+#: a ledger row's start lies at most this long before the poll that saw it running
+ROW_START_SLACK_S = 5.0
 #: the plan covers run times up to this quantile; older tasks: the adaptive schedule
 PLAN_TAIL = 0.995
 #: the plan's grid has at most this many steps (its cost is grid × gaps × 20)
@@ -418,24 +421,41 @@ def observations_from_rows(
     """(endpoint, payload, observation) from raw ledger rows; bad rows are skipped
     with a log line, never raised.
 
-    A row is ``(request_id, endpoint, payload_json, handle_at, finished_at, ok)``;
-    ``notice_delay(seconds)`` is the expected notice delay of the schedule that
-    polled it (taken off the estimate, and its spread).
+    A row is ``(request_id, endpoint, payload_json, handle_at, running_at, done_at,
+    finished_at, ok)``. With ``running_at`` and ``done_at`` (the polls that first saw
+    the task running and done) each end is bracketed: the start between
+    ``max(handle_at, running_at − QUEUE_CAP)`` and ``running_at``, the end between
+    ``done_at − 2·notice_delay(age)`` and ``done_at`` (``notice_delay(seconds)``: the
+    expected notice delay of the schedule that polled it, half its interval).
+    Without them (older rows), created → result recorded less that notice delay.
     """
     for row in rows:
         try:
-            _request_id, endpoint, payload_text, handle_at, finished_at, ok = row
+            _request_id, endpoint, payload_text, handle_at, running_at, done_at, finished_at, ok = (
+                row
+            )
             if not ok:
                 continue
             payload = json.loads(payload_text)
             if not isinstance(endpoint, str) or not isinstance(payload, dict):
                 raise ValueError("endpoint or payload of the wrong type")
-            seconds = float(finished_at) - float(handle_at)
-            delay = float(notice_delay(seconds))
-            if not (math.isfinite(seconds) and 0 < seconds - delay < HIGH_S):
-                raise ValueError(f"run time {seconds!r} s is out of range")
+            if running_at is not None and done_at is not None:
+                start = (
+                    max(float(handle_at), float(running_at) - ROW_START_SLACK_S),
+                    float(running_at),
+                )
+                delay = float(notice_delay(float(done_at) - float(running_at)))
+                observation = observe_bracket(start, (float(done_at) - 2 * delay, float(done_at)))
+                if observation is None or not observation.seconds < HIGH_S:
+                    raise ValueError(f"times {running_at!r} -> {done_at!r} are out of range")
+            else:
+                seconds = float(finished_at) - float(handle_at)
+                delay = float(notice_delay(seconds))
+                if not (math.isfinite(seconds) and 0 < seconds - delay < HIGH_S):
+                    raise ValueError(f"run time {seconds!r} s is out of range")
+                observation = Observation(seconds - delay, delay)
         except (ValueError, TypeError, json.JSONDecodeError) as exc:
             ident = row[0] if isinstance(row, Sequence) and row else "?"
             log.info("genwidgets: ledger row %s skipped by the run-time model: %s", ident, exc)
             continue
-        yield endpoint, payload, Observation(seconds - delay, delay)
+        yield endpoint, payload, observation

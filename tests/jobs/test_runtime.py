@@ -16,7 +16,7 @@ from genwidgets.jobs import polling, runtime
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.jobs.polling import PollState, Schedule, base_interval
 from genwidgets.jobs.runtime import Observation, RunTimeModel, observe_bracket, plan_polls
-from genwidgets.protocol.records import Handle, Result
+from genwidgets.protocol.records import Handle, Result, Status
 
 TARGET = 1.5
 GATEWAY = "http://gw.test"
@@ -109,6 +109,25 @@ def test_the_model_learns_from_a_ledger_filled_by_the_test(tmp_path: Path) -> No
     assert schedule.plan(schedule.key("asset-get", {})) is not None
     # other endpoints learn nothing from these rows
     assert not schedule.model(schedule.key("vidA-2-0", {})).ready
+
+
+def test_the_ledgers_running_and_done_times_bracket_the_run(tmp_path: Path) -> None:
+    """With the polls that first saw a task running and done, queue time is left out."""
+    clock = FakeClock(1_700_000_000.0)
+    ledger = Ledger(tmp_path / "ledger.sqlite3", clock=clock)
+    for i in range(30):
+        row = ledger.record_intent(gateway=GATEWAY, endpoint="asset-get", payload={})
+        ledger.record_handle(row, handle(f"q{i}"))
+        clock.now += 30.0  # queued for half a minute
+        ledger.record_status(GATEWAY, f"q{i}", Status("IN_PROGRESS"))
+        clock.now += 12.0
+        ledger.record_status(GATEWAY, f"q{i}", Status("COMPLETED"))
+        ledger.record_result(GATEWAY, f"q{i}", Result(status="COMPLETED"))
+        clock.now += 5.0
+    schedule = Schedule(ledger=ledger, gateway=GATEWAY, clock=FakeClock())
+    model = schedule.model(schedule.key("asset-get", {}))
+    assert model.count == 30
+    assert 10.0 < model.quantile(0.5) < 16.0  # about 12 s, not 42 s
 
 
 def test_corrupted_and_foreign_ledger_rows_are_skipped_with_a_log_line(

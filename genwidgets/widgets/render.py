@@ -1,16 +1,17 @@
-"""Show outputs by ``content_type`` (DESIGN decision 9), never by the URL's extension.
+"""Show outputs by ``content_type``, never by the URL's extension
+(an extension may lie or be absent; the gateway states the type).
 
 :func:`render` gives a live widget; :func:`to_html` / :func:`to_mimebundle` give
 plain display data (what :mod:`genwidgets.widgets.task` writes into the notebook
-on completion, DESIGN decision 3). Both follow one rule for *where the browser
-gets the bytes*:
+on completion, so a saved notebook keeps them without widget state). Both
+follow one rule for *where the browser gets the bytes*:
 
 1. ``embed=True``: the bytes, read through :meth:`Output.read` (may download).
 2. Live widgets (:func:`render`, the board's and sweep's cards) use an
    ``http(s)`` URL first when there is one (except for outputs restored from
    the ledger that have a local copy: their URLs have likely stopped
    answering, so the copy is used): the browser can reach it now, and
-   widget state is live state only (DESIGN decision 3), so pushing every
+   widget state is live state only (the durable copy is the display data), so pushing every
    local copy through the kernel into it (50 sweep videos) buys nothing.
    The display outputs (:func:`to_html`, :func:`to_mimebundle`) are the
    durable record and go on with rule 3.
@@ -46,8 +47,8 @@ a URL with another scheme (``javascript:``, ``vbscript:``, ``file:``), or with
 quotes, markup or spaces, is dropped; a content type that is not a clean
 ``type/subtype`` token makes the whole output an escaped text.
 
-Video and audio never autoplay or loop (DESIGN decision 4; ipywidgets
-defaults both to True) and always have controls.
+Video and audio never autoplay or loop (a lesson must not start
+making noise by itself; ipywidgets defaults both to True) and always have controls.
 """
 
 from __future__ import annotations

@@ -78,6 +78,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EMBED_LIMIT",
     "Source",
+    "live_entry",
     "render",
     "result_html",
     "source_of",
@@ -393,6 +394,38 @@ def to_mimebundle(
     """Plain display data (``text/html`` + ``text/plain``) that survives saving,
     VS Code, GitHub and nbconvert, unlike widget state."""
     return {"text/html": result_html(obj, embed=embed, fetch=fetch), "text/plain": _plain(obj)}
+
+
+def live_entry(output: Output) -> dict[str, Any]:
+    """One output as the live task view's ES module draws it (rule 2: media by
+    their http(s) URL, else by a ``data:`` URL of their bytes).
+
+    Media: ``kind``, ``url``, ``content_type``, ``poster`` (a video's first frame
+    when a local copy exists) and a plain-text ``caption``; the browser loads
+    them itself. Anything else (JSON, text, a download link, "not shown") comes
+    as ``html``, escaped here like every fragment of this module.
+    """
+    source = source_of(output, prefer_url=True)
+    size = output.raw.get("file_size")
+    size_text = f" · {_megabytes(size)}" if isinstance(size, int) and size > 0 else ""
+    entry: dict[str, Any] = {
+        "kind": output.kind,
+        "content_type": output.content_type,
+        "name": _file_name(output),
+        "caption": f"{_file_name(output)} · {output.content_type}{size_text}",
+        "url": None,
+        "poster": None,
+        "html": "",
+    }
+    href = source.href
+    if output.kind in MEDIA_KINDS and source.how != "none" and href is not None:
+        entry["url"] = href
+        if output.kind == "video" and source.how == "url":
+            entry["poster"] = poster_data_url(output.path)
+    else:
+        entry["kind"] = output.kind if source.how != "none" else "unavailable"
+        entry["html"] = to_html(output, caption=False, prefer_url=True)
+    return entry
 
 
 # --- widgets ----------------------------------------------------------------

@@ -155,7 +155,7 @@ def result_entries(result: Result | None) -> list[dict[str, Any]]:
     return entries
 
 
-class TaskView(anywidget.AnyWidget):  # type: ignore[misc]
+class TaskView(anywidget.AnyWidget):
     """The live view of a job: coloured status word, queue position, elapsed
     time (ticking in the browser), "about N s left" when the polling schedule
     expects an end, an indeterminate bar, a Cancel button, the request_id, on
@@ -426,11 +426,15 @@ class _Republisher:
 _REPUBLISH = _Republisher()
 
 
-def widget_bundle(view: TaskView, fallback: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def widget_bundle(
+    view: TaskView, fallback: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """One display output: the widget view and, beside it, ``fallback`` (HTML and
     text of the same content) for whatever cannot show the widget. Returns the
     data and metadata (anywidget adds Colab's widget-manager metadata there)."""
-    data, metadata = view._repr_mimebundle_()
+    bundle = view._repr_mimebundle_()
+    assert bundle is not None  # a TaskView always has a front-end view
+    data, metadata = bundle
     return {**fallback, WIDGET_VIEW_MIME: data[WIDGET_VIEW_MIME]}, metadata
 
 

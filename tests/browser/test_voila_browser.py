@@ -40,7 +40,11 @@ TASK_TIMEOUT_MS = 60_000
 def voila(tmp_path_factory: Any) -> Iterator[Frontend]:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(CANCEL_SOURCE)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     with serve(
         "voila", tmp_path_factory.mktemp("voila"), extra={CANCEL_NOTEBOOK: nbformat.writes(nb)}
     ) as server:
@@ -71,12 +75,16 @@ def test_quickstart_app_shows_every_task_output_and_the_form_submits(
         screenshot(page, views.nth(count - 1), "voila.png")
 
         # The app's form: Submit, then a task view that ends "done" with its image.
-        submit = page.locator("button", has_text="Submit")
-        submit.click()
-        new_view = page.locator(".gw-task-view").nth(count)
+        form = page.locator(".jp-OutputArea-output").filter(
+            has=page.locator("button", has_text="Submit")
+        )
+        assert form.count() == 1 and form.locator(".gw-task-view").count() == 0
+        form.locator("button", has_text="Submit").click()
+        new_view = form.locator(".gw-task-view")
         new_view.locator(".gw-status-done").wait_for(timeout=TASK_TIMEOUT_MS)
         new_view.locator("img").first.wait_for(timeout=TASK_TIMEOUT_MS)
         wait_for_media(page, ".gw-task-view")
+        screenshot(page, form, "voila-form.png")
 
         check_page(watched, page.inner_text("body"))
         assert DEMO_KEY not in page.content()
@@ -91,7 +99,8 @@ def test_cancel_button_works_in_an_app(voila: Frontend, browser: Any) -> None:
         view.locator(".gw-status-running").wait_for(timeout=RENDER_TIMEOUT_MS)
         view.locator("button", has_text="Cancel").click()
         view.locator(".gw-status-failed", has_text="cancelled").wait_for(timeout=TASK_TIMEOUT_MS)
-        assert view.locator("button", has_text="Cancel").count() == 0 or not view.locator(
-            "button", has_text="Cancel"
-        ).is_visible()
+        assert (
+            view.locator("button", has_text="Cancel").count() == 0
+            or not view.locator("button", has_text="Cancel").is_visible()
+        )
         check_page(watched, page.inner_text("body"))

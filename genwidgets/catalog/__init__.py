@@ -1,37 +1,64 @@
-"""The endpoint catalog: one pydantic model per endpoint, from the spec's tables."""
+"""The endpoint catalog: one pydantic model per endpoint, from the spec's tables.
 
-from ._base import (
-    BILLED,
-    PROMPT_STRING,
-    EndpointModel,
-    EndpointSpec,
-    MediaSpec,
-    PromptString,
+Modules, each importing only those above it in this list:
+
+- ``paths``, ``markers``: walking a model along a payload path; field markers
+  (:data:`BILLED`, :class:`MediaSpec`, :data:`PROMPT_STRING`, :data:`Number`);
+- ``findings``: soft findings (warnings) of validators;
+- ``model``: the base models :class:`Endpoint` and :class:`Part`;
+- ``checks``, ``coerce``: media-string checks and value normalisers families share;
+- ``registry``: :func:`register`, :func:`endpoint`, :func:`endpoints`;
+- ``validation``: :func:`validate`;
+- one module per family, registering its endpoints: ``vida``, ``vidv``, ``vidh``,
+  ``vidk``, ``vidp``, ``genw``, ``imgg``, ``imgq``, ``imgm``, ``speech``, ``asset``.
+
+Adding an endpoint is one class (see :mod:`genwidgets.catalog.registry`)::
+
+    from genwidgets.catalog import Endpoint, register
+
+    @register("my-endpoint", kind="image", family="mine", title="My endpoint")
+    class MyEndpoint(Endpoint):
+        prompt: str = Field(description="What to draw.")
+
+The catalog does no I/O.
+"""
+
+# Importing the family modules registers their endpoints (the registry imports none).
+from . import asset, genw, imgg, imgm, imgq, speech, vida, vidh, vidk, vidp, vidv  # noqa: F401
+from .findings import (
+    DeprecatedFieldWarning,
+    IneffectiveFieldWarning,
     UnknownFieldWarning,
     collect_warnings,
-    endpoint,
-    endpoints,
-    field_info_at,
-    fields_along,
+    soft_warning,
+)
+from .markers import (
+    BILLED,
+    PROMPT_STRING,
+    MediaSpec,
+    Number,
+    PromptString,
     is_billed,
     is_prompt_string,
-    media_fields_of,
     media_spec,
-    media_spec_at,
-    media_specs,
-    payload_of,
-    register,
-    soft_warning,
-    validate,
-    webhook_fields,
 )
+from .model import Endpoint, EndpointModel, Part
+from .paths import field_info_at, fields_along, media_fields_of, media_spec_at, media_specs
+from .registry import KINDS, EndpointSpec, endpoint, endpoints, register, unregister
+from .validation import payload_of, validate, webhook_fields
 
 __all__ = [
     "BILLED",
+    "KINDS",
     "PROMPT_STRING",
+    "DeprecatedFieldWarning",
+    "Endpoint",
     "EndpointModel",
     "EndpointSpec",
+    "IneffectiveFieldWarning",
     "MediaSpec",
+    "Number",
+    "Part",
     "PromptString",
     "UnknownFieldWarning",
     "collect_warnings",
@@ -48,6 +75,7 @@ __all__ = [
     "payload_of",
     "register",
     "soft_warning",
+    "unregister",
     "validate",
     "webhook_fields",
 ]

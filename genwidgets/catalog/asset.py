@@ -12,8 +12,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ._base import register
-from .vida import _Endpoint
+from .model import Endpoint
+from .registry import register
 
 _ProjectName = Annotated[
     str | None, Field(min_length=1, description="Project name. Default default.")
@@ -21,7 +21,7 @@ _ProjectName = Annotated[
 
 
 @register("asset-get", kind="asset", family="asset", title="Asset details")
-class AssetGet(_Endpoint):
+class AssetGet(Endpoint):
     """Retrieve an asset record (Id, Name, URL, AssetType, GroupId, Status)."""
 
     Id: str = Field(min_length=1, description="Asset ID, as returned by asset creation.")
@@ -35,7 +35,7 @@ class AssetGet(_Endpoint):
     title="Create an asset group",
     documented=False,
 )
-class AssetGroupCreate(_Endpoint):
+class AssetGroupCreate(Endpoint):
     """Create an asset group (referenced; payload is our choice). Returns ``{"GroupId"}``."""
 
     Name: str = Field(min_length=1, description="Group name.")
@@ -49,7 +49,7 @@ class AssetGroupCreate(_Endpoint):
     title="Create an asset",
     documented=False,
 )
-class AssetCreate(_Endpoint):
+class AssetCreate(Endpoint):
     """Create an asset in a group from a URL (referenced; payload is our choice).
     Returns the asset record; its Status goes from Processing to Active."""
 

@@ -14,8 +14,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from ._base import PROMPT_STRING, MediaSpec, register
-from .vida import MediaCheck, Number, _Endpoint, _Part
+from .checks import MediaCheck
+from .markers import PROMPT_STRING, MediaSpec, Number
+from .model import Endpoint, Part
+from .registry import register
 
 PROMPT_MAX = 8192
 REGION_MIN, REGION_MAX = 500, 4096
@@ -44,7 +46,7 @@ def _polygon_problem(points: list[int | float]) -> str | None:
     return None
 
 
-class Area(_Part):
+class Area(Part):
     """A single polygon region to repaint."""
 
     width: int = Field(ge=REGION_MIN, le=REGION_MAX, description="Region pixel width, 500-4096.")
@@ -63,7 +65,7 @@ class Area(_Part):
         return value
 
 
-class MaskArea(_Part):
+class MaskArea(Part):
     """A region of ``mask.areas``. Its field names are not shown in the spec; we
     assume those of ``area`` (width, height, points), all optional, and other names
     pass through."""
@@ -89,7 +91,7 @@ class MaskArea(_Part):
         return value
 
 
-class Mask(_Part):
+class Mask(Part):
     """The repaint mask: regions (``areas``) or a mask image (``url``)."""
 
     areas: list[MaskArea] | None = Field(
@@ -128,7 +130,7 @@ def _prompt_field(description: str, *, required: bool = False) -> Any:
 @register(
     "imgM-inpaint", kind="image", family="imgM", title="Repaint an image region (imgM inpaint)"
 )
-class ImgMInpaint(_Endpoint):
+class ImgMInpaint(Endpoint):
     """Repaint a region of an image from an earlier imgM task (secondary editing)."""
 
     jobId: str = _job_id_field()
@@ -146,7 +148,7 @@ class ImgMInpaint(_Endpoint):
 
 
 @register("imgM_pan", kind="image", family="imgM", title="Extend an image (imgM pan)")
-class ImgMPan(_Endpoint):
+class ImgMPan(Endpoint):
     """Extend an image from an earlier imgM task in one direction (secondary editing)."""
 
     jobId: str = _job_id_field()
@@ -164,7 +166,7 @@ class ImgMPan(_Endpoint):
 
 
 @register("imgM-v8.1-i2i", kind="image", family="imgM", title="Image variation (imgM v8.1)")
-class ImgMV81I2I(_Endpoint):
+class ImgMV81I2I(Endpoint):
     """Variation of one image of an earlier ``imgM-v8.1-t2i`` task.
 
     Which fields are required is not shown; ``jobId`` and ``image_no`` are required
@@ -189,7 +191,7 @@ class ImgMV81I2I(_Endpoint):
     title="Text to image (imgM v8.1)",
     documented=False,
 )
-class ImgMV81T2I(_Endpoint):
+class ImgMV81T2I(Endpoint):
     """Text to image, imgM v8.1 (referenced, payload not shown: our choice is one
     ``prompt`` carrying the ``--`` parameters; four images come back)."""
 
@@ -206,7 +208,7 @@ class ImgMV81T2I(_Endpoint):
     title="Image diffusion (imgM)",
     documented=False,
 )
-class ImgMDiffusion(_Endpoint):
+class ImgMDiffusion(Endpoint):
     """imgM direct generation (referenced, payload not shown: one ``prompt``; the
     version comes from ``--v`` in the prompt, default 8.1 = V8-series, whose tasks
     cannot be inpainted or panned)."""

@@ -12,8 +12,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ._base import register
-from .vida import IneffectiveFieldWarning, Number, _Endpoint, _Part, warn
+from .findings import IneffectiveFieldWarning, warn
+from .markers import Number
+from .model import Endpoint, Part
+from .registry import register
 
 TEXT_MAX = 9999  # "fewer than 10000 characters"
 MAX_TIMBRE_VOICES = 4
@@ -87,7 +89,7 @@ def pause_marker_problem(text: str) -> str | None:
     return None
 
 
-class VoiceSetting(_Part):
+class VoiceSetting(Part):
     """Voice, speed, volume, pitch and emotion."""
 
     voice_id: str | None = Field(
@@ -117,7 +119,7 @@ class VoiceSetting(_Part):
     )
 
 
-class AudioSetting(_Part):
+class AudioSetting(Part):
     """Sample rate, bitrate, container format and channels."""
 
     sample_rate: Literal[8000, 16000, 22050, 24000, 32000, 44100] | None = Field(
@@ -150,7 +152,7 @@ class AudioSetting(_Part):
         return self
 
 
-class PronunciationDict(_Part):
+class PronunciationDict(Part):
     """Replacement rules for pronunciation."""
 
     tone: list[str] | None = Field(
@@ -172,14 +174,14 @@ class PronunciationDict(_Part):
         return value
 
 
-class TimbreWeight(_Part):
+class TimbreWeight(Part):
     """One voice of a mix: ``voice_id`` and ``weight``, both required."""
 
     voice_id: str = Field(min_length=1, description="Voice ID to mix.")
     weight: int = Field(ge=1, le=100, description="Mixing weight 1-100.")
 
 
-class VoiceModify(_Part):
+class VoiceModify(Part):
     """Voice effects (mp3, wav, flac)."""
 
     pitch: int | None = Field(
@@ -201,7 +203,7 @@ class VoiceModify(_Part):
 
 
 @register("speechM-02-turbo", kind="speech", family="speechM", title="Text to speech (speechM)")
-class SpeechM02Turbo(_Endpoint):
+class SpeechM02Turbo(Endpoint):
     """Text to speech. Choices where the spec is silent: an empty ``timbre_weights``
     list counts as not mixing; a pause marker at the very start or end of the text
     is allowed (only consecutive markers are rejected)."""

@@ -26,8 +26,7 @@ HTTP status codes (the spec shows the bodies, not the codes; these are our choic
 400     body that is empty, not JSON, or not a JSON object; bad ``X-Sim-*`` header
 413     body over 65 MiB (the spec's 64 MB plus room for the JSON around it)
 422     ``{"detail": "Invalid payload: <loc>: <msg>; <loc>: <msg>"}`` from the catalog
-        model (or, for ids the catalog lacks, the required fields), and for broken
-        dependencies (see :mod:`.world`)
+        model, and for broken dependencies (see :mod:`.world`)
 500     ``{"detail": "Runtime execution failed"}`` on create with ``X-Sim-Fault: runtime``
 404     ``{"detail": "Not Found"}`` for ``POST .../{endpoint}/sync`` (and unknown paths)
 400     ``{"detail": "SSE streaming not supported"}`` for ``GET .../status/stream``
@@ -69,7 +68,7 @@ from .config import SimConfig
 from .faults import Dice, RateLimiter
 from .files import FileStore
 from .media import image_file
-from .registry import ENDPOINTS, base_seconds, describe_errors, payload_errors
+from .registry import BASE_SECONDS, ENDPOINTS, describe_errors, payload_errors
 from .tasks import COMPLETED, IN_QUEUE, Scheduler, Task, log
 from .world import World
 
@@ -299,7 +298,8 @@ async def create_task(request: Request) -> Response:
         return caller
     state, key = caller
     endpoint = request.path_params["endpoint"]
-    if endpoint not in ENDPOINTS:
+    served = ENDPOINTS.get(endpoint)  # looked up now: endpoints registered later are served
+    if served is None:
         return detail(404, f"App not found: {endpoint}")
     allowed = state.config.restrict.get(key)
     if allowed is not None and endpoint not in allowed:
@@ -336,11 +336,11 @@ async def create_task(request: Request) -> Response:
     task = Task(
         request_id=str(uuid.uuid4()),
         endpoint=endpoint,
-        kind=ENDPOINTS[endpoint].kind,
+        kind=served.kind,
         key=key,
         payload=payload,
         seed=state.dice.seed(),
-        base_seconds=base_seconds(endpoint) if duration is None else duration,
+        base_seconds=BASE_SECONDS[served.kind] if duration is None else duration,
         fails=fault == "fail" or state.dice.task_fails(state.config.fail_rate),
         base_url=base,
         context=context,

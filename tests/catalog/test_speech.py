@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from genwidgets.catalog import payload_of, validate
+from genwidgets.catalog import IneffectiveFieldWarning, payload_of, validate
 from genwidgets.catalog.speech import pause_marker_problem
-from genwidgets.catalog.vida import IneffectiveFieldWarning
 
 
 def tts(text: str = "Hello there.", **fields: Any) -> dict[str, Any]:

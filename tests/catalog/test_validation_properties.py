@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import genwidgets.catalog as catalog
-from genwidgets.catalog._base import _leaves, _models_in
+from genwidgets.catalog.paths import leaves, models_in
 from genwidgets.errors import PayloadError
 
 ENDPOINT_IDS = sorted(s.id for s in catalog.endpoints(documented_only=False))
@@ -28,8 +28,8 @@ def _names(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> 
     seen.add(model)
     names = {info.alias or name for name, info in model.model_fields.items()}
     for info in model.model_fields.values():
-        for leaf in _leaves(info.annotation):
-            for inner in _models_in(leaf):
+        for leaf in leaves(info.annotation):
+            for inner in models_in(leaf):
                 names |= _names(inner, seen)
     return names
 
@@ -69,7 +69,7 @@ def _for_annotation(annotation: Any, depth: int = 0) -> st.SearchStrategy[Any]:
     from typing import Literal, get_args, get_origin
 
     options: list[st.SearchStrategy[Any]] = []
-    for leaf in _leaves(annotation):
+    for leaf in leaves(annotation):
         origin = get_origin(leaf)
         if origin is Literal:
             options.append(st.sampled_from(get_args(leaf)))

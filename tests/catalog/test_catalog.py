@@ -1,5 +1,6 @@
-"""Catalog-wide checks: every documented endpoint and field is modelled, with help
-text, billing flags and media specs as the spec and CONVENTIONS.md say."""
+"""Catalog-wide checks of what the family modules register: every documented endpoint
+and field is modelled, with help text, billing flags and media specs as the spec
+(spec/endpoints.md) says."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 from pydantic import BaseModel
 
 import genwidgets.catalog as catalog
-from genwidgets.catalog import MediaSpec, UnknownFieldWarning, field_info_at, media_spec_at
-from genwidgets.catalog.vida import _shape
+from genwidgets.catalog import MediaSpec, field_info_at, media_spec_at
+from genwidgets.catalog.paths import leaves, models_in
 from genwidgets.errors import PayloadError
 
 # Field names per documented endpoint, copied from the spec's tables (wire names).
@@ -70,6 +71,7 @@ SPEC_FIELDS: dict[str, set[str]] = {
     "asset-get": {"Id", "ProjectName"},
 }  # fmt: skip
 
+
 # Nested objects the spec tables describe: (endpoint, path to the object, its fields).
 SPEC_NESTED: list[tuple[str, tuple[str | int, ...], set[str]]] = [
     ("vidA-2-0", ("content", 0), {"type", "text", "image_url", "video_url", "audio_url", "role"}),
@@ -97,6 +99,7 @@ SPEC_NESTED: list[tuple[str, tuple[str | int, ...], set[str]]] = [
     ("vidK-v3-motion-control", ("element_list", 0), {"element_id"}),
 ]  # fmt: skip
 
+
 BILLING: dict[str, tuple[str, ...]] = {
     "vidA-2-0-fast": ("resolution", "duration"),
     "vidA-2-0": ("resolution", "duration"),
@@ -119,6 +122,7 @@ BILLING: dict[str, tuple[str, ...]] = {
     "genW2.6-r2v": ("duration", "size"),
     "asset-get": (),
 }
+
 
 KINDS = {
     "vidA-2-0-fast": ("video", "vidA"),
@@ -150,8 +154,12 @@ KINDS = {
     "asset-create": ("asset", "asset"),
 }
 
-# The MediaSpec table of CONVENTIONS.md: (endpoint, path, media, encoding, formats, max MB).
+
 MB = 1024 * 1024
+
+
+# The media table of the spec (spec/endpoints.md, as MediaSpec): (endpoint, path, media,
+# encoding, formats, max MB).
 MEDIA_TABLE: list[tuple[str, tuple[str | int, ...], str, str, tuple[str, ...], float | None]] = [
     ("vidA-2-0", ("content", 0, "image_url", "url"), "image", "data_url_lower",
      ("jpeg", "png", "webp", "bmp", "tiff", "gif"), 30),
@@ -180,8 +188,6 @@ MEDIA_TABLE: list[tuple[str, tuple[str | int, ...], str, str, tuple[str, ...], f
 
 def _nested_models(model: type[BaseModel]) -> list[type[BaseModel]]:
     """Every model reachable from ``model`` (itself included)."""
-    from genwidgets.catalog._base import _leaves, _models_in
-
     seen: list[type[BaseModel]] = []
     todo = [model]
     while todo:
@@ -190,8 +196,8 @@ def _nested_models(model: type[BaseModel]) -> list[type[BaseModel]]:
             continue
         seen.append(current)
         for info in current.model_fields.values():
-            for leaf in _leaves(info.annotation):
-                todo.extend(_models_in(leaf))
+            for leaf in leaves(info.annotation):
+                todo.extend(models_in(leaf))
     return seen
 
 
@@ -257,7 +263,7 @@ def test_optional_fields_default_to_none_and_nothing_is_sent_unset(endpoint_id: 
 @pytest.mark.parametrize(
     ("endpoint_id", "path", "media", "encoding", "formats", "max_mb"), MEDIA_TABLE
 )
-def test_media_specs_match_the_conventions_table(
+def test_media_specs_match_the_spec_table(
     endpoint_id: str,
     path: tuple[str | int, ...],
     media: str,
@@ -292,14 +298,6 @@ def test_media_spec_details_of_the_table() -> None:
     assert refs is not None and refs.encoding == "url_only"
 
 
-def test_fields_without_media_have_no_media_spec() -> None:
-    model = catalog.endpoint("vidA-2-0").model
-    assert media_spec_at(model, ("duration",)) is None
-    assert media_spec_at(model, ("content", 0, "text")) is None
-    assert media_spec_at(model, ("nonexistent", 0)) is None
-    assert field_info_at(model, ()) is None
-
-
 def test_prompt_strings_are_marked() -> None:
     marked = {
         (spec.id, name)
@@ -314,89 +312,6 @@ def test_prompt_strings_are_marked() -> None:
         ("imgM-v8.1-t2i", "prompt"),
         ("imgM_diffusion", "prompt"),
     }
-
-
-def test_unknown_field_warns_with_did_you_mean() -> None:
-    with pytest.warns(UnknownFieldWarning, match="did you mean 'duration'"):
-        catalog.validate("vidA-2-0", {"content": [{"type": "text", "text": "x"}], "durations": 5})
-    with pytest.warns(UnknownFieldWarning, match="did you mean 'remixPrompt'"):
-        catalog.validate("imgM_pan", {"jobId": "j", "imageNo": 0, "direction": 1, "scale": 2,
-                                      "remix_prompt": "x"})  # fmt: skip
-
-
-def test_unknown_fields_are_sent_as_is() -> None:
-    with pytest.warns(UnknownFieldWarning):
-        body = catalog.payload_of("vidK-v1-6-multi-i2v", {
-            "image_list": [{"image": "https://x/a.png"}], "watermark": True,
-            "external_task_id": "t1",
-        })  # fmt: skip
-    assert body["watermark"] is True and body["external_task_id"] == "t1"
-
-
-def test_payload_excludes_unset_and_none_fields() -> None:
-    body = catalog.payload_of("vidVq2-text2video", {"prompt": "a kite", "duration": None})
-    assert body == {"prompt": "a kite"}
-    nested = catalog.payload_of(
-        "speechM-02-turbo", {"text": "hi", "voice_setting": {"voice_id": "v", "speed": None}}
-    )
-    assert nested == {"text": "hi", "voice_setting": {"voice_id": "v"}}
-
-
-def test_payload_uses_wire_names() -> None:
-    body = catalog.payload_of("vidVq2-text2video", {"prompt": "x", "payload": "pass-through"})
-    assert body == {"prompt": "x", "payload": "pass-through"}
-    model = catalog.validate("vidVq2-text2video", {"prompt": "x", "payload": "p"})
-    assert callable(model.payload)  # the method is not shadowed by the field
-
-
-def test_webhook_fields_are_payload_errors() -> None:
-    with pytest.raises(PayloadError, match="webhook"):
-        catalog.validate("vidH_1.0_r2v", {"prompt": "x", "media": [], "webhook_url": "http://h"})
-
-
-def test_unknown_endpoint_is_a_payload_error_with_a_suggestion() -> None:
-    with pytest.raises(PayloadError, match="did you mean 'vidA-2-0'"):
-        catalog.validate("vidA-2.0", {})
-
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "payload", "loc"),
-    [
-        ("vidVq2-text2video", {"prompt": "x", "duration": True}, ("duration",)),
-        ("speechM-02-turbo", {"text": "x", "voice_setting": {"pitch": False}},
-         ("voice_setting", "pitch")),
-        ("imgM-inpaint", {"jobId": "j", "imageNo": 0, "mask": {"url": "https://m"},
-                          "area": {"width": 500, "height": 500, "points": [1, 2, 3, 4, 5, True]}},
-         ("area", "points", 5)),
-    ],
-)  # fmt: skip
-def test_a_boolean_is_not_a_number(
-    endpoint_id: str, payload: dict[str, Any], loc: tuple[Any, ...]
-) -> None:
-    with pytest.raises(PayloadError) as info:
-        catalog.validate(endpoint_id, payload)
-    assert any(e["loc"] == loc and "boolean" in e["msg"] for e in info.value.errors)
-
-
-def test_enumerations_match_case_insensitively_and_send_the_spec_spelling() -> None:
-    body = catalog.payload_of("vidH_1.0_r2v", {
-        "prompt": "x", "media": [{"type": "reference_image", "url": "https://x/a.png"}],
-        "resolution": "720p",
-    })  # fmt: skip
-    assert body["resolution"] == "720P"
-    assert catalog.payload_of("vidA-2-0", {
-        "content": [{"type": "text", "text": "x"}], "resolution": "1080P",
-    })["resolution"] == "1080p"  # fmt: skip
-
-
-def test_shape_analysis_of_annotations() -> None:
-    from typing import Literal
-
-    assert _shape(int | None).numeric
-    assert not _shape(bool | None).numeric
-    assert not _shape(str).numeric
-    assert _shape(Literal[1, 2]).int_choices == {1, 2}
-    assert _shape(Literal["5", "10"]).str_choices == {"5", "10"}
 
 
 def test_every_model_validates_its_minimal_payload_without_warnings() -> None:
@@ -454,21 +369,3 @@ def test_endpoint_descriptions_are_one_plain_sentence() -> None:
         text = spec.description
         assert text and "``" not in text and "\n" not in text, spec.id
         assert text.endswith(".") and ". " not in text, (spec.id, text)
-
-
-@pytest.mark.parametrize(
-    ("payload", "where", "says"),
-    [
-        ({"prompt": range(10**18)}, ("prompt",), "a range is not JSON data"),
-        ({"prompt": "x", "images": [b"\x89PNG"]}, ("images", 0), "gw.media.encode"),
-        ({"prompt": "x", "meta": {1: "a"}}, ("meta",), "keys must be strings"),
-        ({"prompt": {"a", "b"}}, ("prompt",), "a set is not JSON data"),
-    ],
-)
-def test_values_json_cannot_carry_are_refused_before_validation(
-    payload: dict[str, Any], where: tuple[Any, ...], says: str
-) -> None:
-    # sent as JSON: anything else is refused at once (and a huge range is never iterated)
-    with pytest.raises(PayloadError) as info:
-        catalog.validate("vidVq2-text2video", payload)
-    assert info.value.errors[0]["loc"] == where and says in info.value.errors[0]["msg"]

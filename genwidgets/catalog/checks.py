@@ -1,0 +1,183 @@
+"""Media strings: their *form* only, from the field's :class:`MediaSpec` (URL, data URL,
+raw base64, ``asset://``), without any I/O. :mod:`genwidgets.media` checks the file
+itself (format, size, sides, duration).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .markers import MB, MediaSpec
+
+_MIME_TYPES: dict[str, tuple[str, ...]] = {
+    "jpeg": ("image/jpeg", "image/jpg", "image/pjpeg"),
+    "png": ("image/png",),
+    "webp": ("image/webp",),
+    "bmp": ("image/bmp", "image/x-ms-bmp"),
+    "tiff": ("image/tiff",),
+    "gif": ("image/gif",),
+    "mp4": ("video/mp4",),
+    "mov": ("video/quicktime", "video/mov"),
+    "avi": ("video/x-msvideo", "video/avi", "video/msvideo"),
+    "mp3": ("audio/mpeg", "audio/mp3"),
+    "wav": ("audio/wav", "audio/x-wav", "audio/wave"),
+    "m4a": ("audio/mp4", "audio/x-m4a", "audio/m4a"),
+}
+_LOWER_FORMAT_WORDS: dict[str, tuple[str, ...]] = {"jpeg": ("jpeg", "jpg")}
+_HTTP_URL = re.compile(r"https?://\S+", re.IGNORECASE)
+_DATA_HEADER = re.compile(r"data:([^;,]*)((?:;[^;,]*)*),", re.IGNORECASE)
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+
+
+def preview(value: str, limit: int = 40) -> str:
+    """A short, safe rendering of a possibly huge string for an error message."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value)} characters)"
+
+
+def _mb(n: float) -> str:
+    return f"{n / MB:.1f} MB"
+
+
+@dataclass(frozen=True)
+class MediaCheck:
+    """AfterValidator: the string has the form its :class:`MediaSpec` allows.
+
+    ``raw_base64_ok`` lets a ``url_or_data`` field take bare base64 too (the imgM
+    mask: "URL or Base64 data"); ``max_decoded`` caps the decoded size of inline
+    data where the spec states a tighter limit for base64 than for files (vidV).
+    """
+
+    spec: MediaSpec
+    raw_base64_ok: bool = False
+    max_decoded: int | None = None
+
+    def __call__(self, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if not value:
+            raise ValueError(f"empty; expected {self.expected()}")
+        if _HTTP_URL.fullmatch(value):
+            return value
+        head = value[:8].lower()
+        if head.startswith("asset://"):
+            return self._asset(value)
+        if head.startswith("data:"):
+            return self._data_url(value)
+        takes_base64 = self.spec.encoding == "raw_base64" or self.raw_base64_ok
+        if takes_base64 and _BASE64.fullmatch(value):
+            self._check_size(len(value))
+            return value
+        raise ValueError(f"expected {self.expected()}; got {preview(value)}{self.hint()}")
+
+    def expected(self) -> str:
+        spec = self.spec
+        formats = ", ".join(spec.formats)
+        if spec.encoding == "data_url_lower":
+            words = [w for f in spec.formats for w in _LOWER_FORMAT_WORDS.get(f, (f,))]
+            text = (
+                "a public http(s) URL, or data:image/<lowercase format>;base64,<data> "
+                f"(format one of {', '.join(words)})"
+            )
+        elif spec.encoding == "data_url_mime":
+            mimes = ", ".join(m for f in spec.formats for m in _MIME_TYPES.get(f, ())[:1])
+            text = "a public http(s) URL, or data:<MIME type>;base64,<data>" + (
+                f" with MIME type {mimes}" if mimes else ""
+            )
+        elif spec.encoding == "raw_base64":
+            text = "a public http(s) URL, or raw base64 with no data: prefix" + (
+                f" ({formats})" if formats else ""
+            )
+        elif spec.encoding == "url_only":
+            text = "a public http(s) URL" + (f" ({formats})" if formats else "")
+        else:
+            text = "a public http(s) URL, or data:<MIME type>;base64,<data>"
+            if self.raw_base64_ok:
+                text += ", or raw base64"
+        if spec.allow_asset:
+            text += ", or asset://<ASSET_ID>"
+        return text
+
+    def hint(self) -> str:
+        if self.spec.encoding == "url_only":
+            return " (the service fetches the file itself: upload a local file and pass its URL)"
+        return " (gw.media encodes a local file the way this field wants)"
+
+    def _asset(self, value: str) -> str:
+        if not self.spec.allow_asset:
+            raise ValueError(f"asset:// IDs are not accepted here; expected {self.expected()}")
+        if not value.startswith("asset://"):
+            raise ValueError(
+                f"write the asset scheme in lowercase: asset://<ASSET_ID>, not {preview(value)}"
+            )
+        if len(value) == len("asset://"):
+            raise ValueError("asset:// needs an asset ID after it: asset://<ASSET_ID>")
+        return value
+
+    def _data_url(self, value: str) -> str:
+        spec = self.spec
+        if spec.encoding == "raw_base64":
+            raise ValueError(
+                "this field needs raw base64 without a 'data:...;base64,' prefix (or a URL); "
+                "strip the prefix, or let gw.media encode the file"
+            )
+        if spec.encoding == "url_only":
+            raise ValueError(
+                f"inline data is not accepted here; expected {self.expected()}{self.hint()}"
+            )
+        match = _DATA_HEADER.match(value)
+        if not match or ";base64" not in match.group(2).lower():
+            raise ValueError(
+                f"a data URL must read data:<type>;base64,<data>; got {preview(value)}"
+            )
+        mime = match.group(1)
+        body = value[match.end() :]
+        if not body:
+            raise ValueError("the data URL carries no data after 'base64,'")
+        if spec.encoding == "data_url_lower":
+            self._lowercase_format(value, mime)
+        else:
+            self._mime(mime)
+        self._check_size(len(body))
+        return value
+
+    def _lowercase_format(self, value: str, mime: str) -> None:
+        header = value[: value.index(",") + 1]
+        if header != header.lower():
+            raise ValueError(
+                "the data URL must be lowercase, data:image/<lowercase format>;base64,"
+                f" (e.g. {header.lower()}); got {header}"
+            )
+        if not mime.startswith("image/"):
+            raise ValueError(
+                f"expected an image data URL data:image/<format>;base64,; got {header}"
+            )
+        word = mime[len("image/") :]
+        allowed = [w for f in self.spec.formats for w in _LOWER_FORMAT_WORDS.get(f, (f,))]
+        if allowed and word not in allowed:
+            raise ValueError(
+                f"image format {word!r} is not accepted; allowed: {', '.join(allowed)}"
+            )
+
+    def _mime(self, mime: str) -> None:
+        mime = mime.lower()
+        kind = self.spec.media
+        if not mime.startswith(f"{kind}/"):
+            raise ValueError(
+                f"expected a {kind} data URL (data:{kind}/...;base64,); got data:{mime}"
+            )
+        allowed = [m for f in self.spec.formats for m in _MIME_TYPES.get(f, ())]
+        if allowed and mime not in allowed:
+            raise ValueError(f"MIME type {mime} is not accepted; allowed: {', '.join(allowed)}")
+
+    def _check_size(self, encoded_length: int) -> None:
+        limits = [n for n in (self.spec.max_bytes, self.max_decoded) if n is not None]
+        if not limits:
+            return
+        decoded = encoded_length * 3 // 4
+        if decoded > min(limits):
+            raise ValueError(
+                f"the inline data decodes to about {_mb(decoded)}; the limit is {_mb(min(limits))}"
+            )

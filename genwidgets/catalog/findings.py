@@ -1,0 +1,70 @@
+"""Soft findings: a payload the service accepts but that will not do what its author
+expects (an unknown field, an ignored or truncated value, a field soon deprecated).
+
+Validators report them with :func:`warn`; they become Python warnings, unless
+:func:`collect_warnings` gathers them (the simulator and the forms do, so nothing
+prints into a user's notebook from a server thread).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+
+class UnknownFieldWarning(UserWarning):
+    """A payload field the catalog does not know; sent as is."""
+
+
+class IneffectiveFieldWarning(UserWarning):
+    """A valid field that the service will ignore or truncate, as the spec says."""
+
+
+class DeprecatedFieldWarning(UserWarning):
+    """A field the spec calls soon deprecated.
+
+    A ``UserWarning`` rather than ``DeprecationWarning``: Python hides the latter in
+    notebooks by default, and it is meant for the library's own API, not the service's.
+    """
+
+
+_collector: ContextVar[list[tuple[str, type[Warning]]] | None] = ContextVar(
+    "genwidgets_catalog_warnings", default=None
+)
+
+
+def soft_warning(message: str, category: type[Warning] = UserWarning) -> None:
+    """A validator's soft finding: a warning, unless :func:`collect_warnings` is active."""
+    sink = _collector.get()
+    if sink is not None:
+        sink.append((message, category))
+    else:
+        warnings.warn(message, category, stacklevel=4)
+
+
+@contextmanager
+def collect_warnings() -> Iterator[list[tuple[str, type[Warning]]]]:
+    """Gather soft findings instead of warning (per thread and task, unlike catch_warnings).
+
+    The simulator validates with it, so its thread never prints into a user's notebook.
+    """
+    found: list[tuple[str, type[Warning]]] = []
+    token = _collector.set(found)
+    try:
+        yield found
+    finally:
+        _collector.reset(token)
+
+
+def warn(message: str, category: type[Warning] = IneffectiveFieldWarning) -> None:
+    """A validator's soft finding, by default an :class:`IneffectiveFieldWarning`."""
+    soft_warning(message, category)
+
+
+def warn_truncated(name: str, value: str | None, limit: int) -> None:
+    """Where the spec says excess text is truncated, a longer text is a warning, not an
+    error: the service accepts it."""
+    if value is not None and len(value) > limit:
+        warn(f"{name} has {len(value)} characters; the service truncates it to {limit}")

@@ -1,0 +1,189 @@
+"""genW: text to image (``genW2.5-t2i-preview``) and reference to video
+(``genW2.6-r2v``).
+
+Where the spec says excess text is truncated, a longer text is a warning
+(:class:`~genwidgets.catalog.findings.IneffectiveFieldWarning`), not an error: the
+service accepts it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from .checks import MediaCheck
+from .coerce import normalise_size, parse_size
+from .findings import DeprecatedFieldWarning, warn, warn_truncated
+from .markers import BILLED, MB, SEED_MAX, MediaSpec
+from .model import Endpoint
+from .registry import register
+
+GENW25_MIN_PIXELS, GENW25_MAX_PIXELS = 1280 * 1280, 1440 * 1440
+GENW25_MIN_ASPECT, GENW25_MAX_ASPECT = 1 / 4, 4.0
+
+
+@register(
+    "genW2.5-t2i-preview", kind="image", family="genW", title="Text to image (genW 2.5 preview)"
+)
+class GenW25T2IPreview(Endpoint):
+    """Text to image, served through the international node. A ``size`` written
+    ``1280x1280`` is normalised to ``1280*1280``."""
+
+    prompt: str = Field(
+        min_length=1,
+        description="Chinese or English; at most 2000 characters; excess truncated.",
+    )
+    negative_prompt: str | None = Field(
+        None, description="At most 500 characters; excess truncated."
+    )
+    size: str | None = Field(
+        None,
+        description="width*height; total pixels between 1280*1280 and 1440*1440; aspect ratio "
+        "1:4 to 4:1. Default 1280*1280.",
+    )
+    n: Annotated[int | None, BILLED] = Field(
+        None, ge=1, le=4, description="Number of images, 1-4. Default 4. Affects cost."
+    )
+    seed: int | None = Field(
+        None, ge=0, le=SEED_MAX, description="0-2147483647; random if omitted."
+    )
+    prompt_extend: bool | None = Field(
+        None, description="Default true; improves short prompts, adds latency."
+    )
+    watermark: bool | None = Field(
+        None,
+        description="Default false; fixed AI-generated mark in the lower-right corner.",
+    )
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size_spelling(cls, value: Any) -> Any:
+        return normalise_size(value)
+
+    @field_validator("size")
+    @classmethod
+    def _size(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        width, height = parse_size(value)
+        pixels = width * height
+        if not GENW25_MIN_PIXELS <= pixels <= GENW25_MAX_PIXELS:
+            raise ValueError(
+                f"size {value} has {pixels} pixels; total pixels must be between 1280*1280 "
+                f"({GENW25_MIN_PIXELS}) and 1440*1440 ({GENW25_MAX_PIXELS})"
+            )
+        if height == 0 or not GENW25_MIN_ASPECT <= width / height <= GENW25_MAX_ASPECT:
+            raise ValueError(f"size {value}: the aspect ratio must be between 1:4 and 4:1")
+        return value
+
+    @model_validator(mode="after")
+    def _truncation(self) -> GenW25T2IPreview:
+        warn_truncated("prompt", self.prompt, 2000)
+        warn_truncated("negative_prompt", self.negative_prompt, 500)
+        return self
+
+
+GENW26_REFERENCE = MediaSpec(
+    media="image",
+    encoding="url_only",
+    formats=("jpeg", "png", "bmp", "webp", "mp4", "mov"),
+    note="image or video URL: images JPEG, JPG, PNG, BMP, WEBP; videos MP4, MOV",
+)
+GENW26_REFERENCE_VIDEO = MediaSpec(
+    media="video",
+    encoding="url_only",
+    formats=("mp4", "mov"),
+    max_bytes=100 * MB,
+    min_seconds=3.0,
+    max_seconds=30.0,
+)
+# The 720P and 1080P classes of the ratios 16:9, 9:16, 1:1, 4:3, 3:4 (the spec lists the
+# classes and ratios; the pixel sizes are the model family's documented ones).
+GENW26_SIZES = Literal[
+    "1280*720",
+    "720*1280",
+    "960*960",
+    "1088*832",
+    "832*1088",
+    "1920*1080",
+    "1080*1920",
+    "1440*1440",
+    "1632*1248",
+    "1248*1632",
+]
+
+
+@register("genW2.6-r2v", kind="video", family="genW", title="Reference to video (genW 2.6)")
+class GenW26R2V(Endpoint):
+    """Video from reference images or videos. Required flags are not shown: exactly
+    one of ``reference_urls`` (preferred) and ``reference_video_urls`` is required,
+    everything else is optional. ``reference_video_urls`` raises a
+    :class:`DeprecatedFieldWarning`. ``size`` is one of the ten 720P/1080P sizes;
+    ``1920x1080`` is normalised to ``1920*1080``. The audio flag's name is not shown:
+    pass it as an extra field."""
+
+    prompt: str | None = Field(
+        None,
+        max_length=1500,
+        description="At most 1500 characters; character1, character2 refer to reference order.",
+    )
+    negative_prompt: str | None = Field(None, description="Chinese or English; excess truncated.")
+    reference_urls: Annotated[
+        list[Annotated[str, AfterValidator(MediaCheck(GENW26_REFERENCE))]] | None,
+        GENW26_REFERENCE,
+    ] = Field(
+        None,
+        min_length=1,
+        max_length=5,
+        description="1-5 image or video URLs, in placeholder order; images JPEG, JPG, PNG, BMP, "
+        "WEBP; videos MP4, MOV. Preferred; do not send with reference_video_urls.",
+    )
+    reference_video_urls: Annotated[
+        list[Annotated[str, AfterValidator(MediaCheck(GENW26_REFERENCE_VIDEO))]] | None,
+        GENW26_REFERENCE_VIDEO,
+    ] = Field(
+        None,
+        min_length=1,
+        description="Soon to be deprecated (use reference_urls); do not send with "
+        "reference_urls. MP4, MOV; 3-30 seconds; at most 100 MB.",
+    )
+    duration: Annotated[int | None, BILLED] = Field(
+        None, ge=2, le=10, description="Seconds, 2-10. Default 5. Affects cost."
+    )
+    size: Annotated[GENW26_SIZES | None, BILLED] = Field(
+        None,
+        description="width*height: 720P class 1280*720, 720*1280, 960*960, 1088*832, 832*1088; "
+        "1080P class 1920*1080, 1080*1920, 1440*1440, 1632*1248, 1248*1632 (16:9, 9:16, 1:1, "
+        "4:3, 3:4). Default 1920*1080. The tier affects cost.",
+    )
+    shot_type: Literal["single", "multi"] | None = Field(
+        None,
+        description="single or multi. Default single; only effective when prompt rewriting is.",
+    )
+    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="0-2147483647.")
+    watermark: bool | None = Field(None, description="Default false; lower-right corner.")
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size_spelling(cls, value: Any) -> Any:
+        return normalise_size(value)
+
+    @model_validator(mode="after")
+    def _one_reference_kind(self) -> GenW26R2V:
+        has_urls = self.reference_urls is not None
+        has_videos = self.reference_video_urls is not None
+        if has_urls and has_videos:
+            raise ValueError(
+                "send reference_urls or reference_video_urls, not both (reference_urls is "
+                "preferred)"
+            )
+        if not has_urls and not has_videos:
+            raise ValueError("reference_urls (1-5 image or video URLs) is required")
+        if has_videos:
+            warn(
+                "reference_video_urls is soon to be deprecated; use reference_urls (it takes "
+                "videos too)",
+                DeprecatedFieldWarning,
+            )
+        return self

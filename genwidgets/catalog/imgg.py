@@ -1,0 +1,113 @@
+"""imgG image editing: ``imgG-1.5-edit``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from .checks import MediaCheck
+from .coerce import SIZE, normalise_size, one_to_list
+from .findings import IneffectiveFieldWarning, warn
+from .markers import BILLED, MediaSpec
+from .model import Endpoint, Part
+from .registry import register
+
+IMGG_IMAGE = MediaSpec(media="image", encoding="data_url_mime", formats=("png", "jpeg", "webp"))
+IMGG_MAX_IMAGES = 16
+
+
+class ImgGMask(Part):
+    """The edit mask: exactly one of ``file_id`` and ``image_url``."""
+
+    file_id: str | None = Field(None, min_length=1, description="ID of an uploaded mask file.")
+    image_url: str | None = Field(
+        None,
+        min_length=1,
+        max_length=20_971_520,
+        description="Mask image URL or data URL, max length 20971520. Transparent areas are "
+        "editable; must match the edited image's format and size and have an alpha channel.",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ImgGMask:
+        if (self.file_id is None) == (self.image_url is None):
+            raise ValueError("mask takes exactly one of file_id and image_url")
+        return self
+
+
+@register("imgG-1.5-edit", kind="image", family="imgG", title="Image editing (imgG 1.5)")
+class ImgG15Edit(Endpoint):
+    """Edit images from a prompt.
+
+    The spec types ``images`` as "any" (item shape not shown); our choice is a list
+    of 1-16 strings, each a URL or a ``data:<MIME>;base64,`` URL; a single string is
+    wrapped in a list. ``size`` and ``quality`` are flagged as billing fields: they
+    set the output's render cost tier.
+    """
+
+    prompt: str = Field(min_length=1, max_length=32000, description="Max 32000 characters.")
+    images: Annotated[list[Annotated[str, AfterValidator(MediaCheck(IMGG_IMAGE))]], IMGG_IMAGE] = (
+        Field(
+            min_length=1,
+            max_length=IMGG_MAX_IMAGES,
+            description="Up to 16 input images, each a URL or data:<MIME>;base64,<data> "
+            "(png, jpeg, webp).",
+        )
+    )
+    mask: ImgGMask | None = Field(
+        None,
+        description="Transparent areas are editable; give either file_id or image_url; must "
+        "match the edited image's format and size and have an alpha channel.",
+    )
+    background: Literal["transparent", "opaque", "auto"] | None = Field(
+        None, description="transparent, opaque or auto. Default auto."
+    )
+    input_fidelity: Literal["high", "low"] | None = Field(
+        None, description="high or low. Default low."
+    )
+    n: Annotated[int | None, BILLED] = Field(
+        None, ge=1, le=10, description="Number of images, 1-10. Default 1. Affects billing."
+    )
+    output_compression: int | None = Field(
+        None,
+        ge=0,
+        le=100,
+        description="0-100. Default 100. Only for jpeg or webp output.",
+    )
+    output_format: Literal["png", "jpeg", "webp"] | None = Field(
+        None, description="png, jpeg or webp. Default png."
+    )
+    quality: Annotated[Literal["low", "medium", "high", "auto"] | None, BILLED] = Field(
+        None, description="low, medium, high or auto. Default auto. Affects billing."
+    )
+    size: Annotated[Literal["1024x1024", "1024x1536", "1536x1024", "auto"] | None, BILLED] = Field(
+        None, description="1024x1024, 1024x1536, 1536x1024 or auto. Default auto."
+    )
+    moderation: Literal["auto", "low"] | None = Field(
+        None, description="auto or low. Default auto."
+    )
+    user: str | None = Field(None, description="End-user identifier.")
+
+    @field_validator("images", mode="before")
+    @classmethod
+    def _wrap(cls, value: Any) -> Any:
+        return one_to_list(value)
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size_spelling(cls, value: Any) -> Any:
+        # the spec spells imgG sizes with an "x", not "*"
+        if isinstance(value, str) and SIZE.fullmatch(value):
+            return str(normalise_size(value)).replace("*", "x")
+        return value
+
+    @model_validator(mode="after")
+    def _compression_needs_lossy(self) -> ImgG15Edit:
+        if self.output_compression is not None and self.output_format not in ("jpeg", "webp"):
+            warn(
+                "output_compression only applies to jpeg or webp output; output_format is "
+                f"{self.output_format or 'png (the default)'}",
+                IneffectiveFieldWarning,
+            )
+        return self

@@ -1,0 +1,99 @@
+"""Field markers: what a field's ``Annotated`` metadata says about it, and the units
+the spec's limits are written in.
+
+Markers ride in ``Annotated`` metadata (pydantic keeps unknown metadata in
+``FieldInfo.metadata``), so they never disturb the JSON schema:
+
+- :data:`BILLED` flags a field that affects billing;
+- :class:`MediaSpec` says what a media field accepts (encoding and checks),
+  read by :mod:`genwidgets.media`, the form's media widget and :mod:`.checks`;
+- :data:`PROMPT_STRING` marks an imgM prompt field that carries ``--`` parameters;
+- :data:`Number` is an int or float that refuses a boolean (``True`` is not ``1``),
+  for numbers inside lists, where the model's field-level check cannot see.
+
+Sizes in MB are MiB (``1024 * 1024`` bytes): the spec does not say which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator
+from pydantic.fields import FieldInfo
+
+MB = 1024 * 1024
+SEED_MAX = 2_147_483_647  # the largest seed the spec allows (a signed 32-bit integer)
+
+
+class _Billed:
+    """Marker: this field affects what a task costs."""
+
+    def __repr__(self) -> str:
+        return "BILLED"
+
+
+BILLED = _Billed()
+
+
+Encoding = Literal[
+    "data_url_lower",  # data:image/<lowercase format>;base64,... (vidA), or URL, or asset://
+    "data_url_mime",  # data:<MIME type>;base64,... (vidH, vidV, imgQ, imgG), or URL
+    "raw_base64",  # base64 with no prefix (vidK), or URL
+    "url_only",  # public http(s) URL only (vidP)
+    "url_or_data",  # URL or any data URL (masks, speech), or raw base64 where stated
+]
+
+
+@dataclass(frozen=True)
+class MediaSpec:
+    """What a media field accepts, from the spec's table. Limits are inclusive
+    unless ``*_exclusive`` is set; ``None`` means the spec states none."""
+
+    media: Literal["image", "video", "audio"]
+    encoding: Encoding
+    formats: tuple[str, ...] = ()  # lowercase: "jpeg", "png", "webp", "mp4", ...
+    max_bytes: int | None = None
+    min_side: int | None = None  # each of width and height at least this
+    max_side: int | None = None
+    min_short_side: int | None = None
+    sides_exclusive: bool = False  # vidA: strictly between 300 and 6000
+    min_aspect: float | None = None  # width / height
+    max_aspect: float | None = None
+    aspect_exclusive: bool = False
+    min_seconds: float | None = None
+    max_seconds: float | None = None
+    allow_asset: bool = False  # asset://<id> accepted
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PromptString:
+    """Marker: an imgM prompt field whose ``--`` parameters live in the string."""
+
+
+PROMPT_STRING = PromptString()
+
+
+def is_billed(info: FieldInfo) -> bool:
+    return any(m is BILLED for m in info.metadata)
+
+
+def media_spec(info: FieldInfo) -> MediaSpec | None:
+    """The field's own :class:`MediaSpec` (a list's items may carry theirs:
+    :func:`genwidgets.catalog.paths.media_specs` finds both)."""
+    return next((m for m in info.metadata if isinstance(m, MediaSpec)), None)
+
+
+def is_prompt_string(info: FieldInfo) -> bool:
+    return any(isinstance(m, PromptString) for m in info.metadata)
+
+
+def reject_bool(value: Any) -> Any:
+    """BeforeValidator for numbers inside lists, where the field-level check can't see."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, not the boolean {str(value).lower()}")
+    return value
+
+
+Number = Annotated[int | float, BeforeValidator(reject_bool)]

@@ -1,0 +1,153 @@
+"""The base models: :class:`Endpoint` for an endpoint's payload, :class:`Part` for a
+nested object in one (a content item, a setting, a region).
+
+Both apply the normalisations that fix an unambiguous slip rather than send it as
+is: ``None`` means "not set" (never sent as ``null``), enumerated strings match
+case-insensitively (``"720P"`` becomes ``"720p"`` where the spec spells it so), a
+number written as a string matches a numeric choice (``"128000"`` becomes
+``128000``) and a number matches a string choice (``5`` becomes ``"5"``); a boolean
+given for a number is an error, not ``1``. Unknown fields pass, at the top and
+nested (the spec hides some names); :func:`genwidgets.catalog.validate` warns
+about the top-level ones.
+
+:class:`EndpointModel` is the plain base under :class:`Endpoint` (no
+normalisations): what the registry, the forms and :mod:`genwidgets.media` accept.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from .paths import leaves
+
+
+class EndpointModel(BaseModel):
+    """Base of every endpoint payload model.
+
+    Unknown fields are allowed (the spec hides some names) and reported as a
+    warning by :func:`validate`; unset optional fields are never sent.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        populate_by_name=True,
+        validate_default=False,
+        str_strip_whitespace=False,
+    )
+
+    endpoint_id: ClassVar[str] = ""
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON body to send: set fields only, by their wire names."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What the normalisers need to know about one field's annotation."""
+
+    numeric: bool  # int/float (and no bool): a boolean here is an error
+    str_choices: frozenset[str]
+    lower_choices: dict[str, str]  # lowercase -> spelling of the spec, when unambiguous
+    int_choices: frozenset[int]
+
+
+def _shape(annotation: Any) -> _Shape:
+    members = list(leaves(annotation))
+    literals = [v for leaf in members if get_origin(leaf) is Literal for v in get_args(leaf)]
+    plain = {leaf for leaf in members if isinstance(leaf, type)}
+    has_bool = bool in plain or any(isinstance(v, bool) for v in literals)
+    ints = frozenset(v for v in literals if isinstance(v, int) and not isinstance(v, bool))
+    strs = [v for v in literals if isinstance(v, str)]
+    by_lower: dict[str, list[str]] = {}
+    for s in strs:
+        by_lower.setdefault(s.lower(), []).append(s)
+    return _Shape(
+        numeric=not has_bool and bool(plain & {int, float} or ints),
+        str_choices=frozenset(strs),
+        lower_choices={k: v[0] for k, v in by_lower.items() if len(v) == 1},
+        int_choices=ints,
+    )
+
+
+@functools.cache
+def _shapes(cls: type[BaseModel]) -> dict[str, _Shape]:
+    return {name: _shape(info.annotation) for name, info in cls.model_fields.items()}
+
+
+@functools.cache
+def _wire_names(cls: type[BaseModel]) -> frozenset[str]:
+    names = set(cls.model_fields)
+    names |= {info.alias for info in cls.model_fields.values() if info.alias}
+    return frozenset(names)
+
+
+def _drop_none(cls: type[BaseModel], data: Any) -> Any:
+    """A known field given as ``None`` is treated as not set, so it is never sent."""
+    if isinstance(data, dict):
+        names = _wire_names(cls)
+        return {k: v for k, v in data.items() if not (v is None and k in names)}
+    return data
+
+
+def _normalise_value(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    shape = _shapes(cls).get(info.field_name or "")
+    if shape is None:
+        return value
+    if isinstance(value, bool):
+        if shape.numeric:
+            raise ValueError(f"expected a number, not the boolean {str(value).lower()}")
+        return value
+    if isinstance(value, str) and value not in shape.str_choices:
+        text = value.strip()
+        if text.lower() in shape.lower_choices:
+            return shape.lower_choices[text.lower()]
+        if shape.int_choices and re.fullmatch(r"-?\d+", text) and int(text) in shape.int_choices:
+            return int(text)
+    if (
+        isinstance(value, int)
+        and value not in shape.int_choices
+        and str(value) in shape.str_choices
+    ):
+        return str(value)
+    return value
+
+
+class _Normalised(BaseModel):
+    """The normalisations of the module docstring, shared by :class:`Part` and
+    :class:`Endpoint`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unset_nones(cls, data: Any) -> Any:
+        return _drop_none(cls, data)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _normalise(cls, value: Any, info: ValidationInfo) -> Any:
+        return _normalise_value(cls, value, info)
+
+
+class Part(_Normalised):
+    """Base of a nested object in a payload. Unknown nested fields pass (the spec
+    hides some names); the normalisations of the module docstring apply."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Endpoint(EndpointModel, _Normalised):
+    """Base of an endpoint's payload model: subclass it, declare the fields with
+    ``Field(description=...)``, and put the class in the catalog with
+    :func:`genwidgets.catalog.register`. The first sentence of its docstring is the
+    help text forms show."""

@@ -1,0 +1,127 @@
+"""Walking a model along a payload path: the catalog, :mod:`genwidgets.media` and the
+forms share these rather than walking models themselves.
+
+:func:`field_info_at` and :func:`media_spec_at` follow a path such as
+``("content", 0, "image_url", "url")`` (list indexes optional, wire names or
+aliases); :func:`media_fields_of` lists every media field of a model;
+:func:`leaves`, :func:`item_types` and :func:`models_in` look through
+``Annotated``, unions and containers.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from .markers import MediaSpec, media_spec
+
+_UNION_ORIGINS: tuple[Any, ...] = (Union, types.UnionType)
+_CONTAINER_ORIGINS: tuple[Any, ...] = (list, tuple, set, frozenset, Sequence)
+
+
+def leaves(annotation: Any) -> Iterator[Any]:
+    """The members of an annotation under ``Annotated`` and unions (containers kept)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        yield from leaves(get_args(annotation)[0])
+    elif origin in _UNION_ORIGINS:
+        for arg in get_args(annotation):
+            yield from leaves(arg)
+    else:
+        yield annotation
+
+
+def item_types(annotation: Any) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    """The types under ``Annotated``, unions and containers, each with the ``Annotated``
+    metadata met on the way: a list item's MediaSpec rides inside the list."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        inner, *meta = get_args(annotation)
+        for leaf, more in item_types(inner):
+            yield leaf, (*meta, *more)
+    elif origin in _UNION_ORIGINS or origin in _CONTAINER_ORIGINS:
+        for arg in get_args(annotation):
+            if arg is not Ellipsis and arg is not type(None):
+                yield from item_types(arg)
+    else:
+        yield annotation, ()
+
+
+def models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The nested models a value of ``annotation`` may hold (list items included)."""
+    return [
+        leaf
+        for leaf, _ in item_types(annotation)
+        if isinstance(leaf, type) and issubclass(leaf, BaseModel)
+    ]
+
+
+def media_specs(info: FieldInfo) -> list[MediaSpec]:
+    """Every MediaSpec of a field, its own first, then its items' (no repeats)."""
+    own = media_spec(info)
+    items = [m for _, meta in item_types(info.annotation) for m in meta]
+    found = [own, *(m for m in items if isinstance(m, MediaSpec))]
+    return list(dict.fromkeys(s for s in found if s is not None))
+
+
+def _named_field(model: type[BaseModel], name: str) -> FieldInfo | None:
+    fields = model.model_fields
+    if name in fields:
+        return fields[name]
+    return next((f for f in fields.values() if name in (f.alias, f.validation_alias)), None)
+
+
+def fields_along(model: type[BaseModel], path: Sequence[str | int]) -> list[list[FieldInfo]]:
+    """The fields each name of ``path`` reaches, one list per name (list indexes are
+    skipped); every member of a union of nested models is searched, in order. Stops
+    at the first name that no model on the way has, so a short answer says where."""
+    reached: list[list[FieldInfo]] = []
+    candidates = [model]
+    for name in (p for p in path if isinstance(p, str)):
+        infos = [i for i in (_named_field(m, name) for m in candidates) if i is not None]
+        if not infos:
+            break
+        reached.append(infos)
+        candidates = [m for i in infos for m in models_in(i.annotation)]
+    return reached
+
+
+def field_info_at(model: type[BaseModel], path: Sequence[str | int]) -> FieldInfo | None:
+    """The field a payload path ends in, e.g. ``("content", 0, "image_url", "url")``
+    (list indexes optional; wire names or aliases); ``None`` when it leads nowhere.
+    In a union of nested models the first member that has the whole path wins."""
+    names = [p for p in path if isinstance(p, str)]
+    reached = fields_along(model, names)
+    if not names or len(reached) < len(names):
+        return None
+    return reached[-1][0]
+
+
+def media_spec_at(model: type[BaseModel], path: Sequence[str | int]) -> MediaSpec | None:
+    """The :class:`MediaSpec` of the field at ``path`` (list items share their list's)."""
+    names = [p for p in path if isinstance(p, str)]
+    reached = fields_along(model, names)
+    if not names or len(reached) < len(names):
+        return None
+    return next((s for info in reached[-1] for s in media_specs(info)), None)
+
+
+def media_fields_of(model: type[BaseModel]) -> dict[str, MediaSpec]:
+    """Every media field of ``model``: dotted wire path (list indexes left out) → spec."""
+
+    def walk(
+        current: type[BaseModel], prefix: tuple[str, ...], seen: frozenset[type]
+    ) -> Iterator[tuple[str, MediaSpec]]:
+        for name, info in current.model_fields.items():
+            path = (*prefix, info.alias or name)
+            for spec in media_specs(info):
+                yield ".".join(path), spec
+            for sub in models_in(info.annotation):
+                if sub not in seen:
+                    yield from walk(sub, path, seen | {sub})
+
+    return dict(walk(model, (), frozenset({model})))

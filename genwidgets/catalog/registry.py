@@ -1,0 +1,143 @@
+"""The registry: which endpoints exist, and the one way to add one.
+
+An endpoint is one declarative class::
+
+    from pydantic import Field
+    from genwidgets.catalog import Endpoint, register
+
+    @register("my-endpoint", kind="image", family="mine", title="My image endpoint")
+    class MyEndpoint(Endpoint):
+        \"\"\"Make an image from a prompt.\"\"\"
+
+        prompt: str = Field(description="What to draw.")
+
+:func:`register` puts it in the registry at once, at import or later in a running
+notebook. :func:`genwidgets.catalog.validate`, :func:`endpoints`, the forms and the
+simulator look endpoints up here each time they need one, so nothing else needs
+telling. Registering an id again replaces its entry (a notebook cell run twice);
+:func:`unregister` removes one.
+
+The families' modules register the service's endpoints when the package is
+imported (``genwidgets/catalog/__init__.py``); this module imports none of them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar, get_args
+
+from ..errors import PayloadError
+from .markers import is_billed
+from .model import EndpointModel
+
+#: What a task of the endpoint makes; the simulator's run time and media follow it.
+Kind = Literal["video", "image", "speech", "asset", "subject", "face", "audio"]
+KINDS: tuple[str, ...] = get_args(Kind)
+
+# An id is one URL path segment: /v1/queue/{endpoint}.
+_ENDPOINT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+E = TypeVar("E", bound=EndpointModel)
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """A catalog entry: one endpoint and its payload model."""
+
+    id: str
+    kind: str
+    family: str
+    title: str
+    model: type[EndpointModel]
+    documented: bool = True  # False for operations referenced but not described
+    description: str = ""
+    billing_fields: tuple[str, ...] = field(default=())
+
+    def __repr__(self) -> str:
+        return f"EndpointSpec({self.id!r}, kind={self.kind!r}, family={self.family!r})"
+
+
+_REGISTRY: dict[str, EndpointSpec] = {}
+
+
+def register(
+    endpoint_id: str,
+    *,
+    kind: str,
+    family: str,
+    title: str,
+    documented: bool = True,
+    description: str = "",
+) -> Callable[[type[E]], type[E]]:
+    """Class decorator: put an endpoint model in the catalog under ``endpoint_id``.
+
+    ``kind`` is one of :data:`KINDS`; ``description`` defaults to the first sentence
+    of the class docstring; ``documented=False`` marks an operation the spec only
+    references (listed by ``endpoints(documented_only=False)``).
+    """
+    if not isinstance(endpoint_id, str) or not _ENDPOINT_ID.fullmatch(endpoint_id):
+        raise ValueError(
+            f"endpoint id {endpoint_id!r} must be one URL path segment: letters, digits, "
+            "'.', '_' and '-', starting with a letter or digit"
+        )
+    if kind not in KINDS:
+        raise ValueError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+
+    def deco(cls: type[E]) -> type[E]:
+        if not (isinstance(cls, type) and issubclass(cls, EndpointModel)):
+            raise TypeError(
+                f"@register({endpoint_id!r}) decorates a subclass of "
+                f"genwidgets.catalog.Endpoint, not {cls!r}"
+            )
+        cls.endpoint_id = endpoint_id
+        billing = tuple(name for name, info in cls.model_fields.items() if is_billed(info))
+        _REGISTRY[endpoint_id] = EndpointSpec(
+            id=endpoint_id,
+            kind=kind,
+            family=family,
+            title=title,
+            model=cls,
+            documented=documented,
+            description=description or _summary(cls.__doc__),
+            billing_fields=billing,
+        )
+        return cls
+
+    return deco
+
+
+def unregister(endpoint_id: str) -> None:
+    """Take an endpoint out of the catalog (an unknown id is a :class:`PayloadError`)."""
+    endpoint(endpoint_id)
+    del _REGISTRY[endpoint_id]
+
+
+def _summary(doc: str | None) -> str:
+    """A docstring's first sentence as plain text (forms show it as help; the rest of
+    the docstring records our choices for developers)."""
+    paragraph = (doc or "").strip().split("\n\n")[0]
+    text = " ".join(line.strip() for line in paragraph.splitlines()).replace("``", "")
+    head, dot, _rest = text.partition(". ")
+    return head + "." if dot else text
+
+
+def endpoints(*, documented_only: bool = True) -> list[EndpointSpec]:
+    """Every endpoint in the catalog (the 20 documented ones by default, plus any
+    registered at run time as documented)."""
+    return [s for s in _REGISTRY.values() if s.documented or not documented_only]
+
+
+def endpoint(endpoint_id: str) -> EndpointSpec:
+    """The catalog entry for ``endpoint_id``; an unknown id is a :class:`PayloadError`."""
+    try:
+        return _REGISTRY[endpoint_id]
+    except KeyError:
+        close = difflib.get_close_matches(endpoint_id, list(_REGISTRY), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise PayloadError(
+            [{"loc": (), "msg": f"unknown endpoint {endpoint_id!r}{hint}"}],
+            endpoint=endpoint_id,
+        ) from None

@@ -1,0 +1,119 @@
+"""Checking a payload against its endpoint's model: :func:`validate` lists every
+problem in one :class:`~genwidgets.errors.PayloadError`, and warns about unknown
+fields (sent as is) with the closest known name.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import PayloadError
+from .findings import UnknownFieldWarning, soft_warning
+from .model import EndpointModel
+from .registry import endpoint
+
+WEBHOOK_HINTS = ("webhook",)
+
+
+def webhook_fields(payload: Mapping[str, Any]) -> list[str]:
+    """Top-level names that carry webhook information (the service rejects them)."""
+    return [k for k in payload if any(h in k.lower() for h in WEBHOOK_HINTS)]
+
+
+def _pydantic_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    out = []
+    for e in exc.errors(include_url=False):
+        msg = e["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        out.append({"loc": tuple(e["loc"]), "msg": msg})
+    return out
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+MAX_DEPTH = 64
+
+
+def _non_json(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Where the payload holds something JSON cannot carry (it is sent as JSON)."""
+    problems: list[dict[str, Any]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), payload)]
+    while stack and len(problems) < 20:
+        loc, value = stack.pop()
+        if isinstance(value, _JSON_SCALARS):
+            continue
+        if len(loc) > MAX_DEPTH:
+            problems.append({"loc": loc, "msg": f"nested deeper than {MAX_DEPTH} levels"})
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    problems.append(
+                        {"loc": loc, "msg": f"keys must be strings, not {type(key).__name__}"}
+                    )
+                else:
+                    stack.append(((*loc, key), item))
+        elif isinstance(value, list | tuple):
+            stack.extend(((*loc, i), item) for i, item in enumerate(value))
+        else:
+            hint = (
+                "; turn files, bytes and images into what the field wants with "
+                "gw.media.encode(source, endpoint, field)"
+                if isinstance(value, bytes | bytearray | memoryview) or hasattr(value, "save")
+                else ""
+            )
+            problems.append(
+                {
+                    "loc": loc,
+                    "msg": f"a {type(value).__name__} is not JSON data (allowed: strings, "
+                    f"numbers, booleans, null, lists and objects){hint}",
+                }
+            )
+    return problems
+
+
+def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
+    """Check ``payload`` against the endpoint's model; raise :class:`PayloadError`
+    listing every problem. Unknown fields pass with an :class:`UnknownFieldWarning`
+    naming the closest known field."""
+    spec = endpoint(endpoint_id)
+    if not isinstance(payload, Mapping):
+        raise PayloadError(
+            [{"loc": (), "msg": f"a payload is a dict of fields, not {type(payload).__name__}"}],
+            endpoint=endpoint_id,
+        )
+    not_json = _non_json(payload)
+    if not_json:  # before the model: pydantic would iterate a huge range, a generator...
+        raise PayloadError(not_json, endpoint=endpoint_id)
+    hooks = webhook_fields(payload)
+    errors = [
+        {"loc": (k,), "msg": "webhook not supported: the service delivers no webhooks; poll"}
+        for k in hooks
+    ]
+    try:
+        instance = spec.model.model_validate(dict(payload))
+    except ValidationError as exc:
+        errors.extend(_pydantic_errors(exc))
+        instance = None
+    if errors:
+        raise PayloadError(errors, endpoint=endpoint_id)
+    assert instance is not None
+    known = set(spec.model.model_fields) | {
+        f.alias for f in spec.model.model_fields.values() if f.alias
+    }
+    for name in payload:
+        if name not in known and name not in hooks:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            soft_warning(
+                f"{endpoint_id}: unknown field {name!r} is sent as is{hint}", UnknownFieldWarning
+            )
+    return instance
+
+
+def payload_of(endpoint_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate and return the JSON body that would be sent."""
+    return validate(endpoint_id, payload).payload()

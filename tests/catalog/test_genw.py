@@ -1,0 +1,104 @@
+"""genW rules (2.5 text to image, 2.6 reference to video) on both sides of every boundary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from genwidgets.catalog import DeprecatedFieldWarning, IneffectiveFieldWarning, payload_of, validate
+
+URL = "https://example.com/a.png"
+VIDEO = "https://example.com/v.mp4"
+B64 = "iVBORw0KGgo="
+
+
+def genw(**fields: Any) -> dict[str, Any]:
+    return {"prompt": "a lighthouse", **fields}
+
+
+def r2v(**fields: Any) -> dict[str, Any]:
+    return {"reference_urls": [URL], **fields}
+
+
+CASES: list[tuple[str, dict[str, Any], str | None]] = [
+    ("genW2.6-r2v", r2v(), None),
+    ("genW2.6-r2v", r2v(reference_urls=[URL, VIDEO, URL, URL, URL]), None),
+    ("genW2.6-r2v", r2v(reference_urls=[URL] * 6), "at most 5"),
+    ("genW2.6-r2v", r2v(reference_urls=[]), "at least 1 item"),
+    ("genW2.6-r2v", r2v(reference_urls=["data:image/png;base64," + B64]), "not accepted"),
+    ("genW2.6-r2v", {}, "reference_urls (1-5 image or video URLs) is required"),
+    ("genW2.6-r2v", r2v(reference_video_urls=[VIDEO]), "not both"),
+    ("genW2.6-r2v", r2v(prompt="character1 waves" + "p" * 1484), None),
+    ("genW2.6-r2v", r2v(prompt="p" * 1501), "at most 1500"),
+    ("genW2.6-r2v", r2v(duration=2), None),
+    ("genW2.6-r2v", r2v(duration=10), None),
+    ("genW2.6-r2v", r2v(duration=1), "greater than or equal to 2"),
+    ("genW2.6-r2v", r2v(duration=11), "less than or equal to 10"),
+    *[("genW2.6-r2v", r2v(size=s), None) for s in (
+        "1280*720", "720*1280", "960*960", "1088*832", "832*1088",
+        "1920*1080", "1080*1920", "1440*1440", "1632*1248", "1248*1632")],
+    ("genW2.6-r2v", r2v(size="1280*1280"), "Input should be"),
+    ("genW2.6-r2v", r2v(size="640*480"), "Input should be"),
+    ("genW2.6-r2v", r2v(shot_type="multi", seed=0, watermark=True, negative_prompt="n"), None),
+    ("genW2.6-r2v", r2v(shot_type="double"), "Input should be"),
+    ("genW2.6-r2v", r2v(seed=2147483648), "less than or equal"),
+    ("genW2.5-t2i-preview", genw(), None),
+    ("genW2.5-t2i-preview", genw(size="1280*1280"), None),
+    ("genW2.5-t2i-preview", genw(size="1440*1440"), None),
+    ("genW2.5-t2i-preview", genw(size="1279*1280"), "total pixels must be between"),
+    ("genW2.5-t2i-preview", genw(size="1441*1440"), "total pixels must be between"),
+    ("genW2.5-t2i-preview", genw(size="2560*640"), None),
+    ("genW2.5-t2i-preview", genw(size="640*2560"), None),
+    ("genW2.5-t2i-preview", genw(size="2880*700"), "aspect ratio must be between 1:4 and 4:1"),
+    ("genW2.5-t2i-preview", genw(size="700*2880"), "aspect ratio"),
+    ("genW2.5-t2i-preview", genw(size="1280:1280"), "width*height"),
+    ("genW2.5-t2i-preview", genw(n=1), None),
+    ("genW2.5-t2i-preview", genw(n=4), None),
+    ("genW2.5-t2i-preview", genw(n=5), "less than or equal to 4"),
+    ("genW2.5-t2i-preview", genw(n=0), "greater than or equal to 1"),
+    ("genW2.5-t2i-preview", genw(seed=2147483648), "less than or equal"),
+    ("genW2.5-t2i-preview", genw(prompt="p" * 2000, negative_prompt="n" * 500), None),
+    ("genW2.5-t2i-preview", {}, "Field required"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
+def test_genw_rules(
+    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
+) -> None:
+    check(endpoint_id, payload, error)
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "payload", "category", "warning"),
+    [
+        ("genW2.6-r2v", {"reference_video_urls": [VIDEO]}, DeprecatedFieldWarning,
+         "soon to be deprecated"),
+        ("genW2.5-t2i-preview", genw(prompt="p" * 2001), IneffectiveFieldWarning,
+         "truncates it to 2000"),
+        ("genW2.5-t2i-preview", genw(negative_prompt="n" * 501), IneffectiveFieldWarning,
+         "truncates it to 500"),
+    ],
+)  # fmt: skip
+def test_advisory_warnings(
+    endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
+) -> None:
+    with pytest.warns(category, match=warning):
+        validate(endpoint_id, payload)
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "given", "sent"),
+    [
+        ("genW2.5-t2i-preview", "1280X1280", "1280*1280"),
+    ],
+)
+def test_size_spellings_are_normalised(endpoint_id: str, given: str, sent: str) -> None:
+    assert payload_of(endpoint_id, {**genw(), "size": given})["size"] == sent
+
+
+def test_deprecated_reference_videos_are_still_sent() -> None:
+    with pytest.warns(DeprecatedFieldWarning):
+        body = payload_of("genW2.6-r2v", {"reference_video_urls": [VIDEO], "size": "1920x1080"})
+    assert body == {"reference_video_urls": [VIDEO], "size": "1920*1080"}

@@ -1,0 +1,83 @@
+"""imgG rules on both sides of every boundary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from genwidgets.catalog import IneffectiveFieldWarning, payload_of, validate
+
+URL = "https://example.com/a.png"
+
+
+def imgg(**fields: Any) -> dict[str, Any]:
+    return {"prompt": "make it blue", "images": [URL], **fields}
+
+
+CASES: list[tuple[str, dict[str, Any], str | None]] = [
+    ("imgG-1.5-edit", imgg(), None),
+    ("imgG-1.5-edit", imgg(prompt="p" * 32000), None),
+    ("imgG-1.5-edit", imgg(prompt="p" * 32001), "at most 32000"),
+    ("imgG-1.5-edit", imgg(images=[URL] * 16), None),
+    ("imgG-1.5-edit", imgg(images=[URL] * 17), "at most 16"),
+    ("imgG-1.5-edit", imgg(images=[]), "at least 1 item"),
+    ("imgG-1.5-edit", imgg(images=["data:image/webp;base64,UklGRg=="]), None),
+    ("imgG-1.5-edit", imgg(images=["data:image/gif;base64,R0lGOD=="]), "not accepted"),
+    ("imgG-1.5-edit", imgg(images=["UklGRg=="]), "data:<MIME type>"),
+    ("imgG-1.5-edit", {"prompt": "x"}, "Field required"),
+    ("imgG-1.5-edit", imgg(n=1), None),
+    ("imgG-1.5-edit", imgg(n=10), None),
+    ("imgG-1.5-edit", imgg(n=0), "greater than or equal to 1"),
+    ("imgG-1.5-edit", imgg(n=11), "less than or equal to 10"),
+    ("imgG-1.5-edit", imgg(output_compression=0, output_format="jpeg"), None),
+    ("imgG-1.5-edit", imgg(output_compression=100, output_format="webp"), None),
+    ("imgG-1.5-edit", imgg(output_compression=101, output_format="webp"), "less than or equal"),
+    ("imgG-1.5-edit", imgg(output_compression=-1, output_format="jpeg"), "greater than or equal"),
+    ("imgG-1.5-edit", imgg(output_format="gif"), "Input should be"),
+    ("imgG-1.5-edit", imgg(background="transparent", input_fidelity="high"), None),
+    ("imgG-1.5-edit", imgg(background="clear"), "Input should be"),
+    ("imgG-1.5-edit", imgg(quality="ultra"), "Input should be"),
+    ("imgG-1.5-edit", imgg(size="1536x1024", quality="high", moderation="low"), None),
+    ("imgG-1.5-edit", imgg(size="512x512"), "Input should be"),
+    ("imgG-1.5-edit", imgg(mask={"file_id": "file-1"}), None),
+    ("imgG-1.5-edit", imgg(mask={"image_url": URL}), None),
+    ("imgG-1.5-edit", imgg(mask={}), "exactly one of file_id and image_url"),
+    ("imgG-1.5-edit", imgg(mask={"file_id": "f", "image_url": URL}), "exactly one"),
+    ("imgG-1.5-edit", imgg(mask={"image_url": "x" * 20_971_521}), "at most 20971520"),
+    ("imgG-1.5-edit", imgg(user="u-1"), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
+def test_imgg_rules(
+    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
+) -> None:
+    check(endpoint_id, payload, error)
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "payload", "warning"),
+    [
+        ("imgG-1.5-edit", imgg(output_compression=80), "only applies to jpeg or webp"),
+        ("imgG-1.5-edit", imgg(output_compression=80, output_format="png"), "output_format is png"),
+    ],
+)
+def test_advisory_warnings(endpoint_id: str, payload: dict[str, Any], warning: str) -> None:
+    with pytest.warns(IneffectiveFieldWarning, match=warning):
+        validate(endpoint_id, payload)
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "given", "sent"),
+    [
+        ("imgG-1.5-edit", "1024*1536", "1024x1536"),
+        ("imgG-1.5-edit", "AUTO", "auto"),
+    ],
+)
+def test_size_spellings_are_normalised(endpoint_id: str, given: str, sent: str) -> None:
+    assert payload_of(endpoint_id, {**imgg(), "size": given})["size"] == sent
+
+
+def test_a_single_image_string_is_wrapped_in_a_list() -> None:
+    assert payload_of("imgG-1.5-edit", imgg(images=URL))["images"] == [URL]

@@ -1,0 +1,76 @@
+"""imgQ rules on both sides of every boundary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from genwidgets.catalog import IneffectiveFieldWarning, payload_of, validate
+
+URL = "https://example.com/a.png"
+
+
+def imgq(**fields: Any) -> dict[str, Any]:
+    return {"prompt": "merge them", "images": [URL], **fields}
+
+
+CASES: list[tuple[str, dict[str, Any], str | None]] = [
+    ("imgQ-edit-plus", imgq(), None),
+    ("imgQ-edit-plus", imgq(images=[URL] * 3), None),
+    ("imgQ-edit-plus", imgq(images=[URL] * 4), "at most 3"),
+    ("imgQ-edit-plus", imgq(images=[]), "at least 1 item"),
+    ("imgQ-edit-plus", imgq(images=["data:image/bmp;base64,Qk0="]), None),
+    ("imgQ-edit-plus", imgq(images=["data:image/svg+xml;base64,PHN2Zz4="]), "not accepted"),
+    ("imgQ-edit-plus", imgq(images=["data:video/mp4;base64,AAAA"]), "expected a image data URL"),
+    ("imgQ-edit-plus", imgq(size="512*2048"), None),
+    ("imgQ-edit-plus", imgq(size="2048*512"), None),
+    ("imgQ-edit-plus", imgq(size="511*1024"), "width must be 512-2048"),
+    ("imgQ-edit-plus", imgq(size="1024*2049"), "height must be 512-2048"),
+    ("imgQ-edit-plus", imgq(size="1024"), "width*height"),
+    ("imgQ-edit-plus", imgq(size="big"), "width*height"),
+    ("imgQ-edit-plus", imgq(n=1), None),
+    ("imgQ-edit-plus", imgq(n=6), None),
+    ("imgQ-edit-plus", imgq(n=7), "less than or equal to 6"),
+    ("imgQ-edit-plus", imgq(n=0), "greater than or equal to 1"),
+    ("imgQ-edit-plus", imgq(seed=0), None),
+    ("imgQ-edit-plus", imgq(seed=2147483647), None),
+    ("imgQ-edit-plus", imgq(seed=2147483648), "less than or equal to 2147483647"),
+    ("imgQ-edit-plus", imgq(seed=-1), "greater than or equal to 0"),
+    ("imgQ-edit-plus", imgq(prompt_extend=False, watermark=True), None),
+    ("imgQ-edit-plus", imgq(negative_prompt="n" * 500), None),
+    ("imgQ-edit-plus", {"images": [URL]}, "Field required"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
+def test_imgq_rules(
+    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
+) -> None:
+    check(endpoint_id, payload, error)
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "payload", "warning"),
+    [
+        ("imgQ-edit-plus", imgq(negative_prompt="n" * 501), "truncates it to 500"),
+    ],
+)
+def test_advisory_warnings(endpoint_id: str, payload: dict[str, Any], warning: str) -> None:
+    with pytest.warns(IneffectiveFieldWarning, match=warning):
+        validate(endpoint_id, payload)
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "given", "sent"),
+    [
+        ("imgQ-edit-plus", "1024x1024", "1024*1024"),
+        ("imgQ-edit-plus", " 1024 * 768 ", "1024*768"),
+    ],
+)
+def test_size_spellings_are_normalised(endpoint_id: str, given: str, sent: str) -> None:
+    assert payload_of(endpoint_id, {**imgq(), "size": given})["size"] == sent
+
+
+def test_a_single_image_string_is_wrapped_in_a_list() -> None:
+    assert payload_of("imgQ-edit-plus", imgq(images=URL))["images"] == [URL]

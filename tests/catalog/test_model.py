@@ -1,0 +1,52 @@
+"""The base models' normalisations: None is unset, enumerations match case-insensitively,
+a boolean is not a number."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import genwidgets.catalog as catalog
+from genwidgets.catalog.model import _shape
+from genwidgets.errors import PayloadError
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "payload", "loc"),
+    [
+        ("vidVq2-text2video", {"prompt": "x", "duration": True}, ("duration",)),
+        ("speechM-02-turbo", {"text": "x", "voice_setting": {"pitch": False}},
+         ("voice_setting", "pitch")),
+        ("imgM-inpaint", {"jobId": "j", "imageNo": 0, "mask": {"url": "https://m"},
+                          "area": {"width": 500, "height": 500, "points": [1, 2, 3, 4, 5, True]}},
+         ("area", "points", 5)),
+    ],
+)  # fmt: skip
+def test_a_boolean_is_not_a_number(
+    endpoint_id: str, payload: dict[str, Any], loc: tuple[Any, ...]
+) -> None:
+    with pytest.raises(PayloadError) as info:
+        catalog.validate(endpoint_id, payload)
+    assert any(e["loc"] == loc and "boolean" in e["msg"] for e in info.value.errors)
+
+
+def test_enumerations_match_case_insensitively_and_send_the_spec_spelling() -> None:
+    body = catalog.payload_of("vidH_1.0_r2v", {
+        "prompt": "x", "media": [{"type": "reference_image", "url": "https://x/a.png"}],
+        "resolution": "720p",
+    })  # fmt: skip
+    assert body["resolution"] == "720P"
+    assert catalog.payload_of("vidA-2-0", {
+        "content": [{"type": "text", "text": "x"}], "resolution": "1080P",
+    })["resolution"] == "1080p"  # fmt: skip
+
+
+def test_shape_analysis_of_annotations() -> None:
+    from typing import Literal
+
+    assert _shape(int | None).numeric
+    assert not _shape(bool | None).numeric
+    assert not _shape(str).numeric
+    assert _shape(Literal[1, 2]).int_choices == {1, 2}
+    assert _shape(Literal["5", "10"]).str_choices == {"5", "10"}

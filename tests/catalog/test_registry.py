@@ -1,0 +1,115 @@
+"""The registry: looking endpoints up, and adding one at run time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from pydantic import Field
+
+import genwidgets as gw
+import genwidgets.catalog as catalog
+from genwidgets._config import DEMO_KEY
+from genwidgets.catalog import Endpoint, register
+from genwidgets.errors import PayloadError
+
+
+def test_unknown_endpoint_is_a_payload_error_with_a_suggestion() -> None:
+    with pytest.raises(PayloadError, match="did you mean 'vidA-2-0'"):
+        catalog.validate("vidA-2.0", {})
+
+
+MINE = "test-mine-image"
+
+
+def _register_mine() -> type[Endpoint]:
+    """The README's example: one class, registered while the process runs."""
+
+    @register(MINE, kind="image", family="mine", title="My image endpoint")
+    class MyImage(Endpoint):
+        """Make an image from a prompt. (Only this first sentence is the help text.)"""
+
+        prompt: str = Field(min_length=1, description="What to draw.")
+        steps: int | None = Field(None, ge=1, le=50, description="Sampling steps, 1-50.")
+
+    return MyImage
+
+
+@pytest.fixture
+def mine() -> Iterator[type[Endpoint]]:
+    yield _register_mine()
+    catalog.unregister(MINE)
+
+
+def test_a_registered_class_is_listed_validated_and_described(mine: type[Endpoint]) -> None:
+    spec = catalog.endpoint(MINE)
+    assert (spec.kind, spec.family, spec.model) == ("image", "mine", mine)
+    assert spec.description == "Make an image from a prompt."
+    assert MINE in {s.id for s in gw.endpoints()}
+    assert gw.validate(MINE, {"prompt": "a lighthouse", "steps": "7"}).payload() == {
+        "prompt": "a lighthouse",
+        "steps": 7,
+    }
+    with pytest.raises(PayloadError) as info:
+        gw.validate(MINE, {"prompt": "", "steps": 51})
+    assert {e["loc"] for e in info.value.errors} == {("prompt",), ("steps",)}
+
+
+def test_unregister_takes_it_out_again() -> None:
+    _register_mine()
+    catalog.unregister(MINE)
+    assert MINE not in {s.id for s in catalog.endpoints(documented_only=False)}
+    with pytest.raises(PayloadError, match="unknown endpoint"):
+        catalog.unregister(MINE)
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "kind", "says"),
+    [
+        ("my endpoint", "image", "one URL path segment"),
+        ("my/endpoint", "image", "one URL path segment"),
+        ("", "image", "one URL path segment"),
+        ("mine", "picture", "kind 'picture' is not one of video, image"),
+    ],
+)
+def test_register_refuses_what_the_gateway_could_not_serve(
+    endpoint_id: str, kind: str, says: str
+) -> None:
+    with pytest.raises(ValueError, match=says):
+        register(endpoint_id, kind=kind, family="mine", title="t")
+    assert endpoint_id not in {s.id for s in catalog.endpoints(documented_only=False)}
+
+
+def test_register_decorates_endpoint_models_only() -> None:
+    with pytest.raises(TypeError, match=r"subclass of genwidgets\.catalog\.Endpoint"):
+        register(MINE, kind="image", family="mine", title="t")(dict)  # type: ignore[type-var]
+    assert MINE not in {s.id for s in catalog.endpoints(documented_only=False)}
+
+
+def test_registered_after_the_simulator_started_it_runs_end_to_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GENWIDGETS_BASE_URL", raising=False)
+    monkeypatch.delenv("GENWIDGETS_API_KEY", raising=False)
+    client = gw.Client()  # the embedded simulator, running before the endpoint exists
+    create = f"{client.base_url}/v1/queue/{MINE}"
+    auth = {"Authorization": f"Bearer {DEMO_KEY}"}
+    try:
+        assert client.embedded
+        assert httpx.post(create, json={"prompt": "x"}, headers=auth).status_code == 404
+        _register_mine()
+        refused = httpx.post(create, json={"prompt": "x", "steps": 0}, headers=auth)
+        assert refused.status_code == 422 and "steps" in refused.json()["detail"]
+
+        result = client.run(MINE, {"prompt": "a lighthouse", "steps": 4}, timeout=60)
+        assert result.ok and result.raw["status"] == "COMPLETED"
+
+        form = gw.form(MINE, client=client, prompt="a red kite")
+        assert set(form.fields) == {"prompt", "steps"}
+        assert form.value == {"prompt": "a red kite"}
+        assert form.submit().result(timeout=60).ok
+    finally:
+        if MINE in {s.id for s in catalog.endpoints(documented_only=False)}:
+            catalog.unregister(MINE)
+        client.close()

@@ -1,0 +1,67 @@
+"""validate(): every problem in one PayloadError, unknown fields warned about and sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import genwidgets.catalog as catalog
+from genwidgets.catalog import UnknownFieldWarning
+from genwidgets.errors import PayloadError
+
+
+def test_unknown_field_warns_with_did_you_mean() -> None:
+    with pytest.warns(UnknownFieldWarning, match="did you mean 'duration'"):
+        catalog.validate("vidA-2-0", {"content": [{"type": "text", "text": "x"}], "durations": 5})
+    with pytest.warns(UnknownFieldWarning, match="did you mean 'remixPrompt'"):
+        catalog.validate("imgM_pan", {"jobId": "j", "imageNo": 0, "direction": 1, "scale": 2,
+                                      "remix_prompt": "x"})  # fmt: skip
+
+
+def test_unknown_fields_are_sent_as_is() -> None:
+    with pytest.warns(UnknownFieldWarning):
+        body = catalog.payload_of("vidK-v1-6-multi-i2v", {
+            "image_list": [{"image": "https://x/a.png"}], "watermark": True,
+            "external_task_id": "t1",
+        })  # fmt: skip
+    assert body["watermark"] is True and body["external_task_id"] == "t1"
+
+
+def test_payload_excludes_unset_and_none_fields() -> None:
+    body = catalog.payload_of("vidVq2-text2video", {"prompt": "a kite", "duration": None})
+    assert body == {"prompt": "a kite"}
+    nested = catalog.payload_of(
+        "speechM-02-turbo", {"text": "hi", "voice_setting": {"voice_id": "v", "speed": None}}
+    )
+    assert nested == {"text": "hi", "voice_setting": {"voice_id": "v"}}
+
+
+def test_payload_uses_wire_names() -> None:
+    body = catalog.payload_of("vidVq2-text2video", {"prompt": "x", "payload": "pass-through"})
+    assert body == {"prompt": "x", "payload": "pass-through"}
+    model = catalog.validate("vidVq2-text2video", {"prompt": "x", "payload": "p"})
+    assert callable(model.payload)  # the method is not shadowed by the field
+
+
+def test_webhook_fields_are_payload_errors() -> None:
+    with pytest.raises(PayloadError, match="webhook"):
+        catalog.validate("vidH_1.0_r2v", {"prompt": "x", "media": [], "webhook_url": "http://h"})
+
+
+@pytest.mark.parametrize(
+    ("payload", "where", "says"),
+    [
+        ({"prompt": range(10**18)}, ("prompt",), "a range is not JSON data"),
+        ({"prompt": "x", "images": [b"\x89PNG"]}, ("images", 0), "gw.media.encode"),
+        ({"prompt": "x", "meta": {1: "a"}}, ("meta",), "keys must be strings"),
+        ({"prompt": {"a", "b"}}, ("prompt",), "a set is not JSON data"),
+    ],
+)
+def test_values_json_cannot_carry_are_refused_before_validation(
+    payload: dict[str, Any], where: tuple[Any, ...], says: str
+) -> None:
+    # sent as JSON: anything else is refused at once (and a huge range is never iterated)
+    with pytest.raises(PayloadError) as info:
+        catalog.validate("vidVq2-text2video", payload)
+    assert info.value.errors[0]["loc"] == where and says in info.value.errors[0]["msg"]

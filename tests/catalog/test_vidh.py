@@ -1,0 +1,83 @@
+"""vidH rules on both sides of every boundary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from genwidgets.catalog import IneffectiveFieldWarning, payload_of, validate
+
+URL = "https://example.com/a.png"
+B64 = "iVBORw0KGgo="
+
+
+def vidh(**fields: Any) -> dict[str, Any]:
+    return {
+        "prompt": "[Image 1] walks",
+        "media": [{"type": "reference_image", "url": URL}],
+        **fields,
+    }
+
+
+CASES: list[tuple[str, dict[str, Any], str | None]] = [
+    ("vidH_1.0_r2v", vidh(), None),
+    ("vidH_1.0_r2v", vidh(media=[{"type": "reference_image", "url": URL}] * 9), None),
+    ("vidH_1.0_r2v", vidh(media=[{"type": "reference_image", "url": URL}] * 10), "at most 9"),
+    ("vidH_1.0_r2v", vidh(media=[]), "at least 1 item"),
+    ("vidH_1.0_r2v", vidh(media=[{"type": "image", "url": URL}]), "'reference_image'"),
+    ("vidH_1.0_r2v", vidh(media=[{"type": "reference_image"}]), "Field required"),
+    ("vidH_1.0_r2v", vidh(media=[{"type": "reference_image", "url": "data:image/webp;base64,"
+                                  + B64}]), None),
+    ("vidH_1.0_r2v", vidh(media=[{"type": "reference_image", "url": "data:image/gif;base64,"
+                                  + B64}]), "not accepted"),
+    ("vidH_1.0_r2v", vidh(media=[{"type": "reference_image", "url": B64}]), "data:<MIME type>"),
+    ("vidH_1.0_r2v", vidh(duration=3), None),
+    ("vidH_1.0_r2v", vidh(duration=15), None),
+    ("vidH_1.0_r2v", vidh(duration=2), "greater than or equal to 3"),
+    ("vidH_1.0_r2v", vidh(duration=16), "less than or equal to 15"),
+    ("vidH_1.0_r2v", vidh(resolution="720P", ratio="9:21", watermark=False), None),
+    ("vidH_1.0_r2v", vidh(resolution="480P"), "Input should be"),
+    ("vidH_1.0_r2v", vidh(ratio="2:1"), "Input should be"),
+    ("vidH_1.0_r2v", vidh(seed=0), None),
+    ("vidH_1.0_r2v", vidh(seed=2147483647), None),
+    ("vidH_1.0_r2v", vidh(seed=2147483648), "less than or equal"),
+    ("vidH_1.0_r2v", vidh(seed=-1), "greater than or equal"),
+    ("vidH_1.0_r2v", vidh(prompt="p" * 5000), None),
+    ("vidH_1.0_r2v", vidh(prompt="字" * 2500), None),
+    ("vidH_1.0_r2v", {"media": [{"type": "reference_image", "url": URL}]}, "Field required"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
+def test_vidh_rules(
+    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
+) -> None:
+    check(endpoint_id, payload, error)
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "payload", "category", "warning"),
+    [
+        ("vidH_1.0_r2v", vidh(prompt="p" * 5001), IneffectiveFieldWarning, "truncates"),
+        ("vidH_1.0_r2v", vidh(prompt="字" * 2501), IneffectiveFieldWarning, "truncates"),
+    ],
+)  # fmt: skip
+def test_advisory_warnings(
+    endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
+) -> None:
+    with pytest.warns(category, match=warning):
+        validate(endpoint_id, payload)
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "payload", "field", "sent"),
+    [
+        ("vidH_1.0_r2v", vidh(resolution="1080p"), "resolution", "1080P"),
+    ],
+)
+def test_unambiguous_slips_are_normalised(
+    endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
+) -> None:
+    body = payload_of(endpoint_id, payload)
+    assert body[field] == sent and type(body[field]) is type(sent)

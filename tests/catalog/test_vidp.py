@@ -1,0 +1,56 @@
+"""vidP rules on both sides of every boundary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from genwidgets.catalog import payload_of
+
+URL = "https://example.com/a.png"
+B64 = "iVBORw0KGgo="
+
+
+def vidp(**fields: Any) -> dict[str, Any]:
+    return {"first_frame_image": URL, "last_frame_image": URL, **fields}
+
+
+CASES: list[tuple[str, dict[str, Any], str | None]] = [
+    ("vidP_v6_transition", vidp(), None),
+    ("vidP_v6_transition", vidp(first_frame_image="/tmp/a.png"), "upload a local file"),
+    ("vidP_v6_transition", vidp(last_frame_image="data:image/png;base64," + B64), "not accepted"),
+    ("vidP_v6_transition", vidp(first_frame_image="asset://a1"), "not accepted here"),
+    ("vidP_v6_transition", {"first_frame_image": URL}, "Field required"),
+    ("vidP_v6_transition", vidp(prompt="p" * 5000), None),
+    ("vidP_v6_transition", vidp(prompt="p" * 5001), "at most 5000"),
+    ("vidP_v6_transition", vidp(duration=1), None),
+    ("vidP_v6_transition", vidp(duration=15), None),
+    ("vidP_v6_transition", vidp(duration=7.5), None),
+    ("vidP_v6_transition", vidp(duration=0.9), "greater than or equal to 1"),
+    ("vidP_v6_transition", vidp(duration=15.1), "less than or equal to 15"),
+    ("vidP_v6_transition", vidp(quality="360p", generate_audio_switch=True), None),
+    ("vidP_v6_transition", vidp(quality="4k"), "Input should be"),
+    ("vidP_v6_transition", vidp(seed=2147483647), None),
+    ("vidP_v6_transition", vidp(seed=2147483648), "less than or equal"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
+def test_vidp_rules(
+    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
+) -> None:
+    check(endpoint_id, payload, error)
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "payload", "field", "sent"),
+    [
+        ("vidP_v6_transition", vidp(duration=5), "duration", 5),
+    ],
+)
+def test_unambiguous_slips_are_normalised(
+    endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
+) -> None:
+    body = payload_of(endpoint_id, payload)
+    assert body[field] == sent and type(body[field]) is type(sent)

@@ -90,6 +90,8 @@ __all__ = [
 EMBED_LIMIT = 10 * 1024 * 1024
 #: Rule 3: time-based media with an http(s) URL embedded in durable outputs only below these.
 DURABLE_EMBED_LIMITS = {"video": 16 * 1024, "audio": 256 * 1024}
+#: The live view's local-data fallback of a medium with a URL carries at most this.
+FALLBACK_LIMIT = 256 * 1024
 POSTER_SIDE = 240
 #: Characters of text/JSON shown before cutting (a huge log should not freeze a tab).
 TEXT_LIMIT = 200_000
@@ -402,7 +404,11 @@ def live_entry(output: Output) -> dict[str, Any]:
 
     Media: ``kind``, ``url``, ``content_type``, ``poster`` (a video's first frame
     when a local copy exists) and a plain-text ``caption``; the browser loads
-    them itself. Anything else (JSON, text, a download link, "not shown") comes
+    them itself. ``fallback``: where the URL may stop answering (gateway URLs
+    expire, the embedded simulator's die with the kernel) and the durable rule
+    (3/3b) has the bytes, a ``data:`` URL of at most :data:`FALLBACK_LIMIT`
+    bytes that the browser loads only if the URL fails, so a saved notebook's
+    widget state still plays. Anything else (JSON, text, a download link, "not shown") comes
     as ``html``, escaped here like every fragment of this module.
     """
     source = source_of(output, prefer_url=True)
@@ -415,13 +421,18 @@ def live_entry(output: Output) -> dict[str, Any]:
         "caption": f"{_file_name(output)} · {output.content_type}{size_text}",
         "url": None,
         "poster": None,
+        "fallback": None,
         "html": "",
     }
     href = source.href
     if output.kind in MEDIA_KINDS and source.how != "none" and href is not None:
         entry["url"] = href
-        if output.kind == "video" and source.how == "url":
-            entry["poster"] = poster_data_url(output.path)
+        if source.how == "url":
+            if output.kind == "video":
+                entry["poster"] = poster_data_url(output.path)
+            durable = source_of(output)
+            if durable.data is not None and len(durable.data) <= FALLBACK_LIMIT:
+                entry["fallback"] = durable.data_url()
     else:
         entry["kind"] = output.kind if source.how != "none" else "unavailable"
         entry["html"] = to_html(output, caption=False, prefer_url=True)

@@ -255,6 +255,7 @@ def test_outputs_carry_url_content_type_and_a_local_data_fallback() -> None:
         "video/mp4",
     )
     assert audio["kind"] == "audio" and audio["url"] == "data:audio/mpeg;base64,SUQz"
+    assert video["fallback"] is None and audio["fallback"] is None  # no local bytes / no URL
     assert record["url"] is None and "face_id" in record["html"] and "&lt;f-1&gt;" in record["html"]
     assert hostile["url"] is None and "javascript" not in json.dumps(hostile).replace(
         "javascript:alert", ""
@@ -462,6 +463,8 @@ def test_real_job_view_reaches_done_and_holds_no_key(
     # The live view loads the same images from the simulator's URLs.
     assert len(view.outputs) == 4
     assert all(o["url"].startswith(real_client.base_url) for o in view.outputs)
+    # ... and keeps the local copies as a fallback for when those URLs are gone.
+    assert all(o["fallback"].startswith("data:image/png;base64,iVBOR") for o in view.outputs)
     assert SECRET not in all_widget_state(view) and SECRET not in json.dumps(
         recorder.calls, default=repr
     )
@@ -582,3 +585,20 @@ def test_final_output_is_written_again_at_the_end_of_the_next_cell() -> None:
     shell.run_cell("2 + 2")
     assert writes == ["final"]  # once, not on every later cell
     shell.events.unregister("post_run_cell", republisher.flush)
+
+
+def test_import_genwidgets_loads_no_widget_library() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, genwidgets\n"
+        "loaded = sorted({'ipywidgets', 'anywidget'} & set(sys.modules))\n"
+        "assert loaded == [], loaded\n"
+        "from genwidgets.widgets.task import TaskView\n"
+        "assert 'anywidget' in sys.modules\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

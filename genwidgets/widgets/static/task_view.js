@@ -30,12 +30,24 @@ function make(tag, className, text) {
   return node;
 }
 
+function withFallback(media, output) {
+  // A saved notebook's URL may be dead (expired, or the simulator stopped):
+  // switch once to the local copy the kernel kept, if there is one.
+  const fallback = output.fallback;
+  if (!fallback || !SAFE_URL.test(fallback)) return media;
+  media.addEventListener("error", () => {
+    if (media.src !== fallback) media.src = fallback;
+  });
+  return media;
+}
+
 function mediaElement(output) {
   const url = output.url || "";
   if (!SAFE_URL.test(url)) return null;
   if (output.kind === "image") {
     const img = make("img", "gw-media");
     img.alt = output.name || "";
+    withFallback(img, output);
     img.src = url;
     return img;
   }
@@ -43,6 +55,7 @@ function mediaElement(output) {
   media.controls = true; // no auto-start, no repeat (DESIGN decision 4)
   media.preload = "metadata";
   if (output.poster && SAFE_URL.test(output.poster)) media.poster = output.poster;
+  withFallback(media, output);
   media.src = url;
   return media;
 }

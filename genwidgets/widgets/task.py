@@ -35,6 +35,7 @@ never an ``Output`` captured from a thread.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import anywidget
+import ipywidgets
 import traitlets
 
 from ..protocol.records import Result, Status
@@ -84,6 +86,35 @@ _ = (TICKER, stop_following)
 
 STATIC = Path(__file__).with_name("static")
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def compact_static(name: str) -> str:
+    """A file of ``static/`` without comments and indentation.
+
+    Every view carries its ES module and CSS in its widget state, so a saved
+    notebook holds them once per view; the readable files in the package are
+    the source. Only whole-line ``//`` comments, ``/* */`` comments and leading
+    whitespace go (line breaks stay, so no statement is joined to another).
+    """
+    text = (STATIC / name).read_text(encoding="utf-8")
+    if name.endswith(".css"):
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    lines = (line.strip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//"))
+
+
+_SHARED_LAYOUT: list[ipywidgets.Layout] = []
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_layout() -> ipywidgets.Layout:
+    """One Layout model for every task view of the kernel (never mutated): each
+    widget otherwise brings its own into the saved widget state. Made again if
+    something closed it."""
+    with _SHARED_LOCK:
+        if not _SHARED_LAYOUT or _SHARED_LAYOUT[0].comm is None:
+            _SHARED_LAYOUT[:] = [ipywidgets.Layout()]
+        return _SHARED_LAYOUT[0]
 
 
 class ViewedClient(Protocol):
@@ -168,8 +199,8 @@ class TaskView(anywidget.AnyWidget):
     the only HTML, that of non-media outputs, is escaped by the renderer.
     """
 
-    _esm = STATIC / "task_view.js"
-    _css = STATIC / "task_view.css"
+    _esm = compact_static("task_view.js")
+    _css = compact_static("task_view.css")
 
     endpoint = traitlets.Unicode("").tag(sync=True)
     request_id = traitlets.Unicode("").tag(sync=True)
@@ -199,7 +230,7 @@ class TaskView(anywidget.AnyWidget):
             request_id=str(job.request_id),
             start_time=float(job.submitted_at),
             simulated=_embedded(job),
-            **kwargs,
+            **{"layout": shared_layout(), **kwargs},
         )
         self.job = job
         self._throttle = Throttle(self._write)

@@ -232,6 +232,11 @@ def test_job_that_ended_with_an_exception_shows_it() -> None:
     assert view.error == "gateway unreachable" and view.error_type == "ConnectionError"
 
 
+def test_views_share_one_layout_model() -> None:
+    # Each model is saved with the notebook's widget state: one Layout for all views.
+    assert TaskView(FakeJob()).layout is TaskView(FakeJob()).layout
+
+
 def test_simulated_flag_only_for_the_embedded_simulator() -> None:
     assert TaskView(FakeJob(client=FakeClient(embedded=True))).simulated
     assert not TaskView(FakeJob(client=FakeClient(embedded=False))).simulated

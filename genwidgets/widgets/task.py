@@ -62,13 +62,17 @@ from .render import live_entry, to_mimebundle
 from .ticker import (
     MIN_INTERVAL,
     TICK_PERIOD,
-    TICKER,
     Throttle,
     Ticker,
     as_current_request,
     guarded,
     stop_following,
 )
+
+# Re-exported for widgets/board.py, which imports them from here today; their
+# home is .ticker (import them from there).
+from .ticker import TICKER as TICKER
+from .ticker import guarded as _guarded
 
 __all__ = [
     "MIN_INTERVAL",
@@ -79,10 +83,6 @@ __all__ = [
     "display_job",
     "display_job_into",
 ]
-
-#: Kept importable from here for the board until it imports from :mod:`.ticker`.
-_guarded = guarded
-_ = (TICKER, stop_following)
 
 STATIC = Path(__file__).with_name("static")
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"

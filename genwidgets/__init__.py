@@ -50,9 +50,12 @@ _LAZY = {
     "EndpointForm": (".widgets.form", "EndpointForm"),
     "render": (".widgets.render", "render"),
     "board": (".widgets.board", "board"),
-    "sweep": (".widgets.board", "sweep"),
+    "sweep": (".widgets.sweep", "sweep"),
+    "grid": (".widgets.grid", "grid"),
+    "grids": (".lab.run", "grids"),
+    "load_grid": (".widgets.grid", "load_grid"),
 }
-_SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors"}
+_SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors", "lab"}
 
 
 def __getattr__(name: str) -> Any:
@@ -98,6 +101,9 @@ __all__ = [
     "endpoint",
     "endpoints",
     "form",
+    "grid",
+    "grids",
+    "load_grid",
     "render",
     "sweep",
     "validate",

@@ -14,14 +14,15 @@ import logging
 import warnings
 import weakref
 from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 
 from . import _config
+from .catalog import EndpointModel, webhook_fields
 from .catalog import validate as validate_payload
-from .catalog import webhook_fields
 from .errors import (
     EndpointNotFound,
     ModelNotAllowed,
@@ -127,6 +128,16 @@ def prepare_payload(
             endpoint=endpoint,
         )
     return body
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """TEMP shim (the core helper owns the real one): a payload validated once."""
+
+    endpoint: str
+    model: EndpointModel
+    payload: dict[str, Any]
+    body: bytes
 
 
 class Client:
@@ -256,6 +267,16 @@ class Client:
         body = prepare_payload(endpoint, payload, validate=validate)
         row = self._record_intent(endpoint, body)
         return self._engine.run(self._create(endpoint, body, headers, row))
+
+    def prepare(self, endpoint: str, payload: Mapping[str, Any]) -> PreparedRequest:
+        """TEMP shim (core owns the real one): validate once, serialise once."""
+        model = validate_payload(endpoint, payload)
+        sent = model.payload()
+        return PreparedRequest(endpoint, model, sent, json.dumps(sent).encode())
+
+    def send(self, prepared: PreparedRequest) -> Job:
+        """TEMP shim (core owns the real one): send without validating again."""
+        return self.submit(prepared.endpoint, prepared.payload, validate=False)
 
     def _record_intent(self, endpoint: str, body: Mapping[str, Any]) -> int | None:
         """Written before the request leaves, so a crash leaves "outcome unknown", not a gap."""

@@ -2,8 +2,11 @@
 
 Modules, each importing only those above it in this list:
 
-- ``paths``, ``markers``: walking a model along a payload path; field markers
-  (:data:`BILLED`, :class:`MediaSpec`, :data:`PROMPT_STRING`, :data:`Number`);
+- ``introspect``: the one annotation walker (``Annotated``, unions, containers,
+  choices, nested models, limits), shared with the forms; it imports nothing here;
+- ``markers``: field markers (:data:`BILLED`, :class:`MediaSpec`,
+  :data:`PROMPT_STRING`, :data:`Number`);
+- ``paths``: walking a model along a payload path;
 - ``findings``: soft findings (warnings) of validators;
 - ``model``: the base models :class:`Endpoint` and :class:`Part`;
 - ``checks``, ``coerce``: media-string checks and value normalisers families share;

@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from .paths import leaves
+from .introspect import leaves
 
 
 class EndpointModel(BaseModel):

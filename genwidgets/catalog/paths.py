@@ -4,60 +4,19 @@ forms share these rather than walking models themselves.
 :func:`field_info_at` and :func:`media_spec_at` follow a path such as
 ``("content", 0, "image_url", "url")`` (list indexes optional, wire names or
 aliases); :func:`media_fields_of` lists every media field of a model;
-:func:`leaves`, :func:`item_types` and :func:`models_in` look through
-``Annotated``, unions and containers.
+the walk through ``Annotated``, unions and containers is the catalog's one
+annotation walker, :mod:`genwidgets.catalog.introspect`.
 """
 
 from __future__ import annotations
 
-import types
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from .introspect import item_types, models_in
 from .markers import MediaSpec, media_spec
-
-_UNION_ORIGINS: tuple[Any, ...] = (Union, types.UnionType)
-_CONTAINER_ORIGINS: tuple[Any, ...] = (list, tuple, set, frozenset, Sequence)
-
-
-def leaves(annotation: Any) -> Iterator[Any]:
-    """The members of an annotation under ``Annotated`` and unions (containers kept)."""
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        yield from leaves(get_args(annotation)[0])
-    elif origin in _UNION_ORIGINS:
-        for arg in get_args(annotation):
-            yield from leaves(arg)
-    else:
-        yield annotation
-
-
-def item_types(annotation: Any) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    """The types under ``Annotated``, unions and containers, each with the ``Annotated``
-    metadata met on the way: a list item's MediaSpec rides inside the list."""
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        inner, *meta = get_args(annotation)
-        for leaf, more in item_types(inner):
-            yield leaf, (*meta, *more)
-    elif origin in _UNION_ORIGINS or origin in _CONTAINER_ORIGINS:
-        for arg in get_args(annotation):
-            if arg is not Ellipsis and arg is not type(None):
-                yield from item_types(arg)
-    else:
-        yield annotation, ()
-
-
-def models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The nested models a value of ``annotation`` may hold (list items included)."""
-    return [
-        leaf
-        for leaf, _ in item_types(annotation)
-        if isinstance(leaf, type) and issubclass(leaf, BaseModel)
-    ]
 
 
 def media_specs(info: FieldInfo) -> list[MediaSpec]:

@@ -84,7 +84,8 @@ class AudioUrl(Part):
 
 
 ContentType = Literal["text", "image_url", "video_url", "audio_url"]
-_ROLES_BY_TYPE: dict[str, tuple[str, ...]] = {
+#: The roles each content item type may carry (the content builder offers these).
+ROLES_BY_TYPE: dict[str, tuple[str, ...]] = {
     "text": (),
     "image_url": ("first_frame", "last_frame", "reference_image"),
     "video_url": ("reference_video",),
@@ -132,13 +133,13 @@ class ContentItem(Part):
     def _fits_its_type(self) -> ContentItem:
         if getattr(self, self.type) is None:
             raise ValueError(f"a content item of type {self.type} needs its {self.type} field")
-        others = [k for k in _ROLES_BY_TYPE if k != self.type and getattr(self, k) is not None]
+        others = [k for k in ROLES_BY_TYPE if k != self.type and getattr(self, k) is not None]
         if others:
             raise ValueError(
                 f"a content item of type {self.type} carries no {', '.join(others)} "
                 "(one item per text, image, video or audio)"
             )
-        allowed = _ROLES_BY_TYPE[self.type]
+        allowed = ROLES_BY_TYPE[self.type]
         if self.role is not None and self.role not in allowed:
             options = ", ".join(allowed) if allowed else "no role"
             raise ValueError(
@@ -147,7 +148,7 @@ class ContentItem(Part):
         return self
 
 
-def _image_scenario_problem(roles: Sequence[str | None]) -> str | None:
+def image_scenario_problem(roles: Sequence[str | None]) -> str | None:
     """Why these image roles break the three mutually exclusive scenarios, or None."""
     if not roles:
         return None
@@ -234,7 +235,7 @@ class _VidABody(Endpoint):
                 "image+video, video+audio, or image+video+audio)"
             )
         roles = [item.role for item in self.content if item.type == "image_url"]
-        problem = _image_scenario_problem(roles)
+        problem = image_scenario_problem(roles)
         if problem:
             raise ValueError(f"content: {problem}")
         return self

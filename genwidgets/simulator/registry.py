@@ -12,10 +12,9 @@ thread never warns into a user's notebook.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from ..catalog import collect_warnings, endpoint, endpoints, validate
+from ..catalog import EndpointSpec, collect_warnings, endpoint, endpoints, validate
 from ..errors import PayloadError
 
 #: Run time of one task at speed 1 ("demo speed"), per kind, in seconds.
@@ -30,22 +29,14 @@ BASE_SECONDS = {
 }
 
 
-@dataclass(frozen=True)
-class SimEndpoint:
-    id: str
-    kind: str
-    documented: bool = True
+class CatalogEndpoints(Mapping[str, EndpointSpec]):
+    """The endpoints served: the catalog's, read at each lookup (never a copy)."""
 
-
-class CatalogEndpoints(Mapping[str, SimEndpoint]):
-    """The endpoints served, read from the catalog at each lookup (never a copy)."""
-
-    def __getitem__(self, endpoint_id: str) -> SimEndpoint:
+    def __getitem__(self, endpoint_id: str) -> EndpointSpec:
         try:
-            spec = endpoint(endpoint_id)
+            return endpoint(endpoint_id)
         except PayloadError:
             raise KeyError(endpoint_id) from None
-        return SimEndpoint(spec.id, spec.kind, spec.documented)
 
     def __iter__(self) -> Iterator[str]:
         return iter([spec.id for spec in endpoints(documented_only=False)])
@@ -54,7 +45,7 @@ class CatalogEndpoints(Mapping[str, SimEndpoint]):
         return len(endpoints(documented_only=False))
 
 
-ENDPOINTS: Mapping[str, SimEndpoint] = CatalogEndpoints()
+ENDPOINTS: Mapping[str, EndpointSpec] = CatalogEndpoints()
 
 
 def payload_errors(endpoint_id: str, payload: Mapping[str, Any]) -> list[dict[str, Any]]:

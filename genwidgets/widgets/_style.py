@@ -1,10 +1,17 @@
-"""Shared look and safety rules of the task view, renderers and board.
+"""The one style module: the look and the safety rules of every widget.
+
+Forms, fields, the task view, renderers and the board take their colours from
+:data:`PALETTE`, their text styles, badges (one "simulated" badge, one billed
+badge) and shared layouts from here, so a colour changes in one place.
 
 Everything that reaches HTML goes through :func:`esc`; every URL through
 :func:`safe_url`; every content type through :func:`safe_mime`. Keeping the three
 rules in one module is what makes "hostile outputs are harmless" checkable.
 
-Status words (DESIGN decision 8: terminality comes from ``status`` alone):
+Status words. Terminality comes from ``status`` alone: ``COMPLETED`` is terminal
+and then ``error``/``error_type`` decide success; ``CANCELLED``, ``CANCELED``,
+``FAILED`` and ``ERROR`` are also terminal; unknown names are shown verbatim and
+stay non-terminal (see :func:`genwidgets.protocol.records.is_terminal`):
 
 =================  ===========  ======
 wire status        shown as     colour
@@ -24,23 +31,50 @@ simulator's wire shape) or its status is ``CANCELLED``/``CANCELED``.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..protocol.records import FAILURE_STATUSES, Result, Status, is_terminal
 
+if TYPE_CHECKING:
+    import ipywidgets
+
 Category = Literal["queued", "running", "done", "failed"]
 
-COLOURS: dict[str, str] = {
-    "queued": "#6b7280",  # grey
-    "running": "#2563eb",  # blue
-    "done": "#15803d",  # green
-    "failed": "#dc2626",  # red
+#: Every colour a widget uses, by role.
+PALETTE: dict[str, str] = {
+    "muted": "#6b7280",  # grey: help text, queued
+    "info": "#2563eb",  # blue: running
+    "ok": "#15803d",  # green: done, checks passed
+    "error": "#dc2626",  # red: failed, errors, the required star
+    "warn": "#b45309",  # amber: warnings
+    "badge_fg": "#92400e",  # amber badges ("simulated", billed "$")
+    "badge_bg": "#fef3c7",
+    "border": "#e5e7eb",
+    "track": "#e5e7eb",  # the empty part of a progress bar
 }
+
+COLOURS: dict[str, str] = {
+    "queued": PALETTE["muted"],
+    "running": PALETTE["info"],
+    "done": PALETTE["ok"],
+    "failed": PALETTE["error"],
+}
+
+#: Inline styles of the text kinds forms and fields write.
+HELP_STYLE = f"color:{PALETTE['muted']};font-size:0.85em"
+ERROR_STYLE = f"color:{PALETTE['error']}"
+WARN_STYLE = f"color:{PALETTE['warn']}"
+OK_STYLE = f"color:{PALETTE['ok']}"
+_BADGE_STYLE = (
+    f"background:{PALETTE['badge_bg']};color:{PALETTE['badge_fg']};border-radius:4px;"
+    "padding:0 6px;font-size:0.85em"
+)
 
 #: Icons for outputs (and cards) with no thumbnail, by Output.kind / catalog kind.
 KIND_ICONS: dict[str, str] = {
@@ -246,11 +280,39 @@ def error_html(look: StatusLook) -> str:
     )
 
 
+#: The one "simulated" badge: every widget drawn for the embedded simulator shows it.
 SIMULATED_BADGE = (
     '<span class="gw-simulated" title="answers come from the local simulator, not a real '
-    'gateway" style="background:#fef3c7;color:#92400e;border-radius:4px;padding:0 6px;'
-    'font-size:0.85em">simulated</span>'
+    f'gateway" style="{_BADGE_STYLE}">simulated</span>'
 )
+
+#: The billed badge beside a field that changes what a task costs.
+BILLED_BADGE = (
+    '<span class="gw-billed" title="This field affects what the task bills" '
+    f'style="{_BADGE_STYLE}">$</span>'
+)
+
+_LAYOUTS: dict[str, dict[str, str]] = {
+    "label": {"width": "190px", "min_width": "190px"},
+    "wide": {"width": "auto", "flex": "1 1 auto"},
+    "area": {"width": "auto", "flex": "1 1 auto", "height": "90px"},
+    "row": {"width": "100%", "margin": "2px 0"},
+    "item": {"width": "100%", "margin": "0 0 0 12px"},
+    "box": {"width": "100%", "border": f"1px solid {PALETTE['border']}", "padding": "4px"},
+    "small": {"width": "auto"},
+    "tick": {"width": "28px"},
+    "number": {"width": "160px"},
+    "note": {"width": "auto", "margin": "0 0 0 194px"},
+}
+
+
+@functools.cache
+def layout(name: str) -> ipywidgets.Layout:
+    """A shared ``Layout`` by name (see ``_LAYOUTS``): one object serves every widget
+    that uses it, so each field costs less to build and to save."""
+    import ipywidgets  # only widgets ask for layouts; the safety rules above need none
+
+    return ipywidgets.Layout(**_LAYOUTS[name])
 
 
 def format_elapsed(seconds: float | None) -> str:
@@ -301,7 +363,7 @@ def progress_bar_html(look: StatusLook) -> str:
     return (
         "<style>@keyframes gw-slide{0%{margin-left:-30%}100%{margin-left:100%}}</style>"
         '<div class="gw-bar gw-bar-indeterminate" style="height:6px;border-radius:3px;'
-        'background:#e5e7eb;overflow:hidden;width:100%">'
+        f'background:{PALETTE["track"]};overflow:hidden;width:100%">'
         f'<div style="height:100%;width:30%;background:{colour};border-radius:3px;'
         f'animation:gw-slide {speed} ease-in-out infinite"></div></div>'
     )
@@ -310,7 +372,9 @@ def progress_bar_html(look: StatusLook) -> str:
 def table_html(data: Any, *, depth: int = 0, max_depth: int = 6, max_items: int = 200) -> str:
     """A readable, escaped HTML table of JSON-like data; nested values nest tables,
     and anything deeper than ``max_depth`` is pretty-printed in a ``<pre>``."""
-    cell = "border:1px solid #e5e7eb;padding:2px 6px;vertical-align:top;text-align:left"
+    cell = (
+        f"border:1px solid {PALETTE['border']};padding:2px 6px;vertical-align:top;text-align:left"
+    )
     if isinstance(data, Mapping) and data and depth < max_depth:
         rows = []
         for i, (key, value) in enumerate(data.items()):
@@ -337,7 +401,7 @@ def table_html(data: Any, *, depth: int = 0, max_depth: int = 6, max_items: int 
         text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
         return f'<pre style="margin:0">{esc(text)}</pre>'
     if data is None:
-        return '<span style="color:#6b7280">null</span>'
+        return f'<span style="color:{PALETTE["muted"]}">null</span>'
     if isinstance(data, str) and ("\n" in data or len(data) > 120):
         return f'<pre style="margin:0;white-space:pre-wrap">{esc(data)}</pre>'
     return esc(data if isinstance(data, str) else json.dumps(data, default=str))

@@ -1,62 +1,41 @@
-"""The board of a session's jobs, and prompt-tuning sweeps.
+"""The board of a session's jobs and grids.
 
 ``gw.board(client)`` shows every job of the session as a card: a thumbnail (the
-first image output, else an icon of the kind), the endpoint, the coloured
-status, the elapsed time and *only the parameters that differ* between the
-jobs shown, with filters by endpoint and status. Cards update live through
-``job.add_update_callback`` with the task view's throttle (one writer per
-card, at most ~10 writes a second); the board looks for new jobs of the client
-on the shared one-second tick until it is closed (``board.close()``). When the
-client offers ``history()`` (the ledger's past jobs, re-attached as Jobs), the
-newest :data:`HISTORY_LIMIT` appear too; the ledger is read when the board is
-made and on Refresh, not on every tick. Plain records (mappings or objects with
-endpoint, request_id, status, ...) are shown as static cards. With no client
-given, the board uses ``genwidgets._client.latest_client()`` when the client
-module offers it, else a new ``Client()``.
+first image output, else an icon of the kind drawn in inline SVG), the
+endpoint, the coloured status, the elapsed time and, *within each endpoint*,
+only the parameters that differ between that endpoint's jobs shown (a card
+never lists a field its endpoint does not have), with filters by endpoint and
+status. A grid (``gw.grid``) is one entry: its endpoint, shape, progress and
+ratings, not one card per cell. Cards update live through
+``job.add_update_callback`` with the task view's throttle (one writer per card,
+at most ~10 writes a second); the board looks for new jobs of the client on the
+shared one-second tick until it is closed (``board.close()``). The newest
+:data:`HISTORY_LIMIT` jobs of ``client.history()`` (the ledger's, re-attached)
+appear too, and the stored grids of the client's gateway; both are read when
+the board is made and on Refresh, not on every tick. Mappings in the history
+(endpoint, request_id, status, ...) are shown as static cards. With no client
+given, the board uses the most recent client of the process, else a new one.
 
-``gw.sweep(endpoint, base_payload, vary=...)`` submits the cartesian product of
-the varied values. Before anything is sent it validates every payload (all
-problems reported together), and shows how many tasks it makes and what they
-bill. Choices where the issue is silent:
-
-- **Billed jobs.** For imgM endpoints, a prompt with permutations ``{a, b}``
-  and ``--repeat`` is one task that bills several generations (spec: "each
-  generated prompt is billed separately"); the sweep sends the prompt as it is
-  and counts ``Prompt.jobs()`` generations for it. ``max_jobs`` and
-  ``confirm_above`` compare against the *billed* count, the one that costs money.
-- **Confirmation.** Above ``confirm_above`` nothing is sent until the "Submit N
-  tasks" button is clicked, ``sweep.submit()`` is called, or ``confirm=True``
-  was passed. Outside Jupyter the same rule holds (a line says how to confirm).
-- **Return value.** A :class:`Sweep`: a ``list`` of the created Jobs in
-  combination order (filled once every create has answered), with
-  ``.widget`` (the displayed :class:`SweepView`), ``.labels``, ``.payloads``,
-  ``.errors`` (index → exception of a create that failed; that cell shows it)
-  and ``.wait_submitted()``. ``sweep()`` displays its widget itself (in a
-  kernel), so ``jobs = gw.sweep(...)`` still shows the confirmation button.
-- **Concurrency.** At most ``concurrency`` creates are in flight, from a small
-  thread pool; polling is the engine's business afterwards.
+``gw.sweep`` lives in :mod:`genwidgets.widgets.sweep`; its planning, shared with
+grids, in :mod:`genwidgets.lab.plan`.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
-import json
 import logging
-import math
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import ipywidgets
 
-from ..errors import PayloadError
+from ..lab.plan import differing_params
+from ..lab.run import default_client
+from ..lab.store import GridRecord, store_for
 from ..protocol.records import Output, Result, Status, is_terminal
 from ._style import (
-    COLOURS,
-    KIND_ICONS,
     SIMULATED_BADGE,
     StatusLook,
     error_html,
@@ -67,55 +46,83 @@ from ._style import (
     status_badge,
 )
 from .render import source_of, to_html
-from .task import TICKER, Throttle, _guarded, in_kernel, job_look, stop_following
+from .task import TICKER, Throttle, _embedded, _guarded, job_look, stop_following
 
 if TYPE_CHECKING:
     from ..jobs.job import Job
+    from ..jobs.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "Board",
+    "BoardClient",
     "JobCard",
-    "Sweep",
-    "SweepView",
     "board",
+    "card_html",
     "differing_params",
-    "prompt_jobs",
-    "sweep",
+    "grid_entry_html",
+    "kind_icon",
 ]
 
 ALL = "(all)"
 STATUS_FILTERS = ("queued", "running", "done", "failed")
 #: A thumbnail pushed as bytes must stay small: a board may hold hundreds.
 THUMBNAIL_BYTES = 2 * 1024 * 1024
-PROMPT_FIELD_NAMES = ("remixPrompt", "remix_prompt", "prompt")
 #: Ledger entries a board loads (newest first).
 HISTORY_LIMIT = 200
-
-_MISSING = object()
-
-
-# --- parameters that differ ------------------------------------------------------
+#: Stored grids a board lists (newest first).
+GRID_LIMIT = 50
+GRID_LAYOUT = {"grid_template_columns": "repeat(auto-fill, minmax(220px, 1fr))", "grid_gap": "8px"}
 
 
-def _canonical(value: Any) -> str:
-    if value is _MISSING:
-        return "\x00missing"
-    try:
-        return json.dumps(value, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+class BoardClient(Protocol):
+    """What the board needs of a client (the public Client API)."""
+
+    embedded: bool
+    ledger: Ledger | None
+
+    @property
+    def gateway_name(self) -> str: ...
+
+    @property
+    def jobs(self) -> Sequence[Job]: ...
+
+    def history(
+        self, endpoint: str | None = None, status: str | None = None, limit: int | None = None
+    ) -> Sequence[Any]: ...
 
 
-def differing_params(payloads: Iterable[Mapping[str, Any] | None]) -> list[str]:
-    """Top-level payload keys whose values are not the same in every payload
-    (a key missing from some payloads differs), in first-seen order."""
-    items = [p or {} for p in payloads]
-    keys: dict[str, None] = {}
-    for p in items:
-        keys.update(dict.fromkeys(p))
-    return [key for key in keys if len({_canonical(p.get(key, _MISSING)) for p in items}) > 1]
+# --- icons (inline SVG: no emoji font needed) -----------------------------------------
+
+_ICON_PATHS = {
+    "image": "M3 5h18v14H3zM6 16l4-5 3 4 2-2 3 3M8 9a1.5 1.5 0 1 0 0 .1",
+    "video": "M3 6h12v12H3zM15 10l6-3v10l-6-3z",
+    "audio": "M4 9v6h4l5 4V5L8 9zM16 8.5a5 5 0 0 1 0 7M18.5 6a8.5 8.5 0 0 1 0 12",
+    "json": "M8 4c-2 0-2 2-2 4s-2 4-2 4 2 0 2 4 0 4 2 4M16 4c2 0 2 2 2 4s2 4 2 4-2 0-2 4 0 4-2 4",
+    "text": "M6 3h9l4 4v14H6zM9 10h7M9 14h7M9 18h5",
+    "person": "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM4 21c0-4 4-6 8-6s8 2 8 6",
+    "binary": "M6 3h9l4 4v14H6zM15 3v4h4",
+    "grid": "M3 3h8v8H3zM13 3h8v8h-8zM3 13h8v8H3zM13 13h8v8h-8z",
+}
+_ICON_OF_KIND = {
+    "speech": "audio",
+    "asset": "json",
+    "face": "person",
+    "subject": "person",
+}
+
+
+def kind_icon(kind: str | None, size: int = 40) -> str:
+    """An inline SVG icon of an output or endpoint kind (stroked, grey)."""
+    name = _ICON_OF_KIND.get(kind or "", kind or "binary")
+    path = _ICON_PATHS.get(name, _ICON_PATHS["binary"])
+    return (
+        f'<svg class="gw-icon gw-icon-{esc(name)}" width="{size}" height="{size}" '
+        'viewBox="0 0 24 24" fill="none" stroke="#6b7280" stroke-width="1.5" '
+        'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true">'
+        f'<path d="{path}"/></svg>'
+    )
 
 
 # --- cards -----------------------------------------------------------------------
@@ -133,8 +140,7 @@ def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> str:
             f'<img src="{esc(href)}" alt="" loading="lazy" '
             'style="max-width:100%;max-height:120px;object-fit:contain">'
         )
-    kind = outputs[0].kind if outputs else (kind_hint or "binary")
-    return f'<span style="font-size:40px">{KIND_ICONS.get(kind, KIND_ICONS["binary"])}</span>'
+    return kind_icon(outputs[0].kind if outputs else kind_hint)
 
 
 @functools.lru_cache(maxsize=256)
@@ -145,6 +151,28 @@ def _endpoint_kind(endpoint: str) -> str | None:
         return catalog_endpoint(endpoint).kind
     except Exception:  # unknown endpoint: no icon hint
         return None
+
+
+@functools.lru_cache(maxsize=256)
+def _endpoint_fields(endpoint: str) -> frozenset[str] | None:
+    """Wire names and aliases of the endpoint's fields; None for an unknown endpoint."""
+    try:
+        from ..catalog import endpoint as catalog_endpoint
+
+        fields = catalog_endpoint(endpoint).model.model_fields
+    except Exception:  # unknown endpoint: only its own payload's keys are listed
+        return None
+    return frozenset(fields) | frozenset(f.alias for f in fields.values() if f.alias)
+
+
+def params_by_endpoint(
+    entries: Sequence[tuple[str, Mapping[str, Any] | None]],
+) -> dict[str, list[str]]:
+    """For each endpoint, the payload keys that differ among its own entries."""
+    grouped: dict[str, list[Mapping[str, Any] | None]] = {}
+    for endpoint, payload in entries:
+        grouped.setdefault(endpoint, []).append(payload)
+    return {endpoint: differing_params(payloads) for endpoint, payloads in grouped.items()}
 
 
 @dataclass(frozen=True)
@@ -169,7 +197,7 @@ class CardData:
             elapsed=job.elapsed,
             payload=job.payload,
             outputs=tuple(result.outputs) if result is not None else (),
-            simulated=bool(getattr(job.client, "embedded", False)),
+            simulated=_embedded(job),
         )
 
 
@@ -196,6 +224,8 @@ def card_html(
             f"{_thumbnail(data.outputs, _endpoint_kind(data.endpoint))}</div>"
         )
     payload = data.payload or {}
+    fields = _endpoint_fields(data.endpoint)
+    params = [k for k in params if k in payload or (fields is not None and k in fields)]
     rows = "".join(
         f'<div class="gw-param"><span style="color:#6b7280">{esc(key)}</span> = '
         f"{esc(short(payload[key], 60)) if key in payload else '<i>unset</i>'}</div>"
@@ -293,16 +323,14 @@ class JobCard(ipywidgets.HTML):
 # --- history (the ledger's, when the client offers it) --------------------------------
 
 
-def _field(record: Any, name: str, default: Any = None) -> Any:
-    if isinstance(record, Mapping):
-        return record.get(name, default)
-    return getattr(record, name, default)
+def _field(record: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    return record.get(name, default)
 
 
-def history_card(record: Any) -> CardData | None:
-    """A card from a ledger record (a mapping or an object with endpoint,
-    request_id, status, error, error_type, payload, outputs, submitted_at,
-    finished_at); ``None`` if it lacks an endpoint or request_id."""
+def history_card(record: Mapping[str, Any]) -> CardData | None:
+    """A card from a ledger record (a mapping with endpoint, request_id, status,
+    error, error_type, payload, outputs, submitted_at, finished_at); ``None`` if
+    it lacks an endpoint or request_id."""
     endpoint, request_id = _field(record, "endpoint"), _field(record, "request_id")
     if not endpoint or not request_id:
         return None
@@ -338,29 +366,66 @@ def history_card(record: Any) -> CardData | None:
 # --- the board ---------------------------------------------------------------------
 
 
-def _default_client() -> Any:
-    """The most recent Client of the process (if the client module tracks one), else a new one."""
-    from .. import _client
+@dataclass(frozen=True)
+class GridEntry:
+    """A stored grid as one board entry."""
 
-    latest = getattr(_client, "latest_client", None)
-    if callable(latest):
-        found = latest()
-        if found is not None:
-            return found
-    return _client.Client()
+    record: GridRecord
+
+    @property
+    def endpoint(self) -> str:
+        return self.record.endpoint
+
+    def category(self, cards: Mapping[str, JobCard]) -> str:
+        """running while any sent cell's job is not terminal (as far as the board knows)."""
+        for cell in self.record.cells:
+            card = cards.get(cell.request_id or "")
+            if card is not None and not job_look(card.job).terminal:
+                return "running"
+        return "done"
 
 
-GRID_LAYOUT = {"grid_template_columns": "repeat(auto-fill, minmax(220px, 1fr))", "grid_gap": "8px"}
+def grid_entry_html(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
+    """One grid as a card: its icon or best-rated image, endpoint, axes, counts, stars."""
+    record = entry.record
+    axes = record.description.get("axes") or {}
+    dims = [
+        f"{(a or {}).get('field')} ({len((a or {}).get('values') or [])})"
+        for d in ("x", "y", "z")
+        if (a := axes.get(d))
+    ]
+    rated = sorted((c for c in record.cells if c.stars), key=lambda c: -c.stars)
+    thumb = kind_icon("grid")
+    for cell in rated or record.cells:
+        card = cards.get(cell.request_id or "")
+        result = card.job.last_result if card is not None else None
+        if result is not None and result.outputs:
+            thumb = _thumbnail(result.outputs, "image")
+            break
+    best = f" · best {rated[0].stars}/5" if rated else ""
+    return (
+        '<div class="gw-card gw-grid-entry" style="border:1px solid #e5e7eb;border-left:4px '
+        'solid #6366f1;border-radius:6px;padding:6px;font-size:0.9em">'
+        '<div class="gw-thumb" style="height:120px;display:flex;align-items:center;'
+        f'justify-content:center;background:#f9fafb">{thumb}</div>'
+        f'<div class="gw-endpoint"><b>{esc(record.endpoint)}</b> · grid</div>'
+        f"<div>{esc(' × '.join(dims))}</div>"
+        f"<div>{record.sent} of {len(record.cells)} sent · {record.rated} rated{esc(best)}</div>"
+        f'<code style="user-select:all;font-size:0.8em;color:#6b7280">'
+        f"gw.load_grid({esc(repr(record.id))})</code></div>"
+    )
 
 
 class Board(ipywidgets.VBox):
-    """Every job of a client's session as cards, filterable by endpoint and status."""
+    """Every job of a client's session as cards, and its grids as one entry each,
+    filterable by endpoint and status."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: BoardClient) -> None:
         self.client = client
         self._lock = threading.RLock()
         self.cards: dict[str, JobCard] = {}
         self.history_cards: dict[str, tuple[CardData, ipywidgets.HTML]] = {}
+        self.grid_entries: dict[str, tuple[GridEntry, ipywidgets.HTML]] = {}
         self.endpoint_filter = ipywidgets.Dropdown(
             options=[ALL], value=ALL, description="endpoint", layout={"width": "auto"}
         )
@@ -380,7 +445,7 @@ class Board(ipywidgets.VBox):
             [self.endpoint_filter, self.status_filter, self.refresh_button, self.count_html],
             layout={"align_items": "center", "grid_gap": "8px"},
         )
-        badge = ipywidgets.HTML(SIMULATED_BADGE if getattr(client, "embedded", False) else "")
+        badge = ipywidgets.HTML(SIMULATED_BADGE if client.embedded else "")
         super().__init__([ipywidgets.HBox([controls, badge]), self.grid])
         self.add_class("gw-board")
         self.endpoint_filter.observe(lambda _c: self._throttle.request(force=True), "value")
@@ -390,15 +455,16 @@ class Board(ipywidgets.VBox):
         TICKER.add(self)
 
     def _jobs(self) -> list[Job]:
-        return list(getattr(self.client, "jobs", []) or [])
+        return list(self.client.jobs)
 
     def refresh(self, *, history: bool = True) -> None:
-        """Pick up new jobs (and, with ``history``, the ledger's), then redraw."""
+        """Pick up new jobs (and, with ``history``, the ledger's jobs and grids), then redraw."""
         with self._lock:
             for job in self._jobs():
                 self._add_job(job)
             if history:
                 self._load_history()
+                self._load_grids()
         self._throttle.request(force=True)
 
     def _add_job(self, job: Job) -> None:
@@ -409,21 +475,14 @@ class Board(ipywidgets.VBox):
         self.cards[key] = JobCard(job, on_change=self._on_card_change)
 
     def _load_history(self) -> None:
-        """``client.history()`` when the client has one: re-attached Jobs become
-        job cards, plain records (mappings/objects) static cards."""
-        history = getattr(self.client, "history", None)
-        if not callable(history):
-            return
+        """``client.history()``: re-attached Jobs become job cards, mappings static cards."""
         try:
-            try:
-                records = list(history(limit=HISTORY_LIMIT))
-            except TypeError:
-                records = list(history())
+            records = list(self.client.history(limit=HISTORY_LIMIT))
         except Exception:  # the ledger is optional: a broken one hides nothing else
             log.warning("genwidgets: the board could not read the history", exc_info=True)
             return
         for record in records:
-            if callable(getattr(record, "add_update_callback", None)):
+            if not isinstance(record, Mapping):
                 self._add_job(record)
                 continue
             data = history_card(record)
@@ -434,6 +493,28 @@ class Board(ipywidgets.VBox):
                     data,
                     ipywidgets.HTML(layout=ipywidgets.Layout(width="100%")),
                 )
+
+    def _load_grids(self) -> None:
+        """The stored grids of the client's gateway (newest :data:`GRID_LIMIT`)."""
+        try:
+            records = store_for(self.client).grids(self.client.gateway_name)[:GRID_LIMIT]
+        except Exception:  # the store is optional: a broken one hides nothing else
+            log.warning("genwidgets: the board could not read the grids", exc_info=True)
+            return
+        for record in records:
+            widget = self.grid_entries.get(record.id, (None, None))[1]
+            self.grid_entries[record.id] = (
+                GridEntry(record),
+                widget or ipywidgets.HTML(layout=ipywidgets.Layout(width="100%")),
+            )
+
+    def _in_grids(self) -> set[str]:
+        return {
+            c.request_id
+            for entry, _ in self.grid_entries.values()
+            for c in entry.record.cells
+            if c.request_id
+        }
 
     def tick(self) -> None:
         """The shared ticker's call: look for jobs submitted since the last look."""
@@ -447,16 +528,19 @@ class Board(ipywidgets.VBox):
             self._throttle.request()
 
     def shown(self) -> list[CardData]:
-        """The cards that pass the filters, newest first."""
+        """The job cards that pass the filters (grid cells excepted), newest first."""
         with self._lock:
-            entries = [CardData.of_job(card.job) for card in self.cards.values()]
-            entries += [data for data, _ in self.history_cards.values()]
-        return [d for d in entries if self._passes(d)]
+            in_grids = self._in_grids()
+            entries = [
+                CardData.of_job(card.job) for key, card in self.cards.items() if key not in in_grids
+            ]
+            entries += [d for key, (d, _) in self.history_cards.items() if key not in in_grids]
+        return [d for d in entries if self._passes(d.endpoint, d.look.category)]
 
-    def _passes(self, data: CardData) -> bool:
-        endpoint, status = self.endpoint_filter.value, self.status_filter.value
-        return (endpoint == ALL or data.endpoint == endpoint) and (
-            status == ALL or data.look.category == status
+    def _passes(self, endpoint: str, category: str) -> bool:
+        wanted_endpoint, status = self.endpoint_filter.value, self.status_filter.value
+        return (wanted_endpoint == ALL or endpoint == wanted_endpoint) and (
+            status == ALL or category == status
         )
 
     def close(self) -> None:
@@ -467,367 +551,57 @@ class Board(ipywidgets.VBox):
 
     def _write(self) -> None:
         with self._lock:
+            in_grids = self._in_grids()
             endpoints = sorted(
                 {str(c.job.endpoint) for c in self.cards.values()}
                 | {d.endpoint for d, _ in self.history_cards.values()}
+                | {e.endpoint for e, _ in self.grid_entries.values()}
             )
             options = [ALL, *endpoints]
             if list(self.endpoint_filter.options) != options:
                 current = self.endpoint_filter.value
                 self.endpoint_filter.options = options
                 self.endpoint_filter.value = current if current in options else ALL
-            live = [c for c in self.cards.values() if self._passes(CardData.of_job(c.job))]
-            past = [(d, w) for d, w in self.history_cards.values() if self._passes(d)]
-            params = differing_params([c.job.payload for c in live] + [d.payload for d, _ in past])
+            live = [
+                c
+                for key, c in self.cards.items()
+                if key not in in_grids
+                and self._passes(str(c.job.endpoint), job_look(c.job).category)
+            ]
+            past = [
+                (d, w)
+                for key, (d, w) in self.history_cards.items()
+                if key not in in_grids and self._passes(d.endpoint, d.look.category)
+            ]
+            grids = [
+                (e, w)
+                for e, w in self.grid_entries.values()
+                if self._passes(e.endpoint, e.category(self.cards))
+            ]
+            params = params_by_endpoint(
+                [(str(c.job.endpoint), c.job.payload) for c in live]
+                + [(d.endpoint, d.payload) for d, _ in past]
+            )
             live.sort(key=lambda c: c.job.submitted_at, reverse=True)
             for card in live:
-                card.set_params(params)
+                card.set_params(params.get(str(card.job.endpoint), []))
             for data, widget in past:
-                widget.value = card_html(data, params)
-            self.grid.children = [*live, *(w for _, w in past)]
-            total = len(self.cards) + len(self.history_cards)
+                widget.value = card_html(data, params.get(data.endpoint, []))
+            for entry, widget in grids:
+                widget.value = grid_entry_html(entry, self.cards)
+            self.grid.children = [*(w for _, w in grids), *live, *(w for _, w in past)]
+            total = (
+                len(self.cards)
+                + len(self.history_cards)
+                - len(in_grids & (set(self.cards) | set(self.history_cards)))
+            )
             self.count_html.value = (
-                f'<span style="color:#6b7280">{len(live) + len(past)} of {total} jobs</span>'
+                f'<span style="color:#6b7280">{len(live) + len(past)} of {total} jobs'
+                f"{f', {len(grids)} grids' if grids else ''}</span>"
             )
 
 
-def board(client: Any = None) -> Board:
-    """A board of every job of ``client``'s session (default: the most recent
-    client of the process, or a new one)."""
-    return Board(client if client is not None else _default_client())
-
-
-# --- sweeps ------------------------------------------------------------------------
-
-
-def prompt_jobs(text: str) -> int:
-    """How many generations an imgM prompt bills: its permutations, each times
-    its ``--repeat`` (:meth:`genwidgets.imgm.prompt.Prompt.jobs`). A prompt that
-    cannot be parsed raises :class:`PayloadError`."""
-    from ..imgm.prompt import Prompt
-
-    return Prompt.parse(text).jobs()
-
-
-def _prompt_fields(spec: Any) -> list[str]:
-    if not str(spec.family).lower().startswith("imgm") and not spec.id.lower().startswith("imgm"):
-        return []
-    from ..catalog import is_prompt_string
-
-    fields = spec.model.model_fields
-    marked = [(info.alias or name) for name, info in fields.items() if is_prompt_string(info)]
-    named = [
-        n for n in PROMPT_FIELD_NAMES if n in fields or any(f.alias == n for f in fields.values())
-    ]
-    return list(dict.fromkeys(marked + named))
-
-
-def _label(values: Mapping[str, Any]) -> str:
-    return " · ".join(f"{k}={short(v, 40)}" for k, v in values.items())
-
-
-@dataclass(frozen=True)
-class SweepPlan:
-    """What a sweep will send, worked out before anything is sent."""
-
-    endpoint: str
-    payloads: list[dict[str, Any]]
-    labels: list[dict[str, Any]]
-    billed: list[int]
-    billing: dict[str, list[Any]]
-
-    @property
-    def tasks(self) -> int:
-        return len(self.payloads)
-
-    @property
-    def billed_total(self) -> int:
-        return sum(self.billed)
-
-    def summary(self) -> str:
-        """One plain-text line: tasks, billed generations, billing-field values."""
-        text = f"{self.endpoint}: {self.tasks} task{'s' if self.tasks != 1 else ''}"
-        if self.billed_total != self.tasks:
-            text += f", billed as {self.billed_total} generations (prompt permutations/--repeat)"
-        if self.billing:
-            parts = [
-                f"{name} = {', '.join(short(v, 30) for v in values)}"
-                for name, values in self.billing.items()
-            ]
-            text += "; billing fields: " + "; ".join(parts)
-        return text
-
-
-def plan_sweep(
-    endpoint: str,
-    base_payload: Mapping[str, Any],
-    vary: Mapping[str, Sequence[Any]],
-    *,
-    max_jobs: int = 50,
-) -> SweepPlan:
-    """Expand, count and validate a sweep; raise :class:`PayloadError` (nothing
-    sent) listing every problem."""
-    from ..catalog import endpoint as catalog_endpoint
-    from ..catalog import validate
-
-    spec = catalog_endpoint(endpoint)
-    if not isinstance(base_payload, Mapping):
-        raise PayloadError("base_payload must be a dict of fields", endpoint=endpoint)
-    if not isinstance(vary, Mapping) or not vary:
-        raise PayloadError(
-            "vary must be a non-empty dict: field name -> list of values", endpoint=endpoint
-        )
-    problems = [
-        {"loc": ("vary", key), "msg": "give a non-empty list of values to try"}
-        for key, values in vary.items()
-        if isinstance(values, (str, bytes, Mapping))
-        or not isinstance(values, Iterable)
-        or not list(values)
-    ]
-    if problems:
-        raise PayloadError(problems, endpoint=endpoint)
-    keys = list(vary)
-    choices = [list(vary[k]) for k in keys]
-    tasks = math.prod(len(c) for c in choices)
-    if tasks > max_jobs:
-        raise PayloadError(
-            f"this sweep makes {tasks} tasks ({' × '.join(str(len(c)) for c in choices)}); "
-            f"the limit is max_jobs={max_jobs}: vary fewer values or raise max_jobs",
-            endpoint=endpoint,
-        )
-    prompt_fields = _prompt_fields(spec)
-    payloads, labels, billed, errors = [], [], [], []
-    for combo in itertools.product(*choices):
-        values = dict(zip(keys, combo, strict=True))
-        payload = {**base_payload, **values}
-        where = _label(values)
-        count = 1
-        for name in prompt_fields:
-            text = payload.get(name)
-            if isinstance(text, str):
-                try:
-                    count *= max(1, prompt_jobs(text))
-                except PayloadError as exc:
-                    errors += [{"loc": (where, *e["loc"]), "msg": e["msg"]} for e in exc.errors]
-        try:
-            validate(endpoint, payload)
-        except PayloadError as exc:
-            errors += [{"loc": (where, *e["loc"]), "msg": e["msg"]} for e in exc.errors]
-        payloads.append(payload)
-        labels.append(values)
-        billed.append(count)
-    if errors:
-        raise PayloadError(errors, endpoint=endpoint)
-    if sum(billed) > max_jobs:
-        raise PayloadError(
-            f"this sweep makes {tasks} tasks billed as {sum(billed)} generations (prompt "
-            f"permutations/--repeat); the limit is max_jobs={max_jobs}: vary fewer values "
-            "or raise max_jobs",
-            endpoint=endpoint,
-        )
-    billing: dict[str, list[Any]] = {}
-    for name in spec.billing_fields:
-        seen: dict[str, Any] = {}
-        for payload in payloads:
-            value = payload.get(name, "default")
-            seen.setdefault(_canonical(value), value)
-        billing[name] = list(seen.values())
-    return SweepPlan(endpoint, payloads, labels, billed, billing)
-
-
-class SweepCell(ipywidgets.VBox):
-    """One combination of a sweep: its label, then its job's card (or its error)."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.body = ipywidgets.HTML(
-            f'<div class="gw-label" style="font-weight:600">{esc(label)}</div>'
-            '<div style="color:#6b7280">not sent</div>'
-        )
-        self.card: JobCard | None = None
-        super().__init__([self.body], layout=ipywidgets.Layout(border="1px solid #e5e7eb"))
-
-    def attach(self, job: Job) -> None:
-        self.card = JobCard(job, label=self.label, outputs=True)
-        self.children = [self.card]
-
-    def fail(self, exc: BaseException) -> None:
-        self.body.value = (
-            f'<div class="gw-label" style="font-weight:600">{esc(self.label)}</div>'
-            f'<div class="gw-error" style="color:{COLOURS["failed"]}">not created: '
-            f"{esc(type(exc).__name__)}: {esc(exc)}</div>"
-        )
-
-
-class SweepView(ipywidgets.VBox):
-    """The sweep's widget: what it sends and bills, the Submit button when a
-    confirmation is needed, then a grid of cells labelled by the varied values."""
-
-    def __init__(self, plan: SweepPlan, *, needs_confirmation: bool, simulated: bool) -> None:
-        self.summary_html = ipywidgets.HTML(
-            f'<div class="gw-sweep-summary">{esc(plan.summary())}'
-            f"{' ' + SIMULATED_BADGE if simulated else ''}</div>"
-        )
-        self.submit_button = ipywidgets.Button(
-            description=f"Submit {plan.tasks} task{'s' if plan.tasks != 1 else ''}",
-            button_style="warning",
-            tooltip="nothing is sent until you click",
-            layout={"width": "auto", "display": "" if needs_confirmation else "none"},
-            disabled=not needs_confirmation,
-        )
-        self.progress_html = ipywidgets.HTML(
-            '<span style="color:#6b7280">waiting for confirmation: nothing sent yet</span>'
-            if needs_confirmation
-            else ""
-        )
-        self.cells = [SweepCell(_label(values)) for values in plan.labels]
-        self.grid = ipywidgets.GridBox(self.cells, layout=ipywidgets.Layout(**GRID_LAYOUT))
-        super().__init__(
-            [
-                self.summary_html,
-                ipywidgets.HBox([self.submit_button, self.progress_html]),
-                self.grid,
-            ]
-        )
-        self.add_class("gw-sweep")
-
-
-class Sweep(list["Job"]):
-    """The Jobs of a sweep, in combination order (see the module docstring)."""
-
-    def __init__(
-        self,
-        plan: SweepPlan,
-        client: Any,
-        *,
-        concurrency: int,
-        needs_confirmation: bool,
-    ) -> None:
-        super().__init__()
-        self.plan = plan
-        self.endpoint = plan.endpoint
-        self.payloads = plan.payloads
-        self.labels = plan.labels
-        self.client = client
-        self.concurrency = concurrency
-        self.errors: dict[int, BaseException] = {}
-        self.jobs_by_index: dict[int, Job] = {}
-        self._lock = threading.Lock()
-        self._started = False
-        self._submitted = threading.Event()
-        self.widget = SweepView(
-            plan,
-            needs_confirmation=needs_confirmation,
-            simulated=bool(getattr(client, "embedded", False)),
-        )
-        self.widget.submit_button.on_click(lambda _b: self.submit(wait=False))
-
-    @property
-    def submitted(self) -> bool:
-        """True once every create has answered (or failed)."""
-        return self._submitted.is_set()
-
-    def wait_submitted(self, timeout: float | None = None) -> bool:
-        return self._submitted.wait(timeout)
-
-    def submit(self, *, wait: bool = True) -> Sweep:
-        """Send the tasks (the button's action); a second call does nothing."""
-        with self._lock:
-            if self._started:
-                return self
-            self._started = True
-        button = self.widget.submit_button
-        button.disabled = True
-        button.description = "submitting"
-        if wait:
-            self._run()
-        else:
-            threading.Thread(target=self._run, name="genwidgets-sweep", daemon=True).start()
-        return self
-
-    def _create(self, index: int) -> None:
-        cell = self.widget.cells[index]
-        try:
-            job = self.client.submit(self.endpoint, self.payloads[index], validate=False)
-        except Exception as exc:  # one failed create must not hide the others
-            with self._lock:
-                self.errors[index] = exc
-            cell.fail(exc)
-        else:
-            with self._lock:
-                self.jobs_by_index[index] = job
-            cell.attach(job)
-        self._progress()
-
-    def _progress(self) -> None:
-        with self._lock:
-            done, failed = len(self.jobs_by_index), len(self.errors)
-        total = self.plan.tasks
-        text = f"created {done} of {total}"
-        if failed:
-            text += f", {failed} failed"
-        self.widget.progress_html.value = f"<span>{esc(text)}</span>"
-
-    def _run(self) -> None:
-        try:
-            self._progress()
-            with ThreadPoolExecutor(
-                max_workers=self.concurrency, thread_name_prefix="genwidgets-sweep"
-            ) as pool:
-                list(pool.map(self._create, range(self.plan.tasks)))
-            with self._lock:
-                self.extend(self.jobs_by_index[i] for i in sorted(self.jobs_by_index))
-            self.widget.submit_button.description = "submitted"
-        finally:
-            self._submitted.set()
-
-    def __repr__(self) -> str:
-        state = f"{len(self)} submitted" if self.submitted else "not sent"
-        if self.errors:
-            state += f", {len(self.errors)} failed"
-        return f"<Sweep {self.endpoint}: {self.plan.tasks} tasks, {state}>"
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(repr(self))
-
-
-def sweep(
-    endpoint: str,
-    base_payload: Mapping[str, Any],
-    vary: Mapping[str, Sequence[Any]],
-    *,
-    client: Any = None,
-    max_jobs: int = 50,
-    concurrency: int = 4,
-    confirm_above: int = 10,
-    confirm: bool = False,
-) -> Sweep:
-    """Submit every combination of ``vary`` over ``base_payload``; see the module
-    docstring for counting, confirmation and the return value."""
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be a positive integer, not {concurrency!r}")
-    if not isinstance(max_jobs, int) or max_jobs < 1:
-        raise ValueError(f"max_jobs must be a positive integer, not {max_jobs!r}")
-    plan = plan_sweep(endpoint, base_payload, vary, max_jobs=max_jobs)
-    needs_confirmation = plan.billed_total > confirm_above and not confirm
-    result = Sweep(
-        plan,
-        client if client is not None else _default_client(),
-        concurrency=concurrency,
-        needs_confirmation=needs_confirmation,
-    )
-    if in_kernel():
-        from IPython import display as ipd
-
-        ipd.display(result.widget)
-    else:
-        line = plan.summary()
-        if needs_confirmation:
-            line += (
-                f" - above confirm_above={confirm_above}: nothing sent; "
-                "call .submit() on the returned sweep or pass confirm=True"
-            )
-        print(line)
-    if not needs_confirmation:
-        result.submit(wait=True)
-    return result
+def board(client: BoardClient | None = None) -> Board:
+    """A board of every job and grid of ``client``'s session (default: the most
+    recent client of the process, or a new one)."""
+    return Board(client if client is not None else default_client())

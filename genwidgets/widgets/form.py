@@ -12,6 +12,9 @@ Choices made where the brief is silent (and why):
 - Names the catalog does not know are kept and sent as is (the catalog allows
   extra fields); they show as amber notes, like :func:`genwidgets.validate` warns.
 - Reset returns to the values the form was built with (``gw.form(..., **initial)``).
+- Submit validates once: ``client.prepare`` checks and serialises the payload, and
+  ``client.send`` sends that body; the live check on every change is what shows
+  problems before a click, and a click re-checks nothing after sending.
 - A click within 2 s of a submission is ignored (a queued double click must not
   create, and bill, a second task); ``form.submit()`` itself has no such guard.
 - The client is created at the first submit (never while building), and kept.
@@ -23,7 +26,6 @@ Choices made where the brief is silent (and why):
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import time
@@ -37,18 +39,18 @@ from .._config import redact, resolve
 from ..catalog import EndpointSpec, validate
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import GenwidgetsError, PayloadError
-from .fields import (
+from ._style import (
+    BILLED_BADGE,
     ERROR_STYLE,
     HELP_STYLE,
-    UNSET,
+    OK_STYLE,
+    SIMULATED_BADGE,
     WARN_STYLE,
-    BuildContext,
-    Element,
-    FieldSpec,
-    billed_badge,
-    build_element,
-    field_specs,
+    esc,
 )
+from .dispatch import build_element
+from .elements import BuildContext, Element
+from .field_spec import UNSET, FieldSpec, field_specs
 from .task import display_job_into
 
 if TYPE_CHECKING:
@@ -144,25 +146,19 @@ class EndpointForm(W.VBox):
     # --- building ----------------------------------------------------------------------
     def _title_html(self) -> str:
         spec = self.spec
-        badge = ""
-        if self._simulated():
-            badge = (
-                ' <span style="background:#e3f2fd;color:#0d47a1;border-radius:3px;'
-                'padding:0 4px" title="tasks run on the local simulator, not the real '
-                'gateway">simulated</span>'
-            )
+        badge = f" {SIMULATED_BADGE}" if self._simulated() else ""
         desc = ""
         if spec.description:
             first = spec.description.strip().splitlines()[0]
-            desc = f'<div style="{HELP_STYLE}">{html.escape(first)}</div>'
+            desc = f'<div style="{HELP_STYLE}">{esc(first)}</div>'
         return (
-            f"<b>{html.escape(spec.title or spec.id)}</b> · <code>{html.escape(spec.id)}</code>"
-            f' · <span style="{HELP_STYLE}">{html.escape(spec.kind)}</span>{badge}{desc}'
+            f"<b>{esc(spec.title or spec.id)}</b> · <code>{esc(spec.id)}</code>"
+            f' · <span style="{HELP_STYLE}">{esc(spec.kind)}</span>{badge}{desc}'
         )
 
     def _simulated(self) -> bool:
         if self._client is not None:
-            return bool(getattr(self._client, "embedded", False))
+            return bool(self._client.embedded)
         try:
             return resolve(None, None).embedded
         except ValueError:
@@ -267,8 +263,8 @@ class EndpointForm(W.VBox):
                 self.optional.selected_index = 0  # an error must be in sight
         for target, messages in by_element.values():
             target.show_errors(messages)
-        notes = [f'<div style="{ERROR_STYLE}">⚠ {html.escape(m)}</div>' for m in general]
-        notes += [f'<div style="{WARN_STYLE}">⚑ {html.escape(w)}</div>' for w in self.warnings]
+        notes = [f'<div style="{ERROR_STYLE}">⚠ {esc(m)}</div>' for m in general]
+        notes += [f'<div style="{WARN_STYLE}">⚑ {esc(w)}</div>' for w in self.warnings]
         self.notes.value = "".join(notes)
 
     def _update_submit(self) -> None:
@@ -282,7 +278,7 @@ class EndpointForm(W.VBox):
             more = f" (and {len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
             text = f"Cannot submit: {where + ': ' if where else ''}{first['msg']}{more}"
             self.submit_button.tooltip = text
-            self.reason.value = f'<span style="{ERROR_STYLE}">{html.escape(text)}</span>'
+            self.reason.value = f'<span style="{ERROR_STYLE}">{esc(text)}</span>'
         else:
             self.submit_button.tooltip = "send this task (billed)"
             self.reason.value = f'<span style="{HELP_STYLE}">ready to submit</span>'
@@ -310,7 +306,7 @@ class EndpointForm(W.VBox):
         return "Billed on: " + ", ".join(parts)
 
     def _billing_html(self, payload: Mapping[str, Any]) -> str:
-        return f"{billed_badge()} {html.escape(self.billing_summary(payload))}"
+        return f"{BILLED_BADGE} {esc(self.billing_summary(payload))}"
 
     # --- submitting --------------------------------------------------------------------
     @property
@@ -323,16 +319,20 @@ class EndpointForm(W.VBox):
         return self._client
 
     def submit(self) -> Job:
-        """Validate and send; raises :class:`~genwidgets.PayloadError` (sending nothing)
-        when the payload is invalid."""
-        payload = self.value
-        errors, _ = self._validate(payload)
-        if errors:
-            self.errors = errors
+        """Validate once and send; raises :class:`~genwidgets.PayloadError` (sending
+        nothing) when the payload is invalid, its problems shown beside the fields.
+
+        One trip: ``client.prepare`` validates and serialises the payload once, and
+        ``client.send`` sends that exact body (no second validation on the way down).
+        """
+        try:
+            prepared = self.client.prepare(self.endpoint, self.value)
+        except PayloadError as exc:
+            self.errors = list(exc.errors)
             self._show_errors()
             self._update_submit()
-            raise PayloadError(errors, endpoint=self.endpoint)
-        job = self.client.submit(self.endpoint, payload)
+            raise
+        job = self.client.send(prepared)
         self.last_job = job
         return job
 
@@ -357,12 +357,12 @@ class EndpointForm(W.VBox):
             self._submitting = False
         if job is not None:
             self._submitted_at = time.monotonic()
-        self._refresh()
+        self._update_submit()  # the payload did not change: no second validation
         if problem:
-            self.reason.value = f'<span style="{ERROR_STYLE}">{html.escape(problem)}</span>'
+            self.reason.value = f'<span style="{ERROR_STYLE}">{esc(problem)}</span>'
         if job is not None:
             self.reason.value = (
-                f'<span style="color:#2e7d32">submitted: {html.escape(str(job.request_id))}</span>'
+                f'<span style="{OK_STYLE}">submitted: {esc(str(job.request_id))}</span>'
             )
             display_job_into(job, self.output)
 
@@ -387,7 +387,7 @@ def _place(error: Mapping[str, Any], fields: Mapping[str, Any]) -> tuple[tuple[A
 def _pre(text: str) -> str:
     return (
         '<pre style="white-space:pre-wrap;user-select:text;margin:0;font-size:0.85em">'
-        f"{html.escape(redact(text))}</pre>"
+        f"{esc(redact(text))}</pre>"
     )
 
 

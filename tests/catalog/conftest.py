@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from genwidgets.catalog import validate
+from genwidgets.catalog import payload_of, validate
 from genwidgets.errors import PayloadError
 
 Check = Callable[[str, Mapping[str, Any], "str | None"], None]
@@ -33,3 +33,31 @@ def _check(endpoint_id: str, payload: Mapping[str, Any], error: str | None) -> N
 @pytest.fixture
 def check() -> Check:
     return _check
+
+
+Warns = Callable[[str, Mapping[str, Any], "type[Warning]", str], None]
+Sends = Callable[[str, Mapping[str, Any], str, Any], None]
+
+
+def _warns(
+    endpoint_id: str, payload: Mapping[str, Any], category: type[Warning], match: str
+) -> None:
+    """The payload is valid and draws a warning of ``category`` matching ``match``."""
+    with pytest.warns(category, match=match):
+        validate(endpoint_id, payload)
+
+
+def _sends(endpoint_id: str, payload: Mapping[str, Any], field: str, sent: Any) -> None:
+    """The body sends ``field`` as ``sent``, of the same type (``5`` is not ``"5"``)."""
+    body = payload_of(endpoint_id, payload)
+    assert body[field] == sent and type(body[field]) is type(sent)
+
+
+@pytest.fixture
+def warns() -> Warns:
+    return _warns
+
+
+@pytest.fixture
+def sends() -> Sends:
+    return _sends

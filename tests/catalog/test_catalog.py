@@ -4,7 +4,9 @@ and field is modelled, with help text, billing flags and media specs as the spec
 
 from __future__ import annotations
 
+import ast
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ from pydantic import BaseModel
 
 import genwidgets.catalog as catalog
 from genwidgets.catalog import MediaSpec, field_info_at, media_spec_at
-from genwidgets.catalog.paths import leaves, models_in
+from genwidgets.catalog.introspect import leaves, models_in
 from genwidgets.errors import PayloadError
 
 # Field names per documented endpoint, copied from the spec's tables (wire names).
@@ -369,3 +371,35 @@ def test_endpoint_descriptions_are_one_plain_sentence() -> None:
         text = spec.description
         assert text and "``" not in text and "\n" not in text, spec.id
         assert text.endswith(".") and ". " not in text, (spec.id, text)
+
+
+FOUNDATION = (
+    "introspect", "markers", "paths", "findings", "model", "checks", "coerce", "registry",
+    "validation",
+)  # fmt: skip
+FAMILIES = (
+    "vida", "vidv", "vidh", "vidk", "vidp", "genw", "imgg", "imgq", "imgm", "speech", "asset",
+)  # fmt: skip
+MODULE_OF_FAMILY = {"speechM": "speech"}  # otherwise the family's name in lowercase
+
+
+def _catalog_imports(module: str) -> set[str]:
+    """The catalog modules ``module`` imports (relative imports of its package)."""
+    tree = ast.parse(Path(catalog.__file__).with_name(f"{module}.py").read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module} if node.module else {a.name for a in node.names}
+    return found
+
+
+def test_one_module_per_family_and_families_import_only_the_foundation() -> None:
+    files = {p.stem for p in Path(catalog.__file__).parent.glob("*.py")} - {"__init__"}
+    assert files == set(FOUNDATION) | set(FAMILIES)
+    for spec in catalog.endpoints(documented_only=False):
+        module = MODULE_OF_FAMILY.get(spec.family, spec.family.lower())
+        assert spec.model.__module__ == f"genwidgets.catalog.{module}", spec.id
+    for family in FAMILIES:
+        assert _catalog_imports(family) <= set(FOUNDATION), family
+    for rank, module in enumerate(FOUNDATION):  # each imports only those before it
+        assert _catalog_imports(module) <= set(FOUNDATION[:rank]), module

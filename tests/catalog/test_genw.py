@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from genwidgets.catalog import DeprecatedFieldWarning, IneffectiveFieldWarning, payload_of, validate
+from genwidgets.catalog import DeprecatedFieldWarning, IneffectiveFieldWarning, payload_of
 
 URL = "https://example.com/a.png"
 VIDEO = "https://example.com/v.mp4"
@@ -82,10 +82,9 @@ def test_genw_rules(
     ],
 )  # fmt: skip
 def test_advisory_warnings(
-    endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
+    warns: Any, endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
 ) -> None:
-    with pytest.warns(category, match=warning):
-        validate(endpoint_id, payload)
+    warns(endpoint_id, payload, category, warning)
 
 
 @pytest.mark.parametrize(

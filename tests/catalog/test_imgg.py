@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from genwidgets.catalog import IneffectiveFieldWarning, payload_of, validate
+from genwidgets.catalog import IneffectiveFieldWarning, payload_of
 
 URL = "https://example.com/a.png"
 
@@ -63,9 +63,10 @@ def test_imgg_rules(
         ("imgG-1.5-edit", imgg(output_compression=80, output_format="png"), "output_format is png"),
     ],
 )
-def test_advisory_warnings(endpoint_id: str, payload: dict[str, Any], warning: str) -> None:
-    with pytest.warns(IneffectiveFieldWarning, match=warning):
-        validate(endpoint_id, payload)
+def test_advisory_warnings(
+    warns: Any, endpoint_id: str, payload: dict[str, Any], warning: str
+) -> None:
+    warns(endpoint_id, payload, IneffectiveFieldWarning, warning)
 
 
 @pytest.mark.parametrize(

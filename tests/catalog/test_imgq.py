@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from genwidgets.catalog import IneffectiveFieldWarning, payload_of, validate
+from genwidgets.catalog import IneffectiveFieldWarning, payload_of
 
 URL = "https://example.com/a.png"
 
@@ -56,9 +56,10 @@ def test_imgq_rules(
         ("imgQ-edit-plus", imgq(negative_prompt="n" * 501), "truncates it to 500"),
     ],
 )
-def test_advisory_warnings(endpoint_id: str, payload: dict[str, Any], warning: str) -> None:
-    with pytest.warns(IneffectiveFieldWarning, match=warning):
-        validate(endpoint_id, payload)
+def test_advisory_warnings(
+    warns: Any, endpoint_id: str, payload: dict[str, Any], warning: str
+) -> None:
+    warns(endpoint_id, payload, IneffectiveFieldWarning, warning)
 
 
 @pytest.mark.parametrize(

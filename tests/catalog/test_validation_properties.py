@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import genwidgets.catalog as catalog
-from genwidgets.catalog.paths import leaves, models_in
+from genwidgets.catalog.introspect import leaves, models_in
 from genwidgets.errors import PayloadError
 
 ENDPOINT_IDS = sorted(s.id for s in catalog.endpoints(documented_only=False))

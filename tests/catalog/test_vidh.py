@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from genwidgets.catalog import IneffectiveFieldWarning, payload_of, validate
+from genwidgets.catalog import IneffectiveFieldWarning
 
 URL = "https://example.com/a.png"
 B64 = "iVBORw0KGgo="
@@ -64,10 +64,9 @@ def test_vidh_rules(
     ],
 )  # fmt: skip
 def test_advisory_warnings(
-    endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
+    warns: Any, endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
 ) -> None:
-    with pytest.warns(category, match=warning):
-        validate(endpoint_id, payload)
+    warns(endpoint_id, payload, category, warning)
 
 
 @pytest.mark.parametrize(
@@ -77,7 +76,6 @@ def test_advisory_warnings(
     ],
 )
 def test_unambiguous_slips_are_normalised(
-    endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
+    sends: Any, endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
 ) -> None:
-    body = payload_of(endpoint_id, payload)
-    assert body[field] == sent and type(body[field]) is type(sent)
+    sends(endpoint_id, payload, field, sent)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from genwidgets.catalog import IneffectiveFieldWarning, payload_of, validate
+from genwidgets.catalog import IneffectiveFieldWarning, validate
 from genwidgets.errors import PayloadError
 
 URL = "https://example.com/a.png"
@@ -149,10 +149,9 @@ def test_vidk_rules(
     ],
 )  # fmt: skip
 def test_advisory_warnings(
-    endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
+    warns: Any, endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
 ) -> None:
-    with pytest.warns(category, match=warning):
-        validate(endpoint_id, payload)
+    warns(endpoint_id, payload, category, warning)
 
 
 @pytest.mark.parametrize(
@@ -166,10 +165,9 @@ def test_advisory_warnings(
     ],
 )
 def test_unambiguous_slips_are_normalised(
-    endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
+    sends: Any, endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
 ) -> None:
-    body = payload_of(endpoint_id, payload)
-    assert body[field] == sent and type(body[field]) is type(sent)
+    sends(endpoint_id, payload, field, sent)
 
 
 def test_lip_sync_error_points_at_the_face() -> None:

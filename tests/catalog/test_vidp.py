@@ -6,8 +6,6 @@ from typing import Any
 
 import pytest
 
-from genwidgets.catalog import payload_of
-
 URL = "https://example.com/a.png"
 B64 = "iVBORw0KGgo="
 
@@ -50,7 +48,6 @@ def test_vidp_rules(
     ],
 )
 def test_unambiguous_slips_are_normalised(
-    endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
+    sends: Any, endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
 ) -> None:
-    body = payload_of(endpoint_id, payload)
-    assert body[field] == sent and type(body[field]) is type(sent)
+    sends(endpoint_id, payload, field, sent)

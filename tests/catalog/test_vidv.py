@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from genwidgets.catalog import IneffectiveFieldWarning, payload_of, validate
+from genwidgets.catalog import IneffectiveFieldWarning
 
 URL = "https://example.com/a.png"
 VIDEO = "https://example.com/v.mp4"
@@ -92,10 +92,9 @@ def test_vidv_rules(
     ],
 )  # fmt: skip
 def test_advisory_warnings(
-    endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
+    warns: Any, endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
 ) -> None:
-    with pytest.warns(category, match=warning):
-        validate(endpoint_id, payload)
+    warns(endpoint_id, payload, category, warning)
 
 
 @pytest.mark.parametrize(
@@ -106,7 +105,6 @@ def test_advisory_warnings(
     ],
 )
 def test_unambiguous_slips_are_normalised(
-    endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
+    sends: Any, endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
 ) -> None:
-    body = payload_of(endpoint_id, payload)
-    assert body[field] == sent and type(body[field]) is type(sent)
+    sends(endpoint_id, payload, field, sent)

@@ -109,9 +109,17 @@ EXPECTED: dict[str, Expect] = {
         texts=("Active", "face_id", "subject_id"),
     ),
     "07_prompt_tuning": expect(
-        widgets=("gw-sweep", "gw-board"),
+        widgets=("gw-grid", "gw-board", "button:Submit"),
         media=("image",),
-        texts=("seed",),
+        texts=(
+            "seed locked at",
+            "billing fields: n = 1",
+            "duration=99",
+            "warm light, calm sea",
+            "the sheet says: genW2.5-t2i-preview axes ['seed', 'prompt_sr']",
+            "ratings kept: [(2, 'at dawn', 5)",
+            "creates sent by the new client: 0",
+        ),
     ),
     "08_errors_limits_costs": expect(
         widgets=("gw-task-view",),

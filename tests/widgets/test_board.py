@@ -12,19 +12,14 @@ import pytest
 from pydantic import Field
 from widgets.taskfakes import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
 
-from genwidgets.catalog import _base
-from genwidgets.catalog._base import BILLED, PROMPT_STRING, EndpointModel, register
+from genwidgets.catalog import BILLED, PROMPT_STRING, Endpoint, register, unregister
 from genwidgets.errors import PayloadError, ServerError
+from genwidgets.jobs.ledger import Ledger
+from genwidgets.lab.plan import differing_params, plan_sweep
 from genwidgets.widgets import board as board_module
 from genwidgets.widgets._style import COLOURS
-from genwidgets.widgets.board import (
-    ALL,
-    Board,
-    Sweep,
-    differing_params,
-    plan_sweep,
-    sweep,
-)
+from genwidgets.widgets.board import ALL, Board
+from genwidgets.widgets.sweep import Sweep, sweep
 from genwidgets.widgets.task import TICKER
 
 
@@ -37,22 +32,23 @@ def _fast_ticker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def catalog(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two endpoints in a private registry, so these tests do not depend on the
-    family modules (the real catalog is exercised in the simulator tests)."""
-    monkeypatch.setattr(_base, "_load", lambda: None)
-    monkeypatch.setattr(_base, "_REGISTRY", {})
+def catalog() -> Iterator[None]:
+    """Two endpoints of our own, registered through the public extension point, so
+    these tests do not depend on the families (the simulator tests use those)."""
 
-    class TestVideo(EndpointModel):
+    class TestVideo(Endpoint):
         prompt: str = Field(..., min_length=1, max_length=100)
         duration: Annotated[int | None, BILLED] = Field(None, ge=1, le=10)
         seed: int | None = Field(None, ge=0)
 
-    class TestImagine(EndpointModel):
+    class TestImagine(Endpoint):
         prompt: Annotated[str, PROMPT_STRING] = Field(..., min_length=1)
 
     register("test-video", kind="video", family="vidT", title="t", documented=False)(TestVideo)
     register("imgM-test-t2i", kind="image", family="imgM", title="t", documented=False)(TestImagine)
+    yield
+    unregister("test-video")
+    unregister("imgM-test-t2i")
 
 
 # --- differing parameters ------------------------------------------------------------
@@ -74,8 +70,27 @@ def test_differing_params_lists_only_keys_whose_values_differ() -> None:
 # --- the board --------------------------------------------------------------------------
 
 
-def make_client() -> tuple[FakeClient, list[FakeJob]]:
-    client = FakeClient(embedded=True)
+class BoardClient(FakeClient):
+    """The fake client with what the board reads of the public Client API:
+    ``history(limit=...)``, ``ledger`` (none: grids in memory) and ``gateway_name``."""
+
+    ledger = None
+    gateway_name = "fake"
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.records: list[Any] = []
+        self.history_limits: list[int | None] = []
+
+    def history(
+        self, endpoint: str | None = None, status: str | None = None, limit: int | None = None
+    ) -> list[Any]:
+        self.history_limits.append(limit)
+        return list(self.records)
+
+
+def make_client() -> tuple[BoardClient, list[FakeJob]]:
+    client = BoardClient(embedded=True)
     jobs = [
         FakeJob("vidVq2-text2video", payload={"prompt": "kite", "seed": 1}, client=client),
         FakeJob("vidVq2-text2video", payload={"prompt": "kite", "seed": 2}, client=client),
@@ -92,10 +107,36 @@ def test_board_shows_every_job_with_the_parameters_that_differ() -> None:
     assert len(view.grid.children) == 3
     html = " ".join(card.value for card in view.grid.children)
     assert html.count("gw-card") == 3
-    assert ">seed</span> = 1" in html and ">seed</span> = 3" in html
+    # within vidVq2 the seeds differ; the one imgM job has nothing to compare
+    assert ">seed</span> = 1" in html and ">seed</span> = 2" in html
+    assert ">seed</span> = 3" not in html
     assert ">prompt</span>" not in html  # the same everywhere: not shown
     assert "vidVq2-text2video" in html and "imgM-v8.1-t2i" in html
     assert "3 of 3 jobs" in view.count_html.value
+    assert client.history_limits == [board_module.HISTORY_LIMIT]
+    view.close()
+
+
+def test_a_card_never_lists_a_field_its_endpoint_does_not_have() -> None:
+    client = BoardClient()
+    for payload in ({"prompt": "a"}, {"prompt": "a", "text": "stray"}):
+        client.adopt(FakeJob("imgM-v8.1-t2i", payload=payload, client=client))
+    client.adopt(FakeJob("speechM-02-turbo", payload={"text": "hi"}, client=client))
+    client.adopt(FakeJob("speechM-02-turbo", payload={"text": "ho"}, client=client))
+    view = Board(client)
+    cards = {str(c.job.payload): c.value for c in view.grid.children}
+    assert ">text</span> = stray" in cards[str({"prompt": "a", "text": "stray"})]
+    assert "unset" not in cards[str({"prompt": "a"})]  # imgM has no text field
+    assert ">text</span> = hi" in cards[str({"text": "hi"})]
+    view.close()
+
+
+def test_icons_are_inline_svg_not_emoji() -> None:
+    client, _ = make_client()
+    view = Board(client)
+    html = " ".join(card.value for card in view.grid.children)
+    assert html.count("<svg") == 3 and "gw-icon-video" in html and "gw-icon-image" in html
+    assert not any(ord(ch) > 0x2500 for ch in html)
     view.close()
 
 
@@ -121,7 +162,7 @@ def test_board_cards_update_live_with_a_thumbnail_and_pick_up_new_jobs() -> None
     client, jobs = make_client()
     view = Board(client)
     card = next(c for c in view.grid.children if c.job is jobs[0])
-    assert "🎬" in card.value or "📦" in card.value  # no output yet: an icon
+    assert "<svg" in card.value  # no output yet: an icon
     on_thread(jobs[0].run)
     assert wait_for(lambda: "running" in card.value)
     on_thread(lambda: jobs[0].finish([IMAGE_OUT]))
@@ -204,7 +245,7 @@ def test_board_includes_history_records_when_the_client_has_them() -> None:
         },
         {"endpoint": None, "request_id": "broken"},  # unusable records are skipped
     ]
-    client.history = lambda: records
+    client.records = records
     view = Board(client)
     assert len(view.grid.children) == 4
     old = view.grid.children[-1].value
@@ -358,7 +399,7 @@ def test_imgm_permutations_and_repeats_multiply_the_billed_count(catalog: None) 
     assert "billed as 10 generations" in jobs.widget.summary_html.value
     assert jobs.widget.submit_button.description == "Submit 2 tasks"
     jobs.submit()
-    assert [p["prompt"] for _, p, _ in client.submitted] == [
+    assert [j.payload["prompt"] for j in jobs] == [  # creates run in parallel; jobs keep order
         "a {red, blue} cat",
         "a {big, small} {dog, fox} --r 2",
     ]
@@ -457,3 +498,26 @@ def test_real_sweep_board_and_history_against_the_simulator(
         view.close()
     finally:
         later.close()
+
+
+@pytest.mark.timeout(90)
+def test_a_grid_is_one_entry_on_the_board(make_simulator: Any, tmp_path: Any) -> None:
+    import genwidgets as gw
+
+    sim = make_simulator()
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+    with gw.Client(ledger=ledger, base_url=sim.base_url, api_key="sim-demo-key") as client:
+        grid = gw.grid(
+            "genW2.5-t2i-preview", {"prompt": "a fox"}, x=("seed", [1, 2, 3]), client=client
+        )
+        grid.wait(timeout=60)
+        grid.rate(grid.cells[1], 4)
+        single = client.submit("genW2.5-t2i-preview", {"prompt": "a lone fox"})
+        single.result(timeout=60)
+        view = Board(client)
+        entries = [w.value for w in view.grid.children if "gw-grid-entry" in w.value]
+        assert len(entries) == 1 and len(view.grid.children) == 2
+        assert grid.id in entries[0] and "seed (3)" in entries[0] and "1 rated" in entries[0]
+        assert "<img" in entries[0]  # the best-rated cell's image
+        assert "1 of 1 jobs, 1 grids" in view.count_html.value
+        view.close()

@@ -1,0 +1,43 @@
+"""The prompt lab: grids and sweeps planned, sent, judged and kept (no widgets here).
+
+Below the widgets, above the jobs: :mod:`.axes` reads axes, :mod:`.plan` plans
+grids and sweeps (counted, billed, validated before sending), :mod:`.run` sends
+a grid and keeps its ratings, :mod:`.store` keeps grids in the ledger's SQLite
+file, :mod:`.export` writes contact sheets and offline pages.
+"""
+
+from .axes import PROMPT_SR, Axis, make_axis, parse_values
+from .plan import (
+    MAX_CELLS,
+    GridPlan,
+    PlannedCell,
+    SweepPlan,
+    differing_params,
+    plan_grid,
+    plan_sweep,
+    prompt_jobs,
+)
+from .run import GridCell, GridRun, default_client, list_grids
+from .store import GridRecord, GridStore, store_for
+
+__all__ = [
+    "MAX_CELLS",
+    "PROMPT_SR",
+    "Axis",
+    "GridCell",
+    "GridPlan",
+    "GridRecord",
+    "GridRun",
+    "GridStore",
+    "PlannedCell",
+    "SweepPlan",
+    "default_client",
+    "differing_params",
+    "list_grids",
+    "make_axis",
+    "parse_values",
+    "plan_grid",
+    "plan_sweep",
+    "prompt_jobs",
+    "store_for",
+]

@@ -1,0 +1,325 @@
+"""Grid axes: what varies along x, y or z, and how each value changes a payload.
+
+An axis is ``(field, values)``:
+
+- ``field`` is a payload field (wire name or alias), a dotted path into a nested
+  one (``voice_setting.speed``), or ``"prompt_sr"``: search and replace in the
+  prompt, where the first value is the text searched and every value (the first
+  included) replaces it, as in Automatic1111's X/Y/Z plot.
+- ``values`` is a list, or a string: comma-separated items (double quotes group
+  an item holding a comma) where, for a numeric field, an item may be a range:
+  ``1-5`` (every whole number), ``1-10 (+3)`` (a step), ``0.5-2 [4]`` (that many
+  evenly spaced values). Items of a string are converted to the field's type
+  (taken from the endpoint's catalog model); list items are kept as given, so a
+  wrong type is that cell's validation error.
+
+Choices where the issue is silent: ``prompt_sr`` replaces in every string field
+of the base payload whose name holds "prompt" (``negative_prompt`` too, as the
+anchor does), and in ``text`` for endpoints that take text instead; an integer
+field given an evenly spaced range rounds to whole numbers and refuses a range
+whose rounded values repeat; a range larger than :data:`MAX_VALUES` is refused
+before it is expanded.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import PayloadError
+
+__all__ = [
+    "ACCEPTED_FORMS",
+    "MAX_VALUES",
+    "PROMPT_SR",
+    "Axis",
+    "make_axis",
+    "parse_values",
+    "prompt_fields",
+]
+
+PROMPT_SR = "prompt_sr"
+#: more values than this on one axis is refused before expanding a range
+MAX_VALUES = 400
+ACCEPTED_FORMS = (
+    "accepted forms: a list of values, or a string of comma-separated values where a "
+    'number range may be "1-5" (every whole number), "1-10 (+3)" (a step) or '
+    '"0.5-2 [4]" (4 evenly spaced values); double quotes group a value holding a comma'
+)
+
+_NUMBER = r"-?\d+(?:\.\d+)?"
+_RANGE = re.compile(
+    rf"^\s*(?P<start>{_NUMBER})\s*-\s*(?P<end>{_NUMBER})\s*"
+    rf"(?:\(\s*(?P<step>[+-]?\s*\d+(?:\.\d+)?)\s*\)|\[\s*(?P<count>\d+)\s*\])?\s*$"
+)
+
+AxisKind = Literal["field", "prompt_sr", "group"]
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis of a grid. ``field`` names what varies (``prompt{2}`` for the
+    second permutation group of an imgM prompt); ``values`` are the typed values."""
+
+    field: str
+    values: tuple[Any, ...]
+    kind: AxisKind = "field"
+    #: prompt_sr: the searched text; group: the group as written (``{red, blue}``)
+    search: str | None = None
+    #: the prompt fields a prompt_sr or group axis edits
+    targets: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @property
+    def label(self) -> str:
+        """How headers name the axis."""
+        if self.kind == "prompt_sr":
+            return f"prompt: {self.search}"
+        if self.kind == "group":
+            return f"prompt {self.search}"
+        return self.field
+
+    def apply(self, payload: dict[str, Any], value: Any) -> None:
+        """Set this axis's ``value`` in ``payload`` (in place; nested dicts are copied)."""
+        if self.kind in ("prompt_sr", "group"):
+            assert self.search is not None
+            for name in self.targets:
+                text = payload.get(name)
+                if isinstance(text, str):
+                    payload[name] = text.replace(
+                        self.search, str(value), 1 if self.kind == "group" else -1
+                    )
+            return
+        path = self.field.split(".")
+        node = payload
+        for name in path[:-1]:
+            child = node.get(name)
+            child = dict(child) if isinstance(child, Mapping) else {}
+            node[name] = child
+            node = child
+        node[path[-1]] = value
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready description (exports and the grid store)."""
+        return {
+            "field": self.field,
+            "kind": self.kind,
+            "values": list(self.values),
+            "search": self.search,
+            "targets": list(self.targets),
+        }
+
+    @classmethod
+    def from_description(cls, data: Mapping[str, Any]) -> Axis:
+        return cls(
+            field=str(data["field"]),
+            values=tuple(data["values"]),
+            kind=data.get("kind", "field"),
+            search=data.get("search"),
+            targets=tuple(data.get("targets") or ()),
+        )
+
+
+def prompt_fields(payload: Mapping[str, Any]) -> list[str]:
+    """The string fields of ``payload`` that a prompt search and replace edits."""
+    names = [k for k, v in payload.items() if isinstance(v, str) and "prompt" in k.lower()]
+    return names or [k for k in ("text",) if isinstance(payload.get(k), str)]
+
+
+def _scalar_type(annotation: Any) -> type | None:
+    """int, float, bool or str when the annotation (under Annotated/Optional) is one
+    of those (float wins when both numbers are allowed), else None."""
+    from ..catalog.introspect import leaves, literal_choices
+
+    found: set[type] = set()
+    for leaf in leaves(annotation):
+        choices = literal_choices(leaf)
+        if choices is not None:
+            found.update(type(c) for c in choices)
+        elif leaf in (int, float, bool, str):
+            found.add(leaf)
+    for kind in (bool, float, int, str):
+        if kind in found:
+            return kind
+    return None
+
+
+def _field_type(model: Any, path: Sequence[str], endpoint: str) -> type | None:
+    """The scalar type of the field at ``path``; an unknown name is a PayloadError
+    naming it with the closest known name."""
+    from ..catalog import fields_along
+    from ..catalog.introspect import models_in
+
+    reached = fields_along(model, list(path))
+    if len(reached) < len(path):
+        missing = path[len(reached)]
+        if reached:
+            parents = [m for i in reached[-1] for m in models_in(i.annotation)]
+            if not parents:  # a free-form dict (e.g. an untyped settings object): any key goes
+                return None
+        else:
+            parents = [model]
+        known = sorted({(f.alias or n) for m in parents for n, f in m.model_fields.items()})
+        close = difflib.get_close_matches(missing, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise PayloadError(
+            [{"loc": ("axis", ".".join(path)), "msg": f"unknown field {missing!r}{hint}"}],
+            endpoint=endpoint,
+        )
+    return _scalar_type(reached[-1][0].annotation)
+
+
+def _bad(field: str, msg: str, endpoint: str | None) -> PayloadError:
+    return PayloadError([{"loc": ("axis", field), "msg": msg}], endpoint=endpoint)
+
+
+def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | None) -> list[Any]:
+    start, end = float(match["start"]), float(match["end"])
+    integral = kind is int or (
+        kind is None and "." not in match["start"] + match["end"] and not match["count"]
+    )
+    if match["count"] is not None:
+        count = int(match["count"])
+        if count < 1 or count > MAX_VALUES:
+            raise _bad(field, f"[{count}] must ask for 1 to {MAX_VALUES} values", endpoint)
+        values: list[float] = (
+            [start]
+            if count == 1
+            else [start + (end - start) * i / (count - 1) for i in range(count)]
+        )
+    else:
+        step = (
+            float(match["step"].replace(" ", ""))
+            if match["step"]
+            else (1.0 if end >= start else -1.0)
+        )
+        if step == 0 or (end - start) * step < 0:
+            raise _bad(field, f"the step {step:g} never goes from {start:g} to {end:g}", endpoint)
+        count = math.floor((end - start) / step + 1e-9) + 1
+        if count > MAX_VALUES:
+            raise _bad(
+                field, f"the range makes {count} values; at most {MAX_VALUES} per axis", endpoint
+            )
+        values = [start + step * i for i in range(count)]
+    if integral:
+        whole = [round(v) for v in values]
+        if len(set(whole)) != len(whole):
+            raise _bad(
+                field,
+                f"the range {match.group(0).strip()!r} repeats whole numbers for an integer field",
+                endpoint,
+            )
+        return whole
+    return [round(v, 10) for v in values]
+
+
+def _convert(item: str, kind: type | None, field: str, endpoint: str | None) -> Any:
+    if kind is None or kind is str:
+        return item
+    if kind is bool:
+        lowered = item.lower()
+        if lowered in ("true", "yes", "1", "on"):
+            return True
+        if lowered in ("false", "no", "0", "off"):
+            return False
+        raise _bad(field, f"{item!r} is not true or false; {ACCEPTED_FORMS}", endpoint)
+    try:
+        number = float(item)
+    except ValueError:
+        raise _bad(field, f"{item!r} is not a number; {ACCEPTED_FORMS}", endpoint) from None
+    if kind is int:
+        if number != int(number):
+            raise _bad(field, f"{item!r} is not a whole number", endpoint)
+        return int(number)
+    return number
+
+
+def parse_values(
+    text: str, kind: type | None = None, *, field: str = "", endpoint: str | None = None
+) -> list[Any]:
+    """Values from a string (see the module docstring); ``kind`` is the field's type."""
+    try:
+        items = next(csv.reader([text], skipinitialspace=True), [])
+    except csv.Error as exc:
+        raise _bad(field, f"{text!r} does not parse ({exc}); {ACCEPTED_FORMS}", endpoint) from None
+    values: list[Any] = []
+    for raw in items:
+        item = raw.strip()
+        if not item:
+            continue
+        match = _RANGE.match(item) if kind in (int, float, None) else None
+        if match is not None and (kind is not None or not re.fullmatch(_NUMBER, item)):
+            values.extend(_range(match, kind, field, endpoint))
+        elif kind in (int, float) and not re.fullmatch(_NUMBER, item) and "-" in item[1:]:
+            raise _bad(field, f"the range {item!r} does not parse; {ACCEPTED_FORMS}", endpoint)
+        else:
+            values.append(_convert(item, kind, field, endpoint))
+    return values
+
+
+def _key(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def make_axis(spec: Any, endpoint: str, model: Any, base_payload: Mapping[str, Any]) -> Axis:
+    """An :class:`Axis` from ``(field, values)``; every problem is a PayloadError
+    that says what is wrong and what is accepted."""
+    if isinstance(spec, Axis):
+        return spec
+    if not isinstance(spec, (tuple, list)) or len(spec) != 2 or not isinstance(spec[0], str):
+        raise PayloadError(
+            [
+                {
+                    "loc": ("axis",),
+                    "msg": f"an axis is (field, values), not {spec!r}; {ACCEPTED_FORMS}",
+                }
+            ],
+            endpoint=endpoint,
+        )
+    field, raw = spec[0].strip(), spec[1]
+    if field == PROMPT_SR:
+        kind: type | None = str
+    else:
+        if not field or any(not part for part in field.split(".")):
+            raise _bad(field, f"{field!r} is not a field name or a dotted path", endpoint)
+        kind = _field_type(model, field.split("."), endpoint)
+    if isinstance(raw, str):
+        values = parse_values(raw, kind, field=field, endpoint=endpoint)
+    elif isinstance(raw, (bytes, Mapping)) or not isinstance(raw, (Sequence, range)):
+        raise _bad(
+            field,
+            f"values must be a list or a string, not {type(raw).__name__}; {ACCEPTED_FORMS}",
+            endpoint,
+        )
+    else:
+        values = list(raw)
+    if not values:
+        raise _bad(field, f"the axis has no values; {ACCEPTED_FORMS}", endpoint)
+    if len(values) > MAX_VALUES:
+        raise _bad(field, f"{len(values)} values; at most {MAX_VALUES} per axis", endpoint)
+    seen: dict[str, Any] = {}
+    for value in values:
+        if _key(value) in seen:
+            raise _bad(field, f"the value {value!r} is given twice; each value once", endpoint)
+        seen[_key(value)] = value
+    if field != PROMPT_SR:
+        return Axis(field, tuple(values))
+    search = str(values[0])
+    targets = tuple(name for name in prompt_fields(base_payload) if search in base_payload[name])
+    if not search or not targets:
+        raise _bad(
+            PROMPT_SR,
+            f"the searched text {search!r} (the first value) is not in the prompt "
+            f"({', '.join(prompt_fields(base_payload)) or 'no prompt field is set'})",
+            endpoint,
+        )
+    return Axis(PROMPT_SR, tuple(str(v) for v in values), "prompt_sr", search, targets)

@@ -1,0 +1,606 @@
+"""Planning a grid or a sweep: every cell's payload, counted, billed and validated
+before anything is sent.
+
+One mechanism for both: a plan is the product of its axes over a base payload
+(:func:`expand_cells`), each cell validated against the catalog and counted
+with the generations it bills (:func:`billed_count`). ``gw.grid`` lays the
+product out on x/y/z; ``gw.sweep`` keeps it as a flat list.
+
+Choices where the issue is silent:
+
+- **Order.** Cells run z outermost, then y, then x, so a table fills row by row;
+  ``cells[i]`` keeps that order whatever :meth:`GridPlan.swapped` does to the
+  layout (a swap moves axes, never cells).
+- **imgM groups.** With no axes given, the top-level permutation groups of the
+  prompt become the axes: one group is a row (x), two a table (rows: the first,
+  columns: the second), three add tabs (z: the first). More than three is an
+  error asking for explicit axes. Each cell's prompt has its groups replaced by
+  one alternative, so one task per cell.
+- **Locked seed.** An endpoint with a ``seed`` field (and, for imgM, a prompt
+  without ``--seed``) gets one seed drawn from 1..2**31-1 when neither the
+  payload nor an axis sets it; imgM prompts get it as ``--seed N``.
+- **Limits.** More than :data:`MAX_CELLS` cells is refused. Billed generations
+  (imgM permutations times ``--repeat``) are what ``confirm_above`` compares.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import PayloadError
+from .axes import Axis, make_axis
+
+__all__ = [
+    "AXES",
+    "MAX_CELLS",
+    "GridPlan",
+    "PlannedCell",
+    "SweepPlan",
+    "billed_count",
+    "differing_params",
+    "expand_cells",
+    "permutation_axes",
+    "plan_grid",
+    "plan_sweep",
+    "prompt_jobs",
+    "restore_plan",
+    "short",
+]
+
+AXES = ("x", "y", "z")
+#: validates one cell's payload for an endpoint and returns what to send (or raises)
+Prepare = Callable[[str, Mapping[str, Any]], Any]
+MAX_CELLS = 400
+SEED_FIELD = "seed"
+SEED_RANGE = (1, 2**31 - 1)
+PROMPT_FIELD_NAMES = ("remixPrompt", "remix_prompt", "prompt")
+
+_MISSING = object()
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """A value as one line of at most ``limit`` characters (labels, summaries)."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def canonical(value: Any) -> str:
+    """A stable text form of a JSON-like value (missing differs from null)."""
+    if value is _MISSING:
+        return "\x00missing"
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def differing_params(payloads: Iterable[Mapping[str, Any] | None]) -> list[str]:
+    """Top-level payload keys whose values are not the same in every payload
+    (a key missing from some payloads differs), in first-seen order."""
+    items = [p or {} for p in payloads]
+    keys: dict[str, None] = {}
+    for p in items:
+        keys.update(dict.fromkeys(p))
+    return [key for key in keys if len({canonical(p.get(key, _MISSING)) for p in items}) > 1]
+
+
+# --- counting and billing ------------------------------------------------------------
+
+
+def prompt_jobs(text: str) -> int:
+    """How many generations an imgM prompt bills: its permutations, each times
+    its ``--repeat``. A prompt that cannot be parsed raises :class:`PayloadError`."""
+    from ..imgm.prompt import Prompt
+
+    return Prompt.parse(text).jobs()
+
+
+def prompt_string_fields(spec: Any) -> list[str]:
+    """The fields of an imgM endpoint whose string carries ``--`` parameters."""
+    if not str(spec.family).lower().startswith("imgm") and not spec.id.lower().startswith("imgm"):
+        return []
+    from ..catalog import is_prompt_string
+
+    fields = spec.model.model_fields
+    marked = [(info.alias or name) for name, info in fields.items() if is_prompt_string(info)]
+    named = [
+        n for n in PROMPT_FIELD_NAMES if n in fields or any(f.alias == n for f in fields.values())
+    ]
+    return list(dict.fromkeys(marked + named))
+
+
+def billed_count(spec: Any, payload: Mapping[str, Any]) -> int:
+    """Generations one task bills: the product over its imgM prompts of
+    permutations times ``--repeat`` (1 for other endpoints)."""
+    count = 1
+    for name in prompt_string_fields(spec):
+        text = payload.get(name)
+        if isinstance(text, str):
+            count *= max(1, prompt_jobs(text))
+    return count
+
+
+def billing_values(spec: Any, payloads: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Each billed field of the endpoint with the distinct values the payloads send."""
+    billing: dict[str, list[Any]] = {}
+    for name in spec.billing_fields:
+        seen: dict[str, Any] = {}
+        for payload in payloads:
+            value = payload.get(name, "default")
+            seen.setdefault(canonical(value), value)
+        billing[name] = list(seen.values())
+    return billing
+
+
+def cost_summary(head: str, tasks: int, billed: int, billing: Mapping[str, list[Any]]) -> str:
+    """``head: N tasks``, the billed generations when they differ, the billed fields' values."""
+    text = f"{head}: {tasks} task{'s' if tasks != 1 else ''}"
+    if billed != tasks:
+        text += f", billed as {billed} generations (prompt permutations/--repeat)"
+    if billing:
+        parts = [
+            f"{name} = {', '.join(short(v, 30) for v in values)}"
+            for name, values in billing.items()
+        ]
+        text += "; billing fields: " + "; ".join(parts)
+    return text
+
+
+def refuse_above(
+    endpoint: str,
+    axes: Sequence[tuple[str, Axis]],
+    limit: int,
+    what: str,
+    advice: str,
+    *,
+    limit_name: str = "",
+) -> int:
+    """The product of the axes' lengths, or a PayloadError (nothing sent) when it
+    is over ``limit``, naming both numbers and the factors."""
+    total = math.prod(len(a) for _, a in axes)
+    if total > limit:
+        factors = " × ".join(str(len(a)) for _, a in axes)
+        raise PayloadError(
+            f"{what.format(n=total)} ({factors}); the limit is {limit_name}{limit}: {advice}",
+            endpoint=endpoint,
+        )
+    return total
+
+
+# --- cells ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    """One cell before sending: its position, axis values, payload and billed count."""
+
+    index: int
+    position: tuple[int, int, int]  # (z, y, x) indexes on the plan's own axes
+    values: dict[str, Any]  # axis name ("x"/"y"/"z") -> value
+    payload: dict[str, Any]
+    billed: int
+    #: what ``prepare`` returned for this cell (a client's PreparedRequest), if given
+    prepared: Any = None
+
+    @property
+    def label(self) -> str:
+        return " · ".join(short(v, 40) for v in self.values.values())
+
+
+def expand_cells(
+    endpoint: str,
+    spec: Any,
+    base_payload: Mapping[str, Any],
+    axes: Sequence[tuple[str, Axis]],
+    prepare: Prepare | None = None,
+) -> list[PlannedCell]:
+    """The product of ``axes`` (outermost first) over ``base_payload``, each cell
+    validated once and counted; every problem of every cell raises one PayloadError
+    whose locations start with the cell's axis values. ``prepare`` (a client's
+    ``prepare``) validates and keeps what it returns for sending; without it the
+    catalog validates."""
+    from ..catalog import validate
+
+    check: Prepare = prepare if prepare is not None else validate
+    errors: list[dict[str, Any]] = []
+    cells: list[PlannedCell] = []
+    ranges = [range(len(axis)) for _, axis in axes]
+    for index, combo in enumerate(itertools.product(*ranges)):
+        payload = copy.deepcopy(dict(base_payload))
+        values: dict[str, Any] = {}
+        for (name, axis), i in zip(axes, combo, strict=True):
+            axis.apply(payload, axis.values[i])
+            values[name] = axis.values[i]
+        where = " · ".join(
+            f"{axis.field}={short(v, 40)}"
+            for (_, axis), v in zip(axes, values.values(), strict=True)
+        )
+        count, prepared = 1, None
+        try:
+            count = billed_count(spec, payload)
+            prepared = check(endpoint, payload)
+        except PayloadError as exc:
+            errors += [{"loc": (where, *e["loc"]), "msg": e["msg"]} for e in exc.errors]
+        position = dict(zip((n for n, _ in axes), combo, strict=True))
+        cells.append(
+            PlannedCell(
+                index=index,
+                position=(position.get("z", 0), position.get("y", 0), position.get("x", 0)),
+                values=values,
+                payload=payload,
+                billed=count,
+                prepared=prepared if prepare is not None else None,
+            )
+        )
+    if errors:
+        raise PayloadError(errors, endpoint=endpoint)
+    return cells
+
+
+# --- imgM permutation groups ----------------------------------------------------------
+
+
+def _group_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each top-level ``{...}`` of an imgM prompt; URLs are opaque
+    and ``\\,`` escapes are skipped, as :mod:`genwidgets.imgm.prompt` reads them."""
+    spans: list[tuple[int, int]] = []
+    depth, start, i = 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        at_word = i == 0 or text[i - 1].isspace() or text[i - 1] in "{,"
+        if at_word and text.startswith(("http://", "https://"), i):
+            while i < len(text) and not text[i].isspace() and not (depth and text[i] in ",}"):
+                i += 1
+            continue
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, i + 1))
+        i += 1
+    return spans
+
+
+def permutation_axes(spec: Any, payload: Mapping[str, Any]) -> list[Axis]:
+    """The top-level permutation groups of the endpoint's imgM prompt as axes,
+    in the order they appear (empty when there is no imgM prompt or no group)."""
+    from ..imgm.prompt import Prompt
+
+    for name in prompt_string_fields(spec):
+        text = payload.get(name)
+        if not isinstance(text, str):
+            continue
+        Prompt.parse(text)  # structural problems first, with the prompt module's words
+        axes = []
+        for n, (start, end) in enumerate(_group_spans(text), 1):
+            group = text[start:end]
+            values = tuple(Prompt.parse(group).expand())
+            axes.append(Axis(f"{name}{{{n}}}", values, "group", group, (name,)))
+        if axes:
+            return axes
+    return []
+
+
+# --- grids ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GridPlan:
+    """What a grid sends, worked out before anything is sent.
+
+    ``axes`` maps "x"/"y"/"z" to an :class:`Axis` or None; ``layout`` maps each
+    displayed direction to the plan axis shown there (a swap changes only it).
+    """
+
+    endpoint: str
+    base_payload: dict[str, Any]
+    axes: dict[str, Axis | None]
+    cells: tuple[PlannedCell, ...]
+    seed: int | None = None
+    seed_field: str | None = None
+    billing: dict[str, list[Any]] = field(default_factory=dict)
+    layout: dict[str, str] = field(default_factory=lambda: {a: a for a in AXES})
+
+    @property
+    def tasks(self) -> int:
+        return len(self.cells)
+
+    @property
+    def billed_total(self) -> int:
+        return sum(c.billed for c in self.cells)
+
+    def shown(self, direction: str) -> Axis | None:
+        """The axis displayed along ``direction`` ("x" columns, "y" rows, "z" tabs)."""
+        return self.axes[self.layout[direction]]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(len(z) or 1, len(y) or 1, len(x)) as displayed."""
+        z, y, x = (self.shown(d) for d in ("z", "y", "x"))
+        return (len(z) if z else 1, len(y) if y else 1, len(x) if x else 1)
+
+    def place(self, cell: PlannedCell) -> tuple[int, int, int]:
+        """Where ``cell`` is displayed: (tab, row, column)."""
+        own = dict(zip(("z", "y", "x"), cell.position, strict=True))
+        return (own[self.layout["z"]], own[self.layout["y"]], own[self.layout["x"]])
+
+    def swapped(self, a: str, b: str) -> GridPlan:
+        if a not in AXES or b not in AXES or a == b:
+            raise ValueError(f"swap two of {AXES}, e.g. swap('x', 'y'); not {a!r}, {b!r}")
+        layout = dict(self.layout)
+        layout[a], layout[b] = layout[b], layout[a]
+        return replace(self, layout=layout)
+
+    def summary(self) -> str:
+        """One plain-text line: tasks, billed generations, billing-field values, seed."""
+        z, y, x = self.shape
+        dims = " × ".join(str(n) for n in (x, y, z) if n > 1) or "1"
+        text = cost_summary(
+            f"{self.endpoint}: {dims} grid", self.tasks, self.billed_total, self.billing
+        )
+        if self.seed is not None:
+            text += f"; seed locked at {self.seed}"
+        return text
+
+    def describe(self) -> dict[str, Any]:
+        """The JSON-ready description (store and exports; no secret is ever in it)."""
+        from ..jobs.ledger import scrub_payload
+
+        return {
+            "endpoint": self.endpoint,
+            "base_payload": scrub_payload(self.base_payload),
+            "axes": {k: (a.describe() if a else None) for k, a in self.axes.items()},
+            "layout": dict(self.layout),
+            "seed": self.seed,
+            "seed_field": self.seed_field,
+            "billing": self.billing,
+        }
+
+
+def _draw_seed() -> int:
+    return random.SystemRandom().randint(*SEED_RANGE)
+
+
+def _lock_seed(
+    spec: Any, payload: dict[str, Any], axes: Iterable[Axis], seed: int | None
+) -> tuple[int | None, str | None]:
+    """Set one seed in ``payload`` when the endpoint takes one and nothing sets or
+    varies it; returns (seed, where it went)."""
+    varied = {a.field.split(".")[0] for a in axes if a.kind == "field"}
+    fields = spec.model.model_fields
+    if SEED_FIELD in fields and payload.get(SEED_FIELD) is None and SEED_FIELD not in varied:
+        payload[SEED_FIELD] = seed if seed is not None else _draw_seed()
+        return payload[SEED_FIELD], SEED_FIELD
+    from ..imgm.prompt import Prompt
+
+    for name in prompt_string_fields(spec):
+        text = payload.get(name)
+        if not isinstance(text, str) or name in varied:
+            continue
+        prompt = Prompt.parse(text)
+        if "seed" in prompt.params:
+            return None, None
+        value = seed if seed is not None else _draw_seed()
+        payload[name] = str(prompt.with_params(seed=value))
+        return value, f"{name} --seed"
+    return None, None
+
+
+def plan_grid(
+    endpoint: str,
+    payload: Mapping[str, Any],
+    x: Any = None,
+    y: Any = None,
+    z: Any = None,
+    *,
+    seed: int | None = None,
+    prepare: Prepare | None = None,
+) -> GridPlan:
+    """Plan a grid (see the module docstring); raises :class:`PayloadError` before
+    anything is sent. ``seed`` replays a recorded locked seed; ``prepare`` (the
+    client's) validates each cell once and keeps the prepared request to send."""
+    from ..catalog import endpoint as catalog_endpoint
+
+    spec = catalog_endpoint(endpoint)
+    if not isinstance(payload, Mapping):
+        raise PayloadError("the base payload must be a dict of fields", endpoint=endpoint)
+    base = copy.deepcopy(dict(payload))
+    given = {"x": x, "y": y, "z": z}
+    if x is None and (y is not None or z is not None):
+        raise PayloadError(
+            [
+                {
+                    "loc": ("x",),
+                    "msg": "give x first: x alone is a row, x and y a table, z adds tabs",
+                }
+            ],
+            endpoint=endpoint,
+        )
+    axes: dict[str, Axis | None] = dict.fromkeys(AXES)
+    if x is None:
+        groups = permutation_axes(spec, base)
+        if not groups:
+            raise PayloadError(
+                [
+                    {
+                        "loc": ("x",),
+                        "msg": "give at least x=(field, values); only an imgM prompt "
+                        "with {permutation, groups} lays itself out",
+                    }
+                ],
+                endpoint=endpoint,
+            )
+        if len(groups) > len(AXES):
+            raise PayloadError(
+                [
+                    {
+                        "loc": ("x",),
+                        "msg": f"the prompt has {len(groups)} permutation groups; a grid "
+                        "lays out at most 3: give x, y and z explicitly",
+                    }
+                ],
+                endpoint=endpoint,
+            )
+        for name, axis in zip(("x", "y", "z")[: len(groups)][::-1], groups, strict=True):
+            axes[name] = axis
+    else:
+        for name in AXES:
+            if given[name] is not None:
+                axes[name] = make_axis(given[name], endpoint, spec.model, base)
+    present = [(name, a) for name, a in axes.items() if a is not None]
+    keys = [a.search if a.kind == "prompt_sr" else a.field for _, a in present]
+    for key in set(keys):
+        if keys.count(key) > 1:
+            raise PayloadError(
+                [
+                    {
+                        "loc": ("axis", str(key)),
+                        "msg": "the same field is on two axes; vary each field on one axis only",
+                    }
+                ],
+                endpoint=endpoint,
+            )
+    refuse_above(endpoint, present, MAX_CELLS, "this grid has {n} cells", "use fewer values")
+    locked, where = _lock_seed(spec, base, (a for _, a in present), seed)
+    order = [(n, a) for n in ("z", "y", "x") for m, a in present if m == n]
+    cells = expand_cells(endpoint, spec, base, order, prepare)
+    return GridPlan(
+        endpoint=endpoint,
+        base_payload=base,
+        axes=axes,
+        cells=tuple(cells),
+        seed=locked,
+        seed_field=where,
+        billing=billing_values(spec, [c.payload for c in cells]),
+    )
+
+
+def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str, Any]]) -> GridPlan:
+    """A stored grid's plan, from its description and its cells' stored payloads
+    (nothing is validated again: these were sent)."""
+    axes: dict[str, Axis | None] = {
+        name: Axis.from_description(a) if a else None
+        for name, a in (description.get("axes") or {}).items()
+    }
+    for name in AXES:
+        axes.setdefault(name, None)
+    order = [(n, a) for n in ("z", "y", "x") if (a := axes[n]) is not None]
+    combos = list(itertools.product(*(range(len(a)) for _, a in order)))
+    if len(combos) != len(payloads):
+        raise ValueError(
+            f"the stored grid has {len(payloads)} cells but its axes make {len(combos)}"
+        )
+    cells = []
+    for index, (combo, payload) in enumerate(zip(combos, payloads, strict=True)):
+        position = dict(zip((n for n, _ in order), combo, strict=True))
+        cells.append(
+            PlannedCell(
+                index=index,
+                position=(position.get("z", 0), position.get("y", 0), position.get("x", 0)),
+                values={n: a.values[i] for (n, a), i in zip(order, combo, strict=True)},
+                payload=dict(payload),
+                billed=1,
+            )
+        )
+    layout = dict(description.get("layout") or {a: a for a in AXES})
+    return GridPlan(
+        endpoint=str(description["endpoint"]),
+        base_payload=dict(description.get("base_payload") or {}),
+        axes=axes,
+        cells=tuple(cells),
+        seed=description.get("seed"),
+        seed_field=description.get("seed_field"),
+        billing=dict(description.get("billing") or {}),
+        layout=layout,
+    )
+
+
+# --- sweeps ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep will send, worked out before anything is sent."""
+
+    endpoint: str
+    payloads: list[dict[str, Any]]
+    labels: list[dict[str, Any]]
+    billed: list[int]
+    billing: dict[str, list[Any]]
+
+    @property
+    def tasks(self) -> int:
+        return len(self.payloads)
+
+    @property
+    def billed_total(self) -> int:
+        return sum(self.billed)
+
+    def summary(self) -> str:
+        """One plain-text line: tasks, billed generations, billing-field values."""
+        return cost_summary(self.endpoint, self.tasks, self.billed_total, self.billing)
+
+
+def plan_sweep(
+    endpoint: str,
+    base_payload: Mapping[str, Any],
+    vary: Mapping[str, Sequence[Any]],
+    *,
+    max_jobs: int = 50,
+) -> SweepPlan:
+    """Expand, count and validate a sweep (the product of ``vary``, first key
+    outermost); raise :class:`PayloadError` (nothing sent) listing every problem."""
+    from ..catalog import endpoint as catalog_endpoint
+
+    spec = catalog_endpoint(endpoint)
+    if not isinstance(base_payload, Mapping):
+        raise PayloadError("base_payload must be a dict of fields", endpoint=endpoint)
+    if not isinstance(vary, Mapping) or not vary:
+        raise PayloadError(
+            "vary must be a non-empty dict: field name -> list of values", endpoint=endpoint
+        )
+    problems = [
+        {"loc": ("vary", key), "msg": "give a non-empty list of values to try"}
+        for key, values in vary.items()
+        if isinstance(values, (str, bytes, Mapping))
+        or not isinstance(values, Iterable)
+        or not list(values)
+    ]
+    if problems:
+        raise PayloadError(problems, endpoint=endpoint)
+    axes = [(key, Axis(key, tuple(values))) for key, values in vary.items()]
+    tasks = refuse_above(
+        endpoint,
+        axes,
+        max_jobs,
+        "this sweep makes {n} tasks",
+        "vary fewer values or raise max_jobs",
+        limit_name="max_jobs=",
+    )
+    cells = expand_cells(endpoint, spec, base_payload, axes)
+    billed = [c.billed for c in cells]
+    if sum(billed) > max_jobs:
+        raise PayloadError(
+            f"this sweep makes {tasks} tasks billed as {sum(billed)} generations (prompt "
+            f"permutations/--repeat); the limit is max_jobs={max_jobs}: vary fewer values "
+            "or raise max_jobs",
+            endpoint=endpoint,
+        )
+    payloads = [c.payload for c in cells]
+    return SweepPlan(
+        endpoint, payloads, [c.values for c in cells], billed, billing_values(spec, payloads)
+    )

@@ -1,0 +1,414 @@
+"""A grid at work: its cells, their jobs, ratings, and the store that keeps them.
+
+:class:`GridRun` is the plain-Python half of ``gw.grid`` (the widget in
+:mod:`genwidgets.widgets.grid` draws it). It sends each cell once, records the
+grid and every request id in the grid store as they arrive, keeps ratings,
+and re-opens a stored grid without sending anything.
+
+Choices where the issue is silent:
+
+- **When a grid is stored.** On :meth:`GridRun.submit`, before the first create
+  leaves (so a crash keeps the grid); request ids are written as each create
+  answers. A rating of a grid not yet sent stores the grid first.
+- **Concurrency.** At most :data:`CONCURRENCY` creates in flight; polling is
+  the engine's business afterwards.
+- **A failed create** is that cell's error (shown in its place); the others go on.
+- **Re-opening.** Finished cells come back from the ledger with their local
+  output files (``client.history(endpoint, status="finished")``); unfinished
+  ones are re-attached with ``client.job(endpoint, request_id)``, which polls
+  status and never creates; cells never sent stay unsent.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..protocol.records import Output, is_terminal
+from .axes import Axis
+from .plan import AXES, GridPlan, PlannedCell
+from .store import GridRecord, GridStore, store_for
+
+if TYPE_CHECKING:
+    from .._client import PreparedRequest
+    from ..jobs.job import Job
+    from ..jobs.ledger import Ledger
+
+__all__ = [
+    "CONCURRENCY",
+    "Forecasting",
+    "GridCell",
+    "GridClient",
+    "GridRun",
+    "default_client",
+    "grids",
+    "list_grids",
+    "new_grid_id",
+]
+
+CONCURRENCY = 4
+
+
+class GridClient(Protocol):
+    """What a grid needs of a client (the public Client API)."""
+
+    embedded: bool
+    ledger: Ledger | None
+
+    @property
+    def gateway_name(self) -> str: ...
+
+    def prepare(self, endpoint: str, payload: Mapping[str, Any]) -> PreparedRequest: ...
+
+    def send(self, prepared: PreparedRequest) -> Job: ...
+
+    def job(self, endpoint: str, request_id: str) -> Job: ...
+
+    def history(
+        self, endpoint: str | None = None, status: str | None = None, limit: int | None = None
+    ) -> list[Job]: ...
+
+
+@runtime_checkable
+class Forecasting(Protocol):
+    """A job that knows when it will probably finish (seconds from now, or None)."""
+
+    @property
+    def expected_finish(self) -> float | None: ...
+
+
+def default_client() -> Any:
+    """The most recent client of the process, else a new one (board, sweep, grid)."""
+    from .._client import Client, latest_client
+
+    found = latest_client()
+    return found if found is not None else Client()
+
+
+def new_grid_id() -> str:
+    """A stable, sortable, readable id: ``g-YYYYMMDD-HHMMSS-xxxx``."""
+    return time.strftime("g-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(2)
+
+
+def send(client: GridClient, endpoint: str, cell: PlannedCell) -> Job:
+    """The one place a grid cell leaves: the request prepared (validated once) when
+    the grid was planned, else prepared now."""
+    prepared = cell.prepared
+    if prepared is None:
+        prepared = client.prepare(endpoint, cell.payload)
+    return client.send(prepared)
+
+
+class GridCell:
+    """One cell: axis values (as displayed), payload, job, rating and note."""
+
+    def __init__(self, run: GridRun, planned: PlannedCell) -> None:
+        self._run = run
+        self.planned = planned
+        self.index = planned.index
+        self.payload = planned.payload
+        self.job: Job | None = None
+        self.request_id: str | None = None
+        self.error: str | None = None  # a create that failed
+        self.rating = 0
+        self.note: str | None = None
+
+    def value(self, direction: str) -> Any:
+        """The value of the axis displayed along ``direction`` ("x", "y" or "z")."""
+        return self.planned.values.get(self._run.plan.layout[direction])
+
+    x = property(lambda self: self.value("x"))
+    y = property(lambda self: self.value("y"))
+    z = property(lambda self: self.value("z"))
+
+    @property
+    def place(self) -> tuple[int, int, int]:
+        """(tab, row, column) as displayed."""
+        return self._run.plan.place(self.planned)
+
+    @property
+    def outputs(self) -> list[Output]:
+        result = self.job.last_result if self.job is not None else None
+        return list(result.outputs) if result is not None else []
+
+    @property
+    def done(self) -> bool:
+        """Nothing more will happen to this cell (finished, failed, or not created)."""
+        if self.error is not None:
+            return True
+        return self.job is not None and self.job.done()
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{d}={self.value(d)!r}" for d in AXES if self._run.plan.shown(d))
+        state = self.request_id or ("failed: " + self.error if self.error else "not sent")
+        return f"<GridCell {values} {state}{' ' + '*' * self.rating if self.rating else ''}>"
+
+
+class GridRun:
+    """The cells of a planned grid, sent at most once, and what was judged of them."""
+
+    def __init__(
+        self,
+        plan: GridPlan,
+        client: GridClient,
+        *,
+        grid_id: str | None = None,
+        store: GridStore | None = None,
+    ) -> None:
+        self.plan = plan
+        self.client = client
+        self.id = grid_id or new_grid_id()
+        self.store = store if store is not None else store_for(client)
+        self.cells = [GridCell(self, c) for c in plan.cells]
+        self.listeners: list[Callable[[], None]] = []
+        self._lock = threading.RLock()
+        self._started = False
+        self._stored = False
+        self._sent = threading.Event()
+
+    @property
+    def endpoint(self) -> str:
+        return self.plan.endpoint
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    @property
+    def sent(self) -> bool:
+        """True once every create has answered (or failed)."""
+        return self._sent.is_set()
+
+    # ------------------------------------------------------------------ layout
+
+    def cell(self, *, x: Any = None, y: Any = None, z: Any = None) -> GridCell:
+        """The cell with these displayed axis values (omit axes the grid lacks)."""
+        wanted = {"x": x, "y": y, "z": z}
+        for cell in self.cells:
+            if all(self.plan.shown(d) is None or cell.value(d) == wanted[d] for d in AXES):
+                return cell
+        shown = {d: list(a.values) for d in AXES if (a := self.plan.shown(d)) is not None}
+        raise KeyError(f"no cell at x={x!r}, y={y!r}, z={z!r}; the axes are {shown}")
+
+    def swap(self, a: str, b: str) -> None:
+        """Re-lay the grid: swap two displayed axes; no task is sent."""
+        with self._lock:
+            self.plan = self.plan.swapped(a, b)
+        self.changed()
+
+    def axis(self, direction: str) -> Axis | None:
+        return self.plan.shown(direction)
+
+    # ------------------------------------------------------------------ sending
+
+    def _store_grid(self) -> None:
+        with self._lock:
+            if self._stored:
+                return
+            self._stored = True
+        self.store.save_grid(
+            self.id,
+            gateway=self.client.gateway_name,
+            endpoint=self.endpoint,
+            description=self.plan.describe(),
+            payloads=[c.payload for c in self.cells],
+        )
+
+    def submit(self, *, wait: bool = True) -> GridRun:
+        """Send every cell once (a second call does nothing); ``wait`` returns when
+        every create has answered, else they go from a background thread."""
+        with self._lock:
+            if self._started:
+                return self
+            self._started = True
+        self._store_grid()
+        self.changed()
+        if wait:
+            self._send_all()
+        else:
+            threading.Thread(target=self._send_all, name="genwidgets-grid", daemon=True).start()
+        return self
+
+    def _send_all(self) -> None:
+        try:
+            with ThreadPoolExecutor(
+                max_workers=CONCURRENCY, thread_name_prefix="genwidgets-grid"
+            ) as pool:
+                list(pool.map(self._send_one, self.cells))
+        finally:
+            self._sent.set()
+            self.changed()
+
+    def _send_one(self, cell: GridCell) -> None:
+        try:
+            job = send(self.client, self.endpoint, cell.planned)
+        except Exception as exc:  # one failed create must not stop the grid
+            cell.error = f"not created: {type(exc).__name__}: {exc}"
+            self.store.set_request(self.id, cell.index, None, cell.error)
+        else:
+            self._attach(cell, job)
+            self.store.set_request(self.id, cell.index, cell.request_id)
+        self.changed()
+
+    def _attach(self, cell: GridCell, job: Job) -> None:
+        cell.job, cell.request_id = job, str(job.request_id)
+        job.add_update_callback(lambda _job: self.changed())
+        job.add_done_callback(lambda _job: self.changed())
+
+    def wait(self, timeout: float | None = None) -> GridRun:
+        """Block until every sent cell is terminal; ``TaskTimeout`` (a TimeoutError)
+        when ``timeout`` seconds pass first. Failed cells do not raise."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._started:
+            raise RuntimeError(
+                f"grid {self.id} was not sent (it needs confirmation): call grid.submit() first"
+            )
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._sent.wait(remaining):
+            raise TimeoutError(f"grid {self.id}: the creates did not all answer in {timeout} s")
+        for cell in self.cells:
+            if cell.job is None:
+                continue
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                cell.job.result(timeout=remaining)
+            except TimeoutError:
+                raise
+            except Exception:  # a failed task is shown in its cell; the grid goes on
+                continue
+        return self
+
+    def cancel_all(self) -> int:
+        """Ask the gateway to cancel every unfinished cell; returns how many."""
+        pending = [c.job for c in self.cells if c.job is not None and not c.job.done()]
+        for job in pending:
+            job.request_cancel()
+        self.changed()
+        return len(pending)
+
+    # ------------------------------------------------------------------ progress
+
+    def counts(self) -> tuple[int, int, int]:
+        """(done, failed, total): done counts terminal cells, failed among them."""
+        done = failed = 0
+        for cell in self.cells:
+            if not cell.done:
+                continue
+            done += 1
+            result = cell.job.last_result if cell.job is not None else None
+            if cell.error is not None or result is None or not result.ok:
+                failed += 1
+        return done, failed, len(self.cells)
+
+    def expected_finish(self) -> float | None:
+        """The latest expected finish (seconds from now) of unfinished cells, when known."""
+        found = [
+            job.expected_finish
+            for c in self.cells
+            if (job := c.job) is not None and not job.done() and isinstance(job, Forecasting)
+        ]
+        known = [f for f in found if f is not None]
+        return max(known) if known else None
+
+    # ------------------------------------------------------------------ judging
+
+    def rate(self, cell: GridCell | int, stars: int, note: str | None = None) -> GridCell:
+        """Set 1-5 stars (0 clears) and a note; persisted in the grid store."""
+        target = self.cells[cell] if isinstance(cell, int) else cell
+        if target not in self.cells:
+            raise ValueError("that cell is not one of this grid's cells")
+        if isinstance(stars, bool) or not isinstance(stars, int) or not 0 <= stars <= 5:
+            raise ValueError(f"stars must be a whole number 1-5 (0 clears), not {stars!r}")
+        if note is not None and not isinstance(note, str):
+            raise ValueError(f"a note is a string or None, not {type(note).__name__}")
+        self._store_grid()
+        self.store.rate(self.id, target.index, stars, note)
+        target.rating, target.note = stars, note
+        self.changed()
+        return target
+
+    # ------------------------------------------------------------------ listeners
+
+    def changed(self) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener()
+            except Exception:  # a broken view must not stop the grid
+                continue
+
+    def describe(self) -> dict[str, Any]:
+        """What ran: the plan's description plus each cell's payload, request id,
+        error and rating (exports; never the key)."""
+        from ..jobs.ledger import scrub_payload
+
+        data = {"id": self.id, **self.plan.describe()}
+        data["cells"] = [
+            {
+                "index": c.index,
+                "x": c.x,
+                "y": c.y,
+                "z": c.z,
+                "payload": scrub_payload(c.payload),
+                "request_id": c.request_id,
+                "error": c.error,
+                "stars": c.rating,
+                "note": c.note,
+            }
+            for c in self.cells
+        ]
+        return data
+
+    # ------------------------------------------------------------------ re-opening
+
+    @classmethod
+    def load(cls, grid_id: str, client: GridClient) -> GridRun:
+        """Re-open a stored grid: outputs from the ledger's local files, unfinished
+        cells re-attached, nothing sent. Unknown id: KeyError with the nearest ids."""
+        from .plan import restore_plan
+
+        store = store_for(client)
+        record = store.require(grid_id)
+        plan = restore_plan(record.description, [c.payload for c in record.cells])
+        run = cls(plan, client, grid_id=record.id, store=store)
+        run._started = run._stored = True
+        run._sent.set()
+        finished = {
+            str(j.request_id): j for j in client.history(record.endpoint, status="finished")
+        }
+        for cell, stored in zip(run.cells, record.cells, strict=True):
+            cell.rating, cell.note = stored.stars, stored.note
+            cell.error = stored.error
+            if stored.request_id:
+                job = finished.get(stored.request_id) or client.job(
+                    record.endpoint, stored.request_id
+                )
+                run._attach(cell, job)
+        return run
+
+
+def list_grids(client: GridClient) -> list[GridRecord]:
+    """The grids stored for this client's gateway, newest first."""
+    return store_for(client).grids(client.gateway_name)
+
+
+def grids(client: Any = None) -> list[GridRecord]:
+    """``gw.grids()``: past grids of the client's gateway (default: the latest
+    client), newest first, from the ledger's file."""
+    return list_grids(client if client is not None else default_client())
+
+
+def status_of(cell: GridCell) -> str:
+    """A short status word of a cell (plain text, for exports)."""
+    if cell.error is not None:
+        return "not created"
+    if cell.job is None:
+        return "not sent"
+    result = cell.job.last_result
+    if result is not None:
+        return "done" if result.ok else "failed"
+    status = cell.job.last_status
+    return status.status if status is not None and not is_terminal(status.status) else "running"

@@ -1,0 +1,266 @@
+"""The grid store: grids, their cells' request ids, ratings and notes, kept in
+the ledger's SQLite file beside the ``tasks`` table, so a grid outlives the kernel.
+
+Tables (created when missing; the ledger ignores tables it does not own):
+
+- ``grids``: one row per grid (id, gateway, endpoint, created_at, the JSON
+  description: base payload scrubbed as the ledger scrubs, axes, layout, seed);
+- ``grid_cells``: (grid_id, cell index) → payload, request_id, create error;
+- ``grid_ratings``: (grid_id, cell index) → stars 1-5, note, updated_at.
+
+Where the file is comes from one function, :func:`store_path`; a client whose
+ledger is off keeps its grids in memory for the session. Writes use
+``BEGIN IMMEDIATE`` and a busy timeout, like the ledger, so several kernels
+can share the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from .._config import redact
+from ..jobs.ledger import scrub_payload
+
+__all__ = ["CellRecord", "GridRecord", "GridStore", "store_for", "store_path"]
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS grids (
+    id TEXT PRIMARY KEY,
+    gateway TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    description TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS grid_cells (
+    grid_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    payload TEXT NOT NULL,
+    request_id TEXT,
+    error TEXT,
+    PRIMARY KEY (grid_id, idx)
+)""",
+    """CREATE TABLE IF NOT EXISTS grid_ratings (
+    grid_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    stars INTEGER NOT NULL,
+    note TEXT,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (grid_id, idx)
+)""",
+)
+BUSY_TIMEOUT = 30.0
+
+
+class HasLedger(Protocol):
+    """What the store needs of a client: its ledger (or None) and gateway name."""
+
+    @property
+    def gateway_name(self) -> str: ...
+
+
+def store_path(client: Any) -> Path | None:
+    """The SQLite file grids live in: the client's ledger file, or None (memory).
+
+    The one place that knows where the ledger keeps its file."""
+    ledger = client.ledger
+    return Path(ledger.path) if ledger is not None else None
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    index: int
+    payload: dict[str, Any]
+    request_id: str | None
+    error: str | None
+    stars: int = 0
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class GridRecord:
+    """A stored grid as :func:`genwidgets.grids` lists it."""
+
+    id: str
+    gateway: str
+    endpoint: str
+    created_at: float
+    description: dict[str, Any] = field(repr=False)
+    cells: list[CellRecord] = field(repr=False, default_factory=list)
+
+    @property
+    def rated(self) -> int:
+        return sum(1 for c in self.cells if c.stars)
+
+    @property
+    def sent(self) -> int:
+        return sum(1 for c in self.cells if c.request_id)
+
+
+class GridStore:
+    """Read and write grids in one SQLite file (thread-safe, one connection)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = 0
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        target = str(self.path) if self.path is not None else ":memory:"
+        conn = sqlite3.connect(
+            target, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        conn.execute("COMMIT")
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._connection().execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    # ------------------------------------------------------------------ writing
+
+    def save_grid(
+        self,
+        grid_id: str,
+        *,
+        gateway: str,
+        endpoint: str,
+        description: Mapping[str, Any],
+        payloads: list[Mapping[str, Any]],
+    ) -> None:
+        """Record a grid and its cells' payloads (once; later calls change nothing)."""
+        text = redact(json.dumps(description, default=str))
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO grids (id, gateway, endpoint, created_at, description) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (grid_id, gateway, endpoint, time.time(), text),
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO grid_cells (grid_id, idx, payload) VALUES (?, ?, ?)",
+                [
+                    (grid_id, i, redact(json.dumps(scrub_payload(p), default=str)))
+                    for i, p in enumerate(payloads)
+                ],
+            )
+
+    def set_request(
+        self, grid_id: str, index: int, request_id: str | None, error: str | None = None
+    ) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE grid_cells SET request_id = ?, error = ? WHERE grid_id = ? AND idx = ?",
+                (request_id, redact(error) if error else None, grid_id, index),
+            )
+
+    def rate(self, grid_id: str, index: int, stars: int, note: str | None) -> None:
+        """Set (stars 1-5) or clear (stars 0) a cell's rating."""
+        with self._write() as conn:
+            if stars == 0 and not note:
+                conn.execute(
+                    "DELETE FROM grid_ratings WHERE grid_id = ? AND idx = ?", (grid_id, index)
+                )
+                return
+            conn.execute(
+                "INSERT INTO grid_ratings (grid_id, idx, stars, note, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (grid_id, idx) DO UPDATE SET "
+                "stars = excluded.stars, note = excluded.note, updated_at = excluded.updated_at",
+                (grid_id, index, stars, note, time.time()),
+            )
+
+    # ------------------------------------------------------------------ reading
+
+    def ratings(self, grid_id: str) -> dict[int, tuple[int, str | None]]:
+        rows = self._read("SELECT idx, stars, note FROM grid_ratings WHERE grid_id = ?", (grid_id,))
+        return {int(i): (int(s), n) for i, s, n in rows}
+
+    def ids(self, gateway: str | None = None) -> list[str]:
+        sql = "SELECT id FROM grids"
+        params: tuple[Any, ...] = ()
+        if gateway is not None:
+            sql += " WHERE gateway = ?"
+            params = (gateway,)
+        return [r[0] for r in self._read(sql + " ORDER BY created_at DESC, rowid DESC", params)]
+
+    def get(self, grid_id: str) -> GridRecord | None:
+        found = self._read(
+            "SELECT id, gateway, endpoint, created_at, description FROM grids WHERE id = ?",
+            (grid_id,),
+        )
+        if not found:
+            return None
+        gid, gateway, endpoint, created_at, description = found[0]
+        ratings = self.ratings(gid)
+        cells = [
+            CellRecord(int(i), json.loads(p), rid, err, *ratings.get(int(i), (0, None)))
+            for i, p, rid, err in self._read(
+                "SELECT idx, payload, request_id, error FROM grid_cells WHERE grid_id = ? "
+                "ORDER BY idx",
+                (gid,),
+            )
+        ]
+        return GridRecord(gid, gateway, endpoint, created_at, json.loads(description), cells)
+
+    def require(self, grid_id: str) -> GridRecord:
+        """The grid, or a KeyError naming ``grid_id`` and the nearest stored ids."""
+        record = self.get(grid_id)
+        if record is not None:
+            return record
+        known = self.ids()
+        near = difflib.get_close_matches(str(grid_id), known, n=3, cutoff=0.3) or known[:3]
+        hint = f"; nearest: {', '.join(near)}" if near else "; no grid is stored yet"
+        raise KeyError(f"no grid {grid_id!r}{hint}")
+
+    def grids(self, gateway: str | None = None) -> list[GridRecord]:
+        """Every stored grid, newest first."""
+        return [r for r in (self.get(i) for i in self.ids(gateway)) if r is not None]
+
+
+_stores: dict[str, GridStore] = {}
+_stores_lock = threading.Lock()
+
+
+def store_for(client: Any) -> GridStore:
+    """The store of a client's ledger file (one per file per process)."""
+    path = store_path(client)
+    key = str(path.resolve()) if path is not None else f"memory:{id(client)}"
+    with _stores_lock:
+        store = _stores.get(key)
+        if store is None:
+            store = _stores[key] = GridStore(path)
+        return store

@@ -1,0 +1,329 @@
+"""Container elements: lists with add/remove rows, nested models as sub-forms, and
+unions of models (a variant choice and its sub-form).
+
+A container builds the elements of its children with the ``build`` function it is
+given (the dispatch passes its own :func:`~genwidgets.widgets.dispatch.build_element`),
+so this module needs nothing above it.
+
+Choices made where the brief is silent (and why):
+
+- List rows left unset are left out of the list; error locations are mapped back
+  to the row they came from.
+- An optional sub-form is folded and built on first open (folded settings cost
+  nothing); an untouched sub-form is not sent.
+- Keys a sub-form does not know are kept and sent as is (the catalog allows them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import ipywidgets as W
+from pydantic import BaseModel
+
+from ..catalog.introspect import single_literal
+from ._style import HELP_STYLE, layout
+from .elements import (
+    BuildContext,
+    Builder,
+    Element,
+    Loc,
+    Quiet,
+    is_sequence,
+    is_unset,
+    shape_error,
+)
+from .field_spec import UNSET, FieldSpec, field_specs, item_spec, plain
+
+__all__ = ["ListElement", "ModelElement", "ModelUnionElement"]
+
+
+class ListElement(Element):
+    """Rows with add/remove buttons; min/max item counts enforced on the buttons."""
+
+    def __init__(self, spec: FieldSpec, ctx: BuildContext, *, build: Builder) -> None:
+        super().__init__(spec, ctx)
+        self._build_element = build
+        self.item = item_spec(spec)
+        self.rows: list[Element] = []
+        self._row_boxes: list[W.Widget] = []
+        self.rows_box = W.VBox(layout=layout("item"))
+        self.add_button = W.Button(description="+ add", layout=layout("small"))
+        self.add_button.on_click(lambda _b: self.add_row())
+        bounds = []
+        if spec.min_len:
+            bounds.append(f"at least {spec.min_len}")
+        if spec.max_len is not None:
+            bounds.append(f"at most {spec.max_len}")
+        count = f"items: {', '.join(bounds)}" if bounds else ""
+        self.count_label = W.HTML(f'<span style="{HELP_STYLE}">{count}</span>')
+        self.control = W.VBox([self.rows_box, W.HBox([self.add_button, self.count_label])])
+        self.control.layout = layout("wide")
+        with Quiet(self):
+            for _ in range(self.min_rows):
+                self.add_row()
+        self._update_buttons()
+
+    @property
+    def min_rows(self) -> int:
+        return (self.spec.min_len or 0) if self.spec.required else 0
+
+    def add_row(self, value: Any = UNSET) -> Element:
+        row = self._build_element(self.item, self.ctx)
+        if not is_unset(value):
+            row.set(value)
+        row.observe(self._changed)
+        remove = W.Button(icon="trash", tooltip="remove this item", layout=layout("tick"))
+        box = W.HBox([row.widget, remove], layout=layout("row"))
+        remove.on_click(lambda _b, r=row: self.remove_row(r))
+        self.rows.append(row)
+        self._row_boxes.append(box)
+        self.rows_box.children = tuple(self._row_boxes)
+        self._update_buttons()
+        self._changed()
+        return row
+
+    def remove_row(self, row: Element) -> None:
+        index = self.rows.index(row)
+        if len(self.rows) <= self.min_rows:
+            return
+        del self.rows[index]
+        del self._row_boxes[index]
+        self.rows_box.children = tuple(self._row_boxes)
+        self._update_buttons()
+        self._changed()
+
+    def _update_buttons(self) -> None:
+        full = self.spec.max_len is not None and len(self.rows) >= self.spec.max_len
+        self.add_button.disabled = full
+        self.add_button.tooltip = "the list is full" if full else "add an item"
+        at_min = len(self.rows) <= self.min_rows
+        for box in self._row_boxes:
+            box.children[1].disabled = at_min
+
+    def _set_rows(self) -> list[tuple[int, Any]]:
+        return [(i, v) for i, r in enumerate(self.rows) if (v := r.get()) is not UNSET]
+
+    def get(self) -> Any:
+        values = [v for _, v in self._set_rows()]
+        return values or UNSET  # nothing in it: not sent ("Field required" when it must be)
+
+    def set(self, value: Any) -> None:
+        with Quiet(self):
+            self.rows.clear()
+            self._row_boxes.clear()
+            items = [] if is_unset(value) else list(value) if is_sequence(value) else [value]
+            for item in items:
+                self.add_row(item)
+            while len(self.rows) < self.min_rows:
+                self.add_row()
+            self.rows_box.children = tuple(self._row_boxes)
+            self._update_buttons()
+        self._changed()
+
+    def locate(self, loc: Loc) -> tuple[Element, Loc]:
+        if loc and isinstance(loc[0], int):
+            mapping = [i for i, _ in self._set_rows()]
+            if 0 <= loc[0] < len(mapping):
+                return self.rows[mapping[loc[0]]].locate(loc[1:])
+        return self, loc
+
+    def walk(self) -> Iterator[Element]:
+        yield self
+        for row in self.rows:
+            yield from row.walk()
+
+
+# --- nested models -------------------------------------------------------------------------
+
+
+class ModelElement(Element):
+    """A nested model as a sub-form; an optional one is folded and built on first open."""
+
+    def __init__(
+        self, spec: FieldSpec, ctx: BuildContext, model: type[BaseModel], *, build: Builder
+    ) -> None:
+        super().__init__(spec, ctx)
+        self._build_element = build
+        self.model = model
+        self.children: dict[str, Element] = {}
+        self.extra: dict[str, Any] = {}
+        self.body = W.VBox(layout=layout("box"))
+        if spec.required or not spec.wire:
+            self._build()
+            self.control = self.body
+        else:
+            self.control = W.Accordion(children=[self.body], selected_index=None)
+            self.control.set_title(0, f"{spec.wire} ({len(model.model_fields)} settings)")
+            self.control.observe(self._opened, "selected_index")
+            self.control.layout = layout("wide")
+
+    def _opened(self, change: Any) -> None:
+        if change["new"] is not None:
+            self._build()
+
+    def _build(self) -> None:
+        if self.children or not self.model.model_fields:
+            return
+        prefix = f"{self.spec.path}." if self.spec.path else ""
+        specs = field_specs(self.model, prefix)
+        ordered = [s for s in specs if s.required] + [s for s in specs if not s.required]
+        for child_spec in ordered:
+            child = self._build_element(child_spec, self.ctx)
+            child.observe(self._changed)
+            self.children[child_spec.wire] = child
+        self.body.children = tuple(c.widget for c in self.children.values())
+
+    def child(self, name: str) -> Element | None:
+        self._build()
+        if name in self.children:
+            return self.children[name]
+        return next((c for c in self.children.values() if c.spec.name == name), None)
+
+    def get(self) -> Any:
+        values = {
+            k: v for k, child in self.children.items() if (v := child.get()) is not UNSET
+        } | self.extra
+        return values or UNSET  # an untouched sub-form is not sent
+
+    def set(self, value: Any) -> None:
+        with Quiet(self):
+            if is_unset(value):
+                for child in self.children.values():
+                    child.reset()
+                self.extra = {}
+            elif isinstance(value, BaseModel):
+                self.set(value.model_dump(mode="json", by_alias=True, exclude_unset=True))
+                return
+            elif isinstance(value, Mapping):
+                self._build()
+                self.extra = {}
+                for child in self.children.values():
+                    child.reset()
+                for key, item in value.items():
+                    target = self.child(str(key))
+                    if target is None:
+                        self.extra[str(key)] = item
+                    else:
+                        target.set(item)
+                if value and isinstance(self.control, W.Accordion):
+                    self.control.selected_index = 0
+            else:
+                raise shape_error(self.spec, value, "a dict of settings")
+        self._changed()
+
+    def locate(self, loc: Loc) -> tuple[Element, Loc]:
+        if not loc:
+            return self, loc
+        head = str(loc[0])
+        child = self.child(head)
+        if child is not None:
+            return child.locate(loc[1:])
+        if len(loc) > 1 and self.child(str(loc[1])) is not None:
+            # pydantic puts a union member's tag in the location: skip it.
+            return self.locate(loc[1:])
+        return self, loc
+
+    def walk(self) -> Iterator[Element]:
+        yield self
+        for child in self.children.values():
+            yield from child.walk()
+
+
+class ModelUnionElement(Element):
+    """A union of models (e.g. tagged content items): a variant choice and its sub-form."""
+
+    def __init__(
+        self,
+        spec: FieldSpec,
+        ctx: BuildContext,
+        models: Sequence[type[BaseModel]],
+        *,
+        build: Builder,
+    ) -> None:
+        super().__init__(spec, ctx)
+        self._build_element = build
+        self.models = list(models)
+        self.forms: dict[type[BaseModel], ModelElement] = {}
+        self.choice = W.Dropdown(
+            options=[(_variant_name(m), m) for m in self.models], layout=layout("small")
+        )
+        self.body = W.VBox()
+        self.control = W.VBox([self.choice, self.body], layout=layout("wide"))
+        self.choice.observe(self._switch, "value")
+        self._switch()
+
+    @property
+    def current(self) -> ModelElement:
+        model = self.choice.value
+        if model not in self.forms:
+            form = ModelElement(
+                replace(self.spec, wire="", required=True),
+                self.ctx,
+                model,
+                build=self._build_element,
+            )
+            form.observe(self._changed)
+            self.forms[model] = form
+        return self.forms[model]
+
+    def _switch(self, _change: Any = None) -> None:
+        self.body.children = (self.current.widget,)
+        self._changed()
+
+    def get(self) -> Any:
+        return self.current.get()
+
+    def set(self, value: Any) -> None:
+        if is_unset(value):
+            self.current.reset()
+            return
+        if isinstance(value, BaseModel) and type(value) in self.models:
+            model: type[BaseModel] = type(value)
+        elif isinstance(value, Mapping):
+            model = _pick_variant(self.models, value)
+        else:
+            raise shape_error(self.spec, value, "a dict")
+        with Quiet(self):
+            self.choice.value = model
+            self.body.children = (self.current.widget,)
+            self.current.set(value)
+        self._changed()
+
+    def locate(self, loc: Loc) -> tuple[Element, Loc]:
+        return self.current.locate(loc)
+
+    def walk(self) -> Iterator[Element]:
+        yield self
+        yield from self.current.walk()
+
+
+def _variant_name(model: type[BaseModel]) -> str:
+    """A variant's name in the choice: its tag (``type = url``), else the class name."""
+    for name, info in model.model_fields.items():
+        tagged, value = single_literal(info.annotation)
+        if tagged:
+            return f"{name} = {plain(value)}"
+    return model.__name__
+
+
+def _pick_variant(models: Sequence[type[BaseModel]], value: Mapping[str, Any]) -> type[BaseModel]:
+    """The model whose single-valued Literal fields match ``value`` (a tag), else the
+    first that validates, else the first."""
+    for model in models:
+        tags = {
+            (info.alias or name): tag[1]
+            for name, info in model.model_fields.items()
+            if (tag := single_literal(info.annotation))[0]
+        }
+        if tags and all(value.get(k) == v for k, v in tags.items()):
+            return model
+    for model in models:
+        try:
+            model.model_validate(dict(value))
+            return model
+        except ValueError:
+            continue
+    return models[0]

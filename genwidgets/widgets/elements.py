@@ -1,0 +1,442 @@
+"""Field elements: one small object per payload field, a getter/setter pair around
+the widget that shows it (in the manner of ipywidgets-jsonschema).
+
+- ``element.widget``: what is displayed (label, control, help and errors);
+- ``element.get()``: the field's value, or :data:`UNSET` when nothing is to be sent;
+- ``element.set(value)``: show a value (``UNSET``/``None`` clears it);
+- ``element.observe(callback)``: ``callback()`` after every user or programmatic change;
+- ``element.show_errors(messages)``: validation messages, shown beside the field.
+
+This module holds the base :class:`Element` and the scalar elements (text, numbers,
+choices, fixed values). Lists and sub-forms are in :mod:`.containers`, the media
+input in :mod:`.media_input`, the imgM prompt in :mod:`.prompt_field`, the vidA
+content builder in :mod:`.vida_content`; :mod:`.dispatch` picks one per field.
+
+Choices made where the brief is silent (and why):
+
+- Numbers that fail to parse are passed on as text, so the catalog's validation,
+  not this module, writes the message ("Input should be a valid integer").
+- Bounded numbers are a "send" checkbox plus IntText/FloatText (not Bounded*, which
+  would clamp out-of-range input silently); typing a number ticks the checkbox.
+- A required ``Literal`` with a single value is fixed (shown, always sent); an
+  optional one is a normal choice with a "(default)" entry.
+- A value given to ``set`` that a choice does not offer is added as an extra entry
+  marked "(not allowed)", so validation can say what is wrong instead of it being lost.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import ipywidgets as W
+from pydantic import BaseModel
+
+from ..errors import PayloadError
+from ._style import BILLED_BADGE, ERROR_STYLE, HELP_STYLE, PALETTE, esc, layout
+from .field_spec import UNSET, FieldSpec, plain
+
+__all__ = [
+    "BuildContext",
+    "Builder",
+    "ChoiceElement",
+    "Element",
+    "FixedElement",
+    "NumberElement",
+    "Quiet",
+    "TextElement",
+    "format_json",
+    "is_sequence",
+    "is_unset",
+    "label_html",
+    "parse_float",
+    "parse_int",
+    "parse_json",
+    "shape_error",
+    "union_parser",
+]
+
+Loc = tuple[str | int, ...]
+Callback = Callable[[], None]
+
+
+@dataclass
+class BuildContext:
+    """What building an element may need beyond its own spec."""
+
+    endpoint: str
+    model: type[BaseModel] | None = None
+
+
+def label_html(spec: FieldSpec) -> str:
+    """The field's name (bold when required), a red star when required, the billed badge."""
+    name = esc(spec.label)
+    star = (
+        f' <span style="color:{PALETTE["error"]}" title="required">*</span>'
+        if spec.required
+        else ""
+    )
+    badge = f" {BILLED_BADGE}" if spec.billed else ""
+    weight = "bold" if spec.required else "normal"
+    return f'<span style="font-weight:{weight}">{name}</span>{star}{badge}'
+
+
+class Element:
+    """A field's getter/setter pair and the widget that shows it."""
+
+    control: W.Widget
+
+    def __init__(self, spec: FieldSpec, ctx: BuildContext) -> None:
+        self.spec = spec
+        self.ctx = ctx
+        self.errors: list[str] = []
+        self._callbacks: list[Callback] = []
+        self._quiet = 0
+        self.extra_note = ""  # e.g. a character count, written by subclasses
+        self.note = W.HTML(layout=layout("note"))
+        self._widget: W.Widget | None = None
+
+    # the getter/setter pair ------------------------------------------------
+    def get(self) -> Any:
+        raise NotImplementedError
+
+    def set(self, value: Any) -> None:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        self.set(UNSET)
+
+    # change notification ----------------------------------------------------
+    def observe(self, callback: Callback) -> None:
+        self._callbacks.append(callback)
+
+    def _changed(self, _change: Any = None) -> None:
+        if self._quiet:
+            return
+        self.refresh_note()
+        for callback in list(self._callbacks):
+            callback()
+
+    # errors ------------------------------------------------------------------
+    def locate(self, loc: Loc) -> tuple[Element, Loc]:
+        """The element that should show an error at ``loc`` (relative to this one)."""
+        return self, loc
+
+    def walk(self) -> Iterator[Element]:
+        yield self
+
+    def show_errors(self, messages: Sequence[str]) -> None:
+        self.errors = list(dict.fromkeys(messages))
+        self.refresh_note()
+
+    def refresh_note(self) -> None:
+        parts = []
+        if self.spec.description:
+            parts.append(f'<div style="{HELP_STYLE}">{esc(self.spec.description)}</div>')
+        if self.extra_note:
+            parts.append(f'<div style="{HELP_STYLE}">{self.extra_note}</div>')
+        for msg in self.errors:
+            parts.append(f'<div style="{ERROR_STYLE}">⚠ {esc(msg)}</div>')
+        text = "".join(parts)
+        if self.note.value != text:
+            self.note.value = text
+
+    # display -------------------------------------------------------------------
+    @property
+    def widget(self) -> W.Widget:
+        if self._widget is None:
+            self.refresh_note()
+            if self.spec.wire:  # a named field: label beside the control
+                head = W.HBox(
+                    [W.HTML(label_html(self.spec), layout=layout("label")), self.control],
+                    layout=layout("row"),
+                )
+                self._widget = W.VBox([head, self.note], layout=layout("row"))
+            else:  # a list item: the control alone, with its note
+                self._widget = W.VBox([self.control, self.note], layout=layout("row"))
+        return self._widget
+
+    def placeholder(self) -> str:
+        spec = self.spec
+        parts = []
+        if spec.default_text:
+            parts.append(f"default: {spec.default_text}")
+        limits = spec.limits_text()
+        if limits:
+            parts.append(limits)
+        if not parts and not spec.required:
+            parts.append("not sent when empty")
+        return " · ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec.path or '(item)'}>"
+
+
+class Quiet:
+    """Suppress change notifications while a setter works (one notice at the end)."""
+
+    def __init__(self, element: Element) -> None:
+        self.element = element
+
+    def __enter__(self) -> None:
+        self.element._quiet += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.element._quiet -= 1
+
+
+def is_unset(value: Any) -> bool:
+    """``UNSET`` and ``None`` both mean "not sent"."""
+    return value is UNSET or value is None
+
+
+def is_sequence(value: Any) -> bool:
+    """A list-like value (text and bytes are not lists of characters here)."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def shape_error(spec: FieldSpec, value: Any, expected: str) -> PayloadError:
+    """The error for a value of the wrong shape given to ``set`` (not a widget state)."""
+    loc = tuple(p for p in spec.path.replace("[]", "").split(".") if p)
+    return PayloadError(
+        [{"loc": loc, "msg": f"expected {expected}, got {type(value).__name__}: {value!r:.60}"}]
+    )
+
+
+# --- text-like -----------------------------------------------------------------
+
+Parser = Callable[[str], Any]
+
+
+def parse_int(text: str) -> Any:
+    """An int, or the text itself (validation then says what is wrong)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def parse_float(text: str) -> Any:
+    """A float, or the text itself."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def parse_json(text: str) -> Any:
+    """JSON data, or the text itself when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def format_json(value: Any) -> str:
+    """Text as is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+class TextElement(Element):
+    """A Text (or Textarea with a character count) whose text is parsed on read."""
+
+    def __init__(
+        self,
+        spec: FieldSpec,
+        ctx: BuildContext,
+        *,
+        parse: Parser = str,
+        format: Callable[[Any], str] = str,
+        long: bool = False,
+    ) -> None:
+        super().__init__(spec, ctx)
+        self._parse = parse
+        self._format = format
+        self._given: tuple[str, Any] | None = None  # (text shown, value given to set)
+        self._count = long or (spec.max_len is not None and spec.max_len >= 300)
+        cls = W.Textarea if long or self._count else W.Text
+        shape = layout("area") if cls is W.Textarea else layout("wide")
+        self.control = cls(placeholder=self.placeholder(), layout=shape)
+        self.control.observe(self._changed, "value")
+        self._update_count()
+
+    def _update_count(self) -> None:
+        if self._count:
+            limit = f" / {self.spec.max_len}" if self.spec.max_len else ""
+            self.extra_note = f"{len(self.control.value)}{limit} characters"
+
+    def refresh_note(self) -> None:
+        self._update_count()
+        super().refresh_note()
+
+    def get(self) -> Any:
+        text = self.control.value
+        if text == "":
+            return UNSET
+        if self._given is not None and self._given[0] == text:
+            return self._given[1]  # untouched since set(): keep its type ("7" stays "7")
+        return self._parse(text)
+
+    def set(self, value: Any) -> None:
+        text = "" if is_unset(value) else self._format(value)
+        self._given = None if is_unset(value) else (text, value)
+        self.control.value = text
+
+
+def union_parser(options: tuple[Any, ...]) -> Parser:
+    """Parse text into the first member of a union it fits (int, float, bool, str)."""
+    literals = [v for a in options if typing.get_origin(a) is Literal for v in typing.get_args(a)]
+
+    def parse(text: str) -> Any:
+        for lit in literals:
+            if plain(lit) == text:
+                return lit
+        if int in options:
+            try:
+                return int(text)
+            except ValueError:
+                pass
+        if float in options:
+            try:
+                return float(text)
+            except ValueError:
+                pass
+        if bool in options and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        if any(a in (dict, list) or typing.get_origin(a) in (dict, list) for a in options):
+            parsed = parse_json(text)
+            if not isinstance(parsed, str):
+                return parsed
+        return text
+
+    return parse
+
+
+class NumberElement(Element):
+    """A bounded number: a 'send' checkbox and an IntText/FloatText, limits in the help."""
+
+    def __init__(self, spec: FieldSpec, ctx: BuildContext, *, integer: bool) -> None:
+        super().__init__(spec, ctx)
+        self._integer = integer
+        start = spec.default if isinstance(spec.default, (int, float)) else None
+        if start is None:
+            start = spec.ge if spec.ge is not None else (spec.le if spec.le is not None else 0)
+        number_cls = W.IntText if integer else W.FloatText
+        self.number = number_cls(value=int(start) if integer else float(start))
+        self.number.layout = layout("number")
+        self.send = W.Checkbox(value=False, indent=False, layout=layout("tick"))
+        self.send.tooltip = "send this field (unticked: the service default applies)"
+        self.control = W.HBox([self.send, self.number, W.HTML(self._hint())])
+        self.number.observe(self._typed, "value")
+        self.send.observe(self._changed, "value")
+
+    def _hint(self) -> str:
+        hint = self.placeholder()
+        return f'<span style="{HELP_STYLE}">{esc(hint)}</span>'
+
+    def _typed(self, change: Any) -> None:
+        if not self.send.value and not self._quiet:
+            with Quiet(self):
+                self.send.value = True
+        self._changed()
+
+    def get(self) -> Any:
+        return self.number.value if self.send.value else UNSET
+
+    def set(self, value: Any) -> None:
+        with Quiet(self):
+            if is_unset(value):
+                self.send.value = False
+            else:
+                self.number.value = _coerce_number(value, self.spec, integer=self._integer)
+                self.send.value = True
+        self._changed()
+
+
+def _coerce_number(value: Any, spec: FieldSpec, *, integer: bool) -> int | float:
+    """A number for the box, or a clear error: a box cannot show text or drop decimals."""
+    kind = "a whole number" if integer else "a number"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or number != number or (integer and not number.is_integer()):
+        limits = spec.limits_text()
+        allowed = f" ({limits})" if limits else ""
+        raise PayloadError(
+            [
+                {
+                    "loc": tuple(spec.path.split(".")),
+                    "msg": f"expected {kind}{allowed}, got {value!r}",
+                }
+            ]
+        )
+    return int(number) if integer else number
+
+
+# --- choices ---------------------------------------------------------------------------
+
+
+class ChoiceElement(Element):
+    """Literal choices and tri-state booleans: an unset "(default)" entry first."""
+
+    def __init__(self, spec: FieldSpec, ctx: BuildContext, choices: Sequence[Any]) -> None:
+        super().__init__(spec, ctx)
+        self.choices = list(choices)
+        default = f"(default: {spec.default_text})" if spec.default_text else "(default)"
+        unset_label = "(choose)" if spec.required else default
+        self._options: list[tuple[str, Any]] = [(unset_label, UNSET)] + [
+            (plain(c), c) for c in self.choices
+        ]
+        short = len(self.choices) <= 4 and all(len(plain(c)) <= 10 for c in self.choices)
+        if short:
+            self.control = W.ToggleButtons(options=self._options, value=UNSET)
+            self.control.style.button_width = "auto"
+        else:
+            self.control = W.Dropdown(options=self._options, value=UNSET, layout=layout("small"))
+        self.control.observe(self._changed, "value")
+
+    def get(self) -> Any:
+        return self.control.value
+
+    def set(self, value: Any) -> None:
+        if is_unset(value):
+            value = UNSET
+        elif not any(_same(value, v) for _, v in self._options):
+            self._options.append((f"{plain(value)} (not allowed)", value))
+            with Quiet(self):
+                self.control.options = list(self._options)
+        else:
+            value = next(v for _, v in self._options if _same(value, v))
+        self.control.value = value
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same type (True is not 1 here)."""
+    return type(a) is type(b) and a == b
+
+
+class FixedElement(Element):
+    """A required single-valued Literal: shown, always sent."""
+
+    def __init__(self, spec: FieldSpec, ctx: BuildContext, value: Any) -> None:
+        super().__init__(spec, ctx)
+        self.value = value
+        self.control = W.HTML(f"<code>{esc(plain(value))}</code>")
+
+    def get(self) -> Any:
+        return self.value
+
+    def set(self, value: Any) -> None:
+        if not is_unset(value) and value != self.value:
+            # Keep what the caller gave, so validation can say it is wrong.
+            self.value = value
+            self.control.value = f"<code>{esc(plain(value))}</code>"
+            self._changed()
+
+
+Builder = Callable[[FieldSpec, BuildContext], Element]
+"""How a container builds the element of a child field (the dispatch, given to it)."""

@@ -1,0 +1,187 @@
+"""What a form knows about one payload field, read once from the catalog's model.
+
+:func:`field_specs` turns a model's fields into :class:`FieldSpec` records through
+the catalog's one annotation walker (:mod:`genwidgets.catalog.introspect`) and its
+markers (billed, media, imgM prompt). Specs are cached per model: building a form
+must stay cheap. Field paths are wire names joined by ``.``, with ``[]`` for list
+items: ``"content"``, ``"media[].url"``.
+
+:data:`UNSET` is the value of a field that is not to be sent: an empty text box is
+unset, never ``""``, and unset optional fields are left out of the payload.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from ..catalog import MediaSpec, is_billed, is_prompt_string, media_spec
+from ..catalog.introspect import (
+    Limits,
+    is_container,
+    item_annotation,
+    limits_of,
+    strip_optional,
+)
+
+__all__ = [
+    "UNSET",
+    "FieldSpec",
+    "default_from_description",
+    "field_specs",
+    "item_spec",
+    "plain",
+    "spec_from_info",
+]
+
+
+class _Unset:
+    """The value of a field that is not to be sent."""
+
+    _instance: _Unset | None = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldSpec(Limits):
+    """What a form needs to know about one field, read once from the model (its
+    :class:`~genwidgets.catalog.introspect.Limits` included)."""
+
+    name: str  # python attribute name ("" for list items)
+    wire: str  # the name sent on the wire
+    path: str  # "media[].url"
+    annotation: Any  # with ``None`` and ``Annotated`` stripped
+    required: bool
+    description: str = ""
+    default: Any = UNSET  # a real default from the model, else UNSET
+    default_text: str = ""  # what the placeholder says when unset
+    billed: bool = False
+    media: MediaSpec | None = None
+    prompt: bool = False
+    item_info: FieldInfo | None = field(default=None, compare=False)
+
+    @property
+    def label(self) -> str:
+        return self.wire or self.name
+
+    @property
+    def bounded(self) -> bool:
+        """Limited on both sides (a number box then shows the range)."""
+        return (self.ge is not None or self.gt is not None) and (
+            self.le is not None or self.lt is not None
+        )
+
+    def limits_text(self) -> str:
+        low = self.ge if self.ge is not None else self.gt
+        high = self.le if self.le is not None else self.lt
+        if low is None and high is None:
+            return ""
+        lo = "" if low is None else _num(low) + (" <" if self.gt is not None else "")
+        hi = "" if high is None else ("< " if self.lt is not None else "") + _num(high)
+        if low is None:
+            return f"≤ {hi}" if self.lt is None else hi
+        if high is None:
+            return f"≥ {lo}" if self.gt is None else f"> {_num(low)}"
+        return f"{lo} – {hi}"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+_DEFAULT_RE = re.compile(r"\b[Dd]efault(?:s to|:| is)?\s+`?([^`;,\s]+)`?")
+_NOT_A_DEFAULT = {"usually", "not", "null", "none", "is", "the", "when", "in", "mark", "value"}
+
+
+def default_from_description(description: str) -> str:
+    """The documented default ("Default `720p`", "default 5") or ``""``."""
+    for match in _DEFAULT_RE.finditer(description):
+        word = match.group(1).rstrip(".)")
+        if word and word.lower() not in _NOT_A_DEFAULT:
+            return word
+    return ""
+
+
+def plain(value: Any) -> str:
+    """A value as the text a form shows for it (``true``, an enum's value, JSON)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return str(value)
+
+
+def spec_from_info(name: str, info: FieldInfo, path: str) -> FieldSpec:
+    """Read a pydantic FieldInfo into a :class:`FieldSpec`."""
+    annotation, _ = strip_optional(info.annotation)
+    description = info.description or ""
+    default: Any = UNSET
+    if info.default is not PydanticUndefined and info.default is not None:
+        default = info.default
+    default_text = plain(default) if default is not UNSET else default_from_description(description)
+    item_info = None
+    if is_container(annotation):
+        item_info = FieldInfo.from_annotation(item_annotation(annotation))
+    return FieldSpec(
+        name=name,
+        wire=info.alias or name,
+        path=path,
+        annotation=annotation,
+        required=info.is_required(),
+        description=description,
+        default=default,
+        default_text=default_text,
+        billed=is_billed(info),
+        media=media_spec(info),
+        prompt=is_prompt_string(info),
+        item_info=item_info,
+        **asdict(limits_of(info.metadata)),
+    )
+
+
+@cache
+def field_specs(model: type[BaseModel], prefix: str = "") -> tuple[FieldSpec, ...]:
+    """Every field of ``model``, in declaration order (cached per model)."""
+    specs = []
+    for name, info in model.model_fields.items():
+        wire = info.alias or name
+        specs.append(spec_from_info(name, info, f"{prefix}{wire}"))
+    return tuple(specs)
+
+
+def item_spec(parent: FieldSpec) -> FieldSpec:
+    """The spec of one item of a list field (markers may sit on the list or the item)."""
+    info = parent.item_info or FieldInfo.from_annotation(Any)
+    spec = spec_from_info("", info, parent.path + "[]")
+    return replace(
+        spec,
+        wire="",
+        required=True,
+        description="",
+        media=spec.media or parent.media,
+        prompt=spec.prompt,
+        billed=False,
+    )

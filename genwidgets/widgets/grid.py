@@ -1,0 +1,340 @@
+"""``gw.grid``: the prompt lab's X/Y/Z grid as a widget (anywidget).
+
+The plan, the sending, the ratings and the store are plain Python in
+:mod:`genwidgets.lab`; this module draws them. The view is a plain ES module
+and a CSS file in ``widgets/static/`` (``grid.js``, ``grid.css``), so it renders
+wherever anywidget does (JupyterLab, Notebook 7, Voilà, marimo).
+
+State goes to the browser in two traits written by one throttled writer (the
+task view's rule: at most ~10 writes a second, the state read at write time):
+``head`` (summary, axes as displayed, progress "i of N done", expected finish,
+which buttons to show) and ``cell_states`` (place, status, outputs, stars, note,
+payload, request id). The browser answers with messages: ``rate``, ``submit``,
+``cancel``, ``swap``, ``recall``.
+
+Choices where the issue is silent:
+
+- ``gw.grid`` sends at once (returning when every create has answered) unless
+  the billed generations exceed ``confirm_above``; then nothing leaves until
+  the Submit button or ``grid.submit()``.
+- Recall (the cell's pencil button) opens the form in an output area displayed
+  under the grid in Jupyter front-ends; ``grid.form(cell)`` returns the form.
+- Media go to the browser by URL while the gateway serves them, by bytes when
+  they come from the ledger's local copies (:func:`~genwidgets.widgets.render.source_of`).
+- An output's list for the browser is computed once its cell is terminal and
+  then reused, so a 400-cell grid does not re-encode finished media.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+import anywidget
+import ipywidgets
+import traitlets
+
+from ..lab.plan import AXES, GridPlan, plan_grid, short
+from ..lab.run import GridCell, GridRun, default_client
+from ..protocol.records import Output
+from .render import source_of
+from .task import TICKER, Throttle, _guarded, in_kernel
+
+__all__ = ["Grid", "grid", "load_grid"]
+
+STATIC = Path(__file__).with_name("static")
+SWAPS = (("x", "y"), ("y", "z"), ("x", "z"))
+
+
+def _output_record(output: Output) -> dict[str, Any]:
+    source = source_of(output, prefer_url=True)
+    record: dict[str, Any] = {"kind": output.kind, "src": source.href or ""}
+    if output.kind in ("json", "text") and source.data is not None:
+        record["text"] = short(source.data.decode("utf-8", "replace"), 2000)
+    return record
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+class Grid(anywidget.AnyWidget):
+    """A grid of tasks that vary along x (columns), y (rows) and z (tabs); see
+    the module docstring and ``gw.grid``."""
+
+    _esm = STATIC / "grid.js"
+    _css = STATIC / "grid.css"
+    head = traitlets.Dict().tag(sync=True)
+    cell_states: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
+
+    def __init__(self, run: GridRun, *, needs_confirmation: bool = False) -> None:
+        super().__init__()
+        self.run = run
+        self.needs_confirmation = needs_confirmation
+        self._outputs: dict[int, list[dict[str, Any]]] = {}
+        #: where the recall buttons open forms (shown under the grid in Jupyter)
+        self.recall_area: ipywidgets.Output | None = None
+        self._throttle = Throttle(self._write)
+        self._live = False
+        self.add_class("gw-grid")
+        run.listeners.append(self._on_change)
+        self.on_msg(self._on_message)
+        self._throttle.request(force=True)
+
+    # ------------------------------------------------------------------ the API
+
+    @property
+    def id(self) -> str:
+        return self.run.id
+
+    @property
+    def endpoint(self) -> str:
+        return self.run.endpoint
+
+    @property
+    def plan(self) -> GridPlan:
+        """What the grid sends: cells, axes, the locked seed, counts and billing."""
+        return self.run.plan
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(len(z) or 1, len(y) or 1, len(x)) as displayed."""
+        return self.run.plan.shape
+
+    @property
+    def cells(self) -> list[GridCell]:
+        """Every cell (GridCell: .x .y .z .payload .job .rating .note), in sending order."""
+        return self.run.cells
+
+    def cell(self, *, x: Any = None, y: Any = None, z: Any = None) -> GridCell:
+        return self.run.cell(x=x, y=y, z=z)
+
+    def submit(self, *, wait: bool = True) -> Grid:
+        """Send the grid (the Submit button's action); a second call does nothing."""
+        self.run.submit(wait=wait)
+        return self
+
+    def wait(self, timeout: float | None = None) -> Grid:
+        """Block until every cell is terminal (TimeoutError after ``timeout`` s)."""
+        self.run.wait(timeout)
+        self._throttle.request(force=True)
+        return self
+
+    def rate(self, cell: GridCell | int, stars: int, note: str | None = None) -> GridCell:
+        """1-5 stars (0 clears) and a note for a cell; persisted."""
+        rated = self.run.rate(cell, stars, note)
+        self._throttle.request(force=True)
+        return rated
+
+    def swap(self, a: str, b: str) -> Grid:
+        """Re-lay the grid (e.g. ``swap("x", "y")``); no new tasks."""
+        self.run.swap(a, b)
+        self._throttle.request(force=True)
+        return self
+
+    def cancel_all(self) -> int:
+        """Cancel every unfinished task of the grid; returns how many were asked."""
+        return self.run.cancel_all()
+
+    def form(self, cell: GridCell | int) -> Any:
+        """The endpoint's form pre-filled with that cell's payload (tweak, submit)."""
+        from .form import form
+
+        target = self.run.cells[cell] if isinstance(cell, int) else cell
+        # form() takes the concrete Client; a grid's client is one (GridClient is its shape)
+        return form(self.endpoint, client=cast(Any, self.run.client), **target.payload)
+
+    def save_png(self, path: str | Path) -> Path:
+        from ..lab.export import save_png
+
+        return save_png(self.run, path)
+
+    def save_html(self, path: str | Path) -> Path:
+        from ..lab.export import save_html
+
+        return save_html(self.run, path)
+
+    def describe(self) -> dict[str, Any]:
+        return self.run.describe()
+
+    def __repr__(self) -> str:
+        done, failed, total = self.run.counts()
+        z, y, x = self.shape
+        state = f"{done} of {total} done" if self.run.started else "not sent"
+        if failed:
+            state += f", {failed} failed"
+        return f"<Grid {self.id} {self.endpoint}: {x}×{y}×{z}, {state}>"
+
+    # ------------------------------------------------------------------ display
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The grid with, under it, the area where recalled forms open."""
+        if self.recall_area is None:
+            self.recall_area = ipywidgets.Output()
+        frame = ipywidgets.VBox([self, self.recall_area])
+        return frame._repr_mimebundle_(**kwargs)
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, Mapping):
+            _guarded(lambda: self.handle_message(content))
+
+    def handle_message(self, content: Mapping[str, Any]) -> None:
+        """What the browser's buttons ask: ``{"action": "rate", "index", "stars",
+        "note"}``, ``submit``, ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``)."""
+        action = content.get("action")
+        if action == "rate":
+            note = content.get("note")
+            self.rate(int(content["index"]), int(content["stars"]), note if note else None)
+        elif action == "submit":
+            self.submit(wait=False)
+        elif action == "cancel":
+            self.cancel_all()
+        elif action == "swap":
+            self.swap(str(content["a"]), str(content["b"]))
+        elif action == "recall":
+            recalled = self.form(int(content["index"]))
+            if self.recall_area is None:
+                self.recall_area = ipywidgets.Output()
+            self.recall_area.clear_output()
+            self.recall_area.append_display_data(recalled)
+
+    # ------------------------------------------------------------------ writing
+
+    def _on_change(self) -> None:
+        if not self._live and self.run.started:
+            self._live = True
+            TICKER.add(self)
+        self._throttle.request()
+
+    def tick(self) -> None:
+        self._throttle.request()
+
+    def close(self) -> None:
+        TICKER.remove(self)
+        if self._on_change in self.run.listeners:
+            self.run.listeners.remove(self._on_change)
+        super().close()
+
+    def _axis_state(self, direction: str) -> dict[str, Any] | None:
+        axis = self.run.plan.shown(direction)
+        if axis is None:
+            return None
+        return {"label": axis.label, "values": [short(v, 60) for v in axis.values]}
+
+    def _cell_state(self, cell: GridCell) -> dict[str, Any]:
+        t, r, c = cell.place
+        job = cell.job
+        category, status, error = "queued", "not sent", cell.error
+        if cell.error is not None:
+            category, status = "failed", "not created"
+        elif job is not None:
+            from .task import job_look
+
+            look = job_look(job)
+            category, status = look.category, look.word
+            error = error or look.error
+        elif self.run.started:
+            status = "sending"
+        outputs = self._outputs.get(cell.index)
+        if outputs is None:
+            outputs = [_output_record(o) for o in cell.outputs]
+            if cell.done:
+                self._outputs[cell.index] = outputs
+        return {
+            "index": cell.index,
+            "t": t,
+            "r": r,
+            "c": c,
+            "label": " · ".join(
+                f"{a.label} = {short(cell.value(d), 40)}"
+                for d in ("z", "y", "x")
+                if (a := self.run.plan.shown(d)) is not None
+            ),
+            "category": category,
+            "status": status,
+            "error": error,
+            "outputs": outputs,
+            "request_id": cell.request_id,
+            "payload": _jsonable(cell.payload),
+            "stars": cell.rating,
+            "note": cell.note,
+        }
+
+    def _write(self) -> None:
+        run = self.run
+        done, failed, total = run.counts()
+        progress = f"{done} of {total} done" if run.started else "nothing sent yet"
+        if failed:
+            progress += f" ({failed} failed)"
+        expected = run.expected_finish()
+        finished = run.started and run.sent and done == total
+        present = {d for d in AXES if run.plan.shown(d) is not None}
+        self.head = {
+            "id": run.id,
+            "endpoint": run.endpoint,
+            "summary": run.plan.summary(),
+            "simulated": bool(run.client.embedded),
+            "tasks": run.plan.tasks,
+            "needs_confirmation": self.needs_confirmation,
+            "started": run.started,
+            "finished": finished,
+            "progress": progress,
+            "expected_finish_at": None if expected is None else time.time() + expected,
+            "x": self._axis_state("x"),
+            "y": self._axis_state("y"),
+            "z": self._axis_state("z"),
+            "swaps": [[a, b] for a, b in SWAPS if a in present and b in present],
+        }
+        self.cell_states = [self._cell_state(c) for c in run.cells]
+        if finished and self._live:
+            self._live = False
+            TICKER.remove(self)
+
+
+def grid(
+    endpoint: str,
+    payload: Mapping[str, Any],
+    x: Any = None,
+    y: Any = None,
+    z: Any = None,
+    client: Any = None,
+    confirm_above: int = 10,
+) -> Grid:
+    """Plan, count, validate and (unless confirmation is needed) send an X/Y/Z grid.
+
+    ``x``/``y``/``z`` are ``(field, values)`` axes (see :mod:`genwidgets.lab.axes`);
+    with none given, an imgM prompt's permutation groups become the axes.
+    Nothing is sent when any cell fails validation (a PayloadError names the
+    cell's axis values and the field), over 400 cells, or above
+    ``confirm_above`` billed generations until ``grid.submit()``.
+    """
+    if isinstance(confirm_above, bool) or not isinstance(confirm_above, int) or confirm_above < 0:
+        raise ValueError(f"confirm_above must be a whole number 0 or more, not {confirm_above!r}")
+    chosen = client if client is not None else default_client()
+    plan = plan_grid(endpoint, payload, x, y, z, prepare=chosen.prepare)
+    run = GridRun(plan, chosen)
+    needs_confirmation = plan.billed_total > confirm_above
+    view = Grid(run, needs_confirmation=needs_confirmation)
+    if needs_confirmation:
+        if not in_kernel():
+            print(
+                f"{plan.summary()} - above confirm_above={confirm_above}: nothing sent; "
+                "call .submit() on the returned grid"
+            )
+    else:
+        view.submit(wait=True)
+    return view
+
+
+def load_grid(grid_id: str, client: Any = None) -> Grid:
+    """Re-open a stored grid after a restart: outputs from the local files,
+    unfinished cells re-attached, nothing re-sent. An unknown id is a KeyError
+    naming it and the nearest stored ids."""
+    run = GridRun.load(grid_id, client if client is not None else default_client())
+    view = Grid(run)
+    if not all(c.done for c in run.cells):
+        view._on_change()
+    return view

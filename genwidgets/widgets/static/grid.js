@@ -1,0 +1,282 @@
+// The prompt-lab grid (anywidget front-end; no build step, no CDN).
+//
+// State comes from two traits written by the kernel (genwidgets/widgets/grid.py):
+// `head` (endpoint, axes as displayed, summary, progress, buttons to show) and
+// `cell_states` (one record per cell: place, status, outputs, stars, note, payload).
+// Actions go back as messages: rate, submit, cancel, swap, recall. Text goes in
+// with textContent; media URLs are checked against SAFE_URL. Icons are inline SVG.
+
+const SAFE_URL = /^(https?:\/\/|data:(image|video|audio)\/[a-z0-9.+-]+[;,]|blob:)/i;
+const SVG_NS = "http://www.w3.org/2000/svg";
+const ICONS = {
+  star: "M12 2l2.9 6.9 7.1.6-5.4 4.7 1.7 7-6.3-3.9-6.3 3.9 1.7-7L2 9.5l7.1-.6z",
+  audio: "M4 9v6h4l5 4V5L8 9H4zm12.5 3a4.5 4.5 0 0 0-2.5-4v8a4.5 4.5 0 0 0 2.5-4z",
+  video: "M4 6h11v12H4zM15 10l5-3v10l-5-3z",
+  file: "M6 2h8l4 4v16H6zM14 2v4h4",
+  recall: "M4 20h4l10-10-4-4L4 16v4zM14 6l4 4",
+};
+
+function make(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text != null) node.textContent = text;
+  return node;
+}
+
+function icon(name, size = 16, fill = "currentColor") {
+  const svg = document.createElementNS(SVG_NS, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("width", String(size));
+  svg.setAttribute("height", String(size));
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS(SVG_NS, "path");
+  path.setAttribute("d", ICONS[name] || ICONS.file);
+  path.setAttribute("fill", fill);
+  svg.appendChild(path);
+  return svg;
+}
+
+function media(output, { controls }) {
+  const url = output.src || "";
+  if (!SAFE_URL.test(url)) return null;
+  if (output.kind === "image") {
+    const img = make("img", "gw-grid-media");
+    img.alt = "";
+    img.src = url;
+    return img;
+  }
+  if (output.kind === "video" || output.kind === "audio") {
+    const node = make(output.kind, "gw-grid-media");
+    node.controls = controls; // no autoplay, no loop (DESIGN decision 4)
+    node.preload = "metadata";
+    node.src = url;
+    return node;
+  }
+  return null;
+}
+
+function button(label, title, onClick, className = "gw-grid-button") {
+  const node = make("button", className, label);
+  node.type = "button";
+  node.title = title;
+  node.addEventListener("click", onClick);
+  return node;
+}
+
+function remaining(at) {
+  if (at == null) return "";
+  const left = Math.max(0, Math.round(at - Date.now() / 1000));
+  return left > 0 ? `about ${left} s left` : "finishing";
+}
+
+function render({ model, el }) {
+  el.classList.add("gw-grid");
+  const top = make("div", "gw-grid-top");
+  const summary = make("div", "gw-grid-summary");
+  const controls = make("div", "gw-grid-controls");
+  const tabs = make("div", "gw-grid-tabs");
+  const tableHost = make("div", "gw-grid-table-host");
+  const lightbox = make("div", "gw-grid-lightbox");
+  lightbox.hidden = true;
+  top.append(summary, controls);
+  el.append(top, tabs, tableHost, lightbox);
+
+  let tab = 0;
+  let layoutKey = "";
+  let cellNodes = new Map(); // index -> {root, last}
+  let openIndex = null;
+
+  const send = (content) => model.send(content);
+
+  function drawHead() {
+    const head = model.get("head") || {};
+    summary.replaceChildren(make("span", "", head.summary || ""));
+    if (head.simulated) summary.append(make("span", "gw-simulated", "simulated"));
+    controls.replaceChildren();
+    if (head.needs_confirmation && !head.started) {
+      controls.append(
+        button(`Submit ${head.tasks} tasks`, "nothing is sent until you click", () =>
+          send({ action: "submit" }), "gw-grid-button gw-grid-submit"),
+      );
+    }
+    const progress = make("span", "gw-grid-progress", head.progress || "");
+    progress.dataset.expected = head.expected_finish_at == null ? "" : String(head.expected_finish_at);
+    controls.append(progress);
+    const eta = make("span", "gw-grid-eta", remaining(head.expected_finish_at));
+    controls.append(eta);
+    if (head.started && !head.finished) {
+      controls.append(button("Cancel all", "cancel every unfinished task of this grid", () =>
+        send({ action: "cancel" }), "gw-grid-button gw-grid-cancel"));
+    }
+    for (const [a, b] of head.swaps || []) {
+      controls.append(button(`swap ${a}/${b}`, `swap the ${a} and ${b} axes (nothing is sent)`, () =>
+        send({ action: "swap", a, b })));
+    }
+  }
+
+  function drawTabs(head) {
+    const z = head.z;
+    tabs.replaceChildren();
+    if (!z) { tab = 0; return; }
+    if (tab >= z.values.length) tab = 0;
+    z.values.forEach((value, i) => {
+      const node = button(`${z.label} = ${value}`, "", () => { tab = i; layoutKey = ""; drawAll(); },
+        "gw-grid-tab" + (i === tab ? " gw-grid-tab-active" : ""));
+      tabs.append(node);
+    });
+  }
+
+  function drawTable() {
+    const head = model.get("head") || {};
+    drawTabs(head);
+    const table = make("table", "gw-grid-table");
+    const headerRow = make("tr");
+    const corner = make("th", "gw-grid-corner");
+    if (head.y) corner.append(make("div", "gw-grid-axis", `↓ ${head.y.label}`));
+    if (head.x) corner.append(make("div", "gw-grid-axis", `${head.x.label} →`));
+    headerRow.append(corner);
+    const xs = head.x ? head.x.values : [""];
+    const ys = head.y ? head.y.values : [""];
+    xs.forEach((value) => headerRow.append(make("th", "gw-grid-col", value)));
+    table.append(headerRow);
+    const slots = new Map();
+    ys.forEach((value, r) => {
+      const row = make("tr");
+      row.append(make("th", "gw-grid-row", value));
+      xs.forEach((_, c) => {
+        const td = make("td", "gw-grid-cell");
+        slots.set(`${r},${c}`, td);
+        row.append(td);
+      });
+      table.append(row);
+    });
+    cellNodes = new Map();
+    for (const cell of model.get("cell_states") || []) {
+      if (cell.t !== tab) continue;
+      const td = slots.get(`${cell.r},${cell.c}`);
+      if (!td) continue;
+      td.dataset.index = String(cell.index);
+      cellNodes.set(cell.index, { root: td, last: "" });
+    }
+    tableHost.replaceChildren(table);
+  }
+
+  function drawStars(cell) {
+    const stars = make("div", "gw-grid-stars");
+    for (let s = 1; s <= 5; s++) {
+      const star = make("button", "gw-grid-star" + (s <= cell.stars ? " gw-grid-star-on" : ""));
+      star.type = "button";
+      star.title = s === cell.stars ? "clear the rating" : `${s} of 5`;
+      star.dataset.stars = String(s);
+      star.append(icon("star", 16));
+      star.addEventListener("click", () => {
+        const value = s === cell.stars ? 0 : s;
+        send({ action: "rate", index: cell.index, stars: value, note: cell.note });
+      });
+      stars.append(star);
+    }
+    return stars;
+  }
+
+  function drawCell(cell, node) {
+    const key = JSON.stringify(cell);
+    if (node.last === key) return;
+    const td = node.root;
+    const note = td.querySelector(".gw-grid-note");
+    if (note && document.activeElement === note) return; // do not disturb typing
+    node.last = key;
+    td.className = `gw-grid-cell gw-grid-${cell.category}`;
+    const thumb = make("div", "gw-grid-thumb");
+    const first = cell.outputs[0];
+    const shown = first ? media(first, { controls: false }) : null;
+    if (shown) {
+      thumb.append(shown);
+    } else if (first) {
+      thumb.append(icon(first.kind === "audio" ? "audio" : first.kind === "video" ? "video" : "file", 40, "#6b7280"));
+    } else {
+      thumb.append(make("span", "gw-grid-status", cell.status));
+    }
+    if (cell.outputs.length > 1) thumb.append(make("span", "gw-grid-count", String(cell.outputs.length)));
+    if (cell.outputs.length || cell.request_id) {
+      thumb.classList.add("gw-grid-clickable");
+      thumb.title = "enlarge";
+      thumb.addEventListener("click", () => openBox(cell.index));
+    }
+    const parts = [thumb];
+    if (cell.error) parts.push(make("div", "gw-grid-error", cell.error));
+    const tools = make("div", "gw-grid-tools");
+    tools.append(drawStars(cell));
+    const recall = button("", "open the endpoint's form with this cell's payload", () =>
+      send({ action: "recall", index: cell.index }), "gw-grid-icon-button gw-grid-recall");
+    recall.append(icon("recall", 14));
+    tools.append(recall);
+    parts.push(tools);
+    const input = make("input", "gw-grid-note");
+    input.placeholder = "note";
+    input.value = cell.note || "";
+    input.addEventListener("change", () =>
+      send({ action: "rate", index: cell.index, stars: cell.stars, note: input.value || null }));
+    parts.push(input);
+    td.replaceChildren(...parts);
+  }
+
+  function openBox(index) {
+    openIndex = index;
+    drawBox();
+  }
+
+  function drawBox() {
+    if (openIndex == null) { lightbox.hidden = true; return; }
+    const cell = (model.get("cell_states") || []).find((c) => c.index === openIndex);
+    if (!cell) { lightbox.hidden = true; return; }
+    const panel = make("div", "gw-grid-panel");
+    const close = button("close", "close", () => { openIndex = null; drawBox(); }, "gw-grid-button gw-grid-close");
+    panel.append(close, make("div", "gw-grid-label", cell.label));
+    const outputs = make("div", "gw-grid-outputs");
+    for (const output of cell.outputs) {
+      const node = media(output, { controls: true });
+      outputs.append(node || make("pre", "gw-grid-text", output.text || output.kind));
+    }
+    panel.append(outputs);
+    if (cell.error) panel.append(make("div", "gw-grid-error", cell.error));
+    panel.append(make("div", "gw-grid-meta", "request id: " + (cell.request_id || "not sent")));
+    panel.append(make("pre", "gw-grid-payload", JSON.stringify(cell.payload, null, 2)));
+    lightbox.replaceChildren(panel);
+    lightbox.hidden = false;
+  }
+  lightbox.addEventListener("click", (event) => {
+    if (event.target === lightbox) { openIndex = null; drawBox(); }
+  });
+
+  function drawAll() {
+    const head = model.get("head") || {};
+    drawHead();
+    const key = JSON.stringify([head.x, head.y, head.z, tab]);
+    if (key !== layoutKey) {
+      layoutKey = key;
+      drawTable();
+    }
+    for (const cell of model.get("cell_states") || []) {
+      const node = cellNodes.get(cell.index);
+      if (node) drawCell(cell, node);
+    }
+    if (openIndex != null) drawBox();
+  }
+
+  const onHead = () => drawAll();
+  const onCells = () => drawAll();
+  model.on("change:head", onHead);
+  model.on("change:cell_states", onCells);
+  const timer = setInterval(() => {
+    const eta = el.querySelector(".gw-grid-eta");
+    if (eta) eta.textContent = remaining((model.get("head") || {}).expected_finish_at);
+  }, 1000);
+  drawAll();
+  return () => {
+    clearInterval(timer);
+    model.off("change:head", onHead);
+    model.off("change:cell_states", onCells);
+  };
+}
+
+export default { render };

@@ -1,0 +1,234 @@
+"""The vidA content builder: the ``content`` list of ``vidA-2-0`` and ``vidA-2-0-fast``.
+
+Add text, image, video and audio items, give each media item a role, and read the
+scenario they form. The roles each item type may carry and the rule that decides
+whether the images form an accepted scenario are the catalog's own
+(:data:`genwidgets.catalog.vida.ROLES_BY_TYPE`,
+:func:`genwidgets.catalog.vida.image_scenario_problem`); this module only names the
+scenario for people. Rule violations found by validation show beside the builder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import ipywidgets as W
+
+from ..catalog import MediaSpec, media_spec_at
+from ..catalog import endpoint as catalog_endpoint
+from ..catalog.vida import ROLES_BY_TYPE, VIDA_AUDIO, image_scenario_problem
+from ._style import esc, layout
+from .elements import (
+    BuildContext,
+    Element,
+    Loc,
+    Quiet,
+    TextElement,
+    is_sequence,
+    is_unset,
+    shape_error,
+)
+from .field_spec import UNSET, FieldSpec
+from .media_input import MediaElement
+
+__all__ = ["VidAContentElement", "content_scenario"]
+
+#: What each item type is called on its row and its "+" button.
+_KIND_LABEL = {"text": "text", "image_url": "image", "video_url": "video", "audio_url": "audio"}
+_IMAGE_ROLES = ROLES_BY_TYPE["image_url"]
+
+
+def content_scenario(items: Sequence[Mapping[str, Any]]) -> str:
+    """Name the scenario a vidA content list forms ("first frame", "reference images (3)")."""
+    kinds = [str(i.get("type", "")) for i in items]
+    images = [i for i in items if i.get("type") == "image_url"]
+    roles = [i.get("role") for i in images]
+    videos, audios = kinds.count("video_url"), kinds.count("audio_url")
+    if not items:
+        return "empty: add a text prompt or media"
+    unknown = [r for r in roles if r is not None and r not in _IMAGE_ROLES]
+    if not images:
+        scenario = "text only" if not (videos or audios) else "text"
+        if "text" not in kinds:
+            scenario = "no text"
+    elif unknown or image_scenario_problem(roles) is not None:
+        shown = ", ".join(str(r or "no role") for r in roles)
+        what = "mixed roles" if len(set(roles)) > 1 else "roles"
+        scenario = f"images with {what} ({shown}): not a scenario the service accepts"
+    elif "reference_image" in roles:
+        scenario = f"reference images ({len(images)})"
+    elif len(images) == 1:
+        scenario = "first frame"
+    else:
+        scenario = "first and last frame"
+    extras = []
+    if videos:
+        extras.append(f"video ({videos})" if videos > 1 else "video")
+    if audios:
+        extras.append(f"audio ({audios})" if audios > 1 else "audio")
+    return " + ".join([scenario, *extras])
+
+
+class _ContentRow:
+    """One vidA content item: its kind, its input, a role choice, errors."""
+
+    def __init__(self, owner: VidAContentElement, kind: str) -> None:
+        self.kind = kind
+        self.owner = owner
+        base = FieldSpec(
+            name="", wire="", path=f"{owner.spec.path}[]", annotation=str, required=True
+        )
+        if kind == "text":
+            self.input: Element = TextElement(
+                replace(base, path=base.path + ".text"), owner.ctx, long=True
+            )
+        else:
+            media = owner.media_for(kind)
+            self.input = MediaElement(
+                replace(base, path=f"{base.path}.{kind}.url"), owner.ctx, media
+            )
+        self.input.observe(owner._changed)
+        roles = ROLES_BY_TYPE[kind]
+        self.role: W.Dropdown | None = None
+        parts: list[W.Widget] = [
+            W.HTML(f"<b>{esc(_KIND_LABEL.get(kind, kind))}</b>", layout=W.Layout(width="56px"))
+        ]
+        parts.append(self.input.widget)
+        if roles:
+            self.role = W.Dropdown(
+                options=[("role: (none)", None)] + [(r, r) for r in roles],
+                value=None,
+                layout=W.Layout(width="170px"),
+            )
+            self.role.observe(owner._changed, "value")
+            parts.append(self.role)
+        self.remove = W.Button(icon="trash", tooltip="remove this item", layout=layout("tick"))
+        self.remove.on_click(lambda _b: owner.remove(self))
+        parts.append(self.remove)
+        self.box = W.HBox(parts, layout=layout("row"))
+
+    def get(self) -> dict[str, Any] | None:
+        value = self.input.get()
+        if self.kind == "text":
+            return None if value is UNSET else {"type": "text", "text": value}
+        item: dict[str, Any] = {
+            "type": self.kind,
+            self.kind: {} if value is UNSET else {"url": value},
+        }
+        if self.role is not None and self.role.value is not None:
+            item["role"] = self.role.value
+        return item
+
+    def set(self, item: Mapping[str, Any]) -> None:
+        if self.kind == "text":
+            self.input.set(item.get("text", UNSET))
+            return
+        inner = item.get(self.kind)
+        self.input.set(inner.get("url", UNSET) if isinstance(inner, Mapping) else UNSET)
+        if self.role is not None:
+            role = item.get("role")
+            if (
+                role is not None
+                and role not in self.role.options
+                and all(role != v for _, v in self.role.options)
+            ):
+                self.role.options = [*self.role.options, (f"{role} (not allowed)", role)]
+            self.role.value = role
+
+
+class VidAContentElement(Element):
+    """The vidA ``content`` list: add text/image/video/audio items, a role per media item,
+    the scenario they form, and the rule violations validation reports."""
+
+    def __init__(self, spec: FieldSpec, ctx: BuildContext) -> None:
+        super().__init__(spec, ctx)
+        self.rows: list[_ContentRow] = []
+        self.rows_box = W.VBox(layout=layout("wide"))
+        self.scenario = W.HTML()
+        buttons = []
+        for kind in ROLES_BY_TYPE:
+            label = _KIND_LABEL.get(kind, kind)
+            button = W.Button(description=f"+ {label}", layout=layout("small"))
+            button.on_click(lambda _b, k=kind: self.add(k))
+            buttons.append(button)
+        self.control = W.VBox(
+            [self.scenario, self.rows_box, W.HBox(buttons)], layout=layout("wide")
+        )
+        with Quiet(self):
+            self.add("text")
+        self._update_scenario()
+
+    def media_for(self, kind: str) -> MediaSpec:
+        """The catalog's MediaSpec of an item kind's url. The spec shows no fields inside
+        ``audio_url``, so the catalog marks none there and audio takes ``VIDA_AUDIO``."""
+        if kind == "audio_url":
+            return VIDA_AUDIO
+        model = self.ctx.model or catalog_endpoint(self.ctx.endpoint).model
+        path = (*self.spec.path.replace("[]", "").split("."), kind, "url")
+        found = media_spec_at(model, path)
+        if found is None:
+            raise LookupError(f"the catalog marks no MediaSpec on {self.ctx.endpoint} {path}")
+        return found
+
+    def add(self, kind: str, item: Mapping[str, Any] | None = None) -> _ContentRow:
+        if kind not in ROLES_BY_TYPE:
+            allowed = ", ".join(ROLES_BY_TYPE)
+            raise shape_error(self.spec, kind, f"a content item type ({allowed})")
+        row = _ContentRow(self, kind)
+        if item is not None:
+            with Quiet(self):
+                row.set(item)
+        self.rows.append(row)
+        self.rows_box.children = tuple(r.box for r in self.rows)
+        self._changed()
+        return row
+
+    def remove(self, row: _ContentRow) -> None:
+        self.rows.remove(row)
+        self.rows_box.children = tuple(r.box for r in self.rows)
+        self._changed()
+
+    def _changed(self, _change: Any = None) -> None:
+        if not self._quiet:
+            self._update_scenario()
+        super()._changed()
+
+    def _update_scenario(self) -> None:
+        items = [i for i in (r.get() for r in self.rows) if i is not None]
+        text = esc(content_scenario(items))
+        self.scenario.value = f"<span>Scenario: <b>{text}</b></span>"
+
+    def _set_rows(self) -> list[tuple[int, dict[str, Any]]]:
+        return [(i, v) for i, r in enumerate(self.rows) if (v := r.get()) is not None]
+
+    def get(self) -> Any:
+        values = [v for _, v in self._set_rows()]
+        return values or UNSET
+
+    def set(self, value: Any) -> None:
+        with Quiet(self):
+            self.rows.clear()
+            items = [] if is_unset(value) else list(value) if is_sequence(value) else [value]
+            for item in items:
+                if not isinstance(item, Mapping):
+                    raise shape_error(self.spec, item, "a content item dict with a 'type'")
+                self.add(str(item.get("type", "")), item)
+            self.rows_box.children = tuple(r.box for r in self.rows)
+        self._changed()
+
+    def locate(self, loc: Loc) -> tuple[Element, Loc]:
+        if loc and isinstance(loc[0], int):
+            mapping = [i for i, _ in self._set_rows()]
+            if 0 <= loc[0] < len(mapping):
+                row = self.rows[mapping[loc[0]]]
+                # the tag, the object name and "url"/"text" are what the row shows
+                implied = {row.kind, "url", "text", "role"}
+                return row.input, tuple(p for p in loc[1:] if p not in implied)
+        return self, loc
+
+    def walk(self) -> Iterator[Element]:
+        yield self
+        for row in self.rows:
+            yield row.input

@@ -1,0 +1,106 @@
+"""Axes: value lists and range strings typed by the catalog, dotted paths,
+prompt search and replace, and every kind of bad axis refused before sending."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from genwidgets.errors import PayloadError
+from genwidgets.lab.axes import ACCEPTED_FORMS, make_axis, parse_values
+from genwidgets.lab.plan import plan_grid
+
+T2I = "genW2.5-t2i-preview"
+SPEECH = "speechM-02-turbo"
+
+
+def axis(field: str, values: Any, endpoint: str = T2I, payload: Any = None) -> Any:
+    from genwidgets.catalog import endpoint as catalog_endpoint
+
+    base = payload if payload is not None else {"prompt": "a fox in the snow"}
+    return make_axis((field, values), endpoint, catalog_endpoint(endpoint).model, base)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "expected"),
+    [
+        ("1-5", int, [1, 2, 3, 4, 5]),
+        ("1-10 (+3)", int, [1, 4, 7, 10]),
+        ("10-1 (-4)", int, [10, 6, 2]),
+        ("5-3", int, [5, 4, 3]),
+        ("0.5-2 [4]", float, [0.5, 1.0, 1.5, 2.0]),
+        ("1-5", float, [1.0, 2.0, 3.0, 4.0, 5.0]),
+        ("1, 3-5, 9", int, [1, 3, 4, 5, 9]),
+        ('a fox, "a fox, oil painting"', str, ["a fox", "a fox, oil painting"]),
+        ("1-5", str, ["1-5"]),  # a string field keeps the text
+        ("true, off", bool, [True, False]),
+    ],
+)
+def test_range_strings_expand_to_the_fields_type(
+    text: str, kind: type, expected: list[Any]
+) -> None:
+    values = parse_values(text, kind)
+    assert values == expected
+    assert all(type(v) is kind for v in values)
+
+
+def test_the_catalog_model_decides_the_type() -> None:
+    assert axis("seed", "1-3").values == (1, 2, 3)
+    assert axis("seed", "1-3").values[0].__class__ is int
+    speed = axis("voice_setting.speed", "0.5-2 [4]", SPEECH, {"text": "hello"})
+    assert speed.values == (0.5, 1.0, 1.5, 2.0)
+    assert axis("prompt", "a fox, a cat").values == ("a fox", "a cat")
+
+
+def test_a_dotted_path_sets_the_nested_field_only() -> None:
+    speed = axis("voice_setting.speed", [1.0], SPEECH, {"text": "hi"})
+    payload: dict[str, Any] = {"text": "hi", "voice_setting": {"voice_id": "v1"}}
+    speed.apply(payload, 1.5)
+    assert payload == {"text": "hi", "voice_setting": {"voice_id": "v1", "speed": 1.5}}
+
+
+def test_prompt_sr_replaces_the_first_value_everywhere_in_the_prompt_fields() -> None:
+    base = {"prompt": "a fox, fox fur", "negative_prompt": "no fox"}
+    sr = axis("prompt_sr", ["fox", "cat"], payload=base)
+    assert sr.targets == ("prompt", "negative_prompt")
+    payload = dict(base)
+    sr.apply(payload, "cat")
+    assert payload == {"prompt": "a cat, cat fur", "negative_prompt": "no cat"}
+
+
+@pytest.mark.parametrize(
+    ("field", "values", "words"),
+    [
+        ("sede", [1, 2], ["unknown field 'sede'", "did you mean 'seed'"]),
+        ("voice_setting.sped", [1.0], ["unknown field 'sped'", "did you mean 'speed'"]),
+        ("seed", [1, 1], ["given twice"]),
+        ("seed", [], ["no values", "accepted forms"]),
+        ("seed", "1-x", ["does not parse", "accepted forms"]),
+        ("seed", "abc", ["not a number", "accepted forms"]),
+        ("seed", "1-100000", ["at most 400"]),
+        ("seed", "1-2 [4]", ["repeats whole numbers"]),
+        ("seed", {"a": 1}, ["list or a string"]),
+        ("prompt_sr", ["wolf", "cat"], ["'wolf'", "not in the prompt"]),
+    ],
+)
+def test_bad_axes_are_clear_payload_errors(field: str, values: Any, words: list[str]) -> None:
+    endpoint = SPEECH if field.startswith("voice_setting") else T2I
+    payload = {"text": "hi"} if endpoint == SPEECH else None
+    with pytest.raises(PayloadError) as caught:
+        axis(field, values, endpoint, payload)
+    message = str(caught.value)
+    for word in words:
+        assert word in message
+
+
+def test_an_axis_that_is_not_a_pair_shows_the_accepted_forms() -> None:
+    with pytest.raises(PayloadError, match="an axis is"):
+        axis("seed", [1])  # fine
+        make_axis("seed", T2I, None, {})
+    assert "1-10 (+3)" in ACCEPTED_FORMS
+
+
+def test_the_same_field_on_two_axes_is_refused() -> None:
+    with pytest.raises(PayloadError, match="same field is on two axes"):
+        plan_grid(T2I, {"prompt": "a fox"}, x=("seed", [1, 2]), y=("seed", [3, 4]))

@@ -62,5 +62,17 @@ def _(TaskView, client):
     return
 
 
+@app.cell
+def _(client, gw):
+    # The prompt lab's grid is an anywidget too: its cells fill in as the tasks end.
+    gw.grid(
+        "genW2.5-t2i-preview",
+        {"prompt": "a fox in the snow", "n": 1},
+        x=("seed", [1, 2]),
+        client=client,
+    )
+    return
+
+
 if __name__ == "__main__":
     app.run()

@@ -237,6 +237,7 @@ class TaskView(anywidget.AnyWidget):
         self._cancel_clicked = False
         self._finished = False
         self._shown_result: Result | None = None
+        self._resend_pending = False
         self._removers: list[Callable[[], Any]] = []
         self.add_class("gw-task-view")
         self.on_msg(self._on_message)
@@ -315,6 +316,18 @@ class TaskView(anywidget.AnyWidget):
                 self._shown_result = result
                 self.outputs = result_entries(result)
             self.terminal = look.terminal
+        if look.terminal and not self._resend_pending:
+            # The engine thread may write this between two cells, labelled with a
+            # finished cell: a headless runner (nbclient) then drops it from the
+            # saved widget state. Send the whole state again at the end of the
+            # next cell, as the final display output is (see _Republisher).
+            self._resend_pending = True
+            _REPUBLISH.add(self._resend_state)
+
+    def _resend_state(self) -> None:
+        with self._throttle.lock:
+            self._resend_pending = False
+            self.send_state()
 
 
 # --- display ----------------------------------------------------------------
@@ -414,7 +427,8 @@ class _FinalOutput:
 
 
 class _Republisher:
-    """Writes each final output once more at the end of the next cell.
+    """Writes each final output (and each finished view's state) once more at the
+    end of the next cell.
 
     The engine thread publishes a final output the moment the task ends. If that
     moment falls between two cells, the message carries the label of a cell that

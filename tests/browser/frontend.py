@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -49,6 +50,8 @@ CHROMIUM_ARGS = [
     "--autoplay-policy=user-gesture-required",
 ]
 SERVER_START_TIMEOUT_S = 90.0
+KERNEL_DISPLAY_NAME = "Python 3 (ipykernel)"
+RUN_ALL_TIMEOUT_MS = 150_000
 BROKEN_WIDGET_TEXTS = ("Error displaying widget", "model not found", "Could not create model")
 
 Kind = Literal["lab", "notebook", "voila", "marimo"]
@@ -342,3 +345,56 @@ def screenshot(page: Any, locator: Any | None, name: str) -> Path:
     path = SCREENSHOTS / name
     page.screenshot(path=str(path))
     return path
+
+
+# --- JupyterLab and Notebook 7 ----------------------------------------------------
+
+
+def wait_for_kernel_idle(page: Any, kind: str) -> None:
+    """The kernel is really ready (the toolbar's indicator says idle too early):
+    JupyterLab's status bar reads "<kernel> | Idle"; Notebook 7's kernel status
+    fades out once the kernel has reported idle."""
+    if kind == "lab":
+        page.locator(
+            ".jp-StatusBar-TextItem",
+            has_text=re.compile(rf"{re.escape(KERNEL_DISPLAY_NAME)} \| Idle"),
+        ).first.wait_for(timeout=60_000)
+    else:
+        page.locator(".jp-NotebookKernelStatus.jp-NotebookKernelStatus-fade").wait_for(
+            state="attached", timeout=60_000
+        )
+        page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first.wait_for(
+            state="attached", timeout=60_000
+        )
+
+
+def run_all(page: Any) -> None:
+    page.locator("li.lm-MenuBar-item", has_text="Run").first.click()
+    page.locator("li.lm-Menu-item", has_text="Run All Cells").first.click()
+
+
+def wait_until_all_cells_ran(page: Any, code_cells: int) -> None:
+    """Every code cell shows an execution number and none is queued or running."""
+    page.wait_for_function(
+        """(n) => {
+          const cells = document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt');
+          const prompts = [...cells].map(p => p.textContent.trim());
+          return prompts.length === n && prompts.every(t => /^\\[\\d+\\]:$/.test(t));
+        }""",
+        arg=code_cells,
+        timeout=RUN_ALL_TIMEOUT_MS,
+    )
+
+
+def notebook_text(*cells: str) -> str:
+    """A notebook of these code cells, for the default Python kernel."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(cell) for cell in cells]
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": KERNEL_DISPLAY_NAME,
+        "language": "python",
+    }
+    return str(nbformat.writes(notebook))

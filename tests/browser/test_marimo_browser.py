@@ -2,7 +2,8 @@
 
 marimo renders anywidget front-ends (not core ipywidgets), each inside a shadow
 root. The page must show three finished task views whose image, video and audio
-really load; the test fails if any of them is missing or does not load.
+really load, and a prompt-lab grid whose two images load (its cells fill in from
+the engine's thread); the test fails if any of them is missing or does not load.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ VIEWS_JS = """
     for (const el of root.querySelectorAll('*')) {
       if (el.shadowRoot) roots.push(el.shadowRoot);
     }
-    views.push(...root.querySelectorAll('.gw-task'));
+    views.push(...root.querySelectorAll('.gw-task, .gw-grid'));
   }
   return views.map(v => ({
+    grid: v.classList.contains('gw-grid'),
     status: (v.querySelector('.gw-status') || {}).textContent,
-    simulated: !v.querySelector('.gw-simulated').hidden,
+    simulated: Boolean(v.querySelector('.gw-simulated:not([hidden])')),
+    loaded: [...v.querySelectorAll('img')].every(i => i.complete && i.naturalWidth > 0),
     img: v.querySelectorAll('img').length,
     video: v.querySelectorAll('video').length,
     audio: v.querySelectorAll('audio').length,
@@ -58,17 +61,20 @@ def test_marimo_quickstart_shows_finished_views_with_image_video_and_audio(
         page.goto(marimo.page_url(), wait_until="domcontentloaded", timeout=60_000)
         page.wait_for_function(
             f"""() => {{
-              const views = ({VIEWS_JS})();
+              const all = ({VIEWS_JS})();
+              const views = all.filter(v => !v.grid);
+              const grids = all.filter(v => v.grid);
               return views.length >= 3 && views.every(v => v.status === 'done')
                 && views.some(v => v.img > 0) && views.some(v => v.video > 0)
-                && views.some(v => v.audio > 0);
+                && views.some(v => v.audio > 0)
+                && grids.length === 1 && grids[0].img === 2 && grids[0].loaded;
             }}""",
             timeout=RUN_TIMEOUT_MS,
             polling=500,
         )
         views = page.evaluate(VIEWS_JS)
         assert all(v["simulated"] for v in views), views
-        state = wait_for_media(page, ".gw-task")
+        state = wait_for_media(page, ".gw-task, .gw-grid")
         assert state["counts"]["img"] >= 1, state
         assert state["counts"]["video"] >= 1, state
         assert state["counts"]["audio"] >= 1, state

@@ -11,20 +11,27 @@ go to ``docs/img/`` for the README.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser.frontend import Frontend, check_page, open_page, screenshot, serve, wait_for_media
+from browser.frontend import (
+    Frontend,
+    check_page,
+    open_page,
+    run_all,
+    screenshot,
+    serve,
+    wait_for_kernel_idle,
+    wait_for_media,
+    wait_until_all_cells_ran,
+)
 
 from genwidgets._config import DEMO_KEY
 
 pytestmark = pytest.mark.browser
 
 NOTEBOOK = "00_quickstart.ipynb"
-KERNEL_DISPLAY_NAME = "Python 3 (ipykernel)"
-RUN_ALL_TIMEOUT_MS = 150_000
 TASK_TIMEOUT_MS = 60_000
 
 #: Typed into a new cell by the test: the prompt the form really sent, then a task
@@ -44,42 +51,6 @@ NOTEBOOK7_STARTUP_ERROR = "Cannot read properties of undefined (reading 'schema'
 def jupyter(request: pytest.FixtureRequest, tmp_path_factory: Any) -> Iterator[Frontend]:
     with serve(request.param, tmp_path_factory.mktemp(request.param)) as server:
         yield server
-
-
-def wait_for_kernel_idle(page: Any, kind: str) -> None:
-    """The kernel is really ready (the toolbar's indicator says idle too early):
-    JupyterLab's status bar reads "<kernel> | Idle"; Notebook 7's kernel status
-    fades out once the kernel has reported idle."""
-    if kind == "lab":
-        page.locator(
-            ".jp-StatusBar-TextItem",
-            has_text=re.compile(rf"{re.escape(KERNEL_DISPLAY_NAME)} \| Idle"),
-        ).first.wait_for(timeout=60_000)
-    else:
-        page.locator(".jp-NotebookKernelStatus.jp-NotebookKernelStatus-fade").wait_for(
-            state="attached", timeout=60_000
-        )
-        page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first.wait_for(
-            state="attached", timeout=60_000
-        )
-
-
-def run_all(page: Any) -> None:
-    page.locator("li.lm-MenuBar-item", has_text="Run").first.click()
-    page.locator("li.lm-Menu-item", has_text="Run All Cells").first.click()
-
-
-def wait_until_all_cells_ran(page: Any, code_cells: int) -> None:
-    """Every code cell shows an execution number and none is queued or running."""
-    page.wait_for_function(
-        """(n) => {
-          const cells = document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt');
-          const prompts = [...cells].map(p => p.textContent.trim());
-          return prompts.length === n && prompts.every(t => /^\\[\\d+\\]:$/.test(t));
-        }""",
-        arg=code_cells,
-        timeout=RUN_ALL_TIMEOUT_MS,
-    )
 
 
 @pytest.mark.timeout(300)

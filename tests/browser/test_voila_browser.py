@@ -5,8 +5,8 @@ thread after the cell ended never reaches the page (jupyter-testing.md). The
 task views carry their own outputs as widget state, so every task's outputs
 must render here: images load, videos and audios reach a ready state. The
 form's Submit works in the app, a long task is cancelled with its button, and
-no widget error shows. (A prompt-lab grid notebook joins this test once the
-grid exists.)
+no widget error shows. A prompt-lab grid served the same way shows every
+cell's image.
 """
 
 from __future__ import annotations
@@ -14,9 +14,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import nbformat
 import pytest
-from browser.frontend import Frontend, check_page, open_page, screenshot, serve, wait_for_media
+from browser.frontend import (
+    Frontend,
+    check_page,
+    notebook_text,
+    open_page,
+    screenshot,
+    serve,
+    wait_for_media,
+)
 
 from genwidgets._config import DEMO_KEY
 
@@ -32,22 +39,30 @@ CANCEL_SOURCE = (
     ' headers={"X-Sim-Duration": "600"})\n'
     "job"
 )
+GRID_NOTEBOOK = "grid_app.ipynb"
+GRID_SOURCE = (
+    "import genwidgets as gw\n"
+    'grid = gw.grid("genW2.5-t2i-preview", {"prompt": "a fox in the snow", "n": 1},'
+    ' x=("seed", [1, 2]), y=("prompt_sr", ["fox", "cat"]))\n'
+    "grid"
+)
+GRID_IMAGES_LOADED_JS = """
+() => {
+  const imgs = [...document.querySelectorAll('.gw-grid .gw-grid-cell .gw-grid-thumb img')];
+  return imgs.length === 4 && imgs.every(i => i.complete && i.naturalWidth > 0);
+}
+"""
 RENDER_TIMEOUT_MS = 180_000
 TASK_TIMEOUT_MS = 60_000
 
 
 @pytest.fixture(scope="module")
 def voila(tmp_path_factory: Any) -> Iterator[Frontend]:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(CANCEL_SOURCE)]
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
+    extra = {
+        CANCEL_NOTEBOOK: notebook_text(CANCEL_SOURCE),
+        GRID_NOTEBOOK: notebook_text(GRID_SOURCE),
     }
-    with serve(
-        "voila", tmp_path_factory.mktemp("voila"), extra={CANCEL_NOTEBOOK: nbformat.writes(nb)}
-    ) as server:
+    with serve("voila", tmp_path_factory.mktemp("voila"), extra=extra) as server:
         yield server
 
 
@@ -103,4 +118,17 @@ def test_cancel_button_works_in_an_app(voila: Frontend, browser: Any) -> None:
             view.locator("button", has_text="Cancel").count() == 0
             or not view.locator("button", has_text="Cancel").is_visible()
         )
+        check_page(watched, page.inner_text("body"))
+
+
+@pytest.mark.timeout(300)
+def test_a_prompt_lab_grid_app_shows_every_image(voila: Frontend, browser: Any) -> None:
+    with open_page(browser, voila, failure_name="failure-voila-grid.png") as watched:
+        page = watched.page
+        page.goto(voila.page_url(GRID_NOTEBOOK), wait_until="domcontentloaded", timeout=60_000)
+        grid = page.locator(".gw-grid")
+        grid.wait_for(timeout=RENDER_TIMEOUT_MS)
+        page.wait_for_function(GRID_IMAGES_LOADED_JS, timeout=TASK_TIMEOUT_MS, polling=250)
+        grid.locator(".gw-grid-progress", has_text="4 of 4 done").wait_for(timeout=TASK_TIMEOUT_MS)
+        screenshot(page, grid, "voila-grid.png")
         check_page(watched, page.inner_text("body"))

@@ -607,3 +607,31 @@ def test_import_genwidgets_loads_no_widget_library() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_finished_view_sends_its_whole_state_again_at_the_end_of_the_next_cell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Its terminal write may come from the engine thread between two cells, with a
+    # finished cell's label: nbclient would drop it from the saved widget state.
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    job = FakeJob()
+    view = TaskView(job)
+    sent: list[str] = []
+    full_state = view.send_state
+
+    def record(key: Any = None) -> None:
+        if key is None:  # the whole state (trait syncs name their keys)
+            sent.append(view.status)
+        full_state(key)
+
+    monkeypatch.setattr(view, "send_state", record)
+    task._REPUBLISH.flush()  # nothing of other tests pending
+    on_thread(lambda: job.finish([IMAGE_OUT]))
+    assert sent == []
+    shell.run_cell("1 + 1")  # the next cell: post_run_cell fires on the main thread
+    assert sent == ["done"]
+    shell.run_cell("2 + 2")
+    assert sent == ["done"]  # once

@@ -8,13 +8,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .prompt import ALIASES, PARAMETERS, Param, Prompt, PromptWarning, Reference, Segment
+from .prompt import (
+    ALIASES,
+    MAX_PROMPTS,
+    PARAMETERS,
+    Param,
+    Prompt,
+    PromptWarning,
+    Reference,
+    Segment,
+    Variation,
+)
 
 if TYPE_CHECKING:
     from .builder import PromptBuilder
 
 __all__ = [
     "ALIASES",
+    "MAX_PROMPTS",
     "PARAMETERS",
     "Param",
     "Prompt",
@@ -22,6 +33,7 @@ __all__ = [
     "PromptWarning",
     "Reference",
     "Segment",
+    "Variation",
 ]
 
 

@@ -16,7 +16,9 @@ Choices (documented here, the spec is silent):
 * While the text does not parse (unbalanced braces, text after the
   parameters...), the controls are disabled and the parse errors are shown.
 * Errors are red, warnings amber, both inline beside their control and in the
-  list under the text, HTML-escaped. The billed-jobs line is always visible.
+  list under the text, HTML-escaped. The billed-jobs line is always visible;
+  above ``CONFIRM_ABOVE`` prompts a large banner says how many prompts the
+  text makes (red above ``MAX_PROMPTS``, where validation refuses it).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ..errors import PayloadError
-from .prompt import PARAMETERS, Prompt, _format_value
+from .prompt import CONFIRM_ABOVE, MAX_PROMPTS, PARAMETERS, Prompt, format_value
 
 __all__ = ["PromptBuilder"]
 
@@ -98,7 +100,7 @@ class _Control:
 
 
 def _plain(key: str, value: Any) -> str:
-    return _format_value(key, value)
+    return format_value(key, value)
 
 
 class _Flag(_Control):
@@ -361,7 +363,7 @@ class PromptBuilder(widgets.VBox):
         else:
             errors += prompt.errors()
             warnings = prompt.warnings()
-            self.billing.value = f"<b>{html.escape(_billing(prompt))}</b>"
+            self.billing.value = _billing_html(prompt)
         self.messages.value = _html_lines([e["msg"] for e in errors], _ERROR_COLOR, "✖") + (
             _html_lines([str(w) for w in warnings], _WARNING_COLOR, "⚠")
         )
@@ -377,6 +379,25 @@ class PromptBuilder(widgets.VBox):
 def _belongs(loc: tuple[Any, ...], control: _Control) -> bool:
     return (
         len(loc) >= 2 and loc[0] == "params" and (loc[1] in control.keys or loc[1] == control.key)
+    )
+
+
+def _billing_html(prompt: Prompt) -> str:
+    """The billed-jobs line; above CONFIRM_ABOVE prompts, a large banner with the count."""
+    line = f"<b>{html.escape(_billing(prompt))}</b>"
+    count = prompt.count()
+    if count <= CONFIRM_ABOVE:
+        return line
+    color = _ERROR_COLOR if count > MAX_PROMPTS else _WARNING_COLOR
+    limit = (
+        f"more than the {MAX_PROMPTS} one permutation prompt may make"
+        if count > MAX_PROMPTS
+        else "each one is billed"
+    )
+    return (
+        f'<div class="gw-prompt-count" style="font-size:1.4em;font-weight:bold;color:{color};'
+        f'border:2px solid {color};padding:4px 8px;margin:4px 0">'
+        f"{count} prompts: {limit}</div>{line}"
     )
 
 

@@ -12,14 +12,27 @@ Choices made where the spec is silent (documented here on purpose):
 * **Two kinds of problems.** :meth:`Prompt.parse` raises :class:`PayloadError`
   only for *structural* problems, the ones that leave no faithful way to keep
   every token: unbalanced braces, permutations nested deeper than
-  ``MAX_NESTING``, a parameter inside a permutation (write ``--ar {1:1, 16:9}``,
-  not ``{--ar 1:1, --ar 16:9}``), text after the parameters (including a value
-  after a flag, or a second word after a one-word value), a malformed parameter
-  name (``--ar=1:1``) and a parameter given twice (``--s 1 --stylize 2``).
+  ``MAX_NESTING``, text after the parameters (including a value after a flag,
+  or a second word after a one-word value), a malformed parameter name
+  (``--ar=1:1``) and a parameter given twice (``--s 1 --stylize 2``).
   Everything else is kept and reported by :meth:`Prompt.validate` (hard errors)
-  or :meth:`Prompt.warnings` (soft ones): unknown parameters (kept under their
-  lower-cased name), out-of-range numbers, values of the wrong type, bad
-  choices. A widget can therefore show a half-typed prompt with its errors.
+  or :meth:`Prompt.warnings` (soft ones): unknown parameters (kept verbatim in
+  their place under their lower-cased name, with a did-you-mean), out-of-range
+  numbers, values of the wrong type, bad choices, more than ``MAX_PROMPTS``
+  prompts. A widget can therefore show a half-typed prompt with its errors.
+* **Permutations of parameters.** ``photo {, --tile}`` and ``a bird --{v 8.1,
+  draft}`` vary parameters or their names. Such a permutation (a ``--name`` at
+  a word start inside braces, or braces right after ``--``) starts the
+  parameter part; it is kept whole as a :class:`Variation` under its own text
+  in ``params``, with the plain words that follow it (so
+  ``{red bird, blue --tile} bird`` stays one Variation, and its second
+  expansion is reported). Only a one-word value may be one itself (``--ar
+  {16:9, 1:1 --tile}``); anywhere else it is an entry of its own (a list value
+  ending in a comma before it stays the raw string: ``--no a, {b, c --tile}``). Each
+  expansion of such a prompt is a full prompt: :meth:`Prompt.errors` and
+  :meth:`Prompt.warnings` check every expansion and name the one each problem
+  comes from, and :meth:`Prompt.repeats` has one entry per expansion (a
+  ``--repeat`` inside one option multiplies that option only).
 * **Typed values.** Integers for integer parameters, numbers (``int`` or
   ``float``) for ``quality``/``iw``, ``"W:H"`` strings for ``ar``, a string for
   ``v``/``style``, ``True`` for flags, ``list[str]`` for ``no`` (split on
@@ -39,9 +52,21 @@ Choices made where the spec is silent (documented here on purpose):
   Inside a permutation a URL also ends at a ``,`` or at a ``}`` it did not open.
   In ``--sref``/``--cref``/``--oref`` a trailing ``::<number>`` is the
   reference's weight (the service's syntax), even after a URL.
-* **Escapes**: ``\\,`` is a literal comma (it neither separates alternatives nor
-  ``--no`` items); :meth:`Prompt.expand` turns it into ``,`` inside
-  permutation alternatives and leaves it alone elsewhere.
+* **Escapes**: a backslash takes the next character literally: ``\\,`` is a
+  comma that neither separates alternatives nor ``--no`` items, ``\\{`` and
+  ``\\}`` are braces that make no permutation, ``\\\\`` is one backslash.
+  ``str()`` keeps escapes as written; :meth:`Prompt.expand` (what is sent)
+  resolves them, drops the spaces before an escaped comma (``pastel \\,
+  yellow`` -> ``pastel, yellow``, as the documentation shows) and a lone final
+  backslash, so no backslash is sent unless ``\\\\`` was written. URLs are
+  opaque, escapes included.
+* **The cap.** One permutation prompt makes at most ``MAX_PROMPTS`` (40)
+  prompts: more is an error naming the count. Above ``CONFIRM_ABOVE`` (5) the
+  builder shows the count prominently.
+* **Weights.** ``::`` parts may carry any number (``::-.5``, ``::2.5``); their
+  sum (``--no`` counting as one ``-0.5`` part) must be positive, or the error
+  names the sum. ``::`` with ``--v 7`` or later is a warning: the multi-prompt
+  documentation lists versions up to 6.1.
 * **Whitespace** runs collapse to one space; alternatives are stripped.
 * **Order and spelling.** A parsed prompt keeps the user's order and spelling
   (``--s 250`` stays ``--s``; the em-dash becomes ``--``). A Prompt built from
@@ -54,15 +79,18 @@ Choices made where the spec is silent (documented here on purpose):
 * ``--iw`` must be a number ``>= 0`` (the spec gives only its default);
   ``--sv`` a whole number; ``--cref``/``--oref`` values must be http(s) URLs;
   a prompt needs text or an image. More than ``MANY_JOBS`` billed jobs is a
-  warning, since each expansion and each repeat is billed.
+  warning, since each expansion and each repeat is billed. ``--p``, ``--niji``
+  and ``--video`` are Midjourney parameters the gateway's table lacks: kept,
+  round-tripped, reported as unknown with what they are.
 """
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -71,14 +99,19 @@ from ..errors import PayloadError
 
 __all__ = [
     "ALIASES",
+    "CONFIRM_ABOVE",
     "MANY_JOBS",
     "MAX_NESTING",
+    "MAX_PROMPTS",
     "PARAMETERS",
     "Param",
     "Prompt",
     "PromptWarning",
     "Reference",
     "Segment",
+    "Variation",
+    "format_value",
+    "permutation_spans",
 ]
 
 MAX_NESTING = 20
@@ -86,6 +119,12 @@ MAX_NESTING = 20
 
 MANY_JOBS = 40
 """Above this many billed jobs, :meth:`Prompt.warnings` says so."""
+
+MAX_PROMPTS = 40
+"""One permutation prompt makes at most this many prompts (the service's cap)."""
+
+CONFIRM_ABOVE = 5
+"""Above this many prompts the service asks for confirmation; the builder says so loudly."""
 
 _CHECK_LIMIT = 1000
 """At most this many alternatives of one value (or of the text) are checked."""
@@ -197,6 +236,21 @@ class Reference:
         return f"{self.value}::{_format_scalar(self.weight)}"
 
 
+@dataclass(frozen=True)
+class Variation:
+    """A permutation that varies parameters (``{, --tile}``, ``--{v 8.1, draft}``).
+
+    It stays as written, in its place among the parameters; each of its options
+    makes a different prompt, so the prompt is checked and billed per expansion.
+    ``str()`` writes it back as typed.
+    """
+
+    raw: str
+
+    def __str__(self) -> str:
+        return self.raw
+
+
 class Segment(NamedTuple):
     """One part of a multi-prompt: its text and its ``::`` weight.
 
@@ -306,7 +360,7 @@ def _scan(s: str, loc: tuple[str, ...] = ("text",)) -> _Scan:
             i = end
             continue
         depth[i] = len(opened)
-        if ch == "\\" and i + 1 < len(s) and s[i + 1] == ",":
+        if ch == "\\" and i + 1 < len(s):  # \, \{ \} \\ (and \x): the next character, literally
             depth[i + 1] = len(opened)
             kind[i] = kind[i + 1] = _ESCAPE
             i += 2
@@ -356,6 +410,26 @@ def _words(s: str, scan: _Scan) -> list[str]:
     return words
 
 
+def permutation_spans(s: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each top-level ``{...}`` of a prompt string, in order.
+
+    Read as :meth:`Prompt.parse` reads them: URLs are opaque and escaped braces
+    are text. Raises PayloadError when the braces do not balance.
+    """
+    scan = _scan(s)
+    if scan.errors:
+        raise PayloadError(scan.errors)
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for i, ch in enumerate(s):
+        if scan.structural(i) and scan.depth[i] == 0:
+            if ch == "{":
+                start = i
+            elif ch == "}":
+                spans.append((start, i + 1))
+    return spans
+
+
 def _has_permutation(s: str) -> bool:
     scan = _scan(s)
     return any(ch == "{" and scan.structural(i) for i, ch in enumerate(s))
@@ -386,8 +460,12 @@ class _Group(NamedTuple):
     alternatives: list[list[Any]]  # each alternative: a sequence of str | _Group
 
 
-def _tree(s: str) -> list[Any]:
-    """The permutation structure of ``s`` (which must have balanced braces)."""
+def _tree(s: str, unescape: bool) -> list[Any]:
+    """The permutation structure of ``s`` (which must have balanced braces).
+
+    With ``unescape`` an escape gives its character alone (what is sent); without,
+    the escape stays as written (what parses back to the same prompt).
+    """
     scan = _scan(s)
     root: list[Any] = []
     stack: list[tuple[list[Any], _Group]] = []
@@ -395,9 +473,15 @@ def _tree(s: str) -> list[Any]:
     i = 0
     while i < len(s):
         ch = s[i]
-        if scan.kind[i] == _ESCAPE and ch == "\\" and stack:
-            current.append(",")  # \, inside an alternative is a literal comma
+        if scan.kind[i] == _ESCAPE and ch == "\\":
+            if unescape and s[i + 1] == ",":  # "pastel \, yellow" reads "pastel, yellow"
+                while current and isinstance(current[-1], str) and current[-1].isspace():
+                    current.pop()
+            current.append(s[i + 1] if unescape else s[i : i + 2])
             i += 2
+            continue
+        if unescape and ch == "\\" and scan.structural(i):
+            i += 1  # a lone backslash at the very end: never sent
             continue
         if scan.structural(i) and ch == "{":
             group = _Group([[]])
@@ -447,13 +531,14 @@ class _GroupOptions:
                 yield text.strip()
 
 
-def _expansions(s: str) -> Iterator[str]:
-    for text in _expand_sequence(_tree(s)):
+def _expansions(s: str, unescape: bool = False) -> Iterator[str]:
+    """Every prompt of ``s`` in order: as sent (``unescape``) or as source text."""
+    for text in _expand_sequence(_tree(s, unescape)):
         yield _norm(text)
 
 
 def _count(s: str) -> int:
-    return _count_sequence(_tree(s))
+    return _count_sequence(_tree(s, False))
 
 
 # --------------------------------------------------------------------------- parsing
@@ -465,6 +550,11 @@ _Entry = tuple[str, str, Any]  # (spelling as typed, canonical key, value)
 def _canonical(name: str) -> str:
     low = name.lower()
     return ALIASES.get(low, low)
+
+
+def _key_of(name: Any, value: Any) -> str:
+    """The params key of a value given by name: a Variation is keyed by its text."""
+    return _norm(value.raw) if isinstance(value, Variation) else _canonical(str(name))
 
 
 def _typed(key: str, raw: str) -> Any:
@@ -499,6 +589,33 @@ def _is_param_word(word: str) -> bool:
     return _PARAM_WORD.match(word) is not None
 
 
+def _varies(s: str) -> bool:
+    """Whether ``s`` has a permutation that varies parameters.
+
+    That is a parameter at a word start inside braces (``{, --tile}``) or braces
+    right after the dashes (``--{v 8.1, draft}``), outside URLs and escapes.
+    """
+    if "{" not in s:
+        return False
+    scan = _scan(s)
+    if scan.errors:
+        return False
+    for i in range(len(s)):
+        if not scan.structural(i) or s[i] not in "-—":
+            continue
+        before = s[i - 1] if i else " "
+        at_word_start = before.isspace() or (before in "{," and scan.structural(i - 1))
+        if not at_word_start:
+            continue
+        after = i + (1 if s[i] == "—" else 2)
+        if s.startswith("--", i) or s[i] == "—":
+            if after < len(s) and s[after] == "{" and scan.structural(after):
+                return True
+            if scan.depth[i] > 0 and _PARAM_WORD.match(s, i):
+                return True
+    return False
+
+
 def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
     """Split a prompt string into images, text and parameter entries."""
     if not isinstance(s, str):
@@ -507,30 +624,17 @@ def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
     if scan.errors:
         raise PayloadError(scan.errors)
     errors: list[dict[str, Any]] = []
-    for i in range(1, len(s)):
-        before = s[i - 1]
-        if (
-            scan.depth[i] > 0
-            and scan.structural(i)
-            and (before.isspace() or (before in "{," and scan.structural(i - 1)))
-            and _PARAM_WORD.match(s, i)
-        ):
-            name = _NAME.match(s, i + (1 if s[i] == "—" else 2))
-            errors.append(
-                {
-                    "loc": ("text",),
-                    "msg": f"--{name.group() if name else '?'} sits inside a permutation; "
-                    "put the braces in its value instead (--ar {16:9, 1:1})",
-                }
-            )
     words = _words(s, scan)
+    varying = [_varies(w) for w in words]
+
+    def starts_entry(i: int) -> bool:
+        return varying[i] or _is_param_word(words[i])
+
     first_text = 0
     while first_text < len(words) and _URL_START.match(words[first_text]):
         first_text += 1
     images = words[:first_text]
-    first_param = next(
-        (i for i in range(first_text, len(words)) if _is_param_word(words[i])), len(words)
-    )
+    first_param = next((i for i in range(first_text, len(words)) if starts_entry(i)), len(words))
     text = _norm(" ".join(words[first_text:first_param]))
 
     entries: list[_Entry] = []
@@ -539,11 +643,22 @@ def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
     while i < len(words):
         word = words[i]
         j = i + 1
-        while j < len(words) and not _is_param_word(words[j]):
-            j += 1
+        if varying[i]:  # a permutation of parameters: kept whole, with the words it holds
+            j = next((k for k in range(j, len(words)) if starts_entry(k)), len(words))
+            raw = _norm(" ".join(words[i:j]))
+            i = j
+            if raw in seen:
+                errors.append({"loc": ("params",), "msg": f"{raw!r} is given twice; keep one"})
+                continue
+            seen[raw] = raw
+            entries.append((raw, raw, Variation(raw)))
+            continue
+        spelling = word[1:] if word.startswith("—") else word[2:]
+        key = _canonical(spelling)
+        param = PARAMETERS.get(key)
+        j = _values_end(words, varying, i, param)
         values = [_norm(w) for w in words[i + 1 : j]]
         i = j
-        spelling = word[1:] if word.startswith("—") else word[2:]
         if not _NAME.fullmatch(spelling):
             errors.append(
                 {
@@ -553,7 +668,6 @@ def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
                 }
             )
             continue
-        key = _canonical(spelling)
         if key in seen:
             errors.append(
                 {
@@ -563,15 +677,41 @@ def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
             )
             continue
         seen[key] = spelling
-        param = PARAMETERS.get(key)
         if param is not None and param.kind == "flag" and values:
             errors.append(_text_after(key, spelling, values, "takes no value"))
         elif param is not None and param.kind in _ONE_WORD_KINDS and len(values) > 1:
             errors.append(_text_after(key, spelling, values[1:], f"takes one value ({values[0]})"))
-        entries.append((spelling, key, _typed(key, " ".join(values))))
+        raw = " ".join(values)
+        if j < len(words) and varying[j] and _ends_with_separator(raw):
+            entries.append((spelling, key, raw))  # "--no a, {b, c --tile}": the comma stays
+        else:
+            entries.append((spelling, key, _typed(key, raw)))
     if errors:
         raise PayloadError(errors)
     return images, text, entries
+
+
+def _ends_with_separator(raw: str) -> bool:
+    """Whether ``raw`` ends with a comma that separates items (not an escaped one)."""
+    pieces = _split_outside(raw, ",")
+    return len(pieces) > 1 and not pieces[-1].strip()
+
+
+def _values_end(words: list[str], varying: list[bool], i: int, param: Param | None) -> int:
+    """Where the value words of the parameter at ``i`` end: at the next ``--name``
+    or at the next permutation of parameters, which is an entry of its own.
+
+    Only a one-word value may be such a permutation itself (``--ar {16:9, 1:1
+    --tile}``): after a list, reference or unknown parameter the permutation
+    stays apart, so removing a parameter never lets it be read as another's value.
+    """
+    one_word = param is not None and param.kind in _ONE_WORD_KINDS
+    j = i + 1
+    while j < len(words) and not _is_param_word(words[j]):
+        if varying[j] and not (one_word and j == i + 1):
+            break
+        j += 1
+    return j
 
 
 def _text_after(key: str, spelling: str, extra: list[str], why: str) -> dict[str, Any]:
@@ -582,7 +722,8 @@ def _text_after(key: str, spelling: str, extra: list[str], why: str) -> dict[str
     }
 
 
-def _format_value(key: str, value: Any) -> str:
+def format_value(key: str, value: Any) -> str:
+    """``value`` as written after ``--key`` ("" for a flag)."""
     if value is True:
         return ""
     try:
@@ -608,7 +749,10 @@ def _assemble(images: Sequence[str], text: str, entries: Sequence[_Entry]) -> st
     if text:
         parts.append(text)
     for spelling, key, value in entries:
-        formatted = _format_value(key, value)
+        if isinstance(value, Variation):
+            parts.append(value.raw)
+            continue
+        formatted = format_value(key, value)
         parts.append(f"--{spelling} {formatted}" if formatted else f"--{spelling}")
     return " ".join(parts)
 
@@ -641,7 +785,7 @@ class Prompt:
             raise PayloadError([{"loc": ("images",), "msg": "images must be a list of URLs"}])
         changes: dict[str, Any] = {}
         for name, value in (params or {}).items():
-            key = _canonical(str(name))
+            key = _key_of(name, value)
             if key in changes:
                 raise PayloadError(
                     [{"loc": ("params", key), "msg": f"--{key} is given twice; keep one"}]
@@ -672,8 +816,8 @@ class Prompt:
         ]
         if errors:
             raise PayloadError(errors)
-        for spelling, key, _ in entries:
-            if not _NAME.fullmatch(spelling):
+        for spelling, key, value in entries:
+            if not isinstance(value, Variation) and not _NAME.fullmatch(spelling):
                 errors.append({"loc": ("params", key), "msg": f"{key!r} is not a parameter name"})
         if errors:
             raise PayloadError(errors)
@@ -757,7 +901,7 @@ class Prompt:
         """A new Prompt with parameters set (aliases allowed); None or False removes one."""
         merged: dict[str, Any] = {}
         for name, value in changes.items():
-            key = _canonical(name)
+            key = _key_of(name, value)
             if key in merged:
                 raise PayloadError(
                     [{"loc": ("params", key), "msg": f"--{key} is given twice; keep one"}]
@@ -772,8 +916,32 @@ class Prompt:
         return _count(str(self))
 
     def expand(self) -> list[str]:
-        """Every prompt string the permutations make, in order (each is billed)."""
-        return list(_expansions(str(self)))
+        """Every prompt string the permutations make, in order, as sent (each is billed).
+
+        Escapes are resolved: ``\\,`` gives ``,``, ``\\{`` gives ``{``, ``\\\\`` gives one
+        backslash; no other backslash outside a URL is sent.
+        """
+        return list(_expansions(str(self), unescape=True))
+
+    @property
+    def varies_parameters(self) -> bool:
+        """Whether a permutation varies parameters, so each expansion is checked apart."""
+        return any(isinstance(v, Variation) for _, _, v in self._entries) or any(
+            isinstance(v, str) and _varies(v) for _, _, v in self._entries
+        )
+
+    def _variants(self, limit: int = MAX_PROMPTS) -> list[tuple[str, Prompt | PayloadError]]:
+        """The first ``limit`` expansions, each with its prompt or the error parsing raised.
+
+        Escapes stay as written, so each one reads back as the prompt that is sent.
+        """
+        found: list[tuple[str, Prompt | PayloadError]] = []
+        for source in itertools.islice(_expansions(str(self)), limit):
+            try:
+                found.append((source, Prompt.parse(source)))
+            except PayloadError as error:
+                found.append((source, error))
+        return found
 
     def jobs(self) -> int:
         """Billed jobs: each expansion, times its ``--repeat``."""
@@ -782,7 +950,18 @@ class Prompt:
         return total // len(repeats) * sum(repeats)
 
     def repeats(self) -> list[int]:
-        """The ``--repeat`` of each alternative (``[1]`` without one; bad values count 1)."""
+        """The ``--repeat`` of each alternative (``[1]`` without one; bad values count 1).
+
+        When a permutation varies parameters, one entry per expansion, so a
+        ``--repeat`` inside one option multiplies that option only.
+        """
+        if self.varies_parameters:
+            count = self.count()
+            if count > _CHECK_LIMIT:
+                return [1]
+            return [
+                v.repeats()[0] if isinstance(v, Prompt) else 1 for _, v in self._variants(count)
+            ]
         raw = next((v for _, k, v in self._entries if k == "repeat"), None)
         if raw is None:
             return [1]
@@ -797,11 +976,40 @@ class Prompt:
 
     def errors(self) -> list[dict[str, Any]]:
         """Every hard problem as ``{"loc", "msg"}`` (what validate() would raise)."""
-        return _Checker(self).errors()
+        count = self.count()
+        found: list[dict[str, Any]] = []
+        if count > MAX_PROMPTS:
+            found.append(
+                {
+                    "loc": ("text",),
+                    "msg": f"this prompt makes {count} prompts; one permutation prompt makes "
+                    f"at most {MAX_PROMPTS}: remove options or split it",
+                }
+            )
+        if not self.varies_parameters:
+            return found + _Checker(self).errors()
+        problems = [
+            (n, source, e["loc"], e["msg"])
+            for n, (source, variant) in enumerate(self._variants(), 1)
+            for e in (variant.errors if isinstance(variant, PayloadError) else variant.errors())
+        ]
+        return found + [{"loc": loc, "msg": msg} for loc, msg in _per_expansion(problems, count)]
 
     def warnings(self) -> list[PromptWarning]:
         """Soft problems: experimental ratios, other versions, orphan weights, cost."""
-        return _Checker(self).warnings()
+        if not self.varies_parameters:
+            return _Checker(self).warnings()
+        problems = [
+            (n, source, w.loc, str(w))
+            for n, (source, variant) in enumerate(self._variants(), 1)
+            if isinstance(variant, Prompt)
+            for w in variant.warnings()
+        ]
+        found = [PromptWarning(msg, loc) for loc, msg in _per_expansion(problems, self.count())]
+        jobs = self.jobs()
+        if jobs > MANY_JOBS:
+            found.append(_cost_warning(jobs))
+        return found
 
     def validate(self) -> Prompt:
         """Raise PayloadError listing every problem; return self when there is none."""
@@ -809,6 +1017,24 @@ class Prompt:
         if problems:
             raise PayloadError(problems)
         return self
+
+
+def _per_expansion(
+    problems: Sequence[tuple[int, str, tuple[Any, ...], str]], count: int
+) -> list[tuple[tuple[Any, ...], str]]:
+    """Each problem of the expansions once, naming the expansion(s) it comes from."""
+    where: dict[tuple[tuple[Any, ...], str], list[tuple[int, str]]] = {}
+    for n, source, loc, msg in problems:
+        where.setdefault((tuple(loc), msg), []).append((n, source))
+    found = []
+    for (loc, msg), places in where.items():
+        if len(places) == 1:
+            n, source = places[0]
+            found.append((loc, f"in prompt {n} of {count} ({source!r}): {msg}"))
+        else:
+            numbers = ", ".join(str(n) for n, _ in places)
+            found.append((loc, f"in prompts {numbers} of {count} ({places[0][1]!r}, …): {msg}"))
+    return found
 
 
 def _copy(value: Any) -> Any:
@@ -829,7 +1055,8 @@ def _merged(entries: list[_Entry], changes: Mapping[str, Any]) -> list[_Entry]:
         for key, value in changes.items()
         if key not in present and value is not None and value is not False
     ]
-    new.sort(key=lambda e: _ORDER.get(e[1], len(_ORDER)))
+    # Variations go first: after a list parameter they would be read as its value.
+    new.sort(key=lambda e: -1 if isinstance(e[2], Variation) else _ORDER.get(e[1], len(_ORDER)))
     return result + new
 
 
@@ -889,8 +1116,7 @@ class _Checker:
             param = PARAMETERS.get(key)
             shown = f"--{self.spelling[key]}"
             if param is None:
-                known = ", ".join(f"--{n}" for n in [*PARAMETERS, *ALIASES])
-                add(("params", key), f"unknown parameter {shown}; known: {known}")
+                add(("params", key), _unknown(shown, key))
                 continue
             for value in self.alternatives(key):
                 problem = _value_problem(param, value)
@@ -937,7 +1163,7 @@ class _Checker:
                 elif key == "v" and value != "8.1":
                     add(
                         ("params", key),
-                        f"{shown} {_format_value(key, value)}: the service uses --v 8.1",
+                        f"{shown} {format_value(key, value)}: the service uses --v 8.1",
                     )
                 elif key == "style" and value in PARAMETERS["style"].choices[1:]:
                     add(
@@ -951,14 +1177,60 @@ class _Checker:
                 add(("params", key), f"--{self.spelling[key]} has no effect without --{needs}")
         if "iw" in self.values and not self.prompt._images:
             add(("params", "iw"), f"--{self.spelling['iw']} has no effect without an image URL")
+        self.weights_and_version(add)
         jobs = self.prompt.jobs()
         if jobs > MANY_JOBS:
-            add(("params",), f"{jobs} billed jobs: each expansion and repeat is billed")
+            add(("params",), _cost_warning(jobs))
         return found
+
+    def weights_and_version(self, add: Callable[[tuple[str, ...], str], None]) -> None:
+        """Warn when ``::`` weights meet a ``--v`` the multi-prompt page does not list."""
+        if "v" not in self.values or len(_split_outside(self.prompt._text, "::")) < 2:
+            return
+        for value in self.alternatives("v"):
+            major = re.match(r"[0-9]+", str(value))
+            if major and int(major.group()) >= 7:
+                add(
+                    ("params", "v"),
+                    f"--{self.spelling['v']} {format_value('v', value)} with :: weights: the "
+                    "multi-prompt documentation lists versions up to 6.1 only; the weights "
+                    "may be ignored",
+                )
+                return
+
+
+_OUTSIDE_THE_TABLE = {
+    "p": "personalization",
+    "personalize": "personalization",
+    "niji": "the anime model",
+    "video": "video from an image",
+    "hd": "high definition video",
+    "profile": "personalization profile",
+    "raw": "raw mode (write --style raw)",
+}
+"""Midjourney parameters that the gateway's table does not list: named, not refused silently."""
+
+
+def _unknown(shown: str, key: str) -> str:
+    """Unknown parameter: what it is when we know, the closest names, and what is known."""
+    names = [*PARAMETERS, *ALIASES]
+    close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+    what = (
+        f" ({_OUTSIDE_THE_TABLE[key]}, not in the gateway's table)"
+        if key in _OUTSIDE_THE_TABLE
+        else ""
+    )
+    hint = f"; did you mean {' or '.join('--' + c for c in close)}?" if close else ""
+    known = ", ".join(f"--{n}" for n in names)
+    return f"unknown parameter {shown}{what}, kept as written{hint}; known: {known}"
+
+
+def _cost_warning(jobs: int) -> PromptWarning:
+    return PromptWarning(f"{jobs} billed jobs: each expansion and repeat is billed", ("params",))
 
 
 def _show(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else _format_value("", value)
+    return repr(value) if isinstance(value, str) else format_value("", value)
 
 
 def _value_problem(param: Param, value: Any) -> str | None:

@@ -3,8 +3,9 @@
 ``genwidgets simulate`` (or ``python -m genwidgets.simulator``) runs it in the
 foreground; :func:`embedded` runs one in a background thread of this process
 (what ``gw.Client()`` uses when no gateway is configured). See :mod:`.app` for
-the routes and HTTP codes, :mod:`.outputs` for the media produced, and
-:mod:`.world` for the referenced operations and dependency checks.
+the routes and HTTP codes, :mod:`.outputs` for the media produced (drawn and
+encoded by :mod:`.synth`, from inputs read by :mod:`.inputs`: never from the
+internet), and :mod:`.world` for the referenced operations and dependency checks.
 """
 
 from .config import SimConfig

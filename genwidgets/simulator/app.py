@@ -67,8 +67,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .config import SimConfig
 from .faults import Dice, RateLimiter
 from .files import FileStore
-from .media import image_file
 from .registry import BASE_SECONDS, ENDPOINTS, describe_errors, payload_errors
+from .synth import image_file
 from .tasks import COMPLETED, IN_QUEUE, Scheduler, Task, log
 from .world import World
 

@@ -17,8 +17,10 @@ Dimensions (width x height), where the spec leaves them open, are our choice:
   (not for 9-10 s on q2), ``vidK-v3-turbo-t2v`` ``sound: on``,
   ``vidK-v3-motion-control`` ``keep_original_sound`` (default yes),
   ``vidP`` ``generate_audio_switch``, lip-sync always. AAC, mono, 24 kHz.
-- Images: ``imgM`` tasks yield 4 PNGs, long side 1024, ratio from ``--ar``;
-  edits keep the upstream size (``imgM_pan`` grows it by ``scale``).
+- Images: ``imgM`` tasks yield 4 PNGs, long side 1024, ratio from ``--ar``
+  (the prompt read by :class:`genwidgets.imgm.Prompt`; a permutation prompt is
+  drawn from its first expansion); edits keep the upstream size
+  (``imgM_pan`` grows it by ``scale``).
   ``imgG-1.5-edit`` ``size`` (``auto`` = 1024x1024), ``n``, ``output_format``,
   ``output_compression``; ``imgQ-edit-plus`` ``size`` (multiples of 16; by
   default about 1024*1024 at the last input image's ratio), ``n``;
@@ -29,25 +31,47 @@ Dimensions (width x height), where the spec leaves them open, are our choice:
   ``"encoding": "hex"`` and the audio as ``"content"`` (hex digits), with the
   audio's ``content_type``.
 
+Edits show what they do (a lesson puts before and after side by side; the
+pictures come from :mod:`.synth`, the inputs are read by :mod:`.inputs`):
+
+- ``imgM-v8.1-i2i`` varies the named upstream image (subtly for ``type`` 0,
+  strongly for 1); ``imgM_pan`` keeps it unchanged on a larger canvas and fills
+  the new side; ``imgM-inpaint`` repaints only the white of ``mask.url`` or the
+  polygons of ``area``/``mask.areas`` (each polygon in its own
+  ``width`` x ``height`` frame, scaled onto the image; with no readable mask, a
+  centred ellipse), keeping every other pixel.
+- ``imgG-1.5-edit`` and ``imgQ-edit-plus`` start from their input images: one
+  fills the frame (imgG's first; imgQ's last, whose ratio sets imgQ's default
+  size), the others are insets.
+- ``vidP_v6_transition`` goes from ``first_frame_image`` to
+  ``last_frame_image``; ``vidA`` starts on its ``first_frame`` (or role-less)
+  image and ends on its ``last_frame`` one; ``vidK-lip-sync`` keeps the frames
+  of the video given to ``vidK-face-identify`` and lays the chosen audio on it
+  (``sound_file``, or the ``audio_id`` preview's voice), cut from
+  ``sound_start_time`` to ``sound_end_time`` and placed at ``sound_insert_time``.
+- An input that cannot be read (any URL other than loopback or the
+  simulator's own files) leaves the output as before: shapes from the seed.
+
 Values are read tolerantly (a string "5" is 5; out-of-range values are clamped)
 so producing media never fails on input that validation let through.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import importlib
-import io
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from PIL import Image
+from PIL import Image, ImageDraw
 
-from . import media
-from .media import MediaFile
+from ..errors import PayloadError
+from ..imgm import Prompt
+from ..imgm.prompt import format_value
+from . import synth
+from .files import FileStore
+from .inputs import Inputs
+from .synth import MediaFile
 
 VIDA_DIMENSIONS = {
     "480p": {
@@ -132,14 +156,10 @@ def _ratio(text: str, default: tuple[int, int] = (16, 9)) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-def _even(x: float) -> int:
-    return max(2, round(x / 2) * 2)
-
-
 def tier_dimensions(tier: str, ratio: tuple[int, int]) -> tuple[int, int]:
     short = TIER_SHORT_SIDE.get(tier.lower(), 720)
     a, b = ratio
-    return (_even(short * a / b), short) if a >= b else (short, _even(short * b / a))
+    return (synth.even(short * a / b), short) if a >= b else (short, synth.even(short * b / a))
 
 
 def _size(text: Any, default: tuple[int, int], lo: int, hi: int) -> tuple[int, int]:
@@ -149,16 +169,16 @@ def _size(text: Any, default: tuple[int, int], lo: int, hi: int) -> tuple[int, i
     return (max(lo, min(hi, int(match.group(1)))), max(lo, min(hi, int(match.group(2)))))
 
 
-def _probe(ref: Any) -> tuple[int, int] | None:
-    """Size of an image given as a data URL or raw base64 (None for URLs)."""
-    if not isinstance(ref, str) or ref.startswith(("http://", "https://", "asset://")):
-        return None
-    raw = ref.split(",", 1)[1] if ref.startswith("data:") else ref
-    try:
-        with Image.open(io.BytesIO(base64.b64decode(raw[:40_000_000], validate=False))) as img:
-            return img.size
-    except (binascii.Error, OSError, ValueError, Image.DecompressionBombError):
-        return None
+def _inputs(ctx: Mapping[str, Any]) -> Inputs:
+    """The input reader :func:`produce` put in the context (data URLs only without one)."""
+    inputs = ctx.get("inputs")
+    return inputs if isinstance(inputs, Inputs) else Inputs()
+
+
+def _probe(ctx: Mapping[str, Any], ref: Any) -> tuple[int, int] | None:
+    """Size of an input image we can read, or None."""
+    image = _inputs(ctx).image(ref)
+    return image.size if image is not None else None
 
 
 def _closest(size: tuple[int, int] | None, options: list[str], default: str) -> str:
@@ -175,41 +195,39 @@ def _prompt_lines(prompt: Any, **params: Any) -> list[str]:
 
 # --------------------------------------------------------------------------- imgM
 
-IMGM_FLAG = re.compile(r"(?:^|\s)(?:--|—)([a-z]+)(?:\s+([^\s-][^\s]*))?", re.IGNORECASE)
+
+def imgm_prompt(prompt: str) -> Prompt | None:
+    """The prompt one task draws: its first expansion when it permutes (None if unreadable)."""
+    try:
+        parsed = Prompt.parse(prompt or "")
+        if 1 < parsed.count() <= _FIRST_EXPANSION_LIMIT:
+            return Prompt.parse(parsed.expand()[0])
+        return parsed
+    except PayloadError:
+        return None
 
 
-def imgm_params(prompt: str) -> dict[str, str]:
-    """``--name value`` pairs of an imgM prompt (aliases folded; last one wins)."""
-    alias = {
-        "aspect": "ar",
-        "version": "v",
-        "quality": "q",
-        "stylize": "s",
-        "chaos": "c",
-        "weird": "w",
-        "repeat": "r",
-    }
-    return {
-        alias.get(m.group(1).lower(), m.group(1).lower()): (m.group(2) or "")
-        for m in IMGM_FLAG.finditer(prompt or "")
-    }
+_FIRST_EXPANSION_LIMIT = 1000
 
 
 def imgm_version(prompt: str) -> str:
-    try:  # the imgM engineer's parser, when it is there
-        parser = importlib.import_module("genwidgets.imgm.prompt").Prompt
-        params = parser.parse(prompt).params
-        for name in ("v", "version"):
-            value = params.get(name) if isinstance(params, Mapping) else None
-            if value not in (None, "", True):
-                return str(value)
-    except Exception:  # absent or a different shape: the regex below decides
-        pass
-    return imgm_params(prompt).get("v") or "8.1"
+    """The ``--v`` of an imgM prompt, ``8.1`` (the service's) when absent."""
+    return _version(imgm_prompt(prompt))
 
 
 def imgm_size(prompt: str) -> tuple[int, int]:
-    a, b = _ratio(imgm_params(prompt).get("ar", ""), (1, 1))
+    """Width and height of an imgM picture: long side 1024, ratio from ``--ar``."""
+    return _picture_size(imgm_prompt(prompt))
+
+
+def _version(prompt: Prompt | None) -> str:
+    version = prompt.params.get("v") if prompt is not None else None
+    return str(version) if isinstance(version, str) and version else "8.1"
+
+
+def _picture_size(prompt: Prompt | None) -> tuple[int, int]:
+    ratio = prompt.params.get("ar") if prompt is not None else None
+    a, b = _ratio(ratio if isinstance(ratio, str) else "", (1, 1))
     a, b = min(a, 4 * b), min(b, 4 * a)  # extreme ratios stay drawable
     return (
         (1024, max(64, round(1024 * b / a / 8) * 8))
@@ -218,42 +236,134 @@ def imgm_size(prompt: str) -> tuple[int, int]:
     )
 
 
+def _upstream_image(ctx: Mapping[str, Any]) -> Image.Image | None:
+    """The named image of the upstream imgM task, when its file is still there."""
+    path = ctx.get("upstream_image")
+    if not isinstance(path, str):
+        return None
+    try:
+        with Image.open(path) as img:
+            return img.convert("RGB")
+    except (OSError, ValueError):
+        return None
+
+
+def _inpaint_mask(
+    payload: Mapping[str, Any], size: tuple[int, int], ctx: Mapping[str, Any]
+) -> Image.Image:
+    """White where the image is repainted: the mask image, or the polygons given."""
+    given = payload.get("mask")
+    mask: Mapping[str, Any] = given if isinstance(given, dict) else {}
+    areas = [payload.get("area"), *(_list(mask, "areas"))]
+    polygons = [
+        (_num(a, "width", size[0], 1, 8192), _num(a, "height", size[1], 1, 8192), points)
+        for a in areas
+        if isinstance(a, dict)
+        for points in [[float(v) for v in _list(a, "points") if isinstance(v, (int, float))]]
+    ]
+    drawn = synth.polygon_mask(size, polygons)
+    image = _inputs(ctx).image(mask.get("url"))
+    if image is not None:
+        drawn.paste(255, (0, 0), synth.binary_mask(image, size))
+    if drawn.getbbox() is None:  # nothing readable: a centred ellipse shows the idea
+        w, h = size
+        ImageDraw.Draw(drawn).ellipse((w * 0.3, h * 0.3, w * 0.7, h * 0.7), fill=255)
+    return drawn
+
+
 def _imgm(endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]) -> Produced:
     if endpoint in ("imgM-v8.1-t2i", "imgM_diffusion"):
-        prompt = str(payload.get("prompt", ""))
-        width, height = imgm_size(prompt)
-        params = imgm_params(prompt)
-        if params.get("seed", "").isdigit():
-            seed = int(params["seed"])
-        shown = " ".join(f"--{k} {v}".strip() for k, v in params.items() if k != "v")
-        lines = [prompt.split(" --")[0][:400], f"version {imgm_version(prompt)} {shown}".strip()]
-    else:
-        width, height = ctx.get("upstream_size", (1024, 1024))
-        image_no = _int(payload, "imageNo" if endpoint != "imgM-v8.1-i2i" else "image_no", 0, 0, 3)
-        seed = int(ctx.get("upstream_seed", seed)) * 31 + image_no * 7 + len(endpoint)
-        prompt = str(payload.get("remixPrompt", payload.get("remix_prompt", "")) or "")
-        source = f"from {payload.get('jobId')} image {image_no}"
-        if endpoint == "imgM_pan":
-            direction = _int(payload, "direction", 0, 0, 3)
-            scale = _num(payload, "scale", 1.5, 1.1, 3.0)
-            if direction in (0, 2):
-                height = min(4096, _even(height * scale))
-            else:
-                width = min(4096, _even(width * scale))
-            source += f", pan {['down', 'right', 'up', 'left'][direction]} x{scale:g}"
-        elif endpoint == "imgM-v8.1-i2i":
-            source += f", {'strong' if _int(payload, 'type', 0, 0, 1) else 'subtle'} variation"
-        else:
-            source += ", inpaint"
-        lines = [prompt[:400] or "(same prompt)", source]
+        return _imgm_generate(endpoint, payload, seed)
+    return _imgm_edit(endpoint, payload, seed, ctx)
+
+
+def _imgm_generate(endpoint: str, payload: Mapping[str, Any], seed: int) -> Produced:
+    """Four pictures at the prompt's ``--ar``, from its ``--seed`` when it has one."""
+    text = str(payload.get("prompt", ""))
+    prompt = imgm_prompt(text)
+    width, height = _picture_size(prompt)
+    params = prompt.params if prompt is not None else {}
+    chosen = params.get("seed")
+    if isinstance(chosen, int) and not isinstance(chosen, bool) and chosen >= 0:
+        seed = chosen
+    shown = " ".join(f"--{k} {format_value(k, v)}".strip() for k, v in params.items() if k != "v")
+    lines = [
+        (prompt.text if prompt is not None else text)[:400],
+        f"version {_version(prompt)} {shown}".strip(),
+    ]
     files = [
-        media.image_file(f"image_{i}", width, height, seed + i, f"{endpoint} · {i + 1}/4", lines)
+        synth.image_file(f"image_{i}", width, height, seed + i, f"{endpoint} · {i + 1}/4", lines)
         for i in range(4)
     ]
     return Produced(files, {"image_size": (width, height), "seed": seed})
 
 
+def _imgm_edit(
+    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
+) -> Produced:
+    """Four edits of the upstream task's named image (a seed picture if its file is gone)."""
+    image_no = _int(payload, "imageNo" if endpoint != "imgM-v8.1-i2i" else "image_no", 0, 0, 3)
+    seed = int(ctx.get("upstream_seed", seed)) * 31 + image_no * 7 + len(endpoint)
+    width, height = ctx.get("upstream_size", (1024, 1024))
+    source = _upstream_image(ctx) or synth.picture(width, height, seed, "", [])
+    pictures = []
+    if endpoint == "imgM_pan":
+        direction = _int(payload, "direction", 0, 0, 3)
+        scale = _num(payload, "scale", 1.5, 1.1, 3.0)
+        pictures = [synth.extend(source, direction, scale, seed + i) for i in range(4)]
+    elif endpoint == "imgM-v8.1-i2i":
+        strong = bool(_int(payload, "type", 0, 0, 1))
+        pictures = [synth.vary(source, seed + i, strong) for i in range(4)]
+    else:
+        mask = _inpaint_mask(payload, source.size, ctx)
+        remix = str(payload.get("remixPrompt") or "(same prompt)")[:400]
+        lines = [remix, f"inpaint of {payload.get('jobId')} image {image_no}"]
+        pictures = [
+            synth.repaint(source, mask, seed + i, f"{endpoint} · {i + 1}/4", lines)
+            for i in range(4)
+        ]
+    files = [
+        MediaFile(f"image_{i}.png", "image/png", synth.encode_image(made))
+        for i, made in enumerate(pictures)
+    ]
+    return Produced(files, {"image_size": pictures[0].size, "seed": seed})
+
+
 # --------------------------------------------------------------------------- other images
+
+
+def _edited(
+    endpoint: str,
+    sources: list[Image.Image],
+    size: tuple[int, int],
+    seed: int,
+    n: int,
+    lines: list[str],
+    fmt: str = "png",
+    quality: int | None = None,
+) -> list[MediaFile]:
+    """``n`` edits of the input images (captioned), or seed pictures when none was read."""
+    files = []
+    for i in range(n):
+        title = f"{endpoint} · {i + 1}/{n}"
+        if not sources:
+            files.append(
+                synth.image_file(f"image_{i}", *size, seed + i, title, lines, fmt, quality)
+            )
+            continue
+        made = synth.edit(sources, *size, seed + i)
+        synth.caption(made, title, lines)
+        name = f"image_{i}.{'jpg' if fmt == 'jpeg' else fmt}"
+        files.append(
+            MediaFile(name, synth.IMAGE_FORMATS[fmt][1], synth.encode_image(made, fmt, quality))
+        )
+    return files
+
+
+def _read_images(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[Image.Image | None]:
+    """Each of ``images``, decoded, or None where it cannot be read."""
+    inputs = _inputs(ctx)
+    return [inputs.image(ref) for ref in _list(payload, "images")]
 
 
 def _img_g(
@@ -270,24 +380,20 @@ def _img_g(
         quality=payload.get("quality", "auto"),
         background=payload.get("background", "auto"),
     )
-    files = [
-        media.image_file(
-            f"image_{i}", *size, seed + i, f"{endpoint} · {i + 1}/{n}", lines, fmt, quality
-        )
-        for i in range(n)
-    ]
-    return Produced(files)
+    sources = [image for image in _read_images(payload, ctx) if image is not None]
+    return Produced(_edited(endpoint, sources, size, seed, n, lines, fmt, quality))
 
 
 def _img_q(
     endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
+    read = _read_images(payload, ctx)
+    sources = [image for image in read if image is not None]
     if payload.get("size"):
         w, h = _size(payload.get("size"), (1024, 1024), 512, 2048)
         w, h = round(w / 16) * 16, round(h / 16) * 16
     else:
-        images = _list(payload, "images")
-        last = _probe(images[-1]) if images else None
+        last = read[-1].size if read and read[-1] is not None else None
         aspect = (last[0] / last[1]) if last and last[1] else 1.0
         w = round((1024 * 1024 * aspect) ** 0.5 / 16) * 16
         h = round((1024 * 1024 / aspect) ** 0.5 / 16) * 16
@@ -296,12 +402,8 @@ def _img_q(
         seed = int(payload["seed"])
     n = _int(payload, "n", 1, 1, 6)
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
-    return Produced(
-        [
-            media.image_file(f"image_{i}", w, h, seed + i, f"{endpoint} · {i + 1}/{n}", lines)
-            for i in range(n)
-        ]
-    )
+    # the last image sets the ratio, so it fills the frame; the others are insets
+    return Produced(_edited(endpoint, sources[-1:] + sources[:-1], (w, h), seed, n, lines))
 
 
 def _gen_w_image(
@@ -314,7 +416,7 @@ def _gen_w_image(
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
     return Produced(
         [
-            media.image_file(f"image_{i}", w, h, seed + i, f"{endpoint} · {i + 1}/{n}", lines)
+            synth.image_file(f"image_{i}", w, h, seed + i, f"{endpoint} · {i + 1}/{n}", lines)
             for i in range(n)
         ]
     )
@@ -338,15 +440,8 @@ def video_plan(endpoint: str, payload: Mapping[str, Any], ctx: Mapping[str, Any]
         tier = _choice(p, "resolution", tiers, "720p")
         ratio = str(p.get("ratio", "adaptive"))
         if ratio not in VIDA_DIMENSIONS[tier]:
-            first = next(
-                (
-                    item.get("image_url", {}).get("url")
-                    for item in _list(p, "content")
-                    if isinstance(item, dict) and isinstance(item.get("image_url"), dict)
-                ),
-                None,
-            )
-            ratio = _closest(_probe(first), list(VIDA_DIMENSIONS[tier]), "16:9")
+            first = next(iter(_vida_images(p).values()), None)
+            ratio = _closest(_probe(ctx, first), list(VIDA_DIMENSIONS[tier]), "16:9")
         w, h = VIDA_DIMENSIONS[tier][ratio]
         seconds = _int(p, "duration", 5, -1, 15)
         seconds = 5 if seconds < 4 else seconds
@@ -389,7 +484,7 @@ def video_plan(endpoint: str, payload: Mapping[str, Any], ctx: Mapping[str, Any]
         return {"size": (1280, 720), "seconds": float(ctx.get("audio_seconds", 5.0)), "audio": True}
     if endpoint == "vidK-v3-motion-control":
         tier = "1080p" if _choice(p, "mode", ("std", "pro"), "std") == "pro" else "720p"
-        ratio = _closest(_probe(p.get("image_url")), ["16:9", "1:1", "9:16"], "16:9")
+        ratio = _closest(_probe(ctx, p.get("image_url")), ["16:9", "1:1", "9:16"], "16:9")
         return {
             "size": tier_dimensions(tier, _ratio(ratio)),
             "seconds": 5,
@@ -405,11 +500,57 @@ def video_plan(endpoint: str, payload: Mapping[str, Any], ctx: Mapping[str, Any]
     if endpoint == "genW2.6-r2v":
         w, h = _size(p.get("size"), (1920, 1080), 256, 2160)
         return {
-            "size": (_even(w), _even(h)),
+            "size": (synth.even(w), synth.even(h)),
             "seconds": _int(p, "duration", 5, 2, 10),
             "audio": any(_flag(p.get(name)) for name in AUDIO_FLAGS),
         }
     raise KeyError(endpoint)
+
+
+def _vida_images(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The vidA frame images by role: ``first_frame`` (also a role-less one), ``last_frame``."""
+    frames: dict[str, Any] = {}
+    for item in _list(payload, "content"):
+        if not isinstance(item, dict) or not isinstance(item.get("image_url"), dict):
+            continue
+        role = item.get("role") or "first_frame"
+        if role in ("first_frame", "last_frame"):
+            frames.setdefault(role, item["image_url"].get("url"))
+    return frames
+
+
+def _frame_images(
+    endpoint: str, payload: Mapping[str, Any], ctx: Mapping[str, Any]
+) -> tuple[Image.Image | None, Image.Image | None]:
+    """The images a video starts and ends on (None where there is none or it is unreadable)."""
+    if endpoint.startswith("vidA-"):
+        refs = _vida_images(payload)
+        first_ref, last_ref = refs.get("first_frame"), refs.get("last_frame")
+    elif endpoint == "vidP_v6_transition":
+        first_ref, last_ref = payload.get("first_frame_image"), payload.get("last_frame_image")
+    else:
+        return None, None
+    inputs = _inputs(ctx)
+    first = inputs.image(first_ref)
+    return first, inputs.image(last_ref) if first is not None else None
+
+
+def _lip_sync_sound(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> bytes:
+    """The chosen audio (mono s16 at ``synth.AUDIO_RATE``), cut and placed as asked."""
+    rate = synth.AUDIO_RATE
+    choice = next((c for c in _list(payload, "face_choose") if isinstance(c, dict)), {})
+    pcm = (
+        synth.decode_audio(data) if (data := _inputs(ctx).read(choice.get("sound_file"))) else None
+    )
+    if pcm is None:
+        texts = ctx.get("audio_texts")
+        text = texts.get(choice.get("audio_id")) if isinstance(texts, dict) else None
+        pcm = _preview_pcm(str(text)) if text else synth.melody(5.0, rate, 7)
+    start = _int(choice, "sound_start_time", 0, 0, 600_000) * rate // 1000 * 2
+    end_ms = choice.get("sound_end_time")
+    end = _int(choice, "sound_end_time", 0, 0, 600_000) * rate // 1000 * 2 if end_ms else len(pcm)
+    insert = _int(choice, "sound_insert_time", 0, 0, 600_000) * rate // 1000 * 2
+    return bytes(insert) + pcm[start : max(start, end)]
 
 
 def _video_prompt(endpoint: str, payload: Mapping[str, Any]) -> str:
@@ -439,7 +580,26 @@ def _video(
         seconds=plan["seconds"],
         audio="on" if plan["audio"] else "off",
     )
-    data = media.encode_video(w, h, plan["seconds"], seed, endpoint, lines, audio=plan["audio"])
+    if endpoint == "vidK-lip-sync":
+        sound = _lip_sync_sound(payload, ctx)
+        source = _inputs(ctx).read(ctx.get("source_video"))
+        redubbed = synth.redub(source, sound) if source else None
+        data = redubbed or synth.encode_video(
+            w, h, plan["seconds"], seed, endpoint, lines, audio=True, sound=sound
+        )
+    else:
+        first, last = _frame_images(endpoint, payload, ctx)
+        data = synth.encode_video(
+            w,
+            h,
+            plan["seconds"],
+            seed,
+            endpoint,
+            lines,
+            audio=plan["audio"],
+            first=first,
+            last=last,
+        )
     return Produced([MediaFile("video.mp4", "video/mp4", data)], {"video": plan})
 
 
@@ -466,7 +626,7 @@ def _speech(
     bitrate = (
         audio.get("bitrate") if audio.get("bitrate") in (32000, 64000, 128000, 256000) else 128000
     )
-    pcm = media.speech_pcm(
+    pcm = synth.speech_pcm(
         str(payload.get("text", "")),
         rate,
         channels,
@@ -474,8 +634,8 @@ def _speech(
         pitch=_int(voice, "pitch", 0, -12, 12),
         volume=_num(voice, "vol", 1.0, 0.0, 10.0),
     )
-    data, content_type = media.encode_audio(pcm, rate, channels, fmt, bitrate)
-    seconds = media.pcm_seconds(pcm, rate, channels)
+    data, content_type = synth.encode_audio(pcm, rate, channels, fmt, bitrate)
+    seconds = synth.pcm_seconds(pcm, rate, channels)
     hex_only = str(payload.get("output_format", "url")).lower() == "hex"
     ext = "pcm" if fmt == "pcm" else fmt
     return Produced(
@@ -484,13 +644,21 @@ def _speech(
     )
 
 
+def _preview_pcm(text: str) -> bytes:
+    """The voice of ``vidK-audio-preview`` (2-60 s, mono, ``synth.AUDIO_RATE``); lip-sync
+    lays the same voice when given its ``audio_id``."""
+    rate = synth.AUDIO_RATE
+    pcm = synth.speech_pcm(text, rate, 1)
+    seconds = max(2.0, min(60.0, synth.pcm_seconds(pcm, rate, 1)))
+    return (pcm + bytes(int(seconds * rate) * 2))[: int(seconds * rate) * 2]
+
+
 def _audio_preview(
     endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
-    pcm = media.speech_pcm(str(payload.get("text", "")), 24000, 1)
-    seconds = max(2.0, min(60.0, media.pcm_seconds(pcm, 24000, 1)))
-    pcm = (pcm + bytes(int(seconds * 24000) * 2))[: int(seconds * 24000) * 2]
-    data, content_type = media.encode_audio(pcm, 24000, 1, "mp3", 64000)
+    pcm = _preview_pcm(str(payload.get("text", "")))
+    seconds = synth.pcm_seconds(pcm, synth.AUDIO_RATE, 1)
+    data, content_type = synth.encode_audio(pcm, synth.AUDIO_RATE, 1, "mp3", 64000)
     return Produced(
         [MediaFile("preview.mp3", content_type, data)], {"duration_ms": round(seconds * 1000)}
     )
@@ -521,7 +689,15 @@ def producer(endpoint: str, kind: str) -> Producer:
 
 
 def produce(
-    endpoint: str, kind: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
+    endpoint: str,
+    kind: str,
+    payload: Mapping[str, Any],
+    seed: int,
+    ctx: Mapping[str, Any],
+    files: FileStore | None = None,
 ) -> Produced:
-    """The media of one finished task (called in a worker thread)."""
-    return producer(endpoint, kind)(endpoint, payload, seed, ctx)
+    """The media of one finished task (called in a worker thread).
+
+    ``files`` lets inputs that name the simulator's own outputs be read.
+    """
+    return producer(endpoint, kind)(endpoint, payload, seed, {**ctx, "inputs": Inputs(files)})

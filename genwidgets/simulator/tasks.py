@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .files import FileStore, StoredFile
-from .media import MediaFile
 from .outputs import produce
+from .synth import MediaFile
 
 log = logging.getLogger("genwidgets.simulator")
 
@@ -180,7 +180,9 @@ class Scheduler:
 
     def _make(self, task: Task) -> tuple[list[Output], dict[str, Any]]:
         """Worker thread: produce the media and write the files."""
-        produced = produce(task.endpoint, task.kind, task.payload, task.seed, task.context)
+        produced = produce(
+            task.endpoint, task.kind, task.payload, task.seed, task.context, self._files
+        )
         return [self._store(f) for f in produced.files], produced.facts
 
     def _store(self, made: MediaFile) -> Output:

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from .media import MediaFile
 from .outputs import IMGM_IDS, imgm_version
+from .synth import MediaFile
 
 if TYPE_CHECKING:
     from .tasks import Task
@@ -111,6 +111,8 @@ class World:
         }
         self.sessions: dict[str, set[str]] = {}
         self.audio_ms: dict[str, int] = {}
+        self.audio_texts: dict[str, str] = {}  # audio_id -> the previewed text (its voice)
+        self.session_videos: dict[str, Any] = {}  # session_id -> the identified video_url
         self.elements: set[int] = set()
         self._next_element = 1001
 
@@ -208,10 +210,16 @@ class World:
                 }
             )
             return
+        named = (
+            upstream.outputs[number]
+            if isinstance(number, int) and 0 <= number < len(upstream.outputs)
+            else None
+        )
         context.update(
             v8_diffusion=v8,
             upstream_size=upstream.facts.get("image_size", (1024, 1024)),
             upstream_seed=upstream.facts.get("seed", 0),
+            upstream_image=str(named.file.path) if named and named.file else None,
         )
 
     def _asset_problem(self, ref: str) -> str | None:
@@ -275,6 +283,14 @@ class World:
             if isinstance(start, int) and isinstance(end, int) and end > start:
                 milliseconds = end - start
             context["audio_seconds"] = max(2.0, min(60.0, milliseconds / 1000))
+        # what vidK-lip-sync's media starts from: the identified video and the previews' voices
+        context["source_video"] = self.session_videos.get(str(session))
+        chosen = (
+            [c.get("audio_id") for c in choices if isinstance(c, dict)]
+            if isinstance(choices, list)
+            else []
+        )
+        context["audio_texts"] = {a: self.audio_texts[a] for a in chosen if a in self.audio_texts}
 
     def _check_elements(self, payload: Mapping[str, Any], errors: Errors) -> None:
         items = payload.get("element_list")
@@ -319,6 +335,7 @@ class World:
         if task.endpoint == "vidK-face-identify":
             session, face = _new_id("session"), _new_id("face")
             self.sessions[session] = {face}
+            self.session_videos[session] = p.get("video_url")
             return [
                 _json_output(
                     "faces.json",
@@ -331,6 +348,7 @@ class World:
         if task.endpoint == "vidK-audio-preview":
             audio = _new_id("audio")
             self.audio_ms[audio] = int(task.facts.get("duration_ms", 5000))
+            self.audio_texts[audio] = str(p.get("text", ""))
             return [
                 _json_output("audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]})
             ]

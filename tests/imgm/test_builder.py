@@ -183,6 +183,17 @@ def test_billed_jobs_always_visible() -> None:
     assert "= 8 billed jobs" in builder.billing.value
 
 
+def test_more_than_five_prompts_shows_the_count_prominently() -> None:
+    builder = build("cat {a, b, c, d, e}")
+    assert "gw-prompt-count" not in builder.billing.value
+    builder.text.value = "cat {a, b, c, d, e, f}"
+    assert "gw-prompt-count" in builder.billing.value
+    assert "6 prompts" in builder.billing.value
+    builder.text.value = "cat {a, b, c, d, e, f, g} {1, 2, 3, 4, 5, 6}"
+    assert "42 prompts" in builder.billing.value
+    assert "at most 40" in builder.messages.value
+
+
 def test_unparseable_text_disables_controls_and_says_why() -> None:
     builder = build("cat --s 10")
     builder.text.value = "cat {a --s 10"
@@ -242,3 +253,9 @@ def test_moving_controls_from_the_text_does_not_echo_back() -> None:
     assert seen == [typed]
     assert builder.text.value == typed
     assert builder.controls["seed"].input.value == 5  # type: ignore[attr-defined]
+
+
+def test_errors_of_one_expansion_show_beside_their_control() -> None:
+    builder = build("a bird --{v 8.1, seed abc}")
+    assert "in prompt 2 of 2" in builder.messages.value
+    assert "0-4294967295" in builder.controls["seed"].note.value

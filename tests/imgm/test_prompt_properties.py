@@ -3,8 +3,13 @@
 * every prompt of the grammar below parses, and ``parse(str(parse(s))) == parse(s)``;
 * parsing arbitrary text raises nothing but PayloadError, and round-trips when it
   succeeds;
-* no ``--name`` token is ever silently dropped;
-* ``count()`` equals ``len(expand())`` and ``str()`` is a fixpoint.
+* no ``--name`` token is ever silently dropped (parameters inside braces stay
+  in the prompt's text);
+* ``count()`` equals ``len(expand())`` and ``str()`` is a fixpoint;
+* no backslash outside a URL reaches an expansion unless ``\\\\`` was written.
+
+The grammar includes permutations of parameters (``{, --tile}``,
+``--{v 8.1, draft}``) and escapes (``\\,``, ``\\{``, ``\\}``, ``\\\\``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ ONE_WORD += ["weird", "style", "exp", "sw", "sv", "cw", "ow"]
 REFS = ["sref", "cref", "oref"]
 CANONICAL = [*ONE_WORD, *FLAGS, "no", *REFS]
 SPELLINGS = {name: [name] + [a for a, c in ALIASES.items() if c == name] for name in CANONICAL}
+URL = re.compile(r"https?://\S+", re.IGNORECASE)
 NAME_TOKEN = re.compile(r"(?<!\S)(?:--|—)([A-Za-z][A-Za-z0-9_]*)")
 
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -42,7 +48,9 @@ PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 # ------------------------------------------------------------------ the grammar
 
 plain_word = st.text(alphabet="abcxyzABC0123é", min_size=1, max_size=6)
-odd_word = st.sampled_from(["well--known", "a-b", "x:y", "1.5", "(ok)", "--", "—", "ü", "a\\b"])
+odd_word = st.sampled_from(
+    ["well--known", "a-b", "x:y", "1.5", "(ok)", "--", "—", "ü", "a\\b", "\\{x\\}", "a\\\\b", "\\,"]
+)
 word = st.one_of(plain_word, plain_word, odd_word)
 
 
@@ -128,12 +136,37 @@ def parameters(draw: st.DrawFn) -> list[tuple[str, str, str]]:
     return out
 
 
+def parameter_tokens() -> st.SearchStrategy[str]:
+    """One ``--name [value]`` as it would be written inside braces."""
+    return st.one_of(
+        st.sampled_from(FLAGS).map(lambda n: f"--{n}"),
+        st.tuples(st.sampled_from(ONE_WORD), st.sampled_from(["1", "16:9", "8.1", "x"])).map(
+            lambda t: f"--{t[0]} {t[1]}"
+        ),
+        st.sampled_from(["—tile", "--no a\\, b", "--p", "--niji 6", "--r 2", "--repeat 3"]),
+    )
+
+
+varying = st.one_of(
+    # {, --tile} and {--ar 1:1, --s 5}: options that are (or hold) parameters
+    st.lists(st.one_of(parameter_tokens(), st.just(""), plain_word), min_size=1, max_size=3)
+    .filter(lambda options: any(o.startswith(("--", "—")) for o in options))
+    .map(lambda options: "{" + ", ".join(options) + "}"),
+    # --{v 8.1, draft}: the names vary
+    st.lists(parameter_tokens().map(lambda t: t.lstrip("-—")), min_size=1, max_size=3).map(
+        lambda names: "--{" + ", ".join(names) + "}"
+    ),
+)
+
+
 @st.composite
 def prompt_strings(draw: st.DrawFn) -> str:
     images = draw(st.lists(url, max_size=2))
     body = draw(text())
     params = draw(parameters())
     parts = [*images, body] + [f"{dash}{name} {value}".strip() for dash, name, value in params]
+    for group in draw(st.lists(varying, unique=True, max_size=2)):  # twice is an error
+        parts.insert(draw(st.integers(len(images) + 1, len(parts))), group)
     spaces = st.sampled_from([" ", "  ", "\t", "\n "])
     return "".join(p + draw(spaces) for p in parts if p)
 
@@ -153,8 +186,24 @@ def assert_round_trip(p: Prompt) -> None:
 
 
 def assert_no_name_dropped(s: str, p: Prompt) -> None:
+    written = str(p)
     for name in NAME_TOKEN.findall(s):
-        assert canonical(name) in p.params, (name, s, p.params)
+        if canonical(name) in p.params:
+            continue
+        # a parameter inside a permutation stays written where it was
+        assert re.search(rf"(?:--|—){re.escape(name)}(?![A-Za-z0-9_])", written), (name, s)
+        assert p.varies_parameters or any(
+            isinstance(v, str) and name in v for v in p.params.values()
+        ), (name, s, p.params)
+
+
+def assert_sent_without_stray_backslashes(p: Prompt) -> None:
+    """Outside URLs (opaque), a backslash is sent only where ``\\\\`` was written."""
+    if p.count() > 64:
+        return
+    for sent in p.expand():
+        if "\\" in URL.sub("", sent):
+            assert "\\\\" in str(p), (str(p), sent)
 
 
 def assert_checks_raise_only_payload_errors(p: Prompt) -> None:
@@ -181,6 +230,7 @@ def test_grammar_prompts_parse_and_round_trip(s: str) -> None:
     assert_round_trip(p)
     assert_no_name_dropped(s, p)
     assert_checks_raise_only_payload_errors(p)
+    assert_sent_without_stray_backslashes(p)
 
 
 @PROPERTY

@@ -5,6 +5,14 @@ Everything here is a pure function of its arguments, run in a worker thread
 look depends on its ``seed`` and text only, so prompt tuning feels real (same
 seed, same picture; another seed, another picture).
 
+Edits start from their source so a lesson can show before and after:
+:func:`vary` blends the source with a seed picture (a little, or a lot and
+zoomed), :func:`extend` places the source unchanged on a larger canvas and
+fills the new side with its mirrored edge, :func:`repaint` changes only the
+white part of a mask, :func:`edit` starts from input images, and videos can
+start on a first frame and end on a last one (:func:`encode_video`) or carry
+a source video's frames under new audio (:func:`redub`).
+
 Videos are kept small and quick to encode: a low frame rate (8 fps up to
 1280x720, 4 fps above), a keyframe every second, x264 ``ultrafast`` at a high
 CRF. The dimensions are the requested ones, exactly.
@@ -23,7 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import av
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw, ImageFont, ImageOps
 
 IMAGE_FORMATS = {
     "png": ("PNG", "image/png"),
@@ -84,7 +92,7 @@ def _background(width: int, height: int, seed: int) -> Image.Image:
     return image.convert("RGB")
 
 
-def _caption(image: Image.Image, title: str, lines: Sequence[str]) -> None:
+def caption(image: Image.Image, title: str, lines: Sequence[str]) -> None:
     """Draw the endpoint, the prompt and the key parameters on a dark panel."""
     width, height = image.size
     size = max(10, min(width, height) // 28)
@@ -111,8 +119,126 @@ def _caption(image: Image.Image, title: str, lines: Sequence[str]) -> None:
 
 def picture(width: int, height: int, seed: int, title: str, lines: Sequence[str]) -> Image.Image:
     image = _background(width, height, seed)
-    _caption(image, title, lines)
+    caption(image, title, lines)
     return image
+
+
+# --------------------------------------------------------------------------- edits
+
+
+def fit(image: Image.Image, width: int, height: int) -> Image.Image:
+    """``image`` cropped to the ratio of ``width`` x ``height`` and scaled to it."""
+    if image.size == (width, height):
+        return image.convert("RGB")
+    return ImageOps.fit(image.convert("RGB"), (width, height), Image.Resampling.BILINEAR)
+
+
+def vary(source: Image.Image, seed: int, strong: bool) -> Image.Image:
+    """A variation: the source, recognisably, with a seed picture blended in.
+
+    Subtle: 15 % of the seed picture. Strong: 45 %, and the view zoomed in by 10 %.
+    """
+    width, height = source.size
+    base = source.convert("RGB")
+    if strong:
+        dx, dy = width // 20, height // 20
+        base = base.crop((dx, dy, width - dx, height - dy)).resize(
+            (width, height), Image.Resampling.BILINEAR
+        )
+    return Image.blend(base, _background(width, height, seed), 0.45 if strong else 0.15)
+
+
+PAN_DIRECTIONS = ("down", "right", "up", "left")
+"""imgM_pan's ``direction`` 0-3, by name."""
+
+
+def extend(source: Image.Image, direction: int, scale: float, seed: int) -> Image.Image:
+    """The source unchanged on a canvas ``scale`` times as long towards ``direction``.
+
+    The new area continues the source: its edge mirrored, half blended with a
+    seed picture. Sides stay even (video-friendly) and at most 4096 pixels.
+    """
+    width, height = source.size
+    vertical = direction in (0, 2)
+    new_w = width if vertical else min(4096, max(width + 2, even(width * scale)))
+    new_h = min(4096, max(height + 2, even(height * scale))) if vertical else height
+    grow_w, grow_h = new_w - width, new_h - height
+    base = source.convert("RGB")
+    if grow_w <= 0 and grow_h <= 0:  # already at the largest side
+        return base
+    if vertical:
+        strip = base.crop(
+            (0, height - grow_h, width, height) if direction == 0 else (0, 0, width, grow_h)
+        )
+        strip = (
+            ImageOps.flip(strip)
+            if grow_h <= height
+            else ImageOps.flip(base).resize((width, grow_h))
+        )
+    else:
+        strip = base.crop(
+            (width - grow_w, 0, width, height) if direction == 1 else (0, 0, grow_w, height)
+        )
+        strip = (
+            ImageOps.mirror(strip)
+            if grow_w <= width
+            else ImageOps.mirror(base).resize((grow_w, height))
+        )
+    fill = Image.blend(strip, _background(*strip.size, seed), 0.5)
+    canvas = Image.new("RGB", (new_w, new_h))
+    at_source = {0: (0, 0), 1: (0, 0), 2: (0, grow_h), 3: (grow_w, 0)}[direction]
+    at_fill = {0: (0, height), 1: (width, 0), 2: (0, 0), 3: (0, 0)}[direction]
+    canvas.paste(fill, at_fill)
+    canvas.paste(base, at_source)
+    return canvas
+
+
+def even(x: float) -> int:
+    """``x`` rounded to an even number of pixels, at least 2 (H.264 needs even sides)."""
+    return max(2, round(x / 2) * 2)
+
+
+def polygon_mask(
+    size: tuple[int, int], polygons: Sequence[tuple[float, float, Sequence[float]]]
+) -> Image.Image:
+    """A mask (``L``, white = repaint) of polygons given in their own width x height frame."""
+    mask = Image.new("L", size, 0)
+    draw = ImageDraw.Draw(mask)
+    for frame_w, frame_h, points in polygons:
+        sx, sy = size[0] / max(1.0, frame_w), size[1] / max(1.0, frame_h)
+        xy = [(points[i] * sx, points[i + 1] * sy) for i in range(0, len(points) - 1, 2)]
+        if len(xy) >= 3:
+            draw.polygon(xy, fill=255)
+    return mask
+
+
+def binary_mask(image: Image.Image, size: tuple[int, int]) -> Image.Image:
+    """A mask image scaled to ``size``, thresholded: white (>= 128) repaints."""
+    gray = image.convert("L").resize(size, Image.Resampling.NEAREST)
+    return gray.point(lambda v: 255 if v >= 128 else 0)
+
+
+def repaint(
+    source: Image.Image, mask: Image.Image, seed: int, title: str, lines: Sequence[str]
+) -> Image.Image:
+    """The source with only the white part of ``mask`` repainted; the rest kept exactly."""
+    width, height = source.size
+    new = picture(width, height, seed, title, lines)
+    return Image.composite(new, source.convert("RGB"), mask)
+
+
+def edit(inputs: Sequence[Image.Image], width: int, height: int, seed: int) -> Image.Image:
+    """An edit of input images: the first fills the frame (fitted), lightly changed;
+    any others sit as insets along the top right, so every input shows."""
+    base = Image.blend(fit(inputs[0], width, height), _background(width, height, seed), 0.2)
+    others = inputs[1:]
+    if others:
+        side = max(16, min(width, height) // 4)
+        for n, image in enumerate(others):
+            inset = fit(image, side, side)
+            x = width - (n + 1) * (side + side // 8)
+            base.paste(inset, (max(0, x), side // 8))
+    return base
 
 
 def encode_image(image: Image.Image, fmt: str = "png", quality: int | None = None) -> bytes:
@@ -305,40 +431,83 @@ def encode_video(
     lines: Sequence[str],
     *,
     audio: bool = False,
+    first: Image.Image | None = None,
+    last: Image.Image | None = None,
+    sound: bytes | None = None,
 ) -> bytes:
     """An H.264 MP4 of ``seconds`` at ``width`` x ``height``; a moving marker and a
-    progress bar over the captioned seed picture; AAC mono music when ``audio``."""
+    progress bar over the captioned seed picture; AAC mono music when ``audio``.
+
+    With ``first`` the video starts on that image and moves towards the seed
+    picture, or towards ``last`` when given, on which it ends: the first and last
+    frames are those images (fitted), without marker. ``sound`` is mono s16 PCM
+    at ``AUDIO_RATE`` to use instead of the music.
+    """
     fps = video_fps(width, height)
     frames = max(1, round(seconds * fps))
     base = picture(width, height, seed, title, lines)
+    start = fit(first, width, height) if first is not None else None
+    end = fit(last, width, height) if last is not None else None
+    length = 2 * round(frames / fps * AUDIO_RATE)  # bytes of s16 mono for the whole video
+    music = (
+        (sound + bytes(length))[:length]
+        if sound is not None
+        else melody(frames / fps, AUDIO_RATE, seed)
+    )
+    return _mux(
+        _frames(base, frames, fps, start, end), width, height, fps, music if audio else None
+    )
+
+
+def _mux(
+    images: Iterable[Image.Image], width: int, height: int, fps: int, pcm: bytes | None
+) -> bytes:
+    """Encode frames (H.264, fast settings) and mono AAC from s16 PCM into an MP4."""
     buf = io.BytesIO()
     with av.open(buf, "w", format="mp4") as out:
         video = out.add_stream("libx264", rate=fps)
         video.width, video.height, video.pix_fmt = width, height, "yuv420p"
         video.options = {"preset": "ultrafast", "crf": "32", "g": str(fps)}
-        sound = out.add_stream("aac", rate=AUDIO_RATE) if audio else None
+        sound = out.add_stream("aac", rate=AUDIO_RATE) if pcm is not None else None
         if sound is not None:
             sound.layout = "mono"
-        for index, image in enumerate(_frames(base, frames, fps)):
+        for index, image in enumerate(images):
             frame = av.VideoFrame.from_image(image)
             frame.pts = index
             for packet in video.encode(frame):
                 out.mux(packet)
         for packet in video.encode(None):
             out.mux(packet)
-        if sound is not None:
-            _mux_audio(out, sound, melody(frames / fps, AUDIO_RATE, seed), AUDIO_RATE, 1)
+        if sound is not None and pcm:
+            _mux_audio(out, sound, pcm, AUDIO_RATE, 1)
     return buf.getvalue()
 
 
-def _frames(base: Image.Image, frames: int, fps: int) -> Iterable[Image.Image]:
+def _frames(
+    base: Image.Image,
+    frames: int,
+    fps: int,
+    first: Image.Image | None = None,
+    last: Image.Image | None = None,
+) -> Iterable[Image.Image]:
     width, height = base.size
     radius = max(6, min(width, height) // 14)
     font = _font(max(10, min(width, height) // 24))
     for index in range(frames):
-        image = base.copy()
-        draw = ImageDraw.Draw(image)
         share = index / max(1, frames - 1)
+        if first is not None and index == 0:
+            yield first
+            continue
+        if last is not None and index == frames - 1:
+            yield last
+            continue
+        if first is None:
+            image = base.copy()
+        elif last is None:
+            image = Image.blend(first, base, share * 0.7)
+        else:
+            image = Image.blend(first, last, share)
+        draw = ImageDraw.Draw(image)
         cx = radius + share * (width - 2 * radius)
         cy = height * 0.25 + math.sin(share * 2 * math.pi) * height * 0.1
         draw.ellipse((cx - radius, cy - radius, cx + radius, cy + radius), fill=(255, 220, 60))
@@ -349,3 +518,55 @@ def _frames(base: Image.Image, frames: int, fps: int) -> Iterable[Image.Image]:
             (radius, radius // 2 + 6), f"{index / fps:5.2f} s", font=font, fill=(255, 255, 255)
         )
         yield image
+
+
+def video_frames(data: bytes, limit_seconds: float = 60.0) -> tuple[list[Image.Image], float]:
+    """The frames of a video (up to ``limit_seconds``) and its frame rate; ([], 0) if unreadable."""
+    try:
+        with av.open(io.BytesIO(data)) as container:
+            stream = container.streams.video[0]
+            rate = float(stream.average_rate or 0) or 8.0
+            images: list[Image.Image] = []
+            for frame in container.decode(video=0):
+                images.append(frame.to_image())
+                if len(images) >= limit_seconds * rate:
+                    break
+            return images, rate
+    except (av.error.FFmpegError, IndexError, ValueError):
+        return [], 0.0
+
+
+def decode_audio(data: bytes, limit_seconds: float = 60.0) -> bytes | None:
+    """Any audio PyAV reads, as mono s16 PCM at ``AUDIO_RATE`` (None if unreadable)."""
+    limit = int(limit_seconds * AUDIO_RATE) * 2
+    out = bytearray()
+    try:
+        with av.open(io.BytesIO(data)) as container:
+            resampler = av.AudioResampler(format="s16", layout="mono", rate=AUDIO_RATE)
+            for frame in container.decode(audio=0):
+                for chunk in resampler.resample(frame):
+                    out += bytes(chunk.planes[0])[: chunk.samples * 2]
+                if len(out) >= limit:
+                    break
+    except (av.error.FFmpegError, IndexError, ValueError):
+        return None
+    return bytes(out[:limit]) or None
+
+
+def redub(source: bytes, pcm: bytes) -> bytes | None:
+    """The source video's frames with ``pcm`` (mono s16, ``AUDIO_RATE``) as its sound.
+
+    The audio is cut or padded with silence to the video's length; None when
+    the source cannot be decoded.
+    """
+    images, rate = video_frames(source)
+    if not images:
+        return None
+    fps = max(1, min(30, round(rate)))
+    step = max(1, round(rate / fps))
+    kept = images[::step]
+    width, height = (even(kept[0].width), even(kept[0].height))
+    kept = [fit(image, width, height) for image in kept]
+    samples = round(len(kept) / fps * AUDIO_RATE)
+    sound = (pcm + bytes(2 * samples))[: 2 * samples]
+    return _mux(kept, width, height, fps, sound)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from PIL import Image, ImageChops, ImageStat
 
-from genwidgets.simulator import media
+from genwidgets.simulator import synth
 from genwidgets.simulator.outputs import VIDA_DIMENSIONS, tier_dimensions, video_plan
 
 pytestmark = pytest.mark.timeout(60)
@@ -153,10 +153,10 @@ def test_speech_format_rate_and_channels(
 
 
 def test_speech_grows_with_text_and_pauses_are_silence() -> None:
-    short = media.speech_pcm("Hello.", 16000, 1)
-    longer = media.speech_pcm("Hello. " * 10, 16000, 1)
-    paused = media.speech_pcm("Hello.<#1.5#>Hello.", 16000, 1)
-    seconds = [media.pcm_seconds(p, 16000, 1) for p in (short, longer, paused)]
+    short = synth.speech_pcm("Hello.", 16000, 1)
+    longer = synth.speech_pcm("Hello. " * 10, 16000, 1)
+    paused = synth.speech_pcm("Hello.<#1.5#>Hello.", 16000, 1)
+    seconds = [synth.pcm_seconds(p, 16000, 1) for p in (short, longer, paused)]
     assert seconds[1] > 5 * seconds[0]
     assert seconds[2] >= 2 * seconds[0] + 1.5
     middle = paused[int(len(short) + 0.2 * 32000) : int(len(short) + 1.3 * 32000)]
@@ -170,7 +170,7 @@ def test_speech_pcm_and_hex_outputs(run: Run) -> None:
     )
     [raw] = pcm["outputs"]
     assert raw["content_type"] == "audio/L16;rate=8000;channels=1"
-    expected = media.pcm_seconds(media.speech_pcm(text, 8000, 1), 8000, 1)
+    expected = synth.pcm_seconds(synth.speech_pcm(text, 8000, 1), 8000, 1)
     assert len(_fetch(raw)) == round(expected * 8000) * 2
     hexed = run("speechM-02-turbo", {"text": text, "output_format": "hex"})
     [entry] = hexed["outputs"]

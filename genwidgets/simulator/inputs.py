@@ -1,0 +1,121 @@
+"""The input media a task names, read so that outputs can start from them.
+
+A lesson shows an edit beside its source, so the simulator reads the images
+and videos a request points to: ``data:`` URLs, raw base64, its own output
+files (``/files/<token>/<name>``, read from the store whatever host the URL
+names, since the token is unguessable) and URLs on loopback hosts
+(``localhost``, ``127.0.0.0/8``, ``::1``: a teacher's local file server).
+
+Nothing else is fetched: the simulator never reaches the internet, so any
+other URL (and ``asset://``) reads as None and the output falls back to
+shapes drawn from the seed, as before. A fetch has a short timeout, follows no
+redirect (one could lead off the machine) and stops at ``MAX_INPUT_BYTES``.
+Every failure reads as None: producing media never fails on an input.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import ipaddress
+import re
+import time
+from urllib.parse import unquote, urlsplit
+
+import httpx
+from PIL import Image
+
+from .files import FileStore
+
+MAX_INPUT_BYTES = 32 * 2**20
+"""Inputs above this size are ignored (the spec's media limits are below it)."""
+
+FETCH_TIMEOUT = 2.0
+"""Seconds for one loopback fetch, connect to last byte."""
+
+_OWN_FILE = re.compile(r"/files/([A-Za-z0-9_-]+)/([^/]+)")
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` names this machine without a DNS lookup (no rebinding)."""
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class Inputs:
+    """Reads input references for one producer call (worker thread)."""
+
+    def __init__(self, files: FileStore | None = None) -> None:
+        self.files = files
+
+    def read(self, ref: object) -> bytes | None:
+        """The bytes ``ref`` names, or None when it is not ours to read."""
+        if not isinstance(ref, str) or not ref:
+            return None
+        if ref.startswith(("http://", "https://")):
+            return self._own_file(ref) or self._loopback(ref)
+        if ref.startswith("asset://"):
+            return None
+        raw = ref.split(",", 1)[1] if ref.startswith("data:") and "," in ref else ref
+        if len(raw) > MAX_INPUT_BYTES * 4 // 3 + 4:
+            return None
+        try:
+            return base64.b64decode(raw, validate=False) or None
+        except (binascii.Error, ValueError):
+            return None
+
+    def image(self, ref: object) -> Image.Image | None:
+        """The image ``ref`` names, decoded to RGB, or None."""
+        data = self.read(ref)
+        if data is None:
+            return None
+        try:
+            with Image.open(io.BytesIO(data)) as img:
+                if img.width * img.height > 8192 * 8192:
+                    return None
+                return img.convert("RGB")
+        except (OSError, ValueError, Image.DecompressionBombError):
+            return None
+
+    def _own_file(self, url: str) -> bytes | None:
+        match = _OWN_FILE.fullmatch(urlsplit(url).path)
+        if self.files is None or match is None:
+            return None
+        stored = self.files.get(match.group(1), unquote(match.group(2)))
+        if stored is None or stored.size > MAX_INPUT_BYTES:
+            return None
+        try:
+            return stored.path.read_bytes()
+        except OSError:
+            return None
+
+    def _loopback(self, url: str) -> bytes | None:
+        try:
+            host = urlsplit(url).hostname
+        except ValueError:
+            return None
+        if not is_loopback(host):
+            return None
+        try:
+            with (
+                httpx.Client(timeout=FETCH_TIMEOUT, follow_redirects=False, trust_env=False) as c,
+                c.stream("GET", url) as reply,
+            ):
+                if reply.status_code != 200:
+                    return None
+                body = bytearray()
+                deadline = time.monotonic() + FETCH_TIMEOUT
+                for chunk in reply.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_INPUT_BYTES or time.monotonic() > deadline:
+                        return None
+                return bytes(body)
+        except (httpx.HTTPError, ValueError):
+            return None

@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import json
 import logging
 import warnings
 import weakref
 from collections.abc import Coroutine, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
 from . import _config
-from .catalog import EndpointModel, webhook_fields
-from .catalog import validate as validate_payload
+from ._protocols import ClientLike, JobLike
 from .errors import (
     EndpointNotFound,
+    LedgerError,
+    LedgerWarning,
     ModelNotAllowed,
     NotSupported,
     PayloadError,
@@ -32,13 +30,13 @@ from .errors import (
     Unauthorized,
     WebhookNotSupported,
 )
-from .jobs import job as job_module
 from .jobs.engine import get_engine
-from .jobs.job import Job, Recorder
-from .jobs.ledger import Ledger, LedgerError, LedgerRow
+from .jobs.job import Job, Recorder, output_fetcher
+from .jobs.ledger import Ledger, LedgerRow
 from .jobs.recorder import LedgerRecorder
 from .protocol.http import Gateway
-from .protocol.records import Handle, Output, Result
+from .protocol.prepared import PreparedRequest, prepare
+from .protocol.records import Handle, Result
 
 log = logging.getLogger("genwidgets")
 
@@ -54,19 +52,6 @@ _CREATED_NOTHING = (
 )
 
 T = TypeVar("T")
-
-#: The largest request body the spec states (vidA); anything larger is refused here.
-MAX_BODY_BYTES = 64 * 2**20
-
-
-def _display_task_view(job: Job) -> None:
-    from .widgets.task import display_job
-
-    display_job(job)
-
-
-job_module.display_hook = _display_task_view
-
 
 _latest: weakref.ref[Client] | None = None
 
@@ -87,57 +72,6 @@ def login(api_key: str | None = None) -> None:
     if not key:
         raise ValueError("no key entered")
     _config.set_session_key(key)
-
-
-def prepare_payload(
-    endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
-) -> dict[str, Any]:
-    """What submit sends: validated and trimmed to set fields, or passed through.
-
-    Webhook fields are refused either way (the service rejects them), and so is a
-    body over the spec's 64 MB.
-    """
-    if not isinstance(payload, Mapping):
-        raise PayloadError(
-            f"a payload is a dict of fields, not {type(payload).__name__}", endpoint=endpoint
-        )
-    if validate:
-        with warnings.catch_warnings():
-            warnings.simplefilter("default")
-            body = validate_payload(endpoint, payload).payload()
-    else:
-        hooks = webhook_fields(payload)
-        if hooks:
-            raise PayloadError(
-                [
-                    {
-                        "loc": (k,),
-                        "msg": "webhook not supported: the service delivers no "
-                        "webhooks; poll instead",
-                    }
-                    for k in hooks
-                ],
-                endpoint=endpoint,
-            )
-        body = dict(payload)
-    size = len(json.dumps(body, separators=(",", ":")))
-    if size > MAX_BODY_BYTES:
-        raise PayloadError(
-            f"the request body would be {size / 2**20:.1f} MB; the service accepts at most "
-            "64 MB and large files must not be sent as Base64: pass a URL or an asset:// id",
-            endpoint=endpoint,
-        )
-    return body
-
-
-@dataclass(frozen=True)
-class PreparedRequest:
-    """TEMP shim (the core helper owns the real one): a payload validated once."""
-
-    endpoint: str
-    model: EndpointModel
-    payload: dict[str, Any]
-    body: bytes
 
 
 class Client:
@@ -187,16 +121,21 @@ class Client:
         self.timeout = timeout
         self.max_retries = max_retries
         self._engine = get_engine()
+        self._gateway: Gateway = self._engine.run(
+            self._make_gateway(key, timeout, max_retries, max_in_flight, transport, headers)
+        )
         self.ledger: Ledger | None = self._open_ledger(ledger)
         self._recorder: Recorder | None = (
-            LedgerRecorder(self.ledger, self.gateway_name, download=download)
+            LedgerRecorder(
+                self.ledger,
+                self.gateway_name,
+                opener=self._gateway.open_output,
+                download=download,
+            )
             if self.ledger is not None
             else None
         )
         self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
-        self._gateway: Gateway = self._engine.run(
-            self._make_gateway(key, timeout, max_retries, max_in_flight, transport, headers)
-        )
         global _latest
         _latest = weakref.ref(self)
 
@@ -232,6 +171,7 @@ class Client:
             warnings.warn(
                 f"genwidgets: the task ledger is off ({_config.redact(str(exc))}); tasks will "
                 f"not survive a kernel restart. Set {_config.ENV_HOME} to a writable folder.",
+                LedgerWarning,
                 stacklevel=3,
             )
             return None
@@ -255,6 +195,21 @@ class Client:
         return dict(self._gateway.counts)
 
     # -- the operations ----------------------------------------------------
+    def prepare(
+        self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
+    ) -> PreparedRequest:
+        """Validate and serialise ``payload`` once, sending nothing (see :meth:`send`).
+
+        Raises :class:`PayloadError` for a payload the endpoint refuses, webhook
+        fields, or a body over the spec's 64 MB (UTF-8 bytes of the exact body).
+        """
+        return prepare(endpoint, payload, validate=validate)
+
+    def send(self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None) -> Job:
+        """Create the task of a prepared request: its exact ``body``, not validated again."""
+        row = self._record_intent(prepared)
+        return self._engine.run(self._create(prepared, headers, row))
+
     def submit(
         self,
         endpoint: str,
@@ -263,28 +218,19 @@ class Client:
         validate: bool = True,
         headers: Mapping[str, str] | None = None,
     ) -> Job:
-        """Create a task and return its :class:`Job` (polled in the background)."""
-        body = prepare_payload(endpoint, payload, validate=validate)
-        row = self._record_intent(endpoint, body)
-        return self._engine.run(self._create(endpoint, body, headers, row))
+        """Create a task and return its :class:`Job` (polled in the background).
 
-    def prepare(self, endpoint: str, payload: Mapping[str, Any]) -> PreparedRequest:
-        """TEMP shim (core owns the real one): validate once, serialise once."""
-        model = validate_payload(endpoint, payload)
-        sent = model.payload()
-        return PreparedRequest(endpoint, model, sent, json.dumps(sent).encode())
+        The same as ``send(prepare(endpoint, payload))``.
+        """
+        return self.send(self.prepare(endpoint, payload, validate=validate), headers=headers)
 
-    def send(self, prepared: PreparedRequest) -> Job:
-        """TEMP shim (core owns the real one): send without validating again."""
-        return self.submit(prepared.endpoint, prepared.payload, validate=False)
-
-    def _record_intent(self, endpoint: str, body: Mapping[str, Any]) -> int | None:
+    def _record_intent(self, prepared: PreparedRequest) -> int | None:
         """Written before the request leaves, so a crash leaves "outcome unknown", not a gap."""
         if self.ledger is None:
             return None
         try:
             return self.ledger.record_intent(
-                gateway=self.gateway_name, endpoint=endpoint, payload=body
+                gateway=self.gateway_name, endpoint=prepared.endpoint, payload=prepared.payload
             )
         except (LedgerError, OSError) as exc:
             log.warning("genwidgets: could not record the task intent: %s", exc)
@@ -328,12 +274,14 @@ class Client:
         return [self._from_row(row) for row in self.ledger.unfinished(self.gateway_name)]
 
     def _from_row(self, row: LedgerRow) -> Job:
-        assert row.request_id is not None
-        known = self._jobs.get((row.endpoint, row.request_id))
+        """The Job of a ledger row, with the URLs the gateway gave when it was created."""
+        handle = row.handle(self.base_url)
+        assert handle is not None
+        known = self._jobs.get((handle.endpoint, handle.request_id))
         if known is not None:
             return known
-        handle = self._handle_for(row.endpoint, row.request_id)
-        if row.unfinished:
+        result = row.result(fetch=output_fetcher(self._engine, self._gateway))
+        if result is None:
             return self._adopt(handle, payload=row.payload, submitted_at=row.submitted_at)
         job = Job(
             handle,
@@ -342,29 +290,10 @@ class Client:
             engine=self._engine,
             payload=row.payload,
             submitted_at=row.submitted_at,
+            result=result,
+            finished_at=row.finished_at,
         )
-        outputs = [
-            Output(
-                content_type=o.get("content_type") or "application/octet-stream",
-                url=o.get("url"),
-                raw={**o, "from_ledger": True},
-                path=Path(o["path"]) if o.get("path") else None,
-                index=int(o.get("index", i)),
-                _fetch=job._fetch_bytes,
-            )
-            for i, o in enumerate(row.outputs)
-        ]
-        result = Result(
-            status=row.status or ("COMPLETED" if row.ok is not None else row.state),
-            error=row.error if row.ok is False else None,
-            error_type=row.error_type,
-            outputs=outputs,
-            raw={"from_ledger": True},
-            endpoint=row.endpoint,
-            request_id=row.request_id,
-        )
-        job._restore(result, row.finished_at)
-        self._jobs[(row.endpoint, row.request_id)] = job
+        self._jobs[(handle.endpoint, handle.request_id)] = job
         return job
 
     def run(
@@ -385,26 +314,17 @@ class Client:
 
     def _handle_for(self, endpoint: str, request_id: str) -> Handle:
         """The documented URLs of a task on this client's gateway (spec 2.1)."""
-        root = f"{self.base_url}/v1/queue/{endpoint}/requests/{request_id}"
-        return Handle(
-            endpoint=endpoint,
-            request_id=request_id,
-            status_url=f"{root}/status",
-            response_url=f"{root}/response",
-            cancel_url=f"{root}/cancel",
-            queue_position=None,
-        )
+        return Handle.documented(self.base_url, endpoint, request_id)
 
     # -- engine side -------------------------------------------------------
     async def _create(
         self,
-        endpoint: str,
-        body: dict[str, Any],
+        prepared: PreparedRequest,
         headers: Mapping[str, str] | None,
         row: int | None = None,
     ) -> Job:
         try:
-            handle = await self._gateway.create(endpoint, body, headers=headers)
+            handle = await self._gateway.create(prepared.endpoint, prepared.body, headers=headers)
         except BaseException as exc:
             if row is not None and self.ledger is not None:
                 self._settle_failed_create(row, exc)
@@ -414,7 +334,7 @@ class Client:
                 self.ledger.record_handle(row, handle)
             except (LedgerError, OSError) as exc:
                 log.warning("genwidgets: could not record the task handle: %s", exc)
-        return self._adopt(handle, payload=body)
+        return self._adopt(handle, payload=prepared.payload)
 
     def _settle_failed_create(self, row: int, exc: BaseException) -> None:
         assert self.ledger is not None
@@ -444,13 +364,12 @@ class Client:
             recorder=self._recorder,
         )
         self._jobs[(handle.endpoint, handle.request_id)] = job
-        job._start()
+        job.start_polling()
         return job
 
     async def _aclose(self) -> None:
         for job in self._jobs.values():
-            if job._task is not None:
-                job._task.cancel()
+            job.stop_polling()
         await self._gateway.aclose()
 
 
@@ -474,6 +393,19 @@ class AsyncClient:
     async def _on_engine(self, coro: Coroutine[Any, Any, T]) -> T:
         return await asyncio.wrap_future(self._sync._engine.submit(coro))
 
+    def prepare(
+        self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
+    ) -> PreparedRequest:
+        """As :meth:`Client.prepare` (no I/O, so not a coroutine)."""
+        return prepare(endpoint, payload, validate=validate)
+
+    async def send(
+        self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
+    ) -> Job:
+        """As :meth:`Client.send`."""
+        row = self._sync._record_intent(prepared)
+        return await self._on_engine(self._sync._create(prepared, headers, row))
+
     async def submit(
         self,
         endpoint: str,
@@ -482,9 +414,8 @@ class AsyncClient:
         validate: bool = True,
         headers: Mapping[str, str] | None = None,
     ) -> Job:
-        body = prepare_payload(endpoint, payload, validate=validate)
-        row = self._sync._record_intent(endpoint, body)
-        return await self._on_engine(self._sync._create(endpoint, body, headers, row))
+        """As :meth:`Client.submit`: ``await send(prepare(endpoint, payload))``."""
+        return await self.send(self.prepare(endpoint, payload, validate=validate), headers=headers)
 
     async def job(self, endpoint: str, request_id: str) -> Job:
         return self._sync.job(endpoint, request_id)
@@ -503,3 +434,9 @@ class AsyncClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+if TYPE_CHECKING:  # mypy checks that the classes keep the contracts widgets code against
+
+    def _contracts(client: Client, job: Job) -> tuple[ClientLike, JobLike]:
+        return client, job

@@ -70,8 +70,9 @@ class Settings:
 def resolve(base_url: str | None, api_key: str | None) -> Settings:
     """Decide the gateway: explicit arguments, then the environment, then the simulator.
 
-    With neither a URL nor a key anywhere, the embedded simulator is used
-    (DESIGN decision 10). A key with no URL is an error rather than a guess:
+    With neither a URL nor a key anywhere, the embedded simulator is used (so a
+    first notebook runs with no account, and every widget says "simulated"). A
+    key with no URL is an error rather than a guess:
     we never send a real key to a host the user did not name.
     """
     base_url = base_url or os.environ.get(ENV_BASE_URL) or None

@@ -1,6 +1,6 @@
 """The one exception tree of genwidgets (in the manner of httpx's ``_exceptions.py``).
 
-::
+Every exception and warning a user can meet is defined here::
 
     GenwidgetsError
     ├── PayloadError (also ValueError)      .errors: [{"loc": ("field", ...), "msg": str}]
@@ -14,8 +14,19 @@
     │   ├── RequestNotFound                 404 "Request not found"
     │   ├── RuntimeFailed                   "Runtime execution failed"
     │   └── ServerError                     other 5xx after retries
+    │       └── OutcomeUnknown              create sent, no answer: a task may exist
     ├── TaskFailed                          COMPLETED with error; .result
-    └── TaskTimeout (also TimeoutError)     .job
+    ├── TaskTimeout (also TimeoutError)     .job
+    ├── DownloadError                       outputs not saved; .failures [(index, reason)]
+    ├── LedgerError                         the task ledger file cannot be used
+    └── SimulatorStartError (also RuntimeError)   the local simulator did not start
+
+    GenwidgetsWarning (UserWarning)
+    ├── UnknownFieldWarning                 a field the endpoint does not know, sent as is
+    ├── IneffectiveFieldWarning             a field the service ignores in this combination
+    ├── DeprecatedFieldWarning              a field the spec marks deprecated
+    ├── MediaWarning                        media sent but unwise (large Base64, unchecked)
+    └── LedgerWarning                       the ledger is off, or a damaged file was set aside
 
 Every message names the endpoint and the request_id where one exists. No message
 ever contains the API key: the messages are built from the gateway's answer and
@@ -27,23 +38,35 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._config import redact
+
 if TYPE_CHECKING:
     from .protocol.records import Result
 
 __all__ = [
+    "DeprecatedFieldWarning",
+    "DownloadError",
     "EndpointNotFound",
     "GatewayError",
     "GenwidgetsError",
+    "GenwidgetsWarning",
+    "IneffectiveFieldWarning",
+    "LedgerError",
+    "LedgerWarning",
+    "MediaWarning",
     "ModelNotAllowed",
     "NotSupported",
+    "OutcomeUnknown",
     "PayloadError",
     "RateLimited",
     "RequestNotFound",
     "RuntimeFailed",
     "ServerError",
+    "SimulatorStartError",
     "TaskFailed",
     "TaskTimeout",
     "Unauthorized",
+    "UnknownFieldWarning",
     "WebhookNotSupported",
 ]
 
@@ -162,6 +185,14 @@ class ServerError(GatewayError):
     """A 5xx (or an unreadable answer) that persisted after the allowed retries."""
 
 
+class OutcomeUnknown(ServerError):
+    """A create-task request was sent but no answer arrived: a task may exist.
+
+    Never retried (a retry could create, and bill, a second task); look in
+    ``client.history()`` or ``client.ledger.rows(status="outcome_unknown")``.
+    """
+
+
 class TaskFailed(GenwidgetsError):
     """The task reached a terminal status with an error; ``result`` holds it."""
 
@@ -184,3 +215,62 @@ class TaskTimeout(GenwidgetsError, TimeoutError):
             f"{_where(getattr(job, 'endpoint', None), getattr(job, 'request_id', None))}. "
             "Wait again with job.result(), or stop it with job.cancel()."
         )
+
+
+class DownloadError(GenwidgetsError):
+    """One or more outputs could not be saved. ``failures``: ``[(index, reason), ...]``."""
+
+    def __init__(
+        self, message: str, *, request_id: str | None, failures: list[tuple[int, str]]
+    ) -> None:
+        super().__init__(redact(message))
+        self.request_id = request_id
+        self.failures = failures
+
+
+class LedgerError(GenwidgetsError):
+    """The ledger file cannot be used (unknown schema, not a database, locked too long).
+
+    ``replaceable`` is True when the file holds nothing a genwidgets ledger could
+    read (another application's SQLite file, or not SQLite at all): the ledger
+    then moves it aside and starts a new one.
+    """
+
+    def __init__(self, message: str, *, replaceable: bool = False) -> None:
+        super().__init__(message)
+        self.replaceable = replaceable
+
+
+class SimulatorStartError(GenwidgetsError, RuntimeError):
+    """The simulator could not start (port in use, bad host, startup failure)."""
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+class GenwidgetsWarning(UserWarning):
+    """Base class of every warning genwidgets emits: filter them all with this one."""
+
+
+class UnknownFieldWarning(GenwidgetsWarning):
+    """A field the endpoint's model does not know; it is sent as is."""
+
+
+class IneffectiveFieldWarning(GenwidgetsWarning):
+    """A valid field that the service will ignore or truncate, as the spec says."""
+
+
+class DeprecatedFieldWarning(GenwidgetsWarning):
+    """A field the spec calls soon deprecated.
+
+    A warning of its own rather than ``DeprecationWarning``: Python hides the latter in
+    notebooks by default, and it is meant for the library's own API, not the service's.
+    """
+
+
+class MediaWarning(GenwidgetsWarning):
+    """Media that will be sent but probably should not be (large Base64, unchecked limits)."""
+
+
+class LedgerWarning(GenwidgetsWarning):
+    """The task ledger is off, or a damaged ledger file was moved aside and a new one started."""

@@ -57,12 +57,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
+from ._formats import decode_data_url, human_bytes, mime_for
 from .catalog import MediaSpec, fields_along, media_fields_of, media_specs
 from .catalog import endpoint as catalog_endpoint
-from .errors import PayloadError
+from .errors import MediaWarning, PayloadError
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -71,10 +72,10 @@ __all__ = [
     "BASE64_WARN_BYTES",
     "BODY_LIMIT_BYTES",
     "MediaInfo",
-    "MediaWarning",
     "check",
     "check_body_size",
     "encode",
+    "encode_body",
     "encode_with",
     "inspect",
     "media_fields",
@@ -92,34 +93,9 @@ Source: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | P
 FieldPath: TypeAlias = "str | Sequence[str | int]"
 
 
-class MediaWarning(UserWarning):
-    """Media that will be sent but probably should not be (large Base64, unchecked limits)."""
-
-
 # --- formats -----------------------------------------------------------------------------
 
 _ALIASES = {"jpg": "jpeg", "tif": "tiff", "mpo": "jpeg", "qt": "mov", "quicktime": "mov"}
-
-_MIME = {
-    "jpeg": "image/jpeg",
-    "png": "image/png",
-    "webp": "image/webp",
-    "bmp": "image/bmp",
-    "tiff": "image/tiff",
-    "gif": "image/gif",
-    "mp4": "video/mp4",
-    "mov": "video/quicktime",
-    "avi": "video/x-msvideo",
-    "webm": "video/webm",
-    "mkv": "video/x-matroska",
-    "mp3": "audio/mpeg",
-    "wav": "audio/wav",
-    "m4a": "audio/mp4",
-    "flac": "audio/flac",
-    "ogg": "audio/ogg",
-    "aac": "audio/aac",
-}
-
 
 def _canonical(fmt: str) -> str:
     fmt = fmt.strip().lower()
@@ -127,7 +103,7 @@ def _canonical(fmt: str) -> str:
 
 
 def _mime_of(fmt: str, kind: str) -> str:
-    return _MIME.get(fmt, f"{kind}/{fmt}")
+    return mime_for(fmt, kind)
 
 
 # --- what a media file is ------------------------------------------------------------------
@@ -152,7 +128,7 @@ class MediaInfo:
         if self.seconds is not None:
             parts.append(f"{self.seconds:.2f} s")
         if self.size_bytes is not None:
-            parts.append(_human_bytes(self.size_bytes))
+            parts.append(human_bytes(self.size_bytes))
         return ", ".join(parts)
 
 
@@ -214,16 +190,18 @@ def _decode_base64(text: str, what: str) -> bytes:
 
 def _parse_data_url(url: str) -> tuple[str, bytes]:
     """``data:<mime>;base64,<data>`` → (declared mime, decoded bytes)."""
-    match = _DATA_URL.match(url)
-    if not match:
-        raise PayloadError("a data URL reads data:<MIME type>;base64,<data>")
-    mime, params, payload = match.groups()
-    if "base64" not in [p.strip().lower() for p in params.split(";")]:
+    try:
+        parsed = decode_data_url(url, strict=True)
+    except ValueError as exc:
+        if "Base64" in str(exc):
+            raise PayloadError("the data URL's payload is not valid Base64") from None
+        raise PayloadError("a data URL reads data:<MIME type>;base64,<data>") from None
+    if not parsed.base64:
         raise PayloadError(
             f"data URL {url[:40]!r}... is not Base64; media data URLs read "
             "data:<MIME type>;base64,<data>"
         )
-    return mime.strip().lower(), _decode_base64(unquote(payload), "the data URL's payload")
+    return parsed.mime, parsed.data
 
 
 def _resolve(source: object, *, pil_formats: Sequence[str] = ()) -> _Local | _Remote:
@@ -474,15 +452,6 @@ def inspect(source: Source) -> MediaInfo:
 # --- checks ---------------------------------------------------------------------------------
 
 
-def _human_bytes(n: int) -> str:
-    mib = 2**20
-    if n and n % mib == 0:
-        return f"{n // mib} MB"
-    if n >= 10**5:
-        return f"{n / mib:.1f} MB ({n:,} bytes)"
-    return f"{n:,} bytes"
-
-
 def _number(x: float) -> str:
     return f"{x:.6g}"
 
@@ -543,8 +512,8 @@ def _info_problems(info: MediaInfo, spec: MediaSpec, who: str) -> list[str]:
     too_big = spec.max_bytes is not None and (info.size_bytes or 0) > spec.max_bytes
     if too_big:
         problems.append(
-            f"{info.kind} file is {_human_bytes(info.size_bytes or 0)}; "
-            f"{who} takes at most {_human_bytes(spec.max_bytes or 0)}"
+            f"{info.kind} file is {human_bytes(info.size_bytes or 0)}; "
+            f"{who} takes at most {human_bytes(spec.max_bytes or 0)}"
         )
     if spec.min_seconds is not None or spec.max_seconds is not None:
         if info.seconds is None:
@@ -623,28 +592,41 @@ def check(
     return _info_problems(_local_info(resolved), spec, who)
 
 
-def check_body_size(
-    payload: Mapping[str, Any], limit: int = BODY_LIMIT_BYTES, *, endpoint: str | None = None
-) -> int:
-    """Raise :class:`PayloadError` when the JSON body would exceed ``limit`` bytes.
+def encode_body(payload: Mapping[str, Any], *, endpoint: str | None = None) -> bytes:
+    """The JSON body a create request carries: compact, UTF-8, no NaN (as httpx sends JSON).
 
-    Returns the body's size. The spec caps request bodies at 64 MB and says large
-    files must not be sent as Base64.
+    Raises :class:`PayloadError` when the payload cannot be written as JSON.
     """
     try:
-        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise PayloadError(
             f"the payload cannot be sent as JSON: {exc}", endpoint=endpoint
         ) from None
-    size = len(body.encode("utf-8"))
+    return text.encode("utf-8")
+
+
+def check_body_size(
+    payload: Mapping[str, Any] | bytes,
+    limit: int = BODY_LIMIT_BYTES,
+    *,
+    endpoint: str | None = None,
+) -> int:
+    """Raise :class:`PayloadError` when the JSON body would exceed ``limit`` bytes.
+
+    ``payload`` is the body itself (bytes, measured as is) or a payload (encoded
+    with :func:`encode_body` first). Returns the body's size in bytes. The spec
+    caps request bodies at 64 MB and says large files must not be sent as Base64.
+    """
+    body = payload if isinstance(payload, bytes) else encode_body(payload, endpoint=endpoint)
+    size = len(body)
     if size > limit:
         raise PayloadError(
             [
                 {
                     "loc": (),
-                    "msg": f"request body is {_human_bytes(size)} as JSON; the service takes "
-                    f"at most {_human_bytes(limit)}. Send large files as public URLs "
+                    "msg": f"request body is {human_bytes(size)} as JSON; the service takes "
+                    f"at most {human_bytes(limit)}. Send large files as public URLs "
                     "(or asset:// ids where allowed) instead of Base64",
                 }
             ],
@@ -702,8 +684,8 @@ def encode_with(
     if len(encoded) > BASE64_WARN_BYTES:
         field = ".".join(str(p) for p in where) or "media"
         warnings.warn(
-            f"{who} {field}: sending {_human_bytes(info.size_bytes or 0)} as "
-            f"{_human_bytes(len(encoded))} of Base64; the spec says large files must not be "
+            f"{who} {field}: sending {human_bytes(info.size_bytes or 0)} as "
+            f"{human_bytes(len(encoded))} of Base64; the spec says large files must not be "
             "sent as Base64 (request bodies are capped at 64 MB): pass a public https URL"
             + (" or an asset://<id>" if spec.allow_asset else "")
             + " instead",

@@ -43,6 +43,8 @@ class FakeGateway:
         default_factory=lambda: {"status": "COMPLETED", "error": None, "outputs": []}
     )
     seen_headers: list[dict[str, str]] = field(default_factory=list)
+    #: the exact bytes of every create request, in order
+    bodies: list[bytes] = field(default_factory=list)
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -87,6 +89,8 @@ class FakeGateway:
         if parts[0] == "files":
             return httpx.Response(200, content=b"file:" + path.encode())
         if op == "create":
+            with self._lock:
+                self.bodies.append(request.read())
             endpoint = "/".join(parts[2:])
             rid = self.add_task(endpoint, list(self.next_statuses), self.next_result)
             root = f"{self.base}/v1/queue/{endpoint}/requests/{rid}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from typing import Any
 
@@ -11,7 +12,7 @@ from fake_gateway import BASE, FakeGateway, speed_up
 
 import genwidgets as gw
 from genwidgets import _config
-from genwidgets._client import MAX_BODY_BYTES
+from genwidgets.media import BODY_LIMIT_BYTES as MAX_BODY_BYTES
 
 
 @pytest.fixture(autouse=True)
@@ -90,6 +91,82 @@ def test_oversized_body_is_refused() -> None:
         client.submit("ep", {"blob": "x" * (MAX_BODY_BYTES + 1)}, validate=False)
     assert fake.log == []
     client.close()
+
+
+def _count_validations(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> list[object]:
+    """Every model validation of ``endpoint``'s model, recorded as it happens."""
+    model = gw.endpoint(endpoint).model
+    seen: list[object] = []
+    original = model.model_validate.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: Any, obj: Any, *args: Any, **kw: Any) -> Any:
+        seen.append(obj)
+        return original(cls, obj, *args, **kw)
+
+    monkeypatch.setattr(model, "model_validate", classmethod(counting))
+    return seen
+
+
+def test_one_submit_validates_once_and_sends_the_prepared_body(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = FakeGateway()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport(), ledger=False)
+    seen = _count_validations(monkeypatch, "vidA-2-0")
+    payload = {"content": [{"type": "text", "text": "a red fox, étoile ✨"}]}
+    client.submit("vidA-2-0", payload).result(timeout=5)
+    assert len(seen) == 1
+    prepared = client.prepare("vidA-2-0", payload)
+    assert len(seen) == 2
+    client.send(prepared).result(timeout=5)
+    assert len(seen) == 2  # send never validates again
+    assert fake.bodies[-1] == prepared.body == fake.bodies[0]
+    assert json.loads(prepared.body) == prepared.payload
+    assert "✨".encode() in prepared.body  # UTF-8 on the wire, not \\u escapes
+    client.close()
+
+
+def test_a_prepared_request_is_frozen_and_keeps_no_key() -> None:
+    client = gw.Client(BASE, "sk-secret-4711", transport=FakeGateway().transport(), ledger=False)
+    prepared = client.prepare("ep", {"prompt": "x"}, validate=False)
+    with pytest.raises(AttributeError):
+        prepared.body = b"{}"  # type: ignore[misc]
+    assert prepared.model is None and prepared.payload == {"prompt": "x"}
+    assert "sk-secret-4711" not in repr(prepared) + prepared.body.decode()
+    client.close()
+
+
+def test_the_body_limit_counts_utf8_bytes_of_the_body_sent() -> None:
+    fake = FakeGateway()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport(), ledger=False)
+    overhead = len(b'{"blob":""}')
+    # 2-byte characters: just over the limit in UTF-8 bytes, well under it in characters
+    over = "é" * ((MAX_BODY_BYTES - overhead) // 2 + 1)
+    with pytest.raises(gw.PayloadError, match="64 MB"):
+        client.prepare("ep", {"blob": over}, validate=False)
+    # exactly at the limit in bytes; as ASCII-escaped JSON (\\u00e9) it would be 3x larger
+    at = "é" * ((MAX_BODY_BYTES - overhead) // 2)
+    prepared = client.prepare("ep", {"blob": at}, validate=False)
+    assert len(prepared.body) <= MAX_BODY_BYTES
+    assert fake.log == []
+    client.close()
+
+
+def test_async_client_prepares_and_sends_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeGateway()
+    seen = _count_validations(monkeypatch, "vidA-2-0")
+    payload = {"content": [{"type": "text", "text": "a fox"}]}
+
+    async def main() -> None:
+        async with gw.AsyncClient(BASE, "sk-123456", transport=fake.transport(), ledger=False) as c:
+            await (await c.submit("vidA-2-0", payload))
+            assert len(seen) == 1
+            prepared = c.prepare("vidA-2-0", payload)
+            await (await c.send(prepared))
+            assert len(seen) == 2
+
+    asyncio.run(main())
+    assert fake.bodies[0] == fake.bodies[1]
 
 
 def test_not_a_dict_is_a_payload_error() -> None:

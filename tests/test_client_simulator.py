@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 
 import httpx
 import pytest
@@ -143,10 +142,8 @@ def test_sync_and_stream_paths_are_not_supported(simulator: SimulatorServer) -> 
 
 
 def test_unknown_or_mismatched_request_id(client: gw.Client) -> None:
-    start = time.monotonic()
-    with pytest.raises(gw.RequestNotFound):
+    with pytest.raises(gw.RequestNotFound):  # not TaskTimeout: it is believed after a grace
         client.job("speechM-02-turbo", "not-a-task").result(timeout=30)
-    assert time.monotonic() - start < 8
     real = client.submit("speechM-02-turbo", {"text": "x"})
     with pytest.raises(gw.RequestNotFound):
         client.job("genW2.5-t2i-preview", real.request_id).result(timeout=30)

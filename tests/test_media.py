@@ -22,8 +22,8 @@ from pydantic import BaseModel, Field
 import genwidgets as gw
 from genwidgets import media
 from genwidgets.catalog import EndpointModel, EndpointSpec, MediaSpec
-from genwidgets.errors import PayloadError
-from genwidgets.media import MediaInfo, MediaWarning
+from genwidgets.errors import MediaWarning, PayloadError
+from genwidgets.media import MediaInfo
 
 # --- fixture makers ------------------------------------------------------------------------
 

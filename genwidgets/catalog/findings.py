@@ -13,22 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-
-class UnknownFieldWarning(UserWarning):
-    """A payload field the catalog does not know; sent as is."""
-
-
-class IneffectiveFieldWarning(UserWarning):
-    """A valid field that the service will ignore or truncate, as the spec says."""
-
-
-class DeprecatedFieldWarning(UserWarning):
-    """A field the spec calls soon deprecated.
-
-    A ``UserWarning`` rather than ``DeprecationWarning``: Python hides the latter in
-    notebooks by default, and it is meant for the library's own API, not the service's.
-    """
-
+# the warning classes live in the one exception tree; re-exported for the catalog
+from ..errors import DeprecatedFieldWarning as DeprecatedFieldWarning
+from ..errors import IneffectiveFieldWarning as IneffectiveFieldWarning
+from ..errors import UnknownFieldWarning as UnknownFieldWarning
 
 _collector: ContextVar[list[tuple[str, type[Warning]]] | None] = ContextVar(
     "genwidgets_catalog_warnings", default=None

@@ -5,7 +5,9 @@
 Prompt parameters (``--ar``, ``--v`` ...) live inside the prompt string, never as
 JSON fields; prompt fields carry :data:`PROMPT_STRING` so the prompt builder and
 :mod:`genwidgets.imgm.prompt` can find them. This module checks the string's
-length only (1-8192); the parameters are the prompt module's job.
+length (1-8192) and the permutation cap (at most ``MAX_PROMPTS`` prompts from one
+string, refused before anything is sent); the parameters are the prompt module's
+job, and so is a string it cannot read (nothing to count there).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from ..errors import PayloadError
+from ..imgm.prompt import MAX_PROMPTS, Prompt
 from .checks import MediaCheck
 from .markers import PROMPT_STRING, MediaSpec, Number
 from .model import Endpoint, Part
@@ -121,8 +125,29 @@ def _job_id_field() -> str:
     )
 
 
+def _within_the_cap(value: str | None) -> str | None:
+    """Refuse a permutation prompt making more than ``MAX_PROMPTS`` prompts (all billed)."""
+    if value is None:
+        return value
+    try:
+        count = Prompt.parse(value).count()
+    except PayloadError:
+        return value  # structural problems are the prompt module's to report
+    if count > MAX_PROMPTS:
+        raise ValueError(
+            f"this prompt makes {count} prompts; one permutation prompt makes at most "
+            f"{MAX_PROMPTS}: remove options or split it"
+        )
+    return value
+
+
+#: An imgM prompt string: found by the prompt builder, its permutations capped.
+ImgMPrompt = Annotated[str, PROMPT_STRING, AfterValidator(_within_the_cap)]
+OptionalImgMPrompt = Annotated[str | None, PROMPT_STRING, AfterValidator(_within_the_cap)]
+
+
 def _prompt_field(description: str, *, required: bool = False) -> Any:
-    """A prompt string of 1-8192 characters (annotate it with :data:`PROMPT_STRING`)."""
+    """A prompt string of 1-8192 characters (annotate it with :data:`ImgMPrompt`)."""
     default = ... if required else None
     return Field(default, min_length=1, max_length=PROMPT_MAX, description=description)
 
@@ -135,7 +160,7 @@ class ImgMInpaint(Endpoint):
 
     jobId: str = _job_id_field()
     imageNo: int = Field(ge=0, le=3, description="Which image of the upstream task: 0, 1, 2 or 3.")
-    remixPrompt: Annotated[str | None, PROMPT_STRING] = _prompt_field(
+    remixPrompt: OptionalImgMPrompt = _prompt_field(
         "Prompt for the repaint region, 1-8192 characters; prompt parameters "
         "(--ar, --v ...) may be appended."
     )
@@ -160,7 +185,7 @@ class ImgMPan(Endpoint):
         description="1.1-3.0: the new image area in the pan direction relative to the "
         "original area.",
     )
-    remixPrompt: Annotated[str | None, PROMPT_STRING] = _prompt_field(
+    remixPrompt: OptionalImgMPrompt = _prompt_field(
         "Prompt for the extended region, 1-8192 characters; prompt parameters may be appended."
     )
 
@@ -179,7 +204,7 @@ class ImgMV81I2I(Endpoint):
     )
     image_no: int = Field(ge=0, le=3, description="Selects one image of that task, 0-3.")
     type: Literal[0, 1] | None = Field(None, description="Variation type: 0 subtle, 1 strong.")
-    remix_prompt: Annotated[str | None, PROMPT_STRING] = _prompt_field(
+    remix_prompt: OptionalImgMPrompt = _prompt_field(
         "Desired changes, 1-8192 characters; prompt parameters appended to the same string."
     )
 
@@ -195,7 +220,7 @@ class ImgMV81T2I(Endpoint):
     """Text to image, imgM v8.1 (referenced, payload not shown: our choice is one
     ``prompt`` carrying the ``--`` parameters; four images come back)."""
 
-    prompt: Annotated[str, PROMPT_STRING] = _prompt_field(
+    prompt: ImgMPrompt = _prompt_field(
         "Prompt, 1-8192 characters, with imgM parameters (--ar, --seed ...) appended.",
         required=True,
     )
@@ -213,7 +238,7 @@ class ImgMDiffusion(Endpoint):
     version comes from ``--v`` in the prompt, default 8.1 = V8-series, whose tasks
     cannot be inpainted or panned)."""
 
-    prompt: Annotated[str, PROMPT_STRING] = _prompt_field(
+    prompt: ImgMPrompt = _prompt_field(
         "Prompt, 1-8192 characters, with imgM parameters appended; --v picks "
         "the version (V8-series tasks do not support inpaint or pan; --v 7 tasks do).",
         required=True,

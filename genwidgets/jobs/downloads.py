@@ -15,9 +15,11 @@ Each output goes to ``<root>/<request_id>/<index><ext>`` (root defaults to
   trusted, because only complete, checked files are ever renamed into place.
 - Inline content (hex/base64/JSON in the record) and ``data:`` URLs are written
   directly; only ``http``/``https`` URLs are fetched; other schemes are refused.
-- Downloads never carry credentials: output URLs need no auth (the spec's file
-  URLs are public), so ``Authorization``/API-key headers of the given client
-  are removed, and its ``auth`` is disabled, for these requests.
+- Credentials follow the one rule of :mod:`genwidgets.protocol.fetch`: the key
+  goes only to the gateway's own origin (the recorder passes the gateway's
+  opener), never to another host, and redirects never carry it elsewhere. A
+  plain ``httpx.AsyncClient`` given here is trusted with no origin at all: its
+  credential headers and ``auth`` are never sent.
 - Every output is attempted; the ones that succeed get ``output.path`` set
   (and ``on_saved(index, path)`` called at once, so the ledger can record it),
   then one :class:`DownloadError` lists every failure with its output index,
@@ -28,29 +30,27 @@ Each output goes to ``<root>/<request_id>/<index><ext>`` (root defaults to
 
 from __future__ import annotations
 
-import base64
-import binascii
-import mimetypes
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
-from urllib.parse import unquote_to_bytes, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from .._config import home, redact
-from ..errors import GenwidgetsError
+from .._formats import EXTENSIONS, decode_data_url, extension_for, int_or_none
+from ..errors import DownloadError
+from ..protocol.fetch import open_url, open_url_async
 from ..protocol.records import Output, Result
 
 __all__ = [
     "EXTENSIONS",
-    "DownloadError",
     "download_outputs",
     "download_outputs_async",
     "extension_for",
@@ -60,60 +60,11 @@ __all__ = [
 DEFAULT_MAX_BYTES = 2 * 2**30
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 
-#: the extension of common content types; others ask ``mimetypes``, then ``.bin``
-EXTENSIONS: dict[str, str] = {
-    "image/png": ".png",
-    "image/jpeg": ".jpg",
-    "image/jpg": ".jpg",
-    "image/webp": ".webp",
-    "image/gif": ".gif",
-    "image/bmp": ".bmp",
-    "image/tiff": ".tiff",
-    "video/mp4": ".mp4",
-    "video/quicktime": ".mov",
-    "video/webm": ".webm",
-    "audio/mpeg": ".mp3",
-    "audio/mp3": ".mp3",
-    "audio/wav": ".wav",
-    "audio/x-wav": ".wav",
-    "audio/wave": ".wav",
-    "audio/flac": ".flac",
-    "audio/mp4": ".m4a",
-    "audio/ogg": ".ogg",
-    "application/json": ".json",
-    "text/plain": ".txt",
-    "application/octet-stream": ".bin",
-}
-UNKNOWN_EXTENSION = ".bin"
-#: request headers that could carry a credential; never sent with a download
-CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
 CHUNK = 64 * 1024
-
-
-class DownloadError(GenwidgetsError):
-    """One or more outputs could not be saved. ``failures``: ``[(index, reason), ...]``."""
-
-    def __init__(
-        self, message: str, *, request_id: str | None, failures: list[tuple[int, str]]
-    ) -> None:
-        super().__init__(redact(message))
-        self.request_id = request_id
-        self.failures = failures
 
 
 class _Failure(Exception):
     """Why one output failed (internal; collected into a DownloadError)."""
-
-
-def extension_for(content_type: str) -> str:
-    """``.png`` for ``image/png``…; decided by the content type alone."""
-    mime = content_type.split(";")[0].strip().lower()
-    if mime in EXTENSIONS:
-        return EXTENSIONS[mime]
-    guessed = mimetypes.guess_extension(mime, strict=False) if mime else None
-    if guessed and re.fullmatch(r"\.[A-Za-z0-9]{1,8}", guessed):
-        return guessed
-    return UNKNOWN_EXTENSION
 
 
 def _safe_name(request_id: str) -> str:
@@ -138,14 +89,7 @@ def _shown(url: str) -> str:
 
 
 def _record_size(output: Output) -> int | None:
-    value = output.raw.get("file_size")
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and value >= 0:
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+    return int_or_none(output.raw.get("file_size"), minimum=0)
 
 
 @dataclass
@@ -196,15 +140,10 @@ def _local_bytes(output: Output) -> bytes | None:
         return inline
     url = output.url or ""
     if url[:5].lower() == "data:":
-        head, sep, data = url.partition(",")
-        if not sep:
-            raise _Failure("malformed data: URL (no comma)")
-        if head.lower().endswith(";base64"):
-            try:
-                return base64.b64decode(data, validate=False)
-            except (ValueError, binascii.Error) as exc:
-                raise _Failure(f"undecodable base64 in a data: URL ({exc})") from None
-        return unquote_to_bytes(data)
+        try:
+            return decode_data_url(url).data
+        except ValueError as exc:
+            raise _Failure(str(exc)) from None
     return None
 
 
@@ -388,7 +327,7 @@ def download_outputs(
 
 
 def _stream(item: _Item, url: str, max_bytes: int, timeout: float | httpx.Timeout) -> None:
-    with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
+    with open_url(url, timeout=timeout) as response:
         declared = _content_length(response, max_bytes)
         with _AtomicFile(item, max_bytes) as sink:
             for chunk in response.iter_bytes(CHUNK):
@@ -398,38 +337,42 @@ def _stream(item: _Item, url: str, max_bytes: int, timeout: float | httpx.Timeou
             )
 
 
-def _without_credentials(request: httpx.Request, names: Iterable[str]) -> httpx.Request:
-    for name in names:
-        if name in request.headers:
-            del request.headers[name]
-    return request
+Opener = Callable[[str], AbstractAsyncContextManager[httpx.Response]]
 
 
 async def download_outputs_async(
     result: Result,
     *,
-    client: httpx.AsyncClient,
+    client: httpx.AsyncClient | None = None,
+    opener: Opener | None = None,
     root: str | os.PathLike[str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_saved: Callable[[int, Path], Any] | None = None,
 ) -> list[Path]:
-    """:func:`download_outputs` on an event loop, streaming with ``client``.
+    """:func:`download_outputs` on an event loop.
 
-    The client's credential headers and ``auth`` are not used for these requests.
+    ``opener(url)`` streams one URL (a gateway's ``open_output``, which applies
+    the credential rule); or ``client`` streams it with no credential sent.
     """
+    if opener is None:
+        if client is None:
+            raise TypeError("download_outputs_async needs a client or an opener")
+        http = client
+
+        def opener(url: str) -> AbstractAsyncContextManager[httpx.Response]:
+            return open_url_async(http, url)
+
     batch = _Batch(result, root, max_bytes, on_saved)
     for item in batch.items:
         with batch.attempt(item):
             url = batch.url_to_fetch(item)
             if url is not None:
-                await _stream_async(client, item, url, max_bytes)
+                await _stream_async(opener, item, url, max_bytes)
     return batch.finish()
 
 
-async def _stream_async(client: httpx.AsyncClient, item: _Item, url: str, max_bytes: int) -> None:
-    request = _without_credentials(client.build_request("GET", url), CREDENTIAL_HEADERS)
-    response = await client.send(request, stream=True, auth=None, follow_redirects=True)
-    try:
+async def _stream_async(opener: Opener, item: _Item, url: str, max_bytes: int) -> None:
+    async with opener(url) as response:
         declared = _content_length(response, max_bytes)
         with _AtomicFile(item, max_bytes) as sink:
             async for chunk in response.aiter_bytes(CHUNK):
@@ -437,5 +380,3 @@ async def _stream_async(client: httpx.AsyncClient, item: _Item, url: str, max_by
             sink.commit(
                 wire_bytes=response.num_bytes_downloaded or sink.size, content_length=declared
             )
-    finally:
-        await response.aclose()

@@ -19,10 +19,9 @@ import time
 from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
-
 from ..errors import GatewayError, RateLimited, RequestNotFound, ServerError, TaskTimeout
-from ..protocol.records import COMPLETED, Handle, Result, Status
+from ..protocol.fetch import fetch_url
+from ..protocol.records import COMPLETED, Fetcher, Handle, Result, Status
 from .engine import Engine, wait_future
 from .polling import PollState, next_interval
 
@@ -64,6 +63,19 @@ class _NoRecorder:
 display_hook: Callable[[Job], None] | None = None
 
 
+def output_fetcher(engine: Engine, gateway: Gateway) -> Fetcher:
+    """How outputs of this gateway are read from any thread: through the gateway (its
+    credential rule) on the engine; on the engine thread itself, a plain GET that
+    carries no credential (awaiting the engine there would deadlock)."""
+
+    def fetch(url: str) -> bytes:
+        if engine.in_engine_thread:
+            return fetch_url(url)
+        return engine.run(gateway.fetch(url))
+
+    return fetch
+
+
 class Job:
     """A task: ``status()``, ``result()``, ``cancel()``, ``await job``; displays as a live view."""
 
@@ -77,7 +89,11 @@ class Job:
         payload: Mapping[str, Any] | None = None,
         submitted_at: float | None = None,
         recorder: Recorder | None = None,
+        result: Result | None = None,
+        finished_at: float | None = None,
     ) -> None:
+        """A job of ``handle``. With ``result``, a job known finished (read back from
+        the ledger): it is never polled and ``result()`` returns it at once."""
         self._handle = handle
         self.client = client
         self._gateway = gateway
@@ -96,6 +112,9 @@ class Job:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Future[None] | None = None
         self._running_since: float | None = None
+        self._fetch_bytes = output_fetcher(engine, gateway)
+        if result is not None:
+            self._finish(result, finished_at)
 
     # -- identity -----------------------------------------------------------
     endpoint = property(lambda self: self._handle.endpoint)
@@ -212,12 +231,22 @@ class Job:
         if not self.done():
             await asyncio.wrap_future(self._engine.submit(self._cancel()))
 
+    # -- polling (started and stopped by the client) -------------------------
+    def start_polling(self) -> None:
+        """Begin polling in the background; a finished or already polled job ignores it."""
+        if self._task is None and not self.done():
+            self._engine.call_soon(self._spawn)
+
+    def stop_polling(self) -> None:
+        """Stop the background poll (on the engine thread; the task itself goes on)."""
+        if self._task is not None:
+            self._task.cancel()
+
     # -- engine side --------------------------------------------------------
-    def _start(self) -> None:
-        """Begin polling in the background (called once by the client)."""
-        self._engine.call_soon(self._spawn)
 
     def _spawn(self) -> None:
+        if self._task is not None:
+            return
         self._wake = asyncio.Event()
         self._task = asyncio.ensure_future(self._watch())
 
@@ -251,23 +280,12 @@ class Job:
         self._notify()
         self._future.set_result(result)
 
-    def _restore(self, result: Result, finished_at: float | None) -> None:
-        """A job known finished (from the ledger): no polling, the recorded result."""
-        self._finish(result, finished_at)
-
     def _fail(self, exc: BaseException) -> None:
         if self._future.done():
             return
         self.finished_at = time.time()
         self._notify()
         self._future.set_exception(exc)
-
-    def _fetch_bytes(self, url: str) -> bytes:
-        if self._engine.in_engine_thread:  # a renderer on the engine thread: plain GET
-            response = httpx.get(url, timeout=60.0)
-            response.raise_for_status()
-            return response.content
-        return self._engine.run(self._gateway.fetch(url))
 
     async def _status_now(self) -> Status:
         status = await self._gateway.status(self._handle)

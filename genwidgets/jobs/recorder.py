@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from .._config import redact
 from ..errors import GenwidgetsError, RequestNotFound
 from ..protocol.records import Result, Status
-from .downloads import download_outputs_async
+from .downloads import Opener, download_outputs_async
 from .ledger import Ledger
 
 if TYPE_CHECKING:
@@ -27,11 +27,20 @@ class LedgerRecorder:
     """Writes every status change and result of a client's jobs, then saves the outputs."""
 
     def __init__(
-        self, ledger: Ledger, gateway: str, *, download: bool = True, root: Path | None = None
+        self,
+        ledger: Ledger,
+        gateway: str,
+        *,
+        opener: Opener | None = None,
+        download: bool = True,
+        root: Path | None = None,
     ) -> None:
+        """``opener(url)`` streams an output (the gateway's ``open_output``, which keeps
+        the key to the gateway's own origin); without one, outputs are not downloaded."""
         self.ledger = ledger
         self.gateway = gateway
-        self.download = download
+        self.opener = opener
+        self.download = download and opener is not None
         self.root = root
 
     def __repr__(self) -> str:
@@ -61,7 +70,7 @@ class LedgerRecorder:
 
     async def on_result(self, job: Job, result: Result) -> None:
         self._safely("a result", self.ledger.record_result, self.gateway, job.request_id, result)
-        if not (self.download and result.outputs):
+        if not (self.download and self.opener is not None and result.outputs):
             return
 
         def saved(index: int, path: Path) -> None:
@@ -76,7 +85,7 @@ class LedgerRecorder:
 
         try:
             await download_outputs_async(
-                result, client=job._gateway._http, root=self.root, on_saved=saved
+                result, opener=self.opener, root=self.root, on_saved=saved
             )
         except (GenwidgetsError, OSError) as exc:
             log.warning("genwidgets: %s", redact(str(exc)))

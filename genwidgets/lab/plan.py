@@ -15,7 +15,9 @@ Choices where the issue is silent:
   prompt become the axes: one group is a row (x), two a table (rows: the first,
   columns: the second), three add tabs (z: the first). More than three is an
   error asking for explicit axes. Each cell's prompt has its groups replaced by
-  one alternative, so one task per cell.
+  one alternative, so one task per cell. Alternatives are written as in a prompt
+  (``{pastel\\, yellow, red}`` gives ``pastel\\, yellow`` and ``red``): escaped,
+  so each cell sends exactly what that expansion of the whole prompt sends.
 - **Locked seed.** An endpoint with a ``seed`` field (and, for imgM, a prompt
   without ``--seed``) gets one seed drawn from 1..2**31-1 when neither the
   payload nor an axis sets it; imgM prompts get it as ``--seed N``.
@@ -30,6 +32,7 @@ import itertools
 import json
 import math
 import random
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -248,37 +251,24 @@ def expand_cells(
 # --- imgM permutation groups ----------------------------------------------------------
 
 
-def _group_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each top-level ``{...}`` of an imgM prompt; URLs are opaque
-    and ``\\,`` escapes are skipped, as :mod:`genwidgets.imgm.prompt` reads them."""
-    spans: list[tuple[int, int]] = []
-    depth, start, i = 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        at_word = i == 0 or text[i - 1].isspace() or text[i - 1] in "{,"
-        if at_word and text.startswith(("http://", "https://"), i):
-            while i < len(text) and not text[i].isspace() and not (depth and text[i] in ",}"):
-                i += 1
-            continue
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                spans.append((start, i + 1))
-        i += 1
-    return spans
+_ESCAPABLE = re.compile(r"[\\{},]")
+_URL_WORD = re.compile(r"https?://\S", re.IGNORECASE)
+
+
+def _as_written(sent: str) -> str:
+    """An expansion as sent, written back into a prompt so that it sends the same:
+    backslashes, braces and commas escaped (``a\\, b`` stays one value and makes no
+    group), URL words left whole (the parser reads them opaquely)."""
+    return " ".join(
+        word if _URL_WORD.match(word) else _ESCAPABLE.sub(r"\\\g<0>", word)
+        for word in sent.split(" ")
+    )
 
 
 def permutation_axes(spec: Any, payload: Mapping[str, Any]) -> list[Axis]:
     """The top-level permutation groups of the endpoint's imgM prompt as axes,
     in the order they appear (empty when there is no imgM prompt or no group)."""
-    from ..imgm.prompt import Prompt
+    from ..imgm.prompt import Prompt, permutation_spans
 
     for name in prompt_string_fields(spec):
         text = payload.get(name)
@@ -286,9 +276,9 @@ def permutation_axes(spec: Any, payload: Mapping[str, Any]) -> list[Axis]:
             continue
         Prompt.parse(text)  # structural problems first, with the prompt module's words
         axes = []
-        for n, (start, end) in enumerate(_group_spans(text), 1):
+        for n, (start, end) in enumerate(permutation_spans(text), 1):
             group = text[start:end]
-            values = tuple(Prompt.parse(group).expand())
+            values = tuple(_as_written(sent) for sent in Prompt.parse(group).expand())
             axes.append(Axis(f"{name}{{{n}}}", values, "group", group, (name,)))
         if axes:
             return axes

@@ -1,6 +1,7 @@
 """The four queue operations over httpx, with the retry and rate-limit policy.
 
-Policy (DESIGN decisions 6 and 7, spec section 7):
+Policy (spec section 7; a blind retry of create could bill a second task, and a
+gateway that says wait means every request of the client waits):
 
 - **Create-task** is retried only when it certainly created nothing: a 429
   ``RATE_LIMIT_EXCEEDED`` answer, or a connect error (the request never left).
@@ -27,7 +28,8 @@ import json
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
@@ -38,6 +40,7 @@ from ..errors import (
     GatewayError,
     ModelNotAllowed,
     NotSupported,
+    OutcomeUnknown,
     RateLimited,
     RequestNotFound,
     RuntimeFailed,
@@ -45,7 +48,9 @@ from ..errors import (
     Unauthorized,
     WebhookNotSupported,
 )
-from .records import Handle, Result, Status
+from ..media import encode_body
+from .fetch import open_url_async
+from .records import Handle, Result, Status, queue_url
 
 log = logging.getLogger("genwidgets")
 
@@ -55,10 +60,6 @@ NOT_FOUND_GRACE_S = 3.0
 MAX_RATE_WAIT_S = 120.0
 #: Bodies larger than this are not parsed (a misbehaving proxy, a wrong URL).
 MAX_BODY_BYTES = 8 * 2**20
-
-
-class OutcomeUnknown(ServerError):
-    """A create-task request was sent but no answer arrived: a task may exist."""
 
 
 def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
@@ -243,12 +244,16 @@ class Gateway:
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
         sleep: Any = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``sleep`` (an ``asyncio.sleep`` stand-in) and ``clock`` (seconds, like
+        ``time.monotonic``) time the retries; tests pass fakes that agree."""
         self.base_url = base_url.rstrip("/")
         self.max_retries = max_retries
         self.gate = RateGate()
         self._semaphore = asyncio.Semaphore(max_in_flight)
         self._sleep = sleep or asyncio.sleep
+        self._clock = clock
         self._rng = random.Random()
         auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(
@@ -274,13 +279,13 @@ class Gateway:
         *,
         endpoint: str,
         request_id: str | None,
-        json_body: Any = None,
+        content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
         await self.gate.wait(endpoint=endpoint, request_id=request_id)
         async with self._semaphore:
             self.counts[op] += 1
-            response = await self._http.request(method, url, json=json_body, headers=headers)
+            response = await self._http.request(method, url, content=content, headers=headers)
         if response.status_code == 429:
             wait = parse_retry_after(response.headers)
             self.gate.close(wait if wait is not None else 1.0)
@@ -289,11 +294,15 @@ class Gateway:
     async def create(
         self,
         endpoint: str,
-        payload: Mapping[str, Any],
+        body: bytes | Mapping[str, Any],
         *,
         headers: Mapping[str, str] | None = None,
     ) -> Handle:
-        url = f"{self.base_url}/v1/queue/{endpoint}"
+        """Send a create-task request. ``body`` is the exact JSON body (a prepared
+        request's ``body``), or a payload to encode with the same rule."""
+        url = queue_url(self.base_url, endpoint)
+        content = body if isinstance(body, bytes) else encode_body(body, endpoint=endpoint)
+        sent_headers = {"Content-Type": "application/json", **dict(headers or {})}
         attempt = 0
         while True:
             try:
@@ -303,8 +312,8 @@ class Gateway:
                     url,
                     endpoint=endpoint,
                     request_id=None,
-                    json_body=dict(payload),
-                    headers=headers,
+                    content=content,
+                    headers=sent_headers,
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 # Nothing was sent: safe to try again.
@@ -374,8 +383,9 @@ class Gateway:
                     request_id=request_id,
                 )
             if isinstance(error, RequestNotFound):
-                now = time.monotonic()
-                first_not_found = first_not_found or now
+                now = self._clock()
+                if first_not_found is None:
+                    first_not_found = now
                 if now - first_not_found >= NOT_FOUND_GRACE_S:
                     raise error
                 await self._sleep(min(1.0, NOT_FOUND_GRACE_S - (now - first_not_found)))
@@ -429,10 +439,13 @@ class Gateway:
         body = _body(response)
         return body if isinstance(body, Mapping) else {"status_code": response.status_code}
 
+    def open_output(self, url: str) -> AbstractAsyncContextManager[httpx.Response]:
+        """Stream an output URL: the key goes only to this gateway's own origin, and
+        no redirect carries it elsewhere (:mod:`genwidgets.protocol.fetch`)."""
+        return open_url_async(self._http, url, trusted_origin=self.base_url)
+
     async def fetch(self, url: str) -> bytes:
-        """Download an output. Output URLs need no header, so the key is not sent."""
-        request = self._http.build_request("GET", url)
-        request.headers.pop("Authorization", None)  # outputs need no key: never leak it
-        response = await self._http.send(request)
-        response.raise_for_status()
-        return response.content
+        """Download an output whole, by the rule of :meth:`open_output`."""
+        async with self.open_output(url) as response:
+            response.raise_for_status()
+            return await response.aread()

@@ -29,12 +29,14 @@ import binascii
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._formats import decode_data_url, int_or_none
 from ..errors import TaskFailed
+from .fetch import fetch_url
 
 COMPLETED = "COMPLETED"
 FAILURE_STATUSES = frozenset({"CANCELLED", "CANCELED", "FAILED", "ERROR"})
@@ -51,16 +53,10 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
-def _int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    return None
+def queue_url(base_url: str, endpoint: str, request_id: str | None = None) -> str:
+    """The documented queue address (spec 2.1): of an endpoint, or of one of its tasks."""
+    root = f"{base_url.rstrip('/')}/v1/queue/{endpoint}"
+    return root if request_id is None else f"{root}/requests/{request_id}"
 
 
 @dataclass(frozen=True)
@@ -76,20 +72,45 @@ class Handle:
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
     @classmethod
+    def documented(
+        cls,
+        base_url: str,
+        endpoint: str,
+        request_id: str,
+        *,
+        status_url: str | None = None,
+        response_url: str | None = None,
+        cancel_url: str | None = None,
+        queue_position: int | None = None,
+        raw: Mapping[str, Any] | None = None,
+    ) -> Handle:
+        """A handle whose missing URLs take the documented shape on ``base_url``."""
+        root = queue_url(base_url, endpoint, request_id)
+        return cls(
+            endpoint=endpoint,
+            request_id=request_id,
+            status_url=status_url or f"{root}/status",
+            response_url=response_url or f"{root}/response",
+            cancel_url=cancel_url or f"{root}/cancel",
+            queue_position=queue_position,
+            raw=dict(raw or {}),
+        )
+
+    @classmethod
     def from_body(cls, endpoint: str, body: Mapping[str, Any], base_url: str) -> Handle:
         """Read a create-task answer; fill URLs of the documented shape if absent."""
         request_id = _str_or_none(body.get("request_id"))
         if not request_id:
             raise ValueError("the task handle has no request_id")
-        root = f"{base_url}/v1/queue/{endpoint}/requests/{request_id}"
-        return cls(
-            endpoint=endpoint,
-            request_id=request_id,
-            status_url=_str_or_none(body.get("status_url")) or f"{root}/status",
-            response_url=_str_or_none(body.get("response_url")) or f"{root}/response",
-            cancel_url=_str_or_none(body.get("cancel_url")) or f"{root}/cancel",
-            queue_position=_int_or_none(body.get("queue_position")),
-            raw=dict(body),
+        return cls.documented(
+            base_url,
+            endpoint,
+            request_id,
+            status_url=_str_or_none(body.get("status_url")),
+            response_url=_str_or_none(body.get("response_url")),
+            cancel_url=_str_or_none(body.get("cancel_url")),
+            queue_position=int_or_none(body.get("queue_position")),
+            raw=body,
         )
 
 
@@ -113,7 +134,7 @@ class Status:
     ) -> Status:
         return cls(
             status=_str_or_none(body.get("status")) or "UNKNOWN",
-            queue_position=_int_or_none(body.get("queue_position")),
+            queue_position=int_or_none(body.get("queue_position")),
             raw=dict(body),
             endpoint=endpoint,
             request_id=request_id or _str_or_none(body.get("request_id")),
@@ -121,14 +142,6 @@ class Status:
 
 
 Fetcher = Callable[[str], bytes]
-
-
-def _default_fetch(url: str) -> bytes:
-    import httpx
-
-    response = httpx.get(url, timeout=60.0, follow_redirects=True)
-    response.raise_for_status()
-    return response.content
 
 
 @dataclass
@@ -172,6 +185,11 @@ class Output:
         )
 
     @property
+    def restored(self) -> bool:
+        """Read back from the ledger of an earlier session (its URL has likely expired)."""
+        return bool(self.raw.get("from_ledger"))
+
+    @property
     def kind(self) -> str:
         """``image``, ``video``, ``audio``, ``json``, ``text`` or ``binary``."""
         ct = self.content_type.split(";")[0].strip().lower()
@@ -212,9 +230,9 @@ class Output:
             if not self.url:
                 raise ValueError("this output has neither a URL nor inline content")
             if self.url.startswith("data:"):
-                data = _decode_data_url(self.url)
+                data = decode_data_url(self.url).data
             else:
-                data = (self._fetch or _default_fetch)(self.url)
+                data = (self._fetch or fetch_url)(self.url)
         self._cache = data
         return data
 
@@ -238,15 +256,6 @@ class Output:
 
     def json(self) -> Any:
         return json.loads(self.read())
-
-
-def _decode_data_url(url: str) -> bytes:
-    head, _, data = url.partition(",")
-    if head.endswith(";base64"):
-        return base64.b64decode(data)
-    from urllib.parse import unquote_to_bytes
-
-    return unquote_to_bytes(data)
 
 
 @dataclass(frozen=True)
@@ -290,6 +299,39 @@ class Result:
             if record is not None and ("Id" in record or "Status" in record):
                 return record
         return None
+
+    @classmethod
+    def from_ledger(
+        cls,
+        *,
+        endpoint: str,
+        request_id: str,
+        status: str,
+        error: Any,
+        error_type: str | None,
+        outputs: Sequence[Mapping[str, Any]],
+        fetch: Fetcher | None = None,
+    ) -> Result:
+        """A finished task's result as the ledger stored it: each output keeps the URL
+        and the local copy recorded, and reads as :attr:`Output.restored`."""
+        restored = []
+        for position, record in enumerate(outputs):
+            index = int_or_none(record.get("index"), minimum=0)
+            output = Output.from_entry(
+                {**record, "from_ledger": True}, position if index is None else index, fetch
+            )
+            path = record.get("path")
+            output.path = Path(path) if isinstance(path, str) and path else None
+            restored.append(output)
+        return cls(
+            status=status,
+            error=error,
+            error_type=error_type,
+            outputs=restored,
+            raw={"from_ledger": True},
+            endpoint=endpoint,
+            request_id=request_id,
+        )
 
     @classmethod
     def from_body(

@@ -2,6 +2,6 @@
 
 import sys
 
-from ..cli import main
+from .cli import main
 
-sys.exit(main(["simulate", *sys.argv[1:]]))
+sys.exit(main(sys.argv[1:]))

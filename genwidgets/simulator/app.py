@@ -64,6 +64,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..protocol.records import queue_url
 from .config import SimConfig
 from .faults import Dice, RateLimiter
 from .files import FileStore
@@ -346,7 +347,7 @@ async def create_task(request: Request) -> Response:
         context=context,
     )
     state.scheduler.submit(task)
-    prefix = f"{base}/v1/queue/{endpoint}/requests/{task.request_id}"
+    prefix = queue_url(base, endpoint, task.request_id)
     return JSONResponse(
         {
             "request_id": task.request_id,

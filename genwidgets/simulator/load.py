@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._config import DEMO_KEY
+from ..protocol.records import queue_url
 
 
 @dataclass
@@ -112,7 +113,7 @@ def run_load(
         child, url = _start_child()
     try:
         handle = httpx.post(
-            f"{url}/v1/queue/vidVq2-text2video",
+            queue_url(url, "vidVq2-text2video"),
             json={"prompt": "load test"},
             headers={"Authorization": f"Bearer {key}", "X-Sim-Duration": "3600"},
         ).json()

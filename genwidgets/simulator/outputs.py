@@ -31,6 +31,15 @@ Dimensions (width x height), where the spec leaves them open, are our choice:
   ``"encoding": "hex"`` and the audio as ``"content"`` (hex digits), with the
   audio's ``content_type``.
 
+- Endpoints registered at run time (``genwidgets.catalog.register``) get their
+  kind's default (:data:`DEFAULT_MAKERS`): images from ``prompt``, ``n``
+  (default 1, at most 10) and ``size`` (``W*H`` or ``WxH``, default
+  1024x1024); a 720p 16:9 video of ``duration`` seconds (default 5, 1-60),
+  with sound when one of the ``AUDIO_FLAGS`` is true; for speech and audio a
+  voice clip reading ``text`` (or ``prompt``), 2-60 s, MP3, or music of
+  ``duration`` (default 3 s) when there is no text. Asset, subject and face
+  endpoints make no media (:data:`NO_MEDIA`).
+
 Edits show what they do (a lesson puts before and after side by side; the
 pictures come from :mod:`.synth`, the inputs are read by :mod:`.inputs`):
 
@@ -406,20 +415,42 @@ def _img_q(
     return Produced(_edited(endpoint, sources[-1:] + sources[:-1], (w, h), seed, n, lines))
 
 
-def _gen_w_image(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
+def _pictures(
+    endpoint: str,
+    payload: Mapping[str, Any],
+    seed: int,
+    *,
+    size: tuple[int, int],
+    n: int,
+    most: int,
 ) -> Produced:
-    w, h = _size(payload.get("size"), (1280, 1280), 256, 4096)
+    """``n`` drawn pictures at ``size`` (both read from the payload), captioned with
+    the prompt; the payload's ``seed`` when it gives one."""
+    w, h = _size(payload.get("size"), size, 256, 4096)
     if isinstance(payload.get("seed"), int) and not isinstance(payload.get("seed"), bool):
         seed = int(payload["seed"])
-    n = _int(payload, "n", 4, 1, 4)
+    count = _int(payload, "n", n, 1, most)
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
     return Produced(
         [
-            synth.image_file(f"image_{i}", w, h, seed + i, f"{endpoint} · {i + 1}/{n}", lines)
-            for i in range(n)
-        ]
+            synth.image_file(f"image_{i}", w, h, seed + i, f"{endpoint} · {i + 1}/{count}", lines)
+            for i in range(count)
+        ],
+        {"image_size": (w, h)},
     )
+
+
+def _gen_w_image(
+    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
+) -> Produced:
+    return _pictures(endpoint, payload, seed, size=(1280, 1280), n=4, most=4)
+
+
+def _default_images(
+    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
+) -> Produced:
+    """An image endpoint registered at run time (see the module docstring)."""
+    return _pictures(endpoint, payload, seed, size=(1024, 1024), n=1, most=10)
 
 
 # --------------------------------------------------------------------------- videos
@@ -504,7 +535,12 @@ def video_plan(endpoint: str, payload: Mapping[str, Any], ctx: Mapping[str, Any]
             "seconds": _int(p, "duration", 5, 2, 10),
             "audio": any(_flag(p.get(name)) for name in AUDIO_FLAGS),
         }
-    raise KeyError(endpoint)
+    # an endpoint registered at run time: 720p 16:9 (see the module docstring)
+    return {
+        "size": tier_dimensions("720p", (16, 9)),
+        "seconds": _num(p, "duration", 5, 1, 60),
+        "audio": any(_flag(p.get(name)) for name in AUDIO_FLAGS),
+    }
 
 
 def _vida_images(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -653,15 +689,28 @@ def _preview_pcm(text: str) -> bytes:
     return (pcm + bytes(int(seconds * rate) * 2))[: int(seconds * rate) * 2]
 
 
+def _mp3(name: str, pcm: bytes) -> Produced:
+    """Mono s16 PCM at ``synth.AUDIO_RATE`` as one MP3 file, with its length."""
+    data, content_type = synth.encode_audio(pcm, synth.AUDIO_RATE, 1, "mp3", 64000)
+    seconds = synth.pcm_seconds(pcm, synth.AUDIO_RATE, 1)
+    return Produced([MediaFile(name, content_type, data)], {"duration_ms": round(seconds * 1000)})
+
+
 def _audio_preview(
     endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
-    pcm = _preview_pcm(str(payload.get("text", "")))
-    seconds = synth.pcm_seconds(pcm, synth.AUDIO_RATE, 1)
-    data, content_type = synth.encode_audio(pcm, synth.AUDIO_RATE, 1, "mp3", 64000)
-    return Produced(
-        [MediaFile("preview.mp3", content_type, data)], {"duration_ms": round(seconds * 1000)}
-    )
+    return _mp3("preview.mp3", _preview_pcm(str(payload.get("text", ""))))
+
+
+def _default_audio(
+    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
+) -> Produced:
+    """A speech or audio endpoint registered at run time: the preview voice reading
+    ``text`` (or ``prompt``), or music of ``duration`` seconds when there is neither."""
+    text = str(payload.get("text") or payload.get("prompt") or "").strip()
+    seconds = _num(payload, "duration", 3, 1, 60)
+    pcm = _preview_pcm(text) if text else synth.melody(seconds, synth.AUDIO_RATE, seed)
+    return _mp3("audio.mp3", pcm)
 
 
 def _nothing(
@@ -671,6 +720,17 @@ def _nothing(
 
 
 Producer = Callable[[str, Mapping[str, Any], int, Mapping[str, Any]], Produced]
+
+#: The media of each kind's endpoints that have no maker of their own (the
+#: service's videos are among them: :func:`video_plan` knows each).
+DEFAULT_MAKERS: dict[str, Producer] = {
+    "image": _default_images,
+    "video": _video,
+    "speech": _default_audio,
+    "audio": _default_audio,
+}
+#: Kinds whose tasks answer with JSON only (the world writes their records).
+NO_MEDIA = ("asset", "subject", "face")
 
 
 def producer(endpoint: str, kind: str) -> Producer:
@@ -685,7 +745,7 @@ def producer(endpoint: str, kind: str) -> Producer:
     }
     if endpoint in special:
         return special[endpoint]
-    return _video if kind == "video" else _nothing
+    return DEFAULT_MAKERS.get(kind, _nothing)
 
 
 def produce(

@@ -17,14 +17,11 @@ from types import TracebackType
 
 import uvicorn
 
+from ..errors import SimulatorStartError
 from .app import SimState, create_app
 from .config import SimConfig
 
 START_TIMEOUT = 15.0
-
-
-class SimulatorStartError(RuntimeError):
-    """The simulator could not start (port in use, bad host, startup failure)."""
 
 
 class SimulatorServer:

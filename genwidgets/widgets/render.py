@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._formats import human_bytes
 from ..protocol.records import Output, Result
 from ._style import (
     COLOURS,
@@ -120,10 +121,6 @@ class Source:
         return self.url if self.how == "url" else self.data_url()
 
 
-def _megabytes(size: int) -> str:
-    return f"{size / 1_048_576:.1f} MB"
-
-
 def _local_size(path: Path | None) -> int | None:
     try:
         return path.stat().st_size if path is not None and path.is_file() else None
@@ -144,7 +141,7 @@ def _inline_size(output: Output) -> int | None:
 
 def _too_large(size: int, embed: bool | None) -> str:
     return (
-        f"{_megabytes(size)}, above the {_megabytes(EMBED_LIMIT)} embedding limit: "
+        f"{human_bytes(size)}, above the {human_bytes(EMBED_LIMIT)} embedding limit: "
         "not sent through the kernel (pass embed=True to show it anyway)"
     )
 
@@ -180,7 +177,7 @@ def source_of(
     local = _local_size(output.path)
     # From the ledger (a past session): its URL has likely stopped answering
     # (gateway URLs expire; the embedded simulator's died with its kernel).
-    stale = bool(output.raw.get("from_ledger")) and local is not None
+    stale = output.restored and local is not None
     if prefer_url and kind == "http" and output.kind in MEDIA_KINDS and not stale:
         return Source("url", mime, url=url)
     inline = _inline_size(output)
@@ -225,7 +222,7 @@ def _file_name(output: Output) -> str:
 
 def _caption(output: Output) -> str:
     size = output.raw.get("file_size")
-    size_text = f" · {_megabytes(size)}" if isinstance(size, int) and size > 0 else ""
+    size_text = f" · {human_bytes(size)}" if isinstance(size, int) and size > 0 else ""
     saved = f" · saved at {esc(output.path)}" if _local_size(output.path) is not None else ""
     return (
         '<div class="gw-caption" style="color:#6b7280;font-size:0.85em">'

@@ -6,6 +6,10 @@ from typing import Any
 
 import pytest
 
+import genwidgets as gw
+from genwidgets.errors import PayloadError
+from genwidgets.imgm.prompt import MAX_PROMPTS, Prompt
+
 MASK_URL = {"url": "https://example.com/mask.png"}
 AREA = {"width": 500, "height": 4096, "points": [0, 0, 100, 0, 100, 100]}
 
@@ -93,3 +97,44 @@ def test_pan_direction_given_as_text_is_sent_as_a_number() -> None:
     from genwidgets.catalog import payload_of
 
     assert payload_of("imgM_pan", pan(direction="2"))["direction"] == 2
+
+
+def _options(count: int) -> str:
+    return "{" + ", ".join(f"colour {i}" for i in range(count)) + "}"
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "field", "base"),
+    [
+        ("imgM-v8.1-t2i", "prompt", {}),
+        ("imgM_diffusion", "prompt", {}),
+        ("imgM-inpaint", "remixPrompt", inpaint()),
+        ("imgM_pan", "remixPrompt", pan()),
+        ("imgM-v8.1-i2i", "remix_prompt", i2i()),
+    ],
+)
+def test_a_permutation_prompt_over_the_cap_is_refused_before_sending(
+    endpoint_id: str, field: str, base: dict[str, Any]
+) -> None:
+    """41 prompts (41 options, or 7 x 6 = 42 from two groups) are refused, naming the count."""
+    assert MAX_PROMPTS == 40
+    for prompt, count in [
+        (f"a {_options(41)} kite --ar 16:9", 41),
+        (f"a {_options(7)} kite {_options(6)}", 42),
+    ]:
+        with pytest.raises(PayloadError) as info:
+            gw.validate(endpoint_id, {**base, field: prompt})
+        assert [e["loc"] for e in info.value.errors] == [(field,)]
+        assert f"makes {count} prompts" in str(info.value)
+        assert "at most 40" in str(info.value)
+    at_the_cap = f"a {_options(5)} kite {_options(8)} --ar 16:9"
+    assert gw.validate(endpoint_id, {**base, field: at_the_cap}).payload()[field] == at_the_cap
+
+
+def test_escaped_braces_are_not_counted_and_unreadable_prompts_are_left_to_the_builder() -> None:
+    escaped = "a \\{" + ", ".join(str(i) for i in range(60)) + "\\} kite"
+    assert gw.validate("imgM-v8.1-t2i", {"prompt": escaped}).payload()["prompt"] == escaped
+    unbalanced = "a {red, blue kite"
+    with pytest.raises(PayloadError, match="brace"):
+        Prompt.parse(unbalanced)
+    assert gw.validate("imgM-v8.1-t2i", {"prompt": unbalanced}).payload()["prompt"] == unbalanced

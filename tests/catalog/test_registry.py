@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 
 import httpx
 import pytest
+from PIL import Image
 from pydantic import Field
 
 import genwidgets as gw
@@ -13,6 +15,7 @@ import genwidgets.catalog as catalog
 from genwidgets._config import DEMO_KEY
 from genwidgets.catalog import Endpoint, register
 from genwidgets.errors import PayloadError
+from genwidgets.simulator.synth import video_frames
 
 
 def test_unknown_endpoint_is_a_payload_error_with_a_suggestion() -> None:
@@ -104,12 +107,36 @@ def test_registered_after_the_simulator_started_it_runs_end_to_end(
 
         result = client.run(MINE, {"prompt": "a lighthouse", "steps": 4}, timeout=60)
         assert result.ok and result.raw["status"] == "COMPLETED"
+        [picture] = result.outputs  # the image kind's default: one 1024x1024 PNG
+        assert picture.content_type == "image/png"
+        with Image.open(io.BytesIO(picture.read())) as image:
+            assert image.size == (1024, 1024)
 
         form = gw.form(MINE, client=client, prompt="a red kite")
         assert set(form.fields) == {"prompt", "steps"}
         assert form.value == {"prompt": "a red kite"}
         assert form.submit().result(timeout=60).ok
+
+        _register_my_video()
+        clip = client.run(MINE_VIDEO, {"prompt": "waves", "duration": 1}, timeout=120)
+        [video] = clip.raise_for_error().outputs  # the video kind's default: 720p 16:9
+        assert video.content_type == "video/mp4"
+        frames, _ = video_frames(video.read())
+        assert frames and frames[0].size == (1280, 720)
     finally:
-        if MINE in {s.id for s in catalog.endpoints(documented_only=False)}:
-            catalog.unregister(MINE)
+        registered = {s.id for s in catalog.endpoints(documented_only=False)}
+        for endpoint_id in {MINE, MINE_VIDEO} & registered:
+            catalog.unregister(endpoint_id)
         client.close()
+
+
+MINE_VIDEO = "test-mine-video"
+
+
+def _register_my_video() -> None:
+    @register(MINE_VIDEO, kind="video", family="mine", title="My video endpoint")
+    class MyVideo(Endpoint):
+        """Make a video from a prompt."""
+
+        prompt: str = Field(min_length=1, description="What to film.")
+        duration: int = Field(5, ge=1, le=10, description="Seconds, 1-10.")

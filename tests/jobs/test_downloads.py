@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from genwidgets import _config
+from genwidgets.errors import DownloadError
 from genwidgets.jobs.downloads import (
-    DownloadError,
     download_outputs,
     download_outputs_async,
     extension_for,

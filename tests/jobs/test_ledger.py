@@ -11,14 +11,17 @@ import subprocess
 import sys
 import textwrap
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from genwidgets import _config
-from genwidgets.jobs import ledger as ledger_mod
-from genwidgets.jobs.ledger import Ledger, LedgerError, scrub_payload
+from genwidgets.errors import LedgerError, LedgerWarning
+from genwidgets.jobs.ledger import Ledger, scrub_payload
+from genwidgets.jobs.ledger import schema as ledger_schema
+from genwidgets.jobs.ledger import store as ledger_store
 from genwidgets.protocol.records import Handle, Result, Status
 
 GATEWAY = "http://127.0.0.1:9999"
@@ -69,6 +72,49 @@ def submit(
     return row_id
 
 
+def test_rows_carry_when_a_task_was_first_seen_running_and_done(
+    ledger: Ledger, clock: Clock
+) -> None:
+    submit(ledger, "t1")
+    submit(ledger, "t2")
+    for rid, statuses in (("t1", ["IN_QUEUE", "IN_PROGRESS", "IN_PROGRESS", "COMPLETED"]),
+                          ("t2", ["IN_QUEUE", "COMPLETED"])):  # fmt: skip
+        for n, name in enumerate(statuses):
+            clock.now = 1_000_000.0 + 10 * (n + 1)
+            ledger.record_status(GATEWAY, rid, Status(name, queue_position=n))
+        clock.now += 5
+        ledger.record_result(GATEWAY, rid, Result(status="COMPLETED", request_id=rid))
+    t1, t2 = ledger.get(GATEWAY, "t1"), ledger.get(GATEWAY, "t2")
+    assert t1 is not None and t2 is not None
+    assert (t1.running_at, t1.done_at, t1.finished_at) == (1_000_020.0, 1_000_040.0, 1_000_045.0)
+    assert (t2.running_at, t2.done_at) == (None, 1_000_020.0)  # never seen running
+
+
+def test_a_damaged_row_is_skipped_with_a_log_line(
+    ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    submit(ledger, "good")
+    bad = submit(ledger, "bad")
+    with ledger.transaction() as conn:  # as a foreign tool might leave it
+        conn.execute("UPDATE tasks SET payload = 'not json' WHERE id = ?", (bad,))
+    with caplog.at_level("WARNING", logger="genwidgets"):
+        assert [row.request_id for row in ledger.rows()] == ["good"]
+        assert ledger.get(GATEWAY, "bad") is None and ledger.row(bad) is None
+    assert f"skipped ledger row {bad}" in caplog.text
+
+
+def test_other_parts_keep_their_own_table_in_the_ledger_file(ledger: Ledger) -> None:
+    with ledger.transaction() as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS lab_grids (id TEXT PRIMARY KEY, body TEXT)")
+        conn.execute("INSERT INTO lab_grids VALUES ('g1', '{}')")
+    with pytest.raises(LedgerError), ledger.transaction() as conn:
+        conn.execute("INSERT INTO lab_grids VALUES ('g1', 'duplicate')")
+    assert ledger.query("SELECT id, body FROM lab_grids") == [("g1", "{}")]
+    submit(ledger, "still-fine")
+    with Ledger(ledger.path) as again:  # the extra table does not make the file foreign
+        assert again.get(GATEWAY, "still-fine") is not None
+
+
 def test_creates_parent_dirs_in_wal_mode_with_schema_version(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "ledger.sqlite3"
     with Ledger(path) as led:
@@ -80,7 +126,10 @@ def test_creates_parent_dirs_in_wal_mode_with_schema_version(tmp_path: Path) -> 
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     finally:
         con.close()
-    assert meta == {"application": "genwidgets-ledger", "schema_version": "1"}
+    assert meta == {
+        "application": "genwidgets-ledger",
+        "schema_version": str(ledger_schema.SCHEMA_VERSION),
+    }
 
 
 def test_default_path_is_under_genwidgets_home(
@@ -235,10 +284,10 @@ def test_intent_without_handle_becomes_outcome_unknown_after_stale_after(
         assert sender.rows()[0].state == "submitting"
     # a reader that is not sending it, young row from a live process: still "submitting"
     clock.now -= 3600
-    assert ledger_mod._pid_alive(os.getpid())
+    assert ledger_store._pid_alive(os.getpid())
     with Ledger(path, clock=clock) as reader:
         # as if the sending process were another one, alive on this host
-        ledger_mod._in_flight[str(path.resolve())].discard(row_id)
+        ledger_store._in_flight[str(path.resolve())].discard(row_id)
         fake_live_other = os.getppid()
         con = sqlite3.connect(path)
         con.execute("UPDATE tasks SET pid = ? WHERE id = ?", (fake_live_other, row_id))
@@ -443,25 +492,52 @@ def test_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
     con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     con.commit()
     con.close()
-    with pytest.raises(LedgerError, match=r"schema version 99, newer than .* understands \(1\)"):
+    with pytest.raises(LedgerError, match=r"schema version 99, newer than .* understands \(2\)"):
         Ledger(path)
 
 
-def test_a_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["foreign", "corrupted"])
+def test_an_unusable_file_is_moved_aside_and_recording_goes_on(tmp_path: Path, kind: str) -> None:
     path = tmp_path / "ledger.sqlite3"
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE photos (id INTEGER)")
-    con.commit()
-    con.close()
-    with pytest.raises(LedgerError, match="not a genwidgets ledger"):
-        Ledger(path)
+    if kind == "foreign":
+        con = sqlite3.connect(path)
+        con.execute("CREATE TABLE photos (id INTEGER)")
+        con.commit()
+        con.close()
+    else:
+        path.write_bytes(b"hello, this is not sqlite" * 100)
+    original = path.read_bytes()
+    with pytest.warns(LedgerWarning) as caught:
+        led = Ledger(path)
+    with led:
+        assert led.set_aside is not None and led.set_aside.parent == tmp_path
+        message = str(caught[0].message)
+        assert str(led.set_aside) in message and "recording goes on" in message
+        assert ("not a genwidgets ledger" if kind == "foreign" else "not a usable") in message
+        assert led.set_aside.read_bytes() == original  # kept as it was
+        submit(led, "after")
+        assert led.get(GATEWAY, "after") is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with Ledger(path) as again:  # the new file is a ledger: nothing moved twice
+            assert again.set_aside is None and again.get(GATEWAY, "after") is not None
 
 
-def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "ledger.sqlite3"
-    path.write_bytes(b"hello, this is not sqlite" * 100)
-    with pytest.raises(LedgerError, match="not a usable genwidgets ledger"):
-        Ledger(path)
+def test_a_client_keeps_recording_past_a_corrupted_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import genwidgets as gw
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    (tmp_path / "ledger.sqlite3").write_bytes(b"\x00garbage" * 500)
+    with pytest.warns(LedgerWarning, match="moved to"):
+        client = gw.Client()
+    try:
+        assert client.ledger is not None
+        client.run("asset-get", {"Id": "asset-demo"}, timeout=60)
+        assert [row.state for row in client.ledger.rows()] == ["finished"]
+    finally:
+        client.close()
 
 
 def test_a_registered_migration_upgrades_old_files(
@@ -476,17 +552,18 @@ def test_a_registered_migration_upgrades_old_files(
         ran.append(1)
         conn.execute("ALTER TABLE tasks ADD COLUMN note TEXT")
 
-    monkeypatch.setattr(ledger_mod, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(ledger_mod.MIGRATIONS, 1, add_column)
+    current = ledger_schema.SCHEMA_VERSION
+    monkeypatch.setattr(ledger_schema, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setitem(ledger_schema.MIGRATIONS, current, add_column)
     with Ledger(path) as led:
         assert led.get(GATEWAY, "old") is not None
     with Ledger(path):
-        pass  # already at version 2: not migrated twice
+        pass  # already at the new version: not migrated twice
     con = sqlite3.connect(path)
     version = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     columns = [c[1] for c in con.execute("PRAGMA table_info(tasks)")]
     con.close()
-    assert (ran, version, "note" in columns) == ([1], ("2",), True)
+    assert (ran, version, "note" in columns) == ([1], (str(current + 1),), True)
 
 
 # --------------------------------------------------------------------------- concurrency

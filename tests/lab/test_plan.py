@@ -118,3 +118,31 @@ def test_sweep_planning_is_the_same_product() -> None:
         {"seed": 2, "n": 2},
     ]
     assert plan.payloads[1] == {"prompt": "a", "seed": 1, "n": 2}
+
+
+def test_an_escaped_comma_in_a_group_stays_escaped_in_the_cells_prompt() -> None:
+    plan = plan_grid(IMGM, {"prompt": "a {pastel \\, yellow, red} kite --no {smoke\\, fog, rain}"})
+    assert plan.shown("y").values == ("pastel\\, yellow", "red")  # type: ignore[union-attr]
+    assert plan.shown("x").values == ("smoke\\, fog", "rain")  # type: ignore[union-attr]
+    first = Prompt.parse(plan.cells[0].payload["prompt"])
+    assert first.count() == 1 and first.text == "a pastel\\, yellow kite"
+    assert first.params["no"] == ["smoke\\, fog"]  # one item, not two
+    assert first.expand()[0].startswith("a pastel, yellow kite --no smoke, fog")
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "a {pastel \\, yellow, red} kite --seed 1",
+        "a {red, blue} kite --no {smoke\\, fog, rain} --seed 1",
+        "a {\\{curly\\} sign, plain sign} --seed 1",
+        "a {back\\\\slash, none} --seed 1",
+        "{https://example.com/a.png, https://example.com/b\\x.png} a kite --seed 1",
+        "a {red {bird, kite}, blue} --ar {1:1, 16:9} --seed 1",
+    ],
+)
+def test_each_cell_sends_what_its_expansion_of_the_whole_prompt_sends(prompt: str) -> None:
+    plan = plan_grid(IMGM, {"prompt": prompt})
+    assert [Prompt.parse(c.payload["prompt"]).expand() for c in plan.cells] == [
+        [sent] for sent in Prompt.parse(prompt).expand()
+    ]

@@ -13,8 +13,9 @@ from fake_gateway import BASE, FakeGateway, error, speed_up
 
 from genwidgets import errors
 from genwidgets._config import remember_secret
+from genwidgets.errors import OutcomeUnknown
 from genwidgets.protocol import http
-from genwidgets.protocol.http import Gateway, OutcomeUnknown, RateGate, parse_retry_after
+from genwidgets.protocol.http import Gateway, RateGate, parse_retry_after
 from genwidgets.protocol.records import Handle
 
 KEY = "sk-live-VERYSECRET-123"
@@ -215,12 +216,17 @@ def test_status_gives_up_after_bounded_retries() -> None:
 
 def test_request_not_found_is_retried_only_briefly() -> None:
     fake = FakeGateway()
-    start = time.monotonic()
+    now = [0.0]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # a fake clock: sleeping moves it on
+        slept.append(seconds)
+        now[0] += seconds
+
     with pytest.raises(errors.RequestNotFound, match="request_id ghost"):
-        run(gateway(fake).status(handle_for(fake, "ghost")))
-    elapsed = time.monotonic() - start
-    assert 0.3 <= elapsed < 2.0  # grace patched to 0.3 s
-    assert 2 <= fake.count("status") <= 6
+        run(gateway(fake, sleep=sleep, clock=lambda: now[0]).status(handle_for(fake, "ghost")))
+    assert sum(slept) == pytest.approx(0.3)  # the grace (patched to 0.3 s), then believed
+    assert fake.count("status") == len(slept) + 1
 
 
 def test_result_202_means_not_yet() -> None:
@@ -248,7 +254,10 @@ def test_retry_after_gates_every_request_of_the_client() -> None:
     async def scenario() -> None:
         gw = gateway(fake)
         first = asyncio.ensure_future(gw.status(handle_for(fake, a)))
-        await asyncio.sleep(0.05)  # the 429 has arrived and closed the gate
+        for _ in range(30_000):  # until the 429 has arrived and closed the gate (bounded)
+            if gw.gate.remaining > 0:
+                break
+            await asyncio.sleep(0.001)
         await gw.status(handle_for(fake, b))
         await first
 
@@ -270,15 +279,28 @@ def test_gate_past_the_cap_raises_with_the_wait() -> None:
     assert info.value.retry_after is not None and 29 <= info.value.retry_after <= 30
 
 
-def test_fetch_never_sends_the_key() -> None:
-    fake = FakeGateway()
+def test_fetch_sends_the_key_to_the_gateway_origin_only() -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append((str(request.url), request.headers.get("authorization")))
+        if request.url.path == "/files/moved.png":
+            return httpx.Response(302, headers={"location": "https://cdn.test/o.png"})
+        return httpx.Response(200, content=b"png")
 
     async def scenario() -> None:
-        gw = gateway(fake)
-        await gw.fetch(f"{BASE}/files/tok/out.png")
-        await gw.status(handle_for(fake, fake.add_task("ep", [{"status": "X"}])))
+        gw = Gateway(BASE, KEY, transport=httpx.MockTransport(handle))
+        assert await gw.fetch(f"{BASE}/files/tok/out.png") == b"png"
+        assert await gw.fetch("https://cdn.test/a.png") == b"png"
+        assert await gw.fetch(f"{BASE}/files/moved.png") == b"png"
+        assert await gw.fetch("http://gateway.test/files/x.png") == b"png"  # other scheme
+        await gw.aclose()
 
     run(scenario())
-    fetch_headers, status_headers = fake.seen_headers
-    assert "authorization" not in fetch_headers
-    assert status_headers["authorization"] == f"Bearer {KEY}"
+    assert seen == [
+        (f"{BASE}/files/tok/out.png", f"Bearer {KEY}"),
+        ("https://cdn.test/a.png", None),
+        (f"{BASE}/files/moved.png", f"Bearer {KEY}"),
+        ("https://cdn.test/o.png", None),  # the redirect did not carry it
+        ("http://gateway.test/files/x.png", None),
+    ]

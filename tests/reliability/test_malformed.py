@@ -12,7 +12,6 @@ import json
 import logging
 import socket
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,11 +22,10 @@ from urllib.parse import urlsplit
 import pytest
 
 import genwidgets as gw
-from genwidgets.errors import GatewayError, ServerError, TaskTimeout
+from genwidgets.errors import GatewayError, OutcomeUnknown, ServerError, TaskTimeout
 from genwidgets.jobs import job as job_module
 from genwidgets.jobs.ledger import OUTCOME_UNKNOWN
-from genwidgets.protocol.http import OutcomeUnknown
-from reliability.harness import genwidgets_home, operation_of
+from reliability.harness import genwidgets_home, operation_of, wait_until
 
 pytestmark = pytest.mark.reliability
 
@@ -204,10 +202,8 @@ def test_a_broken_create_answer_is_outcome_unknown_and_never_retried(
     answer: str, gateway: MisbehavingGateway, client: gw.Client, no_tracebacks: None
 ) -> None:
     gateway.behaviours["create"] = BROKEN.get(answer) or json_answer({"status_url": "x"})
-    started = time.monotonic()
-    with pytest.raises(GatewayError) as caught:
+    with pytest.raises(GatewayError) as caught:  # a hang would meet the test's timeout
         client.submit(ENDPOINT, PAYLOAD)
-    assert time.monotonic() - started < 10
     expected = (
         ServerError
         if answer in ("an HTML error page", "a 500 with a JSON detail")
@@ -232,15 +228,13 @@ def test_a_broken_status_answer_is_a_server_error_naming_the_task(
 ) -> None:
     gateway.behaviours["status"] = BROKEN[answer]
     job = client.submit(ENDPOINT, PAYLOAD)
-    started = time.monotonic()
     with pytest.raises(ServerError) as asked:
         job.status()
     _names_the_task(asked.value)
-    with pytest.raises(ServerError) as waited:
+    with pytest.raises(ServerError) as waited:  # not TaskTimeout: the poller gave up
         job.result(timeout=30)
     assert waited.value.request_id == REQUEST_ID
     _names_the_task(waited.value)
-    assert time.monotonic() - started < 30
     assert gateway.seen["result"] == 0
 
 
@@ -280,8 +274,9 @@ def test_an_unknown_or_missing_status_keeps_polling_until_the_wait_runs_out(
     assert job.last_status.status == body.get("status", "UNKNOWN")
     polls = gateway.seen["status"]
     assert polls >= 2
-    time.sleep(1.6)
-    assert gateway.seen["status"] > polls  # still polling after the wait gave up
+    wait_until(  # still polling after the wait gave up
+        lambda: gateway.seen["status"] > polls, 30, "a poll after the wait gave up"
+    )
     assert gateway.seen["result"] == 0
 
 

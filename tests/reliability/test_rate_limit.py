@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -64,12 +63,10 @@ def test_a_completed_task_whose_result_fetch_is_rate_limited_still_finishes(
     with genwidgets_home(tmp_path):
         client = gw.Client(sim.base_url, DEMO_KEY, max_retries=0, transport=tally)
         job = client.submit(*ASSET)
-        started = time.monotonic()
         try:
-            result = job.result(timeout=15)
+            result = job.result(timeout=15)  # a job that never ends raises TaskTimeout
         finally:
             client.close()
     assert result.ok, result.error
-    assert time.monotonic() - started < 15
     # after the first COMPLETED status, no more status requests are needed
     assert tally.count(("status",), (200,)) <= 2, sorted(tally.answers.items())

@@ -11,7 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from genwidgets.cli import build_parser, config_from, main
+from genwidgets.cli import build_parser, main
+from genwidgets.simulator import cli as simulator_cli
+from genwidgets.simulator.cli import config_from
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -76,6 +78,14 @@ def test_bad_values_are_argparse_errors_naming_the_range(
         main(["simulate", *argv])
     assert exit_info.value.code == 2
     assert words in capsys.readouterr().err
+
+
+def test_the_simulator_module_takes_the_same_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    args = simulator_cli.build_parser().parse_args(["--speed", "3", "--key", "k"])
+    assert config_from(args).speed == 3.0 and config_from(args).keys == ("k",)
+    with pytest.raises(SystemExit) as exit_info:
+        simulator_cli.main(["--workers", "0"])
+    assert exit_info.value.code == 2 and "from 1 to" in capsys.readouterr().err
 
 
 def test_restrict_needs_a_given_key(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,170 @@
+"""Small, shared readings of values on the wire and on disk (the bottom layer).
+
+One of each: a lenient integer, a byte count for people, a ``data:`` URL's
+bytes, and the MIME type ↔ file extension table. Nothing here imports the rest
+of genwidgets, so every layer (the simulator included) may use it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import mimetypes
+import re
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+__all__ = [
+    "EXTENSIONS",
+    "MIME_TYPES",
+    "DataURL",
+    "decode_data_url",
+    "extension_for",
+    "human_bytes",
+    "int_or_none",
+    "mime_for",
+]
+
+
+def int_or_none(value: Any, *, minimum: int | None = None) -> int | None:
+    """An integer read tolerantly, or None.
+
+    Accepted: an int (not a bool), a float with no fractional part, a decimal
+    string with an optional sign and spaces around. With ``minimum``, smaller
+    values read as None (a negative file size is no size).
+    """
+    number: int | None = None
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value.strip()):
+        number = int(value.strip())
+    if number is not None and minimum is not None and number < minimum:
+        return None
+    return number
+
+
+def human_bytes(n: int) -> str:
+    """``64 MB``, ``1.5 MB (1,572,864 bytes)``, ``900 bytes``: MB are MiB (2**20 bytes)."""
+    mib = 2**20
+    if n and n % mib == 0:
+        return f"{n // mib} MB"
+    if n >= 10**5:
+        return f"{n / mib:.1f} MB ({n:,} bytes)"
+    return f"{n:,} bytes"
+
+
+class DataURL:
+    """A parsed ``data:`` URL: its declared MIME type, parameters and decoded bytes."""
+
+    __slots__ = ("base64", "data", "mime", "params")
+
+    def __init__(self, mime: str, params: tuple[str, ...], base64: bool, data: bytes) -> None:
+        self.mime = mime
+        self.params = params
+        self.base64 = base64
+        self.data = data
+
+
+def decode_data_url(url: str, *, strict: bool = False) -> DataURL:
+    """Decode ``data:[<mime>][;param...][;base64],<data>`` (RFC 2397).
+
+    Raises ``ValueError`` saying what is wrong: no comma, or Base64 that does not
+    decode. ``strict`` refuses anything but the standard Base64 alphabet with its
+    padding; the tolerant default adds missing padding, reads the URL-safe
+    alphabet and skips stray characters. Whitespace inside is always allowed.
+    """
+    if url[:5].lower() != "data:":
+        raise ValueError("a data URL starts with 'data:'")
+    head, sep, payload = url[5:].partition(",")
+    if not sep:
+        raise ValueError("malformed data: URL (no comma before the data)")
+    parts = [p.strip() for p in head.split(";")]
+    mime = parts[0].lower()
+    params = tuple(parts[1:])
+    is_base64 = any(p.lower() == "base64" for p in params)
+    if not is_base64:
+        return DataURL(mime, params, False, unquote_to_bytes(payload))
+    text = "".join(unquote_to_bytes(payload).decode("ascii", errors="replace").split())
+    try:
+        if strict:
+            data = base64.b64decode(text, validate=True)
+        else:  # tolerant: missing padding, the URL-safe alphabet
+            text += "=" * (-len(text) % 4)
+            url_safe = "-" in text or "_" in text
+            data = base64.urlsafe_b64decode(text) if url_safe else base64.b64decode(text)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"undecodable Base64 in a data: URL ({exc})") from None
+    return DataURL(mime, params, True, data)
+
+
+#: the MIME type of each media format name (the catalog's and Pillow/PyAV's names)
+MIME_TYPES: dict[str, str] = {
+    "jpeg": "image/jpeg",
+    "png": "image/png",
+    "webp": "image/webp",
+    "bmp": "image/bmp",
+    "tiff": "image/tiff",
+    "gif": "image/gif",
+    "mp4": "video/mp4",
+    "mov": "video/quicktime",
+    "avi": "video/x-msvideo",
+    "webm": "video/webm",
+    "mkv": "video/x-matroska",
+    "mp3": "audio/mpeg",
+    "wav": "audio/wav",
+    "m4a": "audio/mp4",
+    "flac": "audio/flac",
+    "ogg": "audio/ogg",
+    "aac": "audio/aac",
+    "json": "application/json",
+    "txt": "text/plain",
+}
+
+#: the file extension of each content type we meet; others ask ``mimetypes``, then ``.bin``
+EXTENSIONS: dict[str, str] = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/jpg": ".jpg",
+    "image/webp": ".webp",
+    "image/gif": ".gif",
+    "image/bmp": ".bmp",
+    "image/tiff": ".tiff",
+    "video/mp4": ".mp4",
+    "video/quicktime": ".mov",
+    "video/webm": ".webm",
+    "video/x-msvideo": ".avi",
+    "video/x-matroska": ".mkv",
+    "audio/mpeg": ".mp3",
+    "audio/mp3": ".mp3",
+    "audio/wav": ".wav",
+    "audio/x-wav": ".wav",
+    "audio/wave": ".wav",
+    "audio/flac": ".flac",
+    "audio/mp4": ".m4a",
+    "audio/ogg": ".ogg",
+    "audio/aac": ".aac",
+    "application/json": ".json",
+    "text/plain": ".txt",
+    "application/octet-stream": ".bin",
+}
+UNKNOWN_EXTENSION = ".bin"
+
+
+def mime_for(fmt: str, kind: str = "application") -> str:
+    """The MIME type of a format name (``png`` → ``image/png``); ``<kind>/<fmt>`` if unknown."""
+    return MIME_TYPES.get(fmt, f"{kind}/{fmt}")
+
+
+def extension_for(content_type: str) -> str:
+    """``.png`` for ``image/png``…: decided by the content type alone, never by a URL."""
+    mime = content_type.split(";")[0].strip().lower()
+    if mime in EXTENSIONS:
+        return EXTENSIONS[mime]
+    guessed = mimetypes.guess_extension(mime, strict=False) if mime else None
+    if guessed and re.fullmatch(r"\.[A-Za-z0-9]{1,8}", guessed):
+        return guessed
+    return UNKNOWN_EXTENSION

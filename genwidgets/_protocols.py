@@ -1,0 +1,100 @@
+"""What the widgets need of a Job and of a Client, as typed ``Protocol``s.
+
+Widgets (the form, the task view, the board, the prompt lab) code against these
+rather than the concrete classes, so a test double or a future client fits
+without ``getattr`` probing. :class:`genwidgets.jobs.job.Job` and
+:class:`genwidgets._client.Client` satisfy them (mypy checks it in ``_client``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .jobs.ledger import Ledger
+    from .protocol.prepared import PreparedRequest
+    from .protocol.records import Result, Status
+
+__all__ = ["ClientLike", "JobLike"]
+
+
+class JobLike(Protocol):
+    """One task as a view sees it: identity, last known state, waits and callbacks."""
+
+    @property
+    def endpoint(self) -> str: ...
+
+    @property
+    def request_id(self) -> str: ...
+
+    @property
+    def queue_position(self) -> int | None: ...
+
+    @property
+    def elapsed(self) -> float: ...
+
+    @property
+    def status_text(self) -> str: ...
+
+    @property
+    def client(self) -> Any: ...  # the ClientLike that made it (Any: Job keeps it untyped)
+
+    payload: dict[str, Any] | None
+    submitted_at: float
+    finished_at: float | None
+    last_status: Status | None
+    last_result: Result | None
+    cancel_requested: bool
+
+    def done(self) -> bool: ...
+
+    def result(self, timeout: float | None = None) -> Result: ...
+
+    def cancel(self) -> None: ...
+
+    def request_cancel(self) -> None: ...
+
+    def add_done_callback(self, fn: Callable[[Any], Any]) -> None: ...
+
+    def add_update_callback(self, fn: Callable[[Any], Any]) -> Callable[[], None]: ...
+
+
+class ClientLike(Protocol):
+    """A client as widgets use it: the one-trip submit, its jobs, its history, its ledger."""
+
+    @property
+    def embedded(self) -> bool: ...
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def jobs(self) -> list[Any]: ...  # JobLike items, newest first
+
+    @property
+    def ledger(self) -> Ledger | None: ...
+
+    def prepare(
+        self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
+    ) -> PreparedRequest: ...
+
+    def send(
+        self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
+    ) -> JobLike: ...
+
+    def submit(
+        self,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        *,
+        validate: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> JobLike: ...
+
+    def history(
+        self,
+        endpoint: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Any]: ...  # JobLike items, newest first

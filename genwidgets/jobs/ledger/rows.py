@@ -1,0 +1,127 @@
+"""A ledger row: one task as the ledger knows it, and the names of its states.
+
+States of a row (``LedgerRow.state``)::
+
+    submitting ──handle──▶ submitted ──result──▶ finished
+        │
+        ├──create failed, nothing created──▶ not_created
+        └──create failed, maybe created / process died──▶ outcome_unknown
+
+Times are Unix seconds: ``submitted_at`` (intent written), ``handle_at`` (task
+created), ``running_at`` (first status seen that is neither ``IN_QUEUE`` nor
+terminal), ``done_at`` (first terminal status or result seen), ``finished_at``
+(final result recorded). ``running_at``/``done_at`` are what a run-time model
+learns from; they are None when not observed (a task that went from the queue
+to done between two polls has no ``running_at``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...protocol.records import Fetcher, Handle, Result
+
+__all__ = [
+    "COLUMNS",
+    "COLUMN_NAMES",
+    "FAILED",
+    "FINISHED",
+    "NOT_CREATED",
+    "OK",
+    "OUTCOME_UNKNOWN",
+    "STATES",
+    "SUBMITTED",
+    "SUBMITTING",
+    "UNFINISHED",
+    "LedgerRow",
+]
+
+SUBMITTING = "submitting"
+SUBMITTED = "submitted"
+NOT_CREATED = "not_created"
+OUTCOME_UNKNOWN = "outcome_unknown"
+FINISHED = "finished"
+STATES = frozenset({SUBMITTING, SUBMITTED, NOT_CREATED, OUTCOME_UNKNOWN, FINISHED})
+#: status filters that are not states nor gateway status names
+UNFINISHED = "unfinished"
+OK = "ok"
+FAILED = "failed"
+
+#: the columns of ``tasks`` a row is read from, in :class:`LedgerRow` order
+COLUMNS = (
+    "id, gateway, endpoint, request_id, state, status, queue_position, payload, "
+    "submitted_at, updated_at, finished_at, ok, error, error_type, outputs, "
+    "status_url, response_url, cancel_url, pid, host, handle_at, running_at, done_at"
+)
+COLUMN_NAMES = tuple(name.strip() for name in COLUMNS.split(","))
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    """One task as the ledger knows it. ``state`` is derived (see the module docstring)."""
+
+    id: int
+    gateway: str
+    endpoint: str
+    request_id: str | None
+    state: str
+    status: str | None
+    queue_position: int | None
+    payload: dict[str, Any] = field(repr=False)
+    submitted_at: float
+    updated_at: float
+    finished_at: float | None
+    ok: bool | None
+    error: str | None
+    error_type: str | None
+    outputs: list[dict[str, Any]] = field(repr=False)
+    status_url: str | None = None
+    response_url: str | None = None
+    cancel_url: str | None = None
+    pid: int | None = None
+    host: str | None = None
+    handle_at: float | None = None
+    #: first seen running (a status other than IN_QUEUE, before the end), if seen
+    running_at: float | None = None
+    #: first seen terminal (a terminal status or the result), if seen
+    done_at: float | None = None
+
+    @property
+    def unfinished(self) -> bool:
+        """Created on the gateway, final result not recorded yet: worth resuming."""
+        return self.request_id is not None and self.state == SUBMITTED
+
+    def handle(self, base_url: str | None = None) -> Handle | None:
+        """The task handle to re-attach with: the URLs the gateway gave, as stored.
+
+        A URL the row lacks (a task re-attached by id) takes the documented shape
+        on ``base_url`` (default: the row's gateway). None when no task id was
+        ever received.
+        """
+        if self.request_id is None:
+            return None
+        return Handle.documented(
+            base_url or self.gateway,
+            self.endpoint,
+            self.request_id,
+            status_url=self.status_url,
+            response_url=self.response_url,
+            cancel_url=self.cancel_url,
+            queue_position=self.queue_position,
+        )
+
+    def result(self, fetch: Fetcher | None = None) -> Result | None:
+        """The recorded final result (None while unfinished), through
+        :meth:`Result.from_ledger`; ``fetch`` reads output URLs."""
+        if self.request_id is None or self.state != FINISHED:
+            return None
+        return Result.from_ledger(
+            endpoint=self.endpoint,
+            request_id=self.request_id,
+            status=self.status or ("COMPLETED" if self.ok is not None else self.state),
+            error=self.error if self.ok is False else None,
+            error_type=self.error_type,
+            outputs=self.outputs,
+            fetch=fetch,
+        )

@@ -1,0 +1,115 @@
+"""The ledger's SQLite schema: created, migrated in place, or refused.
+
+Schema versions live in a ``meta`` table (``application``, ``schema_version``).
+A new file gets version 1 and then every migration, so old and new files take
+the same path. A newer version is refused (upgrade genwidgets); a file that is
+not a genwidgets ledger (another application's SQLite file, or not SQLite at
+all) is refused as *replaceable*: the store moves it aside and starts afresh.
+
+Other tables in the same file are left alone: the prompt lab keeps its own
+there (see :meth:`genwidgets.jobs.ledger.Ledger.transaction`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from ...errors import LedgerError
+
+__all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "ensure_schema"]
+
+SCHEMA_VERSION = 2
+APPLICATION = "genwidgets-ledger"
+
+SCHEMA_V1 = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE tasks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    gateway TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    request_id TEXT,
+    state TEXT NOT NULL,
+    status TEXT,
+    queue_position INTEGER,
+    payload TEXT NOT NULL,
+    status_url TEXT,
+    response_url TEXT,
+    cancel_url TEXT,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    submitted_at REAL NOT NULL,
+    handle_at REAL,
+    updated_at REAL NOT NULL,
+    finished_at REAL,
+    ok INTEGER,
+    error TEXT,
+    error_type TEXT,
+    outputs TEXT NOT NULL DEFAULT '[]'
+)""",
+    "CREATE INDEX tasks_by_request ON tasks (gateway, request_id)",
+    "CREATE INDEX tasks_by_state ON tasks (state)",
+)
+
+
+def _add_observed_times(conn: sqlite3.Connection) -> None:
+    """Version 2: when a task was first seen running and first seen done."""
+    conn.execute("ALTER TABLE tasks ADD COLUMN running_at REAL")
+    conn.execute("ALTER TABLE tasks ADD COLUMN done_at REAL")
+
+
+#: MIGRATIONS[n] upgrades a version-n file to version n+1 (inside one transaction)
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _add_observed_times}
+
+
+def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Create, migrate or refuse; in one write transaction so kernels don't race."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            for statement in SCHEMA_V1:  # not executescript: it would COMMIT first
+                conn.execute(statement)
+            conn.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("application", APPLICATION), ("schema_version", "1")],
+            )
+            tables = {"meta", "tasks"}
+        _migrate_or_refuse(conn, tables, path)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _migrate_or_refuse(conn: sqlite3.Connection, tables: set[str], path: Path) -> None:
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
+    if meta.get("application") != APPLICATION:
+        raise LedgerError(
+            f"{path} is an SQLite file of something else (tables {sorted(tables)}), "
+            "not a genwidgets ledger",
+            replaceable=True,
+        )
+    raw_version = meta.get("schema_version", "")
+    if not raw_version.isdigit():
+        raise LedgerError(
+            f"{path} has no readable schema version ({raw_version!r})", replaceable=True
+        )
+    version = int(raw_version)
+    if version > SCHEMA_VERSION:
+        raise LedgerError(
+            f"the ledger {path} has schema version {version}, newer than this "
+            f"genwidgets understands ({SCHEMA_VERSION}); upgrade genwidgets, or set "
+            "GENWIDGETS_HOME to another directory to keep a separate ledger"
+        )
+    while version < SCHEMA_VERSION:
+        if version not in MIGRATIONS:
+            raise LedgerError(
+                f"the ledger {path} has schema version {version}, which this "
+                "genwidgets cannot migrate; move the file away to start a new ledger"
+            )
+        MIGRATIONS[version](conn)
+        version += 1
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))

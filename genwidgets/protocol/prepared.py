@@ -1,0 +1,82 @@
+"""One trip for a payload: validated once, serialised once, sent unchanged.
+
+In the manner of httpx's ``build_request`` → ``send``: :func:`prepare` turns an
+endpoint and a payload into a frozen :class:`PreparedRequest` whose ``body`` is
+the exact bytes the create request carries. Everything after it (the ledger's
+intent row, the HTTP request) reads that one object; nothing validates or
+serialises the payload again. The only size check is the spec's 64 MB cap,
+measured in UTF-8 bytes of that body (:func:`genwidgets.media.check_body_size`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..catalog import EndpointModel, webhook_fields
+from ..catalog import validate as validate_payload
+from ..errors import PayloadError
+from ..media import check_body_size, encode_body
+
+__all__ = ["PreparedRequest", "prepare"]
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedRequest:
+    """A create request ready to leave: ``body`` is sent as is, byte for byte.
+
+    ``model`` is the validated pydantic model (None when validation was turned
+    off), ``payload`` the JSON object ``body`` encodes (treat it as read-only).
+    """
+
+    endpoint: str
+    model: EndpointModel | None = field(repr=False)
+    payload: dict[str, Any] = field(repr=False)
+    body: bytes = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"<PreparedRequest {self.endpoint} {len(self.body):,} bytes>"
+
+
+def _refuse_webhooks(endpoint: str, payload: Mapping[str, Any]) -> None:
+    hooks = webhook_fields(payload)
+    if hooks:
+        raise PayloadError(
+            [
+                {
+                    "loc": (k,),
+                    "msg": "webhook not supported: the service delivers no webhooks; poll instead",
+                }
+                for k in hooks
+            ],
+            endpoint=endpoint,
+        )
+
+
+def prepare(endpoint: str, payload: Mapping[str, Any], *, validate: bool = True) -> PreparedRequest:
+    """Validate (unless ``validate=False``) and serialise ``payload`` once.
+
+    Webhook fields are refused either way (the service rejects them), and so is
+    a body over the spec's 64 MB; both raise :class:`PayloadError` before
+    anything is sent.
+    """
+    if not isinstance(endpoint, str) or not endpoint:
+        raise PayloadError(f"an endpoint is a non-empty string, not {endpoint!r}")
+    if not isinstance(payload, Mapping):
+        raise PayloadError(
+            f"a payload is a dict of fields, not {type(payload).__name__}", endpoint=endpoint
+        )
+    model: EndpointModel | None = None
+    if validate:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            model = validate_payload(endpoint, payload)
+        sent = model.payload()
+    else:
+        _refuse_webhooks(endpoint, payload)
+        sent = dict(payload)
+    body = encode_body(sent, endpoint=endpoint)
+    check_body_size(body, endpoint=endpoint)
+    return PreparedRequest(endpoint=endpoint, model=model, payload=sent, body=body)

@@ -1,0 +1,158 @@
+"""The simulator's command line: ``python -m genwidgets.simulator [flags]``, also
+reached as ``genwidgets simulate [flags]`` (:mod:`genwidgets.cli` delegates here).
+
+Every flag is checked by argparse, and a bad value names the allowed range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._config import DEMO_KEY
+from ..errors import SimulatorStartError
+from . import config as c
+from .config import SimConfig
+from .registry import ENDPOINTS
+from .server import SimulatorServer
+
+
+def _checked(convert: Callable[[str], Any], check: Callable[[Any], Any]) -> Callable[[str], Any]:
+    """An argparse type: convert the text, then apply the SimConfig check."""
+
+    def parse(text: str) -> Any:
+        try:
+            try:
+                value = convert(text)
+            except ValueError:
+                value = text  # not a number: the check names what is allowed
+            return check(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be an integer from 0 to 65535, got {text!r}")
+    return port
+
+
+def _restriction(text: str) -> tuple[str, tuple[str, ...]]:
+    key, sep, names = text.partition("=")
+    endpoints = tuple(n.strip() for n in names.split(",") if n.strip())
+    if not sep or not key.strip() or not endpoints:
+        raise argparse.ArgumentTypeError(
+            f"--restrict takes KEY=ENDPOINT[,ENDPOINT...], got {text!r}"
+        )
+    unknown = [n for n in endpoints if n not in ENDPOINTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown endpoint(s) {', '.join(unknown)} in --restrict; known: "
+            + ", ".join(sorted(ENDPOINTS))
+        )
+    return key.strip(), endpoints
+
+
+def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
+    """The simulator's flags, on ``parser`` (its own, or ``genwidgets simulate``)."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=_port, default=8765, help="port (0 picks a free one)")
+    parser.add_argument(
+        "--key",
+        action="append",
+        dest="keys",
+        metavar="KEY",
+        help=f"accepted API key; repeat for several (default: the demo key {DEMO_KEY!r})",
+    )
+    parser.add_argument(
+        "--restrict",
+        action="append",
+        type=_restriction,
+        default=[],
+        metavar="KEY=EP[,EP...]",
+        help="let KEY use only these endpoints (others answer 'Model not allowed for this user')",
+    )
+    # the SimConfig settings that argparse converts and then checks: flag, type, check,
+    # default, help
+    checked: tuple[tuple[str, Callable[[str], Any], Callable[[Any], Any], Any, str], ...] = (
+        ("--speed", float, c.check_speed, 1.0,
+         "divide every simulated duration by this (2 = twice as fast)"),
+        ("--workers", int, c.check_workers, 4, "tasks running at once; the rest queue"),
+        ("--fail-rate", float, lambda v: c.check_rate("fail-rate", v), 0.0,
+         "share of tasks that end COMPLETED with an error (0-1)"),
+        ("--error-rate", float, lambda v: c.check_rate("error-rate", v), 0.0,
+         "share of status/result requests answered 502/503 (0-1)"),
+        ("--rate-limit", float, c.check_rate_limit, None,
+         "requests per second per key before RATE_LIMIT_EXCEEDED"),
+        ("--latency", float, c.check_latency, 0.0, "seconds added before every answer"),
+    )  # fmt: skip
+    for flag, convert, check, default, text in checked:
+        parser.add_argument(flag, type=_checked(convert, check), default=default, help=text)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
+
+
+def build_parser(prog: str = "python -m genwidgets.simulator") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Run the local gateway simulator (the whole queue protocol, real media).",
+    )
+    add_simulate_arguments(parser)
+    return parser
+
+
+def config_from(args: argparse.Namespace) -> SimConfig:
+    """The :class:`SimConfig` the parsed flags describe."""
+    keys = tuple(args.keys) if args.keys else (DEMO_KEY,)
+    restrict = dict(args.restrict)
+    strangers = sorted(set(restrict) - set(keys))
+    if strangers:
+        raise ValueError("--restrict names a key that is not given with --key")
+    return SimConfig(
+        keys=keys,
+        restrict=restrict,
+        speed=args.speed,
+        workers=args.workers,
+        fail_rate=args.fail_rate,
+        error_rate=args.error_rate,
+        rate_limit=args.rate_limit,
+        latency=args.latency,
+        seed=args.seed,
+    )
+
+
+def simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Serve in the foreground until Ctrl+C; 1 when the server cannot start."""
+    try:
+        config = config_from(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    server = SimulatorServer(config, host=args.host, port=args.port)
+    try:
+        server.serve_forever(lambda: _announce(server, config))
+    except SimulatorStartError as exc:
+        print(f"genwidgets: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _announce(server: SimulatorServer, config: SimConfig) -> None:
+    keys = ", ".join(config.keys) if config.keys == (DEMO_KEY,) else f"{len(config.keys)} given"
+    print(f"genwidgets simulator on {server.base_url}", flush=True)
+    print(f"  GENWIDGETS_BASE_URL={server.base_url}", flush=True)
+    print(f"  API key: {keys}   speed: {config.speed:g}   workers: {config.workers}", flush=True)
+    print("  Ctrl+C stops it.", flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    return simulate(parser.parse_args(argv), parser)

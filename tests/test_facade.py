@@ -1,0 +1,87 @@
+"""The public surface of ``import genwidgets as gw``, pinned, and the one exception tree."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import genwidgets as gw
+from genwidgets import errors
+
+#: every public name of the facade; a change here is a change of the public API (DESIGN.md)
+PUBLIC = {
+    "AsyncClient", "Client", "EndpointForm", "EndpointSpec", "Job", "Output",
+    "PreparedRequest", "Result", "Status",
+    "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid", "login", "render",
+    "sweep", "validate",
+    *errors.__all__,
+}  # fmt: skip
+
+
+def test_all_is_the_public_surface() -> None:
+    assert set(gw.__all__) == PUBLIC
+    assert len(gw.__all__) == len(set(gw.__all__))
+    lazy_or_eager = set(gw._LAZY) | {n for n in vars(gw) if not n.startswith("_")}
+    public_here = lazy_or_eager - {"annotations", "TYPE_CHECKING", "Any", "ModuleType"}
+    public_here -= {n for n, v in vars(gw).items() if inspect.ismodule(v)}
+    assert public_here == PUBLIC
+
+
+def test_every_public_name_resolves() -> None:
+    for name in gw.__all__:
+        assert getattr(gw, name) is not None, name
+
+
+def test_every_exception_and_warning_lives_in_errors_and_in_its_tree() -> None:
+    tree = errors.__doc__ or ""
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        assert cls.__module__ == "genwidgets.errors", name
+        assert issubclass(cls, gw.GenwidgetsError | gw.GenwidgetsWarning), name
+        assert f" {name}" in tree, f"{name} is not drawn in the errors docstring"
+    assert issubclass(gw.OutcomeUnknown, gw.ServerError)
+    assert issubclass(gw.GenwidgetsWarning, UserWarning)
+
+
+def test_no_other_module_defines_a_user_facing_exception() -> None:
+    import pkgutil
+
+    import genwidgets
+
+    strays = []
+    for info in pkgutil.walk_packages(genwidgets.__path__, "genwidgets."):
+        if info.name == "genwidgets.errors" or info.name.startswith(
+            ("genwidgets.widgets", "genwidgets.simulator.__main__")
+        ):
+            continue  # widgets need ipywidgets; __main__ runs the simulator
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = __import__(info.name, fromlist=["_"])
+        for name, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException | Warning)
+                and value.__module__ == info.name
+                and not name.startswith("_")
+            ):
+                strays.append(f"{info.name}.{name}")
+    assert not strays, strays
+
+
+def test_the_display_hook_comes_from_the_facade() -> None:
+    from genwidgets.jobs import job as job_module
+
+    assert gw.Job is job_module.Job
+    assert job_module.display_hook is gw._display_job
+
+
+def test_submodules_import_through_the_facade_in_a_fresh_process() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from genwidgets import media, imgm, catalog, errors, simulator; "
+        "import genwidgets as gw; print(gw.media is media, gw.Client.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "Client"], done.stderr

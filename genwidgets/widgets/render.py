@@ -220,13 +220,18 @@ def _file_name(output: Output) -> str:
     return f"output {output.index}"
 
 
-def _caption(output: Output) -> str:
+def caption_text(output: Output) -> str:
+    """``name · content type · size``: the line under an output (plain text)."""
     size = output.raw.get("file_size")
     size_text = f" · {human_bytes(size)}" if isinstance(size, int) and size > 0 else ""
+    return f"{_file_name(output)} · {output.content_type}{size_text}"
+
+
+def _caption(output: Output) -> str:
     saved = f" · saved at {esc(output.path)}" if _local_size(output.path) is not None else ""
     return (
         '<div class="gw-caption" style="color:#6b7280;font-size:0.85em">'
-        f"{esc(_file_name(output))} · {esc(output.content_type)}{size_text}{saved}</div>"
+        f"{esc(caption_text(output))}{saved}</div>"
     )
 
 
@@ -409,13 +414,11 @@ def live_entry(output: Output) -> dict[str, Any]:
     as ``html``, escaped here like every fragment of this module.
     """
     source = source_of(output, prefer_url=True)
-    size = output.raw.get("file_size")
-    size_text = f" · {_megabytes(size)}" if isinstance(size, int) and size > 0 else ""
     entry: dict[str, Any] = {
         "kind": output.kind,
         "content_type": output.content_type,
         "name": _file_name(output),
-        "caption": f"{_file_name(output)} · {output.content_type}{size_text}",
+        "caption": caption_text(output),
         "url": None,
         "poster": None,
         "fallback": None,

@@ -46,7 +46,8 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from ..protocol.records import Result, Status
+from .._protocols import JobLike
+from ..protocol.records import Result
 from ._style import (
     COLOURS,
     SIMULATED_BADGE,
@@ -117,33 +118,13 @@ def shared_layout() -> ipywidgets.Layout:
         return _SHARED_LAYOUT[0]
 
 
-class ViewedClient(Protocol):
-    embedded: bool
+class ViewedJob(JobLike, Protocol):
+    """What the task view reads of a job: :class:`~genwidgets._protocols.JobLike`
+    and, from the polling schedule, ``expected_finish`` (seconds from now, or
+    None), which the view shows as "about N s left"."""
 
-
-class ViewedJob(Protocol):
-    """What the task view reads of a job (a local stand-in for the shared
-    ``genwidgets._protocols.JobLike`` until that module exists)."""
-
-    endpoint: str
-    request_id: str
-    client: ViewedClient
-    submitted_at: float
-    last_status: Status | None
-    last_result: Result | None
-    cancel_requested: bool
-
-    @property
-    def queue_position(self) -> int | None: ...
-    @property
-    def elapsed(self) -> float: ...
     @property
     def expected_finish(self) -> float | None: ...
-    def done(self) -> bool: ...
-    def result(self, timeout: float | None = None) -> Result: ...
-    def request_cancel(self) -> None: ...
-    def add_update_callback(self, fn: Callable[[Any], Any]) -> Callable[[], Any]: ...
-    def add_done_callback(self, fn: Callable[[Any], Any]) -> None: ...
 
 
 def job_look(job: ViewedJob) -> StatusLook:
@@ -225,6 +206,10 @@ class TaskView(anywidget.AnyWidget):
     outputs = traitlets.List(traitlets.Dict()).tag(sync=True)
 
     def __init__(self, job: ViewedJob, **kwargs: Any) -> None:
+        # Set first: close() (also run by Widget.__del__) needs them even when
+        # a job that lacks part of the JobLike protocol makes the next line fail.
+        self._finished = False
+        self._removers: list[Callable[[], Any]] = []
         super().__init__(
             endpoint=str(job.endpoint),
             request_id=str(job.request_id),
@@ -235,10 +220,8 @@ class TaskView(anywidget.AnyWidget):
         self.job = job
         self._throttle = Throttle(self._write)
         self._cancel_clicked = False
-        self._finished = False
         self._shown_result: Result | None = None
         self._resend_pending = False
-        self._removers: list[Callable[[], Any]] = []
         self.add_class("gw-task-view")
         self.on_msg(self._on_message)
         self._throttle.request(force=True)

@@ -70,11 +70,6 @@ from .ticker import (
     stop_following,
 )
 
-# Re-exported for widgets/board.py, which imports them from here today; their
-# home is .ticker (import them from there).
-from .ticker import TICKER as TICKER
-from .ticker import guarded as _guarded
-
 __all__ = [
     "MIN_INTERVAL",
     "TICK_PERIOD",
@@ -151,7 +146,8 @@ def queue_position(job: ViewedJob) -> int | None:
     return job.queue_position
 
 
-def _embedded(job: ViewedJob) -> bool:
+def is_simulated(job: ViewedJob) -> bool:
+    """Whether the job runs on the embedded simulator (every view says so)."""
     return bool(job.client.embedded)
 
 
@@ -214,7 +210,7 @@ class TaskView(anywidget.AnyWidget):
             endpoint=str(job.endpoint),
             request_id=str(job.request_id),
             start_time=float(job.submitted_at),
-            simulated=_embedded(job),
+            simulated=is_simulated(job),
             **{"layout": shared_layout(), **kwargs},
         )
         self.job = job
@@ -336,7 +332,7 @@ def plain_status(job: ViewedJob) -> str:
     parts.append(format_elapsed(job.elapsed))
     if look.error or look.error_type:
         parts.append(f"- {look.error}" + (f" ({look.error_type})" if look.error_type else ""))
-    if _embedded(job):
+    if is_simulated(job):
         parts.append("[simulated]")
     return " ".join(p for p in parts if p)
 
@@ -349,7 +345,7 @@ def final_bundle(job: ViewedJob) -> dict[str, str]:
         f"{status_badge(look)} <span>{esc(job.endpoint)}</span> "
         f'<code style="user-select:all">{esc(job.request_id)}</code> '
         f"<span>{esc(format_elapsed(job.elapsed))}</span>"
-        f"{' ' + SIMULATED_BADGE if _embedded(job) else ''}</div>"
+        f"{' ' + SIMULATED_BADGE if is_simulated(job) else ''}</div>"
     )
     result = job.last_result
     text = plain_status(job)
@@ -403,9 +399,9 @@ class _FinalOutput:
                 return
             self._published = True
         if self._remove is not None:
-            _guarded(self._remove)
+            guarded(self._remove)
         bundle = final_bundle(self.job)
-        _guarded(lambda: as_current_request(lambda: self.write(bundle)))
+        guarded(lambda: as_current_request(lambda: self.write(bundle)))
         _REPUBLISH.add(lambda: self.write(bundle))
 
 
@@ -448,7 +444,7 @@ class _Republisher:
         with self._lock:
             pending, self._pending = self._pending, []
         for write in pending:
-            _guarded(write)
+            guarded(write)
 
 
 _REPUBLISH = _Republisher()

@@ -20,7 +20,7 @@ from genwidgets.widgets import board as board_module
 from genwidgets.widgets._style import COLOURS
 from genwidgets.widgets.board import ALL, Board
 from genwidgets.widgets.sweep import Sweep, sweep
-from genwidgets.widgets.task import TICKER
+from genwidgets.widgets.ticker import TICKER
 
 
 @pytest.fixture(autouse=True)

@@ -268,6 +268,10 @@ def task_views(state: Mapping[str, Mapping[str, Any]]) -> list[SavedTaskView]:
     for model_id, model in state.items():
         if "gw-task-view" not in model["state"].get("_dom_classes", []):
             continue
+        if "category" in model["state"]:  # the anywidget task view: status as traits
+            saved = model["state"]
+            views.append(SavedTaskView(model_id, saved["category"], saved.get("status", ""), ""))
+            continue
         html = "".join(
             str(state[m]["state"].get("value", ""))
             for m in descendants(state, model_id)
@@ -301,6 +305,9 @@ def media_kinds(nb: nbformat.NotebookNode) -> dict[str, set[str]]:
         in_widgets |= {k for k, name in _MEDIA_MODELS.items() if model["model_name"] == name}
         if model["model_name"] == "HTMLModel":
             in_widgets |= _tags(str(model["state"].get("value", "")))
+        for entry in model["state"].get("outputs", []):  # the anywidget task view's outputs
+            if isinstance(entry, dict) and entry.get("kind") in _MEDIA_TAGS:
+                in_widgets.add(entry["kind"])
     return {"outputs": shown, "widgets": in_widgets}
 
 

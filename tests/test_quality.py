@@ -44,35 +44,28 @@ def test_mypy_is_clean() -> None:
 #
 #   rank  layer       modules
 #   0     base        _config, _formats, errors
-#   1     catalog     catalog/**
-#   2     media       media, imgm (the prompt language; imgm/builder.py is a widget)
-#   3     protocol    protocol/**
-#   4     jobs        jobs/**
-#   4     simulator   simulator/**            (beside jobs)
-#   5     client      _client, _protocols
-#   6     lab         lab/**                  (the prompt lab's model: no widgets)
-#   7     widgets     widgets/**, imgm/builder
-#   8     facade      __init__ (the package), cli
+#   1     language    imgm (the imgM prompt language: text in, text out)
+#   2     catalog     catalog/**              (validates imgM prompts with it)
+#   3     media       media
+#   4     protocol    protocol/**
+#   5     jobs        jobs/**
+#   5     simulator   simulator/**            (beside jobs)
+#   6     client      _client, _protocols
+#   7     lab         lab/**                  (the prompt lab's model: no widgets)
+#   8     widgets     widgets/** (the prompt builder widget among them)
+#   9     facade      __init__ (the package), cli
 LAYERS: dict[str, int] = {
     "base": 0,
-    "catalog": 1,
-    "media": 2,
-    "protocol": 3,
-    "jobs": 4,
-    "simulator": 4,
-    "client": 5,
-    "lab": 6,
-    "widgets": 7,
-    "facade": 8,
-}
-
-#: Violations in files other helpers of issue 12 are fixing; the lead deletes an
-#: entry when its fix is merged (the test says which entries no longer occur).
-KNOWN_VIOLATIONS: dict[str, str] = {
-    "genwidgets/imgm/__init__.py": (
-        "lead at merge: the imgm package's __getattr__ imports imgm/builder.py, a widget;"
-        " reach PromptBuilder from the widgets layer or the facade instead"
-    ),
+    "language": 1,
+    "catalog": 2,
+    "media": 3,
+    "protocol": 4,
+    "jobs": 5,
+    "simulator": 5,
+    "client": 6,
+    "lab": 7,
+    "widgets": 8,
+    "facade": 9,
 }
 
 
@@ -86,9 +79,9 @@ def layer_of(module: str) -> str:
         return "base"
     if head in ("_client", "_protocols"):
         return "client"
-    if module == "genwidgets.imgm.builder":
-        return "widgets"
-    if head in ("media", "imgm"):
+    if head == "imgm":
+        return "language"
+    if head == "media":
         return "media"
     if head in ("catalog", "protocol", "jobs", "simulator", "lab", "widgets"):
         return head
@@ -250,11 +243,8 @@ def test_every_module_has_a_layer() -> None:
 
 def test_layers_import_downward_only_with_no_cycles_and_no_importlib() -> None:
     problems = _problems()
-    unknown = {w: p for w, p in problems.items() if w not in KNOWN_VIOLATIONS}
-    fixed = sorted(set(KNOWN_VIOLATIONS) - set(problems))
-    report = "\n".join(f"{w}:\n  " + "\n  ".join(p) for w, p in sorted(unknown.items()))
-    assert not unknown, f"imports against the layer table:\n{report}"
-    assert not fixed, f"fixed, so delete from KNOWN_VIOLATIONS in tests/test_quality.py: {fixed}"
+    report = "\n".join(f"{w}:\n  " + "\n  ".join(p) for w, p in sorted(problems.items()))
+    assert not problems, f"imports against the layer table:\n{report}"
 
 
 def test_the_layering_check_sees_every_form_of_import(tmp_path: Path) -> None:

@@ -46,7 +46,8 @@ from ._style import (
     status_badge,
 )
 from .render import source_of, to_html
-from .task import TICKER, Throttle, _embedded, _guarded, job_look, stop_following
+from .task import is_simulated, job_look
+from .ticker import TICKER, Throttle, guarded, stop_following
 
 if TYPE_CHECKING:
     from ..jobs.job import Job
@@ -197,7 +198,7 @@ class CardData:
             elapsed=job.elapsed,
             payload=job.payload,
             outputs=tuple(result.outputs) if result is not None else (),
-            simulated=_embedded(job),
+            simulated=is_simulated(job),
         )
 
 
@@ -289,11 +290,11 @@ class JobCard(ipywidgets.HTML):
         self._report_change()
 
     def _on_update(self, job: Job) -> None:
-        _guarded(lambda: self._throttle.request(force=job_look(job).terminal))
+        guarded(lambda: self._throttle.request(force=job_look(job).terminal))
         self._report_change()
 
     def _on_done(self, job: Job) -> None:
-        _guarded(lambda: self._throttle.request(force=True))
+        guarded(lambda: self._throttle.request(force=True))
         self._report_change()
         self._stop()
 
@@ -304,7 +305,7 @@ class JobCard(ipywidgets.HTML):
         with self._throttle.lock:
             changed, self._changed = self._changed, False
         if changed and self._on_change is not None:
-            _guarded(lambda: self._on_change(self) if self._on_change else None)
+            guarded(lambda: self._on_change(self) if self._on_change else None)
 
     def _stop(self) -> None:
         stop_following(self, self._removers)

@@ -41,7 +41,8 @@ from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client
 from ..protocol.records import Output
 from .render import source_of
-from .task import TICKER, Throttle, _guarded, in_kernel
+from .task import in_kernel, job_look
+from .ticker import TICKER, Throttle, guarded
 
 __all__ = ["Grid", "grid", "load_grid"]
 
@@ -179,7 +180,7 @@ class Grid(anywidget.AnyWidget):
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, Mapping):
-            _guarded(lambda: self.handle_message(content))
+            guarded(lambda: self.handle_message(content))
 
     def handle_message(self, content: Mapping[str, Any]) -> None:
         """What the browser's buttons ask: ``{"action": "rate", "index", "stars",
@@ -231,7 +232,6 @@ class Grid(anywidget.AnyWidget):
         if cell.error is not None:
             category, status = "failed", "not created"
         elif job is not None:
-            from .task import job_look
 
             look = job_look(job)
             category, status = look.category, look.word

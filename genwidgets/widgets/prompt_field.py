@@ -1,5 +1,5 @@
 """The imgM prompt field: a prompt string with ``--`` parameters, edited with the
-:class:`~genwidgets.imgm.builder.PromptBuilder` bound both ways.
+:class:`~genwidgets.widgets.prompt_builder.PromptBuilder` bound both ways.
 
 The builder is a large widget: it is made when the field is first shown, and until
 then the value is kept as a string (folded optional prompts cost nothing).
@@ -11,9 +11,9 @@ from typing import Any
 
 import ipywidgets as W
 
-from ..imgm.builder import PromptBuilder
 from .elements import BuildContext, Element, is_unset
 from .field_spec import UNSET, FieldSpec
+from .prompt_builder import PromptBuilder
 
 __all__ = ["PromptElement"]
 

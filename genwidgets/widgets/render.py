@@ -1,16 +1,17 @@
-"""Show outputs by ``content_type`` (DESIGN decision 9), never by the URL's extension.
+"""Show outputs by ``content_type``, never by the URL's extension
+(an extension may lie or be absent; the gateway states the type).
 
 :func:`render` gives a live widget; :func:`to_html` / :func:`to_mimebundle` give
 plain display data (what :mod:`genwidgets.widgets.task` writes into the notebook
-on completion, DESIGN decision 3). Both follow one rule for *where the browser
-gets the bytes*:
+on completion, so a saved notebook keeps them without widget state). Both
+follow one rule for *where the browser gets the bytes*:
 
 1. ``embed=True``: the bytes, read through :meth:`Output.read` (may download).
 2. Live widgets (:func:`render`, the board's and sweep's cards) use an
    ``http(s)`` URL first when there is one (except for outputs restored from
    the ledger that have a local copy: their URLs have likely stopped
    answering, so the copy is used): the browser can reach it now, and
-   widget state is live state only (DESIGN decision 3), so pushing every
+   widget state is live state only (the durable copy is the display data), so pushing every
    local copy through the kernel into it (50 sweep videos) buys nothing.
    The display outputs (:func:`to_html`, :func:`to_mimebundle`) are the
    durable record and go on with rule 3.
@@ -46,8 +47,8 @@ a URL with another scheme (``javascript:``, ``vbscript:``, ``file:``), or with
 quotes, markup or spaces, is dropped; a content type that is not a clean
 ``type/subtype`` token makes the whole output an escaped text.
 
-Video and audio never autoplay or loop (DESIGN decision 4; ipywidgets
-defaults both to True) and always have controls.
+Video and audio never autoplay or loop (a lesson must not start
+making noise by itself; ipywidgets defaults both to True) and always have controls.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EMBED_LIMIT",
     "Source",
+    "live_entry",
     "render",
     "result_html",
     "source_of",
@@ -90,6 +92,8 @@ __all__ = [
 EMBED_LIMIT = 10 * 1024 * 1024
 #: Rule 3: time-based media with an http(s) URL embedded in durable outputs only below these.
 DURABLE_EMBED_LIMITS = {"video": 16 * 1024, "audio": 256 * 1024}
+#: The live view's local-data fallback of a medium with a URL carries at most this.
+FALLBACK_LIMIT = 256 * 1024
 POSTER_SIDE = 240
 #: Characters of text/JSON shown before cutting (a huge log should not freeze a tab).
 TEXT_LIMIT = 200_000
@@ -217,13 +221,18 @@ def _file_name(output: Output) -> str:
     return f"output {output.index}"
 
 
-def _caption(output: Output) -> str:
+def caption_text(output: Output) -> str:
+    """``name · content type · size``: the line under an output (plain text)."""
     size = output.raw.get("file_size")
     size_text = f" · {human_bytes(size)}" if isinstance(size, int) and size > 0 else ""
+    return f"{_file_name(output)} · {output.content_type}{size_text}"
+
+
+def _caption(output: Output) -> str:
     saved = f" · saved at {esc(output.path)}" if _local_size(output.path) is not None else ""
     return (
         '<div class="gw-caption" style="color:#6b7280;font-size:0.85em">'
-        f"{esc(_file_name(output))} · {esc(output.content_type)}{size_text}{saved}</div>"
+        f"{esc(caption_text(output))}{saved}</div>"
     )
 
 
@@ -390,6 +399,45 @@ def to_mimebundle(
     """Plain display data (``text/html`` + ``text/plain``) that survives saving,
     VS Code, GitHub and nbconvert, unlike widget state."""
     return {"text/html": result_html(obj, embed=embed, fetch=fetch), "text/plain": _plain(obj)}
+
+
+def live_entry(output: Output) -> dict[str, Any]:
+    """One output as the live task view's ES module draws it (rule 2: media by
+    their http(s) URL, else by a ``data:`` URL of their bytes).
+
+    Media: ``kind``, ``url``, ``content_type``, ``poster`` (a video's first frame
+    when a local copy exists) and a plain-text ``caption``; the browser loads
+    them itself. ``fallback``: where the URL may stop answering (gateway URLs
+    expire, the embedded simulator's die with the kernel) and the durable rule
+    (3/3b) has the bytes, a ``data:`` URL of at most :data:`FALLBACK_LIMIT`
+    bytes that the browser loads only if the URL fails, so a saved notebook's
+    widget state still plays. Anything else (JSON, text, a download link, "not shown") comes
+    as ``html``, escaped here like every fragment of this module.
+    """
+    source = source_of(output, prefer_url=True)
+    entry: dict[str, Any] = {
+        "kind": output.kind,
+        "content_type": output.content_type,
+        "name": _file_name(output),
+        "caption": caption_text(output),
+        "url": None,
+        "poster": None,
+        "fallback": None,
+        "html": "",
+    }
+    href = source.href
+    if output.kind in MEDIA_KINDS and source.how != "none" and href is not None:
+        entry["url"] = href
+        if source.how == "url":
+            if output.kind == "video":
+                entry["poster"] = poster_data_url(output.path)
+            durable = source_of(output)
+            if durable.data is not None and len(durable.data) <= FALLBACK_LIMIT:
+                entry["fallback"] = durable.data_url()
+    else:
+        entry["kind"] = output.kind if source.how != "none" else "unavailable"
+        entry["html"] = to_html(output, caption=False, prefer_url=True)
+    return entry
 
 
 # --- widgets ----------------------------------------------------------------

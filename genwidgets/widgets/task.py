@@ -1,51 +1,53 @@
 """The live view of one task: what a displayed :class:`~genwidgets.Job` shows.
 
-Threads. Job callbacks run on the engine's background thread (DESIGN decision
-1), so the view keeps moving while other cells run or block. Three rules keep
-that safe and cheap:
+The view. :class:`TaskView` is an anywidget (a plain ES module and CSS in
+``widgets/static/``, loaded from the package: no build step, no CDN), so it
+renders wherever anywidget does: JupyterLab, Notebook 7, Voilà, VS Code,
+Colab and marimo. Its state is traits: status, queue position, start time,
+expected finish, error, the simulated flag, and the outputs as
+url/content_type/poster (a ``data:`` URL where there is no http URL, e.g.
+inline content). The browser ticks the elapsed clock and "about N s left"
+itself and loads media from their URLs, so the kernel writes only when the
+state changes; those writes go through the shared :class:`Throttle`
+(:mod:`genwidgets.widgets.ticker`: one writer, at most ~10 writes a second,
+terminal writes at once). A Cancel click is a custom message from the browser;
+the kernel answers with ``job.request_cancel()``, which never blocks.
 
-- **One writer.** Every trait write of a view happens in its ``_write`` method,
-  called only through a :class:`Throttle`, which holds the view's lock. The
-  state written is read from the job *at write time*, so skipped updates lose
-  nothing: the next write shows the latest state.
-- **At most ~10 writes a second per view.** An update that comes sooner than
-  :data:`MIN_INTERVAL` after the last write marks the view dirty and asks the
-  shared :class:`Ticker` to flush it when the interval is over. The terminal
-  update is always written at once.
-- **One ticker thread for every live view.** Elapsed time moves once a second;
-  a daemon thread per view would be 200 threads for 200 jobs, so one shared
-  thread ticks every registered view and flushes pending writes, and exits as
-  soon as no view is live (it is started again on demand).
-
-Outputs. The widget carries live state only (DESIGN decision 3). On
-completion :func:`display_job` updates a separate ``display_id`` output with
-the final status and the rendered outputs as plain HTML/text display data
-(:func:`genwidgets.widgets.render.to_mimebundle`), which survives saving,
-VS Code, GitHub and nbconvert. That update runs on the engine thread, so it
-never downloads anything (``fetch=False``): media go by URL or by bytes the
-process already has (see :mod:`genwidgets.widgets.render`). It is sent
-before the job's future completes, and every kernel message of a view is
-sent as from a plain thread (:func:`as_current_request`), so a notebook run
-by nbclient keeps the final status and outputs.
-
-Progress. ipywidgets has no indeterminate progress bar; the view draws an HTML
-bar with a CSS animation (:func:`genwidgets.widgets._style.progress_bar_html`)
-that moves in the browser with no kernel messages.
+Outputs in two places, shown once (DESIGN decision 3). The live view carries
+its own outputs in its traits, so a front-end that renders a cell's outputs
+only once (Voilà drops display updates sent from a thread after the cell
+ended), a browser tab opened late, and a second view of the same job all show
+them. For saved notebooks, :func:`display_job` shows **one** display output
+whose mimebundle holds the widget view *and* an HTML/text fallback of the same
+content, under a ``display_id``. A front-end with a widget manager shows the
+widget only (it prefers the widget-view MIME type); one without widget state
+(VS Code, which never saves it; GitHub; nbconvert without state) shows the
+fallback. On completion the engine thread updates that display with the final
+status and outputs as plain HTML (:func:`final_bundle`); it never downloads
+anything (``fetch=False``). The update is published before the job's future
+completes and again at the end of the next cell (:class:`_Republisher`), so a
+notebook run by nbclient keeps it. If a front-end drops the update (Voilà),
+nothing is lost: the widget never depended on it. Inside a form's
+``ipywidgets.Output`` (:func:`display_job_into`) the same bundle is an entry
+of the Output's ``outputs`` trait, replaced on completion: a trait update,
+never an ``Output`` captured from a thread.
 """
 
 from __future__ import annotations
 
-import contextvars
-import logging
-import math
+import re
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
+import anywidget
 import ipywidgets
-from ipywidgets.widgets.widget_string import HTMLStyle  # not exported at the top level
+import traitlets
 
+from .._protocols import JobLike
+from ..protocol.records import Result
 from ._style import (
     COLOURS,
     SIMULATED_BADGE,
@@ -54,185 +56,73 @@ from ._style import (
     esc,
     format_elapsed,
     look_of,
-    progress_bar_html,
     status_badge,
+    table_html,
 )
-from .render import to_mimebundle
+from .render import live_entry, to_mimebundle
+from .ticker import (
+    MIN_INTERVAL,
+    TICK_PERIOD,
+    Throttle,
+    Ticker,
+    as_current_request,
+    guarded,
+    stop_following,
+)
 
-if TYPE_CHECKING:
-    from ..jobs.job import Job
+__all__ = [
+    "MIN_INTERVAL",
+    "TICK_PERIOD",
+    "TaskView",
+    "Throttle",
+    "Ticker",
+    "display_job",
+    "display_job_into",
+]
 
-__all__ = ["MIN_INTERVAL", "TICK_PERIOD", "TaskView", "Throttle", "Ticker", "display_job"]
-
-log = logging.getLogger(__name__)
-
-#: Shortest time between two writes of one view (about 10 writes a second).
-MIN_INTERVAL = 0.1
-#: Period of the shared elapsed-time tick.
-TICK_PERIOD = 1.0
-
-
-class Tickable(Protocol):
-    def tick(self) -> None: ...
-
-
-class Ticker:
-    """One daemon thread that ticks every live view once per period and flushes
-    throttled writes when they fall due; it exits when nothing is live."""
-
-    def __init__(self, period: float = TICK_PERIOD) -> None:
-        self.period = period
-        self._cond = threading.Condition()
-        self._live: set[Tickable] = set()
-        self._due: dict[Throttle, float] = {}
-        self._thread: threading.Thread | None = None
-        self._next_tick = 0.0
-
-    def add(self, view: Tickable) -> None:
-        with self._cond:
-            self._live.add(view)
-            self._ensure_running()
-
-    def remove(self, view: Tickable) -> None:
-        with self._cond:
-            self._live.discard(view)
-            self._cond.notify()
-
-    def flush_at(self, throttle: Throttle, when: float) -> None:
-        """Ask for ``throttle.flush()`` at monotonic time ``when``."""
-        with self._cond:
-            self._due[throttle] = min(when, self._due.get(throttle, math.inf))
-            self._ensure_running()
-            self._cond.notify()
-
-    @property
-    def live_count(self) -> int:
-        with self._cond:
-            return len(self._live)
-
-    @property
-    def running(self) -> bool:
-        with self._cond:
-            return self._thread is not None
-
-    def _ensure_running(self) -> None:
-        if self._thread is None:
-            self._next_tick = time.monotonic() + self.period
-            self._thread = threading.Thread(target=self._run, name="genwidgets-ticker", daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    if not self._live and not self._due:
-                        self._thread = None
-                        return
-                    now = time.monotonic()
-                    next_due = min(self._due.values(), default=math.inf)
-                    wake = min(next_due, self._next_tick if self._live else math.inf)
-                    if now >= wake:
-                        break
-                    self._cond.wait(wake - now)
-                flush = [t for t, at in self._due.items() if at <= now]
-                for t in flush:
-                    del self._due[t]
-                tick: list[Tickable] = []
-                if self._live and now >= self._next_tick:
-                    tick = list(self._live)
-                    self._next_tick = now + self.period
-            for throttle in flush:
-                _guarded(throttle.flush)
-            for view in tick:
-                _guarded(view.tick)
+STATIC = Path(__file__).with_name("static")
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-def _guarded(fn: Callable[[], Any]) -> None:
-    """Run a view callback; never let it raise into the engine or ticker thread."""
-    try:
-        fn()
-    except Exception:
-        log.exception("genwidgets: a view update failed")
+def compact_static(name: str) -> str:
+    """A file of ``static/`` without comments and indentation.
 
-
-def as_current_request(fn: Callable[[], Any]) -> Any:
-    """Run ``fn`` in an empty :mod:`contextvars` context, so the kernel messages it
-    sends (widget updates, display updates) are labelled with the request the
-    kernel is handling *now*, as from a plain thread.
-
-    Why: ipykernel 7 keeps the parent header in context variables. The engine's
-    polling task was created from the cell that submitted the job and carries a
-    copy of that cell's context, so without this every update would be labelled
-    with that old cell, and nbclient (which keeps only the running cell's
-    messages) would drop the final status and outputs from the saved notebook.
-    In an empty context ipykernel falls back to its current shell request.
+    Every view carries its ES module and CSS in its widget state, so a saved
+    notebook holds them once per view; the readable files in the package are
+    the source. Only whole-line ``//`` comments, ``/* */`` comments and leading
+    whitespace go (line breaks stay, so no statement is joined to another).
     """
-    return contextvars.Context().run(fn)
+    text = (STATIC / name).read_text(encoding="utf-8")
+    if name.endswith(".css"):
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    lines = (line.strip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//"))
 
 
-#: The process-wide ticker shared by task views, boards and sweeps.
-TICKER = Ticker()
+_SHARED_LAYOUT: list[ipywidgets.Layout] = []
+_SHARED_LOCK = threading.Lock()
 
 
-def stop_following(view: Tickable, removers: list[Callable[[], Any]]) -> None:
-    """Take a job's view off the ticker and drop its job callbacks (a failing remover
-    is contained, so the others still run)."""
-    TICKER.remove(view)
-    for remove in removers:
-        _guarded(remove)
-    removers.clear()
+def shared_layout() -> ipywidgets.Layout:
+    """One Layout model for every task view of the kernel (never mutated): each
+    widget otherwise brings its own into the saved widget state. Made again if
+    something closed it."""
+    with _SHARED_LOCK:
+        if not _SHARED_LAYOUT or _SHARED_LAYOUT[0].comm is None:
+            _SHARED_LAYOUT[:] = [ipywidgets.Layout()]
+        return _SHARED_LAYOUT[0]
 
 
-class Throttle:
-    """Coalesce write requests: at most one ``write()`` per ``interval``.
-
-    ``request()`` writes at once when the last write is old enough (or when
-    forced), else marks the state dirty and has the ticker flush it when the
-    interval is over. ``write`` runs under :attr:`lock`, so it is the single
-    writer of its view.
-    """
-
-    def __init__(
-        self,
-        write: Callable[[], None],
-        *,
-        interval: float = MIN_INTERVAL,
-        ticker: Ticker | None = None,
-    ) -> None:
-        self.lock = threading.RLock()
-        self._write = write
-        self.interval = interval
-        self._ticker = ticker or TICKER
-        self._last = -math.inf
-        self._dirty = False
-        self.writes = 0
-
-    def request(self, *, force: bool = False) -> None:
-        with self.lock:
-            now = time.monotonic()
-            if force or now - self._last >= self.interval:
-                self._write_now(now)
-            elif not self._dirty:
-                self._dirty = True
-                self._ticker.flush_at(self, self._last + self.interval)
-
-    def flush(self) -> None:
-        with self.lock:
-            if self._dirty:
-                self._write_now(time.monotonic())
+class ViewedJob(JobLike, Protocol):
+    """What the task view reads of a job: :class:`~genwidgets._protocols.JobLike`
+    and, from the polling schedule, ``expected_finish`` (seconds from now, or
+    None), which the view shows as "about N s left"."""
 
     @property
-    def dirty(self) -> bool:
-        return self._dirty
-
-    def _write_now(self, now: float) -> None:
-        self._dirty = False
-        self._last = now
-        self.writes += 1
-        as_current_request(self._write)
+    def expected_finish(self) -> float | None: ...
 
 
-def job_look(job: Job) -> StatusLook:
+def job_look(job: ViewedJob) -> StatusLook:
     """The look of a job; a job that ended with an exception instead of a result
     (polling gave up, the task vanished) shows as failed with that exception."""
     look = look_of(job.last_status, job.last_result)
@@ -252,109 +142,106 @@ def job_look(job: Job) -> StatusLook:
     return look
 
 
-def queue_position(job: Job) -> int | None:
-    status = job.last_status
-    if status is not None:
-        return status.queue_position
-    return getattr(job, "queue_position", None)
+def queue_position(job: ViewedJob) -> int | None:
+    return job.queue_position
 
 
-def _embedded(job: Job) -> bool:
-    client = getattr(job, "client", None)
-    return bool(getattr(client, "embedded", False))
+def is_simulated(job: ViewedJob) -> bool:
+    """Whether the job runs on the embedded simulator (every view says so)."""
+    return bool(job.client.embedded)
 
 
-_SHARED: dict[str, ipywidgets.Widget] = {}
-_SHARED_LOCK = threading.Lock()
+def result_entries(result: Result | None) -> list[dict[str, Any]]:
+    """The ``outputs`` trait of a result: one entry per output (see
+    :func:`~genwidgets.widgets.render.live_entry`), or the asset record of a
+    result that has no outputs, as an escaped table."""
+    if result is None:
+        return []
+    entries = [live_entry(output) for output in result.outputs]
+    if not entries and result.ok and result.asset is not None:
+        entries.append({"kind": "json", "html": table_html(result.asset)})
+    return entries
 
 
-def _shared_parts() -> dict[str, ipywidgets.Widget]:
-    """Layouts and styles shared by every task view of the kernel.
-
-    Each widget otherwise brings its own Layout and Style models, every trait
-    written out, into the saved widget state: about 1 KB each. Shared, they are
-    saved once per notebook. None of them is ever mutated; a view changes its
-    button's look by pointing it at another shared layout. Made on first use (in
-    the kernel) and again if something closed them.
-    """
-    with _SHARED_LOCK:
-        if not _SHARED or any(getattr(w, "comm", None) is None for w in _SHARED.values()):
-            _SHARED.update(
-                plain=ipywidgets.Layout(),
-                html=HTMLStyle(),
-                button=ipywidgets.Layout(width="auto"),
-                hidden=ipywidgets.Layout(display="none"),
-                button_style=ipywidgets.ButtonStyle(),
-                top=ipywidgets.Layout(justify_content="space-between", align_items="center"),
-                view=ipywidgets.Layout(max_width="720px"),
-            )
-        return _SHARED
-
-
-class TaskView(ipywidgets.VBox):
+class TaskView(anywidget.AnyWidget):
     """The live view of a job: coloured status word, queue position, elapsed
-    time, an indeterminate bar, a Cancel button, the request_id, and on failure
-    the error and error_type in red; "simulated" for the embedded simulator.
+    time (ticking in the browser), "about N s left" when the polling schedule
+    expects an end, an indeterminate bar, a Cancel button, the request_id, on
+    failure the error and error_type in red, "simulated" for the embedded
+    simulator, and the outputs once the task ends.
 
     The Cancel button calls ``job.request_cancel()`` (never blocks the kernel),
     is disabled after one click and reads "cancel requested" until the status
-    says the task ended. Everything shown is HTML-escaped.
+    says the task ended. Text goes to the browser as text (``textContent``);
+    the only HTML, that of non-media outputs, is escaped by the renderer.
     """
 
-    def __init__(self, job: Job, **kwargs: Any) -> None:
+    _esm = compact_static("task_view.js")
+    _css = compact_static("task_view.css")
+
+    endpoint = traitlets.Unicode("").tag(sync=True)
+    request_id = traitlets.Unicode("").tag(sync=True)
+    status = traitlets.Unicode("submitted").tag(sync=True)
+    category = traitlets.Unicode("queued").tag(sync=True)
+    status_raw = traitlets.Unicode("").tag(sync=True)
+    #: The one palette (``_style.COLOURS``), as CSS variables ``--gw-<category>``.
+    palette = traitlets.Dict(COLOURS).tag(sync=True)
+    terminal = traitlets.Bool(False).tag(sync=True)
+    queue_position = traitlets.Int(None, allow_none=True).tag(sync=True)
+    #: Epoch seconds the job was submitted: the browser's clock counts from it.
+    start_time = traitlets.Float(0.0).tag(sync=True)
+    #: Seconds taken, final once ``terminal`` (while running, the browser counts).
+    elapsed = traitlets.Float(0.0).tag(sync=True)
+    #: Epoch seconds the task is expected to end (``job.expected_finish`` from now), or None.
+    expected_finish_at = traitlets.Float(None, allow_none=True).tag(sync=True)
+    error = traitlets.Unicode("").tag(sync=True)
+    error_type = traitlets.Unicode("").tag(sync=True)
+    simulated = traitlets.Bool(False).tag(sync=True)
+    cancel_requested = traitlets.Bool(False).tag(sync=True)
+    cancel_error = traitlets.Unicode("").tag(sync=True)
+    outputs = traitlets.List(traitlets.Dict()).tag(sync=True)
+
+    def __init__(self, job: ViewedJob, **kwargs: Any) -> None:
+        # Set first: close() (also run by Widget.__del__) needs them even when
+        # a job that lacks part of the JobLike protocol makes the next line fail.
+        self._finished = False
+        self._removers: list[Callable[[], Any]] = []
+        super().__init__(
+            endpoint=str(job.endpoint),
+            request_id=str(job.request_id),
+            start_time=float(job.submitted_at),
+            simulated=is_simulated(job),
+            **{"layout": shared_layout(), **kwargs},
+        )
         self.job = job
         self._throttle = Throttle(self._write)
         self._cancel_clicked = False
-        self._cancel_error: str | None = None
-        self._finished = False
-        self._removers: list[Callable[[], Any]] = []
-
-        # Few widgets on purpose: every widget adds models (its own, a layout, a
-        # style) to the saved widget state. One line for status, queue, elapsed
-        # and badge; one block for bar, request_id and errors; the Cancel button.
-        self._badge = SIMULATED_BADGE if _embedded(job) else ""
-        self._request_id = (
-            f'<span style="color:#6b7280">{esc(job.endpoint)}</span> '
-            '<span style="color:#6b7280">request_id</span> '
-            f'<code class="gw-request-id" style="user-select:all">{esc(job.request_id)}</code>'
-        )
-        shared = _shared_parts()
-        self.line_html = ipywidgets.HTML(layout=shared["plain"], style=shared["html"])
-        self.detail_html = ipywidgets.HTML(layout=shared["plain"], style=shared["html"])
-        self.cancel_button = ipywidgets.Button(
-            description="Cancel",
-            tooltip="ask the gateway to cancel this task",
-            icon="stop",
-            layout=shared["button"],
-            style=shared["button_style"],
-        )
-        self.cancel_button.on_click(self._on_cancel_click)
-        top = ipywidgets.HBox([self.line_html, self.cancel_button], layout=shared["top"])
-        kwargs.setdefault("layout", shared["view"])
-        super().__init__(children=[top, self.detail_html], **kwargs)
+        self._shown_result: Result | None = None
+        self._resend_pending = False
         self.add_class("gw-task-view")
+        self.on_msg(self._on_message)
         self._throttle.request(force=True)
         if not job_look(job).terminal:
             self._removers.append(job.add_update_callback(self._on_update))
-            TICKER.add(self)
             job.add_done_callback(self._on_done)
         else:
             self._finish()
 
     # -- inputs (any thread) -------------------------------------------------
 
-    def _on_update(self, job: Job) -> None:
-        _guarded(lambda: self._throttle.request(force=job_look(self.job).terminal))
+    def _on_update(self, job: ViewedJob) -> None:
+        guarded(lambda: self._throttle.request(force=job_look(self.job).terminal))
 
-    def _on_done(self, job: Job) -> None:
-        _guarded(lambda: self._throttle.request(force=True))
+    def _on_done(self, job: ViewedJob) -> None:
+        guarded(lambda: self._throttle.request(force=True))
         self._finish()
 
-    def tick(self) -> None:
-        """The shared ticker's call: move the elapsed time."""
-        self._throttle.request()
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("event") == "cancel":
+            self.click_cancel()
 
-    def _on_cancel_click(self, _button: ipywidgets.Button) -> None:
+    def click_cancel(self) -> None:
+        """What the Cancel button does (the browser sends a message; tests call this)."""
         with self._throttle.lock:
             if self._cancel_clicked or self._finished:
                 return
@@ -362,12 +249,16 @@ class TaskView(ipywidgets.VBox):
         try:
             self.job.request_cancel()
         except Exception as exc:
-            self._cancel_error = f"cancel failed: {exc}"
+            with self._throttle.lock:
+                self.cancel_error = f"cancel failed: {exc}"
         self._throttle.request(force=True)
 
     def _finish(self) -> None:
         self._finished = True
         stop_following(self, self._removers)
+
+    def tick(self) -> None:
+        """Nothing moves with time in the kernel: the browser runs the clock."""
 
     def close(self) -> None:
         self._finish()
@@ -383,35 +274,39 @@ class TaskView(ipywidgets.VBox):
     def _write(self) -> None:
         job = self.job
         look = job_look(job)
-        position = queue_position(job) if look.category == "queued" and not look.terminal else None
-        queue = (
-            f'<span class="gw-queue">queue position {esc(position)}</span>'
-            if position is not None
-            else ""
-        )
-        elapsed = f'<span class="gw-elapsed">{esc(format_elapsed(job.elapsed))}</span>'
-        self.line_html.value = (
-            '<div style="display:flex;gap:12px;align-items:center">'
-            f"{status_badge(look)}{queue}{elapsed}{self._badge}</div>"
-        )
-        errors = error_html(look)
-        if self._cancel_error:
-            errors += (
-                f'<div class="gw-error" style="color:{COLOURS["failed"]}">'
-                f"{esc(self._cancel_error)}</div>"
+        expected = job.expected_finish
+        with self.hold_sync():  # one comm message per write
+            self.status = look.word
+            self.category = look.category
+            self.status_raw = look.raw
+            self.queue_position = (
+                queue_position(job) if look.category == "queued" and not look.terminal else None
             )
-        self.detail_html.value = f"{progress_bar_html(look)}<div>{self._request_id}</div>{errors}"
-        button = self.cancel_button
-        if look.terminal:
-            button.disabled = True
-            button.description = "cancelled" if look.cancelled else "finished"
-            button.layout = _shared_parts()["hidden"]
-        elif self._cancel_clicked or bool(getattr(job, "cancel_requested", False)):
-            button.disabled = True
-            button.description = "cancel requested"
-        else:
-            button.disabled = False
-            button.description = "Cancel"
+            self.elapsed = float(job.elapsed)
+            self.expected_finish_at = (
+                None if expected is None or look.terminal else time.time() + float(expected)
+            )
+            self.error = look.error or ""
+            self.error_type = look.error_type or ""
+            self.cancel_requested = self._cancel_clicked or bool(job.cancel_requested)
+            result = job.last_result
+            if result is not None and result is not self._shown_result:
+                # Once per result: a terminal status may come before the result is fetched.
+                self._shown_result = result
+                self.outputs = result_entries(result)
+            self.terminal = look.terminal
+        if look.terminal and not self._resend_pending:
+            # The engine thread may write this between two cells, labelled with a
+            # finished cell: a headless runner (nbclient) then drops it from the
+            # saved widget state. Send the whole state again at the end of the
+            # next cell, as the final display output is (see _Republisher).
+            self._resend_pending = True
+            _REPUBLISH.add(self._resend_state)
+
+    def _resend_state(self) -> None:
+        with self._throttle.lock:
+            self._resend_pending = False
+            self.send_state()
 
 
 # --- display ----------------------------------------------------------------
@@ -427,7 +322,7 @@ def in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-def plain_status(job: Job) -> str:
+def plain_status(job: ViewedJob) -> str:
     """One line of plain text: endpoint, request_id, status, queue, elapsed, error."""
     look = job_look(job)
     parts = [str(job.endpoint), str(job.request_id), look.word]
@@ -437,12 +332,12 @@ def plain_status(job: Job) -> str:
     parts.append(format_elapsed(job.elapsed))
     if look.error or look.error_type:
         parts.append(f"- {look.error}" + (f" ({look.error_type})" if look.error_type else ""))
-    if _embedded(job):
+    if is_simulated(job):
         parts.append("[simulated]")
     return " ".join(p for p in parts if p)
 
 
-def final_bundle(job: Job) -> dict[str, str]:
+def final_bundle(job: ViewedJob) -> dict[str, str]:
     """The display data written on completion: final status line + outputs."""
     look = job_look(job)
     header = (
@@ -450,7 +345,7 @@ def final_bundle(job: Job) -> dict[str, str]:
         f"{status_badge(look)} <span>{esc(job.endpoint)}</span> "
         f'<code style="user-select:all">{esc(job.request_id)}</code> '
         f"<span>{esc(format_elapsed(job.elapsed))}</span>"
-        f"{' ' + SIMULATED_BADGE if _embedded(job) else ''}</div>"
+        f"{' ' + SIMULATED_BADGE if is_simulated(job) else ''}</div>"
     )
     result = job.last_result
     text = plain_status(job)
@@ -464,8 +359,8 @@ def final_bundle(job: Job) -> dict[str, str]:
     }
 
 
-def placeholder_bundle(job: Job) -> dict[str, str]:
-    """What the outputs' ``display_id`` shows until the task ends."""
+def placeholder_bundle(job: ViewedJob) -> dict[str, str]:
+    """The fallback shown until the task ends (where the widget cannot be shown)."""
     text = f"outputs of {job.endpoint} {job.request_id} appear here when the task ends"
     return {
         "text/html": f'<div class="gw-placeholder" style="color:#6b7280">{esc(text)}</div>',
@@ -483,7 +378,7 @@ class _FinalOutput:
     way). The done callback is the fallback (a job that ended with an exception).
     """
 
-    def __init__(self, job: Job, write: Callable[[dict[str, Any]], Any]) -> None:
+    def __init__(self, job: ViewedJob, write: Callable[[dict[str, Any]], Any]) -> None:
         self.job = job
         self.write = write
         self._lock = threading.Lock()
@@ -494,7 +389,7 @@ class _FinalOutput:
         self._remove = self.job.add_update_callback(self._on_update)
         self.job.add_done_callback(lambda _job: self.publish())
 
-    def _on_update(self, job: Job) -> None:
+    def _on_update(self, job: ViewedJob) -> None:
         if job.last_result is not None:
             self.publish()
 
@@ -504,14 +399,15 @@ class _FinalOutput:
                 return
             self._published = True
         if self._remove is not None:
-            _guarded(self._remove)
+            guarded(self._remove)
         bundle = final_bundle(self.job)
-        _guarded(lambda: as_current_request(lambda: self.write(bundle)))
+        guarded(lambda: as_current_request(lambda: self.write(bundle)))
         _REPUBLISH.add(lambda: self.write(bundle))
 
 
 class _Republisher:
-    """Writes each final output once more at the end of the next cell.
+    """Writes each final output (and each finished view's state) once more at the
+    end of the next cell.
 
     The engine thread publishes a final output the moment the task ends. If that
     moment falls between two cells, the message carries the label of a cell that
@@ -548,15 +444,28 @@ class _Republisher:
         with self._lock:
             pending, self._pending = self._pending, []
         for write in pending:
-            _guarded(write)
+            guarded(write)
 
 
 _REPUBLISH = _Republisher()
 
 
-def display_job(job: Job) -> TaskView | str:
-    """Show a job: the live :class:`TaskView`, then a ``display_id`` output that
-    the engine thread fills with the final status and outputs on completion.
+def widget_bundle(
+    view: TaskView, fallback: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One display output: the widget view and, beside it, ``fallback`` (HTML and
+    text of the same content) for whatever cannot show the widget. Returns the
+    data and metadata (anywidget adds Colab's widget-manager metadata there)."""
+    bundle = view._repr_mimebundle_()
+    assert bundle is not None  # a TaskView always has a front-end view
+    data, metadata = bundle
+    return {**fallback, WIDGET_VIEW_MIME: data[WIDGET_VIEW_MIME]}, metadata
+
+
+def display_job(job: ViewedJob) -> TaskView | str:
+    """Show a job as one display output: the live :class:`TaskView` with an HTML
+    fallback, updated (under a ``display_id``) with the final status and
+    outputs on completion. See the module docstring for why.
 
     Outside a Jupyter kernel, print and return a one-line plain-text status.
     """
@@ -567,32 +476,38 @@ def display_job(job: Job) -> TaskView | str:
     from IPython import display as ipd
 
     view = TaskView(job)
-    ipd.display(view)
-    handle = ipd.display(placeholder_bundle(job), raw=True, display_id=True)
+    data, metadata = widget_bundle(view, placeholder_bundle(job))
+    handle = ipd.display(data, raw=True, metadata=metadata, display_id=True)
     if handle is not None:
-        _FinalOutput(job, lambda bundle: handle.update(bundle, raw=True)).watch()
+
+        def write(bundle: dict[str, Any]) -> None:
+            data, metadata = widget_bundle(view, bundle)
+            handle.update(data, raw=True, metadata=metadata)
+
+        _FinalOutput(job, write).watch()
     return view
 
 
-def display_job_into(job: Job, output: Any) -> TaskView:
+def display_job_into(job: ViewedJob, output: Any) -> TaskView:
     """Show a job inside an ``ipywidgets.Output`` (a form's result area).
 
     A display handle would not do there: its update comes from the engine thread
     after the ``with output:`` block has ended, so no cell and no Output widget
-    would receive it. The final outputs replace a placeholder in the widget's
-    ``outputs`` trait instead, a comm message that works from any thread.
+    would receive it. The same one-output bundle as :func:`display_job` is an
+    entry of the widget's ``outputs`` trait instead, replaced on completion: a
+    comm message that works from any thread.
     """
     view = TaskView(job)
-    output.append_display_data(view)
-    output.outputs = (*output.outputs, _display_data(placeholder_bundle(job)))
+    output.outputs = (*output.outputs, _display_data(*widget_bundle(view, placeholder_bundle(job))))
     slot = len(output.outputs) - 1
 
     def write(bundle: dict[str, Any]) -> None:
+        entry = _display_data(*widget_bundle(view, bundle))
         outputs = list(output.outputs)
         if slot < len(outputs):
-            outputs[slot] = _display_data(bundle)
+            outputs[slot] = entry
         else:  # the user cleared the area meanwhile
-            outputs.append(_display_data(bundle))
+            outputs.append(entry)
         if tuple(outputs) == tuple(output.outputs):
             output.send_state("outputs")  # a repeat write (see _Republisher) must still go out
         else:
@@ -602,5 +517,5 @@ def display_job_into(job: Job, output: Any) -> TaskView:
     return view
 
 
-def _display_data(bundle: dict[str, Any]) -> dict[str, Any]:
-    return {"output_type": "display_data", "data": bundle, "metadata": {}}
+def _display_data(data: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
+    return {"output_type": "display_data", "data": data, "metadata": metadata}

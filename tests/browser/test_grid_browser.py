@@ -5,14 +5,18 @@ to ``docs/img/grid.png`` for the README."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser.test_quickstart_browser import (
-    BROKEN_WIDGET_TEXTS,
+from browser.frontend import (
     SCREENSHOTS,
+    Frontend,
+    check_page,
+    notebook_text,
+    open_page,
     run_all,
+    serve,
     wait_for_kernel_idle,
     wait_until_all_cells_ran,
 )
@@ -40,31 +44,22 @@ IMAGES_LOADED_JS = """
 """
 
 
-def write_notebook(root: Path) -> None:
-    import nbformat
-
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(GRID_CELL)]
-    notebook.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-    }
-    nbformat.write(notebook, root / NOTEBOOK)
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: Any) -> Iterator[Frontend]:
+    root = tmp_path_factory.mktemp("grid-lab")
+    with serve("lab", root, extra={NOTEBOOK: notebook_text(GRID_CELL)}) as server:
+        yield server
 
 
 @pytest.mark.timeout(300)
 def test_a_grid_shows_every_image_and_keeps_a_star(lab: Any, browser: Any) -> None:
-    write_notebook(lab.root)
     ledger_file = lab.root.parent / "env" / "genwidgets-home" / "ledger.sqlite3"
     lab.delete_sessions()
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.set_default_timeout(30_000)
-    page_errors: list[str] = []
-    page.on("pageerror", lambda exc: page_errors.append(str(exc)))
-    try:
-        page.goto(lab.notebook_url(NOTEBOOK), wait_until="domcontentloaded", timeout=60_000)
-        wait_for_kernel_idle(page)
+    with open_page(browser, lab, failure_name="failure-grid.png") as watched:
+        page = watched.page
+        page.set_viewport_size({"width": 1280, "height": 1000})
+        page.goto(lab.page_url(NOTEBOOK), wait_until="domcontentloaded", timeout=60_000)
+        wait_for_kernel_idle(page, "lab")
         run_all(page)
         wait_until_all_cells_ran(page, 1)
         grid = page.locator(".jp-Notebook .gw-grid")
@@ -108,12 +103,4 @@ def test_a_grid_shows_every_image_and_keeps_a_star(lab: Any, browser: Any) -> No
         prompt.wait_for(timeout=30_000)
         assert prompt.input_value() == "a cat in the snow"
 
-        text = page.locator(".jp-Notebook").inner_text()
-        assert [t for t in BROKEN_WIDGET_TEXTS if t.lower() in text.lower()] == []
-        assert page_errors == []
-    except Exception:
-        page.screenshot(path=str(Path(lab.root) / "failure.png"))
-        print(f"failure screenshot: {lab.root / 'failure.png'}; server log: {lab.log}")
-        raise
-    finally:
-        page.close()
+        check_page(watched, page.locator(".jp-Notebook").inner_text())

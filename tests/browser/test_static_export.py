@@ -11,7 +11,10 @@ AMD bundle (base, controls, output and the HTML manager) that nbconvert's
 ``widget_renderer_url`` expects. Its icon fonts sit beside it in ``dist/`` and
 it asks for them under ``/@jupyter-widgets/html-manager/dist/`` (its webpack
 public path), so the whole ``dist/`` folder goes there. ``requirejs``'s
-``require.js`` is the loader.
+``require.js`` is the loader. The task view is an anywidget: the html-manager
+asks require.js for the module ``anywidget``, which resolves to
+``anywidget.js`` beside the page; the Python package ships that AMD build
+(``anywidget/nbextension/index.js``), so it is copied from there.
 """
 
 from __future__ import annotations
@@ -115,6 +118,11 @@ def exported_site(widget_scripts: Path, tmp_path_factory: pytest.TempPathFactory
     assert jupyter_env.widget_state(nb), "the executed notebook has no widget state"
     site = root / "site"
     shutil.copytree(widget_scripts, site)
+    import anywidget
+
+    shutil.copy(
+        Path(anywidget.__file__).with_name("nbextension") / "index.js", site / "anywidget.js"
+    )
     subprocess.run(
         [
             sys.executable,

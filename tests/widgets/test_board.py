@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import pytest
 from pydantic import Field
-from widgets.conftest_taskview import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
+from widgets.taskfakes import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
 
 from genwidgets.catalog import BILLED, PROMPT_STRING, Endpoint, register, unregister
 from genwidgets.errors import PayloadError, ServerError
@@ -20,7 +20,7 @@ from genwidgets.widgets import board as board_module
 from genwidgets.widgets._style import COLOURS
 from genwidgets.widgets.board import ALL, Board
 from genwidgets.widgets.sweep import Sweep, sweep
-from genwidgets.widgets.task import TICKER
+from genwidgets.widgets.ticker import TICKER
 
 
 @pytest.fixture(autouse=True)

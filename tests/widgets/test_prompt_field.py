@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from widgets.field_samples import element
 
-from genwidgets.imgm.builder import PromptBuilder
+from genwidgets.widgets.prompt_builder import PromptBuilder
 
 
 def test_prompt_field_binds_the_prompt_builder_both_ways() -> None:

@@ -1,124 +1,127 @@
-"""The task view: states and colours, cancel, failure, throttling, the shared ticker,
-and display_job's display_id output."""
+"""The task view: its traits through a task's life, cancel, failure, throttling,
+the clock left to the browser, the outputs it carries, and display_job's one
+display output (the widget view with an HTML fallback)."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from widgets.conftest_taskview import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
+from widgets.taskfakes import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
 
 from genwidgets.widgets import task
 from genwidgets.widgets._style import COLOURS
-from genwidgets.widgets.task import TICKER, TaskView, Throttle, Ticker, display_job, plain_status
+from genwidgets.widgets.task import (
+    WIDGET_VIEW_MIME,
+    TaskView,
+    display_job,
+    display_job_into,
+    plain_status,
+)
+from genwidgets.widgets.ticker import TICKER, Throttle, Ticker
 
-GREY, BLUE, GREEN, RED = (COLOURS[c] for c in ("queued", "running", "done", "failed"))
+RED = COLOURS["failed"]
 
 
 @pytest.fixture(autouse=True)
 def _fast_ticker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(TICKER, "period", 0.05)
     yield
-    # Views a test left running must not keep ticking into the next test.
+    # Anything a test left registered must not keep ticking into the next test.
     for view in list(TICKER._live):
         TICKER.remove(view)
 
 
-def settled(view: TaskView, text: str, widget: str = "line_html") -> bool:
-    return wait_for(lambda: text in getattr(view, widget).value)
-
-
-def test_queued_running_done_with_colours_and_final_state() -> None:
+def test_queued_running_done_as_traits_and_the_final_state() -> None:
     job = FakeJob(queue_position=7)
     view = TaskView(job)
-    assert "submitted" in view.line_html.value and GREY in view.line_html.value
-    assert "7" in view.line_html.value  # the handle's position before the first poll
+    assert (view.status, view.category, view.terminal) == ("submitted", "queued", False)
+    assert view.queue_position == 7  # the handle's position before the first poll
+    assert view.start_time == job.submitted_at
+    assert view.palette == COLOURS  # the one palette, as CSS variables in the browser
 
     on_thread(lambda: job.queue(3))
-    assert settled(view, "queued")
-    assert GREY in view.line_html.value
-    assert settled(view, "queue position 3", "line_html")
+    assert wait_for(lambda: view.status == "queued" and view.queue_position == 3)
 
     on_thread(job.run)
-    assert settled(view, "running")
-    assert BLUE in view.line_html.value
-    assert wait_for(lambda: "queue position" not in view.line_html.value)
-    assert "animation" in view.detail_html.value  # indeterminate while not terminal
-    assert not view.cancel_button.disabled
+    assert wait_for(lambda: view.category == "running" and view.queue_position is None)
+    assert view.outputs == [] and not view.cancel_requested
 
     on_thread(lambda: job.finish([IMAGE_OUT]))
     # The terminal update is written at once, never deferred.
-    assert "done" in view.line_html.value and GREEN in view.line_html.value
-    assert "animation" not in view.detail_html.value
-    assert "gw-error" not in view.detail_html.value
-    assert view.cancel_button.disabled and view.cancel_button.layout.display == "none"
+    assert (view.status, view.category, view.terminal) == ("done", "done", True)
+    assert view.error == "" and view.error_type == ""
+    assert [o["url"] for o in view.outputs] == [IMAGE_OUT["url"]]
+    assert view.elapsed == pytest.approx(job.elapsed)
     assert job.update_callback_count == 0  # the view let go of the job
     assert view not in TICKER._live
 
 
-def test_failure_shows_error_and_error_type_in_red() -> None:
+def test_failure_shows_error_and_error_type() -> None:
     job = FakeJob()
     view = TaskView(job)
     job.run()
     job.finish(error="Runtime execution failed", error_type="runtime_error")
-    assert "failed" in view.line_html.value and RED in view.line_html.value
-    assert "Runtime execution failed" in view.detail_html.value
-    assert "runtime_error" in view.detail_html.value
-    assert f"color:{RED}" in view.detail_html.value
+    assert (view.status, view.category) == ("failed", "failed")
+    assert view.error == "Runtime execution failed" and view.error_type == "runtime_error"
 
 
-def test_failure_with_structured_error_and_hostile_text_is_escaped() -> None:
+def test_structured_error_is_text_and_hostile_text_is_escaped_in_the_fallback() -> None:
     job = FakeJob(request_id="<b>rid</b>")
     view = TaskView(job)
     job.finish(error={"detail": "<script>alert(1)</script>"}, error_type="<i>x</i>")
-    html = view.detail_html.value
+    # Traits hold text: the ES module puts it in with textContent, never as markup.
+    assert json.loads(view.error) == {"detail": "<script>alert(1)</script>"}
+    assert view.request_id == "<b>rid</b>"
+    html = task.final_bundle(job)["text/html"]
     assert "<script>" not in html and "&lt;script&gt;" in html
-    assert "<i>x</i>" not in html and "&lt;i&gt;x&lt;/i&gt;" in html
-    assert "<b>rid</b>" not in view.detail_html.value
-    assert "&lt;b&gt;rid&lt;/b&gt;" in view.detail_html.value
+    assert "<i>x</i>" not in html and "<b>rid</b>" not in html
 
 
-def test_unknown_status_is_shown_verbatim_in_blue_and_escaped() -> None:
+def test_the_es_module_writes_markup_only_from_the_escaped_output_html() -> None:
+    source = (task.STATIC / "task_view.js").read_text()
+    assert "export default" in source
+    assert source.count("innerHTML") == 1 and "innerHTML = output.html" in source
+    assert not re.search(r"""import\s*(\(|[^;]*from)\s*['"]https?:""", source)  # no CDN
+    assert "autoplay" not in source and ".loop" not in source
+
+
+def test_unknown_status_is_shown_verbatim_and_is_not_terminal() -> None:
     job = FakeJob()
     view = TaskView(job)
     job.set_status("WARMING_UP")
-    assert settled(view, "WARMING_UP")
-    assert BLUE in view.line_html.value
-    job.set_status('<img src=x onerror="alert(1)">')
-    assert settled(view, "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;")
-    assert "<img" not in view.line_html.value
-    assert not view.cancel_button.disabled  # unknown names are not terminal
+    assert wait_for(lambda: view.status == "WARMING_UP")
+    assert view.category == "running" and not view.terminal
 
 
-def test_cancel_click_calls_request_cancel_once_and_disables_the_button() -> None:
+def test_cancel_message_calls_request_cancel_once() -> None:
     job = FakeJob()
     view = TaskView(job)
     job.run()
-    view.cancel_button.click()
-    view.cancel_button.click()  # a second click (queued behind the first) does nothing
+    # What the browser's click sends, twice (a second click queued behind the first).
+    view._handle_custom_msg({"event": "cancel"}, [])
+    view._handle_custom_msg({"event": "cancel"}, [])
+    view._handle_custom_msg({"event": "something else"}, [])
     assert job.cancel_calls == 1
-    assert view.cancel_button.disabled
-    assert view.cancel_button.description == "cancel requested"
-    job.run()  # still running: the label stays until the status says so
-    assert settled(view, "running")
-    assert view.cancel_button.description == "cancel requested"
+    assert view.cancel_requested
+    job.run()  # still running: the button stays "cancel requested" until the status says so
+    assert wait_for(lambda: view.category == "running") and view.cancel_requested
     job.finish(error="cancelled by user", error_type="cancelled")
-    assert "cancelled" in view.line_html.value and RED in view.line_html.value
-    assert view.cancel_button.description == "cancelled"
+    assert view.status == "cancelled" and view.category == "failed" and view.terminal
 
 
-def test_cancel_requested_elsewhere_shows_on_the_button() -> None:
+def test_cancel_requested_elsewhere_shows_in_the_view() -> None:
     job = FakeJob()
     view = TaskView(job)
     job.request_cancel()  # e.g. job.cancel() from another cell
     job.run()
-    assert wait_for(lambda: view.cancel_button.description == "cancel requested")
-    assert view.cancel_button.disabled
+    assert wait_for(lambda: view.cancel_requested)
 
 
 def test_a_failing_request_cancel_is_shown_not_raised() -> None:
@@ -127,10 +130,10 @@ def test_a_failing_request_cancel_is_shown_not_raised() -> None:
     def boom() -> None:
         raise RuntimeError("engine stopped")
 
-    job.request_cancel = boom
+    job.request_cancel = boom  # type: ignore[method-assign]
     view = TaskView(job)
-    view.cancel_button.click()
-    assert "cancel failed: engine stopped" in view.detail_html.value
+    view.click_cancel()
+    assert view.cancel_error == "cancel failed: engine stopped"
 
 
 def test_throttle_coalesces_a_burst_and_always_shows_the_last_state() -> None:
@@ -148,10 +151,10 @@ def test_throttle_coalesces_a_burst_and_always_shows_the_last_state() -> None:
     during = view.writes - before
     # One write per 0.1 s window at most (a loaded machine may stretch the burst).
     assert during <= 2 + int(took / 0.1), (during, took)
-    assert settled(view, "queue position 1", "line_html")
+    assert wait_for(lambda: view.queue_position == 1)
     assert view.writes - before <= 4
     on_thread(lambda: job.finish([IMAGE_OUT]))
-    assert "done" in view.line_html.value  # forced, no wait
+    assert view.status == "done"  # forced, no wait
 
 
 def test_throttle_writes_at_most_about_ten_times_a_second() -> None:
@@ -168,38 +171,56 @@ def test_throttle_writes_at_most_about_ten_times_a_second() -> None:
     assert min(gaps) >= 0.09
 
 
-def test_elapsed_time_moves_on_the_shared_tick_and_the_ticker_stops_when_idle() -> None:
+def test_the_clock_runs_in_the_browser_not_in_the_kernel() -> None:
     job = FakeJob(submitted_at=time.time() - 3)
     view = TaskView(job)
     job.run()
-    first = view.line_html.value
-    assert "3." in first
-    assert wait_for(lambda: view.line_html.value != first)
-    assert TICKER.running
+    # The browser counts from start_time; the kernel sends nothing per second.
+    assert view.start_time == job.submitted_at
+    assert view not in TICKER._live
+    assert wait_for(lambda: not TICKER.running)  # once the throttled write is out
+    assert view.category == "running"
     job.finish()
-    assert wait_for(lambda: not TICKER.running)
+    assert view.elapsed >= 3  # the final, fixed elapsed time
 
 
-def test_two_hundred_views_share_one_ticker_thread() -> None:
-    jobs = [FakeJob() for _ in range(200)]
-    views = [TaskView(j) for j in jobs]
-    for j in jobs:
-        j.run()
-    tickers = [t for t in threading.enumerate() if t.name == "genwidgets-ticker"]
-    assert len(tickers) == 1
+def test_two_hundred_tickables_share_one_ticker_thread() -> None:
+    class Counter:
+        def __init__(self) -> None:
+            self.ticks = 0
+
+        def tick(self) -> None:
+            self.ticks += 1
+
+    counters = [Counter() for _ in range(200)]
+    for counter in counters:
+        TICKER.add(counter)
+    assert len([t for t in threading.enumerate() if t.name == "genwidgets-ticker"]) == 1
     assert TICKER.live_count == 200
-    for j in jobs:
-        j.finish()
-    assert TICKER.live_count == 0
-    assert all("done" in v.line_html.value for v in views)
+    assert wait_for(lambda: all(c.ticks >= 1 for c in counters))
+    for counter in counters:
+        TICKER.remove(counter)
     assert wait_for(lambda: not any(t.name == "genwidgets-ticker" for t in threading.enumerate()))
+
+
+def test_expected_finish_becomes_an_end_time_the_browser_counts_down_to() -> None:
+    job = FakeJob()
+    view = TaskView(job)
+    assert view.expected_finish_at is None  # unknown: no "about N s left"
+    job.expected_finish = 40.0
+    before = time.time()
+    on_thread(job.run)
+    assert wait_for(lambda: view.expected_finish_at is not None)
+    assert before + 40 <= view.expected_finish_at <= time.time() + 40
+    job.finish([IMAGE_OUT])
+    assert view.expected_finish_at is None  # nothing left once it ended
 
 
 def test_view_of_a_finished_job_registers_nothing() -> None:
     job = FakeJob()
     job.finish([IMAGE_OUT])
     view = TaskView(job)
-    assert "done" in view.line_html.value
+    assert view.status == "done" and len(view.outputs) == 1
     assert job.update_callback_count == 0 and view not in TICKER._live
 
 
@@ -207,24 +228,47 @@ def test_job_that_ended_with_an_exception_shows_it() -> None:
     job = FakeJob()
     view = TaskView(job)
     job.crash(ConnectionError("gateway unreachable"))
-    assert "failed" in view.line_html.value
-    assert "gateway unreachable" in view.detail_html.value
-    assert "ConnectionError" in view.detail_html.value
+    assert view.status == "failed"
+    assert view.error == "gateway unreachable" and view.error_type == "ConnectionError"
 
 
-def test_simulated_badge_only_for_the_embedded_simulator() -> None:
-    assert "simulated" in TaskView(FakeJob(client=FakeClient(embedded=True))).line_html.value
-    assert "simulated" not in TaskView(FakeJob(client=FakeClient(embedded=False))).line_html.value
+def test_views_share_one_layout_model() -> None:
+    # Each model is saved with the notebook's widget state: one Layout for all views.
+    assert TaskView(FakeJob()).layout is TaskView(FakeJob()).layout
 
 
-def test_request_id_is_selectable_text() -> None:
-    job = FakeJob(request_id="abc-123")
+def test_simulated_flag_only_for_the_embedded_simulator() -> None:
+    assert TaskView(FakeJob(client=FakeClient(embedded=True))).simulated
+    assert not TaskView(FakeJob(client=FakeClient(embedded=False))).simulated
+
+
+def test_outputs_carry_url_content_type_and_a_local_data_fallback() -> None:
+    job = FakeJob()
     view = TaskView(job)
-    assert "user-select:all" in view.detail_html.value
-    assert ">abc-123</code>" in view.detail_html.value
+    job.finish(
+        [
+            {**IMAGE_OUT, "url": "https://cdn.example/v.mp4", "content_type": "video/mp4"},
+            {"content_type": "audio/mpeg", "content": "SUQz", "encoding": "base64"},
+            {"content_type": "application/json", "content": '{"face_id": "<f-1>"}'},
+            {"url": "javascript:alert(1)", "content_type": "image/png"},
+        ]
+    )
+    video, audio, record, hostile = view.outputs
+    assert (video["kind"], video["url"], video["content_type"]) == (
+        "video",
+        "https://cdn.example/v.mp4",
+        "video/mp4",
+    )
+    assert audio["kind"] == "audio" and audio["url"] == "data:audio/mpeg;base64,SUQz"
+    assert video["fallback"] is None and audio["fallback"] is None  # no local bytes / no URL
+    assert record["url"] is None and "face_id" in record["html"] and "&lt;f-1&gt;" in record["html"]
+    assert hostile["url"] is None and "javascript" not in json.dumps(hostile).replace(
+        "javascript:alert", ""
+    )
+    assert hostile["kind"] == "unavailable"
 
 
-# --- display_job ----------------------------------------------------------------
+# --- display_job: one display output -------------------------------------------------
 
 
 class RecordingHandle:
@@ -257,30 +301,31 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> DisplayRecorder:
     return rec
 
 
-def test_display_job_shows_the_view_and_fills_a_display_id_on_completion(
+def test_display_job_is_one_output_holding_the_view_and_its_fallback(
     recorder: DisplayRecorder,
 ) -> None:
     job = FakeJob("imgM-v8.1-t2i", request_id="rid-42")
     view = display_job(job)
     assert isinstance(view, TaskView)
-    assert recorder.calls[0][0] is view
-    placeholder, kwargs = recorder.calls[1]
-    assert kwargs == {"raw": True, "display_id": True}
-    assert "appear here" in placeholder["text/plain"]
+    [(bundle, kwargs)] = recorder.calls  # one output, not a view plus a second output
+    assert kwargs == {"raw": True, "metadata": {}, "display_id": True}
+    assert bundle[WIDGET_VIEW_MIME]["model_id"] == view.model_id
+    assert "appear here" in bundle["text/plain"] and "gw-placeholder" in bundle["text/html"]
     assert recorder.handle.updates == []
 
     on_thread(lambda: job.finish([IMAGE_OUT, {**IMAGE_OUT, "url": "https://cdn.example/1.png"}]))
     assert len(recorder.handle.updates) == 1
-    bundle, kwargs = recorder.handle.updates[0]
-    assert kwargs == {"raw": True}
+    final, kwargs = recorder.handle.updates[0]
+    assert kwargs == {"raw": True, "metadata": {}}
     assert recorder.handle.threads[0] != threading.main_thread().name
-    html = bundle["text/html"]
+    assert final[WIDGET_VIEW_MIME]["model_id"] == view.model_id  # still the same live view
+    html = final["text/html"]
     assert '<img src="https://cdn.example/files/tok/out-0.png"' in html
     assert '<img src="https://cdn.example/1.png"' in html
-    assert "done" in html and "rid-42" in html
-    assert "simulated" in html
-    assert "https://cdn.example/files/tok/out-0.png" in bundle["text/plain"]
-    assert "ipywidgets" not in repr(bundle)  # plain display data, not widget views
+    assert "done" in html and "rid-42" in html and "simulated" in html
+    assert "https://cdn.example/files/tok/out-0.png" in final["text/plain"]
+    # ... and the view carries the same outputs itself (Voilà never sees the update).
+    assert [o["url"] for o in view.outputs] == [IMAGE_OUT["url"], "https://cdn.example/1.png"]
 
 
 def test_final_output_is_published_before_the_job_completes(recorder: DisplayRecorder) -> None:
@@ -345,6 +390,21 @@ def test_video_output_in_the_final_display_has_controls_and_no_autoplay(
     assert "autoplay" not in html and "loop" not in html
 
 
+def test_display_job_into_an_output_widget_is_one_entry_replaced_on_completion() -> None:
+    import ipywidgets
+
+    output = ipywidgets.Output()
+    job = FakeJob()
+    view = display_job_into(job, output)
+    [entry] = output.outputs
+    assert entry["data"][WIDGET_VIEW_MIME]["model_id"] == view.model_id
+    assert "gw-placeholder" in entry["data"]["text/html"]
+    on_thread(lambda: job.finish([IMAGE_OUT]))
+    [entry] = output.outputs
+    assert entry["data"][WIDGET_VIEW_MIME]["model_id"] == view.model_id
+    assert IMAGE_OUT["url"] in entry["data"]["text/html"]
+
+
 def test_outside_jupyter_display_job_prints_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     job = FakeJob("vidK-v3-turbo-t2v", request_id="r-9", queue_position=4)
     job.queue(4)
@@ -397,7 +457,7 @@ def test_real_job_view_reaches_done_and_holds_no_key(
     view = display_job(job)
     assert isinstance(view, TaskView)
     job.result(timeout=30)
-    assert wait_for(lambda: "done" in view.line_html.value)
+    assert wait_for(lambda: view.status == "done")
     assert wait_for(lambda: len(recorder.handle.updates) == 1)
     html = recorder.handle.updates[0][0]["text/html"]
     # The ledger kept local copies before completion: the saved notebook holds the
@@ -405,7 +465,11 @@ def test_real_job_view_reaches_done_and_holds_no_key(
     assert job.last_result is not None
     assert all(o.path is not None for o in job.last_result.outputs)
     assert html.count('<img src="data:image/png;base64,iVBOR') == 4
-    assert view.cancel_button.layout.display == "none"
+    # The live view loads the same images from the simulator's URLs.
+    assert len(view.outputs) == 4
+    assert all(o["url"].startswith(real_client.base_url) for o in view.outputs)
+    # ... and keeps the local copies as a fallback for when those URLs are gone.
+    assert all(o["fallback"].startswith("data:image/png;base64,iVBOR") for o in view.outputs)
     assert SECRET not in all_widget_state(view) and SECRET not in json.dumps(
         recorder.calls, default=repr
     )
@@ -440,12 +504,12 @@ def test_real_cancel_from_the_button(real_client: Any) -> None:
         "vidVq2-text2video", {"prompt": "a slow kite"}, headers={"X-Sim-Duration": "400"}
     )
     view = TaskView(job)
-    view.cancel_button.click()
-    assert view.cancel_button.disabled and view.cancel_button.description == "cancel requested"
+    view._handle_custom_msg({"event": "cancel"}, [])  # the browser's click
+    assert view.cancel_requested
     result = job.result(timeout=30)
     assert result.error_type == "cancelled"
-    assert wait_for(lambda: "cancelled" in view.line_html.value)
-    assert RED in view.line_html.value and "cancelled by user" in view.detail_html.value
+    assert wait_for(lambda: view.status == "cancelled")
+    assert view.error == "cancelled by user"
 
 
 @pytest.mark.timeout(60)
@@ -453,9 +517,8 @@ def test_real_runtime_failure_is_red_with_error_and_type(real_client: Any) -> No
     job = real_client.submit("imgM-v8.1-t2i", {"prompt": "a kite"}, headers={"X-Sim-Fault": "fail"})
     view = TaskView(job)
     job.result(timeout=30)
-    assert wait_for(lambda: "failed" in view.line_html.value)
-    assert "Runtime execution failed" in view.detail_html.value
-    assert "runtime_error" in view.detail_html.value
+    assert wait_for(lambda: view.status == "failed")
+    assert view.error == "Runtime execution failed" and view.error_type == "runtime_error"
 
 
 # --- a real kernel: what a saved notebook keeps ------------------------------------------
@@ -494,14 +557,13 @@ def test_saved_notebook_keeps_final_status_and_outputs_as_display_data(
     saved, _ = env_helper.execute(source, workdir, kernel_name=kernel)
 
     assert env_helper.error_outputs(saved) == []
-    first = saved.cells[0].outputs
-    views = [o for o in first if env_helper.WIDGET_VIEW_MIME in o.get("data", {})]
-    displays = [o for o in first if "text/html" in o.get("data", {})]
-    assert len(views) == 1 and len(displays) == 1
-    final = displays[0]["data"]["text/html"]  # the display_id output, updated in place
+    # One output: the widget view and its HTML fallback, updated in place on completion.
+    [display] = saved.cells[0].outputs
+    assert env_helper.WIDGET_VIEW_MIME in display["data"]
+    final = display["data"]["text/html"]
     assert 'class="gw-status gw-status-done"' in final and ">done</span>" in final
     assert final.count('<img src="data:image/png;base64,') == 4
-    assert "done" in displays[0]["data"]["text/plain"]
+    assert "done" in display["data"]["text/plain"]
     state = env_helper.widget_state(saved)
     [view] = env_helper.task_views(state)
     assert (view.category, view.word) == ("done", "done")
@@ -528,3 +590,48 @@ def test_final_output_is_written_again_at_the_end_of_the_next_cell() -> None:
     shell.run_cell("2 + 2")
     assert writes == ["final"]  # once, not on every later cell
     shell.events.unregister("post_run_cell", republisher.flush)
+
+
+def test_import_genwidgets_loads_no_widget_library() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, genwidgets\n"
+        "loaded = sorted({'ipywidgets', 'anywidget'} & set(sys.modules))\n"
+        "assert loaded == [], loaded\n"
+        "from genwidgets.widgets.task import TaskView\n"
+        "assert 'anywidget' in sys.modules\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_finished_view_sends_its_whole_state_again_at_the_end_of_the_next_cell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Its terminal write may come from the engine thread between two cells, with a
+    # finished cell's label: nbclient would drop it from the saved widget state.
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    job = FakeJob()
+    view = TaskView(job)
+    sent: list[str] = []
+    full_state = view.send_state
+
+    def record(key: Any = None) -> None:
+        if key is None:  # the whole state (trait syncs name their keys)
+            sent.append(view.status)
+        full_state(key)
+
+    monkeypatch.setattr(view, "send_state", record)
+    task._REPUBLISH.flush()  # nothing of other tests pending
+    on_thread(lambda: job.finish([IMAGE_OUT]))
+    assert sent == []
+    shell.run_cell("1 + 1")  # the next cell: post_run_cell fires on the main thread
+    assert sent == ["done"]
+    shell.run_cell("2 + 2")
+    assert sent == ["done"]  # once

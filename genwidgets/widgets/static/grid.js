@@ -47,7 +47,7 @@ function media(output, { controls }) {
   }
   if (output.kind === "video" || output.kind === "audio") {
     const node = make(output.kind, "gw-grid-media");
-    node.controls = controls; // no autoplay, no loop (DESIGN decision 4)
+    node.controls = controls; // no autoplay, no loop: media start only when a person asks
     node.preload = "metadata";
     node.src = url;
     return node;

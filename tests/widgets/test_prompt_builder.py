@@ -7,13 +7,12 @@ from typing import Any
 import ipywidgets as widgets
 import pytest
 
-import genwidgets as gw
 from genwidgets.imgm import Prompt
-from genwidgets.imgm.builder import PromptBuilder
+from genwidgets.widgets.prompt_builder import PromptBuilder
 
 
 def build(value: str = "") -> PromptBuilder:
-    return gw.imgm.PromptBuilder(value=value)
+    return PromptBuilder(value=value)
 
 
 def value_changes(builder: PromptBuilder) -> list[str]:

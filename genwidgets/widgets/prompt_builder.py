@@ -32,7 +32,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ..errors import PayloadError
-from .prompt import CONFIRM_ABOVE, MAX_PROMPTS, PARAMETERS, Prompt, format_value
+from ..imgm.prompt import CONFIRM_ABOVE, MAX_PROMPTS, PARAMETERS, Prompt, format_value
 
 __all__ = ["PromptBuilder"]
 

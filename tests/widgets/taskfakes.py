@@ -89,6 +89,7 @@ class FakeJob:
         self.last_result: Result | None = None
         self.cancel_requested = False
         self.cancel_calls = 0
+        self.expected_finish: float | None = None
         self._exception: BaseException | None = None
         self._done = threading.Event()
         self._update_callbacks: list[Callable[[Any], Any]] = []

@@ -1,0 +1,213 @@
+"""The one ticker thread and the write throttle shared by every live view.
+
+Job callbacks run on the engine's background thread (DESIGN decision 1), so
+views keep moving while other cells run or block. Three rules keep that safe
+and cheap, for the task view, the board, the sweep and the grid alike:
+
+- **One writer.** A view writes its traits only through a :class:`Throttle`,
+  which holds the view's lock. The state written is read from the job *at
+  write time*, so skipped updates lose nothing: the next write shows the
+  latest state.
+- **At most ~10 writes a second per view.** An update that comes sooner than
+  :data:`MIN_INTERVAL` after the last write marks the view dirty and asks the
+  shared :class:`Ticker` to flush it when the interval is over. Terminal
+  updates are forced through at once.
+- **One ticker thread for every live view.** Views that must move with time
+  in the kernel (the board's cards) register with :data:`TICKER`; a daemon
+  thread per view would be 200 threads for 200 jobs, so one shared thread
+  ticks every registered view and flushes pending writes, and exits as soon
+  as nothing is live (it is started again on demand). The task view does not
+  tick: its clock runs in the browser.
+
+Every write runs as from a plain thread (:func:`as_current_request`), so a
+notebook run by nbclient keeps the final state.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+__all__ = [
+    "MIN_INTERVAL",
+    "TICKER",
+    "TICK_PERIOD",
+    "Throttle",
+    "Tickable",
+    "Ticker",
+    "as_current_request",
+    "guarded",
+    "stop_following",
+]
+
+log = logging.getLogger(__name__)
+
+#: Shortest time between two writes of one view (about 10 writes a second).
+MIN_INTERVAL = 0.1
+#: Period of the shared elapsed-time tick.
+TICK_PERIOD = 1.0
+
+
+class Tickable(Protocol):
+    def tick(self) -> None: ...
+
+
+class Ticker:
+    """One daemon thread that ticks every live view once per period and flushes
+    throttled writes when they fall due; it exits when nothing is live."""
+
+    def __init__(self, period: float = TICK_PERIOD) -> None:
+        self.period = period
+        self._cond = threading.Condition()
+        self._live: set[Tickable] = set()
+        self._due: dict[Throttle, float] = {}
+        self._thread: threading.Thread | None = None
+        self._next_tick = 0.0
+
+    def add(self, view: Tickable) -> None:
+        with self._cond:
+            self._live.add(view)
+            self._ensure_running()
+
+    def remove(self, view: Tickable) -> None:
+        with self._cond:
+            self._live.discard(view)
+            self._cond.notify()
+
+    def flush_at(self, throttle: Throttle, when: float) -> None:
+        """Ask for ``throttle.flush()`` at monotonic time ``when``."""
+        with self._cond:
+            self._due[throttle] = min(when, self._due.get(throttle, math.inf))
+            self._ensure_running()
+            self._cond.notify()
+
+    @property
+    def live_count(self) -> int:
+        with self._cond:
+            return len(self._live)
+
+    @property
+    def running(self) -> bool:
+        with self._cond:
+            return self._thread is not None
+
+    def _ensure_running(self) -> None:
+        if self._thread is None:
+            self._next_tick = time.monotonic() + self.period
+            self._thread = threading.Thread(target=self._run, name="genwidgets-ticker", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if not self._live and not self._due:
+                        self._thread = None
+                        return
+                    now = time.monotonic()
+                    next_due = min(self._due.values(), default=math.inf)
+                    wake = min(next_due, self._next_tick if self._live else math.inf)
+                    if now >= wake:
+                        break
+                    self._cond.wait(wake - now)
+                flush = [t for t, at in self._due.items() if at <= now]
+                for t in flush:
+                    del self._due[t]
+                tick: list[Tickable] = []
+                if self._live and now >= self._next_tick:
+                    tick = list(self._live)
+                    self._next_tick = now + self.period
+            for throttle in flush:
+                guarded(throttle.flush)
+            for view in tick:
+                guarded(view.tick)
+
+
+def guarded(fn: Callable[[], Any]) -> None:
+    """Run a view callback; never let it raise into the engine or ticker thread."""
+    try:
+        fn()
+    except Exception:
+        log.exception("genwidgets: a view update failed")
+
+
+def as_current_request(fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` in an empty :mod:`contextvars` context, so the kernel messages it
+    sends (widget updates, display updates) are labelled with the request the
+    kernel is handling *now*, as from a plain thread.
+
+    Why: ipykernel 7 keeps the parent header in context variables. The engine's
+    polling task was created from the cell that submitted the job and carries a
+    copy of that cell's context, so without this every update would be labelled
+    with that old cell, and nbclient (which keeps only the running cell's
+    messages) would drop the final status and outputs from the saved notebook.
+    In an empty context ipykernel falls back to its current shell request.
+    """
+    return contextvars.Context().run(fn)
+
+
+#: The process-wide ticker shared by task views, boards and sweeps.
+TICKER = Ticker()
+
+
+def stop_following(view: Tickable, removers: list[Callable[[], Any]]) -> None:
+    """Take a job's view off the ticker and drop its job callbacks (a failing remover
+    is contained, so the others still run)."""
+    TICKER.remove(view)
+    for remove in removers:
+        guarded(remove)
+    removers.clear()
+
+
+class Throttle:
+    """Coalesce write requests: at most one ``write()`` per ``interval``.
+
+    ``request()`` writes at once when the last write is old enough (or when
+    forced), else marks the state dirty and has the ticker flush it when the
+    interval is over. ``write`` runs under :attr:`lock`, so it is the single
+    writer of its view.
+    """
+
+    def __init__(
+        self,
+        write: Callable[[], None],
+        *,
+        interval: float = MIN_INTERVAL,
+        ticker: Ticker | None = None,
+    ) -> None:
+        self.lock = threading.RLock()
+        self._write = write
+        self.interval = interval
+        self._ticker = ticker or TICKER
+        self._last = -math.inf
+        self._dirty = False
+        self.writes = 0
+
+    def request(self, *, force: bool = False) -> None:
+        with self.lock:
+            now = time.monotonic()
+            if force or now - self._last >= self.interval:
+                self._write_now(now)
+            elif not self._dirty:
+                self._dirty = True
+                self._ticker.flush_at(self, self._last + self.interval)
+
+    def flush(self) -> None:
+        with self.lock:
+            if self._dirty:
+                self._write_now(time.monotonic())
+
+    @property
+    def dirty(self) -> bool:
+        return self._dirty
+
+    def _write_now(self, now: float) -> None:
+        self._dirty = False
+        self._last = now
+        self.writes += 1
+        as_current_request(self._write)

@@ -148,12 +148,6 @@ class Job:
         return (self.finished_at or time.time()) - self.submitted_at
 
     @property
-    def expected_finish(self) -> float | None:
-        """Seconds until the task is expected to end, or None when unknown
-        (a placeholder: the polling schedule of issue 14 gives the estimate)."""
-        return None
-
-    @property
     def status_text(self) -> str:
         """The status word: the gateway's verbatim, or SUBMITTED before the first poll."""
         if self.last_result is not None:

@@ -38,6 +38,9 @@ class JobLike(Protocol):
     def status_text(self) -> str: ...
 
     @property
+    def expected_finish(self) -> float | None: ...  # seconds from now, from the schedule
+
+    @property
     def client(self) -> Any: ...  # the ClientLike that made it (Any: Job keeps it untyped)
 
     payload: dict[str, Any] | None

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONCURRENCY",
-    "Forecasting",
     "GridCell",
     "GridClient",
     "GridRun",
@@ -71,14 +70,6 @@ class GridClient(Protocol):
     def history(
         self, endpoint: str | None = None, status: str | None = None, limit: int | None = None
     ) -> list[Job]: ...
-
-
-@runtime_checkable
-class Forecasting(Protocol):
-    """A job that knows when it will probably finish (seconds from now, or None)."""
-
-    @property
-    def expected_finish(self) -> float | None: ...
 
 
 def default_client() -> Any:
@@ -309,7 +300,7 @@ class GridRun:
         found = [
             job.expected_finish
             for c in self.cells
-            if (job := c.job) is not None and not job.done() and isinstance(job, Forecasting)
+            if (job := c.job) is not None and not job.done()
         ]
         known = [f for f in found if f is not None]
         return max(known) if known else None

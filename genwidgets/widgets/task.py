@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import anywidget
 import ipywidgets
@@ -113,16 +113,7 @@ def shared_layout() -> ipywidgets.Layout:
         return _SHARED_LAYOUT[0]
 
 
-class ViewedJob(JobLike, Protocol):
-    """What the task view reads of a job: :class:`~genwidgets._protocols.JobLike`
-    and, from the polling schedule, ``expected_finish`` (seconds from now, or
-    None), which the view shows as "about N s left"."""
-
-    @property
-    def expected_finish(self) -> float | None: ...
-
-
-def job_look(job: ViewedJob) -> StatusLook:
+def job_look(job: JobLike) -> StatusLook:
     """The look of a job; a job that ended with an exception instead of a result
     (polling gave up, the task vanished) shows as failed with that exception."""
     look = look_of(job.last_status, job.last_result)
@@ -142,11 +133,11 @@ def job_look(job: ViewedJob) -> StatusLook:
     return look
 
 
-def queue_position(job: ViewedJob) -> int | None:
+def queue_position(job: JobLike) -> int | None:
     return job.queue_position
 
 
-def is_simulated(job: ViewedJob) -> bool:
+def is_simulated(job: JobLike) -> bool:
     """Whether the job runs on the embedded simulator (every view says so)."""
     return bool(job.client.embedded)
 
@@ -201,7 +192,7 @@ class TaskView(anywidget.AnyWidget):
     cancel_error = traitlets.Unicode("").tag(sync=True)
     outputs = traitlets.List(traitlets.Dict()).tag(sync=True)
 
-    def __init__(self, job: ViewedJob, **kwargs: Any) -> None:
+    def __init__(self, job: JobLike, **kwargs: Any) -> None:
         # Set first: close() (also run by Widget.__del__) needs them even when
         # a job that lacks part of the JobLike protocol makes the next line fail.
         self._finished = False
@@ -229,10 +220,10 @@ class TaskView(anywidget.AnyWidget):
 
     # -- inputs (any thread) -------------------------------------------------
 
-    def _on_update(self, job: ViewedJob) -> None:
+    def _on_update(self, job: JobLike) -> None:
         guarded(lambda: self._throttle.request(force=job_look(self.job).terminal))
 
-    def _on_done(self, job: ViewedJob) -> None:
+    def _on_done(self, job: JobLike) -> None:
         guarded(lambda: self._throttle.request(force=True))
         self._finish()
 
@@ -322,7 +313,7 @@ def in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-def plain_status(job: ViewedJob) -> str:
+def plain_status(job: JobLike) -> str:
     """One line of plain text: endpoint, request_id, status, queue, elapsed, error."""
     look = job_look(job)
     parts = [str(job.endpoint), str(job.request_id), look.word]
@@ -337,7 +328,7 @@ def plain_status(job: ViewedJob) -> str:
     return " ".join(p for p in parts if p)
 
 
-def final_bundle(job: ViewedJob) -> dict[str, str]:
+def final_bundle(job: JobLike) -> dict[str, str]:
     """The display data written on completion: final status line + outputs."""
     look = job_look(job)
     header = (
@@ -359,7 +350,7 @@ def final_bundle(job: ViewedJob) -> dict[str, str]:
     }
 
 
-def placeholder_bundle(job: ViewedJob) -> dict[str, str]:
+def placeholder_bundle(job: JobLike) -> dict[str, str]:
     """The fallback shown until the task ends (where the widget cannot be shown)."""
     text = f"outputs of {job.endpoint} {job.request_id} appear here when the task ends"
     return {
@@ -378,7 +369,7 @@ class _FinalOutput:
     way). The done callback is the fallback (a job that ended with an exception).
     """
 
-    def __init__(self, job: ViewedJob, write: Callable[[dict[str, Any]], Any]) -> None:
+    def __init__(self, job: JobLike, write: Callable[[dict[str, Any]], Any]) -> None:
         self.job = job
         self.write = write
         self._lock = threading.Lock()
@@ -389,7 +380,7 @@ class _FinalOutput:
         self._remove = self.job.add_update_callback(self._on_update)
         self.job.add_done_callback(lambda _job: self.publish())
 
-    def _on_update(self, job: ViewedJob) -> None:
+    def _on_update(self, job: JobLike) -> None:
         if job.last_result is not None:
             self.publish()
 
@@ -462,7 +453,7 @@ def widget_bundle(
     return {**fallback, WIDGET_VIEW_MIME: data[WIDGET_VIEW_MIME]}, metadata
 
 
-def display_job(job: ViewedJob) -> TaskView | str:
+def display_job(job: JobLike) -> TaskView | str:
     """Show a job as one display output: the live :class:`TaskView` with an HTML
     fallback, updated (under a ``display_id``) with the final status and
     outputs on completion. See the module docstring for why.
@@ -488,7 +479,7 @@ def display_job(job: ViewedJob) -> TaskView | str:
     return view
 
 
-def display_job_into(job: ViewedJob, output: Any) -> TaskView:
+def display_job_into(job: JobLike, output: Any) -> TaskView:
     """Show a job inside an ``ipywidgets.Output`` (a form's result area).
 
     A display handle would not do there: its update comes from the engine thread

@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 import httpx
 from PIL import Image
 
+from .._formats import decode_data_url
 from .files import FileStore
 
 MAX_INPUT_BYTES = 32 * 2**20
@@ -63,11 +64,12 @@ class Inputs:
             return self._own_file(ref) or self._loopback(ref)
         if ref.startswith("asset://"):
             return None
-        raw = ref.split(",", 1)[1] if ref.startswith("data:") and "," in ref else ref
-        if len(raw) > MAX_INPUT_BYTES * 4 // 3 + 4:
+        if len(ref) > MAX_INPUT_BYTES * 4 // 3 + 256:
             return None
         try:
-            return base64.b64decode(raw, validate=False) or None
+            if ref[:5].lower() == "data:":
+                return decode_data_url(ref).data or None
+            return base64.b64decode(ref, validate=False) or None  # bare base64
         except (binascii.Error, ValueError):
             return None
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from .._formats import human_bytes
 from ..catalog import MediaSpec
 from ..errors import PayloadError
 from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, esc, layout
@@ -169,7 +170,7 @@ def encode_media(
     """
     from .. import media as gw_media  # loads Pillow and PyAV: only an upload needs them
 
-    info = f"{name} ({_size(len(data))})"
+    info = f"{name} ({human_bytes(len(data))})"
     with contextlib.suppress(PayloadError, ValueError, OSError):  # encode_with says why
         info = f"{name}: {gw_media.inspect(data)}"
     encoded: str | None = None
@@ -185,6 +186,3 @@ def encode_media(
         info += " — " + "; ".join(notes)
     return encoded, list(dict.fromkeys(problems)), info
 
-
-def _size(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB" if n >= 1e3 else f"{n} B"

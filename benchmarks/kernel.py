@@ -49,7 +49,7 @@ while any(j.last_status is None for j in jobs) and _time.monotonic() < _deadline
 
 REPORT_CELL = """\
 print(sum(not j.done() for j in jobs), sum(j.last_status is not None for j in jobs),
-      client.request_counts["status"])
+      client.request_counts["status"] + client.request_counts["result"])
 """
 
 

@@ -23,9 +23,14 @@ measured tasks run twice as long as the warm-up's (a gateway that became 2×
 slower). Our clients get ``max_status_rate=1000``: the budget is not what is
 measured here, and the fixed pollers have none.
 
-Per schedule: status requests per task (the simulator's ``/_sim/stats``, cross
-checked with the client's own count) and notice latency (the moment the client
-saw ``COMPLETED`` minus the simulator's ``completed_at``).
+Per schedule: *poll requests* per task, the ratios' unit: every status and
+result request the simulator answered (``/_sim/stats``, cross checked with the
+client's own count) less one result per task, the one every poller fetches. A
+fixed poller's polls are its status requests; ours are its status requests and
+its result-address polls answered 202 (a running task is polled at its result
+address, whose 200 is the result: see ``genwidgets.jobs.polling``). Status and
+result requests are reported apart too. And notice latency (the moment the
+client saw ``COMPLETED`` minus the simulator's ``completed_at``).
 
 The fixed pollers are a few lines of asyncio on ``httpx.AsyncClient`` (the
 stack genwidgets uses): create, then GET the status URL, sleep the interval,
@@ -367,8 +372,9 @@ class _PaperClock:
 def on_paper(warm: Sequence[float], durations: Sequence[float]) -> dict[str, float]:
     """Our schedule's own code (``Schedule``/``Timing``) on a virtual clock: a warm-up
     batch, then the measured batch, every task polled exactly when the schedule says,
-    answered at once. Requests per task and notice latency of the measured batch:
-    what the schedule does with zero latency and a machine that is never busy."""
+    answered at once, at the address the schedule picks (status, or result once seen
+    running). Poll requests per task and notice latency of the measured batch: what
+    the schedule does with zero latency and a machine that is never busy."""
     from genwidgets.jobs.polling import Schedule
 
     clock = _PaperClock()
@@ -385,32 +391,40 @@ def on_paper(warm: Sequence[float], durations: Sequence[float]) -> dict[str, flo
         while live:
             i = min(live, key=due.__getitem__)
             clock.now = due[i]
-            count[i] += 1
+            at_result = timings[i].poll_result_address()
             if clock.now >= ends[i]:
                 timings[i].saw("COMPLETED", None, True)
                 timings[i].done(True)
                 live.discard(i)
+                if not at_result:
+                    count[i] += 1  # a status poll saw COMPLETED; the fetch is not a poll
                 if measured:
                     polls.append(count[i])
                     late.append(clock.now - ends[i])
             else:
+                count[i] += 1
+                if at_result:
+                    schedule.result_address_says("IN_PROGRESS")  # a 202 with the status
                 timings[i].saw("IN_PROGRESS", None, False)
                 due[i] = clock.now + timings[i].next_delay(rng=rng)
     return {
-        "status_requests_per_task": round(sum(polls) / len(polls), 3),
+        "poll_requests_per_task": round(sum(polls) / len(polls), 3),
         "notice_p95_s": round(common.percentile(late, 95), 3),
     }
 
 
 def _model_requests(arm: Arm) -> float | None:
-    """Status requests per task the schedule makes on paper (no latency, no jitter)."""
+    """Poll requests per task the schedule makes on paper (no latency, no jitter)."""
     durations = arm.durations
     if arm.worker == OURS:
         if arm.warm:
-            return on_paper(arm.warm, durations)["status_requests_per_task"]
+            return on_paper(arm.warm, durations)["poll_requests_per_task"]
         from genwidgets.jobs.polling import requests_for
 
-        return sum(requests_for(d) for d in durations) / len(durations)
+        # the first poll (status) sees the task running, the others are at the result
+        # address: the last of them is the result itself, not a poll
+        counts = [requests_for(d) for d in durations]
+        return sum(n - 1 if n > 1 else n for n in counts) / len(durations)
     interval = float(arm.worker)
     return sum(math.floor(d / interval) + 1 for d in durations) / len(durations)
 
@@ -495,13 +509,17 @@ def _run_group(
             # The warm-up's requests went to the same simulator: take them off.
             status = stats["status"] - worker.get("warm_status_requests", 0)
             result = stats["result"] - worker.get("warm_result_requests", 0)
+            client_polls = worker["status_requests"] + worker["result_requests"] - n
             on_paper = _model_requests(r.arm)
             results[r.schedule] = {
                 "tasks": n,
                 "warm_up_tasks": len(r.arm.warm),
+                # every poller fetches each result once; every other request is a poll
+                "poll_requests_per_task": round((status + result - n) / n, 3),
+                "client_poll_requests_per_task": round(client_polls / n, 3),
+                "model_poll_requests_per_task": None if on_paper is None else round(on_paper, 3),
                 "status_requests_per_task": round(status / n, 3),
                 "client_status_requests_per_task": round(worker["status_requests"] / n, 3),
-                "model_status_requests_per_task": None if on_paper is None else round(on_paper, 3),
                 "result_requests_per_task": round(result / n, 3),
                 "notice_s": _summary(notices),
                 "notices_measured": len(notices),
@@ -579,8 +597,8 @@ def run_polling(
     def ratio(name: str, ours_name: str = OURS) -> float | None:
         if name not in schedules or ours_name not in schedules:
             return None
-        ours = schedules[ours_name]["status_requests_per_task"]
-        return round(schedules[name]["status_requests_per_task"] / ours, 3) if ours > 0 else None
+        ours = schedules[ours_name]["poll_requests_per_task"]
+        return round(schedules[name]["poll_requests_per_task"] / ours, 3) if ours > 0 else None
 
     def p95(name: str) -> float | None:
         return schedules[name]["notice_s"]["p95"] if name in schedules else None

@@ -123,6 +123,7 @@ class FakeGateway:
             "COMPLETED", "CANCELLED", "CANCELED", "FAILED", "ERROR"
         }
         if not terminal or task.result is None:
+            task.polls += 1  # a 202 carrying the status is a poll too
             return httpx.Response(202, json={"request_id": rid, **current})
         return httpx.Response(200, content=json.dumps({"request_id": rid, **task.result}))
 

@@ -331,6 +331,49 @@ class Job:
             return Result.from_body(status.raw, endpoint=self.endpoint, request_id=self.request_id)
         return result
 
+    def _said_status(self) -> bool:
+        """The last status answer carried a status word (a body without one is not a
+        sign that the task runs: the status address is asked again)."""
+        status = self.last_status
+        return status is not None and isinstance(status.raw.get("status"), str)
+
+    async def _poll_result_address(self) -> Result | Status | None:
+        """One poll of a running task at its result address (see :mod:`.polling`).
+
+        A 200 is the result: its status is applied as the final one (no status
+        request left to send). A 202 whose body carries a status is applied like a
+        status answer; a 202 without one, or an error other than a rate limit, a
+        5xx or a 404, tells that this gateway's result address does not say as
+        much as its status address, and the client polls the status from then on.
+        """
+        schedule = self._timing.schedule
+        try:
+            answer = await self._gateway.result_or_status(
+                self._handle, retries=0, fetch=self._fetch_bytes
+            )
+        except (RateLimited, ServerError, RequestNotFound):
+            raise
+        except GatewayError as exc:
+            schedule.result_address_says(None, reason=str(exc))
+            return None
+        if isinstance(answer, Result):
+            word = answer.raw.get("status")
+            if not isinstance(word, str) or not word:  # no status: it cannot end the task
+                schedule.result_address_says(None, reason="a result without a status")
+                return None
+            status = Status(
+                status=word,
+                raw={k: v for k, v in answer.raw.items() if k in ("status", "error", "error_type")},
+                endpoint=self.endpoint,
+                request_id=self.request_id,
+            )
+            self._apply_status(status)
+            return answer if status.done else status
+        schedule.result_address_says(answer)
+        if answer is not None:
+            self._apply_status(answer)
+        return answer
+
     async def _watch(self) -> None:
         failures = 0
         terminal: Status | None = None
@@ -341,15 +384,28 @@ class Job:
                 await asyncio.wait_for(self._wake.wait(), self._timing.next_delay(failures, rng))
             self._wake.clear()
             try:
+                result = None
                 if terminal is None:
                     await self._timing.before_status()
-                    status = await self._gateway.status(self._handle, retries=0)
-                    self._apply_status(status)
-                    if not status.done:
-                        failures = 0
-                        continue
-                    terminal = status  # from now on only the result is left to fetch
-                result = await self._fetch_result(terminal)
+                    if self._timing.poll_result_address() and self._said_status():
+                        answer = await self._poll_result_address()
+                        if isinstance(answer, Result):
+                            result = answer
+                        elif answer is None or not answer.done:
+                            failures = 0
+                            continue
+                        else:
+                            terminal = answer
+                    else:
+                        status = await self._gateway.status(self._handle, retries=0)
+                        self._apply_status(status)
+                        if not status.done:
+                            failures = 0
+                            continue
+                        terminal = status  # from now on only the result is left to fetch
+                if result is None:
+                    assert terminal is not None
+                    result = await self._fetch_result(terminal)
             except RateLimited as exc:
                 if exc.retry_after is not None and exc.retry_after > self._gateway.gate.max_wait:
                     self._fail(exc)

@@ -412,6 +412,18 @@ class Gateway:
         self, handle: Handle, *, retries: int | None = None, fetch: Any = None
     ) -> Result | None:
         """The result, or None while the gateway answers 202 (not yet)."""
+        answer = await self.result_or_status(handle, retries=retries, fetch=fetch)
+        return answer if isinstance(answer, Result) else None
+
+    async def result_or_status(
+        self, handle: Handle, *, retries: int | None = None, fetch: Any = None
+    ) -> Result | Status | None:
+        """The result; or, while the gateway answers 202 (not yet), the status its body
+        carries, or None when the body carries none.
+
+        The spec does not show the 202 body. The simulator sends the status body;
+        another gateway may send nothing: then None (still "not yet", no status).
+        """
         response = await self._call(
             "result",
             "GET",
@@ -421,7 +433,11 @@ class Gateway:
             retries=retries,
         )
         if response.status_code == 202:
-            return None
+            body = _body(response)
+            if not (isinstance(body, Mapping) and isinstance(body.get("status"), str)):
+                return None
+            status = Status.from_body(body, endpoint=handle.endpoint, request_id=handle.request_id)
+            return status if body["status"] else None
         body = _json_object(response, "result", handle)
         return Result.from_body(
             body, endpoint=handle.endpoint, request_id=handle.request_id, fetch=fetch

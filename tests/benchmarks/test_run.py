@@ -87,22 +87,27 @@ def test_polling_counts_agree_and_every_task_is_noticed(results: dict[str, Any])
         assert s["warm_up_tasks"] == (polling.WARM_UP if name.startswith(polling.OURS + " ") else 0)
         assert s["max_live_tasks"] == TINY.polling_max_live.get(name, count)
         assert s["notices_measured"] == count, name
-        # The simulator and the client count the same status requests.
+        # The simulator and the client count the same requests.
         assert s["status_requests_per_task"] == s["client_status_requests_per_task"], name
+        assert s["poll_requests_per_task"] == s["client_poll_requests_per_task"], name
         assert s["status_requests_per_task"] >= 1
         assert s["result_requests_per_task"] >= 1
+        # polls: every status and result request but the one result per task
+        assert s["poll_requests_per_task"] == pytest.approx(
+            s["status_requests_per_task"] + s["result_requests_per_task"] - 1, abs=2e-3
+        )
+        if name.startswith("fixed"):  # a fixed poller polls the status address only
+            assert s["result_requests_per_task"] == 1
         assert 0 <= s["notice_s"]["p50"] <= s["notice_s"]["p95"] <= s["notice_s"]["max"]
     fast = p["schedules"]["fixed 0.1 s"]
-    assert (
-        fast["status_requests_per_task"] > p["schedules"]["fixed 1 s"]["status_requests_per_task"]
-    )
-    ours = p["schedules"][polling.OURS]["status_requests_per_task"]
+    assert fast["poll_requests_per_task"] > p["schedules"]["fixed 1 s"]["poll_requests_per_task"]
+    ours = p["schedules"][polling.OURS]["poll_requests_per_task"]
     assert p["requests_ratio_vs_0_1s"] == pytest.approx(
-        fast["status_requests_per_task"] / ours, rel=1e-2
+        fast["poll_requests_per_task"] / ours, rel=1e-2
     )
-    warm = p["schedules"][polling.OURS_WARM]["status_requests_per_task"]
+    warm = p["schedules"][polling.OURS_WARM]["poll_requests_per_task"]
     assert p["requests_ratio_vs_0_5s_warm"] == pytest.approx(
-        p["schedules"]["fixed 0.5 s"]["status_requests_per_task"] / warm, rel=1e-2
+        p["schedules"]["fixed 0.5 s"]["poll_requests_per_task"] / warm, rel=1e-2
     )
 
 

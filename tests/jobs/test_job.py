@@ -98,9 +98,69 @@ def test_completed_with_error_is_a_failed_result(client: gw.Client, fake: FakeGa
 
 
 def test_202_after_completed_keeps_polling(client: gw.Client, fake: FakeGateway) -> None:
-    fake.faults["response"].extend([httpx.Response(202, json={"status": "IN_PROGRESS"})] * 3)
+    fake.next_statuses = [{"status": "COMPLETED"}]  # the first status poll sees it done
+    fake.faults["response"].extend([httpx.Response(202, json={"status": "COMPLETED"})] * 3)
     assert submit(client).result(timeout=5).ok
-    assert fake.count("response") == 4
+    assert fake.count("response") == 4 and fake.count("status") == 1
+
+
+def test_a_running_task_is_polled_at_its_result_address(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    """Queued: the status address (the queue position is only there); seen running:
+    the result address, whose 202 carries the status and whose 200 is the result,
+    so no status request is left to send at the end."""
+    fake.next_statuses = [
+        {"status": "IN_QUEUE", "queue_position": 2},
+        {"status": "IN_QUEUE", "queue_position": 1},
+        {"status": "IN_PROGRESS"},
+        {"status": "RENDERING"},
+        {"status": "IN_PROGRESS"},
+        {"status": "COMPLETED"},
+    ]
+    seen: list[tuple[str, int | None]] = []
+    job = submit(client)
+    job.add_update_callback(lambda j: seen.append((j.status_text, j.queue_position)))
+    assert job.result(timeout=5).ok
+    ops = [op for _, op, _ in fake.log if op in ("status", "response")]
+    assert ops == ["status", "status", "status", "response", "response", "response"]
+    words = [s for i, (s, q) in enumerate(seen) if i == 0 or seen[i - 1] != (s, q)]
+    assert words == ["IN_QUEUE", "IN_QUEUE", "IN_PROGRESS", "RENDERING", "IN_PROGRESS", "COMPLETED"]
+    assert seen[1] == ("IN_QUEUE", 1)
+    assert job.last_status is not None and job.last_status.status == "COMPLETED"
+    assert client.request_counts["status"] == 3 and client.request_counts["result"] == 3
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        httpx.Response(202),  # no body
+        httpx.Response(202, json={"detail": "not ready"}),  # a body without the status
+        httpx.Response(400, json={"detail": "use the status address"}),  # an error
+        httpx.Response(200, json={"outputs": []}),  # a result without a status: not an end
+    ],
+    ids=["empty-202", "202-without-status", "400", "200-without-status"],
+)
+def test_a_result_address_that_says_less_than_the_status_is_not_polled_again(
+    client: gw.Client, fake: FakeGateway, answer: httpx.Response, caplog: Any
+) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 3 + [{"status": "COMPLETED"}]
+    fake.faults["response"].append(answer)
+    with caplog.at_level("INFO", logger="genwidgets"):
+        job = submit(client)
+        assert job.result(timeout=5).ok  # the job is not failed by it
+    assert "polled at their status address" in caplog.text
+    assert client._schedule.result_address is False
+    ops = [op for _, op, _ in fake.log if op in ("status", "response")]
+    # one status poll (running), the one result-address poll, then status polls to
+    # the end, and the result fetched once
+    assert ops[:2] == ["status", "response"] and ops[-1] == "response"
+    assert set(ops[2:-1]) == {"status"}
+    # later jobs of this client poll the status address only
+    fake.log.clear()
+    assert submit(client).result(timeout=5).ok
+    later = [op for _, op, _ in fake.log if op in ("status", "response")]
+    assert later.count("response") == 1 and later[-1] == "response"
 
 
 def test_timeout_leaves_the_task_alive(client: gw.Client, fake: FakeGateway) -> None:

@@ -41,6 +41,16 @@ def test_expected_finish_appears_once_the_client_has_seen_enough_tasks(
             assert cold.expected_finish is None  # nothing learnt yet
             cold.result(timeout=120)
             run_batch(client, WARM, 40)
+            # Seen running, the tasks were polled at their result address (more result
+            # requests than results), and the ledger still has the poll times the
+            # model learns from: the status of each result body was recorded.
+            assert client.request_counts["result"] > WARM + 1
+            rows = ledger.run_times(client.gateway_name, "asset-get", limit=100)
+            assert len(rows) == WARM + 1
+            assert all(row[5] is not None for row in rows)  # done_at: seen COMPLETED
+            # running_at: seen running (a task that went from the queue straight to
+            # COMPLETED between two polls has none)
+            assert sum(row[4] is not None for row in rows) > len(rows) // 2
             job = client.submit("asset-get", {"Id": "asset-demo"}, headers={"X-Sim-Duration": "40"})
             left = job.expected_finish
             assert left is not None and 0 < left < 10

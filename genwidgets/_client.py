@@ -82,8 +82,9 @@ class Client:
     bounds retries of one operation. Nothing is sent at construction except
     starting the embedded simulator when it is the gateway. ``notice_target``: the
     p95 delay (seconds) between a task's end and our noticing it, which the polling
-    schedule aims for; ``max_status_rate``: status requests per second this client
-    never exceeds, however many jobs are live (see ``genwidgets.jobs.polling``).
+    schedule aims for; ``max_status_rate``: polls per second this client never
+    exceeds, however many jobs are live (status requests, and the result-address
+    polls of running tasks; see ``genwidgets.jobs.polling``).
     """
 
     def __init__(

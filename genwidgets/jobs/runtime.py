@@ -72,6 +72,12 @@ ROW_START_SLACK_S = 5.0
 PLAN_TAIL = 0.995
 #: the plan's grid has at most this many steps (its cost is grid × gaps × 20)
 MAX_GRID = 1500
+#: no planned gap is longer than this share of the task's age, or than the floor: a
+#: task that ends where the model says it rarely does is noticed late, but boundedly
+#: (the miss budget counts late tasks, not how late; without a bound the far tail
+#: got gaps of a minute and more). On the benchmark sets it costs nothing measurable.
+MAX_GAP_SHARE = 0.1
+MAX_GAP_FLOOR_S = 10.0
 #: the model is not "confident" (no expected finish shown) while widened more than this
 CONFIDENT_WIDEN = 0.2
 
@@ -350,7 +356,8 @@ def plan_polls(
     (backwards: V(s) = min_g S(s) + λ·late(s, g) + V(s + g)), and bisect λ until
     the late mass is at most ``miss`` (below the 5 % the notice target allows,
     for model error). Where the density is high the penalty forces g = τ; where
-    it is low (the start, a valley between two modes, the far tail) gaps grow.
+    it is low (the start, a valley between two modes, the far tail) gaps grow,
+    but never past max(``MAX_GAP_FLOOR_S``, ``MAX_GAP_SHARE`` × age).
     The two plans either side of the λ where the late mass jumps are mixed to use
     the budget exactly (:class:`Plan`). Past the ``tail`` quantile the adaptive
     schedule takes over (it keeps every gap within the target). Computed once per
@@ -371,7 +378,10 @@ def plan_polls(
         choice = [4] * (n + 1)
         for i in range(n - 1, -1, -1):
             f_i, best, best_k = cdf_at[i], math.inf, 4
+            longest = max(MAX_GAP_FLOOR_S, MAX_GAP_SHARE * i * step)
             for k in ks:
+                if k > 4 and k * step > longest:
+                    break
                 j = i + k
                 late = max(0.0, cdf_at[min(j - 4, n)] - f_i)
                 v = survive[i] + lam * late + (value[j] if j < n else 0.0)

@@ -218,6 +218,20 @@ def check_gaps(model: RunTimeModel, variant: tuple[float, ...]) -> None:
     assert late <= 0.05  # P(notice > target) within 5 %, for either variant
 
 
+def test_no_planned_gap_is_longer_than_a_tenth_of_the_age_or_ten_seconds() -> None:
+    """A few very long tasks in the history leave a sparse stretch before them: its
+    tasks may be late (within the miss budget), but not by a minute."""
+    durations = [*lognormal(50, 20.0, 0.7, seed=20240918), 150.0, 152.0]
+    model = trained(durations)
+    plan = plan_polls(model, TARGET)
+    for variant in (plan.polls, plan.alternate):
+        for a, b in itertools.pairwise((0.0, *variant)):
+            assert b - a <= max(10.0, 0.1 * a) + 1e-9, (a, b)
+        check_gaps(model, variant)
+    # the bound binds here: the stretch between the bulk and the two long tasks
+    assert any(b - a > TARGET * 4 for a, b in itertools.pairwise(plan.polls))
+
+
 def test_a_tighter_target_means_denser_polls() -> None:
     model = trained(lognormal(200, 20.0, 0.5, seed=7))
     loose, tight = plan_polls(model, 3.0), plan_polls(model, 0.8)

@@ -404,7 +404,7 @@ def on_paper(warm: Sequence[float], durations: Sequence[float]) -> dict[str, flo
             else:
                 count[i] += 1
                 if at_result:
-                    schedule.result_address_says("IN_PROGRESS")  # a 202 with the status
+                    schedule.result_address_says(True)  # a 202 with the status
                 timings[i].saw("IN_PROGRESS", None, False)
                 due[i] = clock.now + timings[i].next_delay(rng=rng)
     return {

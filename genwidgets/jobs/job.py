@@ -354,22 +354,21 @@ class Job:
         except (RateLimited, ServerError, RequestNotFound):
             raise
         except GatewayError as exc:
-            schedule.result_address_says(None, reason=str(exc))
+            schedule.result_address_says(False, reason=str(exc))
             return None
         if isinstance(answer, Result):
             word = answer.raw.get("status")
             if not isinstance(word, str) or not word:  # no status: it cannot end the task
-                schedule.result_address_says(None, reason="a result without a status")
+                schedule.result_address_says(False, reason="a result without a status")
                 return None
-            status = Status(
-                status=word,
-                raw={k: v for k, v in answer.raw.items() if k in ("status", "error", "error_type")},
+            status = Status.from_body(
+                {k: v for k, v in answer.raw.items() if k in ("status", "error", "error_type")},
                 endpoint=self.endpoint,
                 request_id=self.request_id,
             )
             self._apply_status(status)
             return answer if status.done else status
-        schedule.result_address_says(answer)
+        schedule.result_address_says(answer is not None)
         if answer is not None:
             self._apply_status(answer)
         return answer

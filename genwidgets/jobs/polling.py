@@ -193,10 +193,10 @@ class Schedule:
     def __repr__(self) -> str:
         return f"<Schedule notice_target={self.notice_target:g} s, {len(self.models)} models>"
 
-    def result_address_says(self, answer: object, *, reason: str = "") -> None:
-        """What a poll of the result address answered while the task ran: a status
-        (it says as much as the status address), or None (it does not: stop)."""
-        if answer is not None:
+    def result_address_says(self, carries_status: bool, *, reason: str = "") -> None:
+        """Whether a poll of the result address, while the task ran, answered with the
+        task's status (it says as much as the status address) or not (stop using it)."""
+        if carries_status:
             self.result_address = True
             return
         if self.result_address is not False:

@@ -1,0 +1,121 @@
+"""Small pictures of saved outputs, made in the kernel and cached beside the file.
+
+Grids and saved notebooks show many outputs at once, and a full output is heavy
+(a 1440 px PNG weighs about 1 MB): a page of a hundred would load a hundred
+of them. A thumbnail is at most ``max_side`` pixels on its long side, a JPEG (a
+PNG when the picture has transparency), made once from the downloaded file (an
+image, or a video's first frame) and kept beside it as
+``<name>.thumb<max_side>.<ext>``; a later call reuses it unless the output is newer.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import tempfile
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+
+__all__ = ["DEFAULT_SIDE", "data_url", "thumbnail", "thumbnail_bytes"]
+
+DEFAULT_SIDE = 256
+_JPEG_QUALITY = 82
+
+
+def _cached(path: Path, max_side: int) -> Path | None:
+    for ext in (".jpg", ".png"):
+        candidate = path.with_name(f"{path.name}.thumb{max_side}{ext}")
+        try:
+            if candidate.stat().st_mtime >= path.stat().st_mtime:
+                return candidate
+        except OSError:
+            continue
+    return None
+
+
+def _first_frame(path: Path) -> Image.Image | None:
+    """A video's first frame, or ``None`` when the file is not a video PyAV can read."""
+    import av  # a video is rare next to images; PyAV loads only for one
+
+    try:
+        with av.open(str(path)) as container:
+            for frame in container.decode(video=0):
+                image: Image.Image = frame.to_image()
+                return image
+    except (av.error.FFmpegError, ValueError, IndexError, OSError):
+        return None
+    return None
+
+
+def _open(path: Path) -> Image.Image | None:
+    try:
+        with Image.open(path) as image:
+            image.load()
+            return image.copy()
+    except (UnidentifiedImageError, OSError, ValueError):
+        return _first_frame(path)
+
+
+def _encode(image: Image.Image, max_side: int) -> tuple[bytes, str]:
+    """The picture shrunk to ``max_side`` (never enlarged), as JPEG or, with alpha, PNG."""
+    image = image.copy()
+    image.thumbnail((max_side, max_side))
+    buffer = io.BytesIO()
+    if image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info):
+        image.save(buffer, format="PNG", optimize=True)
+        return buffer.getvalue(), "image/png"
+    image.convert("RGB").save(buffer, format="JPEG", quality=_JPEG_QUALITY, optimize=True)
+    return buffer.getvalue(), "image/jpeg"
+
+
+def thumbnail_bytes(data: bytes, max_side: int = DEFAULT_SIDE) -> tuple[bytes, str] | None:
+    """A thumbnail of an image held in memory (inline content): bytes and MIME
+    type, or ``None`` when the bytes are not a picture Pillow reads."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+            return _encode(image, max_side)
+    except (UnidentifiedImageError, OSError, ValueError):
+        return None
+
+
+def thumbnail(path: str | os.PathLike[str], max_side: int = DEFAULT_SIDE) -> Path | None:
+    """The thumbnail file of a saved output (made on first use), or ``None`` when
+    the file is neither a picture nor a video, or cannot be read.
+
+    Written atomically next to the output (a temporary file, then a rename), so
+    two kernels making the same thumbnail never leave half a file.
+    """
+    source = Path(path)
+    cached = _cached(source, max_side)
+    if cached is not None:
+        return cached
+    image = _open(source)
+    if image is None:
+        return None
+    data, mime = _encode(image, max_side)
+    target = source.with_name(
+        f"{source.name}.thumb{max_side}{'.png' if mime == 'image/png' else '.jpg'}"
+    )
+    try:
+        fd, temporary = tempfile.mkstemp(dir=source.parent, prefix=".thumb-", suffix=".part")
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, target)
+    except OSError:
+        Path(temporary).unlink(missing_ok=True)
+        return None
+    return target
+
+
+def data_url(path: str | os.PathLike[str]) -> str:
+    """A thumbnail file (see :func:`thumbnail`) as a ``data:`` URL, for pages and
+    saved notebooks that must show it with no server."""
+    file = Path(path)
+    mime = "image/png" if file.suffix == ".png" else "image/jpeg"
+    return f"data:{mime};base64,{base64.b64encode(file.read_bytes()).decode('ascii')}"

@@ -516,19 +516,25 @@ def _urls_in(value: Any, found: list[str], limit: int = 5) -> None:
 
 
 def _fallback_outputs(body: Mapping[str, Any]) -> list[Any]:
-    """The outputs of a result that has no ``outputs`` key: the entries under the
-    first :data:`FALLBACK_OUTPUT_KEYS` that holds usable ones, with a warning; or a
-    warning naming the URLs the body holds when none is usable."""
+    """The outputs of a result that has no ``outputs`` key: the entries under every
+    one of :data:`FALLBACK_OUTPUT_KEYS` that holds usable ones (fal puts images and
+    a video under different keys), with a warning naming them; or a warning naming
+    the URLs the body holds when none is usable."""
+    taken: list[Any] = []
+    used: list[str] = []
     for key in FALLBACK_OUTPUT_KEYS:
         entries = _entries(body.get(key)) if key in body else []
         if entries:
-            warnings.warn(
-                f"the result has no 'outputs'; took {len(entries)} output(s) from its "
-                f"{key!r} field",
-                GenwidgetsWarning,
-                stacklevel=3,
-            )
-            return entries
+            taken += entries
+            used.append(repr(key))
+    if taken:
+        warnings.warn(
+            f"the result has no 'outputs'; took {len(taken)} output(s) from its "
+            f"{', '.join(used)} field{'s' if len(used) > 1 else ''}",
+            GenwidgetsWarning,
+            stacklevel=3,
+        )
+        return taken
     urls: list[str] = []
     _urls_in(
         {

@@ -279,6 +279,8 @@ class Job:
         ):
             self._recorder.on_status(self, status)
             self._notify()
+        elif previous.latest_log != status.latest_log:  # a new log line: views show it
+            self._notify()
 
     def _finish(self, result: Result, finished_at: float | None = None) -> None:
         if self._future.done():

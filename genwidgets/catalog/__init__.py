@@ -46,6 +46,7 @@ from .markers import (
     media_spec,
 )
 from .model import Endpoint, EndpointModel, Part
+from .openapi_schema import openapi
 from .paths import field_info_at, fields_along, media_fields_of, media_spec_at, media_specs
 from .registry import KINDS, EndpointSpec, endpoint, endpoints, register, unregister
 from .validation import payload_of, validate, webhook_fields
@@ -75,6 +76,7 @@ __all__ = [
     "media_spec",
     "media_spec_at",
     "media_specs",
+    "openapi",
     "payload_of",
     "register",
     "soft_warning",

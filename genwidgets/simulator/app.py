@@ -9,6 +9,7 @@ Routes (``{base}`` is where the server listens)::
     GET|HEAD {base}/files/{token}/{name}                         outputs (no auth, Range supported)
     GET  {base}/_sim/tasks/{id}, GET {base}/_sim/stats, GET|PUT {base}/_sim/config   (loopback only)
     GET  {base}/                                                 what this server is, as JSON
+    GET  {base}/openapi.json                                     the OpenAPI 3.1 document
 
 HTTP status codes (the spec shows the bodies, not the codes; these are our choice):
 
@@ -69,6 +70,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..catalog.openapi_schema import openapi
 from ..protocol.records import queue_url
 from . import dialects
 from .config import SimConfig
@@ -498,6 +500,11 @@ async def index(request: Request) -> Response:
     )
 
 
+async def openapi_document(request: Request) -> Response:
+    """The OpenAPI 3.1 document of what this simulator serves (no key needed)."""
+    return JSONResponse(openapi(_base_url(request)))
+
+
 # --------------------------------------------------------------------------- the app
 
 
@@ -537,6 +544,7 @@ def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
     requests = "/v1/queue/{endpoint}/requests/{request_id}"
     routes = [
         Route("/", index, methods=["GET"]),
+        Route("/openapi.json", openapi_document, methods=["GET"]),
         Route("/v1/queue/{endpoint}", create_task, methods=["POST"]),
         Route("/v1/queue/{endpoint}/sync", sync_path, methods=["GET", "POST", "PUT"]),
         Route(f"{requests}/status", get_status, methods=["GET"]),

@@ -4,6 +4,9 @@ table in :mod:`genwidgets.simulator.dialects`, seen by a plain HTTP client."""
 from __future__ import annotations
 
 import email.utils
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -134,3 +137,26 @@ def test_the_spec_dialect_is_unchanged(make_simulator: Make) -> None:
         answers = [c.get("/v1/queue/asset-get/requests/none/status") for _ in range(5)]
     limited = [a for a in answers if a.status_code == 429]
     assert limited and limited[0].headers["retry-after"].isdigit()
+
+
+def test_the_embedded_simulator_takes_its_dialect_from_the_environment(tmp_path: Any) -> None:
+    """A fresh interpreter, as a user starts one: no URL, no key, the variable set."""
+    script = (
+        "import warnings, genwidgets as gw\n"
+        "warnings.simplefilter('ignore')\n"
+        "client = gw.Client()\n"
+        "result = client.run('speechM-02-turbo', {'text': 'hi'}, timeout=120)\n"
+        "print(result.status, result.ok, result.outputs[0].kind)\n"
+        "client.close()\n"
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("GENWIDGETS_BASE_URL", "GENWIDGETS_API_KEY")
+    }
+    env |= {"GENWIDGETS_SIM_DIALECT": "replicate", "GENWIDGETS_HOME": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["succeeded", "True", "audio"]

@@ -12,6 +12,7 @@ Modules, each importing only those above it in this list:
 - ``checks``, ``coerce``: media-string checks and value normalisers families share;
 - ``registry``: :func:`register`, :func:`endpoint`, :func:`endpoints`;
 - ``validation``: :func:`validate`;
+- ``openapi_schema``: :func:`openapi`, the OpenAPI 3.1 document of the catalog;
 - one module per family, registering its endpoints: ``vida``, ``vidv``, ``vidh``,
   ``vidk``, ``vidp``, ``genw``, ``imgg``, ``imgq``, ``imgm``, ``speech``, ``asset``.
 

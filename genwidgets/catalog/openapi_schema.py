@@ -15,7 +15,8 @@ gateway's own conformance tests. The document holds:
 Shared parts of a model (``$defs``) become components named
 ``<endpoint id>.<Name>``: two endpoints may each have a ``Mask`` of their own.
 The simulator's test headers (``X-Sim-*``) are left out: they are not the
-protocol. The document describes the ``spec`` dialect.
+protocol. The document describes the ``spec`` dialect
+(``docs/decisions.md#gateways-and-their-dialects``).
 """
 
 from __future__ import annotations

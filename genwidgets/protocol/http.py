@@ -25,7 +25,8 @@ gateway that says wait means every request of the client waits):
   one elsewhere is refused, so the key never travels with it.
 
 Errors are mapped by the body first (``error.code``, ``detail`` text) and the
-HTTP status second, because the spec does not show the status codes.
+HTTP status second, because the spec does not show the status codes
+(``docs/decisions.md#gateways-and-their-dialects``).
 """
 
 from __future__ import annotations

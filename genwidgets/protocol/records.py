@@ -3,7 +3,7 @@
 The spec promises only ``request_id``, ``status_url``, ``response_url``,
 ``cancel_url``, ``status``, ``error``, ``error_type`` and ``outputs``; it shows
 neither their types nor the other fields. Real gateways fill the open parts
-differently (docs/decisions.md, "Gateways and their dialects"). Our choices:
+differently (``docs/decisions.md#gateways-and-their-dialects``). Our choices:
 
 - ``status`` is kept verbatim (any string; a non-string is turned into one).
   Terminality comes from the one table :data:`TERMINAL_WORDS` (compared

@@ -2,7 +2,7 @@
 
 The spec shows the queue's bodies but not every field, status word or status
 code. Real gateways fill those parts differently (``/work/shared/notes`` on fal
-and Replicate; docs/decisions.md, "Gateways and their dialects"), and a client
+and Replicate; ``docs/decisions.md#gateways-and-their-dialects``), and a client
 tested only against one choice breaks on the first other one. Choose with
 ``genwidgets simulate --dialect NAME``, ``SimConfig(dialect=NAME)`` or, for the
 embedded simulator, the environment variable ``GENWIDGETS_SIM_DIALECT``.

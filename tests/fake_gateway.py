@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from genwidgets.protocol.records import is_terminal
+
 BASE = "https://gateway.test"
 
 
@@ -119,9 +121,7 @@ class FakeGateway:
         if op == "status":
             task.polls += 1
             return httpx.Response(200, json={"request_id": rid, **current})
-        terminal = str(current.get("status", "")).upper() in {
-            "COMPLETED", "CANCELLED", "CANCELED", "FAILED", "ERROR"
-        }
+        terminal = is_terminal(str(current.get("status", "")))
         if not terminal or task.result is None:
             task.polls += 1  # a 202 carrying the status is a poll too
             return httpx.Response(202, json={"request_id": rid, **current})

@@ -12,8 +12,8 @@ from genwidgets import errors
 PUBLIC = {
     "AsyncClient", "Client", "EndpointForm", "EndpointSpec", "Job", "Output",
     "PreparedRequest", "Result", "Status",
-    "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid", "login", "render",
-    "sweep", "validate",
+    "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid", "login", "openapi",
+    "render", "sweep", "validate",
     *errors.__all__,
 }  # fmt: skip
 

@@ -12,6 +12,7 @@ Modules, each importing only those above it in this list:
 - ``checks``, ``coerce``: media-string checks and value normalisers families share;
 - ``registry``: :func:`register`, :func:`endpoint`, :func:`endpoints`;
 - ``validation``: :func:`validate`;
+- ``openapi_schema``: :func:`openapi`, the OpenAPI 3.1 document of the catalog;
 - one module per family, registering its endpoints: ``vida``, ``vidv``, ``vidh``,
   ``vidk``, ``vidp``, ``genw``, ``imgg``, ``imgq``, ``imgm``, ``speech``, ``asset``.
 
@@ -46,6 +47,7 @@ from .markers import (
     media_spec,
 )
 from .model import Endpoint, EndpointModel, Part
+from .openapi_schema import openapi
 from .paths import field_info_at, fields_along, media_fields_of, media_spec_at, media_specs
 from .registry import KINDS, EndpointSpec, endpoint, endpoints, register, unregister
 from .validation import payload_of, validate, webhook_fields
@@ -75,6 +77,7 @@ __all__ = [
     "media_spec",
     "media_spec_at",
     "media_specs",
+    "openapi",
     "payload_of",
     "register",
     "soft_warning",

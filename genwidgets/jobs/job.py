@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import sys
 import threading
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import GatewayError, RateLimited, RequestNotFound, ServerError, TaskTimeout
 from ..protocol.fetch import fetch_url
-from ..protocol.records import COMPLETED, Fetcher, Handle, Result, Status
+from ..protocol.records import Fetcher, Handle, Result, Status, is_failure
 from .engine import Engine, wait_future
 from .polling import Schedule
 
@@ -265,6 +266,8 @@ class Job:
 
     def _apply_status(self, status: Status) -> None:
         previous = self.last_status
+        if previous is not None and previous.logs and not status.logs:
+            status = dataclasses.replace(status, logs=previous.logs)  # a result carries none
         if status.status.upper() != "IN_QUEUE" and self._running_since is None:
             self._running_since = time.monotonic()
         self.last_status = status
@@ -275,6 +278,8 @@ class Job:
             or previous.queue_position != status.queue_position
         ):
             self._recorder.on_status(self, status)
+            self._notify()
+        elif previous.latest_log != status.latest_log:  # a new log line: views show it
             self._notify()
 
     def _finish(self, result: Result, finished_at: float | None = None) -> None:
@@ -323,10 +328,10 @@ class Job:
         try:
             result = await self._gateway.result(self._handle, fetch=self._fetch_bytes)
         except GatewayError:
-            if status.status.upper() == COMPLETED:
+            if not is_failure(status.status):
                 raise
             result = None
-        if result is None and status.status.upper() != COMPLETED:
+        if result is None and is_failure(status.status):
             # CANCELLED / FAILED / ERROR with no readable result: the status says it all.
             return Result.from_body(status.raw, endpoint=self.endpoint, request_id=self.request_id)
         return result
@@ -362,7 +367,11 @@ class Job:
                 schedule.result_address_says(False, reason="a result without a status")
                 return None
             status = Status.from_body(
-                {k: v for k, v in answer.raw.items() if k in ("status", "error", "error_type")},
+                {
+                    k: v
+                    for k, v in answer.raw.items()
+                    if k in ("status", "error", "error_type", "logs")
+                },
                 endpoint=self.endpoint,
                 request_id=self.request_id,
             )

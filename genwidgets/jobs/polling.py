@@ -57,6 +57,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.records import is_failure
 from . import runtime
 from .runtime import Key, Observation, Plan, RunTimeModel
 
@@ -428,7 +429,7 @@ class Timing:
             self.asked = None
         schedule._drain(now)
         if terminal:
-            if self.observation is None and self.start is not None and word.upper() == "COMPLETED":
+            if self.observation is None and self.start is not None and not is_failure(word):
                 last_running = self.running_seen if self.running_seen is not None else self.start[1]
                 self.observation = runtime.observe_bracket(self.start, (last_running, now))
             return

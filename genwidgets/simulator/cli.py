@@ -15,6 +15,7 @@ from .._config import DEMO_KEY
 from ..errors import SimulatorStartError
 from . import config as c
 from .config import SimConfig
+from .dialects import DIALECTS, ENV_VAR
 from .registry import ENDPOINTS
 from .server import SimulatorServer
 
@@ -97,6 +98,13 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     for flag, convert, check, default, text in checked:
         parser.add_argument(flag, type=_checked(convert, check), default=default, help=text)
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
+    parser.add_argument(
+        "--dialect",
+        choices=sorted(DIALECTS),
+        default=None,
+        help="how answers fill what the spec leaves open: spec (default), fal, replicate "
+        f"(default from ${ENV_VAR}; see genwidgets.simulator.dialects)",
+    )
 
 
 def build_parser(prog: str = "python -m genwidgets.simulator") -> argparse.ArgumentParser:
@@ -125,6 +133,7 @@ def config_from(args: argparse.Namespace) -> SimConfig:
         rate_limit=args.rate_limit,
         latency=args.latency,
         seed=args.seed,
+        **({"dialect": args.dialect} if getattr(args, "dialect", None) else {}),
     )
 
 
@@ -150,6 +159,7 @@ def _announce(server: SimulatorServer, config: SimConfig) -> None:
     print(f"genwidgets simulator on {server.base_url}", flush=True)
     print(f"  GENWIDGETS_BASE_URL={server.base_url}", flush=True)
     print(f"  API key: {keys}   speed: {config.speed:g}   workers: {config.workers}", flush=True)
+    print(f"  dialect: {config.dialect}", flush=True)
     print("  Ctrl+C stops it.", flush=True)
 
 

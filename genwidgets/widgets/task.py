@@ -47,7 +47,7 @@ import ipywidgets
 import traitlets
 
 from .._protocols import JobLike
-from ..protocol.records import Result
+from ..protocol.records import Result, log_line
 from ._style import (
     COLOURS,
     SIMULATED_BADGE,
@@ -191,6 +191,9 @@ class TaskView(anywidget.AnyWidget):
     cancel_requested = traitlets.Bool(False).tag(sync=True)
     cancel_error = traitlets.Unicode("").tag(sync=True)
     outputs = traitlets.List(traitlets.Dict()).tag(sync=True)
+    #: The gateway's logs (``Status.logs``): the latest line while running, the last
+    #: few once finished (kept in the saved view).
+    logs = traitlets.List(traitlets.Unicode()).tag(sync=True)
 
     def __init__(self, job: JobLike, **kwargs: Any) -> None:
         # Set first: close() (also run by Widget.__del__) needs them even when
@@ -285,6 +288,7 @@ class TaskView(anywidget.AnyWidget):
                 # Once per result: a terminal status may come before the result is fetched.
                 self._shown_result = result
                 self.outputs = result_entries(result)
+            self.logs = log_tail(job, look.terminal)
             self.terminal = look.terminal
         if look.terminal and not self._resend_pending:
             # The engine thread may write this between two cells, labelled with a
@@ -298,6 +302,15 @@ class TaskView(anywidget.AnyWidget):
         with self._throttle.lock:
             self._resend_pending = False
             self.send_state()
+
+
+LOG_LINES_KEPT = 5
+
+
+def log_tail(job: JobLike, terminal: bool) -> list[str]:
+    """The log lines a view shows: the latest while running, the last few at the end."""
+    logs = getattr(getattr(job, "last_status", None), "logs", None) or []
+    return [log_line(entry) for entry in logs[-(LOG_LINES_KEPT if terminal else 1) :]]
 
 
 # --- display ----------------------------------------------------------------

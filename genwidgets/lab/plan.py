@@ -278,7 +278,7 @@ def permutation_axes(spec: Any, payload: Mapping[str, Any]) -> list[Axis]:
         axes = []
         for n, (start, end) in enumerate(permutation_spans(text), 1):
             group = text[start:end]
-            values = tuple(_as_written(sent) for sent in Prompt.parse(group).expand())
+            values = tuple(_as_written(sent) for sent in Prompt.parse(group).expand("plain"))
             axes.append(Axis(f"{name}{{{n}}}", values, "group", group, (name,)))
         if axes:
             return axes

@@ -75,8 +75,7 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from ..errors import PayloadError
-from ..imgm import Prompt
-from ..imgm.prompt import format_value
+from ..imgm import MAX_PROMPTS, Prompt, format_value
 from . import synth
 from .files import FileStore
 from .inputs import Inputs
@@ -209,14 +208,12 @@ def imgm_prompt(prompt: str) -> Prompt | None:
     """The prompt one task draws: its first expansion when it permutes (None if unreadable)."""
     try:
         parsed = Prompt.parse(prompt or "")
-        if 1 < parsed.count() <= _FIRST_EXPANSION_LIMIT:
+        if 1 < parsed.count() <= MAX_PROMPTS:  # above the cap nothing is expanded
             return Prompt.parse(parsed.expand()[0])
         return parsed
     except PayloadError:
         return None
 
-
-_FIRST_EXPANSION_LIMIT = 1000
 
 
 def imgm_version(prompt: str) -> str:

@@ -8,7 +8,8 @@ import pytest
 
 import genwidgets as gw
 from genwidgets.errors import PayloadError
-from genwidgets.imgm.prompt import MAX_PROMPTS, Prompt
+from genwidgets.imgm import MAX_PROMPTS
+from genwidgets.protocol.prepared import prepare
 
 MASK_URL = {"url": "https://example.com/mask.png"}
 AREA = {"width": 500, "height": 4096, "points": [0, 0, 100, 0, 100, 100]}
@@ -103,16 +104,16 @@ def _options(count: int) -> str:
     return "{" + ", ".join(f"colour {i}" for i in range(count)) + "}"
 
 
-@pytest.mark.parametrize(
-    ("endpoint_id", "field", "base"),
-    [
-        ("imgM-v8.1-t2i", "prompt", {}),
-        ("imgM_diffusion", "prompt", {}),
-        ("imgM-inpaint", "remixPrompt", inpaint()),
-        ("imgM_pan", "remixPrompt", pan()),
-        ("imgM-v8.1-i2i", "remix_prompt", i2i()),
-    ],
-)
+I2I = ("imgM-v8.1-i2i", "remix_prompt", i2i())
+PROMPT_FIELDS = [
+    ("imgM-v8.1-t2i", "prompt", {}),
+    ("imgM_diffusion", "prompt", {}),
+    ("imgM-inpaint", "remixPrompt", inpaint()),
+    ("imgM_pan", "remixPrompt", pan()),
+]
+
+
+@pytest.mark.parametrize(("endpoint_id", "field", "base"), [*PROMPT_FIELDS, I2I])
 def test_a_permutation_prompt_over_the_cap_is_refused_before_sending(
     endpoint_id: str, field: str, base: dict[str, Any]
 ) -> None:
@@ -131,10 +132,36 @@ def test_a_permutation_prompt_over_the_cap_is_refused_before_sending(
     assert gw.validate(endpoint_id, {**base, field: at_the_cap}).payload()[field] == at_the_cap
 
 
-def test_escaped_braces_are_not_counted_and_unreadable_prompts_are_left_to_the_builder() -> None:
+def test_escaped_braces_are_not_counted_and_unreadable_prompts_are_refused() -> None:
     escaped = "a \\{" + ", ".join(str(i) for i in range(60)) + "\\} kite"
     assert gw.validate("imgM-v8.1-t2i", {"prompt": escaped}).payload()["prompt"] == escaped
-    unbalanced = "a {red, blue kite"
-    with pytest.raises(PayloadError, match="brace"):
-        Prompt.parse(unbalanced)
-    assert gw.validate("imgM-v8.1-t2i", {"prompt": unbalanced}).payload()["prompt"] == unbalanced
+    with pytest.raises(PayloadError, match="brace") as info:
+        gw.validate("imgM-v8.1-t2i", {"prompt": "a {red, blue kite"})
+    assert [e["loc"] for e in info.value.errors] == [("prompt",)]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "says"),
+    [
+        ("a kite --chaos 500", "--chaos takes a whole number 0-100; got 500"),
+        ("a cat::-1 a dog::0.5", "add up to -0.5"),
+        (
+            "a kite {--chaos 50, --chaos 500}",
+            "in prompt 2 of 2 ('a kite --chaos 500'): --chaos takes a whole number 0-100",
+        ),
+        ("a kite --chaos {50, 500}", "got 500"),
+        ("a kite --ar 16:9 --aspect 1:1", "given twice"),
+    ],
+)
+@pytest.mark.parametrize(("endpoint_id", "field", "base"), [*PROMPT_FIELDS, I2I])
+def test_every_imgm_prompt_field_is_checked_whole_with_the_expansion_named(
+    endpoint_id: str, field: str, base: dict[str, Any], prompt: str, says: str
+) -> None:
+    """One check in the catalog, so gw.validate, prepare/submit, forms and grids all
+    refuse a prompt the gateway would bill and fail."""
+    with pytest.raises(PayloadError) as info:
+        gw.validate(endpoint_id, {**base, field: prompt})
+    assert [e["loc"] for e in info.value.errors] == [(field,)]
+    assert says in str(info.value)
+    with pytest.raises(PayloadError, match=r"0-100|add up|twice"):
+        prepare(endpoint_id, {**base, field: prompt})

@@ -48,7 +48,7 @@ from .markers import (
 from .model import Endpoint, EndpointModel, Part
 from .paths import field_info_at, fields_along, media_fields_of, media_spec_at, media_specs
 from .registry import KINDS, EndpointSpec, endpoint, endpoints, register, unregister
-from .validation import payload_of, validate, webhook_fields
+from .validation import payload_of, unsendable, validate, webhook_fields
 
 __all__ = [
     "BILLED",
@@ -79,6 +79,7 @@ __all__ = [
     "register",
     "soft_warning",
     "unregister",
+    "unsendable",
     "validate",
     "webhook_fields",
 ]

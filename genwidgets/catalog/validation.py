@@ -38,12 +38,33 @@ _JSON_SCALARS = (str, int, float, bool, type(None))
 MAX_DEPTH = 64
 
 
-def _non_json(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Where the payload holds something JSON cannot carry (it is sent as JSON)."""
+def _surrogate(text: str) -> str | None:
+    """A message when ``text`` holds a lone surrogate, which UTF-8 (the body) cannot carry."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        return (
+            f"holds the lone surrogate U+{code:04X} at character {exc.start + 1}, which "
+            "UTF-8 cannot carry (a broken emoji or a bad copy-paste?): remove it"
+        )
+    return None
+
+
+def unsendable(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Where the payload holds something the JSON body cannot carry: a non-JSON
+    value, a non-string key, a text with a lone surrogate, or nesting too deep."""
     problems: list[dict[str, Any]] = []
     stack: list[tuple[tuple[Any, ...], Any]] = [((), payload)]
     while stack and len(problems) < 20:
         loc, value = stack.pop()
+        if isinstance(value, str):
+            problem = _surrogate(value)
+            if problem:
+                problems.append({"loc": loc, "msg": f"this text {problem}"})
+            continue
         if isinstance(value, _JSON_SCALARS):
             continue
         if len(loc) > MAX_DEPTH:
@@ -54,6 +75,8 @@ def _non_json(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
                     problems.append(
                         {"loc": loc, "msg": f"keys must be strings, not {type(key).__name__}"}
                     )
+                elif _surrogate(key):
+                    problems.append({"loc": loc, "msg": f"the field name {_surrogate(key)}"})
                 else:
                     stack.append(((*loc, key), item))
         elif isinstance(value, list | tuple):
@@ -85,7 +108,7 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
             [{"loc": (), "msg": f"a payload is a dict of fields, not {type(payload).__name__}"}],
             endpoint=endpoint_id,
         )
-    not_json = _non_json(payload)
+    not_json = unsendable(payload)
     if not_json:  # before the model: pydantic would iterate a huge range, a generator...
         raise PayloadError(not_json, endpoint=endpoint_id)
     hooks = webhook_fields(payload)

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar, get_args
 
-from ..errors import PayloadError
+from ..errors import EndpointNotFound
 from .markers import is_billed
 from .model import EndpointModel
 
@@ -110,7 +110,7 @@ def register(
 
 
 def unregister(endpoint_id: str) -> None:
-    """Take an endpoint out of the catalog (an unknown id is a :class:`PayloadError`)."""
+    """Take an endpoint out of the catalog (an unknown id is ``EndpointNotFound``)."""
     endpoint(endpoint_id)
     del _REGISTRY[endpoint_id]
 
@@ -131,13 +131,20 @@ def endpoints(*, documented_only: bool = True) -> list[EndpointSpec]:
 
 
 def endpoint(endpoint_id: str) -> EndpointSpec:
-    """The catalog entry for ``endpoint_id``; an unknown id is a :class:`PayloadError`."""
+    """The catalog entry for ``endpoint_id``; an unknown id is
+    :class:`~genwidgets.errors.EndpointNotFound` (what the gateway answers too),
+    with the closest known id."""
     try:
         return _REGISTRY[endpoint_id]
-    except KeyError:
-        close = difflib.get_close_matches(endpoint_id, list(_REGISTRY), n=1)
+    except (KeyError, TypeError):
+        known = list(_REGISTRY)
+        close = (
+            difflib.get_close_matches(endpoint_id, known, n=1)
+            if isinstance(endpoint_id, str)
+            else []
+        )
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise PayloadError(
-            [{"loc": (), "msg": f"unknown endpoint {endpoint_id!r}{hint}"}],
-            endpoint=endpoint_id,
+        raise EndpointNotFound(
+            f"unknown endpoint {endpoint_id!r}{hint} (gw.endpoints() lists them)",
+            endpoint=str(endpoint_id),
         ) from None

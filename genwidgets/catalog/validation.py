@@ -13,7 +13,9 @@ from pydantic import ValidationError
 
 from ..errors import PayloadError
 from .findings import UnknownFieldWarning, soft_warning
+from .introspect import limits_of
 from .model import EndpointModel
+from .paths import field_info_at
 from .registry import endpoint
 
 WEBHOOK_HINTS = ("webhook",)
@@ -24,12 +26,50 @@ def webhook_fields(payload: Mapping[str, Any]) -> list[str]:
     return [k for k in payload if any(h in k.lower() for h in WEBHOOK_HINTS)]
 
 
-def _pydantic_errors(exc: ValidationError) -> list[dict[str, Any]]:
+_RANGE_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
+_LENGTH_ERRORS = {"string_too_short", "string_too_long", "too_short", "too_long"}
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _whole_range(model: type[EndpointModel], error: Mapping[str, Any]) -> str | None:
+    """``must be 1-10; got 99`` for a bound pydantic names alone (it says only the
+    bound that failed); None when the field states one bound only."""
+    info = field_info_at(model, [p for p in error["loc"] if isinstance(p, str | int)])
+    if info is None:
+        return None
+    limits = limits_of(info.metadata)
+    got = error.get("input")
+    if error["type"] in _RANGE_ERRORS:
+        low = limits.ge if limits.ge is not None else limits.gt
+        high = limits.le if limits.le is not None else limits.lt
+        if low is None or high is None:
+            return None
+        if limits.gt is None and limits.lt is None:
+            span = f"{_number(low)}-{_number(high)}"
+        else:
+            span = f"between {_number(low)} and {_number(high)}"
+            span += " (both excluded)" if limits.gt is not None and limits.lt is not None else ""
+        return f"must be {span}; got {got!r}"
+    if limits.min_len is None or limits.max_len is None:
+        return None
+    size = len(got) if isinstance(got, str | list | tuple) else None
+    unit = "characters" if isinstance(got, str) else "items"
+    return f"must have {limits.min_len}-{limits.max_len} {unit}" + (
+        f"; got {size}" if size is not None else ""
+    )
+
+
+def _pydantic_errors(exc: ValidationError, model: type[EndpointModel]) -> list[dict[str, Any]]:
     out = []
     for e in exc.errors(include_url=False):
         msg = e["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
+        if e["type"] in _RANGE_ERRORS | _LENGTH_ERRORS:
+            msg = _whole_range(model, e) or msg
         out.append({"loc": tuple(e["loc"]), "msg": msg})
     return out
 
@@ -119,7 +159,7 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     try:
         instance = spec.model.model_validate(dict(payload))
     except ValidationError as exc:
-        errors.extend(_pydantic_errors(exc))
+        errors.extend(_pydantic_errors(exc, spec.model))
         instance = None
     if errors:
         raise PayloadError(errors, endpoint=endpoint_id)

@@ -207,7 +207,7 @@ def expand_cells(
 ) -> list[PlannedCell]:
     """The product of ``axes`` (outermost first) over ``base_payload``, each cell
     validated once and counted; every problem of every cell raises one PayloadError
-    whose locations start with the cell's axis values. ``prepare`` (a client's
+    whose messages start with the cell's axis values. ``prepare`` (a client's
     ``prepare``) validates and keeps what it returns for sending; without it the
     catalog validates."""
     from ..catalog import validate
@@ -231,7 +231,11 @@ def expand_cells(
             count = billed_count(spec, payload)
             prepared = check(endpoint, payload)
         except PayloadError as exc:
-            errors += [{"loc": (where, *e["loc"]), "msg": e["msg"]} for e in exc.errors]
+            # the field's own location, the cell in the message: "duration: in the
+            # cell duration=99: must be 1-10" (not "duration=99.duration")
+            errors += [
+                {"loc": e["loc"], "msg": f"in the cell {where}: {e['msg']}"} for e in exc.errors
+            ]
         position = dict(zip((n for n, _ in axes), combo, strict=True))
         cells.append(
             PlannedCell(

@@ -4,8 +4,8 @@ Modules, each importing only those above it in this list:
 
 - ``introspect``: the one annotation walker (``Annotated``, unions, containers,
   choices, nested models, limits), shared with the forms; it imports nothing here;
-- ``markers``: field markers (:data:`BILLED`, :class:`MediaSpec`,
-  :data:`PROMPT_STRING`, :data:`Number`);
+- ``markers``: field markers (:data:`BILLED`, :class:`ServiceDefault`,
+  :data:`GENERATIONS`, :class:`MediaSpec`, :data:`PROMPT_STRING`, :data:`Number`);
 - ``paths``: walking a model along a payload path;
 - ``findings``: soft findings (warnings) of validators;
 - ``model``: the base models :class:`Endpoint` and :class:`Part`;
@@ -37,13 +37,18 @@ from .findings import (
 )
 from .markers import (
     BILLED,
+    GENERATIONS,
+    NO_DEFAULT,
     PROMPT_STRING,
     MediaSpec,
     Number,
     PromptString,
+    ServiceDefault,
     is_billed,
+    is_generations,
     is_prompt_string,
     media_spec,
+    service_default,
 )
 from .model import Endpoint, EndpointModel, Part
 from .paths import field_info_at, fields_along, media_fields_of, media_spec_at, media_specs
@@ -52,7 +57,9 @@ from .validation import payload_of, unsendable, validate, webhook_fields
 
 __all__ = [
     "BILLED",
+    "GENERATIONS",
     "KINDS",
+    "NO_DEFAULT",
     "PROMPT_STRING",
     "DeprecatedFieldWarning",
     "Endpoint",
@@ -63,6 +70,7 @@ __all__ = [
     "Number",
     "Part",
     "PromptString",
+    "ServiceDefault",
     "UnknownFieldWarning",
     "collect_warnings",
     "endpoint",
@@ -70,6 +78,7 @@ __all__ = [
     "field_info_at",
     "fields_along",
     "is_billed",
+    "is_generations",
     "is_prompt_string",
     "media_fields_of",
     "media_spec",
@@ -77,6 +86,7 @@ __all__ = [
     "media_specs",
     "payload_of",
     "register",
+    "service_default",
     "soft_warning",
     "unregister",
     "unsendable",

@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from .checks import MediaCheck
 from .coerce import normalise_size, parse_size
 from .findings import DeprecatedFieldWarning, warn, warn_truncated
-from .markers import BILLED, MB, SEED_MAX, MediaSpec
+from .markers import BILLED, GENERATIONS, MB, SEED_MAX, MediaSpec, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -37,23 +37,23 @@ class GenW25T2IPreview(Endpoint):
     negative_prompt: str | None = Field(
         None, description="At most 500 characters; excess truncated."
     )
-    size: str | None = Field(
+    size: Annotated[str | None, ServiceDefault("1280*1280")] = Field(
         None,
         description="width*height; total pixels between 1280*1280 and 1440*1440; aspect ratio "
-        "1:4 to 4:1. Default 1280*1280.",
+        "1:4 to 4:1.",
     )
-    n: Annotated[int | None, BILLED] = Field(
-        None, ge=1, le=4, description="Number of images, 1-4. Default 4. Affects cost."
+    n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(4)] = Field(
+        None, ge=1, le=4, description="Number of images, 1-4. Affects cost."
     )
     seed: int | None = Field(
         None, ge=0, le=SEED_MAX, description="0-2147483647; random if omitted."
     )
-    prompt_extend: bool | None = Field(
-        None, description="Default true; improves short prompts, adds latency."
+    prompt_extend: Annotated[bool | None, ServiceDefault(True)] = Field(
+        None, description="Improves short prompts, adds latency."
     )
-    watermark: bool | None = Field(
+    watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None,
-        description="Default false; fixed AI-generated mark in the lower-right corner.",
+        description="Fixed AI-generated mark in the lower-right corner.",
     )
 
     @field_validator("size", mode="before")
@@ -148,21 +148,23 @@ class GenW26R2V(Endpoint):
         description="Soon to be deprecated (use reference_urls); do not send with "
         "reference_urls. MP4, MOV; 3-30 seconds; at most 100 MB.",
     )
-    duration: Annotated[int | None, BILLED] = Field(
-        None, ge=2, le=10, description="Seconds, 2-10. Default 5. Affects cost."
+    duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
+        None, ge=2, le=10, description="Seconds, 2-10. Affects cost."
     )
-    size: Annotated[GENW26_SIZES | None, BILLED] = Field(
+    size: Annotated[GENW26_SIZES | None, BILLED, ServiceDefault("1920*1080")] = Field(
         None,
         description="width*height: 720P class 1280*720, 720*1280, 960*960, 1088*832, 832*1088; "
         "1080P class 1920*1080, 1080*1920, 1440*1440, 1632*1248, 1248*1632 (16:9, 9:16, 1:1, "
-        "4:3, 3:4). Default 1920*1080. The tier affects cost.",
+        "4:3, 3:4). The tier affects cost.",
     )
-    shot_type: Literal["single", "multi"] | None = Field(
+    shot_type: Annotated[Literal["single", "multi"] | None, ServiceDefault("single")] = Field(
         None,
-        description="single or multi. Default single; only effective when prompt rewriting is.",
+        description="single or multi. Only effective when prompt rewriting is.",
     )
     seed: int | None = Field(None, ge=0, le=SEED_MAX, description="0-2147483647.")
-    watermark: bool | None = Field(None, description="Default false; lower-right corner.")
+    watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
+        None, description="Lower-right corner."
+    )
 
     @field_validator("size", mode="before")
     @classmethod

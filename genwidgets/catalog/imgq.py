@@ -13,7 +13,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from .checks import MediaCheck
 from .coerce import normalise_size, one_to_list, parse_size
 from .findings import warn_truncated
-from .markers import BILLED, MB, SEED_MAX, MediaSpec
+from .markers import BILLED, GENERATIONS, MB, SEED_MAX, MediaSpec, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -53,12 +53,14 @@ class ImgQEditPlus(Endpoint):
         description="width*height, each 512-2048, adjusted to the nearest multiple of 16. If "
         "omitted, the aspect ratio follows the last input image at about 1024*1024 pixels.",
     )
-    n: Annotated[int | None, BILLED] = Field(
-        None, ge=1, le=6, description="Number of images, 1-6. Default 1. Affects billing."
+    n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(1)] = Field(
+        None, ge=1, le=6, description="Number of images, 1-6. Affects billing."
     )
-    prompt_extend: bool | None = Field(None, description="Prompt rewriting. Default true.")
-    watermark: bool | None = Field(
-        None, description="Default false; model watermark in the lower-right corner."
+    prompt_extend: Annotated[bool | None, ServiceDefault(True)] = Field(
+        None, description="Prompt rewriting."
+    )
+    watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
+        None, description="Model watermark in the lower-right corner."
     )
     seed: int | None = Field(
         None,

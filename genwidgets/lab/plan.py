@@ -121,9 +121,10 @@ def prompt_string_fields(spec: Any) -> list[str]:
 
 
 def billed_count(spec: Any, payload: Mapping[str, Any]) -> int:
-    """Generations one task bills: the product over its imgM prompts of
-    permutations times ``--repeat`` (1 for other endpoints)."""
-    count = 1
+    """Generations one task bills: the outputs it makes (its ``n``, sent or the
+    service's default: ``genW2.5-t2i-preview`` makes 4 unless told) times, for imgM,
+    each prompt's permutations and ``--repeat``. What ``confirm_above`` compares."""
+    count = spec.generations(payload)
     for name in prompt_string_fields(spec):
         text = payload.get(name)
         if isinstance(text, str):
@@ -133,21 +134,34 @@ def billed_count(spec: Any, payload: Mapping[str, Any]) -> int:
 
 def billing_values(spec: Any, payloads: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     """Each billed field of the endpoint with the distinct values the payloads send."""
+    from ..catalog import NO_DEFAULT
+
     billing: dict[str, list[Any]] = {}
     for name in spec.billing_fields:
         seen: dict[str, Any] = {}
         for payload in payloads:
-            value = payload.get(name, "default")
+            value = payload.get(name)
+            if value is None:  # what the service uses when the field is not sent
+                default = spec.value_of(payload, name)
+                value = "default" if default is NO_DEFAULT else f"{plain_value(default)} (default)"
             seen.setdefault(canonical(value), value)
         billing[name] = list(seen.values())
     return billing
+
+
+def plain_value(value: Any) -> str:
+    """A default as a person reads it: ``true``, ``720p``, ``4``."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def cost_summary(head: str, tasks: int, billed: int, billing: Mapping[str, list[Any]]) -> str:
     """``head: N tasks``, the billed generations when they differ, the billed fields' values."""
     text = f"{head}: {tasks} task{'s' if tasks != 1 else ''}"
     if billed != tasks:
-        text += f", billed as {billed} generations (prompt permutations/--repeat)"
+        text += (
+            f", billed as {billed} generations (outputs per task, n sent or the service's "
+            "default, times imgM prompt permutations and --repeat)"
+        )
     if billing:
         parts = [
             f"{name} = {', '.join(short(v, 30) for v in values)}"

@@ -508,7 +508,7 @@ def test_a_grid_is_one_entry_on_the_board(make_simulator: Any, tmp_path: Any) ->
     ledger = Ledger(tmp_path / "ledger.sqlite3")
     with gw.Client(ledger=ledger, base_url=sim.base_url, api_key="sim-demo-key") as client:
         grid = gw.grid(
-            "genW2.5-t2i-preview", {"prompt": "a fox"}, x=("seed", [1, 2, 3]), client=client
+            "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2, 3]), client=client
         )
         grid.wait(timeout=60)
         grid.rate(grid.cells[1], 4)

@@ -8,12 +8,12 @@ service accepts it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from .checks import MediaCheck
-from .coerce import normalise_size, parse_size
+from .coerce import SIZE_WITH_STAR, Size, SizeRule
 from .findings import DeprecatedFieldWarning, warn, warn_truncated
 from .markers import BILLED, GENERATIONS, MB, SEED_MAX, MediaSpec, ServiceDefault
 from .model import Endpoint
@@ -21,6 +21,14 @@ from .registry import register
 
 GENW25_MIN_PIXELS, GENW25_MAX_PIXELS = 1280 * 1280, 1440 * 1440
 GENW25_MIN_ASPECT, GENW25_MAX_ASPECT = 1 / 4, 4.0
+GENW25_SIZE = SizeRule(
+    min_pixels=GENW25_MIN_PIXELS,
+    max_pixels=GENW25_MAX_PIXELS,
+    min_aspect=GENW25_MIN_ASPECT,
+    max_aspect=GENW25_MAX_ASPECT,
+    pixels_text=f"1280*1280 ({GENW25_MIN_PIXELS}) and 1440*1440 ({GENW25_MAX_PIXELS})",
+    aspect_text="1:4 and 4:1",
+)
 
 
 @register(
@@ -37,7 +45,7 @@ class GenW25T2IPreview(Endpoint):
     negative_prompt: str | None = Field(
         None, description="At most 500 characters; excess truncated."
     )
-    size: Annotated[str | None, ServiceDefault("1280*1280")] = Field(
+    size: Annotated[Size | None, ServiceDefault("1280*1280"), AfterValidator(GENW25_SIZE)] = Field(
         None,
         description="width*height; total pixels between 1280*1280 and 1440*1440; aspect ratio "
         "1:4 to 4:1.",
@@ -55,27 +63,6 @@ class GenW25T2IPreview(Endpoint):
         None,
         description="Fixed AI-generated mark in the lower-right corner.",
     )
-
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size_spelling(cls, value: Any) -> Any:
-        return normalise_size(value)
-
-    @field_validator("size")
-    @classmethod
-    def _size(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        width, height = parse_size(value)
-        pixels = width * height
-        if not GENW25_MIN_PIXELS <= pixels <= GENW25_MAX_PIXELS:
-            raise ValueError(
-                f"size {value} has {pixels} pixels; total pixels must be between 1280*1280 "
-                f"({GENW25_MIN_PIXELS}) and 1440*1440 ({GENW25_MAX_PIXELS})"
-            )
-        if height == 0 or not GENW25_MIN_ASPECT <= width / height <= GENW25_MAX_ASPECT:
-            raise ValueError(f"size {value}: the aspect ratio must be between 1:4 and 4:1")
-        return value
 
     @model_validator(mode="after")
     def _truncation(self) -> GenW25T2IPreview:
@@ -151,11 +138,13 @@ class GenW26R2V(Endpoint):
     duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
         None, ge=2, le=10, description="Seconds, 2-10. Affects cost."
     )
-    size: Annotated[GENW26_SIZES | None, BILLED, ServiceDefault("1920*1080")] = Field(
-        None,
-        description="width*height: 720P class 1280*720, 720*1280, 960*960, 1088*832, 832*1088; "
-        "1080P class 1920*1080, 1080*1920, 1440*1440, 1632*1248, 1248*1632 (16:9, 9:16, 1:1, "
-        "4:3, 3:4). The tier affects cost.",
+    size: Annotated[GENW26_SIZES | None, SIZE_WITH_STAR, BILLED, ServiceDefault("1920*1080")] = (
+        Field(
+            None,
+            description="width*height: 720P class 1280*720, 720*1280, 960*960, 1088*832, 832*1088; "
+            "1080P class 1920*1080, 1080*1920, 1440*1440, 1632*1248, 1248*1632 (16:9, 9:16, 1:1, "
+            "4:3, 3:4). The tier affects cost.",
+        )
     )
     shot_type: Annotated[Literal["single", "multi"] | None, ServiceDefault("single")] = Field(
         None,
@@ -165,11 +154,6 @@ class GenW26R2V(Endpoint):
     watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None, description="Lower-right corner."
     )
-
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size_spelling(cls, value: Any) -> Any:
-        return normalise_size(value)
 
     @model_validator(mode="after")
     def _one_reference_kind(self) -> GenW26R2V:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from .checks import MediaCheck
-from .coerce import SIZE, normalise_size, one_to_list
+from .coerce import SIZE_WITH_X, OneOrMany
 from .findings import IneffectiveFieldWarning, warn
 from .markers import BILLED, GENERATIONS, MediaSpec, ServiceDefault
 from .model import Endpoint, Part
@@ -47,13 +47,13 @@ class ImgG15Edit(Endpoint):
     """
 
     prompt: str = Field(min_length=1, max_length=32000, description="Max 32000 characters.")
-    images: Annotated[list[Annotated[str, AfterValidator(MediaCheck(IMGG_IMAGE))]], IMGG_IMAGE] = (
-        Field(
-            min_length=1,
-            max_length=IMGG_MAX_IMAGES,
-            description="Up to 16 input images, each a URL or data:<MIME>;base64,<data> "
-            "(png, jpeg, webp).",
-        )
+    images: Annotated[
+        OneOrMany[Annotated[str, AfterValidator(MediaCheck(IMGG_IMAGE))]], IMGG_IMAGE
+    ] = Field(
+        min_length=1,
+        max_length=IMGG_MAX_IMAGES,
+        description="Up to 16 input images, each a URL or data:<MIME>;base64,<data> "
+        "(png, jpeg, webp).",
     )
     mask: ImgGMask | None = Field(
         None,
@@ -83,6 +83,7 @@ class ImgG15Edit(Endpoint):
     ] = Field(None, description="low, medium, high or auto. Affects billing.")
     size: Annotated[
         Literal["1024x1024", "1024x1536", "1536x1024", "auto"] | None,
+        SIZE_WITH_X,
         BILLED,
         ServiceDefault("auto"),
     ] = Field(None, description="1024x1024, 1024x1536, 1536x1024 or auto.")
@@ -90,19 +91,6 @@ class ImgG15Edit(Endpoint):
         None, description="auto or low."
     )
     user: str | None = Field(None, description="End-user identifier.")
-
-    @field_validator("images", mode="before")
-    @classmethod
-    def _wrap(cls, value: Any) -> Any:
-        return one_to_list(value)
-
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size_spelling(cls, value: Any) -> Any:
-        # the spec spells imgG sizes with an "x", not "*"
-        if isinstance(value, str) and SIZE.fullmatch(value):
-            return str(normalise_size(value)).replace("*", "x")
-        return value
 
     @model_validator(mode="after")
     def _compression_needs_lossy(self) -> ImgG15Edit:

@@ -179,4 +179,4 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
 
 def payload_of(endpoint_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """Validate and return the JSON body that would be sent."""
-    return validate(endpoint_id, payload).payload()
+    return validate(endpoint_id, payload).to_wire()

@@ -72,7 +72,6 @@ _VidVPrompt = Annotated[
 _PassThrough = Annotated[
     str | None,
     Field(
-        alias="payload",
         max_length=1_048_576,
         description="Pass-through data, max 1048576 characters.",
     ),
@@ -111,8 +110,7 @@ class _VidVCommon(Endpoint):
 @register("vidVq2-text2video", kind="video", family="vidV", title="Text to video (vidV q2)")
 class VidVq2Text2Video(_VidVCommon):
     """Text to video, vidV q2. ``movement_amplitude`` values are not shown for this
-    endpoint: any string passes. The field ``payload`` is ``payload_`` in Python
-    (``payload()`` is the model's method), ``payload`` on the wire."""
+    endpoint: any string passes."""
 
     prompt: _VidVPrompt
     duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
@@ -137,7 +135,7 @@ class VidVq2Text2Video(_VidVCommon):
         description="true adds music from a preset library, fitted to the "
         "duration. No effect when duration is 9 or 10.",
     )
-    payload_: _PassThrough = None
+    payload: _PassThrough = None
     off_peak: _OffPeak = None
     watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None, description="Content fixed (AI-generated mark)."
@@ -181,7 +179,7 @@ class VidVq1Text2Video(_VidVCommon):
     bgm: Annotated[bool | None, ServiceDefault(False)] = Field(
         None, description="true adds music from a preset library."
     )
-    payload_: _PassThrough = None
+    payload: _PassThrough = None
     off_peak: _OffPeak = None
     watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None, description="Fixed AI-generated mark."

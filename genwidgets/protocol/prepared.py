@@ -70,7 +70,7 @@ def prepare(endpoint: str, payload: Mapping[str, Any], *, validate: bool = True)
     model: EndpointModel | None = None
     if validate:  # the user's warning filters apply (-W ignore silences UnknownFieldWarning)
         model = validate_payload(endpoint, payload)
-        sent = model.payload()
+        sent = model.to_wire()
     else:
         _refuse_webhooks(endpoint, payload)
         problems = unsendable(payload)  # what the body cannot carry is refused all the same

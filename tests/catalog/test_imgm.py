@@ -129,12 +129,12 @@ def test_a_permutation_prompt_over_the_cap_is_refused_before_sending(
         assert f"makes {count} prompts" in str(info.value)
         assert "at most 40" in str(info.value)
     at_the_cap = f"a {_options(5)} kite {_options(8)} --ar 16:9"
-    assert gw.validate(endpoint_id, {**base, field: at_the_cap}).payload()[field] == at_the_cap
+    assert gw.validate(endpoint_id, {**base, field: at_the_cap}).to_wire()[field] == at_the_cap
 
 
 def test_escaped_braces_are_not_counted_and_unreadable_prompts_are_refused() -> None:
     escaped = "a \\{" + ", ".join(str(i) for i in range(60)) + "\\} kite"
-    assert gw.validate("imgM-v8.1-t2i", {"prompt": escaped}).payload()["prompt"] == escaped
+    assert gw.validate("imgM-v8.1-t2i", {"prompt": escaped}).to_wire()["prompt"] == escaped
     with pytest.raises(PayloadError, match="brace") as info:
         gw.validate("imgM-v8.1-t2i", {"prompt": "a {red, blue kite"})
     assert [e["loc"] for e in info.value.errors] == [("prompt",)]

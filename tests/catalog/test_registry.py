@@ -51,7 +51,7 @@ def test_a_registered_class_is_listed_validated_and_described(mine: type[Endpoin
     assert (spec.kind, spec.family, spec.model) == ("image", "mine", mine)
     assert spec.description == "Make an image from a prompt."
     assert MINE in {s.id for s in gw.endpoints()}
-    assert gw.validate(MINE, {"prompt": "a lighthouse", "steps": "7"}).payload() == {
+    assert gw.validate(MINE, {"prompt": "a lighthouse", "steps": "7"}).to_wire() == {
         "prompt": "a lighthouse",
         "steps": 7,
     }

@@ -45,7 +45,8 @@ def test_payload_uses_wire_names() -> None:
     body = catalog.payload_of("vidVq2-text2video", {"prompt": "x", "payload": "pass-through"})
     assert body == {"prompt": "x", "payload": "pass-through"}
     model = catalog.validate("vidVq2-text2video", {"prompt": "x", "payload": "p"})
-    assert callable(model.payload)  # the method is not shadowed by the field
+    assert model.payload == "p"  # a wire field named payload is a plain field now
+    assert model.to_wire() == {"prompt": "x", "payload": "p"}
 
 
 def test_webhook_fields_are_payload_errors() -> None:

@@ -118,7 +118,7 @@ def _outcome(endpoint_id: str, payload: Any) -> dict[str, Any] | None:
             assert exc.errors and all(isinstance(e["msg"], str) and e["msg"] for e in exc.errors)
             assert str(exc)
             return None
-        return model.payload()
+        return model.to_wire()
 
 
 @pytest.mark.timeout(120)

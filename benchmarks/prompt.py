@@ -27,6 +27,10 @@ PROMPTS = {
     "--repeat over 2**25": "cat --repeat " + "{1,2}" * 25,
     "long text and parameters": ("a kite over the sea " * 400)[:8000] + " --ar 16:9 --chaos 50",
     "40 prompts": "x {1,2,3,4,5} {a,b,c,d,e,f,g,h} " + "word " * 1500,
+    "40 parameter permutations": "word " * 1500
+    + "{"
+    + ", ".join(f"--chaos {i}" for i in range(40))
+    + "}",
 }
 
 

@@ -93,7 +93,12 @@ class _Checker:
                 "(choose --relax, --fast or --turbo)",
             )
         has_no = "no" in self.values
-        for text in itertools.islice(_expansions(self.text), MAX_PROMPTS):
+        texts = (
+            itertools.islice(_expansions(self.text), MAX_PROMPTS)
+            if _has_permutation(self.text)
+            else [self.text]
+        )
+        for text in texts:
             segments = _segments(text)
             if not segments or (all(s.weight is None for s in segments) and not has_no):
                 continue

@@ -131,12 +131,16 @@ def permutation_spans(s: str) -> list[tuple[int, int]]:
 
 
 def _has_permutation(s: str) -> bool:
+    if "{" not in s:
+        return False
     scan = _scan(s)
     return any(ch == "{" and scan.structural(i) for i, ch in enumerate(s))
 
 
 def _split_outside(s: str, sep: str) -> list[str]:
     """Split on ``sep`` where it is structural (outside URLs, braces and escapes)."""
+    if sep not in s:
+        return [s]  # nothing to split: no scan needed
     scan = _scan(s)
     parts: list[str] = []
     start = i = 0

@@ -120,6 +120,8 @@ def _expansions(s: str, mode: Mode = "source") -> Iterator[str]:
 
 
 def _count(s: str) -> int:
+    if "{" not in s:
+        return 1  # no brace, no permutation: no scan needed
     return _Counts().sequence(_tree(s))
 
 

@@ -56,8 +56,9 @@ class Prompt:
     Both normalize through the same parser, so ``str()`` always parses back equal.
     """
 
-    __slots__ = ("_counted", "_entries", "_images", "_text")
+    __slots__ = ("_counted", "_entries", "_images", "_made", "_text")
     _counted: int | None
+    _made: list[tuple[str, Prompt | PayloadError]] | None
     _images: tuple[str, ...]
     _text: str
     _entries: tuple[_Entry, ...]
@@ -83,7 +84,7 @@ class Prompt:
         entries = _merged([], changes)
         built = Prompt._rebuild([str(i) for i in images or ()], _norm(text), entries)
         self._images, self._text, self._entries = built._images, built._text, built._entries
-        self._counted = None
+        self._counted = self._made = None
 
     @classmethod
     def _make(cls, images: Sequence[str], text: str, entries: Sequence[_Entry]) -> Prompt:
@@ -91,7 +92,7 @@ class Prompt:
         self._images = tuple(images)
         self._text = text
         self._entries = tuple(entries)
-        self._counted = None
+        self._counted = self._made = None
         return self
 
     @classmethod
@@ -234,13 +235,15 @@ class Prompt:
     def _variants(self) -> list[tuple[str, Prompt | PayloadError]]:
         """The expansions (at most :data:`MAX_PROMPTS`), each with its prompt or the
         error parsing raised; escapes stay as written, so each reads back as sent."""
-        found: list[tuple[str, Prompt | PayloadError]] = []
-        for source in itertools.islice(_expansions(str(self)), MAX_PROMPTS):
-            try:
-                found.append((source, Prompt.parse(source)))
-            except PayloadError as error:
-                found.append((source, error))
-        return found
+        if self._made is None:  # made once: errors, warnings and repeats all read them
+            found: list[tuple[str, Prompt | PayloadError]] = []
+            for source in itertools.islice(_expansions(str(self)), MAX_PROMPTS):
+                try:
+                    found.append((source, Prompt.parse(source)))
+                except PayloadError as error:
+                    found.append((source, error))
+            self._made = found
+        return self._made
 
     def jobs(self) -> int:
         """Billed jobs: each expansion, times its ``--repeat`` (above the cap, where

@@ -22,7 +22,8 @@ Choices where the issue is silent:
   without ``--seed``) gets one seed drawn from 1..2**31-1 when neither the
   payload nor an axis sets it; imgM prompts get it as ``--seed N``.
 - **Limits.** More than :data:`MAX_CELLS` cells is refused. Billed generations
-  (imgM permutations times ``--repeat``) are what ``confirm_above`` compares.
+  (:func:`billed_count`: outputs per task, ``n`` sent or the service's default,
+  times imgM permutations and ``--repeat``) are what ``confirm_above`` compares.
 """
 
 from __future__ import annotations
@@ -603,9 +604,10 @@ def plan_sweep(
     billed = [c.billed for c in cells]
     if sum(billed) > max_jobs:
         raise PayloadError(
-            f"this sweep makes {tasks} tasks billed as {sum(billed)} generations (prompt "
-            f"permutations/--repeat); the limit is max_jobs={max_jobs}: vary fewer values "
-            "or raise max_jobs",
+            f"this sweep makes {tasks} tasks billed as {sum(billed)} generations (outputs "
+            "per task, n sent or the service's default, times imgM prompt permutations and "
+            f"--repeat); the limit is max_jobs={max_jobs}: vary fewer values, send n=1 or "
+            "raise max_jobs",
             endpoint=endpoint,
         )
     payloads = [c.payload for c in cells]

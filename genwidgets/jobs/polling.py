@@ -215,11 +215,11 @@ class Schedule:
         """Wire names of the endpoint's billed fields (none for an unknown endpoint)."""
         if endpoint not in self._billed:
             from .. import catalog
-            from ..errors import PayloadError
+            from ..errors import EndpointNotFound
 
             try:
                 spec = catalog.endpoint(endpoint)
-            except PayloadError:
+            except EndpointNotFound:
                 names: tuple[str, ...] = ()
             else:
                 fields = spec.model.model_fields

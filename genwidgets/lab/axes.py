@@ -86,6 +86,16 @@ class Axis:
             return f"prompt {self.search}"
         return self.field
 
+    @property
+    def shown_values(self) -> tuple[Any, ...]:
+        """The values as headers show them: a permutation group's options are written
+        escaped (``pastel\\, yellow``) so that each sends one prompt, and read plain."""
+        if self.kind != "group":
+            return self.values
+        from ..imgm import plain_text
+
+        return tuple(plain_text(str(v)) for v in self.values)
+
     def apply(self, payload: dict[str, Any], value: Any) -> None:
         """Set this axis's ``value`` in ``payload`` (in place; nested dicts are copied)."""
         if self.kind in ("prompt_sr", "group"):

@@ -223,7 +223,7 @@ class Grid(anywidget.AnyWidget):
         axis = self.run.plan.shown(direction)
         if axis is None:
             return None
-        return {"label": axis.label, "values": [short(v, 60) for v in axis.values]}
+        return {"label": axis.label, "values": [short(v, 60) for v in axis.shown_values]}
 
     def _cell_state(self, cell: GridCell) -> dict[str, Any]:
         t, r, c = cell.place

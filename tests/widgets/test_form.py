@@ -187,6 +187,21 @@ def test_invalid_input_shows_inline_and_sends_nothing(endpoint: str) -> None:
     assert form.submit_button.disabled
 
 
+@pytest.mark.parametrize(
+    "prompt", ["a kite --chaos 500", "a cat::-1 a dog::0.5", "a kite {--chaos 50, --chaos 500}"]
+)
+def test_an_imgm_prompt_the_gateway_would_refuse_disables_submit(prompt: str) -> None:
+    client = RecordingClient()
+    form = gw.form("imgM-v8.1-i2i", client=client, **VALID["imgM-v8.1-i2i"])
+    assert not form.submit_button.disabled
+    form.fields["remix_prompt"].control.value = prompt
+    shown = notes_under(form.fields["remix_prompt"])
+    assert "0-100" in shown or "add up to" in shown
+    assert form.submit_button.disabled and "remix_prompt" in form.reason.value
+    form._on_submit_click()
+    assert client.calls == []
+
+
 @pytest.mark.parametrize("endpoint", list(VALID))
 def test_code_view_holds_endpoint_and_payload_never_the_key(endpoint: str) -> None:
     client = gw.Client(base_url="http://127.0.0.1:9", api_key=FAKE_KEY)

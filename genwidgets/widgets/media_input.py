@@ -185,4 +185,3 @@ def encode_media(
     if notes:
         info += " — " + "; ".join(notes)
     return encoded, list(dict.fromkeys(problems)), info
-

@@ -20,8 +20,8 @@ import pytest
 from genwidgets import _config
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger, scrub_payload
-from genwidgets.jobs.ledger import schema as ledger_schema
 from genwidgets.jobs.ledger import lease as ledger_lease
+from genwidgets.jobs.ledger import schema as ledger_schema
 from genwidgets.jobs.ledger import writes as ledger_writes
 from genwidgets.protocol.records import Handle, Result, Status
 

@@ -636,7 +636,9 @@ def _polling_section(p: dict[str, Any]) -> list[str]:
         f"Ratios (their requests / ours): vs 0.1 s **{_fmt(p['requests_ratio_vs_0_1s'], 'x')}**, "
         f"vs 0.5 s **{_fmt(p['requests_ratio_vs_0_5s'], 'x')}**, vs 1 s "
         f"**{_fmt(p['requests_ratio_vs_1s'], 'x')}**. Counting every request instead "
-        "(status + result, the result fetch included): " + _all_requests_ratios(p) + ".",
+        "(status + result, the result fetch included): "
+        + _all_requests_ratios(p)
+        + ".",
         "",
         '"On paper" is what the schedule implies with zero latency and no jitter '
         "(`genwidgets.jobs.polling.requests_for` less the last poll for ours cold, our own "

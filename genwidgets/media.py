@@ -97,7 +97,6 @@ FieldPath: TypeAlias = "str | Sequence[str | int]"
 
 _ALIASES = {"jpg": "jpeg", "tif": "tiff", "mpo": "jpeg", "qt": "mov", "quicktime": "mov"}
 
-
 def _canonical(fmt: str) -> str:
     fmt = fmt.strip().lower()
     return _ALIASES.get(fmt, fmt)

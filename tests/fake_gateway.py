@@ -120,11 +120,7 @@ class FakeGateway:
             task.polls += 1
             return httpx.Response(200, json={"request_id": rid, **current})
         terminal = str(current.get("status", "")).upper() in {
-            "COMPLETED",
-            "CANCELLED",
-            "CANCELED",
-            "FAILED",
-            "ERROR",
+            "COMPLETED", "CANCELLED", "CANCELED", "FAILED", "ERROR"
         }
         if not terminal or task.result is None:
             task.polls += 1  # a 202 carrying the status is a poll too

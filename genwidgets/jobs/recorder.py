@@ -84,6 +84,8 @@ class LedgerRecorder:
             )
 
         try:
-            await download_outputs_async(result, opener=self.opener, root=self.root, on_saved=saved)
+            await download_outputs_async(
+                result, opener=self.opener, root=self.root, on_saved=saved
+            )
         except (GenwidgetsError, OSError) as exc:
             log.warning("genwidgets: %s", redact(str(exc)))

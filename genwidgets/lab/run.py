@@ -298,7 +298,9 @@ class GridRun:
     def expected_finish(self) -> float | None:
         """The latest expected finish (seconds from now) of unfinished cells, when known."""
         found = [
-            job.expected_finish for c in self.cells if (job := c.job) is not None and not job.done()
+            job.expected_finish
+            for c in self.cells
+            if (job := c.job) is not None and not job.done()
         ]
         known = [f for f in found if f is not None]
         return max(known) if known else None

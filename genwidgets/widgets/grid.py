@@ -232,6 +232,7 @@ class Grid(anywidget.AnyWidget):
         if cell.error is not None:
             category, status = "failed", "not created"
         elif job is not None:
+
             look = job_look(job)
             category, status = look.category, look.word
             error = error or look.error

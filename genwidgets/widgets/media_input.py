@@ -185,3 +185,4 @@ def encode_media(
     if notes:
         info += " — " + "; ".join(notes)
     return encoded, list(dict.fromkeys(problems)), info
+

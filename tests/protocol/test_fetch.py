@@ -103,7 +103,9 @@ def test_a_redirect_to_another_port_never_carries_the_key(
                     ],
                 }
             )
-            paths = await download_outputs_async(result, opener=gateway.open_output, root=tmp_path)
+            paths = await download_outputs_async(
+                result, opener=gateway.open_output, root=tmp_path
+            )
             return data, paths
         finally:
             await gateway.aclose()

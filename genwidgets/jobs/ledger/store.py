@@ -46,6 +46,9 @@ LEDGER_FILE_NAME = "ledger.sqlite3"
 #: how long a read made on the engine's loop waits for queued writes (a free file
 #: writes them in milliseconds; a busy one is not waited for at all)
 QUICK_FLUSH = 0.5
+#: how long ``Ledger()`` waits for the file to open (a free file opens in milliseconds;
+#: one that needs a lock to be created or migrated opens later, in the writer)
+OPEN_WAIT = 1.0
 log = logging.getLogger("genwidgets")
 
 
@@ -108,9 +111,9 @@ class Ledger(FileKeeping, Recording):
         self._key = str(self.path.resolve())
         self.journal_mode = ""
         self._writer: Writer | None = None
-        opened = self._put(lambda conn: None)  # the writer opens (and checks) the file
+        opened = self._put(None)  # the writer opens (and checks) the file: no lock needed
         try:
-            opened.result(timeout=self.busy_timeout)
+            opened.result(timeout=min(OPEN_WAIT, self.busy_timeout))
         except concurrent.futures.TimeoutError:
             log.warning(
                 "genwidgets: the ledger %s is busy (locked by another process); "

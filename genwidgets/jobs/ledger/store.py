@@ -173,6 +173,10 @@ class Ledger(FileKeeping, Recording):
         self._deliver()
         return done
 
+    def _stalled(self) -> bool:
+        writer = self._writer
+        return writer is not None and writer.stalled
+
     @property
     def pending(self) -> int:
         """Writes queued and not yet on disk (more than 0 while another process holds a lock)."""

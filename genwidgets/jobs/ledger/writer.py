@@ -39,6 +39,8 @@ FaultAction = Literal["retry", "give_up"]
 _BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 #: pause between two attempts at a busy file (SQLite's own busy timeout waits first)
 RETRY_PAUSE = 0.05
+#: a write taking longer than this means the file is busy (a free one takes milliseconds)
+STALL = 0.1
 
 
 def is_busy(exc: BaseException) -> bool:
@@ -87,9 +89,19 @@ class Writer:
         self._pending_lock = threading.Condition()
         #: monotonic time since which the head write has met a busy file (None: not busy)
         self.busy_since: float | None = None
+        self._writing_since: float | None = None
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
         _live.add(self)
+
+    @property
+    def stalled(self) -> bool:
+        """Whether the write being applied has waited longer than :data:`STALL` (a lock
+        held elsewhere): callers that would wait for their write then don't."""
+        since = self._writing_since
+        return self.busy_since is not None or (
+            since is not None and time.monotonic() - since > STALL
+        )
 
     @property
     def pending(self) -> int:
@@ -146,9 +158,11 @@ class Writer:
                 self.reset_connection()
                 return
             op, future = item
+            self._writing_since = time.monotonic()
             try:
                 self._apply(op, future)
             finally:
+                self._writing_since = None
                 with self._pending_lock:
                     self._pending -= 1
                     self._pending_lock.notify_all()

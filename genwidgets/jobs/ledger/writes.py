@@ -75,6 +75,7 @@ class Recording:
 
         def _put(self, op: Op | None) -> concurrent.futures.Future[Any]: ...
         def _deliver(self) -> None: ...
+        def _stalled(self) -> bool: ...
         def _quietly(self, what: str, future: concurrent.futures.Future[Any]) -> None: ...
         def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
         def _readable(self, found: list[tuple[Any, ...]]) -> list[LedgerRow]: ...
@@ -98,10 +99,11 @@ class Recording:
         """Write the intent before the create request leaves; returns the row id.
 
         Waits up to ``intent_wait`` seconds for the row to be on disk (a few
-        milliseconds normally). If the file is busy (locked by another process)
-        the row stays queued, ahead of every later write of this task, and a
-        negative ticket standing for the row is returned: every method taking a
-        row id accepts it. See docs/decisions.md, "The ledger and the engine".
+        milliseconds normally), and not at all while the writer is stalled on a
+        busy file. If the file is busy (locked by another process) the row stays
+        queued, ahead of every later write of this task, and a negative ticket
+        standing for the row is returned: every method taking a row id accepts it.
+        See docs/decisions.md, "The ledger and the engine".
         """
         for name, value in (("gateway", gateway), ("endpoint", endpoint)):
             if not isinstance(value, str) or not value:
@@ -124,9 +126,10 @@ class Recording:
                 self._in_flight().add(row_id)
             return row_id
 
+        writer_stalled = self._stalled()
         future = self._put(insert)
         try:
-            row_id: int = future.result(timeout=self.intent_wait)
+            row_id: int = future.result(timeout=0.0 if writer_stalled else self.intent_wait)
         except concurrent.futures.TimeoutError:
             self._quietly("a task intent", future)
             return ticket

@@ -152,6 +152,36 @@ def run_ledger_lock(tasks: int = 30, lock_seconds: float = 30.0) -> dict[str, An
     }
 
 
+def section(r: dict[str, Any]) -> list[str]:
+    """The RESULTS.md rows: both arms of one run, and the ratios."""
+    header = "| | Client() s | submit p95 s | status req/s | polls/s | notice p50 / p95 s | rows |"
+    lines = [
+        "## Ledger locked by another process",
+        "",
+        f"{r['locked']['tasks']} tasks; in the locked arm a second process holds `BEGIN "
+        f"EXCLUSIVE` on the ledger for {r['locked']['lock_s']:g} s, from before `Client()` "
+        "until after the tasks end (`benchmarks/ledger_lock.py`). Same run, same durations.",
+        "",
+        header,
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in ("unlocked", "locked"):
+        a = r[name]
+        lines.append(
+            f"| {name} | {a['client_init_s']:.3f} | {a['submit_s']['p95']:.4f} | "
+            f"{a['status_rps']:.2f} | {a['poll_rps']:.2f} | {a['notice_s']['p50']:.2f} / "
+            f"{a['notice_s']['p95']:.2f} | {a['rows_finished_on_disk']}/{a['tasks']} |"
+        )
+    lines += [
+        "",
+        f"Locked / unlocked: status requests/s **{r['status_rps_ratio']:.2f}**, polls/s "
+        f"**{r['poll_rps_ratio']:.2f}**, p95 notice **{r['notice_p95_ratio']:.2f}** "
+        f"({r['notice_p95_added_s']:+.2f} s). Rows: written once the lock ended, none lost.",
+        "",
+    ]
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ledger_lock")
     parser.add_argument("--tasks", type=int, default=30)

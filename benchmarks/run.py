@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import _common as common
-from benchmarks import kernel, notebook_weight, polling, scale, simulator, startup
+from benchmarks import kernel, ledger_lock, notebook_weight, polling, scale, simulator, startup
 
 JSON_KEYS = (
     "requests_ratio_vs_0_1s",
@@ -76,6 +76,8 @@ class Plan:
     videos: int
     nb_variants: tuple[str, ...]
     sim_requests: int
+    #: seconds another process holds the ledger locked (benchmarks/ledger_lock.py)
+    ledger_lock_s: float = 30.0
 
 
 FULL = Plan(
@@ -127,6 +129,7 @@ QUICK = Plan(
     videos=2,
     nb_variants=("ours", "embedded"),
     sim_requests=3000,
+    ledger_lock_s=10.0,
 )
 
 
@@ -135,6 +138,7 @@ def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
     steps: list[tuple[str, Callable[[], dict[str, Any]]]] = [
         ("startup", lambda: startup.run_startup(plan.import_runs, plan.form_runs)),
         ("simulator", lambda: simulator.run_simulator(plan.sim_requests)),
+        ("ledger_lock", lambda: ledger_lock.run_ledger_lock(30, plan.ledger_lock_s)),
         ("kernel", lambda: kernel.run_kernel(plan.kernel_jobs, plan.kernel_samples)),
         (
             "kernel_many",
@@ -876,6 +880,8 @@ def report(results: dict[str, Any], command: str, quick: bool, machine: dict[str
     lines += _startup_section(results["startup"])
     lines += _weight_section(results["notebook_weight"])
     lines += _simulator_section(results["simulator"])
+    if "ledger_lock" in results:
+        lines += ledger_lock.section(results["ledger_lock"])
     lines += _scale_section(results["scale"])
     lines += [
         "## Headline JSON",

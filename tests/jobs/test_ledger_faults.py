@@ -191,6 +191,26 @@ def test_a_damaged_page_is_found_at_open_moved_aside_and_recording_goes_on(
     con.close()
 
 
+def test_a_page_damaged_while_open_is_found_by_the_first_failed_write(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    led = Ledger(path, intent_wait=30)
+    try:
+        for name in ("a", "b"):
+            led.record_handle(
+                led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}), handle(name)
+            )
+        assert led.flush(30)
+        _damage_tasks_root_page(path)  # under the open ledger's feet
+        with pytest.warns(LedgerWarning, match="is damaged .* moved to") as caught:
+            row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.record_handle(row, handle("after"))
+        assert led.set_aside is not None and str(led.set_aside) in str(caught[0].message)
+        assert [r.request_id for r in led.rows()] == ["after"]  # recording went on
+    finally:
+        led.close()
+    assert led.set_aside.exists()
+
+
 def _make_unwritable(path: Path) -> Callable[[], None]:
     """chattr +i as root (root ignores modes), chmod 444 otherwise; returns the undo."""
     if os.geteuid() == 0:

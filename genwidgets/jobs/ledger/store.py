@@ -90,7 +90,8 @@ class Ledger(FileKeeping, Recording):
         self.intent_wait = max(0.0, float(intent_wait))
         self.lease_ttl = float(lease_ttl)
         self._clock = clock
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the readers' connection
+        self._writer_lock = threading.Lock()  # never held while waiting for the file
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
         self._reopen_reads = False
@@ -133,7 +134,7 @@ class Ledger(FileKeeping, Recording):
     # ------------------------------------------------------------------ the writer
 
     def _put(self, op: Op | None) -> concurrent.futures.Future[Any]:
-        with self._lock:
+        with self._writer_lock:
             writer = self._writer
             if writer is None or writer.pid != os.getpid() or not writer.thread.is_alive():
                 writer = self._writer = Writer(
@@ -184,7 +185,7 @@ class Ledger(FileKeeping, Recording):
         return 0 if writer is None else writer.pending
 
     def _stop_writer(self, timeout: float) -> None:
-        with self._lock:
+        with self._writer_lock:
             writer, self._writer = self._writer, None
         if writer is not None and writer.pid == os.getpid():
             writer.stop(timeout)

@@ -39,6 +39,8 @@ FaultAction = Literal["retry", "give_up"]
 _BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 #: pause between two attempts at a busy file (SQLite's own busy timeout waits first)
 RETRY_PAUSE = 0.05
+#: fresh files one write may start after damage before it is given up
+MAX_SET_ASIDE = 1
 #: a write taking longer than this means the file is busy (a free one takes milliseconds)
 STALL = 0.1
 
@@ -169,6 +171,7 @@ class Writer:
 
     def _apply(self, op: Op | None, future: concurrent.futures.Future[Any] | None) -> None:
         """Run one write until it commits, ends in its own error, or is given up."""
+        set_aside = 0
         while True:
             try:
                 if self._conn is None:
@@ -193,7 +196,8 @@ class Writer:
                     continue
                 self.busy_since = None
                 self.reset_connection()
-                if self._on_fault(exc) == "retry":
+                if set_aside < MAX_SET_ASIDE and self._on_fault(exc) == "retry":
+                    set_aside += 1  # a fresh file failing the same way is not damage
                     continue
                 _settle(future, exc=exc)
                 return

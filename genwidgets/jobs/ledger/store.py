@@ -45,7 +45,7 @@ __all__ = ["LEDGER_FILE_NAME", "Ledger"]
 LEDGER_FILE_NAME = "ledger.sqlite3"
 #: how long a read made on the engine's loop waits for queued writes (a free file
 #: writes them in milliseconds; a busy one is not waited for at all)
-QUICK_FLUSH = 0.5
+QUICK_FLUSH = 0.1
 #: how long ``Ledger()`` waits for the file to open (a free file opens in milliseconds;
 #: one that needs a lock to be created or migrated opens later, in the writer)
 OPEN_WAIT = 1.0
@@ -159,8 +159,9 @@ class Ledger(FileKeeping, Recording):
 
         def done(f: concurrent.futures.Future[Any]) -> None:
             exc = f.exception()
-            if exc is not None:
-                log.warning("genwidgets: could not record %s in the ledger: %s", what, exc)
+            if exc is not None:  # once the file is known unwritable, the warning said it all
+                level = logging.DEBUG if self.unwritable is not None else logging.WARNING
+                log.log(level, "genwidgets: could not record %s in the ledger: %s", what, exc)
 
         future.add_done_callback(done)
 
@@ -382,7 +383,7 @@ class Ledger(FileKeeping, Recording):
         Called on the engine's loop: it waits for queued writes only while the
         file is not busy (a lock held elsewhere makes it read what is on disk)."""
         writer = self._writer
-        if writer is not None and writer.busy_since is None:
+        if writer is not None and not writer.stalled:
             writer.flush(QUICK_FLUSH)
         return self._read(
             "SELECT request_id, endpoint, payload, handle_at, running_at, done_at, "

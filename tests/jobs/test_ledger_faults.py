@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -311,3 +312,46 @@ def test_resume_skips_tasks_a_live_process_polls_and_takes_them_when_it_stops(
             owner.stdout.close()
         if owner.stdin is not None:
             owner.stdin.close()
+
+
+def test_the_heartbeat_keeps_going_while_writes_keep_the_writer_busy(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path, lease_ttl=0.4) as led:  # a heartbeat every 0.1 s
+        led.record_handle(
+            led.record_intent(gateway="gw", endpoint=ENDPOINT, payload={}), handle("t")
+        )
+        assert led.flush(30)
+
+        def beat() -> float:
+            found = led.query("SELECT heartbeat FROM owners")
+            return float(found[0][0]) if found else 0.0
+
+        first = beat()
+        deadline = time.monotonic() + 30
+        i = 0
+        while beat() <= first and time.monotonic() < deadline:  # a steady stream of writes:
+            i += 1  # the queue is never idle for a whole heartbeat period
+            led.record_status("gw", "t", gw.Status("IN_PROGRESS", queue_position=i))
+            led.flush(30)
+        assert beat() > first
+
+
+@pytest.mark.parametrize(("age", "taken"), [(10.0, False), (500.0, True)])
+def test_an_owner_on_another_host_is_alive_while_its_heartbeat_is_fresh(
+    tmp_path: Path, age: float, taken: bool
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as led:
+        led.record_handle(
+            led.record_intent(gateway="gw", endpoint=ENDPOINT, payload={}), handle("t")
+        )
+        assert led.flush(30)
+    con = sqlite3.connect(path)
+    now = float(con.execute("SELECT handle_at FROM tasks").fetchone()[0])
+    con.execute("UPDATE tasks SET owner = 'other-host:1:x'")
+    con.execute("INSERT INTO owners VALUES ('other-host:1:x', 'other-host', 1, ?)", (now - age,))
+    con.commit()
+    con.close()
+    with Ledger(path, lease_ttl=120, clock=lambda: now) as other:
+        rows, skipped = other.claim_unfinished("gw")
+    assert (len(rows), skipped) == ((1, 0) if taken else (0, 1))

@@ -55,6 +55,7 @@ def is_busy(exc: BaseException) -> bool:
 
 
 _live: weakref.WeakSet[Writer] = weakref.WeakSet()
+_NOTHING: Any = object()  # the queue had nothing before the idle work was due
 
 
 @atexit.register
@@ -73,7 +74,7 @@ class Writer:
         on_fault: Callable[[sqlite3.Error], FaultAction],
         *,
         name: str,
-        idle: Callable[[], Op | None] | None = None,
+        idle: Callable[[], Op | None] | None = None,  # every idle_every s (the heartbeat)
         idle_every: float = 30.0,
         exit_wait: float = 5.0,
     ) -> None:
@@ -148,13 +149,18 @@ class Writer:
     # ------------------------------------------------------------------ the thread
 
     def _run(self) -> None:
+        next_idle = time.monotonic() + self.idle_every
         while True:
             try:
-                item = self._queue.get(timeout=self.idle_every)
+                item = self._queue.get(timeout=max(0.0, next_idle - time.monotonic()))
             except queue.Empty:
-                op = self._idle() if self._idle is not None else None
-                if op is not None:
-                    self._apply(op, None)
+                item = _NOTHING
+            if time.monotonic() >= next_idle:  # on time however busy the queue is
+                next_idle = time.monotonic() + self.idle_every
+                idle = self._idle() if self._idle is not None else None
+                if idle is not None:
+                    self._apply(idle, None)
+            if item is _NOTHING:
                 continue
             if item is None:
                 self.reset_connection()

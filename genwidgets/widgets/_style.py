@@ -22,11 +22,13 @@ wire status        shown as     colour
 other non-terminal verbatim     blue
 ``COMPLETED`` ok   done         green
 terminal + error   failed       red
-cancelled          cancelled    red
+cancelled          cancelled    grey
 =================  ===========  ======
 
 A task counts as cancelled when its ``error_type`` is ``cancelled`` (our
-simulator's wire shape) or its status is ``CANCELLED``/``CANCELED``.
+simulator's wire shape) or its status is ``CANCELLED``/``CANCELED``. Cancelling
+is what the user asked for, not a failure: it is grey and says "cancelled" only,
+with no error line ("cancelled by user (cancelled)" said the same word three times).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from ..protocol.records import FAILURE_STATUSES, Result, Status, is_terminal
 if TYPE_CHECKING:
     import ipywidgets
 
-Category = Literal["queued", "running", "done", "failed"]
+Category = Literal["queued", "running", "done", "failed", "cancelled"]
 
 #: Every colour a widget uses, by role.
 PALETTE: dict[str, str] = {
@@ -64,6 +66,7 @@ COLOURS: dict[str, str] = {
     "running": PALETTE["info"],
     "done": PALETTE["ok"],
     "failed": PALETTE["error"],
+    "cancelled": PALETTE["muted"],
 }
 
 #: Inline styles of the text kinds forms and fields write.
@@ -204,7 +207,7 @@ class StatusLook:
 
     @property
     def cancelled(self) -> bool:
-        return self.word == "cancelled"
+        return self.category == "cancelled"
 
 
 def _error_text(error: Any) -> str | None:
@@ -223,12 +226,9 @@ def look_of(status: Status | None, result: Result | None = None) -> StatusLook:
     if result is not None and result.done:
         error = _error_text(result.error)
         error_type = result.error_type
-        upper = result.status.upper()
         if result.ok:
             return StatusLook("done", "done", result.status, True)
-        cancelled = (error_type or "").lower() == "cancelled" or upper in {"CANCELLED", "CANCELED"}
-        word = "cancelled" if cancelled else "failed"
-        return StatusLook(word, "failed", result.status, True, error or upper.lower(), error_type)
+        return _ended_badly(result.status, error, error_type)
     if status is None:
         return StatusLook("submitted", "queued", "", False)
     raw = status.status
@@ -238,18 +238,21 @@ def look_of(status: Status | None, result: Result | None = None) -> StatusLook:
         error = _error_text(status.raw.get("error"))
         error_type = _str(status.raw.get("error_type"))
         if upper in FAILURE_STATUSES or error:
-            cancelled = (error_type or "").lower() == "cancelled" or upper in {
-                "CANCELLED",
-                "CANCELED",
-            }
-            word = "cancelled" if cancelled else "failed"
-            return StatusLook(word, "failed", raw, True, error or upper.lower(), error_type)
+            return _ended_badly(raw, error, error_type)
         return StatusLook("done", "done", raw, True)
     if upper == "IN_QUEUE":
         return StatusLook("queued", "queued", raw, False)
     if upper == "IN_PROGRESS":
         return StatusLook("running", "running", raw, False)
     return StatusLook(raw, "running", raw, False)  # unknown names shown verbatim
+
+
+def _ended_badly(raw: str, error: str | None, error_type: str | None) -> StatusLook:
+    """A terminal task that did not succeed: cancelled (grey, no error line) or failed."""
+    upper = raw.upper()
+    if (error_type or "").lower() == "cancelled" or upper in {"CANCELLED", "CANCELED"}:
+        return StatusLook("cancelled", "cancelled", raw, True)
+    return StatusLook("failed", "failed", raw, True, error or upper.lower(), error_type)
 
 
 def _str(value: Any) -> str | None:

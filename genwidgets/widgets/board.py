@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 ALL = "(all)"
-STATUS_FILTERS = ("queued", "running", "done", "failed")
+STATUS_FILTERS = ("queued", "running", "done", "failed", "cancelled")
 #: A thumbnail pushed as bytes must stay small: a board may hold hundreds.
 THUMBNAIL_BYTES = 2 * 1024 * 1024
 #: Ledger entries a board loads (newest first).

@@ -42,6 +42,10 @@ Choices where the spec is silent:
   is 64 MiB of JSON (compact separators, UTF-8, as httpx sends it).
 - Without PyAV, video and audio formats come from magic numbers and durations
   and video sizes are not checked (a :class:`MediaWarning` says so).
+- In a payload, a :class:`pathlib.Path` (any ``os.PathLike``) is a local file:
+  :func:`encode_paths` encodes it by its field's rule, for ``gw.validate``,
+  ``prepare``/``submit`` and the forms alike. A plain string stays a string (a
+  typo must not read a file): the catalog's error says to pass a ``Path``.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from urllib.request import url2pathname
 from ._formats import decode_data_url, human_bytes, mime_for
 from .catalog import MediaSpec, fields_along, media_fields_of, media_specs
 from .catalog import endpoint as catalog_endpoint
+from .catalog import validate as catalog_validate
 from .errors import MediaWarning, PayloadError
 
 if TYPE_CHECKING:
@@ -76,6 +81,7 @@ __all__ = [
     "check_body_size",
     "encode",
     "encode_body",
+    "encode_paths",
     "encode_with",
     "inspect",
     "media_fields",
@@ -96,6 +102,7 @@ FieldPath: TypeAlias = "str | Sequence[str | int]"
 # --- formats -----------------------------------------------------------------------------
 
 _ALIASES = {"jpg": "jpeg", "tif": "tiff", "mpo": "jpeg", "qt": "mov", "quicktime": "mov"}
+
 
 def _canonical(fmt: str) -> str:
     fmt = fmt.strip().lower()
@@ -752,3 +759,73 @@ def encode(source: Source, endpoint: str, field: FieldPath) -> str:
     """
     spec = spec_for(endpoint, field)
     return encode_with(source, spec, endpoint=endpoint, loc=tuple(_parts(field)))
+
+
+# --- pathlib.Path values in a payload -------------------------------------------------------
+
+#: Encodings of files by (path, mtime, size, spec): a form re-validates on every keystroke.
+_ENCODED: dict[tuple[str, int, int, MediaSpec, str], str] = {}
+_ENCODED_KEEP = 8
+
+
+def _encoded_file(path: Path, endpoint: str, loc: tuple[str | int, ...]) -> str:
+    spec = spec_for(endpoint, loc)
+    try:
+        stat = path.expanduser().stat()
+        key = (str(path.expanduser().resolve()), stat.st_mtime_ns, stat.st_size, spec, endpoint)
+    except (OSError, RuntimeError):
+        key = None  # encode_with says what is wrong ("no such file")
+    if key is not None and key in _ENCODED:
+        return _ENCODED[key]
+    encoded = encode_with(path.expanduser(), spec, endpoint=endpoint, loc=loc)
+    if key is not None:
+        if len(_ENCODED) >= _ENCODED_KEEP:
+            _ENCODED.pop(next(iter(_ENCODED)))
+        _ENCODED[key] = encoded
+    return encoded
+
+
+def _has_path(value: Any) -> bool:
+    if isinstance(value, os.PathLike):
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_path(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_path(v) for v in value)
+    return False
+
+
+def encode_paths(endpoint: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``payload`` with every ``pathlib.Path`` encoded for the media field it sits in.
+
+    The one way a local file enters a payload (``gw.validate``, ``prepare``/``submit``,
+    forms): checked and encoded like :func:`encode`. A missing file, a file that breaks
+    the field's rules, or a Path in a field that takes no media is a
+    :class:`PayloadError` at its location. Without a Path, ``payload`` is returned as is.
+    """
+    if not isinstance(payload, Mapping) or not _has_path(payload):
+        return payload
+    errors: list[dict[str, Any]] = []
+
+    def replace(value: Any, loc: tuple[str | int, ...]) -> Any:
+        if isinstance(value, os.PathLike):
+            try:
+                return _encoded_file(Path(os.fspath(value)), endpoint, loc)
+            except PayloadError as exc:
+                errors.extend({**e, "loc": tuple(e.get("loc") or loc)} for e in exc.errors)
+                return value
+        if isinstance(value, Mapping) and _has_path(value):
+            return {k: replace(v, (*loc, k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)) and _has_path(value):
+            return [replace(v, (*loc, i)) for i, v in enumerate(value)]
+        return value
+
+    encoded = {k: replace(v, (k,)) for k, v in payload.items()}
+    if errors:
+        raise PayloadError(errors, endpoint=endpoint)
+    return encoded
+
+
+def validate(endpoint: str, payload: Mapping[str, Any]) -> Any:
+    """``gw.validate``: :func:`encode_paths`, then the catalog's validation of the result."""
+    return catalog_validate(endpoint, encode_paths(endpoint, payload))

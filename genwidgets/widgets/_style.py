@@ -268,6 +268,18 @@ def status_badge(look: StatusLook) -> str:
     )
 
 
+#: One line cut with an ellipsis where its box ends (the full text goes in a tooltip).
+CUT_STYLE = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;min-width:0"
+
+
+def cut_html(inner: str, title: str, *, cls: str = "", style: str = "") -> str:
+    """A one-line ``<div>`` that never widens its box: ``inner`` (HTML, already escaped)
+    ends in "…" where the box ends, and ``title`` (plain text, escaped here) is its
+    tooltip. Cards in a grid use it so a long URL cannot push into the next card."""
+    klass = f' class="{esc(cls)}"' if cls else ""
+    return f'<div{klass} title="{esc(title)}" style="{CUT_STYLE};{style}">{inner}</div>'
+
+
 def error_html(look: StatusLook) -> str:
     """``error`` and ``error_type`` in red, escaped; empty when there is no error."""
     if not look.error and not look.error_type:
@@ -278,7 +290,7 @@ def error_html(look: StatusLook) -> str:
         else ""
     )
     return (
-        f'<div class="gw-error" style="color:{COLOURS["failed"]}">'
+        f'<div class="gw-error" style="color:{COLOURS["failed"]};overflow-wrap:anywhere">'
         f"{esc(look.error or '')}{kind}</div>"
     )
 

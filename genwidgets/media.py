@@ -81,6 +81,7 @@ __all__ = [
     "check_body_size",
     "encode",
     "encode_body",
+    "encode_file",
     "encode_paths",
     "encode_with",
     "inspect",
@@ -768,16 +769,23 @@ _ENCODED: dict[tuple[str, int, int, MediaSpec, str], str] = {}
 _ENCODED_KEEP = 8
 
 
-def _encoded_file(path: Path, endpoint: str, loc: tuple[str | int, ...]) -> str:
-    spec = spec_for(endpoint, loc)
+def encode_file(
+    path: str | os.PathLike[str],
+    spec: MediaSpec,
+    *,
+    endpoint: str | None = None,
+    loc: Sequence[str | int] = (),
+) -> str:
+    """:func:`encode_with` for a local file, remembered by (path, mtime, size, spec)."""
+    path = Path(os.fspath(path)).expanduser()
     try:
-        stat = path.expanduser().stat()
-        key = (str(path.expanduser().resolve()), stat.st_mtime_ns, stat.st_size, spec, endpoint)
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, spec, endpoint or "")
     except (OSError, RuntimeError):
         key = None  # encode_with says what is wrong ("no such file")
     if key is not None and key in _ENCODED:
         return _ENCODED[key]
-    encoded = encode_with(path.expanduser(), spec, endpoint=endpoint, loc=loc)
+    encoded = encode_with(path, spec, endpoint=endpoint, loc=loc)
     if key is not None:
         if len(_ENCODED) >= _ENCODED_KEEP:
             _ENCODED.pop(next(iter(_ENCODED)))
@@ -810,7 +818,7 @@ def encode_paths(endpoint: str, payload: Mapping[str, Any]) -> Mapping[str, Any]
     def replace(value: Any, loc: tuple[str | int, ...]) -> Any:
         if isinstance(value, os.PathLike):
             try:
-                return _encoded_file(Path(os.fspath(value)), endpoint, loc)
+                return encode_file(value, spec_for(endpoint, loc), endpoint=endpoint, loc=loc)
             except PayloadError as exc:
                 errors.extend({**e, "loc": tuple(e.get("loc") or loc)} for e in exc.errors)
                 return value

@@ -312,12 +312,22 @@ _LAYOUTS: dict[str, dict[str, str]] = {
     "wide": {"width": "auto", "flex": "1 1 auto"},
     "area": {"width": "auto", "flex": "1 1 auto", "height": "90px"},
     "row": {"width": "100%", "margin": "2px 0"},
-    "item": {"width": "100%", "margin": "0 0 0 12px"},
+    # indented by its margin, so "auto" (100% plus the margin would clip the right edge)
+    "item": {"width": "auto", "margin": "0 0 0 12px"},
+    # takes the room left in a row and may shrink below its content (never pushes siblings)
+    "grow": {"width": "auto", "flex": "1 1 auto", "min_width": "0"},
+    # keeps its width in a row that is too narrow (a list row's delete button, Submit)
+    "fixed": {"flex": "0 0 auto"},
+    "remove": {"width": "36px", "min_width": "36px", "flex": "0 0 auto"},
+    # buttons, then a reason that goes on beside them, or below them when it is long
+    "actions": {"width": "100%", "flex_flow": "row wrap", "align_items": "center"},
+    "reason": {"width": "auto", "flex": "1 1 auto", "min_width": "0"},
     "box": {"width": "100%", "border": f"1px solid {PALETTE['border']}", "padding": "4px"},
     "small": {"width": "auto"},
     "tick": {"width": "28px"},
     "number": {"width": "160px"},
     "note": {"width": "auto", "margin": "0 0 0 194px"},
+    "item_note": {"width": "auto", "margin": "0"},  # a list item has no label to clear
 }
 
 

@@ -1,9 +1,10 @@
 """Cards: one job (live or from the ledger) or one stored grid as a small HTML box.
 
 The board lays them out in a grid of columns; :mod:`.sweep` shows one per cell. A card
-never widens its column: it may shrink below its content (``CARD_LAYOUT``), and every
-one-line value (endpoint, parameters, request id) is cut with "…" and carries the full
-text as a tooltip (:func:`~._style.cut_html`).
+never widens its column: its box has ``contain: inline-size`` (its width comes from the
+column, never from its content) and may shrink below its content (``CARD_LAYOUT``), and
+every one-line value (endpoint, parameters, request id) is cut with "…" and carries the
+full text as a tooltip (:func:`~._style.cut_html`).
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def card_html(
     return (
         f'<div class="gw-card" style="border:1px solid #e5e7eb;border-left:4px solid '
         f"{look.colour};border-radius:6px;padding:6px;font-size:0.9em;overflow:hidden;"
-        f'min-width:0;box-sizing:border-box">'
+        f'min-width:0;box-sizing:border-box;contain:inline-size">'
         f"{head}{media}"
         + cut_html(f"<b>{esc(data.endpoint)}</b>{badge}", data.endpoint, cls="gw-endpoint")
         + f"<div>{status_badge(look)} · {esc(elapsed)}</div>"
@@ -381,7 +382,7 @@ def grid_entry_html(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
     return (
         '<div class="gw-card gw-grid-entry" style="border:1px solid #e5e7eb;border-left:4px '
         "solid #6366f1;border-radius:6px;padding:6px;font-size:0.9em;overflow:hidden;"
-        'min-width:0;box-sizing:border-box">'
+        'min-width:0;box-sizing:border-box;contain:inline-size">'
         '<div class="gw-thumb" style="height:120px;display:flex;align-items:center;'
         f'justify-content:center;background:#f9fafb">{thumb}</div>'
         + cut_html(f"<b>{esc(record.endpoint)}</b> · grid", record.endpoint, cls="gw-endpoint")

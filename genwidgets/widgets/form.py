@@ -49,6 +49,7 @@ from ._style import (
     SIMULATED_BADGE,
     WARN_STYLE,
     esc,
+    layout,
 )
 from .dispatch import build_element
 from .elements import BuildContext, Element
@@ -118,7 +119,14 @@ class EndpointForm(W.VBox):
         self.submit_button.on_click(self._on_submit_click)
         self.reset_button = W.Button(description="Reset", icon="undo")
         self.reset_button.on_click(lambda _b: self.reset())
-        self.reason = W.HTML()
+        self.reason = W.HTML(layout=layout("reason"))
+        self.reason.add_class("gw-form-reason")
+        for button in (self.submit_button, self.reset_button):
+            button.layout = layout("fixed")  # a long reason never squeezes them to "Su…"
+        self.actions = W.HBox(
+            [self.submit_button, self.reset_button, self.reason], layout=layout("actions")
+        )
+        self.actions.add_class("gw-form-actions")
         self.code_view = W.HTML()
         self.json_view = W.HTML()
         code_tabs = W.Tab(children=[self.code_view, self.json_view])
@@ -134,7 +142,7 @@ class EndpointForm(W.VBox):
         children += [
             self.billing,
             self.notes,
-            W.HBox([self.submit_button, self.reset_button, self.reason]),
+            self.actions,
             self.code,
             self.output,
         ]

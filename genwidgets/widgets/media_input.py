@@ -186,7 +186,9 @@ class MediaElement(Element):
                 self.url.value = os.fspath(value)  # the box names the file, as if typed
                 self.path = Path(os.fspath(value))
                 self._show_file(self.path)
-            elif isinstance(value, str) and (_URL_RE.match(value) or len(value) < 200):
+            elif isinstance(value, str) and (
+                _URL_RE.match(value) or len(value) < 200 or local_path(value) is not None
+            ):  # a URL or a path (however long) goes in the box, as if typed
                 self.url.value = value
                 self.path = local_path(value)
                 if self.path is not None:

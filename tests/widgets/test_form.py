@@ -617,3 +617,31 @@ def test_a_typed_local_file_is_sent_encoded_to_the_simulator(
         assert sent.startswith("data:image/png;base64,")
         assert base64.b64decode(sent.split(",", 1)[1]) == meadow.read_bytes()
         assert job.result(timeout=30).ok
+
+
+# --- layout (issue 20, point 8; measured in chromium by tests/browser/test_form_board_browser.py)
+
+
+def test_buttons_keep_their_width_and_a_long_reason_wraps_below_them() -> None:
+    form = gw.form(
+        "imgQ-edit-plus", prompt="a kite", n=1, images=["/nowhere/" + "x" * 300 + ".png"]
+    )
+    assert form.actions.children[:2] == (form.submit_button, form.reset_button)
+    assert form.actions.layout.flex_flow == "row wrap"  # the reason may go to a line of its own
+    for button in (form.submit_button, form.reset_button):
+        assert button.layout.flex == "0 0 auto"  # never squeezed to "Su…"
+    assert (form.reason.layout.flex, form.reason.layout.min_width) == ("1 1 auto", "0")
+    assert "no such file" in form.reason.value and form.submit_button.disabled
+
+
+def test_each_list_rows_delete_button_keeps_its_room() -> None:
+    form = gw.form("imgQ-edit-plus", prompt="a kite", n=1, images=["https://x.test/a.png"] * 2)
+    images = form.fields["images"]
+    assert images.rows_box.layout.width == "auto"  # 100% plus its indent clipped the edge
+    for box in images._row_boxes:
+        holder, remove = box.children
+        assert (holder.layout.flex, holder.layout.min_width) == ("1 1 auto", "0")
+        assert remove.layout.flex == "0 0 auto" and remove.layout.min_width == remove.layout.width
+        assert "gw-remove" in remove._dom_classes and "gw-list-row" in box._dom_classes
+    row = images.rows[0]
+    assert row.note.layout.margin == "0"  # an item's errors use the row's width

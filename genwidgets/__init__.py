@@ -71,7 +71,7 @@ _LAZY = {
     "EndpointSpec": (".catalog", "EndpointSpec"),
     "endpoints": (".catalog", "endpoints"),
     "endpoint": (".catalog", "endpoint"),
-    "validate": (".catalog", "validate"),
+    "validate": (".media", "validate"),  # pathlib.Path values are local files
     "openapi": (".catalog", "openapi"),
     "form": (".widgets.form", "form"),
     "EndpointForm": (".widgets.form", "EndpointForm"),

@@ -259,7 +259,7 @@ class SavedTaskView:
 
     @property
     def terminal(self) -> bool:
-        return self.category in {"done", "failed"}
+        return self.category in {"done", "failed", "cancelled"}
 
 
 def task_views(state: Mapping[str, Mapping[str, Any]]) -> list[SavedTaskView]:

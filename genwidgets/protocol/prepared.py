@@ -17,7 +17,7 @@ from typing import Any
 from ..catalog import EndpointModel, unsendable, webhook_fields
 from ..catalog import validate as validate_payload
 from ..errors import PayloadError
-from ..media import check_body_size, encode_body
+from ..media import check_body_size, encode_body, encode_paths
 
 __all__ = ["PreparedRequest", "prepare"]
 
@@ -67,6 +67,7 @@ def prepare(endpoint: str, payload: Mapping[str, Any], *, validate: bool = True)
         raise PayloadError(
             f"a payload is a dict of fields, not {type(payload).__name__}", endpoint=endpoint
         )
+    payload = encode_paths(endpoint, payload)  # a pathlib.Path is a local file to encode
     model: EndpointModel | None = None
     if validate:  # the user's warning filters apply (-W ignore silences UnknownFieldWarning)
         model = validate_payload(endpoint, payload)

@@ -38,7 +38,7 @@ import base64
 import binascii
 import json
 import os
-import tempfile
+import secrets
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from .._config import redact
-from .._formats import decode_data_url, int_or_none
+from .._formats import decode_data_url, extension_for, int_or_none
 from ..errors import GenwidgetsWarning, TaskFailed
-from ..media import _sniff
+from ..media.files import sniff
 from .fetch import fetch_url
 
 COMPLETED = "COMPLETED"
@@ -284,7 +284,7 @@ class Output:
         if mime and mime != UNTYPED and "/" in mime:
             self.content_type, self.typed = mime, True
             return
-        sniffed = _sniff(head[:64]) if head else None
+        sniffed = sniff(head[:64]) if head else None
         if sniffed is not None:
             kind, fmt = sniffed
             self.content_type, self.typed = f"{kind}/{fmt}", True
@@ -343,17 +343,24 @@ class Output:
         return data
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the bytes to ``path`` atomically (temporary file, then rename)."""
+        """Write the bytes to ``path`` atomically (temporary file, then rename).
+
+        A path without an extension gets the content type's (``out-0`` → ``out-0.mp4``),
+        and the file is created with the user's umask, as ``open()`` would: see
+        docs/decisions.md, "Forms, board, outputs and the command line".
+        """
         target = Path(path)
+        if not target.suffix:
+            target = target.with_name(target.name + extension_for(self.content_type))
         target.parent.mkdir(parents=True, exist_ok=True)
         data = self.read()
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+        tmp = _create_beside(target)
         try:
-            with os.fdopen(fd, "wb") as fh:
+            with open(tmp, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, target)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
             raise
         return target
 
@@ -552,3 +559,13 @@ def _fallback_outputs(body: Mapping[str, Any]) -> list[Any]:
             stacklevel=3,
         )
     return []
+def _create_beside(target: Path) -> Path:
+    """A new empty file next to ``target``, mode 0666 less the umask (``mkstemp`` gives 0600)."""
+    for _ in range(100):
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.part")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(f"no free temporary name beside {target}")

@@ -62,6 +62,18 @@ def _restriction(text: str) -> tuple[str, tuple[str, ...]]:
     return key.strip(), endpoints
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` shows each flag's default, except where there is none to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        shown = not (default is None or default is argparse.SUPPRESS or default == [])
+        if shown and action.option_strings and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     """The simulator's flags, on ``parser`` (its own, or ``genwidgets simulate``)."""
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
@@ -92,7 +104,7 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
         ("--error-rate", float, lambda v: c.check_rate("error-rate", v), 0.0,
          "share of status/result requests answered 502/503 (0-1)"),
         ("--rate-limit", float, c.check_rate_limit, None,
-         "requests per second per key before RATE_LIMIT_EXCEEDED"),
+         "requests per second per key before RATE_LIMIT_EXCEEDED (default: no limit)"),
         ("--latency", float, c.check_latency, 0.0, "seconds added before every answer"),
     )  # fmt: skip
     for flag, convert, check, default, text in checked:
@@ -111,6 +123,7 @@ def build_parser(prog: str = "python -m genwidgets.simulator") -> argparse.Argum
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Run the local gateway simulator (the whole queue protocol, real media).",
+        formatter_class=HelpFormatter,
     )
     add_simulate_arguments(parser)
     return parser

@@ -27,6 +27,7 @@ Choices made where the brief is silent (and why):
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import warnings
@@ -36,9 +37,10 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 
 from .._config import redact, resolve
-from ..catalog import EndpointSpec, validate
+from ..catalog import EndpointSpec
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import GenwidgetsError, PayloadError
+from ..media import validate  # pathlib.Path values (typed local files) are encoded
 from ._style import (
     BILLED_BADGE,
     ERROR_STYLE,
@@ -47,6 +49,7 @@ from ._style import (
     SIMULATED_BADGE,
     WARN_STYLE,
     esc,
+    layout,
 )
 from .dispatch import build_element
 from .elements import BuildContext, Element
@@ -116,7 +119,14 @@ class EndpointForm(W.VBox):
         self.submit_button.on_click(self._on_submit_click)
         self.reset_button = W.Button(description="Reset", icon="undo")
         self.reset_button.on_click(lambda _b: self.reset())
-        self.reason = W.HTML()
+        self.reason = W.HTML(layout=layout("reason"))
+        self.reason.add_class("gw-form-reason")
+        for button in (self.submit_button, self.reset_button):
+            button.layout = layout("fixed")  # a long reason never squeezes them to "Su…"
+        self.actions = W.HBox(
+            [self.submit_button, self.reset_button, self.reason], layout=layout("actions")
+        )
+        self.actions.add_class("gw-form-actions")
         self.code_view = W.HTML()
         self.json_view = W.HTML()
         code_tabs = W.Tab(children=[self.code_view, self.json_view])
@@ -132,7 +142,7 @@ class EndpointForm(W.VBox):
         children += [
             self.billing,
             self.notes,
-            W.HBox([self.submit_button, self.reset_button, self.reason]),
+            self.actions,
             self.code,
             self.output,
         ]
@@ -404,6 +414,8 @@ def _inline_summary(text: str) -> str:
 
 def _shortened(value: Any) -> Any:
     """The payload with inline data replaced by a short marker (for the JSON view)."""
+    if isinstance(value, os.PathLike):
+        return f"<the file {os.fspath(value)}, sent encoded for its field>"
     if isinstance(value, str) and _is_inline_data(value):
         return f"<{_inline_summary(value)} (shortened)>"
     if isinstance(value, Mapping):
@@ -425,6 +437,8 @@ def _py(value: Any, indent: int) -> str:
     if isinstance(value, str) and _is_inline_data(value):
         head = value.split(",", 1)[0] + "," if value.startswith("data:") else ""
         return repr(head + "...")
+    if isinstance(value, os.PathLike):
+        return f"Path({os.fspath(value)!r})"
     return repr(value)
 
 
@@ -437,12 +451,21 @@ def _py_item(value: Any, indent: int) -> str:
 
 def python_code(endpoint: str, payload: Mapping[str, Any]) -> str:
     """The equivalent Python for a payload; never holds a key (the client reads it)."""
+    paths = "from pathlib import Path\n\n" if _has_path(payload) else ""
     return (
-        "import genwidgets as gw\n\n"
+        f"{paths}import genwidgets as gw\n\n"
         "client = gw.Client()  # reads GENWIDGETS_BASE_URL / GENWIDGETS_API_KEY\n"
         f"job = client.submit({endpoint!r}, {_py(dict(payload), 0)})\n"
         "job  # shows the live task view\n"
     )
+
+
+def _has_path(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(_has_path(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_path(v) for v in value)
+    return isinstance(value, os.PathLike)
 
 
 def _plain_value(value: Any) -> str:

@@ -113,7 +113,7 @@ def test_cancel_button_works_in_an_app(voila: Frontend, browser: Any) -> None:
         view = page.locator(".gw-task-view")
         view.locator(".gw-status-running").wait_for(timeout=RENDER_TIMEOUT_MS)
         view.locator("button", has_text="Cancel").click()
-        view.locator(".gw-status-failed", has_text="cancelled").wait_for(timeout=TASK_TIMEOUT_MS)
+        view.locator(".gw-status-cancelled", has_text="cancelled").wait_for(timeout=TASK_TIMEOUT_MS)
         assert (
             view.locator("button", has_text="Cancel").count() == 0
             or not view.locator("button", has_text="Cancel").is_visible()

@@ -136,7 +136,7 @@ def test_cancel_all_cancels_the_unfinished_cells(
         grid.handle_message({"action": "cancel"})
         grid.wait(timeout=60)
         assert stats(sim).get("cancel", 0) == 3
-        assert all(s["category"] == "failed" for s in grid.cell_states)
+        assert all(s["category"] == "cancelled" for s in grid.cell_states)
         assert all("cancel" in s["status"] for s in grid.cell_states)
 
 

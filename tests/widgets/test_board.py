@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -216,7 +218,8 @@ def test_board_survives_engine_updates_while_filters_change() -> None:
     for job in jobs:
         job.finish()
     view.status_filter.value = "done"
-    assert wait_for(lambda: len(view.grid.children) == 30)
+    assert wait_for(lambda: len(view.shown()) == 30)
+    assert len(view.grid.children) == board_module.PAGE_SIZE  # the rest on the next page
     view.close()
 
 
@@ -247,6 +250,9 @@ def test_board_includes_history_records_when_the_client_has_them() -> None:
     ]
     client.records = records
     view = Board(client)
+    assert len(view.grid.children) == 3  # this session's jobs only, by default
+    assert view.earlier.description == "earlier sessions (1)"
+    view.earlier.value = True
     assert len(view.grid.children) == 4
     old = view.grid.children[-1].value
     assert "old-1" in old and "12.5s" in old and f'src="{IMAGE_OUT["url"]}"' in old
@@ -521,3 +527,61 @@ def test_a_grid_is_one_entry_on_the_board(make_simulator: Any, tmp_path: Any) ->
         assert "<img" in entries[0]  # the best-rated cell's image
         assert "1 of 1 jobs, 1 grids" in view.count_html.value
         view.close()
+
+
+def test_board_shows_this_sessions_jobs_and_earlier_ones_behind_a_toggle() -> None:
+    client, jobs = make_client()
+    older = client.adopt(FakeJob("imgM-v8.1-t2i", payload={"seed": 7}, client=client))
+    older.submitted_at = time.time() - 10 * 365 * 86400  # from the ledger of a past kernel
+    view = Board(client)
+    assert view.in_session(jobs[0]) and not view.in_session(older)
+    assert {c.job for c in view.grid.children} == set(jobs)
+    assert view.earlier.description == "earlier sessions (1)" and not view.earlier.disabled
+    assert "3 of 3 jobs" in view.count_html.value
+    view.earlier.value = True
+    assert {c.job for c in view.grid.children} == {*jobs, older}
+    assert "4 of 4 jobs" in view.count_html.value
+    view.close()
+
+
+def test_board_pages_its_cards() -> None:
+    client = BoardClient()
+    jobs = [client.adopt(FakeJob(payload={"seed": i}, client=client)) for i in range(30)]
+    for i, job in enumerate(jobs):
+        job.submitted_at = time.time() + i  # newest last: shown first
+    view = Board(client)
+    size = board_module.PAGE_SIZE
+    assert [c.job for c in view.grid.children] == jobs[::-1][:size]
+    assert view.pager.layout.display is None and view.page_html.value == "page 1 of 2"
+    assert view.prev_button.disabled and not view.next_button.disabled
+    view.next_button.click()
+    assert [c.job for c in view.grid.children] == jobs[::-1][size:]
+    assert view.next_button.disabled and view.page_html.value == "page 2 of 2"
+    view.status_filter.value = "queued"  # a filter change starts again at page 1
+    assert view.page == 0
+    view.close()
+    small = Board(make_client()[0])
+    assert small.pager.layout.display == "none"  # one page: no pager
+    small.close()
+
+
+def test_cards_shrink_and_cut_long_values_with_a_tooltip() -> None:
+    client = BoardClient()
+    url = "https://example.test/" + "very-long-path-segment/" * 20 + "image.png"
+    for value in (url, "short"):
+        client.adopt(FakeJob("imgQ-edit-plus", payload={"images": [value]}, client=client))
+    view = Board(client)
+    layout = view.grid.layout
+    assert "minmax(min(220px, 100%), 1fr)" in layout.grid_template_columns
+    for card in view.grid.children:
+        assert (card.layout.min_width, card.layout.overflow) == ("0", "hidden")
+    html = " ".join(c.value for c in view.grid.children)
+    rows = re.findall(r'<div class="gw-param" title="([^"]*)" style="([^"]*)">', html)
+    assert len(rows) == 2
+    for title, style in rows:
+        assert "white-space:nowrap" in style and "text-overflow:ellipsis" in style
+        assert "overflow:hidden" in style and title.startswith("images = ")
+    assert any("very-long-path-segment/" * 5 in title for title, _ in rows)  # the tooltip
+    request_id = r'class="gw-request-id" title="req-\d+" style="[^"]*text-overflow:ellipsis'
+    assert re.search(request_id, html)
+    view.close()

@@ -113,7 +113,8 @@ def test_cancel_message_calls_request_cancel_once() -> None:
     job.run()  # still running: the button stays "cancel requested" until the status says so
     assert wait_for(lambda: view.category == "running") and view.cancel_requested
     job.finish(error="cancelled by user", error_type="cancelled")
-    assert view.status == "cancelled" and view.category == "failed" and view.terminal
+    assert view.status == "cancelled" and view.category == "cancelled" and view.terminal
+    assert view.error == "" and view.error_type == ""  # grey "cancelled", no error line
 
 
 def test_cancel_requested_elsewhere_shows_in_the_view() -> None:
@@ -509,7 +510,7 @@ def test_real_cancel_from_the_button(real_client: Any) -> None:
     result = job.result(timeout=30)
     assert result.error_type == "cancelled"
     assert wait_for(lambda: view.status == "cancelled")
-    assert view.error == "cancelled by user"
+    assert view.category == "cancelled" and view.error == ""
 
 
 @pytest.mark.timeout(60)

@@ -860,7 +860,7 @@ def test_a_path_that_breaks_the_fields_rules_says_which(tmp_path: Path) -> None:
 def test_gw_validate_accepts_a_path_and_names_a_string_that_is_a_file(tmp_path: Path) -> None:
     meadow = _png_file(tmp_path)
     model = gw.validate("imgQ-edit-plus", {"prompt": "x", "images": [meadow]})
-    assert model.payload()["images"][0].startswith("data:image/png;base64,")
+    assert model.to_wire()["images"][0].startswith("data:image/png;base64,")
     with pytest.raises(PayloadError) as caught:
         gw.validate("imgQ-edit-plus", {"prompt": "x", "images": [str(meadow)]})
     message = caught.value.errors[0]["msg"]

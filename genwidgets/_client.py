@@ -1,26 +1,30 @@
 """``Client`` and ``AsyncClient``: the public face of the protocol and the engine.
 
-Both share the engine thread of :mod:`genwidgets.jobs.engine`. ``Client`` blocks
-on futures (fine in scripts and in notebook cells, no ``asyncio.run`` inside a
-running loop); ``AsyncClient`` awaits the same futures from any loop.
+``Client`` is the core: it owns the engine-side work and blocks on its futures
+(fine in scripts and notebook cells). ``AsyncClient`` holds a ``Client`` and calls
+only its public methods, off the caller's loop, so both have one behaviour.
 """
 
 from __future__ import annotations
 
 import asyncio
 import getpass
+import itertools
 import logging
 import warnings
 import weakref
-from collections.abc import Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from . import _config
 from ._protocols import ClientLike, JobLike
 from .errors import (
+    AmbiguousClient,
+    ClientClosed,
     EndpointNotFound,
+    GatewayError,
     LedgerError,
     LedgerWarning,
     ModelNotAllowed,
@@ -28,10 +32,11 @@ from .errors import (
     PayloadError,
     RateLimited,
     Unauthorized,
+    Unreachable,
     WebhookNotSupported,
 )
 from .jobs.engine import StatusBudget, get_engine
-from .jobs.job import Job, Recorder, output_fetcher
+from .jobs.job import AsyncJob, Job, Recorder, output_fetcher
 from .jobs.ledger import Ledger, LedgerRow
 from .jobs.polling import Schedule
 from .jobs.recorder import LedgerRecorder
@@ -41,9 +46,12 @@ from .protocol.records import Handle, Result
 
 log = logging.getLogger("genwidgets")
 
-#: Answers to a create request that certainly created no task.
+#: Failures of a create request that certainly created no task: nothing left
+#: (``Unreachable``, ``ClientClosed``), or the gateway said no (any 4xx, below).
 _CREATED_NOTHING = (
     PayloadError,
+    Unreachable,
+    ClientClosed,
     Unauthorized,
     RateLimited,
     EndpointNotFound,
@@ -52,14 +60,40 @@ _CREATED_NOTHING = (
     NotSupported,
 )
 
-T = TypeVar("T")
 
-_latest: weakref.ref[Client] | None = None
+def created_nothing(exc: BaseException) -> bool:
+    """Whether a failed create certainly made no task (else: "outcome unknown")."""
+    if isinstance(exc, _CREATED_NOTHING):
+        return True
+    code = exc.status_code if isinstance(exc, GatewayError) else None
+    return code is not None and 400 <= code < 500
 
 
-def latest_client() -> Client | None:
-    """The most recently made client of this process, if it is still alive (board, sweep)."""
-    return _latest() if _latest is not None else None
+#: Live (not closed) clients of this process in the order made (by a sequence
+#: number): who pays, by gateway name and key.
+_live: dict[int, tuple[weakref.ref[Client], str, _config.Secret | None]] = {}
+_sequence = itertools.count()
+
+
+def default_client() -> Client:
+    """The client ``gw.grid``/``form``/``board``/``sweep`` use when none is given.
+
+    One live client (or several of one gateway and key): that one, the newest.
+    Live clients of different gateways or keys: :class:`AmbiguousClient` naming
+    them, since guessing would pick who pays. None: ``gw.Client()`` from the
+    environment (the embedded simulator when nothing is set).
+    """
+    live = [(ref(), name, key) for ref, name, key in list(_live.values())]
+    found = [(client, name, key) for client, name, key in live if client is not None]
+    payers = {(name, key) for _client, name, key in found}
+    if len(payers) > 1:
+        raise AmbiguousClient(sorted(repr(client) for client, _name, _key in found))
+    return found[-1][0] if found else Client()
+
+
+def _forget(seq: int) -> Any:
+    """A weakref callback that drops a collected client from the live ones."""
+    return lambda _ref: _live.pop(seq, None)
 
 
 def login(api_key: str | None = None) -> None:
@@ -68,9 +102,11 @@ def login(api_key: str | None = None) -> None:
     Clients made afterwards without an explicit key use it. It is never written
     anywhere; restart the kernel to forget it.
     """
-    key = api_key if api_key is not None else getpass.getpass("Gateway API key: ")
-    key = key.strip()
-    if not key:
+    key = _config.Secret.wrap(
+        (api_key if api_key is not None else getpass.getpass("Gateway API key: ")).strip()
+    )
+    api_key = None  # the raw string leaves this frame at once (verbose tracebacks)
+    if key is None:
         raise ValueError("no key entered")
     _config.set_session_key(key)
 
@@ -90,7 +126,7 @@ class Client:
     def __init__(
         self,
         base_url: str | None = None,
-        api_key: str | None = None,
+        api_key: str | _config.Secret | None = None,
         *,
         timeout: float = 30.0,
         max_retries: int = 2,
@@ -103,6 +139,7 @@ class Client:
         notice_target: float = 1.5,
         max_status_rate: float = 50,
     ) -> None:
+        api_key = _config.Secret.wrap(api_key)  # first: no frame keeps the raw key (22.7)
         settings = _config.resolve(base_url, api_key)
         self.embedded = settings.embedded
         if settings.embedded:
@@ -110,7 +147,7 @@ class Client:
 
             sim = embedded()
             resolved_url: str = sim.base_url
-            key: str | None = _config.DEMO_KEY
+            key: _config.Secret | None = _config.Secret(_config.DEMO_KEY)
         else:
             assert settings.base_url is not None
             resolved_url, key = settings.base_url, settings.api_key
@@ -147,12 +184,13 @@ class Client:
             notice_target, budget=budget, ledger=self.ledger, gateway=self.gateway_name
         )
         self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
-        global _latest
-        _latest = weakref.ref(self)
+        self._closed = False
+        self._seq = next(_sequence)
+        _live[self._seq] = (weakref.ref(self, _forget(self._seq)), self.gateway_name, key)
 
     async def _make_gateway(
         self,
-        key: str | None,
+        key: _config.Secret | None,
         timeout: float,
         max_retries: int,
         max_in_flight: int,
@@ -196,6 +234,15 @@ class Client:
         return "simulator" if self.embedded else self.base_url
 
     @property
+    def closed(self) -> bool:
+        """True after :meth:`close`: nothing more is sent, polled or recorded."""
+        return self._closed
+
+    def _check_open(self, endpoint: str | None = None, request_id: str | None = None) -> None:
+        if self._closed:
+            raise ClientClosed(endpoint=endpoint, request_id=request_id)
+
+    @property
     def jobs(self) -> list[Job]:
         """Jobs of this client in this session, newest first."""
         return sorted(self._jobs.values(), key=lambda j: j.submitted_at, reverse=True)
@@ -218,6 +265,7 @@ class Client:
 
     def send(self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None) -> Job:
         """Create the task of a prepared request: its exact ``body``, not validated again."""
+        self._check_open(prepared.endpoint)
         row = self._record_intent(prepared)
         return self._engine.run(self._create(prepared, headers, row))
 
@@ -249,6 +297,7 @@ class Client:
 
     def job(self, endpoint: str, request_id: str) -> Job:
         """Re-attach to an existing task by its request_id."""
+        self._check_open(endpoint, request_id)
         known = self._jobs.get((endpoint, request_id))
         if known is not None:
             return known
@@ -273,6 +322,7 @@ class Client:
         or a ledger state (``unfinished``, ``ok``, ``failed``, ...). Requests whose
         outcome is unknown have no request_id and so no Job: see ``client.ledger.rows()``.
         """
+        self._check_open()
         if self.ledger is None:
             return []
         rows = self.ledger.rows(self.gateway_name, endpoint=endpoint, status=status, limit=limit)
@@ -280,6 +330,7 @@ class Client:
 
     def resume(self) -> list[Job]:
         """Re-attach every unfinished job of this gateway (after a restart) and return them."""
+        self._check_open()
         if self.ledger is None:
             return []
         return [self._from_row(row) for row in self.ledger.unfinished(self.gateway_name)]
@@ -296,7 +347,7 @@ class Client:
             return self._adopt(handle, payload=row.payload, submitted_at=row.submitted_at)
         job = Job(
             handle,
-            client=self,
+            simulated=self.embedded,
             gateway=self._gateway,
             engine=self._engine,
             payload=row.payload,
@@ -314,7 +365,13 @@ class Client:
         return self.submit(endpoint, payload).result(timeout=timeout)
 
     def close(self) -> None:
-        """Stop polling this client's jobs and close its connections."""
+        """End this client: close its connections, and end every unfinished job with
+        :class:`ClientClosed` (the task may still run at the gateway; the error says
+        how to re-attach). Later calls raise it too and record nothing. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        _live.pop(self._seq, None)
         self._engine.run(self._aclose())
 
     def __enter__(self) -> Client:
@@ -353,7 +410,7 @@ class Client:
             self.ledger.record_create_failed(
                 row,
                 _config.redact(f"{type(exc).__name__}: {exc}"),
-                created_nothing=isinstance(exc, _CREATED_NOTHING),
+                created_nothing=created_nothing(exc),
             )
         except (LedgerError, OSError) as err:
             log.warning("genwidgets: could not record the failed create: %s", err)
@@ -367,7 +424,7 @@ class Client:
     ) -> Job:
         job = Job(
             handle,
-            client=self,
+            simulated=self.embedded,
             gateway=self._gateway,
             engine=self._engine,
             payload=payload,
@@ -380,43 +437,66 @@ class Client:
         return job
 
     async def _aclose(self) -> None:
-        for job in self._jobs.values():
-            job.stop_polling()
+        for job in list(self._jobs.values()):
+            job.close()
         await self._gateway.aclose()
 
 
 class AsyncClient:
-    """The same client for ``async`` code: every method is a coroutine.
+    """The same client for ``async`` code: Client's methods as coroutines, jobs as
+    :class:`AsyncJob`, ``aclose()`` and ``async with``.
 
-    The work still runs on the engine thread; this only awaits its futures, so
-    it can be used from any event loop (a notebook's included).
+    It holds a :class:`Client` and calls its public methods in a worker thread
+    (creates, ledger reads and closing block on disk and the engine), so the
+    caller's loop never waits; a job's result is awaited without a thread.
     """
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None, **kw: Any):
-        self._sync = Client(base_url, api_key, **kw)
+    def __init__(
+        self, base_url: str | None = None, api_key: str | _config.Secret | None = None, **kw: Any
+    ) -> None:
+        api_key = _config.Secret.wrap(api_key)
+        self._client = Client(base_url, api_key, **kw)
+        self._wrapped: dict[tuple[str, str], AsyncJob] = {}
 
     def __repr__(self) -> str:
-        return f"<AsyncClient {self._sync.base_url}{' (simulated)' if self.embedded else ''}>"
+        return "<Async" + repr(self._client)[1:]
 
-    embedded = property(lambda self: self._sync.embedded)
-    base_url = property(lambda self: self._sync.base_url)
-    jobs = property(lambda self: self._sync.jobs)
+    @property
+    def sync(self) -> Client:
+        """The blocking :class:`Client` underneath (for widgets: ``gw.grid(client=...)``)."""
+        return self._client
 
-    async def _on_engine(self, coro: Coroutine[Any, Any, T]) -> T:
-        return await asyncio.wrap_future(self._sync._engine.submit(coro))
+    embedded = property(lambda self: self._client.embedded)
+    base_url = property(lambda self: self._client.base_url)
+    gateway_name = property(lambda self: self._client.gateway_name)
+    ledger = property(lambda self: self._client.ledger)
+    closed = property(lambda self: self._client.closed)
+    request_counts = property(lambda self: self._client.request_counts)
+
+    @property
+    def jobs(self) -> list[AsyncJob]:
+        """Jobs of this client in this session, newest first."""
+        return [self._wrap(job) for job in self._client.jobs]
+
+    def _wrap(self, job: Job) -> AsyncJob:
+        key = (job.endpoint, job.request_id)
+        found = self._wrapped.get(key)
+        if found is None or found.sync is not job:
+            found = self._wrapped[key] = AsyncJob(job)
+        return found
 
     def prepare(
         self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
     ) -> PreparedRequest:
-        """As :meth:`Client.prepare` (no I/O, so not a coroutine)."""
-        return prepare(endpoint, payload, validate=validate)
+        """As :meth:`Client.prepare`: no I/O, so a plain method (as httpx's ``build_request``)."""
+        return self._client.prepare(endpoint, payload, validate=validate)
 
     async def send(
         self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
-    ) -> Job:
+    ) -> AsyncJob:
         """As :meth:`Client.send`."""
-        row = self._sync._record_intent(prepared)
-        return await self._on_engine(self._sync._create(prepared, headers, row))
+        job = await asyncio.to_thread(self._client.send, prepared, headers=headers)
+        return self._wrap(job)
 
     async def submit(
         self,
@@ -425,21 +505,39 @@ class AsyncClient:
         *,
         validate: bool = True,
         headers: Mapping[str, str] | None = None,
-    ) -> Job:
+    ) -> AsyncJob:
         """As :meth:`Client.submit`: ``await send(prepare(endpoint, payload))``."""
         return await self.send(self.prepare(endpoint, payload, validate=validate), headers=headers)
 
-    async def job(self, endpoint: str, request_id: str) -> Job:
-        return self._sync.job(endpoint, request_id)
+    async def job(self, endpoint: str, request_id: str) -> AsyncJob:
+        """As :meth:`Client.job`: re-attach to an existing task."""
+        return self._wrap(await asyncio.to_thread(self._client.job, endpoint, request_id))
+
+    async def history(
+        self,
+        endpoint: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[AsyncJob]:
+        """As :meth:`Client.history`."""
+        jobs = await asyncio.to_thread(self._client.history, endpoint, status, limit)
+        return [self._wrap(job) for job in jobs]
+
+    async def resume(self, **kw: Any) -> list[AsyncJob]:
+        """As :meth:`Client.resume` (same keywords)."""
+        jobs = await asyncio.to_thread(self._client.resume, **kw)
+        return [self._wrap(job) for job in jobs]
 
     async def run(
         self, endpoint: str, payload: Mapping[str, Any], timeout: float | None = None
     ) -> Result:
+        """As :meth:`Client.run`: submit and await the result."""
         job = await self.submit(endpoint, payload)
-        return await job.aresult(timeout)
+        return await job.result(timeout)
 
     async def aclose(self) -> None:
-        await self._on_engine(self._sync._aclose())
+        """As :meth:`Client.close`."""
+        await asyncio.to_thread(self._client.close)
 
     async def __aenter__(self) -> AsyncClient:
         return self

@@ -184,8 +184,8 @@ def test_async_client_has_the_same_methods_as_coroutines() -> None:
             job = await client.submit("ep", {"prompt": "x"}, validate=False)
             first = await job
             again = await client.job("ep", job.request_id)
-            st = await again.astatus()
-            res = await job.aresult(5)
+            st = await again.status()
+            res = await job.result(5)
             return first.ok, again is job, st.done, res.ok, repr(client)
 
     ok, same, done, ok2, text = asyncio.run(main())

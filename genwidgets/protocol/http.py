@@ -5,8 +5,9 @@ gateway that says wait means every request of the client waits):
 
 - **Create-task** is retried only when it certainly created nothing: a 429
   ``RATE_LIMIT_EXCEEDED`` answer, or a connect error (the request never left).
-  At most ``max_retries`` times. Any other failure after the body was sent is
-  reported as "outcome unknown" (:class:`OutcomeUnknown`), never retried.
+  At most ``max_retries`` times, then :class:`Unreachable`. Any other failure after
+  the body was sent, a 5xx answer included, is "outcome unknown"
+  (:class:`OutcomeUnknown`: a task may exist), never retried.
 - **Status, result, cancel** are retried on 5xx (an HTML 502 page included),
   429 and transport errors, with bounded jittered exponential backoff
   ``min(0.5·2^n, 8) × (1 − 0.25·random())``.
@@ -34,8 +35,9 @@ from typing import Any
 
 import httpx
 
-from .._config import redact
+from .._config import Secret, redact
 from ..errors import (
+    ClientClosed,
     EndpointNotFound,
     GatewayError,
     ModelNotAllowed,
@@ -46,6 +48,7 @@ from ..errors import (
     RuntimeFailed,
     ServerError,
     Unauthorized,
+    Unreachable,
     WebhookNotSupported,
 )
 from ..media import encode_body
@@ -219,9 +222,17 @@ def error_from_response(
     return GatewayError(text, **kw)
 
 
+def _headers(key: Secret | None, extra: Mapping[str, str] | None) -> httpx.Headers:
+    """The client's headers; the key is read in this one expression and held only by
+    ``httpx.Headers``, whose repr hides it (no frame keeps it as a str)."""
+    return httpx.Headers(
+        {**({"Authorization": "Bearer " + key.reveal()} if key else {}), **dict(extra or {})}
+    )
+
+
 def _transient(exc: BaseException) -> bool:
     """Worth another try for status/result/cancel."""
-    if isinstance(exc, ServerError | RateLimited):
+    if isinstance(exc, ServerError | RateLimited | Unreachable):
         return True
     return isinstance(exc, httpx.TransportError)
 
@@ -236,7 +247,7 @@ class Gateway:
     def __init__(
         self,
         base_url: str,
-        api_key: str | None,
+        api_key: Secret | str | None,
         *,
         timeout: float = 30.0,
         max_retries: int = 2,
@@ -255,9 +266,8 @@ class Gateway:
         self._sleep = sleep or asyncio.sleep
         self._clock = clock
         self._rng = random.Random()
-        auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(
-            headers={**auth, **dict(headers or {})},
+            headers=_headers(Secret.wrap(api_key), headers),
             timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
             transport=transport,
             follow_redirects=False,
@@ -282,6 +292,8 @@ class Gateway:
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
+        if self._http.is_closed:
+            raise ClientClosed(endpoint=endpoint, request_id=request_id)
         await self.gate.wait(endpoint=endpoint, request_id=request_id)
         async with self._semaphore:
             self.counts[op] += 1
@@ -318,7 +330,7 @@ class Gateway:
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 # Nothing was sent: safe to try again.
                 if attempt >= self.max_retries:
-                    raise ServerError(
+                    raise Unreachable(
                         f"cannot reach the gateway at {self.base_url}: {redact(str(exc))}",
                         endpoint=endpoint,
                     ) from None
@@ -333,6 +345,15 @@ class Gateway:
                 if response.status_code < 400:
                     return self._handle(endpoint, response)
                 error = error_from_response(response, endpoint=endpoint)
+                if isinstance(error, ServerError):  # a 5xx may follow a task made
+                    raise OutcomeUnknown(
+                        f"the gateway answered the create request with HTTP "
+                        f"{response.status_code} ({error.message}); a task may "
+                        "exist and is not retried to avoid a duplicate. Check "
+                        "client.history() before submitting again.",
+                        endpoint=endpoint,
+                        status_code=response.status_code,
+                    ) from None
                 if not isinstance(error, RateLimited) or attempt >= self.max_retries:
                     raise error
             attempt += 1
@@ -377,8 +398,8 @@ class Gateway:
                     response, endpoint=endpoint, request_id=request_id
                 )
             except httpx.TransportError as exc:
-                error = ServerError(
-                    f"{op} request failed: {type(exc).__name__}: {redact(str(exc))}",
+                error = Unreachable(
+                    f"{op} request got no answer: {type(exc).__name__}: {redact(str(exc))}",
                     endpoint=endpoint,
                     request_id=request_id,
                 )

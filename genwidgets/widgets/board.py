@@ -27,7 +27,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
@@ -50,14 +50,12 @@ from .task import is_simulated, job_look
 from .ticker import TICKER, Throttle, guarded, stop_following
 
 if TYPE_CHECKING:
-    from ..jobs.job import Job
-    from ..jobs.ledger import Ledger
+    from .._protocols import ClientLike, JobLike
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "Board",
-    "BoardClient",
     "JobCard",
     "board",
     "card_html",
@@ -75,23 +73,6 @@ HISTORY_LIMIT = 200
 #: Stored grids a board lists (newest first).
 GRID_LIMIT = 50
 GRID_LAYOUT = {"grid_template_columns": "repeat(auto-fill, minmax(220px, 1fr))", "grid_gap": "8px"}
-
-
-class BoardClient(Protocol):
-    """What the board needs of a client (the public Client API)."""
-
-    embedded: bool
-    ledger: Ledger | None
-
-    @property
-    def gateway_name(self) -> str: ...
-
-    @property
-    def jobs(self) -> Sequence[Job]: ...
-
-    def history(
-        self, endpoint: str | None = None, status: str | None = None, limit: int | None = None
-    ) -> Sequence[Any]: ...
 
 
 # --- icons (inline SVG: no emoji font needed) -----------------------------------------
@@ -189,7 +170,7 @@ class CardData:
     simulated: bool = False
 
     @classmethod
-    def of_job(cls, job: Job) -> CardData:
+    def of_job(cls, job: JobLike) -> CardData:
         result = job.last_result
         return cls(
             endpoint=str(job.endpoint),
@@ -252,7 +233,7 @@ class JobCard(ipywidgets.HTML):
 
     def __init__(
         self,
-        job: Job,
+        job: JobLike,
         *,
         params: Sequence[str] = (),
         label: str = "",
@@ -289,11 +270,11 @@ class JobCard(ipywidgets.HTML):
         self._throttle.request()
         self._report_change()
 
-    def _on_update(self, job: Job) -> None:
+    def _on_update(self, job: JobLike) -> None:
         guarded(lambda: self._throttle.request(force=job_look(job).terminal))
         self._report_change()
 
-    def _on_done(self, job: Job) -> None:
+    def _on_done(self, job: JobLike) -> None:
         guarded(lambda: self._throttle.request(force=True))
         self._report_change()
         self._stop()
@@ -421,7 +402,7 @@ class Board(ipywidgets.VBox):
     """Every job of a client's session as cards, and its grids as one entry each,
     filterable by endpoint and status."""
 
-    def __init__(self, client: BoardClient) -> None:
+    def __init__(self, client: ClientLike) -> None:
         self.client = client
         self._lock = threading.RLock()
         self.cards: dict[str, JobCard] = {}
@@ -455,7 +436,7 @@ class Board(ipywidgets.VBox):
         self.refresh()
         TICKER.add(self)
 
-    def _jobs(self) -> list[Job]:
+    def _jobs(self) -> list[JobLike]:
         return list(self.client.jobs)
 
     def refresh(self, *, history: bool = True) -> None:
@@ -468,7 +449,7 @@ class Board(ipywidgets.VBox):
                 self._load_grids()
         self._throttle.request(force=True)
 
-    def _add_job(self, job: Job) -> None:
+    def _add_job(self, job: JobLike) -> None:
         key = str(job.request_id)
         if key in self.cards:
             return
@@ -602,7 +583,7 @@ class Board(ipywidgets.VBox):
             )
 
 
-def board(client: BoardClient | None = None) -> Board:
+def board(client: ClientLike | None = None) -> Board:
     """A board of every job and grid of ``client``'s session (default: the most
     recent client of the process, or a new one)."""
     return Board(client if client is not None else default_client())

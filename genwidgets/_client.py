@@ -140,6 +140,8 @@ class Client:
         max_status_rate: float = 50,
     ) -> None:
         api_key = _config.Secret.wrap(api_key)  # first: no frame keeps the raw key (22.7)
+        self.base_url: str = "(not set up)"  # a repr that works while the client is built
+        self.embedded = False
         settings = _config.resolve(base_url, api_key)
         self.embedded = settings.embedded
         if settings.embedded:
@@ -161,7 +163,7 @@ class Client:
                     f"refusing to send the API key over plain http to {resolved_url}: use "
                     "https, or pass allow_insecure=True if you really mean it"
                 )
-        self.base_url: str = resolved_url
+        self.base_url = resolved_url
         self.timeout = timeout
         self.max_retries = max_retries
         self._engine = get_engine()

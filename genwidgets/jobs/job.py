@@ -526,7 +526,8 @@ class AsyncJob:
     async def result(self, timeout: float | None = None) -> Result:
         """Wait until the task is terminal; ``TaskTimeout`` leaves it running."""
         try:
-            return await asyncio.wait_for(asyncio.shield(self._terminal()), timeout)
+            # The future is this wait's own: cancelling it on timeout leaves the task be.
+            return await asyncio.wait_for(self._terminal(), timeout)
         except asyncio.TimeoutError:
             raise TaskTimeout(self, timeout or 0.0) from None
 
@@ -540,7 +541,10 @@ class AsyncJob:
         outcome: asyncio.Future[Result] = loop.create_future()
 
         def settle(job: Job) -> None:
-            loop.call_soon_threadsafe(_copy_outcome, job, outcome)
+            if outcome.done():  # that wait gave up (timeout) or its loop is gone
+                return
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(_copy_outcome, job, outcome)
 
         self._job.add_done_callback(settle)
         return outcome

@@ -13,9 +13,9 @@ Every exception and warning a user can meet is defined here::
     │   ├── NotSupported                    sync path / SSE stream
     │   ├── RequestNotFound                 404 "Request not found"
     │   ├── RuntimeFailed                   "Runtime execution failed"
-    │   └── ServerError                     other 5xx after retries (never for a create)
+    │   └── ServerError                     5xx, or a broken answer to status/result/cancel
     ├── NoAnswer                            no (readable) answer came: do not retry it blindly
-    │   ├── Unreachable                     no answer, and nothing was created: safe to try again
+    │   ├── Unreachable                     nothing was sent (connect failed): safe to try again
     │   ├── OutcomeUnknown                  create sent, answer lost: a task may exist
     │   └── ClientClosed                    the client is closed; a task may still run
     ├── AmbiguousClient                     live clients of several gateways: pass client=
@@ -196,7 +196,9 @@ class RuntimeFailed(GatewayError):
 
 
 class ServerError(GatewayError):
-    """A 5xx (or an unreadable answer) that persisted after the allowed retries."""
+    """A 5xx, or an unreadable or broken-off answer, to a status, result or cancel
+    request, after the allowed retries. Never raised for a create (a task may exist
+    then: :class:`OutcomeUnknown`), so retrying on it never pays twice."""
 
 
 class NoAnswer(GenwidgetsError):
@@ -220,9 +222,9 @@ class NoAnswer(GenwidgetsError):
 
 
 class Unreachable(NoAnswer):
-    """The gateway could not be reached (connect refused, DNS, a status/result/cancel
-    that got no answer after its retries). Nothing was created by the request: safe
-    to try again."""
+    """The gateway could not be reached (connection refused, DNS failure, connect
+    timeout), after the allowed retries: nothing was sent, so nothing was created.
+    Safe to try again."""
 
 
 class OutcomeUnknown(NoAnswer):

@@ -222,6 +222,10 @@ def error_from_response(
     return GatewayError(text, **kw)
 
 
+#: Transport failures before the request left: nothing reached the gateway.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+
+
 def _headers(key: Secret | None, extra: Mapping[str, str] | None) -> httpx.Headers:
     """The client's headers; the key is read in this one expression and held only by
     ``httpx.Headers``, whose repr hides it (no frame keeps it as a str)."""
@@ -327,7 +331,7 @@ class Gateway:
                     content=content,
                     headers=sent_headers,
                 )
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            except _NOT_SENT as exc:
                 # Nothing was sent: safe to try again.
                 if attempt >= self.max_retries:
                     raise Unreachable(
@@ -398,8 +402,10 @@ class Gateway:
                     response, endpoint=endpoint, request_id=request_id
                 )
             except httpx.TransportError as exc:
-                error = Unreachable(
-                    f"{op} request got no answer: {type(exc).__name__}: {redact(str(exc))}",
+                # Nothing sent: Unreachable; an answer that broke off: the gateway failed.
+                kind = Unreachable if isinstance(exc, _NOT_SENT) else ServerError
+                error = kind(
+                    f"{op} request failed: {type(exc).__name__}: {redact(str(exc))}",
                     endpoint=endpoint,
                     request_id=request_id,
                 )

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 
 import genwidgets as gw
-from genwidgets.errors import GatewayError, OutcomeUnknown, ServerError, TaskTimeout
+from genwidgets.errors import OutcomeUnknown, ServerError, TaskTimeout
 from genwidgets.jobs import job as job_module
 from genwidgets.jobs.ledger import OUTCOME_UNKNOWN
 from reliability.harness import genwidgets_home, operation_of, wait_until
@@ -202,14 +202,8 @@ def test_a_broken_create_answer_is_outcome_unknown_and_never_retried(
     answer: str, gateway: MisbehavingGateway, client: gw.Client, no_tracebacks: None
 ) -> None:
     gateway.behaviours["create"] = BROKEN.get(answer) or json_answer({"status_url": "x"})
-    with pytest.raises(GatewayError) as caught:  # a hang would meet the test's timeout
-        client.submit(ENDPOINT, PAYLOAD)
-    expected = (
-        ServerError
-        if answer in ("an HTML error page", "a 500 with a JSON detail")
-        else (OutcomeUnknown)
-    )
-    assert isinstance(caught.value, expected), repr(caught.value)
+    with pytest.raises(OutcomeUnknown) as caught:  # a hang would meet the test's timeout
+        client.submit(ENDPOINT, PAYLOAD)  # a 5xx to a create, too: a task may exist
     _names_the_task(caught.value, request_id=None)
     assert gateway.seen["create"] == 1  # a task may exist: a retry could pay twice
     assert client.ledger is not None

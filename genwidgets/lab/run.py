@@ -356,7 +356,7 @@ def list_grids(client: ClientLike) -> list[GridRecord]:
     return store_for(client).grids(client.gateway_name)
 
 
-def grids(client: Any = None) -> list[GridRecord]:
+def grids(client: ClientLike | None = None) -> list[GridRecord]:
     """``gw.grids()``: past grids of the client's gateway (default: the latest
     client), newest first, from the ledger's file."""
     return list_grids(client if client is not None else default_client())

@@ -11,9 +11,10 @@ import asyncio
 import getpass
 import itertools
 import logging
+import time
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -35,10 +36,11 @@ from .errors import (
     Unreachable,
     WebhookNotSupported,
 )
+from .jobs import polling
 from .jobs.engine import StatusBudget, get_engine
 from .jobs.job import AsyncJob, Job, Recorder, output_fetcher
 from .jobs.ledger import Ledger, LedgerRow
-from .jobs.polling import Schedule
+from .jobs.polling import PollPolicy, Schedule
 from .jobs.recorder import LedgerRecorder
 from .protocol.http import Gateway
 from .protocol.prepared import PreparedRequest, prepare
@@ -120,7 +122,9 @@ class Client:
     p95 delay (seconds) between a task's end and our noticing it, which the polling
     schedule aims for; ``max_status_rate``: polls per second this client never
     exceeds, however many jobs are live (status requests, and the result-address
-    polls of running tasks; see ``genwidgets.jobs.polling``).
+    polls of running tasks; see ``genwidgets.jobs.polling``). ``poll_policy``: the
+    schedule's shape and a job's patience (:class:`PollPolicy`); ``clock``: seconds
+    like ``time.monotonic``, for the schedule, the budget and the retries.
     """
 
     def __init__(
@@ -138,6 +142,8 @@ class Client:
         download: bool = True,
         notice_target: float = 1.5,
         max_status_rate: float = 50,
+        poll_policy: PollPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         api_key = _config.Secret.wrap(api_key)  # first: no frame keeps the raw key (22.7)
         self.base_url: str = "(not set up)"  # a repr that works while the client is built
@@ -167,8 +173,18 @@ class Client:
         self.timeout = timeout
         self.max_retries = max_retries
         self._engine = get_engine()
+        policy = poll_policy or polling.DEFAULT_POLICY
         self._gateway: Gateway = self._engine.run(
-            self._make_gateway(key, timeout, max_retries, max_in_flight, transport, headers)
+            self._make_gateway(
+                key,
+                timeout,
+                max_retries,
+                max_in_flight,
+                transport,
+                headers,
+                clock=clock,
+                not_found_grace=policy.not_found_grace,
+            )
         )
         self.ledger: Ledger | None = self._open_ledger(ledger)
         self._recorder: Recorder | None = (
@@ -181,9 +197,16 @@ class Client:
             if self.ledger is not None
             else None
         )
-        budget = StatusBudget(max_status_rate, hold=lambda: self._gateway.gate.remaining)
+        budget = StatusBudget(
+            max_status_rate, hold=lambda: self._gateway.gate.remaining, clock=clock
+        )
         self._schedule = Schedule(
-            notice_target, budget=budget, ledger=self.ledger, gateway=self.gateway_name
+            notice_target,
+            budget=budget,
+            ledger=self.ledger,
+            gateway=self.gateway_name,
+            clock=clock,
+            policy=poll_policy,
         )
         self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
         self._closed = False
@@ -198,6 +221,7 @@ class Client:
         max_in_flight: int,
         transport: httpx.AsyncBaseTransport | None,
         headers: Mapping[str, str] | None,
+        **timing: Any,
     ) -> Gateway:
         # Built on the engine loop: its AsyncClient and semaphore belong to that loop.
         return Gateway(
@@ -208,6 +232,7 @@ class Client:
             max_in_flight=max_in_flight,
             transport=transport,
             headers=headers,
+            **timing,
         )
 
     @staticmethod

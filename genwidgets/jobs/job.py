@@ -39,9 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("genwidgets")
 
-#: Consecutive failed polls (after backoff) before a job gives up with the error.
-POLL_FAILURE_LIMIT = 10
-
 
 class Recorder(Protocol):
     """Where a job reports its life (the ledger); every method is called on the engine thread.
@@ -123,7 +120,6 @@ class Job:
         self._callbacks_lock = threading.Lock()
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Future[None] | None = None
-        self._running_since: float | None = None
         self._timing = (schedule or Schedule()).track(
             handle.endpoint, self.payload, handle.queue_position
         )
@@ -287,8 +283,6 @@ class Job:
 
     def _apply_status(self, status: Status) -> None:
         previous = self.last_status
-        if status.status.upper() != "IN_QUEUE" and self._running_since is None:
-            self._running_since = time.monotonic()
         self.last_status = status
         self._timing.saw(status.status, status.queue_position, status.done)
         if (
@@ -398,7 +392,7 @@ class Job:
     async def _watch(self) -> None:
         failures = 0
         terminal: Status | None = None
-        rng = self._gateway._rng
+        rng = self._gateway.rng
         assert self._wake is not None
         while not self._future.done():
             with contextlib.suppress(asyncio.TimeoutError):
@@ -434,7 +428,7 @@ class Job:
                 continue  # the gate holds every request until the wait is over
             except (ServerError, Unreachable) as exc:
                 failures += 1
-                if failures >= POLL_FAILURE_LIMIT:
+                if failures >= self._timing.schedule.policy.failure_limit:
                     self._fail(exc)
                     return
                 continue

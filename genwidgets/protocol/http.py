@@ -260,15 +260,18 @@ class Gateway:
         headers: Mapping[str, str] | None = None,
         sleep: Any = None,
         clock: Callable[[], float] = time.monotonic,
+        not_found_grace: float = NOT_FOUND_GRACE_S,
     ) -> None:
         """``sleep`` (an ``asyncio.sleep`` stand-in) and ``clock`` (seconds, like
-        ``time.monotonic``) time the retries; tests pass fakes that agree."""
+        ``time.monotonic``) time the retries; tests pass fakes that agree.
+        ``not_found_grace``: how long a 404 is retried before it is believed."""
         self.base_url = base_url.rstrip("/")
         self.max_retries = max_retries
         self.gate = RateGate()
         self._semaphore = asyncio.Semaphore(max_in_flight)
         self._sleep = sleep or asyncio.sleep
         self._clock = clock
+        self.not_found_grace = not_found_grace
         self._rng = random.Random()
         self._http = httpx.AsyncClient(
             headers=_headers(Secret.wrap(api_key), headers),
@@ -281,6 +284,11 @@ class Gateway:
 
     def __repr__(self) -> str:
         return f"Gateway({self.base_url!r})"
+
+    @property
+    def rng(self) -> random.Random:
+        """The jitter source of this client's retries and polls."""
+        return self._rng
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -413,9 +421,9 @@ class Gateway:
                 now = self._clock()
                 if first_not_found is None:
                     first_not_found = now
-                if now - first_not_found >= NOT_FOUND_GRACE_S:
+                if now - first_not_found >= self.not_found_grace:
                     raise error
-                await self._sleep(min(1.0, NOT_FOUND_GRACE_S - (now - first_not_found)))
+                await self._sleep(min(1.0, self.not_found_grace - (now - first_not_found)))
                 continue
             if not _transient(error) or attempt >= retries:
                 raise error

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_gateway import BASE, FakeGateway, error, speed_up
+from fake_gateway import BASE, FAST_POLICY, FakeGateway, error, speed_up
 
 from genwidgets import errors
 from genwidgets._config import remember_secret
@@ -33,6 +33,7 @@ def run(coro: Any) -> Any:
 
 
 def gateway(fake: FakeGateway, **kw: Any) -> Gateway:
+    kw.setdefault("not_found_grace", FAST_POLICY.not_found_grace)
     return Gateway(BASE, KEY, transport=fake.transport(), **kw)
 
 

@@ -8,6 +8,7 @@ connection that stalls. The client runs with a 1 s timeout so a stall is quick.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import socket
@@ -23,7 +24,7 @@ import pytest
 
 import genwidgets as gw
 from genwidgets.errors import OutcomeUnknown, ServerError, TaskTimeout
-from genwidgets.jobs import job as job_module
+from genwidgets.jobs import polling
 from genwidgets.jobs.ledger import OUTCOME_UNKNOWN
 from reliability.harness import genwidgets_home, operation_of, wait_until
 
@@ -183,7 +184,8 @@ def no_tracebacks(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
 @pytest.fixture
 def impatient_poller(monkeypatch: pytest.MonkeyPatch) -> None:
     """Give up after 2 failed polls rather than 10 (about 50 s of backoff)."""
-    monkeypatch.setattr(job_module, "POLL_FAILURE_LIMIT", 2)
+    impatient = dataclasses.replace(polling.DEFAULT_POLICY, failure_limit=2)
+    monkeypatch.setattr(polling, "DEFAULT_POLICY", impatient)  # read at each failed poll
 
 
 def _names_the_task(exc: BaseException, request_id: str | None = REQUEST_ID) -> None:

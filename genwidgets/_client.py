@@ -85,12 +85,26 @@ def default_client() -> Client:
     them, since guessing would pick who pays. None: ``gw.Client()`` from the
     environment (the embedded simulator when nothing is set).
     """
-    live = [(ref(), name, key) for ref, name, key in list(_live.values())]
-    found = [(client, name, key) for client, name, key in live if client is not None]
-    payers = {(name, key) for _client, name, key in found}
-    if len(payers) > 1:
+    found = _live_clients()
+    if len({(name, key) for _client, name, key in found}) > 1:
         raise AmbiguousClient(sorted(repr(client) for client, _name, _key in found))
     return found[-1][0] if found else Client()
+
+
+def live_client() -> Client | None:
+    """The client :func:`default_client` would pick among the live ones, without
+    making one or raising: None when there is none, or several payers (a form's
+    "simulated" badge asks this before its first submit)."""
+    found = _live_clients()
+    if not found or len({(name, key) for _client, name, key in found}) > 1:
+        return None
+    return found[-1][0]
+
+
+def _live_clients() -> list[tuple[Client, str, _config.Secret | None]]:
+    """Live clients, oldest first, with who pays: (client, gateway name, key)."""
+    live = [(ref(), name, key) for ref, name, key in list(_live.values())]
+    return [(client, name, key) for client, name, key in live if client is not None]
 
 
 def _forget(seq: int) -> Any:

@@ -279,12 +279,15 @@ def no_live_clients(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("no_live_clients")
 def test_default_client_uses_the_one_live_client_and_refuses_to_guess() -> None:
-    from genwidgets._client import default_client
+    from genwidgets._client import default_client, live_client
 
+    assert live_client() is None
     one = gw.Client("https://a.test", "sk-123456", ledger=False)
     same = gw.Client("https://a.test", "sk-123456", ledger=False)
-    assert default_client() is same  # one gateway and key: the newest
+    assert default_client() is same is live_client()  # one gateway and key: the newest
+    assert "simulated" not in gw.form("asset-get").title.value  # the badge asks the same
     other = gw.Client("https://b.test", "sk-123456", ledger=False)
+    assert live_client() is None  # a badge never raises; a submit does
     with pytest.raises(gw.AmbiguousClient, match="client=") as info:
         default_client()
     assert any("a.test" in c for c in info.value.clients)

@@ -158,6 +158,11 @@ class EndpointForm(W.VBox):
     def _simulated(self) -> bool:
         if self._client is not None:
             return bool(self._client.embedded)
+        from .._client import live_client
+
+        found = live_client()  # the client a submit would use, if one is live
+        if found is not None:
+            return found.embedded
         try:
             return resolve(None, None).embedded
         except ValueError:

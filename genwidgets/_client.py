@@ -107,7 +107,7 @@ def _live_clients() -> list[tuple[Client, str, _config.Secret | None]]:
     return [(client, name, key) for client, name, key in live if client is not None]
 
 
-def _forget(seq: int) -> Any:
+def _forget(seq: int) -> Callable[[weakref.ref[Client]], object]:
     """A weakref callback that drops a collected client from the live ones."""
     return lambda _ref: _live.pop(seq, None)
 

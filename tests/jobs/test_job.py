@@ -57,6 +57,7 @@ def test_submit_returns_a_job_with_the_handle(client: gw.Client) -> None:
     assert res.ok and job.done() and res.request_id == job.request_id
     assert job.finished_at is not None and job.elapsed >= 0
     assert client.jobs == [job]
+    assert job.simulated is False and not hasattr(job, "client")  # knows the fact, not its client
 
 
 def test_unknown_statuses_are_kept_verbatim_and_do_not_end_the_wait(

@@ -364,3 +364,34 @@ def test_the_key_never_appears_in_a_verbose_traceback(
     assert "api_key = Secret('***')" in with_locals  # the first frame holds the wrapper
     assert SECRET not in verbose and SECRET not in with_locals
     assert [(f, n) for f, n, text in _every_local(tb) if SECRET in text] == []
+
+
+def test_ipython_verbose_mode_never_shows_the_key(tmp_path: Any) -> None:
+    """As a user meets it: ``%xmode Verbose`` in IPython and a refused client whose key
+    comes from the environment (so the user's own cell does not hold it)."""
+    import os
+    import subprocess
+
+    script = tmp_path / "cell.ipy"
+    script.write_text(
+        'get_ipython().run_line_magic("xmode", "Verbose")\n'
+        "import genwidgets as gw\n"
+        "client = gw.Client()\n",
+        encoding="utf-8",
+    )
+    env = {
+        **os.environ,
+        _config.ENV_BASE_URL: "http://gateway.example",
+        _config.ENV_API_KEY: SECRET,
+        "GENWIDGETS_HOME": str(tmp_path),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "IPython", "--no-banner", "--colors=nocolor", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    text = out.stdout + out.stderr
+    assert "refusing to send the API key" in text and "Client.__init__(" in text  # verbose
+    assert SECRET not in text

@@ -150,3 +150,23 @@ def test_the_old_async_spellings_warn_and_still_work() -> None:
         await asyncio.to_thread(client.close)
 
     asyncio.run(main())
+
+
+def test_the_async_client_against_the_simulator_on_loopback(simulator: Any) -> None:
+    """A real HTTP server: a real task, its status, its outputs, several at once."""
+
+    async def main() -> None:
+        async with gw.AsyncClient(simulator.base_url, "sim-demo-key") as client:
+            jobs = await asyncio.gather(
+                *(client.submit("imgM-v8.1-t2i", {"prompt": f"kite {i}"}) for i in range(3))
+            )
+            results = await asyncio.gather(*(job.result(timeout=60) for job in jobs))
+            assert all(r.ok and r.outputs for r in results)
+            assert len({job.request_id for job in jobs}) == 3
+            assert (await jobs[0].status()).done
+            assert results[0].outputs[0].content_type.startswith("image/")
+            assert {j.request_id for j in await client.history()} >= {
+                j.request_id for j in jobs
+            }
+
+    asyncio.run(main())

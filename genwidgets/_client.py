@@ -235,7 +235,9 @@ class Client:
         max_in_flight: int,
         transport: httpx.AsyncBaseTransport | None,
         headers: Mapping[str, str] | None,
-        **timing: Any,
+        *,
+        clock: Callable[[], float],
+        not_found_grace: float,
     ) -> Gateway:
         # Built on the engine loop: its AsyncClient and semaphore belong to that loop.
         return Gateway(
@@ -246,7 +248,8 @@ class Client:
             max_in_flight=max_in_flight,
             transport=transport,
             headers=headers,
-            **timing,
+            clock=clock,
+            not_found_grace=not_found_grace,
         )
 
     @staticmethod

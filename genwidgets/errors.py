@@ -51,6 +51,8 @@ from typing import TYPE_CHECKING, Any
 from ._config import redact
 
 if TYPE_CHECKING:
+    from ._protocols import JobLike
+    from .jobs.job import AsyncJob
     from .protocol.records import Result
 
 __all__ = [
@@ -282,12 +284,12 @@ class TaskFailed(GenwidgetsError):
 class TaskTimeout(GenwidgetsError, TimeoutError):
     """A wait ran out; the task itself goes on (``job`` can be awaited or cancelled)."""
 
-    def __init__(self, job: Any, timeout: float) -> None:
+    def __init__(self, job: JobLike | AsyncJob, timeout: float) -> None:
         self.job = job
         self.timeout = timeout
         super().__init__(
             f"no result within {timeout:g} s; the task is still alive"
-            f"{_where(getattr(job, 'endpoint', None), getattr(job, 'request_id', None))}. "
+            f"{_where(job.endpoint, job.request_id)}. "
             "Wait again with job.result(), or stop it with job.cancel()."
         )
 

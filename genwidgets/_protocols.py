@@ -1,9 +1,9 @@
-"""What the widgets need of a Job and of a Client, as typed ``Protocol``s.
+"""The one contract of a Job and of a Client for everything above the client.
 
-Widgets (the form, the task view, the board, the prompt lab) code against these
-rather than the concrete classes, so a test double or a future client fits
-without ``getattr`` probing. :class:`genwidgets.jobs.job.Job` and
-:class:`genwidgets._client.Client` satisfy them (mypy checks it in ``_client``).
+Forms, the task view, the board, grids, sweeps and the grid store code against
+these typed ``Protocol``s rather than the concrete classes, so a test double or
+another client fits without ``getattr`` probing. :class:`genwidgets.jobs.job.Job`
+and :class:`genwidgets._client.Client` satisfy them (mypy checks it in ``_client``).
 """
 
 from __future__ import annotations

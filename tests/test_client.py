@@ -395,3 +395,20 @@ def test_ipython_verbose_mode_never_shows_the_key(tmp_path: Any) -> None:
     text = out.stdout + out.stderr
     assert "refusing to send the API key" in text and "Client.__init__(" in text  # verbose
     assert SECRET not in text
+
+
+def test_one_client_contract() -> None:
+    """``ClientLike`` is the only Protocol a client is typed against (no per-widget copies)."""
+    import re
+    from pathlib import Path
+
+    import genwidgets
+
+    root = Path(genwidgets.__file__).parent
+    protocols = {
+        f"{path.relative_to(root)}:{name}"
+        for path in root.rglob("*.py")
+        for name in re.findall(r"^class (\w+)\(Protocol\):", path.read_text("utf-8"), re.M)
+        if "client" in name.lower() or "ledger" in name.lower()
+    }
+    assert protocols == {"_protocols.py:ClientLike"}

@@ -8,6 +8,7 @@ only its public methods, off the caller's loop, so both have one behaviour.
 from __future__ import annotations
 
 import asyncio
+import functools
 import getpass
 import itertools
 import logging
@@ -15,7 +16,8 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -70,6 +72,8 @@ def created_nothing(exc: BaseException) -> bool:
     code = exc.status_code if isinstance(exc, GatewayError) else None
     return code is not None and 400 <= code < 500
 
+
+T = TypeVar("T")
 
 #: Live (not closed) clients of this process in the order made (by a sequence
 #: number): who pays, by gateway name and key.
@@ -490,9 +494,10 @@ class AsyncClient:
     """The same client for ``async`` code: Client's methods as coroutines, jobs as
     :class:`AsyncJob`, ``aclose()`` and ``async with``.
 
-    It holds a :class:`Client` and calls its public methods in a worker thread
-    (creates, ledger reads and closing block on disk and the engine), so the
-    caller's loop never waits; a job's result is awaited without a thread.
+    It holds a :class:`Client` and calls its public methods on its own worker
+    threads, as many as ``max_in_flight`` (creates, ledger reads and closing block
+    on disk and the engine), so the caller's loop never waits and as many creates
+    run at once as the sync engine allows; a result is awaited without a thread.
     """
 
     def __init__(
@@ -501,6 +506,14 @@ class AsyncClient:
         api_key = _config.Secret.wrap(api_key)
         self._client = Client(base_url, api_key, **kw)
         self._wrapped: dict[tuple[str, str], AsyncJob] = {}
+        # As many waiting threads as requests the client lets fly at once.
+        workers = max(1, int(kw.get("max_in_flight", 16)))
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="genwidgets-async")
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        """``fn(*args, **kw)`` on this client's worker threads."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
 
     def __repr__(self) -> str:
         return "<Async" + repr(self._client)[1:]
@@ -526,7 +539,7 @@ class AsyncClient:
         key = (job.endpoint, job.request_id)
         found = self._wrapped.get(key)
         if found is None or found.sync is not job:
-            found = self._wrapped[key] = AsyncJob(job)
+            found = self._wrapped[key] = AsyncJob(job, executor=self._pool)
         return found
 
     def prepare(
@@ -539,7 +552,7 @@ class AsyncClient:
         self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
     ) -> AsyncJob:
         """As :meth:`Client.send`."""
-        job = await asyncio.to_thread(self._client.send, prepared, headers=headers)
+        job = await self._call(self._client.send, prepared, headers=headers)
         return self._wrap(job)
 
     async def submit(
@@ -555,7 +568,7 @@ class AsyncClient:
 
     async def job(self, endpoint: str, request_id: str) -> AsyncJob:
         """As :meth:`Client.job`: re-attach to an existing task."""
-        return self._wrap(await asyncio.to_thread(self._client.job, endpoint, request_id))
+        return self._wrap(await self._call(self._client.job, endpoint, request_id))
 
     async def history(
         self,
@@ -564,12 +577,12 @@ class AsyncClient:
         limit: int | None = None,
     ) -> list[AsyncJob]:
         """As :meth:`Client.history`."""
-        jobs = await asyncio.to_thread(self._client.history, endpoint, status, limit)
+        jobs = await self._call(self._client.history, endpoint, status, limit)
         return [self._wrap(job) for job in jobs]
 
     async def resume(self, **kw: Any) -> list[AsyncJob]:
         """As :meth:`Client.resume` (same keywords)."""
-        jobs = await asyncio.to_thread(self._client.resume, **kw)
+        jobs = await self._call(self._client.resume, **kw)
         return [self._wrap(job) for job in jobs]
 
     async def run(
@@ -581,7 +594,9 @@ class AsyncClient:
 
     async def aclose(self) -> None:
         """As :meth:`Client.close`."""
-        await asyncio.to_thread(self._client.close)
+        # The pool stays: later calls must raise ClientClosed, not "no new futures"; its
+        # idle threads end when the client is collected.
+        await self._call(self._client.close)
 
     async def __aenter__(self) -> AsyncClient:
         return self

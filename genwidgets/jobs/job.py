@@ -474,8 +474,11 @@ class AsyncJob:
     error tree").
     """
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, *, executor: concurrent.futures.Executor | None = None) -> None:
+        """``executor``: the threads its blocking requests wait on (the client's;
+        None: the loop's default executor)."""
         self._job = job
+        self._executor = executor
 
     @property
     def sync(self) -> Job:
@@ -515,7 +518,8 @@ class AsyncJob:
 
     async def status(self) -> Status:
         """Ask the gateway now (one request, with the retry policy)."""
-        return await asyncio.to_thread(self._job.status)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._job.status)
 
     async def result(self, timeout: float | None = None) -> Result:
         """Wait until the task is terminal; ``TaskTimeout`` leaves it running."""
@@ -527,7 +531,8 @@ class AsyncJob:
 
     async def cancel(self) -> None:
         """Ask the gateway to cancel (no-op once the job is done)."""
-        await asyncio.to_thread(self._job.cancel)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._job.cancel)
 
     def _terminal(self) -> asyncio.Future[Result]:
         """The job's outcome as a future of the running loop, fed by a done callback."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import getpass
 import itertools
 import logging
 import time
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from . import _config
+from ._config import login as login  # gw.login, beside the client it configures
 from ._protocols import ClientLike, JobLike
 from .errors import (
     AmbiguousClient,
@@ -114,21 +114,6 @@ def _live_clients() -> list[tuple[Client, str, _config.Secret | None]]:
 def _forget(seq: int) -> Callable[[weakref.ref[Client]], object]:
     """A weakref callback that drops a collected client from the live ones."""
     return lambda _ref: _live.pop(seq, None)
-
-
-def login(api_key: str | None = None) -> None:
-    """Ask for the key with ``getpass`` (or take it) and keep it in memory only.
-
-    Clients made afterwards without an explicit key use it. It is never written
-    anywhere; restart the kernel to forget it.
-    """
-    key = _config.Secret.wrap(
-        (api_key if api_key is not None else getpass.getpass("Gateway API key: ")).strip()
-    )
-    api_key = None  # the raw string leaves this frame at once (verbose tracebacks)
-    if key is None:
-        raise ValueError("no key entered")
-    _config.set_session_key(key)
 
 
 class Client:

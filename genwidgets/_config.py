@@ -6,6 +6,7 @@ when a client is made (never at import time), so a notebook can set them late.
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 from dataclasses import dataclass
@@ -69,6 +70,21 @@ def set_session_key(key: Secret) -> None:
     """Keep a key entered with ``gw.login()`` in memory for this process only."""
     global _session_key
     _session_key = key
+
+
+def login(api_key: str | None = None) -> None:
+    """Ask for the key with ``getpass`` (or take it) and keep it in memory only.
+
+    Clients made afterwards without an explicit key use it. It is never written
+    anywhere; restart the kernel to forget it.
+    """
+    key = Secret.wrap(
+        (api_key if api_key is not None else getpass.getpass("Gateway API key: ")).strip()
+    )
+    api_key = None  # the raw string leaves this frame at once (verbose tracebacks)
+    if key is None:
+        raise ValueError("no key entered")
+    set_session_key(key)
 
 
 def home() -> Path:

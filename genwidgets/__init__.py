@@ -17,6 +17,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    AmbiguousClient,
+    ClientClosed,
     DeprecatedFieldWarning,
     DownloadError,
     EndpointNotFound,
@@ -28,6 +30,7 @@ from .errors import (
     LedgerWarning,
     MediaWarning,
     ModelNotAllowed,
+    NoAnswer,
     NotSupported,
     OutcomeUnknown,
     PayloadError,
@@ -40,6 +43,7 @@ from .errors import (
     TaskTimeout,
     Unauthorized,
     UnknownFieldWarning,
+    Unreachable,
     WebhookNotSupported,
 )
 
@@ -200,8 +204,10 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AmbiguousClient",
     "AsyncClient",
     "Client",
+    "ClientClosed",
     "DeprecatedFieldWarning",
     "DownloadError",
     "EndpointForm",
@@ -216,6 +222,7 @@ __all__ = [
     "LedgerWarning",
     "MediaWarning",
     "ModelNotAllowed",
+    "NoAnswer",
     "NotSupported",
     "OutcomeUnknown",
     "Output",
@@ -232,6 +239,7 @@ __all__ = [
     "TaskTimeout",
     "Unauthorized",
     "UnknownFieldWarning",
+    "Unreachable",
     "WebhookNotSupported",
     "board",
     "endpoint",

@@ -5,8 +5,9 @@ gateway that says wait means every request of the client waits):
 
 - **Create-task** is retried only when it certainly created nothing: a 429
   ``RATE_LIMIT_EXCEEDED`` answer, or a connect error (the request never left).
-  At most ``max_retries`` times. Any other failure after the body was sent is
-  reported as "outcome unknown" (:class:`OutcomeUnknown`), never retried.
+  At most ``max_retries`` times, then :class:`Unreachable`. Any other failure after
+  the body was sent, a 5xx answer included, is "outcome unknown"
+  (:class:`OutcomeUnknown`: a task may exist), never retried.
 - **Status, result, cancel** are retried on 5xx (an HTML 502 page included),
   429 and transport errors, with bounded jittered exponential backoff
   ``min(0.5·2^n, 8) × (1 − 0.25·random())``.
@@ -43,8 +44,9 @@ from typing import Any
 
 import httpx
 
-from .._config import redact
+from .._config import Secret, redact
 from ..errors import (
+    ClientClosed,
     EndpointNotFound,
     GatewayError,
     GenwidgetsWarning,
@@ -56,6 +58,7 @@ from ..errors import (
     RuntimeFailed,
     ServerError,
     Unauthorized,
+    Unreachable,
     WebhookNotSupported,
 )
 from ..media import encode_body
@@ -246,11 +249,21 @@ def _says_rate_limited(response: httpx.Response) -> bool:
     if response.status_code < 400 or b"RATE_LIMIT_EXCEEDED" not in response.content[:4096]:
         return False
     return isinstance(error_from_response(response), RateLimited)
+#: Transport failures before the request left: nothing reached the gateway.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+
+
+def _headers(key: Secret | None, extra: Mapping[str, str] | None) -> httpx.Headers:
+    """The client's headers; the key is read in this one expression and held only by
+    ``httpx.Headers``, whose repr hides it (no frame keeps it as a str)."""
+    return httpx.Headers(
+        {**({"Authorization": "Bearer " + key.reveal()} if key else {}), **dict(extra or {})}
+    )
 
 
 def _transient(exc: BaseException) -> bool:
     """Worth another try for status/result/cancel."""
-    if isinstance(exc, ServerError | RateLimited):
+    if isinstance(exc, ServerError | RateLimited | Unreachable):
         return True
     return isinstance(exc, httpx.TransportError)
 
@@ -265,7 +278,7 @@ class Gateway:
     def __init__(
         self,
         base_url: str,
-        api_key: str | None,
+        api_key: Secret | str | None,
         *,
         timeout: float = 30.0,
         max_retries: int = 2,
@@ -274,19 +287,21 @@ class Gateway:
         headers: Mapping[str, str] | None = None,
         sleep: Any = None,
         clock: Callable[[], float] = time.monotonic,
+        not_found_grace: float = NOT_FOUND_GRACE_S,
     ) -> None:
         """``sleep`` (an ``asyncio.sleep`` stand-in) and ``clock`` (seconds, like
-        ``time.monotonic``) time the retries; tests pass fakes that agree."""
+        ``time.monotonic``) time the retries; tests pass fakes that agree.
+        ``not_found_grace``: how long a 404 is retried before it is believed."""
         self.base_url = base_url.rstrip("/")
         self.max_retries = max_retries
         self.gate = RateGate()
         self._semaphore = asyncio.Semaphore(max_in_flight)
         self._sleep = sleep or asyncio.sleep
         self._clock = clock
+        self.not_found_grace = not_found_grace
         self._rng = random.Random()
-        auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(
-            headers={**auth, **dict(headers or {})},
+            headers=_headers(Secret.wrap(api_key), headers),
             timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
             transport=transport,
             follow_redirects=False,
@@ -297,6 +312,11 @@ class Gateway:
 
     def __repr__(self) -> str:
         return f"Gateway({self.base_url!r})"
+
+    @property
+    def rng(self) -> random.Random:
+        """The jitter source of this client's retries and polls."""
+        return self._rng
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -312,6 +332,8 @@ class Gateway:
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
+        if self._http.is_closed:
+            raise ClientClosed(endpoint=endpoint, request_id=request_id)
         await self.gate.wait(endpoint=endpoint, request_id=request_id)
         for _hop in range(MAX_REDIRECTS + 1):
             async with self._semaphore:
@@ -378,10 +400,10 @@ class Gateway:
                     content=content,
                     headers=sent_headers,
                 )
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            except _NOT_SENT as exc:
                 # Nothing was sent: safe to try again.
                 if attempt >= self.max_retries:
-                    raise ServerError(
+                    raise Unreachable(
                         f"cannot reach the gateway at {self.base_url}: {redact(str(exc))}",
                         endpoint=endpoint,
                     ) from None
@@ -396,6 +418,15 @@ class Gateway:
                 if response.status_code < 400:
                     return self._handle(endpoint, response)
                 error = error_from_response(response, endpoint=endpoint)
+                if isinstance(error, ServerError):  # a 5xx may follow a task made
+                    raise OutcomeUnknown(
+                        f"the gateway answered the create request with HTTP "
+                        f"{response.status_code} ({error.message}); a task may "
+                        "exist and is not retried to avoid a duplicate. Check "
+                        "client.history() before submitting again.",
+                        endpoint=endpoint,
+                        status_code=response.status_code,
+                    ) from None
                 if not isinstance(error, RateLimited) or attempt >= self.max_retries:
                     raise error
             attempt += 1
@@ -440,7 +471,9 @@ class Gateway:
                     response, endpoint=endpoint, request_id=request_id
                 )
             except httpx.TransportError as exc:
-                error = ServerError(
+                # Nothing sent: Unreachable; an answer that broke off: the gateway failed.
+                kind = Unreachable if isinstance(exc, _NOT_SENT) else ServerError
+                error = kind(
                     f"{op} request failed: {type(exc).__name__}: {redact(str(exc))}",
                     endpoint=endpoint,
                     request_id=request_id,
@@ -449,9 +482,9 @@ class Gateway:
                 now = self._clock()
                 if first_not_found is None:
                     first_not_found = now
-                if now - first_not_found >= NOT_FOUND_GRACE_S:
+                if now - first_not_found >= self.not_found_grace:
                     raise error
-                await self._sleep(min(1.0, NOT_FOUND_GRACE_S - (now - first_not_found)))
+                await self._sleep(min(1.0, self.not_found_grace - (now - first_not_found)))
                 continue
             if not _transient(error) or attempt >= retries:
                 raise error

@@ -30,9 +30,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
@@ -55,14 +55,12 @@ from .task import job_look
 from .ticker import TICKER, Throttle
 
 if TYPE_CHECKING:
-    from ..jobs.job import Job
-    from ..jobs.ledger import Ledger
+    from .._protocols import ClientLike, JobLike
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "Board",
-    "BoardClient",
     "JobCard",
     "board",
     "card_html",
@@ -88,22 +86,6 @@ GRID_LAYOUT = {
 PAGE_SIZE = 24
 
 
-class BoardClient(Protocol):
-    """What the board needs of a client (the public Client API)."""
-
-    embedded: bool
-    ledger: Ledger | None
-
-    @property
-    def gateway_name(self) -> str: ...
-
-    @property
-    def jobs(self) -> Sequence[Job]: ...
-
-    def history(
-        self, endpoint: str | None = None, status: str | None = None, limit: int | None = None
-    ) -> Sequence[Any]: ...
-
 
 def process_started() -> float | None:
     """When this Python process started (epoch seconds), from ``/proc`` where there is one.
@@ -128,7 +110,7 @@ class Board(ipywidgets.VBox):
     filterable by endpoint and status, :data:`PAGE_SIZE` to a page. Jobs and grids of
     earlier sessions (the ledger's) are behind the "earlier" toggle."""
 
-    def __init__(self, client: BoardClient) -> None:
+    def __init__(self, client: ClientLike) -> None:
         self.client = client
         self._lock = threading.RLock()
         self.cards: dict[str, JobCard] = {}
@@ -199,7 +181,7 @@ class Board(ipywidgets.VBox):
         self.refresh()
         TICKER.add(self)
 
-    def _jobs(self) -> list[Job]:
+    def _jobs(self) -> list[JobLike]:
         return list(self.client.jobs)
 
     def _filters_changed(self, _change: Any = None) -> None:
@@ -221,7 +203,7 @@ class Board(ipywidgets.VBox):
                 self._load_grids()
         self._throttle.request(force=True)
 
-    def _add_job(self, job: Job) -> None:
+    def _add_job(self, job: JobLike) -> None:
         key = str(job.request_id)
         if key in self.cards:
             return
@@ -282,7 +264,7 @@ class Board(ipywidgets.VBox):
             self._throttle.request()
 
     # --- what is shown ------------------------------------------------------------------
-    def in_session(self, job: Job) -> bool:
+    def in_session(self, job: JobLike) -> bool:
         """Submitted (or re-attached by hand) since this session started."""
         return (job.submitted_at or 0.0) >= self.session_started
 
@@ -400,7 +382,7 @@ def _write_past(data: CardData, widget: ipywidgets.HTML, params: Mapping[str, li
     widget.value = card_html(data, params.get(data.endpoint, []))
 
 
-def board(client: BoardClient | None = None) -> Board:
+def board(client: ClientLike | None = None) -> Board:
     """A board of every job and grid of ``client``'s session (default: the most
     recent client of the process, or a new one)."""
     return Board(client if client is not None else default_client())

@@ -35,7 +35,7 @@ from .task import is_simulated, job_look
 from .ticker import TICKER, Throttle, guarded, stop_following
 
 if TYPE_CHECKING:
-    from ..jobs.job import Job
+    from .._protocols import JobLike
 
 __all__ = [
     "CARD_LAYOUT",
@@ -152,7 +152,7 @@ class CardData:
     simulated: bool = False
 
     @classmethod
-    def of_job(cls, job: Job) -> CardData:
+    def of_job(cls, job: JobLike) -> CardData:
         result = job.last_result
         return cls(
             endpoint=str(job.endpoint),
@@ -225,7 +225,7 @@ class JobCard(ipywidgets.HTML):
 
     def __init__(
         self,
-        job: Job,
+        job: JobLike,
         *,
         params: Sequence[str] = (),
         label: str = "",
@@ -262,11 +262,11 @@ class JobCard(ipywidgets.HTML):
         self._throttle.request()
         self._report_change()
 
-    def _on_update(self, job: Job) -> None:
+    def _on_update(self, job: JobLike) -> None:
         guarded(lambda: self._throttle.request(force=job_look(job).terminal))
         self._report_change()
 
-    def _on_done(self, job: Job) -> None:
+    def _on_done(self, job: JobLike) -> None:
         guarded(lambda: self._throttle.request(force=True))
         self._report_change()
         self._stop()

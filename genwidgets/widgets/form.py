@@ -57,8 +57,7 @@ from .field_spec import UNSET, FieldSpec, field_specs
 from .task import display_job_into
 
 if TYPE_CHECKING:
-    from .._client import Client
-    from ..jobs.job import Job
+    from .._protocols import ClientLike, JobLike
 
 __all__ = ["EndpointForm", "form"]
 
@@ -71,7 +70,7 @@ _UNITS = {"duration": "s"}
 CLICK_GUARD_SECONDS = 2.0
 
 
-def form(endpoint: str, client: Client | None = None, **initial: Any) -> EndpointForm:
+def form(endpoint: str, client: ClientLike | None = None, **initial: Any) -> EndpointForm:
     """A form for ``endpoint`` (see :class:`EndpointForm`); ``initial`` fills fields."""
     return EndpointForm(endpoint, client=client, **initial)
 
@@ -79,7 +78,7 @@ def form(endpoint: str, client: Client | None = None, **initial: Any) -> Endpoin
 class EndpointForm(W.VBox):
     """A generated form for one endpoint: ``value``, ``set(**fields)``, ``submit()``."""
 
-    def __init__(self, endpoint: str, client: Client | None = None, **initial: Any) -> None:
+    def __init__(self, endpoint: str, client: ClientLike | None = None, **initial: Any) -> None:
         self.spec: EndpointSpec = catalog_endpoint(endpoint)
         self.endpoint = self.spec.id
         self._client = client
@@ -90,7 +89,7 @@ class EndpointForm(W.VBox):
         self.extra: dict[str, Any] = {}
         self.errors: list[dict[str, Any]] = []
         self.warnings: list[str] = []
-        self.last_job: Job | None = None
+        self.last_job: JobLike | None = None
 
         ctx = BuildContext(endpoint=self.endpoint, model=self.spec.model)
         specs = field_specs(self.spec.model)
@@ -169,6 +168,11 @@ class EndpointForm(W.VBox):
     def _simulated(self) -> bool:
         if self._client is not None:
             return bool(self._client.embedded)
+        from .._client import live_client
+
+        found = live_client()  # the client a submit would use, if one is live
+        if found is not None:
+            return found.embedded
         try:
             return resolve(None, None).embedded
         except ValueError:
@@ -320,15 +324,15 @@ class EndpointForm(W.VBox):
 
     # --- submitting --------------------------------------------------------------------
     @property
-    def client(self) -> Client:
-        """The client used to submit (``gw.Client()`` made on first use)."""
+    def client(self) -> ClientLike:
+        """The client used to submit (``default_client()`` on first use)."""
         if self._client is None:
-            from .._client import Client
+            from .._client import default_client
 
-            self._client = Client()
+            self._client = default_client()
         return self._client
 
-    def submit(self) -> Job:
+    def submit(self) -> JobLike:
         """Validate once and send; raises :class:`~genwidgets.PayloadError` (sending
         nothing) when the payload is invalid, its problems shown beside the fields.
 

@@ -31,7 +31,7 @@ import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anywidget
 import ipywidgets
@@ -145,8 +145,7 @@ class Grid(anywidget.AnyWidget):
         from .form import form
 
         target = self.run.cells[cell] if isinstance(cell, int) else cell
-        # form() takes the concrete Client; a grid's client is one (GridClient is its shape)
-        return form(self.endpoint, client=cast(Any, self.run.client), **target.payload)
+        return form(self.endpoint, client=self.run.client, **target.payload)
 
     def save_png(self, path: str | Path) -> Path:
         from ..lab.export import save_png

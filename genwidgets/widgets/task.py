@@ -139,7 +139,7 @@ def queue_position(job: JobLike) -> int | None:
 
 def is_simulated(job: JobLike) -> bool:
     """Whether the job runs on the embedded simulator (every view says so)."""
-    return bool(job.client.embedded)
+    return job.simulated
 
 
 def result_entries(result: Result | None) -> list[dict[str, Any]]:

@@ -260,11 +260,9 @@ def test_board_includes_history_records_when_the_client_has_them() -> None:
     view.close()
 
 
-def test_board_defaults_to_the_latest_client(monkeypatch: pytest.MonkeyPatch) -> None:
-    from genwidgets import _client
-
+def test_board_defaults_to_the_default_client(monkeypatch: pytest.MonkeyPatch) -> None:
     client, _ = make_client()
-    monkeypatch.setattr(_client, "latest_client", lambda: client, raising=False)
+    monkeypatch.setattr(board_module, "default_client", lambda: client)
     view = board_module.board()
     assert view.client is client
     view.close()

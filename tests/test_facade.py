@@ -10,8 +10,8 @@ from genwidgets import errors
 
 #: every public name of the facade; a change here is a change of the public API (DESIGN.md)
 PUBLIC = {
-    "AsyncClient", "Client", "EndpointForm", "EndpointSpec", "Job", "Output",
-    "PreparedRequest", "Result", "Status",
+    "AsyncClient", "Board", "Client", "EndpointForm", "EndpointSpec", "Grid", "GridRecord",
+    "Job", "Output", "PreparedRequest", "Result", "Status", "Sweep", "TaskView",
     "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid", "login", "render",
     "sweep", "validate",
     *errors.__all__,

@@ -29,6 +29,10 @@ follow one rule for *where the browser gets the bytes*:
    simulator's URLs (127.0.0.1 on a port chosen per session) die with the
    kernel. The ledger downloads outputs before a job completes, so the final
    display output of a job usually holds the bytes themselves.
+3c. An image's durable copy with bytes in hand (a local copy or inline
+   content) is its thumbnail (at most 256 px, :mod:`genwidgets.jobs.thumbnails`)
+   as a ``data:`` URL, linked to the full output's http(s) URL: a saved
+   notebook of twenty 1 MB outputs weighs kilobytes, not 20 MB.
 4. An ``http(s)`` URL: by URL (``<img src>``, ``Image(format="url")``): output
    URLs need no auth header (CDN-like; the simulator serves them without auth),
    so the browser fetches them itself and nothing passes through the kernel.
@@ -63,6 +67,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._formats import human_bytes
+from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from ._style import (
     COLOURS,
@@ -260,6 +265,37 @@ def poster_data_url(path: Path | None) -> str | None:
     return _poster(str(path), path.stat().st_mtime)
 
 
+def _thumbnail_url(output: Output, source: Source) -> str | None:
+    """A small picture of an image output as a ``data:`` URL: from the thumbnail
+    cached beside its local copy, else made from the bytes in hand (inline
+    content); ``None`` when there are no bytes or they are not a picture."""
+    if _local_size(output.path) is not None:
+        assert output.path is not None
+        made = thumbnail(output.path)
+        return data_url(made) if made is not None else None
+    if source.data is not None:
+        small = thumbnail_bytes(source.data)
+        if small is not None:
+            return f"data:{small[1]};base64,{base64.b64encode(small[0]).decode('ascii')}"
+    return None
+
+
+def _thumbnail_html(output: Output, source: Source, name: str) -> str | None:
+    """The durable copy of an image (rule 3c): its thumbnail embedded, linked to the
+    full output (its http(s) URL while that answers), so a saved notebook stays
+    light and still shows it after the kernel and the gateway are gone."""
+    small = _thumbnail_url(output, source)
+    if small is None:
+        return None
+    image = (
+        f'<img class="gw-thumb" src="{esc(small)}" alt="{name}" style="max-width:100%;height:auto">'
+    )
+    full = output.url if output.url and url_kind(output.url) == "http" else None
+    if full is None:
+        return image
+    return f'<a href="{esc(full)}" target="_blank" rel="noopener noreferrer">{image}</a>'
+
+
 def _unavailable_html(output: Output, note: str) -> str:
     icon = KIND_ICONS.get(output.kind, KIND_ICONS["binary"])
     return (
@@ -321,7 +357,14 @@ def to_html(
     name = esc(_file_name(output))
     if kind in MEDIA_KINDS and href is not None:
         src = esc(href)
-        if kind == "image":
+        durable = (
+            None
+            if prefer_url or embed or kind != "image"
+            else _thumbnail_html(output, source, name)
+        )
+        if durable is not None:
+            body = durable
+        elif kind == "image":
             body = f'<img src="{src}" alt="{name}" style="max-width:100%;height:auto">'
         else:  # no autoplay, no loop (decision 4)
             poster = (

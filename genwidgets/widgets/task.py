@@ -13,28 +13,28 @@ state changes; those writes go through the shared :class:`Throttle`
 terminal writes at once). A Cancel click is a custom message from the browser;
 the kernel answers with ``job.request_cancel()``, which never blocks.
 
-Outputs in two places, shown once (DESIGN decision 3). The live view carries
-its own outputs in its traits, so a front-end that renders a cell's outputs
-only once (Voilà drops display updates sent from a thread after the cell
-ended), a browser tab opened late, and a second view of the same job all show
-them. For saved notebooks, :func:`display_job` shows **one** display output
-whose mimebundle holds the widget view *and* an HTML/text fallback of the same
-content, under a ``display_id``. A front-end with a widget manager shows the
-widget only (it prefers the widget-view MIME type); one without widget state
-(VS Code, which never saves it; GitHub; nbconvert without state) shows the
-fallback. On completion the engine thread updates that display with the final
-status and outputs as plain HTML (:func:`final_bundle`); it never downloads
-anything (``fetch=False``). The update is published before the job's future
-completes and again at the end of the next cell (:class:`_Republisher`), so a
-notebook run by nbclient keeps it. If a front-end drops the update (Voilà),
-nothing is lost: the widget never depended on it. Inside a form's
-``ipywidgets.Output`` (:func:`display_job_into`) the same bundle is an entry
-of the Output's ``outputs`` trait, replaced on completion: a trait update,
-never an ``Output`` captured from a thread.
+Live while it runs, static once it ends. :func:`display_job` shows **one**
+display output under a ``display_id`` whose mimebundle holds the widget view
+*and* an HTML/text copy: a front-end with a widget manager shows the widget,
+one without (VS Code, GitHub, nbconvert) the copy. Once the task is terminal
+nothing is live any more, so that output becomes the static copy alone
+(:func:`final_bundle`: status line, request id, outputs with image thumbnails
+embedded): a notebook saved without widget state (JupyterLab's default)
+reopens with every finished task visible instead of "model not found". The
+static copy is written by the engine thread when the task ends (for the page
+watching) and again from the kernel's main thread at the end of the next cell
+(:class:`_Republisher`), where a headless runner (nbclient) keeps it. Voilà
+keeps the live view (:func:`keeps_live_views`): it never receives display
+updates from a thread and saves nothing. The live view carries its own
+outputs in its traits, so a late tab or a second view shows them too. Inside
+a form's ``ipywidgets.Output`` (:func:`display_job_into`) the bundle is an
+entry of the Output's ``outputs`` trait, replaced on completion.
+See docs/decisions.md, "Display and saved notebooks".
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -303,6 +303,17 @@ class TaskView(anywidget.AnyWidget):
 # --- display ----------------------------------------------------------------
 
 
+#: Kernel environment variables set by front-ends that render the live view and
+#: save nothing (Voilà sets these in the kernels it starts): there a finished
+#: task keeps its widget instead of turning into the static copy.
+LIVE_FRONTEND_VARIABLES = ("VOILA_BASE_URL", "VOILA_SERVER_URL", "VOILA_KERNEL_ID", "VOILA_PREHEAT")
+
+
+def keeps_live_views() -> bool:
+    """True where a finished task should stay a live widget (Voilà)."""
+    return any(name in os.environ for name in LIVE_FRONTEND_VARIABLES)
+
+
 def in_kernel() -> bool:
     """True inside a Jupyter kernel (where widgets can be shown)."""
     try:
@@ -455,8 +466,8 @@ def widget_bundle(
 
 def display_job(job: JobLike) -> TaskView | str:
     """Show a job as one display output: the live :class:`TaskView` with an HTML
-    fallback, updated (under a ``display_id``) with the final status and
-    outputs on completion. See the module docstring for why.
+    copy, replaced (under a ``display_id``) by the static copy alone once the
+    task ends (the live view stays in Voilà). See the module docstring for why.
 
     Outside a Jupyter kernel, print and return a one-line plain-text status.
     """
@@ -470,10 +481,14 @@ def display_job(job: JobLike) -> TaskView | str:
     data, metadata = widget_bundle(view, placeholder_bundle(job))
     handle = ipd.display(data, raw=True, metadata=metadata, display_id=True)
     if handle is not None:
+        live = keeps_live_views()
 
         def write(bundle: dict[str, Any]) -> None:
-            data, metadata = widget_bundle(view, bundle)
-            handle.update(data, raw=True, metadata=metadata)
+            if live:
+                data, metadata = widget_bundle(view, bundle)
+                handle.update(data, raw=True, metadata=metadata)
+            else:  # the static copy alone: nothing in it needs widget state
+                handle.update(bundle, raw=True)
 
         _FinalOutput(job, write).watch()
     return view

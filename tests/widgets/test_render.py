@@ -354,7 +354,15 @@ def test_real_outputs_render_by_content_type(
                 assert 'poster="data:image/jpeg;base64,' in html
                 assert f"saved at {path}" in html
                 assert base64.b64encode(path.read_bytes()).decode()[:200] not in html
-            elif download:  # images (and small audio) hold the ledger's local copy
+            elif download and cls is ipywidgets.Image:
+                # an image holds the thumbnail of the ledger's copy, linked to the full one
+                assert path is not None
+                from genwidgets.jobs.thumbnails import data_url, thumbnail
+
+                small = thumbnail(path)
+                assert small is not None and f'src="{data_url(small)}"' in html
+                assert f'<a href="{result.outputs[0].url}"' in html
+            elif download:  # small audio holds the ledger's local copy
                 assert path is not None
                 data = base64.b64encode(path.read_bytes()).decode()
                 assert f"base64,{data}" in html

@@ -40,8 +40,9 @@ import traitlets
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client
 from ..protocol.records import Output
+from .durable import in_kernel
 from .render import source_of
-from .task import in_kernel, job_look
+from .task import job_look
 from .ticker import TICKER, Throttle, guarded
 
 __all__ = ["Grid", "grid", "load_grid"]

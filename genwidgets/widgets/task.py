@@ -22,10 +22,9 @@ nothing is live any more, so that output becomes the static copy alone
 embedded): a notebook saved without widget state (JupyterLab's default)
 reopens with every finished task visible instead of "model not found". The
 static copy is written by the engine thread when the task ends (for the page
-watching) and again from the kernel's main thread at the end of the next cell
-(:class:`_Republisher`), where a headless runner (nbclient) keeps it. Voilà
-keeps the live view (:func:`keeps_live_views`): it never receives display
-updates from a thread and saves nothing. The live view carries its own
+watching) and again from the kernel's main thread at the end of the next cell,
+where a headless runner (nbclient) keeps it; Voilà keeps the live view (the
+mechanism is :mod:`genwidgets.widgets.durable`'s). The live view carries its own
 outputs in its traits, so a late tab or a second view shows them too. Inside
 a form's ``ipywidgets.Output`` (:func:`display_job_into`) the bundle is an
 entry of the Output's ``outputs`` trait, replaced on completion.
@@ -34,7 +33,6 @@ See docs/decisions.md, "Display and saved notebooks".
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -59,6 +57,7 @@ from ._style import (
     status_badge,
     table_html,
 )
+from .durable import REPUBLISH, in_kernel, keeps_live_views, widget_bundle
 from .render import live_entry, to_mimebundle
 from .ticker import (
     MIN_INTERVAL,
@@ -81,7 +80,6 @@ __all__ = [
 ]
 
 STATIC = Path(__file__).with_name("static")
-WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def compact_static(name: str) -> str:
@@ -290,9 +288,9 @@ class TaskView(anywidget.AnyWidget):
             # The engine thread may write this between two cells, labelled with a
             # finished cell: a headless runner (nbclient) then drops it from the
             # saved widget state. Send the whole state again at the end of the
-            # next cell, as the final display output is (see _Republisher).
+            # next cell, as the final display output is (see durable.Republisher).
             self._resend_pending = True
-            _REPUBLISH.add(self._resend_state)
+            REPUBLISH.add(self._resend_state)
 
     def _resend_state(self) -> None:
         with self._throttle.lock:
@@ -301,27 +299,6 @@ class TaskView(anywidget.AnyWidget):
 
 
 # --- display ----------------------------------------------------------------
-
-
-#: Kernel environment variables set by front-ends that render the live view and
-#: save nothing (Voilà sets these in the kernels it starts): there a finished
-#: task keeps its widget instead of turning into the static copy.
-LIVE_FRONTEND_VARIABLES = ("VOILA_BASE_URL", "VOILA_SERVER_URL", "VOILA_KERNEL_ID", "VOILA_PREHEAT")
-
-
-def keeps_live_views() -> bool:
-    """True where a finished task should stay a live widget (Voilà)."""
-    return any(name in os.environ for name in LIVE_FRONTEND_VARIABLES)
-
-
-def in_kernel() -> bool:
-    """True inside a Jupyter kernel (where widgets can be shown)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def plain_status(job: JobLike) -> str:
@@ -404,64 +381,7 @@ class _FinalOutput:
             guarded(self._remove)
         bundle = final_bundle(self.job)
         guarded(lambda: as_current_request(lambda: self.write(bundle)))
-        _REPUBLISH.add(lambda: self.write(bundle))
-
-
-class _Republisher:
-    """Writes each final output (and each finished view's state) once more at the
-    end of the next cell.
-
-    The engine thread publishes a final output the moment the task ends. If that
-    moment falls between two cells, the message carries the label of a cell that
-    has already finished, and a headless runner (nbclient) drops it from the
-    saved notebook. IPython's ``post_run_cell`` runs on the main thread with the
-    label of the cell that just ran, so writing the same bundle again there
-    always lands. Writing it twice is harmless: the update is idempotent.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending: list[Callable[[], Any]] = []
-        self._installed = False
-
-    def add(self, write: Callable[[], Any]) -> None:
-        with self._lock:
-            if not self._installed:
-                self._installed = self._install()
-            if self._installed:  # with no shell there is no next cell to write in
-                self._pending.append(write)
-
-    def _install(self) -> bool:
-        try:
-            from IPython import get_ipython
-        except ImportError:
-            return False
-        shell = get_ipython()
-        if shell is None:
-            return False
-        shell.events.register("post_run_cell", self.flush)
-        return True
-
-    def flush(self, *_args: Any) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, []
-        for write in pending:
-            guarded(write)
-
-
-_REPUBLISH = _Republisher()
-
-
-def widget_bundle(
-    view: TaskView, fallback: dict[str, str]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One display output: the widget view and, beside it, ``fallback`` (HTML and
-    text of the same content) for whatever cannot show the widget. Returns the
-    data and metadata (anywidget adds Colab's widget-manager metadata there)."""
-    bundle = view._repr_mimebundle_()
-    assert bundle is not None  # a TaskView always has a front-end view
-    data, metadata = bundle
-    return {**fallback, WIDGET_VIEW_MIME: data[WIDGET_VIEW_MIME]}, metadata
+        REPUBLISH.add(lambda: self.write(bundle))
 
 
 def display_job(job: JobLike) -> TaskView | str:
@@ -515,7 +435,9 @@ def display_job_into(job: JobLike, output: Any) -> TaskView:
         else:  # the user cleared the area meanwhile
             outputs.append(entry)
         if tuple(outputs) == tuple(output.outputs):
-            output.send_state("outputs")  # a repeat write (see _Republisher) must still go out
+            output.send_state(
+                "outputs"
+            )  # a repeat write (see durable.Republisher) must still go out
         else:
             output.outputs = tuple(outputs)
 

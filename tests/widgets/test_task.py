@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from widgets.taskfakes import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
 
-from genwidgets.widgets import task
+from genwidgets.widgets import durable, task
 from genwidgets.widgets._style import COLOURS
+from genwidgets.widgets.durable import WIDGET_VIEW_MIME
 from genwidgets.widgets.task import (
-    WIDGET_VIEW_MIME,
     TaskView,
     display_job,
     display_job_into,
@@ -333,7 +333,7 @@ def test_in_voila_a_finished_task_keeps_its_live_view(
     recorder: DisplayRecorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VOILA_SERVER_URL", "http://127.0.0.1:8866/")
-    assert task.keeps_live_views()
+    assert durable.keeps_live_views()
     job = FakeJob()
     view = display_job(job)
     job.finish([IMAGE_OUT])
@@ -348,7 +348,7 @@ def test_the_final_copy_is_written_again_from_the_main_thread_after_the_next_cel
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    task._REPUBLISH.flush()  # nothing of other tests pending
+    durable.REPUBLISH.flush()  # nothing of other tests pending
     job = FakeJob()
     display_job(job)
     on_thread(lambda: job.finish([IMAGE_OUT]))
@@ -611,10 +611,8 @@ def test_final_output_is_written_again_at_the_end_of_the_next_cell() -> None:
     # label; the post_run_cell hook writes it again with the next cell's label.
     from IPython.core.interactiveshell import InteractiveShell
 
-    from genwidgets.widgets import task as task_module
-
     shell = InteractiveShell.instance()
-    republisher = task_module._Republisher()
+    republisher = durable.Republisher()
     writes: list[str] = []
     republisher.add(lambda: writes.append("final"))
     assert writes == [] and republisher._installed
@@ -661,7 +659,7 @@ def test_a_finished_view_sends_its_whole_state_again_at_the_end_of_the_next_cell
         full_state(key)
 
     monkeypatch.setattr(view, "send_state", record)
-    task._REPUBLISH.flush()  # nothing of other tests pending
+    durable.REPUBLISH.flush()  # nothing of other tests pending
     on_thread(lambda: job.finish([IMAGE_OUT]))
     assert sent == []
     shell.run_cell("1 + 1")  # the next cell: post_run_cell fires on the main thread

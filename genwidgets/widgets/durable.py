@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from .ticker import guarded
 
@@ -29,6 +29,7 @@ __all__ = [
     "display_durable",
     "in_kernel",
     "keeps_live_views",
+    "make_durable",
     "widget_bundle",
 ]
 
@@ -122,3 +123,15 @@ def display_durable(widget: Any, static: Callable[[], dict[str, str]]) -> None:
     handle = ipd.display(data, raw=True, metadata=metadata, display_id=True)
     if handle is not None and not keeps_live_views():
         REPUBLISH.add(lambda: handle.update(copy, raw=True))
+
+
+W = TypeVar("W")
+
+
+def make_durable(widget: W, static: Callable[[], dict[str, str]]) -> W:
+    """Give one widget the durable display of :func:`display_durable` when it is a
+    cell's result or passed to ``display()``: an instance attribute IPython's
+    display formatter finds, so no subclass per widget class is needed and the
+    widget still nests in containers as itself."""
+    vars(widget)["_ipython_display_"] = lambda: display_durable(widget, static)
+    return widget

@@ -78,6 +78,7 @@ from ._style import (
     table_html,
     url_kind,
 )
+from .durable import make_durable
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -265,26 +266,33 @@ def poster_data_url(path: Path | None) -> str | None:
     return _poster(str(path), path.stat().st_mtime)
 
 
-def _thumbnail_url(output: Output, source: Source) -> str | None:
+def _thumbnail_url(output: Output, source: Source, fetch: bool) -> str | None:
     """A small picture of an image output as a ``data:`` URL: from the thumbnail
     cached beside its local copy, else made from the bytes in hand (inline
-    content); ``None`` when there are no bytes or they are not a picture."""
+    content, or read from the URL when ``fetch`` allows); ``None`` when there
+    are no bytes or they are not a picture."""
     if _local_size(output.path) is not None:
         assert output.path is not None
         made = thumbnail(output.path)
         return data_url(made) if made is not None else None
-    if source.data is not None:
-        small = thumbnail_bytes(source.data)
+    data = source.data
+    if data is None and fetch and source.how == "url":
+        try:
+            data = output.read()
+        except Exception:  # a dead URL: the static copy keeps the <img> by URL
+            data = None
+    if data is not None:
+        small = thumbnail_bytes(data)
         if small is not None:
             return f"data:{small[1]};base64,{base64.b64encode(small[0]).decode('ascii')}"
     return None
 
 
-def _thumbnail_html(output: Output, source: Source, name: str) -> str | None:
+def _thumbnail_html(output: Output, source: Source, name: str, fetch: bool) -> str | None:
     """The durable copy of an image (rule 3c): its thumbnail embedded, linked to the
     full output (its http(s) URL while that answers), so a saved notebook stays
     light and still shows it after the kernel and the gateway are gone."""
-    small = _thumbnail_url(output, source)
+    small = _thumbnail_url(output, source, fetch)
     if small is None:
         return None
     image = (
@@ -360,7 +368,7 @@ def to_html(
         durable = (
             None
             if prefer_url or embed or kind != "image"
-            else _thumbnail_html(output, source, name)
+            else _thumbnail_html(output, source, name, fetch)
         )
         if durable is not None:
             body = durable
@@ -534,7 +542,17 @@ def _render_one(output: Output, *, embed: bool | None, fetch: bool) -> ipywidget
 def render(obj: Renderable, *, embed: bool | None = None, fetch: bool = True) -> ipywidgets.Widget:
     """A widget for an output (Image, Video, Audio or HTML), or a ``GridBox`` of
     them for a Result or a list of outputs (a failed Result starts with its
-    error in red). See the module docstring for the by-URL/by-bytes rule."""
+    error in red). See the module docstring for the by-URL/by-bytes rule.
+
+    Displayed as a cell's result, it is the widget with its static copy
+    (:func:`to_mimebundle`), and the static copy alone from the end of the
+    cell: nothing in it changes, and a notebook saved without widget state
+    then still shows it (:mod:`genwidgets.widgets.durable`)."""
+    widget = _render_widget(obj, embed=embed, fetch=fetch)
+    return make_durable(widget, lambda: to_mimebundle(obj, embed=embed, fetch=fetch))
+
+
+def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
     import ipywidgets
 
     if isinstance(obj, Output):

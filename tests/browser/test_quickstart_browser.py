@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from browser.frontend import (
+    NOTEBOOK7_STARTUP_ERROR,
     Frontend,
     check_page,
     open_page,
@@ -44,7 +45,6 @@ PROBE_CELL = (
     "long_job"
 )
 NEW_PROMPT = "a lighthouse at dusk, oil painting"
-NOTEBOOK7_STARTUP_ERROR = "Cannot read properties of undefined (reading 'schema')"
 
 
 @pytest.fixture(scope="module", params=["lab", "notebook"])

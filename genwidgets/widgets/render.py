@@ -101,6 +101,9 @@ DURABLE_EMBED_LIMITS = {"video": 16 * 1024, "audio": 256 * 1024}
 #: The live view's local-data fallback of a medium with a URL carries at most this.
 FALLBACK_LIMIT = 256 * 1024
 POSTER_SIDE = 240
+#: A video is this wide in every front-end, as in the live view's CSS (its poster
+#: or the page would size it otherwise).
+MEDIA_WIDTH = {"video": "width:320px;"}
 #: Characters of text/JSON shown before cutting (a huge log should not freeze a tab).
 TEXT_LIMIT = 200_000
 
@@ -381,7 +384,7 @@ def to_html(
             poster_attr = f' poster="{esc(poster)}"' if poster else ""
             body = (
                 f'<{kind} controls preload="metadata" src="{src}"{poster_attr} '
-                f'style="max-width:100%"></{kind}>'
+                f'style="{MEDIA_WIDTH.get(kind, "")}max-width:100%"></{kind}>'
             )
     elif kind in {"json", "text"}:
         body = _content_html(output, source)

@@ -99,6 +99,27 @@ MEDIA_STATE_JS = """
 """
 
 
+#: The rendered width of every task view's video (shadow roots included, as in
+#: marimo): one width in every front-end (issue 20.13).
+VIDEO_WIDTHS_JS = """
+() => {
+  const roots = [document];
+  const widths = [];
+  while (roots.length) {
+    const root = roots.pop();
+    for (const el of root.querySelectorAll('*')) {
+      if (el.shadowRoot) roots.push(el.shadowRoot);
+    }
+    for (const v of root.querySelectorAll('.gw-task video')) {
+      widths.push(Math.round(v.getBoundingClientRect().width));
+    }
+  }
+  return widths;
+}
+"""
+VIDEO_WIDTH = 320
+
+
 def require_chromium() -> Path:
     """The chromium binary, or a loud skip saying why the browser tests did not run."""
     if not CHROMIUM.exists():

@@ -10,10 +10,11 @@ from genwidgets import errors
 
 #: every public name of the facade; a change here is a change of the public API (DESIGN.md)
 PUBLIC = {
-    "AsyncClient", "Client", "EndpointForm", "EndpointSpec", "Job", "Output",
-    "PreparedRequest", "Result", "Status",
-    "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid", "login", "openapi",
-    "render", "sweep", "validate",
+    "AsyncClient", "Board", "Client", "EndpointForm", "EndpointSpec", "Grid", "GridRecord",
+    "AsyncJob", "Job", "Output", "PollPolicy", "PreparedRequest", "Result", "Status", "Sweep",
+    "TaskView", "openapi",
+    "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid", "login", "render",
+    "sweep", "validate",
     *errors.__all__,
 }  # fmt: skip
 

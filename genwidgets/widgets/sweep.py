@@ -36,7 +36,7 @@ from ..lab.run import default_client
 from ._style import COLOURS, SIMULATED_BADGE, esc
 from .board import GRID_LAYOUT
 from .cards import JobCard
-from .task import in_kernel
+from .durable import in_kernel
 
 if TYPE_CHECKING:
     from ..jobs.job import Job

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from browser.frontend import (
+    VIDEO_WIDTH,
+    VIDEO_WIDTHS_JS,
     Frontend,
     check_page,
     notebook_text,
@@ -87,6 +89,8 @@ def test_quickstart_app_shows_every_task_output_and_the_form_submits(
         assert state["counts"]["video"] >= 1, state
         assert state["counts"]["audio"] >= 1, state
         assert page.locator(".gw-placeholder:visible").count() == 0
+        widths = page.evaluate(VIDEO_WIDTHS_JS)
+        assert widths and set(widths) == {VIDEO_WIDTH}, widths
         screenshot(page, views.nth(count - 1), "voila.png")
 
         # The app's form: Submit, then a task view that ends "done" with its image.

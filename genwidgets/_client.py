@@ -278,11 +278,23 @@ class Client:
         rows = self.ledger.rows(self.gateway_name, endpoint=endpoint, status=status, limit=limit)
         return [self._from_row(row) for row in rows if row.request_id is not None]
 
-    def resume(self) -> list[Job]:
-        """Re-attach every unfinished job of this gateway (after a restart) and return them."""
+    def resume(self, *, force: bool = False) -> list[Job]:
+        """Re-attach every unfinished job of this gateway (after a restart) and return them.
+
+        Tasks another live kernel is polling are left to it (a warning says how
+        many); ``force=True`` takes them too. See ``genwidgets.jobs.ledger.lease``.
+        """
         if self.ledger is None:
             return []
-        return [self._from_row(row) for row in self.ledger.unfinished(self.gateway_name)]
+        rows, skipped = self.ledger.claim_unfinished(self.gateway_name, force=force)
+        if skipped:
+            warnings.warn(
+                f"genwidgets: {skipped} unfinished task(s) are being polled by another live "
+                "kernel and were left to it; resume(force=True) takes them anyway.",
+                LedgerWarning,
+                stacklevel=2,
+            )
+        return [self._from_row(row) for row in rows]
 
     def _from_row(self, row: LedgerRow) -> Job:
         """The Job of a ledger row, with the URLs the gateway gave when it was created."""
@@ -316,6 +328,8 @@ class Client:
     def close(self) -> None:
         """Stop polling this client's jobs and close its connections."""
         self._engine.run(self._aclose())
+        if self.ledger is not None:
+            self.ledger.release()  # another kernel may resume them at once
 
     def __enter__(self) -> Client:
         return self

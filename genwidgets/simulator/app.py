@@ -199,17 +199,21 @@ def _transient(state: SimState) -> Response | None:
 # --------------------------------------------------------------------------- create
 
 
-def _webhook_keys(value: Any, path: str = "") -> list[str]:
+def _webhook_keys(value: Any) -> list[str]:
+    """Paths of keys naming a webhook, at any depth: a loop with its own stack, so a
+    body nested however deep is walked, never a RecursionError (a 500)."""
     found: list[str] = []
-    if isinstance(value, dict):
-        for name, inner in value.items():
-            where = f"{path}.{name}" if path else str(name)
-            if "webhook" in str(name).lower():
-                found.append(where)
-            found.extend(_webhook_keys(inner, where))
-    elif isinstance(value, list):
-        for i, inner in enumerate(value):
-            found.extend(_webhook_keys(inner, f"{path}.{i}"))
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            for name, inner in item.items():
+                where = f"{path}.{name}" if path else str(name)
+                if "webhook" in str(name).lower():
+                    found.append(where)
+                stack.append((inner, where))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{path}.{i}") for i, inner in enumerate(item))
     return found
 
 
@@ -472,11 +476,11 @@ async def sim_config(request: Request) -> Response:
     state = _state(request)
     if request.method == "PUT":
         try:
-            changes = json.loads(await request.body())
+            changes = _parse(await request.body())  # one reader for every body
             if not isinstance(changes, dict):
                 raise ValueError("send a JSON object of switches")
             state.reconfigure(changes)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             return detail(400, f"Bad config: {exc}")
     return JSONResponse(state.config.live())
 
@@ -524,6 +528,11 @@ class _Latency:
         await self.app(scope, receive, send)
 
 
+async def _too_deep(request: Request, exc: Exception) -> Response:
+    """A body nested too deep for any reader is the client's error: 400, never a 500."""
+    return detail(400, "Request body is nested too deeply to read")
+
+
 def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
     """The ASGI app of one simulator, and its state (close it when done)."""
     state = SimState(config)
@@ -542,7 +551,12 @@ def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
         Route("/_sim/config", _loopback_only(sim_config), methods=["GET", "PUT"]),
     ]
     app = Starlette(
-        routes=routes, exception_handlers={HTTPException: _http_error, Exception: _internal_error}
+        routes=routes,
+        exception_handlers={
+            HTTPException: _http_error,
+            RecursionError: _too_deep,
+            Exception: _internal_error,
+        },
     )
     app.state.sim = state
     return _Latency(app, state), state

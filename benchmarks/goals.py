@@ -82,7 +82,7 @@ class Goal:
         if isinstance(self.target, str):
             return f"{words} {RELATIVE[self.target]}"
         unit = UNITS[self.unit]
-        return f"{words} {show(self.target * unit.per, self.unit, digits=None)}{unit.after}"
+        return f"{words} {show(self.target * unit.per, self.unit, exact=True)}{unit.after}"
 
 
 @dataclass(frozen=True)
@@ -95,15 +95,16 @@ class Verdict:
     reason: str
 
 
-def show(value: Any, unit: str, digits: int | None = 0) -> str:
-    """A figure in ``unit``; ``digits=None`` writes it as short as it is (targets)."""
+def show(value: Any, unit: str, exact: bool = False) -> str:
+    """A figure in ``unit`` to the unit's digits; ``exact`` writes it as short as it is
+    (targets: "1.5 s", not "1.50 s")."""
     if unit == "yes/no":
         return "yes" if value else "no"
     spec = UNITS[unit]
     if value is None:
         return "n/a"
     number = value / spec.per
-    if digits is None:
+    if exact:
         return f"{number:g}{spec.suffix}"
     return fmt(float(number), spec.suffix, spec.digits)
 

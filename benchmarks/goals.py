@@ -175,7 +175,7 @@ def _why_ratio(r: Results, goal: Goal) -> str:
         f"c makes at least mean run time / c requests: {mean:.1f} s / 1.5 s = {mean / 1.5:.1f}, "
         f"plus its ramp-up polls (on paper {ours['model_poll_requests_per_task']:.1f}, "
         f"measured {ours['poll_requests_per_task']:.1f}); a fixed {interval:g} s poller makes "
-        f"about mean / {interval:g} + 1 = {mean / interval + 1:.1f} (measured "
+        f"about mean / {interval:g} + 1.5 = {mean / interval + 1.5:.1f} (measured "
         f"{other['poll_requests_per_task']:.1f}). The ratio is therefore at most about "
         f"1.5 / {interval:g} = {bound:.1f}, and less for short tasks, where the ramp-up polls "
         "weigh more."

@@ -11,6 +11,12 @@ from typing import Any
 from . import _common as common
 
 
+def fixed_polls(seconds: float, interval: float) -> int:
+    """Status polls of a fixed poller on a task of ``seconds``: one at 0, one every
+    ``interval`` while it runs, and the one that sees it ``COMPLETED``."""
+    return math.ceil(seconds / interval) + 1
+
+
 class _PaperClock:
     def __init__(self) -> None:
         self.now = 0.0
@@ -85,7 +91,7 @@ def cap_alternatives(
 ) -> dict[str, dict[str, float]]:
     """On paper, for other first-minute caps: requests per task, the ratio to a fixed
     0.5 s poller, and the p95 notice delay to expect (0.95 x cap)."""
-    fixed = sum(math.floor(d / 0.5) + 1 for d in durations) / len(durations)
+    fixed = sum(fixed_polls(d, 0.5) for d in durations) / len(durations)
     out = {}
     for cap in caps:
         ours = sum(requests_with_cap(d, cap) for d in durations) / len(durations)

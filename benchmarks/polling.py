@@ -384,7 +384,7 @@ def _model_requests(arm: Arm) -> float | None:
         counts = [requests_for(d) for d in durations]
         return sum(n - 1 if n > 1 else n for n in counts) / len(durations)
     interval = float(arm.worker)
-    return sum(math.floor(d / interval) + 1 for d in durations) / len(durations)
+    return sum(on_paper.fixed_polls(d, interval) for d in durations) / len(durations)
 
 
 def _run_group(

@@ -159,8 +159,9 @@ def _polling_section(p: dict[str, Any]) -> list[str]:
         "",
         '"On paper" is what the schedule implies with zero latency and no jitter '
         "(`genwidgets.jobs.polling.requests_for` less the last poll for ours cold, our own "
-        "`Schedule` on a virtual clock for the warm arms, floor(d / interval) + 1 for the "
-        'fixed ones). "Sim probe" is how long each simulator took to answer a '
+        "`Schedule` on a virtual clock for the warm arms, ceil(d / interval) + 1 for the "
+        'fixed ones, the poll that sees COMPLETED included). "Sim probe" is how long each '
+        "simulator took to answer a "
         "`GET /_sim/stats` sent every 0.5 s during its group: low values mean it was not "
         "saturated. CPU shares: 1.0 = one core busy.",
         "",

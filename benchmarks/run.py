@@ -1,6 +1,6 @@
 """Run every benchmark against the simulator on loopback; write RESULTS.md; print JSON.
 
-    python benchmarks/run.py            # full run, about 25-30 minutes on 2 cores
+    python benchmarks/run.py            # full run, about 35 minutes on 2 cores
     python benchmarks/run.py --quick    # smaller everything, about 3 minutes
 
 The last line printed is one JSON object with the headline figures (keys in

@@ -74,6 +74,7 @@ from ._style import (
     KIND_ICONS,
     SAFE_DATA_MIME,
     esc,
+    look_of,
     safe_mime,
     table_html,
     url_kind,
@@ -408,13 +409,15 @@ def _outputs_of(obj: Renderable) -> list[Output]:
 
 
 def _error_banner(result: Result) -> str:
-    if result.ok:
+    """The failure line of a result; none for a success or a cancellation (grey, no
+    error line: the one look of :func:`look_of` decides)."""
+    look = look_of(None, result)
+    if look.category != "failed":
         return ""
-    error = result.error if isinstance(result.error, str) else json.dumps(result.error, default=str)
-    kind = f" ({result.error_type})" if result.error_type else ""
+    kind = f" ({look.error_type})" if look.error_type else ""
     return (
         f'<div class="gw-error" style="color:{COLOURS["failed"]}">failed: '
-        f"{esc(error)}{esc(kind)}</div>"
+        f"{esc(look.error or '')}{esc(kind)}</div>"
     )
 
 

@@ -22,6 +22,13 @@
     ├── DownloadError                       outputs not saved; .failures [(index, reason)]
     ├── LedgerError                         the task ledger file cannot be used
     └── SimulatorStartError (also RuntimeError)   the local simulator did not start
+
+    GenwidgetsWarning (UserWarning)
+    ├── UnknownFieldWarning                 a field the endpoint does not know, sent as is
+    ├── IneffectiveFieldWarning             a field the service ignores in this combination
+    ├── DeprecatedFieldWarning              a field the spec marks deprecated
+    ├── MediaWarning                        media sent but unwise (large Base64, unchecked)
+    └── LedgerWarning                       the ledger is off, or a damaged file was set aside
 """
 
 from __future__ import annotations

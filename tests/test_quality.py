@@ -349,3 +349,39 @@ def test_the_size_checks_name_the_module_and_its_nouns(tmp_path: Path) -> None:
     assert oversized([big, small], 100) == []
     assert long_docstrings([big, small], 3) == [f"{big}: module docstring of 4 lines (limit 3)"]
     assert long_docstrings([big, small], 4) == []
+
+
+# --------------------------------------------------------------------------- decision links
+DECISIONS = ROOT / "docs" / "decisions.md"
+LINK = re.compile(r"docs/decisions\.md#([\w-]+)")
+
+
+def anchors_of(markdown: str) -> set[str]:
+    """The anchors a Markdown page offers: ``<a id>`` tags and GitHub's heading slugs."""
+    found = set(re.findall(r'<a id="([\w-]+)"></a>', markdown))
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", markdown, flags=re.MULTILINE):
+        found.add(re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-"))
+    return found
+
+
+def test_every_link_to_the_decisions_resolves() -> None:
+    anchors = anchors_of(DECISIONS.read_text(encoding="utf-8"))
+    broken = [
+        f"{path.relative_to(ROOT)}: #{anchor}"
+        for path in sorted(PACKAGE.rglob("*"))
+        if path.suffix in {".py", ".js", ".css"}
+        for anchor in LINK.findall(path.read_text(encoding="utf-8"))
+        if anchor not in anchors
+    ]
+    assert not broken, "links to docs/decisions.md with no such section:\n" + "\n".join(broken)
+
+
+def test_anchors_follow_githubs_heading_slugs() -> None:
+    page = '<a id="mib"></a>\n### Sizes in MB are MiB\n## Forms, board, outputs and the CLI\n'
+    page += "### `AsyncClient` holds a `Client`; (`genwidgets/catalog/`)\n"
+    assert anchors_of(page) == {
+        "mib",
+        "sizes-in-mb-are-mib",
+        "forms-board-outputs-and-the-cli",
+        "asyncclient-holds-a-client-genwidgetscatalog",
+    }

@@ -321,8 +321,8 @@ class Output:
         """Write the bytes to ``path`` atomically (temporary file, then rename).
 
         A path without an extension gets the content type's (``out-0`` → ``out-0.mp4``),
-        and the file is created with the user's umask, as ``open()`` would: see
-        docs/decisions.md, "Forms, board, outputs and the command line".
+        and the file is created with the user's umask, as ``open()`` would:
+        docs/decisions.md#forms-board-outputs-and-the-command-line.
         """
         target = Path(path)
         if not target.suffix:

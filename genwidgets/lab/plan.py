@@ -1,29 +1,10 @@
 """Planning a grid or a sweep: every cell's payload, counted, billed and validated
 before anything is sent.
 
-One mechanism for both: a plan is the product of its axes over a base payload
-(:func:`expand_cells`), each cell validated against the catalog and counted
-with the generations it bills (:func:`billed_count`). ``gw.grid`` lays the
-product out on x/y/z; ``gw.sweep`` keeps it as a flat list.
-
-Choices where the issue is silent:
-
-- **Order.** Cells run z outermost, then y, then x, so a table fills row by row;
-  ``cells[i]`` keeps that order whatever :meth:`GridPlan.swapped` does to the
-  layout (a swap moves axes, never cells).
-- **imgM groups.** With no axes given, the top-level permutation groups of the
-  prompt become the axes: one group is a row (x), two a table (rows: the first,
-  columns: the second), three add tabs (z: the first). More than three is an
-  error asking for explicit axes. Each cell's prompt has its groups replaced by
-  one alternative, so one task per cell. Alternatives are written as in a prompt
-  (``{pastel\\, yellow, red}`` gives ``pastel\\, yellow`` and ``red``): escaped,
-  so each cell sends exactly what that expansion of the whole prompt sends.
-- **Locked seed.** An endpoint with a ``seed`` field (and, for imgM, a prompt
-  without ``--seed``) gets one seed drawn from 1..2**31-1 when neither the
-  payload nor an axis sets it; imgM prompts get it as ``--seed N``.
-- **Limits.** More than :data:`MAX_CELLS` cells is refused. Billed generations
-  (:func:`billed_count`: outputs per task, ``n`` sent or the service's default,
-  times imgM permutations and ``--repeat``) are what ``confirm_above`` compares.
+A plan is the product of its axes over a base payload (:func:`expand_cells`), each cell
+validated and counted with the generations it bills (:func:`billed_count`); ``gw.grid``
+lays it out on x/y/z, ``gw.sweep`` keeps it flat. Order, imgM groups, the locked seed
+and the limits: docs/decisions.md#grid-plan.
 """
 
 from __future__ import annotations

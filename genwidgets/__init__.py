@@ -80,6 +80,7 @@ _LAZY = {
     "grid": (".widgets.grid", "grid"),
     "grids": (".lab.run", "grids"),
     "load_grid": (".widgets.grid", "load_grid"),
+    "scores": (".lab", "scores"),
 }
 _SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors", "lab"}
 _importing: set[str] = set()

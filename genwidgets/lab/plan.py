@@ -192,10 +192,36 @@ class PlannedCell:
     billed: int
     #: what ``prepare`` returned for this cell (a client's PreparedRequest), if given
     prepared: Any = None
+    #: where this cell is sent (its endpoint-axis value, else the grid's endpoint)
+    endpoint: str = ""
+    #: that endpoint's kind (image, video, speech, ...)
+    kind: str = ""
+    #: payload fields the cell's endpoint has no field for (left out, see lab/mapping.py)
+    dropped: tuple[str, ...] = ()
+
+    @property
+    def plan_note(self) -> str | None:
+        """What the plan says of this cell: the fields it left out, if any."""
+        if not self.dropped:
+            return None
+        return f"not sent to {self.endpoint} (no such field): {', '.join(self.dropped)}"
 
     @property
     def label(self) -> str:
         return " · ".join(short(v, 40) for v in self.values.values())
+
+
+def _cell_target(
+    endpoint: str, spec: Any, values: Mapping[str, Any], axes: Sequence[tuple[str, Axis]]
+) -> tuple[str, Any]:
+    """The endpoint a cell goes to: its endpoint-axis value, else the grid's."""
+    from ..catalog import endpoint as catalog_endpoint
+
+    for name, axis in axes:
+        if axis.kind == "endpoint":
+            target = str(values[name])
+            return target, catalog_endpoint(target)
+    return endpoint, spec
 
 
 def expand_cells(
@@ -204,18 +230,22 @@ def expand_cells(
     base_payload: Mapping[str, Any],
     axes: Sequence[tuple[str, Axis]],
     prepare: Prepare | None = None,
+    per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[PlannedCell]:
     """The product of ``axes`` (outermost first) over ``base_payload``, each cell
+    mapped to its endpoint (an endpoint axis: :func:`~.mapping.map_payload`),
     validated once and counted; every problem of every cell raises one PayloadError
     whose locations start with the cell's axis values. ``prepare`` (a client's
     ``prepare``) validates and keeps what it returns for sending; without it the
     catalog validates."""
     from ..catalog import validate
+    from .mapping import map_payload
 
     check: Prepare = prepare if prepare is not None else validate
     errors: list[dict[str, Any]] = []
     cells: list[PlannedCell] = []
     ranges = [range(len(axis)) for _, axis in axes]
+    mapped_axes = any(axis.kind == "endpoint" for _, axis in axes)
     for index, combo in enumerate(itertools.product(*ranges)):
         payload = copy.deepcopy(dict(base_payload))
         values: dict[str, Any] = {}
@@ -226,10 +256,25 @@ def expand_cells(
             f"{axis.field}={short(v, 40)}"
             for (_, axis), v in zip(axes, values.values(), strict=True)
         )
+        target, target_spec = _cell_target(endpoint, spec, values, axes)
+        dropped: tuple[str, ...] = ()
+        if mapped_axes:
+            mapped = map_payload(spec, target_spec, payload, (per_endpoint or {}).get(target))
+            payload, dropped = mapped.payload, mapped.dropped
+            if mapped.missing:
+                errors += [
+                    {
+                        "loc": (where, name),
+                        "msg": f"{target} requires {name!r}, which the payload lacks: give "
+                        f"it in per_endpoint={{{target!r}: {{{name!r}: ...}}}}",
+                    }
+                    for name in mapped.missing
+                ]
+                continue  # refused already; validating would say it twice
         count, prepared = 1, None
         try:
-            count = billed_count(spec, payload)
-            prepared = check(endpoint, payload)
+            count = billed_count(target_spec, payload)
+            prepared = check(target, payload)
         except PayloadError as exc:
             errors += [{"loc": (where, *e["loc"]), "msg": e["msg"]} for e in exc.errors]
         position = dict(zip((n for n, _ in axes), combo, strict=True))
@@ -241,6 +286,9 @@ def expand_cells(
                 payload=payload,
                 billed=count,
                 prepared=prepared if prepare is not None else None,
+                endpoint=target,
+                kind=str(target_spec.kind),
+                dropped=dropped,
             )
         )
     if errors:
@@ -304,6 +352,8 @@ class GridPlan:
     seed_field: str | None = None
     billing: dict[str, list[Any]] = field(default_factory=dict)
     layout: dict[str, str] = field(default_factory=lambda: {a: a for a in AXES})
+    #: fields laid over each endpoint's mapped payload (``per_endpoint=``)
+    per_endpoint: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> int:
@@ -335,13 +385,23 @@ class GridPlan:
         layout[a], layout[b] = layout[b], layout[a]
         return replace(self, layout=layout)
 
+    @property
+    def endpoints(self) -> list[str]:
+        """The endpoints the cells go to, in axis order (one unless an endpoint axis)."""
+        return list(dict.fromkeys(c.endpoint or self.endpoint for c in self.cells))
+
     def summary(self) -> str:
-        """One plain-text line: tasks, billed generations, billing-field values, seed."""
-        z, y, x = self.shape
-        dims = " × ".join(str(n) for n in (x, y, z) if n > 1) or "1"
-        text = cost_summary(
-            f"{self.endpoint}: {dims} grid", self.tasks, self.billed_total, self.billing
+        """One plain-text line: the axes counted, tasks, billed generations (per
+        endpoint when several, with each one's defaults), the locked seed."""
+        dims = " × ".join(
+            axis_count(a) for d in ("x", "y", "z") if (a := self.shown(d)) is not None
         )
+        if len(self.endpoints) > 1:
+            text = f"{dims}: " + endpoints_summary(self.cells)
+        else:
+            text = cost_summary(
+                f"{self.endpoint}, {dims or '1 cell'}", self.tasks, self.billed_total, self.billing
+            )
         if self.seed is not None:
             text += f"; seed locked at {self.seed}"
         return text
@@ -358,7 +418,49 @@ class GridPlan:
             "seed": self.seed,
             "seed_field": self.seed_field,
             "billing": self.billing,
+            "per_endpoint": scrub_payload(self.per_endpoint),
         }
+
+
+_AXIS_NOUNS = {"endpoint": "endpoint", "prompt_sr": "prompt", "group": "prompt variant"}
+_KIND_NOUNS = {"image": "image", "video": "video", "speech": "audio clip", "audio": "audio clip"}
+
+
+def axis_count(axis: Axis) -> str:
+    """``3 endpoints``, ``2 seeds``: an axis as a count for summaries."""
+    noun = _AXIS_NOUNS.get(axis.kind, axis.field)
+    return f"{len(axis)} {noun}{'s' if len(axis) != 1 else ''}"
+
+
+def endpoints_summary(cells: Sequence[PlannedCell]) -> str:
+    """``6 tasks, 10 billed images (genW2.5-t2i-preview 4 each by default → set n)``:
+    billed generations per kind, then each endpoint that bills more than one per
+    task or leaves a billing field to the service's default."""
+    from ..catalog import endpoint as catalog_endpoint
+
+    by_kind: dict[str, int] = {}
+    by_endpoint: dict[str, list[PlannedCell]] = {}
+    for cell in cells:
+        by_kind[cell.kind] = by_kind.get(cell.kind, 0) + cell.billed
+        by_endpoint.setdefault(cell.endpoint, []).append(cell)
+    billed = ", ".join(
+        f"{n} billed {_KIND_NOUNS.get(kind, kind + ' output')}{'s' if n != 1 else ''}"
+        for kind, n in by_kind.items()
+    )
+    notes = []
+    for name, group in by_endpoint.items():
+        spec = catalog_endpoint(name)
+        unset = [f for f in spec.billing_fields if all(f not in c.payload for c in group)]
+        each = sorted({c.billed for c in group})
+        if each == [1] and not unset:
+            continue
+        text = name + (f" {'/'.join(map(str, each))} each" if each != [1] else "")
+        if unset:
+            text += f" by default → set {', '.join(unset)}"
+        notes.append(text)
+    tasks = len(cells)
+    text = f"{tasks} task{'s' if tasks != 1 else ''}, {billed}"
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _draw_seed() -> int:
@@ -399,10 +501,12 @@ def plan_grid(
     *,
     seed: int | None = None,
     prepare: Prepare | None = None,
+    per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> GridPlan:
     """Plan a grid (see the module docstring); raises :class:`PayloadError` before
     anything is sent. ``seed`` replays a recorded locked seed; ``prepare`` (the
-    client's) validates each cell once and keeps the prepared request to send."""
+    client's) validates each cell once and keeps the prepared request to send;
+    ``per_endpoint`` gives fields per endpoint of an endpoint axis."""
     from ..catalog import endpoint as catalog_endpoint
 
     spec = catalog_endpoint(endpoint)
@@ -450,7 +554,7 @@ def plan_grid(
     else:
         for name in AXES:
             if given[name] is not None:
-                axes[name] = make_axis(given[name], endpoint, spec.model, base)
+                axes[name] = _axis(given[name], endpoint, spec, base, given.values())
     present = [(name, a) for name, a in axes.items() if a is not None]
     keys = [a.search if a.kind == "prompt_sr" else a.field for _, a in present]
     for key in set(keys):
@@ -465,9 +569,13 @@ def plan_grid(
                 endpoint=endpoint,
             )
     refuse_above(endpoint, present, MAX_CELLS, "this grid has {n} cells", "use fewer values")
-    locked, where = _lock_seed(spec, base, (a for _, a in present), seed)
+    extra = _per_endpoint(endpoint, per_endpoint, present)
+    if any(a.kind == "endpoint" for _, a in present):
+        locked, where = _lock_any_seed(spec, base, (a for _, a in present), seed)
+    else:
+        locked, where = _lock_seed(spec, base, (a for _, a in present), seed)
     order = [(n, a) for n in ("z", "y", "x") for m, a in present if m == n]
-    cells = expand_cells(endpoint, spec, base, order, prepare)
+    cells = expand_cells(endpoint, spec, base, order, prepare, extra)
     return GridPlan(
         endpoint=endpoint,
         base_payload=base,
@@ -476,7 +584,82 @@ def plan_grid(
         seed=locked,
         seed_field=where,
         billing=billing_values(spec, [c.payload for c in cells]),
+        per_endpoint=extra,
     )
+
+
+def _axis(
+    given: Any, endpoint: str, spec: Any, base: Mapping[str, Any], every: Iterable[Any]
+) -> Axis:
+    """An axis read against the grid's endpoint; beside an endpoint axis, a field
+    only some of the compared endpoints have is read against the first that has it."""
+    from ..catalog import endpoint as catalog_endpoint
+    from .mapping import ENDPOINT_AXIS
+
+    ids = [
+        str(v)
+        for g in every
+        if isinstance(g, (tuple, list))
+        and len(g) == 2
+        and g[0] == ENDPOINT_AXIS
+        and isinstance(g[1], (list, tuple))
+        for v in g[1]
+    ]
+    try:
+        return make_axis(given, endpoint, spec.model, base)
+    except PayloadError:
+        for other in ids:
+            try:
+                return make_axis(given, endpoint, catalog_endpoint(other).model, base)
+            except PayloadError:
+                continue
+        raise
+
+
+def _per_endpoint(
+    endpoint: str,
+    given: Mapping[str, Mapping[str, Any]] | None,
+    present: Sequence[tuple[str, Axis]],
+) -> dict[str, dict[str, Any]]:
+    """``per_endpoint`` checked: a dict of dicts keyed by endpoints of the endpoint axis."""
+    if not given:
+        return {}
+    compared = {v for _, a in present if a.kind == "endpoint" for v in a.values}
+    if not isinstance(given, Mapping) or not all(isinstance(v, Mapping) for v in given.values()):
+        raise PayloadError(
+            [{"loc": ("per_endpoint",), "msg": "give a dict: endpoint id -> dict of fields"}],
+            endpoint=endpoint,
+        )
+    stray = sorted(set(given) - compared)
+    if stray:
+        raise PayloadError(
+            [
+                {
+                    "loc": ("per_endpoint", name),
+                    "msg": "not an endpoint of this grid's endpoint axis "
+                    f"({', '.join(sorted(compared)) or 'the grid has none'})",
+                }
+                for name in stray
+            ],
+            endpoint=endpoint,
+        )
+    return {k: copy.deepcopy(dict(v)) for k, v in given.items()}
+
+
+def _lock_any_seed(
+    spec: Any, payload: dict[str, Any], axes: Iterable[Axis], seed: int | None
+) -> tuple[int | None, str | None]:
+    """Beside an endpoint axis: one seed for every endpoint that takes one (each
+    cell's mapping puts it where its endpoint wants it), unless the payload or an
+    axis sets it."""
+    from .mapping import read_roles
+
+    varied = {a.field.split(".")[0] for a in axes if a.kind == "field"}
+    _, given, _ = read_roles(spec, payload)
+    if given is not None or SEED_FIELD in varied:
+        return None, None
+    payload[SEED_FIELD] = seed if seed is not None else _draw_seed()
+    return payload[SEED_FIELD], "each endpoint's seed"
 
 
 def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str, Any]]) -> GridPlan:
@@ -494,16 +677,27 @@ def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str,
         raise ValueError(
             f"the stored grid has {len(payloads)} cells but its axes make {len(combos)}"
         )
+    from ..catalog import endpoint as catalog_endpoint
+
+    grid_endpoint = str(description["endpoint"])
     cells = []
     for index, (combo, payload) in enumerate(zip(combos, payloads, strict=True)):
         position = dict(zip((n for n, _ in order), combo, strict=True))
+        values = {n: a.values[i] for (n, a), i in zip(order, combo, strict=True)}
+        target = next((str(values[n]) for n, a in order if a.kind == "endpoint"), grid_endpoint)
+        try:
+            kind = str(catalog_endpoint(target).kind)
+        except PayloadError:  # an endpoint since removed from the catalog
+            kind = ""
         cells.append(
             PlannedCell(
                 index=index,
                 position=(position.get("z", 0), position.get("y", 0), position.get("x", 0)),
-                values={n: a.values[i] for (n, a), i in zip(order, combo, strict=True)},
+                values=values,
                 payload=dict(payload),
                 billed=1,
+                endpoint=target,
+                kind=kind,
             )
         )
     layout = dict(description.get("layout") or {a: a for a in AXES})
@@ -516,6 +710,7 @@ def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str,
         seed_field=description.get("seed_field"),
         billing=dict(description.get("billing") or {}),
         layout=layout,
+        per_endpoint=dict(description.get("per_endpoint") or {}),
     )
 
 

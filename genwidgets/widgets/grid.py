@@ -27,6 +27,7 @@ Choices where the issue is silent:
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Mapping
@@ -37,9 +38,11 @@ import anywidget
 import ipywidgets
 import traitlets
 
+from ..lab.code import curl_code
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client
 from ..protocol.records import Output
+from .form import python_code
 from .render import source_of
 from .task import in_kernel, job_look
 from .ticker import TICKER, Throttle, guarded
@@ -50,7 +53,35 @@ STATIC = Path(__file__).with_name("static")
 SWAPS = (("x", "y"), ("y", "z"), ("x", "z"))
 
 
-def _output_record(output: Output) -> dict[str, Any]:
+THUMB_SIDE = 256
+_PICTURED = ("image", "video")
+
+
+def _thumb(output: Output) -> str | None:
+    """A data URL of the output's thumbnail, made in the kernel: from the local
+    copy when the ledger has one (cached beside it), else from the bytes (images)."""
+    from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
+
+    if output.path is not None and output.path.exists():
+        made = thumbnail(output.path, THUMB_SIDE)
+        return data_url(made) if made is not None else None
+    if output.kind != "image":
+        return None
+    try:
+        found = thumbnail_bytes(output.read(), THUMB_SIDE)
+    except Exception:  # a dead URL or broken inline data: the cell says no picture
+        return None
+    if found is None:
+        return None
+    data, mime = found
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _output_record(output: Output, *, full: bool = False) -> dict[str, Any]:
+    """What the browser gets of one output. In a cell an image or video is only a
+    thumbnail (``thumb``); the full file (``src``) goes when the lightbox asks."""
+    if output.kind in _PICTURED and not full:
+        return {"kind": output.kind, "src": "", "thumb": _thumb(output) or ""}
     source = source_of(output, prefer_url=True)
     record: dict[str, Any] = {"kind": output.kind, "src": source.href or ""}
     if output.kind in ("json", "text") and source.data is not None:
@@ -172,7 +203,10 @@ class Grid(anywidget.AnyWidget):
     # ------------------------------------------------------------------ display
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """The grid with, under it, the area where recalled forms open."""
+        """The grid with, under it, the area where recalled forms open (ratings
+        made meanwhile in another view or kernel read back first)."""
+        if self.run.refresh_ratings():
+            self._throttle.request(force=True)
         if self.recall_area is None:
             self.recall_area = ipywidgets.Output()
         frame = ipywidgets.VBox([self, self.recall_area])
@@ -184,7 +218,8 @@ class Grid(anywidget.AnyWidget):
 
     def handle_message(self, content: Mapping[str, Any]) -> None:
         """What the browser's buttons ask: ``{"action": "rate", "index", "stars",
-        "note"}``, ``submit``, ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``)."""
+        "note"}``, ``submit``, ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``),
+        ``full`` (``index``: the lightbox asks for the full outputs, sent as a message)."""
         action = content.get("action")
         if action == "rate":
             note = content.get("note")
@@ -195,6 +230,10 @@ class Grid(anywidget.AnyWidget):
             self.cancel_all()
         elif action == "swap":
             self.swap(str(content["a"]), str(content["b"]))
+        elif action == "full":
+            index = int(content["index"])
+            outputs = [_output_record(o, full=True) for o in self.run.cells[index].outputs]
+            self.send({"full": index, "outputs": outputs})
         elif action == "recall":
             recalled = self.form(int(content["index"]))
             if self.recall_area is None:
@@ -232,7 +271,6 @@ class Grid(anywidget.AnyWidget):
         if cell.error is not None:
             category, status = "failed", "not created"
         elif job is not None:
-
             look = job_look(job)
             category, status = look.category, look.word
             error = error or look.error
@@ -259,9 +297,32 @@ class Grid(anywidget.AnyWidget):
             "outputs": outputs,
             "request_id": cell.request_id,
             "payload": _jsonable(cell.payload),
+            "endpoint": cell.endpoint,
+            "kind": cell.kind,
+            "billed": cell.billed,
+            "plan_note": cell.plan_note,
+            "code": {
+                "python": python_code(cell.endpoint, cell.payload),
+                "curl": curl_code(cell.endpoint, cell.payload),
+            },
             "stars": cell.rating,
             "note": cell.note,
         }
+
+    def _margins(self) -> dict[str, list[dict[str, Any]]]:
+        """Scores per displayed axis (x: a row under the columns, y: a column
+        beside the rows), in the axis's own order."""
+        margins: dict[str, list[dict[str, Any]]] = {}
+        for direction in ("x", "y"):
+            axis = self.run.plan.shown(direction)
+            if axis is None:
+                continue
+            found = {json.dumps(r["value"], default=str): r for r in self.run.scores(direction)}
+            margins[direction] = [
+                {k: v for k, v in found[json.dumps(v, default=str)].items() if k != "value"}
+                for v in axis.values
+            ]
+        return margins
 
     def _write(self) -> None:
         run = self.run
@@ -287,6 +348,7 @@ class Grid(anywidget.AnyWidget):
             "y": self._axis_state("y"),
             "z": self._axis_state("z"),
             "swaps": [[a, b] for a, b in SWAPS if a in present and b in present],
+            "scores": self._margins(),
         }
         self.cell_states = [self._cell_state(c) for c in run.cells]
         if finished and self._live:
@@ -302,11 +364,15 @@ def grid(
     z: Any = None,
     client: Any = None,
     confirm_above: int = 10,
+    per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Grid:
     """Plan, count, validate and (unless confirmation is needed) send an X/Y/Z grid.
 
     ``x``/``y``/``z`` are ``(field, values)`` axes (see :mod:`genwidgets.lab.axes`);
     with none given, an imgM prompt's permutation groups become the axes.
+    ``("endpoint", [ids])`` sends each cell to its own endpoint, the payload
+    mapped per endpoint (:mod:`genwidgets.lab.mapping`); ``per_endpoint={id:
+    {...}}`` gives the fields one of them needs and the payload lacks.
     Nothing is sent when any cell fails validation (a PayloadError names the
     cell's axis values and the field), over 400 cells, or above
     ``confirm_above`` billed generations until ``grid.submit()``.
@@ -314,7 +380,7 @@ def grid(
     if isinstance(confirm_above, bool) or not isinstance(confirm_above, int) or confirm_above < 0:
         raise ValueError(f"confirm_above must be a whole number 0 or more, not {confirm_above!r}")
     chosen = client if client is not None else default_client()
-    plan = plan_grid(endpoint, payload, x, y, z, prepare=chosen.prepare)
+    plan = plan_grid(endpoint, payload, x, y, z, prepare=chosen.prepare, per_endpoint=per_endpoint)
     run = GridRun(plan, chosen)
     needs_confirmation = plan.billed_total > confirm_above
     view = Grid(run, needs_confirmation=needs_confirmation)

@@ -68,7 +68,9 @@ def test_a_table_is_sent_once_and_every_cell_shows_its_image(client: gw.Client) 
     assert wait_for(lambda: all(c["outputs"] for c in grid.cell_states))
     for state in grid.cell_states:
         assert state["outputs"][0]["kind"] == "image"
-        assert state["outputs"][0]["src"].startswith(client.base_url)
+        # the cell holds a thumbnail made in the kernel, never the full file
+        assert state["outputs"][0]["thumb"].startswith("data:image/")
+        assert state["outputs"][0]["src"] == ""
         assert state["category"] == "done" and state["request_id"]
     # only the varied parameters label the grid
     assert grid.head["x"] == {"label": "seed", "values": ["1", "2", "3"]}
@@ -169,7 +171,7 @@ def test_ratings_survive_a_new_client_and_load_grid_sends_nothing(
             assert cell.outputs[0].path.exists()  # from the local copy
         assert stats(sim)["create"] == creates
         assert later.request_counts == {"create": 0, "status": 0, "result": 0, "cancel": 0}
-        assert all(s["outputs"][0]["src"].startswith("data:image/") for s in again.cell_states)
+        assert all(s["outputs"][0]["thumb"].startswith("data:image/") for s in again.cell_states)
         with pytest.raises(KeyError) as caught:
             gw.load_grid(grid.id[:-1] + "z", client=later)
         assert grid.id[:-1] + "z" in str(caught.value) and grid.id in str(caught.value)
@@ -195,7 +197,7 @@ def test_swap_and_recall_into_a_prefilled_form(client: gw.Client) -> None:
     cell = grid.cell(x=3, y="cat")
     grid.handle_message({"action": "swap", "a": "x", "b": "y"})
     assert grid.shape == (1, 3, 2)
-    assert grid.head["x"]["label"] == "prompt: fox" and grid.head["y"]["label"] == "seed"
+    assert grid.head["x"]["label"] == "prompt_sr" and grid.head["y"]["label"] == "seed"
     assert grid.cell(x="cat", y=3) is cell
     assert client.request_counts["create"] == 6  # no new tasks
     form = grid.form(cell)

@@ -124,6 +124,11 @@ class GridCell:
         return self.planned.billed
 
     @property
+    def dropped(self) -> tuple[str, ...]:
+        """Payload fields the cell's endpoint has no field for (not sent)."""
+        return self.planned.dropped
+
+    @property
     def plan_note(self) -> str | None:
         """The fields the cell's endpoint has no place for (left out), if any."""
         return self.planned.plan_note

@@ -161,6 +161,11 @@ class Grid(anywidget.AnyWidget):
         self._throttle.request(force=True)
         return rated
 
+    def scores(self, direction: str = "x") -> list[dict[str, Any]]:
+        """Per value of the ``direction`` axis ("x", "y" or "z"): mean stars, rated,
+        failed and cells, best first (also drawn as the grid's margins)."""
+        return self.run.scores(direction)
+
     def swap(self, a: str, b: str) -> Grid:
         """Re-lay the grid (e.g. ``swap("x", "y")``); no new tasks."""
         self.run.swap(a, b)

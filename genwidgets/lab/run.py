@@ -418,6 +418,9 @@ class GridRun:
             }
             for c in self.cells
         ]
+        data["scores"] = {
+            d: self.scores(d) for d in ("x", "y", "z") if self.plan.shown(d) is not None
+        }
         return data
 
     # ------------------------------------------------------------------ re-opening

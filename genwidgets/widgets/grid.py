@@ -316,18 +316,13 @@ class Grid(anywidget.AnyWidget):
 
     def _margins(self) -> dict[str, list[dict[str, Any]]]:
         """Scores per displayed axis (x: a row under the columns, y: a column
-        beside the rows), in the axis's own order."""
-        margins: dict[str, list[dict[str, Any]]] = {}
-        for direction in ("x", "y"):
-            axis = self.run.plan.shown(direction)
-            if axis is None:
-                continue
-            found = {json.dumps(r["value"], default=str): r for r in self.run.scores(direction)}
-            margins[direction] = [
-                {k: v for k, v in found[json.dumps(v, default=str)].items() if k != "value"}
-                for v in axis.values
-            ]
-        return margins
+        beside the rows), in the axis's own order (the exports draw the same)."""
+        from ..lab.export import margins
+
+        return {
+            d: [{k: v for k, v in r.items() if k != "value"} for r in rows]
+            for d, rows in margins(self.run).items()
+        }
 
     def _write(self) -> None:
         run = self.run

@@ -288,11 +288,12 @@ function render({ model, el }) {
     panel.append(make("div", "gw-grid-meta", "request id: " + (cell.request_id || "not sent")));
     panel.append(make("div", "gw-grid-meta", `${cell.endpoint || ""} · ${cell.kind || ""} · billed ${cell.billed}`));
     if (cell.plan_note) panel.append(make("div", "gw-grid-plan-note", cell.plan_note));
+    panel.append(make("pre", "gw-grid-payload", JSON.stringify(cell.payload, null, 2)));
     const code = cell.code || {};
     for (const [name, text] of [["Python", code.python], ["cURL", code.curl]]) {
       if (!text) continue;
       panel.append(make("div", "gw-grid-code-title", name));
-      panel.append(make("pre", "gw-grid-payload gw-grid-code", text));
+      panel.append(make("pre", "gw-grid-code", text));
     }
     lightbox.replaceChildren(panel);
     lightbox.hidden = false;

@@ -8,9 +8,13 @@ wherever anywidget does (JupyterLab, Notebook 7, Voilà, marimo).
 State goes to the browser in two traits written by one throttled writer (the
 task view's rule: at most ~10 writes a second, the state read at write time):
 ``head`` (summary, axes as displayed, progress "i of N done", expected finish,
-which buttons to show) and ``cell_states`` (place, status, outputs, stars, note,
-payload, request id). The browser answers with messages: ``rate``, ``submit``,
-``cancel``, ``swap``, ``recall``.
+which buttons to show, score margins) and ``cell_states`` (place, status,
+endpoint and kind, outputs, stars, note, payload, request id). Pictures stay
+light: each finished cell's thumbnails (made in the kernel, at most 256 px)
+go once as a message, and into the ``thumbs`` trait when the grid is finished
+(so a saved notebook has them); the lightbox asks for the full outputs. The
+browser answers with messages: ``rate``, ``submit``, ``cancel``, ``swap``,
+``recall``, ``full``, ``thumbs``.
 
 Choices where the issue is silent:
 
@@ -19,8 +23,9 @@ Choices where the issue is silent:
   the Submit button or ``grid.submit()``.
 - Recall (the cell's pencil button) opens the form in an output area displayed
   under the grid in Jupyter front-ends; ``grid.form(cell)`` returns the form.
-- Media go to the browser by URL while the gateway serves them, by bytes when
-  they come from the ledger's local copies (:func:`~genwidgets.widgets.render.source_of`).
+- Full media (the lightbox) go to the browser by URL while the gateway serves
+  them, by bytes when they come from the ledger's local copies
+  (:func:`~genwidgets.widgets.render.source_of`); cells show thumbnails only.
 - An output's list for the browser is computed once its cell is terminal and
   then reused, so a 400-cell grid does not re-encode finished media.
 """
@@ -78,10 +83,11 @@ def _thumb(output: Output) -> str | None:
 
 
 def _output_record(output: Output, *, full: bool = False) -> dict[str, Any]:
-    """What the browser gets of one output. In a cell an image or video is only a
-    thumbnail (``thumb``); the full file (``src``) goes when the lightbox asks."""
+    """What the browser gets of one output. In a cell an image or video is only
+    its kind (the thumbnail travels apart, once); the full file (``src``) goes
+    when the lightbox asks."""
     if output.kind in _PICTURED and not full:
-        return {"kind": output.kind, "src": "", "thumb": _thumb(output) or ""}
+        return {"kind": output.kind, "src": ""}
     source = source_of(output, prefer_url=True)
     record: dict[str, Any] = {"kind": output.kind, "src": source.href or ""}
     if output.kind in ("json", "text") and source.data is not None:
@@ -101,12 +107,17 @@ class Grid(anywidget.AnyWidget):
     _css = STATIC / "grid.css"
     head = traitlets.Dict().tag(sync=True)
     cell_states: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
+    #: cell index -> thumbnail data URLs of its outputs; set once the grid is
+    #: finished (saved with the notebook), sent before as messages, each once
+    thumbs = traitlets.Dict().tag(sync=True)
 
     def __init__(self, run: GridRun, *, needs_confirmation: bool = False) -> None:
         super().__init__()
         self.run = run
         self.needs_confirmation = needs_confirmation
         self._outputs: dict[int, list[dict[str, Any]]] = {}
+        self._thumbs: dict[int, list[str]] = {}
+        self._unsent: dict[int, list[str]] = {}
         #: where the recall buttons open forms (shown under the grid in Jupyter)
         self.recall_area: ipywidgets.Output | None = None
         self._throttle = Throttle(self._write)
@@ -224,7 +235,8 @@ class Grid(anywidget.AnyWidget):
     def handle_message(self, content: Mapping[str, Any]) -> None:
         """What the browser's buttons ask: ``{"action": "rate", "index", "stars",
         "note"}``, ``submit``, ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``),
-        ``full`` (``index``: the lightbox asks for the full outputs, sent as a message)."""
+        ``full`` (``index``: the lightbox asks for the full outputs and the request's
+        code, sent as a message), ``thumbs`` (a new view asks for the thumbnails so far)."""
         action = content.get("action")
         if action == "rate":
             note = content.get("note")
@@ -236,9 +248,15 @@ class Grid(anywidget.AnyWidget):
         elif action == "swap":
             self.swap(str(content["a"]), str(content["b"]))
         elif action == "full":
-            index = int(content["index"])
-            outputs = [_output_record(o, full=True) for o in self.run.cells[index].outputs]
-            self.send({"full": index, "outputs": outputs})
+            cell = self.run.cells[int(content["index"])]
+            outputs = [_output_record(o, full=True) for o in cell.outputs]
+            code = {
+                "python": python_code(cell.endpoint, cell.payload),
+                "curl": curl_code(cell.endpoint, cell.payload),
+            }
+            self.send({"full": cell.index, "outputs": outputs, "code": code})
+        elif action == "thumbs":
+            self.send({"thumbs": {str(i): urls for i, urls in self._thumbs.items()}})
         elif action == "recall":
             recalled = self.form(int(content["index"]))
             if self.recall_area is None:
@@ -286,6 +304,8 @@ class Grid(anywidget.AnyWidget):
             outputs = [_output_record(o) for o in cell.outputs]
             if cell.done:
                 self._outputs[cell.index] = outputs
+                made = [_thumb(o) or "" if o.kind in _PICTURED else "" for o in cell.outputs]
+                self._thumbs[cell.index] = self._unsent[cell.index] = made
         return {
             "index": cell.index,
             "t": t,
@@ -306,10 +326,6 @@ class Grid(anywidget.AnyWidget):
             "kind": cell.kind,
             "billed": cell.billed,
             "plan_note": cell.plan_note,
-            "code": {
-                "python": python_code(cell.endpoint, cell.payload),
-                "curl": curl_code(cell.endpoint, cell.payload),
-            },
             "stars": cell.rating,
             "note": cell.note,
         }
@@ -351,6 +367,11 @@ class Grid(anywidget.AnyWidget):
             "scores": self._margins(),
         }
         self.cell_states = [self._cell_state(c) for c in run.cells]
+        if self._unsent:
+            fresh, self._unsent = self._unsent, {}
+            self.send({"thumbs": {str(i): urls for i, urls in fresh.items()}})
+        if finished and len(self.thumbs) != len(self._thumbs):
+            self.thumbs = {str(i): urls for i, urls in self._thumbs.items()}
         if finished and self._live:
             self._live = False
             TICKER.remove(self)

@@ -69,7 +69,7 @@ def test_a_table_is_sent_once_and_every_cell_shows_its_image(client: gw.Client) 
     for state in grid.cell_states:
         assert state["outputs"][0]["kind"] == "image"
         # the cell holds a thumbnail made in the kernel, never the full file
-        assert state["outputs"][0]["thumb"].startswith("data:image/")
+        assert grid.thumbs[str(state["index"])][0].startswith("data:image/jpeg;base64,")
         assert state["outputs"][0]["src"] == ""
         assert state["category"] == "done" and state["request_id"]
     # only the varied parameters label the grid
@@ -171,7 +171,9 @@ def test_ratings_survive_a_new_client_and_load_grid_sends_nothing(
             assert cell.outputs[0].path.exists()  # from the local copy
         assert stats(sim)["create"] == creates
         assert later.request_counts == {"create": 0, "status": 0, "result": 0, "cancel": 0}
-        assert all(s["outputs"][0]["thumb"].startswith("data:image/") for s in again.cell_states)
+        assert all(
+            again.thumbs[str(s["index"])][0].startswith("data:image/") for s in again.cell_states
+        )
         with pytest.raises(KeyError) as caught:
             gw.load_grid(grid.id[:-1] + "z", client=later)
         assert grid.id[:-1] + "z" in str(caught.value) and grid.id in str(caught.value)

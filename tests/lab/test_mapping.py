@@ -24,6 +24,7 @@ from genwidgets.lab.plan import plan_grid
 from genwidgets.simulator import SimulatorServer
 
 T2I = "genW2.5-t2i-preview"
+VIDEO = "vidVq2-text2video"
 KEY = "sim-demo-key"
 BASE = {"prompt": "a red fox in the snow", "seed": 7, "negative_prompt": "blur"}
 
@@ -235,7 +236,10 @@ def test_image_video_and_audio_cells_side_by_side(client: gw.Client) -> None:
     }
     assert all(s["category"] == "done" for s in states.values()), states
     image, video = states[T2I]["outputs"][0], states["vidVq2-text2video"]["outputs"][0]
-    assert image["kind"] == "image" and image["thumb"].startswith("data:image/")
+    assert image["kind"] == "image" and image["src"] == ""
+    thumbs = {grid.cells[i].endpoint: grid.thumbs[str(i)][0] for i in range(3)}
+    assert thumbs[T2I].startswith("data:image/") and thumbs[VIDEO].startswith("data:image/")
+    assert thumbs["speechM-02-turbo"] == ""  # audio has no picture
     assert video["kind"] == "video" and video["src"] == ""  # the cell holds no video
     assert states["speechM-02-turbo"]["outputs"][0]["kind"] == "audio"
     # the lightbox asks for the full output and gets it as a message
@@ -244,3 +248,7 @@ def test_image_video_and_audio_cells_side_by_side(client: gw.Client) -> None:
     grid.handle_message({"action": "full", "index": grid.cells[1].index})
     assert sent and sent[0]["full"] == grid.cells[1].index
     assert sent[0]["outputs"][0]["src"].startswith(("http://127.0.0.1", "data:video/"))
+    assert "$GENWIDGETS_API_KEY" in sent[0]["code"]["curl"] and KEY not in str(sent[0])
+    # a new view asks for the thumbnails made so far
+    grid.handle_message({"action": "thumbs"})
+    assert sent[-1]["thumbs"] == grid.thumbs

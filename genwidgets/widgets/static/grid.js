@@ -58,9 +58,8 @@ function media(output, { controls }) {
   return null;
 }
 
-function thumbnail(output) {
+function thumbnail(url) {
   // a kernel-made picture of an image or a video's first frame
-  const url = output.thumb || "";
   if (!SAFE_URL.test(url)) return null;
   const img = make("img", "gw-grid-media");
   img.alt = "";
@@ -106,7 +105,12 @@ function render({ model, el }) {
   let layoutKey = "";
   let cellNodes = new Map(); // index -> {root, last}
   let openIndex = null;
-  const full = new Map(); // index -> full outputs, as the kernel sent them
+  const full = new Map(); // index -> {outputs, code}, as the kernel sent them
+  const thumbs = new Map(); // index -> thumbnail data URLs (messages, then the trait)
+  const takeThumbs = (found) => {
+    for (const [index, urls] of Object.entries(found || {})) thumbs.set(Number(index), urls);
+  };
+  takeThumbs(model.get("thumbs"));
 
   const send = (content) => model.send(content);
 
@@ -219,7 +223,7 @@ function render({ model, el }) {
   }
 
   function drawCell(cell, node) {
-    const key = JSON.stringify(cell);
+    const key = JSON.stringify(cell) + (thumbs.has(cell.index) ? "+" : "");
     if (node.last === key) return;
     const td = node.root;
     const note = td.querySelector(".gw-grid-note");
@@ -228,7 +232,9 @@ function render({ model, el }) {
     td.className = `gw-grid-cell gw-grid-${cell.category}`;
     const thumb = make("div", "gw-grid-thumb");
     const first = cell.outputs[0];
-    const shown = first ? (first.thumb ? thumbnail(first) : media(first, { controls: false })) : null;
+    const pictures = thumbs.get(cell.index) || [];
+    const pictured = first && (first.kind === "image" || first.kind === "video");
+    const shown = !first ? null : pictured ? thumbnail(pictures[0] || "") : media(first, { controls: false });
     if (shown) {
       thumb.append(shown);
       if (first.kind === "video") thumb.append(icon("video", 20, "#ffffff"));
@@ -277,7 +283,8 @@ function render({ model, el }) {
     const close = button("close", "close", () => { openIndex = null; drawBox(); }, "gw-grid-button gw-grid-close");
     panel.append(close, make("div", "gw-grid-label", cell.label));
     const outputs = make("div", "gw-grid-outputs");
-    const shownOutputs = full.get(cell.index);
+    const fetched = full.get(cell.index);
+    const shownOutputs = fetched && fetched.outputs;
     if (!shownOutputs && cell.outputs.length) outputs.append(make("span", "gw-grid-status", "loading…"));
     for (const output of shownOutputs || []) {
       const node = media(output, { controls: true });
@@ -289,7 +296,7 @@ function render({ model, el }) {
     panel.append(make("div", "gw-grid-meta", `${cell.endpoint || ""} · ${cell.kind || ""} · billed ${cell.billed}`));
     if (cell.plan_note) panel.append(make("div", "gw-grid-plan-note", cell.plan_note));
     panel.append(make("pre", "gw-grid-payload", JSON.stringify(cell.payload, null, 2)));
-    const code = cell.code || {};
+    const code = (fetched && fetched.code) || {};
     for (const [name, text] of [["Python", code.python], ["cURL", code.curl]]) {
       if (!text) continue;
       panel.append(make("div", "gw-grid-code-title", name));
@@ -329,11 +336,18 @@ function render({ model, el }) {
 
   const onMessage = (content) => {
     if (content && typeof content.full === "number") {
-      full.set(content.full, content.outputs || []);
+      full.set(content.full, { outputs: content.outputs || [], code: content.code || {} });
       if (openIndex === content.full) drawBox();
+    }
+    if (content && content.thumbs) {
+      takeThumbs(content.thumbs);
+      drawAll();
     }
   };
   model.on("msg:custom", onMessage);
+  const onThumbs = () => { takeThumbs(model.get("thumbs")); drawAll(); };
+  model.on("change:thumbs", onThumbs);
+  send({ action: "thumbs" }); // the thumbnails made before this view existed
 
   const onHead = () => drawAll();
   const onCells = () => drawAll();
@@ -349,6 +363,7 @@ function render({ model, el }) {
     model.off("change:head", onHead);
     model.off("change:cell_states", onCells);
     model.off("msg:custom", onMessage);
+    model.off("change:thumbs", onThumbs);
   };
 }
 

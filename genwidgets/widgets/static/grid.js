@@ -234,7 +234,8 @@ function render({ model, el }) {
     const first = cell.outputs[0];
     const pictures = thumbs.get(cell.index) || [];
     const pictured = first && (first.kind === "image" || first.kind === "video");
-    const shown = !first ? null : pictured ? thumbnail(pictures[0] || "") : media(first, { controls: false });
+    const shown = !first ? null
+      : pictured && pictures[0] ? thumbnail(pictures[0]) : media(first, { controls: false });
     if (shown) {
       thumb.append(shown);
       if (first.kind === "video") thumb.append(icon("video", 20, "#ffffff"));

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import httpx
 
+from genwidgets.simulator.server import PARENT_ENV
+
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 DEMO_KEY = "sim-demo-key"
@@ -35,6 +37,7 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     }
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
+    env[PARENT_ENV] = str(os.getpid())  # a child simulator ends with this process
     env.update(extra or {})
     return env
 

@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import _common as common
-from benchmarks import kernel, notebook_weight, polling, scale, simulator, startup
+from benchmarks import kernel, ledger_lock, notebook_weight, polling, scale, simulator, startup
 
 JSON_KEYS = (
     "requests_ratio_vs_0_1s",
@@ -76,6 +76,9 @@ class Plan:
     videos: int
     nb_variants: tuple[str, ...]
     sim_requests: int
+    #: seconds another process holds the ledger locked (benchmarks/ledger_lock.py);
+    #: 0 skips that row (the test suite's tiny plan)
+    ledger_lock_s: float = 0.0
 
 
 FULL = Plan(
@@ -108,6 +111,7 @@ FULL = Plan(
     videos=10,
     nb_variants=("ours", "embedded", "ours_no_ledger"),
     sim_requests=20000,
+    ledger_lock_s=30.0,
 )
 
 QUICK = Plan(
@@ -127,6 +131,7 @@ QUICK = Plan(
     videos=2,
     nb_variants=("ours", "embedded"),
     sim_requests=3000,
+    ledger_lock_s=10.0,
 )
 
 
@@ -152,6 +157,9 @@ def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
         ),
         ("scale", lambda: scale.run_scale(plan.scale_jobs)),
     ]
+    if plan.ledger_lock_s > 0:
+        locked = plan.ledger_lock_s
+        steps.insert(2, ("ledger_lock", lambda: ledger_lock.run_ledger_lock(30, locked)))
     results: dict[str, Any] = {"seconds": {}}
     for name, step in steps:
         log(f"benchmarks: {name} ...")
@@ -876,6 +884,8 @@ def report(results: dict[str, Any], command: str, quick: bool, machine: dict[str
     lines += _startup_section(results["startup"])
     lines += _weight_section(results["notebook_weight"])
     lines += _simulator_section(results["simulator"])
+    if "ledger_lock" in results:
+        lines += ledger_lock.section(results["ledger_lock"])
     lines += _scale_section(results["scale"])
     lines += [
         "## Headline JSON",

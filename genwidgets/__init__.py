@@ -2,21 +2,25 @@
 
 The facade is small and cheap: ``import genwidgets`` imports neither ipywidgets
 nor the simulator and starts nothing. Everything but the exception tree loads
-on first use (PEP 562 ``__getattr__``), each name through a plain ``from .x
-import y`` in :func:`_load`, so readers and mypy see every dependency.
+on first use (PEP 562 ``__getattr__``) from one table, ``_LAZY``; the
+``TYPE_CHECKING`` block shows readers and mypy every dependency.
 
 The facade is also where a :class:`Job` learns to draw its task view: the jobs
-layer sits below the widgets and cannot import them, so loading ``Client``,
-``AsyncClient`` or ``Job`` from here installs a display hook that imports the
-view on first display (see :func:`_install_display_hook`).
+layer sits below the widgets and cannot import them, so ``import genwidgets``
+registers the view with IPython's display formatter by type name (when IPython
+runs) and imports it on first display (see :func:`_install_display_hook`).
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    AmbiguousClient,
+    ClientClosed,
     DeprecatedFieldWarning,
     DownloadError,
     EndpointNotFound,
@@ -28,6 +32,7 @@ from .errors import (
     LedgerWarning,
     MediaWarning,
     ModelNotAllowed,
+    NoAnswer,
     NotSupported,
     OutcomeUnknown,
     PayloadError,
@@ -40,123 +45,72 @@ from .errors import (
     TaskTimeout,
     Unauthorized,
     UnknownFieldWarning,
+    Unreachable,
     WebhookNotSupported,
 )
 
 if TYPE_CHECKING:
     from ._client import AsyncClient, Client, login
-    from .catalog import EndpointSpec, endpoint, endpoints, validate
-    from .jobs.job import Job
+    from .catalog import EndpointSpec, endpoint, endpoints, openapi
+    from .jobs.job import AsyncJob, Job
+    from .jobs.polling import PollPolicy
     from .lab.run import grids
+    from .lab.scores import scores
+    from .lab.store import GridRecord
+    from .media import validate
     from .protocol.prepared import PreparedRequest
     from .protocol.records import Output, Result, Status
-    from .widgets.board import board
+    from .widgets.board import Board, board
     from .widgets.form import EndpointForm, form
-    from .widgets.grid import grid, load_grid
+    from .widgets.grid import Grid, grid, load_grid
     from .widgets.render import render
-    from .widgets.sweep import sweep
+    from .widgets.sweep import Sweep, sweep
+    from .widgets.task import TaskView
 
 __version__ = "0.1.0"
 
-# name -> (module, attribute); resolved on first access by _load.
-_LAZY = {
-    "Client": ("._client", "Client"),
-    "AsyncClient": ("._client", "AsyncClient"),
-    "login": ("._client", "login"),
-    "Job": (".jobs.job", "Job"),
-    "PreparedRequest": (".protocol.prepared", "PreparedRequest"),
-    "Status": (".protocol.records", "Status"),
-    "Result": (".protocol.records", "Result"),
-    "Output": (".protocol.records", "Output"),
-    "EndpointSpec": (".catalog", "EndpointSpec"),
-    "endpoints": (".catalog", "endpoints"),
-    "endpoint": (".catalog", "endpoint"),
-    "validate": (".catalog", "validate"),
-    "form": (".widgets.form", "form"),
-    "EndpointForm": (".widgets.form", "EndpointForm"),
-    "render": (".widgets.render", "render"),
-    "board": (".widgets.board", "board"),
-    "sweep": (".widgets.sweep", "sweep"),
-    "grid": (".widgets.grid", "grid"),
-    "grids": (".lab.run", "grids"),
-    "load_grid": (".widgets.grid", "load_grid"),
-    "scores": (".lab", "scores"),
+#: public name -> the module that defines it (imported on first access). One
+#: line per name; the ``TYPE_CHECKING`` block above spells the same imports out
+#: for readers and mypy (pydantic's ``_dynamic_imports`` is the model).
+_LAZY: dict[str, str] = {
+    "Client": "._client",
+    "AsyncClient": "._client",
+    "login": "._client",
+    "Job": ".jobs.job",
+    "AsyncJob": ".jobs.job",
+    "PollPolicy": ".jobs.polling",
+    "PreparedRequest": ".protocol.prepared",
+    "Status": ".protocol.records",
+    "Result": ".protocol.records",
+    "Output": ".protocol.records",
+    "EndpointSpec": ".catalog",
+    "endpoints": ".catalog",
+    "endpoint": ".catalog",
+    "validate": ".media",  # pathlib.Path values are local files
+    "openapi": ".catalog",
+    "form": ".widgets.form",
+    "EndpointForm": ".widgets.form",
+    "render": ".widgets.render",
+    "board": ".widgets.board",
+    "Board": ".widgets.board",
+    "sweep": ".widgets.sweep",
+    "Sweep": ".widgets.sweep",
+    "grid": ".widgets.grid",
+    "Grid": ".widgets.grid",
+    "load_grid": ".widgets.grid",
+    "grids": ".lab.run",
+    "GridRecord": ".lab.store",
+    "TaskView": ".widgets.task",
+    "scores": ".lab.scores",
 }
+#: Subpackages reachable as attributes (``gw.media``) without importing them eagerly.
 _SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors", "lab"}
 _importing: set[str] = set()
 
 
 def _module(path: str) -> ModuleType:
-    """Import one of our modules by its relative name, spelled out (no importlib)."""
-    if path == "._client":
-        from . import _client
-
-        return _client
-    if path == ".jobs.job":
-        from .jobs import job
-
-        return job
-    if path == ".protocol.prepared":
-        from .protocol import prepared
-
-        return prepared
-    if path == ".protocol.records":
-        from .protocol import records
-
-        return records
-    if path == ".catalog":
-        from . import catalog
-
-        return catalog
-    if path == ".widgets.form":
-        from .widgets import form
-
-        return form
-    if path == ".widgets.render":
-        from .widgets import render
-
-        return render
-    if path == ".widgets.board":
-        from .widgets import board
-
-        return board
-    if path == ".widgets.sweep":
-        from .widgets import sweep
-
-        return sweep
-    if path == ".widgets.grid":
-        from .widgets import grid
-
-        return grid
-    if path == ".lab.run":
-        from .lab import run
-
-        return run
-    if path == ".lab":
-        from . import lab
-
-        return lab
-    if path == ".media":
-        from . import media
-
-        return media
-    if path == ".imgm":
-        from . import imgm
-
-        return imgm
-    if path == ".simulator":
-        from . import simulator
-
-        return simulator
-    if path == ".widgets":
-        from . import widgets
-
-        return widgets
-    if path == ".errors":
-        from . import errors
-
-        return errors
-    raise AttributeError(f"module 'genwidgets' does not load {path!r}")
+    """One of our modules by its relative name: the facade's one dynamic import."""
+    return importlib.import_module(path, __name__)
 
 
 def _display_job(job: Job) -> None:
@@ -167,16 +121,31 @@ def _display_job(job: Job) -> None:
 
 
 def _install_display_hook() -> None:
-    from .jobs import job as job_module
+    """Let a displayed :class:`Job` draw its task view, however it was made.
 
-    job_module.display_hook = _display_job
+    Two routes, both without importing ipywidgets now: the jobs layer's hook
+    (for ``job._ipython_display_``), and, when IPython runs, its display
+    formatter registered by type *name*, so a job made before anything touched
+    ``gw.Job`` (a form's, a grid's, ``resume``'s) still shows its view.
+    """
+    if "IPython" not in sys.modules:
+        return
+    try:
+        shell = sys.modules["IPython"].get_ipython()
+    except AttributeError:
+        return
+    if shell is None:
+        return
+    formatter = shell.display_formatter.ipython_display_formatter
+    formatter.for_type_by_name(f"{__name__}.jobs.job", "Job", _display_job)
 
 
 def _load(name: str) -> Any:
-    path, attr = _LAZY[name]
-    value = getattr(_module(path), attr)
-    if path in ("._client", ".jobs.job"):
-        _install_display_hook()
+    value = getattr(_module(_LAZY[name]), name)
+    if f"{__name__}.jobs.job" in sys.modules:  # loaded by this name or beneath it
+        from .jobs import job as job_module
+
+        job_module.display_hook = _display_job
     return value
 
 
@@ -199,9 +168,15 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
 
 
+_install_display_hook()
+
 __all__ = [
+    "AmbiguousClient",
     "AsyncClient",
+    "AsyncJob",
+    "Board",
     "Client",
+    "ClientClosed",
     "DeprecatedFieldWarning",
     "DownloadError",
     "EndpointForm",
@@ -210,16 +185,20 @@ __all__ = [
     "GatewayError",
     "GenwidgetsError",
     "GenwidgetsWarning",
+    "Grid",
+    "GridRecord",
     "IneffectiveFieldWarning",
     "Job",
     "LedgerError",
     "LedgerWarning",
     "MediaWarning",
     "ModelNotAllowed",
+    "NoAnswer",
     "NotSupported",
     "OutcomeUnknown",
     "Output",
     "PayloadError",
+    "PollPolicy",
     "PreparedRequest",
     "RateLimited",
     "RequestNotFound",
@@ -228,10 +207,13 @@ __all__ = [
     "ServerError",
     "SimulatorStartError",
     "Status",
+    "Sweep",
     "TaskFailed",
     "TaskTimeout",
+    "TaskView",
     "Unauthorized",
     "UnknownFieldWarning",
+    "Unreachable",
     "WebhookNotSupported",
     "board",
     "endpoint",
@@ -241,7 +223,9 @@ __all__ = [
     "grids",
     "load_grid",
     "login",
+    "openapi",
     "render",
+    "scores",
     "sweep",
     "validate",
 ]

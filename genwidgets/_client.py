@@ -1,26 +1,33 @@
 """``Client`` and ``AsyncClient``: the public face of the protocol and the engine.
 
-Both share the engine thread of :mod:`genwidgets.jobs.engine`. ``Client`` blocks
-on futures (fine in scripts and in notebook cells, no ``asyncio.run`` inside a
-running loop); ``AsyncClient`` awaits the same futures from any loop.
+``Client`` is the core: it owns the engine-side work and blocks on its futures
+(fine in scripts and notebook cells). ``AsyncClient`` holds a ``Client`` and calls
+only its public methods, off the caller's loop, so both have one behaviour.
 """
 
 from __future__ import annotations
 
 import asyncio
-import getpass
+import functools
+import itertools
 import logging
+import time
 import warnings
 import weakref
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
 from . import _config
+from ._config import login as login  # gw.login, beside the client it configures
 from ._protocols import ClientLike, JobLike
 from .errors import (
+    AmbiguousClient,
+    ClientClosed,
     EndpointNotFound,
+    GatewayError,
     LedgerError,
     LedgerWarning,
     ModelNotAllowed,
@@ -28,12 +35,14 @@ from .errors import (
     PayloadError,
     RateLimited,
     Unauthorized,
+    Unreachable,
     WebhookNotSupported,
 )
+from .jobs import polling
 from .jobs.engine import StatusBudget, get_engine
-from .jobs.job import Job, Recorder, output_fetcher
+from .jobs.job import AsyncJob, Job, Recorder, output_fetcher
 from .jobs.ledger import Ledger, LedgerRow
-from .jobs.polling import Schedule
+from .jobs.polling import PollPolicy, Schedule
 from .jobs.recorder import LedgerRecorder
 from .protocol.http import Gateway
 from .protocol.prepared import PreparedRequest, prepare
@@ -41,9 +50,12 @@ from .protocol.records import Handle, Result
 
 log = logging.getLogger("genwidgets")
 
-#: Answers to a create request that certainly created no task.
+#: Failures of a create request that certainly created no task: nothing left
+#: (``Unreachable``, ``ClientClosed``), or the gateway said no (any 4xx, below).
 _CREATED_NOTHING = (
     PayloadError,
+    Unreachable,
+    ClientClosed,
     Unauthorized,
     RateLimited,
     EndpointNotFound,
@@ -52,27 +64,56 @@ _CREATED_NOTHING = (
     NotSupported,
 )
 
+
+def created_nothing(exc: BaseException) -> bool:
+    """Whether a failed create certainly made no task (else: "outcome unknown")."""
+    if isinstance(exc, _CREATED_NOTHING):
+        return True
+    code = exc.status_code if isinstance(exc, GatewayError) else None
+    return code is not None and 400 <= code < 500
+
+
 T = TypeVar("T")
 
-_latest: weakref.ref[Client] | None = None
+#: Live (not closed) clients of this process in the order made (by a sequence
+#: number): who pays, by gateway name and key.
+_live: dict[int, tuple[weakref.ref[Client], str, _config.Secret | None]] = {}
+_sequence = itertools.count()
 
 
-def latest_client() -> Client | None:
-    """The most recently made client of this process, if it is still alive (board, sweep)."""
-    return _latest() if _latest is not None else None
+def default_client() -> Client:
+    """The client ``gw.grid``/``form``/``board``/``sweep`` use when none is given.
 
-
-def login(api_key: str | None = None) -> None:
-    """Ask for the key with ``getpass`` (or take it) and keep it in memory only.
-
-    Clients made afterwards without an explicit key use it. It is never written
-    anywhere; restart the kernel to forget it.
+    One live client (or several of one gateway and key): that one, the newest.
+    Live clients of different gateways or keys: :class:`AmbiguousClient` naming
+    them, since guessing would pick who pays. None: ``gw.Client()`` from the
+    environment (the embedded simulator when nothing is set).
     """
-    key = api_key if api_key is not None else getpass.getpass("Gateway API key: ")
-    key = key.strip()
-    if not key:
-        raise ValueError("no key entered")
-    _config.set_session_key(key)
+    found = _live_clients()
+    if len({(name, key) for _client, name, key in found}) > 1:
+        raise AmbiguousClient(sorted(repr(client) for client, _name, _key in found))
+    return found[-1][0] if found else Client()
+
+
+def live_client() -> Client | None:
+    """The client :func:`default_client` would pick among the live ones, without
+    making one or raising: None when there is none, or several payers (a form's
+    "simulated" badge asks this before its first submit)."""
+    found = _live_clients()
+    if not found or len({(name, key) for _client, name, key in found}) > 1:
+        return None
+    return found[-1][0]
+
+
+def _live_clients() -> list[tuple[Client, str, _config.Secret | None]]:
+    """Live clients, oldest first, with who pays: (client, gateway name, key)."""
+    live = [(ref(), name, key) for ref, name, key in list(_live.values())]
+    return [(client, name, key) for client, name, key in live if client is not None]
+
+
+def _forget(seq: int) -> Callable[[weakref.ref[Client]], object]:
+    """A weakref callback that drops a collected client from the live ones."""
+    return lambda _ref: _live.pop(seq, None)
 
 
 class Client:
@@ -84,13 +125,15 @@ class Client:
     p95 delay (seconds) between a task's end and our noticing it, which the polling
     schedule aims for; ``max_status_rate``: polls per second this client never
     exceeds, however many jobs are live (status requests, and the result-address
-    polls of running tasks; see ``genwidgets.jobs.polling``).
+    polls of running tasks; see ``genwidgets.jobs.polling``). ``poll_policy``: the
+    schedule's shape and a job's patience (:class:`PollPolicy`); ``clock``: seconds
+    like ``time.monotonic``, for the schedule, the budget and the retries.
     """
 
     def __init__(
         self,
         base_url: str | None = None,
-        api_key: str | None = None,
+        api_key: str | _config.Secret | None = None,
         *,
         timeout: float = 30.0,
         max_retries: int = 2,
@@ -102,7 +145,12 @@ class Client:
         download: bool = True,
         notice_target: float = 1.5,
         max_status_rate: float = 50,
+        poll_policy: PollPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        api_key = _config.Secret.wrap(api_key)  # first: no frame keeps the raw key (22.7)
+        self.base_url: str = "(not set up)"  # a repr that works while the client is built
+        self.embedded = False
         settings = _config.resolve(base_url, api_key)
         self.embedded = settings.embedded
         if settings.embedded:
@@ -110,7 +158,7 @@ class Client:
 
             sim = embedded()
             resolved_url: str = sim.base_url
-            key: str | None = _config.DEMO_KEY
+            key: _config.Secret | None = _config.Secret(_config.DEMO_KEY)
         else:
             assert settings.base_url is not None
             resolved_url, key = settings.base_url, settings.api_key
@@ -124,12 +172,22 @@ class Client:
                     f"refusing to send the API key over plain http to {resolved_url}: use "
                     "https, or pass allow_insecure=True if you really mean it"
                 )
-        self.base_url: str = resolved_url
+        self.base_url = resolved_url
         self.timeout = timeout
         self.max_retries = max_retries
         self._engine = get_engine()
+        policy = poll_policy or polling.DEFAULT_POLICY
         self._gateway: Gateway = self._engine.run(
-            self._make_gateway(key, timeout, max_retries, max_in_flight, transport, headers)
+            self._make_gateway(
+                key,
+                timeout,
+                max_retries,
+                max_in_flight,
+                transport,
+                headers,
+                clock=clock,
+                not_found_grace=policy.not_found_grace,
+            )
         )
         self.ledger: Ledger | None = self._open_ledger(ledger)
         self._recorder: Recorder | None = (
@@ -142,22 +200,33 @@ class Client:
             if self.ledger is not None
             else None
         )
-        budget = StatusBudget(max_status_rate, hold=lambda: self._gateway.gate.remaining)
+        budget = StatusBudget(
+            max_status_rate, hold=lambda: self._gateway.gate.remaining, clock=clock
+        )
         self._schedule = Schedule(
-            notice_target, budget=budget, ledger=self.ledger, gateway=self.gateway_name
+            notice_target,
+            budget=budget,
+            ledger=self.ledger,
+            gateway=self.gateway_name,
+            clock=clock,
+            policy=poll_policy,
         )
         self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
-        global _latest
-        _latest = weakref.ref(self)
+        self._closed = False
+        self._seq = next(_sequence)
+        _live[self._seq] = (weakref.ref(self, _forget(self._seq)), self.gateway_name, key)
 
     async def _make_gateway(
         self,
-        key: str | None,
+        key: _config.Secret | None,
         timeout: float,
         max_retries: int,
         max_in_flight: int,
         transport: httpx.AsyncBaseTransport | None,
         headers: Mapping[str, str] | None,
+        *,
+        clock: Callable[[], float],
+        not_found_grace: float,
     ) -> Gateway:
         # Built on the engine loop: its AsyncClient and semaphore belong to that loop.
         return Gateway(
@@ -168,6 +237,8 @@ class Client:
             max_in_flight=max_in_flight,
             transport=transport,
             headers=headers,
+            clock=clock,
+            not_found_grace=not_found_grace,
         )
 
     @staticmethod
@@ -196,6 +267,15 @@ class Client:
         return "simulator" if self.embedded else self.base_url
 
     @property
+    def closed(self) -> bool:
+        """True after :meth:`close`: nothing more is sent, polled or recorded."""
+        return self._closed
+
+    def _check_open(self, endpoint: str | None = None, request_id: str | None = None) -> None:
+        if self._closed:
+            raise ClientClosed(endpoint=endpoint, request_id=request_id)
+
+    @property
     def jobs(self) -> list[Job]:
         """Jobs of this client in this session, newest first."""
         return sorted(self._jobs.values(), key=lambda j: j.submitted_at, reverse=True)
@@ -218,6 +298,7 @@ class Client:
 
     def send(self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None) -> Job:
         """Create the task of a prepared request: its exact ``body``, not validated again."""
+        self._check_open(prepared.endpoint)
         row = self._record_intent(prepared)
         return self._engine.run(self._create(prepared, headers, row))
 
@@ -249,6 +330,7 @@ class Client:
 
     def job(self, endpoint: str, request_id: str) -> Job:
         """Re-attach to an existing task by its request_id."""
+        self._check_open(endpoint, request_id)
         known = self._jobs.get((endpoint, request_id))
         if known is not None:
             return known
@@ -273,16 +355,30 @@ class Client:
         or a ledger state (``unfinished``, ``ok``, ``failed``, ...). Requests whose
         outcome is unknown have no request_id and so no Job: see ``client.ledger.rows()``.
         """
+        self._check_open()
         if self.ledger is None:
             return []
         rows = self.ledger.rows(self.gateway_name, endpoint=endpoint, status=status, limit=limit)
         return [self._from_row(row) for row in rows if row.request_id is not None]
 
-    def resume(self) -> list[Job]:
-        """Re-attach every unfinished job of this gateway (after a restart) and return them."""
+    def resume(self, *, force: bool = False) -> list[Job]:
+        """Re-attach every unfinished job of this gateway (after a restart) and return them.
+
+        Tasks another live kernel is polling are left to it (a warning says how
+        many); ``force=True`` takes them too. See ``genwidgets.jobs.ledger.lease``.
+        """
+        self._check_open()
         if self.ledger is None:
             return []
-        return [self._from_row(row) for row in self.ledger.unfinished(self.gateway_name)]
+        rows, skipped = self.ledger.claim_unfinished(self.gateway_name, force=force)
+        if skipped:
+            warnings.warn(
+                f"genwidgets: {skipped} unfinished task(s) are being polled by another live "
+                "kernel and were left to it; resume(force=True) takes them anyway.",
+                LedgerWarning,
+                stacklevel=2,
+            )
+        return [self._from_row(row) for row in rows]
 
     def _from_row(self, row: LedgerRow) -> Job:
         """The Job of a ledger row, with the URLs the gateway gave when it was created."""
@@ -296,7 +392,7 @@ class Client:
             return self._adopt(handle, payload=row.payload, submitted_at=row.submitted_at)
         job = Job(
             handle,
-            client=self,
+            simulated=self.embedded,
             gateway=self._gateway,
             engine=self._engine,
             payload=row.payload,
@@ -314,8 +410,16 @@ class Client:
         return self.submit(endpoint, payload).result(timeout=timeout)
 
     def close(self) -> None:
-        """Stop polling this client's jobs and close its connections."""
+        """End this client: close its connections, and end every unfinished job with
+        :class:`ClientClosed` (the task may still run at the gateway; the error says
+        how to re-attach). Later calls raise it too and record nothing. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        _live.pop(self._seq, None)
         self._engine.run(self._aclose())
+        if self.ledger is not None:
+            self.ledger.release()  # another kernel may resume them at once
 
     def __enter__(self) -> Client:
         return self
@@ -353,7 +457,7 @@ class Client:
             self.ledger.record_create_failed(
                 row,
                 _config.redact(f"{type(exc).__name__}: {exc}"),
-                created_nothing=isinstance(exc, _CREATED_NOTHING),
+                created_nothing=created_nothing(exc),
             )
         except (LedgerError, OSError) as err:
             log.warning("genwidgets: could not record the failed create: %s", err)
@@ -367,7 +471,7 @@ class Client:
     ) -> Job:
         job = Job(
             handle,
-            client=self,
+            simulated=self.embedded,
             gateway=self._gateway,
             engine=self._engine,
             payload=payload,
@@ -380,43 +484,75 @@ class Client:
         return job
 
     async def _aclose(self) -> None:
-        for job in self._jobs.values():
-            job.stop_polling()
+        for job in list(self._jobs.values()):
+            job.close()
         await self._gateway.aclose()
 
 
 class AsyncClient:
-    """The same client for ``async`` code: every method is a coroutine.
+    """The same client for ``async`` code: Client's methods as coroutines, jobs as
+    :class:`AsyncJob`, ``aclose()`` and ``async with``.
 
-    The work still runs on the engine thread; this only awaits its futures, so
-    it can be used from any event loop (a notebook's included).
+    It holds a :class:`Client` and calls its public methods on its own worker
+    threads, as many as ``max_in_flight`` (creates, ledger reads and closing block
+    on disk and the engine), so the caller's loop never waits and as many creates
+    run at once as the sync engine allows; a result is awaited without a thread.
     """
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None, **kw: Any):
-        self._sync = Client(base_url, api_key, **kw)
+    def __init__(
+        self, base_url: str | None = None, api_key: str | _config.Secret | None = None, **kw: Any
+    ) -> None:
+        api_key = _config.Secret.wrap(api_key)
+        self._client = Client(base_url, api_key, **kw)
+        self._wrapped: dict[tuple[str, str], AsyncJob] = {}
+        # As many waiting threads as requests the client lets fly at once.
+        workers = max(1, int(kw.get("max_in_flight", 16)))
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="genwidgets-async")
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        """``fn(*args, **kw)`` on this client's worker threads."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
 
     def __repr__(self) -> str:
-        return f"<AsyncClient {self._sync.base_url}{' (simulated)' if self.embedded else ''}>"
+        return "<Async" + repr(self._client)[1:]
 
-    embedded = property(lambda self: self._sync.embedded)
-    base_url = property(lambda self: self._sync.base_url)
-    jobs = property(lambda self: self._sync.jobs)
+    @property
+    def sync(self) -> Client:
+        """The blocking :class:`Client` underneath (for widgets: ``gw.grid(client=...)``)."""
+        return self._client
 
-    async def _on_engine(self, coro: Coroutine[Any, Any, T]) -> T:
-        return await asyncio.wrap_future(self._sync._engine.submit(coro))
+    embedded = property(lambda self: self._client.embedded)
+    base_url = property(lambda self: self._client.base_url)
+    gateway_name = property(lambda self: self._client.gateway_name)
+    ledger = property(lambda self: self._client.ledger)
+    closed = property(lambda self: self._client.closed)
+    request_counts = property(lambda self: self._client.request_counts)
+
+    @property
+    def jobs(self) -> list[AsyncJob]:
+        """Jobs of this client in this session, newest first."""
+        return [self._wrap(job) for job in self._client.jobs]
+
+    def _wrap(self, job: Job) -> AsyncJob:
+        key = (job.endpoint, job.request_id)
+        found = self._wrapped.get(key)
+        if found is None or found.sync is not job:
+            found = self._wrapped[key] = AsyncJob(job, executor=self._pool)
+        return found
 
     def prepare(
         self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
     ) -> PreparedRequest:
-        """As :meth:`Client.prepare` (no I/O, so not a coroutine)."""
-        return prepare(endpoint, payload, validate=validate)
+        """As :meth:`Client.prepare`: no I/O, so a plain method (as httpx's ``build_request``)."""
+        return self._client.prepare(endpoint, payload, validate=validate)
 
     async def send(
         self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
-    ) -> Job:
+    ) -> AsyncJob:
         """As :meth:`Client.send`."""
-        row = self._sync._record_intent(prepared)
-        return await self._on_engine(self._sync._create(prepared, headers, row))
+        job = await self._call(self._client.send, prepared, headers=headers)
+        return self._wrap(job)
 
     async def submit(
         self,
@@ -425,21 +561,41 @@ class AsyncClient:
         *,
         validate: bool = True,
         headers: Mapping[str, str] | None = None,
-    ) -> Job:
+    ) -> AsyncJob:
         """As :meth:`Client.submit`: ``await send(prepare(endpoint, payload))``."""
         return await self.send(self.prepare(endpoint, payload, validate=validate), headers=headers)
 
-    async def job(self, endpoint: str, request_id: str) -> Job:
-        return self._sync.job(endpoint, request_id)
+    async def job(self, endpoint: str, request_id: str) -> AsyncJob:
+        """As :meth:`Client.job`: re-attach to an existing task."""
+        return self._wrap(await self._call(self._client.job, endpoint, request_id))
+
+    async def history(
+        self,
+        endpoint: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[AsyncJob]:
+        """As :meth:`Client.history`."""
+        jobs = await self._call(self._client.history, endpoint, status, limit)
+        return [self._wrap(job) for job in jobs]
+
+    async def resume(self, **kw: Any) -> list[AsyncJob]:
+        """As :meth:`Client.resume` (same keywords)."""
+        jobs = await self._call(self._client.resume, **kw)
+        return [self._wrap(job) for job in jobs]
 
     async def run(
         self, endpoint: str, payload: Mapping[str, Any], timeout: float | None = None
     ) -> Result:
+        """As :meth:`Client.run`: submit and await the result."""
         job = await self.submit(endpoint, payload)
-        return await job.aresult(timeout)
+        return await job.result(timeout)
 
     async def aclose(self) -> None:
-        await self._on_engine(self._sync._aclose())
+        """As :meth:`Client.close`."""
+        # The pool stays: later calls must raise ClientClosed, not "no new futures"; its
+        # idle threads end when the client is collected.
+        await self._call(self._client.close)
 
     async def __aenter__(self) -> AsyncClient:
         return self

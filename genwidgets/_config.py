@@ -6,6 +6,7 @@ when a client is made (never at import time), so a notebook can set them late.
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 from dataclasses import dataclass
@@ -20,14 +21,70 @@ ENV_HOME = "GENWIDGETS_HOME"
 DEMO_KEY = "sim-demo-key"
 
 _known_secrets: set[str] = set()
-_session_key: str | None = None
 
 
-def set_session_key(key: str) -> None:
+class Secret:
+    """An API key that never shows itself: its repr and str are ``'***'``.
+
+    A key is wrapped on the first line that receives it, so a verbose traceback
+    (``%xmode Verbose`` prints every frame's locals) or a debugger shows the wrapper,
+    never the string; only the line that builds the Authorization header reads it
+    (:meth:`reveal`). See docs/decisions.md, "Client API and the error tree".
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+        remember_secret(value)
+
+    @classmethod
+    def wrap(cls, value: str | Secret | None) -> Secret | None:
+        """``value`` as a Secret (None and "" stay None; a Secret stays itself)."""
+        if isinstance(value, Secret) or value is None:
+            return value
+        return cls(value) if value else None
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        raise TypeError("an API key is not pickled")
+
+
+_session_key: Secret | None = None
+
+
+def set_session_key(key: Secret) -> None:
     """Keep a key entered with ``gw.login()`` in memory for this process only."""
     global _session_key
-    remember_secret(key)
     _session_key = key
+
+
+def login(api_key: str | None = None) -> None:
+    """Ask for the key with ``getpass`` (or take it) and keep it in memory only.
+
+    Clients made afterwards without an explicit key use it. It is never written
+    anywhere; restart the kernel to forget it.
+    """
+    key = Secret.wrap(
+        (api_key if api_key is not None else getpass.getpass("Gateway API key: ")).strip()
+    )
+    api_key = None  # the raw string leaves this frame at once (verbose tracebacks)
+    if key is None:
+        raise ValueError("no key entered")
+    set_session_key(key)
 
 
 def home() -> Path:
@@ -60,14 +117,14 @@ class Settings:
     """What a client is built from. ``api_key`` is excluded from the repr."""
 
     base_url: str | None
-    api_key: str | None
+    api_key: Secret | None
     embedded: bool
 
     def __repr__(self) -> str:
         return f"Settings(base_url={self.base_url!r}, embedded={self.embedded})"
 
 
-def resolve(base_url: str | None, api_key: str | None) -> Settings:
+def resolve(base_url: str | None, api_key: str | Secret | None) -> Settings:
     """Decide the gateway: explicit arguments, then the environment, then the simulator.
 
     With neither a URL nor a key anywhere, the embedded simulator is used (so a
@@ -75,8 +132,8 @@ def resolve(base_url: str | None, api_key: str | None) -> Settings:
     key with no URL is an error rather than a guess:
     we never send a real key to a host the user did not name.
     """
+    api_key = Secret.wrap(api_key) or Secret.wrap(os.environ.get(ENV_API_KEY)) or _session_key
     base_url = base_url or os.environ.get(ENV_BASE_URL) or None
-    api_key = api_key or os.environ.get(ENV_API_KEY) or _session_key or None
     if base_url is None and api_key is None:
         return Settings(base_url=None, api_key=None, embedded=True)
     if base_url is None:
@@ -84,5 +141,4 @@ def resolve(base_url: str | None, api_key: str | None) -> Settings:
             f"an API key is configured but no gateway address: set {ENV_BASE_URL} "
             "or pass base_url=... (with neither, the embedded simulator is used)"
         )
-    remember_secret(api_key)
     return Settings(base_url=base_url.rstrip("/"), api_key=api_key, embedded=False)

@@ -1,14 +1,14 @@
-"""What the widgets need of a Job and of a Client, as typed ``Protocol``s.
+"""The one contract of a Job and of a Client for everything above the client.
 
-Widgets (the form, the task view, the board, the prompt lab) code against these
-rather than the concrete classes, so a test double or a future client fits
-without ``getattr`` probing. :class:`genwidgets.jobs.job.Job` and
-:class:`genwidgets._client.Client` satisfy them (mypy checks it in ``_client``).
+Forms, the task view, the board, grids, sweeps and the grid store code against
+these typed ``Protocol``s rather than the concrete classes, so a test double or
+another client fits without ``getattr`` probing. :class:`genwidgets.jobs.job.Job`
+and :class:`genwidgets._client.Client` satisfy them (mypy checks it in ``_client``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class JobLike(Protocol):
     def expected_finish(self) -> float | None: ...  # seconds from now, from the schedule
 
     @property
-    def client(self) -> Any: ...  # the ClientLike that made it (Any: Job keeps it untyped)
+    def simulated(self) -> bool: ...  # runs on the embedded simulator
 
     payload: dict[str, Any] | None
     submitted_at: float
@@ -64,7 +64,8 @@ class JobLike(Protocol):
 
 
 class ClientLike(Protocol):
-    """A client as widgets use it: the one-trip submit, its jobs, its history, its ledger."""
+    """A client as everything above it uses it (forms, the task view, the board, grids,
+    sweeps, the grid store): the one-trip submit, re-attaching, its jobs, history, ledger."""
 
     @property
     def embedded(self) -> bool: ...
@@ -73,7 +74,10 @@ class ClientLike(Protocol):
     def base_url(self) -> str: ...
 
     @property
-    def jobs(self) -> list[Any]: ...  # JobLike items, newest first
+    def gateway_name(self) -> str: ...  # how the ledger names the gateway
+
+    @property
+    def jobs(self) -> Sequence[JobLike]: ...  # newest first
 
     @property
     def ledger(self) -> Ledger | None: ...
@@ -95,9 +99,11 @@ class ClientLike(Protocol):
         headers: Mapping[str, str] | None = None,
     ) -> JobLike: ...
 
+    def job(self, endpoint: str, request_id: str) -> JobLike: ...  # re-attach, never creates
+
     def history(
         self,
         endpoint: str | None = None,
         status: str | None = None,
         limit: int | None = None,
-    ) -> list[Any]: ...  # JobLike items, newest first
+    ) -> Sequence[JobLike]: ...  # newest first

@@ -4,7 +4,7 @@ Every exception and warning a user can meet is defined here::
 
     GenwidgetsError
     ├── PayloadError (also ValueError)      .errors: [{"loc": ("field", ...), "msg": str}]
-    ├── GatewayError                        .status_code .code .message .detail .request_id
+    ├── GatewayError                        an answer came; .status_code .code .detail .request_id
     │   ├── Unauthorized                    UNAUTHORIZED / missing bearer token
     │   ├── RateLimited                     RATE_LIMIT_EXCEEDED, .retry_after (seconds or None)
     │   ├── ModelNotAllowed                 "Model not allowed for this user"
@@ -13,8 +13,12 @@ Every exception and warning a user can meet is defined here::
     │   ├── NotSupported                    sync path / SSE stream
     │   ├── RequestNotFound                 404 "Request not found"
     │   ├── RuntimeFailed                   "Runtime execution failed"
-    │   └── ServerError                     other 5xx after retries
-    │       └── OutcomeUnknown              create sent, no answer: a task may exist
+    │   └── ServerError                     5xx, or a broken answer to status/result/cancel
+    ├── NoAnswer                            no (readable) answer came: do not retry it blindly
+    │   ├── Unreachable                     nothing was sent (connect failed): safe to try again
+    │   ├── OutcomeUnknown                  create sent, answer lost: a task may exist
+    │   └── ClientClosed                    the client is closed; a task may still run
+    ├── AmbiguousClient                     live clients of several gateways: pass client=
     ├── TaskFailed                          COMPLETED with error; .result
     ├── TaskTimeout (also TimeoutError)     .job
     ├── DownloadError                       outputs not saved; .failures [(index, reason)]
@@ -27,6 +31,12 @@ Every exception and warning a user can meet is defined here::
     ├── DeprecatedFieldWarning              a field the spec marks deprecated
     ├── MediaWarning                        media sent but unwise (large Base64, unchecked)
     └── LedgerWarning                       the ledger is off, or a damaged file was set aside
+
+``GatewayError`` means the gateway answered, so a retry of anything under it creates
+at most what the answer says was not created. ``NoAnswer`` means no answer came: only
+``Unreachable`` is safe to retry; ``OutcomeUnknown`` and ``ClientClosed`` may leave a
+task running (look in ``client.history()`` or re-attach with ``client.job()``); see
+docs/decisions.md, "Client API and the error tree".
 
 Every message names the endpoint and the request_id where one exists. No message
 ever contains the API key: the messages are built from the gateway's answer and
@@ -41,9 +51,13 @@ from typing import TYPE_CHECKING, Any
 from ._config import redact
 
 if TYPE_CHECKING:
+    from ._protocols import JobLike
+    from .jobs.job import AsyncJob
     from .protocol.records import Result
 
 __all__ = [
+    "AmbiguousClient",
+    "ClientClosed",
     "DeprecatedFieldWarning",
     "DownloadError",
     "EndpointNotFound",
@@ -55,6 +69,7 @@ __all__ = [
     "LedgerWarning",
     "MediaWarning",
     "ModelNotAllowed",
+    "NoAnswer",
     "NotSupported",
     "OutcomeUnknown",
     "PayloadError",
@@ -67,6 +82,7 @@ __all__ = [
     "TaskTimeout",
     "Unauthorized",
     "UnknownFieldWarning",
+    "Unreachable",
     "WebhookNotSupported",
 ]
 
@@ -182,15 +198,76 @@ class RuntimeFailed(GatewayError):
 
 
 class ServerError(GatewayError):
-    """A 5xx (or an unreadable answer) that persisted after the allowed retries."""
+    """A 5xx, or an unreadable or broken-off answer, to a status, result or cancel
+    request, after the allowed retries. Never raised for a create (a task may exist
+    then: :class:`OutcomeUnknown`), so retrying on it never pays twice."""
 
 
-class OutcomeUnknown(ServerError):
-    """A create-task request was sent but no answer arrived: a task may exist.
+class NoAnswer(GenwidgetsError):
+    """No (readable) answer came to a request, so what happened at the gateway is
+    not known from an answer. Catch a subclass, not this: only :class:`Unreachable`
+    is safe to retry."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        endpoint: str | None = None,
+        request_id: str | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        self.message = message
+        self.endpoint = endpoint
+        self.request_id = request_id
+        self.status_code = status_code
+        super().__init__(f"{redact(message)}{_where(endpoint, request_id)}")
+
+
+class Unreachable(NoAnswer):
+    """The gateway could not be reached (connection refused, DNS failure, connect
+    timeout), after the allowed retries: nothing was sent, so nothing was created.
+    Safe to try again."""
+
+
+class OutcomeUnknown(NoAnswer):
+    """A create-task request was sent but no readable answer arrived: a task may exist.
 
     Never retried (a retry could create, and bill, a second task); look in
     ``client.history()`` or ``client.ledger.rows(status="outcome_unknown")``.
     """
+
+
+class ClientClosed(NoAnswer):
+    """The client was closed: its jobs stopped being polled, and no request is sent.
+
+    The task itself may still run (and bill) at the gateway; re-attach from a new
+    client with ``client.job(endpoint, request_id)`` or ``client.resume()``.
+    """
+
+    def __init__(self, *, endpoint: str | None = None, request_id: str | None = None) -> None:
+        if request_id is not None:
+            how = f"re-attach with gw.Client().job({endpoint!r}, {request_id!r})"
+        else:
+            how = "make a new client (gw.Client()); client.resume() re-attaches unfinished tasks"
+        super().__init__(
+            "the client is closed: nothing more is sent or polled, but a task may still run "
+            f"at the gateway; {how}",
+            endpoint=endpoint,
+            request_id=request_id,
+        )
+
+
+class AmbiguousClient(GenwidgetsError):
+    """A widget was given no ``client=`` while live clients of different gateways (or
+    keys) exist: which one pays is not guessed. ``clients`` names them."""
+
+    def __init__(self, clients: Sequence[str]) -> None:
+        self.clients = list(clients)
+        super().__init__(
+            f"{len(self.clients)} live clients pay at different gateways or with different "
+            f"keys ({', '.join(self.clients)}): pass client=... to say which one to use, "
+            "or close the others"
+        )
 
 
 class TaskFailed(GenwidgetsError):
@@ -207,12 +284,12 @@ class TaskFailed(GenwidgetsError):
 class TaskTimeout(GenwidgetsError, TimeoutError):
     """A wait ran out; the task itself goes on (``job`` can be awaited or cancelled)."""
 
-    def __init__(self, job: Any, timeout: float) -> None:
+    def __init__(self, job: JobLike | AsyncJob, timeout: float) -> None:
         self.job = job
         self.timeout = timeout
         super().__init__(
             f"no result within {timeout:g} s; the task is still alive"
-            f"{_where(getattr(job, 'endpoint', None), getattr(job, 'request_id', None))}. "
+            f"{_where(job.endpoint, job.request_id)}. "
             "Wait again with job.result(), or stop it with job.cancel()."
         )
 

@@ -37,8 +37,8 @@ def _(gw):
 
 @app.cell
 def _(TaskView, client):
+    # The view shows at once and follows the task (no waiting for the result first).
     image = client.submit("genW2.5-t2i-preview", {"prompt": "a red kite over green hills", "n": 1})
-    image.result(timeout=120)
     TaskView(image)
     return
 
@@ -49,7 +49,6 @@ def _(TaskView, client):
         "vidVq2-text2video",
         {"prompt": "a red kite climbing into a windy sky", "duration": 2, "resolution": "540p"},
     )
-    video.result(timeout=120)
     TaskView(video)
     return
 
@@ -57,7 +56,6 @@ def _(TaskView, client):
 @app.cell
 def _(TaskView, client):
     voice = client.submit("speechM-02-turbo", {"text": "Hello from marimo and the simulator."})
-    voice.result(timeout=120)
     TaskView(voice)
     return
 

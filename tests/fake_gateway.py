@@ -18,6 +18,9 @@ from typing import Any
 
 import httpx
 
+from genwidgets.jobs.polling import PollPolicy
+from genwidgets.protocol.records import is_terminal
+
 BASE = "https://gateway.test"
 
 
@@ -119,9 +122,7 @@ class FakeGateway:
         if op == "status":
             task.polls += 1
             return httpx.Response(200, json={"request_id": rid, **current})
-        terminal = str(current.get("status", "")).upper() in {
-            "COMPLETED", "CANCELLED", "CANCELED", "FAILED", "ERROR"
-        }
+        terminal = is_terminal(str(current.get("status", "")))
         if not terminal or task.result is None:
             task.polls += 1  # a 202 carrying the status is a poll too
             return httpx.Response(202, json={"request_id": rid, **current})
@@ -134,20 +135,20 @@ def error(status: int, body: Any, headers: dict[str, str] | None = None) -> http
     return httpx.Response(status, json=body, headers=headers)
 
 
+#: Polling fast enough for unit tests: every 0.01 s, 3 failed polls, a 0.3 s 404 grace.
+FAST_POLICY = PollPolicy(
+    first=0.01, growth=0.0, queue_step=0.0, queue_cap=0.02, failure_limit=3, not_found_grace=0.3
+)
+
+
 def speed_up(monkeypatch: Any) -> None:
     """Make polling, backoff and the not-found grace fast enough for unit tests."""
     import tempfile
 
-    from genwidgets.jobs import job as job_module
     from genwidgets.jobs import polling
     from genwidgets.protocol import http
 
     monkeypatch.setenv("GENWIDGETS_HOME", tempfile.mkdtemp(prefix="gw-home-"))
-    monkeypatch.setattr(polling, "FIRST", 0.01)
-    monkeypatch.setattr(polling, "GROWTH", 0.0)
-    monkeypatch.setattr(polling, "EARLY_CAP", 0.02)
-    monkeypatch.setattr(polling, "QUEUE_STEP", 0.0)
-    monkeypatch.setattr(polling, "QUEUE_CAP", 0.02)
+    # Clients made without a poll_policy use the default one: the fast one here.
+    monkeypatch.setattr(polling, "DEFAULT_POLICY", FAST_POLICY)
     monkeypatch.setattr(http, "backoff_delay", lambda attempt, rng=None: 0.01)
-    monkeypatch.setattr(http, "NOT_FOUND_GRACE_S", 0.3)
-    monkeypatch.setattr(job_module, "POLL_FAILURE_LIMIT", 3)

@@ -138,31 +138,48 @@ def notebook_paths() -> list[Path]:
 
 
 def execute(
-    source: Path, workdir: Path, *, kernel_name: str = KERNEL_NAME, cell_timeout: float = 120
+    source: Path,
+    workdir: Path,
+    *,
+    kernel_name: str = KERNEL_NAME,
+    cell_timeout: float = 120,
+    store_widget_state: bool = True,
+    messages: list[tuple[int, str, dict[str, Any]]] | None = None,
 ) -> tuple[nbformat.NotebookNode, float]:
-    """Execute a copy of ``source`` in ``workdir`` with widget state stored;
-    return the executed notebook (also written to ``workdir``) and the seconds it took.
+    """Execute a copy of ``source`` in ``workdir`` (widget state stored unless
+    ``store_widget_state`` is false, as JupyterLab saves by default); return the
+    executed notebook (also written to ``workdir``, without the harness's settle
+    cell) and the seconds it took. ``messages`` collects each display message
+    (cell index, ``display_data`` / ``update_display_data``, content).
 
     Errors raise ``nbclient.exceptions.CellExecutionError`` at the failing cell,
     with its traceback: a teaching notebook must never stop Run All.
     """
     from nbclient import NotebookClient
 
+    class Recording(NotebookClient):  # type: ignore[misc]
+        def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
+            kind = msg.get("msg_type", "")
+            if messages is not None and kind in ("display_data", "update_display_data"):
+                messages.append((cell_index, kind, msg["content"]))
+            return super().process_message(msg, cell, cell_index)
+
     nb = nbformat.read(source, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(SETTLE_CELL))
-    client = NotebookClient(
+    client = Recording(
         nb,
         kernel_name=kernel_name,
         timeout=int(cell_timeout),
         timeout_func=lambda cell: (
             int(SETTLE_LIMIT_S + 60) if cell.source == SETTLE_CELL else int(cell_timeout)
         ),
-        store_widget_state=True,
+        store_widget_state=store_widget_state,
         resources={"metadata": {"path": str(workdir)}},
     )
     started = time.monotonic()
     client.execute()
     elapsed = time.monotonic() - started
+    nb.cells = [c for c in nb.cells if c.source != SETTLE_CELL]
     nbformat.write(nb, workdir / source.name)
     return nb, elapsed
 
@@ -259,7 +276,7 @@ class SavedTaskView:
 
     @property
     def terminal(self) -> bool:
-        return self.category in {"done", "failed"}
+        return self.category in {"done", "failed", "cancelled"}
 
 
 def task_views(state: Mapping[str, Mapping[str, Any]]) -> list[SavedTaskView]:

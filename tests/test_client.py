@@ -7,8 +7,9 @@ import json
 import sys
 from typing import Any
 
+import httpx
 import pytest
-from fake_gateway import BASE, FakeGateway, speed_up
+from fake_gateway import BASE, FakeGateway, error, speed_up
 
 import genwidgets as gw
 from genwidgets import _config
@@ -184,9 +185,230 @@ def test_async_client_has_the_same_methods_as_coroutines() -> None:
             job = await client.submit("ep", {"prompt": "x"}, validate=False)
             first = await job
             again = await client.job("ep", job.request_id)
-            st = await again.astatus()
-            res = await job.aresult(5)
+            st = await again.status()
+            res = await job.result(5)
             return first.ok, again is job, st.done, res.ok, repr(client)
 
     ok, same, done, ok2, text = asyncio.run(main())
     assert ok and same and done and ok2 and "sk-123456" not in text
+
+
+# -- closing is a clear end (ClientClosed) --------------------------------------------
+
+
+def test_close_ends_live_jobs_and_later_calls_with_client_closed() -> None:
+    fake = FakeGateway()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+    done = client.submit("ep", {"n": 0}, validate=False)
+    assert done.result(timeout=5).ok
+    fake.next_statuses = [{"status": "IN_PROGRESS"}]
+    live = client.submit("ep", {"n": 1}, validate=False)
+    assert client.ledger is not None
+    rows_before = len(client.ledger.rows(client.gateway_name))
+    client.close()
+    with pytest.raises(gw.ClientClosed, match="may still run") as info:
+        live.result(timeout=20)  # at once, not after the timeout
+    assert f".job('ep', '{live.request_id}')" in str(info.value)
+    assert done.result(timeout=1).ok  # a finished job keeps its result
+    for call in (
+        lambda: client.submit("ep", {"n": 2}, validate=False),
+        lambda: client.job("ep", "req-other"),
+        lambda: client.history(),
+        lambda: client.resume(),
+        live.status,
+        live.cancel,
+    ):
+        with pytest.raises(gw.ClientClosed):
+            call()
+    assert fake.count("cancel") == 0
+    assert len(client.ledger.rows(client.gateway_name)) == rows_before  # no row written
+    client.close()  # twice is fine
+
+
+# -- outcomes as they are --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "error", "state"),
+    [
+        (httpx.ConnectError("refused"), gw.Unreachable, "not_created"),
+        (httpx.ConnectTimeout("dns"), gw.Unreachable, "not_created"),
+        (error(400, {"detail": "bad input"}), gw.GatewayError, "not_created"),
+        (error(422, {"detail": [{"msg": "bad"}]}), gw.GatewayError, "not_created"),
+        (httpx.ReadTimeout("lost"), gw.OutcomeUnknown, "outcome_unknown"),
+        (error(502, "<html>bad gateway</html>"), gw.OutcomeUnknown, "outcome_unknown"),
+    ],
+)
+def test_a_failed_create_is_recorded_as_what_is_known(
+    fault: Any, error: type[Exception], state: str
+) -> None:
+    fake = FakeGateway()
+    fake.faults["create"].extend([fault] * 3)  # beyond max_retries=2 for connect errors
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+    with pytest.raises(error):
+        client.submit("ep", {"n": 1}, validate=False)
+    assert client.ledger is not None
+    (row,) = client.ledger.rows(client.gateway_name)
+    assert row.state == state
+    client.close()
+
+
+def test_a_refused_connection_on_loopback_is_unreachable_and_not_created() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = gw.Client(f"http://127.0.0.1:{port}", "sk-123456", max_retries=0)
+    with pytest.raises(gw.Unreachable, match="cannot reach"):
+        client.submit("ep", {"n": 1}, validate=False)
+    assert client.ledger is not None
+    assert [r.state for r in client.ledger.rows(client.gateway_name)] == ["not_created"]
+    client.close()
+
+
+# -- the client that pays is never guessed ---------------------------------------------
+
+
+@pytest.fixture
+def no_live_clients(monkeypatch: pytest.MonkeyPatch) -> None:
+    from genwidgets import _client
+
+    monkeypatch.setattr(_client, "_live", {})
+
+
+@pytest.mark.usefixtures("no_live_clients")
+def test_default_client_uses_the_one_live_client_and_refuses_to_guess() -> None:
+    from genwidgets._client import default_client, live_client
+
+    assert live_client() is None
+    one = gw.Client("https://a.test", "sk-123456", ledger=False)
+    same = gw.Client("https://a.test", "sk-123456", ledger=False)
+    assert default_client() is same is live_client()  # one gateway and key: the newest
+    assert "simulated" not in gw.form("asset-get").title.value  # the badge asks the same
+    other = gw.Client("https://b.test", "sk-123456", ledger=False)
+    assert live_client() is None  # a badge never raises; a submit does
+    with pytest.raises(gw.AmbiguousClient, match="client=") as info:
+        default_client()
+    assert any("a.test" in c for c in info.value.clients)
+    assert any("b.test" in c for c in info.value.clients)
+    with pytest.raises(gw.AmbiguousClient):
+        gw.grids()  # the lab asks the same function
+    other_key = gw.Client("https://a.test", "sk-654321", ledger=False)
+    other.close()
+    with pytest.raises(gw.AmbiguousClient):  # same gateway, another key: another payer
+        default_client()
+    other_key.close()
+    assert default_client() is same
+    same.close()
+    one.close()
+
+
+@pytest.mark.usefixtures("no_live_clients")
+def test_default_client_without_live_clients_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from genwidgets._client import default_client
+
+    monkeypatch.setenv(_config.ENV_BASE_URL, "https://env.test")
+    monkeypatch.setenv(_config.ENV_API_KEY, "sk-env-2222")
+    made = default_client()
+    assert made.base_url == "https://env.test" and not made.embedded
+    assert default_client() is made
+    made.close()
+
+
+# -- the key never shows in a traceback's locals ---------------------------------------
+
+SECRET = "sk-VERBOSE-3f9a1c77e2"
+
+
+def _every_local(tb: Any) -> list[tuple[str, str, str]]:
+    seen = []
+    while tb is not None:
+        frame = tb.tb_frame
+        for name, value in frame.f_locals.items():
+            seen.append((frame.f_code.co_name, name, repr(value)))
+        tb = tb.tb_next
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("args", "kw", "env"),
+    [
+        (("http://gateway.example", SECRET), {}, {}),  # refused: plain http to a remote host
+        ((), {}, {_config.ENV_API_KEY: SECRET}),  # a key with no address
+        (("https://gateway.example", SECRET), {"timeout": "soon"}, {}),  # fails in the engine
+    ],
+)
+def test_the_key_never_appears_in_a_verbose_traceback(
+    monkeypatch: pytest.MonkeyPatch, args: tuple[Any, ...], kw: dict[str, Any], env: dict[str, str]
+) -> None:
+    import traceback
+
+    from IPython.core.ultratb import VerboseTB
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(Exception) as info:
+        gw.Client(*args, **kw)
+    exc = info.value
+    tb = exc.__traceback__
+    assert tb is not None
+    tb = tb.tb_next  # from the library's first frame on (this test's own frame holds the key)
+    assert tb is not None and "genwidgets" in tb.tb_frame.f_code.co_filename
+    verbose = VerboseTB().text(type(exc), exc, tb)
+    with_locals = "".join(
+        traceback.TracebackException(type(exc), exc, tb, capture_locals=True).format()
+    )
+    assert "api_key = Secret('***')" in with_locals  # the first frame holds the wrapper
+    assert SECRET not in verbose and SECRET not in with_locals
+    assert [(f, n) for f, n, text in _every_local(tb) if SECRET in text] == []
+
+
+def test_ipython_verbose_mode_never_shows_the_key(tmp_path: Any) -> None:
+    """As a user meets it: ``%xmode Verbose`` in IPython and a refused client whose key
+    comes from the environment (so the user's own cell does not hold it)."""
+    import os
+    import subprocess
+
+    script = tmp_path / "cell.ipy"
+    script.write_text(
+        'get_ipython().run_line_magic("xmode", "Verbose")\n'
+        "import genwidgets as gw\n"
+        "client = gw.Client()\n",
+        encoding="utf-8",
+    )
+    env = {
+        **os.environ,
+        _config.ENV_BASE_URL: "http://gateway.example",
+        _config.ENV_API_KEY: SECRET,
+        "GENWIDGETS_HOME": str(tmp_path),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "IPython", "--no-banner", "--colors=nocolor", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    text = out.stdout + out.stderr
+    assert "refusing to send the API key" in text and "Client.__init__(" in text  # verbose
+    assert SECRET not in text
+
+
+def test_one_client_contract() -> None:
+    """``ClientLike`` is the only Protocol a client is typed against (no per-widget copies)."""
+    import re
+    from pathlib import Path
+
+    import genwidgets
+
+    root = Path(genwidgets.__file__).parent
+    protocols = {
+        f"{path.relative_to(root)}:{name}"
+        for path in root.rglob("*.py")
+        for name in re.findall(r"^class (\w+)\(Protocol\):", path.read_text("utf-8"), re.M)
+        if "client" in name.lower() or "ledger" in name.lower()
+    }
+    assert protocols == {"_protocols.py:ClientLike"}

@@ -803,3 +803,84 @@ def test_catalog_vidh_short_side_and_lipsync_duration() -> None:
         media.encode(short, "vidK-lip-sync", "face_choose.0.sound_file")
     ok = audio_bytes("wav", "pcm_s16le", 2.0)
     assert base64.b64decode(media.encode(ok, "vidK-lip-sync", "face_choose.sound_file")) == ok
+
+
+# --- pathlib.Path values in payloads (issue 20, point 6) ------------------------------------
+
+
+def _png_file(folder: Path, name: str = "meadow.png", size: tuple[int, int] = (640, 480)) -> Path:
+    path = folder / name
+    path.write_bytes(image_bytes(*size, mode="RGB"))
+    return path
+
+
+def test_encode_paths_encodes_each_path_by_its_fields_rule(tmp_path: Path) -> None:
+    meadow = _png_file(tmp_path)
+    payload = {"prompt": "x", "images": ["https://x.test/a.png", meadow]}
+    encoded = media.encode_paths("imgQ-edit-plus", payload)
+    assert encoded["images"][0] == "https://x.test/a.png"
+    assert encoded["images"][1] == media.encode(meadow, "imgQ-edit-plus", "images")
+    assert encoded["images"][1].startswith("data:image/png;base64,")
+    assert payload["images"][1] == meadow  # the caller's payload is not changed
+    # vidK takes raw base64 in a nested list item: the same Path, another encoding
+    raw = media.encode_paths(
+        "vidK-v1-6-multi-i2v", {"image_list": [{"image": _png_file(tmp_path, "k.png", (512, 512))}]}
+    )
+    assert not raw["image_list"][0]["image"].startswith("data:")
+    assert base64.b64decode(raw["image_list"][0]["image"])[:8] == b"\x89PNG\r\n\x1a\n"
+    plain = {"prompt": "no files"}
+    assert media.encode_paths("imgQ-edit-plus", plain) is plain
+
+
+@pytest.mark.parametrize(
+    ("payload", "loc", "words"),
+    [
+        ({"prompt": "x", "images": [Path("no/such/meadow.png")]}, ("images", 0), "no such file"),
+        ({"prompt": Path("meadow.png"), "images": ["https://x.test/a.png"]}, ("prompt",),
+         "not a media field"),
+    ],
+)  # fmt: skip
+def test_a_bad_path_is_a_payload_error_at_its_location(
+    payload: dict[str, Any], loc: tuple[Any, ...], words: str
+) -> None:
+    with pytest.raises(PayloadError) as caught:
+        gw.validate("imgQ-edit-plus", payload)
+    assert [e["loc"] for e in caught.value.errors] == [loc]
+    assert words in caught.value.errors[0]["msg"]
+
+
+def test_a_path_that_breaks_the_fields_rules_says_which(tmp_path: Path) -> None:
+    tiny = _png_file(tmp_path, "tiny.png", (200, 120))
+    with pytest.raises(PayloadError) as caught:
+        gw.validate("vidA-2-0", {"content": [{"type": "image_url", "image_url": {"url": tiny}}]})
+    assert caught.value.errors[0]["loc"][:2] == ("content", 0)
+    assert "300" in caught.value.errors[0]["msg"]  # sides strictly between 300 and 6000
+
+
+def test_gw_validate_accepts_a_path_and_names_a_string_that_is_a_file(tmp_path: Path) -> None:
+    meadow = _png_file(tmp_path)
+    model = gw.validate("imgQ-edit-plus", {"prompt": "x", "images": [meadow]})
+    assert model.to_wire()["images"][0].startswith("data:image/png;base64,")
+    with pytest.raises(PayloadError) as caught:
+        gw.validate("imgQ-edit-plus", {"prompt": "x", "images": [str(meadow)]})
+    message = caught.value.errors[0]["msg"]
+    assert "pathlib.Path(" in message and "gw.media.encode" in message
+    assert "expected a public" not in message
+    # a string that names no file keeps the usual message
+    with pytest.raises(PayloadError, match="expected a public http"):
+        gw.validate("imgQ-edit-plus", {"prompt": "x", "images": [str(tmp_path / "none.png")]})
+
+
+def test_client_submit_sends_a_path_encoded(simulator: Any, tmp_path: Path) -> None:
+    meadow = _png_file(tmp_path)
+    with gw.Client(simulator.base_url, gw._config.DEMO_KEY) as client:
+        prepared = client.prepare("imgQ-edit-plus", {"prompt": "x", "images": [meadow], "n": 1})
+        sent = prepared.payload["images"][0]
+        assert base64.b64decode(sent.split(",", 1)[1]) == meadow.read_bytes()
+        assert str(meadow) not in prepared.body.decode()
+        job = client.submit("imgQ-edit-plus", {"prompt": "x", "images": [meadow], "n": 1})
+        result = job.result(timeout=60)
+    assert result.ok
+    with Image.open(io.BytesIO(result.outputs[0].read())) as picture:
+        width, height = picture.size
+    assert abs(width / height - 640 / 480) < 0.05  # the last image (our file) set the aspect

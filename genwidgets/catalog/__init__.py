@@ -4,14 +4,15 @@ Modules, each importing only those above it in this list:
 
 - ``introspect``: the one annotation walker (``Annotated``, unions, containers,
   choices, nested models, limits), shared with the forms; it imports nothing here;
-- ``markers``: field markers (:data:`BILLED`, :class:`MediaSpec`,
-  :data:`PROMPT_STRING`, :data:`Number`);
+- ``markers``: field markers (:data:`BILLED`, :class:`ServiceDefault`,
+  :data:`GENERATIONS`, :class:`MediaSpec`, :data:`PROMPT_STRING`, :data:`Number`);
 - ``paths``: walking a model along a payload path;
 - ``findings``: soft findings (warnings) of validators;
 - ``model``: the base models :class:`Endpoint` and :class:`Part`;
 - ``checks``, ``coerce``: media-string checks and value normalisers families share;
 - ``registry``: :func:`register`, :func:`endpoint`, :func:`endpoints`;
 - ``validation``: :func:`validate`;
+- ``openapi_schema``: :func:`openapi`, the OpenAPI 3.1 document of the catalog;
 - one module per family, registering its endpoints: ``vida``, ``vidv``, ``vidh``,
   ``vidk``, ``vidp``, ``genw``, ``imgg``, ``imgq``, ``imgm``, ``speech``, ``asset``.
 
@@ -37,22 +38,30 @@ from .findings import (
 )
 from .markers import (
     BILLED,
+    GENERATIONS,
+    NO_DEFAULT,
     PROMPT_STRING,
     MediaSpec,
     Number,
     PromptString,
+    ServiceDefault,
     is_billed,
+    is_generations,
     is_prompt_string,
     media_spec,
+    service_default,
 )
 from .model import Endpoint, EndpointModel, Part
+from .openapi_schema import openapi
 from .paths import field_info_at, fields_along, media_fields_of, media_spec_at, media_specs
 from .registry import KINDS, EndpointSpec, endpoint, endpoints, register, unregister
-from .validation import payload_of, validate, webhook_fields
+from .validation import payload_of, unsendable, validate, webhook_fields
 
 __all__ = [
     "BILLED",
+    "GENERATIONS",
     "KINDS",
+    "NO_DEFAULT",
     "PROMPT_STRING",
     "DeprecatedFieldWarning",
     "Endpoint",
@@ -63,6 +72,7 @@ __all__ = [
     "Number",
     "Part",
     "PromptString",
+    "ServiceDefault",
     "UnknownFieldWarning",
     "collect_warnings",
     "endpoint",
@@ -70,15 +80,19 @@ __all__ = [
     "field_info_at",
     "fields_along",
     "is_billed",
+    "is_generations",
     "is_prompt_string",
     "media_fields_of",
     "media_spec",
     "media_spec_at",
     "media_specs",
+    "openapi",
     "payload_of",
     "register",
+    "service_default",
     "soft_warning",
     "unregister",
+    "unsendable",
     "validate",
     "webhook_fields",
 ]

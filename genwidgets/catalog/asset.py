@@ -12,11 +12,12 @@ from typing import Annotated
 
 from pydantic import Field
 
+from .markers import ServiceDefault
 from .model import Endpoint
 from .registry import register
 
 _ProjectName = Annotated[
-    str | None, Field(min_length=1, description="Project name. Default default.")
+    str | None, ServiceDefault("default"), Field(min_length=1, description="Project name.")
 ]
 
 
@@ -56,5 +57,7 @@ class AssetCreate(Endpoint):
     GroupId: str = Field(min_length=1, description="Asset group ID from asset group creation.")
     URL: str = Field(min_length=1, description="Public URL of the file to store as an asset.")
     Name: str | None = Field(None, description="Asset name.")
-    AssetType: str | None = Field(None, min_length=1, description="Asset type. Default Image.")
+    AssetType: Annotated[str | None, ServiceDefault("Image")] = Field(
+        None, min_length=1, description="Asset type."
+    )
     ProjectName: _ProjectName = None

@@ -1,12 +1,14 @@
 """Media strings: their *form* only, from the field's :class:`MediaSpec` (URL, data URL,
-raw base64, ``asset://``), without any I/O. :mod:`genwidgets.media` checks the file
-itself (format, size, sides, duration).
+raw base64, ``asset://``), without any I/O but one: a rejected string that names an
+existing local file says to pass a ``pathlib.Path``. :mod:`genwidgets.media` checks the
+file itself (format, size, sides, duration).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from .markers import MB, MediaSpec
 
@@ -35,6 +37,17 @@ def preview(value: str, limit: int = 40) -> str:
     if len(value) <= limit:
         return repr(value)
     return f"{value[:limit]!r}… ({len(value)} characters)"
+
+
+def _names_a_file(value: str) -> bool:
+    """Whether a rejected string names an existing local file (one ``stat``, on the error
+    path only): then the error says how to send that file."""
+    if len(value) > 4096 or "\0" in value:
+        return False
+    try:
+        return Path(value).expanduser().is_file()
+    except (OSError, ValueError, RuntimeError):
+        return False
 
 
 def _mb(n: float) -> str:
@@ -70,6 +83,12 @@ class MediaCheck:
         if takes_base64 and _BASE64.fullmatch(value):
             self._check_size(len(value))
             return value
+        if _names_a_file(value):
+            raise ValueError(
+                f"{preview(value)} is a local file, and a string is not read as one: pass "
+                f"pathlib.Path({value!r}) to have it checked and encoded for this field, or "
+                "gw.media.encode(path, endpoint, field)"
+            )
         raise ValueError(f"expected {self.expected()}; got {preview(value)}{self.hint()}")
 
     def expected(self) -> str:

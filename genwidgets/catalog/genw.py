@@ -8,19 +8,27 @@ service accepts it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from .checks import MediaCheck
-from .coerce import normalise_size, parse_size
+from .coerce import SIZE_WITH_STAR, Size, SizeRule
 from .findings import DeprecatedFieldWarning, warn, warn_truncated
-from .markers import BILLED, MB, SEED_MAX, MediaSpec
+from .markers import BILLED, GENERATIONS, MB, SEED_MAX, MediaSpec, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
 GENW25_MIN_PIXELS, GENW25_MAX_PIXELS = 1280 * 1280, 1440 * 1440
 GENW25_MIN_ASPECT, GENW25_MAX_ASPECT = 1 / 4, 4.0
+GENW25_SIZE = SizeRule(
+    min_pixels=GENW25_MIN_PIXELS,
+    max_pixels=GENW25_MAX_PIXELS,
+    min_aspect=GENW25_MIN_ASPECT,
+    max_aspect=GENW25_MAX_ASPECT,
+    pixels_text=f"1280*1280 ({GENW25_MIN_PIXELS}) and 1440*1440 ({GENW25_MAX_PIXELS})",
+    aspect_text="1:4 and 4:1",
+)
 
 
 @register(
@@ -37,45 +45,24 @@ class GenW25T2IPreview(Endpoint):
     negative_prompt: str | None = Field(
         None, description="At most 500 characters; excess truncated."
     )
-    size: str | None = Field(
+    size: Annotated[Size | None, ServiceDefault("1280*1280"), AfterValidator(GENW25_SIZE)] = Field(
         None,
         description="width*height; total pixels between 1280*1280 and 1440*1440; aspect ratio "
-        "1:4 to 4:1. Default 1280*1280.",
+        "1:4 to 4:1.",
     )
-    n: Annotated[int | None, BILLED] = Field(
-        None, ge=1, le=4, description="Number of images, 1-4. Default 4. Affects cost."
+    n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(4)] = Field(
+        None, ge=1, le=4, description="Number of images, 1-4. Affects cost."
     )
     seed: int | None = Field(
         None, ge=0, le=SEED_MAX, description="0-2147483647; random if omitted."
     )
-    prompt_extend: bool | None = Field(
-        None, description="Default true; improves short prompts, adds latency."
+    prompt_extend: Annotated[bool | None, ServiceDefault(True)] = Field(
+        None, description="Improves short prompts, adds latency."
     )
-    watermark: bool | None = Field(
+    watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None,
-        description="Default false; fixed AI-generated mark in the lower-right corner.",
+        description="Fixed AI-generated mark in the lower-right corner.",
     )
-
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size_spelling(cls, value: Any) -> Any:
-        return normalise_size(value)
-
-    @field_validator("size")
-    @classmethod
-    def _size(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        width, height = parse_size(value)
-        pixels = width * height
-        if not GENW25_MIN_PIXELS <= pixels <= GENW25_MAX_PIXELS:
-            raise ValueError(
-                f"size {value} has {pixels} pixels; total pixels must be between 1280*1280 "
-                f"({GENW25_MIN_PIXELS}) and 1440*1440 ({GENW25_MAX_PIXELS})"
-            )
-        if height == 0 or not GENW25_MIN_ASPECT <= width / height <= GENW25_MAX_ASPECT:
-            raise ValueError(f"size {value}: the aspect ratio must be between 1:4 and 4:1")
-        return value
 
     @model_validator(mode="after")
     def _truncation(self) -> GenW25T2IPreview:
@@ -148,26 +135,25 @@ class GenW26R2V(Endpoint):
         description="Soon to be deprecated (use reference_urls); do not send with "
         "reference_urls. MP4, MOV; 3-30 seconds; at most 100 MB.",
     )
-    duration: Annotated[int | None, BILLED] = Field(
-        None, ge=2, le=10, description="Seconds, 2-10. Default 5. Affects cost."
+    duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
+        None, ge=2, le=10, description="Seconds, 2-10. Affects cost."
     )
-    size: Annotated[GENW26_SIZES | None, BILLED] = Field(
-        None,
-        description="width*height: 720P class 1280*720, 720*1280, 960*960, 1088*832, 832*1088; "
-        "1080P class 1920*1080, 1080*1920, 1440*1440, 1632*1248, 1248*1632 (16:9, 9:16, 1:1, "
-        "4:3, 3:4). Default 1920*1080. The tier affects cost.",
+    size: Annotated[GENW26_SIZES | None, SIZE_WITH_STAR, BILLED, ServiceDefault("1920*1080")] = (
+        Field(
+            None,
+            description="width*height: 720P class 1280*720, 720*1280, 960*960, 1088*832, 832*1088; "
+            "1080P class 1920*1080, 1080*1920, 1440*1440, 1632*1248, 1248*1632 (16:9, 9:16, 1:1, "
+            "4:3, 3:4). The tier affects cost.",
+        )
     )
-    shot_type: Literal["single", "multi"] | None = Field(
+    shot_type: Annotated[Literal["single", "multi"] | None, ServiceDefault("single")] = Field(
         None,
-        description="single or multi. Default single; only effective when prompt rewriting is.",
+        description="single or multi. Only effective when prompt rewriting is.",
     )
     seed: int | None = Field(None, ge=0, le=SEED_MAX, description="0-2147483647.")
-    watermark: bool | None = Field(None, description="Default false; lower-right corner.")
-
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size_spelling(cls, value: Any) -> Any:
-        return normalise_size(value)
+    watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
+        None, description="Lower-right corner."
+    )
 
     @model_validator(mode="after")
     def _one_reference_kind(self) -> GenW26R2V:

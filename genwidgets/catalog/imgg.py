@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from .checks import MediaCheck
-from .coerce import SIZE, normalise_size, one_to_list
+from .coerce import SIZE_WITH_X, OneOrMany
 from .findings import IneffectiveFieldWarning, warn
-from .markers import BILLED, MediaSpec
+from .markers import BILLED, GENERATIONS, MediaSpec, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -47,60 +47,50 @@ class ImgG15Edit(Endpoint):
     """
 
     prompt: str = Field(min_length=1, max_length=32000, description="Max 32000 characters.")
-    images: Annotated[list[Annotated[str, AfterValidator(MediaCheck(IMGG_IMAGE))]], IMGG_IMAGE] = (
-        Field(
-            min_length=1,
-            max_length=IMGG_MAX_IMAGES,
-            description="Up to 16 input images, each a URL or data:<MIME>;base64,<data> "
-            "(png, jpeg, webp).",
-        )
+    images: Annotated[
+        OneOrMany[Annotated[str, AfterValidator(MediaCheck(IMGG_IMAGE))]], IMGG_IMAGE
+    ] = Field(
+        min_length=1,
+        max_length=IMGG_MAX_IMAGES,
+        description="Up to 16 input images, each a URL or data:<MIME>;base64,<data> "
+        "(png, jpeg, webp).",
     )
     mask: ImgGMask | None = Field(
         None,
         description="Transparent areas are editable; give either file_id or image_url; must "
         "match the edited image's format and size and have an alpha channel.",
     )
-    background: Literal["transparent", "opaque", "auto"] | None = Field(
-        None, description="transparent, opaque or auto. Default auto."
+    background: Annotated[
+        Literal["transparent", "opaque", "auto"] | None, ServiceDefault("auto")
+    ] = Field(None, description="transparent, opaque or auto.")
+    input_fidelity: Annotated[Literal["high", "low"] | None, ServiceDefault("low")] = Field(
+        None, description="high or low."
     )
-    input_fidelity: Literal["high", "low"] | None = Field(
-        None, description="high or low. Default low."
+    n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(1)] = Field(
+        None, ge=1, le=10, description="Number of images, 1-10. Affects billing."
     )
-    n: Annotated[int | None, BILLED] = Field(
-        None, ge=1, le=10, description="Number of images, 1-10. Default 1. Affects billing."
-    )
-    output_compression: int | None = Field(
+    output_compression: Annotated[int | None, ServiceDefault(100)] = Field(
         None,
         ge=0,
         le=100,
-        description="0-100. Default 100. Only for jpeg or webp output.",
+        description="0-100. Only for jpeg or webp output.",
     )
-    output_format: Literal["png", "jpeg", "webp"] | None = Field(
-        None, description="png, jpeg or webp. Default png."
+    output_format: Annotated[Literal["png", "jpeg", "webp"] | None, ServiceDefault("png")] = Field(
+        None, description="png, jpeg or webp."
     )
-    quality: Annotated[Literal["low", "medium", "high", "auto"] | None, BILLED] = Field(
-        None, description="low, medium, high or auto. Default auto. Affects billing."
-    )
-    size: Annotated[Literal["1024x1024", "1024x1536", "1536x1024", "auto"] | None, BILLED] = Field(
-        None, description="1024x1024, 1024x1536, 1536x1024 or auto. Default auto."
-    )
-    moderation: Literal["auto", "low"] | None = Field(
-        None, description="auto or low. Default auto."
+    quality: Annotated[
+        Literal["low", "medium", "high", "auto"] | None, BILLED, ServiceDefault("auto")
+    ] = Field(None, description="low, medium, high or auto. Affects billing.")
+    size: Annotated[
+        Literal["1024x1024", "1024x1536", "1536x1024", "auto"] | None,
+        SIZE_WITH_X,
+        BILLED,
+        ServiceDefault("auto"),
+    ] = Field(None, description="1024x1024, 1024x1536, 1536x1024 or auto.")
+    moderation: Annotated[Literal["auto", "low"] | None, ServiceDefault("auto")] = Field(
+        None, description="auto or low."
     )
     user: str | None = Field(None, description="End-user identifier.")
-
-    @field_validator("images", mode="before")
-    @classmethod
-    def _wrap(cls, value: Any) -> Any:
-        return one_to_list(value)
-
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size_spelling(cls, value: Any) -> Any:
-        # the spec spells imgG sizes with an "x", not "*"
-        if isinstance(value, str) and SIZE.fullmatch(value):
-            return str(normalise_size(value)).replace("*", "x")
-        return value
 
     @model_validator(mode="after")
     def _compression_needs_lossy(self) -> ImgG15Edit:

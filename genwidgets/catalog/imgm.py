@@ -4,10 +4,9 @@
 
 Prompt parameters (``--ar``, ``--v`` ...) live inside the prompt string, never as
 JSON fields; prompt fields carry :data:`PROMPT_STRING` so the prompt builder and
-:mod:`genwidgets.imgm.prompt` can find them. This module checks the string's
-length (1-8192) and the permutation cap (at most ``MAX_PROMPTS`` prompts from one
-string, refused before anything is sent); the parameters are the prompt module's
-job, and so is a string it cannot read (nothing to count there).
+:mod:`genwidgets.imgm` can find them. Their check is :meth:`Prompt.errors` whole
+(parameters, weights, every expansion, the cap), so every path that validates a
+payload refuses ``--chaos 500`` before anything is sent.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from ..errors import PayloadError
-from ..imgm.prompt import MAX_PROMPTS, Prompt
+from ..imgm import Prompt
 from .checks import MediaCheck
 from .markers import PROMPT_STRING, MediaSpec, Number
 from .model import Endpoint, Part
@@ -125,25 +124,25 @@ def _job_id_field() -> str:
     )
 
 
-def _within_the_cap(value: str | None) -> str | None:
-    """Refuse a permutation prompt making more than ``MAX_PROMPTS`` prompts (all billed)."""
+def _valid_prompt(value: str | None) -> str | None:
+    """The whole imgM check of a prompt string, once for every path (``gw.validate``,
+    ``prepare``/``submit``, the form, the grid): its structure, every parameter of
+    every expansion (named in the message), the ``::`` weight sums, and the cap of
+    ``MAX_PROMPTS`` prompts (all billed), before anything is sent."""
     if value is None:
         return value
     try:
-        count = Prompt.parse(value).count()
-    except PayloadError:
-        return value  # structural problems are the prompt module's to report
-    if count > MAX_PROMPTS:
-        raise ValueError(
-            f"this prompt makes {count} prompts; one permutation prompt makes at most "
-            f"{MAX_PROMPTS}: remove options or split it"
-        )
+        problems = Prompt.parse(value).errors()
+    except PayloadError as error:
+        problems = error.errors
+    if problems:
+        raise ValueError("; ".join(p["msg"] for p in problems))
     return value
 
 
-#: An imgM prompt string: found by the prompt builder, its permutations capped.
-ImgMPrompt = Annotated[str, PROMPT_STRING, AfterValidator(_within_the_cap)]
-OptionalImgMPrompt = Annotated[str | None, PROMPT_STRING, AfterValidator(_within_the_cap)]
+#: An imgM prompt string: found by the prompt builder, checked whole by :class:`Prompt`.
+ImgMPrompt = Annotated[str, PROMPT_STRING, AfterValidator(_valid_prompt)]
+OptionalImgMPrompt = Annotated[str | None, PROMPT_STRING, AfterValidator(_valid_prompt)]
 
 
 def _prompt_field(description: str, *, required: bool = False) -> Any:

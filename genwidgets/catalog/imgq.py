@@ -6,14 +6,14 @@ error: the service accepts it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from .checks import MediaCheck
-from .coerce import normalise_size, one_to_list, parse_size
+from .coerce import OneOrMany, Size, SizeRule
 from .findings import warn_truncated
-from .markers import BILLED, MB, SEED_MAX, MediaSpec
+from .markers import BILLED, GENERATIONS, MB, SEED_MAX, MediaSpec, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -25,6 +25,7 @@ IMGQ_IMAGE = MediaSpec(
     note="width and height 384-3072 recommended; animated GIF: first frame only",
 )
 IMGQ_SIDE_MIN, IMGQ_SIDE_MAX = 512, 2048
+IMGQ_SIZE = SizeRule(min_side=IMGQ_SIDE_MIN, max_side=IMGQ_SIDE_MAX)
 
 
 @register("imgQ-edit-plus", kind="image", family="imgQ", title="Multi-image editing (imgQ)")
@@ -36,29 +37,31 @@ class ImgQEditPlus(Endpoint):
         min_length=1,
         description="Chinese or English; at most 800 tokens; excess truncated.",
     )
-    images: Annotated[list[Annotated[str, AfterValidator(MediaCheck(IMGQ_IMAGE))]], IMGQ_IMAGE] = (
-        Field(
-            min_length=1,
-            max_length=3,
-            description="1-3 URLs or data:<MIME>;base64,<data>; order defines image order; the "
-            "output aspect ratio follows the last image. JPG, JPEG, PNG, BMP, TIFF, WEBP, GIF "
-            "(animated: first frame); 384-3072 px recommended; at most 10 MB.",
-        )
+    images: Annotated[
+        OneOrMany[Annotated[str, AfterValidator(MediaCheck(IMGQ_IMAGE))]], IMGQ_IMAGE
+    ] = Field(
+        min_length=1,
+        max_length=3,
+        description="1-3 URLs or data:<MIME>;base64,<data>; order defines image order; the "
+        "output aspect ratio follows the last image. JPG, JPEG, PNG, BMP, TIFF, WEBP, GIF "
+        "(animated: first frame); 384-3072 px recommended; at most 10 MB.",
     )
     negative_prompt: str | None = Field(
         None, description="At most 500 characters; excess truncated."
     )
-    size: str | None = Field(
+    size: Annotated[Size | None, AfterValidator(IMGQ_SIZE)] = Field(
         None,
         description="width*height, each 512-2048, adjusted to the nearest multiple of 16. If "
         "omitted, the aspect ratio follows the last input image at about 1024*1024 pixels.",
     )
-    n: Annotated[int | None, BILLED] = Field(
-        None, ge=1, le=6, description="Number of images, 1-6. Default 1. Affects billing."
+    n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(1)] = Field(
+        None, ge=1, le=6, description="Number of images, 1-6. Affects billing."
     )
-    prompt_extend: bool | None = Field(None, description="Prompt rewriting. Default true.")
-    watermark: bool | None = Field(
-        None, description="Default false; model watermark in the lower-right corner."
+    prompt_extend: Annotated[bool | None, ServiceDefault(True)] = Field(
+        None, description="Prompt rewriting."
+    )
+    watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
+        None, description="Model watermark in the lower-right corner."
     )
     seed: int | None = Field(
         None,
@@ -66,29 +69,6 @@ class ImgQEditPlus(Endpoint):
         le=SEED_MAX,
         description="0-2147483647; the same seed does not guarantee identical output.",
     )
-
-    @field_validator("images", mode="before")
-    @classmethod
-    def _wrap(cls, value: Any) -> Any:
-        return one_to_list(value)
-
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size_spelling(cls, value: Any) -> Any:
-        return normalise_size(value)
-
-    @field_validator("size")
-    @classmethod
-    def _size(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        width, height = parse_size(value)
-        for name, side in (("width", width), ("height", height)):
-            if not IMGQ_SIDE_MIN <= side <= IMGQ_SIDE_MAX:
-                raise ValueError(
-                    f"size {name} must be {IMGQ_SIDE_MIN}-{IMGQ_SIDE_MAX} px; got {side}"
-                )
-        return value
 
     @model_validator(mode="after")
     def _truncation(self) -> ImgQEditPlus:

@@ -5,13 +5,18 @@ Markers ride in ``Annotated`` metadata (pydantic keeps unknown metadata in
 ``FieldInfo.metadata``), so they never disturb the JSON schema:
 
 - :data:`BILLED` flags a field that affects billing;
+- :class:`ServiceDefault` is the value the service uses when the field is not
+  sent: the one place a default lives (billing, forms and the simulator read it);
+- :data:`GENERATIONS` marks the field that says how many outputs one task makes,
+  each billed (``n``);
 - :class:`MediaSpec` says what a media field accepts (encoding and checks),
   read by :mod:`genwidgets.media`, the form's media widget and :mod:`.checks`;
 - :data:`PROMPT_STRING` marks an imgM prompt field that carries ``--`` parameters;
 - :data:`Number` is an int or float that refuses a boolean (``True`` is not ``1``),
   for numbers inside lists, where the model's field-level check cannot see.
 
-Sizes in MB are MiB (``1024 * 1024`` bytes): the spec does not say which.
+Sizes in MB are MiB (``1024 * 1024`` bytes): the spec does not say which. Why a
+default is a marker: ``docs/decisions.md`` ("Service defaults, billing and messages").
 """
 
 from __future__ import annotations
@@ -34,6 +39,30 @@ class _Billed:
 
 
 BILLED = _Billed()
+
+
+@dataclass(frozen=True)
+class ServiceDefault:
+    """Marker: what the service uses when the field is not sent (``ServiceDefault(4)``).
+
+    Fields stay ``None`` by default (unset fields are never sent, so the service
+    decides); this says what it decides, as a value rather than prose.
+    """
+
+    value: Any
+
+
+class _Generations:
+    """Marker: this field is how many outputs one task makes, each billed."""
+
+    def __repr__(self) -> str:
+        return "GENERATIONS"
+
+
+GENERATIONS = _Generations()
+
+NO_DEFAULT: Any = object()
+"""What :func:`service_default` returns for a field without :class:`ServiceDefault`."""
 
 
 Encoding = Literal[
@@ -77,6 +106,15 @@ PROMPT_STRING = PromptString()
 
 def is_billed(info: FieldInfo) -> bool:
     return any(m is BILLED for m in info.metadata)
+
+
+def service_default(info: FieldInfo) -> Any:
+    """The field's :class:`ServiceDefault` value, or :data:`NO_DEFAULT`."""
+    return next((m.value for m in info.metadata if isinstance(m, ServiceDefault)), NO_DEFAULT)
+
+
+def is_generations(info: FieldInfo) -> bool:
+    return any(m is GENERATIONS for m in info.metadata)
 
 
 def media_spec(info: FieldInfo) -> MediaSpec | None:

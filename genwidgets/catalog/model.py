@@ -48,8 +48,9 @@ class EndpointModel(BaseModel):
 
     endpoint_id: ClassVar[str] = ""
 
-    def payload(self) -> dict[str, Any]:
-        """The JSON body to send: set fields only, by their wire names."""
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON body to send: set fields only, by their wire names. (Named so that
+        no wire field, such as vidV's ``payload``, collides with it.)"""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar, get_args
+from typing import Any, Literal, TypeVar, get_args
 
-from ..errors import PayloadError
-from .markers import is_billed
+from ..errors import EndpointNotFound
+from .markers import NO_DEFAULT, is_billed, is_generations, service_default
 from .model import EndpointModel
 
 #: What a task of the endpoint makes; the simulator's run time and media follow it.
@@ -58,6 +58,30 @@ class EndpointSpec:
 
     def __repr__(self) -> str:
         return f"EndpointSpec({self.id!r}, kind={self.kind!r}, family={self.family!r})"
+
+    def value_of(self, payload: Mapping[str, Any], name: str) -> Any:
+        """What the task uses for the top-level field ``name`` (python or wire name):
+        the payload's value, else the field's :class:`ServiceDefault`, else
+        :data:`NO_DEFAULT`."""
+        fields = self.model.model_fields
+        info = fields.get(name) or next((f for f in fields.values() if f.alias == name), None)
+        if info is None:
+            return payload.get(name, NO_DEFAULT)
+        for key in (info.alias, name, *(n for n, f in fields.items() if f is info)):
+            if key and payload.get(key) is not None:
+                return payload[key]
+        return service_default(info)
+
+    def generations(self, payload: Mapping[str, Any]) -> int:
+        """Outputs one task makes, each billed: its :data:`GENERATIONS` field's value
+        (sent or the service's default), 1 for endpoints without one."""
+        count = 1
+        for name, info in self.model.model_fields.items():
+            if is_generations(info):
+                value = self.value_of(payload, name)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    count *= value
+        return count
 
 
 _REGISTRY: dict[str, EndpointSpec] = {}
@@ -110,7 +134,7 @@ def register(
 
 
 def unregister(endpoint_id: str) -> None:
-    """Take an endpoint out of the catalog (an unknown id is a :class:`PayloadError`)."""
+    """Take an endpoint out of the catalog (an unknown id is ``EndpointNotFound``)."""
     endpoint(endpoint_id)
     del _REGISTRY[endpoint_id]
 
@@ -131,13 +155,20 @@ def endpoints(*, documented_only: bool = True) -> list[EndpointSpec]:
 
 
 def endpoint(endpoint_id: str) -> EndpointSpec:
-    """The catalog entry for ``endpoint_id``; an unknown id is a :class:`PayloadError`."""
+    """The catalog entry for ``endpoint_id``; an unknown id is
+    :class:`~genwidgets.errors.EndpointNotFound` (what the gateway answers too),
+    with the closest known id."""
     try:
         return _REGISTRY[endpoint_id]
-    except KeyError:
-        close = difflib.get_close_matches(endpoint_id, list(_REGISTRY), n=1)
+    except (KeyError, TypeError):
+        known = list(_REGISTRY)
+        close = (
+            difflib.get_close_matches(endpoint_id, known, n=1)
+            if isinstance(endpoint_id, str)
+            else []
+        )
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise PayloadError(
-            [{"loc": (), "msg": f"unknown endpoint {endpoint_id!r}{hint}"}],
-            endpoint=endpoint_id,
+        raise EndpointNotFound(
+            f"unknown endpoint {endpoint_id!r}{hint} (gw.endpoints() lists them)",
+            endpoint=str(endpoint_id),
         ) from None

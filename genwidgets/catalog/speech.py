@@ -8,12 +8,12 @@ effect (``audio_setting.force_cbr``).
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from .findings import IneffectiveFieldWarning, warn
-from .markers import Number
+from .markers import Number, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -97,9 +97,15 @@ class VoiceSetting(Part):
         description="System, cloned or text-generated voice ID. Leave empty when mixing "
         "voices with timbre_weights.",
     )
-    speed: Number | None = Field(None, ge=0.5, le=2, description="0.5-2. Default 1.0.")
-    vol: Number | None = Field(None, ge=0, le=10, description="Volume 0-10. Default 1.0.")
-    pitch: int | None = Field(None, ge=-12, le=12, description="-12 to 12. Default 0.")
+    speed: Annotated[Number | None, ServiceDefault(1.0)] = Field(
+        None, ge=0.5, le=2, description="0.5-2."
+    )
+    vol: Annotated[Number | None, ServiceDefault(1.0)] = Field(
+        None, ge=0, le=10, description="Volume 0-10."
+    )
+    pitch: Annotated[int | None, ServiceDefault(0)] = Field(
+        None, ge=-12, le=12, description="-12 to 12."
+    )
     emotion: (
         Literal["happy", "sad", "angry", "fearful", "disgusted", "surprised", "calm"] | None
     ) = Field(
@@ -107,14 +113,13 @@ class VoiceSetting(Part):
         description="happy, sad, angry, fearful, disgusted, surprised or calm; normally "
         "chosen by the model.",
     )
-    text_normalization: bool | None = Field(
+    text_normalization: Annotated[bool | None, ServiceDefault(False)] = Field(
         None,
-        description="Chinese and English normalization. Default false; may slightly increase "
-        "latency.",
+        description="Chinese and English normalization. May slightly increase latency.",
     )
-    latex_read: bool | None = Field(
+    latex_read: Annotated[bool | None, ServiceDefault(False)] = Field(
         None,
-        description="Read LaTeX formulas. Default false; Chinese only; sets language_boost to "
+        description="Read LaTeX formulas. Chinese only; sets language_boost to "
         "Chinese; formulas wrapped in $$, backslashes inside doubled.",
     )
 
@@ -122,21 +127,23 @@ class VoiceSetting(Part):
 class AudioSetting(Part):
     """Sample rate, bitrate, container format and channels."""
 
-    sample_rate: Literal[8000, 16000, 22050, 24000, 32000, 44100] | None = Field(
-        None, description="8000, 16000, 22050, 24000, 32000 or 44100. Default 32000."
-    )
-    bitrate: Literal[32000, 64000, 128000, 256000] | None = Field(
-        None,
-        description="32000, 64000, 128000 or 256000. Default 128000. A JSON number, not a "
-        "string (a numeric string is converted); only effective for mp3.",
+    sample_rate: Annotated[
+        Literal[8000, 16000, 22050, 24000, 32000, 44100] | None, ServiceDefault(32000)
+    ] = Field(None, description="8000, 16000, 22050, 24000, 32000 or 44100.")
+    bitrate: Annotated[Literal[32000, 64000, 128000, 256000] | None, ServiceDefault(128000)] = (
+        Field(
+            None,
+            description="32000, 64000, 128000 or 256000. A JSON number, not a "
+            "string (a numeric string is converted); only effective for mp3.",
+        )
     )
     format: Literal["mp3", "pcm", "flac", "wav"] | None = Field(
         None, description="mp3, pcm, flac or wav. Default not shown."
     )
-    channel: Literal[1, 2] | None = Field(None, description="1 or 2. Default 1.")
-    force_cbr: bool | None = Field(
+    channel: Annotated[Literal[1, 2] | None, ServiceDefault(1)] = Field(None, description="1 or 2.")
+    force_cbr: Annotated[bool | None, ServiceDefault(False)] = Field(
         None,
-        description="Constant bitrate. Default false; only for streaming mp3 (this service "
+        description="Constant bitrate. Only for streaming mp3 (this service "
         "does not stream, so it has no effect).",
     )
 
@@ -215,8 +222,8 @@ class SpeechM02Turbo(Endpoint):
         "marker <#x#> with x seconds 0.01-99.99 (at most two decimals), between pronounceable "
         "segments, not consecutive.",
     )
-    output_format: Literal["url", "hex"] | None = Field(
-        None, description="url or hex. Default url."
+    output_format: Annotated[Literal["url", "hex"] | None, ServiceDefault("url")] = Field(
+        None, description="url or hex."
     )
     voice_setting: VoiceSetting | None = Field(
         None, description="Voice ID, speed, volume, pitch, emotion, normalization, LaTeX."
@@ -242,17 +249,19 @@ class SpeechM02Turbo(Endpoint):
         None,
         description="Pitch, intensity, timbre, sound effect. Supported formats: mp3, wav, flac.",
     )
-    subtitle_enable: bool | None = Field(
-        None, description="Default false; only for non-streaming output."
+    subtitle_enable: Annotated[bool | None, ServiceDefault(False)] = Field(
+        None, description="Only for non-streaming output."
     )
-    subtitle_type: Literal["sentence", "word"] | None = Field(
-        None,
-        description="sentence or word. Default sentence. (word_streaming needs upstream "
-        "streaming, which this service does not offer.)",
+    subtitle_type: Annotated[Literal["sentence", "word"] | None, ServiceDefault("sentence")] = (
+        Field(
+            None,
+            description="sentence or word. (word_streaming needs upstream "
+            "streaming, which this service does not offer.)",
+        )
     )
-    aigc_watermark: bool | None = Field(
+    aigc_watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None,
-        description="Default false; appends an audio rhythm marker at the end; non-streaming only.",
+        description="Appends an audio rhythm marker at the end; non-streaming only.",
     )
 
     @field_validator("text")

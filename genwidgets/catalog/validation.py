@@ -13,7 +13,9 @@ from pydantic import ValidationError
 
 from ..errors import PayloadError
 from .findings import UnknownFieldWarning, soft_warning
+from .introspect import limits_of
 from .model import EndpointModel
+from .paths import field_info_at
 from .registry import endpoint
 
 WEBHOOK_HINTS = ("webhook",)
@@ -24,12 +26,50 @@ def webhook_fields(payload: Mapping[str, Any]) -> list[str]:
     return [k for k in payload if any(h in k.lower() for h in WEBHOOK_HINTS)]
 
 
-def _pydantic_errors(exc: ValidationError) -> list[dict[str, Any]]:
+_RANGE_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
+_LENGTH_ERRORS = {"string_too_short", "string_too_long", "too_short", "too_long"}
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _whole_range(model: type[EndpointModel], error: Mapping[str, Any]) -> str | None:
+    """``must be 1-10; got 99`` for a bound pydantic names alone (it says only the
+    bound that failed); None when the field states one bound only."""
+    info = field_info_at(model, [p for p in error["loc"] if isinstance(p, str | int)])
+    if info is None:
+        return None
+    limits = limits_of(info.metadata)
+    got = error.get("input")
+    if error["type"] in _RANGE_ERRORS:
+        low = limits.ge if limits.ge is not None else limits.gt
+        high = limits.le if limits.le is not None else limits.lt
+        if low is None or high is None:
+            return None
+        if limits.gt is None and limits.lt is None:
+            span = f"{_number(low)}-{_number(high)}"
+        else:
+            span = f"between {_number(low)} and {_number(high)}"
+            span += " (both excluded)" if limits.gt is not None and limits.lt is not None else ""
+        return f"must be {span}; got {got!r}"
+    if limits.min_len is None or limits.max_len is None:
+        return None
+    size = len(got) if isinstance(got, str | list | tuple) else None
+    unit = "characters" if isinstance(got, str) else "items"
+    return f"must have {limits.min_len}-{limits.max_len} {unit}" + (
+        f"; got {size}" if size is not None else ""
+    )
+
+
+def _pydantic_errors(exc: ValidationError, model: type[EndpointModel]) -> list[dict[str, Any]]:
     out = []
     for e in exc.errors(include_url=False):
         msg = e["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
+        if e["type"] in _RANGE_ERRORS | _LENGTH_ERRORS:
+            msg = _whole_range(model, e) or msg
         out.append({"loc": tuple(e["loc"]), "msg": msg})
     return out
 
@@ -38,12 +78,33 @@ _JSON_SCALARS = (str, int, float, bool, type(None))
 MAX_DEPTH = 64
 
 
-def _non_json(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Where the payload holds something JSON cannot carry (it is sent as JSON)."""
+def _surrogate(text: str) -> str | None:
+    """A message when ``text`` holds a lone surrogate, which UTF-8 (the body) cannot carry."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        return (
+            f"holds the lone surrogate U+{code:04X} at character {exc.start + 1}, which "
+            "UTF-8 cannot carry (a broken emoji or a bad copy-paste?): remove it"
+        )
+    return None
+
+
+def unsendable(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Where the payload holds something the JSON body cannot carry: a non-JSON
+    value, a non-string key, a text with a lone surrogate, or nesting too deep."""
     problems: list[dict[str, Any]] = []
     stack: list[tuple[tuple[Any, ...], Any]] = [((), payload)]
     while stack and len(problems) < 20:
         loc, value = stack.pop()
+        if isinstance(value, str):
+            problem = _surrogate(value)
+            if problem:
+                problems.append({"loc": loc, "msg": f"this text {problem}"})
+            continue
         if isinstance(value, _JSON_SCALARS):
             continue
         if len(loc) > MAX_DEPTH:
@@ -54,6 +115,8 @@ def _non_json(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
                     problems.append(
                         {"loc": loc, "msg": f"keys must be strings, not {type(key).__name__}"}
                     )
+                elif _surrogate(key):
+                    problems.append({"loc": loc, "msg": f"the field name {_surrogate(key)}"})
                 else:
                     stack.append(((*loc, key), item))
         elif isinstance(value, list | tuple):
@@ -85,7 +148,7 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
             [{"loc": (), "msg": f"a payload is a dict of fields, not {type(payload).__name__}"}],
             endpoint=endpoint_id,
         )
-    not_json = _non_json(payload)
+    not_json = unsendable(payload)
     if not_json:  # before the model: pydantic would iterate a huge range, a generator...
         raise PayloadError(not_json, endpoint=endpoint_id)
     hooks = webhook_fields(payload)
@@ -96,7 +159,7 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     try:
         instance = spec.model.model_validate(dict(payload))
     except ValidationError as exc:
-        errors.extend(_pydantic_errors(exc))
+        errors.extend(_pydantic_errors(exc, spec.model))
         instance = None
     if errors:
         raise PayloadError(errors, endpoint=endpoint_id)
@@ -116,4 +179,4 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
 
 def payload_of(endpoint_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """Validate and return the JSON body that would be sent."""
-    return validate(endpoint_id, payload).payload()
+    return validate(endpoint_id, payload).to_wire()

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from .checks import MediaCheck
-from .markers import BILLED, MB, MediaSpec
+from .markers import BILLED, MB, MediaSpec, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -196,23 +196,26 @@ class _VidABody(Endpoint):
         "combinations: text only; text (optional) plus image; plus video; plus image and "
         "audio; plus image and video; plus video and audio; plus image, video and audio.",
     )
-    generate_audio: bool | None = Field(
+    generate_audio: Annotated[bool | None, ServiceDefault(True)] = Field(
         None,
-        description="Default true. true: synchronized voice, effects and music generated "
+        description="true: synchronized voice, effects and music generated "
         "from prompt and visuals. false: silent. Generated audio is mono.",
     )
-    resolution: Annotated[Literal["480p", "720p", "1080p"] | None, BILLED] = Field(
-        None, description="480p, 720p or 1080p. Default 720p. Affects billing."
-    )
-    ratio: Literal["16:9", "4:3", "1:1", "3:4", "9:16", "21:9", "adaptive"] | None = Field(
+    resolution: Annotated[
+        Literal["480p", "720p", "1080p"] | None, BILLED, ServiceDefault("720p")
+    ] = Field(None, description="480p, 720p or 1080p. Affects billing.")
+    ratio: Annotated[
+        Literal["16:9", "4:3", "1:1", "3:4", "9:16", "21:9", "adaptive"] | None,
+        ServiceDefault("adaptive"),
+    ] = Field(
         None,
-        description="16:9, 4:3, 1:1, 3:4, 9:16, 21:9 or adaptive. Default adaptive (text to "
+        description="16:9, 4:3, 1:1, 3:4, 9:16, 21:9 or adaptive (text to "
         "video picks by prompt; first-frame modes follow the first image's ratio).",
     )
-    duration: Annotated[int | None, BILLED] = Field(
+    duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
         None,
         description="Seconds, 4-15, or -1 for the model's choice (the actual duration comes "
-        "back in the status). Default 5. Affects billing.",
+        "back in the status). Affects billing.",
     )
 
     @field_validator("duration")
@@ -256,8 +259,8 @@ class VidA20Fast(_VidABody):
     """Multimodal video, faster variant: ``vidA-2-0-fast``. As ``vidA-2-0`` but
     ``resolution`` is 480p or 720p only."""
 
-    resolution: Annotated[Literal["480p", "720p"] | None, BILLED] = Field(
-        None, description="480p or 720p (1080p is vidA-2-0 only). Default 720p. Affects billing."
+    resolution: Annotated[Literal["480p", "720p"] | None, BILLED, ServiceDefault("720p")] = Field(
+        None, description="480p or 720p (1080p is vidA-2-0 only). Affects billing."
     )
 
     @field_validator("resolution", mode="before")

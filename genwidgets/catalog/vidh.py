@@ -8,7 +8,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from .checks import MediaCheck
 from .findings import warn
-from .markers import BILLED, MB, SEED_MAX, MediaSpec
+from .markers import BILLED, MB, SEED_MAX, MediaSpec, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -54,20 +54,21 @@ class VidH10R2V(Endpoint):
         max_length=9,
         description="1-9 reference images, each {type: reference_image, url}.",
     )
-    duration: Annotated[int | None, BILLED] = Field(
-        None, ge=3, le=15, description="3-15 seconds. Default 5. Billed on generated seconds."
+    duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
+        None, ge=3, le=15, description="3-15 seconds. Billed on generated seconds."
     )
-    resolution: Annotated[Literal["720P", "1080P"] | None, BILLED] = Field(
-        None, description="720P or 1080P. Default 1080P. Price tiers differ."
+    resolution: Annotated[Literal["720P", "1080P"] | None, BILLED, ServiceDefault("1080P")] = Field(
+        None, description="720P or 1080P. Price tiers differ."
     )
-    ratio: Literal["16:9", "9:16", "1:1", "4:3", "3:4", "4:5", "5:4", "9:21", "21:9"] | None = (
-        Field(None, description="16:9, 9:16, 1:1, 4:3, 3:4, 4:5, 5:4, 9:21, 21:9. Default 16:9.")
-    )
+    ratio: Annotated[
+        Literal["16:9", "9:16", "1:1", "4:3", "3:4", "4:5", "5:4", "9:21", "21:9"] | None,
+        ServiceDefault("16:9"),
+    ] = Field(None, description="16:9, 9:16, 1:1, 4:3, 3:4, 4:5, 5:4, 9:21, 21:9.")
     seed: int | None = Field(
         None, ge=0, le=SEED_MAX, description="0-2147483647; random if omitted."
     )
-    watermark: bool | None = Field(
-        None, description="Default true; fixed text in the lower-right corner."
+    watermark: Annotated[bool | None, ServiceDefault(True)] = Field(
+        None, description="Fixed text in the lower-right corner."
     )
 
     @model_validator(mode="after")

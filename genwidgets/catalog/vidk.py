@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from .checks import MediaCheck
 from .findings import warn
-from .markers import BILLED, MB, MediaSpec, Number
+from .markers import BILLED, MB, MediaSpec, Number, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -71,16 +71,18 @@ class VidKV3TurboT2V(Endpoint):
     of the listed words, nothing else."""
 
     prompt: str = Field(min_length=1, description="May hold positive and negative descriptions.")
-    resolution: Annotated[Literal["720P", "1080P", "2K", "4K"] | None, BILLED] = Field(
-        None, description="720P, 1080P, 2K or 4K. Default 720P. Affects billing."
+    resolution: Annotated[
+        Literal["720P", "1080P", "2K", "4K"] | None, BILLED, ServiceDefault("720P")
+    ] = Field(None, description="720P, 1080P, 2K or 4K. Affects billing.")
+    duration: Annotated[int | str | None, BILLED, ServiceDefault(5)] = Field(
+        None, description="3-15 seconds, integer or numeric string. Affects billing."
     )
-    duration: Annotated[int | str | None, BILLED] = Field(
-        None, description="3-15 seconds, integer or numeric string. Default 5. Affects billing."
+    aspect_ratio: Annotated[Literal["16:9", "9:16", "1:1"] | None, ServiceDefault("16:9")] = Field(
+        None, description="16:9, 9:16 or 1:1."
     )
-    aspect_ratio: Literal["16:9", "9:16", "1:1"] | None = Field(
-        None, description="16:9, 9:16 or 1:1. Default 16:9."
+    sound: Annotated[Literal["on", "off"] | None, ServiceDefault("off")] = Field(
+        None, description="on or off."
     )
-    sound: Literal["on", "off"] | None = Field(None, description="on or off. Default off.")
     enhance_prompt: bool | Literal["true", "false", "on", "off", "enabled", "disabled"] | None = (
         Field(
             None,
@@ -152,15 +154,15 @@ class VidKV16MultiI2V(Endpoint):
     negative_prompt: str | None = Field(
         None, max_length=2500, description="At most 2500 characters."
     )
-    mode: Annotated[Literal["std", "pro"] | None, BILLED] = Field(
+    mode: Annotated[Literal["std", "pro"] | None, BILLED, ServiceDefault("std")] = Field(
         None,
-        description="std (cost-efficient) or pro (higher quality). Default std. Affects billing.",
+        description="std (cost-efficient) or pro (higher quality). Affects billing.",
     )
-    duration: Annotated[Literal["5", "10"] | None, BILLED] = Field(
-        None, description="'5' or '10' seconds. Default 5. Affects billing."
+    duration: Annotated[Literal["5", "10"] | None, BILLED, ServiceDefault("5")] = Field(
+        None, description="'5' or '10' seconds. Affects billing."
     )
-    aspect_ratio: Literal["16:9", "9:16", "1:1"] | None = Field(
-        None, description="16:9, 9:16 or 1:1. Default 16:9."
+    aspect_ratio: Annotated[Literal["16:9", "9:16", "1:1"] | None, ServiceDefault("16:9")] = Field(
+        None, description="16:9, 9:16 or 1:1."
     )
 
 
@@ -198,8 +200,8 @@ class FaceChoose(Part):
         description="Insert time, ms from video start; the inserted range must overlap the "
         "face's lip-sync interval by at least 2 s and lie within the video.",
     )
-    sound_volume: Number | None = Field(
-        None, ge=0, le=2, description="Audio volume 0-2. Default 1."
+    sound_volume: Annotated[Number | None, ServiceDefault(1)] = Field(
+        None, ge=0, le=2, description="Audio volume 0-2."
     )
     original_audio_volume: Number | None = Field(
         None, ge=0, le=2, description="Original audio volume 0-2; no effect without audio."
@@ -279,8 +281,8 @@ class VidKV3MotionControl(Endpoint):
         description="Up to 1 item {element_id} from the subject library; the video then "
         "follows only the reference video's orientation.",
     )
-    keep_original_sound: Literal["yes", "no"] | None = Field(
-        None, description="yes or no. Default yes."
+    keep_original_sound: Annotated[Literal["yes", "no"] | None, ServiceDefault("yes")] = Field(
+        None, description="yes or no."
     )
     character_orientation: Literal["image", "video"] = Field(
         description="image (reference video at most 10 s) or video (at most 30 s)."

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from .checks import MediaCheck
-from .markers import BILLED, MB, SEED_MAX, MediaSpec, Number
+from .markers import BILLED, MB, SEED_MAX, MediaSpec, Number, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -49,6 +49,6 @@ class VidPV6Transition(Endpoint):
         "second differs per tier.",
     )
     seed: int | None = Field(None, ge=0, le=SEED_MAX, description="0-2147483647.")
-    generate_audio_switch: Annotated[bool | None, BILLED] = Field(
-        None, description="Generate audio. Default false; audio raises the credit cost."
+    generate_audio_switch: Annotated[bool | None, BILLED, ServiceDefault(False)] = Field(
+        None, description="Generate audio. Audio raises the credit cost."
     )

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from .checks import MediaCheck
 from .findings import IneffectiveFieldWarning, warn
-from .markers import BILLED, MB, MediaSpec
+from .markers import BILLED, MB, MediaSpec, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -60,7 +60,7 @@ _META_DATA_NOTE = (
     "upstream default is used. A dict is serialised to JSON."
 )
 _OFF_PEAK_NOTE = (
-    "Default false. Currently unavailable. Off-peak tasks consume fewer points, are generated "
+    "Currently unavailable. Off-peak tasks consume fewer points, are generated "
     "within 48 hours, and unfinished ones are canceled with refund. Affects billing."
 )
 
@@ -72,15 +72,15 @@ _VidVPrompt = Annotated[
 _PassThrough = Annotated[
     str | None,
     Field(
-        alias="payload",
         max_length=1_048_576,
         description="Pass-through data, max 1048576 characters.",
     ),
 ]
-_OffPeak = Annotated[bool | None, BILLED, Field(description=_OFF_PEAK_NOTE)]
+_OffPeak = Annotated[bool | None, BILLED, ServiceDefault(False), Field(description=_OFF_PEAK_NOTE)]
 _WatermarkPosition = Annotated[
     Literal[1, 2, 3, 4] | None,
-    Field(description="1 top-left, 2 top-right, 3 bottom-right, 4 bottom-left. Default 3."),
+    ServiceDefault(3),
+    Field(description="1 top-left, 2 top-right, 3 bottom-right, 4 bottom-left."),
 ]
 _MetaData = Annotated[str | None, Field(description=_META_DATA_NOTE)]
 _CallbackUrl = Annotated[str | None, Field(description=_CALLBACK_NOTE)]
@@ -110,36 +110,35 @@ class _VidVCommon(Endpoint):
 @register("vidVq2-text2video", kind="video", family="vidV", title="Text to video (vidV q2)")
 class VidVq2Text2Video(_VidVCommon):
     """Text to video, vidV q2. ``movement_amplitude`` values are not shown for this
-    endpoint: any string passes. The field ``payload`` is ``payload_`` in Python
-    (``payload()`` is the model's method), ``payload`` on the wire."""
+    endpoint: any string passes."""
 
     prompt: _VidVPrompt
-    duration: Annotated[int | None, BILLED] = Field(
-        None, ge=1, le=10, description="Seconds, 1-10. Default 5. Affects billing."
+    duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
+        None, ge=1, le=10, description="Seconds, 1-10. Affects billing."
     )
     seed: int | None = Field(
         None, description="Absent or 0 means random; otherwise the given seed."
     )
-    aspect_ratio: Literal["16:9", "9:16", "3:4", "4:3", "1:1"] | None = Field(
-        None, description="16:9, 9:16, 3:4, 4:3 or 1:1. Default 16:9."
-    )
-    resolution: Annotated[Literal["540p", "720p", "1080p"] | None, BILLED] = Field(
-        None, description="540p, 720p or 1080p. Default 720p. Affects billing."
-    )
+    aspect_ratio: Annotated[
+        Literal["16:9", "9:16", "3:4", "4:3", "1:1"] | None, ServiceDefault("16:9")
+    ] = Field(None, description="16:9, 9:16, 3:4, 4:3 or 1:1.")
+    resolution: Annotated[
+        Literal["540p", "720p", "1080p"] | None, BILLED, ServiceDefault("720p")
+    ] = Field(None, description="540p, 720p or 1080p. Affects billing.")
     movement_amplitude: str | None = Field(
         None,
         description="Accepted in requests; allowed values for this endpoint are not shown "
         "(vidVq1 takes auto, small, medium, large).",
     )
-    bgm: bool | None = Field(
+    bgm: Annotated[bool | None, ServiceDefault(False)] = Field(
         None,
-        description="Default false. true adds music from a preset library, fitted to the "
+        description="true adds music from a preset library, fitted to the "
         "duration. No effect when duration is 9 or 10.",
     )
-    payload_: _PassThrough = None
+    payload: _PassThrough = None
     off_peak: _OffPeak = None
-    watermark: bool | None = Field(
-        None, description="Default false; content fixed (AI-generated mark)."
+    watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
+        None, description="Content fixed (AI-generated mark)."
     )
     wm_position: _WatermarkPosition = None
     wm_url: str | None = Field(
@@ -160,29 +159,31 @@ class VidVq1Text2Video(_VidVCommon):
     """Text to video, vidV q1. Which fields are required is not shown; ``prompt``
     is required (the sample request carries it, and text to video needs it)."""
 
-    style: Literal["general", "anime"] | None = Field(
-        None, description="general (controlled by prompt) or anime. Default general."
+    style: Annotated[Literal["general", "anime"] | None, ServiceDefault("general")] = Field(
+        None, description="general (controlled by prompt) or anime."
     )
     prompt: _VidVPrompt
-    duration: Annotated[Literal[5] | None, BILLED] = Field(
-        None, description="Only 5 (seconds). Default 5. Affects billing."
+    duration: Annotated[Literal[5] | None, BILLED, ServiceDefault(5)] = Field(
+        None, description="Only 5 (seconds). Affects billing."
     )
     seed: int | None = Field(None, description="Absent or 0 means random.")
-    aspect_ratio: Literal["16:9", "9:16", "1:1"] | None = Field(
-        None, description="16:9, 9:16 or 1:1. Default 16:9."
+    aspect_ratio: Annotated[Literal["16:9", "9:16", "1:1"] | None, ServiceDefault("16:9")] = Field(
+        None, description="16:9, 9:16 or 1:1."
     )
-    resolution: Annotated[Literal["1080p"] | None, BILLED] = Field(
-        None, description="Only 1080p. Default 1080p."
+    resolution: Annotated[Literal["1080p"] | None, BILLED, ServiceDefault("1080p")] = Field(
+        None, description="Only 1080p."
     )
-    movement_amplitude: Literal["auto", "small", "medium", "large"] | None = Field(
-        None, description="auto, small, medium or large. Default auto."
+    movement_amplitude: Annotated[
+        Literal["auto", "small", "medium", "large"] | None, ServiceDefault("auto")
+    ] = Field(None, description="auto, small, medium or large.")
+    bgm: Annotated[bool | None, ServiceDefault(False)] = Field(
+        None, description="true adds music from a preset library."
     )
-    bgm: bool | None = Field(
-        None, description="Default false. true adds music from a preset library."
-    )
-    payload_: _PassThrough = None
+    payload: _PassThrough = None
     off_peak: _OffPeak = None
-    watermark: bool | None = Field(None, description="Default false.")
+    watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
+        None, description="Fixed AI-generated mark."
+    )
     wm_position: _WatermarkPosition = None
     wm_url: str | None = Field(None, description="Watermark image URL.")
     meta_data: _MetaData = None

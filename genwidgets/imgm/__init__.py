@@ -1,25 +1,25 @@
 """imgM prompts: the :class:`Prompt` language (parse, build, expand, validate).
 
-Plain Python below the widgets: the builder widget that edits a prompt is
-:class:`genwidgets.widgets.prompt_builder.PromptBuilder`.
+Plain Python below the widgets (the builder widget is
+:class:`genwidgets.widgets.prompt_builder.PromptBuilder`). One noun per module:
+``params`` (the spec's table), ``lexer``, ``permutations``, ``values``, ``parser``,
+``checker`` and ``prompt`` (the :class:`Prompt` value).
 """
 
 from __future__ import annotations
 
-from .prompt import (
-    ALIASES,
-    MAX_PROMPTS,
-    PARAMETERS,
-    Param,
-    Prompt,
-    PromptWarning,
-    Reference,
-    Segment,
-    Variation,
-)
+from .lexer import permutation_spans
+from .params import ALIASES, CONFIRM_ABOVE, MANY_JOBS, MAX_NESTING, MAX_PROMPTS, PARAMETERS, Param
+from .parser import format_value
+from .permutations import plain_text, say_count
+from .prompt import Prompt
+from .values import PromptWarning, Reference, Segment, Variation
 
 __all__ = [
     "ALIASES",
+    "CONFIRM_ABOVE",
+    "MANY_JOBS",
+    "MAX_NESTING",
     "MAX_PROMPTS",
     "PARAMETERS",
     "Param",
@@ -28,5 +28,8 @@ __all__ = [
     "Reference",
     "Segment",
     "Variation",
+    "format_value",
+    "permutation_spans",
+    "plain_text",
+    "say_count",
 ]
-

@@ -13,6 +13,9 @@ Each output goes to ``<root>/<request_id>/<index><ext>`` (root defaults to
 - An output already on disk is not fetched again when its size equals the
   record's ``file_size``; when the record gives no size, an existing file is
   trusted, because only complete, checked files are ever renamed into place.
+- An output whose record has no ``content_type`` takes the ``Content-Type`` the
+  server sends with the file, failing that its magic bytes
+  (:meth:`Output.learn_type`), before its file is named: its extension is right.
 - Inline content (hex/base64/JSON in the record) and ``data:`` URLs are written
   directly; only ``http``/``https`` URLs are fetched; other schemes are refused.
 - Credentials follow the one rule of :mod:`genwidgets.protocol.fetch`: the key
@@ -94,12 +97,17 @@ def _record_size(output: Output) -> int | None:
 
 @dataclass
 class _Item:
-    """One output to save, and where."""
+    """One output to save, and where (the extension follows the output's type,
+    which an untyped output learns from its first bytes)."""
 
     output: Output
     index: int
-    target: Path
+    directory: Path
     expected_size: int | None
+
+    @property
+    def target(self) -> Path:
+        return self.directory / f"{self.index}{extension_for(self.output.content_type)}"
 
     @property
     def label(self) -> str:
@@ -119,7 +127,7 @@ def _plan(result: Result, root: str | os.PathLike[str] | None) -> tuple[str, lis
     if len(set(indexes)) != len(indexes):  # hand-made outputs: fall back to positions
         indexes = list(range(len(result.outputs)))
     items = [
-        _Item(o, i, directory / f"{i}{extension_for(o.content_type)}", _record_size(o))
+        _Item(o, i, directory, _record_size(o))
         for o, i in zip(result.outputs, indexes, strict=True)
     ]
     return result.request_id, items
@@ -163,10 +171,8 @@ class _AtomicFile:
         self.item = item
         self.max_bytes = max_bytes
         self.size = 0
-        item.target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(
-            dir=item.target.parent, prefix=f".{item.target.name}.", suffix=".part"
-        )
+        item.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=item.directory, prefix=f".{item.index}.", suffix=".part")
         self.tmp = Path(tmp)
         self._fh: IO[bytes] = os.fdopen(fd, "wb")
 
@@ -174,6 +180,8 @@ class _AtomicFile:
         return self
 
     def write(self, chunk: bytes) -> None:
+        if self.size == 0 and chunk:
+            self.item.output.learn_type(None, chunk)
         self.size += len(chunk)
         if self.size > self.max_bytes:
             raise _Failure(f"larger than max_bytes={self.max_bytes}")
@@ -210,9 +218,12 @@ def _write_bytes(item: _Item, data: bytes, max_bytes: int) -> None:
         sink.commit()
 
 
-def _content_length(response: httpx.Response, max_bytes: int) -> int | None:
+def _content_length(response: httpx.Response, max_bytes: int, output: Output) -> int | None:
+    """The declared length of a download (checked), once its answer is known good;
+    an untyped output takes the type the server sends with the file."""
     if response.status_code >= 400:
         raise _Failure(f"HTTP {response.status_code} {response.reason_phrase}".rstrip())
+    output.learn_type(response.headers.get("content-type"))
     raw = response.headers.get("content-length")
     declared = int(raw) if raw is not None and raw.strip().isdigit() else None
     if declared is not None and declared > max_bytes and "content-encoding" not in response.headers:
@@ -328,7 +339,7 @@ def download_outputs(
 
 def _stream(item: _Item, url: str, max_bytes: int, timeout: float | httpx.Timeout) -> None:
     with open_url(url, timeout=timeout) as response:
-        declared = _content_length(response, max_bytes)
+        declared = _content_length(response, max_bytes, item.output)
         with _AtomicFile(item, max_bytes) as sink:
             for chunk in response.iter_bytes(CHUNK):
                 sink.write(chunk)
@@ -373,7 +384,7 @@ async def download_outputs_async(
 
 async def _stream_async(opener: Opener, item: _Item, url: str, max_bytes: int) -> None:
     async with opener(url) as response:
-        declared = _content_length(response, max_bytes)
+        declared = _content_length(response, max_bytes, item.output)
         with _AtomicFile(item, max_bytes) as sink:
             async for chunk in response.aiter_bytes(CHUNK):
                 sink.write(chunk)

@@ -12,16 +12,26 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import GatewayError, RateLimited, RequestNotFound, ServerError, TaskTimeout
+from ..errors import (
+    ClientClosed,
+    GatewayError,
+    RateLimited,
+    RequestNotFound,
+    ServerError,
+    TaskTimeout,
+    Unreachable,
+)
 from ..protocol.fetch import fetch_url
-from ..protocol.records import COMPLETED, Fetcher, Handle, Result, Status
+from ..protocol.records import Fetcher, Handle, Result, Status, is_failure
 from .engine import Engine, wait_future
 from .polling import Schedule
 
@@ -29,9 +39,6 @@ if TYPE_CHECKING:
     from ..protocol.http import Gateway
 
 log = logging.getLogger("genwidgets")
-
-#: Consecutive failed polls (after backoff) before a job gives up with the error.
-POLL_FAILURE_LIMIT = 10
 
 
 class Recorder(Protocol):
@@ -83,7 +90,7 @@ class Job:
         self,
         handle: Handle,
         *,
-        client: Any,
+        simulated: bool,
         gateway: Gateway,
         engine: Engine,
         payload: Mapping[str, Any] | None = None,
@@ -94,9 +101,11 @@ class Job:
         finished_at: float | None = None,
     ) -> None:
         """A job of ``handle``. With ``result``, a job known finished (read back from
-        the ledger): it is never polled and ``result()`` returns it at once."""
+        the ledger): it is never polled and ``result()`` returns it at once.
+        ``simulated``: the task runs on the embedded simulator (every view says so)."""
         self._handle = handle
-        self.client = client
+        self.simulated = simulated
+        self._closed = False
         self._gateway = gateway
         self._engine = engine
         self.payload: dict[str, Any] | None = dict(payload) if payload is not None else None
@@ -112,7 +121,6 @@ class Job:
         self._callbacks_lock = threading.Lock()
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Future[None] | None = None
-        self._running_since: float | None = None
         self._timing = (schedule or Schedule()).track(
             handle.endpoint, self.payload, handle.queue_position
         )
@@ -190,7 +198,10 @@ class Job:
             raise
 
     def cancel(self) -> None:
-        """Ask the gateway to cancel (no-op once the job is done)."""
+        """Ask the gateway to cancel (no-op once the job is done; ``ClientClosed`` once
+        its client is closed, since the task may still run)."""
+        if self._closed:
+            raise ClientClosed(endpoint=self.endpoint, request_id=self.request_id)
         if not self.done():
             self._engine.run(self._cancel())
 
@@ -219,21 +230,21 @@ class Job:
     def __await__(self) -> Generator[Any, None, Result]:
         return asyncio.wrap_future(self._future).__await__()
 
-    # -- async helpers used by AsyncClient ---------------------------------
+    # -- deprecated async spellings (use AsyncClient, whose jobs are AsyncJobs) ------
     async def astatus(self) -> Status:
-        return await asyncio.wrap_future(self._engine.submit(self._status_now()))
+        """Deprecated: ``await AsyncJob.status()``."""
+        _deprecated("astatus", "status")
+        return await AsyncJob(self).status()
 
     async def aresult(self, timeout: float | None = None) -> Result:
-        try:
-            return await asyncio.wait_for(
-                asyncio.shield(asyncio.wrap_future(self._future)), timeout
-            )
-        except asyncio.TimeoutError:
-            raise TaskTimeout(self, timeout or 0.0) from None
+        """Deprecated: ``await AsyncJob.result(timeout)``."""
+        _deprecated("aresult", "result")
+        return await AsyncJob(self).result(timeout)
 
     async def acancel(self) -> None:
-        if not self.done():
-            await asyncio.wrap_future(self._engine.submit(self._cancel()))
+        """Deprecated: ``await AsyncJob.cancel()``."""
+        _deprecated("acancel", "cancel")
+        await AsyncJob(self).cancel()
 
     # -- polling (started and stopped by the client) -------------------------
     def start_polling(self) -> None:
@@ -245,6 +256,14 @@ class Job:
         """Stop the background poll (on the engine thread; the task itself goes on)."""
         if self._task is not None:
             self._task.cancel()
+
+    def close(self) -> None:
+        """The client closed (on the engine thread): stop polling and end an unfinished
+        job with :class:`ClientClosed`, which says how to re-attach. Records nothing."""
+        self.stop_polling()
+        if not self.done():
+            self._closed = True
+            self._fail(ClientClosed(endpoint=self.endpoint, request_id=self.request_id))
 
     # -- engine side --------------------------------------------------------
 
@@ -265,8 +284,8 @@ class Job:
 
     def _apply_status(self, status: Status) -> None:
         previous = self.last_status
-        if status.status.upper() != "IN_QUEUE" and self._running_since is None:
-            self._running_since = time.monotonic()
+        if previous is not None and previous.logs and not status.logs:
+            status = dataclasses.replace(status, logs=previous.logs)  # a result carries none
         self.last_status = status
         self._timing.saw(status.status, status.queue_position, status.done)
         if (
@@ -275,6 +294,8 @@ class Job:
             or previous.queue_position != status.queue_position
         ):
             self._recorder.on_status(self, status)
+            self._notify()
+        elif previous.latest_log != status.latest_log:  # a new log line: views show it
             self._notify()
 
     def _finish(self, result: Result, finished_at: float | None = None) -> None:
@@ -323,10 +344,10 @@ class Job:
         try:
             result = await self._gateway.result(self._handle, fetch=self._fetch_bytes)
         except GatewayError:
-            if status.status.upper() == COMPLETED:
+            if not is_failure(status.status):
                 raise
             result = None
-        if result is None and status.status.upper() != COMPLETED:
+        if result is None and is_failure(status.status):
             # CANCELLED / FAILED / ERROR with no readable result: the status says it all.
             return Result.from_body(status.raw, endpoint=self.endpoint, request_id=self.request_id)
         return result
@@ -351,7 +372,7 @@ class Job:
             answer = await self._gateway.result_or_status(
                 self._handle, retries=0, fetch=self._fetch_bytes
             )
-        except (RateLimited, ServerError, RequestNotFound):
+        except (RateLimited, ServerError, RequestNotFound, Unreachable):
             raise
         except GatewayError as exc:
             schedule.result_address_says(False, reason=str(exc))
@@ -362,7 +383,11 @@ class Job:
                 schedule.result_address_says(False, reason="a result without a status")
                 return None
             status = Status.from_body(
-                {k: v for k, v in answer.raw.items() if k in ("status", "error", "error_type")},
+                {
+                    k: v
+                    for k, v in answer.raw.items()
+                    if k in ("status", "error", "error_type", "logs")
+                },
                 endpoint=self.endpoint,
                 request_id=self.request_id,
             )
@@ -376,7 +401,7 @@ class Job:
     async def _watch(self) -> None:
         failures = 0
         terminal: Status | None = None
-        rng = self._gateway._rng
+        rng = self._gateway.rng
         assert self._wake is not None
         while not self._future.done():
             with contextlib.suppress(asyncio.TimeoutError):
@@ -410,15 +435,18 @@ class Job:
                     self._fail(exc)
                     return
                 continue  # the gate holds every request until the wait is over
-            except ServerError as exc:
+            except (ServerError, Unreachable) as exc:
                 failures += 1
-                if failures >= POLL_FAILURE_LIMIT:
+                if failures >= self._timing.schedule.policy.failure_limit:
                     self._fail(exc)
                     return
                 continue
             except GatewayError as exc:
                 if isinstance(exc, RequestNotFound):  # the gateway forgot it: final
                     self._recorder.on_gone(self, exc)
+                self._fail(exc)
+                return
+            except ClientClosed as exc:
                 self._fail(exc)
                 return
             except asyncio.CancelledError:
@@ -435,3 +463,108 @@ class Job:
                 log.exception("genwidgets: recording the result of %s failed", self.request_id)
             self._finish(result)
             return
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(
+        f"Job.{old}() is deprecated and goes in the next release: use gw.AsyncClient, whose "
+        f"submit() returns an AsyncJob (await job.{new}())",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
+class AsyncJob:
+    """A :class:`Job` for ``async`` code: Job's names, as coroutines.
+
+    ``await job.status()``, ``await job.result(timeout=...)``, ``await job.cancel()``
+    and ``await job``. It wraps the same Job (``job.sync``), so both see one task;
+    waits never block the caller's loop (see docs/decisions.md, "Client API and the
+    error tree").
+    """
+
+    def __init__(self, job: Job, *, executor: concurrent.futures.Executor | None = None) -> None:
+        """``executor``: the threads its blocking requests wait on (the client's;
+        None: the loop's default executor)."""
+        self._job = job
+        self._executor = executor
+
+    @property
+    def sync(self) -> Job:
+        """The blocking Job of the same task (for widgets and plain code)."""
+        return self._job
+
+    endpoint = property(lambda self: self._job.endpoint)
+    request_id = property(lambda self: self._job.request_id)
+    status_url = property(lambda self: self._job.status_url)
+    response_url = property(lambda self: self._job.response_url)
+    cancel_url = property(lambda self: self._job.cancel_url)
+    handle = property(lambda self: self._job.handle)
+    queue_position = property(lambda self: self._job.queue_position)
+    expected_finish = property(lambda self: self._job.expected_finish)
+    elapsed = property(lambda self: self._job.elapsed)
+    status_text = property(lambda self: self._job.status_text)
+    simulated = property(lambda self: self._job.simulated)
+    payload = property(lambda self: self._job.payload)
+    last_status = property(lambda self: self._job.last_status)
+    last_result = property(lambda self: self._job.last_result)
+
+    def __repr__(self) -> str:
+        return "<Async" + repr(self._job)[1:]
+
+    def _ipython_display_(self) -> None:
+        if display_hook is None:
+            print(repr(self))
+        else:
+            display_hook(self._job)
+
+    def done(self) -> bool:
+        return self._job.done()
+
+    def add_done_callback(self, fn: Callable[[AsyncJob], Any]) -> None:
+        """Call ``fn(job)`` when terminal (on the engine thread, or now if already done)."""
+        self._job.add_done_callback(lambda _job: fn(self))
+
+    async def status(self) -> Status:
+        """Ask the gateway now (one request, with the retry policy)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._job.status)
+
+    async def result(self, timeout: float | None = None) -> Result:
+        """Wait until the task is terminal; ``TaskTimeout`` leaves it running."""
+        try:
+            # The future is this wait's own: cancelling it on timeout leaves the task be.
+            return await asyncio.wait_for(self._terminal(), timeout)
+        except asyncio.TimeoutError:
+            raise TaskTimeout(self, timeout or 0.0) from None
+
+    async def cancel(self) -> None:
+        """Ask the gateway to cancel (no-op once the job is done)."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._job.cancel)
+
+    def _terminal(self) -> asyncio.Future[Result]:
+        """The job's outcome as a future of the running loop, fed by a done callback."""
+        loop = asyncio.get_running_loop()
+        outcome: asyncio.Future[Result] = loop.create_future()
+
+        def settle(job: Job) -> None:
+            if outcome.done():  # that wait gave up (timeout) or its loop is gone
+                return
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(_copy_outcome, job, outcome)
+
+        self._job.add_done_callback(settle)
+        return outcome
+
+    def __await__(self) -> Generator[Any, None, Result]:
+        return self.result().__await__()
+
+
+def _copy_outcome(job: Job, outcome: asyncio.Future[Result]) -> None:
+    if outcome.done():
+        return
+    try:
+        outcome.set_result(job.result())  # done: returns (or raises) at once
+    except BaseException as exc:  # the job's own error, delivered to the awaiting code
+        outcome.set_exception(exc)

@@ -57,6 +57,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.http import NOT_FOUND_GRACE_S
+from ..protocol.records import is_failure
 from . import runtime
 from .runtime import Key, Observation, Plan, RunTimeModel
 
@@ -75,6 +77,40 @@ LATE_CAP = 5.0
 QUEUE_STEP = 0.5
 QUEUE_CAP = 5.0
 JITTER = 0.1
+#: Consecutive failed polls (after backoff) before a job gives up with the error.
+POLL_FAILURE_LIMIT = 10
+
+
+@dataclass(frozen=True)
+class PollPolicy:
+    """How a client polls, as one value (``Client(poll_policy=...)``): the adaptive
+    schedule's shape (the constants above are its defaults), how many failed polls
+    in a row a job survives, and how long a 404 is doubted after a create. The
+    notice target is ``Client(notice_target=...)``, which plans also use."""
+
+    first: float = FIRST
+    growth: float = GROWTH
+    knee: float = KNEE
+    ramp: float = RAMP
+    late_cap: float = LATE_CAP
+    queue_step: float = QUEUE_STEP
+    queue_cap: float = QUEUE_CAP
+    jitter: float = JITTER
+    failure_limit: int = POLL_FAILURE_LIMIT
+    not_found_grace: float = NOT_FOUND_GRACE_S
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"PollPolicy.{name} must be a number, not {value!r}")
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"PollPolicy.{name} must be finite and 0 or more, not {value!r}")
+        if self.failure_limit < 1 or self.jitter >= 1 or self.ramp <= 0:
+            raise ValueError("PollPolicy needs failure_limit >= 1, jitter < 1 and ramp > 0")
+
+
+#: The policy of a client given none (read when a schedule polls, not when it is made).
+DEFAULT_POLICY = PollPolicy()
 
 
 @dataclass
@@ -88,35 +124,42 @@ class PollState:
     early_cap: float = EARLY_CAP  # the notice target
 
 
-def cap_at(running_for: float, early_cap: float = EARLY_CAP) -> float:
-    if running_for < KNEE:
+def cap_at(
+    running_for: float, early_cap: float = EARLY_CAP, policy: PollPolicy | None = None
+) -> float:
+    p = policy or DEFAULT_POLICY
+    if running_for < p.knee:
         return early_cap
-    return max(early_cap, min(LATE_CAP, early_cap + (running_for - KNEE) / RAMP))
+    return max(early_cap, min(p.late_cap, early_cap + (running_for - p.knee) / p.ramp))
 
 
-def base_interval(state: PollState) -> float:
+def base_interval(state: PollState, policy: PollPolicy | None = None) -> float:
+    p = policy or DEFAULT_POLICY
     if state.queue_position is not None and state.queue_position > 0:
-        delay = min(QUEUE_CAP, FIRST + QUEUE_STEP * state.queue_position)
+        delay = min(p.queue_cap, p.first + p.queue_step * state.queue_position)
         if state.position_fell:
             delay = min(delay, 1.0)
         return delay
     age = max(0.0, state.running_for)
-    first = min(FIRST, state.early_cap)
-    return max(first, min(cap_at(age, state.early_cap), first + GROWTH * age))
+    first = min(p.first, state.early_cap)
+    return max(first, min(cap_at(age, state.early_cap, p), first + p.growth * age))
 
 
-def next_interval(state: PollState, rng: random.Random | None = None) -> float:
-    delay = base_interval(state)
+def next_interval(
+    state: PollState, rng: random.Random | None = None, policy: PollPolicy | None = None
+) -> float:
+    p = policy or DEFAULT_POLICY
+    delay = base_interval(state, p)
     if state.failures:
         delay = max(delay, min(0.5 * 2 ** (state.failures - 1), 8.0))
-    return delay * (1 - JITTER * (rng or random).random())
+    return delay * (1 - p.jitter * (rng or random).random())
 
 
-def requests_for(seconds: float) -> int:
+def requests_for(seconds: float, policy: PollPolicy | None = None) -> int:
     """Status requests the schedule makes for a task running ``seconds`` (no queue)."""
     t, n = 0.0, 0
     while t < seconds:
-        t += base_interval(PollState(running_for=t))
+        t += base_interval(PollState(running_for=t), policy)
         n += 1
     return n
 
@@ -163,6 +206,7 @@ class Schedule:
         ledger: Ledger | None = None,
         gateway: str = "",
         clock: Callable[[], float] = time.monotonic,
+        policy: PollPolicy | None = None,
     ) -> None:
         if isinstance(notice_target, bool) or not isinstance(notice_target, (int, float)):
             raise TypeError(f"notice_target must be a number of seconds, not {notice_target!r}")
@@ -173,6 +217,7 @@ class Schedule:
         self.notice_target = float(notice_target)
         self.budget = budget
         self.clock = clock
+        self._policy = policy
         self._ledger = ledger
         self._gateway = gateway
         self.models: dict[Key, RunTimeModel] = {}
@@ -189,6 +234,11 @@ class Schedule:
         #: whether this gateway's 202 answers at the result address carry the status
         #: (None: not seen yet); running tasks are polled there while it is not False
         self.result_address: bool | None = None
+
+    @property
+    def policy(self) -> PollPolicy:
+        """The client's :class:`PollPolicy`, or the default one as it is now."""
+        return self._policy or DEFAULT_POLICY
 
     def __repr__(self) -> str:
         return f"<Schedule notice_target={self.notice_target:g} s, {len(self.models)} models>"
@@ -214,11 +264,11 @@ class Schedule:
         """Wire names of the endpoint's billed fields (none for an unknown endpoint)."""
         if endpoint not in self._billed:
             from .. import catalog
-            from ..errors import PayloadError
+            from ..errors import EndpointNotFound
 
             try:
                 spec = catalog.endpoint(endpoint)
-            except PayloadError:
+            except EndpointNotFound:
                 names: tuple[str, ...] = ()
             else:
                 fields = spec.model.model_fields
@@ -428,7 +478,7 @@ class Timing:
             self.asked = None
         schedule._drain(now)
         if terminal:
-            if self.observation is None and self.start is not None and word.upper() == "COMPLETED":
+            if self.observation is None and self.start is not None and not is_failure(word):
                 last_running = self.running_seen if self.running_seen is not None else self.start[1]
                 self.observation = runtime.observe_bracket(self.start, (last_running, now))
             return
@@ -486,20 +536,24 @@ class Timing:
                 failures=failures,
                 early_cap=target,
             )
-            return next_interval(state, rng)
+            return next_interval(state, rng, schedule.policy)
         if not self.joined:
             schedule._join(self)
         plan = schedule.plan(self.key)
         if failures or plan is None or age >= plan.end:
             return next_interval(
-                PollState(running_for=age, failures=failures, early_cap=target), rng
+                PollState(running_for=age, failures=failures, early_cap=target),
+                rng,
+                schedule.policy,
             )
         polls = plan.for_task((self.seq * GOLDEN) % 1.0)
         soonest = age + MIN_GAP_SHARE * target
         index = bisect_right(polls, soonest)
         if index >= len(polls):
             return next_interval(
-                PollState(running_for=age, failures=failures, early_cap=target), rng
+                PollState(running_for=age, failures=failures, early_cap=target),
+                rng,
+                schedule.policy,
             )
         return polls[index] - age
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import PayloadError
+from ..errors import EndpointNotFound, PayloadError
 from .mapping import ENDPOINT_AXIS
 
 __all__ = [
@@ -86,6 +86,16 @@ class Axis:
         if self.kind == "group":
             return f"prompt {self.search}"
         return self.field
+
+    @property
+    def shown_values(self) -> tuple[Any, ...]:
+        """The values as headers show them: a permutation group's options are written
+        escaped (``pastel\\, yellow``) so that each sends one prompt, and read plain."""
+        if self.kind != "group":
+            return self.values
+        from ..imgm import plain_text
+
+        return tuple(plain_text(str(v)) for v in self.values)
 
     def apply(self, payload: dict[str, Any], value: Any) -> None:
         """Set this axis's ``value`` in ``payload`` (in place; nested dicts are copied).
@@ -347,6 +357,8 @@ def _endpoint_axis(raw: Any, endpoint: str) -> Axis:
             problems += [
                 {"loc": ("axis", ENDPOINT_AXIS, str(value)), "msg": e["msg"]} for e in exc.errors
             ]
+        except EndpointNotFound as exc:  # a local mistake in the grid's layout: a PayloadError
+            problems.append({"loc": ("axis", ENDPOINT_AXIS, str(value)), "msg": str(exc)})
     if len(set(map(str, values))) != len(values):
         problems.append({"loc": ("axis", ENDPOINT_AXIS), "msg": "each endpoint once"})
     if problems:

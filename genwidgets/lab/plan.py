@@ -22,7 +22,8 @@ Choices where the issue is silent:
   without ``--seed``) gets one seed drawn from 1..2**31-1 when neither the
   payload nor an axis sets it; imgM prompts get it as ``--seed N``.
 - **Limits.** More than :data:`MAX_CELLS` cells is refused. Billed generations
-  (imgM permutations times ``--repeat``) are what ``confirm_above`` compares.
+  (:func:`billed_count`: outputs per task, ``n`` sent or the service's default,
+  times imgM permutations and ``--repeat``) are what ``confirm_above`` compares.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import PayloadError
+from ..errors import EndpointNotFound, PayloadError
 from .axes import Axis, make_axis
 
 __all__ = [
@@ -121,9 +122,10 @@ def prompt_string_fields(spec: Any) -> list[str]:
 
 
 def billed_count(spec: Any, payload: Mapping[str, Any]) -> int:
-    """Generations one task bills: the product over its imgM prompts of
-    permutations times ``--repeat`` (1 for other endpoints)."""
-    count = 1
+    """Generations one task bills: the outputs it makes (its ``n``, sent or the
+    service's default: ``genW2.5-t2i-preview`` makes 4 unless told) times, for imgM,
+    each prompt's permutations and ``--repeat``. What ``confirm_above`` compares."""
+    count = spec.generations(payload)
     for name in prompt_string_fields(spec):
         text = payload.get(name)
         if isinstance(text, str):
@@ -133,21 +135,34 @@ def billed_count(spec: Any, payload: Mapping[str, Any]) -> int:
 
 def billing_values(spec: Any, payloads: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     """Each billed field of the endpoint with the distinct values the payloads send."""
+    from ..catalog import NO_DEFAULT
+
     billing: dict[str, list[Any]] = {}
     for name in spec.billing_fields:
         seen: dict[str, Any] = {}
         for payload in payloads:
-            value = payload.get(name, "default")
+            value = payload.get(name)
+            if value is None:  # what the service uses when the field is not sent
+                default = spec.value_of(payload, name)
+                value = "default" if default is NO_DEFAULT else f"{plain_value(default)} (default)"
             seen.setdefault(canonical(value), value)
         billing[name] = list(seen.values())
     return billing
+
+
+def plain_value(value: Any) -> str:
+    """A default as a person reads it: ``true``, ``720p``, ``4``."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def cost_summary(head: str, tasks: int, billed: int, billing: Mapping[str, list[Any]]) -> str:
     """``head: N tasks``, the billed generations when they differ, the billed fields' values."""
     text = f"{head}: {tasks} task{'s' if tasks != 1 else ''}"
     if billed != tasks:
-        text += f", billed as {billed} generations (prompt permutations/--repeat)"
+        text += (
+            f", billed as {billed} generations (outputs per task, n sent or the service's "
+            "default, times imgM prompt permutations and --repeat)"
+        )
     if billing:
         parts = [
             f"{name} = {', '.join(short(v, 30) for v in values)}"
@@ -235,7 +250,7 @@ def expand_cells(
     """The product of ``axes`` (outermost first) over ``base_payload``, each cell
     mapped to its endpoint (an endpoint axis: :func:`~.mapping.map_payload`),
     validated once and counted; every problem of every cell raises one PayloadError
-    whose locations start with the cell's axis values. ``prepare`` (a client's
+    whose messages start with the cell's axis values. ``prepare`` (a client's
     ``prepare``) validates and keeps what it returns for sending; without it the
     catalog validates."""
     from ..catalog import validate
@@ -276,7 +291,11 @@ def expand_cells(
             count = billed_count(target_spec, payload)
             prepared = check(target, payload)
         except PayloadError as exc:
-            errors += [{"loc": (where, *e["loc"]), "msg": e["msg"]} for e in exc.errors]
+            # the field's own location, the cell in the message: "duration: in the
+            # cell duration=99: must be 1-10" (not "duration=99.duration")
+            errors += [
+                {"loc": e["loc"], "msg": f"in the cell {where}: {e['msg']}"} for e in exc.errors
+            ]
         position = dict(zip((n for n, _ in axes), combo, strict=True))
         cells.append(
             PlannedCell(
@@ -326,7 +345,7 @@ def permutation_axes(spec: Any, payload: Mapping[str, Any]) -> list[Axis]:
         axes = []
         for n, (start, end) in enumerate(permutation_spans(text), 1):
             group = text[start:end]
-            values = tuple(_as_written(sent) for sent in Prompt.parse(group).expand())
+            values = tuple(_as_written(sent) for sent in Prompt.parse(group).expand("plain"))
             axes.append(Axis(f"{name}{{{n}}}", values, "group", group, (name,)))
         if axes:
             return axes
@@ -611,7 +630,7 @@ def _axis(
         for other in ids:
             try:
                 return make_axis(given, endpoint, catalog_endpoint(other).model, base)
-            except PayloadError:
+            except (PayloadError, EndpointNotFound):  # the first error is the one to show
                 continue
         raise
 
@@ -780,9 +799,10 @@ def plan_sweep(
     billed = [c.billed for c in cells]
     if sum(billed) > max_jobs:
         raise PayloadError(
-            f"this sweep makes {tasks} tasks billed as {sum(billed)} generations (prompt "
-            f"permutations/--repeat); the limit is max_jobs={max_jobs}: vary fewer values "
-            "or raise max_jobs",
+            f"this sweep makes {tasks} tasks billed as {sum(billed)} generations (outputs "
+            "per task, n sent or the service's default, times imgM prompt permutations and "
+            f"--repeat); the limit is max_jobs={max_jobs}: vary fewer values, send n=1 or "
+            "raise max_jobs",
             endpoint=endpoint,
         )
     payloads = [c.payload for c in cells]

@@ -24,24 +24,22 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from .._client import default_client  # the one "which client, when none is given"
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
 from .plan import AXES, GridPlan, PlannedCell
 from .store import GridRecord, GridStore, store_for
 
 if TYPE_CHECKING:
-    from .._client import PreparedRequest
-    from ..jobs.job import Job
-    from ..jobs.ledger import Ledger
+    from .._protocols import ClientLike, JobLike
 
 __all__ = [
     "CONCURRENCY",
     "GridCell",
-    "GridClient",
     "GridRun",
     "default_client",
     "grids",
@@ -52,40 +50,12 @@ __all__ = [
 CONCURRENCY = 4
 
 
-class GridClient(Protocol):
-    """What a grid needs of a client (the public Client API)."""
-
-    embedded: bool
-    ledger: Ledger | None
-
-    @property
-    def gateway_name(self) -> str: ...
-
-    def prepare(self, endpoint: str, payload: Mapping[str, Any]) -> PreparedRequest: ...
-
-    def send(self, prepared: PreparedRequest) -> Job: ...
-
-    def job(self, endpoint: str, request_id: str) -> Job: ...
-
-    def history(
-        self, endpoint: str | None = None, status: str | None = None, limit: int | None = None
-    ) -> list[Job]: ...
-
-
-def default_client() -> Any:
-    """The most recent client of the process, else a new one (board, sweep, grid)."""
-    from .._client import Client, latest_client
-
-    found = latest_client()
-    return found if found is not None else Client()
-
-
 def new_grid_id() -> str:
     """A stable, sortable, readable id: ``g-YYYYMMDD-HHMMSS-xxxx``."""
     return time.strftime("g-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(2)
 
 
-def send(client: GridClient, endpoint: str, cell: PlannedCell) -> Job:
+def send(client: ClientLike, endpoint: str, cell: PlannedCell) -> JobLike:
     """The one place a grid cell leaves: the request prepared (validated once) when
     the grid was planned, else prepared now for the cell's own endpoint."""
     prepared = cell.prepared
@@ -102,7 +72,7 @@ class GridCell:
         self.planned = planned
         self.index = planned.index
         self.payload = planned.payload
-        self.job: Job | None = None
+        self.job: JobLike | None = None
         self.request_id: str | None = None
         self.error: str | None = None  # a create that failed
         self.rating = 0
@@ -178,7 +148,7 @@ class GridRun:
     def __init__(
         self,
         plan: GridPlan,
-        client: GridClient,
+        client: ClientLike,
         *,
         grid_id: str | None = None,
         store: GridStore | None = None,
@@ -279,7 +249,7 @@ class GridRun:
             self.store.set_request(self.id, cell.index, cell.request_id)
         self.changed()
 
-    def _attach(self, cell: GridCell, job: Job) -> None:
+    def _attach(self, cell: GridCell, job: JobLike) -> None:
         cell.job, cell.request_id = job, str(job.request_id)
         job.add_update_callback(lambda _job: self.changed())
         job.add_done_callback(lambda _job: self.changed())
@@ -426,7 +396,7 @@ class GridRun:
     # ------------------------------------------------------------------ re-opening
 
     @classmethod
-    def load(cls, grid_id: str, client: GridClient) -> GridRun:
+    def load(cls, grid_id: str, client: ClientLike) -> GridRun:
         """Re-open a stored grid: outputs from the ledger's local files, unfinished
         cells re-attached, nothing sent. Unknown id: KeyError with the nearest ids."""
         from .plan import restore_plan
@@ -453,12 +423,12 @@ class GridRun:
         return run
 
 
-def list_grids(client: GridClient) -> list[GridRecord]:
+def list_grids(client: ClientLike) -> list[GridRecord]:
     """The grids stored for this client's gateway, newest first."""
     return store_for(client).grids(client.gateway_name)
 
 
-def grids(client: Any = None) -> list[GridRecord]:
+def grids(client: ClientLike | None = None) -> list[GridRecord]:
     """``gw.grids()``: past grids of the client's gateway (default: the latest
     client), newest first, from the ledger's file."""
     return list_grids(client if client is not None else default_client())

@@ -26,10 +26,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .._config import redact
 from ..jobs.ledger import scrub_payload
+
+if TYPE_CHECKING:
+    from .._protocols import ClientLike
 
 __all__ = ["CellRecord", "GridRecord", "GridStore", "store_for", "store_path"]
 
@@ -61,14 +64,7 @@ _SCHEMA = (
 BUSY_TIMEOUT = 30.0
 
 
-class HasLedger(Protocol):
-    """What the store needs of a client: its ledger (or None) and gateway name."""
-
-    @property
-    def gateway_name(self) -> str: ...
-
-
-def store_path(client: Any) -> Path | None:
+def store_path(client: ClientLike) -> Path | None:
     """The SQLite file grids live in: the client's ledger file, or None (memory).
 
     The one place that knows where the ledger keeps its file."""
@@ -286,7 +282,7 @@ _stores: dict[str, GridStore] = {}
 _stores_lock = threading.Lock()
 
 
-def store_for(client: Any) -> GridStore:
+def store_for(client: ClientLike) -> GridStore:
     """The store of a client's ledger file (one per file per process)."""
     path = store_path(client)
     key = str(path.resolve()) if path is not None else f"memory:{id(client)}"

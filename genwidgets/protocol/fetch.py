@@ -7,9 +7,11 @@ may need the key; outputs elsewhere (signed storage URLs) never get it.
 
 Redirects are followed by hand, at most :data:`MAX_REDIRECTS` hops, so every
 hop decides its own headers: a hop to a foreign origin loses every credential
-header and ``auth``. The blocking variant is used where no gateway client is at
-hand (an ``Output`` made by hand, a plain ``download_outputs``); it never sends
-credentials at all.
+header and ``auth``. Cookies follow the same rule: a cookie the gateway set goes
+back to the gateway's origin only (a cookie jar matches hosts, not ports, so
+another server on the same host would get it otherwise). The blocking variant
+is used where no gateway client is at hand (an ``Output`` made by hand, a plain
+``download_outputs``); it never sends credentials nor cookies at all.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import httpx
 __all__ = [
     "CREDENTIAL_HEADERS",
     "MAX_REDIRECTS",
+    "ORIGIN_BOUND_HEADERS",
     "fetch_url",
     "open_url",
     "open_url_async",
@@ -31,6 +34,8 @@ __all__ = [
 
 #: request headers that may carry a credential; sent only to the gateway's origin
 CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
+#: sent only to the gateway's origin too: what the gateway's cookie jar would add
+ORIGIN_BOUND_HEADERS = (*CREDENTIAL_HEADERS, "cookie")
 MAX_REDIRECTS = 10
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 
@@ -71,7 +76,7 @@ async def open_url_async(
         request = http.build_request("GET", target)
         trusted = same_origin(target, trusted_origin)
         if not trusted:
-            for name in CREDENTIAL_HEADERS:
+            for name in ORIGIN_BOUND_HEADERS:
                 request.headers.pop(name, None)
         response = await http.send(
             request,
@@ -95,12 +100,23 @@ async def open_url_async(
 def open_url(
     url: str, *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT
 ) -> Iterator[httpx.Response]:
-    """Stream ``GET url`` with a fresh client that holds no credential at all."""
-    with (
-        httpx.Client(timeout=timeout, follow_redirects=True, max_redirects=MAX_REDIRECTS) as http,
-        http.stream("GET", url) as response,
-    ):
-        yield response
+    """Stream ``GET url`` with a fresh client that sends no credential and no cookie
+    (redirects followed by hand, so a cookie set by one hop never reaches the next)."""
+    target: httpx.URL = httpx.URL(url)
+    with httpx.Client(timeout=timeout, follow_redirects=False) as http:
+        for _hop in range(MAX_REDIRECTS + 1):
+            http.cookies.clear()
+            response = http.send(http.build_request("GET", target), stream=True)
+            following = _next_url(response)
+            if following is None:
+                try:
+                    yield response
+                finally:
+                    response.close()
+                return
+            response.close()
+            target = following
+    raise _too_many(url)
 
 
 def fetch_url(url: str, *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT) -> bytes:

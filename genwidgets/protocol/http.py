@@ -5,39 +5,51 @@ gateway that says wait means every request of the client waits):
 
 - **Create-task** is retried only when it certainly created nothing: a 429
   ``RATE_LIMIT_EXCEEDED`` answer, or a connect error (the request never left).
-  At most ``max_retries`` times. Any other failure after the body was sent is
-  reported as "outcome unknown" (:class:`OutcomeUnknown`), never retried.
+  At most ``max_retries`` times, then :class:`Unreachable`. Any other failure after
+  the body was sent, a 5xx answer included, is "outcome unknown"
+  (:class:`OutcomeUnknown`: a task may exist), never retried.
 - **Status, result, cancel** are retried on 5xx (an HTML 502 page included),
   429 and transport errors, with bounded jittered exponential backoff
   ``min(0.5·2^n, 8) × (1 − 0.25·random())``.
 - **404 Request not found** is retried for a few seconds at most (a task can
   take a moment to become visible after creation), then raised.
-- **Retry-After** (seconds, ``retry-after-ms`` or an HTTP date) closes a
-  :class:`RateGate` shared by every request of the client; a wait beyond
-  ``max_wait`` (120 s) raises :class:`RateLimited` carrying it.
+- **Rate limits by meaning**: any 429, and any answer whose body says
+  ``RATE_LIMIT_EXCEEDED`` whatever its status (a 503 from a proxy included),
+  closes a :class:`RateGate` shared by every request of the client for its
+  Retry-After (seconds, ``retry-after-ms`` or an HTTP date; 1 s when absent); a
+  wait beyond ``max_wait`` (120 s) raises :class:`RateLimited` carrying it. A
+  503 without that code stays a server error.
+- **The key stays at the gateway's origin.** Status, result and cancel go to the
+  handle's URLs only when they share the base URL's scheme, host and port;
+  otherwise to the documented address (base URL + endpoint + request id), with
+  one warning per foreign origin. Redirects are followed only within the origin;
+  one elsewhere is refused, so the key never travels with it.
 
 Errors are mapped by the body first (``error.code``, ``detail`` text) and the
-HTTP status second, because the spec does not show the status codes.
+HTTP status second, because the spec does not show the status codes
+(``docs/decisions.md#gateways-and-their-dialects``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
-import json
 import logging
 import random
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
 
-from .._config import redact
+from .._config import Secret, redact
 from ..errors import (
+    ClientClosed,
     EndpointNotFound,
     GatewayError,
+    GenwidgetsWarning,
     ModelNotAllowed,
     NotSupported,
     OutcomeUnknown,
@@ -46,11 +58,12 @@ from ..errors import (
     RuntimeFailed,
     ServerError,
     Unauthorized,
+    Unreachable,
     WebhookNotSupported,
 )
 from ..media import encode_body
-from .fetch import open_url_async
-from .records import Handle, Result, Status, queue_url
+from .fetch import MAX_REDIRECTS, open_url_async, same_origin
+from .records import ERROR_TEXT_KEYS, ERROR_TYPE_KEYS, Handle, Result, Status, queue_url, readable
 
 log = logging.getLogger("genwidgets")
 
@@ -160,13 +173,16 @@ def error_from_response(
     if isinstance(body, Mapping):
         err = body.get("error")
         if isinstance(err, Mapping):
-            code = str(err.get("code")) if err.get("code") is not None else None
-            message = str(err.get("message")) if err.get("message") is not None else None
+            code = readable(err.get("code"), ERROR_TYPE_KEYS) if err.get("code") else None
+            message = readable({k: v for k, v in err.items() if k != "code"}, ERROR_TEXT_KEYS)
+            message = None if message == "{}" else message
         elif isinstance(err, str):
             message = err
+        if code is None and isinstance(body.get("code"), str):
+            code = body["code"]
         raw_detail = body.get("detail")
         if raw_detail is not None:
-            detail = raw_detail if isinstance(raw_detail, str) else json.dumps(raw_detail)
+            detail = readable(raw_detail, ERROR_TEXT_KEYS)
         request_id = request_id or (str(body["request_id"]) if body.get("request_id") else None)
     status = response.status_code
     text = detail or message
@@ -219,9 +235,35 @@ def error_from_response(
     return GatewayError(text, **kw)
 
 
+def _origin_text(url: str) -> str:
+    parts = httpx.URL(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.host}{port}"
+
+
+def _says_rate_limited(response: httpx.Response) -> bool:
+    """A 429, or an error answer whose body carries the ``RATE_LIMIT_EXCEEDED`` code
+    (whatever the status: the spec shows the code, not the status)."""
+    if response.status_code == 429:
+        return True
+    if response.status_code < 400 or b"RATE_LIMIT_EXCEEDED" not in response.content[:4096]:
+        return False
+    return isinstance(error_from_response(response), RateLimited)
+#: Transport failures before the request left: nothing reached the gateway.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+
+
+def _headers(key: Secret | None, extra: Mapping[str, str] | None) -> httpx.Headers:
+    """The client's headers; the key is read in this one expression and held only by
+    ``httpx.Headers``, whose repr hides it (no frame keeps it as a str)."""
+    return httpx.Headers(
+        {**({"Authorization": "Bearer " + key.reveal()} if key else {}), **dict(extra or {})}
+    )
+
+
 def _transient(exc: BaseException) -> bool:
     """Worth another try for status/result/cancel."""
-    if isinstance(exc, ServerError | RateLimited):
+    if isinstance(exc, ServerError | RateLimited | Unreachable):
         return True
     return isinstance(exc, httpx.TransportError)
 
@@ -236,7 +278,7 @@ class Gateway:
     def __init__(
         self,
         base_url: str,
-        api_key: str | None,
+        api_key: Secret | str | None,
         *,
         timeout: float = 30.0,
         max_retries: int = 2,
@@ -245,28 +287,36 @@ class Gateway:
         headers: Mapping[str, str] | None = None,
         sleep: Any = None,
         clock: Callable[[], float] = time.monotonic,
+        not_found_grace: float = NOT_FOUND_GRACE_S,
     ) -> None:
         """``sleep`` (an ``asyncio.sleep`` stand-in) and ``clock`` (seconds, like
-        ``time.monotonic``) time the retries; tests pass fakes that agree."""
+        ``time.monotonic``) time the retries; tests pass fakes that agree.
+        ``not_found_grace``: how long a 404 is retried before it is believed."""
         self.base_url = base_url.rstrip("/")
         self.max_retries = max_retries
         self.gate = RateGate()
         self._semaphore = asyncio.Semaphore(max_in_flight)
         self._sleep = sleep or asyncio.sleep
         self._clock = clock
+        self.not_found_grace = not_found_grace
         self._rng = random.Random()
-        auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(
-            headers={**auth, **dict(headers or {})},
+            headers=_headers(Secret.wrap(api_key), headers),
             timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
             transport=transport,
             follow_redirects=False,
         )
+        self._foreign_origins: set[str] = set()
         #: request counts by operation, for benchmarks and tests
         self.counts: dict[str, int] = {"create": 0, "status": 0, "result": 0, "cancel": 0}
 
     def __repr__(self) -> str:
         return f"Gateway({self.base_url!r})"
+
+    @property
+    def rng(self) -> random.Random:
+        """The jitter source of this client's retries and polls."""
+        return self._rng
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -282,14 +332,49 @@ class Gateway:
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
+        if self._http.is_closed:
+            raise ClientClosed(endpoint=endpoint, request_id=request_id)
         await self.gate.wait(endpoint=endpoint, request_id=request_id)
-        async with self._semaphore:
-            self.counts[op] += 1
-            response = await self._http.request(method, url, content=content, headers=headers)
-        if response.status_code == 429:
+        for _hop in range(MAX_REDIRECTS + 1):
+            async with self._semaphore:
+                self.counts[op] += 1
+                response = await self._http.request(method, url, content=content, headers=headers)
+            if not response.is_redirect or "location" not in response.headers:
+                break
+            target = str(response.request.url.join(response.headers["location"]))
+            if not same_origin(target, self.base_url):
+                raise GatewayError(
+                    f"the {op} request was redirected to another origin "
+                    f"({_origin_text(target)}); not followed, so the API key stays at "
+                    f"{_origin_text(self.base_url)}",
+                    status_code=response.status_code,
+                    endpoint=endpoint,
+                    request_id=request_id,
+                )
+            url = target
+            if response.status_code == 303:
+                method, content = "GET", None
+        if _says_rate_limited(response):
             wait = parse_retry_after(response.headers)
             self.gate.close(wait if wait is not None else 1.0)
         return response
+
+    def _follow_up_url(self, handle: Handle, url: str, suffix: str) -> str:
+        """``url`` when it is on the gateway's origin; else the documented address,
+        with one warning per foreign origin (the key never goes there)."""
+        if same_origin(url, self.base_url):
+            return url
+        origin = _origin_text(url)
+        if origin not in self._foreign_origins:
+            self._foreign_origins.add(origin)
+            warnings.warn(
+                f"the task handle names another origin ({origin}) than the gateway "
+                f"({_origin_text(self.base_url)}); the client uses the documented "
+                "addresses on the gateway instead, so the API key is not sent there",
+                GenwidgetsWarning,
+                stacklevel=2,
+            )
+        return f"{queue_url(self.base_url, handle.endpoint, handle.request_id)}/{suffix}"
 
     async def create(
         self,
@@ -315,10 +400,10 @@ class Gateway:
                     content=content,
                     headers=sent_headers,
                 )
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            except _NOT_SENT as exc:
                 # Nothing was sent: safe to try again.
                 if attempt >= self.max_retries:
-                    raise ServerError(
+                    raise Unreachable(
                         f"cannot reach the gateway at {self.base_url}: {redact(str(exc))}",
                         endpoint=endpoint,
                     ) from None
@@ -333,6 +418,15 @@ class Gateway:
                 if response.status_code < 400:
                     return self._handle(endpoint, response)
                 error = error_from_response(response, endpoint=endpoint)
+                if isinstance(error, ServerError):  # a 5xx may follow a task made
+                    raise OutcomeUnknown(
+                        f"the gateway answered the create request with HTTP "
+                        f"{response.status_code} ({error.message}); a task may "
+                        "exist and is not retried to avoid a duplicate. Check "
+                        "client.history() before submitting again.",
+                        endpoint=endpoint,
+                        status_code=response.status_code,
+                    ) from None
                 if not isinstance(error, RateLimited) or attempt >= self.max_retries:
                     raise error
             attempt += 1
@@ -377,7 +471,9 @@ class Gateway:
                     response, endpoint=endpoint, request_id=request_id
                 )
             except httpx.TransportError as exc:
-                error = ServerError(
+                # Nothing sent: Unreachable; an answer that broke off: the gateway failed.
+                kind = Unreachable if isinstance(exc, _NOT_SENT) else ServerError
+                error = kind(
                     f"{op} request failed: {type(exc).__name__}: {redact(str(exc))}",
                     endpoint=endpoint,
                     request_id=request_id,
@@ -386,9 +482,9 @@ class Gateway:
                 now = self._clock()
                 if first_not_found is None:
                     first_not_found = now
-                if now - first_not_found >= NOT_FOUND_GRACE_S:
+                if now - first_not_found >= self.not_found_grace:
                     raise error
-                await self._sleep(min(1.0, NOT_FOUND_GRACE_S - (now - first_not_found)))
+                await self._sleep(min(1.0, self.not_found_grace - (now - first_not_found)))
                 continue
             if not _transient(error) or attempt >= retries:
                 raise error
@@ -400,7 +496,7 @@ class Gateway:
         response = await self._call(
             "status",
             "GET",
-            handle.status_url,
+            self._follow_up_url(handle, handle.status_url, "status"),
             endpoint=handle.endpoint,
             request_id=handle.request_id,
             retries=retries,
@@ -427,7 +523,7 @@ class Gateway:
         response = await self._call(
             "result",
             "GET",
-            handle.response_url,
+            self._follow_up_url(handle, handle.response_url, "response"),
             endpoint=handle.endpoint,
             request_id=handle.request_id,
             retries=retries,
@@ -448,7 +544,7 @@ class Gateway:
         response = await self._call(
             "cancel",
             "PUT",
-            handle.cancel_url,
+            self._follow_up_url(handle, handle.cancel_url, "cancel"),
             endpoint=handle.endpoint,
             request_id=handle.request_id,
         )

@@ -10,15 +10,14 @@ measured in UTF-8 bytes of that body (:func:`genwidgets.media.check_body_size`).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..catalog import EndpointModel, webhook_fields
+from ..catalog import EndpointModel, unsendable, webhook_fields
 from ..catalog import validate as validate_payload
 from ..errors import PayloadError
-from ..media import check_body_size, encode_body
+from ..media import check_body_size, encode_body, encode_paths
 
 __all__ = ["PreparedRequest", "prepare"]
 
@@ -68,14 +67,16 @@ def prepare(endpoint: str, payload: Mapping[str, Any], *, validate: bool = True)
         raise PayloadError(
             f"a payload is a dict of fields, not {type(payload).__name__}", endpoint=endpoint
         )
+    payload = encode_paths(endpoint, payload)  # a pathlib.Path is a local file to encode
     model: EndpointModel | None = None
-    if validate:
-        with warnings.catch_warnings():
-            warnings.simplefilter("default")
-            model = validate_payload(endpoint, payload)
-        sent = model.payload()
+    if validate:  # the user's warning filters apply (-W ignore silences UnknownFieldWarning)
+        model = validate_payload(endpoint, payload)
+        sent = model.to_wire()
     else:
         _refuse_webhooks(endpoint, payload)
+        problems = unsendable(payload)  # what the body cannot carry is refused all the same
+        if problems:
+            raise PayloadError(problems, endpoint=endpoint)
         sent = dict(payload)
     body = encode_body(sent, endpoint=endpoint)
     check_body_size(body, endpoint=endpoint)

@@ -2,20 +2,30 @@
 
 The spec promises only ``request_id``, ``status_url``, ``response_url``,
 ``cancel_url``, ``status``, ``error``, ``error_type`` and ``outputs``; it shows
-neither their types nor the other fields. Our choices, and what we tolerate:
+neither their types nor the other fields. Real gateways fill the open parts
+differently (``docs/decisions.md#gateways-and-their-dialects``). Our choices:
 
 - ``status`` is kept verbatim (any string; a non-string is turned into one).
-  Terminal: ``COMPLETED`` (the spec), and, as a documented assumption because
-  the spec does not name them, ``CANCELLED``, ``CANCELED``, ``FAILED``,
-  ``ERROR`` (compared case-insensitively). Every other name is non-terminal.
-- ``error``: anything; a task failed when it is terminal and ``error`` is
-  truthy (a non-empty string, a dict, ...), or when its status is one of the
-  failure names above. ``error_type`` is kept as given.
+  Terminality comes from the one table :data:`TERMINAL_WORDS` (compared
+  case-insensitively): the spec's ``COMPLETED`` and the terminal words of other
+  queues, each marked success or failure. Every other name is non-terminal and
+  shown as it came; the waits around it are bounded elsewhere.
+- ``error``: a task failed when it is terminal and ``error`` is truthy, or when
+  its status is a failure word. An object ``error`` reads as its ``message`` /
+  ``detail`` / ``msg`` (JSON text when it has none), an object ``error_type`` as
+  its ``type`` / ``code``; the objects stay whole in ``raw``.
+- ``logs``: :attr:`Status.logs` keeps what the body's ``logs`` holds (a list as
+  it is, a string as its lines, anything else as one entry; ``[]`` when absent).
 - ``outputs``: a list. An entry may be a dict (``url`` or ``file_url`` or
   ``uri``; ``content_type`` or ``mime_type``; inline ``content`` with an
-  optional ``encoding`` of ``hex``/``base64``) or a bare URL string. A missing
-  ``content_type`` reads as ``application/octet-stream``: we never guess from
-  the URL's extension (spec 7, rule 5).
+  optional ``encoding`` of ``hex``/``base64``) or a bare URL string. A result
+  without ``outputs`` is searched under :data:`FALLBACK_OUTPUT_KEYS` (with a
+  :class:`GenwidgetsWarning` naming the key used, or naming the URLs found when
+  none is usable): outputs are never dropped in silence.
+- An output without ``content_type`` is *untyped*: it reads as
+  ``application/octet-stream`` until its bytes arrive, then takes the type the
+  server sent with the file, failing that its magic bytes
+  (:meth:`Output.learn_type`); never the URL's extension (spec 7, rule 5).
 - asset-get: "the final response content is a JSON string holding the asset
   record". :attr:`Result.asset` looks for it in a JSON output's inline content,
   then in the body's ``content`` / ``result`` / ``output`` fields, and accepts
@@ -28,23 +38,80 @@ import base64
 import binascii
 import json
 import os
-import tempfile
+import secrets
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._formats import decode_data_url, int_or_none
-from ..errors import TaskFailed
+from .._config import redact
+from .._formats import decode_data_url, extension_for, int_or_none
+from ..errors import GenwidgetsWarning, TaskFailed
+from ..media.files import sniff
 from .fetch import fetch_url
 
 COMPLETED = "COMPLETED"
-FAILURE_STATUSES = frozenset({"CANCELLED", "CANCELED", "FAILED", "ERROR"})
-TERMINAL_STATUSES = frozenset({COMPLETED}) | FAILURE_STATUSES
+#: Every status word that ends a task, upper-cased -> whether it means failure.
+#: ``COMPLETED`` is the spec's; the others are the terminal words of other queues
+#: (fal, Replicate, Celery-like and cloud job APIs). A word not here is not
+#: terminal: the task is polled on, within the bounded waits of the client.
+TERMINAL_WORDS: Mapping[str, bool] = {
+    "COMPLETED": False,
+    "SUCCEEDED": False,
+    "SUCCESS": False,
+    "FAILED": True,
+    "FAILURE": True,
+    "ERROR": True,
+    "CANCELLED": True,
+    "CANCELED": True,
+    "ABORTED": True,
+    "TIMEOUT": True,
+    "EXPIRED": True,
+}
+FAILURE_STATUSES = frozenset(word for word, failed in TERMINAL_WORDS.items() if failed)
+SUCCESS_STATUSES = frozenset(word for word, failed in TERMINAL_WORDS.items() if not failed)
+TERMINAL_STATUSES = frozenset(TERMINAL_WORDS)
+
+#: Where a result without ``outputs`` may keep its files, looked at in this order:
+#: lists of entries, or single entry objects (fal's ``images``/``video``/``audio``,
+#: Replicate's ``output``), or bare URL strings.
+FALLBACK_OUTPUT_KEYS = ("images", "videos", "audio", "files", "output", "image", "video")
+UNTYPED = "application/octet-stream"
 
 
 def is_terminal(status: str | None) -> bool:
     return status is not None and status.upper() in TERMINAL_STATUSES
+
+
+def is_failure(status: str | None) -> bool:
+    """Whether ``status`` is a terminal word that means the task did not succeed."""
+    return status is not None and status.upper() in FAILURE_STATUSES
+
+
+def readable(value: Any, keys: Sequence[str]) -> str | None:
+    """A value fit for a message: a string as it is, an object's first of ``keys``
+    (recursively), else its JSON text; never a Python repr."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        for key in keys:
+            inner = value.get(key)
+            if inner not in (None, "", {}, []):
+                return readable(inner, keys)
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+ERROR_TEXT_KEYS = ("message", "detail", "msg", "error", "description")
+ERROR_TYPE_KEYS = ("type", "code", "name")
+
+
+def log_line(entry: Any) -> str:
+    """One entry of :attr:`Status.logs` as a line of text (a dict's ``message``)."""
+    return readable(entry, ("message", "msg", "text", "line")) or ""
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -123,10 +190,17 @@ class Status:
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
     endpoint: str | None = None
     request_id: str | None = None
+    #: what the body's ``logs`` held, any shape kept (``[]`` when none)
+    logs: list[Any] = field(default_factory=list, compare=False)
 
     @property
     def done(self) -> bool:
         return is_terminal(self.status)
+
+    @property
+    def latest_log(self) -> str | None:
+        """The last log line as text, or None when the gateway sent no logs."""
+        return log_line(self.logs[-1]) if self.logs else None
 
     @classmethod
     def from_body(
@@ -138,7 +212,19 @@ class Status:
             raw=dict(body),
             endpoint=endpoint,
             request_id=request_id or _str_or_none(body.get("request_id")),
+            logs=logs_of(body.get("logs")),
         )
+
+
+def logs_of(value: Any) -> list[Any]:
+    """``logs`` of a body as a list: a list as it is, a growing string as its lines."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, str):
+        return [line for line in value.splitlines() if line.strip()]
+    return [value]
 
 
 Fetcher = Callable[[str], bytes]
@@ -156,16 +242,19 @@ class Output:
     index: int = 0
     _fetch: Fetcher | None = field(default=None, repr=False, compare=False)
     _cache: bytes | None = field(default=None, repr=False, compare=False)
+    #: False while the record gave no ``content_type`` and the bytes have not told it
+    typed: bool = field(default=True, compare=False)
 
     @classmethod
     def from_entry(cls, entry: Any, index: int = 0, fetch: Fetcher | None = None) -> Output:
         if isinstance(entry, str):
             return cls(
-                content_type="application/octet-stream",
+                content_type=UNTYPED,
                 url=entry,
                 raw={"url": entry},
                 index=index,
                 _fetch=fetch,
+                typed=False,
             )
         if not isinstance(entry, Mapping):
             return cls(
@@ -177,12 +266,28 @@ class Output:
         content_type = _str_or_none(entry.get("content_type") or entry.get("mime_type"))
         url = _str_or_none(entry.get("url") or entry.get("file_url") or entry.get("uri"))
         return cls(
-            content_type=(content_type or "application/octet-stream").strip(),
+            content_type=(content_type or UNTYPED).strip() or UNTYPED,
             url=url,
             raw=dict(entry),
             index=index,
             _fetch=fetch,
+            typed=bool(content_type and content_type.strip()),
         )
+
+    def learn_type(self, served: str | None = None, head: bytes = b"") -> None:
+        """Type an untyped output from what its download showed: the ``Content-Type``
+        the server ``served`` with the file, failing that the magic bytes of ``head``.
+        A typed output keeps its record's type."""
+        if self.typed:
+            return
+        mime = (served or "").split(";")[0].strip().lower()
+        if mime and mime != UNTYPED and "/" in mime:
+            self.content_type, self.typed = mime, True
+            return
+        sniffed = sniff(head[:64]) if head else None
+        if sniffed is not None:
+            kind, fmt = sniffed
+            self.content_type, self.typed = f"{kind}/{fmt}", True
 
     @property
     def restored(self) -> bool:
@@ -233,21 +338,29 @@ class Output:
                 data = decode_data_url(self.url).data
             else:
                 data = (self._fetch or fetch_url)(self.url)
+        self.learn_type(None, data)
         self._cache = data
         return data
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the bytes to ``path`` atomically (temporary file, then rename)."""
+        """Write the bytes to ``path`` atomically (temporary file, then rename).
+
+        A path without an extension gets the content type's (``out-0`` → ``out-0.mp4``),
+        and the file is created with the user's umask, as ``open()`` would: see
+        docs/decisions.md, "Forms, board, outputs and the command line".
+        """
         target = Path(path)
+        if not target.suffix:
+            target = target.with_name(target.name + extension_for(self.content_type))
         target.parent.mkdir(parents=True, exist_ok=True)
         data = self.read()
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+        tmp = _create_beside(target)
         try:
-            with os.fdopen(fd, "wb") as fh:
+            with open(tmp, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, target)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
             raise
         return target
 
@@ -272,11 +385,16 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        return self.status.upper() == COMPLETED and not self.error
+        return self.status.upper() in SUCCESS_STATUSES and not self.error
 
     @property
     def done(self) -> bool:
         return is_terminal(self.status)
+
+    @property
+    def logs(self) -> list[Any]:
+        """The ``logs`` the result body carries, read like :attr:`Status.logs`."""
+        return logs_of(self.raw.get("logs"))
 
     def raise_for_error(self) -> Result:
         """Raise :class:`TaskFailed` if the task failed; return self otherwise."""
@@ -344,17 +462,17 @@ class Result:
     ) -> Result:
         raw_outputs = body.get("outputs")
         if raw_outputs is None:
-            raw_outputs = []
+            raw_outputs = _fallback_outputs(body)
         elif not isinstance(raw_outputs, list):
             raw_outputs = [raw_outputs]
         status = _str_or_none(body.get("status")) or COMPLETED
-        error = body.get("error")
+        error = readable(body.get("error"), ERROR_TEXT_KEYS)
         if status.upper() in FAILURE_STATUSES and not error:
             error = status.lower()
         return cls(
             status=status,
             error=error,
-            error_type=_str_or_none(body.get("error_type")),
+            error_type=readable(body.get("error_type"), ERROR_TYPE_KEYS),
             outputs=[Output.from_entry(e, i, fetch) for i, e in enumerate(raw_outputs)],
             raw=dict(body),
             endpoint=endpoint,
@@ -374,3 +492,80 @@ def _as_record(value: Any) -> dict[str, Any] | None:
             return _as_record(parsed)
         return dict(parsed) if isinstance(parsed, Mapping) else None
     return None
+
+
+def _usable(entry: Any) -> bool:
+    """An entry that can become an output: a URL string, or an object with a URL or
+    inline content."""
+    if isinstance(entry, str):
+        return entry.startswith(("http://", "https://", "data:"))
+    return isinstance(entry, Mapping) and any(
+        entry.get(k) for k in ("url", "file_url", "uri", "content")
+    )
+
+
+def _entries(value: Any) -> list[Any]:
+    items = value if isinstance(value, list) else [value]
+    return [item for item in items if _usable(item)]
+
+
+def _urls_in(value: Any, found: list[str], limit: int = 5) -> None:
+    if len(found) >= limit:
+        return
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        found.append(value.split("?")[0])
+    elif isinstance(value, Mapping):
+        for inner in value.values():
+            _urls_in(inner, found, limit)
+    elif isinstance(value, list):
+        for inner in value:
+            _urls_in(inner, found, limit)
+
+
+def _fallback_outputs(body: Mapping[str, Any]) -> list[Any]:
+    """The outputs of a result that has no ``outputs`` key: the entries under every
+    one of :data:`FALLBACK_OUTPUT_KEYS` that holds usable ones (fal puts images and
+    a video under different keys), with a warning naming them; or a warning naming
+    the URLs the body holds when none is usable."""
+    taken: list[Any] = []
+    used: list[str] = []
+    for key in FALLBACK_OUTPUT_KEYS:
+        entries = _entries(body.get(key)) if key in body else []
+        if entries:
+            taken += entries
+            used.append(repr(key))
+    if taken:
+        warnings.warn(
+            f"the result has no 'outputs'; took {len(taken)} output(s) from its "
+            f"{', '.join(used)} field{'s' if len(used) > 1 else ''}",
+            GenwidgetsWarning,
+            stacklevel=3,
+        )
+        return taken
+    urls: list[str] = []
+    _urls_in(
+        {
+            k: v
+            for k, v in body.items()
+            if k not in ("status_url", "response_url", "cancel_url", "urls")
+        },
+        urls,
+    )
+    if urls:
+        warnings.warn(
+            "the result has no 'outputs' and no known output field, but holds URLs: "
+            + ", ".join(redact(u) for u in urls),
+            GenwidgetsWarning,
+            stacklevel=3,
+        )
+    return []
+def _create_beside(target: Path) -> Path:
+    """A new empty file next to ``target``, mode 0666 less the umask (``mkstemp`` gives 0600)."""
+    for _ in range(100):
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.part")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(f"no free temporary name beside {target}")

@@ -9,6 +9,7 @@ Routes (``{base}`` is where the server listens)::
     GET|HEAD {base}/files/{token}/{name}                         outputs (no auth, Range supported)
     GET  {base}/_sim/tasks/{id}, GET {base}/_sim/stats, GET|PUT {base}/_sim/config   (loopback only)
     GET  {base}/                                                 what this server is, as JSON
+    GET  {base}/openapi.json                                     the OpenAPI 3.1 document
 
 HTTP status codes (the spec shows the bodies, not the codes; these are our choice):
 
@@ -41,6 +42,11 @@ HTTP status codes (the spec shows the bodies, not the codes; these are our choic
 405     wrong method: ``{"detail": "Method Not Allowed: ..."}`` with ``Allow``
 ======  ==========================================================================
 
+These are the ``spec`` dialect's answers; ``--dialect fal|replicate`` words the
+handle, status, result, cancel and rate-limit answers as those gateways do (the
+table in :mod:`.dialects`). ``GET {base}/openapi.json`` serves the OpenAPI
+document of the catalog (:mod:`genwidgets.catalog.openapi`).
+
 Every API request (create, status, result, cancel, sync, stream) checks the key
 first, then the rate limit. ``--latency`` delays every answer except ``/_sim``.
 Tasks fail by ``--fail-rate`` (or ``X-Sim-Fault: fail``): they end ``COMPLETED``
@@ -64,7 +70,9 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..catalog.openapi_schema import openapi
 from ..protocol.records import queue_url
+from . import dialects
 from .config import SimConfig
 from .faults import Dice, RateLimiter
 from .files import FileStore
@@ -86,6 +94,7 @@ class SimState:
 
     def __init__(self, config: SimConfig) -> None:
         self.config = config
+        self.dialect = dialects.DIALECTS[config.dialect]
         self.limiter = RateLimiter(config.rate_limit)
         self.dice = Dice(config.seed)
         self.stats = dict.fromkeys(OPERATIONS, 0)
@@ -128,22 +137,26 @@ def gateway_error(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+def _place(state: SimState, task: Task) -> int | None:
+    """The task's 0-based place in the queue, or None when it is not queued."""
+    position = state.scheduler.queue_position(task) if task.status == IN_QUEUE else 0
+    return position - 1 if position > 0 else None
+
+
 def status_body(state: SimState, task: Task) -> dict[str, Any]:
-    body: dict[str, Any] = {"request_id": task.request_id, "status": task.status}
-    if task.status == IN_QUEUE:
-        body["queue_position"] = state.scheduler.queue_position(task)
-    body["error"], body["error_type"] = task.error, task.error_type
-    return body
+    return dialects.status_body(state.dialect, task, _place(state, task))
 
 
-def result_body(task: Task, base_url: str) -> dict[str, Any]:
-    return {
-        "request_id": task.request_id,
-        "status": task.status,
-        "error": task.error,
-        "error_type": task.error_type,
-        "outputs": [out.body(base_url) for out in task.outputs],
-    }
+def result_body(state: SimState, task: Task, base_url: str) -> dict[str, Any]:
+    entries = [out.body(base_url) for out in task.outputs]
+    return dialects.result_body(state.dialect, task, entries)
+
+
+def _answer(answer: dialects.Answer) -> Response:
+    code, body, headers = answer
+    if body is None:
+        return Response(status_code=code, headers=dict(headers))
+    return JSONResponse(body, status_code=code, headers=dict(headers))
 
 
 def _base_url(request: Request) -> str:
@@ -167,10 +180,10 @@ def _authorize(request: Request, state: SimState) -> tuple[str | None, Response 
     retry_after = state.limiter.take(token)
     if retry_after is not None:
         return None, gateway_error(
-            429,
+            state.dialect.rate_limit[0],
             "RATE_LIMIT_EXCEEDED",
             "Rate limit exceeded, please try again later",
-            {"Retry-After": str(retry_after)},
+            dialects.retry_after_header(state.dialect, retry_after),
         )
     return token, None
 
@@ -199,17 +212,21 @@ def _transient(state: SimState) -> Response | None:
 # --------------------------------------------------------------------------- create
 
 
-def _webhook_keys(value: Any, path: str = "") -> list[str]:
+def _webhook_keys(value: Any) -> list[str]:
+    """Paths of keys naming a webhook, at any depth: a loop with its own stack, so a
+    body nested however deep is walked, never a RecursionError (a 500)."""
     found: list[str] = []
-    if isinstance(value, dict):
-        for name, inner in value.items():
-            where = f"{path}.{name}" if path else str(name)
-            if "webhook" in str(name).lower():
-                found.append(where)
-            found.extend(_webhook_keys(inner, where))
-    elif isinstance(value, list):
-        for i, inner in enumerate(value):
-            found.extend(_webhook_keys(inner, f"{path}.{i}"))
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            for name, inner in item.items():
+                where = f"{path}.{name}" if path else str(name)
+                if "webhook" in str(name).lower():
+                    found.append(where)
+                stack.append((inner, where))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{path}.{i}") for i, inner in enumerate(item))
     return found
 
 
@@ -348,15 +365,9 @@ async def create_task(request: Request) -> Response:
     )
     state.scheduler.submit(task)
     prefix = queue_url(base, endpoint, task.request_id)
-    return JSONResponse(
-        {
-            "request_id": task.request_id,
-            "response_url": f"{prefix}/response",
-            "status_url": f"{prefix}/status",
-            "cancel_url": f"{prefix}/cancel",
-            "queue_position": state.scheduler.queue_position(task),
-        }
-    )
+    position = state.scheduler.queue_position(task)
+    place = position - 1 if position > 0 else None
+    return JSONResponse(dialects.handle_body(state.dialect, task, prefix, place))
 
 
 # --------------------------------------------------------------------------- follow-ups
@@ -395,8 +406,8 @@ async def get_result(request: Request) -> Response:
         return found
     state, task = found
     if task.status != COMPLETED:
-        return JSONResponse(status_body(state, task), status_code=202)
-    return JSONResponse(result_body(task, _base_url(request)))
+        return _answer(dialects.not_ready(state.dialect, task, _place(state, task)))
+    return JSONResponse(result_body(state, task, _base_url(request)))
 
 
 async def cancel_task(request: Request) -> Response:
@@ -405,8 +416,9 @@ async def cancel_task(request: Request) -> Response:
         return found
     state, task = found
     if not state.scheduler.cancel(task):
-        return detail(400, "Task already completed")
-    return JSONResponse({"request_id": task.request_id, "status": "CANCELLATION_REQUESTED"})
+        code, body = state.dialect.cancel_finished
+        return JSONResponse(dict(body), status_code=code)
+    return _answer(dialects.cancelled(state.dialect, task))
 
 
 async def sync_path(request: Request) -> Response:
@@ -472,11 +484,11 @@ async def sim_config(request: Request) -> Response:
     state = _state(request)
     if request.method == "PUT":
         try:
-            changes = json.loads(await request.body())
+            changes = _parse(await request.body())  # one reader for every body
             if not isinstance(changes, dict):
                 raise ValueError("send a JSON object of switches")
             state.reconfigure(changes)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             return detail(400, f"Bad config: {exc}")
     return JSONResponse(state.config.live())
 
@@ -487,8 +499,14 @@ async def index(request: Request) -> Response:
             "service": "genwidgets gateway simulator",
             "protocol": "POST /v1/queue/{endpoint} with Authorization: Bearer <key>",
             "endpoints": sorted(ENDPOINTS),
+            "dialect": _state(request).dialect.name,
         }
     )
+
+
+async def openapi_document(request: Request) -> Response:
+    """The OpenAPI 3.1 document of what this simulator serves (no key needed)."""
+    return JSONResponse(openapi(_base_url(request)))
 
 
 # --------------------------------------------------------------------------- the app
@@ -524,12 +542,18 @@ class _Latency:
         await self.app(scope, receive, send)
 
 
+async def _too_deep(request: Request, exc: Exception) -> Response:
+    """A body nested too deep for any reader is the client's error: 400, never a 500."""
+    return detail(400, "Request body is nested too deeply to read")
+
+
 def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
     """The ASGI app of one simulator, and its state (close it when done)."""
     state = SimState(config)
     requests = "/v1/queue/{endpoint}/requests/{request_id}"
     routes = [
         Route("/", index, methods=["GET"]),
+        Route("/openapi.json", openapi_document, methods=["GET"]),
         Route("/v1/queue/{endpoint}", create_task, methods=["POST"]),
         Route("/v1/queue/{endpoint}/sync", sync_path, methods=["GET", "POST", "PUT"]),
         Route(f"{requests}/status", get_status, methods=["GET"]),
@@ -542,7 +566,12 @@ def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
         Route("/_sim/config", _loopback_only(sim_config), methods=["GET", "PUT"]),
     ]
     app = Starlette(
-        routes=routes, exception_handlers={HTTPException: _http_error, Exception: _internal_error}
+        routes=routes,
+        exception_handlers={
+            HTTPException: _http_error,
+            RecursionError: _too_deep,
+            Exception: _internal_error,
+        },
     )
     app.state.sim = state
     return _Latency(app, state), state

@@ -15,6 +15,7 @@ from .._config import DEMO_KEY
 from ..errors import SimulatorStartError
 from . import config as c
 from .config import SimConfig
+from .dialects import DIALECTS, ENV_VAR
 from .registry import ENDPOINTS
 from .server import SimulatorServer
 
@@ -61,6 +62,18 @@ def _restriction(text: str) -> tuple[str, tuple[str, ...]]:
     return key.strip(), endpoints
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` shows each flag's default, except where there is none to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        shown = not (default is None or default is argparse.SUPPRESS or default == [])
+        if shown and action.option_strings and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     """The simulator's flags, on ``parser`` (its own, or ``genwidgets simulate``)."""
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
@@ -91,18 +104,26 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
         ("--error-rate", float, lambda v: c.check_rate("error-rate", v), 0.0,
          "share of status/result requests answered 502/503 (0-1)"),
         ("--rate-limit", float, c.check_rate_limit, None,
-         "requests per second per key before RATE_LIMIT_EXCEEDED"),
+         "requests per second per key before RATE_LIMIT_EXCEEDED (default: no limit)"),
         ("--latency", float, c.check_latency, 0.0, "seconds added before every answer"),
     )  # fmt: skip
     for flag, convert, check, default, text in checked:
         parser.add_argument(flag, type=_checked(convert, check), default=default, help=text)
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
+    parser.add_argument(
+        "--dialect",
+        choices=sorted(DIALECTS),
+        default=None,
+        help="how answers fill what the spec leaves open: spec (default), fal, replicate "
+        f"(default from ${ENV_VAR}; see genwidgets.simulator.dialects)",
+    )
 
 
 def build_parser(prog: str = "python -m genwidgets.simulator") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Run the local gateway simulator (the whole queue protocol, real media).",
+        formatter_class=HelpFormatter,
     )
     add_simulate_arguments(parser)
     return parser
@@ -125,6 +146,7 @@ def config_from(args: argparse.Namespace) -> SimConfig:
         rate_limit=args.rate_limit,
         latency=args.latency,
         seed=args.seed,
+        **({"dialect": args.dialect} if getattr(args, "dialect", None) else {}),
     )
 
 
@@ -150,6 +172,7 @@ def _announce(server: SimulatorServer, config: SimConfig) -> None:
     print(f"genwidgets simulator on {server.base_url}", flush=True)
     print(f"  GENWIDGETS_BASE_URL={server.base_url}", flush=True)
     print(f"  API key: {keys}   speed: {config.speed:g}   workers: {config.workers}", flush=True)
+    print(f"  dialect: {config.dialect}", flush=True)
     print("  Ctrl+C stops it.", flush=True)
 
 

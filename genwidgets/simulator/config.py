@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from .._config import DEMO_KEY
+from .dialects import check_dialect, dialect_from_env
 
 #: Fields ``PUT /_sim/config`` may change on a running server.
 LIVE_FIELDS = ("fail_rate", "error_rate", "rate_limit", "latency", "speed")
@@ -81,7 +82,9 @@ class SimConfig:
     ``error_rate``: share of status/result requests answered 502/503.
     ``rate_limit``: requests per second per key (None: unlimited).
     ``latency``: seconds added before every answer. ``seed``: seeds the dice
-    of the fault switches, so a run is reproducible.
+    of the fault switches, so a run is reproducible. ``dialect``: how the
+    answers fill what the spec leaves open (:mod:`.dialects`; default from
+    ``GENWIDGETS_SIM_DIALECT``, else ``spec``).
     """
 
     keys: tuple[str, ...] = (DEMO_KEY,)
@@ -93,6 +96,7 @@ class SimConfig:
     rate_limit: float | None = None
     latency: float = 0.0
     seed: int = 0
+    dialect: str = field(default_factory=dialect_from_env)
 
     def __post_init__(self) -> None:
         keys = (self.keys,) if isinstance(self.keys, str) else tuple(self.keys)
@@ -112,6 +116,7 @@ class SimConfig:
         object.__setattr__(self, "error_rate", check_rate("error_rate", self.error_rate))
         object.__setattr__(self, "rate_limit", check_rate_limit(self.rate_limit))
         object.__setattr__(self, "latency", check_latency(self.latency))
+        object.__setattr__(self, "dialect", check_dialect(self.dialect))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ValueError(f"seed must be an integer, got {self.seed!r}")
 

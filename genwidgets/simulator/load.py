@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import httpx
 
 from .._config import DEMO_KEY
 from ..protocol.records import queue_url
+from .server import child_of_this_process
 
 
 @dataclass
@@ -89,7 +89,7 @@ def _start_child(port: int = 0) -> tuple[subprocess.Popen[str], str]:
         [sys.executable, "-m", "genwidgets.simulator", "--port", str(port), "--speed", "1"],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**child_of_this_process(), "PYTHONUNBUFFERED": "1"},
     )
     assert child.stdout is not None
     line = child.stdout.readline()

@@ -1,22 +1,9 @@
 """What each endpoint produces, fitted to its request (run in a worker thread).
 
-Dimensions (width x height), where the spec leaves them open, are our choice:
+Defaults and ranges are the catalog's (read through :mod:`.asked`); makers are
+chosen per family and kind from :data:`MAKERS` (videos: :mod:`.videos`). Where
+the spec leaves them open, the pictures are our choice:
 
-- ``vidA-*``: the spec's table, exactly. ``ratio: adaptive`` takes the ratio
-  closest to the first image when one is given as a data URL, else 16:9;
-  ``duration: -1`` (automatic) gives 5 s.
-- Other videos: the tier names the short side (360p/540p/720p/1080p, 2K = 1440,
-  4K = 2160; 4K 16:9 is 3840x2160, not scaled down) and the long side follows the
-  ratio, rounded to an even number (H.264). ``vidK-v1-6-multi-i2v`` and
-  ``vidK-v3-motion-control``: mode ``std`` = 720p, ``pro`` = 1080p.
-  ``vidP_v6_transition``: 16:9, 720p and 5 s by default. ``vidK-lip-sync``:
-  1280x720, as long as the chosen audio (5 s for a ``sound_file``).
-  ``genW2.6-r2v``: ``size`` (default 1920*1080); audio when one of ``audio``,
-  ``generate_audio``, ``with_audio``, ``enable_audio`` is true (name not shown).
-- Audio tracks: ``vidA`` ``generate_audio`` (default true), ``vidVq*`` ``bgm``
-  (not for 9-10 s on q2), ``vidK-v3-turbo-t2v`` ``sound: on``,
-  ``vidK-v3-motion-control`` ``keep_original_sound`` (default yes),
-  ``vidP`` ``generate_audio_switch``, lip-sync always. AAC, mono, 24 kHz.
 - Images: ``imgM`` tasks yield 4 PNGs, long side 1024, ratio from ``--ar``
   (the prompt read by :class:`genwidgets.imgm.Prompt`; a permutation prompt is
   drawn from its first expansion); edits keep the upstream size
@@ -33,9 +20,9 @@ Dimensions (width x height), where the spec leaves them open, are our choice:
 
 - Endpoints registered at run time (``genwidgets.catalog.register``) get their
   kind's default (:data:`DEFAULT_MAKERS`): images from ``prompt``, ``n``
-  (default 1, at most 10) and ``size`` (``W*H`` or ``WxH``, default
-  1024x1024); a 720p 16:9 video of ``duration`` seconds (default 5, 1-60),
-  with sound when one of the ``AUDIO_FLAGS`` is true; for speech and audio a
+  (their ``ServiceDefault``, else 1; at most 10) and ``size`` (``W*H`` or ``WxH``,
+  default 1024x1024); a video planned from its model (:func:`.videos.model_plan`);
+  for speech and audio a
   voice clip reading ``text`` (or ``prompt``), 2-60 s, MP3, or music of
   ``duration`` (default 3 s) when there is no text. Asset, subject and face
   endpoints make no media (:data:`NO_MEDIA`).
@@ -67,50 +54,45 @@ so producing media never fails on input that validation let through.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from PIL import Image, ImageDraw
 
+from ..catalog import endpoints
 from ..errors import PayloadError
-from ..imgm import Prompt
-from ..imgm.prompt import format_value
+from ..imgm import MAX_PROMPTS, Prompt, format_value
 from . import synth
+from .asked import Asked, asked, ratio_of, size_of
 from .files import FileStore
 from .inputs import Inputs
 from .synth import MediaFile
+from .videos import (  # VIDA_DIMENSIONS, tier_dimensions, video_plan: read from here too
+    VIDA_DIMENSIONS,
+    inputs_of,
+    tier_dimensions,
+    vida_images,
+    video_plan,
+)
 
-VIDA_DIMENSIONS = {
-    "480p": {
-        "16:9": (864, 496),
-        "4:3": (752, 560),
-        "1:1": (640, 640),
-        "3:4": (560, 752),
-        "9:16": (496, 864),
-        "21:9": (992, 432),
-    },
-    "720p": {
-        "16:9": (1280, 720),
-        "4:3": (1112, 834),
-        "1:1": (960, 960),
-        "3:4": (834, 1112),
-        "9:16": (720, 1280),
-        "21:9": (1470, 630),
-    },
-    "1080p": {
-        "16:9": (1920, 1080),
-        "4:3": (1664, 1248),
-        "1:1": (1440, 1440),
-        "3:4": (1248, 1664),
-        "9:16": (1080, 1920),
-        "21:9": (2206, 946),
-    },
-}
-TIER_SHORT_SIDE = {"360p": 360, "540p": 540, "720p": 720, "1080p": 1080, "2k": 1440, "4k": 2160}
-AUDIO_FLAGS = ("audio", "generate_audio", "with_audio", "enable_audio")
-IMGM_IDS = ("imgM-v8.1-t2i", "imgM_diffusion", "imgM-v8.1-i2i", "imgM-inpaint", "imgM_pan")
+IMGM_IDS = tuple(s.id for s in endpoints(documented_only=False) if s.family == "imgM")
+
+__all__ = [
+    "DEFAULT_MAKERS",
+    "IMGM_IDS",
+    "MAKERS",
+    "NO_MEDIA",
+    "VIDA_DIMENSIONS",
+    "Produced",
+    "imgm_prompt",
+    "imgm_size",
+    "imgm_version",
+    "produce",
+    "producer",
+    "tier_dimensions",
+    "video_plan",
+]
 
 
 @dataclass
@@ -122,79 +104,9 @@ class Produced:
 # --------------------------------------------------------------------------- tolerant reads
 
 
-def _int(payload: Mapping[str, Any], name: str, default: int, lo: int, hi: int) -> int:
-    value = payload.get(name, default)
-    try:
-        number = int(float(value)) if not isinstance(value, bool) else default
-    except (TypeError, ValueError):
-        number = default
-    return max(lo, min(hi, number))
-
-
-def _num(payload: Mapping[str, Any], name: str, default: float, lo: float, hi: float) -> float:
-    value = payload.get(name, default)
-    try:
-        number = float(value) if not isinstance(value, bool) else default
-    except (TypeError, ValueError):
-        number = default
-    return max(lo, min(hi, number))
-
-
-def _choice(payload: Mapping[str, Any], name: str, options: tuple[str, ...], default: str) -> str:
-    value = str(payload.get(name, default)).strip().lower()
-    return value if value in options else default
-
-
 def _list(payload: Mapping[str, Any], name: str) -> list[Any]:
     value = payload.get(name)
     return value if isinstance(value, list) else []
-
-
-def _flag(value: Any, default: bool = False) -> bool:
-    if value is None:
-        return default
-    if isinstance(value, str):
-        return value.strip().lower() in {"true", "on", "yes", "1", "enabled"}
-    return bool(value)
-
-
-def _ratio(text: str, default: tuple[int, int] = (16, 9)) -> tuple[int, int]:
-    match = re.fullmatch(r"\s*(\d{1,5})\s*:\s*(\d{1,5})\s*", text or "")
-    if not match or int(match.group(1)) == 0 or int(match.group(2)) == 0:
-        return default
-    return int(match.group(1)), int(match.group(2))
-
-
-def tier_dimensions(tier: str, ratio: tuple[int, int]) -> tuple[int, int]:
-    short = TIER_SHORT_SIDE.get(tier.lower(), 720)
-    a, b = ratio
-    return (synth.even(short * a / b), short) if a >= b else (short, synth.even(short * b / a))
-
-
-def _size(text: Any, default: tuple[int, int], lo: int, hi: int) -> tuple[int, int]:
-    match = re.fullmatch(r"\s*(\d{1,5})\s*[*xX]\s*(\d{1,5})\s*", str(text or ""))
-    if not match:
-        return default
-    return (max(lo, min(hi, int(match.group(1)))), max(lo, min(hi, int(match.group(2)))))
-
-
-def _inputs(ctx: Mapping[str, Any]) -> Inputs:
-    """The input reader :func:`produce` put in the context (data URLs only without one)."""
-    inputs = ctx.get("inputs")
-    return inputs if isinstance(inputs, Inputs) else Inputs()
-
-
-def _probe(ctx: Mapping[str, Any], ref: Any) -> tuple[int, int] | None:
-    """Size of an input image we can read, or None."""
-    image = _inputs(ctx).image(ref)
-    return image.size if image is not None else None
-
-
-def _closest(size: tuple[int, int] | None, options: list[str], default: str) -> str:
-    if not size or not size[1]:
-        return default
-    aspect = size[0] / size[1]
-    return min(options, key=lambda r: abs(_ratio(r)[0] / _ratio(r)[1] - aspect))
 
 
 def _prompt_lines(prompt: Any, **params: Any) -> list[str]:
@@ -209,14 +121,11 @@ def imgm_prompt(prompt: str) -> Prompt | None:
     """The prompt one task draws: its first expansion when it permutes (None if unreadable)."""
     try:
         parsed = Prompt.parse(prompt or "")
-        if 1 < parsed.count() <= _FIRST_EXPANSION_LIMIT:
+        if 1 < parsed.count() <= MAX_PROMPTS:  # above the cap nothing is expanded
             return Prompt.parse(parsed.expand()[0])
         return parsed
     except PayloadError:
         return None
-
-
-_FIRST_EXPANSION_LIMIT = 1000
 
 
 def imgm_version(prompt: str) -> str:
@@ -236,7 +145,7 @@ def _version(prompt: Prompt | None) -> str:
 
 def _picture_size(prompt: Prompt | None) -> tuple[int, int]:
     ratio = prompt.params.get("ar") if prompt is not None else None
-    a, b = _ratio(ratio if isinstance(ratio, str) else "", (1, 1))
+    a, b = ratio_of(ratio if isinstance(ratio, str) else "", (1, 1))
     a, b = min(a, 4 * b), min(b, 4 * a)  # extreme ratios stay drawable
     return (
         (1024, max(64, round(1024 * b / a / 8) * 8))
@@ -265,13 +174,17 @@ def _inpaint_mask(
     mask: Mapping[str, Any] = given if isinstance(given, dict) else {}
     areas = [payload.get("area"), *(_list(mask, "areas"))]
     polygons = [
-        (_num(a, "width", size[0], 1, 8192), _num(a, "height", size[1], 1, 8192), points)
+        (
+            Asked(a, None).num("width", size[0], 1, 8192),
+            Asked(a, None).num("height", size[1], 1, 8192),
+            points,
+        )
         for a in areas
         if isinstance(a, dict)
         for points in [[float(v) for v in _list(a, "points") if isinstance(v, (int, float))]]
     ]
     drawn = synth.polygon_mask(size, polygons)
-    image = _inputs(ctx).image(mask.get("url"))
+    image = inputs_of(ctx).image(mask.get("url"))
     if image is not None:
         drawn.paste(255, (0, 0), synth.binary_mask(image, size))
     if drawn.getbbox() is None:  # nothing readable: a centred ellipse shows the idea
@@ -281,9 +194,10 @@ def _inpaint_mask(
 
 
 def _imgm(endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]) -> Produced:
-    if endpoint in ("imgM-v8.1-t2i", "imgM_diffusion"):
-        return _imgm_generate(endpoint, payload, seed)
-    return _imgm_edit(endpoint, payload, seed, ctx)
+    """An edit when the model takes an upstream ``jobId``, else a generation."""
+    if asked(endpoint, payload).has("jobId"):
+        return _imgm_edit(endpoint, payload, seed, ctx)
+    return _imgm_generate(endpoint, payload, seed)
 
 
 def _imgm_generate(endpoint: str, payload: Mapping[str, Any], seed: int) -> Produced:
@@ -311,17 +225,18 @@ def _imgm_edit(
     endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
     """Four edits of the upstream task's named image (a seed picture if its file is gone)."""
-    image_no = _int(payload, "imageNo" if endpoint != "imgM-v8.1-i2i" else "image_no", 0, 0, 3)
+    a = asked(endpoint, payload)
+    image_no = a.int("imageNo" if a.has("imageNo") else "image_no", 0, 0, 3)
     seed = int(ctx.get("upstream_seed", seed)) * 31 + image_no * 7 + len(endpoint)
     width, height = ctx.get("upstream_size", (1024, 1024))
     source = _upstream_image(ctx) or synth.picture(width, height, seed, "", [])
     pictures = []
-    if endpoint == "imgM_pan":
-        direction = _int(payload, "direction", 0, 0, 3)
-        scale = _num(payload, "scale", 1.5, 1.1, 3.0)
+    if a.has("direction"):  # imgM_pan
+        direction = a.int("direction", 0, 0, 3)
+        scale = a.num("scale", 1.5, 1.1, 3.0)
         pictures = [synth.extend(source, direction, scale, seed + i) for i in range(4)]
-    elif endpoint == "imgM-v8.1-i2i":
-        strong = bool(_int(payload, "type", 0, 0, 1))
+    elif a.has("type"):  # imgM-v8.1-i2i
+        strong = bool(a.int("type", 0, 0, 1))
         pictures = [synth.vary(source, seed + i, strong) for i in range(4)]
     else:
         mask = _inpaint_mask(payload, source.size, ctx)
@@ -371,23 +286,20 @@ def _edited(
 
 def _read_images(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[Image.Image | None]:
     """Each of ``images``, decoded, or None where it cannot be read."""
-    inputs = _inputs(ctx)
+    inputs = inputs_of(ctx)
     return [inputs.image(ref) for ref in _list(payload, "images")]
 
 
 def _img_g(
     endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
-    size = {"1024x1536": (1024, 1536), "1536x1024": (1536, 1024)}.get(
-        str(payload.get("size", "auto")), (1024, 1024)
-    )
-    fmt = _choice(payload, "output_format", ("png", "jpeg", "webp"), "png")
-    quality = _int(payload, "output_compression", 100, 0, 100)
-    n = _int(payload, "n", 1, 1, 10)
+    a = asked(endpoint, payload)
+    size = size_of(a.get("size"), (1024, 1024), 256, 4096)  # "auto": 1024x1024
+    fmt = a.choice("output_format", "png")
+    quality = a.int("output_compression", 100, 0, 100)
+    n = a.int("n", 1, 1, 10)
     lines = _prompt_lines(
-        payload.get("prompt"),
-        quality=payload.get("quality", "auto"),
-        background=payload.get("background", "auto"),
+        payload.get("prompt"), quality=a.get("quality"), background=a.get("background")
     )
     sources = [image for image in _read_images(payload, ctx) if image is not None]
     return Produced(_edited(endpoint, sources, size, seed, n, lines, fmt, quality))
@@ -398,8 +310,9 @@ def _img_q(
 ) -> Produced:
     read = _read_images(payload, ctx)
     sources = [image for image in read if image is not None]
+    a = asked(endpoint, payload)
     if payload.get("size"):
-        w, h = _size(payload.get("size"), (1024, 1024), 512, 2048)
+        w, h = size_of(payload.get("size"), (1024, 1024), 512, 2048)
         w, h = round(w / 16) * 16, round(h / 16) * 16
     else:
         last = read[-1].size if read and read[-1] is not None else None
@@ -409,7 +322,7 @@ def _img_q(
         w, h = max(512, min(2048, w)), max(512, min(2048, h))
     if isinstance(payload.get("seed"), int) and not isinstance(payload.get("seed"), bool):
         seed = int(payload["seed"])
-    n = _int(payload, "n", 1, 1, 6)
+    n = a.int("n", 1, 1, 6)
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
     # the last image sets the ratio, so it fills the frame; the others are insets
     return Produced(_edited(endpoint, sources[-1:] + sources[:-1], (w, h), seed, n, lines))
@@ -420,16 +333,17 @@ def _pictures(
     payload: Mapping[str, Any],
     seed: int,
     *,
-    size: tuple[int, int],
-    n: int,
-    most: int,
+    size: tuple[int, int] = (1024, 1024),
+    most: int = 10,
 ) -> Produced:
-    """``n`` drawn pictures at ``size`` (both read from the payload), captioned with
+    """Drawn pictures, as many as ``n`` and as large as ``size`` ask (sent, else the
+    service's default; ``size`` and 1 when the model states none), captioned with
     the prompt; the payload's ``seed`` when it gives one."""
-    w, h = _size(payload.get("size"), size, 256, 4096)
+    a = asked(endpoint, payload)
+    w, h = size_of(a.get("size"), size, 256, 4096)
     if isinstance(payload.get("seed"), int) and not isinstance(payload.get("seed"), bool):
         seed = int(payload["seed"])
-    count = _int(payload, "n", n, 1, most)
+    count = a.int("n", 1, 1, most)
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
     return Produced(
         [
@@ -440,17 +354,12 @@ def _pictures(
     )
 
 
-def _gen_w_image(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
-    return _pictures(endpoint, payload, seed, size=(1280, 1280), n=4, most=4)
-
-
 def _default_images(
     endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
-    """An image endpoint registered at run time (see the module docstring)."""
-    return _pictures(endpoint, payload, seed, size=(1024, 1024), n=1, most=10)
+    """Pictures from ``prompt``, ``n`` and ``size`` (genW's text to image, and any image
+    endpoint registered at run time: see the module docstring)."""
+    return _pictures(endpoint, payload, seed)
 
 
 # --------------------------------------------------------------------------- videos
@@ -463,110 +372,18 @@ def _payload_seed(payload: Mapping[str, Any], seed: int) -> int:
     return seed
 
 
-def video_plan(endpoint: str, payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> dict[str, Any]:
-    """Width, height, seconds and audio of a video task (see the module docstring)."""
-    p = payload
-    if endpoint.startswith("vidA-"):
-        tiers = ("480p", "720p", "1080p") if endpoint == "vidA-2-0" else ("480p", "720p")
-        tier = _choice(p, "resolution", tiers, "720p")
-        ratio = str(p.get("ratio", "adaptive"))
-        if ratio not in VIDA_DIMENSIONS[tier]:
-            first = next(iter(_vida_images(p).values()), None)
-            ratio = _closest(_probe(ctx, first), list(VIDA_DIMENSIONS[tier]), "16:9")
-        w, h = VIDA_DIMENSIONS[tier][ratio]
-        seconds = _int(p, "duration", 5, -1, 15)
-        seconds = 5 if seconds < 4 else seconds
-        return {"size": (w, h), "seconds": seconds, "audio": _flag(p.get("generate_audio"), True)}
-    if endpoint == "vidVq2-text2video":
-        seconds = _int(p, "duration", 5, 1, 10)
-        size = tier_dimensions(
-            _choice(p, "resolution", ("540p", "720p", "1080p"), "720p"),
-            _ratio(str(p.get("aspect_ratio", "16:9"))),
-        )
-        return {"size": size, "seconds": seconds, "audio": _flag(p.get("bgm")) and seconds < 9}
-    if endpoint == "vidVq1-text2video":
-        size = tier_dimensions("1080p", _ratio(str(p.get("aspect_ratio", "16:9"))))
-        return {"size": size, "seconds": 5, "audio": _flag(p.get("bgm"))}
-    if endpoint == "vidH_1.0_r2v":
-        size = tier_dimensions(
-            _choice(p, "resolution", ("720p", "1080p"), "1080p"),
-            _ratio(str(p.get("ratio", "16:9"))),
-        )
-        return {"size": size, "seconds": _int(p, "duration", 5, 3, 15), "audio": False}
-    if endpoint == "vidK-v3-turbo-t2v":
-        size = tier_dimensions(
-            _choice(p, "resolution", ("720p", "1080p", "2k", "4k"), "720p"),
-            _ratio(str(p.get("aspect_ratio", "16:9"))),
-        )
-        return {
-            "size": size,
-            "seconds": _int(p, "duration", 5, 3, 15),
-            "audio": _flag(p.get("sound")),
-        }
-    if endpoint == "vidK-v1-6-multi-i2v":
-        tier = "1080p" if _choice(p, "mode", ("std", "pro"), "std") == "pro" else "720p"
-        size = tier_dimensions(tier, _ratio(str(p.get("aspect_ratio", "16:9"))))
-        return {
-            "size": size,
-            "seconds": 10 if str(p.get("duration", "5")) == "10" else 5,
-            "audio": False,
-        }
-    if endpoint == "vidK-lip-sync":
-        return {"size": (1280, 720), "seconds": float(ctx.get("audio_seconds", 5.0)), "audio": True}
-    if endpoint == "vidK-v3-motion-control":
-        tier = "1080p" if _choice(p, "mode", ("std", "pro"), "std") == "pro" else "720p"
-        ratio = _closest(_probe(ctx, p.get("image_url")), ["16:9", "1:1", "9:16"], "16:9")
-        return {
-            "size": tier_dimensions(tier, _ratio(ratio)),
-            "seconds": 5,
-            "audio": str(p.get("keep_original_sound", "yes")).lower() != "no",
-        }
-    if endpoint == "vidP_v6_transition":
-        tier = _choice(p, "quality", ("360p", "540p", "720p", "1080p"), "720p")
-        return {
-            "size": tier_dimensions(tier, (16, 9)),
-            "seconds": _num(p, "duration", 5, 1, 15),
-            "audio": _flag(p.get("generate_audio_switch")),
-        }
-    if endpoint == "genW2.6-r2v":
-        w, h = _size(p.get("size"), (1920, 1080), 256, 2160)
-        return {
-            "size": (synth.even(w), synth.even(h)),
-            "seconds": _int(p, "duration", 5, 2, 10),
-            "audio": any(_flag(p.get(name)) for name in AUDIO_FLAGS),
-        }
-    # an endpoint registered at run time: 720p 16:9 (see the module docstring)
-    return {
-        "size": tier_dimensions("720p", (16, 9)),
-        "seconds": _num(p, "duration", 5, 1, 60),
-        "audio": any(_flag(p.get(name)) for name in AUDIO_FLAGS),
-    }
-
-
-def _vida_images(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """The vidA frame images by role: ``first_frame`` (also a role-less one), ``last_frame``."""
-    frames: dict[str, Any] = {}
-    for item in _list(payload, "content"):
-        if not isinstance(item, dict) or not isinstance(item.get("image_url"), dict):
-            continue
-        role = item.get("role") or "first_frame"
-        if role in ("first_frame", "last_frame"):
-            frames.setdefault(role, item["image_url"].get("url"))
-    return frames
-
-
 def _frame_images(
     endpoint: str, payload: Mapping[str, Any], ctx: Mapping[str, Any]
 ) -> tuple[Image.Image | None, Image.Image | None]:
     """The images a video starts and ends on (None where there is none or it is unreadable)."""
     if endpoint.startswith("vidA-"):
-        refs = _vida_images(payload)
+        refs = vida_images(payload)
         first_ref, last_ref = refs.get("first_frame"), refs.get("last_frame")
     elif endpoint == "vidP_v6_transition":
         first_ref, last_ref = payload.get("first_frame_image"), payload.get("last_frame_image")
     else:
         return None, None
-    inputs = _inputs(ctx)
+    inputs = inputs_of(ctx)
     first = inputs.image(first_ref)
     return first, inputs.image(last_ref) if first is not None else None
 
@@ -576,16 +393,19 @@ def _lip_sync_sound(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> bytes
     rate = synth.AUDIO_RATE
     choice = next((c for c in _list(payload, "face_choose") if isinstance(c, dict)), {})
     pcm = (
-        synth.decode_audio(data) if (data := _inputs(ctx).read(choice.get("sound_file"))) else None
+        synth.decode_audio(data)
+        if (data := inputs_of(ctx).read(choice.get("sound_file")))
+        else None
     )
     if pcm is None:
         texts = ctx.get("audio_texts")
         text = texts.get(choice.get("audio_id")) if isinstance(texts, dict) else None
         pcm = _preview_pcm(str(text)) if text else synth.melody(5.0, rate, 7)
-    start = _int(choice, "sound_start_time", 0, 0, 600_000) * rate // 1000 * 2
+    times = Asked(choice, None)
+    start = times.int("sound_start_time", 0, 0, 600_000) * rate // 1000 * 2
     end_ms = choice.get("sound_end_time")
-    end = _int(choice, "sound_end_time", 0, 0, 600_000) * rate // 1000 * 2 if end_ms else len(pcm)
-    insert = _int(choice, "sound_insert_time", 0, 0, 600_000) * rate // 1000 * 2
+    end = times.int("sound_end_time", 0, 0, 600_000) * rate // 1000 * 2 if end_ms else len(pcm)
+    insert = times.int("sound_insert_time", 0, 0, 600_000) * rate // 1000 * 2
     return bytes(insert) + pcm[start : max(start, end)]
 
 
@@ -618,7 +438,7 @@ def _video(
     )
     if endpoint == "vidK-lip-sync":
         sound = _lip_sync_sound(payload, ctx)
-        source = _inputs(ctx).read(ctx.get("source_video"))
+        source = inputs_of(ctx).read(ctx.get("source_video"))
         redubbed = synth.redub(source, sound) if source else None
         data = redubbed or synth.encode_video(
             w, h, plan["seconds"], seed, endpoint, lines, audio=True, sound=sound
@@ -647,32 +467,26 @@ def _section(payload: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-SAMPLE_RATES = (8000, 16000, 22050, 24000, 32000, 44100)
-
-
 def _speech(
     endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
-    audio = _section(payload, "audio_setting")
-    voice = _section(payload, "voice_setting")
-    rate = audio.get("sample_rate", 32000)
-    rate = rate if rate in SAMPLE_RATES else 32000
-    channels = 2 if audio.get("channel") == 2 else 1
-    fmt = _choice(audio, "format", ("mp3", "wav", "flac", "pcm"), "mp3")
-    bitrate = (
-        audio.get("bitrate") if audio.get("bitrate") in (32000, 64000, 128000, 256000) else 128000
-    )
+    a = asked(endpoint, payload)
+    audio, voice = a.section("audio_setting"), a.section("voice_setting")
+    rate = int(audio.choice("sample_rate", "32000"))
+    channels = int(audio.choice("channel", "1"))
+    fmt = audio.choice("format", "mp3")
+    bitrate = int(audio.choice("bitrate", "128000"))
     pcm = synth.speech_pcm(
         str(payload.get("text", "")),
         rate,
         channels,
-        speed=_num(voice, "speed", 1.0, 0.5, 2.0),
-        pitch=_int(voice, "pitch", 0, -12, 12),
-        volume=_num(voice, "vol", 1.0, 0.0, 10.0),
+        speed=voice.num("speed", 1.0, 0.5, 2.0),
+        pitch=voice.int("pitch", 0, -12, 12),
+        volume=voice.num("vol", 1.0, 0.0, 10.0),
     )
     data, content_type = synth.encode_audio(pcm, rate, channels, fmt, bitrate)
     seconds = synth.pcm_seconds(pcm, rate, channels)
-    hex_only = str(payload.get("output_format", "url")).lower() == "hex"
+    hex_only = a.choice("output_format", "url") == "hex"
     ext = "pcm" if fmt == "pcm" else fmt
     return Produced(
         [MediaFile(f"speech.{ext}", content_type, data, hex_only=hex_only)],
@@ -708,7 +522,7 @@ def _default_audio(
     """A speech or audio endpoint registered at run time: the preview voice reading
     ``text`` (or ``prompt``), or music of ``duration`` seconds when there is neither."""
     text = str(payload.get("text") or payload.get("prompt") or "").strip()
-    seconds = _num(payload, "duration", 3, 1, 60)
+    seconds = asked(endpoint, payload).num("duration", 3, 1, 60)
     pcm = _preview_pcm(text) if text else synth.melody(seconds, synth.AUDIO_RATE, seed)
     return _mp3("audio.mp3", pcm)
 
@@ -733,19 +547,26 @@ DEFAULT_MAKERS: dict[str, Producer] = {
 NO_MEDIA = ("asset", "subject", "face")
 
 
+#: Each family's maker for a kind of output; anything else gets its kind's default.
+MAKERS: dict[tuple[str, str], Producer] = {
+    ("imgM", "image"): _imgm,
+    ("imgG", "image"): _img_g,
+    ("imgQ", "image"): _img_q,
+    ("speechM", "speech"): _speech,
+    ("vidK", "audio"): _audio_preview,
+}
+
+
 def producer(endpoint: str, kind: str) -> Producer:
-    if endpoint in IMGM_IDS:
-        return _imgm
-    special: dict[str, Producer] = {
-        "imgG-1.5-edit": _img_g,
-        "imgQ-edit-plus": _img_q,
-        "genW2.5-t2i-preview": _gen_w_image,
-        "speechM-02-turbo": _speech,
-        "vidK-audio-preview": _audio_preview,
-    }
-    if endpoint in special:
-        return special[endpoint]
-    return DEFAULT_MAKERS.get(kind, _nothing)
+    """The maker of an endpoint's outputs: its family's (:data:`MAKERS`), else its kind's."""
+    from ..catalog import endpoint as catalog_endpoint
+    from ..errors import EndpointNotFound
+
+    try:
+        family = catalog_endpoint(endpoint).family
+    except EndpointNotFound:
+        family = ""
+    return MAKERS.get((family, kind)) or DEFAULT_MAKERS.get(kind, _nothing)
 
 
 def produce(

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..catalog import EndpointSpec, collect_warnings, endpoint, endpoints, validate
-from ..errors import PayloadError
+from ..errors import EndpointNotFound, PayloadError
 
 #: Run time of one task at speed 1 ("demo speed"), per kind, in seconds.
 BASE_SECONDS = {
@@ -35,7 +35,7 @@ class CatalogEndpoints(Mapping[str, EndpointSpec]):
     def __getitem__(self, endpoint_id: str) -> EndpointSpec:
         try:
             return endpoint(endpoint_id)
-        except PayloadError:
+        except EndpointNotFound:
             raise KeyError(endpoint_id) from None
 
     def __iter__(self) -> Iterator[str]:

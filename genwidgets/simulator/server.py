@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import threading
 import time
@@ -22,6 +23,28 @@ from .app import SimState, create_app
 from .config import SimConfig
 
 START_TIMEOUT = 15.0
+#: set by a parent that starts the simulator as a child process (benchmarks, tests,
+#: the load tool): the child ends when that parent ends (see :func:`child_of_this_process`)
+PARENT_ENV = "GENWIDGETS_SIM_PARENT"
+#: seconds a foreground simulator gives open connections once told to stop (SIGTERM)
+STOP_GRACE = 0.25
+#: how often a child simulator looks whether its parent still runs
+PARENT_CHECK = 0.2
+
+
+def child_of_this_process(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment (``env``, default ``os.environ``) for a simulator started as a
+    child of this process: it stops by itself when this process ends, however it ends."""
+    return {**(os.environ if env is None else env), PARENT_ENV: str(os.getpid())}
+
+
+def _watch_parent(server: uvicorn.Server, parent: int) -> None:
+    """Stop ``server`` once the parent process is gone (we were re-parented)."""
+    while not server.should_exit:
+        if os.getppid() != parent:
+            server.should_exit = True
+            return
+        time.sleep(PARENT_CHECK)
 
 
 class SimulatorServer:
@@ -153,6 +176,13 @@ class SimulatorServer:
         ``on_ready`` runs once the socket listens (the port is known)."""
         sock = self._bind()
         server = self._server = self._uvicorn()
+        # SIGTERM stops it promptly (uvicorn waits with asyncio: a float works)
+        server.config.timeout_graceful_shutdown = STOP_GRACE  # type: ignore[assignment]
+        parent = os.environ.get(PARENT_ENV, "")
+        if parent.isdigit():
+            threading.Thread(
+                target=_watch_parent, args=(server, int(parent)), name="parent-watch", daemon=True
+            ).start()
         if on_ready is not None:
             on_ready()
         try:

@@ -2,7 +2,8 @@
 
 A task is ``IN_QUEUE`` (with a 1-based ``queue_position``: 1 starts next; a
 running or finished task has position 0) until a slot is free, then
-``IN_PROGRESS`` for its run time, then ``COMPLETED``. Run time = the kind's
+``IN_PROGRESS`` for its run time, then ``COMPLETED``. How these states are
+worded to a client is the dialect's choice (:mod:`.dialects`). Run time = the kind's
 demo duration (or ``X-Sim-Duration``) divided by the speed in force when the
 task starts. The media is made in a worker thread from the moment the task
 starts, and completion waits for it, so the files exist once ``COMPLETED`` is
@@ -73,6 +74,8 @@ class Task:
     status: str = IN_QUEUE
     created_at: float = field(default_factory=time.time)
     started_at: float | None = None
+    #: seconds the task runs once started (set when it starts; the logs pace on it)
+    run_seconds: float | None = None
     completed_at: float | None = None
     error: str | None = None
     error_type: str | None = None
@@ -151,7 +154,7 @@ class Scheduler:
 
     async def _run(self, task: Task) -> None:
         loop = asyncio.get_running_loop()
-        run_seconds = task.base_seconds / self._speed()
+        run_seconds = task.run_seconds = task.base_seconds / self._speed()
         try:
             made = None
             if not task.fails:

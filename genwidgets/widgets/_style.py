@@ -22,11 +22,13 @@ wire status        shown as     colour
 other non-terminal verbatim     blue
 ``COMPLETED`` ok   done         green
 terminal + error   failed       red
-cancelled          cancelled    red
+cancelled          cancelled    grey
 =================  ===========  ======
 
 A task counts as cancelled when its ``error_type`` is ``cancelled`` (our
-simulator's wire shape) or its status is ``CANCELLED``/``CANCELED``.
+simulator's wire shape) or its status is ``CANCELLED``/``CANCELED``. Cancelling
+is what the user asked for, not a failure: it is grey and says "cancelled" only,
+with no error line ("cancelled by user (cancelled)" said the same word three times).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from ..protocol.records import FAILURE_STATUSES, Result, Status, is_terminal
 if TYPE_CHECKING:
     import ipywidgets
 
-Category = Literal["queued", "running", "done", "failed"]
+Category = Literal["queued", "running", "done", "failed", "cancelled"]
 
 #: Every colour a widget uses, by role.
 PALETTE: dict[str, str] = {
@@ -64,6 +66,7 @@ COLOURS: dict[str, str] = {
     "running": PALETTE["info"],
     "done": PALETTE["ok"],
     "failed": PALETTE["error"],
+    "cancelled": PALETTE["muted"],
 }
 
 #: Inline styles of the text kinds forms and fields write.
@@ -204,7 +207,7 @@ class StatusLook:
 
     @property
     def cancelled(self) -> bool:
-        return self.word == "cancelled"
+        return self.category == "cancelled"
 
 
 def _error_text(error: Any) -> str | None:
@@ -223,12 +226,9 @@ def look_of(status: Status | None, result: Result | None = None) -> StatusLook:
     if result is not None and result.done:
         error = _error_text(result.error)
         error_type = result.error_type
-        upper = result.status.upper()
         if result.ok:
             return StatusLook("done", "done", result.status, True)
-        cancelled = (error_type or "").lower() == "cancelled" or upper in {"CANCELLED", "CANCELED"}
-        word = "cancelled" if cancelled else "failed"
-        return StatusLook(word, "failed", result.status, True, error or upper.lower(), error_type)
+        return _ended_badly(result.status, error, error_type)
     if status is None:
         return StatusLook("submitted", "queued", "", False)
     raw = status.status
@@ -238,18 +238,21 @@ def look_of(status: Status | None, result: Result | None = None) -> StatusLook:
         error = _error_text(status.raw.get("error"))
         error_type = _str(status.raw.get("error_type"))
         if upper in FAILURE_STATUSES or error:
-            cancelled = (error_type or "").lower() == "cancelled" or upper in {
-                "CANCELLED",
-                "CANCELED",
-            }
-            word = "cancelled" if cancelled else "failed"
-            return StatusLook(word, "failed", raw, True, error or upper.lower(), error_type)
+            return _ended_badly(raw, error, error_type)
         return StatusLook("done", "done", raw, True)
     if upper == "IN_QUEUE":
         return StatusLook("queued", "queued", raw, False)
     if upper == "IN_PROGRESS":
         return StatusLook("running", "running", raw, False)
     return StatusLook(raw, "running", raw, False)  # unknown names shown verbatim
+
+
+def _ended_badly(raw: str, error: str | None, error_type: str | None) -> StatusLook:
+    """A terminal task that did not succeed: cancelled (grey, no error line) or failed."""
+    upper = raw.upper()
+    if (error_type or "").lower() == "cancelled" or upper in {"CANCELLED", "CANCELED"}:
+        return StatusLook("cancelled", "cancelled", raw, True)
+    return StatusLook("failed", "failed", raw, True, error or upper.lower(), error_type)
 
 
 def _str(value: Any) -> str | None:
@@ -265,6 +268,18 @@ def status_badge(look: StatusLook) -> str:
     )
 
 
+#: One line cut with an ellipsis where its box ends (the full text goes in a tooltip).
+CUT_STYLE = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;min-width:0"
+
+
+def cut_html(inner: str, title: str, *, cls: str = "", style: str = "") -> str:
+    """A one-line ``<div>`` that never widens its box: ``inner`` (HTML, already escaped)
+    ends in "…" where the box ends, and ``title`` (plain text, escaped here) is its
+    tooltip. Cards in a grid use it so a long URL cannot push into the next card."""
+    klass = f' class="{esc(cls)}"' if cls else ""
+    return f'<div{klass} title="{esc(title)}" style="{CUT_STYLE};{style}">{inner}</div>'
+
+
 def error_html(look: StatusLook) -> str:
     """``error`` and ``error_type`` in red, escaped; empty when there is no error."""
     if not look.error and not look.error_type:
@@ -275,7 +290,7 @@ def error_html(look: StatusLook) -> str:
         else ""
     )
     return (
-        f'<div class="gw-error" style="color:{COLOURS["failed"]}">'
+        f'<div class="gw-error" style="color:{COLOURS["failed"]};overflow-wrap:anywhere">'
         f"{esc(look.error or '')}{kind}</div>"
     )
 
@@ -297,12 +312,22 @@ _LAYOUTS: dict[str, dict[str, str]] = {
     "wide": {"width": "auto", "flex": "1 1 auto"},
     "area": {"width": "auto", "flex": "1 1 auto", "height": "90px"},
     "row": {"width": "100%", "margin": "2px 0"},
-    "item": {"width": "100%", "margin": "0 0 0 12px"},
+    # indented by its margin, so "auto" (100% plus the margin would clip the right edge)
+    "item": {"width": "auto", "margin": "0 0 0 12px"},
+    # takes the room left in a row and may shrink below its content (never pushes siblings)
+    "grow": {"width": "auto", "flex": "1 1 auto", "min_width": "0"},
+    # keeps its width in a row that is too narrow (a list row's delete button, Submit)
+    "fixed": {"flex": "0 0 auto"},
+    "remove": {"width": "36px", "min_width": "36px", "flex": "0 0 auto"},
+    # buttons, then a reason that goes on beside them, or below them when it is long
+    "actions": {"width": "100%", "flex_flow": "row wrap", "align_items": "center"},
+    "reason": {"width": "auto", "flex": "1 1 auto", "min_width": "0"},
     "box": {"width": "100%", "border": f"1px solid {PALETTE['border']}", "padding": "4px"},
     "small": {"width": "auto"},
     "tick": {"width": "28px"},
     "number": {"width": "160px"},
     "note": {"width": "auto", "margin": "0 0 0 194px"},
+    "item_note": {"width": "auto", "margin": "0"},  # a list item has no label to clear
 }
 
 

@@ -11,422 +11,119 @@ ratings, not one card per cell. Cards update live through
 at most ~10 writes a second); the board looks for new jobs of the client on the
 shared one-second tick until it is closed (``board.close()``). The newest
 :data:`HISTORY_LIMIT` jobs of ``client.history()`` (the ledger's, re-attached)
-appear too, and the stored grids of the client's gateway; both are read when
-the board is made and on Refresh, not on every tick. Mappings in the history
-(endpoint, request_id, status, ...) are shown as static cards. With no client
-given, the board uses the most recent client of the process, else a new one.
+and the stored grids of the client's gateway are read when the board is made and
+on Refresh; those from before this session (this process) are behind the
+"earlier sessions" toggle. Cards come :data:`PAGE_SIZE` to a page, newest first.
+Mappings in the history (endpoint, request_id, status, ...) are shown as static
+cards. With no client given, the board uses the most recent client of the
+process, else a new one.
 
-``gw.sweep`` lives in :mod:`genwidgets.widgets.sweep`; its planning, shared with
-grids, in :mod:`genwidgets.lab.plan`.
+The cards themselves are in :mod:`.cards`. ``gw.sweep`` lives in
+:mod:`genwidgets.widgets.sweep`; its planning, shared with grids, in
+:mod:`genwidgets.lab.plan`.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
 from ..lab.plan import differing_params
 from ..lab.run import default_client
-from ..lab.store import GridRecord, store_for
-from ..protocol.records import Output, Result, Status, is_terminal
-from ._style import (
-    SIMULATED_BADGE,
-    StatusLook,
-    error_html,
-    esc,
-    format_elapsed,
-    look_of,
-    short,
-    status_badge,
+from ..lab.store import store_for
+from ._style import SIMULATED_BADGE
+from .cards import (
+    CARD_LAYOUT,
+    CardData,
+    GridEntry,
+    JobCard,
+    card_html,
+    grid_entry_html,
+    history_card,
+    kind_icon,
+    params_by_endpoint,
 )
-from .render import source_of, to_html
-from .task import is_simulated, job_look
-from .ticker import TICKER, Throttle, guarded, stop_following
+from .task import job_look
+from .ticker import TICKER, Throttle
 
 if TYPE_CHECKING:
-    from ..jobs.job import Job
-    from ..jobs.ledger import Ledger
+    from .._protocols import ClientLike, JobLike
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "Board",
-    "BoardClient",
     "JobCard",
     "board",
     "card_html",
     "differing_params",
     "grid_entry_html",
     "kind_icon",
+    "params_by_endpoint",
 ]
 
 ALL = "(all)"
-STATUS_FILTERS = ("queued", "running", "done", "failed")
-#: A thumbnail pushed as bytes must stay small: a board may hold hundreds.
-THUMBNAIL_BYTES = 2 * 1024 * 1024
+STATUS_FILTERS = ("queued", "running", "done", "failed", "cancelled")
 #: Ledger entries a board loads (newest first).
 HISTORY_LIMIT = 200
 #: Stored grids a board lists (newest first).
 GRID_LIMIT = 50
-GRID_LAYOUT = {"grid_template_columns": "repeat(auto-fill, minmax(220px, 1fr))", "grid_gap": "8px"}
-
-
-class BoardClient(Protocol):
-    """What the board needs of a client (the public Client API)."""
-
-    embedded: bool
-    ledger: Ledger | None
-
-    @property
-    def gateway_name(self) -> str: ...
-
-    @property
-    def jobs(self) -> Sequence[Job]: ...
-
-    def history(
-        self, endpoint: str | None = None, status: str | None = None, limit: int | None = None
-    ) -> Sequence[Any]: ...
-
-
-# --- icons (inline SVG: no emoji font needed) -----------------------------------------
-
-_ICON_PATHS = {
-    "image": "M3 5h18v14H3zM6 16l4-5 3 4 2-2 3 3M8 9a1.5 1.5 0 1 0 0 .1",
-    "video": "M3 6h12v12H3zM15 10l6-3v10l-6-3z",
-    "audio": "M4 9v6h4l5 4V5L8 9zM16 8.5a5 5 0 0 1 0 7M18.5 6a8.5 8.5 0 0 1 0 12",
-    "json": "M8 4c-2 0-2 2-2 4s-2 4-2 4 2 0 2 4 0 4 2 4M16 4c2 0 2 2 2 4s2 4 2 4-2 0-2 4 0 4-2 4",
-    "text": "M6 3h9l4 4v14H6zM9 10h7M9 14h7M9 18h5",
-    "person": "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM4 21c0-4 4-6 8-6s8 2 8 6",
-    "binary": "M6 3h9l4 4v14H6zM15 3v4h4",
-    "grid": "M3 3h8v8H3zM13 3h8v8h-8zM3 13h8v8H3zM13 13h8v8h-8z",
+#: ``min(220px, 100%)``: one column on a narrow output, never a clipped last column.
+GRID_LAYOUT = {
+    "grid_template_columns": "repeat(auto-fill, minmax(min(220px, 100%), 1fr))",
+    "grid_gap": "8px",
+    "width": "100%",
 }
-_ICON_OF_KIND = {
-    "speech": "audio",
-    "asset": "json",
-    "face": "person",
-    "subject": "person",
-}
+#: Cards on one page of the board; the rest are behind its page buttons.
+PAGE_SIZE = 24
 
 
-def kind_icon(kind: str | None, size: int = 40) -> str:
-    """An inline SVG icon of an output or endpoint kind (stroked, grey)."""
-    name = _ICON_OF_KIND.get(kind or "", kind or "binary")
-    path = _ICON_PATHS.get(name, _ICON_PATHS["binary"])
-    return (
-        f'<svg class="gw-icon gw-icon-{esc(name)}" width="{size}" height="{size}" '
-        'viewBox="0 0 24 24" fill="none" stroke="#6b7280" stroke-width="1.5" '
-        'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true">'
-        f'<path d="{path}"/></svg>'
-    )
 
+def process_started() -> float | None:
+    """When this Python process started (epoch seconds), from ``/proc`` where there is one.
 
-# --- cards -----------------------------------------------------------------------
-
-
-def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> str:
-    for output in outputs:
-        if output.kind != "image":
-            continue
-        source = source_of(output, prefer_url=True)
-        href = source.href
-        if href is None or (source.data is not None and len(source.data) > THUMBNAIL_BYTES):
-            continue
-        return (
-            f'<img src="{esc(href)}" alt="" loading="lazy" '
-            'style="max-width:100%;max-height:120px;object-fit:contain">'
-        )
-    return kind_icon(outputs[0].kind if outputs else kind_hint)
-
-
-@functools.lru_cache(maxsize=256)
-def _endpoint_kind(endpoint: str) -> str | None:
+    The board's "this session" is this kernel's lifetime: a job submitted before it
+    came from the ledger of an earlier session (docs/decisions.md, "Forms, board...")."""
     try:
-        from ..catalog import endpoint as catalog_endpoint
-
-        return catalog_endpoint(endpoint).kind
-    except Exception:  # unknown endpoint: no icon hint
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22: starttime, in clock ticks
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration, AttributeError):
         return None
-
-
-@functools.lru_cache(maxsize=256)
-def _endpoint_fields(endpoint: str) -> frozenset[str] | None:
-    """Wire names and aliases of the endpoint's fields; None for an unknown endpoint."""
-    try:
-        from ..catalog import endpoint as catalog_endpoint
-
-        fields = catalog_endpoint(endpoint).model.model_fields
-    except Exception:  # unknown endpoint: only its own payload's keys are listed
-        return None
-    return frozenset(fields) | frozenset(f.alias for f in fields.values() if f.alias)
-
-
-def params_by_endpoint(
-    entries: Sequence[tuple[str, Mapping[str, Any] | None]],
-) -> dict[str, list[str]]:
-    """For each endpoint, the payload keys that differ among its own entries."""
-    grouped: dict[str, list[Mapping[str, Any] | None]] = {}
-    for endpoint, payload in entries:
-        grouped.setdefault(endpoint, []).append(payload)
-    return {endpoint: differing_params(payloads) for endpoint, payloads in grouped.items()}
-
-
-@dataclass(frozen=True)
-class CardData:
-    """What a card shows, from a live Job or a history record."""
-
-    endpoint: str
-    request_id: str
-    look: StatusLook
-    elapsed: float | None
-    payload: Mapping[str, Any] | None
-    outputs: Sequence[Output] = ()
-    simulated: bool = False
-
-    @classmethod
-    def of_job(cls, job: Job) -> CardData:
-        result = job.last_result
-        return cls(
-            endpoint=str(job.endpoint),
-            request_id=str(job.request_id),
-            look=job_look(job),
-            elapsed=job.elapsed,
-            payload=job.payload,
-            outputs=tuple(result.outputs) if result is not None else (),
-            simulated=is_simulated(job),
-        )
-
-
-def card_html(
-    data: CardData,
-    params: Sequence[str] = (),
-    *,
-    label: str = "",
-    outputs: bool = False,
-) -> str:
-    """A card as escaped HTML: thumbnail (or all outputs), endpoint, status,
-    elapsed, the listed parameters, the error, the request_id."""
-    look = data.look
-    if outputs and data.outputs:
-        cells = "".join(to_html(o, caption=False, prefer_url=True) for o in data.outputs)
-        media = (
-            '<div style="display:grid;grid-template-columns:repeat(auto-fill,minmax(110px,1fr));'
-            f'gap:4px">{cells}</div>'
-        )
-    else:
-        media = (
-            '<div class="gw-thumb" style="height:120px;display:flex;align-items:center;'
-            f'justify-content:center;background:#f9fafb">'
-            f"{_thumbnail(data.outputs, _endpoint_kind(data.endpoint))}</div>"
-        )
-    payload = data.payload or {}
-    fields = _endpoint_fields(data.endpoint)
-    params = [k for k in params if k in payload or (fields is not None and k in fields)]
-    rows = "".join(
-        f'<div class="gw-param"><span style="color:#6b7280">{esc(key)}</span> = '
-        f"{esc(short(payload[key], 60)) if key in payload else '<i>unset</i>'}</div>"
-        for key in params
-    )
-    head = f'<div class="gw-label" style="font-weight:600">{esc(label)}</div>' if label else ""
-    elapsed = format_elapsed(data.elapsed)
-    return (
-        f'<div class="gw-card" style="border:1px solid #e5e7eb;border-left:4px solid '
-        f'{look.colour};border-radius:6px;padding:6px;font-size:0.9em">'
-        f"{head}{media}"
-        f'<div class="gw-endpoint"><b>{esc(data.endpoint)}</b>'
-        f"{' ' + SIMULATED_BADGE if data.simulated else ''}</div>"
-        f"<div>{status_badge(look)} · {esc(elapsed)}</div>"
-        f"{rows}{error_html(look)}"
-        f'<code style="user-select:all;font-size:0.8em;color:#6b7280">'
-        f"{esc(data.request_id)}</code></div>"
-    )
-
-
-class JobCard(ipywidgets.HTML):
-    """One job as a live card (an HTML widget written by one throttled writer)."""
-
-    def __init__(
-        self,
-        job: Job,
-        *,
-        params: Sequence[str] = (),
-        label: str = "",
-        outputs: bool = False,
-        on_change: Callable[[JobCard], None] | None = None,
-    ) -> None:
-        super().__init__(layout=ipywidgets.Layout(width="100%"))
-        self.job = job
-        self._params = tuple(params)
-        self._label = label
-        self._outputs = outputs
-        self._on_change = on_change
-        self._throttle = Throttle(self._write)
-        self._removers: list[Callable[[], Any]] = []
-        self.category = job_look(job).category
-        self._changed = False
-        self._throttle.request(force=True)
-        if job_look(job).terminal:
-            return
-        self._removers.append(job.add_update_callback(self._on_update))
-        job.add_done_callback(self._on_done)
-        TICKER.add(self)
-
-    @property
-    def writes(self) -> int:
-        return self._throttle.writes
-
-    def set_params(self, params: Sequence[str]) -> None:
-        with self._throttle.lock:
-            self._params = tuple(params)
-        self._throttle.request(force=True)
-
-    def tick(self) -> None:
-        self._throttle.request()
-        self._report_change()
-
-    def _on_update(self, job: Job) -> None:
-        guarded(lambda: self._throttle.request(force=job_look(job).terminal))
-        self._report_change()
-
-    def _on_done(self, job: Job) -> None:
-        guarded(lambda: self._throttle.request(force=True))
-        self._report_change()
-        self._stop()
-
-    def _report_change(self) -> None:
-        """Tell the board the category changed, *outside* this card's lock: the
-        board holds its own lock while it writes cards, so calling it from
-        inside ``_write`` would take the two locks in opposite orders."""
-        with self._throttle.lock:
-            changed, self._changed = self._changed, False
-        if changed and self._on_change is not None:
-            guarded(lambda: self._on_change(self) if self._on_change else None)
-
-    def _stop(self) -> None:
-        stop_following(self, self._removers)
-
-    def close(self) -> None:
-        self._stop()
-        super().close()
-
-    def _write(self) -> None:
-        data = CardData.of_job(self.job)
-        previous, self.category = self.category, data.look.category
-        self._changed = self._changed or previous != self.category
-        self.value = card_html(data, self._params, label=self._label, outputs=self._outputs)
-
-
-# --- history (the ledger's, when the client offers it) --------------------------------
-
-
-def _field(record: Mapping[str, Any], name: str, default: Any = None) -> Any:
-    return record.get(name, default)
-
-
-def history_card(record: Mapping[str, Any]) -> CardData | None:
-    """A card from a ledger record (a mapping with endpoint, request_id, status,
-    error, error_type, payload, outputs, submitted_at, finished_at); ``None`` if
-    it lacks an endpoint or request_id."""
-    endpoint, request_id = _field(record, "endpoint"), _field(record, "request_id")
-    if not endpoint or not request_id:
-        return None
-    status = str(_field(record, "status") or "UNKNOWN")
-    raw_outputs = _field(record, "outputs") or []
-    outputs = [
-        o if isinstance(o, Output) else Output.from_entry(o, i)
-        for i, o in enumerate(raw_outputs if isinstance(raw_outputs, list) else [])
-    ]
-    result = None
-    if is_terminal(status):
-        result = Result(
-            status=status,
-            error=_field(record, "error"),
-            error_type=_field(record, "error_type"),
-            outputs=outputs,
-        )
-    start, end = _field(record, "submitted_at"), _field(record, "finished_at")
-    elapsed = (
-        end - start if isinstance(start, (int, float)) and isinstance(end, (int, float)) else None
-    )
-    payload = _field(record, "payload")
-    return CardData(
-        endpoint=str(endpoint),
-        request_id=str(request_id),
-        look=look_of(Status(status=status), result),
-        elapsed=elapsed,
-        payload=payload if isinstance(payload, Mapping) else None,
-        outputs=outputs,
-    )
-
-
-# --- the board ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GridEntry:
-    """A stored grid as one board entry."""
-
-    record: GridRecord
-
-    @property
-    def endpoint(self) -> str:
-        return self.record.endpoint
-
-    def category(self, cards: Mapping[str, JobCard]) -> str:
-        """running while any sent cell's job is not terminal (as far as the board knows)."""
-        for cell in self.record.cells:
-            card = cards.get(cell.request_id or "")
-            if card is not None and not job_look(card.job).terminal:
-                return "running"
-        return "done"
-
-
-def grid_entry_html(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
-    """One grid as a card: its icon or best-rated image, endpoint, axes, counts, stars."""
-    record = entry.record
-    axes = record.description.get("axes") or {}
-    dims = [
-        f"{(a or {}).get('field')} ({len((a or {}).get('values') or [])})"
-        for d in ("x", "y", "z")
-        if (a := axes.get(d))
-    ]
-    rated = sorted((c for c in record.cells if c.stars), key=lambda c: -c.stars)
-    thumb = kind_icon("grid")
-    for cell in rated or record.cells:
-        card = cards.get(cell.request_id or "")
-        result = card.job.last_result if card is not None else None
-        if result is not None and result.outputs:
-            thumb = _thumbnail(result.outputs, "image")
-            break
-    best = f" · best {rated[0].stars}/5" if rated else ""
-    return (
-        '<div class="gw-card gw-grid-entry" style="border:1px solid #e5e7eb;border-left:4px '
-        'solid #6366f1;border-radius:6px;padding:6px;font-size:0.9em">'
-        '<div class="gw-thumb" style="height:120px;display:flex;align-items:center;'
-        f'justify-content:center;background:#f9fafb">{thumb}</div>'
-        f'<div class="gw-endpoint"><b>{esc(record.endpoint)}</b> · grid</div>'
-        f"<div>{esc(' × '.join(dims))}</div>"
-        f"<div>{record.sent} of {len(record.cells)} sent · {record.rated} rated{esc(best)}</div>"
-        f'<code style="user-select:all;font-size:0.8em;color:#6b7280">'
-        f"gw.load_grid({esc(repr(record.id))})</code></div>"
-    )
 
 
 class Board(ipywidgets.VBox):
-    """Every job of a client's session as cards, and its grids as one entry each,
-    filterable by endpoint and status."""
+    """The jobs of a client's session as cards, and its grids as one entry each,
+    filterable by endpoint and status, :data:`PAGE_SIZE` to a page. Jobs and grids of
+    earlier sessions (the ledger's) are behind the "earlier" toggle."""
 
-    def __init__(self, client: BoardClient) -> None:
+    def __init__(self, client: ClientLike) -> None:
         self.client = client
         self._lock = threading.RLock()
         self.cards: dict[str, JobCard] = {}
         self.history_cards: dict[str, tuple[CardData, ipywidgets.HTML]] = {}
         self.grid_entries: dict[str, tuple[GridEntry, ipywidgets.HTML]] = {}
+        # Before the ledger is read, the client's jobs are all this session's: where
+        # /proc cannot say when the process started, the oldest of them bounds it.
+        started = process_started()
+        if started is None:
+            times = [j.submitted_at for j in self._jobs() if j.submitted_at]
+            started = min([time.time(), *times])
+        self.session_started = started
+        self.page = 0
         self.endpoint_filter = ipywidgets.Dropdown(
             options=[ALL], value=ALL, description="endpoint", layout={"width": "auto"}
         )
@@ -436,27 +133,65 @@ class Board(ipywidgets.VBox):
             description="status",
             layout={"width": "auto"},
         )
+        self.earlier = ipywidgets.ToggleButton(
+            value=False,
+            description="earlier sessions",
+            tooltip="also show the jobs and grids of earlier sessions (from the ledger)",
+            icon="history",
+            layout={"width": "auto"},
+        )
         self.count_html = ipywidgets.HTML()
         self.refresh_button = ipywidgets.Button(
             description="Refresh", icon="refresh", layout={"width": "auto"}
         )
+        self.prev_button = ipywidgets.Button(
+            icon="chevron-left", tooltip="newer cards", layout={"width": "auto"}
+        )
+        self.next_button = ipywidgets.Button(
+            icon="chevron-right", tooltip="older cards", layout={"width": "auto"}
+        )
+        self.page_html = ipywidgets.HTML()
+        self.pager = ipywidgets.HBox(
+            [self.prev_button, self.page_html, self.next_button],
+            layout={"align_items": "center", "grid_gap": "8px", "display": "none"},
+        )
         self.grid = ipywidgets.GridBox(layout=ipywidgets.Layout(**GRID_LAYOUT))
         self._throttle = Throttle(self._write)
         controls = ipywidgets.HBox(
-            [self.endpoint_filter, self.status_filter, self.refresh_button, self.count_html],
-            layout={"align_items": "center", "grid_gap": "8px"},
+            [
+                self.endpoint_filter,
+                self.status_filter,
+                self.earlier,
+                self.refresh_button,
+                self.count_html,
+            ],
+            layout={"align_items": "center", "grid_gap": "8px", "flex_flow": "row wrap"},
         )
         badge = ipywidgets.HTML(SIMULATED_BADGE if client.embedded else "")
-        super().__init__([ipywidgets.HBox([controls, badge]), self.grid])
+        super().__init__(
+            [ipywidgets.HBox([controls, badge], layout={"flex_flow": "row wrap"}), self.grid,
+             self.pager]
+        )  # fmt: skip
         self.add_class("gw-board")
-        self.endpoint_filter.observe(lambda _c: self._throttle.request(force=True), "value")
-        self.status_filter.observe(lambda _c: self._throttle.request(force=True), "value")
+        for control in (self.endpoint_filter, self.status_filter, self.earlier):
+            control.observe(self._filters_changed, "value")
         self.refresh_button.on_click(lambda _b: self.refresh())
+        self.prev_button.on_click(lambda _b: self.turn(-1))
+        self.next_button.on_click(lambda _b: self.turn(+1))
         self.refresh()
         TICKER.add(self)
 
-    def _jobs(self) -> list[Job]:
+    def _jobs(self) -> list[JobLike]:
         return list(self.client.jobs)
+
+    def _filters_changed(self, _change: Any = None) -> None:
+        self.page = 0
+        self._throttle.request(force=True)
+
+    def turn(self, pages: int) -> None:
+        """Show the page ``pages`` after (or before, negative) the current one."""
+        self.page = max(0, self.page + pages)
+        self._throttle.request(force=True)
 
     def refresh(self, *, history: bool = True) -> None:
         """Pick up new jobs (and, with ``history``, the ledger's jobs and grids), then redraw."""
@@ -468,7 +203,7 @@ class Board(ipywidgets.VBox):
                 self._load_grids()
         self._throttle.request(force=True)
 
-    def _add_job(self, job: Job) -> None:
+    def _add_job(self, job: JobLike) -> None:
         key = str(job.request_id)
         if key in self.cards:
             return
@@ -492,7 +227,7 @@ class Board(ipywidgets.VBox):
             if data.request_id not in self.history_cards:
                 self.history_cards[data.request_id] = (
                     data,
-                    ipywidgets.HTML(layout=ipywidgets.Layout(width="100%")),
+                    ipywidgets.HTML(layout=ipywidgets.Layout(**CARD_LAYOUT)),
                 )
 
     def _load_grids(self) -> None:
@@ -506,7 +241,7 @@ class Board(ipywidgets.VBox):
             widget = self.grid_entries.get(record.id, (None, None))[1]
             self.grid_entries[record.id] = (
                 GridEntry(record),
-                widget or ipywidgets.HTML(layout=ipywidgets.Layout(width="100%")),
+                widget or ipywidgets.HTML(layout=ipywidgets.Layout(**CARD_LAYOUT)),
             )
 
     def _in_grids(self) -> set[str]:
@@ -528,14 +263,54 @@ class Board(ipywidgets.VBox):
         if self.status_filter.value != ALL:
             self._throttle.request()
 
-    def shown(self) -> list[CardData]:
-        """The job cards that pass the filters (grid cells excepted), newest first."""
+    # --- what is shown ------------------------------------------------------------------
+    def in_session(self, job: JobLike) -> bool:
+        """Submitted (or re-attached by hand) since this session started."""
+        return (job.submitted_at or 0.0) >= self.session_started
+
+    def _scope(self) -> tuple[list[JobCard], list[tuple[CardData, ipywidgets.HTML]], list[Any]]:
+        """The cards, history cards and grid entries in scope (this session, or all with
+        "earlier"), before the endpoint and status filters; grid cells are left out."""
+        in_grids = self._in_grids()
+        everything = bool(self.earlier.value)
+        live = [
+            c
+            for key, c in self.cards.items()
+            if key not in in_grids and (everything or self.in_session(c.job))
+        ]
+        past = [
+            (d, w)
+            for key, (d, w) in self.history_cards.items()
+            if everything and key not in in_grids
+        ]
+        grids = [
+            (e, w)
+            for e, w in self.grid_entries.values()
+            if everything or e.record.created_at >= self.session_started
+        ]
+        return live, past, grids
+
+    def earlier_count(self) -> int:
+        """Jobs and grids of earlier sessions (shown only with the "earlier" toggle)."""
         with self._lock:
             in_grids = self._in_grids()
-            entries = [
-                CardData.of_job(card.job) for key, card in self.cards.items() if key not in in_grids
-            ]
-            entries += [d for key, (d, _) in self.history_cards.items() if key not in in_grids]
+            jobs = sum(
+                1 for k, c in self.cards.items() if k not in in_grids and not self.in_session(c.job)
+            )
+            past = sum(1 for k in self.history_cards if k not in in_grids)
+            grids = sum(
+                1
+                for e, _ in self.grid_entries.values()
+                if e.record.created_at < self.session_started
+            )
+        return jobs + past + grids
+
+    def shown(self) -> list[CardData]:
+        """The job cards in scope that pass the filters (every page), newest first."""
+        with self._lock:
+            live, past, _ = self._scope()
+            live.sort(key=lambda c: c.job.submitted_at, reverse=True)
+            entries = [CardData.of_job(c.job) for c in live] + [d for d, _ in past]
         return [d for d in entries if self._passes(d.endpoint, d.look.category)]
 
     def _passes(self, endpoint: str, category: str) -> bool:
@@ -552,57 +327,62 @@ class Board(ipywidgets.VBox):
 
     def _write(self) -> None:
         with self._lock:
-            in_grids = self._in_grids()
+            live, past, grids = self._scope()
+            total = len(live) + len(past)
             endpoints = sorted(
-                {str(c.job.endpoint) for c in self.cards.values()}
-                | {d.endpoint for d, _ in self.history_cards.values()}
-                | {e.endpoint for e, _ in self.grid_entries.values()}
+                {str(c.job.endpoint) for c in live}
+                | {d.endpoint for d, _ in past}
+                | {e.endpoint for e, _ in grids}
             )
             options = [ALL, *endpoints]
             if list(self.endpoint_filter.options) != options:
                 current = self.endpoint_filter.value
                 self.endpoint_filter.options = options
                 self.endpoint_filter.value = current if current in options else ALL
-            live = [
-                c
-                for key, c in self.cards.items()
-                if key not in in_grids
-                and self._passes(str(c.job.endpoint), job_look(c.job).category)
-            ]
-            past = [
-                (d, w)
-                for key, (d, w) in self.history_cards.items()
-                if key not in in_grids and self._passes(d.endpoint, d.look.category)
-            ]
-            grids = [
-                (e, w)
-                for e, w in self.grid_entries.values()
-                if self._passes(e.endpoint, e.category(self.cards))
-            ]
+            live = [c for c in live if self._passes(str(c.job.endpoint), job_look(c.job).category)]
+            past = [(d, w) for d, w in past if self._passes(d.endpoint, d.look.category)]
+            grids = [(e, w) for e, w in grids if self._passes(e.endpoint, e.category(self.cards))]
             params = params_by_endpoint(
                 [(str(c.job.endpoint), c.job.payload) for c in live]
                 + [(d.endpoint, d.payload) for d, _ in past]
             )
             live.sort(key=lambda c: c.job.submitted_at, reverse=True)
-            for card in live:
-                card.set_params(params.get(str(card.job.endpoint), []))
-            for data, widget in past:
-                widget.value = card_html(data, params.get(data.endpoint, []))
-            for entry, widget in grids:
-                widget.value = grid_entry_html(entry, self.cards)
-            self.grid.children = [*(w for _, w in grids), *live, *(w for _, w in past)]
-            total = (
-                len(self.cards)
-                + len(self.history_cards)
-                - len(in_grids & (set(self.cards) | set(self.history_cards)))
-            )
+            items: list[tuple[Callable[[], None], ipywidgets.Widget]] = [
+                (functools.partial(_write_grid, e, w, self.cards), w) for e, w in grids
+            ]
+            items += [
+                (functools.partial(c.set_params, params.get(str(c.job.endpoint), [])), c)
+                for c in live
+            ]
+            items += [(functools.partial(_write_past, d, w, params), w) for d, w in past]
+            pages = max(1, -(-len(items) // PAGE_SIZE))
+            self.page = min(self.page, pages - 1)
+            visible = items[self.page * PAGE_SIZE : (self.page + 1) * PAGE_SIZE]
+            for write, _widget in visible:
+                write()  # only the cards on the page are drawn
+            self.grid.children = [w for _, w in visible]
+            self.pager.layout.display = None if pages > 1 else "none"
+            self.prev_button.disabled = self.page == 0
+            self.next_button.disabled = self.page >= pages - 1
+            self.page_html.value = f"page {self.page + 1} of {pages}"
+            earlier = self.earlier_count()
+            self.earlier.description = f"earlier sessions ({earlier})"
+            self.earlier.disabled = earlier == 0 and not self.earlier.value
             self.count_html.value = (
                 f'<span style="color:#6b7280">{len(live) + len(past)} of {total} jobs'
                 f"{f', {len(grids)} grids' if grids else ''}</span>"
             )
 
 
-def board(client: BoardClient | None = None) -> Board:
+def _write_grid(entry: GridEntry, widget: ipywidgets.HTML, cards: Mapping[str, JobCard]) -> None:
+    widget.value = grid_entry_html(entry, cards)
+
+
+def _write_past(data: CardData, widget: ipywidgets.HTML, params: Mapping[str, list[str]]) -> None:
+    widget.value = card_html(data, params.get(data.endpoint, []))
+
+
+def board(client: ClientLike | None = None) -> Board:
     """A board of every job and grid of ``client``'s session (default: the most
     recent client of the process, or a new one)."""
     return Board(client if client is not None else default_client())

@@ -75,8 +75,11 @@ class ListElement(Element):
         if not is_unset(value):
             row.set(value)
         row.observe(self._changed)
-        remove = W.Button(icon="trash", tooltip="remove this item", layout=layout("tick"))
-        box = W.HBox([row.widget, remove], layout=layout("row"))
+        remove = W.Button(icon="trash", tooltip="remove this item", layout=layout("remove"))
+        remove.add_class("gw-remove")
+        # the row takes what the button leaves: the button is never pushed out of view
+        box = W.HBox([W.Box([row.widget], layout=layout("grow")), remove], layout=layout("row"))
+        box.add_class("gw-list-row")
         remove.on_click(lambda _b, r=row: self.remove_row(r))
         self.rows.append(row)
         self._row_boxes.append(box)

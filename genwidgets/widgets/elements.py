@@ -155,7 +155,8 @@ class Element:
                     layout=layout("row"),
                 )
                 self._widget = W.VBox([head, self.note], layout=layout("row"))
-            else:  # a list item: the control alone, with its note
+            else:  # a list item: the control alone, with its note under it
+                self.note.layout = layout("item_note")
                 self._widget = W.VBox([self.control, self.note], layout=layout("row"))
         return self._widget
 

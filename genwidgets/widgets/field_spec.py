@@ -2,9 +2,9 @@
 
 :func:`field_specs` turns a model's fields into :class:`FieldSpec` records through
 the catalog's one annotation walker (:mod:`genwidgets.catalog.introspect`) and its
-markers (billed, media, imgM prompt). Specs are cached per model: building a form
-must stay cheap. Field paths are wire names joined by ``.``, with ``[]`` for list
-items: ``"content"``, ``"media[].url"``.
+markers (billed, the service's default, media, imgM prompt). Specs are cached per
+model: building a form must stay cheap. Field paths are wire names joined by ``.``,
+with ``[]`` for list items: ``"content"``, ``"media[].url"``.
 
 :data:`UNSET` is the value of a field that is not to be sent: an empty text box is
 unset, never ``""``, and unset optional fields are left out of the payload.
@@ -13,7 +13,6 @@ unset, never ``""``, and unset optional fields are left out of the payload.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from functools import cache
@@ -23,7 +22,14 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from ..catalog import MediaSpec, is_billed, is_prompt_string, media_spec
+from ..catalog import (
+    NO_DEFAULT,
+    MediaSpec,
+    is_billed,
+    is_prompt_string,
+    media_spec,
+    service_default,
+)
 from ..catalog.introspect import (
     Limits,
     is_container,
@@ -35,7 +41,6 @@ from ..catalog.introspect import (
 __all__ = [
     "UNSET",
     "FieldSpec",
-    "default_from_description",
     "field_specs",
     "item_spec",
     "plain",
@@ -75,7 +80,7 @@ class FieldSpec(Limits):
     required: bool
     description: str = ""
     default: Any = UNSET  # a real default from the model, else UNSET
-    default_text: str = ""  # what the placeholder says when unset
+    default_text: str = ""  # what the placeholder says when unset: the ServiceDefault
     billed: bool = False
     media: MediaSpec | None = None
     prompt: bool = False
@@ -110,19 +115,6 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-_DEFAULT_RE = re.compile(r"\b[Dd]efault(?:s to|:| is)?\s+`?([^`;,\s]+)`?")
-_NOT_A_DEFAULT = {"usually", "not", "null", "none", "is", "the", "when", "in", "mark", "value"}
-
-
-def default_from_description(description: str) -> str:
-    """The documented default ("Default `720p`", "default 5") or ``""``."""
-    for match in _DEFAULT_RE.finditer(description):
-        word = match.group(1).rstrip(".)")
-        if word and word.lower() not in _NOT_A_DEFAULT:
-            return word
-    return ""
-
-
 def plain(value: Any) -> str:
     """A value as the text a form shows for it (``true``, an enum's value, JSON)."""
     if isinstance(value, bool):
@@ -141,7 +133,10 @@ def spec_from_info(name: str, info: FieldInfo, path: str) -> FieldSpec:
     default: Any = UNSET
     if info.default is not PydanticUndefined and info.default is not None:
         default = info.default
-    default_text = plain(default) if default is not UNSET else default_from_description(description)
+    service = service_default(info)
+    default_text = plain(default) if default is not UNSET else ""
+    if not default_text and service is not NO_DEFAULT:
+        default_text = plain(service)
     item_info = None
     if is_container(annotation):
         item_info = FieldInfo.from_annotation(item_annotation(annotation))

@@ -27,6 +27,7 @@ Choices made where the brief is silent (and why):
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import warnings
@@ -36,10 +37,11 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 
 from .._config import redact, resolve
-from ..catalog import EndpointSpec, validate
+from ..catalog import EndpointSpec
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import GenwidgetsError, PayloadError
 from ..lab.code import curl_code
+from ..media import validate  # pathlib.Path values (typed local files) are encoded
 from ._style import (
     BILLED_BADGE,
     ERROR_STYLE,
@@ -48,6 +50,7 @@ from ._style import (
     SIMULATED_BADGE,
     WARN_STYLE,
     esc,
+    layout,
 )
 from .dispatch import build_element
 from .elements import BuildContext, Element
@@ -55,8 +58,7 @@ from .field_spec import UNSET, FieldSpec, field_specs
 from .task import display_job_into
 
 if TYPE_CHECKING:
-    from .._client import Client
-    from ..jobs.job import Job
+    from .._protocols import ClientLike, JobLike
 
 __all__ = ["EndpointForm", "form"]
 
@@ -69,7 +71,7 @@ _UNITS = {"duration": "s"}
 CLICK_GUARD_SECONDS = 2.0
 
 
-def form(endpoint: str, client: Client | None = None, **initial: Any) -> EndpointForm:
+def form(endpoint: str, client: ClientLike | None = None, **initial: Any) -> EndpointForm:
     """A form for ``endpoint`` (see :class:`EndpointForm`); ``initial`` fills fields."""
     return EndpointForm(endpoint, client=client, **initial)
 
@@ -77,7 +79,7 @@ def form(endpoint: str, client: Client | None = None, **initial: Any) -> Endpoin
 class EndpointForm(W.VBox):
     """A generated form for one endpoint: ``value``, ``set(**fields)``, ``submit()``."""
 
-    def __init__(self, endpoint: str, client: Client | None = None, **initial: Any) -> None:
+    def __init__(self, endpoint: str, client: ClientLike | None = None, **initial: Any) -> None:
         self.spec: EndpointSpec = catalog_endpoint(endpoint)
         self.endpoint = self.spec.id
         self._client = client
@@ -88,7 +90,7 @@ class EndpointForm(W.VBox):
         self.extra: dict[str, Any] = {}
         self.errors: list[dict[str, Any]] = []
         self.warnings: list[str] = []
-        self.last_job: Job | None = None
+        self.last_job: JobLike | None = None
 
         ctx = BuildContext(endpoint=self.endpoint, model=self.spec.model)
         specs = field_specs(self.spec.model)
@@ -117,7 +119,14 @@ class EndpointForm(W.VBox):
         self.submit_button.on_click(self._on_submit_click)
         self.reset_button = W.Button(description="Reset", icon="undo")
         self.reset_button.on_click(lambda _b: self.reset())
-        self.reason = W.HTML()
+        self.reason = W.HTML(layout=layout("reason"))
+        self.reason.add_class("gw-form-reason")
+        for button in (self.submit_button, self.reset_button):
+            button.layout = layout("fixed")  # a long reason never squeezes them to "Su…"
+        self.actions = W.HBox(
+            [self.submit_button, self.reset_button, self.reason], layout=layout("actions")
+        )
+        self.actions.add_class("gw-form-actions")
         self.code_view = W.HTML()
         self.json_view = W.HTML()
         code_tabs = W.Tab(children=[self.code_view, self.json_view])
@@ -133,7 +142,7 @@ class EndpointForm(W.VBox):
         children += [
             self.billing,
             self.notes,
-            W.HBox([self.submit_button, self.reset_button, self.reason]),
+            self.actions,
             self.code,
             self.output,
         ]
@@ -160,6 +169,11 @@ class EndpointForm(W.VBox):
     def _simulated(self) -> bool:
         if self._client is not None:
             return bool(self._client.embedded)
+        from .._client import live_client
+
+        found = live_client()  # the client a submit would use, if one is live
+        if found is not None:
+            return found.embedded
         try:
             return resolve(None, None).embedded
         except ValueError:
@@ -315,15 +329,15 @@ class EndpointForm(W.VBox):
 
     # --- submitting --------------------------------------------------------------------
     @property
-    def client(self) -> Client:
-        """The client used to submit (``gw.Client()`` made on first use)."""
+    def client(self) -> ClientLike:
+        """The client used to submit (``default_client()`` on first use)."""
         if self._client is None:
-            from .._client import Client
+            from .._client import default_client
 
-            self._client = Client()
+            self._client = default_client()
         return self._client
 
-    def submit(self) -> Job:
+    def submit(self) -> JobLike:
         """Validate once and send; raises :class:`~genwidgets.PayloadError` (sending
         nothing) when the payload is invalid, its problems shown beside the fields.
 
@@ -409,6 +423,8 @@ def _inline_summary(text: str) -> str:
 
 def _shortened(value: Any) -> Any:
     """The payload with inline data replaced by a short marker (for the JSON view)."""
+    if isinstance(value, os.PathLike):
+        return f"<the file {os.fspath(value)}, sent encoded for its field>"
     if isinstance(value, str) and _is_inline_data(value):
         return f"<{_inline_summary(value)} (shortened)>"
     if isinstance(value, Mapping):
@@ -430,6 +446,8 @@ def _py(value: Any, indent: int) -> str:
     if isinstance(value, str) and _is_inline_data(value):
         head = value.split(",", 1)[0] + "," if value.startswith("data:") else ""
         return repr(head + "...")
+    if isinstance(value, os.PathLike):
+        return f"Path({os.fspath(value)!r})"
     return repr(value)
 
 
@@ -442,12 +460,21 @@ def _py_item(value: Any, indent: int) -> str:
 
 def python_code(endpoint: str, payload: Mapping[str, Any]) -> str:
     """The equivalent Python for a payload; never holds a key (the client reads it)."""
+    paths = "from pathlib import Path\n\n" if _has_path(payload) else ""
     return (
-        "import genwidgets as gw\n\n"
+        f"{paths}import genwidgets as gw\n\n"
         "client = gw.Client()  # reads GENWIDGETS_BASE_URL / GENWIDGETS_API_KEY\n"
         f"job = client.submit({endpoint!r}, {_py(dict(payload), 0)})\n"
         "job  # shows the live task view\n"
     )
+
+
+def _has_path(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(_has_path(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_path(v) for v in value)
+    return isinstance(value, os.PathLike)
 
 
 def _plain_value(value: Any) -> str:

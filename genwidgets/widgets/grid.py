@@ -37,7 +37,7 @@ import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anywidget
 import ipywidgets
@@ -47,9 +47,11 @@ from ..lab.code import curl_code
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client
 from ..protocol.records import Output
+from .durable import REPUBLISH, in_kernel, keeps_live_views, widget_bundle
 from .form import python_code
+from .grid_sheet import contact_sheet
 from .render import source_of
-from .task import in_kernel, job_look
+from .task import job_look
 from .ticker import TICKER, Throttle, guarded
 
 __all__ = ["Grid", "grid", "load_grid"]
@@ -122,6 +124,9 @@ class Grid(anywidget.AnyWidget):
         self.recall_area: ipywidgets.Output | None = None
         self._throttle = Throttle(self._write)
         self._live = False
+        #: display handles of this grid's outputs (each turns static when it ends)
+        self._handles: list[Any] = []
+        self._static_pending = False
         self.add_class("gw-grid")
         run.listeners.append(self._on_change)
         self.on_msg(self._on_message)
@@ -170,6 +175,7 @@ class Grid(anywidget.AnyWidget):
         """1-5 stars (0 clears) and a note for a cell; persisted."""
         rated = self.run.rate(cell, stars, note)
         self._throttle.request(force=True)
+        self._turn_static()  # a sheet shown already gets the new stars
         return rated
 
     def scores(self, direction: str = "x") -> list[dict[str, Any]]:
@@ -192,8 +198,7 @@ class Grid(anywidget.AnyWidget):
         from .form import form
 
         target = self.run.cells[cell] if isinstance(cell, int) else cell
-        # form() takes the concrete Client; a grid's client is one (GridClient is its shape)
-        return form(self.endpoint, client=cast(Any, self.run.client), **target.payload)
+        return form(self.endpoint, client=self.run.client, **target.payload)
 
     def save_png(self, path: str | Path) -> Path:
         from ..lab.export import save_png
@@ -218,15 +223,48 @@ class Grid(anywidget.AnyWidget):
 
     # ------------------------------------------------------------------ display
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """The grid with, under it, the area where recalled forms open (ratings
-        made meanwhile in another view or kernel read back first)."""
-        if self.run.refresh_ratings():
+    def _ipython_display_(self) -> None:
+        """One output: the grid (with, under it, the area where recalled forms
+        open) and its static contact sheet; the sheet alone once every cell has
+        ended, from the end of a cell (:mod:`genwidgets.widgets.durable`), so a
+        notebook saved without widget state reopens showing it. Display the
+        grid again to rate it live after that."""
+        if not in_kernel():
+            print(repr(self))
+            return
+        from IPython import display as ipd
+
+        if self.run.refresh_ratings():  # ratings made meanwhile in another view or kernel
             self._throttle.request(force=True)
         if self.recall_area is None:
             self.recall_area = ipywidgets.Output()
         frame = ipywidgets.VBox([self, self.recall_area])
-        return frame._repr_mimebundle_(**kwargs)
+        data, metadata = widget_bundle(frame, contact_sheet(self))
+        handle = ipd.display(data, raw=True, metadata=metadata, display_id=True)
+        if handle is not None:
+            self._handles.append(handle)
+            self._turn_static()
+
+    def _turn_static(self) -> None:
+        """Once finished: replace each display by the contact sheet, from the main
+        thread at the end of the cell (ratings included as they are then)."""
+        if keeps_live_views() or not self._handles or not self._finished():
+            return
+        if self._static_pending:  # one write per cell end, with the state of then
+            return
+        self._static_pending = True
+
+        def write() -> None:
+            self._static_pending = False
+            sheet = contact_sheet(self)
+            for handle in self._handles:
+                handle.update(sheet, raw=True)
+
+        REPUBLISH.add(write)
+
+    def _finished(self) -> bool:
+        done, _failed, total = self.run.counts()
+        return bool(self.run.started and self.run.sent and done == total)
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, Mapping):
@@ -285,7 +323,7 @@ class Grid(anywidget.AnyWidget):
         axis = self.run.plan.shown(direction)
         if axis is None:
             return None
-        return {"label": axis.label, "values": [short(v, 60) for v in axis.values]}
+        return {"label": axis.label, "values": [short(v, 60) for v in axis.shown_values]}
 
     def _cell_state(self, cell: GridCell) -> dict[str, Any]:
         t, r, c = cell.place
@@ -375,6 +413,7 @@ class Grid(anywidget.AnyWidget):
         if finished and self._live:
             self._live = False
             TICKER.remove(self)
+            self._turn_static()
 
 
 def grid(

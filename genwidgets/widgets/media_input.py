@@ -4,28 +4,45 @@ that is encoded at once for the field's :class:`~genwidgets.catalog.MediaSpec`.
 Uploaded media is encoded and checked by :mod:`genwidgets.media` and the FileUpload
 is cleared at once: the encoded string lives in Python only, and the preview is a
 thumbnail, so the file's bytes never become widget state.
+
+A local path typed in the box (``/data/meadow.png``, ``~/x.jpg``, ``file://...``) is
+the field's value as a :class:`pathlib.Path`: the form's validation and its submit
+encode it by the field's rule (:func:`genwidgets.media.encode_paths`, the one
+mechanism), a missing file reads "no such file", and an image shows a thumbnail.
+Inline data set by code shows a thumbnail or its type and size, never an empty box.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import io
+import os
 import re
 import warnings
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import ipywidgets as W
 
-from .._formats import human_bytes
+from .._formats import decode_data_url, human_bytes
 from ..catalog import MediaSpec
 from ..errors import PayloadError
 from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, esc, layout
 from .elements import BuildContext, Element, Quiet, is_unset
 from .field_spec import UNSET, FieldSpec
 
-__all__ = ["ENCODING_HELP", "MediaElement", "encode_media"]
+__all__ = ["ENCODING_HELP", "MediaElement", "encode_media", "local_path"]
 
 _URL_RE = re.compile(r"^(https?://|asset://)", re.I)
+_NOT_A_PATH = re.compile(r"^(https?://|asset://|data:)", re.I)
+#: Shaped like a path even when no such file exists: ~/x, ./x, ../x, C:\x, or x.ext.
+_PATH_SHAPE = re.compile(r"^(~|\.{1,2}[/\\]|[A-Za-z]:[/\\])|\.[A-Za-z0-9]{1,5}$")
+#: Inline data decoded for a thumbnail at most this long (characters of Base64).
+PREVIEW_CHARS = 64 * 2**20
 
 ENCODING_HELP = {
     "data_url_lower": "public URL, asset://<id>, or a local file (sent as a data URL)",
@@ -68,19 +85,44 @@ class MediaElement(Element):
             [W.HBox(parts, layout=layout("wide")), W.HBox([self.preview, self.status])]
         )
         self.control.layout = layout("wide")
+        #: the local file the box names, sent encoded (see the module docstring)
+        self.path: Path | None = None
 
     def _typed(self, _change: Any) -> None:
-        if self.url.value:
+        if self.url.value or self.path is not None:
             self._forget_file()
+        self.path = local_path(self.url.value)
+        if self.path is not None:
+            self._show_file(self.path)
         self._changed()
 
     def _forget_file(self) -> None:
         self.encoded = None
+        self.path = None
         self.file_info = ""
         self.check_problems = []
         self.preview.layout.display = "none"
         self.preview.value = b""
         self.status.value = ""
+        self.url.placeholder = ENCODING_HELP.get(self.media.encoding, "URL")
+
+    def _show_file(self, path: Path) -> None:
+        """A typed path: thumbnail and what the file is. Its problems ("no such file",
+        a rule it breaks) come from the form's validation, beside the field."""
+        if not _is_file(path):
+            return
+        encoded, _problems, info = encode_media(path, path.name, self.media, self.ctx.endpoint)
+        self.file_info = info
+        if self.media.media == "image":
+            self._show_thumbnail(_thumbnail(path))
+        if encoded is not None:
+            self.status.value = (
+                f'<span style="{HELP_STYLE}">{esc(info)}</span>'
+                f'<div style="{OK_STYLE}">✓ a local file: checked, and sent encoded for '
+                "this field</div>"
+            )
+        else:  # its problems are shown by the form, from the same check
+            self.status.value = f'<span style="{HELP_STYLE}">{esc(info)}</span>'
 
     def _uploaded(self, change: Any) -> None:
         files = change["new"]
@@ -107,9 +149,10 @@ class MediaElement(Element):
         self._changed()
 
     def _show_preview(self, data: bytes) -> None:
-        if self.media.media != "image":
-            return
-        thumb = _thumbnail(data)
+        if self.media.media == "image":
+            self._show_thumbnail(_thumbnail(data))
+
+    def _show_thumbnail(self, thumb: bytes) -> None:
         if thumb:
             self.preview.value = thumb
             self.preview.layout.display = None
@@ -125,6 +168,8 @@ class MediaElement(Element):
         self.status.value = "".join(lines)
 
     def get(self) -> Any:
+        if self.path is not None:
+            return self.path
         if self.url.value:
             return self.url.value
         return self.encoded if self.encoded is not None else UNSET
@@ -137,21 +182,78 @@ class MediaElement(Element):
             elif isinstance(value, (bytes, bytearray, memoryview)):
                 self.url.value = ""
                 self.load(bytes(value))
-            elif isinstance(value, str) and (_URL_RE.match(value) or len(value) < 200):
+            elif isinstance(value, os.PathLike):
+                self.url.value = os.fspath(value)  # the box names the file, as if typed
+                self.path = Path(os.fspath(value))
+                self._show_file(self.path)
+            elif isinstance(value, str) and (
+                _URL_RE.match(value) or len(value) < 200 or local_path(value) is not None
+            ):  # a URL or a path (however long) goes in the box, as if typed
                 self.url.value = value
+                self.path = local_path(value)
+                if self.path is not None:
+                    self._show_file(self.path)
             else:  # inline data given by code: kept in Python only
                 self.url.value = ""
                 self.encoded = str(value)
-                self.file_info = f"inline data ({len(self.encoded):,} characters)"
-                self._render_status()
+                self._show_inline(self.encoded)
         self._changed()
 
+    def _show_inline(self, text: str) -> None:
+        """Inline data is not an empty box: its thumbnail, or its type and size."""
+        data = _inline_bytes(text)
+        what = f"{len(text):,} characters"
+        if data is not None:
+            what = human_bytes(len(data))
+            with contextlib.suppress(PayloadError, ValueError, OSError):
+                from .. import media as gw_media
 
-def _thumbnail(data: bytes, size: int = 96) -> bytes:
+                what = str(gw_media.inspect(data))
+            if self.media.media == "image":
+                self._show_thumbnail(_thumbnail(data))
+        self.file_info = f"inline data: {what}"
+        self.url.placeholder = f"inline data ({what}); type a URL or path to replace it"
+        # not "passes the checks": only the form's validation checks data set by code
+        self.status.value = f'<span style="{HELP_STYLE}">{esc(self.file_info)}</span>'
+
+
+def local_path(text: str) -> Path | None:
+    """The local file a typed text names, or None: a ``file://`` URL, an existing file, or
+    a text shaped like a path (``~/x``, ``./x``, ``x.png``). URLs, data URLs and other
+    text (raw Base64 has no dot and names no file) are not paths."""
+    text = text.strip()
+    if not text or len(text) > 4096 or "\0" in text or _NOT_A_PATH.match(text):
+        return None
+    if text.lower().startswith("file://"):
+        return Path(url2pathname(urlsplit(text).path))
+    path = Path(text).expanduser()
+    return path if _is_file(path) or _PATH_SHAPE.search(text) else None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.expanduser().is_file()
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
+def _inline_bytes(text: str) -> bytes | None:
+    """The bytes of a data URL or raw Base64 (None when it is neither, or too long)."""
+    if len(text) > PREVIEW_CHARS:
+        return None
+    try:
+        if text.startswith("data:"):
+            return decode_data_url(text).data
+        return base64.b64decode("".join(text.split()), validate=True)
+    except (ValueError, binascii.Error):
+        return None
+
+
+def _thumbnail(data: bytes | Path, size: int = 96) -> bytes:
     try:
         from PIL import Image
 
-        with Image.open(io.BytesIO(data)) as img:
+        with Image.open(data if isinstance(data, Path) else io.BytesIO(data)) as img:
             img.thumbnail((size, size))
             out = io.BytesIO()
             img.convert("RGBA").save(out, format="PNG")
@@ -161,16 +263,20 @@ def _thumbnail(data: bytes, size: int = 96) -> bytes:
 
 
 def encode_media(
-    data: bytes, name: str, spec: MediaSpec, endpoint: str | None = None
+    data: bytes | Path, name: str, spec: MediaSpec, endpoint: str | None = None
 ) -> tuple[str | None, list[str], str]:
-    """Encode and check local bytes for ``spec``: (encoding or None, problems, description).
+    """Encode and check local bytes or a file for ``spec``: (encoding or None, problems,
+    description).
 
     :func:`genwidgets.media.encode_with` checks every limit of the spec before it
-    encodes; a file that fails is not encoded, and its problems are listed.
+    encodes; a file that fails is not encoded, and its problems are listed. A file's
+    encoding is remembered (:func:`genwidgets.media.encode_file`): the form's
+    validation of the same path then costs nothing.
     """
-    from .. import media as gw_media  # loads Pillow and PyAV: only an upload needs them
+    from .. import media as gw_media  # loads Pillow and PyAV: only local media need them
 
-    info = f"{name} ({human_bytes(len(data))})"
+    size = data.stat().st_size if isinstance(data, Path) else len(data)
+    info = f"{name} ({human_bytes(size)})"
     with contextlib.suppress(PayloadError, ValueError, OSError):  # encode_with says why
         info = f"{name}: {gw_media.inspect(data)}"
     encoded: str | None = None
@@ -178,11 +284,13 @@ def encode_media(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            encoded = gw_media.encode_with(data, spec, endpoint=endpoint)
+            if isinstance(data, Path):
+                encoded = gw_media.encode_file(data, spec, endpoint=endpoint)
+            else:
+                encoded = gw_media.encode_with(data, spec, endpoint=endpoint)
         except PayloadError as exc:
             problems = [e["msg"] for e in exc.errors]
     notes = [str(w.message) for w in caught]
     if notes:
         info += " — " + "; ".join(notes)
     return encoded, list(dict.fromkeys(problems)), info
-

@@ -32,7 +32,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ..errors import PayloadError
-from ..imgm.prompt import CONFIRM_ABOVE, MAX_PROMPTS, PARAMETERS, Prompt, format_value
+from ..imgm import CONFIRM_ABOVE, MAX_PROMPTS, PARAMETERS, Prompt, format_value, say_count
 
 __all__ = ["PromptBuilder"]
 
@@ -397,7 +397,7 @@ def _billing_html(prompt: Prompt) -> str:
     return (
         f'<div class="gw-prompt-count" style="font-size:1.4em;font-weight:bold;color:{color};'
         f'border:2px solid {color};padding:4px 8px;margin:4px 0">'
-        f"{count} prompts: {limit}</div>{line}"
+        f"{say_count(count)} prompts: {limit}</div>{line}"
     )
 
 
@@ -405,6 +405,6 @@ def _billing(prompt: Prompt) -> str:
     count, jobs, repeats = prompt.count(), prompt.jobs(), prompt.repeats()
     repeat = str(repeats[0]) if len(set(repeats)) == 1 else "(varies)"
     return (
-        f"{count} prompt{'s' if count != 1 else ''} × repeat {repeat} = "
-        f"{jobs} billed job{'s' if jobs != 1 else ''}"
+        f"{say_count(count)} prompt{'s' if count != 1 else ''} × repeat {repeat} = "
+        f"{say_count(jobs)} billed job{'s' if jobs != 1 else ''}"
     )

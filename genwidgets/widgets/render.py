@@ -29,6 +29,10 @@ follow one rule for *where the browser gets the bytes*:
    simulator's URLs (127.0.0.1 on a port chosen per session) die with the
    kernel. The ledger downloads outputs before a job completes, so the final
    display output of a job usually holds the bytes themselves.
+3c. An image's durable copy with bytes in hand (a local copy or inline
+   content) is its thumbnail (at most 256 px, :mod:`genwidgets.jobs.thumbnails`)
+   as a ``data:`` URL, linked to the full output's http(s) URL: a saved
+   notebook of twenty 1 MB outputs weighs kilobytes, not 20 MB.
 4. An ``http(s)`` URL: by URL (``<img src>``, ``Image(format="url")``): output
    URLs need no auth header (CDN-like; the simulator serves them without auth),
    so the browser fetches them itself and nothing passes through the kernel.
@@ -63,6 +67,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._formats import human_bytes
+from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from ._style import (
     COLOURS,
@@ -73,6 +78,7 @@ from ._style import (
     table_html,
     url_kind,
 )
+from .durable import make_durable
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -95,6 +101,9 @@ DURABLE_EMBED_LIMITS = {"video": 16 * 1024, "audio": 256 * 1024}
 #: The live view's local-data fallback of a medium with a URL carries at most this.
 FALLBACK_LIMIT = 256 * 1024
 POSTER_SIDE = 240
+#: A video is this wide in every front-end, as in the live view's CSS (its poster
+#: or the page would size it otherwise).
+MEDIA_WIDTH = {"video": "width:320px;"}
 #: Characters of text/JSON shown before cutting (a huge log should not freeze a tab).
 TEXT_LIMIT = 200_000
 
@@ -260,6 +269,44 @@ def poster_data_url(path: Path | None) -> str | None:
     return _poster(str(path), path.stat().st_mtime)
 
 
+def _thumbnail_url(output: Output, source: Source, fetch: bool) -> str | None:
+    """A small picture of an image output as a ``data:`` URL: from the thumbnail
+    cached beside its local copy, else made from the bytes in hand (inline
+    content, or read from the URL when ``fetch`` allows); ``None`` when there
+    are no bytes or they are not a picture."""
+    if _local_size(output.path) is not None:
+        assert output.path is not None
+        made = thumbnail(output.path)
+        return data_url(made) if made is not None else None
+    data = source.data
+    if data is None and fetch and source.how == "url":
+        try:
+            data = output.read()
+        except Exception:  # a dead URL: the static copy keeps the <img> by URL
+            data = None
+    if data is not None:
+        small = thumbnail_bytes(data)
+        if small is not None:
+            return f"data:{small[1]};base64,{base64.b64encode(small[0]).decode('ascii')}"
+    return None
+
+
+def _thumbnail_html(output: Output, source: Source, name: str, fetch: bool) -> str | None:
+    """The durable copy of an image (rule 3c): its thumbnail embedded, linked to the
+    full output (its http(s) URL while that answers), so a saved notebook stays
+    light and still shows it after the kernel and the gateway are gone."""
+    small = _thumbnail_url(output, source, fetch)
+    if small is None:
+        return None
+    image = (
+        f'<img class="gw-thumb" src="{esc(small)}" alt="{name}" style="max-width:100%;height:auto">'
+    )
+    full = output.url if output.url and url_kind(output.url) == "http" else None
+    if full is None:
+        return image
+    return f'<a href="{esc(full)}" target="_blank" rel="noopener noreferrer">{image}</a>'
+
+
 def _unavailable_html(output: Output, note: str) -> str:
     icon = KIND_ICONS.get(output.kind, KIND_ICONS["binary"])
     return (
@@ -321,7 +368,14 @@ def to_html(
     name = esc(_file_name(output))
     if kind in MEDIA_KINDS and href is not None:
         src = esc(href)
-        if kind == "image":
+        durable = (
+            None
+            if prefer_url or embed or kind != "image"
+            else _thumbnail_html(output, source, name, fetch)
+        )
+        if durable is not None:
+            body = durable
+        elif kind == "image":
             body = f'<img src="{src}" alt="{name}" style="max-width:100%;height:auto">'
         else:  # no autoplay, no loop (decision 4)
             poster = (
@@ -330,7 +384,7 @@ def to_html(
             poster_attr = f' poster="{esc(poster)}"' if poster else ""
             body = (
                 f'<{kind} controls preload="metadata" src="{src}"{poster_attr} '
-                f'style="max-width:100%"></{kind}>'
+                f'style="{MEDIA_WIDTH.get(kind, "")}max-width:100%"></{kind}>'
             )
     elif kind in {"json", "text"}:
         body = _content_html(output, source)
@@ -491,7 +545,17 @@ def _render_one(output: Output, *, embed: bool | None, fetch: bool) -> ipywidget
 def render(obj: Renderable, *, embed: bool | None = None, fetch: bool = True) -> ipywidgets.Widget:
     """A widget for an output (Image, Video, Audio or HTML), or a ``GridBox`` of
     them for a Result or a list of outputs (a failed Result starts with its
-    error in red). See the module docstring for the by-URL/by-bytes rule."""
+    error in red). See the module docstring for the by-URL/by-bytes rule.
+
+    Displayed as a cell's result, it is the widget with its static copy
+    (:func:`to_mimebundle`), and the static copy alone from the end of the
+    cell: nothing in it changes, and a notebook saved without widget state
+    then still shows it (:mod:`genwidgets.widgets.durable`)."""
+    widget = _render_widget(obj, embed=embed, fetch=fetch)
+    return make_durable(widget, lambda: to_mimebundle(obj, embed=embed, fetch=fetch))
+
+
+def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
     import ipywidgets
 
     if isinstance(obj, Output):

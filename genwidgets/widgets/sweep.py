@@ -34,8 +34,9 @@ import ipywidgets
 from ..lab.plan import SweepPlan, plan_sweep, short
 from ..lab.run import default_client
 from ._style import COLOURS, SIMULATED_BADGE, esc
-from .board import GRID_LAYOUT, JobCard
-from .task import in_kernel
+from .board import GRID_LAYOUT
+from .cards import JobCard
+from .durable import in_kernel
 
 if TYPE_CHECKING:
     from ..jobs.job import Job

@@ -13,24 +13,22 @@ state changes; those writes go through the shared :class:`Throttle`
 terminal writes at once). A Cancel click is a custom message from the browser;
 the kernel answers with ``job.request_cancel()``, which never blocks.
 
-Outputs in two places, shown once (DESIGN decision 3). The live view carries
-its own outputs in its traits, so a front-end that renders a cell's outputs
-only once (Voilà drops display updates sent from a thread after the cell
-ended), a browser tab opened late, and a second view of the same job all show
-them. For saved notebooks, :func:`display_job` shows **one** display output
-whose mimebundle holds the widget view *and* an HTML/text fallback of the same
-content, under a ``display_id``. A front-end with a widget manager shows the
-widget only (it prefers the widget-view MIME type); one without widget state
-(VS Code, which never saves it; GitHub; nbconvert without state) shows the
-fallback. On completion the engine thread updates that display with the final
-status and outputs as plain HTML (:func:`final_bundle`); it never downloads
-anything (``fetch=False``). The update is published before the job's future
-completes and again at the end of the next cell (:class:`_Republisher`), so a
-notebook run by nbclient keeps it. If a front-end drops the update (Voilà),
-nothing is lost: the widget never depended on it. Inside a form's
-``ipywidgets.Output`` (:func:`display_job_into`) the same bundle is an entry
-of the Output's ``outputs`` trait, replaced on completion: a trait update,
-never an ``Output`` captured from a thread.
+Live while it runs, static once it ends. :func:`display_job` shows **one**
+display output under a ``display_id`` whose mimebundle holds the widget view
+*and* an HTML/text copy: a front-end with a widget manager shows the widget,
+one without (VS Code, GitHub, nbconvert) the copy. Once the task is terminal
+nothing is live any more, so that output becomes the static copy alone
+(:func:`final_bundle`: status line, request id, outputs with image thumbnails
+embedded): a notebook saved without widget state (JupyterLab's default)
+reopens with every finished task visible instead of "model not found". The
+static copy is written by the engine thread when the task ends (for the page
+watching) and again from the kernel's main thread at the end of the next cell,
+where a headless runner (nbclient) keeps it; Voilà keeps the live view (the
+mechanism is :mod:`genwidgets.widgets.durable`'s). The live view carries its own
+outputs in its traits, so a late tab or a second view shows them too. Inside
+a form's ``ipywidgets.Output`` (:func:`display_job_into`) the bundle is an
+entry of the Output's ``outputs`` trait, replaced on completion.
+See docs/decisions.md, "Display and saved notebooks".
 """
 
 from __future__ import annotations
@@ -47,7 +45,7 @@ import ipywidgets
 import traitlets
 
 from .._protocols import JobLike
-from ..protocol.records import Result
+from ..protocol.records import Result, log_line
 from ._style import (
     COLOURS,
     SIMULATED_BADGE,
@@ -59,6 +57,7 @@ from ._style import (
     status_badge,
     table_html,
 )
+from .durable import REPUBLISH, in_kernel, keeps_live_views, widget_bundle
 from .render import live_entry, to_mimebundle
 from .ticker import (
     MIN_INTERVAL,
@@ -81,7 +80,6 @@ __all__ = [
 ]
 
 STATIC = Path(__file__).with_name("static")
-WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def compact_static(name: str) -> str:
@@ -139,7 +137,7 @@ def queue_position(job: JobLike) -> int | None:
 
 def is_simulated(job: JobLike) -> bool:
     """Whether the job runs on the embedded simulator (every view says so)."""
-    return bool(job.client.embedded)
+    return job.simulated
 
 
 def result_entries(result: Result | None) -> list[dict[str, Any]]:
@@ -191,6 +189,9 @@ class TaskView(anywidget.AnyWidget):
     cancel_requested = traitlets.Bool(False).tag(sync=True)
     cancel_error = traitlets.Unicode("").tag(sync=True)
     outputs = traitlets.List(traitlets.Dict()).tag(sync=True)
+    #: The gateway's logs (``Status.logs``): the latest line while running, the last
+    #: few once finished (kept in the saved view).
+    logs = traitlets.List(traitlets.Unicode()).tag(sync=True)
 
     def __init__(self, job: JobLike, **kwargs: Any) -> None:
         # Set first: close() (also run by Widget.__del__) needs them even when
@@ -285,14 +286,15 @@ class TaskView(anywidget.AnyWidget):
                 # Once per result: a terminal status may come before the result is fetched.
                 self._shown_result = result
                 self.outputs = result_entries(result)
+            self.logs = log_tail(job, look.terminal)
             self.terminal = look.terminal
         if look.terminal and not self._resend_pending:
             # The engine thread may write this between two cells, labelled with a
             # finished cell: a headless runner (nbclient) then drops it from the
             # saved widget state. Send the whole state again at the end of the
-            # next cell, as the final display output is (see _Republisher).
+            # next cell, as the final display output is (see durable.Republisher).
             self._resend_pending = True
-            _REPUBLISH.add(self._resend_state)
+            REPUBLISH.add(self._resend_state)
 
     def _resend_state(self) -> None:
         with self._throttle.lock:
@@ -300,17 +302,16 @@ class TaskView(anywidget.AnyWidget):
             self.send_state()
 
 
+LOG_LINES_KEPT = 5
+
+
+def log_tail(job: JobLike, terminal: bool) -> list[str]:
+    """The log lines a view shows: the latest while running, the last few at the end."""
+    logs = getattr(getattr(job, "last_status", None), "logs", None) or []
+    return [log_line(entry) for entry in logs[-(LOG_LINES_KEPT if terminal else 1) :]]
+
+
 # --- display ----------------------------------------------------------------
-
-
-def in_kernel() -> bool:
-    """True inside a Jupyter kernel (where widgets can be shown)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def plain_status(job: JobLike) -> str:
@@ -393,70 +394,13 @@ class _FinalOutput:
             guarded(self._remove)
         bundle = final_bundle(self.job)
         guarded(lambda: as_current_request(lambda: self.write(bundle)))
-        _REPUBLISH.add(lambda: self.write(bundle))
-
-
-class _Republisher:
-    """Writes each final output (and each finished view's state) once more at the
-    end of the next cell.
-
-    The engine thread publishes a final output the moment the task ends. If that
-    moment falls between two cells, the message carries the label of a cell that
-    has already finished, and a headless runner (nbclient) drops it from the
-    saved notebook. IPython's ``post_run_cell`` runs on the main thread with the
-    label of the cell that just ran, so writing the same bundle again there
-    always lands. Writing it twice is harmless: the update is idempotent.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending: list[Callable[[], Any]] = []
-        self._installed = False
-
-    def add(self, write: Callable[[], Any]) -> None:
-        with self._lock:
-            if not self._installed:
-                self._installed = self._install()
-            if self._installed:  # with no shell there is no next cell to write in
-                self._pending.append(write)
-
-    def _install(self) -> bool:
-        try:
-            from IPython import get_ipython
-        except ImportError:
-            return False
-        shell = get_ipython()
-        if shell is None:
-            return False
-        shell.events.register("post_run_cell", self.flush)
-        return True
-
-    def flush(self, *_args: Any) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, []
-        for write in pending:
-            guarded(write)
-
-
-_REPUBLISH = _Republisher()
-
-
-def widget_bundle(
-    view: TaskView, fallback: dict[str, str]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One display output: the widget view and, beside it, ``fallback`` (HTML and
-    text of the same content) for whatever cannot show the widget. Returns the
-    data and metadata (anywidget adds Colab's widget-manager metadata there)."""
-    bundle = view._repr_mimebundle_()
-    assert bundle is not None  # a TaskView always has a front-end view
-    data, metadata = bundle
-    return {**fallback, WIDGET_VIEW_MIME: data[WIDGET_VIEW_MIME]}, metadata
+        REPUBLISH.add(lambda: self.write(bundle))
 
 
 def display_job(job: JobLike) -> TaskView | str:
     """Show a job as one display output: the live :class:`TaskView` with an HTML
-    fallback, updated (under a ``display_id``) with the final status and
-    outputs on completion. See the module docstring for why.
+    copy, replaced (under a ``display_id``) by the static copy alone once the
+    task ends (the live view stays in Voilà). See the module docstring for why.
 
     Outside a Jupyter kernel, print and return a one-line plain-text status.
     """
@@ -470,10 +414,14 @@ def display_job(job: JobLike) -> TaskView | str:
     data, metadata = widget_bundle(view, placeholder_bundle(job))
     handle = ipd.display(data, raw=True, metadata=metadata, display_id=True)
     if handle is not None:
+        live = keeps_live_views()
 
         def write(bundle: dict[str, Any]) -> None:
-            data, metadata = widget_bundle(view, bundle)
-            handle.update(data, raw=True, metadata=metadata)
+            if live:
+                data, metadata = widget_bundle(view, bundle)
+                handle.update(data, raw=True, metadata=metadata)
+            else:  # the static copy alone: nothing in it needs widget state
+                handle.update(bundle, raw=True)
 
         _FinalOutput(job, write).watch()
     return view
@@ -500,7 +448,9 @@ def display_job_into(job: JobLike, output: Any) -> TaskView:
         else:  # the user cleared the area meanwhile
             outputs.append(entry)
         if tuple(outputs) == tuple(output.outputs):
-            output.send_state("outputs")  # a repeat write (see _Republisher) must still go out
+            output.send_state(
+                "outputs"
+            )  # a repeat write (see durable.Republisher) must still go out
         else:
             output.outputs = tuple(outputs)
 

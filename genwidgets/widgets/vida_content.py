@@ -93,21 +93,26 @@ class _ContentRow:
         roles = ROLES_BY_TYPE[kind]
         self.role: W.Dropdown | None = None
         parts: list[W.Widget] = [
-            W.HTML(f"<b>{esc(_KIND_LABEL.get(kind, kind))}</b>", layout=W.Layout(width="56px"))
+            W.HTML(
+                f"<b>{esc(_KIND_LABEL.get(kind, kind))}</b>",
+                layout=W.Layout(width="56px", flex="0 0 auto"),
+            )
         ]
-        parts.append(self.input.widget)
+        parts.append(W.Box([self.input.widget], layout=layout("grow")))
         if roles:
             self.role = W.Dropdown(
                 options=[("role: (none)", None)] + [(r, r) for r in roles],
                 value=None,
-                layout=W.Layout(width="170px"),
+                layout=W.Layout(width="170px", flex="0 0 auto"),
             )
             self.role.observe(owner._changed, "value")
             parts.append(self.role)
-        self.remove = W.Button(icon="trash", tooltip="remove this item", layout=layout("tick"))
+        self.remove = W.Button(icon="trash", tooltip="remove this item", layout=layout("remove"))
+        self.remove.add_class("gw-remove")
         self.remove.on_click(lambda _b: owner.remove(self))
         parts.append(self.remove)
         self.box = W.HBox(parts, layout=layout("row"))
+        self.box.add_class("gw-list-row")
 
     def get(self) -> dict[str, Any] | None:
         value = self.input.get()

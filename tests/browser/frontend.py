@@ -52,6 +52,9 @@ CHROMIUM_ARGS = [
 SERVER_START_TIMEOUT_S = 90.0
 KERNEL_DISPLAY_NAME = "Python 3 (ipykernel)"
 RUN_ALL_TIMEOUT_MS = 150_000
+#: Notebook 7 (7.6.5) itself throws this while loading its settings, before any
+#: cell runs or any widget exists (seen opening a notebook committed clean).
+NOTEBOOK7_STARTUP_ERROR = "Cannot read properties of undefined (reading 'schema')"
 BROKEN_WIDGET_TEXTS = ("Error displaying widget", "model not found", "Could not create model")
 
 Kind = Literal["lab", "notebook", "voila", "marimo"]
@@ -94,6 +97,27 @@ MEDIA_STATE_JS = """
   return {counts, pending};
 }
 """
+
+
+#: The rendered width of every task view's video (shadow roots included, as in
+#: marimo): one width in every front-end (issue 20.13).
+VIDEO_WIDTHS_JS = """
+() => {
+  const roots = [document];
+  const widths = [];
+  while (roots.length) {
+    const root = roots.pop();
+    for (const el of root.querySelectorAll('*')) {
+      if (el.shadowRoot) roots.push(el.shadowRoot);
+    }
+    for (const v of root.querySelectorAll('.gw-task video')) {
+      widths.push(Math.round(v.getBoundingClientRect().width));
+    }
+  }
+  return widths;
+}
+"""
+VIDEO_WIDTH = 320
 
 
 def require_chromium() -> Path:

@@ -1,7 +1,8 @@
 """``notebooks/marimo_quickstart.py`` served by ``marimo run`` in a real chromium.
 
 marimo renders anywidget front-ends (not core ipywidgets), each inside a shadow
-root. The page must show three finished task views whose image, video and audio
+root. The page must show a task view while its task runs (with its Cancel button),
+then three finished task views whose image, video and audio
 really load, and a prompt-lab grid whose two images load (its cells fill in from
 the engine's thread); the test fails if any of them is missing or does not load.
 """
@@ -12,7 +13,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser.frontend import Frontend, check_page, open_page, screenshot, serve, wait_for_media
+from browser.frontend import (
+    VIDEO_WIDTH,
+    VIDEO_WIDTHS_JS,
+    Frontend,
+    check_page,
+    open_page,
+    screenshot,
+    serve,
+    wait_for_media,
+)
 
 from genwidgets._config import DEMO_KEY
 
@@ -36,6 +46,7 @@ VIEWS_JS = """
   return views.map(v => ({
     grid: v.classList.contains('gw-grid'),
     status: (v.querySelector('.gw-status') || {}).textContent,
+    cancel: Boolean(v.querySelector('.gw-cancel:not([hidden]):not(:disabled)')),
     simulated: Boolean(v.querySelector('.gw-simulated:not([hidden])')),
     loaded: [...v.querySelectorAll('img')].every(i => i.complete && i.naturalWidth > 0),
     img: v.querySelectorAll('img').length,
@@ -59,6 +70,13 @@ def test_marimo_quickstart_shows_finished_views_with_image_video_and_audio(
     with open_page(browser, marimo, failure_name="failure-marimo.png") as watched:
         page = watched.page
         page.goto(marimo.page_url(), wait_until="domcontentloaded", timeout=60_000)
+        # A live task first: the page shows a view while its task runs, with Cancel.
+        page.wait_for_function(
+            f"""() => ({VIEWS_JS})().some(v => !v.grid && v.status && v.status !== 'done'
+                                          && v.cancel)""",
+            timeout=RUN_TIMEOUT_MS,
+            polling=100,
+        )
         page.wait_for_function(
             f"""() => {{
               const all = ({VIEWS_JS})();
@@ -78,6 +96,8 @@ def test_marimo_quickstart_shows_finished_views_with_image_video_and_audio(
         assert state["counts"]["img"] >= 1, state
         assert state["counts"]["video"] >= 1, state
         assert state["counts"]["audio"] >= 1, state
+        widths = page.evaluate(VIDEO_WIDTHS_JS)
+        assert widths and set(widths) == {VIDEO_WIDTH}, widths
         screenshot(page, None, "marimo.png")
         check_page(watched, page.inner_text("body"))
         assert DEMO_KEY not in page.content()

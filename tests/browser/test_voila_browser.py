@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from browser.frontend import (
+    VIDEO_WIDTH,
+    VIDEO_WIDTHS_JS,
     Frontend,
     check_page,
     notebook_text,
@@ -87,6 +89,8 @@ def test_quickstart_app_shows_every_task_output_and_the_form_submits(
         assert state["counts"]["video"] >= 1, state
         assert state["counts"]["audio"] >= 1, state
         assert page.locator(".gw-placeholder:visible").count() == 0
+        widths = page.evaluate(VIDEO_WIDTHS_JS)
+        assert widths and set(widths) == {VIDEO_WIDTH}, widths
         screenshot(page, views.nth(count - 1), "voila.png")
 
         # The app's form: Submit, then a task view that ends "done" with its image.
@@ -113,7 +117,7 @@ def test_cancel_button_works_in_an_app(voila: Frontend, browser: Any) -> None:
         view = page.locator(".gw-task-view")
         view.locator(".gw-status-running").wait_for(timeout=RENDER_TIMEOUT_MS)
         view.locator("button", has_text="Cancel").click()
-        view.locator(".gw-status-failed", has_text="cancelled").wait_for(timeout=TASK_TIMEOUT_MS)
+        view.locator(".gw-status-cancelled", has_text="cancelled").wait_for(timeout=TASK_TIMEOUT_MS)
         assert (
             view.locator("button", has_text="Cancel").count() == 0
             or not view.locator("button", has_text="Cancel").is_visible()

@@ -375,7 +375,7 @@ def test_endpoint_descriptions_are_one_plain_sentence() -> None:
 
 FOUNDATION = (
     "introspect", "markers", "paths", "findings", "model", "checks", "coerce", "registry",
-    "validation",
+    "validation", "openapi_schema",
 )  # fmt: skip
 FAMILIES = (
     "vida", "vidv", "vidh", "vidk", "vidp", "genw", "imgg", "imgq", "imgm", "speech", "asset",

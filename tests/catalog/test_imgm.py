@@ -8,7 +8,8 @@ import pytest
 
 import genwidgets as gw
 from genwidgets.errors import PayloadError
-from genwidgets.imgm.prompt import MAX_PROMPTS, Prompt
+from genwidgets.imgm import MAX_PROMPTS
+from genwidgets.protocol.prepared import prepare
 
 MASK_URL = {"url": "https://example.com/mask.png"}
 AREA = {"width": 500, "height": 4096, "points": [0, 0, 100, 0, 100, 100]}
@@ -30,8 +31,8 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     # imgM-inpaint
     ("imgM-inpaint", inpaint(), None),
     ("imgM-inpaint", inpaint(imageNo=3), None),
-    ("imgM-inpaint", inpaint(imageNo=4), "less than or equal to 3"),
-    ("imgM-inpaint", inpaint(imageNo=-1), "greater than or equal to 0"),
+    ("imgM-inpaint", inpaint(imageNo=4), "must be 0-3"),
+    ("imgM-inpaint", inpaint(imageNo=-1), "must be 0-3"),
     ("imgM-inpaint", inpaint(jobId=""), "at least 1 character"),
     ("imgM-inpaint", {"jobId": "j", "imageNo": 0}, "Field required"),
     ("imgM-inpaint", inpaint(mask={}), "areas list or a url"),
@@ -40,22 +41,22 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("imgM-inpaint", inpaint(mask={"url": "iVBORw0KGgo="}), None),
     ("imgM-inpaint", inpaint(mask={"url": "data:image/png;base64,iVBORw0KGgo="}), None),
     ("imgM-inpaint", inpaint(mask={"url": "mask.png"}), "gw.media"),
-    ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "width": 499}]}), "greater than or equal"),
-    ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "height": 4097}]}), "less than or equal"),
+    ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "width": 499}]}), "must be 500-4096"),
+    ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "height": 4097}]}), "must be 500-4096"),
     ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "points": [1, 2, 3, 4, 5]}]}), "at least 6"),
     ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "points": [1] * 7}]}), "even count"),
     ("imgM-inpaint", inpaint(mask={"areas": [{**AREA, "points": [1] * 8}]}), None),
     ("imgM-inpaint", inpaint(area=AREA), None),
     ("imgM-inpaint", inpaint(area={**AREA, "width": 4096, "height": 500}), None),
-    ("imgM-inpaint", inpaint(area={**AREA, "width": 4097}), "less than or equal to 4096"),
-    ("imgM-inpaint", inpaint(area={**AREA, "height": 499}), "greater than or equal to 500"),
+    ("imgM-inpaint", inpaint(area={**AREA, "width": 4097}), "must be 500-4096"),
+    ("imgM-inpaint", inpaint(area={**AREA, "height": 499}), "must be 500-4096"),
     ("imgM-inpaint", inpaint(area={**AREA, "points": [0, 0, 1, 1]}), "3 points"),
     ("imgM-inpaint", inpaint(area={**AREA, "points": [0.5] * 9}), "even count"),
     ("imgM-inpaint", inpaint(area={"width": 500, "height": 500}), "Field required"),
     ("imgM-inpaint", inpaint(remixPrompt="x"), None),
     ("imgM-inpaint", inpaint(remixPrompt="x" * 8192), None),
-    ("imgM-inpaint", inpaint(remixPrompt="x" * 8193), "at most 8192"),
-    ("imgM-inpaint", inpaint(remixPrompt=""), "at least 1 character"),
+    ("imgM-inpaint", inpaint(remixPrompt="x" * 8193), "must have 1-8192 characters"),
+    ("imgM-inpaint", inpaint(remixPrompt=""), "must have 1-8192 characters"),
     # imgM_pan
     ("imgM_pan", pan(), None),
     ("imgM_pan", pan(direction=3), None),
@@ -64,23 +65,23 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("imgM_pan", pan(scale=1.1), None),
     ("imgM_pan", pan(scale=3.0), None),
     ("imgM_pan", pan(scale=3), None),
-    ("imgM_pan", pan(scale=1.09), "greater than or equal to 1.1"),
-    ("imgM_pan", pan(scale=3.01), "less than or equal to 3"),
-    ("imgM_pan", pan(imageNo=4), "less than or equal to 3"),
+    ("imgM_pan", pan(scale=1.09), "must be 1.1-3"),
+    ("imgM_pan", pan(scale=3.01), "must be 1.1-3"),
+    ("imgM_pan", pan(imageNo=4), "must be 0-3"),
     ("imgM_pan", {"jobId": "j", "imageNo": 0, "direction": 0}, "Field required"),
-    ("imgM_pan", pan(remixPrompt="y" * 8193), "at most 8192"),
+    ("imgM_pan", pan(remixPrompt="y" * 8193), "must have 1-8192 characters"),
     # imgM-v8.1-i2i
     ("imgM-v8.1-i2i", i2i(), None),
     ("imgM-v8.1-i2i", i2i(type=1, remix_prompt="bluer --ar 2:1"), None),
     ("imgM-v8.1-i2i", i2i(type=2), "Input should be 0 or 1"),
-    ("imgM-v8.1-i2i", i2i(image_no=4), "less than or equal to 3"),
-    ("imgM-v8.1-i2i", i2i(remix_prompt=""), "at least 1 character"),
-    ("imgM-v8.1-i2i", i2i(remix_prompt="z" * 8193), "at most 8192"),
+    ("imgM-v8.1-i2i", i2i(image_no=4), "must be 0-3"),
+    ("imgM-v8.1-i2i", i2i(remix_prompt=""), "must have 1-8192 characters"),
+    ("imgM-v8.1-i2i", i2i(remix_prompt="z" * 8193), "must have 1-8192 characters"),
     ("imgM-v8.1-i2i", {"image_no": 0}, "Field required"),
     # referenced
     ("imgM-v8.1-t2i", {"prompt": "p" * 8192}, None),
-    ("imgM-v8.1-t2i", {"prompt": "p" * 8193}, "at most 8192"),
-    ("imgM-v8.1-t2i", {"prompt": ""}, "at least 1 character"),
+    ("imgM-v8.1-t2i", {"prompt": "p" * 8193}, "must have 1-8192 characters"),
+    ("imgM-v8.1-t2i", {"prompt": ""}, "must have 1-8192 characters"),
     ("imgM_diffusion", {"prompt": "a cat --v 7"}, None),
     ("imgM_diffusion", {}, "Field required"),
 ]
@@ -103,16 +104,16 @@ def _options(count: int) -> str:
     return "{" + ", ".join(f"colour {i}" for i in range(count)) + "}"
 
 
-@pytest.mark.parametrize(
-    ("endpoint_id", "field", "base"),
-    [
-        ("imgM-v8.1-t2i", "prompt", {}),
-        ("imgM_diffusion", "prompt", {}),
-        ("imgM-inpaint", "remixPrompt", inpaint()),
-        ("imgM_pan", "remixPrompt", pan()),
-        ("imgM-v8.1-i2i", "remix_prompt", i2i()),
-    ],
-)
+I2I = ("imgM-v8.1-i2i", "remix_prompt", i2i())
+PROMPT_FIELDS = [
+    ("imgM-v8.1-t2i", "prompt", {}),
+    ("imgM_diffusion", "prompt", {}),
+    ("imgM-inpaint", "remixPrompt", inpaint()),
+    ("imgM_pan", "remixPrompt", pan()),
+]
+
+
+@pytest.mark.parametrize(("endpoint_id", "field", "base"), [*PROMPT_FIELDS, I2I])
 def test_a_permutation_prompt_over_the_cap_is_refused_before_sending(
     endpoint_id: str, field: str, base: dict[str, Any]
 ) -> None:
@@ -128,13 +129,39 @@ def test_a_permutation_prompt_over_the_cap_is_refused_before_sending(
         assert f"makes {count} prompts" in str(info.value)
         assert "at most 40" in str(info.value)
     at_the_cap = f"a {_options(5)} kite {_options(8)} --ar 16:9"
-    assert gw.validate(endpoint_id, {**base, field: at_the_cap}).payload()[field] == at_the_cap
+    assert gw.validate(endpoint_id, {**base, field: at_the_cap}).to_wire()[field] == at_the_cap
 
 
-def test_escaped_braces_are_not_counted_and_unreadable_prompts_are_left_to_the_builder() -> None:
+def test_escaped_braces_are_not_counted_and_unreadable_prompts_are_refused() -> None:
     escaped = "a \\{" + ", ".join(str(i) for i in range(60)) + "\\} kite"
-    assert gw.validate("imgM-v8.1-t2i", {"prompt": escaped}).payload()["prompt"] == escaped
-    unbalanced = "a {red, blue kite"
-    with pytest.raises(PayloadError, match="brace"):
-        Prompt.parse(unbalanced)
-    assert gw.validate("imgM-v8.1-t2i", {"prompt": unbalanced}).payload()["prompt"] == unbalanced
+    assert gw.validate("imgM-v8.1-t2i", {"prompt": escaped}).to_wire()["prompt"] == escaped
+    with pytest.raises(PayloadError, match="brace") as info:
+        gw.validate("imgM-v8.1-t2i", {"prompt": "a {red, blue kite"})
+    assert [e["loc"] for e in info.value.errors] == [("prompt",)]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "says"),
+    [
+        ("a kite --chaos 500", "--chaos takes a whole number 0-100; got 500"),
+        ("a cat::-1 a dog::0.5", "add up to -0.5"),
+        (
+            "a kite {--chaos 50, --chaos 500}",
+            "in prompt 2 of 2 ('a kite --chaos 500'): --chaos takes a whole number 0-100",
+        ),
+        ("a kite --chaos {50, 500}", "got 500"),
+        ("a kite --ar 16:9 --aspect 1:1", "given twice"),
+    ],
+)
+@pytest.mark.parametrize(("endpoint_id", "field", "base"), [*PROMPT_FIELDS, I2I])
+def test_every_imgm_prompt_field_is_checked_whole_with_the_expansion_named(
+    endpoint_id: str, field: str, base: dict[str, Any], prompt: str, says: str
+) -> None:
+    """One check in the catalog, so gw.validate, prepare/submit, forms and grids all
+    refuse a prompt the gateway would bill and fail."""
+    with pytest.raises(PayloadError) as info:
+        gw.validate(endpoint_id, {**base, field: prompt})
+    assert [e["loc"] for e in info.value.errors] == [(field,)]
+    assert says in str(info.value)
+    with pytest.raises(PayloadError, match=r"0-100|add up|twice"):
+        prepare(endpoint_id, {**base, field: prompt})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 
 import httpx
@@ -14,12 +15,12 @@ import genwidgets as gw
 import genwidgets.catalog as catalog
 from genwidgets._config import DEMO_KEY
 from genwidgets.catalog import Endpoint, register
-from genwidgets.errors import PayloadError
+from genwidgets.errors import EndpointNotFound, PayloadError
 from genwidgets.simulator.synth import video_frames
 
 
-def test_unknown_endpoint_is_a_payload_error_with_a_suggestion() -> None:
-    with pytest.raises(PayloadError, match="did you mean 'vidA-2-0'"):
+def test_unknown_endpoint_is_endpoint_not_found_with_a_suggestion() -> None:
+    with pytest.raises(EndpointNotFound, match="did you mean 'vidA-2-0'"):
         catalog.validate("vidA-2.0", {})
 
 
@@ -50,7 +51,7 @@ def test_a_registered_class_is_listed_validated_and_described(mine: type[Endpoin
     assert (spec.kind, spec.family, spec.model) == ("image", "mine", mine)
     assert spec.description == "Make an image from a prompt."
     assert MINE in {s.id for s in gw.endpoints()}
-    assert gw.validate(MINE, {"prompt": "a lighthouse", "steps": "7"}).payload() == {
+    assert gw.validate(MINE, {"prompt": "a lighthouse", "steps": "7"}).to_wire() == {
         "prompt": "a lighthouse",
         "steps": 7,
     }
@@ -63,8 +64,24 @@ def test_unregister_takes_it_out_again() -> None:
     _register_mine()
     catalog.unregister(MINE)
     assert MINE not in {s.id for s in catalog.endpoints(documented_only=False)}
-    with pytest.raises(PayloadError, match="unknown endpoint"):
+    with pytest.raises(EndpointNotFound, match="unknown endpoint"):
         catalog.unregister(MINE)
+
+
+def test_a_wrong_endpoint_is_endpoint_not_found_with_the_closest_id() -> None:
+    import genwidgets as gw
+
+    for call in (
+        lambda: gw.validate("genW2.5-t2i-previw", {"prompt": "x"}),
+        lambda: gw.endpoint("genW2.5-t2i-previw"),
+    ):
+        hint = re.escape("did you mean 'genW2.5-t2i-preview'")
+        with pytest.raises(EndpointNotFound, match=hint) as info:
+            call()
+        assert not isinstance(info.value, PayloadError)
+        assert info.value.endpoint == "genW2.5-t2i-previw"
+    with pytest.raises(EndpointNotFound, match="unknown endpoint 5"):
+        gw.endpoint(5)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import warnings
 from typing import Any
 
 import pytest
 
+import genwidgets as gw
 import genwidgets.catalog as catalog
 from genwidgets.catalog import UnknownFieldWarning
 from genwidgets.errors import PayloadError
@@ -41,7 +45,8 @@ def test_payload_uses_wire_names() -> None:
     body = catalog.payload_of("vidVq2-text2video", {"prompt": "x", "payload": "pass-through"})
     assert body == {"prompt": "x", "payload": "pass-through"}
     model = catalog.validate("vidVq2-text2video", {"prompt": "x", "payload": "p"})
-    assert callable(model.payload)  # the method is not shadowed by the field
+    assert model.payload == "p"  # a wire field named payload is a plain field now
+    assert model.to_wire() == {"prompt": "x", "payload": "p"}
 
 
 def test_webhook_fields_are_payload_errors() -> None:
@@ -65,3 +70,48 @@ def test_values_json_cannot_carry_are_refused_before_validation(
     with pytest.raises(PayloadError) as info:
         catalog.validate("vidVq2-text2video", payload)
     assert info.value.errors[0]["loc"] == where and says in info.value.errors[0]["msg"]
+
+
+@pytest.mark.parametrize("validate", [True, False])
+def test_any_text_a_user_can_type_is_a_payload_error_never_an_encoding_error(
+    validate: bool,
+) -> None:
+    from genwidgets.protocol.prepared import prepare
+
+    for payload, loc in [
+        ({"prompt": "a\ud800b"}, ("prompt",)),
+        ({"prompt": "x", "neg\udfff": "y"}, ()),
+        ({"prompt": "x", "extra": ["ok", {"deep": "\udc80"}]}, ("extra", 1, "deep")),
+    ]:
+        with pytest.raises(gw.PayloadError, match="lone surrogate") as info:
+            prepare("genW2.5-t2i-preview", payload, validate=validate)
+        assert info.value.errors[0]["loc"] == loc
+    assert prepare("genW2.5-t2i-preview", {"prompt": "an emoji 🐦 and é"}).body
+
+
+def test_warning_filters_silence_unknown_fields_on_every_path() -> None:
+    from genwidgets.protocol.prepared import prepare
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=gw.UnknownFieldWarning)
+        gw.validate("vidVq2-text2video", {"prompt": "x", "durration": 5})
+        prepare("vidVq2-text2video", {"prompt": "x", "durration": 5})
+    assert caught == []
+    with pytest.warns(gw.UnknownFieldWarning, match="did you mean 'duration'"):
+        prepare("vidVq2-text2video", {"prompt": "x", "durration": 5})
+
+
+def test_python_w_ignore_silences_unknown_fields() -> None:
+    code = (
+        "from genwidgets.protocol.prepared import prepare\n"
+        "prepare('vidVq2-text2video', {'prompt': 'x', 'durration': 5})\n"
+        "print('sent')\n"
+    )
+    loud = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "UnknownFieldWarning" in loud.stderr and "durration" in loud.stderr
+    quiet = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert quiet.returncode == 0 and quiet.stdout.strip() == "sent"
+    assert quiet.stderr == ""

@@ -116,21 +116,30 @@ def test_documented_escaped_comma() -> None:
 
 
 @pytest.mark.parametrize(
-    ("s", "expected"),
+    ("s", "plain", "sent"),
     [
-        ("a \\{red, blue\\} bird", ["a {red, blue} bird"]),
-        ("a {x\\,y, z}", ["a x,y", "a z"]),
-        ("salt\\, pepper", ["salt, pepper"]),
-        ("a back\\\\slash {x, y}", ["a back\\slash x", "a back\\slash y"]),
-        ("a {\\{1\\}, 2}", ["a {1}", "a 2"]),
-        ("end\\", ["end"]),
-        ("https://a.com/x\\y.png cat", ["https://a.com/x\\y.png cat"]),
+        ("a \\{red, blue\\} bird", ["a {red, blue} bird"], ["a \\{red, blue\\} bird"]),
+        ("a {x\\,y, z}", ["a x,y", "a z"], ["a x,y", "a z"]),
+        ("salt\\, pepper", ["salt, pepper"], ["salt, pepper"]),
+        (
+            "a back\\\\slash {x, y}",
+            ["a back\\slash x", "a back\\slash y"],
+            ["a back\\\\slash x", "a back\\\\slash y"],
+        ),
+        ("a {\\{1\\}, 2}", ["a {1}", "a 2"], ["a \\{1\\}", "a 2"]),
+        ("end\\", ["end"], ["end"]),
+        ("https://a.com/x\\y.png cat", ["https://a.com/x\\y.png cat"], None),
     ],
 )
-def test_escapes_leave_no_backslash_in_what_is_sent(s: str, expected: list[str]) -> None:
+def test_an_expansion_is_one_prompt_to_send_and_reads_plain(
+    s: str, plain: list[str], sent: list[str] | None
+) -> None:
     p = parse(s)
-    assert p.expand() == expected
-    assert p.count() == len(expected)
+    assert p.expand("plain") == plain
+    assert p.expand() == (sent or plain)
+    # the gateway expands braces itself: what is sent must make exactly one prompt
+    assert all(parse(e).count() == 1 for e in p.expand())
+    assert p.count() == len(plain)
     assert_round_trip(p)
 
 

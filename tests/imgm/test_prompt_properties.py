@@ -6,7 +6,9 @@
 * no ``--name`` token is ever silently dropped (parameters inside braces stay
   in the prompt's text);
 * ``count()`` equals ``len(expand())`` and ``str()`` is a fixpoint;
-* no backslash outside a URL reaches an expansion unless ``\\\\`` was written.
+* each expansion sent is one prompt, and its only backslashes (outside URLs)
+  escape a brace, dash, colon or backslash;
+* lists that touch ``--`` (``--no x,--ar 16:9``) and glued parameters round-trip.
 
 The grammar includes permutations of parameters (``{, --tile}``,
 ``--{v 8.1, draft}``) and escapes (``\\,``, ``\\{``, ``\\}``, ``\\\\``).
@@ -22,7 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import genwidgets as gw
-from genwidgets.imgm import Prompt
+from genwidgets.imgm import MAX_PROMPTS, Prompt
+from genwidgets.imgm.permutations import KEPT_ESCAPES
 
 # The spec's table, written out here so the tests do not trust the module's own copy.
 ALIASES = {
@@ -110,8 +113,15 @@ def value_for(name: str) -> st.SearchStrategy[str]:
     if name in ONE_WORD:
         return st.one_of(one, url, permutation(one | url_in_permutation))
     if name == "no":
-        item = st.one_of(plain_word, url, st.just("salt\\, pepper"))
-        items = st.lists(item, min_size=0, max_size=3).map(", ".join)
+        # items that touch "--": a parameter glued after a comma, a value glued to one
+        touching = st.sampled_from(
+            ["x,--ar 16:9", "y,—tile", "x--y", "y,16:9--ar 16:9--seed 5", "z,--", "a,--b"]
+        )
+        item = st.one_of(plain_word, url, st.just("salt\\, pepper"), touching)
+        comma = st.sampled_from([", ", ",", " , "])
+        items = st.tuples(st.lists(item, min_size=0, max_size=3), comma).map(
+            lambda t: t[1].join(t[0])
+        )
         return st.one_of(items, permutation(plain_word))
 
     def ref(link: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
@@ -160,14 +170,14 @@ varying = st.one_of(
 
 
 @st.composite
-def prompt_strings(draw: st.DrawFn) -> str:
+def prompt_strings(draw: st.DrawFn, glue: bool = False) -> str:
     images = draw(st.lists(url, max_size=2))
     body = draw(text())
     params = draw(parameters())
     parts = [*images, body] + [f"{dash}{name} {value}".strip() for dash, name, value in params]
     for group in draw(st.lists(varying, unique=True, max_size=2)):  # twice is an error
         parts.insert(draw(st.integers(len(images) + 1, len(parts))), group)
-    spaces = st.sampled_from([" ", "  ", "\t", "\n "])
+    spaces = st.sampled_from([" ", "  ", "\t", "\n "] + (["", ","] if glue else []))
     return "".join(p + draw(spaces) for p in parts if p)
 
 
@@ -198,12 +208,19 @@ def assert_no_name_dropped(s: str, p: Prompt) -> None:
 
 
 def assert_sent_without_stray_backslashes(p: Prompt) -> None:
-    """Outside URLs (opaque), a backslash is sent only where ``\\\\`` was written."""
-    if p.count() > 64:
+    """What is sent is one prompt each (the gateway expands braces itself), and
+    outside URLs (opaque) a backslash is sent only to escape a character that
+    would mean something there (a brace, a dash, a colon, a backslash)."""
+    if p.count() > MAX_PROMPTS:
         return
-    for sent in p.expand():
-        if "\\" in URL.sub("", sent):
-            assert "\\\\" in str(p), (str(p), sent)
+    for sent, source in zip(p.expand(), p.expand("source"), strict=True):
+        try:
+            assert Prompt.parse(sent).count() == 1, (str(p), sent)
+        except gw.PayloadError:  # an expansion that cannot be read is refused as written
+            with pytest.raises(gw.PayloadError):
+                Prompt.parse(source)
+        escapes = re.findall(r"\\(.?)", URL.sub("", sent), flags=re.DOTALL)
+        assert all(ch and ch in KEPT_ESCAPES for ch in escapes), (str(p), sent)
 
 
 def assert_checks_raise_only_payload_errors(p: Prompt) -> None:
@@ -215,9 +232,12 @@ def assert_checks_raise_only_payload_errors(p: Prompt) -> None:
     assert isinstance(p.segments, list)
     count = p.count()
     assert count >= 1
-    if count <= 64:
+    if count <= MAX_PROMPTS:
         assert len(p.expand()) == count
         assert p.jobs() >= count
+    else:  # nothing above the cap is ever made: the count and an error
+        with pytest.raises(gw.PayloadError, match=f"makes {count} prompts"):
+            p.expand()
 
 
 # ------------------------------------------------------------------ properties
@@ -240,6 +260,31 @@ def test_rebuilding_from_parts_gives_the_same_prompt(s: str) -> None:
     rebuilt = Prompt(text=p.text, params=p.params, images=p.images)
     assert rebuilt == p
     assert_round_trip(rebuilt)
+
+
+@PROPERTY
+@given(prompt_strings(glue=True))
+def test_glued_parameters_parse_or_refuse_and_round_trip(s: str) -> None:
+    """Parts glued on (``16:9--ar 1:1``, ``x,--ar 16:9``): read or refused, never
+    written back as something else."""
+    try:
+        p = Prompt.parse(s)
+    except gw.PayloadError as error:
+        assert error.errors
+        return
+    assert_round_trip(p)
+    assert_no_name_dropped(s, p)
+    assert_checks_raise_only_payload_errors(p)
+    assert_sent_without_stray_backslashes(p)
+
+
+@pytest.mark.parametrize(
+    "s", ["cat --no x,--ar 16:9", "--no x, y,--ar 16:9--ar 16:9--seed 5", "a --no b ,—tile"]
+)
+def test_a_list_touching_dashes_round_trips(s: str) -> None:
+    p = Prompt.parse(s)
+    assert_round_trip(p)
+    assert "ar" not in p.params and "tile" not in p.params  # they are items of --no
 
 
 structural = st.sampled_from(

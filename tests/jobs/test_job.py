@@ -57,6 +57,7 @@ def test_submit_returns_a_job_with_the_handle(client: gw.Client) -> None:
     assert res.ok and job.done() and res.request_id == job.request_id
     assert job.finished_at is not None and job.elapsed >= 0
     assert client.jobs == [job]
+    assert job.simulated is False and not hasattr(job, "client")  # knows the fact, not its client
 
 
 def test_unknown_statuses_are_kept_verbatim_and_do_not_end_the_wait(
@@ -385,3 +386,55 @@ def test_works_unchanged_under_nest_asyncio(tmp_path: Path) -> None:
     path.write_text(script)
     done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "OK", done.stderr
+
+
+# -- a poll policy and a clock per client (no module constants to patch) ----------------
+
+
+def test_a_clients_poll_policy_sets_how_many_failed_polls_a_job_survives(
+    fake: FakeGateway,
+) -> None:
+    from fake_gateway import FAST_POLICY
+
+    from genwidgets.jobs.polling import PollPolicy
+
+    outcomes = []
+    for limit in (1, 3):
+        policy = PollPolicy(**{**vars(FAST_POLICY), "failure_limit": limit})
+        client = gw.Client(BASE, KEY, transport=fake.transport(), poll_policy=policy)
+        job = submit(client)
+        fake.faults["status"].extend([error(503, {"detail": "down"})] * 2)
+        try:
+            outcomes.append(job.result(timeout=10).ok)
+        except gw.ServerError:
+            outcomes.append("gave up")
+        fake.faults["status"].clear()
+        client.close()
+    assert outcomes == ["gave up", True]
+
+
+def test_a_clients_clock_times_its_schedule(fake: FakeGateway) -> None:
+    ticks: list[float] = []
+
+    def clock() -> float:
+        ticks.append(time.monotonic())
+        return ticks[-1]
+
+    client = gw.Client(BASE, KEY, transport=fake.transport(), clock=clock)
+    assert submit(client).result(timeout=5).ok
+    client.close()
+    assert len(ticks) >= 2  # the schedule and the budget read this clock, not time's
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error_type"),
+    [("first", -0.5, ValueError), ("failure_limit", 0, ValueError), ("growth", "fast", TypeError),
+     ("jitter", 1.0, ValueError), ("not_found_grace", float("nan"), ValueError)],
+)
+def test_a_poll_policy_refuses_what_cannot_work(
+    field: str, value: Any, error_type: type[Exception]
+) -> None:
+    from genwidgets.jobs.polling import PollPolicy
+
+    with pytest.raises(error_type, match=field):
+        PollPolicy(**{field: value})

@@ -20,8 +20,9 @@ import pytest
 from genwidgets import _config
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger, scrub_payload
+from genwidgets.jobs.ledger import lease as ledger_lease
 from genwidgets.jobs.ledger import schema as ledger_schema
-from genwidgets.jobs.ledger import store as ledger_store
+from genwidgets.jobs.ledger import writes as ledger_writes
 from genwidgets.protocol.records import Handle, Result, Status
 
 GATEWAY = "http://127.0.0.1:9999"
@@ -163,7 +164,7 @@ def test_full_lifecycle(ledger: Ledger, clock: Clock) -> None:
 
     clock.now += 1
     status = Status.from_body({"status": "IN_PROGRESS"})
-    assert ledger.record_status(GATEWAY, "req-1", status)
+    assert ledger.record_status(GATEWAY, "req-1", status).result(timeout=30)
     clock.now += 1
     ledger.record_result(GATEWAY, "req-1", result_for("req-1"))
     done = ledger.get(GATEWAY, "req-1")
@@ -186,14 +187,14 @@ def test_full_lifecycle(ledger: Ledger, clock: Clock) -> None:
 def test_repeated_status_writes_nothing_and_changes_write(ledger: Ledger, clock: Clock) -> None:
     submit(ledger, "req-q")
     queued = Status.from_body({"status": "IN_QUEUE", "queue_position": 2})
-    assert ledger.record_status(GATEWAY, "req-q", queued)
+    assert ledger.record_status(GATEWAY, "req-q", queued).result(timeout=30)
     stamp = clock.now
     clock.now += 5
-    assert not ledger.record_status(GATEWAY, "req-q", queued)
+    assert not ledger.record_status(GATEWAY, "req-q", queued).result(timeout=30)
     row = ledger.get(GATEWAY, "req-q")
     assert row is not None and row.updated_at == stamp
     moved = Status.from_body({"status": "IN_QUEUE", "queue_position": 1})
-    assert ledger.record_status(GATEWAY, "req-q", moved)
+    assert ledger.record_status(GATEWAY, "req-q", moved).result(timeout=30)
     row = ledger.get(GATEWAY, "req-q")
     assert row is not None and (row.queue_position, row.updated_at) == (1, clock.now)
 
@@ -203,33 +204,37 @@ def test_same_status_from_another_ledger_instance_is_not_rewritten(
 ) -> None:
     submit(ledger, "req-x")
     running = Status.from_body({"status": "IN_PROGRESS"})
-    assert ledger.record_status(GATEWAY, "req-x", running)
+    assert ledger.record_status(GATEWAY, "req-x", running).result(timeout=30)
     with Ledger(ledger.path, clock=clock) as other:  # no shared memory: the SQL decides
         clock.now += 1
-        assert not other.record_status(GATEWAY, "req-x", running)
+        assert not other.record_status(GATEWAY, "req-x", running).result(timeout=30)
 
 
 def test_status_after_result_does_not_reopen_the_task(ledger: Ledger) -> None:
     submit(ledger, "req-late")
     ledger.record_result(GATEWAY, "req-late", result_for("req-late"))
-    assert not ledger.record_status(GATEWAY, "req-late", Status.from_body({"status": "IN_QUEUE"}))
+    assert not ledger.record_status(
+        GATEWAY, "req-late", Status.from_body({"status": "IN_QUEUE"})
+    ).result(timeout=30)
     row = ledger.get(GATEWAY, "req-late")
     assert row is not None and (row.state, row.status) == ("finished", "COMPLETED")
 
 
 def test_status_of_an_unknown_task_is_reported_not_invented(ledger: Ledger) -> None:
     running = Status.from_body({"status": "IN_PROGRESS"})
-    assert not ledger.record_status(GATEWAY, "nobody", running)
+    assert not ledger.record_status(GATEWAY, "nobody", running).result(timeout=30)
     assert ledger.rows() == []
-    assert not ledger.record_result(GATEWAY, "nobody", result_for("nobody"))
+    assert not ledger.record_result(GATEWAY, "nobody", result_for("nobody")).result(timeout=30)
 
 
 def test_attach_creates_one_row_for_a_task_known_only_by_id(ledger: Ledger) -> None:
-    row_id = ledger.record_attach(GATEWAY, handle_for("req-att"))
-    assert ledger.record_attach(GATEWAY, handle_for("req-att")) == row_id
+    row_id = ledger.record_attach(GATEWAY, handle_for("req-att")).result(timeout=30)
+    assert ledger.record_attach(GATEWAY, handle_for("req-att")).result(timeout=30) == row_id
     row = ledger.get(GATEWAY, "req-att")
     assert row is not None and (row.state, row.payload) == ("submitted", {})
-    assert ledger.record_status(GATEWAY, "req-att", Status.from_body({"status": "IN_PROGRESS"}))
+    assert ledger.record_status(
+        GATEWAY, "req-att", Status.from_body({"status": "IN_PROGRESS"})
+    ).result(timeout=30)
 
 
 def test_failed_result_keeps_error_and_type(ledger: Ledger) -> None:
@@ -268,9 +273,9 @@ def test_create_failed_states(ledger: Ledger) -> None:
 
 def test_unknown_row_ids_are_an_error(ledger: Ledger) -> None:
     with pytest.raises(LedgerError, match="no ledger row 42"):
-        ledger.record_handle(42, handle_for("x"))
+        ledger.record_handle(42, handle_for("x")).result(timeout=30)
     with pytest.raises(LedgerError, match="no ledger row 43"):
-        ledger.record_create_failed(43, "boom", created_nothing=True)
+        ledger.record_create_failed(43, "boom", created_nothing=True).result(timeout=30)
 
 
 def test_intent_without_handle_becomes_outcome_unknown_after_stale_after(
@@ -284,10 +289,10 @@ def test_intent_without_handle_becomes_outcome_unknown_after_stale_after(
         assert sender.rows()[0].state == "submitting"
     # a reader that is not sending it, young row from a live process: still "submitting"
     clock.now -= 3600
-    assert ledger_store._pid_alive(os.getpid())
+    assert ledger_lease.pid_alive(os.getpid())
     with Ledger(path, clock=clock) as reader:
         # as if the sending process were another one, alive on this host
-        ledger_store._in_flight[str(path.resolve())].discard(row_id)
+        ledger_writes.in_flight[str(path.resolve())].discard(row_id)
         fake_live_other = os.getppid()
         con = sqlite3.connect(path)
         con.execute("UPDATE tasks SET pid = ? WHERE id = ?", (fake_live_other, row_id))
@@ -370,13 +375,13 @@ def test_output_paths_recorded_and_kept_on_a_second_result(ledger: Ledger, tmp_p
         ],
     )
     ledger.record_result(GATEWAY, "req-o", two)
-    assert ledger.record_output_path(GATEWAY, "req-o", 1, tmp_path / "1.png")
+    assert ledger.record_output_path(GATEWAY, "req-o", 1, tmp_path / "1.png").result(timeout=30)
     ledger.record_result(GATEWAY, "req-o", two)  # e.g. a resumed job fetching it again
     row = ledger.get(GATEWAY, "req-o")
     assert row is not None
     assert [o["path"] for o in row.outputs] == [None, str(tmp_path / "1.png")]
     assert row.outputs[0]["file_size"] == 10
-    assert not ledger.record_output_path(GATEWAY, "missing", 0, tmp_path / "x")
+    assert not ledger.record_output_path(GATEWAY, "missing", 0, tmp_path / "x").result(timeout=30)
 
 
 def test_inline_output_content_is_kept_when_small(ledger: Ledger) -> None:
@@ -492,7 +497,7 @@ def test_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
     con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     con.commit()
     con.close()
-    with pytest.raises(LedgerError, match=r"schema version 99, newer than .* understands \(2\)"):
+    with pytest.raises(LedgerError, match=r"schema version 99, newer than .* understands \(3\)"):
         Ledger(path)
 
 

@@ -75,7 +75,7 @@ def test_failed_creates_leave_the_right_trace(fake: FakeGateway) -> None:
     with pytest.raises(gw.RateLimited):
         client.submit("ep", {"n": 1}, validate=False)
     fake.faults["create"].append(httpx.ReadTimeout("lost"))
-    with pytest.raises(gw.ServerError, match="may exist"):
+    with pytest.raises(gw.OutcomeUnknown, match="may exist"):
         client.submit("ep", {"n": 2}, validate=False)
     states = {r.payload["n"]: r.state for r in client.ledger.rows(client.gateway_name)}
     assert states == {1: "not_created", 2: "outcome_unknown"}

@@ -104,3 +104,17 @@ def test_an_axis_that_is_not_a_pair_shows_the_accepted_forms() -> None:
 def test_the_same_field_on_two_axes_is_refused() -> None:
     with pytest.raises(PayloadError, match="same field is on two axes"):
         plan_grid(T2I, {"prompt": "a fox"}, x=("seed", [1, 2]), y=("seed", [3, 4]))
+
+
+def test_a_permutation_groups_options_send_escaped_and_read_plain() -> None:
+    import genwidgets as gw
+    from genwidgets.imgm import Prompt
+    from genwidgets.lab.plan import permutation_axes
+
+    prompt = "a {red, pastel \\, yellow, \\{x\\}} bird"
+    [axis] = permutation_axes(gw.endpoint("imgM-v8.1-t2i"), {"prompt": prompt})
+    assert axis.shown_values == ("red", "pastel, yellow", "{x}")
+    for value in axis.values:  # each cell sends exactly one prompt
+        payload = {"prompt": prompt}
+        axis.apply(payload, value)
+        assert Prompt.parse(payload["prompt"]).count() == 1

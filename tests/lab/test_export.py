@@ -48,7 +48,7 @@ class Links(HTMLParser):
 def test_the_contact_sheet_carries_the_grid_as_json(client: gw.Client, tmp_path: Path) -> None:
     grid = gw.grid(
         "genW2.5-t2i-preview",
-        {"prompt": "a fox"},
+        {"prompt": "a fox", "n": 1},
         x=("seed", [1, 2, 3]),
         y=("prompt_sr", ["fox", "cat"]),
         client=client,
@@ -66,7 +66,7 @@ def test_the_contact_sheet_carries_the_grid_as_json(client: gw.Client, tmp_path:
     cells = description["cells"]
     assert [c["request_id"] for c in cells] == [c.request_id for c in grid.cells]
     assert cells[2]["stars"] == 4 and cells[2]["note"] == "sharp"
-    assert cells[4]["payload"] == {"prompt": "a cat", "seed": 2}
+    assert cells[4]["payload"] == {"prompt": "a cat", "n": 1, "seed": 2}
     raw = path.read_bytes()
     assert KEY.encode() not in raw and PNG_KEY.encode() in raw
 

@@ -51,7 +51,7 @@ def client(home: Path, simulator: SimulatorServer) -> Iterator[gw.Client]:
 def table(client: gw.Client, **kw: Any) -> Any:
     return gw.grid(
         T2I,
-        {"prompt": "a fox in the snow"},
+        {"prompt": "a fox in the snow", "n": 1},
         x=("seed", "1-3"),
         y=("prompt_sr", ["fox", "cat"]),
         client=client,
@@ -76,13 +76,14 @@ def test_a_table_is_sent_once_and_every_cell_shows_its_image(client: gw.Client) 
     assert grid.head["x"] == {"label": "seed", "values": ["1", "2", "3"]}
     assert grid.head["y"]["values"] == ["fox", "cat"]
     cell = grid.cell(x=2, y="cat")
-    assert cell.payload == {"prompt": "a cat in the snow", "seed": 2}
+    assert cell.payload == {"prompt": "a cat in the snow", "n": 1, "seed": 2}
     assert len(cell.outputs) >= 1 and cell.job is not None
     assert "6 of 6 done" in repr(grid)
 
 
 def test_the_locked_seed_is_what_the_gateway_received(client: gw.Client) -> None:
-    grid = gw.grid(T2I, {"prompt": "a fox"}, x=("prompt", ["a fox", "a wolf"]), client=client)
+    payload = {"prompt": "a fox", "n": 1}
+    grid = gw.grid(T2I, payload, x=("prompt", ["a fox", "a wolf"]), client=client)
     seed = grid.plan.seed
     assert isinstance(seed, int)
     assert client.ledger is not None
@@ -133,11 +134,11 @@ def test_cancel_all_cancels_the_unfinished_cells(
 ) -> None:
     sim = make_simulator(speed=0.2)  # image tasks take seconds
     with gw.Client(base_url=sim.base_url, api_key=KEY) as client:
-        grid = gw.grid(T2I, {"prompt": "a fox"}, x=("seed", [1, 2, 3]), client=client)
+        grid = gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", [1, 2, 3]), client=client)
         grid.handle_message({"action": "cancel"})
         grid.wait(timeout=60)
         assert stats(sim).get("cancel", 0) == 3
-        assert all(s["category"] == "failed" for s in grid.cell_states)
+        assert all(s["category"] == "cancelled" for s in grid.cell_states)
         assert all("cancel" in s["status"] for s in grid.cell_states)
 
 
@@ -184,7 +185,7 @@ def test_load_grid_re_attaches_unfinished_cells_without_creating(
 ) -> None:
     sim = make_simulator(speed=0.5)
     with gw.Client(base_url=sim.base_url, api_key=KEY) as first:
-        grid = gw.grid(T2I, {"prompt": "a fox"}, x=("seed", [1, 2]), client=first)
+        grid = gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=first)
         ids = [c.request_id for c in grid.cells]
     with gw.Client(base_url=sim.base_url, api_key=KEY) as later:
         again = gw.load_grid(grid.id, client=later)
@@ -255,10 +256,10 @@ class ForecastClient:
 def test_the_expected_finish_of_running_cells_is_shown() -> None:
     fake = ForecastClient()
     before = time.time()
-    grid = gw.grid(T2I, {"prompt": "a fox"}, x=("seed", [1, 2]), client=fake)
+    grid = gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=fake)
     assert [p for _, p in fake.sent] == [
-        {"prompt": "a fox", "seed": 1},
-        {"prompt": "a fox", "seed": 2},
+        {"prompt": "a fox", "n": 1, "seed": 1},
+        {"prompt": "a fox", "n": 1, "seed": 2},
     ]
     assert grid.run.expected_finish() == 14.0  # the latest of the running cells
     grid.tick()  # the ticker's call; the write lands within the throttle's interval

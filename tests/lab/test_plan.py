@@ -103,10 +103,12 @@ def test_more_than_400_cells_is_refused_with_both_numbers() -> None:
 def test_every_cell_is_validated_and_a_bad_one_names_its_axis_values_and_field() -> None:
     with pytest.raises(PayloadError) as caught:
         plan_grid(VIDEO, {"prompt": "a kite"}, x=("duration", [4, 999]), y=("seed", [1, 2]))
-    locs = [e["loc"] for e in caught.value.errors]
-    assert len(locs) == 2  # both cells with 999, nothing else
-    assert all(loc[0].startswith("seed=") and "duration=999" in loc[0] for loc in locs)
-    assert all("duration" in loc[1:] for loc in locs)
+    errors = caught.value.errors
+    assert len(errors) == 2  # both cells with 999, nothing else
+    assert all(e["loc"] == ("duration",) for e in errors)
+    assert all(e["msg"].startswith("in the cell seed=") for e in errors)
+    assert all("duration=999" in e["msg"] and "must be 1-10" in e["msg"] for e in errors)
+    assert "  - duration: in the cell seed=1 · duration=999: must be 1-10" in str(caught.value)
 
 
 def test_sweep_planning_is_the_same_product() -> None:

@@ -162,6 +162,8 @@ def test_notebook_runs_top_to_bottom(path: Path, jupyter_kernel: str, tmp_path: 
     nb, _seconds = jupyter_env.execute(path, tmp_path, kernel_name=jupyter_kernel)
 
     assert jupyter_env.error_outputs(nb) == []
+    # files go to a temporary folder or GENWIDGETS_HOME, never beside the notebook
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
 
     state = jupyter_env.widget_state(nb)
     shown = jupyter_env.widget_views(nb)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,26 @@ def test_output_save_is_atomic_and_uses_fetcher(tmp_path: Path) -> None:
     out.save(tmp_path / "two.png")
     assert calls == ["http://x/1"]  # read once, cached
     assert not [p for p in tmp_path.rglob("*.part")]
+
+
+def test_output_save_adds_the_content_types_extension_only_when_missing(tmp_path: Path) -> None:
+    video = Output.from_entry({"content": "00ff", "encoding": "hex", "content_type": "video/mp4"})
+    assert video.save(tmp_path / "out-0") == tmp_path / "out-0.mp4"
+    assert (tmp_path / "out-0.mp4").read_bytes() == b"\x00\xff"
+    assert not (tmp_path / "out-0").exists()
+    # a path that has an extension is kept as given, even one that disagrees
+    assert video.save(tmp_path / "clip.bin") == tmp_path / "clip.bin"
+    png = Output.from_entry({"content": "x", "content_type": "image/png; charset=binary"})
+    assert png.save(str(tmp_path / "still")) == tmp_path / "still.png"
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_output_save_uses_the_users_umask(tmp_path: Path, umask: int) -> None:
+    out = Output.from_entry({"content": "hi", "content_type": "text/plain"})
+    previous = os.umask(umask)
+    try:
+        target = out.save(tmp_path / f"note-{umask:o}")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
+    assert not list(tmp_path.glob("*.part"))

@@ -26,7 +26,7 @@ def test_a_task_submitted_through_the_async_client_is_in_the_ledger_and_resumabl
     async def submit_and_wait() -> tuple[str, bool]:
         async with gw.AsyncClient(sim.base_url, DEMO_KEY) as client:
             job = await client.submit("asset-get", {"Id": "asset-demo"})
-            result = await job.aresult(timeout=30)
+            result = await job.result(timeout=30)
             return job.request_id, result.ok
 
     with genwidgets_home(tmp_path):

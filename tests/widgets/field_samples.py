@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from PIL import Image
 from pydantic import BaseModel, Field
 
-from genwidgets.catalog import BILLED, PROMPT_STRING
+from genwidgets.catalog import BILLED, PROMPT_STRING, ServiceDefault
 from genwidgets.widgets.dispatch import build_element
 from genwidgets.widgets.elements import BuildContext
 from genwidgets.widgets.field_spec import field_specs
@@ -19,8 +19,8 @@ from genwidgets.widgets.media_input import MediaElement
 
 class Voice(BaseModel):
     voice_id: str | None = Field(None, description="Voice ID.")
-    speed: float | None = Field(None, ge=0.5, le=2, description="0.5-2, default 1.0.")
-    pitch: int | None = Field(None, ge=-12, le=12, description="-12 to 12, default 0.")
+    speed: Annotated[float | None, ServiceDefault(1.0)] = Field(None, ge=0.5, le=2)
+    pitch: Annotated[int | None, ServiceDefault(0)] = Field(None, ge=-12, le=12)
 
 
 class Weight(BaseModel):
@@ -43,11 +43,11 @@ class Sample(BaseModel):
 
     prompt: str = Field(max_length=2000, description="Max 2000 characters.")
     name: str | None = Field(None, max_length=40, description="Short <b>name</b>.")
-    count: int | None = Field(None, ge=1, le=10, description="1-10; default 4.")
+    count: Annotated[int | None, ServiceDefault(4)] = Field(None, ge=1, le=10, description="1-10")
     ratio: float | None = Field(None, ge=0.1, le=3.0)
     seed: int | None = Field(None, description="Any integer.")
-    flag: bool | None = Field(None, description="Default false.")
-    size: Literal["s", "m", "l"] | None = Field(None, description="Default `m`.")
+    flag: Annotated[bool | None, ServiceDefault(False)] = None
+    size: Annotated[Literal["s", "m", "l"] | None, ServiceDefault("m")] = None
     language: Literal["English", "French", "German", "Spanish", "Italian"] | None = None
     fixed: Literal["reference_image"]
     tags: list[str] | None = Field(None, min_length=1, max_length=3)
@@ -57,7 +57,7 @@ class Sample(BaseModel):
     duration: int | str | None = Field(None, description="3-15 seconds or a string.")
     parts: list[TextPart | UrlPart] | None = None
     extra: Any = None
-    cost: Annotated[int | None, BILLED] = Field(None, ge=1, le=4, description="default 1.")
+    cost: Annotated[int | None, BILLED, ServiceDefault(1)] = Field(None, ge=1, le=4)
     imgm_prompt: Annotated[str | None, PROMPT_STRING] = None
 
 

@@ -98,6 +98,10 @@ class FakeJob:
 
     # -- the API a view uses -------------------------------------------------
     @property
+    def simulated(self) -> bool:
+        return bool(self.client.embedded)
+
+    @property
     def queue_position(self) -> int | None:
         if self.last_status is not None:
             return self.last_status.queue_position

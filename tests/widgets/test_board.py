@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -216,7 +218,8 @@ def test_board_survives_engine_updates_while_filters_change() -> None:
     for job in jobs:
         job.finish()
     view.status_filter.value = "done"
-    assert wait_for(lambda: len(view.grid.children) == 30)
+    assert wait_for(lambda: len(view.shown()) == 30)
+    assert len(view.grid.children) == board_module.PAGE_SIZE  # the rest on the next page
     view.close()
 
 
@@ -247,6 +250,9 @@ def test_board_includes_history_records_when_the_client_has_them() -> None:
     ]
     client.records = records
     view = Board(client)
+    assert len(view.grid.children) == 3  # this session's jobs only, by default
+    assert view.earlier.description == "earlier sessions (1)"
+    view.earlier.value = True
     assert len(view.grid.children) == 4
     old = view.grid.children[-1].value
     assert "old-1" in old and "12.5s" in old and f'src="{IMAGE_OUT["url"]}"' in old
@@ -254,11 +260,9 @@ def test_board_includes_history_records_when_the_client_has_them() -> None:
     view.close()
 
 
-def test_board_defaults_to_the_latest_client(monkeypatch: pytest.MonkeyPatch) -> None:
-    from genwidgets import _client
-
+def test_board_defaults_to_the_default_client(monkeypatch: pytest.MonkeyPatch) -> None:
     client, _ = make_client()
-    monkeypatch.setattr(_client, "latest_client", lambda: client, raising=False)
+    monkeypatch.setattr(board_module, "default_client", lambda: client)
     view = board_module.board()
     assert view.client is client
     view.close()
@@ -342,9 +346,9 @@ def test_sweep_reports_every_invalid_payload_before_sending(catalog: None) -> No
             vary={"duration": [5, 0, 99], "seed": [1, -1]},
             client=client,
         )
-    locs = [e["loc"] for e in info.value.errors]
-    assert ("duration=0 · seed=1", "duration") in locs
-    assert ("duration=99 · seed=-1", "seed") in locs
+    where = [(e["loc"], e["msg"].split(":")[0]) for e in info.value.errors]
+    assert (("duration",), "in the cell duration=0 · seed=1") in where
+    assert (("seed",), "in the cell duration=99 · seed=-1") in where
     assert len(info.value.errors) == 7  # 2 bad durations × 2 seeds + 3 bad seeds
     assert client.submitted == []
 
@@ -415,7 +419,7 @@ def test_imgm_permutations_and_repeats_multiply_the_billed_count(catalog: None) 
 def test_imgm_prompt_structure_errors_are_reported_before_sending(catalog: None) -> None:
     with pytest.raises(PayloadError) as info:
         plan_sweep("imgM-test-t2i", {}, {"prompt": ["ok", "a {red, blue cat"]})
-    assert any("prompt=a {red, blue cat" in str(e["loc"][0]) for e in info.value.errors)
+    assert any("in the cell prompt=a {red, blue cat" in e["msg"] for e in info.value.errors)
 
 
 def test_sweep_outside_jupyter_says_how_to_confirm(
@@ -508,7 +512,7 @@ def test_a_grid_is_one_entry_on_the_board(make_simulator: Any, tmp_path: Any) ->
     ledger = Ledger(tmp_path / "ledger.sqlite3")
     with gw.Client(ledger=ledger, base_url=sim.base_url, api_key="sim-demo-key") as client:
         grid = gw.grid(
-            "genW2.5-t2i-preview", {"prompt": "a fox"}, x=("seed", [1, 2, 3]), client=client
+            "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2, 3]), client=client
         )
         grid.wait(timeout=60)
         grid.rate(grid.cells[1], 4)
@@ -521,3 +525,61 @@ def test_a_grid_is_one_entry_on_the_board(make_simulator: Any, tmp_path: Any) ->
         assert "<img" in entries[0]  # the best-rated cell's image
         assert "1 of 1 jobs, 1 grids" in view.count_html.value
         view.close()
+
+
+def test_board_shows_this_sessions_jobs_and_earlier_ones_behind_a_toggle() -> None:
+    client, jobs = make_client()
+    older = client.adopt(FakeJob("imgM-v8.1-t2i", payload={"seed": 7}, client=client))
+    older.submitted_at = time.time() - 10 * 365 * 86400  # from the ledger of a past kernel
+    view = Board(client)
+    assert view.in_session(jobs[0]) and not view.in_session(older)
+    assert {c.job for c in view.grid.children} == set(jobs)
+    assert view.earlier.description == "earlier sessions (1)" and not view.earlier.disabled
+    assert "3 of 3 jobs" in view.count_html.value
+    view.earlier.value = True
+    assert {c.job for c in view.grid.children} == {*jobs, older}
+    assert "4 of 4 jobs" in view.count_html.value
+    view.close()
+
+
+def test_board_pages_its_cards() -> None:
+    client = BoardClient()
+    jobs = [client.adopt(FakeJob(payload={"seed": i}, client=client)) for i in range(30)]
+    for i, job in enumerate(jobs):
+        job.submitted_at = time.time() + i  # newest last: shown first
+    view = Board(client)
+    size = board_module.PAGE_SIZE
+    assert [c.job for c in view.grid.children] == jobs[::-1][:size]
+    assert view.pager.layout.display is None and view.page_html.value == "page 1 of 2"
+    assert view.prev_button.disabled and not view.next_button.disabled
+    view.next_button.click()
+    assert [c.job for c in view.grid.children] == jobs[::-1][size:]
+    assert view.next_button.disabled and view.page_html.value == "page 2 of 2"
+    view.status_filter.value = "queued"  # a filter change starts again at page 1
+    assert view.page == 0
+    view.close()
+    small = Board(make_client()[0])
+    assert small.pager.layout.display == "none"  # one page: no pager
+    small.close()
+
+
+def test_cards_shrink_and_cut_long_values_with_a_tooltip() -> None:
+    client = BoardClient()
+    url = "https://example.test/" + "very-long-path-segment/" * 20 + "image.png"
+    for value in (url, "short"):
+        client.adopt(FakeJob("imgQ-edit-plus", payload={"images": [value]}, client=client))
+    view = Board(client)
+    layout = view.grid.layout
+    assert "minmax(min(220px, 100%), 1fr)" in layout.grid_template_columns
+    for card in view.grid.children:
+        assert (card.layout.min_width, card.layout.overflow) == ("0", "hidden")
+    html = " ".join(c.value for c in view.grid.children)
+    rows = re.findall(r'<div class="gw-param" title="([^"]*)" style="([^"]*)">', html)
+    assert len(rows) == 2
+    for title, style in rows:
+        assert "white-space:nowrap" in style and "text-overflow:ellipsis" in style
+        assert "overflow:hidden" in style and title.startswith("images = ")
+    assert any("very-long-path-segment/" * 5 in title for title, _ in rows)  # the tooltip
+    request_id = r'class="gw-request-id" title="req-\d+" style="[^"]*text-overflow:ellipsis'
+    assert re.search(request_id, html)
+    view.close()

@@ -4,26 +4,32 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import pytest
 from pydantic import BaseModel, Field
 from widgets.field_samples import Sample
 
-from genwidgets.catalog import MediaSpec
-from genwidgets.widgets.field_spec import default_from_description, field_specs, item_spec
+from genwidgets.catalog import MediaSpec, ServiceDefault
+from genwidgets.widgets.field_spec import field_specs, item_spec
 
 
-@pytest.mark.parametrize(
-    ("text", "default"),
-    [
-        ("Seconds, 1-10, default 5.", "5"),
-        ("Default `720p`.", "720p"),
-        ("Default true. true: synchronized voice", "true"),
-        ("default usually 100; common 0-1000", ""),
-        ("Defaults of duration: not shown.", ""),
-    ],
-)
-def test_documented_default_is_read_from_the_description(text: str, default: str) -> None:
-    assert default_from_description(text) == default
+def test_the_default_shown_is_the_service_default_marker_never_prose() -> None:
+    class Prose(BaseModel):
+        said: int | None = Field(None, description="Seconds, default 5.")
+        marked: Annotated[bool | None, ServiceDefault(True)] = Field(None, description="On.")
+        real: str = "x"
+
+    specs = {s.wire: s for s in field_specs(Prose)}
+    assert specs["said"].default_text == ""  # prose is documentation, not a value
+    assert specs["marked"].default_text == "true"
+    assert specs["real"].default_text == "x" and specs["real"].default == "x"
+
+
+def test_every_catalog_default_reaches_the_form() -> None:
+    import genwidgets as gw
+
+    specs = {s.wire: s for s in field_specs(gw.endpoint("genW2.5-t2i-preview").model)}
+    assert specs["n"].default_text == "4" and specs["n"].billed
+    assert specs["prompt_extend"].default_text == "true"
+    assert specs["size"].default_text == "1280*1280"
 
 
 def test_specs_read_limits_markers_and_defaults_once_per_model() -> None:

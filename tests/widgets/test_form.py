@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as W
@@ -185,6 +186,21 @@ def test_invalid_input_shows_inline_and_sends_nothing(endpoint: str) -> None:
     form._on_submit_click()  # the button shows the error instead of raising
     assert client.calls == []
     assert form.submit_button.disabled
+
+
+@pytest.mark.parametrize(
+    "prompt", ["a kite --chaos 500", "a cat::-1 a dog::0.5", "a kite {--chaos 50, --chaos 500}"]
+)
+def test_an_imgm_prompt_the_gateway_would_refuse_disables_submit(prompt: str) -> None:
+    client = RecordingClient()
+    form = gw.form("imgM-v8.1-i2i", client=client, **VALID["imgM-v8.1-i2i"])
+    assert not form.submit_button.disabled
+    form.fields["remix_prompt"].control.value = prompt
+    shown = notes_under(form.fields["remix_prompt"])
+    assert "0-100" in shown or "add up to" in shown
+    assert form.submit_button.disabled and "remix_prompt" in form.reason.value
+    form._on_submit_click()
+    assert client.calls == []
 
 
 @pytest.mark.parametrize("endpoint", list(VALID))
@@ -570,3 +586,77 @@ def test_button_click_submits_to_the_simulator_and_shows_the_job(simulator: Any)
         close = getattr(client, "close", None)
         if close:
             close()
+
+
+# --- a local file typed into an image field (issue 20, point 6) -----------------------------
+
+
+def _meadow(folder: Path) -> Path:
+    path = folder / "meadow.png"
+    Image.new("RGB", (640, 480), "skyblue").save(path)
+    return path
+
+
+def test_a_typed_local_file_passes_with_a_thumbnail_and_python_code(tmp_path: Path) -> None:
+    meadow = _meadow(tmp_path)
+    form = gw.form("imgQ-edit-plus", prompt="a kite over the meadow", n=1)
+    row = form.fields["images"].rows[0]
+    row.url.value = str(meadow)  # what a person types
+    assert form.errors == [] and not form.submit_button.disabled
+    assert form.value["images"] == [meadow]
+    assert row.preview.value and "640x480" in row.status.value
+    code = html.unescape(form.code_view.value)
+    assert "from pathlib import Path" in code and f"Path({str(meadow)!r})" in code
+    assert "sent encoded" in html.unescape(form.json_view.value)
+
+
+def test_a_typed_missing_file_says_no_such_file_and_disables_submit() -> None:
+    form = gw.form("imgQ-edit-plus", prompt="a kite", n=1)
+    form.fields["images"].rows[0].url.value = "/nowhere/meadow.png"
+    assert [e["msg"] for e in form.errors] == ["no such file: '/nowhere/meadow.png'"]
+    assert form.submit_button.disabled and "no such file" in form.reason.value
+    assert "no such file" in form.fields["images"].rows[0].note.value
+    assert "expected a public" not in form.reason.value
+
+
+@pytest.mark.timeout(60)
+def test_a_typed_local_file_is_sent_encoded_to_the_simulator(
+    simulator: Any, tmp_path: Path
+) -> None:
+    meadow = _meadow(tmp_path)
+    with gw.Client(base_url=simulator.base_url, api_key="sim-demo-key") as client:
+        form = gw.form("imgQ-edit-plus", client=client, prompt="a kite", n=1)
+        form.set(images=[str(meadow)])  # as typed: the box names the file
+        job = form.submit()
+        sent = job.payload["images"][0]
+        assert sent.startswith("data:image/png;base64,")
+        assert base64.b64decode(sent.split(",", 1)[1]) == meadow.read_bytes()
+        assert job.result(timeout=30).ok
+
+
+# --- layout (issue 20, point 8; measured in chromium by tests/browser/test_form_board_browser.py)
+
+
+def test_buttons_keep_their_width_and_a_long_reason_wraps_below_them() -> None:
+    form = gw.form(
+        "imgQ-edit-plus", prompt="a kite", n=1, images=["/nowhere/" + "x" * 300 + ".png"]
+    )
+    assert form.actions.children[:2] == (form.submit_button, form.reset_button)
+    assert form.actions.layout.flex_flow == "row wrap"  # the reason may go to a line of its own
+    for button in (form.submit_button, form.reset_button):
+        assert button.layout.flex == "0 0 auto"  # never squeezed to "Su…"
+    assert (form.reason.layout.flex, form.reason.layout.min_width) == ("1 1 auto", "0")
+    assert "no such file" in form.reason.value and form.submit_button.disabled
+
+
+def test_each_list_rows_delete_button_keeps_its_room() -> None:
+    form = gw.form("imgQ-edit-plus", prompt="a kite", n=1, images=["https://x.test/a.png"] * 2)
+    images = form.fields["images"]
+    assert images.rows_box.layout.width == "auto"  # 100% plus its indent clipped the edge
+    for box in images._row_boxes:
+        holder, remove = box.children
+        assert (holder.layout.flex, holder.layout.min_width) == ("1 1 auto", "0")
+        assert remove.layout.flex == "0 0 auto" and remove.layout.min_width == remove.layout.width
+        assert "gw-remove" in remove._dom_classes and "gw-list-row" in box._dom_classes
+    row = images.rows[0]
+    assert row.note.layout.margin == "0"  # an item's errors use the row's width

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 from widgets.field_samples import CTX, form_png, upload
 
 from genwidgets.catalog import MediaSpec
 from genwidgets.catalog.vida import VIDA_IMAGE  # lowercase data URLs, 300-6000 px sides
 from genwidgets.widgets.field_spec import UNSET, FieldSpec
-from genwidgets.widgets.media_input import MediaElement
+from genwidgets.widgets.media_input import MediaElement, local_path
 
 VIDK_IMAGE = MediaSpec(media="image", encoding="raw_base64", formats=("jpeg", "png"), min_side=300)
 URL_ONLY = MediaSpec(media="image", encoding="url_only", formats=("jpeg", "png"))
@@ -69,3 +70,61 @@ def test_inline_data_set_by_code_stays_out_of_widget_state() -> None:
     assert el.get() == data_url
     assert el.url.value == ""
     assert "inline data" in el.status.value
+
+
+# --- local paths typed in the box, and inline data set by code (issue 20, points 6, 8) -----
+
+
+def test_local_path_tells_a_typed_path_from_urls_and_base64(tmp_path: Path) -> None:
+    existing = tmp_path / "meadow"  # no extension: named because it exists
+    existing.write_bytes(form_png(64, 64))
+    assert local_path(str(existing)) == existing
+    assert local_path(f"file://{existing}") == existing
+    assert local_path("/nowhere/meadow.png") == Path("/nowhere/meadow.png")
+    assert local_path("~/meadow.jpg") == Path("~/meadow.jpg").expanduser()
+    assert local_path("./a") == Path("a")
+    for not_a_path in ("https://x.test/a.png", "asset://abc", "data:image/png;base64,AAAA", ""):
+        assert local_path(not_a_path) is None
+    jpeg_base64 = base64.b64encode(b"\xff\xd8\xff\xe0" + bytes(64)).decode()
+    assert jpeg_base64.startswith("/9j/") and local_path(jpeg_base64) is None
+
+
+def test_a_typed_path_is_the_value_with_a_thumbnail(tmp_path: Path) -> None:
+    picture = tmp_path / "meadow.png"
+    picture.write_bytes(form_png(640, 480))
+    el = media_element(VIDA_IMAGE)
+    el.url.value = str(picture)
+    assert el.get() == picture  # a Path: validation and submit encode it by the field's rule
+    assert el.preview.value and el.preview.layout.display is None
+    assert "640x480" in el.status.value and "✓" in el.status.value
+    el.url.value = "https://x.test/a.png"  # typing a URL forgets the file
+    assert el.get() == "https://x.test/a.png" and el.preview.layout.display == "none"
+
+
+def test_set_with_a_path_fills_the_box_as_if_typed(tmp_path: Path) -> None:
+    picture = tmp_path / "meadow.png"
+    picture.write_bytes(form_png(640, 480))
+    el = media_element(VIDA_IMAGE)
+    el.set(picture)
+    assert el.url.value == str(picture) and el.get() == picture and el.preview.value
+
+
+def test_a_typed_missing_file_shows_no_thumbnail_and_stays_a_path() -> None:
+    el = media_element(VIDA_IMAGE)
+    el.url.value = "/nowhere/meadow.png"
+    assert el.get() == Path("/nowhere/meadow.png")  # the form's check says "no such file"
+    assert el.preview.layout.display == "none" and "✓" not in el.status.value
+
+
+def test_inline_data_shows_a_thumbnail_and_its_type_and_size_not_an_empty_box() -> None:
+    el = media_element(VIDA_IMAGE)
+    el.set("data:image/png;base64," + base64.b64encode(form_png(640, 480)).decode())
+    assert el.preview.value and el.preview.layout.display is None
+    assert "png" in el.status.value and "640x480" in el.status.value
+    assert "inline data (png" in el.url.placeholder
+    assert "passes the checks" not in el.status.value  # only the form's validation checks it
+    video = media_element(MediaSpec(media="video", encoding="raw_base64", formats=("mp4",)))
+    video.set(base64.b64encode(bytes(300)).decode())  # not decodable media: its size
+    assert "inline data: 300 bytes" in video.status.value and not video.preview.value
+    video.set(UNSET)
+    assert "inline data" not in video.url.placeholder

@@ -258,3 +258,24 @@ def test_errors_of_one_expansion_show_beside_their_control() -> None:
     builder = build("a bird --{v 8.1, seed abc}")
     assert "in prompt 2 of 2" in builder.messages.value
     assert "0-4294967295" in builder.controls["seed"].note.value
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("{a,b}" * 1638, "more than 10^"),  # 8,190 characters, 2**1638 prompts
+        ("cat --repeat " + "{1,2}" * 25, "33554432 prompts"),
+        ("a kite " * 1170, "1 prompt × repeat 1"),  # 8,190 characters of text
+        # 40 expansions that vary a parameter, each 7,900 characters, each checked
+        ("w " * 3000 + "{" + ", ".join(f"--chaos {i * 3}" for i in range(40)) + "}", "40 prompts"),
+    ],
+)
+def test_any_prompt_up_to_the_length_limit_is_shown_with_its_count(text: str, shown: str) -> None:
+    """Counted, validated and shown without making its expansions (speed goal:
+    benchmarks/prompt.py); the count is written even when it has thousands of digits."""
+    builder = build(text)
+    assert len(text) <= 8192
+    assert shown in builder.billing.value
+    if "more than" in shown or "33554432" in shown:
+        assert "at most 40" in builder.messages.value

@@ -354,7 +354,15 @@ def test_real_outputs_render_by_content_type(
                 assert 'poster="data:image/jpeg;base64,' in html
                 assert f"saved at {path}" in html
                 assert base64.b64encode(path.read_bytes()).decode()[:200] not in html
-            elif download:  # images (and small audio) hold the ledger's local copy
+            elif download and cls is ipywidgets.Image:
+                # an image holds the thumbnail of the ledger's copy, linked to the full one
+                assert path is not None
+                from genwidgets.jobs.thumbnails import data_url, thumbnail
+
+                small = thumbnail(path)
+                assert small is not None and f'src="{data_url(small)}"' in html
+                assert f'<a href="{result.outputs[0].url}"' in html
+            elif download:  # small audio holds the ledger's local copy
                 assert path is not None
                 data = base64.b64encode(path.read_bytes()).decode()
                 assert f"base64,{data}" in html
@@ -383,3 +391,51 @@ def test_outputs_from_the_ledger_use_their_local_copy(tmp_path: Path) -> None:
     assert "base64," in to_html(restored) and 'src="http' not in to_html(restored)
     gone = out("video/mp4", "http://127.0.0.1:9/files/t/0.mp4", from_ledger=True)
     assert render(gone).format == "url"  # no local copy: the URL is all there is
+
+
+def test_a_rendered_widget_shows_its_static_copy_alone_from_the_end_of_the_cell(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``gw.render`` as a cell's result: the widget and its copy, then (on the main
+    thread, at the end of the cell) the copy alone with the image's thumbnail, so a
+    notebook saved without widget state reopens showing it."""
+    import IPython.display
+    from IPython.core.interactiveshell import InteractiveShell
+    from PIL import Image
+
+    from genwidgets.widgets import durable
+
+    picture = tmp_path / "kite.png"
+    Image.new("RGB", (800, 600), "red").save(picture)
+    output = Output.from_entry({"url": "https://cdn.example/kite.png", "content_type": "image/png"})
+    output.path = picture  # the ledger's local copy
+    shown: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    updates: list[dict[str, Any]] = []
+
+    class Handle:
+        def update(self, data: dict[str, Any], **kwargs: Any) -> None:
+            updates.append(data)
+
+    def display(data: dict[str, Any], **kwargs: Any) -> Handle:
+        shown.append((data, kwargs))
+        return Handle()
+
+    shell = InteractiveShell.instance()
+    durable.REPUBLISH.flush()  # nothing of other tests pending
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(durable, "in_kernel", lambda: True)
+    widget = render(output)
+    assert isinstance(widget, ipywidgets.Image)  # still itself inside containers
+    assert shell.display_formatter.ipython_display_formatter(widget) is True
+    [(data, kwargs)] = shown
+    assert data[durable.WIDGET_VIEW_MIME]["model_id"] == widget.model_id
+    assert kwargs["display_id"] is True and updates == []
+    shell.run_cell("1 + 1")
+    [static] = updates
+    assert set(static) == {"text/html", "text/plain"}
+    assert '<a href="https://cdn.example/kite.png"' in static["text/html"]
+    assert 'class="gw-thumb" src="data:image/jpeg;base64,' in static["text/html"]
+    monkeypatch.setenv("VOILA_BASE_URL", "/")
+    render(output)._ipython_display_()
+    shell.run_cell("2 + 2")
+    assert len(updates) == 1  # Voilà keeps the live widget

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from widgets.taskfakes import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
 
-from genwidgets.widgets import task
+from genwidgets.widgets import durable, task
 from genwidgets.widgets._style import COLOURS
+from genwidgets.widgets.durable import WIDGET_VIEW_MIME
 from genwidgets.widgets.task import (
-    WIDGET_VIEW_MIME,
     TaskView,
     display_job,
     display_job_into,
@@ -77,7 +77,7 @@ def test_structured_error_is_text_and_hostile_text_is_escaped_in_the_fallback() 
     view = TaskView(job)
     job.finish(error={"detail": "<script>alert(1)</script>"}, error_type="<i>x</i>")
     # Traits hold text: the ES module puts it in with textContent, never as markup.
-    assert json.loads(view.error) == {"detail": "<script>alert(1)</script>"}
+    assert view.error == "<script>alert(1)</script>"  # an object error reads as its detail
     assert view.request_id == "<b>rid</b>"
     html = task.final_bundle(job)["text/html"]
     assert "<script>" not in html and "&lt;script&gt;" in html
@@ -113,7 +113,8 @@ def test_cancel_message_calls_request_cancel_once() -> None:
     job.run()  # still running: the button stays "cancel requested" until the status says so
     assert wait_for(lambda: view.category == "running") and view.cancel_requested
     job.finish(error="cancelled by user", error_type="cancelled")
-    assert view.status == "cancelled" and view.category == "failed" and view.terminal
+    assert view.status == "cancelled" and view.category == "cancelled" and view.terminal
+    assert view.error == "" and view.error_type == ""  # grey "cancelled", no error line
 
 
 def test_cancel_requested_elsewhere_shows_in_the_view() -> None:
@@ -316,9 +317,10 @@ def test_display_job_is_one_output_holding_the_view_and_its_fallback(
     on_thread(lambda: job.finish([IMAGE_OUT, {**IMAGE_OUT, "url": "https://cdn.example/1.png"}]))
     assert len(recorder.handle.updates) == 1
     final, kwargs = recorder.handle.updates[0]
-    assert kwargs == {"raw": True, "metadata": {}}
+    assert kwargs == {"raw": True}
     assert recorder.handle.threads[0] != threading.main_thread().name
-    assert final[WIDGET_VIEW_MIME]["model_id"] == view.model_id  # still the same live view
+    # Terminal: the static copy alone, so a notebook saved without widget state shows it.
+    assert set(final) == {"text/html", "text/plain"}
     html = final["text/html"]
     assert '<img src="https://cdn.example/files/tok/out-0.png"' in html
     assert '<img src="https://cdn.example/1.png"' in html
@@ -326,6 +328,37 @@ def test_display_job_is_one_output_holding_the_view_and_its_fallback(
     assert "https://cdn.example/files/tok/out-0.png" in final["text/plain"]
     # ... and the view carries the same outputs itself (Voilà never sees the update).
     assert [o["url"] for o in view.outputs] == [IMAGE_OUT["url"], "https://cdn.example/1.png"]
+
+
+def test_in_voila_a_finished_task_keeps_its_live_view(
+    recorder: DisplayRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VOILA_SERVER_URL", "http://127.0.0.1:8866/")
+    assert durable.keeps_live_views()
+    job = FakeJob()
+    view = display_job(job)
+    job.finish([IMAGE_OUT])
+    [(final, kwargs)] = recorder.handle.updates
+    assert final[WIDGET_VIEW_MIME]["model_id"] == view.model_id
+    assert IMAGE_OUT["url"] in final["text/html"] and kwargs == {"raw": True, "metadata": {}}
+
+
+def test_the_final_copy_is_written_again_from_the_main_thread_after_the_next_cell(
+    recorder: DisplayRecorder,
+) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    durable.REPUBLISH.flush()  # nothing of other tests pending
+    job = FakeJob()
+    display_job(job)
+    on_thread(lambda: job.finish([IMAGE_OUT]))
+    assert len(recorder.handle.updates) == 1
+    shell.run_cell("1 + 1")  # the next cell: post_run_cell fires on the main thread
+    assert len(recorder.handle.updates) == 2
+    assert recorder.handle.threads[1] == threading.main_thread().name
+    assert recorder.handle.updates[0] == recorder.handle.updates[1]
+    assert WIDGET_VIEW_MIME not in recorder.handle.updates[1][0]
 
 
 def test_final_output_is_published_before_the_job_completes(recorder: DisplayRecorder) -> None:
@@ -460,11 +493,12 @@ def test_real_job_view_reaches_done_and_holds_no_key(
     assert wait_for(lambda: view.status == "done")
     assert wait_for(lambda: len(recorder.handle.updates) == 1)
     html = recorder.handle.updates[0][0]["text/html"]
-    # The ledger kept local copies before completion: the saved notebook holds the
-    # images themselves, so they still show once the simulator's URLs are gone.
+    # The ledger kept local copies before completion: the saved notebook holds their
+    # thumbnails, linked to the full outputs, so they still show once the URLs are gone.
     assert job.last_result is not None
     assert all(o.path is not None for o in job.last_result.outputs)
-    assert html.count('<img src="data:image/png;base64,iVBOR') == 4
+    assert html.count('<img class="gw-thumb" src="data:image/') == 4
+    assert all(f'<a href="{o.url}"' in html for o in job.last_result.outputs)
     # The live view loads the same images from the simulator's URLs.
     assert len(view.outputs) == 4
     assert all(o["url"].startswith(real_client.base_url) for o in view.outputs)
@@ -509,7 +543,7 @@ def test_real_cancel_from_the_button(real_client: Any) -> None:
     result = job.result(timeout=30)
     assert result.error_type == "cancelled"
     assert wait_for(lambda: view.status == "cancelled")
-    assert view.error == "cancelled by user"
+    assert view.category == "cancelled" and view.error == ""
 
 
 @pytest.mark.timeout(60)
@@ -559,10 +593,10 @@ def test_saved_notebook_keeps_final_status_and_outputs_as_display_data(
     assert env_helper.error_outputs(saved) == []
     # One output: the widget view and its HTML fallback, updated in place on completion.
     [display] = saved.cells[0].outputs
-    assert env_helper.WIDGET_VIEW_MIME in display["data"]
+    assert env_helper.WIDGET_VIEW_MIME not in display["data"]  # the static copy alone
     final = display["data"]["text/html"]
     assert 'class="gw-status gw-status-done"' in final and ">done</span>" in final
-    assert final.count('<img src="data:image/png;base64,') == 4
+    assert final.count('<img class="gw-thumb" src="data:image/') == 4
     assert "done" in display["data"]["text/plain"]
     state = env_helper.widget_state(saved)
     [view] = env_helper.task_views(state)
@@ -578,10 +612,8 @@ def test_final_output_is_written_again_at_the_end_of_the_next_cell() -> None:
     # label; the post_run_cell hook writes it again with the next cell's label.
     from IPython.core.interactiveshell import InteractiveShell
 
-    from genwidgets.widgets import task as task_module
-
     shell = InteractiveShell.instance()
-    republisher = task_module._Republisher()
+    republisher = durable.Republisher()
     writes: list[str] = []
     republisher.add(lambda: writes.append("final"))
     assert writes == [] and republisher._installed
@@ -628,7 +660,7 @@ def test_a_finished_view_sends_its_whole_state_again_at_the_end_of_the_next_cell
         full_state(key)
 
     monkeypatch.setattr(view, "send_state", record)
-    task._REPUBLISH.flush()  # nothing of other tests pending
+    durable.REPUBLISH.flush()  # nothing of other tests pending
     on_thread(lambda: job.finish([IMAGE_OUT]))
     assert sent == []
     shell.run_cell("1 + 1")  # the next cell: post_run_cell fires on the main thread

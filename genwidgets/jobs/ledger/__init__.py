@@ -1,11 +1,14 @@
 """The task ledger: every paid task on disk, so a kernel restart loses none of them.
 
 One SQLite file (``GENWIDGETS_HOME/ledger.sqlite3``, standard library ``sqlite3``)
-in WAL mode with a busy timeout, shared safely by several kernels at once. The
-engine writes, in order:
+in WAL mode with a busy timeout, shared safely by several kernels at once. Writes
+go through one writer thread (:mod:`.writer`), so a lock held by another process
+delays only the ledger, never a poll or a submit (docs/decisions.md, "The ledger
+and the engine"). The engine writes, in order:
 
 1. :meth:`Ledger.record_intent` *before* the create request leaves (state
-   ``submitting``);
+   ``submitting``; on disk when the file is free, queued ahead of every later
+   write of the task when another process holds it);
 2. :meth:`Ledger.record_handle` the moment the handle arrives (``submitted``),
    or :meth:`Ledger.record_create_failed` (``not_created`` when the request
    certainly created nothing, ``outcome_unknown`` when it may have);
@@ -51,14 +54,17 @@ Other choices where the spec is silent:
   rollback journal (still safe, slower under contention).
 - Schema versions live in a ``meta`` table (:mod:`.schema`); older files are
   migrated in place, newer files are refused with an error saying what to do.
-- A file that cannot be a ledger (another application's SQLite file, or not
-  SQLite at all: corrupted) is moved aside, kept as it was, named in a
-  :class:`~genwidgets.errors.LedgerWarning` with its new path; a new ledger is
+- A file that cannot be a ledger (another application's SQLite file, not
+  SQLite at all, or damaged: ``PRAGMA quick_check`` at open) is moved aside,
+  kept as it was, named in a :class:`~genwidgets.errors.LedgerWarning` with its
+  new path; a new ledger is
   started at the same place and recording goes on.
 
 The package, by noun: :mod:`.scrub` (what is kept of a payload), :mod:`.rows`
 (the row and its states), :mod:`.schema` (the file's tables and migrations),
-:mod:`.store` (the :class:`Ledger`). Other parts read it through
+:mod:`.writer` (the writer thread), :mod:`.writes` (the writes), :mod:`.file`
+(the file's health: checked, set aside, said when unwritable), :mod:`.lease`
+(one owner per task), :mod:`.store` (the :class:`Ledger`). Other parts read it through
 :meth:`Ledger.rows` (with the observed times ``running_at``/``done_at``) and may
 keep their own tables in the same file through :meth:`Ledger.transaction`.
 """

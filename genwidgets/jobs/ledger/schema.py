@@ -18,9 +18,9 @@ from pathlib import Path
 
 from ...errors import LedgerError
 
-__all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "ensure_schema"]
+__all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_is_current"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION = "genwidgets-ledger"
 
 SCHEMA_V1 = (
@@ -59,12 +59,42 @@ def _add_observed_times(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE tasks ADD COLUMN done_at REAL")
 
 
+def _add_leases(conn: sqlite3.Connection) -> None:
+    """Version 3: which client polls a task (``tasks.owner``), and whether it lives
+    (``owners``: one row per live client, its heartbeat refreshed): see :mod:`.lease`."""
+    conn.execute("ALTER TABLE tasks ADD COLUMN owner TEXT")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS owners (owner TEXT PRIMARY KEY, host TEXT NOT NULL, "
+        "pid INTEGER NOT NULL, heartbeat REAL NOT NULL)"
+    )
+
+
 #: MIGRATIONS[n] upgrades a version-n file to version n+1 (inside one transaction)
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _add_observed_times}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _add_observed_times,
+    2: _add_leases,
+}
+
+
+def schema_is_current(conn: sqlite3.Connection) -> bool:
+    """Whether the file is already a ledger of this version: then opening it writes
+    nothing, so a lock held by another process does not delay the open."""
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return False
+        raise
+    return meta.get("application") == APPLICATION and meta.get("schema_version") == str(
+        SCHEMA_VERSION
+    )
 
 
 def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
-    """Create, migrate or refuse; in one write transaction so kernels don't race."""
+    """Create, migrate or refuse; in one write transaction so kernels don't race
+    (none when the file is already current: see :func:`schema_is_current`)."""
+    if schema_is_current(conn):
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

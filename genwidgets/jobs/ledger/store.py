@@ -1,34 +1,34 @@
 """The ledger's store: one SQLite file, written in order, read by any kernel.
 
-See :mod:`genwidgets.jobs.ledger` for the order of writes and the states, and
-:mod:`.schema`, :mod:`.rows` and :mod:`.scrub` for the file, the row and what
-is kept of a payload.
+See :mod:`genwidgets.jobs.ledger` for the order of writes and the states,
+:mod:`.writes` for the writes, :mod:`.file` for the file's health, :mod:`.lease`
+for task owners, and :mod:`.schema`, :mod:`.rows` and :mod:`.scrub` for the
+file, the row and what is kept of a payload.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
 import os
-import socket
 import sqlite3
 import threading
 import time
-import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..._config import home, redact
-from ...errors import LedgerError, LedgerWarning
-from ...protocol.records import Handle, Result, Status
+from ..._config import home
+from ...errors import LedgerError
+from .file import FileKeeping
+from .lease import HOST, Owner, heartbeat, pid_alive, release
 from .rows import (
     COLUMN_NAMES,
     COLUMNS,
     FAILED,
     FINISHED,
-    NOT_CREATED,
     OK,
     OUTCOME_UNKNOWN,
     STATES,
@@ -37,56 +37,30 @@ from .rows import (
     UNFINISHED,
     LedgerRow,
 )
-from .schema import ensure_schema
-from .scrub import error_text, output_record, scrub_payload
+from .writer import Op, Writer
+from .writes import Recording, in_flight_lock
 
 __all__ = ["LEDGER_FILE_NAME", "Ledger"]
 
 LEDGER_FILE_NAME = "ledger.sqlite3"
+#: how long a read made on the engine's loop waits for queued writes (a free file
+#: writes them in milliseconds; a busy one is not waited for at all)
+QUICK_FLUSH = 0.1
+#: how long ``Ledger()`` waits for the file to open (a free file opens in milliseconds;
+#: one that needs a lock to be created or migrated opens later, in the writer)
+OPEN_WAIT = 1.0
 log = logging.getLogger("genwidgets")
 
 
-def _latest_outputs(
-    conn: sqlite3.Connection, gateway: str, request_id: str
-) -> tuple[int, list[dict[str, Any]]] | None:
-    """The id and outputs of the newest row recorded for a task, or None."""
-    found = conn.execute(
-        "SELECT id, outputs FROM tasks WHERE id = "
-        "(SELECT max(id) FROM tasks WHERE gateway = ? AND request_id = ?)",
-        (gateway, request_id),
-    ).fetchone()
-    if found is None:
-        return None
-    row_id, outputs = found
-    return row_id, json.loads(outputs)
-
-
-# row ids this process is sending right now, per ledger file (shared by Ledger instances)
-_in_flight: dict[str, set[int]] = {}
-_in_flight_lock = threading.Lock()
-_HOST = socket.gethostname()
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether a process of this host still runs; unknown counts as alive."""
-    if pid <= 0:
-        return False
-    if os.name == "nt":  # os.kill(pid, 0) would terminate it there
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: alive but someone else's
-        return True
-    return True
-
-
-class Ledger:
+class Ledger(FileKeeping, Recording):
     """The on-disk record of every task of every kernel on this machine.
 
-    Thread-safe (one connection guarded by a lock, reopened after ``fork``) and
-    safe across processes (WAL, busy timeout, ``BEGIN IMMEDIATE`` for writes).
+    Writes go to one writer thread (:mod:`.writer`) and reach the file in the
+    order they were made; a file locked by another process delays them, never
+    the caller. Reads use their own connection (WAL readers do not wait for a
+    writer) after waiting, at most ``busy_timeout`` seconds, for the writes
+    queued before them. Thread-safe, safe across processes, and reopened after
+    ``fork``. See docs/decisions.md, "The ledger and the engine".
     """
 
     def __init__(
@@ -94,92 +68,128 @@ class Ledger:
         path: str | os.PathLike[str] | None = None,
         *,
         stale_after: float = 60.0,
-        busy_timeout: float = 30.0,
+        busy_timeout: float = 5.0,
+        intent_wait: float = 0.25,
+        lease_ttl: float = 120.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = Path(path) if path is not None else home() / LEDGER_FILE_NAME
-        if stale_after <= 0 or busy_timeout <= 0:
-            raise ValueError("stale_after and busy_timeout must be positive numbers of seconds")
+        for name, value in (
+            ("stale_after", stale_after),
+            ("busy_timeout", busy_timeout),
+            ("lease_ttl", lease_ttl),
+        ):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+        if isinstance(intent_wait, bool) or not isinstance(intent_wait, (int, float)):
+            raise ValueError(f"intent_wait must be a number of seconds, not {intent_wait!r}")
         self.stale_after = float(stale_after)
         self.busy_timeout = float(busy_timeout)
+        #: how long ``record_intent`` waits for its row to be on disk before the
+        #: create may leave anyway (the row follows when the ledger frees)
+        self.intent_wait = max(0.0, float(intent_wait))
+        self.lease_ttl = float(lease_ttl)
         self._clock = clock
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the readers' connection
+        self._writer_lock = threading.Lock()  # never held while waiting for the file
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
+        self._reopen_reads = False
         self._abandoned: list[sqlite3.Connection] = []
         #: where an unusable file found at ``path`` was moved (None if none was)
         self.set_aside: Path | None = None
+        #: why the file cannot be written (None while it can): writes are given up
+        self.unwritable: str | None = None
+        #: writes given up because the file could not be written
+        self.dropped = 0
+        self._notices: list[str] = []
+        self._notices_lock = threading.Lock()
         self._last_status: dict[tuple[str, str], tuple[str, int | None]] = {}
+        self._ids: dict[int, int] = {}  # intent ticket -> row id
+        self._owner = Owner()
+        self._leasing = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._key = str(self.path.resolve())
         self.journal_mode = ""
-        with self._lock:
-            self._connection()
+        self._writer: Writer | None = None
+        opened = self._put(None)  # the writer opens (and checks) the file: no lock needed
+        try:
+            opened.result(timeout=min(OPEN_WAIT, self.busy_timeout))
+        except concurrent.futures.TimeoutError:
+            log.warning(
+                "genwidgets: the ledger %s is busy (locked by another process); "
+                "rows are kept in order and written when it frees",
+                self.path,
+            )
+        except LedgerError:
+            self._stop_writer(0.0)
+            raise
+        except sqlite3.Error:
+            pass  # said by a LedgerWarning (delivered below)
+        self._deliver()
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
 
-    # ------------------------------------------------------------------ connection
+    # ------------------------------------------------------------------ the writer
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is not None and self._conn_pid == os.getpid():
-            return self._conn
-        if self._conn is not None:  # inherited across fork: never touch it again
-            self._abandoned.append(self._conn)
-        self._conn = None
-        try:
-            conn = self._open()
-        except LedgerError as exc:
-            if not exc.replaceable:
-                raise
-            self._set_aside(exc)
-            conn = self._open()
-        self._conn, self._conn_pid = conn, os.getpid()
-        return conn
+    def _put(self, op: Op | None) -> concurrent.futures.Future[Any]:
+        with self._writer_lock:
+            writer = self._writer
+            if writer is None or writer.pid != os.getpid() or not writer.thread.is_alive():
+                writer = self._writer = Writer(
+                    self._open_for_writes,
+                    self._on_fault,
+                    name=f"genwidgets-ledger-{self.path.name}",
+                    idle=self._idle,
+                    idle_every=self.lease_ttl / 4,
+                    exit_wait=self.busy_timeout,
+                )
+            return writer.put(op)
 
-    def _open(self) -> sqlite3.Connection:
-        try:
-            conn = sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        except sqlite3.Error as exc:
-            raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            ensure_schema(conn, self.path)  # first: a file that is not ours stays untouched
-            self.journal_mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
-            conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.OperationalError as exc:  # locked, I/O: the file may be fine
-            conn.close()
-            raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
-        except sqlite3.DatabaseError as exc:  # not a database, malformed
-            conn.close()
-            raise LedgerError(
-                f"{self.path} is not a usable genwidgets ledger ({exc})", replaceable=True
-            ) from exc
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+    def _idle(self) -> Op | None:
+        """The writer's idle work: the heartbeat of this ledger's leases."""
+        if not self._leasing:
+            return None
+        owner, now = self._owner.name, self._clock()
+        return lambda conn: heartbeat(conn, owner, now)
 
-    def _set_aside(self, why: LedgerError) -> None:
-        """Move an unusable file (and its WAL companions) aside, keeping it, and say where."""
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        aside = self.path.with_name(f"{self.path.name}.unusable-{stamp}-{os.getpid()}")
-        for suffix in ("", "-wal", "-shm"):
-            source = self.path.with_name(self.path.name + suffix)
-            if source.exists():
-                os.replace(source, aside.with_name(aside.name + suffix))
-        self.set_aside = aside
-        warnings.warn(
-            f"genwidgets: {redact(str(why))}. It was moved to {aside} (kept as it was) and a "
-            f"new task ledger was started at {self.path}; recording goes on.",
-            LedgerWarning,
-            stacklevel=4,
-        )
+    def _quietly(self, what: str, future: concurrent.futures.Future[Any]) -> None:
+        """Log (once it ends) a background write that failed; the warning says the rest."""
+
+        def done(f: concurrent.futures.Future[Any]) -> None:
+            exc = f.exception()
+            if exc is not None:  # once the file is known unwritable, the warning said it all
+                level = logging.DEBUG if self.unwritable is not None else logging.WARNING
+                log.log(level, "genwidgets: could not record %s in the ledger: %s", what, exc)
+
+        future.add_done_callback(done)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every write made so far is on disk (or given up); False on timeout.
+
+        ``timeout`` defaults to ``busy_timeout``.
+        """
+        writer = self._writer
+        done = writer is None or writer.flush(self.busy_timeout if timeout is None else timeout)
+        self._deliver()
+        return done
+
+    def _stalled(self) -> bool:
+        writer = self._writer
+        return writer is not None and writer.stalled
+
+    @property
+    def pending(self) -> int:
+        """Writes queued and not yet on disk (more than 0 while another process holds a lock)."""
+        writer = self._writer
+        return 0 if writer is None else writer.pending
+
+    def _stop_writer(self, timeout: float) -> None:
+        with self._writer_lock:
+            writer, self._writer = self._writer, None
+        if writer is not None and writer.pid == os.getpid():
+            writer.stop(timeout)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -201,10 +211,12 @@ class Ledger:
         """A write transaction (``BEGIN IMMEDIATE``) on this ledger's file, for tables
         of other parts of genwidgets kept beside ``tasks`` (the prompt lab's grids).
 
-        Thread-safe and safe across kernels like the ledger's own writes; commits
-        when the block ends, rolls back on an exception. sqlite3 errors become
+        Runs on the caller's thread (it waits for a lock held elsewhere, up to
+        ``busy_timeout``), after the ledger's own queued writes. Commits when the
+        block ends, rolls back on an exception; sqlite3 errors become
         :class:`LedgerError`.
         """
+        self.flush()
         with self._write() as conn:
             yield conn
 
@@ -219,12 +231,24 @@ class Ledger:
             except sqlite3.Error as exc:
                 raise LedgerError(f"cannot read the ledger {self.path}: {exc}") from exc
 
+    def release(self) -> None:
+        """Give up the leases of this ledger's tasks (queued): another kernel's
+        ``resume()`` takes them at once. The next task created takes a lease again."""
+        if self._leasing:
+            self._leasing = False
+            owner = self._owner.name
+            self._quietly("the end of leases", self._put(lambda conn: release(conn, owner)))
+
     def close(self) -> None:
-        """Close this process's connection (it reopens on the next call)."""
+        """Write what is queued (at most ``busy_timeout``), give up this ledger's leases,
+        and close its connections (they reopen on the next call)."""
+        self.release()
+        self._stop_writer(self.busy_timeout)
         with self._lock:
             if self._conn is not None and self._conn_pid == os.getpid():
                 self._conn.close()
             self._conn = None
+        self._deliver()
 
     def __enter__(self) -> Ledger:
         return self
@@ -232,225 +256,15 @@ class Ledger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ in flight
-
-    def _in_flight(self) -> set[int]:
-        return _in_flight.setdefault(self._key, set())
-
-    def _settle(self, row_id: int) -> None:
-        with _in_flight_lock:
-            self._in_flight().discard(row_id)
-
-    # ------------------------------------------------------------------ writes
-
-    def record_intent(self, *, gateway: str, endpoint: str, payload: Mapping[str, Any]) -> int:
-        """Write the intent before the create request leaves; returns the row id."""
-        for name, value in (("gateway", gateway), ("endpoint", endpoint)):
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"{name} must be a non-empty string, not {value!r}")
-        stored = json.dumps(scrub_payload(payload))
-        now = self._clock()
-        with self._write() as conn:
-            cursor = conn.execute(
-                "INSERT INTO tasks (gateway, endpoint, state, payload, pid, host, "
-                "submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (gateway, endpoint, SUBMITTING, stored, os.getpid(), _HOST, now, now),
-            )
-            row_id = cursor.lastrowid
-        assert row_id is not None
-        with _in_flight_lock:
-            self._in_flight().add(row_id)
-        return row_id
-
-    def record_handle(self, row_id: int, handle: Handle) -> None:
-        """The create request answered with a task handle: the task exists."""
-        now = self._clock()
-        try:
-            with self._write() as conn:
-                changed = conn.execute(
-                    "UPDATE tasks SET request_id = ?, state = ?, status_url = ?, "
-                    "response_url = ?, cancel_url = ?, queue_position = ?, handle_at = ?, "
-                    "updated_at = ? WHERE id = ?",
-                    (
-                        handle.request_id,
-                        SUBMITTED,
-                        redact(handle.status_url),
-                        redact(handle.response_url),
-                        redact(handle.cancel_url),
-                        handle.queue_position,
-                        now,
-                        now,
-                        row_id,
-                    ),
-                ).rowcount
-                if not changed:
-                    raise LedgerError(f"no ledger row {row_id} in {self.path}")
-        finally:
-            self._settle(row_id)
-
-    def record_create_failed(self, row_id: int, error: str, *, created_nothing: bool) -> None:
-        """The create request failed: ``not_created`` if certain, else ``outcome_unknown``."""
-        now = self._clock()
-        state = NOT_CREATED if created_nothing else OUTCOME_UNKNOWN
-        try:
-            with self._write() as conn:
-                changed = conn.execute(
-                    "UPDATE tasks SET state = ?, error = ?, updated_at = ?, finished_at = ? "
-                    "WHERE id = ? AND request_id IS NULL",
-                    (state, error_text(error), now, now if created_nothing else None, row_id),
-                ).rowcount
-                if not changed:
-                    exists = conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row_id,))
-                    if exists.fetchone() is None:
-                        raise LedgerError(f"no ledger row {row_id} in {self.path}")
-        finally:
-            self._settle(row_id)
-
-    def record_attach(
-        self,
-        gateway: str,
-        handle: Handle,
-        *,
-        payload: Mapping[str, Any] | None = None,
-    ) -> int:
-        """Make sure a task re-attached by request id has a row; returns its id."""
-        found = self._row_id(gateway, handle.request_id)
-        if found is not None:
-            return found
-        now = self._clock()
-        with self._write() as conn:
-            cursor = conn.execute(
-                "INSERT INTO tasks (gateway, endpoint, request_id, state, queue_position, "
-                "payload, status_url, response_url, cancel_url, pid, host, submitted_at, "
-                "handle_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    gateway,
-                    handle.endpoint,
-                    handle.request_id,
-                    SUBMITTED,
-                    handle.queue_position,
-                    json.dumps(scrub_payload(payload or {})),
-                    redact(handle.status_url),
-                    redact(handle.response_url),
-                    redact(handle.cancel_url),
-                    os.getpid(),
-                    _HOST,
-                    now,
-                    now,
-                    now,
-                ),
-            )
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
-
-    def record_status(self, gateway: str, request_id: str, status: Status) -> bool:
-        """Note a status change; repeated equal statuses write nothing.
-
-        Returns whether a row changed (False for an unknown task, a repeat, or a
-        task whose final result is already recorded).
-        """
-        key = (gateway, request_id)
-        seen = (status.status, status.queue_position)
-        if self._last_status.get(key) == seen:
-            return False
-        now = self._clock()
-        name = status.status.upper()
-        running = now if name != "IN_QUEUE" and not status.done else None
-        done = now if status.done else None
-        with self._write() as conn:
-            changed = conn.execute(
-                "UPDATE tasks SET status = ?, queue_position = ?, updated_at = ?, "
-                "running_at = coalesce(running_at, ?), done_at = coalesce(done_at, ?) "
-                "WHERE id = (SELECT max(id) FROM tasks WHERE gateway = ? AND request_id = ?) "
-                "AND finished_at IS NULL AND (status IS NOT ? OR queue_position IS NOT ?)",
-                (
-                    redact(status.status),
-                    status.queue_position,
-                    now,
-                    running,
-                    done,
-                    gateway,
-                    request_id,
-                    redact(status.status),
-                    status.queue_position,
-                ),
-            ).rowcount
-        if changed:
-            self._last_status[key] = seen
-        return bool(changed)
-
-    def record_result(self, gateway: str, request_id: str, result: Result) -> bool:
-        """Store the final answer; local paths already recorded are kept."""
-        outputs = [output_record(o) for o in result.outputs]
-        now = self._clock()
-        with self._write() as conn:
-            found = _latest_outputs(conn, gateway, request_id)
-            if found is None:
-                return False
-            row_id, old_outputs = found
-            known_paths = {o.get("index"): o.get("path") for o in old_outputs}
-            for record in outputs:
-                if record["path"] is None:
-                    record["path"] = known_paths.get(record["index"])
-            conn.execute(
-                "UPDATE tasks SET state = ?, status = ?, queue_position = NULL, ok = ?, "
-                "error = ?, error_type = ?, outputs = ?, finished_at = ?, updated_at = ?, "
-                "done_at = coalesce(done_at, finished_at, ?) WHERE id = ?",
-                (
-                    FINISHED,
-                    redact(result.status),
-                    int(result.ok),
-                    error_text(result.error),
-                    error_text(result.error_type),
-                    json.dumps(outputs),
-                    now,
-                    now,
-                    now,
-                    row_id,
-                ),
-            )
-        self._last_status.pop((gateway, request_id), None)
-        return True
-
-    def record_output_path(
-        self, gateway: str, request_id: str, index: int, path: str | os.PathLike[str]
-    ) -> bool:
-        """Remember where output ``index`` was saved locally."""
-        local = str(Path(path).absolute())
-        with self._write() as conn:
-            found = _latest_outputs(conn, gateway, request_id)
-            if found is None:
-                return False
-            row_id, outputs = found
-            for record in outputs:
-                if record.get("index") == index:
-                    record["path"] = local
-                    break
-            else:
-                outputs.append({"index": index, "path": local})
-                outputs.sort(key=lambda o: o.get("index", 0))
-            conn.execute(
-                "UPDATE tasks SET outputs = ?, updated_at = ? WHERE id = ?",
-                (json.dumps(outputs), self._clock(), row_id),
-            )
-        return True
-
     # ------------------------------------------------------------------ reads
-
-    def _row_id(self, gateway: str, request_id: str) -> int | None:
-        found = self._read(
-            "SELECT max(id) FROM tasks WHERE gateway = ? AND request_id = ?",
-            (gateway, request_id),
-        )
-        return found[0][0] if found else None
 
     def _derived_state(self, state: str, row_id: int, pid: int, host: str, at: float) -> str:
         if state != SUBMITTING:
             return state
-        with _in_flight_lock:
+        with in_flight_lock:
             if row_id in self._in_flight():
                 return SUBMITTING
-        if host == _HOST and (pid == os.getpid() or not _pid_alive(pid)):
+        if host == HOST and (pid == os.getpid() or not pid_alive(pid)):
             return OUTCOME_UNKNOWN
         if self._clock() - at > self.stale_after:
             return OUTCOME_UNKNOWN
@@ -525,6 +339,7 @@ class Ledger:
             else:
                 clauses.append("upper(status) = upper(?)")
                 params.append(status.strip())
+        self.flush()
         sql = f"SELECT {COLUMNS} FROM tasks"
         if clauses:
             sql += " WHERE " + " AND ".join(f"({c})" for c in clauses)
@@ -544,6 +359,7 @@ class Ledger:
 
     def get(self, gateway: str, request_id: str) -> LedgerRow | None:
         """The (newest) row of one task, or None."""
+        self.flush()
         found = self._read(
             f"SELECT {COLUMNS} FROM tasks WHERE gateway = ? AND request_id = ? "
             "ORDER BY id DESC LIMIT 1",
@@ -553,15 +369,22 @@ class Ledger:
         return readable[0] if readable else None
 
     def row(self, row_id: int) -> LedgerRow | None:
-        """A row by its id (as returned by :meth:`record_intent`)."""
-        found = self._read(f"SELECT {COLUMNS} FROM tasks WHERE id = ?", (row_id,))
+        """A row by its id (or the ticket :meth:`record_intent` returned)."""
+        self.flush()
+        found = self._read(f"SELECT {COLUMNS} FROM tasks WHERE id = ?", (self._row_of(row_id),))
         readable = self._readable(found)
         return readable[0] if readable else None
 
     def run_times(self, gateway: str, endpoint: str, *, limit: int = 500) -> list[tuple[Any, ...]]:
         """``(request_id, endpoint, payload, handle_at, running_at, done_at, finished_at,
         ok)`` of finished tasks, newest first, unparsed: the run-time model checks (and
-        skips) each row itself, so one bad row never hides the others."""
+        skips) each row itself, so one bad row never hides the others.
+
+        Called on the engine's loop: it waits for queued writes only while the
+        file is not busy (a lock held elsewhere makes it read what is on disk)."""
+        writer = self._writer
+        if writer is not None and not writer.stalled:
+            writer.flush(QUICK_FLUSH)
         return self._read(
             "SELECT request_id, endpoint, payload, handle_at, running_at, done_at, "
             "finished_at, ok FROM tasks "

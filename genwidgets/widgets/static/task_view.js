@@ -100,6 +100,16 @@ function render({ model, el }) {
   const outputs = make("div", "gw-outputs");
   root.append(top, bar, ident, errors, outputs);
   el.append(root);
+  // The gateway's logs: the latest line while running, the last few once finished.
+  const logs = make("pre", "gw-logs");
+  root.insertBefore(logs, outputs);
+  const drawLogs = () => {
+    const lines = model.get("logs") || [];
+    logs.textContent = lines.join("\n");
+    logs.hidden = lines.length === 0;
+  };
+  model.on("change:logs", drawLogs);
+  drawLogs();
 
   let clicked = false;
   let shownOutputs = null;
@@ -187,6 +197,7 @@ function render({ model, el }) {
   draw();
   return () => {
     clearInterval(timer);
+    model.off("change:logs", drawLogs);
     for (const name of REDRAWN) model.off(`change:${name}`, draw);
   };
 }

@@ -1,7 +1,8 @@
 """Media inputs: a local file, bytes, a PIL image or a URL → what an endpoint field wants.
 
 Each media field of the catalog carries a :class:`~genwidgets.catalog.MediaSpec`
-(its encoding and the limits the spec states). This module finds that spec by
+(its encoding and the limits the spec states); what a file *is* (kind, format,
+size, duration) is read by :mod:`.files`. This module finds that spec by
 walking the endpoint's pydantic model, checks the media against it *before*
 anything is sent (money is spent when a task is created), and encodes it::
 
@@ -42,31 +43,30 @@ Choices where the spec is silent:
   is 64 MiB of JSON (compact separators, UTF-8, as httpx sends it).
 - Without PyAV, video and audio formats come from magic numbers and durations
   and video sizes are not checked (a :class:`MediaWarning` says so).
+- In a payload, a :class:`pathlib.Path` (any ``os.PathLike``) is a local file:
+  :func:`encode_paths` encodes it by its field's rule, for ``gw.validate``,
+  ``prepare``/``submit`` and the forms alike. A plain string stays a string (a
+  typo must not read a file): the catalog's error says to pass a ``Path``.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
-import io
 import json
 import os
 import re
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
-from ._formats import decode_data_url, human_bytes, mime_for
-from .catalog import MediaSpec, fields_along, media_fields_of, media_specs
-from .catalog import endpoint as catalog_endpoint
-from .errors import MediaWarning, PayloadError
-
-if TYPE_CHECKING:
-    from PIL.Image import Image as PILImage
+from .._formats import human_bytes
+from ..catalog import MediaSpec, fields_along, media_fields_of, media_specs
+from ..catalog import endpoint as catalog_endpoint
+from ..catalog import validate as catalog_validate
+from ..errors import MediaWarning, PayloadError
+from .files import MediaInfo, Source, _canonical, _local_info, _Remote, _resolve, inspect
 
 __all__ = [
     "BASE64_WARN_BYTES",
@@ -76,6 +76,8 @@ __all__ = [
     "check_body_size",
     "encode",
     "encode_body",
+    "encode_file",
+    "encode_paths",
     "encode_with",
     "inspect",
     "media_fields",
@@ -89,364 +91,7 @@ BASE64_WARN_BYTES = 4 * 2**20
 """A data URL or Base64 string longer than this draws a :class:`MediaWarning`:
 the spec says large files must not be sent as Base64."""
 
-Source: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | PILImage"
 FieldPath: TypeAlias = "str | Sequence[str | int]"
-
-
-# --- formats -----------------------------------------------------------------------------
-
-_ALIASES = {"jpg": "jpeg", "tif": "tiff", "mpo": "jpeg", "qt": "mov", "quicktime": "mov"}
-
-def _canonical(fmt: str) -> str:
-    fmt = fmt.strip().lower()
-    return _ALIASES.get(fmt, fmt)
-
-
-def _mime_of(fmt: str, kind: str) -> str:
-    return mime_for(fmt, kind)
-
-
-# --- what a media file is ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MediaInfo:
-    """What :func:`inspect` read from a file's headers (nothing is fully decoded)."""
-
-    kind: str  # "image", "video" or "audio"
-    format: str  # lowercase: "png", "jpeg", "mp4", "mov", "mp3", ...
-    mime: str
-    width: int | None = None
-    height: int | None = None
-    seconds: float | None = None
-    size_bytes: int | None = None
-
-    def __str__(self) -> str:
-        parts = [f"{self.format} {self.kind}"]
-        if self.width is not None and self.height is not None:
-            parts.append(f"{self.width}x{self.height} px")
-        if self.seconds is not None:
-            parts.append(f"{self.seconds:.2f} s")
-        if self.size_bytes is not None:
-            parts.append(human_bytes(self.size_bytes))
-        return ", ".join(parts)
-
-
-@dataclass
-class _Local:
-    """Media we hold: a path (read lazily) or bytes, plus where it came from."""
-
-    what: str  # for messages: "file 'a.png'", "bytes", "PIL image", "data URL", "Base64 text"
-    path: Path | None = None
-    data: bytes | None = None
-
-    def read(self) -> bytes:
-        if self.data is None:
-            assert self.path is not None
-            self.data = self.path.read_bytes()
-        return self.data
-
-    def size(self) -> int:
-        if self.data is not None:
-            return len(self.data)
-        assert self.path is not None
-        return self.path.stat().st_size
-
-    def head(self, n: int = 64) -> bytes:
-        if self.data is not None:
-            return self.data[:n]
-        assert self.path is not None
-        with self.path.open("rb") as fh:
-            return fh.read(n)
-
-
-@dataclass(frozen=True)
-class _Remote:
-    """A URL we pass through untouched (scheme lowercased)."""
-
-    url: str
-    scheme: str  # "http", "https" or "asset"
-
-
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
-_DATA_URL = re.compile(r"^data:([^,;]*)((?:;[^,;]*)*),(.*)$", re.DOTALL | re.IGNORECASE)
-_BASE64_TEXT = re.compile(r"^[A-Za-z0-9+/\s]+={0,2}\s*$")
-
-
-def _is_pil(obj: object) -> bool:
-    try:
-        from PIL import Image
-    except ImportError:  # pragma: no cover - Pillow is a dependency
-        return False
-    return isinstance(obj, Image.Image)
-
-
-def _decode_base64(text: str, what: str) -> bytes:
-    try:
-        return base64.b64decode("".join(text.split()), validate=True)
-    except (binascii.Error, ValueError):
-        raise PayloadError(f"{what} is not valid Base64") from None
-
-
-def _parse_data_url(url: str) -> tuple[str, bytes]:
-    """``data:<mime>;base64,<data>`` → (declared mime, decoded bytes)."""
-    try:
-        parsed = decode_data_url(url, strict=True)
-    except ValueError as exc:
-        if "Base64" in str(exc):
-            raise PayloadError("the data URL's payload is not valid Base64") from None
-        raise PayloadError("a data URL reads data:<MIME type>;base64,<data>") from None
-    if not parsed.base64:
-        raise PayloadError(
-            f"data URL {url[:40]!r}... is not Base64; media data URLs read "
-            "data:<MIME type>;base64,<data>"
-        )
-    return parsed.mime, parsed.data
-
-
-def _resolve(source: object, *, pil_formats: Sequence[str] = ()) -> _Local | _Remote:
-    """Tell a URL from local media and load nothing yet (paths are read lazily)."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return _Local("bytes", data=bytes(source))
-    if _is_pil(source):
-        return _Local("PIL image", data=_pil_bytes(source, pil_formats))
-    if isinstance(source, os.PathLike):
-        return _local_path(Path(os.fspath(source)))
-    if not isinstance(source, str):
-        raise PayloadError(
-            f"cannot use a {type(source).__name__} as media; pass a file path (str or Path), "
-            "bytes, a PIL image, or a URL (http(s)://, asset://<id>, data:...)"
-        )
-    text = source.strip()
-    scheme_match = _SCHEME.match(text)
-    scheme = scheme_match.group(1).lower() if scheme_match else ""
-    if scheme == "data":
-        return _Local("data URL", data=_parse_data_url(text)[1])
-    if scheme in ("http", "https", "asset") and text[len(scheme) + 1 :].startswith("//"):
-        return _Remote(scheme + text[len(scheme) :], scheme)
-    if scheme == "file":
-        return _local_path(Path(url2pathname(urlsplit(text).path)))
-    if scheme_match and "://" in text and len(scheme) > 1:
-        raise PayloadError(
-            f"URL scheme {scheme!r} is not accepted; media URLs are http(s)://, asset://<id> "
-            "or data:<MIME type>;base64,<data>"
-        )
-    if _exists(source):
-        return _local_path(Path(source).expanduser())
-    data = _maybe_base64_media(text)
-    if data is not None:
-        return _Local("Base64 text", data=data)
-    if scheme in ("http", "https", "asset"):
-        raise PayloadError(f"{source[:80]!r} is not a URL: write {scheme}://...")
-    raise PayloadError(
-        f"no such file: {source[:200]!r} (nor a URL: http(s)://, asset://<id>, data:...)"
-    )
-
-
-def _exists(name: str) -> bool:
-    """Whether ``name`` is an existing path; long Base64 text is not (and must not raise)."""
-    if len(name) > 4096 or "\0" in name:
-        return False
-    try:
-        return Path(name).expanduser().exists()
-    except (OSError, ValueError, RuntimeError):
-        return False
-
-
-def _local_path(path: Path) -> _Local:
-    if not path.exists():
-        raise PayloadError(f"no such file: {str(path)!r}")
-    if not path.is_file():
-        raise PayloadError(f"{str(path)!r} is not a file")
-    return _Local(f"file {path.name!r}", path=path)
-
-
-def _maybe_base64_media(text: str) -> bytes | None:
-    """Raw Base64 text of recognisable media, or None (then it was a missing path)."""
-    compact = "".join(text.split())
-    if len(compact) < 16 or len(compact) % 4 or not _BASE64_TEXT.match(text):
-        return None
-    try:
-        data = base64.b64decode(compact, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return data if _sniff(data[:64]) is not None else None
-
-
-def _pil_bytes(image: Any, formats: Sequence[str]) -> bytes:
-    """Save a PIL image in a format the field takes: PNG when allowed (lossless)."""
-    from PIL import Image
-
-    Image.init()  # registers every writer, so Image.SAVE is complete
-    wanted = [_canonical(f) for f in formats] or ["png"]
-    writable = [f for f in wanted if f.upper() in Image.SAVE]
-    fmt = "png" if "png" in wanted else (writable[0] if writable else "png")
-    if fmt == "jpeg" and image.mode not in ("RGB", "L", "CMYK"):
-        image = image.convert("RGB")
-    buf = io.BytesIO()
-    image.save(buf, format=fmt.upper())
-    return buf.getvalue()
-
-
-# Magic numbers: enough to tell media kinds apart without a decoder.
-def _sniff(head: bytes) -> tuple[str, str] | None:
-    """(kind, format) from the first bytes, or None when not recognised."""
-    if head[4:8] == b"ftyp":
-        brand = head[8:12]
-        if brand == b"qt  ":
-            return "video", "mov"
-        if brand in (b"M4A ", b"M4B "):
-            return "audio", "m4a"
-        return "video", "mp4"
-    if head[4:8] in (b"moov", b"mdat", b"wide", b"free"):
-        return "video", "mov"
-    if head[:4] == b"RIFF":
-        if head[8:12] == b"WAVE":
-            return "audio", "wav"
-        if head[8:12] == b"AVI ":
-            return "video", "avi"
-        if head[8:12] == b"WEBP":
-            return "image", "webp"
-    if head[:3] == b"\xff\xd8\xff":
-        return "image", "jpeg"
-    if head[:3] == b"ID3" or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0):
-        return "audio", "mp3"
-    if head[:4] == b"fLaC":
-        return "audio", "flac"
-    if head[:4] == b"OggS":
-        return "audio", "ogg"
-    if head[:4] == b"\x1a\x45\xdf\xa3":
-        return "video", "webm" if b"webm" in head else "mkv"
-    if head[:8] == b"\x89PNG\r\n\x1a\n":
-        return "image", "png"
-    if head[:6] in (b"GIF87a", b"GIF89a"):
-        return "image", "gif"
-    if head[:2] == b"BM":
-        return "image", "bmp"
-    if head[:4] in (b"II*\x00", b"MM\x00*"):
-        return "image", "tiff"
-    return None
-
-
-_PILLOW_NOT_IMAGES = {"mpeg"}  # Pillow identifies MPEG-1 video streams; PyAV reads them
-
-
-def _image_info(local: _Local) -> MediaInfo | None:
-    """Header-only read with Pillow (Image.open parses the header; load() is never called)."""
-    from PIL import Image, UnidentifiedImageError
-
-    fp: Any = local.path if local.data is None else io.BytesIO(local.data)
-    with warnings.catch_warnings():
-        # We never decode pixels, so a "decompression bomb" size is just a size to check.
-        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-        try:
-            with Image.open(fp) as image:
-                fmt = _canonical(image.format or "")
-                if fmt in _PILLOW_NOT_IMAGES:
-                    return None
-                width, height = image.size
-        except UnidentifiedImageError:
-            return None
-        except Image.DecompressionBombError as exc:
-            raise PayloadError(f"{local.what}: {exc}") from None
-        except (OSError, SyntaxError, ValueError):
-            return None
-    return MediaInfo("image", fmt, _mime_of(fmt, "image"), width, height, None, local.size())
-
-
-def _av_info(local: _Local) -> MediaInfo | None:
-    """Container metadata with PyAV: streams, size and duration; no frame is decoded here."""
-    import av
-    import av.error
-
-    source: Any = str(local.path) if local.data is None else io.BytesIO(local.data)
-    try:
-        with av.open(source, metadata_errors="ignore") as container:
-            videos = [s for s in container.streams.video if not _is_cover_art(s)]
-            audios = list(container.streams.audio)
-            seconds = _seconds(container, videos or audios)
-            width = videos[0].codec_context.width if videos else None
-            height = videos[0].codec_context.height if videos else None
-            demuxer = container.format.name
-    except (av.error.FFmpegError, OSError, ValueError, EOFError):
-        return None
-    if not videos and not audios:
-        return None
-    kind = "video" if videos else "audio"
-    sniffed = _sniff(local.head())
-    fmt = _format_from_demuxer(demuxer, kind, sniffed)
-    return MediaInfo(kind, fmt, _mime_of(fmt, kind), width, height, seconds, local.size())
-
-
-def _is_cover_art(stream: Any) -> bool:
-    """An mp3/m4a cover picture shows up as a video stream; it does not make a video."""
-    import av.stream
-
-    flags = getattr(av.stream, "Disposition", None)
-    if flags is None:  # older PyAV: no disposition flags to read
-        return False
-    return bool(int(getattr(stream, "disposition", 0)) & int(flags.attached_pic))
-
-
-def _seconds(container: Any, streams: Sequence[Any]) -> float | None:
-    if container.duration is not None and container.duration > 0:
-        return float(container.duration / 1_000_000)
-    for stream in streams:
-        if stream.duration is not None and stream.time_base is not None:
-            return float(stream.duration * stream.time_base)
-    return None
-
-
-def _format_from_demuxer(demuxer: str, kind: str, sniffed: tuple[str, str] | None) -> str:
-    names = demuxer.split(",")
-    if "mp4" in names or "mov" in names:  # one demuxer for the ISO family: use the brand
-        fmt = sniffed[1] if sniffed else "mp4"
-        if fmt == "mp4" and kind == "audio":
-            return "m4a"
-        return fmt
-    if "matroska" in names or "webm" in names:
-        return sniffed[1] if sniffed else "mkv"
-    return _canonical(names[0])
-
-
-def _local_info(local: _Local) -> MediaInfo:
-    info = _image_info(local)
-    if info is not None:
-        return info
-    try:
-        import av  # noqa: F401
-    except ImportError:
-        av_missing = True
-    else:
-        av_missing = False
-        info = _av_info(local)
-        if info is not None:
-            return info
-    sniffed = _sniff(local.head())
-    if sniffed is None or sniffed[0] == "image":
-        raise PayloadError(
-            f"cannot tell what {local.what} is: not an image Pillow can read"
-            + ("" if av_missing else " nor a video or audio file PyAV can open")
-        )
-    kind, fmt = sniffed
-    if not av_missing:
-        raise PayloadError(f"{local.what} looks like {fmt} {kind} but PyAV cannot read it")
-    return MediaInfo(kind, fmt, _mime_of(fmt, kind), None, None, None, local.size())
-
-
-def inspect(source: Source) -> MediaInfo:
-    """Kind, format, size and duration of local media, from headers only.
-
-    Takes a path, bytes, a PIL image, a data URL or raw Base64 text; an http(s) or
-    asset URL is not fetched, so it cannot be inspected (a :class:`PayloadError`).
-    """
-    resolved = _resolve(source)
-    if isinstance(resolved, _Remote):
-        raise PayloadError(
-            f"cannot inspect {resolved.url[:80]!r}: URLs are never fetched here "
-            "(no network I/O); download the file and inspect the local copy"
-        )
-    return _local_info(resolved)
 
 
 # --- checks ---------------------------------------------------------------------------------
@@ -752,3 +397,80 @@ def encode(source: Source, endpoint: str, field: FieldPath) -> str:
     """
     spec = spec_for(endpoint, field)
     return encode_with(source, spec, endpoint=endpoint, loc=tuple(_parts(field)))
+
+
+# --- pathlib.Path values in a payload -------------------------------------------------------
+
+#: Encodings of files by (path, mtime, size, spec): a form re-validates on every keystroke.
+_ENCODED: dict[tuple[str, int, int, MediaSpec, str], str] = {}
+_ENCODED_KEEP = 8
+
+
+def encode_file(
+    path: str | os.PathLike[str],
+    spec: MediaSpec,
+    *,
+    endpoint: str | None = None,
+    loc: Sequence[str | int] = (),
+) -> str:
+    """:func:`encode_with` for a local file, remembered by (path, mtime, size, spec)."""
+    path = Path(os.fspath(path)).expanduser()
+    try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, spec, endpoint or "")
+    except (OSError, RuntimeError):
+        key = None  # encode_with says what is wrong ("no such file")
+    if key is not None and key in _ENCODED:
+        return _ENCODED[key]
+    encoded = encode_with(path, spec, endpoint=endpoint, loc=loc)
+    if key is not None:
+        if len(_ENCODED) >= _ENCODED_KEEP:
+            _ENCODED.pop(next(iter(_ENCODED)))
+        _ENCODED[key] = encoded
+    return encoded
+
+
+def _has_path(value: Any) -> bool:
+    if isinstance(value, os.PathLike):
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_path(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_path(v) for v in value)
+    return False
+
+
+def encode_paths(endpoint: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``payload`` with every ``pathlib.Path`` encoded for the media field it sits in.
+
+    The one way a local file enters a payload (``gw.validate``, ``prepare``/``submit``,
+    forms): checked and encoded like :func:`encode`. A missing file, a file that breaks
+    the field's rules, or a Path in a field that takes no media is a
+    :class:`PayloadError` at its location. Without a Path, ``payload`` is returned as is.
+    """
+    if not isinstance(payload, Mapping) or not _has_path(payload):
+        return payload
+    errors: list[dict[str, Any]] = []
+
+    def replace(value: Any, loc: tuple[str | int, ...]) -> Any:
+        if isinstance(value, os.PathLike):
+            try:
+                return encode_file(value, spec_for(endpoint, loc), endpoint=endpoint, loc=loc)
+            except PayloadError as exc:
+                errors.extend({**e, "loc": tuple(e.get("loc") or loc)} for e in exc.errors)
+                return value
+        if isinstance(value, Mapping) and _has_path(value):
+            return {k: replace(v, (*loc, k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)) and _has_path(value):
+            return [replace(v, (*loc, i)) for i, v in enumerate(value)]
+        return value
+
+    encoded = {k: replace(v, (k,)) for k, v in payload.items()}
+    if errors:
+        raise PayloadError(errors, endpoint=endpoint)
+    return encoded
+
+
+def validate(endpoint: str, payload: Mapping[str, Any]) -> Any:
+    """``gw.validate``: :func:`encode_paths`, then the catalog's validation of the result."""
+    return catalog_validate(endpoint, encode_paths(endpoint, payload))

@@ -1,0 +1,234 @@
+"""The checker: the hard and soft rules of the spec's table over every alternative of
+a value, and the wording of problems found per expansion.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .lexer import _has_permutation, _split_outside
+from .params import (
+    _RATIO,
+    _SPEEDS,
+    _URL_START,
+    _WEIGHT_OF,
+    ALIASES,
+    MANY_JOBS,
+    MAX_PROMPTS,
+    PARAMETERS,
+    Param,
+    _format_scalar,
+)
+from .parser import _segments, _typed, format_value
+from .permutations import _expansions
+from .values import PromptWarning
+
+
+def _per_expansion(
+    problems: Sequence[tuple[int, str, tuple[Any, ...], str]], count: int
+) -> list[tuple[tuple[Any, ...], str]]:
+    """Each problem of the expansions once, naming the expansion(s) it comes from."""
+    where: dict[tuple[tuple[Any, ...], str], list[tuple[int, str]]] = {}
+    for n, source, loc, msg in problems:
+        where.setdefault((tuple(loc), msg), []).append((n, source))
+    found = []
+    for (loc, msg), places in where.items():
+        if len(places) == 1:
+            n, source = places[0]
+            found.append((loc, f"in prompt {n} of {count} ({source!r}): {msg}"))
+        else:
+            numbers = ", ".join(str(n) for n, _ in places)
+            found.append((loc, f"in prompts {numbers} of {count} ({places[0][1]!r}, …): {msg}"))
+    return found
+
+
+class _Checker:
+    """Hard and soft rules of the spec's table, over every alternative of a value."""
+
+    def __init__(
+        self,
+        images: Sequence[str],
+        text: str,
+        entries: Sequence[tuple[str, str, Any]],
+        jobs: int,
+    ) -> None:
+        self.images, self.text, self.jobs = images, text, jobs
+        self.spelling = {key: spelling for spelling, key, _ in entries}
+        self.values = {key: value for _, key, value in entries}
+
+    def alternatives(self, key: str) -> list[Any]:
+        value = self.values[key]
+        if isinstance(value, str) and _has_permutation(value):
+            return [_typed(key, a) for a in itertools.islice(_expansions(value), MAX_PROMPTS)]
+        return [value]
+
+    def errors(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+
+        def add(loc: tuple[str, ...], msg: str) -> None:
+            if {"loc": loc, "msg": msg} not in found:
+                found.append({"loc": loc, "msg": msg})
+
+        if not self.text and not self.images:
+            add(("text",), "the prompt needs text or an image URL")
+        for key in self.values:
+            param = PARAMETERS.get(key)
+            shown = f"--{self.spelling[key]}"
+            if param is None:
+                add(("params", key), _unknown(shown, key))
+                continue
+            for value in self.alternatives(key):
+                problem = _value_problem(param, value)
+                if problem:
+                    add(("params", key), f"{shown} {problem}")
+        speeds = [f"--{self.spelling[k]}" for k in _SPEEDS if k in self.values]
+        if len(speeds) > 1:
+            add(
+                ("params", "speed"),
+                f"one speed at most: {' and '.join(speeds)} are both set "
+                "(choose --relax, --fast or --turbo)",
+            )
+        has_no = "no" in self.values
+        texts = (
+            itertools.islice(_expansions(self.text), MAX_PROMPTS)
+            if _has_permutation(self.text)
+            else [self.text]
+        )
+        for text in texts:
+            segments = _segments(text)
+            if not segments or (all(s.weight is None for s in segments) and not has_no):
+                continue
+            total = sum(s.weight if isinstance(s.weight, (int, float)) else 1 for s in segments) + (
+                -0.5 if has_no else 0
+            )
+            if total <= 0:
+                add(
+                    ("text",),
+                    f"the :: weights of {text!r} add up to {_format_scalar(float(total))}"
+                    + (" (--no counts as one -0.5 part)" if has_no else "")
+                    + "; their sum must be positive",
+                )
+        return found
+
+    def warnings(self) -> list[PromptWarning]:
+        found: list[PromptWarning] = []
+
+        def add(loc: tuple[str, ...], msg: str) -> None:
+            if msg not in found:
+                found.append(PromptWarning(msg, loc))
+
+        for key in self.values:
+            shown = f"--{self.spelling[key]}"
+            for value in self.alternatives(key):
+                if key == "ar" and isinstance(value, str) and (m := _RATIO.fullmatch(value)):
+                    w, h = int(m.group(1)), int(m.group(2))
+                    if w and h and max(w / h, h / w) > 2:
+                        add(("params", key), f"{shown} {value} is beyond 2:1: experimental")
+                elif key == "v" and value != "8.1":
+                    add(
+                        ("params", key),
+                        f"{shown} {format_value(key, value)}: the service uses --v 8.1",
+                    )
+                elif key == "style" and value in PARAMETERS["style"].choices[1:]:
+                    add(
+                        ("params", key),
+                        f"{shown} {value} works on another model variant; the main model takes raw",
+                    )
+                elif key == "quality" and value == 2:
+                    add(("params", key), f"{shown} 2 works on some versions only")
+        for key, needs in _WEIGHT_OF.items():
+            if key in self.values and needs not in self.values:
+                add(("params", key), f"--{self.spelling[key]} has no effect without --{needs}")
+        if "iw" in self.values and not self.images:
+            add(("params", "iw"), f"--{self.spelling['iw']} has no effect without an image URL")
+        self.weights_and_version(add)
+        jobs = self.jobs
+        if jobs > MANY_JOBS:
+            add(("params",), _cost_warning(jobs))
+        return found
+
+    def weights_and_version(self, add: Callable[[tuple[str, ...], str], None]) -> None:
+        """Warn when ``::`` weights meet a ``--v`` the multi-prompt page does not list."""
+        if "v" not in self.values or len(_split_outside(self.text, "::")) < 2:
+            return
+        for value in self.alternatives("v"):
+            major = re.match(r"[0-9]+", str(value))
+            if major and int(major.group()) >= 7:
+                add(
+                    ("params", "v"),
+                    f"--{self.spelling['v']} {format_value('v', value)} with :: weights: the "
+                    "multi-prompt documentation lists versions up to 6.1 only; the weights "
+                    "may be ignored",
+                )
+                return
+
+
+_OUTSIDE_THE_TABLE = {
+    "p": "personalization",
+    "personalize": "personalization",
+    "niji": "the anime model",
+    "video": "video from an image",
+    "hd": "high definition video",
+    "profile": "personalization profile",
+    "raw": "raw mode (write --style raw)",
+}
+"""Midjourney parameters that the gateway's table does not list: named, not refused silently."""
+
+
+def _unknown(shown: str, key: str) -> str:
+    """Unknown parameter: what it is when we know, the closest names, and what is known."""
+    names = [*PARAMETERS, *ALIASES]
+    close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+    what = (
+        f" ({_OUTSIDE_THE_TABLE[key]}, not in the gateway's table)"
+        if key in _OUTSIDE_THE_TABLE
+        else ""
+    )
+    hint = f"; did you mean {' or '.join('--' + c for c in close)}?" if close else ""
+    known = ", ".join(f"--{n}" for n in names)
+    return f"unknown parameter {shown}{what}, kept as written{hint}; known: {known}"
+
+
+def _cost_warning(jobs: int) -> PromptWarning:
+    return PromptWarning(f"{jobs} billed jobs: each expansion and repeat is billed", ("params",))
+
+
+def _show(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else format_value("", value)
+
+
+def _value_problem(param: Param, value: Any) -> str | None:
+    """What is wrong with one (permutation-free) value, or None."""
+    wants = param.describe()
+    if value == "" or value == []:
+        return f"needs a value: {wants}"
+    if param.choices:
+        return None if value in param.choices else f"takes {wants}; got {_show(value)}"
+    if param.kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        if ok and param.low is not None and param.high is not None:
+            ok = param.low <= value <= param.high
+        return None if ok else f"takes {wants}; got {_show(value)}"
+    if param.kind == "number":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = ok and (param.low is None or value >= param.low)
+        return None if ok else f"takes {wants}; got {_show(value)}"
+    if param.kind == "ratio":
+        m = _RATIO.fullmatch(value) if isinstance(value, str) else None
+        if m is None or not int(m.group(1)) or not int(m.group(2)):
+            return f"takes {wants} (whole numbers only, not 1.5:1); got {_show(value)}"
+        return None
+    if param.kind == "refs":
+        if not isinstance(value, list):
+            return f"takes {param.describe()}; got {_show(value)}"
+        if param.name == "oref" and len(value) != 1:
+            return f"takes exactly one image URL; got {len(value)}"
+        if param.name in ("cref", "oref"):
+            bad = [str(r) for r in value if not _URL_START.match(str(r.value))]
+            if bad:
+                return f"takes image URLs (http:// or https://); got {', '.join(bad)}"
+    return None

@@ -1,0 +1,157 @@
+"""The lexer: which characters of a prompt string are URLs, escapes or braces (and
+at which depth), and the splits that respect them (words, separators, spans).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ..errors import PayloadError
+from .params import _URL_START, MAX_NESTING
+
+# --------------------------------------------------------------------------- scanning
+
+_PLAIN, _URL, _ESCAPE = 0, 1, 2
+
+
+class _Scan(NamedTuple):
+    """Per character: its brace depth (braces carry their outer depth) and kind."""
+
+    depth: list[int]
+    kind: list[int]
+    errors: list[dict[str, Any]]
+
+    def structural(self, i: int) -> bool:
+        return self.kind[i] == _PLAIN
+
+
+def _url_end(s: str, start: int, depth: int) -> int:
+    end = start
+    own_braces = 0
+    while end < len(s) and not s[end].isspace():
+        ch = s[end]
+        if depth > 0:
+            if ch == "," and s[end - 1] != "\\":
+                break
+            if ch == "{":
+                own_braces += 1
+            elif ch == "}":
+                if own_braces == 0:
+                    break
+                own_braces -= 1
+        end += 1
+    return end
+
+
+def _scan(s: str, loc: tuple[str, ...] = ("text",)) -> _Scan:
+    """Mark URLs, escapes and brace depths; collect brace errors."""
+    depth = [0] * len(s)
+    kind = [_PLAIN] * len(s)
+    errors: list[dict[str, Any]] = []
+    opened: list[int] = []
+    i = 0
+    while i < len(s):
+        ch = s[i]
+        at_word_start = i == 0 or s[i - 1].isspace() or (s[i - 1] in "{," and kind[i - 1] == _PLAIN)
+        if at_word_start and _URL_START.match(s, i):
+            end = _url_end(s, i, len(opened))
+            for k in range(i, end):
+                depth[k], kind[k] = len(opened), _URL
+            i = end
+            continue
+        depth[i] = len(opened)
+        if ch == "\\" and i + 1 < len(s):  # \, \{ \} \\ (and \x): the next character, literally
+            depth[i + 1] = len(opened)
+            kind[i] = kind[i + 1] = _ESCAPE
+            i += 2
+            continue
+        if ch == "{":
+            opened.append(i)
+            if len(opened) == MAX_NESTING + 1:
+                errors.append(
+                    {
+                        "loc": loc,
+                        "msg": f"permutations nest deeper than {MAX_NESTING} levels "
+                        f"(at character {i + 1})",
+                    }
+                )
+        elif ch == "}":
+            if opened:
+                opened.pop()
+                depth[i] = len(opened)
+            else:
+                errors.append(
+                    {
+                        "loc": loc,
+                        "msg": f"unbalanced braces: '}}' at character {i + 1} closes nothing",
+                    }
+                )
+        i += 1
+    errors.extend(
+        {"loc": loc, "msg": f"unbalanced braces: '{{' at character {o + 1} is never closed"}
+        for o in opened
+    )
+    return _Scan(depth, kind, errors)
+
+
+def _words(s: str, scan: _Scan) -> list[str]:
+    """Split on whitespace outside braces (a permutation stays one word)."""
+    words: list[str] = []
+    start: int | None = None
+    for i, ch in enumerate(s):
+        if ch.isspace() and scan.depth[i] == 0:
+            if start is not None:
+                words.append(s[start:i])
+                start = None
+        elif start is None:
+            start = i
+    if start is not None:
+        words.append(s[start:])
+    return words
+
+
+def permutation_spans(s: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each top-level ``{...}`` of a prompt string, in order.
+
+    Read as :meth:`Prompt.parse` reads them: URLs are opaque and escaped braces
+    are text. Raises PayloadError when the braces do not balance.
+    """
+    scan = _scan(s)
+    if scan.errors:
+        raise PayloadError(scan.errors)
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for i, ch in enumerate(s):
+        if scan.structural(i) and scan.depth[i] == 0:
+            if ch == "{":
+                start = i
+            elif ch == "}":
+                spans.append((start, i + 1))
+    return spans
+
+
+def _has_permutation(s: str) -> bool:
+    if "{" not in s:
+        return False
+    scan = _scan(s)
+    return any(ch == "{" and scan.structural(i) for i, ch in enumerate(s))
+
+
+def _split_outside(s: str, sep: str) -> list[str]:
+    """Split on ``sep`` where it is structural (outside URLs, braces and escapes)."""
+    if sep not in s:
+        return [s]  # nothing to split: no scan needed
+    scan = _scan(s)
+    parts: list[str] = []
+    start = i = 0
+    while i <= len(s) - len(sep):
+        if s.startswith(sep, i) and all(
+            scan.depth[k] == 0 and scan.structural(k) for k in range(i, i + len(sep))
+        ):
+            parts.append(s[start:i])
+            i += len(sep)
+            start = i
+        else:
+            i += 1
+    parts.append(s[start:])
+    return parts

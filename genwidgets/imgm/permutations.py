@@ -1,0 +1,137 @@
+"""Permutations: the brace tree of a prompt string, counted as a product of group
+sizes and expanded lazily, so no more expansions are made than are asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Literal, NamedTuple
+
+from .lexer import _ESCAPE, _scan
+from .params import _norm
+
+Mode = Literal["source", "sent", "plain"]
+"""How an expansion writes escapes: ``source`` as typed (it parses back to the same
+prompt), ``sent`` as the gateway gets it (escapes of :data:`KEPT_ESCAPES` stay, so the
+gateway makes no second permutation of it; others, ``\\,`` included, are resolved), ``plain`` with
+every escape resolved (labels a person reads)."""
+
+
+KEPT_ESCAPES = frozenset("{}\\-—:")
+"""Escaped characters that stay escaped in what is sent: unescaped, they would make
+a permutation, a parameter or a weight at the gateway (every other escape, ``\\,``
+included, is sent as its plain character)."""
+
+
+class _Group(NamedTuple):
+    alternatives: list[list[Any]]  # each alternative: a sequence of str | _Group
+
+
+def _tree(s: str, mode: Mode = "source") -> list[Any]:
+    """The permutation structure of ``s`` (which must have balanced braces)."""
+    scan = _scan(s)
+    root: list[Any] = []
+    stack: list[tuple[list[Any], _Group]] = []
+    current = root
+    i = 0
+    while i < len(s):
+        ch = s[i]
+        if scan.kind[i] == _ESCAPE and ch == "\\":
+            comma = s[i + 1] == ","
+            if mode != "source" and comma and stack:  # "{pastel \\, yellow}": "pastel, yellow"
+                while current and isinstance(current[-1], str) and current[-1].isspace():
+                    current.pop()
+            resolved = mode == "plain" or (mode == "sent" and s[i + 1] not in KEPT_ESCAPES)
+            current.append(s[i + 1] if resolved else s[i : i + 2])
+            i += 2
+            continue
+        if mode != "source" and ch == "\\" and scan.structural(i):
+            i += 1  # a lone backslash at the very end: never sent
+            continue
+        if scan.structural(i) and ch == "{":
+            group = _Group([[]])
+            current.append(group)
+            stack.append((current, group))
+            current = group.alternatives[0]
+        elif scan.structural(i) and ch == "}" and stack:
+            current, _ = stack.pop()
+        elif scan.structural(i) and ch == "," and stack:
+            group = stack[-1][1]
+            group.alternatives.append([])
+            current = group.alternatives[-1]
+        else:
+            current.append(ch)
+        i += 1
+    return root
+
+
+class _Counts:
+    """Expansion counts of a tree's groups, each computed once (a product of group
+    sizes: nothing is expanded to count)."""
+
+    def __init__(self) -> None:
+        self._of: dict[int, int] = {}
+
+    def group(self, group: _Group) -> int:
+        key = id(group)
+        if key not in self._of:
+            self._of[key] = sum(self.sequence(alt) for alt in group.alternatives)
+        return self._of[key]
+
+    def sequence(self, sequence: list[Any]) -> int:
+        total = 1
+        for item in sequence:
+            if isinstance(item, _Group):
+                total *= self.group(item)
+        return total
+
+
+def _nth(sequence: list[Any], k: int, counts: _Counts) -> str:
+    """The ``k``-th expansion of ``sequence`` (the last group varies fastest, as
+    ``itertools.product`` orders them), made without making the others."""
+    picks: dict[int, int] = {}
+    for item in reversed(sequence):
+        if isinstance(item, _Group):
+            k, picks[id(item)] = divmod(k, counts.group(item))
+    out: list[str] = []
+    for item in sequence:
+        if not isinstance(item, _Group):
+            out.append(item)
+            continue
+        pick = picks[id(item)]
+        for alternative in item.alternatives:
+            size = counts.sequence(alternative)
+            if pick < size:
+                out.append(_nth(alternative, pick, counts).strip())
+                break
+            pick -= size
+    return "".join(out)
+
+
+def _expansions(s: str, mode: Mode = "source") -> Iterator[str]:
+    """Every prompt of ``s`` in order, one at a time (take what you need with islice)."""
+    tree = _tree(s, mode)
+    counts = _Counts()
+    total = counts.sequence(tree)
+    k = 0
+    while k < total:
+        yield _norm(_nth(tree, k, counts))
+        k += 1
+
+
+def _count(s: str) -> int:
+    if "{" not in s:
+        return 1  # no brace, no permutation: no scan needed
+    return _Counts().sequence(_tree(s))
+
+
+def say_count(n: int) -> str:
+    """A count as text, even one too large to write out (``more than 10^4304``)."""
+    digits = int(n.bit_length() * 0.30103)  # log10(2): never more than the real digits
+    return str(n) if digits < 18 else f"more than 10^{digits - 1}"
+
+
+def plain_text(s: str) -> str:
+    """``s`` with every escape resolved, for people to read (a label, a caption):
+    ``pastel\\, yellow`` reads ``pastel, yellow``. Its braces are text."""
+    return _norm("".join(item for item in _tree(s, "plain") if isinstance(item, str)))

@@ -1,0 +1,135 @@
+"""Leases: one owner polls a task, so two kernels never poll (and pay attention to) the same one.
+
+The design (docs/decisions.md, "The ledger and the engine"):
+
+- An *owner* is one :class:`~genwidgets.jobs.ledger.Ledger` object of one process
+  (``host:pid:random``); a client takes it when it creates a task (the handle's
+  row gets ``owner``), re-attaches one by id, or resumes one.
+- The owner is alive while its row in ``owners`` says so: a heartbeat younger
+  than ``ttl`` seconds (the writer thread refreshes it every ``ttl / 4`` while
+  the process lives) and, on this host, a process that still runs — so a kernel
+  killed with ``kill -9`` frees its tasks at once, without waiting for the ttl.
+  A lock held by another process that delays a heartbeat does not free tasks of
+  a live kernel on this host (its pid still runs).
+- :func:`claim` (``resume()``) runs inside one write transaction: it takes the
+  unfinished tasks of a gateway that are unowned, owned by a stopped owner, or
+  already ours, and counts the others (skipped); ``force`` takes them all. Two
+  resumers cannot both take a task: the second sees the first's owner.
+- Closing a ledger releases its leases (:func:`release`): the tasks can be
+  resumed elsewhere at once.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .rows import SUBMITTED
+
+__all__ = ["HOST", "Claim", "Owner", "claim", "heartbeat", "pid_alive", "release"]
+
+HOST = socket.gethostname()
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host still runs; unknown counts as alive."""
+    if pid <= 0:
+        return False
+    if os.name == "nt":  # os.kill(pid, 0) would terminate it there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: alive but someone else's
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What :meth:`Ledger.claim_unfinished` took: row ids, and how many it left to live owners."""
+
+    taken: tuple[int, ...]
+    skipped: int
+
+
+class Owner:
+    """This process's identity as a task owner (a new one after ``fork``)."""
+
+    def __init__(self) -> None:
+        self._pid = 0
+        self._name = ""
+
+    @property
+    def name(self) -> str:
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._name = f"{HOST}:{self._pid}:{uuid.uuid4().hex[:12]}"
+        return self._name
+
+
+def heartbeat(conn: sqlite3.Connection, owner: str, now: float) -> None:
+    """Say this owner lives (inside a write transaction)."""
+    conn.execute(
+        "INSERT INTO owners (owner, host, pid, heartbeat) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(owner) DO UPDATE SET heartbeat = excluded.heartbeat",
+        (owner, HOST, os.getpid(), now),
+    )
+
+
+def _alive_owners(
+    conn: sqlite3.Connection, now: float, ttl: float, pid_alive: Callable[[int], bool]
+) -> set[str]:
+    alive = set()
+    for owner, host, pid, beat in conn.execute("SELECT owner, host, pid, heartbeat FROM owners"):
+        if now - beat > ttl:
+            continue
+        if host == HOST and not pid_alive(pid):
+            continue
+        alive.add(owner)
+    return alive
+
+
+def claim(
+    conn: sqlite3.Connection,
+    gateway: str,
+    owner: str,
+    *,
+    now: float,
+    ttl: float,
+    force: bool,
+    pid_alive: Callable[[int], bool],
+) -> Claim:
+    """Take the claimable unfinished tasks of ``gateway`` (inside a write transaction)."""
+    heartbeat(conn, owner, now)
+    alive = _alive_owners(conn, now, ttl, pid_alive)
+    taken: list[int] = []
+    skipped = 0
+    for row_id, current in conn.execute(
+        "SELECT id, owner FROM tasks WHERE gateway = ? AND state = ? AND request_id IS NOT NULL "
+        "ORDER BY id DESC",
+        (gateway, SUBMITTED),
+    ).fetchall():
+        if current is None or current == owner or current not in alive or force:
+            taken.append(row_id)
+        else:
+            skipped += 1
+    conn.executemany("UPDATE tasks SET owner = ? WHERE id = ?", [(owner, i) for i in taken])
+    # owners that stopped own nothing any more: forget them
+    conn.execute(
+        "DELETE FROM owners WHERE owner NOT IN (SELECT DISTINCT owner FROM tasks "
+        "WHERE owner IS NOT NULL AND state = ?) AND owner != ?",
+        (SUBMITTED, owner),
+    )
+    return Claim(tuple(taken), skipped)
+
+
+def release(conn: sqlite3.Connection, owner: str) -> None:
+    """Give up every lease of ``owner`` (inside a write transaction)."""
+    conn.execute("UPDATE tasks SET owner = NULL WHERE owner = ?", (owner,))
+    conn.execute("DELETE FROM owners WHERE owner = ?", (owner,))

@@ -1,0 +1,232 @@
+"""The ledger's writer: one daemon thread applies every write, in order, on its own connection.
+
+Why a thread: SQLite waits for a lock held by another process (another kernel,
+a ``sqlite3`` shell in ``BEGIN EXCLUSIVE``) by blocking the caller. Run on the
+engine's loop that wait froze every poll and notice; run here it delays only the
+ledger. A write that meets a busy file is retried, never dropped, and the
+writes behind it wait their turn, so the order on disk is the order of the calls
+(docs/decisions.md, "The ledger and the engine").
+
+Faults other than a busy file go to ``on_fault``, which says whether to retry
+the write (the file was damaged, moved aside and replaced) or to give it up (the
+file cannot be written: read-only, immutable, disk full).
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import contextlib
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any, Literal
+
+__all__ = ["Op", "Writer", "is_busy"]
+
+log = logging.getLogger("genwidgets")
+
+#: one write: runs inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` on the writer's connection
+Op = Callable[[sqlite3.Connection], Any]
+#: what to do after a fault that is not a busy file
+FaultAction = Literal["retry", "give_up"]
+
+_BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+#: pause between two attempts at a busy file (SQLite's own busy timeout waits first)
+RETRY_PAUSE = 0.05
+#: fresh files one write may start after damage before it is given up
+MAX_SET_ASIDE = 1
+#: a write taking longer than this means the file is busy (a free one takes milliseconds)
+STALL = 0.1
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether an sqlite3 error means "locked by someone else, try again later"."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in _BUSY_CODES:
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+_live: weakref.WeakSet[Writer] = weakref.WeakSet()
+_NOTHING: Any = object()  # the queue had nothing before the idle work was due
+
+
+@atexit.register
+def _flush_all() -> None:
+    """At interpreter exit, give queued rows a bounded chance to reach the disk."""
+    for writer in list(_live):
+        writer.flush(writer.exit_wait)
+
+
+class Writer:
+    """A queue of writes and the thread that applies them; thread-safe, one per ledger."""
+
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        on_fault: Callable[[sqlite3.Error], FaultAction],
+        *,
+        name: str,
+        idle: Callable[[], Op | None] | None = None,  # every idle_every s (the heartbeat)
+        idle_every: float = 30.0,
+        exit_wait: float = 5.0,
+    ) -> None:
+        self._connect = connect
+        self.pid = os.getpid()
+        self._on_fault = on_fault
+        self._idle = idle
+        self.idle_every = idle_every
+        self.exit_wait = exit_wait
+        self._queue: queue.Queue[tuple[Op | None, concurrent.futures.Future[Any]] | None] = (
+            queue.Queue()
+        )
+        self._conn: sqlite3.Connection | None = None
+        self._pending = 0
+        self._pending_lock = threading.Condition()
+        #: monotonic time since which the head write has met a busy file (None: not busy)
+        self.busy_since: float | None = None
+        self._writing_since: float | None = None
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+        _live.add(self)
+
+    @property
+    def stalled(self) -> bool:
+        """Whether the write being applied has waited longer than :data:`STALL` (a lock
+        held elsewhere): callers that would wait for their write then don't."""
+        since = self._writing_since
+        return self.busy_since is not None or (
+            since is not None and time.monotonic() - since > STALL
+        )
+
+    @property
+    def pending(self) -> int:
+        """Writes queued or being applied."""
+        return self._pending
+
+    def put(self, op: Op | None) -> concurrent.futures.Future[Any]:
+        """Queue ``op`` (None: only open the connection); its future holds what it
+        returned or the error that ended it."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._pending_lock:
+            self._pending += 1
+        self._queue.put((op, future))
+        return future
+
+    def flush(self, timeout: float | None) -> bool:
+        """Wait until every write queued so far is applied (or given up); False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._pending_lock:
+            while self._pending:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._pending_lock.wait(remaining if remaining is not None else 0.5)
+        return True
+
+    def stop(self, timeout: float) -> None:
+        """Apply what is queued (bounded by ``timeout``), then end the thread."""
+        self.flush(timeout)
+        self._queue.put(None)
+        if threading.current_thread() is not self.thread:
+            self.thread.join(timeout=max(timeout, 0.1))
+        _live.discard(self)
+
+    def reset_connection(self) -> None:
+        """Forget the connection (writer thread only): the next write opens a new one."""
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+        self._conn = None
+
+    # ------------------------------------------------------------------ the thread
+
+    def _run(self) -> None:
+        next_idle = time.monotonic() + self.idle_every
+        while True:
+            try:
+                item = self._queue.get(timeout=max(0.0, next_idle - time.monotonic()))
+            except queue.Empty:
+                item = _NOTHING
+            if time.monotonic() >= next_idle:  # on time however busy the queue is
+                next_idle = time.monotonic() + self.idle_every
+                idle = self._idle() if self._idle is not None else None
+                if idle is not None:
+                    self._apply(idle, None)
+            if item is _NOTHING:
+                continue
+            if item is None:
+                self.reset_connection()
+                return
+            op, future = item
+            self._writing_since = time.monotonic()
+            try:
+                self._apply(op, future)
+            finally:
+                self._writing_since = None
+                with self._pending_lock:
+                    self._pending -= 1
+                    self._pending_lock.notify_all()
+
+    def _apply(self, op: Op | None, future: concurrent.futures.Future[Any] | None) -> None:
+        """Run one write until it commits, ends in its own error, or is given up."""
+        set_aside = 0
+        while True:
+            try:
+                if self._conn is None:
+                    self._conn = self._connect()
+                conn = self._conn
+                if op is None:
+                    result = None
+                    break
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    result = op(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                if is_busy(exc):
+                    if self.busy_since is None:
+                        self.busy_since = time.monotonic()
+                    time.sleep(RETRY_PAUSE)
+                    continue
+                self.busy_since = None
+                self.reset_connection()
+                if set_aside < MAX_SET_ASIDE and self._on_fault(exc) == "retry":
+                    set_aside += 1  # a fresh file failing the same way is not damage
+                    continue
+                _settle(future, exc=exc)
+                return
+            except BaseException as exc:  # the write's own error (no such row): report it
+                self.busy_since = None
+                _settle(future, exc=exc)
+                return
+            break
+        self.busy_since = None
+        _settle(future, result=result)
+
+
+def _settle(
+    future: concurrent.futures.Future[Any] | None,
+    *,
+    result: Any = None,
+    exc: BaseException | None = None,
+) -> None:
+    if future is None:
+        if exc is not None:
+            log.info("genwidgets: a background ledger write failed: %s", exc)
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)

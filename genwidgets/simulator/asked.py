@@ -1,0 +1,140 @@
+"""What a payload asks for, read through its endpoint's model: a field left out
+gives the model's :class:`~genwidgets.catalog.ServiceDefault`, a number is clamped
+to the model's range, a choice is one of the model's values. So the simulator
+restates no default and no range: the catalog is the one place they live.
+
+Reads are tolerant (a string ``"5"`` is 5, an unreadable value falls back):
+producing media never fails on input that validation let through.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from ..catalog import NO_DEFAULT, service_default
+from ..catalog.introspect import leaves, limits_of
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in {"true", "on", "yes", "1", "enabled"}
+    return bool(value)
+
+
+class Asked:
+    """A payload and the model of its endpoint (``None`` for a model we do not know)."""
+
+    def __init__(self, payload: Mapping[str, Any], model: type[BaseModel] | None) -> None:
+        self.payload = payload
+        self.model = model
+
+    def _info(self, name: str) -> FieldInfo | None:
+        if self.model is None:
+            return None
+        fields = self.model.model_fields
+        return fields.get(name) or next((f for f in fields.values() if f.alias == name), None)
+
+    def has(self, name: str) -> bool:
+        """Whether the model has the field (or, without a model, the payload sends it)."""
+        return self._info(name) is not None or name in self.payload
+
+    def get(self, name: str, fallback: Any = None) -> Any:
+        """The value sent, else the service's default, else ``fallback``."""
+        value = self.payload.get(name)
+        if value is not None:
+            return value
+        info = self._info(name)
+        default = service_default(info) if info is not None else NO_DEFAULT
+        return fallback if default is NO_DEFAULT else default
+
+    def _range(self, name: str, lo: float, hi: float) -> tuple[float, float]:
+        info = self._info(name)
+        if info is None:
+            return lo, hi
+        limits = limits_of(info.metadata)
+        low = limits.ge if limits.ge is not None else limits.gt
+        high = limits.le if limits.le is not None else limits.lt
+        return (lo if low is None else low, hi if high is None else high)
+
+    def num(self, name: str, fallback: float, lo: float, hi: float) -> float:
+        """A number, clamped to the model's range (``lo``-``hi`` where it states none)."""
+        low, high = self._range(name, lo, hi)
+        value = self.get(name, fallback)
+        try:
+            number = float(value) if not isinstance(value, bool) else fallback
+        except (TypeError, ValueError):
+            number = fallback
+        return max(low, min(high, number))
+
+    def int(self, name: str, fallback: int, lo: int, hi: int) -> int:
+        return int(self.num(name, fallback, lo, hi))
+
+    def choices(self, name: str) -> tuple[str, ...]:
+        """The model's values for the field, lowercase (empty when it lists none)."""
+        info = self._info(name)
+        if info is None:
+            return ()
+        return tuple(
+            str(v).lower()
+            for leaf in leaves(info.annotation)
+            if get_origin(leaf) is Literal
+            for v in get_args(leaf)
+        )
+
+    def choice(self, name: str, fallback: str) -> str:
+        """One of the model's values (lowercase), or ``fallback``."""
+        value = str(self.get(name, fallback)).strip().lower()
+        options = self.choices(name)
+        return value if not options or value in options else fallback
+
+    def flag(self, name: str, fallback: bool = False) -> bool:
+        """A switch: true, ``"on"``, ``"yes"``... sent or by the service's default."""
+        value = self.get(name)
+        return fallback if value is None else _flag(value)
+
+    def section(self, name: str) -> Asked:
+        """A nested object, read through its own model."""
+        value = self.payload.get(name)
+        info = self._info(name)
+        model = next(
+            (
+                leaf
+                for leaf in (leaves(info.annotation) if info is not None else [])
+                if isinstance(leaf, type) and issubclass(leaf, BaseModel)
+            ),
+            None,
+        )
+        return Asked(value if isinstance(value, Mapping) else {}, model)
+
+
+def asked(endpoint: str, payload: Mapping[str, Any]) -> Asked:
+    """``payload`` read through ``endpoint``'s model (a model-less reader when unknown)."""
+    from ..catalog import endpoint as catalog_endpoint
+    from ..errors import EndpointNotFound
+
+    try:
+        model: type[BaseModel] | None = catalog_endpoint(endpoint).model
+    except EndpointNotFound:
+        model = None
+    return Asked(payload, model)
+
+
+def ratio_of(text: str, default: tuple[int, int] = (16, 9)) -> tuple[int, int]:
+    """``"16:9"`` as ``(16, 9)``; ``default`` for anything else."""
+    match = re.fullmatch(r"\s*(\d{1,5})\s*:\s*(\d{1,5})\s*", text or "")
+    if not match or int(match.group(1)) == 0 or int(match.group(2)) == 0:
+        return default
+    return int(match.group(1)), int(match.group(2))
+
+
+def size_of(text: Any, default: tuple[int, int], lo: int, hi: int) -> tuple[int, int]:
+    """``"1280*720"`` or ``"1280x720"`` as a clamped ``(width, height)``; else ``default``."""
+    match = re.fullmatch(r"\s*(\d{1,5})\s*[*xX]\s*(\d{1,5})\s*", str(text or ""))
+    if not match:
+        return default
+    return (max(lo, min(hi, int(match.group(1)))), max(lo, min(hi, int(match.group(2)))))

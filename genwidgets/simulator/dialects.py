@@ -1,0 +1,354 @@
+"""The simulator's dialects: how it fills what the spec leaves open.
+
+The spec shows the queue's bodies but not every field, status word or status
+code. Real gateways fill those parts differently (``/work/shared/notes`` on fal
+and Replicate; ``docs/decisions.md#gateways-and-their-dialects``), and a client
+tested only against one choice breaks on the first other one. Choose with
+``genwidgets simulate --dialect NAME``, ``SimConfig(dialect=NAME)`` or, for the
+embedded simulator, the environment variable ``GENWIDGETS_SIM_DIALECT``.
+
+Every switch, per dialect (one row of :data:`DIALECTS` each):
+
+=====================  ==================  ======================  =========================
+switch                 ``spec`` (default)  ``fal``                 ``replicate``
+=====================  ==================  ======================  =========================
+status words           IN_QUEUE,           IN_QUEUE, IN_PROGRESS,  starting, processing,
+(queued, running,      IN_PROGRESS,        COMPLETED (failed and   succeeded, failed,
+done, failed,          COMPLETED (failed   cancelled too)          canceled
+cancelled)             and cancelled too)
+queue_position         1-based             0-based                 absent
+handle                 all four fields     all four fields         ``request_id``, ``status``
+                                                                   and ``urls`` (get, cancel)
+logs                   none                list of {message,       one growing string
+                                           level, source,
+                                           timestamp}
+metrics                none                ``inference_time``      ``predict_time``
+                                           (status, finished)      (result)
+outputs                ``outputs``: list   per kind: ``images``    ``output``: list of bare
+                       of entries          list, ``video`` /       URL strings (objects for
+                                           ``audio`` object,       inline content)
+                                           ``files`` list; plus
+                                           ``seed``
+error / error_type     strings             objects ({code,         string / absent
+                                           message} / {type,
+                                           retryable})
+result while running   202 + status body   400 "Request is still   202, empty body
+                                           in progress"
+cancel of live task    200                 202                     200 + status body
+cancel of finished     400                 400 ALREADY_COMPLETED   409
+rate limit             429, Retry-After    429, Retry-After        503, Retry-After as
+                       in seconds          in seconds              an HTTP date
+=====================  ==================  ======================  =========================
+
+Auth stays ``Authorization: Bearer`` in every dialect (the one header the spec
+shows). Internally a task is ``IN_QUEUE`` / ``IN_PROGRESS`` / ``COMPLETED``
+(:mod:`.tasks`); the dialect only words the answers.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from .tasks import IN_PROGRESS, IN_QUEUE, Task
+
+ENV_VAR = "GENWIDGETS_SIM_DIALECT"
+DEFAULT = "spec"
+
+Answer = tuple[int, Any, Mapping[str, str]]  # status code, JSON body (None: empty), headers
+
+
+def state_of(task: Task) -> str:
+    """``queued``, ``running``, ``done``, ``failed`` or ``cancelled``."""
+    if task.status in _LIVE:
+        return _LIVE[task.status]
+    if task.error_type == "cancelled":
+        return "cancelled"
+    return "failed" if task.error else "done"
+
+
+_LIVE = {IN_QUEUE: "queued", IN_PROGRESS: "running"}
+
+# ----------------------------------------------------------------- log lines
+
+
+def log_lines(task: Task, now: float | None = None) -> list[tuple[float, str]]:
+    """What a running model would have printed by ``now``: (time, message)."""
+    if task.started_at is None:
+        return []
+    now = time.time() if now is None else now
+    end = task.completed_at if task.completed_at is not None else now
+    lines = [(task.started_at, f"loading {task.endpoint}")]
+    run = task.run_seconds or 0.0
+    for step in range(1, 5):
+        at = task.started_at + run * step / 4
+        if at <= end:
+            lines.append((at, f"step {step}/4"))
+    if task.completed_at is not None:
+        lines.append((task.completed_at, task.error or "done"))
+    return lines
+
+
+def _iso(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _fal_logs(task: Task) -> dict[str, Any]:
+    return {
+        "logs": [
+            {"message": text, "level": "INFO", "source": "user", "timestamp": _iso(at)}
+            for at, text in log_lines(task)
+        ]
+    }
+
+
+def _replicate_logs(task: Task) -> dict[str, Any]:
+    return {"logs": "".join(f"{text}\n" for _, text in log_lines(task))}
+
+
+def _no_fields(task: Task) -> dict[str, Any]:
+    return {}
+
+
+def _elapsed(task: Task) -> float | None:
+    if task.started_at is None or task.completed_at is None:
+        return None
+    return round(task.completed_at - task.started_at, 3)
+
+
+def _fal_metrics(task: Task) -> dict[str, Any]:
+    elapsed = _elapsed(task)
+    return {} if elapsed is None else {"metrics": {"inference_time": elapsed}}
+
+
+def _replicate_metrics(task: Task) -> dict[str, Any]:
+    elapsed = _elapsed(task)
+    return {} if elapsed is None else {"metrics": {"predict_time": elapsed}}
+
+
+# ----------------------------------------------------------------- errors
+
+
+def _string_errors(task: Task) -> dict[str, Any]:
+    return {"error": task.error, "error_type": task.error_type}
+
+
+def _object_errors(task: Task) -> dict[str, Any]:
+    if not task.error:
+        return {"error": None, "error_type": None}
+    code = (task.error_type or "error").upper()
+    return {
+        "error": {"code": code, "message": task.error},
+        "error_type": {"type": task.error_type, "retryable": task.error_type != "cancelled"},
+    }
+
+
+def _error_only(task: Task) -> dict[str, Any]:
+    return {"error": task.error}
+
+
+# ----------------------------------------------------------------- outputs
+
+_FAL_KEYS = {"image": "images", "video": "video", "audio": "audio"}
+_FAL_SINGLE = {"video": "video", "audio": "audio"}
+
+
+def _spec_outputs(entries: list[dict[str, Any]], task: Task) -> dict[str, Any]:
+    return {"outputs": entries}
+
+
+def _fal_outputs(entries: list[dict[str, Any]], task: Task) -> dict[str, Any]:
+    """fal's model shape: ``images`` (list), ``video``/``audio`` (one object, a list
+    under the plural when several), ``files`` for the rest; plus the ``seed``."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        major = str(entry.get("content_type", "")).split("/")[0]
+        key = _FAL_KEYS.get(major, "files") if "url" in entry else "files"
+        groups.setdefault(key, []).append(entry)
+    body: dict[str, Any] = {"seed": task.seed}
+    for key, group in groups.items():
+        if key in _FAL_SINGLE and len(group) == 1:
+            body[key] = group[0]
+        else:
+            body[{"video": "videos", "audio": "audio"}.get(key, key)] = group
+    return body
+
+
+def _replicate_outputs(entries: list[dict[str, Any]], task: Task) -> dict[str, Any]:
+    """Replicate's ``output``: bare URLs (their type is the file's ``Content-Type``)."""
+    return {"output": [entry.get("url") or entry for entry in entries]}
+
+
+# ----------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one gateway words the queue. Each field is one switch of the module table."""
+
+    name: str
+    #: state (:func:`state_of`) -> the status word sent
+    words: Mapping[str, str]
+    #: added to the 0-based place in the queue; None: no ``queue_position``
+    position_base: int | None
+    #: the handle: "full" (request_id + three URLs + position) or "urls" (Replicate)
+    handle: str
+    logs: Callable[[Task], dict[str, Any]]
+    metrics: Callable[[Task], dict[str, Any]]
+    errors: Callable[[Task], dict[str, Any]]
+    outputs: Callable[[list[dict[str, Any]], Task], dict[str, Any]]
+    #: the result address while the task runs: code, and whether the status body comes
+    not_ready: tuple[int, str | None]
+    cancel_live_code: int
+    cancel_finished: tuple[int, Mapping[str, Any]]
+    #: status code of a rate-limit answer, and whether Retry-After is an HTTP date
+    rate_limit: tuple[int, bool]
+
+
+DIALECTS: Mapping[str, Dialect] = {
+    "spec": Dialect(
+        name="spec",
+        words={
+            "queued": "IN_QUEUE",
+            "running": "IN_PROGRESS",
+            "done": "COMPLETED",
+            "failed": "COMPLETED",
+            "cancelled": "COMPLETED",
+        },
+        position_base=1,
+        handle="full",
+        logs=_no_fields,
+        metrics=_no_fields,
+        errors=_string_errors,
+        outputs=_spec_outputs,
+        not_ready=(202, "status"),
+        cancel_live_code=200,
+        cancel_finished=(400, {"detail": "Task already completed"}),
+        rate_limit=(429, False),
+    ),
+    "fal": Dialect(
+        name="fal",
+        words={
+            "queued": "IN_QUEUE",
+            "running": "IN_PROGRESS",
+            "done": "COMPLETED",
+            "failed": "COMPLETED",
+            "cancelled": "COMPLETED",
+        },
+        position_base=0,
+        handle="full",
+        logs=_fal_logs,
+        metrics=_fal_metrics,
+        errors=_object_errors,
+        outputs=_fal_outputs,
+        not_ready=(400, "Request is still in progress"),
+        cancel_live_code=202,
+        cancel_finished=(400, {"detail": "Task already completed", "code": "ALREADY_COMPLETED"}),
+        rate_limit=(429, False),
+    ),
+    "replicate": Dialect(
+        name="replicate",
+        words={
+            "queued": "starting",
+            "running": "processing",
+            "done": "succeeded",
+            "failed": "failed",
+            "cancelled": "canceled",
+        },
+        position_base=None,
+        handle="urls",
+        logs=_replicate_logs,
+        metrics=_replicate_metrics,
+        errors=_error_only,
+        outputs=_replicate_outputs,
+        not_ready=(202, None),
+        cancel_live_code=200,
+        cancel_finished=(409, {"detail": "Prediction has already finished"}),
+        rate_limit=(503, True),
+    ),
+}
+
+
+def check_dialect(value: Any) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in DIALECTS:
+        raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {value!r}")
+    return value.strip().lower()
+
+
+def dialect_from_env() -> str:
+    """The dialect named by ``GENWIDGETS_SIM_DIALECT`` (``spec`` when unset)."""
+    return os.environ.get(ENV_VAR, "").strip() or DEFAULT
+
+
+# ----------------------------------------------------------------- the bodies
+
+
+def status_body(d: Dialect, task: Task, place: int | None) -> dict[str, Any]:
+    """The status answer; ``place`` is the 0-based place in the queue (None: not queued)."""
+    state = state_of(task)
+    body: dict[str, Any] = {"request_id": task.request_id, "status": d.words[state]}
+    if state == "queued" and d.position_base is not None and place is not None:
+        body["queue_position"] = place + d.position_base
+    body |= d.errors(task) | d.logs(task)
+    if task.completed_at is not None:
+        body |= d.metrics(task)
+    return body
+
+
+def result_body(d: Dialect, task: Task, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    body: dict[str, Any] = {"request_id": task.request_id, "status": d.words[state_of(task)]}
+    body |= d.errors(task) | d.metrics(task) | d.outputs(entries, task)
+    if d.handle == "urls":
+        body |= d.logs(task)
+    return body
+
+
+def handle_body(d: Dialect, task: Task, prefix: str, place: int | None) -> dict[str, Any]:
+    if d.handle == "urls":
+        return {
+            "request_id": task.request_id,
+            "status": d.words[state_of(task)],
+            "urls": {"get": f"{prefix}/response", "cancel": f"{prefix}/cancel"},
+        }
+    body: dict[str, Any] = {
+        "request_id": task.request_id,
+        "response_url": f"{prefix}/response",
+        "status_url": f"{prefix}/status",
+        "cancel_url": f"{prefix}/cancel",
+    }
+    if d.position_base is not None:  # a task that started at once has position 0
+        body["queue_position"] = 0 if place is None else place + d.position_base
+    return body
+
+
+def not_ready(d: Dialect, task: Task, place: int | None) -> Answer:
+    code, says = d.not_ready
+    if says == "status":
+        return code, status_body(d, task, place), {}
+    if says is None:
+        return code, None, {}
+    return code, {"detail": says}, {}
+
+
+def cancelled(d: Dialect, task: Task) -> Answer:
+    if d.handle == "urls":
+        return d.cancel_live_code, status_body(d, task, None), {}
+    return (
+        d.cancel_live_code,
+        {"request_id": task.request_id, "status": "CANCELLATION_REQUESTED"},
+        {},
+    )
+
+
+def retry_after_header(d: Dialect, seconds: int, now: float | None = None) -> dict[str, str]:
+    """``Retry-After`` in seconds, or as an HTTP date no earlier than ``seconds`` from now."""
+    if not d.rate_limit[1]:
+        return {"Retry-After": str(seconds)}
+    when = math.ceil(time.time() if now is None else now) + seconds
+    return {"Retry-After": email.utils.formatdate(when, usegmt=True)}

@@ -1,0 +1,397 @@
+"""Cards: one job (live or from the ledger) or one stored grid as a small HTML box.
+
+The board lays them out in a grid of columns; :mod:`.sweep` shows one per cell. A card
+never widens its column: its box has ``contain: inline-size`` (its width comes from the
+column, never from its content) and may shrink below its content (``CARD_LAYOUT``), and
+every one-line value (endpoint, parameters, request id) is cut with "…" and carries the
+full text as a tooltip (:func:`~._style.cut_html`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets
+
+from ..lab.plan import differing_params
+from ..lab.store import GridRecord
+from ..protocol.records import Output, Result, Status, is_terminal
+from ._style import (
+    SIMULATED_BADGE,
+    StatusLook,
+    cut_html,
+    error_html,
+    esc,
+    format_elapsed,
+    look_of,
+    short,
+    status_badge,
+)
+from .render import source_of, to_html
+from .task import is_simulated, job_look
+from .ticker import TICKER, Throttle, guarded, stop_following
+
+if TYPE_CHECKING:
+    from .._protocols import JobLike
+
+__all__ = [
+    "CARD_LAYOUT",
+    "CardData",
+    "GridEntry",
+    "JobCard",
+    "card_html",
+    "grid_entry_html",
+    "history_card",
+    "kind_icon",
+    "params_by_endpoint",
+]
+
+#: A thumbnail pushed as bytes must stay small: a board may hold hundreds.
+THUMBNAIL_BYTES = 2 * 1024 * 1024
+#: A card's box: it may shrink below its content's width (long values are cut, not spilled).
+CARD_LAYOUT = {"width": "auto", "min_width": "0", "overflow": "hidden"}
+#: Characters of a value kept in a card's tooltip.
+TOOLTIP_CHARS = 500
+
+
+# --- icons (inline SVG: no emoji font needed) -----------------------------------------
+
+_ICON_PATHS = {
+    "image": "M3 5h18v14H3zM6 16l4-5 3 4 2-2 3 3M8 9a1.5 1.5 0 1 0 0 .1",
+    "video": "M3 6h12v12H3zM15 10l6-3v10l-6-3z",
+    "audio": "M4 9v6h4l5 4V5L8 9zM16 8.5a5 5 0 0 1 0 7M18.5 6a8.5 8.5 0 0 1 0 12",
+    "json": "M8 4c-2 0-2 2-2 4s-2 4-2 4 2 0 2 4 0 4 2 4M16 4c2 0 2 2 2 4s2 4 2 4-2 0-2 4 0 4-2 4",
+    "text": "M6 3h9l4 4v14H6zM9 10h7M9 14h7M9 18h5",
+    "person": "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM4 21c0-4 4-6 8-6s8 2 8 6",
+    "binary": "M6 3h9l4 4v14H6zM15 3v4h4",
+    "grid": "M3 3h8v8H3zM13 3h8v8h-8zM3 13h8v8H3zM13 13h8v8h-8z",
+}
+_ICON_OF_KIND = {
+    "speech": "audio",
+    "asset": "json",
+    "face": "person",
+    "subject": "person",
+}
+
+
+def kind_icon(kind: str | None, size: int = 40) -> str:
+    """An inline SVG icon of an output or endpoint kind (stroked, grey)."""
+    name = _ICON_OF_KIND.get(kind or "", kind or "binary")
+    path = _ICON_PATHS.get(name, _ICON_PATHS["binary"])
+    return (
+        f'<svg class="gw-icon gw-icon-{esc(name)}" width="{size}" height="{size}" '
+        'viewBox="0 0 24 24" fill="none" stroke="#6b7280" stroke-width="1.5" '
+        'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true">'
+        f'<path d="{path}"/></svg>'
+    )
+
+
+# --- cards -----------------------------------------------------------------------
+
+
+def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> str:
+    for output in outputs:
+        if output.kind != "image":
+            continue
+        source = source_of(output, prefer_url=True)
+        href = source.href
+        if href is None or (source.data is not None and len(source.data) > THUMBNAIL_BYTES):
+            continue
+        return (
+            f'<img src="{esc(href)}" alt="" loading="lazy" '
+            'style="max-width:100%;max-height:120px;object-fit:contain">'
+        )
+    return kind_icon(outputs[0].kind if outputs else kind_hint)
+
+
+@functools.lru_cache(maxsize=256)
+def _endpoint_kind(endpoint: str) -> str | None:
+    try:
+        from ..catalog import endpoint as catalog_endpoint
+
+        return catalog_endpoint(endpoint).kind
+    except Exception:  # unknown endpoint: no icon hint
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def _endpoint_fields(endpoint: str) -> frozenset[str] | None:
+    """Wire names and aliases of the endpoint's fields; None for an unknown endpoint."""
+    try:
+        from ..catalog import endpoint as catalog_endpoint
+
+        fields = catalog_endpoint(endpoint).model.model_fields
+    except Exception:  # unknown endpoint: only its own payload's keys are listed
+        return None
+    return frozenset(fields) | frozenset(f.alias for f in fields.values() if f.alias)
+
+
+def params_by_endpoint(
+    entries: Sequence[tuple[str, Mapping[str, Any] | None]],
+) -> dict[str, list[str]]:
+    """For each endpoint, the payload keys that differ among its own entries."""
+    grouped: dict[str, list[Mapping[str, Any] | None]] = {}
+    for endpoint, payload in entries:
+        grouped.setdefault(endpoint, []).append(payload)
+    return {endpoint: differing_params(payloads) for endpoint, payloads in grouped.items()}
+
+
+@dataclass(frozen=True)
+class CardData:
+    """What a card shows, from a live Job or a history record."""
+
+    endpoint: str
+    request_id: str
+    look: StatusLook
+    elapsed: float | None
+    payload: Mapping[str, Any] | None
+    outputs: Sequence[Output] = ()
+    simulated: bool = False
+
+    @classmethod
+    def of_job(cls, job: JobLike) -> CardData:
+        result = job.last_result
+        return cls(
+            endpoint=str(job.endpoint),
+            request_id=str(job.request_id),
+            look=job_look(job),
+            elapsed=job.elapsed,
+            payload=job.payload,
+            outputs=tuple(result.outputs) if result is not None else (),
+            simulated=is_simulated(job),
+        )
+
+
+def card_html(
+    data: CardData,
+    params: Sequence[str] = (),
+    *,
+    label: str = "",
+    outputs: bool = False,
+) -> str:
+    """A card as escaped HTML: thumbnail (or all outputs), endpoint, status,
+    elapsed, the listed parameters, the error, the request_id."""
+    look = data.look
+    if outputs and data.outputs:
+        cells = "".join(to_html(o, caption=False, prefer_url=True) for o in data.outputs)
+        media = (
+            '<div style="display:grid;grid-template-columns:repeat(auto-fill,minmax(110px,1fr));'
+            f'gap:4px">{cells}</div>'
+        )
+    else:
+        media = (
+            '<div class="gw-thumb" style="height:120px;display:flex;align-items:center;'
+            f'justify-content:center;background:#f9fafb">'
+            f"{_thumbnail(data.outputs, _endpoint_kind(data.endpoint))}</div>"
+        )
+    payload = data.payload or {}
+    fields = _endpoint_fields(data.endpoint)
+    params = [k for k in params if k in payload or (fields is not None and k in fields)]
+    rows = "".join(
+        cut_html(
+            f'<span style="color:#6b7280">{esc(key)}</span> = '
+            + (esc(short(payload[key], 60)) if key in payload else "<i>unset</i>"),
+            f"{key} = {short(payload[key], TOOLTIP_CHARS) if key in payload else 'unset'}",
+            cls="gw-param",
+        )
+        for key in params
+    )
+    head = cut_html(esc(label), label, cls="gw-label", style="font-weight:600") if label else ""
+    elapsed = format_elapsed(data.elapsed)
+    badge = " " + SIMULATED_BADGE if data.simulated else ""
+    return (
+        f'<div class="gw-card" style="border:1px solid #e5e7eb;border-left:4px solid '
+        f"{look.colour};border-radius:6px;padding:6px;font-size:0.9em;overflow:hidden;"
+        f'min-width:0;box-sizing:border-box;contain:inline-size">'
+        f"{head}{media}"
+        + cut_html(f"<b>{esc(data.endpoint)}</b>{badge}", data.endpoint, cls="gw-endpoint")
+        + f"<div>{status_badge(look)} · {esc(elapsed)}</div>"
+        f"{rows}{error_html(look)}"
+        + cut_html(
+            esc(data.request_id),
+            data.request_id,
+            cls="gw-request-id",
+            style="user-select:all;font-size:0.8em;color:#6b7280;font-family:monospace",
+        )
+        + "</div>"
+    )
+
+
+class JobCard(ipywidgets.HTML):
+    """One job as a live card (an HTML widget written by one throttled writer)."""
+
+    def __init__(
+        self,
+        job: JobLike,
+        *,
+        params: Sequence[str] = (),
+        label: str = "",
+        outputs: bool = False,
+        on_change: Callable[[JobCard], None] | None = None,
+    ) -> None:
+        super().__init__(layout=ipywidgets.Layout(**CARD_LAYOUT))
+        self.job = job
+        self._params = tuple(params)
+        self._label = label
+        self._outputs = outputs
+        self._on_change = on_change
+        self._throttle = Throttle(self._write)
+        self._removers: list[Callable[[], Any]] = []
+        self.category = job_look(job).category
+        self._changed = False
+        self._throttle.request(force=True)
+        if job_look(job).terminal:
+            return
+        self._removers.append(job.add_update_callback(self._on_update))
+        job.add_done_callback(self._on_done)
+        TICKER.add(self)
+
+    @property
+    def writes(self) -> int:
+        return self._throttle.writes
+
+    def set_params(self, params: Sequence[str]) -> None:
+        with self._throttle.lock:
+            self._params = tuple(params)
+        self._throttle.request(force=True)
+
+    def tick(self) -> None:
+        self._throttle.request()
+        self._report_change()
+
+    def _on_update(self, job: JobLike) -> None:
+        guarded(lambda: self._throttle.request(force=job_look(job).terminal))
+        self._report_change()
+
+    def _on_done(self, job: JobLike) -> None:
+        guarded(lambda: self._throttle.request(force=True))
+        self._report_change()
+        self._stop()
+
+    def _report_change(self) -> None:
+        """Tell the board the category changed, *outside* this card's lock: the
+        board holds its own lock while it writes cards, so calling it from
+        inside ``_write`` would take the two locks in opposite orders."""
+        with self._throttle.lock:
+            changed, self._changed = self._changed, False
+        if changed and self._on_change is not None:
+            guarded(lambda: self._on_change(self) if self._on_change else None)
+
+    def _stop(self) -> None:
+        stop_following(self, self._removers)
+
+    def close(self) -> None:
+        self._stop()
+        super().close()
+
+    def _write(self) -> None:
+        data = CardData.of_job(self.job)
+        previous, self.category = self.category, data.look.category
+        self._changed = self._changed or previous != self.category
+        self.value = card_html(data, self._params, label=self._label, outputs=self._outputs)
+
+
+# --- history (the ledger's, when the client offers it) --------------------------------
+
+
+def _field(record: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    return record.get(name, default)
+
+
+def history_card(record: Mapping[str, Any]) -> CardData | None:
+    """A card from a ledger record (a mapping with endpoint, request_id, status,
+    error, error_type, payload, outputs, submitted_at, finished_at); ``None`` if
+    it lacks an endpoint or request_id."""
+    endpoint, request_id = _field(record, "endpoint"), _field(record, "request_id")
+    if not endpoint or not request_id:
+        return None
+    status = str(_field(record, "status") or "UNKNOWN")
+    raw_outputs = _field(record, "outputs") or []
+    outputs = [
+        o if isinstance(o, Output) else Output.from_entry(o, i)
+        for i, o in enumerate(raw_outputs if isinstance(raw_outputs, list) else [])
+    ]
+    result = None
+    if is_terminal(status):
+        result = Result(
+            status=status,
+            error=_field(record, "error"),
+            error_type=_field(record, "error_type"),
+            outputs=outputs,
+        )
+    start, end = _field(record, "submitted_at"), _field(record, "finished_at")
+    elapsed = (
+        end - start if isinstance(start, (int, float)) and isinstance(end, (int, float)) else None
+    )
+    payload = _field(record, "payload")
+    return CardData(
+        endpoint=str(endpoint),
+        request_id=str(request_id),
+        look=look_of(Status(status=status), result),
+        elapsed=elapsed,
+        payload=payload if isinstance(payload, Mapping) else None,
+        outputs=outputs,
+    )
+
+
+# --- the board ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GridEntry:
+    """A stored grid as one board entry."""
+
+    record: GridRecord
+
+    @property
+    def endpoint(self) -> str:
+        return self.record.endpoint
+
+    def category(self, cards: Mapping[str, JobCard]) -> str:
+        """running while any sent cell's job is not terminal (as far as the board knows)."""
+        for cell in self.record.cells:
+            card = cards.get(cell.request_id or "")
+            if card is not None and not job_look(card.job).terminal:
+                return "running"
+        return "done"
+
+
+def grid_entry_html(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
+    """One grid as a card: its icon or best-rated image, endpoint, axes, counts, stars."""
+    record = entry.record
+    axes = record.description.get("axes") or {}
+    dims = [
+        f"{(a or {}).get('field')} ({len((a or {}).get('values') or [])})"
+        for d in ("x", "y", "z")
+        if (a := axes.get(d))
+    ]
+    rated = sorted((c for c in record.cells if c.stars), key=lambda c: -c.stars)
+    thumb = kind_icon("grid")
+    for cell in rated or record.cells:
+        card = cards.get(cell.request_id or "")
+        result = card.job.last_result if card is not None else None
+        if result is not None and result.outputs:
+            thumb = _thumbnail(result.outputs, "image")
+            break
+    best = f" · best {rated[0].stars}/5" if rated else ""
+    shape = " × ".join(dims)
+    load = f"gw.load_grid({record.id!r})"
+    return (
+        '<div class="gw-card gw-grid-entry" style="border:1px solid #e5e7eb;border-left:4px '
+        "solid #6366f1;border-radius:6px;padding:6px;font-size:0.9em;overflow:hidden;"
+        'min-width:0;box-sizing:border-box;contain:inline-size">'
+        '<div class="gw-thumb" style="height:120px;display:flex;align-items:center;'
+        f'justify-content:center;background:#f9fafb">{thumb}</div>'
+        + cut_html(f"<b>{esc(record.endpoint)}</b> · grid", record.endpoint, cls="gw-endpoint")
+        + cut_html(esc(shape), shape)
+        + f"<div>{record.sent} of {len(record.cells)} sent · {record.rated} rated{esc(best)}</div>"
+        + cut_html(
+            esc(load),
+            load,
+            style="user-select:all;font-size:0.8em;color:#6b7280;font-family:monospace",
+        )
+        + "</div>"
+    )

@@ -1,0 +1,75 @@
+"""Markers: the service's defaults are values in the model, each one a value its
+field accepts, and the one place a default lives (no prose copy in descriptions)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, TypeAdapter
+
+import genwidgets as gw
+from genwidgets.catalog import NO_DEFAULT, is_generations, service_default
+from genwidgets.catalog.introspect import leaves
+
+
+def _fields(model: type[BaseModel]) -> list[tuple[type[BaseModel], str, Any]]:
+    found = []
+    for name, info in model.model_fields.items():
+        found.append((model, name, info))
+        for leaf in leaves(info.annotation):
+            if isinstance(leaf, type) and issubclass(leaf, BaseModel):
+                found.extend(_fields(leaf))
+    return found
+
+
+ALL_FIELDS = [
+    (spec.id, model, name, info)
+    for spec in gw.endpoints(documented_only=False)
+    for model, name, info in _fields(spec.model)
+]
+DEFAULTED = [f for f in ALL_FIELDS if service_default(f[3]) is not NO_DEFAULT]
+
+
+def test_the_documented_defaults_are_values_in_the_model() -> None:
+    found = {(e, n): service_default(i) for e, _, n, i in DEFAULTED}
+    assert found[("genW2.5-t2i-preview", "n")] == 4
+    assert found[("vidVq2-text2video", "duration")] == 5
+    assert found[("vidA-2-0", "resolution")] == "720p"
+    assert found[("genW2.5-t2i-preview", "prompt_extend")] is True
+    assert len(DEFAULTED) >= 60
+
+
+@pytest.mark.parametrize(("endpoint", "model", "name", "info"), DEFAULTED)
+def test_each_service_default_is_a_value_its_field_accepts(
+    endpoint: str, model: type[BaseModel], name: str, info: Any
+) -> None:
+    value = service_default(info)
+    checked = TypeAdapter(info.annotation).validate_python(value)
+    assert checked == value, (endpoint, name)
+    low = next((m.ge for m in info.metadata if hasattr(m, "ge")), None)
+    high = next((m.le for m in info.metadata if hasattr(m, "le")), None)
+    assert low is None or value >= low
+    assert high is None or value <= high
+
+
+@pytest.mark.parametrize(("endpoint", "model", "name", "info"), ALL_FIELDS)
+def test_no_description_restates_a_default_as_prose(
+    endpoint: str, model: type[BaseModel], name: str, info: Any
+) -> None:
+    prose = re.search(r"\bDefault(?:s to|:| is)?\s+`?[\w.*:]+`?[.;]", info.description or "")
+    assert prose is None or prose.group(0) in {"Default null.", "Default not shown."}, (
+        endpoint,
+        name,
+        info.description,
+    )
+
+
+def test_the_generations_field_is_marked_where_a_task_makes_several_outputs() -> None:
+    marked = {e for e, _, n, i in ALL_FIELDS if is_generations(i)}
+    assert marked == {"genW2.5-t2i-preview", "imgG-1.5-edit", "imgQ-edit-plus"}
+    spec = gw.endpoint("genW2.5-t2i-preview")
+    assert spec.generations({"prompt": "x"}) == 4  # the service's default
+    assert spec.generations({"prompt": "x", "n": 1}) == 1
+    assert gw.endpoint("vidVq2-text2video").generations({"prompt": "x"}) == 1

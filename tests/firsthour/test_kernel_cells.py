@@ -1,0 +1,283 @@
+"""The first hour in real kernels: what a new user types, cell by cell, in a fresh
+kernel (nbclient), with what each cell shows asserted.
+
+- the probe of issue 20: a job from a form, displayed as a cell's last line, is
+  the live task view with its HTML copy, and the static copy once it ended;
+- every Python snippet of the README, statement by statement;
+- the lines of the public API contract (``DESIGN.md``) that exist today.
+
+Each notebook runs in its own fresh kernel with no gateway configured (the
+embedded simulator answers) and every user directory in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+import jupyter_env  # tests/jupyter_env.py (tests/ is on pytest's pythonpath)
+import nbformat
+import pytest
+
+pytestmark = [pytest.mark.notebook, pytest.mark.timeout(600)]
+
+README = jupyter_env.REPO / "README.md"
+WIDGET = jupyter_env.WIDGET_VIEW_MIME
+Messages = list[tuple[int, str, dict[str, Any]]]
+
+
+def run_cells(
+    cells: list[str], workdir: Path, kernel: str, name: str = "cells.ipynb"
+) -> tuple[nbformat.NotebookNode, Messages]:
+    """Run ``cells`` in a fresh kernel; the saved notebook and its display messages."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(cell) for cell in cells]
+    source = workdir / f"source-{name}"
+    nbformat.write(notebook, source)
+    run = workdir / "run"
+    run.mkdir(exist_ok=True)
+    messages: Messages = []
+    saved, _ = jupyter_env.execute(
+        source, run, kernel_name=kernel, cell_timeout=300, messages=messages
+    )
+    assert jupyter_env.error_outputs(saved) == []
+    return saved, messages
+
+
+def statements(code: str) -> list[str]:
+    """A snippet cut into its top-level statements (what a user runs one at a time)."""
+    lines = code.splitlines()
+    tree = ast.parse(code)
+    cells = []
+    for node in tree.body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        assert node.end_lineno is not None
+        cells.append("\n".join(lines[first - 1 : node.end_lineno]))
+    return cells
+
+
+def html_of(output: dict[str, Any]) -> str:
+    return str(output.get("data", {}).get("text/html", ""))
+
+
+def assert_job_cell(index: int, saved: nbformat.NotebookNode, messages: Messages) -> str:
+    """Cell ``index`` displayed a job: first the live view with its HTML copy under a
+    display id, then (the task ended) that output replaced by the static copy alone
+    (status done, image thumbnails embedded). Returns the static HTML."""
+    shown = [
+        content
+        for cell, kind, content in messages
+        if cell == index and kind == "display_data" and WIDGET in content["data"]
+    ]
+    assert shown, f"cell {index} showed no widget view"
+    first = shown[0]
+    assert "gw-placeholder" in first["data"]["text/html"]  # the HTML copy beside the view
+    display_id = first["transient"]["display_id"]
+    finals = [
+        content
+        for _cell, kind, content in messages
+        if kind == "update_display_data" and content["transient"]["display_id"] == display_id
+    ]
+    assert finals, "the finished task's display was never replaced by its static copy"
+    assert all(set(f["data"]) == {"text/html", "text/plain"} for f in finals)
+    [kept] = [o for o in saved.cells[index].outputs if o.get("output_type") == "display_data"]
+    assert WIDGET not in kept["data"], "the saved cell still needs widget state"
+    html = html_of(kept)
+    assert 'class="gw-status gw-status-done"' in html
+    return html
+
+
+# --- the probe ---------------------------------------------------------------------
+
+
+def test_a_job_from_a_form_draws_its_view_then_its_static_copy(
+    jupyter_kernel: str, tmp_path: Path
+) -> None:
+    saved, messages = run_cells(
+        [
+            "import genwidgets as gw",
+            "f = gw.form('genW2.5-t2i-preview'); f.set(prompt='a lighthouse', n=1); "
+            "job = f.submit(); job",
+            "job.result(timeout=120).ok",
+        ],
+        tmp_path,
+        jupyter_kernel,
+    )
+    html = assert_job_cell(1, saved, messages)
+    assert html.count('class="gw-thumb" src="data:image/') == 1
+    assert "<Job " not in str(saved.cells[1].outputs)  # never the text line of issue 20.1
+    assert saved.cells[2].outputs[0]["data"]["text/plain"] == "True"
+
+
+def test_a_job_imported_from_anywhere_draws_its_view(jupyter_kernel: str, tmp_path: Path) -> None:
+    """``client.job`` (re-attach) and a Job made before ``gw.Job`` was ever looked up."""
+    saved, messages = run_cells(
+        [
+            "from genwidgets import _client\n"
+            "client = _client.Client()\n"
+            "job = client.submit('genW2.5-t2i-preview', {'prompt': 'a lighthouse', 'n': 1})\n"
+            "job.result(timeout=120).ok",
+            "again = client.job('genW2.5-t2i-preview', job.request_id)\nagain",
+        ],
+        tmp_path,
+        jupyter_kernel,
+    )
+    html = assert_job_cell(1, saved, messages)
+    assert "gw-thumb" in html
+
+
+# --- the README ----------------------------------------------------------------------
+
+#: What the README's prose gives every snippet (a notebook that imported genwidgets)
+#: and one snippet in particular (its first line -> code run before it).
+GIVEN_ALWAYS = "import genwidgets as gw"
+GIVEN = {
+    "client = gw.Client(notice_target=1.5, max_status_rate=50)": (
+        'payload = {"content": [{"type": "text", "text": "a red kite"}], "duration": 5}'
+    ),
+}
+#: What a snippet's cells must show (its first line -> texts of its outputs).
+SHOWS = {
+    "import genwidgets as gw\n\nclient = gw.Client()": ("video/mp4",),
+    "from typing import Annotated": ("MyTextToImage", "COMPLETED"),
+}
+
+
+def readme_snippets() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_the_readme_has_python_snippets() -> None:
+    assert len(readme_snippets()) >= 3
+
+
+@pytest.mark.parametrize("index", range(len(readme_snippets())))
+def test_every_readme_snippet_runs_statement_by_statement(
+    index: int, jupyter_kernel: str, tmp_path: Path
+) -> None:
+    code = readme_snippets()[index]
+    given = [GIVEN_ALWAYS] + [g for first, g in GIVEN.items() if code.startswith(first)]
+    saved, _ = run_cells(given + statements(code), tmp_path, jupyter_kernel)
+    text = jupyter_env.output_text(saved)
+    for first, texts in SHOWS.items():
+        if code.startswith(first):
+            assert [t for t in texts if t not in text] == []
+    assert "Error displaying" not in text and "Traceback" not in text
+
+
+# --- the public API contract -------------------------------------------------------
+
+#: DESIGN.md's "Public API" lines that exist today, as cells (one kernel, in order),
+#: each with a text its output must contain ("" where the line shows nothing).
+CONTRACT = [
+    ("import genwidgets as gw", ""),
+    ("client = gw.Client(base_url=None, api_key=None, timeout=30.0, max_retries=2)", ""),
+    (
+        'job = client.submit("vidVq2-text2video", {"prompt": "a red kite", "duration": 2})',
+        "",
+    ),
+    (
+        "job.endpoint, job.request_id, job.status_url, job.response_url, job.cancel_url, "
+        "job.queue_position",
+        "vidVq2-text2video",
+    ),
+    (
+        "st = job.status()\n(type(st).__name__, type(st.status).__name__, type(st.done).__name__,"
+        " type(st.raw).__name__)",
+        "('Status', 'str', 'bool', 'dict')",
+    ),
+    ("job", ""),  # the live task view: asserted below
+    (
+        "res = job.result(timeout=600)\nres.raise_for_error()\n"
+        "(type(res).__name__, res.ok, res.error, res.error_type, len(res.outputs) > 0)",
+        "('Result', True, None, None, True)",
+    ),
+    (
+        "out = res.outputs[0]\n(out.content_type, out.url.startswith('http'), "
+        "len(out.read()) > 0, out.save('kite.mp4').name)",
+        "('video/mp4', True, True, 'kite.mp4')",
+    ),
+    ("job.done(), job.cancel() is None or True", "(True, True)"),
+    ("seen = []\njob.add_done_callback(seen.append)\nlen(seen)", "1"),
+    ("(await job).ok", "True"),
+    ('client.job("vidVq2-text2video", job.request_id)', ""),  # a re-attached job's view
+    (
+        'client.run("genW2.5-t2i-preview", {"prompt": "a lighthouse", "n": 1}, timeout=None).ok',
+        "True",
+    ),
+    (
+        "async with gw.AsyncClient() as aclient:\n"
+        '    ajob = await aclient.submit("genW2.5-t2i-preview", {"prompt": "a kite", "n": 1})\n'
+        "    aresult = await ajob\naresult.ok",
+        "True",
+    ),
+    ('type(gw.validate("genW2.5-t2i-preview", {"prompt": "a lighthouse"})).__name__', ""),
+    (
+        "specs = gw.endpoints()\n"
+        "all(isinstance(s, gw.EndpointSpec) for s in specs), len(specs) > 10",
+        "(True, True)",
+    ),
+    ('form = gw.form("genW2.5-t2i-preview", client=None, prompt="a fox")\nform.value', "a fox"),
+    ('form.set(prompt="a lighthouse", n=1)\nform.value["prompt"]', "a lighthouse"),
+    ("type(form.submit()).__name__", "Job"),
+    (
+        "from genwidgets.imgm import Prompt\n"
+        'p = Prompt.parse("a {red, blue} kite --ar 16:9")\n'
+        "str(p), p.params, p.expand(), p.count(), p.validate()",
+        "a red kite",
+    ),
+    ("gw.render(res)", ""),  # asserted below: the static copy
+    ("type(gw.board(client)).__name__", "Board"),
+    (
+        'sw = gw.sweep("genW2.5-t2i-preview", {"prompt": "a kite", "n": 1}, '
+        'vary={"seed": [1, 2]}, client=client)\ntype(sw).__name__',
+        "Sweep",
+    ),
+    (
+        'grid = gw.grid("genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]),'
+        " y=None, z=None, client=None, confirm_above=10)\n"
+        "grid.submit(); grid.wait(120); grid.shape, len(grid.cells)",
+        "((1, 1, 2), 2)",
+    ),
+    (
+        "cell = grid.cell(x=2)\ngrid.rate(cell, 4, note='calm')\n"
+        "grid.swap('x', 'y'); type(grid.form(cell)).__name__",
+        "EndpointForm",
+    ),
+    (
+        "grid.save_png('sheet.png').name, grid.save_html('grid.html').name",
+        "('sheet.png', 'grid.html')",
+    ),
+    ("grid", ""),  # a finished grid: asserted below, its contact sheet
+    (
+        "[g.id for g in gw.grids(client=None)].count(grid.id), "
+        "gw.load_grid(grid.id, client=None).id == grid.id",
+        "(1, True)",
+    ),
+    (
+        "polled = gw.Client(notice_target=1.5, max_status_rate=50)\n"
+        'later = polled.submit("genW2.5-t2i-preview", {"prompt": "a kite", "n": 1})\n'
+        "later.expected_finish is None or later.expected_finish >= 0",
+        "True",
+    ),
+]
+
+
+def test_the_public_api_contract_line_by_line(jupyter_kernel: str, tmp_path: Path) -> None:
+    cells = [code for code, _ in CONTRACT]
+    saved, messages = run_cells(cells, tmp_path, jupyter_kernel, "contract.ipynb")
+    for index, (code, expected) in enumerate(CONTRACT):
+        shown = "\n".join(
+            str(o.get("data", {}).get("text/plain", "")) + html_of(o)
+            for o in saved.cells[index].outputs
+        )
+        assert expected in shown, f"cell {index} ({code!r}) shows {shown[:300]!r}"
+    assert_job_cell(cells.index("job"), saved, messages)  # a video: no thumbnail, a poster
+    assert_job_cell(cells.index('client.job("vidVq2-text2video", job.request_id)'), saved, messages)
+    [rendered] = saved.cells[cells.index("gw.render(res)")].outputs
+    assert WIDGET not in rendered["data"] and "<video controls" in html_of(rendered)
+    [sheet] = saved.cells[cells.index("grid")].outputs
+    assert WIDGET not in sheet["data"] and "gw-grid-sheet" in html_of(sheet)
+    assert html_of(sheet).count('class="gw-thumb"') == 2 and 'title="4 of 5"' in html_of(sheet)

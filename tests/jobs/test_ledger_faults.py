@@ -1,0 +1,357 @@
+"""The ledger against real faults: a lock held by another process, a damaged page,
+an immutable file, and two kernels sharing tasks (issue 22 points 1-3)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from reliability.harness import wait_until
+
+import genwidgets as gw
+from genwidgets._config import DEMO_KEY
+from genwidgets.errors import LedgerWarning
+from genwidgets.jobs.ledger import Ledger
+from genwidgets.protocol.records import Handle
+from genwidgets.simulator import SimulatorServer
+
+GATEWAY = "http://127.0.0.1:9999"
+ENDPOINT = "asset-get"
+
+HOLDER = textwrap.dedent(
+    """
+    import sqlite3, sys, time
+    from pathlib import Path
+    con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+    con.execute("BEGIN EXCLUSIVE")
+    con.execute("INSERT INTO meta (key, value) VALUES ('held', 'yes')")
+    Path(sys.argv[2]).touch()
+    deadline = time.time() + 90
+    while not Path(sys.argv[3]).exists() and time.time() < deadline:
+        time.sleep(0.02)
+    con.execute("ROLLBACK")
+    """
+)
+
+
+class Lock:
+    """``BEGIN EXCLUSIVE`` held on a ledger by a second process until :meth:`release`."""
+
+    def __init__(self, path: Path, tmp: Path) -> None:
+        self.held, self.free = tmp / "held", tmp / "free"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(path), str(self.held), str(self.free)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        wait_until(lambda: self.held.exists() or self.proc.poll() is not None, 30, "the lock")
+        assert self.held.exists(), self.proc.communicate()[1]
+
+    @property
+    def holding(self) -> bool:
+        return self.proc.poll() is None
+
+    def release(self) -> None:
+        self.free.touch()
+        self.proc.wait(30)
+
+
+@pytest.fixture
+def locked(tmp_path: Path) -> Iterator[Callable[[Path], Lock]]:
+    locks: list[Lock] = []
+
+    def hold(path: Path) -> Lock:
+        locks.append(Lock(path, tmp_path))
+        return locks[-1]
+
+    yield hold
+    for lock in locks:
+        if lock.holding:
+            lock.release()
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Clients made in the test keep their ledger in ``tmp_path``."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    return tmp_path
+
+
+def handle(request_id: str) -> Handle:
+    return Handle.from_body(ENDPOINT, {"request_id": request_id}, GATEWAY)
+
+
+# --------------------------------------------------------------------------- point 1
+
+
+@pytest.mark.timeout(120)
+def test_a_lock_held_by_another_process_delays_only_the_ledger(
+    home: Path,
+    make_simulator: Callable[..., SimulatorServer],
+    locked: Callable[[Path], Lock],
+) -> None:
+    tmp_path = home
+    sim = make_simulator()
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    lock = locked(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "ledger is off" warning
+        client = gw.Client(sim.base_url, DEMO_KEY)
+    try:
+        assert client.ledger is not None and client.ledger.path == path
+        jobs = [client.submit(ENDPOINT, {"Id": "asset-demo"}) for i in range(4)]
+        results = [job.result(timeout=60) for job in jobs]
+        assert all(r.ok for r in results)
+        # every task was created, polled and noticed while the file stayed locked ...
+        assert lock.holding and client.ledger.pending > 0
+        outside = sqlite3.connect(path)
+        assert outside.execute("SELECT count(*) FROM tasks").fetchone() == (0,)
+        outside.close()
+        lock.release()
+        # ... and nothing recorded was dropped: every row, in order, once it freed
+        assert client.ledger.flush(60)
+        rows = client.ledger.rows(client.gateway_name)
+        assert [r.request_id for r in reversed(rows)] == [j.request_id for j in jobs]
+        assert {r.state for r in rows} == {"finished"} and all(r.ok for r in rows)
+    finally:
+        client.close()
+
+
+@pytest.mark.timeout(60)
+def test_writes_made_while_locked_keep_their_order_and_tickets(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    lock = locked(path)
+    led = Ledger(path, intent_wait=0.05)
+    try:
+        ticket = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
+        assert ticket < 0  # not on disk yet: a ticket standing for the row
+        led.record_handle(ticket, handle("r-1"))
+        status = led.record_status(GATEWAY, "r-1", gw.Status("IN_PROGRESS"))
+        assert not status.done() and led.pending == 3
+        lock.release()
+        assert status.result(timeout=30) is True
+        row = led.row(ticket)
+        assert row is not None and (row.request_id, row.state, row.status) == (
+            "r-1",
+            "submitted",
+            "IN_PROGRESS",
+        )
+    finally:
+        led.close()
+
+
+# --------------------------------------------------------------------------- point 2
+
+
+def _damage_tasks_root_page(path: Path) -> None:
+    con = sqlite3.connect(path)
+    page_size = con.execute("PRAGMA page_size").fetchone()[0]
+    (root,) = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'tasks'").fetchone()
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    with path.open("r+b") as f:
+        f.seek((root - 1) * page_size)
+        f.write(b"\xa5" * page_size)
+
+
+def test_a_damaged_page_is_found_at_open_moved_aside_and_recording_goes_on(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as led:
+        row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.record_handle(row, handle("before"))
+    _damage_tasks_root_page(path)
+    damaged = path.read_bytes()
+    with pytest.warns(LedgerWarning, match="moved to") as caught:
+        led = Ledger(path)
+    try:
+        assert led.set_aside is not None and str(led.set_aside) in str(caught[0].message)
+        assert led.set_aside.read_bytes() == damaged  # kept as it was, for the user
+        row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.record_handle(row, handle("after"))
+        assert [r.request_id for r in led.rows()] == ["after"]
+    finally:
+        led.close()
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA quick_check").fetchone() == ("ok",)
+    assert con.execute("SELECT request_id FROM tasks").fetchall() == [("after",)]
+    con.close()
+
+
+def test_a_page_damaged_while_open_is_found_by_the_first_failed_write(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    led = Ledger(path, intent_wait=30)
+    try:
+        for name in ("a", "b"):
+            led.record_handle(
+                led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}), handle(name)
+            )
+        assert led.flush(30)
+        _damage_tasks_root_page(path)  # under the open ledger's feet
+        with pytest.warns(LedgerWarning, match="is damaged .* moved to") as caught:
+            row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.record_handle(row, handle("after"))
+        assert led.set_aside is not None and str(led.set_aside) in str(caught[0].message)
+        assert [r.request_id for r in led.rows()] == ["after"]  # recording went on
+    finally:
+        led.close()
+    assert led.set_aside.exists()
+
+
+def _make_unwritable(path: Path) -> Callable[[], None]:
+    """chattr +i as root (root ignores modes), chmod 444 otherwise; returns the undo."""
+    if os.geteuid() == 0:
+        chattr = shutil.which("chattr")
+        assert chattr is not None, "root without chattr cannot make a file unwritable"
+        subprocess.run([chattr, "+i", str(path)], check=True)
+        return lambda: subprocess.run([chattr, "-i", str(path)], check=True)
+    path.chmod(0o444)
+    return lambda: path.chmod(0o644)
+
+
+@pytest.mark.timeout(120)
+def test_an_unwritable_ledger_is_said_once_in_a_warning_and_tasks_still_run(
+    home: Path, make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    sim = make_simulator()
+    path = home / "ledger.sqlite3"
+    with Ledger(path) as led:  # one finished task from before, still readable
+        row = led.record_intent(gateway="simulator", endpoint=ENDPOINT, payload={})
+        led.record_handle(row, handle("old"))
+    undo = _make_unwritable(path)
+    try:
+        client = gw.Client(sim.base_url, DEMO_KEY)
+        try:
+            with pytest.warns(LedgerWarning) as caught:
+                jobs = [client.submit(ENDPOINT, {"Id": "asset-demo"}) for i in range(3)]
+            said = [str(w.message) for w in caught if issubclass(w.category, LedgerWarning)]
+            assert len(said) == 1, said  # once, not per task
+            assert "cannot be written" in said[0] and "NOT being kept" in said[0]
+            assert str(path) in said[0]
+            assert all(job.result(timeout=60).ok for job in jobs)  # the work goes on
+            assert client.ledger is not None and client.ledger.unwritable is not None
+            assert client.ledger.flush(30)
+        finally:
+            client.close()
+    finally:
+        undo()
+    con = sqlite3.connect(path)  # what is on disk: the old row, nothing new, nothing lost
+    assert con.execute("SELECT request_id FROM tasks").fetchall() == [("old",)]
+    con.close()
+
+
+# --------------------------------------------------------------------------- point 3
+
+OWNER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.protocol.records import Handle
+    led = Ledger(sys.argv[1])
+    for i in range(int(sys.argv[2])):
+        row = led.record_intent(gateway="gw", endpoint="asset-get", payload={})
+        led.record_handle(row, Handle.from_body("asset-get", {"request_id": f"t{i}"}, "gw"))
+    led.flush(30)
+    print("leased", flush=True)
+    sys.stdin.readline()
+    """
+)
+
+
+@pytest.mark.timeout(90)
+def test_resume_skips_tasks_a_live_process_polls_and_takes_them_when_it_stops(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(path), "5"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline().strip() == "leased"
+        with Ledger(path) as other:
+            assert other.claim_unfinished("gw") == ([], 5)  # a live owner: left to it
+            owner.kill()
+            owner.wait(30)
+            rows, skipped = other.claim_unfinished("gw")  # its owner stopped: taken
+            assert (sorted(r.request_id or "" for r in rows), skipped) == (
+                [f"t{i}" for i in range(5)],
+                0,
+            )
+            with Ledger(path) as third:  # ours now: a third ledger skips them
+                assert third.claim_unfinished("gw") == ([], 5)
+                forced, skipped = third.claim_unfinished("gw", force=True)
+                assert (len(forced), skipped) == (5, 0)
+        con = sqlite3.connect(path)
+        assert con.execute("SELECT count(*) FROM tasks WHERE owner IS NOT NULL").fetchone() == (
+            0,
+        )  # closing gave the leases up
+        con.close()
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait(30)
+        if owner.stdout is not None:
+            owner.stdout.close()
+        if owner.stdin is not None:
+            owner.stdin.close()
+
+
+def test_the_heartbeat_keeps_going_while_writes_keep_the_writer_busy(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path, lease_ttl=0.4) as led:  # a heartbeat every 0.1 s
+        led.record_handle(
+            led.record_intent(gateway="gw", endpoint=ENDPOINT, payload={}), handle("t")
+        )
+        assert led.flush(30)
+
+        def beat() -> float:
+            found = led.query("SELECT heartbeat FROM owners")
+            return float(found[0][0]) if found else 0.0
+
+        first = beat()
+        deadline = time.monotonic() + 30
+        i = 0
+        while beat() <= first and time.monotonic() < deadline:  # a steady stream of writes:
+            i += 1  # the queue is never idle for a whole heartbeat period
+            led.record_status("gw", "t", gw.Status("IN_PROGRESS", queue_position=i))
+            led.flush(30)
+        assert beat() > first
+
+
+@pytest.mark.parametrize(("age", "taken"), [(10.0, False), (500.0, True)])
+def test_an_owner_on_another_host_is_alive_while_its_heartbeat_is_fresh(
+    tmp_path: Path, age: float, taken: bool
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as led:
+        led.record_handle(
+            led.record_intent(gateway="gw", endpoint=ENDPOINT, payload={}), handle("t")
+        )
+        assert led.flush(30)
+    con = sqlite3.connect(path)
+    now = float(con.execute("SELECT handle_at FROM tasks").fetchone()[0])
+    con.execute("UPDATE tasks SET owner = 'other-host:1:x'")
+    con.execute("INSERT INTO owners VALUES ('other-host:1:x', 'other-host', 1, ?)", (now - age,))
+    con.commit()
+    con.close()
+    with Ledger(path, lease_ttl=120, clock=lambda: now) as other:
+        rows, skipped = other.claim_unfinished("gw")
+    assert (len(rows), skipped) == ((1, 0) if taken else (0, 1))

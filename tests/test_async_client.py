@@ -1,0 +1,172 @@
+"""``AsyncClient`` and ``AsyncJob``: Client's and Job's names, as coroutines, never blocking."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_gateway import BASE, FakeGateway, speed_up
+
+import genwidgets as gw
+from genwidgets._client import AsyncClient, Client
+from genwidgets.jobs.job import AsyncJob, Job
+
+KEY = "sk-async-5150"
+#: Client methods that stay plain on AsyncClient (no I/O), and the ones renamed.
+PLAIN = {"prepare"}
+RENAMED = {"close": "aclose"}
+
+
+@pytest.fixture(autouse=True)
+def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    speed_up(monkeypatch)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+
+
+def public(cls: type) -> dict[str, Any]:
+    return {n: v for n, v in inspect.getmembers(cls) if not n.startswith("_")}
+
+
+def test_async_job_has_jobs_names_as_coroutines() -> None:
+    for name in ("status", "result", "cancel"):
+        assert callable(getattr(Job, name)) and not inspect.iscoroutinefunction(getattr(Job, name))
+        assert inspect.iscoroutinefunction(getattr(AsyncJob, name)), name
+    assert hasattr(AsyncJob, "__await__")
+    for name, member in public(Job).items():
+        if isinstance(member, property) or name in {"done", "add_done_callback"}:
+            assert hasattr(AsyncJob, name), name
+
+
+def test_async_client_has_every_public_method_of_client() -> None:
+    methods = {n for n, v in public(Client).items() if inspect.isfunction(v)}
+    assert {"submit", "send", "job", "history", "resume", "run", "close"} <= methods
+    for name in methods:
+        async_name = RENAMED.get(name, name)
+        assert hasattr(AsyncClient, async_name), name
+        is_coroutine = inspect.iscoroutinefunction(getattr(AsyncClient, async_name))
+        assert is_coroutine is (name not in PLAIN), name
+    for name, member in public(Client).items():
+        if isinstance(member, property):
+            assert isinstance(getattr(AsyncClient, name, None), property), name
+    assert inspect.iscoroutinefunction(AsyncClient.__aenter__)
+    assert inspect.iscoroutinefunction(AsyncClient.__aexit__)
+
+
+def test_a_task_through_the_async_client() -> None:
+    fake = FakeGateway()
+
+    async def main() -> None:
+        async with gw.AsyncClient(BASE, KEY, transport=fake.transport()) as client:
+            job = await client.submit("ep", {"prompt": "x"}, validate=False)
+            assert isinstance(job, AsyncJob) and KEY not in repr(job) + repr(client)
+            result = await job.result(timeout=5)
+            assert result.ok and job.done() and (await job).ok
+            assert (await job.status()).done
+            await job.cancel()  # done: a no-op, as Job.cancel
+            again = await client.job("ep", job.request_id)
+            assert again is job and client.jobs == [job]
+            (past,) = await client.history()
+            assert past.request_id == job.request_id and past.sync is job.sync
+            assert await client.resume() == []
+            assert (await client.run("asset-get", {"Id": "asset-demo"})).ok
+        assert client.closed
+
+    asyncio.run(main())
+
+
+def test_waiting_for_a_result_never_blocks_the_loop() -> None:
+    fake = FakeGateway()
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 30 + [{"status": "COMPLETED"}]
+    ticks = 0
+
+    async def ticker(stop: asyncio.Event) -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        async with gw.AsyncClient(BASE, KEY, transport=fake.transport(), ledger=False) as client:
+            stop = asyncio.Event()
+            beat = asyncio.create_task(ticker(stop))
+            job = await client.submit("ep", {}, validate=False)
+            before = ticks
+            await job.result(timeout=30)
+            assert ticks > before + 1  # the loop ran other work while the job was polled
+            stop.set()
+            await beat
+
+    asyncio.run(main())
+
+
+def test_a_result_wait_that_runs_out_leaves_the_task_alive() -> None:
+    fake = FakeGateway()
+    fake.next_statuses = [{"status": "IN_PROGRESS"}]
+
+    async def main() -> None:
+        async with gw.AsyncClient(BASE, KEY, transport=fake.transport(), ledger=False) as client:
+            job = await client.submit("ep", {}, validate=False)
+            with pytest.raises(gw.TaskTimeout, match="still alive"):
+                await job.result(timeout=0.05)
+            assert not job.done()
+            await job.cancel()
+            assert fake.count("cancel") == 1
+
+    asyncio.run(main())
+
+
+def test_closing_ends_live_async_jobs_with_client_closed() -> None:
+    fake = FakeGateway()
+    fake.next_statuses = [{"status": "IN_PROGRESS"}]
+
+    async def main() -> None:
+        client = gw.AsyncClient(BASE, KEY, transport=fake.transport(), ledger=False)
+        job = await client.submit("ep", {}, validate=False)
+        waiting = asyncio.ensure_future(job.result(timeout=60))
+        await client.aclose()
+        with pytest.raises(gw.ClientClosed, match=job.request_id):
+            await waiting
+        with pytest.raises(gw.ClientClosed):
+            await client.submit("ep", {}, validate=False)
+
+    asyncio.run(main())
+
+
+def test_the_old_async_spellings_warn_and_still_work() -> None:
+    fake = FakeGateway()
+
+    async def main() -> None:
+        client = gw.Client(BASE, KEY, transport=fake.transport(), ledger=False)
+        job = client.submit("ep", {}, validate=False)
+        with pytest.warns(DeprecationWarning, match="AsyncJob"):
+            assert (await job.aresult(5)).ok
+        with pytest.warns(DeprecationWarning, match="status"):
+            assert (await job.astatus()).done
+        with pytest.warns(DeprecationWarning, match="cancel"):
+            await job.acancel()
+        await asyncio.to_thread(client.close)
+
+    asyncio.run(main())
+
+
+def test_the_async_client_against_the_simulator_on_loopback(simulator: Any) -> None:
+    """A real HTTP server: a real task, its status, its outputs, several at once."""
+
+    async def main() -> None:
+        async with gw.AsyncClient(simulator.base_url, "sim-demo-key") as client:
+            jobs = await asyncio.gather(
+                *(client.submit("imgM-v8.1-t2i", {"prompt": f"kite {i}"}) for i in range(3))
+            )
+            results = await asyncio.gather(*(job.result(timeout=60) for job in jobs))
+            assert all(r.ok and r.outputs for r in results)
+            assert len({job.request_id for job in jobs}) == 3
+            assert (await jobs[0].status()).done
+            assert results[0].outputs[0].content_type.startswith("image/")
+            assert {j.request_id for j in await client.history()} >= {
+                j.request_id for j in jobs
+            }
+
+    asyncio.run(main())

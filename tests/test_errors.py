@@ -1,0 +1,87 @@
+"""The error tree: drawn as it is, and no "a task may exist" under a class one retries on."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import genwidgets as gw
+from genwidgets import errors
+
+#: Errors that say a task may exist at the gateway (retrying could bill a second one).
+MAYBE_CREATED = (gw.OutcomeUnknown, gw.ClientClosed)
+#: Classes a user catches to try again: nothing under them may mean "a task may exist".
+RETRYABLE = (gw.GatewayError, gw.ServerError, gw.RateLimited, gw.Unreachable)
+
+
+def drawn_tree() -> dict[str, str]:
+    """{class name: parent name} as the errors docstring draws it (box-drawing indents)."""
+    doc = errors.__doc__ or ""
+    block = doc[doc.index("GenwidgetsError\n") : doc.index("GenwidgetsWarning (UserWarning)")]
+    parents: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []
+    for line in block.splitlines():
+        match = re.match(r"^(\s*(?:[│ ]   )*)(?:[├└]── )?([A-Z]\w+)", line)
+        if not match:
+            continue
+        depth = len(match.group(1)) // 4 + (1 if "──" in line else 0)
+        name = match.group(2)
+        stack = [(d, n) for d, n in stack if d < depth]
+        if stack:
+            parents[name] = stack[-1][1]
+        stack.append((depth, name))
+    return parents
+
+
+def test_the_docstring_draws_the_real_hierarchy() -> None:
+    tree = drawn_tree()
+    assert tree["OutcomeUnknown"] == "NoAnswer" and tree["Unreachable"] == "NoAnswer"
+    assert tree["ClientClosed"] == "NoAnswer" and tree["NoAnswer"] == "GenwidgetsError"
+    for name, parent in tree.items():
+        cls = getattr(errors, name)
+        assert cls.__bases__[0] is getattr(errors, parent), f"{name} is drawn under {parent}"
+    exceptions = {n for n in errors.__all__ if issubclass(getattr(errors, n), Exception)}
+    warnings = {n for n in exceptions if issubclass(getattr(errors, n), gw.GenwidgetsWarning)}
+    assert set(tree) | {"GenwidgetsError"} == exceptions - warnings
+
+
+def test_nothing_that_may_have_created_a_task_sits_under_a_retryable_class() -> None:
+    for cls in MAYBE_CREATED:
+        assert not issubclass(cls, RETRYABLE), cls
+        assert issubclass(cls, gw.NoAnswer)
+    assert not issubclass(gw.NoAnswer, gw.GatewayError)
+    assert not issubclass(gw.Unreachable, gw.GatewayError)  # no answer came
+
+
+def test_the_new_names_are_exported_from_the_facade() -> None:
+    for name in ("NoAnswer", "Unreachable", "OutcomeUnknown", "ClientClosed", "AmbiguousClient"):
+        assert name in gw.__all__ and getattr(gw, name) is getattr(errors, name)
+
+
+def test_client_closed_says_the_task_may_run_and_how_to_re_attach() -> None:
+    exc = gw.ClientClosed(endpoint="ep-1", request_id="req-9")
+    text = str(exc)
+    assert "may still run" in text and ".job('ep-1', 'req-9')" in text
+    assert exc.endpoint == "ep-1" and exc.request_id == "req-9"
+    assert "resume()" in str(gw.ClientClosed())
+
+
+def test_ambiguous_client_names_the_clients_and_asks_for_client() -> None:
+    exc = gw.AmbiguousClient(["<Client https://a.test>", "<Client https://b.test>"])
+    assert "https://a.test" in str(exc) and "https://b.test" in str(exc)
+    assert "client=" in str(exc) and exc.clients[1] == "<Client https://b.test>"
+
+
+def test_no_answer_messages_are_redacted() -> None:
+    gw._config.remember_secret("sk-in-a-message-1234")
+    exc = gw.OutcomeUnknown("echoed sk-in-a-message-1234", endpoint="ep")
+    assert "sk-in-a-message-1234" not in str(exc) and "[endpoint ep]" in str(exc)
+
+
+def test_the_readme_draws_the_same_branches() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Errors") :]
+    section = section[: section.index("\n## ")] if "\n## " in section else section
+    for name in ("GatewayError", "ServerError", "NoAnswer", "Unreachable", "OutcomeUnknown"):
+        assert name in section, name
+    assert section.index("NoAnswer") > section.index("ServerError")  # its own branch

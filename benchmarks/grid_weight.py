@@ -83,12 +83,14 @@ def _tests_on_path() -> None:
         sys.path.insert(0, tests)
 
 
-def notebook_for(arm: str) -> nbformat.NotebookNode:
+def notebook_for(arm: str, *, wait: bool) -> nbformat.NotebookNode:
+    """The grid's notebook; ``wait`` adds a cell that waits for the grid (nbclient
+    needs it; in the page a later cell's end would turn the finished grid into
+    its static contact sheet before the thumbnails could be counted)."""
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [
-        nbformat.v4.new_code_cell(SETUP.format(patch=PATCHES[arm])),
-        nbformat.v4.new_code_cell(WAIT),
-    ]
+    notebook.cells = [nbformat.v4.new_code_cell(SETUP.format(patch=PATCHES[arm]))]
+    if wait:
+        notebook.cells.append(nbformat.v4.new_code_cell(WAIT))
     notebook.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "Python 3 (ipykernel)",
@@ -103,7 +105,7 @@ def page_bytes(arm: str, root: Path) -> dict[str, Any]:
     from browser import frontend  # tests/browser/frontend.py: one way to run a front-end
 
     name = f"grid_{arm}.ipynb"
-    extra = {name: nbformat.writes(notebook_for(arm))}
+    extra = {name: nbformat.writes(notebook_for(arm, wait=False))}
     counts = {"websocket": 0, "images": 0, "other_http": 0, "image_responses": 0}
     kinds: dict[str, str] = {}
     with frontend.serve("lab", root, extra=extra) as lab, frontend.launch_chromium() as browser:
@@ -159,7 +161,7 @@ def saved_size(arm: str, root: Path) -> dict[str, int]:
         kernel_name=common.KERNEL_NAME,
         kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
     )
-    notebook = notebook_for(arm)
+    notebook = notebook_for(arm, wait=True)
     NotebookClient(
         notebook,
         km=manager,

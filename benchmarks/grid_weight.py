@@ -126,7 +126,10 @@ def page_bytes(arm: str, root: Path) -> dict[str, Any]:
                 counts["other_http"] += size
 
         def on_frame(event: dict[str, Any]) -> None:
-            counts["websocket"] += len(event["response"].get("payloadData", ""))
+            frame = event["response"]
+            data = frame.get("payloadData", "")
+            # binary frames (the kernel protocol v1 Lab speaks) come base64-encoded
+            counts["websocket"] += len(data) * 3 // 4 if frame.get("opcode") == 2 else len(data)
 
         cdp.on("Network.responseReceived", on_response)
         cdp.on("Network.loadingFinished", on_finished)

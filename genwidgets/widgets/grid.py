@@ -52,7 +52,7 @@ from .form import python_code
 from .grid_sheet import contact_sheet
 from .render import source_of
 from .task import job_look
-from .ticker import TICKER, Throttle, guarded
+from .ticker import MIN_INTERVAL, TICKER, Throttle, guarded
 
 __all__ = ["Grid", "grid", "load_grid"]
 
@@ -61,6 +61,8 @@ SWAPS = (("x", "y"), ("y", "z"), ("x", "z"))
 
 
 THUMB_SIDE = 256
+#: the write interval per cell of a grid (a 100-cell grid writes once a second)
+WRITE_SECONDS_PER_CELL = 0.01
 _PICTURED = ("image", "video")
 
 
@@ -122,7 +124,11 @@ class Grid(anywidget.AnyWidget):
         self._unsent: dict[int, list[str]] = {}
         #: where the recall buttons open forms (shown under the grid in Jupyter)
         self.recall_area: ipywidgets.Output | None = None
-        self._throttle = Throttle(self._write)
+        # every write sends all cell records: a big grid writes less often, so
+        # its live updates cost about the same bytes per second as a small one's
+        self._throttle = Throttle(
+            self._write, interval=max(MIN_INTERVAL, len(run.cells) * WRITE_SECONDS_PER_CELL)
+        )
         self._live = False
         #: display handles of this grid's outputs (each turns static when it ends)
         self._handles: list[Any] = []

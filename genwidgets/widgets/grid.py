@@ -11,8 +11,9 @@ task view's rule: at most ~10 writes a second, the state read at write time):
 which buttons to show, score margins) and ``cell_states`` (place, status,
 endpoint and kind, outputs, stars, note, payload, request id). Pictures stay
 light: each finished cell's thumbnails (made in the kernel, at most 256 px)
-go once as a message, and into the ``thumbs`` trait when the grid is finished
-(so a saved notebook has them); the lightbox asks for the full outputs. The
+go once as a message; the page keeps them in its model's ``thumbs`` (so its
+saved widget state has them), and the kernel fills the trait itself only when
+no view has said hello (nbclient); the lightbox asks for the full outputs. The
 browser answers with messages: ``rate``, ``submit``, ``cancel``, ``swap``,
 ``recall``, ``full``, ``thumbs``.
 
@@ -122,6 +123,10 @@ class Grid(anywidget.AnyWidget):
         self._outputs: dict[int, list[dict[str, Any]]] = {}
         self._thumbs: dict[int, list[str]] = {}
         self._unsent: dict[int, list[str]] = {}
+        #: a front-end view said hello: it keeps the thumbnails in its own model
+        #: (saved with the page's widget state), so the finished grid does not
+        #: send them all again as the ``thumbs`` trait (kernel-saved state does)
+        self._viewed = False
         #: where the recall buttons open forms (shown under the grid in Jupyter)
         self.recall_area: ipywidgets.Output | None = None
         # every write sends all cell records: a big grid writes less often, so
@@ -300,6 +305,7 @@ class Grid(anywidget.AnyWidget):
             }
             self.send({"full": cell.index, "outputs": outputs, "code": code})
         elif action == "thumbs":
+            self._viewed = True
             self.send({"thumbs": {str(i): urls for i, urls in self._thumbs.items()}})
         elif action == "recall":
             recalled = self.form(int(content["index"]))
@@ -414,7 +420,7 @@ class Grid(anywidget.AnyWidget):
         if self._unsent:
             fresh, self._unsent = self._unsent, {}
             self.send({"thumbs": {str(i): urls for i, urls in fresh.items()}})
-        if finished and len(self.thumbs) != len(self._thumbs):
+        if finished and not self._viewed and len(self.thumbs) != len(self._thumbs):
             self.thumbs = {str(i): urls for i, urls in self._thumbs.items()}
         if finished and self._live:
             self._live = False

@@ -342,6 +342,10 @@ function render({ model, el }) {
     }
     if (content && content.thumbs) {
       takeThumbs(content.thumbs);
+      // kept in this page's model too (never saved back to the kernel), so the
+      // notebook's saved widget state has them and the kernel need not send the
+      // whole set again once the grid has finished
+      model.set("thumbs", { ...(model.get("thumbs") || {}), ...content.thumbs });
       drawAll();
     }
   };

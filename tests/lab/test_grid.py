@@ -268,3 +268,35 @@ def test_the_expected_finish_of_running_cells_is_shown() -> None:
     assert at is not None and at >= before + 14.0
     assert grid.head["progress"] == "0 of 2 done" and not grid.head["finished"]
     grid.close()
+
+
+def test_a_viewed_grid_sends_its_thumbnails_once(client: gw.Client) -> None:
+    """A page that asked for thumbnails keeps those it gets; the finished grid
+    does not send them all again as the trait. Unviewed (nbclient), it does."""
+    viewed, unviewed = table(client, confirm_above=1), table(client)
+    sent: list[dict[str, Any]] = []
+    viewed.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
+    viewed.handle_message({"action": "thumbs"})  # what a new view asks first
+    viewed.submit(wait=False)
+    for grid in (viewed, unviewed):
+        grid.wait(timeout=60)
+    assert wait_for(lambda: len(unviewed.thumbs) == 6)
+    assert wait_for(lambda: sum(len(m.get("thumbs", {})) for m in sent) >= 6)
+    got = {i for m in sent for i, urls in m.get("thumbs", {}).items() if urls[0]}
+    assert got == {str(i) for i in range(6)}
+    assert viewed.thumbs == {}
+
+
+def test_a_big_grid_writes_its_cells_less_often(client: gw.Client) -> None:
+    small = table(client, confirm_above=100)
+    big = gw.grid(
+        T2I,
+        {"prompt": "a fox0", "n": 1},
+        x=("seed", "1-10"),
+        y=("prompt_sr", [f"fox{i}" for i in range(10)]),
+        client=client,
+        confirm_above=1,
+    )
+    assert small._throttle.interval == pytest.approx(0.1)
+    assert big._throttle.interval == pytest.approx(1.0)
+    assert client.request_counts["create"] == 6  # the big one waits for submit()

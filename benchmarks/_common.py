@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -202,3 +203,12 @@ def install_kernel(root: Path, env: Mapping[str, str]) -> Path:
         env=dict(env),
     )
     return prefix / "share/jupyter/kernels"
+
+
+def fmt(value: Any, unit: str = "", digits: int = 2) -> str:
+    """A figure for the report: floats to ``digits`` places, a missing one as ``n/a``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}{unit}"
+    return f"{value}{unit}"

@@ -33,8 +33,10 @@ result requests are reported apart too. And notice latency (the moment the
 client saw ``COMPLETED`` minus the simulator's ``completed_at``).
 
 The fixed pollers are a few lines of asyncio on ``httpx.AsyncClient`` (the
-stack genwidgets uses): create, then GET the status URL, sleep the interval,
-repeat until ``COMPLETED``, then GET the result once, as the peers' loops do.
+stack genwidgets uses): create, then GET the status URL every interval (aimed
+at first poll + k x interval, so an answer's latency does not stretch it) until
+``COMPLETED``, then GET the result once. Each one's achieved interval is
+measured: a ratio is evidence only when it stayed within 2 % of the nominal one.
 
 Run a worker by hand: ``python -m benchmarks.polling --worker 0.5 --base URL``
 with ``{"durations": [...]}`` on stdin.
@@ -53,13 +55,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from . import _common as common
+from . import on_paper
 
 #: A cheap operation (JSON output, no media to encode), so completion times are
 #: set by ``X-Sim-Duration`` alone and not by the simulator's media threads.
@@ -73,6 +76,9 @@ BIMODAL = " bimodal"  # suffix of the fixed pollers on the bimodal set
 FIXED_INTERVALS = {"fixed 0.1 s": 0.1, "fixed 0.5 s": 0.5, "fixed 1 s": 1.0}
 SCHEDULES = (OURS, *FIXED_INTERVALS)
 WARM_ARMS = (OURS_WARM, OURS_SHIFT, OURS_BIMODAL, "fixed 0.5 s bimodal", "fixed 0.1 s bimodal")
+#: a ratio against a fixed poller is evidence only if that poller's mean interval between
+#: polls stayed this close to its nominal one (docs/decisions.md, "Benchmarks")
+INTERVAL_TOLERANCE = 0.02
 PROBE_PERIOD = 0.5
 WARM_UP = 50
 SHIFT_FACTOR = 2.0
@@ -80,8 +86,22 @@ SHIFT_FACTOR = 2.0
 STATUS_RATE = 1000.0
 
 
+class _Draw:
+    """A seeded draw of run times; the warm-up is the same draw with another seed."""
+
+    count: int
+    seed: int
+
+    def durations(self) -> list[float]:
+        raise NotImplementedError
+
+    def warm_up(self) -> list[float]:
+        """Another draw of the same distribution (the next seed), ``WARM_UP`` tasks long."""
+        return replace(self, count=WARM_UP, seed=self.seed + 1).durations()  # type: ignore[type-var]
+
+
 @dataclass(frozen=True)
-class TaskSet:
+class TaskSet(_Draw):
     """Run times in seconds: lognormal(ln median, sigma), capped, seeded."""
 
     count: int = 300
@@ -96,18 +116,12 @@ class TaskSet:
         raw = [rng.lognormvariate(math.log(self.median_s), self.sigma) for _ in range(self.count)]
         return [round(min(self.cap_s, max(self.floor_s, d)), 3) for d in raw]
 
-    def warm_up(self) -> list[float]:
-        """Another draw of the same distribution (another seed)."""
-        return TaskSet(
-            WARM_UP, self.median_s, self.sigma, self.cap_s, self.floor_s, self.seed + 1
-        ).durations()
-
     def describe(self) -> dict[str, Any]:
         return {"shape": f"lognormal(median {self.median_s:g} s, sigma {self.sigma:g})"}
 
 
 @dataclass(frozen=True)
-class BimodalTaskSet:
+class BimodalTaskSet(_Draw):
     """``short_share`` lognormal(short median, sigma), the rest lognormal(long median, sigma)."""
 
     count: int = 300
@@ -124,16 +138,6 @@ class BimodalTaskSet:
             median = self.short_median_s if rng.random() < self.short_share else self.long_median_s
             out.append(round(rng.lognormvariate(math.log(median), self.sigma), 3))
         return out
-
-    def warm_up(self) -> list[float]:
-        return BimodalTaskSet(
-            WARM_UP,
-            self.short_share,
-            self.short_median_s,
-            self.long_median_s,
-            self.sigma,
-            self.seed + 1,
-        ).durations()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -238,7 +242,10 @@ async def _fixed(
     async with httpx.AsyncClient(headers=headers, timeout=30.0) as http:
 
         async def poll(handle: dict[str, Any]) -> dict[str, Any]:
+            # Polls aim at first + k * interval: the time an answer takes does not stretch
+            # the interval, a starved loop does (and the achieved interval shows it).
             polls, first = 0, time.monotonic()
+            due = first
             while True:
                 response = await http.get(handle["status_url"])
                 response.raise_for_status()
@@ -246,7 +253,8 @@ async def _fixed(
                 if response.json()["status"] == "COMPLETED":
                     seen_at, last = time.time(), time.monotonic()
                     break
-                await asyncio.sleep(interval)
+                due = max(due + interval, time.monotonic())  # late: no burst to catch up
+                await asyncio.sleep(due - time.monotonic())
             (await http.get(handle["response_url"])).raise_for_status()
             return {
                 "request_id": handle["request_id"],
@@ -361,64 +369,14 @@ def _summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-class _PaperClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def on_paper(warm: Sequence[float], durations: Sequence[float]) -> dict[str, float]:
-    """Our schedule's own code (``Schedule``/``Timing``) on a virtual clock: a warm-up
-    batch, then the measured batch, every task polled exactly when the schedule says,
-    answered at once, at the address the schedule picks (status, or result once seen
-    running). Poll requests per task and notice latency of the measured batch: what
-    the schedule does with zero latency and a machine that is never busy."""
-    from genwidgets.jobs.polling import Schedule
-
-    clock = _PaperClock()
-    schedule = Schedule(clock=clock)
-    rng = random.Random(0)  # the adaptive part's jitter, seeded
-    polls: list[int] = []
-    late: list[float] = []
-    for batch, measured in ((warm, False), (durations, True)):
-        timings = [schedule.track(ENDPOINT, PAYLOAD, 0) for _ in batch]
-        ends = [clock.now + d for d in batch]
-        due = [clock.now + t.next_delay(rng=rng) for t in timings]
-        count = [0] * len(batch)
-        live = set(range(len(batch)))
-        while live:
-            i = min(live, key=due.__getitem__)
-            clock.now = due[i]
-            at_result = timings[i].poll_result_address()
-            if clock.now >= ends[i]:
-                timings[i].saw("COMPLETED", None, True)
-                timings[i].done(True)
-                live.discard(i)
-                if not at_result:
-                    count[i] += 1  # a status poll saw COMPLETED; the fetch is not a poll
-                if measured:
-                    polls.append(count[i])
-                    late.append(clock.now - ends[i])
-            else:
-                count[i] += 1
-                if at_result:
-                    schedule.result_address_says(True)  # a 202 with the status
-                timings[i].saw("IN_PROGRESS", None, False)
-                due[i] = clock.now + timings[i].next_delay(rng=rng)
-    return {
-        "poll_requests_per_task": round(sum(polls) / len(polls), 3),
-        "notice_p95_s": round(common.percentile(late, 95), 3),
-    }
-
-
 def _model_requests(arm: Arm) -> float | None:
     """Poll requests per task the schedule makes on paper (no latency, no jitter)."""
     durations = arm.durations
     if arm.worker == OURS:
         if arm.warm:
-            return on_paper(arm.warm, durations)["poll_requests_per_task"]
+            return on_paper.on_paper(arm.warm, durations, ENDPOINT, PAYLOAD)[
+                "poll_requests_per_task"
+            ]
         from genwidgets.jobs.polling import requests_for
 
         # the first poll (status) sees the task running, the others are at the result
@@ -426,39 +384,7 @@ def _model_requests(arm: Arm) -> float | None:
         counts = [requests_for(d) for d in durations]
         return sum(n - 1 if n > 1 else n for n in counts) / len(durations)
     interval = float(arm.worker)
-    return sum(math.floor(d / interval) + 1 for d in durations) / len(durations)
-
-
-def requests_with_cap(seconds: float, early_cap: float) -> int:
-    """Status requests of our schedule on paper if its first-minute cap were ``early_cap``
-    (the rest as in genwidgets.jobs.polling: same start, growth and late ramp)."""
-    from genwidgets.jobs import polling as schedule
-
-    t, n = 0.0, 0
-    while t < seconds:
-        cap = early_cap
-        if t >= schedule.KNEE:
-            cap = min(schedule.LATE_CAP, early_cap + (t - schedule.KNEE) / schedule.RAMP)
-        t += max(schedule.FIRST, min(cap, schedule.FIRST + schedule.GROWTH * t))
-        n += 1
-    return n
-
-
-def cap_alternatives(
-    durations: Sequence[float], caps: Sequence[float] = (1.5, 1.75, 2.0, 2.5)
-) -> dict[str, dict[str, float]]:
-    """On paper, for other first-minute caps: requests per task, the ratio to a fixed
-    0.5 s poller, and the p95 notice delay to expect (0.95 x cap)."""
-    fixed = sum(math.floor(d / 0.5) + 1 for d in durations) / len(durations)
-    out = {}
-    for cap in caps:
-        ours = sum(requests_with_cap(d, cap) for d in durations) / len(durations)
-        out[f"{cap:g}"] = {
-            "requests_per_task": round(ours, 2),
-            "ratio_vs_0_5s": round(fixed / ours, 2),
-            "p95_notice_s": round(0.95 * cap, 2),
-        }
-    return out
+    return sum(on_paper.fixed_polls(d, interval) for d in durations) / len(durations)
 
 
 def _run_group(
@@ -553,6 +479,22 @@ def arms_for(task_set: TaskSet, bimodal: BimodalTaskSet) -> dict[str, Arm]:
     return arms
 
 
+def interval_drift(name: str, schedule: Mapping[str, Any]) -> float | None:
+    """How far a fixed poller's achieved interval strayed from its nominal one (0.116 =
+    11.6 % slower); None for our arms, or when no task was polled twice."""
+    nominal = FIXED_INTERVALS.get(name.removesuffix(BIMODAL))
+    achieved = schedule.get("mean_achieved_interval_s")
+    if nominal is None or achieved is None:
+        return None
+    return float(achieved) / nominal - 1.0
+
+
+def interval_kept(name: str, schedule: Mapping[str, Any]) -> bool:
+    """Whether a fixed poller kept its interval within :data:`INTERVAL_TOLERANCE`."""
+    drift = interval_drift(name, schedule)
+    return drift is not None and abs(drift) <= INTERVAL_TOLERANCE
+
+
 def _set_figures(durations: Sequence[float]) -> dict[str, Any]:
     return {
         "count": len(durations),
@@ -606,14 +548,11 @@ def run_polling(
     return {
         "task_set": {
             **task_set.describe(),
-            "count": task_set.count,
             "median_s": task_set.median_s,
             "sigma": task_set.sigma,
             "cap_s": task_set.cap_s,
             "seed": task_set.seed,
-            "measured_median_s": round(common.median(durations), 3),
-            "mean_s": round(sum(durations) / len(durations), 3),
-            "max_s": max(durations),
+            **_set_figures(durations),
             "capped": sum(1 for d in durations if d >= task_set.cap_s),
         },
         "bimodal_set": {
@@ -625,7 +564,7 @@ def run_polling(
         "shift_factor": SHIFT_FACTOR,
         "groups": [list(g) for g in groups],
         "max_live": windows,
-        "cap_alternatives": cap_alternatives(durations),
+        "cap_alternatives": on_paper.cap_alternatives(durations),
         "schedules": schedules,
         "requests_ratio_vs_0_1s": ratio("fixed 0.1 s"),
         "requests_ratio_vs_0_5s": ratio("fixed 0.5 s"),

@@ -1,8 +1,7 @@
 """``Client`` and ``AsyncClient``: the public face of the protocol and the engine.
 
-``Client`` is the core: it owns the engine-side work and blocks on its futures
-(fine in scripts and notebook cells). ``AsyncClient`` holds a ``Client`` and calls
-only its public methods, off the caller's loop, so both have one behaviour.
+``Client`` is the core and blocks on the engine's futures (fine in scripts and cells);
+``AsyncClient`` calls only its public methods, off the caller's loop: one behaviour.
 """
 
 from __future__ import annotations
@@ -310,10 +309,7 @@ class Client:
         validate: bool = True,
         headers: Mapping[str, str] | None = None,
     ) -> Job:
-        """Create a task and return its :class:`Job` (polled in the background).
-
-        The same as ``send(prepare(endpoint, payload))``.
-        """
+        """Create a task and return its :class:`Job`: ``send(prepare(endpoint, payload))``."""
         return self.send(self.prepare(endpoint, payload, validate=validate), headers=headers)
 
     def _record_intent(self, prepared: PreparedRequest) -> int | None:
@@ -364,9 +360,8 @@ class Client:
     def resume(self, *, force: bool = False) -> list[Job]:
         """Re-attach every unfinished job of this gateway (after a restart) and return them.
 
-        Tasks another live kernel is polling are left to it (a warning says how
-        many); ``force=True`` takes them too. See ``genwidgets.jobs.ledger.lease``.
-        """
+        Tasks another live kernel polls stay its own unless ``force=True``
+        (docs/decisions.md#ledger-leases)."""
         self._check_open()
         if self.ledger is None:
             return []
@@ -410,9 +405,8 @@ class Client:
         return self.submit(endpoint, payload).result(timeout=timeout)
 
     def close(self) -> None:
-        """End this client: close its connections, and end every unfinished job with
-        :class:`ClientClosed` (the task may still run at the gateway; the error says
-        how to re-attach). Later calls raise it too and record nothing. Idempotent."""
+        """End this client and every unfinished job with :class:`ClientClosed`; idempotent
+        (docs/decisions.md#closing-ends-the-clients-jobs)."""
         if self._closed:
             return
         self._closed = True
@@ -491,13 +485,9 @@ class Client:
 
 class AsyncClient:
     """The same client for ``async`` code: Client's methods as coroutines, jobs as
-    :class:`AsyncJob`, ``aclose()`` and ``async with``.
-
-    It holds a :class:`Client` and calls its public methods on its own worker
-    threads, as many as ``max_in_flight`` (creates, ledger reads and closing block
-    on disk and the engine), so the caller's loop never waits and as many creates
-    run at once as the sync engine allows; a result is awaited without a thread.
-    """
+    :class:`AsyncJob`, ``aclose()`` and ``async with``. Blocking calls run on its own
+    ``max_in_flight`` worker threads, never on the caller's loop
+    (docs/decisions.md#asyncclient-holds-a-client-asyncjob-holds-a-job)."""
 
     def __init__(
         self, base_url: str | None = None, api_key: str | _config.Secret | None = None, **kw: Any

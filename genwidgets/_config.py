@@ -29,7 +29,7 @@ class Secret:
     A key is wrapped on the first line that receives it, so a verbose traceback
     (``%xmode Verbose`` prints every frame's locals) or a debugger shows the wrapper,
     never the string; only the line that builds the Authorization header reads it
-    (:meth:`reveal`). See docs/decisions.md, "Client API and the error tree".
+    (:meth:`reveal`): docs/decisions.md#the-key-is-a-secret-from-its-first-line.
     """
 
     __slots__ = ("_value",)

@@ -1,6 +1,4 @@
-"""The one exception tree of genwidgets (in the manner of httpx's ``_exceptions.py``).
-
-Every exception and warning a user can meet is defined here::
+"""The one exception tree, as in httpx; why: docs/decisions.md#client-api-and-the-error-tree::
 
     GenwidgetsError
     ├── PayloadError (also ValueError)      .errors: [{"loc": ("field", ...), "msg": str}]
@@ -31,16 +29,6 @@ Every exception and warning a user can meet is defined here::
     ├── DeprecatedFieldWarning              a field the spec marks deprecated
     ├── MediaWarning                        media sent but unwise (large Base64, unchecked)
     └── LedgerWarning                       the ledger is off, or a damaged file was set aside
-
-``GatewayError`` means the gateway answered, so a retry of anything under it creates
-at most what the answer says was not created. ``NoAnswer`` means no answer came: only
-``Unreachable`` is safe to retry; ``OutcomeUnknown`` and ``ClientClosed`` may leave a
-task running (look in ``client.history()`` or re-attach with ``client.job()``); see
-docs/decisions.md, "Client API and the error tree".
-
-Every message names the endpoint and the request_id where one exists. No message
-ever contains the API key: the messages are built from the gateway's answer and
-our own words, and :func:`genwidgets._config.redact` scrubs anything echoed back.
 """
 
 from __future__ import annotations

@@ -307,3 +307,107 @@ def test_committed_notebooks_have_no_outputs_and_no_keys() -> None:
         text = path.read_text()
         # the same pattern as the before-stop hook: a quoted key value or a bearer token
         assert not SECRET.search(text), f"{path.name} seems to hold a key"
+
+
+# --------------------------------------------------------------------------- module size
+#
+# One noun per module keeps modules small: a module over MAX_LINES has grown a second
+# noun. The failure names the module and its top-level nouns, which is where a split
+# starts. Module docstrings say what and why in a few lines; the choices made where the
+# spec is silent live in docs/decisions.md, linked from the code that makes them.
+MAX_LINES = 600
+MAX_DOCSTRING_LINES = 32  # the longest is the error tree, drawn whole in errors.py
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def nouns_of(tree: ast.Module) -> list[str]:
+    """The top-level classes and functions of a module, in the order written."""
+    kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return [node.name for node in tree.body if isinstance(node, kinds)]
+
+
+def oversized(paths: list[Path], limit: int) -> list[str]:
+    """One line per module over ``limit`` lines: its path, its length and its nouns."""
+    found = []
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        count = len(text.splitlines())
+        if count > limit:
+            nouns = ", ".join(nouns_of(ast.parse(text))) or "no top-level classes or functions"
+            where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            found.append(f"{where}: {count} lines (limit {limit}); its nouns: {nouns}")
+    return found
+
+
+def long_docstrings(paths: list[Path], limit: int) -> list[str]:
+    """One line per module whose module docstring has more than ``limit`` lines."""
+    found = []
+    for path in paths:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False)
+        count = len(doc.splitlines()) if doc else 0
+        if count > limit:
+            where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            found.append(f"{where}: module docstring of {count} lines (limit {limit})")
+    return found
+
+
+def test_every_module_stays_under_the_size_limit() -> None:
+    problems = oversized(SOURCES, MAX_LINES)
+    assert not problems, "modules to split by noun:\n" + "\n".join(problems)
+
+
+def test_module_docstrings_stay_short() -> None:
+    problems = long_docstrings(SOURCES, MAX_DOCSTRING_LINES)
+    hint = "\nmove the choices to docs/decisions.md and link them from the code"
+    assert not problems, "\n".join(problems) + hint
+
+
+def test_the_size_checks_name_the_module_and_its_nouns(tmp_path: Path) -> None:
+    """The checks themselves: a long module is named with its nouns, a short one passes."""
+    body = '"""One\n\ntwo\nthree."""\n\nclass Board:\n    pass\n\n\ndef render():\n    pass\n'
+    big = tmp_path / "big.py"
+    big.write_text(body + "x = 1\n" * 20)
+    small = tmp_path / "small.py"
+    small.write_text('"""One line."""\n')
+    assert oversized([big, small], 20) == [
+        f"{big}: {len(body.splitlines()) + 20} lines (limit 20); its nouns: Board, render"
+    ]
+    assert oversized([big, small], 100) == []
+    assert long_docstrings([big, small], 3) == [f"{big}: module docstring of 4 lines (limit 3)"]
+    assert long_docstrings([big, small], 4) == []
+
+
+# --------------------------------------------------------------------------- decision links
+DECISIONS = ROOT / "docs" / "decisions.md"
+LINK = re.compile(r"docs/decisions\.md#([\w-]+)")
+
+
+def anchors_of(markdown: str) -> set[str]:
+    """The anchors a Markdown page offers: ``<a id>`` tags and GitHub's heading slugs."""
+    found = set(re.findall(r'<a id="([\w-]+)"></a>', markdown))
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", markdown, flags=re.MULTILINE):
+        found.add(re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-"))
+    return found
+
+
+def test_every_link_to_the_decisions_resolves() -> None:
+    anchors = anchors_of(DECISIONS.read_text(encoding="utf-8"))
+    broken = [
+        f"{path.relative_to(ROOT)}: #{anchor}"
+        for path in sorted(PACKAGE.rglob("*"))
+        if path.suffix in {".py", ".js", ".css"}
+        for anchor in LINK.findall(path.read_text(encoding="utf-8"))
+        if anchor not in anchors
+    ]
+    assert not broken, "links to docs/decisions.md with no such section:\n" + "\n".join(broken)
+
+
+def test_anchors_follow_githubs_heading_slugs() -> None:
+    page = '<a id="mib"></a>\n### Sizes in MB are MiB\n## Forms, board, outputs and the CLI\n'
+    page += "### `AsyncClient` holds a `Client`; (`genwidgets/catalog/`)\n"
+    assert anchors_of(page) == {
+        "mib",
+        "sizes-in-mb-are-mib",
+        "forms-board-outputs-and-the-cli",
+        "asyncclient-holds-a-client-genwidgetscatalog",
+    }

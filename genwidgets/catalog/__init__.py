@@ -1,24 +1,9 @@
 """The endpoint catalog: one pydantic model per endpoint, from the spec's tables.
 
-Modules, each importing only those above it in this list:
-
-- ``introspect``: the one annotation walker (``Annotated``, unions, containers,
-  choices, nested models, limits), shared with the forms; it imports nothing here;
-- ``markers``: field markers (:data:`BILLED`, :class:`ServiceDefault`,
-  :data:`GENERATIONS`, :class:`MediaSpec`, :data:`PROMPT_STRING`, :data:`Number`);
-- ``paths``: walking a model along a payload path;
-- ``findings``: soft findings (warnings) of validators;
-- ``model``: the base models :class:`Endpoint` and :class:`Part`;
-- ``checks``, ``coerce``: media-string checks and value normalisers families share;
-- ``registry``: :func:`register`, :func:`endpoint`, :func:`endpoints`;
-- ``validation``: :func:`validate`;
-- ``openapi_schema``: :func:`openapi`, the OpenAPI 3.1 document of the catalog;
-- one module per family, registering its endpoints: ``vida``, ``vidv``, ``vidh``,
-  ``vidk``, ``vidp``, ``genw``, ``imgg``, ``imgq``, ``imgm``, ``speech``, ``asset``.
-
-Adding an endpoint is one class (see :mod:`genwidgets.catalog.registry`)::
-
-    from genwidgets.catalog import Endpoint, register
+``introspect`` walks annotations, ``markers`` holds the field markers, ``model`` the base
+models, ``registry`` the one way to add an endpoint, ``validation`` :func:`validate`,
+``openapi_schema`` the OpenAPI document; one module per family registers its endpoints.
+Adding an endpoint is one class::
 
     @register("my-endpoint", kind="image", family="mine", title="My endpoint")
     class MyEndpoint(Endpoint):

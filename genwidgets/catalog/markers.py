@@ -15,8 +15,8 @@ Markers ride in ``Annotated`` metadata (pydantic keeps unknown metadata in
 - :data:`Number` is an int or float that refuses a boolean (``True`` is not ``1``),
   for numbers inside lists, where the model's field-level check cannot see.
 
-Sizes in MB are MiB (``1024 * 1024`` bytes): the spec does not say which. Why a
-default is a marker: ``docs/decisions.md`` ("Service defaults, billing and messages").
+Sizes in MB are MiB (docs/decisions.md#mib); why a default is a marker:
+docs/decisions.md#service-defaults-billing-and-messages-genwidgetscatalog.
 """
 
 from __future__ import annotations

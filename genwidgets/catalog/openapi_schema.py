@@ -1,22 +1,10 @@
 """The queue protocol as an OpenAPI 3.1 document, built from the catalog.
 
-Other tools read OpenAPI, not our Python models: an API fuzzer (the CI runs
-schemathesis against the simulator from this document), a code generator, a
-gateway's own conformance tests. The document holds:
-
-- one ``POST /v1/queue/{id}`` operation per catalog endpoint, its request body
-  the endpoint model's JSON Schema (pydantic's, which is JSON Schema 2020-12 as
-  OpenAPI 3.1 uses), so every limit and description of the model is there;
-- the status, result and cancel operations (one each, ``endpoint`` and
-  ``request_id`` as path parameters);
-- the answers with the bodies the spec shows and the status codes the simulator
-  chose (see :mod:`genwidgets.simulator.app`); bearer auth.
-
-Shared parts of a model (``$defs``) become components named
-``<endpoint id>.<Name>``: two endpoints may each have a ``Mask`` of their own.
-The simulator's test headers (``X-Sim-*``) are left out: they are not the
-protocol. The document describes the ``spec`` dialect
-(``docs/decisions.md#gateways-and-their-dialects``).
+Other tools read OpenAPI, not our Python models: an API fuzzer (CI runs schemathesis
+against the simulator from this document), a code generator, a gateway's conformance
+tests. One create operation per endpoint with the model's JSON Schema as its body, one
+status/result/cancel operation each, bearer auth; what it leaves out and why:
+docs/decisions.md#gateways-and-their-dialects.
 """
 
 from __future__ import annotations

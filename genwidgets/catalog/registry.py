@@ -1,24 +1,11 @@
 """The registry: which endpoints exist, and the one way to add one.
 
-An endpoint is one declarative class::
-
-    from pydantic import Field
-    from genwidgets.catalog import Endpoint, register
-
-    @register("my-endpoint", kind="image", family="mine", title="My image endpoint")
-    class MyEndpoint(Endpoint):
-        \"\"\"Make an image from a prompt.\"\"\"
-
-        prompt: str = Field(description="What to draw.")
-
-:func:`register` puts it in the registry at once, at import or later in a running
-notebook. :func:`genwidgets.catalog.validate`, :func:`endpoints`, the forms and the
-simulator look endpoints up here each time they need one, so nothing else needs
-telling. Registering an id again replaces its entry (a notebook cell run twice);
-:func:`unregister` removes one.
-
-The families' modules register the service's endpoints when the package is
-imported (``genwidgets/catalog/__init__.py``); this module imports none of them.
+An endpoint is one declarative class decorated with :func:`register`, at import or
+later in a running notebook; :func:`genwidgets.catalog.validate`, :func:`endpoints`, the
+forms and the simulator look it up here each time, so nothing else needs telling.
+Registering an id again replaces its entry (a cell run twice); :func:`unregister`
+removes one. The families' modules register the service's endpoints; this module
+imports none of them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The :class:`Prompt` value: an imgM prompt parsed, built, counted, expanded and
-checked. The choices where the spec is silent are in ``docs/decisions.md``
-("Catalog, defaults and the imgM language").
+checked. The choices where the spec is silent:
+docs/decisions.md#the-imgm-prompt-language-genwidgetsimgm.
 """
 
 from __future__ import annotations

@@ -1,34 +1,9 @@
 """Keep the outputs of a finished task on disk, before their URLs expire.
 
 Each output goes to ``<root>/<request_id>/<index><ext>`` (root defaults to
-``GENWIDGETS_HOME/outputs``), where ``ext`` comes from ``content_type`` only
-— never from the URL (spec 7, rule 5). Choices where the spec is silent:
-
-- Writes are atomic: a ``.part`` temporary file in the same directory, fsynced,
-  then ``os.replace``. A failed or cut-short download leaves no file behind
-  (and leaves an earlier complete copy untouched).
-- Sizes are checked against the HTTP ``Content-Length`` (bytes on the wire) and
-  the record's ``file_size`` (bytes of the file) when either is given; a
-  mismatch is an error. ``max_bytes`` bounds every output (2 GiB by default).
-- An output already on disk is not fetched again when its size equals the
-  record's ``file_size``; when the record gives no size, an existing file is
-  trusted, because only complete, checked files are ever renamed into place.
-- An output whose record has no ``content_type`` takes the ``Content-Type`` the
-  server sends with the file, failing that its magic bytes
-  (:meth:`Output.learn_type`), before its file is named: its extension is right.
-- Inline content (hex/base64/JSON in the record) and ``data:`` URLs are written
-  directly; only ``http``/``https`` URLs are fetched; other schemes are refused.
-- Credentials follow the one rule of :mod:`genwidgets.protocol.fetch`: the key
-  goes only to the gateway's own origin (the recorder passes the gateway's
-  opener), never to another host, and redirects never carry it elsewhere. A
-  plain ``httpx.AsyncClient`` given here is trusted with no origin at all: its
-  credential headers and ``auth`` are never sent.
-- Every output is attempted; the ones that succeed get ``output.path`` set
-  (and ``on_saved(index, path)`` called at once, so the ledger can record it),
-  then one :class:`DownloadError` lists every failure with its output index,
-  request id, URL (query string hidden) and reason.
-- The async variant writes chunks with ordinary file calls on the event loop:
-  local disk writes of 64 KiB chunks are short next to network waits.
+``GENWIDGETS_HOME/outputs``), ``ext`` from the content type, never the URL (spec 7,
+rule 5). Writes are atomic and size-checked, the key goes only to the gateway's origin,
+and one :class:`DownloadError` lists every failure: docs/decisions.md#downloads.
 """
 
 from __future__ import annotations

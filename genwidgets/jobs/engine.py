@@ -1,14 +1,8 @@
-"""The engine: one private event loop in a daemon thread (DESIGN decision 1).
+"""The engine: one private event loop in a daemon thread, shared by every client.
 
-Measured with ipykernel 7: a poller on the kernel's own loop stops while a cell
-blocks and nbclient drops its late updates; a thread keeps polling. So every
-network call of every client runs here, and the caller waits on a
-``concurrent.futures.Future``: that works the same in a script, in a notebook
-cell, under ``await``, and in a kernel where ``nest_asyncio.apply()`` was
-called — we never touch the caller's loop and never patch one (decision 2).
-
-One engine per process (re-created after ``fork``); each client owns one
-``httpx.AsyncClient`` created on this loop and used only here (httpx #2058).
+Every network call runs here and the caller waits on a ``concurrent.futures.Future``,
+the same in a script, a notebook cell or under ``await``; the caller's loop is never
+touched or patched. Why a thread: docs/decisions.md#engine-thread.
 """
 
 from __future__ import annotations

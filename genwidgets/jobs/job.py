@@ -479,8 +479,8 @@ class AsyncJob:
 
     ``await job.status()``, ``await job.result(timeout=...)``, ``await job.cancel()``
     and ``await job``. It wraps the same Job (``job.sync``), so both see one task;
-    waits never block the caller's loop (see docs/decisions.md, "Client API and the
-    error tree").
+    waits never block the caller's loop
+    (docs/decisions.md#asyncclient-holds-a-client-asyncjob-holds-a-job).
     """
 
     def __init__(self, job: Job, *, executor: concurrent.futures.Executor | None = None) -> None:

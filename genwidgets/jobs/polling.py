@@ -1,47 +1,10 @@
 """The polling schedule: when to ask a job's status next.
 
-Peers poll at a fixed 0.1 s (fal), 0.5 s (replicate) or 1 s (openai) and burn
-rate limits (replicate #32, #65). Ours adapts:
-
-- queued: slower the further back in the queue (0.5 s + 0.5 s per place, up to
-  5 s), and at most 1 s just after the position fell (the head is near);
-- running: 0.5 s at first, growing by 0.5 s per second of run time, capped at
-  1.5 s for the first minute (so a finished task is noticed within ~1.5 s),
-  then the cap rises by 1 s a minute to 5 s for long tasks;
-- after failed polls: the backoff of the retry policy, whichever is longer;
-- up to 10 % jitter, downwards only (so the cap holds), so hundreds of jobs
-  do not poll in lockstep.
-
-Status requests this makes (no queue, no jitter): a 10 s task 9, a 60 s task
-42, a 5 min task 121 (``requests_for(seconds)`` computes it).
-
-With history (:mod:`genwidgets.jobs.runtime`): once about 20 tasks of the same
-endpoint and billed payload have been seen, a :class:`Schedule` plans the
-running phase from their run-time distribution, so that P(notice > target) ≤ 5 %
-(``Client(notice_target=1.5)``) with as few requests as possible: sparse where
-the task almost surely still runs, every ``target`` seconds where it is likely
-to finish (:func:`genwidgets.jobs.runtime.plan_polls`). Fewer observations, a
-model just widened by a gateway change, or a task older than the model's range
-(its 99.5 % quantile): the adaptive schedule above, from the task's age. The
-queued phase is always the adaptive one (queue position shapes it).
-
-A task seen running is polled at its *result* address instead of its status
-address: a 202 there says "not yet" and, on the simulator, carries the status
-body; the 200 is the result itself, so the status request that would have seen
-``COMPLETED`` before the result was fetched is never sent (one request per task;
-on the warm benchmark set about 7 % of them). The task view does not suffer: the
-status of every 202 body and of the result body is applied like a status answer
-(``status`` stays the sole indicator of a terminal task), and a queued task is
-still polled at its status address, where the queue position is. The spec does
-not show the 202 body: the first time a gateway answers a 202 without a status,
-or an error other than a rate limit, a 5xx or a 404, the client polls status
-addresses only from then on (one log line), so a gateway whose result address
-says less can never freeze the status word or hide a failure state.
-
-Every poll of a client (status address or result address) first takes a slot
-of its :class:`~genwidgets.jobs.engine.StatusBudget` (``max_status_rate`` per second):
-with many live jobs their intervals stretch, the jobs nearest their expected
-finish first.
+A fixed interval either notices a finish late or burns the rate limit, so the schedule
+adapts to queue position and run time, learns from history (:mod:`.runtime`), polls a
+running task at its result address, and takes a slot of the client's
+:class:`~genwidgets.jobs.engine.StatusBudget` per poll. The rules and their request
+counts: docs/decisions.md#polling.
 """
 
 from __future__ import annotations

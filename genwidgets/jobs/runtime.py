@@ -1,39 +1,9 @@
 """Run-time model: how long a task of one endpoint and billed payload will run.
 
-Peers poll blind. We keep, per *key* (endpoint + the payload's billed fields:
-duration, resolution, n, ...; they set the run time), a histogram of observed
-run times and plan polls from it (:func:`plan_polls`).
-
-The maths, in a few lines:
-
-- **Observation.** A task is first seen running at a poll (the previous poll, or
-  the submit, saw it queued) and first seen ``COMPLETED`` at a poll (the
-  previous one saw it running). Each end is only known to lie between two
-  polls, so the run time is estimated as midpoint(end) − midpoint(start) with a
-  half-width of half the two gaps ("corrected by the poll interval in use");
-  the queued time lies before the start bracket and never counts.
-- **Histogram.** Log-spaced bins (8 % wide, 0.05 s to 2 h). An observation
-  spreads weight 1 uniformly over its interval (at least ±4 %). Quantiles are
-  read off the cumulative weights, interpolated in log time; one outlier moves a
-  quantile by at most its own weight, so a few cannot wreck the model.
-- **Fading.** Each new observation multiplies all older weights by
-  2^(−1/HALF_LIFE) (kept lazily: new weights grow instead), so the model follows
-  the last few hundred tasks.
-- **Shift.** For the model's quartiles x_q (q = ¼, ½, ¾), the fraction of
-  tasks finished before age x_q should be q. Each task counts once per
-  checkpoint, at the moment its age reaches x_q (a task finished earlier is
-  counted then, not at its finish: otherwise a batch's short tasks would always
-  arrive first and look like a shift). When the last ≥ 20 outcomes differ from q
-  by more than max(0.2, 4 binomial σ), the gateway has changed: old weights
-  are cut to a quarter and a broad log-uniform component (half the mass,
-  decaying by 7 % per new observation) widens the model, so the schedule polls
-  densely over a wide range until the new regime is learned.
-
-Ledger rows read at start bracket each end the same way from the ledger's
-``running_at``/``done_at`` (the polls that first saw the task running and done),
-the poll before unknown but bounded; rows without them count created → result
-recorded, less the notice delay of the schedule then in use. Pure Python, no
-clock of its own (callers pass times): deterministic.
+Per key (endpoint + the billed fields that set the run time) a fading histogram of
+observed run times, corrected by the poll interval, plans polls (:func:`plan_polls`) and
+widens itself when the gateway changes. Pure Python with no clock of its own
+(callers pass times), so it is deterministic. The maths: docs/decisions.md#runtime-model.
 """
 
 from __future__ import annotations

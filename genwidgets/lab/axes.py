@@ -1,30 +1,15 @@
 """Grid axes: what varies along x, y or z, and how each value changes a payload.
 
-An axis is ``(field, values)``:
-
-- ``field`` is a payload field (wire name or alias), a dotted path into a nested
-  one (``voice_setting.speed``), or ``"prompt_sr"``: search and replace in the
-  prompt, where the first value is the text searched and every value (the first
-  included) replaces it, as in Automatic1111's X/Y/Z plot.
-- ``values`` is a list, or a string: comma-separated items (double quotes group
-  an item holding a comma) where, for a numeric field, an item may be a range:
-  ``1-5`` (every whole number), ``1-10 (+3)`` (a step), ``0.5-2 [4]`` (that many
-  evenly spaced values). Items of a string are converted to the field's type
-  (taken from the endpoint's catalog model); list items are kept as given, so a
-  wrong type is that cell's validation error.
-
-Choices where the issue is silent: ``prompt_sr`` replaces in every string field
-of the base payload whose name holds "prompt" (``negative_prompt`` too, as the
-anchor does), and in ``text`` for endpoints that take text instead; an integer
-field given an evenly spaced range rounds to whole numbers and refuses a range
-whose rounded values repeat; a range larger than :data:`MAX_VALUES` is refused
-before it is expanded.
+An axis is ``(field, values)``: a field, a dotted path or ``"prompt_sr"``, and a list
+or a range string (``1-5``, ``1-10 (+3)``, ``0.5-2 [4]``) typed by the endpoint's
+model: docs/decisions.md#grid-axes.
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -364,3 +349,24 @@ def _endpoint_axis(raw: Any, endpoint: str) -> Axis:
     if problems:
         raise PayloadError(problems, endpoint=endpoint)
     return Axis(ENDPOINT_AXIS, tuple(str(v) for v in values), "endpoint")
+
+
+#: a key a payload does not have (differs from null in :func:`canonical`)
+MISSING = object()
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """A value as one line of at most ``limit`` characters (labels, summaries)."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def canonical(value: Any) -> str:
+    """A stable text form of a JSON-like value (missing differs from null)."""
+    if value is MISSING:
+        return "\x00missing"
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(value)

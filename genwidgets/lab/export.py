@@ -1,26 +1,7 @@
 """A grid's exports: a PNG contact sheet and a self-contained HTML page.
 
-Both say what ran: axis labels and a legend (endpoint, axes, locked seed, grid
-id), each cell's stars, and the grid's description as JSON (endpoint, axes,
-base payload, each cell's payload, request id and rating) — in the PNG as an
-``iTXt`` chunk named :data:`PNG_KEY`, in the page as a
-``<script type="application/json">``. Payloads are scrubbed as the ledger
-scrubs them and the key is never part of a grid, so it never reaches a file.
-
-Choices where the issue is silent:
-
-- Tiles are :data:`TILE` pixels square; an image is fitted inside, a video shows
-  its first frame (decoded with PyAV), audio and other outputs a labelled tile,
-  a failed cell a red tile with the start of its error.
-- Stars are drawn as polygons (no font needed); the page draws them as inline SVG.
-- Scores (:meth:`GridRun.scores`) are margins: a row under the columns (x) and a
-  column right of the rows (y), each over the whole grid (every z table shows
-  the same); the description carries them as ``scores``.
-- Request ids never break inside: the page keeps each on one line (it scrolls).
-- The page embeds images and, up to :data:`AUDIO_EMBED_BYTES`, audio as data
-  URLs; a video shows its poster frame and the path of its local copy (the
-  ledger's download, else a copy written beside the page in ``<name>_media/``).
-  Nothing in the page points at the network.
+Both carry the grid's description as JSON (scrubbed as the ledger scrubs; the key is
+never part of a grid) and open offline: docs/decisions.md#grid-export.
 """
 
 from __future__ import annotations

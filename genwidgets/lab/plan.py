@@ -1,37 +1,16 @@
 """Planning a grid or a sweep: every cell's payload, counted, billed and validated
 before anything is sent.
 
-One mechanism for both: a plan is the product of its axes over a base payload
-(:func:`expand_cells`), each cell validated against the catalog and counted
-with the generations it bills (:func:`billed_count`). ``gw.grid`` lays the
-product out on x/y/z; ``gw.sweep`` keeps it as a flat list.
-
-Choices where the issue is silent:
-
-- **Order.** Cells run z outermost, then y, then x, so a table fills row by row;
-  ``cells[i]`` keeps that order whatever :meth:`GridPlan.swapped` does to the
-  layout (a swap moves axes, never cells).
-- **imgM groups.** With no axes given, the top-level permutation groups of the
-  prompt become the axes: one group is a row (x), two a table (rows: the first,
-  columns: the second), three add tabs (z: the first). More than three is an
-  error asking for explicit axes. Each cell's prompt has its groups replaced by
-  one alternative, so one task per cell. Alternatives are written as in a prompt
-  (``{pastel\\, yellow, red}`` gives ``pastel\\, yellow`` and ``red``): escaped,
-  so each cell sends exactly what that expansion of the whole prompt sends.
-- **Locked seed.** An endpoint with a ``seed`` field (and, for imgM, a prompt
-  without ``--seed``) gets one seed drawn from 1..2**31-1 when neither the
-  payload nor an axis sets it; imgM prompts get it as ``--seed N``.
-- **Limits.** More than :data:`MAX_CELLS` cells is refused. Billed generations
-  (:func:`billed_count`: outputs per task, ``n`` sent or the service's default,
-  times imgM permutations and ``--repeat``) are what ``confirm_above`` compares.
+A plan is the product of its axes over a base payload (:func:`expand_cells`), each cell
+validated and counted with the generations it bills (:func:`billed_count`); ``gw.grid``
+lays it out on x/y/z, ``gw.sweep`` keeps it flat. Order, imgM groups, the locked seed
+and the limits: docs/decisions.md#grid-plan.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
-import json
-import math
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,7 +18,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import EndpointNotFound, PayloadError
-from .axes import Axis, make_axis
+from .axes import MISSING, Axis, canonical, make_axis
+from .axes import short as short  # re-exported: labels and summaries use it
+from .cost import (
+    axis_count,
+    billed_count,
+    billing_values,
+    cost_summary,
+    endpoints_summary,
+    prompt_jobs,
+    prompt_string_fields,
+    refuse_above,
+)
 
 __all__ = [
     "AXES",
@@ -54,7 +44,6 @@ __all__ = [
     "plan_grid",
     "plan_sweep",
     "prompt_jobs",
-    "restore_plan",
     "short",
 ]
 
@@ -64,26 +53,6 @@ Prepare = Callable[[str, Mapping[str, Any]], Any]
 MAX_CELLS = 400
 SEED_FIELD = "seed"
 SEED_RANGE = (1, 2**31 - 1)
-PROMPT_FIELD_NAMES = ("remixPrompt", "remix_prompt", "prompt")
-
-_MISSING = object()
-
-
-def short(value: Any, limit: int = 80) -> str:
-    """A value as one line of at most ``limit`` characters (labels, summaries)."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def canonical(value: Any) -> str:
-    """A stable text form of a JSON-like value (missing differs from null)."""
-    if value is _MISSING:
-        return "\x00missing"
-    try:
-        return json.dumps(value, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def differing_params(payloads: Iterable[Mapping[str, Any] | None]) -> list[str]:
@@ -93,104 +62,7 @@ def differing_params(payloads: Iterable[Mapping[str, Any] | None]) -> list[str]:
     keys: dict[str, None] = {}
     for p in items:
         keys.update(dict.fromkeys(p))
-    return [key for key in keys if len({canonical(p.get(key, _MISSING)) for p in items}) > 1]
-
-
-# --- counting and billing ------------------------------------------------------------
-
-
-def prompt_jobs(text: str) -> int:
-    """How many generations an imgM prompt bills: its permutations, each times
-    its ``--repeat``. A prompt that cannot be parsed raises :class:`PayloadError`."""
-    from ..imgm.prompt import Prompt
-
-    return Prompt.parse(text).jobs()
-
-
-def prompt_string_fields(spec: Any) -> list[str]:
-    """The fields of an imgM endpoint whose string carries ``--`` parameters."""
-    if not str(spec.family).lower().startswith("imgm") and not spec.id.lower().startswith("imgm"):
-        return []
-    from ..catalog import is_prompt_string
-
-    fields = spec.model.model_fields
-    marked = [(info.alias or name) for name, info in fields.items() if is_prompt_string(info)]
-    named = [
-        n for n in PROMPT_FIELD_NAMES if n in fields or any(f.alias == n for f in fields.values())
-    ]
-    return list(dict.fromkeys(marked + named))
-
-
-def billed_count(spec: Any, payload: Mapping[str, Any]) -> int:
-    """Generations one task bills: the outputs it makes (its ``n``, sent or the
-    service's default: ``genW2.5-t2i-preview`` makes 4 unless told) times, for imgM,
-    each prompt's permutations and ``--repeat``. What ``confirm_above`` compares."""
-    count = spec.generations(payload)
-    for name in prompt_string_fields(spec):
-        text = payload.get(name)
-        if isinstance(text, str):
-            count *= max(1, prompt_jobs(text))
-    return count
-
-
-def billing_values(spec: Any, payloads: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """Each billed field of the endpoint with the distinct values the payloads send."""
-    from ..catalog import NO_DEFAULT
-
-    billing: dict[str, list[Any]] = {}
-    for name in spec.billing_fields:
-        seen: dict[str, Any] = {}
-        for payload in payloads:
-            value = payload.get(name)
-            if value is None:  # what the service uses when the field is not sent
-                default = spec.value_of(payload, name)
-                value = "default" if default is NO_DEFAULT else f"{plain_value(default)} (default)"
-            seen.setdefault(canonical(value), value)
-        billing[name] = list(seen.values())
-    return billing
-
-
-def plain_value(value: Any) -> str:
-    """A default as a person reads it: ``true``, ``720p``, ``4``."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def cost_summary(head: str, tasks: int, billed: int, billing: Mapping[str, list[Any]]) -> str:
-    """``head: N tasks``, the billed generations when they differ, the billed fields' values."""
-    text = f"{head}: {tasks} task{'s' if tasks != 1 else ''}"
-    if billed != tasks:
-        text += (
-            f", billed as {billed} generations (outputs per task, n sent or the service's "
-            "default, times imgM prompt permutations and --repeat)"
-        )
-    if billing:
-        parts = [
-            f"{name} = {', '.join(short(v, 30) for v in values)}"
-            for name, values in billing.items()
-        ]
-        text += "; billing fields: " + "; ".join(parts)
-    return text
-
-
-def refuse_above(
-    endpoint: str,
-    axes: Sequence[tuple[str, Axis]],
-    limit: int,
-    what: str,
-    advice: str,
-    *,
-    limit_name: str = "",
-) -> int:
-    """The product of the axes' lengths, or a PayloadError (nothing sent) when it
-    is over ``limit``, naming both numbers and the factors."""
-    total = math.prod(len(a) for _, a in axes)
-    if total > limit:
-        factors = " × ".join(str(len(a)) for _, a in axes)
-        raise PayloadError(
-            f"{what.format(n=total)} ({factors}); the limit is {limit_name}{limit}: {advice}",
-            endpoint=endpoint,
-        )
-    return total
+    return [key for key in keys if len({canonical(p.get(key, MISSING)) for p in items}) > 1]
 
 
 # --- cells ------------------------------------------------------------------------------
@@ -441,47 +313,6 @@ class GridPlan:
         }
 
 
-_AXIS_NOUNS = {"endpoint": "endpoint", "prompt_sr": "prompt", "group": "prompt variant"}
-_KIND_NOUNS = {"image": "image", "video": "video", "speech": "audio clip", "audio": "audio clip"}
-
-
-def axis_count(axis: Axis) -> str:
-    """``3 endpoints``, ``2 seeds``: an axis as a count for summaries."""
-    noun = _AXIS_NOUNS.get(axis.kind, axis.field)
-    return f"{len(axis)} {noun}{'s' if len(axis) != 1 else ''}"
-
-
-def endpoints_summary(cells: Sequence[PlannedCell]) -> str:
-    """``6 tasks, 10 billed images (genW2.5-t2i-preview 4 each by default → set n)``:
-    billed generations per kind, then each endpoint that bills more than one per
-    task or leaves a billing field to the service's default."""
-    from ..catalog import endpoint as catalog_endpoint
-
-    by_kind: dict[str, int] = {}
-    by_endpoint: dict[str, list[PlannedCell]] = {}
-    for cell in cells:
-        by_kind[cell.kind] = by_kind.get(cell.kind, 0) + cell.billed
-        by_endpoint.setdefault(cell.endpoint, []).append(cell)
-    billed = ", ".join(
-        f"{n} billed {_KIND_NOUNS.get(kind, kind + ' output')}{'s' if n != 1 else ''}"
-        for kind, n in by_kind.items()
-    )
-    notes = []
-    for name, group in by_endpoint.items():
-        spec = catalog_endpoint(name)
-        unset = [f for f in spec.billing_fields if all(f not in c.payload for c in group)]
-        each = sorted({c.billed for c in group})
-        if each == [1] and not unset:
-            continue
-        text = name + (f" {'/'.join(map(str, each))} each" if each != [1] else "")
-        if unset:
-            text += f" by default → set {', '.join(unset)}"
-        notes.append(text)
-    tasks = len(cells)
-    text = f"{tasks} task{'s' if tasks != 1 else ''}, {billed}"
-    return text + (f" ({'; '.join(notes)})" if notes else "")
-
-
 def _draw_seed() -> int:
     return random.SystemRandom().randint(*SEED_RANGE)
 
@@ -679,58 +510,6 @@ def _lock_any_seed(
         return None, None
     payload[SEED_FIELD] = seed if seed is not None else _draw_seed()
     return payload[SEED_FIELD], "each endpoint's seed"
-
-
-def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str, Any]]) -> GridPlan:
-    """A stored grid's plan, from its description and its cells' stored payloads
-    (nothing is validated again: these were sent)."""
-    axes: dict[str, Axis | None] = {
-        name: Axis.from_description(a) if a else None
-        for name, a in (description.get("axes") or {}).items()
-    }
-    for name in AXES:
-        axes.setdefault(name, None)
-    order = [(n, a) for n in ("z", "y", "x") if (a := axes[n]) is not None]
-    combos = list(itertools.product(*(range(len(a)) for _, a in order)))
-    if len(combos) != len(payloads):
-        raise ValueError(
-            f"the stored grid has {len(payloads)} cells but its axes make {len(combos)}"
-        )
-    from ..catalog import endpoint as catalog_endpoint
-
-    grid_endpoint = str(description["endpoint"])
-    cells = []
-    for index, (combo, payload) in enumerate(zip(combos, payloads, strict=True)):
-        position = dict(zip((n for n, _ in order), combo, strict=True))
-        values = {n: a.values[i] for (n, a), i in zip(order, combo, strict=True)}
-        target = next((str(values[n]) for n, a in order if a.kind == "endpoint"), grid_endpoint)
-        try:
-            kind = str(catalog_endpoint(target).kind)
-        except PayloadError:  # an endpoint since removed from the catalog
-            kind = ""
-        cells.append(
-            PlannedCell(
-                index=index,
-                position=(position.get("z", 0), position.get("y", 0), position.get("x", 0)),
-                values=values,
-                payload=dict(payload),
-                billed=1,
-                endpoint=target,
-                kind=kind,
-            )
-        )
-    layout = dict(description.get("layout") or {a: a for a in AXES})
-    return GridPlan(
-        endpoint=str(description["endpoint"]),
-        base_payload=dict(description.get("base_payload") or {}),
-        axes=axes,
-        cells=tuple(cells),
-        seed=description.get("seed"),
-        seed_field=description.get("seed_field"),
-        billing=dict(description.get("billing") or {}),
-        layout=layout,
-        per_endpoint=dict(description.get("per_endpoint") or {}),
-    )
 
 
 # --- sweeps ------------------------------------------------------------------------------

@@ -1,22 +1,8 @@
 """A grid at work: its cells, their jobs, ratings, and the store that keeps them.
 
-:class:`GridRun` is the plain-Python half of ``gw.grid`` (the widget in
-:mod:`genwidgets.widgets.grid` draws it). It sends each cell once, records the
-grid and every request id in the grid store as they arrive, keeps ratings,
-and re-opens a stored grid without sending anything.
-
-Choices where the issue is silent:
-
-- **When a grid is stored.** On :meth:`GridRun.submit`, before the first create
-  leaves (so a crash keeps the grid); request ids are written as each create
-  answers. A rating of a grid not yet sent stores the grid first.
-- **Concurrency.** At most :data:`CONCURRENCY` creates in flight; polling is
-  the engine's business afterwards.
-- **A failed create** is that cell's error (shown in its place); the others go on.
-- **Re-opening.** Finished cells come back from the ledger with their local
-  output files (``client.history(endpoint, status="finished")``); unfinished
-  ones are re-attached with ``client.job(endpoint, request_id)``, which polls
-  status and never creates; cells never sent stay unsent.
+:class:`GridRun` is the plain-Python half of ``gw.grid``: it sends each cell once,
+records the grid and every request id as they arrive, keeps ratings, and re-opens a
+stored grid without sending anything: docs/decisions.md#grid-run.
 """
 
 from __future__ import annotations
@@ -399,7 +385,7 @@ class GridRun:
     def load(cls, grid_id: str, client: ClientLike) -> GridRun:
         """Re-open a stored grid: outputs from the ledger's local files, unfinished
         cells re-attached, nothing sent. Unknown id: KeyError with the nearest ids."""
-        from .plan import restore_plan
+        from .store import restore_plan
 
         store = store_for(client)
         record = store.require(grid_id)

@@ -17,24 +17,28 @@ can share the file.
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._config import redact
+from ..errors import EndpointNotFound, PayloadError
 from ..jobs.ledger import scrub_payload
+from .axes import Axis
+from .plan import AXES, GridPlan, PlannedCell
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
 
-__all__ = ["CellRecord", "GridRecord", "GridStore", "store_for", "store_path"]
+__all__ = ["CellRecord", "GridRecord", "GridStore", "restore_plan", "store_for", "store_path"]
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS grids (
@@ -291,3 +295,55 @@ def store_for(client: ClientLike) -> GridStore:
         if store is None:
             store = _stores[key] = GridStore(path)
         return store
+
+
+def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str, Any]]) -> GridPlan:
+    """A stored grid's plan, from its description and its cells' stored payloads
+    (nothing is validated again: these were sent)."""
+    axes: dict[str, Axis | None] = {
+        name: Axis.from_description(a) if a else None
+        for name, a in (description.get("axes") or {}).items()
+    }
+    for name in AXES:
+        axes.setdefault(name, None)
+    order = [(n, a) for n in ("z", "y", "x") if (a := axes[n]) is not None]
+    combos = list(itertools.product(*(range(len(a)) for _, a in order)))
+    if len(combos) != len(payloads):
+        raise ValueError(
+            f"the stored grid has {len(payloads)} cells but its axes make {len(combos)}"
+        )
+    from ..catalog import endpoint as catalog_endpoint
+
+    grid_endpoint = str(description["endpoint"])
+    cells = []
+    for index, (combo, payload) in enumerate(zip(combos, payloads, strict=True)):
+        position = dict(zip((n for n, _ in order), combo, strict=True))
+        values = {n: a.values[i] for (n, a), i in zip(order, combo, strict=True)}
+        target = next((str(values[n]) for n, a in order if a.kind == "endpoint"), grid_endpoint)
+        try:
+            kind = str(catalog_endpoint(target).kind)
+        except (PayloadError, EndpointNotFound):  # an endpoint since removed from the catalog
+            kind = ""
+        cells.append(
+            PlannedCell(
+                index=index,
+                position=(position.get("z", 0), position.get("y", 0), position.get("x", 0)),
+                values=values,
+                payload=dict(payload),
+                billed=1,
+                endpoint=target,
+                kind=kind,
+            )
+        )
+    layout = dict(description.get("layout") or {a: a for a in AXES})
+    return GridPlan(
+        endpoint=str(description["endpoint"]),
+        base_payload=dict(description.get("base_payload") or {}),
+        axes=axes,
+        cells=tuple(cells),
+        seed=description.get("seed"),
+        seed_field=description.get("seed_field"),
+        billing=dict(description.get("billing") or {}),
+        layout=layout,
+        per_endpoint=dict(description.get("per_endpoint") or {}),
+    )

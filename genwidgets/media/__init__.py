@@ -1,52 +1,13 @@
 """Media inputs: a local file, bytes, a PIL image or a URL → what an endpoint field wants.
 
-Each media field of the catalog carries a :class:`~genwidgets.catalog.MediaSpec`
-(its encoding and the limits the spec states); what a file *is* (kind, format,
-size, duration) is read by :mod:`.files`. This module finds that spec by
-walking the endpoint's pydantic model, checks the media against it *before*
-anything is sent (money is spent when a task is created), and encodes it::
+Each media field carries a :class:`~genwidgets.catalog.MediaSpec` (encoding and limits);
+this module finds it in the endpoint's model, checks the media against it *before*
+anything is sent (money is spent when a task is created) and encodes it::
 
-    gw.media.encode("cat.png", "vidA-2-0", "content.image_url.url")
-    # -> "data:image/png;base64,iVBOR..."
-    gw.media.encode(img, "vidK-v1-6-multi-i2v", "image_list.image")   # raw Base64
-    gw.media.encode("https://x.test/a.jpg", "vidP_v6_transition", "first_frame_image")
+    gw.media.encode("cat.png", "vidA-2-0", "content.image_url.url")   # a data URL
 
-Encodings (``MediaSpec.encoding``):
-
-- ``data_url_lower``: ``data:image/<lowercase format>;base64,...`` (vidA);
-- ``data_url_mime``: ``data:<MIME type>;base64,...`` (vidH, vidV, imgQ, imgG);
-- ``raw_base64``: Base64 with no prefix (vidK);
-- ``url_only``: a public http(s) URL; the service downloads the file itself (vidP);
-- ``url_or_data``: a URL or a data URL with the MIME type.
-
-Every encoding also takes an http(s) URL; ``asset://<id>`` only where
-``allow_asset``. URLs are never fetched (no network I/O here): they are passed
-through once their scheme is allowed for the field.
-
-Choices where the spec is silent:
-
-- Data URLs and raw Base64 given as input are decoded, checked like a file and
-  re-encoded, so the prefix always names the true format in the field's form
-  (``data:image/PNG;base64`` → ``data:image/png;base64`` for vidA, the prefix is
-  stripped for raw-Base64 fields). A non-URL string that is not an existing file
-  but is valid Base64 of a recognisable image, video or audio is taken as raw
-  Base64.
-- ``file://`` URLs are local files.
-- A PIL image is saved as PNG (lossless) when the field takes PNG, else in the
-  first listed format Pillow can write.
-- Width and height are the stored ones (EXIF orientation and video rotation
-  metadata are not applied).
-- ISO media files are told apart by their ``ftyp`` brand: ``qt`` → mov,
-  ``M4A``/``M4B`` or audio only → m4a, anything else → mp4. ``jpg`` = ``jpeg``,
-  ``tif`` = ``tiff``.
-- ``max_bytes`` is inclusive, like every limit of :class:`MediaSpec`; the body cap
-  is 64 MiB of JSON (compact separators, UTF-8, as httpx sends it).
-- Without PyAV, video and audio formats come from magic numbers and durations
-  and video sizes are not checked (a :class:`MediaWarning` says so).
-- In a payload, a :class:`pathlib.Path` (any ``os.PathLike``) is a local file:
-  :func:`encode_paths` encodes it by its field's rule, for ``gw.validate``,
-  ``prepare``/``submit`` and the forms alike. A plain string stays a string (a
-  typo must not read a file): the catalog's error says to pass a ``Path``.
+URLs are never fetched here. Encodings and the choices where the spec is silent:
+docs/decisions.md#media-inputs.
 """
 
 from __future__ import annotations

@@ -1,33 +1,9 @@
 """The four queue operations over httpx, with the retry and rate-limit policy.
 
-Policy (spec section 7; a blind retry of create could bill a second task, and a
-gateway that says wait means every request of the client waits):
-
-- **Create-task** is retried only when it certainly created nothing: a 429
-  ``RATE_LIMIT_EXCEEDED`` answer, or a connect error (the request never left).
-  At most ``max_retries`` times, then :class:`Unreachable`. Any other failure after
-  the body was sent, a 5xx answer included, is "outcome unknown"
-  (:class:`OutcomeUnknown`: a task may exist), never retried.
-- **Status, result, cancel** are retried on 5xx (an HTML 502 page included),
-  429 and transport errors, with bounded jittered exponential backoff
-  ``min(0.5·2^n, 8) × (1 − 0.25·random())``.
-- **404 Request not found** is retried for a few seconds at most (a task can
-  take a moment to become visible after creation), then raised.
-- **Rate limits by meaning**: any 429, and any answer whose body says
-  ``RATE_LIMIT_EXCEEDED`` whatever its status (a 503 from a proxy included),
-  closes a :class:`RateGate` shared by every request of the client for its
-  Retry-After (seconds, ``retry-after-ms`` or an HTTP date; 1 s when absent); a
-  wait beyond ``max_wait`` (120 s) raises :class:`RateLimited` carrying it. A
-  503 without that code stays a server error.
-- **The key stays at the gateway's origin.** Status, result and cancel go to the
-  handle's URLs only when they share the base URL's scheme, host and port;
-  otherwise to the documented address (base URL + endpoint + request id), with
-  one warning per foreign origin. Redirects are followed only within the origin;
-  one elsewhere is refused, so the key never travels with it.
-
-Errors are mapped by the body first (``error.code``, ``detail`` text) and the
-HTTP status second, because the spec does not show the status codes
-(``docs/decisions.md#gateways-and-their-dialects``).
+Create is retried only when it certainly created nothing; status, result and cancel
+back off on 5xx, 429 and transport errors; a rate limit closes one gate for the whole
+client; the key stays at the gateway's origin. The rules: docs/decisions.md#retries and
+docs/decisions.md#gateways-and-their-dialects.
 """
 
 from __future__ import annotations

@@ -1,35 +1,10 @@
 """The records of the queue protocol (spec 2.1-2.4), read tolerantly.
 
-The spec promises only ``request_id``, ``status_url``, ``response_url``,
-``cancel_url``, ``status``, ``error``, ``error_type`` and ``outputs``; it shows
-neither their types nor the other fields. Real gateways fill the open parts
-differently (``docs/decisions.md#gateways-and-their-dialects``). Our choices:
-
-- ``status`` is kept verbatim (any string; a non-string is turned into one).
-  Terminality comes from the one table :data:`TERMINAL_WORDS` (compared
-  case-insensitively): the spec's ``COMPLETED`` and the terminal words of other
-  queues, each marked success or failure. Every other name is non-terminal and
-  shown as it came; the waits around it are bounded elsewhere.
-- ``error``: a task failed when it is terminal and ``error`` is truthy, or when
-  its status is a failure word. An object ``error`` reads as its ``message`` /
-  ``detail`` / ``msg`` (JSON text when it has none), an object ``error_type`` as
-  its ``type`` / ``code``; the objects stay whole in ``raw``.
-- ``logs``: :attr:`Status.logs` keeps what the body's ``logs`` holds (a list as
-  it is, a string as its lines, anything else as one entry; ``[]`` when absent).
-- ``outputs``: a list. An entry may be a dict (``url`` or ``file_url`` or
-  ``uri``; ``content_type`` or ``mime_type``; inline ``content`` with an
-  optional ``encoding`` of ``hex``/``base64``) or a bare URL string. A result
-  without ``outputs`` is searched under :data:`FALLBACK_OUTPUT_KEYS` (with a
-  :class:`GenwidgetsWarning` naming the key used, or naming the URLs found when
-  none is usable): outputs are never dropped in silence.
-- An output without ``content_type`` is *untyped*: it reads as
-  ``application/octet-stream`` until its bytes arrive, then takes the type the
-  server sent with the file, failing that its magic bytes
-  (:meth:`Output.learn_type`); never the URL's extension (spec 7, rule 5).
-- asset-get: "the final response content is a JSON string holding the asset
-  record". :attr:`Result.asset` looks for it in a JSON output's inline content,
-  then in the body's ``content`` / ``result`` / ``output`` fields, and accepts
-  a JSON object as well as a JSON string.
+The spec promises a few fields and shows neither their types nor the rest; real
+gateways fill the open parts differently. Status words are one table
+(:data:`TERMINAL_WORDS`), outputs are never dropped in silence
+(:data:`FALLBACK_OUTPUT_KEYS`), and an untyped output learns its type from its bytes:
+docs/decisions.md#gateways-and-their-dialects and docs/decisions.md#records.
 """
 
 from __future__ import annotations
@@ -346,8 +321,8 @@ class Output:
         """Write the bytes to ``path`` atomically (temporary file, then rename).
 
         A path without an extension gets the content type's (``out-0`` → ``out-0.mp4``),
-        and the file is created with the user's umask, as ``open()`` would: see
-        docs/decisions.md, "Forms, board, outputs and the command line".
+        and the file is created with the user's umask, as ``open()`` would:
+        docs/decisions.md#forms-board-outputs-and-the-command-line.
         """
         target = Path(path)
         if not target.suffix:

@@ -1,57 +1,7 @@
 """The simulator's HTTP surface: the queue protocol of the spec, with its errors.
 
-Routes (``{base}`` is where the server listens)::
-
-    POST {base}/v1/queue/{endpoint}                              create a task -> handle
-    GET  {base}/v1/queue/{endpoint}/requests/{id}/status         status body
-    GET  {base}/v1/queue/{endpoint}/requests/{id}/response       result (202 while running)
-    PUT  {base}/v1/queue/{endpoint}/requests/{id}/cancel         cancel
-    GET|HEAD {base}/files/{token}/{name}                         outputs (no auth, Range supported)
-    GET  {base}/_sim/tasks/{id}, GET {base}/_sim/stats, GET|PUT {base}/_sim/config   (loopback only)
-    GET  {base}/                                                 what this server is, as JSON
-    GET  {base}/openapi.json                                     the OpenAPI 3.1 document
-
-HTTP status codes (the spec shows the bodies, not the codes; these are our choice):
-
-======  ==========================================================================
-401     missing bearer token: ``{"error": {"code": "UNAUTHORIZED", "message":
-        "Authorization Bearer token is required"}, "request_id": ...}``; a key the
-        server does not know: same code, message ``Invalid API key``
-429     ``RATE_LIMIT_EXCEEDED`` / ``Rate limit exceeded, please try again later``
-        (gateway body) with ``Retry-After`` in whole seconds (>= 1)
-404     ``{"detail": "App not found: <endpoint>"}`` (unknown endpoint on create)
-403     ``{"detail": "Model not allowed for this user"}`` (``--restrict``)
-400     ``{"detail": "webhook not supported"}``: a body key (at any depth), query
-        parameter or header whose name contains "webhook" (``callback_url`` is
-        accepted and ignored: the spec does not say what the service does with it)
-400     body that is empty, not JSON, or not a JSON object; bad ``X-Sim-*`` header
-413     body over 65 MiB (the spec's 64 MB plus room for the JSON around it)
-422     ``{"detail": "Invalid payload: <loc>: <msg>; <loc>: <msg>"}`` from the catalog
-        model, and for broken dependencies (see :mod:`.world`)
-500     ``{"detail": "Runtime execution failed"}`` on create with ``X-Sim-Fault: runtime``
-404     ``{"detail": "Not Found"}`` for ``POST .../{endpoint}/sync`` (and unknown paths)
-400     ``{"detail": "SSE streaming not supported"}`` for ``GET .../status/stream``
-404     ``{"detail": "Request not found"}``: unknown id, an id of another endpoint,
-        or of another key
-202     result address while the task is not ``COMPLETED`` (body: the status body)
-200     cancel: ``{"request_id", "status": "CANCELLATION_REQUESTED"}``; the task ends
-        at once ``COMPLETED`` with error ``cancelled by user``, type ``cancelled``
-400     cancel of a finished task: ``{"detail": "Task already completed"}``
-502/503 ``--error-rate`` on status/result: gateway body ``BAD_GATEWAY`` /
-        ``SERVICE_UNAVAILABLE`` (503 with ``Retry-After: 1``)
-405     wrong method: ``{"detail": "Method Not Allowed: ..."}`` with ``Allow``
-======  ==========================================================================
-
-These are the ``spec`` dialect's answers; ``--dialect fal|replicate`` words the
-handle, status, result, cancel and rate-limit answers as those gateways do (the
-table in :mod:`.dialects`). ``GET {base}/openapi.json`` serves the OpenAPI
-document of the catalog (:mod:`genwidgets.catalog.openapi`).
-
-Every API request (create, status, result, cancel, sync, stream) checks the key
-first, then the rate limit. ``--latency`` delays every answer except ``/_sim``.
-Tasks fail by ``--fail-rate`` (or ``X-Sim-Fault: fail``): they end ``COMPLETED``
-with error ``Runtime execution failed`` and type ``runtime_error``.
-``X-Sim-Duration: <s>`` sets a task's run time before speed scaling.
+Routes, status codes and bodies where the spec shows none are one table in
+docs/decisions.md#sim-http; ``--dialect`` rewords the answers (:mod:`.dialects`).
 """
 
 from __future__ import annotations

@@ -1,48 +1,10 @@
 """The simulator's dialects: how it fills what the spec leaves open.
 
-The spec shows the queue's bodies but not every field, status word or status
-code. Real gateways fill those parts differently (``/work/shared/notes`` on fal
-and Replicate; ``docs/decisions.md#gateways-and-their-dialects``), and a client
-tested only against one choice breaks on the first other one. Choose with
-``genwidgets simulate --dialect NAME``, ``SimConfig(dialect=NAME)`` or, for the
-embedded simulator, the environment variable ``GENWIDGETS_SIM_DIALECT``.
-
-Every switch, per dialect (one row of :data:`DIALECTS` each):
-
-=====================  ==================  ======================  =========================
-switch                 ``spec`` (default)  ``fal``                 ``replicate``
-=====================  ==================  ======================  =========================
-status words           IN_QUEUE,           IN_QUEUE, IN_PROGRESS,  starting, processing,
-(queued, running,      IN_PROGRESS,        COMPLETED (failed and   succeeded, failed,
-done, failed,          COMPLETED (failed   cancelled too)          canceled
-cancelled)             and cancelled too)
-queue_position         1-based             0-based                 absent
-handle                 all four fields     all four fields         ``request_id``, ``status``
-                                                                   and ``urls`` (get, cancel)
-logs                   none                list of {message,       one growing string
-                                           level, source,
-                                           timestamp}
-metrics                none                ``inference_time``      ``predict_time``
-                                           (status, finished)      (result)
-outputs                ``outputs``: list   per kind: ``images``    ``output``: list of bare
-                       of entries          list, ``video`` /       URL strings (objects for
-                                           ``audio`` object,       inline content)
-                                           ``files`` list; plus
-                                           ``seed``
-error / error_type     strings             objects ({code,         string / absent
-                                           message} / {type,
-                                           retryable})
-result while running   202 + status body   400 "Request is still   202, empty body
-                                           in progress"
-cancel of live task    200                 202                     200 + status body
-cancel of finished     400                 400 ALREADY_COMPLETED   409
-rate limit             429, Retry-After    429, Retry-After        503, Retry-After as
-                       in seconds          in seconds              an HTTP date
-=====================  ==================  ======================  =========================
-
-Auth stays ``Authorization: Bearer`` in every dialect (the one header the spec
-shows). Internally a task is ``IN_QUEUE`` / ``IN_PROGRESS`` / ``COMPLETED``
-(:mod:`.tasks`); the dialect only words the answers.
+A client tested against one choice breaks on the first gateway that chose otherwise, so
+the simulator speaks ``spec`` (default), ``fal`` and ``replicate``: chosen with
+``genwidgets simulate --dialect NAME``, ``SimConfig(dialect=NAME)`` or
+``GENWIDGETS_SIM_DIALECT``. :data:`DIALECTS` holds every switch, one row per dialect;
+docs/decisions.md#sim-dialects shows them side by side.
 """
 
 from __future__ import annotations

@@ -1,55 +1,9 @@
 """What each endpoint produces, fitted to its request (run in a worker thread).
 
-Defaults and ranges are the catalog's (read through :mod:`.asked`); makers are
-chosen per family and kind from :data:`MAKERS` (videos: :mod:`.videos`). Where
-the spec leaves them open, the pictures are our choice:
-
-- Images: ``imgM`` tasks yield 4 PNGs, long side 1024, ratio from ``--ar``
-  (the prompt read by :class:`genwidgets.imgm.Prompt`; a permutation prompt is
-  drawn from its first expansion); edits keep the upstream size
-  (``imgM_pan`` grows it by ``scale``).
-  ``imgG-1.5-edit`` ``size`` (``auto`` = 1024x1024), ``n``, ``output_format``,
-  ``output_compression``; ``imgQ-edit-plus`` ``size`` (multiples of 16; by
-  default about 1024*1024 at the last input image's ratio), ``n``;
-  ``genW2.5-t2i-preview`` ``size`` (default 1280*1280), ``n`` (default 4).
-- Speech: ``audio_setting`` format (mp3 default, wav, flac, pcm = big-endian
-  ``audio/L16``), sample rate (default 32000), channels, mp3 bitrate; with
-  ``output_format: hex`` the output entry has no ``url``: it carries
-  ``"encoding": "hex"`` and the audio as ``"content"`` (hex digits), with the
-  audio's ``content_type``.
-
-- Endpoints registered at run time (``genwidgets.catalog.register``) get their
-  kind's default (:data:`DEFAULT_MAKERS`): images from ``prompt``, ``n``
-  (their ``ServiceDefault``, else 1; at most 10) and ``size`` (``W*H`` or ``WxH``,
-  default 1024x1024); a video planned from its model (:func:`.videos.model_plan`);
-  for speech and audio a
-  voice clip reading ``text`` (or ``prompt``), 2-60 s, MP3, or music of
-  ``duration`` (default 3 s) when there is no text. Asset, subject and face
-  endpoints make no media (:data:`NO_MEDIA`).
-
-Edits show what they do (a lesson puts before and after side by side; the
-pictures come from :mod:`.synth`, the inputs are read by :mod:`.inputs`):
-
-- ``imgM-v8.1-i2i`` varies the named upstream image (subtly for ``type`` 0,
-  strongly for 1); ``imgM_pan`` keeps it unchanged on a larger canvas and fills
-  the new side; ``imgM-inpaint`` repaints only the white of ``mask.url`` or the
-  polygons of ``area``/``mask.areas`` (each polygon in its own
-  ``width`` x ``height`` frame, scaled onto the image; with no readable mask, a
-  centred ellipse), keeping every other pixel.
-- ``imgG-1.5-edit`` and ``imgQ-edit-plus`` start from their input images: one
-  fills the frame (imgG's first; imgQ's last, whose ratio sets imgQ's default
-  size), the others are insets.
-- ``vidP_v6_transition`` goes from ``first_frame_image`` to
-  ``last_frame_image``; ``vidA`` starts on its ``first_frame`` (or role-less)
-  image and ends on its ``last_frame`` one; ``vidK-lip-sync`` keeps the frames
-  of the video given to ``vidK-face-identify`` and lays the chosen audio on it
-  (``sound_file``, or the ``audio_id`` preview's voice), cut from
-  ``sound_start_time`` to ``sound_end_time`` and placed at ``sound_insert_time``.
-- An input that cannot be read (any URL other than loopback or the
-  simulator's own files) leaves the output as before: shapes from the seed.
-
-Values are read tolerantly (a string "5" is 5; out-of-range values are clamped)
-so producing media never fails on input that validation let through.
+Defaults and ranges are the catalog's (read through :mod:`.asked`); makers are chosen
+per family and kind from :data:`MAKERS`. Values are read tolerantly (clamped, "5" is 5)
+so producing media never fails on input validation let through. What the pictures,
+sounds and edits are where the spec leaves them open: docs/decisions.md#sim-outputs.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""What a video task makes: its size, length and sound, chosen per family from a
-table and read from the endpoint's model (:mod:`.asked`), so a new video endpoint
-is one class in the catalog.
-
-Dimensions, where the spec leaves them open, are our choice:
-
-- ``vidA``: the spec's table, exactly. ``ratio: adaptive`` takes the ratio closest
-  to the first image when one can be read, else 16:9; ``duration: -1``
-  (automatic) gives 5 s. Its tiers are the model's ``resolution`` values.
-- Every other video (:func:`model_plan`): a ``size`` field (``W*H``) is the size;
-  else the tier (``resolution`` or ``quality``; ``mode`` std = 720p, pro = 1080p)
-  names the short side (360p/540p/720p/1080p, 2K = 1440, 4K = 2160) and the long
-  side follows ``aspect_ratio``/``ratio`` (16:9 when none), rounded to an even
-  number (H.264); ``duration`` seconds (5 when the model states no default),
-  within the model's range; sound when one of :data:`SOUND_FIELDS` is on, sent
-  or by the service's default (``bgm`` has no effect at 9 s or more, as vidV's
-  spec says).
-- ``vidK-lip-sync``: 1280x720, as long as the chosen audio (5 s for a
-  ``sound_file``). ``vidK-v3-motion-control``: ratio of its ``image_url``, 5 s.
+"""What a video task makes: its size, length and sound, chosen per family from a table
+and read from the endpoint's model (:mod:`.asked`), so a new video endpoint is one class
+in the catalog. The dimensions where the spec leaves them open:
+docs/decisions.md#sim-videos.
 """
 
 from __future__ import annotations

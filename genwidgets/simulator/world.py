@@ -1,27 +1,8 @@
-"""The things referenced operations create, and the dependency checks on them.
+"""The things referenced operations create (assets, face sessions, audio previews,
+elements, subjects), and the dependency checks on them.
 
-- ``asset-group-create`` ``{"Name", "ProjectName"="default"}`` → ``{"GroupId"}``.
-- ``asset-create`` ``{"GroupId", "URL", "Name", "AssetType"="Image", "ProjectName"}``
-  → the asset record (spec 2.3) with ``Status`` ``Processing``; it turns
-  ``Active`` one simulated second (scaled by speed) after the task completes.
-- ``asset-get`` ``{"Id"}`` → the record as it is when the task completes.
-  A demo group ``group-demo`` holds the ``Active`` image asset ``asset-demo``.
-- ``vidK-face-identify`` ``{"video_url"}`` → ``{"session_id", "face_data": [{"face_id",
-  "start_time": 0, "end_time": 5000}]}``.
-- ``vidK-audio-preview`` ``{"text", "voice_id"}`` → ``{"audio_id", "duration_ms"}`` and an mp3.
-- ``vidK-custom-element`` ``{"name", "image_urls"}`` → ``{"element_id": int}``.
-- ``vidV-create-subjects`` → ``{"subject_id", "name"}``.
-
-Dependencies are checked when the task is created, and a broken one is answered
-422 with the field named, e.g. ``Invalid payload: jobId: ...``: an imgM edit
-needs a ``jobId`` of an imgM image task of the same key that is ``COMPLETED``
-without error, and an image number 0-3; ``imgM-inpaint``/``imgM_pan`` refuse
-tasks descending from a V8-series ``imgM_diffusion`` (``--v 8``, ``8.1``; the
-default is 8.1) and accept ``--v 7`` ones; ``asset://<id>`` in ``vidA`` content
-needs an existing ``Active`` asset; ``vidK-lip-sync`` needs a known
-``session_id``, face ids of that session and known ``audio_id`` values;
-``element_list`` ids must come from ``vidK-custom-element``. Assets, sessions,
-audio previews and elements are shared by every key of the simulator.
+A broken dependency is answered 422 with the field named when the task is created,
+before it is billed. Every operation and check: docs/decisions.md#sim-world.
 """
 
 from __future__ import annotations

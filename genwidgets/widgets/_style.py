@@ -1,34 +1,10 @@
 """The one style module: the look and the safety rules of every widget.
 
-Forms, fields, the task view, renderers and the board take their colours from
-:data:`PALETTE`, their text styles, badges (one "simulated" badge, one billed
-badge) and shared layouts from here, so a colour changes in one place.
-
-Everything that reaches HTML goes through :func:`esc`; every URL through
-:func:`safe_url`; every content type through :func:`safe_mime`. Keeping the three
-rules in one module is what makes "hostile outputs are harmless" checkable.
-
-Status words. Terminality comes from ``status`` alone: ``COMPLETED`` is terminal
-and then ``error``/``error_type`` decide success; ``CANCELLED``, ``CANCELED``,
-``FAILED`` and ``ERROR`` are also terminal; unknown names are shown verbatim and
-stay non-terminal (see :func:`genwidgets.protocol.records.is_terminal`):
-
-=================  ===========  ======
-wire status        shown as     colour
-=================  ===========  ======
-(none yet)         submitted    grey
-``IN_QUEUE``       queued       grey
-``IN_PROGRESS``    running      blue
-other non-terminal verbatim     blue
-``COMPLETED`` ok   done         green
-terminal + error   failed       red
-cancelled          cancelled    grey
-=================  ===========  ======
-
-A task counts as cancelled when its ``error_type`` is ``cancelled`` (our
-simulator's wire shape) or its status is ``CANCELLED``/``CANCELED``. Cancelling
-is what the user asked for, not a failure: it is grey and says "cancelled" only,
-with no error line ("cancelled by user (cancelled)" said the same word three times).
+Colours come from :data:`PALETTE`, text styles, badges and shared layouts from here, so
+a colour changes in one place. Everything that reaches HTML goes through :func:`esc`,
+every URL through :func:`safe_url`, every content type through :func:`safe_mime`: one
+module makes "hostile outputs are harmless" checkable. Status words and their colours:
+docs/decisions.md#status-look.
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 """The board of a session's jobs and grids.
 
-``gw.board(client)`` shows every job of the session as a card: a thumbnail (the
-first image output, else an icon of the kind drawn in inline SVG), the
-endpoint, the coloured status, the elapsed time and, *within each endpoint*,
-only the parameters that differ between that endpoint's jobs shown (a card
-never lists a field its endpoint does not have), with filters by endpoint and
-status. A grid (``gw.grid``) is one entry: its endpoint, shape, progress and
-ratings, not one card per cell. Cards update live through
-``job.add_update_callback`` with the task view's throttle (one writer per card,
-at most ~10 writes a second); the board looks for new jobs of the client on the
-shared one-second tick until it is closed (``board.close()``). The newest
-:data:`HISTORY_LIMIT` jobs of ``client.history()`` (the ledger's, re-attached)
-and the stored grids of the client's gateway are read when the board is made and
-on Refresh; those from before this session (this process) are behind the
-"earlier sessions" toggle. Cards come :data:`PAGE_SIZE` to a page, newest first.
-Mappings in the history (endpoint, request_id, status, ...) are shown as static
-cards. With no client given, the board uses the most recent client of the
-process, else a new one.
-
-The cards themselves are in :mod:`.cards`. ``gw.sweep`` lives in
-:mod:`genwidgets.widgets.sweep`; its planning, shared with grids, in
-:mod:`genwidgets.lab.plan`.
+``gw.board(client)`` shows every job of the session as a card (:mod:`.cards`) and each
+grid as one entry, updated live with the task view's throttle; jobs and grids of
+earlier sessions come from the ledger, behind a toggle. With no client given it asks
+:func:`~genwidgets.lab.run.default_client`. What "this session" is, paging and card
+layout: docs/decisions.md#forms-board-outputs-and-the-command-line.
 """
 
 from __future__ import annotations
@@ -91,7 +75,8 @@ def process_started() -> float | None:
     """When this Python process started (epoch seconds), from ``/proc`` where there is one.
 
     The board's "this session" is this kernel's lifetime: a job submitted before it
-    came from the ledger of an earlier session (docs/decisions.md, "Forms, board...")."""
+    came from the ledger of an earlier session
+    (docs/decisions.md#forms-board-outputs-and-the-command-line)."""
     try:
         stat = Path("/proc/self/stat").read_text()
         ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22: starttime, in clock ticks

@@ -1,17 +1,9 @@
 """Container elements: lists with add/remove rows, nested models as sub-forms, and
 unions of models (a variant choice and its sub-form).
 
-A container builds the elements of its children with the ``build`` function it is
-given (the dispatch passes its own :func:`~genwidgets.widgets.dispatch.build_element`),
-so this module needs nothing above it.
-
-Choices made where the brief is silent (and why):
-
-- List rows left unset are left out of the list; error locations are mapped back
-  to the row they came from.
-- An optional sub-form is folded and built on first open (folded settings cost
-  nothing); an untouched sub-form is not sent.
-- Keys a sub-form does not know are kept and sent as is (the catalog allows them).
+A container builds its children with the ``build`` function it is given (the dispatch
+passes :func:`~genwidgets.widgets.dispatch.build_element`), so this module needs nothing
+above it. Unset rows and untouched sub-forms: docs/decisions.md#form-fields.
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
-"""Field elements: one small object per payload field, a getter/setter pair around
-the widget that shows it (in the manner of ipywidgets-jsonschema).
+"""Field elements: one small object per payload field, a getter/setter pair around the
+widget that shows it (in the manner of ipywidgets-jsonschema).
 
-- ``element.widget``: what is displayed (label, control, help and errors);
-- ``element.get()``: the field's value, or :data:`UNSET` when nothing is to be sent;
-- ``element.set(value)``: show a value (``UNSET``/``None`` clears it);
-- ``element.observe(callback)``: ``callback()`` after every user or programmatic change;
-- ``element.show_errors(messages)``: validation messages, shown beside the field.
-
-This module holds the base :class:`Element` and the scalar elements (text, numbers,
-choices, fixed values). Lists and sub-forms are in :mod:`.containers`, the media
-input in :mod:`.media_input`, the imgM prompt in :mod:`.prompt_field`, the vidA
-content builder in :mod:`.vida_content`; :mod:`.dispatch` picks one per field.
-
-Choices made where the brief is silent (and why):
-
-- Numbers that fail to parse are passed on as text, so the catalog's validation,
-  not this module, writes the message ("Input should be a valid integer").
-- Bounded numbers are a "send" checkbox plus IntText/FloatText (not Bounded*, which
-  would clamp out-of-range input silently); typing a number ticks the checkbox.
-- A required ``Literal`` with a single value is fixed (shown, always sent); an
-  optional one is a normal choice with a "(default)" entry.
-- A value given to ``set`` that a choice does not offer is added as an extra entry
-  marked "(not allowed)", so validation can say what is wrong instead of it being lost.
+``element.widget`` is what is displayed, ``get()`` the value (:data:`UNSET` when nothing
+is to be sent), ``set(value)`` shows one, ``observe(callback)`` and ``show_errors``
+report. This module holds :class:`Element` and the scalar elements; :mod:`.dispatch`
+picks one per field. How numbers and choices take bad input: docs/decisions.md#form-fields.
 """
 
 from __future__ import annotations

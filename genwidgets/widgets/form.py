@@ -1,27 +1,10 @@
 """``gw.form(endpoint)``: a form per endpoint, generated from its catalog model.
 
-The form validates on every change with no network, shows what the submission
-bills, and sends only on a click (or ``form.submit()``). Layout, top to bottom:
-title (endpoint id, kind, "simulated" badge), required fields, "Optional settings
-(N)" folded away, the billing line, notes, Submit/Reset with the reason Submit is
-disabled, a folded Code view (Python and JSON), and the job of the last submission.
-
-Choices made where the brief is silent (and why):
-
-- ``form.set(name=None)`` clears a field, like ``UNSET``: ``None`` means "not sent".
-- Names the catalog does not know are kept and sent as is (the catalog allows
-  extra fields); they show as amber notes, like :func:`genwidgets.validate` warns.
-- Reset returns to the values the form was built with (``gw.form(..., **initial)``).
-- Submit validates once: ``client.prepare`` checks and serialises the payload, and
-  ``client.send`` sends that body; the live check on every change is what shows
-  problems before a click, and a click re-checks nothing after sending.
-- A click within 2 s of a submission is ignored (a queued double click must not
-  create, and bill, a second task); ``form.submit()`` itself has no such guard.
-- The client is created at the first submit (never while building), and kept.
-- With no client given, the "simulated" badge reflects what ``gw.Client()`` would
-  use (no ``GENWIDGETS_BASE_URL``/``GENWIDGETS_API_KEY`` → the embedded simulator).
-- Long inline data (data URLs, raw base64) is shortened in the Code and JSON views:
-  the payload stays readable and the bytes never become widget state.
+The form validates on every change with no network, shows what the submission bills,
+and sends only on a click (or ``form.submit()``). Top to bottom: title and "simulated"
+badge, required fields, "Optional settings (N)" folded away, the billing line, notes,
+Submit/Reset with the reason Submit is disabled, a folded Code view, and the last job.
+What ``None``, unknown names, Reset and a double click do: docs/decisions.md#form-fields.
 """
 
 from __future__ import annotations

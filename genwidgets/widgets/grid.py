@@ -1,34 +1,8 @@
 """``gw.grid``: the prompt lab's X/Y/Z grid as a widget (anywidget).
 
 The plan, the sending, the ratings and the store are plain Python in
-:mod:`genwidgets.lab`; this module draws them. The view is a plain ES module
-and a CSS file in ``widgets/static/`` (``grid.js``, ``grid.css``), so it renders
-wherever anywidget does (JupyterLab, Notebook 7, Voilà, marimo).
-
-State goes to the browser in two traits written by one throttled writer (the
-task view's rule: at most ~10 writes a second, the state read at write time):
-``head`` (summary, axes as displayed, progress "i of N done", expected finish,
-which buttons to show, score margins) and ``cell_states`` (place, status,
-endpoint and kind, outputs, stars, note, payload, request id). Pictures stay
-light: each finished cell's thumbnails (made in the kernel, at most 256 px)
-go once as a message; the page keeps them in its model's ``thumbs`` (so its
-saved widget state has them), and the kernel fills the trait itself only when
-no view has said hello (nbclient); the lightbox asks for the full outputs. The
-browser answers with messages: ``rate``, ``submit``, ``cancel``, ``swap``,
-``recall``, ``full``, ``thumbs``.
-
-Choices where the issue is silent:
-
-- ``gw.grid`` sends at once (returning when every create has answered) unless
-  the billed generations exceed ``confirm_above``; then nothing leaves until
-  the Submit button or ``grid.submit()``.
-- Recall (the cell's pencil button) opens the form in an output area displayed
-  under the grid in Jupyter front-ends; ``grid.form(cell)`` returns the form.
-- Full media (the lightbox) go to the browser by URL while the gateway serves
-  them, by bytes when they come from the ledger's local copies
-  (:func:`~genwidgets.widgets.render.source_of`); cells show thumbnails only.
-- An output's list for the browser is computed once its cell is terminal and
-  then reused, so a 400-cell grid does not re-encode finished media.
+:mod:`genwidgets.lab`; this module draws them with ``widgets/static/grid.js`` and
+``grid.css``. Its traits, messages and choices: docs/decisions.md#grid-view.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """PromptBuilder: a two-way widget over an imgM prompt string.
 
-A text area holds the prompt; grouped controls hold its ``--`` parameters. Editing
-a control rewrites the string (through :meth:`Prompt.with_params`, so nothing
-else in it moves); editing the string moves the controls. A ``_syncing`` flag
-stops each side from echoing the other's change back.
-
-Choices (documented here, the spec is silent):
-
-* Every control has an "unset" state, and unset parameters are not written:
-  numbers have a checkbox beside their slider, choices an ``unset`` option,
-  text inputs are empty, flags unchecked.
-* A value a control cannot show (a permutation such as ``--chaos {0, 50}``, an
-  out-of-range number, a wrong type) stays in the text; the control shows it
-  in its note, and only a deliberate change of the control replaces it.
-* While the text does not parse (unbalanced braces, text after the
-  parameters...), the controls are disabled and the parse errors are shown.
-* Errors are red, warnings amber, both inline beside their control and in the
-  list under the text, HTML-escaped. The billed-jobs line is always visible;
-  above ``CONFIRM_ABOVE`` prompts a large banner says how many prompts the
-  text makes (red above ``MAX_PROMPTS``, where validation refuses it).
+A text area holds the prompt; grouped controls hold its ``--`` parameters. Editing a
+control rewrites the string (through :meth:`Prompt.with_params`, so nothing else in it
+moves); editing the string moves the controls. A ``_syncing`` flag stops each side from
+echoing the other's change back. Unset controls, values a control cannot show and
+errors: docs/decisions.md#prompt-builder.
 """
 
 from __future__ import annotations

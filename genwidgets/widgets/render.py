@@ -1,58 +1,11 @@
-"""Show outputs by ``content_type``, never by the URL's extension
-(an extension may lie or be absent; the gateway states the type).
+"""Show outputs by ``content_type``, never by the URL's extension (an extension may lie or
+be absent; the gateway states the type).
 
-:func:`render` gives a live widget; :func:`to_html` / :func:`to_mimebundle` give
-plain display data (what :mod:`genwidgets.widgets.task` writes into the notebook
-on completion, so a saved notebook keeps them without widget state). Both
-follow one rule for *where the browser gets the bytes*:
-
-1. ``embed=True``: the bytes, read through :meth:`Output.read` (may download).
-2. Live widgets (:func:`render`, the board's and sweep's cards) use an
-   ``http(s)`` URL first when there is one (except for outputs restored from
-   the ledger that have a local copy: their URLs have likely stopped
-   answering, so the copy is used): the browser can reach it now, and
-   widget state is live state only (the durable copy is the display data), so pushing every
-   local copy through the kernel into it (50 sweep videos) buys nothing.
-   The display outputs (:func:`to_html`, :func:`to_mimebundle`) are the
-   durable record and go on with rule 3.
-3. Durable outputs of video and audio that have an ``http(s)`` URL go by URL
-   unless their bytes are tiny (:data:`DURABLE_EMBED_LIMITS`): ten videos
-   must not weigh megabytes in a saved notebook. A video gets a poster frame
-   (a small JPEG of its first frame, from the local copy) so the saved
-   notebook still shows what it was once the URL is gone, and the caption
-   names the local file the ledger kept.
-3b. A ``data:`` URL, inline ``content`` (hex/base64/text) or a local copy
-   (:attr:`Output.path`, e.g. kept by the ledger after the URL stopped
-   answering): by bytes, when they weigh at most :data:`EMBED_LIMIT` (10 MB).
-   A local copy wins over the URL because a saved notebook should still show
-   its outputs when the URL is gone: gateway URLs expire, and the embedded
-   simulator's URLs (127.0.0.1 on a port chosen per session) die with the
-   kernel. The ledger downloads outputs before a job completes, so the final
-   display output of a job usually holds the bytes themselves.
-3c. An image's durable copy with bytes in hand (a local copy or inline
-   content) is its thumbnail (at most 256 px, :mod:`genwidgets.jobs.thumbnails`)
-   as a ``data:`` URL, linked to the full output's http(s) URL: a saved
-   notebook of twenty 1 MB outputs weighs kilobytes, not 20 MB.
-4. An ``http(s)`` URL: by URL (``<img src>``, ``Image(format="url")``): output
-   URLs need no auth header (CDN-like; the simulator serves them without auth),
-   so the browser fetches them itself and nothing passes through the kernel.
-5. A relative URL: by URL (the browser resolves it against the page).
-6. Otherwise (too large, or nothing usable): an escaped text saying why.
-   Larger files are never pushed through the kernel unless ``embed=True``.
-
-JSON and text need their content in the kernel to be laid out: inline
-content or a local copy is used; otherwise :func:`render` reads the URL
-(``fetch=True``), while :func:`to_html` does not by default (it runs on the
-engine thread, which must never block) and shows a link instead.
-
-Safety: every string is escaped; only http(s), ``data:`` of a safe media type
-(:data:`~genwidgets.widgets._style.SAFE_DATA_MIME`) and relative URLs are used;
-a URL with another scheme (``javascript:``, ``vbscript:``, ``file:``), or with
-quotes, markup or spaces, is dropped; a content type that is not a clean
-``type/subtype`` token makes the whole output an escaped text.
-
-Video and audio never autoplay or loop (a lesson must not start
-making noise by itself; ipywidgets defaults both to True) and always have controls.
+:func:`render` gives a live widget; :func:`to_html` / :func:`to_mimebundle` give plain
+display data, the durable record a saved notebook keeps. One rule says where the browser
+gets the bytes (URL, local copy or embedded, by size), every string is escaped and only
+safe URLs and media types are used, and media never autoplay:
+docs/decisions.md#render-bytes.
 """
 
 from __future__ import annotations
@@ -74,6 +27,7 @@ from ._style import (
     KIND_ICONS,
     SAFE_DATA_MIME,
     esc,
+    look_of,
     safe_mime,
     table_html,
     url_kind,
@@ -377,7 +331,7 @@ def to_html(
             body = durable
         elif kind == "image":
             body = f'<img src="{src}" alt="{name}" style="max-width:100%;height:auto">'
-        else:  # no autoplay, no loop (decision 4)
+        else:  # no autoplay, no loop: docs/decisions.md#render-bytes
             poster = (
                 poster_data_url(output.path) if kind == "video" and source.how == "url" else None
             )
@@ -408,13 +362,15 @@ def _outputs_of(obj: Renderable) -> list[Output]:
 
 
 def _error_banner(result: Result) -> str:
-    if result.ok:
+    """The failure line of a result; none for a success or a cancellation (grey, no
+    error line: the one look of :func:`look_of` decides)."""
+    look = look_of(None, result)
+    if look.category != "failed":
         return ""
-    error = result.error if isinstance(result.error, str) else json.dumps(result.error, default=str)
-    kind = f" ({result.error_type})" if result.error_type else ""
+    kind = f" ({look.error_type})" if look.error_type else ""
     return (
         f'<div class="gw-error" style="color:{COLOURS["failed"]}">failed: '
-        f"{esc(error)}{esc(kind)}</div>"
+        f"{esc(look.error or '')}{esc(kind)}</div>"
     )
 
 

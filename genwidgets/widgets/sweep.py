@@ -1,25 +1,8 @@
 """``gw.sweep``: every combination of some varied fields, sent as a flat list of cards.
 
 Planning (expansion, counting, billing, validation) is the grid's
-(:func:`genwidgets.lab.plan.plan_sweep`); this module sends and shows. Choices
-where the issue is silent:
-
-- **Billed jobs.** For imgM endpoints, a prompt with permutations ``{a, b}``
-  and ``--repeat`` is one task that bills several generations (spec: "each
-  generated prompt is billed separately"); the sweep sends the prompt as it is
-  and counts ``Prompt.jobs()`` generations for it. ``max_jobs`` and
-  ``confirm_above`` compare against the *billed* count, the one that costs money.
-- **Confirmation.** Above ``confirm_above`` nothing is sent until the "Submit N
-  tasks" button is clicked, ``sweep.submit()`` is called, or ``confirm=True``
-  was passed. Outside Jupyter the same rule holds (a line says how to confirm).
-- **Return value.** A :class:`Sweep`: a ``list`` of the created Jobs in
-  combination order (filled once every create has answered), with
-  ``.widget`` (the displayed :class:`SweepView`), ``.labels``, ``.payloads``,
-  ``.errors`` (index → exception of a create that failed; that cell shows it)
-  and ``.wait_submitted()``. ``sweep()`` displays its widget itself (in a
-  kernel), so ``jobs = gw.sweep(...)`` still shows the confirmation button.
-- **Concurrency.** At most ``concurrency`` creates are in flight, from a small
-  thread pool; polling is the engine's business afterwards.
+(:func:`genwidgets.lab.plan.plan_sweep`); this module sends and shows. Billed counts,
+confirmation, the returned :class:`Sweep` and concurrency: docs/decisions.md#sweep.
 """
 
 from __future__ import annotations

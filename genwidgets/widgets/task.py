@@ -1,34 +1,10 @@
 """The live view of one task: what a displayed :class:`~genwidgets.Job` shows.
 
-The view. :class:`TaskView` is an anywidget (a plain ES module and CSS in
-``widgets/static/``, loaded from the package: no build step, no CDN), so it
-renders wherever anywidget does: JupyterLab, Notebook 7, Voilà, VS Code,
-Colab and marimo. Its state is traits: status, queue position, start time,
-expected finish, error, the simulated flag, and the outputs as
-url/content_type/poster (a ``data:`` URL where there is no http URL, e.g.
-inline content). The browser ticks the elapsed clock and "about N s left"
-itself and loads media from their URLs, so the kernel writes only when the
-state changes; those writes go through the shared :class:`Throttle`
-(:mod:`genwidgets.widgets.ticker`: one writer, at most ~10 writes a second,
-terminal writes at once). A Cancel click is a custom message from the browser;
-the kernel answers with ``job.request_cancel()``, which never blocks.
-
-Live while it runs, static once it ends. :func:`display_job` shows **one**
-display output under a ``display_id`` whose mimebundle holds the widget view
-*and* an HTML/text copy: a front-end with a widget manager shows the widget,
-one without (VS Code, GitHub, nbconvert) the copy. Once the task is terminal
-nothing is live any more, so that output becomes the static copy alone
-(:func:`final_bundle`: status line, request id, outputs with image thumbnails
-embedded): a notebook saved without widget state (JupyterLab's default)
-reopens with every finished task visible instead of "model not found". The
-static copy is written by the engine thread when the task ends (for the page
-watching) and again from the kernel's main thread at the end of the next cell,
-where a headless runner (nbclient) keeps it; Voilà keeps the live view (the
-mechanism is :mod:`genwidgets.widgets.durable`'s). The live view carries its own
-outputs in its traits, so a late tab or a second view shows them too. Inside
-a form's ``ipywidgets.Output`` (:func:`display_job_into`) the bundle is an
-entry of the Output's ``outputs`` trait, replaced on completion.
-See docs/decisions.md, "Display and saved notebooks".
+:class:`TaskView` is an anywidget (ES module and CSS in ``widgets/static/``, no build,
+no CDN): its state is traits written through the shared :class:`Throttle`, and the
+browser ticks the clock itself. :func:`display_job` shows one display output holding the
+widget view and an HTML copy; once the task ends it becomes the static copy alone, so a
+notebook saved without widget state reopens showing it: docs/decisions.md#task-outputs.
 """
 
 from __future__ import annotations

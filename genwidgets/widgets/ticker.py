@@ -1,26 +1,9 @@
 """The one ticker thread and the write throttle shared by every live view.
 
-Job callbacks run on the engine's background thread (DESIGN decision 1), so
-views keep moving while other cells run or block. Three rules keep that safe
-and cheap, for the task view, the board, the sweep and the grid alike:
-
-- **One writer.** A view writes its traits only through a :class:`Throttle`,
-  which holds the view's lock. The state written is read from the job *at
-  write time*, so skipped updates lose nothing: the next write shows the
-  latest state.
-- **At most ~10 writes a second per view.** An update that comes sooner than
-  :data:`MIN_INTERVAL` after the last write marks the view dirty and asks the
-  shared :class:`Ticker` to flush it when the interval is over. Terminal
-  updates are forced through at once.
-- **One ticker thread for every live view.** Views that must move with time
-  in the kernel (the board's cards) register with :data:`TICKER`; a daemon
-  thread per view would be 200 threads for 200 jobs, so one shared thread
-  ticks every registered view and flushes pending writes, and exits as soon
-  as nothing is live (it is started again on demand). The task view does not
-  tick: its clock runs in the browser.
-
-Every write runs as from a plain thread (:func:`as_current_request`), so a
-notebook run by nbclient keeps the final state.
+Job callbacks run on the engine's thread, so views keep moving while cells block. A
+view writes only through its :class:`Throttle` (at most ~10 writes a second, the state
+read at write time, terminal writes at once); one shared :data:`TICKER` thread moves the
+views that change with time: docs/decisions.md#live-writes.
 """
 
 from __future__ import annotations

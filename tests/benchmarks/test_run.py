@@ -22,6 +22,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks import polling, run  # noqa: E402
+from benchmarks.goals import MISSED, NOT_EVIDENCE, judge_all  # noqa: E402
 
 TINY = run.Plan(
     task_set=polling.TaskSet(count=5, median_s=1.0, sigma=0.2, cap_s=2.0, seed=3),
@@ -190,8 +191,10 @@ def test_main_writes_the_report_and_ends_with_the_json_line(
     text = output.read_text()
     assert "python benchmarks/run.py --quick" in text
     assert "nproc" not in text and "CPUs" in text and "Python " in text
-    for goal in run.GOALS:
-        assert goal.name in text
-        if not goal.met(results):
-            assert f"Missed: {goal.name}." in text
+    for verdict in judge_all(results):
+        assert f"| {verdict.goal.name} | {verdict.goal.target_text()} |" in text
+        if verdict.status == MISSED:
+            assert f"**Missed: {verdict.goal.name}.**" in text
+        if verdict.status == NOT_EVIDENCE:
+            assert f"**Not evidence: {verdict.goal.name}.**" in text
     assert last in text

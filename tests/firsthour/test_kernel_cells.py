@@ -213,6 +213,16 @@ CONTRACT = [
         "    aresult = await ajob\naresult.ok",
         "True",
     ),
+    (
+        "async with gw.AsyncClient() as aclient:\n"
+        '    ajob = await aclient.submit("genW2.5-t2i-preview", {"prompt": "a kite", "n": 1})\n'
+        "    st2 = await ajob.status()\n"
+        "    res2 = await ajob.result(timeout=600)\n"
+        "    await ajob.cancel()\n"
+        "(type(ajob).__name__, type(st2.logs).__name__, res2.ok)",
+        "('AsyncJob', 'list', True)",
+    ),
+    ('gw.openapi()["openapi"][:3]', "'3.1'"),
     ('type(gw.validate("genW2.5-t2i-preview", {"prompt": "a lighthouse"})).__name__', ""),
     (
         "specs = gw.endpoints()\n"

@@ -45,7 +45,7 @@ def test_jitter_only_shortens_so_the_cap_holds() -> None:
 
 
 def test_requests_for_typical_durations() -> None:
-    # the figures quoted in the module docstring and the closing note
+    # the figures quoted in docs/decisions.md#polling
     assert (requests_for(10), requests_for(60), requests_for(300)) == (9, 42, 121)
     # far fewer than fixed 0.1 s / 0.5 s pollers
     assert requests_for(60) * 10 < 60 / 0.1 and requests_for(300) * 3 < 300 / 0.5

@@ -439,3 +439,24 @@ def test_a_rendered_widget_shows_its_static_copy_alone_from_the_end_of_the_cell(
     render(output)._ipython_display_()
     shell.run_cell("2 + 2")
     assert len(updates) == 1  # Voilà keeps the live widget
+
+
+@pytest.mark.parametrize(
+    ("body", "banner"),
+    [
+        ({"status": "COMPLETED", "error": "cancelled by user", "error_type": "cancelled"}, None),
+        ({"status": "CANCELED"}, None),
+        (
+            {"status": "COMPLETED", "error": {"message": "out of memory"}, "error_type": "oom"},
+            "failed: out of memory (oom)",
+        ),
+    ],
+)
+def test_a_cancelled_result_has_no_error_line_and_a_failure_reads_as_text(
+    body: dict[str, Any], banner: str | None
+) -> None:
+    html = result_html(Result.from_body({**body, "outputs": []}, endpoint="e", request_id="r"))
+    if banner is None:
+        assert "gw-error" not in html
+    else:
+        assert "gw-error" in html and banner in html and "{" not in html.split("gw-error")[1]

@@ -1,6 +1,6 @@
 """Leases: one owner polls a task, so two kernels never poll (and pay attention to) the same one.
 
-The design (docs/decisions.md, "The ledger and the engine"):
+The design (docs/decisions.md#the-ledger-and-the-engine):
 
 - An *owner* is one :class:`~genwidgets.jobs.ledger.Ledger` object of one process
   (``host:pid:random``); a client takes it when it creates a task (the handle's

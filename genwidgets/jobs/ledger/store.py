@@ -60,7 +60,7 @@ class Ledger(FileKeeping, Recording):
     the caller. Reads use their own connection (WAL readers do not wait for a
     writer) after waiting, at most ``busy_timeout`` seconds, for the writes
     queued before them. Thread-safe, safe across processes, and reopened after
-    ``fork``. See docs/decisions.md, "The ledger and the engine".
+    ``fork``. See docs/decisions.md#the-ledger-and-the-engine.
     """
 
     def __init__(

@@ -5,7 +5,7 @@ a ``sqlite3`` shell in ``BEGIN EXCLUSIVE``) by blocking the caller. Run on the
 engine's loop that wait froze every poll and notice; run here it delays only the
 ledger. A write that meets a busy file is retried, never dropped, and the
 writes behind it wait their turn, so the order on disk is the order of the calls
-(docs/decisions.md, "The ledger and the engine").
+(docs/decisions.md#the-ledger-and-the-engine).
 
 Faults other than a busy file go to ``on_fault``, which says whether to retry
 the write (the file was damaged, moved aside and replaced) or to give it up (the

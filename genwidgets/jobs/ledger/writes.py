@@ -103,7 +103,7 @@ class Recording:
         busy file. If the file is busy (locked by another process) the row stays
         queued, ahead of every later write of this task, and a negative ticket
         standing for the row is returned: every method taking a row id accepts it.
-        See docs/decisions.md, "The ledger and the engine".
+        See docs/decisions.md#the-ledger-and-the-engine.
         """
         for name, value in (("gateway", gateway), ("endpoint", endpoint)):
             if not isinstance(value, str) or not value:

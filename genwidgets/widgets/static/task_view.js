@@ -52,7 +52,7 @@ function mediaElement(output) {
     return img;
   }
   const media = make(output.kind === "video" ? "video" : "audio", "gw-media");
-  media.controls = true; // no auto-start, no repeat (DESIGN decision 4)
+  media.controls = true; // controls, but no autoplay and no loop: the user starts it
   media.preload = "metadata";
   if (output.poster && SAFE_URL.test(output.poster)) media.poster = output.poster;
   withFallback(media, output);

@@ -1,0 +1,57 @@
+"""The headline figures: the JSON line's keys (a contract the README quotes) and their values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+JSON_KEYS = (
+    "requests_ratio_vs_0_1s",
+    "requests_ratio_vs_0_5s",
+    "requests_ratio_vs_1s",
+    "p95_notice_s",
+    "p95_notice_s_0_5s",
+    "requests_ratio_vs_0_5s_warm",
+    "requests_ratio_vs_0_1s_warm",
+    "p95_notice_s_warm",
+    "requests_ratio_vs_0_5s_warm_bimodal",
+    "requests_ratio_vs_0_1s_warm_bimodal",
+    "p95_notice_s_warm_bimodal",
+    "p95_notice_s_shift",
+    "live_jobs_10k_completed",
+    "live_jobs_10k_kb_per_job",
+    "status_rate_10k",
+    "exec_p95_added_ms_1000",
+    "exec_p95_added_ms",
+    "import_ms",
+    "imports_ipywidgets",
+    "form_build_ms_max",
+    "nb_bytes_per_video",
+    "nb_bytes_per_video_embedded",
+    "sim_status_rps",
+)
+
+
+def headline(results: dict[str, Any]) -> dict[str, Any]:
+    """The JSON line: exactly :data:`JSON_KEYS`."""
+    p, k, s = results["polling"], results["kernel"], results["startup"]
+    nb, sim = results["notebook_weight"], results["simulator"]
+    big = results["scale"]
+    return {
+        "requests_ratio_vs_0_1s": p["requests_ratio_vs_0_1s"],
+        "requests_ratio_vs_0_5s": p["requests_ratio_vs_0_5s"],
+        "requests_ratio_vs_1s": p["requests_ratio_vs_1s"],
+        "p95_notice_s": p["p95_notice_s"],
+        "p95_notice_s_0_5s": p["p95_notice_s_0_5s"],
+        **{key: p[key] for key in JSON_KEYS if key.endswith(("_warm", "_bimodal", "_shift"))},
+        "live_jobs_10k_completed": big["completed"],
+        "live_jobs_10k_kb_per_job": big["kb_per_job"],
+        "status_rate_10k": big["status_rate"],
+        "exec_p95_added_ms_1000": results["kernel_many"]["exec_p95_added_ms"],
+        "exec_p95_added_ms": k["exec_p95_added_ms"],
+        "import_ms": s["import_ms"],
+        "imports_ipywidgets": s["imports_ipywidgets"],
+        "form_build_ms_max": s["form_build_ms_max"],
+        "nb_bytes_per_video": nb["nb_bytes_per_video"],
+        "nb_bytes_per_video_embedded": nb["nb_bytes_per_video_embedded"],
+        "sim_status_rps": sim["sim_status_rps"],
+    }

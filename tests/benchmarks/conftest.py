@@ -1,0 +1,55 @@
+"""Figures for the benchmark tests that need no benchmark run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks import polling  # noqa: E402
+
+
+def _fixed(interval: float) -> dict[str, Any]:
+    return {"mean_achieved_interval_s": interval}
+
+
+@pytest.fixture
+def passing() -> dict[str, Any]:
+    """Figures that meet every goal, every baseline on its interval."""
+    schedules = {name: _fixed(i) for name, i in polling.FIXED_INTERVALS.items()}
+    schedules |= {name + polling.BIMODAL: _fixed(i) for name, i in polling.FIXED_INTERVALS.items()}
+    return {
+        "polling": {
+            "schedules": schedules,
+            "requests_ratio_vs_0_1s": 12.0,
+            "requests_ratio_vs_0_5s": 3.2,
+            "requests_ratio_vs_1s": 1.5,
+            "p95_notice_s": 1.3,
+            "p95_notice_s_0_5s": 0.46,
+            "requests_ratio_vs_0_5s_warm": 3.6,
+            "requests_ratio_vs_0_1s_warm": 16.0,
+            "p95_notice_s_warm": 1.4,
+            "requests_ratio_vs_0_5s_warm_bimodal": 3.6,
+            "requests_ratio_vs_0_1s_warm_bimodal": 17.0,
+            "p95_notice_s_warm_bimodal": 1.4,
+            "p95_notice_s_shift": 1.4,
+        },
+        "scale": {
+            "completed": 10_000,
+            "jobs": 10_000,
+            "kb_per_job": 7.7,
+            "status_rate": 49.8,
+            "budget": 50.0,
+        },
+        "kernel": {"exec_p95_added_ms": 1.8},
+        "kernel_many": {"exec_p95_added_ms": 2.5},
+        "startup": {"import_ms": 17.7, "imports_ipywidgets": False, "form_build_ms_max": 22.3},
+        "notebook_weight": {"nb_bytes_per_video": 19_900, "nb_bytes_per_video_embedded": 90_000},
+        "simulator": {"sim_status_rps": 4415.0},
+    }

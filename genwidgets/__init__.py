@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from .jobs.job import AsyncJob, Job
     from .jobs.polling import PollPolicy
     from .lab.run import grids
+    from .lab.scores import scores
     from .lab.store import GridRecord
     from .media import validate
     from .protocol.prepared import PreparedRequest
@@ -100,6 +101,7 @@ _LAZY: dict[str, str] = {
     "grids": ".lab.run",
     "GridRecord": ".lab.store",
     "TaskView": ".widgets.task",
+    "scores": ".lab.scores",
 }
 #: Subpackages reachable as attributes (``gw.media``) without importing them eagerly.
 _SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors", "lab"}
@@ -223,6 +225,7 @@ __all__ = [
     "login",
     "openapi",
     "render",
+    "scores",
     "sweep",
     "validate",
 ]

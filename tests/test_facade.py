@@ -14,6 +14,7 @@ PUBLIC = {
     "AsyncJob", "Job", "Output", "PollPolicy", "PreparedRequest", "Result", "Status", "Sweep",
     "TaskView", "openapi",
     "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid", "login", "render",
+    "scores",
     "sweep", "validate",
     *errors.__all__,
 }  # fmt: skip

@@ -3,10 +3,12 @@
 Below the widgets, above the jobs: :mod:`.axes` reads axes, :mod:`.plan` plans
 grids and sweeps (counted, billed, validated before sending), :mod:`.run` sends
 a grid and keeps its ratings, :mod:`.store` keeps grids in the ledger's SQLite
-file, :mod:`.export` writes contact sheets and offline pages.
+file, :mod:`.export` writes contact sheets and offline pages, :mod:`.mapping` writes one
+payload for several endpoints, :mod:`.scores` gathers ratings across grids.
 """
 
 from .axes import PROMPT_SR, Axis, make_axis, parse_values
+from .mapping import ENDPOINT_AXIS, map_payload, mapping_table
 from .plan import (
     MAX_CELLS,
     GridPlan,
@@ -18,9 +20,11 @@ from .plan import (
     prompt_jobs,
 )
 from .run import GridCell, GridRun, default_client, list_grids
+from .scores import ScoreTable, scores
 from .store import GridRecord, GridStore, store_for
 
 __all__ = [
+    "ENDPOINT_AXIS",
     "MAX_CELLS",
     "PROMPT_SR",
     "Axis",
@@ -30,14 +34,18 @@ __all__ = [
     "GridRun",
     "GridStore",
     "PlannedCell",
+    "ScoreTable",
     "SweepPlan",
     "default_client",
     "differing_params",
     "list_grids",
     "make_axis",
+    "map_payload",
+    "mapping_table",
     "parse_values",
     "plan_grid",
     "plan_sweep",
     "prompt_jobs",
+    "scores",
     "store_for",
 ]

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import csv
 import difflib
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import PayloadError
+from ..errors import EndpointNotFound, PayloadError
+from .mapping import ENDPOINT_AXIS
 
 __all__ = [
     "ACCEPTED_FORMS",
@@ -42,7 +44,7 @@ _RANGE = re.compile(
     rf"(?:\(\s*(?P<step>[+-]?\s*\d+(?:\.\d+)?)\s*\)|\[\s*(?P<count>\d+)\s*\])?\s*$"
 )
 
-AxisKind = Literal["field", "prompt_sr", "group"]
+AxisKind = Literal["field", "prompt_sr", "group", "endpoint"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class Axis:
     def label(self) -> str:
         """How headers name the axis."""
         if self.kind == "prompt_sr":
-            return f"prompt: {self.search}"
+            return "prompt_sr"
         if self.kind == "group":
             return f"prompt {self.search}"
         return self.field
@@ -81,7 +83,10 @@ class Axis:
         return tuple(plain_text(str(v)) for v in self.values)
 
     def apply(self, payload: dict[str, Any], value: Any) -> None:
-        """Set this axis's ``value`` in ``payload`` (in place; nested dicts are copied)."""
+        """Set this axis's ``value`` in ``payload`` (in place; nested dicts are copied).
+        An endpoint axis changes no field: the plan maps the payload per endpoint."""
+        if self.kind == "endpoint":
+            return
         if self.kind in ("prompt_sr", "group"):
             assert self.search is not None
             for name in self.targets:
@@ -280,6 +285,8 @@ def make_axis(spec: Any, endpoint: str, model: Any, base_payload: Mapping[str, A
             endpoint=endpoint,
         )
     field, raw = spec[0].strip(), spec[1]
+    if field == ENDPOINT_AXIS:
+        return _endpoint_axis(raw, endpoint)
     if field == PROMPT_SR:
         kind: type | None = str
     else:
@@ -317,3 +324,49 @@ def make_axis(spec: Any, endpoint: str, model: Any, base_payload: Mapping[str, A
             endpoint,
         )
     return Axis(PROMPT_SR, tuple(str(v) for v in values), "prompt_sr", search, targets)
+
+
+def _endpoint_axis(raw: Any, endpoint: str) -> Axis:
+    """``("endpoint", [ids])``: each cell goes to its own endpoint; every id must
+    be in the catalog (an unknown one names the closest)."""
+    from ..catalog import endpoint as catalog_endpoint
+
+    values = parse_values(raw, str, field=ENDPOINT_AXIS) if isinstance(raw, str) else raw
+    if isinstance(values, (bytes, Mapping)) or not isinstance(values, Sequence) or not values:
+        raise _bad(ENDPOINT_AXIS, "give a non-empty list of endpoint ids", endpoint)
+    problems = []
+    for value in values:
+        try:
+            catalog_endpoint(str(value))
+        except PayloadError as exc:
+            problems += [
+                {"loc": ("axis", ENDPOINT_AXIS, str(value)), "msg": e["msg"]} for e in exc.errors
+            ]
+        except EndpointNotFound as exc:  # a local mistake in the grid's layout: a PayloadError
+            problems.append({"loc": ("axis", ENDPOINT_AXIS, str(value)), "msg": str(exc)})
+    if len(set(map(str, values))) != len(values):
+        problems.append({"loc": ("axis", ENDPOINT_AXIS), "msg": "each endpoint once"})
+    if problems:
+        raise PayloadError(problems, endpoint=endpoint)
+    return Axis(ENDPOINT_AXIS, tuple(str(v) for v in values), "endpoint")
+
+
+#: a key a payload does not have (differs from null in :func:`canonical`)
+MISSING = object()
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """A value as one line of at most ``limit`` characters (labels, summaries)."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def canonical(value: Any) -> str:
+    """A stable text form of a JSON-like value (missing differs from null)."""
+    if value is MISSING:
+        return "\x00missing"
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(value)

@@ -106,6 +106,31 @@ def _legend(run: GridRun) -> list[str]:
     return lines
 
 
+MARGIN_W = 120  # the score column, right
+MARGIN_H = 22  # the score row, below
+
+
+def score_text(score: dict[str, Any] | None) -> str:
+    """``★ 4.5 · 2 rated · 1 failed`` (the margins; ``★ –`` when nothing is rated)."""
+    if not score:
+        return ""
+    mean = "★ –" if score["mean"] is None else f"★ {score['mean']:.1f}"
+    text = f"{mean} · {score['rated']} rated"
+    return text + (f" · {score['failed']} failed" if score["failed"] else "")
+
+
+def margins(run: GridRun) -> dict[str, list[dict[str, Any]]]:
+    """Scores per displayed x and y axis, in the axis's own order."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for direction in ("x", "y"):
+        axis = run.axis(direction)
+        if axis is None:
+            continue
+        rows = {json.dumps(r["value"], default=str): r for r in run.scores(direction)}
+        found[direction] = [rows[json.dumps(v, default=str)] for v in axis.values]
+    return found
+
+
 def _tables(run: GridRun) -> list[tuple[Any, list[list[GridCell | None]]]]:
     """For each z value: the rows (y) of columns (x) of cells."""
     nz, ny, nx = run.plan.shape
@@ -131,7 +156,9 @@ def save_png(run: GridRun, path: str | Path) -> Path:
     table_h = LABEL_ROW + len(ys) * (TILE + 24) + 8
     tables = _tables(run)
     z_axis = run.axis("z")
-    width = HEADER + len(xs) * (TILE + 8) + 8
+    scores = margins(run)
+    table_h += MARGIN_H if "x" in scores else 0
+    width = HEADER + len(xs) * (TILE + 8) + 8 + (MARGIN_W if "y" in scores else 0)
     height = legend_h + len(tables) * (table_h + (22 if z_axis else 0))
     sheet = Image.new("RGB", (width, height), COLOURS["background"])
     draw = ImageDraw.Draw(sheet)
@@ -165,6 +192,22 @@ def save_png(run: GridRun, path: str | Path) -> Path:
                 x0 = HEADER + c * (TILE + 8)
                 if cell is not None:
                     _draw_tile(sheet, draw, font, cell, x0, y0)
+            if "y" in scores:
+                draw.multiline_text(
+                    (HEADER + len(xs) * (TILE + 8) + 4, y0 + TILE // 2 - 8),
+                    score_text(scores["y"][r]).replace(" · ", "\n", 1),
+                    fill=COLOURS["text"],
+                    font=font,
+                )
+        if "x" in scores:
+            y0 = top + LABEL_ROW + len(ys) * (TILE + 24)
+            for c, score in enumerate(scores["x"]):
+                draw.text(
+                    (HEADER + c * (TILE + 8), y0 + 2),
+                    score_text(score),
+                    fill=COLOURS["text"],
+                    font=font,
+                )
         top += table_h
     info = PngInfo()
     info.add_itxt(PNG_KEY, _description_json(run), zip=True)
@@ -239,7 +282,9 @@ td img{max-width:210px;max-height:210px;display:block}
 .failed{background:#fee2e2;color:#b91c1c}
 .muted{color:#6b7280;font-size:0.85em}
 .stars{display:flex;gap:1px;margin-top:4px}
-code{font-size:0.8em;word-break:break-all}
+code{font-size:0.8em}
+.rid{display:block;white-space:nowrap;overflow-x:auto;max-width:220px}
+.score{background:#f9fafb;white-space:nowrap;font-size:0.85em;width:auto}
 """
 
 
@@ -309,7 +354,7 @@ def _cell_html(cell: GridCell | None, media_dir: Path) -> str:
         _STAR.format(fill="#f59e0b" if s < cell.rating else "#d1d5db") for s in range(5)
     )
     note = f"<div>{_esc(cell.note)}</div>" if cell.note else ""
-    rid = f"<code>{_esc(cell.request_id)}</code>" if cell.request_id else ""
+    rid = f'<code class="rid">{_esc(cell.request_id)}</code>' if cell.request_id else ""
     return (
         f'<td class="{"failed" if failed else ""}" data-index="{cell.index}">{body}'
         f'<div class="stars" title="{cell.rating} of 5">{stars}</div>{note}{rid}</td>'
@@ -323,6 +368,16 @@ def save_html(run: GridRun, path: str | Path) -> Path:
     media_dir = target.with_name(target.stem + "_media")
     xs, ys = _axis_values(run, "x"), _axis_values(run, "y")
     z_axis = run.axis("z")
+    scores = margins(run)
+    score_head = '<th class="muted">score</th>' if "y" in scores else ""
+    score_row = (
+        '<tr><th class="muted">score</th>'
+        + "".join(f'<td class="score">{_esc(score_text(s))}</td>' for s in scores["x"])
+        + ("<td></td>" if "y" in scores else "")
+        + "</tr>"
+        if "x" in scores
+        else ""
+    )
     sections: list[str] = []
     for z_value, rows in _tables(run):
         head = f"<h3>{_esc(z_axis.label)} = {_esc(short(z_value, 80))}</h3>" if z_axis else ""
@@ -330,10 +385,12 @@ def save_html(run: GridRun, path: str | Path) -> Path:
         body = "".join(
             f"<tr><th>{_esc(short(y, 80)) if run.axis('y') else ''}</th>"
             + "".join(_cell_html(cell, media_dir) for cell in row)
+            + (f'<td class="score">{_esc(score_text(scores["y"][r]))}</td>' if score_head else "")
             + "</tr>"
-            for y, row in zip(ys, rows, strict=True)
+            for r, (y, row) in enumerate(zip(ys, rows, strict=True))
         )
-        sections.append(f"{head}<table><tr><th></th>{columns}</tr>{body}</table>")
+        sections.append(f"<table><tr><th></th>{columns}{score_head}</tr>{body}{score_row}</table>")
+        sections[-1] = head + sections[-1]
     legend = "".join(f"<div>{_esc(line)}</div>" for line in _legend(run))
     description = _description_json(run).replace("</", "<\\/")
     page = (

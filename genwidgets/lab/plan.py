@@ -11,16 +11,25 @@ from __future__ import annotations
 
 import copy
 import itertools
-import json
-import math
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import PayloadError
-from .axes import Axis, make_axis
+from ..errors import EndpointNotFound, PayloadError
+from .axes import MISSING, Axis, canonical, make_axis
+from .axes import short as short  # re-exported: labels and summaries use it
+from .cost import (
+    axis_count,
+    billed_count,
+    billing_values,
+    cost_summary,
+    endpoints_summary,
+    prompt_jobs,
+    prompt_string_fields,
+    refuse_above,
+)
 
 __all__ = [
     "AXES",
@@ -35,7 +44,6 @@ __all__ = [
     "plan_grid",
     "plan_sweep",
     "prompt_jobs",
-    "restore_plan",
     "short",
 ]
 
@@ -45,26 +53,6 @@ Prepare = Callable[[str, Mapping[str, Any]], Any]
 MAX_CELLS = 400
 SEED_FIELD = "seed"
 SEED_RANGE = (1, 2**31 - 1)
-PROMPT_FIELD_NAMES = ("remixPrompt", "remix_prompt", "prompt")
-
-_MISSING = object()
-
-
-def short(value: Any, limit: int = 80) -> str:
-    """A value as one line of at most ``limit`` characters (labels, summaries)."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def canonical(value: Any) -> str:
-    """A stable text form of a JSON-like value (missing differs from null)."""
-    if value is _MISSING:
-        return "\x00missing"
-    try:
-        return json.dumps(value, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def differing_params(payloads: Iterable[Mapping[str, Any] | None]) -> list[str]:
@@ -74,104 +62,7 @@ def differing_params(payloads: Iterable[Mapping[str, Any] | None]) -> list[str]:
     keys: dict[str, None] = {}
     for p in items:
         keys.update(dict.fromkeys(p))
-    return [key for key in keys if len({canonical(p.get(key, _MISSING)) for p in items}) > 1]
-
-
-# --- counting and billing ------------------------------------------------------------
-
-
-def prompt_jobs(text: str) -> int:
-    """How many generations an imgM prompt bills: its permutations, each times
-    its ``--repeat``. A prompt that cannot be parsed raises :class:`PayloadError`."""
-    from ..imgm.prompt import Prompt
-
-    return Prompt.parse(text).jobs()
-
-
-def prompt_string_fields(spec: Any) -> list[str]:
-    """The fields of an imgM endpoint whose string carries ``--`` parameters."""
-    if not str(spec.family).lower().startswith("imgm") and not spec.id.lower().startswith("imgm"):
-        return []
-    from ..catalog import is_prompt_string
-
-    fields = spec.model.model_fields
-    marked = [(info.alias or name) for name, info in fields.items() if is_prompt_string(info)]
-    named = [
-        n for n in PROMPT_FIELD_NAMES if n in fields or any(f.alias == n for f in fields.values())
-    ]
-    return list(dict.fromkeys(marked + named))
-
-
-def billed_count(spec: Any, payload: Mapping[str, Any]) -> int:
-    """Generations one task bills: the outputs it makes (its ``n``, sent or the
-    service's default: ``genW2.5-t2i-preview`` makes 4 unless told) times, for imgM,
-    each prompt's permutations and ``--repeat``. What ``confirm_above`` compares."""
-    count = spec.generations(payload)
-    for name in prompt_string_fields(spec):
-        text = payload.get(name)
-        if isinstance(text, str):
-            count *= max(1, prompt_jobs(text))
-    return count
-
-
-def billing_values(spec: Any, payloads: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """Each billed field of the endpoint with the distinct values the payloads send."""
-    from ..catalog import NO_DEFAULT
-
-    billing: dict[str, list[Any]] = {}
-    for name in spec.billing_fields:
-        seen: dict[str, Any] = {}
-        for payload in payloads:
-            value = payload.get(name)
-            if value is None:  # what the service uses when the field is not sent
-                default = spec.value_of(payload, name)
-                value = "default" if default is NO_DEFAULT else f"{plain_value(default)} (default)"
-            seen.setdefault(canonical(value), value)
-        billing[name] = list(seen.values())
-    return billing
-
-
-def plain_value(value: Any) -> str:
-    """A default as a person reads it: ``true``, ``720p``, ``4``."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def cost_summary(head: str, tasks: int, billed: int, billing: Mapping[str, list[Any]]) -> str:
-    """``head: N tasks``, the billed generations when they differ, the billed fields' values."""
-    text = f"{head}: {tasks} task{'s' if tasks != 1 else ''}"
-    if billed != tasks:
-        text += (
-            f", billed as {billed} generations (outputs per task, n sent or the service's "
-            "default, times imgM prompt permutations and --repeat)"
-        )
-    if billing:
-        parts = [
-            f"{name} = {', '.join(short(v, 30) for v in values)}"
-            for name, values in billing.items()
-        ]
-        text += "; billing fields: " + "; ".join(parts)
-    return text
-
-
-def refuse_above(
-    endpoint: str,
-    axes: Sequence[tuple[str, Axis]],
-    limit: int,
-    what: str,
-    advice: str,
-    *,
-    limit_name: str = "",
-) -> int:
-    """The product of the axes' lengths, or a PayloadError (nothing sent) when it
-    is over ``limit``, naming both numbers and the factors."""
-    total = math.prod(len(a) for _, a in axes)
-    if total > limit:
-        factors = " × ".join(str(len(a)) for _, a in axes)
-        raise PayloadError(
-            f"{what.format(n=total)} ({factors}); the limit is {limit_name}{limit}: {advice}",
-            endpoint=endpoint,
-        )
-    return total
+    return [key for key in keys if len({canonical(p.get(key, MISSING)) for p in items}) > 1]
 
 
 # --- cells ------------------------------------------------------------------------------
@@ -188,10 +79,36 @@ class PlannedCell:
     billed: int
     #: what ``prepare`` returned for this cell (a client's PreparedRequest), if given
     prepared: Any = None
+    #: where this cell is sent (its endpoint-axis value, else the grid's endpoint)
+    endpoint: str = ""
+    #: that endpoint's kind (image, video, speech, ...)
+    kind: str = ""
+    #: payload fields the cell's endpoint has no field for (left out, see lab/mapping.py)
+    dropped: tuple[str, ...] = ()
+
+    @property
+    def plan_note(self) -> str | None:
+        """What the plan says of this cell: the fields it left out, if any."""
+        if not self.dropped:
+            return None
+        return f"not sent to {self.endpoint} (no such field): {', '.join(self.dropped)}"
 
     @property
     def label(self) -> str:
         return " · ".join(short(v, 40) for v in self.values.values())
+
+
+def _cell_target(
+    endpoint: str, spec: Any, values: Mapping[str, Any], axes: Sequence[tuple[str, Axis]]
+) -> tuple[str, Any]:
+    """The endpoint a cell goes to: its endpoint-axis value, else the grid's."""
+    from ..catalog import endpoint as catalog_endpoint
+
+    for name, axis in axes:
+        if axis.kind == "endpoint":
+            target = str(values[name])
+            return target, catalog_endpoint(target)
+    return endpoint, spec
 
 
 def expand_cells(
@@ -200,18 +117,22 @@ def expand_cells(
     base_payload: Mapping[str, Any],
     axes: Sequence[tuple[str, Axis]],
     prepare: Prepare | None = None,
+    per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[PlannedCell]:
     """The product of ``axes`` (outermost first) over ``base_payload``, each cell
+    mapped to its endpoint (an endpoint axis: :func:`~.mapping.map_payload`),
     validated once and counted; every problem of every cell raises one PayloadError
     whose messages start with the cell's axis values. ``prepare`` (a client's
     ``prepare``) validates and keeps what it returns for sending; without it the
     catalog validates."""
     from ..catalog import validate
+    from .mapping import map_payload
 
     check: Prepare = prepare if prepare is not None else validate
     errors: list[dict[str, Any]] = []
     cells: list[PlannedCell] = []
     ranges = [range(len(axis)) for _, axis in axes]
+    mapped_axes = any(axis.kind == "endpoint" for _, axis in axes)
     for index, combo in enumerate(itertools.product(*ranges)):
         payload = copy.deepcopy(dict(base_payload))
         values: dict[str, Any] = {}
@@ -222,10 +143,25 @@ def expand_cells(
             f"{axis.field}={short(v, 40)}"
             for (_, axis), v in zip(axes, values.values(), strict=True)
         )
+        target, target_spec = _cell_target(endpoint, spec, values, axes)
+        dropped: tuple[str, ...] = ()
+        if mapped_axes:
+            mapped = map_payload(spec, target_spec, payload, (per_endpoint or {}).get(target))
+            payload, dropped = mapped.payload, mapped.dropped
+            if mapped.missing:
+                errors += [
+                    {
+                        "loc": (where, name),
+                        "msg": f"{target} requires {name!r}, which the payload lacks: give "
+                        f"it in per_endpoint={{{target!r}: {{{name!r}: ...}}}}",
+                    }
+                    for name in mapped.missing
+                ]
+                continue  # refused already; validating would say it twice
         count, prepared = 1, None
         try:
-            count = billed_count(spec, payload)
-            prepared = check(endpoint, payload)
+            count = billed_count(target_spec, payload)
+            prepared = check(target, payload)
         except PayloadError as exc:
             # the field's own location, the cell in the message: "duration: in the
             # cell duration=99: must be 1-10" (not "duration=99.duration")
@@ -241,6 +177,9 @@ def expand_cells(
                 payload=payload,
                 billed=count,
                 prepared=prepared if prepare is not None else None,
+                endpoint=target,
+                kind=str(target_spec.kind),
+                dropped=dropped,
             )
         )
     if errors:
@@ -304,6 +243,8 @@ class GridPlan:
     seed_field: str | None = None
     billing: dict[str, list[Any]] = field(default_factory=dict)
     layout: dict[str, str] = field(default_factory=lambda: {a: a for a in AXES})
+    #: fields laid over each endpoint's mapped payload (``per_endpoint=``)
+    per_endpoint: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> int:
@@ -335,13 +276,23 @@ class GridPlan:
         layout[a], layout[b] = layout[b], layout[a]
         return replace(self, layout=layout)
 
+    @property
+    def endpoints(self) -> list[str]:
+        """The endpoints the cells go to, in axis order (one unless an endpoint axis)."""
+        return list(dict.fromkeys(c.endpoint or self.endpoint for c in self.cells))
+
     def summary(self) -> str:
-        """One plain-text line: tasks, billed generations, billing-field values, seed."""
-        z, y, x = self.shape
-        dims = " × ".join(str(n) for n in (x, y, z) if n > 1) or "1"
-        text = cost_summary(
-            f"{self.endpoint}: {dims} grid", self.tasks, self.billed_total, self.billing
+        """One plain-text line: the axes counted, tasks, billed generations (per
+        endpoint when several, with each one's defaults), the locked seed."""
+        dims = " × ".join(
+            axis_count(a) for d in ("x", "y", "z") if (a := self.shown(d)) is not None
         )
+        if len(self.endpoints) > 1:
+            text = f"{dims}: " + endpoints_summary(self.cells)
+        else:
+            text = cost_summary(
+                f"{self.endpoint}, {dims or '1 cell'}", self.tasks, self.billed_total, self.billing
+            )
         if self.seed is not None:
             text += f"; seed locked at {self.seed}"
         return text
@@ -358,6 +309,7 @@ class GridPlan:
             "seed": self.seed,
             "seed_field": self.seed_field,
             "billing": self.billing,
+            "per_endpoint": scrub_payload(self.per_endpoint),
         }
 
 
@@ -399,10 +351,12 @@ def plan_grid(
     *,
     seed: int | None = None,
     prepare: Prepare | None = None,
+    per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> GridPlan:
     """Plan a grid (see the module docstring); raises :class:`PayloadError` before
     anything is sent. ``seed`` replays a recorded locked seed; ``prepare`` (the
-    client's) validates each cell once and keeps the prepared request to send."""
+    client's) validates each cell once and keeps the prepared request to send;
+    ``per_endpoint`` gives fields per endpoint of an endpoint axis."""
     from ..catalog import endpoint as catalog_endpoint
 
     spec = catalog_endpoint(endpoint)
@@ -450,7 +404,7 @@ def plan_grid(
     else:
         for name in AXES:
             if given[name] is not None:
-                axes[name] = make_axis(given[name], endpoint, spec.model, base)
+                axes[name] = _axis(given[name], endpoint, spec, base, given.values())
     present = [(name, a) for name, a in axes.items() if a is not None]
     keys = [a.search if a.kind == "prompt_sr" else a.field for _, a in present]
     for key in set(keys):
@@ -465,9 +419,13 @@ def plan_grid(
                 endpoint=endpoint,
             )
     refuse_above(endpoint, present, MAX_CELLS, "this grid has {n} cells", "use fewer values")
-    locked, where = _lock_seed(spec, base, (a for _, a in present), seed)
+    extra = _per_endpoint(endpoint, per_endpoint, present)
+    if any(a.kind == "endpoint" for _, a in present):
+        locked, where = _lock_any_seed(spec, base, (a for _, a in present), seed)
+    else:
+        locked, where = _lock_seed(spec, base, (a for _, a in present), seed)
     order = [(n, a) for n in ("z", "y", "x") for m, a in present if m == n]
-    cells = expand_cells(endpoint, spec, base, order, prepare)
+    cells = expand_cells(endpoint, spec, base, order, prepare, extra)
     return GridPlan(
         endpoint=endpoint,
         base_payload=base,
@@ -476,47 +434,82 @@ def plan_grid(
         seed=locked,
         seed_field=where,
         billing=billing_values(spec, [c.payload for c in cells]),
+        per_endpoint=extra,
     )
 
 
-def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str, Any]]) -> GridPlan:
-    """A stored grid's plan, from its description and its cells' stored payloads
-    (nothing is validated again: these were sent)."""
-    axes: dict[str, Axis | None] = {
-        name: Axis.from_description(a) if a else None
-        for name, a in (description.get("axes") or {}).items()
-    }
-    for name in AXES:
-        axes.setdefault(name, None)
-    order = [(n, a) for n in ("z", "y", "x") if (a := axes[n]) is not None]
-    combos = list(itertools.product(*(range(len(a)) for _, a in order)))
-    if len(combos) != len(payloads):
-        raise ValueError(
-            f"the stored grid has {len(payloads)} cells but its axes make {len(combos)}"
+def _axis(
+    given: Any, endpoint: str, spec: Any, base: Mapping[str, Any], every: Iterable[Any]
+) -> Axis:
+    """An axis read against the grid's endpoint; beside an endpoint axis, a field
+    only some of the compared endpoints have is read against the first that has it."""
+    from ..catalog import endpoint as catalog_endpoint
+    from .mapping import ENDPOINT_AXIS
+
+    ids = [
+        str(v)
+        for g in every
+        if isinstance(g, (tuple, list))
+        and len(g) == 2
+        and g[0] == ENDPOINT_AXIS
+        and isinstance(g[1], (list, tuple))
+        for v in g[1]
+    ]
+    try:
+        return make_axis(given, endpoint, spec.model, base)
+    except PayloadError:
+        for other in ids:
+            try:
+                return make_axis(given, endpoint, catalog_endpoint(other).model, base)
+            except (PayloadError, EndpointNotFound):  # the first error is the one to show
+                continue
+        raise
+
+
+def _per_endpoint(
+    endpoint: str,
+    given: Mapping[str, Mapping[str, Any]] | None,
+    present: Sequence[tuple[str, Axis]],
+) -> dict[str, dict[str, Any]]:
+    """``per_endpoint`` checked: a dict of dicts keyed by endpoints of the endpoint axis."""
+    if not given:
+        return {}
+    compared = {v for _, a in present if a.kind == "endpoint" for v in a.values}
+    if not isinstance(given, Mapping) or not all(isinstance(v, Mapping) for v in given.values()):
+        raise PayloadError(
+            [{"loc": ("per_endpoint",), "msg": "give a dict: endpoint id -> dict of fields"}],
+            endpoint=endpoint,
         )
-    cells = []
-    for index, (combo, payload) in enumerate(zip(combos, payloads, strict=True)):
-        position = dict(zip((n for n, _ in order), combo, strict=True))
-        cells.append(
-            PlannedCell(
-                index=index,
-                position=(position.get("z", 0), position.get("y", 0), position.get("x", 0)),
-                values={n: a.values[i] for (n, a), i in zip(order, combo, strict=True)},
-                payload=dict(payload),
-                billed=1,
-            )
+    stray = sorted(set(given) - compared)
+    if stray:
+        raise PayloadError(
+            [
+                {
+                    "loc": ("per_endpoint", name),
+                    "msg": "not an endpoint of this grid's endpoint axis "
+                    f"({', '.join(sorted(compared)) or 'the grid has none'})",
+                }
+                for name in stray
+            ],
+            endpoint=endpoint,
         )
-    layout = dict(description.get("layout") or {a: a for a in AXES})
-    return GridPlan(
-        endpoint=str(description["endpoint"]),
-        base_payload=dict(description.get("base_payload") or {}),
-        axes=axes,
-        cells=tuple(cells),
-        seed=description.get("seed"),
-        seed_field=description.get("seed_field"),
-        billing=dict(description.get("billing") or {}),
-        layout=layout,
-    )
+    return {k: copy.deepcopy(dict(v)) for k, v in given.items()}
+
+
+def _lock_any_seed(
+    spec: Any, payload: dict[str, Any], axes: Iterable[Axis], seed: int | None
+) -> tuple[int | None, str | None]:
+    """Beside an endpoint axis: one seed for every endpoint that takes one (each
+    cell's mapping puts it where its endpoint wants it), unless the payload or an
+    axis sets it."""
+    from .mapping import read_roles
+
+    varied = {a.field.split(".")[0] for a in axes if a.kind == "field"}
+    _, given, _ = read_roles(spec, payload)
+    if given is not None or SEED_FIELD in varied:
+        return None, None
+    payload[SEED_FIELD] = seed if seed is not None else _draw_seed()
+    return payload[SEED_FIELD], "each endpoint's seed"
 
 
 # --- sweeps ------------------------------------------------------------------------------

@@ -43,10 +43,10 @@ def new_grid_id() -> str:
 
 def send(client: ClientLike, endpoint: str, cell: PlannedCell) -> JobLike:
     """The one place a grid cell leaves: the request prepared (validated once) when
-    the grid was planned, else prepared now."""
+    the grid was planned, else prepared now for the cell's own endpoint."""
     prepared = cell.prepared
     if prepared is None:
-        prepared = client.prepare(endpoint, cell.payload)
+        prepared = client.prepare(cell.endpoint or endpoint, cell.payload)
     return client.send(prepared)
 
 
@@ -63,6 +63,39 @@ class GridCell:
         self.error: str | None = None  # a create that failed
         self.rating = 0
         self.note: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """Where this cell is sent (an endpoint axis sends each cell to its own)."""
+        return self.planned.endpoint or self._run.endpoint
+
+    @property
+    def kind(self) -> str:
+        """The kind of the cell's endpoint: image, video, speech, ..."""
+        return self.planned.kind
+
+    @property
+    def billed(self) -> int:
+        """Generations this cell bills."""
+        return self.planned.billed
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        """Payload fields the cell's endpoint has no field for (not sent)."""
+        return self.planned.dropped
+
+    @property
+    def plan_note(self) -> str | None:
+        """The fields the cell's endpoint has no place for (left out), if any."""
+        return self.planned.plan_note
+
+    @property
+    def failed(self) -> bool:
+        """Terminal without a usable result (a failed create, an error, a cancel)."""
+        if self.error is not None:
+            return True
+        result = self.job.last_result if self.job is not None else None
+        return self.done and (result is None or not result.ok)
 
     def value(self, direction: str) -> Any:
         """The value of the axis displayed along ``direction`` ("x", "y" or "z")."""
@@ -116,6 +149,7 @@ class GridRun:
         self._started = False
         self._stored = False
         self._sent = threading.Event()
+        self.store.watch(self.id, self.refresh_ratings)
 
     @property
     def endpoint(self) -> str:
@@ -241,22 +275,14 @@ class GridRun:
 
     def counts(self) -> tuple[int, int, int]:
         """(done, failed, total): done counts terminal cells, failed among them."""
-        done = failed = 0
-        for cell in self.cells:
-            if not cell.done:
-                continue
-            done += 1
-            result = cell.job.last_result if cell.job is not None else None
-            if cell.error is not None or result is None or not result.ok:
-                failed += 1
+        done = sum(1 for c in self.cells if c.done)
+        failed = sum(1 for c in self.cells if c.failed)
         return done, failed, len(self.cells)
 
     def expected_finish(self) -> float | None:
         """The latest expected finish (seconds from now) of unfinished cells, when known."""
         found = [
-            job.expected_finish
-            for c in self.cells
-            if (job := c.job) is not None and not job.done()
+            job.expected_finish for c in self.cells if (job := c.job) is not None and not job.done()
         ]
         known = [f for f in found if f is not None]
         return max(known) if known else None
@@ -278,6 +304,43 @@ class GridRun:
         self.changed()
         return target
 
+    def refresh_ratings(self) -> bool:
+        """Read this grid's ratings back from the store (another view or kernel may
+        have rated it); True when something changed."""
+        stored = self.store.ratings(self.id)
+        changed = False
+        for cell in self.cells:
+            stars, note = stored.get(cell.index, (0, None))
+            if (stars, note) != (cell.rating, cell.note):
+                cell.rating, cell.note, changed = stars, note, True
+        if changed:
+            self.changed()
+        return changed
+
+    def scores(self, direction: str = "x") -> list[dict[str, Any]]:
+        """Per value of the axis shown along ``direction``: mean stars of its rated
+        cells, how many were rated, how many failed, how many cells; best first
+        (rated values by mean, then unrated ones, each in axis order)."""
+        axis = self.plan.shown(direction) if direction in AXES else None
+        if direction not in AXES:
+            raise ValueError(f"scores along one of {AXES}, not {direction!r}")
+        if axis is None:
+            raise ValueError(f"this grid has no {direction} axis")
+        rows = []
+        for value in axis.values:
+            group = [c for c in self.cells if c.value(direction) == value]
+            stars = [c.rating for c in group if c.rating]
+            rows.append(
+                {
+                    "value": value,
+                    "mean": round(sum(stars) / len(stars), 2) if stars else None,
+                    "rated": len(stars),
+                    "failed": sum(1 for c in group if c.failed),
+                    "cells": len(group),
+                }
+            )
+        return sorted(rows, key=lambda r: (r["mean"] is None, -(r["mean"] or 0)))
+
     # ------------------------------------------------------------------ listeners
 
     def changed(self) -> None:
@@ -296,6 +359,10 @@ class GridRun:
         data["cells"] = [
             {
                 "index": c.index,
+                "endpoint": c.endpoint,
+                "kind": c.kind,
+                "billed": c.billed,
+                "plan_note": c.plan_note,
                 "x": c.x,
                 "y": c.y,
                 "z": c.z,
@@ -307,6 +374,9 @@ class GridRun:
             }
             for c in self.cells
         ]
+        data["scores"] = {
+            d: self.scores(d) for d in ("x", "y", "z") if self.plan.shown(d) is not None
+        }
         return data
 
     # ------------------------------------------------------------------ re-opening
@@ -315,7 +385,7 @@ class GridRun:
     def load(cls, grid_id: str, client: ClientLike) -> GridRun:
         """Re-open a stored grid: outputs from the ledger's local files, unfinished
         cells re-attached, nothing sent. Unknown id: KeyError with the nearest ids."""
-        from .plan import restore_plan
+        from .store import restore_plan
 
         store = store_for(client)
         record = store.require(grid_id)
@@ -324,14 +394,16 @@ class GridRun:
         run._started = run._stored = True
         run._sent.set()
         finished = {
-            str(j.request_id): j for j in client.history(record.endpoint, status="finished")
+            str(j.request_id): j
+            for name in plan.endpoints
+            for j in client.history(name, status="finished")
         }
         for cell, stored in zip(run.cells, record.cells, strict=True):
             cell.rating, cell.note = stored.stars, stored.note
             cell.error = stored.error
             if stored.request_id:
                 job = finished.get(stored.request_id) or client.job(
-                    record.endpoint, stored.request_id
+                    cell.endpoint, stored.request_id
                 )
                 run._attach(cell, job)
         return run

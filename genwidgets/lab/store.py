@@ -17,24 +17,28 @@ can share the file.
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._config import redact
+from ..errors import EndpointNotFound, PayloadError
 from ..jobs.ledger import scrub_payload
+from .axes import Axis
+from .plan import AXES, GridPlan, PlannedCell
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
 
-__all__ = ["CellRecord", "GridRecord", "GridStore", "store_for", "store_path"]
+__all__ = ["CellRecord", "GridRecord", "GridStore", "restore_plan", "store_for", "store_path"]
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS grids (
@@ -110,6 +114,19 @@ class GridStore:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
+        self._watchers: dict[str, list[Callable[[], object]]] = {}
+
+    def watch(self, grid_id: str, callback: Callable[[], object]) -> None:
+        """Call ``callback`` after each rating of ``grid_id`` made in this process
+        (every open view of one grid shows what another one rated)."""
+        with self._lock:
+            self._watchers.setdefault(grid_id, []).append(callback)
+
+    def unwatch(self, grid_id: str, callback: Callable[[], object]) -> None:
+        with self._lock:
+            found = self._watchers.get(grid_id, [])
+            if callback in found:
+                found.remove(callback)
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
@@ -185,25 +202,43 @@ class GridStore:
             )
 
     def rate(self, grid_id: str, index: int, stars: int, note: str | None) -> None:
-        """Set (stars 1-5) or clear (stars 0) a cell's rating."""
+        """Set (stars 1-5) or clear (stars 0) a cell's rating; tells the watchers."""
         with self._write() as conn:
             if stars == 0 and not note:
                 conn.execute(
                     "DELETE FROM grid_ratings WHERE grid_id = ? AND idx = ?", (grid_id, index)
                 )
-                return
-            conn.execute(
-                "INSERT INTO grid_ratings (grid_id, idx, stars, note, updated_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (grid_id, idx) DO UPDATE SET "
-                "stars = excluded.stars, note = excluded.note, updated_at = excluded.updated_at",
-                (grid_id, index, stars, note, time.time()),
-            )
+            else:
+                conn.execute(
+                    "INSERT INTO grid_ratings (grid_id, idx, stars, note, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (grid_id, idx) DO UPDATE SET "
+                    "stars = excluded.stars, note = excluded.note, "
+                    "updated_at = excluded.updated_at",
+                    (grid_id, index, stars, note, time.time()),
+                )
+        with self._lock:
+            watchers = list(self._watchers.get(grid_id, ()))
+        for callback in watchers:
+            callback()
 
     # ------------------------------------------------------------------ reading
 
     def ratings(self, grid_id: str) -> dict[int, tuple[int, str | None]]:
         rows = self._read("SELECT idx, stars, note FROM grid_ratings WHERE grid_id = ?", (grid_id,))
         return {int(i): (int(s), n) for i, s, n in rows}
+
+    def rated(self, since: float | None = None) -> list[tuple[Any, ...]]:
+        """Every rated cell (stars > 0), oldest rating first: (grid id, gateway,
+        grid endpoint, description JSON, cell index, payload JSON, request id,
+        stars, note, rated at)."""
+        return self._read(
+            "SELECT g.id, g.gateway, g.endpoint, g.description, r.idx, c.payload, "
+            "c.request_id, r.stars, r.note, r.updated_at FROM grid_ratings r "
+            "JOIN grids g ON g.id = r.grid_id "
+            "LEFT JOIN grid_cells c ON c.grid_id = r.grid_id AND c.idx = r.idx "
+            "WHERE r.stars > 0 AND r.updated_at >= ? ORDER BY r.updated_at, g.id, r.idx",
+            (since if since is not None else 0.0,),
+        )
 
     def ids(self, gateway: str | None = None) -> list[str]:
         sql = "SELECT id FROM grids"
@@ -260,3 +295,55 @@ def store_for(client: ClientLike) -> GridStore:
         if store is None:
             store = _stores[key] = GridStore(path)
         return store
+
+
+def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str, Any]]) -> GridPlan:
+    """A stored grid's plan, from its description and its cells' stored payloads
+    (nothing is validated again: these were sent)."""
+    axes: dict[str, Axis | None] = {
+        name: Axis.from_description(a) if a else None
+        for name, a in (description.get("axes") or {}).items()
+    }
+    for name in AXES:
+        axes.setdefault(name, None)
+    order = [(n, a) for n in ("z", "y", "x") if (a := axes[n]) is not None]
+    combos = list(itertools.product(*(range(len(a)) for _, a in order)))
+    if len(combos) != len(payloads):
+        raise ValueError(
+            f"the stored grid has {len(payloads)} cells but its axes make {len(combos)}"
+        )
+    from ..catalog import endpoint as catalog_endpoint
+
+    grid_endpoint = str(description["endpoint"])
+    cells = []
+    for index, (combo, payload) in enumerate(zip(combos, payloads, strict=True)):
+        position = dict(zip((n for n, _ in order), combo, strict=True))
+        values = {n: a.values[i] for (n, a), i in zip(order, combo, strict=True)}
+        target = next((str(values[n]) for n, a in order if a.kind == "endpoint"), grid_endpoint)
+        try:
+            kind = str(catalog_endpoint(target).kind)
+        except (PayloadError, EndpointNotFound):  # an endpoint since removed from the catalog
+            kind = ""
+        cells.append(
+            PlannedCell(
+                index=index,
+                position=(position.get("z", 0), position.get("y", 0), position.get("x", 0)),
+                values=values,
+                payload=dict(payload),
+                billed=1,
+                endpoint=target,
+                kind=kind,
+            )
+        )
+    layout = dict(description.get("layout") or {a: a for a in AXES})
+    return GridPlan(
+        endpoint=str(description["endpoint"]),
+        base_payload=dict(description.get("base_payload") or {}),
+        axes=axes,
+        cells=tuple(cells),
+        seed=description.get("seed"),
+        seed_field=description.get("seed_field"),
+        billing=dict(description.get("billing") or {}),
+        layout=layout,
+        per_endpoint=dict(description.get("per_endpoint") or {}),
+    )

@@ -1,9 +1,12 @@
 """Synthetic media: images (Pillow), H.264 MP4 videos (PyAV), speech audio (PyAV).
 
 Everything here is a pure function of its arguments, run in a worker thread
-(never on the event loop). The same arguments give the same bytes: an image's
-look depends on its ``seed`` and text only, so prompt tuning feels real (same
-seed, same picture; another seed, another picture).
+(never on the event loop). The same arguments give the same bytes. A picture
+follows what matters (:class:`Look`): the prompt's words make its palette and
+motifs, the endpoint its frame, the seed its layout, imgM's ``--chaos``,
+``--stylize``, ``--weird`` and ``::`` weights what they name; so a grid that
+compares prompts or models on the simulator shows differences where the inputs
+differ, and the same seed gives the same picture.
 
 Edits start from their source so a lesson can show before and after:
 :func:`vary` blends the source with a seed picture (a little, or a lot and
@@ -33,6 +36,11 @@ from functools import lru_cache
 import av
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
+from .looks import Look, background
+from .looks import endpoint_colour as endpoint_colour  # re-exported
+from .looks import weighted_words as weighted_words  # re-exported
+from .looks import word_colour as word_colour  # re-exported
+
 IMAGE_FORMATS = {
     "png": ("PNG", "image/png"),
     "jpeg": ("JPEG", "image/jpeg"),
@@ -60,40 +68,10 @@ def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=max(8, size))
 
 
-def _palette(seed: int) -> random.Random:
-    return random.Random(f"look-{seed}")
-
-
-def _background(width: int, height: int, seed: int) -> Image.Image:
-    """A seed-dependent picture: a two-colour gradient with translucent shapes."""
-    rng = _palette(seed)
-    top = tuple(rng.randrange(0, 256) for _ in range(3))
-    bottom = tuple(rng.randrange(0, 256) for _ in range(3))
-    column = Image.new("RGB", (1, 256))
-    column.putdata(
-        [
-            tuple(int(t + (b - t) * y / 255) for t, b in zip(top, bottom, strict=True))
-            for y in range(256)
-        ]
-    )
-    image = column.resize((width, height), Image.Resampling.BILINEAR)
-    layer = Image.new("RGBA", (width, height), (0, 0, 0, 0))
-    draw = ImageDraw.Draw(layer)
-    for _ in range(rng.randrange(5, 10)):
-        cx, cy = rng.uniform(0, width), rng.uniform(0, height)
-        r = rng.uniform(0.08, 0.35) * min(width, height)
-        fill = (*(rng.randrange(0, 256) for _ in range(3)), rng.randrange(70, 170))
-        if rng.random() < 0.5:
-            draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=fill)
-        else:
-            draw.rectangle((cx - r, cy - r * 0.6, cx + r, cy + r * 0.6), fill=fill)
-    image = image.convert("RGBA")
-    image.alpha_composite(layer)
-    return image.convert("RGB")
-
-
 def caption(image: Image.Image, title: str, lines: Sequence[str]) -> None:
-    """Draw the endpoint, the prompt and the key parameters on a dark panel."""
+    """Draw the endpoint's signature (every captioned output: pictures, edits,
+    video frames) and the endpoint, the prompt and the key parameters on a dark panel."""
+    Look.read(title, lines).sign(image)
     width, height = image.size
     size = max(10, min(width, height) // 28)
     font, small = _font(int(size * 1.3)), _font(size)
@@ -118,12 +96,13 @@ def caption(image: Image.Image, title: str, lines: Sequence[str]) -> None:
 
 
 def picture(width: int, height: int, seed: int, title: str, lines: Sequence[str]) -> Image.Image:
-    image = _background(width, height, seed)
+    """A captioned picture whose look follows its inputs (see :class:`Look`)."""
+    image = Look.read(title, lines).draw(width, height, seed)
     caption(image, title, lines)
     return image
 
 
-# --------------------------------------------------------------------------- edits
+# --------------------------------------------------------------------------- looks
 
 
 def fit(image: Image.Image, width: int, height: int) -> Image.Image:
@@ -136,16 +115,17 @@ def fit(image: Image.Image, width: int, height: int) -> Image.Image:
 def vary(source: Image.Image, seed: int, strong: bool) -> Image.Image:
     """A variation: the source, recognisably, with a seed picture blended in.
 
-    Subtle: 15 % of the seed picture. Strong: 45 %, and the view zoomed in by 10 %.
+    Subtle: 8 % of the seed picture. Strong: 20 %, and the view zoomed in by 4 %
+    (a picture's layout is its seed's, so more would stop looking like the source).
     """
     width, height = source.size
     base = source.convert("RGB")
     if strong:
-        dx, dy = width // 20, height // 20
+        dx, dy = width // 100, height // 100
         base = base.crop((dx, dy, width - dx, height - dy)).resize(
             (width, height), Image.Resampling.BILINEAR
         )
-    return Image.blend(base, _background(width, height, seed), 0.45 if strong else 0.15)
+    return Image.blend(base, background(width, height, seed), 0.14 if strong else 0.06)
 
 
 PAN_DIRECTIONS = ("down", "right", "up", "left")
@@ -184,7 +164,7 @@ def extend(source: Image.Image, direction: int, scale: float, seed: int) -> Imag
             if grow_w <= width
             else ImageOps.mirror(base).resize((grow_w, height))
         )
-    fill = Image.blend(strip, _background(*strip.size, seed), 0.5)
+    fill = Image.blend(strip, background(*strip.size, seed), 0.5)
     canvas = Image.new("RGB", (new_w, new_h))
     at_source = {0: (0, 0), 1: (0, 0), 2: (0, grow_h), 3: (grow_w, 0)}[direction]
     at_fill = {0: (0, height), 1: (width, 0), 2: (0, 0), 3: (0, 0)}[direction]
@@ -230,7 +210,7 @@ def repaint(
 def edit(inputs: Sequence[Image.Image], width: int, height: int, seed: int) -> Image.Image:
     """An edit of input images: the first fills the frame (fitted), lightly changed;
     any others sit as insets along the top right, so every input shows."""
-    base = Image.blend(fit(inputs[0], width, height), _background(width, height, seed), 0.2)
+    base = Image.blend(fit(inputs[0], width, height), background(width, height, seed), 0.2)
     others = inputs[1:]
     if others:
         side = max(16, min(width, height) // 4)

@@ -23,6 +23,7 @@ from .._config import redact, resolve
 from ..catalog import EndpointSpec
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import GenwidgetsError, PayloadError
+from ..lab.code import curl_code
 from ..media import validate  # pathlib.Path values (typed local files) are encoded
 from ._style import (
     BILLED_BADGE,
@@ -235,7 +236,11 @@ class EndpointForm(W.VBox):
         self._show_errors()
         self._update_submit()
         self.billing.value = self._billing_html(payload)
-        self.code_view.value = _pre(python_code(self.endpoint, payload))
+        self.code_view.value = _pre(
+            python_code(self.endpoint, payload)
+            + "\n# the same request with cURL:\n"
+            + curl_code(self.endpoint, payload)
+        )
         self.json_view.value = _pre(json.dumps(_shortened(payload), indent=2, ensure_ascii=False))
 
     def _show_errors(self) -> None:

@@ -7,6 +7,7 @@ The plan, the sending, the ratings and the store are plain Python in
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Mapping
@@ -17,14 +18,16 @@ import anywidget
 import ipywidgets
 import traitlets
 
+from ..lab.code import curl_code
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client
 from ..protocol.records import Output
 from .durable import REPUBLISH, in_kernel, keeps_live_views, widget_bundle
+from .form import python_code
 from .grid_sheet import contact_sheet
 from .render import source_of
 from .task import job_look
-from .ticker import TICKER, Throttle, guarded
+from .ticker import MIN_INTERVAL, TICKER, Throttle, guarded
 
 __all__ = ["Grid", "grid", "load_grid"]
 
@@ -32,7 +35,38 @@ STATIC = Path(__file__).with_name("static")
 SWAPS = (("x", "y"), ("y", "z"), ("x", "z"))
 
 
-def _output_record(output: Output) -> dict[str, Any]:
+THUMB_SIDE = 256
+#: the write interval per cell of a grid (a 100-cell grid writes once a second)
+WRITE_SECONDS_PER_CELL = 0.01
+_PICTURED = ("image", "video")
+
+
+def _thumb(output: Output) -> str | None:
+    """A data URL of the output's thumbnail, made in the kernel: from the local
+    copy when the ledger has one (cached beside it), else from the bytes (images)."""
+    from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
+
+    if output.path is not None and output.path.exists():
+        made = thumbnail(output.path, THUMB_SIDE)
+        return data_url(made) if made is not None else None
+    if output.kind != "image":
+        return None
+    try:
+        found = thumbnail_bytes(output.read(), THUMB_SIDE)
+    except Exception:  # a dead URL or broken inline data: the cell says no picture
+        return None
+    if found is None:
+        return None
+    data, mime = found
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _output_record(output: Output, *, full: bool = False) -> dict[str, Any]:
+    """What the browser gets of one output. In a cell an image or video is only
+    its kind (the thumbnail travels apart, once); the full file (``src``) goes
+    when the lightbox asks."""
+    if output.kind in _PICTURED and not full:
+        return {"kind": output.kind, "src": ""}
     source = source_of(output, prefer_url=True)
     record: dict[str, Any] = {"kind": output.kind, "src": source.href or ""}
     if output.kind in ("json", "text") and source.data is not None:
@@ -52,15 +86,28 @@ class Grid(anywidget.AnyWidget):
     _css = STATIC / "grid.css"
     head = traitlets.Dict().tag(sync=True)
     cell_states: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
+    #: cell index -> thumbnail data URLs of its outputs; set once the grid is
+    #: finished (saved with the notebook), sent before as messages, each once
+    thumbs = traitlets.Dict().tag(sync=True)
 
     def __init__(self, run: GridRun, *, needs_confirmation: bool = False) -> None:
         super().__init__()
         self.run = run
         self.needs_confirmation = needs_confirmation
         self._outputs: dict[int, list[dict[str, Any]]] = {}
+        self._thumbs: dict[int, list[str]] = {}
+        self._unsent: dict[int, list[str]] = {}
+        #: a front-end view said hello: it keeps the thumbnails in its own model
+        #: (saved with the page's widget state), so the finished grid does not
+        #: send them all again as the ``thumbs`` trait (kernel-saved state does)
+        self._viewed = False
         #: where the recall buttons open forms (shown under the grid in Jupyter)
         self.recall_area: ipywidgets.Output | None = None
-        self._throttle = Throttle(self._write)
+        # every write sends all cell records: a big grid writes less often, so
+        # its live updates cost about the same bytes per second as a small one's
+        self._throttle = Throttle(
+            self._write, interval=max(MIN_INTERVAL, len(run.cells) * WRITE_SECONDS_PER_CELL)
+        )
         self._live = False
         #: display handles of this grid's outputs (each turns static when it ends)
         self._handles: list[Any] = []
@@ -116,6 +163,11 @@ class Grid(anywidget.AnyWidget):
         self._turn_static()  # a sheet shown already gets the new stars
         return rated
 
+    def scores(self, direction: str = "x") -> list[dict[str, Any]]:
+        """Per value of the ``direction`` axis ("x", "y" or "z"): mean stars, rated,
+        failed and cells, best first (also drawn as the grid's margins)."""
+        return self.run.scores(direction)
+
     def swap(self, a: str, b: str) -> Grid:
         """Re-lay the grid (e.g. ``swap("x", "y")``); no new tasks."""
         self.run.swap(a, b)
@@ -167,6 +219,8 @@ class Grid(anywidget.AnyWidget):
             return
         from IPython import display as ipd
 
+        if self.run.refresh_ratings():  # ratings made meanwhile in another view or kernel
+            self._throttle.request(force=True)
         if self.recall_area is None:
             self.recall_area = ipywidgets.Output()
         frame = ipywidgets.VBox([self, self.recall_area])
@@ -203,7 +257,9 @@ class Grid(anywidget.AnyWidget):
 
     def handle_message(self, content: Mapping[str, Any]) -> None:
         """What the browser's buttons ask: ``{"action": "rate", "index", "stars",
-        "note"}``, ``submit``, ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``)."""
+        "note"}``, ``submit``, ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``),
+        ``full`` (``index``: the lightbox asks for the full outputs and the request's
+        code, sent as a message), ``thumbs`` (a new view asks for the thumbnails so far)."""
         action = content.get("action")
         if action == "rate":
             note = content.get("note")
@@ -214,6 +270,17 @@ class Grid(anywidget.AnyWidget):
             self.cancel_all()
         elif action == "swap":
             self.swap(str(content["a"]), str(content["b"]))
+        elif action == "full":
+            cell = self.run.cells[int(content["index"])]
+            outputs = [_output_record(o, full=True) for o in cell.outputs]
+            code = {
+                "python": python_code(cell.endpoint, cell.payload),
+                "curl": curl_code(cell.endpoint, cell.payload),
+            }
+            self.send({"full": cell.index, "outputs": outputs, "code": code})
+        elif action == "thumbs":
+            self._viewed = True
+            self.send({"thumbs": {str(i): urls for i, urls in self._thumbs.items()}})
         elif action == "recall":
             recalled = self.form(int(content["index"]))
             if self.recall_area is None:
@@ -261,6 +328,8 @@ class Grid(anywidget.AnyWidget):
             outputs = [_output_record(o) for o in cell.outputs]
             if cell.done:
                 self._outputs[cell.index] = outputs
+                made = [_thumb(o) or "" if o.kind in _PICTURED else "" for o in cell.outputs]
+                self._thumbs[cell.index] = self._unsent[cell.index] = made
         return {
             "index": cell.index,
             "t": t,
@@ -277,8 +346,22 @@ class Grid(anywidget.AnyWidget):
             "outputs": outputs,
             "request_id": cell.request_id,
             "payload": _jsonable(cell.payload),
+            "endpoint": cell.endpoint,
+            "kind": cell.kind,
+            "billed": cell.billed,
+            "plan_note": cell.plan_note,
             "stars": cell.rating,
             "note": cell.note,
+        }
+
+    def _margins(self) -> dict[str, list[dict[str, Any]]]:
+        """Scores per displayed axis (x: a row under the columns, y: a column
+        beside the rows), in the axis's own order (the exports draw the same)."""
+        from ..lab.export import margins
+
+        return {
+            d: [{k: v for k, v in r.items() if k != "value"} for r in rows]
+            for d, rows in margins(self.run).items()
         }
 
     def _write(self) -> None:
@@ -305,8 +388,14 @@ class Grid(anywidget.AnyWidget):
             "y": self._axis_state("y"),
             "z": self._axis_state("z"),
             "swaps": [[a, b] for a, b in SWAPS if a in present and b in present],
+            "scores": self._margins(),
         }
         self.cell_states = [self._cell_state(c) for c in run.cells]
+        if self._unsent:
+            fresh, self._unsent = self._unsent, {}
+            self.send({"thumbs": {str(i): urls for i, urls in fresh.items()}})
+        if finished and not self._viewed and len(self.thumbs) != len(self._thumbs):
+            self.thumbs = {str(i): urls for i, urls in self._thumbs.items()}
         if finished and self._live:
             self._live = False
             TICKER.remove(self)
@@ -321,11 +410,15 @@ def grid(
     z: Any = None,
     client: Any = None,
     confirm_above: int = 10,
+    per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Grid:
     """Plan, count, validate and (unless confirmation is needed) send an X/Y/Z grid.
 
     ``x``/``y``/``z`` are ``(field, values)`` axes (see :mod:`genwidgets.lab.axes`);
     with none given, an imgM prompt's permutation groups become the axes.
+    ``("endpoint", [ids])`` sends each cell to its own endpoint, the payload
+    mapped per endpoint (:mod:`genwidgets.lab.mapping`); ``per_endpoint={id:
+    {...}}`` gives the fields one of them needs and the payload lacks.
     Nothing is sent when any cell fails validation (a PayloadError names the
     cell's axis values and the field), over 400 cells, or above
     ``confirm_above`` billed generations until ``grid.submit()``.
@@ -333,7 +426,7 @@ def grid(
     if isinstance(confirm_above, bool) or not isinstance(confirm_above, int) or confirm_above < 0:
         raise ValueError(f"confirm_above must be a whole number 0 or more, not {confirm_above!r}")
     chosen = client if client is not None else default_client()
-    plan = plan_grid(endpoint, payload, x, y, z, prepare=chosen.prepare)
+    plan = plan_grid(endpoint, payload, x, y, z, prepare=chosen.prepare, per_endpoint=per_endpoint)
     run = GridRun(plan, chosen)
     needs_confirmation = plan.billed_total > confirm_above
     view = Grid(run, needs_confirmation=needs_confirmation)

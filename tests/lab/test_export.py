@@ -105,3 +105,37 @@ def test_the_page_opens_offline(client: gw.Client, tmp_path: Path) -> None:
     assert 'alt="poster frame" src="data:image/png;base64,' in video_page
     local = video.cells[0].outputs[0].path
     assert local is not None and local.exists() and str(local) in video_page
+
+
+def test_both_exports_carry_the_score_margins(client: gw.Client, tmp_path: Path) -> None:
+    grid = gw.grid(
+        "genW2.5-t2i-preview",
+        {"prompt": "a fox", "n": 1},
+        x=("seed", [1, 2]),
+        y=("prompt_sr", ["fox", "cat"]),
+        client=client,
+    )
+    grid.wait(timeout=60)
+    grid.rate(grid.cell(x=1, y="fox"), 5)
+    grid.rate(grid.cell(x=1, y="cat"), 3)
+    bare = grid.save_png(tmp_path / "before.png")
+    described = read_png_description(bare)
+    assert described["scores"]["x"][0] == {
+        "value": 1,
+        "mean": 4.0,
+        "rated": 2,
+        "failed": 0,
+        "cells": 2,
+    }
+    assert [r["value"] for r in described["scores"]["y"]] == ["fox", "cat"]
+    page = grid.save_html(tmp_path / "grid.html").read_text(encoding="utf-8")
+    assert "★ 4.0 · 2 rated" in page and "★ – · 0 rated" in page  # the x margin
+    assert "★ 5.0 · 1 rated" in page and "★ 3.0 · 1 rated" in page  # the y margin
+    # request ids stay whole: on one line, never broken inside
+    assert "break-all" not in page and grid.cells[0].request_id is not None
+    assert f'<code class="rid">{grid.cells[0].request_id}</code>' in page
+    # the sheet grew a margin column and row, drawn in ink
+    with Image.open(bare) as image:
+        width, height = image.size
+        margin = image.convert("L").crop((width - 110, 0, width, height))
+        assert margin.getextrema()[0] < 128

@@ -68,7 +68,9 @@ def test_a_table_is_sent_once_and_every_cell_shows_its_image(client: gw.Client) 
     assert wait_for(lambda: all(c["outputs"] for c in grid.cell_states))
     for state in grid.cell_states:
         assert state["outputs"][0]["kind"] == "image"
-        assert state["outputs"][0]["src"].startswith(client.base_url)
+        # the cell holds a thumbnail made in the kernel, never the full file
+        assert grid.thumbs[str(state["index"])][0].startswith("data:image/jpeg;base64,")
+        assert state["outputs"][0]["src"] == ""
         assert state["category"] == "done" and state["request_id"]
     # only the varied parameters label the grid
     assert grid.head["x"] == {"label": "seed", "values": ["1", "2", "3"]}
@@ -170,7 +172,9 @@ def test_ratings_survive_a_new_client_and_load_grid_sends_nothing(
             assert cell.outputs[0].path.exists()  # from the local copy
         assert stats(sim)["create"] == creates
         assert later.request_counts == {"create": 0, "status": 0, "result": 0, "cancel": 0}
-        assert all(s["outputs"][0]["src"].startswith("data:image/") for s in again.cell_states)
+        assert all(
+            again.thumbs[str(s["index"])][0].startswith("data:image/") for s in again.cell_states
+        )
         with pytest.raises(KeyError) as caught:
             gw.load_grid(grid.id[:-1] + "z", client=later)
         assert grid.id[:-1] + "z" in str(caught.value) and grid.id in str(caught.value)
@@ -196,7 +200,7 @@ def test_swap_and_recall_into_a_prefilled_form(client: gw.Client) -> None:
     cell = grid.cell(x=3, y="cat")
     grid.handle_message({"action": "swap", "a": "x", "b": "y"})
     assert grid.shape == (1, 3, 2)
-    assert grid.head["x"]["label"] == "prompt: fox" and grid.head["y"]["label"] == "seed"
+    assert grid.head["x"]["label"] == "prompt_sr" and grid.head["y"]["label"] == "seed"
     assert grid.cell(x="cat", y=3) is cell
     assert client.request_counts["create"] == 6  # no new tasks
     form = grid.form(cell)
@@ -264,3 +268,35 @@ def test_the_expected_finish_of_running_cells_is_shown() -> None:
     assert at is not None and at >= before + 14.0
     assert grid.head["progress"] == "0 of 2 done" and not grid.head["finished"]
     grid.close()
+
+
+def test_a_viewed_grid_sends_its_thumbnails_once(client: gw.Client) -> None:
+    """A page that asked for thumbnails keeps those it gets; the finished grid
+    does not send them all again as the trait. Unviewed (nbclient), it does."""
+    viewed, unviewed = table(client, confirm_above=1), table(client)
+    sent: list[dict[str, Any]] = []
+    viewed.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
+    viewed.handle_message({"action": "thumbs"})  # what a new view asks first
+    viewed.submit(wait=False)
+    for grid in (viewed, unviewed):
+        grid.wait(timeout=60)
+    assert wait_for(lambda: len(unviewed.thumbs) == 6)
+    assert wait_for(lambda: sum(len(m.get("thumbs", {})) for m in sent) >= 6)
+    got = {i for m in sent for i, urls in m.get("thumbs", {}).items() if urls[0]}
+    assert got == {str(i) for i in range(6)}
+    assert viewed.thumbs == {}
+
+
+def test_a_big_grid_writes_its_cells_less_often(client: gw.Client) -> None:
+    small = table(client, confirm_above=100)
+    big = gw.grid(
+        T2I,
+        {"prompt": "a fox0", "n": 1},
+        x=("seed", "1-10"),
+        y=("prompt_sr", [f"fox{i}" for i in range(10)]),
+        client=client,
+        confirm_above=1,
+    )
+    assert small._throttle.interval == pytest.approx(0.1)
+    assert big._throttle.interval == pytest.approx(1.0)
+    assert client.request_counts["create"] == 6  # the big one waits for submit()

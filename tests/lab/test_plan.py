@@ -148,3 +148,17 @@ def test_each_cell_sends_what_its_expansion_of_the_whole_prompt_sends(prompt: st
     assert [Prompt.parse(c.payload["prompt"]).expand() for c in plan.cells] == [
         [sent] for sent in Prompt.parse(prompt).expand()
     ]
+
+
+def test_the_summary_counts_each_axis_by_name() -> None:
+    row = plan_grid("genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]))
+    assert row.summary().startswith("genW2.5-t2i-preview, 2 seeds: 2 tasks")
+    assert "2 grid" not in row.summary()
+    table = plan_grid(
+        "genW2.5-t2i-preview",
+        {"prompt": "a fox", "n": 1},
+        x=("seed", [1, 2, 3]),
+        y=("prompt_sr", ["fox", "cat"]),
+    )
+    assert table.summary().startswith("genW2.5-t2i-preview, 3 seeds × 2 prompts: 6 tasks")
+    assert table.axes["y"] is not None and table.axes["y"].label == "prompt_sr"

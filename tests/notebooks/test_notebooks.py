@@ -120,6 +120,8 @@ EXPECTED: dict[str, Expect] = {
             "the sheet says: genW2.5-t2i-preview axes ['seed', 'prompt_sr']",
             "ratings kept: [(2, 'at dawn', 5)",
             "creates sent by the new client: 0",
+            "score imgM-v8.1-t2i 4.5 2 rated, 0 failed",
+            "exported with margins: imgM-v8.1-t2i",
         ),
     ),
     "08_errors_limits_costs": expect(

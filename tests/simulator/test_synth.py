@@ -201,3 +201,97 @@ def test_asset_get_returns_the_demo_record(run: Run) -> None:
     assert record["AssetType"] == "Image"
     with Image.open(io.BytesIO(httpx.get(record["URL"]).content)) as img:
         assert img.size == (640, 640)
+
+
+# ------------------------------------------------------------------ looks (issue 24.5)
+
+
+def _image(output: dict[str, Any]) -> Image.Image:
+    return Image.open(io.BytesIO(_fetch(output))).convert("RGB")
+
+
+def _palette_distance(a: Image.Image, b: Image.Image) -> float:
+    """Half the L1 distance of coarse colour histograms (0 same palette, 1 disjoint):
+    blind to where colours sit, so a layout change alone moves it little."""
+
+    def histogram(image: Image.Image) -> dict[tuple[int, int, int], float]:
+        counts: dict[tuple[int, int, int], float] = {}
+        small = image.reduce(8)
+        for n, (r, g, bl) in small.getcolors(small.width * small.height) or []:
+            key = (r // 64, g // 64, bl // 64)
+            counts[key] = counts.get(key, 0) + n
+        total = sum(counts.values())
+        return {k: v / total for k, v in counts.items()}
+
+    ha, hb = histogram(a), histogram(b)
+    return sum(abs(ha.get(k, 0) - hb.get(k, 0)) for k in set(ha) | set(hb)) / 2
+
+
+def _mean_difference(a: Image.Image, b: Image.Image) -> float:
+    return sum(ImageStat.Stat(ImageChops.difference(a, b)).mean) / 3
+
+
+def test_prompts_differ_far_more_than_seeds_of_one_prompt(run: Run) -> None:
+    def shot(prompt: str, seed: int) -> Image.Image:
+        payload = {"prompt": prompt, "n": 1, "size": "1280*1280", "seed": seed}
+        return _image(run("genW2.5-t2i-preview", payload)["outputs"][0])
+
+    fox, cat = shot("a red fox in the snow", 3), shot("a cat on a sofa", 3)
+    fox_again, cat_again = shot("a red fox in the snow", 4), shot("a cat on a sofa", 4)
+    prompts = _palette_distance(fox, cat)
+    seeds = max(_palette_distance(fox, fox_again), _palette_distance(cat, cat_again))
+    assert prompts > 3 * seeds, (prompts, seeds)
+    assert _mean_difference(fox, fox_again) > 5  # the layout did change with the seed
+
+
+def test_the_same_word_makes_the_same_motif_in_any_model() -> None:
+    assert synth.word_colour("fox") == synth.word_colour("fox")
+    a = synth.Look.read("genW2.5-t2i-preview · 1/1", ["a fox"]).draw(256, 256, 1)
+    b = synth.Look.read("imgM-v8.1-t2i · 1/4", ["a fox"]).draw(256, 256, 1)
+    assert a.tobytes() == b.tobytes()  # the endpoint only signs, in the caption step
+
+
+@pytest.mark.parametrize("endpoint", ["genW2.5-t2i-preview", "imgM-v8.1-t2i", "vidVq2-text2video"])
+def test_each_endpoint_signs_its_pictures(endpoint: str) -> None:
+    colour = synth.endpoint_colour(endpoint)
+    for prompt, seed in (("a fox", 1), ("a dark forest", 9)):
+        image = synth.picture(400, 300, seed, f"{endpoint} · 1/1", [prompt])
+        # the frame's middle of the left side is the endpoint's colour, whatever the prompt
+        assert image.getpixel((2, 150)) == colour
+    others = {
+        synth.endpoint_colour(e)
+        for e in ("genW2.5-t2i-preview", "imgM-v8.1-t2i", "vidVq2-text2video", "imgQ-edit-plus")
+    }
+    assert len(others) == 4
+
+
+def test_imgm_parameters_change_what_they_name(run: Run) -> None:
+    def shot(prompt: str) -> Image.Image:
+        return _image(run("imgM-v8.1-t2i", {"prompt": prompt + " --seed 21"})["outputs"][0])
+
+    plain = shot("a fox")
+    chaotic, weird, styled = (
+        shot("a fox --chaos 100"),
+        shot("a fox --weird 3000"),
+        shot("a fox --stylize 1000"),
+    )
+    for changed in (chaotic, weird, styled):
+        assert _mean_difference(plain, changed) > 3
+    # --stylize widens the endpoint's frame: a pixel inside the plain frame is framed now
+    side = min(plain.size)
+    probe = (int(side * 0.07), plain.size[1] // 2)
+    colour = synth.endpoint_colour("imgM-v8.1-t2i")
+    assert plain.getpixel(probe) != colour and styled.getpixel(probe) == colour
+    # a heavier part takes more of the picture in its word's motif colour
+    heavy, light = shot("fox::3 snow"), shot("fox::0.3 snow")
+    assert _mean_difference(heavy, light) > 3
+
+
+def test_same_inputs_same_bytes() -> None:
+    first = synth.image_file(
+        "x", 300, 200, 5, "imgM-v8.1-t2i · 1/4", ["a fox::2 cat", "--chaos 40"]
+    )
+    again = synth.image_file(
+        "x", 300, 200, 5, "imgM-v8.1-t2i · 1/4", ["a fox::2 cat", "--chaos 40"]
+    )
+    assert first.data == again.data

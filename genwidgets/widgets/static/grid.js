@@ -3,8 +3,11 @@
 // State comes from two traits written by the kernel (genwidgets/widgets/grid.py):
 // `head` (endpoint, axes as displayed, summary, progress, buttons to show) and
 // `cell_states` (one record per cell: place, status, outputs, stars, note, payload).
-// Actions go back as messages: rate, submit, cancel, swap, recall. Text goes in
-// with textContent; media URLs are checked against SAFE_URL. Icons are inline SVG.
+// Actions go back as messages: rate, submit, cancel, swap, recall, full. Cells
+// show kernel-made thumbnails (`thumb`); the lightbox asks for the full outputs
+// ("full") and the kernel answers with a message. Scores per axis value are drawn
+// as margins: a row under the columns (x) and a column beside the rows (y).
+// Text goes in with textContent; media URLs are checked against SAFE_URL.
 
 const SAFE_URL = /^(https?:\/\/|data:(image|video|audio)\/[a-z0-9.+-]+[;,]|blob:)/i;
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -55,6 +58,23 @@ function media(output, { controls }) {
   return null;
 }
 
+function thumbnail(url) {
+  // a kernel-made picture of an image or a video's first frame
+  if (!SAFE_URL.test(url)) return null;
+  const img = make("img", "gw-grid-media");
+  img.alt = "";
+  img.src = url;
+  return img;
+}
+
+function scoreText(score) {
+  if (!score) return "";
+  const parts = [score.mean == null ? "★ –" : `★ ${score.mean.toFixed(1)}`];
+  parts.push(`${score.rated} rated`);
+  if (score.failed) parts.push(`${score.failed} failed`);
+  return parts.join(" · ");
+}
+
 function button(label, title, onClick, className = "gw-grid-button") {
   const node = make("button", className, label);
   node.type = "button";
@@ -85,6 +105,12 @@ function render({ model, el }) {
   let layoutKey = "";
   let cellNodes = new Map(); // index -> {root, last}
   let openIndex = null;
+  const full = new Map(); // index -> {outputs, code}, as the kernel sent them
+  const thumbs = new Map(); // index -> thumbnail data URLs (messages, then the trait)
+  const takeThumbs = (found) => {
+    for (const [index, urls] of Object.entries(found || {})) thumbs.set(Number(index), urls);
+  };
+  takeThumbs(model.get("thumbs"));
 
   const send = (content) => model.send(content);
 
@@ -137,7 +163,9 @@ function render({ model, el }) {
     headerRow.append(corner);
     const xs = head.x ? head.x.values : [""];
     const ys = head.y ? head.y.values : [""];
+    const scores = head.scores || {};
     xs.forEach((value) => headerRow.append(make("th", "gw-grid-col", value)));
+    if (scores.y) headerRow.append(make("th", "gw-grid-margin-head", "score"));
     table.append(headerRow);
     const slots = new Map();
     ys.forEach((value, r) => {
@@ -148,8 +176,24 @@ function render({ model, el }) {
         slots.set(`${r},${c}`, td);
         row.append(td);
       });
+      if (scores.y) {
+        const margin = make("td", "gw-grid-margin gw-grid-margin-y");
+        margin.dataset.row = String(r);
+        row.append(margin);
+      }
       table.append(row);
     });
+    if (scores.x) {
+      const row = make("tr", "gw-grid-margin-row");
+      row.append(make("th", "gw-grid-margin-head", "score"));
+      xs.forEach((_, c) => {
+        const margin = make("td", "gw-grid-margin gw-grid-margin-x");
+        margin.dataset.col = String(c);
+        row.append(margin);
+      });
+      if (scores.y) row.append(make("td"));
+      table.append(row);
+    }
     cellNodes = new Map();
     for (const cell of model.get("cell_states") || []) {
       if (cell.t !== tab) continue;
@@ -179,7 +223,7 @@ function render({ model, el }) {
   }
 
   function drawCell(cell, node) {
-    const key = JSON.stringify(cell);
+    const key = JSON.stringify(cell) + (thumbs.has(cell.index) ? "+" : "");
     if (node.last === key) return;
     const td = node.root;
     const note = td.querySelector(".gw-grid-note");
@@ -188,9 +232,13 @@ function render({ model, el }) {
     td.className = `gw-grid-cell gw-grid-${cell.category}`;
     const thumb = make("div", "gw-grid-thumb");
     const first = cell.outputs[0];
-    const shown = first ? media(first, { controls: false }) : null;
+    const pictures = thumbs.get(cell.index) || [];
+    const pictured = first && (first.kind === "image" || first.kind === "video");
+    const shown = !first ? null
+      : pictured && pictures[0] ? thumbnail(pictures[0]) : media(first, { controls: false });
     if (shown) {
       thumb.append(shown);
+      if (first.kind === "video") thumb.append(icon("video", 20, "#ffffff"));
     } else if (first) {
       thumb.append(icon(first.kind === "audio" ? "audio" : first.kind === "video" ? "video" : "file", 40, "#6b7280"));
     } else {
@@ -202,8 +250,10 @@ function render({ model, el }) {
       thumb.title = "enlarge";
       thumb.addEventListener("click", () => openBox(cell.index));
     }
+    td.dataset.kind = cell.kind || "";
     const parts = [thumb];
     if (cell.error) parts.push(make("div", "gw-grid-error", cell.error));
+    if (cell.plan_note) parts.push(make("div", "gw-grid-plan-note", cell.plan_note));
     const tools = make("div", "gw-grid-tools");
     tools.append(drawStars(cell));
     const recall = button("", "open the endpoint's form with this cell's payload", () =>
@@ -222,6 +272,7 @@ function render({ model, el }) {
 
   function openBox(index) {
     openIndex = index;
+    if (!full.has(index)) send({ action: "full", index });
     drawBox();
   }
 
@@ -233,14 +284,25 @@ function render({ model, el }) {
     const close = button("close", "close", () => { openIndex = null; drawBox(); }, "gw-grid-button gw-grid-close");
     panel.append(close, make("div", "gw-grid-label", cell.label));
     const outputs = make("div", "gw-grid-outputs");
-    for (const output of cell.outputs) {
+    const fetched = full.get(cell.index);
+    const shownOutputs = fetched && fetched.outputs;
+    if (!shownOutputs && cell.outputs.length) outputs.append(make("span", "gw-grid-status", "loading…"));
+    for (const output of shownOutputs || []) {
       const node = media(output, { controls: true });
       outputs.append(node || make("pre", "gw-grid-text", output.text || output.kind));
     }
     panel.append(outputs);
     if (cell.error) panel.append(make("div", "gw-grid-error", cell.error));
     panel.append(make("div", "gw-grid-meta", "request id: " + (cell.request_id || "not sent")));
+    panel.append(make("div", "gw-grid-meta", `${cell.endpoint || ""} · ${cell.kind || ""} · billed ${cell.billed}`));
+    if (cell.plan_note) panel.append(make("div", "gw-grid-plan-note", cell.plan_note));
     panel.append(make("pre", "gw-grid-payload", JSON.stringify(cell.payload, null, 2)));
+    const code = (fetched && fetched.code) || {};
+    for (const [name, text] of [["Python", code.python], ["cURL", code.curl]]) {
+      if (!text) continue;
+      panel.append(make("div", "gw-grid-code-title", name));
+      panel.append(make("pre", "gw-grid-code", text));
+    }
     lightbox.replaceChildren(panel);
     lightbox.hidden = false;
   }
@@ -251,7 +313,7 @@ function render({ model, el }) {
   function drawAll() {
     const head = model.get("head") || {};
     drawHead();
-    const key = JSON.stringify([head.x, head.y, head.z, tab]);
+    const key = JSON.stringify([head.x, head.y, head.z, tab, Object.keys(head.scores || {})]);
     if (key !== layoutKey) {
       layoutKey = key;
       drawTable();
@@ -260,8 +322,37 @@ function render({ model, el }) {
       const node = cellNodes.get(cell.index);
       if (node) drawCell(cell, node);
     }
+    drawMargins(head.scores || {});
     if (openIndex != null) drawBox();
   }
+
+  function drawMargins(scores) {
+    for (const node of tableHost.querySelectorAll(".gw-grid-margin-x")) {
+      node.textContent = scoreText((scores.x || [])[Number(node.dataset.col)]);
+    }
+    for (const node of tableHost.querySelectorAll(".gw-grid-margin-y")) {
+      node.textContent = scoreText((scores.y || [])[Number(node.dataset.row)]);
+    }
+  }
+
+  const onMessage = (content) => {
+    if (content && typeof content.full === "number") {
+      full.set(content.full, { outputs: content.outputs || [], code: content.code || {} });
+      if (openIndex === content.full) drawBox();
+    }
+    if (content && content.thumbs) {
+      takeThumbs(content.thumbs);
+      // kept in this page's model too (never saved back to the kernel), so the
+      // notebook's saved widget state has them and the kernel need not send the
+      // whole set again once the grid has finished
+      model.set("thumbs", { ...(model.get("thumbs") || {}), ...content.thumbs });
+      drawAll();
+    }
+  };
+  model.on("msg:custom", onMessage);
+  const onThumbs = () => { takeThumbs(model.get("thumbs")); drawAll(); };
+  model.on("change:thumbs", onThumbs);
+  send({ action: "thumbs" }); // the thumbnails made before this view existed
 
   const onHead = () => drawAll();
   const onCells = () => drawAll();
@@ -276,6 +367,8 @@ function render({ model, el }) {
     clearInterval(timer);
     model.off("change:head", onHead);
     model.off("change:cell_states", onCells);
+    model.off("msg:custom", onMessage);
+    model.off("change:thumbs", onThumbs);
   };
 }
 

@@ -1,0 +1,56 @@
+"""The request as a shell command: cURL with ``$GENWIDGETS_API_KEY`` for the key.
+
+The form's Code view and the grid's lightbox show how to send a payload again
+outside Python. The command never holds a key or a base URL: both come from
+the environment variables the client reads (``GENWIDGETS_BASE_URL``,
+``GENWIDGETS_API_KEY``). Inline media (``data:`` URLs) longer than
+:data:`INLINE_SHOWN` characters are shortened and the command says so: a
+megabyte of base64 in a notebook helps nobody.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..protocol.records import queue_url
+
+__all__ = ["INLINE_SHOWN", "curl_code"]
+
+INLINE_SHOWN = 120
+BASE_URL_VAR = "$GENWIDGETS_BASE_URL"
+API_KEY_VAR = "$GENWIDGETS_API_KEY"
+
+
+def _shortened(value: Any, found: list[int]) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _shortened(v, found) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_shortened(v, found) for v in value]
+    if isinstance(value, str) and value.startswith("data:") and len(value) > INLINE_SHOWN:
+        found.append(len(value))
+        return value.split(",", 1)[0] + ",...(shortened)"
+    return value
+
+
+def _quoted(text: str) -> str:
+    """``text`` in single quotes for a POSIX shell."""
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def curl_code(endpoint: str, payload: Mapping[str, Any]) -> str:
+    """The create request of ``payload`` to ``endpoint`` as a cURL command."""
+    found: list[int] = []
+    body = json.dumps(_shortened(dict(payload), found), indent=2, ensure_ascii=False, default=str)
+    url = queue_url(BASE_URL_VAR, endpoint)
+    lines = [
+        f'curl -X POST "{url}" \\',
+        f'  -H "Authorization: Bearer {API_KEY_VAR}" \\',
+        '  -H "Content-Type: application/json" \\',
+        f"  -d {_quoted(body)}",
+    ]
+    if found:
+        note = f"# {len(found)} inline file(s) shortened: put the data: URL back to send it"
+        lines.insert(0, note)
+    return "\n".join(lines) + "\n"

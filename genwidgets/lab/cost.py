@@ -1,0 +1,169 @@
+"""Counts and money: the generations a task bills and the summaries that say so.
+
+What ``confirm_above`` compares (:func:`billed_count`: outputs per task, ``n`` sent
+or the service's default, times imgM permutations and ``--repeat``), the billing
+fields' values, and the one-line summaries of a plan (per endpoint when a grid
+compares several): docs/decisions.md#grid-plan.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import PayloadError
+from .axes import Axis, canonical, short
+
+if TYPE_CHECKING:
+    from .plan import PlannedCell
+
+__all__ = [
+    "PROMPT_FIELD_NAMES",
+    "axis_count",
+    "billed_count",
+    "billing_values",
+    "cost_summary",
+    "endpoints_summary",
+    "plain_value",
+    "prompt_jobs",
+    "prompt_string_fields",
+    "refuse_above",
+]
+
+PROMPT_FIELD_NAMES = ("remixPrompt", "remix_prompt", "prompt")
+
+
+def prompt_jobs(text: str) -> int:
+    """How many generations an imgM prompt bills: its permutations, each times
+    its ``--repeat``. A prompt that cannot be parsed raises :class:`PayloadError`."""
+    from ..imgm.prompt import Prompt
+
+    return Prompt.parse(text).jobs()
+
+
+def prompt_string_fields(spec: Any) -> list[str]:
+    """The fields of an imgM endpoint whose string carries ``--`` parameters."""
+    if not str(spec.family).lower().startswith("imgm") and not spec.id.lower().startswith("imgm"):
+        return []
+    from ..catalog import is_prompt_string
+
+    fields = spec.model.model_fields
+    marked = [(info.alias or name) for name, info in fields.items() if is_prompt_string(info)]
+    named = [
+        n for n in PROMPT_FIELD_NAMES if n in fields or any(f.alias == n for f in fields.values())
+    ]
+    return list(dict.fromkeys(marked + named))
+
+
+def billed_count(spec: Any, payload: Mapping[str, Any]) -> int:
+    """Generations one task bills: the outputs it makes (its ``n``, sent or the
+    service's default: ``genW2.5-t2i-preview`` makes 4 unless told) times, for imgM,
+    each prompt's permutations and ``--repeat``. What ``confirm_above`` compares."""
+    count = spec.generations(payload)
+    for name in prompt_string_fields(spec):
+        text = payload.get(name)
+        if isinstance(text, str):
+            count *= max(1, prompt_jobs(text))
+    return count
+
+
+def billing_values(spec: Any, payloads: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Each billed field of the endpoint with the distinct values the payloads send."""
+    from ..catalog import NO_DEFAULT
+
+    billing: dict[str, list[Any]] = {}
+    for name in spec.billing_fields:
+        seen: dict[str, Any] = {}
+        for payload in payloads:
+            value = payload.get(name)
+            if value is None:  # what the service uses when the field is not sent
+                default = spec.value_of(payload, name)
+                value = "default" if default is NO_DEFAULT else f"{plain_value(default)} (default)"
+            seen.setdefault(canonical(value), value)
+        billing[name] = list(seen.values())
+    return billing
+
+
+def plain_value(value: Any) -> str:
+    """A default as a person reads it: ``true``, ``720p``, ``4``."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def cost_summary(head: str, tasks: int, billed: int, billing: Mapping[str, list[Any]]) -> str:
+    """``head: N tasks``, the billed generations when they differ, the billed fields' values."""
+    text = f"{head}: {tasks} task{'s' if tasks != 1 else ''}"
+    if billed != tasks:
+        text += (
+            f", billed as {billed} generations (outputs per task, n sent or the service's "
+            "default, times imgM prompt permutations and --repeat)"
+        )
+    if billing:
+        parts = [
+            f"{name} = {', '.join(short(v, 30) for v in values)}"
+            for name, values in billing.items()
+        ]
+        text += "; billing fields: " + "; ".join(parts)
+    return text
+
+
+def refuse_above(
+    endpoint: str,
+    axes: Sequence[tuple[str, Axis]],
+    limit: int,
+    what: str,
+    advice: str,
+    *,
+    limit_name: str = "",
+) -> int:
+    """The product of the axes' lengths, or a PayloadError (nothing sent) when it
+    is over ``limit``, naming both numbers and the factors."""
+    total = math.prod(len(a) for _, a in axes)
+    if total > limit:
+        factors = " × ".join(str(len(a)) for _, a in axes)
+        raise PayloadError(
+            f"{what.format(n=total)} ({factors}); the limit is {limit_name}{limit}: {advice}",
+            endpoint=endpoint,
+        )
+    return total
+
+
+_AXIS_NOUNS = {"endpoint": "endpoint", "prompt_sr": "prompt", "group": "prompt variant"}
+_KIND_NOUNS = {"image": "image", "video": "video", "speech": "audio clip", "audio": "audio clip"}
+
+
+def axis_count(axis: Axis) -> str:
+    """``3 endpoints``, ``2 seeds``: an axis as a count for summaries."""
+    noun = _AXIS_NOUNS.get(axis.kind, axis.field)
+    return f"{len(axis)} {noun}{'s' if len(axis) != 1 else ''}"
+
+
+def endpoints_summary(cells: Sequence[PlannedCell]) -> str:
+    """``6 tasks, 10 billed images (genW2.5-t2i-preview 4 each by default → set n)``:
+    billed generations per kind, then each endpoint that bills more than one per
+    task or leaves a billing field to the service's default."""
+    from ..catalog import endpoint as catalog_endpoint
+
+    by_kind: dict[str, int] = {}
+    by_endpoint: dict[str, list[PlannedCell]] = {}
+    for cell in cells:
+        by_kind[cell.kind] = by_kind.get(cell.kind, 0) + cell.billed
+        by_endpoint.setdefault(cell.endpoint, []).append(cell)
+    billed = ", ".join(
+        f"{n} billed {_KIND_NOUNS.get(kind, kind + ' output')}{'s' if n != 1 else ''}"
+        for kind, n in by_kind.items()
+    )
+    notes = []
+    for name, group in by_endpoint.items():
+        spec = catalog_endpoint(name)
+        unset = [f for f in spec.billing_fields if all(f not in c.payload for c in group)]
+        each = sorted({c.billed for c in group})
+        if each == [1] and not unset:
+            continue
+        text = name + (f" {'/'.join(map(str, each))} each" if each != [1] else "")
+        if unset:
+            text += f" by default → set {', '.join(unset)}"
+        notes.append(text)
+    tasks = len(cells)
+    text = f"{tasks} task{'s' if tasks != 1 else ''}, {billed}"
+    return text + (f" ({'; '.join(notes)})" if notes else "")

@@ -1,0 +1,210 @@
+"""One payload, several endpoints: where the prompt and the seed go in each.
+
+A grid with an endpoint axis (``x=("endpoint", [...])``) writes its payload in
+the terms of the grid's own endpoint and sends each cell to another one. Two
+things have a meaning across endpoints, the **prompt** and the **seed**; every
+other field keeps its name and is dropped (and listed in the cell's
+``plan_note``) where the target endpoint has no field of that name.
+
+Where a role goes is read from field names (:data:`PROMPT_NAMES`, :data:`SEED_NAME`);
+:data:`ROUTES` holds the endpoints whose names do not say it, so a new endpoint
+needs at most one entry there:
+
+=====================  ==============================  =================================
+endpoint               prompt goes to                  seed goes to
+=====================  ==============================  =================================
+genW, imgQ, imgG, vidK  ``prompt``                     ``seed`` where the model has it
+imgM-v8.1-i2i          ``remix_prompt``                ``--seed N`` in that prompt
+imgM-inpaint, _pan     ``remixPrompt``                 ``--seed N`` in that prompt
+speechM                ``text``                        (none: dropped)
+vidA                   the ``text`` content item       (none: dropped)
+=====================  ==============================  =================================
+
+A field the target requires and the mapped payload lacks is an error naming
+the cell, unless ``per_endpoint={id: {...}}`` gives it (those fields are laid
+over the mapped payload as given). See docs/decisions.md, "Prompt lab:
+comparing models".
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "CONTENT_TEXT",
+    "ENDPOINT_AXIS",
+    "PROMPT_NAMES",
+    "PROMPT_SEED",
+    "ROUTES",
+    "Mapped",
+    "Route",
+    "map_payload",
+    "mapping_table",
+    "prompt_of",
+    "read_roles",
+    "route_for",
+]
+
+#: the axis name that sends each cell to its own endpoint
+ENDPOINT_AXIS = "endpoint"
+#: field names that hold the prompt, first found wins
+PROMPT_NAMES = ("prompt", "remix_prompt", "remixPrompt", "text")
+SEED_NAME = "seed"
+#: the prompt travels as the text item of a ``content`` list (vidA)
+CONTENT_TEXT = "content[type=text].text"
+#: the seed travels as ``--seed N`` inside the prompt string (imgM)
+PROMPT_SEED = "--seed"
+_AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where one endpoint takes the prompt and the seed (``None``: it has none)."""
+
+    prompt: str | None = _AUTO
+    seed: str | None = _AUTO
+
+
+#: endpoint id or family -> its route, only where field names do not say it
+ROUTES: dict[str, Route] = {
+    "vidA": Route(prompt=CONTENT_TEXT, seed=None),
+    "imgM": Route(seed=PROMPT_SEED),
+}
+
+
+def _wire_names(spec: Any) -> set[str]:
+    return {(info.alias or name) for name, info in spec.model.model_fields.items()}
+
+
+def _required(spec: Any) -> list[str]:
+    return [(i.alias or n) for n, i in spec.model.model_fields.items() if i.is_required()]
+
+
+def route_for(spec: Any) -> Route:
+    """The resolved route of an endpoint: its table entry, the rest from names."""
+    entry = ROUTES.get(spec.id) or ROUTES.get(spec.family) or Route()
+    names = _wire_names(spec)
+    prompt = entry.prompt
+    if prompt == _AUTO:
+        prompt = next((n for n in PROMPT_NAMES if n in names), None)
+    seed = entry.seed
+    if seed == _AUTO:
+        seed = SEED_NAME if SEED_NAME in names else None
+    return Route(prompt=prompt, seed=seed)
+
+
+def _content_text(payload: Mapping[str, Any]) -> str | None:
+    for item in payload.get("content") or ():
+        if isinstance(item, Mapping) and item.get("type") == "text":
+            text = item.get("text")
+            return text if isinstance(text, str) else None
+    return None
+
+
+def prompt_of(spec: Any, payload: Mapping[str, Any]) -> str | None:
+    """The prompt text of a payload of this endpoint (``--seed`` left in)."""
+    where = route_for(spec).prompt
+    if where is None:
+        return None
+    if where == CONTENT_TEXT:
+        return _content_text(payload)
+    value = payload.get(where)
+    return value if isinstance(value, str) else None
+
+
+def read_roles(spec: Any, payload: dict[str, Any]) -> tuple[str | None, Any, set[str]]:
+    """(prompt, seed, keys consumed) of a payload in ``spec``'s terms; an imgM
+    ``--seed`` is taken out of the prompt (a ``seed`` key wins over it)."""
+    route = route_for(spec)
+    prompt = prompt_of(spec, payload)
+    used: set[str] = set()
+    if route.prompt == CONTENT_TEXT:
+        used.add("content")
+    elif route.prompt is not None and route.prompt in payload:
+        used.add(route.prompt)
+    seed = payload.get(SEED_NAME)
+    if SEED_NAME in payload:
+        used.add(SEED_NAME)
+    if route.seed == PROMPT_SEED and prompt is not None:
+        from ..imgm.prompt import Prompt
+
+        parsed = Prompt.parse(prompt)
+        if "seed" in parsed.params:
+            seed = parsed.params["seed"] if seed is None else seed
+            prompt = str(parsed.with_params(seed=None))
+    return prompt, seed, used
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """A payload mapped to a target endpoint: what to send, what was left out,
+    and the required fields still missing (the caller refuses the cell)."""
+
+    payload: dict[str, Any]
+    dropped: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+def map_payload(
+    source: Any,
+    target: Any,
+    payload: Mapping[str, Any],
+    extra: Mapping[str, Any] | None = None,
+) -> Mapped:
+    """``payload`` (in ``source``'s terms) written for ``target`` (both catalog
+    specs); ``extra`` (the user's ``per_endpoint[target.id]``) is laid over it."""
+    data = copy.deepcopy(dict(payload))
+    prompt, seed, used = read_roles(source, data)
+    names = _wire_names(target)
+    route = route_for(target)
+    out: dict[str, Any] = {}
+    dropped: list[str] = []
+    for key, value in data.items():
+        if key in used:
+            continue
+        (out.__setitem__(key, value) if key in names else dropped.append(key))
+    if prompt is not None:
+        if route.prompt == CONTENT_TEXT:
+            others = [
+                i
+                for i in (data.get("content") or [])
+                if isinstance(i, Mapping) and i.get("type") != "text"
+            ]
+            out["content"] = [{"type": "text", "text": prompt}, *others]
+        elif route.prompt is not None:
+            out[route.prompt] = prompt
+        else:
+            dropped.append("prompt")
+    if seed is not None:
+        if route.seed == PROMPT_SEED and route.prompt is not None:
+            from ..imgm.prompt import Prompt
+
+            text = out.get(route.prompt)
+            base = Prompt.parse(text if isinstance(text, str) else "")
+            out[route.prompt] = str(base.with_params(seed=seed)).strip()
+        elif route.seed is not None and route.seed != PROMPT_SEED:
+            out[route.seed] = seed
+        else:
+            dropped.append(SEED_NAME)
+    out.update(copy.deepcopy(dict(extra or {})))
+    missing = tuple(n for n in _required(target) if n not in out)
+    return Mapped(out, tuple(dict.fromkeys(dropped)), missing)
+
+
+def mapping_table() -> list[dict[str, Any]]:
+    """Every catalog endpoint that takes a prompt, with where its prompt and seed
+    go (the documented table, computed: tests and docs read it)."""
+    from ..catalog import endpoints
+
+    rows = []
+    for spec in endpoints():
+        route = route_for(spec)
+        if route.prompt is None:
+            continue
+        rows.append(
+            {"endpoint": spec.id, "kind": spec.kind, "prompt": route.prompt, "seed": route.seed}
+        )
+    return rows

@@ -1,0 +1,118 @@
+"""``gw.scores()``: every rated grid cell, across grids and restarts, as one table.
+
+Stars live in the grid store (the ledger's SQLite file), so judgements made in
+several grids, kernels and days add up. A row is one rated cell: its grid, the
+endpoint it went to, its prompt (read with the endpoint's route, so
+``remix_prompt`` and vidA's text item read alike), stars, note, when it was
+rated, its request id, and its axis values under the axes' field names
+(``endpoint``, ``seed``, ...).
+
+The result is a list of dicts (:class:`ScoreTable`); ``.dataframe()`` gives a
+pandas DataFrame when pandas is installed. Why not return a DataFrame outright:
+the return type would then depend on what is installed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import PayloadError
+from .axes import Axis
+from .store import store_for
+
+__all__ = ["ScoreTable", "scores"]
+
+
+class ScoreTable(list[dict[str, Any]]):
+    """Rated cells, one dict each (see the module docstring)."""
+
+    def dataframe(self) -> Any:
+        """The rows as a pandas DataFrame (ImportError saying so without pandas)."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("scores().dataframe() needs pandas: pip install pandas") from None
+        return pandas.DataFrame(list(self))
+
+
+def _since(value: Any) -> float | None:
+    """A time bound: a datetime, a date, a POSIX time, or an ISO date string."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"since is a datetime, date, ISO string or timestamp, not {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(
+                f"since={value!r} is not an ISO date or time (e.g. '2026-11-25')"
+            ) from None
+    if isinstance(value, dt.datetime):
+        return value.timestamp()
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day).timestamp()
+    raise ValueError(f"since is a datetime, date, ISO string or timestamp, not {value!r}")
+
+
+def _axis_values(description: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """The axis values of cell ``index`` (cells run z, then y, then x)."""
+    order = [
+        Axis.from_description(a)
+        for n in ("z", "y", "x")
+        if (a := (description.get("axes") or {}).get(n))
+    ]
+    combos = itertools.product(*(range(len(a)) for a in order))
+    combo = next(itertools.islice(combos, index, None), None)
+    if combo is None:
+        return {}
+    return {a.field: a.values[i] for a, i in zip(order, combo, strict=True)}
+
+
+def _prompt(endpoint: str, payload: Mapping[str, Any]) -> str | None:
+    from ..catalog import endpoint as catalog_endpoint
+    from .mapping import prompt_of
+
+    try:
+        return prompt_of(catalog_endpoint(endpoint), payload)
+    except PayloadError:
+        return None
+
+
+def scores(endpoint: str | None = None, since: Any = None, client: Any = None) -> ScoreTable:
+    """Every rated grid cell of the client's ledger file (default: the latest
+    client), oldest rating first; ``endpoint`` keeps the cells sent there,
+    ``since`` those rated at or after it."""
+    from .run import default_client
+
+    chosen = client if client is not None else default_client()
+    table = ScoreTable()
+    for row in store_for(chosen).rated(_since(since)):
+        grid_id, gateway, grid_endpoint, description, index, payload, rid, stars, note, at = row
+        described = json.loads(description)
+        values = _axis_values(described, int(index))
+        target = str(values.get("endpoint", grid_endpoint))
+        if endpoint is not None and target != endpoint:
+            continue
+        sent = json.loads(payload) if payload else {}
+        table.append(
+            {
+                "grid": grid_id,
+                "gateway": gateway,
+                "cell": int(index),
+                "endpoint": target,
+                "prompt": _prompt(target, sent),
+                "stars": int(stars),
+                "note": note,
+                "rated_at": dt.datetime.fromtimestamp(at, dt.timezone.utc).isoformat(),
+                "request_id": rid,
+                **{k: v for k, v in values.items() if k != "endpoint"},
+            }
+        )
+    return table

@@ -262,6 +262,21 @@ CONTRACT = [
     ),
     ("grid", ""),  # a finished grid: asserted below, its contact sheet
     (
+        "rows = grid.scores('y')\n"
+        "[(r['rated'], r['failed']) for r in rows if r['rated']], "
+        "any(row['stars'] == 4 for row in gw.scores(endpoint='genW2.5-t2i-preview'))",
+        "([(1, 0)], True)",
+    ),
+    (
+        'compared = gw.grid("genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, '
+        'x=("endpoint", ["genW2.5-t2i-preview", "imgQ-edit-plus"]), y=("seed", [1]), '
+        'per_endpoint={"imgQ-edit-plus": {"images": ["https://example.com/a.png"]}}, '
+        "confirm_above=1)\n"  # above it: counted and shown, nothing sent
+        "sorted(c.endpoint for c in compared.cells), "
+        "compared.cells[0].payload['seed'] == 1",
+        "(['genW2.5-t2i-preview', 'imgQ-edit-plus'], True)",
+    ),
+    (
         "[g.id for g in gw.grids(client=None)].count(grid.id), "
         "gw.load_grid(grid.id, client=None).id == grid.id",
         "(1, True)",

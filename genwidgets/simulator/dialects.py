@@ -173,16 +173,19 @@ class Dialect:
     rate_limit: tuple[int, bool]
 
 
+#: The spec's words (fal's are the same): every end is ``COMPLETED``, ``error`` tells.
+QUEUE_WORDS: Mapping[str, str] = {
+    "queued": "IN_QUEUE",
+    "running": "IN_PROGRESS",
+    "done": "COMPLETED",
+    "failed": "COMPLETED",
+    "cancelled": "COMPLETED",
+}
+
 DIALECTS: Mapping[str, Dialect] = {
     "spec": Dialect(
         name="spec",
-        words={
-            "queued": "IN_QUEUE",
-            "running": "IN_PROGRESS",
-            "done": "COMPLETED",
-            "failed": "COMPLETED",
-            "cancelled": "COMPLETED",
-        },
+        words=QUEUE_WORDS,
         position_base=1,
         handle="full",
         logs=_no_fields,
@@ -196,13 +199,7 @@ DIALECTS: Mapping[str, Dialect] = {
     ),
     "fal": Dialect(
         name="fal",
-        words={
-            "queued": "IN_QUEUE",
-            "running": "IN_PROGRESS",
-            "done": "COMPLETED",
-            "failed": "COMPLETED",
-            "cancelled": "COMPLETED",
-        },
+        words=QUEUE_WORDS,
         position_base=0,
         handle="full",
         logs=_fal_logs,

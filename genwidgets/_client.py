@@ -40,7 +40,7 @@ from .errors import (
 from .jobs import polling
 from .jobs.engine import StatusBudget, get_engine
 from .jobs.job import AsyncJob, Job, Recorder, output_fetcher
-from .jobs.ledger import Ledger, LedgerRow
+from .jobs.ledger import Ledger, LedgerRow, left_to_other_kernels
 from .jobs.polling import PollPolicy, Schedule
 from .jobs.recorder import LedgerRecorder
 from .protocol.http import Gateway
@@ -355,6 +355,7 @@ class Client:
         if self.ledger is None:
             return []
         rows = self.ledger.rows(self.gateway_name, endpoint=endpoint, status=status, limit=limit)
+        rows = self.ledger.without_held(self.gateway_name, rows)  # another kernel polls those
         return [self._from_row(row) for row in rows if row.request_id is not None]
 
     def resume(self, *, force: bool = False) -> list[Job]:
@@ -367,12 +368,7 @@ class Client:
             return []
         rows, skipped = self.ledger.claim_unfinished(self.gateway_name, force=force)
         if skipped:
-            warnings.warn(
-                f"genwidgets: {skipped} unfinished task(s) are being polled by another live "
-                "kernel and were left to it; resume(force=True) takes them anyway.",
-                LedgerWarning,
-                stacklevel=2,
-            )
+            left_to_other_kernels(skipped, stacklevel=3)
         return [self._from_row(row) for row in rows]
 
     def _from_row(self, row: LedgerRow) -> Job:

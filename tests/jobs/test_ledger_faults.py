@@ -314,6 +314,44 @@ def test_resume_skips_tasks_a_live_process_polls_and_takes_them_when_it_stops(
             owner.stdin.close()
 
 
+@pytest.mark.timeout(90)
+def test_history_leaves_tasks_a_live_process_polls_to_it_and_takes_no_lease(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(path), "3"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline().strip() == "leased"
+        with Ledger(path) as other:
+            rows = other.rows("gw")
+            assert len(rows) == 3 and all(row.unfinished for row in rows)
+            with pytest.warns(gw.LedgerWarning, match="3 unfinished task"):
+                assert other.without_held("gw", rows) == []
+            con = sqlite3.connect(path)
+            owners = {o for (o,) in con.execute("SELECT DISTINCT owner FROM tasks")}
+            con.close()
+            assert len(owners) == 1  # still the live process's: a read claims nothing
+            owner.kill()
+            owner.wait(30)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # its owner stopped: no warning, all kept
+                assert [r.request_id for r in other.without_held("gw", rows)] == [
+                    r.request_id for r in rows
+                ]
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait(30)
+        for stream in (owner.stdout, owner.stdin):
+            if stream is not None:
+                stream.close()
+
+
 def test_the_heartbeat_keeps_going_while_writes_keep_the_writer_busy(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     with Ledger(path, lease_ttl=0.4) as led:  # a heartbeat every 0.1 s

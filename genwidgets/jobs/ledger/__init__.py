@@ -24,6 +24,7 @@ from .rows import (
 from .schema import SCHEMA_VERSION
 from .scrub import scrub_payload
 from .store import LEDGER_FILE_NAME, Ledger
+from .writes import left_to_other_kernels
 
 __all__ = [
     "FAILED",
@@ -39,5 +40,6 @@ __all__ = [
     "UNFINISHED",
     "Ledger",
     "LedgerRow",
+    "left_to_other_kernels",
     "scrub_payload",
 ]

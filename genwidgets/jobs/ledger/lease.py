@@ -25,12 +25,12 @@ import os
 import socket
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .rows import SUBMITTED
 
-__all__ = ["HOST", "Claim", "Owner", "claim", "heartbeat", "pid_alive", "release"]
+__all__ = ["HOST", "Claim", "Owner", "alive_owners", "claim", "heartbeat", "pid_alive", "release"]
 
 HOST = socket.gethostname()
 
@@ -82,17 +82,29 @@ def heartbeat(conn: sqlite3.Connection, owner: str, now: float) -> None:
     )
 
 
-def _alive_owners(
-    conn: sqlite3.Connection, now: float, ttl: float, pid_alive: Callable[[int], bool]
+def alive_owners(
+    owners: Iterable[tuple[str, str, int, float]],
+    now: float,
+    ttl: float,
+    pid_alive: Callable[[int], bool],
 ) -> set[str]:
+    """The owners of ``(owner, host, pid, heartbeat)`` rows that still live."""
     alive = set()
-    for owner, host, pid, beat in conn.execute("SELECT owner, host, pid, heartbeat FROM owners"):
+    for owner, host, pid, beat in owners:
         if now - beat > ttl:
             continue
         if host == HOST and not pid_alive(pid):
             continue
         alive.add(owner)
     return alive
+
+
+def _alive_owners(
+    conn: sqlite3.Connection, now: float, ttl: float, pid_alive: Callable[[int], bool]
+) -> set[str]:
+    return alive_owners(
+        conn.execute("SELECT owner, host, pid, heartbeat FROM owners"), now, ttl, pid_alive
+    )
 
 
 def claim(

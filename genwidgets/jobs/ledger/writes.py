@@ -15,14 +15,15 @@ import logging
 import os
 import sqlite3
 import threading
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..._config import redact
-from ...errors import LedgerError
+from ...errors import LedgerError, LedgerWarning
 from ...protocol.records import Handle, Result, Status
-from .lease import HOST, Claim, Owner, claim, heartbeat, pid_alive
+from .lease import HOST, Claim, Owner, alive_owners, claim, heartbeat, pid_alive
 from .rows import COLUMNS, FINISHED, NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING, LedgerRow
 from .scrub import error_text, output_record, scrub_payload
 from .writer import Op
@@ -56,6 +57,17 @@ def _latest_outputs(
         return None
     row_id, outputs = found
     return row_id, json.loads(outputs)
+
+
+def left_to_other_kernels(count: int, stacklevel: int = 4) -> None:
+    """One warning: ``count`` unfinished tasks were left to the live kernel polling them
+    (``stacklevel`` points at the user's call of ``history()`` or ``resume()``)."""
+    warnings.warn(
+        f"genwidgets: {count} unfinished task(s) are being polled by another live kernel "
+        "and were left to it; resume(force=True) takes them anyway.",
+        LedgerWarning,
+        stacklevel=stacklevel,
+    )
 
 
 class Recording:
@@ -375,6 +387,34 @@ class Recording:
         return future
 
     # ------------------------------------------------------------------ leases
+
+    def held_elsewhere(self, gateway: str) -> set[str]:
+        """Request ids of unfinished tasks of ``gateway`` that another live owner
+        leases: a read, nothing is claimed (``history()`` leaves them to it)."""
+        me = self._owner.name
+        owners = [
+            row for row in self._read("SELECT owner, host, pid, heartbeat FROM owners")
+            if row[0] != me
+        ]
+        alive = alive_owners(owners, self._clock(), self.lease_ttl, pid_alive)
+        if not alive:
+            return set()
+        found = self._read(
+            "SELECT request_id, owner FROM tasks WHERE gateway = ? AND state = ? "
+            "AND request_id IS NOT NULL AND owner IS NOT NULL",
+            (gateway, SUBMITTED),
+        )
+        return {request_id for request_id, owner in found if owner in alive}
+
+    def without_held(self, gateway: str, rows: list[LedgerRow]) -> list[LedgerRow]:
+        """``rows`` less the unfinished ones another live kernel polls (said in a
+        warning): re-attaching them would poll each task twice and take its lease."""
+        held = self.held_elsewhere(gateway) if any(row.unfinished for row in rows) else set()
+        if not held:
+            return rows
+        kept = [row for row in rows if row.request_id not in held]
+        left_to_other_kernels(len(rows) - len(kept))
+        return kept
 
     def claim_unfinished(self, gateway: str, *, force: bool = False) -> tuple[list[LedgerRow], int]:
         """Take the lease of every unfinished task of ``gateway`` no live owner holds

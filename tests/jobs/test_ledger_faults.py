@@ -12,6 +12,7 @@ import textwrap
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -273,19 +274,34 @@ OWNER = textwrap.dedent(
 )
 
 
-@pytest.mark.timeout(90)
-def test_resume_skips_tasks_a_live_process_polls_and_takes_them_when_it_stops(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "ledger.sqlite3"
+@contextmanager
+def live_owner(path: Path, tasks: int) -> Iterator[subprocess.Popen[str]]:
+    """A second process that leases ``tasks`` unfinished tasks of gateway ``gw`` and
+    lives until killed (or the block ends)."""
     owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER, str(path), "5"],
+        [sys.executable, "-c", OWNER, str(path), str(tasks)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert owner.stdout is not None and owner.stdout.readline().strip() == "leased"
+        yield owner
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait(30)
+        for stream in (owner.stdout, owner.stdin):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.mark.timeout(90)
+def test_resume_skips_tasks_a_live_process_polls_and_takes_them_when_it_stops(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with live_owner(path, 5) as owner:
         with Ledger(path) as other:
             assert other.claim_unfinished("gw") == ([], 5)  # a live owner: left to it
             owner.kill()
@@ -304,14 +320,6 @@ def test_resume_skips_tasks_a_live_process_polls_and_takes_them_when_it_stops(
             0,
         )  # closing gave the leases up
         con.close()
-    finally:
-        if owner.poll() is None:
-            owner.kill()
-            owner.wait(30)
-        if owner.stdout is not None:
-            owner.stdout.close()
-        if owner.stdin is not None:
-            owner.stdin.close()
 
 
 @pytest.mark.timeout(90)
@@ -319,37 +327,22 @@ def test_history_leaves_tasks_a_live_process_polls_to_it_and_takes_no_lease(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "ledger.sqlite3"
-    owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER, str(path), "3"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert owner.stdout is not None and owner.stdout.readline().strip() == "leased"
-        with Ledger(path) as other:
-            rows = other.rows("gw")
-            assert len(rows) == 3 and all(row.unfinished for row in rows)
-            with pytest.warns(gw.LedgerWarning, match="3 unfinished task"):
-                assert other.without_held("gw", rows) == []
-            con = sqlite3.connect(path)
-            owners = {o for (o,) in con.execute("SELECT DISTINCT owner FROM tasks")}
-            con.close()
-            assert len(owners) == 1  # still the live process's: a read claims nothing
-            owner.kill()
-            owner.wait(30)
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")  # its owner stopped: no warning, all kept
-                assert [r.request_id for r in other.without_held("gw", rows)] == [
-                    r.request_id for r in rows
-                ]
-    finally:
-        if owner.poll() is None:
-            owner.kill()
-            owner.wait(30)
-        for stream in (owner.stdout, owner.stdin):
-            if stream is not None:
-                stream.close()
+    with live_owner(path, 3) as owner, Ledger(path) as other:
+        rows = other.rows("gw")
+        assert len(rows) == 3 and all(row.unfinished for row in rows)
+        with pytest.warns(gw.LedgerWarning, match="3 unfinished task"):
+            assert other.without_held("gw", rows) == []
+        con = sqlite3.connect(path)
+        owners = {o for (o,) in con.execute("SELECT DISTINCT owner FROM tasks")}
+        con.close()
+        assert len(owners) == 1  # still the live process's: a read claims nothing
+        owner.kill()
+        owner.wait(30)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # its owner stopped: no warning, all kept
+            assert [r.request_id for r in other.without_held("gw", rows)] == [
+                r.request_id for r in rows
+            ]
 
 
 def test_the_heartbeat_keeps_going_while_writes_keep_the_writer_busy(tmp_path: Path) -> None:

@@ -6,13 +6,11 @@ recorder's download, the blocking download and Output.read."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
+from loopback import LoopbackServer, QuietHandler
 
 from genwidgets.jobs.downloads import download_outputs, download_outputs_async
 from genwidgets.protocol.fetch import same_origin
@@ -30,12 +28,7 @@ class Server:
         self.seen: list[tuple[str, str | None, str | None]] = []
         seen, target = self.seen, redirect_to
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 seen.append(
                     (self.path, self.headers.get("Authorization"), self.headers.get("X-Api-Key"))
@@ -53,16 +46,11 @@ class Server:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
+        self.loop = LoopbackServer(Handler)
+        self.base = self.loop.base
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
+        self.loop.close()
 
 
 @pytest.fixture

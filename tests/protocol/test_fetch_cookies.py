@@ -4,13 +4,11 @@ never to storage on another port of the same host, directly or through a redirec
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
+from loopback import LoopbackServer, QuietHandler
 
 from genwidgets.jobs.downloads import download_outputs, download_outputs_async
 from genwidgets.protocol.http import Gateway
@@ -27,12 +25,7 @@ class Server:
         self.cookies: list[tuple[str, str | None]] = []
         cookies, target = self.cookies, redirect_to
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 cookies.append((self.path, self.headers.get("Cookie")))
                 moved = target is not None and self.path.startswith("/moved/")
@@ -47,16 +40,11 @@ class Server:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
+        self.loop = LoopbackServer(Handler)
+        self.base = self.loop.base
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
+        self.loop.close()
 
 
 @pytest.fixture

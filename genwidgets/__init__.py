@@ -50,11 +50,11 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ._client import AsyncClient, Client, login
+    from ._async_client import AsyncClient
+    from ._client import Client, login
     from .catalog import EndpointSpec, endpoint, endpoints, openapi
     from .jobs.job import AsyncJob, Job
     from .jobs.polling import PollPolicy
-    from .lab.run import grids
     from .lab.scores import scores
     from .lab.store import GridRecord
     from .media import validate
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from .protocol.records import Output, Result, Status
     from .widgets.board import Board, board
     from .widgets.form import EndpointForm, form
-    from .widgets.grid import Grid, grid, load_grid
+    from .widgets.grid import Grid, grid, grids, load_grid
     from .widgets.render import render
     from .widgets.sweep import Sweep, sweep
     from .widgets.task import TaskView
@@ -74,7 +74,7 @@ __version__ = "0.1.0"
 #: for readers and mypy (pydantic's ``_dynamic_imports`` is the model).
 _LAZY: dict[str, str] = {
     "Client": "._client",
-    "AsyncClient": "._client",
+    "AsyncClient": "._async_client",
     "login": "._client",
     "Job": ".jobs.job",
     "AsyncJob": ".jobs.job",
@@ -98,7 +98,7 @@ _LAZY: dict[str, str] = {
     "grid": ".widgets.grid",
     "Grid": ".widgets.grid",
     "load_grid": ".widgets.grid",
-    "grids": ".lab.run",
+    "grids": ".widgets.grid",
     "GridRecord": ".lab.store",
     "TaskView": ".widgets.task",
     "scores": ".lab.scores",

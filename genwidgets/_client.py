@@ -1,21 +1,18 @@
-"""``Client`` and ``AsyncClient``: the public face of the protocol and the engine.
+"""``Client``: the public face of the protocol and the engine.
 
-``Client`` is the core and blocks on the engine's futures (fine in scripts and cells);
-``AsyncClient`` calls only its public methods, off the caller's loop: one behaviour.
+It is the core and blocks on the engine's futures (fine in scripts and cells);
+:mod:`._async_client` calls only its public methods, off the caller's loop: one behaviour.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import itertools
 import logging
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -38,8 +35,9 @@ from .errors import (
     WebhookNotSupported,
 )
 from .jobs import polling
+from .jobs.batch import run_each
 from .jobs.engine import StatusBudget, get_engine
-from .jobs.job import AsyncJob, Job, Recorder, output_fetcher
+from .jobs.job import Job, Recorder, output_fetcher
 from .jobs.ledger import Ledger, LedgerRow, left_to_other_kernels
 from .jobs.polling import PollPolicy, Schedule
 from .jobs.recorder import LedgerRecorder
@@ -71,8 +69,6 @@ def created_nothing(exc: BaseException) -> bool:
     code = exc.status_code if isinstance(exc, GatewayError) else None
     return code is not None and 400 <= code < 500
 
-
-T = TypeVar("T")
 
 #: Live (not closed) clients of this process in the order made (by a sequence
 #: number): who pays, by gateway name and key.
@@ -301,6 +297,41 @@ class Client:
         row = self._record_intent(prepared)
         return self._engine.run(self._create(prepared, headers, row))
 
+    def send_many(
+        self,
+        requests: Sequence[PreparedRequest],
+        *,
+        concurrency: int = 4,
+        on_sent: Callable[[int, Job | Exception], object] | None = None,
+    ) -> list[Job | Exception]:
+        """Create the tasks of many prepared requests, at most ``concurrency`` at once,
+        on the engine; one failed create never stops the others.
+
+        Returns each request's Job, or the exception its create raised, in order.
+        ``on_sent(index, outcome)`` runs on this thread as each answer arrives. An
+        interrupt stops the rest: those never sent are recorded as creating nothing.
+        """
+        requests = list(requests)
+        for prepared in requests:
+            self._check_open(prepared.endpoint)
+        rows = [self._record_intent(prepared) for prepared in requests]
+
+        def create(index: int) -> Callable[[], Awaitable[Job]]:
+            return lambda: self._create(requests[index], None, rows[index])
+
+        def never_sent(index: int) -> None:
+            row = rows[index]
+            if row is not None and self.ledger is not None:
+                self._settle_failed_create(row, ClientClosed(), nothing_sent=True)
+
+        return run_each(
+            self._engine,
+            [create(i) for i in range(len(requests))],
+            concurrency=concurrency,
+            on_each=on_sent,
+            never_started=never_sent,
+        )
+
     def submit(
         self,
         endpoint: str,
@@ -441,13 +472,15 @@ class Client:
                 log.warning("genwidgets: could not record the task handle: %s", exc)
         return self._adopt(handle, payload=prepared.payload)
 
-    def _settle_failed_create(self, row: int, exc: BaseException) -> None:
+    def _settle_failed_create(
+        self, row: int, exc: BaseException, *, nothing_sent: bool = False
+    ) -> None:
         assert self.ledger is not None
         try:
             self.ledger.record_create_failed(
                 row,
                 _config.redact(f"{type(exc).__name__}: {exc}"),
-                created_nothing=created_nothing(exc),
+                created_nothing=nothing_sent or created_nothing(exc),
             )
         except (LedgerError, OSError) as err:
             log.warning("genwidgets: could not record the failed create: %s", err)
@@ -477,117 +510,6 @@ class Client:
         for job in list(self._jobs.values()):
             job.close()
         await self._gateway.aclose()
-
-
-class AsyncClient:
-    """The same client for ``async`` code: Client's methods as coroutines, jobs as
-    :class:`AsyncJob`, ``aclose()`` and ``async with``. Blocking calls run on its own
-    ``max_in_flight`` worker threads, never on the caller's loop
-    (docs/decisions.md#asyncclient-holds-a-client-asyncjob-holds-a-job)."""
-
-    def __init__(
-        self, base_url: str | None = None, api_key: str | _config.Secret | None = None, **kw: Any
-    ) -> None:
-        api_key = _config.Secret.wrap(api_key)
-        self._client = Client(base_url, api_key, **kw)
-        self._wrapped: dict[tuple[str, str], AsyncJob] = {}
-        # As many waiting threads as requests the client lets fly at once.
-        workers = max(1, int(kw.get("max_in_flight", 16)))
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="genwidgets-async")
-
-    async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
-        """``fn(*args, **kw)`` on this client's worker threads."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
-
-    def __repr__(self) -> str:
-        return "<Async" + repr(self._client)[1:]
-
-    @property
-    def sync(self) -> Client:
-        """The blocking :class:`Client` underneath (for widgets: ``gw.grid(client=...)``)."""
-        return self._client
-
-    embedded = property(lambda self: self._client.embedded)
-    base_url = property(lambda self: self._client.base_url)
-    gateway_name = property(lambda self: self._client.gateway_name)
-    ledger = property(lambda self: self._client.ledger)
-    closed = property(lambda self: self._client.closed)
-    request_counts = property(lambda self: self._client.request_counts)
-
-    @property
-    def jobs(self) -> list[AsyncJob]:
-        """Jobs of this client in this session, newest first."""
-        return [self._wrap(job) for job in self._client.jobs]
-
-    def _wrap(self, job: Job) -> AsyncJob:
-        key = (job.endpoint, job.request_id)
-        found = self._wrapped.get(key)
-        if found is None or found.sync is not job:
-            found = self._wrapped[key] = AsyncJob(job, executor=self._pool)
-        return found
-
-    def prepare(
-        self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
-    ) -> PreparedRequest:
-        """As :meth:`Client.prepare`: no I/O, so a plain method (as httpx's ``build_request``)."""
-        return self._client.prepare(endpoint, payload, validate=validate)
-
-    async def send(
-        self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
-    ) -> AsyncJob:
-        """As :meth:`Client.send`."""
-        job = await self._call(self._client.send, prepared, headers=headers)
-        return self._wrap(job)
-
-    async def submit(
-        self,
-        endpoint: str,
-        payload: Mapping[str, Any],
-        *,
-        validate: bool = True,
-        headers: Mapping[str, str] | None = None,
-    ) -> AsyncJob:
-        """As :meth:`Client.submit`: ``await send(prepare(endpoint, payload))``."""
-        return await self.send(self.prepare(endpoint, payload, validate=validate), headers=headers)
-
-    async def job(self, endpoint: str, request_id: str) -> AsyncJob:
-        """As :meth:`Client.job`: re-attach to an existing task."""
-        return self._wrap(await self._call(self._client.job, endpoint, request_id))
-
-    async def history(
-        self,
-        endpoint: str | None = None,
-        status: str | None = None,
-        limit: int | None = None,
-    ) -> list[AsyncJob]:
-        """As :meth:`Client.history`."""
-        jobs = await self._call(self._client.history, endpoint, status, limit)
-        return [self._wrap(job) for job in jobs]
-
-    async def resume(self, **kw: Any) -> list[AsyncJob]:
-        """As :meth:`Client.resume` (same keywords)."""
-        jobs = await self._call(self._client.resume, **kw)
-        return [self._wrap(job) for job in jobs]
-
-    async def run(
-        self, endpoint: str, payload: Mapping[str, Any], timeout: float | None = None
-    ) -> Result:
-        """As :meth:`Client.run`: submit and await the result."""
-        job = await self.submit(endpoint, payload)
-        return await job.result(timeout)
-
-    async def aclose(self) -> None:
-        """As :meth:`Client.close`."""
-        # The pool stays: later calls must raise ClientClosed, not "no new futures"; its
-        # idle threads end when the client is collected.
-        await self._call(self._client.close)
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 if TYPE_CHECKING:  # mypy checks that the classes keep the contracts widgets code against

@@ -90,6 +90,14 @@ class ClientLike(Protocol):
         self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
     ) -> JobLike: ...
 
+    def send_many(
+        self,
+        requests: Sequence[PreparedRequest],
+        *,
+        concurrency: int = 4,
+        on_sent: Callable[[int, Any], object] | None = None,
+    ) -> Sequence[JobLike | Exception]: ...  # the one batch sender (grids, sweeps)
+
     def submit(
         self,
         endpoint: str,

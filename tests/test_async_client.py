@@ -11,7 +11,8 @@ import pytest
 from fake_gateway import BASE, FakeGateway, speed_up
 
 import genwidgets as gw
-from genwidgets._client import AsyncClient, Client
+from genwidgets._async_client import AsyncClient
+from genwidgets._client import Client
 from genwidgets.jobs.job import AsyncJob, Job
 
 KEY = "sk-async-5150"

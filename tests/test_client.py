@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from fake_gateway import BASE, FakeGateway, error, speed_up
+from widgets.taskfakes import wait_for
 
 import genwidgets as gw
 from genwidgets import _config
@@ -412,3 +413,100 @@ def test_one_client_contract() -> None:
         if "client" in name.lower() or "ledger" in name.lower()
     }
     assert protocols == {"_protocols.py:ClientLike"}
+
+
+# -- many creates: the one batch sender ------------------------------------------------
+
+
+class SlowCreates:
+    """An async transport over the fake gateway whose creates wait until opened,
+    counting how many are in flight at once."""
+
+    def __init__(self, fake: FakeGateway, allow: int = 0) -> None:
+        self.fake = fake
+        self.in_flight = 0
+        self.peak = 0
+        self.arrived = 0
+        self.allow = allow  # creates answered before the gate is opened
+        self.opened = False
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            self.arrived += 1
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            try:
+                while not self.opened and self.arrived > self.allow:
+                    await asyncio.sleep(0.005)
+            finally:
+                self.in_flight -= 1
+        return self.fake.handle(request)
+
+
+def test_send_many_keeps_concurrency_creates_in_flight_and_answers_in_order() -> None:
+    import threading
+
+    fake = FakeGateway()
+    slow = SlowCreates(fake)
+    fake.faults["create"].extend([None, None, error(422, {"detail": "bad seed"})])
+    client = gw.Client(BASE, "sk-123456", transport=httpx.MockTransport(slow.handle))
+    requests = [client.prepare("ep", {"seed": i}, validate=False) for i in range(6)]
+    heard: list[int] = []
+    outcomes: list[Any] = []
+    sender = threading.Thread(
+        target=lambda: outcomes.extend(
+            client.send_many(requests, concurrency=2, on_sent=lambda i, _o: heard.append(i))
+        )
+    )
+    sender.start()
+    wait_for(lambda: slow.in_flight >= 2, timeout=30)
+    assert slow.in_flight == 2 and fake.count("create") == 0  # two wait at the gateway
+    slow.opened = True
+    sender.join(timeout=60)
+    assert not sender.is_alive() and slow.peak == 2
+    assert sorted(heard) == list(range(6))
+    failed = [o for o in outcomes if isinstance(o, Exception)]
+    assert len(failed) == 1 and isinstance(failed[0], gw.GatewayError)  # one 422: not created
+    jobs = [o for o in outcomes if isinstance(o, gw.Job)]
+    assert [j.payload for j in jobs] == [
+        {"seed": i} for i in range(6) if outcomes[i] is not failed[0]
+    ]
+    assert client.ledger is not None
+    states = sorted(r.state for r in client.ledger.rows(client.gateway_name))
+    assert states.count("not_created") == 1 and "submitting" not in states
+    client.close()
+
+
+def test_an_interrupted_batch_leaves_no_row_without_an_outcome() -> None:
+    fake = FakeGateway()
+    slow = SlowCreates(fake, allow=1)  # the first create answers; the next ones wait
+    client = gw.Client(BASE, "sk-123456", transport=httpx.MockTransport(slow.handle))
+    requests = [client.prepare("ep", {"seed": i}, validate=False) for i in range(5)]
+
+    def interrupt(index: int, outcome: Any) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        client.send_many(requests, concurrency=1, on_sent=interrupt)
+    assert client.ledger is not None
+    rows = client.ledger.rows(client.gateway_name)
+    assert len(rows) == 5
+    ledger = client.ledger
+    wait_for(lambda: all(r.state != "submitting" for r in ledger.rows(client.gateway_name)), 30)
+    states = [r.state for r in client.ledger.rows(client.gateway_name)]
+    assert "submitting" not in states  # each one sent, not sent, or outcome unknown
+    assert sum(s in ("submitted", "finished") for s in states) == 1  # the one answered
+    assert set(states) <= {"submitted", "finished", "outcome_unknown", "not_created"}
+    # "not created" is never said of a create that reached the gateway
+    assert states.count("not_created") <= 5 - slow.arrived
+    client.close()
+
+
+def test_send_many_on_a_closed_client_sends_nothing() -> None:
+    fake = FakeGateway()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+    requests = [client.prepare("ep", {"seed": 1}, validate=False)]
+    client.close()
+    with pytest.raises(gw.ClientClosed):
+        client.send_many(requests)
+    assert fake.count("create") == 0

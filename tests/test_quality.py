@@ -77,7 +77,7 @@ def layer_of(module: str) -> str:
         return "facade"
     if head in ("_config", "_formats", "errors"):
         return "base"
-    if head in ("_client", "_protocols"):
+    if head in ("_client", "_async_client", "_protocols"):
         return "client"
     if head == "imgm":
         return "language"

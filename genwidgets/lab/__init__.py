@@ -1,10 +1,11 @@
 """The prompt lab: grids and sweeps planned, sent, judged and kept (no widgets here).
 
 Below the widgets, above the jobs: :mod:`.axes` reads axes, :mod:`.plan` plans
-grids and sweeps (counted, billed, validated before sending), :mod:`.run` sends
-a grid and keeps its ratings, :mod:`.store` keeps grids in the ledger's SQLite
-file, :mod:`.export` writes contact sheets and offline pages, :mod:`.mapping` writes one
-payload for several endpoints, :mod:`.scores` gathers ratings across grids.
+grids (counted, billed, validated before sending), :mod:`.sweep` plans a sweep as
+a one-axis grid, :mod:`.run` sends a grid (or a sweep) and keeps its ratings,
+:mod:`.store` keeps grids in the ledger's SQLite file, :mod:`.export` writes
+contact sheets and offline pages, :mod:`.mapping` writes one payload for several
+endpoints, :mod:`.scores` gathers ratings across grids.
 """
 
 from .axes import PROMPT_SR, Axis, make_axis, parse_values
@@ -13,15 +14,14 @@ from .plan import (
     MAX_CELLS,
     GridPlan,
     PlannedCell,
-    SweepPlan,
     differing_params,
     plan_grid,
-    plan_sweep,
     prompt_jobs,
 )
 from .run import GridCell, GridRun, default_client, list_grids
 from .scores import ScoreTable, scores
 from .store import GridRecord, GridStore, store_for
+from .sweep import SweepPlan, plan_sweep
 
 __all__ = [
     "ENDPOINT_AXIS",

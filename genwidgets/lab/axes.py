@@ -44,7 +44,7 @@ _RANGE = re.compile(
     rf"(?:\(\s*(?P<step>[+-]?\s*\d+(?:\.\d+)?)\s*\)|\[\s*(?P<count>\d+)\s*\])?\s*$"
 )
 
-AxisKind = Literal["field", "prompt_sr", "group", "endpoint"]
+AxisKind = Literal["field", "prompt_sr", "group", "endpoint", "combination"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class Axis:
     def apply(self, payload: dict[str, Any], value: Any) -> None:
         """Set this axis's ``value`` in ``payload`` (in place; nested dicts are copied).
         An endpoint axis changes no field: the plan maps the payload per endpoint."""
-        if self.kind == "endpoint":
+        if self.kind in ("endpoint", "combination"):  # a sweep's cells hold their payloads
             return
         if self.kind in ("prompt_sr", "group"):
             assert self.search is not None

@@ -25,6 +25,8 @@ __all__ = [
     "billing_values",
     "cost_summary",
     "endpoints_summary",
+    "needs_confirmation",
+    "not_sent_line",
     "plain_value",
     "prompt_jobs",
     "prompt_string_fields",
@@ -107,6 +109,21 @@ def cost_summary(head: str, tasks: int, billed: int, billing: Mapping[str, list[
     return text
 
 
+def needs_confirmation(billed_total: int, confirm_above: int) -> bool:
+    """Whether a batch (a grid, a sweep) waits for ``.submit()``: it bills more
+    generations than ``confirm_above``. A ``confirm_above`` that is not a whole
+    number 0 or more is a ValueError."""
+    if isinstance(confirm_above, bool) or not isinstance(confirm_above, int) or confirm_above < 0:
+        raise ValueError(f"confirm_above must be a whole number 0 or more, not {confirm_above!r}")
+    return billed_total > confirm_above
+
+
+def not_sent_line(summary: str, confirm_above: int, how: str) -> str:
+    """What a batch waiting for confirmation prints outside Jupyter: its summary, that
+    nothing was sent, and ``how`` to send it."""
+    return f"{summary} - above confirm_above={confirm_above}: nothing sent; {how}"
+
+
 def refuse_above(
     endpoint: str,
     axes: Sequence[tuple[str, Axis]],
@@ -128,7 +145,12 @@ def refuse_above(
     return total
 
 
-_AXIS_NOUNS = {"endpoint": "endpoint", "prompt_sr": "prompt", "group": "prompt variant"}
+_AXIS_NOUNS = {
+    "endpoint": "endpoint",
+    "prompt_sr": "prompt",
+    "group": "prompt variant",
+    "combination": "combination",
+}
 _KIND_NOUNS = {"image": "image", "video": "video", "speech": "audio clip", "audio": "audio clip"}
 
 

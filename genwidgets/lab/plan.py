@@ -36,13 +36,11 @@ __all__ = [
     "MAX_CELLS",
     "GridPlan",
     "PlannedCell",
-    "SweepPlan",
     "billed_count",
     "differing_params",
     "expand_cells",
     "permutation_axes",
     "plan_grid",
-    "plan_sweep",
     "prompt_jobs",
     "short",
 ]
@@ -510,81 +508,3 @@ def _lock_any_seed(
         return None, None
     payload[SEED_FIELD] = seed if seed is not None else _draw_seed()
     return payload[SEED_FIELD], "each endpoint's seed"
-
-
-# --- sweeps ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SweepPlan:
-    """What a sweep will send, worked out before anything is sent."""
-
-    endpoint: str
-    payloads: list[dict[str, Any]]
-    labels: list[dict[str, Any]]
-    billed: list[int]
-    billing: dict[str, list[Any]]
-
-    @property
-    def tasks(self) -> int:
-        return len(self.payloads)
-
-    @property
-    def billed_total(self) -> int:
-        return sum(self.billed)
-
-    def summary(self) -> str:
-        """One plain-text line: tasks, billed generations, billing-field values."""
-        return cost_summary(self.endpoint, self.tasks, self.billed_total, self.billing)
-
-
-def plan_sweep(
-    endpoint: str,
-    base_payload: Mapping[str, Any],
-    vary: Mapping[str, Sequence[Any]],
-    *,
-    max_jobs: int = 50,
-) -> SweepPlan:
-    """Expand, count and validate a sweep (the product of ``vary``, first key
-    outermost); raise :class:`PayloadError` (nothing sent) listing every problem."""
-    from ..catalog import endpoint as catalog_endpoint
-
-    spec = catalog_endpoint(endpoint)
-    if not isinstance(base_payload, Mapping):
-        raise PayloadError("base_payload must be a dict of fields", endpoint=endpoint)
-    if not isinstance(vary, Mapping) or not vary:
-        raise PayloadError(
-            "vary must be a non-empty dict: field name -> list of values", endpoint=endpoint
-        )
-    problems = [
-        {"loc": ("vary", key), "msg": "give a non-empty list of values to try"}
-        for key, values in vary.items()
-        if isinstance(values, (str, bytes, Mapping))
-        or not isinstance(values, Iterable)
-        or not list(values)
-    ]
-    if problems:
-        raise PayloadError(problems, endpoint=endpoint)
-    axes = [(key, Axis(key, tuple(values))) for key, values in vary.items()]
-    tasks = refuse_above(
-        endpoint,
-        axes,
-        max_jobs,
-        "this sweep makes {n} tasks",
-        "vary fewer values or raise max_jobs",
-        limit_name="max_jobs=",
-    )
-    cells = expand_cells(endpoint, spec, base_payload, axes)
-    billed = [c.billed for c in cells]
-    if sum(billed) > max_jobs:
-        raise PayloadError(
-            f"this sweep makes {tasks} tasks billed as {sum(billed)} generations (outputs "
-            "per task, n sent or the service's default, times imgM prompt permutations and "
-            f"--repeat); the limit is max_jobs={max_jobs}: vary fewer values, send n=1 or "
-            "raise max_jobs",
-            endpoint=endpoint,
-        )
-    payloads = [c.payload for c in cells]
-    return SweepPlan(
-        endpoint, payloads, [c.values for c in cells], billed, billing_values(spec, payloads)
-    )

@@ -11,10 +11,10 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from .._client import default_client  # the one "which client, when none is given"
+from ..jobs.batch import valid_concurrency
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
 from .plan import AXES, GridPlan, PlannedCell
@@ -22,13 +22,13 @@ from .store import GridRecord, GridStore, store_for
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
+    from ..protocol.prepared import PreparedRequest
 
 __all__ = [
     "CONCURRENCY",
     "GridCell",
     "GridRun",
     "default_client",
-    "grids",
     "list_grids",
     "new_grid_id",
 ]
@@ -41,15 +41,6 @@ def new_grid_id() -> str:
     return time.strftime("g-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(2)
 
 
-def send(client: ClientLike, endpoint: str, cell: PlannedCell) -> JobLike:
-    """The one place a grid cell leaves: the request prepared (validated once) when
-    the grid was planned, else prepared now for the cell's own endpoint."""
-    prepared = cell.prepared
-    if prepared is None:
-        prepared = client.prepare(cell.endpoint or endpoint, cell.payload)
-    return client.send(prepared)
-
-
 class GridCell:
     """One cell: axis values (as displayed), payload, job, rating and note."""
 
@@ -60,7 +51,8 @@ class GridCell:
         self.payload = planned.payload
         self.job: JobLike | None = None
         self.request_id: str | None = None
-        self.error: str | None = None  # a create that failed
+        self.error: str | None = None  # a create that failed, as text (stored)
+        self.exception: Exception | None = None  # ... and as raised (this session only)
         self.rating = 0
         self.note: str | None = None
 
@@ -138,9 +130,11 @@ class GridRun:
         *,
         grid_id: str | None = None,
         store: GridStore | None = None,
+        concurrency: int = CONCURRENCY,
     ) -> None:
         self.plan = plan
         self.client = client
+        self.concurrency = valid_concurrency(concurrency)
         self.id = grid_id or new_grid_id()
         self.store = store if store is not None else store_for(client)
         self.cells = [GridCell(self, c) for c in plan.cells]
@@ -215,23 +209,35 @@ class GridRun:
         return self
 
     def _send_all(self) -> None:
+        """Every cell through the client's one batch sender, ``concurrency`` at a time;
+        each cell is prepared once (at planning when the grid was planned with the client)."""
         try:
-            with ThreadPoolExecutor(
-                max_workers=CONCURRENCY, thread_name_prefix="genwidgets-grid"
-            ) as pool:
-                list(pool.map(self._send_one, self.cells))
+            ready: list[tuple[GridCell, PreparedRequest]] = []
+            for cell in self.cells:
+                prepared = cell.planned.prepared
+                try:
+                    if prepared is None:
+                        prepared = self.client.prepare(cell.endpoint, cell.payload)
+                except Exception as exc:  # one bad cell must not stop the grid
+                    self._sent_one(cell, exc)
+                else:
+                    ready.append((cell, prepared))
+            self.client.send_many(
+                [prepared for _, prepared in ready],
+                concurrency=self.concurrency,
+                on_sent=lambda i, outcome: self._sent_one(ready[i][0], outcome),
+            )
         finally:
             self._sent.set()
             self.changed()
 
-    def _send_one(self, cell: GridCell) -> None:
-        try:
-            job = send(self.client, self.endpoint, cell.planned)
-        except Exception as exc:  # one failed create must not stop the grid
-            cell.error = f"not created: {type(exc).__name__}: {exc}"
+    def _sent_one(self, cell: GridCell, outcome: JobLike | Exception) -> None:
+        if isinstance(outcome, Exception):
+            cell.exception = outcome
+            cell.error = f"not created: {type(outcome).__name__}: {outcome}"
             self.store.set_request(self.id, cell.index, None, cell.error)
         else:
-            self._attach(cell, job)
+            self._attach(cell, outcome)
             self.store.set_request(self.id, cell.index, cell.request_id)
         self.changed()
 
@@ -412,12 +418,6 @@ class GridRun:
 def list_grids(client: ClientLike) -> list[GridRecord]:
     """The grids stored for this client's gateway, newest first."""
     return store_for(client).grids(client.gateway_name)
-
-
-def grids(client: ClientLike | None = None) -> list[GridRecord]:
-    """``gw.grids()``: past grids of the client's gateway (default: the latest
-    client), newest first, from the ledger's file."""
-    return list_grids(client if client is not None else default_client())
 
 
 def status_of(cell: GridCell) -> str:

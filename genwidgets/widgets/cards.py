@@ -378,6 +378,7 @@ def grid_entry_html(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
             break
     best = f" · best {rated[0].stars}/5" if rated else ""
     shape = " × ".join(dims)
+    noun = "sweep" if (axes.get("x") or {}).get("kind") == "combination" else "grid"
     load = f"gw.load_grid({record.id!r})"
     return (
         '<div class="gw-card gw-grid-entry" style="border:1px solid #e5e7eb;border-left:4px '
@@ -385,7 +386,7 @@ def grid_entry_html(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
         'min-width:0;box-sizing:border-box;contain:inline-size">'
         '<div class="gw-thumb" style="height:120px;display:flex;align-items:center;'
         f'justify-content:center;background:#f9fafb">{thumb}</div>'
-        + cut_html(f"<b>{esc(record.endpoint)}</b> · grid", record.endpoint, cls="gw-endpoint")
+        + cut_html(f"<b>{esc(record.endpoint)}</b> · {noun}", record.endpoint, cls="gw-endpoint")
         + cut_html(esc(shape), shape)
         + f"<div>{record.sent} of {len(record.cells)} sent · {record.rated} rated{esc(best)}</div>"
         + cut_html(

@@ -12,15 +12,16 @@ import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anywidget
 import ipywidgets
 import traitlets
 
 from ..lab.code import curl_code
+from ..lab.cost import needs_confirmation, not_sent_line
 from ..lab.plan import AXES, GridPlan, plan_grid, short
-from ..lab.run import GridCell, GridRun, default_client
+from ..lab.run import GridCell, GridRun, default_client, list_grids
 from ..protocol.records import Output
 from .durable import REPUBLISH, in_kernel, keeps_live_views, widget_bundle
 from .form import python_code
@@ -29,7 +30,11 @@ from .render import source_of
 from .task import job_look
 from .ticker import MIN_INTERVAL, TICKER, Throttle, guarded
 
-__all__ = ["Grid", "grid", "load_grid"]
+if TYPE_CHECKING:
+    from .._protocols import ClientLike
+    from ..lab.store import GridRecord
+
+__all__ = ["Grid", "grid", "grids", "load_grid"]
 
 STATIC = Path(__file__).with_name("static")
 SWAPS = (("x", "y"), ("y", "z"), ("x", "z"))
@@ -423,22 +428,23 @@ def grid(
     cell's axis values and the field), over 400 cells, or above
     ``confirm_above`` billed generations until ``grid.submit()``.
     """
-    if isinstance(confirm_above, bool) or not isinstance(confirm_above, int) or confirm_above < 0:
-        raise ValueError(f"confirm_above must be a whole number 0 or more, not {confirm_above!r}")
+    needs_confirmation(0, confirm_above)  # a bad value is refused before planning
     chosen = client if client is not None else default_client()
     plan = plan_grid(endpoint, payload, x, y, z, prepare=chosen.prepare, per_endpoint=per_endpoint)
     run = GridRun(plan, chosen)
-    needs_confirmation = plan.billed_total > confirm_above
-    view = Grid(run, needs_confirmation=needs_confirmation)
-    if needs_confirmation:
-        if not in_kernel():
-            print(
-                f"{plan.summary()} - above confirm_above={confirm_above}: nothing sent; "
-                "call .submit() on the returned grid"
-            )
-    else:
+    waits = needs_confirmation(plan.billed_total, confirm_above)
+    view = Grid(run, needs_confirmation=waits)
+    if not waits:
         view.submit(wait=True)
+    elif not in_kernel():
+        print(not_sent_line(plan.summary(), confirm_above, "call .submit() on the returned grid"))
     return view
+
+
+def grids(client: ClientLike | None = None) -> list[GridRecord]:
+    """``gw.grids()``: the grids (and sweeps) kept for the client's gateway, newest
+    first, from the ledger's file; ``load_grid(record.id)`` re-opens one."""
+    return list_grids(client if client is not None else default_client())
 
 
 def load_grid(grid_id: str, client: Any = None) -> Grid:

@@ -1,34 +1,31 @@
 """``gw.sweep``: every combination of some varied fields, sent as a flat list of cards.
 
-Planning (expansion, counting, billing, validation) is the grid's
-(:func:`genwidgets.lab.plan.plan_sweep`); this module sends and shows. Billed counts,
-confirmation, the returned :class:`Sweep` and concurrency: docs/decisions.md#sweep.
+Planning is :func:`genwidgets.lab.sweep.plan_sweep`; sending and keeping are a
+one-axis grid's (:class:`~genwidgets.lab.run.GridRun`); this module shows. Billed
+counts, confirmation, the returned :class:`Sweep` and concurrency: docs/decisions.md#sweep.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
-from ..lab.plan import SweepPlan, plan_sweep, short
-from ..lab.run import default_client
+from ..jobs.batch import valid_concurrency
+from ..lab.cost import needs_confirmation, not_sent_line
+from ..lab.run import GridRun, default_client
+from ..lab.sweep import SweepPlan, combination_label, plan_sweep
 from ._style import COLOURS, SIMULATED_BADGE, esc
 from .board import GRID_LAYOUT
 from .cards import JobCard
 from .durable import in_kernel
 
 if TYPE_CHECKING:
-    from ..jobs.job import Job
+    from .._protocols import ClientLike, JobLike
 
 __all__ = ["Sweep", "SweepCell", "SweepView", "sweep"]
-
-
-def _label(values: Mapping[str, Any]) -> str:
-    return " · ".join(f"{k}={short(v, 40)}" for k, v in values.items())
 
 
 class SweepCell(ipywidgets.VBox):
@@ -43,7 +40,7 @@ class SweepCell(ipywidgets.VBox):
         self.card: JobCard | None = None
         super().__init__([self.body], layout=ipywidgets.Layout(border="1px solid #e5e7eb"))
 
-    def attach(self, job: Job) -> None:
+    def attach(self, job: JobLike) -> None:
         self.card = JobCard(job, label=self.label, outputs=True)
         self.children = [self.card]
 
@@ -76,7 +73,7 @@ class SweepView(ipywidgets.VBox):
             if needs_confirmation
             else ""
         )
-        self.cells = [SweepCell(_label(values)) for values in plan.labels]
+        self.cells = [SweepCell(combination_label(values)) for values in plan.labels]
         self.grid = ipywidgets.GridBox(self.cells, layout=ipywidgets.Layout(**GRID_LAYOUT))
         super().__init__(
             [
@@ -88,13 +85,16 @@ class SweepView(ipywidgets.VBox):
         self.add_class("gw-sweep")
 
 
-class Sweep(list["Job"]):
-    """The Jobs of a sweep, in combination order (see the module docstring)."""
+class Sweep(list["JobLike"]):
+    """The Jobs of a sweep, in combination order (see the module docstring).
+
+    Sent, kept and re-opened as a one-axis grid (:meth:`SweepPlan.as_grid`): its
+    :class:`GridRun` is ``.run`` and ``gw.load_grid(sweep.id)`` shows it again."""
 
     def __init__(
         self,
         plan: SweepPlan,
-        client: Any,
+        client: ClientLike,
         *,
         concurrency: int,
         needs_confirmation: bool,
@@ -105,11 +105,12 @@ class Sweep(list["Job"]):
         self.payloads = plan.payloads
         self.labels = plan.labels
         self.client = client
-        self.concurrency = concurrency
+        self.run = GridRun(plan.as_grid(), client, concurrency=concurrency)
+        self.id = self.run.id
+        self.concurrency = self.run.concurrency
         self.errors: dict[int, BaseException] = {}
-        self.jobs_by_index: dict[int, Job] = {}
+        self.jobs_by_index: dict[int, JobLike] = {}
         self._lock = threading.Lock()
-        self._started = False
         self._submitted = threading.Event()
         self.widget = SweepView(
             plan,
@@ -117,6 +118,7 @@ class Sweep(list["Job"]):
             simulated=bool(client.embedded),
         )
         self.widget.submit_button.on_click(lambda _b: self.submit(wait=False))
+        self.run.listeners.append(self._on_change)
 
     @property
     def submitted(self) -> bool:
@@ -128,54 +130,43 @@ class Sweep(list["Job"]):
 
     def submit(self, *, wait: bool = True) -> Sweep:
         """Send the tasks (the button's action); a second call does nothing."""
-        with self._lock:
-            if self._started:
-                return self
-            self._started = True
+        if self.run.started:
+            return self
         button = self.widget.submit_button
         button.disabled = True
         button.description = "submitting"
-        if wait:
-            self._run()
-        else:
-            threading.Thread(target=self._run, name="genwidgets-sweep", daemon=True).start()
+        self._progress()
+        self.run.submit(wait=wait)
         return self
 
-    def _create(self, index: int) -> None:
-        cell = self.widget.cells[index]
-        try:
-            job = self.client.submit(self.endpoint, self.payloads[index])
-        except Exception as exc:  # one failed create must not hide the others
-            with self._lock:
-                self.errors[index] = exc
-            cell.fail(exc)
-        else:
-            with self._lock:
-                self.jobs_by_index[index] = job
-            cell.attach(job)
+    def _on_change(self) -> None:
+        """A cell was sent or a job moved: new cards and errors, then, once every
+        create has answered, the list itself."""
+        with self._lock:
+            if self._submitted.is_set():
+                return
+            fresh = [c for c in self.run.cells if c.index not in self.jobs_by_index]
+            for cell in fresh:
+                if cell.job is not None:
+                    self.jobs_by_index[cell.index] = cell.job
+                    self.widget.cells[cell.index].attach(cell.job)
+                elif cell.exception is not None and cell.index not in self.errors:
+                    self.errors[cell.index] = cell.exception
+                    self.widget.cells[cell.index].fail(cell.exception)
+            finished = self.run.sent
+            if finished:
+                self.extend(self.jobs_by_index[i] for i in sorted(self.jobs_by_index))
+                self.widget.submit_button.description = "submitted"
         self._progress()
+        if finished:
+            self._submitted.set()
 
     def _progress(self) -> None:
-        with self._lock:
-            done, failed = len(self.jobs_by_index), len(self.errors)
-        total = self.plan.tasks
-        text = f"created {done} of {total}"
+        done, failed = len(self.jobs_by_index), len(self.errors)
+        text = f"created {done} of {self.plan.tasks}"
         if failed:
             text += f", {failed} failed"
         self.widget.progress_html.value = f"<span>{esc(text)}</span>"
-
-    def _run(self) -> None:
-        try:
-            self._progress()
-            with ThreadPoolExecutor(
-                max_workers=self.concurrency, thread_name_prefix="genwidgets-sweep"
-            ) as pool:
-                list(pool.map(self._create, range(self.plan.tasks)))
-            with self._lock:
-                self.extend(self.jobs_by_index[i] for i in sorted(self.jobs_by_index))
-            self.widget.submit_button.description = "submitted"
-        finally:
-            self._submitted.set()
 
     def __repr__(self) -> str:
         state = f"{len(self)} submitted" if self.submitted else "not sent"
@@ -192,7 +183,7 @@ def sweep(
     base_payload: Mapping[str, Any],
     vary: Mapping[str, Sequence[Any]],
     *,
-    client: Any = None,
+    client: ClientLike | None = None,
     max_jobs: int = 50,
     concurrency: int = 4,
     confirm_above: int = 10,
@@ -200,30 +191,28 @@ def sweep(
 ) -> Sweep:
     """Submit every combination of ``vary`` over ``base_payload``; see the module
     docstring for counting, confirmation and the return value."""
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be a positive integer, not {concurrency!r}")
-    if not isinstance(max_jobs, int) or max_jobs < 1:
-        raise ValueError(f"max_jobs must be a positive integer, not {max_jobs!r}")
-    plan = plan_sweep(endpoint, base_payload, vary, max_jobs=max_jobs)
-    needs_confirmation = plan.billed_total > confirm_above and not confirm
-    result = Sweep(
-        plan,
-        client if client is not None else default_client(),
-        concurrency=concurrency,
-        needs_confirmation=needs_confirmation,
-    )
+    valid_concurrency(concurrency)
+    if isinstance(max_jobs, bool) or not isinstance(max_jobs, int) or max_jobs < 1:
+        raise ValueError(f"max_jobs must be a whole number 1 or more, not {max_jobs!r}")
+    needs_confirmation(0, confirm_above)  # a bad value is refused before planning
+    chosen = client if client is not None else default_client()
+    plan = plan_sweep(endpoint, base_payload, vary, max_jobs=max_jobs, prepare=chosen.prepare)
+    waits = needs_confirmation(plan.billed_total, confirm_above) and not confirm
+    result = Sweep(plan, chosen, concurrency=concurrency, needs_confirmation=waits)
     if in_kernel():
         from IPython import display as ipd
 
         ipd.display(result.widget)
-    else:
-        line = plan.summary()
-        if needs_confirmation:
-            line += (
-                f" - above confirm_above={confirm_above}: nothing sent; "
-                "call .submit() on the returned sweep or pass confirm=True"
+    elif waits:
+        print(
+            not_sent_line(
+                plan.summary(),
+                confirm_above,
+                "call .submit() on the returned sweep or pass confirm=True",
             )
-        print(line)
-    if not needs_confirmation:
+        )
+    else:
+        print(plan.summary())
+    if not waits:
         result.submit(wait=True)
     return result

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from widgets.taskfakes import send_in_turn
 
 import genwidgets as gw
 from genwidgets.lab.store import GridStore
@@ -251,6 +252,9 @@ class ForecastClient:
     def send(self, prepared: Any) -> ForecastJob:
         self.sent.append(prepared)
         return ForecastJob(len(self.sent))
+
+    def send_many(self, requests: Any, *, concurrency: int = 4, on_sent: Any = None) -> list[Any]:
+        return send_in_turn(self.send, requests, on_sent)
 
 
 def test_the_expected_finish_of_running_cells_is_shown() -> None:

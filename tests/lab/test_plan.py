@@ -7,7 +7,8 @@ import pytest
 
 from genwidgets.errors import PayloadError
 from genwidgets.imgm.prompt import Prompt
-from genwidgets.lab.plan import MAX_CELLS, plan_grid, plan_sweep
+from genwidgets.lab.plan import MAX_CELLS, plan_grid
+from genwidgets.lab.sweep import plan_sweep
 
 T2I = "genW2.5-t2i-preview"
 IMGM = "imgM-v8.1-t2i"

@@ -10,16 +10,50 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from genwidgets.catalog import validate as catalog_validate
 from genwidgets.protocol.records import Result, Status
 
 _ids = itertools.count(1)
 
 
+@dataclass(frozen=True)
+class FakePrepared:
+    """What ``FakeClient.prepare`` returns: the request, unchecked."""
+
+    endpoint: str
+    payload: dict[str, Any]
+    validate: bool = True
+
+
+def send_in_turn(
+    send: Callable[[Any], Any],
+    requests: Sequence[Any],
+    on_sent: Callable[[int, Any], object] | None,
+) -> list[Any]:
+    """``send_many`` of the fakes: each request in order on this thread, a failure
+    returned in its place (the real bound is tested in tests/jobs/test_batch.py)."""
+    outcomes: list[Any] = []
+    for index, prepared in enumerate(requests):
+        try:
+            outcome = send(prepared)
+        except Exception as exc:
+            outcome = exc
+        outcomes.append(outcome)
+        if on_sent is not None:
+            on_sent(index, outcome)
+    return outcomes
+
+
 class FakeClient:
-    """``embedded``, ``jobs`` (newest first) and a ``submit`` that records concurrency."""
+    """The client contract with nothing behind it: ``jobs`` (newest first), ``prepare``,
+    ``send``/``submit``/``send_many`` that record what they were given."""
+
+    ledger = None
+    gateway_name = "fake"
 
     def __init__(
         self,
@@ -34,8 +68,7 @@ class FakeClient:
         self.create_delay = create_delay
         self.fail_on = fail_on
         self.submitted: list[tuple[str, dict[str, Any], bool]] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
+        self.concurrency_asked: list[int] = []
         self._lock = threading.Lock()
 
     @property
@@ -46,23 +79,37 @@ class FakeClient:
         self._jobs.append(job)
         return job
 
+    def prepare(
+        self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
+    ) -> FakePrepared:
+        """Validated through the catalog, as the real client's ``prepare``."""
+        if validate:
+            catalog_validate(endpoint, payload)
+        return FakePrepared(endpoint, dict(payload), validate)
+
+    def send(self, prepared: FakePrepared, *, headers: Any = None) -> FakeJob:
+        time.sleep(self.create_delay)
+        error = self.fail_on(prepared.payload) if self.fail_on else None
+        if error is not None:
+            raise error
+        with self._lock:
+            self.submitted.append((prepared.endpoint, prepared.payload, prepared.validate))
+        return self.adopt(FakeJob(prepared.endpoint, payload=prepared.payload, client=self))
+
     def submit(
         self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
     ) -> FakeJob:
-        with self._lock:
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            time.sleep(self.create_delay)
-            error = self.fail_on(payload) if self.fail_on else None
-            if error is not None:
-                raise error
-            with self._lock:
-                self.submitted.append((endpoint, dict(payload), validate))
-            return self.adopt(FakeJob(endpoint, payload=dict(payload), client=self))
-        finally:
-            with self._lock:
-                self.in_flight -= 1
+        return self.send(self.prepare(endpoint, payload, validate=validate))
+
+    def send_many(
+        self,
+        requests: Sequence[FakePrepared],
+        *,
+        concurrency: int = 4,
+        on_sent: Callable[[int, Any], object] | None = None,
+    ) -> list[Any]:
+        self.concurrency_asked.append(concurrency)
+        return send_in_turn(self.send, requests, on_sent)
 
 
 class FakeJob:

@@ -17,7 +17,8 @@ from widgets.taskfakes import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_fo
 from genwidgets.catalog import BILLED, PROMPT_STRING, Endpoint, register, unregister
 from genwidgets.errors import PayloadError, ServerError
 from genwidgets.jobs.ledger import Ledger
-from genwidgets.lab.plan import differing_params, plan_sweep
+from genwidgets.lab.plan import differing_params
+from genwidgets.lab.sweep import plan_sweep
 from genwidgets.widgets import board as board_module
 from genwidgets.widgets._style import COLOURS
 from genwidgets.widgets.board import ALL, Board
@@ -359,14 +360,26 @@ def test_sweep_needs_lists_of_values(catalog: None, vary: dict[str, Any]) -> Non
         plan_sweep("test-video", {"prompt": "k"}, vary)
 
 
-def test_sweep_keeps_at_most_concurrency_creates_in_flight(catalog: None) -> None:
-    client = FakeClient(create_delay=0.05)
+def test_sweep_sends_through_the_clients_one_batch_sender(catalog: None) -> None:
+    """The bound itself is the batch sender's (tests/jobs/test_batch.py)."""
+    client = FakeClient()
     jobs = sweep(
         "test-video", {"prompt": "k"}, vary={"seed": list(range(9))}, client=client, concurrency=3
     )
-    assert len(jobs) == 9
-    assert client.max_in_flight <= 3
-    assert client.max_in_flight >= 2  # and it does run them side by side
+    assert len(jobs) == 9 and client.concurrency_asked == [3]
+    assert jobs.run.concurrency == 3 and jobs.id == jobs.run.id
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "4"])
+def test_sweep_refuses_a_concurrency_that_is_not_a_positive_whole_number(
+    catalog: None, bad: Any
+) -> None:
+    client = FakeClient()
+    with pytest.raises(ValueError, match="concurrency must be a whole number 1 or more"):
+        sweep("test-video", {"prompt": "k"}, vary={"seed": [1]}, client=client, concurrency=bad)
+    with pytest.raises(ValueError, match="confirm_above must be a whole number"):
+        sweep("test-video", {"prompt": "k"}, vary={"seed": [1]}, client=client, confirm_above=-1)
+    assert client.submitted == []
 
 
 def test_a_failed_create_shows_in_its_cell_and_the_others_go_on(catalog: None) -> None:
@@ -483,23 +496,28 @@ def test_real_sweep_board_and_history_against_the_simulator(
             card = cell.card
             assert card is not None
             assert wait_for(lambda card=card: "<img" in card.value)
+        # A sweep is kept as a one-axis grid: one entry on the board, re-opened by id.
         view = Board(client)
-        assert len(view.grid.children) == 2
-        html = " ".join(c.value for c in view.grid.children)
-        assert ">prompt</span> = a boat" in html
-        assert f'src="{sim.base_url}/files/' in html
+        (entry,) = view.grid.children
+        assert "· sweep" in entry.value and f"gw.load_grid(&#x27;{jobs.id}&#x27;)" in entry.value
+        assert "prompt (2)" in entry.value and "2 of 2 sent" in entry.value
+        assert f'src="{sim.base_url}/files/' in entry.value
         view.close()
     finally:
         client.close()
-    # A later session on the same ledger sees those jobs through client.history().
+    # A later session on the same ledger sees those jobs and re-opens the sweep.
     later = gw.Client(base_url=sim.base_url, api_key="sim-demo-key", download=False)
     try:
         assert later.jobs == [] or all(j.done() for j in later.jobs)
         view = Board(later)
         ids = {str(c.job.request_id) for c in view.cards.values()}
         assert ids == {str(j.request_id) for j in jobs}
-        assert all("done" in c.value for c in view.grid.children)
         view.close()
+        again = gw.load_grid(jobs.id, client=later)
+        assert [c.request_id for c in again.cells] == [str(j.request_id) for j in jobs]
+        assert [c.x for c in again.cells] == ["prompt=a {red, blue} kite", "prompt=a boat"]
+        assert all(c.done and not c.failed for c in again.cells)
+        again.close()
     finally:
         later.close()
 

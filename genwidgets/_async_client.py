@@ -1,0 +1,155 @@
+"""``AsyncClient``: the same client for ``async`` code, built on :class:`Client`.
+
+It calls only the client's public methods, on its own worker threads, never on the
+caller's loop, and hands out :class:`AsyncJob` views of the client's jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from . import _config
+from ._client import Client
+from .jobs.job import AsyncJob, Job
+from .protocol.prepared import PreparedRequest
+from .protocol.records import Result
+
+__all__ = ["AsyncClient"]
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """The same client for ``async`` code: Client's methods as coroutines, jobs as
+    :class:`AsyncJob`, ``aclose()`` and ``async with``. Blocking calls run on its own
+    ``max_in_flight`` worker threads, never on the caller's loop
+    (docs/decisions.md#asyncclient-holds-a-client-asyncjob-holds-a-job)."""
+
+    def __init__(
+        self, base_url: str | None = None, api_key: str | _config.Secret | None = None, **kw: Any
+    ) -> None:
+        api_key = _config.Secret.wrap(api_key)
+        self._client = Client(base_url, api_key, **kw)
+        self._wrapped: dict[tuple[str, str], AsyncJob] = {}
+        # As many waiting threads as requests the client lets fly at once.
+        workers = max(1, int(kw.get("max_in_flight", 16)))
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="genwidgets-async")
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        """``fn(*args, **kw)`` on this client's worker threads."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
+
+    def __repr__(self) -> str:
+        return "<Async" + repr(self._client)[1:]
+
+    @property
+    def sync(self) -> Client:
+        """The blocking :class:`Client` underneath (for widgets: ``gw.grid(client=...)``)."""
+        return self._client
+
+    embedded = property(lambda self: self._client.embedded)
+    base_url = property(lambda self: self._client.base_url)
+    gateway_name = property(lambda self: self._client.gateway_name)
+    ledger = property(lambda self: self._client.ledger)
+    closed = property(lambda self: self._client.closed)
+    request_counts = property(lambda self: self._client.request_counts)
+
+    @property
+    def jobs(self) -> list[AsyncJob]:
+        """Jobs of this client in this session, newest first."""
+        return [self._wrap(job) for job in self._client.jobs]
+
+    def _wrap(self, job: Job) -> AsyncJob:
+        key = (job.endpoint, job.request_id)
+        found = self._wrapped.get(key)
+        if found is None or found.sync is not job:
+            found = self._wrapped[key] = AsyncJob(job, executor=self._pool)
+        return found
+
+    def prepare(
+        self, endpoint: str, payload: Mapping[str, Any], *, validate: bool = True
+    ) -> PreparedRequest:
+        """As :meth:`Client.prepare`: no I/O, so a plain method (as httpx's ``build_request``)."""
+        return self._client.prepare(endpoint, payload, validate=validate)
+
+    async def send(
+        self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
+    ) -> AsyncJob:
+        """As :meth:`Client.send`."""
+        job = await self._call(self._client.send, prepared, headers=headers)
+        return self._wrap(job)
+
+    async def send_many(
+        self,
+        requests: Sequence[PreparedRequest],
+        *,
+        concurrency: int = 4,
+        on_sent: Callable[[int, AsyncJob | Exception], object] | None = None,
+    ) -> list[AsyncJob | Exception]:
+        """As :meth:`Client.send_many`; ``on_sent`` runs on one of this client's worker
+        threads (not the caller's loop), as each answer arrives."""
+
+        def wrapped(outcome: Job | Exception) -> AsyncJob | Exception:
+            return self._wrap(outcome) if isinstance(outcome, Job) else outcome
+
+        def tell(index: int, outcome: Job | Exception) -> object:
+            return None if on_sent is None else on_sent(index, wrapped(outcome))
+
+        outcomes = await self._call(
+            self._client.send_many, requests, concurrency=concurrency, on_sent=tell
+        )
+        return [wrapped(outcome) for outcome in outcomes]
+
+    async def submit(
+        self,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        *,
+        validate: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> AsyncJob:
+        """As :meth:`Client.submit`: ``await send(prepare(endpoint, payload))``."""
+        return await self.send(self.prepare(endpoint, payload, validate=validate), headers=headers)
+
+    async def job(self, endpoint: str, request_id: str) -> AsyncJob:
+        """As :meth:`Client.job`: re-attach to an existing task."""
+        return self._wrap(await self._call(self._client.job, endpoint, request_id))
+
+    async def history(
+        self,
+        endpoint: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[AsyncJob]:
+        """As :meth:`Client.history`."""
+        jobs = await self._call(self._client.history, endpoint, status, limit)
+        return [self._wrap(job) for job in jobs]
+
+    async def resume(self, **kw: Any) -> list[AsyncJob]:
+        """As :meth:`Client.resume` (same keywords)."""
+        jobs = await self._call(self._client.resume, **kw)
+        return [self._wrap(job) for job in jobs]
+
+    async def run(
+        self, endpoint: str, payload: Mapping[str, Any], timeout: float | None = None
+    ) -> Result:
+        """As :meth:`Client.run`: submit and await the result."""
+        job = await self.submit(endpoint, payload)
+        return await job.result(timeout)
+
+    async def aclose(self) -> None:
+        """As :meth:`Client.close`."""
+        # The pool stays: later calls must raise ClientClosed, not "no new futures"; its
+        # idle threads end when the client is collected.
+        await self._call(self._client.close)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

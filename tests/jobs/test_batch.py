@@ -1,0 +1,123 @@
+"""The one batch sender: a semaphore on the engine, outcomes in order, each heard
+on the caller's thread, an interrupt that says which items never started."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from widgets.taskfakes import wait_for
+
+from genwidgets.jobs.batch import run_each, valid_concurrency
+from genwidgets.jobs.engine import get_engine
+
+
+def wait_until(predicate: Callable[[], bool]) -> bool:
+    return wait_for(predicate, timeout=30.0)
+
+
+class Gate:
+    """Works that count themselves in flight and wait until the test opens the gate."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.peak = 0
+        self.started: set[int] = set()
+        self.opened = threading.Event()
+
+    def work(self, index: int, fail: bool = False) -> Callable[[], Awaitable[int]]:
+        async def run() -> int:
+            self.started.add(index)
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            try:
+                while not self.opened.is_set():
+                    await asyncio.sleep(0.005)
+                if fail:
+                    raise ValueError(f"item {index} failed")
+                return index * 10
+            finally:
+                self.in_flight -= 1
+
+        return run
+
+
+def test_at_most_concurrency_run_at_once_and_outcomes_keep_their_order() -> None:
+    gate = Gate()
+    heard: list[tuple[int, Any, int]] = []
+    caller = threading.get_ident()
+    result: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: result.extend(
+            run_each(
+                get_engine(),
+                [gate.work(i, fail=(i == 3)) for i in range(7)],
+                concurrency=2,
+                on_each=lambda i, o: heard.append((i, o, threading.get_ident())),
+            )
+        )
+    )
+    worker.start()
+    assert wait_until(lambda: gate.in_flight == 2)  # two started; the others wait their turn
+    assert gate.started <= {0, 1, 2, 3, 4, 5, 6} and len(gate.started) == 2
+    gate.opened.set()
+    worker.join(timeout=60)
+    assert not worker.is_alive()
+    assert gate.peak == 2
+    assert result[:3] == [0, 10, 20] and result[4:] == [40, 50, 60]
+    assert isinstance(result[3], ValueError) and "item 3 failed" in str(result[3])
+    assert sorted(i for i, _, _ in heard) == list(range(7))  # each heard once
+    assert {t for _, _, t in heard} == {worker.ident}  # on the thread that called
+    assert caller != worker.ident
+
+
+def test_an_exception_from_on_each_cancels_the_rest_and_names_what_never_started() -> None:
+    gate = Gate()
+    never: list[int] = []
+
+    def stop(index: int, outcome: Any) -> None:
+        raise RuntimeError(f"stop after {index}")
+
+    works = [gate.work(0)] + [gate.work(i) for i in range(1, 5)]
+    gate.opened.set()  # item 0 ends at once; later ones would too, but the stop comes first
+
+    async def forever() -> int:
+        gate.started.add(1)
+        await asyncio.Event().wait()
+        return 0
+
+    works[1] = forever  # item 1 never ends by itself: what follows waits behind it
+    with pytest.raises(RuntimeError, match="stop after"):
+        run_each(get_engine(), works, concurrency=1, on_each=stop, never_started=never.append)
+    # Every item either started or is reported as never started, never both.
+    assert wait_until(lambda: gate.started | set(never) == {0, 1, 2, 3, 4})
+    assert not (gate.started & set(never))
+
+
+def test_nothing_to_send_is_an_empty_list() -> None:
+    assert run_each(get_engine(), [], concurrency=3) == []
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, None, "3"])
+def test_a_concurrency_that_is_not_a_positive_whole_number_is_refused(bad: Any) -> None:
+    with pytest.raises(ValueError, match=r"concurrency must be a whole number 1 or more, not"):
+        valid_concurrency(bad)
+    with pytest.raises(ValueError, match="concurrency"):
+        run_each(get_engine(), [Gate().work(0)], concurrency=bad)
+
+
+def test_a_batch_from_the_engine_thread_is_refused_with_a_reason() -> None:
+    engine = get_engine()
+
+    async def inside() -> str:
+        try:
+            run_each(engine, [Gate().work(0)], concurrency=1)
+        except RuntimeError as exc:
+            return str(exc)
+        return "no error"
+
+    message = engine.run(inside(), timeout=30)
+    assert "engine thread" in message and "job callback" in message

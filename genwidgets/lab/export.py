@@ -7,13 +7,14 @@ never part of a grid) and open offline: docs/decisions.md#grid-export.
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._config import redact
+from .._html import esc, json_script
+from .._palette import PALETTE
 from ..protocol.records import Output
 from .plan import short
 
@@ -29,16 +30,6 @@ TILE = 192
 HEADER = 150  # room for row labels, left
 LABEL_ROW = 28  # column label height
 AUDIO_EMBED_BYTES = 2 * 1024 * 1024
-COLOURS = {
-    "background": "#ffffff",
-    "text": "#111827",
-    "muted": "#6b7280",
-    "tile": "#f3f4f6",
-    "failed": "#fee2e2",
-    "failed_text": "#b91c1c",
-    "star": "#f59e0b",
-    "star_off": "#d1d5db",
-}
 
 
 def _description_json(run: GridRun) -> str:
@@ -160,11 +151,11 @@ def save_png(run: GridRun, path: str | Path) -> Path:
     table_h += MARGIN_H if "x" in scores else 0
     width = HEADER + len(xs) * (TILE + 8) + 8 + (MARGIN_W if "y" in scores else 0)
     height = legend_h + len(tables) * (table_h + (22 if z_axis else 0))
-    sheet = Image.new("RGB", (width, height), COLOURS["background"])
+    sheet = Image.new("RGB", (width, height), PALETTE["paper"])
     draw = ImageDraw.Draw(sheet)
     for i, line in enumerate(legend):
         draw.text(
-            (8, 6 + 18 * i), line, fill=COLOURS["text"] if i == 0 else COLOURS["muted"], font=font
+            (8, 6 + 18 * i), line, fill=PALETTE["ink"] if i == 0 else PALETTE["muted"], font=font
         )
     top = legend_h
     for z_value, rows in tables:
@@ -172,20 +163,20 @@ def save_png(run: GridRun, path: str | Path) -> Path:
             draw.text(
                 (8, top + 2),
                 f"{z_axis.label} = {short(z_value, 60)}",
-                fill=COLOURS["text"],
+                fill=PALETTE["ink"],
                 font=font,
             )
             top += 22
         for c, x_value in enumerate(xs):
             text = short(x_value, 26) if run.axis("x") else ""
-            draw.text((HEADER + c * (TILE + 8), top + 6), text, fill=COLOURS["text"], font=font)
+            draw.text((HEADER + c * (TILE + 8), top + 6), text, fill=PALETTE["ink"], font=font)
         for r, (y_value, row) in enumerate(zip(ys, rows, strict=True)):
             y0 = top + LABEL_ROW + r * (TILE + 24)
             if run.axis("y"):
                 draw.multiline_text(
                     (8, y0 + TILE // 2 - 8),
                     _wrap(short(y_value, 60), 18),
-                    fill=COLOURS["text"],
+                    fill=PALETTE["ink"],
                     font=font,
                 )
             for c, cell in enumerate(row):
@@ -196,7 +187,7 @@ def save_png(run: GridRun, path: str | Path) -> Path:
                 draw.multiline_text(
                     (HEADER + len(xs) * (TILE + 8) + 4, y0 + TILE // 2 - 8),
                     score_text(scores["y"][r]).replace(" · ", "\n", 1),
-                    fill=COLOURS["text"],
+                    fill=PALETTE["ink"],
                     font=font,
                 )
         if "x" in scores:
@@ -205,7 +196,7 @@ def save_png(run: GridRun, path: str | Path) -> Path:
                 draw.text(
                     (HEADER + c * (TILE + 8), y0 + 2),
                     score_text(score),
-                    fill=COLOURS["text"],
+                    fill=PALETTE["ink"],
                     font=font,
                 )
         top += table_h
@@ -229,7 +220,7 @@ def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: in
     result = cell.job.last_result if cell.job is not None else None
     failed = cell.error is not None or (result is not None and not result.ok)
     draw.rectangle(
-        (x0, y0, x0 + TILE - 1, y0 + TILE - 1), fill=COLOURS["failed" if failed else "tile"]
+        (x0, y0, x0 + TILE - 1, y0 + TILE - 1), fill=PALETTE["failed_bg" if failed else "tile"]
     )
     output = _first_visual(cell)
     picture = _poster(output) if output is not None else None
@@ -239,20 +230,22 @@ def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: in
     else:
         if failed:
             message = cell.error or (str(result.error) if result is not None else "failed")
-            text, colour = _wrap("failed: " + short(message, 90), 26), COLOURS["failed_text"]
+            text, colour = _wrap("failed: " + short(message, 90), 26), PALETTE["failed_ink"]
         else:
             text = output.kind if output is not None else status_of(cell)
-            colour = COLOURS["muted"]
+            colour = PALETTE["muted"]
         draw.multiline_text((x0 + 8, y0 + 8), text, fill=colour, font=font)
     if len(cell.outputs) > 1:
         badge = str(len(cell.outputs))
-        draw.rounded_rectangle((x0 + TILE - 26, y0 + 4, x0 + TILE - 4, y0 + 20), 7, fill="#111827")
-        draw.text((x0 + TILE - 19, y0 + 5), badge, fill="#ffffff", font=font)
+        draw.rounded_rectangle(
+            (x0 + TILE - 26, y0 + 4, x0 + TILE - 4, y0 + 20), 7, fill=PALETTE["ink"]
+        )
+        draw.text((x0 + TILE - 19, y0 + 5), badge, fill=PALETTE["paper"], font=font)
     for s in range(5):
-        colour = COLOURS["star"] if s < cell.rating else COLOURS["star_off"]
+        colour = PALETTE["star" if s < cell.rating else "star_off"]
         draw.polygon(_star_points(x0 + 9 + s * 18, y0 + TILE + 11, 8), fill=colour)
     if cell.note:
-        draw.text((x0 + 100, y0 + TILE + 4), short(cell.note, 14), fill=COLOURS["muted"], font=font)
+        draw.text((x0 + 100, y0 + TILE + 4), short(cell.note, 14), fill=PALETTE["muted"], font=font)
 
 
 def read_png_description(path: str | Path) -> dict[str, Any]:
@@ -273,27 +266,25 @@ _STAR = (
     '<svg width="14" height="14" viewBox="0 0 24 24" aria-hidden="true"><path fill="{fill}" '
     'd="M12 2l2.9 6.9 7.1.6-5.4 4.7 1.7 7-6.3-3.9-6.3 3.9 1.7-7L2 9.5l7.1-.6z"/></svg>'
 )
-_PAGE_STYLE = """
-body{font-family:system-ui,sans-serif;margin:16px;color:#111827}
-table{border-collapse:collapse;margin-bottom:16px}
-th{font-weight:600;padding:4px 8px;text-align:left;vertical-align:middle;max-width:220px}
-td{border:1px solid #e5e7eb;padding:4px;vertical-align:top;width:220px}
-td img{max-width:210px;max-height:210px;display:block}
-.failed{background:#fee2e2;color:#b91c1c}
-.muted{color:#6b7280;font-size:0.85em}
-.stars{display:flex;gap:1px;margin-top:4px}
-code{font-size:0.8em}
-.rid{display:block;white-space:nowrap;overflow-x:auto;max-width:220px}
-.score{background:#f9fafb;white-space:nowrap;font-size:0.85em;width:auto}
-"""
+#: The page's style sheet, rule by rule, in the palette's colours.
+_PAGE_RULES: dict[str, str] = {
+    "body": f"font-family:system-ui,sans-serif;margin:16px;color:{PALETTE['ink']}",
+    "table": "border-collapse:collapse;margin-bottom:16px",
+    "th": "font-weight:600;padding:4px 8px;text-align:left;vertical-align:middle;max-width:220px",
+    "td": f"border:1px solid {PALETTE['border']};padding:4px;vertical-align:top;width:220px",
+    "td img": "max-width:210px;max-height:210px;display:block",
+    ".failed": f"background:{PALETTE['failed_bg']};color:{PALETTE['failed_ink']}",
+    ".muted": f"color:{PALETTE['muted']};font-size:0.85em",
+    ".stars": "display:flex;gap:1px;margin-top:4px",
+    "code": "font-size:0.8em",
+    ".rid": "display:block;white-space:nowrap;overflow-x:auto;max-width:220px",
+    ".score": f"background:{PALETTE['surface']};white-space:nowrap;font-size:0.85em;width:auto",
+}
+_PAGE_STYLE = "\n" + "".join(f"{rule}{{{body}}}\n" for rule, body in _PAGE_RULES.items())
 
 
 def _data_url(mime: str, data: bytes) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-
-
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _media_html(cell: GridCell, media_dir: Path) -> str:
@@ -304,15 +295,15 @@ def _media_html(cell: GridCell, media_dir: Path) -> str:
             data = output.read()
         except Exception as exc:  # an expired URL: say so, link nothing
             parts.append(
-                f'<div class="muted">{_esc(output.kind)} unavailable '
-                f"({_esc(type(exc).__name__)})</div>"
+                f'<div class="muted">{esc(output.kind)} unavailable '
+                f"({esc(type(exc).__name__)})</div>"
             )
             continue
         if output.kind == "image":
-            parts.append(f'<img alt="" src="{_esc(_data_url(mime, data))}">')
+            parts.append(f'<img alt="" src="{esc(_data_url(mime, data))}">')
         elif output.kind == "audio" and len(data) <= AUDIO_EMBED_BYTES:
             parts.append(
-                f'<audio controls preload="none" src="{_esc(_data_url(mime, data))}"></audio>'
+                f'<audio controls preload="none" src="{esc(_data_url(mime, data))}"></audio>'
             )
         elif output.kind in ("video", "audio"):
             local = output.path
@@ -326,14 +317,12 @@ def _media_html(cell: GridCell, media_dir: Path) -> str:
                 poster.save(buffer, format="PNG")
                 parts.append(
                     '<img alt="poster frame" '
-                    f'src="{_esc(_data_url("image/png", buffer.getvalue()))}">'
+                    f'src="{esc(_data_url("image/png", buffer.getvalue()))}">'
                 )
-            parts.append(
-                f'<div class="muted">{_esc(output.kind)}: <code>{_esc(local)}</code></div>'
-            )
+            parts.append(f'<div class="muted">{esc(output.kind)}: <code>{esc(local)}</code></div>')
         else:
             parts.append(
-                f'<pre class="muted">{_esc(short(data.decode("utf-8", "replace"), 400))}</pre>'
+                f'<pre class="muted">{esc(short(data.decode("utf-8", "replace"), 400))}</pre>'
             )
     return "".join(parts)
 
@@ -347,14 +336,14 @@ def _cell_html(cell: GridCell | None, media_dir: Path) -> str:
     failed = cell.error is not None or (result is not None and not result.ok)
     body = _media_html(cell, media_dir)
     if failed:
-        body += f"<div>failed: {_esc(cell.error or (result.error if result else ''))}</div>"
+        body += f"<div>failed: {esc(cell.error or (result.error if result else ''))}</div>"
     elif not body:
-        body = f'<div class="muted">{_esc(status_of(cell))}</div>'
+        body = f'<div class="muted">{esc(status_of(cell))}</div>'
     stars = "".join(
-        _STAR.format(fill="#f59e0b" if s < cell.rating else "#d1d5db") for s in range(5)
+        _STAR.format(fill=PALETTE["star" if s < cell.rating else "star_off"]) for s in range(5)
     )
-    note = f"<div>{_esc(cell.note)}</div>" if cell.note else ""
-    rid = f'<code class="rid">{_esc(cell.request_id)}</code>' if cell.request_id else ""
+    note = f"<div>{esc(cell.note)}</div>" if cell.note else ""
+    rid = f'<code class="rid">{esc(cell.request_id)}</code>' if cell.request_id else ""
     return (
         f'<td class="{"failed" if failed else ""}" data-index="{cell.index}">{body}'
         f'<div class="stars" title="{cell.rating} of 5">{stars}</div>{note}{rid}</td>'
@@ -372,7 +361,7 @@ def save_html(run: GridRun, path: str | Path) -> Path:
     score_head = '<th class="muted">score</th>' if "y" in scores else ""
     score_row = (
         '<tr><th class="muted">score</th>'
-        + "".join(f'<td class="score">{_esc(score_text(s))}</td>' for s in scores["x"])
+        + "".join(f'<td class="score">{esc(score_text(s))}</td>' for s in scores["x"])
         + ("<td></td>" if "y" in scores else "")
         + "</tr>"
         if "x" in scores
@@ -380,22 +369,22 @@ def save_html(run: GridRun, path: str | Path) -> Path:
     )
     sections: list[str] = []
     for z_value, rows in _tables(run):
-        head = f"<h3>{_esc(z_axis.label)} = {_esc(short(z_value, 80))}</h3>" if z_axis else ""
-        columns = "".join(f"<th>{_esc(short(v, 60)) if run.axis('x') else ''}</th>" for v in xs)
+        head = f"<h3>{esc(z_axis.label)} = {esc(short(z_value, 80))}</h3>" if z_axis else ""
+        columns = "".join(f"<th>{esc(short(v, 60)) if run.axis('x') else ''}</th>" for v in xs)
         body = "".join(
-            f"<tr><th>{_esc(short(y, 80)) if run.axis('y') else ''}</th>"
+            f"<tr><th>{esc(short(y, 80)) if run.axis('y') else ''}</th>"
             + "".join(_cell_html(cell, media_dir) for cell in row)
-            + (f'<td class="score">{_esc(score_text(scores["y"][r]))}</td>' if score_head else "")
+            + (f'<td class="score">{esc(score_text(scores["y"][r]))}</td>' if score_head else "")
             + "</tr>"
             for r, (y, row) in enumerate(zip(ys, rows, strict=True))
         )
         sections.append(f"<table><tr><th></th>{columns}{score_head}</tr>{body}{score_row}</table>")
         sections[-1] = head + sections[-1]
-    legend = "".join(f"<div>{_esc(line)}</div>" for line in _legend(run))
-    description = _description_json(run).replace("</", "<\\/")
+    legend = "".join(f"<div>{esc(line)}</div>" for line in _legend(run))
+    description = json_script(_description_json(run))
     page = (
         '<!doctype html><html><head><meta charset="utf-8">'
-        f"<title>{_esc(run.endpoint)} grid {_esc(run.id)}</title>"
+        f"<title>{esc(run.endpoint)} grid {esc(run.id)}</title>"
         f"<style>{_PAGE_STYLE}</style></head><body>"
         f'<header class="legend">{legend}</header>{"".join(sections)}'
         f'<script type="application/json" id="genwidgets-grid">{description}</script>'

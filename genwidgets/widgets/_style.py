@@ -1,55 +1,63 @@
-"""The one style module: the look and the safety rules of every widget.
+"""The widgets' look: text styles, badges, shared layouts, the status look and formatters.
 
-Colours come from :data:`PALETTE`, text styles, badges and shared layouts from here, so
-a colour changes in one place. Everything that reaches HTML goes through :func:`esc`,
-every URL through :func:`safe_url`, every content type through :func:`safe_mime`: one
-module makes "hostile outputs are harmless" checkable. Status words and their colours:
-docs/decisions.md#status-look.
+Colours come from the base layer's palette (``genwidgets/_palette.py``) and HTML
+safety from ``genwidgets/_html.py``; both are re-exported here, so widgets import
+their look from one module and the lab's exports use the same rules. Status words
+and their colours: docs/decisions.md#status-look.
 """
 
 from __future__ import annotations
 
 import functools
-import html
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from .._html import SAFE_DATA_MIME, UrlKind, esc, safe_mime, safe_url, url_kind
+from .._palette import COLOURS, PALETTE, Category
 from ..protocol.records import FAILURE_STATUSES, Result, Status, is_terminal
 
 if TYPE_CHECKING:
     import ipywidgets
 
-Category = Literal["queued", "running", "done", "failed", "cancelled"]
-
-#: Every colour a widget uses, by role.
-PALETTE: dict[str, str] = {
-    "muted": "#6b7280",  # grey: help text, queued
-    "info": "#2563eb",  # blue: running
-    "ok": "#15803d",  # green: done, checks passed
-    "error": "#dc2626",  # red: failed, errors, the required star
-    "warn": "#b45309",  # amber: warnings
-    "badge_fg": "#92400e",  # amber badges ("simulated", billed "$")
-    "badge_bg": "#fef3c7",
-    "border": "#e5e7eb",
-    "track": "#e5e7eb",  # the empty part of a progress bar
-}
-
-COLOURS: dict[str, str] = {
-    "queued": PALETTE["muted"],
-    "running": PALETTE["info"],
-    "done": PALETTE["ok"],
-    "failed": PALETTE["error"],
-    "cancelled": PALETTE["muted"],
-}
+__all__ = [  # the look, and what it re-exports from the base layer
+    "BILLED_BADGE",
+    "COLOURS",
+    "CUT_STYLE",
+    "ERROR_STYLE",
+    "HELP_STYLE",
+    "KIND_ICONS",
+    "MUTED_STYLE",
+    "OK_STYLE",
+    "PALETTE",
+    "SAFE_DATA_MIME",
+    "SIMULATED_BADGE",
+    "WARN_STYLE",
+    "Category",
+    "StatusLook",
+    "UrlKind",
+    "cut_html",
+    "error_html",
+    "esc",
+    "format_elapsed",
+    "layout",
+    "look_of",
+    "progress_bar_html",
+    "safe_mime",
+    "safe_url",
+    "short",
+    "status_badge",
+    "table_html",
+    "url_kind",
+]
 
 #: Inline styles of the text kinds forms and fields write.
 HELP_STYLE = f"color:{PALETTE['muted']};font-size:0.85em"
 ERROR_STYLE = f"color:{PALETTE['error']}"
 WARN_STYLE = f"color:{PALETTE['warn']}"
 OK_STYLE = f"color:{PALETTE['ok']}"
+MUTED_STYLE = f"color:{PALETTE['muted']}"
 _BADGE_STYLE = (
     f"background:{PALETTE['badge_bg']};color:{PALETTE['badge_fg']};border-radius:4px;"
     "padding:0 6px;font-size:0.85em"
@@ -68,99 +76,6 @@ KIND_ICONS: dict[str, str] = {
     "text": "📄",
     "binary": "📦",
 }
-
-
-def esc(value: Any) -> str:
-    """HTML-escape anything (quotes included), so it is safe in text and attributes."""
-    return html.escape(value if isinstance(value, str) else str(value), quote=True)
-
-
-# --- content types ----------------------------------------------------------
-
-_MIME = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$")
-
-
-def safe_mime(content_type: str | None) -> str | None:
-    """The bare MIME type (lowercase, no parameters) if it is a well-formed token
-    pair, else ``None``: quotes, markup or spaces in a content type make it
-    untrustworthy, and such an output is shown as escaped text only."""
-    if not content_type:
-        return None
-    bare = content_type.split(";", 1)[0].strip().lower()
-    return bare if _MIME.match(bare) else None
-
-
-#: Media types a browser may receive as ``data:`` URLs or Blobs (no SVG, no HTML:
-#: both can carry script when opened as a document).
-SAFE_DATA_MIME: frozenset[str] = frozenset(
-    {
-        "image/png",
-        "image/jpeg",
-        "image/gif",
-        "image/webp",
-        "image/bmp",
-        "image/avif",
-        "video/mp4",
-        "video/webm",
-        "video/ogg",
-        "video/quicktime",
-        "audio/mpeg",
-        "audio/mp3",
-        "audio/wav",
-        "audio/x-wav",
-        "audio/wave",
-        "audio/ogg",
-        "audio/webm",
-        "audio/aac",
-        "audio/flac",
-        "audio/mp4",
-        "audio/x-m4a",
-        "application/octet-stream",
-        "application/json",
-        "text/plain",
-        "text/csv",
-    }
-)
-
-# --- URLs ---------------------------------------------------------------------
-
-_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
-# Browsers drop tabs/newlines inside URLs ("java\tscript:"), so any control
-# character or whitespace makes a URL untrustworthy; quotes and angle brackets
-# are never needed in the URLs a gateway returns.
-_FORBIDDEN_IN_URL = re.compile(r"[\x00-\x20\x7f\"'<>`\\]")
-_DATA_HEAD = re.compile(r"^data:([a-z0-9.+/-]+)(;[a-z0-9=._+-]+)*,", re.IGNORECASE)
-
-UrlKind = Literal["http", "data", "relative"]
-
-
-def url_kind(url: str | None) -> UrlKind | None:
-    """Classify a URL as ``http`` (http/https with a host), ``data`` (a data URL
-    of a :data:`SAFE_DATA_MIME` type) or ``relative`` (no scheme); ``None`` for
-    anything else, which must not be used: ``javascript:``, ``vbscript:``,
-    ``file:``, a data URL of HTML/SVG, or a URL with quotes, markup or spaces."""
-    if not url or not isinstance(url, str) or len(url) > 200_000_000:
-        return None
-    if _FORBIDDEN_IN_URL.search(url):
-        return None
-    match = _SCHEME.match(url)
-    if match is None:
-        return "relative"
-    scheme = match.group(1).lower()
-    if scheme in {"http", "https"}:
-        rest = url[match.end() :]
-        return "http" if rest.startswith("//") and len(rest) > 2 else None
-    if scheme == "data":
-        head = _DATA_HEAD.match(url)
-        if head and head.group(1).lower() in SAFE_DATA_MIME:
-            return "data"
-    return None
-
-
-def safe_url(url: str | None) -> str | None:
-    """``url`` if :func:`url_kind` accepts it, else ``None`` (the caller then shows
-    escaped text instead of a link)."""
-    return url if url_kind(url) is not None else None
 
 
 # --- status -------------------------------------------------------------------

@@ -23,7 +23,7 @@ import ipywidgets
 from ..lab.plan import differing_params
 from ..lab.run import default_client
 from ..lab.store import store_for
-from ._style import SIMULATED_BADGE
+from ._style import MUTED_STYLE, SIMULATED_BADGE
 from .cards import (
     CARD_LAYOUT,
     CardData,
@@ -68,7 +68,6 @@ GRID_LAYOUT = {
 }
 #: Cards on one page of the board; the rest are behind its page buttons.
 PAGE_SIZE = 24
-
 
 
 def process_started() -> float | None:
@@ -354,7 +353,7 @@ class Board(ipywidgets.VBox):
             self.earlier.description = f"earlier sessions ({earlier})"
             self.earlier.disabled = earlier == 0 and not self.earlier.value
             self.count_html.value = (
-                f'<span style="color:#6b7280">{len(live) + len(past)} of {total} jobs'
+                f'<span style="{MUTED_STYLE}">{len(live) + len(past)} of {total} jobs'
                 f"{f', {len(grids)} grids' if grids else ''}</span>"
             )
 

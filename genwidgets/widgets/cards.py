@@ -20,6 +20,8 @@ from ..lab.plan import differing_params
 from ..lab.store import GridRecord
 from ..protocol.records import Output, Result, Status, is_terminal
 from ._style import (
+    MUTED_STYLE,
+    PALETTE,
     SIMULATED_BADGE,
     StatusLook,
     cut_html,
@@ -83,7 +85,7 @@ def kind_icon(kind: str | None, size: int = 40) -> str:
     path = _ICON_PATHS.get(name, _ICON_PATHS["binary"])
     return (
         f'<svg class="gw-icon gw-icon-{esc(name)}" width="{size}" height="{size}" '
-        'viewBox="0 0 24 24" fill="none" stroke="#6b7280" stroke-width="1.5" '
+        f'viewBox="0 0 24 24" fill="none" stroke="{PALETTE["muted"]}" stroke-width="1.5" '
         'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true">'
         f'<path d="{path}"/></svg>'
     )
@@ -184,7 +186,7 @@ def card_html(
     else:
         media = (
             '<div class="gw-thumb" style="height:120px;display:flex;align-items:center;'
-            f'justify-content:center;background:#f9fafb">'
+            f'justify-content:center;background:{PALETTE["surface"]}">'
             f"{_thumbnail(data.outputs, _endpoint_kind(data.endpoint))}</div>"
         )
     payload = data.payload or {}
@@ -192,7 +194,7 @@ def card_html(
     params = [k for k in params if k in payload or (fields is not None and k in fields)]
     rows = "".join(
         cut_html(
-            f'<span style="color:#6b7280">{esc(key)}</span> = '
+            f'<span style="{MUTED_STYLE}">{esc(key)}</span> = '
             + (esc(short(payload[key], 60)) if key in payload else "<i>unset</i>"),
             f"{key} = {short(payload[key], TOOLTIP_CHARS) if key in payload else 'unset'}",
             cls="gw-param",
@@ -203,7 +205,7 @@ def card_html(
     elapsed = format_elapsed(data.elapsed)
     badge = " " + SIMULATED_BADGE if data.simulated else ""
     return (
-        f'<div class="gw-card" style="border:1px solid #e5e7eb;border-left:4px solid '
+        f'<div class="gw-card" style="border:1px solid {PALETTE["border"]};border-left:4px solid '
         f"{look.colour};border-radius:6px;padding:6px;font-size:0.9em;overflow:hidden;"
         f'min-width:0;box-sizing:border-box;contain:inline-size">'
         f"{head}{media}"
@@ -214,7 +216,7 @@ def card_html(
             esc(data.request_id),
             data.request_id,
             cls="gw-request-id",
-            style="user-select:all;font-size:0.8em;color:#6b7280;font-family:monospace",
+            style=f"user-select:all;font-size:0.8em;{MUTED_STYLE};font-family:monospace",
         )
         + "</div>"
     )
@@ -381,18 +383,19 @@ def grid_entry_html(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
     noun = "sweep" if (axes.get("x") or {}).get("kind") == "combination" else "grid"
     load = f"gw.load_grid({record.id!r})"
     return (
-        '<div class="gw-card gw-grid-entry" style="border:1px solid #e5e7eb;border-left:4px '
-        "solid #6366f1;border-radius:6px;padding:6px;font-size:0.9em;overflow:hidden;"
+        f'<div class="gw-card gw-grid-entry" style="border:1px solid {PALETTE["border"]};'
+        f"border-left:4px solid {PALETTE['accent']};border-radius:6px;padding:6px;"
+        "font-size:0.9em;overflow:hidden;"
         'min-width:0;box-sizing:border-box;contain:inline-size">'
         '<div class="gw-thumb" style="height:120px;display:flex;align-items:center;'
-        f'justify-content:center;background:#f9fafb">{thumb}</div>'
+        f'justify-content:center;background:{PALETTE["surface"]}">{thumb}</div>'
         + cut_html(f"<b>{esc(record.endpoint)}</b> · {noun}", record.endpoint, cls="gw-endpoint")
         + cut_html(esc(shape), shape)
         + f"<div>{record.sent} of {len(record.cells)} sent · {record.rated} rated{esc(best)}</div>"
         + cut_html(
             esc(load),
             load,
-            style="user-select:all;font-size:0.8em;color:#6b7280;font-family:monospace",
+            style=f"user-select:all;font-size:0.8em;{MUTED_STYLE};font-family:monospace",
         )
         + "</div>"
     )

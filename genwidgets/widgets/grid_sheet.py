@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..lab.plan import short
 from ..lab.run import GridCell, status_of
-from ._style import COLOURS, SIMULATED_BADGE, esc
+from ._style import COLOURS, PALETTE, SIMULATED_BADGE, esc
 from .render import to_html
 
 if TYPE_CHECKING:
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["contact_sheet"]
 
 _TABLE = "border-collapse:collapse;margin:4px 0"
-_CELL = "border:1px solid #e5e7eb;padding:6px;vertical-align:top;max-width:280px"
-_HEAD = "padding:4px 6px;color:#374151;font-weight:600;text-align:left"
+_CELL = f"border:1px solid {PALETTE['border']};padding:6px;vertical-align:top;max-width:280px"
+_HEAD = f"padding:4px 6px;color:{PALETTE['heading']};font-weight:600;text-align:left"
 _STATUS = {"done": COLOURS["done"], "failed": COLOURS["failed"]}
 
 
@@ -32,8 +32,8 @@ def _stars(cell: GridCell) -> str:
     lit = "★" * cell.rating
     return (
         f'<span class="gw-stars" title="{cell.rating} of 5">'
-        f'<span style="color:#f59e0b">{lit}</span>'
-        f'<span style="color:#d1d5db">{"★" * (5 - cell.rating)}</span></span>'
+        f'<span style="color:{PALETTE["star"]}">{lit}</span>'
+        f'<span style="color:{PALETTE["star_off"]}">{"★" * (5 - cell.rating)}</span></span>'
     )
 
 

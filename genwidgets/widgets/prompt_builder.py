@@ -10,7 +10,6 @@ errors: docs/decisions.md#prompt-builder.
 from __future__ import annotations
 
 import functools
-import html
 from collections.abc import Callable
 from typing import Any
 
@@ -19,12 +18,13 @@ import traitlets
 
 from ..errors import PayloadError
 from ..imgm import CONFIRM_ABOVE, MAX_PROMPTS, PARAMETERS, Prompt, format_value, say_count
+from ._style import PALETTE, esc
 
 __all__ = ["PromptBuilder"]
 
-_ERROR_COLOR = "#c62828"
-_WARNING_COLOR = "#b26a00"
-_NOTE_COLOR = "#666"
+_ERROR_COLOR = PALETTE["error"]
+_WARNING_COLOR = PALETTE["warn"]
+_NOTE_COLOR = PALETTE["muted"]
 _SPEEDS = ("relax", "fast", "turbo")
 _RATIOS = ("1:1", "16:9", "9:16", "4:3", "3:4", "3:2", "2:3", "21:9")
 
@@ -249,7 +249,7 @@ def _make_control(key: str) -> _Control:
 
 def _html_lines(messages: list[str], color: str, mark: str) -> str:
     return "".join(
-        f'<div style="color:{color}">{mark} {html.escape(message)}</div>' for message in messages
+        f'<div style="color:{color}">{mark} {esc(message)}</div>' for message in messages
     )
 
 
@@ -370,7 +370,7 @@ def _belongs(loc: tuple[Any, ...], control: _Control) -> bool:
 
 def _billing_html(prompt: Prompt) -> str:
     """The billed-jobs line; above CONFIRM_ABOVE prompts, a large banner with the count."""
-    line = f"<b>{html.escape(_billing(prompt))}</b>"
+    line = f"<b>{esc(_billing(prompt))}</b>"
     count = prompt.count()
     if count <= CONFIRM_ABOVE:
         return line

@@ -24,7 +24,9 @@ from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from ._style import (
     COLOURS,
+    HELP_STYLE,
     KIND_ICONS,
+    MUTED_STYLE,
     SAFE_DATA_MIME,
     esc,
     look_of,
@@ -193,10 +195,7 @@ def caption_text(output: Output) -> str:
 
 def _caption(output: Output) -> str:
     saved = f" · saved at {esc(output.path)}" if _local_size(output.path) is not None else ""
-    return (
-        '<div class="gw-caption" style="color:#6b7280;font-size:0.85em">'
-        f"{esc(caption_text(output))}{saved}</div>"
-    )
+    return f'<div class="gw-caption" style="{HELP_STYLE}">{esc(caption_text(output))}{saved}</div>'
 
 
 @functools.lru_cache(maxsize=256)
@@ -386,7 +385,7 @@ def result_html(obj: Renderable, *, embed: bool | None = None, fetch: bool = Fal
         if asset is not None:
             empty = table_html(asset)
         else:
-            empty = "" if banner else '<div style="color:#6b7280">no outputs</div>'
+            empty = "" if banner else f'<div style="{MUTED_STYLE}">no outputs</div>'
         return f'<div class="gw-result">{banner}{empty}</div>'
     cells = "".join(to_html(o, embed=embed, fetch=fetch) for o in outputs)
     return f'<div class="gw-result">{banner}<div style="{GRID_CSS}">{cells}</div></div>'

@@ -17,7 +17,7 @@ from ..jobs.batch import valid_concurrency
 from ..lab.cost import needs_confirmation, not_sent_line
 from ..lab.run import GridRun, default_client
 from ..lab.sweep import SweepPlan, combination_label, plan_sweep
-from ._style import COLOURS, SIMULATED_BADGE, esc
+from ._style import COLOURS, MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc
 from .board import GRID_LAYOUT
 from .cards import JobCard
 from .durable import in_kernel
@@ -35,10 +35,12 @@ class SweepCell(ipywidgets.VBox):
         self.label = label
         self.body = ipywidgets.HTML(
             f'<div class="gw-label" style="font-weight:600">{esc(label)}</div>'
-            '<div style="color:#6b7280">not sent</div>'
+            f'<div style="{MUTED_STYLE}">not sent</div>'
         )
         self.card: JobCard | None = None
-        super().__init__([self.body], layout=ipywidgets.Layout(border="1px solid #e5e7eb"))
+        super().__init__(
+            [self.body], layout=ipywidgets.Layout(border=f"1px solid {PALETTE['border']}")
+        )
 
     def attach(self, job: JobLike) -> None:
         self.card = JobCard(job, label=self.label, outputs=True)
@@ -69,7 +71,7 @@ class SweepView(ipywidgets.VBox):
             disabled=not needs_confirmation,
         )
         self.progress_html = ipywidgets.HTML(
-            '<span style="color:#6b7280">waiting for confirmation: nothing sent yet</span>'
+            f'<span style="{MUTED_STYLE}">waiting for confirmation: nothing sent yet</span>'
             if needs_confirmation
             else ""
         )

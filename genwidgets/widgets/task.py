@@ -24,6 +24,7 @@ from .._protocols import JobLike
 from ..protocol.records import Result, log_line
 from ._style import (
     COLOURS,
+    MUTED_STYLE,
     SIMULATED_BADGE,
     StatusLook,
     error_html,
@@ -318,7 +319,7 @@ def final_bundle(job: JobLike) -> dict[str, str]:
     result = job.last_result
     text = plain_status(job)
     if result is None:
-        body = error_html(look) or '<div style="color:#6b7280">no result was received</div>'
+        body = error_html(look) or f'<div style="{MUTED_STYLE}">no result was received</div>'
         return {"text/html": header + body, "text/plain": text}
     bundle = to_mimebundle(result, fetch=False)
     return {
@@ -331,7 +332,7 @@ def placeholder_bundle(job: JobLike) -> dict[str, str]:
     """The fallback shown until the task ends (where the widget cannot be shown)."""
     text = f"outputs of {job.endpoint} {job.request_id} appear here when the task ends"
     return {
-        "text/html": f'<div class="gw-placeholder" style="color:#6b7280">{esc(text)}</div>',
+        "text/html": f'<div class="gw-placeholder" style="{MUTED_STYLE}">{esc(text)}</div>',
         "text/plain": text,
     }
 

@@ -4,6 +4,8 @@ frame with its local path, nothing that reaches for the network."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -31,18 +33,25 @@ def client(
 
 
 class Links(HTMLParser):
-    """Every URL-carrying attribute of a page."""
+    """Every URL-carrying attribute of a page, its tags, its text and its scripts' bodies."""
 
     def __init__(self) -> None:
         super().__init__()
         self.urls: list[tuple[str, str, str]] = []
         self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+        self.text: list[str] = []
+        self.scripts: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(tag)
+        self.attrs.extend(attrs)
         for name, value in attrs:
             if name in ("src", "href", "poster", "data", "action") and value is not None:
                 self.urls.append((tag, name, value))
+
+    def handle_data(self, data: str) -> None:
+        (self.scripts if self.tags and self.tags[-1] == "script" else self.text).append(data)
 
 
 def test_the_contact_sheet_carries_the_grid_as_json(client: gw.Client, tmp_path: Path) -> None:
@@ -139,3 +148,43 @@ def test_both_exports_carry_the_score_margins(client: gw.Client, tmp_path: Path)
         width, height = image.size
         margin = image.convert("L").crop((width - 110, 0, width, height))
         assert margin.getextrema()[0] < 128
+
+
+#: The colours of an exported page, as they were before the palette moved to the base layer.
+PAGE_COLOURS = {"#111827", "#e5e7eb", "#fee2e2", "#b91c1c", "#6b7280", "#f9fafb"}
+STAR_COLOURS = {"#f59e0b", "#d1d5db"}
+HOSTILE = "</td><script>alert(\"x\" & 'y')</script><!--"
+
+
+def test_the_page_shows_hostile_text_as_text_in_its_old_colours(
+    client: gw.Client, tmp_path: Path
+) -> None:
+    """A label, a note and a request id holding markup, quotes and ``&`` read back as
+    themselves; the only script is the description, which parses back whole."""
+    grid = gw.grid(
+        "genW2.5-t2i-preview",
+        {"prompt": "a fox", "n": 1},
+        x=("seed", [1]),
+        y=("prompt_sr", ["fox", HOSTILE]),
+        client=client,
+    )
+    grid.wait(timeout=60)
+    grid.rate(grid.cells[0], 3, HOSTILE)
+    grid.cells[1].request_id = HOSTILE  # as a hostile gateway could name a task
+    path = grid.save_html(tmp_path / "hostile.html")
+    page = path.read_text(encoding="utf-8")
+    assert HOSTILE not in page
+    parser = Links()
+    parser.feed(page)
+    parser.close()
+    assert parser.tags.count("script") == 1 and "td" in parser.tags
+    assert not [name for name, _ in parser.attrs if name.startswith("on")]
+    shown = [text for text in parser.text if HOSTILE in text]
+    assert len(shown) == 3, shown  # the row label, the note, the request id, each whole
+    described = json.loads("".join(parser.scripts))
+    assert described["cells"][0]["note"] == HOSTILE
+    assert described["cells"][1]["request_id"] == HOSTILE
+    assert described["axes"]["y"]["values"] == ["fox", HOSTILE]
+    style = page[page.index("<style>") : page.index("</style>")]
+    assert set(re.findall(r"#[0-9a-f]{6}", style)) == PAGE_COLOURS
+    assert set(re.findall(r'fill="(#[0-9a-f]{6})"', page)) == STAR_COLOURS

@@ -8,6 +8,7 @@ import ipywidgets as widgets
 import pytest
 
 from genwidgets.imgm import Prompt
+from genwidgets.widgets._style import PALETTE
 from genwidgets.widgets.prompt_builder import PromptBuilder
 
 
@@ -150,11 +151,12 @@ def test_errors_red_and_warnings_amber_inline_and_escaped() -> None:
     builder = build("cat --seed <b>x</b> --ar 3:1")
     messages = builder.messages.value
     assert "&lt;b&gt;x&lt;/b&gt;" in messages and "<b>x</b>" not in messages
-    assert "#c62828" in messages and "#b26a00" in messages
+    red, amber = PALETTE["error"], PALETTE["warn"]
+    assert red in messages and amber in messages
     seed_note = builder.controls["seed"].note.value
-    assert "0-4294967295" in seed_note and "#c62828" in seed_note
+    assert "0-4294967295" in seed_note and red in seed_note and amber not in seed_note
     ar_note = builder.controls["ar"].note.value
-    assert "experimental" in ar_note and "#b26a00" in ar_note
+    assert "experimental" in ar_note and amber in ar_note and red not in ar_note
     builder.text.value = "cat --seed 7"
     assert builder.messages.value == ""
     assert builder.controls["seed"].note.value == ""

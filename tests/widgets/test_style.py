@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from genwidgets import _html, _palette
 from genwidgets.protocol.records import Result, Status
+from genwidgets.widgets import _style
 from genwidgets.widgets._style import COLOURS, PALETTE, error_html, look_of, status_badge
 
 CANCELLED_RESULTS = [
@@ -39,3 +41,14 @@ def test_a_failure_stays_red_with_its_error_line() -> None:
     assert (look.word, look.category, look.cancelled) == ("failed", "failed", False)
     assert look.colour == PALETTE["error"]
     assert "out of memory" in error_html(look) and "(internal)" in error_html(look)
+
+
+def test_the_look_reexports_the_base_layers_safety_and_palette_not_copies() -> None:
+    """Widgets import from ``_style``; the lab imports from the base layer: both must
+    get the same objects, or a colour or an escape could drift between them."""
+    for name in ("esc", "safe_mime", "safe_url", "url_kind", "SAFE_DATA_MIME"):
+        assert getattr(_style, name) is getattr(_html, name), name
+    for name in ("PALETTE", "COLOURS"):
+        assert getattr(_style, name) is getattr(_palette, name), name
+    assert f"color:{PALETTE['muted']}" == _style.MUTED_STYLE
+    assert _style.HELP_STYLE.startswith(_style.MUTED_STYLE + ";")

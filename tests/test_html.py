@@ -1,0 +1,122 @@
+"""HTML safety (``genwidgets/_html.py``): what an HTML parser reads back from escaped
+text is the text itself, JSON in a script cannot end it, and URLs or content types
+that could carry script are refused."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+import pytest
+
+from genwidgets._html import SAFE_DATA_MIME, esc, json_script, safe_mime, safe_url, url_kind
+
+HOSTILE = "</td><script>alert(\"x\" & 'y')</script><!-- <img src=x onerror=alert(1)>"
+
+
+class Reader(HTMLParser):
+    """The start tags, their attributes, the text and the script bodies of a page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._in_script = tag == "script"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        (self.scripts if self._in_script else self.text).append(data)
+
+
+def read(page: str) -> Reader:
+    reader = Reader()
+    reader.feed(page)
+    reader.close()
+    return reader
+
+
+def test_escaped_text_reads_back_as_itself_in_text_and_in_attributes() -> None:
+    page = f"<div title=\"{esc(HOSTILE)}\" data-x='{esc(HOSTILE)}'>{esc(HOSTILE)}</div>"
+    reader = read(page)
+    assert reader.tags == [("div", {"title": HOSTILE, "data-x": HOSTILE})]
+    assert "".join(reader.text) == HOSTILE
+    assert reader.scripts == []
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (42, "42"),
+        (None, "None"),
+        ({"a": "<b>"}, "{&#x27;a&#x27;: &#x27;&lt;b&gt;&#x27;}"),
+        ("a & b", "a &amp; b"),
+        ('"quoted"', "&quot;quoted&quot;"),
+    ],
+)
+def test_esc_takes_anything_and_escapes_quotes_too(value: object, expected: str) -> None:
+    assert esc(value) == expected
+
+
+def test_json_in_a_script_reads_back_the_same_and_cannot_end_the_script() -> None:
+    data = {"note": HOSTILE, "request_id": "</SCRIPT >", "n": [1, 2.5, None]}
+    text = json_script(json.dumps(data, ensure_ascii=False))
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == data
+    reader = read(f'<script type="application/json" id="d">{text}</script><p>after</p>')
+    assert [tag for tag, _ in reader.tags] == ["script", "p"]
+    assert json.loads("".join(reader.scripts)) == data
+    assert reader.text == ["after"]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "expected"),
+    [
+        ("image/PNG; charset=binary", "image/png"),
+        ("application/vnd.api+json", "application/vnd.api+json"),
+        ('text/html"><script>', None),
+        ("image/png x", None),
+        ("no-slash", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_safe_mime_keeps_a_well_formed_type_only(
+    content_type: str | None, expected: str | None
+) -> None:
+    assert safe_mime(content_type) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("HTTPS://cdn.example/a.png?x=1&y=2", "http"),
+        ("data:image/webp;charset=x;base64,AAAA", "data"),
+        ("DATA:IMAGE/PNG;base64,AAAA", "data"),
+        ("./a.png", "relative"),
+        ("java\tscript:alert(1)", None),
+        ("vbscript:msgbox(1)", None),
+        ("file:///etc/passwd", None),
+        ("data:text/html,<script>alert(1)</script>", None),
+        ('https://a.example/"onmouseover="alert(1)', None),
+        ("https://a.example/<x>", None),
+        ("https://", None),
+    ],
+)
+def test_url_kind_refuses_what_could_carry_script(url: str, kind: str | None) -> None:
+    assert url_kind(url) == kind
+    assert safe_url(url) == (url if kind else None)
+
+
+def test_no_data_mime_is_a_document_type() -> None:
+    """SVG, HTML and XML open as documents that can run script: never a data URL."""
+    for mime in SAFE_DATA_MIME:
+        assert safe_mime(mime) == mime
+        assert "html" not in mime and "svg" not in mime and "xml" not in mime
+        assert url_kind(f"data:{mime};base64,AAAA") == "data"

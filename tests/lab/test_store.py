@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
-from reliability.harness import damage_root_page
+from reliability.harness import damage_root_page, wait_until
 
 import genwidgets as gw
 from genwidgets._protocols import ClientLike
@@ -163,42 +163,52 @@ RATER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from genwidgets.lab.store import GridStore
-    path, parity, go = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+    path, parity, tmp = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
     store = GridStore(path)
+    (tmp / f"ready-{parity}").touch()
     deadline = time.monotonic() + 60
-    while not go.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    while not (tmp / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
     store.save_grid("shared", gateway="sim", endpoint="e", description={},
-                    payloads=[{"seed": i} for i in range(60)])
-    for index in range(parity, 60, 2):
+                    payloads=[{"seed": i} for i in range(CELLS)])
+    for index in range(parity, CELLS, 2):
         store.rate("shared", index, 1 + parity, None)
         store.set_request("shared", index, f"req-{index}")
     store.close()
     """
 )
+CELLS = 200
 
 
 def test_two_processes_rate_one_grid_without_a_lock_error(tmp_path: Path) -> None:
-    path, go = tmp_path / "ledger.sqlite3", tmp_path / "go"
+    path = tmp_path / "ledger.sqlite3"
     Ledger(path).close()
+    script = RATER.replace("CELLS", str(CELLS))
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", RATER, str(path), str(parity), str(go)],
+            [sys.executable, "-c", script, str(path), str(parity), str(tmp_path)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for parity in (0, 1)
     ]
-    go.touch()  # both start writing at once
+    wait_until(
+        lambda: all(
+            (tmp_path / f"ready-{p}").exists() or procs[p].poll() is not None for p in (0, 1)
+        ),
+        60,
+        "both writers to open the file",
+    )
+    (tmp_path / "go").touch()  # both write at once
     for proc in procs:
         err = proc.communicate(timeout=90)[1]
         assert proc.returncode == 0 and "Error" not in err, err  # no "database is locked"
     store = GridStore(path)
     try:
-        assert store.ratings("shared") == {i: (1 + i % 2, None) for i in range(60)}
+        assert store.ratings("shared") == {i: (1 + i % 2, None) for i in range(CELLS)}
         assert [c.request_id for c in store.require("shared").cells] == [
-            f"req-{i}" for i in range(60)
+            f"req-{i}" for i in range(CELLS)
         ]
     finally:
         store.close()

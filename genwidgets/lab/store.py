@@ -1,17 +1,10 @@
 """The grid store: grids, their cells' request ids, ratings and notes, kept in
-the ledger's SQLite file beside the ``tasks`` table, so a grid outlives the kernel.
+tables beside the ledger's ``tasks`` so a grid outlives the kernel.
 
-Tables (created when missing; the ledger ignores tables it does not own):
-
-- ``grids``: one row per grid (id, gateway, endpoint, created_at, the JSON
-  description: base payload scrubbed as the ledger scrubs, axes, layout, seed);
-- ``grid_cells``: (grid_id, cell index) → payload, request_id, create error;
-- ``grid_ratings``: (grid_id, cell index) → stars 1-5, note, updated_at.
-
-Where the file is comes from one function, :func:`store_path`; a client whose
-ledger is off keeps its grids in memory for the session. Writes use
-``BEGIN IMMEDIATE`` and a busy timeout, like the ledger, so several kernels
-can share the file.
+Every read and write goes through the client's :class:`~genwidgets.jobs.ledger.Ledger`
+(``transaction()``, ``query()``), so its busy timeout, locking and errors are the
+ledger's; a client without a ledger keeps its grids in memory for the session.
+See docs/decisions.md#grid-store.
 """
 
 from __future__ import annotations
@@ -24,22 +17,33 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._config import redact
-from ..errors import EndpointNotFound, PayloadError
-from ..jobs.ledger import scrub_payload
+from ..errors import EndpointNotFound, LedgerError, PayloadError
+from ..jobs.ledger import Ledger, scrub_payload
 from .axes import Axis
 from .plan import AXES, GridPlan, PlannedCell
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
 
-__all__ = ["CellRecord", "GridRecord", "GridStore", "restore_plan", "store_for", "store_path"]
+__all__ = [
+    "CellRecord",
+    "GridRecord",
+    "GridStore",
+    "SessionTables",
+    "Tables",
+    "restore_plan",
+    "store_for",
+    "store_path",
+]
 
+#: grids (the JSON description: base payload scrubbed as the ledger scrubs, axes,
+#: layout, seed), their cells (payload, request id, create error), their ratings
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS grids (
     id TEXT PRIMARY KEY,
@@ -65,7 +69,50 @@ _SCHEMA = (
     PRIMARY KEY (grid_id, idx)
 )""",
 )
-BUSY_TIMEOUT = 30.0
+_RATE = (
+    "INSERT INTO grid_ratings (grid_id, idx, stars, note, updated_at) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (grid_id, idx) DO UPDATE SET stars = excluded.stars, note = excluded.note, "
+    "updated_at = excluded.updated_at"
+)
+_UNRATE = "DELETE FROM grid_ratings WHERE grid_id = ? AND idx = ?"
+Write = Callable[[sqlite3.Connection], object]
+
+
+class Tables(Protocol):
+    """Where the grid tables live: a :class:`~genwidgets.jobs.ledger.Ledger` (its file),
+    or :class:`SessionTables` for a client without one."""
+
+    @property
+    def path(self) -> Path | None: ...
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
+
+
+class SessionTables:
+    """The grid tables of a client without a ledger: an in-memory SQLite database
+    that lives as long as this process (nothing is written to disk)."""
+
+    path = None
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", check_same_thread=False)
+        self._lock = threading.RLock()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._conn:  # commits at the end, rolls back on an exception
+            yield self._conn
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+
+def _no_table(exc: Exception) -> bool:
+    """Whether an error says the grid tables are not in the file (yet)."""
+    return "no such table" in str(exc)
 
 
 def store_path(client: ClientLike) -> Path | None:
@@ -107,13 +154,21 @@ class GridRecord:
 
 
 class GridStore:
-    """Read and write grids in one SQLite file (thread-safe, one connection)."""
+    """Read and write grids in the tables of one ledger file (or of the session).
 
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
-        self._pid = 0
+    ``tables`` is the ledger to go through, a path (a :class:`Ledger` of that file is
+    opened, and closed by :meth:`close`), or None (memory). Thread-safe: the ledger is.
+    """
+
+    def __init__(self, tables: Tables | str | os.PathLike[str] | None = None) -> None:
+        self._owned: Ledger | None = None
+        if tables is None:
+            tables = SessionTables()
+        elif isinstance(tables, (str, os.PathLike)):
+            tables = self._owned = Ledger(tables)
+        self.tables: Tables = tables
+        self.path = tables.path
+        self._lock = threading.Lock()
         self._watchers: dict[str, list[Callable[[], object]]] = {}
 
     def watch(self, grid_id: str, callback: Callable[[], object]) -> None:
@@ -128,42 +183,33 @@ class GridStore:
             if callback in found:
                 found.remove(callback)
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is not None and self._pid == os.getpid():
-            return self._conn
-        target = str(self.path) if self.path is not None else ":memory:"
-        conn = sqlite3.connect(
-            target, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
-        )
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
-        conn.execute("BEGIN IMMEDIATE")
-        for statement in _SCHEMA:
-            conn.execute(statement)
-        conn.execute("COMMIT")
-        self._conn, self._pid = conn, os.getpid()
-        return conn
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
+    def _write(self, write: Write) -> None:
+        """Run ``write`` in one transaction of the tables. A file without the grid
+        tables (new, or started afresh after damage) gets them in the same transaction."""
+        try:
+            with self.tables.transaction() as conn:
+                write(conn)
+        except (LedgerError, sqlite3.OperationalError) as exc:
+            if not _no_table(exc):
                 raise
-            conn.execute("COMMIT")
+            with self.tables.transaction() as conn:
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                write(conn)
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._connection().execute(sql, params).fetchall()
+        """Rows of one query; none from a file that holds no grid yet (a read writes nothing)."""
+        try:
+            return self.tables.query(sql, params)
+        except (LedgerError, sqlite3.OperationalError) as exc:
+            if _no_table(exc):
+                return []
+            raise
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
-            self._conn = None
+        """Close the ledger this store opened (a client's ledger is the client's to close)."""
+        if self._owned is not None:
+            self._owned.close()
 
     # ------------------------------------------------------------------ writing
 
@@ -178,44 +224,41 @@ class GridStore:
     ) -> None:
         """Record a grid and its cells' payloads (once; later calls change nothing)."""
         text = redact(json.dumps(description, default=str))
-        with self._write() as conn:
+        cells = [
+            (grid_id, i, redact(json.dumps(scrub_payload(p), default=str)))
+            for i, p in enumerate(payloads)
+        ]
+
+        def write(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT OR IGNORE INTO grids (id, gateway, endpoint, created_at, description) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (grid_id, gateway, endpoint, time.time(), text),
             )
             conn.executemany(
-                "INSERT OR IGNORE INTO grid_cells (grid_id, idx, payload) VALUES (?, ?, ?)",
-                [
-                    (grid_id, i, redact(json.dumps(scrub_payload(p), default=str)))
-                    for i, p in enumerate(payloads)
-                ],
+                "INSERT OR IGNORE INTO grid_cells (grid_id, idx, payload) VALUES (?, ?, ?)", cells
             )
+
+        self._write(write)
 
     def set_request(
         self, grid_id: str, index: int, request_id: str | None, error: str | None = None
     ) -> None:
-        with self._write() as conn:
-            conn.execute(
+        self._write(
+            lambda conn: conn.execute(
                 "UPDATE grid_cells SET request_id = ?, error = ? WHERE grid_id = ? AND idx = ?",
                 (request_id, redact(error) if error else None, grid_id, index),
             )
+        )
 
     def rate(self, grid_id: str, index: int, stars: int, note: str | None) -> None:
         """Set (stars 1-5) or clear (stars 0) a cell's rating; tells the watchers."""
-        with self._write() as conn:
-            if stars == 0 and not note:
-                conn.execute(
-                    "DELETE FROM grid_ratings WHERE grid_id = ? AND idx = ?", (grid_id, index)
-                )
-            else:
-                conn.execute(
-                    "INSERT INTO grid_ratings (grid_id, idx, stars, note, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (grid_id, idx) DO UPDATE SET "
-                    "stars = excluded.stars, note = excluded.note, "
-                    "updated_at = excluded.updated_at",
-                    (grid_id, index, stars, note, time.time()),
-                )
+        params: tuple[Any, ...]
+        if stars == 0 and not note:
+            sql, params = _UNRATE, (grid_id, index)
+        else:
+            sql, params = _RATE, (grid_id, index, stars, note, time.time())
+        self._write(lambda conn: conn.execute(sql, params))
         with self._lock:
             watchers = list(self._watchers.get(grid_id, ()))
         for callback in watchers:
@@ -293,7 +336,7 @@ def store_for(client: ClientLike) -> GridStore:
     with _stores_lock:
         store = _stores.get(key)
         if store is None:
-            store = _stores[key] = GridStore(path)
+            store = _stores[key] = GridStore(client.ledger)
         return store
 
 

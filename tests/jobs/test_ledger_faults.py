@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from reliability.harness import wait_until
+from reliability.harness import damage_root_page, wait_until
 
 import genwidgets as gw
 from genwidgets._config import DEMO_KEY
@@ -157,17 +157,6 @@ def test_writes_made_while_locked_keep_their_order_and_tickets(
 # --------------------------------------------------------------------------- point 2
 
 
-def _damage_tasks_root_page(path: Path) -> None:
-    con = sqlite3.connect(path)
-    page_size = con.execute("PRAGMA page_size").fetchone()[0]
-    (root,) = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'tasks'").fetchone()
-    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    con.close()
-    with path.open("r+b") as f:
-        f.seek((root - 1) * page_size)
-        f.write(b"\xa5" * page_size)
-
-
 def test_a_damaged_page_is_found_at_open_moved_aside_and_recording_goes_on(
     tmp_path: Path,
 ) -> None:
@@ -175,7 +164,7 @@ def test_a_damaged_page_is_found_at_open_moved_aside_and_recording_goes_on(
     with Ledger(path) as led:
         row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
         led.record_handle(row, handle("before"))
-    _damage_tasks_root_page(path)
+    damage_root_page(path, "tasks")
     damaged = path.read_bytes()
     with pytest.warns(LedgerWarning, match="moved to") as caught:
         led = Ledger(path)
@@ -202,7 +191,7 @@ def test_a_page_damaged_while_open_is_found_by_the_first_failed_write(tmp_path: 
                 led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}), handle(name)
             )
         assert led.flush(30)
-        _damage_tasks_root_page(path)  # under the open ledger's feet
+        damage_root_page(path, "tasks")  # under the open ledger's feet
         with pytest.warns(LedgerWarning, match="is damaged .* moved to") as caught:
             row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
         led.record_handle(row, handle("after"))

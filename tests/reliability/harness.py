@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import sqlite3
 import threading
 import time
 from collections import Counter
@@ -514,6 +515,19 @@ def wait_until(condition: Any, timeout: float, what: str, step: float = 0.05) ->
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(step)
+
+
+def damage_root_page(path: Path, table: str) -> None:
+    """Overwrite the root page of ``table`` in the ledger file ``path`` with garbage
+    (after a checkpoint, so the page is in the file), as a failing disk might."""
+    con = sqlite3.connect(path)
+    page_size = con.execute("PRAGMA page_size").fetchone()[0]
+    (root,) = con.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    with path.open("r+b") as f:
+        f.seek((root - 1) * page_size)
+        f.write(b"\xa5" * page_size)
 
 
 # --------------------------------------------------------------------------- 3. kill

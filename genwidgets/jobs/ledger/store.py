@@ -9,6 +9,7 @@ file, the row and what is kept of a payload.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ from typing import Any
 
 from ..._config import home
 from ...errors import LedgerError
-from .file import FileKeeping
+from .file import FileKeeping, _damage, _quick_check
 from .lease import HOST, Owner, heartbeat, pid_alive, release
 from .rows import (
     COLUMN_NAMES,
@@ -204,7 +205,23 @@ class Ledger(FileKeeping, Recording):
                     raise
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
+                if _damage(exc):
+                    self._check_on_writer()
                 raise LedgerError(f"cannot write the ledger {self.path}: {exc}") from exc
+
+    def _check_on_writer(self) -> None:
+        """A transaction met a damaged file: the writer checks it and, damaged, moves it
+        aside and starts a fresh one, as after a failed write of its own (the warning
+        follows at once). On the writer's thread, so its connection never writes the old file."""
+
+        def check(conn: sqlite3.Connection) -> None:
+            problem = _quick_check(conn)
+            if problem:
+                raise sqlite3.DatabaseError(f"database disk image is malformed ({problem})")
+
+        with contextlib.suppress(Exception):  # what the check found is said by the warning
+            self._put(check).result(timeout=self.busy_timeout)
+        self._deliver()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -214,7 +231,8 @@ class Ledger(FileKeeping, Recording):
         Runs on the caller's thread (it waits for a lock held elsewhere, up to
         ``busy_timeout``), after the ledger's own queued writes. Commits when the
         block ends, rolls back on an exception; sqlite3 errors become
-        :class:`LedgerError`.
+        :class:`LedgerError` (a damaged file is then moved aside, as on a failed write
+        of the ledger's own).
         """
         self.flush()
         with self._write() as conn:

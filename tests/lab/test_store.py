@@ -1,0 +1,287 @@
+"""The grid store through the ledger: one file, the ledger's transactions and errors,
+ratings shared by two ledgers and two processes, a locked and a damaged file, and
+the session store of a client without a ledger."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+from reliability.harness import damage_root_page, wait_until
+
+import genwidgets as gw
+from genwidgets._protocols import ClientLike
+from genwidgets.errors import LedgerError, LedgerWarning
+from genwidgets.jobs.ledger import Ledger
+from genwidgets.lab.store import GridStore, SessionTables, store_for
+from genwidgets.simulator import SimulatorServer
+
+pytestmark = pytest.mark.timeout(120)
+
+GRID_TABLES = {"grids", "grid_cells", "grid_ratings"}
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[Ledger]:
+    with Ledger(tmp_path / "ledger.sqlite3") as made:
+        yield made
+
+
+def tables(ledger: Ledger) -> set[str]:
+    return {r[0] for r in ledger.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def save(store: GridStore, grid_id: str = "g1", cells: int = 4, gateway: str = "sim") -> None:
+    store.save_grid(
+        grid_id,
+        gateway=gateway,
+        endpoint="genW2.5-t2i-preview",
+        description={"endpoint": "genW2.5-t2i-preview", "seed": 7},
+        payloads=[{"prompt": "a fox", "seed": i} for i in range(cells)],
+    )
+
+
+def holding(ledger: Ledger | None) -> ClientLike:
+    """What :func:`store_for` reads of a client: its ledger."""
+    return cast("ClientLike", SimpleNamespace(ledger=ledger))
+
+
+class Counting:
+    """A ledger's ``transaction`` and ``query``, counted: the store's only way to the file."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger, self.path = ledger, ledger.path
+        self.calls: list[str] = []
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        self.calls.append("transaction")
+        return self.ledger.transaction()
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        self.calls.append("query")
+        return self.ledger.query(sql, params)
+
+
+def test_every_read_and_write_goes_through_the_ledger(ledger: Ledger) -> None:
+    counted = Counting(ledger)
+    store = GridStore(counted)
+    assert store.path == ledger.path
+    save(store)
+    store.set_request("g1", 2, "req-2")
+    store.rate("g1", 2, 4, "sharp")
+    assert counted.calls.count("transaction") == 4  # three writes, the first made the tables
+    assert store.ratings("g1") == {2: (4, "sharp")}
+    record = store.require("g1")
+    assert [c.request_id for c in record.cells] == [None, None, "req-2", None]
+    assert (record.cells[2].stars, record.cells[2].note, record.rated, record.sent) == (
+        4,
+        "sharp",
+        1,
+        1,
+    )
+    assert set(counted.calls) == {"transaction", "query"}
+    # the rows are in the ledger's own file, beside its tasks, and the ledger still opens it
+    assert GRID_TABLES | {"tasks", "meta"} <= tables(ledger)
+    assert ledger.query("SELECT stars, note FROM grid_ratings") == [(4, "sharp")]
+    with Ledger(ledger.path) as again:
+        assert again.rows() == []
+
+
+def test_reads_of_a_file_without_grids_write_nothing(ledger: Ledger) -> None:
+    store = GridStore(ledger)
+    assert (store.grids(), store.ids(), store.ratings("g1"), store.rated()) == ([], [], {}, [])
+    assert store.get("g1") is None
+    with pytest.raises(KeyError, match="no grid is stored yet"):
+        store.require("g1")
+    assert not GRID_TABLES & tables(ledger)
+    store.rate("g1", 0, 3, None)  # the first write makes the tables
+    assert tables(ledger) >= GRID_TABLES and store.ratings("g1") == {0: (3, None)}
+
+
+def test_store_for_follows_the_clients_ledger_one_store_per_file(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as first, Ledger(path) as second:
+        a, b = holding(first), holding(second)
+        store = store_for(a)
+        assert store.tables is first and store_for(b) is store
+        save(store)
+        store.rate("g1", 1, 5, None)
+        assert GridStore(second).ratings("g1") == {1: (5, None)}
+    none_a, none_b = holding(None), holding(None)
+    memory = store_for(none_a)
+    assert isinstance(memory.tables, SessionTables) and memory.path is None
+    assert store_for(none_a) is memory and store_for(none_b) is not memory
+
+
+def test_a_path_opens_a_ledger_that_close_closes(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    store = GridStore(path)
+    try:
+        assert isinstance(store.tables, Ledger) and store.path == path
+        save(store)
+    finally:
+        store.close()
+    with Ledger(path) as ledger:
+        assert ledger.query("SELECT id, gateway FROM grids") == [("g1", "sim")]
+
+
+def test_two_ledgers_on_one_file_rate_at_once_without_a_lock_error(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    errors: list[BaseException] = []
+    with Ledger(path) as one, Ledger(path) as two:
+        stores = [GridStore(one), GridStore(two)]
+        save(stores[0], cells=40)
+
+        def rate(store: GridStore, start: int) -> None:
+            try:
+                for index in range(start, 40, 4):
+                    store.rate("g1", index, index % 5 + 1, f"cell {index}")
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=rate, args=(stores[i % 2], i)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert errors == []
+        expected = {i: (i % 5 + 1, f"cell {i}") for i in range(40)}
+        assert stores[0].ratings("g1") == stores[1].ratings("g1") == expected
+
+
+RATER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from genwidgets.lab.store import GridStore
+    path, parity, tmp = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+    store = GridStore(path)
+    (tmp / f"ready-{parity}").touch()
+    deadline = time.monotonic() + 60
+    while not (tmp / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    store.save_grid("shared", gateway="sim", endpoint="e", description={},
+                    payloads=[{"seed": i} for i in range(CELLS)])
+    for index in range(parity, CELLS, 2):
+        store.rate("shared", index, 1 + parity, None)
+        store.set_request("shared", index, f"req-{index}")
+    store.close()
+    """
+)
+CELLS = 200
+
+
+def test_two_processes_rate_one_grid_without_a_lock_error(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    script = RATER.replace("CELLS", str(CELLS))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(path), str(parity), str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for parity in (0, 1)
+    ]
+    wait_until(
+        lambda: all(
+            (tmp_path / f"ready-{p}").exists() or procs[p].poll() is not None for p in (0, 1)
+        ),
+        60,
+        "both writers to open the file",
+    )
+    (tmp_path / "go").touch()  # both write at once
+    for proc in procs:
+        err = proc.communicate(timeout=90)[1]
+        assert proc.returncode == 0 and "Error" not in err, err  # no "database is locked"
+    store = GridStore(path)
+    try:
+        assert store.ratings("shared") == {i: (1 + i % 2, None) for i in range(CELLS)}
+        assert [c.request_id for c in store.require("shared").cells] == [
+            f"req-{i}" for i in range(CELLS)
+        ]
+    finally:
+        store.close()
+
+
+def test_a_locked_file_is_a_ledger_error_naming_it_and_nothing_is_half_written(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path, busy_timeout=0.3) as ledger:
+        store = GridStore(ledger)
+        save(store)
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")  # as another kernel or a sqlite3 shell might
+        try:
+            with pytest.raises(LedgerError, match="locked") as caught:
+                store.rate("g1", 0, 5, None)
+            assert str(path) in str(caught.value)
+            assert store.ratings("g1") == {}  # reads go on while the file is locked (WAL)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        store.rate("g1", 0, 5, None)
+        assert store.ratings("g1") == {0: (5, None)}
+
+
+def test_a_damaged_file_is_said_moved_aside_and_grids_go_on_in_a_fresh_one(
+    ledger: Ledger,
+) -> None:
+    store = GridStore(ledger)
+    save(store, cells=30)
+    store.rate("g1", 0, 4, None)
+    damage_root_page(ledger.path, "grid_ratings")
+    damaged = ledger.path.read_bytes()
+    with pytest.warns(LedgerWarning, match="moved to"), pytest.raises(LedgerError) as caught:
+        store.rate("g1", 1, 2, None)
+    assert str(ledger.path) in str(caught.value) and "malformed" in str(caught.value)
+    assert ledger.set_aside is not None and ledger.set_aside.read_bytes() == damaged
+    save(store, "g2")  # the fresh file gets the grid tables at its first write
+    store.rate("g2", 3, 5, None)
+    assert store.ids() == ["g2"] and store.ratings("g2") == {3: (5, None)}
+    assert ledger.query("PRAGMA quick_check") == [("ok",)]
+
+
+def test_the_session_store_keeps_grids_in_memory() -> None:
+    store = GridStore(None)
+    assert store.path is None
+    save(store, cells=3, gateway="a")
+    save(store, "g2", cells=2, gateway="b")
+    store.rate("g1", 2, 5, "best")
+    store.rate("g1", 1, 3, None)
+    store.rate("g1", 1, 0, None)  # cleared
+    assert store.ratings("g1") == {2: (5, "best")}
+    assert store.ids("a") == ["g1"] and sorted(store.ids()) == ["g1", "g2"]
+    (rated,) = store.rated()
+    assert rated[0] == "g1" and rated[4] == 2 and rated[7:9] == (5, "best")
+    with pytest.raises(sqlite3.IntegrityError), store.tables.transaction() as conn:
+        conn.execute("UPDATE grid_ratings SET note = 'x'")  # undone with the failed write
+        conn.execute("INSERT INTO grids (id) VALUES ('g1')")  # no gateway: refused
+    assert store.ratings("g1") == {2: (5, "best")}
+
+
+def test_a_client_without_a_ledger_rates_a_grid_and_writes_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
+) -> None:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    with gw.Client(base_url=simulator.base_url, api_key="sim-demo-key", ledger=False) as client:
+        grid = gw.grid(
+            "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=client
+        )
+        grid.wait(timeout=60)
+        grid.rate(grid.cells[1], 4, "crisp")
+        assert [g.id for g in gw.grids(client)] == [grid.id]
+        assert store_for(client).ratings(grid.id) == {1: (4, "crisp")}
+        assert store_for(client).require(grid.id).sent == 2
+    assert not list(tmp_path.glob("*.sqlite3*"))

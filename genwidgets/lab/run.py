@@ -10,10 +10,12 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._client import default_client  # the one "which client, when none is given"
+from ..errors import LedgerError, LedgerWarning
 from ..jobs.batch import valid_concurrency
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
@@ -235,10 +237,17 @@ class GridRun:
         if isinstance(outcome, Exception):
             cell.exception = outcome
             cell.error = f"not created: {type(outcome).__name__}: {outcome}"
-            self.store.set_request(self.id, cell.index, None, cell.error)
         else:
             self._attach(cell, outcome)
-            self.store.set_request(self.id, cell.index, cell.request_id)
+        try:
+            self.store.set_request(self.id, cell.index, cell.request_id, cell.error)
+        except LedgerError as exc:  # the batch goes on; the task itself is in the ledger
+            warnings.warn(
+                f"grid {self.id}: cell {cell.index} ({cell.request_id or cell.error}) was not "
+                f"written to the grid store ({exc}); the task is in client.history()",
+                LedgerWarning,
+                stacklevel=2,
+            )
         self.changed()
 
     def _attach(self, cell: GridCell, job: JobLike) -> None:

@@ -257,6 +257,32 @@ class ForecastClient:
         return send_in_turn(self.send, requests, on_sent)
 
 
+def test_a_grid_store_that_cannot_write_a_cell_warns_and_every_cell_is_still_sent(
+    tmp_path: Path,
+) -> None:
+    """A lock held past the ledger's busy timeout fails one store write: the batch
+    goes on (a LedgerWarning names the cell and its request id), nothing is lost."""
+    from genwidgets.lab.plan import plan_grid
+    from genwidgets.lab.run import GridRun
+
+    class LockedOnce(GridStore):
+        def set_request(self, grid_id: str, index: int, *args: Any) -> None:
+            if index == 1:
+                raise gw.LedgerError(f"the ledger {self.path} is locked")
+            super().set_request(grid_id, index, *args)
+
+    fake = ForecastClient()
+    store = LockedOnce(tmp_path / "grids.sqlite3")
+    plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3]), prepare=fake.prepare)
+    run = GridRun(plan, fake, store=store)
+    with pytest.warns(gw.LedgerWarning, match=r"cell 1 \(req-2\).*client.history"):
+        run.submit(wait=True)
+    assert len(fake.sent) == 3 and all(c.request_id for c in run.cells)
+    stored = store.require(run.id)
+    assert [c.request_id for c in stored.cells] == ["req-1", None, "req-3"]
+    store.close()
+
+
 def test_the_expected_finish_of_running_cells_is_shown() -> None:
     fake = ForecastClient()
     before = time.time()

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from . import polling
+from . import polling, prompt
 from ._common import fmt
 from .figures import headline
 
@@ -37,6 +37,7 @@ UNITS: dict[str, Unit] = {
     "ms": Unit(" ms", digits=1),
     "KB": Unit(" KB", digits=1),
     "bytes as KB": Unit(" KB", per=KB, digits=1),
+    "bytes as MB": Unit(" MB", per=1e6, digits=2),
     "/s": Unit("/s", digits=1),
     "count": Unit("", digits=0),
     "yes/no": Unit(""),
@@ -335,6 +336,42 @@ def _why_sim(r: Results, goal: Goal) -> str:
     )
 
 
+def _why_prompt(r: Results, goal: Goal) -> str:
+    p = r["prompt"]
+    return (
+        f"The slowest step was {prompt.STEPS[p['slowest_step']]} on the "
+        f"'{p['slowest_prompt']}' prompt: {p['slowest_ms']:.1f} ms (median of {p['runs']}). "
+        "A prompt makes its expansions once and every check shares them "
+        "(genwidgets/imgm/prompt.py), so a slow step scans every expansion. What would fix "
+        "it: profile that step (python -m cProfile -m benchmarks.prompt) and bound its scan "
+        "as count() is bounded (counted, never listed), or skip it where the prompt has no "
+        "brace or separator."
+    )
+
+
+def _why_grid(r: Results, goal: Goal) -> str:
+    g = r.get("grid_weight")
+    if g is None:
+        return "Not measured: this plan ran no grid arm (Plan.grid_arms is empty)."
+    if g["not_measured"]:
+        return f"Not measured: {g['not_measured']}."
+    if g["grid_bytes"] is None:
+        return "Not measured: this plan ran the grid without its thumbnails arm."
+    ours = g["arms"]["thumbnails"]
+    text = (
+        f"With thumbnails the page received {ours['websocket'] / 1e6:.2f} MB over the kernel's "
+        f"websocket (widget state and messages) and {ours['images'] / 1e6:.2f} MB of images "
+        f"({ours['image_responses']} responses) for {g['cells']} cells."
+    )
+    if "full" in g["arms"]:
+        text += f" Every cell's full image instead: {g['arms']['full']['grid_mb']:.2f} MB."
+    return text + (
+        " What would fix it: smaller thumbnails (genwidgets/jobs/thumbnails.py: DEFAULT_SIDE "
+        "256 px, JPEG quality 82), or fewer writes of the cell records (genwidgets/widgets/"
+        "grid.py writes them all, at most every 0.01 s x cells)."
+    )
+
+
 #: which of our arms a warm goal is about, by the end of its key
 _ARM_OF = {
     "_warm_bimodal": polling.OURS_BIMODAL,
@@ -389,5 +426,9 @@ GOALS: tuple[Goal, ...] = (
          "Saved notebook bytes per video (ours)", _why_weight),
     Goal("sim_status_rps", ">=", 1000, "/s",
          "Simulator status requests per second", _why_sim),
+    Goal("prompt_slowest_ms", "<=", 250, "ms",
+         "Slowest step on an 8,192-character imgM prompt (median)", _why_prompt),
+    Goal("grid_page_bytes", "<=", 3, "bytes as MB",
+         "10 x 10 grid of 1440 px images: bytes to the page", _why_grid),
 )
 # fmt: on

@@ -256,34 +256,30 @@ def _why_forms(r: Results, goal: Goal) -> str:
 
 
 def _why_weight(r: Results, goal: Goal) -> str:
+    from genwidgets.widgets.task import TaskView
+
     v = r["notebook_weight"]["variants"]
     ours = v["ours"]
+    code = len(TaskView._esm.encode()) + len(TaskView._css.encode())
     parts = [
         f"Per video the saved notebook gained {ours['bytes_per_video'] / KB:.1f} KB: "
         f"{ours['widget_state_bytes_per_video'] / KB:.1f} KB of widget state "
-        f"({ours['widget_models_per_video']:.0f} widget models per task view, each with "
-        "every trait written out, defaults included) and "
-        f"{ours['output_bytes_per_video'] / KB:.1f} KB of display outputs.",
+        f"({ours['widget_models_per_video']:.0f} widget models per task view; an anywidget "
+        f"keeps its ES module and CSS in each model's state, {code / KB:.1f} KB for the task "
+        f"view) and {ours['output_bytes_per_video'] / KB:.1f} KB of display outputs (the "
+        "static copy: status, request id, the video by URL with a poster frame of its first "
+        "frame made from the ledger's local copy, genwidgets/widgets/render.py rule 3).",
     ]
     if "ours_no_ledger" in v:
         parts.append(
-            f"With the ledger off the display output refers to the video by URL and the gain is "
-            f"{v['ours_no_ledger']['bytes_per_video'] / KB:.1f} KB per video, so the rest is the "
-            "video itself: with the ledger on (the default) the final display output embeds the "
-            "ledger's local copy as a base64 data URL (render.py rule 3, up to EMBED_LIMIT = "
-            "10 MB), on purpose so that the saved notebook still shows its outputs once the "
-            "gateway URL has expired."
+            f"With the ledger off (no local copy, so no poster frame) the gain is "
+            f"{v['ours_no_ledger']['bytes_per_video'] / KB:.1f} KB per video."
         )
     parts.append(
-        "What would fix it: (1) in genwidgets/widgets/task.py draw the live view with far fewer "
-        "models (one HTML widget for status, queue, elapsed, badge, bar, request_id and error, "
-        "plus the Cancel button, sharing one Layout instance), about 6 models instead of "
-        f"{ours['widget_models_per_video']:.0f}; (2) in genwidgets/widgets/render.py give the "
-        "durable display output a small per-output embedding budget for video and audio (e.g. "
-        "64 KB); above it write a poster frame (a JPEG of the first frame, a few KB) with a "
-        "link to the URL and the local file, instead of the whole video. Embedding the bytes "
-        "in ipywidgets.Video, the peers' way, costs "
-        f"{v['embedded']['bytes_per_video'] / KB:.1f} KB per video in the same run."
+        "What would fix it: less code per view (genwidgets/widgets/static/task_view.js and "
+        ".css, saved once per task view), fewer synced traits written out at their defaults, "
+        "or a smaller poster frame. Embedding the bytes in ipywidgets.Video, the peers' way, "
+        f"costs {v['embedded']['bytes_per_video'] / KB:.1f} KB per video in the same run."
     )
     return " ".join(parts)
 

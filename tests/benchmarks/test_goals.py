@@ -192,3 +192,35 @@ def test_a_grid_weight_not_measured_is_missed_with_the_reason(
     verdict = judge(next(g for g in GOALS if g.key == "grid_page_bytes"), passing)
     assert (verdict.status, verdict.measured) == (MISSED, "n/a")
     assert reason in verdict.reason
+
+
+def test_a_heavy_notebook_names_where_its_bytes_go(passing: dict[str, Any]) -> None:
+    from genwidgets.widgets.task import TaskView
+
+    def variant(per_video: int, state: int, outputs: int) -> dict[str, int]:
+        return {
+            "bytes_per_video": per_video,
+            "widget_state_bytes_per_video": state,
+            "widget_models_per_video": 2,
+            "output_bytes_per_video": outputs,
+        }
+
+    passing["notebook_weight"] |= {
+        "nb_bytes_per_video": 24_300,
+        "variants": {
+            "ours": variant(24_300, 16_900, 6_800),
+            "embedded": variant(374_000, 373_000, 300),
+        },
+    }
+    goal = next(g for g in GOALS if g.key == "nb_bytes_per_video")
+    verdict = judge(goal, passing)
+    code = (len(TaskView._esm.encode()) + len(TaskView._css.encode())) / 1024
+    assert verdict.status == MISSED
+    assert "23.7 KB: 16.5 KB of widget state (2 widget models per task view" in verdict.reason
+    assert f"{code:.1f} KB for the task view) and 6.6 KB of display outputs" in verdict.reason
+    assert "365.2 KB per video in the same run" in verdict.reason
+    assert "ledger off" not in verdict.reason
+    passing["notebook_weight"]["variants"]["ours_no_ledger"] = variant(12_200, 10_300, 1_300)
+    assert "ledger off (no local copy, so no poster frame) the gain is 11.9 KB" in (
+        judge(goal, passing).reason
+    )

@@ -1,7 +1,7 @@
 """Run every benchmark against the simulator on loopback; write RESULTS.md; print JSON.
 
     python benchmarks/run.py            # full run, about 40 minutes on 2 cores
-    python benchmarks/run.py --quick    # smaller everything, about 6 minutes
+    python benchmarks/run.py --quick    # smaller everything, about 5 minutes
 
 The last line printed is one JSON object with the headline figures (keys in
 :data:`JSON_KEYS`). A full run writes ``benchmarks/RESULTS.md``; ``--quick``

@@ -1,4 +1,7 @@
-"""The headline figures: the JSON line's keys (a contract the README quotes) and their values."""
+"""The headline figures: the JSON line's keys (a contract the README quotes) and their values.
+
+A figure a plan did not measure (the grid weight without a browser) is null.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ JSON_KEYS = (
     "nb_bytes_per_video",
     "nb_bytes_per_video_embedded",
     "sim_status_rps",
+    "prompt_slowest_ms",
+    "grid_page_bytes",
 )
 
 
@@ -54,4 +59,6 @@ def headline(results: dict[str, Any]) -> dict[str, Any]:
         "nb_bytes_per_video": nb["nb_bytes_per_video"],
         "nb_bytes_per_video_embedded": nb["nb_bytes_per_video_embedded"],
         "sim_status_rps": sim["sim_status_rps"],
+        "prompt_slowest_ms": results["prompt"]["slowest_ms"],
+        "grid_page_bytes": results.get("grid_weight", {}).get("grid_bytes"),
     }

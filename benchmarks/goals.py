@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from . import polling
+from . import polling, prompt
 from ._common import fmt
 from .figures import headline
 
@@ -37,6 +37,7 @@ UNITS: dict[str, Unit] = {
     "ms": Unit(" ms", digits=1),
     "KB": Unit(" KB", digits=1),
     "bytes as KB": Unit(" KB", per=KB, digits=1),
+    "bytes as MB": Unit(" MB", per=1e6, digits=2),
     "/s": Unit("/s", digits=1),
     "count": Unit("", digits=0),
     "yes/no": Unit(""),
@@ -255,34 +256,30 @@ def _why_forms(r: Results, goal: Goal) -> str:
 
 
 def _why_weight(r: Results, goal: Goal) -> str:
+    from genwidgets.widgets.task import TaskView
+
     v = r["notebook_weight"]["variants"]
     ours = v["ours"]
+    code = len(TaskView._esm.encode()) + len(TaskView._css.encode())
     parts = [
         f"Per video the saved notebook gained {ours['bytes_per_video'] / KB:.1f} KB: "
         f"{ours['widget_state_bytes_per_video'] / KB:.1f} KB of widget state "
-        f"({ours['widget_models_per_video']:.0f} widget models per task view, each with "
-        "every trait written out, defaults included) and "
-        f"{ours['output_bytes_per_video'] / KB:.1f} KB of display outputs.",
+        f"({ours['widget_models_per_video']:.0f} widget models per task view; an anywidget "
+        f"keeps its ES module and CSS in each model's state, {code / KB:.1f} KB for the task "
+        f"view) and {ours['output_bytes_per_video'] / KB:.1f} KB of display outputs (the "
+        "static copy: status, request id, the video by URL with a poster frame of its first "
+        "frame made from the ledger's local copy, genwidgets/widgets/render.py rule 3).",
     ]
     if "ours_no_ledger" in v:
         parts.append(
-            f"With the ledger off the display output refers to the video by URL and the gain is "
-            f"{v['ours_no_ledger']['bytes_per_video'] / KB:.1f} KB per video, so the rest is the "
-            "video itself: with the ledger on (the default) the final display output embeds the "
-            "ledger's local copy as a base64 data URL (render.py rule 3, up to EMBED_LIMIT = "
-            "10 MB), on purpose so that the saved notebook still shows its outputs once the "
-            "gateway URL has expired."
+            f"With the ledger off (no local copy, so no poster frame) the gain is "
+            f"{v['ours_no_ledger']['bytes_per_video'] / KB:.1f} KB per video."
         )
     parts.append(
-        "What would fix it: (1) in genwidgets/widgets/task.py draw the live view with far fewer "
-        "models (one HTML widget for status, queue, elapsed, badge, bar, request_id and error, "
-        "plus the Cancel button, sharing one Layout instance), about 6 models instead of "
-        f"{ours['widget_models_per_video']:.0f}; (2) in genwidgets/widgets/render.py give the "
-        "durable display output a small per-output embedding budget for video and audio (e.g. "
-        "64 KB); above it write a poster frame (a JPEG of the first frame, a few KB) with a "
-        "link to the URL and the local file, instead of the whole video. Embedding the bytes "
-        "in ipywidgets.Video, the peers' way, costs "
-        f"{v['embedded']['bytes_per_video'] / KB:.1f} KB per video in the same run."
+        "What would fix it: less code per view (genwidgets/widgets/static/task_view.js and "
+        ".css, saved once per task view), fewer synced traits written out at their defaults, "
+        "or a smaller poster frame. Embedding the bytes in ipywidgets.Video, the peers' way, "
+        f"costs {v['embedded']['bytes_per_video'] / KB:.1f} KB per video in the same run."
     )
     return " ".join(parts)
 
@@ -332,6 +329,42 @@ def _why_sim(r: Results, goal: Goal) -> str:
     return (
         "The simulator's status route is slower than it should be on loopback; profile "
         "genwidgets/simulator/app.py get_status (auth, rate limiter, JSON encoding)."
+    )
+
+
+def _why_prompt(r: Results, goal: Goal) -> str:
+    p = r["prompt"]
+    return (
+        f"The slowest step was {prompt.STEPS[p['slowest_step']]} on the "
+        f"'{p['slowest_prompt']}' prompt: {p['slowest_ms']:.1f} ms (median of {p['runs']}). "
+        "A prompt makes its expansions once and every check shares them "
+        "(genwidgets/imgm/prompt.py), so a slow step scans every expansion. What would fix "
+        "it: profile that step (python -m cProfile -m benchmarks.prompt) and bound its scan "
+        "as count() is bounded (counted, never listed), or skip it where the prompt has no "
+        "brace or separator."
+    )
+
+
+def _why_grid(r: Results, goal: Goal) -> str:
+    g = r.get("grid_weight")
+    if g is None:
+        return "Not measured: this plan ran no grid arm (Plan.grid_arms is empty)."
+    if g["not_measured"]:
+        return f"Not measured: {g['not_measured']}."
+    if g["grid_bytes"] is None:
+        return "Not measured: this plan ran the grid without its thumbnails arm."
+    ours = g["arms"]["thumbnails"]
+    text = (
+        f"With thumbnails the page received {ours['websocket'] / 1e6:.2f} MB over the kernel's "
+        f"websocket (widget state and messages) and {ours['images'] / 1e6:.2f} MB of images "
+        f"({ours['image_responses']} responses) for {g['cells']} cells."
+    )
+    if "full" in g["arms"]:
+        text += f" Every cell's full image instead: {g['arms']['full']['grid_mb']:.2f} MB."
+    return text + (
+        " What would fix it: smaller thumbnails (genwidgets/jobs/thumbnails.py: DEFAULT_SIDE "
+        "256 px, JPEG quality 82), or fewer writes of the cell records (genwidgets/widgets/"
+        "grid.py writes them all, at most every 0.01 s x cells)."
     )
 
 
@@ -389,5 +422,9 @@ GOALS: tuple[Goal, ...] = (
          "Saved notebook bytes per video (ours)", _why_weight),
     Goal("sim_status_rps", ">=", 1000, "/s",
          "Simulator status requests per second", _why_sim),
+    Goal("prompt_slowest_ms", "<=", 250, "ms",
+         "Slowest step on an 8,192-character imgM prompt (median)", _why_prompt),
+    Goal("grid_page_bytes", "<=", 3, "bytes as MB",
+         "10 x 10 grid of 1440 px images: bytes to the page", _why_grid),
 )
 # fmt: on

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import polling
+from . import grid_weight, polling
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,14 @@ class Plan:
     videos: int
     nb_variants: tuple[str, ...]
     sim_requests: int
+    #: median of how many runs each long imgM prompt step is timed over
+    prompt_runs: int
     #: seconds another process holds the ledger locked (benchmarks/ledger_lock.py);
     #: 0 skips that row (the test suite's tiny plan)
     ledger_lock_s: float = 0.0
+    #: arms of the grid weight (benchmarks/grid_weight.py: JupyterLab in chromium);
+    #: () skips it (the test suite's tiny plan drives no browser)
+    grid_arms: tuple[str, ...] = ()
 
 
 #: Every fixed poller runs alone (one process, one simulator, nothing beside it): a ratio
@@ -63,7 +68,9 @@ FULL = Plan(
     videos=10,
     nb_variants=("ours", "embedded", "ours_no_ledger"),
     sim_requests=20000,
+    prompt_runs=5,
     ledger_lock_s=30.0,
+    grid_arms=grid_weight.ARMS,
 )
 
 QUICK = Plan(
@@ -80,5 +87,7 @@ QUICK = Plan(
     videos=2,
     nb_variants=("ours", "embedded"),
     sim_requests=3000,
+    prompt_runs=3,
     ledger_lock_s=10.0,
+    grid_arms=grid_weight.ARMS,  # bytes, not times: as in the full run (about 35 s an arm)
 )

@@ -1,11 +1,11 @@
 """imgM prompts of the longest allowed size (8,192 characters): parsed, counted,
 validated through the catalog and shown by the prompt builder widget.
 
-The goal (issue 22, point 6) is "well under a second" for each; the report line
-is the slowest median, in ms, against a 250 ms target. Each prompt is timed in
-this process after one warm-up run (imports and caches paid), median of
-``runs``. The prompts are the ones that hung before: a 2**1638-prompt
-permutation, a ``--repeat`` over 2**25 permutations, and plain long text.
+The prompts are the ones that hung before: a 2**1638-prompt permutation, a
+``--repeat`` over 2**25 permutations, plain long text, and many permutations
+of words or parameters. Each step is timed in this process after one warm-up
+run (imports and caches paid), median of ``runs``; the figure is the slowest
+median (the goal, "well under a second" for each, is in ``goals.py``).
 
 Run alone: ``python -m benchmarks.prompt``.
 """
@@ -15,13 +15,13 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 from . import _common as common
 
 LIMIT = 8192
-TARGET_MS = 250.0
 PROMPTS = {
     "2**1638 permutations": "{a,b}" * 1638,
     "--repeat over 2**25": "cat --repeat " + "{1,2}" * 25,
@@ -31,6 +31,13 @@ PROMPTS = {
     + "{"
     + ", ".join(f"--chaos {i}" for i in range(40))
     + "}",
+}
+#: what each step is, for the report
+STEPS = {
+    "parse_count_ms": "Prompt.parse(text).count()",
+    "errors_ms": "Prompt.parse(text).errors()",
+    "validate_ms": 'gw.validate("imgM-v8.1-t2i", {"prompt": text})',
+    "builder_ms": "PromptBuilder(value=text)",
 }
 
 
@@ -44,39 +51,48 @@ def _time(step: Callable[[], Any], runs: int) -> float:
     return common.median(times)
 
 
-def run_prompt(runs: int = 5) -> dict[str, Any]:
-    """Median ms per prompt and step (parse+count, validate, builder)."""
-    import warnings
-
+def _steps(text: str) -> dict[str, Callable[[], object]]:
+    """The steps of :data:`STEPS` on ``text``."""
     import genwidgets as gw
     from genwidgets.imgm import Prompt
     from genwidgets.widgets.prompt_builder import PromptBuilder
 
+    def validate() -> None:
+        # refused over the cap: what matters is that it answers
+        with warnings.catch_warnings(), contextlib.suppress(gw.PayloadError):
+            warnings.simplefilter("ignore")
+            gw.validate("imgM-v8.1-t2i", {"prompt": text})
+
+    return {
+        "parse_count_ms": lambda: Prompt.parse(text).count(),
+        "errors_ms": lambda: Prompt.parse(text).errors(),
+        "validate_ms": validate,
+        "builder_ms": lambda: PromptBuilder(value=text),
+    }
+
+
+def run_prompt(runs: int = 5) -> dict[str, Any]:
+    """Median ms per prompt and step (:data:`STEPS`), and the slowest of them."""
     results: dict[str, dict[str, float]] = {}
     for name, text in PROMPTS.items():
         assert len(text) <= LIMIT, name
-
-        def validate(text: str = text) -> None:
-            # refused over the cap: what matters is that it answers
-            with warnings.catch_warnings(), contextlib.suppress(gw.PayloadError):
-                warnings.simplefilter("ignore")
-                gw.validate("imgM-v8.1-t2i", {"prompt": text})
-
-        results[name] = {
-            "parse_count_ms": _time(lambda text=text: Prompt.parse(text).count(), runs),
-            "errors_ms": _time(lambda text=text: Prompt.parse(text).errors(), runs),
-            "validate_ms": _time(validate, runs),
-            "builder_ms": _time(lambda text=text: PromptBuilder(value=text), runs),
-        }
-    slowest = max(ms for steps in results.values() for ms in steps.values())
-    return {"prompts": results, "slowest_ms": slowest, "target_ms": TARGET_MS}
+        steps = _steps(text)
+        results[name] = {step: round(_time(steps[step], runs), 2) for step in STEPS}
+    slowest = max(
+        (ms, name, step) for name, steps_ms in results.items() for step, ms in steps_ms.items()
+    )
+    return {
+        "runs": runs,
+        "prompts": results,
+        "slowest_ms": slowest[0],
+        "slowest_prompt": slowest[1],
+        "slowest_step": slowest[2],
+    }
 
 
 if __name__ == "__main__":
     measured = run_prompt()
-    for name, steps in measured["prompts"].items():
-        shown = ", ".join(f"{step} {ms:.1f}" for step, ms in steps.items())
+    for name, steps_ms in measured["prompts"].items():
+        shown = ", ".join(f"{step} {ms:.1f}" for step, ms in steps_ms.items())
         print(f"{name}: {shown}")
-    met = "met" if measured["slowest_ms"] <= TARGET_MS else "NOT met"
-    print(f"slowest {measured['slowest_ms']:.1f} ms; target {TARGET_MS:.0f} ms: {met}")
-    print(json.dumps({"prompt_slowest_ms": round(measured["slowest_ms"], 1)}))
+    print(json.dumps({"prompt_slowest_ms": measured["slowest_ms"]}))

@@ -6,7 +6,7 @@ import datetime
 import json
 from typing import Any
 
-from . import ledger_lock, polling, scale
+from . import ledger_lock, polling, prompt, scale
 from ._common import fmt
 from .figures import headline
 from .goals import KB, MET, MISSED, NOT_EVIDENCE, Verdict, judge_all
@@ -357,6 +357,63 @@ def _simulator_section(sim: dict[str, Any]) -> list[str]:
     ]
 
 
+def _prompt_section(pr: dict[str, Any]) -> list[str]:
+    rows = [
+        [name, *(f"{steps[step]:.1f} ms" for step in prompt.STEPS)]
+        for name, steps in pr["prompts"].items()
+    ]
+    return [
+        "## 7. Long imgM prompts",
+        "",
+        f"Prompts of up to {prompt.LIMIT} characters (the longest allowed), each step timed in "
+        f"one process after a warm-up run, median of {pr['runs']}: "
+        + "; ".join(f"`{code}`" for code in prompt.STEPS.values())
+        + ". Slowest: "
+        f"**{pr['slowest_ms']:.1f} ms** ({pr['slowest_step']}, {pr['slowest_prompt']}).",
+        "",
+        *_table(["prompt", *prompt.STEPS], rows),
+        "",
+    ]
+
+
+def _grid_section(g: dict[str, Any]) -> list[str]:
+    lines = [
+        "## 8. Grid weight",
+        "",
+        f"A {g['cells']}-cell grid (`{g['endpoint']}`, size {g['size']}, 10 seeds x 10 "
+        "prompts, a simulator in the kernel) run in JupyterLab in chromium; the DevTools "
+        "network log counts the bytes that reach the page before any lightbox opens "
+        "(websocket frames and image responses). `thumbnails`: the grid as it is; `full`: "
+        "every cell's full image by URL. Then nbclient executes the same notebook with its "
+        "widget state stored and the `.ipynb` is weighed.",
+        "",
+    ]
+    if g["not_measured"]:
+        return [*lines, f"Not measured: {g['not_measured']}.", ""]
+    rows = [
+        [
+            arm,
+            f"**{a['grid_mb']:.2f} MB**",
+            f"{a['websocket'] / 1e6:.2f} MB",
+            f"{a['images'] / 1e6:.2f} MB ({a['image_responses']})",
+            f"{a['other_http'] / 1e6:.2f} MB",
+            f"{a['saved_notebook_bytes'] / 1e6:.2f} MB",
+            f"{a['seconds']:.0f} s",
+        ]
+        for arm, a in g["arms"].items()
+    ]
+    header = [
+        "arm",
+        "grid bytes to the page",
+        "websocket",
+        "images (responses)",
+        "other HTTP",
+        "saved notebook",
+        "page time",
+    ]
+    return [*lines, *_table(header, rows), ""]
+
+
 def goals_section(verdicts: list[Verdict]) -> list[str]:
     """The goals table, then a paragraph for each goal not met: why, and what would fix it."""
     rows = [[v.goal.name, v.goal.target_text(), v.measured, v.status] for v in verdicts]
@@ -383,9 +440,10 @@ def report(results: dict[str, Any], command: str, quick: bool, machine: dict[str
     ]
     if quick:
         lines += [
-            "A quick run: fewer and shorter tasks (median run time 3 s, not 20 s), fewer "
-            "samples. Its figures check that everything "
-            "runs; the full run (`python benchmarks/run.py`) gives the figures to quote.",
+            "A quick run: fewer and shorter tasks (median run time "
+            f"{results['polling']['task_set']['median_s']:g} s), fewer samples. Its figures "
+            "check that everything runs; the full run (`python benchmarks/run.py`) gives the "
+            "figures to quote.",
             "",
         ]
     lines += goals_section(judge_all(results))
@@ -398,6 +456,9 @@ def report(results: dict[str, Any], command: str, quick: bool, machine: dict[str
     if "ledger_lock" in results:
         lines += ledger_lock.section(results["ledger_lock"])
     lines += _scale_section(results["scale"])
+    lines += _prompt_section(results["prompt"])
+    if "grid_weight" in results:
+        lines += _grid_section(results["grid_weight"])
     lines += [
         "## Headline JSON",
         "",

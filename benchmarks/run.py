@@ -1,7 +1,7 @@
 """Run every benchmark against the simulator on loopback; write RESULTS.md; print JSON.
 
-    python benchmarks/run.py            # full run, about 35 minutes on 2 cores
-    python benchmarks/run.py --quick    # smaller everything, about 3 minutes
+    python benchmarks/run.py            # full run, about 40 minutes on 2 cores
+    python benchmarks/run.py --quick    # smaller everything, about 5 minutes
 
 The last line printed is one JSON object with the headline figures (keys in
 :data:`JSON_KEYS`). A full run writes ``benchmarks/RESULTS.md``; ``--quick``
@@ -25,7 +25,17 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import _common as common
-from benchmarks import kernel, ledger_lock, notebook_weight, polling, scale, simulator, startup
+from benchmarks import (
+    grid_weight,
+    kernel,
+    ledger_lock,
+    notebook_weight,
+    polling,
+    prompt,
+    scale,
+    simulator,
+    startup,
+)
 from benchmarks.figures import JSON_KEYS, headline
 from benchmarks.goals import GOALS
 from benchmarks.plans import FULL, QUICK, Plan
@@ -35,32 +45,43 @@ __all__ = ["FULL", "GOALS", "JSON_KEYS", "QUICK", "Plan", "headline", "main", "m
 
 
 def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
-    """Run every measurement (quiet ones first); their results and wall times."""
-    steps: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-        ("startup", lambda: startup.run_startup(plan.import_runs, plan.form_runs)),
-        ("simulator", lambda: simulator.run_simulator(plan.sim_requests)),
-        ("kernel", lambda: kernel.run_kernel(plan.kernel_jobs, plan.kernel_samples)),
+    """Run every measurement the plan sizes (quiet ones first); their results and wall
+    times. A measurement the plan sizes at zero (the test suite's tiny plan) is left out."""
+    steps: list[tuple[str, bool, Callable[[], dict[str, Any]]]] = [
+        ("startup", True, lambda: startup.run_startup(plan.import_runs, plan.form_runs)),
+        ("prompt", True, lambda: prompt.run_prompt(plan.prompt_runs)),
+        ("simulator", True, lambda: simulator.run_simulator(plan.sim_requests)),
+        (
+            "ledger_lock",
+            plan.ledger_lock_s > 0,
+            lambda: ledger_lock.run_ledger_lock(30, plan.ledger_lock_s),
+        ),
+        ("kernel", True, lambda: kernel.run_kernel(plan.kernel_jobs, plan.kernel_samples)),
         (
             "kernel_many",
+            True,
             lambda: kernel.run_kernel(plan.kernel_jobs_many, plan.kernel_samples),
         ),
         (
             "notebook_weight",
+            True,
             lambda: notebook_weight.run_notebook_weight(plan.videos, plan.nb_variants),
         ),
+        # bytes, not times: what else runs does not bend them
+        ("grid_weight", bool(plan.grid_arms), lambda: grid_weight.run_grid_weight(plan.grid_arms)),
         (
             "polling",
+            True,
             lambda: polling.run_polling(
                 plan.task_set, plan.polling_groups, plan.polling_max_live, plan.bimodal_set
             ),
         ),
-        ("scale", lambda: scale.run_scale(plan.scale_jobs)),
+        ("scale", True, lambda: scale.run_scale(plan.scale_jobs)),
     ]
-    if plan.ledger_lock_s > 0:
-        locked = plan.ledger_lock_s
-        steps.insert(2, ("ledger_lock", lambda: ledger_lock.run_ledger_lock(30, locked)))
     results: dict[str, Any] = {"seconds": {}}
-    for name, step in steps:
+    for name, enabled, step in steps:
+        if not enabled:
+            continue
         log(f"benchmarks: {name} ...")
         started = time.monotonic()
         results[name] = step()

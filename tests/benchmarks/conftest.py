@@ -19,6 +19,21 @@ def _fixed(interval: float) -> dict[str, Any]:
     return {"mean_achieved_interval_s": interval}
 
 
+def _arm(websocket: int, images: int, responses: int) -> dict[str, Any]:
+    """One arm of the grid weight as ``grid_weight.run_grid_weight`` reports it."""
+    return {
+        "websocket": websocket,
+        "images": images,
+        "other_http": 3_000_000,
+        "image_responses": responses,
+        "grid_bytes": websocket + images,
+        "grid_mb": round((websocket + images) / 1e6, 2),
+        "open_lightboxes": 0,
+        "seconds": 60.0,
+        "saved_notebook_bytes": 2_500_000,
+    }
+
+
 @pytest.fixture
 def passing() -> dict[str, Any]:
     """Figures that meet every goal, every baseline on its interval."""
@@ -52,4 +67,22 @@ def passing() -> dict[str, Any]:
         "startup": {"import_ms": 17.7, "imports_ipywidgets": False, "form_build_ms_max": 22.3},
         "notebook_weight": {"nb_bytes_per_video": 19_900, "nb_bytes_per_video_embedded": 90_000},
         "simulator": {"sim_status_rps": 4415.0},
+        "prompt": {
+            "runs": 5,
+            "prompts": {"40 prompts": {"parse_count_ms": 5.2, "builder_ms": 54.5}},
+            "slowest_ms": 54.5,
+            "slowest_prompt": "40 prompts",
+            "slowest_step": "builder_ms",
+        },
+        "grid_weight": {
+            "cells": 100,
+            "endpoint": "genW2.5-t2i-preview",
+            "size": "1440*1440",
+            "arms": {
+                "thumbnails": _arm(websocket=1_400_000, images=590_000, responses=2),
+                "full": _arm(websocket=420_000, images=8_950_000, responses=100),
+            },
+            "grid_bytes": 1_990_000,
+            "not_measured": "",
+        },
     }

@@ -56,6 +56,8 @@ def test_every_goal_names_a_headline_key_a_known_op_and_unit() -> None:
         ("live_jobs_10k_completed", "= jobs submitted"),
         ("status_rate_10k", "within 10 % of the budget"),
         ("imports_ipywidgets", "= no"),
+        ("prompt_slowest_ms", "<= 250 ms"),
+        ("grid_page_bytes", "<= 3 MB"),
     ],
 )
 def test_the_target_text_is_derived_from_the_data(key: str, text: str) -> None:
@@ -142,3 +144,83 @@ def test_goals_without_a_baseline_ignore_the_pollers_intervals(passing: dict[str
     statuses = {v.goal.key: v.status for v in judge_all(results)}
     assert statuses["p95_notice_s"] == MET
     assert statuses["requests_ratio_vs_0_5s"] == NOT_EVIDENCE
+
+
+def test_a_slow_prompt_step_is_missed_and_named(passing: dict[str, Any]) -> None:
+    goal = next(g for g in GOALS if g.key == "prompt_slowest_ms")
+    assert judge(goal, passing).measured == "54.5 ms"
+    passing["prompt"]["slowest_ms"] = 251.0
+    verdict = judge(goal, passing)
+    assert verdict.status == MISSED
+    assert "PromptBuilder(value=text) on the '40 prompts' prompt: 251.0 ms" in verdict.reason
+
+
+def test_the_grid_bytes_are_judged_in_mb_with_the_full_arm_beside_them(
+    passing: dict[str, Any],
+) -> None:
+    goal = next(g for g in GOALS if g.key == "grid_page_bytes")
+    assert judge(goal, passing).measured == "1.99 MB"
+    passing["grid_weight"]["grid_bytes"] = 3_000_001
+    verdict = judge(goal, passing)
+    assert verdict.status == MISSED and verdict.measured == "3.00 MB"
+    assert "1.40 MB over the kernel's websocket" in verdict.reason
+    assert "Every cell's full image instead: 9.37 MB" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("grid", "reason"),
+    [
+        (None, "this plan ran no grid arm"),
+        (
+            {"arms": {}, "grid_bytes": None, "not_measured": "/usr/bin/chromium is missing"},
+            "Not measured: /usr/bin/chromium is missing.",
+        ),
+        (
+            {"arms": {"full": {}}, "grid_bytes": None, "not_measured": ""},
+            "without its thumbnails arm",
+        ),
+    ],
+)
+def test_a_grid_weight_not_measured_is_missed_with_the_reason(
+    passing: dict[str, Any], grid: dict[str, Any] | None, reason: str
+) -> None:
+    if grid is None:
+        del passing["grid_weight"]
+    else:
+        passing["grid_weight"] = grid
+    assert figures.headline(passing)["grid_page_bytes"] is None
+    verdict = judge(next(g for g in GOALS if g.key == "grid_page_bytes"), passing)
+    assert (verdict.status, verdict.measured) == (MISSED, "n/a")
+    assert reason in verdict.reason
+
+
+def test_a_heavy_notebook_names_where_its_bytes_go(passing: dict[str, Any]) -> None:
+    from genwidgets.widgets.task import TaskView
+
+    def variant(per_video: int, state: int, outputs: int) -> dict[str, int]:
+        return {
+            "bytes_per_video": per_video,
+            "widget_state_bytes_per_video": state,
+            "widget_models_per_video": 2,
+            "output_bytes_per_video": outputs,
+        }
+
+    passing["notebook_weight"] |= {
+        "nb_bytes_per_video": 24_300,
+        "variants": {
+            "ours": variant(24_300, 16_900, 6_800),
+            "embedded": variant(374_000, 373_000, 300),
+        },
+    }
+    goal = next(g for g in GOALS if g.key == "nb_bytes_per_video")
+    verdict = judge(goal, passing)
+    code = (len(TaskView._esm.encode()) + len(TaskView._css.encode())) / 1024
+    assert verdict.status == MISSED
+    assert "23.7 KB: 16.5 KB of widget state (2 widget models per task view" in verdict.reason
+    assert f"{code:.1f} KB for the task view) and 6.6 KB of display outputs" in verdict.reason
+    assert "365.2 KB per video in the same run" in verdict.reason
+    assert "ledger off" not in verdict.reason
+    passing["notebook_weight"]["variants"]["ours_no_ledger"] = variant(12_200, 10_300, 1_300)
+    assert "ledger off (no local copy, so no poster frame) the gain is 11.9 KB" in (
+        judge(goal, passing).reason
+    )

@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks import report  # noqa: E402
+from benchmarks import prompt, report  # noqa: E402
 from benchmarks.goals import judge_all  # noqa: E402
 
 
@@ -52,3 +52,32 @@ def test_a_baseline_that_missed_its_interval_is_named_in_the_goals_and_the_figur
 
 def test_every_kept_interval_is_said_so(passing: dict[str, Any]) -> None:
     assert report._evidence(passing["polling"]).endswith("every fixed poller did.")
+
+
+def test_the_prompt_section_has_a_row_per_prompt_and_a_column_per_step(
+    passing: dict[str, Any],
+) -> None:
+    passing["prompt"]["prompts"]["40 prompts"] = {
+        step: float(i) for i, step in enumerate(prompt.STEPS, 1)
+    }
+    lines = report._prompt_section(passing["prompt"])
+    assert "| prompt | " + " | ".join(prompt.STEPS) + " |" in lines
+    assert "| 40 prompts | 1.0 ms | 2.0 ms | 3.0 ms | 4.0 ms |" in lines
+    assert "Slowest: **54.5 ms** (builder_ms, 40 prompts)." in lines[2]
+
+
+def test_the_grid_section_has_a_row_per_arm_or_says_why_it_is_empty(
+    passing: dict[str, Any],
+) -> None:
+    grid = passing["grid_weight"]
+    lines = report._grid_section(grid)
+    assert (
+        "| thumbnails | **1.99 MB** | 1.40 MB | 0.59 MB (2) | 3.00 MB | 2.50 MB | 60 s |" in lines
+    )
+    assert any(line.startswith("| full | **9.37 MB** |") for line in lines)
+    assert "`genW2.5-t2i-preview`, size 1440*1440" in lines[2]
+
+    grid |= {"arms": {}, "grid_bytes": None, "not_measured": "/usr/bin/chromium is missing"}
+    lines = report._grid_section(grid)
+    assert "Not measured: /usr/bin/chromium is missing." in lines
+    assert not any(line.startswith("| arm |") for line in lines)

@@ -9,6 +9,7 @@ are the contract.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import sys
@@ -41,6 +42,7 @@ TINY = run.Plan(
     videos=1,
     nb_variants=("ours", "embedded"),
     sim_requests=200,
+    prompt_runs=1,
 )
 
 HEADLINE_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -67,6 +69,8 @@ HEADLINE_TYPES: dict[str, type | tuple[type, ...]] = {
     "nb_bytes_per_video": int,
     "nb_bytes_per_video_embedded": int,
     "sim_status_rps": float,
+    "prompt_slowest_ms": float,
+    "grid_page_bytes": type(None),  # TINY drives no browser (test_goals: when it does)
 }
 
 
@@ -198,3 +202,52 @@ def test_main_writes_the_report_and_ends_with_the_json_line(
         if verdict.status == NOT_EVIDENCE:
             assert f"**Not evidence: {verdict.goal.name}.**" in text
     assert last in text
+
+
+def _imported(path: Path) -> set[str]:
+    """The benchmark modules ``path`` imports (``from . import x``, ``from .x import y``,
+    ``from benchmarks import x``, ``from benchmarks.x import y``)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = node.module or ""
+        if (node.level == 1 and module) or module.startswith("benchmarks."):
+            names.add(module.removeprefix("benchmarks.").split(".")[0])
+        elif node.level == 1 or module == "benchmarks":
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_every_benchmark_module_is_reached_by_run_py() -> None:
+    """``python benchmarks/run.py`` (full and --quick) measures with every module: none
+    is left to be run by hand and forgotten."""
+    folder = REPO / "benchmarks"
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    reached, todo = set(), ["run"]
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in modules:
+            continue
+        reached.add(name)
+        todo += sorted(_imported(folder / f"{name}.py"))
+    assert reached == modules, modules - reached
+    # and every measurement (a module's top-level run_* function) is one of its steps
+    measure = ast.get_source_segment(
+        source := (folder / "run.py").read_text(),
+        next(n for n in ast.parse(source).body if getattr(n, "name", "") == "measure"),
+    )
+    assert measure is not None
+    for name in modules:
+        for node in ast.parse((folder / f"{name}.py").read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("run_"):
+                assert f"{name}.{node.name}(" in measure, (name, node.name)
+
+
+@pytest.mark.timeout(120)
+def test_the_prompt_figures_reach_the_headline(results: dict[str, Any]) -> None:
+    pr = results["prompt"]
+    assert pr["runs"] == TINY.prompt_runs
+    assert pr["slowest_ms"] == max(ms for steps in pr["prompts"].values() for ms in steps.values())
+    assert run.headline(results)["prompt_slowest_ms"] == pr["slowest_ms"]
+    assert "grid_weight" not in results and "grid_weight" not in results["seconds"]

@@ -9,9 +9,12 @@ docs/decisions.md#gateways-and-their-dialects.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .registry import endpoints
+
+if TYPE_CHECKING:
+    from .registry import EndpointSpec
 
 __all__ = ["openapi"]
 
@@ -142,7 +145,7 @@ def _responses(own: dict[str, tuple[str, str]]) -> dict[str, Any]:
     return answers
 
 
-def _payload_schema(spec: Any, components: dict[str, Any]) -> dict[str, Any]:
+def _payload_schema(spec: EndpointSpec, components: dict[str, Any]) -> dict[str, Any]:
     """The endpoint model's JSON Schema, its ``$defs`` moved into the components."""
     prefix = f"{spec.id}."
     schema = spec.model.model_json_schema(ref_template=f"{_REF}{prefix}{{model}}")

@@ -14,10 +14,13 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import EndpointNotFound, PayloadError
 from .mapping import ENDPOINT_AXIS
+
+if TYPE_CHECKING:
+    from ..catalog import EndpointSpec
 
 __all__ = [
     "ACCEPTED_FORMS",
@@ -269,7 +272,9 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=repr)
 
 
-def make_axis(spec: Any, endpoint: str, model: Any, base_payload: Mapping[str, Any]) -> Axis:
+def make_axis(
+    spec: EndpointSpec, endpoint: str, model: Any, base_payload: Mapping[str, Any]
+) -> Axis:
     """An :class:`Axis` from ``(field, values)``; every problem is a PayloadError
     that says what is wrong and what is accepted."""
     if isinstance(spec, Axis):

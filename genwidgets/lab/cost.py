@@ -16,6 +16,7 @@ from ..errors import PayloadError
 from .axes import Axis, canonical, short
 
 if TYPE_CHECKING:
+    from ..catalog import EndpointSpec
     from .plan import PlannedCell
 
 __all__ = [
@@ -44,7 +45,7 @@ def prompt_jobs(text: str) -> int:
     return Prompt.parse(text).jobs()
 
 
-def prompt_string_fields(spec: Any) -> list[str]:
+def prompt_string_fields(spec: EndpointSpec) -> list[str]:
     """The fields of an imgM endpoint whose string carries ``--`` parameters."""
     if not str(spec.family).lower().startswith("imgm") and not spec.id.lower().startswith("imgm"):
         return []
@@ -58,7 +59,7 @@ def prompt_string_fields(spec: Any) -> list[str]:
     return list(dict.fromkeys(marked + named))
 
 
-def billed_count(spec: Any, payload: Mapping[str, Any]) -> int:
+def billed_count(spec: EndpointSpec, payload: Mapping[str, Any]) -> int:
     """Generations one task bills: the outputs it makes (its ``n``, sent or the
     service's default: ``genW2.5-t2i-preview`` makes 4 unless told) times, for imgM,
     each prompt's permutations and ``--repeat``. What ``confirm_above`` compares."""
@@ -70,7 +71,9 @@ def billed_count(spec: Any, payload: Mapping[str, Any]) -> int:
     return count
 
 
-def billing_values(spec: Any, payloads: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+def billing_values(
+    spec: EndpointSpec, payloads: Sequence[Mapping[str, Any]]
+) -> dict[str, list[Any]]:
     """Each billed field of the endpoint with the distinct values the payloads send."""
     from ..catalog import NO_DEFAULT
 

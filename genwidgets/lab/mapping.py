@@ -31,7 +31,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..catalog import EndpointSpec
 
 __all__ = [
     "CONTENT_TEXT",
@@ -75,15 +78,15 @@ ROUTES: dict[str, Route] = {
 }
 
 
-def _wire_names(spec: Any) -> set[str]:
+def _wire_names(spec: EndpointSpec) -> set[str]:
     return {(info.alias or name) for name, info in spec.model.model_fields.items()}
 
 
-def _required(spec: Any) -> list[str]:
+def _required(spec: EndpointSpec) -> list[str]:
     return [(i.alias or n) for n, i in spec.model.model_fields.items() if i.is_required()]
 
 
-def route_for(spec: Any) -> Route:
+def route_for(spec: EndpointSpec) -> Route:
     """The resolved route of an endpoint: its table entry, the rest from names."""
     entry = ROUTES.get(spec.id) or ROUTES.get(spec.family) or Route()
     names = _wire_names(spec)
@@ -104,7 +107,7 @@ def _content_text(payload: Mapping[str, Any]) -> str | None:
     return None
 
 
-def prompt_of(spec: Any, payload: Mapping[str, Any]) -> str | None:
+def prompt_of(spec: EndpointSpec, payload: Mapping[str, Any]) -> str | None:
     """The prompt text of a payload of this endpoint (``--seed`` left in)."""
     where = route_for(spec).prompt
     if where is None:
@@ -115,7 +118,7 @@ def prompt_of(spec: Any, payload: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def read_roles(spec: Any, payload: dict[str, Any]) -> tuple[str | None, Any, set[str]]:
+def read_roles(spec: EndpointSpec, payload: dict[str, Any]) -> tuple[str | None, Any, set[str]]:
     """(prompt, seed, keys consumed) of a payload in ``spec``'s terms; an imgM
     ``--seed`` is taken out of the prompt (a ``seed`` key wins over it)."""
     route = route_for(spec)

@@ -15,7 +15,7 @@ import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EndpointNotFound, PayloadError
 from .axes import MISSING, Axis, canonical, make_axis
@@ -30,6 +30,9 @@ from .cost import (
     prompt_string_fields,
     refuse_above,
 )
+
+if TYPE_CHECKING:
+    from ..catalog import EndpointSpec
 
 __all__ = [
     "AXES",
@@ -97,7 +100,7 @@ class PlannedCell:
 
 
 def _cell_target(
-    endpoint: str, spec: Any, values: Mapping[str, Any], axes: Sequence[tuple[str, Axis]]
+    endpoint: str, spec: EndpointSpec, values: Mapping[str, Any], axes: Sequence[tuple[str, Axis]]
 ) -> tuple[str, Any]:
     """The endpoint a cell goes to: its endpoint-axis value, else the grid's."""
     from ..catalog import endpoint as catalog_endpoint
@@ -111,7 +114,7 @@ def _cell_target(
 
 def expand_cells(
     endpoint: str,
-    spec: Any,
+    spec: EndpointSpec,
     base_payload: Mapping[str, Any],
     axes: Sequence[tuple[str, Axis]],
     prepare: Prepare | None = None,
@@ -202,7 +205,7 @@ def _as_written(sent: str) -> str:
     )
 
 
-def permutation_axes(spec: Any, payload: Mapping[str, Any]) -> list[Axis]:
+def permutation_axes(spec: EndpointSpec, payload: Mapping[str, Any]) -> list[Axis]:
     """The top-level permutation groups of the endpoint's imgM prompt as axes,
     in the order they appear (empty when there is no imgM prompt or no group)."""
     from ..imgm.prompt import Prompt, permutation_spans
@@ -316,7 +319,7 @@ def _draw_seed() -> int:
 
 
 def _lock_seed(
-    spec: Any, payload: dict[str, Any], axes: Iterable[Axis], seed: int | None
+    spec: EndpointSpec, payload: dict[str, Any], axes: Iterable[Axis], seed: int | None
 ) -> tuple[int | None, str | None]:
     """Set one seed in ``payload`` when the endpoint takes one and nothing sets or
     varies it; returns (seed, where it went)."""
@@ -437,7 +440,7 @@ def plan_grid(
 
 
 def _axis(
-    given: Any, endpoint: str, spec: Any, base: Mapping[str, Any], every: Iterable[Any]
+    given: Any, endpoint: str, spec: EndpointSpec, base: Mapping[str, Any], every: Iterable[Any]
 ) -> Axis:
     """An axis read against the grid's endpoint; beside an endpoint axis, a field
     only some of the compared endpoints have is read against the first that has it."""
@@ -495,7 +498,7 @@ def _per_endpoint(
 
 
 def _lock_any_seed(
-    spec: Any, payload: dict[str, Any], axes: Iterable[Axis], seed: int | None
+    spec: EndpointSpec, payload: dict[str, Any], axes: Iterable[Axis], seed: int | None
 ) -> tuple[int | None, str | None]:
     """Beside an endpoint axis: one seed for every endpoint that takes one (each
     cell's mapping puts it where its endpoint wants it), unless the payload or an

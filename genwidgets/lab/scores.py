@@ -18,11 +18,14 @@ import datetime as dt
 import itertools
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PayloadError
 from .axes import Axis
 from .store import store_for
+
+if TYPE_CHECKING:
+    from .._protocols import ClientLike
 
 __all__ = ["ScoreTable", "scores"]
 
@@ -85,7 +88,9 @@ def _prompt(endpoint: str, payload: Mapping[str, Any]) -> str | None:
         return None
 
 
-def scores(endpoint: str | None = None, since: Any = None, client: Any = None) -> ScoreTable:
+def scores(
+    endpoint: str | None = None, since: Any = None, client: ClientLike | None = None
+) -> ScoreTable:
     """Every rated grid cell of the client's ledger file (default: the latest
     client), oldest rating first; ``endpoint`` keeps the cells sent there,
     ``since`` those rated at or after it."""

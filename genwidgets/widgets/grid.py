@@ -413,7 +413,7 @@ def grid(
     x: Any = None,
     y: Any = None,
     z: Any = None,
-    client: Any = None,
+    client: ClientLike | None = None,
     confirm_above: int = 10,
     per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Grid:
@@ -447,7 +447,7 @@ def grids(client: ClientLike | None = None) -> list[GridRecord]:
     return list_grids(client if client is not None else default_client())
 
 
-def load_grid(grid_id: str, client: Any = None) -> Grid:
+def load_grid(grid_id: str, client: ClientLike | None = None) -> Grid:
     """Re-open a stored grid after a restart: outputs from the local files,
     unfinished cells re-attached, nothing re-sent. An unknown id is a KeyError
     naming it and the nearest stored ids."""

@@ -54,12 +54,13 @@ if TYPE_CHECKING:
     from ._client import Client, login
     from .catalog import EndpointSpec, endpoint, endpoints, openapi
     from .jobs.job import AsyncJob, Job
+    from .jobs.ledger import Ledger
     from .jobs.polling import PollPolicy
-    from .lab.scores import scores
+    from .lab.scores import ScoreTable, scores
     from .lab.store import GridRecord
     from .media import validate
     from .protocol.prepared import PreparedRequest
-    from .protocol.records import Output, Result, Status
+    from .protocol.records import Handle, Output, Result, Status
     from .widgets.board import Board, board
     from .widgets.form import EndpointForm, form
     from .widgets.grid import Grid, grid, grids, load_grid
@@ -79,8 +80,10 @@ _LAZY: dict[str, str] = {
     "Job": ".jobs.job",
     "AsyncJob": ".jobs.job",
     "PollPolicy": ".jobs.polling",
+    "Ledger": ".jobs.ledger",
     "PreparedRequest": ".protocol.prepared",
     "Status": ".protocol.records",
+    "Handle": ".protocol.records",
     "Result": ".protocol.records",
     "Output": ".protocol.records",
     "EndpointSpec": ".catalog",
@@ -102,6 +105,7 @@ _LAZY: dict[str, str] = {
     "GridRecord": ".lab.store",
     "TaskView": ".widgets.task",
     "scores": ".lab.scores",
+    "ScoreTable": ".lab.scores",
 }
 #: Subpackages reachable as attributes (``gw.media``) without importing them eagerly.
 _SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors", "lab"}
@@ -187,8 +191,10 @@ __all__ = [
     "GenwidgetsWarning",
     "Grid",
     "GridRecord",
+    "Handle",
     "IneffectiveFieldWarning",
     "Job",
+    "Ledger",
     "LedgerError",
     "LedgerWarning",
     "MediaWarning",
@@ -204,6 +210,7 @@ __all__ = [
     "RequestNotFound",
     "Result",
     "RuntimeFailed",
+    "ScoreTable",
     "ServerError",
     "SimulatorStartError",
     "Status",

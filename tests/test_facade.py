@@ -11,8 +11,8 @@ from genwidgets import errors
 #: every public name of the facade; a change here is a change of the public API (DESIGN.md)
 PUBLIC = {
     "AsyncClient", "Board", "Client", "EndpointForm", "EndpointSpec", "Grid", "GridRecord",
-    "AsyncJob", "Job", "Output", "PollPolicy", "PreparedRequest", "Result", "Status", "Sweep",
-    "TaskView", "openapi",
+    "Handle", "AsyncJob", "Job", "Ledger", "Output", "PollPolicy", "PreparedRequest", "Result",
+    "ScoreTable", "Status", "Sweep", "TaskView", "openapi",
     "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid", "login", "render",
     "scores",
     "sweep", "validate",
@@ -87,3 +87,66 @@ def test_submodules_import_through_the_facade_in_a_fresh_process() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["True", "Client"], done.stderr
+
+
+def _our_classes() -> dict[str, type]:
+    """Every class genwidgets defines, by name (to resolve type-only annotations)."""
+    import importlib
+    import pkgutil
+
+    found: dict[str, type] = {}
+    for info in pkgutil.walk_packages(gw.__path__, "genwidgets."):
+        if ".static" in info.name or info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if inspect.isclass(value) and value.__module__.startswith("genwidgets"):
+                found.setdefault(value.__name__, value)
+    return found
+
+
+def _returned_classes(annotation: object) -> set[type]:
+    import typing
+
+    args = typing.get_args(annotation)
+    if args:
+        return set().union(*(_returned_classes(a) for a in args))
+    if inspect.isclass(annotation) and annotation.__module__.startswith("genwidgets"):
+        return {annotation}
+    return set()
+
+
+def test_every_type_a_public_function_or_client_method_returns_is_exported() -> None:
+    """``gw.grids()`` gives GridRecords, ``gw.scores()`` a ScoreTable, ``client.ledger``
+    a Ledger: each can be named as ``gw.X`` (contracts stay private: they are Protocols)."""
+    import pathlib
+    import typing
+
+    import httpx
+    import ipywidgets
+
+    names = {
+        **_our_classes(),
+        **vars(typing),
+        "ipywidgets": ipywidgets,
+        "httpx": httpx,
+        "Path": pathlib.Path,
+    }
+    callables: list[tuple[str, object]] = [
+        (n, getattr(gw, n)) for n in gw.__all__ if inspect.isfunction(getattr(gw, n))
+    ]
+    for cls in (gw.Client, gw.AsyncClient, gw.Job, gw.AsyncJob):
+        for name, member in vars(cls).items():
+            if name.startswith("_"):
+                continue
+            target = member.fget if isinstance(member, property) else member
+            if inspect.isfunction(target):
+                callables.append((f"{cls.__name__}.{name}", target))
+    missing = {}
+    for where, fn in callables:
+        hints = typing.get_type_hints(fn, localns=names)
+        for cls in _returned_classes(hints.get("return")):
+            if typing.Protocol in cls.__mro__ or getattr(gw, cls.__name__, None) is cls:
+                continue
+            missing[where] = cls.__name__
+    assert not missing, f"returned but not exported as gw.<name>: {missing}"

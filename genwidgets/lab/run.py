@@ -202,7 +202,12 @@ class GridRun:
             if self._started:
                 return self
             self._started = True
-        self._store_grid()
+        try:
+            self._store_grid()
+        except BaseException:  # nothing was sent: a later submit() may try again
+            with self._lock:
+                self._started = self._stored = False
+            raise
         self.changed()
         if wait:
             self._send_all()

@@ -138,7 +138,18 @@ class Sweep(list["JobLike"]):
         button.disabled = True
         button.description = "submitting"
         self._progress()
-        self.run.submit(wait=wait)
+        try:
+            self.run.submit(wait=wait)
+        except Exception as exc:  # e.g. the grid store is locked: nothing was sent
+            button.disabled = False
+            button.description = (
+                f"Submit {self.plan.tasks} task{'s' if self.plan.tasks != 1 else ''}"
+            )
+            self.widget.progress_html.value = (
+                f'<span class="gw-error" style="color:{COLOURS["failed"]}">nothing sent: '
+                f"{esc(type(exc).__name__)}: {esc(exc)}</span>"
+            )
+            raise
         return self
 
     def _on_change(self) -> None:

@@ -14,6 +14,7 @@ import pytest
 from pydantic import Field
 from widgets.taskfakes import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
 
+import genwidgets as gw
 from genwidgets.catalog import BILLED, PROMPT_STRING, Endpoint, register, unregister
 from genwidgets.errors import PayloadError, ServerError
 from genwidgets.jobs.ledger import Ledger
@@ -601,3 +602,27 @@ def test_cards_shrink_and_cut_long_values_with_a_tooltip() -> None:
     request_id = r'class="gw-request-id" title="req-\d+" style="[^"]*text-overflow:ellipsis'
     assert re.search(request_id, html)
     view.close()
+
+
+def test_a_sweep_whose_store_cannot_be_written_sends_nothing_and_can_be_sent_again(
+    catalog: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from genwidgets.lab.store import GridStore
+
+    client = FakeClient()
+    jobs = sweep("test-video", {"prompt": "k"}, vary={"seed": list(range(12))}, client=client)
+    locked = gw.LedgerError("the ledger /tmp/x.sqlite3 is locked by another process")
+
+    def refuse(*args: Any, **kw: Any) -> None:
+        raise locked
+
+    with monkeypatch.context() as patch:
+        patch.setattr(GridStore, "save_grid", refuse)
+        with pytest.raises(gw.LedgerError):
+            jobs.submit()
+    button = jobs.widget.submit_button
+    assert client.submitted == [] and not button.disabled
+    assert button.description == "Submit 12 tasks"
+    assert "nothing sent: LedgerError" in jobs.widget.progress_html.value
+    jobs.submit()  # the lock is gone: the same sweep goes
+    assert len(client.submitted) == 12 and len(jobs) == 12 and jobs.submitted

@@ -14,7 +14,7 @@ from widgets.taskfakes import wait_for
 
 import genwidgets as gw
 from genwidgets import _config
-from genwidgets.media import BODY_LIMIT_BYTES as MAX_BODY_BYTES
+from genwidgets.protocol.prepared import BODY_LIMIT_BYTES as MAX_BODY_BYTES
 
 
 @pytest.fixture(autouse=True)

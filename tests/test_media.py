@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import sys
 import warnings
 from dataclasses import replace
@@ -533,24 +532,6 @@ def test_small_base64_does_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         media.encode_with(image_bytes(400, 400), VIDA_IMAGE)
-
-
-def test_check_body_size() -> None:
-    payload = {"content": [{"image_url": {"url": "x" * 100}}]}
-    size = len(json.dumps(payload, separators=(",", ":")).encode())
-    assert media.check_body_size(payload, limit=size) == size
-    with pytest.raises(PayloadError) as caught:
-        media.check_body_size(payload, limit=size - 1, endpoint="vidA-2-0")
-    msg = caught.value.errors[0]["msg"]
-    assert f"{size:,} bytes" in msg or f"{size} bytes" in msg
-    assert f"at most {size - 1:,} bytes" in msg or f"at most {size - 1} bytes" in msg
-    assert caught.value.endpoint == "vidA-2-0"
-    assert media.BODY_LIMIT_BYTES == 64 * 2**20
-    with pytest.raises(PayloadError, match="cannot be sent as JSON"):
-        media.check_body_size({"a": float("nan")})
-    big = {"a": "x" * (64 * 2**20)}
-    with pytest.raises(PayloadError, match="at most 64 MB"):
-        media.check_body_size(big)
 
 
 def test_check_accepts_media_info_and_reports_nothing_when_fine() -> None:

@@ -13,7 +13,6 @@ docs/decisions.md#media-inputs.
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 import warnings
@@ -31,12 +30,9 @@ from .files import MediaInfo, Source, _canonical, _local_info, _Remote, _resolve
 
 __all__ = [
     "BASE64_WARN_BYTES",
-    "BODY_LIMIT_BYTES",
     "MediaInfo",
     "check",
-    "check_body_size",
     "encode",
-    "encode_body",
     "encode_file",
     "encode_paths",
     "encode_with",
@@ -45,7 +41,6 @@ __all__ = [
     "spec_for",
 ]
 
-BODY_LIMIT_BYTES = 64 * 2**20
 """The largest request body the spec states (vidA): 64 MB."""
 
 BASE64_WARN_BYTES = 4 * 2**20
@@ -196,49 +191,6 @@ def check(
     if spec.encoding == "url_only":
         return [_url_only_problem(resolved.what, spec, who)]
     return _info_problems(_local_info(resolved), spec, who)
-
-
-def encode_body(payload: Mapping[str, Any], *, endpoint: str | None = None) -> bytes:
-    """The JSON body a create request carries: compact, UTF-8, no NaN (as httpx sends JSON).
-
-    Raises :class:`PayloadError` when the payload cannot be written as JSON.
-    """
-    try:
-        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise PayloadError(
-            f"the payload cannot be sent as JSON: {exc}", endpoint=endpoint
-        ) from None
-    return text.encode("utf-8")
-
-
-def check_body_size(
-    payload: Mapping[str, Any] | bytes,
-    limit: int = BODY_LIMIT_BYTES,
-    *,
-    endpoint: str | None = None,
-) -> int:
-    """Raise :class:`PayloadError` when the JSON body would exceed ``limit`` bytes.
-
-    ``payload`` is the body itself (bytes, measured as is) or a payload (encoded
-    with :func:`encode_body` first). Returns the body's size in bytes. The spec
-    caps request bodies at 64 MB and says large files must not be sent as Base64.
-    """
-    body = payload if isinstance(payload, bytes) else encode_body(payload, endpoint=endpoint)
-    size = len(body)
-    if size > limit:
-        raise PayloadError(
-            [
-                {
-                    "loc": (),
-                    "msg": f"request body is {human_bytes(size)} as JSON; the service takes "
-                    f"at most {human_bytes(limit)}. Send large files as public URLs "
-                    "(or asset:// ids where allowed) instead of Base64",
-                }
-            ],
-            endpoint=endpoint,
-        )
-    return size
 
 
 # --- encoding -------------------------------------------------------------------------------

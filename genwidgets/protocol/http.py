@@ -37,8 +37,8 @@ from ..errors import (
     Unreachable,
     WebhookNotSupported,
 )
-from ..media import encode_body
 from .fetch import MAX_REDIRECTS, open_url_async, same_origin
+from .prepared import encode_body
 from .records import ERROR_TEXT_KEYS, ERROR_TYPE_KEYS, Handle, Result, Status, queue_url, readable
 
 log = logging.getLogger("genwidgets")

@@ -5,21 +5,69 @@ endpoint and a payload into a frozen :class:`PreparedRequest` whose ``body`` is
 the exact bytes the create request carries. Everything after it (the ledger's
 intent row, the HTTP request) reads that one object; nothing validates or
 serialises the payload again. The only size check is the spec's 64 MB cap,
-measured in UTF-8 bytes of that body (:func:`genwidgets.media.check_body_size`).
+measured in UTF-8 bytes of that body (:func:`check_body_size`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._formats import human_bytes
 from ..catalog import EndpointModel, unsendable, webhook_fields
 from ..catalog import validate as validate_payload
 from ..errors import PayloadError
-from ..media import check_body_size, encode_body, encode_paths
+from ..media import encode_paths
 
-__all__ = ["PreparedRequest", "prepare"]
+__all__ = ["BODY_LIMIT_BYTES", "PreparedRequest", "check_body_size", "encode_body", "prepare"]
+
+#: the spec's cap on a request body: 64 MB (MiB, docs/decisions.md#mib)
+BODY_LIMIT_BYTES = 64 * 2**20
+
+
+def encode_body(payload: Mapping[str, Any], *, endpoint: str | None = None) -> bytes:
+    """The JSON body a create request carries: compact, UTF-8, no NaN (as httpx sends JSON).
+
+    Raises :class:`PayloadError` when the payload cannot be written as JSON.
+    """
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise PayloadError(
+            f"the payload cannot be sent as JSON: {exc}", endpoint=endpoint
+        ) from None
+    return text.encode("utf-8")
+
+
+def check_body_size(
+    payload: Mapping[str, Any] | bytes,
+    limit: int = BODY_LIMIT_BYTES,
+    *,
+    endpoint: str | None = None,
+) -> int:
+    """Raise :class:`PayloadError` when the JSON body would exceed ``limit`` bytes.
+
+    ``payload`` is the body itself (bytes, measured as is) or a payload (encoded
+    with :func:`encode_body` first). Returns the body's size in bytes. The spec
+    caps request bodies at 64 MB and says large files must not be sent as Base64.
+    """
+    body = payload if isinstance(payload, bytes) else encode_body(payload, endpoint=endpoint)
+    size = len(body)
+    if size > limit:
+        raise PayloadError(
+            [
+                {
+                    "loc": (),
+                    "msg": f"request body is {human_bytes(size)} as JSON; the service takes "
+                    f"at most {human_bytes(limit)}. Send large files as public URLs "
+                    "(or asset:// ids where allowed) instead of Base64",
+                }
+            ],
+            endpoint=endpoint,
+        )
+    return size
 
 
 @dataclass(frozen=True, eq=False)

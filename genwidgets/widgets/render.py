@@ -410,12 +410,12 @@ def to_mimebundle(
     return {"text/html": result_html(obj, embed=embed, fetch=fetch), "text/plain": _plain(obj)}
 
 
-def live_entry(output: Output) -> dict[str, Any]:
+def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
     """One output as the live task view's ES module draws it (rule 2: media by
     their http(s) URL, else by a ``data:`` URL of their bytes).
 
     Media: ``kind``, ``url``, ``content_type``, ``poster`` (a video's first frame
-    when a local copy exists) and a plain-text ``caption``; the browser loads
+    when a local copy exists and ``poster``) and a plain-text ``caption``; the browser loads
     them itself. ``fallback``: where the URL may stop answering (gateway URLs
     expire, the embedded simulator's die with the kernel) and the durable rule
     (3/3b) has the bytes, a ``data:`` URL of at most :data:`FALLBACK_LIMIT`
@@ -438,7 +438,7 @@ def live_entry(output: Output) -> dict[str, Any]:
     if output.kind in MEDIA_KINDS and source.how != "none" and href is not None:
         entry["url"] = href
         if source.how == "url":
-            if output.kind == "video":
+            if output.kind == "video" and poster:
                 entry["poster"] = poster_data_url(output.path)
             durable = source_of(output)
             if durable.data is not None and len(durable.data) <= FALLBACK_LIMIT:

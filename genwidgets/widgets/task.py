@@ -117,13 +117,13 @@ def is_simulated(job: JobLike) -> bool:
     return job.simulated
 
 
-def result_entries(result: Result | None) -> list[dict[str, Any]]:
+def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[str, Any]]:
     """The ``outputs`` trait of a result: one entry per output (see
     :func:`~genwidgets.widgets.render.live_entry`), or the asset record of a
     result that has no outputs, as an escaped table."""
     if result is None:
         return []
-    entries = [live_entry(output) for output in result.outputs]
+    entries = [live_entry(output, poster=posters) for output in result.outputs]
     if not entries and result.ok and result.asset is not None:
         entries.append({"kind": "json", "html": table_html(result.asset)})
     return entries
@@ -170,10 +170,14 @@ class TaskView(anywidget.AnyWidget):
     #: few once finished (kept in the saved view).
     logs = traitlets.List(traitlets.Unicode()).tag(sync=True)
 
-    def __init__(self, job: JobLike, **kwargs: Any) -> None:
+    def __init__(self, job: JobLike, *, posters: bool = True, **kwargs: Any) -> None:
+        """``posters=False``: videos carry no poster frame in the view's state, for a
+        view whose display becomes the static copy (which has the poster) when the
+        task ends: the saved widget state would only repeat it (about 5 KB a video)."""
         # Set first: close() (also run by Widget.__del__) needs them even when
         # a job that lacks part of the JobLike protocol makes the next line fail.
         self._finished = False
+        self._posters = posters
         self._removers: list[Callable[[], Any]] = []
         super().__init__(
             endpoint=str(job.endpoint),
@@ -262,7 +266,7 @@ class TaskView(anywidget.AnyWidget):
             if result is not None and result is not self._shown_result:
                 # Once per result: a terminal status may come before the result is fetched.
                 self._shown_result = result
-                self.outputs = result_entries(result)
+                self.outputs = result_entries(result, posters=self._posters)
             self.logs = log_tail(job, look.terminal)
             self.terminal = look.terminal
         if look.terminal and not self._resend_pending:
@@ -387,11 +391,11 @@ def display_job(job: JobLike) -> TaskView | str:
         return line
     from IPython import display as ipd
 
-    view = TaskView(job)
+    live = keeps_live_views()
+    view = TaskView(job, posters=live)  # elsewhere the static copy carries the poster
     data, metadata = widget_bundle(view, placeholder_bundle(job))
     handle = ipd.display(data, raw=True, metadata=metadata, display_id=True)
     if handle is not None:
-        live = keeps_live_views()
 
         def write(bundle: dict[str, Any]) -> None:
             if live:

@@ -10,11 +10,20 @@ from typing import Any
 
 import ipywidgets
 import pytest
+from widgets.taskfakes import wait_for
 
 from genwidgets.protocol.records import Output, Result
 from genwidgets.widgets import render as render_module
 from genwidgets.widgets._style import url_kind
-from genwidgets.widgets.render import render, result_html, source_of, to_html, to_mimebundle
+from genwidgets.widgets.render import (
+    live_entry,
+    render,
+    result_html,
+    source_of,
+    to_html,
+    to_mimebundle,
+)
+from genwidgets.widgets.task import TaskView
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -353,6 +362,14 @@ def test_real_outputs_render_by_content_type(
                 assert f'src="{result.outputs[0].url}"' in html
                 assert 'poster="data:image/jpeg;base64,' in html
                 assert f"saved at {path}" in html
+                # the live view repeats the poster only where no static copy replaces it
+                assert live_entry(result.outputs[0])["poster"].startswith("data:image/jpeg")
+                assert live_entry(result.outputs[0], poster=False)["poster"] is None
+                cell_view = TaskView(job, posters=False)
+                assert wait_for(lambda v=cell_view: bool(v.outputs), timeout=30)
+                assert [o["poster"] for o in cell_view.outputs] == [None]
+                assert cell_view.outputs[0]["url"] == result.outputs[0].url
+                cell_view.close()
                 assert base64.b64encode(path.read_bytes()).decode()[:200] not in html
             elif download and cls is ipywidgets.Image:
                 # an image holds the thumbnail of the ledger's copy, linked to the full one

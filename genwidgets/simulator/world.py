@@ -1,5 +1,6 @@
 """The things referenced operations create (assets, face sessions, audio previews,
-elements, subjects), and the dependency checks on them.
+elements, subjects), and the dependency checks on them; each endpoint's check and
+answer are one row of :data:`OPERATIONS_BY_ENDPOINT` (or of its family).
 
 A broken dependency is answered 422 with the field named when the task is created,
 before it is billed. Every operation and check: docs/decisions.md#sim-world.
@@ -13,16 +14,18 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .asked import asked
 from .outputs import IMGM_IDS, imgm_version
+from .rules import rule_for
 from .synth import MediaFile
 
 if TYPE_CHECKING:
     from .tasks import Task
 
 Errors = list[dict[str, Any]]
-IMGM_EDITS = ("imgM-v8.1-i2i", "imgM-inpaint", "imgM_pan")
 ASSET_ACTIVATION_SECONDS = 1.0
 DEMO_ASSET_ID = "asset-demo"
 DEMO_GROUP_ID = "group-demo"
@@ -105,43 +108,24 @@ class World:
         """Dependency problems of a valid payload, and facts the media step needs."""
         errors: Errors = []
         context: dict[str, Any] = {}
-        if endpoint in IMGM_EDITS:
-            self._check_imgm(endpoint, payload, key, errors, context)
-        elif endpoint == "imgM_diffusion":
-            context["v8_diffusion"] = imgm_version(str(payload.get("prompt", ""))).startswith("8")
-        elif endpoint.startswith("vidA-"):
-            self._check_vida_assets(payload, errors)
-        elif endpoint == "vidK-lip-sync":
-            self._check_lip_sync(payload, errors, context)
-        elif endpoint == "asset-create":
-            if str(payload.get("GroupId")) not in self.groups:
-                errors.append(
-                    {
-                        "loc": ("GroupId",),
-                        "msg": f"asset group {payload.get('GroupId')!r} "
-                        "not found; create one with asset-group-create",
-                    }
-                )
-        elif endpoint == "asset-get" and str(payload.get("Id")) not in self.assets:
-            errors.append(
-                {
-                    "loc": ("Id",),
-                    "msg": f"asset {payload.get('Id')!r} not found; create one with asset-create",
-                }
-            )
-        if endpoint in ("vidK-v3-turbo-t2v", "vidK-v3-motion-control"):
-            self._check_elements(payload, errors)
+        check = operation_of(endpoint).check
+        if check is not None:
+            check(self, endpoint, payload, key, errors, context)
         return errors, context
 
-    def _check_imgm(
+    def _check_imgm_edit(
         self,
         endpoint: str,
         payload: Mapping[str, Any],
         key: str,
         errors: Errors,
         context: dict[str, Any],
+        *,
+        takes_v8: bool = True,
     ) -> None:
-        number_field = "image_no" if endpoint == "imgM-v8.1-i2i" else "imageNo"
+        """An imgM edit: its upstream task and image number (``takes_v8``: whether it
+        edits a task of a V8-series ``imgM_diffusion``)."""
+        number_field = _number_field(endpoint)
         number = payload.get(number_field, 0)
         if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= 3:
             errors.append({"loc": (number_field,), "msg": f"must be 0, 1, 2 or 3, got {number!r}"})
@@ -181,7 +165,7 @@ class World:
             )
             return
         v8 = bool(upstream.context.get("v8_diffusion"))
-        if v8 and endpoint in ("imgM-inpaint", "imgM_pan"):
+        if v8 and not takes_v8:
             errors.append(
                 {
                     "loc": ("jobId",),
@@ -203,6 +187,50 @@ class World:
             upstream_image=str(named.file.path) if named and named.file else None,
         )
 
+    def _note_diffusion_version(
+        self,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        key: str,
+        errors: Errors,
+        context: dict[str, Any],
+    ) -> None:
+        """Whether an imgM_diffusion task draws with a V8-series version (its edits ask)."""
+        context["v8_diffusion"] = imgm_version(str(payload.get("prompt", ""))).startswith("8")
+
+    def _check_group(
+        self,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        key: str,
+        errors: Errors,
+        context: dict[str, Any],
+    ) -> None:
+        if str(payload.get("GroupId")) not in self.groups:
+            errors.append(
+                {
+                    "loc": ("GroupId",),
+                    "msg": f"asset group {payload.get('GroupId')!r} "
+                    "not found; create one with asset-group-create",
+                }
+            )
+
+    def _check_asset(
+        self,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        key: str,
+        errors: Errors,
+        context: dict[str, Any],
+    ) -> None:
+        if str(payload.get("Id")) not in self.assets:
+            errors.append(
+                {
+                    "loc": ("Id",),
+                    "msg": f"asset {payload.get('Id')!r} not found; create one with asset-create",
+                }
+            )
+
     def _asset_problem(self, ref: str) -> str | None:
         asset = self.assets.get(ref.removeprefix("asset://"))
         if asset is None:
@@ -211,7 +239,14 @@ class World:
             return f"asset {ref!r} is still Processing; wait until asset-get shows Status Active"
         return None
 
-    def _check_vida_assets(self, payload: Mapping[str, Any], errors: Errors) -> None:
+    def _check_vida_assets(
+        self,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        key: str,
+        errors: Errors,
+        context: dict[str, Any],
+    ) -> None:
         content = payload.get("content")
         for i, item in enumerate(content if isinstance(content, list) else []):
             if not isinstance(item, dict):
@@ -225,7 +260,12 @@ class World:
                         errors.append({"loc": ("content", i, kind, "url"), "msg": problem})
 
     def _check_lip_sync(
-        self, payload: Mapping[str, Any], errors: Errors, context: dict[str, Any]
+        self,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        key: str,
+        errors: Errors,
+        context: dict[str, Any],
     ) -> None:
         session = payload.get("session_id")
         faces = self.sessions.get(session) if isinstance(session, str) else None
@@ -273,7 +313,14 @@ class World:
         )
         context["audio_texts"] = {a: self.audio_texts[a] for a in chosen if a in self.audio_texts}
 
-    def _check_elements(self, payload: Mapping[str, Any], errors: Errors) -> None:
+    def _check_elements(
+        self,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        key: str,
+        errors: Errors,
+        context: dict[str, Any],
+    ) -> None:
         items = payload.get("element_list")
         for i, item in enumerate(items if isinstance(items, list) else []):
             element = item.get("element_id") if isinstance(item, dict) else None
@@ -289,58 +336,110 @@ class World:
 
     def finish(self, task: Task, speed: float) -> list[MediaFile]:
         """Register what a successful task created; its JSON outputs."""
+        answer = operation_of(task.endpoint).answer
+        return answer(self, task, speed) if answer is not None else []
+
+    def _create_group(self, task: Task, speed: float) -> list[MediaFile]:
+        p, group = task.payload, _new_id("group")
+        self.groups[group] = {
+            "Name": str(p.get("Name")),
+            "ProjectName": str(p.get("ProjectName", "default")),
+        }
+        return [_json_output("group.json", {"GroupId": group})]
+
+    def _create_asset(self, task: Task, speed: float) -> list[MediaFile]:
         p, now = task.payload, time.time()
-        if task.endpoint == "asset-group-create":
-            group = _new_id("group")
-            self.groups[group] = {
-                "Name": str(p.get("Name")),
-                "ProjectName": str(p.get("ProjectName", "default")),
-            }
-            return [_json_output("group.json", {"GroupId": group})]
-        if task.endpoint == "asset-create":
-            asset = Asset(
-                _new_id("asset"),
-                str(p.get("Name") or "asset"),
-                str(p.get("URL")),
-                str(p.get("AssetType") or "Image"),
-                str(p.get("GroupId")),
-                str(p.get("ProjectName") or "default"),
-                now,
-                now + ASSET_ACTIVATION_SECONDS / speed,
+        asset = Asset(
+            _new_id("asset"),
+            str(p.get("Name") or "asset"),
+            str(p.get("URL")),
+            str(p.get("AssetType") or "Image"),
+            str(p.get("GroupId")),
+            str(p.get("ProjectName") or "default"),
+            now,
+            now + ASSET_ACTIVATION_SECONDS / speed,
+        )
+        self.assets[asset.id] = asset
+        return [_json_output("asset.json", asset.record(task.base_url, now))]
+
+    def _get_asset(self, task: Task, speed: float) -> list[MediaFile]:
+        asset = self.assets[str(task.payload.get("Id"))]
+        return [_json_output("asset.json", asset.record(task.base_url, time.time()))]
+
+    def _identify_faces(self, task: Task, speed: float) -> list[MediaFile]:
+        session, face = _new_id("session"), _new_id("face")
+        self.sessions[session] = {face}
+        self.session_videos[session] = task.payload.get("video_url")
+        return [
+            _json_output(
+                "faces.json",
+                {
+                    "session_id": session,
+                    "face_data": [{"face_id": face, "start_time": 0, "end_time": 5000}],
+                },
             )
-            self.assets[asset.id] = asset
-            return [_json_output("asset.json", asset.record(task.base_url, now))]
-        if task.endpoint == "asset-get":
-            asset = self.assets[str(p.get("Id"))]
-            return [_json_output("asset.json", asset.record(task.base_url, now))]
-        if task.endpoint == "vidK-face-identify":
-            session, face = _new_id("session"), _new_id("face")
-            self.sessions[session] = {face}
-            self.session_videos[session] = p.get("video_url")
-            return [
-                _json_output(
-                    "faces.json",
-                    {
-                        "session_id": session,
-                        "face_data": [{"face_id": face, "start_time": 0, "end_time": 5000}],
-                    },
-                )
-            ]
-        if task.endpoint == "vidK-audio-preview":
-            audio = _new_id("audio")
-            self.audio_ms[audio] = int(task.facts.get("duration_ms", 5000))
-            self.audio_texts[audio] = str(p.get("text", ""))
-            return [
-                _json_output("audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]})
-            ]
-        if task.endpoint == "vidK-custom-element":
-            element, self._next_element = self._next_element, self._next_element + 1
-            self.elements.add(element)
-            return [_json_output("element.json", {"element_id": element})]
-        if task.endpoint == "vidV-create-subjects":
-            return [
-                _json_output(
-                    "subject.json", {"subject_id": _new_id("subject"), "name": str(p.get("name"))}
-                )
-            ]
-        return []
+        ]
+
+    def _preview_audio(self, task: Task, speed: float) -> list[MediaFile]:
+        audio = _new_id("audio")
+        self.audio_ms[audio] = int(task.facts.get("duration_ms", 5000))
+        self.audio_texts[audio] = str(task.payload.get("text", ""))
+        return [
+            _json_output("audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]})
+        ]
+
+    def _create_element(self, task: Task, speed: float) -> list[MediaFile]:
+        element, self._next_element = self._next_element, self._next_element + 1
+        self.elements.add(element)
+        return [_json_output("element.json", {"element_id": element})]
+
+    def _create_subject(self, task: Task, speed: float) -> list[MediaFile]:
+        name = str(task.payload.get("name"))
+        return [_json_output("subject.json", {"subject_id": _new_id("subject"), "name": name})]
+
+
+def _number_field(endpoint: str) -> str:
+    """The field of an imgM edit's model that numbers the upstream image."""
+    return "imageNo" if asked(endpoint, {}).has("imageNo") else "image_no"
+
+
+Check = Callable[[World, str, Mapping[str, Any], str, Errors, dict[str, Any]], None]
+Answer = Callable[[World, "Task", float], list[MediaFile]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What the world does for one endpoint: the check before its task is created
+    (appending problems and facts for the media step), and the answer it records
+    when the task completes (its JSON outputs). None: nothing to check or record."""
+
+    check: Check | None = None
+    answer: Answer | None = None
+
+
+#: The operations of the endpoints that reference or create things, by endpoint or
+#: by family (looked up by :func:`operation_of`); any other endpoint has none.
+OPERATIONS_BY_ENDPOINT: dict[str, Operation] = {
+    "imgM-v8.1-i2i": Operation(check=World._check_imgm_edit),
+    "imgM-inpaint": Operation(check=partial(World._check_imgm_edit, takes_v8=False)),
+    "imgM_pan": Operation(check=partial(World._check_imgm_edit, takes_v8=False)),
+    "imgM_diffusion": Operation(check=World._note_diffusion_version),
+    "vidK-lip-sync": Operation(check=World._check_lip_sync),
+    "vidK-v3-turbo-t2v": Operation(check=World._check_elements),
+    "vidK-v3-motion-control": Operation(check=World._check_elements),
+    "asset-group-create": Operation(answer=World._create_group),
+    "asset-create": Operation(check=World._check_group, answer=World._create_asset),
+    "asset-get": Operation(check=World._check_asset, answer=World._get_asset),
+    "vidK-face-identify": Operation(answer=World._identify_faces),
+    "vidK-audio-preview": Operation(answer=World._preview_audio),
+    "vidK-custom-element": Operation(answer=World._create_element),
+    "vidV-create-subjects": Operation(answer=World._create_subject),
+}
+OPERATIONS_BY_FAMILY: dict[str, Operation] = {
+    "vidA": Operation(check=World._check_vida_assets),
+}
+
+
+def operation_of(endpoint: str) -> Operation:
+    """The endpoint's row, else its family's, else nothing to do."""
+    return rule_for(endpoint, OPERATIONS_BY_ENDPOINT, OPERATIONS_BY_FAMILY, Operation())

@@ -1,7 +1,8 @@
 """What each endpoint produces, fitted to its request (run in a worker thread).
 
 Defaults and ranges are the catalog's (read through :mod:`.asked`); makers are chosen
-per family and kind from :data:`MAKERS`. Values are read tolerantly (clamped, "5" is 5)
+per family and kind from :data:`MAKERS` (a video's own reading of its request:
+:class:`.videos.Video`). Values are read tolerantly (clamped, "5" is 5)
 so producing media never fails on input validation let through. What the pictures,
 sounds and edits are where the spec leaves them open: docs/decisions.md#sim-outputs.
 """
@@ -21,12 +22,13 @@ from . import synth
 from .asked import Asked, asked, ratio_of, size_of
 from .files import FileStore
 from .inputs import Inputs
+from .rules import family_of
 from .synth import MediaFile
 from .videos import (  # VIDA_DIMENSIONS, tier_dimensions, video_plan: read from here too
     VIDA_DIMENSIONS,
     inputs_of,
     tier_dimensions,
-    vida_images,
+    video_of,
     video_plan,
 )
 
@@ -326,79 +328,32 @@ def _payload_seed(payload: Mapping[str, Any], seed: int) -> int:
     return seed
 
 
-def _frame_images(
-    endpoint: str, payload: Mapping[str, Any], ctx: Mapping[str, Any]
-) -> tuple[Image.Image | None, Image.Image | None]:
-    """The images a video starts and ends on (None where there is none or it is unreadable)."""
-    if endpoint.startswith("vidA-"):
-        refs = vida_images(payload)
-        first_ref, last_ref = refs.get("first_frame"), refs.get("last_frame")
-    elif endpoint == "vidP_v6_transition":
-        first_ref, last_ref = payload.get("first_frame_image"), payload.get("last_frame_image")
-    else:
-        return None, None
-    inputs = inputs_of(ctx)
-    first = inputs.image(first_ref)
-    return first, inputs.image(last_ref) if first is not None else None
-
-
-def _lip_sync_sound(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> bytes:
-    """The chosen audio (mono s16 at ``synth.AUDIO_RATE``), cut and placed as asked."""
-    rate = synth.AUDIO_RATE
-    choice = next((c for c in _list(payload, "face_choose") if isinstance(c, dict)), {})
-    pcm = (
-        synth.decode_audio(data)
-        if (data := inputs_of(ctx).read(choice.get("sound_file")))
-        else None
-    )
-    if pcm is None:
-        texts = ctx.get("audio_texts")
-        text = texts.get(choice.get("audio_id")) if isinstance(texts, dict) else None
-        pcm = _preview_pcm(str(text)) if text else synth.melody(5.0, rate, 7)
-    times = Asked(choice, None)
-    start = times.int("sound_start_time", 0, 0, 600_000) * rate // 1000 * 2
-    end_ms = choice.get("sound_end_time")
-    end = times.int("sound_end_time", 0, 0, 600_000) * rate // 1000 * 2 if end_ms else len(pcm)
-    insert = times.int("sound_insert_time", 0, 0, 600_000) * rate // 1000 * 2
-    return bytes(insert) + pcm[start : max(start, end)]
-
-
-def _video_prompt(endpoint: str, payload: Mapping[str, Any]) -> str:
-    if endpoint.startswith("vidA-"):
-        texts = [
-            str(item.get("text", ""))
-            for item in _list(payload, "content")
-            if isinstance(item, dict) and item.get("type") == "text"
-        ]
-        return " ".join(texts) or "(no text)"
-    if endpoint == "vidK-lip-sync":
-        return f"lip-sync of session {payload.get('session_id')}"
-    if endpoint == "vidP_v6_transition" and not payload.get("prompt"):
-        return "first frame → last frame"
-    return str(payload.get("prompt") or "(no prompt)")
-
-
 def _video(
     endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
-    plan = video_plan(endpoint, payload, ctx)
+    """A video as its row of :data:`.videos.VIDEOS_BY_ENDPOINT` (or family) reads it."""
+    video = video_of(endpoint)
+    plan = video.plan(asked(endpoint, payload), ctx)
     seed = _payload_seed(payload, seed)
     w, h = plan["size"]
     lines = _prompt_lines(
-        _video_prompt(endpoint, payload),
+        video.prompt(payload),
         size=f"{w}x{h}",
         seconds=plan["seconds"],
         audio="on" if plan["audio"] else "off",
     )
-    if endpoint == "vidK-lip-sync":
-        sound = _lip_sync_sound(payload, ctx)
+    if video.redub is not None:
+        sound = video.redub(payload, ctx)
         source = inputs_of(ctx).read(ctx.get("source_video"))
         redubbed = synth.redub(source, sound) if source else None
         data = redubbed or synth.encode_video(
             w, h, plan["seconds"], seed, endpoint, lines, audio=True, sound=sound
         )
     else:
-        first, last = _frame_images(endpoint, payload, ctx)
+        first_ref, last_ref = video.frames(payload)
+        inputs = inputs_of(ctx)
+        first = inputs.image(first_ref)
+        last = inputs.image(last_ref) if first is not None else None
         data = synth.encode_video(
             w,
             h,
@@ -414,11 +369,6 @@ def _video(
 
 
 # --------------------------------------------------------------------------- speech
-
-
-def _section(payload: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    value = payload.get(name)
-    return value if isinstance(value, dict) else {}
 
 
 def _speech(
@@ -448,15 +398,6 @@ def _speech(
     )
 
 
-def _preview_pcm(text: str) -> bytes:
-    """The voice of ``vidK-audio-preview`` (2-60 s, mono, ``synth.AUDIO_RATE``); lip-sync
-    lays the same voice when given its ``audio_id``."""
-    rate = synth.AUDIO_RATE
-    pcm = synth.speech_pcm(text, rate, 1)
-    seconds = max(2.0, min(60.0, synth.pcm_seconds(pcm, rate, 1)))
-    return (pcm + bytes(int(seconds * rate) * 2))[: int(seconds * rate) * 2]
-
-
 def _mp3(name: str, pcm: bytes) -> Produced:
     """Mono s16 PCM at ``synth.AUDIO_RATE`` as one MP3 file, with its length."""
     data, content_type = synth.encode_audio(pcm, synth.AUDIO_RATE, 1, "mp3", 64000)
@@ -467,7 +408,7 @@ def _mp3(name: str, pcm: bytes) -> Produced:
 def _audio_preview(
     endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
-    return _mp3("preview.mp3", _preview_pcm(str(payload.get("text", ""))))
+    return _mp3("preview.mp3", synth.preview_voice(str(payload.get("text", ""))))
 
 
 def _default_audio(
@@ -477,7 +418,7 @@ def _default_audio(
     ``text`` (or ``prompt``), or music of ``duration`` seconds when there is neither."""
     text = str(payload.get("text") or payload.get("prompt") or "").strip()
     seconds = asked(endpoint, payload).num("duration", 3, 1, 60)
-    pcm = _preview_pcm(text) if text else synth.melody(seconds, synth.AUDIO_RATE, seed)
+    pcm = synth.preview_voice(text) if text else synth.melody(seconds, synth.AUDIO_RATE, seed)
     return _mp3("audio.mp3", pcm)
 
 
@@ -513,14 +454,7 @@ MAKERS: dict[tuple[str, str], Producer] = {
 
 def producer(endpoint: str, kind: str) -> Producer:
     """The maker of an endpoint's outputs: its family's (:data:`MAKERS`), else its kind's."""
-    from ..catalog import endpoint as catalog_endpoint
-    from ..errors import EndpointNotFound
-
-    try:
-        family = catalog_endpoint(endpoint).family
-    except EndpointNotFound:
-        family = ""
-    return MAKERS.get((family, kind)) or DEFAULT_MAKERS.get(kind, _nothing)
+    return MAKERS.get((family_of(endpoint), kind)) or DEFAULT_MAKERS.get(kind, _nothing)
 
 
 def produce(

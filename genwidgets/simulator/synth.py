@@ -392,10 +392,19 @@ def pcm_seconds(pcm: bytes, sample_rate: int, channels: int) -> float:
     return len(pcm) / (2 * channels * sample_rate)
 
 
-# --------------------------------------------------------------------------- video
-
-
 AUDIO_RATE = 24000
+"""Sample rate of the sound the simulator makes for videos and previews."""
+
+
+def preview_voice(text: str) -> bytes:
+    """The voice of ``vidK-audio-preview`` (2-60 s, mono, :data:`AUDIO_RATE`); lip-sync
+    lays the same voice when given its ``audio_id``."""
+    pcm = speech_pcm(text, AUDIO_RATE, 1)
+    seconds = max(2.0, min(60.0, pcm_seconds(pcm, AUDIO_RATE, 1)))
+    return (pcm + bytes(int(seconds * AUDIO_RATE) * 2))[: int(seconds * AUDIO_RATE) * 2]
+
+
+# --------------------------------------------------------------------------- video
 
 
 def video_fps(width: int, height: int) -> int:

@@ -1,17 +1,19 @@
-"""What a video task makes: its size, length and sound, chosen per family from a table
-and read from the endpoint's model (:mod:`.asked`), so a new video endpoint is one class
-in the catalog. The dimensions where the spec leaves them open:
-docs/decisions.md#sim-videos.
+"""What a video task makes: its size, length and sound read from the endpoint's model
+(:mod:`.asked`), and, for the videos shaped by their inputs, one row of a table
+(:class:`Video`), so a new video endpoint is one class in the catalog. The dimensions
+where the spec leaves them open: docs/decisions.md#sim-videos.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from . import synth
 from .asked import Asked, asked, ratio_of, size_of
 from .inputs import Inputs
+from .rules import rule_for
 
 VIDA_DIMENSIONS = {
     "480p": {
@@ -139,24 +141,103 @@ def motion_plan(a: Asked, ctx: Mapping[str, Any]) -> dict[str, Any]:
 
 
 Plan = Callable[[Asked, Mapping[str, Any]], dict[str, Any]]
+Frames = Callable[[Mapping[str, Any]], tuple[Any, Any]]
+Sound = Callable[[Mapping[str, Any], Mapping[str, Any]], bytes]
 
-#: Plans of the videos whose size or length comes from their inputs, by family or
-#: by endpoint; every other video is planned from its model (:func:`model_plan`).
-PLANS_BY_FAMILY: dict[str, Plan] = {"vidA": vida_plan}
-PLANS_BY_ENDPOINT: dict[str, Plan] = {
-    "vidK-lip-sync": lip_sync_plan,
-    "vidK-v3-motion-control": motion_plan,
+
+def plain_prompt(payload: Mapping[str, Any]) -> str:
+    return str(payload.get("prompt") or "(no prompt)")
+
+
+def vida_prompt(payload: Mapping[str, Any]) -> str:
+    """vidA's text items of ``content``, joined."""
+    content = payload.get("content")
+    texts = [
+        str(item.get("text", ""))
+        for item in (content if isinstance(content, list) else [])
+        if isinstance(item, dict) and item.get("type") == "text"
+    ]
+    return " ".join(texts) or "(no text)"
+
+
+def transition_prompt(payload: Mapping[str, Any]) -> str:
+    return str(payload.get("prompt") or "first frame → last frame")
+
+
+def lip_sync_prompt(payload: Mapping[str, Any]) -> str:
+    return f"lip-sync of session {payload.get('session_id')}"
+
+
+def no_frames(payload: Mapping[str, Any]) -> tuple[Any, Any]:
+    return None, None
+
+
+def frame_fields(first: str, last: str) -> Frames:
+    """Frames named by two fields of the payload (the first and the last image)."""
+    return lambda payload: (payload.get(first), payload.get(last))
+
+
+def vida_frames(payload: Mapping[str, Any]) -> tuple[Any, Any]:
+    refs = vida_images(payload)
+    return refs.get("first_frame"), refs.get("last_frame")
+
+
+def lip_sync_sound(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> bytes:
+    """The chosen audio (mono s16 at ``synth.AUDIO_RATE``), cut and placed as asked:
+    a ``sound_file``, else the voice of the ``audio_id``'s preview, else music."""
+    rate = synth.AUDIO_RATE
+    choices = payload.get("face_choose")
+    listed = choices if isinstance(choices, list) else []
+    choice = next((c for c in listed if isinstance(c, dict)), {})
+    pcm = (
+        synth.decode_audio(data)
+        if (data := inputs_of(ctx).read(choice.get("sound_file")))
+        else None
+    )
+    if pcm is None:
+        texts = ctx.get("audio_texts")
+        text = texts.get(choice.get("audio_id")) if isinstance(texts, dict) else None
+        pcm = synth.preview_voice(str(text)) if text else synth.melody(5.0, rate, 7)
+    times = Asked(choice, None)
+    start = times.int("sound_start_time", 0, 0, 600_000) * rate // 1000 * 2
+    end_ms = choice.get("sound_end_time")
+    end = times.int("sound_end_time", 0, 0, 600_000) * rate // 1000 * 2 if end_ms else len(pcm)
+    insert = times.int("sound_insert_time", 0, 0, 600_000) * rate // 1000 * 2
+    return bytes(insert) + pcm[start : max(start, end)]
+
+
+@dataclass(frozen=True)
+class Video:
+    """How a video endpoint reads its request: its plan (size, length, sound), the text
+    its frames show, the images it starts and ends on (references), and, for an
+    endpoint that re-dubs the source video the world found, the sound it lays over it."""
+
+    plan: Plan = model_plan
+    prompt: Callable[[Mapping[str, Any]], str] = plain_prompt
+    frames: Frames = no_frames
+    redub: Sound | None = None
+
+
+#: Videos whose plan, text or frames come from their inputs, by family or by
+#: endpoint (looked up by :func:`video_of`); every other video is planned from its
+#: model and shows its ``prompt``.
+VIDEOS_BY_FAMILY: dict[str, Video] = {
+    "vidA": Video(plan=vida_plan, prompt=vida_prompt, frames=vida_frames),
 }
+VIDEOS_BY_ENDPOINT: dict[str, Video] = {
+    "vidK-lip-sync": Video(plan=lip_sync_plan, prompt=lip_sync_prompt, redub=lip_sync_sound),
+    "vidK-v3-motion-control": Video(plan=motion_plan),
+    "vidP_v6_transition": Video(
+        prompt=transition_prompt, frames=frame_fields("first_frame_image", "last_frame_image")
+    ),
+}
+
+
+def video_of(endpoint: str) -> Video:
+    """The endpoint's row, else its family's, else a video planned from its model."""
+    return rule_for(endpoint, VIDEOS_BY_ENDPOINT, VIDEOS_BY_FAMILY, Video())
 
 
 def video_plan(endpoint: str, payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> dict[str, Any]:
     """Width, height, seconds and audio of a video task (see the module docstring)."""
-    from ..catalog import endpoint as catalog_endpoint
-    from ..errors import EndpointNotFound
-
-    try:
-        family = catalog_endpoint(endpoint).family
-    except EndpointNotFound:
-        family = ""
-    plan = PLANS_BY_ENDPOINT.get(endpoint) or PLANS_BY_FAMILY.get(family) or model_plan
-    return plan(asked(endpoint, payload), ctx)
+    return video_of(endpoint).plan(asked(endpoint, payload), ctx)

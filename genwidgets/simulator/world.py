@@ -1,5 +1,6 @@
 """The things referenced operations create (assets, face sessions, audio previews,
-elements, subjects), and the dependency checks on them.
+elements, subjects), and the dependency checks on them; each endpoint's check and
+answer are one row of :data:`OPERATIONS_BY_ENDPOINT` (or of its family).
 
 A broken dependency is answered 422 with the field named when the task is created,
 before it is billed. Every operation and check: docs/decisions.md#sim-world.
@@ -11,18 +12,20 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .asked import asked
 from .outputs import IMGM_IDS, imgm_version
+from .rules import rule_for
 from .synth import MediaFile
 
 if TYPE_CHECKING:
     from .tasks import Task
 
 Errors = list[dict[str, Any]]
-IMGM_EDITS = ("imgM-v8.1-i2i", "imgM-inpaint", "imgM_pan")
 ASSET_ACTIVATION_SECONDS = 1.0
 DEMO_ASSET_ID = "asset-demo"
 DEMO_GROUP_ID = "group-demo"
@@ -64,6 +67,21 @@ class Asset:
         }
 
 
+@dataclass
+class Checking:
+    """One request under its dependency check: what it asks, and what the check finds
+    (problems, each with the field it names; facts for the media step)."""
+
+    endpoint: str
+    payload: Mapping[str, Any]
+    key: str
+    errors: Errors = field(default_factory=list)
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def fail(self, loc: tuple[Any, ...], msg: str) -> None:
+        self.errors.append({"loc": loc, "msg": msg})
+
+
 def _json_output(name: str, value: Mapping[str, Any]) -> MediaFile:
     text = json.dumps(value)
     return MediaFile(name, "application/json", text.encode(), inline=text)
@@ -103,92 +121,46 @@ class World:
         self, endpoint: str, payload: Mapping[str, Any], key: str
     ) -> tuple[Errors, dict[str, Any]]:
         """Dependency problems of a valid payload, and facts the media step needs."""
-        errors: Errors = []
-        context: dict[str, Any] = {}
-        if endpoint in IMGM_EDITS:
-            self._check_imgm(endpoint, payload, key, errors, context)
-        elif endpoint == "imgM_diffusion":
-            context["v8_diffusion"] = imgm_version(str(payload.get("prompt", ""))).startswith("8")
-        elif endpoint.startswith("vidA-"):
-            self._check_vida_assets(payload, errors)
-        elif endpoint == "vidK-lip-sync":
-            self._check_lip_sync(payload, errors, context)
-        elif endpoint == "asset-create":
-            if str(payload.get("GroupId")) not in self.groups:
-                errors.append(
-                    {
-                        "loc": ("GroupId",),
-                        "msg": f"asset group {payload.get('GroupId')!r} "
-                        "not found; create one with asset-group-create",
-                    }
-                )
-        elif endpoint == "asset-get" and str(payload.get("Id")) not in self.assets:
-            errors.append(
-                {
-                    "loc": ("Id",),
-                    "msg": f"asset {payload.get('Id')!r} not found; create one with asset-create",
-                }
-            )
-        if endpoint in ("vidK-v3-turbo-t2v", "vidK-v3-motion-control"):
-            self._check_elements(payload, errors)
-        return errors, context
+        checking = Checking(endpoint, payload, key)
+        check = operation_of(endpoint).check
+        if check is not None:
+            check(self, checking)
+        return checking.errors, checking.context
 
-    def _check_imgm(
-        self,
-        endpoint: str,
-        payload: Mapping[str, Any],
-        key: str,
-        errors: Errors,
-        context: dict[str, Any],
-    ) -> None:
-        number_field = "image_no" if endpoint == "imgM-v8.1-i2i" else "imageNo"
-        number = payload.get(number_field, 0)
+    def _check_imgm_edit(self, c: Checking, *, takes_v8: bool = True) -> None:
+        """An imgM edit: its upstream task and image number (``takes_v8``: whether it
+        edits a task of a V8-series ``imgM_diffusion``)."""
+        number_field = _number_field(c.endpoint)
+        number = c.payload.get(number_field, 0)
         if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= 3:
-            errors.append({"loc": (number_field,), "msg": f"must be 0, 1, 2 or 3, got {number!r}"})
-        job_id = payload.get("jobId")
+            c.fail((number_field,), f"must be 0, 1, 2 or 3, got {number!r}")
+        job_id = c.payload.get("jobId")
         upstream = self._lookup(job_id) if isinstance(job_id, str) else None
-        if upstream is None or upstream.key != key:
-            errors.append(
-                {
-                    "loc": ("jobId",),
-                    "msg": f"no imgM task {job_id!r} found; "
-                    "use the request_id of a completed imgM-v8.1-t2i or imgM_diffusion task",
-                }
+        if upstream is None or upstream.key != c.key:
+            c.fail(
+                ("jobId",),
+                f"no imgM task {job_id!r} found; "
+                "use the request_id of a completed imgM-v8.1-t2i or imgM_diffusion task",
             )
             return
         if upstream.endpoint not in IMGM_IDS:
-            errors.append(
-                {
-                    "loc": ("jobId",),
-                    "msg": f"task {job_id!r} is a {upstream.endpoint} task, not an imgM image task",
-                }
+            c.fail(
+                ("jobId",), f"task {job_id!r} is a {upstream.endpoint} task, not an imgM image task"
             )
             return
         if upstream.status != "COMPLETED":
-            errors.append(
-                {
-                    "loc": ("jobId",),
-                    "msg": f"task {job_id!r} is {upstream.status}; wait until it is COMPLETED",
-                }
-            )
+            c.fail(("jobId",), f"task {job_id!r} is {upstream.status}; wait until it is COMPLETED")
             return
         if upstream.error:
-            errors.append(
-                {
-                    "loc": ("jobId",),
-                    "msg": f"task {job_id!r} failed ({upstream.error_type}) and has no images",
-                }
-            )
+            c.fail(("jobId",), f"task {job_id!r} failed ({upstream.error_type}) and has no images")
             return
         v8 = bool(upstream.context.get("v8_diffusion"))
-        if v8 and endpoint in ("imgM-inpaint", "imgM_pan"):
-            errors.append(
-                {
-                    "loc": ("jobId",),
-                    "msg": f"task {job_id!r} comes from imgM_diffusion "
-                    "with a V8-series version, which does not support inpaint, pan or "
-                    "outpaint; use a --v 7 task",
-                }
+        if v8 and not takes_v8:
+            c.fail(
+                ("jobId",),
+                f"task {job_id!r} comes from imgM_diffusion "
+                "with a V8-series version, which does not support inpaint, pan or "
+                "outpaint; use a --v 7 task",
             )
             return
         named = (
@@ -196,12 +168,30 @@ class World:
             if isinstance(number, int) and 0 <= number < len(upstream.outputs)
             else None
         )
-        context.update(
+        c.context.update(
             v8_diffusion=v8,
             upstream_size=upstream.facts.get("image_size", (1024, 1024)),
             upstream_seed=upstream.facts.get("seed", 0),
             upstream_image=str(named.file.path) if named and named.file else None,
         )
+
+    def _note_diffusion_version(self, c: Checking) -> None:
+        """Whether an imgM_diffusion task draws with a V8-series version (its edits ask)."""
+        prompt = str(c.payload.get("prompt", ""))
+        c.context["v8_diffusion"] = imgm_version(prompt).startswith("8")
+
+    def _check_group(self, c: Checking) -> None:
+        group = c.payload.get("GroupId")
+        if str(group) not in self.groups:
+            c.fail(
+                ("GroupId",),
+                f"asset group {group!r} not found; create one with asset-group-create",
+            )
+
+    def _check_asset(self, c: Checking) -> None:
+        asset = c.payload.get("Id")
+        if str(asset) not in self.assets:
+            c.fail(("Id",), f"asset {asset!r} not found; create one with asset-create")
 
     def _asset_problem(self, ref: str) -> str | None:
         asset = self.assets.get(ref.removeprefix("asset://"))
@@ -211,8 +201,8 @@ class World:
             return f"asset {ref!r} is still Processing; wait until asset-get shows Status Active"
         return None
 
-    def _check_vida_assets(self, payload: Mapping[str, Any], errors: Errors) -> None:
-        content = payload.get("content")
+    def _check_vida_assets(self, c: Checking) -> None:
+        content = c.payload.get("content")
         for i, item in enumerate(content if isinstance(content, list) else []):
             if not isinstance(item, dict):
                 continue
@@ -222,125 +212,168 @@ class World:
                 if isinstance(url, str) and url.startswith("asset://"):
                     problem = self._asset_problem(url)
                     if problem:
-                        errors.append({"loc": ("content", i, kind, "url"), "msg": problem})
+                        c.fail(("content", i, kind, "url"), problem)
 
-    def _check_lip_sync(
-        self, payload: Mapping[str, Any], errors: Errors, context: dict[str, Any]
-    ) -> None:
-        session = payload.get("session_id")
+    def _check_lip_sync(self, c: Checking) -> None:
+        session = c.payload.get("session_id")
         faces = self.sessions.get(session) if isinstance(session, str) else None
         if faces is None:
-            errors.append(
-                {
-                    "loc": ("session_id",),
-                    "msg": f"unknown session {session!r}; call "
-                    "vidK-face-identify first and use its session_id",
-                }
+            c.fail(
+                ("session_id",),
+                f"unknown session {session!r}; call "
+                "vidK-face-identify first and use its session_id",
             )
-        choices = payload.get("face_choose")
+        choices = c.payload.get("face_choose")
         for i, choice in enumerate(choices if isinstance(choices, list) else []):
             if not isinstance(choice, dict):
                 continue
             face = choice.get("face_id")
             if faces is not None and (not isinstance(face, str) or face not in faces):
-                errors.append(
-                    {
-                        "loc": ("face_choose", i, "face_id"),
-                        "msg": f"face {choice.get('face_id')!r} is not in session {session!r}",
-                    }
+                c.fail(
+                    ("face_choose", i, "face_id"),
+                    f"face {choice.get('face_id')!r} is not in session {session!r}",
                 )
             audio_id = choice.get("audio_id")
             if audio_id is not None and (
                 not isinstance(audio_id, str) or audio_id not in self.audio_ms
             ):
-                errors.append(
-                    {
-                        "loc": ("face_choose", i, "audio_id"),
-                        "msg": f"unknown audio {audio_id!r}; create one with vidK-audio-preview",
-                    }
+                c.fail(
+                    ("face_choose", i, "audio_id"),
+                    f"unknown audio {audio_id!r}; create one with vidK-audio-preview",
                 )
             milliseconds = self.audio_ms.get(str(audio_id), 5000)
             start, end = choice.get("sound_start_time"), choice.get("sound_end_time")
             if isinstance(start, int) and isinstance(end, int) and end > start:
                 milliseconds = end - start
-            context["audio_seconds"] = max(2.0, min(60.0, milliseconds / 1000))
+            c.context["audio_seconds"] = max(2.0, min(60.0, milliseconds / 1000))
         # what vidK-lip-sync's media starts from: the identified video and the previews' voices
-        context["source_video"] = self.session_videos.get(str(session))
+        c.context["source_video"] = self.session_videos.get(str(session))
         chosen = (
-            [c.get("audio_id") for c in choices if isinstance(c, dict)]
+            [choice.get("audio_id") for choice in choices if isinstance(choice, dict)]
             if isinstance(choices, list)
             else []
         )
-        context["audio_texts"] = {a: self.audio_texts[a] for a in chosen if a in self.audio_texts}
+        texts = {a: self.audio_texts[a] for a in chosen if a in self.audio_texts}
+        c.context["audio_texts"] = texts
 
-    def _check_elements(self, payload: Mapping[str, Any], errors: Errors) -> None:
-        items = payload.get("element_list")
+    def _check_elements(self, c: Checking) -> None:
+        items = c.payload.get("element_list")
         for i, item in enumerate(items if isinstance(items, list) else []):
             element = item.get("element_id") if isinstance(item, dict) else None
             if not isinstance(element, int) or element not in self.elements:
-                errors.append(
-                    {
-                        "loc": ("element_list", i, "element_id"),
-                        "msg": f"unknown element {element!r}; create one with vidK-custom-element",
-                    }
+                c.fail(
+                    ("element_list", i, "element_id"),
+                    f"unknown element {element!r}; create one with vidK-custom-element",
                 )
 
     # ------------------------------------------------------------------ results
 
     def finish(self, task: Task, speed: float) -> list[MediaFile]:
         """Register what a successful task created; its JSON outputs."""
+        answer = operation_of(task.endpoint).answer
+        return answer(self, task, speed) if answer is not None else []
+
+    def _create_group(self, task: Task, speed: float) -> list[MediaFile]:
+        p, group = task.payload, _new_id("group")
+        self.groups[group] = {
+            "Name": str(p.get("Name")),
+            "ProjectName": str(p.get("ProjectName", "default")),
+        }
+        return [_json_output("group.json", {"GroupId": group})]
+
+    def _create_asset(self, task: Task, speed: float) -> list[MediaFile]:
         p, now = task.payload, time.time()
-        if task.endpoint == "asset-group-create":
-            group = _new_id("group")
-            self.groups[group] = {
-                "Name": str(p.get("Name")),
-                "ProjectName": str(p.get("ProjectName", "default")),
-            }
-            return [_json_output("group.json", {"GroupId": group})]
-        if task.endpoint == "asset-create":
-            asset = Asset(
-                _new_id("asset"),
-                str(p.get("Name") or "asset"),
-                str(p.get("URL")),
-                str(p.get("AssetType") or "Image"),
-                str(p.get("GroupId")),
-                str(p.get("ProjectName") or "default"),
-                now,
-                now + ASSET_ACTIVATION_SECONDS / speed,
+        asset = Asset(
+            _new_id("asset"),
+            str(p.get("Name") or "asset"),
+            str(p.get("URL")),
+            str(p.get("AssetType") or "Image"),
+            str(p.get("GroupId")),
+            str(p.get("ProjectName") or "default"),
+            now,
+            now + ASSET_ACTIVATION_SECONDS / speed,
+        )
+        self.assets[asset.id] = asset
+        return [_json_output("asset.json", asset.record(task.base_url, now))]
+
+    def _get_asset(self, task: Task, speed: float) -> list[MediaFile]:
+        asset = self.assets[str(task.payload.get("Id"))]
+        return [_json_output("asset.json", asset.record(task.base_url, time.time()))]
+
+    def _identify_faces(self, task: Task, speed: float) -> list[MediaFile]:
+        session, face = _new_id("session"), _new_id("face")
+        self.sessions[session] = {face}
+        self.session_videos[session] = task.payload.get("video_url")
+        return [
+            _json_output(
+                "faces.json",
+                {
+                    "session_id": session,
+                    "face_data": [{"face_id": face, "start_time": 0, "end_time": 5000}],
+                },
             )
-            self.assets[asset.id] = asset
-            return [_json_output("asset.json", asset.record(task.base_url, now))]
-        if task.endpoint == "asset-get":
-            asset = self.assets[str(p.get("Id"))]
-            return [_json_output("asset.json", asset.record(task.base_url, now))]
-        if task.endpoint == "vidK-face-identify":
-            session, face = _new_id("session"), _new_id("face")
-            self.sessions[session] = {face}
-            self.session_videos[session] = p.get("video_url")
-            return [
-                _json_output(
-                    "faces.json",
-                    {
-                        "session_id": session,
-                        "face_data": [{"face_id": face, "start_time": 0, "end_time": 5000}],
-                    },
-                )
-            ]
-        if task.endpoint == "vidK-audio-preview":
-            audio = _new_id("audio")
-            self.audio_ms[audio] = int(task.facts.get("duration_ms", 5000))
-            self.audio_texts[audio] = str(p.get("text", ""))
-            return [
-                _json_output("audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]})
-            ]
-        if task.endpoint == "vidK-custom-element":
-            element, self._next_element = self._next_element, self._next_element + 1
-            self.elements.add(element)
-            return [_json_output("element.json", {"element_id": element})]
-        if task.endpoint == "vidV-create-subjects":
-            return [
-                _json_output(
-                    "subject.json", {"subject_id": _new_id("subject"), "name": str(p.get("name"))}
-                )
-            ]
-        return []
+        ]
+
+    def _preview_audio(self, task: Task, speed: float) -> list[MediaFile]:
+        audio = _new_id("audio")
+        self.audio_ms[audio] = int(task.facts.get("duration_ms", 5000))
+        self.audio_texts[audio] = str(task.payload.get("text", ""))
+        return [
+            _json_output("audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]})
+        ]
+
+    def _create_element(self, task: Task, speed: float) -> list[MediaFile]:
+        element, self._next_element = self._next_element, self._next_element + 1
+        self.elements.add(element)
+        return [_json_output("element.json", {"element_id": element})]
+
+    def _create_subject(self, task: Task, speed: float) -> list[MediaFile]:
+        name = str(task.payload.get("name"))
+        return [_json_output("subject.json", {"subject_id": _new_id("subject"), "name": name})]
+
+
+def _number_field(endpoint: str) -> str:
+    """The field of an imgM edit's model that numbers the upstream image."""
+    return "imageNo" if asked(endpoint, {}).has("imageNo") else "image_no"
+
+
+Check = Callable[[World, Checking], None]
+Answer = Callable[[World, "Task", float], list[MediaFile]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What the world does for one endpoint: the check before its task is created
+    (appending problems and facts for the media step), and the answer it records
+    when the task completes (its JSON outputs). None: nothing to check or record."""
+
+    check: Check | None = None
+    answer: Answer | None = None
+
+
+#: The operations of the endpoints that reference or create things, by endpoint or
+#: by family (looked up by :func:`operation_of`); any other endpoint has none.
+OPERATIONS_BY_ENDPOINT: dict[str, Operation] = {
+    "imgM-v8.1-i2i": Operation(check=World._check_imgm_edit),
+    "imgM-inpaint": Operation(check=partial(World._check_imgm_edit, takes_v8=False)),
+    "imgM_pan": Operation(check=partial(World._check_imgm_edit, takes_v8=False)),
+    "imgM_diffusion": Operation(check=World._note_diffusion_version),
+    "vidK-lip-sync": Operation(check=World._check_lip_sync),
+    "vidK-v3-turbo-t2v": Operation(check=World._check_elements),
+    "vidK-v3-motion-control": Operation(check=World._check_elements),
+    "asset-group-create": Operation(answer=World._create_group),
+    "asset-create": Operation(check=World._check_group, answer=World._create_asset),
+    "asset-get": Operation(check=World._check_asset, answer=World._get_asset),
+    "vidK-face-identify": Operation(answer=World._identify_faces),
+    "vidK-audio-preview": Operation(answer=World._preview_audio),
+    "vidK-custom-element": Operation(answer=World._create_element),
+    "vidV-create-subjects": Operation(answer=World._create_subject),
+}
+OPERATIONS_BY_FAMILY: dict[str, Operation] = {
+    "vidA": Operation(check=World._check_vida_assets),
+}
+
+
+def operation_of(endpoint: str) -> Operation:
+    """The endpoint's row, else its family's, else nothing to do."""
+    return rule_for(endpoint, OPERATIONS_BY_ENDPOINT, OPERATIONS_BY_FAMILY, Operation())

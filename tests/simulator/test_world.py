@@ -5,16 +5,20 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 from PIL import Image
 
+from genwidgets.catalog import Endpoint, register, unregister
 from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator.tasks import Task
+from genwidgets.simulator.world import OPERATIONS_BY_ENDPOINT, Operation, World, operation_of
 
 pytestmark = pytest.mark.timeout(60)
+LATE_VIDA = "test-world-late-vida"
 Run = Callable[..., dict[str, Any]]
 
 
@@ -176,3 +180,77 @@ def test_element_ids_come_from_custom_elements(api: httpx.Client, run: Run) -> N
         json={"prompt": "x", "element_list": [{"element_id": element["element_id"]}]},
     )
     assert ok.status_code == 200, ok.text
+
+
+# ---------------------------------------------------------------- the operations table
+
+
+def _world() -> World:
+    return World(lambda request_id: None, "/files/demo/demo.png")
+
+
+def _task(endpoint: str, payload: dict[str, Any]) -> Task:
+    return Task("r-1", endpoint, "video", "k", payload, 1, 1.0, False, "http://127.0.0.1")
+
+
+@pytest.fixture
+def late_vida() -> Iterator[str]:
+    @register(LATE_VIDA, kind="video", family="vidA", title="A vidA endpoint added at run time")
+    class LateVida(Endpoint):
+        content: list[dict[str, Any]] | None = None
+
+    yield LATE_VIDA
+    unregister(LATE_VIDA)
+
+
+def test_a_plain_endpoint_has_no_operation() -> None:
+    world = _world()
+    for endpoint in ("vidVq2-text2video", "imgM-v8.1-t2i", "no-such-endpoint"):
+        assert operation_of(endpoint) == Operation()
+        assert world.check(endpoint, {"element_list": [{"element_id": 9}]}, "k") == ([], {})
+        assert world.finish(_task(endpoint, {"Name": "x"}), 1.0) == []
+    assert (world.groups.keys(), world.assets.keys()) == ({"group-demo"}, {"asset-demo"})
+
+
+def test_a_family_row_checks_an_endpoint_registered_at_run_time(late_vida: str) -> None:
+    content = [{"type": "image_url", "image_url": {"url": "asset://nope"}}]
+    errors, _ = _world().check(late_vida, {"content": content}, "k")
+    assert [e["loc"] for e in errors] == [("content", 0, "image_url", "url")]
+    assert "asset://nope" in errors[0]["msg"]
+
+
+def test_each_edit_names_the_image_number_field_of_its_own_model() -> None:
+    world = _world()
+    for endpoint, field in [
+        ("imgM-v8.1-i2i", "image_no"),
+        ("imgM-inpaint", "imageNo"),
+        ("imgM_pan", "imageNo"),
+    ]:
+        errors, _ = world.check(endpoint, {"jobId": "nope", field: 7}, "k")
+        assert [e["loc"] for e in errors] == [(field,), ("jobId",)], endpoint
+        assert "got 7" in errors[0]["msg"]
+
+
+def test_every_referenced_operation_answers_from_its_row() -> None:
+    world = _world()
+    answered = {
+        endpoint: json.loads(world.finish(_task(endpoint, payload), 1.0)[0].inline or "")
+        for endpoint, payload in [
+            ("asset-group-create", {"Name": "g"}),
+            ("asset-get", {"Id": "asset-demo"}),
+            ("vidK-face-identify", {"video_url": "v.mp4"}),
+            ("vidK-audio-preview", {"text": "hi"}),
+            ("vidK-custom-element", {"name": "e"}),
+            ("vidV-create-subjects", {"name": "s"}),
+        ]
+    }
+    assert answered["asset-group-create"]["GroupId"] in world.groups
+    assert answered["asset-get"]["Id"] == "asset-demo"
+    assert answered["vidK-face-identify"]["session_id"] in world.sessions
+    assert answered["vidK-audio-preview"]["audio_id"] in world.audio_texts
+    assert answered["vidK-custom-element"] == {"element_id": 1001}
+    assert answered["vidV-create-subjects"]["name"] == "s"
+    assert {e for e, op in OPERATIONS_BY_ENDPOINT.items() if op.answer} == {
+        *answered,
+        "asset-create",
+    }

@@ -177,12 +177,18 @@ def _imgm_generate(endpoint: str, payload: Mapping[str, Any], seed: int) -> Prod
     return Produced(files, {"image_size": (width, height), "seed": seed})
 
 
+def image_number_field(endpoint: str) -> str:
+    """The field of an imgM edit's model that numbers the upstream image (the model's
+    own, never a look at the payload: a payload may send both spellings)."""
+    return "imageNo" if asked(endpoint, {}).has("imageNo") else "image_no"
+
+
 def _imgm_edit(
     endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
     """Four edits of the upstream task's named image (a seed picture if its file is gone)."""
     a = asked(endpoint, payload)
-    image_no = a.int("imageNo" if a.has("imageNo") else "image_no", 0, 0, 3)
+    image_no = a.int(image_number_field(endpoint), 0, 0, 3)
     seed = int(ctx.get("upstream_seed", seed)) * 31 + image_no * 7 + len(endpoint)
     width, height = ctx.get("upstream_size", (1024, 1024))
     source = _upstream_image(ctx) or synth.picture(width, height, seed, "", [])

@@ -17,8 +17,7 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .asked import asked
-from .outputs import IMGM_IDS, imgm_version
+from .outputs import IMGM_IDS, image_number_field, imgm_version
 from .rules import rule_for
 from .synth import MediaFile
 
@@ -130,7 +129,7 @@ class World:
     def _check_imgm_edit(self, c: Checking, *, takes_v8: bool = True) -> None:
         """An imgM edit: its upstream task and image number (``takes_v8``: whether it
         edits a task of a V8-series ``imgM_diffusion``)."""
-        number_field = _number_field(c.endpoint)
+        number_field = image_number_field(c.endpoint)
         number = c.payload.get(number_field, 0)
         if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= 3:
             c.fail((number_field,), f"must be 0, 1, 2 or 3, got {number!r}")
@@ -330,11 +329,6 @@ class World:
     def _create_subject(self, task: Task, speed: float) -> list[MediaFile]:
         name = str(task.payload.get("name"))
         return [_json_output("subject.json", {"subject_id": _new_id("subject"), "name": name})]
-
-
-def _number_field(endpoint: str) -> str:
-    """The field of an imgM edit's model that numbers the upstream image."""
-    return "imageNo" if asked(endpoint, {}).has("imageNo") else "image_no"
 
 
 Check = Callable[[World, Checking], None]

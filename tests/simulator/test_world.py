@@ -254,3 +254,21 @@ def test_every_referenced_operation_answers_from_its_row() -> None:
         *answered,
         "asset-create",
     }
+
+
+def test_an_edit_numbers_its_image_by_its_own_models_field_even_when_both_are_sent() -> None:
+    """The world checks and the maker pictures the same image: the one the model's
+    field names (i2i: ``image_no``), whatever other spelling rides along."""
+    from genwidgets.simulator.outputs import image_number_field, produce
+
+    assert image_number_field("imgM-v8.1-i2i") == "image_no"
+    assert image_number_field("imgM-inpaint") == image_number_field("imgM_pan") == "imageNo"
+    ctx = {"upstream_seed": 5, "upstream_size": (256, 256)}
+    base = {"jobId": "j", "remix_prompt": "a kite"}
+
+    def pictures(payload: dict[str, Any]) -> list[bytes]:
+        made = produce("imgM-v8.1-i2i", "image", payload, 1, ctx)
+        return [f.data or b"" for f in made.files]
+
+    assert pictures({**base, "image_no": 2, "imageNo": 0}) == pictures({**base, "image_no": 2})
+    assert pictures({**base, "image_no": 2}) != pictures({**base, "image_no": 1})

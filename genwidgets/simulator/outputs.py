@@ -15,7 +15,6 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from ..catalog import endpoints
 from ..errors import PayloadError
 from ..imgm import MAX_PROMPTS, Prompt, format_value
 from . import synth
@@ -32,11 +31,8 @@ from .videos import (  # VIDA_DIMENSIONS, tier_dimensions, video_plan: read from
     video_plan,
 )
 
-IMGM_IDS = tuple(s.id for s in endpoints(documented_only=False) if s.family == "imgM")
-
 __all__ = [
     "DEFAULT_MAKERS",
-    "IMGM_IDS",
     "MAKERS",
     "NO_MEDIA",
     "VIDA_DIMENSIONS",

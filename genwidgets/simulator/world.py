@@ -17,8 +17,8 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .outputs import IMGM_IDS, image_number_field, imgm_version
-from .rules import rule_for
+from .outputs import image_number_field, imgm_version
+from .rules import family_of, rule_for
 from .synth import MediaFile
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ class World:
                 "use the request_id of a completed imgM-v8.1-t2i or imgM_diffusion task",
             )
             return
-        if upstream.endpoint not in IMGM_IDS:
+        if family_of(upstream.endpoint) != "imgM":
             c.fail(
                 ("jobId",), f"task {job_id!r} is a {upstream.endpoint} task, not an imgM image task"
             )

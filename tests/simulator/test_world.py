@@ -272,3 +272,27 @@ def test_an_edit_numbers_its_image_by_its_own_models_field_even_when_both_are_se
 
     assert pictures({**base, "image_no": 2, "imageNo": 0}) == pictures({**base, "image_no": 2})
     assert pictures({**base, "image_no": 2}) != pictures({**base, "image_no": 1})
+
+
+def test_an_imgm_endpoint_registered_at_run_time_is_an_edits_upstream() -> None:
+    """The upstream's family is read from the catalog when the edit is checked, not
+    from a list made at import."""
+    late = "imgM-late-t2i"
+
+    @register(late, kind="image", family="imgM", title="An imgM endpoint added at run time")
+    class LateImgm(Endpoint):
+        prompt: str
+
+    try:
+        done = Task("up-1", late, "image", "k", {"prompt": "a kite"}, 1, 1.0, False, "http://x")
+        done.status = "COMPLETED"
+        other = Task("up-2", "vidVq2-text2video", "video", "k", {}, 1, 1.0, False, "http://x")
+        other.status = "COMPLETED"
+        world = World({"up-1": done, "up-2": other}.get, "/files/demo/demo.png")
+        payload = {"remix_prompt": "a red kite", "image_no": 1}
+        errors, _ = world.check("imgM-v8.1-i2i", {**payload, "jobId": "up-1"}, "k")
+        assert [e for e in errors if e["loc"] == ("jobId",)] == []
+        errors, _ = world.check("imgM-v8.1-i2i", {**payload, "jobId": "up-2"}, "k")
+        assert any("not an imgM image task" in e["msg"] for e in errors)
+    finally:
+        unregister(late)

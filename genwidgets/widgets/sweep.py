@@ -185,7 +185,7 @@ class Sweep(list["JobLike"]):
         state = f"{len(self)} submitted" if self.submitted else "not sent"
         if self.errors:
             state += f", {len(self.errors)} failed"
-        return f"<Sweep {self.endpoint}: {self.plan.tasks} tasks, {state}>"
+        return f"<Sweep {self.id} {self.endpoint}: {self.plan.tasks} tasks, {state}>"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))

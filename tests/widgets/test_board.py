@@ -369,6 +369,7 @@ def test_sweep_sends_through_the_clients_one_batch_sender(catalog: None) -> None
     )
     assert len(jobs) == 9 and client.concurrency_asked == [3]
     assert jobs.run.concurrency == 3 and jobs.id == jobs.run.id
+    assert repr(jobs) == f"<Sweep {jobs.id} test-video: 9 tasks, 9 submitted>"
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True, "4"])

@@ -9,15 +9,19 @@ as it arrives: docs/decisions.md#one-batch-sender.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
+import queue
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from .engine import Engine
+from .engine import Engine, wait_future
 
 __all__ = ["run_each", "valid_concurrency"]
 
 T = TypeVar("T")
+
+#: seconds a stopped batch may take to end what it cancelled (it takes milliseconds)
+STOP_WAIT = 30.0
 
 
 def valid_concurrency(concurrency: object) -> int:
@@ -27,22 +31,62 @@ def valid_concurrency(concurrency: object) -> int:
     return concurrency
 
 
-async def _in_turn(
-    gate: asyncio.Semaphore,
-    work: Callable[[], Awaitable[T]],
-    never_started: Callable[[], object] | None,
-) -> T:
-    """``work()`` once a slot is free; ``never_started()`` when cancelled before that."""
-    try:
-        await gate.acquire()
-    except BaseException:
-        if never_started is not None:
-            never_started()
-        raise
-    try:
-        return await work()
-    finally:
-        gate.release()
+class _Stop:
+    """The caller's "stop" for one batch, read and written on the engine loop only."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.waiter: asyncio.Future[None] | None = None
+
+    def request(self) -> None:
+        self.requested = True
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+
+async def _run_all(
+    works: Sequence[Callable[[], Awaitable[T]]],
+    concurrency: int,
+    stop: _Stop,
+    deliver: Callable[[int, T | BaseException], object],
+    never_started: Callable[[int], object] | None,
+) -> None:
+    """Every work under one semaphore; on a stop, cancel what runs, wait for it to end,
+    then name each item whose work never began (the batch itself is never cancelled,
+    so this always runs: a task cancelled before its first step runs no code)."""
+    gate = asyncio.Semaphore(concurrency)
+    began: set[int] = set()
+
+    async def one(index: int) -> T:
+        async with gate:
+            began.add(index)
+            return await works[index]()
+
+    def settled(index: int) -> Callable[[asyncio.Task[T]], None]:
+        def tell(task: asyncio.Task[T]) -> None:
+            if not task.cancelled():
+                error = task.exception()
+                deliver(index, error if error is not None else task.result())
+
+        return tell
+
+    stop.waiter = asyncio.get_running_loop().create_future()
+    if stop.requested:
+        stop.waiter.set_result(None)
+    tasks = [asyncio.ensure_future(one(i)) for i in range(len(works))]
+    for index, task in enumerate(tasks):
+        task.add_done_callback(settled(index))
+    remaining: set[asyncio.Future[Any]] = set(tasks)
+    while remaining and not stop.waiter.done():
+        done, _ = await asyncio.wait(remaining | {stop.waiter}, return_when=asyncio.FIRST_COMPLETED)
+        remaining -= done
+    for left in remaining:
+        left.cancel()
+    await asyncio.gather(*remaining, return_exceptions=True)
+    if never_started is not None:
+        for index in range(len(works)):
+            if index not in began:
+                never_started(index)
 
 
 def run_each(
@@ -58,9 +102,9 @@ def run_each(
 
     One failure never stops the others. ``on_each(i, outcome)`` runs on the calling
     thread as each one ends (answer order). An interrupt (Ctrl-C) or an exception from
-    ``on_each`` cancels what has not ended; ``never_started(i)`` is called (on the
-    engine) for each item cancelled before its slot came, so its caller can record
-    that nothing was sent.
+    ``on_each`` stops the batch: what runs is cancelled, and once it has ended
+    ``never_started(i)`` is called (on the engine) for each item whose work never
+    began, so its caller can record that nothing was sent.
     """
     valid_concurrency(concurrency)
     if engine.in_engine_thread:
@@ -70,32 +114,31 @@ def run_each(
         )
     if not works:
         return []
-    holder: list[asyncio.Semaphore] = []
-
-    async def slot(index: int) -> T:
-        if not holder:  # made on the engine loop, once, for this batch alone
-            holder.append(asyncio.Semaphore(concurrency))
-        skipped = None if never_started is None else (lambda: never_started(index))
-        return await _in_turn(holder[0], works[index], skipped)
-
-    futures = {engine.submit(slot(i)): i for i in range(len(works))}
+    arrived: queue.SimpleQueue[tuple[int, T | BaseException]] = queue.SimpleQueue()
+    stop = _Stop()
+    batch = engine.submit(
+        _run_all(works, concurrency, stop, lambda i, o: arrived.put((i, o)), never_started)
+    )
     outcomes: dict[int, T | Exception] = {}
-    pending = set(futures)
     try:
-        while pending:
-            finished, pending = concurrent.futures.wait(
-                pending, timeout=0.25, return_when=concurrent.futures.FIRST_COMPLETED
-            )  # short slices: a kernel interrupt is seen at once
-            for future in finished:
-                index = futures[future]
-                error = future.exception()
-                if error is not None and not isinstance(error, Exception):
-                    raise error  # CancelledError, KeyboardInterrupt: not an outcome
-                outcomes[index] = error if error is not None else future.result()
-                if on_each is not None:
-                    on_each(index, outcomes[index])
+        while len(outcomes) < len(works):
+            try:  # short slices: a kernel interrupt is seen at once
+                index, outcome = arrived.get(timeout=0.25)
+            except queue.Empty:
+                if batch.done():
+                    batch.result()  # the batch itself failed: say how
+                    raise RuntimeError("the batch ended before every item answered") from None
+                continue
+            if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
+                raise outcome  # not an outcome (KeyboardInterrupt, CancelledError)
+            outcomes[index] = outcome
+            if on_each is not None:
+                on_each(index, outcome)
     except BaseException:
-        for future in pending:
-            future.cancel()
+        engine.call_soon(stop.request)
+        # What was cancelled ends at once, and the ledger says so, before we return;
+        # a second interrupt, or a batch slow to end, does not hold the caller.
+        with contextlib.suppress(BaseException):
+            wait_future(batch, STOP_WAIT)
         raise
     return [outcomes[i] for i in range(len(works))]

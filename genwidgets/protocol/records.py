@@ -13,7 +13,6 @@ import base64
 import binascii
 import json
 import os
-import secrets
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._config import redact
+from .._files import write_atomically
 from .._formats import decode_data_url, extension_for, int_or_none
 from ..errors import GenwidgetsWarning, TaskFailed
 from ..media.files import sniff
@@ -328,15 +328,7 @@ class Output:
         if not target.suffix:
             target = target.with_name(target.name + extension_for(self.content_type))
         target.parent.mkdir(parents=True, exist_ok=True)
-        data = self.read()
-        tmp = _create_beside(target)
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_atomically(target, self.read())
         return target
 
     def text(self) -> str:
@@ -534,13 +526,3 @@ def _fallback_outputs(body: Mapping[str, Any]) -> list[Any]:
             stacklevel=3,
         )
     return []
-def _create_beside(target: Path) -> Path:
-    """A new empty file next to ``target``, mode 0666 less the umask (``mkstemp`` gives 0600)."""
-    for _ in range(100):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.part")
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except FileExistsError:
-            continue
-        return tmp
-    raise FileExistsError(f"no free temporary name beside {target}")

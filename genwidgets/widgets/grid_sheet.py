@@ -21,7 +21,10 @@ from .lasting import media_choice, output_html
 __all__ = ["contact_sheet", "score_text"]
 
 _TABLE = "border-collapse:collapse;margin:4px 0"
-_CELL = f"border:1px solid {PALETTE['border']};padding:6px;vertical-align:top;max-width:280px"
+_CELL = (
+    f"border:1px solid {PALETTE['border']};padding:6px;vertical-align:top;max-width:280px;"
+    "text-align:left"
+)
 _HEAD = f"padding:4px 6px;color:{PALETTE['heading']};font-weight:600;text-align:left"
 _MARGIN = (
     f"padding:4px 6px;color:{PALETTE['heading']};background:{PALETTE['surface']};"

@@ -1,6 +1,6 @@
 """What a saved notebook keeps of an output: its lasting face, which needs no kernel.
 
-Every view shows a live widget and, beside it, a static copy (:mod:`.faces`); this
+Every view shows a live widget and, beside it, its lasting face (:mod:`.faces`); this
 module writes that copy's outputs as plain HTML that plays with the kernel, its port
 and the gateway gone: an image as its thumbnail (at most 256 px, embedded), linked to
 the full file where a Jupyter server serves it (``_config.served_url``); a video as
@@ -25,7 +25,7 @@ from typing import Any
 
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes
-from ..jobs.previews import PREVIEW_BUDGET, preview
+from ..jobs.previews import preview
 from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from ._style import (
@@ -45,6 +45,7 @@ __all__ = [
     "AUDIO_LIMIT",
     "EMBED_LIMIT",
     "GRID_CSS",
+    "VIDEO_BUDGET",
     "caption_text",
     "content_html",
     "error_banner",
@@ -64,6 +65,11 @@ __all__ = [
 EMBED_LIMIT = 10 * 1024 * 1024
 #: Audio is embedded up to this (speech is small: a minute is about 1 MB).
 AUDIO_LIMIT = 4 * 1024 * 1024
+#: Bytes of one video a lasting face keeps by default (``previews``): the video itself
+#: when it is this small, else its preview made to fit. A data URL is base64 (4/3 of the
+#: bytes), so with its poster and markup a video weighs under 300 KB in the saved
+#: notebook (benchmarks/notebook_weight.py measures it).
+VIDEO_BUDGET = 200_000
 #: An image no thumbnail can be made of (a format Pillow does not read) is embedded
 #: as it is up to this.
 SMALL_IMAGE = 256 * 1024
@@ -237,12 +243,12 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[str, str] | None
     src: str | None = None
     note = ""
     if media in ("full", "previews"):
-        # a video already within the preview's budget is kept whole (with its sound)
-        limit = EMBED_LIMIT if media == "full" else PREVIEW_BUDGET
+        # a video already within the budget is kept whole (with its sound)
+        limit = EMBED_LIMIT if media == "full" else VIDEO_BUDGET
         whole = _in_hand(output, limit)
         src = _data_url(mime, whole) if whole is not None else None
     if src is None and media in ("full", "previews") and local is not None:
-        made = preview(local, PREVIEW_BUDGET)
+        made = preview(local, VIDEO_BUDGET)
         if made is not None:
             src = _data_url("video/mp4", made.read_bytes())
             note = " · preview"

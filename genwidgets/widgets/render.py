@@ -314,7 +314,7 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
     Media: ``kind``, ``url``, ``content_type``, ``poster`` (a video's first frame
     when a local copy exists and ``poster``) and a plain-text ``caption``; the browser loads
     them itself. ``fallback``: where the URL may stop answering (gateway URLs
-    expire, the embedded simulator's die with the kernel) and the durable rule
+    expire, the embedded simulator's die with the kernel) and rule 3
     (3/3b) has the bytes, a ``data:`` URL of at most :data:`FALLBACK_LIMIT`
     bytes that the browser loads only if the URL fails, so a saved notebook's
     widget state still plays. Anything else (JSON, text, a download link, "not shown") comes

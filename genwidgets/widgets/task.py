@@ -277,7 +277,7 @@ class TaskView(anywidget.AnyWidget):
             # The engine thread may write this between two cells, labelled with a
             # finished cell: a headless runner (nbclient) then drops it from the
             # saved widget state. Send the whole state again at the end of the
-            # next cell, as the final display output is (see durable.Republisher).
+            # next cell, as the lasting face is (see faces.Republisher).
             self._resend_pending = True
             REPUBLISH.add(self._resend_state)
 

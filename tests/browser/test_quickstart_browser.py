@@ -129,7 +129,7 @@ def test_quickstart_run_all_submit_render_and_cancel(jupyter: Frontend, browser:
         view = new_cell.locator(".gw-task-view")
         view.locator(".gw-status-running").wait_for(timeout=TASK_TIMEOUT_MS)
         view.locator("button", has_text="Cancel").click()
-        # ended: the live view, then its static copy, say so in grey, with no error line
+        # ended: the live view says so in grey, with no error line
         status = new_cell.locator(".gw-status-cancelled", has_text="cancelled").first
         status.wait_for(timeout=TASK_TIMEOUT_MS)
         assert new_cell.locator(".gw-error").count() == 0

@@ -235,7 +235,7 @@ CONTRACT = [
         "str(p), p.params, p.expand(), p.count(), p.validate()",
         "a red kite",
     ),
-    ("gw.render(res)", ""),  # asserted below: the static copy
+    ("gw.render(res)", ""),  # asserted below: its two faces
     ("type(gw.board(client)).__name__", "Board"),
     (
         'sw = gw.sweep("genW2.5-t2i-preview", {"prompt": "a kite", "n": 1}, '

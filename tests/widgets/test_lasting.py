@@ -14,10 +14,10 @@ import pytest
 from jobs.video_samples import busy_mp4
 from PIL import Image
 
-from genwidgets.jobs.previews import PREVIEW_BUDGET
 from genwidgets.protocol.records import Output, Result
 from genwidgets.widgets.lasting import (
     AUDIO_LIMIT,
+    VIDEO_BUDGET,
     output_html,
     outputs_html,
     result_html,
@@ -86,7 +86,7 @@ def test_a_video_keeps_a_poster_and_a_preview_that_plays_by_default(home: Path) 
     video = kept(home, "0.mp4", mp4(), "video/mp4", "http://127.0.0.1:9/files/t/0.mp4")
     html = output_html(video)
     [preview] = data_urls(html, "video")
-    assert 0 < len(preview) <= PREVIEW_BUDGET < len(video.path.read_bytes())  # type: ignore[union-attr]
+    assert 0 < len(preview) <= VIDEO_BUDGET < len(video.path.read_bytes())  # type: ignore[union-attr]
     with av.open(io.BytesIO(preview)) as container:  # it decodes: it plays
         assert sum(1 for _ in container.decode(video=0)) >= 2
     assert '<video controls preload="auto"' in html and 'poster="data:image/jpeg;base64,' in html
@@ -112,7 +112,7 @@ def test_posters_only_and_full_media_are_chosen_by_the_setting(
 
 def test_a_video_within_the_budget_is_kept_whole_with_its_sound(home: Path) -> None:
     data = mp4(seconds=1, width=64, height=64)
-    assert len(data) < PREVIEW_BUDGET
+    assert len(data) < VIDEO_BUDGET
     video = kept(home, "0.mp4", data, "video/mp4")
     [whole] = data_urls(output_html(video), "video")
     assert whole == data and "· preview" not in output_html(video)

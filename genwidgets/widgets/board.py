@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ from .ticker import TICKER, Throttle
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
+    from ..protocol.records import Output
 
 log = logging.getLogger(__name__)
 
@@ -400,22 +401,15 @@ def board_table(board: Board, limit: int) -> dict[str, str]:
     for entry in grids:
         record = entry.record
         rows.append(
-            f"<tr><td style='{_TD}'>{kind_icon('grid', 32)}</td>"
+            f"<tr><td style='{_TD}'>{_grid_thumb(entry, board.cards)}</td>"
             f"<td style='{_TD}'><b>{esc(record.endpoint)}</b> grid</td>"
             f"<td style='{_TD}'>{record.sent} of {len(record.cells)} sent · "
             f"{record.rated} rated</td><td style='{_TD}'></td>"
             f"<td style='{_TD}'><code>gw.load_grid({esc(repr(record.id))})</code></td></tr>"
         )
     for data in jobs:
-        src = thumbnail_src(data.outputs)
-        thumb = (
-            f'<img class="gw-thumb" src="{esc(src)}" alt="" '
-            'style="max-width:96px;max-height:72px;object-fit:contain">'
-            if src
-            else kind_icon(data.outputs[0].kind if data.outputs else None, 32)
-        )
         rows.append(
-            f"<tr><td style='{_TD}'>{thumb}</td>"
+            f"<tr><td style='{_TD}'>{_row_thumb(data.outputs)}</td>"
             f"<td style='{_TD}'><b>{esc(data.endpoint)}</b></td>"
             f"<td style='{_TD}'>{status_badge(data.look)}</td>"
             f"<td style='{_TD}'>{esc(format_elapsed(data.elapsed))}</td>"
@@ -436,6 +430,28 @@ def board_table(board: Board, limit: int) -> dict[str, str]:
         "text/html": f'<div class="gw-board-lasting">{head}{table}</div>',
         "text/plain": "\n".join(lines),
     }
+
+
+def _row_thumb(outputs: Sequence[Output], kind: str | None = None) -> str:
+    src = thumbnail_src(outputs)
+    if src is None:
+        return kind_icon(outputs[0].kind if outputs else kind, 32)
+    return (
+        f'<img class="gw-thumb" src="{esc(src)}" alt="" '
+        'style="max-width:96px;max-height:72px;object-fit:contain">'
+    )
+
+
+def _grid_thumb(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
+    """A grid's row: the picture of its best-rated cell (else its first with one), as
+    the live board's entry shows it."""
+    cells = sorted(entry.record.cells, key=lambda c: -(c.stars or 0))
+    for cell in cells:
+        card = cards.get(cell.request_id or "")
+        result = card.job.last_result if card is not None else None
+        if result is not None and thumbnail_src(result.outputs) is not None:
+            return _row_thumb(result.outputs)
+    return kind_icon("grid", 32)
 
 
 def _write_grid(entry: GridEntry, widget: ipywidgets.HTML, cards: Mapping[str, JobCard]) -> None:

@@ -28,7 +28,7 @@ _CELL = (
 _HEAD = f"padding:4px 6px;color:{PALETTE['heading']};font-weight:600;text-align:left"
 _MARGIN = (
     f"padding:4px 6px;color:{PALETTE['heading']};background:{PALETTE['surface']};"
-    f"border:1px solid {PALETTE['border']};font-size:0.85em;white-space:nowrap"
+    f"border:1px solid {PALETTE['border']};font-size:0.85em;white-space:nowrap;text-align:left"
 )
 _STATUS = {"done": COLOURS["done"], "failed": COLOURS["failed"]}
 

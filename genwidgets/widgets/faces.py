@@ -104,12 +104,16 @@ class Republisher:
     pending write of that key (only a face's latest bundle matters). Before writing,
     the end of a cell waits (at most :data:`SETTLE_LIMIT`) for lasting faces being
     rewritten, so a task that ended during the cell is saved with its outputs.
+    :attr:`in_cell` says whether a cell is running: a thread's write then carries that
+    cell's label and is kept, so it need not be written again (a big grid's sheet
+    weighs a megabyte).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: dict[object, Callable[[], Any]] = {}
         self._installed = False
+        self.in_cell = False
 
     def add(self, write: Callable[[], Any], *, key: object = None) -> None:
         if self.install():  # with no shell there is no next cell to write in
@@ -131,10 +135,15 @@ class Republisher:
         shell = get_ipython()
         if shell is None:
             return False
+        shell.events.register("pre_run_cell", self._cell_starts)
         shell.events.register("post_run_cell", self.flush)
         return True
 
+    def _cell_starts(self, *_args: Any) -> None:
+        self.in_cell = True
+
     def flush(self, *_args: Any) -> None:
+        self.in_cell = False  # what is written from now on is written again next time
         settle(SETTLE_LIMIT)
         with self._lock:
             pending, self._pending = self._pending, {}
@@ -200,6 +209,7 @@ class Faces:
         self._queued = False
         self._again = False
         self._refresher = Throttle(self._submit, interval=interval)
+        self._last: dict[str, str] | None = None  # the bundle last shown or written
         self.writes = 0
 
     def live(self, widget: Any) -> dict[str, str]:
@@ -223,10 +233,12 @@ class Faces:
 
         data, metadata = widget_bundle(live)
         ipd.display(data, raw=True, metadata=metadata)
-        handle = ipd.display(self.bundle(), raw=True, display_id=True)
+        bundle = self.bundle()
+        handle = ipd.display(bundle, raw=True, display_id=True)
         if handle is not None:
             with self._lock:
                 self._handles.append(handle)
+                self._last = bundle
 
     @property
     def shown(self) -> bool:
@@ -255,8 +267,13 @@ class Faces:
             with self._lock:
                 self._again = False
             bundle = self.bundle()
+            with self._lock:
+                same, self._last = bundle == self._last, bundle
+            if same:  # nothing it shows changed (a late callback): no second megabyte
+                return
             self._write(bundle)
-            REPUBLISH.add(lambda: self._write(bundle), key=self)
+            if not REPUBLISH.in_cell:  # between cells: nbclient keeps it only if written again
+                REPUBLISH.add(lambda: self._write(bundle), key=self)
         finally:
             with self._lock:
                 again, self._queued = self._again, self._again

@@ -299,7 +299,15 @@ class Grid(anywidget.AnyWidget):
             self._live = True
             TICKER.add(self)
         self._throttle.request()
-        self._refresh_sheet()
+        if self._finished():  # a rating from another view or kernel; not each poll
+            self._refresh_sheet()
+
+    def _finished(self) -> bool:
+        """Every cell has ended: from then on its sheet follows each change. While it
+        runs the sheet is not rewritten (a 100-cell sheet weighs a megabyte): it
+        follows ratings, swaps and the end of the run."""
+        done, _failed, total = self.run.counts()
+        return bool(self.run.started and self.run.sent and done == total)
 
     def tick(self) -> None:
         self._throttle.request()

@@ -18,7 +18,7 @@ from ..lab.run import GridCell, GridRun, status_of
 from ._style import COLOURS, MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc
 from .lasting import media_choice, output_html
 
-__all__ = ["contact_sheet", "score_text"]
+__all__ = ["contact_sheet", "score_text", "sheet_side"]
 
 _TABLE = "border-collapse:collapse;margin:4px 0"
 _CELL = (
@@ -31,6 +31,16 @@ _MARGIN = (
     f"border:1px solid {PALETTE['border']};font-size:0.85em;white-space:nowrap;text-align:left"
 )
 _STATUS = {"done": COLOURS["done"], "failed": COLOURS["failed"]}
+#: A sheet's thumbnails by its number of cells (at most, side): a sheet is written to
+#: the page and kept in the notebook whole, and a 10 × 10 one of 256 px thumbnails
+#: weighs about 1.4 MB (of 96 px ones, about 0.6 MB).
+SHEET_SIDES = ((16, 256), (36, 160))
+BIG_SHEET_SIDE = 96
+
+
+def sheet_side(cells: int) -> int:
+    """The thumbnail side of a sheet of ``cells`` cells (:data:`SHEET_SIDES`)."""
+    return next((side for most, side in SHEET_SIDES if cells <= most), BIG_SHEET_SIDE)
 
 
 def _stars(cell: GridCell) -> str:
@@ -53,12 +63,14 @@ def score_text(score: dict[str, Any] | None) -> str:
     return " · ".join(parts)
 
 
-def _cell_html(cell: GridCell | None, media: str, *, tag: str = "td", label: str = "") -> str:
+def _cell_html(
+    cell: GridCell | None, media: str, *, tag: str = "td", label: str = "", side: int = 256
+) -> str:
     if cell is None:
         return f'<{tag} style="{_CELL}"></{tag}>'
     status = status_of(cell)
     colour = _STATUS.get(status, COLOURS["queued"])
-    shown = "".join(output_html(o, media=media, caption=False) for o in cell.outputs)
+    shown = "".join(output_html(o, media=media, caption=False, side=side) for o in cell.outputs)
     error = f'<div style="color:{COLOURS["failed"]}">{esc(cell.error)}</div>' if cell.error else ""
     note = f'<div class="gw-note">{esc(cell.note)}</div>' if cell.note else ""
     code = '<code style="font-size:0.8em;word-break:break-all">'
@@ -71,11 +83,12 @@ def _cell_html(cell: GridCell | None, media: str, *, tag: str = "td", label: str
     )
 
 
-def _flow(run: GridRun, media: str) -> str:
+def _flow(run: GridRun, media: str, side: int) -> str:
     """A sweep's combinations, each labelled, wrapping like cards (one axis of many
     combinations would make one very wide row)."""
     boxes = "".join(
-        _cell_html(cell, media, tag="div", label=short(cell.x, 120)) for cell in run.cells
+        _cell_html(cell, media, tag="div", label=short(cell.x, 120), side=side)
+        for cell in run.cells
     )
     return (
         '<div style="display:grid;grid-template-columns:repeat(auto-fill,minmax(240px,1fr));'
@@ -106,9 +119,10 @@ def contact_sheet(
     scores = _margins(run) if run.started else {}
     by_place = {cell.place: cell for cell in run.cells}
     tables = []
+    side = sheet_side(len(run.cells))
     x_axis = run.plan.shown("x")
     if x_axis is not None and x_axis.kind == "combination":
-        tables.append(_flow(run, media))
+        tables.append(_flow(run, media, side))
         zs = []
     for t, z in enumerate(zs):
         title = (
@@ -123,7 +137,9 @@ def contact_sheet(
         rows = ""
         for r, y in enumerate(ys):
             label = esc(f"{y_label} = {short(y, 60)}") if y_label else ""
-            cells = "".join(_cell_html(by_place.get((t, r, c)), media) for c in range(len(xs)))
+            cells = "".join(
+                _cell_html(by_place.get((t, r, c)), media, side=side) for c in range(len(xs))
+            )
             margin = ""
             if "y" in scores:
                 margin = f'<td class="gw-margin-y" style="{_MARGIN}">'
@@ -138,9 +154,13 @@ def contact_sheet(
         tables.append(f'{title}<table style="{_TABLE}"><tr><th></th>{columns}</tr>{rows}</table>')
     plan = run.plan
     simulated = f" {SIMULATED_BADGE}" if run.client.embedded else ""
+    done, failed, total = run.counts()
+    state = f"{done} of {total} done" if run.started else "not sent"
+    if failed:
+        state += f", {failed} failed"
     head = (
         f'<div class="gw-sheet-head"><b>{esc(run.endpoint)}</b> grid <code>{esc(run.id)}</code>'
-        f" · {esc(plan.summary())}{simulated}</div>"
+        f" · {esc(plan.summary())} · {esc(state)}{simulated}</div>"
     )
     unsent = ""
     if not run.started:
@@ -154,9 +174,7 @@ def contact_sheet(
             f"{plan.tasks} task{'s' if plan.tasks != 1 else ''} planned, nothing billed; "
             f"{esc(how)}</div>"
         )
-    done, failed, total = run.counts()
-    state = f"{done} of {total} done" if run.started else "not sent"
-    lines = [f"grid {run.id} {run.endpoint}: {state}" + (f", {failed} failed" if failed else "")]
+    lines = [f"grid {run.id} {run.endpoint}: {state}"]
     lines += [
         f"  {c.index}: {status_of(c)} {'*' * c.rating} {c.request_id or ''}".rstrip()
         for c in run.cells

@@ -74,6 +74,8 @@ VIDEO_BUDGET = 200_000
 #: as it is up to this.
 SMALL_IMAGE = 256 * 1024
 POSTER_SIDE = 240
+#: An image's thumbnail in a lasting face (a big grid's sheet takes smaller ones).
+THUMB_SIDE = 256
 #: Characters of text/JSON shown before cutting (a huge log should not freeze a tab).
 TEXT_LIMIT = 200_000
 #: One width for every video, live or lasting (a poster or the page would size it).
@@ -205,7 +207,7 @@ def poster_data_url(path: Path | None) -> str | None:
 # --- one output -----------------------------------------------------------------------
 
 
-def _image_html(output: Output, mime: str, media: str) -> str | None:
+def _image_html(output: Output, mime: str, media: str, side: int) -> str | None:
     name = esc(file_name(output))
     local = _local(output)
     src: str | None = None
@@ -213,11 +215,11 @@ def _image_html(output: Output, mime: str, media: str) -> str | None:
         whole = _in_hand(output, EMBED_LIMIT)
         src = _data_url(mime, whole) if whole is not None else None
     if src is None and local is not None:
-        made = thumbnail(local)
+        made = thumbnail(local, side)
         src = data_url(made) if made is not None else None
     if src is None:
         small = _in_hand(output, EMBED_LIMIT)
-        found = thumbnail_bytes(small) if small is not None else None
+        found = thumbnail_bytes(small, side) if small is not None else None
         if found is not None:
             src = _data_url(found[1], found[0])
         elif small is not None and len(small) <= SMALL_IMAGE:  # no thumbnail: it is small
@@ -332,10 +334,16 @@ def _missing(output: Output) -> str:
 
 
 def output_html(
-    output: Output, *, media: str | None = None, fetch: bool = False, caption: bool = True
+    output: Output,
+    *,
+    media: str | None = None,
+    fetch: bool = False,
+    caption: bool = True,
+    side: int = THUMB_SIDE,
 ) -> str:
     """One output's lasting face (see the module docstring); ``fetch`` allows reading
-    JSON or text from a gateway's URL (never on a view's write path)."""
+    JSON or text from a gateway's URL (never on a view's write path); ``side``: an
+    image's thumbnail's longest side."""
     media = media_choice(media)
     mime = safe_mime(output.content_type)
     if mime is None:
@@ -344,7 +352,7 @@ def output_html(
     extra = ""
     body: str | None
     if kind == "image":
-        body = _image_html(output, mime, media)
+        body = _image_html(output, mime, media, side)
     elif kind == "video":
         found = _video_html(output, mime, media)
         body, extra = found if found is not None else (None, "")

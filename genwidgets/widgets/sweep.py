@@ -177,8 +177,9 @@ class Sweep(list["JobLike"]):
     def _on_change(self) -> None:
         """A cell was sent or a job moved: the sheet, new cards and errors, then, once
         every create has answered, the list itself."""
-        if self.faces is not None:
-            self.faces.refresh()
+        done, _failed, total = self.run.counts()
+        if self.faces is not None and self.run.sent and done == total:
+            self.faces.refresh()  # once it has ended (a sheet of many cells is heavy)
         with self._lock:
             if self._submitted.is_set():
                 return

@@ -89,9 +89,7 @@ def test_refreshes_coalesce_and_the_last_state_is_written(shown: DisplayRecorder
         face.refresh(force=True)
     release.set()
     [handle] = shown.handles
-    assert wait_for(
-        lambda: handle.last_html().endswith("n=49</div>")
-    )
+    assert wait_for(lambda: handle.last_html().endswith("n=49</div>"))
     assert faces.settle(10)
     assert len(handle.updates) <= 3  # the one under way, at most one more, not 49
 
@@ -138,12 +136,8 @@ def test_the_end_of_a_cell_writes_each_face_once_more_and_waits_for_rewrites(
     face.refresh(force=True)
     threading.Timer(1.0, release.set).start()
     shell.run_cell("1 + 1")  # the end of the cell waits for the rewrite, then writes again
-    done = [
-        u for u, t in zip(handle.htmls(), handle.threads, strict=True) if "done" in u
-    ]
-    names = [
-        t for u, t in zip(handle.htmls(), handle.threads, strict=True) if "done" in u
-    ]
+    done = [u for u, t in zip(handle.htmls(), handle.threads, strict=True) if "done" in u]
+    names = [t for u, t in zip(handle.htmls(), handle.threads, strict=True) if "done" in u]
     assert len(done) == 2 and names[-1] == threading.main_thread().name
     shell.run_cell("2 + 2")
     assert len(handle.updates) == 2  # once, not on every later cell
@@ -206,3 +200,33 @@ def test_the_live_face_module_is_joined_before_each_views_module() -> None:
         line for line in shared.splitlines() if line.lstrip().startswith("//")
     )
     assert "kernel stopped: re-run, or client.resume() re-attaches" in shared
+
+
+def test_a_write_made_while_a_cell_runs_is_not_written_again(shown: DisplayRecorder) -> None:
+    # The runner keeps a thread's write made while a cell runs (it carries the cell's
+    # label): writing a megabyte-sized sheet twice would only cost the page.
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    state = {"word": "running"}
+    face = Faces(lambda media: {"text/html": state["word"], "text/plain": ""})
+    face.show(ipywidgets.Label())
+    [handle] = shown.handles
+    state["word"] = "done"
+    shell.user_ns.update(face=face, settle=faces.settle)
+    shell.run_cell("face.refresh(force=True)\nassert settle(10)")
+    assert handle.htmls() == [handle.htmls()[0]] and "done" in handle.last_html()
+    shell.run_cell("1 + 1")
+    assert len(handle.updates) == 1
+
+
+def test_a_rewrite_that_changes_nothing_is_not_sent(shown: DisplayRecorder) -> None:
+    state = {"word": "running"}
+    face = Faces(lambda media: {"text/html": state["word"], "text/plain": ""})
+    face.show(ipywidgets.Label())
+    [handle] = shown.handles
+    face.refresh(force=True)  # a late callback: the face shows what it showed
+    assert faces.settle(10) and handle.updates == []
+    state["word"] = "done"
+    face.refresh(force=True)
+    assert faces.settle(10) and len(handle.updates) == 1 and "done" in handle.last_html()

@@ -109,3 +109,37 @@ def test_score_text_reads_as_the_live_margins() -> None:
     assert score_text({"mean": 4.0, "rated": 1, "failed": 0}) == "★ 4.0 · 1 rated"
     assert score_text({"mean": None, "rated": 0, "failed": 2}) == "★ – · 0 rated · 2 failed"
     assert score_text(None) == ""
+
+
+def test_a_running_grids_sheet_waits_for_the_end_of_its_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import IPython.display
+    from widgets.taskfakes import FakeClient, on_thread
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    display = DisplayRecorder()
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr("genwidgets.widgets.grid.in_kernel", lambda: True)
+    fake = FakeClient()
+    grid = gw.grid("genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]),
+                   client=fake)  # fmt: skip
+    grid._ipython_display_()
+    [handle] = display.handles
+    jobs = [cell.job for cell in grid.cells]
+    for job in jobs:
+        on_thread(job.run)  # polls come and go: a sheet of many cells is heavy to resend
+    on_thread(lambda: jobs[0].finish([{"url": "https://cdn.example/0.png",
+                                       "content_type": "image/png"}]))  # fmt: skip
+    assert faces.settle(30) and handle.updates == []
+    on_thread(lambda: jobs[1].finish([{"url": "https://cdn.example/1.png",
+                                       "content_type": "image/png"}]))  # fmt: skip
+    assert wait_for(lambda: handle.last_html().count(">done<") == 2, timeout=30)
+    assert len(handle.updates) <= 2
+    grid.close()
+
+
+def test_a_big_sheet_takes_smaller_thumbnails() -> None:
+    from genwidgets.widgets.grid_sheet import sheet_side
+
+    assert [sheet_side(n) for n in (1, 16, 17, 36, 37, 400)] == [256, 256, 160, 160, 96, 96]

@@ -81,9 +81,9 @@ class PollPolicy:
                 raise ValueError(f"PollPolicy.{name} must be finite and 0 or more, not {value!r}")
         if self.failure_limit < 1 or self.jitter >= 1 or self.ramp <= 0:
             raise ValueError("PollPolicy needs failure_limit >= 1, jitter < 1 and ramp > 0")
-        if not 0.05 <= self.notice_floor <= self.notice_ceiling or self.notice_share <= 0:
+        if not 0 < self.notice_floor <= self.notice_ceiling or self.notice_share <= 0:
             raise ValueError(
-                "PollPolicy needs notice_share > 0 and 0.05 <= notice_floor <= notice_ceiling"
+                "PollPolicy needs notice_share > 0 and 0 < notice_floor <= notice_ceiling"
             )
 
 

@@ -39,10 +39,10 @@ def _run(
     tasks: Sequence[Task],
     offsets: Sequence[float],
     rng: random.Random,
-) -> tuple[list[int], list[float]]:
+) -> tuple[list[int], list[float], list[Any]]:
     """Poll ``tasks`` (task i through ``schedules[i]``, started ``offsets[i]`` after now)
     exactly when the schedule says, answered at once at the address it picks (status,
-    or result once seen running); each task's poll requests and notice delay."""
+    or result once seen running); each task's poll requests, notice delay and timing."""
     start = clock.now
     timings: list[Any] = [None] * len(tasks)
     count = [0] * len(tasks)
@@ -69,7 +69,7 @@ def _run(
             timing.schedule.result_address_says(True)  # a 202 with the status
         timing.saw("IN_PROGRESS", None, False)
         heapq.heappush(events, (clock.now + timing.next_delay(rng=rng), i))
-    return count, late
+    return count, late, timings
 
 
 def ours(
@@ -82,16 +82,22 @@ def ours(
     notice_target: float | None = None,
 ) -> dict[str, Any]:
     """Our schedule (``Schedule``/``Timing``) on a virtual clock: the ``warm`` tasks
-    first (their client learns), then ``tasks`` as they arrive, through the same
-    client, or a fresh client per batch (``fresh_every_batch``: no history at all).
-    Poll requests per task, notice p95, and each task's polls and notice delay."""
+    first, through a client whose run times seed a fresh one (as a ledger does), then
+    ``tasks`` as they arrive, through that client, or a fresh client per batch
+    (``fresh_every_batch``: no history at all). Poll requests per task, notice p95,
+    and each task's polls and notice delay."""
     from genwidgets.jobs.polling import Schedule
 
     clock = _PaperClock()
     rng = random.Random(0)  # the jitter of the schedule with no history, seeded
     learning = Schedule(notice_target, clock=clock)
     if warm:
-        _run(clock, [learning] * len(warm), warm, warm_arrivals.offsets(len(warm)), rng)
+        warming = Schedule(notice_target, clock=clock)
+        offsets = warm_arrivals.offsets(len(warm))
+        *_, timings = _run(clock, [warming] * len(warm), warm, offsets, rng)
+        for timing in timings:  # what the warm-up's ledger rows tell the measured client
+            if timing.observation is not None:
+                learning.model(timing.key).add(timing.observation)
     offsets = arrivals.offsets(len(tasks))
     if fresh_every_batch:
         by_batch: dict[int, Any] = {}
@@ -101,7 +107,7 @@ def ours(
         ]
     else:
         schedules = [learning] * len(tasks)
-    polls, late = _run(clock, schedules, tasks, offsets, rng)
+    polls, late, _ = _run(clock, schedules, tasks, offsets, rng)
     return {
         "poll_requests_per_task": round(sum(polls) / len(polls), 3),
         "notice_p95_s": round(common.percentile(late, 95), 3),

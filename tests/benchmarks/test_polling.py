@@ -62,7 +62,7 @@ def test_arms_take_their_set_from_their_name_and_cold_arms_learn_nothing() -> No
     assert set(short.tasks) <= set(plan.short.tasks())
     mixed = arms[polling.OURS_MIXED]
     assert len(mixed.warm) == polling.MIXED_WARM_UP and not mixed.fresh_every_batch
-    assert [t.seconds for t in mixed.warm] == sorted((t.seconds for t in mixed.warm), reverse=True)
+    assert list(mixed.warm) == plan.mixed.warm_up(polling.MIXED_WARM_UP)
     fixed = arms["fixed 0.1 s" + polling.SHORT]
     assert (fixed.worker, fixed.max_live, len(fixed.tasks)) == ("0.1", 5, 15)
 

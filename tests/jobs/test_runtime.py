@@ -198,7 +198,7 @@ def test_the_plan_never_leaves_a_long_gap_where_the_density_is_high(
 ) -> None:
     model = trained(durations)
     plan = plan_polls(model, TARGET)
-    assert plan.miss_probability <= 0.035
+    assert plan.miss_probability <= runtime.PLAN_MISS + 0.005
     assert plan.alternate_share < 1
     for variant in (plan.polls, plan.alternate):
         check_gaps(model, variant)
@@ -406,7 +406,7 @@ def test_a_learnt_key_polls_densely_only_in_its_finish_window() -> None:
         plan = schedule.plan(key)
         target = schedule.target(key)
         assert plan is not None and target is not None and plan.target == target
-        start, end = model.quantile(0.05), model.quantile(0.95)
+        start, end = model.quantile(0.1), model.quantile(0.95)
         for variant in (plan.polls, plan.alternate):
             gaps = list(itertools.pairwise((0.0, *variant)))
             # where tasks end, a poll every target at most

@@ -100,11 +100,11 @@ def ours(
                 learning.model(timing.key).add(timing.observation)
     offsets = arrivals.offsets(len(tasks))
     if fresh_every_batch:
-        by_batch: dict[int, Any] = {}
-        schedules = [
-            by_batch.setdefault(arrivals.batch_of(i), Schedule(notice_target, clock=clock))
-            for i in range(len(tasks))
-        ]
+        by_batch = {
+            b: Schedule(notice_target, clock=clock)
+            for b in {arrivals.batch_of(i) for i in range(len(tasks))}
+        }
+        schedules = [by_batch[arrivals.batch_of(i)] for i in range(len(tasks))]
     else:
         schedules = [learning] * len(tasks)
     polls, late, _ = _run(clock, schedules, tasks, offsets, rng)

@@ -108,9 +108,10 @@ def ours_worker(
         ledger = Ledger(ledger_path) if warm else None
         if fresh_every_batch:
             by_batch: dict[int, Any] = {}
-            clients = [
-                by_batch.setdefault(arrivals.batch_of(i), client(False)) for i in range(len(tasks))
-            ]
+            for i in range(len(tasks)):
+                if arrivals.batch_of(i) not in by_batch:
+                    by_batch[arrivals.batch_of(i)] = client(False)
+            clients = [by_batch[arrivals.batch_of(i)] for i in range(len(tasks))]
         else:
             clients = [client(ledger if ledger is not None else False)] * len(tasks)
         jobs = _submit_as_they_arrive(clients, tasks, arrivals, on_update)

@@ -187,6 +187,7 @@ class _Running:
     ready: threading.Event = field(default_factory=threading.Event)
     probes: list[float] = field(default_factory=list)
     meter: common.CpuMeter | None = None
+    cpu_sim: float | None = None  # the simulator's CPU share from start to the worker's exit
 
 
 def _read(stream: Any, into: list[str], ready: threading.Event | None = None) -> None:
@@ -365,7 +366,8 @@ def measure_arms(arms: Sequence[Arm]) -> dict[str, dict[str, Any]]:
                     break
                 time.sleep(0.05)
             assert r.meter is not None
-            results[r.arm.name] = _figures(r, r.meter.shares()[r.arm.name])
+            cpu = r.cpu_sim if r.cpu_sim is not None else r.meter.shares()[r.arm.name]
+            results[r.arm.name] = _figures(r, cpu)
     return results
 
 
@@ -384,10 +386,15 @@ def _run_until_done(runs: Sequence[_Running]) -> None:
                 _start(r)
                 waiting.remove(r)
             for r in runs:
-                if r not in waiting and r.process.poll() is None:
-                    begin = time.perf_counter()
-                    http.get(f"{r.sim.base_url}/_sim/stats").raise_for_status()
-                    r.probes.append(time.perf_counter() - begin)
+                if r in waiting or r.cpu_sim is not None:
+                    continue
+                if r.process.poll() is not None:
+                    assert r.meter is not None
+                    r.cpu_sim = r.meter.shares()[r.arm.name]
+                    continue
+                begin = time.perf_counter()
+                http.get(f"{r.sim.base_url}/_sim/stats").raise_for_status()
+                r.probes.append(time.perf_counter() - begin)
             time.sleep(PROBE_PERIOD)
     for r in runs:
         r.process.wait()

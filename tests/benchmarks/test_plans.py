@@ -9,7 +9,7 @@ from benchmarks import grid_weight, notebook_weight, plans, polling
 
 #: requests/s a fixed poller may send at most (its window / its interval): an httpx
 #: client costs 1-2 ms of CPU a request here, and the machine has two shared cores
-MOST_PER_SECOND = 100
+MOST_PER_SECOND = 50
 
 
 @pytest.mark.parametrize("plan", [plans.FULL, plans.QUICK], ids=["full", "quick"])

@@ -63,7 +63,7 @@ def _marker(draw: ImageDraw.ImageDraw, x: float, y: float, kind: str, colour: An
 
 def _frame(draw: ImageDraw.ImageDraw, axes: _Axes, x_low: float, x_high: float) -> None:
     small, label = _font(15), _font(17)
-    step = 0.25
+    step = next(s for s in (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0) if axes.y_high / s <= 10)
     value = 0.0
     while value <= axes.y_high + 1e-9:
         y = axes.y(value)
@@ -116,7 +116,7 @@ def draw_notice_plot(p: dict[str, Any], path: Path) -> Path | None:
     points = [d for detail in series.values() for d in detail]
     x_low = min(0.5, min(s for _e, s, _n in points) / 1.2)
     x_high = max(200.0, max(s for _e, s, _n in points) * 1.2)
-    y_high = max(1.75, math.ceil(max(n for _e, _s, n in points) / 0.25) * 0.25)
+    y_high = max(1.75, math.ceil(max(n for _e, _s, n in points) * 4) / 4)
     axes = _Axes(x_low, x_high, y_high)
     image = Image.new("RGB", (WIDTH, HEIGHT), "white")
     draw = ImageDraw.Draw(image)

@@ -329,7 +329,9 @@ class Schedule:
                 return plan  # a few more observations: not worth a new plan yet (~0.1 s)
         target = self.target(key)
         assert target is not None  # the model is ready
-        margin = max(PLAN_MARGIN_MIN_S, PLAN_MARGIN_SHARE * target) + self.latency
+        # A round trip near the target cannot be beaten by polling faster, only paid for:
+        # the gaps stay at least half the target (docs/decisions.md#notice-in-proportion).
+        margin = min(max(PLAN_MARGIN_MIN_S, PLAN_MARGIN_SHARE * target) + self.latency, target / 2)
         plan = runtime.plan_polls(model, target, margin=margin)
         self._plans[key] = (model.total, now, plan, model.shifts)
         return plan

@@ -266,19 +266,27 @@ def test_a_failed_redownload_keeps_the_earlier_complete_copy(server: Files, tmp_
 
 
 @pytest.mark.timeout(30)
-def test_already_downloaded_files_are_not_fetched_again(server: Files, tmp_path: Path) -> None:
+def test_a_file_in_place_is_used_only_when_this_output_wrote_it(
+    server: Files, tmp_path: Path
+) -> None:
+    """docs/decisions.md#outputs-by-gateway: a file someone else left (another task of
+    the same id, another gateway, a planted file of the right size) is fetched over."""
     entry = {"url": f"{server.base}/files/photo.jpg", "content_type": "image/png"}
     sized = {**entry, "file_size": len(PNG)}
-    download_outputs(result_of([sized]), root=tmp_path)
+    first = result_of([sized])
+    download_outputs(first, root=tmp_path)
     assert server.hits["/files/photo.jpg"] == 1
+    assert first.outputs[0].sha256 == hashlib.sha256(PNG).hexdigest()
+    assert download_outputs(first, root=tmp_path) == [tmp_path / "req-1" / "0.png"]
+    assert server.hits["/files/photo.jpg"] == 1  # the same output wrote it: used
+    (tmp_path / "req-1" / "0.png").write_bytes(b"x" * len(PNG))  # planted, right size
     again = result_of([sized])
     assert download_outputs(again, root=tmp_path) == [tmp_path / "req-1" / "0.png"]
-    assert again.outputs[0].path == tmp_path / "req-1" / "0.png"
-    download_outputs(result_of([entry]), root=tmp_path)  # no size: trust the complete file
-    assert server.hits["/files/photo.jpg"] == 1
-    (tmp_path / "req-1" / "0.png").write_bytes(b"short")  # wrong size: fetched again
-    download_outputs(result_of([sized]), root=tmp_path)
-    assert server.hits["/files/photo.jpg"] == 2
+    assert server.hits["/files/photo.jpg"] == 2  # another output: never trusted
+    assert (tmp_path / "req-1" / "0.png").read_bytes() == PNG
+    (tmp_path / "req-1" / "0.png").write_bytes(b"changed since")
+    download_outputs(first, root=tmp_path)  # its own file, changed: fetched again
+    assert server.hits["/files/photo.jpg"] == 3
     assert (tmp_path / "req-1" / "0.png").read_bytes() == PNG
 
 

@@ -318,9 +318,12 @@ class Answer:
             return None
         try:
             value = json.loads(self.content)
-        except (ValueError, UnicodeDecodeError, RecursionError):
+            too_deep = _depth_over(value, MAX_DEPTH)
+        except (ValueError, UnicodeDecodeError):
             return None
-        if _depth_over(value, MAX_DEPTH):
+        except RecursionError:  # deeper than the parser goes, so deeper than MAX_DEPTH
+            too_deep = True
+        if too_deep:
             self.refused = f"JSON nested deeper than {MAX_DEPTH} levels"
             return None
         return redact_json(value)

@@ -225,7 +225,12 @@ class Output:
         try:
             return (self._fetch or fetch_url)(url)
         except (httpx.HTTPError, OSError) as exc:
-            reason = redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            if isinstance(exc, httpx.HTTPStatusError):  # its text repeats the URL, query and all
+                answer = exc.response
+                reason = f"HTTP {answer.status_code} {answer.reason_phrase}".rstrip()
+            else:
+                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            reason = redact(reason)
             shown = redact(url.split("?")[0]) + ("?…" if "?" in url else "")
             raise DownloadError(
                 f"could not read output {self.index} ({self.content_type}) from {shown}: {reason}",

@@ -115,7 +115,10 @@ def queue_url(base_url: str, endpoint: str, request_id: str | None = None) -> st
     """The documented queue address (spec 2.1): of an endpoint, or of one of its tasks
     (the request id percent-encoded, so no id can reach another path)."""
     root = f"{base_url.rstrip('/')}/v1/queue/{endpoint}"
-    return root if request_id is None else f"{root}/requests/{quote(request_id, safe='')}"
+    if request_id is None:
+        return root
+    segment = quote(request_id, safe="")
+    return f"{root}/requests/{segment.replace('.', '%2E') if not segment.strip('.') else segment}"
 
 
 @dataclass(frozen=True)

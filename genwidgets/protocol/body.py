@@ -130,15 +130,17 @@ async def within(deadline: Deadline) -> AsyncIterator[Watch]:
     """Run the body (sending, redirects, reading) within ``deadline``; past it, the
     body is cancelled and :class:`_TooSlow` raised. (``asyncio.timeout`` would do,
     but Python 3.10 has none.)"""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", lambda: 0)()  # Python 3.11+: cancels pending
     watch = Watch(deadline)
     try:
         yield watch
     except asyncio.CancelledError:
         if not watch.expired:
             raise
-        uncancel = getattr(asyncio.current_task(), "uncancel", None)  # 3.11+: undo its count
-        if uncancel is not None:
-            uncancel()
+        uncancel = getattr(task, "uncancel", None)
+        if uncancel is not None and uncancel() > cancelling:
+            raise  # cancelled from outside as well: that cancel goes on
         raise _TooSlow(f"no whole answer within the deadline ({deadline})") from None
     finally:
         watch.stop()

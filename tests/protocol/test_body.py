@@ -188,3 +188,21 @@ def test_every_string_of_the_json_is_redacted(monkeypatch: pytest.MonkeyPatch) -
     answer = Answer(200, httpx.Headers(), content=json.dumps(body).encode())
     assert key not in json.dumps(answer.json())
     assert answer.json()["n"] == 3 and "***" in answer.json()["error"]
+
+
+def test_a_cancel_from_outside_is_never_taken_for_the_deadline() -> None:
+    async def scenario() -> str:
+        async def wait() -> None:
+            async with within(Deadline(30.0)):
+                await asyncio.sleep(60)
+
+        waiting = asyncio.ensure_future(wait())
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        try:
+            await waiting
+        except asyncio.CancelledError:
+            return "cancelled"
+        return "went on"
+
+    assert asyncio.run(scenario()) == "cancelled"

@@ -18,12 +18,13 @@ import base64
 import io
 import logging
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import IO
 
 from PIL import Image, UnidentifiedImageError
+
+from .._files import is_fresh, write_atomically
 
 __all__ = ["DEFAULT_SIDE", "MAX_PIXELS", "data_url", "thumbnail", "thumbnail_bytes"]
 
@@ -46,11 +47,8 @@ class _TooManyPixels(Exception):
 def _cached(path: Path, max_side: int) -> Path | None:
     for ext in (".jpg", ".png"):
         candidate = path.with_name(f"{path.name}.thumb{max_side}{ext}")
-        try:
-            if candidate.stat().st_mtime >= path.stat().st_mtime:
-                return candidate
-        except OSError:
-            continue
+        if is_fresh(candidate, path):
+            return candidate
     return None
 
 
@@ -145,15 +143,8 @@ def thumbnail(path: str | os.PathLike[str], max_side: int = DEFAULT_SIDE) -> Pat
         f"{source.name}.thumb{max_side}{'.png' if mime == 'image/png' else '.jpg'}"
     )
     try:
-        fd, temporary = tempfile.mkstemp(dir=source.parent, prefix=".thumb-", suffix=".part")
+        write_atomically(target, data)
     except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, target)
-    except OSError:
-        Path(temporary).unlink(missing_ok=True)
         return None
     return target
 

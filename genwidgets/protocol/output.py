@@ -14,7 +14,6 @@ import collections
 import hashlib
 import json
 import os
-import secrets
 import threading
 import warnings
 import weakref
@@ -26,6 +25,7 @@ from typing import Any
 import httpx
 
 from .._config import redact
+from .._files import write_atomically
 from .._formats import decode_data_url, extension_for
 from ..errors import DownloadError, GenwidgetsWarning
 from ..media.files import sniff
@@ -264,15 +264,7 @@ class Output:
         if not target.suffix:
             target = target.with_name(target.name + extension_for(self.content_type))
         target.parent.mkdir(parents=True, exist_ok=True)
-        data = self.read()
-        tmp = _create_beside(target)
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_atomically(target, self.read())
         return target
 
     def text(self) -> str:
@@ -280,15 +272,3 @@ class Output:
 
     def json(self) -> Any:
         return json.loads(self.read())
-
-
-def _create_beside(target: Path) -> Path:
-    """A new empty file next to ``target``, mode 0666 less the umask (``mkstemp`` gives 0600)."""
-    for _ in range(100):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.part")
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except FileExistsError:
-            continue
-        return tmp
-    raise FileExistsError(f"no free temporary name beside {target}")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._config import home, redact
+from .._files import create_beside
 from .._formats import EXTENSIONS, decode_data_url, extension_for, int_or_none
 from ..errors import DownloadError
 from ..protocol.body import Deadline, aiter_capped, within
@@ -190,9 +190,8 @@ class _AtomicFile:
         self.max_bytes = max_bytes
         self.size = 0
         item.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=item.directory, prefix=f".{item.index}.", suffix=".part")
-        self.tmp = Path(tmp)
-        self._fh: IO[bytes] = os.fdopen(fd, "wb")
+        self.tmp = create_beside(item.target)  # the one way beside a target (_files.py)
+        self._fh: IO[bytes] = open(self.tmp, "wb")  # noqa: SIM115 (closed by commit or __exit__)
         self._sha256 = hashlib.sha256()
 
     def __enter__(self) -> _AtomicFile:

@@ -19,6 +19,7 @@ from ..errors import LedgerError, LedgerWarning
 from ..jobs.batch import valid_concurrency
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
+from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
 from .store import GridRecord, GridStore, store_for
 
@@ -72,6 +73,11 @@ class GridCell:
     def billed(self) -> int:
         """Generations this cell bills."""
         return self.planned.billed
+
+    @property
+    def billed_words(self) -> str:
+        """What the cell bills in its endpoint's unit: ``1 prompt (4 images)``, ``4 images``."""
+        return billed_words(self.endpoint, self.billed)
 
     @property
     def dropped(self) -> tuple[str, ...]:

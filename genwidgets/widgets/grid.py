@@ -365,7 +365,7 @@ class Grid(anywidget.AnyWidget):
             "payload": _jsonable(cell.payload),
             "endpoint": cell.endpoint,
             "kind": cell.kind,
-            "billed": cell.billed,
+            "billed": cell.billed_words,  # "1 prompt (4 images)": read after "billed"
             "plan_note": cell.plan_note,
             "stars": cell.rating,
             "note": cell.note,

@@ -17,7 +17,7 @@ The public names, by purpose:
 - the endpoints: endpoints, endpoint, EndpointSpec, validate, openapi
 - in a notebook: form, EndpointForm, render, board, Board, TaskView
 - the prompt lab: grid, Grid, grids, load_grid, GridRecord, sweep, Sweep, scores,
-  ScoreTable
+  ScoreTable, read_export (what a saved contact sheet or page says ran)
 - errors: GenwidgetsError and its tree, GenwidgetsWarning (``help(gw.errors)``)
 - further: ``genwidgets.imgm`` (the imgM prompt language), ``genwidgets.catalog``
   (add an endpoint), ``genwidgets.simulator`` (run the simulator yourself)
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from .jobs.job import AsyncJob, Job
     from .jobs.ledger import Ledger
     from .jobs.polling import PollPolicy
+    from .lab.export import read_export
     from .lab.scores import ScoreTable, scores
     from .lab.store import GridRecord
     from .media import validate
@@ -130,6 +131,7 @@ _LAZY = {
     "GridRecord": ".lab.store",
     "TaskView": ".widgets.task",
     "scores": ".lab.scores",
+    "read_export": ".lab.export",
     "ScoreTable": ".lab.scores",
 }
 #: Subpackages reachable as attributes (``gw.media``) without importing them eagerly.
@@ -260,6 +262,7 @@ __all__ = [
     "load_grid",
     "login",
     "openapi",
+    "read_export",
     "render",
     "scores",
     "sweep",

@@ -15,7 +15,7 @@ PUBLIC = {
     "Handle", "AsyncJob", "Job", "Ledger", "Output", "PollPolicy", "PreparedRequest", "Result",
     "ScoreTable", "Status", "Sweep", "TaskView", "openapi",
     "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid", "login", "render",
-    "scores",
+    "read_export", "scores",
     "sweep", "validate",
     *errors.__all__,
 }  # fmt: skip

@@ -34,6 +34,7 @@ __all__ = [
     "VideoEmbed",
     "draw_text",
     "local_paths_shown",
+    "read_export",
     "read_png_description",
     "save_html",
     "save_png",
@@ -305,16 +306,43 @@ def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: in
         draw_text(draw, where, short(cell.note, 18), font, PALETTE["muted"])
 
 
-def read_png_description(path: str | Path) -> dict[str, Any]:
-    """The grid description a contact sheet carries (for checks and recall)."""
+PAGE_SCRIPT_ID = "genwidgets-grid"
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def read_export(path: str | Path) -> dict[str, Any]:
+    """What ran, as a grid's export says it: the description a contact sheet
+    (``grid.save_png``) or a page (``grid.save_html``) carries, as a dict:
+    ``endpoint``, ``axes``, ``base_payload``, ``cells`` (each one's payload, request
+    id, stars and note) and ``scores``. A file that carries none is a ValueError."""
+    source = Path(path)
+    with source.open("rb") as file:
+        png = file.read(len(_PNG_MAGIC)) == _PNG_MAGIC
+    text = _png_text(source) if png else _page_text(source)
+    if text is None:
+        raise ValueError(f"{shown_path(source)} carries no genwidgets grid description")
+    return dict(json.loads(text))
+
+
+#: the name notebooks used before :func:`read_export` was public (``gw.read_export``)
+read_png_description = read_export
+
+
+def _png_text(source: Path) -> str | None:
     from PIL import Image
 
-    with Image.open(path) as image:
+    with Image.open(source) as image:
         image.load()
-        text = image.text.get(PNG_KEY)
-    if text is None:
-        raise ValueError(f"{path} carries no {PNG_KEY} description")
-    return dict(json.loads(text))
+        found = image.text.get(PNG_KEY)
+    return found if isinstance(found, str) else None
+
+
+def _page_text(source: Path) -> str | None:
+    page = source.read_text(encoding="utf-8", errors="replace")
+    head = f'<script type="application/json" id="{PAGE_SCRIPT_ID}">'
+    start = page.rfind(head)
+    end = page.find("</script>", start)
+    return page[start + len(head) : end] if start >= 0 and end >= 0 else None
 
 
 # --- the page ---------------------------------------------------------------------------
@@ -510,7 +538,7 @@ def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") 
         f"<title>{esc(run.endpoint)} grid {esc(run.id)}</title>"
         f"<style>{_PAGE_STYLE}</style></head><body>"
         f'<header class="legend">{legend}</header>{"".join(sections)}'
-        f'<script type="application/json" id="genwidgets-grid">{description}</script>'
+        f'<script type="application/json" id="{PAGE_SCRIPT_ID}">{description}</script>'
         "</body></html>"
     )
     target.write_text(local_paths_shown(page), encoding="utf-8")

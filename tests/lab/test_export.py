@@ -383,3 +383,21 @@ def test_the_pages_videos_play_offline_in_chromium(client: gw.Client, tmp_path: 
         page.close()
     assert len(states) == 2 and all(error is None for _, error in states), states
     assert asked == []
+
+
+def test_gw_read_export_reads_back_a_sheet_and_a_page(client: gw.Client, tmp_path: Path) -> None:
+    """The public way to read what an export says ran (notebook 07 uses it)."""
+    grid = gw.grid(
+        "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=client
+    )
+    grid.wait(timeout=60)
+    grid.rate(grid.cells[1], 5, "</script> & more")
+    sheet = gw.read_export(grid.save_png(tmp_path / "sheet.png"))
+    page = gw.read_export(grid.save_html(tmp_path / "page.html"))
+    assert sheet == page and sheet["id"] == grid.id
+    assert sheet["cells"][1]["note"] == "</script> & more" and sheet["cells"][1]["stars"] == 5
+    (tmp_path / "other.html").write_text("<html><body>hello</body></html>")
+    Image.new("RGB", (8, 8)).save(tmp_path / "plain.png")
+    for name in ("other.html", "plain.png"):
+        with pytest.raises(ValueError, match=f"{name} carries no genwidgets grid description"):
+            gw.read_export(tmp_path / name)

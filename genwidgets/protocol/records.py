@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._config import redact
+from .._config import redact, shown_path
 from .._files import write_atomically
-from .._formats import decode_data_url, extension_for, int_or_none
+from .._formats import decode_data_url, extension_for, human_bytes, int_or_none
 from ..errors import GenwidgetsWarning, TaskFailed
 from ..media.files import sniff
 from .fetch import fetch_url
@@ -337,6 +337,28 @@ class Output:
     def json(self) -> Any:
         return json.loads(self.read())
 
+    def size(self) -> int | None:
+        """Bytes known without a download: the local copy's or those in hand."""
+        if self._cache is not None:
+            return len(self._cache)
+        try:
+            return self.path.stat().st_size if self.path is not None else None
+        except OSError:
+            return None
+
+    def __repr__(self) -> str:
+        """``<Output image/png 1.2 MB, saved at ~/.genwidgets/outputs/…/image_0.png>``:
+        what it is and where, never an absolute path (docs/decisions.md#short-reprs)."""
+        size = self.size()
+        parts = [self.content_type + (f" {human_bytes(size, exact=False)}" if size else "")]
+        if self.path is not None and size is not None:
+            parts.append(f"saved at {shown_path(self.path)}")
+        elif self.url and not self.url.startswith("data:"):
+            parts.append(f"at {_short_url(self.url)}")
+        elif self.url or "content" in self.raw:
+            parts.append("inline")
+        return f"<Output {', '.join(parts)}>"
+
 
 @dataclass(frozen=True)
 class Result:
@@ -353,6 +375,16 @@ class Result:
     @property
     def ok(self) -> bool:
         return self.status.upper() in SUCCESS_STATUSES and not self.error
+
+    def __repr__(self) -> str:
+        """``<Result COMPLETED genW2.5-t2i-preview 7f3a…: 4 images, 3.1 MB, saved in
+        ~/.genwidgets/outputs/7f3a…>``, or the error: docs/decisions.md#short-reprs."""
+        head = " ".join(str(p) for p in (self.status, self.endpoint, self.request_id) if p)
+        if not self.ok:
+            error = redact(str(self.error if self.error is not None else "no error text"))
+            kind = f" ({self.error_type})" if self.error_type else ""
+            return f"<Result {head}: failed: {error[:200]}{kind}>"
+        return f"<Result {head}: {_outputs_summary(self.outputs)}>"
 
     @property
     def done(self) -> bool:
@@ -445,6 +477,36 @@ class Result:
             endpoint=endpoint,
             request_id=request_id or _str_or_none(body.get("request_id")),
         )
+
+
+def _short_url(url: str, limit: int = 80) -> str:
+    """A URL as a repr shows it: no query (signed URLs carry long tokens), at most
+    ``limit`` characters."""
+    bare = redact(url.split("?", 1)[0].split("#", 1)[0])
+    return bare if len(bare) <= limit else bare[: limit - 1] + "…"
+
+
+def _outputs_summary(outputs: Sequence[Output]) -> str:
+    """``4 images, 3.1 MB, saved in ~/.genwidgets/outputs/7f3a``: counts by kind,
+    the bytes known, the folder of the local copies."""
+    if not outputs:
+        return "no outputs"
+    kinds: dict[str, int] = {}
+    for output in outputs:
+        kinds[output.kind] = kinds.get(output.kind, 0) + 1
+    parts = [
+        f"{n} {kind}{'s' if n != 1 and kind in ('image', 'video') else ''}"
+        for kind, n in kinds.items()
+    ]
+    sizes = [s for s in (o.size() for o in outputs) if s is not None]
+    if sizes:
+        parts.append(human_bytes(sum(sizes), exact=False))
+    folders = {o.path.parent for o in outputs if o.path is not None and o.size() is not None}
+    if len(folders) == 1:
+        parts.append(f"saved in {shown_path(folders.pop())}")
+    elif folders:
+        parts.append(f"saved in {len(folders)} folders")
+    return ", ".join(parts)
 
 
 def _as_record(value: Any) -> dict[str, Any] | None:

@@ -24,9 +24,9 @@ from typing import Any
 
 import httpx
 
-from .._config import redact
+from .._config import redact, shown_path
 from .._files import write_atomically
-from .._formats import decode_data_url, extension_for
+from .._formats import decode_data_url, extension_for, human_bytes
 from ..errors import DownloadError, GenwidgetsWarning
 from ..media.files import sniff
 from .fetch import fetch_url
@@ -219,6 +219,28 @@ class Output:
         cache_budget.keep(self, data)
         return data
 
+    def size(self) -> int | None:
+        """Bytes known without a download: the local copy's or those in hand."""
+        if self._cache is not None:
+            return len(self._cache)
+        try:
+            return self.path.stat().st_size if self.path is not None else None
+        except OSError:
+            return None
+
+    def __repr__(self) -> str:
+        """``<Output image/png 1.2 MB, saved at ~/.genwidgets/outputs/…/image_0.png>``:
+        what it is and where, never an absolute path (docs/decisions.md#short-reprs)."""
+        size = self.size()
+        parts = [self.content_type + (f" {human_bytes(size, exact=False)}" if size else "")]
+        if self.path is not None and size is not None:
+            parts.append(f"saved at {shown_path(self.path)}")
+        elif self.url and not self.url.startswith("data:"):
+            parts.append(f"at {_short_url(self.url)}")
+        elif self.url or "content" in self.raw:
+            parts.append("inline")
+        return f"<Output {', '.join(parts)}>"
+
     def _download(self, url: str) -> bytes:
         """The bytes at ``url``; a failure (an HTTP error, a body over its cap, a
         drip past its deadline) is a :class:`DownloadError` naming it."""
@@ -272,3 +294,10 @@ class Output:
 
     def json(self) -> Any:
         return json.loads(self.read())
+
+
+def _short_url(url: str, limit: int = 80) -> str:
+    """A URL as a repr shows it: no query (signed URLs carry long tokens), at most
+    ``limit`` characters."""
+    bare = redact(url.split("?", 1)[0].split("#", 1)[0])
+    return bare if len(bare) <= limit else bare[: limit - 1] + "…"

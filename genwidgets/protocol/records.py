@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .._config import redact
-from .._formats import int_or_none
+from .._config import redact, shown_path
+from .._formats import human_bytes, int_or_none
 from ..errors import GenwidgetsWarning, TaskFailed
 from .output import UNTYPED, Fetcher, Output
 from .values import (
@@ -244,6 +244,16 @@ class Result:
     def ok(self) -> bool:
         return self.status.upper() in SUCCESS_STATUSES and not self.error
 
+    def __repr__(self) -> str:
+        """``<Result COMPLETED genW2.5-t2i-preview 7f3a…: 4 images, 3.1 MB, saved in
+        ~/.genwidgets/outputs/7f3a…>``, or the error: docs/decisions.md#short-reprs."""
+        head = " ".join(str(p) for p in (self.status, self.endpoint, self.request_id) if p)
+        if not self.ok:
+            error = redact(str(self.error if self.error is not None else "no error text"))
+            kind = f" ({self.error_type})" if self.error_type else ""
+            return f"<Result {head}: failed: {error[:200]}{kind}>"
+        return f"<Result {head}: {_outputs_summary(self.outputs)}>"
+
     @property
     def done(self) -> bool:
         return is_terminal(self.status)
@@ -359,6 +369,29 @@ def _recorded_copy(record: Mapping[str, Any]) -> Path | None:
         except OSError:
             return None
     return Path(path)
+
+
+def _outputs_summary(outputs: Sequence[Output]) -> str:
+    """``4 images, 3.1 MB, saved in ~/.genwidgets/outputs/7f3a``: counts by kind,
+    the bytes known, the folder of the local copies."""
+    if not outputs:
+        return "no outputs"
+    kinds: dict[str, int] = {}
+    for output in outputs:
+        kinds[output.kind] = kinds.get(output.kind, 0) + 1
+    parts = [
+        f"{n} {kind}{'s' if n != 1 and kind in ('image', 'video') else ''}"
+        for kind, n in kinds.items()
+    ]
+    sizes = [s for s in (o.size() for o in outputs) if s is not None]
+    if sizes:
+        parts.append(human_bytes(sum(sizes), exact=False))
+    folders = {o.path.parent for o in outputs if o.path is not None and o.size() is not None}
+    if len(folders) == 1:
+        parts.append(f"saved in {shown_path(folders.pop())}")
+    elif folders:
+        parts.append(f"saved in {len(folders)} folders")
+    return ", ".join(parts)
 
 
 def _as_record(value: Any) -> dict[str, Any] | None:

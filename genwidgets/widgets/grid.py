@@ -33,6 +33,7 @@ from .ticker import MIN_INTERVAL, TICKER, Throttle, guarded
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
+    from ..lab.export import VideoEmbed
     from ..lab.store import GridRecord
 
 __all__ = ["Grid", "grid", "grids", "load_grid"]
@@ -205,10 +206,11 @@ class Grid(anywidget.AnyWidget):
 
         return save_png(self.run, path)
 
-    def save_html(self, path: str | Path) -> Path:
+    def save_html(self, path: str | Path, *, video: VideoEmbed = "preview") -> Path:
+        """One page that opens offline; each video as ``video`` (see :func:`save_html`)."""
         from ..lab.export import save_html
 
-        return save_html(self.run, path)
+        return save_html(self.run, path, video=video)
 
     def describe(self) -> dict[str, Any]:
         return self.run.describe()
@@ -365,7 +367,7 @@ class Grid(anywidget.AnyWidget):
             "payload": _jsonable(cell.payload),
             "endpoint": cell.endpoint,
             "kind": cell.kind,
-            "billed": cell.billed,
+            "billed": cell.billed_words,  # "1 prompt (4 images)": read after "billed"
             "plan_note": cell.plan_note,
             "stars": cell.rating,
             "note": cell.note,

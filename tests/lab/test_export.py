@@ -139,7 +139,8 @@ def test_the_page_opens_offline(client: gw.Client, tmp_path: Path) -> None:
     assert re.search(r'<video [^>]*poster="data:image/jpeg;base64,', video_page)
     local = video.cells[0].outputs[0].path
     assert local is not None and local.exists() and local.stat().st_size > len(clip)
-    assert f"full video: <code>$GENWIDGETS_HOME/outputs/{local.parent.name}/" in video_page
+    kept = f"{local.parent.parent.name}/{local.parent.name}"  # outputs/<gateway>/<request_id>
+    assert f"full video: <code>$GENWIDGETS_HOME/outputs/{kept}/" in video_page
 
 
 def decoded_frames(clip: bytes) -> int:

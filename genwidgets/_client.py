@@ -193,6 +193,7 @@ class Client:
                 self.gateway_name,
                 opener=self._gateway.open_output,
                 download=download,
+                timeout=timeout,
             )
             if self.ledger is not None
             else None

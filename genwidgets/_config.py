@@ -93,6 +93,38 @@ def home() -> Path:
     return Path(raw).expanduser() if raw else Path.home() / ".genwidgets"
 
 
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A local path as people and saved notebooks see it: under the genwidgets home
+    as ``~/.genwidgets/...`` (``$GENWIDGETS_HOME/...`` when that is set elsewhere),
+    under the user's home as ``~/...``, under the working folder relative to it,
+    else the file name alone. Never the absolute path of the machine that made it:
+    a notebook or an export is shared (docs/decisions.md#shown-paths)."""
+    target = Path(path).expanduser()
+    try:
+        target = target.resolve()
+    except OSError:
+        target = target.absolute()
+    user = Path.home()
+    default = user / ".genwidgets"
+    roots = [
+        (home(), "~/.genwidgets" if home() == default else f"${ENV_HOME}"),
+        (user, "~"),
+        (Path.cwd(), ""),
+    ]
+    found: list[tuple[int, str]] = []
+    for root, label in roots:
+        try:
+            base = root.expanduser().resolve()
+            relative = target.relative_to(base)
+        except (ValueError, OSError):
+            continue
+        if base.parent != base:  # never relative to the filesystem's root
+            shown = f"{label}/{relative.as_posix()}" if label else relative.as_posix()
+            found.append((len(base.parts), shown))
+    # the deepest root wins: the genwidgets home over the user's, a project over both
+    return max(found)[1] if found else target.name
+
+
 def remember_secret(key: str | None) -> None:
     """Register a key so :func:`redact` can scrub it from any text we emit."""
     if key and len(key) >= 4:

@@ -23,6 +23,7 @@ from ..lab.cost import needs_confirmation, not_sent_line
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client, list_grids
 from ..protocol.records import Output
+from .background import BACKGROUND
 from .durable import REPUBLISH, in_kernel, keeps_live_views, widget_bundle
 from .form import python_code
 from .grid_sheet import contact_sheet
@@ -32,6 +33,7 @@ from .ticker import MIN_INTERVAL, TICKER, Throttle, guarded
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
+    from ..lab.export import VideoEmbed
     from ..lab.store import GridRecord
 
 __all__ = ["Grid", "grid", "grids", "load_grid"]
@@ -46,15 +48,17 @@ WRITE_SECONDS_PER_CELL = 0.01
 _PICTURED = ("image", "video")
 
 
-def _thumb(output: Output) -> str | None:
+def _thumb(output: Output, *, network: bool = False) -> str | None:
     """A data URL of the output's thumbnail, made in the kernel: from the local
-    copy when the ledger has one (cached beside it), else from the bytes (images)."""
+    copy when the ledger has one (cached beside it), else from bytes in hand
+    (inline content, a ``data:`` URL) and, with ``network``, downloaded (images).
+    A write never passes ``network``: see :meth:`Grid._fetch_thumbs`."""
     from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
 
     if output.path is not None and output.path.exists():
         made = thumbnail(output.path, THUMB_SIDE)
         return data_url(made) if made is not None else None
-    if output.kind != "image":
+    if output.kind != "image" or (not network and _needs_network(output)):
         return None
     try:
         found = thumbnail_bytes(output.read(), THUMB_SIDE)
@@ -64,6 +68,13 @@ def _thumb(output: Output) -> str | None:
         return None
     data, mime = found
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _needs_network(output: Output) -> bool:
+    """Whether an image's bytes can only come from its URL (no copy, nothing inline)."""
+    has_copy = output.path is not None and output.path.exists()
+    in_hand = output.inline() is not None or (output.url or "").startswith("data:")
+    return output.kind == "image" and not has_copy and not in_hand and bool(output.url)
 
 
 def _output_record(output: Output, *, full: bool = False) -> dict[str, Any]:
@@ -195,10 +206,11 @@ class Grid(anywidget.AnyWidget):
 
         return save_png(self.run, path)
 
-    def save_html(self, path: str | Path) -> Path:
+    def save_html(self, path: str | Path, *, video: VideoEmbed = "preview") -> Path:
+        """One page that opens offline; each video as ``video`` (see :func:`save_html`)."""
         from ..lab.export import save_html
 
-        return save_html(self.run, path)
+        return save_html(self.run, path, video=video)
 
     def describe(self) -> dict[str, Any]:
         return self.run.describe()
@@ -335,6 +347,8 @@ class Grid(anywidget.AnyWidget):
                 self._outputs[cell.index] = outputs
                 made = [_thumb(o) or "" if o.kind in _PICTURED else "" for o in cell.outputs]
                 self._thumbs[cell.index] = self._unsent[cell.index] = made
+                if any(_needs_network(o) for o in cell.outputs):
+                    self._fetch_thumbs(cell)
         return {
             "index": cell.index,
             "t": t,
@@ -353,11 +367,26 @@ class Grid(anywidget.AnyWidget):
             "payload": _jsonable(cell.payload),
             "endpoint": cell.endpoint,
             "kind": cell.kind,
-            "billed": cell.billed,
+            "billed": cell.billed_words,  # "1 prompt (4 images)": read after "billed"
             "plan_note": cell.plan_note,
             "stars": cell.rating,
             "note": cell.note,
         }
+
+    def _fetch_thumbs(self, cell: GridCell) -> None:
+        """Thumbnails only a download can make, made on a background worker that
+        holds no lock; the cell shows them from the next write on. Never on a
+        write's path: a dead or dripping URL must not stall this view, the engine
+        or a ``grid.wait()`` (docs/decisions.md#no-waits-under-locks)."""
+        outputs = list(cell.outputs)
+
+        def make() -> None:
+            made = [_thumb(o, network=True) or "" if o.kind in _PICTURED else "" for o in outputs]
+            with self._throttle.lock:
+                self._thumbs[cell.index] = self._unsent[cell.index] = made
+            self._throttle.request()
+
+        BACKGROUND.submit(make)
 
     def _margins(self) -> dict[str, list[dict[str, Any]]]:
         """Scores per displayed axis (x: a row under the columns, y: a column
@@ -399,8 +428,10 @@ class Grid(anywidget.AnyWidget):
         if self._unsent:
             fresh, self._unsent = self._unsent, {}
             self.send({"thumbs": {str(i): urls for i, urls in fresh.items()}})
-        if finished and not self._viewed and len(self.thumbs) != len(self._thumbs):
-            self.thumbs = {str(i): urls for i, urls in self._thumbs.items()}
+        if finished and not self._viewed:
+            made = {str(i): urls for i, urls in self._thumbs.items()}
+            if made != self.thumbs:  # a thumbnail made later in the background included
+                self.thumbs = made
         if finished and self._live:
             self._live = False
             TICKER.remove(self)

@@ -372,9 +372,12 @@ class EndpointForm(W.VBox):
             self.reason.value = (
                 f'<span style="{OK_STYLE}">submitted: {esc(str(job.request_id))}</span>'
             )
-            self.submitted.add(job)
-            if self._faces is not None:
-                self._faces.refresh()  # what it was set to when it sent
+            try:
+                self.submitted.add(job)
+                if self._faces is not None:
+                    self._faces.refresh()  # what it was set to when it sent
+            finally:  # counted from the end too: a click queued behind a slow display
+                self._submitted_at = time.monotonic()
 
     def _ipython_display_(self) -> None:
         """Both faces of the form (it is a control: its lasting face says what it was

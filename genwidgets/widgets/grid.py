@@ -27,7 +27,7 @@ from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client, list_grids
 from ..protocol.records import Output
 from .background import BACKGROUND
-from .faces import Faces, in_kernel, static_module, widget_bundle
+from .faces import Faces, in_kernel, static_module
 from .form import python_code
 from .grid_sheet import contact_sheet
 from .render import source_of
@@ -36,6 +36,7 @@ from .ticker import MIN_INTERVAL, TICKER, Throttle, guarded
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
+    from ..lab.export import VideoEmbed
     from ..lab.store import GridRecord
 
 __all__ = ["Grid", "grid", "grids", "load_grid"]
@@ -209,10 +210,11 @@ class Grid(anywidget.AnyWidget):
 
         return save_png(self.run, path)
 
-    def save_html(self, path: str | Path) -> Path:
+    def save_html(self, path: str | Path, *, video: VideoEmbed = "preview") -> Path:
+        """One page that opens offline; each video as ``video`` (see :func:`save_html`)."""
         from ..lab.export import save_html
 
-        return save_html(self.run, path)
+        return save_html(self.run, path, video=video)
 
     def describe(self) -> dict[str, Any]:
         return self.run.describe()
@@ -288,8 +290,8 @@ class Grid(anywidget.AnyWidget):
                 self.recall_area = ipywidgets.Output()
             # the form's widget alone: the recall area is itself live only (and a
             # display there would not reach the cell's outputs)
-            data, metadata = widget_bundle(recalled)
-            entry = {"output_type": "display_data", "data": data, "metadata": metadata}
+            data = recalled._repr_mimebundle_()
+            entry = {"output_type": "display_data", "data": data, "metadata": {}}
             self.recall_area.outputs = (entry,)
 
     # ------------------------------------------------------------------ writing
@@ -363,7 +365,7 @@ class Grid(anywidget.AnyWidget):
             "payload": _jsonable(cell.payload),
             "endpoint": cell.endpoint,
             "kind": cell.kind,
-            "billed": cell.billed,
+            "billed": cell.billed_words,  # "1 prompt (4 images)": read after "billed"
             "plan_note": cell.plan_note,
             "stars": cell.rating,
             "note": cell.note,

@@ -37,9 +37,13 @@ def _arm(websocket: int, images: int, responses: int) -> dict[str, Any]:
 @pytest.fixture
 def passing() -> dict[str, Any]:
     """Figures that meet every goal, every baseline on its interval."""
-    schedules = {name: _fixed(i) for name, i in polling.FIXED_INTERVALS.items()}
-    schedules |= {name + polling.BIMODAL: _fixed(i) for name, i in polling.FIXED_INTERVALS.items()}
+    schedules = {
+        name + suffix: _fixed(i)
+        for name, i in polling.FIXED_INTERVALS.items()
+        for suffix in ("", polling.BIMODAL, polling.SHORT, polling.MIXED)
+    }
     return {
+        "seconds": {"polling": 300.0, "scale": 214.0, "total": 780.0},
         "polling": {
             "schedules": schedules,
             "requests_ratio_vs_0_1s": 12.0,
@@ -54,6 +58,12 @@ def passing() -> dict[str, Any]:
             "requests_ratio_vs_0_1s_warm_bimodal": 17.0,
             "p95_notice_s_warm_bimodal": 1.4,
             "p95_notice_s_shift": 1.4,
+            "p95_notice_s_short_warm": 0.28,
+            "requests_ratio_vs_0_1s_short_warm": 4.3,
+            "p95_notice_s_short": 0.45,
+            "requests_ratio_vs_0_1s_short": 2.9,
+            "requests_ratio_vs_0_1s_mixed_warm": 19.0,
+            "mixed_share_within_target": 0.975,
         },
         "scale": {
             "completed": 10_000,

@@ -40,11 +40,7 @@ def test_every_goal_names_a_headline_key_a_known_op_and_unit() -> None:
     assert len({g.name for g in GOALS}) == len(GOALS)
     # every ratio against a fixed poller says which poller, so its interval can be checked
     ratios = [g for g in GOALS if g.key.startswith("requests_ratio_vs_")]
-    assert ratios and all(
-        g.baseline in polling.FIXED_INTERVALS
-        or g.baseline.removesuffix(polling.BIMODAL) in polling.FIXED_INTERVALS
-        for g in ratios
-    )
+    assert ratios and all(polling.interval_of(g.baseline) is not None for g in ratios)
 
 
 @pytest.mark.parametrize(
@@ -113,7 +109,8 @@ def test_a_ratio_against_a_baseline_that_missed_its_interval_is_not_evidence(
 ) -> None:
     results = passing
     assert judge(goal, results).status == MET
-    nominal = polling.FIXED_INTERVALS[goal.baseline.removesuffix(polling.BIMODAL)]
+    nominal = polling.interval_of(goal.baseline)
+    assert nominal is not None
     slow = copy.deepcopy(results)
     # the quiet-machine run of the issue: 0.558 s between polls for a 0.5 s poller
     slow["polling"]["schedules"][goal.baseline] = _fixed(nominal, nominal * 1.116)
@@ -132,6 +129,32 @@ def test_a_baseline_within_two_percent_keeps_the_ratio_as_evidence(passing: dict
     assert judge(goal, results).status == NOT_EVIDENCE
 
 
+def test_a_baseline_whose_sample_count_left_the_paper_is_not_evidence(
+    passing: dict[str, Any],
+) -> None:
+    """A fixed poller's whole-set figure is on paper: its measured sample must agree."""
+    goal = next(g for g in GOALS if g.key == "requests_ratio_vs_0_1s_short_warm")
+    sample = passing["polling"]["schedules"]["fixed 0.1 s short"]
+    sample |= {"model_poll_requests_per_task": 36.0, "poll_requests_per_task": 35.8}
+    assert judge(goal, passing).status == MET  # -0.6 %: within 1 %
+    sample["poll_requests_per_task"] = 35.0  # -2.8 %: the poller lost polls somewhere
+    assert judge(goal, passing).status == NOT_EVIDENCE
+
+
+def test_the_mixed_share_and_the_wall_time_are_judged_in_their_units(
+    passing: dict[str, Any],
+) -> None:
+    share = _goal("mixed_share_within_target")
+    assert share.target_text() == ">= 95 %"
+    assert judge(share, passing).measured == "97.5 %"
+    passing["polling"]["mixed_share_within_target"] = 0.94
+    assert judge(share, passing).status == MISSED
+    wall = _goal("wall_s")
+    assert (wall.target_text(), judge(wall, passing).measured) == ("<= 15 min", "13.0 min")
+    passing["seconds"]["total"] = 901.0
+    assert judge(wall, passing).status == MISSED
+
+
 def test_a_baseline_that_did_not_run_or_never_polled_twice_is_not_evidence(
     passing: dict[str, Any],
 ) -> None:
@@ -146,9 +169,7 @@ def test_a_baseline_that_did_not_run_or_never_polled_twice_is_not_evidence(
 def test_goals_without_a_baseline_ignore_the_pollers_intervals(passing: dict[str, Any]) -> None:
     results = passing
     for name, schedule in results["polling"]["schedules"].items():
-        schedule["mean_achieved_interval_s"] = (
-            2 * polling.FIXED_INTERVALS[name.removesuffix(polling.BIMODAL)]
-        )
+        schedule["mean_achieved_interval_s"] = 2 * (polling.interval_of(name) or 0.0)
     statuses = {v.goal.key: v.status for v in judge_all(results)}
     assert statuses["p95_notice_s"] == MET
     assert statuses["requests_ratio_vs_0_5s"] == NOT_EVIDENCE

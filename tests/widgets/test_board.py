@@ -415,7 +415,7 @@ def test_imgm_permutations_and_repeats_multiply_the_billed_count(catalog: None) 
         confirm_above=4,
     )
     assert client.submitted == []  # 2 tasks, but 10 billed generations: confirm first
-    assert "billed as 10 generations" in jobs.widget.summary_html.value
+    assert "10 billed prompts (40 images)" in jobs.widget.summary_html.value
     assert jobs.widget.submit_button.description == "Submit 2 tasks"
     jobs.submit()
     assert [j.payload["prompt"] for j in jobs] == [  # creates run in parallel; jobs keep order

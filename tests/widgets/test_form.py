@@ -583,6 +583,7 @@ def test_button_click_submits_to_the_simulator_and_shows_the_job(
         assert len(display.calls) == 4 and len(display.handles) == 2
         form_face, tasks_face = display.handles
         assert "a form needs its kernel" in display.calls[1][0]["text/html"]
+        form.set(prompt="a kite at noon")
         form.submit_button.click()
         assert form.last_job is not None and form.last_job.request_id in form.reason.value
         assert form.last_job.result(timeout=30).ok
@@ -593,7 +594,7 @@ def test_button_click_submits_to_the_simulator_and_shows_the_job(
         final = tasks_face.last_html()
         assert "<video" in final and "controls" in final and "autoplay" not in final
         assert form.last_job.request_id in final and "saved at" in final
-        assert form_face.updates  # what the form was set to when it sent
+        assert faces.settle(30) and "a kite at noon" in form_face.last_html()  # when it sent
     finally:
         close = getattr(client, "close", None)
         if close:

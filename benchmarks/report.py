@@ -125,6 +125,8 @@ def _weight_section(nb: dict[str, Any]) -> list[str]:
         [
             name,
             f"{v['bytes_per_video'] / KB:.1f} KB",
+            f"{v['default_save_bytes_per_video'] / KB:.1f} KB",
+            f"{v['playable_videos']} of {nb['videos']}",
             f"{v['widget_state_bytes_per_video'] / KB:.1f} KB",
             f"{v['widget_models_per_video']:.0f}",
             f"{v['output_bytes_per_video'] / KB:.1f} KB",
@@ -137,14 +139,20 @@ def _weight_section(nb: dict[str, Any]) -> list[str]:
         "",
         f"{nb['videos']} `{nb['endpoint']}` videos (720p, 5 s) from the embedded simulator, "
         "executed with nbclient (`store_widget_state=True`), saved; per video = (saved size - "
-        "size of the same notebook with zero videos) / videos. `ours`: `display(job)` (the "
-        "task view), default client (ledger on). `ours_no_ledger`: `gw.Client(ledger=False)`. "
-        "`embedded`: `ipywidgets.Video(value=<mp4 bytes>)` per result.",
+        "size of the same notebook with zero videos) / videos, also without the widget state "
+        "(as JupyterLab and Notebook 7 save by default). `ours`: `display(job)` (both faces "
+        "of the task view), default client (ledger on), `GENWIDGETS_SAVED_MEDIA=previews` "
+        "(the default); `ours_posters` and `ours_full`: `posters` and `full`. "
+        "`ours_no_ledger`: `gw.Client(ledger=False)`. `embedded`: "
+        "`ipywidgets.Video(value=<mp4 bytes>)` per result. Playable: videos whose source is "
+        "in the saved outputs (a `data:` URL), which play with the kernel gone.",
         "",
         *_table(
             [
                 "variant",
                 "bytes/video",
+                "default save/video",
+                "playable",
                 "widget state/video",
                 "widget models/video",
                 "outputs/video",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from genwidgets._config import shown_path
+from genwidgets._config import saved_media, served_url, shown_path
 
 
 def test_paths_under_the_genwidgets_home_are_shown_from_it(
@@ -40,3 +40,35 @@ def test_other_paths_show_relative_to_the_working_folder_or_by_name(
     monkeypatch.chdir(tmp_path)
     assert shown_path("batch/out/00001-fox.png") == "batch/out/00001-fox.png"
     assert shown_path("/opt/somewhere/secret-dir/x.png") == "x.png"
+
+
+def test_saved_media_is_previews_unless_the_environment_chooses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GENWIDGETS_SAVED_MEDIA", raising=False)
+    assert saved_media() == "previews"
+    for choice in ("posters", "previews", "full", " Full "):
+        monkeypatch.setenv("GENWIDGETS_SAVED_MEDIA", choice)
+        assert saved_media() == choice.strip().lower()
+    monkeypatch.setenv("GENWIDGETS_SAVED_MEDIA", "everything")
+    with pytest.raises(ValueError, match=r"'everything'.*posters, previews, full"):
+        saved_media()
+
+
+def test_a_kept_output_has_a_served_url_only_under_a_server_that_serves_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    kept = tmp_path / "outputs" / "gw one" / "req-1" / "out-0.png"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"png")
+    monkeypatch.delenv("GENWIDGETS_OUTPUTS_URL", raising=False)
+    assert served_url(kept) is None  # a kernel no such server started (nbclient, VS Code)
+    monkeypatch.setenv("GENWIDGETS_OUTPUTS_URL", "/user/ada/genwidgets/outputs/")
+    assert served_url(kept) == "/user/ada/genwidgets/outputs/gw%20one/req-1/out-0.png"
+    elsewhere = tmp_path / "ledger.sqlite3"
+    elsewhere.write_bytes(b"")
+    assert served_url(elsewhere) is None  # not under outputs/: never linked
+    assert served_url(tmp_path / "outputs" / ".." / "ledger.sqlite3") is None
+    monkeypatch.setenv("GENWIDGETS_OUTPUTS_URL", "http://elsewhere.example/")
+    assert served_url(kept) is None  # a path on the same server, never another origin

@@ -2,7 +2,10 @@
 
 The plan, the sending, the ratings and the store are plain Python in
 :mod:`genwidgets.lab`; this module draws them with ``widgets/static/grid.js`` and
-``grid.css``. Its traits, messages and choices: docs/decisions.md#grid-view.
+``grid.css``. Displayed, a grid is a view's two faces (:mod:`.faces`): the live grid,
+which stays live (rate, note, recall, enlarge) for as long as the kernel, and its
+contact sheet (:mod:`.grid_sheet`), rewritten as it changes. Its traits, messages and
+choices: docs/decisions.md#grid-view.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client, list_grids
 from ..protocol.records import Output
 from .background import BACKGROUND
-from .durable import REPUBLISH, in_kernel, keeps_live_views, widget_bundle
+from .faces import Faces, in_kernel, static_module
 from .form import python_code
 from .grid_sheet import contact_sheet
 from .render import source_of
@@ -38,7 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Grid", "grid", "grids", "load_grid"]
 
-STATIC = Path(__file__).with_name("static")
 SWAPS = (("x", "y"), ("y", "z"), ("x", "z"))
 
 
@@ -98,9 +100,11 @@ class Grid(anywidget.AnyWidget):
     """A grid of tasks that vary along x (columns), y (rows) and z (tabs); see
     the module docstring and ``gw.grid``."""
 
-    _esm = STATIC / "grid.js"
-    _css = STATIC / "grid.css"
+    _esm = static_module("faces.js", "grid.js")
+    _css = static_module("grid.css")
     head = traitlets.Dict().tag(sync=True)
+    #: Which lasting face (contact sheet) this live grid hides while its kernel lives.
+    face = traitlets.Dict().tag(sync=True)
     cell_states: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     #: cell index -> thumbnail data URLs of its outputs; set once the grid is
     #: finished (saved with the notebook), sent before as messages, each once
@@ -125,9 +129,8 @@ class Grid(anywidget.AnyWidget):
             self._write, interval=max(MIN_INTERVAL, len(run.cells) * WRITE_SECONDS_PER_CELL)
         )
         self._live = False
-        #: display handles of this grid's outputs (each turns static when it ends)
-        self._handles: list[Any] = []
-        self._static_pending = False
+        #: the contact sheet shown after each display of this grid (made on the first)
+        self._faces: Faces | None = None
         self.add_class("gw-grid")
         run.listeners.append(self._on_change)
         self.on_msg(self._on_message)
@@ -176,7 +179,7 @@ class Grid(anywidget.AnyWidget):
         """1-5 stars (0 clears) and a note for a cell; persisted."""
         rated = self.run.rate(cell, stars, note)
         self._throttle.request(force=True)
-        self._turn_static()  # a sheet shown already gets the new stars
+        self._refresh_sheet()  # a sheet shown already gets the new stars
         return rated
 
     def scores(self, direction: str = "x") -> list[dict[str, Any]]:
@@ -188,6 +191,7 @@ class Grid(anywidget.AnyWidget):
         """Re-lay the grid (e.g. ``swap("x", "y")``); no new tasks."""
         self.run.swap(a, b)
         self._throttle.request(force=True)
+        self._refresh_sheet()
         return self
 
     def cancel_all(self) -> int:
@@ -226,47 +230,29 @@ class Grid(anywidget.AnyWidget):
     # ------------------------------------------------------------------ display
 
     def _ipython_display_(self) -> None:
-        """One output: the grid (with, under it, the area where recalled forms
-        open) and its static contact sheet; the sheet alone once every cell has
-        ended, from the end of a cell (:mod:`genwidgets.widgets.durable`), so a
-        notebook saved without widget state reopens showing it. Display the
-        grid again to rate it live after that."""
+        """Both faces: the grid (with, under it, the area where recalled forms open),
+        live for as long as the kernel, then its contact sheet, rewritten as the grid
+        changes, which a notebook saved without widget state shows. Displaying the
+        grid again gives another live grid (and sheet)."""
         if not in_kernel():
             print(repr(self))
             return
-        from IPython import display as ipd
-
         if self.run.refresh_ratings():  # ratings made meanwhile in another view or kernel
             self._throttle.request(force=True)
         if self.recall_area is None:
             self.recall_area = ipywidgets.Output()
-        frame = ipywidgets.VBox([self, self.recall_area])
-        data, metadata = widget_bundle(frame, contact_sheet(self))
-        handle = ipd.display(data, raw=True, metadata=metadata, display_id=True)
-        if handle is not None:
-            self._handles.append(handle)
-            self._turn_static()
+        if self._faces is None:
+            interval = max(1.0, 2 * self._throttle.interval)
+            self._faces = Faces(self._sheet, interval=interval)
+            self.face = self._faces.live(self)
+        self._faces.show(ipywidgets.VBox([self, self.recall_area]))
 
-    def _turn_static(self) -> None:
-        """Once finished: replace each display by the contact sheet, from the main
-        thread at the end of the cell (ratings included as they are then)."""
-        if keeps_live_views() or not self._handles or not self._finished():
-            return
-        if self._static_pending:  # one write per cell end, with the state of then
-            return
-        self._static_pending = True
+    def _sheet(self, media: str) -> dict[str, str]:
+        return contact_sheet(self.run, media, waiting=self.needs_confirmation)
 
-        def write() -> None:
-            self._static_pending = False
-            sheet = contact_sheet(self)
-            for handle in self._handles:
-                handle.update(sheet, raw=True)
-
-        REPUBLISH.add(write)
-
-    def _finished(self) -> bool:
-        done, _failed, total = self.run.counts()
-        return bool(self.run.started and self.run.sent and done == total)
+    def _refresh_sheet(self, *, force: bool = False) -> None:
+        if self._faces is not None:
+            self._faces.refresh(force=force)
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, Mapping):
@@ -302,8 +288,11 @@ class Grid(anywidget.AnyWidget):
             recalled = self.form(int(content["index"]))
             if self.recall_area is None:
                 self.recall_area = ipywidgets.Output()
-            self.recall_area.clear_output()
-            self.recall_area.append_display_data(recalled)
+            # the form's widget alone: the recall area is itself live only (and a
+            # display there would not reach the cell's outputs)
+            data = recalled._repr_mimebundle_()
+            entry = {"output_type": "display_data", "data": data, "metadata": {}}
+            self.recall_area.outputs = (entry,)
 
     # ------------------------------------------------------------------ writing
 
@@ -312,6 +301,15 @@ class Grid(anywidget.AnyWidget):
             self._live = True
             TICKER.add(self)
         self._throttle.request()
+        if self._finished():  # a rating from another view or kernel; not each poll
+            self._refresh_sheet()
+
+    def _finished(self) -> bool:
+        """Every cell has ended: from then on its sheet follows each change. While it
+        runs the sheet is not rewritten (a 100-cell sheet weighs a megabyte): it
+        follows ratings, swaps and the end of the run."""
+        done, _failed, total = self.run.counts()
+        return bool(self.run.started and self.run.sent and done == total)
 
     def tick(self) -> None:
         self._throttle.request()
@@ -435,7 +433,7 @@ class Grid(anywidget.AnyWidget):
         if finished and self._live:
             self._live = False
             TICKER.remove(self)
-            self._turn_static()
+            self._refresh_sheet(force=True)
 
 
 def grid(

@@ -75,7 +75,12 @@ def passing() -> dict[str, Any]:
         "kernel": {"exec_p95_added_ms": 1.8},
         "kernel_many": {"exec_p95_added_ms": 2.5},
         "startup": {"import_ms": 17.7, "imports_ipywidgets": False, "form_build_ms_max": 22.3},
-        "notebook_weight": {"nb_bytes_per_video": 19_900, "nb_bytes_per_video_embedded": 90_000},
+        "notebook_weight": {
+            "videos": 10,
+            "nb_bytes_per_video": 199_000,
+            "nb_playable_videos": 10,
+            "nb_bytes_per_video_embedded": 90_000,
+        },
         "simulator": {"sim_status_rps": 4415.0},
         "prompt": {
             "runs": 5,

@@ -48,7 +48,8 @@ def test_every_goal_names_a_headline_key_a_known_op_and_unit() -> None:
     [
         ("requests_ratio_vs_0_1s", ">= 10x fewer"),
         ("p95_notice_s", "<= 1.5 s"),
-        ("nb_bytes_per_video", "<= 20 KB"),
+        ("nb_bytes_per_video", "<= 300 KB"),
+        ("nb_playable_videos", "= videos saved"),
         ("live_jobs_10k_completed", "= jobs submitted"),
         ("status_rate_10k", "within 10 % of the budget"),
         ("imports_ipywidgets", "= no"),
@@ -82,9 +83,16 @@ def test_figures_that_meet_every_goal_are_all_met(passing: dict[str, Any]) -> No
 def test_units_scale_the_figure_and_the_target_alike(passing: dict[str, Any]) -> None:
     results = passing
     goal = _goal("nb_bytes_per_video")
-    assert judge(goal, results).measured == "19.4 KB"
-    results["notebook_weight"]["nb_bytes_per_video"] = 20 * 1024 + 1
+    assert judge(goal, results).measured == "194.3 KB"
+    results["notebook_weight"]["nb_bytes_per_video"] = 300 * 1024 + 1
     assert judge(goal, results).status == MISSED
+
+
+def test_every_saved_video_must_play_from_the_notebook(passing: dict[str, Any]) -> None:
+    goal = _goal("nb_playable_videos")
+    assert judge(goal, passing).status == MET
+    passing["notebook_weight"]["nb_playable_videos"] = 9  # one kept only a poster
+    assert judge(goal, passing).status == MISSED
 
 
 def test_a_relative_target_reads_the_other_figure_of_the_run(passing: dict[str, Any]) -> None:
@@ -218,30 +226,35 @@ def test_a_grid_weight_not_measured_is_missed_with_the_reason(
 def test_a_heavy_notebook_names_where_its_bytes_go(passing: dict[str, Any]) -> None:
     from genwidgets.widgets.task import TaskView
 
-    def variant(per_video: int, state: int, outputs: int) -> dict[str, int]:
+    def variant(per_video: int, state: int, outputs: int, playable: int) -> dict[str, int]:
         return {
             "bytes_per_video": per_video,
+            "default_save_bytes_per_video": per_video - state,
+            "playable_videos": playable,
             "widget_state_bytes_per_video": state,
             "widget_models_per_video": 2,
             "output_bytes_per_video": outputs,
         }
 
     passing["notebook_weight"] |= {
-        "nb_bytes_per_video": 24_300,
+        "nb_bytes_per_video": 324_300,
         "variants": {
-            "ours": variant(24_300, 16_900, 6_800),
-            "embedded": variant(374_000, 373_000, 300),
+            "ours": variant(324_300, 16_900, 306_800, 10),
+            "embedded": variant(374_000, 373_000, 300, 0),
         },
     }
     goal = next(g for g in GOALS if g.key == "nb_bytes_per_video")
     verdict = judge(goal, passing)
     code = (len(TaskView._esm.encode()) + len(TaskView._css.encode())) / 1024
     assert verdict.status == MISSED
-    assert "23.7 KB: 16.5 KB of widget state (2 widget models per task view" in verdict.reason
-    assert f"{code:.1f} KB for the task view) and 6.6 KB of display outputs" in verdict.reason
+    assert "gained 316.7 KB (300.2 KB saved as JupyterLab saves by default" in verdict.reason
+    assert "16.5 KB of widget state (2 widget models per task view" in verdict.reason
+    assert f"{code:.1f} KB for the task view) and 299.6 KB of display outputs" in verdict.reason
+    assert "10 of 10 videos play from the notebook" in verdict.reason
     assert "365.2 KB per video in the same run" in verdict.reason
-    assert "ledger off" not in verdict.reason
-    passing["notebook_weight"]["variants"]["ours_no_ledger"] = variant(12_200, 10_300, 1_300)
-    assert "ledger off (no local copy, so no poster frame) the gain is 11.9 KB" in (
-        judge(goal, passing).reason
-    )
+    assert "ledger off" not in verdict.reason and "posters only" not in verdict.reason
+    passing["notebook_weight"]["variants"]["ours_posters"] = variant(30_000, 16_900, 13_000, 0)
+    passing["notebook_weight"]["variants"]["ours_no_ledger"] = variant(12_200, 10_300, 1_300, 0)
+    reason = judge(goal, passing).reason
+    assert "With posters only: 29.3 KB per video, 0 playable." in reason
+    assert "ledger off (no local copy, so nothing to keep) the gain is 11.9 KB" in reason

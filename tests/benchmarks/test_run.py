@@ -93,6 +93,7 @@ HEADLINE_TYPES: dict[str, type | tuple[type, ...]] = {
     "imports_ipywidgets": bool,
     "form_build_ms_max": float,
     "nb_bytes_per_video": int,
+    "nb_playable_videos": int,
     "nb_bytes_per_video_embedded": int,
     "sim_status_rps": float,
     "prompt_slowest_ms": float,

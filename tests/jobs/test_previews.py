@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import random
-from fractions import Fraction
 from pathlib import Path
 
 import av
+from jobs.video_samples import busy_mp4
 from PIL import Image
 
 from genwidgets.jobs.previews import LADDER, PREVIEW_BUDGET, preview, preview_bytes
@@ -14,24 +13,7 @@ from genwidgets.jobs.previews import LADDER, PREVIEW_BUDGET, preview, preview_by
 
 def _video(path: Path, *, width: int = 640, height: int = 360, seconds: int = 8) -> Path:
     """A busy test video (random blocks every frame, so it does not compress to nothing)."""
-    rng = random.Random(7)
-    with av.open(str(path), "w", format="mp4") as out:
-        stream = out.add_stream("libx264", rate=12)
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        for index in range(12 * seconds):
-            picture = Image.new("RGB", (width // 8, height // 8))
-            picture.putdata(
-                [
-                    tuple(rng.randrange(256) for _ in range(3))
-                    for _ in range(picture.width * picture.height)
-                ]
-            )
-            frame = av.VideoFrame.from_image(picture.resize((width, height), Image.NEAREST))
-            frame.pts, frame.time_base = index, Fraction(1, 12)
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
+    path.write_bytes(busy_mp4(seconds, width, height))
     return path
 
 

@@ -170,6 +170,7 @@ def test_a_damaged_page_is_found_at_open_moved_aside_and_recording_goes_on(
         led = Ledger(path)
     try:
         assert led.set_aside is not None and str(led.set_aside) in str(caught[0].message)
+        assert caught[0].filename == __file__  # said at the user's line, not the ledger's
         assert led.set_aside.read_bytes() == damaged  # kept as it was, for the user
         row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
         led.record_handle(row, handle("after"))
@@ -196,6 +197,7 @@ def test_a_page_damaged_while_open_is_found_by_the_first_failed_write(tmp_path: 
             row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
         led.record_handle(row, handle("after"))
         assert led.set_aside is not None and str(led.set_aside) in str(caught[0].message)
+        assert caught[0].filename == __file__  # said at the caller's line
         assert [r.request_id for r in led.rows()] == ["after"]  # recording went on
     finally:
         led.close()

@@ -27,7 +27,7 @@ from ...protocol.records import Handle, Result, Status
 from .file import LedgerFile, raise_if_damaged
 from .lease import Claim, Leases, left_to_other_kernels
 from .reads import Reader
-from .rows import LedgerRow
+from .rows import UNFINISHED, LedgerRow
 from .writer import WriteQueue
 from .writes import Recorder
 
@@ -302,7 +302,7 @@ class Ledger:
 
     def unfinished(self, gateway: str) -> list[LedgerRow]:
         """Tasks of ``gateway`` created but without a recorded result, newest first."""
-        return self.rows(gateway, status="unfinished")
+        return self.rows(gateway, status=UNFINISHED)
 
     def get(self, gateway: str, request_id: str) -> LedgerRow | None:
         """The (newest) row of one task, or None."""

@@ -102,15 +102,9 @@ class Recorder:
         return self._ids.get(row_id, row_id) if row_id < 0 else row_id
 
     def record_intent(self, *, gateway: str, endpoint: str, payload: Mapping[str, Any]) -> int:
-        """Write the intent before the create request leaves; returns the row id.
-
-        Waits up to ``intent_wait`` seconds for the row to be on disk (a few
-        milliseconds normally), and not at all while the writer is stalled on a
-        busy file. If the file is busy (locked by another process) the row stays
-        queued, ahead of every later write of this task, and a negative ticket
-        standing for the row is returned: every method taking a row id accepts it.
-        See docs/decisions.md#the-ledger-and-the-engine.
-        """
+        """Queue the intent's row and wait for it at most ``intent_wait`` (not at all
+        while the writer is stalled); a negative ticket stands for a row still queued
+        (:meth:`~genwidgets.jobs.ledger.Ledger.record_intent` says why)."""
         for name, value in (("gateway", gateway), ("endpoint", endpoint)):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, not {value!r}")
@@ -146,8 +140,7 @@ class Recorder:
         return row_id
 
     def record_handle(self, row_id: int, handle: Handle) -> concurrent.futures.Future[None]:
-        """The create request answered with a task handle: the task exists, and this
-        ledger holds its lease (see :mod:`.lease`). Queued; returns the write's future."""
+        """Queue the handle on the intent's row; the write takes this ledger's lease."""
         now = self._clock()
         owner = self._leases.take()
 
@@ -184,7 +177,7 @@ class Recorder:
     def record_create_failed(
         self, row_id: int, error: str, *, created_nothing: bool
     ) -> concurrent.futures.Future[None]:
-        """The create request failed: ``not_created`` if certain, else ``outcome_unknown``."""
+        """Queue the failed create: ``not_created`` if certain, else ``outcome_unknown``."""
         now = self._clock()
         state = NOT_CREATED if created_nothing else OUTCOME_UNKNOWN
         text = error_text(error)
@@ -215,8 +208,8 @@ class Recorder:
         *,
         payload: Mapping[str, Any] | None = None,
     ) -> concurrent.futures.Future[int]:
-        """Make sure a task re-attached by request id has a row, leased by this ledger;
-        the future holds the row id."""
+        """Queue the row of a task re-attached by id (inserted when missing), leased by
+        this ledger; the future holds the row id."""
         now = self._clock()
         owner = self._leases.take()
         stored = json.dumps(scrub_payload(payload or {}))
@@ -266,11 +259,8 @@ class Recorder:
     def record_status(
         self, gateway: str, request_id: str, status: Status
     ) -> concurrent.futures.Future[bool]:
-        """Note a status change; repeated equal statuses write nothing.
-
-        Queued; the future holds whether a row changed (False for an unknown task,
-        a repeat, or a task whose final result is already recorded).
-        """
+        """Queue a status change, unless it repeats the last one seen for the task;
+        the future holds whether a row changed."""
         key = (gateway, request_id)
         seen = (status.status, status.queue_position)
         if self._last_status.get(key) == seen:
@@ -310,8 +300,8 @@ class Recorder:
     def record_result(
         self, gateway: str, request_id: str, result: Result
     ) -> concurrent.futures.Future[bool]:
-        """Store the final answer; local paths already recorded are kept. Queued; the
-        future holds whether the task had a row."""
+        """Queue the final answer, keeping the local paths already recorded; the future
+        holds whether the task had a row."""
         outputs = [output_record(o) for o in result.outputs]
         now = self._clock()
         self._last_status.pop((gateway, request_id), None)
@@ -360,10 +350,8 @@ class Recorder:
         size: int | None = None,
         error: str | None = None,
     ) -> concurrent.futures.Future[bool]:
-        """Remember where output ``index`` was saved locally, with the SHA-256 and size
-        of what was written there (a file found changed is not used again:
-        docs/decisions.md#outputs-by-gateway); or, with no ``path``, why it could not
-        be saved (``error``). Queued; the future holds whether the task had a row."""
+        """Queue where output ``index`` was saved (its path, SHA-256 and size), or why it
+        was not; the future holds whether the task had a row."""
         local = str(Path(path).absolute()) if path is not None else None
         kept: dict[str, Any] = {"path": local, "sha256": sha256, "size": size}
         if local is None:

@@ -121,10 +121,16 @@ class Grid(anywidget.AnyWidget):
         #: (saved with the page's widget state), so the finished grid does not
         #: send them all again as the ``thumbs`` trait (kernel-saved state does)
         self._viewed = False
+        #: the cell records as last written: a view that said hello gets only the
+        #: records that changed, as messages (see :meth:`_send_cells`)
+        self._states: list[dict[str, Any]] | None = None
+        #: the records as last sent whole (what every page's model has at least)
+        self._whole: list[dict[str, Any]] = []
+        self._quiet_cells = False
         #: where the recall buttons open forms (shown under the grid in Jupyter)
         self.recall_area: ipywidgets.Output | None = None
-        # every write sends all cell records: a big grid writes less often, so
-        # its live updates cost about the same bytes per second as a small one's
+        # a write sends the head and the changed cell records: a big grid writes
+        # less often, so its live updates cost about the same bytes per second
         self._throttle = Throttle(
             self._write, interval=max(MIN_INTERVAL, len(run.cells) * WRITE_SECONDS_PER_CELL)
         )
@@ -262,7 +268,8 @@ class Grid(anywidget.AnyWidget):
         """What the browser's buttons ask: ``{"action": "rate", "index", "stars",
         "note"}``, ``submit``, ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``),
         ``full`` (``index``: the lightbox asks for the full outputs and the request's
-        code, sent as a message), ``thumbs`` (a new view asks for the thumbnails so far)."""
+        code, sent as a message), ``thumbs`` (a new view asks for the thumbnails so
+        far, but those its page ``have``, and the cell records written since)."""
         action = content.get("action")
         if action == "rate":
             note = content.get("note")
@@ -283,7 +290,13 @@ class Grid(anywidget.AnyWidget):
             self.send({"full": cell.index, "outputs": outputs, "code": code})
         elif action == "thumbs":
             self._viewed = True
-            self.send({"thumbs": {str(i): urls for i, urls in self._thumbs.items()}})
+            self._unsent = {}  # first: each one made from now on is sent again, not lost
+            known = {i for i, urls in self.thumbs.items() if urls and all(urls)}
+            known |= {str(i) for i in content.get("have") or ()}  # another view's, this page
+            made = {str(i): urls for i, urls in self._thumbs.items()}
+            self.send({"thumbs": {i: urls for i, urls in made.items() if i not in known}})
+            if self._states is not None and self._states != self._whole:
+                self.send({"cells": self._states})  # written since the last whole send
         elif action == "recall":
             recalled = self.form(int(content["index"]))
             if self.recall_area is None:
@@ -396,6 +409,42 @@ class Grid(anywidget.AnyWidget):
             for d, rows in margins(self.run).items()
         }
 
+    def _send_cells(self, states: list[dict[str, Any]], *, whole: bool) -> None:
+        """Keep ``cell_states`` current in the kernel, but send it whole only on the
+        first write, when the run ends (so kernel-saved widget state holds every
+        record) and when the layout changes; a view that said hello gets the records
+        that changed, as a message its page merges into its own model (and all of
+        them in answer to its hello). Resending all 100 records of a 10 x 10 grid on
+        each write made the page's bytes grow with the run's length, not with what
+        changed (docs/decisions.md#grid-cell-patches)."""
+        previous = self._states
+        self._states = states
+        loud = whole or previous is None or len(previous) != len(states)
+        self._quiet_cells = True  # the trait is current in the kernel either way
+        try:
+            self.cell_states = states
+        finally:
+            self._quiet_cells = False
+        if loud:
+            self._whole = states
+            self.send_state("cell_states")
+        if loud or previous is None or not self._viewed:
+            return
+        changed = [new for new, old in zip(states, previous, strict=True) if new != old]
+        if changed:
+            self.send({"cells": changed})
+
+    def send_state(self, key: Any = None) -> None:
+        """As ipywidgets', but a quiet ``cell_states`` change stays in the kernel
+        (see :meth:`_send_cells`)."""
+        if getattr(self, "_quiet_cells", False):
+            keys = {key} if isinstance(key, str) else set(key or ())
+            if keys == {"cell_states"}:
+                return
+            if "cell_states" in keys:
+                key = sorted(keys - {"cell_states"})
+        super().send_state(key)
+
     def _write(self) -> None:
         run = self.run
         done, failed, total = run.counts()
@@ -422,8 +471,8 @@ class Grid(anywidget.AnyWidget):
             "swaps": [[a, b] for a, b in SWAPS if a in present and b in present],
             "scores": self._margins(),
         }
-        self.cell_states = [self._cell_state(c) for c in run.cells]
-        if self._unsent:
+        self._send_cells([self._cell_state(c) for c in run.cells], whole=finished and self._live)
+        if self._unsent and self._viewed:  # else the hello or the finished trait carries them
             fresh, self._unsent = self._unsent, {}
             self.send({"thumbs": {str(i): urls for i, urls in fresh.items()}})
         if finished and not self._viewed:

@@ -3,6 +3,9 @@
 // State comes from two traits written by the kernel (genwidgets/widgets/grid.py):
 // `head` (endpoint, axes as displayed, summary, progress, buttons to show) and
 // `cell_states` (one record per cell: place, status, outputs, stars, note, payload).
+// Once this view has said hello ("thumbs"), the kernel answers with every cell record
+// and then sends only those that changed, as `cells` messages merged into this page's
+// model (never saved back; the kernel sends the trait whole when the run ends).
 // Actions go back as messages: rate, submit, cancel, swap, recall, full. Cells
 // show kernel-made thumbnails (`thumb`); the lightbox asks for the full outputs
 // ("full") and the kernel answers with a message. Scores per axis value are drawn
@@ -354,6 +357,12 @@ function render({ model, el }) {
       full.set(content.full, { outputs: content.outputs || [], code: content.code || {} });
       if (openIndex === content.full) drawBox();
     }
+    if (content && Array.isArray(content.cells)) {
+      const cells = new Map((model.get("cell_states") || []).map((cell) => [cell.index, cell]));
+      for (const cell of content.cells) cells.set(cell.index, cell);
+      const merged = [...cells.values()].sort((a, b) => a.index - b.index);
+      model.set("cell_states", merged); // this page's copy: "change:cell_states" draws it
+    }
     if (content && content.thumbs) {
       takeThumbs(content.thumbs);
       // kept in this page's model too (never saved back to the kernel), so the
@@ -366,7 +375,12 @@ function render({ model, el }) {
   model.on("msg:custom", onMessage);
   const onThumbs = () => { takeThumbs(model.get("thumbs")); drawAll(); };
   model.on("change:thumbs", onThumbs);
-  send({ action: "thumbs" }); // the thumbnails made before this view existed
+  // the thumbnails made before this view existed, but those this page has (another
+  // view of the same model asked before)
+  const have = Object.entries(model.get("thumbs") || {})
+    .filter(([, urls]) => urls.length && urls.every((url) => url))
+    .map(([index]) => index);
+  send({ action: "thumbs", have });
 
   const onHead = () => drawAll();
   const onCells = () => drawAll();

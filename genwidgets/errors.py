@@ -270,16 +270,23 @@ class TaskFailed(GenwidgetsError):
 
 
 class TaskTimeout(GenwidgetsError, TimeoutError):
-    """A wait ran out; the task itself goes on (``job`` can be awaited or cancelled)."""
+    """A wait ran out; the task itself goes on (``job`` can be awaited or cancelled),
+    unless the wait asked the gateway to cancel it (``cancelled``)."""
 
-    def __init__(self, job: JobLike | AsyncJob, timeout: float) -> None:
+    def __init__(self, job: JobLike | AsyncJob, timeout: float, *, cancelled: bool = False) -> None:
         self.job = job
         self.timeout = timeout
-        super().__init__(
-            f"no result within {timeout:g} s; the task is still alive"
-            f"{_where(job.endpoint, job.request_id)}. "
-            "Wait again with job.result(), or stop it with job.cancel()."
-        )
+        #: the wait asked the gateway to cancel the task (``cancel_on_timeout=True``)
+        self.cancelled = cancelled
+        where = _where(job.endpoint, job.request_id)
+        if cancelled:
+            text = f"no result within {timeout:g} s; the gateway was asked to cancel it{where}."
+        else:
+            text = (
+                f"no result within {timeout:g} s; the task is still alive{where}. "
+                "Wait again with job.result(), or stop it with job.cancel()."
+            )
+        super().__init__(text)
 
 
 class DownloadError(GenwidgetsError):

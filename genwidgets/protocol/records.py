@@ -544,3 +544,7 @@ def _create_beside(target: Path) -> Path:
             continue
         return tmp
     raise FileExistsError(f"no free temporary name beside {target}")
+
+
+#: the one way to start a file that is moved into place when whole (batches use it too)
+create_beside = _create_beside

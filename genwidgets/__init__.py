@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (
     AmbiguousClient,
+    BudgetExceeded,
     ClientClosed,
     DeprecatedFieldWarning,
     DownloadError,
@@ -56,11 +57,14 @@ if TYPE_CHECKING:
     from .jobs.job import AsyncJob, Job
     from .jobs.ledger import Ledger
     from .jobs.polling import PollPolicy
+    from .lab.batch import Batch
+    from .lab.batch_store import BatchRecord
     from .lab.scores import ScoreTable, scores
     from .lab.store import GridRecord
     from .media import validate
     from .protocol.prepared import PreparedRequest
     from .protocol.records import Handle, Output, Result, Status
+    from .widgets.batch import batch, batches
     from .widgets.board import Board, board
     from .widgets.form import EndpointForm, form
     from .widgets.grid import Grid, grid, grids, load_grid
@@ -104,6 +108,10 @@ _LAZY: dict[str, str] = {
     "grids": ".widgets.grid",
     "GridRecord": ".lab.store",
     "TaskView": ".widgets.task",
+    "batch": ".widgets.batch",  # importing it installs the batch's live view
+    "batches": ".widgets.batch",
+    "Batch": ".lab.batch",
+    "BatchRecord": ".lab.batch_store",
     "scores": ".lab.scores",
     "ScoreTable": ".lab.scores",
 }
@@ -178,7 +186,10 @@ __all__ = [
     "AmbiguousClient",
     "AsyncClient",
     "AsyncJob",
+    "Batch",
+    "BatchRecord",
     "Board",
+    "BudgetExceeded",
     "Client",
     "ClientClosed",
     "DeprecatedFieldWarning",
@@ -222,6 +233,8 @@ __all__ = [
     "UnknownFieldWarning",
     "Unreachable",
     "WebhookNotSupported",
+    "batch",
+    "batches",
     "board",
     "endpoint",
     "endpoints",

@@ -17,6 +17,7 @@
     │   ├── OutcomeUnknown                  create sent, answer lost: a task may exist
     │   └── ClientClosed                    the client is closed; a task may still run
     ├── AmbiguousClient                     live clients of several gateways: pass client=
+    ├── BudgetExceeded                      a batch's plan bills more than its budget allows
     ├── TaskFailed                          COMPLETED with error; .result
     ├── TaskTimeout (also TimeoutError)     .job
     ├── DownloadError                       outputs not saved; .failures [(index, reason)]
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AmbiguousClient",
+    "BudgetExceeded",
     "ClientClosed",
     "DeprecatedFieldWarning",
     "DownloadError",
@@ -256,6 +258,21 @@ class AmbiguousClient(GenwidgetsError):
             f"keys ({', '.join(self.clients)}): pass client=... to say which one to use, "
             "or close the others"
         )
+
+
+class BudgetExceeded(GenwidgetsError):
+    """A batch's plan bills more of a kind (images, video seconds, money...) than its
+    ``budget=`` allows, counting what the budget has already spent; nothing was sent.
+    ``kind``, ``cap``, ``planned`` and ``spent`` say by how much."""
+
+    def __init__(
+        self, message: str, *, kind: str, cap: float, planned: float, spent: float = 0.0
+    ) -> None:
+        self.kind = kind
+        self.cap = cap
+        self.planned = planned
+        self.spent = spent
+        super().__init__(message)
 
 
 class TaskFailed(GenwidgetsError):

@@ -264,13 +264,13 @@ def _counted_caller(request: Request, operation: str) -> tuple[SimState, str] | 
         return refusal
     assert key is not None
     if operation == "create":
-        retry_after = state.create_limiter.take(key)
+        retry_after = state.create_limiter.take_exact(key)
         if retry_after is not None:
             return gateway_error(
                 state.dialect.rate_limit[0],
                 "RATE_LIMIT_EXCEEDED",
                 "Rate limit exceeded, please try again later",
-                dialects.retry_after_header(state.dialect, retry_after),
+                dialects.retry_after_header(state.dialect, retry_after, exact=True),
             )
     return state, key
 
@@ -447,13 +447,14 @@ async def sim_stats(request: Request) -> Response:
 
 
 async def sim_tasks(request: Request) -> Response:
-    """Every task made, oldest first: request id, endpoint, status and a digest of its
-    payload (the batch benchmark counts duplicate creates with it)."""
+    """Every task made, oldest first: request id, endpoint, status, when it was made and
+    a digest of its payload (the batch benchmark counts duplicate creates with it)."""
     listed = [
         {
             "request_id": task.request_id,
             "endpoint": task.endpoint,
             "status": task.status,
+            "created_at": task.created_at,
             "payload_sha256": hashlib.sha256(
                 json.dumps(task.payload, sort_keys=True, default=str).encode()
             ).hexdigest(),

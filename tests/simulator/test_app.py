@@ -336,6 +336,7 @@ def test_the_create_limit_refuses_creates_only_and_tasks_are_listed_with_digests
         assert len(made) == 1 and len(refused) == 5
         assert refused[0].json()["error"]["code"] == "RATE_LIMIT_EXCEEDED"
         assert int(refused[0].headers["retry-after"]) >= 1
+        assert 0 < int(refused[0].headers["retry-after-ms"]) <= 100_000  # the exact wait
         for _ in range(5):  # status requests are not creates: never refused by this limit
             assert c.get(made[0]["status_url"]).status_code == 200
         stats = c.get("/_sim/stats").json()
@@ -345,6 +346,7 @@ def test_the_create_limit_refuses_creates_only_and_tasks_are_listed_with_digests
     sent = {**KITE, "seed": 0}
     digest = hashlib.sha256(json.dumps(sent, sort_keys=True).encode()).hexdigest()
     assert listed[0]["payload_sha256"] == digest
+    assert listed[0]["created_at"] <= time.time()
 
 
 def test_live_config_changes_and_rejects_bad_values(

@@ -60,6 +60,8 @@ RATE_WINDOW = 60.0
 MAX_RATE_LIMITED = 50
 #: how long an interrupted wait lets the sender end its chunk (seconds)
 STOP_WAIT = 15.0
+#: a chunk is this many rounds of ``concurrency`` creates
+CHUNK_ROUNDS = 2
 
 
 class Batch:
@@ -426,8 +428,10 @@ class Batch:
     # ------------------------------------------------------------------ sending
 
     def _next_chunk(self) -> list[BatchRow]:
+        """The next rows to send: two rounds of ``concurrency``, so the sender's own
+        work between chunks is paid half as often (docs/decisions.md#batches)."""
         with self._lock:
-            return self._waiting()[: self.concurrency]
+            return self._waiting()[: CHUNK_ROUNDS * self.concurrency]
 
     def _send_all(self) -> None:
         """The sender thread: chunks of waiting rows, each reserved, then sent."""
@@ -436,6 +440,7 @@ class Batch:
             chunk = self._next_chunk()
             if not chunk:
                 break
+            self._flush()  # rows given back (a rate limit) are waiting in the store too
             reserved = self.store.reserve(
                 self.id, [(r.index, self._charges(r)) for r in chunk], caps
             )
@@ -453,8 +458,7 @@ class Batch:
                     self.stopped = self._cap_text()
             if reserved.taken:
                 self._send([by_index[i] for i, _ in reserved.taken])
-            self._flush()
-            self._changed()
+            self._dirty = True  # the finisher writes the store and tells the views
             if reserved.capped:
                 break
         self._flush()
@@ -482,6 +486,8 @@ class Batch:
         try:
             self.client.send_many(prepared, concurrency=self.concurrency, on_sent=on_sent)
         finally:
+            for row in rows:  # sent: a retry prepares again (the payload is kept)
+                row.planned.prepared = None
             missing = [row for i, row in enumerate(rows) if i not in answered]
             if missing:  # stopped mid-chunk: what the ledger says of each
                 self._reconcile(missing)

@@ -37,9 +37,10 @@ MAX_LISTED = 200
 Prepare = Callable[[str, Mapping[str, Any]], Any]
 
 
-@dataclass(frozen=True)
+@dataclass
 class PlannedRow:
-    """One row before sending: where it goes, its payload, what it bills, its name."""
+    """One row before sending: where it goes, its payload, what it bills, its name.
+    Mutable only in ``prepared``, which a batch lets go once the row is sent."""
 
     index: int
     endpoint: str
@@ -53,7 +54,8 @@ class PlannedRow:
     stem: str
     #: payload fields the row's endpoint has no field for (left out)
     dropped: tuple[str, ...] = ()
-    #: what ``prepare`` returned (the client's PreparedRequest), if given
+    #: what ``prepare`` returned (the client's PreparedRequest), if given; dropped once
+    #: sent (a thousand prepared requests hold a megabyte)
     prepared: Any = field(default=None, repr=False, compare=False)
 
     @property

@@ -128,6 +128,8 @@ def restore(batch: Batch) -> None:
             row.reserved_at = record.reserved_at
             if row.state == DONE and not all(p.exists() for p in row.files):
                 row.state = CREATED  # a file went missing: written again from the task
+            if row.state != WAITING:
+                row.planned.prepared = None  # sent before: never sent from this plan again
             if row.state in (CREATED, LEFT) and row.request_id:
                 attach.append((row, row.request_id))
             elif row.state == SENDING:

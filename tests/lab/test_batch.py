@@ -143,6 +143,25 @@ def test_a_plan_over_budget_sends_nothing(
     assert sim_stats(sim)["create"] == 0 and gw.batches(client) == []
 
 
+def test_rows_refused_for_the_create_limit_go_again_until_each_is_made_once(
+    make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path
+) -> None:
+    """With no retry of its own, every 429 reaches the batch: the row made nothing, so it
+    waits again (its units given back) and goes in a later chunk, never failed, never
+    taken for another process's."""
+    limited = make_simulator(create_rate_limit=4)
+    with gw.Client(limited.base_url, KEY, max_retries=0) as client:
+        batch = gw.batch(
+            T2I, prompts(10), TEMPLATE, out=tmp_path / "o", client=client, concurrency=4
+        ).wait(timeout=120)
+        assert [r.status for r in batch.rows] == ["done"] * 10
+        assert batch.snapshot().spent == {"tasks": 10.0, "images": 10.0}
+    stats = sim_stats(limited)
+    assert stats["created"] == 10 and stats["create"] > 10  # some were refused, then sent
+    digests = [t["payload_sha256"] for t in sim_tasks(limited)]
+    assert len(set(digests)) == 10
+
+
 def test_retried_rows_spend_again_and_the_batch_stops_at_the_cap(
     home: Path, sim: SimulatorServer, tmp_path: Path
 ) -> None:

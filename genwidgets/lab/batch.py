@@ -102,6 +102,7 @@ class Batch:
         self._ended: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._pending: list[RowUpdate] = []
         self._ends: deque[float] = deque()
+        self._sending_since: float | None = None
         self._dirty = False
         self._stop = threading.Event()
         self._cancelled = False
@@ -244,9 +245,10 @@ class Batch:
                 self._ends.popleft()
             ends = list(self._ends)
             spent = dict(self.spent)
-        rate = None
-        if len(ends) >= 2 and ends[-1] > ends[0]:
-            rate = (len(ends) - 1) / max(now - ends[0], ends[-1] - ends[0])
+        # rows ended over the last minute, or since sending began when that is shorter
+        # (four rows ending together early on are not "16 rows/s")
+        since = max(now - RATE_WINDOW, self._sending_since or now)
+        rate = len(ends) / (now - since) if len(ends) >= 2 and now - since >= 1.0 else None
         ended = sum(counts[s] for s in ("done", "failed", "cancelled", "unknown", "left running"))
         left = len(self.rows) - ended
         return Snapshot(
@@ -375,6 +377,8 @@ class Batch:
     def _run(self) -> None:
         """Start the sender (when rows wait) and the finisher, if not running."""
         with self._lock:
+            if self._sending_since is None:
+                self._sending_since = time.monotonic()
             if (
                 self._waiting()
                 and not self._stop.is_set()

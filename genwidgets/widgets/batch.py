@@ -141,8 +141,8 @@ class BatchView(anywidget.AnyWidget):
 
     def _write(self) -> None:
         snap = self.batch.snapshot()
+        self.thumbs = self._latest()  # first: a head that counts a row finds its picture
         self.head = _head(self.batch, snap)
-        self.thumbs = self._latest()
         if snap.finished:
             self._turn_static()
 

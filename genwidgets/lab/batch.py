@@ -103,6 +103,7 @@ class Batch:
         self._pending: list[RowUpdate] = []
         self._ends: deque[float] = deque()
         self._sending_since: float | None = None
+        self._cursor = 0  # rows before it wait no more
         self._dirty = False
         self._stop = threading.Event()
         self._cancelled = False
@@ -191,6 +192,7 @@ class Batch:
         returns how many."""
         with self._lock:
             failed = [r for r in self.rows if r.state == FAILED]
+            self._cursor = min((r.index for r in failed), default=self._cursor)
             for row in failed:
                 row.state, row.error, row.request_id, row.job = WAITING, None, None, None
                 row.files, row.timed_out, row.rate_limited = [], False, 0
@@ -323,6 +325,8 @@ class Batch:
     def _update(self, row: BatchRow, state: str, *, release: bool = False) -> None:
         """Change a row (under the lock): queue its store write and its manifest line."""
         row.state = state
+        if state == WAITING:
+            self._cursor = min(self._cursor, row.index)
         if state in (DONE, FAILED, CANCELLED, UNKNOWN, LEFT):
             row.ended_at = time.time()
             self._ends.append(time.monotonic())
@@ -433,9 +437,19 @@ class Batch:
 
     def _next_chunk(self) -> list[BatchRow]:
         """The next rows to send: two rounds of ``concurrency``, so the sender's own
-        work between chunks is paid half as often (docs/decisions.md#batches)."""
+        work between chunks is paid half as often (docs/decisions.md#batches). Rows
+        before ``_cursor`` wait no more (a row given back moves it back)."""
+        size = CHUNK_ROUNDS * self.concurrency
         with self._lock:
-            return self._waiting()[: CHUNK_ROUNDS * self.concurrency]
+            while self._cursor < len(self.rows) and self.rows[self._cursor].state != WAITING:
+                self._cursor += 1
+            chunk = []
+            for row in self.rows[self._cursor :]:
+                if row.state == WAITING:
+                    chunk.append(row)
+                    if len(chunk) == size:
+                        break
+            return chunk
 
     def _send_all(self) -> None:
         """The sender thread: chunks of waiting rows, each reserved, then sent."""
@@ -541,7 +555,9 @@ class Batch:
     # ------------------------------------------------------------------ finishing
 
     def _finish_all(self) -> None:
-        """The finisher thread: ended rows' files, deadlines, store, manifest, listeners."""
+        """The finisher thread: ended rows' files, then at most every :data:`TICK` the
+        work that reads every row (deadlines, store, manifest table, listeners, the end)."""
+        due = 0.0
         while True:
             try:
                 index = self._ended.get(timeout=TICK)
@@ -549,14 +565,17 @@ class Batch:
                 index = None
             if index is not None:
                 finish_row(self, self.rows[index])
+            if index is not None and time.monotonic() < due:
+                continue  # more rows may have ended: their files first
+            due = time.monotonic() + TICK
             check_deadlines(self)
-            if index is None or self._ended.empty():
-                self._flush()
+            self._flush()
+            if self.manifest.due():
                 self.manifest.table([r.record(self.out) for r in self.rows])
             if self._dirty:
                 self._changed()
             sender = self._sender
-            if self.finished and self._ended.empty() and not (sender and sender.is_alive()):
+            if self._ended.empty() and not (sender and sender.is_alive()) and self.finished:
                 break
         self._flush()
         self.manifest.table([r.record(self.out) for r in self.rows], force=True)

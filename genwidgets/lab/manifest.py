@@ -63,6 +63,10 @@ class Manifest:
             self._file.write(line + "\n")
             self._file.flush()  # in the kernel's buffers: a killed process keeps it
 
+    def due(self) -> bool:
+        """Whether the CSV table is due again (:data:`CSV_EVERY` seconds since the last)."""
+        return time.monotonic() - self._csv_at >= CSV_EVERY
+
     def table(self, records: Iterable[Mapping[str, Any]], *, force: bool = False) -> bool:
         """Rewrite the CSV table from every row's record, unless it was written less
         than :data:`CSV_EVERY` seconds ago (``force`` writes anyway); True if written."""

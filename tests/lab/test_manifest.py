@@ -31,7 +31,9 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
 def test_the_csv_table_is_rewritten_whole_at_most_so_often(tmp_path: Path) -> None:
     manifest = Manifest(tmp_path, "b1")
     first = [{"row": 0, "status": "waiting", "payload": {"prompt": "a, b"}, "files": []}]
+    assert manifest.due()
     assert manifest.table(first)
+    assert not manifest.due()
     later = [{"row": 0, "status": "done", "files": ["x.png", "y.png"], "payload": {}}]
     assert not manifest.table(later)  # too soon: the first table stands
     assert manifest.table(later, force=True)

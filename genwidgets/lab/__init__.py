@@ -5,7 +5,8 @@ grids (counted, billed, validated before sending), :mod:`.sweep` plans a sweep a
 a one-axis grid, :mod:`.run` sends a grid (or a sweep) and keeps its ratings,
 :mod:`.store` keeps grids in the ledger's SQLite file, :mod:`.export` writes
 contact sheets and offline pages, :mod:`.mapping` writes one payload for several
-endpoints, :mod:`.scores` gathers ratings across grids.
+endpoints, :mod:`.scores` gathers ratings across grids. Batches from data
+(``gw.batch``) are :mod:`.batch` and the modules it names; :mod:`.batch_open` opens one.
 """
 
 from .axes import PROMPT_SR, Axis, make_axis, parse_values

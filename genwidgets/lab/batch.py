@@ -28,11 +28,9 @@ from ..jobs.ledger import scrub_payload
 from .batch_plan import BatchPlan
 from .batch_row import STATUSES, BatchRow
 from .batch_store import (
-    CANCELLED,
     CREATED,
-    DONE,
+    ENDED,
     FAILED,
-    LEFT,
     SENDING,
     UNKNOWN,
     WAITING,
@@ -327,7 +325,7 @@ class Batch:
         row.state = state
         if state == WAITING:
             self._cursor = min(self._cursor, row.index)
-        if state in (DONE, FAILED, CANCELLED, UNKNOWN, LEFT):
+        if state in ENDED:
             row.ended_at = time.time()
             self._ends.append(time.monotonic())
         self._pending.append(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import EndpointNotFound, PayloadError
 from .budget import Budget, make_budget, plain_amount
 from .cost import billed_count, billed_units, billing_values, cost_summary, endpoints_summary
-from .mapping import ENDPOINT_AXIS, map_payload, prompt_of, read_roles
+from .mapping import ENDPOINT_AXIS, map_payload, read_roles
 from .naming import EXT_MARK, NameTemplate, slug
 from .rows import SourceRows, read_rows, row_loc
 from .template import Template, build_template
@@ -283,13 +283,13 @@ def plan_batch(
         except PayloadError as exc:
             problems += [{"loc": (f"row {index}", *e["loc"]), "msg": e["msg"]} for e in exc.errors]
             continue
-        _prompt, seed, _used = read_roles(target, payload)
+        prompt, seed, _used = read_roles(target, payload)  # the prompt without --seed
         try:
             stem = names.stem(
                 index,
                 row,
                 {
-                    "slug": slug(prompt_of(target, payload)) or target.id.lower(),
+                    "slug": slug(prompt) or target.id.lower(),
                     "seed": seed,
                     "endpoint": target.id,
                     "kind": target.kind,

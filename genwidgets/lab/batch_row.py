@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .batch_store import CANCELLED, CREATED, DONE, FAILED, LEFT, SENDING, UNKNOWN, WAITING
+from .batch_store import CANCELLED, CREATED, DONE, ENDED, FAILED, LEFT, SENDING, UNKNOWN, WAITING
 
 if TYPE_CHECKING:
     from .._protocols import JobLike
@@ -103,7 +103,7 @@ class BatchRow:
     @property
     def ended(self) -> bool:
         """Nothing more will happen to this row in this batch."""
-        return self.state in (DONE, FAILED, CANCELLED, UNKNOWN, LEFT)
+        return self.state in ENDED
 
     def record(self, out: Path) -> dict[str, Any]:
         """What the manifest says of this row (file names relative to ``out``)."""

@@ -59,12 +59,6 @@ class SourceRows:
     #: the line of the file each row came from (None for in-memory rows)
     lines: list[int] | None = None
 
-    def where(self, index: int) -> str:
-        """``row 3`` or ``row 3 (line 5 of prompts.csv)``."""
-        if self.lines is None:
-            return f"row {index}"
-        return f"row {index} (line {self.lines[index]} of {self.source})"
-
 
 def row_loc(index: int, column: str | None = None) -> tuple[str, ...]:
     """The ``loc`` of a problem in one row (and column or field) of a batch."""

@@ -55,14 +55,6 @@ class Slot:
     #: the field's scalar type (None: a list, an object, or free-form)
     kind: type | None = None
 
-    @property
-    def columns(self) -> tuple[str, ...]:
-        if self.whole is not None:
-            return (self.whole,)
-        if self.text is None:
-            return ()
-        return tuple(name for _, name, _, _ in _FORMATTER.parse(self.text) if name)
-
     def describe(self) -> Any:
         """How the template wrote it (the value as given)."""
         return (

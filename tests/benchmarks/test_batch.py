@@ -34,7 +34,12 @@ def test_each_goal_is_met_missed_or_not_measured() -> None:
         "rows_other": 0,
         "files_once": True,
     }
-    verdicts = judge(figures)
+    verdicts = judge({**figures, "capacity": 20.0, "limit": 10.0})
     assert verdicts["create_rate_share"] is True and verdicts["kb_per_row"] is False
     assert verdicts["duplicate_creates"] is True and verdicts["plan_s"] is None
     assert verdicts["manifest_and_ledger_hold_all"] and verdicts["every_row_done_or_listed"]
+
+
+def test_a_limit_the_machine_cannot_reach_makes_the_share_no_evidence() -> None:
+    figures = {"rows": 1, "create_rate_share": 0.75, "capacity": 9.3, "limit": 10.0}
+    assert judge(figures)["create_rate_share"] is None

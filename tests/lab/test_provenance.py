@@ -65,6 +65,30 @@ def test_a_png_gets_a_text_chunk_and_keeps_its_pixels(tmp_path: Path) -> None:
     assert not sidecar_of(target).exists()
 
 
+def m4a_file(path: Path) -> Path:
+    with av.open(str(path), "w", format="mp4") as out:
+        stream = out.add_stream("aac", rate=22050)
+        stream.layout = "mono"
+        for i in range(5):
+            frame = av.AudioFrame.from_ndarray(
+                np.zeros((1, 1024), np.float32), format="fltp", layout="mono"
+            )
+            frame.sample_rate, frame.pts = 22050, i * 1024
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def test_an_m4a_gets_its_comment_tag_too(tmp_path: Path) -> None:
+    source = m4a_file(tmp_path / "in.m4a")
+    target = tmp_path / "out.m4a"
+    assert write_with_provenance(source.read_bytes(), target, "audio/mp4", record(text="hi"))
+    assert read_provenance(target)["payload"] == {"text": "hi"}
+    assert not list(tmp_path.glob("*.source"))  # the bytes' temporary copy is gone
+
+
 def test_an_mp4_gets_its_comment_tag_with_the_streams_copied(tmp_path: Path) -> None:
     source = mp4_file(tmp_path / "in.mp4")
     target = tmp_path / "out.mp4"

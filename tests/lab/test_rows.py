@@ -27,7 +27,6 @@ def test_a_csv_file_gives_its_rows_columns_lines_and_leaves_empty_cells_unset(
     assert found.columns == ["text", "seed", "note"]
     assert found.lines == [2, 4]  # the blank line is no row
     assert found.stem == "shots" and found.source == "shots.csv"
-    assert found.where(1) == "row 1 (line 4 of shots.csv)"
 
 
 def test_a_jsonl_file_keeps_json_types(tmp_path: Path) -> None:
@@ -46,7 +45,7 @@ def test_a_list_of_dicts_and_a_dataframe(tmp_path: Path) -> None:
     found = read_rows(frame)
     assert found.rows == [{"prompt": "a", "seed": 1.0}, {"prompt": "b"}]  # NaN: unset
     assert type(found.rows[0]["seed"]) is float  # numpy scalars become plain Python
-    assert found.lines is None and found.where(1) == "row 1"
+    assert found.lines is None
 
 
 @pytest.mark.parametrize(

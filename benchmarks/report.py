@@ -6,7 +6,7 @@ import datetime
 import json
 from typing import Any
 
-from . import ledger_lock, polling, prompt, scale
+from . import ledger_lock, polling_report, prompt, scale
 from ._common import fmt
 from .figures import headline
 from .goals import KB, MET, MISSED, NOT_EVIDENCE, Verdict, judge_all
@@ -15,197 +15,8 @@ from .goals import KB, MET, MISSED, NOT_EVIDENCE, Verdict, judge_all
 _HEADING = {MISSED: "Missed", NOT_EVIDENCE: "Not evidence"}
 
 
-def _all_requests_ratios(p: dict[str, Any]) -> str:
-    """Ratios of status + result requests per task (the fetch of the result included)."""
-    schedules = p["schedules"]
-
-    def every(name: str) -> float | None:
-        s = schedules.get(name)
-        return None if s is None else s["status_requests_per_task"] + s["result_requests_per_task"]
-
-    pairs = [
-        (ours, other)
-        for ours, others in (
-            (polling.OURS, ("fixed 0.5 s", "fixed 0.1 s")),
-            (polling.OURS_WARM, ("fixed 0.5 s", "fixed 0.1 s")),
-            (polling.OURS_BIMODAL, ("fixed 0.5 s bimodal", "fixed 0.1 s bimodal")),
-        )
-        for other in others
-    ]
-    parts = []
-    for ours, other in pairs:
-        mine, theirs = every(ours), every(other)
-        if mine and theirs:
-            parts.append(f"{ours} vs {other} {theirs / mine:.2f}x")
-    return "; ".join(parts) or "n/a"
-
-
-def _achieved(name: str, schedule: dict[str, Any]) -> str:
-    """A fixed poller's achieved interval, how far off its own, and whether that is kept."""
-    text = fmt(schedule["mean_achieved_interval_s"], " s", 3)
-    drift = polling.interval_drift(name, schedule)
-    if drift is None:
-        return text
-    kept = "kept" if polling.interval_kept(name, schedule) else "**missed**"
-    return f"{text} ({drift:+.1%}, {kept})"
-
-
-def _evidence(p: dict[str, Any]) -> str:
-    """Which baselines kept their interval (their ratios are evidence) and which did not."""
-    schedules = p["schedules"]
-    fixed = [
-        name for name in schedules if polling.interval_drift(name, schedules[name]) is not None
-    ]
-    missed = [name for name in fixed if not polling.interval_kept(name, schedules[name])]
-    rule = (
-        f"A ratio is evidence only when its fixed poller kept its interval within "
-        f"{polling.INTERVAL_TOLERANCE:.0%} (the achieved interval column)"
-    )
-    if not missed:
-        return rule + ": every fixed poller did." if fixed else rule + "."
-    return (
-        rule
-        + ". **Not evidence in this run:** ratios against "
-        + ", ".join(missed)
-        + ", whose pollers missed their interval (a slower poller makes fewer requests, "
-        "so the ratio understates the gap; the goals above say so next to each ratio)."
-    )
-
-
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
-def _polling_section(p: dict[str, Any]) -> list[str]:
-    ts = p["task_set"]
-    lines = [
-        "## 1. Polling efficiency",
-        "",
-        f"{ts['count']} tasks, run times lognormal(median {ts['median_s']:g} s, sigma "
-        f"{ts['sigma']:g}, seed {ts['seed']}), capped at {ts['cap_s']:g} s ({ts['capped']} "
-        f"capped): measured median {ts['measured_median_s']:.1f} s, mean {ts['mean_s']:.1f} s, "
-        f"max {ts['max_s']:.1f} s. Endpoint `{polling.ENDPOINT}` (no media to encode), "
-        "`X-Sim-Duration` per task, one child simulator (speed 1, 1000 workers: nothing "
-        "queues) and one child client process per schedule. Groups run one after another; "
-        "schedules within a group run at the same time: "
-        + "; ".join("[" + ", ".join(g) + "]" for g in p["groups"])
-        + ". "
-        + (
-            "Ours keeps all tasks live at once; the fixed pollers keep at most "
-            + ", ".join(f"{n} ({name})" for name, n in p["max_live"].items())
-            + " live at once (a rolling window, longest tasks first), so that no client "
-            "sends more requests than its share of this 2-core machine can (an httpx "
-            "client costs about 2 ms of CPU per request here: 300 tasks polled every 0.1 s "
-            "would need 3000 requests/s, several cores). Requests per task and notice "
-            "latency are per-task figures and do not depend on how many other tasks are "
-            "live, as long as nothing is starved: the achieved interval column shows it."
-            if p["max_live"]
-            else "Every schedule keeps all tasks live at once."
-        ),
-        "",
-        "Poll requests per task (the ratios' unit) = status requests + result requests "
-        "- 1 per task (every poller fetches each result once; every other request asks "
-        "whether the task is done), counted by each schedule's simulator (`/_sim/stats`, "
-        "cross-checked with the client's own count). A fixed poller's polls are its status "
-        "requests; ours are a status request or two and then result-address polls answered "
-        "202, since a running task is polled at its result address, whose 200 is the result "
-        "itself (`genwidgets.jobs.polling`). Notice latency = when the client saw "
-        "`COMPLETED` (time.time()) minus the simulator's `completed_at`.",
-        "",
-    ]
-    header = [
-        "schedule",
-        "poll req/task",
-        "client count",
-        "on paper",
-        "status / result req/task",
-        "notice p50",
-        "notice p95",
-        "notice max",
-        "achieved interval",
-        "sim probe p95",
-        "CPU sim / client",
-    ]
-    rows = []
-    for name, s in p["schedules"].items():
-        rows.append(
-            [
-                name,
-                fmt(s["poll_requests_per_task"], digits=1),
-                fmt(s["client_poll_requests_per_task"], digits=1),
-                fmt(s["model_poll_requests_per_task"], digits=1),
-                f"{fmt(s['status_requests_per_task'], digits=1)} / "
-                f"{fmt(s['result_requests_per_task'], digits=1)}",
-                fmt(s["notice_s"]["p50"], " s"),
-                fmt(s["notice_s"]["p95"], " s"),
-                fmt(s["notice_s"]["max"], " s"),
-                _achieved(name, s),
-                fmt(s["sim_probe_ms"]["p95"], " ms", 1),
-                f"{s['cpu_share_sim']:.2f} / {s['cpu_share_client']:.2f}",
-            ]
-        )
-    lines += _table(header, rows)
-    lines += [
-        "",
-        f"Ratios (their requests / ours): vs 0.1 s **{fmt(p['requests_ratio_vs_0_1s'], 'x')}**, "
-        f"vs 0.5 s **{fmt(p['requests_ratio_vs_0_5s'], 'x')}**, vs 1 s "
-        f"**{fmt(p['requests_ratio_vs_1s'], 'x')}**. Counting every request instead "
-        "(status + result, the result fetch included): "
-        + _all_requests_ratios(p)
-        + ". "
-        + _evidence(p),
-        "",
-        '"On paper" is what the schedule implies with zero latency and no jitter '
-        "(`genwidgets.jobs.polling.requests_for` less the last poll for ours cold, our own "
-        "`Schedule` on a virtual clock for the warm arms, ceil(d / interval) + 1 for the "
-        'fixed ones, the poll that sees COMPLETED included). "Sim probe" is how long each '
-        "simulator took to answer a "
-        "`GET /_sim/stats` sent every 0.5 s during its group: low values mean it was not "
-        "saturated. CPU shares: 1.0 = one core busy.",
-        "",
-        "On paper for other first-minute caps (same task set): "
-        + "; ".join(
-            f"{cap} s: {a['requests_per_task']:.1f} req/task, {a['ratio_vs_0_5s']:.2f}x vs 0.5 s, "
-            f"p95 notice ~{a['p95_notice_s']:.2f} s"
-            for cap, a in p["cap_alternatives"].items()
-        )
-        + ".",
-        "",
-        "**Warm arms (issue 14).** `genwidgets warm`, `genwidgets shift` and `genwidgets "
-        f"bimodal` first run a warm-up of {p['warm_up']} tasks of the same distribution "
-        "(another seed) through a client with a ledger in a temporary folder; a fresh client "
-        "on that ledger then polls the measured set, so its run-time model is seeded from the "
-        "ledger and goes on learning live. `genwidgets shift`: every measured task runs "
-        f"{p['shift_factor']:g}x as long as the warm-up's (the gateway became slower). "
-        f"Bimodal set: {p['bimodal_set']['shape']}, {p['bimodal_set']['count']} tasks (seed "
-        f"{p['bimodal_set']['seed']}), measured median {p['bimodal_set']['measured_median_s']:.1f}"
-        f" s, mean {p['bimodal_set']['mean_s']:.1f} s; the `... bimodal` fixed pollers poll "
-        "the same set. The warm-up's requests are taken off the simulator's count. Our clients "
-        "run with `max_status_rate=1000` here (the budget is measured in section 6).",
-        "",
-        f"Warm ratios: vs 0.5 s **{fmt(p['requests_ratio_vs_0_5s_warm'], 'x')}**, vs 0.1 s "
-        f"**{fmt(p['requests_ratio_vs_0_1s_warm'], 'x')}**, p95 notice "
-        f"**{fmt(p['p95_notice_s_warm'], ' s')}**; bimodal: vs 0.5 s "
-        f"**{fmt(p['requests_ratio_vs_0_5s_warm_bimodal'], 'x')}**, vs 0.1 s "
-        f"**{fmt(p['requests_ratio_vs_0_1s_warm_bimodal'], 'x')}**, p95 notice "
-        f"**{fmt(p['p95_notice_s_warm_bimodal'], ' s')}**; 2x slower gateway: p95 notice "
-        f"**{fmt(p['p95_notice_s_shift'], ' s')}**.",
-        "",
-        "**The trade-off.** Our adaptive (cold) schedule caps the poll interval at 1.5 s for "
-        "a task's first minute so that p95 notice stays near 1.5 s. With a cap c the notice "
-        "delay is spread over [0, c] (p95 ~ 0.95 c) and a task of mean length T costs about T"
-        " / c requests, against T / 0.5 for replicate's fixed 0.5 s. The ratio to the 0.5 s "
-        "poller is therefore bounded by c / 0.5 = 3 for c = 1.5 s, minus the ramp-up polls: "
-        "the '3x fewer than 0.5 s' and 'p95 within 1.5 s' goals cannot both be met by a "
-        "schedule blind to when a task will finish. The warm schedule is not blind: it polls "
-        "sparsely where the learnt run-time distribution says the task almost surely still "
-        "runs, and every 1.5 s (less a margin) where it is likely to end "
-        "(`genwidgets.jobs.runtime.plan_polls`).",
-        "",
-    ]
-    return lines
+    return polling_report.table(header, rows)
 
 
 def _kernel_section(k: dict[str, Any]) -> list[str]:
@@ -314,6 +125,8 @@ def _weight_section(nb: dict[str, Any]) -> list[str]:
         [
             name,
             f"{v['bytes_per_video'] / KB:.1f} KB",
+            f"{v['default_save_bytes_per_video'] / KB:.1f} KB",
+            f"{v['playable_videos']} of {nb['videos']}",
             f"{v['widget_state_bytes_per_video'] / KB:.1f} KB",
             f"{v['widget_models_per_video']:.0f}",
             f"{v['output_bytes_per_video'] / KB:.1f} KB",
@@ -326,14 +139,20 @@ def _weight_section(nb: dict[str, Any]) -> list[str]:
         "",
         f"{nb['videos']} `{nb['endpoint']}` videos (720p, 5 s) from the embedded simulator, "
         "executed with nbclient (`store_widget_state=True`), saved; per video = (saved size - "
-        "size of the same notebook with zero videos) / videos. `ours`: `display(job)` (the "
-        "task view), default client (ledger on). `ours_no_ledger`: `gw.Client(ledger=False)`. "
-        "`embedded`: `ipywidgets.Video(value=<mp4 bytes>)` per result.",
+        "size of the same notebook with zero videos) / videos, also without the widget state "
+        "(as JupyterLab and Notebook 7 save by default). `ours`: `display(job)` (both faces "
+        "of the task view), default client (ledger on), `GENWIDGETS_SAVED_MEDIA=previews` "
+        "(the default); `ours_posters` and `ours_full`: `posters` and `full`. "
+        "`ours_no_ledger`: `gw.Client(ledger=False)`. `embedded`: "
+        "`ipywidgets.Video(value=<mp4 bytes>)` per result. Playable: videos whose source is "
+        "in the saved outputs (a `data:` URL), which play with the kernel gone.",
         "",
         *_table(
             [
                 "variant",
                 "bytes/video",
+                "default save/video",
+                "playable",
                 "widget state/video",
                 "widget models/video",
                 "outputs/video",
@@ -440,14 +259,15 @@ def report(results: dict[str, Any], command: str, quick: bool, machine: dict[str
     ]
     if quick:
         lines += [
-            "A quick run: fewer and shorter tasks (median run time "
-            f"{results['polling']['task_set']['median_s']:g} s), fewer samples. Its figures "
+            "A quick run: fewer and shorter tasks (the 20 s set's measured median "
+            f"{results['polling']['sets']['twenty']['measured_median_s']:g} s), fewer "
+            "samples. Its figures "
             "check that everything runs; the full run (`python benchmarks/run.py`) gives the "
             "figures to quote.",
             "",
         ]
     lines += goals_section(judge_all(results))
-    lines += _polling_section(results["polling"])
+    lines += polling_report.section(results["polling"])
     lines += _kernel_section(results["kernel"])
     lines += _kernel_section(results["kernel_many"])[2:]
     lines += _startup_section(results["startup"])

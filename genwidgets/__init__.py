@@ -1,14 +1,30 @@
-"""genwidgets: a careful client, forms and live task views for a generation gateway.
+"""A careful client, forms and live task views for a generation gateway.
 
-The facade is small and cheap: ``import genwidgets`` imports neither ipywidgets
-nor the simulator and starts nothing. Everything but the exception tree loads
-on first use (PEP 562 ``__getattr__``) from one table, ``_LAZY``; the
-``TYPE_CHECKING`` block shows readers and mypy every dependency.
+With no gateway configured, ``gw.Client()`` starts a local simulator (no key needed)::
 
-The facade is also where a :class:`Job` learns to draw its task view: the jobs
-layer sits below the widgets and cannot import them, so ``import genwidgets``
-registers the view with IPython's display formatter by type name (when IPython
-runs) and imports it on first display (see :func:`_install_display_hook`).
+    import genwidgets as gw
+
+    client = gw.Client()   # or gw.Client(base_url, api_key), or GENWIDGETS_BASE_URL/_API_KEY
+    job = client.submit("genW2.5-t2i-preview", {"prompt": "a red kite", "n": 1})
+    job                    # in a notebook: the live task view, with Cancel
+    result = job.result(timeout=600)
+    result.outputs[0].save("kite.png")
+
+The public names, by purpose:
+
+- send and wait: Client, AsyncClient, login, Job, AsyncJob, Status, Result, Output,
+  Handle, PreparedRequest, PollPolicy, Ledger (``client.history()``, ``client.resume()``)
+- the endpoints: endpoints, endpoint, EndpointSpec, validate, openapi
+- in a notebook: form, EndpointForm, render, board, Board, TaskView
+- the prompt lab: grid, Grid, grids, load_grid, GridRecord, sweep, Sweep, scores,
+  ScoreTable, read_export (what a saved contact sheet or page says ran)
+- batches from data (a CSV, JSONL or DataFrame of rows to named, tagged files): batch,
+  Batch, batches, BatchRecord (``genwidgets batch`` on the command line)
+- errors: GenwidgetsError and its tree, GenwidgetsWarning (``help(gw.errors)``)
+- further: ``genwidgets.imgm`` (the imgM prompt language), ``genwidgets.catalog``
+  (add an endpoint), ``genwidgets.simulator`` (run the simulator yourself)
+
+The README and ``notebooks/`` teach the rest.
 """
 
 from __future__ import annotations
@@ -59,6 +75,7 @@ if TYPE_CHECKING:
     from .jobs.polling import PollPolicy
     from .lab.batch import Batch
     from .lab.batch_store import BatchRecord
+    from .lab.export import read_export
     from .lab.scores import ScoreTable, scores
     from .lab.store import GridRecord
     from .media import validate
@@ -74,10 +91,21 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-#: public name -> the module that defines it (imported on first access). One
-#: line per name; the ``TYPE_CHECKING`` block above spells the same imports out
-#: for readers and mypy (pydantic's ``_dynamic_imports`` is the model).
-_LAZY: dict[str, str] = {
+# How the facade works (kept out of the docstring, which is for users): it is small
+# and cheap. ``import genwidgets`` imports neither ipywidgets nor the simulator and
+# starts nothing; everything but the exception tree loads on first use (PEP 562
+# ``__getattr__``) from one table, ``_LAZY``, and the ``TYPE_CHECKING`` block above
+# spells the same imports out for readers and mypy (pydantic's ``_dynamic_imports``
+# is the model). ``__dir__`` lists the public names only, so ``dir(gw)``, tab
+# completion and ``help(gw)`` show what to use, not this machinery.
+#
+# The facade is also where a Job learns to draw its task view: the jobs layer sits
+# below the widgets and cannot import them, so ``import genwidgets`` registers the
+# view with IPython's display formatter by type name (when IPython runs) and imports
+# it on first display (see ``_install_display_hook``).
+
+#: public name -> the module that defines it (imported on first access), one line a name
+_LAZY = {
     "Client": "._client",
     "AsyncClient": "._async_client",
     "login": "._client",
@@ -113,11 +141,12 @@ _LAZY: dict[str, str] = {
     "Batch": ".lab.batch",
     "BatchRecord": ".lab.batch_store",
     "scores": ".lab.scores",
+    "read_export": ".lab.export",
     "ScoreTable": ".lab.scores",
 }
 #: Subpackages reachable as attributes (``gw.media``) without importing them eagerly.
 _SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors", "lab"}
-_importing: set[str] = set()
+_importing = set[str]()  # no module-level annotation: help(gw) would list them as data
 
 
 def _module(path: str) -> ModuleType:
@@ -176,8 +205,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'genwidgets' has no attribute {name!r}")
 
 
+#: what ``dir(gw)`` adds to the public names and subpackages
+_MODULE_DUNDERS = {"__all__", "__doc__", "__file__", "__name__", "__path__", "__version__"}
+
+
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+    return sorted(set(__all__) | _SUBMODULES | _MODULE_DUNDERS)
 
 
 _install_display_hook()
@@ -244,6 +277,7 @@ __all__ = [
     "load_grid",
     "login",
     "openapi",
+    "read_export",
     "render",
     "scores",
     "sweep",

@@ -1,7 +1,8 @@
 """Settings from the environment, and the one place that knows how to hide the key.
 
 ``GENWIDGETS_BASE_URL``, ``GENWIDGETS_API_KEY`` and ``GENWIDGETS_HOME`` are read
-when a client is made (never at import time), so a notebook can set them late.
+when a client is made, ``GENWIDGETS_SAVED_MEDIA`` when a view is displayed (never at
+import time), so a notebook can set them late.
 """
 
 from __future__ import annotations
@@ -11,11 +12,19 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 ENV_BASE_URL = "GENWIDGETS_BASE_URL"
 ENV_API_KEY = "GENWIDGETS_API_KEY"
 ENV_HOME = "GENWIDGETS_HOME"
+#: What a saved notebook keeps of each video: ``posters``, ``previews`` or ``full``.
+ENV_SAVED_MEDIA = "GENWIDGETS_SAVED_MEDIA"
+#: Set by genwidgets' Jupyter server extension in the server, so the kernels it starts
+#: inherit it: the URL path where that server serves ``GENWIDGETS_HOME/outputs``.
+ENV_OUTPUTS_URL = "GENWIDGETS_OUTPUTS_URL"
+#: The choices of ``GENWIDGETS_SAVED_MEDIA``, from the lightest; previews by default.
+SAVED_MEDIA = ("posters", "previews", "full")
+DEFAULT_SAVED_MEDIA = "previews"
 
 #: The key the simulator accepts by default; documented, not a secret.
 DEMO_KEY = "sim-demo-key"
@@ -91,6 +100,70 @@ def home() -> Path:
     """Where the ledger and downloaded outputs live (``~/.genwidgets`` by default)."""
     raw = os.environ.get(ENV_HOME)
     return Path(raw).expanduser() if raw else Path.home() / ".genwidgets"
+
+
+def saved_media() -> str:
+    """What lasting faces keep of each video (``GENWIDGETS_SAVED_MEDIA``): a poster
+    frame only, a short preview that plays (the default), or the full file
+    (docs/decisions.md#saved-media). Anything else is a ValueError naming the choices."""
+    raw = os.environ.get(ENV_SAVED_MEDIA, "").strip().lower()
+    if not raw:
+        return DEFAULT_SAVED_MEDIA
+    if raw not in SAVED_MEDIA:
+        choices = ", ".join(SAVED_MEDIA)
+        raise ValueError(
+            f"{ENV_SAVED_MEDIA}={raw!r} is not a choice: use one of {choices} "
+            f"(unset means {DEFAULT_SAVED_MEDIA})"
+        )
+    return raw
+
+
+def served_url(path: str | os.PathLike[str]) -> str | None:
+    """The URL path (from the server's root, base URL included) at which the Jupyter
+    server that started this kernel serves a kept output file, or ``None``: no
+    server with genwidgets' extension started the kernel (``GENWIDGETS_OUTPUTS_URL``
+    unset), or the file is not under ``GENWIDGETS_HOME/outputs``
+    (docs/decisions.md#served-outputs)."""
+    prefix = os.environ.get(ENV_OUTPUTS_URL, "")
+    if not prefix.startswith("/"):
+        return None
+    try:
+        relative = Path(path).resolve().relative_to((home() / "outputs").resolve())
+    except (ValueError, OSError):
+        return None
+    return prefix.rstrip("/") + "/" + quote(relative.as_posix())
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A local path as people and saved notebooks see it: under the genwidgets home
+    as ``~/.genwidgets/...`` (``$GENWIDGETS_HOME/...`` when that is set elsewhere),
+    under the user's home as ``~/...``, under the working folder relative to it,
+    else the file name alone. Never the absolute path of the machine that made it:
+    a notebook or an export is shared (docs/decisions.md#shown-paths)."""
+    target = Path(path).expanduser()
+    try:
+        target = target.resolve()
+    except OSError:
+        target = target.absolute()
+    user = Path.home()
+    default = user / ".genwidgets"
+    roots = [
+        (home(), "~/.genwidgets" if home() == default else f"${ENV_HOME}"),
+        (user, "~"),
+        (Path.cwd(), ""),
+    ]
+    found: list[tuple[int, str]] = []
+    for root, label in roots:
+        try:
+            base = root.expanduser().resolve()
+            relative = target.relative_to(base)
+        except (ValueError, OSError):
+            continue
+        if base.parent != base:  # never relative to the filesystem's root
+            shown = f"{label}/{relative.as_posix()}" if label else relative.as_posix()
+            found.append((len(base.parts), shown))
+    # the deepest root wins: the genwidgets home over the user's, a project over both
+    return max(found)[1] if found else target.name
 
 
 def remember_secret(key: str | None) -> None:

@@ -47,13 +47,14 @@ def int_or_none(value: Any, *, minimum: int | None = None) -> int | None:
     return number
 
 
-def human_bytes(n: int) -> str:
-    """``64 MB``, ``1.5 MB (1,572,864 bytes)``, ``900 bytes``: MB are MiB (2**20 bytes)."""
+def human_bytes(n: int, *, exact: bool = True) -> str:
+    """``64 MB``, ``1.5 MB (1,572,864 bytes)``, ``900 bytes``: MB are MiB (2**20 bytes).
+    ``exact=False`` leaves the byte count out (``1.5 MB``), for one-line summaries."""
     mib = 2**20
     if n and n % mib == 0:
         return f"{n // mib} MB"
     if n >= 10**5:
-        return f"{n / mib:.1f} MB ({n:,} bytes)"
+        return f"{n / mib:.1f} MB" + (f" ({n:,} bytes)" if exact else "")
     return f"{n:,} bytes"
 
 

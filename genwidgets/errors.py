@@ -139,10 +139,12 @@ class GatewayError(GenwidgetsError):
         request_id: str | None = None,
         endpoint: str | None = None,
     ) -> None:
-        self.message = message
+        # a gateway may echo the key anywhere: every text kept here is redacted
+        # (docs/decisions.md#echoed-keys)
+        self.message = message = redact(message)
         self.status_code = status_code
-        self.code = code
-        self.detail = detail
+        self.code = redact(code) if code is not None else None
+        self.detail = redact(detail) if detail is not None else None
         self.request_id = request_id
         self.endpoint = endpoint
         http = f"HTTP {status_code}: " if status_code else ""
@@ -206,11 +208,11 @@ class NoAnswer(GenwidgetsError):
         request_id: str | None = None,
         status_code: int | None = None,
     ) -> None:
-        self.message = message
+        self.message = message = redact(message)
         self.endpoint = endpoint
         self.request_id = request_id
         self.status_code = status_code
-        super().__init__(f"{redact(message)}{_where(endpoint, request_id)}")
+        super().__init__(f"{message}{_where(endpoint, request_id)}")
 
 
 class Unreachable(NoAnswer):
@@ -282,7 +284,7 @@ class TaskFailed(GenwidgetsError):
         self.result = result
         kind = f" ({result.error_type})" if result.error_type else ""
         super().__init__(
-            f"task failed{kind}: {result.error}{_where(result.endpoint, result.request_id)}"
+            redact(f"task failed{kind}: {result.error}{_where(result.endpoint, result.request_id)}")
         )
 
 

@@ -18,7 +18,8 @@ def _():
     import marimo as mo
 
     import genwidgets as gw
-    from genwidgets.widgets.task import TaskView
+
+    TaskView = gw.TaskView
 
     mo.md(
         "# Quickstart in marimo\n\n"

@@ -137,7 +137,14 @@ def error(status: int, body: Any, headers: dict[str, str] | None = None) -> http
 
 #: Polling fast enough for unit tests: every 0.01 s, 3 failed polls, a 0.3 s 404 grace.
 FAST_POLICY = PollPolicy(
-    first=0.01, growth=0.0, queue_step=0.0, queue_cap=0.02, failure_limit=3, not_found_grace=0.3
+    first=0.01,
+    growth=0.0,
+    queue_step=0.0,
+    queue_cap=0.02,
+    failure_limit=3,
+    not_found_grace=0.3,
+    notice_floor=0.01,
+    notice_ceiling=0.01,
 )
 
 

@@ -14,6 +14,11 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import genwidgets, httpx, pydantic, ipywidgets, av, PIL, nbclient, playwright" \
   || { echo "the Python dependencies did not install" >&2; exit 1; }
+# What a wheel installs beside the package and an editable install skips (setuptools
+# installs no data files in editable mode): the config that enables genwidgets'
+# Jupyter server extension in this environment's servers.
+mkdir -p .venv/etc/jupyter/jupyter_server_config.d
+cp jupyter-config/jupyter_server_config.d/genwidgets.json .venv/etc/jupyter/jupyter_server_config.d/
 
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import pydoc
 from pathlib import Path
 from typing import Any
 
@@ -156,8 +157,15 @@ def test_the_old_async_spellings_warn_and_still_work() -> None:
     async def main() -> None:
         client = gw.Client(BASE, KEY, transport=fake.transport(), ledger=False)
         job = client.submit("ep", {}, validate=False)
-        with pytest.warns(DeprecationWarning, match="AsyncJob"):
+        old = ("astatus", "aresult", "acancel")
+        assert not set(old) & set(dir(job)) and not set(old) & set(dir(gw.Job))
+        shown = pydoc.render_doc(gw.Job, renderer=pydoc.plaintext)
+        assert "result(" in shown and not [name for name in old if name in shown]
+        with pytest.raises(AttributeError, match="'Job' object has no attribute 'aresultt'"):
+            job.aresultt  # noqa: B018
+        with pytest.warns(DeprecationWarning, match="AsyncJob") as said:
             assert (await job.aresult(5)).ok
+        assert said[0].filename == __file__  # the warning names the caller's line
         with pytest.warns(DeprecationWarning, match="status"):
             assert (await job.astatus()).done
         with pytest.warns(DeprecationWarning, match="cancel"):

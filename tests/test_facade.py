@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 import warnings
 
 import genwidgets as gw
@@ -15,7 +16,7 @@ PUBLIC = {
     "PreparedRequest", "Result",
     "ScoreTable", "Status", "Sweep", "TaskView", "openapi",
     "batch", "batches", "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid",
-    "login", "render", "scores",
+    "login", "read_export", "render", "scores",
     "sweep", "validate",
     *errors.__all__,
 }  # fmt: skip
@@ -151,3 +152,23 @@ def test_every_type_a_public_function_or_client_method_returns_is_exported() -> 
                 continue
             missing[where] = cls.__name__
     assert not missing, f"returned but not exported as gw.<name>: {missing}"
+
+
+def test_help_opens_with_how_to_use_it_and_hides_the_machinery() -> None:
+    """``help(gw)``: a quickstart first, then every public name by purpose; nothing
+    of the lazy loading (its table, ``__getattr__``, ``__dir__``) in it or in ``dir()``."""
+    import pydoc
+
+    with warnings.catch_warnings():  # pydoc reads ipywidgets' deprecated class attributes
+        warnings.simplefilter("ignore", DeprecationWarning)
+        shown = pydoc.render_doc(gw, renderer=pydoc.plaintext)
+    description = shown[shown.index("DESCRIPTION") : shown.index("PACKAGE CONTENTS")]
+    assert description.index("gw.Client()") < description.index("client.submit(")
+    assert description.index("client.submit(") < description.index("by purpose")
+    listed = set(re.findall(r"\b\w+\b", description[description.index("by purpose") :]))
+    assert {n for n in PUBLIC if n not in errors.__all__} <= listed  # every name, by purpose
+    own = description + shown[shown.index("\nFUNCTIONS") :]  # the module's, not its classes'
+    machinery = ("_LAZY", "__getattr__", "__dir__", "PEP 562", "__annotations__", "_importing")
+    assert not [word for word in machinery if word in own]
+    assert not [name for name in dir(gw) if name.startswith("_") and not name.endswith("__")]
+    assert set(dir(gw)) >= PUBLIC | {"media", "imgm", "catalog"}

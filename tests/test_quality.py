@@ -43,7 +43,7 @@ def test_mypy_is_clean() -> None:
 # them are fine (errors ↔ protocol.records, like httpx's).
 #
 #   rank  layer       modules
-#   0     base        _config, _formats, _html, _palette, errors
+#   0     base        _config, _files, _formats, _html, _palette, errors
 #   1     language    imgm (the imgM prompt language: text in, text out)
 #   2     catalog     catalog/**              (validates imgM prompts with it)
 #   3     media       media
@@ -53,7 +53,7 @@ def test_mypy_is_clean() -> None:
 #   6     client      _client, _protocols
 #   7     lab         lab/**                  (the prompt lab's model: no widgets)
 #   8     widgets     widgets/** (the prompt builder widget among them)
-#   9     facade      __init__ (the package), cli
+#   9     facade      __init__ (the package), cli, server_extension (Jupyter's entry point)
 LAYERS: dict[str, int] = {
     "base": 0,
     "language": 1,
@@ -73,9 +73,9 @@ def layer_of(module: str) -> str:
     """The layer of one of our modules (``genwidgets.x.y``)."""
     parts = module.split(".")
     head = parts[1] if len(parts) > 1 else ""
-    if module in ("genwidgets", "genwidgets.cli"):
+    if module in ("genwidgets", "genwidgets.cli", "genwidgets.server_extension"):
         return "facade"
-    if head in ("_config", "_formats", "_html", "_palette", "errors"):
+    if head in ("_config", "_files", "_formats", "_html", "_palette", "errors"):
         return "base"
     if head in ("_client", "_async_client", "_protocols"):
         return "client"

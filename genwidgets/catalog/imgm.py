@@ -23,6 +23,8 @@ from .model import Endpoint, Part
 from .registry import register
 
 PROMPT_MAX = 8192
+#: An imgM task answers four images for each prompt it bills (``image_no`` 0-3).
+IMAGES_PER_PROMPT = 4
 REGION_MIN, REGION_MAX = 500, 4096
 MIN_POLYGON_VALUES = 6  # three points
 

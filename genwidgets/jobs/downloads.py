@@ -1,16 +1,19 @@
 """Keep the outputs of a finished task on disk, before their URLs expire.
 
-Each output goes to ``<root>/<request_id>/<index><ext>`` (root defaults to
-``GENWIDGETS_HOME/outputs``), ``ext`` from the content type, never the URL (spec 7,
-rule 5). Writes are atomic and size-checked, the key goes only to the gateway's origin,
-and one :class:`DownloadError` lists every failure: docs/decisions.md#downloads.
+Each output goes to ``<root>/<gateway>/<request_id>/<index><ext>`` (root defaults to
+``GENWIDGETS_HOME/outputs``; ``<gateway>`` names the gateway, so two gateways' tasks of
+one request id never share a folder), ``ext`` from the content type, never the URL
+(spec 7, rule 5). Writes are atomic and size-checked, a file found in place is used
+only when this output wrote it, reads are capped and on a deadline, the key goes only
+to the gateway's origin, and one :class:`DownloadError` lists every failure:
+docs/decisions.md#downloads and docs/decisions.md#outputs-by-gateway.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
@@ -22,9 +25,11 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._config import home, redact
+from .._files import create_beside
 from .._formats import EXTENSIONS, decode_data_url, extension_for, int_or_none
 from ..errors import DownloadError
-from ..protocol.fetch import open_url, open_url_async
+from ..protocol.body import Deadline, aiter_capped, within
+from ..protocol.fetch import http_client, open_url_async, run_apart, seconds
 from ..protocol.records import Output, Result
 
 __all__ = [
@@ -32,6 +37,7 @@ __all__ = [
     "download_outputs",
     "download_outputs_async",
     "extension_for",
+    "gateway_folder",
     "output_dir",
 ]
 
@@ -39,21 +45,48 @@ DEFAULT_MAX_BYTES = 2 * 2**30
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 
 CHUNK = 64 * 1024
+#: A folder name longer than this keeps its start and a digest of the whole
+#: (file systems allow 255 bytes; a request id may be longer, or escape to 3 times its size).
+MAX_NAME = 96
 
 
 class _Failure(Exception):
     """Why one output failed (internal; collected into a DownloadError)."""
 
 
-def _safe_name(request_id: str) -> str:
-    """A directory name that cannot escape the root, whatever the gateway sent."""
-    name = re.sub(r"[^A-Za-z0-9._-]", lambda m: f"%{ord(m.group()):02X}", request_id)
-    return name if name.strip(".") else name.replace(".", "%2E")
+def _digest(text: str, n: int = 16) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:n]
 
 
-def output_dir(request_id: str, root: str | os.PathLike[str] | None = None) -> Path:
-    """Where the outputs of one task go."""
+def _safe_name(text: str) -> str:
+    """A folder name that cannot escape the root and that every file system takes,
+    whatever the gateway sent: other characters escaped, a long name shortened with a
+    digest of the whole (so two ids never share a folder)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", lambda m: f"%{ord(m.group()):02X}", text)
+    name = name if name.strip(".") else name.replace(".", "%2E")
+    if len(name) > MAX_NAME:
+        name = f"{name[: MAX_NAME - 18]}~{_digest(text)}"
+    return name
+
+
+def gateway_folder(gateway: str) -> str:
+    """The folder of one gateway's outputs: ``simulator``, or its host (and port) and a
+    short digest of its whole address (two gateways on one host stay apart)."""
+    if not gateway.startswith(("http://", "https://")):
+        return _safe_name(gateway)
+    parts = urlsplit(gateway)
+    host = f"{parts.hostname or 'gateway'}{f'_{parts.port}' if parts.port else ''}"
+    return f"{_safe_name(host)[:60]}-{_digest(gateway.rstrip('/'), 10)}"
+
+
+def output_dir(
+    request_id: str, root: str | os.PathLike[str] | None = None, *, gateway: str | None = None
+) -> Path:
+    """Where the outputs of one task go: ``<root>/<gateway>/<request_id>`` (without a
+    gateway, ``<root>/<request_id>``, where outputs saved by hand have always gone)."""
     base = Path(root) if root is not None else home() / "outputs"
+    if gateway is not None:
+        base = base / gateway_folder(gateway)
     return base / _safe_name(request_id)
 
 
@@ -89,7 +122,9 @@ class _Item:
         return f"output {self.index} ({self.output.content_type})"
 
 
-def _plan(result: Result, root: str | os.PathLike[str] | None) -> tuple[str, list[_Item]]:
+def _plan(
+    result: Result, root: str | os.PathLike[str] | None, gateway: str | None
+) -> tuple[str, list[_Item]]:
     if not isinstance(result, Result):
         raise TypeError(f"download_outputs takes a Result, not {type(result).__name__}")
     if not result.request_id:
@@ -97,7 +132,7 @@ def _plan(result: Result, root: str | os.PathLike[str] | None) -> tuple[str, lis
             "this result has no request_id, so there is no directory to keep its outputs "
             "in; pass the Result of a task (job.result()), whose request_id is set"
         )
-    directory = output_dir(result.request_id, root)
+    directory = output_dir(result.request_id, root, gateway=gateway)
     indexes = [o.index for o in result.outputs]
     if len(set(indexes)) != len(indexes):  # hand-made outputs: fall back to positions
         indexes = list(range(len(result.outputs)))
@@ -109,11 +144,19 @@ def _plan(result: Result, root: str | os.PathLike[str] | None) -> tuple[str, lis
 
 
 def _already_saved(item: _Item) -> bool:
+    """Whether this output itself wrote the file in place, unchanged since: a file
+    anyone else left there (another gateway, another task) is never trusted."""
+    output = item.output
+    if output.sha256 is None or output.path != item.target:
+        return False
+    found = hashlib.sha256()
     try:
-        size = item.target.stat().st_size
+        with open(item.target, "rb") as fh:
+            for block in iter(lambda: fh.read(CHUNK), b""):
+                found.update(block)
     except OSError:
         return False
-    return item.expected_size is None or size == item.expected_size
+    return found.hexdigest() == output.sha256
 
 
 def _local_bytes(output: Output) -> bytes | None:
@@ -147,9 +190,9 @@ class _AtomicFile:
         self.max_bytes = max_bytes
         self.size = 0
         item.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=item.directory, prefix=f".{item.index}.", suffix=".part")
-        self.tmp = Path(tmp)
-        self._fh: IO[bytes] = os.fdopen(fd, "wb")
+        self.tmp = create_beside(item.target)  # the one way beside a target (_files.py)
+        self._fh: IO[bytes] = open(self.tmp, "wb")  # noqa: SIM115 (closed by commit or __exit__)
+        self._sha256 = hashlib.sha256()
 
     def __enter__(self) -> _AtomicFile:
         return self
@@ -161,6 +204,7 @@ class _AtomicFile:
         if self.size > self.max_bytes:
             raise _Failure(f"larger than max_bytes={self.max_bytes}")
         self._fh.write(chunk)
+        self._sha256.update(chunk)
 
     def commit(self, *, wire_bytes: int | None = None, content_length: int | None = None) -> None:
         if content_length is not None and wire_bytes is not None and wire_bytes != content_length:
@@ -175,6 +219,7 @@ class _AtomicFile:
         os.fsync(self._fh.fileno())
         self._fh.close()
         os.replace(self.tmp, self.item.target)
+        self.item.output.sha256 = self._sha256.hexdigest()
 
     def __exit__(
         self,
@@ -199,8 +244,8 @@ def _content_length(response: httpx.Response, max_bytes: int, output: Output) ->
     if response.status_code >= 400:
         raise _Failure(f"HTTP {response.status_code} {response.reason_phrase}".rstrip())
     output.learn_type(response.headers.get("content-type"))
-    raw = response.headers.get("content-length")
-    declared = int(raw) if raw is not None and raw.strip().isdigit() else None
+    raw = (response.headers.get("content-length") or "").strip()
+    declared = int(raw) if raw.isdigit() and len(raw) < 20 else None
     if declared is not None and declared > max_bytes and "content-encoding" not in response.headers:
         raise _Failure(f"Content-Length {declared} is larger than max_bytes={max_bytes}")
     return declared
@@ -232,9 +277,10 @@ class _Batch:
         root: str | os.PathLike[str] | None,
         max_bytes: int,
         on_saved: Callable[[int, Path], Any] | None,
+        gateway: str | None = None,
     ) -> None:
         _check_args(max_bytes)
-        self.request_id, self.items = _plan(result, root)
+        self.request_id, self.items = _plan(result, root, gateway)
         self.max_bytes = max_bytes
         self.on_saved = on_saved
         self.saved: list[Path] = []
@@ -289,20 +335,37 @@ def download_outputs(
     max_bytes: int = DEFAULT_MAX_BYTES,
     timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
     on_saved: Callable[[int, Path], Any] | None = None,
+    gateway: str | None = None,
 ) -> list[Path]:
     """Save every output of ``result`` (blocking); returns the local paths in order.
 
     ``fetch(url) -> bytes`` replaces the HTTP download (tests, custom transports);
-    without it, URLs are streamed with ``httpx`` so a big file never sits in memory.
+    without it, URLs are streamed with ``httpx`` so a big file never sits in memory,
+    each within ``timeout`` seconds plus 1 s per 32 KiB. ``gateway``: the gateway's
+    name (its base URL), whose folder under ``root`` keeps the outputs.
     """
-    batch = _Batch(result, root, max_bytes, on_saved)
+    if fetch is None:
+
+        async def streamed() -> list[Path]:
+            async with http_client(timeout=timeout) as http:
+                return await download_outputs_async(
+                    result,
+                    client=http,
+                    root=root,
+                    max_bytes=max_bytes,
+                    on_saved=on_saved,
+                    timeout=seconds(timeout),
+                    gateway=gateway,
+                )
+
+        _check_args(max_bytes)  # bad arguments raise here, not in the fetching thread
+        _plan(result, root, gateway)
+        return run_apart(streamed())
+    batch = _Batch(result, root, max_bytes, on_saved, gateway)
     for item in batch.items:
         with batch.attempt(item):
             url = batch.url_to_fetch(item)
             if url is None:
-                continue
-            if fetch is None:
-                _stream(item, url, max_bytes, timeout)
                 continue
             try:
                 data = fetch(url)
@@ -310,17 +373,6 @@ def download_outputs(
                 raise _Failure(f"fetch failed: {_describe(exc)}") from exc
             _write_bytes(item, data, max_bytes)
     return batch.finish()
-
-
-def _stream(item: _Item, url: str, max_bytes: int, timeout: float | httpx.Timeout) -> None:
-    with open_url(url, timeout=timeout) as response:
-        declared = _content_length(response, max_bytes, item.output)
-        with _AtomicFile(item, max_bytes) as sink:
-            for chunk in response.iter_bytes(CHUNK):
-                sink.write(chunk)
-            sink.commit(
-                wire_bytes=response.num_bytes_downloaded or sink.size, content_length=declared
-            )
 
 
 Opener = Callable[[str], AbstractAsyncContextManager[httpx.Response]]
@@ -334,11 +386,15 @@ async def download_outputs_async(
     root: str | os.PathLike[str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_saved: Callable[[int, Path], Any] | None = None,
+    timeout: float = 60.0,
+    gateway: str | None = None,
 ) -> list[Path]:
     """:func:`download_outputs` on an event loop.
 
     ``opener(url)`` streams one URL (a gateway's ``open_output``, which applies
-    the credential rule); or ``client`` streams it with no credential sent.
+    the credential rule); or ``client`` streams it with no credential sent. Each
+    download ends within ``timeout`` seconds plus 1 s per 32 KiB received
+    (docs/decisions.md#reading-answers), so a dripping file fails, never hangs.
     """
     if opener is None:
         if client is None:
@@ -348,20 +404,22 @@ async def download_outputs_async(
         def opener(url: str) -> AbstractAsyncContextManager[httpx.Response]:
             return open_url_async(http, url)
 
-    batch = _Batch(result, root, max_bytes, on_saved)
+    batch = _Batch(result, root, max_bytes, on_saved, gateway)
     for item in batch.items:
         with batch.attempt(item):
             url = batch.url_to_fetch(item)
             if url is not None:
-                await _stream_async(opener, item, url, max_bytes)
+                await _stream_async(opener, item, url, max_bytes, timeout)
     return batch.finish()
 
 
-async def _stream_async(opener: Opener, item: _Item, url: str, max_bytes: int) -> None:
-    async with opener(url) as response:
+async def _stream_async(
+    opener: Opener, item: _Item, url: str, max_bytes: int, timeout: float
+) -> None:
+    async with within(Deadline(timeout)) as watch, opener(url) as response:
         declared = _content_length(response, max_bytes, item.output)
         with _AtomicFile(item, max_bytes) as sink:
-            async for chunk in response.aiter_bytes(CHUNK):
+            async for chunk in aiter_capped(response, max_bytes, watch):
                 sink.write(chunk)
             sink.commit(
                 wire_bytes=response.num_bytes_downloaded or sink.size, content_length=declared

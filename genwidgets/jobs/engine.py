@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import contextvars
 import heapq
 import logging
@@ -17,11 +18,43 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 log = logging.getLogger("genwidgets")
+
+#: What the current thread is: an engine's loop thread (``engine``), or a thread
+#: that holds a view's lock (``holding``): docs/decisions.md#no-waits-under-locks.
+_thread_role = threading.local()
+
+
+def on_engine_thread() -> bool:
+    """True on the loop thread of any engine: code there must never wait on a view."""
+    return getattr(_thread_role, "engine", False)
+
+
+@contextlib.contextmanager
+def engine_waits_forbidden(holder: str) -> Iterator[None]:
+    """While inside, the current thread holds ``holder`` (a view's lock): a wait on
+    the engine from here would deadlock against an engine callback that wants the
+    same lock, so :meth:`Engine.run` and :func:`wait_future` refuse it at once."""
+    previous = getattr(_thread_role, "holding", None)
+    _thread_role.holding = holder
+    try:
+        yield
+    finally:
+        _thread_role.holding = previous
+
+
+def _refuse_wait_under_lock() -> None:
+    holder = getattr(_thread_role, "holding", None)
+    if holder is not None:
+        raise RuntimeError(
+            f"genwidgets: {holder} would wait on the engine while holding its lock; "
+            "work that needs the network must run off the write path "
+            "(docs/decisions.md#no-waits-under-locks)"
+        )
 
 
 class Engine:
@@ -35,6 +68,7 @@ class Engine:
         self._ready.wait()
 
     def _run(self) -> None:
+        _thread_role.engine = True
         asyncio.set_event_loop(self.loop)
         self.loop.call_soon(self._ready.set)
         self.loop.run_forever()
@@ -89,6 +123,11 @@ class Engine:
                 "a blocking genwidgets call was made from a job callback, which runs on the "
                 "engine thread; use the async API or schedule the work elsewhere"
             )
+        try:
+            _refuse_wait_under_lock()
+        except RuntimeError:
+            coro.close()
+            raise
         future = self.submit(coro)
         try:
             return wait_future(future, timeout)
@@ -98,7 +137,12 @@ class Engine:
 
 
 def wait_future(future: concurrent.futures.Future[T], timeout: float | None) -> T:
-    """Wait in short slices so Ctrl-C / a kernel interrupt is seen promptly."""
+    """Wait in short slices so Ctrl-C / a kernel interrupt is seen promptly (never
+    while the thread holds a view's lock, see :func:`engine_waits_forbidden`)."""
+    if future.done():  # even with timeout=0: a settled future answers at once
+        return future.result()
+    if timeout != 0:
+        _refuse_wait_under_lock()
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         remaining = None if deadline is None else deadline - time.monotonic()

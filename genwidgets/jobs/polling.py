@@ -1,10 +1,11 @@
 """The polling schedule: when to ask a job's status next.
 
 A fixed interval either notices a finish late or burns the rate limit, so the schedule
-adapts to queue position and run time, learns from history (:mod:`.runtime`), polls a
-running task at its result address, and takes a slot of the client's
-:class:`~genwidgets.jobs.engine.StatusBudget` per poll. The rules and their request
-counts: docs/decisions.md#polling.
+aims at a notice target in proportion to the task (a tenth of its run time, between a
+quarter second and a second and a half), adapts to queue position and run time, learns
+from history (:mod:`.runtime`), polls a running task at its result address, and takes a
+slot of the client's :class:`~genwidgets.jobs.engine.StatusBudget` per poll. The rules
+and their request counts: docs/decisions.md#polling.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ LATE_CAP = 5.0
 QUEUE_STEP = 0.5
 QUEUE_CAP = 5.0
 JITTER = 0.1
+#: The notice target in proportion (docs/decisions.md#notice-in-proportion): a task of T
+#: seconds is noticed within clamp(NOTICE_SHARE × T, NOTICE_FLOOR, NOTICE_CEILING).
+NOTICE_SHARE = 0.1
+NOTICE_FLOOR = 0.25
+NOTICE_CEILING = 1.5
 #: Consecutive failed polls (after backoff) before a job gives up with the error.
 POLL_FAILURE_LIMIT = 10
 
@@ -49,7 +55,9 @@ class PollPolicy:
     """How a client polls, as one value (``Client(poll_policy=...)``): the adaptive
     schedule's shape (the constants above are its defaults), how many failed polls
     in a row a job survives, and how long a 404 is doubted after a create. The
-    notice target is ``Client(notice_target=...)``, which plans also use."""
+    notice target is in proportion to the task (``notice_share`` of its run time,
+    between ``notice_floor`` and ``notice_ceiling``) unless ``Client(notice_target=...)``
+    fixes one (then ``first`` and ``growth`` shape the ramp up to it)."""
 
     first: float = FIRST
     growth: float = GROWTH
@@ -61,6 +69,9 @@ class PollPolicy:
     jitter: float = JITTER
     failure_limit: int = POLL_FAILURE_LIMIT
     not_found_grace: float = NOT_FOUND_GRACE_S
+    notice_share: float = NOTICE_SHARE
+    notice_floor: float = NOTICE_FLOOR
+    notice_ceiling: float = NOTICE_CEILING
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -70,6 +81,10 @@ class PollPolicy:
                 raise ValueError(f"PollPolicy.{name} must be finite and 0 or more, not {value!r}")
         if self.failure_limit < 1 or self.jitter >= 1 or self.ramp <= 0:
             raise ValueError("PollPolicy needs failure_limit >= 1, jitter < 1 and ramp > 0")
+        if not 0 < self.notice_floor <= self.notice_ceiling or self.notice_share <= 0:
+            raise ValueError(
+                "PollPolicy needs notice_share > 0 and 0 < notice_floor <= notice_ceiling"
+            )
 
 
 #: The policy of a client given none (read when a schedule polls, not when it is made).
@@ -84,7 +99,14 @@ class PollState:
     queue_position: int | None = None
     position_fell: bool = False
     failures: int = 0
-    early_cap: float = EARLY_CAP  # the notice target
+    #: a fixed notice target (``Client(notice_target=...)``); None: in proportion
+    early_cap: float | None = None
+
+
+def notice_in_proportion(seconds: float, policy: PollPolicy | None = None) -> float:
+    """The notice target of a task of ``seconds``: a tenth of it, within [0.25, 1.5] s."""
+    p = policy or DEFAULT_POLICY
+    return min(p.notice_ceiling, max(p.notice_floor, p.notice_share * seconds))
 
 
 def cap_at(
@@ -104,6 +126,8 @@ def base_interval(state: PollState, policy: PollPolicy | None = None) -> float:
             delay = min(delay, 1.0)
         return delay
     age = max(0.0, state.running_for)
+    if state.early_cap is None:  # in proportion: a task ending now is noticed in its target
+        return max(p.notice_floor, min(cap_at(age, p.notice_ceiling, p), p.notice_share * age))
     first = min(p.first, state.early_cap)
     return max(first, min(cap_at(age, state.early_cap, p), first + p.growth * age))
 
@@ -118,11 +142,14 @@ def next_interval(
     return delay * (1 - p.jitter * (rng or random).random())
 
 
-def requests_for(seconds: float, policy: PollPolicy | None = None) -> int:
-    """Status requests the schedule makes for a task running ``seconds`` (no queue)."""
+def requests_for(
+    seconds: float, policy: PollPolicy | None = None, target: float | None = None
+) -> int:
+    """Status requests the schedule with no history makes for a task running ``seconds``
+    (no queue, no jitter), the one that sees it end included; ``target``: a fixed one."""
     t, n = 0.0, 0
     while t < seconds:
-        t += base_interval(PollState(running_for=t), policy)
+        t += base_interval(PollState(running_for=t, early_cap=target), policy)
         n += 1
     return n
 
@@ -134,8 +161,10 @@ MIN_GAP_SHARE = 0.25
 #: a key's plan is recomputed at most this often (seconds), and after 5 % more
 #: observations, unless its model widened
 REPLAN_AFTER_S = 5.0
-#: timer slack kept off the notice target by a plan (the round trip comes on top)
-PLAN_MARGIN_S = 0.05
+#: timer slack kept off the notice target by a plan, as a share of the target and at
+#: least PLAN_MARGIN_MIN_S (the round trip comes on top)
+PLAN_MARGIN_SHARE = 1 / 30
+PLAN_MARGIN_MIN_S = 0.02
 #: spreads the tasks of a key evenly over a plan's two variants (seq × φ mod 1)
 GOLDEN = 0.6180339887498949
 #: a checkpoint outcome still unknown this long after it fell due is dropped
@@ -163,7 +192,7 @@ class Schedule:
 
     def __init__(
         self,
-        notice_target: float = EARLY_CAP,
+        notice_target: float | None = None,
         *,
         budget: StatusBudget | None = None,
         ledger: Ledger | None = None,
@@ -171,13 +200,17 @@ class Schedule:
         clock: Callable[[], float] = time.monotonic,
         policy: PollPolicy | None = None,
     ) -> None:
-        if isinstance(notice_target, bool) or not isinstance(notice_target, (int, float)):
-            raise TypeError(f"notice_target must be a number of seconds, not {notice_target!r}")
-        if not (math.isfinite(notice_target) and 0.2 <= notice_target <= 600):
-            raise ValueError(
-                f"notice_target must be between 0.2 and 600 seconds, not {notice_target!r}"
-            )
-        self.notice_target = float(notice_target)
+        if notice_target is not None:
+            if isinstance(notice_target, bool) or not isinstance(notice_target, (int, float)):
+                raise TypeError(
+                    f"notice_target must be a number of seconds or None, not {notice_target!r}"
+                )
+            if not (math.isfinite(notice_target) and 0.2 <= notice_target <= 600):
+                raise ValueError(
+                    f"notice_target must be between 0.2 and 600 seconds, not {notice_target!r}"
+                )
+        #: the client's fixed notice target, or None: in proportion to each key's tasks
+        self.notice_target = None if notice_target is None else float(notice_target)
         self.budget = budget
         self.clock = clock
         self._policy = policy
@@ -204,7 +237,8 @@ class Schedule:
         return self._policy or DEFAULT_POLICY
 
     def __repr__(self) -> str:
-        return f"<Schedule notice_target={self.notice_target:g} s, {len(self.models)} models>"
+        target = "in proportion" if self.notice_target is None else f"{self.notice_target:g} s"
+        return f"<Schedule notice_target={target}, {len(self.models)} models>"
 
     def result_address_says(self, carries_status: bool, *, reason: str = "") -> None:
         """Whether a poll of the result address, while the task ran, answered with the
@@ -269,6 +303,17 @@ class Schedule:
                 key = self.key(endpoint, payload)
                 self.models.setdefault(key, RunTimeModel()).add(observation)
 
+    def target(self, key: Key) -> float | None:
+        """The notice target of ``key``'s tasks: the client's fixed one, else a tenth of
+        the key's median run time within [0.25, 1.5] s; None while the model is not
+        ready (each task then aims at a tenth of its own age: :func:`base_interval`)."""
+        if self.notice_target is not None:
+            return self.notice_target
+        model = self.models.get(key)
+        if model is None or not model.ready:
+            return None
+        return notice_in_proportion(model.quantile(0.5), self.policy)
+
     def plan(self, key: Key) -> Plan | None:
         """The poll plan of ``key``, or None while its model is not ready."""
         model = self.model(key)
@@ -282,7 +327,12 @@ class Schedule:
                 now - at < REPLAN_AFTER_S or model.total - total < max(5, model.total // 20)
             ):
                 return plan  # a few more observations: not worth a new plan yet (~0.1 s)
-        plan = runtime.plan_polls(model, self.notice_target, margin=PLAN_MARGIN_S + self.latency)
+        target = self.target(key)
+        assert target is not None  # the model is ready
+        # A round trip near the target cannot be beaten by polling faster, only paid for:
+        # the gaps stay at least half the target (docs/decisions.md#notice-in-proportion).
+        margin = min(max(PLAN_MARGIN_MIN_S, PLAN_MARGIN_SHARE * target) + self.latency, target / 2)
+        plan = runtime.plan_polls(model, target, margin=margin)
         self._plans[key] = (model.total, now, plan, model.shifts)
         return plan
 
@@ -341,15 +391,6 @@ class Schedule:
                 first.released = True
             else:
                 break
-
-    def _count_checkpoint(self, key: Key, q: float, finished_before: bool) -> None:
-        model = self.model(key)
-        if model.checkpoint(q, finished_before):
-            log.info(
-                "genwidgets: tasks of %s now run %s than the run-time model said; it widened",
-                key[0],
-                "faster" if finished_before else "slower",
-            )
 
     def _drain(self, now: float) -> None:
         """Count the checkpoint outcomes that fell due, strictly in order of due time.
@@ -510,7 +551,7 @@ class Timing:
                 schedule.policy,
             )
         polls = plan.for_task((self.seq * GOLDEN) % 1.0)
-        soonest = age + MIN_GAP_SHARE * target
+        soonest = age + MIN_GAP_SHARE * plan.target
         index = bisect_right(polls, soonest)
         if index >= len(polls):
             return next_interval(

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._config import redact
-from ..errors import GenwidgetsError, RequestNotFound
+from ..errors import DownloadError, GenwidgetsError, RequestNotFound
 from ..protocol.records import Result, Status
 from .downloads import Opener, download_outputs_async
 from .ledger import Ledger
@@ -34,21 +35,25 @@ class LedgerRecorder:
         opener: Opener | None = None,
         download: bool = True,
         root: Path | None = None,
+        timeout: float = 60.0,
     ) -> None:
         """``opener(url)`` streams an output (the gateway's ``open_output``, which keeps
-        the key to the gateway's own origin); without one, outputs are not downloaded."""
+        the key to the gateway's own origin); without one, outputs are not downloaded.
+        Outputs go to the gateway's own folder; each download ends within ``timeout``
+        seconds plus its transfer (docs/decisions.md#reading-answers)."""
         self.ledger = ledger
         self.gateway = gateway
         self.opener = opener
         self.download = download and opener is not None
         self.root = root
+        self.timeout = timeout
 
     def __repr__(self) -> str:
         return f"LedgerRecorder({self.ledger!r}, gateway={self.gateway!r})"
 
-    def _safely(self, what: str, fn: object, *args: object) -> None:
+    def _safely(self, what: str, fn: Callable[..., object], *args: object) -> None:
         try:
-            fn(*args)  # type: ignore[operator]
+            fn(*args)
         except (GenwidgetsError, sqlite3.Error, OSError) as exc:
             log.warning("genwidgets: could not record %s in the ledger: %s", what, redact(str(exc)))
 
@@ -74,18 +79,43 @@ class LedgerRecorder:
             return
 
         def saved(index: int, path: Path) -> None:
+            written = next((o for o in result.outputs if o.path == path), None)
             self._safely(
                 "an output path",
-                self.ledger.record_output_path,
-                self.gateway,
-                job.request_id,
-                index,
-                path,
+                lambda: self.ledger.record_output_path(
+                    self.gateway,
+                    job.request_id,
+                    index,
+                    path,
+                    sha256=written.sha256 if written is not None else None,
+                    size=_size(path),
+                ),
             )
 
         try:
             await download_outputs_async(
-                result, opener=self.opener, root=self.root, on_saved=saved
+                result,
+                opener=self.opener,
+                root=self.root,
+                on_saved=saved,
+                timeout=self.timeout,
+                gateway=self.gateway,
             )
+        except DownloadError as exc:
+            log.warning("genwidgets: %s", redact(str(exc)))
+            for index, reason in exc.failures:  # the result goes on; the ledger says which
+                self._safely(
+                    "a failed download",
+                    lambda i=index, why=reason: self.ledger.record_output_path(
+                        self.gateway, job.request_id, i, None, error=why
+                    ),
+                )
         except (GenwidgetsError, OSError) as exc:
             log.warning("genwidgets: %s", redact(str(exc)))
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None

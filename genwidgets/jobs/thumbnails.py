@@ -6,32 +6,49 @@ of them. A thumbnail is at most ``max_side`` pixels on its long side, a JPEG (a
 PNG when the picture has transparency), made once from the downloaded file (an
 image, or a video's first frame) and kept beside it as
 ``<name>.thumb<max_side>.<ext>``; a later call reuses it unless the output is newer.
+
+A picture of more than :data:`MAX_PIXELS` pixels is never decoded (a 20000 × 10000 PNG
+weighs 190 KB and would take gigabytes): a JPEG is decoded at a reduced scale, anything
+else gets no thumbnail, with a note in the log: docs/decisions.md#pixel-bombs.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import logging
 import os
-import tempfile
+import warnings
 from pathlib import Path
+from typing import IO
 
 from PIL import Image, UnidentifiedImageError
 
-__all__ = ["DEFAULT_SIDE", "data_url", "thumbnail", "thumbnail_bytes"]
+from .._files import is_fresh, write_atomically
+
+__all__ = ["DEFAULT_SIDE", "MAX_PIXELS", "data_url", "thumbnail", "thumbnail_bytes"]
 
 DEFAULT_SIDE = 256
+#: The most pixels decoded for one thumbnail (an 8K frame has 33 million).
+MAX_PIXELS = 40_000_000
 _JPEG_QUALITY = 82
+log = logging.getLogger("genwidgets")
+
+
+class _TooManyPixels(Exception):
+    """A picture (or frame) over :data:`MAX_PIXELS`: no thumbnail, never decoded."""
+
+    def __init__(self, what: str, size: str) -> None:
+        super().__init__(
+            f"no thumbnail of {what}: {size}, more than the {MAX_PIXELS:,} pixels decoded for one"
+        )
 
 
 def _cached(path: Path, max_side: int) -> Path | None:
     for ext in (".jpg", ".png"):
         candidate = path.with_name(f"{path.name}.thumb{max_side}{ext}")
-        try:
-            if candidate.stat().st_mtime >= path.stat().st_mtime:
-                return candidate
-        except OSError:
-            continue
+        if is_fresh(candidate, path):
+            return candidate
     return None
 
 
@@ -42,6 +59,8 @@ def _first_frame(path: Path) -> Image.Image | None:
     try:
         with av.open(str(path)) as container:
             for frame in container.decode(video=0):
+                if frame.width * frame.height > MAX_PIXELS:
+                    raise _TooManyPixels(str(path), f"{frame.width} × {frame.height} pixels")
                 image: Image.Image = frame.to_image()
                 return image
     except (av.error.FFmpegError, ValueError, IndexError, OSError):
@@ -49,13 +68,31 @@ def _first_frame(path: Path) -> Image.Image | None:
     return None
 
 
-def _open(path: Path) -> Image.Image | None:
-    try:
-        with Image.open(path) as image:
-            image.load()
-            return image.copy()
-    except (UnidentifiedImageError, OSError, ValueError):
-        return _first_frame(path)
+def _decode(source: str | Path | IO[bytes], max_side: int) -> Image.Image | None:
+    """The pixels of a picture, at the smallest scale a JPEG allows for ``max_side``;
+    ``None`` when it is not a picture; :class:`_TooManyPixels` past the cap."""
+    what = str(source) if isinstance(source, str | Path) else "an image held in memory"
+    with warnings.catch_warnings():
+        # the size is checked below, before any pixel is decoded
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            with Image.open(source) as image:
+                if image.format == "JPEG":
+                    image.draft(None, (max_side, max_side))  # decodes at 1/2, 1/4 or 1/8
+                width, height = image.size
+                if width * height > MAX_PIXELS:
+                    raise _TooManyPixels(what, f"{width} × {height} pixels")
+                image.load()
+                return image.copy()
+        except Image.DecompressionBombError as exc:  # over Pillow's own cap: said in its words
+            raise _TooManyPixels(what, str(exc)) from exc
+        except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+            return None
+
+
+def _open(path: Path, max_side: int) -> Image.Image | None:
+    image = _decode(path, max_side)
+    return image if image is not None else _first_frame(path)
 
 
 def _encode(image: Image.Image, max_side: int) -> tuple[bytes, str]:
@@ -72,18 +109,20 @@ def _encode(image: Image.Image, max_side: int) -> tuple[bytes, str]:
 
 def thumbnail_bytes(data: bytes, max_side: int = DEFAULT_SIDE) -> tuple[bytes, str] | None:
     """A thumbnail of an image held in memory (inline content): bytes and MIME
-    type, or ``None`` when the bytes are not a picture Pillow reads."""
+    type, or ``None`` when the bytes are not a picture Pillow reads, or one of more
+    than :data:`MAX_PIXELS` pixels (said in the log)."""
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            image.load()
-            return _encode(image, max_side)
-    except (UnidentifiedImageError, OSError, ValueError):
+        image = _decode(io.BytesIO(data), max_side)
+    except _TooManyPixels as exc:
+        log.warning("genwidgets: %s", exc)
         return None
+    return None if image is None else _encode(image, max_side)
 
 
 def thumbnail(path: str | os.PathLike[str], max_side: int = DEFAULT_SIDE) -> Path | None:
     """The thumbnail file of a saved output (made on first use), or ``None`` when
-    the file is neither a picture nor a video, or cannot be read.
+    the file is neither a picture nor a video, cannot be read, or has more than
+    :data:`MAX_PIXELS` pixels (said in the log).
 
     Written atomically next to the output (a temporary file, then a rename), so
     two kernels making the same thumbnail never leave half a file.
@@ -92,7 +131,11 @@ def thumbnail(path: str | os.PathLike[str], max_side: int = DEFAULT_SIDE) -> Pat
     cached = _cached(source, max_side)
     if cached is not None:
         return cached
-    image = _open(source)
+    try:
+        image = _open(source, max_side)
+    except _TooManyPixels as exc:
+        log.warning("genwidgets: %s", exc)
+        return None
     if image is None:
         return None
     data, mime = _encode(image, max_side)
@@ -100,15 +143,8 @@ def thumbnail(path: str | os.PathLike[str], max_side: int = DEFAULT_SIDE) -> Pat
         f"{source.name}.thumb{max_side}{'.png' if mime == 'image/png' else '.jpg'}"
     )
     try:
-        fd, temporary = tempfile.mkstemp(dir=source.parent, prefix=".thumb-", suffix=".part")
+        write_atomically(target, data)
     except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, target)
-    except OSError:
-        Path(temporary).unlink(missing_ok=True)
         return None
     return target
 

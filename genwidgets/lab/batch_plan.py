@@ -146,7 +146,7 @@ class BatchPlan:
 
             spec = catalog_endpoint(self.endpoint)
             billing = billing_values(spec, [r.payload for r in self.rows])
-            text = cost_summary(head, self.tasks, self.billed_total, billing)
+            text = cost_summary(head, self.endpoint, self.tasks, self.billed_total, billing)
         text += "; " + self.units_line()
         if self.template.unused:
             text += f"; columns not sent: {', '.join(self.template.unused)}"

@@ -1,18 +1,20 @@
 """Counts and money: the generations a task bills and the summaries that say so.
 
 What ``confirm_above`` compares (:func:`billed_count`: outputs per task, ``n`` sent
-or the service's default, times imgM permutations and ``--repeat``), the billing
-fields' values, and the one-line summaries of a plan (per endpoint when a grid
-compares several): docs/decisions.md#grid-plan.
+or the service's default, times imgM permutations and ``--repeat``), the unit each
+endpoint bills in (:func:`billed_unit`: imgM bills prompts of four images), the
+billing fields' values, and the one-line summaries of a plan (per endpoint when a
+grid compares several): docs/decisions.md#grid-plan.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import PayloadError
+from ..errors import EndpointNotFound, PayloadError
 from .axes import Axis, canonical, short
 
 if TYPE_CHECKING:
@@ -21,10 +23,13 @@ if TYPE_CHECKING:
 __all__ = [
     "PROMPT_FIELD_NAMES",
     "UNITS",
+    "BilledUnit",
     "Counted",
     "axis_count",
     "billed_count",
+    "billed_unit",
     "billed_units",
+    "billed_words",
     "billing_values",
     "cost_summary",
     "endpoints_summary",
@@ -34,6 +39,7 @@ __all__ = [
     "prompt_jobs",
     "prompt_string_fields",
     "refuse_above",
+    "unit_of",
 ]
 
 PROMPT_FIELD_NAMES = ("remixPrompt", "remix_prompt", "prompt")
@@ -89,6 +95,60 @@ def billed_count(spec: EndpointSpec, payload: Mapping[str, Any]) -> int:
     return count
 
 
+_KIND_NOUNS = {"image": "image", "video": "video", "speech": "audio clip", "audio": "audio clip"}
+
+
+@dataclass(frozen=True)
+class BilledUnit:
+    """What one billed generation of an endpoint is (``noun``) and the outputs
+    (``outputs`` of ``output_noun``) each makes: imgM bills a prompt of 4 images."""
+
+    noun: str
+    outputs: int = 1
+    output_noun: str = ""
+
+    def amount(self, count: int, word: str = "") -> str:
+        """``1 billed prompt (4 images)``, ``4 billed images`` (``word="billed "``)."""
+        text = f"{count} {word}{_plural(self.noun, count)}"
+        if self.outputs > 1:
+            made = count * self.outputs
+            text += f" ({made} {_plural(self.output_noun, made)})"
+        return text
+
+
+def _plural(noun: str, count: int) -> str:
+    return noun if count == 1 else noun + "s"
+
+
+def billed_unit(spec: EndpointSpec) -> BilledUnit:
+    """The unit ``spec`` bills in: for imgM each generated prompt (spec: "each
+    generated prompt is billed separately"), which answers four images; else one
+    output of the endpoint's kind (an image, a video, an audio clip)."""
+    from ..catalog.imgm import IMAGES_PER_PROMPT
+
+    kind = _KIND_NOUNS.get(str(spec.kind), "generation")
+    if prompt_string_fields(spec):
+        return BilledUnit("prompt", IMAGES_PER_PROMPT, kind)
+    return BilledUnit(kind)
+
+
+def unit_of(endpoint: str) -> BilledUnit:
+    """:func:`billed_unit` of an endpoint id; ``generation`` for an id no longer in
+    the catalog (a stored grid re-opened after its endpoint went)."""
+    from ..catalog import endpoint as catalog_endpoint
+
+    try:
+        return billed_unit(catalog_endpoint(endpoint))
+    except EndpointNotFound:
+        return BilledUnit("generation")
+
+
+def billed_words(endpoint: str, count: int) -> str:
+    """``1 prompt (4 images)``, ``4 images``: ``count`` billed generations of
+    ``endpoint`` in its unit (what a grid cell shows beside its pictures)."""
+    return unit_of(endpoint).amount(count)
+
+
 #: the billed kinds a plan counts (what ``budget=`` caps), each with its key in a
 #: price table (``prices={endpoint: {"per_second": 0.08}}``); docs/decisions.md#batch-units
 UNITS: dict[str, str] = {
@@ -103,13 +163,13 @@ UNITS: dict[str, str] = {
 def billed_units(spec: EndpointSpec, payload: Mapping[str, Any]) -> dict[str, float | None]:
     """What one task bills, per kind of :data:`UNITS`, with the service's defaults for
     what the payload leaves out: every task is one ``tasks``; an image endpoint adds its
-    billed generations (:func:`billed_count`) as ``images``, or as ``prompts`` for imgM,
-    which bills each generated prompt; a video endpoint adds ``video_seconds`` (its
-    duration times its outputs), None when the payload cannot say it (automatic, no
-    duration field, no default); a speech endpoint adds ``speech_characters``."""
+    billed generations (:func:`billed_count`) in its unit (:func:`billed_unit`: ``images``,
+    or ``prompts`` for imgM); a video endpoint adds ``video_seconds`` (its duration times
+    its outputs), None when the payload cannot say it (automatic, no duration field, no
+    default); a speech endpoint adds ``speech_characters``."""
     units: dict[str, float | None] = {"tasks": 1}
     if spec.kind == "image":
-        units["prompts" if prompt_string_fields(spec) else "images"] = billed_count(spec, payload)
+        units[billed_unit(spec).noun + "s"] = billed_count(spec, payload)
     elif spec.kind == "video":
         units["video_seconds"] = _video_seconds(spec, payload)
     elif spec.kind == "speech":
@@ -159,13 +219,20 @@ def plain_value(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def cost_summary(head: str, tasks: int, billed: int, billing: Mapping[str, list[Any]]) -> str:
-    """``head: N tasks``, the billed generations when they differ, the billed fields' values."""
+def cost_summary(
+    head: str, endpoint: str, tasks: int, billed: int, billing: Mapping[str, list[Any]]
+) -> str:
+    """``head: N tasks``, the billed generations in ``endpoint``'s unit when they are
+    not one plain output a task, the billed fields' values."""
     text = f"{head}: {tasks} task{'s' if tasks != 1 else ''}"
+    unit = unit_of(endpoint)
+    if billed != tasks or unit.outputs > 1:
+        text += ", " + unit.amount(billed, "billed ")
     if billed != tasks:
         text += (
-            f", billed as {billed} generations (outputs per task, n sent or the service's "
-            "default, times imgM prompt permutations and --repeat)"
+            ": imgM bills each permutation of a prompt and each --repeat"
+            if unit.outputs > 1
+            else ": outputs per task, n sent or the service's default"
         )
     if billing:
         parts = [
@@ -218,7 +285,6 @@ _AXIS_NOUNS = {
     "group": "prompt variant",
     "combination": "combination",
 }
-_KIND_NOUNS = {"image": "image", "video": "video", "speech": "audio clip", "audio": "audio clip"}
 
 
 def axis_count(axis: Axis) -> str:
@@ -228,20 +294,18 @@ def axis_count(axis: Axis) -> str:
 
 
 def endpoints_summary(cells: Sequence[Counted]) -> str:
-    """``6 tasks, 10 billed images (genW2.5-t2i-preview 4 each by default → set n)``:
-    billed generations per kind, then each endpoint that bills more than one per
-    task or leaves a billing field to the service's default."""
+    """``6 tasks, 8 billed images, 2 billed prompts (8 images) (genW2.5-t2i-preview 4
+    each by default → set n)``: billed generations per unit, then each endpoint that
+    bills more than one per task or leaves a billing field to the service's default."""
     from ..catalog import endpoint as catalog_endpoint
 
-    by_kind: dict[str, int] = {}
+    by_unit: dict[BilledUnit, int] = {}
     by_endpoint: dict[str, list[Counted]] = {}
     for cell in cells:
-        by_kind[cell.kind] = by_kind.get(cell.kind, 0) + cell.billed
+        unit = unit_of(cell.endpoint)
+        by_unit[unit] = by_unit.get(unit, 0) + cell.billed
         by_endpoint.setdefault(cell.endpoint, []).append(cell)
-    billed = ", ".join(
-        f"{n} billed {_KIND_NOUNS.get(kind, kind + ' output')}{'s' if n != 1 else ''}"
-        for kind, n in by_kind.items()
-    )
+    billed = ", ".join(unit.amount(n, "billed ") for unit, n in by_unit.items())
     notes = []
     for name, group in by_endpoint.items():
         spec = catalog_endpoint(name)

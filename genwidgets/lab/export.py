@@ -1,7 +1,8 @@
 """A grid's exports: a PNG contact sheet and a self-contained HTML page.
 
 Both carry the grid's description as JSON (scrubbed as the ledger scrubs; the key is
-never part of a grid) and open offline: docs/decisions.md#grid-export.
+never part of a grid), open offline and name no absolute local path. The sheet draws
+its own stars and dashes (no font has to have them): docs/decisions.md#grid-export.
 """
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from .._config import redact
-from .._html import esc, json_script
+from .._config import home, redact, shown_path
+from .._html import SAFE_DATA_MIME, esc, json_script, safe_mime
 from .._palette import PALETTE
+from ..jobs.thumbnails import DEFAULT_SIDE
 from ..protocol.records import Output
 from .plan import short
 
@@ -23,17 +26,44 @@ if TYPE_CHECKING:
 
     from .run import GridCell, GridRun
 
-__all__ = ["AUDIO_EMBED_BYTES", "PNG_KEY", "TILE", "read_png_description", "save_html", "save_png"]
+__all__ = [
+    "AUDIO_EMBED_BYTES",
+    "PNG_KEY",
+    "TILE",
+    "VIDEO_EMBEDS",
+    "VideoEmbed",
+    "draw_text",
+    "local_paths_shown",
+    "read_export",
+    "read_png_description",
+    "save_html",
+    "save_png",
+]
 
 PNG_KEY = "genwidgets:grid"
-TILE = 192
-HEADER = 150  # room for row labels, left
+#: a sheet's tile: the grid's own thumbnail size, so a cell is never smaller there
+TILE = DEFAULT_SIDE
+HEADER = 170  # room for row labels, left
 LABEL_ROW = 28  # column label height
+FONT_SIZE = 14
 AUDIO_EMBED_BYTES = 2 * 1024 * 1024
 
 
+def local_paths_shown(text: str) -> str:
+    """``text`` with the genwidgets home and the user's home written as
+    :func:`~genwidgets._config.shown_path` writes them (``~/.genwidgets/...``,
+    ``~/...``): an export is shared, the machine's paths are not."""
+    for root in (str(home()), str(Path.home())):
+        if root.strip("/"):  # where a path starts (not inside a URL or another path)
+            start = re.compile(r"(?<![\w.~/:%+=,-])" + re.escape(root.rstrip("/")) + "/")
+            shown = shown_path(Path(root, "_"))[:-1]  # "~/.genwidgets/", "~/", ...
+            text = start.sub(shown.replace("\\", "\\\\"), text)  # a literal replacement
+    return text
+
+
 def _description_json(run: GridRun) -> str:
-    return redact(json.dumps(run.describe(), default=str, ensure_ascii=False))
+    described = json.dumps(run.describe(), default=str, ensure_ascii=False)
+    return local_paths_shown(redact(described))
 
 
 def _first_visual(cell: GridCell) -> Output | None:
@@ -81,6 +111,49 @@ def _star_points(cx: float, cy: float, r: float) -> list[tuple[float, float]]:
     return points
 
 
+#: characters the sheet draws as shapes: fonts lack them (Pillow's default font draws
+#: ★, – and × as empty boxes), and a sheet must read the same on every machine
+DRAWN = frozenset("★–—×")
+
+
+def draw_text(draw: Any, xy: tuple[float, float], text: str, font: Any, fill: str) -> None:
+    """``text`` (lines split at ``\n``) at ``xy``: runs of ordinary characters with
+    ``font``, each of :data:`DRAWN` as a shape of the text's size (a star in the
+    star colour, a dash, a cross in ``fill``)."""
+    ascent, descent = font.getmetrics()
+    x0, y = xy
+    for line in text.split("\n"):
+        x, run = float(x0), ""
+        for char in line + "\0":
+            if char not in DRAWN and char != "\0":
+                run += char
+                continue
+            if run:
+                draw.text((x, y), run, fill=fill, font=font)
+                x += font.getlength(run)
+                run = ""
+            if char != "\0":
+                x += _draw_shape(draw, char, x, y + ascent * 0.62, ascent, fill)
+        y += ascent + descent + 3
+
+
+def _draw_shape(draw: Any, char: str, x: float, mid: float, size: int, fill: str) -> float:
+    """One of :data:`DRAWN` from ``x`` on a line whose middle is ``mid``; its width."""
+    if char == "★":
+        r = size * 0.5
+        draw.polygon(_star_points(x + r + 1, mid, r), fill=PALETTE["star"])
+        return 2 * r + 2
+    if char == "×":
+        r = size * 0.28
+        cx = x + r + 2
+        for dx in (-r, r):
+            draw.line((cx - dx, mid - r, cx + dx, mid + r), fill=fill, width=2)
+        return 2 * r + 4
+    width = size * (0.9 if char == "—" else 0.6)  # an en or em dash
+    draw.rectangle((x + 1, mid - 1, x + 1 + width, mid), fill=fill)
+    return width + 2
+
+
 def _axis_values(run: GridRun, direction: str) -> list[Any]:
     axis = run.axis(direction)
     return list(axis.values) if axis is not None else [None]
@@ -97,8 +170,8 @@ def _legend(run: GridRun) -> list[str]:
     return lines
 
 
-MARGIN_W = 120  # the score column, right
-MARGIN_H = 22  # the score row, below
+MARGIN_W = 130  # the score column, right
+MARGIN_H = 24  # the score row, below
 
 
 def score_text(score: dict[str, Any] | None) -> str:
@@ -139,66 +212,50 @@ def save_png(run: GridRun, path: str | Path) -> Path:
     from PIL import Image, ImageDraw, ImageFont
     from PIL.PngImagePlugin import PngInfo
 
-    font = ImageFont.load_default(size=13)
+    font = ImageFont.load_default(size=FONT_SIZE)
     xs = _axis_values(run, "x")
     ys = _axis_values(run, "y")
     legend = _legend(run)
-    legend_h = 18 * len(legend) + 12
-    table_h = LABEL_ROW + len(ys) * (TILE + 24) + 8
+    legend_h = 20 * len(legend) + 12
+    row_h = TILE + 26  # a tile and its stars
+    table_h = LABEL_ROW + len(ys) * row_h + 8
     tables = _tables(run)
     z_axis = run.axis("z")
     scores = margins(run)
     table_h += MARGIN_H if "x" in scores else 0
     width = HEADER + len(xs) * (TILE + 8) + 8 + (MARGIN_W if "y" in scores else 0)
-    height = legend_h + len(tables) * (table_h + (22 if z_axis else 0))
+    height = legend_h + len(tables) * (table_h + (24 if z_axis else 0))
     sheet = Image.new("RGB", (width, height), PALETTE["paper"])
     draw = ImageDraw.Draw(sheet)
     for i, line in enumerate(legend):
-        draw.text(
-            (8, 6 + 18 * i), line, fill=PALETTE["ink"] if i == 0 else PALETTE["muted"], font=font
-        )
+        colour = PALETTE["ink"] if i == 0 else PALETTE["muted"]
+        draw_text(draw, (8, 6 + 20 * i), line, font, colour)
     top = legend_h
     for z_value, rows in tables:
         if z_axis is not None:
-            draw.text(
-                (8, top + 2),
-                f"{z_axis.label} = {short(z_value, 60)}",
-                fill=PALETTE["ink"],
-                font=font,
-            )
-            top += 22
+            label = f"{z_axis.label} = {short(z_value, 60)}"
+            draw_text(draw, (8, top + 2), label, font, PALETTE["ink"])
+            top += 24
         for c, x_value in enumerate(xs):
-            text = short(x_value, 26) if run.axis("x") else ""
-            draw.text((HEADER + c * (TILE + 8), top + 6), text, fill=PALETTE["ink"], font=font)
+            text = short(x_value, 34) if run.axis("x") else ""
+            draw_text(draw, (HEADER + c * (TILE + 8), top + 6), text, font, PALETTE["ink"])
         for r, (y_value, row) in enumerate(zip(ys, rows, strict=True)):
-            y0 = top + LABEL_ROW + r * (TILE + 24)
+            y0 = top + LABEL_ROW + r * row_h
             if run.axis("y"):
-                draw.multiline_text(
-                    (8, y0 + TILE // 2 - 8),
-                    _wrap(short(y_value, 60), 18),
-                    fill=PALETTE["ink"],
-                    font=font,
-                )
+                label = _wrap(short(y_value, 80), 20)
+                draw_text(draw, (8, y0 + TILE // 2 - 10), label, font, PALETTE["ink"])
             for c, cell in enumerate(row):
-                x0 = HEADER + c * (TILE + 8)
                 if cell is not None:
-                    _draw_tile(sheet, draw, font, cell, x0, y0)
+                    _draw_tile(sheet, draw, font, cell, HEADER + c * (TILE + 8), y0)
             if "y" in scores:
-                draw.multiline_text(
-                    (HEADER + len(xs) * (TILE + 8) + 4, y0 + TILE // 2 - 8),
-                    score_text(scores["y"][r]).replace(" · ", "\n", 1),
-                    fill=PALETTE["ink"],
-                    font=font,
-                )
+                where = (HEADER + len(xs) * (TILE + 8) + 4, y0 + TILE // 2 - 10)
+                text = score_text(scores["y"][r]).replace(" · ", "\n", 1)
+                draw_text(draw, where, text, font, PALETTE["ink"])
         if "x" in scores:
-            y0 = top + LABEL_ROW + len(ys) * (TILE + 24)
+            y0 = top + LABEL_ROW + len(ys) * row_h
             for c, score in enumerate(scores["x"]):
-                draw.text(
-                    (HEADER + c * (TILE + 8), y0 + 2),
-                    score_text(score),
-                    fill=PALETTE["ink"],
-                    font=font,
-                )
+                where = (HEADER + c * (TILE + 8), y0 + 2)
+                draw_text(draw, where, score_text(score), font, PALETTE["ink"])
         top += table_h
     info = PngInfo()
     info.add_itxt(PNG_KEY, _description_json(run), zip=True)
@@ -230,34 +287,62 @@ def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: in
     else:
         if failed:
             message = cell.error or (str(result.error) if result is not None else "failed")
-            text, colour = _wrap("failed: " + short(message, 90), 26), PALETTE["failed_ink"]
+            text, colour = _wrap("failed: " + short(message, 120), 32), PALETTE["failed_ink"]
         else:
             text = output.kind if output is not None else status_of(cell)
             colour = PALETTE["muted"]
-        draw.multiline_text((x0 + 8, y0 + 8), text, fill=colour, font=font)
+        draw_text(draw, (x0 + 8, y0 + 8), text, font, colour)
     if len(cell.outputs) > 1:
         badge = str(len(cell.outputs))
         draw.rounded_rectangle(
-            (x0 + TILE - 26, y0 + 4, x0 + TILE - 4, y0 + 20), 7, fill=PALETTE["ink"]
+            (x0 + TILE - 28, y0 + 4, x0 + TILE - 4, y0 + 22), 8, fill=PALETTE["ink"]
         )
-        draw.text((x0 + TILE - 19, y0 + 5), badge, fill=PALETTE["paper"], font=font)
+        draw_text(draw, (x0 + TILE - 20, y0 + 5), badge, font, PALETTE["paper"])
     for s in range(5):
         colour = PALETTE["star" if s < cell.rating else "star_off"]
-        draw.polygon(_star_points(x0 + 9 + s * 18, y0 + TILE + 11, 8), fill=colour)
+        draw.polygon(_star_points(x0 + 10 + s * 20, y0 + TILE + 12, 9), fill=colour)
     if cell.note:
-        draw.text((x0 + 100, y0 + TILE + 4), short(cell.note, 14), fill=PALETTE["muted"], font=font)
+        where = (x0 + 108, y0 + TILE + 4)
+        draw_text(draw, where, short(cell.note, 18), font, PALETTE["muted"])
 
 
-def read_png_description(path: str | Path) -> dict[str, Any]:
-    """The grid description a contact sheet carries (for checks and recall)."""
+PAGE_SCRIPT_ID = "genwidgets-grid"
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def read_export(path: str | Path) -> dict[str, Any]:
+    """What ran, as a grid's export says it: the description a contact sheet
+    (``grid.save_png``) or a page (``grid.save_html``) carries, as a dict:
+    ``endpoint``, ``axes``, ``base_payload``, ``cells`` (each one's payload, request
+    id, stars and note) and ``scores``. A file that carries none is a ValueError."""
+    source = Path(path)
+    with source.open("rb") as file:
+        png = file.read(len(_PNG_MAGIC)) == _PNG_MAGIC
+    text = _png_text(source) if png else _page_text(source)
+    if text is None:
+        raise ValueError(f"{shown_path(source)} carries no genwidgets grid description")
+    return dict(json.loads(text))
+
+
+#: the name notebooks used before :func:`read_export` was public (``gw.read_export``)
+read_png_description = read_export
+
+
+def _png_text(source: Path) -> str | None:
     from PIL import Image
 
-    with Image.open(path) as image:
+    with Image.open(source) as image:
         image.load()
-        text = image.text.get(PNG_KEY)
-    if text is None:
-        raise ValueError(f"{path} carries no {PNG_KEY} description")
-    return dict(json.loads(text))
+        found = image.text.get(PNG_KEY)
+    return found if isinstance(found, str) else None
+
+
+def _page_text(source: Path) -> str | None:
+    page = source.read_text(encoding="utf-8", errors="replace")
+    head = f'<script type="application/json" id="{PAGE_SCRIPT_ID}">'
+    start = page.rfind(head)
+    end = page.find("</script>", start)
+    return page[start + len(head) : end] if start >= 0 and end >= 0 else None
 
 
 # --- the page ---------------------------------------------------------------------------
@@ -273,6 +358,7 @@ _PAGE_RULES: dict[str, str] = {
     "th": "font-weight:600;padding:4px 8px;text-align:left;vertical-align:middle;max-width:220px",
     "td": f"border:1px solid {PALETTE['border']};padding:4px;vertical-align:top;width:220px",
     "td img": "max-width:210px;max-height:210px;display:block",
+    "td video": "max-width:210px;max-height:210px;display:block",
     ".failed": f"background:{PALETTE['failed_bg']};color:{PALETTE['failed_ink']}",
     ".muted": f"color:{PALETTE['muted']};font-size:0.85em",
     ".stars": "display:flex;gap:1px;margin-top:4px",
@@ -283,58 +369,116 @@ _PAGE_RULES: dict[str, str] = {
 _PAGE_STYLE = "\n" + "".join(f"{rule}{{{body}}}\n" for rule, body in _PAGE_RULES.items())
 
 
-def _data_url(mime: str, data: bytes) -> str:
+#: What a page holds of each video: its poster frame, a short small preview that
+#: plays offline (the default), or the whole file.
+VideoEmbed = Literal["poster", "preview", "full"]
+VIDEO_EMBEDS: tuple[str, ...] = get_args(VideoEmbed)
+
+
+def _data_url(content_type: str, data: bytes) -> str | None:
+    """``data`` as a ``data:`` URL when its type is one a page may embed (the one
+    list, :data:`~genwidgets._html.SAFE_DATA_MIME`: no SVG, no HTML); else ``None``."""
+    mime = safe_mime(content_type)
+    if mime is None or mime not in SAFE_DATA_MIME:
+        return None
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def _media_html(cell: GridCell, media_dir: Path) -> str:
-    parts: list[str] = []
-    for output in cell.outputs:
-        mime = output.content_type.split(";")[0].strip().lower()
-        try:
-            data = output.read()
-        except Exception as exc:  # an expired URL: say so, link nothing
-            parts.append(
-                f'<div class="muted">{esc(output.kind)} unavailable '
-                f"({esc(type(exc).__name__)})</div>"
-            )
-            continue
-        if output.kind == "image":
-            parts.append(f'<img alt="" src="{esc(_data_url(mime, data))}">')
-        elif output.kind == "audio" and len(data) <= AUDIO_EMBED_BYTES:
-            parts.append(
-                f'<audio controls preload="none" src="{esc(_data_url(mime, data))}"></audio>'
-            )
-        elif output.kind in ("video", "audio"):
-            local = output.path
-            if local is None or not Path(local).exists():
-                suffix = "." + (mime.split("/")[-1] or "bin")
-                local = output.save(media_dir / f"cell{cell.index}-{output.index}{suffix}")
-            poster = _poster(output) if output.kind == "video" else None
-            if poster is not None:
-                poster.thumbnail((TILE, TILE))
-                buffer = io.BytesIO()
-                poster.save(buffer, format="PNG")
-                parts.append(
-                    '<img alt="poster frame" '
-                    f'src="{esc(_data_url("image/png", buffer.getvalue()))}">'
-                )
-            parts.append(f'<div class="muted">{esc(output.kind)}: <code>{esc(local)}</code></div>')
-        else:
-            parts.append(
-                f'<pre class="muted">{esc(short(data.decode("utf-8", "replace"), 400))}</pre>'
-            )
-    return "".join(parts)
+def _local_copy(output: Output, cell: GridCell, media_dir: Path) -> Path:
+    """The output's file: the ledger's download, else a copy written beside the page."""
+    if output.path is not None and output.path.exists():
+        return output.path
+    return output.save(media_dir / f"cell{cell.index}-{output.index}")  # its type's extension
 
 
-def _cell_html(cell: GridCell | None, media_dir: Path) -> str:
+def _where(local: Path, media_dir: Path, *, link: bool = True) -> str:
+    """Where the full file is, as the page says it: a copy beside the page by its
+    relative path (a link, so it opens offline, unless ``link`` is False: a file of
+    an unsafe type is never one click from being opened as a document), else the
+    ledger's copy as a shown path."""
+    if local.parent != media_dir:
+        return f"<code>{esc(shown_path(local))}</code>"
+    relative = f"{media_dir.name}/{local.name}"
+    return (
+        f'<a href="{esc(relative)}">{esc(relative)}</a>'
+        if link
+        else f"<code>{esc(relative)}</code>"
+    )
+
+
+def _poster_url(local: Path) -> str | None:
+    from ..jobs.thumbnails import data_url, thumbnail
+
+    made = thumbnail(local, TILE)
+    return data_url(made) if made is not None else None
+
+
+def _video_html(output: Output, data: bytes, local: Path, media_dir: Path, video: str) -> str:
+    """A video as the page shows it (see :data:`VideoEmbed`), then where the file is."""
+    from ..jobs.previews import preview_bytes
+
+    poster = _poster_url(local)
+    source, said = None, "video"
+    if video == "full":
+        source, said = _data_url(output.content_type, data), "video"
+    elif video == "preview":
+        made = preview_bytes(local)
+        source = _data_url("video/mp4", made) if made is not None else None
+        said = "preview (first seconds, small, silent); full video"
+    if source is not None:
+        shown = (
+            '<video controls muted loop playsinline preload="metadata"'
+            + (f' poster="{esc(poster)}"' if poster else "")
+            + f' src="{esc(source)}"></video>'
+        )
+    elif poster is not None:
+        shown = f'<img alt="poster frame" src="{esc(poster)}">'
+        said = "video" if video == "poster" else "video (not embedded)"
+    else:
+        shown, said = "", "video (not embedded)"
+    return f'{shown}<div class="muted">{said}: {_where(local, media_dir)}</div>'
+
+
+def _unembedded(output: Output, local: Path, media_dir: Path, why: str, *, safe: bool) -> str:
+    return (
+        f'<div class="muted">{esc(output.kind)} {esc(safe_mime(output.content_type) or "")} '
+        f"not embedded ({esc(why)}): {_where(local, media_dir, link=safe)}</div>"
+    )
+
+
+def _output_html(output: Output, cell: GridCell, media_dir: Path, video: str) -> str:
+    try:
+        data = output.read()
+    except Exception as exc:  # an expired URL: say so, link nothing
+        return (
+            f'<div class="muted">{esc(output.kind)} unavailable ({esc(type(exc).__name__)})</div>'
+        )
+    if output.kind not in ("image", "video", "audio"):
+        return f'<pre class="muted">{esc(short(data.decode("utf-8", "replace"), 400))}</pre>'
+    url = _data_url(output.content_type, data)
+    if output.kind == "image" and url is not None:
+        return f'<img alt="" src="{esc(url)}">'
+    small = len(data) <= AUDIO_EMBED_BYTES or video == "full"
+    if output.kind == "audio" and url is not None and small:
+        return f'<audio controls preload="none" src="{esc(url)}"></audio>'
+    local = _local_copy(output, cell, media_dir)
+    if output.kind == "video" and url is not None:
+        return _video_html(output, data, local, media_dir, video)
+    if url is None:  # SVG, a malformed type: never inlined, never linked
+        why = "not a media type a page embeds"
+        return _unembedded(output, local, media_dir, why, safe=False)
+    why = f"over {AUDIO_EMBED_BYTES // 2**20} MB"
+    return _unembedded(output, local, media_dir, why, safe=True)
+
+
+def _cell_html(cell: GridCell | None, media_dir: Path, video: str) -> str:
     from .run import status_of
 
     if cell is None:
         return "<td></td>"
     result = cell.job.last_result if cell.job is not None else None
     failed = cell.error is not None or (result is not None and not result.ok)
-    body = _media_html(cell, media_dir)
+    body = "".join(_output_html(o, cell, media_dir, video) for o in cell.outputs)
     if failed:
         body += f"<div>failed: {esc(cell.error or (result.error if result else ''))}</div>"
     elif not body:
@@ -350,8 +494,15 @@ def _cell_html(cell: GridCell | None, media_dir: Path) -> str:
     )
 
 
-def save_html(run: GridRun, path: str | Path) -> Path:
-    """Write one page that opens offline (see the module docstring); returns the path."""
+def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") -> Path:
+    """Write one page that opens offline (see the module docstring); returns the path.
+
+    Images and audio are embedded; each video as ``video``: ``"preview"`` (a short,
+    small, silent clip that plays, at most 300 KB), ``"poster"`` (its first frame) or
+    ``"full"`` (the whole file: a heavy page). SVG and other types a page must not
+    inline are named, never embedded."""
+    if video not in VIDEO_EMBEDS:
+        raise ValueError(f"video must be one of {', '.join(VIDEO_EMBEDS)}, not {video!r}")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     media_dir = target.with_name(target.stem + "_media")
@@ -373,7 +524,7 @@ def save_html(run: GridRun, path: str | Path) -> Path:
         columns = "".join(f"<th>{esc(short(v, 60)) if run.axis('x') else ''}</th>" for v in xs)
         body = "".join(
             f"<tr><th>{esc(short(y, 80)) if run.axis('y') else ''}</th>"
-            + "".join(_cell_html(cell, media_dir) for cell in row)
+            + "".join(_cell_html(cell, media_dir, video) for cell in row)
             + (f'<td class="score">{esc(score_text(scores["y"][r]))}</td>' if score_head else "")
             + "</tr>"
             for r, (y, row) in enumerate(zip(ys, rows, strict=True))
@@ -387,8 +538,8 @@ def save_html(run: GridRun, path: str | Path) -> Path:
         f"<title>{esc(run.endpoint)} grid {esc(run.id)}</title>"
         f"<style>{_PAGE_STYLE}</style></head><body>"
         f'<header class="legend">{legend}</header>{"".join(sections)}'
-        f'<script type="application/json" id="genwidgets-grid">{description}</script>'
+        f'<script type="application/json" id="{PAGE_SCRIPT_ID}">{description}</script>'
         "</body></html>"
     )
-    target.write_text(page, encoding="utf-8")
+    target.write_text(local_paths_shown(page), encoding="utf-8")
     return target

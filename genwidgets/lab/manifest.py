@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .._config import redact
-from ..protocol.records import create_beside
+from .._files import create_beside
 
 __all__ = ["COLUMNS", "CSV_EVERY", "CSV_NAME", "JSONL_NAME", "Manifest", "read_manifest"]
 

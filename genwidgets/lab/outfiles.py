@@ -16,9 +16,9 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._files import create_beside
 from .._formats import extension_for
 from ..errors import PayloadError
-from ..protocol.records import create_beside
 from .naming import file_name
 from .provenance import provenance, read_provenance, write_sidecar, write_with_provenance
 

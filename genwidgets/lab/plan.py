@@ -119,13 +119,15 @@ def expand_cells(
     axes: Sequence[tuple[str, Axis]],
     prepare: Prepare | None = None,
     per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
+    filled: Iterable[str] = (),
 ) -> list[PlannedCell]:
     """The product of ``axes`` (outermost first) over ``base_payload``, each cell
     mapped to its endpoint (an endpoint axis: :func:`~.mapping.map_payload`),
     validated once and counted; every problem of every cell raises one PayloadError
     whose messages start with the cell's axis values. ``prepare`` (a client's
     ``prepare``) validates and keeps what it returns for sending; without it the
-    catalog validates."""
+    catalog validates. ``filled``: fields the grid itself put in the payload (a
+    drawn seed), never noted as dropped: the user did not set them."""
     from ..catalog import validate
     from .mapping import map_payload
 
@@ -134,6 +136,7 @@ def expand_cells(
     cells: list[PlannedCell] = []
     ranges = [range(len(axis)) for _, axis in axes]
     mapped_axes = any(axis.kind == "endpoint" for _, axis in axes)
+    not_noted = set(filled)
     for index, combo in enumerate(itertools.product(*ranges)):
         payload = copy.deepcopy(dict(base_payload))
         values: dict[str, Any] = {}
@@ -148,7 +151,8 @@ def expand_cells(
         dropped: tuple[str, ...] = ()
         if mapped_axes:
             mapped = map_payload(spec, target_spec, payload, (per_endpoint or {}).get(target))
-            payload, dropped = mapped.payload, mapped.dropped
+            payload = mapped.payload
+            dropped = tuple(name for name in mapped.dropped if name not in not_noted)
             if mapped.missing:
                 errors += [
                     {
@@ -292,7 +296,11 @@ class GridPlan:
             text = f"{dims}: " + endpoints_summary(self.cells)
         else:
             text = cost_summary(
-                f"{self.endpoint}, {dims or '1 cell'}", self.tasks, self.billed_total, self.billing
+                f"{self.endpoint}, {dims or '1 cell'}",
+                self.endpoint,
+                self.tasks,
+                self.billed_total,
+                self.billing,
             )
         if self.seed is not None:
             text += f"; seed locked at {self.seed}"
@@ -426,7 +434,8 @@ def plan_grid(
     else:
         locked, where = _lock_seed(spec, base, (a for _, a in present), seed)
     order = [(n, a) for n in ("z", "y", "x") for m, a in present if m == n]
-    cells = expand_cells(endpoint, spec, base, order, prepare, extra)
+    drawn = (SEED_FIELD,) if locked is not None and seed is None else ()
+    cells = expand_cells(endpoint, spec, base, order, prepare, extra, filled=drawn)
     return GridPlan(
         endpoint=endpoint,
         base_payload=base,

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .._config import redact
+from .._files import create_beside
 from ..jobs.ledger import scrub_payload
-from ..protocol.records import create_beside
 
 __all__ = ["KEY", "provenance", "read_provenance", "sidecar_of", "write_with_provenance"]
 

@@ -7,6 +7,7 @@ stored grid without sending anything: docs/decisions.md#grid-run.
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 import time
@@ -15,10 +16,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._client import default_client  # the one "which client, when none is given"
+from .._config import shown_path
 from ..errors import LedgerError, LedgerWarning
 from ..jobs.batch import valid_concurrency
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
+from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
 from .store import GridRecord, GridStore, store_for
 
@@ -72,6 +75,11 @@ class GridCell:
     def billed(self) -> int:
         """Generations this cell bills."""
         return self.planned.billed
+
+    @property
+    def billed_words(self) -> str:
+        """What the cell bills in its endpoint's unit: ``1 prompt (4 images)``, ``4 images``."""
+        return billed_words(self.endpoint, self.billed)
 
     @property
     def dropped(self) -> tuple[str, ...]:
@@ -371,11 +379,13 @@ class GridRun:
                 continue
 
     def describe(self) -> dict[str, Any]:
-        """What ran: the plan's description plus each cell's payload, request id,
-        error and rating (exports; never the key)."""
+        """What ran: the plan's description plus each cell's payload (a local file as
+        its shown path), request id, error and rating (exports; never the key)."""
         from ..jobs.ledger import scrub_payload
 
         data = {"id": self.id, **self.plan.describe()}
+        data["base_payload"] = scrub_payload(_paths_shown(self.plan.base_payload))
+        data["per_endpoint"] = scrub_payload(_paths_shown(self.plan.per_endpoint))
         data["cells"] = [
             {
                 "index": c.index,
@@ -386,7 +396,7 @@ class GridRun:
                 "x": c.x,
                 "y": c.y,
                 "z": c.z,
-                "payload": scrub_payload(c.payload),
+                "payload": scrub_payload(_paths_shown(c.payload)),
                 "request_id": c.request_id,
                 "error": c.error,
                 "stars": c.rating,
@@ -432,6 +442,18 @@ class GridRun:
 def list_grids(client: ClientLike) -> list[GridRecord]:
     """The grids stored for this client's gateway, newest first."""
     return store_for(client).grids(client.gateway_name)
+
+
+def _paths_shown(value: Any) -> Any:
+    """``value`` with each local path in it (a ``pathlib.Path`` payload value) as
+    :func:`~genwidgets._config.shown_path` writes it: exports name no absolute path."""
+    if isinstance(value, os.PathLike):
+        return shown_path(value)
+    if isinstance(value, dict):
+        return {k: _paths_shown(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_paths_shown(v) for v in value]
+    return value
 
 
 def status_of(cell: GridCell) -> str:

@@ -26,6 +26,7 @@ from .._config import redact
 from ..errors import EndpointNotFound, LedgerError, PayloadError
 from ..jobs.ledger import Ledger, scrub_payload
 from .axes import Axis
+from .cost import billed_count
 from .plan import AXES, GridPlan, PlannedCell
 
 if TYPE_CHECKING:
@@ -388,17 +389,20 @@ def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str,
         position = dict(zip((n for n, _ in order), combo, strict=True))
         values = {n: a.values[i] for (n, a), i in zip(order, combo, strict=True)}
         target = next((str(values[n]) for n, a in order if a.kind == "endpoint"), grid_endpoint)
+        kind, billed = "", 1
         try:
-            kind = str(catalog_endpoint(target).kind)
+            spec = catalog_endpoint(target)
+            kind = str(spec.kind)
+            billed = billed_count(spec, payload)  # what it billed when sent (4 images, ...)
         except (PayloadError, EndpointNotFound):  # an endpoint since removed from the catalog
-            kind = ""
+            pass
         cells.append(
             PlannedCell(
                 index=index,
                 position=(position.get("z", 0), position.get("y", 0), position.get("x", 0)),
                 values=values,
                 payload=dict(payload),
-                billed=1,
+                billed=billed,
                 endpoint=target,
                 kind=kind,
             )

@@ -57,7 +57,9 @@ class SweepPlan:
 
     def summary(self) -> str:
         """One plain-text line: tasks, billed generations, billing-field values."""
-        return cost_summary(self.endpoint, self.tasks, self.billed_total, self.billing)
+        return cost_summary(
+            self.endpoint, self.endpoint, self.tasks, self.billed_total, self.billing
+        )
 
     def as_grid(self) -> GridPlan:
         """The combinations along one ``x`` axis (labelled ``seed=1 · prompt=kite``),

@@ -7,30 +7,44 @@ may need the key; outputs elsewhere (signed storage URLs) never get it.
 
 Redirects are followed by hand, at most :data:`MAX_REDIRECTS` hops, so every
 hop decides its own headers: a hop to a foreign origin loses every credential
-header and ``auth``. Cookies follow the same rule: a cookie the gateway set goes
-back to the gateway's origin only (a cookie jar matches hosts, not ports, so
-another server on the same host would get it otherwise). The blocking variant
+header and ``auth``. Cookies follow the same rule: the jar keeps cookies set by the
+gateway's origin only, and sends them back there only (a cookie jar matches hosts,
+not ports, so another server on the same host would get them otherwise; a cookie
+set by another origin met on a redirect is never kept). The blocking variant
 is used where no gateway client is at hand (an ``Output`` made by hand, a plain
-``download_outputs``); it never sends credentials nor cookies at all.
+``download_outputs``); it never sends credentials nor cookies at all. Every body is
+read within its caps and deadline (:mod:`.body`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+import asyncio
+import threading
+import urllib.request
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
 
+from .body import ACCEPT_ENCODING, Deadline, read_capped, within
+
 __all__ = [
     "CREDENTIAL_HEADERS",
+    "MAX_READ_BYTES",
     "MAX_REDIRECTS",
     "ORIGIN_BOUND_HEADERS",
+    "fetch_async",
     "fetch_url",
-    "open_url",
+    "http_client",
     "open_url_async",
+    "run_apart",
     "same_origin",
 ]
+
+T = TypeVar("T")
 
 #: request headers that may carry a credential; sent only to the gateway's origin
 CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
@@ -38,6 +52,8 @@ CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-
 ORIGIN_BOUND_HEADERS = (*CREDENTIAL_HEADERS, "cookie")
 MAX_REDIRECTS = 10
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+#: The most an output read into memory may weigh (``Output.read``): the downloads' cap.
+MAX_READ_BYTES = 2 * 2**30
 
 
 def _origin(url: str | httpx.URL) -> tuple[str, str, int | None]:
@@ -50,6 +66,53 @@ def _origin(url: str | httpx.URL) -> tuple[str, str, int | None]:
 def same_origin(url: str | httpx.URL, base_url: str | None) -> bool:
     """Whether ``url`` has the scheme, host and port of ``base_url``."""
     return base_url is not None and _origin(url) == _origin(base_url)
+
+
+def seconds(timeout: float | httpx.Timeout) -> float:
+    """A timeout as one number of seconds (an ``httpx.Timeout``'s read timeout)."""
+    if isinstance(timeout, httpx.Timeout):
+        return timeout.read if timeout.read is not None else 60.0
+    return float(timeout)
+
+
+class _OriginCookies(DefaultCookiePolicy):
+    """Cookies kept only from answers of one origin and sent only to it (none at all
+    without an origin): docs/decisions.md#fetch-cookies."""
+
+    def __init__(self, origin: str | None) -> None:
+        super().__init__()
+        self._origin = origin
+
+    def set_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
+        return same_origin(request.get_full_url(), self._origin) and super().set_ok(cookie, request)
+
+    def return_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
+        return same_origin(request.get_full_url(), self._origin) and super().return_ok(
+            cookie, request
+        )
+
+
+def http_client(
+    *,
+    headers: httpx.Headers | None = None,
+    timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+    transport: httpx.AsyncBaseTransport | None = None,
+    trusted_origin: str | None = None,
+) -> httpx.AsyncClient:
+    """The one way an ``httpx.AsyncClient`` is made here: redirects by hand, only the
+    encodings :mod:`.body` inflates, cookies of ``trusted_origin`` only."""
+    read = seconds(timeout)
+    merged = httpx.Headers({"Accept-Encoding": ACCEPT_ENCODING})
+    merged.update(headers or {})
+    return httpx.AsyncClient(
+        headers=merged,
+        timeout=timeout
+        if isinstance(timeout, httpx.Timeout)
+        else httpx.Timeout(read, connect=min(10.0, read)),
+        transport=transport,
+        follow_redirects=False,
+        cookies=CookieJar(policy=_OriginCookies(trusted_origin)),
+    )
 
 
 def _next_url(response: httpx.Response) -> httpx.URL | None:
@@ -96,31 +159,57 @@ async def open_url_async(
     raise _too_many(url)
 
 
-@contextmanager
-def open_url(
-    url: str, *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT
-) -> Iterator[httpx.Response]:
-    """Stream ``GET url`` with a fresh client that sends no credential and no cookie
-    (redirects followed by hand, so a cookie set by one hop never reaches the next)."""
-    target: httpx.URL = httpx.URL(url)
-    with httpx.Client(timeout=timeout, follow_redirects=False) as http:
-        for _hop in range(MAX_REDIRECTS + 1):
-            http.cookies.clear()
-            response = http.send(http.build_request("GET", target), stream=True)
-            following = _next_url(response)
-            if following is None:
-                try:
-                    yield response
-                finally:
-                    response.close()
-                return
-            response.close()
-            target = following
-    raise _too_many(url)
-
-
-def fetch_url(url: str, *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT) -> bytes:
-    """The bytes at ``url`` (no credentials sent; an HTTP error raises)."""
-    with open_url(url, timeout=timeout) as response:
+async def fetch_async(
+    http: httpx.AsyncClient,
+    url: str,
+    *,
+    trusted_origin: str | None = None,
+    grace: float,
+    max_bytes: int = MAX_READ_BYTES,
+) -> bytes:
+    """The bytes at ``url`` (an HTTP error raises), by :func:`open_url_async`'s rule,
+    read within ``max_bytes`` and a deadline of ``grace`` seconds plus the transfer."""
+    async with (
+        within(Deadline(grace)) as watch,
+        open_url_async(http, url, trusted_origin=trusted_origin) as response,
+    ):
         response.raise_for_status()
-        return response.read()
+        return await read_capped(response, max_bytes, watch)
+
+
+def run_apart(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on a fresh event loop in a thread of its own and block for its
+    outcome: how a blocking caller fetches (whatever loop its own thread runs, and on
+    the engine thread too). ``coro`` must carry its own deadline."""
+    outcome: list[tuple[bool, Any]] = []
+
+    def main() -> None:
+        try:
+            outcome.append((True, asyncio.run(coro)))
+        except BaseException as exc:  # handed to the caller below
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=main, name="genwidgets-fetch", daemon=True)
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    result: T = value
+    return result
+
+
+def fetch_url(
+    url: str,
+    *,
+    timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+    max_bytes: int = MAX_READ_BYTES,
+) -> bytes:
+    """The bytes at ``url`` (no credential nor cookie sent; an HTTP error raises),
+    within ``max_bytes`` and a deadline of ``timeout`` seconds plus the transfer."""
+
+    async def fetch() -> bytes:
+        async with http_client(timeout=timeout) as http:
+            return await fetch_async(http, url, grace=seconds(timeout), max_bytes=max_bytes)
+
+    return run_apart(fetch())

@@ -2,8 +2,9 @@
 
 Create is retried only when it certainly created nothing; status, result and cancel
 back off on 5xx, 429 and transport errors; a rate limit closes one gate for the whole
-client; the key stays at the gateway's origin. The rules: docs/decisions.md#retries and
-docs/decisions.md#gateways-and-their-dialects.
+client; the key stays at the gateway's origin; every answer is read within its caps and
+its deadline (:mod:`.body`). The rules: docs/decisions.md#retries,
+docs/decisions.md#gateways-and-their-dialects and docs/decisions.md#reading-answers.
 """
 
 from __future__ import annotations
@@ -37,9 +38,26 @@ from ..errors import (
     Unreachable,
     WebhookNotSupported,
 )
-from .fetch import MAX_REDIRECTS, open_url_async, same_origin
+from .body import MAX_ANSWER_BYTES, Answer, Deadline, read_answer, within
+from .fetch import (
+    MAX_READ_BYTES,
+    MAX_REDIRECTS,
+    fetch_async,
+    http_client,
+    open_url_async,
+    same_origin,
+)
 from .prepared import encode_body
-from .records import ERROR_TEXT_KEYS, ERROR_TYPE_KEYS, Handle, Result, Status, queue_url, readable
+from .records import (
+    ERROR_TEXT_KEYS,
+    ERROR_TYPE_KEYS,
+    Handle,
+    Result,
+    Status,
+    is_terminal,
+    queue_url,
+    readable,
+)
 
 log = logging.getLogger("genwidgets")
 
@@ -47,8 +65,8 @@ log = logging.getLogger("genwidgets")
 NOT_FOUND_GRACE_S = 3.0
 #: The longest Retry-After we wait out silently.
 MAX_RATE_WAIT_S = 120.0
-#: Bodies larger than this are not parsed (a misbehaving proxy, a wrong URL).
-MAX_BODY_BYTES = 8 * 2**20
+#: Bodies larger than this are not read (a misbehaving proxy, a wrong URL).
+MAX_BODY_BYTES = MAX_ANSWER_BYTES
 
 
 def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
@@ -114,37 +132,30 @@ class RateGate:
             await asyncio.sleep(remaining)
 
 
-def _body(response: httpx.Response) -> Any:
-    if len(response.content) > MAX_BODY_BYTES:
-        return None
-    try:
-        return response.json()
-    except (ValueError, UnicodeDecodeError):
-        return None
-
-
-def _json_object(response: httpx.Response, answer: str, handle: Handle) -> Mapping[str, Any]:
+def _json_object(answer: Answer, name: str, handle: Handle) -> Mapping[str, Any]:
     """The body of a follow-up answer, which must be a JSON object: a :class:`ServerError`
-    naming the ``answer`` ("status", "result") otherwise."""
-    body = _body(response)
+    naming the answer (``name``: "status", "result") otherwise."""
+    body = answer.json()
     if not isinstance(body, Mapping):
         raise ServerError(
-            f"the {answer} answer is not a JSON object (HTTP {response.status_code})",
+            f"the {name} answer is not a JSON object (HTTP {answer.status_code}, "
+            f"{answer.describe()})",
             endpoint=handle.endpoint,
             request_id=handle.request_id,
-            status_code=response.status_code,
+            status_code=answer.status_code,
         )
     return body
 
 
 def error_from_response(
-    response: httpx.Response,
+    response: httpx.Response | Answer,
     *,
     endpoint: str | None = None,
     request_id: str | None = None,
 ) -> GatewayError:
     """Map an error answer to its class: body first, HTTP status second."""
-    body = _body(response)
+    answer = response if isinstance(response, Answer) else Answer.of(response)
+    body = answer.json()
     code = message = detail = None
     if isinstance(body, Mapping):
         err = body.get("error")
@@ -159,32 +170,27 @@ def error_from_response(
         raw_detail = body.get("detail")
         if raw_detail is not None:
             detail = readable(raw_detail, ERROR_TEXT_KEYS)
-        request_id = request_id or (str(body["request_id"]) if body.get("request_id") else None)
-    status = response.status_code
+        found = body.get("request_id")
+        request_id = request_id or (str(found) if found and isinstance(found, str | int) else None)
+    status = answer.status_code
     text = detail or message
     if text is None:
-        snippet = response.text[:200].strip() if len(response.content) < MAX_BODY_BYTES else ""
-        looks_html = snippet.lower().startswith(("<!doctype", "<html"))
         text = (
-            f"unreadable answer ({'an HTML page' if looks_html else 'not JSON'}"
-            f", {len(response.content)} bytes)"
-            if snippet or status >= 500
-            else response.reason_phrase or "error"
+            f"unreadable answer ({answer.describe()})"
+            if answer.content.strip() or answer.refused or status >= 500
+            else answer.reason_phrase or "error"
         )
     text = redact(text)
     kw: dict[str, Any] = dict(
         status_code=status, code=code, detail=detail, request_id=request_id, endpoint=endpoint
     )
     lowered = (detail or "").lower()
-    try:
-        path = response.request.url.path
-    except RuntimeError:  # a Response built by hand has no request
-        path = ""
+    path = answer.url.path if answer.url is not None else ""
 
     if code == "UNAUTHORIZED":
         return Unauthorized(text, **kw)
     if code == "RATE_LIMIT_EXCEEDED":
-        return RateLimited(text, retry_after=parse_retry_after(response.headers), **kw)
+        return RateLimited(text, retry_after=parse_retry_after(answer.headers), **kw)
     if lowered.startswith("app not found"):
         return EndpointNotFound(text, **kw)
     if "model not allowed" in lowered:
@@ -203,7 +209,7 @@ def error_from_response(
     if status == 401:
         return Unauthorized(text, **kw)
     if status == 429:
-        return RateLimited(text, retry_after=parse_retry_after(response.headers), **kw)
+        return RateLimited(text, retry_after=parse_retry_after(answer.headers), **kw)
     if status == 404 and request_id:
         return RequestNotFound(text, **kw)
     if status >= 500:
@@ -217,14 +223,16 @@ def _origin_text(url: str) -> str:
     return f"{parts.scheme}://{parts.host}{port}"
 
 
-def _says_rate_limited(response: httpx.Response) -> bool:
+def _says_rate_limited(answer: Answer) -> bool:
     """A 429, or an error answer whose body carries the ``RATE_LIMIT_EXCEEDED`` code
     (whatever the status: the spec shows the code, not the status)."""
-    if response.status_code == 429:
+    if answer.status_code == 429:
         return True
-    if response.status_code < 400 or b"RATE_LIMIT_EXCEEDED" not in response.content[:4096]:
+    if answer.status_code < 400 or b"RATE_LIMIT_EXCEEDED" not in answer.content[:4096]:
         return False
-    return isinstance(error_from_response(response), RateLimited)
+    return isinstance(error_from_response(answer), RateLimited)
+
+
 #: Transport failures before the request left: nothing reached the gateway.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
 
@@ -269,6 +277,7 @@ class Gateway:
         ``time.monotonic``) time the retries; tests pass fakes that agree.
         ``not_found_grace``: how long a 404 is retried before it is believed."""
         self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
         self.max_retries = max_retries
         self.gate = RateGate()
         self._semaphore = asyncio.Semaphore(max_in_flight)
@@ -276,11 +285,11 @@ class Gateway:
         self._clock = clock
         self.not_found_grace = not_found_grace
         self._rng = random.Random()
-        self._http = httpx.AsyncClient(
+        self._http = http_client(
             headers=_headers(Secret.wrap(api_key), headers),
-            timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
+            timeout=timeout,
             transport=transport,
-            follow_redirects=False,
+            trusted_origin=self.base_url,
         )
         self._foreign_origins: set[str] = set()
         #: request counts by operation, for benchmarks and tests
@@ -307,33 +316,49 @@ class Gateway:
         request_id: str | None,
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
-    ) -> httpx.Response:
+    ) -> Answer:
         if self._http.is_closed:
             raise ClientClosed(endpoint=endpoint, request_id=request_id)
         await self.gate.wait(endpoint=endpoint, request_id=request_id)
         for _hop in range(MAX_REDIRECTS + 1):
             async with self._semaphore:
                 self.counts[op] += 1
-                response = await self._http.request(method, url, content=content, headers=headers)
-            if not response.is_redirect or "location" not in response.headers:
+                answer = await self._exchange(method, url, content, headers)
+            if not answer.is_redirect:
                 break
-            target = str(response.request.url.join(response.headers["location"]))
+            assert answer.url is not None
+            target = str(answer.url.join(answer.headers["location"]))
             if not same_origin(target, self.base_url):
                 raise GatewayError(
                     f"the {op} request was redirected to another origin "
                     f"({_origin_text(target)}); not followed, so the API key stays at "
                     f"{_origin_text(self.base_url)}",
-                    status_code=response.status_code,
+                    status_code=answer.status_code,
                     endpoint=endpoint,
                     request_id=request_id,
                 )
             url = target
-            if response.status_code == 303:
+            if answer.status_code == 303:
                 method, content = "GET", None
-        if _says_rate_limited(response):
-            wait = parse_retry_after(response.headers)
+        if _says_rate_limited(answer):
+            wait = parse_retry_after(answer.headers)
             self.gate.close(wait if wait is not None else 1.0)
-        return response
+        return answer
+
+    async def _exchange(
+        self, method: str, url: str, content: bytes | None, headers: Mapping[str, str] | None
+    ) -> Answer:
+        """One request and its whole answer, within the total deadline: the connect
+        timeout and ``timeout``, plus the time the body's bytes may take
+        (docs/decisions.md#reading-answers)."""
+        grace = self.timeout + min(10.0, self.timeout)  # connecting, then answering
+        async with within(Deadline(grace, sent=len(content or b""))) as watch:
+            request = self._http.build_request(method, url, content=content, headers=headers)
+            response = await self._http.send(request, stream=True)
+            try:
+                return await read_answer(response, MAX_BODY_BYTES, watch)
+            finally:
+                await response.aclose()
 
     def _follow_up_url(self, handle: Handle, url: str, suffix: str) -> str:
         """``url`` when it is on the gateway's origin; else the documented address,
@@ -367,7 +392,7 @@ class Gateway:
         attempt = 0
         while True:
             try:
-                response = await self._send(
+                answer = await self._send(
                     "create",
                     "POST",
                     url,
@@ -385,42 +410,45 @@ class Gateway:
                     ) from None
             except httpx.TransportError as exc:
                 raise OutcomeUnknown(
-                    "the create request was sent but no answer arrived "
-                    f"({type(exc).__name__}); a task may exist and is not retried to "
-                    "avoid a duplicate. Check client.history() before submitting again.",
+                    "the create request was sent but no whole answer arrived "
+                    f"({type(exc).__name__}: {redact(str(exc)) or 'no detail'}); a task may "
+                    "exist and is not retried to avoid a duplicate. Check client.history() "
+                    "before submitting again.",
                     endpoint=endpoint,
                 ) from None
             else:
-                if response.status_code < 400:
-                    return self._handle(endpoint, response)
-                error = error_from_response(response, endpoint=endpoint)
+                if answer.status_code < 400:
+                    return self._handle(endpoint, answer)
+                error = error_from_response(answer, endpoint=endpoint)
                 if isinstance(error, ServerError):  # a 5xx may follow a task made
                     raise OutcomeUnknown(
                         f"the gateway answered the create request with HTTP "
-                        f"{response.status_code} ({error.message}); a task may "
+                        f"{answer.status_code} ({error.message}); a task may "
                         "exist and is not retried to avoid a duplicate. Check "
                         "client.history() before submitting again.",
                         endpoint=endpoint,
-                        status_code=response.status_code,
+                        status_code=answer.status_code,
                     ) from None
                 if not isinstance(error, RateLimited) or attempt >= self.max_retries:
                     raise error
             attempt += 1
             await self._sleep(backoff_delay(attempt - 1, self._rng))
 
-    def _handle(self, endpoint: str, response: httpx.Response) -> Handle:
-        body = _body(response)
+    def _handle(self, endpoint: str, answer: Answer) -> Handle:
+        body = answer.json()
         if not isinstance(body, Mapping):
             raise OutcomeUnknown(
                 f"the gateway accepted the request but its answer is not a task handle "
-                f"(HTTP {response.status_code}, {len(response.content)} bytes)",
+                f"(HTTP {answer.status_code}, {answer.describe()}); a task may exist",
                 endpoint=endpoint,
-                status_code=response.status_code,
+                status_code=answer.status_code,
             )
         try:
             return Handle.from_body(endpoint, body, self.base_url)
         except ValueError as exc:
-            raise OutcomeUnknown(str(exc), endpoint=endpoint) from None
+            raise OutcomeUnknown(
+                f"{exc}; a task may exist, but it cannot be addressed", endpoint=endpoint
+            ) from None
 
     async def _call(
         self,
@@ -431,20 +459,18 @@ class Gateway:
         endpoint: str,
         request_id: str,
         retries: int | None = None,
-    ) -> httpx.Response:
+    ) -> Answer:
         """A follow-up request with the retry policy for status/result/cancel."""
         retries = self.max_retries if retries is None else retries
         attempt = 0
         first_not_found: float | None = None
         while True:
             try:
-                response = await self._send(
-                    op, method, url, endpoint=endpoint, request_id=request_id
-                )
-                if response.status_code < 400:
-                    return response
+                answer = await self._send(op, method, url, endpoint=endpoint, request_id=request_id)
+                if answer.status_code < 400:
+                    return answer
                 error: Exception = error_from_response(
-                    response, endpoint=endpoint, request_id=request_id
+                    answer, endpoint=endpoint, request_id=request_id
                 )
             except httpx.TransportError as exc:
                 # Nothing sent: Unreachable; an answer that broke off: the gateway failed.
@@ -469,7 +495,7 @@ class Gateway:
             attempt += 1
 
     async def status(self, handle: Handle, *, retries: int | None = None) -> Status:
-        response = await self._call(
+        answer = await self._call(
             "status",
             "GET",
             self._follow_up_url(handle, handle.status_url, "status"),
@@ -477,7 +503,7 @@ class Gateway:
             request_id=handle.request_id,
             retries=retries,
         )
-        body = _json_object(response, "status", handle)
+        body = _json_object(answer, "status", handle)
         return Status.from_body(body, endpoint=handle.endpoint, request_id=handle.request_id)
 
     async def result(
@@ -496,7 +522,7 @@ class Gateway:
         The spec does not show the 202 body. The simulator sends the status body;
         another gateway may send nothing: then None (still "not yet", no status).
         """
-        response = await self._call(
+        answer = await self._call(
             "result",
             "GET",
             self._follow_up_url(handle, handle.response_url, "response"),
@@ -504,36 +530,45 @@ class Gateway:
             request_id=handle.request_id,
             retries=retries,
         )
-        if response.status_code == 202:
-            body = _body(response)
+        if answer.status_code == 202:
+            body = answer.json()
             if not (isinstance(body, Mapping) and isinstance(body.get("status"), str)):
                 return None
             status = Status.from_body(body, endpoint=handle.endpoint, request_id=handle.request_id)
             return status if body["status"] else None
-        body = _json_object(response, "result", handle)
+        body = _json_object(answer, "result", handle)
+        word = body.get("status")
+        if isinstance(word, str) and word and not is_terminal(word):
+            # a 200 that says the task runs is not its result: docs/decisions.md#records
+            return Status.from_body(body, endpoint=handle.endpoint, request_id=handle.request_id)
         return Result.from_body(
-            body, endpoint=handle.endpoint, request_id=handle.request_id, fetch=fetch
+            body,
+            endpoint=handle.endpoint,
+            request_id=handle.request_id,
+            fetch=fetch,
+            base_url=self.base_url,
         )
 
     async def cancel(self, handle: Handle) -> Mapping[str, Any]:
         """Ask the gateway to cancel; the answer's shape is not shown, so it is kept raw."""
-        response = await self._call(
+        answer = await self._call(
             "cancel",
             "PUT",
             self._follow_up_url(handle, handle.cancel_url, "cancel"),
             endpoint=handle.endpoint,
             request_id=handle.request_id,
         )
-        body = _body(response)
-        return body if isinstance(body, Mapping) else {"status_code": response.status_code}
+        body = answer.json()
+        return body if isinstance(body, Mapping) else {"status_code": answer.status_code}
 
     def open_output(self, url: str) -> AbstractAsyncContextManager[httpx.Response]:
         """Stream an output URL: the key goes only to this gateway's own origin, and
         no redirect carries it elsewhere (:mod:`genwidgets.protocol.fetch`)."""
         return open_url_async(self._http, url, trusted_origin=self.base_url)
 
-    async def fetch(self, url: str) -> bytes:
-        """Download an output whole, by the rule of :meth:`open_output`."""
-        async with self.open_output(url) as response:
-            response.raise_for_status()
-            return await response.aread()
+    async def fetch(self, url: str, max_bytes: int = MAX_READ_BYTES) -> bytes:
+        """Download an output whole, by the rule of :meth:`open_output`, within its caps
+        and its deadline (:mod:`.body`)."""
+        return await fetch_async(
+            self._http, url, trusted_origin=self.base_url, grace=self.timeout, max_bytes=max_bytes
+        )

@@ -4,27 +4,50 @@ The spec promises a few fields and shows neither their types nor the rest; real
 gateways fill the open parts differently. Status words are one table
 (:data:`TERMINAL_WORDS`), outputs are never dropped in silence
 (:data:`FALLBACK_OUTPUT_KEYS`), and an untyped output learns its type from its bytes:
-docs/decisions.md#gateways-and-their-dialects and docs/decisions.md#records.
+docs/decisions.md#gateways-and-their-dialects and docs/decisions.md#records. Every
+value a record keeps is clamped or refused here (docs/decisions.md#hostile-values).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import os
-import secrets
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from .._config import redact
-from .._formats import decode_data_url, extension_for, int_or_none
+from .._config import redact, shown_path
+from .._formats import human_bytes, int_or_none
 from ..errors import GenwidgetsWarning, TaskFailed
-from ..media.files import sniff
-from .fetch import fetch_url
+from .output import UNTYPED, Fetcher, Output
+from .values import (
+    MAX_ERROR_TEXT,
+    cut,
+    follow_up_url,
+    position_of,
+    request_id_of,
+    str_or_none,
+    word_of,
+)
+
+__all__ = [
+    "COMPLETED",
+    "FALLBACK_OUTPUT_KEYS",
+    "TERMINAL_WORDS",
+    "UNTYPED",
+    "Fetcher",
+    "Handle",
+    "Output",
+    "Result",
+    "Status",
+    "is_failure",
+    "is_terminal",
+    "log_line",
+    "queue_url",
+    "readable",
+]
 
 COMPLETED = "COMPLETED"
 #: Every status word that ends a task, upper-cased -> whether it means failure.
@@ -52,7 +75,6 @@ TERMINAL_STATUSES = frozenset(TERMINAL_WORDS)
 #: lists of entries, or single entry objects (fal's ``images``/``video``/``audio``,
 #: Replicate's ``output``), or bare URL strings.
 FALLBACK_OUTPUT_KEYS = ("images", "videos", "audio", "files", "output", "image", "video")
-UNTYPED = "application/octet-stream"
 
 
 def is_terminal(status: str | None) -> bool:
@@ -89,16 +111,14 @@ def log_line(entry: Any) -> str:
     return readable(entry, ("message", "msg", "text", "line")) or ""
 
 
-def _str_or_none(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else str(value)
-
-
 def queue_url(base_url: str, endpoint: str, request_id: str | None = None) -> str:
-    """The documented queue address (spec 2.1): of an endpoint, or of one of its tasks."""
+    """The documented queue address (spec 2.1): of an endpoint, or of one of its tasks
+    (the request id percent-encoded, so no id can reach another path)."""
     root = f"{base_url.rstrip('/')}/v1/queue/{endpoint}"
-    return root if request_id is None else f"{root}/requests/{request_id}"
+    if request_id is None:
+        return root
+    segment = quote(request_id, safe="")
+    return f"{root}/requests/{segment.replace('.', '%2E') if not segment.strip('.') else segment}"
 
 
 @dataclass(frozen=True)
@@ -113,6 +133,9 @@ class Handle:
     queue_position: int | None
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "queue_position", position_of(self.queue_position))
+
     @classmethod
     def documented(
         cls,
@@ -126,7 +149,9 @@ class Handle:
         queue_position: int | None = None,
         raw: Mapping[str, Any] | None = None,
     ) -> Handle:
-        """A handle whose missing URLs take the documented shape on ``base_url``."""
+        """A handle whose missing URLs take the documented shape on ``base_url``;
+        a ``ValueError`` for a request id no URL can carry (:func:`request_id_of`)."""
+        request_id = request_id_of(request_id)
         root = queue_url(base_url, endpoint, request_id)
         return cls(
             endpoint=endpoint,
@@ -140,18 +165,16 @@ class Handle:
 
     @classmethod
     def from_body(cls, endpoint: str, body: Mapping[str, Any], base_url: str) -> Handle:
-        """Read a create-task answer; fill URLs of the documented shape if absent."""
-        request_id = _str_or_none(body.get("request_id"))
-        if not request_id:
-            raise ValueError("the task handle has no request_id")
+        """Read a create-task answer; fill URLs of the documented shape if absent (or
+        unusable); a ``ValueError`` when it names no usable request id."""
         return cls.documented(
             base_url,
             endpoint,
-            request_id,
-            status_url=_str_or_none(body.get("status_url")),
-            response_url=_str_or_none(body.get("response_url")),
-            cancel_url=_str_or_none(body.get("cancel_url")),
-            queue_position=int_or_none(body.get("queue_position")),
+            request_id_of(body.get("request_id")),
+            status_url=follow_up_url(body.get("status_url"), base_url),
+            response_url=follow_up_url(body.get("response_url"), base_url),
+            cancel_url=follow_up_url(body.get("cancel_url"), base_url),
+            queue_position=position_of(body.get("queue_position")),
             raw=body,
         )
 
@@ -168,6 +191,9 @@ class Status:
     #: what the body's ``logs`` held, any shape kept (``[]`` when none)
     logs: list[Any] = field(default_factory=list, compare=False)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "queue_position", position_of(self.queue_position))
+
     @property
     def done(self) -> bool:
         return is_terminal(self.status)
@@ -182,11 +208,11 @@ class Status:
         cls, body: Mapping[str, Any], *, endpoint: str | None = None, request_id: str | None = None
     ) -> Status:
         return cls(
-            status=_str_or_none(body.get("status")) or "UNKNOWN",
-            queue_position=int_or_none(body.get("queue_position")),
+            status=word_of(body.get("status")) or "UNKNOWN",
+            queue_position=position_of(body.get("queue_position")),
             raw=dict(body),
             endpoint=endpoint,
-            request_id=request_id or _str_or_none(body.get("request_id")),
+            request_id=request_id or str_or_none(body.get("request_id")),
             logs=logs_of(body.get("logs")),
         )
 
@@ -200,150 +226,6 @@ def logs_of(value: Any) -> list[Any]:
     if isinstance(value, str):
         return [line for line in value.splitlines() if line.strip()]
     return [value]
-
-
-Fetcher = Callable[[str], bytes]
-
-
-@dataclass
-class Output:
-    """One produced file. Interpret it by ``content_type``, never by the URL."""
-
-    content_type: str
-    url: str | None = None
-    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
-    #: the local copy, once downloaded (the ledger sets it)
-    path: Path | None = None
-    index: int = 0
-    _fetch: Fetcher | None = field(default=None, repr=False, compare=False)
-    _cache: bytes | None = field(default=None, repr=False, compare=False)
-    #: False while the record gave no ``content_type`` and the bytes have not told it
-    typed: bool = field(default=True, compare=False)
-
-    @classmethod
-    def from_entry(cls, entry: Any, index: int = 0, fetch: Fetcher | None = None) -> Output:
-        if isinstance(entry, str):
-            return cls(
-                content_type=UNTYPED,
-                url=entry,
-                raw={"url": entry},
-                index=index,
-                _fetch=fetch,
-                typed=False,
-            )
-        if not isinstance(entry, Mapping):
-            return cls(
-                content_type="application/json",
-                raw={"value": entry},
-                index=index,
-                _cache=json.dumps(entry).encode(),
-            )
-        content_type = _str_or_none(entry.get("content_type") or entry.get("mime_type"))
-        url = _str_or_none(entry.get("url") or entry.get("file_url") or entry.get("uri"))
-        return cls(
-            content_type=(content_type or UNTYPED).strip() or UNTYPED,
-            url=url,
-            raw=dict(entry),
-            index=index,
-            _fetch=fetch,
-            typed=bool(content_type and content_type.strip()),
-        )
-
-    def learn_type(self, served: str | None = None, head: bytes = b"") -> None:
-        """Type an untyped output from what its download showed: the ``Content-Type``
-        the server ``served`` with the file, failing that the magic bytes of ``head``.
-        A typed output keeps its record's type."""
-        if self.typed:
-            return
-        mime = (served or "").split(";")[0].strip().lower()
-        if mime and mime != UNTYPED and "/" in mime:
-            self.content_type, self.typed = mime, True
-            return
-        sniffed = sniff(head[:64]) if head else None
-        if sniffed is not None:
-            kind, fmt = sniffed
-            self.content_type, self.typed = f"{kind}/{fmt}", True
-
-    @property
-    def restored(self) -> bool:
-        """Read back from the ledger of an earlier session (its URL has likely expired)."""
-        return bool(self.raw.get("from_ledger"))
-
-    @property
-    def kind(self) -> str:
-        """``image``, ``video``, ``audio``, ``json``, ``text`` or ``binary``."""
-        ct = self.content_type.split(";")[0].strip().lower()
-        major = ct.split("/")[0]
-        if major in {"image", "video", "audio"}:
-            return major
-        if ct == "application/json" or ct.endswith("+json"):
-            return "json"
-        if major == "text":
-            return "text"
-        return "binary"
-
-    def inline(self) -> bytes | None:
-        """Inline content carried in the record itself (hex/base64/text), if any."""
-        content = self.raw.get("content")
-        if content is None:
-            return None
-        if not isinstance(content, str):
-            return json.dumps(content).encode()
-        encoding = str(self.raw.get("encoding") or "").lower()
-        try:
-            if encoding == "hex":
-                return bytes.fromhex(content)
-            if encoding == "base64":
-                return base64.b64decode(content, validate=True)
-        except (ValueError, binascii.Error):
-            return content.encode()
-        return content.encode()
-
-    def read(self) -> bytes:
-        """The output's bytes: the local copy, inline content, or a download."""
-        if self._cache is not None:
-            return self._cache
-        if self.path is not None and self.path.exists():
-            return self.path.read_bytes()
-        data = self.inline()
-        if data is None:
-            if not self.url:
-                raise ValueError("this output has neither a URL nor inline content")
-            if self.url.startswith("data:"):
-                data = decode_data_url(self.url).data
-            else:
-                data = (self._fetch or fetch_url)(self.url)
-        self.learn_type(None, data)
-        self._cache = data
-        return data
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the bytes to ``path`` atomically (temporary file, then rename).
-
-        A path without an extension gets the content type's (``out-0`` → ``out-0.mp4``),
-        and the file is created with the user's umask, as ``open()`` would:
-        docs/decisions.md#forms-board-outputs-and-the-command-line.
-        """
-        target = Path(path)
-        if not target.suffix:
-            target = target.with_name(target.name + extension_for(self.content_type))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = self.read()
-        tmp = _create_beside(target)
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        return target
-
-    def text(self) -> str:
-        return self.read().decode("utf-8", errors="replace")
-
-    def json(self) -> Any:
-        return json.loads(self.read())
 
 
 @dataclass(frozen=True)
@@ -361,6 +243,16 @@ class Result:
     @property
     def ok(self) -> bool:
         return self.status.upper() in SUCCESS_STATUSES and not self.error
+
+    def __repr__(self) -> str:
+        """``<Result COMPLETED genW2.5-t2i-preview 7f3a…: 4 images, 3.1 MB, saved in
+        ~/.genwidgets/outputs/7f3a…>``, or the error: docs/decisions.md#short-reprs."""
+        head = " ".join(str(p) for p in (self.status, self.endpoint, self.request_id) if p)
+        if not self.ok:
+            error = redact(str(self.error if self.error is not None else "no error text"))
+            kind = f" ({self.error_type})" if self.error_type else ""
+            return f"<Result {head}: failed: {error[:200]}{kind}>"
+        return f"<Result {head}: {_outputs_summary(self.outputs)}>"
 
     @property
     def done(self) -> bool:
@@ -404,17 +296,24 @@ class Result:
         error_type: str | None,
         outputs: Sequence[Mapping[str, Any]],
         fetch: Fetcher | None = None,
+        base_url: str | None = None,
     ) -> Result:
         """A finished task's result as the ledger stored it: each output keeps the URL
-        and the local copy recorded, and reads as :attr:`Output.restored`."""
+        and the local copy recorded, and reads as :attr:`Output.restored`. A local
+        copy whose size is not the one recorded is not this output's: it is left out
+        (docs/decisions.md#outputs-by-gateway)."""
         restored = []
         for position, record in enumerate(outputs):
             index = int_or_none(record.get("index"), minimum=0)
             output = Output.from_entry(
-                {**record, "from_ledger": True}, position if index is None else index, fetch
+                {**record, "from_ledger": True},
+                position if index is None else index,
+                fetch,
+                base_url,
             )
-            path = record.get("path")
-            output.path = Path(path) if isinstance(path, str) and path else None
+            output.path = _recorded_copy(record)
+            digest = record.get("sha256")
+            output.sha256 = digest if isinstance(digest, str) and output.path else None
             restored.append(output)
         return cls(
             status=status,
@@ -434,25 +333,65 @@ class Result:
         endpoint: str | None = None,
         request_id: str | None = None,
         fetch: Fetcher | None = None,
+        base_url: str | None = None,
     ) -> Result:
+        """Read a result answer; relative output URLs resolve against ``base_url``."""
         raw_outputs = body.get("outputs")
         if raw_outputs is None:
             raw_outputs = _fallback_outputs(body)
         elif not isinstance(raw_outputs, list):
             raw_outputs = [raw_outputs]
-        status = _str_or_none(body.get("status")) or COMPLETED
-        error = readable(body.get("error"), ERROR_TEXT_KEYS)
+        status = word_of(body.get("status")) or COMPLETED
+        error = cut(readable(body.get("error"), ERROR_TEXT_KEYS), MAX_ERROR_TEXT)
         if status.upper() in FAILURE_STATUSES and not error:
             error = status.lower()
         return cls(
             status=status,
             error=error,
-            error_type=readable(body.get("error_type"), ERROR_TYPE_KEYS),
-            outputs=[Output.from_entry(e, i, fetch) for i, e in enumerate(raw_outputs)],
+            error_type=word_of(readable(body.get("error_type"), ERROR_TYPE_KEYS)),
+            outputs=[Output.from_entry(e, i, fetch, base_url) for i, e in enumerate(raw_outputs)],
             raw=dict(body),
             endpoint=endpoint,
-            request_id=request_id or _str_or_none(body.get("request_id")),
+            request_id=request_id or str_or_none(body.get("request_id")),
         )
+
+
+def _recorded_copy(record: Mapping[str, Any]) -> Path | None:
+    """The local copy a ledger record names, when the file there has the recorded size."""
+    path = record.get("path")
+    if not isinstance(path, str) or not path:
+        return None
+    size = int_or_none(record.get("size"), minimum=0)
+    if size is not None:
+        try:
+            if Path(path).stat().st_size != size:
+                return None
+        except OSError:
+            return None
+    return Path(path)
+
+
+def _outputs_summary(outputs: Sequence[Output]) -> str:
+    """``4 images, 3.1 MB, saved in ~/.genwidgets/outputs/7f3a``: counts by kind,
+    the bytes known, the folder of the local copies."""
+    if not outputs:
+        return "no outputs"
+    kinds: dict[str, int] = {}
+    for output in outputs:
+        kinds[output.kind] = kinds.get(output.kind, 0) + 1
+    parts = [
+        f"{n} {kind}{'s' if n != 1 and kind in ('image', 'video') else ''}"
+        for kind, n in kinds.items()
+    ]
+    sizes = [s for s in (o.size() for o in outputs) if s is not None]
+    if sizes:
+        parts.append(human_bytes(sum(sizes), exact=False))
+    folders = {o.path.parent for o in outputs if o.path is not None and o.size() is not None}
+    if len(folders) == 1:
+        parts.append(f"saved in {shown_path(folders.pop())}")
+    elif folders:
+        parts.append(f"saved in {len(folders)} folders")
+    return ", ".join(parts)
 
 
 def _as_record(value: Any) -> dict[str, Any] | None:
@@ -534,17 +473,3 @@ def _fallback_outputs(body: Mapping[str, Any]) -> list[Any]:
             stacklevel=3,
         )
     return []
-def _create_beside(target: Path) -> Path:
-    """A new empty file next to ``target``, mode 0666 less the umask (``mkstemp`` gives 0600)."""
-    for _ in range(100):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.part")
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except FileExistsError:
-            continue
-        return tmp
-    raise FileExistsError(f"no free temporary name beside {target}")
-
-
-#: the one way to start a file that is moved into place when whole (batches use it too)
-create_beside = _create_beside

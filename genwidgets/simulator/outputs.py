@@ -9,6 +9,7 @@ sounds and edits are where the spec leaves them open: docs/decisions.md#sim-outp
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,7 @@ __all__ = [
     "imgm_version",
     "produce",
     "producer",
+    "subtitles",
     "tier_dimensions",
     "video_plan",
 ]
@@ -394,10 +396,51 @@ def _speech(
     seconds = synth.pcm_seconds(pcm, rate, channels)
     hex_only = a.choice("output_format", "url") == "hex"
     ext = "pcm" if fmt == "pcm" else fmt
+    files = [MediaFile(f"speech.{ext}", content_type, data, hex_only=hex_only)]
+    if a.flag("subtitle_enable"):
+        by = "word" if a.choice("subtitle_type", "sentence").startswith("word") else "sentence"
+        cues = subtitles(str(payload.get("text", "")), voice.num("speed", 1.0, 0.5, 2.0), by)
+        files.append(MediaFile("subtitles.json", "application/json", json.dumps(cues).encode()))
     return Produced(
-        [MediaFile(f"speech.{ext}", content_type, data, hex_only=hex_only)],
+        files,
         {"duration_ms": round(seconds * 1000), "sample_rate": rate, "channels": channels},
     )
+
+
+def subtitles(text: str, speed: float, by: str) -> list[dict[str, Any]]:
+    """Timed cues of the voice :func:`synth.speech_pcm` makes of ``text``: each
+    sentence (``by="sentence"``) or word with ``time_begin`` and ``time_end`` in ms,
+    from its first spoken character to its last (docs/decisions.md#sim-outputs)."""
+    cues: list[dict[str, Any]] = []
+    words, begin, end, at = "", 0.0, 0.0, 0.0
+
+    def cut() -> None:
+        nonlocal words
+        if words.strip():
+            cues.append(
+                {
+                    "text": words.strip(),
+                    "time_begin": round(begin * 1000),
+                    "time_end": round(end * 1000),
+                }
+            )
+        words = ""
+
+    for kind, seconds, char in synth.speech_pieces(text, speed):
+        if kind == "voice":
+            begin = at if not words.strip() else begin
+            end = at + seconds
+        words += char if char != "\n" else " "
+        at += seconds
+        if (
+            char == ""
+            or char == "\n"
+            or char in synth.SENTENCE_END
+            or (by == "word" and char.isspace())
+        ):
+            cut()
+    cut()
+    return cues
 
 
 def _mp3(name: str, pcm: bytes) -> Produced:

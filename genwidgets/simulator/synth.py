@@ -331,28 +331,36 @@ PAUSE = re.compile(r"<#(\d{1,2}(?:\.\d{1,2})?)#>")
 CHAR_SECONDS = 0.06
 
 
+SENTENCE_END = ".!?;。！？"
+
+
 def speech_plan(text: str, speed: float = 1.0) -> list[tuple[str, float]]:
     """The text as ("voice" | "silence", seconds) pieces; ``<#x#>`` is x s of silence.
 
     Length grows with the text: each character speaks for 60 ms divided by the
     voice speed; a newline adds 0.4 s, sentence punctuation 0.2 s.
     """
+    return [(kind, seconds) for kind, seconds, _ in speech_pieces(text, speed)]
+
+
+def speech_pieces(text: str, speed: float = 1.0) -> list[tuple[str, float, str]]:
+    """:func:`speech_plan` with the character each piece says ("" for a pause)."""
     speed = speed if speed > 0 else 1.0
-    pieces: list[tuple[str, float]] = []
+    pieces: list[tuple[str, float, str]] = []
     pos = 0
     for match in [*PAUSE.finditer(text), None]:
         segment = text[pos : match.start() if match else len(text)]
         for ch in segment:
             if ch == "\n":
-                pieces.append(("silence", 0.4))
-            elif ch in ".!?;。！？":
-                pieces.append(("silence", 0.2))
+                pieces.append(("silence", 0.4, ch))
+            elif ch in SENTENCE_END:
+                pieces.append(("silence", 0.2, ch))
             elif not ch.isspace():
-                pieces.append(("voice", CHAR_SECONDS / speed))
+                pieces.append(("voice", CHAR_SECONDS / speed, ch))
             else:
-                pieces.append(("silence", 0.03 / speed))
+                pieces.append(("silence", 0.03 / speed, ch))
         if match:
-            pieces.append(("silence", float(match.group(1))))
+            pieces.append(("silence", float(match.group(1)), ""))
             pos = match.end()
     return pieces
 

@@ -3,15 +3,15 @@
 The batch itself is plain Python (:mod:`genwidgets.lab.batch`); this module draws its
 :class:`~genwidgets.lab.progress.Snapshot` with ``static/batch.js``: done / running /
 queued / failed counts, spend, rate, time left, the latest thumbnails, and the
-Submit, Cancel all and Retry failed buttons. Displayed, a batch is one output holding
-the view and a static HTML copy (today's :mod:`.durable` rule), which alone stays once
-every row has ended. Its choices: docs/decisions.md#batch-view.
+Submit, Cancel all and Retry failed buttons. Displayed, a batch is a view's two faces
+(:mod:`.faces`): the live view, then its lasting face (:func:`static_copy`: counts, the
+progress line, the thumbnails, the folder), rewritten as the batch goes, which a
+notebook saved without widget state shows. Its choices: docs/decisions.md#batch-view.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -24,12 +24,11 @@ from ..lab.batch_open import batches as batches  # importing it installs the liv
 from ..lab.batch_row import BatchRow
 from ..lab.progress import Snapshot
 from ._style import COLOURS, PALETTE, SIMULATED_BADGE, esc
-from .durable import REPUBLISH, in_kernel, keeps_live_views, widget_bundle
+from .faces import Faces, in_kernel, static_module
 from .ticker import MIN_INTERVAL, Throttle, guarded
 
 __all__ = ["BatchView", "batch", "batches", "static_copy"]
 
-STATIC = Path(__file__).with_name("static")
 #: the latest ended rows shown as thumbnails
 THUMBS = 8
 THUMB_SIDE = 128
@@ -85,9 +84,11 @@ def _head(batch: Batch, snap: Snapshot) -> dict[str, Any]:
 class BatchView(anywidget.AnyWidget):
     """The live view of one batch (see the module docstring)."""
 
-    _esm = STATIC / "batch.js"
-    _css = STATIC / "batch.css"
+    _esm = static_module("faces.js", "batch.js")
+    _css = static_module("batch.css")
     head = traitlets.Dict().tag(sync=True)
+    #: which lasting face this live view hides while its kernel lives (``faces.js``)
+    face = traitlets.Dict().tag(sync=True)
     #: the latest ended rows: [{"row", "status", "label", "src"}], newest first
     thumbs: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
 
@@ -96,8 +97,7 @@ class BatchView(anywidget.AnyWidget):
         self.batch = batch
         self._made: dict[int, str] = {}
         self._throttle = Throttle(self._write, interval=max(MIN_INTERVAL, WRITE_INTERVAL))
-        self._handles: list[Any] = []
-        self._static_pending = False
+        self._faces: Faces | None = None
         self.add_class("gw-batch")
         batch.listeners.append(self._on_change)
         self.on_msg(self._on_message)
@@ -143,8 +143,8 @@ class BatchView(anywidget.AnyWidget):
         snap = self.batch.snapshot()
         self.thumbs = self._latest()  # first: a head that counts a row finds its picture
         self.head = _head(self.batch, snap)
-        if snap.finished:
-            self._turn_static()
+        if self._faces is not None:
+            self._faces.refresh(force=snap.finished)  # rewritten later, never waited for
 
     def close(self) -> None:
         if self._on_change in self.batch.listeners:
@@ -154,30 +154,14 @@ class BatchView(anywidget.AnyWidget):
     # ------------------------------------------------------------------ display
 
     def display(self) -> None:
-        """One output: the view and its static copy; the copy alone once every row has
-        ended (written at the end of a cell, :mod:`.durable`), so a saved notebook keeps it."""
-        from IPython import display as ipd
+        """Both faces: this live view, then its lasting face (:mod:`.faces`)."""
+        if self._faces is None:
+            self._faces = Faces(self._lasting, interval=1.0)
+            self.face = self._faces.live(self)
+        self._faces.show(self)
 
-        data, metadata = widget_bundle(self, static_copy(self.batch, self.thumbs))
-        handle = ipd.display(data, raw=True, metadata=metadata, display_id=True)
-        if handle is not None:
-            self._handles.append(handle)
-            self._turn_static()
-
-    def _turn_static(self) -> None:
-        if keeps_live_views() or not self._handles or not self.batch.finished:
-            return
-        if self._static_pending:
-            return
-        self._static_pending = True
-
-        def write() -> None:
-            self._static_pending = False
-            copy = static_copy(self.batch, self._latest())
-            for handle in self._handles:
-                handle.update(copy, raw=True)
-
-        REPUBLISH.add(write)
+    def _lasting(self, _media: str) -> dict[str, str]:
+        return static_copy(self.batch, self._latest())
 
 
 def static_copy(batch: Batch, thumbs: list[dict[str, Any]]) -> dict[str, str]:

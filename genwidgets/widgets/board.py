@@ -3,7 +3,9 @@
 ``gw.board(client)`` shows every job of the session as a card (:mod:`.cards`) and each
 grid as one entry, updated live with the task view's throttle; jobs and grids of
 earlier sessions come from the ledger, behind a toggle. With no client given it asks
-:func:`~genwidgets.lab.run.default_client`. What "this session" is, paging and card
+:func:`~genwidgets.lab.run.default_client`. Displayed, it is a view's two faces
+(:mod:`.faces`): the live board, and a table of the jobs and grids it shows (with
+thumbnails) that a saved notebook keeps. What "this session" is, paging and card
 layout: docs/decisions.md#forms-board-outputs-and-the-command-line.
 """
 
@@ -14,7 +16,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +25,7 @@ import ipywidgets
 from ..lab.plan import differing_params
 from ..lab.run import default_client
 from ..lab.store import store_for
-from ._style import MUTED_STYLE, SIMULATED_BADGE
+from ._style import MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc, format_elapsed, status_badge
 from .cards import (
     CARD_LAYOUT,
     CardData,
@@ -35,11 +37,14 @@ from .cards import (
     kind_icon,
     params_by_endpoint,
 )
+from .faces import Faces, in_kernel, live_container
+from .lasting import thumbnail_src
 from .task import job_look
 from .ticker import TICKER, Throttle
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
+    from ..protocol.records import Output
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +73,8 @@ GRID_LAYOUT = {
 }
 #: Cards on one page of the board; the rest are behind its page buttons.
 PAGE_SIZE = 24
+#: Rows of the board's lasting face (its table), newest first.
+LASTING_ROWS = 200
 
 
 def process_started() -> float | None:
@@ -162,8 +169,22 @@ class Board(ipywidgets.VBox):
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.prev_button.on_click(lambda _b: self.turn(-1))
         self.next_button.on_click(lambda _b: self.turn(+1))
+        #: the table shown after the board (made when the board is displayed)
+        self.faces: Faces | None = None
         self.refresh()
         TICKER.add(self)
+
+    def _ipython_display_(self) -> None:
+        """Both faces: the board (live), then the table of what it shows."""
+        if not in_kernel():
+            print(repr(self))
+            return
+        if self.faces is None:
+            self.faces = Faces(self._lasting, interval=2.0)
+        self.faces.show(live_container(self, self.faces))
+
+    def _lasting(self, media: str) -> dict[str, str]:
+        return board_table(self, LASTING_ROWS)
 
     def _jobs(self) -> list[JobLike]:
         return list(self.client.jobs)
@@ -246,6 +267,8 @@ class Board(ipywidgets.VBox):
         # A card changed category: the status filter may now hide or show it.
         if self.status_filter.value != ALL:
             self._throttle.request()
+        if self.faces is not None:
+            self.faces.refresh()
 
     # --- what is shown ------------------------------------------------------------------
     def in_session(self, job: JobLike) -> bool:
@@ -356,6 +379,79 @@ class Board(ipywidgets.VBox):
                 f'<span style="{MUTED_STYLE}">{len(live) + len(past)} of {total} jobs'
                 f"{f', {len(grids)} grids' if grids else ''}</span>"
             )
+        if self.faces is not None:
+            self.faces.refresh()
+
+    def grids_shown(self) -> list[GridEntry]:
+        """The grid entries in scope that pass the filters."""
+        with self._lock:
+            _, _, grids = self._scope()
+            return [e for e, _ in grids if self._passes(e.endpoint, e.category(self.cards))]
+
+
+_TD = f"border-bottom:1px solid {PALETTE['border']};padding:4px 6px;vertical-align:middle"
+
+
+def board_table(board: Board, limit: int) -> dict[str, str]:
+    """The board's lasting face: its grids, then its jobs (newest first, at most
+    ``limit``), one row each with a thumbnail, status, elapsed time and request id."""
+    jobs = board.shown()[:limit]
+    grids = board.grids_shown()
+    rows = []
+    for entry in grids:
+        record = entry.record
+        rows.append(
+            f"<tr><td style='{_TD}'>{_grid_thumb(entry, board.cards)}</td>"
+            f"<td style='{_TD}'><b>{esc(record.endpoint)}</b> grid</td>"
+            f"<td style='{_TD}'>{record.sent} of {len(record.cells)} sent · "
+            f"{record.rated} rated</td><td style='{_TD}'></td>"
+            f"<td style='{_TD}'><code>gw.load_grid({esc(repr(record.id))})</code></td></tr>"
+        )
+    for data in jobs:
+        rows.append(
+            f"<tr><td style='{_TD}'>{_row_thumb(data.outputs)}</td>"
+            f"<td style='{_TD}'><b>{esc(data.endpoint)}</b></td>"
+            f"<td style='{_TD}'>{status_badge(data.look)}</td>"
+            f"<td style='{_TD}'>{esc(format_elapsed(data.elapsed))}</td>"
+            f"<td style='{_TD}'><code style='user-select:all'>{esc(data.request_id)}</code></td>"
+            "</tr>"
+        )
+    simulated = f" {SIMULATED_BADGE}" if board.client.embedded else ""
+    head = (
+        f'<div class="gw-board-head"><b>board</b> · {len(jobs)} jobs'
+        f"{f', {len(grids)} grids' if grids else ''} when last seen{simulated}</div>"
+    )
+    table = (
+        f'<table class="gw-board-table" style="border-collapse:collapse">{"".join(rows)}</table>'
+    )
+    lines = [f"board: {len(jobs)} jobs, {len(grids)} grids"]
+    lines += [f"  {d.endpoint} {d.request_id} {d.look.word}" for d in jobs]
+    return {
+        "text/html": f'<div class="gw-board-lasting">{head}{table}</div>',
+        "text/plain": "\n".join(lines),
+    }
+
+
+def _row_thumb(outputs: Sequence[Output], kind: str | None = None) -> str:
+    src = thumbnail_src(outputs)
+    if src is None:
+        return kind_icon(outputs[0].kind if outputs else kind, 32)
+    return (
+        f'<img class="gw-thumb" src="{esc(src)}" alt="" '
+        'style="max-width:96px;max-height:72px;object-fit:contain">'
+    )
+
+
+def _grid_thumb(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
+    """A grid's row: the picture of its best-rated cell (else its first with one), as
+    the live board's entry shows it."""
+    cells = sorted(entry.record.cells, key=lambda c: -(c.stars or 0))
+    for cell in cells:
+        card = cards.get(cell.request_id or "")
+        result = card.job.last_result if card is not None else None
+        if result is not None and thumbnail_src(result.outputs) is not None:
+            return _row_thumb(result.outputs)
+    return kind_icon("grid", 32)
 
 
 def _write_grid(entry: GridEntry, widget: ipywidgets.HTML, cards: Mapping[str, JobCard]) -> None:

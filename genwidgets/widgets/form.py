@@ -3,7 +3,9 @@
 The form validates on every change with no network, shows what the submission bills,
 and sends only on a click (or ``form.submit()``). Top to bottom: title and "simulated"
 badge, required fields, "Optional settings (N)" folded away, the billing line, notes,
-Submit/Reset with the reason Submit is disabled, a folded Code view, and the last job.
+Submit/Reset with the reason Submit is disabled and a folded Code view. Displayed, the
+form is followed by its own output of the tasks it submitted, with both faces of a
+task view (:class:`~.task.TaskList`), so a saved notebook keeps them.
 What ``None``, unknown names, Reset and a double click do: docs/decisions.md#form-fields.
 """
 
@@ -37,8 +39,9 @@ from ._style import (
 )
 from .dispatch import build_element
 from .elements import BuildContext, Element
+from .faces import Faces, in_kernel, live_container
 from .field_spec import UNSET, FieldSpec, field_specs
-from .task import display_job_into
+from .task import TaskList
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
@@ -74,6 +77,7 @@ class EndpointForm(W.VBox):
         self.errors: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.last_job: JobLike | None = None
+        self._faces: Faces | None = None
 
         ctx = BuildContext(endpoint=self.endpoint, model=self.spec.model)
         specs = field_specs(self.spec.model)
@@ -118,6 +122,8 @@ class EndpointForm(W.VBox):
         self.code = W.Accordion(children=[code_tabs], selected_index=None)
         self.code.set_title(0, "Code")
         self.output = W.Output()
+        #: the submitted tasks, displayed under the form (see the module docstring)
+        self.submitted = TaskList(self.output)
 
         children: list[W.Widget] = [self.title, *(e.widget for e in required)]
         if optional:
@@ -366,7 +372,32 @@ class EndpointForm(W.VBox):
             self.reason.value = (
                 f'<span style="{OK_STYLE}">submitted: {esc(str(job.request_id))}</span>'
             )
-            display_job_into(job, self.output)
+            try:
+                self.submitted.add(job)
+                if self._faces is not None:
+                    self._faces.refresh()  # what it was set to when it sent
+            finally:  # counted from the end too: a click queued behind a slow display
+                self._submitted_at = time.monotonic()
+
+    def _ipython_display_(self) -> None:
+        """Both faces of the form (it is a control: its lasting face says what it was
+        set to and that it needs its kernel), then the output of the tasks it submits."""
+        if not in_kernel():
+            print(repr(self))
+            return
+        if self._faces is None:
+            self._faces = Faces(self._lasting)
+        self._faces.show(live_container(self, self._faces))
+        self.submitted.show()
+
+    def _lasting(self, media: str) -> dict[str, str]:
+        payload = json.dumps(_shortened(self.value), indent=2, ensure_ascii=False, default=str)
+        note = "a form needs its kernel: run the cell again to use it"
+        html = (
+            f'<div class="gw-form-lasting">{self._title_html()}'
+            f'<div style="{HELP_STYLE}">{esc(note)}; it was set to:</div>{_pre(payload)}</div>'
+        )
+        return {"text/html": html, "text/plain": f"{self!r}: {note}"}
 
     def __repr__(self) -> str:
         return f"<EndpointForm {self.endpoint} ({len(self.value)} fields set)>"

@@ -2,7 +2,10 @@
 
 The plan, the sending, the ratings and the store are plain Python in
 :mod:`genwidgets.lab`; this module draws them with ``widgets/static/grid.js`` and
-``grid.css``. Its traits, messages and choices: docs/decisions.md#grid-view.
+``grid.css``. Displayed, a grid is a view's two faces (:mod:`.faces`): the live grid,
+which stays live (rate, note, recall, enlarge) for as long as the kernel, and its
+contact sheet (:mod:`.grid_sheet`), rewritten as it changes. Its traits, messages and
+choices: docs/decisions.md#grid-view.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from ..lab.cost import needs_confirmation, not_sent_line
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client, list_grids
 from ..protocol.records import Output
-from .durable import REPUBLISH, in_kernel, keeps_live_views, widget_bundle
+from .background import BACKGROUND
+from .faces import Faces, in_kernel, static_module
 from .form import python_code
 from .grid_sheet import contact_sheet
 from .render import source_of
@@ -32,11 +36,11 @@ from .ticker import MIN_INTERVAL, TICKER, Throttle, guarded
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
+    from ..lab.export import VideoEmbed
     from ..lab.store import GridRecord
 
 __all__ = ["Grid", "grid", "grids", "load_grid"]
 
-STATIC = Path(__file__).with_name("static")
 SWAPS = (("x", "y"), ("y", "z"), ("x", "z"))
 
 
@@ -46,15 +50,17 @@ WRITE_SECONDS_PER_CELL = 0.01
 _PICTURED = ("image", "video")
 
 
-def _thumb(output: Output) -> str | None:
+def _thumb(output: Output, *, network: bool = False) -> str | None:
     """A data URL of the output's thumbnail, made in the kernel: from the local
-    copy when the ledger has one (cached beside it), else from the bytes (images)."""
+    copy when the ledger has one (cached beside it), else from bytes in hand
+    (inline content, a ``data:`` URL) and, with ``network``, downloaded (images).
+    A write never passes ``network``: see :meth:`Grid._fetch_thumbs`."""
     from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
 
     if output.path is not None and output.path.exists():
         made = thumbnail(output.path, THUMB_SIDE)
         return data_url(made) if made is not None else None
-    if output.kind != "image":
+    if output.kind != "image" or (not network and _needs_network(output)):
         return None
     try:
         found = thumbnail_bytes(output.read(), THUMB_SIDE)
@@ -64,6 +70,13 @@ def _thumb(output: Output) -> str | None:
         return None
     data, mime = found
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _needs_network(output: Output) -> bool:
+    """Whether an image's bytes can only come from its URL (no copy, nothing inline)."""
+    has_copy = output.path is not None and output.path.exists()
+    in_hand = output.inline() is not None or (output.url or "").startswith("data:")
+    return output.kind == "image" and not has_copy and not in_hand and bool(output.url)
 
 
 def _output_record(output: Output, *, full: bool = False) -> dict[str, Any]:
@@ -87,9 +100,11 @@ class Grid(anywidget.AnyWidget):
     """A grid of tasks that vary along x (columns), y (rows) and z (tabs); see
     the module docstring and ``gw.grid``."""
 
-    _esm = STATIC / "grid.js"
-    _css = STATIC / "grid.css"
+    _esm = static_module("faces.js", "grid.js")
+    _css = static_module("grid.css")
     head = traitlets.Dict().tag(sync=True)
+    #: Which lasting face (contact sheet) this live grid hides while its kernel lives.
+    face = traitlets.Dict().tag(sync=True)
     cell_states: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     #: cell index -> thumbnail data URLs of its outputs; set once the grid is
     #: finished (saved with the notebook), sent before as messages, each once
@@ -114,9 +129,8 @@ class Grid(anywidget.AnyWidget):
             self._write, interval=max(MIN_INTERVAL, len(run.cells) * WRITE_SECONDS_PER_CELL)
         )
         self._live = False
-        #: display handles of this grid's outputs (each turns static when it ends)
-        self._handles: list[Any] = []
-        self._static_pending = False
+        #: the contact sheet shown after each display of this grid (made on the first)
+        self._faces: Faces | None = None
         self.add_class("gw-grid")
         run.listeners.append(self._on_change)
         self.on_msg(self._on_message)
@@ -165,7 +179,7 @@ class Grid(anywidget.AnyWidget):
         """1-5 stars (0 clears) and a note for a cell; persisted."""
         rated = self.run.rate(cell, stars, note)
         self._throttle.request(force=True)
-        self._turn_static()  # a sheet shown already gets the new stars
+        self._refresh_sheet()  # a sheet shown already gets the new stars
         return rated
 
     def scores(self, direction: str = "x") -> list[dict[str, Any]]:
@@ -177,6 +191,7 @@ class Grid(anywidget.AnyWidget):
         """Re-lay the grid (e.g. ``swap("x", "y")``); no new tasks."""
         self.run.swap(a, b)
         self._throttle.request(force=True)
+        self._refresh_sheet()
         return self
 
     def cancel_all(self) -> int:
@@ -195,10 +210,11 @@ class Grid(anywidget.AnyWidget):
 
         return save_png(self.run, path)
 
-    def save_html(self, path: str | Path) -> Path:
+    def save_html(self, path: str | Path, *, video: VideoEmbed = "preview") -> Path:
+        """One page that opens offline; each video as ``video`` (see :func:`save_html`)."""
         from ..lab.export import save_html
 
-        return save_html(self.run, path)
+        return save_html(self.run, path, video=video)
 
     def describe(self) -> dict[str, Any]:
         return self.run.describe()
@@ -214,47 +230,29 @@ class Grid(anywidget.AnyWidget):
     # ------------------------------------------------------------------ display
 
     def _ipython_display_(self) -> None:
-        """One output: the grid (with, under it, the area where recalled forms
-        open) and its static contact sheet; the sheet alone once every cell has
-        ended, from the end of a cell (:mod:`genwidgets.widgets.durable`), so a
-        notebook saved without widget state reopens showing it. Display the
-        grid again to rate it live after that."""
+        """Both faces: the grid (with, under it, the area where recalled forms open),
+        live for as long as the kernel, then its contact sheet, rewritten as the grid
+        changes, which a notebook saved without widget state shows. Displaying the
+        grid again gives another live grid (and sheet)."""
         if not in_kernel():
             print(repr(self))
             return
-        from IPython import display as ipd
-
         if self.run.refresh_ratings():  # ratings made meanwhile in another view or kernel
             self._throttle.request(force=True)
         if self.recall_area is None:
             self.recall_area = ipywidgets.Output()
-        frame = ipywidgets.VBox([self, self.recall_area])
-        data, metadata = widget_bundle(frame, contact_sheet(self))
-        handle = ipd.display(data, raw=True, metadata=metadata, display_id=True)
-        if handle is not None:
-            self._handles.append(handle)
-            self._turn_static()
+        if self._faces is None:
+            interval = max(1.0, 2 * self._throttle.interval)
+            self._faces = Faces(self._sheet, interval=interval)
+            self.face = self._faces.live(self)
+        self._faces.show(ipywidgets.VBox([self, self.recall_area]))
 
-    def _turn_static(self) -> None:
-        """Once finished: replace each display by the contact sheet, from the main
-        thread at the end of the cell (ratings included as they are then)."""
-        if keeps_live_views() or not self._handles or not self._finished():
-            return
-        if self._static_pending:  # one write per cell end, with the state of then
-            return
-        self._static_pending = True
+    def _sheet(self, media: str) -> dict[str, str]:
+        return contact_sheet(self.run, media, waiting=self.needs_confirmation)
 
-        def write() -> None:
-            self._static_pending = False
-            sheet = contact_sheet(self)
-            for handle in self._handles:
-                handle.update(sheet, raw=True)
-
-        REPUBLISH.add(write)
-
-    def _finished(self) -> bool:
-        done, _failed, total = self.run.counts()
-        return bool(self.run.started and self.run.sent and done == total)
+    def _refresh_sheet(self, *, force: bool = False) -> None:
+        if self._faces is not None:
+            self._faces.refresh(force=force)
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, Mapping):
@@ -290,8 +288,11 @@ class Grid(anywidget.AnyWidget):
             recalled = self.form(int(content["index"]))
             if self.recall_area is None:
                 self.recall_area = ipywidgets.Output()
-            self.recall_area.clear_output()
-            self.recall_area.append_display_data(recalled)
+            # the form's widget alone: the recall area is itself live only (and a
+            # display there would not reach the cell's outputs)
+            data = recalled._repr_mimebundle_()
+            entry = {"output_type": "display_data", "data": data, "metadata": {}}
+            self.recall_area.outputs = (entry,)
 
     # ------------------------------------------------------------------ writing
 
@@ -300,6 +301,15 @@ class Grid(anywidget.AnyWidget):
             self._live = True
             TICKER.add(self)
         self._throttle.request()
+        if self._finished():  # a rating from another view or kernel; not each poll
+            self._refresh_sheet()
+
+    def _finished(self) -> bool:
+        """Every cell has ended: from then on its sheet follows each change. While it
+        runs the sheet is not rewritten (a 100-cell sheet weighs a megabyte): it
+        follows ratings, swaps and the end of the run."""
+        done, _failed, total = self.run.counts()
+        return bool(self.run.started and self.run.sent and done == total)
 
     def tick(self) -> None:
         self._throttle.request()
@@ -335,6 +345,8 @@ class Grid(anywidget.AnyWidget):
                 self._outputs[cell.index] = outputs
                 made = [_thumb(o) or "" if o.kind in _PICTURED else "" for o in cell.outputs]
                 self._thumbs[cell.index] = self._unsent[cell.index] = made
+                if any(_needs_network(o) for o in cell.outputs):
+                    self._fetch_thumbs(cell)
         return {
             "index": cell.index,
             "t": t,
@@ -353,11 +365,26 @@ class Grid(anywidget.AnyWidget):
             "payload": _jsonable(cell.payload),
             "endpoint": cell.endpoint,
             "kind": cell.kind,
-            "billed": cell.billed,
+            "billed": cell.billed_words,  # "1 prompt (4 images)": read after "billed"
             "plan_note": cell.plan_note,
             "stars": cell.rating,
             "note": cell.note,
         }
+
+    def _fetch_thumbs(self, cell: GridCell) -> None:
+        """Thumbnails only a download can make, made on a background worker that
+        holds no lock; the cell shows them from the next write on. Never on a
+        write's path: a dead or dripping URL must not stall this view, the engine
+        or a ``grid.wait()`` (docs/decisions.md#no-waits-under-locks)."""
+        outputs = list(cell.outputs)
+
+        def make() -> None:
+            made = [_thumb(o, network=True) or "" if o.kind in _PICTURED else "" for o in outputs]
+            with self._throttle.lock:
+                self._thumbs[cell.index] = self._unsent[cell.index] = made
+            self._throttle.request()
+
+        BACKGROUND.submit(make)
 
     def _margins(self) -> dict[str, list[dict[str, Any]]]:
         """Scores per displayed axis (x: a row under the columns, y: a column
@@ -399,12 +426,14 @@ class Grid(anywidget.AnyWidget):
         if self._unsent:
             fresh, self._unsent = self._unsent, {}
             self.send({"thumbs": {str(i): urls for i, urls in fresh.items()}})
-        if finished and not self._viewed and len(self.thumbs) != len(self._thumbs):
-            self.thumbs = {str(i): urls for i, urls in self._thumbs.items()}
+        if finished and not self._viewed:
+            made = {str(i): urls for i, urls in self._thumbs.items()}
+            if made != self.thumbs:  # a thumbnail made later in the background included
+                self.thumbs = made
         if finished and self._live:
             self._live = False
             TICKER.remove(self)
-            self._turn_static()
+            self._refresh_sheet(force=True)
 
 
 def grid(

@@ -1,8 +1,10 @@
 """``gw.sweep``: every combination of some varied fields, sent as a flat list of cards.
 
 Planning is :func:`genwidgets.lab.sweep.plan_sweep`; sending and keeping are a
-one-axis grid's (:class:`~genwidgets.lab.run.GridRun`); this module shows. Billed
-counts, confirmation, the returned :class:`Sweep` and concurrency: docs/decisions.md#sweep.
+one-axis grid's (:class:`~genwidgets.lab.run.GridRun`); this module shows, as a view's
+two faces (:mod:`.faces`): the live cards, and a contact sheet of the combinations
+that a saved notebook keeps. Billed counts, confirmation, the returned :class:`Sweep`
+and concurrency: docs/decisions.md#sweep.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from ..lab.sweep import SweepPlan, combination_label, plan_sweep
 from ._style import COLOURS, MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc
 from .board import GRID_LAYOUT
 from .cards import JobCard
-from .durable import in_kernel
+from .faces import Faces, in_kernel, live_container
+from .grid_sheet import contact_sheet
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
@@ -120,6 +123,9 @@ class Sweep(list["JobLike"]):
             simulated=bool(client.embedded),
         )
         self.widget.submit_button.on_click(lambda _b: self.submit(wait=False))
+        self.needs_confirmation = needs_confirmation
+        #: the contact sheet shown after the cards (made when the sweep is displayed)
+        self.faces: Faces | None = None
         self.run.listeners.append(self._on_change)
 
     @property
@@ -152,9 +158,28 @@ class Sweep(list["JobLike"]):
             raise
         return self
 
+    def show(self) -> None:
+        """Display both faces: the cards (live), then the contact sheet."""
+        if self.faces is None:
+            interval = max(1.0, 0.02 * len(self.run.cells))
+            self.faces = Faces(
+                lambda media: contact_sheet(self.run, media, waiting=self.needs_confirmation),
+                interval=interval,
+            )
+        self.faces.show(live_container(self.widget, self.faces))
+
+    def _ipython_display_(self) -> None:
+        if in_kernel():
+            self.show()
+        else:
+            print(repr(self))
+
     def _on_change(self) -> None:
-        """A cell was sent or a job moved: new cards and errors, then, once every
-        create has answered, the list itself."""
+        """A cell was sent or a job moved: the sheet, new cards and errors, then, once
+        every create has answered, the list itself."""
+        done, _failed, total = self.run.counts()
+        if self.faces is not None and self.run.sent and done == total:
+            self.faces.refresh()  # once it has ended (a sheet of many cells is heavy)
         with self._lock:
             if self._submitted.is_set():
                 return
@@ -213,9 +238,7 @@ def sweep(
     waits = needs_confirmation(plan.billed_total, confirm_above) and not confirm
     result = Sweep(plan, chosen, concurrency=concurrency, needs_confirmation=waits)
     if in_kernel():
-        from IPython import display as ipd
-
-        ipd.display(result.widget)
+        result.show()
     elif waits:
         print(
             not_sent_line(

@@ -1,19 +1,19 @@
-"""The live view of one task: what a displayed :class:`~genwidgets.Job` shows.
+"""The view of one task: what a displayed :class:`~genwidgets.Job` shows.
 
 :class:`TaskView` is an anywidget (ES module and CSS in ``widgets/static/``, no build,
 no CDN): its state is traits written through the shared :class:`Throttle`, and the
-browser ticks the clock itself. :func:`display_job` shows one display output holding the
-widget view and an HTML copy; once the task ends it becomes the static copy alone, so a
-notebook saved without widget state reopens showing it: docs/decisions.md#task-outputs.
+browser ticks the clock itself. Displayed, it is a view's two faces
+(:mod:`.faces`): the live view, live for as long as the kernel, and its lasting face
+(status line, request id, outputs as :mod:`.lasting` keeps them), rewritten when the
+task ends: docs/decisions.md#task-outputs.
 """
 
 from __future__ import annotations
 
-import re
+import functools
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -34,14 +34,14 @@ from ._style import (
     status_badge,
     table_html,
 )
-from .durable import REPUBLISH, in_kernel, keeps_live_views, widget_bundle
-from .render import live_entry, to_mimebundle
+from .faces import REPUBLISH, Faces, in_kernel, live_container, static_module, widget_bundle
+from .lasting import plain_text, result_html
+from .render import live_entry
 from .ticker import (
     MIN_INTERVAL,
     TICK_PERIOD,
     Throttle,
     Ticker,
-    as_current_request,
     guarded,
     stop_following,
 )
@@ -49,30 +49,13 @@ from .ticker import (
 __all__ = [
     "MIN_INTERVAL",
     "TICK_PERIOD",
+    "TaskList",
     "TaskView",
     "Throttle",
     "Ticker",
     "display_job",
-    "display_job_into",
+    "lasting_face",
 ]
-
-STATIC = Path(__file__).with_name("static")
-
-
-def compact_static(name: str) -> str:
-    """A file of ``static/`` without comments and indentation.
-
-    Every view carries its ES module and CSS in its widget state, so a saved
-    notebook holds them once per view; the readable files in the package are
-    the source. Only whole-line ``//`` comments, ``/* */`` comments and leading
-    whitespace go (line breaks stay, so no statement is joined to another).
-    """
-    text = (STATIC / name).read_text(encoding="utf-8")
-    if name.endswith(".css"):
-        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    lines = (line.strip() for line in text.splitlines())
-    return "\n".join(line for line in lines if line and not line.startswith("//"))
-
 
 _SHARED_LAYOUT: list[ipywidgets.Layout] = []
 _SHARED_LOCK = threading.Lock()
@@ -142,8 +125,8 @@ class TaskView(anywidget.AnyWidget):
     the only HTML, that of non-media outputs, is escaped by the renderer.
     """
 
-    _esm = compact_static("task_view.js")
-    _css = compact_static("task_view.css")
+    _esm = static_module("faces.js", "task_view.js")
+    _css = static_module("task_view.css")
 
     endpoint = traitlets.Unicode("").tag(sync=True)
     request_id = traitlets.Unicode("").tag(sync=True)
@@ -169,16 +152,19 @@ class TaskView(anywidget.AnyWidget):
     #: The gateway's logs (``Status.logs``): the latest line while running, the last
     #: few once finished (kept in the saved view).
     logs = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    #: Which lasting face this live face hides while its kernel lives (``faces.js``).
+    face = traitlets.Dict().tag(sync=True)
 
     def __init__(self, job: JobLike, *, posters: bool = True, **kwargs: Any) -> None:
         """``posters=False``: videos carry no poster frame in the view's state, for a
-        view whose display becomes the static copy (which has the poster) when the
-        task ends: the saved widget state would only repeat it (about 5 KB a video)."""
+        view displayed with its lasting face (which has the poster): the saved widget
+        state would only repeat it (about 5 KB a video)."""
         # Set first: close() (also run by Widget.__del__) needs them even when
         # a job that lacks part of the JobLike protocol makes the next line fail.
         self._finished = False
         self._posters = posters
         self._removers: list[Callable[[], Any]] = []
+        self._faces: Faces | None = None
         super().__init__(
             endpoint=str(job.endpoint),
             request_id=str(job.request_id),
@@ -203,11 +189,29 @@ class TaskView(anywidget.AnyWidget):
     # -- inputs (any thread) -------------------------------------------------
 
     def _on_update(self, job: JobLike) -> None:
-        guarded(lambda: self._throttle.request(force=job_look(self.job).terminal))
+        terminal = job_look(self.job).terminal
+        guarded(lambda: self._throttle.request(force=terminal))
+        if self._faces is not None and (terminal or job.last_result is not None):
+            # Asked here, before the job's future completes (a job notifies first), so
+            # the end of a cell waiting on job.result() waits for this face too.
+            self._faces.refresh(force=True)
 
     def _on_done(self, job: JobLike) -> None:
         guarded(lambda: self._throttle.request(force=True))
+        if self._faces is not None:
+            self._faces.refresh(force=True)
         self._finish()
+
+    def _ipython_display_(self) -> None:
+        """Both faces (:mod:`.faces`): this live view, then its lasting face, which
+        is rewritten when the task ends. Outside a kernel, one line of text."""
+        if not in_kernel():
+            print(plain_status(self.job))
+            return
+        if self._faces is None:
+            self._faces = Faces(lambda media: lasting_face(self.job, media))
+            self.face = self._faces.live(self)
+        self._faces.show(self)
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("event") == "cancel":
@@ -273,7 +277,7 @@ class TaskView(anywidget.AnyWidget):
             # The engine thread may write this between two cells, labelled with a
             # finished cell: a headless runner (nbclient) then drops it from the
             # saved widget state. Send the whole state again at the end of the
-            # next cell, as the final display output is (see durable.Republisher).
+            # next cell, as the lasting face is (see faces.Republisher).
             self._resend_pending = True
             REPUBLISH.add(self._resend_state)
 
@@ -292,7 +296,7 @@ def log_tail(job: JobLike, terminal: bool) -> list[str]:
     return [log_line(entry) for entry in logs[-(LOG_LINES_KEPT if terminal else 1) :]]
 
 
-# --- display ----------------------------------------------------------------
+# --- the lasting face -------------------------------------------------------------
 
 
 def plain_status(job: JobLike) -> str:
@@ -310,134 +314,88 @@ def plain_status(job: JobLike) -> str:
     return " ".join(p for p in parts if p)
 
 
-def final_bundle(job: JobLike) -> dict[str, str]:
-    """The display data written on completion: final status line + outputs."""
+def lasting_face(job: JobLike, media: str | None = None) -> dict[str, str]:
+    """A task's lasting face: its status line, request id and elapsed time, then (once
+    it has ended) its error or its outputs as :mod:`.lasting` keeps them; before that,
+    what it was doing when last seen."""
     look = job_look(job)
     header = (
-        '<div class="gw-final" style="display:flex;gap:12px;align-items:baseline">'
+        '<div class="gw-final" style="display:flex;gap:12px;align-items:baseline;'
+        'flex-wrap:wrap">'
         f"{status_badge(look)} <span>{esc(job.endpoint)}</span> "
         f'<code style="user-select:all">{esc(job.request_id)}</code> '
         f"<span>{esc(format_elapsed(job.elapsed))}</span>"
         f"{' ' + SIMULATED_BADGE if is_simulated(job) else ''}</div>"
     )
-    result = job.last_result
     text = plain_status(job)
+    result = job.last_result
+    if not look.terminal or (result is None and not job.done()):
+        note = (
+            f"{look.word} when last seen: its outputs show here once the task has ended "
+            "(run the cell again, or client.resume() re-attaches after a restart)"
+        )
+        body = f'<div class="gw-placeholder" style="{MUTED_STYLE}">{esc(note)}</div>'
+        return {"text/html": header + body, "text/plain": f"{text}\n{note}"}
     if result is None:
         body = error_html(look) or f'<div style="{MUTED_STYLE}">no result was received</div>'
         return {"text/html": header + body, "text/plain": text}
-    bundle = to_mimebundle(result, fetch=False)
     return {
-        "text/html": header + bundle["text/html"],
-        "text/plain": text + "\n" + bundle["text/plain"],
+        "text/html": header + result_html(result, media=media),
+        "text/plain": text + "\n" + plain_text(result.outputs, result),
     }
-
-
-def placeholder_bundle(job: JobLike) -> dict[str, str]:
-    """The fallback shown until the task ends (where the widget cannot be shown)."""
-    text = f"outputs of {job.endpoint} {job.request_id} appear here when the task ends"
-    return {
-        "text/html": f'<div class="gw-placeholder" style="{MUTED_STYLE}">{esc(text)}</div>',
-        "text/plain": text,
-    }
-
-
-class _FinalOutput:
-    """Writes the final status and outputs into the display_id output, once.
-
-    It writes from the update callback that first sees ``job.last_result``: the
-    job sets its result and notifies *before* it completes its future, so the
-    output is published before a ``job.result()`` in a later cell returns, and
-    lands in that cell's messages (nbclient saves it; a browser shows it either
-    way). The done callback is the fallback (a job that ended with an exception).
-    """
-
-    def __init__(self, job: JobLike, write: Callable[[dict[str, Any]], Any]) -> None:
-        self.job = job
-        self.write = write
-        self._lock = threading.Lock()
-        self._published = False
-        self._remove: Callable[[], Any] | None = None
-
-    def watch(self) -> None:
-        self._remove = self.job.add_update_callback(self._on_update)
-        self.job.add_done_callback(lambda _job: self.publish())
-
-    def _on_update(self, job: JobLike) -> None:
-        if job.last_result is not None:
-            self.publish()
-
-    def publish(self) -> None:
-        with self._lock:
-            if self._published:
-                return
-            self._published = True
-        if self._remove is not None:
-            guarded(self._remove)
-        bundle = final_bundle(self.job)
-        guarded(lambda: as_current_request(lambda: self.write(bundle)))
-        REPUBLISH.add(lambda: self.write(bundle))
 
 
 def display_job(job: JobLike) -> TaskView | str:
-    """Show a job as one display output: the live :class:`TaskView` with an HTML
-    copy, replaced (under a ``display_id``) by the static copy alone once the
-    task ends (the live view stays in Voilà). See the module docstring for why.
-
-    Outside a Jupyter kernel, print and return a one-line plain-text status.
-    """
+    """Show a job: its :class:`TaskView` and the view's lasting face (see
+    :meth:`TaskView._ipython_display_`). Outside a Jupyter kernel, print and return a
+    one-line plain-text status."""
     if not in_kernel():
         line = plain_status(job)
         print(line)
         return line
-    from IPython import display as ipd
-
-    live = keeps_live_views()
-    view = TaskView(job, posters=live)  # elsewhere the static copy carries the poster
-    data, metadata = widget_bundle(view, placeholder_bundle(job))
-    handle = ipd.display(data, raw=True, metadata=metadata, display_id=True)
-    if handle is not None:
-
-        def write(bundle: dict[str, Any]) -> None:
-            if live:
-                data, metadata = widget_bundle(view, bundle)
-                handle.update(data, raw=True, metadata=metadata)
-            else:  # the static copy alone: nothing in it needs widget state
-                handle.update(bundle, raw=True)
-
-        _FinalOutput(job, write).watch()
+    view = TaskView(job, posters=False)  # the lasting face carries the poster
+    view._ipython_display_()
     return view
 
 
-def display_job_into(job: JobLike, output: Any) -> TaskView:
-    """Show a job inside an ``ipywidgets.Output`` (a form's result area).
+class TaskList:
+    """The tasks a form submitted, shown under the form as their own output: a live
+    box of their :class:`TaskView` s and one lasting face holding each one's, so a
+    saved notebook keeps them (a form itself is a live-only control). Until it is
+    displayed, tasks go to ``fallback`` (the form's own output area) instead."""
 
-    A display handle would not do there: its update comes from the engine thread
-    after the ``with output:`` block has ended, so no cell and no Output widget
-    would receive it. The same one-output bundle as :func:`display_job` is an
-    entry of the widget's ``outputs`` trait instead, replaced on completion: a
-    comm message that works from any thread.
-    """
-    view = TaskView(job)
-    output.outputs = (*output.outputs, _display_data(*widget_bundle(view, placeholder_bundle(job))))
-    slot = len(output.outputs) - 1
+    def __init__(self, fallback: Any) -> None:
+        import ipywidgets
 
-    def write(bundle: dict[str, Any]) -> None:
-        entry = _display_data(*widget_bundle(view, bundle))
-        outputs = list(output.outputs)
-        if slot < len(outputs):
-            outputs[slot] = entry
-        else:  # the user cleared the area meanwhile
-            outputs.append(entry)
-        if tuple(outputs) == tuple(output.outputs):
-            output.send_state(
-                "outputs"
-            )  # a repeat write (see durable.Republisher) must still go out
-        else:
-            output.outputs = tuple(outputs)
+        self.jobs: list[JobLike] = []
+        self.box = ipywidgets.VBox()
+        self.fallback = fallback
+        self.faces = Faces(self._lasting)
+        self.live = live_container(self.box, self.faces)
 
-    _FinalOutput(job, write).watch()
-    return view
+    def _lasting(self, media: str) -> dict[str, str]:
+        faces = [lasting_face(job, media) for job in list(self.jobs)]
+        boxed = (f'<div style="margin:4px 0">{face["text/html"]}</div>' for face in faces)
+        return {
+            "text/html": "".join(boxed),
+            "text/plain": "\n".join(f["text/plain"] for f in faces),
+        }
 
+    def show(self) -> None:
+        """Display the two faces (under the form, in the cell that shows it)."""
+        self.faces.show(self.live)
 
-def _display_data(data: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
-    return {"output_type": "display_data", "data": data, "metadata": metadata}
+    def add(self, job: JobLike) -> TaskView:
+        view = TaskView(job, posters=False)
+        self.jobs.append(job)
+        if self.faces.shown:
+            self.box.children = (*self.box.children, view)
+            refresh = functools.partial(self.faces.refresh, force=True)
+            job.add_update_callback(lambda done: refresh() if done.last_result else None)
+            job.add_done_callback(lambda _job: refresh())
+            refresh()
+        else:  # never displayed on its own: inside the form's output area
+            data, metadata = widget_bundle(view)
+            entry = {"output_type": "display_data", "data": data, "metadata": metadata}
+            self.fallback.outputs = (*self.fallback.outputs, entry)
+        return view

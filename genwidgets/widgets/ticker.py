@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..jobs.engine import engine_waits_forbidden, on_engine_thread
+
 __all__ = [
     "MIN_INTERVAL",
     "TICKER",
@@ -154,6 +156,11 @@ class Throttle:
     forced), else marks the state dirty and has the ticker flush it when the
     interval is over. ``write`` runs under :attr:`lock`, so it is the single
     writer of its view.
+
+    Two rules keep the lock from ever joining a deadlock
+    (docs/decisions.md#no-waits-under-locks): on an engine thread ``request()``
+    never takes the lock (it marks the view dirty and the ticker writes), and
+    ``write`` runs where any wait on the engine raises at once.
     """
 
     def __init__(
@@ -172,6 +179,11 @@ class Throttle:
         self.writes = 0
 
     def request(self, *, force: bool = False) -> None:
+        if on_engine_thread():  # an engine callback never waits on a view
+            self._dirty = True
+            due = time.monotonic() if force else self._last + self.interval
+            self._ticker.flush_at(self, due)
+            return
         with self.lock:
             now = time.monotonic()
             if force or now - self._last >= self.interval:
@@ -193,4 +205,5 @@ class Throttle:
         self._dirty = False
         self._last = now
         self.writes += 1
-        as_current_request(self._write)
+        with engine_waits_forbidden(f"a view's write ({self._write.__qualname__})"):
+            as_current_request(self._write)

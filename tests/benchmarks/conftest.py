@@ -37,9 +37,13 @@ def _arm(websocket: int, images: int, responses: int) -> dict[str, Any]:
 @pytest.fixture
 def passing() -> dict[str, Any]:
     """Figures that meet every goal, every baseline on its interval."""
-    schedules = {name: _fixed(i) for name, i in polling.FIXED_INTERVALS.items()}
-    schedules |= {name + polling.BIMODAL: _fixed(i) for name, i in polling.FIXED_INTERVALS.items()}
+    schedules = {
+        name + suffix: _fixed(i)
+        for name, i in polling.FIXED_INTERVALS.items()
+        for suffix in ("", polling.BIMODAL, polling.SHORT, polling.MIXED)
+    }
     return {
+        "seconds": {"polling": 300.0, "scale": 214.0, "total": 780.0},
         "polling": {
             "schedules": schedules,
             "requests_ratio_vs_0_1s": 12.0,
@@ -54,6 +58,12 @@ def passing() -> dict[str, Any]:
             "requests_ratio_vs_0_1s_warm_bimodal": 17.0,
             "p95_notice_s_warm_bimodal": 1.4,
             "p95_notice_s_shift": 1.4,
+            "p95_notice_s_short_warm": 0.28,
+            "requests_ratio_vs_0_1s_short_warm": 4.3,
+            "p95_notice_s_short": 0.45,
+            "requests_ratio_vs_0_1s_short": 2.9,
+            "requests_ratio_vs_0_1s_mixed_warm": 19.0,
+            "mixed_share_within_target": 0.975,
         },
         "scale": {
             "completed": 10_000,
@@ -65,7 +75,12 @@ def passing() -> dict[str, Any]:
         "kernel": {"exec_p95_added_ms": 1.8},
         "kernel_many": {"exec_p95_added_ms": 2.5},
         "startup": {"import_ms": 17.7, "imports_ipywidgets": False, "form_build_ms_max": 22.3},
-        "notebook_weight": {"nb_bytes_per_video": 19_900, "nb_bytes_per_video_embedded": 90_000},
+        "notebook_weight": {
+            "videos": 10,
+            "nb_bytes_per_video": 199_000,
+            "nb_playable_videos": 10,
+            "nb_bytes_per_video_embedded": 90_000,
+        },
         "simulator": {"sim_status_rps": 4415.0},
         "prompt": {
             "runs": 5,

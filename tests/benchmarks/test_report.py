@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks import prompt, report  # noqa: E402
+from benchmarks import polling_report, prompt, report  # noqa: E402
 from benchmarks.goals import judge_all  # noqa: E402
 
 
@@ -30,28 +30,30 @@ def test_a_baseline_that_missed_its_interval_is_named_in_the_goals_and_the_figur
     results["polling"]["schedules"]["fixed 0.5 s"]["mean_achieved_interval_s"] = 0.558
     text = "\n".join(report.goals_section(judge_all(results)))
     row = next(
-        line for line in text.splitlines() if line.startswith("| Poll requests vs fixed 0.5")
+        line
+        for line in text.splitlines()
+        if line.startswith("| 20 s set, no history: poll requests vs fixed 0.5")
     )
     assert row.endswith("| not evidence |")
     assert "3.20x, not evidence: the fixed 0.5 s poller polled every 0.558 s (+11.6%" in row
-    assert "**Not evidence: Poll requests vs fixed 0.5 s.**" in text
-    assert "**Not evidence: Warm: poll requests vs fixed 0.5 s.**" in text
-    assert "Not evidence: Poll requests vs fixed 0.1 s" not in text  # its poller kept time
+    assert "**Not evidence: 20 s set, no history: poll requests vs fixed 0.5 s.**" in text
+    assert "**Not evidence: 20 s set, warm: poll requests vs fixed 0.5 s.**" in text
+    assert "poll requests vs fixed 0.1 s.**" not in text  # its poller kept time
 
-    evidence = report._evidence(results["polling"])
+    evidence = polling_report._evidence(results["polling"])
     assert "Not evidence in this run:** ratios against fixed 0.5 s," in evidence
     assert "fixed 0.1 s" not in evidence.split("Not evidence")[1]
-    assert report._achieved("fixed 0.5 s", {"mean_achieved_interval_s": 0.558}) == (
+    assert polling_report._achieved("fixed 0.5 s", {"mean_achieved_interval_s": 0.558}) == (
         "0.558 s (+11.6%, **missed**)"
     )
-    assert report._achieved("fixed 1 s", {"mean_achieved_interval_s": 1.013}) == (
+    assert polling_report._achieved("fixed 1 s", {"mean_achieved_interval_s": 1.013}) == (
         "1.013 s (+1.3%, kept)"
     )
-    assert report._achieved("genwidgets", {"mean_achieved_interval_s": None}) == "n/a"
+    assert polling_report._achieved("genwidgets", {"mean_achieved_interval_s": None}) == "n/a"
 
 
 def test_every_kept_interval_is_said_so(passing: dict[str, Any]) -> None:
-    assert report._evidence(passing["polling"]).endswith("every fixed poller did.")
+    assert polling_report._evidence(passing["polling"]).endswith("every fixed poller did.")
 
 
 def test_the_prompt_section_has_a_row_per_prompt_and_a_column_per_step(

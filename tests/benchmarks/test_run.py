@@ -22,19 +22,39 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks import polling, run  # noqa: E402
+from benchmarks import on_paper, polling, run  # noqa: E402
 from benchmarks.goals import MISSED, NOT_EVIDENCE, judge_all  # noqa: E402
+from benchmarks.polling import ArmPlan, PollingPlan  # noqa: E402
+from benchmarks.sets import Arrivals, BimodalTaskSet, MixedTaskSet, TaskSet  # noqa: E402
 
+TINY_ARMS = {
+    name: ArmPlan(max_live=2 if name.startswith("fixed 0.1 s") else 0)
+    for name in (
+        polling.OURS,
+        polling.OURS_WARM,
+        polling.OURS_SHIFT,
+        polling.OURS_BIMODAL,
+        polling.OURS_SHORT,
+        polling.OURS_SHORT_WARM,
+        polling.OURS_MIXED,
+        *(
+            fixed + suffix
+            for fixed in polling.FIXED_INTERVALS
+            for suffix in ("", polling.BIMODAL, polling.SHORT, polling.MIXED)
+        ),
+    )
+} | {polling.OURS_SHORT: ArmPlan(arrivals=Arrivals(3, 0.5))}
 TINY = run.Plan(
-    task_set=polling.TaskSet(count=5, median_s=1.0, sigma=0.2, cap_s=2.0, seed=3),
-    polling_groups=(
-        (*polling.SCHEDULES, polling.OURS_WARM, polling.OURS_SHIFT),
-        (polling.OURS_BIMODAL, "fixed 0.5 s bimodal", "fixed 0.1 s bimodal"),
+    polling=PollingPlan(
+        twenty=TaskSet(count=5, median_s=1.0, sigma=0.2, cap_s=2.0, seed=3),
+        bimodal=BimodalTaskSet(count=5, short_median_s=0.3, long_median_s=1.5, seed=4),
+        short=TaskSet(count=6, median_s=0.6, sigma=0.3, floor_s=0.05, seed=5),
+        mixed=MixedTaskSet(count=5, image_median_s=0.5, video_median_s=2.0),
+        arms=TINY_ARMS,
+        warm_arrivals=Arrivals(25, 0.5),
     ),
-    polling_max_live={"fixed 0.1 s": 2},
     kernel_jobs=20,
     kernel_samples=5,
-    bimodal_set=polling.BimodalTaskSet(count=5, short_median_s=0.3, long_median_s=1.5, seed=4),
     scale_jobs=40,
     kernel_jobs_many=30,
     import_runs=1,
@@ -58,6 +78,12 @@ HEADLINE_TYPES: dict[str, type | tuple[type, ...]] = {
     "requests_ratio_vs_0_1s_warm_bimodal": float,
     "p95_notice_s_warm_bimodal": float,
     "p95_notice_s_shift": float,
+    "p95_notice_s_short_warm": float,
+    "requests_ratio_vs_0_1s_short_warm": float,
+    "p95_notice_s_short": float,
+    "requests_ratio_vs_0_1s_short": float,
+    "requests_ratio_vs_0_1s_mixed_warm": float,
+    "mixed_share_within_target": float,
     "live_jobs_10k_completed": int,
     "live_jobs_10k_kb_per_job": float,
     "status_rate_10k": float,
@@ -67,10 +93,12 @@ HEADLINE_TYPES: dict[str, type | tuple[type, ...]] = {
     "imports_ipywidgets": bool,
     "form_build_ms_max": float,
     "nb_bytes_per_video": int,
+    "nb_playable_videos": int,
     "nb_bytes_per_video_embedded": int,
     "sim_status_rps": float,
     "prompt_slowest_ms": float,
     "grid_page_bytes": type(None),  # TINY drives no browser (test_goals: when it does)
+    "wall_s": float,
 }
 
 
@@ -82,16 +110,16 @@ def results() -> dict[str, Any]:
     return out
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(400)  # the first test: it waits for the tiny run (about 100 s)
 def test_polling_counts_agree_and_every_task_is_noticed(results: dict[str, Any]) -> None:
     p = results["polling"]
-    assert set(p["schedules"]) == {name for group in TINY.polling_groups for name in group}
+    arms = polling.arms_for(TINY.polling)
+    assert set(p["schedules"]) == set(TINY.polling.arms)
     for name, s in p["schedules"].items():
-        count = TINY.bimodal_set.count if "bimodal" in name else TINY.task_set.count
-        assert s["tasks"] == count
-        assert s["warm_up_tasks"] == (polling.WARM_UP if name.startswith(polling.OURS + " ") else 0)
-        assert s["max_live_tasks"] == TINY.polling_max_live.get(name, count)
-        assert s["notices_measured"] == count, name
+        arm = arms[name]
+        assert s["tasks"] == len(arm.tasks) == s["notices_measured"], name
+        assert s["warm_up_tasks"] == len(arm.warm)
+        assert s["max_live_tasks"] == (arm.max_live or len(arm.tasks))
         # The simulator and the client count the same requests.
         assert s["status_requests_per_task"] == s["client_status_requests_per_task"], name
         assert s["poll_requests_per_task"] == s["client_poll_requests_per_task"], name
@@ -103,17 +131,29 @@ def test_polling_counts_agree_and_every_task_is_noticed(results: dict[str, Any])
         )
         if name.startswith("fixed"):  # a fixed poller polls the status address only
             assert s["result_requests_per_task"] == 1
+            assert s["model_poll_requests_per_task"] == pytest.approx(
+                on_paper.fixed_per_task(arm.tasks, float(arm.worker)), abs=2e-3
+            )
         assert 0 <= s["notice_s"]["p50"] <= s["notice_s"]["p95"] <= s["notice_s"]["max"]
+        assert sorted(d[1] for d in s["detail"]) == sorted(t.seconds for t in arm.tasks)
+    # a cold arm's batches went through clients of their own; a warm arm through one
+    assert p["schedules"][polling.OURS_SHORT]["clients"] == 2
+    assert p["schedules"][polling.OURS_SHORT_WARM]["clients"] == 1
     fast = p["schedules"]["fixed 0.1 s"]
     assert fast["poll_requests_per_task"] > p["schedules"]["fixed 1 s"]["poll_requests_per_task"]
-    ours = p["schedules"][polling.OURS]["poll_requests_per_task"]
-    assert p["requests_ratio_vs_0_1s"] == pytest.approx(
-        fast["poll_requests_per_task"] / ours, rel=1e-2
-    )
-    warm = p["schedules"][polling.OURS_WARM]["poll_requests_per_task"]
-    assert p["requests_ratio_vs_0_5s_warm"] == pytest.approx(
-        p["schedules"]["fixed 0.5 s"]["poll_requests_per_task"] / warm, rel=1e-2
-    )
+    # a ratio: the fixed poller on paper over the very tasks ours measured, over ours
+    for key, fixed, ours in (
+        ("requests_ratio_vs_0_1s", "fixed 0.1 s", polling.OURS),
+        ("requests_ratio_vs_0_5s_warm", "fixed 0.5 s", polling.OURS_WARM),
+        ("requests_ratio_vs_0_1s_mixed_warm", "fixed 0.1 s mixed", polling.OURS_MIXED),
+    ):
+        mine = p["schedules"][ours]["poll_requests_per_task"]
+        interval = polling.interval_of(fixed)
+        assert interval is not None
+        theirs = on_paper.fixed_per_task(arms[ours].tasks, interval)
+        assert p[key] == pytest.approx(theirs / mine, rel=1e-2)
+    share = p["mixed_share_within_target"]
+    assert 0 <= share <= 1
 
 
 @pytest.mark.timeout(120)
@@ -202,6 +242,10 @@ def test_main_writes_the_report_and_ends_with_the_json_line(
         if verdict.status == NOT_EVIDENCE:
             assert f"**Not evidence: {verdict.goal.name}.**" in text
     assert last in text
+    # the mixed set's plot, beside the report, linked from it
+    picture = tmp_path / "RESULTS-notice-mixed.png"
+    assert picture.read_bytes().startswith(b"\x89PNG")
+    assert "](RESULTS-notice-mixed.png)" in text
 
 
 def _imported(path: Path) -> set[str]:

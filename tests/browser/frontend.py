@@ -266,10 +266,13 @@ def serve(
     kind: Kind, root: Path, *, target: str | None = None, extra: dict[str, str] | None = None
 ) -> Iterator[Frontend]:
     """Start ``kind`` on a free loopback port over a copy of ``notebooks/`` under
-    ``root`` (plus ``extra`` files: name -> text); stop it and its kernels after."""
+    ``root`` (plus ``extra`` files: name -> text); stop it and its kernels after.
+    Started again on the same ``root``, it serves what the last one left there
+    (notebooks saved in the page included): a server restarted, kernels gone."""
     require_chromium()
     workdir = root / "work"
-    shutil.copytree(jupyter_env.NOTEBOOKS, workdir)
+    if not workdir.exists():
+        shutil.copytree(jupyter_env.NOTEBOOKS, workdir)
     for name, text in (extra or {}).items():
         (workdir / name).write_text(text)
     env = jupyter_env.isolated_environ(root / "env")

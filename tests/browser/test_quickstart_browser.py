@@ -2,11 +2,11 @@
 would use it (one server of each for the module, through :mod:`frontend`).
 
 Run All, then: fill the form's prompt and press Submit, watch the task view reach
-"done" with its image; every image, video and audio element really loads
-(natural size, ready state); a long task is cancelled with its Cancel button and
-ends "cancelled"; each task view is shown once (the widget, not also its HTML
-fallback); no widget fails to display and the page raises no error. Screenshots
-go to ``docs/img/`` for the README.
+"done" with its image, as its own output under the form; every image, video and
+audio element really loads (natural size, ready state); a long task is cancelled
+with its Cancel button and ends "cancelled"; each task is shown once (its live face;
+its lasting face stays hidden while the kernel lives); no widget fails to display and
+the page raises no error. Screenshots go to ``docs/img/`` for the README.
 """
 
 from __future__ import annotations
@@ -75,30 +75,37 @@ def test_quickstart_run_all_submit_render_and_cancel(jupyter: Frontend, browser:
         wait_until_all_cells_ran(page, code_cells)
 
         notebook = page.locator(".jp-Notebook")
-        # Run All ends after the blocking waits: each code cell's task has ended and
-        # its output is the static copy (status, outputs), which a saved notebook keeps.
-        finished = notebook.locator(".jp-OutputArea-output").filter(has=page.locator(".gw-final"))
-        finished.nth(2).wait_for(timeout=TASK_TIMEOUT_MS)
-        assert finished.count() >= 3
-        for i in range(finished.count()):
-            finished.nth(i).locator(".gw-status-done").wait_for(timeout=TASK_TIMEOUT_MS)
-            finished.nth(i).locator(".gw-output").first.wait_for(timeout=TASK_TIMEOUT_MS)
-            # Shown once: the static copy replaced the live view, it is not beside it.
-            assert finished.nth(i).locator(".gw-task-view").count() == 0
+        # Run All ends after the blocking waits: each code cell's task has ended, and its
+        # live view stays (live for as long as the kernel), its lasting face hidden.
+        views = notebook.locator(".jp-OutputArea-output .gw-task-view")
+        views.nth(2).wait_for(timeout=TASK_TIMEOUT_MS)
+        assert views.count() >= 3
+        for i in range(views.count()):
+            views.nth(i).locator(".gw-status-done").wait_for(timeout=TASK_TIMEOUT_MS)
+            views.nth(i).locator(".gw-output").first.wait_for(timeout=TASK_TIMEOUT_MS)
+        page.wait_for_function(
+            "() => document.querySelectorAll('.jp-Notebook .gw-lasting').length >= 6",
+            timeout=TASK_TIMEOUT_MS,
+        )
+        assert notebook.locator(".gw-lasting:visible").count() == 0  # shown once
         assert notebook.locator(".gw-simulated:visible").count() >= 1
-        assert notebook.locator(".gw-placeholder").count() == 0
 
         # The form: a new prompt, one click on Submit, a task view that ends "done"
-        # with its image, inside the form's output.
-        form = notebook.locator(".jp-OutputArea-output").filter(
+        # with its image, as the form cell's own output (not inside the form).
+        cell = notebook.locator(".jp-CodeCell").filter(
+            has=page.locator("button", has_text="Submit")
+        )
+        form = cell.locator(".jp-OutputArea-output").filter(
             has=page.locator("button", has_text="Submit")
         )
         assert form.count() == 1
         form.locator("textarea").first.fill(NEW_PROMPT)
         form.locator("button", has_text="Submit").click()
-        form.locator(".gw-task-view .gw-status-done").wait_for(timeout=TASK_TIMEOUT_MS)
-        form.locator(".gw-task-view img").first.wait_for(timeout=TASK_TIMEOUT_MS)
-        screenshot(page, form, f"quickstart-{kind}.png")
+        submitted = cell.locator(".gw-task-view")
+        submitted.locator(".gw-status-done").wait_for(timeout=TASK_TIMEOUT_MS)
+        submitted.locator("img").first.wait_for(timeout=TASK_TIMEOUT_MS)
+        assert form.locator(".gw-task-view").count() == 0
+        screenshot(page, cell, f"quickstart-{kind}.png")
 
         # Every image, video and audio element of the outputs really loads.
         state = wait_for_media(page, ".jp-Notebook .jp-OutputArea-output")
@@ -106,7 +113,7 @@ def test_quickstart_run_all_submit_render_and_cancel(jupyter: Frontend, browser:
         assert state["counts"]["video"] >= 1, state
         assert state["counts"]["audio"] >= 1, state
         if kind == "lab":
-            video = notebook.locator(".jp-OutputArea-output video").last
+            video = notebook.locator(".jp-OutputArea-output video:visible").last
             screenshot(page, video, "quickstart-media.png")
 
         # A long task in a new cell, cancelled with its button.
@@ -122,7 +129,7 @@ def test_quickstart_run_all_submit_render_and_cancel(jupyter: Frontend, browser:
         view = new_cell.locator(".gw-task-view")
         view.locator(".gw-status-running").wait_for(timeout=TASK_TIMEOUT_MS)
         view.locator("button", has_text="Cancel").click()
-        # ended: the live view, then its static copy, say so in grey, with no error line
+        # ended: the live view says so in grey, with no error line
         status = new_cell.locator(".gw-status-cancelled", has_text="cancelled").first
         status.wait_for(timeout=TASK_TIMEOUT_MS)
         assert new_cell.locator(".gw-error").count() == 0

@@ -1,4 +1,6 @@
-"""A notebook exported to static HTML with its widget state renders offline.
+"""A notebook exported to static HTML with its widget state renders offline: the
+lasting faces show every task and play its media; the live faces drawn from the saved
+state (no kernel behind them) hide themselves.
 
 nbconvert embeds the saved widget state, but by default loads require.js and
 ``@jupyter-widgets/html-manager`` from CDNs. Here both come from the npm
@@ -190,31 +192,41 @@ def test_exported_widgets_render_offline(served: str, browser: Any) -> None:
     page.on("pageerror", lambda exc: page_errors.append(str(exc)))
     try:
         page.goto(f"{served}/{NOTEBOOK.replace('.ipynb', '.html')}", timeout=60_000)
-        page.locator(".widget-button", has_text="Submit").first.wait_for(timeout=RENDER_TIMEOUT_MS)
-        # Finished tasks are static copies: they need no widget state at all.
-        assert page.locator(".gw-final .gw-status-done").count() >= 3
+        # The saved widgets are drawn from the folder's scripts alone (the form's
+        # controls exist)...
+        page.locator(".widget-button", has_text="Submit").first.wait_for(
+            state="attached", timeout=RENDER_TIMEOUT_MS
+        )
         assert page.locator(".widget-textarea textarea").count() >= 1
-        # Audio whose bytes are in the notebook (data: or blob: URLs) plays from the
-        # page alone. Videos point at the simulator's URLs (it stopped with the kernel)
-        # but carry a poster frame in the page, so each still shows what it was.
+        # ... but genwidgets' live faces drawn from saved state have no kernel behind
+        # them: they hide themselves (the form's container too), and the lasting faces,
+        # which need no widget state at all, show every finished task.
+        assert page.locator(".gw-lasting .gw-final .gw-status-done:visible").count() >= 3
+        assert page.locator(".gw-form-lasting:visible").count() == 1
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.gw-task-view')].length >= 3",
+            timeout=RENDER_TIMEOUT_MS,
+        )
+        assert page.locator(".gw-task-view:visible").count() == 0
+        # Audio and video play from the page alone (data: URLs in the lasting faces),
+        # each video with its poster frame.
         page.wait_for_function(
             """() => {
-              const audio = [...document.querySelectorAll('audio')]
-                .filter(el => /^(data|blob):/.test(el.currentSrc || el.src));
-              const videos = [...document.querySelectorAll('.gw-output video')];
-              return audio.length >= 1 && audio.every(el => el.readyState >= 1)
-                && videos.length >= 1
+              const lasting = [...document.querySelectorAll('.gw-lasting')];
+              const audio = lasting.flatMap(l => [...l.querySelectorAll('audio')]);
+              const videos = lasting.flatMap(l => [...l.querySelectorAll('video')]);
+              return audio.length >= 1 && videos.length >= 1
+                && [...audio, ...videos].every(el => /^data:/.test(el.currentSrc || el.src)
+                                                 && el.readyState >= 2 && !el.error)
                 && videos.every(el => el.poster.startsWith('data:image/jpeg;base64,'));
             }""",
             timeout=RENDER_TIMEOUT_MS,
             polling=250,
         )
-        # The icon font (the Submit button's icon) loads from the local folder too.
         page.wait_for_function(
-            """() => [...document.fonts].some(
-                f => f.family.startsWith('Font Awesome') && f.status === 'loaded')""",
+            "() => document.querySelectorAll('.gw-live').length >= 1"
+            " && [...document.querySelectorAll('.gw-live')].every(e => !e.offsetParent)",
             timeout=RENDER_TIMEOUT_MS,
-            polling=250,
         )
         text = page.inner_text("body")
         assert "Error displaying widget" not in text

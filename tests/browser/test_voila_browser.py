@@ -93,16 +93,22 @@ def test_quickstart_app_shows_every_task_output_and_the_form_submits(
         assert widths and set(widths) == {VIDEO_WIDTH}, widths
         screenshot(page, views.nth(count - 1), "voila.png")
 
-        # The app's form: Submit, then a task view that ends "done" with its image.
+        # The app's form: Submit, then a task view that ends "done" with its image, in
+        # the form cell's output under the form (the live faces only: the lasting ones
+        # stay hidden while the kernel lives).
         form = page.locator(".jp-OutputArea-output").filter(
             has=page.locator("button", has_text="Submit")
         )
         assert form.count() == 1 and form.locator(".gw-task-view").count() == 0
         form.locator("button", has_text="Submit").click()
-        new_view = form.locator(".gw-task-view")
+        sent = form.locator(".gw-form-reason", has_text="submitted: ")
+        sent.wait_for(timeout=TASK_TIMEOUT_MS)
+        request_id = sent.inner_text().split("submitted: ", 1)[1].strip()
+        new_view = views.filter(has=page.locator(".gw-request-id", has_text=request_id))
         new_view.locator(".gw-status-done").wait_for(timeout=TASK_TIMEOUT_MS)
         new_view.locator("img").first.wait_for(timeout=TASK_TIMEOUT_MS)
         wait_for_media(page, ".gw-task-view")
+        assert page.locator(".gw-lasting:visible").count() == 0
         screenshot(page, form, "voila-form.png")
 
         check_page(watched, page.inner_text("body"))

@@ -2,7 +2,7 @@
 kernel (nbclient), with what each cell shows asserted.
 
 - the probe of issue 20: a job from a form, displayed as a cell's last line, is
-  the live task view with its HTML copy, and the static copy once it ended;
+  two outputs: the live task view, and its lasting face, final once the task ended;
 - every Python snippet of the README, statement by statement;
 - the lines of the public API contract (``DESIGN.md``) that exist today.
 
@@ -63,36 +63,33 @@ def html_of(output: dict[str, Any]) -> str:
 
 
 def assert_job_cell(index: int, saved: nbformat.NotebookNode, messages: Messages) -> str:
-    """Cell ``index`` displayed a job: first the live view with its HTML copy under a
-    display id, then (the task ended) that output replaced by the static copy alone
-    (status done, image thumbnails embedded). Returns the static HTML."""
-    shown = [
-        content
-        for cell, kind, content in messages
-        if cell == index and kind == "display_data" and WIDGET in content["data"]
-    ]
-    assert shown, f"cell {index} showed no widget view"
-    first = shown[0]
-    assert "gw-placeholder" in first["data"]["text/html"]  # the HTML copy beside the view
-    display_id = first["transient"]["display_id"]
-    finals = [
+    """Cell ``index`` displayed a job as its two faces: the live view (the widget, and
+    an empty text), then the lasting face under a display id, rewritten once the task
+    ended (status done, image thumbnails embedded) and never turned into anything
+    else. Returns the lasting face's saved HTML."""
+    shown = [c for cell, kind, c in messages if cell == index and kind == "display_data"]
+    assert len(shown) >= 2, f"cell {index} showed {len(shown)} outputs"
+    live, lasting = shown[-2:]
+    assert set(live["data"]) == {WIDGET, "text/plain"} and live["data"]["text/plain"] == ""
+    assert "gw-lasting" in lasting["data"]["text/html"] and WIDGET not in lasting["data"]
+    display_id = lasting["transient"]["display_id"]
+    updates = [
         content
         for _cell, kind, content in messages
         if kind == "update_display_data" and content["transient"]["display_id"] == display_id
     ]
-    assert finals, "the finished task's display was never replaced by its static copy"
-    assert all(set(f["data"]) == {"text/html", "text/plain"} for f in finals)
-    [kept] = [o for o in saved.cells[index].outputs if o.get("output_type") == "display_data"]
-    assert WIDGET not in kept["data"], "the saved cell still needs widget state"
-    html = html_of(kept)
-    assert 'class="gw-status gw-status-done"' in html
+    assert all(set(u["data"]) == {"text/html", "text/plain"} for u in updates)
+    kept = [o for o in saved.cells[index].outputs if o.get("output_type") == "display_data"]
+    assert [WIDGET in o["data"] for o in kept[-2:]] == [True, False]  # the live face stays
+    html = html_of(kept[-1])
+    assert 'class="gw-status gw-status-done"' in html and "gw-placeholder" not in html
     return html
 
 
 # --- the probe ---------------------------------------------------------------------
 
 
-def test_a_job_from_a_form_draws_its_view_then_its_static_copy(
+def test_a_job_from_a_form_draws_its_view_then_its_lasting_face(
     jupyter_kernel: str, tmp_path: Path
 ) -> None:
     saved, messages = run_cells(
@@ -238,7 +235,7 @@ CONTRACT = [
         "str(p), p.params, p.expand(), p.count(), p.validate()",
         "a red kite",
     ),
-    ("gw.render(res)", ""),  # asserted below: the static copy
+    ("gw.render(res)", ""),  # asserted below: its two faces
     ("type(gw.board(client)).__name__", "Board"),
     (
         'sw = gw.sweep("genW2.5-t2i-preview", {"prompt": "a kite", "n": 1}, '
@@ -301,8 +298,9 @@ def test_the_public_api_contract_line_by_line(jupyter_kernel: str, tmp_path: Pat
         assert expected in shown, f"cell {index} ({code!r}) shows {shown[:300]!r}"
     assert_job_cell(cells.index("job"), saved, messages)  # a video: no thumbnail, a poster
     assert_job_cell(cells.index('client.job("vidVq2-text2video", job.request_id)'), saved, messages)
-    [rendered] = saved.cells[cells.index("gw.render(res)")].outputs
-    assert WIDGET not in rendered["data"] and "<video controls" in html_of(rendered)
-    [sheet] = saved.cells[cells.index("grid")].outputs
-    assert WIDGET not in sheet["data"] and "gw-grid-sheet" in html_of(sheet)
+    live, rendered = saved.cells[cells.index("gw.render(res)")].outputs
+    assert WIDGET in live["data"] and WIDGET not in rendered["data"]
+    assert "<video controls" in html_of(rendered) and "data:video/mp4;base64," in html_of(rendered)
+    live, sheet = saved.cells[cells.index("grid")].outputs
+    assert WIDGET in live["data"] and "gw-grid-sheet" in html_of(sheet)  # still a live grid
     assert html_of(sheet).count('class="gw-thumb"') == 2 and 'title="4 of 5"' in html_of(sheet)

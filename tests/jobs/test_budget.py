@@ -159,3 +159,51 @@ def test_a_rate_that_is_not_a_positive_number_is_refused(rate: float) -> None:
         StatusBudget(rate)
     with pytest.raises(TypeError, match="max_status_rate"):
         StatusBudget("50")  # type: ignore[arg-type]
+
+
+def test_the_budget_still_caps_a_schedule_that_polls_short_tasks_often() -> None:
+    """A hundred 3 s tasks of a learnt key at once ask for a poll every ~0.3 s each in
+    their finish window, far more than 50 a second: the client's budget holds, the
+    tasks nearest their finish go first, and every task is still noticed."""
+    from genwidgets.jobs.polling import Schedule
+    from genwidgets.jobs.runtime import Observation
+
+    def run(rate: float) -> tuple[list[float], list[float]]:
+        fake = FakeTime()
+        budget = StatusBudget(rate, clock=fake.clock, sleep=fake.sleep)
+        schedule = Schedule(budget=budget, clock=fake.clock)
+        key = schedule.key("asset-get", {})
+        rng = random.Random(3)
+        for _ in range(200):
+            schedule.model(key).add(Observation(rng.lognormvariate(math.log(3.0), 0.5), 0.05))
+        grants: list[float] = []
+        late: list[float] = []
+
+        async def task(seconds: float) -> None:
+            timing = schedule.track("asset-get", {}, 0)
+            end = fake.now + seconds
+            while True:
+                await fake.sleep(timing.next_delay())
+                await timing.before_status()
+                grants.append(fake.now)
+                if fake.now >= end:
+                    timing.saw("COMPLETED", None, True)
+                    timing.done(True)
+                    late.append(fake.now - end)
+                    return
+                timing.saw("IN_PROGRESS", None, False)
+
+        async def main() -> None:
+            seconds = [rng.lognormvariate(math.log(3.0), 0.5) for _ in range(100)]
+            await asyncio.gather(*(task(s) for s in seconds))
+
+        asyncio.run(fake.run(main()))
+        return grants, late
+
+    free_grants, free_late = run(10_000.0)
+    assert most_in_any_window(free_grants, 1.0) > 150  # what the schedule asks for
+    assert sorted(free_late)[94] <= 0.3  # p95 within the key's target: a tenth of 3 s
+    grants, late = run(50.0)
+    assert most_in_any_window(grants, 1.0) <= 50
+    assert len(late) == 100  # every task noticed, later (the budget's price)
+    assert sorted(late)[94] > sorted(free_late)[94]

@@ -22,6 +22,7 @@ from genwidgets.jobs.downloads import (
     download_outputs,
     download_outputs_async,
     extension_for,
+    gateway_folder,
     output_dir,
 )
 from genwidgets.protocol.records import Result
@@ -74,6 +75,18 @@ def make_handler(files: Files) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
                 files.release.wait(10)
                 self.wfile.write(BIG[100_000:])
+            elif path == "/files/drip.bin":  # a byte at a time, until the test ends
+                self.send_response(200)
+                self.send_header("Content-Type", "image/png")
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+                while not files.release.wait(0.05):
+                    try:
+                        self.wfile.write(b"x")
+                        self.wfile.flush()
+                    except OSError:
+                        break
+                self.close_connection = True
             else:
                 body = b'{"detail": "Not Found"}'
                 self.send_response(404)
@@ -128,6 +141,29 @@ def leftovers(directory: Path) -> list[str]:
 )
 def test_extension_comes_from_the_content_type(content_type: str, ext: str) -> None:
     assert extension_for(content_type) == ext
+
+
+def test_outputs_are_kept_by_gateway_and_request_id(tmp_path: Path) -> None:
+    """docs/decisions.md#outputs-by-gateway: one id at two gateways, two folders."""
+    one = output_dir("req-1", tmp_path, gateway="https://gw.example")
+    other = output_dir("req-1", tmp_path, gateway="https://gw.example:8443")
+    assert one != other and one.name == other.name == "req-1"
+    assert one.parent.name == gateway_folder("https://gw.example")
+    assert one.parent.name.startswith("gw.example-")
+    assert other.parent.name.startswith("gw.example_8443-")
+    assert output_dir("r", tmp_path, gateway="simulator") == tmp_path / "simulator" / "r"
+    assert output_dir("r", tmp_path) == tmp_path / "r"  # by hand, no gateway: as before
+
+
+def test_a_long_request_id_gets_a_short_folder_of_its_own(tmp_path: Path) -> None:
+    first, second = "a" * 299 + "1", "a" * 299 + "2"
+    one, two = output_dir(first, tmp_path), output_dir(second, tmp_path)
+    assert one != two and len(one.name) <= 96 and len(two.name) <= 96
+    escaped = output_dir("é" * 300, tmp_path)  # escapes triple a name's length
+    assert len(escaped.name) <= 96
+    result = result_of([{"content_type": "text/plain", "content": "kept"}], request_id=first)
+    (path,) = download_outputs(result, root=tmp_path)
+    assert path.read_text() == "kept" and path.parent == one
 
 
 def test_request_ids_cannot_escape_the_root(tmp_path: Path) -> None:
@@ -266,19 +302,27 @@ def test_a_failed_redownload_keeps_the_earlier_complete_copy(server: Files, tmp_
 
 
 @pytest.mark.timeout(30)
-def test_already_downloaded_files_are_not_fetched_again(server: Files, tmp_path: Path) -> None:
+def test_a_file_in_place_is_used_only_when_this_output_wrote_it(
+    server: Files, tmp_path: Path
+) -> None:
+    """docs/decisions.md#outputs-by-gateway: a file someone else left (another task of
+    the same id, another gateway, a planted file of the right size) is fetched over."""
     entry = {"url": f"{server.base}/files/photo.jpg", "content_type": "image/png"}
     sized = {**entry, "file_size": len(PNG)}
-    download_outputs(result_of([sized]), root=tmp_path)
+    first = result_of([sized])
+    download_outputs(first, root=tmp_path)
     assert server.hits["/files/photo.jpg"] == 1
+    assert first.outputs[0].sha256 == hashlib.sha256(PNG).hexdigest()
+    assert download_outputs(first, root=tmp_path) == [tmp_path / "req-1" / "0.png"]
+    assert server.hits["/files/photo.jpg"] == 1  # the same output wrote it: used
+    (tmp_path / "req-1" / "0.png").write_bytes(b"x" * len(PNG))  # planted, right size
     again = result_of([sized])
     assert download_outputs(again, root=tmp_path) == [tmp_path / "req-1" / "0.png"]
-    assert again.outputs[0].path == tmp_path / "req-1" / "0.png"
-    download_outputs(result_of([entry]), root=tmp_path)  # no size: trust the complete file
-    assert server.hits["/files/photo.jpg"] == 1
-    (tmp_path / "req-1" / "0.png").write_bytes(b"short")  # wrong size: fetched again
-    download_outputs(result_of([sized]), root=tmp_path)
-    assert server.hits["/files/photo.jpg"] == 2
+    assert server.hits["/files/photo.jpg"] == 2  # another output: never trusted
+    assert (tmp_path / "req-1" / "0.png").read_bytes() == PNG
+    (tmp_path / "req-1" / "0.png").write_bytes(b"changed since")
+    download_outputs(first, root=tmp_path)  # its own file, changed: fetched again
+    assert server.hits["/files/photo.jpg"] == 3
     assert (tmp_path / "req-1" / "0.png").read_bytes() == PNG
 
 
@@ -373,3 +417,21 @@ def test_async_variant_streams_with_the_client_but_never_sends_its_credentials(
     sent = server.headers["/files/big.bin"]
     assert "authorization" not in sent and "x-api-key" not in sent
     assert sent.get("x-other") == "1"  # the client's other settings still apply
+
+
+@pytest.mark.timeout(60)
+def test_a_dripping_download_ends_in_a_download_error_at_its_deadline(
+    server: Files, tmp_path: Path
+) -> None:
+    """Issue 29 point 3: each read arrives in time; the whole never would."""
+    result = result_of([{"url": f"{server.base}/files/drip.bin", "content_type": "image/png"}])
+    with pytest.raises(DownloadError, match="within the deadline"):
+        download_outputs(result, root=tmp_path, timeout=0.5)
+    with pytest.raises(DownloadError, match="within the deadline"):
+
+        async def streamed() -> list[Path]:
+            async with httpx.AsyncClient() as http:
+                return await download_outputs_async(result, client=http, root=tmp_path, timeout=0.5)
+
+        asyncio.run(streamed())
+    assert leftovers(tmp_path / "req-1") == []

@@ -334,6 +334,37 @@ def test_history_leaves_tasks_a_live_process_polls_to_it_and_takes_no_lease(
             ]
 
 
+def _state(pid: int) -> str:
+    """The state letter ``/proc/<pid>/stat`` gives (R, S, Z ...)."""
+    return Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0].decode()
+
+
+def kill_unreaped(owner: subprocess.Popen[str]) -> None:
+    """Kill ``owner`` and leave it unreaped (a zombie), as a kernel killed under a
+    server that has not collected it yet: ``kill(pid, 0)`` still answers."""
+    owner.kill()  # no wait(), no poll(): either would reap it
+    wait_until(lambda: _state(owner.pid) == "Z", 30, "the killed owner to become a zombie")
+    os.kill(owner.pid, 0)  # still there to a plain liveness probe
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+@pytest.mark.timeout(90)
+def test_a_killed_unreaped_kernel_is_dead_to_history_and_resume(tmp_path: Path) -> None:
+    from genwidgets.jobs.ledger.lease import pid_alive
+
+    path = tmp_path / "ledger.sqlite3"
+    with live_owner(path, 3) as owner, Ledger(path) as other:
+        assert pid_alive(owner.pid) and other.claim_unfinished("gw") == ([], 3)
+        kill_unreaped(owner)
+        assert not pid_alive(owner.pid)
+        rows = other.rows("gw")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # history: nothing left to "another live kernel"
+            assert len(other.without_held("gw", rows)) == 3
+        taken, skipped = other.claim_unfinished("gw")  # resume: all taken
+        assert (sorted(r.request_id or "" for r in taken), skipped) == (["t0", "t1", "t2"], 0)
+
+
 def test_the_heartbeat_keeps_going_while_writes_keep_the_writer_busy(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     with Ledger(path, lease_ttl=0.4) as led:  # a heartbeat every 0.1 s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import httpx
@@ -10,6 +11,7 @@ from fake_gateway import BASE, FakeGateway, error, speed_up
 
 import genwidgets as gw
 from genwidgets._config import remember_secret
+from genwidgets.jobs.downloads import gateway_folder
 from genwidgets.jobs.ledger import Ledger
 
 KEY = "sk-ledger-SECRET-7777"
@@ -48,12 +50,16 @@ def test_a_task_is_recorded_and_its_outputs_saved(fake: FakeGateway, tmp_path: P
     row = client.ledger.get(client.gateway_name, job.request_id)
     assert row is not None and row.ok is True and row.status == "COMPLETED"
     assert row.payload == {"prompt": "x"}
-    out_dir = tmp_path / "home" / "outputs" / job.request_id
+    # the gateway's own folder (docs/decisions.md#outputs-by-gateway)
+    out_dir = tmp_path / "home" / "outputs" / gateway_folder(BASE) / job.request_id
     # extension from content_type, never from the URL (.jpg there)
     assert res.outputs[0].path == out_dir / "0.png"
     assert res.outputs[0].path.read_bytes() == b"file:/files/tok/a.jpg"
     assert res.outputs[1].path == out_dir / "1.json"
     assert [o["path"] for o in row.outputs] == [str(out_dir / "0.png"), str(out_dir / "1.json")]
+    written = res.outputs[0].path.read_bytes()
+    assert row.outputs[0]["sha256"] == hashlib.sha256(written).hexdigest()
+    assert row.outputs[0]["size"] == len(written)
     client.close()
 
 

@@ -10,6 +10,7 @@ import av
 import pytest
 from PIL import Image
 
+from genwidgets.jobs import thumbnails
 from genwidgets.jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
 
 
@@ -93,3 +94,41 @@ def test_inline_bytes_and_data_urls(tmp_path: Path) -> None:
     thumb = thumbnail(_png(tmp_path / "0.png", (300, 300)))
     assert thumb is not None
     assert data_url(thumb).startswith("data:image/jpeg;base64,/9j/")
+
+
+def test_a_pixel_bomb_gets_no_thumbnail_and_a_note_never_a_decoding(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 29 point 5: 20000 x 10000 pixels in a few KB (Pillow's own cap raises on it)."""
+    bomb = tmp_path / "0.png"
+    Image.new("1", (20000, 10000)).save(bomb)
+    assert bomb.stat().st_size < 200_000
+    with caplog.at_level("WARNING", logger="genwidgets"):
+        assert thumbnail(bomb) is None
+        assert thumbnail_bytes(bomb.read_bytes()) is None
+    notes = [r.getMessage() for r in caplog.records]
+    assert len(notes) == 2 and all("no thumbnail of" in n for n in notes), notes
+    assert str(bomb) in notes[0] and "an image held in memory" in notes[1]
+    assert not list(tmp_path.glob("*.thumb*"))
+
+
+def test_a_picture_over_the_cap_below_pillows_is_skipped_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(thumbnails, "MAX_PIXELS", 1000 * 1000)
+    source = _png(tmp_path / "0.png", (1200, 1000))
+    with caplog.at_level("WARNING", logger="genwidgets"):
+        assert thumbnail(source) is None
+    assert "1200 × 1000 pixels" in caplog.text
+
+
+def test_a_large_jpeg_is_decoded_at_a_reduced_scale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(thumbnails, "MAX_PIXELS", 1000 * 1000)
+    source = tmp_path / "0.jpg"
+    Image.new("RGB", (3200, 1600), (10, 120, 200)).save(source, quality=60)
+    thumb = thumbnail(source)  # 5 MP over the cap, but drafted at 1/8: 400 x 200
+    assert thumb is not None
+    with Image.open(thumb) as image:
+        assert image.size == (256, 128)

@@ -43,7 +43,7 @@ def test_an_endpoint_column_maps_prompt_and_seed_where_each_endpoint_takes_them(
 def test_the_services_defaults_are_counted_and_named() -> None:
     plan = plan_batch(T2I, [{"prompt": "a"}, {"prompt": "b"}])
     assert plan.billed_total == 8 and plan.units_total()["images"] == 8
-    assert "billed as 8 generations" in plan.summary()
+    assert "8 billed images" in plan.summary()
     assert "n = 4 (default)" in plan.summary()
 
 

@@ -1,9 +1,13 @@
-"""Exports: the contact sheet's PNG text chunk parses back (never the key), and
-the page is self-contained: images and small audio embedded, video as a poster
-frame with its local path, nothing that reaches for the network."""
+"""Exports: the contact sheet's PNG text chunk parses back (never the key), its
+tiles are the grid's thumbnails and its stars and dashes are drawn; the page is
+self-contained: images and small audio embedded, video as a preview that plays (a
+poster or the whole file on request), SVG never inlined, nothing that reaches for
+the network, no absolute local path."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -11,10 +15,20 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageChops
 
 import genwidgets as gw
-from genwidgets.lab.export import PNG_KEY, read_png_description
+from genwidgets.jobs.previews import PREVIEW_BUDGET
+from genwidgets.lab.export import (
+    FONT_SIZE,
+    HEADER,
+    LABEL_ROW,
+    MARGIN_H,
+    PNG_KEY,
+    TILE,
+    draw_text,
+    read_png_description,
+)
 from genwidgets.simulator import SimulatorServer
 
 KEY = "sim-demo-key"
@@ -54,7 +68,8 @@ class Links(HTMLParser):
         (self.scripts if self.tags and self.tags[-1] == "script" else self.text).append(data)
 
 
-def test_the_contact_sheet_carries_the_grid_as_json(client: gw.Client, tmp_path: Path) -> None:
+def three_by_two(client: gw.Client) -> gw.Grid:
+    """A finished 3 × 2 image grid: seeds 1-3 by two prompts."""
     grid = gw.grid(
         "genW2.5-t2i-preview",
         {"prompt": "a fox", "n": 1},
@@ -63,6 +78,11 @@ def test_the_contact_sheet_carries_the_grid_as_json(client: gw.Client, tmp_path:
         client=client,
     )
     grid.wait(timeout=60)
+    return grid
+
+
+def test_the_contact_sheet_carries_the_grid_as_json(client: gw.Client, tmp_path: Path) -> None:
+    grid = three_by_two(client)
     grid.rate(grid.cells[2], 4, "sharp")
     path = grid.save_png(tmp_path / "sheet.png")
     with Image.open(path) as image:
@@ -106,14 +126,65 @@ def test_the_page_opens_offline(client: gw.Client, tmp_path: Path) -> None:
             assert url.startswith("data:"), (name, tag, attr, url[:60])
         assert "<script src" not in text and "<link" not in text
         assert 'id="genwidgets-grid"' in text
+        assert str(tmp_path) not in text  # paths as shown_path writes them
     image_page = pages["images"].read_text(encoding="utf-8")
     assert image_page.count('src="data:image/png;base64,') == 2
     assert image_page.count('fill="#f59e0b"') == 5  # five lit stars on the rated cell
     assert 'src="data:audio/' in pages["speech"].read_text(encoding="utf-8")
+    # the video plays with nothing but the page: a preview, embedded, within its budget
     video_page = pages["video"].read_text(encoding="utf-8")
-    assert 'alt="poster frame" src="data:image/png;base64,' in video_page
+    (preview,) = re.findall(r'<video [^>]*src="data:video/mp4;base64,([^"]+)"', video_page)
+    clip = base64.b64decode(preview)
+    assert len(clip) <= PREVIEW_BUDGET and decoded_frames(clip) >= 2
+    assert re.search(r'<video [^>]*poster="data:image/jpeg;base64,', video_page)
     local = video.cells[0].outputs[0].path
-    assert local is not None and local.exists() and str(local) in video_page
+    assert local is not None and local.exists() and local.stat().st_size > len(clip)
+    kept = f"{local.parent.parent.name}/{local.parent.name}"  # outputs/<gateway>/<request_id>
+    assert f"full video: <code>$GENWIDGETS_HOME/outputs/{kept}/" in video_page
+
+
+def decoded_frames(clip: bytes) -> int:
+    import av
+
+    with av.open(io.BytesIO(clip)) as container:
+        return sum(1 for _ in container.decode(video=0))
+
+
+def test_a_page_holds_each_video_as_asked(client: gw.Client, tmp_path: Path) -> None:
+    video = gw.grid(
+        "vidVq2-text2video", {"prompt": "a kite", "duration": 4}, x=("seed", [1]), client=client
+    )
+    video.wait(timeout=90)
+    (output,) = video.cells[0].outputs
+    whole = output.read()
+    poster = video.save_html(tmp_path / "poster.html", video="poster").read_text("utf-8")
+    assert "<video" not in poster and 'alt="poster frame" src="data:image/jpeg;base64,' in poster
+    full = video.save_html(tmp_path / "full.html", video="full").read_text("utf-8")
+    (embedded,) = re.findall(r'<video [^>]*src="data:video/mp4;base64,([^"]+)"', full)
+    assert base64.b64decode(embedded) == whole
+    with pytest.raises(ValueError, match="video must be one of poster, preview, full"):
+        video.save_html(tmp_path / "x.html", video="all")  # type: ignore[arg-type]
+
+
+def test_svg_and_html_outputs_are_never_embedded(client: gw.Client, tmp_path: Path) -> None:
+    """An SVG (it can carry script) is named, never inlined as a data URL or as markup;
+    an HTML output is shown as escaped text; both decided by the one rule in _html.py."""
+    grid = gw.grid(
+        "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=client
+    )
+    grid.wait(timeout=60)
+    svg, page_out = grid.cells[0].outputs[0], grid.cells[1].outputs[0]
+    svg.content_type, svg.path = "image/svg+xml", None
+    svg._cache = (
+        b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>x</script></svg>'
+    )
+    page_out.content_type, page_out.path = "text/html", None
+    page_out._cache = b"<script>alert(2)</script>"
+    page = grid.save_html(tmp_path / "grid.html").read_text("utf-8")
+    assert "data:image/svg" not in page and "<svg xmlns" not in page and "onload" not in page
+    assert "image image/svg+xml not embedded (not a media type a page embeds)" in page
+    assert "<code>grid_media/cell0-0.svg</code>" in page and "<a " not in page  # named, no link
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in page and "alert(2)</script>" not in page
 
 
 def test_both_exports_carry_the_score_margins(client: gw.Client, tmp_path: Path) -> None:
@@ -188,3 +259,146 @@ def test_the_page_shows_hostile_text_as_text_in_its_old_colours(
     style = page[page.index("<style>") : page.index("</style>")]
     assert set(re.findall(r"#[0-9a-f]{6}", style)) == PAGE_COLOURS
     assert set(re.findall(r'fill="(#[0-9a-f]{6})"', page)) == STAR_COLOURS
+
+
+def test_the_sheet_draws_stars_and_dashes_every_machine_shows() -> None:
+    """★ and – are shapes, not glyphs: Pillow's default font draws both as the same
+    empty box it draws for a character it lacks."""
+    from PIL import ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=FONT_SIZE)
+
+    def drawn(text: str, *, shapes: bool) -> Image.Image:
+        image = Image.new("RGB", (60, 30), "#ffffff")
+        draw = ImageDraw.Draw(image)
+        if shapes:
+            draw_text(draw, (4, 4), text, font, "#000000")
+        else:
+            draw.text((4, 4), text, fill="#000000", font=font)
+        return image
+
+    def ink(image: Image.Image) -> tuple[int, int, int, int]:
+        box = Image.eval(image.convert("L"), lambda v: 255 - v).getbbox()
+        assert box is not None
+        return box
+
+    missing = drawn("\uffff", shapes=False)  # the font's box for a glyph it lacks
+    assert ImageChops.difference(drawn("★", shapes=False), missing).getbbox() is None
+    star = drawn("★", shapes=True)
+    assert ImageChops.difference(star, missing).getbbox() is not None
+    assert STAR_RGB in {colour for _, colour in star.getcolors(4096) or []}  # lit amber
+    left, top, right, bottom = ink(drawn("–", shapes=True))
+    assert bottom - top <= 3 and right - left >= 6  # a bar, not a box
+    _, top, _, bottom = ink(missing)
+    assert bottom - top >= 6
+
+
+STAR_RGB = (0xF5, 0x9E, 0x0B)
+
+
+def test_a_sheet_cell_is_its_256_px_thumbnail_and_margins_carry_drawn_stars(
+    client: gw.Client, tmp_path: Path
+) -> None:
+    from genwidgets.jobs.thumbnails import thumbnail
+
+    grid = three_by_two(client)
+    grid.rate(grid.cells[0], 4)
+    assert TILE >= 256
+    with Image.open(grid.save_png(tmp_path / "sheet.png")) as opened:
+        sheet = opened.convert("RGB")
+    assert sheet.width >= 3 * 256 and sheet.height >= 2 * 256
+    legend_h = 20 * 3 + 12  # the endpoint and grid id, the columns, the rows
+    x0, y0 = HEADER, legend_h + LABEL_ROW
+    local = grid.cells[0].outputs[0].path
+    assert local is not None
+    made = thumbnail(local, 256)
+    assert made is not None
+    with Image.open(made) as small:
+        expected = small.convert("RGB")
+    assert expected.size == (256, 256)
+    tile = sheet.crop((x0, y0, x0 + 256, y0 + 256))
+    difference = list(ImageChops.difference(tile, expected).convert("L").get_flattened_data())
+    assert sum(difference) / len(difference) < 6  # the same picture, 1:1 (JPEG noise aside)
+    shifted = list(
+        ImageChops.difference(tile, expected.transpose(0)).convert("L").get_flattened_data()
+    )
+    assert sum(shifted) / len(shifted) > 6  # (and the check can tell a different one)
+    margin = sheet.crop((0, sheet.height - MARGIN_H, sheet.width, sheet.height))
+    assert STAR_RGB in {colour for _, colour in margin.getcolors(1 << 16) or []}
+
+
+def test_nothing_in_an_export_names_an_absolute_local_path(
+    client: gw.Client, tmp_path: Path
+) -> None:
+    """A local file in the payload reads as its shown path; a path typed as text under
+    the user's home reads as ``~/...`` (local copies of videos: see the page test)."""
+    reference = tmp_path / "ref.png"
+    Image.new("RGB", (600, 600), (40, 90, 160)).save(reference)
+    typed = f"{Path.home()}/refs/fox.png"
+    grid = gw.grid(
+        "imgQ-edit-plus",
+        {"prompt": f"a fox like {typed}", "images": [reference]},
+        x=("seed", [1]),
+        client=client,
+    )
+    grid.wait(timeout=60)
+    sheet = grid.save_png(tmp_path / "sheet.png")
+    described = json.dumps(read_png_description(sheet))
+    page = grid.save_html(tmp_path / "grid.html").read_text("utf-8")
+    for text in (described, page):
+        assert str(tmp_path) not in text
+        assert str(Path.home()) + "/" not in text
+        assert "a fox like ~/refs/fox.png" in text
+    assert json.loads(described)["cells"][0]["payload"]["images"] == ["ref.png"]
+    assert json.loads(described)["base_payload"]["images"] == ["ref.png"]
+
+
+@pytest.mark.browser
+def test_the_pages_videos_play_offline_in_chromium(client: gw.Client, tmp_path: Path) -> None:
+    """The page opened from disk with every other request refused: each preview loads
+    (``readyState`` >= 2), with no media error, and nothing was asked of the network."""
+    from browser.frontend import launch_chromium
+
+    grid = gw.grid(
+        "vidVq2-text2video", {"prompt": "a kite", "duration": 4}, x=("seed", [1, 2]), client=client
+    )
+    grid.wait(timeout=120)
+    page_path = grid.save_html(tmp_path / "videos.html")
+    asked: list[str] = []
+    with launch_chromium() as chromium:
+        page = chromium.new_page()
+        page.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if route.request.url.startswith(("file:", "data:"))
+                else (asked.append(route.request.url), route.abort())
+            ),
+        )
+        page.goto(page_path.as_uri())
+        ready = "[...document.querySelectorAll('video')].every(v => v.readyState >= 2)"
+        page.wait_for_function(ready, timeout=60_000)
+        states = page.evaluate(
+            "[...document.querySelectorAll('video')].map(v => [v.readyState, v.error])"
+        )
+        page.close()
+    assert len(states) == 2 and all(error is None for _, error in states), states
+    assert asked == []
+
+
+def test_gw_read_export_reads_back_a_sheet_and_a_page(client: gw.Client, tmp_path: Path) -> None:
+    """The public way to read what an export says ran (notebook 07 uses it)."""
+    grid = gw.grid(
+        "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=client
+    )
+    grid.wait(timeout=60)
+    grid.rate(grid.cells[1], 5, "</script> & more")
+    sheet = gw.read_export(grid.save_png(tmp_path / "sheet.png"))
+    page = gw.read_export(grid.save_html(tmp_path / "page.html"))
+    assert sheet == page and sheet["id"] == grid.id
+    assert sheet["cells"][1]["note"] == "</script> & more" and sheet["cells"][1]["stars"] == 5
+    (tmp_path / "other.html").write_text("<html><body>hello</body></html>")
+    Image.new("RGB", (8, 8)).save(tmp_path / "plain.png")
+    for name in ("other.html", "plain.png"):
+        with pytest.raises(ValueError, match=f"{name} carries no genwidgets grid description"):
+            gw.read_export(tmp_path / name)

@@ -168,6 +168,20 @@ def test_a_dropped_field_is_listed_in_the_cells_note(client: gw.Client) -> None:
     )
 
 
+def test_a_field_the_user_never_set_carries_no_note() -> None:
+    """The seed the grid draws and locks is the grid's, not the user's: an endpoint
+    without a seed field leaves it out in silence; a seed the user gave is noted."""
+    endpoints = [T2I, "speechM-02-turbo", "vidK-v3-turbo-t2v"]
+    drawn = plan_grid(T2I, {"prompt": "a red fox"}, x=("endpoint", endpoints))
+    assert drawn.seed is not None  # locked for the endpoints that take one
+    assert drawn.cells[0].payload["seed"] == drawn.seed
+    assert [c.plan_note for c in drawn.cells] == [None, None, None]
+    in_payload = plan_grid(T2I, {"prompt": "a red fox", "seed": 5}, x=("endpoint", endpoints))
+    as_lock = plan_grid(T2I, {"prompt": "a red fox"}, x=("endpoint", endpoints), seed=5)
+    for chosen in (in_payload, as_lock):
+        assert [c.dropped for c in chosen.cells] == [(), ("seed",), ("seed",)]
+
+
 def test_a_missing_required_field_is_refused_before_anything_is_sent(client: gw.Client) -> None:
     with pytest.raises(PayloadError) as caught:
         gw.grid(

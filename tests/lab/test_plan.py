@@ -90,7 +90,7 @@ def test_counting_and_billing_before_sending() -> None:
     assert "4 tasks" in plan.summary() and "duration = 4, 8" in plan.summary()
     repeat = plan_grid(IMGM, {"prompt": "a {red, blue} kite --repeat 3"})
     assert repeat.tasks == 2 and repeat.billed_total == 6
-    assert "billed as 6 generations" in repeat.summary()
+    assert "6 billed prompts (24 images)" in repeat.summary()
 
 
 def test_more_than_400_cells_is_refused_with_both_numbers() -> None:

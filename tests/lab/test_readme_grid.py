@@ -73,7 +73,7 @@ def test_the_readme_grid_without_n_asks_first_nothing_sent_before_confirmation(
     grid = run(call, client)
     assert grid.plan.tasks == 6
     assert grid.plan.billed_total == 24  # genW2.5-t2i-preview makes 4 images unless told
-    assert "24 generations" in grid.plan.summary() and "n = 4 (default)" in grid.plan.summary()
+    assert "24 billed images" in grid.plan.summary() and "n = 4 (default)" in grid.plan.summary()
     assert creates(simulator) == before
     grid.submit()
     deadline = time.monotonic() + 60

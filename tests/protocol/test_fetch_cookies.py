@@ -99,3 +99,26 @@ def test_the_blocking_download_sends_no_cookie_across_a_redirect(
     )
     assert [p.read_bytes() for p in download_outputs(result, root=tmp_path)] == [b"DATA"]
     assert storage.cookies == [("/c.png", None)]
+
+
+def test_a_cookie_set_by_another_origin_on_a_redirect_never_reaches_the_gateway(
+    servers: tuple[Server, Server], tmp_path: Path
+) -> None:
+    """Issue 29 point 8: storage on another port of the same host sets a cookie while
+    answering a redirected output; the gateway's next request (with the key) must
+    not carry it (a cookie jar matches hosts, not ports)."""
+    gateway_server, storage = servers
+
+    async def scenario() -> None:
+        gateway = Gateway(gateway_server.base, "sk-cookie-test")
+        try:
+            await gateway.fetch(f"{gateway_server.base}/moved/a.png")  # -> storage, cookie set
+            await gateway.fetch(f"{gateway_server.base}/after.png")
+        finally:
+            await gateway.aclose()
+
+    asyncio.run(scenario())
+    assert [path for path, _ in storage.cookies] == ["/a.png"]  # the redirect was followed
+    sent_home = dict(gateway_server.cookies)
+    assert "storage=" not in (sent_home["/after.png"] or ""), sent_home
+    assert sent_home["/after.png"] == "gw=secret-gw"  # the gateway's own cookie still goes home

@@ -150,3 +150,40 @@ def test_output_save_uses_the_users_umask(tmp_path: Path, umask: int) -> None:
         os.umask(previous)
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
     assert not list(tmp_path.glob("*.part"))
+
+
+def test_reprs_are_short_and_name_no_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result reads as its status, outputs by kind and size, and their folder under
+    the genwidgets home; an output as its type, size and place. Never a dataclass dump."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("GENWIDGETS_HOME", str(home))
+    folder = home / "outputs" / "req-1"
+    folder.mkdir(parents=True)
+    outputs = []
+    for i in range(4):
+        (folder / f"{i}.png").write_bytes(b"\x89PNG" + bytes(1020))
+        outputs.append(Output("image/png", url=f"https://cdn.example/{i}.png?sig=x", index=i))
+        outputs[-1].path = folder / f"{i}.png"
+    outputs.append(Output.from_entry({"content_type": "application/json", "content": {"a": 1}}))
+    result = Result(
+        "COMPLETED", outputs=outputs, endpoint="genW2.5-t2i-preview", request_id="req-1"
+    )
+    shown = repr(result)
+    assert shown == (
+        "<Result COMPLETED genW2.5-t2i-preview req-1: 4 images, 1 json, 4,096 bytes, "
+        "saved in $GENWIDGETS_HOME/outputs/req-1>"
+    )
+    assert str(tmp_path) not in shown and "PosixPath" not in shown and "typed" not in shown
+    assert (
+        repr(outputs[0])
+        == "<Output image/png 1,024 bytes, saved at $GENWIDGETS_HOME/outputs/req-1/0.png>"
+    )
+    assert repr(Output("video/mp4", url="https://cdn.example/v.mp4?token=secret")) == (
+        "<Output video/mp4, at https://cdn.example/v.mp4>"  # not downloaded: no size, no query
+    )
+    assert repr(outputs[4]) == "<Output application/json, inline>"
+    failed = Result("FAILED", error="no credits left", error_type="billing", request_id="req-2")
+    assert repr(failed) == "<Result FAILED req-2: failed: no credits left (billing)>"
+    assert repr(Result("COMPLETED")) == "<Result COMPLETED: no outputs>"

@@ -10,6 +10,7 @@ import pytest
 
 import genwidgets as gw
 from genwidgets._config import DEMO_KEY
+from genwidgets.jobs.downloads import gateway_folder
 from genwidgets.jobs.ledger import FINISHED, OUTCOME_UNKNOWN, SUBMITTING, Ledger
 from genwidgets.simulator import SimulatorServer
 from reliability.harness import genwidgets_home, read_until, start_client_process, wait_until
@@ -51,7 +52,8 @@ def test_a_new_process_resumes_every_task_of_a_killed_one(
     for result in results:
         saved = result.outputs[0].path
         assert saved is not None and saved.is_file()
-        assert saved.parent == tmp_path / "outputs" / str(result.request_id)
+        folder = gateway_folder(sim.base_url)  # docs/decisions.md#outputs-by-gateway
+        assert saved.parent == tmp_path / "outputs" / folder / str(result.request_id)
     assert sorted(sim.state.scheduler.tasks) == sorted(request_ids)  # resuming created nothing
     assert sorted((r.request_id, r.state) for r in rows) == sorted(
         (i, FINISHED) for i in request_ids

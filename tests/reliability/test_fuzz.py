@@ -56,7 +56,14 @@ def test_handle_from_any_json_object_is_a_handle_or_a_value_error(body: dict[str
         handle = Handle.from_body("asset-get", body, "http://127.0.0.1:1")
     except ValueError as exc:
         assert "request_id" in str(exc)
-        assert body.get("request_id") in (None, "")  # refused only when there is none
+        found = body.get("request_id")
+        usable = (
+            isinstance(found, str | int)
+            and not isinstance(found, bool)
+            and found != ""
+            and not any(ord(c) < 32 or ord(c) == 127 for c in str(found))
+        )
+        assert not usable  # refused only when there is none a URL can carry
         return
     assert isinstance(handle.request_id, str) and handle.request_id
     assert all(

@@ -25,6 +25,7 @@ import pytest
 import genwidgets as gw
 from genwidgets.errors import OutcomeUnknown, ServerError, TaskTimeout
 from genwidgets.jobs import polling
+from genwidgets.jobs.downloads import gateway_folder
 from genwidgets.jobs.ledger import OUTCOME_UNKNOWN
 from reliability.harness import genwidgets_home, operation_of, wait_until
 
@@ -307,7 +308,7 @@ def test_an_output_of_unknown_kind_reads_as_binary(
     assert output.read() == FILE_BYTES
     assert output.path is not None and output.path.suffix == ".bin"
     assert output.path.read_bytes() == FILE_BYTES
-    assert output.path.parent == tmp_path / "outputs" / REQUEST_ID
+    assert output.path.parent == tmp_path / "outputs" / gateway_folder(client.base_url) / REQUEST_ID
 
 
 @pytest.mark.timeout(30)

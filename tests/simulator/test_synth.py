@@ -180,6 +180,32 @@ def test_speech_pcm_and_hex_outputs(run: Run) -> None:
     assert (rate, channels) == (32000, 1) and abs(seconds - expected) < 0.2
 
 
+def test_speech_with_subtitles_adds_timed_cues_that_follow_the_voice(run: Run) -> None:
+    """``subtitle_enable`` adds a JSON output: each sentence (or word) with its times
+    in ms, which fall where the voice speaks (silence between them), within the audio."""
+    text = "Subtitles follow the voice. One sentence at a time."
+    plain = run("speechM-02-turbo", {"text": text})
+    assert [o["content_type"] for o in plain["outputs"]] == ["audio/mpeg"]
+    result = run("speechM-02-turbo", {"text": text, "subtitle_enable": True})
+    audio, cues_out = result["outputs"]
+    assert (audio["content_type"], cues_out["content_type"]) == ("audio/mpeg", "application/json")
+    cues = json.loads(_fetch(cues_out))
+    assert [c["text"] for c in cues] == ["Subtitles follow the voice.", "One sentence at a time."]
+    _, _, seconds = _audio(_fetch(audio))
+    assert 0 == cues[0]["time_begin"] < cues[0]["time_end"] < cues[1]["time_begin"]
+    assert cues[1]["time_end"] <= seconds * 1000 + 50
+    pcm = synth.speech_pcm(text, 16000, 1)
+    gap = pcm[cues[0]["time_end"] * 32 + 64 : cues[1]["time_begin"] * 32 - 64]
+    assert gap and gap.strip(b"\x00") == b""  # between two cues the voice is silent
+    words = run(
+        "speechM-02-turbo",
+        {"text": "Ready.<#1.5#>Set, go!", "subtitle_enable": True, "subtitle_type": "word"},
+    )
+    cues = json.loads(_fetch(words["outputs"][1]))
+    assert [c["text"] for c in cues] == ["Ready.", "Set,", "go!"]
+    assert cues[1]["time_begin"] - cues[0]["time_end"] >= 1500  # the pause
+
+
 def test_asset_get_returns_the_demo_record(run: Run) -> None:
     result = run("asset-get", {"Id": "asset-demo"})
     [out] = result["outputs"]

@@ -282,3 +282,46 @@ def on_thread(fn: Callable[[], Any]) -> None:
     thread.join(10)
     if errors:
         raise errors[0]
+
+
+class RecordingHandle:
+    """A display handle that records its updates and the thread of each."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[Any, dict[str, Any]]] = []
+        self.threads: list[str] = []
+
+    def update(self, obj: Any, **kwargs: Any) -> None:
+        self.updates.append((obj, kwargs))
+        self.threads.append(threading.current_thread().name)
+
+    def last_html(self) -> str:
+        return str(self.updates[-1][0]["text/html"]) if self.updates else ""
+
+    def htmls(self) -> list[str]:
+        return [str(data["text/html"]) for data, _ in self.updates]
+
+    def ended(self) -> bool:
+        """The last write is a finished task's face (not the placeholder)."""
+        html = self.last_html()
+        return "gw-final" in html and "gw-placeholder" not in html
+
+
+class DisplayRecorder:
+    """``IPython.display.display`` recorded: each call's data and arguments, and a
+    :class:`RecordingHandle` for each display given a ``display_id``."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, dict[str, Any]]] = []
+        self.handles: list[RecordingHandle] = []
+
+    @property
+    def handle(self) -> RecordingHandle:
+        return self.handles[0]
+
+    def __call__(self, obj: Any, **kwargs: Any) -> RecordingHandle | None:
+        self.calls.append((obj, kwargs))
+        if not kwargs.get("display_id"):
+            return None
+        self.handles.append(RecordingHandle())
+        return self.handles[-1]

@@ -8,12 +8,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from widgets.taskfakes import DisplayRecorder, wait_for
 
 import genwidgets as gw
 from genwidgets.lab import batch as lab_batch
 from genwidgets.simulator import SimulatorServer
 from genwidgets.widgets import batch as view_module
+from genwidgets.widgets import faces
 from genwidgets.widgets.batch import BatchView, static_copy
+from genwidgets.widgets.faces import WIDGET_VIEW_MIME
 
 T2I = "genW2.5-t2i-preview"
 KEY = "sim-demo-key"
@@ -88,3 +91,30 @@ def test_the_lasting_face_is_plain_html_with_the_counts_and_no_key(
 def test_importing_the_view_makes_a_displayed_batch_draw_it() -> None:
     assert lab_batch.display_hook is view_module.show
     assert gw.batch is view_module.batch
+
+
+def test_displayed_it_is_a_live_face_then_a_lasting_face_kept_current(
+    client: gw.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import IPython.display
+
+    shown = DisplayRecorder()
+    monkeypatch.setattr(IPython.display, "display", shown)
+    monkeypatch.setattr(faces, "in_kernel", lambda: True)
+    faces.REPUBLISH.flush()  # nothing of other tests pending
+    waiting = gw.batch(T2I, ROWS, TEMPLATE, out=tmp_path / "o", client=client, confirm_above=0)
+    view = BatchView(waiting)
+    view.display()
+    [(live, _), (lasting, lasting_kwargs)] = shown.calls
+    assert live[WIDGET_VIEW_MIME]["model_id"] == view.model_id == view.face["model"]
+    assert lasting_kwargs == {"raw": True, "display_id": True}
+    face_id = view.face["id"]
+    assert f'data-gw-lasting="{face_id}"' in lasting["text/html"]
+    assert "0 done" in lasting["text/html"] and "<script" not in lasting["text/html"]
+    [handle] = shown.handles
+    waiting.submit()
+    waiting.wait(timeout=120)
+    # the lasting face follows the batch to its end, written off the finisher's thread
+    assert wait_for(lambda: "3 done" in handle.last_html(), timeout=60)
+    assert face_id in handle.last_html() and KEY not in handle.last_html()
+    assert all(name == "genwidgets-background" for name in handle.threads)

@@ -415,7 +415,7 @@ def test_imgm_permutations_and_repeats_multiply_the_billed_count(catalog: None) 
         confirm_above=4,
     )
     assert client.submitted == []  # 2 tasks, but 10 billed generations: confirm first
-    assert "billed as 10 generations" in jobs.widget.summary_html.value
+    assert "10 billed prompts (40 images)" in jobs.widget.summary_html.value
     assert jobs.widget.submit_button.description == "Submit 2 tasks"
     jobs.submit()
     assert [j.payload["prompt"] for j in jobs] == [  # creates run in parallel; jobs keep order
@@ -544,7 +544,35 @@ def test_a_grid_is_one_entry_on_the_board(make_simulator: Any, tmp_path: Any) ->
         assert grid.id in entries[0] and "seed (3)" in entries[0] and "1 rated" in entries[0]
         assert "<img" in entries[0]  # the best-rated cell's image
         assert "1 of 1 jobs, 1 grids" in view.count_html.value
+        # its lasting face: a table of the same, a thumbnail for the job and the grid
+        table = board_module.board_table(view, board_module.LASTING_ROWS)["text/html"]
+        assert table.count("<tr>") == 2 and table.count('class="gw-thumb"') == 2
+        assert f"gw.load_grid(&#x27;{grid.id}&#x27;)" in table and single.request_id in table
+        assert sim.base_url not in table  # no loopback URL: it dies with the kernel
         view.close()
+
+
+def test_the_board_is_shown_with_its_lasting_table_kept_current(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import IPython.display
+    from widgets.taskfakes import DisplayRecorder
+
+    from genwidgets.widgets import faces
+
+    display = DisplayRecorder()
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(faces, "in_kernel", lambda: True)
+    monkeypatch.setattr(board_module, "in_kernel", lambda: True)
+    client, jobs = make_client()
+    view = Board(client)
+    view._ipython_display_()
+    [(live, _), (lasting, _)] = display.calls
+    assert faces.WIDGET_VIEW_MIME in live and "gw-board-lasting" in lasting["text/html"]
+    assert lasting["text/html"].count("<tr>") == 3 and "when last seen" in lasting["text/html"]
+    on_thread(lambda: jobs[0].finish([IMAGE_OUT]))
+    assert wait_for(lambda: ">done<" in display.handle.last_html(), timeout=10)
+    view.close()
 
 
 def test_board_shows_this_sessions_jobs_and_earlier_ones_behind_a_toggle() -> None:

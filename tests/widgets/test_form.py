@@ -11,7 +11,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import ipywidgets as W
 import pytest
 from PIL import Image
+from widgets.taskfakes import DisplayRecorder
 
 import genwidgets as gw
 from genwidgets.widgets._style import SIMULATED_BADGE
@@ -565,27 +565,52 @@ def test_one_click_validates_once_on_the_real_client(
 
 
 @pytest.mark.timeout(60)
-def test_button_click_submits_to_the_simulator_and_shows_the_job(simulator: Any) -> None:
+def test_button_click_submits_to_the_simulator_and_shows_the_job(
+    simulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import IPython.display
+
+    from genwidgets.widgets import faces
+
+    display = DisplayRecorder()
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(faces, "in_kernel", lambda: True)
+    monkeypatch.setattr("genwidgets.widgets.form.in_kernel", lambda: True)
     client = gw.Client(base_url=simulator.base_url, api_key="sim-demo-key")
     try:
         form = gw.form("vidVq2-text2video", client=client, **VALID["vidVq2-text2video"])
+        form._ipython_display_()  # the form's two faces, then its tasks' two faces
+        assert len(display.calls) == 4 and len(display.handles) == 2
+        form_face, tasks_face = display.handles
+        assert "a form needs its kernel" in display.calls[1][0]["text/html"]
+        form.set(prompt="a kite at noon")
         form.submit_button.click()
         assert form.last_job is not None and form.last_job.request_id in form.reason.value
         assert form.last_job.result(timeout=30).ok
-        # the final outputs reach the form's own output area (written from the engine
-        # thread into the Output widget's trait, not through a cell's display handle)
-        deadline = time.monotonic() + 10
-        final = ""
-        while time.monotonic() < deadline and "<video" not in final:
-            outputs = form.output.outputs
-            final = str(outputs[-1]["data"].get("text/html", "")) if outputs else ""
-            time.sleep(0.05)
+        # its own output under the form, not inside the form's widget tree
+        assert form.output.outputs == ()
+        assert [type(v).__name__ for v in form.submitted.box.children] == ["TaskView"]
+        assert faces.settle(30)
+        final = tasks_face.last_html()
         assert "<video" in final and "controls" in final and "autoplay" not in final
-        assert len(form.output.outputs) == 1  # one output: the task view and its HTML copy
+        assert form.last_job.request_id in final and "saved at" in final
+        assert faces.settle(30) and "a kite at noon" in form_face.last_html()  # when it sent
     finally:
         close = getattr(client, "close", None)
         if close:
             close()
+
+
+def test_a_form_never_displayed_on_its_own_shows_its_task_inside(simulator: Any) -> None:
+    client = gw.Client(base_url=simulator.base_url, api_key="sim-demo-key")
+    try:
+        form = gw.form("genW2.5-t2i-preview", client=client, prompt="a kite", n=1)
+        form.submit_button.click()  # a form nested in a container: its output area
+        [entry] = form.output.outputs
+        view = entry["data"]["application/vnd.jupyter.widget-view+json"]
+        assert view["model_id"] and form.submitted.jobs == [form.last_job]
+    finally:
+        client.close()
 
 
 # --- a local file typed into an image field (issue 20, point 6) -----------------------------

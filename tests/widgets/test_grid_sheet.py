@@ -1,18 +1,19 @@
-"""A finished grid's display: the live grid with its contact sheet, then the sheet
-alone (labels, stars, request ids, image thumbnails) from the end of the cell."""
+"""A grid's two faces: the live grid stays live after it finishes and when displayed
+again; its contact sheet (labels, stars, notes, score margins, request ids, image
+thumbnails) follows it and is rewritten as the grid changes."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from widgets.taskfakes import DisplayRecorder, wait_for
 
 import genwidgets as gw
 from genwidgets.simulator import SimulatorServer
-from genwidgets.widgets import durable
-from genwidgets.widgets.grid_sheet import contact_sheet
+from genwidgets.widgets import faces
+from genwidgets.widgets.grid_sheet import contact_sheet, score_text
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -27,29 +28,15 @@ def client(
     made.close()
 
 
-class Handle:
-    def __init__(self) -> None:
-        self.updates: list[dict[str, Any]] = []
-
-    def update(self, data: dict[str, Any], **kwargs: Any) -> None:
-        self.updates.append(data)
-
-
-def test_a_finished_grid_turns_into_its_contact_sheet_at_the_end_of_the_cell(
+def test_a_finished_grid_stays_live_with_its_sheet_rewritten_as_it_is_rated(
     client: gw.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import IPython.display
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    durable.REPUBLISH.flush()  # nothing of other tests pending
-    handle = Handle()
-    shown: list[dict[str, Any]] = []
-
-    def display(data: dict[str, Any], **kwargs: Any) -> Handle:
-        shown.append(data)
-        return handle
-
+    faces.REPUBLISH.flush()  # nothing of other tests pending
+    display = DisplayRecorder()
     monkeypatch.setattr(IPython.display, "display", display)
     monkeypatch.setattr("genwidgets.widgets.grid.in_kernel", lambda: True)
     grid = gw.grid(
@@ -60,25 +47,35 @@ def test_a_finished_grid_turns_into_its_contact_sheet_at_the_end_of_the_cell(
         client=client,
     )
     grid.wait(timeout=60)
-    grid.rate(grid.cell(x=2, y="cat"), 4, "warm light")
     assert shell.display_formatter.ipython_display_formatter(grid) is True
-    [data] = shown
-    assert durable.WIDGET_VIEW_MIME in data and "gw-grid-sheet" in data["text/html"]
-    shell.run_cell("1 + 1")  # the end of the cell: the sheet alone
-    [sheet] = handle.updates
-    assert set(sheet) == {"text/html", "text/plain"}
+    (live, _), (sheet, _) = display.calls
+    assert faces.WIDGET_VIEW_MIME in live and "text/html" not in live
     html = sheet["text/html"]
     assert html.count('class="gw-sheet-cell"') == 4
     assert html.count('class="gw-thumb" src="data:image/') == 4  # kept after the gateway
     assert "seed = 2</th>" in html and "= cat</th>" in html  # the axes as labelled
-    assert 'title="4 of 5"' in html and "warm light" in html
     assert all(c.request_id and c.request_id in html for c in grid.cells)
-    grid.rate(0, 2)  # stars given later reach the sheet shown
-    shell.run_cell("2 + 2")
-    assert len(handle.updates) == 2 and 'title="2 of 5"' in handle.updates[1]["text/html"]
+    assert 'class="gw-margin-x"' in html and "★ – · 0 rated" in html
+    shell.run_cell("1 + 1")  # the end of the cell: nothing turns static
+    [handle] = display.handles
+    assert all(faces.WIDGET_VIEW_MIME not in u for u, _ in handle.updates)
+    # still live: a star from the page reaches the kernel and the sheet shown
+    grid.handle_message({"action": "rate", "index": grid.cell(x=2, y="cat").index, "stars": 4,
+                         "note": "warm light"})  # fmt: skip
+    assert wait_for(lambda: 'title="4 of 5"' in handle.last_html())
+    rated = handle.last_html()
+    assert "warm light" in rated and "★ 4.0 · 1 rated" in rated  # the margins moved
+    assert grid.cell(x=2, y="cat").rating == 4 and grid.cell(x=2, y="cat").note == "warm light"
+    # displayed again: another live grid and sheet, both rewritten from then on
+    display.calls.clear()
+    assert shell.display_formatter.ipython_display_formatter(grid) is True
+    assert faces.WIDGET_VIEW_MIME in display.calls[0][0] and len(display.handles) == 2
+    grid.rate(0, 2)
+    assert wait_for(lambda: all('title="2 of 5"' in h.last_html() for h in display.handles))
+    assert faces.settle(30)
 
 
-def test_a_grid_still_running_stays_live_until_it_ends(client: gw.Client) -> None:
+def test_a_grid_not_sent_says_what_it_is(client: gw.Client) -> None:
     grid = gw.grid(
         "genW2.5-t2i-preview",
         {"prompt": "a fox in the snow", "n": 1},
@@ -86,6 +83,63 @@ def test_a_grid_still_running_stays_live_until_it_ends(client: gw.Client) -> Non
         client=client,
         confirm_above=0,
     )
-    sheet = contact_sheet(grid)
-    assert "not sent" in sheet["text/html"] and "gw-thumb" not in sheet["text/html"]
-    assert not grid._finished()
+    sheet = contact_sheet(grid.run, waiting=grid.needs_confirmation)
+    html = sheet["text/html"]
+    assert "not sent when last seen: 3 tasks planned, nothing billed" in html
+    assert "Submit button or grid.submit()" in html
+    assert "gw-thumb" not in html and html.count('class="gw-sheet-cell"') == 3
+    assert "not sent" in sheet["text/plain"]
+
+
+def test_a_sweeps_sheet_flows_its_combinations(client: gw.Client) -> None:
+    sweep = gw.sweep(
+        "genW2.5-t2i-preview",
+        {"prompt": "a kite", "n": 1},
+        vary={"seed": [1, 2, 3], "size": ["1280*1280"]},
+        client=client,
+    )
+    for job in sweep:
+        job.result(timeout=60)
+    html = contact_sheet(sweep.run)["text/html"]
+    assert "<table" not in html and html.count('class="gw-sheet-cell"') == 3
+    assert "seed=3" in html.replace(" ", "") and html.count("gw-thumb") == 3
+
+
+def test_score_text_reads_as_the_live_margins() -> None:
+    assert score_text({"mean": 4.0, "rated": 1, "failed": 0}) == "★ 4.0 · 1 rated"
+    assert score_text({"mean": None, "rated": 0, "failed": 2}) == "★ – · 0 rated · 2 failed"
+    assert score_text(None) == ""
+
+
+def test_a_running_grids_sheet_waits_for_the_end_of_its_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import IPython.display
+    from widgets.taskfakes import FakeClient, on_thread
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    display = DisplayRecorder()
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr("genwidgets.widgets.grid.in_kernel", lambda: True)
+    fake = FakeClient()
+    grid = gw.grid("genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]),
+                   client=fake)  # fmt: skip
+    grid._ipython_display_()
+    [handle] = display.handles
+    jobs = [cell.job for cell in grid.cells]
+    for job in jobs:
+        on_thread(job.run)  # polls come and go: a sheet of many cells is heavy to resend
+    on_thread(lambda: jobs[0].finish([{"url": "https://cdn.example/0.png",
+                                       "content_type": "image/png"}]))  # fmt: skip
+    assert faces.settle(30) and handle.updates == []
+    on_thread(lambda: jobs[1].finish([{"url": "https://cdn.example/1.png",
+                                       "content_type": "image/png"}]))  # fmt: skip
+    assert wait_for(lambda: handle.last_html().count(">done<") == 2, timeout=30)
+    assert len(handle.updates) <= 2
+    grid.close()
+
+
+def test_a_big_sheet_takes_smaller_thumbnails() -> None:
+    from genwidgets.widgets.grid_sheet import sheet_side
+
+    assert [sheet_side(n) for n in (1, 16, 17, 36, 37, 400)] == [256, 256, 160, 160, 96, 96]

@@ -184,7 +184,7 @@ def test_result_is_a_grid_and_a_failed_result_starts_with_its_error() -> None:
 
 
 def test_render_refuses_other_objects_with_a_clear_error() -> None:
-    with pytest.raises(TypeError, match="Output, a Result or a list of Outputs"):
+    with pytest.raises(TypeError, match="an Output, a Result, a list of Outputs or labelled"):
         render("https://cdn.example/x.png")  # type: ignore[arg-type]
 
 
@@ -198,7 +198,7 @@ def test_local_copy_wins_in_display_outputs_and_the_url_in_live_widgets(
     path.write_bytes(PNG)
     output = out("image/png", "https://cdn.example/expiring")
     output.path = path
-    # The durable display output holds the bytes: it outlives the URL.
+    # The lasting face holds the bytes: it outlives the URL.
     assert "data:image/png;base64," in to_html(output)
     assert "https://cdn.example/expiring" not in to_html(output)
     # A live widget lets the browser fetch the URL: nothing through the kernel.
@@ -355,14 +355,16 @@ def test_real_outputs_render_by_content_type(
             assert result.outputs[0].url.startswith(simulator.base_url)
             html = to_html(result.outputs[0])
             path = result.outputs[0].path
+            # the lasting face never points at the simulator: it dies with its kernel
+            assert simulator.base_url not in html
             if download and cls is ipywidgets.Video:
-                # a video stays out of the saved notebook: its URL, a poster frame of
-                # its first frame, and where the ledger kept the file
+                # a video's lasting face: a poster frame of its first frame, the video
+                # (within the preview's budget, whole) and where the ledger kept it
                 assert path is not None
-                assert f'src="{result.outputs[0].url}"' in html
+                assert 'src="data:video/mp4;base64,' in html
                 assert 'poster="data:image/jpeg;base64,' in html
-                assert f"saved at {path}" in html
-                # the live view repeats the poster only where no static copy replaces it
+                assert "saved at $GENWIDGETS_HOME/outputs/" in html
+                # the live view repeats the poster only where no lasting face has it
                 assert live_entry(result.outputs[0])["poster"].startswith("data:image/jpeg")
                 assert live_entry(result.outputs[0], poster=False)["poster"] is None
                 cell_view = TaskView(job, posters=False)
@@ -370,21 +372,19 @@ def test_real_outputs_render_by_content_type(
                 assert [o["poster"] for o in cell_view.outputs] == [None]
                 assert cell_view.outputs[0]["url"] == result.outputs[0].url
                 cell_view.close()
-                assert base64.b64encode(path.read_bytes()).decode()[:200] not in html
             elif download and cls is ipywidgets.Image:
-                # an image holds the thumbnail of the ledger's copy, linked to the full one
+                # an image holds the thumbnail of the ledger's copy
                 assert path is not None
                 from genwidgets.jobs.thumbnails import data_url, thumbnail
 
                 small = thumbnail(path)
                 assert small is not None and f'src="{data_url(small)}"' in html
-                assert f'<a href="{result.outputs[0].url}"' in html
-            elif download:  # small audio holds the ledger's local copy
+            elif download:  # audio holds the ledger's local copy
                 assert path is not None
                 data = base64.b64encode(path.read_bytes()).decode()
                 assert f"base64,{data}" in html
-            else:
-                assert f'src="{result.outputs[0].url}"' in html
+            else:  # nothing kept: said so, nothing dead pointed at
+                assert "not shown, it was not kept locally and its server" in html
             embedded = render(result.outputs[0], embed=True)
             assert embedded.format != "url" and len(bytes(embedded.value)) > 100
             if magic:
@@ -410,17 +410,17 @@ def test_outputs_from_the_ledger_use_their_local_copy(tmp_path: Path) -> None:
     assert render(gone).format == "url"  # no local copy: the URL is all there is
 
 
-def test_a_rendered_widget_shows_its_static_copy_alone_from_the_end_of_the_cell(
+def test_a_rendered_widget_is_shown_with_its_lasting_face(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """``gw.render`` as a cell's result: the widget and its copy, then (on the main
-    thread, at the end of the cell) the copy alone with the image's thumbnail, so a
-    notebook saved without widget state reopens showing it."""
+    """``gw.render`` as a cell's result: the widget (with the mark that makes it a
+    live face), then its lasting face with the image's thumbnail, so a notebook
+    saved without widget state shows it; nothing replaces the widget later."""
     import IPython.display
     from IPython.core.interactiveshell import InteractiveShell
     from PIL import Image
 
-    from genwidgets.widgets import durable
+    from genwidgets.widgets import faces
 
     picture = tmp_path / "kite.png"
     Image.new("RGB", (800, 600), "red").save(picture)
@@ -438,24 +438,38 @@ def test_a_rendered_widget_shows_its_static_copy_alone_from_the_end_of_the_cell(
         return Handle()
 
     shell = InteractiveShell.instance()
-    durable.REPUBLISH.flush()  # nothing of other tests pending
+    faces.REPUBLISH.flush()  # nothing of other tests pending
     monkeypatch.setattr(IPython.display, "display", display)
-    monkeypatch.setattr(durable, "in_kernel", lambda: True)
+    monkeypatch.setattr(faces, "in_kernel", lambda: True)
     widget = render(output)
     assert isinstance(widget, ipywidgets.Image)  # still itself inside containers
     assert shell.display_formatter.ipython_display_formatter(widget) is True
-    [(data, kwargs)] = shown
-    assert data[durable.WIDGET_VIEW_MIME]["model_id"] == widget.model_id
-    assert kwargs["display_id"] is True and updates == []
+    [(live, _), (lasting, kwargs)] = shown
+    assert faces.WIDGET_VIEW_MIME in live and kwargs["display_id"] is True
+    assert set(lasting) == {"text/html", "text/plain"}
+    assert 'class="gw-thumb" src="data:image/jpeg;base64,' in lasting["text/html"]
+    assert "cdn.example" not in lasting["text/html"]  # a gateway's URL expires
     shell.run_cell("1 + 1")
-    [static] = updates
-    assert set(static) == {"text/html", "text/plain"}
-    assert '<a href="https://cdn.example/kite.png"' in static["text/html"]
-    assert 'class="gw-thumb" src="data:image/jpeg;base64,' in static["text/html"]
-    monkeypatch.setenv("VOILA_BASE_URL", "/")
-    render(output)._ipython_display_()
-    shell.run_cell("2 + 2")
-    assert len(updates) == 1  # Voilà keeps the live widget
+    assert updates == []  # the live widget stays
+
+
+def test_labelled_outputs_render_side_by_side_with_a_local_file(tmp_path: Path) -> None:
+    from PIL import Image
+
+    before = tmp_path / "meadow.png"
+    Image.new("RGB", (640, 480), "green").save(before)
+    after = Output.from_entry({"content_type": "image/png", "url": "https://cdn.example/a.png"})
+    widget = render({"before: meadow.png": before, "after: edited": after})
+    labels = [box.children[0].value for box in widget.children]
+    assert labels == ["<b>before: meadow.png</b>", "<b>after: edited</b>"]
+    assert bytes(widget.children[0].children[1].value) == before.read_bytes()
+    html = to_mimebundle({"before: meadow.png": before, "after: edited": after})["text/html"]
+    assert html.index("before: meadow.png") < html.index("after: edited")
+    assert 'src="data:image/jpeg;base64,' in html  # the local file's thumbnail
+    with pytest.raises(FileNotFoundError, match=r"no such file: .*missing\.png"):
+        render({"before": tmp_path / "missing.png"})
+    with pytest.raises(TypeError, match="not bytes for 'raw'"):
+        render({"raw": b"\x89PNG"})  # type: ignore[dict-item]
 
 
 @pytest.mark.parametrize(

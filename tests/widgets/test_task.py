@@ -1,6 +1,7 @@
 """The task view: its traits through a task's life, cancel, failure, throttling,
-the clock left to the browser, the outputs it carries, and display_job's one
-display output (the widget view with an HTML fallback)."""
+the clock left to the browser, the outputs it carries, and display_job's two faces
+(the live view, which stays live, then its lasting face, rewritten when the task
+ends); a form's tasks shown the same way under it."""
 
 from __future__ import annotations
 
@@ -13,18 +14,26 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from widgets.taskfakes import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
+from widgets.taskfakes import (
+    IMAGE_OUT,
+    DisplayRecorder,
+    FakeClient,
+    FakeJob,
+    on_thread,
+    wait_for,
+)
 
-from genwidgets.widgets import durable, task
+from genwidgets.widgets import faces, task
 from genwidgets.widgets._style import COLOURS
-from genwidgets.widgets.durable import WIDGET_VIEW_MIME
+from genwidgets.widgets.faces import STATIC, WIDGET_VIEW_MIME
 from genwidgets.widgets.task import (
+    TaskList,
     TaskView,
     display_job,
-    display_job_into,
+    lasting_face,
     plain_status,
 )
-from genwidgets.widgets.ticker import TICKER, Throttle, Ticker
+from genwidgets.widgets.ticker import TICKER, Throttle, Ticker, as_current_request
 
 RED = COLOURS["failed"]
 
@@ -79,13 +88,13 @@ def test_structured_error_is_text_and_hostile_text_is_escaped_in_the_fallback() 
     # Traits hold text: the ES module puts it in with textContent, never as markup.
     assert view.error == "<script>alert(1)</script>"  # an object error reads as its detail
     assert view.request_id == "<b>rid</b>"
-    html = task.final_bundle(job)["text/html"]
+    html = lasting_face(job)["text/html"]
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "<i>x</i>" not in html and "<b>rid</b>" not in html
 
 
 def test_the_es_module_writes_markup_only_from_the_escaped_output_html() -> None:
-    source = (task.STATIC / "task_view.js").read_text()
+    source = (STATIC / "task_view.js").read_text()
     assert "export default" in source
     assert source.count("innerHTML") == 1 and "innerHTML = output.html" in source
     assert not re.search(r"""import\s*(\(|[^;]*from)\s*['"]https?:""", source)  # no CDN
@@ -269,27 +278,7 @@ def test_outputs_carry_url_content_type_and_a_local_data_fallback() -> None:
     assert hostile["kind"] == "unavailable"
 
 
-# --- display_job: one display output -------------------------------------------------
-
-
-class RecordingHandle:
-    def __init__(self) -> None:
-        self.updates: list[tuple[Any, dict[str, Any]]] = []
-        self.threads: list[str] = []
-
-    def update(self, obj: Any, **kwargs: Any) -> None:
-        self.updates.append((obj, kwargs))
-        self.threads.append(threading.current_thread().name)
-
-
-class DisplayRecorder:
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, dict[str, Any]]] = []
-        self.handle = RecordingHandle()
-
-    def __call__(self, obj: Any, **kwargs: Any) -> RecordingHandle | None:
-        self.calls.append((obj, kwargs))
-        return self.handle if kwargs.get("display_id") else None
+# --- display_job: two faces -----------------------------------------------------------
 
 
 @pytest.fixture
@@ -299,87 +288,89 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> DisplayRecorder:
     rec = DisplayRecorder()
     monkeypatch.setattr(IPython.display, "display", rec)
     monkeypatch.setattr(task, "in_kernel", lambda: True)
+    monkeypatch.setattr(faces, "in_kernel", lambda: True)
+    faces.REPUBLISH.flush()  # nothing of other tests pending
     return rec
 
 
-def test_display_job_is_one_output_holding_the_view_and_its_fallback(
-    recorder: DisplayRecorder,
-) -> None:
+def test_display_job_is_the_live_view_then_its_lasting_face(recorder: DisplayRecorder) -> None:
     job = FakeJob("imgM-v8.1-t2i", request_id="rid-42")
     view = display_job(job)
     assert isinstance(view, TaskView)
-    [(bundle, kwargs)] = recorder.calls  # one output, not a view plus a second output
-    assert kwargs == {"raw": True, "metadata": {}, "display_id": True}
-    assert bundle[WIDGET_VIEW_MIME]["model_id"] == view.model_id
-    assert "appear here" in bundle["text/plain"] and "gw-placeholder" in bundle["text/html"]
-    assert recorder.handle.updates == []
+    [(live, live_kwargs), (lasting, lasting_kwargs)] = recorder.calls
+    assert live[WIDGET_VIEW_MIME]["model_id"] == view.model_id and live["text/plain"] == ""
+    assert "display_id" not in live_kwargs and lasting_kwargs["display_id"] is True
+    assert "gw-placeholder" in lasting["text/html"] and "rid-42" in lasting["text/html"]
+    assert view.face == {"id": view.face["id"], "model": view.model_id}
+    assert f'data-gw-lasting="{view.face["id"]}"' in lasting["text/html"]
 
     on_thread(lambda: job.finish([IMAGE_OUT, {**IMAGE_OUT, "url": "https://cdn.example/1.png"}]))
-    assert len(recorder.handle.updates) == 1
-    final, kwargs = recorder.handle.updates[0]
+    assert wait_for(recorder.handle.ended)
+    final, kwargs = recorder.handle.updates[-1]
     assert kwargs == {"raw": True}
-    assert recorder.handle.threads[0] != threading.main_thread().name
-    # Terminal: the static copy alone, so a notebook saved without widget state shows it.
+    assert recorder.handle.threads[-1] != threading.main_thread().name
     assert set(final) == {"text/html", "text/plain"}
     html = final["text/html"]
-    assert '<img src="https://cdn.example/files/tok/out-0.png"' in html
-    assert '<img src="https://cdn.example/1.png"' in html
+    assert '<img class="gw-thumb" src="https://cdn.example/files/tok/out-0.png"' in html
+    assert '<img class="gw-thumb" src="https://cdn.example/1.png"' in html
     assert "done" in html and "rid-42" in html and "simulated" in html
     assert "https://cdn.example/files/tok/out-0.png" in final["text/plain"]
-    # ... and the view carries the same outputs itself (Voilà never sees the update).
+    # the live view is never replaced: it carries the same outputs and stays live
+    assert len(recorder.calls) == 2
     assert [o["url"] for o in view.outputs] == [IMAGE_OUT["url"], "https://cdn.example/1.png"]
+    assert not view._finished or view.comm is not None
 
 
-def test_in_voila_a_finished_task_keeps_its_live_view(
-    recorder: DisplayRecorder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("VOILA_SERVER_URL", "http://127.0.0.1:8866/")
-    assert durable.keeps_live_views()
-    job = FakeJob()
-    view = display_job(job)
-    job.finish([IMAGE_OUT])
-    [(final, kwargs)] = recorder.handle.updates
-    assert final[WIDGET_VIEW_MIME]["model_id"] == view.model_id
-    assert IMAGE_OUT["url"] in final["text/html"] and kwargs == {"raw": True, "metadata": {}}
-
-
-def test_the_final_copy_is_written_again_from_the_main_thread_after_the_next_cell(
+def test_the_lasting_face_is_written_again_from_the_main_thread_after_the_next_cell(
     recorder: DisplayRecorder,
 ) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    durable.REPUBLISH.flush()  # nothing of other tests pending
     job = FakeJob()
     display_job(job)
     on_thread(lambda: job.finish([IMAGE_OUT]))
-    assert len(recorder.handle.updates) == 1
+    assert wait_for(recorder.handle.ended)
+    written = len(recorder.handle.updates)
     shell.run_cell("1 + 1")  # the next cell: post_run_cell fires on the main thread
-    assert len(recorder.handle.updates) == 2
-    assert recorder.handle.threads[1] == threading.main_thread().name
-    assert recorder.handle.updates[0] == recorder.handle.updates[1]
-    assert WIDGET_VIEW_MIME not in recorder.handle.updates[1][0]
+    assert len(recorder.handle.updates) == written + 1
+    assert recorder.handle.threads[-1] == threading.main_thread().name
+    assert recorder.handle.updates[-1] == recorder.handle.updates[-2]
+    assert WIDGET_VIEW_MIME not in recorder.handle.updates[-1][0]
 
 
-def test_final_output_is_published_before_the_job_completes(recorder: DisplayRecorder) -> None:
-    # A later cell's job.result() returns when the job completes; the final output
-    # must already be out by then, or nbclient drops it from the saved notebook.
+def test_the_end_of_a_cell_waiting_on_the_job_waits_for_its_lasting_face(
+    recorder: DisplayRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A later cell's job.result() returns when the job completes; the face's rewrite
+    # must be known by then, so the end of that cell waits for it (nbclient keeps
+    # only what is written while a cell runs).
+    gate = threading.Event()
+    real = task.lasting_face
+
+    def slow(job: Any, media: str | None = None) -> dict[str, str]:
+        if job.done():
+            gate.wait(20)  # a slow rewrite: a video's first preview
+        return real(job, media)
+
+    monkeypatch.setattr(task, "lasting_face", slow)
     job = FakeJob()
-    seen_at_completion: list[int] = []
-    job.add_done_callback(lambda _j: seen_at_completion.append(len(recorder.handle.updates)))
+    settled_at_completion: list[bool] = []
     display_job(job)
-    job.finish([IMAGE_OUT])
-    assert seen_at_completion == [1]
-    assert len(recorder.handle.updates) == 1  # and only once
+    job.add_done_callback(lambda _j: settled_at_completion.append(faces.settle(0)))
+    on_thread(lambda: job.finish([IMAGE_OUT]))
+    assert settled_at_completion == [False]  # known before result() could return
+    threading.Timer(0.5, gate.set).start()
+    assert faces.settle(30) and recorder.handle.ended()
     assert job.update_callback_count == 0
 
 
-def test_a_job_that_crashed_still_gets_its_final_output(recorder: DisplayRecorder) -> None:
+def test_a_job_that_crashed_still_gets_its_lasting_face(recorder: DisplayRecorder) -> None:
     job = FakeJob()
     display_job(job)
     job.crash(ConnectionError("gateway unreachable"))
-    [(bundle, _)] = recorder.handle.updates
-    assert "gateway unreachable" in bundle["text/html"] and "failed" in bundle["text/plain"]
+    assert wait_for(lambda: "gateway unreachable" in recorder.handle.last_html())
+    assert "failed" in recorder.handle.updates[-1][0]["text/plain"]
 
 
 def test_view_writes_run_outside_the_engine_task_context() -> None:
@@ -388,54 +379,66 @@ def test_view_writes_run_outside_the_engine_task_context() -> None:
     marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker")
     marker.set("cell 1")  # what the engine's polling task would carry
     seen: list[str] = []
-    task.as_current_request(lambda: seen.append(marker.get("unset")))
+    as_current_request(lambda: seen.append(marker.get("unset")))
     assert seen == ["unset"]
 
 
-def test_display_job_final_output_of_a_failed_job(recorder: DisplayRecorder) -> None:
+def test_the_lasting_face_of_a_failed_job(recorder: DisplayRecorder) -> None:
     job = FakeJob()
     display_job(job)
     job.finish(error="Runtime execution failed", error_type="runtime_error")
-    bundle, _ = recorder.handle.updates[0]
+    assert wait_for(lambda: "Runtime execution failed" in recorder.handle.last_html())
+    bundle, _ = recorder.handle.updates[-1]
     assert "failed" in bundle["text/html"] and RED in bundle["text/html"]
     assert "Runtime execution failed" in bundle["text/plain"]
     assert "runtime_error" in bundle["text/plain"]
 
 
-def test_display_job_of_an_already_finished_job_updates_at_once(
+def test_display_job_of_an_already_finished_job_shows_it_at_once(
     recorder: DisplayRecorder,
 ) -> None:
     job = FakeJob()
     job.finish([{"content_type": "application/json", "content": '{"GroupId": "g-1"}'}])
     display_job(job)
-    assert len(recorder.handle.updates) == 1
-    assert "GroupId" in recorder.handle.updates[0][0]["text/html"]
+    [_, (lasting, _)] = recorder.calls
+    assert "GroupId" in lasting["text/html"] and "gw-placeholder" not in lasting["text/html"]
 
 
-def test_video_output_in_the_final_display_has_controls_and_no_autoplay(
+def test_a_video_in_the_lasting_face_has_controls_and_never_starts_itself(
     recorder: DisplayRecorder,
 ) -> None:
     job = FakeJob()
     display_job(job)
     job.finish([{"url": "https://cdn.example/v.mp4", "content_type": "video/mp4"}])
-    html = recorder.handle.updates[0][0]["text/html"]
-    assert "<video controls" in html
+    assert wait_for(lambda: "<video" in recorder.handle.last_html())
+    html = recorder.handle.last_html()
+    assert '<video controls preload="metadata" src="https://cdn.example/v.mp4"' in html
     assert "autoplay" not in html and "loop" not in html
 
 
-def test_display_job_into_an_output_widget_is_one_entry_replaced_on_completion() -> None:
+def test_a_forms_tasks_are_their_own_output_with_both_faces(recorder: DisplayRecorder) -> None:
     import ipywidgets
 
-    output = ipywidgets.Output()
-    job = FakeJob()
-    view = display_job_into(job, output)
-    [entry] = output.outputs
-    assert entry["data"][WIDGET_VIEW_MIME]["model_id"] == view.model_id
-    assert "gw-placeholder" in entry["data"]["text/html"]
-    on_thread(lambda: job.finish([IMAGE_OUT]))
-    [entry] = output.outputs
-    assert entry["data"][WIDGET_VIEW_MIME]["model_id"] == view.model_id
-    assert IMAGE_OUT["url"] in entry["data"]["text/html"]
+    fallback = ipywidgets.Output()
+    tasks = TaskList(fallback)
+    tasks.show()
+    [(live, _), (lasting, _)] = recorder.calls
+    assert live[WIDGET_VIEW_MIME]["model_id"] == tasks.live.model_id and lasting["text/html"]
+    first, second = FakeJob(request_id="r-1"), FakeJob(request_id="r-2")
+    view = tasks.add(first)
+    tasks.add(second)
+    assert tasks.box.children[0] is view and len(tasks.box.children) == 2
+    assert fallback.outputs == ()  # never inside the form's own widget tree
+    on_thread(lambda: first.finish([IMAGE_OUT]))
+    assert wait_for(
+        lambda: "r-1" in recorder.handle.last_html() and "r-2" in recorder.handle.last_html()
+        and IMAGE_OUT["url"] in recorder.handle.last_html()
+    )  # fmt: skip
+    # a list never displayed on its own (the form inside a container): the form's area
+    inside = TaskList(fallback)
+    inside.add(FakeJob())
+    [entry] = fallback.outputs
+    assert WIDGET_VIEW_MIME in entry["data"]
 
 
 def test_outside_jupyter_display_job_prints_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -491,14 +494,15 @@ def test_real_job_view_reaches_done_and_holds_no_key(
     assert isinstance(view, TaskView)
     job.result(timeout=30)
     assert wait_for(lambda: view.status == "done")
-    assert wait_for(lambda: len(recorder.handle.updates) == 1)
-    html = recorder.handle.updates[0][0]["text/html"]
+    assert faces.settle(30)
+    html = recorder.handle.last_html()
     # The ledger kept local copies before completion: the saved notebook holds their
-    # thumbnails, linked to the full outputs, so they still show once the URLs are gone.
+    # thumbnails, so they still show once the URLs are gone; the simulator's URLs
+    # (on loopback, dead with the kernel) are never in it.
     assert job.last_result is not None
     assert all(o.path is not None for o in job.last_result.outputs)
     assert html.count('<img class="gw-thumb" src="data:image/') == 4
-    assert all(f'<a href="{o.url}"' in html for o in job.last_result.outputs)
+    assert real_client.base_url not in html and "saved at $GENWIDGETS_HOME/outputs/" in html
     # The live view loads the same images from the simulator's URLs.
     assert len(view.outputs) == 4
     assert all(o["url"].startswith(real_client.base_url) for o in view.outputs)
@@ -512,7 +516,7 @@ def test_real_job_view_reaches_done_and_holds_no_key(
 
 
 @pytest.mark.timeout(60)
-def test_real_job_without_local_copies_shows_outputs_by_url(
+def test_real_job_without_local_copies_names_what_it_could_not_keep(
     make_simulator: Any, recorder: DisplayRecorder, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import genwidgets as gw
@@ -524,10 +528,10 @@ def test_real_job_without_local_copies_shows_outputs_by_url(
         job = client.submit("vidVq2-text2video", {"prompt": "a red kite"})
         display_job(job)
         job.result(timeout=30)
-        assert wait_for(lambda: len(recorder.handle.updates) == 1)
-        html = recorder.handle.updates[0][0]["text/html"]
-        assert f'<video controls preload="metadata" src="{sim.base_url}/files/' in html
-        assert "autoplay" not in html
+        assert faces.settle(30)
+        html = recorder.handle.last_html()
+        assert "<video" not in html and sim.base_url not in html  # dead with its kernel
+        assert "not shown, it was not kept locally and its server" in html
     finally:
         client.close()
 
@@ -591,9 +595,10 @@ def test_saved_notebook_keeps_final_status_and_outputs_as_display_data(
     saved, _ = env_helper.execute(source, workdir, kernel_name=kernel)
 
     assert env_helper.error_outputs(saved) == []
-    # One output: the widget view and its HTML fallback, updated in place on completion.
-    [display] = saved.cells[0].outputs
-    assert env_helper.WIDGET_VIEW_MIME not in display["data"]  # the static copy alone
+    # Two outputs: the live view (needs widget state), then its lasting face.
+    live, display = saved.cells[0].outputs
+    assert set(live["data"]) == {env_helper.WIDGET_VIEW_MIME, "text/plain"}
+    assert env_helper.WIDGET_VIEW_MIME not in display["data"]
     final = display["data"]["text/html"]
     assert 'class="gw-status gw-status-done"' in final and ">done</span>" in final
     assert final.count('<img class="gw-thumb" src="data:image/') == 4
@@ -613,7 +618,7 @@ def test_final_output_is_written_again_at_the_end_of_the_next_cell() -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    republisher = durable.Republisher()
+    republisher = faces.Republisher()
     writes: list[str] = []
     republisher.add(lambda: writes.append("final"))
     assert writes == [] and republisher._installed
@@ -660,7 +665,7 @@ def test_a_finished_view_sends_its_whole_state_again_at_the_end_of_the_next_cell
         full_state(key)
 
     monkeypatch.setattr(view, "send_state", record)
-    durable.REPUBLISH.flush()  # nothing of other tests pending
+    faces.REPUBLISH.flush()  # nothing of other tests pending
     on_thread(lambda: job.finish([IMAGE_OUT]))
     assert sent == []
     shell.run_cell("1 + 1")  # the next cell: post_run_cell fires on the main thread

@@ -8,7 +8,8 @@ The design (docs/decisions.md#the-ledger-and-the-engine):
 - The owner is alive while its row in ``owners`` says so: a heartbeat younger
   than ``ttl`` seconds (the writer thread refreshes it every ``ttl / 4`` while
   the process lives) and, on this host, a process that still runs — so a kernel
-  killed with ``kill -9`` frees its tasks at once, without waiting for the ttl.
+  killed with ``kill -9`` frees its tasks at once, without waiting for the ttl,
+  even while it lingers as a zombie its parent has not reaped.
   A lock held by another process that delays a heartbeat does not free tasks of
   a live kernel on this host (its pid still runs).
 - :func:`claim` (``resume()``) runs inside one write transaction: it takes the
@@ -36,7 +37,9 @@ HOST = socket.gethostname()
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process of this host still runs; unknown counts as alive."""
+    """Whether a process of this host still runs; unknown counts as alive. A zombie
+    (killed, not yet reaped by its parent) answers ``kill(pid, 0)`` but runs no
+    more, so it is dead: docs/decisions.md#a-zombie-owner-is-dead."""
     if pid <= 0:
         return False
     if os.name == "nt":  # os.kill(pid, 0) would terminate it there
@@ -45,9 +48,22 @@ def pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:  # PermissionError: alive but someone else's
-        return True
-    return True
+    except OSError:  # PermissionError: there, but someone else's
+        pass
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``/proc/<pid>/stat`` says Z (zombie) or X (dead); False where there
+    is no ``/proc`` (macOS, the BSDs), so ``kill(pid, 0)``'s answer stands there."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            line = stat.read(4096)
+    except OSError:  # no /proc, or the process went meanwhile (then kill says so next)
+        return False
+    # "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ")"
+    state = line.rpartition(b")")[2].split(maxsplit=1)[:1]
+    return state in ([b"Z"], [b"X"])
 
 
 @dataclass(frozen=True)

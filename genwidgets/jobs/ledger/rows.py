@@ -124,4 +124,5 @@ class LedgerRow:
             error_type=self.error_type,
             outputs=self.outputs,
             fetch=fetch,
+            base_url=self.gateway,  # an old row's relative URL: the gateway's, never a page's
         )

@@ -128,6 +128,13 @@ def error_text(error: Any) -> str | None:
     return text
 
 
+def _size_of(path: Any) -> int | None:
+    try:
+        return int(path.stat().st_size)
+    except (OSError, AttributeError):
+        return None
+
+
 def output_record(output: Output) -> dict[str, Any]:
     """What we keep of one output: enough to find, check and re-read it later."""
     record: dict[str, Any] = {
@@ -138,6 +145,8 @@ def output_record(output: Output) -> dict[str, Any]:
         "file_name": scrub_value(output.raw.get("file_name")),
         "file_size": int_or_none(output.raw.get("file_size"), minimum=0),
     }
+    if output.path is not None and output.sha256 is not None:  # what genwidgets wrote there
+        record.update(sha256=output.sha256, size=_size_of(output.path))
     content = output.raw.get("content")
     if content is not None:
         encoding = output.raw.get("encoding")

@@ -329,10 +329,11 @@ class Recording:
             if found is None:
                 return False
             row_id, old_outputs = found
-            known_paths = {o.get("index"): o.get("path") for o in old_outputs}
+            known = {o.get("index"): o for o in old_outputs}
             for record in outputs:
-                if record["path"] is None:
-                    record["path"] = known_paths.get(record["index"])
+                earlier = known.get(record["index"], {})
+                if record["path"] is None and earlier.get("path"):
+                    record.update({k: earlier.get(k) for k in ("path", "sha256", "size")})
             conn.execute(
                 "UPDATE tasks SET state = ?, status = ?, queue_position = NULL, ok = ?, "
                 "error = ?, error_type = ?, outputs = ?, finished_at = ?, updated_at = ?, "
@@ -357,11 +358,24 @@ class Recording:
         return future
 
     def record_output_path(
-        self, gateway: str, request_id: str, index: int, path: str | os.PathLike[str]
+        self,
+        gateway: str,
+        request_id: str,
+        index: int,
+        path: str | os.PathLike[str] | None,
+        *,
+        sha256: str | None = None,
+        size: int | None = None,
+        error: str | None = None,
     ) -> concurrent.futures.Future[bool]:
-        """Remember where output ``index`` was saved locally. Queued; the future holds
-        whether the task had a row."""
-        local = str(Path(path).absolute())
+        """Remember where output ``index`` was saved locally, with the SHA-256 and size
+        of what was written there (a file found changed is not used again:
+        docs/decisions.md#outputs-by-gateway); or, with no ``path``, why it could not
+        be saved (``error``). Queued; the future holds whether the task had a row."""
+        local = str(Path(path).absolute()) if path is not None else None
+        kept: dict[str, Any] = {"path": local, "sha256": sha256, "size": size}
+        if local is None:
+            kept["download_error"] = error_text(error or "not saved")
         now = self._clock()
 
         def update(conn: sqlite3.Connection) -> bool:
@@ -371,10 +385,12 @@ class Recording:
             row_id, outputs = found
             for record in outputs:
                 if record.get("index") == index:
-                    record["path"] = local
+                    record.update(kept)
+                    if local is not None:
+                        record.pop("download_error", None)
                     break
             else:
-                outputs.append({"index": index, "path": local})
+                outputs.append({"index": index, **kept})
                 outputs.sort(key=lambda o: o.get("index", 0))
             conn.execute(
                 "UPDATE tasks SET outputs = ?, updated_at = ? WHERE id = ?",

@@ -4,7 +4,8 @@
 // `head` (counts, spend, rate, time left, summary, which buttons to show) and
 // `thumbs` (the latest ended rows, each with a kernel-made thumbnail as a data URL).
 // The buttons send messages: submit, cancel, retry. Text goes in with textContent;
-// pictures must be image data URLs.
+// pictures must be image data URLs. It is a view's live face (faces.js, joined before
+// this file): when its kernel stops it says so and its buttons go.
 
 const SAFE_THUMB = /^data:image\/(png|jpeg|webp|gif);base64,/i;
 
@@ -26,6 +27,7 @@ function render({ model, el }) {
   const root = make("div", "gw-batch-root");
   el.appendChild(root);
   const send = (action) => model.send({ action });
+  let stopped = false;
 
   function draw() {
     const head = model.get("head") || {};
@@ -68,18 +70,21 @@ function render({ model, el }) {
     if (head.stopped) root.appendChild(make("div", "gw-batch-stopped", head.stopped));
     if (head.error) root.appendChild(make("div", "gw-batch-error", head.error));
 
+    if (stopped) root.appendChild(make("div", "gw-batch-stopped", STOPPED_TEXT));
     const controls = make("div", "gw-batch-controls");
-    if (head.needs_confirmation) {
+    if (stopped) {
+      // no kernel: no button can be answered
+    } else if (head.needs_confirmation) {
       const submit = make("button", "gw-batch-button gw-batch-submit", "Submit");
       submit.onclick = () => send("submit");
       controls.appendChild(submit);
     }
-    if (head.started && !head.finished) {
+    if (!stopped && head.started && !head.finished) {
       const cancel = make("button", "gw-batch-button gw-batch-cancel", "Cancel all");
       cancel.onclick = () => send("cancel");
       controls.appendChild(cancel);
     }
-    if (head.can_retry) {
+    if (!stopped && head.can_retry) {
       const retry = make("button", "gw-batch-button gw-batch-retry", "Retry failed");
       retry.onclick = () => send("retry");
       controls.appendChild(retry);
@@ -109,7 +114,15 @@ function render({ model, el }) {
   draw();
   model.on("change:head", draw);
   model.on("change:thumbs", draw);
+  const endFace = liveFace(model, el, () => {
+    stopped = true;
+    draw();
+  }, () => {
+    el.hidden = true; // no kernel behind it: its lasting face is in sight instead
+    el.style.display = "none";
+  });
   return () => {
+    endFace();
     model.off("change:head", draw);
     model.off("change:thumbs", draw);
   };

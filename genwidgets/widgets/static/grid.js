@@ -7,7 +7,9 @@
 // show kernel-made thumbnails (`thumb`); the lightbox asks for the full outputs
 // ("full") and the kernel answers with a message. Scores per axis value are drawn
 // as margins: a row under the columns (x) and a column beside the rows (y).
-// Text goes in with textContent; media URLs are checked against SAFE_URL.
+// Text goes in with textContent; media URLs are checked against SAFE_URL. It is a
+// live face (faces.js, joined before this file): when its kernel stops it says so
+// and every control is disabled.
 
 const SAFE_URL = /^(https?:\/\/|data:(image|video|audio)\/[a-z0-9.+-]+[;,]|blob:)/i;
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -83,6 +85,13 @@ function button(label, title, onClick, className = "gw-grid-button") {
   return node;
 }
 
+function disableControls(root) {
+  // the kernel is gone: nothing a control asks could be answered
+  for (const control of root.querySelectorAll("button:not(.gw-grid-close):not(.gw-grid-tab), input")) {
+    control.disabled = true;
+  }
+}
+
 function remaining(at) {
   if (at == null) return "";
   const left = Math.max(0, Math.round(at - Date.now() / 1000));
@@ -102,6 +111,7 @@ function render({ model, el }) {
   el.append(top, tabs, tableHost, lightbox);
 
   let tab = 0;
+  let stopped = false;
   let layoutKey = "";
   let cellNodes = new Map(); // index -> {root, last}
   let openIndex = null;
@@ -118,6 +128,7 @@ function render({ model, el }) {
     const head = model.get("head") || {};
     summary.replaceChildren(make("span", "", head.summary || ""));
     if (head.simulated) summary.append(make("span", "gw-simulated", "simulated"));
+    if (stopped) summary.append(make("div", "gw-grid-stopped", STOPPED_TEXT));
     controls.replaceChildren();
     if (head.needs_confirmation && !head.started) {
       controls.append(
@@ -272,7 +283,7 @@ function render({ model, el }) {
 
   function openBox(index) {
     openIndex = index;
-    if (!full.has(index)) send({ action: "full", index });
+    if (!full.has(index) && !stopped) send({ action: "full", index });
     drawBox();
   }
 
@@ -286,7 +297,9 @@ function render({ model, el }) {
     const outputs = make("div", "gw-grid-outputs");
     const fetched = full.get(cell.index);
     const shownOutputs = fetched && fetched.outputs;
-    if (!shownOutputs && cell.outputs.length) outputs.append(make("span", "gw-grid-status", "loading…"));
+    if (!shownOutputs && cell.outputs.length) {
+      outputs.append(make("span", "gw-grid-status", stopped ? STOPPED_TEXT : "loading…"));
+    }
     for (const output of shownOutputs || []) {
       const node = media(output, { controls: true });
       outputs.append(node || make("pre", "gw-grid-text", output.text || output.kind));
@@ -324,6 +337,7 @@ function render({ model, el }) {
     }
     drawMargins(head.scores || {});
     if (openIndex != null) drawBox();
+    if (stopped) disableControls(el);
   }
 
   function drawMargins(scores) {
@@ -363,7 +377,20 @@ function render({ model, el }) {
     if (eta) eta.textContent = remaining((model.get("head") || {}).expected_finish_at);
   }, 1000);
   drawAll();
+  const endFace = liveFace(model, el, () => {
+    stopped = true;
+    clearInterval(timer);
+    const eta = el.querySelector(".gw-grid-eta");
+    if (eta) eta.textContent = "";
+    layoutKey = "";
+    for (const node of cellNodes.values()) node.last = "";
+    drawAll();
+  }, () => {
+    el.hidden = true; // no kernel behind it: its contact sheet is in sight instead
+    el.style.display = "none";
+  });
   return () => {
+    endFace();
     clearInterval(timer);
     model.off("change:head", onHead);
     model.off("change:cell_states", onCells);

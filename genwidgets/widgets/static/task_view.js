@@ -5,7 +5,9 @@
 // and "about N s left" move here, in the browser: no kernel message per second.
 // Media load straight from their URLs. Text from the kernel goes in with
 // textContent; the one HTML trait (`html` of a non-media output) was escaped by
-// the kernel's renderer (genwidgets/widgets/render.py).
+// the kernel's renderer (genwidgets/widgets/render.py). It is a live face
+// (faces.js, joined before this file): when its kernel stops it says so, its
+// clock stops and Cancel is disabled.
 
 const SAFE_URL = /^(https?:\/\/|data:(image|video|audio)\/[a-z0-9.+-]+[;,]|blob:|[^:]*$)/i;
 const REDRAWN = [
@@ -112,9 +114,14 @@ function render({ model, el }) {
   drawLogs();
 
   let clicked = false;
+  let stopped = false;
   let shownOutputs = null;
+  const stoppedLine = make("div", "gw-stopped");
+  stoppedLine.hidden = true;
+  root.insertBefore(stoppedLine, bar);
 
   function clock() {
+    if (stopped) return; // the kernel is gone: the clock stays where it was
     const terminal = model.get("terminal");
     const start = model.get("start_time");
     const seconds = terminal ? model.get("elapsed") : Date.now() / 1000 - start;
@@ -145,13 +152,16 @@ function render({ model, el }) {
     badge.hidden = !model.get("simulated");
     bar.className = terminal
       ? `gw-bar gw-bar-done gw-${category}`
-      : `gw-bar gw-bar-indeterminate gw-bar-${category}`;
+      : stopped ? "gw-bar gw-bar-stopped" : `gw-bar gw-bar-indeterminate gw-bar-${category}`;
     endpoint.textContent = model.get("endpoint");
     requestId.textContent = model.get("request_id");
 
     if (terminal) {
       cancel.hidden = true;
       cancel.disabled = true;
+    } else if (stopped) {
+      cancel.disabled = true;
+      cancel.title = "the kernel that ran this task has stopped";
     } else if (clicked || model.get("cancel_requested")) {
       cancel.disabled = true;
       cancel.textContent = "cancel requested";
@@ -182,7 +192,7 @@ function render({ model, el }) {
   }
 
   cancel.addEventListener("click", () => {
-    if (clicked || model.get("terminal")) return;
+    if (clicked || stopped || model.get("terminal")) return;
     clicked = true;
     cancel.disabled = true;
     cancel.textContent = "cancel requested";
@@ -195,7 +205,18 @@ function render({ model, el }) {
   }, 200);
   for (const name of REDRAWN) model.on(`change:${name}`, draw);
   draw();
+  const endFace = liveFace(model, el, () => {
+    stopped = true;
+    clearInterval(timer);
+    stoppedLine.textContent = STOPPED_TEXT;
+    stoppedLine.hidden = false;
+    draw();
+  }, () => {
+    el.hidden = true; // no kernel behind it: its lasting face is in sight instead
+    el.style.display = "none";
+  });
   return () => {
+    endFace();
     clearInterval(timer);
     model.off("change:logs", drawLogs);
     for (const name of REDRAWN) model.off(`change:${name}`, draw);

@@ -1,0 +1,137 @@
+"""Short, small, silent previews of saved videos, for faces that outlive the kernel.
+
+A saved notebook, a contact sheet or an exported page must still *play* a video
+once the kernel, the simulator's port and the gateway's signed URL are gone, and
+must not weigh what the video weighs. A preview is the video's first seconds,
+scaled down, at a low frame rate, re-encoded as H.264 in MP4 (it plays in every
+browser) with no sound, tried on a ladder of smaller settings until it fits in
+``max_bytes``. It is made once from the downloaded file and cached beside it as
+``<name>.preview<max_bytes>.mp4``. docs/decisions.md#video-previews.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from .._files import is_fresh, write_atomically
+
+__all__ = ["PREVIEW_BUDGET", "Rung", "preview", "preview_bytes"]
+
+#: Bytes one video's preview may weigh in a saved notebook or an export.
+PREVIEW_BUDGET = 300_000
+#: A source larger than this (pixels per frame) is not decoded for a preview.
+MAX_SOURCE_PIXELS = 4096 * 4096
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One try: the preview's longer side, frames a second, seconds kept, x264 CRF."""
+
+    side: int
+    fps: int
+    seconds: float
+    crf: int
+
+
+#: From the best preview to the smallest; the first that fits the budget wins.
+LADDER = (
+    Rung(320, 8, 6.0, 30),
+    Rung(240, 6, 5.0, 34),
+    Rung(160, 5, 4.0, 38),
+    Rung(120, 4, 3.0, 44),
+)
+
+
+def _size(width: int, height: int, side: int) -> tuple[int, int]:
+    """Fit ``width`` × ``height`` in ``side`` (never enlarged), both even (yuv420p)."""
+    scale = min(1.0, side / max(width, height))
+    return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
+
+
+def _encode(source: Path, rung: Rung) -> bytes | None:
+    """The preview at one rung, or ``None``. Written through a temporary file:
+    ``faststart`` (the index first, so a page plays before it has every byte)
+    rewrites the file, which an in-memory buffer cannot do."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".preview-", suffix=".mp4", dir=source.parent)
+    except OSError:
+        return None
+    os.close(fd)
+    scratch = Path(name)
+    try:
+        return _encode_to(source, rung, scratch)
+    finally:
+        scratch.unlink(missing_ok=True)
+
+
+def _encode_to(source: Path, rung: Rung, scratch: Path) -> bytes | None:
+    import av  # PyAV loads only when a video is previewed
+
+    try:
+        with av.open(str(source)) as container:
+            if not container.streams.video:
+                return None
+            stream = container.streams.video[0]
+            width, height = stream.codec_context.width, stream.codec_context.height
+            if not width or not height or width * height > MAX_SOURCE_PIXELS:
+                return None
+            size = _size(width, height, rung.side)
+            with av.open(
+                str(scratch), "w", format="mp4", options={"movflags": "+faststart"}
+            ) as out:
+                video = out.add_stream("libx264", rate=rung.fps)
+                video.width, video.height = size
+                video.pix_fmt = "yuv420p"
+                video.options = {"crf": str(rung.crf), "preset": "medium", "tune": "fastdecode"}
+                video.codec_context.time_base = Fraction(1, rung.fps)
+                kept = 0
+                for frame in container.decode(stream):
+                    at = float(frame.time) if frame.time is not None else kept / rung.fps
+                    if at > rung.seconds:
+                        break
+                    if at + 1e-6 < kept / rung.fps:  # thin to the preview's frame rate
+                        continue
+                    small = frame.reformat(width=size[0], height=size[1], format="yuv420p")
+                    small.pts = kept
+                    small.time_base = Fraction(1, rung.fps)
+                    kept += 1
+                    for packet in video.encode(small):
+                        out.mux(packet)
+                for packet in video.encode():
+                    out.mux(packet)
+                if kept < 2:  # a still picture (ffmpeg reads a PNG as one frame)
+                    return None
+    except (av.error.FFmpegError, ValueError, IndexError, OSError, MemoryError):
+        return None
+    return scratch.read_bytes()
+
+
+def preview_bytes(path: str | os.PathLike[str], max_bytes: int = PREVIEW_BUDGET) -> bytes | None:
+    """The preview of a saved video as MP4 bytes, at most ``max_bytes``; ``None``
+    when the file is not a video PyAV can read or no rung of the ladder fits."""
+    cached = preview(path, max_bytes)
+    return cached.read_bytes() if cached is not None else None
+
+
+def preview(path: str | os.PathLike[str], max_bytes: int = PREVIEW_BUDGET) -> Path | None:
+    """The preview file beside a saved video (made on first use, reused while the
+    video is older), or ``None`` (see :func:`preview_bytes`). Written atomically,
+    so two kernels previewing one video never leave half a file."""
+    source = Path(path)
+    target = source.with_name(f"{source.name}.preview{max_bytes}.mp4")
+    if is_fresh(target, source):
+        return target
+    made = next(
+        (data for rung in LADDER if (data := _encode(source, rung)) and len(data) <= max_bytes),
+        None,
+    )
+    if made is None:
+        return None
+    try:
+        return write_atomically(target, made)
+    except OSError:
+        return None

@@ -1,0 +1,362 @@
+"""Reading a gateway's bytes: capped while read, inflated within bounds, on a deadline.
+
+Every answer of the gateway (create, status, result, cancel, error bodies) and every
+output read or downloaded passes through here, so one set of rules holds for all:
+
+- **caps while reading**: the bytes on the wire and the bytes once inflated are counted
+  chunk by chunk, and reading stops the moment either passes its cap;
+- **bounded inflation**: ``gzip`` and ``deflate`` are inflated at most :data:`CHUNK`
+  bytes at a time, and a body that grows more than :data:`MAX_RATIO`-fold (past
+  :data:`RATIO_FLOOR`) is refused as a compression bomb; other encodings are refused;
+- **a total deadline**: an exchange may take ``grace`` seconds plus one second per
+  :data:`MIN_RATE` bytes sent and received, whatever the per-read timeout allows (an
+  answer dripping a byte a second ends in :class:`_TooSlow`);
+- **records from clean JSON**: an answer's JSON nested deeper than :data:`MAX_DEPTH`
+  is unreadable, and every string in it is redacted (the client's key, any bearer
+  token) before any record, error, view or file sees it.
+
+Why these numbers: docs/decisions.md#reading-answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import zlib
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .._config import redact
+
+__all__ = [
+    "ACCEPT_ENCODING",
+    "CHUNK",
+    "MAX_ANSWER_BYTES",
+    "MAX_DEPTH",
+    "MAX_RATIO",
+    "MIN_RATE",
+    "RATIO_FLOOR",
+    "Answer",
+    "Deadline",
+    "Watch",
+    "aiter_capped",
+    "read_answer",
+    "read_capped",
+    "redact_json",
+    "within",
+]
+
+#: Bytes inflated (and handed on) at a time.
+CHUNK = 64 * 1024
+#: The slowest transfer a deadline allows once its grace is spent: 32 KiB/s.
+MIN_RATE = 32 * 1024
+#: The largest answer of the four operations that is read (a misbehaving proxy, a wrong URL).
+MAX_ANSWER_BYTES = 8 * 2**20
+#: JSON nested deeper than this is not read (real answers nest a few levels).
+MAX_DEPTH = 64
+#: An encoded body may inflate at most this many times its wire size...
+MAX_RATIO = 200
+#: ...once it is past this size (a small, very compressible JSON is fine).
+RATIO_FLOOR = 2 * 2**20
+#: What the client asks for: the encodings it inflates itself, within bounds.
+ACCEPT_ENCODING = "gzip, deflate"
+_MAX_STAGES = 2
+
+
+class _BodyRefused(httpx.TransportError):
+    """An answer not read whole: over a cap, a compression bomb, an encoding the
+    client does not read, or slower than its deadline. A transport error, so a create
+    that meets it is "outcome unknown" and a poll that meets it is a server error."""
+
+
+class _TooSlow(_BodyRefused):
+    """The exchange outlasted its total deadline (see :class:`Deadline`)."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """How long one exchange may take: ``grace`` seconds, plus one second for every
+    ``min_rate`` bytes sent (``sent``) or received so far."""
+
+    grace: float
+    sent: int = 0
+    min_rate: float = MIN_RATE
+
+    def allowed(self, received: int) -> float:
+        return self.grace + (self.sent + received) / self.min_rate
+
+    def __str__(self) -> str:
+        return f"{self.grace:g} s, plus 1 s per {self.min_rate / 1024:g} KiB sent or received"
+
+
+class Watch:
+    """A running deadline on the current task: :meth:`progress` moves it as bytes
+    arrive; past it, the task is cancelled (and :func:`within` says why)."""
+
+    def __init__(self, deadline: Deadline) -> None:
+        self.deadline = deadline
+        self.expired = False
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._start = self._loop.time()
+        self._timer: asyncio.TimerHandle | None = None
+        self.progress(0)
+
+    def progress(self, received: int) -> None:
+        if self.expired or self._task is None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self._loop.call_at(
+            self._start + self.deadline.allowed(received), self._expire
+        )
+
+    def _expire(self) -> None:
+        self.expired = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+@contextlib.asynccontextmanager
+async def within(deadline: Deadline) -> AsyncIterator[Watch]:
+    """Run the body (sending, redirects, reading) within ``deadline``; past it, the
+    body is cancelled and :class:`_TooSlow` raised. (``asyncio.timeout`` would do,
+    but Python 3.10 has none.)"""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", lambda: 0)()  # Python 3.11+: cancels pending
+    watch = Watch(deadline)
+    try:
+        yield watch
+    except asyncio.CancelledError:
+        if not watch.expired:
+            raise
+        uncancel = getattr(task, "uncancel", None)
+        if uncancel is not None and uncancel() > cancelling:
+            raise  # cancelled from outside as well: that cancel goes on
+        raise _TooSlow(f"no whole answer within the deadline ({deadline})") from None
+    finally:
+        watch.stop()
+
+
+class _Inflater:
+    """One ``gzip``/``deflate`` stage, giving at most :data:`CHUNK` bytes per step."""
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        self._raw_deflate = False
+        self._inflate = zlib.decompressobj(zlib.MAX_WBITS | 16 if "gzip" in encoding else 15)
+        self._started = False
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        pending = data
+        while True:
+            try:
+                out = self._inflate.decompress(pending, CHUNK)
+            except zlib.error as exc:
+                if self.encoding == "deflate" and not self._started and not self._raw_deflate:
+                    # "deflate" is often sent raw (no zlib header): try that once
+                    self._raw_deflate, self._inflate = True, zlib.decompressobj(-zlib.MAX_WBITS)
+                    continue
+                raise _BodyRefused(
+                    f"a {self.encoding} body that does not inflate ({exc})"
+                ) from None
+            self._started = True
+            pending = self._inflate.unconsumed_tail
+            if out:
+                yield out
+            if not pending and len(out) < CHUNK:
+                return
+
+
+def _stages(headers: httpx.Headers) -> list[_Inflater]:
+    words = [w.strip().lower() for w in headers.get("content-encoding", "").split(",") if w.strip()]
+    words = [w for w in words if w != "identity"]
+    unknown = [w for w in words if w not in ("gzip", "x-gzip", "deflate")]
+    if unknown:
+        raise _BodyRefused(
+            f"the answer is encoded with {', '.join(unknown)}, which the client does not "
+            "read (it reads gzip, deflate and identity)"
+        )
+    if len(words) > _MAX_STAGES:
+        raise _BodyRefused(f"the answer is encoded {len(words)} times over ({', '.join(words)})")
+    return [_Inflater(w) for w in reversed(words)]
+
+
+def _through(stages: list[_Inflater], data: bytes) -> Iterator[bytes]:
+    if not stages:
+        if data:
+            yield data
+        return
+    first, rest = stages[0], stages[1:]
+    for piece in first.feed(data):
+        yield from _through(rest, piece)
+
+
+def _declared(headers: httpx.Headers) -> int | None:
+    raw = headers.get("content-length", "").strip()
+    return int(raw) if raw.isdigit() and len(raw) < 20 else None
+
+
+def _too_large(size: int, max_bytes: int, what: str) -> _BodyRefused:
+    return _BodyRefused(f"the answer is larger than {max_bytes:,} bytes ({what} {size:,})")
+
+
+async def aiter_capped(
+    response: httpx.Response, max_bytes: int, watch: Watch | None = None
+) -> AsyncIterator[bytes]:
+    """The body of a streamed ``response``, inflated, in pieces of at most
+    :data:`CHUNK` bytes; :class:`_BodyRefused` the moment a cap is passed."""
+    declared = _declared(response.headers)
+    if declared is not None and declared > max_bytes:
+        raise _too_large(declared, max_bytes, "Content-Length")
+    if response.is_stream_consumed:  # read (and inflated) already: a transport in memory
+        content = response.content
+        if len(content) > max_bytes:
+            raise _too_large(len(content), max_bytes, "received")
+        for start in range(0, len(content), CHUNK):
+            yield content[start : start + CHUNK]
+        return
+    stages = _stages(response.headers)
+    wire = inflated = 0
+    async for raw in response.aiter_raw():
+        wire += len(raw)
+        if watch is not None:
+            watch.progress(wire)
+        if wire > max_bytes:
+            raise _too_large(wire, max_bytes, "received at least")
+        for piece in _through(stages, raw):
+            inflated += len(piece)
+            if inflated > max_bytes:
+                raise _too_large(inflated, max_bytes, "inflated to at least")
+            if stages and inflated > RATIO_FLOOR and inflated > MAX_RATIO * wire:
+                raise _BodyRefused(
+                    f"the answer inflates more than {MAX_RATIO}-fold ({wire:,} bytes "
+                    f"received, {inflated:,} inflated): a compression bomb"
+                )
+            yield piece
+
+
+async def read_capped(
+    response: httpx.Response, max_bytes: int, watch: Watch | None = None
+) -> bytes:
+    """The whole body of a streamed ``response`` (see :func:`aiter_capped`)."""
+    return b"".join([piece async for piece in aiter_capped(response, max_bytes, watch)])
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def redact_json(value: Any) -> Any:
+    """``value`` (parsed JSON) with every string, keys included, redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k): redact_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    return value
+
+
+@dataclass
+class Answer:
+    """A gateway's answer, read within its caps: the one thing records and errors
+    are made from. ``refused`` says why the body was not read (``content`` is then
+    empty); the status line and headers are always there."""
+
+    status_code: int
+    headers: httpx.Headers
+    reason_phrase: str = ""
+    url: httpx.URL | None = None
+    content: bytes = b""
+    refused: str | None = None
+    _parsed: list[Any] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def of(cls, response: httpx.Response, max_bytes: int = MAX_ANSWER_BYTES) -> Answer:
+        """The answer of a response already read whole (one built by hand, a test's)."""
+        try:
+            url: httpx.URL | None = response.request.url
+        except RuntimeError:  # a Response built by hand has no request
+            url = None
+        content, refused = response.content, None
+        if len(content) > max_bytes:
+            content, refused = b"", str(_too_large(len(content), max_bytes, "received"))
+        return cls(response.status_code, response.headers, response.reason_phrase, url, content,
+                   refused)  # fmt: skip
+
+    @property
+    def is_redirect(self) -> bool:
+        return self.status_code in (301, 302, 303, 307, 308) and "location" in self.headers
+
+    def json(self) -> Any:
+        """The body as JSON (depth-checked, redacted), or None when it is not readable."""
+        if not self._parsed:
+            self._parsed.append(self._read_json())
+        return self._parsed[0]
+
+    def _read_json(self) -> Any:
+        if self.refused is not None or not self.content:
+            return None
+        try:
+            value = json.loads(self.content)
+            too_deep = _depth_over(value, MAX_DEPTH)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        except RecursionError:  # deeper than the parser goes, so deeper than MAX_DEPTH
+            too_deep = True
+        if too_deep:
+            self.refused = f"JSON nested deeper than {MAX_DEPTH} levels"
+            return None
+        return redact_json(value)
+
+    def text(self, limit: int = 200) -> str:
+        """The start of the body as text, redacted (for messages)."""
+        return redact(self.content[: limit * 4].decode("utf-8", errors="replace")[:limit])
+
+    def describe(self) -> str:
+        """What the body was, for a message: ``not JSON, 12 bytes``, or why it was refused."""
+        self.json()  # a body nested too deep says so in ``refused``
+        if self.refused is not None:
+            return self.refused
+        head = self.content[:64].lstrip().lower()
+        kind = "an HTML page" if head.startswith((b"<!doctype", b"<html")) else "not JSON"
+        return f"{kind}, {len(self.content):,} bytes"
+
+
+async def read_answer(
+    response: httpx.Response, max_bytes: int = MAX_ANSWER_BYTES, watch: Watch | None = None
+) -> Answer:
+    """Read a streamed ``response`` into an :class:`Answer`. A body over a cap or
+    undecodable is an answer with ``refused`` set (its status still counts); only a
+    transport failure or the deadline (:class:`_TooSlow`) raises."""
+    answer = Answer(
+        response.status_code, response.headers, response.reason_phrase, response.request.url
+    )
+    try:
+        answer.content = await read_capped(response, max_bytes, watch)
+    except _TooSlow:
+        raise
+    except _BodyRefused as exc:
+        answer.refused = str(exc)
+    return answer

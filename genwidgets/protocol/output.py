@@ -1,0 +1,303 @@
+"""One produced file of a result: its type, where its bytes are, and reading them.
+
+An output is interpreted by ``content_type``, never by its URL; an untyped one learns
+its type from its bytes. Its bytes come from the local copy genwidgets wrote (and only
+that copy: docs/decisions.md#outputs-by-gateway), inline content, or a download within
+caps and a deadline; what :meth:`Output.read` keeps in memory shares one budget.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import collections
+import hashlib
+import json
+import os
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .._config import redact, shown_path
+from .._files import write_atomically
+from .._formats import decode_data_url, extension_for, human_bytes
+from ..errors import DownloadError, GenwidgetsWarning
+from ..media.files import sniff
+from .fetch import fetch_url
+from .values import MAX_CONTENT_TYPE, resolve_output_url, str_or_none
+
+__all__ = ["CACHE_BUDGET", "CACHE_ONE", "UNTYPED", "Fetcher", "Output", "cache_budget"]
+
+UNTYPED = "application/octet-stream"
+#: What every output's :meth:`Output.read` cache holds at most together, and one alone.
+CACHE_BUDGET = 64 * 2**20
+CACHE_ONE = 16 * 2**20
+
+Fetcher = Callable[[str], bytes]
+
+
+class _CacheBudget:
+    """The bytes every :class:`Output` keeps from :meth:`Output.read`, together at most
+    ``budget`` (the oldest let go first) and one alone at most ``one``; an output that
+    is collected gives its share back."""
+
+    def __init__(self, budget: int, one: int) -> None:
+        self.budget, self.one, self.held = budget, one, 0
+        self._kept: collections.OrderedDict[int, tuple[weakref.ref[Output], int]] = (
+            collections.OrderedDict()
+        )
+        self._lock = threading.RLock()  # a collected output's callback may come in mid-call
+
+    def keep(self, output: Output, data: bytes) -> None:
+        if len(data) > self.one:
+            return
+        with self._lock:
+            self._drop(id(output))
+            while self._kept and self.held + len(data) > self.budget:
+                key = next(iter(self._kept))
+                other = self._kept[key][0]()
+                self._drop(key)
+                if other is not None:
+                    other._cache = None
+            key = id(output)
+
+            def collected(gone: weakref.ref[Output]) -> None:
+                self._collected(key, gone)
+
+            ref = weakref.ref(output, collected)
+            self._kept[key] = (ref, len(data))
+            self.held += len(data)
+            output._cache = data
+
+    def _drop(self, key: int) -> None:
+        found = self._kept.pop(key, None)
+        if found is not None:
+            self.held -= found[1]
+
+    def _collected(self, key: int, gone: weakref.ref[Output]) -> None:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None and found[0] is gone:
+                self._drop(key)
+
+
+#: The one cache budget of every output read in this process.
+cache_budget = _CacheBudget(CACHE_BUDGET, CACHE_ONE)
+
+
+@dataclass
+class Output:
+    """One produced file. Interpret it by ``content_type``, never by the URL."""
+
+    content_type: str
+    url: str | None = None
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    #: the local copy, once downloaded (the ledger sets it)
+    path: Path | None = None
+    index: int = 0
+    _fetch: Fetcher | None = field(default=None, repr=False, compare=False)
+    _cache: bytes | None = field(default=None, repr=False, compare=False)
+    #: False while the record gave no ``content_type`` and the bytes have not told it
+    typed: bool = field(default=True, compare=False)
+    #: the SHA-256 (hex) of the local copy genwidgets wrote at ``path``: a file there
+    #: with other bytes is not this output's (docs/decisions.md#outputs-by-gateway)
+    sha256: str | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_entry(
+        cls,
+        entry: Any,
+        index: int = 0,
+        fetch: Fetcher | None = None,
+        base_url: str | None = None,
+    ) -> Output:
+        """One entry of a result's outputs; a relative URL is resolved against the
+        gateway's ``base_url`` (docs/decisions.md#hostile-values)."""
+        if isinstance(entry, str):
+            url = resolve_output_url(entry, base_url)
+            return cls(
+                content_type=UNTYPED,
+                url=url,
+                raw={"url": url},
+                index=index,
+                _fetch=fetch,
+                typed=False,
+            )
+        if not isinstance(entry, Mapping):
+            return cls(
+                content_type="application/json",
+                raw={"value": entry},
+                index=index,
+                _cache=json.dumps(entry).encode(),
+            )
+        content_type = str_or_none(entry.get("content_type") or entry.get("mime_type"))
+        if content_type is not None and len(content_type) > MAX_CONTENT_TYPE:
+            content_type = None
+        url = str_or_none(entry.get("url") or entry.get("file_url") or entry.get("uri"))
+        return cls(
+            content_type=(content_type or UNTYPED).strip() or UNTYPED,
+            url=resolve_output_url(url, base_url),
+            raw=dict(entry),
+            index=index,
+            _fetch=fetch,
+            typed=bool(content_type and content_type.strip()),
+        )
+
+    def learn_type(self, served: str | None = None, head: bytes = b"") -> None:
+        """Type an untyped output from what its download showed: the ``Content-Type``
+        the server ``served`` with the file, failing that the magic bytes of ``head``.
+        A typed output keeps its record's type."""
+        if self.typed:
+            return
+        mime = (served or "").split(";")[0].strip().lower()
+        if mime and mime != UNTYPED and "/" in mime:
+            self.content_type, self.typed = mime, True
+            return
+        sniffed = sniff(head[:64]) if head else None
+        if sniffed is not None:
+            kind, fmt = sniffed
+            self.content_type, self.typed = f"{kind}/{fmt}", True
+
+    @property
+    def restored(self) -> bool:
+        """Read back from the ledger of an earlier session (its URL has likely expired)."""
+        return bool(self.raw.get("from_ledger"))
+
+    @property
+    def kind(self) -> str:
+        """``image``, ``video``, ``audio``, ``json``, ``text`` or ``binary``."""
+        ct = self.content_type.split(";")[0].strip().lower()
+        major = ct.split("/")[0]
+        if major in {"image", "video", "audio"}:
+            return major
+        if ct == "application/json" or ct.endswith("+json"):
+            return "json"
+        if major == "text":
+            return "text"
+        return "binary"
+
+    def inline(self) -> bytes | None:
+        """Inline content carried in the record itself (hex/base64/text), if any."""
+        content = self.raw.get("content")
+        if content is None:
+            return None
+        if not isinstance(content, str):
+            return json.dumps(content).encode()
+        encoding = str(self.raw.get("encoding") or "").lower()
+        try:
+            if encoding == "hex":
+                return bytes.fromhex(content)
+            if encoding == "base64":
+                return base64.b64decode(content, validate=True)
+        except (ValueError, binascii.Error):
+            return content.encode()
+        return content.encode()
+
+    def read(self) -> bytes:
+        """The output's bytes: the local copy, inline content, or a download (within
+        its caps and deadline). Kept in memory while the process-wide budget allows
+        (:data:`CACHE_BUDGET`)."""
+        if self._cache is not None:
+            return self._cache
+        data = self._local_copy()
+        if data is None:
+            data = self.inline()
+        if data is None:
+            if not self.url:
+                raise ValueError("this output has neither a URL nor inline content")
+            if self.url.startswith("data:"):
+                data = decode_data_url(self.url).data
+            else:
+                data = self._download(self.url)
+        self.learn_type(None, data)
+        cache_budget.keep(self, data)
+        return data
+
+    def size(self) -> int | None:
+        """Bytes known without a download: the local copy's or those in hand."""
+        if self._cache is not None:
+            return len(self._cache)
+        try:
+            return self.path.stat().st_size if self.path is not None else None
+        except OSError:
+            return None
+
+    def __repr__(self) -> str:
+        """``<Output image/png 1.2 MB, saved at ~/.genwidgets/outputs/…/image_0.png>``:
+        what it is and where, never an absolute path (docs/decisions.md#short-reprs)."""
+        size = self.size()
+        parts = [self.content_type + (f" {human_bytes(size, exact=False)}" if size else "")]
+        if self.path is not None and size is not None:
+            parts.append(f"saved at {shown_path(self.path)}")
+        elif self.url and not self.url.startswith("data:"):
+            parts.append(f"at {_short_url(self.url)}")
+        elif self.url or "content" in self.raw:
+            parts.append("inline")
+        return f"<Output {', '.join(parts)}>"
+
+    def _download(self, url: str) -> bytes:
+        """The bytes at ``url``; a failure (an HTTP error, a body over its cap, a
+        drip past its deadline) is a :class:`DownloadError` naming it."""
+        try:
+            return (self._fetch or fetch_url)(url)
+        except (httpx.HTTPError, OSError) as exc:
+            if isinstance(exc, httpx.HTTPStatusError):  # its text repeats the URL, query and all
+                answer = exc.response
+                reason = f"HTTP {answer.status_code} {answer.reason_phrase}".rstrip()
+            else:
+                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            reason = redact(reason)
+            shown = redact(url.split("?")[0]) + ("?…" if "?" in url else "")
+            raise DownloadError(
+                f"could not read output {self.index} ({self.content_type}) from {shown}: {reason}",
+                request_id=None,
+                failures=[(self.index, reason)],
+            ) from exc
+
+    def _local_copy(self) -> bytes | None:
+        """The bytes at ``path``, unless they are not the ones genwidgets wrote there."""
+        if self.path is None or not self.path.exists():
+            return None
+        data = self.path.read_bytes()
+        if self.sha256 is not None and hashlib.sha256(data).hexdigest() != self.sha256:
+            warnings.warn(
+                f"the file {self.path} is not the copy of output {self.index} genwidgets "
+                "saved (its bytes changed), so it is not used",
+                GenwidgetsWarning,
+                stacklevel=3,
+            )
+            return None
+        return data
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the bytes to ``path`` atomically (temporary file, then rename).
+
+        A path without an extension gets the content type's (``out-0`` → ``out-0.mp4``),
+        and the file is created with the user's umask, as ``open()`` would:
+        docs/decisions.md#forms-board-outputs-and-the-command-line.
+        """
+        target = Path(path)
+        if not target.suffix:
+            target = target.with_name(target.name + extension_for(self.content_type))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(target, self.read())
+        return target
+
+    def text(self) -> str:
+        return self.read().decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.read())
+
+
+def _short_url(url: str, limit: int = 80) -> str:
+    """A URL as a repr shows it: no query (signed URLs carry long tokens), at most
+    ``limit`` characters."""
+    bare = redact(url.split("?", 1)[0].split("#", 1)[0])
+    return bare if len(bare) <= limit else bare[: limit - 1] + "…"

@@ -1,0 +1,118 @@
+"""What a record keeps of a gateway's values: each one clamped, cut or refused.
+
+A gateway may send any JSON where the spec shows a field: a queue position of
+10**400, a status word of a megabyte, a request id with a NUL, a URL no client can
+parse. The records read every such value through this module, so a polling schedule,
+a ledger row, a view or a URL only ever sees what it can hold:
+docs/decisions.md#hostile-values.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+
+from .._formats import int_or_none
+
+__all__ = [
+    "MAX_CONTENT_TYPE",
+    "MAX_ERROR_TEXT",
+    "MAX_FOLLOW_UP_URL",
+    "MAX_QUEUE_POSITION",
+    "MAX_REQUEST_ID",
+    "MAX_WORD",
+    "cut",
+    "follow_up_url",
+    "position_of",
+    "request_id_of",
+    "resolve_output_url",
+    "str_or_none",
+    "word_of",
+]
+
+#: Bounds of what a record keeps (docs/decisions.md#hostile-values): a longer request
+#: id is refused; a queue position past the last one reads as unknown; longer status
+#: words, error texts, content types and follow-up URLs are cut or dropped.
+MAX_REQUEST_ID = 1024
+MAX_QUEUE_POSITION = 10**6
+MAX_WORD = 100
+MAX_ERROR_TEXT = 16 * 1024
+MAX_CONTENT_TYPE = 255
+MAX_FOLLOW_UP_URL = 8 * 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def str_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def cut(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… (cut, {len(text):,} characters)"
+
+
+def word_of(value: Any) -> str | None:
+    """A status word as kept: verbatim, a non-string turned into one, cut at
+    :data:`MAX_WORD` characters."""
+    return cut(str_or_none(value), MAX_WORD)
+
+
+def position_of(value: Any) -> int | None:
+    """A queue position, or None (unknown) for anything but an integer from 0 to
+    :data:`MAX_QUEUE_POSITION` (a polling schedule and a ledger row can hold it)."""
+    number = int_or_none(value, minimum=0)
+    return number if number is not None and number <= MAX_QUEUE_POSITION else None
+
+
+def request_id_of(value: Any) -> str:
+    """A task's request id as the client uses it, or a ``ValueError`` saying why
+    ``value`` cannot be one (none, not text, too long, a control character)."""
+    if value is None or value == "":
+        raise ValueError("the task handle has no request_id")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(
+            f"the task handle's request_id is a JSON {type(value).__name__}, not a string"
+        )
+    text = str(value)
+    if len(text) > MAX_REQUEST_ID:
+        raise ValueError(
+            f"the task handle's request_id is {len(text):,} characters long "
+            f"(at most {MAX_REQUEST_ID} are taken)"
+        )
+    bad = _CONTROL.search(text)
+    if bad is not None:
+        raise ValueError(
+            f"the task handle's request_id holds a control character "
+            f"(U+{ord(bad.group()):04X} at position {bad.start()}), which no URL may carry"
+        )
+    return text
+
+
+def follow_up_url(value: Any, base_url: str) -> str | None:
+    """A URL of the handle, resolved against the gateway; None (the documented one is
+    used) when it is missing, not http(s), too long or not a URL at all."""
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_FOLLOW_UP_URL:
+        return None
+    try:
+        url = httpx.URL(base_url.rstrip("/") + "/").join(value.strip())
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return None
+    return str(url) if url.scheme in ("http", "https") and url.host else None
+
+
+def resolve_output_url(url: str | None, base_url: str | None) -> str | None:
+    """An output's URL as kept: a relative one (``/files/x``) resolved against the
+    gateway's ``base_url``, never left for a page to resolve against its own origin."""
+    if not url or base_url is None or not base_url.startswith(("http://", "https://")):
+        return url
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", url):  # has a scheme (http, data, ...)
+        return url
+    try:
+        return str(httpx.URL(base_url.rstrip("/") + "/").join(url))
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return None

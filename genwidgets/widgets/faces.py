@@ -1,0 +1,340 @@
+"""Every view has two faces in one place: live while the kernel lives, lasting after it.
+
+A displayed view (a task, a grid, a sweep, the board, a ``gw.render``) is two display
+outputs, one after the other. The **live face** is the widget: it stays live as long
+as its kernel does (after it finishes, after other cells, displayed again). The
+**lasting face** is plain HTML under a ``display_id`` (:mod:`.lasting` writes its
+outputs), rewritten when the view changes; it needs no kernel, no port and no file
+outside the notebook. While a live face is mounted and its kernel lives, it hides its
+lasting twin (a ``<style>`` inside the live view, so it goes when the view goes);
+a notebook reopened without widget state, nbconvert, GitHub and nbviewer show the
+lasting face. The lasting face hides the line JupyterLab's widget renderer writes
+in place of a live face it cannot draw ("Loading widget...", "Error displaying
+widget: model not found") with a CSS rule of its own. When the kernel stops, the
+live face says so (``static/faces.js``). docs/decisions.md#two-faces.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anywidget
+import traitlets
+
+from ..jobs.engine import engine_waits_forbidden
+from .background import Background
+from .lasting import media_choice
+from .ticker import Throttle, as_current_request, guarded
+
+__all__ = [
+    "LASTING_STYLE",
+    "REPUBLISH",
+    "SETTLE_LIMIT",
+    "WIDGET_VIEW_MIME",
+    "Faces",
+    "LiveMark",
+    "Republisher",
+    "in_kernel",
+    "make_two_faced",
+    "static_module",
+    "widget_bundle",
+]
+
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+STATIC = Path(__file__).with_name("static")
+#: The longest the end of a cell waits for lasting faces being rewritten (a hang
+#: guard: a rewrite takes milliseconds, a video's first preview about a second).
+SETTLE_LIMIT = 30.0
+#: Inside every lasting face: hide the output right before it when that output is
+#: JupyterLab's widget renderer (a Lumino panel), whatever it shows: "Loading
+#: widget...", "Error displaying widget: model not found" (reopened without widget
+#: state), or a live face. A live face whose kernel lives shows itself again, with
+#: ``!important``, and hides this face (``static/faces.js``). Nested ``:has()`` is not
+#: allowed in CSS, so the rule cannot ask whether the panel has drawn anything.
+LASTING_STYLE = (
+    "<style>.jp-OutputArea-child:has(+ .jp-OutputArea-child .gw-lasting)"
+    ":has(> .jp-OutputArea-output.lm-Panel){display:none}</style>"
+)
+
+
+def static_module(*names: str) -> str:
+    """Files of ``static/`` joined into one module, without comments and indentation.
+
+    Every view carries its ES module and CSS in its widget state, so a saved notebook
+    holds them once per view; the readable files in the package are the source. Only
+    whole-line ``//`` comments, ``/* */`` comments and leading whitespace go (line
+    breaks stay, so no statement is joined to another). Joining files is how two
+    modules share code without a build step: ``faces.js`` first, then the view's.
+    """
+    parts = []
+    for name in names:
+        text = (STATIC / name).read_text(encoding="utf-8")
+        if name.endswith(".css"):
+            text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        lines = (line.strip() for line in text.splitlines())
+        parts.append("\n".join(line for line in lines if line and not line.startswith("//")))
+    return "\n".join(parts)
+
+
+def in_kernel() -> bool:
+    """True inside a Jupyter kernel (where widgets can be shown)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+class Republisher:
+    """Runs each pending write once more at the end of the next cell, on the main thread.
+
+    A thread's display update sent between two cells carries the label of a cell that
+    has already finished, and a headless runner (nbclient) drops it from the saved
+    notebook. IPython's ``post_run_cell`` runs on the main thread with the label of the
+    cell that just ran, so writing the same bundle again there always lands. Writing
+    twice is harmless: the update is idempotent. A write given a ``key`` replaces the
+    pending write of that key (only a face's latest bundle matters). Before writing,
+    the end of a cell waits (at most :data:`SETTLE_LIMIT`) for lasting faces being
+    rewritten, so a task that ended during the cell is saved with its outputs.
+    :attr:`in_cell` says whether a cell is running: a thread's write then carries that
+    cell's label and is kept, so it need not be written again (a big grid's sheet
+    weighs a megabyte).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[object, Callable[[], Any]] = {}
+        self._installed = False
+        self.in_cell = False
+
+    def add(self, write: Callable[[], Any], *, key: object = None) -> None:
+        if self.install():  # with no shell there is no next cell to write in
+            with self._lock:
+                self._pending[key if key is not None else object()] = write
+
+    def install(self) -> bool:
+        """Hook the end of every cell (once); False where there is no shell."""
+        with self._lock:
+            if not self._installed:
+                self._installed = self._install()
+            return self._installed
+
+    def _install(self) -> bool:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+        if shell is None:
+            return False
+        shell.events.register("pre_run_cell", self._cell_starts)
+        shell.events.register("post_run_cell", self.flush)
+        return True
+
+    def _cell_starts(self, *_args: Any) -> None:
+        self.in_cell = True
+
+    def flush(self, *_args: Any) -> None:
+        self.in_cell = False  # what is written from now on is written again next time
+        settle(SETTLE_LIMIT)
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for write in pending.values():
+            guarded(write)
+
+
+REPUBLISH = Republisher()
+
+#: Lasting faces are rewritten here, never on the thread that asked: the engine's
+#: thread must do no view work, and a video's first preview takes about a second.
+LASTING_WORK = Background(workers=1)
+_SETTLING = threading.Condition()
+_unsettled: set[int] = set()
+
+
+def settle(timeout: float) -> bool:
+    """Wait until no lasting face is waiting to be rewritten; False at the deadline."""
+    deadline = time.monotonic() + timeout
+    with _SETTLING:
+        while _unsettled:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            _SETTLING.wait(left)
+    return True
+
+
+def widget_bundle(widget: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A live face's display data: the widget's view, and an empty text for the
+    front-ends that cannot draw it (its lasting twin says it all there). Returns the
+    data and metadata (anywidget adds Colab's widget-manager metadata there)."""
+    bundle = widget._repr_mimebundle_()
+    assert bundle is not None  # a displayable widget always has a front-end view
+    data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+    return {WIDGET_VIEW_MIME: data[WIDGET_VIEW_MIME], "text/plain": ""}, metadata
+
+
+class Faces:
+    """The lasting face of one view, shown after each of its live faces and kept current.
+
+    ``build(media)`` returns the face's content (``text/html`` and ``text/plain``); it
+    must wait on nothing (it runs inside ``engine_waits_forbidden``). ``media`` is read
+    once, when the view is made (``GENWIDGETS_SAVED_MEDIA``), so a bad value is an error
+    in the cell that made it. :meth:`refresh` may be called from any thread, the engine's
+    included: the rewrite happens later on :data:`LASTING_WORK`, at most once per
+    ``interval`` seconds, then each display is updated and the write is queued again
+    for the end of the next cell (:class:`Republisher`).
+    """
+
+    def __init__(
+        self,
+        build: Callable[[str], dict[str, str]],
+        *,
+        interval: float = 0.0,
+        media: str | None = None,
+    ) -> None:
+        self.id = uuid.uuid4().hex
+        self.media = media_choice(media)
+        self._build = build
+        self._handles: list[Any] = []
+        self._lock = threading.Lock()
+        self._queued = False
+        self._again = False
+        self._refresher = Throttle(self._submit, interval=interval)
+        self._last: dict[str, str] | None = None  # the bundle last shown or written
+        self.writes = 0
+
+    def live(self, widget: Any) -> dict[str, str]:
+        """The ``face`` trait of a live face: this lasting face's id and the widget's
+        model id (``static/faces.js`` asks the widget manager whether its comm lives)."""
+        return {"id": self.id, "model": str(widget.model_id)}
+
+    def bundle(self) -> dict[str, str]:
+        """The lasting face as display data, built now."""
+        with engine_waits_forbidden("a lasting face's build"):
+            inner = self._build(self.media)
+        html = (
+            f'<div class="gw-lasting" data-gw-lasting="{self.id}">{LASTING_STYLE}'
+            f"{inner['text/html']}</div>"
+        )
+        return {"text/html": html, "text/plain": inner.get("text/plain", "")}
+
+    def show(self, live: Any) -> None:
+        """Display ``live`` (a widget), then the lasting face under a new display id."""
+        from IPython import display as ipd
+
+        data, metadata = widget_bundle(live)
+        ipd.display(data, raw=True, metadata=metadata)
+        bundle = self.bundle()
+        handle = ipd.display(bundle, raw=True, display_id=True)
+        if handle is not None:
+            with self._lock:
+                self._handles.append(handle)
+                self._last = bundle
+
+    @property
+    def shown(self) -> bool:
+        with self._lock:
+            return bool(self._handles)
+
+    def refresh(self, *, force: bool = False) -> None:
+        """Rewrite the lasting face soon (see the class docstring); never waits."""
+        if not self.shown:
+            return
+        REPUBLISH.install()  # so the end of the cell waits for this rewrite
+        with _SETTLING:
+            _unsettled.add(id(self))
+        self._refresher.request(force=force)
+
+    def _submit(self) -> None:
+        with self._lock:
+            if self._queued:
+                self._again = True
+                return
+            self._queued = True
+        LASTING_WORK.submit(self._rewrite)
+
+    def _rewrite(self) -> None:
+        try:
+            with self._lock:
+                self._again = False
+            bundle = self.bundle()
+            with self._lock:
+                same, self._last = bundle == self._last, bundle
+            if same:  # nothing it shows changed (a late callback): no second megabyte
+                return
+            self._write(bundle)
+            if not REPUBLISH.in_cell:  # between cells: nbclient keeps it only if written again
+                REPUBLISH.add(lambda: self._write(bundle), key=self)
+        finally:
+            with self._lock:
+                again, self._queued = self._again, self._again
+            if again:
+                LASTING_WORK.submit(self._rewrite)
+            else:
+                with _SETTLING:
+                    _unsettled.discard(id(self))
+                    _SETTLING.notify_all()
+
+    def _write(self, bundle: dict[str, str]) -> None:
+        with self._lock:
+            handles = list(self._handles)
+            self.writes += 1
+        for handle in handles:
+            guarded(
+                functools.partial(
+                    as_current_request, functools.partial(handle.update, bundle, raw=True)
+                )
+            )
+
+
+class LiveMark(anywidget.AnyWidget):
+    """What an ipywidgets view (the board, a sweep, a ``gw.render``) lacks to be a live
+    face: put in its container, it hides the lasting twin while the kernel lives,
+    hides the container when no kernel is behind it (a page restored from saved
+    widget state), and says "kernel stopped" and disables the container's controls
+    when the kernel goes (``static/faces.js``, ``static/live_mark.js``)."""
+
+    _esm = static_module("faces.js", "live_mark.js")
+    face = traitlets.Dict().tag(sync=True)
+
+
+def live_container(widget: Any, faces: Faces) -> Any:
+    """``widget`` with a :class:`LiveMark` beside it, in a box marked with the face id."""
+    import ipywidgets
+
+    box = ipywidgets.VBox([widget])
+    mark = LiveMark()
+    mark.face = faces.live(mark)
+    box.children = (widget, mark)
+    box.add_class("gw-live")
+    box.add_class(f"gw-live-{faces.id}")
+    return box
+
+
+W = TypeVar("W")
+
+
+def make_two_faced(widget: W, build: Callable[[str], dict[str, str]]) -> W:
+    """Give an ipywidgets widget whose content is final (a ``gw.render``) both faces
+    when it is a cell's result or passed to ``display()``: an instance attribute
+    IPython's display formatter finds, so the widget still nests in containers as
+    itself. Outside a kernel, the plain text."""
+
+    def show() -> None:
+        faces = Faces(build)
+        if not in_kernel():
+            print(faces.bundle()["text/plain"])
+            return
+        faces.show(live_container(widget, faces))
+
+    vars(widget)["_ipython_display_"] = show
+    return widget

@@ -1,0 +1,461 @@
+"""What a saved notebook keeps of an output: its lasting face, which needs no kernel.
+
+Every view shows a live widget and, beside it, its lasting face (:mod:`.faces`); this
+module writes that copy's outputs as plain HTML that plays with the kernel, its port
+and the gateway gone: an image as its thumbnail (at most 256 px, embedded), linked to
+the full file where a Jupyter server serves it (``_config.served_url``); a video as
+its poster frame and, by ``GENWIDGETS_SAVED_MEDIA``, nothing more (``posters``), a
+short silent preview (``previews``, the default, :mod:`genwidgets.jobs.previews`) or
+the whole file (``full``), each embedded; audio embedded; JSON and text laid out.
+Bytes come from the ledger's local copy or the record itself, never from the network
+(the lasting face is written off the engine thread, but a dead URL must not stall
+it); a URL on loopback (the embedded simulator's, dead with its kernel) is never
+used. docs/decisions.md#saved-media.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
+from .._formats import decode_data_url, human_bytes
+from ..jobs.previews import preview
+from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
+from ..protocol.records import Output, Result
+from ._style import (
+    COLOURS,
+    HELP_STYLE,
+    KIND_ICONS,
+    MUTED_STYLE,
+    SAFE_DATA_MIME,
+    esc,
+    look_of,
+    safe_mime,
+    table_html,
+    url_kind,
+)
+
+__all__ = [
+    "AUDIO_LIMIT",
+    "EMBED_LIMIT",
+    "GRID_CSS",
+    "VIDEO_BUDGET",
+    "caption_text",
+    "content_html",
+    "error_banner",
+    "file_name",
+    "media_choice",
+    "output_html",
+    "outputs_html",
+    "plain_text",
+    "poster_data_url",
+    "result_html",
+    "thumbnail_src",
+    "unavailable_html",
+]
+
+#: Bytes above which a file is never pushed through the kernel unless asked (live
+#: widgets) or embedded whole (``full``): a 2 GB video must not become a page.
+EMBED_LIMIT = 10 * 1024 * 1024
+#: Audio is embedded up to this (speech is small: a minute is about 1 MB).
+AUDIO_LIMIT = 4 * 1024 * 1024
+#: Bytes of one video a lasting face keeps by default (``previews``): the video itself
+#: when it is this small, else its preview made to fit. A data URL is base64 (4/3 of the
+#: bytes), so with its poster and markup a video weighs under 300 KB in the saved
+#: notebook (benchmarks/notebook_weight.py measures it).
+VIDEO_BUDGET = 200_000
+#: An image no thumbnail can be made of (a format Pillow does not read) is embedded
+#: as it is up to this.
+SMALL_IMAGE = 256 * 1024
+POSTER_SIDE = 240
+#: An image's thumbnail in a lasting face (a big grid's sheet takes smaller ones).
+THUMB_SIDE = 256
+#: Characters of text/JSON shown before cutting (a huge log should not freeze a tab).
+TEXT_LIMIT = 200_000
+#: One width for every video, live or lasting (a poster or the page would size it).
+VIDEO_STYLE = "width:320px;max-width:100%;height:auto"
+GRID_CSS = "display:grid;grid-template-columns:repeat(auto-fill,minmax(260px,1fr));gap:8px"
+MEDIA_KINDS = frozenset({"image", "video", "audio"})
+
+
+def media_choice(media: str | None = None) -> str:
+    """``media`` if given (checked), else the environment's (``_config.saved_media``)."""
+    if media is None:
+        return saved_media()
+    if media not in SAVED_MEDIA:
+        raise ValueError(f"media={media!r} is not a choice: use one of {', '.join(SAVED_MEDIA)}")
+    return media
+
+
+# --- describing an output ------------------------------------------------------------
+
+
+def file_name(output: Output) -> str:
+    name = output.raw.get("file_name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    return f"output {output.index}"
+
+
+def caption_text(output: Output) -> str:
+    """``name · content type · size``: the line under an output (plain text)."""
+    size = output.raw.get("file_size")
+    size_text = f" · {human_bytes(size)}" if isinstance(size, int) and size > 0 else ""
+    return f"{file_name(output)} · {output.content_type}{size_text}"
+
+
+def _local(output: Output) -> Path | None:
+    """The local copy, when it exists."""
+    path = output.path
+    try:
+        return path if path is not None and path.is_file() else None
+    except OSError:
+        return None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def caption_html(output: Output, *, extra: str = "") -> str:
+    """The caption: name, type, size, where the ledger kept it (``shown_path``) and,
+    where a Jupyter server serves it, a link to the full file."""
+    local = _local(output)
+    saved = f" · saved at {esc(shown_path(local))}" if local is not None else ""
+    link = served_url(local) if local is not None else None
+    full = (
+        f' · <a class="gw-full" href="{esc(link)}" target="_blank" rel="noopener">full file</a>'
+        if link
+        else ""
+    )
+    return (
+        f'<div class="gw-caption" style="{HELP_STYLE}">{esc(caption_text(output))}{saved}'
+        f"{extra}{full}</div>"
+    )
+
+
+def unavailable_html(output: Output, note: str) -> str:
+    icon = KIND_ICONS.get(output.kind, KIND_ICONS["binary"])
+    return (
+        f'<div class="gw-unavailable">{icon} {esc(file_name(output))} '
+        f"<code>{esc(output.content_type)}</code>: not shown, {esc(note)}</div>"
+    )
+
+
+def _in_hand(output: Output, limit: int) -> bytes | None:
+    """The output's bytes without the network: the local copy, bytes read earlier,
+    inline content or a ``data:`` URL; ``None`` when none is there or it is over ``limit``."""
+    local = _local(output)
+    if local is not None:
+        return local.read_bytes() if 0 <= _size(local) <= limit else None
+    data = output._cache if output._cache is not None else output.inline()
+    if data is None and (output.url or "").startswith("data:") and url_kind(output.url) == "data":
+        try:
+            data = decode_data_url(output.url or "").data
+        except ValueError:
+            data = None
+    return data if data is not None and len(data) <= limit else None
+
+
+def _data_url(mime: str | None, data: bytes) -> str | None:
+    if mime not in SAFE_DATA_MIME:
+        return None
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _remote(output: Output) -> str | None:
+    """An http(s) URL that may still answer later (a gateway's, never loopback)."""
+    url = output.url
+    if url and url_kind(url) == "http" and not is_loopback(url):
+        return url
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _poster(path: str, mtime: float) -> str | None:
+    try:
+        import av
+        from PIL import Image
+
+        with av.open(path) as container:
+            frame = next(container.decode(video=0))
+            image: Image.Image = frame.to_image()
+    except Exception:  # no decoder, not a video, a broken file: no poster
+        return None
+    image.thumbnail((POSTER_SIDE, POSTER_SIDE))
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="JPEG", quality=60)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def poster_data_url(path: Path | None) -> str | None:
+    """A small JPEG of a local video's first frame, as a data URL (None if unavailable)."""
+    if path is None or not path.is_file():
+        return None
+    return _poster(str(path), path.stat().st_mtime)
+
+
+# --- one output -----------------------------------------------------------------------
+
+
+def _image_html(output: Output, mime: str, media: str, side: int) -> str | None:
+    name = esc(file_name(output))
+    local = _local(output)
+    src: str | None = None
+    if media == "full":
+        whole = _in_hand(output, EMBED_LIMIT)
+        src = _data_url(mime, whole) if whole is not None else None
+    if src is None and local is not None:
+        made = thumbnail(local, side)
+        src = data_url(made) if made is not None else None
+    if src is None:
+        small = _in_hand(output, EMBED_LIMIT)
+        found = thumbnail_bytes(small, side) if small is not None else None
+        if found is not None:
+            src = _data_url(found[1], found[0])
+        elif small is not None and len(small) <= SMALL_IMAGE:  # no thumbnail: it is small
+            src = _data_url(mime, small)
+    if src is None:
+        remote = _remote(output)
+        if remote is None:
+            return None
+        src = remote
+    image = (
+        f'<img class="gw-thumb" src="{esc(src)}" alt="{name}" style="max-width:100%;height:auto">'
+    )
+    link = served_url(local) if local is not None else None
+    if link is None:
+        return image
+    return f'<a href="{esc(link)}" target="_blank" rel="noopener">{image}</a>'
+
+
+def _video_html(output: Output, mime: str, media: str) -> tuple[str, str] | None:
+    """The video's element and a word for the caption (``preview``, ``poster only``)."""
+    local = _local(output)
+    poster = poster_data_url(local)
+    src: str | None = None
+    note = ""
+    if media in ("full", "previews"):
+        # a video already within the budget is kept whole (with its sound)
+        limit = EMBED_LIMIT if media == "full" else VIDEO_BUDGET
+        whole = _in_hand(output, limit)
+        src = _data_url(mime, whole) if whole is not None else None
+    if src is None and media in ("full", "previews") and local is not None:
+        made = preview(local, VIDEO_BUDGET)
+        if made is not None:
+            src = _data_url("video/mp4", made.read_bytes())
+            note = " · preview"
+    if src is None and media == "posters" and poster is not None:
+        return (
+            f'<img class="gw-poster" src="{esc(poster)}" alt="{esc(file_name(output))}" '
+            f'style="{VIDEO_STYLE}">',
+            " · poster only",
+        )
+    if src is None:
+        src = _remote(output)
+        if src is None:
+            if poster is None:
+                return None
+            return (
+                f'<img class="gw-poster" src="{esc(poster)}" alt="{esc(file_name(output))}" '
+                f'style="{VIDEO_STYLE}">',
+                " · poster only (no preview could be made)",
+            )
+    poster_attr = f' poster="{esc(poster)}"' if poster else ""
+    preload = "auto" if src.startswith("data:") else "metadata"
+    return (
+        f'<video controls preload="{preload}" src="{esc(src)}"{poster_attr} '
+        f'style="{VIDEO_STYLE}"></video>',
+        note,
+    )
+
+
+def _audio_html(output: Output, mime: str) -> str | None:
+    data = _in_hand(output, AUDIO_LIMIT)
+    src = _data_url(mime, data) if data is not None else None
+    if src is None:
+        src = _remote(output)
+    if src is None:
+        return None
+    preload = "auto" if src.startswith("data:") else "metadata"
+    return (
+        f'<audio controls preload="{preload}" src="{esc(src)}" '
+        'style="width:100%;min-width:240px"></audio>'
+    )
+
+
+def _decode_json(data: bytes) -> Any:
+    value = json.loads(data.decode("utf-8"))
+    if isinstance(value, str):  # asset-get: a JSON string holding the record
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def content_html(output: Output, data: bytes) -> str:
+    """JSON as a table, text as ``<pre>`` (escaped, cut at :data:`TEXT_LIMIT`)."""
+    if output.kind == "json":
+        try:
+            return table_html(_decode_json(data))
+        except (ValueError, UnicodeDecodeError):
+            pass  # not JSON after all: show it as text
+    text = data.decode("utf-8", errors="replace")
+    cut = f"\n… ({len(text) - TEXT_LIMIT} more characters)" if len(text) > TEXT_LIMIT else ""
+    return f'<pre style="white-space:pre-wrap;margin:0">{esc(text[:TEXT_LIMIT] + cut)}</pre>'
+
+
+def _content(output: Output, fetch: bool) -> str | None:
+    data = _in_hand(output, EMBED_LIMIT)
+    if data is None and fetch and _remote(output) is not None:
+        try:
+            data = output.read()
+        except Exception:  # a dead URL: shown as a link below
+            data = None
+    return content_html(output, data) if data is not None else None
+
+
+def _missing(output: Output) -> str:
+    if output.url and url_kind(output.url) == "http" and is_loopback(output.url):
+        return "it was not kept locally and its server (on this machine) has stopped"
+    if output.url or output.path is not None:
+        return "it was not kept locally"
+    return "it has neither a URL nor content"
+
+
+def output_html(
+    output: Output,
+    *,
+    media: str | None = None,
+    fetch: bool = False,
+    caption: bool = True,
+    side: int = THUMB_SIDE,
+) -> str:
+    """One output's lasting face (see the module docstring); ``fetch`` allows reading
+    JSON or text from a gateway's URL (never on a view's write path); ``side``: an
+    image's thumbnail's longest side."""
+    media = media_choice(media)
+    mime = safe_mime(output.content_type)
+    if mime is None:
+        return unavailable_html(output, "the content type is not a valid media type")
+    kind = output.kind
+    extra = ""
+    body: str | None
+    if kind == "image":
+        body = _image_html(output, mime, media, side)
+    elif kind == "video":
+        found = _video_html(output, mime, media)
+        body, extra = found if found is not None else (None, "")
+    elif kind == "audio":
+        body = _audio_html(output, mime)
+    elif kind in ("json", "text"):
+        body = _content(output, fetch) or _download_html(output)
+    else:
+        body = _download_html(output)
+    if body is None:
+        body = unavailable_html(output, _missing(output))
+    return (
+        f'<div class="gw-output">{body}{caption_html(output, extra=extra) if caption else ""}</div>'
+    )
+
+
+def _download_html(output: Output) -> str | None:
+    """A file of another type: a link to its full copy where it is served."""
+    local = _local(output)
+    link = served_url(local) if local is not None else _remote(output)
+    if link is None:
+        return None
+    return (
+        f'<a class="gw-download" href="{esc(link)}" download="{esc(file_name(output))}" '
+        f'target="_blank" rel="noopener">⬇ {esc(file_name(output))}</a>'
+    )
+
+
+def thumbnail_src(outputs: Sequence[Output]) -> str | None:
+    """A small picture of a task's outputs for a table row, as a ``data:`` URL: the
+    first image's thumbnail, else the first video's poster frame; ``None`` when
+    neither is kept (audio, text, or nothing local)."""
+    for output in outputs:
+        local = _local(output)
+        if output.kind == "image":
+            made = thumbnail(local) if local is not None else None
+            if made is not None:
+                return data_url(made)
+            small = _in_hand(output, EMBED_LIMIT)
+            found = thumbnail_bytes(small) if small is not None else None
+            if found is not None:
+                return _data_url(found[1], found[0])
+        elif output.kind == "video":
+            poster = poster_data_url(local)
+            if poster is not None:
+                return poster
+    return None
+
+
+# --- many outputs, a result -----------------------------------------------------------
+
+
+def error_banner(result: Result) -> str:
+    """The failure line of a result; none for a success or a cancellation (grey, no
+    error line: the one look of :func:`~._style.look_of` decides)."""
+    look = look_of(None, result)
+    if look.category != "failed":
+        return ""
+    kind = f" ({look.error_type})" if look.error_type else ""
+    return (
+        f'<div class="gw-error" style="color:{COLOURS["failed"]}">failed: '
+        f"{esc(look.error or '')}{esc(kind)}</div>"
+    )
+
+
+def outputs_html(
+    outputs: Sequence[Output],
+    *,
+    media: str | None = None,
+    fetch: bool = False,
+    labels: Sequence[str] | None = None,
+) -> str:
+    """Outputs side by side (260 px columns), each above its caption; ``labels``
+    (one per output) go above them in bold, for before/after comparisons."""
+    media = media_choice(media)
+    cells = []
+    for i, output in enumerate(outputs):
+        label = f"<b>{esc(labels[i])}</b>" if labels is not None and i < len(labels) else ""
+        cells.append(f"<div>{label}{output_html(output, media=media, fetch=fetch)}</div>")
+    return f'<div style="{GRID_CSS}">{"".join(cells)}</div>'
+
+
+def result_html(result: Result, *, media: str | None = None, fetch: bool = False) -> str:
+    """A result's lasting face: its error, if any, then its outputs (or the asset
+    record of a result that has none, as a table)."""
+    banner = error_banner(result)
+    if not result.outputs:
+        if result.ok and result.asset is not None:
+            return f'<div class="gw-result">{banner}{table_html(result.asset)}</div>'
+        empty = "" if banner else f'<div style="{MUTED_STYLE}">no outputs</div>'
+        return f'<div class="gw-result">{banner}{empty}</div>'
+    body = outputs_html(result.outputs, media=media, fetch=fetch)
+    return f'<div class="gw-result">{banner}{body}</div>'
+
+
+def plain_text(outputs: Sequence[Output], result: Result | None = None) -> str:
+    """The text of the same face, for front-ends without HTML (a console)."""
+    lines = []
+    if result is not None and not result.ok:
+        kind = f" ({result.error_type})" if result.error_type else ""
+        lines.append(f"failed: {result.error}{kind}")
+    for output in outputs:
+        local = _local(output)
+        where = shown_path(local) if local is not None else (_remote(output) or "")
+        lines.append(f"{output.content_type} {file_name(output)} {where}".rstrip())
+    return "\n".join(lines) or "no outputs"

@@ -1,0 +1,73 @@
+"""Video previews: small, short, playable, cached, and None for what is not a video."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import av
+from jobs.video_samples import busy_mp4
+from PIL import Image
+
+from genwidgets.jobs.previews import LADDER, PREVIEW_BUDGET, preview, preview_bytes
+
+
+def _video(path: Path, *, width: int = 640, height: int = 360, seconds: int = 8) -> Path:
+    """A busy test video (random blocks every frame, so it does not compress to nothing)."""
+    path.write_bytes(busy_mp4(seconds, width, height))
+    return path
+
+
+def _probe(data_path: Path) -> tuple[int, int, int, float]:
+    with av.open(str(data_path)) as container:
+        stream = container.streams.video[0]
+        frames = sum(1 for _ in container.decode(stream))
+        assert not container.streams.audio
+        return (
+            stream.codec_context.width,
+            stream.codec_context.height,
+            frames,
+            float(container.duration or 0) / 1e6,
+        )
+
+
+def test_a_preview_is_short_small_scaled_down_and_decodes(tmp_path: Path) -> None:
+    source = _video(tmp_path / "0.mp4")
+    made = preview(source)
+    assert made is not None and made.parent == source.parent
+    assert made.stat().st_size <= PREVIEW_BUDGET < source.stat().st_size
+    width, height, frames, seconds = _probe(made)
+    assert max(width, height) <= LADDER[0].side and width % 2 == 0 and height % 2 == 0
+    assert abs(width / height - 640 / 360) < 0.05
+    assert 0 < frames <= LADDER[0].fps * (LADDER[0].seconds + 1)
+    assert seconds <= LADDER[0].seconds + 1
+
+
+def test_a_tight_budget_walks_down_the_ladder_or_gives_none(tmp_path: Path) -> None:
+    source = _video(tmp_path / "0.mp4")
+    roomy = preview_bytes(source)
+    assert roomy is not None
+    tight = preview_bytes(source, max_bytes=len(roomy) - 1)
+    assert tight is not None and len(tight) < len(roomy)
+    assert preview_bytes(source, max_bytes=100) is None
+
+
+def test_a_preview_is_made_once_and_made_again_for_a_newer_video(tmp_path: Path) -> None:
+    source = _video(tmp_path / "0.mp4", seconds=2)
+    first = preview(source)
+    assert first is not None
+    stamp = first.stat().st_mtime_ns
+    assert preview(source) == first and first.stat().st_mtime_ns == stamp
+    _video(source, seconds=3)
+    again = preview(source)
+    assert again == first and again.stat().st_mtime_ns >= stamp
+    assert not list(tmp_path.glob(".preview-*"))  # no scratch left behind
+
+
+def test_what_is_not_a_video_has_no_preview(tmp_path: Path) -> None:
+    picture = tmp_path / "0.png"
+    Image.new("RGB", (64, 64), "red").save(picture)
+    junk = tmp_path / "1.mp4"
+    junk.write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"garbage" * 100)
+    assert preview(picture) is None
+    assert preview(junk) is None
+    assert preview(tmp_path / "missing.mp4") is None

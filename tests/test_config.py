@@ -1,0 +1,74 @@
+"""Settings helpers of the base layer: how a local path is shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from genwidgets._config import saved_media, served_url, shown_path
+
+
+def test_paths_under_the_genwidgets_home_are_shown_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "elsewhere"
+    monkeypatch.setenv("GENWIDGETS_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    shown = shown_path(home / "outputs" / "abc" / "0.png")
+    assert shown == "$GENWIDGETS_HOME/outputs/abc/0.png"
+    assert str(tmp_path) not in shown
+
+
+def test_the_default_home_is_shown_with_a_tilde(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GENWIDGETS_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir("/")
+    assert shown_path(tmp_path / ".genwidgets" / "outputs" / "r" / "0.mp4") == (
+        "~/.genwidgets/outputs/r/0.mp4"
+    )
+    assert shown_path(tmp_path / "work" / "out.png") == "~/work/out.png"
+
+
+def test_other_paths_show_relative_to_the_working_folder_or_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "gh"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.chdir(tmp_path)
+    assert shown_path("batch/out/00001-fox.png") == "batch/out/00001-fox.png"
+    assert shown_path("/opt/somewhere/secret-dir/x.png") == "x.png"
+
+
+def test_saved_media_is_previews_unless_the_environment_chooses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GENWIDGETS_SAVED_MEDIA", raising=False)
+    assert saved_media() == "previews"
+    for choice in ("posters", "previews", "full", " Full "):
+        monkeypatch.setenv("GENWIDGETS_SAVED_MEDIA", choice)
+        assert saved_media() == choice.strip().lower()
+    monkeypatch.setenv("GENWIDGETS_SAVED_MEDIA", "everything")
+    with pytest.raises(ValueError, match=r"'everything'.*posters, previews, full"):
+        saved_media()
+
+
+def test_a_kept_output_has_a_served_url_only_under_a_server_that_serves_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    kept = tmp_path / "outputs" / "gw one" / "req-1" / "out-0.png"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"png")
+    monkeypatch.delenv("GENWIDGETS_OUTPUTS_URL", raising=False)
+    assert served_url(kept) is None  # a kernel no such server started (nbclient, VS Code)
+    monkeypatch.setenv("GENWIDGETS_OUTPUTS_URL", "/user/ada/genwidgets/outputs/")
+    assert served_url(kept) == "/user/ada/genwidgets/outputs/gw%20one/req-1/out-0.png"
+    elsewhere = tmp_path / "ledger.sqlite3"
+    elsewhere.write_bytes(b"")
+    assert served_url(elsewhere) is None  # not under outputs/: never linked
+    assert served_url(tmp_path / "outputs" / ".." / "ledger.sqlite3") is None
+    monkeypatch.setenv("GENWIDGETS_OUTPUTS_URL", "http://elsewhere.example/")
+    assert served_url(kept) is None  # a path on the same server, never another origin

@@ -1,0 +1,232 @@
+"""Two faces of a view: a live output, then a lasting output kept current off the
+caller's thread, written again at the end of the next cell (for headless runners),
+and the end of a cell waiting (bounded) for a lasting face being rewritten."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import ipywidgets
+import pytest
+from widgets.taskfakes import DisplayRecorder, wait_for
+
+from genwidgets.jobs.engine import wait_future
+from genwidgets.widgets import faces
+from genwidgets.widgets.faces import (
+    LASTING_STYLE,
+    WIDGET_VIEW_MIME,
+    Faces,
+    LiveMark,
+    Republisher,
+    make_two_faced,
+    static_module,
+)
+
+
+@pytest.fixture
+def shown(monkeypatch: pytest.MonkeyPatch) -> DisplayRecorder:
+    import IPython.display
+
+    recorder = DisplayRecorder()
+    monkeypatch.setattr(IPython.display, "display", recorder)
+    monkeypatch.setattr(faces, "in_kernel", lambda: True)
+    faces.REPUBLISH.flush()  # nothing of other tests pending
+    return recorder
+
+
+def test_a_view_is_its_live_output_then_its_lasting_output(shown: DisplayRecorder) -> None:
+    state = {"word": "running"}
+    face = Faces(lambda media: {"text/html": f"<b>{state['word']}</b>", "text/plain": media})
+    live = ipywidgets.Label("live")
+    face.show(live)
+    [(live_data, live_kwargs), (lasting, lasting_kwargs)] = shown.calls
+    # the live face: the widget's view, and nothing a front-end without widgets would
+    # show twice (its lasting twin comes next)
+    assert live_data == {WIDGET_VIEW_MIME: live_data[WIDGET_VIEW_MIME], "text/plain": ""}
+    assert live_data[WIDGET_VIEW_MIME]["model_id"] == live.model_id
+    assert "display_id" not in live_kwargs
+    assert lasting_kwargs == {"raw": True, "display_id": True}
+    html = lasting["text/html"]
+    assert html.startswith(f'<div class="gw-lasting" data-gw-lasting="{face.id}">')
+    assert LASTING_STYLE in html and "<b>running</b>" in html
+    assert lasting["text/plain"] == "previews"  # GENWIDGETS_SAVED_MEDIA's default
+    assert face.live(live) == {"id": face.id, "model": live.model_id}
+
+
+def test_a_refresh_rewrites_the_lasting_face_off_the_callers_thread(shown: DisplayRecorder) -> None:
+    state = {"word": "running"}
+    face = Faces(lambda media: {"text/html": state["word"], "text/plain": ""})
+    face.show(ipywidgets.Label())
+    state["word"] = "done"
+    asked_from = threading.Thread(target=lambda: face.refresh(force=True), name="engine-like")
+    asked_from.start()
+    asked_from.join()
+    [handle] = shown.handles
+    assert wait_for(lambda: "done" in handle.last_html())
+    assert all(name == "genwidgets-background" for name in handle.threads)
+
+
+def test_refreshes_coalesce_and_the_last_state_is_written(shown: DisplayRecorder) -> None:
+    state = {"n": 0}
+    started = threading.Event()
+    release = threading.Event()
+
+    def build(media: str) -> dict[str, str]:
+        started.set()
+        release.wait(10)
+        return {"text/html": f"n={state['n']}", "text/plain": ""}
+
+    face = Faces(build)
+    release.set()
+    face.show(ipywidgets.Label())  # built at once, in the cell
+    release.clear()
+    started.clear()
+    face.refresh(force=True)
+    assert started.wait(10)  # a rewrite is under way and blocked
+    for n in range(1, 50):
+        state["n"] = n
+        face.refresh(force=True)
+    release.set()
+    [handle] = shown.handles
+    assert wait_for(lambda: handle.last_html().endswith("n=49</div>"))
+    assert faces.settle(10)
+    assert len(handle.updates) <= 3  # the one under way, at most one more, not 49
+
+
+def test_a_lasting_face_that_waits_on_the_engine_fails_at_once(shown: DisplayRecorder) -> None:
+    import concurrent.futures
+
+    never: concurrent.futures.Future[int] = concurrent.futures.Future()
+    face = Faces(lambda media: {"text/html": str(wait_future(never, 30)), "text/plain": ""})
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="lasting face"):
+        face.bundle()
+    assert time.monotonic() - started < 10  # refused, not waited
+
+
+def test_a_bad_saved_media_setting_is_an_error_in_the_cell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GENWIDGETS_SAVED_MEDIA", "all of it")
+    with pytest.raises(ValueError, match="posters, previews, full"):
+        Faces(lambda media: {"text/html": "", "text/plain": ""})
+    with pytest.raises(ValueError, match="media='huge'"):
+        Faces(lambda media: {"text/html": "", "text/plain": ""}, media="huge")
+
+
+def test_the_end_of_a_cell_writes_each_face_once_more_and_waits_for_rewrites(
+    shown: DisplayRecorder,
+) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    release = threading.Event()
+    state = {"word": "running"}
+
+    def build(media: str) -> dict[str, str]:
+        if state["word"] == "done":
+            release.wait(20)  # a slow rewrite: a video's first preview
+        return {"text/html": state["word"], "text/plain": ""}
+
+    face = Faces(build)
+    face.show(ipywidgets.Label())
+    [handle] = shown.handles
+    state["word"] = "done"
+    face.refresh(force=True)
+    threading.Timer(1.0, release.set).start()
+    shell.run_cell("1 + 1")  # the end of the cell waits for the rewrite, then writes again
+    done = [u for u, t in zip(handle.htmls(), handle.threads, strict=True) if "done" in u]
+    names = [t for u, t in zip(handle.htmls(), handle.threads, strict=True) if "done" in u]
+    assert len(done) == 2 and names[-1] == threading.main_thread().name
+    shell.run_cell("2 + 2")
+    assert len(handle.updates) == 2  # once, not on every later cell
+
+
+def test_a_keyed_write_replaces_the_pending_one() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    republisher = Republisher()
+    writes: list[str] = []
+    key = object()
+    republisher.add(lambda: writes.append("first"), key=key)
+    republisher.add(lambda: writes.append("latest"), key=key)
+    republisher.add(lambda: writes.append("other"))
+    shell.run_cell("1 + 1")
+    assert writes == ["latest", "other"]
+    shell.events.unregister("post_run_cell", republisher.flush)
+
+
+def test_an_ipywidgets_view_gets_a_live_mark_and_its_lasting_face(shown: DisplayRecorder) -> None:
+    label = ipywidgets.Label("a rendered output")
+    made = make_two_faced(label, lambda media: {"text/html": "<i>kept</i>", "text/plain": "kept"})
+    assert made is label  # nests in containers as itself
+    label._ipython_display_()  # type: ignore[attr-defined]
+    [(live, _), (lasting, _)] = shown.calls
+    from ipywidgets.widgets.widget import _instances
+
+    box = _instances[live[WIDGET_VIEW_MIME]["model_id"]]
+    assert isinstance(box, ipywidgets.VBox) and box.children[0] is label
+    mark = box.children[1]
+    assert isinstance(mark, LiveMark)
+    face_id = mark.face["id"]
+    assert {"gw-live", f"gw-live-{face_id}"} <= set(box._dom_classes)
+    assert (
+        f'data-gw-lasting="{face_id}"' in lasting["text/html"]
+        and "<i>kept</i>" in lasting["text/html"]
+    )
+
+
+def test_outside_a_kernel_a_two_faced_widget_prints_its_text(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    label = make_two_faced(
+        ipywidgets.Label(), lambda media: {"text/html": "", "text/plain": "kept"}
+    )
+    label._ipython_display_()  # type: ignore[attr-defined]
+    assert capsys.readouterr().out.strip() == "kept"
+
+
+def test_the_live_face_module_is_joined_before_each_views_module() -> None:
+    from genwidgets.widgets.grid import Grid
+    from genwidgets.widgets.task import TaskView
+
+    shared = static_module("faces.js")
+    for module in (TaskView._esm, Grid._esm, LiveMark._esm):
+        assert isinstance(module, str) and module.startswith(shared)
+        assert module.count("export default") == 1
+    assert "//" not in "\n".join(
+        line for line in shared.splitlines() if line.lstrip().startswith("//")
+    )
+    assert "kernel stopped: re-run, or client.resume() re-attaches" in shared
+
+
+def test_a_write_made_while_a_cell_runs_is_not_written_again(shown: DisplayRecorder) -> None:
+    # The runner keeps a thread's write made while a cell runs (it carries the cell's
+    # label): writing a megabyte-sized sheet twice would only cost the page.
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    state = {"word": "running"}
+    face = Faces(lambda media: {"text/html": state["word"], "text/plain": ""})
+    face.show(ipywidgets.Label())
+    [handle] = shown.handles
+    state["word"] = "done"
+    shell.user_ns.update(face=face, settle=faces.settle)
+    shell.run_cell("face.refresh(force=True)\nassert settle(10)")
+    assert handle.htmls() == [handle.htmls()[0]] and "done" in handle.last_html()
+    shell.run_cell("1 + 1")
+    assert len(handle.updates) == 1
+
+
+def test_a_rewrite_that_changes_nothing_is_not_sent(shown: DisplayRecorder) -> None:
+    state = {"word": "running"}
+    face = Faces(lambda media: {"text/html": state["word"], "text/plain": ""})
+    face.show(ipywidgets.Label())
+    [handle] = shown.handles
+    face.refresh(force=True)  # a late callback: the face shows what it showed
+    assert faces.settle(10) and handle.updates == []
+    state["word"] = "done"
+    face.refresh(force=True)
+    assert faces.settle(10) and len(handle.updates) == 1 and "done" in handle.last_html()

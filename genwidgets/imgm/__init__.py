@@ -3,7 +3,9 @@
 Plain Python below the widgets (the builder widget is
 :class:`genwidgets.widgets.prompt_builder.PromptBuilder`). One noun per module:
 ``params`` (the spec's table), ``lexer``, ``permutations``, ``values``, ``parser``,
-``checker`` and ``prompt`` (the :class:`Prompt` value).
+``checker`` and ``prompt`` (the :class:`Prompt` value). This ``__all__`` is the public
+API; each module's ``__all__`` is what the other modules of the package may use, and
+a name with an underscore stays in its module: docs/decisions.md#package-internal-names.
 """
 
 from __future__ import annotations

@@ -10,25 +10,27 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .lexer import _has_permutation, _split_outside
+from .lexer import has_permutation, split_outside
 from .params import (
-    _RATIO,
-    _SPEEDS,
-    _URL_START,
-    _WEIGHT_OF,
     ALIASES,
     MANY_JOBS,
     MAX_PROMPTS,
     PARAMETERS,
+    RATIO,
+    SPEEDS,
+    URL_START,
+    WEIGHT_OF,
     Param,
-    _format_scalar,
+    format_scalar,
 )
-from .parser import _segments, _typed, format_value
-from .permutations import _expansions
+from .parser import format_value, segments_of, typed_value
+from .permutations import expansions
 from .values import PromptWarning
 
+__all__ = ["Checker", "cost_warning", "per_expansion"]
 
-def _per_expansion(
+
+def per_expansion(
     problems: Sequence[tuple[int, str, tuple[Any, ...], str]], count: int
 ) -> list[tuple[tuple[Any, ...], str]]:
     """Each problem of the expansions once, naming the expansion(s) it comes from."""
@@ -46,7 +48,7 @@ def _per_expansion(
     return found
 
 
-class _Checker:
+class Checker:
     """Hard and soft rules of the spec's table, over every alternative of a value."""
 
     def __init__(
@@ -62,8 +64,8 @@ class _Checker:
 
     def alternatives(self, key: str) -> list[Any]:
         value = self.values[key]
-        if isinstance(value, str) and _has_permutation(value):
-            return [_typed(key, a) for a in itertools.islice(_expansions(value), MAX_PROMPTS)]
+        if isinstance(value, str) and has_permutation(value):
+            return [typed_value(key, a) for a in itertools.islice(expansions(value), MAX_PROMPTS)]
         return [value]
 
     def errors(self) -> list[dict[str, Any]]:
@@ -85,7 +87,7 @@ class _Checker:
                 problem = _value_problem(param, value)
                 if problem:
                     add(("params", key), f"{shown} {problem}")
-        speeds = [f"--{self.spelling[k]}" for k in _SPEEDS if k in self.values]
+        speeds = [f"--{self.spelling[k]}" for k in SPEEDS if k in self.values]
         if len(speeds) > 1:
             add(
                 ("params", "speed"),
@@ -94,12 +96,12 @@ class _Checker:
             )
         has_no = "no" in self.values
         texts = (
-            itertools.islice(_expansions(self.text), MAX_PROMPTS)
-            if _has_permutation(self.text)
+            itertools.islice(expansions(self.text), MAX_PROMPTS)
+            if has_permutation(self.text)
             else [self.text]
         )
         for text in texts:
-            segments = _segments(text)
+            segments = segments_of(text)
             if not segments or (all(s.weight is None for s in segments) and not has_no):
                 continue
             total = sum(s.weight if isinstance(s.weight, (int, float)) else 1 for s in segments) + (
@@ -108,7 +110,7 @@ class _Checker:
             if total <= 0:
                 add(
                     ("text",),
-                    f"the :: weights of {text!r} add up to {_format_scalar(float(total))}"
+                    f"the :: weights of {text!r} add up to {format_scalar(float(total))}"
                     + (" (--no counts as one -0.5 part)" if has_no else "")
                     + "; their sum must be positive",
                 )
@@ -124,7 +126,7 @@ class _Checker:
         for key in self.values:
             shown = f"--{self.spelling[key]}"
             for value in self.alternatives(key):
-                if key == "ar" and isinstance(value, str) and (m := _RATIO.fullmatch(value)):
+                if key == "ar" and isinstance(value, str) and (m := RATIO.fullmatch(value)):
                     w, h = int(m.group(1)), int(m.group(2))
                     if w and h and max(w / h, h / w) > 2:
                         add(("params", key), f"{shown} {value} is beyond 2:1: experimental")
@@ -140,7 +142,7 @@ class _Checker:
                     )
                 elif key == "quality" and value == 2:
                     add(("params", key), f"{shown} 2 works on some versions only")
-        for key, needs in _WEIGHT_OF.items():
+        for key, needs in WEIGHT_OF.items():
             if key in self.values and needs not in self.values:
                 add(("params", key), f"--{self.spelling[key]} has no effect without --{needs}")
         if "iw" in self.values and not self.images:
@@ -148,12 +150,12 @@ class _Checker:
         self.weights_and_version(add)
         jobs = self.jobs
         if jobs > MANY_JOBS:
-            add(("params",), _cost_warning(jobs))
+            add(("params",), cost_warning(jobs))
         return found
 
     def weights_and_version(self, add: Callable[[tuple[str, ...], str], None]) -> None:
         """Warn when ``::`` weights meet a ``--v`` the multi-prompt page does not list."""
-        if "v" not in self.values or len(_split_outside(self.text, "::")) < 2:
+        if "v" not in self.values or len(split_outside(self.text, "::")) < 2:
             return
         for value in self.alternatives("v"):
             major = re.match(r"[0-9]+", str(value))
@@ -193,7 +195,7 @@ def _unknown(shown: str, key: str) -> str:
     return f"unknown parameter {shown}{what}, kept as written{hint}; known: {known}"
 
 
-def _cost_warning(jobs: int) -> PromptWarning:
+def cost_warning(jobs: int) -> PromptWarning:
     return PromptWarning(f"{jobs} billed jobs: each expansion and repeat is billed", ("params",))
 
 
@@ -218,7 +220,7 @@ def _value_problem(param: Param, value: Any) -> str | None:
         ok = ok and (param.low is None or value >= param.low)
         return None if ok else f"takes {wants}; got {_show(value)}"
     if param.kind == "ratio":
-        m = _RATIO.fullmatch(value) if isinstance(value, str) else None
+        m = RATIO.fullmatch(value) if isinstance(value, str) else None
         if m is None or not int(m.group(1)) or not int(m.group(2)):
             return f"takes {wants} (whole numbers only, not 1.5:1); got {_show(value)}"
         return None
@@ -228,7 +230,7 @@ def _value_problem(param: Param, value: Any) -> str | None:
         if param.name == "oref" and len(value) != 1:
             return f"takes exactly one image URL; got {len(value)}"
         if param.name in ("cref", "oref"):
-            bad = [str(r) for r in value if not _URL_START.match(str(r.value))]
+            bad = [str(r) for r in value if not URL_START.match(str(r.value))]
             if bad:
                 return f"takes image URLs (http:// or https://); got {', '.join(bad)}"
     return None

@@ -7,14 +7,23 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..errors import PayloadError
-from .params import _URL_START, MAX_NESTING
+from .params import MAX_NESTING, URL_START
+
+__all__ = [
+    "Scan",
+    "has_permutation",
+    "permutation_spans",
+    "scan_text",
+    "split_outside",
+    "split_words",
+]
 
 # --------------------------------------------------------------------------- scanning
 
 _PLAIN, _URL, _ESCAPE = 0, 1, 2
 
 
-class _Scan(NamedTuple):
+class Scan(NamedTuple):
     """Per character: its brace depth (braces carry their outer depth) and kind."""
 
     depth: list[int]
@@ -22,7 +31,16 @@ class _Scan(NamedTuple):
     errors: list[dict[str, Any]]
 
     def structural(self, i: int) -> bool:
+        """Whether character ``i`` is plain text, so a brace, comma or ``::`` there counts."""
         return self.kind[i] == _PLAIN
+
+    def in_url(self, i: int) -> bool:
+        """Whether character ``i`` belongs to a URL (opaque: nothing in it is structure)."""
+        return self.kind[i] == _URL
+
+    def escaped(self, i: int) -> bool:
+        """Whether character ``i`` is a backslash escape or the character it escapes."""
+        return self.kind[i] == _ESCAPE
 
 
 def _url_end(s: str, start: int, depth: int) -> int:
@@ -43,7 +61,7 @@ def _url_end(s: str, start: int, depth: int) -> int:
     return end
 
 
-def _scan(s: str, loc: tuple[str, ...] = ("text",)) -> _Scan:
+def scan_text(s: str, loc: tuple[str, ...] = ("text",)) -> Scan:
     """Mark URLs, escapes and brace depths; collect brace errors."""
     depth = [0] * len(s)
     kind = [_PLAIN] * len(s)
@@ -53,7 +71,7 @@ def _scan(s: str, loc: tuple[str, ...] = ("text",)) -> _Scan:
     while i < len(s):
         ch = s[i]
         at_word_start = i == 0 or s[i - 1].isspace() or (s[i - 1] in "{," and kind[i - 1] == _PLAIN)
-        if at_word_start and _URL_START.match(s, i):
+        if at_word_start and URL_START.match(s, i):
             end = _url_end(s, i, len(opened))
             for k in range(i, end):
                 depth[k], kind[k] = len(opened), _URL
@@ -91,10 +109,10 @@ def _scan(s: str, loc: tuple[str, ...] = ("text",)) -> _Scan:
         {"loc": loc, "msg": f"unbalanced braces: '{{' at character {o + 1} is never closed"}
         for o in opened
     )
-    return _Scan(depth, kind, errors)
+    return Scan(depth, kind, errors)
 
 
-def _words(s: str, scan: _Scan) -> list[str]:
+def split_words(s: str, scan: Scan) -> list[str]:
     """Split on whitespace outside braces (a permutation stays one word)."""
     words: list[str] = []
     start: int | None = None
@@ -116,7 +134,7 @@ def permutation_spans(s: str) -> list[tuple[int, int]]:
     Read as :meth:`Prompt.parse` reads them: URLs are opaque and escaped braces
     are text. Raises PayloadError when the braces do not balance.
     """
-    scan = _scan(s)
+    scan = scan_text(s)
     if scan.errors:
         raise PayloadError(scan.errors)
     spans: list[tuple[int, int]] = []
@@ -130,18 +148,18 @@ def permutation_spans(s: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _has_permutation(s: str) -> bool:
+def has_permutation(s: str) -> bool:
     if "{" not in s:
         return False
-    scan = _scan(s)
+    scan = scan_text(s)
     return any(ch == "{" and scan.structural(i) for i, ch in enumerate(s))
 
 
-def _split_outside(s: str, sep: str) -> list[str]:
+def split_outside(s: str, sep: str) -> list[str]:
     """Split on ``sep`` where it is structural (outside URLs, braces and escapes)."""
     if sep not in s:
         return [s]  # nothing to split: no scan needed
-    scan = _scan(s)
+    scan = scan_text(s)
     parts: list[str] = []
     start = i = 0
     while i <= len(s) - len(sep):

@@ -10,6 +10,27 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+__all__ = [
+    "ALIASES",
+    "CONFIRM_ABOVE",
+    "MANY_JOBS",
+    "MAX_NESTING",
+    "MAX_PROMPTS",
+    "ONE_WORD_KINDS",
+    "PARAMETERS",
+    "PARAM_NAME",
+    "PARAM_WORD",
+    "RATIO",
+    "SPEEDS",
+    "TABLE_ORDER",
+    "URL_START",
+    "WEIGHT_OF",
+    "Param",
+    "collapse_spaces",
+    "format_scalar",
+    "to_number",
+]
+
 MAX_NESTING = 20
 """Deepest permutation nesting accepted (keeps every walk bounded)."""
 
@@ -38,10 +59,10 @@ class Param:
     def describe(self) -> str:
         """What the parameter accepts, for error messages and widget tooltips."""
         if self.choices:
-            return "one of " + ", ".join(_format_scalar(c) for c in self.choices)
+            return "one of " + ", ".join(format_scalar(c) for c in self.choices)
         if self.kind == "int":
             if self.low is not None and self.high is not None:
-                return f"a whole number {_format_scalar(self.low)}-{_format_scalar(self.high)}"
+                return f"a whole number {format_scalar(self.low)}-{format_scalar(self.high)}"
             return "a whole number"
         if self.kind == "number":
             return "a number >= 0" if self.low == 0 else "a number"
@@ -54,8 +75,7 @@ class Param:
         }[self.kind]
 
 
-_SPEEDS = ("relax", "fast", "turbo")
-_FULL_MODEL_STYLES = ("raw",)
+SPEEDS = ("relax", "fast", "turbo")
 
 PARAMETERS: dict[str, Param] = {
     p.name: p
@@ -97,20 +117,20 @@ PARAMETERS: dict[str, Param] = {
 ALIASES: dict[str, str] = {a: p.name for p in PARAMETERS.values() for a in p.aliases}
 """Alias -> canonical name (``aspect`` -> ``ar``, ``s`` -> ``stylize``, ...)."""
 
-_ORDER = {name: i for i, name in enumerate(PARAMETERS)}
-_ONE_WORD_KINDS = ("int", "number", "ratio", "text")
-_WEIGHT_OF = {"sw": "sref", "sv": "sref", "cw": "cref", "ow": "oref"}
+TABLE_ORDER = {name: i for i, name in enumerate(PARAMETERS)}
+ONE_WORD_KINDS = ("int", "number", "ratio", "text")
+WEIGHT_OF = {"sw": "sref", "sv": "sref", "cw": "cref", "ow": "oref"}
 
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_PARAM_WORD = re.compile(r"(?:--|—)[A-Za-z]")
-_URL_START = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://\S")
+PARAM_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+PARAM_WORD = re.compile(r"(?:--|—)[A-Za-z]")
+URL_START = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://\S")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 _INT = re.compile(r"[+-]?[0-9]+")
-_RATIO = re.compile(r"([0-9]+):([0-9]+)")
+RATIO = re.compile(r"([0-9]+):([0-9]+)")
 _MAX_DIGITS = 30
 
 
-def _format_scalar(value: Any) -> str:
+def format_scalar(value: Any) -> str:
     """Numbers as plain decimals (never exponents), so they parse back the same."""
     if isinstance(value, bool):
         return "" if value else "false"
@@ -125,7 +145,7 @@ def _format_scalar(value: Any) -> str:
     return str(value)  # a Reference writes itself
 
 
-def _to_number(text: str, *, integer: bool) -> int | float | None:
+def to_number(text: str, *, integer: bool) -> int | float | None:
     """``text`` as a number, or None when it is not one we write back exactly."""
     if integer:
         if not _INT.fullmatch(text) or len(text) > _MAX_DIGITS:
@@ -139,5 +159,6 @@ def _to_number(text: str, *, integer: bool) -> int | float | None:
     return number if math.isfinite(number) else None
 
 
-def _norm(text: str) -> str:
+def collapse_spaces(text: str) -> str:
+    """Runs of whitespace as one space, none at either end."""
     return " ".join(text.split())

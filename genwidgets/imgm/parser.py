@@ -9,27 +9,38 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import PayloadError
-from .lexer import _URL, _has_permutation, _scan, _split_outside, _words
+from .lexer import has_permutation, scan_text, split_outside, split_words
 from .params import (
-    _NAME,
-    _ONE_WORD_KINDS,
-    _PARAM_WORD,
-    _URL_START,
     ALIASES,
     MAX_PROMPTS,
+    ONE_WORD_KINDS,
+    PARAM_NAME,
+    PARAM_WORD,
     PARAMETERS,
+    URL_START,
     Param,
-    _format_scalar,
-    _norm,
-    _to_number,
+    collapse_spaces,
+    format_scalar,
+    to_number,
 )
-from .permutations import _expansions
+from .permutations import expansions
 from .values import Reference, Segment, Variation
+
+__all__ = [
+    "Entry",
+    "assemble",
+    "format_value",
+    "key_of",
+    "parse_parts",
+    "segments_of",
+    "typed_value",
+    "varies",
+]
 
 # --------------------------------------------------------------------------- parsing
 
 
-_Entry = tuple[str, str, Any]  # (spelling as typed, canonical key, value)
+Entry = tuple[str, str, Any]  # (spelling as typed, canonical key, value)
 
 
 def _canonical(name: str) -> str:
@@ -37,28 +48,28 @@ def _canonical(name: str) -> str:
     return ALIASES.get(low, low)
 
 
-def _key_of(name: Any, value: Any) -> str:
+def key_of(name: Any, value: Any) -> str:
     """The params key of a value given by name: a Variation is keyed by its text."""
-    return _norm(value.raw) if isinstance(value, Variation) else _canonical(str(name))
+    return collapse_spaces(value.raw) if isinstance(value, Variation) else _canonical(str(name))
 
 
-def _typed(key: str, raw: str) -> Any:
+def typed_value(key: str, raw: str) -> Any:
     """The typed value of ``--key raw`` (the raw string when it does not fit)."""
     param = PARAMETERS.get(key)
     if param is None:
         return raw or True
     if param.kind == "flag":
         return True
-    if _has_permutation(raw):
+    if has_permutation(raw):
         return raw
     if param.kind == "int":
-        number = _to_number(raw, integer=True)
+        number = to_number(raw, integer=True)
         return raw if number is None else number
     if param.kind == "number":
-        number = _to_number(raw, integer=False)
+        number = to_number(raw, integer=False)
         return raw if number is None else number
     if param.kind == "list":
-        return [item for item in (_norm(p) for p in _split_outside(raw, ",")) if item]
+        return [item for item in (collapse_spaces(p) for p in split_outside(raw, ",")) if item]
     if param.kind == "refs":
         return [_reference(word) for word in raw.split()]
     return raw
@@ -66,15 +77,15 @@ def _typed(key: str, raw: str) -> Any:
 
 def _reference(word: str) -> Reference:
     value, sep, weight = word.rpartition("::")
-    number = _to_number(weight, integer=False) if sep and value else None
+    number = to_number(weight, integer=False) if sep and value else None
     return Reference(word) if number is None else Reference(value, number)
 
 
 def _is_param_word(word: str) -> bool:
-    return _PARAM_WORD.match(word) is not None
+    return PARAM_WORD.match(word) is not None
 
 
-def _varies(s: str) -> bool:
+def varies(s: str) -> bool:
     """Whether ``s`` has a permutation that varies parameters.
 
     That is a parameter at a word start inside braces (``{, --tile}``) or braces
@@ -82,7 +93,7 @@ def _varies(s: str) -> bool:
     """
     if "{" not in s:
         return False
-    scan = _scan(s)
+    scan = scan_text(s)
     if scan.errors:
         return False
     for i in range(len(s)):
@@ -96,33 +107,33 @@ def _varies(s: str) -> bool:
         if s.startswith("--", i) or s[i] == "—":
             if after < len(s) and s[after] == "{" and scan.structural(after):
                 return True
-            if scan.depth[i] > 0 and _PARAM_WORD.match(s, i):
+            if scan.depth[i] > 0 and PARAM_WORD.match(s, i):
                 return True
     return False
 
 
-def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
+def parse_parts(s: Any) -> tuple[list[str], str, list[Entry]]:
     """Split a prompt string into images, text and parameter entries."""
     if not isinstance(s, str):
         raise PayloadError([{"loc": (), "msg": f"a prompt is a str, got {type(s).__name__}"}])
-    scan = _scan(s, ("text",))
+    scan = scan_text(s, ("text",))
     if scan.errors:
         raise PayloadError(scan.errors)
     errors: list[dict[str, Any]] = []
-    words = _words(s, scan)
-    varying = [_varies(w) for w in words]
+    words = split_words(s, scan)
+    varying = [varies(w) for w in words]
 
     def starts_entry(i: int) -> bool:
         return varying[i] or _is_param_word(words[i])
 
     first_text = 0
-    while first_text < len(words) and _URL_START.match(words[first_text]):
+    while first_text < len(words) and URL_START.match(words[first_text]):
         first_text += 1
     images = words[:first_text]
     first_param = next((i for i in range(first_text, len(words)) if starts_entry(i)), len(words))
-    text = _norm(" ".join(words[first_text:first_param]))
+    text = collapse_spaces(" ".join(words[first_text:first_param]))
 
-    entries: list[_Entry] = []
+    entries: list[Entry] = []
     seen: dict[str, str] = {}
     i = first_param
     while i < len(words):
@@ -130,7 +141,7 @@ def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
         j = i + 1
         if varying[i]:  # a permutation of parameters: kept whole, with the words it holds
             j = next((k for k in range(j, len(words)) if starts_entry(k)), len(words))
-            raw = _norm(" ".join(words[i:j]))
+            raw = collapse_spaces(" ".join(words[i:j]))
             i = j
             if raw in seen:
                 errors.append({"loc": ("params",), "msg": f"{raw!r} is given twice; keep one"})
@@ -142,9 +153,9 @@ def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
         key = _canonical(spelling)
         param = PARAMETERS.get(key)
         j = _values_end(words, varying, i, param)
-        values = [_norm(w) for w in words[i + 1 : j]]
+        values = [collapse_spaces(w) for w in words[i + 1 : j]]
         i = j
-        if not _NAME.fullmatch(spelling):
+        if not PARAM_NAME.fullmatch(spelling):
             errors.append(
                 {
                     "loc": ("params",),
@@ -164,13 +175,13 @@ def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
         seen[key] = spelling
         if param is not None and param.kind == "flag" and values:
             errors.append(_text_after(key, spelling, values, "takes no value"))
-        elif param is not None and param.kind in _ONE_WORD_KINDS and len(values) > 1:
+        elif param is not None and param.kind in ONE_WORD_KINDS and len(values) > 1:
             errors.append(_text_after(key, spelling, values[1:], f"takes one value ({values[0]})"))
         raw = " ".join(values)
         if j < len(words) and varying[j] and _ends_with_separator(raw):
             entries.append((spelling, key, raw))  # "--no a, {b, c --tile}": the comma stays
         else:
-            entries.append((spelling, key, _typed(key, raw)))
+            entries.append((spelling, key, typed_value(key, raw)))
     if errors:
         raise PayloadError(errors)
     return images, text, entries
@@ -178,7 +189,7 @@ def _parse(s: Any) -> tuple[list[str], str, list[_Entry]]:
 
 def _ends_with_separator(raw: str) -> bool:
     """Whether ``raw`` ends with a comma that separates items (not an escaped one)."""
-    pieces = _split_outside(raw, ",")
+    pieces = split_outside(raw, ",")
     return len(pieces) > 1 and not pieces[-1].strip()
 
 
@@ -190,7 +201,7 @@ def _values_end(words: list[str], varying: list[bool], i: int, param: Param | No
     --tile}``): after a list, reference or unknown parameter the permutation
     stays apart, so removing a parameter never lets it be read as another's value.
     """
-    one_word = param is not None and param.kind in _ONE_WORD_KINDS
+    one_word = param is not None and param.kind in ONE_WORD_KINDS
     j = i + 1
     while j < len(words) and not _is_param_word(words[j]):
         if varying[j] and not (one_word and j == i + 1):
@@ -213,8 +224,8 @@ def format_value(key: str, value: Any) -> str:
         return ""
     try:
         if not isinstance(value, (list, tuple)):
-            return _format_scalar(value)
-        items = [_format_scalar(v) for v in value]
+            return format_scalar(value)
+        items = [format_scalar(v) for v in value]
     except ValueError as exc:  # not finite, or an int too long to write in decimal
         raise PayloadError([{"loc": ("params", key), "msg": str(exc)}]) from None
     param = PARAMETERS.get(key)
@@ -230,12 +241,12 @@ def _item_separator(before: str, item: str) -> str:
     """``", "``; ``" ,"`` when the item before ends in a URL or a backslash that would
     eat the comma; no space when the next item starts with ``--`` (``x,--ar 16:9``
     is one list: with a space the ``--ar`` would be read as a parameter)."""
-    kinds = _scan(before).kind
-    comma = " ," if before.endswith("\\") or (kinds and kinds[-1] == _URL) else ","
-    return comma if _PARAM_WORD.match(item) else comma + " "
+    ends_in_url = bool(before) and scan_text(before).in_url(len(before) - 1)
+    comma = " ," if before.endswith("\\") or ends_in_url else ","
+    return comma if PARAM_WORD.match(item) else comma + " "
 
 
-def _assemble(images: Sequence[str], text: str, entries: Sequence[_Entry]) -> str:
+def assemble(images: Sequence[str], text: str, entries: Sequence[Entry]) -> str:
     parts = [*images]
     if text:
         parts.append(text)
@@ -248,29 +259,29 @@ def _assemble(images: Sequence[str], text: str, entries: Sequence[_Entry]) -> st
     return " ".join(parts)
 
 
-def _segments(text: str) -> list[Segment]:
-    pieces = _split_outside(text, "::")
+def segments_of(text: str) -> list[Segment]:
+    pieces = split_outside(text, "::")
     segments: list[Segment] = []
     current = pieces[0]
     for piece in pieces[1:]:
         weight, rest = _leading_weight(piece)
-        segments.append(Segment(_norm(current), weight))
+        segments.append(Segment(collapse_spaces(current), weight))
         current = rest
-    if _norm(current) or not segments:
-        segments.append(Segment(_norm(current), None))
+    if collapse_spaces(current) or not segments:
+        segments.append(Segment(collapse_spaces(current), None))
     return [s for s in segments if s.text or s.weight is not None]
 
 
 def _leading_weight(piece: str) -> tuple[int | float | str | None, str]:
     """The weight written right after a ``::`` and the text that follows it."""
-    words = _words(piece, _scan(piece)) if piece and not piece[0].isspace() else []
+    words = split_words(piece, scan_text(piece)) if piece and not piece[0].isspace() else []
     first = words[0] if words else ""
     rest = piece[len(first) :]
-    number = _to_number(first, integer=False) if first else None
+    number = to_number(first, integer=False) if first else None
     if number is not None:
         return number, rest
-    if first and _has_permutation(first):
-        alternatives = list(itertools.islice(_expansions(first), MAX_PROMPTS))
-        if all(_to_number(a, integer=False) is not None for a in alternatives):
+    if first and has_permutation(first):
+        alternatives = list(itertools.islice(expansions(first), MAX_PROMPTS))
+        if all(to_number(a, integer=False) is not None for a in alternatives):
             return first, rest
     return None, piece

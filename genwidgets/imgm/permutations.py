@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple
 
-from .lexer import _ESCAPE, _scan
-from .params import _norm
+from .lexer import scan_text
+from .params import collapse_spaces
+
+__all__ = ["KEPT_ESCAPES", "Mode", "count_prompts", "expansions", "plain_text", "say_count"]
 
 Mode = Literal["source", "sent", "plain"]
 """How an expansion writes escapes: ``source`` as typed (it parses back to the same
@@ -29,14 +31,14 @@ class _Group(NamedTuple):
 
 def _tree(s: str, mode: Mode = "source") -> list[Any]:
     """The permutation structure of ``s`` (which must have balanced braces)."""
-    scan = _scan(s)
+    scan = scan_text(s)
     root: list[Any] = []
     stack: list[tuple[list[Any], _Group]] = []
     current = root
     i = 0
     while i < len(s):
         ch = s[i]
-        if scan.kind[i] == _ESCAPE and ch == "\\":
+        if scan.escaped(i) and ch == "\\":
             comma = s[i + 1] == ","
             if mode != "source" and comma and stack:  # "{pastel \\, yellow}": "pastel, yellow"
                 while current and isinstance(current[-1], str) and current[-1].isspace():
@@ -108,18 +110,19 @@ def _nth(sequence: list[Any], k: int, counts: _Counts) -> str:
     return "".join(out)
 
 
-def _expansions(s: str, mode: Mode = "source") -> Iterator[str]:
+def expansions(s: str, mode: Mode = "source") -> Iterator[str]:
     """Every prompt of ``s`` in order, one at a time (take what you need with islice)."""
     tree = _tree(s, mode)
     counts = _Counts()
     total = counts.sequence(tree)
     k = 0
     while k < total:
-        yield _norm(_nth(tree, k, counts))
+        yield collapse_spaces(_nth(tree, k, counts))
         k += 1
 
 
-def _count(s: str) -> int:
+def count_prompts(s: str) -> int:
+    """How many prompts ``s`` makes: a product of group sizes, nothing expanded."""
     if "{" not in s:
         return 1  # no brace, no permutation: no scan needed
     return _Counts().sequence(_tree(s))
@@ -134,4 +137,4 @@ def say_count(n: int) -> str:
 def plain_text(s: str) -> str:
     """``s`` with every escape resolved, for people to read (a label, a caption):
     ``pastel\\, yellow`` reads ``pastel, yellow``. Its braces are text."""
-    return _norm("".join(item for item in _tree(s, "plain") if isinstance(item, str)))
+    return collapse_spaces("".join(item for item in _tree(s, "plain") if isinstance(item, str)))

@@ -10,42 +10,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import PayloadError
-from .checker import _Checker, _cost_warning, _per_expansion
-from .lexer import permutation_spans
+from .checker import Checker, cost_warning, per_expansion
 from .params import (
-    _NAME,
-    _ORDER,
-    _URL_START,
-    ALIASES,
-    CONFIRM_ABOVE,
     MANY_JOBS,
-    MAX_NESTING,
     MAX_PROMPTS,
-    PARAMETERS,
-    Param,
-    _norm,
-    _to_number,
+    PARAM_NAME,
+    TABLE_ORDER,
+    URL_START,
+    collapse_spaces,
+    to_number,
 )
-from .parser import _assemble, _Entry, _key_of, _parse, _segments, _varies, format_value
-from .permutations import Mode, _count, _expansions, say_count
-from .values import PromptWarning, Reference, Segment, Variation
+from .parser import Entry, assemble, key_of, parse_parts, segments_of, varies
+from .permutations import Mode, count_prompts, expansions, say_count
+from .values import PromptWarning, Segment, Variation
 
-__all__ = [  # the names this module had before the split keep working from here
-    "ALIASES",
-    "CONFIRM_ABOVE",
-    "MANY_JOBS",
-    "MAX_NESTING",
-    "MAX_PROMPTS",
-    "PARAMETERS",
-    "Param",
-    "Prompt",
-    "PromptWarning",
-    "Reference",
-    "Segment",
-    "Variation",
-    "format_value",
-    "permutation_spans",
-]
+__all__ = ["Prompt"]
 
 
 class Prompt:
@@ -61,7 +40,7 @@ class Prompt:
     _made: list[tuple[str, Prompt | PayloadError]] | None
     _images: tuple[str, ...]
     _text: str
-    _entries: tuple[_Entry, ...]
+    _entries: tuple[Entry, ...]
 
     def __init__(
         self,
@@ -75,19 +54,19 @@ class Prompt:
             raise PayloadError([{"loc": ("images",), "msg": "images must be a list of URLs"}])
         changes: dict[str, Any] = {}
         for name, value in (params or {}).items():
-            key = _key_of(name, value)
+            key = key_of(name, value)
             if key in changes:
                 raise PayloadError(
                     [{"loc": ("params", key), "msg": f"--{key} is given twice; keep one"}]
                 )
             changes[key] = value
         entries = _merged([], changes)
-        built = Prompt._rebuild([str(i) for i in images or ()], _norm(text), entries)
+        built = Prompt._rebuild([str(i) for i in images or ()], collapse_spaces(text), entries)
         self._images, self._text, self._entries = built._images, built._text, built._entries
         self._counted = self._made = None
 
     @classmethod
-    def _make(cls, images: Sequence[str], text: str, entries: Sequence[_Entry]) -> Prompt:
+    def _make(cls, images: Sequence[str], text: str, entries: Sequence[Entry]) -> Prompt:
         self = object.__new__(cls)
         self._images = tuple(images)
         self._text = text
@@ -96,7 +75,7 @@ class Prompt:
         return self
 
     @classmethod
-    def _rebuild(cls, images: Sequence[str], text: str, entries: Sequence[_Entry]) -> Prompt:
+    def _rebuild(cls, images: Sequence[str], text: str, entries: Sequence[Entry]) -> Prompt:
         """Write the parts as a string and parse it back, refusing anything lost."""
         errors: list[dict[str, Any]] = [
             {
@@ -104,16 +83,16 @@ class Prompt:
                 "msg": f"image {image!r} is not one http(s):// URL without spaces",
             }
             for n, image in enumerate(images)
-            if not _URL_START.match(image) or any(c.isspace() for c in image)
+            if not URL_START.match(image) or any(c.isspace() for c in image)
         ]
         if errors:
             raise PayloadError(errors)
         for spelling, key, value in entries:
-            if not isinstance(value, Variation) and not _NAME.fullmatch(spelling):
+            if not isinstance(value, Variation) and not PARAM_NAME.fullmatch(spelling):
                 errors.append({"loc": ("params", key), "msg": f"{key!r} is not a parameter name"})
         if errors:
             raise PayloadError(errors)
-        parsed = cls.parse(_assemble(images, text, entries))
+        parsed = cls.parse(assemble(images, text, entries))
         if list(parsed._images) != list(images) or parsed._text != text:
             errors.append(
                 {
@@ -151,7 +130,7 @@ class Prompt:
     @classmethod
     def parse(cls, s: str) -> Prompt:
         """Parse a prompt string; raises PayloadError for structural problems only."""
-        images, text, entries = _parse(s)
+        images, text, entries = parse_parts(s)
         return cls._make(images, text, entries)
 
     @property
@@ -172,10 +151,10 @@ class Prompt:
     @property
     def segments(self) -> list[Segment]:
         """The text split on ``::`` (outside URLs and permutations) with weights."""
-        return _segments(self._text)
+        return segments_of(self._text)
 
     def __str__(self) -> str:
-        return _assemble(self._images, self._text, self._entries)
+        return assemble(self._images, self._text, self._entries)
 
     def __repr__(self) -> str:
         return f"Prompt.parse({str(self)!r})"
@@ -193,7 +172,7 @@ class Prompt:
         """A new Prompt with parameters set (aliases allowed); None or False removes one."""
         merged: dict[str, Any] = {}
         for name, value in changes.items():
-            key = _key_of(name, value)
+            key = key_of(name, value)
             if key in merged:
                 raise PayloadError(
                     [{"loc": ("params", key), "msg": f"--{key} is given twice; keep one"}]
@@ -207,7 +186,7 @@ class Prompt:
         """How many prompts the permutations make: a product of group sizes, nothing
         expanded, however large (a prompt of 8,192 characters may count 2**4096)."""
         if self._counted is None:
-            self._counted = _count(str(self))
+            self._counted = count_prompts(str(self))
         return self._counted
 
     def expand(self, mode: Mode = "sent") -> list[str]:
@@ -223,13 +202,13 @@ class Prompt:
         count = self.count()
         if count > MAX_PROMPTS:
             raise PayloadError([_over_the_cap(count)])
-        return list(_expansions(str(self), mode))
+        return list(expansions(str(self), mode))
 
     @property
     def varies_parameters(self) -> bool:
         """Whether a permutation varies parameters, so each expansion is checked apart."""
         return any(isinstance(v, Variation) for _, _, v in self._entries) or any(
-            isinstance(v, str) and _varies(v) for _, _, v in self._entries
+            isinstance(v, str) and varies(v) for _, _, v in self._entries
         )
 
     def _variants(self) -> list[tuple[str, Prompt | PayloadError]]:
@@ -237,7 +216,7 @@ class Prompt:
         error parsing raised; escapes stay as written, so each reads back as sent."""
         if self._made is None:  # made once: errors, warnings and repeats all read them
             found: list[tuple[str, Prompt | PayloadError]] = []
-            for source in itertools.islice(_expansions(str(self)), MAX_PROMPTS):
+            for source in itertools.islice(expansions(str(self)), MAX_PROMPTS):
                 try:
                     found.append((source, Prompt.parse(source)))
                 except PayloadError as error:
@@ -269,20 +248,20 @@ class Prompt:
         if raw is None:
             return [1]
         values = (
-            list(itertools.islice(_expansions(raw), MAX_PROMPTS))
+            list(itertools.islice(expansions(raw), MAX_PROMPTS))
             if isinstance(raw, str)
             else [str(raw)]
         )
         counts = []
         for value in values:
-            number = _to_number(value, integer=True)
+            number = to_number(value, integer=True)
             counts.append(int(number) if number is not None and number >= 1 else 1)
         return counts
 
     # ---------------------------------------------------------------- checking
 
-    def _checker(self) -> _Checker:
-        return _Checker(self._images, self._text, self._entries, self.jobs())
+    def _checker(self) -> Checker:
+        return Checker(self._images, self._text, self._entries, self.jobs())
 
     def errors(self) -> list[dict[str, Any]]:
         """Every hard problem as ``{"loc", "msg"}`` (what validate() would raise).
@@ -299,7 +278,7 @@ class Prompt:
             for n, (source, variant) in enumerate(self._variants(), 1)
             for e in (variant.errors if isinstance(variant, PayloadError) else variant.errors())
         ]
-        return [{"loc": loc, "msg": msg} for loc, msg in _per_expansion(problems, count)]
+        return [{"loc": loc, "msg": msg} for loc, msg in per_expansion(problems, count)]
 
     def warnings(self) -> list[PromptWarning]:
         """Soft problems: experimental ratios, other versions, orphan weights, cost."""
@@ -314,10 +293,10 @@ class Prompt:
             if isinstance(variant, Prompt)
             for w in variant.warnings()
         ]
-        found = [PromptWarning(msg, loc) for loc, msg in _per_expansion(problems, count)]
+        found = [PromptWarning(msg, loc) for loc, msg in per_expansion(problems, count)]
         jobs = self.jobs()
         if jobs > MANY_JOBS:
-            found.append(_cost_warning(jobs))
+            found.append(cost_warning(jobs))
         return found
 
     def validate(self) -> Prompt:
@@ -340,9 +319,9 @@ def _copy(value: Any) -> Any:
     return list(value) if isinstance(value, list) else value
 
 
-def _merged(entries: list[_Entry], changes: Mapping[str, Any]) -> list[_Entry]:
+def _merged(entries: list[Entry], changes: Mapping[str, Any]) -> list[Entry]:
     """Apply changes: replace in place, drop None/False, append new in table order."""
-    result: list[_Entry] = []
+    result: list[Entry] = []
     for spelling, key, value in entries:
         if key not in changes:
             result.append((spelling, key, value))
@@ -355,5 +334,7 @@ def _merged(entries: list[_Entry], changes: Mapping[str, Any]) -> list[_Entry]:
         if key not in present and value is not None and value is not False
     ]
     # Variations go first: after a list parameter they would be read as its value.
-    new.sort(key=lambda e: -1 if isinstance(e[2], Variation) else _ORDER.get(e[1], len(_ORDER)))
+    new.sort(
+        key=lambda e: -1 if isinstance(e[2], Variation) else TABLE_ORDER.get(e[1], len(TABLE_ORDER))
+    )
     return result + new

@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .params import _format_scalar
+from .params import format_scalar
+
+__all__ = ["PromptWarning", "Reference", "Segment", "Variation"]
 
 # --------------------------------------------------------------------------- values
 
@@ -25,7 +27,7 @@ class Reference:
     def __str__(self) -> str:
         if self.weight is None:
             return self.value
-        return f"{self.value}::{_format_scalar(self.weight)}"
+        return f"{self.value}::{format_scalar(self.weight)}"
 
 
 @dataclass(frozen=True)

@@ -212,7 +212,7 @@ def _as_written(sent: str) -> str:
 def permutation_axes(spec: EndpointSpec, payload: Mapping[str, Any]) -> list[Axis]:
     """The top-level permutation groups of the endpoint's imgM prompt as axes,
     in the order they appear (empty when there is no imgM prompt or no group)."""
-    from ..imgm.prompt import Prompt, permutation_spans
+    from ..imgm import Prompt, permutation_spans
 
     for name in prompt_string_fields(spec):
         text = payload.get(name)

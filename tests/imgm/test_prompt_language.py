@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 
 import genwidgets as gw
-from genwidgets.imgm import Prompt, Reference, Segment
-from genwidgets.imgm.prompt import MAX_PROMPTS, Variation
+from genwidgets.imgm import MAX_PROMPTS, Prompt, Reference, Segment, Variation
 
 
 def parse(s: str) -> Prompt:
@@ -275,7 +274,7 @@ def test_a_problem_of_several_expansions_is_listed_once_with_them() -> None:
 
 
 def test_permutation_spans_are_read_like_the_parser() -> None:
-    from genwidgets.imgm.prompt import permutation_spans
+    from genwidgets.imgm import permutation_spans
 
     s = "a {red, {dark, light} blue} \\{not\\} https://x.com/{y} kite --ar {1:1, 2:1}"
     spans = permutation_spans(s)

@@ -20,9 +20,9 @@ from reliability.harness import damage_root_page, wait_until
 
 import genwidgets as gw
 from genwidgets._config import DEMO_KEY
-from genwidgets.errors import LedgerWarning
+from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger
-from genwidgets.protocol.records import Handle
+from genwidgets.protocol.records import Handle, Status
 from genwidgets.simulator import SimulatorServer
 
 GATEWAY = "http://127.0.0.1:9999"
@@ -170,6 +170,7 @@ def test_a_damaged_page_is_found_at_open_moved_aside_and_recording_goes_on(
         led = Ledger(path)
     try:
         assert led.set_aside is not None and str(led.set_aside) in str(caught[0].message)
+        assert caught[0].filename == __file__  # said at the user's line, not the ledger's
         assert led.set_aside.read_bytes() == damaged  # kept as it was, for the user
         row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
         led.record_handle(row, handle("after"))
@@ -196,10 +197,39 @@ def test_a_page_damaged_while_open_is_found_by_the_first_failed_write(tmp_path: 
             row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
         led.record_handle(row, handle("after"))
         assert led.set_aside is not None and str(led.set_aside) in str(caught[0].message)
+        assert caught[0].filename == __file__  # said at the caller's line
         assert [r.request_id for r in led.rows()] == ["after"]  # recording went on
     finally:
         led.close()
     assert led.set_aside.exists()
+
+
+def test_a_warning_found_on_the_writer_is_said_at_the_line_that_called_the_ledger(
+    tmp_path: Path,
+) -> None:
+    """However the ledger's pieces call each other, a LedgerWarning names the caller's
+    line: a read that delivers it, and a ``with ledger.transaction()`` that meets it."""
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path, intent_wait=30) as led:
+        row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.record_handle(row, handle("a")).result(timeout=30)
+        damage_root_page(path, "tasks")
+        led.record_status(GATEWAY, "a", Status("IN_PROGRESS"))  # queued: says nothing
+        with pytest.warns(LedgerWarning, match="moved to") as caught:
+            led.rows()  # waits for the status's write, which found the damage
+        assert [w.filename for w in caught] == [__file__]
+    with Ledger(path) as led:
+        with led.transaction() as conn:
+            conn.execute("CREATE TABLE extra (n INTEGER)")
+            conn.executemany("INSERT INTO extra VALUES (?)", [(n,) for n in range(2000)])
+        damage_root_page(path, "extra")
+        with (
+            pytest.warns(LedgerWarning, match="moved to") as caught,
+            pytest.raises(LedgerError),
+            led.transaction() as conn,
+        ):
+            conn.execute("UPDATE extra SET n = n + 1")
+        assert [w.filename for w in caught] == [__file__]
 
 
 def _make_unwritable(path: Path) -> Callable[[], None]:

@@ -356,7 +356,7 @@ def echo(body: Callable[[str], dict[str, Any]], status: int = 200) -> Behaviour:
 def test_a_key_the_gateway_echoes_is_kept_nowhere(
     gateways: Gateways, clients: Callable[..., gw.Client], tmp_path: Path
 ) -> None:
-    from genwidgets.widgets.task import TaskView, final_bundle
+    from genwidgets.widgets.task import TaskView, lasting_face
 
     server = gateways.start(
         status=echo(lambda auth: {"status": "COMPLETED", "logs": [f"seen {auth}"]}),
@@ -381,7 +381,8 @@ def test_a_key_the_gateway_echoes_is_kept_nowhere(
         json.dumps(result.raw),
         json.dumps(job.last_status.raw if job.last_status else {}),
         json.dumps(view.get_state(), default=str),
-        json.dumps(final_bundle(job)),
+        json.dumps(lasting_face(job)),
+        json.dumps(lasting_face(job, media="full")),
     ]
     view.close()
     assert "***" in seen[0]
@@ -497,7 +498,9 @@ def test_a_relative_output_url_resolves_against_the_gateway(
     server = gateways.start(result=result_of({"url": "/logout", "content_type": "image/png"}))
     (output,) = clients(server, download=False).run(ENDPOINT, PAYLOAD, timeout=30).outputs
     assert output.url == f"{server.base_url}/logout"
-    assert f'src="{server.base_url}/logout"' in to_html(output)
+    # the live card shows it by its resolved URL; the lasting face never by a relative one
+    assert f'src="{server.base_url}/logout"' in to_html(output, prefer_url=True)
+    assert 'src="/logout"' not in to_html(output) + to_html(output, prefer_url=True)
 
 
 def test_a_cookie_met_on_a_redirect_elsewhere_never_comes_back_to_the_gateway(

@@ -4,11 +4,13 @@ One SQLite file (``GENWIDGETS_HOME/ledger.sqlite3``) in WAL mode, shared by seve
 kernels; one writer thread (:mod:`.writer`) applies the engine's writes in order: intent
 before the create leaves, handle or failure, statuses, result, output paths. A row that
 cannot be known is ``outcome_unknown``, never a silent gap. The package by noun:
-:mod:`.scrub`, :mod:`.rows`, :mod:`.schema`, :mod:`.writer`, :mod:`.writes`, :mod:`.file`,
-:mod:`.lease`, :mod:`.store` (the :class:`Ledger`). Row states and the choices:
-docs/decisions.md#ledger-rows and docs/decisions.md#ledger-writer.
+:mod:`.scrub`, :mod:`.rows`, :mod:`.schema`, :mod:`.writer`, and the pieces the
+:class:`Ledger` (:mod:`.store`) composes, each owning its state: :mod:`.file`, :mod:`.writes`,
+:mod:`.lease`, :mod:`.reads`. Row states and the choices: docs/decisions.md#ledger-rows,
+docs/decisions.md#ledger-writer and docs/decisions.md#ledger-pieces.
 """
 
+from .lease import left_to_other_kernels
 from .rows import (
     FAILED,
     FINISHED,
@@ -24,7 +26,6 @@ from .rows import (
 from .schema import SCHEMA_VERSION
 from .scrub import scrub_payload
 from .store import LEDGER_FILE_NAME, Ledger
-from .writes import left_to_other_kernels
 
 __all__ = [
     "FAILED",

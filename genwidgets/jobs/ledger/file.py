@@ -1,30 +1,41 @@
-"""The ledger's file: opened checked, moved aside when damaged, said when it cannot be written.
+"""The ledger's file keeper: opened checked, moved aside when damaged, said when it
+cannot be written, read on a connection of its own.
 
-A mixin of :class:`~genwidgets.jobs.ledger.Ledger` (its file-keeping half), so
-the store stays one noun. Every failure mode of the file and what the ledger
-does about it is a table in docs/reliability.md.
+One :class:`LedgerFile` per :class:`~genwidgets.jobs.ledger.Ledger`, which owns
+everything about the file: the readers' connection, the writer's opening and faults,
+and the warnings about them, kept until the user's thread can be told. Every failure
+mode of the file and what the ledger does about it is a table in docs/reliability.md.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import logging
 import os
 import sqlite3
+import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..._config import ENV_HOME, redact
 from ...errors import LedgerError, LedgerWarning
 from .schema import ensure_schema
 from .writer import FaultAction, is_busy
 
-__all__ = ["FileKeeping"]
+__all__ = ["LedgerFile", "damage", "quick_check", "raise_if_damaged"]
 
+log = logging.getLogger("genwidgets")
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_HERE = os.path.dirname(__file__)
 
 
-def _damage(exc: BaseException) -> str:
+def damage(exc: BaseException) -> str:
     """The damage an sqlite3 error reports (malformed, not a database), or ""."""
     code = getattr(exc, "sqlite_errorcode", None)
     text = str(exc)
@@ -33,30 +44,64 @@ def _damage(exc: BaseException) -> str:
     return text if "not a database" in text else ""
 
 
-def _quick_check(conn: sqlite3.Connection) -> str:
+def quick_check(conn: sqlite3.Connection) -> str:
     """``PRAGMA quick_check``: "" when the file is sound, else what it found."""
     found = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
     return "" if found == ["ok"] else "; ".join(found[:3])
 
 
-class FileKeeping:
-    """Opening, checking, setting aside and the warnings about the ledger's file."""
+def raise_if_damaged(conn: sqlite3.Connection) -> None:
+    """A write for the writer thread that only checks the file: damage found becomes the
+    error the writer hands to :meth:`LedgerFile.on_fault` (which moves the file aside)."""
+    problem = quick_check(conn)
+    if problem:
+        raise sqlite3.DatabaseError(f"database disk image is malformed ({problem})")
 
-    path: Path
-    busy_timeout: float
-    journal_mode: str
-    set_aside: Path | None
-    unwritable: str | None
-    dropped: int
-    _conn: sqlite3.Connection | None
-    _conn_pid: int
-    _reopen_reads: bool
-    _abandoned: list[sqlite3.Connection]
-    _notices: list[str]
-    _notices_lock: threading.Lock
+
+def _callers_level() -> int:
+    """The ``stacklevel``, for the function that asks, of the first frame outside the
+    ledger (and ``contextlib``): a warning names the line of whoever called the ledger,
+    however its pieces call each other."""
+    frame = sys._getframe(1)  # the function that asks: stacklevel 1
+    level = 1
+    while frame.f_back is not None and (
+        os.path.dirname(frame.f_code.co_filename) == _HERE
+        or frame.f_code.co_filename == contextlib.__file__  # ``with ledger.transaction()``
+    ):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+class LedgerFile:
+    """The ledger's file: its path, the readers' connection, the writer's opening, a
+    damaged file moved aside, an unwritable one said once, and the warnings kept for
+    the user's thread."""
+
+    def __init__(self, path: Path, busy_timeout: float) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._lock = threading.RLock()  # the readers' connection
+        self._conn: sqlite3.Connection | None = None
+        self._conn_pid = 0
+        self._reopen_reads = False
+        self._abandoned: list[sqlite3.Connection] = []
+        #: the journal mode the writer's connection got (``wal`` where SQLite allows)
+        self.journal_mode = ""
+        #: where an unusable file found at ``path`` was moved (None if none was)
+        self.set_aside: Path | None = None
+        #: why the file cannot be written (None while it can): writes are given up
+        self.unwritable: str | None = None
+        #: writes given up because the file could not be written
+        self.dropped = 0
+        self._notices: list[str] = []
+        self._notices_lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------------ the readers' side
 
     def _connection(self) -> sqlite3.Connection:
-        """The readers' connection (the writer has its own)."""
+        """The readers' connection (the writer has its own); call with ``_lock`` held."""
         if self._conn is not None and self._conn_pid == os.getpid() and not self._reopen_reads:
             return self._conn
         if self._conn is not None and self._conn_pid != os.getpid():
@@ -74,7 +119,45 @@ class FileKeeping:
         self._conn, self._conn_pid = conn, os.getpid()
         return conn
 
-    def _open_for_writes(self) -> sqlite3.Connection:
+    def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one statement on the readers' connection; sqlite3 errors become
+        :class:`LedgerError`."""
+        with self._lock:
+            try:
+                return self._connection().execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot read the ledger {self.path}: {exc}") from exc
+
+    @contextmanager
+    def write(self, on_damage: Callable[[], None]) -> Iterator[sqlite3.Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``) on the readers' connection, on the
+        caller's thread; ``on_damage`` runs when SQLite says the file is damaged (the
+        writer thread then checks it: its connection must never write the old file)."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if damage(exc):
+                    on_damage()
+                raise LedgerError(f"cannot write the ledger {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the readers' connection (the next read opens it again)."""
+        with self._lock:
+            if self._conn is not None and self._conn_pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    # ------------------------------------------------------------------ the writer's side
+
+    def open_for_writes(self) -> sqlite3.Connection:
         """The writer's connection: checked, schema current, WAL; runs on the writer thread.
 
         A busy file raises the raw sqlite3 error (the writer retries); a damaged or
@@ -97,7 +180,7 @@ class FileKeeping:
             raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            problem = _quick_check(conn)
+            problem = quick_check(conn)
             if problem:
                 raise LedgerError(
                     f"{self.path} is damaged (integrity check: {problem})", replaceable=True
@@ -138,7 +221,7 @@ class FileKeeping:
             f"new task ledger was started at {self.path}; recording goes on."
         )
 
-    def _on_fault(self, exc: sqlite3.Error) -> FaultAction:
+    def on_fault(self, exc: sqlite3.Error) -> FaultAction:
         """A write failed for a reason other than a busy file (writer thread).
 
         A damaged file (the error says so, or ``PRAGMA quick_check`` finds a
@@ -146,7 +229,7 @@ class FileKeeping:
         that cannot be written is said once (a :class:`LedgerWarning`) and the
         write given up.
         """
-        problem = _damage(exc) or self._check_file()
+        problem = damage(exc) or self._check_file()
         if problem:
             self._set_aside(LedgerError(f"{self.path} is damaged ({problem})"))
             return "retry"
@@ -169,23 +252,35 @@ class FileKeeping:
         except sqlite3.Error:
             return ""
         try:
-            return _quick_check(conn)
+            return quick_check(conn)
         except sqlite3.Error as exc:
-            return _damage(exc)
+            return damage(exc)
         finally:
             conn.close()
+
+    def log_if_failed(self, what: str, future: concurrent.futures.Future[Any]) -> None:
+        """Log (once it ends) a background write that failed; the warning says the rest."""
+
+        def done(f: concurrent.futures.Future[Any]) -> None:
+            exc = f.exception()
+            if exc is not None:  # once the file is known unwritable, the warning said it all
+                level = logging.DEBUG if self.unwritable is not None else logging.WARNING
+                log.log(level, "genwidgets: could not record %s in the ledger: %s", what, exc)
+
+        future.add_done_callback(done)
 
     # ------------------------------------------------------------------ notices
 
     def _notice(self, message: str) -> None:
         """Keep a warning for the user's thread: one raised on the writer thread
-        would reach no notebook cell (see :meth:`_deliver`)."""
+        would reach no notebook cell (see :meth:`deliver`)."""
         with self._notices_lock:
             self._notices.append(message)
 
-    def _deliver(self) -> None:
-        """Raise the kept warnings as :class:`LedgerWarning` on the calling thread."""
+    def deliver(self) -> None:
+        """Raise the kept warnings as :class:`LedgerWarning` on the calling thread, at
+        the line that called the ledger."""
         with self._notices_lock:
             notices, self._notices = self._notices, []
         for message in notices:
-            warnings.warn(message, LedgerWarning, stacklevel=3)
+            warnings.warn(message, LedgerWarning, stacklevel=_callers_level())

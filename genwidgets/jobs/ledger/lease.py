@@ -18,6 +18,9 @@ The design (docs/decisions.md#the-ledger-and-the-engine):
   resumers cannot both take a task: the second sees the first's owner.
 - Closing a ledger releases its leases (:func:`release`): the tasks can be
   resumed elsewhere at once.
+
+:class:`Leases` is one ledger's lease keeper: its owner, whether it holds leases,
+and the writes that take, refresh and give them up.
 """
 
 from __future__ import annotations
@@ -26,12 +29,27 @@ import os
 import socket
 import sqlite3
 import uuid
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from ...errors import LedgerWarning
+from .file import LedgerFile
 from .rows import SUBMITTED
+from .writer import Op
 
-__all__ = ["HOST", "Claim", "Owner", "alive_owners", "claim", "heartbeat", "pid_alive", "release"]
+__all__ = [
+    "HOST",
+    "Claim",
+    "Leases",
+    "Owner",
+    "alive_owners",
+    "claim",
+    "heartbeat",
+    "left_to_other_kernels",
+    "pid_alive",
+    "release",
+]
 
 HOST = socket.gethostname()
 
@@ -161,3 +179,75 @@ def release(conn: sqlite3.Connection, owner: str) -> None:
     """Give up every lease of ``owner`` (inside a write transaction)."""
     conn.execute("UPDATE tasks SET owner = NULL WHERE owner = ?", (owner,))
     conn.execute("DELETE FROM owners WHERE owner = ?", (owner,))
+
+
+def left_to_other_kernels(count: int, stacklevel: int = 4) -> None:
+    """One warning: ``count`` unfinished tasks were left to the live kernel polling them
+    (``stacklevel`` points at the user's call of ``history()`` or ``resume()``)."""
+    warnings.warn(
+        f"genwidgets: {count} unfinished task(s) are being polled by another live kernel "
+        "and were left to it; resume(force=True) takes them anyway.",
+        LedgerWarning,
+        stacklevel=stacklevel,
+    )
+
+
+class Leases:
+    """One ledger's lease keeper: its :class:`Owner`, whether it holds leases now, and
+    the writes (for the writer thread) that take, refresh and give them up."""
+
+    def __init__(self, file: LedgerFile, *, ttl: float, clock: Callable[[], float]) -> None:
+        self._file = file
+        #: seconds a heartbeat keeps an owner alive
+        self.ttl = ttl
+        self._clock = clock
+        self._owner = Owner()
+        self._holding = False
+
+    def take(self) -> str:
+        """This ledger takes leases from now on (a created, re-attached or resumed task):
+        its owner name, for the write that takes one; the heartbeat starts."""
+        self._holding = True
+        return self._owner.name
+
+    def heartbeat(self) -> Op | None:
+        """The writer's idle work: the heartbeat of this ledger's leases, if it holds any."""
+        if not self._holding:
+            return None
+        owner, now = self._owner.name, self._clock()
+        return lambda conn: heartbeat(conn, owner, now)
+
+    def release(self) -> Op | None:
+        """The write giving up every lease of this ledger (None when it holds none)."""
+        if not self._holding:
+            return None
+        self._holding = False
+        owner = self._owner.name
+        return lambda conn: release(conn, owner)
+
+    def claim(self, gateway: str, *, force: bool) -> Op:
+        """The write taking the unfinished tasks of ``gateway`` no live owner holds (all
+        of them with ``force``); it returns a :class:`Claim`."""
+        owner, now, ttl = self.take(), self._clock(), self.ttl
+        return lambda conn: claim(
+            conn, gateway, owner, now=now, ttl=ttl, force=force, pid_alive=pid_alive
+        )
+
+    def held_elsewhere(self, gateway: str) -> set[str]:
+        """Request ids of unfinished tasks of ``gateway`` that another live owner
+        leases: a read, nothing is claimed."""
+        me = self._owner.name
+        owners = [
+            row
+            for row in self._file.read("SELECT owner, host, pid, heartbeat FROM owners")
+            if row[0] != me
+        ]
+        alive = alive_owners(owners, self._clock(), self.ttl, pid_alive)
+        if not alive:
+            return set()
+        found = self._file.read(
+            "SELECT request_id, owner FROM tasks WHERE gateway = ? AND state = ? "
+            "AND request_id IS NOT NULL AND owner IS NOT NULL",
+            (gateway, SUBMITTED),
+        )
+        return {request_id for request_id, owner in found if owner in alive}

@@ -1,59 +1,46 @@
-"""The ledger's store: one SQLite file, written in order, read by any kernel.
+"""The :class:`Ledger`: the facade that composes the ledger's pieces.
 
-See :mod:`genwidgets.jobs.ledger` for the order of writes and the states,
-:mod:`.writes` for the writes, :mod:`.file` for the file's health, :mod:`.lease`
-for task owners, and :mod:`.schema`, :mod:`.rows` and :mod:`.scrub` for the
-file, the row and what is kept of a payload.
+Each piece owns its state: :class:`~.file.LedgerFile` (the file, the readers'
+connection, the warnings), :class:`~.writer.WriteQueue` (this process's writer thread),
+:class:`~.writes.Recorder` (the ``record_*`` writes, tickets and sends in flight),
+:class:`~.lease.Leases` (this ledger's owner and its leases) and
+:class:`~.reads.Reader` (rows back, with their derived state). See
+:mod:`genwidgets.jobs.ledger` for the order of writes and the states.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import json
 import logging
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..._config import home
+from ..._config import home, redact
 from ...errors import LedgerError
-from .file import FileKeeping, _damage, _quick_check
-from .lease import HOST, Owner, heartbeat, pid_alive, release
-from .rows import (
-    COLUMN_NAMES,
-    COLUMNS,
-    FAILED,
-    FINISHED,
-    OK,
-    OUTCOME_UNKNOWN,
-    STATES,
-    SUBMITTED,
-    SUBMITTING,
-    UNFINISHED,
-    LedgerRow,
-)
-from .writer import Op, Writer
-from .writes import Recording, in_flight_lock
+from ...protocol.records import Handle, Result, Status
+from .file import LedgerFile, raise_if_damaged
+from .lease import Claim, Leases, left_to_other_kernels
+from .reads import Reader
+from .rows import UNFINISHED, LedgerRow
+from .writer import WriteQueue
+from .writes import Recorder
 
 __all__ = ["LEDGER_FILE_NAME", "Ledger"]
 
 LEDGER_FILE_NAME = "ledger.sqlite3"
-#: how long a read made on the engine's loop waits for queued writes (a free file
-#: writes them in milliseconds; a busy one is not waited for at all)
-QUICK_FLUSH = 0.1
 #: how long ``Ledger()`` waits for the file to open (a free file opens in milliseconds;
 #: one that needs a lock to be created or migrated opens later, in the writer)
 OPEN_WAIT = 1.0
 log = logging.getLogger("genwidgets")
 
 
-class Ledger(FileKeeping, Recording):
+class Ledger:
     """The on-disk record of every task of every kernel on this machine.
 
     Writes go to one writer thread (:mod:`.writer`) and reach the file in the
@@ -74,7 +61,6 @@ class Ledger(FileKeeping, Recording):
         lease_ttl: float = 120.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.path = Path(path) if path is not None else home() / LEDGER_FILE_NAME
         for name, value in (
             ("stale_after", stale_after),
             ("busy_timeout", busy_timeout),
@@ -84,36 +70,29 @@ class Ledger(FileKeeping, Recording):
                 raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
         if isinstance(intent_wait, bool) or not isinstance(intent_wait, (int, float)):
             raise ValueError(f"intent_wait must be a number of seconds, not {intent_wait!r}")
-        self.stale_after = float(stale_after)
-        self.busy_timeout = float(busy_timeout)
-        #: how long ``record_intent`` waits for its row to be on disk before the
-        #: create may leave anyway (the row follows when the ledger frees)
-        self.intent_wait = max(0.0, float(intent_wait))
-        self.lease_ttl = float(lease_ttl)
-        self._clock = clock
-        self._lock = threading.RLock()  # the readers' connection
-        self._writer_lock = threading.Lock()  # never held while waiting for the file
-        self._conn: sqlite3.Connection | None = None
-        self._conn_pid = 0
-        self._reopen_reads = False
-        self._abandoned: list[sqlite3.Connection] = []
-        #: where an unusable file found at ``path`` was moved (None if none was)
-        self.set_aside: Path | None = None
-        #: why the file cannot be written (None while it can): writes are given up
-        self.unwritable: str | None = None
-        #: writes given up because the file could not be written
-        self.dropped = 0
-        self._notices: list[str] = []
-        self._notices_lock = threading.Lock()
-        self._last_status: dict[tuple[str, str], tuple[str, int | None]] = {}
-        self._ids: dict[int, int] = {}  # intent ticket -> row id
-        self._owner = Owner()
-        self._leasing = False
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._key = str(self.path.resolve())
-        self.journal_mode = ""
-        self._writer: Writer | None = None
-        opened = self._put(None)  # the writer opens (and checks) the file: no lock needed
+        self._file = LedgerFile(
+            Path(path) if path is not None else home() / LEDGER_FILE_NAME, float(busy_timeout)
+        )
+        self._leases = Leases(self._file, ttl=float(lease_ttl), clock=clock)
+        self._queue = WriteQueue(
+            self._file.open_for_writes,
+            self._file.on_fault,
+            name=f"genwidgets-ledger-{self._file.path.name}",
+            idle=self._leases.heartbeat,
+            idle_every=self._leases.ttl / 4,
+            exit_wait=self._file.busy_timeout,
+        )
+        self._recorder = Recorder(
+            self._file,
+            self._queue,
+            self._leases,
+            intent_wait=max(0.0, float(intent_wait)),
+            clock=clock,
+        )
+        self._reader = Reader(
+            self._file, self._queue, self._recorder, stale_after=float(stale_after), clock=clock
+        )
+        opened = self._queue.put(None)  # the writer opens (and checks) the file: no lock needed
         try:
             opened.result(timeout=min(OPEN_WAIT, self.busy_timeout))
         except concurrent.futures.TimeoutError:
@@ -123,105 +102,75 @@ class Ledger(FileKeeping, Recording):
                 self.path,
             )
         except LedgerError:
-            self._stop_writer(0.0)
+            self._queue.stop(0.0)
             raise
         except sqlite3.Error:
             pass  # said by a LedgerWarning (delivered below)
-        self._deliver()
+        self._file.deliver()
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
 
-    # ------------------------------------------------------------------ the writer
+    # ------------------------------------------------------------------ settings and health
 
-    def _put(self, op: Op | None) -> concurrent.futures.Future[Any]:
-        with self._writer_lock:
-            writer = self._writer
-            if writer is None or writer.pid != os.getpid() or not writer.thread.is_alive():
-                writer = self._writer = Writer(
-                    self._open_for_writes,
-                    self._on_fault,
-                    name=f"genwidgets-ledger-{self.path.name}",
-                    idle=self._idle,
-                    idle_every=self.lease_ttl / 4,
-                    exit_wait=self.busy_timeout,
-                )
-            return writer.put(op)
+    @property
+    def path(self) -> Path:
+        """The SQLite file."""
+        return self._file.path
 
-    def _idle(self) -> Op | None:
-        """The writer's idle work: the heartbeat of this ledger's leases."""
-        if not self._leasing:
-            return None
-        owner, now = self._owner.name, self._clock()
-        return lambda conn: heartbeat(conn, owner, now)
+    @property
+    def busy_timeout(self) -> float:
+        """Seconds a read waits for queued writes, and SQLite for a lock held elsewhere."""
+        return self._file.busy_timeout
 
-    def _quietly(self, what: str, future: concurrent.futures.Future[Any]) -> None:
-        """Log (once it ends) a background write that failed; the warning says the rest."""
+    @property
+    def stale_after(self) -> float:
+        """Seconds after which a ``submitting`` row of another host is ``outcome_unknown``."""
+        return self._reader.stale_after
 
-        def done(f: concurrent.futures.Future[Any]) -> None:
-            exc = f.exception()
-            if exc is not None:  # once the file is known unwritable, the warning said it all
-                level = logging.DEBUG if self.unwritable is not None else logging.WARNING
-                log.log(level, "genwidgets: could not record %s in the ledger: %s", what, exc)
+    @property
+    def intent_wait(self) -> float:
+        """Seconds :meth:`record_intent` waits for its row before the create may leave."""
+        return self._recorder.intent_wait
 
-        future.add_done_callback(done)
+    @property
+    def lease_ttl(self) -> float:
+        """Seconds a heartbeat keeps this ledger's leases alive (refreshed every quarter)."""
+        return self._leases.ttl
+
+    @property
+    def journal_mode(self) -> str:
+        """The file's journal mode (``wal`` wherever SQLite allows it)."""
+        return self._file.journal_mode
+
+    @property
+    def set_aside(self) -> Path | None:
+        """Where an unusable file found at ``path`` was moved (None if none was)."""
+        return self._file.set_aside
+
+    @property
+    def unwritable(self) -> str | None:
+        """Why the file cannot be written (None while it can): writes are given up."""
+        return self._file.unwritable
+
+    @property
+    def dropped(self) -> int:
+        """Writes given up because the file could not be written."""
+        return self._file.dropped
+
+    @property
+    def pending(self) -> int:
+        """Writes queued and not yet on disk (more than 0 while another process holds a lock)."""
+        return self._queue.pending
+
+    # ------------------------------------------------------------------ the file
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every write made so far is on disk (or given up); False on timeout.
 
         ``timeout`` defaults to ``busy_timeout``.
         """
-        writer = self._writer
-        done = writer is None or writer.flush(self.busy_timeout if timeout is None else timeout)
-        self._deliver()
-        return done
-
-    def _stalled(self) -> bool:
-        writer = self._writer
-        return writer is not None and writer.stalled
-
-    @property
-    def pending(self) -> int:
-        """Writes queued and not yet on disk (more than 0 while another process holds a lock)."""
-        writer = self._writer
-        return 0 if writer is None else writer.pending
-
-    def _stop_writer(self, timeout: float) -> None:
-        with self._writer_lock:
-            writer, self._writer = self._writer, None
-        if writer is not None and writer.pid == os.getpid():
-            writer.stop(timeout)
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            conn = self._connection()
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if _damage(exc):
-                    self._check_on_writer()
-                raise LedgerError(f"cannot write the ledger {self.path}: {exc}") from exc
-
-    def _check_on_writer(self) -> None:
-        """A transaction met a damaged file: the writer checks it and, damaged, moves it
-        aside and starts a fresh one, as after a failed write of its own (the warning
-        follows at once). On the writer's thread, so its connection never writes the old file."""
-
-        def check(conn: sqlite3.Connection) -> None:
-            problem = _quick_check(conn)
-            if problem:
-                raise sqlite3.DatabaseError(f"database disk image is malformed ({problem})")
-
-        with contextlib.suppress(Exception):  # what the check found is said by the warning
-            self._put(check).result(timeout=self.busy_timeout)
-        self._deliver()
+        return self._reader.flush(timeout)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -235,38 +184,28 @@ class Ledger(FileKeeping, Recording):
         of the ledger's own).
         """
         self.flush()
-        with self._write() as conn:
+        with self._file.write(on_damage=self._check_on_writer) as conn:
             yield conn
+
+    def _check_on_writer(self) -> None:
+        """A transaction met a damaged file: the writer checks it and, damaged, moves it
+        aside and starts a fresh one, as after a failed write of its own (the warning
+        follows at once). On the writer's thread, so its connection never writes the old file."""
+        with contextlib.suppress(Exception):  # what the check found is said by the warning
+            self._queue.put(raise_if_damaged).result(timeout=self.busy_timeout)
+        self._file.deliver()
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one read-only statement on this ledger's file (see :meth:`transaction`)."""
-        return self._read(sql, params)
-
-    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            try:
-                return self._connection().execute(sql, params).fetchall()
-            except sqlite3.Error as exc:
-                raise LedgerError(f"cannot read the ledger {self.path}: {exc}") from exc
-
-    def release(self) -> None:
-        """Give up the leases of this ledger's tasks (queued): another kernel's
-        ``resume()`` takes them at once. The next task created takes a lease again."""
-        if self._leasing:
-            self._leasing = False
-            owner = self._owner.name
-            self._quietly("the end of leases", self._put(lambda conn: release(conn, owner)))
+        return self._file.read(sql, params)
 
     def close(self) -> None:
         """Write what is queued (at most ``busy_timeout``), give up this ledger's leases,
         and close its connections (they reopen on the next call)."""
         self.release()
-        self._stop_writer(self.busy_timeout)
-        with self._lock:
-            if self._conn is not None and self._conn_pid == os.getpid():
-                self._conn.close()
-            self._conn = None
-        self._deliver()
+        self._queue.stop(self.busy_timeout)
+        self._file.close()
+        self._file.deliver()
 
     def __enter__(self) -> Ledger:
         return self
@@ -274,42 +213,75 @@ class Ledger(FileKeeping, Recording):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ reads
+    # ------------------------------------------------------------------ writes
 
-    def _derived_state(self, state: str, row_id: int, pid: int, host: str, at: float) -> str:
-        if state != SUBMITTING:
-            return state
-        with in_flight_lock:
-            if row_id in self._in_flight():
-                return SUBMITTING
-        if host == HOST and (pid == os.getpid() or not pid_alive(pid)):
-            return OUTCOME_UNKNOWN
-        if self._clock() - at > self.stale_after:
-            return OUTCOME_UNKNOWN
-        return SUBMITTING
+    def record_intent(self, *, gateway: str, endpoint: str, payload: Mapping[str, Any]) -> int:
+        """Write the intent before the create request leaves; returns the row id.
 
-    def _readable(self, found: list[tuple[Any, ...]]) -> list[LedgerRow]:
-        """The rows that can be read; a damaged one (written by hand, by a foreign tool)
-        is skipped with a log line, so one bad row never stops a history or a poller."""
-        rows = []
-        for values in found:
-            try:
-                rows.append(self._row(values))
-            except (ValueError, TypeError, KeyError) as exc:
-                log.warning(
-                    "genwidgets: skipped ledger row %s of %s: %s", values[0], self.path, exc
-                )
-        return rows
+        Waits up to ``intent_wait`` seconds for the row to be on disk (a few
+        milliseconds normally), and not at all while the writer is stalled on a
+        busy file. If the file is busy (locked by another process) the row stays
+        queued, ahead of every later write of this task, and a negative ticket
+        standing for the row is returned: every method taking a row id accepts it.
+        See docs/decisions.md#the-ledger-and-the-engine.
+        """
+        return self._recorder.record_intent(gateway=gateway, endpoint=endpoint, payload=payload)
 
-    def _row(self, values: tuple[Any, ...]) -> LedgerRow:
-        fields = dict(zip(COLUMN_NAMES, values, strict=True))
-        fields["state"] = self._derived_state(
-            fields["state"], fields["id"], fields["pid"], fields["host"], fields["submitted_at"]
+    def record_handle(self, row_id: int, handle: Handle) -> concurrent.futures.Future[None]:
+        """The create request answered with a task handle: the task exists, and this
+        ledger holds its lease (see :mod:`.lease`). Queued; returns the write's future."""
+        return self._recorder.record_handle(row_id, handle)
+
+    def record_create_failed(
+        self, row_id: int, error: str, *, created_nothing: bool
+    ) -> concurrent.futures.Future[None]:
+        """The create request failed: ``not_created`` if certain, else ``outcome_unknown``."""
+        return self._recorder.record_create_failed(row_id, error, created_nothing=created_nothing)
+
+    def record_attach(
+        self, gateway: str, handle: Handle, *, payload: Mapping[str, Any] | None = None
+    ) -> concurrent.futures.Future[int]:
+        """Make sure a task re-attached by request id has a row, leased by this ledger;
+        the future holds the row id."""
+        return self._recorder.record_attach(gateway, handle, payload=payload)
+
+    def record_status(
+        self, gateway: str, request_id: str, status: Status
+    ) -> concurrent.futures.Future[bool]:
+        """Note a status change; repeated equal statuses write nothing.
+
+        Queued; the future holds whether a row changed (False for an unknown task,
+        a repeat, or a task whose final result is already recorded).
+        """
+        return self._recorder.record_status(gateway, request_id, status)
+
+    def record_result(
+        self, gateway: str, request_id: str, result: Result
+    ) -> concurrent.futures.Future[bool]:
+        """Store the final answer; local paths already recorded are kept. Queued; the
+        future holds whether the task had a row."""
+        return self._recorder.record_result(gateway, request_id, result)
+
+    def record_output_path(
+        self,
+        gateway: str,
+        request_id: str,
+        index: int,
+        path: str | os.PathLike[str] | None,
+        *,
+        sha256: str | None = None,
+        size: int | None = None,
+        error: str | None = None,
+    ) -> concurrent.futures.Future[bool]:
+        """Remember where output ``index`` was saved locally, with the SHA-256 and size
+        of what was written there (a file found changed is not used again:
+        docs/decisions.md#outputs-by-gateway); or, with no ``path``, why it could not
+        be saved (``error``). Queued; the future holds whether the task had a row."""
+        return self._recorder.record_output_path(
+            gateway, request_id, index, path, sha256=sha256, size=size, error=error
         )
-        fields["payload"] = json.loads(fields["payload"])
-        fields["outputs"] = json.loads(fields["outputs"])
-        fields["ok"] = None if fields["ok"] is None else bool(fields["ok"])
-        return LedgerRow(**fields)
+
+    # ------------------------------------------------------------------ reads
 
     def rows(
         self,
@@ -326,50 +298,7 @@ class Ledger(FileKeeping, Recording):
         docstring), ``ok`` / ``failed`` (finished tasks by outcome), or else the
         last gateway status name, case-insensitively (``COMPLETED``, ``IN_QUEUE``...).
         """
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-            raise TypeError(f"limit must be an int or None, not {limit!r}")
-        if limit is not None and limit < 0:
-            raise ValueError(f"limit must be 0 or more, not {limit}")
-        if status is not None and not isinstance(status, str):
-            raise TypeError(f"status must be a string or None, not {status!r}")
-        clauses: list[str] = []
-        params: list[Any] = []
-        for column, value in (("gateway", gateway), ("endpoint", endpoint)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        wanted_state: str | None = None
-        if status is not None:
-            name = status.strip().lower()
-            if name == UNFINISHED:
-                clauses.append("state = ? AND request_id IS NOT NULL")
-                params.append(SUBMITTED)
-            elif name in (SUBMITTING, OUTCOME_UNKNOWN):
-                clauses.append("state IN (?, ?)")
-                params += [SUBMITTING, OUTCOME_UNKNOWN]
-                wanted_state = name
-            elif name in STATES:
-                clauses.append("state = ?")
-                params.append(name)
-            elif name in (OK, FAILED):
-                clauses.append("state = ? AND ok = ?")
-                params += [FINISHED, int(name == OK)]
-            else:
-                clauses.append("upper(status) = upper(?)")
-                params.append(status.strip())
-        self.flush()
-        sql = f"SELECT {COLUMNS} FROM tasks"
-        if clauses:
-            sql += " WHERE " + " AND ".join(f"({c})" for c in clauses)
-        sql += " ORDER BY id DESC"
-        if limit is not None and wanted_state is None:
-            sql += f" LIMIT {limit}"
-        found = self._readable(self._read(sql, tuple(params)))
-        if wanted_state is not None:
-            found = [row for row in found if row.state == wanted_state]
-            if limit is not None:
-                found = found[:limit]
-        return found
+        return self._reader.rows(gateway, endpoint=endpoint, status=status, limit=limit)
 
     def unfinished(self, gateway: str) -> list[LedgerRow]:
         """Tasks of ``gateway`` created but without a recorded result, newest first."""
@@ -377,21 +306,11 @@ class Ledger(FileKeeping, Recording):
 
     def get(self, gateway: str, request_id: str) -> LedgerRow | None:
         """The (newest) row of one task, or None."""
-        self.flush()
-        found = self._read(
-            f"SELECT {COLUMNS} FROM tasks WHERE gateway = ? AND request_id = ? "
-            "ORDER BY id DESC LIMIT 1",
-            (gateway, request_id),
-        )
-        readable = self._readable(found)
-        return readable[0] if readable else None
+        return self._reader.get(gateway, request_id)
 
     def row(self, row_id: int) -> LedgerRow | None:
         """A row by its id (or the ticket :meth:`record_intent` returned)."""
-        self.flush()
-        found = self._read(f"SELECT {COLUMNS} FROM tasks WHERE id = ?", (self._row_of(row_id),))
-        readable = self._readable(found)
-        return readable[0] if readable else None
+        return self._reader.row(row_id)
 
     def run_times(self, gateway: str, endpoint: str, *, limit: int = 500) -> list[tuple[Any, ...]]:
         """``(request_id, endpoint, payload, handle_at, running_at, done_at, finished_at,
@@ -400,13 +319,44 @@ class Ledger(FileKeeping, Recording):
 
         Called on the engine's loop: it waits for queued writes only while the
         file is not busy (a lock held elsewhere makes it read what is on disk)."""
-        writer = self._writer
-        if writer is not None and not writer.stalled:
-            writer.flush(QUICK_FLUSH)
-        return self._read(
-            "SELECT request_id, endpoint, payload, handle_at, running_at, done_at, "
-            "finished_at, ok FROM tasks "
-            "WHERE gateway = ? AND endpoint = ? AND state = ? AND finished_at IS NOT NULL "
-            "ORDER BY id DESC LIMIT ?",
-            (gateway, endpoint, FINISHED, int(limit)),
-        )
+        return self._reader.run_times(gateway, endpoint, limit=limit)
+
+    # ------------------------------------------------------------------ leases
+
+    def held_elsewhere(self, gateway: str) -> set[str]:
+        """Request ids of unfinished tasks of ``gateway`` that another live owner
+        leases: a read, nothing is claimed (``history()`` leaves them to it)."""
+        return self._leases.held_elsewhere(gateway)
+
+    def without_held(self, gateway: str, rows: list[LedgerRow]) -> list[LedgerRow]:
+        """``rows`` less the unfinished ones another live kernel polls (said in a
+        warning): re-attaching them would poll each task twice and take its lease."""
+        held = self.held_elsewhere(gateway) if any(row.unfinished for row in rows) else set()
+        if not held:
+            return rows
+        kept = [row for row in rows if row.request_id not in held]
+        left_to_other_kernels(len(rows) - len(kept))
+        return kept
+
+    def claim_unfinished(self, gateway: str, *, force: bool = False) -> tuple[list[LedgerRow], int]:
+        """Take the lease of every unfinished task of ``gateway`` no live owner holds
+        (all of them with ``force``); returns those rows, newest first, and how many
+        were left to live owners. Waits for the ledger (the caller is ``resume()``).
+        See :mod:`.lease`."""
+        future = self._queue.put(self._leases.claim(gateway, force=force))
+        try:
+            taken: Claim = future.result()
+        except sqlite3.Error as exc:
+            self._file.deliver()
+            raise LedgerError(f"cannot write the ledger {self.path}: {redact(str(exc))}") from exc
+        self._file.deliver()
+        if not taken.taken:
+            return [], taken.skipped
+        return self._reader.by_ids(taken.taken), taken.skipped
+
+    def release(self) -> None:
+        """Give up the leases of this ledger's tasks (queued): another kernel's
+        ``resume()`` takes them at once. The next task created takes a lease again."""
+        give_up = self._leases.release()
+        if give_up is not None:
+            self._file.log_if_failed("the end of leases", self._queue.put(give_up))

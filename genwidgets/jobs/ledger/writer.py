@@ -9,7 +9,8 @@ writes behind it wait their turn, so the order on disk is the order of the calls
 
 Faults other than a busy file go to ``on_fault``, which says whether to retry
 the write (the file was damaged, moved aside and replaced) or to give it up (the
-file cannot be written: read-only, immutable, disk full).
+file cannot be written: read-only, immutable, disk full). A :class:`WriteQueue` is
+one ledger's way to its writer: it starts one per process, again after ``fork``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
-__all__ = ["Op", "Writer", "is_busy"]
+__all__ = ["FaultAction", "Op", "WriteQueue", "Writer", "is_busy"]
 
 log = logging.getLogger("genwidgets")
 
@@ -230,3 +231,75 @@ def _settle(
         future.set_exception(exc)
     else:
         future.set_result(result)
+
+
+class WriteQueue:
+    """One ledger's queue of writes: each goes to this process's :class:`Writer`,
+    started on the first write and again after ``fork`` (a child inherits no thread)
+    or when its thread has died. Thread-safe; the lock is never held while a write waits."""
+
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        on_fault: Callable[[sqlite3.Error], FaultAction],
+        *,
+        name: str,
+        idle: Callable[[], Op | None],
+        idle_every: float,
+        exit_wait: float,
+    ) -> None:
+        self._connect = connect
+        self._on_fault = on_fault
+        self._name = name
+        self._idle = idle
+        self._idle_every = idle_every
+        self._exit_wait = exit_wait
+        self._lock = threading.Lock()
+        self._writer: Writer | None = None
+
+    def put(self, op: Op | None) -> concurrent.futures.Future[Any]:
+        """Queue ``op`` (None: only open the file) on this process's writer."""
+        with self._lock:
+            writer = self._writer
+            if writer is None or writer.pid != os.getpid() or not writer.thread.is_alive():
+                writer = self._writer = Writer(
+                    self._connect,
+                    self._on_fault,
+                    name=self._name,
+                    idle=self._idle,
+                    idle_every=self._idle_every,
+                    exit_wait=self._exit_wait,
+                )
+            return writer.put(op)
+
+    def flush(self, timeout: float | None) -> bool:
+        """Wait until every write queued so far is applied (or given up); False on timeout."""
+        writer = self._writer
+        return writer is None or writer.flush(timeout)
+
+    def flush_unless_stalled(self, timeout: float) -> None:
+        """Wait (at most ``timeout``) for the queued writes, but not at all while a lock
+        held elsewhere stalls them: for reads made on the engine's loop."""
+        writer = self._writer
+        if writer is not None and not writer.stalled:
+            writer.flush(timeout)
+
+    @property
+    def stalled(self) -> bool:
+        """Whether the write being applied waits for a lock held elsewhere."""
+        writer = self._writer
+        return writer is not None and writer.stalled
+
+    @property
+    def pending(self) -> int:
+        """Writes queued and not yet on disk."""
+        writer = self._writer
+        return 0 if writer is None else writer.pending
+
+    def stop(self, timeout: float) -> None:
+        """Apply what is queued (at most ``timeout``) and end this process's writer; the
+        next :meth:`put` starts another."""
+        with self._lock:
+            writer, self._writer = self._writer, None
+        if writer is not None and writer.pid == os.getpid():
+            writer.stop(timeout)

@@ -1,9 +1,10 @@
-"""The ledger's writes, in the order of the engine's calls (a mixin of the Ledger).
+"""The ledger's writes, in the order of the engine's calls: the :class:`Recorder`.
 
 Every write is a small function queued to the writer thread (:mod:`.writer`);
 the callers get a future and never wait for the file, except
-:meth:`Recording.record_intent` (at most ``intent_wait``) and
-:meth:`Recording.claim_unfinished` (``resume()``, which must know its rows).
+:meth:`Recorder.record_intent` (at most ``intent_wait``). The recorder owns what the
+writes need to remember: the intent tickets, the last status of each task, and which
+rows this process is sending right now.
 """
 
 from __future__ import annotations
@@ -11,26 +12,23 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import json
-import logging
 import os
 import sqlite3
 import threading
-import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..._config import redact
-from ...errors import LedgerError, LedgerWarning
+from ...errors import LedgerError
 from ...protocol.records import Handle, Result, Status
-from .lease import HOST, Claim, Owner, alive_owners, claim, heartbeat, pid_alive
-from .rows import COLUMNS, FINISHED, NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING, LedgerRow
+from .file import LedgerFile
+from .lease import HOST, Leases, heartbeat
+from .rows import FINISHED, NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
 from .scrub import error_text, output_record, scrub_payload
-from .writer import Op
+from .writer import WriteQueue
 
-__all__ = ["Recording", "in_flight", "in_flight_lock"]
-
-log = logging.getLogger("genwidgets")
+__all__ = ["Recorder", "in_flight", "in_flight_lock"]
 
 #: row ids this process is sending right now, per ledger file (shared by Ledger instances)
 in_flight: dict[str, set[int]] = {}
@@ -59,38 +57,29 @@ def _latest_outputs(
     return row_id, json.loads(outputs)
 
 
-def left_to_other_kernels(count: int, stacklevel: int = 4) -> None:
-    """One warning: ``count`` unfinished tasks were left to the live kernel polling them
-    (``stacklevel`` points at the user's call of ``history()`` or ``resume()``)."""
-    warnings.warn(
-        f"genwidgets: {count} unfinished task(s) are being polled by another live kernel "
-        "and were left to it; resume(force=True) takes them anyway.",
-        LedgerWarning,
-        stacklevel=stacklevel,
-    )
+class Recorder:
+    """The ``record_*`` writes of one :class:`~genwidgets.jobs.ledger.Ledger`, queued on
+    its :class:`~.writer.WriteQueue` in the order they are made."""
 
-
-class Recording:
-    """The ``record_*`` writes and the lease claim of :class:`~genwidgets.jobs.ledger.Ledger`."""
-
-    path: Path
-    intent_wait: float
-    lease_ttl: float
-    _key: str
-    _ids: dict[int, int]
-    _owner: Owner
-    _leasing: bool
-    _last_status: dict[tuple[str, str], tuple[str, int | None]]
-    _clock: Callable[[], float]
-
-    if TYPE_CHECKING:  # provided by the Ledger
-
-        def _put(self, op: Op | None) -> concurrent.futures.Future[Any]: ...
-        def _deliver(self) -> None: ...
-        def _stalled(self) -> bool: ...
-        def _quietly(self, what: str, future: concurrent.futures.Future[Any]) -> None: ...
-        def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
-        def _readable(self, found: list[tuple[Any, ...]]) -> list[LedgerRow]: ...
+    def __init__(
+        self,
+        file: LedgerFile,
+        queue: WriteQueue,
+        leases: Leases,
+        *,
+        intent_wait: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self._file = file
+        self._queue = queue
+        self._leases = leases
+        #: how long ``record_intent`` waits for its row to be on disk before the
+        #: create may leave anyway (the row follows when the ledger frees)
+        self.intent_wait = intent_wait
+        self._clock = clock
+        self._key = str(file.path.resolve())
+        self._ids: dict[int, int] = {}  # intent ticket -> row id
+        self._last_status: dict[tuple[str, str], tuple[str, int | None]] = {}
 
     # ------------------------------------------------------------------ in flight
 
@@ -101,22 +90,21 @@ class Recording:
         with in_flight_lock:
             self._in_flight().discard(row_id)
 
+    def sending(self, row_id: int) -> bool:
+        """Whether this process is sending the create of row ``row_id`` right now."""
+        with in_flight_lock:
+            return row_id in self._in_flight()
+
     # ------------------------------------------------------------------ writes
 
-    def _row_of(self, row_id: int) -> int:
+    def row_of(self, row_id: int) -> int:
         """The row id of an intent ticket (see :meth:`record_intent`), or ``row_id`` itself."""
         return self._ids.get(row_id, row_id) if row_id < 0 else row_id
 
     def record_intent(self, *, gateway: str, endpoint: str, payload: Mapping[str, Any]) -> int:
-        """Write the intent before the create request leaves; returns the row id.
-
-        Waits up to ``intent_wait`` seconds for the row to be on disk (a few
-        milliseconds normally), and not at all while the writer is stalled on a
-        busy file. If the file is busy (locked by another process) the row stays
-        queued, ahead of every later write of this task, and a negative ticket
-        standing for the row is returned: every method taking a row id accepts it.
-        See docs/decisions.md#the-ledger-and-the-engine.
-        """
+        """Queue the intent's row and wait for it at most ``intent_wait`` (not at all
+        while the writer is stalled); a negative ticket stands for a row still queued
+        (:meth:`~genwidgets.jobs.ledger.Ledger.record_intent` says why)."""
         for name, value in (("gateway", gateway), ("endpoint", endpoint)):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, not {value!r}")
@@ -138,28 +126,26 @@ class Recording:
                 self._in_flight().add(row_id)
             return row_id
 
-        writer_stalled = self._stalled()
-        future = self._put(insert)
+        writer_stalled = self._queue.stalled
+        future = self._queue.put(insert)
         try:
             row_id: int = future.result(timeout=0.0 if writer_stalled else self.intent_wait)
         except concurrent.futures.TimeoutError:
-            self._quietly("a task intent", future)
+            self._file.log_if_failed("a task intent", future)
             return ticket
         except sqlite3.Error:  # given up: the file cannot be written, a LedgerWarning says so
-            self._deliver()
+            self._file.deliver()
             return ticket
-        self._deliver()
+        self._file.deliver()
         return row_id
 
     def record_handle(self, row_id: int, handle: Handle) -> concurrent.futures.Future[None]:
-        """The create request answered with a task handle: the task exists, and this
-        ledger holds its lease (see :mod:`.lease`). Queued; returns the write's future."""
+        """Queue the handle on the intent's row; the write takes this ledger's lease."""
         now = self._clock()
-        owner = self._owner.name
-        self._leasing = True
+        owner = self._leases.take()
 
         def update(conn: sqlite3.Connection) -> None:
-            row = self._row_of(row_id)
+            row = self.row_of(row_id)
             try:
                 changed = conn.execute(
                     "UPDATE tasks SET request_id = ?, state = ?, status_url = ?, "
@@ -179,25 +165,25 @@ class Recording:
                     ),
                 ).rowcount
                 if not changed:
-                    raise LedgerError(f"no ledger row {row} in {self.path}")
+                    raise LedgerError(f"no ledger row {row} in {self._file.path}")
                 heartbeat(conn, owner, now)
             finally:
                 self._settle(row)
 
-        future = self._put(update)
-        self._quietly("the task handle", future)
+        future = self._queue.put(update)
+        self._file.log_if_failed("the task handle", future)
         return future
 
     def record_create_failed(
         self, row_id: int, error: str, *, created_nothing: bool
     ) -> concurrent.futures.Future[None]:
-        """The create request failed: ``not_created`` if certain, else ``outcome_unknown``."""
+        """Queue the failed create: ``not_created`` if certain, else ``outcome_unknown``."""
         now = self._clock()
         state = NOT_CREATED if created_nothing else OUTCOME_UNKNOWN
         text = error_text(error)
 
         def update(conn: sqlite3.Connection) -> None:
-            row = self._row_of(row_id)
+            row = self.row_of(row_id)
             try:
                 changed = conn.execute(
                     "UPDATE tasks SET state = ?, error = ?, updated_at = ?, finished_at = ? "
@@ -207,12 +193,12 @@ class Recording:
                 if not changed:
                     exists = conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,))
                     if exists.fetchone() is None:
-                        raise LedgerError(f"no ledger row {row} in {self.path}")
+                        raise LedgerError(f"no ledger row {row} in {self._file.path}")
             finally:
                 self._settle(row)
 
-        future = self._put(update)
-        self._quietly("the failed create", future)
+        future = self._queue.put(update)
+        self._file.log_if_failed("the failed create", future)
         return future
 
     def record_attach(
@@ -222,12 +208,11 @@ class Recording:
         *,
         payload: Mapping[str, Any] | None = None,
     ) -> concurrent.futures.Future[int]:
-        """Make sure a task re-attached by request id has a row, leased by this ledger;
-        the future holds the row id."""
+        """Queue the row of a task re-attached by id (inserted when missing), leased by
+        this ledger; the future holds the row id."""
         now = self._clock()
-        owner = self._owner.name
+        owner = self._leases.take()
         stored = json.dumps(scrub_payload(payload or {}))
-        self._leasing = True
 
         def upsert(conn: sqlite3.Connection) -> int:
             heartbeat(conn, owner, now)
@@ -267,18 +252,15 @@ class Recording:
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
-        future = self._put(upsert)
-        self._quietly("the re-attached task", future)
+        future = self._queue.put(upsert)
+        self._file.log_if_failed("the re-attached task", future)
         return future
 
     def record_status(
         self, gateway: str, request_id: str, status: Status
     ) -> concurrent.futures.Future[bool]:
-        """Note a status change; repeated equal statuses write nothing.
-
-        Queued; the future holds whether a row changed (False for an unknown task,
-        a repeat, or a task whose final result is already recorded).
-        """
+        """Queue a status change, unless it repeats the last one seen for the task;
+        the future holds whether a row changed."""
         key = (gateway, request_id)
         seen = (status.status, status.queue_position)
         if self._last_status.get(key) == seen:
@@ -311,15 +293,15 @@ class Recording:
                 ).rowcount
             )
 
-        future = self._put(update)
-        self._quietly("a status", future)
+        future = self._queue.put(update)
+        self._file.log_if_failed("a status", future)
         return future
 
     def record_result(
         self, gateway: str, request_id: str, result: Result
     ) -> concurrent.futures.Future[bool]:
-        """Store the final answer; local paths already recorded are kept. Queued; the
-        future holds whether the task had a row."""
+        """Queue the final answer, keeping the local paths already recorded; the future
+        holds whether the task had a row."""
         outputs = [output_record(o) for o in result.outputs]
         now = self._clock()
         self._last_status.pop((gateway, request_id), None)
@@ -353,8 +335,8 @@ class Recording:
             )
             return True
 
-        future = self._put(update)
-        self._quietly("a result", future)
+        future = self._queue.put(update)
+        self._file.log_if_failed("a result", future)
         return future
 
     def record_output_path(
@@ -368,10 +350,8 @@ class Recording:
         size: int | None = None,
         error: str | None = None,
     ) -> concurrent.futures.Future[bool]:
-        """Remember where output ``index`` was saved locally, with the SHA-256 and size
-        of what was written there (a file found changed is not used again:
-        docs/decisions.md#outputs-by-gateway); or, with no ``path``, why it could not
-        be saved (``error``). Queued; the future holds whether the task had a row."""
+        """Queue where output ``index`` was saved (its path, SHA-256 and size), or why it
+        was not; the future holds whether the task had a row."""
         local = str(Path(path).absolute()) if path is not None else None
         kept: dict[str, Any] = {"path": local, "sha256": sha256, "size": size}
         if local is None:
@@ -398,68 +378,6 @@ class Recording:
             )
             return True
 
-        future = self._put(update)
-        self._quietly("an output path", future)
+        future = self._queue.put(update)
+        self._file.log_if_failed("an output path", future)
         return future
-
-    # ------------------------------------------------------------------ leases
-
-    def held_elsewhere(self, gateway: str) -> set[str]:
-        """Request ids of unfinished tasks of ``gateway`` that another live owner
-        leases: a read, nothing is claimed (``history()`` leaves them to it)."""
-        me = self._owner.name
-        owners = [
-            row for row in self._read("SELECT owner, host, pid, heartbeat FROM owners")
-            if row[0] != me
-        ]
-        alive = alive_owners(owners, self._clock(), self.lease_ttl, pid_alive)
-        if not alive:
-            return set()
-        found = self._read(
-            "SELECT request_id, owner FROM tasks WHERE gateway = ? AND state = ? "
-            "AND request_id IS NOT NULL AND owner IS NOT NULL",
-            (gateway, SUBMITTED),
-        )
-        return {request_id for request_id, owner in found if owner in alive}
-
-    def without_held(self, gateway: str, rows: list[LedgerRow]) -> list[LedgerRow]:
-        """``rows`` less the unfinished ones another live kernel polls (said in a
-        warning): re-attaching them would poll each task twice and take its lease."""
-        held = self.held_elsewhere(gateway) if any(row.unfinished for row in rows) else set()
-        if not held:
-            return rows
-        kept = [row for row in rows if row.request_id not in held]
-        left_to_other_kernels(len(rows) - len(kept))
-        return kept
-
-    def claim_unfinished(self, gateway: str, *, force: bool = False) -> tuple[list[LedgerRow], int]:
-        """Take the lease of every unfinished task of ``gateway`` no live owner holds
-        (all of them with ``force``); returns those rows, newest first, and how many
-        were left to live owners. Waits for the ledger (the caller is ``resume()``).
-        See :mod:`.lease`."""
-        owner, now = self._owner.name, self._clock()
-        self._leasing = True
-        future = self._put(
-            lambda conn: claim(
-                conn,
-                gateway,
-                owner,
-                now=now,
-                ttl=self.lease_ttl,
-                force=force,
-                pid_alive=pid_alive,
-            )
-        )
-        try:
-            taken: Claim = future.result()
-        except sqlite3.Error as exc:
-            self._deliver()
-            raise LedgerError(f"cannot write the ledger {self.path}: {redact(str(exc))}") from exc
-        self._deliver()
-        if not taken.taken:
-            return [], taken.skipped
-        marks = ", ".join("?" * len(taken.taken))
-        found = self._read(
-            f"SELECT {COLUMNS} FROM tasks WHERE id IN ({marks}) ORDER BY id DESC", taken.taken
-        )
-        return self._readable(found), taken.skipped

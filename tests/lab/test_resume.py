@@ -55,7 +55,8 @@ def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
         lost = ledger.record_intent(
             gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[2].payload
         )
-        ledger._settle(ledger._row_of(lost))  # no longer in flight: the process is gone
+        recorder = ledger._recorder  # no longer in flight: the process is gone
+        recorder._settle(recorder.row_of(lost))
         # row 3: reserved, and the process died before the ledger had its intent
         # row 4: never reserved
         ledger.flush()

@@ -1,6 +1,7 @@
 """A batch's live view in a real JupyterLab and chromium: eight product photos sent on the
 embedded simulator two at a time; the view counts them while they run (the screenshot for
-the README, ``docs/img/batch.png``), then shows every one done with its picture loaded."""
+the README, ``docs/img/batch.png``), then shows every one done with its picture loaded,
+its lasting face present but hidden while the kernel lives."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ THUMBS_LOADED_JS = """
 }
 """
 
+LASTING_DONE_JS = """
+() => [...document.querySelectorAll('.jp-Notebook [data-gw-lasting]')]
+  .some(face => face.textContent.includes('8 done'))
+"""
+
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: Any) -> Iterator[Frontend]:
@@ -83,6 +89,10 @@ def test_the_live_view_counts_while_it_runs_and_shows_every_picture(lab: Any, br
         assert "of 8" in view.locator(".gw-batch-counts").inner_text()
         assert view.locator(".gw-batch-simulated").count() == 1
         assert "spent 8 images" in view.locator(".gw-batch-meta").inner_text()
+        # its lasting face is there, under it, and out of sight while the kernel lives
+        lasting = page.locator(".jp-Notebook [data-gw-lasting]")
+        page.wait_for_function(LASTING_DONE_JS, timeout=60_000)  # rewritten as it ended
+        assert lasting.count() == 1 and not lasting.is_visible()
         captions = view.locator(".gw-batch-thumb figcaption").all_inner_texts()
         assert sorted(c.split(": ", 1)[1] for c in captions)[0].startswith("SKU-0-a-blue")
         check_page(watched, "batch")

@@ -62,10 +62,12 @@ class ChildSimulator:
         return counts
 
 
-def start_simulator(workers: int = SIM_WORKERS, speed: float = 1.0) -> ChildSimulator:
-    """Start a child simulator and return once it listens."""
+def start_simulator(
+    workers: int = SIM_WORKERS, speed: float = 1.0, flags: Sequence[str] = ()
+) -> ChildSimulator:
+    """Start a child simulator (with more of its ``flags``) and return once it listens."""
     command = [PYTHON, "-m", "genwidgets.simulator", "--port", "0"]
-    command += ["--speed", f"{speed:g}", "--workers", str(workers)]
+    command += ["--speed", f"{speed:g}", "--workers", str(workers), *flags]
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,

@@ -27,6 +27,7 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
 
 from benchmarks import _common as common
 from benchmarks import (
+    batch,
     grid_weight,
     kernel,
     ledger_lock,
@@ -77,6 +78,7 @@ def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
             lambda: polling.run_polling(plan.polling),
         ),
         ("scale", True, lambda: scale.run_scale(plan.scale_jobs)),
+        ("batch", True, lambda: batch.run_batch(plan.scale_jobs)),  # as many rows as jobs
     ]
     results: dict[str, Any] = {"seconds": {}}
     begun = time.monotonic()

@@ -18,6 +18,8 @@ The public names, by purpose:
 - in a notebook: form, EndpointForm, render, board, Board, TaskView
 - the prompt lab: grid, Grid, grids, load_grid, GridRecord, sweep, Sweep, scores,
   ScoreTable, read_export (what a saved contact sheet or page says ran)
+- batches from data (a CSV, JSONL or DataFrame of rows to named, tagged files): batch,
+  Batch, batches, BatchRecord (``genwidgets batch`` on the command line)
 - errors: GenwidgetsError and its tree, GenwidgetsWarning (``help(gw.errors)``)
 - further: ``genwidgets.imgm`` (the imgM prompt language), ``genwidgets.catalog``
   (add an endpoint), ``genwidgets.simulator`` (run the simulator yourself)
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (
     AmbiguousClient,
+    BudgetExceeded,
     ClientClosed,
     DeprecatedFieldWarning,
     DownloadError,
@@ -70,12 +73,15 @@ if TYPE_CHECKING:
     from .jobs.job import AsyncJob, Job
     from .jobs.ledger import Ledger
     from .jobs.polling import PollPolicy
+    from .lab.batch import Batch
+    from .lab.batch_store import BatchRecord
     from .lab.export import read_export
     from .lab.scores import ScoreTable, scores
     from .lab.store import GridRecord
     from .media import validate
     from .protocol.prepared import PreparedRequest
     from .protocol.records import Handle, Output, Result, Status
+    from .widgets.batch import batch, batches
     from .widgets.board import Board, board
     from .widgets.form import EndpointForm, form
     from .widgets.grid import Grid, grid, grids, load_grid
@@ -130,6 +136,10 @@ _LAZY = {
     "grids": ".widgets.grid",
     "GridRecord": ".lab.store",
     "TaskView": ".widgets.task",
+    "batch": ".widgets.batch",  # importing it installs the batch's live view
+    "batches": ".widgets.batch",
+    "Batch": ".lab.batch",
+    "BatchRecord": ".lab.batch_store",
     "scores": ".lab.scores",
     "read_export": ".lab.export",
     "ScoreTable": ".lab.scores",
@@ -209,7 +219,10 @@ __all__ = [
     "AmbiguousClient",
     "AsyncClient",
     "AsyncJob",
+    "Batch",
+    "BatchRecord",
     "Board",
+    "BudgetExceeded",
     "Client",
     "ClientClosed",
     "DeprecatedFieldWarning",
@@ -253,6 +266,8 @@ __all__ = [
     "UnknownFieldWarning",
     "Unreachable",
     "WebhookNotSupported",
+    "batch",
+    "batches",
     "board",
     "endpoint",
     "endpoints",

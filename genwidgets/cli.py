@@ -1,18 +1,32 @@
-"""The ``genwidgets`` command: ``genwidgets simulate [flags]`` runs the gateway simulator.
+"""The ``genwidgets`` command: the simulator, batches, the ledger's tasks, the notebooks.
 
-The command itself lives with the simulator (``genwidgets.simulator.cli``); this module
-only names the subcommands. The help text is plain text: it is what ``--help`` prints.
+``genwidgets simulate`` lives with the simulator (``genwidgets.simulator.cli``) and
+``genwidgets batch`` with the batches (``genwidgets.lab.batch_cli``); this module names
+the subcommands and holds the small ones over one task (``status``, ``result``,
+``cancel``), the ledger (``history``, ``resume``) and the teaching notebooks
+(``notebooks``). Each task command takes ``--json`` for scripts. The help text is plain
+text: it is what ``--help`` prints. docs/decisions.md#batch-cli.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
+from .errors import GenwidgetsError, TaskTimeout
 from .simulator import cli as simulator_cli
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from .jobs.ledger import LedgerRow
 
 DESCRIPTION = "Tools for genwidgets, widgets for an asynchronous generation gateway."
 EPILOG = f"""\
@@ -20,12 +34,27 @@ examples:
   genwidgets simulate                  a local gateway on http://127.0.0.1:8765
   genwidgets simulate --speed 10       ten times faster
   genwidgets simulate --help           every flag of the simulator, with its default
+  genwidgets batch rows.csv --endpoint genW2.5-t2i-preview --set prompt='{{text}}' --out shots
+  genwidgets batch --help              every flag of a batch
+  genwidgets history --limit 20        the latest tasks in the ledger
+  genwidgets notebooks ./lessons       copy the teaching notebooks
 
 Then, in Python: export {ENV_BASE_URL}=http://127.0.0.1:8765 and
-{ENV_API_KEY}={DEMO_KEY}, and use genwidgets as with the real gateway."""
+{ENV_API_KEY}={DEMO_KEY}, and use genwidgets as with the real gateway. Without them,
+every command uses the embedded simulator."""
+#: a task command's exit status when the task is not (yet) done well
+EXIT_NOT_DONE = 1
+
+
+def _task_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("request_id", help="the task's request id")
+    parser.add_argument("--endpoint", help="the task's endpoint (default: from the ledger)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .lab.batch_cli import add_batch_arguments
+
     parser = argparse.ArgumentParser(
         prog="genwidgets",
         description=DESCRIPTION,
@@ -41,7 +70,221 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=simulator_cli.HelpFormatter,
     )
     simulator_cli.add_simulate_arguments(simulate)
+    batch = commands.add_parser(
+        "batch",
+        help="send a task per row of a CSV or JSONL file, files out",
+        description="Plan, confirm and send a task per row; files and manifest.csv go to "
+        "--out; the same command again resumes. Exit status: 0 all done, 1 some not "
+        "done, 2 refused, 130 interrupted.",
+    )
+    add_batch_arguments(batch)
+    history = commands.add_parser("history", help="the tasks in the ledger, newest first")
+    history.add_argument("--endpoint", help="only this endpoint's tasks")
+    history.add_argument("--status", help="a state (unfinished, ok, failed, ...) or status")
+    history.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    history.add_argument("--json", action="store_true", help="print JSON")
+    for name, text in (
+        ("status", "ask the gateway for a task's status"),
+        ("result", "a task's result and local files (waits with --wait)"),
+        ("cancel", "ask the gateway to cancel a task"),
+    ):
+        _task_arguments(commands.add_parser(name, help=text))
+    result = commands.choices["result"]
+    result.add_argument("--wait", type=float, default=0.0, help="seconds to wait for it")
+    result.add_argument("--out", help="also copy its outputs into this folder")
+    resume = commands.add_parser(
+        "resume", help="re-attach unfinished tasks and wait for their results"
+    )
+    resume.add_argument("--wait", type=float, default=None, help="seconds to wait at most")
+    resume.add_argument("--force", action="store_true", help="take tasks another kernel polls")
+    resume.add_argument("--json", action="store_true", help="print JSON")
+    notebooks = commands.add_parser("notebooks", help="copy the teaching notebooks into DIR")
+    notebooks.add_argument("dir", help="the folder to copy them into (made if missing)")
+    notebooks.add_argument("--force", action="store_true", help="overwrite files there")
     return parser
+
+
+# ----------------------------------------------------------------------------- tasks
+
+
+def _row_record(row: LedgerRow) -> dict[str, Any]:
+    return {
+        "request_id": row.request_id,
+        "endpoint": row.endpoint,
+        "state": row.state,
+        "status": row.status,
+        "ok": row.ok,
+        "error": row.error,
+        "submitted_at": row.submitted_at,
+        "files": [o.get("path") for o in row.outputs if o.get("path")],
+    }
+
+
+def _when(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+def _history(client: Client, args: argparse.Namespace) -> int:
+    if client.ledger is None:
+        print("genwidgets history: the ledger is off", file=sys.stderr)
+        return EXIT_NOT_DONE
+    rows = client.ledger.rows(
+        client.gateway_name, endpoint=args.endpoint, status=args.status, limit=args.limit
+    )
+    records = [_row_record(r) for r in rows]
+    if args.json:
+        print(json.dumps(records))
+        return 0
+    for r in records:
+        word = r["status"] or r["state"]
+        files = f" {len(r['files'])} file(s)" if r["files"] else ""
+        rid = r["request_id"] or "(no request id)"
+        print(f"{_when(r['submitted_at'])}  {r['endpoint']:<24} {word:<16} {rid}{files}")
+    return 0
+
+
+def _endpoint_of(client: Client, args: argparse.Namespace) -> str | None:
+    if args.endpoint:
+        return str(args.endpoint)
+    row = client.ledger.get(client.gateway_name, args.request_id) if client.ledger else None
+    return row.endpoint if row is not None else None
+
+
+def _one_task(client: Client, args: argparse.Namespace) -> int:
+    endpoint = _endpoint_of(client, args)
+    if endpoint is None:
+        print(
+            f"genwidgets {args.command}: {args.request_id} is not in the ledger; give --endpoint",
+            file=sys.stderr,
+        )
+        return 2
+    job = client.job(endpoint, args.request_id)
+    if args.command == "cancel":
+        job.cancel()
+        out: dict[str, Any] = {"request_id": job.request_id, "cancel": "asked"}
+        print(json.dumps(out) if args.json else f"{job.request_id}: cancel asked")
+        return 0
+    if args.command == "status":
+        status = job.status()
+        out = {
+            "request_id": job.request_id,
+            "endpoint": endpoint,
+            "status": status.status,
+            "queue_position": status.queue_position,
+        }
+        print(
+            json.dumps(out)
+            if args.json
+            else f"{job.request_id}: {status.status}"
+            + (
+                f" (queue position {status.queue_position})"
+                if status.queue_position is not None
+                else ""
+            )
+        )
+        return 0
+    row = client.ledger.get(client.gateway_name, args.request_id) if client.ledger else None
+    try:
+        # finished: what the ledger recorded (its local files); else the gateway's, waited for
+        result = (row.result() if row is not None else None) or job.result(timeout=args.wait)
+    except TaskTimeout:
+        out = {"request_id": job.request_id, "status": job.status_text, "done": False}
+        print(
+            json.dumps(out)
+            if args.json
+            else f"{job.request_id}: not finished ({job.status_text}); wait with --wait SECONDS"
+        )
+        return EXIT_NOT_DONE
+    files = []
+    for output in result.outputs:
+        path = output.path
+        if args.out:
+            path = output.save(Path(args.out) / f"{job.request_id}-{output.index}")
+        files.append(str(path) if path else output.url)
+    out = {
+        "request_id": job.request_id,
+        "endpoint": endpoint,
+        "status": result.status,
+        "ok": result.ok,
+        "error": result.error,
+        "files": files,
+    }
+    if args.json:
+        print(json.dumps(out, default=str))
+    else:
+        print(f"{job.request_id}: {result.status}" + (f" ({result.error})" if result.error else ""))
+        for name in files:
+            print(f"  {name}")
+    return 0 if result.ok else EXIT_NOT_DONE
+
+
+def _resume(client: Client, args: argparse.Namespace) -> int:
+    jobs = client.resume(force=args.force)
+    deadline = None if args.wait is None else time.monotonic() + args.wait
+    records = []
+    for job in jobs:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            result = job.result(timeout=left)
+            record = {
+                "request_id": job.request_id,
+                "endpoint": job.endpoint,
+                "status": result.status,
+                "ok": result.ok,
+                "files": [str(o.path) for o in result.outputs if o.path],
+            }
+        except GenwidgetsError as exc:
+            record = {
+                "request_id": job.request_id,
+                "endpoint": job.endpoint,
+                "status": job.status_text,
+                "ok": False,
+                "error": str(exc),
+                "files": [],
+            }
+        records.append(record)
+        if not args.json:
+            print(
+                f"{record['request_id']}  {record['endpoint']:<24} {record['status']}"
+                + "".join(f"\n  {f}" for f in record["files"])
+            )
+    if args.json:
+        print(json.dumps(records))
+    elif not records:
+        print("nothing to resume: no unfinished task in the ledger")
+    return 0 if all(r["ok"] for r in records) else EXIT_NOT_DONE
+
+
+# ----------------------------------------------------------------------------- notebooks
+
+
+def notebooks_folder() -> Path:
+    """Where the teaching notebooks are: inside the installed package (the wheel ships
+    them as ``genwidgets/notebooks``), else beside it in a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "notebooks", here.parent / "notebooks"):
+        if any(candidate.glob("*.ipynb")):
+            return candidate
+    raise FileNotFoundError("the teaching notebooks are not installed with this package")
+
+
+def _notebooks(args: argparse.Namespace) -> int:
+    source = notebooks_folder()
+    target = Path(args.dir).expanduser()
+    files = sorted(p for p in source.iterdir() if p.suffix in (".ipynb", ".py"))
+    there = [p.name for p in files if (target / p.name).exists()]
+    if there and not args.force:
+        print(
+            f"genwidgets notebooks: {target} already has {', '.join(there)}; nothing copied "
+            "(--force overwrites)",
+            file=sys.stderr,
+        )
+        return 2
+    target.mkdir(parents=True, exist_ok=True)
+    for path in files:
+        shutil.copyfile(path, target / path.name)
+        print(target / path.name)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,8 +292,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "simulate":
         return simulator_cli.simulate(args, parser)
-    parser.error(f"unknown command {args.command!r}")
-    return 2
+    if args.command == "batch":
+        from .lab.batch_cli import run_batch
+
+        return run_batch(args)
+    if args.command == "notebooks":
+        return _notebooks(args)
+    from ._client import Client
+
+    with Client() as client:
+        try:
+            if args.command == "history":
+                return _history(client, args)
+            if args.command == "resume":
+                return _resume(client, args)
+            return _one_task(client, args)
+        except GenwidgetsError as exc:
+            print(f"genwidgets {args.command}: {exc}", file=sys.stderr)
+            return EXIT_NOT_DONE
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
     │   ├── OutcomeUnknown                  create sent, answer lost: a task may exist
     │   └── ClientClosed                    the client is closed; a task may still run
     ├── AmbiguousClient                     live clients of several gateways: pass client=
+    ├── BudgetExceeded                      a batch's plan bills more than its budget allows
     ├── TaskFailed                          COMPLETED with error; .result
     ├── TaskTimeout (also TimeoutError)     .job
     ├── DownloadError                       outputs not saved; .failures [(index, reason)]
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AmbiguousClient",
+    "BudgetExceeded",
     "ClientClosed",
     "DeprecatedFieldWarning",
     "DownloadError",
@@ -260,6 +262,21 @@ class AmbiguousClient(GenwidgetsError):
         )
 
 
+class BudgetExceeded(GenwidgetsError):
+    """A batch's plan bills more of a kind (images, video seconds, money...) than its
+    ``budget=`` allows, counting what the budget has already spent; nothing was sent.
+    ``kind``, ``cap``, ``planned`` and ``spent`` say by how much."""
+
+    def __init__(
+        self, message: str, *, kind: str, cap: float, planned: float, spent: float = 0.0
+    ) -> None:
+        self.kind = kind
+        self.cap = cap
+        self.planned = planned
+        self.spent = spent
+        super().__init__(message)
+
+
 class TaskFailed(GenwidgetsError):
     """The task reached a terminal status with an error; ``result`` holds it."""
 
@@ -272,16 +289,23 @@ class TaskFailed(GenwidgetsError):
 
 
 class TaskTimeout(GenwidgetsError, TimeoutError):
-    """A wait ran out; the task itself goes on (``job`` can be awaited or cancelled)."""
+    """A wait ran out; the task itself goes on (``job`` can be awaited or cancelled),
+    unless the wait asked the gateway to cancel it (``cancelled``)."""
 
-    def __init__(self, job: JobLike | AsyncJob, timeout: float) -> None:
+    def __init__(self, job: JobLike | AsyncJob, timeout: float, *, cancelled: bool = False) -> None:
         self.job = job
         self.timeout = timeout
-        super().__init__(
-            f"no result within {timeout:g} s; the task is still alive"
-            f"{_where(job.endpoint, job.request_id)}. "
-            "Wait again with job.result(), or stop it with job.cancel()."
-        )
+        #: the wait asked the gateway to cancel the task (``cancel_on_timeout=True``)
+        self.cancelled = cancelled
+        where = _where(job.endpoint, job.request_id)
+        if cancelled:
+            text = f"no result within {timeout:g} s; the gateway was asked to cancel it{where}."
+        else:
+            text = (
+                f"no result within {timeout:g} s; the task is still alive{where}. "
+                "Wait again with job.result(), or stop it with job.cancel()."
+            )
+        super().__init__(text)
 
 
 class DownloadError(GenwidgetsError):

@@ -4,6 +4,8 @@
   task runs 0.1 s, a video 0.3 s plus encoding), default keys (the demo key).
 - ``make_simulator(**SimConfig kwargs)``: a fresh server per call (speed 20
   unless given), stopped when the test ends.
+- ``gateway_env``: a fresh server set as the environment's gateway (``gw.Client()``,
+  the command line), with a temporary ``GENWIDGETS_HOME``.
 
 Every test runs with ``GENWIDGETS_HOME`` in a temporary folder and without the
 gateway variables, so nothing touches the user's ledger or a real gateway.
@@ -57,3 +59,16 @@ def make_simulator() -> Iterator[Callable[..., SimulatorServer]]:
     yield factory
     for sim in started:
         sim.stop()
+
+
+@pytest.fixture
+def gateway_env(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, make_simulator: Callable[..., SimulatorServer]
+) -> SimulatorServer:
+    """A fresh simulator that ``gw.Client()`` and the command line reach from the
+    environment, with the ledger in a temporary home."""
+    sim = make_simulator()
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", sim.base_url)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "sim-demo-key")
+    return sim

@@ -120,6 +120,20 @@ def test_a_result_wait_that_runs_out_leaves_the_task_alive() -> None:
     asyncio.run(main())
 
 
+def test_an_async_wait_with_cancel_on_timeout_cancels_the_task() -> None:
+    fake = FakeGateway()
+    fake.next_statuses = [{"status": "IN_PROGRESS"}]
+
+    async def main() -> None:
+        async with gw.AsyncClient(BASE, KEY, transport=fake.transport(), ledger=False) as client:
+            job = await client.submit("ep", {}, validate=False)
+            with pytest.raises(gw.TaskTimeout, match="asked to cancel") as info:
+                await job.result(timeout=0.05, cancel_on_timeout=True)
+            assert info.value.cancelled and fake.count("cancel") == 1
+
+    asyncio.run(main())
+
+
 def test_closing_ends_live_async_jobs_with_client_closed() -> None:
     fake = FakeGateway()
     fake.next_statuses = [{"status": "IN_PROGRESS"}]

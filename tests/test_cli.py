@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 import genwidgets
@@ -72,3 +77,94 @@ def test_simulate_help_shows_no_empty_default(capsys: pytest.CaptureFixture[str]
         main(["simulate", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "(default: None)" not in text and "(default: [])" not in text
+
+
+# ----------------------------------------------------------------------------- tasks
+
+T2I = "genW2.5-t2i-preview"
+
+
+def json_out(capsys: pytest.CaptureFixture[str]) -> Any:
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(120)
+def test_history_status_and_result_read_the_ledger_and_the_gateway(
+    gateway_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with genwidgets.Client() as client:
+        job = client.submit(T2I, {"prompt": "a gull", "n": 1})
+        job.result(timeout=60)
+    assert main(["history", "--limit", "5", "--json"]) == 0
+    [row] = json_out(capsys)
+    assert (row["request_id"], row["endpoint"], row["status"]) == (job.request_id, T2I, "COMPLETED")
+    assert len(row["files"]) == 1 and Path(row["files"][0]).exists()
+    assert main(["status", job.request_id, "--json"]) == 0  # the endpoint from the ledger
+    assert json_out(capsys)["status"] == "COMPLETED"
+    assert main(["result", job.request_id, "--json", "--out", str(tmp_path / "copies")]) == 0
+    found = json_out(capsys)
+    assert found["ok"] and Path(found["files"][0]).parent == tmp_path / "copies"
+    assert main(["history", "--limit", "5"]) == 0
+    assert job.request_id in capsys.readouterr().out
+
+
+@pytest.mark.timeout(120)
+def test_cancel_resume_and_an_id_the_ledger_does_not_know(
+    gateway_env: Any, make_simulator: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    httpx.put(f"{gateway_env.base_url}/_sim/config", json={"speed": 0.05}, timeout=10)
+    with genwidgets.Client() as client:
+        slow = client.submit(T2I, {"prompt": "a slow gull", "n": 1})
+    assert main(["cancel", slow.request_id, "--json"]) == 0
+    assert json_out(capsys) == {"request_id": slow.request_id, "cancel": "asked"}
+    assert main(["resume", "--json", "--wait", "60"]) in (0, 1)  # re-attached, waited for
+    [resumed] = json_out(capsys)
+    assert resumed["request_id"] == slow.request_id and resumed["status"] == "COMPLETED"
+    assert main(["status", "no-such-id"]) == 2
+    assert "not in the ledger; give --endpoint" in capsys.readouterr().err
+    assert main(["result", "no-such-id", "--endpoint", T2I, "--wait", "60"]) == 1
+    assert "Request not found" in capsys.readouterr().err
+
+
+def test_notebooks_are_copied_and_never_over_files_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "lessons"
+    assert main(["notebooks", str(target)]) == 0
+    copied = sorted(p.name for p in target.iterdir())
+    assert "00_quickstart.ipynb" in copied and "09_batch.ipynb" in copied
+    assert main(["notebooks", str(target)]) == 2
+    assert "already has" in capsys.readouterr().err
+    assert main(["notebooks", str(target), "--force"]) == 0
+
+
+@pytest.mark.timeout(120)
+def test_the_build_puts_the_notebooks_inside_the_package(tmp_path: Path) -> None:
+    """What a wheel holds: ``setup.py``'s build step copies notebooks/ into the built
+    package, where ``genwidgets notebooks`` looks first."""
+    root = Path(genwidgets.__file__).resolve().parents[1]
+    (tmp_path / "egg").mkdir()  # egg_info writes there, not in the checkout
+    done = subprocess.run(
+        [
+            sys.executable,
+            "setup.py",
+            "-q",
+            "egg_info",
+            "--egg-base",
+            str(tmp_path / "egg"),
+            "build_py",
+            "--build-lib",
+            str(tmp_path / "lib"),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    shipped = sorted(p.name for p in (tmp_path / "lib" / "genwidgets" / "notebooks").iterdir())
+    assert shipped == sorted(
+        p.name for p in (root / "notebooks").iterdir() if p.suffix in (".ipynb", ".py")
+    )
+    assert "09_batch.ipynb" in shipped and "manifest" not in " ".join(shipped)

@@ -11,11 +11,12 @@ from genwidgets import errors
 
 #: every public name of the facade; a change here is a change of the public API (DESIGN.md)
 PUBLIC = {
-    "AsyncClient", "Board", "Client", "EndpointForm", "EndpointSpec", "Grid", "GridRecord",
-    "Handle", "AsyncJob", "Job", "Ledger", "Output", "PollPolicy", "PreparedRequest", "Result",
+    "AsyncClient", "Batch", "BatchRecord", "Board", "Client", "EndpointForm", "EndpointSpec",
+    "Grid", "GridRecord", "Handle", "AsyncJob", "Job", "Ledger", "Output", "PollPolicy",
+    "PreparedRequest", "Result",
     "ScoreTable", "Status", "Sweep", "TaskView", "openapi",
-    "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid", "login", "render",
-    "read_export", "scores",
+    "batch", "batches", "board", "endpoint", "endpoints", "form", "grid", "grids", "load_grid",
+    "login", "read_export", "render", "scores",
     "sweep", "validate",
     *errors.__all__,
 }  # fmt: skip

@@ -125,7 +125,9 @@ def run_each(
             try:  # short slices: a kernel interrupt is seen at once
                 index, outcome = arrived.get(timeout=0.25)
             except queue.Empty:
-                if batch.done():
+                # every answer is queued before the batch's future is done, so a done
+                # batch with answers still queued is drained, not a batch that failed
+                if batch.done() and arrived.empty():
                     batch.result()  # the batch itself failed: say how
                     raise RuntimeError("the batch ended before every item answered") from None
                 continue

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import (
     ClientClosed,
     GatewayError,
+    GenwidgetsError,
     RateLimited,
     RequestNotFound,
     ServerError,
@@ -179,14 +180,22 @@ class Job:
         """Ask the gateway now (one request, with the retry policy)."""
         return self._engine.run(self._status_now())
 
-    def result(self, timeout: float | None = None) -> Result:
-        """Block until the task is terminal; ``TaskTimeout`` leaves it running."""
+    def result(self, timeout: float | None = None, *, cancel_on_timeout: bool = False) -> Result:
+        """Block until the task is terminal. ``TaskTimeout`` after ``timeout`` seconds
+        leaves the task running, or, with ``cancel_on_timeout=True``, first asks the
+        gateway to cancel it, so a forgotten task does not bill on."""
         try:
             return wait_future(self._future, timeout)
         except concurrent.futures.TimeoutError:
             if self._future.done():
                 raise
-            raise TaskTimeout(self, timeout or 0.0) from None
+            if not cancel_on_timeout:
+                raise TaskTimeout(self, timeout or 0.0) from None
+            try:
+                self.cancel()
+            except GenwidgetsError as exc:  # the cancel failed: the task may still run
+                raise TaskTimeout(self, timeout or 0.0) from exc
+            raise TaskTimeout(self, timeout or 0.0, cancelled=True) from None
         except KeyboardInterrupt:
             print(
                 f"\nStopped waiting; task {self.request_id} on {self.endpoint} is still "
@@ -536,13 +545,22 @@ class AsyncJob:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._job.status)
 
-    async def result(self, timeout: float | None = None) -> Result:
-        """Wait until the task is terminal; ``TaskTimeout`` leaves it running."""
+    async def result(
+        self, timeout: float | None = None, *, cancel_on_timeout: bool = False
+    ) -> Result:
+        """Wait until the task is terminal; ``TaskTimeout`` leaves it running, or with
+        ``cancel_on_timeout=True`` first asks the gateway to cancel it (as ``Job.result``)."""
         try:
             # The future is this wait's own: cancelling it on timeout leaves the task be.
             return await asyncio.wait_for(self._terminal(), timeout)
         except asyncio.TimeoutError:
-            raise TaskTimeout(self, timeout or 0.0) from None
+            if not cancel_on_timeout:
+                raise TaskTimeout(self, timeout or 0.0) from None
+        try:
+            await self.cancel()
+        except GenwidgetsError as exc:
+            raise TaskTimeout(self, timeout or 0.0) from exc
+        raise TaskTimeout(self, timeout or 0.0, cancelled=True)
 
     async def cancel(self) -> None:
         """Ask the gateway to cancel (no-op once the job is done)."""

@@ -5,7 +5,9 @@ grids (counted, billed, validated before sending), :mod:`.sweep` plans a sweep a
 a one-axis grid, :mod:`.run` sends a grid (or a sweep) and keeps its ratings,
 :mod:`.store` keeps grids in the ledger's SQLite file, :mod:`.export` writes
 contact sheets and offline pages, :mod:`.mapping` writes one payload for several
-endpoints, :mod:`.scores` gathers ratings across grids.
+endpoints, :mod:`.scores` gathers ratings across grids. Batches from data
+(``gw.batch``) are :mod:`.batch` and the modules it names; :mod:`.batch_open` opens one;
+:func:`read_provenance` reads back how a batch's file was made.
 """
 
 from .axes import PROMPT_SR, Axis, make_axis, parse_values
@@ -18,6 +20,7 @@ from .plan import (
     plan_grid,
     prompt_jobs,
 )
+from .provenance import read_provenance
 from .run import GridCell, GridRun, default_client, list_grids
 from .scores import ScoreTable, scores
 from .store import GridRecord, GridStore, store_for
@@ -46,6 +49,7 @@ __all__ = [
     "plan_grid",
     "plan_sweep",
     "prompt_jobs",
+    "read_provenance",
     "scores",
     "store_for",
 ]

@@ -27,9 +27,12 @@ __all__ = [
     "MAX_VALUES",
     "PROMPT_SR",
     "Axis",
+    "field_type",
     "make_axis",
     "parse_values",
     "prompt_fields",
+    "set_field",
+    "typed_value",
 ]
 
 PROMPT_SR = "prompt_sr"
@@ -99,14 +102,7 @@ class Axis:
                         self.search, str(value), 1 if self.kind == "group" else -1
                     )
             return
-        path = self.field.split(".")
-        node = payload
-        for name in path[:-1]:
-            child = node.get(name)
-            child = dict(child) if isinstance(child, Mapping) else {}
-            node[name] = child
-            node = child
-        node[path[-1]] = value
+        set_field(payload, self.field, value)
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready description (exports and the grid store)."""
@@ -127,6 +123,19 @@ class Axis:
             search=data.get("search"),
             targets=tuple(data.get("targets") or ()),
         )
+
+
+def set_field(payload: dict[str, Any], field: str, value: Any) -> None:
+    """Set ``field`` (a name or a dotted path) in ``payload`` in place; nested dicts
+    on the way are copied, so a shared base payload is never changed."""
+    path = field.split(".")
+    node = payload
+    for name in path[:-1]:
+        child = node.get(name)
+        child = dict(child) if isinstance(child, Mapping) else {}
+        node[name] = child
+        node = child
+    node[path[-1]] = value
 
 
 def prompt_fields(payload: Mapping[str, Any]) -> list[str]:
@@ -153,9 +162,11 @@ def _scalar_type(annotation: Any) -> type | None:
     return None
 
 
-def _field_type(model: Any, path: Sequence[str], endpoint: str) -> type | None:
-    """The scalar type of the field at ``path``; an unknown name is a PayloadError
-    naming it with the closest known name."""
+def field_type(
+    model: Any, path: Sequence[str], endpoint: str, *, where: str = "axis"
+) -> type | None:
+    """The scalar type of the field at ``path`` (None: not a scalar, or free-form);
+    an unknown name is a PayloadError at ``(where, path)`` naming the closest known name."""
     from ..catalog import fields_along
     from ..catalog.introspect import models_in
 
@@ -172,7 +183,7 @@ def _field_type(model: Any, path: Sequence[str], endpoint: str) -> type | None:
         close = difflib.get_close_matches(missing, known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise PayloadError(
-            [{"loc": ("axis", ".".join(path)), "msg": f"unknown field {missing!r}{hint}"}],
+            [{"loc": (where, ".".join(path)), "msg": f"unknown field {missing!r}{hint}"}],
             endpoint=endpoint,
         )
     return _scalar_type(reached[-1][0].annotation)
@@ -222,20 +233,28 @@ def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | 
     return [round(v, 10) for v in values]
 
 
-def _convert(item: str, kind: type | None, field: str, endpoint: str | None) -> Any:
+def typed_value(
+    item: str, kind: type | None, field: str, endpoint: str | None, hint: str = ACCEPTED_FORMS
+) -> Any:
+    """One text value as the field's scalar ``kind`` takes it (``"5"`` → 5 for an
+    integer field, ``"yes"`` → True for a boolean); a text that is not one is a
+    PayloadError naming the field, followed by ``hint`` (what is accepted)."""
     if kind is None or kind is str:
         return item
+    tail = f"; {hint}" if hint else ""
     if kind is bool:
-        lowered = item.lower()
+        lowered = item.strip().lower()
         if lowered in ("true", "yes", "1", "on"):
             return True
         if lowered in ("false", "no", "0", "off"):
             return False
-        raise _bad(field, f"{item!r} is not true or false; {ACCEPTED_FORMS}", endpoint)
+        raise _bad(field, f"{item!r} is not true or false{tail}", endpoint)
     try:
         number = float(item)
     except ValueError:
-        raise _bad(field, f"{item!r} is not a number; {ACCEPTED_FORMS}", endpoint) from None
+        raise _bad(field, f"{item!r} is not a number{tail}", endpoint) from None
+    if not math.isfinite(number):
+        raise _bad(field, f"{item!r} is not a finite number", endpoint)
     if kind is int:
         if number != int(number):
             raise _bad(field, f"{item!r} is not a whole number", endpoint)
@@ -262,7 +281,7 @@ def parse_values(
         elif kind in (int, float) and not re.fullmatch(_NUMBER, item) and "-" in item[1:]:
             raise _bad(field, f"the range {item!r} does not parse; {ACCEPTED_FORMS}", endpoint)
         else:
-            values.append(_convert(item, kind, field, endpoint))
+            values.append(typed_value(item, kind, field, endpoint))
     return values
 
 
@@ -297,7 +316,7 @@ def make_axis(
     else:
         if not field or any(not part for part in field.split(".")):
             raise _bad(field, f"{field!r} is not a field name or a dotted path", endpoint)
-        kind = _field_type(model, field.split("."), endpoint)
+        kind = field_type(model, field.split("."), endpoint)
     if isinstance(raw, str):
         values = parse_values(raw, kind, field=field, endpoint=endpoint)
     elif isinstance(raw, (bytes, Mapping)) or not isinstance(raw, (Sequence, range)):

@@ -12,21 +12,23 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import EndpointNotFound, PayloadError
 from .axes import Axis, canonical, short
 
 if TYPE_CHECKING:
     from ..catalog import EndpointSpec
-    from .plan import PlannedCell
 
 __all__ = [
     "PROMPT_FIELD_NAMES",
+    "UNITS",
     "BilledUnit",
+    "Counted",
     "axis_count",
     "billed_count",
     "billed_unit",
+    "billed_units",
     "billed_words",
     "billing_values",
     "cost_summary",
@@ -41,6 +43,22 @@ __all__ = [
 ]
 
 PROMPT_FIELD_NAMES = ("remixPrompt", "remix_prompt", "prompt")
+
+
+class Counted(Protocol):
+    """A task as a plan counts it: a grid's cell, a batch's row."""
+
+    @property
+    def endpoint(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def billed(self) -> int: ...
+
+    @property
+    def payload(self) -> dict[str, Any]: ...
 
 
 def prompt_jobs(text: str) -> int:
@@ -129,6 +147,52 @@ def billed_words(endpoint: str, count: int) -> str:
     """``1 prompt (4 images)``, ``4 images``: ``count`` billed generations of
     ``endpoint`` in its unit (what a grid cell shows beside its pictures)."""
     return unit_of(endpoint).amount(count)
+
+
+#: the billed kinds a plan counts (what ``budget=`` caps), each with its key in a
+#: price table (``prices={endpoint: {"per_second": 0.08}}``); docs/decisions.md#batch-units
+UNITS: dict[str, str] = {
+    "tasks": "per_task",
+    "images": "per_image",
+    "prompts": "per_prompt",
+    "video_seconds": "per_second",
+    "speech_characters": "per_character",
+}
+
+
+def billed_units(spec: EndpointSpec, payload: Mapping[str, Any]) -> dict[str, float | None]:
+    """What one task bills, per kind of :data:`UNITS`, with the service's defaults for
+    what the payload leaves out: every task is one ``tasks``; an image endpoint adds its
+    billed generations (:func:`billed_count`) in its unit (:func:`billed_unit`: ``images``,
+    or ``prompts`` for imgM); a video endpoint adds ``video_seconds`` (its duration times
+    its outputs), None when the payload cannot say it (automatic, no duration field, no
+    default); a speech endpoint adds ``speech_characters``."""
+    units: dict[str, float | None] = {"tasks": 1}
+    if spec.kind == "image":
+        units[billed_unit(spec).noun + "s"] = billed_count(spec, payload)
+    elif spec.kind == "video":
+        units["video_seconds"] = _video_seconds(spec, payload)
+    elif spec.kind == "speech":
+        from .mapping import prompt_of
+
+        text = prompt_of(spec, payload)
+        units["speech_characters"] = len(text) if isinstance(text, str) else None
+    return units
+
+
+def _video_seconds(spec: EndpointSpec, payload: Mapping[str, Any]) -> float | None:
+    """Seconds of video one task bills (duration sent or defaulted, times its outputs);
+    None when the payload cannot say it."""
+    if "duration" not in spec.model.model_fields:
+        return None
+    value = spec.value_of(payload, "duration")
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
+        return None  # NO_DEFAULT, or -1: the model chooses
+    return seconds * spec.generations(payload)
 
 
 def billing_values(
@@ -229,14 +293,14 @@ def axis_count(axis: Axis) -> str:
     return f"{len(axis)} {noun}{'s' if len(axis) != 1 else ''}"
 
 
-def endpoints_summary(cells: Sequence[PlannedCell]) -> str:
+def endpoints_summary(cells: Sequence[Counted]) -> str:
     """``6 tasks, 8 billed images, 2 billed prompts (8 images) (genW2.5-t2i-preview 4
     each by default → set n)``: billed generations per unit, then each endpoint that
     bills more than one per task or leaves a billing field to the service's default."""
     from ..catalog import endpoint as catalog_endpoint
 
     by_unit: dict[BilledUnit, int] = {}
-    by_endpoint: dict[str, list[PlannedCell]] = {}
+    by_endpoint: dict[str, list[Counted]] = {}
     for cell in cells:
         unit = unit_of(cell.endpoint)
         by_unit[unit] = by_unit.get(unit, 0) + cell.billed

@@ -29,6 +29,7 @@ comparing models".
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -78,8 +79,15 @@ ROUTES: dict[str, Route] = {
 }
 
 
-def _wire_names(spec: EndpointSpec) -> set[str]:
-    return {(info.alias or name) for name, info in spec.model.model_fields.items()}
+def _wire_names(spec: EndpointSpec) -> frozenset[str]:
+    return _model_wire_names(spec.model)
+
+
+@functools.cache
+def _model_wire_names(model: type) -> frozenset[str]:
+    """A model's wire names, once per class (a batch maps thousands of rows with one)."""
+    fields = model.model_fields  # type: ignore[attr-defined]
+    return frozenset((info.alias or name) for name, info in fields.items())
 
 
 def _required(spec: EndpointSpec) -> list[str]:

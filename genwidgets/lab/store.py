@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from .._config import redact
 from ..errors import EndpointNotFound, LedgerError, PayloadError
@@ -37,6 +37,7 @@ __all__ = [
     "GridRecord",
     "GridStore",
     "SessionTables",
+    "TableStore",
     "Tables",
     "restore_plan",
     "store_for",
@@ -154,12 +155,16 @@ class GridRecord:
         return sum(1 for c in self.cells if c.request_id)
 
 
-class GridStore:
-    """Read and write grids in the tables of one ledger file (or of the session).
+class TableStore:
+    """Tables of one ledger file (or of the session) with their ``SCHEMA``, made by the
+    first write that finds them missing; a read of a file without them returns nothing.
 
     ``tables`` is the ledger to go through, a path (a :class:`Ledger` of that file is
     opened, and closed by :meth:`close`), or None (memory). Thread-safe: the ledger is.
+    The grids (:class:`GridStore`) and the batches (``lab/batch_store.py``) keep theirs so.
     """
+
+    SCHEMA: tuple[str, ...] = ()
 
     def __init__(self, tables: Tables | str | os.PathLike[str] | None = None) -> None:
         self._owned: Ledger | None = None
@@ -169,6 +174,44 @@ class GridStore:
             tables = self._owned = Ledger(tables)
         self.tables: Tables = tables
         self.path = tables.path
+
+    def _write(self, write: Write) -> Any:
+        """Run ``write`` in one transaction of the tables and return what it returned. A
+        file without this store's tables (new, or started afresh after damage) gets them
+        in the same transaction."""
+        try:
+            with self.tables.transaction() as conn:
+                return write(conn)
+        except (LedgerError, sqlite3.OperationalError) as exc:
+            if not _no_table(exc):
+                raise
+            with self.tables.transaction() as conn:
+                for statement in self.SCHEMA:
+                    conn.execute(statement)
+                return write(conn)
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one query; none from a file that holds no such table yet."""
+        try:
+            return self.tables.query(sql, params)
+        except (LedgerError, sqlite3.OperationalError) as exc:
+            if _no_table(exc):
+                return []
+            raise
+
+    def close(self) -> None:
+        """Close the ledger this store opened (a client's ledger is the client's to close)."""
+        if self._owned is not None:
+            self._owned.close()
+
+
+class GridStore(TableStore):
+    """Read and write grids in the tables of one ledger file (or of the session)."""
+
+    SCHEMA = _SCHEMA
+
+    def __init__(self, tables: Tables | str | os.PathLike[str] | None = None) -> None:
+        super().__init__(tables)
         self._lock = threading.Lock()
         self._watchers: dict[str, list[Callable[[], object]]] = {}
 
@@ -183,34 +226,6 @@ class GridStore:
             found = self._watchers.get(grid_id, [])
             if callback in found:
                 found.remove(callback)
-
-    def _write(self, write: Write) -> None:
-        """Run ``write`` in one transaction of the tables. A file without the grid
-        tables (new, or started afresh after damage) gets them in the same transaction."""
-        try:
-            with self.tables.transaction() as conn:
-                write(conn)
-        except (LedgerError, sqlite3.OperationalError) as exc:
-            if not _no_table(exc):
-                raise
-            with self.tables.transaction() as conn:
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                write(conn)
-
-    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Rows of one query; none from a file that holds no grid yet (a read writes nothing)."""
-        try:
-            return self.tables.query(sql, params)
-        except (LedgerError, sqlite3.OperationalError) as exc:
-            if _no_table(exc):
-                return []
-            raise
-
-    def close(self) -> None:
-        """Close the ledger this store opened (a client's ledger is the client's to close)."""
-        if self._owned is not None:
-            self._owned.close()
 
     # ------------------------------------------------------------------ writing
 
@@ -326,18 +341,28 @@ class GridStore:
         return [r for r in (self.get(i) for i in self.ids(gateway)) if r is not None]
 
 
-_stores: dict[str, GridStore] = {}
+_stores: dict[tuple[type[TableStore], str], TableStore] = {}
 _stores_lock = threading.Lock()
+S = TypeVar("S", bound=TableStore)
 
 
-def store_for(client: ClientLike) -> GridStore:
-    """The store of a client's ledger file (one per file per process)."""
+@overload
+def store_for(client: ClientLike) -> GridStore: ...
+
+
+@overload
+def store_for(client: ClientLike, kind: type[S]) -> S: ...
+
+
+def store_for(client: ClientLike, kind: type[TableStore] = GridStore) -> TableStore:
+    """The store of ``kind`` (grids by default) of a client's ledger file, one per
+    file per process."""
     path = store_path(client)
     key = str(path.resolve()) if path is not None else f"memory:{id(client)}"
     with _stores_lock:
-        store = _stores.get(key)
+        store = _stores.get((kind, key))
         if store is None:
-            store = _stores[key] = GridStore(client.ledger)
+            store = _stores[(kind, key)] = kind(client.ledger)
         return store
 
 

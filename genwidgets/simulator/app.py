@@ -7,6 +7,7 @@ docs/decisions.md#sim-http; ``--dialect`` rewords the answers (:mod:`.dialects`)
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -46,8 +47,10 @@ class SimState:
         self.config = config
         self.dialect = dialects.DIALECTS[config.dialect]
         self.limiter = RateLimiter(config.rate_limit)
+        self.create_limiter = RateLimiter(config.create_rate_limit)
         self.dice = Dice(config.seed)
-        self.stats = dict.fromkeys(OPERATIONS, 0)
+        #: requests by operation, and ``created``: the tasks made
+        self.stats = dict.fromkeys((*OPERATIONS, "created"), 0)
         self.files = FileStore()
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="genwidgets-sim-media")
         demo = image_file("demo", 640, 640, 7, "asset-demo", ["the simulator's demo image asset"])
@@ -65,6 +68,8 @@ class SimState:
         new = self.config.with_live(changes)
         if new.rate_limit != self.config.rate_limit:
             self.limiter = RateLimiter(new.rate_limit)
+        if new.create_rate_limit != self.config.create_rate_limit:
+            self.create_limiter = RateLimiter(new.create_rate_limit)
         self.config = new
 
     def close(self) -> None:
@@ -250,13 +255,23 @@ def _control(request: Request) -> tuple[float | None, str | None] | Response:
 
 
 def _counted_caller(request: Request, operation: str) -> tuple[SimState, str] | Response:
-    """Count the request in the stats, then the caller's key, or the gateway's refusal."""
+    """Count the request in the stats, then the caller's key, or the gateway's refusal
+    (a create also meets the create limit)."""
     state = _state(request)
     state.stats[operation] += 1
     key, refusal = _authorize(request, state)
     if refusal is not None:
         return refusal
     assert key is not None
+    if operation == "create":
+        retry_after = state.create_limiter.take_exact(key)
+        if retry_after is not None:
+            return gateway_error(
+                state.dialect.rate_limit[0],
+                "RATE_LIMIT_EXCEEDED",
+                "Rate limit exceeded, please try again later",
+                dialects.retry_after_header(state.dialect, retry_after, exact=True),
+            )
     return state, key
 
 
@@ -314,6 +329,7 @@ async def create_task(request: Request) -> Response:
         context=context,
     )
     state.scheduler.submit(task)
+    state.stats["created"] += 1
     prefix = queue_url(base, endpoint, task.request_id)
     position = state.scheduler.queue_position(task)
     place = position - 1 if position > 0 else None
@@ -430,6 +446,24 @@ async def sim_stats(request: Request) -> Response:
     return JSONResponse(_state(request).stats)
 
 
+async def sim_tasks(request: Request) -> Response:
+    """Every task made, oldest first: request id, endpoint, status, when it was made and
+    a digest of its payload (the batch benchmark counts duplicate creates with it)."""
+    listed = [
+        {
+            "request_id": task.request_id,
+            "endpoint": task.endpoint,
+            "status": task.status,
+            "created_at": task.created_at,
+            "payload_sha256": hashlib.sha256(
+                json.dumps(task.payload, sort_keys=True, default=str).encode()
+            ).hexdigest(),
+        }
+        for task in _state(request).scheduler.tasks.values()
+    ]
+    return JSONResponse(listed)
+
+
 async def sim_config(request: Request) -> Response:
     state = _state(request)
     if request.method == "PUT":
@@ -513,6 +547,7 @@ def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
         Route("/files/{token}/{name}", get_file, methods=["GET", "HEAD"]),
         Route("/_sim/tasks/{request_id}", _loopback_only(sim_task), methods=["GET"]),
         Route("/_sim/stats", _loopback_only(sim_stats), methods=["GET"]),
+        Route("/_sim/tasks", _loopback_only(sim_tasks), methods=["GET"]),
         Route("/_sim/config", _loopback_only(sim_config), methods=["GET", "PUT"]),
     ]
     app = Starlette(

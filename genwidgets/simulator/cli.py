@@ -105,6 +105,8 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
          "share of status/result requests answered 502/503 (0-1)"),
         ("--rate-limit", float, c.check_rate_limit, None,
          "requests per second per key before RATE_LIMIT_EXCEEDED (default: no limit)"),
+        ("--create-rate-limit", float, lambda v: c.check_rate_limit(v, "create-rate-limit"),
+         None, "create requests per second per key, besides --rate-limit (default: no limit)"),
         ("--latency", float, c.check_latency, 0.0, "seconds added before every answer"),
     )  # fmt: skip
     for flag, convert, check, default, text in checked:
@@ -144,6 +146,7 @@ def config_from(args: argparse.Namespace) -> SimConfig:
         fail_rate=args.fail_rate,
         error_rate=args.error_rate,
         rate_limit=args.rate_limit,
+        create_rate_limit=args.create_rate_limit,
         latency=args.latency,
         seed=args.seed,
         **({"dialect": args.dialect} if getattr(args, "dialect", None) else {}),

@@ -17,7 +17,7 @@ from .._config import DEMO_KEY
 from .dialects import check_dialect, dialect_from_env
 
 #: Fields ``PUT /_sim/config`` may change on a running server.
-LIVE_FIELDS = ("fail_rate", "error_rate", "rate_limit", "latency", "speed")
+LIVE_FIELDS = ("fail_rate", "error_rate", "rate_limit", "create_rate_limit", "latency", "speed")
 
 MAX_SPEED = 1000.0
 MAX_WORKERS = 1024
@@ -46,13 +46,13 @@ def check_rate(name: str, value: Any) -> float:
     return rate
 
 
-def check_rate_limit(value: Any) -> float | None:
+def check_rate_limit(value: Any, name: str = "rate_limit") -> float | None:
     if value is None:
         return None
-    limit = _number("rate_limit", value)
+    limit = _number(name, value)
     if limit <= 0:
         raise ValueError(
-            f"rate_limit must be > 0 requests per second per key (or None for no limit), "
+            f"{name} must be > 0 requests per second per key (or None for no limit), "
             f"got {value!r}"
         )
     return limit
@@ -81,6 +81,8 @@ class SimConfig:
     ``fail_rate``: share of tasks that end ``COMPLETED`` with a runtime error.
     ``error_rate``: share of status/result requests answered 502/503.
     ``rate_limit``: requests per second per key (None: unlimited).
+    ``create_rate_limit``: create requests per second per key, on top of it (gateways
+    limit creates apart from the rest, as replicate's 600 a minute).
     ``latency``: seconds added before every answer. ``seed``: seeds the dice
     of the fault switches, so a run is reproducible. ``dialect``: how the
     answers fill what the spec leaves open (:mod:`.dialects`; default from
@@ -94,6 +96,7 @@ class SimConfig:
     fail_rate: float = 0.0
     error_rate: float = 0.0
     rate_limit: float | None = None
+    create_rate_limit: float | None = None
     latency: float = 0.0
     seed: int = 0
     dialect: str = field(default_factory=dialect_from_env)
@@ -115,6 +118,11 @@ class SimConfig:
         object.__setattr__(self, "fail_rate", check_rate("fail_rate", self.fail_rate))
         object.__setattr__(self, "error_rate", check_rate("error_rate", self.error_rate))
         object.__setattr__(self, "rate_limit", check_rate_limit(self.rate_limit))
+        object.__setattr__(
+            self,
+            "create_rate_limit",
+            check_rate_limit(self.create_rate_limit, "create_rate_limit"),
+        )
         object.__setattr__(self, "latency", check_latency(self.latency))
         object.__setattr__(self, "dialect", check_dialect(self.dialect))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):

@@ -305,9 +305,17 @@ def cancelled(d: Dialect, task: Task) -> Answer:
     )
 
 
-def retry_after_header(d: Dialect, seconds: int, now: float | None = None) -> dict[str, str]:
-    """``Retry-After`` in seconds, or as an HTTP date no earlier than ``seconds`` from now."""
+def retry_after_header(
+    d: Dialect, wait: float, now: float | None = None, *, exact: bool = False
+) -> dict[str, str]:
+    """``Retry-After`` in whole seconds (at least 1), or as an HTTP date no earlier than
+    that from now; ``exact`` adds ``retry-after-ms``, the wait to the millisecond (the
+    create limit says it: docs/decisions.md#sim-http)."""
+    seconds = max(1, math.ceil(wait))
     if not d.rate_limit[1]:
-        return {"Retry-After": str(seconds)}
+        headers = {"Retry-After": str(seconds)}
+        if exact:
+            headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
+        return headers
     when = math.ceil(time.time() if now is None else now) + seconds
     return {"Retry-After": email.utils.formatdate(when, usegmt=True)}

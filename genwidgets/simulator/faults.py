@@ -23,7 +23,7 @@ class RateLimiter:
 
     :meth:`take` answers ``None`` when the request may pass, else the whole
     number of seconds (at least 1) after which a token will be there again:
-    the value of the ``Retry-After`` header.
+    the value of the ``Retry-After`` header; :meth:`take_exact` the seconds unrounded.
     """
 
     def __init__(self, rate: float | None) -> None:
@@ -31,6 +31,13 @@ class RateLimiter:
         self._buckets: dict[str, _Bucket] = {}
 
     def take(self, key: str, now: float | None = None) -> int | None:
+        """The ``Retry-After`` in whole seconds (at least 1), or None: it may pass."""
+        wait = self.take_exact(key, now)
+        return None if wait is None else max(1, math.ceil(wait))
+
+    def take_exact(self, key: str, now: float | None = None) -> float | None:
+        """None when the request may pass (a token taken), else the seconds until a
+        token is there again (``retry-after-ms`` says it to the millisecond)."""
         if self.rate is None:
             return None
         now = time.monotonic() if now is None else now
@@ -43,8 +50,7 @@ class RateLimiter:
         if bucket.tokens >= 1.0:
             bucket.tokens -= 1.0
             return None
-        wait = (1.0 - bucket.tokens) / self.rate
-        return max(1, math.ceil(wait))
+        return (1.0 - bucket.tokens) / self.rate
 
 
 class Dice:

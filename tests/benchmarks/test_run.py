@@ -295,3 +295,17 @@ def test_the_prompt_figures_reach_the_headline(results: dict[str, Any]) -> None:
     assert pr["slowest_ms"] == max(ms for steps in pr["prompts"].values() for ms in steps.values())
     assert run.headline(results)["prompt_slowest_ms"] == pr["slowest_ms"]
     assert "grid_weight" not in results and "grid_weight" not in results["seconds"]
+
+
+@pytest.mark.timeout(120)
+def test_the_batch_is_killed_half_way_and_resumed_with_no_row_made_twice(
+    results: dict[str, Any],
+) -> None:
+    b = results["batch"]
+    assert b["rows"] == TINY.scale_jobs and b["manifest_rows"] == b["rows"]
+    assert b["duplicate_creates"] == 0 and b["tasks_made"] <= b["rows"]
+    assert b["rows_done"] + b["rows_unknown"] == b["rows"] and b["rows_other"] == 0
+    assert b["files_once"] and b["files"] == b["rows_done"] and b["suffixed_files"] == 0
+    assert b["ledger_tasks"] >= b["rows_done"]
+    assert b["plan_s"] > 0 and b["kb_per_row"] > 0
+    assert set(b["goals"]) >= {"create_rate_share", "kb_per_row", "duplicate_creates", "plan_s"}

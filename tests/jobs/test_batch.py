@@ -123,3 +123,36 @@ def test_a_batch_from_the_engine_thread_is_refused_with_a_reason() -> None:
 
     message = engine.run(inside(), timeout=30)
     assert "engine thread" in message and "job callback" in message
+
+
+def test_answers_queued_as_the_batch_ends_are_drained_not_taken_for_a_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race a busy machine met: the caller's wait for an answer runs out just as the
+    last answers are queued and the batch ends. Those answers are delivered (every
+    answer is queued before the batch is done), not "the batch ended before every item
+    answered"."""
+    import queue as queue_module
+
+    from genwidgets.jobs import batch as batch_module
+
+    class LateQueue(queue_module.SimpleQueue):  # type: ignore[type-arg]
+        """Its first wait runs out after the batch ended, with the answers queued."""
+
+        waited = False
+
+        def get(self, block: bool = True, timeout: float | None = None) -> Any:
+            if not LateQueue.waited:
+                LateQueue.waited = True
+                assert wait_until(lambda: self.qsize() == 3)  # every answer is in
+                raise queue_module.Empty
+            return super().get(block, timeout)
+
+    monkeypatch.setattr(batch_module.queue, "SimpleQueue", LateQueue)
+
+    async def answer(index: int) -> int:
+        return index
+
+    works = [lambda i=i: answer(i) for i in range(3)]
+    assert run_each(get_engine(), works, concurrency=3) == [0, 1, 2]
+    assert LateQueue.waited

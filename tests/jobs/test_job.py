@@ -175,6 +175,36 @@ def test_timeout_leaves_the_task_alive(client: gw.Client, fake: FakeGateway) -> 
     assert job.result(timeout=10).ok  # awaited again
 
 
+def test_a_timeout_with_cancel_on_timeout_cancels_at_the_gateway(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    """fal's ``client_timeout`` pair: the wait ends and the task does not bill on."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    job = submit(client)
+    with pytest.raises(gw.TaskTimeout) as info:
+        job.result(timeout=0.05, cancel_on_timeout=True)
+    assert info.value.cancelled and "the gateway was asked to cancel it" in str(info.value)
+    assert fake.count("cancel") == 1 and job.cancel_requested
+    assert job.result(timeout=5).error_type == "cancelled"
+
+
+def test_a_cancel_that_fails_after_a_timeout_says_the_task_may_run(
+    client: gw.Client, fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    job = submit(client)
+
+    def refused() -> None:
+        raise gw.Unauthorized("no", status_code=401)
+
+    monkeypatch.setattr(job, "cancel", refused)
+    with pytest.raises(gw.TaskTimeout) as info:
+        job.result(timeout=0.05, cancel_on_timeout=True)
+    assert not info.value.cancelled and "still alive" in str(info.value)
+    assert isinstance(info.value.__cause__, gw.Unauthorized)
+    job.request_cancel()
+
+
 def test_cancel_ends_the_task(client: gw.Client, fake: FakeGateway) -> None:
     fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
     job = submit(client)

@@ -137,12 +137,28 @@ EXPECTED: dict[str, Expect] = {
         texts=("RateLimited", "Retry-After", "cancelled", "Runtime execution failed"),
         task_views=2,
     ),
+    "09_batch": expect(
+        widgets=("gw-batch",),
+        media=("image",),
+        texts=(
+            "MUG-01-a-blue-ceramic-mug-product-photo-on-a.png",
+            '"request_id"',
+            "row,status,endpoint,request_id,files",
+            "creates sent by the re-run: 0",
+            "waits for submit: True",
+            "imgM-v8.1-t2i {'prompt': 'a lighthouse at dawn --seed 4'}",
+            "BudgetExceeded - the plan bills 24 images; the budget allows 12",
+            "row 1.seed",
+            "timed out after 0.5 s; cancelled",
+            "exit status 0",
+        ),
+    ),
 }
 
 NOTEBOOKS = jupyter_env.notebook_paths()
 
 
-def test_the_nine_notebooks_exist_and_each_has_expectations() -> None:
+def test_the_ten_notebooks_exist_and_each_has_expectations() -> None:
     names = {p.stem for p in NOTEBOOKS}
     assert names == set(EXPECTED), (
         f"notebooks without expectations: {sorted(names - set(EXPECTED))}; "

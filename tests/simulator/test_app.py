@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -318,7 +320,33 @@ def test_stats_count_requests_by_operation(make_simulator: Callable[..., Simulat
         c.get(handle["response_url"])
         c.put(handle["cancel_url"])
         stats = c.get("/_sim/stats").json()
-    assert stats == {"create": 1, "status": 3, "result": 1, "cancel": 1, "files": 0}
+    assert stats == {"create": 1, "status": 3, "result": 1, "cancel": 1, "files": 0, "created": 1}
+
+
+def test_the_create_limit_refuses_creates_only_and_tasks_are_listed_with_digests(
+    make_simulator: Callable[..., SimulatorServer],
+) -> None:
+    """``--create-rate-limit``: creates beyond it get the gateway's 429 (counted as create
+    requests, not as tasks made), other requests pass; ``/_sim/tasks`` lists what was made."""
+    sim = make_simulator(create_rate_limit=0.01)  # one create, then one per 100 s
+    with httpx.Client(base_url=sim.base_url, headers={"Authorization": "Bearer sim-demo-key"}) as c:
+        answers = [c.post(f"/v1/queue/{VIDEO}", json={**KITE, "seed": i}) for i in range(6)]
+        made = [a.json() for a in answers if a.status_code == 200]
+        refused = [a for a in answers if a.status_code == 429]
+        assert len(made) == 1 and len(refused) == 5
+        assert refused[0].json()["error"]["code"] == "RATE_LIMIT_EXCEEDED"
+        assert int(refused[0].headers["retry-after"]) >= 1
+        assert 0 < int(refused[0].headers["retry-after-ms"]) <= 100_000  # the exact wait
+        for _ in range(5):  # status requests are not creates: never refused by this limit
+            assert c.get(made[0]["status_url"]).status_code == 200
+        stats = c.get("/_sim/stats").json()
+        listed = c.get("/_sim/tasks").json()
+    assert stats["create"] == 6 and stats["created"] == 1 and stats["status"] == 5
+    assert [t["request_id"] for t in listed] == [m["request_id"] for m in made]
+    sent = {**KITE, "seed": 0}
+    digest = hashlib.sha256(json.dumps(sent, sort_keys=True).encode()).hexdigest()
+    assert listed[0]["payload_sha256"] == digest
+    assert listed[0]["created_at"] <= time.time()
 
 
 def test_live_config_changes_and_rejects_bad_values(

@@ -137,6 +137,7 @@ def test_the_spec_dialect_is_unchanged(make_simulator: Make) -> None:
         answers = [c.get("/v1/queue/asset-get/requests/none/status") for _ in range(5)]
     limited = [a for a in answers if a.status_code == 429]
     assert limited and limited[0].headers["retry-after"].isdigit()
+    assert "retry-after-ms" not in limited[0].headers  # only the create limit says it
 
 
 def test_the_embedded_simulator_takes_its_dialect_from_the_environment(tmp_path: Any) -> None:

@@ -92,3 +92,12 @@ def test_token_bucket_refills_at_the_rate() -> None:
     assert limiter.take("k", now=1.5) == 1
     assert limiter.take("k", now=2.2) is None
     assert RateLimiter(None).take("k") is None
+
+
+def test_the_exact_wait_is_what_retry_after_ms_says() -> None:
+    limiter = RateLimiter(8)  # a token every 125 ms once the bucket of 8 is spent
+    assert all(limiter.take_exact("k", now=0.0) is None for _ in range(8))
+    assert limiter.take_exact("k", now=0.0) == pytest.approx(0.125)
+    assert limiter.take_exact("k", now=0.1) == pytest.approx(0.025)
+    assert limiter.take("k", now=0.1) == 1  # Retry-After: whole seconds, at least 1
+    assert limiter.take_exact("k", now=0.25) is None

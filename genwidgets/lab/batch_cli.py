@@ -1,0 +1,231 @@
+"""``genwidgets batch FILE --endpoint E ...``: a batch from the command line.
+
+The same plan as ``gw.batch`` is printed, then confirmed: asked on a terminal, given
+by ``--yes``, refused when stdin is not a terminal and ``--yes`` is missing. Progress
+is a tqdm bar on a terminal and quiet lines otherwise; the manifest is written as it
+goes. Exit status: 0 every row done, 1 some row not done (failed, cancelled, unknown,
+left running, not sent), 2 refused (bad input, over budget, not confirmed), 130
+interrupted (the same command resumes). docs/decisions.md#batch-cli.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, TextIO
+
+from ..errors import BudgetExceeded, EndpointNotFound, GenwidgetsError, PayloadError
+from .batch import Batch
+from .batch_open import CONFIRM_ABOVE, ON_TIMEOUT, open_batch
+from .budget import MONEY
+from .cost import UNITS
+
+__all__ = ["EXIT_DONE", "EXIT_NOT_DONE", "EXIT_REFUSED", "add_batch_arguments", "run_batch"]
+
+EXIT_DONE, EXIT_NOT_DONE, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: rows listed one by one after a batch (failed, unknown); the rest are counted
+LISTED = 20
+
+
+def _pair(text: str, what: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+    return name.strip(), value
+
+
+def _set(text: str) -> tuple[str, str]:
+    return _pair(text, "FIELD=TEMPLATE (e.g. prompt='{text}, watercolor')")
+
+
+def _budget(text: str) -> tuple[str, float]:
+    kind, value = _pair(text, f"KIND=N with KIND one of {', '.join([*UNITS, MONEY])}")
+    try:
+        return kind, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} in {text!r} is not a number") from None
+
+
+def _price(text: str) -> tuple[str, str, float]:
+    where, value = _pair(text, "ENDPOINT:PER_UNIT=PRICE (e.g. vidA-2-0:per_second=0.08)")
+    endpoint, sep, key = where.rpartition(":")
+    if not sep or not endpoint:
+        raise argparse.ArgumentTypeError(f"{text!r} is not ENDPOINT:PER_UNIT=PRICE")
+    try:
+        return endpoint, key, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} in {text!r} is not a number") from None
+
+
+def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the rows: a .csv file (header row first) or a .jsonl file")
+    parser.add_argument(
+        "--endpoint",
+        required=True,
+        help="the endpoint every row goes to (a column named 'endpoint' sends a row elsewhere)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="template",
+        action="append",
+        type=_set,
+        default=[],
+        metavar="FIELD=TEMPLATE",
+        help="a field from the row's columns, e.g. "
+        "--set prompt='{text}, watercolor' --set seed='{seed}' (repeatable; "
+        "none: columns named like fields)",
+    )
+    parser.add_argument("--out", required=True, help="the folder for files and manifests")
+    parser.add_argument(
+        "--id",
+        help="the batch's name (default: derived from the rows, so the same command resumes it)",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=None, help="creates in flight at once (default 4)"
+    )
+    parser.add_argument(
+        "--budget",
+        action="append",
+        type=_budget,
+        default=[],
+        metavar="KIND=N",
+        help=f"a cap: {', '.join(UNITS)}, or money with --price (repeatable)",
+    )
+    parser.add_argument(
+        "--price",
+        action="append",
+        type=_price,
+        default=[],
+        metavar="ENDPOINT:PER_UNIT=PRICE",
+        help=f"a price for --budget money=N (PER_UNIT: {', '.join(UNITS.values())})",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="seconds a row may take once created"
+    )
+    parser.add_argument(
+        "--on-timeout",
+        choices=ON_TIMEOUT,
+        default="cancel",
+        help="past --timeout: cancel the row at the gateway, or leave it running",
+    )
+    parser.add_argument(
+        "--filenames",
+        default=None,
+        help="the file name template (default {row:05d}-{slug}-{seed}.{ext})",
+    )
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="send without asking (needed when stdin is not a terminal)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object at the end instead of text"
+    )
+
+
+def _ask(question: str, stdin: TextIO, stdout: TextIO) -> bool:
+    print(question, end=" ", file=stdout, flush=True)
+    answer = stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _report(batch: Batch) -> dict[str, Any]:
+    def listed(rows: list[Any]) -> list[dict[str, Any]]:
+        return [{"row": r.index, "request_id": r.request_id, "error": r.error} for r in rows]
+
+    not_done = [r for r in batch.rows if r.status != "done"]
+    return {
+        "id": batch.id,
+        "out": str(batch.out),
+        "manifest": str(batch.manifest.csv),
+        "counts": {k: v for k, v in batch.counts().items() if v},
+        "spent": batch.snapshot().spent,
+        "stopped": batch.stopped,
+        "not_done": listed(not_done),
+    }
+
+
+def run_batch(
+    args: argparse.Namespace,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """The ``batch`` command (see the module docstring); returns the exit status."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    from .._client import Client
+
+    budget: Any = dict(args.budget) or None
+    prices: dict[str, dict[str, float]] = {}
+    for endpoint, key, value in args.price:
+        prices.setdefault(endpoint, {})[key] = value
+    if budget is not None and set(budget) == {MONEY}:
+        budget = budget[MONEY]
+    client = Client()
+    try:
+        try:
+            batch = open_batch(
+                args.endpoint,
+                args.file,
+                dict(args.template) or None,
+                out=args.out,
+                id=args.id,
+                budget=budget,
+                prices=prices or None,
+                concurrency=args.concurrency,
+                confirm_above=CONFIRM_ABOVE,
+                timeout=args.timeout,
+                on_timeout=args.on_timeout,
+                client=client,
+                filenames=args.filenames,
+            )
+        except (PayloadError, BudgetExceeded, EndpointNotFound, ValueError) as exc:
+            print(f"genwidgets batch: refused, nothing sent: {exc}", file=stderr)
+            return EXIT_REFUSED
+        to_send = sum(1 for r in batch.rows if r.state == "waiting")
+        if not args.json:
+            print(f"batch {batch.id} → {batch.out}", file=stdout)
+            print(batch.plan.summary(), file=stdout)
+            if to_send < len(batch.rows):
+                print(f"resumed: {len(batch.rows) - to_send} row(s) already sent", file=stdout)
+        if to_send and not args.yes:
+            if not stdin.isatty():
+                print(
+                    f"genwidgets batch: refused: {to_send} row(s) to send and stdin is not a "
+                    "terminal to confirm; pass --yes",
+                    file=stderr,
+                )
+                return EXIT_REFUSED
+            if not _ask(f"Send {to_send} row(s)? [y/N]", stdin, stdout):
+                print("genwidgets batch: not confirmed, nothing sent", file=stderr)
+                return EXIT_REFUSED
+        batch.submit()
+        try:
+            batch.wait(progress="none" if args.json else "auto")
+        except KeyboardInterrupt:
+            print(
+                f"\ngenwidgets batch: interrupted; tasks already created go on. Run the same "
+                f"command again to resume batch {batch.id}.",
+                file=stderr,
+            )
+            return EXIT_INTERRUPTED
+        except GenwidgetsError as exc:
+            print(f"genwidgets batch: stopped: {exc}", file=stderr)
+            return EXIT_NOT_DONE
+        report = _report(batch)
+        if args.json:
+            print(json.dumps(report), file=stdout)
+        else:
+            for row in report["not_done"][:LISTED]:
+                line = f"  row {row['row']}: {row['error'] or 'not done'}"
+                print(line + (f" [{row['request_id']}]" if row["request_id"] else ""), file=stdout)
+            if len(report["not_done"]) > LISTED:
+                print(f"  … and {len(report['not_done']) - LISTED} more", file=stdout)
+            print(f"manifest: {report['manifest']}", file=stdout)
+        return EXIT_DONE if not report["not_done"] else EXIT_NOT_DONE
+    finally:
+        client.close()

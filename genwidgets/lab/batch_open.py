@@ -1,0 +1,216 @@
+"""``gw.batch`` and ``gw.batches``: plan a batch, open it (new or resumed), send it.
+
+The arguments are checked first, then the plan (:mod:`.batch_plan`: every row, all
+problems at once), then the batch's id and folder, then what the store already holds
+under that id (:mod:`.resume`), then the budget against what the batch has spent;
+only then, below ``confirm_above``, is anything sent. docs/decisions.md#batches.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._client import default_client
+from ..errors import PayloadError
+from ..jobs.batch import valid_concurrency
+from .batch import Batch
+from .batch_plan import plan_batch
+from .batch_store import WAITING, BatchRecord, BatchStore
+from .cost import needs_confirmation, not_sent_line
+from .naming import safe_part
+from .outfiles import check_out
+from .progress import progress_mode
+from .resume import restore
+from .run import CONCURRENCY
+from .store import store_for
+
+if TYPE_CHECKING:
+    from .._protocols import ClientLike
+
+__all__ = ["CONFIRM_ABOVE", "ON_TIMEOUT", "batch", "batch_id_of", "batches"]
+
+#: billed generations above which a batch waits for ``.submit()`` (the grid's default)
+CONFIRM_ABOVE = 10
+ON_TIMEOUT = ("cancel", "leave")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def _bad(loc: str, msg: str) -> PayloadError:
+    return PayloadError([{"loc": (loc,), "msg": msg}])
+
+
+def batch_id_of(stem: str, digest: str) -> str:
+    """A derived id: the rows file's stem and the start of the plan's digest
+    (``prompts-3fa2c1d04e``), the same for the same rows, template and names."""
+    return f"{safe_part(stem, 40) or 'batch'}-{digest[:10]}"
+
+
+def _check_arguments(
+    timeout: Any, on_timeout: Any, confirm_above: Any, concurrency: Any, batch_id: Any
+) -> None:
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+    ):
+        raise _bad("timeout", f"a row's deadline is a number of seconds above 0, not {timeout!r}")
+    if on_timeout not in ON_TIMEOUT:
+        raise _bad(
+            "on_timeout",
+            f"{on_timeout!r} is not one of 'cancel' (cancel the row at the gateway) or "
+            "'leave' (leave it running and list it)",
+        )
+    needs_confirmation(0, confirm_above)  # a bad value is a ValueError saying so
+    valid_concurrency(concurrency)
+    if batch_id is not None and (not isinstance(batch_id, str) or not _ID.fullmatch(batch_id)):
+        raise _bad(
+            "id",
+            f"{batch_id!r} is not a batch id: 1-100 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit",
+        )
+
+
+def open_batch(
+    endpoint: str,
+    rows: Any,
+    template: Mapping[str, Any] | None = None,
+    *,
+    out: str | Path | None = None,
+    id: str | None = None,
+    budget: Any = None,
+    prices: Mapping[str, Mapping[str, float]] | None = None,
+    concurrency: int | None = None,
+    confirm_above: int | None = None,
+    timeout: float | None = None,
+    on_timeout: str = "cancel",
+    client: ClientLike | None = None,
+    filenames: str | None = None,
+) -> Batch:
+    """Everything :func:`batch` does but sending: the plan, the id, the folder, what
+    the store holds under the id, the budget. ``batch.needs_confirmation`` says whether
+    it would wait for ``.submit()`` (the command line asks first, whatever the count)."""
+    concurrency = CONCURRENCY if concurrency is None else concurrency
+    confirm_above = CONFIRM_ABOVE if confirm_above is None else confirm_above
+    _check_arguments(timeout, on_timeout, confirm_above, concurrency, id)
+    chosen = client if client is not None else default_client()
+    plan = plan_batch(
+        endpoint,
+        rows,
+        template,
+        filenames=filenames,
+        budget=budget,
+        prices=prices,
+        prepare=chosen.prepare,
+    )
+    batch_id = id or batch_id_of(plan.stem, plan.digest)
+    store = store_for(chosen, BatchStore)
+    stored = store.summary(batch_id)
+    if stored is not None and stored.digest != plan.digest:
+        raise _bad(
+            "id",
+            f"batch {batch_id!r} was sent with other rows, template or file names; give "
+            "another id= (or none: one is derived from the rows)",
+        )
+    folder = _folder(out, stored, batch_id)
+    check_out(folder, batch_id)
+    run = Batch(
+        plan,
+        chosen,
+        batch_id=batch_id,
+        out=folder,
+        store=store,
+        concurrency=concurrency,
+        timeout=timeout,
+        on_timeout=on_timeout,
+    )
+    restore(run)
+    waiting = [r for r in run.rows if r.state == WAITING]
+    plan.budget.check(
+        [(r.index, r.endpoint, r.units) for r in waiting], run.spent, f"batch {batch_id}"
+    )
+    billed = sum(r.planned.billed for r in waiting)
+    run.needs_confirmation = needs_confirmation(billed, confirm_above)
+    return run
+
+
+def batch(
+    endpoint: str,
+    rows: Any,
+    template: Mapping[str, Any] | None = None,
+    *,
+    out: str | Path | None = None,
+    id: str | None = None,
+    budget: Any = None,
+    prices: Mapping[str, Mapping[str, float]] | None = None,
+    concurrency: int | None = None,
+    confirm_above: int | None = None,
+    timeout: float | None = None,
+    on_timeout: str = "cancel",
+    client: ClientLike | None = None,
+    filenames: str | None = None,
+) -> Batch:
+    """Plan, validate, count and (below ``confirm_above``) send a batch from data.
+
+    ``rows``: a list of dicts, a ``.csv`` or ``.jsonl`` path, or a pandas DataFrame.
+    ``template`` maps fields to values or format strings over the columns
+    (``{"prompt": "{text}, watercolor", "seed": "{seed}"}``), typed by field; with none,
+    columns named like fields are the payload; an ``endpoint`` column sends each row
+    to its own endpoint. ``out``: the folder of files and manifests (default
+    ``./<id>``); ``id``: the batch's name (default: derived from the rows, so running
+    the same call again resumes it). ``budget``: caps per billed kind
+    (``{"images": 100}``), or money with ``prices={endpoint: {"per_image": 0.04}}``.
+    ``timeout``: seconds per row, then ``on_timeout="cancel"`` (at the gateway) or
+    ``"leave"``. ``filenames``: the name template (``{row:05d}-{slug}-{seed}.{ext}``).
+    Nothing is sent when any row is invalid, when the plan is over budget
+    (:class:`~genwidgets.errors.BudgetExceeded`), or above ``confirm_above`` billed
+    generations until ``batch.submit()``. Returns at once; ``batch.wait()`` blocks.
+    """
+    run = open_batch(
+        endpoint,
+        rows,
+        template,
+        out=out,
+        id=id,
+        budget=budget,
+        prices=prices,
+        concurrency=concurrency,
+        confirm_above=confirm_above,
+        timeout=timeout,
+        on_timeout=on_timeout,
+        client=client,
+        filenames=filenames,
+    )
+    if not run.needs_confirmation:
+        run.submit()
+    elif progress_mode(sys.stdout) != "none":
+        shown = CONFIRM_ABOVE if confirm_above is None else confirm_above
+        how = "call .submit() on the returned batch"
+        print(not_sent_line(run.plan.summary(), shown, how))
+    return run
+
+
+def _folder(out: str | Path | None, stored: BatchRecord | None, batch_id: str) -> Path:
+    """Where the files go: ``out``, else where the stored batch wrote, else ``./<id>``;
+    a resumed batch keeps its folder."""
+    if out is not None and not isinstance(out, (str, Path)):
+        raise _bad("out", f"out is a folder path, not {type(out).__name__}")
+    if stored is not None:
+        kept = Path(stored.out)
+        if out is not None and Path(out).expanduser().resolve() != kept:
+            raise _bad(
+                "out",
+                f"batch {batch_id!r} writes into {kept}; give out={str(kept)!r} (or none) "
+                "to resume it, or another id= for a new batch",
+            )
+        return kept
+    base = Path(out).expanduser() if out is not None else Path.cwd() / batch_id
+    return base.resolve()
+
+
+def batches(client: ClientLike | None = None) -> list[BatchRecord]:
+    """``gw.batches()``: the batches kept for the client's gateway, newest first, each
+    with its rows per state; running the same ``gw.batch(...)`` again resumes one."""
+    chosen = client if client is not None else default_client()
+    return store_for(chosen, BatchStore).batches(chosen.gateway_name)

@@ -1,0 +1,338 @@
+"""Planning a batch: every row read, turned into a payload, mapped, validated, counted
+and named before anything is sent.
+
+:func:`plan_batch` reads the rows (:mod:`.rows`), applies the template
+(:mod:`.template`), sends a row with an ``endpoint`` column to its own endpoint through
+the grid's mapping table (:mod:`.mapping`), counts what each task bills with the
+service's defaults (:func:`~.cost.billed_units`), names its files (:mod:`.naming`),
+and checks the budget (:mod:`.budget`). Every problem of every row is raised at once,
+as one :class:`~genwidgets.errors.PayloadError` whose locations start with the row:
+docs/decisions.md#batch-plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import EndpointNotFound, PayloadError
+from .budget import Budget, make_budget, plain_amount
+from .cost import billed_count, billed_units, billing_values, cost_summary, endpoints_summary
+from .mapping import ENDPOINT_AXIS, map_payload, read_roles
+from .naming import EXT_MARK, NameTemplate, slug
+from .rows import SourceRows, read_rows, row_loc
+from .template import Template, build_template
+
+if TYPE_CHECKING:
+    from ..catalog import EndpointSpec
+
+__all__ = ["MAX_LISTED", "BatchPlan", "PlannedRow", "plan_batch"]
+
+#: problems listed one by one in a refused plan; the rest are counted
+MAX_LISTED = 200
+#: validates one payload for an endpoint and returns what to send (or raises)
+Prepare = Callable[[str, Mapping[str, Any]], Any]
+
+
+@dataclass
+class PlannedRow:
+    """One row before sending: where it goes, its payload, what it bills, its name.
+    Mutable only in ``prepared``, which a batch lets go once the row is sent."""
+
+    index: int
+    endpoint: str
+    kind: str
+    payload: dict[str, Any]
+    #: billed units per kind (None: the payload cannot say, e.g. automatic duration)
+    units: dict[str, float | None]
+    #: billed generations (what ``confirm_above`` compares, as for grids)
+    billed: int
+    #: the file name with marks for the extension and output number (see naming)
+    stem: str
+    #: payload fields the row's endpoint has no field for (left out)
+    dropped: tuple[str, ...] = ()
+    #: what ``prepare`` returned (the client's PreparedRequest), if given; dropped once
+    #: sent (a thousand prepared requests hold a megabyte)
+    prepared: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def plan_note(self) -> str | None:
+        if not self.dropped:
+            return None
+        return f"not sent to {self.endpoint} (no such field): {', '.join(self.dropped)}"
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """What a batch sends, worked out before anything is sent."""
+
+    endpoint: str
+    rows: tuple[PlannedRow, ...]
+    source: str
+    columns: tuple[str, ...]
+    template: Template
+    names: NameTemplate
+    budget: Budget
+    #: a digest of the endpoint, the template, the rows and the name template
+    digest: str
+    #: a short name for a derived id (the rows file's stem)
+    stem: str = "batch"
+
+    @property
+    def tasks(self) -> int:
+        return len(self.rows)
+
+    @property
+    def billed_total(self) -> int:
+        return sum(r.billed for r in self.rows)
+
+    @property
+    def endpoints(self) -> list[str]:
+        return list(dict.fromkeys(r.endpoint for r in self.rows))
+
+    def units_total(self) -> dict[str, float]:
+        """Billed units per kind over every row (rows that cannot count one are left out:
+        :meth:`unknown_units` names them)."""
+        total: dict[str, float] = {}
+        for row in self.rows:
+            for kind, amount in row.units.items():
+                total[kind] = total.get(kind, 0.0) + (amount or 0.0)
+        return total
+
+    def unknown_units(self) -> dict[str, list[int]]:
+        """Per kind, the rows whose amount the plan cannot count."""
+        found: dict[str, list[int]] = {}
+        for row in self.rows:
+            for kind, amount in row.units.items():
+                if amount is None:
+                    found.setdefault(kind, []).append(row.index)
+        return found
+
+    def cost_total(self) -> float | None:
+        """Money over every row through ``prices=`` (None without prices, or when a
+        priced amount cannot be counted)."""
+        if not self.budget.prices:
+            return None
+        total = 0.0
+        for row in self.rows:
+            cost = self.budget.cost(row.endpoint, row.units)
+            if cost is None:
+                return None
+            total += cost
+        return total
+
+    def units_line(self) -> str:
+        """``billed units: 12 tasks, 48 images, 60 video_seconds``, unknowns named."""
+        parts = [f"{plain_amount(n)} {kind}" for kind, n in self.units_total().items()]
+        for kind, rows in self.unknown_units().items():
+            parts.append(f"{kind} unknown for {len(rows)} row(s) (the endpoint chooses)")
+        text = "billed units: " + ", ".join(parts)
+        cost = self.cost_total()
+        if cost is not None:
+            text += f"; cost {plain_amount(round(cost, 4))} at the prices given"
+        return text
+
+    def summary(self) -> str:
+        """Plain text: the rows counted and billed (per endpoint when several, each
+        with its defaults), the billed units, the columns not sent, the budget."""
+        head = f"{self.source} → {self.endpoint}"
+        if len(self.endpoints) > 1:
+            text = f"{head}: " + endpoints_summary(self.rows)
+        else:
+            from ..catalog import endpoint as catalog_endpoint
+
+            spec = catalog_endpoint(self.endpoint)
+            billing = billing_values(spec, [r.payload for r in self.rows])
+            text = cost_summary(head, self.endpoint, self.tasks, self.billed_total, billing)
+        text += "; " + self.units_line()
+        if self.template.unused:
+            text += f"; columns not sent: {', '.join(self.template.unused)}"
+        if self.budget:
+            caps = ", ".join(
+                f"{plain_amount(cap)} {kind}" for kind, cap in self.budget.caps.items()
+            )
+            text += f"; budget: {caps}"
+        return text
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready: what the batch store keeps of the plan (never a secret)."""
+        return {
+            "endpoint": self.endpoint,
+            "source": self.source,
+            "columns": list(self.columns),
+            "template": self.template.describe(),
+            "filenames": self.names.text,
+            "budget": self.budget.describe(),
+            "digest": self.digest,
+            "tasks": self.tasks,
+            "units": self.units_total(),
+        }
+
+
+def _digest(endpoint: str, template: Template, names: NameTemplate, source: SourceRows) -> str:
+    hasher = hashlib.sha256()
+    head = {"endpoint": endpoint, "template": template.describe(), "filenames": names.text}
+    hasher.update(json.dumps(head, sort_keys=True, default=str).encode())
+    for row in source.rows:
+        hasher.update(json.dumps(row, sort_keys=True, default=str).encode())
+        hasher.update(b"\n")
+    return hasher.hexdigest()
+
+
+def _row_specs(
+    source: SourceRows, default: EndpointSpec, problems: list[dict[str, Any]]
+) -> list[EndpointSpec | None]:
+    """Each row's endpoint: its ``endpoint`` column, else the batch's (None: unknown)."""
+    from ..catalog import endpoint as catalog_endpoint
+
+    known: dict[str, EndpointSpec | None] = {default.id: default}
+    why: dict[str, str] = {}
+    specs: list[EndpointSpec | None] = []
+    for index, row in enumerate(source.rows):
+        name = row.get(ENDPOINT_AXIS)
+        if name is None:
+            specs.append(default)
+            continue
+        name = str(name).strip()
+        if name not in known:
+            try:
+                known[name] = catalog_endpoint(name)
+            except (EndpointNotFound, PayloadError) as exc:
+                known[name] = None
+                why[name] = str(exc)
+        if known[name] is None:
+            problems.append({"loc": row_loc(index, ENDPOINT_AXIS), "msg": why[name]})
+        specs.append(known[name])
+    return specs
+
+
+def _as_sent(prepared: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload as sent: a client's prepared request normalises it (``"720P"`` →
+    ``"720p"``, unset fields dropped), and the ledger records that one."""
+    sent = getattr(prepared, "payload", None)
+    return sent if isinstance(sent, dict) else payload
+
+
+def _listed(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """At most :data:`MAX_LISTED` problems, then one line counting the others."""
+    if len(problems) <= MAX_LISTED:
+        return problems
+    rest = problems[MAX_LISTED:]
+    rows = {p["loc"][0] for p in rest if p["loc"]}
+    return [
+        *problems[:MAX_LISTED],
+        {
+            "loc": ("rows",),
+            "msg": f"and {len(rest)} more problems in {len(rows)} more row(s): fix the "
+            "ones above and plan again",
+        },
+    ]
+
+
+def plan_batch(
+    endpoint: str,
+    rows: Any,
+    template: Mapping[str, Any] | None = None,
+    *,
+    filenames: str | None = None,
+    budget: Any = None,
+    prices: Any = None,
+    prepare: Prepare | None = None,
+) -> BatchPlan:
+    """Plan a batch (see the module docstring); raises before anything is sent:
+    :class:`PayloadError` listing every problem by row, or
+    :class:`~genwidgets.errors.EndpointNotFound` for an unknown ``endpoint``."""
+    from ..catalog import endpoint as catalog_endpoint
+    from ..catalog import validate
+
+    spec = catalog_endpoint(endpoint)
+    source = read_rows(rows)
+    problems: list[dict[str, Any]] = []
+    specs = _row_specs(source, spec, problems)
+    others = [s for s in dict.fromkeys(s for s in specs if s is not None) if s.id != spec.id]
+    tmpl = build_template(template, [spec, *others], source.columns)
+    names = NameTemplate.parse(filenames, source.columns)
+    check: Prepare = prepare if prepare is not None else validate
+    planned: list[PlannedRow] = []
+    taken: dict[str, int] = {}
+    for index, (row, target) in enumerate(zip(source.rows, specs, strict=True)):
+        payload, found = tmpl.payload(row, index)
+        problems += found
+        if target is None or found:
+            continue
+        dropped: tuple[str, ...] = ()
+        if target.id != spec.id:
+            mapped = map_payload(spec, target, payload)
+            payload, dropped = mapped.payload, mapped.dropped
+            if mapped.missing:
+                problems += [
+                    {
+                        "loc": row_loc(index, name),
+                        "msg": f"{target.id} requires {name!r}: give it a column or a "
+                        "template field",
+                    }
+                    for name in mapped.missing
+                ]
+                continue
+        try:
+            units = billed_units(target, payload)
+            prepared = check(target.id, payload)
+        except PayloadError as exc:
+            problems += [{"loc": (f"row {index}", *e["loc"]), "msg": e["msg"]} for e in exc.errors]
+            continue
+        prompt, seed, _used = read_roles(target, payload)  # the prompt without --seed
+        try:
+            stem = names.stem(
+                index,
+                row,
+                {
+                    "slug": slug(prompt) or target.id.lower(),
+                    "seed": seed,
+                    "endpoint": target.id,
+                    "kind": target.kind,
+                },
+            )
+        except PayloadError as exc:
+            problems += exc.errors
+            continue
+        first = taken.setdefault(stem.casefold(), index)
+        if first != index:
+            problems.append(
+                {
+                    "loc": row_loc(index, "filenames"),
+                    "msg": f"its file name is row {first}'s too ({stem.split(EXT_MARK)[0]}…); "
+                    f"add {{row}} to filenames={names.text!r}",
+                }
+            )
+            continue
+        planned.append(
+            PlannedRow(
+                index=index,
+                endpoint=target.id,
+                kind=str(target.kind),
+                payload=_as_sent(prepared, payload),
+                units=units,
+                billed=billed_count(target, payload),
+                stem=stem,
+                dropped=dropped,
+                prepared=prepared if prepare is not None else None,
+            )
+        )
+    if problems:
+        raise PayloadError(_listed(problems), endpoint=endpoint)
+    kinds = list(dict.fromkeys(k for r in planned for k in r.units))
+    checked = make_budget(budget, prices, kinds, list(dict.fromkeys(r.endpoint for r in planned)))
+    return BatchPlan(
+        endpoint=endpoint,
+        rows=tuple(planned),
+        source=source.source,
+        columns=tuple(source.columns),
+        template=tmpl,
+        names=names,
+        budget=checked,
+        digest=_digest(endpoint, tmpl, names, source),
+        stem=source.stem,
+    )

@@ -1,0 +1,128 @@
+"""One row of a batch at work: what was sent, where it stands, what came back.
+
+``batch.rows[i]`` is a :class:`BatchRow`: ``.index``, ``.payload`` (as sent),
+``.status``, ``.request_id``, ``.files``, ``.error`` (and ``.job`` while this process
+follows its task). Its stored ``state`` is one of :mod:`.batch_store`'s; ``status`` is
+the word people read, with a created task's queue or run shown.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .batch_store import CANCELLED, CREATED, DONE, ENDED, FAILED, LEFT, SENDING, UNKNOWN, WAITING
+
+if TYPE_CHECKING:
+    from .._protocols import JobLike
+    from .batch_plan import PlannedRow
+
+__all__ = ["STATUSES", "BatchRow"]
+
+#: every ``row.status``, in the order a view counts them
+STATUSES = (
+    "done",
+    "running",
+    "queued",
+    "sending",
+    "waiting",
+    "failed",
+    "cancelled",
+    "unknown",
+    "left running",
+)
+_WORDS = {
+    WAITING: "waiting",
+    SENDING: "sending",
+    DONE: "done",
+    FAILED: "failed",
+    CANCELLED: "cancelled",
+    UNKNOWN: "unknown",
+    LEFT: "left running",
+}
+
+
+class BatchRow:
+    """One row: see the module docstring."""
+
+    __slots__ = (
+        "attempt",
+        "created_at",
+        "ended_at",
+        "error",
+        "files",
+        "job",
+        "planned",
+        "rate_limited",
+        "request_id",
+        "reserved_at",
+        "state",
+        "timed_out",
+        "user_cancelled",
+    )
+
+    def __init__(self, planned: PlannedRow) -> None:
+        self.planned = planned
+        self.state = WAITING
+        self.attempt = 0
+        self.request_id: str | None = None
+        self.error: str | None = None
+        self.files: list[Path] = []
+        self.job: JobLike | None = None
+        self.created_at: float | None = None
+        self.ended_at: float | None = None
+        self.reserved_at: float | None = None
+        self.timed_out = False
+        self.user_cancelled = False
+        self.rate_limited = 0
+
+    index = property(lambda self: self.planned.index)
+    endpoint = property(lambda self: self.planned.endpoint)
+    kind = property(lambda self: self.planned.kind)
+    units = property(lambda self: self.planned.units)
+    #: the payload as sent (after the endpoint column's mapping and validation)
+    payload = property(lambda self: self.planned.payload)
+    plan_note = property(lambda self: self.planned.plan_note)
+
+    @property
+    def status(self) -> str:
+        """``waiting``, ``sending``, ``queued``, ``running``, ``done``, ``failed``,
+        ``cancelled``, ``unknown`` (its create's answer was lost: listed, never resent)
+        or ``left running`` (past its deadline with ``on_timeout="leave"``)."""
+        if self.state != CREATED:
+            return _WORDS.get(self.state, self.state)
+        job = self.job
+        status = job.last_status if job is not None else None
+        if status is not None and status.status == "IN_QUEUE":
+            return "queued"
+        if job is None or (status is None and job.queue_position is not None):
+            return "queued"
+        return "running"
+
+    @property
+    def ended(self) -> bool:
+        """Nothing more will happen to this row in this batch."""
+        return self.state in ENDED
+
+    def record(self, out: Path) -> dict[str, Any]:
+        """What the manifest says of this row (file names relative to ``out``)."""
+        return {
+            "row": self.index,
+            "status": self.status if self.state != CREATED else "created",
+            "endpoint": self.endpoint,
+            "request_id": self.request_id,
+            "files": [
+                str(p.relative_to(out)) if p.is_relative_to(out) else str(p) for p in self.files
+            ],
+            "error": self.error,
+            "payload": self.payload,
+            "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+
+    def __repr__(self) -> str:
+        what = self.request_id or self.error or ""
+        files = f" {len(self.files)} file(s)" if self.files else ""
+        return f"<BatchRow {self.index} {self.endpoint} {self.status} {what}{files}>".replace(
+            "  ", " "
+        )

@@ -1,0 +1,334 @@
+"""The batch store: batches, their rows' states and request ids, and what each row
+spent, kept in tables beside the ledger's ``tasks`` so a batch outlives its process.
+
+A row is reserved (``sending``, its billed units written to ``batch_spend``) in one
+write transaction that first sums what the batch has spent, so a cap holds however
+many kernels or processes send the same batch; a create that certainly made nothing
+gives its units back. States and what resuming does with each:
+docs/decisions.md#batch-resume.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._config import redact
+from .store import TableStore
+
+__all__ = [
+    "CANCELLED",
+    "CREATED",
+    "DONE",
+    "ENDED",
+    "FAILED",
+    "LEFT",
+    "SENDING",
+    "UNKNOWN",
+    "WAITING",
+    "BatchRecord",
+    "BatchStore",
+    "Reserved",
+    "RowRecord",
+    "RowUpdate",
+]
+
+WAITING = "waiting"  # never sent (or given back: nothing was created)
+SENDING = "sending"  # reserved; its create may be in flight
+CREATED = "created"  # the task exists (request id known) and has not ended
+DONE = "done"  # ended well, files written
+FAILED = "failed"  # ended badly, or its create was refused
+CANCELLED = "cancelled"  # cancelled by the user
+UNKNOWN = "unknown"  # its create went out and its answer was lost: listed, never resent
+LEFT = "left"  # past its deadline, left running (on_timeout="leave")
+#: states in which the batch does nothing more with a row
+ENDED = frozenset({DONE, FAILED, CANCELLED, UNKNOWN, LEFT})
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS batches (
+    id TEXT PRIMARY KEY,
+    gateway TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    out TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    description TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS batch_rows (
+    batch_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    endpoint TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempt INTEGER NOT NULL DEFAULT 0,
+    request_id TEXT,
+    error TEXT,
+    files TEXT NOT NULL DEFAULT '[]',
+    reserved_at REAL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (batch_id, idx)
+)""",
+    """CREATE TABLE IF NOT EXISTS batch_spend (
+    batch_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    amount REAL,
+    PRIMARY KEY (batch_id, idx, attempt, kind)
+)""",
+)
+
+
+@dataclass(frozen=True)
+class RowRecord:
+    """One row as stored."""
+
+    index: int
+    endpoint: str
+    payload: str = field(repr=False)
+    state: str
+    attempt: int
+    request_id: str | None
+    error: str | None
+    files: list[str]
+    reserved_at: float | None
+
+
+@dataclass(frozen=True)
+class RowUpdate:
+    """A change of one row: its new state (and request id, error, files), and whether
+    the units of its current attempt go back to the budget (nothing was created)."""
+
+    index: int
+    state: str
+    request_id: str | None = None
+    error: str | None = None
+    files: Sequence[str] | None = None
+    release: int | None = None  # the attempt whose spend is given back
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """What :meth:`BatchStore.reserve` took: (index, attempt) of each row taken, the
+    batch's spend after, whether a cap stopped it, and rows another process holds."""
+
+    taken: list[tuple[int, int]]
+    spent: dict[str, float]
+    capped: bool = False
+    elsewhere: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """A stored batch as ``gw.batches()`` lists it."""
+
+    id: str
+    gateway: str
+    endpoint: str
+    created_at: float
+    out: str
+    digest: str
+    description: dict[str, Any] = field(repr=False)
+    #: rows per state
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return sum(self.counts.values())
+
+
+class BatchStore(TableStore):
+    """Read and write batches in the tables of one ledger file (or of the session)."""
+
+    SCHEMA = _SCHEMA
+
+    def save_batch(
+        self,
+        batch_id: str,
+        *,
+        gateway: str,
+        endpoint: str,
+        out: str,
+        digest: str,
+        description: Mapping[str, Any],
+        rows: Sequence[tuple[int, str, str]],
+    ) -> None:
+        """Record a batch and its rows (index, endpoint, payload as JSON), once."""
+        text = redact(json.dumps(description, default=str))
+        now = time.time()
+        values = [(batch_id, i, e, redact(p), WAITING, now) for i, e, p in rows]
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR IGNORE INTO batches (id, gateway, endpoint, created_at, out, digest, "
+                "description) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (batch_id, gateway, endpoint, now, out, digest, text),
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO batch_rows (batch_id, idx, endpoint, payload, state, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                values,
+            )
+
+        self._write(write)
+
+    def summary(self, batch_id: str) -> BatchRecord | None:
+        found = self._read(
+            "SELECT id, gateway, endpoint, created_at, out, digest, description FROM batches "
+            "WHERE id = ?",
+            (batch_id,),
+        )
+        return self._summaries(found)[0] if found else None
+
+    def _summaries(self, found: list[tuple[Any, ...]]) -> list[BatchRecord]:
+        out = []
+        for bid, gateway, endpoint, created_at, where, digest, description in found:
+            counts = dict(
+                self._read(
+                    "SELECT state, COUNT(*) FROM batch_rows WHERE batch_id = ? GROUP BY state",
+                    (bid,),
+                )
+            )
+            out.append(
+                BatchRecord(
+                    bid,
+                    gateway,
+                    endpoint,
+                    created_at,
+                    where,
+                    digest,
+                    json.loads(description),
+                    counts,
+                )
+            )
+        return out
+
+    def batches(self, gateway: str | None = None) -> list[BatchRecord]:
+        """Every stored batch (of ``gateway``), newest first, with its rows per state."""
+        sql = "SELECT id, gateway, endpoint, created_at, out, digest, description FROM batches"
+        params: tuple[Any, ...] = ()
+        if gateway is not None:
+            sql += " WHERE gateway = ?"
+            params = (gateway,)
+        return self._summaries(self._read(sql + " ORDER BY created_at DESC, rowid DESC", params))
+
+    def rows(self, batch_id: str) -> list[RowRecord]:
+        """The stored rows of a batch, in order."""
+        found = self._read(
+            "SELECT idx, endpoint, payload, state, attempt, request_id, error, files, "
+            "reserved_at FROM batch_rows WHERE batch_id = ? ORDER BY idx",
+            (batch_id,),
+        )
+        return [
+            RowRecord(int(i), e, p, s, int(a), rid, err, json.loads(f), at)
+            for i, e, p, s, a, rid, err, f, at in found
+        ]
+
+    def spent(self, batch_id: str) -> dict[str, float]:
+        """What the batch's rows have taken, per billed kind (every attempt but those
+        given back)."""
+        found = self._read(
+            "SELECT kind, SUM(amount) FROM batch_spend WHERE batch_id = ? GROUP BY kind",
+            (batch_id,),
+        )
+        return {kind: float(total or 0.0) for kind, total in found}
+
+    def reserve(
+        self,
+        batch_id: str,
+        wanted: Sequence[tuple[int, Mapping[str, float | None]]],
+        caps: Mapping[str, float],
+    ) -> Reserved:
+        """Take rows (index, what each spends) in order while every cap holds, in one
+        write transaction: each taken row is still ``waiting`` (no other process took it),
+        becomes ``sending`` with a new attempt, and its spend is written. Stops at the
+        first row over a cap (``capped``); rows another process took are ``elsewhere``."""
+        now = time.time()
+
+        def write(conn: sqlite3.Connection) -> Reserved:
+            spent = {
+                kind: float(total or 0.0)
+                for kind, total in conn.execute(
+                    "SELECT kind, SUM(amount) FROM batch_spend WHERE batch_id = ? GROUP BY kind",
+                    (batch_id,),
+                )
+            }
+            states = dict(
+                conn.execute(
+                    "SELECT idx, state || ':' || attempt FROM batch_rows WHERE batch_id = ? "
+                    f"AND idx IN ({','.join('?' * len(wanted))})",
+                    (batch_id, *(i for i, _ in wanted)),
+                )
+            )
+            taken: list[tuple[int, int]] = []
+            elsewhere: list[int] = []
+            capped = False
+            for index, charges in wanted:
+                state, _, attempt = str(states.get(index, "")).partition(":")
+                if state != WAITING:
+                    elsewhere.append(index)
+                    continue
+                capped = any(
+                    spent.get(kind, 0.0) + (charges.get(kind) or 0.0) > cap + 1e-9
+                    for kind, cap in caps.items()
+                )
+                if capped:
+                    break
+                number = int(attempt) + 1
+                conn.execute(
+                    "UPDATE batch_rows SET state = ?, attempt = ?, reserved_at = ?, error = NULL, "
+                    "request_id = NULL, updated_at = ? WHERE batch_id = ? AND idx = ?",
+                    (SENDING, number, now, now, batch_id, index),
+                )
+                conn.executemany(
+                    "INSERT OR REPLACE INTO batch_spend (batch_id, idx, attempt, kind, amount) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [(batch_id, index, number, k, v) for k, v in charges.items()],
+                )
+                for kind, amount in charges.items():
+                    spent[kind] = spent.get(kind, 0.0) + (amount or 0.0)
+                taken.append((index, number))
+            return Reserved(taken, spent, capped, elsewhere)
+
+        if not wanted:
+            return Reserved([], self.spent(batch_id))
+        result: Reserved = self._write(write)
+        return result
+
+    def settle(self, batch_id: str, updates: Sequence[RowUpdate]) -> None:
+        """Write many rows' changes in one transaction (and give back released spend)."""
+        if not updates:
+            return
+        now = time.time()
+
+        def write(conn: sqlite3.Connection) -> None:
+            for u in updates:
+                files = None if u.files is None else json.dumps(list(u.files))
+                conn.execute(
+                    "UPDATE batch_rows SET state = ?, request_id = COALESCE(?, request_id), "
+                    "error = ?, files = COALESCE(?, files), updated_at = ? "
+                    "WHERE batch_id = ? AND idx = ?",
+                    (
+                        u.state,
+                        u.request_id,
+                        redact(u.error) if u.error else None,
+                        files,
+                        now,
+                        batch_id,
+                        u.index,
+                    ),
+                )
+                if u.release is not None:
+                    conn.execute(
+                        "DELETE FROM batch_spend WHERE batch_id = ? AND idx = ? AND attempt = ?",
+                        (batch_id, u.index, u.release),
+                    )
+
+        self._write(write)
+
+    def ids(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT id FROM batches ORDER BY created_at DESC")]

@@ -1,0 +1,216 @@
+"""A batch's budget: caps on billed units, or on money through the user's price table.
+
+``budget={"images": 100, "video_seconds": 300}`` caps the kinds a plan counts
+(:data:`~.cost.UNITS`); ``budget=25.0`` with ``prices={"vidA-2-0": {"per_second": 0.08}}``
+caps money (the spec publishes no prices, so genwidgets ships none). A plan over its
+budget, counting what the budget has already spent, is :class:`BudgetExceeded` before
+anything is sent; a running batch reserves each row's units in the ledger's file
+before its create leaves (:mod:`.batch_store`), so it stops at the cap however many
+kernels share the budget. docs/decisions.md#batch-budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import BudgetExceeded, PayloadError
+from .cost import UNITS
+
+__all__ = ["MONEY", "Budget", "make_budget", "plain_amount"]
+
+#: the kind a budget in money is kept under
+MONEY = "money"
+_KINDS = ", ".join(UNITS)
+_PRICE_KEYS = ", ".join(UNITS.values())
+
+
+def plain_amount(value: float) -> str:
+    """``12``, ``2.5``, ``0.08``: an amount as a person writes it."""
+    return f"{value:.2f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise PayloadError([{"loc": ("budget",), "msg": f"{what} is a number, not {value!r}"}])
+    return float(value)
+
+
+def _prices(prices: Any, endpoints: Sequence[str]) -> dict[str, dict[str, float]]:
+    """The price table checked: every endpoint of the plan priced, each price a number
+    0 or more under a key of :data:`~.cost.UNITS`."""
+    if not isinstance(prices, Mapping):
+        raise PayloadError(
+            [{"loc": ("prices",), "msg": "prices is a dict: endpoint -> {'per_second': 0.08}"}]
+        )
+    problems = []
+    table: dict[str, dict[str, float]] = {}
+    for endpoint, entry in prices.items():
+        if not isinstance(entry, Mapping):
+            problems.append(
+                {"loc": ("prices", str(endpoint)), "msg": f"a dict of prices ({_PRICE_KEYS})"}
+            )
+            continue
+        table[str(endpoint)] = {}
+        for key, price in entry.items():
+            if key not in UNITS.values():
+                problems.append(
+                    {"loc": ("prices", str(endpoint), str(key)), "msg": f"not one of {_PRICE_KEYS}"}
+                )
+            elif (
+                isinstance(price, bool)
+                or not isinstance(price, (int, float))
+                or not (math.isfinite(price) and price >= 0)
+            ):
+                problems.append(
+                    {
+                        "loc": ("prices", str(endpoint), key),
+                        "msg": f"a price 0 or more, not {price!r}",
+                    }
+                )
+            else:
+                table[str(endpoint)][key] = float(price)
+    for endpoint in endpoints:
+        if endpoint not in table and endpoint not in {
+            p["loc"][1] for p in problems if len(p["loc"]) > 1
+        }:
+            problems.append(
+                {
+                    "loc": ("prices", endpoint),
+                    "msg": f"the plan sends to {endpoint}, which prices= does not price "
+                    f"(give {{{endpoint!r}: {{'per_task': ...}}}} with any of {_PRICE_KEYS})",
+                }
+            )
+    if problems:
+        raise PayloadError(problems)
+    return table
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Caps per billed kind (and :data:`MONEY`), and the prices that turn units into money."""
+
+    caps: dict[str, float] = field(default_factory=dict)
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.caps)
+
+    def cost(self, endpoint: str, units: Mapping[str, float | None]) -> float | None:
+        """What a task of ``endpoint`` billing ``units`` costs (None: no prices, or a
+        priced unit the plan cannot count, such as automatic video seconds)."""
+        table = self.prices.get(endpoint)
+        if table is None:
+            return None
+        total = 0.0
+        for kind, key in UNITS.items():
+            price = table.get(key)
+            if price is None or kind not in units:
+                continue
+            amount = units[kind]
+            if amount is None:
+                return None
+            total += price * amount
+        return total
+
+    def charges(self, endpoint: str, units: Mapping[str, float | None]) -> dict[str, float | None]:
+        """What one task takes from each capped kind (None: it cannot be counted)."""
+        out: dict[str, float | None] = {}
+        for kind in self.caps:
+            out[kind] = self.cost(endpoint, units) if kind == MONEY else units.get(kind, 0.0)
+        return out
+
+    def check(
+        self,
+        planned: Sequence[tuple[int, str, Mapping[str, float | None]]],
+        spent: Mapping[str, float],
+        who: str,
+    ) -> None:
+        """Raise :class:`BudgetExceeded` when ``planned`` ((row, endpoint, units) of the
+        rows to send) bills more of a capped kind than the cap less ``spent``, or bills an
+        amount the plan cannot count."""
+        for kind, cap in self.caps.items():
+            total = 0.0
+            unknown: list[int] = []
+            for index, endpoint, units in planned:
+                amount = self.charges(endpoint, units)[kind]
+                if amount is None:
+                    unknown.append(index)
+                else:
+                    total += amount
+            already = spent.get(kind, 0.0)
+            name = "money" if kind == MONEY else kind
+            if unknown:
+                rows = ", ".join(map(str, unknown[:10])) + (" …" if len(unknown) > 10 else "")
+                raise BudgetExceeded(
+                    f"the budget caps {name}, which the plan cannot count for {len(unknown)} "
+                    f"row(s) ({rows}): their endpoint chooses the amount (an automatic or "
+                    "unstated duration). Set it in the rows or the template, or cap tasks "
+                    "instead; nothing was sent",
+                    kind=kind,
+                    cap=cap,
+                    planned=math.inf,
+                    spent=already,
+                )
+            if already + total > cap + 1e-9:
+                spent_text = f" ({plain_amount(already)} already spent by {who})" if already else ""
+                raise BudgetExceeded(
+                    f"the plan bills {plain_amount(total)} {name}; the budget allows "
+                    f"{plain_amount(cap)}{spent_text}: nothing was sent. Raise the budget "
+                    "or send fewer rows",
+                    kind=kind,
+                    cap=cap,
+                    planned=total,
+                    spent=already,
+                )
+
+    def describe(self) -> dict[str, Any]:
+        return {"caps": dict(self.caps), "prices": {k: dict(v) for k, v in self.prices.items()}}
+
+
+def make_budget(budget: Any, prices: Any, kinds: Sequence[str], endpoints: Sequence[str]) -> Budget:
+    """The budget of ``budget=`` and ``prices=`` checked against the plan's billed
+    ``kinds`` and ``endpoints``: a dict of caps by kind, or money when prices are given."""
+    table = _prices(prices, endpoints) if prices is not None else {}
+    if budget is None:
+        return Budget({}, table)
+    if isinstance(budget, Mapping):
+        caps = {}
+        problems = []
+        for kind, cap in budget.items():
+            if kind == MONEY and not table:
+                problems.append({"loc": ("budget", MONEY), "msg": "money needs prices= as well"})
+            elif kind not in UNITS and kind != MONEY:
+                problems.append(
+                    {"loc": ("budget", str(kind)), "msg": f"not a billed kind; one of {_KINDS}"}
+                )
+            elif kind not in kinds and kind != MONEY:
+                problems.append(
+                    {
+                        "loc": ("budget", kind),
+                        "msg": f"the plan bills no {kind} (it bills {', '.join(kinds)})",
+                    }
+                )
+            else:
+                caps[kind] = _number(cap, f"the cap on {kind}")
+                if caps[kind] < 0:
+                    problems.append({"loc": ("budget", kind), "msg": "a cap is 0 or more"})
+        if problems:
+            raise PayloadError(problems)
+        return Budget(caps, table)
+    if not table:
+        raise PayloadError(
+            [
+                {
+                    "loc": ("budget",),
+                    "msg": f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
+                    "amount of money together with prices={endpoint: {'per_second': ...}}",
+                }
+            ]
+        )
+    amount = _number(budget, "a budget in money")
+    if amount < 0:
+        raise PayloadError([{"loc": ("budget",), "msg": "a budget is 0 or more"}])
+    return Budget({MONEY: amount}, table)

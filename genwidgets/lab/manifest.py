@@ -1,0 +1,112 @@
+"""A batch's manifest in its output folder, written as it goes.
+
+``manifest.jsonl`` gets one line per event of a row (created, done, failed...),
+appended and flushed at once, so a crash leaves a true record up to its last event
+(the last line of a row is its state). ``manifest.csv`` is the table of every row as
+it stands, rewritten whole (atomically) at most every :data:`CSV_EVERY` seconds and
+when the batch ends, for a spreadsheet. docs/decisions.md#batch-files.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from .._config import redact
+from .._files import create_beside
+
+__all__ = ["COLUMNS", "CSV_EVERY", "CSV_NAME", "JSONL_NAME", "Manifest", "read_manifest"]
+
+JSONL_NAME = "manifest.jsonl"
+CSV_NAME = "manifest.csv"
+#: the CSV table is rewritten at most this often while the batch runs (seconds)
+CSV_EVERY = 2.0
+COLUMNS = ("row", "status", "endpoint", "request_id", "files", "error", "payload", "updated_at")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return "; ".join(map(str, value))
+    if isinstance(value, Mapping):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+class Manifest:
+    """The two manifest files of one output folder; thread-safe."""
+
+    def __init__(self, out: Path, batch_id: str) -> None:
+        self.out = out
+        self.batch_id = batch_id
+        self.jsonl = out / JSONL_NAME
+        self.csv = out / CSV_NAME
+        self._lock = threading.Lock()
+        self._file: TextIO | None = None
+        self._csv_at = 0.0
+
+    def event(self, record: Mapping[str, Any]) -> None:
+        """Append one row's record (``row``, ``status``, ...) to the JSONL file."""
+        line = redact(
+            json.dumps({"batch": self.batch_id, **record}, ensure_ascii=False, default=str)
+        )
+        with self._lock:
+            if self._file is None:
+                self._file = open(self.jsonl, "a", encoding="utf-8")  # noqa: SIM115
+            self._file.write(line + "\n")
+            self._file.flush()  # in the kernel's buffers: a killed process keeps it
+
+    def due(self) -> bool:
+        """Whether the CSV table is due again (:data:`CSV_EVERY` seconds since the last)."""
+        return time.monotonic() - self._csv_at >= CSV_EVERY
+
+    def table(self, records: Iterable[Mapping[str, Any]], *, force: bool = False) -> bool:
+        """Rewrite the CSV table from every row's record, unless it was written less
+        than :data:`CSV_EVERY` seconds ago (``force`` writes anyway); True if written."""
+        now = time.monotonic()
+        with self._lock:
+            if not force and now - self._csv_at < CSV_EVERY:
+                return False
+            self._csv_at = now
+        partial = create_beside(self.csv)
+        try:
+            with open(partial, "w", encoding="utf-8", newline="") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(COLUMNS)
+                for record in records:
+                    writer.writerow([redact(_cell(record.get(c))) for c in COLUMNS])
+            os.replace(partial, self.csv)
+        finally:
+            partial.unlink(missing_ok=True)
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+def read_manifest(out: str | os.PathLike[str]) -> dict[int, dict[str, Any]]:
+    """The last record of each row in a folder's ``manifest.jsonl`` (a torn last line,
+    from a crash while writing it, is skipped)."""
+    path = Path(out) / JSONL_NAME
+    found: dict[int, dict[str, Any]] = {}
+    if not path.exists():
+        return found
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("row"), int):
+                found[record["row"]] = record
+    return found

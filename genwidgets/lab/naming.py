@@ -1,0 +1,155 @@
+"""File names of a batch's outputs, from a name template.
+
+The default, ``{row:05d}-{slug}-{seed}.{ext}``, names a file by its row, a short safe
+form of its prompt (``slug``) and its seed: ``00003-a-red-fox-in-snow-42.png``. A
+template may use ``row``, ``slug``, ``seed``, ``endpoint``, ``kind``, ``ext``,
+``output`` (the output's number within its row, from 1) and any column of the row.
+Every substituted value is made safe for a file name; a name is one file name (no
+folder), and no two rows may share one (checked before anything is sent). A row
+with several outputs and no ``{output}`` gets ``-2``, ``-3``... after its first
+file's name. docs/decisions.md#batch-files.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import PayloadError
+
+__all__ = [
+    "DEFAULT_NAMES",
+    "NameTemplate",
+    "file_name",
+    "safe_part",
+    "slug",
+]
+
+DEFAULT_NAMES = "{row:05d}-{slug}-{seed}.{ext}"
+#: what ``{ext}`` and ``{output}`` stand for until the output is known
+EXT_MARK = "\ue000"
+OUTPUT_MARK = "\ue001"
+#: the longest slug of a prompt (characters, cut at a word)
+SLUG_CHARS = 40
+#: the longest substituted value
+PART_CHARS = 60
+#: the longest file name written (bytes of UTF-8; most file systems take 255)
+MAX_NAME_BYTES = 200
+_BUILT_IN = ("row", "slug", "seed", "endpoint", "kind", "ext", "output")
+_UNSAFE = re.compile(r"[^\w.-]+", re.UNICODE)
+_FORMATTER = string.Formatter()
+
+
+def slug(text: str | None, limit: int = SLUG_CHARS) -> str:
+    """A short safe form of a prompt: lower case, ASCII where it folds, words joined
+    by ``-``, imgM ``--`` parameters left out, at most ``limit`` characters."""
+    if not text:
+        return ""
+    head = text.split(" --", 1)[0]
+    folded = unicodedata.normalize("NFKD", head).encode("ascii", "ignore").decode("ascii")
+    words = re.findall(r"[a-z0-9]+", (folded or head).lower()) or re.findall(r"\w+", head.lower())
+    out = ""
+    for word in words:
+        candidate = f"{out}-{word}" if out else word
+        if len(candidate) > limit:
+            return out or word[:limit]
+        out = candidate
+    return out
+
+
+def safe_part(value: Any, limit: int = PART_CHARS) -> str:
+    """A value as part of a file name: no separators, no leading dot, at most ``limit``."""
+    if value is None:
+        return ""
+    text = _UNSAFE.sub("-", str(value)).strip("-.")
+    return text[:limit].strip("-.")
+
+
+def _tidy(name: str) -> str:
+    """Separators left by empty values collapsed: ``00003--.png`` → ``00003.png``."""
+    name = re.sub(r"-{2,}", "-", name)
+    name = re.sub(r"-+(?=\.|" + EXT_MARK + ")", "", name)
+    return name.strip("-") or "row"
+
+
+@dataclass(frozen=True)
+class NameTemplate:
+    """A checked name template; :meth:`stem` renders a row's name up to its outputs."""
+
+    text: str
+    columns: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None, columns: Sequence[str]) -> NameTemplate:
+        """Check a template against the built-in names and the rows' columns."""
+        text = DEFAULT_NAMES if text is None else text
+        if not isinstance(text, str) or not text.strip():
+            raise _bad(f"a name template is a non-empty string such as {DEFAULT_NAMES!r}")
+        if any(sep in text for sep in ("/", "\\", "\x00")) or text.strip() in (".", ".."):
+            raise _bad(f"{text!r} is a file name, not a path: no / or \\ (out= is the folder)")
+        allowed = set(_BUILT_IN) | set(columns)
+        try:
+            parsed = list(_FORMATTER.parse(text))
+        except ValueError as exc:
+            raise _bad(f"{text!r} is not a format string ({exc})") from None
+        used = []
+        for _literal, name, _spec, _conversion in parsed:
+            if name is None:
+                continue
+            if name not in allowed:
+                raise _bad(
+                    f"{text!r} names {{{name}}}, which is neither a column nor one of "
+                    f"{', '.join('{' + b + '}' for b in _BUILT_IN)}"
+                )
+            used.append(name)
+        if "ext" not in used:
+            raise _bad(f"{text!r} has no {{ext}}: a file's extension follows its content type")
+        return cls(text, tuple(n for n in used if n not in _BUILT_IN))
+
+    def stem(self, index: int, row: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
+        """The row's file name with :data:`EXT_MARK` and :data:`OUTPUT_MARK` standing
+        for what the output decides. A value that does not format is a PayloadError."""
+        values: dict[str, Any] = {name: safe_part(row.get(name)) for name in self.columns}
+        values.update({k: safe_part(v) for k, v in fields.items()})
+        values["row"] = index
+        values["ext"] = EXT_MARK
+        values["output"] = OUTPUT_MARK
+        try:
+            rendered = self.text.format_map(values)
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
+            raise PayloadError(
+                [{"loc": (f"row {index}", "filenames"), "msg": f"{self.text!r}: {exc}"}]
+            ) from None
+        name = _tidy(rendered)
+        if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+            head, _, tail = name.rpartition(".")
+            name = (
+                head.encode("utf-8")[: MAX_NAME_BYTES - 20].decode("utf-8", "ignore") + "." + tail
+            )
+        return name
+
+
+def file_name(stem: str, ext: str, output: int, outputs: int) -> str:
+    """The name of output ``output`` (0-based) of ``outputs``, with extension ``ext``
+    (with or without its dot): the marks replaced, ``-2``, ``-3``... added for a row's
+    later outputs when the template has no ``{output}``."""
+    ext = ext.lstrip(".") or "bin"
+    name = stem
+    if OUTPUT_MARK in name:
+        name = name.replace(OUTPUT_MARK, str(output + 1))
+    elif outputs > 1 and output > 0:
+        if EXT_MARK in name:
+            head, mark, tail = name.rpartition(EXT_MARK)
+            dot = "." if head.endswith(".") else ""
+            name = f"{head.removesuffix('.')}-{output + 1}{dot}{mark}{tail}"
+        else:
+            name = f"{name}-{output + 1}"
+    return name.replace(EXT_MARK, ext)
+
+
+def _bad(msg: str) -> PayloadError:
+    return PayloadError([{"loc": ("filenames",), "msg": msg}])

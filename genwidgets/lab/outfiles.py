@@ -1,0 +1,144 @@
+"""Writing a batch's outputs into its folder: named, tagged, never over another's file.
+
+Each output is written beside its final name first (a ``.part`` file), with its
+provenance inside (:mod:`.provenance`), then linked to its name only if that name is
+free (``os.link`` fails on an existing file: no check-then-write race). A name held by
+a file this row did not write gets ``~2``, ``~3``... A row's own earlier file (a resumed
+batch writing it again: recorded, or saying so in its provenance) is replaced:
+docs/decisions.md#batch-files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._files import create_beside
+from .._formats import extension_for
+from ..errors import PayloadError
+from .naming import file_name
+from .provenance import provenance, read_provenance, write_sidecar, write_with_provenance
+
+if TYPE_CHECKING:
+    from ..protocol.records import Output
+
+__all__ = ["check_out", "write_outputs"]
+
+#: the most ``~N`` suffixes tried before giving up on a name
+MAX_SUFFIX = 1000
+
+
+def check_out(out: Path, batch_id: str) -> None:
+    """Make ``out`` and prove it writable, before anything is sent; a folder holding
+    another batch's manifest is refused (its names would clash)."""
+    from .manifest import JSONL_NAME
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".genwidgets-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise PayloadError(
+            [
+                {
+                    "loc": ("out",),
+                    "msg": f"cannot write into {out}: {exc.strerror or exc}; give out= a "
+                    "folder you can write",
+                }
+            ]
+        ) from None
+    manifest = out / JSONL_NAME
+    if manifest.exists():
+        with open(manifest, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline(4096)
+        import json
+
+        try:
+            owner = json.loads(first).get("batch")
+        except (ValueError, AttributeError):
+            owner = None
+        if owner is not None and owner != batch_id:
+            raise PayloadError(
+                [
+                    {
+                        "loc": ("out",),
+                        "msg": f"{out} holds the files of batch {owner!r}; give out= another "
+                        f"folder, or id={owner!r} to resume that batch",
+                    }
+                ]
+            )
+
+
+def _ours(path: Path, own: Collection[str], batch: str, row: int) -> bool:
+    """Whether ``path`` is this row's own earlier file: recorded as such, or saying so
+    inside (a process killed after writing it, before recording it)."""
+    if path.name in own:
+        return True
+    found = read_provenance(path)
+    return found is not None and found.get("batch") == batch and found.get("row") == row
+
+
+def _claim(partial: Path, target: Path, own: Collection[str], batch: str, row: int) -> Path:
+    """Move ``partial`` to ``target``, or to ``target~N`` when another file holds the name."""
+    candidate = target
+    for n in range(2, MAX_SUFFIX + 2):
+        try:
+            os.link(partial, candidate)
+        except FileExistsError:
+            if _ours(candidate, own, batch, row):
+                os.replace(partial, candidate)
+                return candidate
+            candidate = target.with_name(f"{target.stem}~{n}{target.suffix}")
+            continue
+        except OSError:  # no hard links here (some network or FAT file systems)
+            if candidate.exists() and not _ours(candidate, own, batch, row):
+                candidate = target.with_name(f"{target.stem}~{n}{target.suffix}")
+                continue
+            os.replace(partial, candidate)
+            return candidate
+        partial.unlink(missing_ok=True)
+        return candidate
+    raise OSError(f"no free name for {target.name} after {MAX_SUFFIX} tries")
+
+
+def _source(output: Output) -> Path | bytes:
+    if output.path is not None and output.path.exists():
+        return output.path
+    return output.read()
+
+
+def write_outputs(
+    out: Path,
+    stem: str,
+    outputs: list[Output],
+    *,
+    own: Collection[str],
+    batch: str,
+    row: int,
+    endpoint: str,
+    request_id: str | None,
+    payload: Mapping[str, Any],
+) -> list[Path]:
+    """Write every output of one row into ``out``; returns the paths written."""
+    text = provenance(
+        batch=batch, row=row, endpoint=endpoint, request_id=request_id, payload=payload
+    )
+    written: list[Path] = []
+    for k, output in enumerate(outputs):
+        name = file_name(stem, extension_for(output.content_type), k, len(outputs))
+        target = out / name
+        partial = create_beside(target)
+        try:
+            inside = write_with_provenance(_source(output), partial, output.content_type, text)
+            path = _claim(partial, target, own, batch, row)
+        finally:
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
+        if not inside:
+            write_sidecar(path, text)
+        written.append(path)
+    return written

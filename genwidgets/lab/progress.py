@@ -1,0 +1,164 @@
+"""A batch's progress outside a notebook: a tqdm bar in a terminal, quiet lines otherwise.
+
+:meth:`Batch.wait` draws it: ``tqdm.auto`` when stdout is a terminal (the bar people
+expect), one plain line every :data:`LINE_EVERY` seconds when it is a file or a pipe
+(a CI log), nothing inside a Jupyter kernel (the batch's live view is the progress
+there). A :class:`Snapshot` is what every face reads: the batch's counts, spend,
+rate and time left. docs/decisions.md#batch-progress.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, TextIO
+
+from .budget import plain_amount
+
+__all__ = ["LINE_EVERY", "Progress", "Snapshot", "progress_mode"]
+
+#: seconds between two quiet lines
+LINE_EVERY = 10.0
+Mode = Literal["auto", "bar", "lines", "none"]
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A batch's progress at one moment."""
+
+    id: str
+    total: int
+    #: rows per status (``row.status`` words)
+    counts: dict[str, int] = field(default_factory=dict)
+    #: billed units (and money) taken so far, per kind
+    spent: dict[str, float] = field(default_factory=dict)
+    #: rows ended per second, over the last minute (None before two have ended)
+    rate: float | None = None
+    #: seconds until every row has ended at that rate (None when unknown)
+    eta: float | None = None
+    #: why sending stopped early (the budget's cap, a cancel), if it did
+    stopped: str | None = None
+    finished: bool = False
+    started: bool = True
+
+    def count(self, *statuses: str) -> int:
+        return sum(self.counts.get(s, 0) for s in statuses)
+
+    @property
+    def done(self) -> int:
+        return self.count("done")
+
+    @property
+    def failed(self) -> int:
+        return self.count("failed")
+
+    @property
+    def running(self) -> int:
+        return self.count("running")
+
+    @property
+    def queued(self) -> int:
+        """Created and queued, being sent, or waiting to be sent."""
+        return self.count("queued", "sending", "waiting")
+
+    @property
+    def ended(self) -> int:
+        return self.count("done", "failed", "cancelled", "unknown", "left running")
+
+    def spent_text(self) -> str:
+        return ", ".join(
+            f"{plain_amount(round(v, 2))} {k}" for k, v in self.spent.items() if k != "tasks"
+        )
+
+    def line(self) -> str:
+        """``batch X: 40 of 100 done, 2 failed, 3 running, 55 queued; 1.2 rows/s, about
+        50 s left; spent 40 images``."""
+        parts = [f"{self.done} of {self.total} done"]
+        for word, n in (
+            ("failed", self.failed),
+            ("cancelled", self.count("cancelled")),
+            ("unknown", self.count("unknown")),
+            ("left running", self.count("left running")),
+            ("running", self.running),
+            ("queued", self.queued),
+        ):
+            if n:
+                parts.append(f"{n} {word}")
+        text = f"batch {self.id}: " + ", ".join(parts)
+        if not self.finished and self.rate:
+            text += f"; {self.rate:.2g} rows/s"
+            if self.eta is not None:
+                text += f", about {_duration(self.eta)} left"
+        spent = self.spent_text()
+        if spent:
+            text += f"; spent {spent}"
+        if self.stopped:
+            text += f"; {self.stopped}"
+        return text
+
+
+def _in_kernel_stream(stream: Any) -> bool:
+    return type(stream).__module__.split(".")[0] == "ipykernel"
+
+
+def progress_mode(stream: Any) -> Literal["bar", "lines", "none"]:
+    """What ``mode="auto"`` draws on ``stream``: nothing in a Jupyter kernel, a bar on a
+    terminal, lines otherwise."""
+    if _in_kernel_stream(stream):
+        return "none"
+    isatty = getattr(stream, "isatty", None)
+    return "bar" if callable(isatty) and isatty() else "lines"
+
+
+class Progress:
+    """One wait's progress face (see the module docstring)."""
+
+    def __init__(self, total: int, *, mode: Mode = "auto", stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stdout
+        self.mode = progress_mode(self.stream) if mode == "auto" else mode
+        self._bar: Any = None
+        self._last_line = 0.0
+        self._last_text = ""
+        if self.mode == "bar":
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total, unit="row", file=self.stream, dynamic_ncols=True)
+
+    def show(self, snap: Snapshot) -> None:
+        if self.mode == "bar":
+            self._bar.desc = f"batch {snap.id}"
+            self._bar.n = snap.ended
+            postfix = {"failed": snap.failed, "running": snap.running, "queued": snap.queued}
+            spent = snap.spent_text()
+            if spent:
+                postfix["spent"] = spent  # type: ignore[assignment]
+            self._bar.set_postfix(postfix, refresh=False)
+            self._bar.refresh()
+        elif self.mode == "lines":
+            now = time.monotonic()
+            if now - self._last_line >= LINE_EVERY:
+                self._print(snap.line())
+                self._last_line = now
+
+    def close(self, snap: Snapshot) -> None:
+        """The last state: the bar completed (or left where it stopped), one final line."""
+        if self._bar is not None:
+            self.show(snap)
+            self._bar.close()
+            self._bar = None
+        if self.mode != "none":
+            self._print(snap.line())
+
+    def _print(self, text: str) -> None:
+        if text != self._last_text:
+            print(text, file=self.stream, flush=True)
+            self._last_text = text

@@ -1,0 +1,182 @@
+"""How a batch's file was made, written inside it: endpoint, payload as sent (scrubbed,
+never the key), request id, batch and row.
+
+A PNG gets an ``iTXt`` chunk named :data:`KEY` (inserted before ``IEND``, the pixels
+untouched); an MP4, MOV or M4A gets its container's ``comment`` tag (remuxed by PyAV,
+the streams copied, not re-encoded); any other file a sidecar ``<name>.json``.
+:func:`read_provenance` reads any of the three back. docs/decisions.md#batch-files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .._config import redact
+from .._files import create_beside
+from ..jobs.ledger import scrub_payload
+
+__all__ = ["KEY", "provenance", "read_provenance", "sidecar_of", "write_with_provenance"]
+
+#: the PNG text chunk's keyword, and the top-level key of every provenance record
+KEY = "genwidgets"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: content types remuxed with a ``comment`` tag, and the container PyAV writes them as
+_CONTAINERS = {
+    "video/mp4": "mp4",
+    "audio/mp4": "mp4",
+    "audio/x-m4a": "mp4",
+    "video/quicktime": "mov",
+}
+
+
+def provenance(
+    *, batch: str, row: int, endpoint: str, request_id: str | None, payload: Mapping[str, Any]
+) -> str:
+    """The record as JSON text: scrubbed as the ledger scrubs, every text redacted."""
+    record = {
+        KEY: {
+            "batch": batch,
+            "row": row,
+            "endpoint": endpoint,
+            "request_id": request_id,
+            "payload": scrub_payload(payload),
+        }
+    }
+    return redact(json.dumps(record, ensure_ascii=False, default=str))
+
+
+def sidecar_of(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _png_with_text(data: bytes, text: str) -> bytes | None:
+    """``data`` with an iTXt chunk before IEND; None when it is not a readable PNG."""
+    if not data.startswith(PNG_SIGNATURE):
+        return None
+    position = len(PNG_SIGNATURE)
+    while position + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[position : position + 4])
+        kind = data[position + 4 : position + 8]
+        if kind == b"IEND":
+            body = KEY.encode("latin-1") + b"\x00\x00\x00" + b"\x00" + b"\x00" + text.encode()
+            return data[:position] + _png_chunk(b"iTXt", body) + data[position:]
+        position += 12 + length
+    return None
+
+
+def _remux(source: Path, target: Path, container: str, text: str) -> bool:
+    """Copy ``source``'s streams into ``target`` with a ``comment`` tag; False when
+    PyAV cannot (the caller writes a sidecar instead)."""
+    try:
+        import av
+
+        with av.open(str(source)) as inp, av.open(str(target), "w", format=container) as out:
+            out.metadata["comment"] = text
+            streams = {s.index: out.add_stream_from_template(s) for s in inp.streams}
+            for packet in inp.demux():
+                if packet.dts is None:
+                    continue
+                packet.stream = streams[packet.stream.index]
+                out.mux(packet)
+    except Exception:  # an odd file: the sidecar says the same
+        target.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def write_with_provenance(source: Path | bytes, target: Path, content_type: str, text: str) -> bool:
+    """Write the output (a file or its bytes) to ``target`` with ``text`` inside it;
+    True when it went inside, False when the caller is to write a sidecar. ``target`` is
+    the caller's temporary file (moved into place when whole), overwritten here."""
+    mime = content_type.split(";")[0].strip().lower()
+    if mime == "image/png":
+        data = source if isinstance(source, bytes) else source.read_bytes()
+        tagged = _png_with_text(data, text)
+        if tagged is not None:
+            target.write_bytes(tagged)
+            return True
+        target.write_bytes(data)
+    elif mime in _CONTAINERS:
+        path = source if isinstance(source, Path) else None
+        if path is None:
+            path = target.with_name(target.name + ".source")
+            path.write_bytes(source)  # type: ignore[arg-type]
+        try:
+            if _remux(path, target, _CONTAINERS[mime], text):
+                return True
+            shutil.copyfile(path, target)
+        finally:
+            if not isinstance(source, Path):
+                path.unlink(missing_ok=True)
+    elif isinstance(source, bytes):
+        target.write_bytes(source)
+    else:
+        shutil.copyfile(source, target)
+    return False
+
+
+def write_sidecar(target: Path, text: str) -> Path:
+    """The sidecar of ``target``, written atomically."""
+    sidecar = sidecar_of(target)
+    partial = create_beside(sidecar)
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, sidecar)
+    finally:
+        partial.unlink(missing_ok=True)
+    return sidecar
+
+
+def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The provenance record of a batch's file: from its PNG chunk, its container's
+    comment, or its sidecar; None when it carries none."""
+    target = Path(path)
+    sidecar = sidecar_of(target)
+    if sidecar.exists():
+        return _record(sidecar.read_text(encoding="utf-8"))
+    head = target.read_bytes()[:8] if target.exists() else b""
+    if head == PNG_SIGNATURE:
+        return _png_record(target.read_bytes())
+    try:
+        import av
+
+        with av.open(str(target)) as container:
+            return _record(container.metadata.get("comment", ""))
+    except Exception:
+        return None
+
+
+def _png_record(data: bytes) -> dict[str, Any] | None:
+    position = len(PNG_SIGNATURE)
+    while position + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[position : position + 4])
+        kind = data[position + 4 : position + 8]
+        body = data[position + 8 : position + 8 + length]
+        if kind == b"iTXt" and body.startswith(KEY.encode() + b"\x00"):
+            rest = body[len(KEY) + 1 :]
+            if rest[:1] == b"\x00":  # not compressed: skip method, language, translated key
+                rest = rest[2:]
+                rest = rest.split(b"\x00", 1)[1].split(b"\x00", 1)[1]
+                return _record(rest.decode("utf-8", "replace"))
+        position += 12 + length
+    return None
+
+
+def _record(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    found = value.get(KEY) if isinstance(value, dict) else None
+    return found if isinstance(found, dict) else None

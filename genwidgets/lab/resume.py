@@ -1,0 +1,140 @@
+"""Resuming a batch: what its store and the ledger say of each row, before anything is sent.
+
+Running the same batch again (same id) after a crash, a kernel restart or Ctrl-C:
+a row ``done`` whose files are all there stays done; a row ``created`` is re-attached
+(its result from the ledger when finished, else polled again, never created again); a
+row ``sending`` (reserved when the process stopped) is matched to the ledger's record
+of its create by endpoint and payload as sent: created → re-attached, certainly not
+created → sent again, anything else → ``unknown``, listed and never resent. A reserved
+row with no ledger record never left (the ledger writes the intent before the create
+leaves). docs/decisions.md#batch-resume.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..jobs.ledger import NOT_CREATED, scrub_payload
+from .batch_store import CREATED, DONE, LEFT, SENDING, UNKNOWN, WAITING
+
+if TYPE_CHECKING:
+    from .._protocols import JobLike
+    from .batch import Batch
+    from .batch_row import BatchRow
+
+__all__ = ["reconcile", "restore"]
+
+#: how far before a row's reservation its ledger intent may be dated (clock steps)
+SLACK = 60.0
+
+
+def _candidates(batch: Batch, endpoint: str, since: float) -> dict[str, list[tuple[int, Any]]]:
+    """Ledger rows of this gateway and endpoint since ``since``, by payload text."""
+    ledger = batch.client.ledger
+    assert ledger is not None
+    found: dict[str, list[tuple[int, Any]]] = {}
+    for row_id, request_id, payload in ledger.query(
+        "SELECT id, request_id, payload FROM tasks WHERE gateway = ? AND endpoint = ? "
+        "AND submitted_at >= ? ORDER BY id",
+        (batch.client.gateway_name, endpoint, since),
+    ):
+        found.setdefault(payload, []).append((int(row_id), request_id))
+    return found
+
+
+def reconcile(batch: Batch, rows: Sequence[BatchRow]) -> None:
+    """Settle rows reserved whose create's answer was not seen (see the module docstring)."""
+    ledger = batch.client.ledger
+    attach: list[tuple[BatchRow, str]] = []
+    with batch._lock:
+        if ledger is None:  # nothing on disk to ask: a task may exist
+            for row in rows:
+                row.error = "outcome unknown: no ledger to say whether its create left"
+                batch._update(row, UNKNOWN)
+            return
+    claimed = {r.request_id for r in batch.rows if r.request_id}
+    for endpoint in dict.fromkeys(r.endpoint for r in rows):
+        group = sorted(
+            (r for r in rows if r.endpoint == endpoint),
+            key=lambda r: (r.reserved_at or 0.0, r.index),
+        )
+        since = min(r.reserved_at or 0.0 for r in group) - SLACK
+        pool = _candidates(batch, endpoint, since)
+        for row in group:
+            text = json.dumps(scrub_payload(row.payload))
+            match = None
+            for row_id, request_id in pool.get(text, []):
+                if request_id not in claimed and row_id >= 0:
+                    match = row_id
+                    pool[text].remove((row_id, request_id))
+                    break
+            record = ledger.row(match) if match is not None else None
+            with batch._lock:
+                if record is None:
+                    batch._update(row, WAITING, release=True)  # its intent never reached disk
+                elif record.request_id is not None:
+                    claimed.add(record.request_id)
+                    row.request_id = record.request_id
+                    attach.append((row, record.request_id))
+                elif record.state == NOT_CREATED:
+                    batch._update(row, WAITING, release=True)
+                else:
+                    row.error = (
+                        f"outcome unknown: its create went out and no answer was kept "
+                        f"({record.state}); not sent again. Look for it with "
+                        "client.history() before retrying it by hand"
+                    )
+                    batch._update(row, UNKNOWN)
+    _attach_all(batch, attach)
+
+
+def _attach_all(batch: Batch, rows: Sequence[tuple[BatchRow, str]]) -> None:
+    """Follow existing tasks: finished ones from the ledger (their local files), others
+    re-attached by id (polled, never created)."""
+    if not rows:
+        return
+    finished: dict[str, JobLike] = {}
+    for endpoint in dict.fromkeys(r.endpoint for r, _ in rows):
+        for job in batch.client.history(endpoint, status="finished"):
+            finished[str(job.request_id)] = job
+    for row, request_id in rows:
+        job = finished.get(request_id) or batch.client.job(row.endpoint, request_id)
+        keep = row.state if row.state == LEFT else CREATED
+        with batch._lock:
+            batch._attach(row, job, created_at=job.submitted_at)
+            if row.state != keep:
+                batch._update(row, keep)
+
+
+def restore(batch: Batch) -> None:
+    """Load a stored batch's rows into ``batch`` (see the module docstring)."""
+    records = {r.index: r for r in batch.store.rows(batch.id)}
+    if not records:
+        return
+    batch._stored = True
+    reserved: list[BatchRow] = []
+    attach: list[tuple[BatchRow, str]] = []
+    with batch._lock:
+        batch.spent = batch.store.spent(batch.id)
+        for row in batch.rows:
+            record = records.get(row.index)
+            if record is None:
+                continue
+            row.state, row.attempt = record.state, record.attempt
+            row.request_id, row.error = record.request_id, record.error
+            row.files = [batch.out / name for name in record.files]
+            row.reserved_at = record.reserved_at
+            if row.state == DONE and not all(p.exists() for p in row.files):
+                row.state = CREATED  # a file went missing: written again from the task
+            if row.state != WAITING:
+                row.planned.prepared = None  # sent before: never sent from this plan again
+            if row.state in (CREATED, LEFT) and row.request_id:
+                attach.append((row, row.request_id))
+            elif row.state == SENDING:
+                reserved.append(row)
+    if reserved:
+        reconcile(batch, reserved)
+    _attach_all(batch, attach)
+    batch._flush()

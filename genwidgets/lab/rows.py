@@ -1,0 +1,278 @@
+"""The rows of a batch: a list of dicts, a CSV or JSONL file, or a pandas DataFrame.
+
+Every source becomes one list of plain dicts (column -> value) with its columns in
+first-seen order and, for files, the line each row came from, so every message can
+name a row by its number (0-based, as ``batch.rows[i]`` and the file names count)
+and its line. Reading is capped (:data:`MAX_FILE_BYTES`, :data:`MAX_ROWS`), and a
+source that cannot be read is a :class:`~genwidgets.errors.PayloadError` saying what
+is accepted: docs/decisions.md#batch-rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import PayloadError
+
+__all__ = [
+    "ACCEPTED_SOURCES",
+    "MAX_FILE_BYTES",
+    "MAX_ROWS",
+    "SourceRows",
+    "read_rows",
+    "row_loc",
+]
+
+#: a rows file larger than this is refused before it is read
+MAX_FILE_BYTES = 256 * 2**20
+#: more rows than this is refused (split the file into several batches)
+MAX_ROWS = 100_000
+#: the longest value one CSV cell may hold (characters)
+MAX_CELL_CHARS = 1_000_000
+ACCEPTED_SOURCES = (
+    "rows are a list of dicts, a path to a .csv file (a header row, then one row per "
+    "task) or a .jsonl file (one JSON object per line), or a pandas DataFrame"
+)
+_CSV = (".csv",)
+_JSONL = (".jsonl", ".ndjson")
+
+
+@dataclass(frozen=True)
+class SourceRows:
+    """Rows read from a source: plain dicts with missing and empty values left out."""
+
+    rows: list[dict[str, Any]]
+    #: every column, in first-seen order
+    columns: list[str]
+    #: what the rows came from, for messages ("prompts.csv", "a list of 12 dicts")
+    source: str
+    #: a short name for a derived batch id (the file's stem, else "batch")
+    stem: str
+    #: the line of the file each row came from (None for in-memory rows)
+    lines: list[int] | None = None
+
+
+def row_loc(index: int, column: str | None = None) -> tuple[str, ...]:
+    """The ``loc`` of a problem in one row (and column or field) of a batch."""
+    return (f"row {index}",) if column is None else (f"row {index}", column)
+
+
+def _bad(msg: str, *loc: str) -> PayloadError:
+    return PayloadError([{"loc": loc or ("rows",), "msg": msg}])
+
+
+def _plain(value: Any) -> Any:
+    """A value as plain Python: numpy scalars unwrapped, NaN (pandas' "empty") as None,
+    empty strings as None (an empty CSV cell leaves the field unset)."""
+    item = getattr(value, "item", None)
+    if callable(item) and type(value).__module__.startswith("numpy"):
+        value = item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if value is None or (isinstance(value, str) and value == ""):
+        return None
+    return value
+
+
+def _kept(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: plain for key, value in row.items() if (plain := _plain(value)) is not None}
+
+
+def _columns(rows: Sequence[Any]) -> list[str]:
+    seen: dict[str, None] = {}
+    for row in rows:
+        seen.update(dict.fromkeys(row))
+    return list(seen)
+
+
+def _too_many(count: int, source: str) -> PayloadError:
+    return _bad(f"{source} has {count} rows or more; a batch takes at most {MAX_ROWS}: split it")
+
+
+def _from_dicts(rows: Sequence[Any]) -> SourceRows:
+    if len(rows) > MAX_ROWS:
+        raise _too_many(len(rows), "the list")
+    problems = []
+    kept = []
+    for index, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            problems.append(
+                {
+                    "loc": row_loc(index),
+                    "msg": f"a row is a dict of columns, not {type(row).__name__}",
+                }
+            )
+            continue
+        bad_keys = [k for k in row if not isinstance(k, str) or not k.strip()]
+        if bad_keys:
+            problems.append(
+                {
+                    "loc": row_loc(index),
+                    "msg": f"column names are non-empty strings, not {bad_keys[0]!r}",
+                }
+            )
+            continue
+        kept.append(_kept(row))
+    if problems:
+        raise PayloadError(problems)
+    if not kept:
+        raise _bad(f"the list of rows is empty; {ACCEPTED_SOURCES}")
+    return SourceRows(kept, _columns(rows), f"a list of {len(kept)} dicts", "batch")
+
+
+def _is_dataframe(value: Any) -> bool:
+    return type(value).__module__.split(".")[0] == "pandas" and hasattr(value, "to_dict")
+
+
+def _from_dataframe(frame: Any) -> SourceRows:
+    columns = list(frame.columns)
+    bad = [c for c in columns if not isinstance(c, str) or not c.strip()]
+    if bad:
+        raise _bad(f"DataFrame column names are non-empty strings, not {bad[0]!r}", "columns")
+    if len(set(columns)) != len(columns):
+        twice = sorted({c for c in columns if columns.count(c) > 1})
+        raise _bad(f"the DataFrame names a column twice: {', '.join(twice)}", "columns")
+    if len(frame) > MAX_ROWS:
+        raise _too_many(len(frame), "the DataFrame")
+    if len(frame) == 0:
+        raise _bad("the DataFrame has no rows")
+    rows = [_kept(r) for r in frame.to_dict(orient="records")]
+    return SourceRows(rows, columns, f"a DataFrame of {len(rows)} rows", "batch")
+
+
+def _open_text(path: Path) -> str:
+    """The file's text (UTF-8, a BOM dropped), refused past the size cap."""
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            raise _bad(f"{path} is not a file; {ACCEPTED_SOURCES}")
+        if size > MAX_FILE_BYTES:
+            raise _bad(
+                f"{path} is {size // 2**20} MiB; a rows file may be at most "
+                f"{MAX_FILE_BYTES // 2**20} MiB: split it"
+            )
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise _bad(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _bad(
+            f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8 (CSV UTF-8)"
+        ) from None
+    if not text.strip():
+        raise _bad(f"{path} is empty; {ACCEPTED_SOURCES}")
+    return text
+
+
+def _read_csv(path: Path) -> SourceRows:
+    text = _open_text(path)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    limit = csv.field_size_limit()
+    csv.field_size_limit(MAX_CELL_CHARS)
+    try:
+        header = next(reader, None)
+        if not header or not any(h.strip() for h in header):
+            raise _bad(f"{path.name} has no header row: the first line names the columns")
+        names = [h.strip() for h in header]
+        empty = [str(i + 1) for i, h in enumerate(names) if not h]
+        if empty:
+            raise _bad(f"{path.name}: column {', '.join(empty)} of the header has no name")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise _bad(f"{path.name} names a column twice: {', '.join(twice)}")
+        rows: list[dict[str, Any]] = []
+        lines: list[int] = []
+        problems = []
+        for record in reader:
+            line = reader.line_num
+            if not record or all(not cell.strip() for cell in record):
+                continue  # a blank line is no row
+            if len(rows) >= MAX_ROWS:
+                raise _too_many(MAX_ROWS, path.name)
+            index = len(rows)
+            if len(record) > len(names):
+                problems.append(
+                    {
+                        "loc": row_loc(index),
+                        "msg": f"line {line} of {path.name} has {len(record)} values for "
+                        f"{len(names)} columns (quote a value that holds a comma)",
+                    }
+                )
+            rows.append(_kept(dict(zip(names, record, strict=False))))
+            lines.append(line)
+    except csv.Error as exc:
+        raise _bad(f"{path.name} does not read as CSV: {exc}") from None
+    finally:
+        csv.field_size_limit(limit)
+    if problems:
+        raise PayloadError(problems)
+    if not rows:
+        raise _bad(f"{path.name} has a header but no rows")
+    return SourceRows(rows, names, path.name, path.stem, lines)
+
+
+def _read_jsonl(path: Path) -> SourceRows:
+    text = _open_text(path)
+    rows: list[dict[str, Any]] = []
+    lines: list[int] = []
+    names: dict[str, None] = {}
+    problems = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if len(rows) >= MAX_ROWS:
+            raise _too_many(MAX_ROWS, path.name)
+        index = len(rows)
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            problems.append(
+                {"loc": row_loc(index), "msg": f"line {number} of {path.name} is not JSON: {exc}"}
+            )
+            rows.append({})
+            lines.append(number)
+            continue
+        if not isinstance(value, dict):
+            problems.append(
+                {
+                    "loc": row_loc(index),
+                    "msg": f"line {number} of {path.name} is a JSON {type(value).__name__}, "
+                    "not an object of columns",
+                }
+            )
+            value = {}
+        names.update(dict.fromkeys(k for k in value if isinstance(k, str)))
+        rows.append(_kept(value))
+        lines.append(number)
+    if problems:
+        raise PayloadError(problems)
+    if not rows:
+        raise _bad(f"{path.name} holds no JSON object")
+    return SourceRows(rows, list(names), path.name, path.stem, lines)
+
+
+def read_rows(rows: Any) -> SourceRows:
+    """The rows of ``rows`` (see the module docstring); a PayloadError otherwise."""
+    if isinstance(rows, (str, os.PathLike)):
+        path = Path(rows).expanduser()
+        suffix = path.suffix.lower()
+        if suffix in _CSV:
+            return _read_csv(path)
+        if suffix in _JSONL:
+            return _read_jsonl(path)
+        raise _bad(f"{str(rows)[:80]!r} is not a .csv or .jsonl path; {ACCEPTED_SOURCES}")
+    if _is_dataframe(rows):
+        return _from_dataframe(rows)
+    if isinstance(rows, Sequence) and not isinstance(rows, (bytes, bytearray)):
+        return _from_dicts(rows)
+    raise _bad(f"rows cannot be a {type(rows).__name__}; {ACCEPTED_SOURCES}")

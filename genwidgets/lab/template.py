@@ -1,0 +1,261 @@
+"""A batch's template: how each row of data becomes a payload.
+
+``template`` maps a field (a name or a dotted path, in the terms of the batch's
+endpoint) to a constant or to a format string over the row's columns
+(``{"prompt": "{text}, watercolor", "seed": "{seed}", "n": 1}``). A format string's
+result is typed by its field as grid values are (:func:`~.axes.typed_value`:
+``"{seed}"`` becomes the integer the field takes); a string that is exactly one
+``{column}`` takes the row's value whole (a JSONL number stays a number, an empty
+cell leaves the field unset). With no template, the columns named like fields are
+the payload. ``{row}`` is the row's number. docs/decisions.md#batch-template.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import PayloadError
+from .axes import field_type, set_field, typed_value
+from .mapping import ENDPOINT_AXIS
+from .rows import row_loc
+
+if TYPE_CHECKING:
+    from ..catalog import EndpointSpec
+
+__all__ = ["ROW_NUMBER", "Slot", "Template", "build_template"]
+
+#: the pseudo-column holding the row's number (unless the rows have a column of that name)
+ROW_NUMBER = "row"
+_FORMATTER = string.Formatter()
+
+
+class _Values(dict[str, Any]):
+    """A row for ``str.format_map``: a missing or empty column formats as ``""``."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One field of the template and where its value comes from."""
+
+    field: str
+    #: a value set as given (a non-string, or a string with no ``{column}``)
+    constant: Any = None
+    #: a format string over the row's columns
+    text: str | None = None
+    #: the one column a ``"{column}"`` template takes whole
+    whole: str | None = None
+    #: the field's scalar type (None: a list, an object, or free-form)
+    kind: type | None = None
+
+    def describe(self) -> Any:
+        """How the template wrote it (the value as given)."""
+        return (
+            self.text
+            if self.text is not None
+            else ("{" + self.whole + "}" if self.whole is not None else self.constant)
+        )
+
+
+def _typed(slot: Slot, value: Any, endpoint: str) -> Any:
+    """A value read from the row, as the field takes it (JSON text for a list or an
+    object is parsed; a scalar's text is converted; anything else is kept)."""
+    if not isinstance(value, str):
+        return value
+    if slot.kind is None:
+        text = value.strip()
+        if text[:1] in ("[", "{"):
+            try:
+                return json.loads(text)
+            except (ValueError, RecursionError):
+                return value
+        return value
+    return typed_value(value, slot.kind, slot.field, endpoint, hint="")
+
+
+@dataclass(frozen=True)
+class Template:
+    """Every slot of a batch's template, checked against the endpoint and the columns."""
+
+    endpoint: str
+    slots: tuple[Slot, ...]
+    #: columns the template does not read (the plan lists them: not sent)
+    unused: tuple[str, ...] = ()
+    #: True when no template was given (the columns named like fields)
+    from_columns: bool = False
+
+    def payload(
+        self, row: Mapping[str, Any], index: int
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The payload of one row and the problems met (each at ``(row N, field)``)."""
+        payload: dict[str, Any] = {}
+        problems: list[dict[str, Any]] = []
+        values: _Values | None = None
+        for slot in self.slots:
+            try:
+                if slot.whole is not None:
+                    value = row.get(slot.whole)
+                    if value is None and slot.whole == ROW_NUMBER:
+                        value = index
+                    if value is None:
+                        continue  # an empty cell: the field is not sent
+                    value = _typed(slot, value, self.endpoint)
+                elif slot.text is not None:
+                    if values is None:
+                        values = _Values(row)
+                        values.setdefault(ROW_NUMBER, index)
+                    value = _typed(slot, slot.text.format_map(values), self.endpoint)
+                else:
+                    value = copy.deepcopy(slot.constant)
+            except PayloadError as exc:
+                source = f"column {slot.whole!r}" if slot.whole is not None else repr(slot.text)
+                problems += [
+                    {"loc": row_loc(index, slot.field), "msg": f"from {source}: {e['msg']}"}
+                    for e in exc.errors
+                ]
+                continue
+            except (ValueError, TypeError, KeyError, IndexError) as exc:
+                problems.append(
+                    {
+                        "loc": row_loc(index, slot.field),
+                        "msg": f"{slot.text!r} does not format with this row: {exc}",
+                    }
+                )
+                continue
+            set_field(payload, slot.field, value)
+        return payload, problems
+
+    def describe(self) -> dict[str, Any]:
+        """field -> the value as given (JSON-ready; the batch's id hashes it)."""
+        return {slot.field: slot.describe() for slot in self.slots}
+
+
+def _format_columns(field: str, text: str, columns: Sequence[str]) -> list[str]:
+    """The columns a format string names; a malformed one is a PayloadError."""
+    try:
+        parsed = list(_FORMATTER.parse(text))
+    except ValueError as exc:
+        raise _bad(
+            field, f"{text!r} is not a format string ({exc}); write {{{{ for a brace"
+        ) from None
+    names = []
+    for _literal, name, _spec, _conversion in parsed:
+        if name is None:
+            continue
+        if not name or name.isdigit():
+            raise _bad(field, f"{text!r}: a {{}} names a column, e.g. {{text}}")
+        if any(c in name for c in ".[]"):
+            raise _bad(
+                field, f"{text!r}: {{{name}}} names a column as it is, no attribute or index"
+            )
+        names.append(name)
+    return names
+
+
+def _bad(field: str, msg: str) -> PayloadError:
+    return PayloadError([{"loc": ("template", field), "msg": msg}])
+
+
+def _field_kind(field: str, specs: Sequence[EndpointSpec]) -> type | None:
+    """The field's scalar type, read from the first endpoint that has it (the batch's
+    own first); unknown to all of them is a PayloadError naming the closest name."""
+    first: PayloadError | None = None
+    for spec in specs:
+        try:
+            return field_type(spec.model, field.split("."), spec.id, where="template")
+        except PayloadError as exc:
+            first = first or exc
+    assert first is not None
+    raise first
+
+
+def _wire_fields(spec: EndpointSpec) -> set[str]:
+    fields = spec.model.model_fields
+    return set(fields) | {info.alias for info in fields.values() if info.alias}
+
+
+def build_template(
+    given: Mapping[str, Any] | None,
+    specs: Sequence[EndpointSpec],
+    columns: Sequence[str],
+) -> Template:
+    """Check ``given`` (or derive one from the columns) against ``specs`` (the batch's
+    endpoint first, then those of an endpoint column) and the rows' ``columns``. Every
+    problem raises one PayloadError naming the field, and what is accepted."""
+    endpoint = specs[0].id
+    known = set(columns) | {ROW_NUMBER}
+    if given is None:
+        names = set().union(*(_wire_fields(s) for s in specs))
+        chosen = [c for c in columns if c in names and c != ENDPOINT_AXIS]
+        if not chosen:
+            fields = ", ".join(sorted(_wire_fields(specs[0])))
+            raise PayloadError(
+                [
+                    {
+                        "loc": ("template",),
+                        "msg": f"no column is named like a field of {endpoint} ({fields}); "
+                        "name the columns so, or give template={'prompt': '{text}'}",
+                    }
+                ],
+                endpoint=endpoint,
+            )
+        given = {c: "{" + c + "}" for c in chosen}
+        from_columns = True
+    else:
+        from_columns = False
+        if not isinstance(given, Mapping):
+            raise PayloadError(
+                [{"loc": ("template",), "msg": "a template is a dict: field -> value or format"}],
+                endpoint=endpoint,
+            )
+    problems: list[dict[str, Any]] = []
+    slots: list[Slot] = []
+    used: set[str] = {ENDPOINT_AXIS}
+    for field, value in given.items():
+        try:
+            if not isinstance(field, str) or not field or any(not p for p in field.split(".")):
+                raise _bad(str(field), f"{field!r} is not a field name or a dotted path")
+            if field == ENDPOINT_AXIS:
+                raise _bad(field, "the endpoint comes from the endpoint argument or column")
+            kind = _field_kind(field, specs)
+            if not isinstance(value, str) or "{" not in value:
+                slots.append(
+                    Slot(field, constant=_constant(field, value, kind, endpoint), kind=kind)
+                )
+                continue
+            named = _format_columns(field, value, columns)
+            missing = [n for n in named if n not in known]
+            if missing:
+                raise _bad(
+                    field,
+                    f"{value!r} names no column {', '.join(repr(m) for m in missing)}; the "
+                    f"columns are {', '.join(columns)} (and {{row}}, the row's number)",
+                )
+            used.update(named)
+            if len(named) == 1 and value == "{" + named[0] + "}":
+                slots.append(Slot(field, whole=named[0], kind=kind))
+            else:
+                slots.append(Slot(field, text=value, kind=kind))
+        except PayloadError as exc:
+            problems += exc.errors
+    if problems:
+        raise PayloadError(problems, endpoint=endpoint)
+    unused = tuple(c for c in columns if c not in used)
+    return Template(endpoint, tuple(slots), unused, from_columns)
+
+
+def _constant(field: str, value: Any, kind: type | None, endpoint: str) -> Any:
+    """A template constant: a string given for a number or a boolean field is typed."""
+    if isinstance(value, str) and kind not in (None, str):
+        try:
+            return typed_value(value, kind, field, endpoint, hint="")
+        except PayloadError as exc:
+            raise _bad(field, exc.errors[0]["msg"]) from None
+    return value

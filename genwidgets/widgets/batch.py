@@ -1,0 +1,212 @@
+"""``gw.batch``'s live view (anywidget) and its lasting face.
+
+The batch itself is plain Python (:mod:`genwidgets.lab.batch`); this module draws its
+:class:`~genwidgets.lab.progress.Snapshot` with ``static/batch.js``: done / running /
+queued / failed counts, spend, rate, time left, the latest thumbnails, and the
+Submit, Cancel all and Retry failed buttons. Displayed, a batch is a view's two faces
+(:mod:`.faces`): the live view, then its lasting face (:func:`static_copy`: counts, the
+progress line, the thumbnails, the folder), rewritten as the batch goes, which a
+notebook saved without widget state shows. Its choices: docs/decisions.md#batch-view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import anywidget
+import traitlets
+
+from ..lab import batch as lab_batch
+from ..lab.batch import Batch
+from ..lab.batch_open import batch as batch  # gw.batch: the same function, here so that
+from ..lab.batch_open import batches as batches  # importing it installs the live view
+from ..lab.batch_row import BatchRow
+from ..lab.progress import Snapshot
+from ._style import COLOURS, PALETTE, SIMULATED_BADGE, esc
+from .faces import Faces, in_kernel, static_module
+from .ticker import MIN_INTERVAL, Throttle, guarded
+
+__all__ = ["BatchView", "batch", "batches", "static_copy"]
+
+#: the latest ended rows shown as thumbnails
+THUMBS = 8
+THUMB_SIDE = 128
+#: a big batch writes its head at most this often (seconds)
+WRITE_INTERVAL = 0.5
+_COUNTED = ("done", "running", "queued", "failed")
+
+
+def _thumb(row: BatchRow) -> str:
+    """A data URL of the row's first picture (a video's first frame), or "": made from
+    the ledger's copy of the output (cached beside it, as grids do), so nothing but the
+    batch's own files lands in its folder."""
+    from ..jobs.thumbnails import data_url, thumbnail
+
+    result = row.job.last_result if row.job is not None else None
+    for output in result.outputs if result is not None else []:
+        if output.kind not in ("image", "video") or output.path is None:
+            continue
+        try:
+            made = thumbnail(output.path, THUMB_SIDE)
+        except Exception:  # an odd file: no picture, the row still counts
+            made = None
+        if made is not None:
+            return data_url(made)
+    return ""
+
+
+def _head(batch: Batch, snap: Snapshot) -> dict[str, Any]:
+    return {
+        "id": batch.id,
+        "endpoint": batch.endpoint,
+        "summary": batch.plan.summary(),
+        "out": str(batch.out),
+        "simulated": bool(getattr(batch.client, "embedded", False)),
+        "total": snap.total,
+        "counts": {k: snap.count(k) for k in _COUNTED} | {"queued": snap.queued},
+        "others": {
+            k: snap.count(k) for k in ("cancelled", "unknown", "left running") if snap.count(k)
+        },
+        "spent": snap.spent_text(),
+        "rate": snap.rate,
+        "eta": snap.eta,
+        "line": snap.line(),
+        "stopped": snap.stopped,
+        "started": snap.started,
+        "finished": snap.finished,
+        "needs_confirmation": batch.needs_confirmation and not snap.started,
+        "can_retry": snap.failed > 0,
+        "error": None if batch.error is None else f"{type(batch.error).__name__}: {batch.error}",
+    }
+
+
+class BatchView(anywidget.AnyWidget):
+    """The live view of one batch (see the module docstring)."""
+
+    _esm = static_module("faces.js", "batch.js")
+    _css = static_module("batch.css")
+    head = traitlets.Dict().tag(sync=True)
+    #: which lasting face this live view hides while its kernel lives (``faces.js``)
+    face = traitlets.Dict().tag(sync=True)
+    #: the latest ended rows: [{"row", "status", "label", "src"}], newest first
+    thumbs: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
+
+    def __init__(self, batch: Batch) -> None:
+        super().__init__()
+        self.batch = batch
+        self._made: dict[int, str] = {}
+        self._throttle = Throttle(self._write, interval=max(MIN_INTERVAL, WRITE_INTERVAL))
+        self._faces: Faces | None = None
+        self.add_class("gw-batch")
+        batch.listeners.append(self._on_change)
+        self.on_msg(self._on_message)
+        self._throttle.request(force=True)
+
+    def _on_change(self) -> None:
+        # called on the batch's finisher thread (never the engine's): the throttle writes
+        self._throttle.request()
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, Mapping):
+            guarded(lambda: self.handle_message(content))
+
+    def handle_message(self, content: Mapping[str, Any]) -> None:
+        """The buttons: ``{"action": "submit" | "cancel" | "retry"}``."""
+        action = content.get("action")
+        if action == "submit":
+            self.batch.submit()
+        elif action == "cancel":
+            self.batch.cancel()
+        elif action == "retry":
+            self.batch.retry_failed()
+        self._throttle.request(force=True)
+
+    def _latest(self) -> list[dict[str, Any]]:
+        ended = [r for r in self.batch.rows if r.ended_at is not None and r.ended]
+        ended.sort(key=lambda r: r.ended_at or 0.0, reverse=True)
+        shown = []
+        for row in ended[:THUMBS]:
+            if row.index not in self._made:
+                self._made[row.index] = _thumb(row) if row.files else ""
+            shown.append(
+                {
+                    "row": row.index,
+                    "status": row.status,
+                    "label": row.files[0].name if row.files else (row.error or row.status),
+                    "src": self._made[row.index],
+                }
+            )
+        return shown
+
+    def _write(self) -> None:
+        snap = self.batch.snapshot()
+        self.thumbs = self._latest()  # first: a head that counts a row finds its picture
+        self.head = _head(self.batch, snap)
+        if self._faces is not None:
+            self._faces.refresh(force=snap.finished)  # rewritten later, never waited for
+
+    def close(self) -> None:
+        if self._on_change in self.batch.listeners:
+            self.batch.listeners.remove(self._on_change)
+        super().close()
+
+    # ------------------------------------------------------------------ display
+
+    def display(self) -> None:
+        """Both faces: this live view, then its lasting face (:mod:`.faces`)."""
+        if self._faces is None:
+            self._faces = Faces(self._lasting, interval=1.0)
+            self.face = self._faces.live(self)
+        self._faces.show(self)
+
+    def _lasting(self, _media: str) -> dict[str, str]:
+        return static_copy(self.batch, self._latest())
+
+
+def static_copy(batch: Batch, thumbs: list[dict[str, Any]]) -> dict[str, str]:
+    """The batch as plain HTML (and text): what a saved notebook keeps of it."""
+    snap = batch.snapshot()
+    colour = {"done": COLOURS["done"], "failed": COLOURS["failed"], "running": COLOURS["running"]}
+    counts = " · ".join(
+        f'<span style="color:{colour.get(k, COLOURS["queued"])}">{n} {k}</span>'
+        for k, n in (
+            ("done", snap.done),
+            ("running", snap.running),
+            ("queued", snap.queued),
+            ("failed", snap.failed),
+        )
+    )
+    pictures = "".join(
+        f'<figure style="margin:0;width:{THUMB_SIDE}px;font-size:11px;color:{PALETTE["muted"]}">'
+        + (
+            f'<img src="{esc(t["src"])}" alt="" style="max-width:{THUMB_SIDE}px">'
+            if t["src"]
+            else ""
+        )
+        + f'<figcaption style="overflow-wrap:anywhere">{esc(t["label"])}</figcaption></figure>'
+        for t in thumbs
+        if t.get("src", "").startswith("data:image/") or not t.get("src")
+    )
+    badge = f" {SIMULATED_BADGE}" if getattr(batch.client, "embedded", False) else ""
+    html = (
+        f'<div class="gw-batch-static" style="font-family:system-ui,sans-serif;font-size:13px;'
+        f'color:{PALETTE["ink"]}"><div><b>batch {esc(batch.id)}</b> → {esc(batch.endpoint)}'
+        f"{badge}</div><div>{counts} of {snap.total}</div>"
+        f'<div style="color:{PALETTE["muted"]}">{esc(snap.line())}</div>'
+        f'<div style="color:{PALETTE["muted"]}">files and manifest.csv in '
+        f"<code>{esc(str(batch.out))}</code></div>"
+        f'<div style="display:flex;flex-wrap:wrap;gap:6px;margin-top:4px">{pictures}</div></div>'
+    )
+    return {"text/html": html, "text/plain": snap.line()}
+
+
+def show(batch: Batch) -> None:
+    """Draw a batch where it is displayed: its live view in a kernel, its line elsewhere."""
+    if not in_kernel():
+        print(repr(batch))
+        return
+    BatchView(batch).display()
+
+
+lab_batch.display_hook = show

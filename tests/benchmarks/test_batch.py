@@ -1,0 +1,45 @@
+"""The batch benchmark's arithmetic: the sustained rate over the middle of the creates,
+and each goal judged from its figure (the run itself: tests/benchmarks/test_run.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.batch import _sustained, judge  # noqa: E402
+
+
+def test_the_sustained_rate_leaves_out_the_ramps() -> None:
+    steady = [i / 10 for i in range(100)]  # ten a second
+    ramps = [-30.0, -20.0, *steady, 50.0, 60.0]  # a slow start and a slow end
+    assert _sustained(steady) == 10.0
+    assert abs((_sustained(ramps) or 0) - 10.0) < 1.0
+    assert _sustained([1.0, 2.0]) is None
+
+
+def test_each_goal_is_met_missed_or_not_measured() -> None:
+    figures = {
+        "rows": 10,
+        "create_rate_share": 0.96,
+        "kb_per_row": 25.0,
+        "duplicate_creates": 0,
+        "plan_s": None,
+        "manifest_rows": 10,
+        "ledger_tasks": 9,
+        "rows_done": 9,
+        "rows_other": 0,
+        "files_once": True,
+    }
+    verdicts = judge({**figures, "capacity": 20.0, "limit": 10.0})
+    assert verdicts["create_rate_share"] is True and verdicts["kb_per_row"] is False
+    assert verdicts["duplicate_creates"] is True and verdicts["plan_s"] is None
+    assert verdicts["manifest_and_ledger_hold_all"] and verdicts["every_row_done_or_listed"]
+
+
+def test_a_limit_the_machine_cannot_reach_makes_the_share_no_evidence() -> None:
+    figures = {"rows": 1, "create_rate_share": 0.75, "capacity": 9.3, "limit": 10.0}
+    assert judge(figures)["create_rate_share"] is None

@@ -1,0 +1,314 @@
+"""A batch against the simulator: each row sent once, named and tagged files, the manifest,
+the rows back, confirmation, budgets before and while sending, retries, deadlines,
+cancel, and two processes sending one batch without sending a row twice."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from widgets.taskfakes import wait_for
+
+import genwidgets as gw
+from genwidgets.jobs.ledger import Ledger
+from genwidgets.lab.batch_open import batch as open_and_send
+from genwidgets.lab.manifest import read_manifest
+from genwidgets.lab.provenance import read_provenance
+from genwidgets.simulator import SimulatorServer
+
+T2I = "genW2.5-t2i-preview"
+KEY = "sim-demo-key"
+pytestmark = pytest.mark.timeout(180)
+
+
+def sim_stats(sim: SimulatorServer) -> dict[str, Any]:
+    return dict(httpx.get(f"{sim.base_url}/_sim/stats", timeout=10).json())
+
+
+def sim_tasks(sim: SimulatorServer) -> list[dict[str, Any]]:
+    return list(httpx.get(f"{sim.base_url}/_sim/tasks", timeout=10).json())
+
+
+def configure(sim: SimulatorServer, **changes: Any) -> None:
+    httpx.put(f"{sim.base_url}/_sim/config", json=changes, timeout=10).raise_for_status()
+
+
+def prompts(count: int, start: int = 0) -> list[dict[str, Any]]:
+    return [{"text": f"a fox number {i}", "seed": str(i + 1)} for i in range(start, start + count)]
+
+
+TEMPLATE = {"prompt": "{text}, watercolor", "seed": "{seed}", "n": 1}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def sim(make_simulator: Callable[..., SimulatorServer]) -> SimulatorServer:
+    return make_simulator()
+
+
+@pytest.fixture
+def client(home: Path, sim: SimulatorServer) -> Iterator[gw.Client]:
+    made = gw.Client(sim.base_url, KEY)
+    yield made
+    made.close()
+
+
+def test_each_row_is_sent_once_and_written_named_and_tagged_with_its_manifest(
+    client: gw.Client, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "shots"
+    batch = gw.batch(T2I, prompts(5), TEMPLATE, out=out, client=client, concurrency=2)
+    assert isinstance(batch, gw.Batch)
+    batch.wait(timeout=120, progress="none")
+    assert [r.status for r in batch.rows] == ["done"] * 5
+    assert sim_stats(sim)["created"] == 5
+    for row in batch.rows:
+        assert row.payload == {
+            "prompt": f"a fox number {row.index}, watercolor",
+            "seed": row.index + 1,
+            "n": 1,
+        }
+        [path] = row.files
+        assert (
+            path.name == f"{row.index:05d}-a-fox-number-{row.index}-watercolor-{row.index + 1}.png"
+        )
+        made = read_provenance(path)
+        assert made is not None
+        assert (made["row"], made["request_id"], made["batch"]) == (
+            row.index,
+            row.request_id,
+            batch.id,
+        )
+        assert made["payload"] == row.payload
+    last = read_manifest(out)
+    assert sorted(last) == [0, 1, 2, 3, 4] and {r["status"] for r in last.values()} == {"done"}
+    assert (out / "manifest.csv").read_text().count("\n") == 6
+    frame = batch.dataframe()
+    assert list(frame.index) == [0, 1, 2, 3, 4] and set(frame["status"]) == {"done"}
+    assert batch.snapshot().spent == {"tasks": 5.0, "images": 5.0}
+    [listed] = gw.batches(client)
+    assert (listed.id, listed.counts, listed.out) == (batch.id, {"done": 5}, str(out))
+    assert "5 of 5 done" in repr(batch)
+
+
+def test_the_same_call_again_resumes_and_creates_nothing(
+    client: gw.Client, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    rows = prompts(3)
+    first = gw.batch(T2I, rows, TEMPLATE, out=tmp_path / "o", client=client).wait(timeout=120)
+    files = sorted(p.name for p in (tmp_path / "o").iterdir())
+    again = gw.batch(T2I, rows, TEMPLATE, client=client).wait(timeout=120)  # out: remembered
+    assert again.id == first.id and again.out == first.out
+    assert sim_stats(sim)["created"] == 3
+    assert [r.request_id for r in again.rows] == [r.request_id for r in first.rows]
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == files
+
+
+def test_above_confirm_above_nothing_is_sent_until_submit(
+    client: gw.Client, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    batch = gw.batch(T2I, prompts(3), TEMPLATE, out=tmp_path / "o", client=client, confirm_above=2)
+    assert batch.needs_confirmation and not batch.started
+    with pytest.raises(RuntimeError, match="needs confirmation"):
+        batch.wait()
+    assert sim_stats(sim)["created"] == 0 and gw.batches(client) == []
+    batch.submit().wait(timeout=120)
+    assert sim_stats(sim)["created"] == 3
+
+
+def test_a_plan_over_budget_sends_nothing(
+    client: gw.Client, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    with pytest.raises(gw.BudgetExceeded, match="bills 3 images; the budget allows 2"):
+        gw.batch(T2I, prompts(3), TEMPLATE, out=tmp_path / "o", client=client, budget={"images": 2})
+    with pytest.raises(gw.BudgetExceeded, match="money"):
+        gw.batch(
+            T2I,
+            prompts(3),
+            TEMPLATE,
+            out=tmp_path / "o",
+            client=client,
+            budget=0.1,
+            prices={T2I: {"per_image": 0.04}},
+        )
+    assert sim_stats(sim)["create"] == 0 and gw.batches(client) == []
+
+
+def test_rows_refused_for_the_create_limit_go_again_until_each_is_made_once(
+    make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path
+) -> None:
+    """With no retry of its own, every 429 reaches the batch: the row made nothing, so it
+    waits again (its units given back) and goes in a later chunk, never failed, never
+    taken for another process's."""
+    limited = make_simulator(create_rate_limit=4)
+    with gw.Client(limited.base_url, KEY, max_retries=0) as client:
+        batch = gw.batch(
+            T2I, prompts(10), TEMPLATE, out=tmp_path / "o", client=client, concurrency=4
+        ).wait(timeout=120)
+        assert [r.status for r in batch.rows] == ["done"] * 10
+        assert batch.snapshot().spent == {"tasks": 10.0, "images": 10.0}
+    stats = sim_stats(limited)
+    assert stats["created"] == 10 and stats["create"] > 10  # some were refused, then sent
+    digests = [t["payload_sha256"] for t in sim_tasks(limited)]
+    assert len(set(digests)) == 10
+
+
+def test_retried_rows_spend_again_and_the_batch_stops_at_the_cap(
+    home: Path, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    """Two rows fail (spent 2 of 3); their retry takes the last image and stops at the
+    cap; a new process opening the batch counts the 3 the ledger says were spent."""
+    configure(sim, fail_rate=1.0)
+    with gw.Client(sim.base_url, KEY) as client:
+        batch = gw.batch(
+            T2I,
+            prompts(2),
+            TEMPLATE,
+            out=tmp_path / "o",
+            client=client,
+            budget={"images": 3},
+            id="capped",
+        ).wait(timeout=120)
+        assert [r.status for r in batch.rows] == ["failed", "failed"]
+        assert "Runtime execution failed" in (batch.rows[0].error or "")
+        configure(sim, fail_rate=0.0)
+        assert batch.retry_failed() == 2
+        batch.wait(timeout=120)
+        assert [r.status for r in batch.rows] == ["done", "waiting"]
+        assert batch.stopped and "budget's cap (3 of 3 images)" in batch.stopped
+        assert sim_stats(sim)["created"] == 3
+    other = gw.Client(sim.base_url, KEY, ledger=Ledger(home / "ledger.sqlite3"))
+    try:
+        with pytest.raises(gw.BudgetExceeded, match=r"\(3 already spent by batch capped\)"):
+            gw.batch(T2I, prompts(2), TEMPLATE, client=other, budget={"images": 3}, id="capped")
+    finally:
+        other.close()
+    assert sim_stats(sim)["created"] == 3
+
+
+def test_two_processes_sending_one_batch_never_send_a_row_twice(
+    home: Path, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    path = home / "ledger.sqlite3"
+    home.mkdir(parents=True, exist_ok=True)
+    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
+    try:
+        batches = [
+            open_and_send(
+                T2I,
+                prompts(12),
+                TEMPLATE,
+                out=tmp_path / "o",
+                client=c,
+                id="shared",
+                confirm_above=0,
+            )
+            for c in clients
+        ]
+        for b in batches:
+            b.submit()
+        for b in batches:
+            b.wait(timeout=120, progress="none")
+    finally:
+        for c in clients:
+            c.close()
+    digests = [t["payload_sha256"] for t in sim_tasks(sim)]
+    assert len(digests) == len(set(digests)) == 12  # every row created once, by one of them
+    for index in range(12):
+        states = sorted(b.rows[index].status for b in batches)
+        assert states[0] == "done" or states == ["done", "unknown"], (index, states)
+        assert "done" in states
+    names = [p.name for p in (tmp_path / "o").iterdir() if p.suffix == ".png"]
+    assert len(names) == 12
+
+
+def test_a_row_past_its_deadline_is_cancelled_or_left(
+    make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path
+) -> None:
+    slow = make_simulator(speed=0.05)  # an image task runs about 40 s
+    with gw.Client(slow.base_url, KEY) as client:
+        batch = gw.batch(
+            T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=0.5
+        ).wait(timeout=120)
+        row = batch.rows[0]
+        assert row.status == "failed" and "timed out after 0.5 s; cancelled" in (row.error or "")
+        task = httpx.get(f"{slow.base_url}/_sim/tasks/{row.request_id}", timeout=10).json()
+        assert task["error_type"] == "cancelled"
+        left = gw.batch(
+            T2I,
+            prompts(1, start=5),
+            TEMPLATE,
+            out=tmp_path / "l",
+            client=client,
+            timeout=0.5,
+            on_timeout="leave",
+        ).wait(timeout=120)
+        assert left.rows[0].status == "left running"
+        assert "left running" in (left.rows[0].error or "")
+        task = httpx.get(f"{slow.base_url}/_sim/tasks/{left.rows[0].request_id}", timeout=10)
+        assert task.json()["status"] != "COMPLETED"  # still running at the gateway
+
+
+def test_cancel_all_cancels_what_runs_and_sends_no_more(
+    make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path
+) -> None:
+    """Each answer takes a second and a task 40 s: cancelled once the first row runs, the
+    batch cancels it (and the row whose create was in flight, once it answers) and sends
+    nothing more."""
+    slow = make_simulator(speed=0.05, latency=1.0)
+    with gw.Client(slow.base_url, KEY) as client:
+        batch = gw.batch(
+            T2I, prompts(3), TEMPLATE, out=tmp_path / "o", client=client, concurrency=1
+        )
+        assert wait_for(lambda: batch.rows[0].status in ("queued", "running"), timeout=60)
+        batch.cancel()
+        batch.wait(timeout=120, progress="none")
+        statuses = [r.status for r in batch.rows]
+        assert statuses[0] == "cancelled" and statuses[2] == "waiting"
+        assert statuses[1] in ("cancelled", "waiting")  # its create may have been in flight
+        assert batch.stopped is not None and batch.stopped.startswith("cancelled")
+    made = sim_tasks(slow)
+    assert len(made) == statuses.count("cancelled")
+    for task in made:
+        found = httpx.get(f"{slow.base_url}/_sim/tasks/{task['request_id']}", timeout=10).json()
+        assert found["error_type"] == "cancelled"
+
+
+def test_bad_arguments_and_a_folder_of_another_batch_are_refused(
+    client: gw.Client, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"timeout": 0}, "a row's deadline is a number of seconds above 0"),
+        ({"on_timeout": "ignore"}, "is not one of 'cancel'"),
+        ({"id": "../x"}, "is not a batch id"),
+        ({"concurrency": 0}, "concurrency must be a whole number 1 or more"),
+        ({"confirm_above": -1}, "confirm_above must be a whole number 0 or more"),
+        ({"out": 42}, "out is a folder path"),
+    ]
+    for kwargs, expected in cases:
+        with pytest.raises(ValueError, match=expected):
+            gw.batch(T2I, prompts(1), TEMPLATE, client=client, **{"out": tmp_path / "o", **kwargs})
+    gw.batch(T2I, prompts(1), TEMPLATE, client=client, out=tmp_path / "o", id="one").wait(60)
+    with pytest.raises(gw.PayloadError, match="holds the files of batch 'one'"):
+        gw.batch(T2I, prompts(2), TEMPLATE, client=client, out=tmp_path / "o", id="two")
+    with pytest.raises(gw.PayloadError, match="was sent with other rows"):
+        gw.batch(T2I, prompts(2), TEMPLATE, client=client, out=tmp_path / "o", id="one")
+    with pytest.raises(gw.PayloadError, match="writes into"):
+        gw.batch(T2I, prompts(1), TEMPLATE, client=client, out=tmp_path / "x", id="one")
+    assert sim_stats(sim)["created"] == 1
+
+
+def test_a_derived_id_comes_from_the_files_stem(client: gw.Client, tmp_path: Path) -> None:
+    path = tmp_path / "catalogue.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in prompts(2)))
+    batch = gw.batch(T2I, path, TEMPLATE, client=client, out=tmp_path / "o", confirm_above=0)
+    assert batch.id.startswith("catalogue-") and len(batch.id) == len("catalogue-") + 10

@@ -1,0 +1,147 @@
+"""``genwidgets batch``: the plan and its confirmation (refused without --yes when stdin
+is not a terminal), the exit status, --json, and a process killed half way then run
+again: no row created twice, every file once."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from genwidgets.cli import build_parser
+from genwidgets.lab.batch_cli import run_batch
+from genwidgets.lab.manifest import read_manifest
+from genwidgets.simulator import SimulatorServer
+
+T2I = "genW2.5-t2i-preview"
+KEY = "sim-demo-key"
+pytestmark = pytest.mark.timeout(300)
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def rows_file(tmp_path: Path, count: int) -> Path:
+    path = tmp_path / "shots.csv"
+    path.write_text("text,seed\n" + "".join(f"a heron {i},{i + 1}\n" for i in range(count)))
+    return path
+
+
+def run(args: list[str], stdin: io.StringIO | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    parsed = build_parser().parse_args(["batch", *args])
+    code = run_batch(parsed, stdin=stdin or io.StringIO(""), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def stats(sim: SimulatorServer) -> dict[str, Any]:
+    return dict(httpx.get(f"{sim.base_url}/_sim/stats", timeout=10).json())
+
+
+def test_without_yes_and_without_a_terminal_it_refuses_and_sends_nothing(
+    gateway_env: SimulatorServer, tmp_path: Path
+) -> None:
+    common = [str(rows_file(tmp_path, 3)), "--endpoint", T2I, "--set", "prompt={text}"]
+    code, out, err = run([*common, "--out", str(tmp_path / "o")])
+    assert code == 2 and "stdin is not a terminal" in err and "pass --yes" in err
+    assert "3 tasks" in out  # the plan was shown
+    code, _, err = run([*common, "--out", str(tmp_path / "o")], stdin=Terminal("n\n"))
+    assert code == 2 and "not confirmed" in err
+    assert stats(gateway_env)["create"] == 0
+
+
+def test_confirmed_on_a_terminal_or_with_yes_it_sends_and_exits_0(
+    gateway_env: SimulatorServer, tmp_path: Path
+) -> None:
+    common = [str(rows_file(tmp_path, 2)), "--endpoint", T2I, "--set", "prompt={text}"]
+    common += ["--set", "seed={seed}", "--set", "n=1", "--out", str(tmp_path / "o")]
+    code, out, _ = run(common, stdin=Terminal("y\n"))
+    assert code == 0 and "Send 2 row(s)? [y/N]" in out and "manifest:" in out
+    code, out, _ = run([*common, "--yes", "--json"])  # the same command: resumed, nothing sent
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == 0 and report["counts"] == {"done": 2} and report["not_done"] == []
+    assert stats(gateway_env)["created"] == 2
+    assert sorted(p.name for p in (tmp_path / "o").glob("*.png")) == [
+        "00000-a-heron-0-1.png",
+        "00001-a-heron-1-2.png",
+    ]
+
+
+def test_bad_input_is_refused_with_exit_2_naming_the_row(
+    gateway_env: SimulatorServer, tmp_path: Path
+) -> None:
+    path = rows_file(tmp_path, 2)
+    path.write_text("text,seed\na,1\nb,two\n")
+    code, _, err = run(
+        [str(path), "--endpoint", T2I, "--set", "prompt={text}", "--set", "seed={seed}",
+         "--out", str(tmp_path / "o"), "--yes"]
+    )  # fmt: skip
+    assert code == 2 and "row 1.seed" in err and "'two' is not a number" in err
+    code, _, err = run(
+        [str(path), "--endpoint", T2I, "--set", "prompt={text}", "--budget", "images=1",
+         "--out", str(tmp_path / "o"), "--yes"]
+    )  # fmt: skip
+    assert code == 2 and "the budget allows 1" in err
+    assert stats(gateway_env)["create"] == 0
+
+
+def test_failed_rows_exit_1_and_are_listed(gateway_env: SimulatorServer, tmp_path: Path) -> None:
+    httpx.put(f"{gateway_env.base_url}/_sim/config", json={"fail_rate": 1.0}, timeout=10)
+    code, out, _ = run(
+        [str(rows_file(tmp_path, 2)), "--endpoint", T2I, "--set", "prompt={text}",
+         "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
+    )  # fmt: skip
+    assert code == 1 and "row 0:" in out and "Runtime execution failed" in out
+
+
+def test_killed_half_way_then_run_again_creates_no_row_twice(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """The command in a child process, killed with SIGKILL once some rows are created,
+    then the same command to the end: the simulator made each row's task once (rows
+    lost in flight are listed as unknown, never resent) and every file is there once."""
+    sim = make_simulator(create_rate_limit=4)
+    count = 24
+    env = {
+        **os.environ,
+        "GENWIDGETS_HOME": str(tmp_path / "home"),
+        "GENWIDGETS_BASE_URL": sim.base_url,
+        "GENWIDGETS_API_KEY": KEY,
+    }
+    out = tmp_path / "o"
+    command = [sys.executable, "-m", "genwidgets.cli", "batch", str(rows_file(tmp_path, count)),
+               "--endpoint", T2I, "--set", "prompt={text}", "--set", "seed={seed}",
+               "--set", "n=1", "--out", str(out), "--yes", "--concurrency", "2"]  # fmt: skip
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(read_manifest(out)) < count // 3:
+            time.sleep(0.05)
+        assert len(read_manifest(out)) >= count // 3, child.stderr
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode in (0, 1), done.stderr
+    tasks = httpx.get(f"{sim.base_url}/_sim/tasks", timeout=10).json()
+    digests = [t["payload_sha256"] for t in tasks]
+    assert len(digests) == len(set(digests))  # no row's payload was created twice
+    last = read_manifest(out)
+    assert sorted(last) == list(range(count)), done.stdout + done.stderr
+    assert {r["status"] for r in last.values()} <= {"done", "unknown"}
+    done_rows = [r for r in last.values() if r["status"] == "done"]
+    assert len(done_rows) >= count - 4  # at most a chunk (two rounds of 2) is unknown
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert len(pngs) == len(done_rows) and not any("~" in name for name in pngs)

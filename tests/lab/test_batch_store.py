@@ -1,0 +1,113 @@
+"""The batch store: rows reserved against a cap in one transaction, so two processes
+sharing the ledger's file never pass it together nor take one row twice; spend given
+back when nothing was created; batches listed with their rows per state."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from genwidgets.lab.batch_store import (
+    CREATED,
+    DONE,
+    SENDING,
+    WAITING,
+    BatchStore,
+    RowUpdate,
+)
+
+
+def saved(store: BatchStore, batch_id: str = "b", rows: int = 10) -> None:
+    store.save_batch(
+        batch_id,
+        gateway="sim",
+        endpoint="genW2.5-t2i-preview",
+        out="/tmp/out",
+        digest="d" * 64,
+        description={"endpoint": "genW2.5-t2i-preview"},
+        rows=[(i, "genW2.5-t2i-preview", json.dumps({"prompt": f"p{i}"})) for i in range(rows)],
+    )
+
+
+def test_rows_are_taken_in_order_until_a_cap_and_spend_is_summed(tmp_path: Path) -> None:
+    store = BatchStore(tmp_path / "ledger.sqlite3")
+    saved(store)
+    wanted = [(i, {"tasks": 1.0, "images": 4.0}) for i in range(5)]
+    first = store.reserve("b", wanted, {"images": 10})
+    assert first.taken == [(0, 1), (1, 1)] and first.capped and first.elsewhere == []
+    assert first.spent == {"tasks": 2.0, "images": 8.0}
+    assert [r.state for r in store.rows("b")][:3] == [SENDING, SENDING, WAITING]
+    store.settle("b", [RowUpdate(1, WAITING, release=1)])  # row 1 made nothing: given back
+    assert store.spent("b") == {"tasks": 1.0, "images": 4.0}
+    again = store.reserve("b", wanted[1:], {"images": 10})
+    assert again.taken == [(1, 2)] and again.capped  # row 1 again (attempt 2), then 12 > 10
+    store.close()
+
+
+def test_two_processes_sharing_the_file_never_pass_the_cap_nor_share_a_row(
+    tmp_path: Path,
+) -> None:
+    """Two stores, each with its own ledger connection and writer (as two processes),
+    reserve the same batch's rows at once."""
+    path = tmp_path / "ledger.sqlite3"
+    first, second = BatchStore(path), BatchStore(path)
+    saved(first, rows=60)
+    taken: dict[str, list[tuple[int, int]]] = {"a": [], "b": []}
+
+    def run(name: str, store: BatchStore) -> None:
+        for start in range(0, 60, 4):
+            wanted = [(i, {"images": 1.0}) for i in range(start, start + 4)]
+            taken[name] += store.reserve("b", wanted, {"images": 25}).taken
+
+    threads = [
+        threading.Thread(target=run, args=("a", first)),
+        threading.Thread(target=run, args=("b", second)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    rows = [i for i, _ in taken["a"] + taken["b"]]
+    assert len(rows) == len(set(rows)) == 25  # the cap, exactly, and no row twice
+    assert first.spent("b") == {"images": 25.0}
+    assert sum(1 for r in second.rows("b") if r.state == SENDING) == 25
+    first.close()
+    second.close()
+
+
+def test_a_row_another_process_took_is_said_to_be_elsewhere(tmp_path: Path) -> None:
+    store = BatchStore(tmp_path / "ledger.sqlite3")
+    saved(store, rows=3)
+    store.reserve("b", [(0, {"tasks": 1.0})], {})
+    found = store.reserve("b", [(0, {"tasks": 1.0}), (1, {"tasks": 1.0})], {})
+    assert found.taken == [(1, 1)] and found.elsewhere == [0] and not found.capped
+    store.close()
+
+
+def test_settled_rows_and_listed_batches(tmp_path: Path) -> None:
+    store = BatchStore(tmp_path / "ledger.sqlite3")
+    saved(store, "older", rows=2)
+    saved(store, "newer", rows=3)
+    store.reserve("newer", [(0, {"tasks": 1.0})], {})
+    store.settle(
+        "newer",
+        [
+            RowUpdate(0, CREATED, request_id="r0"),
+            RowUpdate(1, DONE, request_id="r1", files=["a.png"]),
+        ],
+    )
+    store.settle("newer", [RowUpdate(0, DONE, files=["b.png"])])  # the request id stays
+    rows = store.rows("newer")
+    assert (rows[0].state, rows[0].request_id, rows[0].files) == (DONE, "r0", ["b.png"])
+    assert [b.id for b in store.batches("sim")] == ["newer", "older"]
+    listed = store.batches("sim")[0]
+    assert listed.counts == {DONE: 2, WAITING: 1} and listed.rows == 3
+    assert store.batches("another gateway") == [] and store.summary("nope") is None
+    store.close()
+
+
+def test_a_file_without_batch_tables_reads_empty(tmp_path: Path) -> None:
+    store = BatchStore(tmp_path / "ledger.sqlite3")
+    assert store.batches() == [] and store.rows("b") == [] and store.spent("b") == {}
+    store.close()

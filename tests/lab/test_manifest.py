@@ -1,0 +1,44 @@
+"""A batch's manifest: one JSONL line per event, flushed at once; the CSV table rewritten
+whole, at most every CSV_EVERY seconds unless forced; a torn last line is skipped."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from genwidgets.lab.manifest import COLUMNS, Manifest, read_manifest
+
+
+def test_events_are_appended_and_readable_before_close(tmp_path: Path) -> None:
+    manifest = Manifest(tmp_path, "b1")
+    manifest.event({"row": 0, "status": "created", "request_id": "r0"})
+    manifest.event({"row": 0, "status": "done", "files": ["00000-a.png"]})
+    manifest.event({"row": 1, "status": "failed", "error": "boom"})
+    lines = (tmp_path / "manifest.jsonl").read_text().splitlines()  # flushed: no close yet
+    assert [json.loads(line)["status"] for line in lines] == ["created", "done", "failed"]
+    assert all(json.loads(line)["batch"] == "b1" for line in lines)
+    assert read_manifest(tmp_path)[0]["files"] == ["00000-a.png"]
+    manifest.close()
+
+
+def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "manifest.jsonl").write_text('{"row": 0, "status": "done"}\n{"row": 1, "sta')
+    assert list(read_manifest(tmp_path)) == [0]
+    assert read_manifest(tmp_path / "nowhere") == {}
+
+
+def test_the_csv_table_is_rewritten_whole_at_most_so_often(tmp_path: Path) -> None:
+    manifest = Manifest(tmp_path, "b1")
+    first = [{"row": 0, "status": "waiting", "payload": {"prompt": "a, b"}, "files": []}]
+    assert manifest.due()
+    assert manifest.table(first)
+    assert not manifest.due()
+    later = [{"row": 0, "status": "done", "files": ["x.png", "y.png"], "payload": {}}]
+    assert not manifest.table(later)  # too soon: the first table stands
+    assert manifest.table(later, force=True)
+    with open(tmp_path / "manifest.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == list(COLUMNS)
+    assert rows[1][:5] == ["0", "done", "", "", "x.png; y.png"]
+    assert not list(tmp_path.glob(".*part"))

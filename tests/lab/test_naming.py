@@ -1,0 +1,72 @@
+"""File names of a batch: the default template, slugs, safe parts, empty values, the
+extension and the later outputs of a row, and templates that cannot name a file."""
+
+from __future__ import annotations
+
+import pytest
+
+from genwidgets.errors import PayloadError
+from genwidgets.lab.naming import NameTemplate, file_name, safe_part, slug
+
+
+def test_slugs_are_short_safe_ascii_and_drop_imgm_parameters() -> None:
+    assert slug("A Red Fox, in the Snow!") == "a-red-fox-in-the-snow"
+    assert slug("Café crème --ar 16:9 --seed 4") == "cafe-creme"
+    assert slug("word " * 30) == "-".join(["word"] * 8)  # at most 40 characters, at a word
+    assert slug("雪の中の狐") == "雪の中の狐"  # no ASCII form: the words themselves
+    assert slug(None) == "" and slug("") == ""
+
+
+def test_safe_parts_hold_no_separator_and_no_leading_dot() -> None:
+    assert safe_part("../../etc/passwd") == "etc-passwd"
+    assert safe_part("a/b\\c d") == "a-b-c-d"
+    assert safe_part(None) == "" and safe_part(42) == "42"
+
+
+def test_the_default_template_and_an_empty_seed() -> None:
+    names = NameTemplate.parse(None, ["text"])
+    stem = names.stem(3, {"text": "x"}, {"slug": "a-fox", "seed": 42})
+    assert file_name(stem, ".png", 0, 1) == "00003-a-fox-42.png"
+    bare = names.stem(12, {}, {"slug": "a-fox", "seed": None})
+    assert file_name(bare, "mp4", 0, 1) == "00012-a-fox.mp4"
+
+
+def test_later_outputs_of_a_row_and_the_output_placeholder() -> None:
+    stem = NameTemplate.parse(None, []).stem(0, {}, {"slug": "kite", "seed": 1})
+    assert [file_name(stem, ".png", k, 3) for k in range(3)] == [
+        "00000-kite-1.png",
+        "00000-kite-1-2.png",
+        "00000-kite-1-3.png",
+    ]
+    own = NameTemplate.parse("{sku}_{output}.{ext}", ["sku"]).stem(0, {"sku": "AB/12"}, {})
+    assert [file_name(own, "jpg", k, 2) for k in range(2)] == ["AB-12_1.jpg", "AB-12_2.jpg"]
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("out/{row}.{ext}", "a file name, not a path"),
+        ("{row}.png", "has no {ext}"),
+        ("{colour}.{ext}", "names {colour}, which is neither a column nor one of"),
+        ("{row.{ext}", "not a format string"),
+        ("", "a non-empty string"),
+    ],
+)
+def test_templates_that_cannot_name_a_file_are_refused(template: str, expected: str) -> None:
+    with pytest.raises(PayloadError, match=expected):
+        NameTemplate.parse(template, ["text"])
+
+
+def test_a_value_that_does_not_format_names_its_row() -> None:
+    names = NameTemplate.parse("{text:05d}.{ext}", ["text"])
+    with pytest.raises(PayloadError) as info:
+        names.stem(4, {"text": "abc"}, {})
+    assert info.value.errors[0]["loc"] == ("row 4", "filenames")
+
+
+def test_a_long_name_is_cut_to_fit_a_file_system() -> None:
+    stem = NameTemplate.parse("{text}-{text}-{text}-{text}.{ext}", ["text"]).stem(
+        0, {"text": "é" * 60}, {}
+    )
+    assert len(file_name(stem, "png", 0, 1).encode()) <= 210
+    assert file_name(stem, "png", 0, 1).endswith(".png")

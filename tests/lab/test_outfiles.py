@@ -1,0 +1,84 @@
+"""Writing a row's outputs: named, tagged, never over another file; a folder that cannot
+be written, or holds another batch, refused before anything is sent."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from genwidgets.errors import PayloadError
+from genwidgets.lab.naming import NameTemplate
+from genwidgets.lab.outfiles import check_out, write_outputs
+from genwidgets.lab.provenance import read_provenance
+from genwidgets.protocol.records import Output
+
+
+def png(colour: tuple[int, int, int]) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4), colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def outputs(*items: tuple[str, bytes]) -> list[Output]:
+    return [
+        Output(content_type=ct, raw={}, index=i, _cache=data) for i, (ct, data) in enumerate(items)
+    ]
+
+
+def write(out: Path, items: list[Output], own: frozenset[str] = frozenset()) -> list[Path]:
+    stem = NameTemplate.parse(None, []).stem(7, {}, {"slug": "a-fox", "seed": 3})
+    return write_outputs(
+        out,
+        stem,
+        items,
+        own=own,
+        batch="b",
+        row=7,
+        endpoint="genW2.5-t2i-preview",
+        request_id="r-7",
+        payload={"prompt": "a fox", "seed": 3},
+    )
+
+
+def test_outputs_are_named_tagged_and_sidecars_written_where_needed(tmp_path: Path) -> None:
+    paths = write(tmp_path, outputs(("image/png", png((1, 2, 3))), ("audio/mpeg", b"ID3 x")))
+    assert [p.name for p in paths] == ["00007-a-fox-3.png", "00007-a-fox-3-2.mp3"]
+    assert read_provenance(paths[0])["request_id"] == "r-7"
+    assert (tmp_path / "00007-a-fox-3-2.mp3.json").exists()
+    assert read_provenance(paths[1])["row"] == 7
+    assert not list(tmp_path.glob(".*part"))
+
+
+def test_another_files_name_is_never_overwritten_and_a_rows_own_file_is(tmp_path: Path) -> None:
+    stranger = tmp_path / "00007-a-fox-3.png"
+    stranger.write_bytes(b"not ours")
+    first = write(tmp_path, outputs(("image/png", png((9, 9, 9)))))
+    assert first[0].name == "00007-a-fox-3~2.png" and stranger.read_bytes() == b"not ours"
+    again = write(
+        tmp_path, outputs(("image/png", png((8, 8, 8)))), own=frozenset({"00007-a-fox-3~2.png"})
+    )
+    assert again[0].name == "00007-a-fox-3~2.png"  # its own earlier file: replaced
+    assert stranger.read_bytes() == b"not ours"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "00007-a-fox-3.png",
+        "00007-a-fox-3~2.png",
+    ]
+
+
+def test_a_folder_that_cannot_be_written_is_refused(tmp_path: Path) -> None:
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    with pytest.raises(PayloadError, match=r"cannot write into .*give out= a folder you can write"):
+        check_out(blocker / "out", "b")
+    check_out(tmp_path / "new" / "out", "b")  # made on the way
+    assert (tmp_path / "new" / "out").is_dir()
+
+
+def test_a_folder_holding_another_batch_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "manifest.jsonl").write_text('{"batch": "older", "row": 0}\n')
+    with pytest.raises(PayloadError, match="holds the files of batch 'older'"):
+        check_out(tmp_path, "newer")
+    check_out(tmp_path, "older")  # its own folder: resumed

@@ -1,0 +1,73 @@
+"""A batch's progress outside a notebook: the line, the mode chosen by the stream, a tqdm
+bar on a terminal, quiet lines otherwise, nothing in a kernel."""
+
+from __future__ import annotations
+
+import io
+
+from genwidgets.lab import progress as progress_module
+from genwidgets.lab.progress import Progress, Snapshot, progress_mode
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def snap(**kw: object) -> Snapshot:
+    base: dict[str, object] = {
+        "id": "b1",
+        "total": 10,
+        "counts": {"done": 4, "failed": 1, "running": 2, "queued": 1, "waiting": 2},
+        "spent": {"tasks": 7.0, "images": 28.0},
+        "rate": 0.5,
+        "eta": 10.0,
+    }
+    base.update(kw)
+    return Snapshot(**base)  # type: ignore[arg-type]
+
+
+def test_the_line_counts_spend_rate_and_time_left() -> None:
+    assert snap().line() == (
+        "batch b1: 4 of 10 done, 1 failed, 2 running, 3 queued; 0.5 rows/s, about 10 s left; "
+        "spent 28 images"
+    )
+    ended = snap(finished=True, stopped="stopped at the budget's cap")
+    assert ended.line().endswith("spent 28 images; stopped at the budget's cap")
+    assert snap(eta=3600 * 3).line().count("about 3.0 h left") == 1
+
+
+def test_the_mode_follows_the_stream() -> None:
+    assert progress_mode(Terminal()) == "bar"
+    assert progress_mode(io.StringIO()) == "lines"
+    kernel_stream = type("OutStream", (io.StringIO,), {"__module__": "ipykernel.iostream"})()
+    assert progress_mode(kernel_stream) == "none"
+
+
+def test_lines_are_quiet_and_the_last_one_always_printed(monkeypatch: object) -> None:
+    out = io.StringIO()
+    face = Progress(10, stream=out)
+    face.show(snap())
+    face.show(snap(counts={"done": 5}))  # within LINE_EVERY: not printed
+    face.close(snap(counts={"done": 10}, finished=True))
+    lines = out.getvalue().splitlines()
+    assert lines == [snap().line(), "batch b1: 10 of 10 done; spent 28 images"]
+    assert progress_module.LINE_EVERY >= 5
+
+
+def test_a_terminal_gets_a_tqdm_bar() -> None:
+    out = Terminal()
+    face = Progress(10, stream=out)
+    face.show(snap())
+    face.close(snap(counts={"done": 10}, finished=True))
+    text = out.getvalue()
+    assert "batch b1" in text and "10/10" in text and "row" in text
+    assert text.rstrip().endswith("batch b1: 10 of 10 done; spent 28 images")
+
+
+def test_nothing_is_drawn_in_a_kernel() -> None:
+    out = io.StringIO()
+    face = Progress(10, mode="none", stream=out)
+    face.show(snap())
+    face.close(snap(finished=True))
+    assert out.getvalue() == ""

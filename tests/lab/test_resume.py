@@ -1,0 +1,99 @@
+"""Resuming a batch after a crash: each row reserved when the process stopped is settled
+by what the ledger says of its create (created: re-attached, never sent again; certainly
+not created: sent; unknown: listed), and never-sent rows are sent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import genwidgets as gw
+from genwidgets.lab.batch_open import open_batch
+from genwidgets.lab.resume import reconcile
+from genwidgets.simulator import SimulatorServer
+
+T2I = "genW2.5-t2i-preview"
+KEY = "sim-demo-key"
+TEMPLATE = {"prompt": "{text}", "seed": "{seed}", "n": 1}
+ROWS = [{"text": f"a lantern {i}", "seed": str(i + 1)} for i in range(5)]
+pytestmark = pytest.mark.timeout(180)
+
+
+def created(sim: SimulatorServer) -> int:
+    return int(httpx.get(f"{sim.base_url}/_sim/stats", timeout=10).json()["created"])
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    sim = make_simulator()
+    with gw.Client(sim.base_url, KEY) as first:
+        batch = open_batch(T2I, ROWS, TEMPLATE, out=tmp_path / "o", client=first, id="crashed")
+        batch._store_batch()
+        charges = [(i, {"tasks": 1.0, "images": 1.0}) for i in range(4)]
+        assert len(batch.store.reserve("crashed", charges, {}).taken) == 4  # rows 0-3 sending
+        ledger = first.ledger
+        assert ledger is not None
+        # row 0: its task was created; the process died before the batch stored the answer
+        job = first.send(batch.rows[0].planned.prepared)
+        # row 1: its create certainly made nothing (refused before anything left)
+        refused = ledger.record_intent(
+            gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[1].payload
+        )
+        ledger.record_create_failed(refused, "Unreachable: refused", created_nothing=True)
+        # row 2: its create left and its answer was lost with the process
+        lost = ledger.record_intent(
+            gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[2].payload
+        )
+        recorder = ledger._recorder  # no longer in flight: the process is gone
+        recorder._settle(recorder.row_of(lost))
+        # row 3: reserved, and the process died before the ledger had its intent
+        # row 4: never reserved
+        ledger.flush()
+    assert created(sim) == 1
+    with gw.Client(sim.base_url, KEY) as second:  # a new process: the same call again
+        again = gw.batch(T2I, ROWS, TEMPLATE, client=second, id="crashed").wait(timeout=120)
+    statuses = [r.status for r in again.rows]
+    assert statuses == ["done", "done", "unknown", "done", "done"]
+    assert again.rows[0].request_id == job.request_id  # re-attached, not created again
+    assert again.unknown == [again.rows[2]]
+    assert "not sent again" in (again.rows[2].error or "")
+    assert created(sim) == 4  # rows 1, 3 and 4 sent; 0 and 2 never again
+    assert len([p for p in (tmp_path / "o").iterdir() if p.suffix == ".png"]) == 4
+
+
+def test_without_a_ledger_a_reserved_row_is_unknown(
+    home: Path, simulator: SimulatorServer, tmp_path: Path
+) -> None:
+    with gw.Client(simulator.base_url, KEY, ledger=False) as client:
+        batch = open_batch(T2I, ROWS[:1], TEMPLATE, out=tmp_path / "o", client=client)
+        batch._store_batch()
+        batch.store.reserve(batch.id, [(0, {"tasks": 1.0})], {})
+        row = batch.rows[0]
+        row.state, row.reserved_at = "sending", 0.0
+        reconcile(batch, [row])
+        assert row.status == "unknown" and "no ledger" in (row.error or "")
+
+
+def test_a_done_row_whose_file_went_missing_is_written_again(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    sim = make_simulator()
+    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "files"}
+    with gw.Client(sim.base_url, KEY) as client:
+        done = gw.batch(T2I, ROWS[:2], TEMPLATE, client=client, **kwargs).wait(timeout=120)
+        lost = done.rows[1].files[0]
+        lost.unlink()
+        again = gw.batch(T2I, ROWS[:2], TEMPLATE, client=client, **kwargs).wait(timeout=120)
+    assert lost.exists() and [r.status for r in again.rows] == ["done", "done"]
+    assert created(sim) == 2

@@ -1,0 +1,120 @@
+"""Reading a batch's rows: every source, empty cells, capped reads, each bad source a
+PayloadError naming the row (and line) and saying what is accepted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from genwidgets.errors import PayloadError
+from genwidgets.lab import rows as rows_module
+from genwidgets.lab.rows import read_rows
+
+
+def messages(exc: pytest.ExceptionInfo[PayloadError]) -> list[tuple[tuple[str, ...], str]]:
+    return [(tuple(e["loc"]), e["msg"]) for e in exc.value.errors]
+
+
+def test_a_csv_file_gives_its_rows_columns_lines_and_leaves_empty_cells_unset(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "shots.csv"
+    path.write_text('\ufefftext,seed,note\n"a fox, red",1,\n\nsnow,,x\n', encoding="utf-8")
+    found = read_rows(path)
+    assert found.rows == [{"text": "a fox, red", "seed": "1"}, {"text": "snow", "note": "x"}]
+    assert found.columns == ["text", "seed", "note"]
+    assert found.lines == [2, 4]  # the blank line is no row
+    assert found.stem == "shots" and found.source == "shots.csv"
+
+
+def test_a_jsonl_file_keeps_json_types(tmp_path: Path) -> None:
+    path = tmp_path / "script.jsonl"
+    path.write_text(
+        '{"text": "hello", "speed": 1.5, "tags": ["a"]}\n\n{"text": "bye", "x": null}\n'
+    )
+    found = read_rows(str(path))
+    assert found.rows == [{"text": "hello", "speed": 1.5, "tags": ["a"]}, {"text": "bye"}]
+    assert found.columns == ["text", "speed", "tags", "x"] and found.lines == [1, 3]
+
+
+def test_a_list_of_dicts_and_a_dataframe(tmp_path: Path) -> None:
+    assert read_rows([{"prompt": "a"}, {"prompt": "b", "seed": 2}]).columns == ["prompt", "seed"]
+    frame = pd.DataFrame({"prompt": ["a", "b"], "seed": [1.0, float("nan")]})
+    found = read_rows(frame)
+    assert found.rows == [{"prompt": "a", "seed": 1.0}, {"prompt": "b"}]  # NaN: unset
+    assert type(found.rows[0]["seed"]) is float  # numpy scalars become plain Python
+    assert found.lines is None
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("empty.csv", "", "is empty"),
+        ("blank.csv", "\n\n  \n", "is empty"),
+        ("header.csv", "text,seed\n", "a header but no rows"),
+        ("twice.csv", "text,text\na,b\n", "names a column twice: text"),
+        ("nameless.csv", "text,,seed\na,b,c\n", "column 2 of the header has no name"),
+        ("empty.jsonl", "\n\n", "is empty"),
+    ],
+)
+def test_empty_and_malformed_files_are_refused_saying_what_is_accepted(
+    tmp_path: Path, name: str, text: str, expected: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(PayloadError, match=expected):
+        read_rows(path)
+
+
+def test_bad_rows_are_named_by_number_and_line_all_at_once(tmp_path: Path) -> None:
+    csv_path = tmp_path / "p.csv"
+    csv_path.write_text("text,seed\na,1\nb,2,3\nc,4\nd,5,6\n")
+    with pytest.raises(PayloadError) as info:
+        read_rows(csv_path)
+    assert [loc for loc, _ in messages(info)] == [("row 1",), ("row 3",)]
+    assert "line 3 of p.csv has 3 values for 2 columns" in messages(info)[0][1]
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text('{"a": 1}\n[1, 2]\n{"a": \n')
+    with pytest.raises(PayloadError) as info:
+        read_rows(jsonl)
+    found = messages(info)
+    assert [loc for loc, _ in found] == [("row 1",), ("row 2",)]
+    assert "line 2 of p.jsonl is a JSON list" in found[0][1]
+    assert "line 3 of p.jsonl is not JSON" in found[1][1]
+    with pytest.raises(PayloadError) as info:
+        read_rows([{"prompt": "a"}, "a prompt", {1: "x"}])
+    assert [loc for loc, _ in messages(info)] == [("row 1",), ("row 2",)]
+
+
+def test_unreadable_sources_say_what_rows_may_be(tmp_path: Path) -> None:
+    with pytest.raises(PayloadError, match=r"cannot read .*missing\.csv"):
+        read_rows(tmp_path / "missing.csv")
+    with pytest.raises(PayloadError, match="not a file"):
+        (tmp_path / "folder.csv").mkdir()
+        read_rows(tmp_path / "folder.csv")
+    (tmp_path / "latin.csv").write_bytes("text\ncaf\xe9\n".encode("latin-1"))
+    with pytest.raises(PayloadError, match="not UTF-8 text"):
+        read_rows(tmp_path / "latin.csv")
+    for wrong in ("a red fox", tmp_path / "rows.txt", 42, b"text\na\n", None):
+        with pytest.raises(PayloadError, match=r"a list of dicts, a path to a \.csv"):
+            read_rows(wrong)
+    with pytest.raises(PayloadError, match="the list of rows is empty"):
+        read_rows([])
+    with pytest.raises(PayloadError, match="DataFrame has no rows"):
+        read_rows(pd.DataFrame({"prompt": []}))
+
+
+def test_reads_are_capped_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "big.csv"
+    path.write_text("text\n" + "a\n" * 50)
+    monkeypatch.setattr(rows_module, "MAX_FILE_BYTES", 40)
+    with pytest.raises(PayloadError, match="may be at most"):
+        read_rows(path)
+    monkeypatch.setattr(rows_module, "MAX_FILE_BYTES", 10_000)
+    monkeypatch.setattr(rows_module, "MAX_ROWS", 10)
+    with pytest.raises(PayloadError, match="at most 10: split it"):
+        read_rows(path)
+    with pytest.raises(PayloadError, match="at most 10"):
+        read_rows([{"a": 1}] * 11)

@@ -1,0 +1,120 @@
+"""A batch's live view: counts, spend, the latest thumbnails made from its files, its
+buttons, and its lasting face (static HTML that holds no key)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from widgets.taskfakes import DisplayRecorder, wait_for
+
+import genwidgets as gw
+from genwidgets.lab import batch as lab_batch
+from genwidgets.simulator import SimulatorServer
+from genwidgets.widgets import batch as view_module
+from genwidgets.widgets import faces
+from genwidgets.widgets.batch import BatchView, static_copy
+from genwidgets.widgets.faces import WIDGET_VIEW_MIME
+
+T2I = "genW2.5-t2i-preview"
+KEY = "sim-demo-key"
+TEMPLATE = {"prompt": "{text}", "n": 1}
+ROWS = [{"text": f"a harbour at dusk {i}"} for i in range(3)]
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def sim(make_simulator: Callable[..., SimulatorServer]) -> SimulatorServer:
+    return make_simulator()
+
+
+@pytest.fixture
+def client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim: SimulatorServer
+) -> Iterator[gw.Client]:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    made = gw.Client(sim.base_url, KEY)
+    yield made
+    made.close()
+
+
+def test_a_finished_batch_shows_its_counts_spend_and_latest_thumbnails(
+    client: gw.Client, tmp_path: Path
+) -> None:
+    batch = gw.batch(T2I, ROWS, TEMPLATE, out=tmp_path / "o", client=client).wait(timeout=120)
+    view = BatchView(batch)
+    view._write()
+    head = view.head
+    assert head["counts"] == {"done": 3, "running": 0, "queued": 0, "failed": 0}
+    assert head["finished"] and head["total"] == 3 and head["spent"] == "3 images"
+    assert head["id"] == batch.id and head["out"] == str(batch.out)
+    assert not head["can_retry"] and not head["needs_confirmation"]
+    assert len(view.thumbs) == 3
+    assert all(t["src"].startswith("data:image/") for t in view.thumbs)
+    assert {t["row"] for t in view.thumbs} == {0, 1, 2}
+
+
+def test_the_buttons_submit_cancel_and_retry(
+    client: gw.Client, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    waiting = gw.batch(T2I, ROWS, TEMPLATE, out=tmp_path / "w", client=client, confirm_above=0)
+    view = BatchView(waiting)
+    assert view.head["needs_confirmation"] and not view.head["started"]
+    view.handle_message({"action": "submit"})
+    waiting.wait(timeout=120)
+    httpx.put(f"{sim.base_url}/_sim/config", json={"fail_rate": 1.0}, timeout=10)
+    failing = gw.batch(T2I, ROWS[:1], TEMPLATE, out=tmp_path / "f", client=client).wait(120)
+    view = BatchView(failing)
+    assert view.head["can_retry"] and view.head["counts"]["failed"] == 1
+    httpx.put(f"{sim.base_url}/_sim/config", json={"fail_rate": 0.0}, timeout=10)
+    view.handle_message({"action": "retry"})
+    failing.wait(timeout=120)
+    assert failing.rows[0].status == "done"
+    view.handle_message({"action": "cancel"})  # nothing runs: a no-op that says so
+    assert failing.rows[0].status == "done"
+
+
+def test_the_lasting_face_is_plain_html_with_the_counts_and_no_key(
+    client: gw.Client, tmp_path: Path
+) -> None:
+    batch = gw.batch(T2I, ROWS[:2], TEMPLATE, out=tmp_path / "o", client=client).wait(120)
+    view = BatchView(batch)
+    copy = static_copy(batch, view._latest())
+    html = copy["text/html"]
+    assert "2 done" in html and batch.id in html and str(batch.out) in html
+    assert html.count("<img") == 2 and "<script" not in html
+    assert KEY not in html and copy["text/plain"].startswith(f"batch {batch.id}: 2 of 2 done")
+
+
+def test_importing_the_view_makes_a_displayed_batch_draw_it() -> None:
+    assert lab_batch.display_hook is view_module.show
+    assert gw.batch is view_module.batch
+
+
+def test_displayed_it_is_a_live_face_then_a_lasting_face_kept_current(
+    client: gw.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import IPython.display
+
+    shown = DisplayRecorder()
+    monkeypatch.setattr(IPython.display, "display", shown)
+    monkeypatch.setattr(faces, "in_kernel", lambda: True)
+    faces.REPUBLISH.flush()  # nothing of other tests pending
+    waiting = gw.batch(T2I, ROWS, TEMPLATE, out=tmp_path / "o", client=client, confirm_above=0)
+    view = BatchView(waiting)
+    view.display()
+    [(live, _), (lasting, lasting_kwargs)] = shown.calls
+    assert live[WIDGET_VIEW_MIME]["model_id"] == view.model_id == view.face["model"]
+    assert lasting_kwargs == {"raw": True, "display_id": True}
+    face_id = view.face["id"]
+    assert f'data-gw-lasting="{face_id}"' in lasting["text/html"]
+    assert "0 done" in lasting["text/html"] and "<script" not in lasting["text/html"]
+    [handle] = shown.handles
+    waiting.submit()
+    waiting.wait(timeout=120)
+    # the lasting face follows the batch to its end, written off the finisher's thread
+    assert wait_for(lambda: "3 done" in handle.last_html(), timeout=60)
+    assert face_id in handle.last_html() and KEY not in handle.last_html()
+    assert all(name == "genwidgets-background" for name in handle.threads)

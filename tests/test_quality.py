@@ -582,3 +582,45 @@ def test_the_leaning_check_tells_a_mixin_from_an_abstract_base(tmp_path: Path) -
         f"{tmp_path / 'mixins.py'}: Store mixes Keeping and Writing; Keeping leans on path",
         f"{tmp_path / 'mixins.py'}: Store mixes Keeping and Writing; Writing leans on _put()",
     ]
+
+
+# --- one place works out a field's wire name ------------------------------------------
+CATALOG = PACKAGE / "catalog"
+FIELD_ATTRIBUTES = {"model_fields", "alias", "validation_alias", "serialization_alias"}
+#: (module path, attribute) -> why it must read pydantic's fields itself; none today
+WIRE_NAMES_ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def wire_name_resolutions(paths: list[Path]) -> list[str]:
+    """``path:line .attr`` for each read of pydantic's field table or an alias: the
+    catalog (``fields_of``, ``EndpointSpec``) answers these, by wire name."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in FIELD_ATTRIBUTES:
+                found.append(f"{path}:{node.lineno} .{node.attr}")
+    return found
+
+
+def test_only_the_catalog_works_out_wire_names() -> None:
+    outside = [p for p in SOURCES if not p.is_relative_to(CATALOG)]
+    found = [
+        line
+        for line in wire_name_resolutions(outside)
+        if (str(Path(line.split(":")[0]).relative_to(ROOT)), line.rsplit(".", 1)[1])
+        not in WIRE_NAMES_ALLOWED
+    ]
+    assert not found, (
+        "fields read outside the catalog (ask EndpointSpec.fields / billing_fields / "
+        "required_fields / prompt_fields / defaults, or catalog.fields_of / field_named; "
+        "docs/decisions.md#wire-names):\n" + "\n".join(found)
+    )
+
+
+def test_the_wire_name_check_sees_fields_and_aliases(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "def f(m):\n    return {i.alias or n for n, i in m.model_fields.items()}\n"
+        "def g(dump):\n    return dump(by_alias=True)\n"
+    )
+    assert wire_name_resolutions([probe]) == [f"{probe}:2 .alias", f"{probe}:2 .model_fields"]

@@ -156,7 +156,7 @@ def _scalar_type(annotation: Any) -> type | None:
 def _field_type(model: Any, path: Sequence[str], endpoint: str) -> type | None:
     """The scalar type of the field at ``path``; an unknown name is a PayloadError
     naming it with the closest known name."""
-    from ..catalog import fields_along
+    from ..catalog import fields_along, fields_of
     from ..catalog.introspect import models_in
 
     reached = fields_along(model, list(path))
@@ -168,7 +168,7 @@ def _field_type(model: Any, path: Sequence[str], endpoint: str) -> type | None:
                 return None
         else:
             parents = [model]
-        known = sorted({(f.alias or n) for m in parents for n, f in m.model_fields.items()})
+        known = sorted({f.wire for m in parents for f in fields_of(m)})
         close = difflib.get_close_matches(missing, known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise PayloadError(

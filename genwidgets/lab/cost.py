@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from .plan import PlannedCell
 
 __all__ = [
-    "PROMPT_FIELD_NAMES",
     "BilledUnit",
     "axis_count",
     "billed_count",
@@ -35,13 +34,9 @@ __all__ = [
     "not_sent_line",
     "plain_value",
     "prompt_jobs",
-    "prompt_string_fields",
     "refuse_above",
     "unit_of",
 ]
-
-PROMPT_FIELD_NAMES = ("remixPrompt", "remix_prompt", "prompt")
-
 
 def prompt_jobs(text: str) -> int:
     """How many generations an imgM prompt bills: its permutations, each times
@@ -51,26 +46,12 @@ def prompt_jobs(text: str) -> int:
     return Prompt.parse(text).jobs()
 
 
-def prompt_string_fields(spec: EndpointSpec) -> list[str]:
-    """The fields of an imgM endpoint whose string carries ``--`` parameters."""
-    if not str(spec.family).lower().startswith("imgm") and not spec.id.lower().startswith("imgm"):
-        return []
-    from ..catalog import is_prompt_string
-
-    fields = spec.model.model_fields
-    marked = [(info.alias or name) for name, info in fields.items() if is_prompt_string(info)]
-    named = [
-        n for n in PROMPT_FIELD_NAMES if n in fields or any(f.alias == n for f in fields.values())
-    ]
-    return list(dict.fromkeys(marked + named))
-
-
 def billed_count(spec: EndpointSpec, payload: Mapping[str, Any]) -> int:
     """Generations one task bills: the outputs it makes (its ``n``, sent or the
     service's default: ``genW2.5-t2i-preview`` makes 4 unless told) times, for imgM,
     each prompt's permutations and ``--repeat``. What ``confirm_above`` compares."""
     count = spec.generations(payload)
-    for name in prompt_string_fields(spec):
+    for name in spec.prompt_fields:
         text = payload.get(name)
         if isinstance(text, str):
             count *= max(1, prompt_jobs(text))
@@ -109,7 +90,7 @@ def billed_unit(spec: EndpointSpec) -> BilledUnit:
     from ..catalog.imgm import IMAGES_PER_PROMPT
 
     kind = _KIND_NOUNS.get(str(spec.kind), "generation")
-    if prompt_string_fields(spec):
+    if spec.prompt_fields:
         return BilledUnit("prompt", IMAGES_PER_PROMPT, kind)
     return BilledUnit(kind)
 

@@ -78,18 +78,10 @@ ROUTES: dict[str, Route] = {
 }
 
 
-def _wire_names(spec: EndpointSpec) -> set[str]:
-    return {(info.alias or name) for name, info in spec.model.model_fields.items()}
-
-
-def _required(spec: EndpointSpec) -> list[str]:
-    return [(i.alias or n) for n, i in spec.model.model_fields.items() if i.is_required()]
-
-
 def route_for(spec: EndpointSpec) -> Route:
     """The resolved route of an endpoint: its table entry, the rest from names."""
     entry = ROUTES.get(spec.id) or ROUTES.get(spec.family) or Route()
-    names = _wire_names(spec)
+    names = spec.fields
     prompt = entry.prompt
     if prompt == _AUTO:
         prompt = next((n for n in PROMPT_NAMES if n in names), None)
@@ -161,7 +153,7 @@ def map_payload(
     specs); ``extra`` (the user's ``per_endpoint[target.id]``) is laid over it."""
     data = copy.deepcopy(dict(payload))
     prompt, seed, used = read_roles(source, data)
-    names = _wire_names(target)
+    names = target.fields
     route = route_for(target)
     out: dict[str, Any] = {}
     dropped: list[str] = []
@@ -193,7 +185,7 @@ def map_payload(
         else:
             dropped.append(SEED_NAME)
     out.update(copy.deepcopy(dict(extra or {})))
-    missing = tuple(n for n in _required(target) if n not in out)
+    missing = tuple(n for n in target.required_fields if n not in out)
     return Mapped(out, tuple(dict.fromkeys(dropped)), missing)
 
 

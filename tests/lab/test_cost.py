@@ -83,3 +83,26 @@ def test_a_grid_cell_says_what_it_bills_beside_its_pictures(
         billed = {state["endpoint"]: state["billed"] for state in grid.cell_states}
         assert billed == {T2I: "4 images", IMGM: "1 prompt (4 images)"}
         grid.close()
+
+
+def test_billing_values_read_an_aliased_field_by_its_wire_name() -> None:
+    """Payloads are keyed by wire names; the billed field's Python name differs."""
+    from typing import Annotated
+
+    from pydantic import Field
+
+    from genwidgets.catalog import BILLED, Endpoint, ServiceDefault, register, unregister
+    from genwidgets.lab.cost import billing_values
+
+    @register("test-cost-aliased", kind="image", family="mine", title="t", documented=False)
+    class Aliased(Endpoint):
+        aspect: Annotated[str | None, BILLED, ServiceDefault("16:9")] = Field(
+            None, alias="aspectRatio"
+        )
+
+    try:
+        spec = endpoint("test-cost-aliased")
+        values = billing_values(spec, [{"aspectRatio": "1:1"}, {}])
+        assert values == {"aspectRatio": ["1:1", "16:9 (default)"]}
+    finally:
+        unregister("test-cost-aliased")

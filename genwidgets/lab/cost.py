@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .plan import PlannedCell
 
 __all__ = [
+    "CONFIRM_ABOVE",
     "BilledUnit",
     "axis_count",
     "billed_count",
@@ -158,6 +159,11 @@ def cost_summary(
         ]
         text += "; billing fields: " + "; ".join(parts)
     return text
+
+
+#: A grid or sweep billing more generations than this waits for ``.submit()``; the
+#: widgets' default (docs/decisions.md#one-home).
+CONFIRM_ABOVE = 10
 
 
 def needs_confirmation(billed_total: int, confirm_above: int) -> bool:

@@ -22,7 +22,7 @@ import ipywidgets
 import traitlets
 
 from ..lab.code import curl_code
-from ..lab.cost import needs_confirmation, not_sent_line
+from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client, list_grids
 from ..protocol.records import Output
@@ -443,7 +443,7 @@ def grid(
     y: Any = None,
     z: Any = None,
     client: ClientLike | None = None,
-    confirm_above: int = 10,
+    confirm_above: int = CONFIRM_ABOVE,
     per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Grid:
     """Plan, count, validate and (unless confirmation is needed) send an X/Y/Z grid.

@@ -582,3 +582,108 @@ def test_the_leaning_check_tells_a_mixin_from_an_abstract_base(tmp_path: Path) -
         f"{tmp_path / 'mixins.py'}: Store mixes Keeping and Writing; Keeping leans on path",
         f"{tmp_path / 'mixins.py'}: Store mixes Keeping and Writing; Writing leans on _put()",
     ]
+
+
+# --- one place works out a field's wire name ------------------------------------------
+CATALOG = PACKAGE / "catalog"
+FIELD_ATTRIBUTES = {"model_fields", "alias", "validation_alias", "serialization_alias"}
+#: (module path, attribute) -> why it must read pydantic's fields itself; none today
+WIRE_NAMES_ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def wire_name_resolutions(paths: list[Path]) -> list[str]:
+    """``path:line .attr`` for each read of pydantic's field table or an alias: the
+    catalog (``fields_of``, ``EndpointSpec``) answers these, by wire name."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in FIELD_ATTRIBUTES:
+                found.append(f"{path}:{node.lineno} .{node.attr}")
+    return found
+
+
+def test_only_the_catalog_works_out_wire_names() -> None:
+    outside = [p for p in SOURCES if not p.is_relative_to(CATALOG)]
+    found = [
+        line
+        for line in wire_name_resolutions(outside)
+        if (str(Path(line.split(":")[0]).relative_to(ROOT)), line.rsplit(".", 1)[1])
+        not in WIRE_NAMES_ALLOWED
+    ]
+    assert not found, (
+        "fields read outside the catalog (ask EndpointSpec.fields / billing_fields / "
+        "required_fields / prompt_fields / defaults, or catalog.fields_of / field_named; "
+        "docs/decisions.md#wire-names):\n" + "\n".join(found)
+    )
+
+
+def test_the_wire_name_check_sees_fields_and_aliases(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "def f(m):\n    return {i.alias or n for n, i in m.model_fields.items()}\n"
+        "def g(dump):\n    return dump(by_alias=True)\n"
+    )
+    assert wire_name_resolutions([probe]) == [f"{probe}:2 .alias", f"{probe}:2 .model_fields"]
+
+
+# --- each test file beside the module it tests, by name --------------------------------
+TESTS = ROOT / "tests"
+#: test folders that test the whole rather than one module
+CROSS_CUTTING_TESTS = {"benchmarks", "browser", "firsthour", "notebooks", "reliability"}
+#: test files named after no module, each with why
+TESTS_OF_NO_MODULE = {
+    "tests/test_facade.py": "the facade, genwidgets/__init__.py",
+    "tests/test_quality.py": "the whole package's rules",
+    "tests/test_extras.py": "pyproject's extras",
+    "tests/lab/test_readme_grid.py": "the README's prompt-lab example, run as written",
+    "tests/lab/test_readme_batch.py": "the README's batch example, run as written",
+    "tests/protocol/test_origin.py": "the key kept at the origin, across http, fetch and jobs",
+    "tests/protocol/test_tolerance.py": "foreign gateways read tolerantly, across the layer",
+}
+
+
+def modules_a_test_may_name(package: Path) -> set[str]:
+    """The names ``tests/<package>/test_<name>[_<aspect>].py`` may use: the package's
+    modules (without a leading underscore), its sub-packages, and the package itself."""
+    names = {p.stem.lstrip("_") for p in package.glob("*.py") if p.stem != "__init__"}
+    names |= {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+    return names | ({package.name} if package != PACKAGE else set())
+
+
+def misnamed_test_files(tests: Path, package: Path) -> list[str]:
+    """Test files under ``tests`` whose name follows no module of ``package``."""
+    found = []
+    for path in sorted(tests.rglob("test_*.py")):
+        rel = path.relative_to(tests)
+        if rel.parts[0] in CROSS_CUTTING_TESTS:
+            continue
+        folder = package.joinpath(*rel.parts[:-1])
+        name = rel.stem.removeprefix("test_")
+        names = modules_a_test_may_name(folder) if folder.is_dir() else set()
+        if not any(name == m or name.startswith(m + "_") for m in names):
+            found.append(str(rel))
+    return found
+
+
+def test_every_test_file_is_named_after_the_module_it_tests() -> None:
+    """docs/decisions.md#test-names"""
+    found = [f"tests/{r}" for r in misnamed_test_files(TESTS, PACKAGE)]
+    unnamed = [f for f in found if f not in TESTS_OF_NO_MODULE]
+    stale = [f for f in TESTS_OF_NO_MODULE if f not in found]
+    assert not unnamed, (
+        "test files named after no module (genwidgets/x/y.py is tested in tests/x/test_y.py "
+        "or tests/x/test_y_<aspect>.py):\n" + "\n".join(unnamed)
+    )
+    assert not stale, "allowed test files now named after a module (remove):\n" + "\n".join(stale)
+
+
+def test_the_naming_check_finds_a_test_of_no_module(tmp_path: Path) -> None:
+    package, tests = tmp_path / "pkg", tmp_path / "tests"
+    for path in ("pkg/lab/__init__.py", "pkg/lab/run.py", "pkg/_client.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    for path in ("lab/test_run.py", "lab/test_run_store.py", "lab/test_lab.py", "test_client.py",
+                 "lab/test_grid.py", "test_gridz.py", "browser/test_any.py"):  # fmt: skip
+        (tests / path).parent.mkdir(parents=True, exist_ok=True)
+        (tests / path).write_text("")
+    assert misnamed_test_files(tests, package) == ["lab/test_grid.py", "test_gridz.py"]

@@ -14,6 +14,7 @@ The catalog does no I/O.
 
 # Importing the family modules registers their endpoints (the registry imports none).
 from . import asset, genw, imgg, imgm, imgq, speech, vida, vidh, vidk, vidp, vidv  # noqa: F401
+from .fields import WireField, field_named, fields_of, known_names
 from .findings import (
     DeprecatedFieldWarning,
     IneffectiveFieldWarning,
@@ -59,14 +60,18 @@ __all__ = [
     "PromptString",
     "ServiceDefault",
     "UnknownFieldWarning",
+    "WireField",
     "collect_warnings",
     "endpoint",
     "endpoints",
     "field_info_at",
+    "field_named",
     "fields_along",
+    "fields_of",
     "is_billed",
     "is_generations",
     "is_prompt_string",
+    "known_names",
     "media_fields_of",
     "media_spec",
     "media_spec_at",

@@ -51,10 +51,10 @@ class GenW25T2IPreview(Endpoint):
         "1:4 to 4:1.",
     )
     n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(4)] = Field(
-        None, ge=1, le=4, description="Number of images, 1-4. Affects cost."
+        None, ge=1, le=4, description="Number of images. Affects cost."
     )
     seed: int | None = Field(
-        None, ge=0, le=SEED_MAX, description="0-2147483647; random if omitted."
+        None, ge=0, le=SEED_MAX, description="Random if omitted."
     )
     prompt_extend: Annotated[bool | None, ServiceDefault(True)] = Field(
         None, description="Improves short prompts, adds latency."
@@ -136,7 +136,7 @@ class GenW26R2V(Endpoint):
         "reference_urls. MP4, MOV; 3-30 seconds; at most 100 MB.",
     )
     duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
-        None, ge=2, le=10, description="Seconds, 2-10. Affects cost."
+        None, ge=2, le=10, description="Length in seconds. Affects cost."
     )
     size: Annotated[GENW26_SIZES | None, SIZE_WITH_STAR, BILLED, ServiceDefault("1920*1080")] = (
         Field(
@@ -150,7 +150,7 @@ class GenW26R2V(Endpoint):
         None,
         description="single or multi. Only effective when prompt rewriting is.",
     )
-    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="0-2147483647.")
+    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random seed.")
     watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None, description="Lower-right corner."
     )

@@ -67,13 +67,13 @@ class ImgG15Edit(Endpoint):
         None, description="high or low."
     )
     n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(1)] = Field(
-        None, ge=1, le=10, description="Number of images, 1-10. Affects billing."
+        None, ge=1, le=10, description="Number of images. Affects billing."
     )
     output_compression: Annotated[int | None, ServiceDefault(100)] = Field(
         None,
         ge=0,
         le=100,
-        description="0-100. Only for jpeg or webp output.",
+        description="Compression level; only for jpeg or webp output.",
     )
     output_format: Annotated[Literal["png", "jpeg", "webp"] | None, ServiceDefault("png")] = Field(
         None, description="png, jpeg or webp."

@@ -54,8 +54,8 @@ def _polygon_problem(points: list[int | float]) -> str | None:
 class Area(Part):
     """A single polygon region to repaint."""
 
-    width: int = Field(ge=REGION_MIN, le=REGION_MAX, description="Region pixel width, 500-4096.")
-    height: int = Field(ge=REGION_MIN, le=REGION_MAX, description="Region pixel height, 500-4096.")
+    width: int = Field(ge=REGION_MIN, le=REGION_MAX, description="Region pixel width.")
+    height: int = Field(ge=REGION_MIN, le=REGION_MAX, description="Region pixel height.")
     points: list[Number] = Field(
         description="Polygon coordinates, origin top-left, clockwise, XYXY order; at least 6 "
         "values (3 points), an even count."
@@ -76,10 +76,10 @@ class MaskArea(Part):
     pass through."""
 
     width: int | None = Field(
-        None, ge=REGION_MIN, le=REGION_MAX, description="Region pixel width, 500-4096."
+        None, ge=REGION_MIN, le=REGION_MAX, description="Region pixel width."
     )
     height: int | None = Field(
-        None, ge=REGION_MIN, le=REGION_MAX, description="Region pixel height, 500-4096."
+        None, ge=REGION_MIN, le=REGION_MAX, description="Region pixel height."
     )
     points: list[Number] | None = Field(
         None,
@@ -101,8 +101,8 @@ class Mask(Part):
 
     areas: list[MaskArea] | None = Field(
         None,
-        description="Region objects for multi-region repainting: pixel width 500-4096, height "
-        "500-4096, polygon coordinates as for area.points.",
+        description="Region objects for multi-region repainting: pixel width and height "
+        f"{REGION_MIN}-{REGION_MAX}, polygon coordinates as for area.points.",
     )
     url: Annotated[
         str | None, MASK_IMAGE, AfterValidator(MediaCheck(MASK_IMAGE, raw_base64_ok=True))
@@ -160,15 +160,15 @@ class ImgMInpaint(Endpoint):
     """Repaint a region of an image from an earlier imgM task (secondary editing)."""
 
     jobId: str = _job_id_field()
-    imageNo: int = Field(ge=0, le=3, description="Which image of the upstream task: 0, 1, 2 or 3.")
+    imageNo: int = Field(ge=0, le=3, description="Which image of the upstream task.")
     remixPrompt: OptionalImgMPrompt = _prompt_field(
         "Prompt for the repaint region, 1-8192 characters; prompt parameters "
         "(--ar, --v ...) may be appended."
     )
     area: Area | None = Field(
         None,
-        description="Single polygon region: width 500-4096, height 500-4096, points (at least "
-        "3 points, clockwise, XYXY).",
+        description=f"Single polygon region: width and height {REGION_MIN}-{REGION_MAX}, points "
+        "(at least 3 points, clockwise, XYXY).",
     )
     mask: Mask = Field(description="Must contain areas or url.")
 
@@ -178,13 +178,12 @@ class ImgMPan(Endpoint):
     """Extend an image from an earlier imgM task in one direction (secondary editing)."""
 
     jobId: str = _job_id_field()
-    imageNo: int = Field(ge=0, le=3, description="Which image of the upstream task: 0-3.")
+    imageNo: int = Field(ge=0, le=3, description="Which image of the upstream task.")
     direction: Literal[0, 1, 2, 3] = Field(description="0 down, 1 right, 2 up, 3 left.")
     scale: Number = Field(
         ge=1.1,
         le=3.0,
-        description="1.1-3.0: the new image area in the pan direction relative to the "
-        "original area.",
+        description="The new image area in the pan direction relative to the original area.",
     )
     remixPrompt: OptionalImgMPrompt = _prompt_field(
         "Prompt for the extended region, 1-8192 characters; prompt parameters may be appended."
@@ -203,7 +202,7 @@ class ImgMV81I2I(Endpoint):
         min_length=1,
         description="Upstream task identifier from a previous imgM-v8.1-t2i task result.",
     )
-    image_no: int = Field(ge=0, le=3, description="Selects one image of that task, 0-3.")
+    image_no: int = Field(ge=0, le=3, description="Selects one image of that task.")
     type: Literal[0, 1] | None = Field(None, description="Variation type: 0 subtle, 1 strong.")
     remix_prompt: OptionalImgMPrompt = _prompt_field(
         "Desired changes, 1-8192 characters; prompt parameters appended to the same string."

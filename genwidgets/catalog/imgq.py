@@ -26,6 +26,11 @@ IMGQ_IMAGE = MediaSpec(
 )
 IMGQ_SIDE_MIN, IMGQ_SIDE_MAX = 512, 2048
 IMGQ_SIZE = SizeRule(min_side=IMGQ_SIDE_MIN, max_side=IMGQ_SIDE_MAX)
+#: The service adjusts each side to the nearest multiple of this. The simulator reads
+#: these sizes from here (docs/decisions.md#one-home).
+IMGQ_SIDE_MULTIPLE = 16
+#: Without ``size``, about this side squared in pixels, in the last image's aspect ratio.
+IMGQ_AUTO_SIDE = 1024
 
 
 @register("imgQ-edit-plus", kind="image", family="imgQ", title="Multi-image editing (imgQ)")
@@ -51,11 +56,12 @@ class ImgQEditPlus(Endpoint):
     )
     size: Annotated[Size | None, AfterValidator(IMGQ_SIZE)] = Field(
         None,
-        description="width*height, each 512-2048, adjusted to the nearest multiple of 16. If "
-        "omitted, the aspect ratio follows the last input image at about 1024*1024 pixels.",
+        description=f"width*height, each {IMGQ_SIDE_MIN}-{IMGQ_SIDE_MAX}, adjusted to the nearest "
+        f"multiple of {IMGQ_SIDE_MULTIPLE}. If omitted, the aspect ratio follows the last input "
+        f"image at about {IMGQ_AUTO_SIDE}*{IMGQ_AUTO_SIDE} pixels.",
     )
     n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(1)] = Field(
-        None, ge=1, le=6, description="Number of images, 1-6. Affects billing."
+        None, ge=1, le=6, description="Number of images. Affects billing."
     )
     prompt_extend: Annotated[bool | None, ServiceDefault(True)] = Field(
         None, description="Prompt rewriting."
@@ -67,7 +73,7 @@ class ImgQEditPlus(Endpoint):
         None,
         ge=0,
         le=SEED_MAX,
-        description="0-2147483647; the same seed does not guarantee identical output.",
+        description="The same seed does not guarantee identical output.",
     )
 
     @model_validator(mode="after")

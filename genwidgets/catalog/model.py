@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from .fields import known_names
 from .introspect import leaves
 
 
@@ -87,17 +88,10 @@ def _shapes(cls: type[BaseModel]) -> dict[str, _Shape]:
     return {name: _shape(info.annotation) for name, info in cls.model_fields.items()}
 
 
-@functools.cache
-def _wire_names(cls: type[BaseModel]) -> frozenset[str]:
-    names = set(cls.model_fields)
-    names |= {info.alias for info in cls.model_fields.values() if info.alias}
-    return frozenset(names)
-
-
 def _drop_none(cls: type[BaseModel], data: Any) -> Any:
     """A known field given as ``None`` is treated as not set, so it is never sent."""
     if isinstance(data, dict):
-        names = _wire_names(cls)
+        names = known_names(cls)
         return {k: v for k, v in data.items() if not (v is None and k in names)}
     return data
 

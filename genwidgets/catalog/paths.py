@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from .fields import field_named, fields_of
 from .introspect import item_types, models_in
 from .markers import MediaSpec, media_spec
 
@@ -27,13 +28,6 @@ def media_specs(info: FieldInfo) -> list[MediaSpec]:
     return list(dict.fromkeys(s for s in found if s is not None))
 
 
-def _named_field(model: type[BaseModel], name: str) -> FieldInfo | None:
-    fields = model.model_fields
-    if name in fields:
-        return fields[name]
-    return next((f for f in fields.values() if name in (f.alias, f.validation_alias)), None)
-
-
 def fields_along(model: type[BaseModel], path: Sequence[str | int]) -> list[list[FieldInfo]]:
     """The fields each name of ``path`` reaches, one list per name (list indexes are
     skipped); every member of a union of nested models is searched, in order. Stops
@@ -41,7 +35,8 @@ def fields_along(model: type[BaseModel], path: Sequence[str | int]) -> list[list
     reached: list[list[FieldInfo]] = []
     candidates = [model]
     for name in (p for p in path if isinstance(p, str)):
-        infos = [i for i in (_named_field(m, name) for m in candidates) if i is not None]
+        named = (field_named(m, name) for m in candidates)
+        infos = [f.info for f in named if f is not None]
         if not infos:
             break
         reached.append(infos)
@@ -75,11 +70,11 @@ def media_fields_of(model: type[BaseModel]) -> dict[str, MediaSpec]:
     def walk(
         current: type[BaseModel], prefix: tuple[str, ...], seen: frozenset[type]
     ) -> Iterator[tuple[str, MediaSpec]]:
-        for name, info in current.model_fields.items():
-            path = (*prefix, info.alias or name)
-            for spec in media_specs(info):
+        for field in fields_of(current):
+            path = (*prefix, field.wire)
+            for spec in media_specs(field.info):
                 yield ".".join(path), spec
-            for sub in models_in(info.annotation):
+            for sub in models_in(field.info.annotation):
                 if sub not in seen:
                     yield from walk(sub, path, seen | {sub})
 

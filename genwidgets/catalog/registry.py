@@ -16,8 +16,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
+from pydantic.fields import FieldInfo
+
 from ..errors import EndpointNotFound
-from .markers import NO_DEFAULT, is_billed, is_generations, service_default
+from .fields import field_named, fields_of, known_names
+from .markers import NO_DEFAULT, is_billed, is_generations, is_prompt_string, service_default
 from .model import EndpointModel
 
 #: What a task of the endpoint makes; the simulator's run time and media follow it.
@@ -32,7 +35,12 @@ E = TypeVar("E", bound=EndpointModel)
 
 @dataclass(frozen=True)
 class EndpointSpec:
-    """A catalog entry: one endpoint and its payload model."""
+    """A catalog entry: one endpoint and its payload model.
+
+    It answers every question about the endpoint's fields, each by wire name (the key
+    a payload uses): :attr:`fields`, :attr:`billing_fields`, :attr:`required_fields`,
+    :attr:`prompt_fields`, :attr:`defaults`; docs/decisions.md#wire-names.
+    """
 
     id: str
     kind: str
@@ -41,31 +49,62 @@ class EndpointSpec:
     model: type[EndpointModel]
     documented: bool = True  # False for operations referenced but not described
     description: str = ""
-    billing_fields: tuple[str, ...] = field(default=())
+    billing_fields: tuple[str, ...] = field(default=())  # wire names of BILLED fields
 
     def __repr__(self) -> str:
         return f"EndpointSpec({self.id!r}, kind={self.kind!r}, family={self.family!r})"
+
+    @property
+    def fields(self) -> dict[str, FieldInfo]:
+        """The top-level fields by wire name, in declaration order."""
+        return {f.wire: f.info for f in fields_of(self.model)}
+
+    def field(self, name: str) -> FieldInfo | None:
+        """The top-level field ``name`` (wire or Python name); ``None`` if unknown."""
+        found = field_named(self.model, name)
+        return found.info if found is not None else None
+
+    @property
+    def known_names(self) -> frozenset[str]:
+        """Every top-level key read as a field (wire and Python names)."""
+        return known_names(self.model)
+
+    @property
+    def required_fields(self) -> tuple[str, ...]:
+        """Wire names of the fields a payload must send."""
+        return tuple(f.wire for f in fields_of(self.model) if f.info.is_required())
+
+    @property
+    def prompt_fields(self) -> tuple[str, ...]:
+        """Wire names of the imgM prompt strings (marked :data:`PROMPT_STRING`):
+        strings that carry ``--`` parameters and bill each permutation."""
+        return tuple(f.wire for f in fields_of(self.model) if is_prompt_string(f.info))
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """The service's default of each field that has one, by wire name."""
+        found = ((f.wire, service_default(f.info)) for f in fields_of(self.model))
+        return {wire: value for wire, value in found if value is not NO_DEFAULT}
 
     def value_of(self, payload: Mapping[str, Any], name: str) -> Any:
         """What the task uses for the top-level field ``name`` (python or wire name):
         the payload's value, else the field's :class:`ServiceDefault`, else
         :data:`NO_DEFAULT`."""
-        fields = self.model.model_fields
-        info = fields.get(name) or next((f for f in fields.values() if f.alias == name), None)
-        if info is None:
+        found = field_named(self.model, name)
+        if found is None:
             return payload.get(name, NO_DEFAULT)
-        for key in (info.alias, name, *(n for n, f in fields.items() if f is info)):
-            if key and payload.get(key) is not None:
+        for key in (found.wire, found.name):
+            if payload.get(key) is not None:
                 return payload[key]
-        return service_default(info)
+        return service_default(found.info)
 
     def generations(self, payload: Mapping[str, Any]) -> int:
         """Outputs one task makes, each billed: its :data:`GENERATIONS` field's value
         (sent or the service's default), 1 for endpoints without one."""
         count = 1
-        for name, info in self.model.model_fields.items():
+        for wire, info in self.fields.items():
             if is_generations(info):
-                value = self.value_of(payload, name)
+                value = self.value_of(payload, wire)
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                     count *= value
         return count
@@ -104,7 +143,7 @@ def register(
                 f"genwidgets.catalog.Endpoint, not {cls!r}"
             )
         cls.endpoint_id = endpoint_id
-        billing = tuple(name for name, info in cls.model_fields.items() if is_billed(info))
+        billing = tuple(f.wire for f in fields_of(cls) if is_billed(f.info))
         _REGISTRY[endpoint_id] = EndpointSpec(
             id=endpoint_id,
             kind=kind,

@@ -98,13 +98,13 @@ class VoiceSetting(Part):
         "voices with timbre_weights.",
     )
     speed: Annotated[Number | None, ServiceDefault(1.0)] = Field(
-        None, ge=0.5, le=2, description="0.5-2."
+        None, ge=0.5, le=2, description="Speaking speed."
     )
     vol: Annotated[Number | None, ServiceDefault(1.0)] = Field(
-        None, ge=0, le=10, description="Volume 0-10."
+        None, ge=0, le=10, description="Volume."
     )
     pitch: Annotated[int | None, ServiceDefault(0)] = Field(
-        None, ge=-12, le=12, description="-12 to 12."
+        None, ge=-12, le=12, description="Voice pitch."
     )
     emotion: (
         Literal["happy", "sad", "angry", "fearful", "disgusted", "surprised", "calm"] | None
@@ -185,20 +185,20 @@ class TimbreWeight(Part):
     """One voice of a mix: ``voice_id`` and ``weight``, both required."""
 
     voice_id: str = Field(min_length=1, description="Voice ID to mix.")
-    weight: int = Field(ge=1, le=100, description="Mixing weight 1-100.")
+    weight: int = Field(ge=1, le=100, description="Mixing weight.")
 
 
 class VoiceModify(Part):
     """Voice effects (mp3, wav, flac)."""
 
     pitch: int | None = Field(
-        None, ge=-100, le=100, description="-100 to 100 (near -100 lower, near 100 brighter)."
+        None, ge=-100, le=100, description="Lower toward the minimum, brighter toward the maximum."
     )
     intensity: int | None = Field(
-        None, ge=-100, le=100, description="-100 to 100 (near -100 stronger, near 100 softer)."
+        None, ge=-100, le=100, description="Stronger toward the minimum, softer toward the maximum."
     )
     timbre: int | None = Field(
-        None, ge=-100, le=100, description="-100 to 100 (near -100 richer, near 100 clearer)."
+        None, ge=-100, le=100, description="Richer toward the minimum, clearer toward the maximum."
     )
     sound_effects: (
         Literal["spacious_echo", "auditorium_echo", "lofi_telephone", "robotic"] | None

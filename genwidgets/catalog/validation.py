@@ -164,9 +164,7 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     if errors:
         raise PayloadError(errors, endpoint=endpoint_id)
     assert instance is not None
-    known = set(spec.model.model_fields) | {
-        f.alias for f in spec.model.model_fields.values() if f.alias
-    }
+    known = spec.known_names
     for name in payload:
         if name not in known and name not in hooks:
             close = difflib.get_close_matches(name, sorted(known), n=1)

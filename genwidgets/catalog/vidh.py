@@ -55,7 +55,7 @@ class VidH10R2V(Endpoint):
         description="1-9 reference images, each {type: reference_image, url}.",
     )
     duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
-        None, ge=3, le=15, description="3-15 seconds. Billed on generated seconds."
+        None, ge=3, le=15, description="Length in seconds. Billed on generated seconds."
     )
     resolution: Annotated[Literal["720P", "1080P"] | None, BILLED, ServiceDefault("1080P")] = Field(
         None, description="720P or 1080P. Price tiers differ."
@@ -65,7 +65,7 @@ class VidH10R2V(Endpoint):
         ServiceDefault("16:9"),
     ] = Field(None, description="16:9, 9:16, 1:1, 4:3, 3:4, 4:5, 5:4, 9:21, 21:9.")
     seed: int | None = Field(
-        None, ge=0, le=SEED_MAX, description="0-2147483647; random if omitted."
+        None, ge=0, le=SEED_MAX, description="Random if omitted."
     )
     watermark: Annotated[bool | None, ServiceDefault(True)] = Field(
         None, description="Fixed text in the lower-right corner."

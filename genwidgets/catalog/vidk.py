@@ -201,10 +201,10 @@ class FaceChoose(Part):
         "face's lip-sync interval by at least 2 s and lie within the video.",
     )
     sound_volume: Annotated[Number | None, ServiceDefault(1)] = Field(
-        None, ge=0, le=2, description="Audio volume 0-2."
+        None, ge=0, le=2, description="Audio volume."
     )
     original_audio_volume: Number | None = Field(
-        None, ge=0, le=2, description="Original audio volume 0-2; no effect without audio."
+        None, ge=0, le=2, description="Original audio volume; no effect without audio."
     )
 
     @model_validator(mode="after")

@@ -41,14 +41,14 @@ class VidPV6Transition(Endpoint):
     )
     prompt: str | None = Field(None, max_length=5000, description="At most 5000 characters.")
     duration: Annotated[Number | None, BILLED] = Field(
-        None, ge=1, le=15, description="1-15 seconds (default not shown). Affects billing."
+        None, ge=1, le=15, description="Length in seconds (default not shown). Affects billing."
     )
     quality: Annotated[Literal["360p", "540p", "720p", "1080p"] | None, BILLED] = Field(
         None,
         description="360p, 540p, 720p or 1080p (default not shown); credit cost per output "
         "second differs per tier.",
     )
-    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="0-2147483647.")
+    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random seed.")
     generate_audio_switch: Annotated[bool | None, BILLED, ServiceDefault(False)] = Field(
         None, description="Generate audio. Audio raises the credit cost."
     )

@@ -114,7 +114,7 @@ class VidVq2Text2Video(_VidVCommon):
 
     prompt: _VidVPrompt
     duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
-        None, ge=1, le=10, description="Seconds, 1-10. Affects billing."
+        None, ge=1, le=10, description="Length in seconds. Affects billing."
     )
     seed: int | None = Field(
         None, description="Absent or 0 means random; otherwise the given seed."

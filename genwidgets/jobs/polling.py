@@ -268,8 +268,7 @@ class Schedule:
             except EndpointNotFound:
                 names: tuple[str, ...] = ()
             else:
-                fields = spec.model.model_fields
-                names = tuple(fields[n].alias or n for n in spec.billing_fields if n in fields)
+                names = spec.billing_fields
             self._billed[endpoint] = names
         return self._billed[endpoint]
 

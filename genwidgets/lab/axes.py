@@ -167,7 +167,7 @@ def field_type(
 ) -> type | None:
     """The scalar type of the field at ``path`` (None: not a scalar, or free-form);
     an unknown name is a PayloadError at ``(where, path)`` naming the closest known name."""
-    from ..catalog import fields_along
+    from ..catalog import fields_along, fields_of
     from ..catalog.introspect import models_in
 
     reached = fields_along(model, list(path))
@@ -179,7 +179,7 @@ def field_type(
                 return None
         else:
             parents = [model]
-        known = sorted({(f.alias or n) for m in parents for n, f in m.model_fields.items()})
+        known = sorted({f.wire for m in parents for f in fields_of(m)})
         close = difflib.get_close_matches(missing, known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise PayloadError(

@@ -106,6 +106,9 @@ class Batch:
         self._stop = threading.Event()
         self._cancelled = False
         self._settled = threading.Event()
+        #: held across taking the queued row changes and writing them, so a flush
+        #: returns once every change queued before it is in the store
+        self._flush_lock = threading.Lock()
         self._started = False
         self._stored = False
         self._sender: threading.Thread | None = None
@@ -166,6 +169,7 @@ class Batch:
             face.close(self.snapshot())
         if self.error is not None:
             raise self.error
+        self._flush()  # the store (gw.batches(), a resume) says what wait() saw
         return self
 
     def cancel(self) -> int:
@@ -347,10 +351,11 @@ class Batch:
 
     def _flush(self) -> None:
         """Write the queued row changes in one transaction (off the engine's thread)."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-        if pending:
-            self.store.settle(self.id, pending)
+        with self._flush_lock:
+            with self._lock:
+                pending, self._pending = self._pending, []
+            if pending:
+                self.store.settle(self.id, pending)
 
     def _charges(self, row: BatchRow) -> dict[str, float | None]:
         """What a row takes from the budget: every billed kind, and money with prices."""

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..catalog import EndpointSpec
 
 __all__ = [
-    "PROMPT_FIELD_NAMES",
+    "CONFIRM_ABOVE",
     "UNITS",
     "BilledUnit",
     "Counted",
@@ -37,12 +37,9 @@ __all__ = [
     "not_sent_line",
     "plain_value",
     "prompt_jobs",
-    "prompt_string_fields",
     "refuse_above",
     "unit_of",
 ]
-
-PROMPT_FIELD_NAMES = ("remixPrompt", "remix_prompt", "prompt")
 
 
 class Counted(Protocol):
@@ -69,26 +66,12 @@ def prompt_jobs(text: str) -> int:
     return Prompt.parse(text).jobs()
 
 
-def prompt_string_fields(spec: EndpointSpec) -> list[str]:
-    """The fields of an imgM endpoint whose string carries ``--`` parameters."""
-    if not str(spec.family).lower().startswith("imgm") and not spec.id.lower().startswith("imgm"):
-        return []
-    from ..catalog import is_prompt_string
-
-    fields = spec.model.model_fields
-    marked = [(info.alias or name) for name, info in fields.items() if is_prompt_string(info)]
-    named = [
-        n for n in PROMPT_FIELD_NAMES if n in fields or any(f.alias == n for f in fields.values())
-    ]
-    return list(dict.fromkeys(marked + named))
-
-
 def billed_count(spec: EndpointSpec, payload: Mapping[str, Any]) -> int:
     """Generations one task bills: the outputs it makes (its ``n``, sent or the
     service's default: ``genW2.5-t2i-preview`` makes 4 unless told) times, for imgM,
     each prompt's permutations and ``--repeat``. What ``confirm_above`` compares."""
     count = spec.generations(payload)
-    for name in prompt_string_fields(spec):
+    for name in spec.prompt_fields:
         text = payload.get(name)
         if isinstance(text, str):
             count *= max(1, prompt_jobs(text))
@@ -127,7 +110,7 @@ def billed_unit(spec: EndpointSpec) -> BilledUnit:
     from ..catalog.imgm import IMAGES_PER_PROMPT
 
     kind = _KIND_NOUNS.get(str(spec.kind), "generation")
-    if prompt_string_fields(spec):
+    if spec.prompt_fields:
         return BilledUnit("prompt", IMAGES_PER_PROMPT, kind)
     return BilledUnit(kind)
 
@@ -183,7 +166,7 @@ def billed_units(spec: EndpointSpec, payload: Mapping[str, Any]) -> dict[str, fl
 def _video_seconds(spec: EndpointSpec, payload: Mapping[str, Any]) -> float | None:
     """Seconds of video one task bills (duration sent or defaulted, times its outputs);
     None when the payload cannot say it."""
-    if "duration" not in spec.model.model_fields:
+    if spec.field("duration") is None:
         return None
     value = spec.value_of(payload, "duration")
     try:
@@ -241,6 +224,11 @@ def cost_summary(
         ]
         text += "; billing fields: " + "; ".join(parts)
     return text
+
+
+#: A grid or sweep billing more generations than this waits for ``.submit()``; the
+#: widgets' default (docs/decisions.md#one-home).
+CONFIRM_ABOVE = 10
 
 
 def needs_confirmation(billed_total: int, confirm_above: int) -> bool:

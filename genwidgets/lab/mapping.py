@@ -29,7 +29,6 @@ comparing models".
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -79,25 +78,10 @@ ROUTES: dict[str, Route] = {
 }
 
 
-def _wire_names(spec: EndpointSpec) -> frozenset[str]:
-    return _model_wire_names(spec.model)
-
-
-@functools.cache
-def _model_wire_names(model: type) -> frozenset[str]:
-    """A model's wire names, once per class (a batch maps thousands of rows with one)."""
-    fields = model.model_fields  # type: ignore[attr-defined]
-    return frozenset((info.alias or name) for name, info in fields.items())
-
-
-def _required(spec: EndpointSpec) -> list[str]:
-    return [(i.alias or n) for n, i in spec.model.model_fields.items() if i.is_required()]
-
-
 def route_for(spec: EndpointSpec) -> Route:
     """The resolved route of an endpoint: its table entry, the rest from names."""
     entry = ROUTES.get(spec.id) or ROUTES.get(spec.family) or Route()
-    names = _wire_names(spec)
+    names = spec.fields
     prompt = entry.prompt
     if prompt == _AUTO:
         prompt = next((n for n in PROMPT_NAMES if n in names), None)
@@ -169,7 +153,7 @@ def map_payload(
     specs); ``extra`` (the user's ``per_endpoint[target.id]``) is laid over it."""
     data = copy.deepcopy(dict(payload))
     prompt, seed, used = read_roles(source, data)
-    names = _wire_names(target)
+    names = target.fields
     route = route_for(target)
     out: dict[str, Any] = {}
     dropped: list[str] = []
@@ -201,7 +185,7 @@ def map_payload(
         else:
             dropped.append(SEED_NAME)
     out.update(copy.deepcopy(dict(extra or {})))
-    missing = tuple(n for n in _required(target) if n not in out)
+    missing = tuple(n for n in target.required_fields if n not in out)
     return Mapped(out, tuple(dict.fromkeys(dropped)), missing)
 
 

@@ -27,7 +27,6 @@ from .cost import (
     cost_summary,
     endpoints_summary,
     prompt_jobs,
-    prompt_string_fields,
     refuse_above,
 )
 
@@ -214,7 +213,7 @@ def permutation_axes(spec: EndpointSpec, payload: Mapping[str, Any]) -> list[Axi
     in the order they appear (empty when there is no imgM prompt or no group)."""
     from ..imgm import Prompt, permutation_spans
 
-    for name in prompt_string_fields(spec):
+    for name in spec.prompt_fields:
         text = payload.get(name)
         if not isinstance(text, str):
             continue
@@ -332,13 +331,12 @@ def _lock_seed(
     """Set one seed in ``payload`` when the endpoint takes one and nothing sets or
     varies it; returns (seed, where it went)."""
     varied = {a.field.split(".")[0] for a in axes if a.kind == "field"}
-    fields = spec.model.model_fields
-    if SEED_FIELD in fields and payload.get(SEED_FIELD) is None and SEED_FIELD not in varied:
+    if SEED_FIELD in spec.fields and payload.get(SEED_FIELD) is None and SEED_FIELD not in varied:
         payload[SEED_FIELD] = seed if seed is not None else _draw_seed()
         return payload[SEED_FIELD], SEED_FIELD
     from ..imgm.prompt import Prompt
 
-    for name in prompt_string_fields(spec):
+    for name in spec.prompt_fields:
         text = payload.get(name)
         if not isinstance(text, str) or name in varied:
             continue

@@ -16,7 +16,10 @@ from .axes import Axis, short
 from .cost import billing_values, cost_summary, refuse_above
 from .plan import GridPlan, PlannedCell, Prepare, expand_cells
 
-__all__ = ["SweepPlan", "combination_label", "plan_sweep"]
+__all__ = ["MAX_JOBS", "SweepPlan", "combination_label", "plan_sweep"]
+
+#: The most combinations a sweep sends unless told otherwise (``max_jobs``).
+MAX_JOBS = 50
 
 
 def combination_label(values: Mapping[str, Any]) -> str:
@@ -83,7 +86,7 @@ def plan_sweep(
     base_payload: Mapping[str, Any],
     vary: Mapping[str, Sequence[Any]],
     *,
-    max_jobs: int = 50,
+    max_jobs: int = MAX_JOBS,
     prepare: Prepare | None = None,
 ) -> SweepPlan:
     """Expand, count and validate a sweep (the product of ``vary``, first key

@@ -176,11 +176,6 @@ def _field_kind(field: str, specs: Sequence[EndpointSpec]) -> type | None:
     raise first
 
 
-def _wire_fields(spec: EndpointSpec) -> set[str]:
-    fields = spec.model.model_fields
-    return set(fields) | {info.alias for info in fields.values() if info.alias}
-
-
 def build_template(
     given: Mapping[str, Any] | None,
     specs: Sequence[EndpointSpec],
@@ -192,10 +187,10 @@ def build_template(
     endpoint = specs[0].id
     known = set(columns) | {ROW_NUMBER}
     if given is None:
-        names = set().union(*(_wire_fields(s) for s in specs))
+        names = set().union(*(s.known_names for s in specs))
         chosen = [c for c in columns if c in names and c != ENDPOINT_AXIS]
         if not chosen:
-            fields = ", ".join(sorted(_wire_fields(specs[0])))
+            fields = ", ".join(sorted(specs[0].known_names))
             raise PayloadError(
                 [
                     {

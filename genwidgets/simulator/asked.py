@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from ..catalog import NO_DEFAULT, service_default
+from ..catalog import NO_DEFAULT, field_named, service_default
 from ..catalog.introspect import leaves, limits_of
 
 
@@ -36,8 +36,8 @@ class Asked:
     def _info(self, name: str) -> FieldInfo | None:
         if self.model is None:
             return None
-        fields = self.model.model_fields
-        return fields.get(name) or next((f for f in fields.values() if f.alias == name), None)
+        found = field_named(self.model, name)
+        return found.info if found is not None else None
 
     def has(self, name: str) -> bool:
         """Whether the model has the field (or, without a model, the payload sends it)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
+from ..catalog.imgq import IMGQ_AUTO_SIDE, IMGQ_SIDE_MAX, IMGQ_SIDE_MIN, IMGQ_SIDE_MULTIPLE
 from ..errors import PayloadError
 from ..imgm import MAX_PROMPTS, Prompt, format_value
 from . import synth
@@ -271,15 +272,16 @@ def _img_q(
     read = _read_images(payload, ctx)
     sources = [image for image in read if image is not None]
     a = asked(endpoint, payload)
+    low, high, step = IMGQ_SIDE_MIN, IMGQ_SIDE_MAX, IMGQ_SIDE_MULTIPLE  # the catalog's
     if payload.get("size"):
-        w, h = size_of(payload.get("size"), (1024, 1024), 512, 2048)
-        w, h = round(w / 16) * 16, round(h / 16) * 16
+        w, h = size_of(payload.get("size"), (IMGQ_AUTO_SIDE, IMGQ_AUTO_SIDE), low, high)
+        w, h = round(w / step) * step, round(h / step) * step
     else:
         last = read[-1].size if read and read[-1] is not None else None
         aspect = (last[0] / last[1]) if last and last[1] else 1.0
-        w = round((1024 * 1024 * aspect) ** 0.5 / 16) * 16
-        h = round((1024 * 1024 / aspect) ** 0.5 / 16) * 16
-        w, h = max(512, min(2048, w)), max(512, min(2048, h))
+        w = round(IMGQ_AUTO_SIDE * aspect**0.5 / step) * step
+        h = round(IMGQ_AUTO_SIDE / aspect**0.5 / step) * step
+        w, h = max(low, min(high, w)), max(low, min(high, h))
     if isinstance(payload.get("seed"), int) and not isinstance(payload.get("seed"), bool):
         seed = int(payload["seed"])
     n = a.int("n", 1, 1, 6)

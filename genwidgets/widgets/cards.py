@@ -125,10 +125,9 @@ def _endpoint_fields(endpoint: str) -> frozenset[str] | None:
     try:
         from ..catalog import endpoint as catalog_endpoint
 
-        fields = catalog_endpoint(endpoint).model.model_fields
+        return catalog_endpoint(endpoint).known_names
     except Exception:  # unknown endpoint: only its own payload's keys are listed
         return None
-    return frozenset(fields) | frozenset(f.alias for f in fields.values() if f.alias)
 
 
 def params_by_endpoint(

@@ -15,6 +15,7 @@ from typing import Any
 import ipywidgets as W
 from pydantic import BaseModel
 
+from ..catalog import fields_of
 from ..catalog.introspect import single_literal
 from ._style import HELP_STYLE, layout
 from .elements import (
@@ -151,7 +152,7 @@ class ModelElement(Element):
             self.control = self.body
         else:
             self.control = W.Accordion(children=[self.body], selected_index=None)
-            self.control.set_title(0, f"{spec.wire} ({len(model.model_fields)} settings)")
+            self.control.set_title(0, f"{spec.wire} ({len(fields_of(model))} settings)")
             self.control.observe(self._opened, "selected_index")
             self.control.layout = layout("wide")
 
@@ -160,7 +161,7 @@ class ModelElement(Element):
             self._build()
 
     def _build(self) -> None:
-        if self.children or not self.model.model_fields:
+        if self.children or not fields_of(self.model):
             return
         prefix = f"{self.spec.path}." if self.spec.path else ""
         specs = field_specs(self.model, prefix)
@@ -297,10 +298,10 @@ class ModelUnionElement(Element):
 
 def _variant_name(model: type[BaseModel]) -> str:
     """A variant's name in the choice: its tag (``type = url``), else the class name."""
-    for name, info in model.model_fields.items():
-        tagged, value = single_literal(info.annotation)
+    for field in fields_of(model):
+        tagged, value = single_literal(field.info.annotation)
         if tagged:
-            return f"{name} = {plain(value)}"
+            return f"{field.name} = {plain(value)}"
     return model.__name__
 
 
@@ -309,9 +310,9 @@ def _pick_variant(models: Sequence[type[BaseModel]], value: Mapping[str, Any]) -
     first that validates, else the first."""
     for model in models:
         tags = {
-            (info.alias or name): tag[1]
-            for name, info in model.model_fields.items()
-            if (tag := single_literal(info.annotation))[0]
+            field.wire: tag[1]
+            for field in fields_of(model)
+            if (tag := single_literal(field.info.annotation))[0]
         }
         if tags and all(value.get(k) == v for k, v in tags.items()):
             return model

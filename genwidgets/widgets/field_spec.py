@@ -25,6 +25,7 @@ from pydantic_core import PydanticUndefined
 from ..catalog import (
     NO_DEFAULT,
     MediaSpec,
+    fields_of,
     is_billed,
     is_prompt_string,
     media_spec,
@@ -126,8 +127,9 @@ def plain(value: Any) -> str:
     return str(value)
 
 
-def spec_from_info(name: str, info: FieldInfo, path: str) -> FieldSpec:
-    """Read a pydantic FieldInfo into a :class:`FieldSpec`."""
+def spec_from_info(name: str, info: FieldInfo, path: str, wire: str = "") -> FieldSpec:
+    """Read a pydantic FieldInfo into a :class:`FieldSpec` (``wire``: the catalog's wire
+    name of the field, ``name`` when not given)."""
     annotation, _ = strip_optional(info.annotation)
     description = info.description or ""
     default: Any = UNSET
@@ -142,7 +144,7 @@ def spec_from_info(name: str, info: FieldInfo, path: str) -> FieldSpec:
         item_info = FieldInfo.from_annotation(item_annotation(annotation))
     return FieldSpec(
         name=name,
-        wire=info.alias or name,
+        wire=wire or name,
         path=path,
         annotation=annotation,
         required=info.is_required(),
@@ -161,9 +163,8 @@ def spec_from_info(name: str, info: FieldInfo, path: str) -> FieldSpec:
 def field_specs(model: type[BaseModel], prefix: str = "") -> tuple[FieldSpec, ...]:
     """Every field of ``model``, in declaration order (cached per model)."""
     specs = []
-    for name, info in model.model_fields.items():
-        wire = info.alias or name
-        specs.append(spec_from_info(name, info, f"{prefix}{wire}"))
+    for entry in fields_of(model):
+        specs.append(spec_from_info(entry.name, entry.info, prefix + entry.wire, entry.wire))
     return tuple(specs)
 
 

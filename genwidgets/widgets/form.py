@@ -296,8 +296,7 @@ class EndpointForm(W.VBox):
         """One line: the values of billing fields (the documented default when unset)."""
         payload = self.value if payload is None else payload
         parts = []
-        for name in self.spec.billing_fields:
-            wire = self._names.get(name, name)
+        for wire in self.spec.billing_fields:
             spec = self._specs.get(wire)
             unit = next((u for k, u in _UNITS.items() if k in wire), "")
             if wire in payload:

@@ -22,7 +22,7 @@ import ipywidgets
 import traitlets
 
 from ..lab.code import curl_code
-from ..lab.cost import needs_confirmation, not_sent_line
+from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, default_client, list_grids
 from ..protocol.records import Output
@@ -291,9 +291,9 @@ class Grid(anywidget.AnyWidget):
         elif action == "thumbs":
             self._viewed = True
             self._unsent = {}  # first: each one made from now on is sent again, not lost
-            known = {i for i, urls in self.thumbs.items() if urls and all(urls)}
-            known |= {str(i) for i in content.get("have") or ()}  # another view's, this page
             made = {str(i): urls for i, urls in self._thumbs.items()}
+            known = {i for i, urls in self.thumbs.items() if made.get(i) == urls}
+            known |= {str(i) for i in content.get("have") or ()}  # another view's, this page
             self.send({"thumbs": {i: urls for i, urls in made.items() if i not in known}})
             if self._states is not None and self._states != self._whole:
                 self.send({"cells": self._states})  # written since the last whole send
@@ -492,7 +492,7 @@ def grid(
     y: Any = None,
     z: Any = None,
     client: ClientLike | None = None,
-    confirm_above: int = 10,
+    confirm_above: int = CONFIRM_ABOVE,
     per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Grid:
     """Plan, count, validate and (unless confirmation is needed) send an X/Y/Z grid.

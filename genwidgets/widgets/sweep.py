@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets
 
 from ..jobs.batch import valid_concurrency
-from ..lab.cost import needs_confirmation, not_sent_line
+from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from ..lab.run import GridRun, default_client
-from ..lab.sweep import SweepPlan, combination_label, plan_sweep
+from ..lab.sweep import MAX_JOBS, SweepPlan, combination_label, plan_sweep
 from ._style import COLOURS, MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc
 from .board import GRID_LAYOUT
 from .cards import JobCard
@@ -222,9 +222,9 @@ def sweep(
     vary: Mapping[str, Sequence[Any]],
     *,
     client: ClientLike | None = None,
-    max_jobs: int = 50,
+    max_jobs: int = MAX_JOBS,
     concurrency: int = 4,
-    confirm_above: int = 10,
+    confirm_above: int = CONFIRM_ABOVE,
     confirm: bool = False,
 ) -> Sweep:
     """Submit every combination of ``vary`` over ``base_payload``; see the module

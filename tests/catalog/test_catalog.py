@@ -301,11 +301,11 @@ def test_media_spec_details_of_the_table() -> None:
 
 
 def test_prompt_strings_are_marked() -> None:
+    """The marker alone says which field is an imgM prompt (no name list, no family)."""
     marked = {
         (spec.id, name)
         for spec in catalog.endpoints(documented_only=False)
-        for name, info in spec.model.model_fields.items()
-        if catalog.is_prompt_string(info)
+        for name in spec.prompt_fields
     }
     assert marked == {
         ("imgM-inpaint", "remixPrompt"),
@@ -374,7 +374,7 @@ def test_endpoint_descriptions_are_one_plain_sentence() -> None:
 
 
 FOUNDATION = (
-    "introspect", "markers", "paths", "findings", "model", "checks", "coerce", "registry",
+    "introspect", "markers", "fields", "paths", "findings", "model", "checks", "coerce", "registry",
     "validation", "openapi_schema",
 )  # fmt: skip
 FAMILIES = (

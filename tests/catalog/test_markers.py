@@ -7,11 +7,11 @@ import re
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 
 import genwidgets as gw
 from genwidgets.catalog import NO_DEFAULT, is_generations, service_default
-from genwidgets.catalog.introspect import leaves
+from genwidgets.catalog.introspect import leaves, limits_of
 
 
 def _fields(model: type[BaseModel]) -> list[tuple[type[BaseModel], str, Any]]:
@@ -64,6 +64,30 @@ def test_no_description_restates_a_default_as_prose(
         name,
         info.description,
     )
+
+
+def _restated_range(info: Any) -> bool:
+    """Whether the description writes both bounds of the field's own ``ge``/``le``."""
+    limits = limits_of(info.metadata)
+    low = limits.ge if limits.ge is not None else limits.gt
+    high = limits.le if limits.le is not None else limits.lt
+    if low is None or high is None:
+        return False
+    words = set(re.findall(r"\d+(?:\.\d+)?", info.description or ""))  # "0-3": 0 and 3
+
+    def written(bound: float) -> bool:
+        return bool({str(abs(bound)), f"{abs(bound):g}"} & words)
+
+    return written(low) and written(high)
+
+
+def test_no_description_restates_a_range_its_constraints_hold() -> None:
+    """The form shows the range from ``ge``/``le``; a number written again in the text
+    is a second home that drifts (docs/decisions.md#one-home)."""
+    restated = [(e, n, i.description) for e, _, n, i in ALL_FIELDS if _restated_range(i)]
+    assert restated == []
+    assert _restated_range(Field(None, ge=0, le=3, description="One of 0-3."))
+    assert not _restated_range(Field(None, ge=0, le=3, description="Which image."))
 
 
 def test_the_generations_field_is_marked_where_a_task_makes_several_outputs() -> None:

@@ -157,3 +157,32 @@ def _register_my_video() -> None:
 
         prompt: str = Field(min_length=1, description="What to film.")
         duration: int = Field(5, ge=1, le=10, description="Seconds, 1-10.")
+
+
+def test_the_spec_answers_each_field_question_by_wire_name() -> None:
+    """Billed, required, prompt fields and defaults come keyed as payloads are, even
+    where Python names differ (docs/decisions.md#wire-names)."""
+    from typing import Annotated
+
+    from genwidgets.catalog import BILLED, PROMPT_STRING, ServiceDefault
+
+    @register("test-aliased", kind="image", family="mine", title="t", documented=False)
+    class Aliased(Endpoint):
+        aspect: Annotated[str | None, BILLED, ServiceDefault("16:9")] = Field(
+            None, alias="aspectRatio"
+        )
+        text: Annotated[str, PROMPT_STRING] = Field(alias="remixPrompt")
+
+    try:
+        spec = catalog.endpoint("test-aliased")
+        assert list(spec.fields) == ["aspectRatio", "remixPrompt"]
+        assert spec.billing_fields == ("aspectRatio",)
+        assert spec.required_fields == ("remixPrompt",)
+        assert spec.prompt_fields == ("remixPrompt",)
+        assert spec.defaults == {"aspectRatio": "16:9"}
+        assert spec.field("aspect") is spec.field("aspectRatio") is not None
+        assert spec.value_of({"aspectRatio": "1:1"}, "aspect") == "1:1"
+        assert spec.value_of({}, "aspectRatio") == "16:9"
+    finally:
+        catalog.unregister("test-aliased")
+

@@ -115,3 +115,26 @@ def test_seconds_the_payload_cannot_say_are_unknown() -> None:
     assert billed_units(vida, {"content": content})["video_seconds"] == 5.0
     lips = endpoint("vidK-lip-sync")
     assert billed_units(lips, {})["video_seconds"] is None  # no duration field
+
+
+def test_billing_values_read_an_aliased_field_by_its_wire_name() -> None:
+    """Payloads are keyed by wire names; the billed field's Python name differs."""
+    from typing import Annotated
+
+    from pydantic import Field
+
+    from genwidgets.catalog import BILLED, Endpoint, ServiceDefault, register, unregister
+    from genwidgets.lab.cost import billing_values
+
+    @register("test-cost-aliased", kind="image", family="mine", title="t", documented=False)
+    class Aliased(Endpoint):
+        aspect: Annotated[str | None, BILLED, ServiceDefault("16:9")] = Field(
+            None, alias="aspectRatio"
+        )
+
+    try:
+        spec = endpoint("test-cost-aliased")
+        values = billing_values(spec, [{"aspectRatio": "1:1"}, {}])
+        assert values == {"aspectRatio": ["1:1", "16:9 (default)"]}
+    finally:
+        unregister("test-cost-aliased")

@@ -325,3 +325,45 @@ class DisplayRecorder:
             return None
         self.handles.append(RecordingHandle())
         return self.handles[-1]
+
+
+class ForecastJob:
+    """A job that is still running and knows roughly when it will finish."""
+
+    def __init__(self, n: int) -> None:
+        self.request_id = f"req-{n}"
+        self.endpoint = "genW2.5-t2i-preview"
+        self.payload: dict[str, Any] = {}
+        self.last_status = None
+        self.last_result = None
+        self.expected_finish = 12.0 + n
+
+    def done(self) -> bool:
+        return False
+
+    def add_update_callback(self, fn: Any) -> Callable[[], None]:
+        return lambda: None
+
+    def add_done_callback(self, fn: Any) -> None:
+        return None
+
+
+class ForecastClient:
+    """prepare/send of the public Client API, sending nothing anywhere."""
+
+    embedded = True
+    ledger = None
+    gateway_name = "forecast"
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def prepare(self, endpoint: str, payload: Any) -> Any:
+        return (endpoint, dict(payload))
+
+    def send(self, prepared: Any) -> ForecastJob:
+        self.sent.append(prepared)
+        return ForecastJob(len(self.sent))
+
+    def send_many(self, requests: Any, *, concurrency: int = 4, on_sent: Any = None) -> list[Any]:
+        return send_in_turn(self.send, requests, on_sent)

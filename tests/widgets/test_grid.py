@@ -1,7 +1,10 @@
-"""The grid view against gateways whose output URLs expired: nothing freezes.
+"""The grid view (``gw.grid``): against the simulator (sending, the locked seed on the
+wire, the widget's state, confirmation, a failing cell, cancel-all, ratings that survive
+a new client, re-opening that sends nothing, recall into a form), and against gateways
+whose output URLs expired (nothing freezes).
 
-The scenarios run in a child process (``expired_gateway.py``) with a deadline, so
-a deadlock fails the test instead of hanging the suite
+The expired-URL scenarios run in a child process (``expired_gateway.py``) with a
+deadline, so a deadlock fails the test instead of hanging the suite
 (docs/decisions.md#no-waits-under-locks).
 """
 
@@ -10,9 +13,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from widgets.taskfakes import ForecastClient, wait_for
+
+import genwidgets as gw
+from genwidgets.lab.store import GridStore
+from genwidgets.simulator import SimulatorServer
 
 CHILD = Path(__file__).with_name("expired_gateway.py")
 #: generous: each scenario takes a few seconds; a deadlock never ends
@@ -86,7 +98,6 @@ def test_a_viewed_grid_sends_only_the_cell_records_that_changed(
     page merges them); the kernel's trait stays current and goes whole when the run
     ends (docs/decisions.md#grid-cell-patches)."""
     import time
-    from typing import Any
 
     import genwidgets as gw
 
@@ -155,7 +166,6 @@ def test_an_unviewed_grid_sends_its_records_whole_only_at_the_ends_and_a_late_vi
     """No view yet (a page still loading, nbclient): the records stay in the kernel
     until the run ends; a view that says hello later is sent nothing twice."""
     import time
-    from typing import Any
 
     import genwidgets as gw
 
@@ -195,3 +205,254 @@ def test_an_unviewed_grid_sends_its_records_whole_only_at_the_ends_and_a_late_vi
         grid.close()
     finally:
         client.close()
+
+
+# --- against the simulator ----------------------------------------------------------
+
+T2I = "genW2.5-t2i-preview"
+KEY = "sim-demo-key"
+#: a bound for each test that runs a grid on the simulator
+ON_THE_SIMULATOR = pytest.mark.timeout(120)
+
+
+def stats(sim: SimulatorServer) -> dict[str, Any]:
+    return dict(httpx.get(f"{sim.base_url}/_sim/stats", timeout=10).json())
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def client(home: Path, simulator: SimulatorServer) -> Iterator[gw.Client]:
+    made = gw.Client(base_url=simulator.base_url, api_key=KEY)
+    yield made
+    made.close()
+
+
+def table(client: gw.Client, **kw: Any) -> Any:
+    return gw.grid(
+        T2I,
+        {"prompt": "a fox in the snow", "n": 1},
+        x=("seed", "1-3"),
+        y=("prompt_sr", ["fox", "cat"]),
+        client=client,
+        **kw,
+    )
+
+
+@ON_THE_SIMULATOR
+def test_a_table_is_sent_once_and_every_cell_shows_its_image(client: gw.Client) -> None:
+    grid = table(client)
+    assert grid.shape == (1, 2, 3)
+    assert client.request_counts["create"] == 6
+    grid.wait(timeout=60)
+    assert grid.head["progress"] == "6 of 6 done"
+    assert wait_for(lambda: all(c["outputs"] for c in grid.cell_states), timeout=30)
+    for state in grid.cell_states:
+        assert state["outputs"][0]["kind"] == "image"
+        # the cell holds a thumbnail made in the kernel, never the full file
+        assert grid.thumbs[str(state["index"])][0].startswith("data:image/jpeg;base64,")
+        assert state["outputs"][0]["src"] == ""
+        assert state["category"] == "done" and state["request_id"]
+    # only the varied parameters label the grid
+    assert grid.head["x"] == {"label": "seed", "values": ["1", "2", "3"]}
+    assert grid.head["y"]["values"] == ["fox", "cat"]
+    cell = grid.cell(x=2, y="cat")
+    assert cell.payload == {"prompt": "a cat in the snow", "n": 1, "seed": 2}
+    assert len(cell.outputs) >= 1 and cell.job is not None
+    assert "6 of 6 done" in repr(grid)
+
+
+@ON_THE_SIMULATOR
+def test_the_locked_seed_is_what_the_gateway_received(client: gw.Client) -> None:
+    payload = {"prompt": "a fox", "n": 1}
+    grid = gw.grid(T2I, payload, x=("prompt", ["a fox", "a wolf"]), client=client)
+    seed = grid.plan.seed
+    assert isinstance(seed, int)
+    assert client.ledger is not None
+    for cell in grid.cells:
+        row = client.ledger.get(client.gateway_name, cell.request_id)
+        assert row is not None and row.payload["seed"] == seed  # the body that was sent
+    assert grid.describe()["seed"] == seed
+
+
+@ON_THE_SIMULATOR
+def test_above_confirm_above_nothing_is_sent_until_confirmed(
+    home: Path, make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    sim = make_simulator()
+    with gw.Client(base_url=sim.base_url, api_key=KEY) as client:
+        grid = table(client, confirm_above=5)
+        assert stats(sim).get("create", 0) == 0
+        assert grid.head["needs_confirmation"] and not grid.head["started"]
+        assert grid.head["progress"] == "nothing sent yet"
+        assert gw.grids(client) == []  # stored when submitted
+        with pytest.raises(RuntimeError, match=r"grid.submit\(\)"):
+            grid.wait(timeout=1)
+        grid.handle_message({"action": "submit"})  # the button
+        grid.wait(timeout=60)
+        assert stats(sim)["create"] == 6
+        grid.submit()  # a second submit sends nothing
+        assert stats(sim)["create"] == 6
+        assert [g.id for g in gw.grids(client)] == [grid.id]
+
+
+@ON_THE_SIMULATOR
+def test_a_failing_cell_shows_its_error_and_the_grid_goes_on(
+    home: Path, make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    sim = make_simulator(fail_rate=0.5, seed=3)
+    with gw.Client(base_url=sim.base_url, api_key=KEY) as client:
+        grid = table(client)
+        grid.wait(timeout=60)
+        states = grid.cell_states
+        failed = [s for s in states if s["category"] == "failed"]
+        done = [s for s in states if s["category"] == "done"]
+        assert failed and done and len(failed) + len(done) == 6
+        assert all(s["error"] for s in failed)
+        assert all(s["outputs"] for s in done)
+        assert f"({len(failed)} failed)" in grid.head["progress"]
+
+
+@ON_THE_SIMULATOR
+def test_cancel_all_cancels_the_unfinished_cells(
+    home: Path, make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    sim = make_simulator(speed=0.2)  # image tasks take seconds
+    with gw.Client(base_url=sim.base_url, api_key=KEY) as client:
+        grid = gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", [1, 2, 3]), client=client)
+        grid.handle_message({"action": "cancel"})
+        grid.wait(timeout=60)
+        assert stats(sim).get("cancel", 0) == 3
+        assert all(s["category"] == "cancelled" for s in grid.cell_states)
+        assert all("cancel" in s["status"] for s in grid.cell_states)
+
+
+@ON_THE_SIMULATOR
+def test_ratings_survive_a_new_client_and_load_grid_sends_nothing(
+    home: Path, make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    sim = make_simulator()
+    with gw.Client(base_url=sim.base_url, api_key=KEY) as first:
+        grid = table(first)
+        grid.wait(timeout=60)
+        grid.rate(grid.cell(x=1, y="fox"), 5, "the one")
+        grid.handle_message({"action": "rate", "index": 4, "stars": 2, "note": None})
+        grid.rate(grid.cells[1], 3)
+        grid.rate(grid.cells[1], 0)  # cleared
+        with pytest.raises(ValueError, match="1-5"):
+            grid.rate(grid.cells[0], 6)
+    # the file itself holds them
+    file_store = GridStore(home / "ledger.sqlite3")
+    assert file_store.ratings(grid.id) == {0: (5, "the one"), 4: (2, None)}
+    file_store.close()
+    creates = stats(sim)["create"]
+    with gw.Client(base_url=sim.base_url, api_key=KEY) as later:
+        assert [g.id for g in gw.grids(later)] == [grid.id]
+        again = gw.load_grid(grid.id, client=later)
+        assert again.shape == (1, 2, 3)
+        assert [(c.rating, c.note) for c in again.cells][:2] == [(5, "the one"), (0, None)]
+        assert again.cells[4].rating == 2
+        assert [c.request_id for c in again.cells] == [c.request_id for c in grid.cells]
+        for cell in again.cells:
+            assert cell.outputs and cell.outputs[0].path is not None
+            assert cell.outputs[0].path.exists()  # from the local copy
+        assert stats(sim)["create"] == creates
+        assert later.request_counts == {"create": 0, "status": 0, "result": 0, "cancel": 0}
+        assert all(
+            again.thumbs[str(s["index"])][0].startswith("data:image/") for s in again.cell_states
+        )
+        with pytest.raises(KeyError) as caught:
+            gw.load_grid(grid.id[:-1] + "z", client=later)
+        assert grid.id[:-1] + "z" in str(caught.value) and grid.id in str(caught.value)
+
+
+@ON_THE_SIMULATOR
+def test_load_grid_re_attaches_unfinished_cells_without_creating(
+    home: Path, make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    sim = make_simulator(speed=0.5)
+    with gw.Client(base_url=sim.base_url, api_key=KEY) as first:
+        grid = gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=first)
+        ids = [c.request_id for c in grid.cells]
+    with gw.Client(base_url=sim.base_url, api_key=KEY) as later:
+        again = gw.load_grid(grid.id, client=later)
+        again.wait(timeout=60)
+        assert [c.request_id for c in again.cells] == ids
+        assert all(c.outputs for c in again.cells)
+        assert later.request_counts["create"] == 0 and stats(sim)["create"] == 2
+
+
+@ON_THE_SIMULATOR
+def test_swap_and_recall_into_a_prefilled_form(client: gw.Client) -> None:
+    grid = table(client)
+    cell = grid.cell(x=3, y="cat")
+    grid.handle_message({"action": "swap", "a": "x", "b": "y"})
+    assert grid.shape == (1, 3, 2)
+    assert grid.head["x"]["label"] == "prompt_sr" and grid.head["y"]["label"] == "seed"
+    assert grid.cell(x="cat", y=3) is cell
+    assert client.request_counts["create"] == 6  # no new tasks
+    form = grid.form(cell)
+    assert form.endpoint == T2I
+    assert form.value["prompt"] == "a cat in the snow" and form.value["seed"] == 3
+    grid.handle_message({"action": "recall", "index": cell.index})  # the cell's button
+    assert grid.recall_area is not None
+    (shown,) = grid.recall_area.outputs
+    assert "EndpointForm genW2.5-t2i-preview" in shown["data"]["text/plain"]
+    assert "application/vnd.jupyter.widget-view+json" in shown["data"]
+    grid.wait(timeout=60)
+
+
+@ON_THE_SIMULATOR
+def test_the_expected_finish_of_running_cells_is_shown() -> None:
+    fake = ForecastClient()
+    before = time.time()
+    grid = gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=fake)
+    assert [p for _, p in fake.sent] == [
+        {"prompt": "a fox", "n": 1, "seed": 1},
+        {"prompt": "a fox", "n": 1, "seed": 2},
+    ]
+    assert grid.run.expected_finish() == 14.0  # the latest of the running cells
+    grid.tick()  # the ticker's call; the write lands within the throttle's interval
+    assert wait_for(lambda: grid.head["expected_finish_at"] is not None, timeout=10)
+    at = grid.head["expected_finish_at"]
+    assert at is not None and at >= before + 14.0
+    assert grid.head["progress"] == "0 of 2 done" and not grid.head["finished"]
+    grid.close()
+
+
+@ON_THE_SIMULATOR
+def test_a_viewed_grid_sends_its_thumbnails_once(client: gw.Client) -> None:
+    """A page that asked for thumbnails keeps those it gets; the finished grid
+    does not send them all again as the trait. Unviewed (nbclient), it does."""
+    viewed, unviewed = table(client, confirm_above=1), table(client)
+    sent: list[dict[str, Any]] = []
+    viewed.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
+    viewed.handle_message({"action": "thumbs"})  # what a new view asks first
+    viewed.submit(wait=False)
+    for grid in (viewed, unviewed):
+        grid.wait(timeout=60)
+    assert wait_for(lambda: len(unviewed.thumbs) == 6, timeout=30)
+    assert wait_for(lambda: sum(len(m.get("thumbs", {})) for m in sent) >= 6, timeout=30)
+    got = {i for m in sent for i, urls in m.get("thumbs", {}).items() if urls[0]}
+    assert got == {str(i) for i in range(6)}
+    assert viewed.thumbs == {}
+
+
+@ON_THE_SIMULATOR
+def test_a_big_grid_writes_its_cells_less_often(client: gw.Client) -> None:
+    small = table(client, confirm_above=100)
+    big = gw.grid(
+        T2I,
+        {"prompt": "a fox0", "n": 1},
+        x=("seed", "1-10"),
+        y=("prompt_sr", [f"fox{i}" for i in range(10)]),
+        client=client,
+        confirm_above=1,
+    )
+    assert small._throttle.interval == pytest.approx(0.1)
+    assert big._throttle.interval == pytest.approx(1.0)
+    assert client.request_counts["create"] == 6  # the big one waits for submit()

@@ -39,8 +39,9 @@ def test_mypy_is_clean() -> None:
 # The layer table: a module may import (at run time) only modules of its own layer
 # or of a lower rank. Layers of equal rank stand beside each other and may not
 # import each other (the simulator beside the jobs). Imports under
-# ``if TYPE_CHECKING:`` are type-only: they may point anywhere, and cycles through
-# them are fine (errors ↔ protocol.records, like httpx's).
+# ``if TYPE_CHECKING:`` count too: a reader follows them as any other, so a type-only
+# import upward, or a circle closed by one, is a circle to whoever reads the code
+# (docs/decisions.md#the-error-tree-names-no-higher-layer).
 #
 #   rank  layer       modules
 #   0     base        _config, _files, _formats, _html, _palette, errors
@@ -156,21 +157,29 @@ def _violations() -> dict[str, list[str]]:
         mine = layer_of(module)
         for target, type_only in imports_of(module):
             theirs = layer_of(target)
-            if type_only or theirs == mine:
+            if theirs == mine:
                 continue
             if LAYERS[theirs] >= LAYERS[mine]:
                 where = str(path.relative_to(ROOT))
-                found.setdefault(where, []).append(f"{mine} imports {theirs}: {target}")
+                how = " (type-only)" if type_only else ""
+                found.setdefault(where, []).append(f"{mine} imports {theirs}{how}: {target}")
     return found
 
 
-def _cycles() -> list[list[str]]:
-    """Import cycles through run-time imports (Tarjan's strongly connected components)."""
-    graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for module in MODULES:  # lazy imports inside functions count: a hidden circle is one
-        for target, type_only in imports_of(module):
-            if not type_only and target != module:
+def _import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Who imports whom, through every import: lazy ones inside functions and type-only
+    ones count (a hidden circle is one)."""
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        for target, _type_only in imports_of(module, path):
+            if target != module:
                 graph[module].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]] | None = None) -> list[list[str]]:
+    """Import cycles (Tarjan's strongly connected components)."""
+    graph = _import_graph(MODULES) if graph is None else graph
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -298,6 +307,27 @@ def test_the_layering_check_sees_every_form_of_import(tmp_path: Path) -> None:
     assert seen(type_only) == [("genwidgets._client", True)]
     assert layer_of("genwidgets.protocol.records") == "protocol"
     assert LAYERS[layer_of("genwidgets.widgets.task")] > LAYERS[layer_of(probe_name)]
+
+
+def test_a_circle_closed_by_a_type_only_import_is_a_circle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checker itself: a module that names another only for its annotations still
+    ties the two into one circle, and an annotation that names a higher layer is
+    an upward import."""
+    low, high = tmp_path / "low.py", tmp_path / "high.py"
+    low.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import high\n")
+    high.write_text("from . import low\n")
+    probes = {"genwidgets.protocol.low": low, "genwidgets.protocol.high": high}
+    for name, path in probes.items():
+        monkeypatch.setitem(MODULES, name, path)  # so that ``from . import high`` resolves
+    assert _cycles(_import_graph(probes)) == [sorted(probes)]
+    high.write_text("import json\n")
+    assert _cycles(_import_graph(probes)) == []
+    upward = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..jobs.job import Job"
+    low.write_text(upward + "\n")
+    target, type_only = imports_of("genwidgets.protocol.low", low)[0]
+    assert type_only and LAYERS[layer_of(target)] > LAYERS[layer_of("genwidgets.protocol.low")]
 
 
 def test_committed_notebooks_have_no_outputs_and_no_keys() -> None:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import EndpointNotFound, PayloadError
 from .axes import Axis, canonical, short
 
 if TYPE_CHECKING:
     from ..catalog import EndpointSpec
-    from .plan import PlannedCell
 
 __all__ = [
     "PROMPT_FIELD_NAMES",
@@ -229,14 +228,28 @@ def axis_count(axis: Axis) -> str:
     return f"{len(axis)} {noun}{'s' if len(axis) != 1 else ''}"
 
 
-def endpoints_summary(cells: Sequence[PlannedCell]) -> str:
+class BilledCell(Protocol):
+    """What a summary reads of a planned cell (a ``PlannedCell`` fits): the small thing,
+    not the plan's class, so cost and plan do not name each other."""
+
+    @property
+    def endpoint(self) -> str: ...
+
+    @property
+    def billed(self) -> int: ...
+
+    @property
+    def payload(self) -> Mapping[str, Any]: ...
+
+
+def endpoints_summary(cells: Sequence[BilledCell]) -> str:
     """``6 tasks, 8 billed images, 2 billed prompts (8 images) (genW2.5-t2i-preview 4
     each by default → set n)``: billed generations per unit, then each endpoint that
     bills more than one per task or leaves a billing field to the service's default."""
     from ..catalog import endpoint as catalog_endpoint
 
     by_unit: dict[BilledUnit, int] = {}
-    by_endpoint: dict[str, list[PlannedCell]] = {}
+    by_endpoint: dict[str, list[BilledCell]] = {}
     for cell in cells:
         unit = unit_of(cell.endpoint)
         by_unit[unit] = by_unit.get(unit, 0) + cell.billed

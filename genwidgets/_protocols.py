@@ -54,6 +54,8 @@ class JobLike(Protocol):
 
     def result(self, timeout: float | None = None) -> Result: ...
 
+    def exception(self) -> BaseException | None: ...  # why it ended without a result
+
     def cancel(self) -> None: ...
 
     def request_cancel(self) -> None: ...
@@ -61,6 +63,10 @@ class JobLike(Protocol):
     def add_done_callback(self, fn: Callable[[Any], Any]) -> None: ...
 
     def add_update_callback(self, fn: Callable[[Any], Any]) -> Callable[[], None]: ...
+
+    # The order at the end is part of the contract: the update callbacks see the final
+    # state before ``done()`` turns true and ``result()`` returns, so a view that
+    # rewrites itself on the last update is drawn before a waiting cell ends.
 
 
 class ClientLike(Protocol):

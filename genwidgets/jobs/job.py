@@ -175,6 +175,13 @@ class Job:
     def done(self) -> bool:
         return self._future.done()
 
+    def exception(self) -> BaseException | None:
+        """Why the job ended without a result (polling gave up, the task vanished, its
+        client closed), without waiting: ``None`` while it runs or once it has one."""
+        if not self._future.done():
+            return None
+        return self._future.exception()
+
     def status(self) -> Status:
         """Ask the gateway now (one request, with the retry policy)."""
         return self._engine.run(self._status_now())
@@ -294,6 +301,9 @@ class Job:
             self._notify()
 
     def _finish(self, result: Result, finished_at: float | None = None) -> None:
+        """The end, in a fixed order that views rely on: update callbacks see the final
+        state, then the future completes (``JobLike.add_update_callback``), so a cell
+        that waits on ``result()`` ends after every view has drawn it."""
         if self._future.done():
             return
         self.finished_at = finished_at or time.time()
@@ -303,6 +313,7 @@ class Job:
         self._future.set_result(result)
 
     def _fail(self, exc: BaseException) -> None:
+        """As :meth:`_finish`: update callbacks first, then the future."""
         if self._future.done():
             return
         self.finished_at = time.time()
@@ -526,6 +537,10 @@ class AsyncJob:
 
     def done(self) -> bool:
         return self._job.done()
+
+    def exception(self) -> BaseException | None:
+        """As :meth:`Job.exception` (no wait, so not a coroutine)."""
+        return self._job.exception()
 
     def add_done_callback(self, fn: Callable[[AsyncJob], Any]) -> None:
         """Call ``fn(job)`` when terminal (on the engine thread, or now if already done)."""

@@ -18,7 +18,7 @@ import ipywidgets
 
 from ..lab.plan import differing_params
 from ..lab.store import GridRecord
-from ..protocol.records import Output, Result, Status, is_terminal
+from ..protocol.records import Output
 from ._style import (
     MUTED_STYLE,
     PALETTE,
@@ -28,7 +28,6 @@ from ._style import (
     error_html,
     esc,
     format_elapsed,
-    look_of,
     short,
     status_badge,
 )
@@ -46,7 +45,6 @@ __all__ = [
     "JobCard",
     "card_html",
     "grid_entry_html",
-    "history_card",
     "kind_icon",
     "params_by_endpoint",
 ]
@@ -294,49 +292,6 @@ class JobCard(ipywidgets.HTML):
         previous, self.category = self.category, data.look.category
         self._changed = self._changed or previous != self.category
         self.value = card_html(data, self._params, label=self._label, outputs=self._outputs)
-
-
-# --- history (the ledger's, when the client offers it) --------------------------------
-
-
-def _field(record: Mapping[str, Any], name: str, default: Any = None) -> Any:
-    return record.get(name, default)
-
-
-def history_card(record: Mapping[str, Any]) -> CardData | None:
-    """A card from a ledger record (a mapping with endpoint, request_id, status,
-    error, error_type, payload, outputs, submitted_at, finished_at); ``None`` if
-    it lacks an endpoint or request_id."""
-    endpoint, request_id = _field(record, "endpoint"), _field(record, "request_id")
-    if not endpoint or not request_id:
-        return None
-    status = str(_field(record, "status") or "UNKNOWN")
-    raw_outputs = _field(record, "outputs") or []
-    outputs = [
-        o if isinstance(o, Output) else Output.from_entry(o, i)
-        for i, o in enumerate(raw_outputs if isinstance(raw_outputs, list) else [])
-    ]
-    result = None
-    if is_terminal(status):
-        result = Result(
-            status=status,
-            error=_field(record, "error"),
-            error_type=_field(record, "error_type"),
-            outputs=outputs,
-        )
-    start, end = _field(record, "submitted_at"), _field(record, "finished_at")
-    elapsed = (
-        end - start if isinstance(start, (int, float)) and isinstance(end, (int, float)) else None
-    )
-    payload = _field(record, "payload")
-    return CardData(
-        endpoint=str(endpoint),
-        request_id=str(request_id),
-        look=look_of(Status(status=status), result),
-        elapsed=elapsed,
-        payload=payload if isinstance(payload, Mapping) else None,
-        outputs=outputs,
-    )
 
 
 # --- the board ---------------------------------------------------------------------

@@ -24,12 +24,19 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .._config import home, redact
+from .._config import FETCH_TIMEOUT_S, home, redact
 from .._files import create_beside
 from .._formats import EXTENSIONS, decode_data_url, extension_for, int_or_none
 from ..errors import DownloadError
 from ..protocol.body import Deadline, aiter_capped, within
-from ..protocol.fetch import http_client, open_url_async, run_apart, seconds
+from ..protocol.fetch import (
+    DEFAULT_TIMEOUT,
+    MAX_READ_BYTES,
+    http_client,
+    open_url_async,
+    run_apart,
+    seconds,
+)
 from ..protocol.records import Output, Result
 
 __all__ = [
@@ -41,8 +48,7 @@ __all__ = [
     "output_dir",
 ]
 
-DEFAULT_MAX_BYTES = 2 * 2**30
-DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+DEFAULT_MAX_BYTES = MAX_READ_BYTES  # the client's defaults live in _config.py
 
 CHUNK = 64 * 1024
 #: A folder name longer than this keeps its start and a digest of the whole
@@ -386,7 +392,7 @@ async def download_outputs_async(
     root: str | os.PathLike[str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_saved: Callable[[int, Path], Any] | None = None,
-    timeout: float = 60.0,
+    timeout: float = FETCH_TIMEOUT_S,
     gateway: str | None = None,
 ) -> list[Path]:
     """:func:`download_outputs` on an event loop.

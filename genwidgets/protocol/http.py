@@ -21,7 +21,13 @@ from typing import Any
 
 import httpx
 
-from .._config import Secret, redact
+from .._config import (
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    Secret,
+    redact,
+)
 from ..errors import (
     ClientClosed,
     EndpointNotFound,
@@ -264,9 +270,9 @@ class Gateway:
         base_url: str,
         api_key: Secret | str | None,
         *,
-        timeout: float = 30.0,
-        max_retries: int = 2,
-        max_in_flight: int = 16,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
         sleep: Any = None,

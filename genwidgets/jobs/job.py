@@ -66,10 +66,6 @@ class _NoRecorder:
         pass
 
 
-#: Set by the facade so a displayed job draws its task view (widgets sit above jobs).
-display_hook: Callable[[Job], None] | None = None
-
-
 def output_fetcher(engine: Engine, gateway: Gateway) -> Fetcher:
     """How outputs of this gateway are read from any thread: through the gateway (its
     credential rule) on the engine; on the engine thread itself, a plain GET that
@@ -164,12 +160,6 @@ class Job:
 
     def __repr__(self) -> str:
         return f"<Job {self.endpoint} {self.request_id} {self.status_text} {self.elapsed:.1f}s>"
-
-    def _ipython_display_(self) -> None:
-        if display_hook is None:
-            print(repr(self))
-        else:
-            display_hook(self)
 
     # -- blocking API -------------------------------------------------------
     def done(self) -> bool:
@@ -528,12 +518,6 @@ class AsyncJob:
 
     def __repr__(self) -> str:
         return "<Async" + repr(self._job)[1:]
-
-    def _ipython_display_(self) -> None:
-        if display_hook is None:
-            print(repr(self))
-        else:
-            display_hook(self._job)
 
     def done(self) -> bool:
         return self._job.done()

@@ -53,7 +53,6 @@ from .fetch import (
     open_url_async,
     same_origin,
 )
-from .prepared import encode_body
 from .records import (
     ERROR_TEXT_KEYS,
     ERROR_TYPE_KEYS,
@@ -386,14 +385,16 @@ class Gateway:
     async def create(
         self,
         endpoint: str,
-        body: bytes | Mapping[str, Any],
+        body: bytes,
         *,
         headers: Mapping[str, str] | None = None,
     ) -> Handle:
-        """Send a create-task request. ``body`` is the exact JSON body (a prepared
-        request's ``body``), or a payload to encode with the same rule."""
+        """Send a create-task request. ``body`` is the exact JSON body of a prepared
+        request (validated and size-checked by ``Client.prepare``): the one way in."""
+        if not isinstance(body, bytes):
+            raise TypeError("Gateway.create sends a prepared request's body (bytes)")
         url = queue_url(self.base_url, endpoint)
-        content = body if isinstance(body, bytes) else encode_body(body, endpoint=endpoint)
+        content = body
         sent_headers = {"Content-Type": "application/json", **dict(headers or {})}
         attempt = 0
         while True:

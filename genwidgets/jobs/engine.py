@@ -156,13 +156,17 @@ def wait_future(future: concurrent.futures.Future[T], timeout: float | None) -> 
             continue
 
 
+#: The process's one engine (per pid: a forked child makes its own). Owner:
+#: :func:`get_engine`, the only writer; every reader asks it (the clients and their
+#: jobs): docs/decisions.md#who-owns-the-process-wide-state.
 _lock = threading.Lock()
 _engine: Engine | None = None
 _engine_pid: int | None = None
 
 
 def get_engine() -> Engine:
-    """The process's engine, started on first use (and again in a forked child)."""
+    """The process's engine, started on first use (and again in a forked child or
+    after its thread died): the one way to reach it."""
     global _engine, _engine_pid
     with _lock:
         if _engine is None or _engine_pid != os.getpid() or not _engine.thread.is_alive():

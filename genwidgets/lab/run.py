@@ -15,7 +15,6 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._client import default_client  # the one "which client, when none is given"
 from .._config import shown_path
 from ..errors import LedgerError, LedgerWarning
 from ..jobs.batch import valid_concurrency
@@ -33,7 +32,6 @@ __all__ = [
     "CONCURRENCY",
     "GridCell",
     "GridRun",
-    "default_client",
     "list_grids",
     "new_grid_id",
 ]

@@ -20,6 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._client import default_client
 from ..errors import PayloadError
 from .axes import Axis
 from .store import store_for
@@ -94,8 +95,6 @@ def scores(
     """Every rated grid cell of the client's ledger file (default: the latest
     client), oldest rating first; ``endpoint`` keeps the cells sent there,
     ``since`` those rated at or after it."""
-    from .run import default_client
-
     chosen = client if client is not None else default_client()
     table = ScoreTable()
     for row in store_for(chosen).rated(_since(since)):

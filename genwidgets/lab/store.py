@@ -326,12 +326,15 @@ class GridStore:
         return [r for r in (self.get(i) for i in self.ids(gateway)) if r is not None]
 
 
+#: One grid store per ledger file (or per file-less client) in this process. Owner:
+#: :func:`store_for`, the only writer and the one way in (grids, sweeps, the board,
+#: scores and exports ask it): docs/decisions.md#who-owns-the-process-wide-state.
 _stores: dict[str, GridStore] = {}
 _stores_lock = threading.Lock()
 
 
 def store_for(client: ClientLike) -> GridStore:
-    """The store of a client's ledger file (one per file per process)."""
+    """The store of a client's ledger file (one per file per process, made here)."""
     path = store_path(client)
     key = str(path.resolve()) if path is not None else f"memory:{id(client)}"
     with _stores_lock:

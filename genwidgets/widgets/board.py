@@ -3,7 +3,7 @@
 ``gw.board(client)`` shows every job of the session as a card (:mod:`.cards`) and each
 grid as one entry, updated live with the task view's throttle; jobs and grids of
 earlier sessions come from the ledger, behind a toggle. With no client given it asks
-:func:`~genwidgets.lab.run.default_client`. Displayed, it is a view's two faces
+:func:`~genwidgets._client.default_client`. Displayed, it is a view's two faces
 (:mod:`.faces`): the live board, and a table of the jobs and grids it shows (with
 thumbnails) that a saved notebook keeps. What "this session" is, paging and card
 layout: docs/decisions.md#forms-board-outputs-and-the-command-line.
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
+from .._client import default_client
 from ..lab.plan import differing_params
-from ..lab.run import default_client
 from ..lab.store import store_for
 from ._style import MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc, format_elapsed, status_badge
 from .cards import (

@@ -21,10 +21,11 @@ import anywidget
 import ipywidgets
 import traitlets
 
+from .._client import default_client
 from ..lab.code import curl_code
 from ..lab.cost import needs_confirmation, not_sent_line
 from ..lab.plan import AXES, GridPlan, plan_grid, short
-from ..lab.run import GridCell, GridRun, default_client, list_grids
+from ..lab.run import GridCell, GridRun, list_grids
 from ..protocol.records import Output
 from .background import BACKGROUND
 from .faces import Faces, in_kernel, static_module

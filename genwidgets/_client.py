@@ -36,7 +36,8 @@ from .errors import (
 )
 from .jobs import polling
 from .jobs.batch import run_each
-from .jobs.engine import StatusBudget, get_engine
+from .jobs.budget import StatusBudget
+from .jobs.engine import get_engine
 from .jobs.job import Job, Recorder, output_fetcher
 from .jobs.ledger import Ledger, LedgerRow, left_to_other_kernels
 from .jobs.polling import PollPolicy, Schedule

@@ -458,12 +458,7 @@ def test_anchors_follow_githubs_heading_slugs() -> None:
 
 #: (borrowing module, lending module, name): why it may cross for now. An entry that
 #: is no longer needed fails the test, so the list only shrinks.
-PRIVATE_CROSSINGS_ALLOWED: dict[tuple[str, str, str], str] = {
-    (importer, "genwidgets.media.files", name): "media/__init__.py still holds code of its "
-    "own (389 lines): issue 32 point 9 moves it beside these helpers"
-    for importer in ("genwidgets.media",)
-    for name in ("_Remote", "_canonical", "_local_info", "_resolve")
-}
+PRIVATE_CROSSINGS_ALLOWED: dict[tuple[str, str, str], str] = {}
 
 
 def _private(name: str) -> bool:

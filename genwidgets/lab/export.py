@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from .._config import home, redact, shown_path
 from .._html import SAFE_DATA_MIME, esc, json_script, safe_mime
 from .._palette import PALETTE
-from ..jobs.thumbnails import DEFAULT_SIDE
+from ..media.thumbnails import DEFAULT_SIDE
 from ..protocol.records import Output
 from .plan import short
 
@@ -407,7 +407,7 @@ def _where(local: Path, media_dir: Path, *, link: bool = True) -> str:
 
 
 def _poster_url(local: Path) -> str | None:
-    from ..jobs.thumbnails import data_url, thumbnail
+    from ..media.thumbnails import data_url, thumbnail
 
     made = thumbnail(local, TILE)
     return data_url(made) if made is not None else None

@@ -56,7 +56,7 @@ def _thumb(output: Output, *, network: bool = False) -> str | None:
     copy when the ledger has one (cached beside it), else from bytes in hand
     (inline content, a ``data:`` URL) and, with ``network``, downloaded (images).
     A write never passes ``network``: see :meth:`Grid._fetch_thumbs`."""
-    from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
+    from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 
     if output.path is not None and output.path.exists():
         made = thumbnail(output.path, THUMB_SIDE)

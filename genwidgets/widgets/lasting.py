@@ -26,7 +26,7 @@ from typing import Any
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes
 from ..jobs.previews import preview
-from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
+from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from ._style import (
     COLOURS,

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from genwidgets.jobs.engine import StatusBudget
+from genwidgets.jobs.budget import StatusBudget
 
 T = TypeVar("T")
 

@@ -147,8 +147,8 @@ def _module(path: str) -> ModuleType:
 
 def _display_job(job: Job | AsyncJob) -> None:
     """Draw a job's live task view (imported on the first display only)."""
-    from .jobs.job import AsyncJob
-    from .widgets.task import display_job
+    from .jobs.job import AsyncJob  # lazy: loaded by then; the facade imports it on demand
+    from .widgets.task import display_job  # lazy: ipywidgets load on first display only
 
     display_job(job.sync if isinstance(job, AsyncJob) else job)
 

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import catalog
+from ..errors import EndpointNotFound, LedgerError
 from ..protocol.http import NOT_FOUND_GRACE_S
 from ..protocol.records import is_failure
 from . import runtime
@@ -260,8 +262,6 @@ class Schedule:
     def billed_fields(self, endpoint: str) -> tuple[str, ...]:
         """Wire names of the endpoint's billed fields (none for an unknown endpoint)."""
         if endpoint not in self._billed:
-            from .. import catalog
-            from ..errors import EndpointNotFound
 
             try:
                 spec = catalog.endpoint(endpoint)
@@ -290,7 +290,6 @@ class Schedule:
     def _seed(self, endpoint: str) -> None:
         if self._ledger is None:
             return
-        from ..errors import LedgerError
 
         try:
             rows = self._ledger.run_times(self._gateway, endpoint, limit=LEDGER_ROWS)

@@ -21,8 +21,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._client import default_client
+from ..catalog import endpoint as catalog_endpoint
 from ..errors import PayloadError
 from .axes import Axis
+from .mapping import prompt_of
 from .store import store_for
 
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ class ScoreTable(list[dict[str, Any]]):
     def dataframe(self) -> Any:
         """The rows as a pandas DataFrame (ImportError saying so without pandas)."""
         try:
-            import pandas
+            import pandas  # lazy: pandas is optional: only dataframe() needs it
         except ImportError:
             raise ImportError("scores().dataframe() needs pandas: pip install pandas") from None
         return pandas.DataFrame(list(self))
@@ -80,8 +82,6 @@ def _axis_values(description: Mapping[str, Any], index: int) -> dict[str, Any]:
 
 
 def _prompt(endpoint: str, payload: Mapping[str, Any]) -> str | None:
-    from ..catalog import endpoint as catalog_endpoint
-    from .mapping import prompt_of
 
     try:
         return prompt_of(catalog_endpoint(endpoint), payload)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._config import redact
+from ..catalog import endpoint as catalog_endpoint
 from ..errors import EndpointNotFound, LedgerError, PayloadError
 from ..jobs.ledger import Ledger, scrub_payload
 from .axes import Axis
@@ -359,7 +360,6 @@ def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str,
         raise ValueError(
             f"the stored grid has {len(payloads)} cells but its axes make {len(combos)}"
         )
-    from ..catalog import endpoint as catalog_endpoint
 
     grid_endpoint = str(description["endpoint"])
     cells = []

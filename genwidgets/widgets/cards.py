@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
+from ..catalog import endpoint as catalog_endpoint
 from ..lab.plan import differing_params
 from ..lab.store import GridRecord
 from ..protocol.records import Output
@@ -110,7 +111,6 @@ def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> str:
 @functools.lru_cache(maxsize=256)
 def _endpoint_kind(endpoint: str) -> str | None:
     try:
-        from ..catalog import endpoint as catalog_endpoint
 
         return catalog_endpoint(endpoint).kind
     except Exception:  # unknown endpoint: no icon hint
@@ -121,7 +121,6 @@ def _endpoint_kind(endpoint: str) -> str | None:
 def _endpoint_fields(endpoint: str) -> frozenset[str] | None:
     """Wire names and aliases of the endpoint's fields; None for an unknown endpoint."""
     try:
-        from ..catalog import endpoint as catalog_endpoint
 
         fields = catalog_endpoint(endpoint).model.model_fields
     except Exception:  # unknown endpoint: only its own payload's keys are listed

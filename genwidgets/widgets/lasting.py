@@ -183,8 +183,8 @@ def _remote(output: Output) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _poster(path: str, mtime: float) -> str | None:
     try:
-        import av
-        from PIL import Image
+        import av  # lazy: PyAV loads only for a poster frame
+        from PIL import Image  # lazy: Pillow loads only for a poster frame
 
         with av.open(path) as container:
             frame = next(container.decode(video=0))

@@ -359,7 +359,6 @@ class TaskList:
     displayed, tasks go to ``fallback`` (the form's own output area) instead."""
 
     def __init__(self, fallback: Any) -> None:
-        import ipywidgets
 
         self.jobs: list[JobLike] = []
         self.box = ipywidgets.VBox()

@@ -87,7 +87,10 @@ class LiveClients:
     def join(self, client: Client, key: _config.Secret | None) -> int:
         """Count ``client`` as live; returns its number, for :meth:`leave`."""
         seq = next(self._sequence)
-        forget: Callable[[weakref.ref[Client]], object] = lambda _ref: self.leave(seq)  # noqa: E731
+
+        def forget(_collected: weakref.ref[Client]) -> None:
+            self.leave(seq)
+
         self._entries[seq] = (weakref.ref(client, forget), client.gateway_name, key)
         return seq
 

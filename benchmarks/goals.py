@@ -194,10 +194,11 @@ def _why_ratio(r: Results, goal: Goal) -> str:
             f"is 0.5 s; in proportion: {other['short_p95_in_proportion']:.2f} s)."
         )
     return text + (
-        " No schedule blind to when a task will finish meets this goal and the short set's "
-        "cold goal together; the warm arms, which learn run times, meet both kinds. What "
-        "would fix it: relax this goal to the cost of the target in proportion (about 7x "
-        "fewer than 0.1 s), or pass notice_target=1.5 where short tasks do not matter."
+        " The goal is that cost with a margin for noise (docs/decisions.md: the notice "
+        "target follows the task); a miss means the schedule with no history polls more "
+        "than its plan: compare the measured and on-paper counts. What would fix it: the "
+        "planner's gaps (jobs/polling.py), or notice_target=1.5 where short tasks do not "
+        "matter."
     )
 
 
@@ -407,9 +408,9 @@ _BI, _SHORT, _MIXED = polling.BIMODAL, polling.SHORT, polling.MIXED
 #: fixed poller a ratio is against. The target column of the report is derived from these.
 # fmt: off
 GOALS: tuple[Goal, ...] = (
-    Goal("requests_ratio_vs_0_1s", ">=", 10, "x fewer",
+    Goal("requests_ratio_vs_0_1s", ">=", 6, "x fewer",
          "20 s set, no history: poll requests vs fixed 0.1 s", _why_ratio, _FAST),
-    Goal("requests_ratio_vs_0_5s", ">=", 3, "x fewer",
+    Goal("requests_ratio_vs_0_5s", ">=", 1.25, "x fewer",
          "20 s set, no history: poll requests vs fixed 0.5 s", _why_ratio, _HALF),
     Goal("p95_notice_s", "<=", 1.5, "s",
          "20 s set, no history: p95 notice latency", _why_notice),

@@ -385,7 +385,11 @@ class Client:
         known = self._jobs.get((endpoint, request_id))
         if known is not None:
             return known
-        handle = self._handle_for(endpoint, request_id)
+        try:
+            handle = self._handle_for(endpoint, request_id)
+        except ValueError as exc:  # a request id no URL can carry: the caller's input
+            problem = {"loc": ("request_id",), "msg": str(exc)}
+            raise PayloadError([problem], endpoint=endpoint) from None
         if self.ledger is not None:
             try:
                 self.ledger.record_attach(self.gateway_name, handle)

@@ -508,3 +508,17 @@ def test_send_many_on_a_closed_client_sends_nothing() -> None:
     with pytest.raises(gw.ClientClosed):
         client.send_many(requests)
     assert fake.count("create") == 0
+
+
+@pytest.mark.parametrize("bad", ["bad\x00id", "", "x" * 5000])
+def test_re_attaching_by_a_request_id_no_url_can_carry_is_a_payload_error(bad: str) -> None:
+    fake = FakeGateway()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+    try:
+        with pytest.raises(gw.PayloadError) as caught:
+            client.job("ep", bad)
+        assert caught.value.errors[0]["loc"] == ("request_id",)
+        assert "request_id" in str(caught.value)
+        assert not fake.log  # nothing was sent
+    finally:
+        client.close()

@@ -384,8 +384,13 @@ class TaskList:
         if self.faces.shown:
             self.box.children = (*self.box.children, view)
             refresh = functools.partial(self.faces.refresh, force=True)
-            job.add_update_callback(lambda done: refresh() if done.last_result else None)
-            job.add_done_callback(lambda _job: refresh())
+            remove = job.add_update_callback(lambda done: refresh() if done.last_result else None)
+
+            def ended(_job: Any) -> None:  # its last refresh: the task holds this list no more
+                remove()
+                refresh()
+
+            job.add_done_callback(ended)
             refresh()
         else:  # never displayed on its own: inside the form's output area
             data, metadata = widget_bundle(view)

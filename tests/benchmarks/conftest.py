@@ -46,8 +46,8 @@ def passing() -> dict[str, Any]:
         "seconds": {"polling": 300.0, "scale": 214.0, "total": 780.0},
         "polling": {
             "schedules": schedules,
-            "requests_ratio_vs_0_1s": 12.0,
-            "requests_ratio_vs_0_5s": 3.2,
+            "requests_ratio_vs_0_1s": 6.9,
+            "requests_ratio_vs_0_5s": 1.41,
             "requests_ratio_vs_1s": 1.5,
             "p95_notice_s": 1.3,
             "p95_notice_s_0_5s": 0.46,

@@ -46,7 +46,8 @@ def test_every_goal_names_a_headline_key_a_known_op_and_unit() -> None:
 @pytest.mark.parametrize(
     ("key", "text"),
     [
-        ("requests_ratio_vs_0_1s", ">= 10x fewer"),
+        ("requests_ratio_vs_0_1s", ">= 6x fewer"),
+        ("requests_ratio_vs_0_5s", ">= 1.25x fewer"),
         ("p95_notice_s", "<= 1.5 s"),
         ("nb_bytes_per_video", "<= 300 KB"),
         ("nb_playable_videos", "= videos saved"),

@@ -425,15 +425,21 @@ def test_a_forms_tasks_are_their_own_output_with_both_faces(recorder: DisplayRec
     [(live, _), (lasting, _)] = recorder.calls
     assert live[WIDGET_VIEW_MIME]["model_id"] == tasks.live.model_id and lasting["text/html"]
     first, second = FakeJob(request_id="r-1"), FakeJob(request_id="r-2")
+    alone = FakeJob(request_id="r-0")
+    TaskView(alone, posters=False)
     view = tasks.add(first)
     tasks.add(second)
     assert tasks.box.children[0] is view and len(tasks.box.children) == 2
+    assert first.update_callback_count == alone.update_callback_count + 1  # the list's own
     assert fallback.outputs == ()  # never inside the form's own widget tree
     on_thread(lambda: first.finish([IMAGE_OUT]))
     assert wait_for(
         lambda: "r-1" in recorder.handle.last_html() and "r-2" in recorder.handle.last_html()
         and IMAGE_OUT["url"] in recorder.handle.last_html()
     )  # fmt: skip
+    on_thread(lambda: alone.finish([IMAGE_OUT]))
+    # an ended task no longer holds the list (nor, through it, the box and every view)
+    assert wait_for(lambda: first.update_callback_count == alone.update_callback_count)
     # a list never displayed on its own (the form inside a container): the form's area
     inside = TaskList(fallback)
     inside.add(FakeJob())

@@ -381,7 +381,7 @@ def _why_grid(r: Results, goal: Goal) -> str:
     if "full" in g["arms"]:
         text += f" Every cell's full image instead: {g['arms']['full']['grid_mb']:.2f} MB."
     return text + (
-        " What would fix it: smaller thumbnails (genwidgets/jobs/thumbnails.py: DEFAULT_SIDE "
+        " What would fix it: smaller thumbnails (genwidgets/media/thumbnails.py: DEFAULT_SIDE "
         "256 px, JPEG quality 82), or fewer writes of the cell records (genwidgets/widgets/"
         "grid.py writes them all, at most every 0.01 s x cells)."
     )

@@ -102,7 +102,8 @@ __version__ = "0.1.0"
 # The facade is also where a Job learns to draw its task view: the jobs layer sits
 # below the widgets and cannot import them, so ``import genwidgets`` registers the
 # view with IPython's display formatter by type name (when IPython runs) and imports
-# it on first display (see ``_install_display_hook``).
+# it on first display (see ``_install_display_hook``). That registration, once, is the
+# facade's only side effect (docs/decisions.md#who-owns-the-process-wide-state).
 
 #: public name -> the module that defines it (imported on first access), one line a name
 _LAZY = {
@@ -154,20 +155,20 @@ def _module(path: str) -> ModuleType:
     return importlib.import_module(path, __name__)
 
 
-def _display_job(job: Job) -> None:
+def _display_job(job: Job | AsyncJob) -> None:
     """Draw a job's live task view (imported on the first display only)."""
-    from .widgets.task import display_job
+    from .jobs.job import AsyncJob  # lazy: loaded by then; the facade imports it on demand
+    from .widgets.task import display_job  # lazy: ipywidgets load on first display only
 
-    display_job(job)
+    display_job(job.sync if isinstance(job, AsyncJob) else job)
 
 
 def _install_display_hook() -> None:
-    """Let a displayed :class:`Job` draw its task view, however it was made.
-
-    Two routes, both without importing ipywidgets now: the jobs layer's hook
-    (for ``job._ipython_display_``), and, when IPython runs, its display
-    formatter registered by type *name*, so a job made before anything touched
-    ``gw.Job`` (a form's, a grid's, ``resume``'s) still shows its view.
+    """Let a displayed :class:`Job` (or :class:`AsyncJob`) draw its task view, however
+    it was made: one route, IPython's display formatter registered by type *name*
+    (without importing the jobs or ipywidgets now), so a job made before anything
+    touched ``gw.Job`` (a form's, a grid's, ``resume``'s) still shows its view.
+    Without IPython there is nothing to draw on: a job shows its repr.
     """
     if "IPython" not in sys.modules:
         return
@@ -178,16 +179,12 @@ def _install_display_hook() -> None:
     if shell is None:
         return
     formatter = shell.display_formatter.ipython_display_formatter
-    formatter.for_type_by_name(f"{__name__}.jobs.job", "Job", _display_job)
+    for name in ("Job", "AsyncJob"):
+        formatter.for_type_by_name(f"{__name__}.jobs.job", name, _display_job)
 
 
 def _load(name: str) -> Any:
-    value = getattr(_module(_LAZY[name]), name)
-    if f"{__name__}.jobs.job" in sys.modules:  # loaded by this name or beneath it
-        from .jobs import job as job_module
-
-        job_module.display_hook = _display_job
-    return value
+    return getattr(_module(_LAZY[name]), name)
 
 
 def __getattr__(name: str) -> Any:

@@ -36,7 +36,7 @@ class AsyncClient:
         self._client = Client(base_url, api_key, **kw)
         self._wrapped: dict[tuple[str, str], AsyncJob] = {}
         # As many waiting threads as requests the client lets fly at once.
-        workers = max(1, int(kw.get("max_in_flight", 16)))
+        workers = max(1, int(kw.get("max_in_flight", _config.DEFAULT_MAX_IN_FLIGHT)))
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="genwidgets-async")
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:

@@ -36,7 +36,8 @@ from .errors import (
 )
 from .jobs import polling
 from .jobs.batch import run_each
-from .jobs.engine import StatusBudget, get_engine
+from .jobs.budget import StatusBudget
+from .jobs.engine import get_engine
 from .jobs.job import Job, Recorder, output_fetcher
 from .jobs.ledger import Ledger, LedgerRow, left_to_other_kernels
 from .jobs.polling import PollPolicy, Schedule
@@ -70,10 +71,40 @@ def created_nothing(exc: BaseException) -> bool:
     return code is not None and 400 <= code < 500
 
 
-#: Live (not closed) clients of this process in the order made (by a sequence
-#: number): who pays, by gateway name and key.
-_live: dict[int, tuple[weakref.ref[Client], str, _config.Secret | None]] = {}
-_sequence = itertools.count()
+class LiveClients:
+    """Who pays: the live (not closed, not collected) clients of this process, oldest
+    first, each with its gateway name and key.
+
+    Owner: :class:`Client`, the only writer: a client joins when made and leaves
+    when closed (or collected). Readers: :func:`default_client` and
+    :func:`live_client`, nothing else (docs/decisions.md#who-owns-the-process-wide-state).
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Client], str, _config.Secret | None]] = {}
+        self._sequence = itertools.count()
+
+    def join(self, client: Client, key: _config.Secret | None) -> int:
+        """Count ``client`` as live; returns its number, for :meth:`leave`."""
+        seq = next(self._sequence)
+
+        def forget(_collected: weakref.ref[Client]) -> None:
+            self.leave(seq)
+
+        self._entries[seq] = (weakref.ref(client, forget), client.gateway_name, key)
+        return seq
+
+    def leave(self, seq: int) -> None:
+        self._entries.pop(seq, None)
+
+    def payers(self) -> list[tuple[Client, str, _config.Secret | None]]:
+        """Live clients, oldest first, with who pays: (client, gateway name, key)."""
+        live = [(ref(), name, key) for ref, name, key in list(self._entries.values())]
+        return [(client, name, key) for client, name, key in live if client is not None]
+
+
+#: The process's one registry of live clients (see :class:`LiveClients`).
+LIVE_CLIENTS = LiveClients()
 
 
 def default_client() -> Client:
@@ -84,7 +115,7 @@ def default_client() -> Client:
     them, since guessing would pick who pays. None: ``gw.Client()`` from the
     environment (the embedded simulator when nothing is set).
     """
-    found = _live_clients()
+    found = LIVE_CLIENTS.payers()
     if len({(name, key) for _client, name, key in found}) > 1:
         raise AmbiguousClient(sorted(repr(client) for client, _name, _key in found))
     return found[-1][0] if found else Client()
@@ -94,21 +125,10 @@ def live_client() -> Client | None:
     """The client :func:`default_client` would pick among the live ones, without
     making one or raising: None when there is none, or several payers (a form's
     "simulated" badge asks this before its first submit)."""
-    found = _live_clients()
+    found = LIVE_CLIENTS.payers()
     if not found or len({(name, key) for _client, name, key in found}) > 1:
         return None
     return found[-1][0]
-
-
-def _live_clients() -> list[tuple[Client, str, _config.Secret | None]]:
-    """Live clients, oldest first, with who pays: (client, gateway name, key)."""
-    live = [(ref(), name, key) for ref, name, key in list(_live.values())]
-    return [(client, name, key) for client, name, key in live if client is not None]
-
-
-def _forget(seq: int) -> Callable[[weakref.ref[Client]], object]:
-    """A weakref callback that drops a collected client from the live ones."""
-    return lambda _ref: _live.pop(seq, None)
 
 
 class Client:
@@ -132,9 +152,9 @@ class Client:
         base_url: str | None = None,
         api_key: str | _config.Secret | None = None,
         *,
-        timeout: float = 30.0,
-        max_retries: int = 2,
-        max_in_flight: int = 16,
+        timeout: float = _config.DEFAULT_TIMEOUT_S,
+        max_retries: int = _config.DEFAULT_MAX_RETRIES,
+        max_in_flight: int = _config.DEFAULT_MAX_IN_FLIGHT,
         allow_insecure: bool = False,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -151,7 +171,9 @@ class Client:
         settings = _config.resolve(base_url, api_key)
         self.embedded = settings.embedded
         if settings.embedded:
-            from .simulator import embedded
+            from .simulator import (
+                embedded,  # lazy: the simulator's web app loads only when it is the gateway
+            )
 
             sim = embedded()
             resolved_url: str = sim.base_url
@@ -211,8 +233,7 @@ class Client:
         )
         self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
         self._closed = False
-        self._seq = next(_sequence)
-        _live[self._seq] = (weakref.ref(self, _forget(self._seq)), self.gateway_name, key)
+        self._seq = LIVE_CLIENTS.join(self, key)
 
     async def _make_gateway(
         self,
@@ -444,7 +465,7 @@ class Client:
         if self._closed:
             return
         self._closed = True
-        _live.pop(self._seq, None)
+        LIVE_CLIENTS.leave(self._seq)
         self._engine.run(self._aclose())
         if self.ledger is not None:
             self.ledger.release()  # another kernel may resume them at once

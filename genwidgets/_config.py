@@ -26,6 +26,21 @@ ENV_OUTPUTS_URL = "GENWIDGETS_OUTPUTS_URL"
 SAVED_MEDIA = ("posters", "previews", "full")
 DEFAULT_SAVED_MEDIA = "previews"
 
+# --- the client's defaults: one home, as httpx's _config.py. The client, its gateway,
+# the async client, fetches and downloads read them here:
+# docs/decisions.md#one-home-for-the-clients-defaults
+#: Seconds one request to the gateway may take.
+DEFAULT_TIMEOUT_S = 30.0
+#: Retries of a request that may be retried (never a create whose answer was lost).
+DEFAULT_MAX_RETRIES = 2
+#: Requests of one client in flight at once (and the async client's waiting threads).
+DEFAULT_MAX_IN_FLIGHT = 16
+#: Fetching a file (an output, an input given by URL) may take longer than a request.
+FETCH_TIMEOUT_S = 60.0
+FETCH_CONNECT_TIMEOUT_S = 10.0
+#: The most a file fetched into memory or saved may weigh.
+MAX_FETCH_BYTES = 2 * 2**30
+
 #: The key the simulator accepts by default; documented, not a secret.
 DEMO_KEY = "sim-demo-key"
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import IO
 
-__all__ = ["create_beside", "is_fresh", "write_atomically"]
+__all__ = ["AtomicFile", "create_beside", "is_fresh", "write_atomically"]
 
 
 def create_beside(target: Path) -> Path:
@@ -28,17 +29,47 @@ def create_beside(target: Path) -> Path:
     raise FileExistsError(f"no free temporary name beside {target}")
 
 
+class AtomicFile:
+    """The one atomic writer: a new file beside ``target``, written in pieces, renamed
+    into place by :meth:`commit`. Leaving the ``with`` block without a commit (an
+    error, a refusal) removes it and leaves ``target`` as it was. ``durable``: sync
+    the data to disk before the rename (downloads, which a crash must not cut short)."""
+
+    def __init__(self, target: Path, *, durable: bool = False) -> None:
+        self.target = target
+        self.durable = durable
+        self.tmp = create_beside(target)
+        self._handle: IO[bytes] = open(self.tmp, "wb")  # noqa: SIM115 (closed by commit or exit)
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def write(self, data: bytes) -> None:
+        self._handle.write(data)
+
+    def commit(self) -> None:
+        if self.durable:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+        self._handle.close()
+        os.replace(self.tmp, self.target)
+
+    def discard(self) -> None:
+        """Close and remove the new file (nothing left once committed)."""
+        if not self._handle.closed:
+            self._handle.close()
+        self.tmp.unlink(missing_ok=True)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.discard()
+
+
 def write_atomically(target: Path, data: bytes) -> Path:
     """Write ``data`` to ``target`` whole (a file beside it, then a rename); an
     ``OSError`` leaves ``target`` as it was and no temporary file behind."""
-    tmp = create_beside(target)
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with AtomicFile(target) as out:
+        out.write(data)
+        out.commit()
     return target
 
 

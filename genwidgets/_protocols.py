@@ -56,6 +56,8 @@ class JobLike(Protocol):
         self, timeout: float | None = None, *, cancel_on_timeout: bool = False
     ) -> Result: ...
 
+    def exception(self) -> BaseException | None: ...  # why it ended without a result
+
     def cancel(self) -> None: ...
 
     def request_cancel(self) -> None: ...
@@ -63,6 +65,10 @@ class JobLike(Protocol):
     def add_done_callback(self, fn: Callable[[Any], Any]) -> None: ...
 
     def add_update_callback(self, fn: Callable[[Any], Any]) -> Callable[[], None]: ...
+
+    # The order at the end is part of the contract: the update callbacks see the final
+    # state before ``done()`` turns true and ``result()`` returns, so a view that
+    # rewrites itself on the last update is drawn before a waiting cell ends.
 
 
 class ClientLike(Protocol):

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from ._client import Client
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from .errors import GenwidgetsError, TaskTimeout
+from .lab.batch_cli import add_batch_arguments, run_batch
 from .simulator import cli as simulator_cli
 
 if TYPE_CHECKING:
-    from ._client import Client
     from .jobs.ledger import LedgerRow
 
 DESCRIPTION = "Tools for genwidgets, widgets for an asynchronous generation gateway."
@@ -53,8 +54,6 @@ def _task_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .lab.batch_cli import add_batch_arguments
-
     parser = argparse.ArgumentParser(
         prog="genwidgets",
         description=DESCRIPTION,
@@ -293,13 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "simulate":
         return simulator_cli.simulate(args, parser)
     if args.command == "batch":
-        from .lab.batch_cli import run_batch
-
         return run_batch(args)
     if args.command == "notebooks":
         return _notebooks(args)
-    from ._client import Client
-
     with Client() as client:
         try:
             if args.command == "history":

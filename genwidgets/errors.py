@@ -35,14 +35,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ._config import redact
-
-if TYPE_CHECKING:
-    from ._protocols import JobLike
-    from .jobs.job import AsyncJob
-    from .protocol.records import Result
 
 __all__ = [
     "AmbiguousClient",
@@ -277,10 +272,41 @@ class BudgetExceeded(GenwidgetsError):
         super().__init__(message)
 
 
+class TaskSeen(Protocol):
+    """What an error reads of a task: which endpoint, which request. A ``Job``, an
+    ``AsyncJob`` and a ``Result`` all fit; a ``Protocol`` so that the error tree names
+    no higher layer (docs/decisions.md#the-error-tree-names-no-higher-layer)."""
+
+    @property
+    def endpoint(self) -> str | None: ...
+
+    @property
+    def request_id(self) -> str | None: ...
+
+
+class WaitedTask(TaskSeen, Protocol):
+    """What :class:`TaskTimeout` hands back: a ``Job`` (or an ``AsyncJob``, whose two
+    methods are awaited) to wait on again or to cancel."""
+
+    def result(self, timeout: float | None = None) -> Any: ...
+
+    def cancel(self) -> Any: ...
+
+
+class FailedAnswer(TaskSeen, Protocol):
+    """What :class:`TaskFailed` reads of a ``Result``: the task's own error."""
+
+    @property
+    def error(self) -> Any: ...
+
+    @property
+    def error_type(self) -> str | None: ...
+
+
 class TaskFailed(GenwidgetsError):
     """The task reached a terminal status with an error; ``result`` holds it."""
 
-    def __init__(self, result: Result) -> None:
+    def __init__(self, result: FailedAnswer) -> None:
         self.result = result
         kind = f" ({result.error_type})" if result.error_type else ""
         super().__init__(
@@ -292,7 +318,7 @@ class TaskTimeout(GenwidgetsError, TimeoutError):
     """A wait ran out; the task itself goes on (``job`` can be awaited or cancelled),
     unless the wait asked the gateway to cancel it (``cancelled``)."""
 
-    def __init__(self, job: JobLike | AsyncJob, timeout: float, *, cancelled: bool = False) -> None:
+    def __init__(self, job: WaitedTask, timeout: float, *, cancelled: bool = False) -> None:
         self.job = job
         self.timeout = timeout
         #: the wait asked the gateway to cancel the task (``cancel_on_timeout=True``)

@@ -275,7 +275,7 @@ def test_a_refused_connection_on_loopback_is_unreachable_and_not_created() -> No
 def no_live_clients(monkeypatch: pytest.MonkeyPatch) -> None:
     from genwidgets import _client
 
-    monkeypatch.setattr(_client, "_live", {})
+    monkeypatch.setattr(_client, "LIVE_CLIENTS", _client.LiveClients())
 
 
 @pytest.mark.usefixtures("no_live_clients")

@@ -72,3 +72,38 @@ def test_a_kept_output_has_a_served_url_only_under_a_server_that_serves_it(
     assert served_url(tmp_path / "outputs" / ".." / "ledger.sqlite3") is None
     monkeypatch.setenv("GENWIDGETS_OUTPUTS_URL", "http://elsewhere.example/")
     assert served_url(kept) is None  # a path on the same server, never another origin
+
+
+def test_the_clients_defaults_have_one_home() -> None:
+    """The client, its gateway, the async client, fetches and downloads all take their
+    defaults from _config (as httpx's): one number, read in one place."""
+    import asyncio
+    import inspect
+
+    import httpx
+
+    from genwidgets import _config
+    from genwidgets._async_client import AsyncClient
+    from genwidgets._client import Client
+    from genwidgets.jobs import downloads
+    from genwidgets.protocol import fetch
+    from genwidgets.protocol.http import Gateway
+
+    wanted = {
+        "timeout": _config.DEFAULT_TIMEOUT_S,
+        "max_retries": _config.DEFAULT_MAX_RETRIES,
+        "max_in_flight": _config.DEFAULT_MAX_IN_FLIGHT,
+    }
+    for made in (Client.__init__, Gateway.__init__):
+        params = inspect.signature(made).parameters
+        assert {name: params[name].default for name in wanted} == wanted
+    assert httpx.Timeout(
+        _config.FETCH_TIMEOUT_S, connect=_config.FETCH_CONNECT_TIMEOUT_S
+    ) == fetch.DEFAULT_TIMEOUT
+    assert downloads.DEFAULT_TIMEOUT is fetch.DEFAULT_TIMEOUT
+    assert downloads.DEFAULT_MAX_BYTES == fetch.MAX_READ_BYTES == _config.MAX_FETCH_BYTES
+    client = AsyncClient("http://127.0.0.1:9", "sk-defaults-test")  # never sends anything
+    try:
+        assert client._pool._max_workers == _config.DEFAULT_MAX_IN_FLIGHT
+    finally:
+        asyncio.run(client.aclose())

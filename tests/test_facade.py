@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
+import types
 import warnings
+
+import pytest
 
 import genwidgets as gw
 from genwidgets import errors
@@ -72,11 +76,33 @@ def test_no_other_module_defines_a_user_facing_exception() -> None:
     assert not strays, strays
 
 
-def test_the_display_hook_comes_from_the_facade() -> None:
+def test_the_display_hook_is_one_registration_with_ipython_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One route: the facade registers the task view with IPython's display formatter
+    by type name (Job and AsyncJob); loading a name changes no other module."""
     from genwidgets.jobs import job as job_module
 
-    assert gw.Job is job_module.Job
-    assert job_module.display_hook is gw._display_job
+    registered: list[tuple[str, str, object]] = []
+
+    class Formatter:
+        def for_type_by_name(self, module: str, name: str, fn: object) -> None:
+            registered.append((module, name, fn))
+
+    shell = types.SimpleNamespace(
+        display_formatter=types.SimpleNamespace(ipython_display_formatter=Formatter())
+    )
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    gw._install_display_hook()
+    assert registered == [
+        ("genwidgets.jobs.job", "Job", gw._display_job),
+        ("genwidgets.jobs.job", "AsyncJob", gw._display_job),
+    ]
+    before = dict(vars(job_module))
+    assert gw._load("Job") is job_module.Job and gw._load("AsyncJob") is job_module.AsyncJob
+    assert dict(vars(job_module)) == before  # the facade sets nothing in the jobs layer
+    assert not hasattr(job_module, "display_hook")
+    assert not hasattr(job_module.Job, "_ipython_display_")  # so no second route
 
 
 def test_submodules_import_through_the_facade_in_a_fresh_process() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from genwidgets._files import create_beside, is_fresh, write_atomically
+from genwidgets._files import AtomicFile, create_beside, is_fresh, write_atomically
 
 
 def test_a_file_is_written_whole_with_the_users_umask(tmp_path: Path) -> None:
@@ -56,3 +56,21 @@ def test_a_derived_file_is_fresh_only_while_it_is_not_older_than_its_source(
     assert is_fresh(derived, source)
     os.utime(source, (300, 300))
     assert not is_fresh(derived, source)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_file_written_in_pieces_appears_only_when_committed(
+    tmp_path: Path, durable: bool
+) -> None:
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+    with pytest.raises(ValueError), AtomicFile(target, durable=durable) as out:
+        out.write(b"half of")
+        raise ValueError("refused midway")  # a size check, a cut-short body
+    assert target.read_bytes() == b"old" and sorted(tmp_path.iterdir()) == [target]
+    with AtomicFile(target, durable=durable) as out:
+        out.write(b"new ")
+        out.write(b"whole")
+        assert target.read_bytes() == b"old"  # not yet
+        out.commit()
+    assert target.read_bytes() == b"new whole" and sorted(tmp_path.iterdir()) == [target]

@@ -22,7 +22,7 @@ import genwidgets as gw
 from genwidgets import media
 from genwidgets.catalog import EndpointModel, EndpointSpec, MediaSpec
 from genwidgets.errors import MediaWarning, PayloadError
-from genwidgets.media import MediaInfo
+from genwidgets.media import MediaInfo, encoding
 
 # --- fixture makers ------------------------------------------------------------------------
 
@@ -597,7 +597,7 @@ class _Fake(EndpointModel):
 @pytest.fixture
 def fake_endpoint(monkeypatch: pytest.MonkeyPatch) -> str:
     spec = EndpointSpec(id="fake-media", kind="video", family="fake", title="Fake", model=_Fake)
-    monkeypatch.setattr(media, "catalog_endpoint", lambda endpoint_id: spec)
+    monkeypatch.setattr(encoding, "catalog_endpoint", lambda endpoint_id: spec)
     return "fake-media"
 
 

@@ -39,8 +39,9 @@ def test_mypy_is_clean() -> None:
 # The layer table: a module may import (at run time) only modules of its own layer
 # or of a lower rank. Layers of equal rank stand beside each other and may not
 # import each other (the simulator beside the jobs). Imports under
-# ``if TYPE_CHECKING:`` are type-only: they may point anywhere, and cycles through
-# them are fine (errors ↔ protocol.records, like httpx's).
+# ``if TYPE_CHECKING:`` count too: a reader follows them as any other, so a type-only
+# import upward, or a circle closed by one, is a circle to whoever reads the code
+# (docs/decisions.md#the-error-tree-names-no-higher-layer).
 #
 #   rank  layer       modules
 #   0     base        _config, _files, _formats, _html, _palette, errors
@@ -156,21 +157,29 @@ def _violations() -> dict[str, list[str]]:
         mine = layer_of(module)
         for target, type_only in imports_of(module):
             theirs = layer_of(target)
-            if type_only or theirs == mine:
+            if theirs == mine:
                 continue
             if LAYERS[theirs] >= LAYERS[mine]:
                 where = str(path.relative_to(ROOT))
-                found.setdefault(where, []).append(f"{mine} imports {theirs}: {target}")
+                how = " (type-only)" if type_only else ""
+                found.setdefault(where, []).append(f"{mine} imports {theirs}{how}: {target}")
     return found
 
 
-def _cycles() -> list[list[str]]:
-    """Import cycles through run-time imports (Tarjan's strongly connected components)."""
-    graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for module in MODULES:  # lazy imports inside functions count: a hidden circle is one
-        for target, type_only in imports_of(module):
-            if not type_only and target != module:
+def _import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Who imports whom, through every import: lazy ones inside functions and type-only
+    ones count (a hidden circle is one)."""
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        for target, _type_only in imports_of(module, path):
+            if target != module:
                 graph[module].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]] | None = None) -> list[list[str]]:
+    """Import cycles (Tarjan's strongly connected components)."""
+    graph = _import_graph(MODULES) if graph is None else graph
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -300,6 +309,27 @@ def test_the_layering_check_sees_every_form_of_import(tmp_path: Path) -> None:
     assert LAYERS[layer_of("genwidgets.widgets.task")] > LAYERS[layer_of(probe_name)]
 
 
+def test_a_circle_closed_by_a_type_only_import_is_a_circle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checker itself: a module that names another only for its annotations still
+    ties the two into one circle, and an annotation that names a higher layer is
+    an upward import."""
+    low, high = tmp_path / "low.py", tmp_path / "high.py"
+    low.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import high\n")
+    high.write_text("from . import low\n")
+    probes = {"genwidgets.protocol.low": low, "genwidgets.protocol.high": high}
+    for name, path in probes.items():
+        monkeypatch.setitem(MODULES, name, path)  # so that ``from . import high`` resolves
+    assert _cycles(_import_graph(probes)) == [sorted(probes)]
+    high.write_text("import json\n")
+    assert _cycles(_import_graph(probes)) == []
+    upward = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..jobs.job import Job"
+    low.write_text(upward + "\n")
+    target, type_only = imports_of("genwidgets.protocol.low", low)[0]
+    assert type_only and LAYERS[layer_of(target)] > LAYERS[layer_of("genwidgets.protocol.low")]
+
+
 def test_committed_notebooks_have_no_outputs_and_no_keys() -> None:
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         nb = json.loads(path.read_text())
@@ -353,6 +383,68 @@ def long_docstrings(paths: list[Path], limit: int) -> list[str]:
             where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
             found.append(f"{where}: module docstring of {count} lines (limit {limit})")
     return found
+
+
+#: Modules whose function-level imports are not yet reasoned, and why. An entry no
+#: longer needed fails the test, so the list only shrinks.
+UNREASONED_LAZY_IMPORTS: dict[str, str] = {
+    module: "issue 32 point 1 rewrites these modules' catalog questions; point 8 follows"
+    for module in (
+        "genwidgets.lab.axes",
+        "genwidgets.lab.cost",
+        "genwidgets.lab.mapping",
+        "genwidgets.simulator.asked",
+    )
+}
+
+
+def lazy_imports(module: str, path: Path | None = None) -> list[tuple[int, bool]]:
+    """``(line, has a reason)`` for each import inside a function of ``module``
+    (type-only ones aside): a reason is a ``# lazy: <why>`` comment on its line."""
+    path = path or MODULES[module]
+    text = path.read_text()
+    lines = text.splitlines()
+    tree = ast.parse(text)
+    type_only = _type_only_nodes(tree)
+    found: set[tuple[int, bool]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Import | ast.ImportFrom) and id(sub) not in type_only:
+                    span = lines[sub.lineno - 1 : (sub.end_lineno or sub.lineno)]
+                    found.add((sub.lineno, any("# lazy: " in line for line in span)))
+    return sorted(found)
+
+
+def test_every_function_level_import_says_why_it_is_lazy() -> None:
+    """An import inside a function hides a dependency from a reader: keep one only
+    where it saves real import time or breaks a real cycle, and say which
+    (docs/decisions.md#an-import-inside-a-function-says-why)."""
+    bare = {
+        module: [line for line, reasoned in lazy_imports(module, path) if not reasoned]
+        for module, path in MODULES.items()
+    }
+    missing = [
+        f"{MODULES[m].relative_to(ROOT)}:{lines[0]} (and {len(lines) - 1} more)"
+        for m, lines in sorted(bare.items())
+        if lines and m not in UNREASONED_LAZY_IMPORTS
+    ]
+    stale = [m for m in UNREASONED_LAZY_IMPORTS if not bare.get(m)]
+    assert not missing, "function-level imports without a '# lazy: <why>':\n" + "\n".join(missing)
+    assert not stale, "modules now reasoned (remove them from the list): " + ", ".join(stale)
+
+
+def test_the_lazy_import_check_reads_the_reason_on_the_line(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "def f():\n"
+        "    import json\n"
+        "    import av  # lazy: PyAV loads only for a video\n"
+        "    if TYPE_CHECKING:\n"
+        "        from . import x\n"
+    )
+    assert lazy_imports("genwidgets.probe", probe) == [(3, False), (4, True)]
 
 
 def test_every_module_stays_under_the_size_limit() -> None:
@@ -428,12 +520,7 @@ def test_anchors_follow_githubs_heading_slugs() -> None:
 
 #: (borrowing module, lending module, name): why it may cross for now. An entry that
 #: is no longer needed fails the test, so the list only shrinks.
-PRIVATE_CROSSINGS_ALLOWED: dict[tuple[str, str, str], str] = {
-    (importer, "genwidgets.media.files", name): "media/__init__.py still holds code of its "
-    "own (389 lines): issue 32 point 9 moves it beside these helpers"
-    for importer in ("genwidgets.media",)
-    for name in ("_Remote", "_canonical", "_local_info", "_resolve")
-}
+PRIVATE_CROSSINGS_ALLOWED: dict[tuple[str, str, str], str] = {}
 
 
 def _private(name: str) -> bool:

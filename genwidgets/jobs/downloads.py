@@ -18,18 +18,24 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from .._config import home, redact
-from .._files import create_beside
+from .._config import FETCH_TIMEOUT_S, home, redact
+from .._files import AtomicFile
 from .._formats import EXTENSIONS, decode_data_url, extension_for, int_or_none
 from ..errors import DownloadError
 from ..protocol.body import Deadline, aiter_capped, within
-from ..protocol.fetch import http_client, open_url_async, run_apart, seconds
+from ..protocol.fetch import (
+    DEFAULT_TIMEOUT,
+    MAX_READ_BYTES,
+    http_client,
+    open_url_async,
+    run_apart,
+    seconds,
+)
 from ..protocol.records import Output, Result
 
 __all__ = [
@@ -41,8 +47,7 @@ __all__ = [
     "output_dir",
 ]
 
-DEFAULT_MAX_BYTES = 2 * 2**30
-DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+DEFAULT_MAX_BYTES = MAX_READ_BYTES  # the client's defaults live in _config.py
 
 CHUNK = 64 * 1024
 #: A folder name longer than this keeps its start and a digest of the whole
@@ -182,19 +187,19 @@ def _remote_url(output: Output) -> str:
     return output.url
 
 
-class _AtomicFile:
-    """A ``.part`` file beside the target, renamed into place only when complete."""
+class _CheckedOutput:
+    """One output written whole (the one atomic writer, ``_files.AtomicFile``), checked
+    as it comes: its size against ``max_bytes`` and the record, its sha256."""
 
     def __init__(self, item: _Item, max_bytes: int) -> None:
         self.item = item
         self.max_bytes = max_bytes
         self.size = 0
         item.directory.mkdir(parents=True, exist_ok=True)
-        self.tmp = create_beside(item.target)  # the one way beside a target (_files.py)
-        self._fh: IO[bytes] = open(self.tmp, "wb")  # noqa: SIM115 (closed by commit or __exit__)
+        self._file = AtomicFile(item.target, durable=True)
         self._sha256 = hashlib.sha256()
 
-    def __enter__(self) -> _AtomicFile:
+    def __enter__(self) -> _CheckedOutput:
         return self
 
     def write(self, chunk: bytes) -> None:
@@ -203,7 +208,7 @@ class _AtomicFile:
         self.size += len(chunk)
         if self.size > self.max_bytes:
             raise _Failure(f"larger than max_bytes={self.max_bytes}")
-        self._fh.write(chunk)
+        self._file.write(chunk)
         self._sha256.update(chunk)
 
     def commit(self, *, wire_bytes: int | None = None, content_length: int | None = None) -> None:
@@ -215,25 +220,15 @@ class _AtomicFile:
         expected = self.item.expected_size
         if expected is not None and self.size != expected:
             raise _Failure(f"size mismatch: the record says {expected} bytes, got {self.size}")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self._fh.close()
-        os.replace(self.tmp, self.item.target)
+        self._file.commit()
         self.item.output.sha256 = self._sha256.hexdigest()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if not self._fh.closed:
-            self._fh.close()
-        self.tmp.unlink(missing_ok=True)
+    def __exit__(self, *exc_info: object) -> None:
+        self._file.discard()
 
 
 def _write_bytes(item: _Item, data: bytes, max_bytes: int) -> None:
-    with _AtomicFile(item, max_bytes) as sink:
+    with _CheckedOutput(item, max_bytes) as sink:
         sink.write(data)
         sink.commit()
 
@@ -386,7 +381,7 @@ async def download_outputs_async(
     root: str | os.PathLike[str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_saved: Callable[[int, Path], Any] | None = None,
-    timeout: float = 60.0,
+    timeout: float = FETCH_TIMEOUT_S,
     gateway: str | None = None,
 ) -> list[Path]:
     """:func:`download_outputs` on an event loop.
@@ -418,7 +413,7 @@ async def _stream_async(
 ) -> None:
     async with within(Deadline(timeout)) as watch, opener(url) as response:
         declared = _content_length(response, max_bytes, item.output)
-        with _AtomicFile(item, max_bytes) as sink:
+        with _CheckedOutput(item, max_bytes) as sink:
             async for chunk in aiter_capped(response, max_bytes, watch):
                 sink.write(chunk)
             sink.commit(

@@ -67,10 +67,6 @@ class _NoRecorder:
         pass
 
 
-#: Set by the facade so a displayed job draws its task view (widgets sit above jobs).
-display_hook: Callable[[Job], None] | None = None
-
-
 def output_fetcher(engine: Engine, gateway: Gateway) -> Fetcher:
     """How outputs of this gateway are read from any thread: through the gateway (its
     credential rule) on the engine; on the engine thread itself, a plain GET that
@@ -166,15 +162,16 @@ class Job:
     def __repr__(self) -> str:
         return f"<Job {self.endpoint} {self.request_id} {self.status_text} {self.elapsed:.1f}s>"
 
-    def _ipython_display_(self) -> None:
-        if display_hook is None:
-            print(repr(self))
-        else:
-            display_hook(self)
-
     # -- blocking API -------------------------------------------------------
     def done(self) -> bool:
         return self._future.done()
+
+    def exception(self) -> BaseException | None:
+        """Why the job ended without a result (polling gave up, the task vanished, its
+        client closed), without waiting: ``None`` while it runs or once it has one."""
+        if not self._future.done():
+            return None
+        return self._future.exception()
 
     def status(self) -> Status:
         """Ask the gateway now (one request, with the retry policy)."""
@@ -303,6 +300,9 @@ class Job:
             self._notify()
 
     def _finish(self, result: Result, finished_at: float | None = None) -> None:
+        """The end, in a fixed order that views rely on: update callbacks see the final
+        state, then the future completes (``JobLike.add_update_callback``), so a cell
+        that waits on ``result()`` ends after every view has drawn it."""
         if self._future.done():
             return
         self.finished_at = finished_at or time.time()
@@ -312,6 +312,7 @@ class Job:
         self._future.set_result(result)
 
     def _fail(self, exc: BaseException) -> None:
+        """As :meth:`_finish`: update callbacks first, then the future."""
         if self._future.done():
             return
         self.finished_at = time.time()
@@ -527,14 +528,12 @@ class AsyncJob:
     def __repr__(self) -> str:
         return "<Async" + repr(self._job)[1:]
 
-    def _ipython_display_(self) -> None:
-        if display_hook is None:
-            print(repr(self))
-        else:
-            display_hook(self._job)
-
     def done(self) -> bool:
         return self._job.done()
+
+    def exception(self) -> BaseException | None:
+        """As :meth:`Job.exception` (no wait, so not a coroutine)."""
+        return self._job.exception()
 
     def add_done_callback(self, fn: Callable[[AsyncJob], Any]) -> None:
         """Call ``fn(job)`` when terminal (on the engine thread, or now if already done)."""

@@ -4,7 +4,7 @@ A fixed interval either notices a finish late or burns the rate limit, so the sc
 aims at a notice target in proportion to the task (a tenth of its run time, between a
 quarter second and a second and a half), adapts to queue position and run time, learns
 from history (:mod:`.runtime`), polls a running task at its result address, and takes a
-slot of the client's :class:`~genwidgets.jobs.engine.StatusBudget` per poll. The rules
+slot of the client's :class:`~genwidgets.jobs.budget.StatusBudget` per poll. The rules
 and their request counts: docs/decisions.md#polling.
 """
 
@@ -21,13 +21,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import catalog
+from ..errors import EndpointNotFound, LedgerError
 from ..protocol.http import NOT_FOUND_GRACE_S
 from ..protocol.records import is_failure
 from . import runtime
 from .runtime import Key, Observation, Plan, RunTimeModel
 
 if TYPE_CHECKING:
-    from .engine import StatusBudget
+    from .budget import StatusBudget
     from .ledger import Ledger
 
 log = logging.getLogger("genwidgets")
@@ -260,8 +262,6 @@ class Schedule:
     def billed_fields(self, endpoint: str) -> tuple[str, ...]:
         """Wire names of the endpoint's billed fields (none for an unknown endpoint)."""
         if endpoint not in self._billed:
-            from .. import catalog
-            from ..errors import EndpointNotFound
 
             try:
                 spec = catalog.endpoint(endpoint)
@@ -289,7 +289,6 @@ class Schedule:
     def _seed(self, endpoint: str) -> None:
         if self._ledger is None:
             return
-        from ..errors import LedgerError
 
         try:
             rows = self._ledger.run_times(self._gateway, endpoint, limit=LEDGER_ROWS)

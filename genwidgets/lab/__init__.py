@@ -21,7 +21,7 @@ from .plan import (
     prompt_jobs,
 )
 from .provenance import read_provenance
-from .run import GridCell, GridRun, default_client, list_grids
+from .run import GridCell, GridRun, list_grids
 from .scores import ScoreTable, scores
 from .store import GridRecord, GridStore, store_for
 from .sweep import SweepPlan, plan_sweep
@@ -39,7 +39,6 @@ __all__ = [
     "PlannedCell",
     "ScoreTable",
     "SweepPlan",
-    "default_client",
     "differing_params",
     "list_grids",
     "make_axis",

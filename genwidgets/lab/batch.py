@@ -40,6 +40,7 @@ from .batch_store import (
 from .finish import check_deadlines, finish_row
 from .manifest import Manifest
 from .progress import Mode, Progress, Snapshot
+from .resume import reconcile
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
@@ -270,7 +271,7 @@ class Batch:
     def dataframe(self) -> Any:
         """The rows as a pandas DataFrame indexed by row (pandas is optional)."""
         try:
-            import pandas as pd
+            import pandas as pd  # lazy: optional, and a second or so to import
         except ImportError:
             raise ImportError(
                 "batch.dataframe() needs pandas (pip install pandas); batch.rows holds the "
@@ -590,6 +591,4 @@ class Batch:
     def _reconcile(self, rows: Sequence[BatchRow]) -> None:
         """Rows reserved whose create's answer this process did not see: what the
         ledger says of each (see :mod:`.resume`)."""
-        from .resume import reconcile
-
         reconcile(self, rows)

@@ -15,6 +15,7 @@ import json
 import sys
 from typing import Any, TextIO
 
+from .._client import Client
 from ..errors import BudgetExceeded, EndpointNotFound, GenwidgetsError, PayloadError
 from .batch import Batch
 from .batch_open import CONFIRM_ABOVE, ON_TIMEOUT, open_batch
@@ -157,8 +158,6 @@ def run_batch(
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    from .._client import Client
-
     budget: Any = dict(args.budget) or None
     prices: dict[str, dict[str, float]] = {}
     for endpoint, key, value in args.price:

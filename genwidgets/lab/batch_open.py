@@ -20,7 +20,7 @@ from ..jobs.batch import valid_concurrency
 from .batch import Batch
 from .batch_plan import plan_batch
 from .batch_store import WAITING, BatchRecord, BatchStore
-from .cost import needs_confirmation, not_sent_line
+from .cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from .naming import safe_part
 from .outfiles import check_out
 from .progress import progress_mode
@@ -33,8 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CONFIRM_ABOVE", "ON_TIMEOUT", "batch", "batch_id_of", "batches"]
 
-#: billed generations above which a batch waits for ``.submit()`` (the grid's default)
-CONFIRM_ABOVE = 10
+#: what a row past its ``timeout`` becomes: cancelled at the gateway, or left running
 ON_TIMEOUT = ("cancel", "leave")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 

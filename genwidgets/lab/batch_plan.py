@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..catalog import endpoint as catalog_endpoint
+from ..catalog import validate
 from ..errors import EndpointNotFound, PayloadError
 from .budget import Budget, make_budget, plain_amount
 from .cost import billed_count, billed_units, billing_values, cost_summary, endpoints_summary
@@ -142,8 +144,6 @@ class BatchPlan:
         if len(self.endpoints) > 1:
             text = f"{head}: " + endpoints_summary(self.rows)
         else:
-            from ..catalog import endpoint as catalog_endpoint
-
             spec = catalog_endpoint(self.endpoint)
             billing = billing_values(spec, [r.payload for r in self.rows])
             text = cost_summary(head, self.endpoint, self.tasks, self.billed_total, billing)
@@ -186,8 +186,6 @@ def _row_specs(
     source: SourceRows, default: EndpointSpec, problems: list[dict[str, Any]]
 ) -> list[EndpointSpec | None]:
     """Each row's endpoint: its ``endpoint`` column, else the batch's (None: unknown)."""
-    from ..catalog import endpoint as catalog_endpoint
-
     known: dict[str, EndpointSpec | None] = {default.id: default}
     why: dict[str, str] = {}
     specs: list[EndpointSpec | None] = []
@@ -245,9 +243,6 @@ def plan_batch(
     """Plan a batch (see the module docstring); raises before anything is sent:
     :class:`PayloadError` listing every problem by row, or
     :class:`~genwidgets.errors.EndpointNotFound` for an unknown ``endpoint``."""
-    from ..catalog import endpoint as catalog_endpoint
-    from ..catalog import validate
-
     spec = catalog_endpoint(endpoint)
     source = read_rows(rows)
     problems: list[dict[str, Any]] = []

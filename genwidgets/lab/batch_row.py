@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .batch_store import CANCELLED, CREATED, DONE, ENDED, FAILED, LEFT, SENDING, UNKNOWN, WAITING
 
 if TYPE_CHECKING:
-    from .._protocols import JobLike
-    from .batch_plan import PlannedRow
+    import threading
 
-__all__ = ["STATUSES", "BatchRow"]
+    from .._protocols import ClientLike, JobLike
+    from .batch_plan import PlannedRow
+    from .batch_store import BatchStore
+
+__all__ = ["STATUSES", "BatchRow", "RunningBatch"]
 
 #: every ``row.status``, in the order a view counts them
 STATUSES = (
@@ -126,3 +129,26 @@ class BatchRow:
         return f"<BatchRow {self.index} {self.endpoint} {self.status} {what}{files}>".replace(
             "  ", " "
         )
+
+
+class RunningBatch(Protocol):
+    """What a batch's finisher (:mod:`.finish`) and its resume (:mod:`.resume`) read
+    and change of the :class:`~genwidgets.lab.batch.Batch` they serve: the small
+    thing, so that neither names the class that imports them (no import circle)."""
+
+    id: str
+    client: ClientLike
+    out: Path
+    store: BatchStore
+    rows: list[BatchRow]
+    spent: dict[str, float]
+    timeout: float | None
+    on_timeout: str
+    _lock: threading.RLock
+    _stored: bool
+
+    def _update(self, row: BatchRow, state: str, *, release: bool = False) -> None: ...
+
+    def _attach(self, row: BatchRow, job: JobLike, created_at: float | None = None) -> None: ...
+
+    def _flush(self) -> None: ...

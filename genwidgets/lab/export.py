@@ -10,16 +10,20 @@ from __future__ import annotations
 import base64
 import io
 import json
+import math
 import re
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .._config import home, redact, shown_path
 from .._html import SAFE_DATA_MIME, esc, json_script, safe_mime
 from .._palette import PALETTE
-from ..jobs.thumbnails import DEFAULT_SIDE
+from ..jobs.previews import preview_bytes
+from ..media.thumbnails import DEFAULT_SIDE, data_url, thumbnail
 from ..protocol.records import Output
 from .plan import short
+from .run import status_of
 
 if TYPE_CHECKING:
     from PIL import Image as PILImage
@@ -75,7 +79,7 @@ def _first_visual(cell: GridCell) -> Output | None:
 
 def _poster(output: Output) -> PILImage.Image | None:
     """The picture of an output: the image itself, or a video's first frame."""
-    from PIL import Image
+    from PIL import Image  # lazy: Pillow loads only when an export draws
 
     try:
         data = output.read()
@@ -90,7 +94,7 @@ def _poster(output: Output) -> PILImage.Image | None:
             return None
     if output.kind == "video":
         try:
-            import av
+            import av  # lazy: PyAV loads only when an export reads a video
 
             with av.open(io.BytesIO(data)) as container:
                 for frame in container.decode(video=0):
@@ -101,7 +105,6 @@ def _poster(output: Output) -> PILImage.Image | None:
 
 
 def _star_points(cx: float, cy: float, r: float) -> list[tuple[float, float]]:
-    import math
 
     points = []
     for i in range(10):
@@ -209,8 +212,8 @@ def _tables(run: GridRun) -> list[tuple[Any, list[list[GridCell | None]]]]:
 
 def save_png(run: GridRun, path: str | Path) -> Path:
     """Write the contact sheet (see the module docstring); returns the path."""
-    from PIL import Image, ImageDraw, ImageFont
-    from PIL.PngImagePlugin import PngInfo
+    from PIL import Image, ImageDraw, ImageFont  # lazy: Pillow loads only when an export draws
+    from PIL.PngImagePlugin import PngInfo  # lazy: Pillow loads only when an export draws
 
     font = ImageFont.load_default(size=FONT_SIZE)
     xs = _axis_values(run, "x")
@@ -266,13 +269,11 @@ def save_png(run: GridRun, path: str | Path) -> Path:
 
 
 def _wrap(text: str, width: int) -> str:
-    import textwrap
 
     return "\n".join(textwrap.wrap(text, width)[:4]) or text
 
 
 def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: int) -> None:
-    from .run import status_of
 
     result = cell.job.last_result if cell.job is not None else None
     failed = cell.error is not None or (result is not None and not result.ok)
@@ -329,7 +330,7 @@ read_png_description = read_export
 
 
 def _png_text(source: Path) -> str | None:
-    from PIL import Image
+    from PIL import Image  # lazy: Pillow loads only when an export draws
 
     with Image.open(source) as image:
         image.load()
@@ -407,7 +408,6 @@ def _where(local: Path, media_dir: Path, *, link: bool = True) -> str:
 
 
 def _poster_url(local: Path) -> str | None:
-    from ..jobs.thumbnails import data_url, thumbnail
 
     made = thumbnail(local, TILE)
     return data_url(made) if made is not None else None
@@ -415,7 +415,6 @@ def _poster_url(local: Path) -> str | None:
 
 def _video_html(output: Output, data: bytes, local: Path, media_dir: Path, video: str) -> str:
     """A video as the page shows it (see :data:`VideoEmbed`), then where the file is."""
-    from ..jobs.previews import preview_bytes
 
     poster = _poster_url(local)
     source, said = None, "video"
@@ -472,7 +471,6 @@ def _output_html(output: Output, cell: GridCell, media_dir: Path, video: str) ->
 
 
 def _cell_html(cell: GridCell | None, media_dir: Path, video: str) -> str:
-    from .run import status_of
 
     if cell is None:
         return "<td></td>"

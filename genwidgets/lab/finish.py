@@ -15,13 +15,12 @@ from .batch_store import CANCELLED, CREATED, DONE, FAILED, LEFT
 from .outfiles import write_outputs
 
 if TYPE_CHECKING:
-    from .batch import Batch
-    from .batch_row import BatchRow
+    from .batch_row import BatchRow, RunningBatch
 
 __all__ = ["check_deadlines", "finish_row"]
 
 
-def finish_row(batch: Batch, row: BatchRow) -> None:
+def finish_row(batch: RunningBatch, row: BatchRow) -> None:
     """A row's task ended: write its files (done), or say why it failed."""
     job = row.job
     if job is None or row.state not in (CREATED, LEFT):
@@ -70,7 +69,7 @@ def finish_row(batch: Batch, row: BatchRow) -> None:
             batch._update(row, FAILED)
 
 
-def check_deadlines(batch: Batch) -> None:
+def check_deadlines(batch: RunningBatch) -> None:
     """Rows past ``timeout``: cancelled at the gateway, or left running and listed."""
     if batch.timeout is None:
         return

@@ -11,6 +11,7 @@ docs/decisions.md#batch-files.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._files import create_beside
 from .._formats import extension_for
 from ..errors import PayloadError
+from .manifest import JSONL_NAME
 from .naming import file_name
 from .provenance import provenance, read_provenance, write_sidecar, write_with_provenance
 
@@ -34,8 +36,6 @@ MAX_SUFFIX = 1000
 def check_out(out: Path, batch_id: str) -> None:
     """Make ``out`` and prove it writable, before anything is sent; a folder holding
     another batch's manifest is refused (its names would clash)."""
-    from .manifest import JSONL_NAME
-
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".genwidgets-probe-{os.getpid()}"
@@ -55,8 +55,6 @@ def check_out(out: Path, batch_id: str) -> None:
     if manifest.exists():
         with open(manifest, encoding="utf-8", errors="replace") as fh:
             first = fh.readline(4096)
-        import json
-
         try:
             owner = json.loads(first).get("batch")
         except (ValueError, AttributeError):

@@ -17,7 +17,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..catalog import endpoint as catalog_endpoint
+from ..catalog import validate
 from ..errors import EndpointNotFound, PayloadError
+from ..imgm import Prompt, permutation_spans
+from ..jobs.ledger import scrub_payload
 from .axes import MISSING, Axis, canonical, make_axis
 from .axes import short as short  # re-exported: labels and summaries use it
 from .cost import (
@@ -29,6 +33,7 @@ from .cost import (
     prompt_jobs,
     refuse_above,
 )
+from .mapping import ENDPOINT_AXIS, map_payload, read_roles
 
 if TYPE_CHECKING:
     from ..catalog import EndpointSpec
@@ -102,7 +107,6 @@ def _cell_target(
     endpoint: str, spec: EndpointSpec, values: Mapping[str, Any], axes: Sequence[tuple[str, Axis]]
 ) -> tuple[str, Any]:
     """The endpoint a cell goes to: its endpoint-axis value, else the grid's."""
-    from ..catalog import endpoint as catalog_endpoint
 
     for name, axis in axes:
         if axis.kind == "endpoint":
@@ -127,8 +131,6 @@ def expand_cells(
     ``prepare``) validates and keeps what it returns for sending; without it the
     catalog validates. ``filled``: fields the grid itself put in the payload (a
     drawn seed), never noted as dropped: the user did not set them."""
-    from ..catalog import validate
-    from .mapping import map_payload
 
     check: Prepare = prepare if prepare is not None else validate
     errors: list[dict[str, Any]] = []
@@ -211,7 +213,6 @@ def _as_written(sent: str) -> str:
 def permutation_axes(spec: EndpointSpec, payload: Mapping[str, Any]) -> list[Axis]:
     """The top-level permutation groups of the endpoint's imgM prompt as axes,
     in the order they appear (empty when there is no imgM prompt or no group)."""
-    from ..imgm import Prompt, permutation_spans
 
     for name in spec.prompt_fields:
         text = payload.get(name)
@@ -307,7 +308,6 @@ class GridPlan:
 
     def describe(self) -> dict[str, Any]:
         """The JSON-ready description (store and exports; no secret is ever in it)."""
-        from ..jobs.ledger import scrub_payload
 
         return {
             "endpoint": self.endpoint,
@@ -334,7 +334,6 @@ def _lock_seed(
     if SEED_FIELD in spec.fields and payload.get(SEED_FIELD) is None and SEED_FIELD not in varied:
         payload[SEED_FIELD] = seed if seed is not None else _draw_seed()
         return payload[SEED_FIELD], SEED_FIELD
-    from ..imgm.prompt import Prompt
 
     for name in spec.prompt_fields:
         text = payload.get(name)
@@ -364,7 +363,6 @@ def plan_grid(
     anything is sent. ``seed`` replays a recorded locked seed; ``prepare`` (the
     client's) validates each cell once and keeps the prepared request to send;
     ``per_endpoint`` gives fields per endpoint of an endpoint axis."""
-    from ..catalog import endpoint as catalog_endpoint
 
     spec = catalog_endpoint(endpoint)
     if not isinstance(payload, Mapping):
@@ -451,8 +449,6 @@ def _axis(
 ) -> Axis:
     """An axis read against the grid's endpoint; beside an endpoint axis, a field
     only some of the compared endpoints have is read against the first that has it."""
-    from ..catalog import endpoint as catalog_endpoint
-    from .mapping import ENDPOINT_AXIS
 
     ids = [
         str(v)
@@ -510,7 +506,6 @@ def _lock_any_seed(
     """Beside an endpoint axis: one seed for every endpoint that takes one (each
     cell's mapping puts it where its endpoint wants it), unless the payload or an
     axis sets it."""
-    from .mapping import read_roles
 
     varied = {a.field.split(".")[0] for a in axes if a.kind == "field"}
     _, given, _ = read_roles(spec, payload)

@@ -21,8 +21,7 @@ from .batch_store import CREATED, DONE, LEFT, SENDING, UNKNOWN, WAITING
 
 if TYPE_CHECKING:
     from .._protocols import JobLike
-    from .batch import Batch
-    from .batch_row import BatchRow
+    from .batch_row import BatchRow, RunningBatch
 
 __all__ = ["reconcile", "restore"]
 
@@ -30,7 +29,9 @@ __all__ = ["reconcile", "restore"]
 SLACK = 60.0
 
 
-def _candidates(batch: Batch, endpoint: str, since: float) -> dict[str, list[tuple[int, Any]]]:
+def _candidates(
+    batch: RunningBatch, endpoint: str, since: float
+) -> dict[str, list[tuple[int, Any]]]:
     """Ledger rows of this gateway and endpoint since ``since``, by payload text."""
     ledger = batch.client.ledger
     assert ledger is not None
@@ -44,7 +45,7 @@ def _candidates(batch: Batch, endpoint: str, since: float) -> dict[str, list[tup
     return found
 
 
-def reconcile(batch: Batch, rows: Sequence[BatchRow]) -> None:
+def reconcile(batch: RunningBatch, rows: Sequence[BatchRow]) -> None:
     """Settle rows reserved whose create's answer was not seen (see the module docstring)."""
     ledger = batch.client.ledger
     attach: list[tuple[BatchRow, str]] = []
@@ -90,7 +91,7 @@ def reconcile(batch: Batch, rows: Sequence[BatchRow]) -> None:
     _attach_all(batch, attach)
 
 
-def _attach_all(batch: Batch, rows: Sequence[tuple[BatchRow, str]]) -> None:
+def _attach_all(batch: RunningBatch, rows: Sequence[tuple[BatchRow, str]]) -> None:
     """Follow existing tasks: finished ones from the ledger (their local files), others
     re-attached by id (polled, never created)."""
     if not rows:
@@ -108,7 +109,7 @@ def _attach_all(batch: Batch, rows: Sequence[tuple[BatchRow, str]]) -> None:
                 batch._update(row, keep)
 
 
-def restore(batch: Batch) -> None:
+def restore(batch: RunningBatch) -> None:
     """Load a stored batch's rows into ``batch`` (see the module docstring)."""
     records = {r.index: r for r in batch.store.rows(batch.id)}
     if not records:

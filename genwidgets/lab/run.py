@@ -15,15 +15,15 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._client import default_client  # the one "which client, when none is given"
 from .._config import shown_path
 from ..errors import LedgerError, LedgerWarning
 from ..jobs.batch import valid_concurrency
+from ..jobs.ledger import scrub_payload
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
 from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
-from .store import GridRecord, GridStore, store_for
+from .store import GridRecord, GridStore, restore_plan, store_for
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
@@ -33,7 +33,6 @@ __all__ = [
     "CONCURRENCY",
     "GridCell",
     "GridRun",
-    "default_client",
     "list_grids",
     "new_grid_id",
 ]
@@ -381,7 +380,6 @@ class GridRun:
     def describe(self) -> dict[str, Any]:
         """What ran: the plan's description plus each cell's payload (a local file as
         its shown path), request id, error and rating (exports; never the key)."""
-        from ..jobs.ledger import scrub_payload
 
         data = {"id": self.id, **self.plan.describe()}
         data["base_payload"] = scrub_payload(_paths_shown(self.plan.base_payload))
@@ -415,7 +413,6 @@ class GridRun:
     def load(cls, grid_id: str, client: ClientLike) -> GridRun:
         """Re-open a stored grid: outputs from the ledger's local files, unfinished
         cells re-attached, nothing sent. Unknown id: KeyError with the nearest ids."""
-        from .store import restore_plan
 
         store = store_for(client)
         record = store.require(grid_id)

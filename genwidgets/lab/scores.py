@@ -20,8 +20,11 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._client import default_client
+from ..catalog import endpoint as catalog_endpoint
 from ..errors import PayloadError
 from .axes import Axis
+from .mapping import prompt_of
 from .store import store_for
 
 if TYPE_CHECKING:
@@ -36,7 +39,7 @@ class ScoreTable(list[dict[str, Any]]):
     def dataframe(self) -> Any:
         """The rows as a pandas DataFrame (ImportError saying so without pandas)."""
         try:
-            import pandas
+            import pandas  # lazy: pandas is optional: only dataframe() needs it
         except ImportError:
             raise ImportError("scores().dataframe() needs pandas: pip install pandas") from None
         return pandas.DataFrame(list(self))
@@ -79,8 +82,6 @@ def _axis_values(description: Mapping[str, Any], index: int) -> dict[str, Any]:
 
 
 def _prompt(endpoint: str, payload: Mapping[str, Any]) -> str | None:
-    from ..catalog import endpoint as catalog_endpoint
-    from .mapping import prompt_of
 
     try:
         return prompt_of(catalog_endpoint(endpoint), payload)
@@ -94,8 +95,6 @@ def scores(
     """Every rated grid cell of the client's ledger file (default: the latest
     client), oldest rating first; ``endpoint`` keeps the cells sent there,
     ``since`` those rated at or after it."""
-    from .run import default_client
-
     chosen = client if client is not None else default_client()
     table = ScoreTable()
     for row in store_for(chosen).rated(_since(since)):

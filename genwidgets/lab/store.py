@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from .._config import redact
+from ..catalog import endpoint as catalog_endpoint
 from ..errors import EndpointNotFound, LedgerError, PayloadError
 from ..jobs.ledger import Ledger, scrub_payload
 from .axes import Axis
@@ -341,6 +342,10 @@ class GridStore(TableStore):
         return [r for r in (self.get(i) for i in self.ids(gateway)) if r is not None]
 
 
+#: One store per kind (grids, batches) per ledger file (or per file-less client) in
+#: this process. Owner: :func:`store_for`, the only writer and the one way in (grids,
+#: sweeps, the board, batches, scores and exports ask it):
+#: docs/decisions.md#who-owns-the-process-wide-state.
 _stores: dict[tuple[type[TableStore], str], TableStore] = {}
 _stores_lock = threading.Lock()
 S = TypeVar("S", bound=TableStore)
@@ -356,7 +361,7 @@ def store_for(client: ClientLike, kind: type[S]) -> S: ...
 
 def store_for(client: ClientLike, kind: type[TableStore] = GridStore) -> TableStore:
     """The store of ``kind`` (grids by default) of a client's ledger file, one per
-    file per process."""
+    file per process, made here."""
     path = store_path(client)
     key = str(path.resolve()) if path is not None else f"memory:{id(client)}"
     with _stores_lock:
@@ -381,7 +386,6 @@ def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str,
         raise ValueError(
             f"the stored grid has {len(payloads)} cells but its axes make {len(combos)}"
         )
-    from ..catalog import endpoint as catalog_endpoint
 
     grid_endpoint = str(description["endpoint"])
     cells = []

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..catalog import endpoint as catalog_endpoint
 from ..errors import PayloadError
 from .axes import Axis, short
 from .cost import billing_values, cost_summary, refuse_above
@@ -92,7 +93,6 @@ def plan_sweep(
     """Expand, count and validate a sweep (the product of ``vary``, first key
     outermost); raise :class:`PayloadError` (nothing sent) listing every problem.
     ``prepare`` (a client's) validates each cell once and keeps it for sending."""
-    from ..catalog import endpoint as catalog_endpoint
 
     spec = catalog_endpoint(endpoint)
     if not isinstance(base_payload, Mapping):

@@ -34,7 +34,7 @@ Source: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | P
 _ALIASES = {"jpg": "jpeg", "tif": "tiff", "mpo": "jpeg", "qt": "mov", "quicktime": "mov"}
 
 
-def _canonical(fmt: str) -> str:
+def canonical_format(fmt: str) -> str:
     fmt = fmt.strip().lower()
     return _ALIASES.get(fmt, fmt)
 
@@ -98,7 +98,7 @@ class _Local:
 
 
 @dataclass(frozen=True)
-class _Remote:
+class RemoteMedia:
     """A URL we pass through untouched (scheme lowercased)."""
 
     url: str
@@ -112,7 +112,7 @@ _BASE64_TEXT = re.compile(r"^[A-Za-z0-9+/\s]+={0,2}\s*$")
 
 def _is_pil(obj: object) -> bool:
     try:
-        from PIL import Image
+        from PIL import Image  # lazy: Pillow loads only for local media
     except ImportError:  # pragma: no cover - Pillow is a dependency
         return False
     return isinstance(obj, Image.Image)
@@ -141,7 +141,7 @@ def _parse_data_url(url: str) -> tuple[str, bytes]:
     return parsed.mime, parsed.data
 
 
-def _resolve(source: object, *, pil_formats: Sequence[str] = ()) -> _Local | _Remote:
+def resolve_source(source: object, *, pil_formats: Sequence[str] = ()) -> _Local | RemoteMedia:
     """Tell a URL from local media and load nothing yet (paths are read lazily)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _Local("bytes", data=bytes(source))
@@ -160,7 +160,7 @@ def _resolve(source: object, *, pil_formats: Sequence[str] = ()) -> _Local | _Re
     if scheme == "data":
         return _Local("data URL", data=_parse_data_url(text)[1])
     if scheme in ("http", "https", "asset") and text[len(scheme) + 1 :].startswith("//"):
-        return _Remote(scheme + text[len(scheme) :], scheme)
+        return RemoteMedia(scheme + text[len(scheme) :], scheme)
     if scheme == "file":
         return _local_path(Path(url2pathname(urlsplit(text).path)))
     if scheme_match and "://" in text and len(scheme) > 1:
@@ -212,10 +212,10 @@ def _maybe_base64_media(text: str) -> bytes | None:
 
 def _pil_bytes(image: Any, formats: Sequence[str]) -> bytes:
     """Save a PIL image in a format the field takes: PNG when allowed (lossless)."""
-    from PIL import Image
+    from PIL import Image  # lazy: Pillow loads only for local media
 
     Image.init()  # registers every writer, so Image.SAVE is complete
-    wanted = [_canonical(f) for f in formats] or ["png"]
+    wanted = [canonical_format(f) for f in formats] or ["png"]
     writable = [f for f in wanted if f.upper() in Image.SAVE]
     fmt = "png" if "png" in wanted else (writable[0] if writable else "png")
     if fmt == "jpeg" and image.mode not in ("RGB", "L", "CMYK"):
@@ -270,7 +270,7 @@ _PILLOW_NOT_IMAGES = {"mpeg"}  # Pillow identifies MPEG-1 video streams; PyAV re
 
 def _image_info(local: _Local) -> MediaInfo | None:
     """Header-only read with Pillow (Image.open parses the header; load() is never called)."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, UnidentifiedImageError  # lazy: Pillow loads only for local media
 
     fp: Any = local.path if local.data is None else io.BytesIO(local.data)
     with warnings.catch_warnings():
@@ -278,7 +278,7 @@ def _image_info(local: _Local) -> MediaInfo | None:
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         try:
             with Image.open(fp) as image:
-                fmt = _canonical(image.format or "")
+                fmt = canonical_format(image.format or "")
                 if fmt in _PILLOW_NOT_IMAGES:
                     return None
                 width, height = image.size
@@ -293,8 +293,8 @@ def _image_info(local: _Local) -> MediaInfo | None:
 
 def _av_info(local: _Local) -> MediaInfo | None:
     """Container metadata with PyAV: streams, size and duration; no frame is decoded here."""
-    import av
-    import av.error
+    import av  # lazy: PyAV loads only for local audio and video
+    import av.error  # lazy: PyAV loads only for local audio and video
 
     source: Any = str(local.path) if local.data is None else io.BytesIO(local.data)
     try:
@@ -317,7 +317,7 @@ def _av_info(local: _Local) -> MediaInfo | None:
 
 def _is_cover_art(stream: Any) -> bool:
     """An mp3/m4a cover picture shows up as a video stream; it does not make a video."""
-    import av.stream
+    import av.stream  # lazy: PyAV loads only for local audio and video
 
     flags = getattr(av.stream, "Disposition", None)
     if flags is None:  # older PyAV: no disposition flags to read
@@ -343,15 +343,15 @@ def _format_from_demuxer(demuxer: str, kind: str, sniffed: tuple[str, str] | Non
         return fmt
     if "matroska" in names or "webm" in names:
         return sniffed[1] if sniffed else "mkv"
-    return _canonical(names[0])
+    return canonical_format(names[0])
 
 
-def _local_info(local: _Local) -> MediaInfo:
+def local_info(local: _Local) -> MediaInfo:
     info = _image_info(local)
     if info is not None:
         return info
     try:
-        import av  # noqa: F401
+        import av  # noqa: F401  # lazy: PyAV loads only for local audio and video
     except ImportError:
         av_missing = True
     else:
@@ -377,10 +377,10 @@ def inspect(source: Source) -> MediaInfo:
     Takes a path, bytes, a PIL image, a data URL or raw Base64 text; an http(s) or
     asset URL is not fetched, so it cannot be inspected (a :class:`PayloadError`).
     """
-    resolved = _resolve(source)
-    if isinstance(resolved, _Remote):
+    resolved = resolve_source(source)
+    if isinstance(resolved, RemoteMedia):
         raise PayloadError(
             f"cannot inspect {resolved.url[:80]!r}: URLs are never fetched here "
             "(no network I/O); download the file and inspect the local copy"
         )
-    return _local_info(resolved)
+    return local_info(resolved)

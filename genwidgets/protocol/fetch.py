@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .._config import FETCH_CONNECT_TIMEOUT_S, FETCH_TIMEOUT_S, MAX_FETCH_BYTES
 from .body import ACCEPT_ENCODING, Deadline, read_capped, within
 
 __all__ = [
@@ -51,9 +52,9 @@ CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-
 #: sent only to the gateway's origin too: what the gateway's cookie jar would add
 ORIGIN_BOUND_HEADERS = (*CREDENTIAL_HEADERS, "cookie")
 MAX_REDIRECTS = 10
-DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+DEFAULT_TIMEOUT = httpx.Timeout(FETCH_TIMEOUT_S, connect=FETCH_CONNECT_TIMEOUT_S)
 #: The most an output read into memory may weigh (``Output.read``): the downloads' cap.
-MAX_READ_BYTES = 2 * 2**30
+MAX_READ_BYTES = MAX_FETCH_BYTES
 
 
 def _origin(url: str | httpx.URL) -> tuple[str, str, int | None]:

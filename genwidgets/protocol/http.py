@@ -21,7 +21,13 @@ from typing import Any
 
 import httpx
 
-from .._config import Secret, redact
+from .._config import (
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    Secret,
+    redact,
+)
 from ..errors import (
     ClientClosed,
     EndpointNotFound,
@@ -47,7 +53,6 @@ from .fetch import (
     open_url_async,
     same_origin,
 )
-from .prepared import encode_body
 from .records import (
     ERROR_TEXT_KEYS,
     ERROR_TYPE_KEYS,
@@ -264,9 +269,9 @@ class Gateway:
         base_url: str,
         api_key: Secret | str | None,
         *,
-        timeout: float = 30.0,
-        max_retries: int = 2,
-        max_in_flight: int = 16,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
         sleep: Any = None,
@@ -380,14 +385,16 @@ class Gateway:
     async def create(
         self,
         endpoint: str,
-        body: bytes | Mapping[str, Any],
+        body: bytes,
         *,
         headers: Mapping[str, str] | None = None,
     ) -> Handle:
-        """Send a create-task request. ``body`` is the exact JSON body (a prepared
-        request's ``body``), or a payload to encode with the same rule."""
+        """Send a create-task request. ``body`` is the exact JSON body of a prepared
+        request (validated and size-checked by ``Client.prepare``): the one way in."""
+        if not isinstance(body, bytes):
+            raise TypeError("Gateway.create sends a prepared request's body (bytes)")
         url = queue_url(self.base_url, endpoint)
-        content = body if isinstance(body, bytes) else encode_body(body, endpoint=endpoint)
+        content = body
         sent_headers = {"Content-Type": "application/json", **dict(headers or {})}
         attempt = 0
         while True:

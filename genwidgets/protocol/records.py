@@ -14,12 +14,11 @@ import json
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from .._config import redact, shown_path
-from .._formats import human_bytes, int_or_none
+from .._formats import human_bytes
 from ..errors import GenwidgetsWarning, TaskFailed
 from .output import UNTYPED, Fetcher, Output
 from .values import (
@@ -286,46 +285,6 @@ class Result:
         return None
 
     @classmethod
-    def from_ledger(
-        cls,
-        *,
-        endpoint: str,
-        request_id: str,
-        status: str,
-        error: Any,
-        error_type: str | None,
-        outputs: Sequence[Mapping[str, Any]],
-        fetch: Fetcher | None = None,
-        base_url: str | None = None,
-    ) -> Result:
-        """A finished task's result as the ledger stored it: each output keeps the URL
-        and the local copy recorded, and reads as :attr:`Output.restored`. A local
-        copy whose size is not the one recorded is not this output's: it is left out
-        (docs/decisions.md#outputs-by-gateway)."""
-        restored = []
-        for position, record in enumerate(outputs):
-            index = int_or_none(record.get("index"), minimum=0)
-            output = Output.from_entry(
-                {**record, "from_ledger": True},
-                position if index is None else index,
-                fetch,
-                base_url,
-            )
-            output.path = _recorded_copy(record)
-            digest = record.get("sha256")
-            output.sha256 = digest if isinstance(digest, str) and output.path else None
-            restored.append(output)
-        return cls(
-            status=status,
-            error=error,
-            error_type=error_type,
-            outputs=restored,
-            raw={"from_ledger": True},
-            endpoint=endpoint,
-            request_id=request_id,
-        )
-
-    @classmethod
     def from_body(
         cls,
         body: Mapping[str, Any],
@@ -354,21 +313,6 @@ class Result:
             endpoint=endpoint,
             request_id=request_id or str_or_none(body.get("request_id")),
         )
-
-
-def _recorded_copy(record: Mapping[str, Any]) -> Path | None:
-    """The local copy a ledger record names, when the file there has the recorded size."""
-    path = record.get("path")
-    if not isinstance(path, str) or not path:
-        return None
-    size = int_or_none(record.get("size"), minimum=0)
-    if size is not None:
-        try:
-            if Path(path).stat().st_size != size:
-                return None
-        except OSError:
-            return None
-    return Path(path)
 
 
 def _outputs_summary(outputs: Sequence[Output]) -> str:

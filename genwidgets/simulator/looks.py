@@ -9,6 +9,8 @@ they name. See docs/decisions.md, "Simulated pictures follow their inputs".
 
 from __future__ import annotations
 
+import colorsys
+import hashlib
 import random
 import re
 from collections.abc import Sequence
@@ -81,14 +83,12 @@ _SHAPES = ("ellipse", "rectangle", "triangle", "ring")
 
 def _digest(text: str) -> int:
     """A stable number of a text (Python's ``hash`` of a str changes per process)."""
-    import hashlib
 
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
 
 
 def word_colour(word: str, *, saturation: float = 0.6, value: float = 0.9) -> tuple[int, int, int]:
     """The colour of a prompt word: the same word, the same colour, in every model."""
-    import colorsys
 
     hue = (_digest("word-" + word) % 360) / 360
     r, g, b = colorsys.hsv_to_rgb(hue, saturation, value)
@@ -97,7 +97,6 @@ def word_colour(word: str, *, saturation: float = 0.6, value: float = 0.9) -> tu
 
 def endpoint_colour(endpoint: str) -> tuple[int, int, int]:
     """An endpoint's signature colour (its frame and corner mark)."""
-    import colorsys
 
     hue = (_digest("endpoint-" + endpoint) % 360) / 360
     r, g, b = colorsys.hsv_to_rgb(hue, 0.85, 0.75)
@@ -208,7 +207,6 @@ def _gradient(
 
 
 def _turned(colour: tuple[int, int, int], turn: float) -> tuple[int, int, int]:
-    import colorsys
 
     h, s, v = colorsys.rgb_to_hsv(*(c / 255 for c in colour))
     r, g, b = colorsys.hsv_to_rgb((h + turn) % 1.0, s, v)

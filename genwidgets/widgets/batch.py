@@ -23,6 +23,7 @@ from ..lab.batch_open import batch as batch  # gw.batch: the same function, here
 from ..lab.batch_open import batches as batches  # importing it installs the live view
 from ..lab.batch_row import BatchRow
 from ..lab.progress import Snapshot
+from ..media.thumbnails import data_url, thumbnail
 from ._style import COLOURS, PALETTE, SIMULATED_BADGE, esc
 from .faces import Faces, in_kernel, static_module
 from .ticker import MIN_INTERVAL, Throttle, guarded
@@ -41,8 +42,6 @@ def _thumb(row: BatchRow) -> str:
     """A data URL of the row's first picture (a video's first frame), or "": made from
     the ledger's copy of the output (cached beside it, as grids do), so nothing but the
     batch's own files lands in its folder."""
-    from ..jobs.thumbnails import data_url, thumbnail
-
     result = row.job.last_result if row.job is not None else None
     for output in result.outputs if result is not None else []:
         if output.kind not in ("image", "video") or output.path is None:

@@ -3,7 +3,7 @@
 ``gw.board(client)`` shows every job of the session as a card (:mod:`.cards`) and each
 grid as one entry, updated live with the task view's throttle; jobs and grids of
 earlier sessions come from the ledger, behind a toggle. With no client given it asks
-:func:`~genwidgets.lab.run.default_client`. Displayed, it is a view's two faces
+:func:`~genwidgets._client.default_client`. Displayed, it is a view's two faces
 (:mod:`.faces`): the live board, and a table of the jobs and grids it shows (with
 thumbnails) that a saved notebook keeps. What "this session" is, paging and card
 layout: docs/decisions.md#forms-board-outputs-and-the-command-line.
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
+from .._client import default_client
 from ..lab.plan import differing_params
-from ..lab.run import default_client
 from ..lab.store import store_for
 from ._style import MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc, format_elapsed, status_badge
 from .cards import (
@@ -33,7 +33,6 @@ from .cards import (
     JobCard,
     card_html,
     grid_entry_html,
-    history_card,
     kind_icon,
     params_by_endpoint,
 )
@@ -105,7 +104,6 @@ class Board(ipywidgets.VBox):
         self.client = client
         self._lock = threading.RLock()
         self.cards: dict[str, JobCard] = {}
-        self.history_cards: dict[str, tuple[CardData, ipywidgets.HTML]] = {}
         self.grid_entries: dict[str, tuple[GridEntry, ipywidgets.HTML]] = {}
         # Before the ledger is read, the client's jobs are all this session's: where
         # /proc cannot say when the process started, the oldest of them bounds it.
@@ -212,28 +210,17 @@ class Board(ipywidgets.VBox):
         key = str(job.request_id)
         if key in self.cards:
             return
-        self.history_cards.pop(key, None)
         self.cards[key] = JobCard(job, on_change=self._on_card_change)
 
     def _load_history(self) -> None:
-        """``client.history()``: re-attached Jobs become job cards, mappings static cards."""
+        """``client.history()``: its re-attached Jobs become job cards like any other."""
         try:
             records = list(self.client.history(limit=HISTORY_LIMIT))
         except Exception:  # the ledger is optional: a broken one hides nothing else
             log.warning("genwidgets: the board could not read the history", exc_info=True)
             return
-        for record in records:
-            if not isinstance(record, Mapping):
-                self._add_job(record)
-                continue
-            data = history_card(record)
-            if data is None or data.request_id in self.cards:
-                continue
-            if data.request_id not in self.history_cards:
-                self.history_cards[data.request_id] = (
-                    data,
-                    ipywidgets.HTML(layout=ipywidgets.Layout(**CARD_LAYOUT)),
-                )
+        for job in records:
+            self._add_job(job)
 
     def _load_grids(self) -> None:
         """The stored grids of the client's gateway (newest :data:`GRID_LIMIT`)."""
@@ -275,9 +262,9 @@ class Board(ipywidgets.VBox):
         """Submitted (or re-attached by hand) since this session started."""
         return (job.submitted_at or 0.0) >= self.session_started
 
-    def _scope(self) -> tuple[list[JobCard], list[tuple[CardData, ipywidgets.HTML]], list[Any]]:
-        """The cards, history cards and grid entries in scope (this session, or all with
-        "earlier"), before the endpoint and status filters; grid cells are left out."""
+    def _scope(self) -> tuple[list[JobCard], list[Any]]:
+        """The cards and grid entries in scope (this session, or all with "earlier"),
+        before the endpoint and status filters; grid cells are left out."""
         in_grids = self._in_grids()
         everything = bool(self.earlier.value)
         live = [
@@ -285,17 +272,12 @@ class Board(ipywidgets.VBox):
             for key, c in self.cards.items()
             if key not in in_grids and (everything or self.in_session(c.job))
         ]
-        past = [
-            (d, w)
-            for key, (d, w) in self.history_cards.items()
-            if everything and key not in in_grids
-        ]
         grids = [
             (e, w)
             for e, w in self.grid_entries.values()
             if everything or e.record.created_at >= self.session_started
         ]
-        return live, past, grids
+        return live, grids
 
     def earlier_count(self) -> int:
         """Jobs and grids of earlier sessions (shown only with the "earlier" toggle)."""
@@ -304,20 +286,19 @@ class Board(ipywidgets.VBox):
             jobs = sum(
                 1 for k, c in self.cards.items() if k not in in_grids and not self.in_session(c.job)
             )
-            past = sum(1 for k in self.history_cards if k not in in_grids)
             grids = sum(
                 1
                 for e, _ in self.grid_entries.values()
                 if e.record.created_at < self.session_started
             )
-        return jobs + past + grids
+        return jobs + grids
 
     def shown(self) -> list[CardData]:
         """The job cards in scope that pass the filters (every page), newest first."""
         with self._lock:
-            live, past, _ = self._scope()
+            live, _ = self._scope()
             live.sort(key=lambda c: c.job.submitted_at, reverse=True)
-            entries = [CardData.of_job(c.job) for c in live] + [d for d, _ in past]
+            entries = [CardData.of_job(c.job) for c in live]
         return [d for d in entries if self._passes(d.endpoint, d.look.category)]
 
     def _passes(self, endpoint: str, category: str) -> bool:
@@ -334,25 +315,17 @@ class Board(ipywidgets.VBox):
 
     def _write(self) -> None:
         with self._lock:
-            live, past, grids = self._scope()
-            total = len(live) + len(past)
-            endpoints = sorted(
-                {str(c.job.endpoint) for c in live}
-                | {d.endpoint for d, _ in past}
-                | {e.endpoint for e, _ in grids}
-            )
+            live, grids = self._scope()
+            total = len(live)
+            endpoints = sorted({str(c.job.endpoint) for c in live} | {e.endpoint for e, _ in grids})
             options = [ALL, *endpoints]
             if list(self.endpoint_filter.options) != options:
                 current = self.endpoint_filter.value
                 self.endpoint_filter.options = options
                 self.endpoint_filter.value = current if current in options else ALL
             live = [c for c in live if self._passes(str(c.job.endpoint), job_look(c.job).category)]
-            past = [(d, w) for d, w in past if self._passes(d.endpoint, d.look.category)]
             grids = [(e, w) for e, w in grids if self._passes(e.endpoint, e.category(self.cards))]
-            params = params_by_endpoint(
-                [(str(c.job.endpoint), c.job.payload) for c in live]
-                + [(d.endpoint, d.payload) for d, _ in past]
-            )
+            params = params_by_endpoint([(str(c.job.endpoint), c.job.payload) for c in live])
             live.sort(key=lambda c: c.job.submitted_at, reverse=True)
             items: list[tuple[Callable[[], None], ipywidgets.Widget]] = [
                 (functools.partial(_write_grid, e, w, self.cards), w) for e, w in grids
@@ -361,7 +334,6 @@ class Board(ipywidgets.VBox):
                 (functools.partial(c.set_params, params.get(str(c.job.endpoint), [])), c)
                 for c in live
             ]
-            items += [(functools.partial(_write_past, d, w, params), w) for d, w in past]
             pages = max(1, -(-len(items) // PAGE_SIZE))
             self.page = min(self.page, pages - 1)
             visible = items[self.page * PAGE_SIZE : (self.page + 1) * PAGE_SIZE]
@@ -376,7 +348,7 @@ class Board(ipywidgets.VBox):
             self.earlier.description = f"earlier sessions ({earlier})"
             self.earlier.disabled = earlier == 0 and not self.earlier.value
             self.count_html.value = (
-                f'<span style="{MUTED_STYLE}">{len(live) + len(past)} of {total} jobs'
+                f'<span style="{MUTED_STYLE}">{len(live)} of {total} jobs'
                 f"{f', {len(grids)} grids' if grids else ''}</span>"
             )
         if self.faces is not None:
@@ -385,7 +357,7 @@ class Board(ipywidgets.VBox):
     def grids_shown(self) -> list[GridEntry]:
         """The grid entries in scope that pass the filters."""
         with self._lock:
-            _, _, grids = self._scope()
+            _, grids = self._scope()
             return [e for e, _ in grids if self._passes(e.endpoint, e.category(self.cards))]
 
 
@@ -456,10 +428,6 @@ def _grid_thumb(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
 
 def _write_grid(entry: GridEntry, widget: ipywidgets.HTML, cards: Mapping[str, JobCard]) -> None:
     widget.value = grid_entry_html(entry, cards)
-
-
-def _write_past(data: CardData, widget: ipywidgets.HTML, params: Mapping[str, list[str]]) -> None:
-    widget.value = card_html(data, params.get(data.endpoint, []))
 
 
 def board(client: ClientLike | None = None) -> Board:

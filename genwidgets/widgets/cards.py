@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
+from ..catalog import endpoint as catalog_endpoint
 from ..lab.plan import differing_params
 from ..lab.store import GridRecord
-from ..protocol.records import Output, Result, Status, is_terminal
+from ..protocol.records import Output
 from ._style import (
     MUTED_STYLE,
     PALETTE,
@@ -28,7 +29,6 @@ from ._style import (
     error_html,
     esc,
     format_elapsed,
-    look_of,
     short,
     status_badge,
 )
@@ -46,7 +46,6 @@ __all__ = [
     "JobCard",
     "card_html",
     "grid_entry_html",
-    "history_card",
     "kind_icon",
     "params_by_endpoint",
 ]
@@ -112,7 +111,6 @@ def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> str:
 @functools.lru_cache(maxsize=256)
 def _endpoint_kind(endpoint: str) -> str | None:
     try:
-        from ..catalog import endpoint as catalog_endpoint
 
         return catalog_endpoint(endpoint).kind
     except Exception:  # unknown endpoint: no icon hint
@@ -123,7 +121,6 @@ def _endpoint_kind(endpoint: str) -> str | None:
 def _endpoint_fields(endpoint: str) -> frozenset[str] | None:
     """Wire names and aliases of the endpoint's fields; None for an unknown endpoint."""
     try:
-        from ..catalog import endpoint as catalog_endpoint
 
         return catalog_endpoint(endpoint).known_names
     except Exception:  # unknown endpoint: only its own payload's keys are listed
@@ -293,49 +290,6 @@ class JobCard(ipywidgets.HTML):
         previous, self.category = self.category, data.look.category
         self._changed = self._changed or previous != self.category
         self.value = card_html(data, self._params, label=self._label, outputs=self._outputs)
-
-
-# --- history (the ledger's, when the client offers it) --------------------------------
-
-
-def _field(record: Mapping[str, Any], name: str, default: Any = None) -> Any:
-    return record.get(name, default)
-
-
-def history_card(record: Mapping[str, Any]) -> CardData | None:
-    """A card from a ledger record (a mapping with endpoint, request_id, status,
-    error, error_type, payload, outputs, submitted_at, finished_at); ``None`` if
-    it lacks an endpoint or request_id."""
-    endpoint, request_id = _field(record, "endpoint"), _field(record, "request_id")
-    if not endpoint or not request_id:
-        return None
-    status = str(_field(record, "status") or "UNKNOWN")
-    raw_outputs = _field(record, "outputs") or []
-    outputs = [
-        o if isinstance(o, Output) else Output.from_entry(o, i)
-        for i, o in enumerate(raw_outputs if isinstance(raw_outputs, list) else [])
-    ]
-    result = None
-    if is_terminal(status):
-        result = Result(
-            status=status,
-            error=_field(record, "error"),
-            error_type=_field(record, "error_type"),
-            outputs=outputs,
-        )
-    start, end = _field(record, "submitted_at"), _field(record, "finished_at")
-    elapsed = (
-        end - start if isinstance(start, (int, float)) and isinstance(end, (int, float)) else None
-    )
-    payload = _field(record, "payload")
-    return CardData(
-        endpoint=str(endpoint),
-        request_id=str(request_id),
-        look=look_of(Status(status=status), result),
-        elapsed=elapsed,
-        payload=payload if isinstance(payload, Mapping) else None,
-        outputs=outputs,
-    )
 
 
 # --- the board ---------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W
 
+from .._client import default_client, live_client  # who pays: LiveClients' readers
 from .._config import redact, resolve
 from ..catalog import EndpointSpec
 from ..catalog import endpoint as catalog_endpoint
@@ -158,8 +159,6 @@ class EndpointForm(W.VBox):
     def _simulated(self) -> bool:
         if self._client is not None:
             return bool(self._client.embedded)
-        from .._client import live_client
-
         found = live_client()  # the client a submit would use, if one is live
         if found is not None:
             return found.embedded
@@ -320,8 +319,6 @@ class EndpointForm(W.VBox):
     def client(self) -> ClientLike:
         """The client used to submit (``default_client()`` on first use)."""
         if self._client is None:
-            from .._client import default_client
-
             self._client = default_client()
         return self._client
 

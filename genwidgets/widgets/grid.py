@@ -21,14 +21,17 @@ import anywidget
 import ipywidgets
 import traitlets
 
+from .._client import default_client
 from ..lab.code import curl_code
 from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
+from ..lab.export import margins, save_html, save_png
 from ..lab.plan import AXES, GridPlan, plan_grid, short
-from ..lab.run import GridCell, GridRun, default_client, list_grids
+from ..lab.run import GridCell, GridRun, list_grids
+from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output
 from .background import BACKGROUND
 from .faces import Faces, in_kernel, static_module
-from .form import python_code
+from .form import form, python_code
 from .grid_sheet import contact_sheet
 from .render import source_of
 from .task import job_look
@@ -55,7 +58,6 @@ def _thumb(output: Output, *, network: bool = False) -> str | None:
     copy when the ledger has one (cached beside it), else from bytes in hand
     (inline content, a ``data:`` URL) and, with ``network``, downloaded (images).
     A write never passes ``network``: see :meth:`Grid._fetch_thumbs`."""
-    from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
 
     if output.path is not None and output.path.exists():
         made = thumbnail(output.path, THUMB_SIDE)
@@ -206,19 +208,16 @@ class Grid(anywidget.AnyWidget):
 
     def form(self, cell: GridCell | int) -> Any:
         """The endpoint's form pre-filled with that cell's payload (tweak, submit)."""
-        from .form import form
 
         target = self.run.cells[cell] if isinstance(cell, int) else cell
         return form(self.endpoint, client=self.run.client, **target.payload)
 
     def save_png(self, path: str | Path) -> Path:
-        from ..lab.export import save_png
 
         return save_png(self.run, path)
 
     def save_html(self, path: str | Path, *, video: VideoEmbed = "preview") -> Path:
         """One page that opens offline; each video as ``video`` (see :func:`save_html`)."""
-        from ..lab.export import save_html
 
         return save_html(self.run, path, video=video)
 
@@ -402,7 +401,6 @@ class Grid(anywidget.AnyWidget):
     def _margins(self) -> dict[str, list[dict[str, Any]]]:
         """Scores per displayed axis (x: a row under the columns, y: a column
         beside the rows), in the axis's own order (the exports draw the same)."""
-        from ..lab.export import margins
 
         return {
             d: [{k: v for k, v in r.items() if k != "value"} for r in rows]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..lab.export import margins
 from ..lab.plan import short
 from ..lab.run import GridCell, GridRun, status_of
 from ._style import COLOURS, MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc
@@ -102,7 +103,6 @@ def _axis(run: GridRun, direction: str) -> tuple[str, list[Any]]:
 
 
 def _margins(run: GridRun) -> dict[str, list[dict[str, Any]]]:
-    from ..lab.export import margins  # the exports draw the same margins
 
     return margins(run)
 

@@ -26,7 +26,7 @@ from typing import Any
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes
 from ..jobs.previews import preview
-from ..jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
+from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from ._style import (
     COLOURS,
@@ -183,8 +183,8 @@ def _remote(output: Output) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _poster(path: str, mtime: float) -> str | None:
     try:
-        import av
-        from PIL import Image
+        import av  # lazy: PyAV loads only for a poster frame
+        from PIL import Image  # lazy: Pillow loads only for a poster frame
 
         with av.open(path) as container:
             frame = next(container.decode(video=0))

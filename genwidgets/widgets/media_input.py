@@ -28,6 +28,7 @@ from urllib.request import url2pathname
 
 import ipywidgets as W
 
+from .. import media as gw_media
 from .._formats import decode_data_url, human_bytes
 from ..catalog import MediaSpec
 from ..errors import PayloadError
@@ -206,7 +207,6 @@ class MediaElement(Element):
         if data is not None:
             what = human_bytes(len(data))
             with contextlib.suppress(PayloadError, ValueError, OSError):
-                from .. import media as gw_media
 
                 what = str(gw_media.inspect(data))
             if self.media.media == "image":
@@ -251,7 +251,7 @@ def _inline_bytes(text: str) -> bytes | None:
 
 def _thumbnail(data: bytes | Path, size: int = 96) -> bytes:
     try:
-        from PIL import Image
+        from PIL import Image  # lazy: Pillow loads only for a picked image
 
         with Image.open(data if isinstance(data, Path) else io.BytesIO(data)) as img:
             img.thumbnail((size, size))
@@ -273,7 +273,6 @@ def encode_media(
     encoding is remembered (:func:`genwidgets.media.encode_file`): the form's
     validation of the same path then costs nothing.
     """
-    from .. import media as gw_media  # loads Pillow and PyAV: only local media need them
 
     size = data.stat().st_size if isinstance(data, Path) else len(data)
     info = f"{name} ({human_bytes(size)})"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._config import shown_path
 from .._formats import human_bytes
+from ..media import inspect
 from ..protocol.records import Output, Result
 from ._style import SAFE_DATA_MIME, esc, safe_mime, table_html, url_kind
 from .faces import make_two_faced
@@ -249,7 +250,6 @@ def _labelled(obj: Mapping[str, Any]) -> tuple[list[str], list[Output]]:
 
 def local_output(path: Path, index: int = 0) -> Output:
     """A local file as an Output (its type from its bytes, as a download's is)."""
-    from ..media import inspect
 
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {shown_path(path)}")
@@ -350,13 +350,13 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
 
 
 def _html_widget(value: str) -> ipywidgets.HTML:
-    import ipywidgets
+    import ipywidgets  # lazy: rendered HTML needs no ipywidgets; only a live view does
 
     return ipywidgets.HTML(value=value, layout=ipywidgets.Layout(max_width="100%"))
 
 
 def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
-    import ipywidgets
+    import ipywidgets  # lazy: rendered HTML needs no ipywidgets; only a live view does
 
     kind = output.kind
     cls: type[ipywidgets.Widget] = {
@@ -411,7 +411,7 @@ def render(obj: Renderable, *, embed: bool | None = None, fetch: bool = True) ->
 
 
 def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
-    import ipywidgets
+    import ipywidgets  # lazy: rendered HTML needs no ipywidgets; only a live view does
 
     if isinstance(obj, Output):
         return _render_one(obj, embed=embed, fetch=fetch)

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
+from .._client import default_client
 from ..jobs.batch import valid_concurrency
 from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
-from ..lab.run import GridRun, default_client
+from ..lab.run import GridRun
 from ..lab.sweep import MAX_JOBS, SweepPlan, combination_label, plan_sweep
 from ._style import COLOURS, MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc
 from .board import GRID_LAYOUT

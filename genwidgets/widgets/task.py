@@ -77,18 +77,12 @@ def job_look(job: JobLike) -> StatusLook:
     look = look_of(job.last_status, job.last_result)
     if look.terminal or job.last_result is not None or not job.done():
         return look
-    try:
-        job.result(timeout=0)
-    except Exception as exc:
-        return StatusLook(
-            "failed",
-            "failed",
-            look.raw,
-            True,
-            str(exc) or type(exc).__name__,
-            type(exc).__name__,
-        )
-    return look
+    exc = job.exception()
+    if exc is None:
+        return look
+    return StatusLook(
+        "failed", "failed", look.raw, True, str(exc) or type(exc).__name__, type(exc).__name__
+    )
 
 
 def queue_position(job: JobLike) -> int | None:
@@ -192,8 +186,8 @@ class TaskView(anywidget.AnyWidget):
         terminal = job_look(self.job).terminal
         guarded(lambda: self._throttle.request(force=terminal))
         if self._faces is not None and (terminal or job.last_result is not None):
-            # Asked here, before the job's future completes (a job notifies first), so
-            # the end of a cell waiting on job.result() waits for this face too.
+            # Asked here, before the job's future completes (the JobLike contract:
+            # update callbacks first), so a cell waiting on job.result() waits for it.
             self._faces.refresh(force=True)
 
     def _on_done(self, job: JobLike) -> None:
@@ -365,7 +359,6 @@ class TaskList:
     displayed, tasks go to ``fallback`` (the form's own output area) instead."""
 
     def __init__(self, fallback: Any) -> None:
-        import ipywidgets
 
         self.jobs: list[JobLike] = []
         self.box = ipywidgets.VBox()

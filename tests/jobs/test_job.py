@@ -19,7 +19,7 @@ from fake_gateway import BASE, FakeGateway, error, speed_up
 
 import genwidgets as gw
 from genwidgets.jobs.engine import get_engine
-from genwidgets.jobs.job import Job
+from genwidgets.jobs.job import AsyncJob, Job
 
 KEY = "sk-job-tests-SECRET-42"
 
@@ -288,6 +288,36 @@ def test_unknown_request_id_fails_fast_with_request_not_found(
     with pytest.raises(gw.RequestNotFound):  # not TaskTimeout: believed after a short grace
         job.result(timeout=10)
     assert fake.count("status") <= 10  # and asked about a bounded number of times
+
+
+def test_exception_says_why_a_job_ended_without_a_result_and_never_waits(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    running = submit(client)
+    assert running.exception() is None  # still running: no wait, no answer
+    lost = client.job("ep", "never-existed")
+    with pytest.raises(gw.RequestNotFound) as raised:
+        lost.result(timeout=10)
+    assert lost.exception() is raised.value
+    assert AsyncJob(lost).exception() is raised.value
+    done = client.job("ep", fake.add_task("ep", [{"status": "COMPLETED"}], {"status": "COMPLETED"}))
+    assert done.result(timeout=5).ok and done.exception() is None
+    running.cancel()
+
+
+def test_update_callbacks_see_the_final_state_before_the_result_is_released(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    """The JobLike contract views rely on: at the last update the job is not yet done,
+    so whoever waits on result() wakes after every view has drawn the end."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}, {"status": "COMPLETED"}]
+    seen: list[tuple[bool, bool]] = []
+    job = submit(client)
+    job.add_update_callback(lambda j: seen.append((j.last_result is not None, j.done())))
+    job.result(timeout=5)
+    assert (True, False) in seen  # the result was visible while done() was still false
+    assert not any(done for _, done in seen)
 
 
 def test_persistent_poll_failures_end_with_server_error(

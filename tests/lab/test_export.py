@@ -299,7 +299,7 @@ STAR_RGB = (0xF5, 0x9E, 0x0B)
 def test_a_sheet_cell_is_its_256_px_thumbnail_and_margins_carry_drawn_stars(
     client: gw.Client, tmp_path: Path
 ) -> None:
-    from genwidgets.jobs.thumbnails import thumbnail
+    from genwidgets.media.thumbnails import thumbnail
 
     grid = three_by_two(client)
     grid.rate(grid.cells[0], 4)

@@ -147,28 +147,36 @@ RATE = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}, "reque
 def test_create_retries_429_within_max_retries() -> None:
     fake = FakeGateway()
     fake.faults["create"].extend([error(429, RATE), error(429, RATE)])
-    handle = run(gateway(fake, max_retries=2).create("ep", {"prompt": "x"}))
+    handle = run(gateway(fake, max_retries=2).create("ep", b'{"prompt": "x"}'))
     assert handle.request_id and fake.count("create") == 3
+
+
+def test_create_sends_only_a_prepared_body() -> None:
+    """One way in: a payload goes through Client.prepare (validation, size check)."""
+    fake = FakeGateway()
+    with pytest.raises(TypeError, match="prepared"):
+        run(gateway(fake).create("ep", {"prompt": "x"}))  # type: ignore[arg-type]
+    assert fake.count("create") == 0
 
 
 def test_create_gives_up_after_max_retries() -> None:
     fake = FakeGateway()
     fake.faults["create"].extend([error(429, RATE)] * 5)
     with pytest.raises(errors.RateLimited):
-        run(gateway(fake, max_retries=2).create("ep", {}))
+        run(gateway(fake, max_retries=2).create("ep", b"{}"))
     assert fake.count("create") == 3
 
 
 def test_create_retries_connect_errors_but_never_a_sent_request() -> None:
     fake = FakeGateway()
     fake.faults["create"].append(httpx.ConnectError("refused"))
-    run(gateway(fake).create("ep", {}))
+    run(gateway(fake).create("ep", b"{}"))
     assert fake.count("create") == 2
 
     fake = FakeGateway()
     fake.faults["create"].append(httpx.ReadTimeout("no answer"))
     with pytest.raises(OutcomeUnknown, match="may exist"):
-        run(gateway(fake).create("ep", {}))
+        run(gateway(fake).create("ep", b"{}"))
     assert fake.count("create") == 1
 
 
@@ -177,7 +185,7 @@ def test_create_is_not_retried_on_5xx(status: int) -> None:
     fake = FakeGateway()
     fake.faults["create"].append(error(status, "<html>oops</html>"))
     with pytest.raises(OutcomeUnknown, match=f"HTTP {status}.*may exist"):
-        run(gateway(fake).create("ep", {}))
+        run(gateway(fake).create("ep", b"{}"))
     assert fake.count("create") == 1
 
 
@@ -185,7 +193,7 @@ def test_create_with_unreadable_handle_is_outcome_unknown() -> None:
     fake = FakeGateway()
     fake.faults["create"].append(httpx.Response(200, text="<html>ok</html>"))
     with pytest.raises(OutcomeUnknown):
-        run(gateway(fake).create("ep", {}))
+        run(gateway(fake).create("ep", b"{}"))
 
 
 # -- status / result / cancel ------------------------------------------------

@@ -169,6 +169,9 @@ class FakeJob:
         assert self.last_result is not None
         return self.last_result
 
+    def exception(self) -> BaseException | None:
+        return self._exception if self._done.is_set() else None
+
     def request_cancel(self) -> None:
         self.cancel_calls += 1
         self.cancel_requested = True

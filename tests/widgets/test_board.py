@@ -206,29 +206,28 @@ def test_board_escapes_hostile_payload_values_and_endpoints() -> None:
     view.close()
 
 
-def test_board_includes_history_records_when_the_client_has_them() -> None:
-    client, _ = make_client()
-    records = [
-        {
-            "endpoint": "imgM-v8.1-t2i",
-            "request_id": "old-1",
-            "status": "COMPLETED",
-            "payload": {"prompt": "old", "seed": 9},
-            "outputs": [IMAGE_OUT],
-            "submitted_at": 100.0,
-            "finished_at": 112.5,
-        },
-        {"endpoint": None, "request_id": "broken"},  # unusable records are skipped
-    ]
-    client.records = records
+def test_board_includes_the_jobs_the_clients_history_re_attaches() -> None:
+    """``client.history()`` hands back re-attached Jobs (as the real client does), an
+    earlier session's among them: they are job cards behind the "earlier" toggle."""
+    client, jobs = make_client()
+    old = FakeJob(
+        "imgM-v8.1-t2i",
+        request_id="old-1",
+        payload={"prompt": "old", "seed": 9},
+        client=client,
+        submitted_at=100.0,
+    )
+    old.finish([IMAGE_OUT])
+    old.finished_at = 112.5
+    client.records = [old, jobs[0]]  # this session's own jobs come back too: one card each
     view = Board(client)
     assert len(view.grid.children) == 3  # this session's jobs only, by default
     assert view.earlier.description == "earlier sessions (1)"
     view.earlier.value = True
     assert len(view.grid.children) == 4
-    old = view.grid.children[-1].value
-    assert "old-1" in old and "12.5s" in old and f'src="{IMAGE_OUT["url"]}"' in old
-    assert ">prompt</span> = old" in old  # prompts now differ across the shown jobs
+    shown = view.grid.children[-1].value
+    assert "old-1" in shown and "12.5s" in shown and f'src="{IMAGE_OUT["url"]}"' in shown
+    assert ">prompt</span> = old" in shown  # prompts now differ across the shown jobs
     view.close()
 
 

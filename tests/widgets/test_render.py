@@ -375,7 +375,7 @@ def test_real_outputs_render_by_content_type(
             elif download and cls is ipywidgets.Image:
                 # an image holds the thumbnail of the ledger's copy
                 assert path is not None
-                from genwidgets.jobs.thumbnails import data_url, thumbnail
+                from genwidgets.media.thumbnails import data_url, thumbnail
 
                 small = thumbnail(path)
                 assert small is not None and f'src="{data_url(small)}"' in html

@@ -17,10 +17,13 @@ to done between two polls has no ``running_at``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ...protocol.records import Fetcher, Handle, Result
+from ..._formats import int_or_none
+from ...protocol.records import Fetcher, Handle, Output, Result
 
 __all__ = [
     "COLUMNS",
@@ -35,6 +38,7 @@ __all__ = [
     "SUBMITTING",
     "UNFINISHED",
     "LedgerRow",
+    "restored_result",
 ]
 
 SUBMITTING = "submitting"
@@ -113,10 +117,10 @@ class LedgerRow:
 
     def result(self, fetch: Fetcher | None = None) -> Result | None:
         """The recorded final result (None while unfinished), through
-        :meth:`Result.from_ledger`; ``fetch`` reads output URLs."""
+        :func:`restored_result`; ``fetch`` reads output URLs."""
         if self.request_id is None or self.state != FINISHED:
             return None
-        return Result.from_ledger(
+        return restored_result(
             endpoint=self.endpoint,
             request_id=self.request_id,
             status=self.status or ("COMPLETED" if self.ok is not None else self.state),
@@ -126,3 +130,58 @@ class LedgerRow:
             fetch=fetch,
             base_url=self.gateway,  # an old row's relative URL: the gateway's, never a page's
         )
+
+
+def restored_result(
+    *,
+    endpoint: str,
+    request_id: str,
+    status: str,
+    error: Any,
+    error_type: str | None,
+    outputs: Sequence[Mapping[str, Any]],
+    fetch: Fetcher | None = None,
+    base_url: str | None = None,
+) -> Result:
+    """A finished task's result as the ledger stored it: each output keeps the URL
+    and the local copy recorded, and reads as :attr:`Output.restored`. A local
+    copy whose size is not the one recorded is not this output's: it is left out
+    (docs/decisions.md#outputs-by-gateway). Here, not on ``Result``: the protocol
+    describes answers, the jobs layer keeps them (docs/decisions.md#records-describe-answers)."""
+    restored = []
+    for position, record in enumerate(outputs):
+        index = int_or_none(record.get("index"), minimum=0)
+        output = Output.from_entry(
+            {**record, "from_ledger": True},
+            position if index is None else index,
+            fetch,
+            base_url,
+        )
+        output.path = _recorded_copy(record)
+        digest = record.get("sha256")
+        output.sha256 = digest if isinstance(digest, str) and output.path else None
+        restored.append(output)
+    return Result(
+        status=status,
+        error=error,
+        error_type=error_type,
+        outputs=restored,
+        raw={"from_ledger": True},
+        endpoint=endpoint,
+        request_id=request_id,
+    )
+
+
+def _recorded_copy(record: Mapping[str, Any]) -> Path | None:
+    """The local copy a ledger record names, when the file there has the recorded size."""
+    path = record.get("path")
+    if not isinstance(path, str) or not path:
+        return None
+    size = int_or_none(record.get("size"), minimum=0)
+    if size is not None:
+        try:
+            if Path(path).stat().st_size != size:
+                return None
+        except OSError:
+            return None
+    return Path(path)

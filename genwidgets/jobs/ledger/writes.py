@@ -28,12 +28,44 @@ from .rows import FINISHED, NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
 from .scrub import error_text, output_record, scrub_payload
 from .writer import WriteQueue
 
-__all__ = ["Recorder", "in_flight", "in_flight_lock"]
+__all__ = ["SENDING", "Recorder", "Sending"]
 
-#: row ids this process is sending right now, per ledger file (shared by Ledger instances)
-in_flight: dict[str, set[int]] = {}
-in_flight_lock = threading.Lock()
-_tickets = itertools.count(1)  # intent tickets (negated), unique in this process
+
+class Sending:
+    """The creates this process is sending right now, by ledger file and row id: per
+    file, not per :class:`Recorder`, so that a second ``Ledger`` of the same file in
+    this process does not take a row its sibling sends for a lost task.
+
+    Owner: :class:`Recorder`, the only writer (a row joins when its intent is on
+    disk and leaves when the create's outcome is recorded); readers: ``Recorder.sending``
+    (the reader's row states); tests may :meth:`settle` a row to play a process that
+    stopped sending (docs/decisions.md#who-owns-the-process-wide-state).
+    """
+
+    def __init__(self) -> None:
+        self._rows: dict[str, set[int]] = {}
+        self._lock = threading.Lock()
+        self._tickets = itertools.count(1)  # intent tickets (negated), unique in this process
+
+    def ticket(self) -> int:
+        with self._lock:
+            return -next(self._tickets)
+
+    def add(self, file: str, row_id: int) -> None:
+        with self._lock:
+            self._rows.setdefault(file, set()).add(row_id)
+
+    def settle(self, file: str, row_id: int) -> None:
+        with self._lock:
+            self._rows.get(file, set()).discard(row_id)
+
+    def has(self, file: str, row_id: int) -> bool:
+        with self._lock:
+            return row_id in self._rows.get(file, ())
+
+
+#: The process's one record of creates in flight (see :class:`Sending`).
+SENDING = Sending()
 
 
 def _done(value: Any) -> concurrent.futures.Future[Any]:
@@ -83,17 +115,12 @@ class Recorder:
 
     # ------------------------------------------------------------------ in flight
 
-    def _in_flight(self) -> set[int]:
-        return in_flight.setdefault(self._key, set())
-
     def _settle(self, row_id: int) -> None:
-        with in_flight_lock:
-            self._in_flight().discard(row_id)
+        SENDING.settle(self._key, row_id)
 
     def sending(self, row_id: int) -> bool:
         """Whether this process is sending the create of row ``row_id`` right now."""
-        with in_flight_lock:
-            return row_id in self._in_flight()
+        return SENDING.has(self._key, row_id)
 
     # ------------------------------------------------------------------ writes
 
@@ -110,8 +137,7 @@ class Recorder:
                 raise ValueError(f"{name} must be a non-empty string, not {value!r}")
         stored = json.dumps(scrub_payload(payload))
         now = self._clock()
-        with in_flight_lock:
-            ticket = -next(_tickets)
+        ticket = SENDING.ticket()
 
         def insert(conn: sqlite3.Connection) -> int:
             cursor = conn.execute(
@@ -122,8 +148,7 @@ class Recorder:
             row_id = cursor.lastrowid
             assert row_id is not None
             self._ids[ticket] = row_id
-            with in_flight_lock:
-                self._in_flight().add(row_id)
+            SENDING.add(self._key, row_id)
             return row_id
 
         writer_stalled = self._queue.stalled

@@ -15,7 +15,7 @@ from genwidgets.jobs.ledger.file import LedgerFile
 from genwidgets.jobs.ledger.lease import Leases
 from genwidgets.jobs.ledger.reads import Reader
 from genwidgets.jobs.ledger.writer import WriteQueue
-from genwidgets.jobs.ledger.writes import Recorder, in_flight
+from genwidgets.jobs.ledger.writes import SENDING, Recorder
 from genwidgets.protocol.records import Handle
 
 GATEWAY = "https://gw.test"
@@ -78,7 +78,7 @@ def test_a_submitting_row_is_lost_once_its_sender_no_longer_sends_it(
     other = compose(tmp_path / "ledger.sqlite3", [1_000_000.0])  # same file, same process
     try:
         assert other.recorder.sending(row_id)  # what is in flight is per file, per process
-        in_flight[str((tmp_path / "ledger.sqlite3").resolve())].discard(row_id)
+        SENDING.settle(str((tmp_path / "ledger.sqlite3").resolve()), row_id)
         assert not other.recorder.sending(row_id)
         row = other.reader.row(row_id)  # our own pid, not sending: the outcome is unknown
         assert row is not None and row.state == "outcome_unknown"

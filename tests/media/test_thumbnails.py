@@ -10,8 +10,8 @@ import av
 import pytest
 from PIL import Image
 
-from genwidgets.jobs import thumbnails
-from genwidgets.jobs.thumbnails import data_url, thumbnail, thumbnail_bytes
+from genwidgets.media import thumbnails
+from genwidgets.media.thumbnails import data_url, thumbnail, thumbnail_bytes
 
 
 def _png(path: Path, size: tuple[int, int], mode: str = "RGB") -> Path:

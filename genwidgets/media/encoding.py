@@ -1,0 +1,237 @@
+"""Media encoded as a field wants it (a data URL, Base64, a URL passed through), and the
+local files of a payload found and encoded before it is sent
+(docs/decisions.md#media-inputs)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from .._formats import human_bytes
+from ..catalog import MediaSpec, fields_along, media_fields_of, media_specs
+from ..catalog import endpoint as catalog_endpoint
+from ..catalog import validate as catalog_validate
+from ..errors import MediaWarning, PayloadError
+from .checks import info_problems, remote_problems, url_only_problem
+from .files import RemoteMedia, Source, local_info, resolve_source
+
+__all__ = [
+    "BASE64_WARN_BYTES",
+    "FieldPath",
+    "encode",
+    "encode_file",
+    "encode_paths",
+    "encode_with",
+    "media_fields",
+    "spec_for",
+    "validate",
+]
+
+"""The largest request body the spec states (vidA): 64 MB."""
+
+BASE64_WARN_BYTES = 4 * 2**20
+"""A data URL or Base64 string longer than this draws a :class:`MediaWarning`:
+the spec says large files must not be sent as Base64."""
+
+FieldPath: TypeAlias = "str | Sequence[str | int]"
+
+
+# --- encoding -------------------------------------------------------------------------------
+
+
+def encode_with(
+    source: Source,
+    spec: MediaSpec,
+    *,
+    endpoint: str | None = None,
+    loc: Sequence[str | int] = (),
+) -> str:
+    """``source`` in the form ``spec`` wants, after checking every limit it states.
+
+    Raises :class:`PayloadError` listing all problems at ``loc``; warns
+    (:class:`MediaWarning`) when the Base64 text is large.
+    """
+    who = endpoint or "this field"
+    where = tuple(loc)
+
+    def fail(problems: Sequence[str]) -> PayloadError:
+        return PayloadError([{"loc": where, "msg": m} for m in problems], endpoint=endpoint)
+
+    try:
+        resolved = resolve_source(source, pil_formats=spec.formats)
+    except PayloadError as exc:
+        raise fail([e["msg"] for e in exc.errors]) from None
+    if isinstance(resolved, RemoteMedia):
+        problems = remote_problems(resolved, spec, who)
+        if problems:
+            raise fail(problems)
+        return resolved.url
+    if spec.encoding == "url_only":
+        raise fail([url_only_problem(resolved.what, spec, who)])
+    try:
+        info = local_info(resolved)
+    except PayloadError as exc:
+        raise fail([e["msg"] for e in exc.errors]) from None
+    problems = info_problems(info, spec, who)
+    if problems:
+        raise fail(problems)
+    text = base64.b64encode(resolved.read()).decode("ascii")
+    if spec.encoding == "raw_base64":
+        encoded = text
+    elif spec.encoding == "data_url_lower":
+        encoded = f"data:{info.kind}/{info.format};base64,{text}"
+    else:
+        encoded = f"data:{info.mime};base64,{text}"
+    if len(encoded) > BASE64_WARN_BYTES:
+        field = ".".join(str(p) for p in where) or "media"
+        warnings.warn(
+            f"{who} {field}: sending {human_bytes(info.size_bytes or 0)} as "
+            f"{human_bytes(len(encoded))} of Base64; the spec says large files must not be "
+            "sent as Base64 (request bodies are capped at 64 MB): pass a public https URL"
+            + (" or an asset://<id>" if spec.allow_asset else "")
+            + " instead",
+            MediaWarning,
+            stacklevel=2,
+        )
+    return encoded
+
+
+# --- finding a field's MediaSpec ------------------------------------------------------------
+
+
+def media_fields(endpoint: str) -> dict[str, MediaSpec]:
+    """Every media field of ``endpoint``: dotted path (list indices left out) → MediaSpec."""
+    return media_fields_of(catalog_endpoint(endpoint).model)
+
+
+def _parts(field: FieldPath) -> list[str | int]:
+    raw = field.split(".") if isinstance(field, str) else list(field)
+    parts: list[str | int] = []
+    for p in raw:
+        if isinstance(p, int) or (isinstance(p, str) and p.strip().isdigit()):
+            parts.append(int(p))
+        elif isinstance(p, str) and p.strip("[]").isdigit():
+            parts.append(int(p.strip("[]")))
+        else:
+            parts.extend(re.findall(r"[^\[\]]+", str(p)))  # "image_list[0]" → image_list, 0
+    return [int(p) if isinstance(p, str) and p.isdigit() else p for p in parts]
+
+
+def spec_for(endpoint: str, field: FieldPath) -> MediaSpec:
+    """The MediaSpec of ``field`` in ``endpoint``'s model (dotted path or tuple; list
+    indices optional). A field that is not a media field is a :class:`PayloadError`
+    naming the endpoint's media fields."""
+    model = catalog_endpoint(endpoint).model
+    parts = _parts(field)
+    names = [p for p in parts if isinstance(p, str)]
+    loc = tuple(parts)
+
+    def not_media(why: str) -> PayloadError:
+        known = ", ".join(media_fields(endpoint)) or "none"
+        return PayloadError(
+            [{"loc": loc, "msg": f"{why}; the media fields of {endpoint} are: {known}"}],
+            endpoint=endpoint,
+        )
+
+    if not names:
+        raise not_media("no field given")
+    reached = fields_along(model, names)
+    where = ".".join(names[: len(reached) + 1])
+    if len(reached) < len(names):
+        raise not_media(f"{where!r} is not a field of {endpoint}")
+    specs = [s for info in reached[-1] for s in media_specs(info)]
+    if not specs:
+        raise not_media(f"{where!r} is not a media field")
+    return specs[0]
+
+
+def encode(source: Source, endpoint: str, field: FieldPath) -> str:
+    """``source`` encoded the way ``endpoint``'s ``field`` wants it, after its checks.
+
+    ``field`` is a dotted path or tuple through the payload model, list indices
+    optional: ``"content.image_url.url"``, ``("media", "url")``, ``"image_list.image"``.
+    """
+    spec = spec_for(endpoint, field)
+    return encode_with(source, spec, endpoint=endpoint, loc=tuple(_parts(field)))
+
+
+# --- pathlib.Path values in a payload -------------------------------------------------------
+
+#: Encodings of files by (path, mtime, size, spec): a form re-validates on every keystroke.
+_ENCODED: dict[tuple[str, int, int, MediaSpec, str], str] = {}
+_ENCODED_KEEP = 8
+
+
+def encode_file(
+    path: str | os.PathLike[str],
+    spec: MediaSpec,
+    *,
+    endpoint: str | None = None,
+    loc: Sequence[str | int] = (),
+) -> str:
+    """:func:`encode_with` for a local file, remembered by (path, mtime, size, spec)."""
+    path = Path(os.fspath(path)).expanduser()
+    try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, spec, endpoint or "")
+    except (OSError, RuntimeError):
+        key = None  # encode_with says what is wrong ("no such file")
+    if key is not None and key in _ENCODED:
+        return _ENCODED[key]
+    encoded = encode_with(path, spec, endpoint=endpoint, loc=loc)
+    if key is not None:
+        if len(_ENCODED) >= _ENCODED_KEEP:
+            _ENCODED.pop(next(iter(_ENCODED)))
+        _ENCODED[key] = encoded
+    return encoded
+
+
+def _has_path(value: Any) -> bool:
+    if isinstance(value, os.PathLike):
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_path(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_path(v) for v in value)
+    return False
+
+
+def encode_paths(endpoint: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``payload`` with every ``pathlib.Path`` encoded for the media field it sits in.
+
+    The one way a local file enters a payload (``gw.validate``, ``prepare``/``submit``,
+    forms): checked and encoded like :func:`encode`. A missing file, a file that breaks
+    the field's rules, or a Path in a field that takes no media is a
+    :class:`PayloadError` at its location. Without a Path, ``payload`` is returned as is.
+    """
+    if not isinstance(payload, Mapping) or not _has_path(payload):
+        return payload
+    errors: list[dict[str, Any]] = []
+
+    def replace(value: Any, loc: tuple[str | int, ...]) -> Any:
+        if isinstance(value, os.PathLike):
+            try:
+                return encode_file(value, spec_for(endpoint, loc), endpoint=endpoint, loc=loc)
+            except PayloadError as exc:
+                errors.extend({**e, "loc": tuple(e.get("loc") or loc)} for e in exc.errors)
+                return value
+        if isinstance(value, Mapping) and _has_path(value):
+            return {k: replace(v, (*loc, k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)) and _has_path(value):
+            return [replace(v, (*loc, i)) for i, v in enumerate(value)]
+        return value
+
+    encoded = {k: replace(v, (k,)) for k, v in payload.items()}
+    if errors:
+        raise PayloadError(errors, endpoint=endpoint)
+    return encoded
+
+
+def validate(endpoint: str, payload: Mapping[str, Any]) -> Any:
+    """``gw.validate``: :func:`encode_paths`, then the catalog's validation of the result."""
+    return catalog_validate(endpoint, encode_paths(endpoint, payload))

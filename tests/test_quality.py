@@ -387,15 +387,7 @@ def long_docstrings(paths: list[Path], limit: int) -> list[str]:
 
 #: Modules whose function-level imports are not yet reasoned, and why. An entry no
 #: longer needed fails the test, so the list only shrinks.
-UNREASONED_LAZY_IMPORTS: dict[str, str] = {
-    module: "issue 32 point 1 rewrites these modules' catalog questions; point 8 follows"
-    for module in (
-        "genwidgets.lab.axes",
-        "genwidgets.lab.cost",
-        "genwidgets.lab.mapping",
-        "genwidgets.simulator.asked",
-    )
-}
+UNREASONED_LAZY_IMPORTS: dict[str, str] = {}
 
 
 def lazy_imports(module: str, path: Path | None = None) -> list[tuple[int, bool]]:

@@ -16,7 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..catalog import endpoint as catalog_endpoint
+from ..catalog import fields_along, fields_of
+from ..catalog.introspect import leaves, literal_choices, models_in
 from ..errors import EndpointNotFound, PayloadError
+from ..imgm import plain_text
 from .mapping import ENDPOINT_AXIS
 
 if TYPE_CHECKING:
@@ -84,8 +88,6 @@ class Axis:
         escaped (``pastel\\, yellow``) so that each sends one prompt, and read plain."""
         if self.kind != "group":
             return self.values
-        from ..imgm import plain_text
-
         return tuple(plain_text(str(v)) for v in self.values)
 
     def apply(self, payload: dict[str, Any], value: Any) -> None:
@@ -147,8 +149,6 @@ def prompt_fields(payload: Mapping[str, Any]) -> list[str]:
 def _scalar_type(annotation: Any) -> type | None:
     """int, float, bool or str when the annotation (under Annotated/Optional) is one
     of those (float wins when both numbers are allowed), else None."""
-    from ..catalog.introspect import leaves, literal_choices
-
     found: set[type] = set()
     for leaf in leaves(annotation):
         choices = literal_choices(leaf)
@@ -167,9 +167,6 @@ def field_type(
 ) -> type | None:
     """The scalar type of the field at ``path`` (None: not a scalar, or free-form);
     an unknown name is a PayloadError at ``(where, path)`` naming the closest known name."""
-    from ..catalog import fields_along, fields_of
-    from ..catalog.introspect import models_in
-
     reached = fields_along(model, list(path))
     if len(reached) < len(path):
         missing = path[len(reached)]
@@ -286,8 +283,6 @@ def parse_values(
 
 
 def _key(value: Any) -> str:
-    import json
-
     return json.dumps(value, sort_keys=True, default=repr)
 
 
@@ -353,8 +348,6 @@ def make_axis(
 def _endpoint_axis(raw: Any, endpoint: str) -> Axis:
     """``("endpoint", [ids])``: each cell goes to its own endpoint; every id must
     be in the catalog (an unknown one names the closest)."""
-    from ..catalog import endpoint as catalog_endpoint
-
     values = parse_values(raw, str, field=ENDPOINT_AXIS) if isinstance(raw, str) else raw
     if isinstance(values, (bytes, Mapping)) or not isinstance(values, Sequence) or not values:
         raise _bad(ENDPOINT_AXIS, "give a non-empty list of endpoint ids", endpoint)

@@ -14,8 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..catalog import NO_DEFAULT
+from ..catalog import endpoint as catalog_endpoint
+from ..catalog.imgm import IMAGES_PER_PROMPT
 from ..errors import EndpointNotFound, PayloadError
+from ..imgm.prompt import Prompt
 from .axes import Axis, canonical, short
+from .mapping import prompt_of
 
 if TYPE_CHECKING:
     from ..catalog import EndpointSpec
@@ -61,8 +66,6 @@ class Counted(Protocol):
 def prompt_jobs(text: str) -> int:
     """How many generations an imgM prompt bills: its permutations, each times
     its ``--repeat``. A prompt that cannot be parsed raises :class:`PayloadError`."""
-    from ..imgm.prompt import Prompt
-
     return Prompt.parse(text).jobs()
 
 
@@ -107,8 +110,6 @@ def billed_unit(spec: EndpointSpec) -> BilledUnit:
     """The unit ``spec`` bills in: for imgM each generated prompt (spec: "each
     generated prompt is billed separately"), which answers four images; else one
     output of the endpoint's kind (an image, a video, an audio clip)."""
-    from ..catalog.imgm import IMAGES_PER_PROMPT
-
     kind = _KIND_NOUNS.get(str(spec.kind), "generation")
     if spec.prompt_fields:
         return BilledUnit("prompt", IMAGES_PER_PROMPT, kind)
@@ -118,8 +119,6 @@ def billed_unit(spec: EndpointSpec) -> BilledUnit:
 def unit_of(endpoint: str) -> BilledUnit:
     """:func:`billed_unit` of an endpoint id; ``generation`` for an id no longer in
     the catalog (a stored grid re-opened after its endpoint went)."""
-    from ..catalog import endpoint as catalog_endpoint
-
     try:
         return billed_unit(catalog_endpoint(endpoint))
     except EndpointNotFound:
@@ -156,8 +155,6 @@ def billed_units(spec: EndpointSpec, payload: Mapping[str, Any]) -> dict[str, fl
     elif spec.kind == "video":
         units["video_seconds"] = _video_seconds(spec, payload)
     elif spec.kind == "speech":
-        from .mapping import prompt_of
-
         text = prompt_of(spec, payload)
         units["speech_characters"] = len(text) if isinstance(text, str) else None
     return units
@@ -182,8 +179,6 @@ def billing_values(
     spec: EndpointSpec, payloads: Sequence[Mapping[str, Any]]
 ) -> dict[str, list[Any]]:
     """Each billed field of the endpoint with the distinct values the payloads send."""
-    from ..catalog import NO_DEFAULT
-
     billing: dict[str, list[Any]] = {}
     for name in spec.billing_fields:
         seen: dict[str, Any] = {}
@@ -285,8 +280,6 @@ def endpoints_summary(cells: Sequence[Counted]) -> str:
     """``6 tasks, 8 billed images, 2 billed prompts (8 images) (genW2.5-t2i-preview 4
     each by default → set n)``: billed generations per unit, then each endpoint that
     bills more than one per task or leaves a billing field to the service's default."""
-    from ..catalog import endpoint as catalog_endpoint
-
     by_unit: dict[BilledUnit, int] = {}
     by_endpoint: dict[str, list[Counted]] = {}
     for cell in cells:

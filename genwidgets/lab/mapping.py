@@ -33,6 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..catalog import endpoints
+from ..imgm.prompt import Prompt
+
 if TYPE_CHECKING:
     from ..catalog import EndpointSpec
 
@@ -124,8 +127,6 @@ def read_roles(spec: EndpointSpec, payload: dict[str, Any]) -> tuple[str | None,
     if SEED_NAME in payload:
         used.add(SEED_NAME)
     if route.seed == PROMPT_SEED and prompt is not None:
-        from ..imgm.prompt import Prompt
-
         parsed = Prompt.parse(prompt)
         if "seed" in parsed.params:
             seed = parsed.params["seed"] if seed is None else seed
@@ -175,8 +176,6 @@ def map_payload(
             dropped.append("prompt")
     if seed is not None:
         if route.seed == PROMPT_SEED and route.prompt is not None:
-            from ..imgm.prompt import Prompt
-
             text = out.get(route.prompt)
             base = Prompt.parse(text if isinstance(text, str) else "")
             out[route.prompt] = str(base.with_params(seed=seed)).strip()
@@ -192,8 +191,6 @@ def map_payload(
 def mapping_table() -> list[dict[str, Any]]:
     """Every catalog endpoint that takes a prompt, with where its prompt and seed
     go (the documented table, computed: tests and docs read it)."""
-    from ..catalog import endpoints
-
     rows = []
     for spec in endpoints():
         route = route_for(spec)

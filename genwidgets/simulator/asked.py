@@ -17,7 +17,9 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from ..catalog import NO_DEFAULT, field_named, service_default
+from ..catalog import endpoint as catalog_endpoint
 from ..catalog.introspect import leaves, limits_of
+from ..errors import EndpointNotFound
 
 
 def _flag(value: Any) -> bool:
@@ -114,9 +116,6 @@ class Asked:
 
 def asked(endpoint: str, payload: Mapping[str, Any]) -> Asked:
     """``payload`` read through ``endpoint``'s model (a model-less reader when unknown)."""
-    from ..catalog import endpoint as catalog_endpoint
-    from ..errors import EndpointNotFound
-
     try:
         model: type[BaseModel] | None = catalog_endpoint(endpoint).model
     except EndpointNotFound:

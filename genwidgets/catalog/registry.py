@@ -11,6 +11,7 @@ imports none of them.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,26 @@ KINDS: tuple[str, ...] = get_args(Kind)
 _ENDPOINT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 E = TypeVar("E", bound=EndpointModel)
+
+
+# Per model class, once: a batch asks these of every one of its thousands of rows.
+@functools.cache
+def _by_wire(model: type[EndpointModel]) -> dict[str, FieldInfo]:
+    return {f.wire: f.info for f in fields_of(model)}
+
+
+@functools.cache
+def _wire_names(model: type[EndpointModel]) -> frozenset[str]:
+    return frozenset(_by_wire(model))
+
+
+@functools.cache
+def _wires(model: type[EndpointModel], test: Callable[[FieldInfo], bool]) -> tuple[str, ...]:
+    return tuple(f.wire for f in fields_of(model) if test(f.info))
+
+
+def _is_required(info: FieldInfo) -> bool:
+    return info.is_required()
 
 
 @dataclass(frozen=True)
@@ -57,7 +78,12 @@ class EndpointSpec:
     @property
     def fields(self) -> dict[str, FieldInfo]:
         """The top-level fields by wire name, in declaration order."""
-        return {f.wire: f.info for f in fields_of(self.model)}
+        return dict(_by_wire(self.model))
+
+    @property
+    def wire_names(self) -> frozenset[str]:
+        """The top-level fields' wire names (what :attr:`fields` is keyed by)."""
+        return _wire_names(self.model)
 
     def field(self, name: str) -> FieldInfo | None:
         """The top-level field ``name`` (wire or Python name); ``None`` if unknown."""
@@ -72,13 +98,13 @@ class EndpointSpec:
     @property
     def required_fields(self) -> tuple[str, ...]:
         """Wire names of the fields a payload must send."""
-        return tuple(f.wire for f in fields_of(self.model) if f.info.is_required())
+        return _wires(self.model, _is_required)
 
     @property
     def prompt_fields(self) -> tuple[str, ...]:
         """Wire names of the imgM prompt strings (marked :data:`PROMPT_STRING`):
         strings that carry ``--`` parameters and bill each permutation."""
-        return tuple(f.wire for f in fields_of(self.model) if is_prompt_string(f.info))
+        return _wires(self.model, is_prompt_string)
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -102,11 +128,10 @@ class EndpointSpec:
         """Outputs one task makes, each billed: its :data:`GENERATIONS` field's value
         (sent or the service's default), 1 for endpoints without one."""
         count = 1
-        for wire, info in self.fields.items():
-            if is_generations(info):
-                value = self.value_of(payload, wire)
-                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                    count *= value
+        for wire in _wires(self.model, is_generations):
+            value = self.value_of(payload, wire)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                count *= value
         return count
 
 

@@ -84,7 +84,7 @@ ROUTES: dict[str, Route] = {
 def route_for(spec: EndpointSpec) -> Route:
     """The resolved route of an endpoint: its table entry, the rest from names."""
     entry = ROUTES.get(spec.id) or ROUTES.get(spec.family) or Route()
-    names = spec.fields
+    names = spec.wire_names
     prompt = entry.prompt
     if prompt == _AUTO:
         prompt = next((n for n in PROMPT_NAMES if n in names), None)

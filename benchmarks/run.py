@@ -78,7 +78,7 @@ def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
             lambda: polling.run_polling(plan.polling),
         ),
         ("scale", True, lambda: scale.run_scale(plan.scale_jobs)),
-        ("batch", True, lambda: batch.run_batch(plan.scale_jobs)),  # as many rows as jobs
+        ("batch", plan.batch_rows > 0, lambda: batch.run_batch(plan.batch_rows)),
     ]
     results: dict[str, Any] = {"seconds": {}}
     begun = time.monotonic()

@@ -128,6 +128,13 @@ def _baseline_note(goal: Goal, results: Results) -> str:
     drift = polling.interval_drift(goal.baseline, schedule)
     if drift is None:
         return f"the {goal.baseline} poller never polled a task twice, so its interval is unknown"
+    counted = polling.count_drift(schedule)
+    if abs(drift) <= polling.INTERVAL_TOLERANCE and counted is not None:
+        return (
+            f"the {goal.baseline} poller kept its interval ({drift:+.1%}) but made "
+            f"{counted:+.1%} polls against its sample's count on paper (more than "
+            f"{polling.COUNT_TOLERANCE:.0%} off)"
+        )
     return (
         f"the {goal.baseline} poller polled every {schedule['mean_achieved_interval_s']:.3f} s "
         f"({drift:+.1%}, more than {polling.INTERVAL_TOLERANCE:.0%} off its interval)"

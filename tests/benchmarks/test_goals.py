@@ -139,7 +139,10 @@ def test_a_baseline_whose_sample_count_left_the_paper_is_not_evidence(
     sample |= {"model_poll_requests_per_task": 36.0, "poll_requests_per_task": 35.8}
     assert judge(goal, passing).status == MET  # -0.6 %: within 1 %
     sample["poll_requests_per_task"] = 35.0  # -2.8 %: the poller lost polls somewhere
-    assert judge(goal, passing).status == NOT_EVIDENCE
+    verdict = judge(goal, passing)
+    assert verdict.status == NOT_EVIDENCE
+    # the note says which of the two was off: here the count, not the interval
+    assert "kept its interval (+0.0%)" in verdict.measured and "-2.8% polls" in verdict.measured
 
 
 def test_the_mixed_share_and_the_wall_time_are_judged_in_their_units(

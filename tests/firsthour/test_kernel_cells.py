@@ -134,6 +134,13 @@ GIVEN = {
     "client = gw.Client(notice_target=1.5, max_status_rate=50)": (
         'payload = {"content": [{"type": "text", "text": "a red kite"}], "duration": 5}'
     ),
+    # the batch snippet's rows: the catalogue its comment describes (sku,item,seed)
+    "batch = gw.batch(": (
+        "import csv\n"
+        'with open("catalogue.csv", "w", newline="") as fh:\n'
+        '    csv.writer(fh).writerows([["sku", "item", "seed"]]'
+        ' + [[f"A{i}", f"item {i}", i] for i in range(1, 6)])'
+    ),
 }
 #: What a snippet's cells must show (its first line -> texts of its outputs).
 SHOWS = {

@@ -91,28 +91,12 @@ def test_thumbnails_only_a_download_can_make_arrive_from_the_background(
         client.close()
 
 
-def test_a_viewed_grid_sends_only_the_cell_records_that_changed(
-    make_simulator: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_viewed_grid_sends_only_the_cell_records_that_changed(client: gw.Client) -> None:
     """Once a view said hello, a write sends the changed records as a message (the
     page merges them); the kernel's trait stays current and goes whole when the run
     ends (docs/decisions.md#grid-cell-patches)."""
-    import time
-
-    import genwidgets as gw
-
-    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
-    sim = make_simulator(keys=("k-grid",))  # type: ignore[operator]
-    client = gw.Client(sim.base_url, "k-grid")
+    grid = table(client, confirm_above=1)
     try:
-        grid = gw.grid(
-            "genW2.5-t2i-preview",
-            {"prompt": "a fox", "n": 1},
-            x=("seed", "1-3"),
-            y=("prompt_sr", ["fox", "cat"]),
-            client=client,
-            confirm_above=1,
-        )
         wire: list[dict[str, Any]] = []  # every message to the page, as ipywidgets sends it
         grid._send = lambda msg, buffers=None: wire.append(msg)  # type: ignore[method-assign]
         grid.handle_message({"action": "thumbs"})  # what a new view asks first
@@ -155,32 +139,17 @@ def test_a_viewed_grid_sends_only_the_cell_records_that_changed(
         before = len(wire)
         grid.handle_message({"action": "thumbs", "have": [str(i) for i in range(6)]})
         assert [m["content"] for m in wire[before:]] == [{"thumbs": {}}]
-        grid.close()
     finally:
-        client.close()
+        grid.close()
 
 
 def test_an_unviewed_grid_sends_its_records_whole_only_at_the_ends_and_a_late_view_gets_the_rest(
-    make_simulator: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    client: gw.Client,
 ) -> None:
     """No view yet (a page still loading, nbclient): the records stay in the kernel
     until the run ends; a view that says hello later is sent nothing twice."""
-    import time
-
-    import genwidgets as gw
-
-    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
-    sim = make_simulator(keys=("k-grid",))  # type: ignore[operator]
-    client = gw.Client(sim.base_url, "k-grid")
+    grid = table(client, confirm_above=1)
     try:
-        grid = gw.grid(
-            "genW2.5-t2i-preview",
-            {"prompt": "a fox", "n": 1},
-            x=("seed", "1-3"),
-            y=("prompt_sr", ["fox", "cat"]),
-            client=client,
-            confirm_above=1,
-        )
         wire: list[dict[str, Any]] = []
         grid._send = lambda msg, buffers=None: wire.append(msg)  # type: ignore[method-assign]
         grid.submit(wait=False)
@@ -202,9 +171,8 @@ def test_an_unviewed_grid_sends_its_records_whole_only_at_the_ends_and_a_late_vi
         grid.handle_message({"action": "thumbs"})  # a view, late
         answer = [m["content"] for m in wire[before:] if m.get("method") == "custom"]
         assert answer == [{"thumbs": {}}]  # its page's model holds them all already
-        grid.close()
     finally:
-        client.close()
+        grid.close()
 
 
 # --- against the simulator ----------------------------------------------------------

@@ -172,13 +172,17 @@ def saved_size(arm: str, root: Path) -> dict[str, int]:
         kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
     )
     notebook = notebook_for(arm, wait=True)
-    NotebookClient(
-        notebook,
-        km=manager,
-        timeout=900,
-        store_widget_state=True,
-        resources={"metadata": {"path": str(root)}},
-    ).execute(env=env, cwd=str(root))
+    try:
+        NotebookClient(
+            notebook,
+            km=manager,
+            timeout=900,
+            store_widget_state=True,
+            resources={"metadata": {"path": str(root)}},
+        ).execute(env=env, cwd=str(root))
+    finally:  # nbclient leaves a kernel it was given running: it would poll on, unseen
+        if manager.has_kernel:
+            manager.shutdown_kernel(now=True)
     path = root / "saved.ipynb"
     nbformat.write(notebook, path)
     return {"saved_notebook_bytes": path.stat().st_size}

@@ -137,7 +137,11 @@ def execute_and_save(variant: str, videos: int, workdir: Path) -> dict[str, int]
         store_widget_state=True,
         resources={"metadata": {"path": str(root)}},
     )
-    client.execute(env=env, cwd=str(root))
+    try:
+        client.execute(env=env, cwd=str(root))
+    finally:  # nbclient leaves a kernel it was given running: it would poll on, unseen
+        if manager.has_kernel:
+            manager.shutdown_kernel(now=True)
     path = root / "saved.ipynb"
     nbformat.write(notebook, path)
     return anatomy(path)

@@ -61,11 +61,14 @@ def _submit_as_they_arrive(
 
 
 def _counts(clients: Sequence[Any]) -> dict[str, int]:
-    total = {"status": 0, "result": 0}
+    """Requests by kind over ``clients`` (then closed), and how often their run-time
+    models widened (a shift detected: their plans went broad)."""
+    total = {"status": 0, "result": 0, "model_shifts": 0}
     for client in {id(c): c for c in clients}.values():
         counts = client.request_counts
         total["status"] += counts["status"]
         total["result"] += counts["result"]
+        total["model_shifts"] += sum(m.shifts for m in client._schedule.models.values())
         client.close()
     return total
 
@@ -127,6 +130,7 @@ def ours_worker(
         "result_requests": counts["result"],
         "warm_status_requests": warm_counts["status"],
         "warm_result_requests": warm_counts["result"],
+        "model_shifts": counts["model_shifts"],
         "clients": len({id(c) for c in clients}),
     }
 

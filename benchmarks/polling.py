@@ -332,6 +332,7 @@ def _figures(r: _Running, cpu_sim: float) -> dict[str, Any]:
         "max_live_tasks": arm.max_live or n,
         "arrivals": [arm.arrivals.batch, arm.arrivals.every],
         "clients": worker.get("clients", 1),
+        "model_shifts": worker.get("model_shifts"),
     }
 
 

@@ -38,8 +38,9 @@ from .jobs import polling
 from .jobs.batch import run_each
 from .jobs.budget import StatusBudget
 from .jobs.engine import get_engine
-from .jobs.job import Job, Recorder, output_fetcher
+from .jobs.job import Job, Recorder
 from .jobs.ledger import Ledger, LedgerRow, left_to_other_kernels
+from .jobs.output_files import gateway_outputs
 from .jobs.polling import PollPolicy, Schedule
 from .jobs.recorder import LedgerRecorder
 from .protocol.http import Gateway
@@ -437,7 +438,7 @@ class Client:
         known = self._jobs.get((handle.endpoint, handle.request_id))
         if known is not None:
             return known
-        result = row.result(fetch=output_fetcher(self._engine, self._gateway))
+        result = row.result(source=gateway_outputs(self._engine, self._gateway))
         if result is None:
             return self._adopt(handle, payload=row.payload, submitted_at=row.submitted_at)
         job = Job(

@@ -64,9 +64,12 @@ class AtomicFile:
         self.discard()
 
 
-def write_atomically(target: Path, data: bytes) -> Path:
+def write_atomically(target: Path, data: bytes, *, parents: bool = False) -> Path:
     """Write ``data`` to ``target`` whole (a file beside it, then a rename); an
-    ``OSError`` leaves ``target`` as it was and no temporary file behind."""
+    ``OSError`` leaves ``target`` as it was and no temporary file behind.
+    ``parents``: make the missing folders above ``target`` first (a save to any path)."""
+    if parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
     with AtomicFile(target) as out:
         out.write(data)
         out.commit()

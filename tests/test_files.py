@@ -38,6 +38,15 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(
     assert [p.name for p in tmp_path.iterdir()] == ["out.png"]
 
 
+def test_missing_folders_are_made_only_when_asked(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "out.png"
+    with pytest.raises(FileNotFoundError):
+        write_atomically(target, b"data")
+    assert not (tmp_path / "a").exists()
+    assert write_atomically(target, b"data", parents=True).read_bytes() == b"data"
+    assert [p.name for p in target.parent.iterdir()] == ["out.png"]
+
+
 def test_temporary_names_beside_a_target_never_collide(tmp_path: Path) -> None:
     made = {create_beside(tmp_path / "x.mp4") for _ in range(50)}
     assert len(made) == 50

@@ -31,9 +31,9 @@ from ..errors import (
     TaskTimeout,
     Unreachable,
 )
-from ..protocol.fetch import fetch_url
-from ..protocol.records import Fetcher, Handle, Result, Status, is_failure
+from ..protocol.records import Handle, Result, Status, is_failure
 from .engine import Engine, wait_future
+from .output_files import gateway_outputs
 from .polling import Schedule
 
 if TYPE_CHECKING:
@@ -65,19 +65,6 @@ class _NoRecorder:
 
     def on_gone(self, job: Job, error: RequestNotFound) -> None:
         pass
-
-
-def output_fetcher(engine: Engine, gateway: Gateway) -> Fetcher:
-    """How outputs of this gateway are read from any thread: through the gateway (its
-    credential rule) on the engine; on the engine thread itself, a plain GET that
-    carries no credential (awaiting the engine there would deadlock)."""
-
-    def fetch(url: str) -> bytes:
-        if engine.in_engine_thread:
-            return fetch_url(url)
-        return engine.run(gateway.fetch(url))
-
-    return fetch
 
 
 class Job:
@@ -121,7 +108,7 @@ class Job:
         self._timing = (schedule or Schedule()).track(
             handle.endpoint, self.payload, handle.queue_position
         )
-        self._fetch_bytes = output_fetcher(engine, gateway)
+        self._output_source = gateway_outputs(engine, gateway)
         if result is not None:
             self._finish(result, finished_at)
 
@@ -347,14 +334,19 @@ class Job:
 
     async def _fetch_result(self, status: Status) -> Result | None:
         try:
-            result = await self._gateway.result(self._handle, fetch=self._fetch_bytes)
+            result = await self._gateway.result(self._handle, source=self._output_source)
         except GatewayError:
             if not is_failure(status.status):
                 raise
             result = None
         if result is None and is_failure(status.status):
             # CANCELLED / FAILED / ERROR with no readable result: the status says it all.
-            return Result.from_body(status.raw, endpoint=self.endpoint, request_id=self.request_id)
+            return Result.from_body(
+                status.raw,
+                endpoint=self.endpoint,
+                request_id=self.request_id,
+                source=self._output_source,
+            )
         return result
 
     def _said_status(self) -> bool:
@@ -375,7 +367,7 @@ class Job:
         schedule = self._timing.schedule
         try:
             answer = await self._gateway.result_or_status(
-                self._handle, retries=0, fetch=self._fetch_bytes
+                self._handle, retries=0, source=self._output_source
             )
         except (RateLimited, ServerError, RequestNotFound, Unreachable):
             raise

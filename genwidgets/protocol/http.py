@@ -57,6 +57,7 @@ from .records import (
     ERROR_TEXT_KEYS,
     ERROR_TYPE_KEYS,
     Handle,
+    OutputSource,
     Result,
     Status,
     is_terminal,
@@ -514,14 +515,15 @@ class Gateway:
         return Status.from_body(body, endpoint=handle.endpoint, request_id=handle.request_id)
 
     async def result(
-        self, handle: Handle, *, retries: int | None = None, fetch: Any = None
+        self, handle: Handle, *, retries: int | None = None, source: OutputSource | None = None
     ) -> Result | None:
-        """The result, or None while the gateway answers 202 (not yet)."""
-        answer = await self.result_or_status(handle, retries=retries, fetch=fetch)
+        """The result, or None while the gateway answers 202 (not yet); its outputs read
+        through ``source`` (the jobs layer's)."""
+        answer = await self.result_or_status(handle, retries=retries, source=source)
         return answer if isinstance(answer, Result) else None
 
     async def result_or_status(
-        self, handle: Handle, *, retries: int | None = None, fetch: Any = None
+        self, handle: Handle, *, retries: int | None = None, source: OutputSource | None = None
     ) -> Result | Status | None:
         """The result; or, while the gateway answers 202 (not yet), the status its body
         carries, or None when the body carries none.
@@ -552,7 +554,7 @@ class Gateway:
             body,
             endpoint=handle.endpoint,
             request_id=handle.request_id,
-            fetch=fetch,
+            source=source,
             base_url=self.base_url,
         )
 

@@ -3,7 +3,10 @@
 An output is interpreted by ``content_type``, never by its URL; an untyped one learns
 its type from its bytes. Its bytes come from the local copy genwidgets wrote (and only
 that copy: docs/decisions.md#outputs-by-gateway), inline content, or a download within
-caps and a deadline; what :meth:`Output.read` keeps in memory shares one budget.
+caps and a deadline; what :meth:`Output.read` keeps in memory shares one budget. The
+output only describes: its local copy, its download and its save are its
+:class:`OutputSource`'s, which the jobs layer hands every output it makes
+(docs/decisions.md#records-describe-answers).
 """
 
 from __future__ import annotations
@@ -11,35 +14,62 @@ from __future__ import annotations
 import base64
 import binascii
 import collections
-import hashlib
 import json
 import os
 import threading
-import warnings
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
 from .._config import redact, shown_path
-from .._files import write_atomically
 from .._formats import decode_data_url, extension_for, human_bytes
-from ..errors import DownloadError, GenwidgetsWarning
+from ..errors import DownloadError
 from ..media.files import sniff
-from .fetch import fetch_url
+from .hand_made import HAND_MADE
 from .values import MAX_CONTENT_TYPE, resolve_output_url, str_or_none
 
-__all__ = ["CACHE_BUDGET", "CACHE_ONE", "UNTYPED", "Fetcher", "Output", "cache_budget"]
+__all__ = [
+    "CACHE_BUDGET",
+    "CACHE_ONE",
+    "UNTYPED",
+    "Output",
+    "OutputSource",
+    "cache_budget",
+]
 
 UNTYPED = "application/octet-stream"
 #: What every output's :meth:`Output.read` cache holds at most together, and one alone.
 CACHE_BUDGET = 64 * 2**20
 CACHE_ONE = 16 * 2**20
 
-Fetcher = Callable[[str], bytes]
+
+class OutputSource(Protocol):
+    """Where an output's bytes are besides its record: the disk and the network work
+    an :class:`Output` asks for and never does itself. The jobs layer's
+    ``jobs/output_files.OutputFiles`` is the one the library hands every output it
+    makes; an output made by hand has :data:`~.hand_made.HAND_MADE`."""
+
+    def local_copy(self, output: Output) -> bytes | None:
+        """The bytes of the copy genwidgets wrote at ``output.path``; None when there is
+        none, or when the file there no longer holds the bytes written."""
+        ...
+
+    def local_size(self, output: Output) -> int | None:
+        """The size of the file at ``output.path``, None when there is none."""
+        ...
+
+    def fetch(self, url: str) -> bytes:
+        """The bytes at ``url``, within caps and a deadline; an ``httpx.HTTPError`` or an
+        ``OSError`` when they cannot be read (the output names itself in the error)."""
+        ...
+
+    def write(self, target: Path, data: bytes) -> None:
+        """``data`` written to ``target`` whole or not at all, its folder made if needed."""
+        ...
 
 
 class _CacheBudget:
@@ -98,10 +128,12 @@ class Output:
     content_type: str
     url: str | None = None
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
-    #: the local copy, once downloaded (the ledger sets it)
+    #: the local copy, once downloaded (the jobs layer sets it, and reads it through
+    #: the output's source)
     path: Path | None = None
     index: int = 0
-    _fetch: Fetcher | None = field(default=None, repr=False, compare=False)
+    #: where the local copy, the download and a save go (None: :data:`HAND_MADE`)
+    _source: OutputSource | None = field(default=None, repr=False, compare=False)
     _cache: bytes | None = field(default=None, repr=False, compare=False)
     #: False while the record gave no ``content_type`` and the bytes have not told it
     typed: bool = field(default=True, compare=False)
@@ -114,11 +146,12 @@ class Output:
         cls,
         entry: Any,
         index: int = 0,
-        fetch: Fetcher | None = None,
+        source: OutputSource | None = None,
         base_url: str | None = None,
     ) -> Output:
-        """One entry of a result's outputs; a relative URL is resolved against the
-        gateway's ``base_url`` (docs/decisions.md#hostile-values)."""
+        """One entry of a result's outputs, read through ``source`` (the jobs layer's;
+        none: :data:`HAND_MADE`); a relative URL is resolved against the gateway's
+        ``base_url`` (docs/decisions.md#hostile-values)."""
         if isinstance(entry, str):
             url = resolve_output_url(entry, base_url)
             return cls(
@@ -126,7 +159,7 @@ class Output:
                 url=url,
                 raw={"url": url},
                 index=index,
-                _fetch=fetch,
+                _source=source,
                 typed=False,
             )
         if not isinstance(entry, Mapping):
@@ -145,7 +178,7 @@ class Output:
             url=resolve_output_url(url, base_url),
             raw=dict(entry),
             index=index,
-            _fetch=fetch,
+            _source=source,
             typed=bool(content_type and content_type.strip()),
         )
 
@@ -199,13 +232,17 @@ class Output:
             return content.encode()
         return content.encode()
 
+    def _kept_by(self) -> OutputSource:
+        """What reads this output's local copy and URL and writes its saves."""
+        return self._source if self._source is not None else HAND_MADE
+
     def read(self) -> bytes:
         """The output's bytes: the local copy, inline content, or a download (within
         its caps and deadline). Kept in memory while the process-wide budget allows
         (:data:`CACHE_BUDGET`)."""
         if self._cache is not None:
             return self._cache
-        data = self._local_copy()
+        data = self._kept_by().local_copy(self)
         if data is None:
             data = self.inline()
         if data is None:
@@ -223,10 +260,7 @@ class Output:
         """Bytes known without a download: the local copy's or those in hand."""
         if self._cache is not None:
             return len(self._cache)
-        try:
-            return self.path.stat().st_size if self.path is not None else None
-        except OSError:
-            return None
+        return self._kept_by().local_size(self)
 
     def __repr__(self) -> str:
         """``<Output image/png 1.2 MB, saved at ~/.genwidgets/outputs/…/image_0.png>``:
@@ -245,7 +279,7 @@ class Output:
         """The bytes at ``url``; a failure (an HTTP error, a body over its cap, a
         drip past its deadline) is a :class:`DownloadError` naming it."""
         try:
-            return (self._fetch or fetch_url)(url)
+            return self._kept_by().fetch(url)
         except (httpx.HTTPError, OSError) as exc:
             if isinstance(exc, httpx.HTTPStatusError):  # its text repeats the URL, query and all
                 answer = exc.response
@@ -260,21 +294,6 @@ class Output:
                 failures=[(self.index, reason)],
             ) from exc
 
-    def _local_copy(self) -> bytes | None:
-        """The bytes at ``path``, unless they are not the ones genwidgets wrote there."""
-        if self.path is None or not self.path.exists():
-            return None
-        data = self.path.read_bytes()
-        if self.sha256 is not None and hashlib.sha256(data).hexdigest() != self.sha256:
-            warnings.warn(
-                f"the file {self.path} is not the copy of output {self.index} genwidgets "
-                "saved (its bytes changed), so it is not used",
-                GenwidgetsWarning,
-                stacklevel=3,
-            )
-            return None
-        return data
-
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the bytes to ``path`` atomically (temporary file, then rename).
 
@@ -285,8 +304,7 @@ class Output:
         target = Path(path)
         if not target.suffix:
             target = target.with_name(target.name + extension_for(self.content_type))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(target, self.read())
+        self._kept_by().write(target, self.read())
         return target
 
     def text(self) -> str:

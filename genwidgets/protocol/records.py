@@ -20,7 +20,7 @@ from urllib.parse import quote
 from .._config import redact, shown_path
 from .._formats import human_bytes
 from ..errors import GenwidgetsWarning, TaskFailed
-from .output import UNTYPED, Fetcher, Output
+from .output import UNTYPED, Output, OutputSource
 from .values import (
     MAX_ERROR_TEXT,
     cut,
@@ -36,9 +36,9 @@ __all__ = [
     "FALLBACK_OUTPUT_KEYS",
     "TERMINAL_WORDS",
     "UNTYPED",
-    "Fetcher",
     "Handle",
     "Output",
+    "OutputSource",
     "Result",
     "Status",
     "is_failure",
@@ -291,10 +291,11 @@ class Result:
         *,
         endpoint: str | None = None,
         request_id: str | None = None,
-        fetch: Fetcher | None = None,
+        source: OutputSource | None = None,
         base_url: str | None = None,
     ) -> Result:
-        """Read a result answer; relative output URLs resolve against ``base_url``."""
+        """Read a result answer; its outputs read through ``source`` (the jobs layer's;
+        none: made by hand), relative output URLs resolve against ``base_url``."""
         raw_outputs = body.get("outputs")
         if raw_outputs is None:
             raw_outputs = _fallback_outputs(body)
@@ -308,7 +309,7 @@ class Result:
             status=status,
             error=error,
             error_type=word_of(readable(body.get("error_type"), ERROR_TYPE_KEYS)),
-            outputs=[Output.from_entry(e, i, fetch, base_url) for i, e in enumerate(raw_outputs)],
+            outputs=[Output.from_entry(e, i, source, base_url) for i, e in enumerate(raw_outputs)],
             raw=dict(body),
             endpoint=endpoint,
             request_id=request_id or str_or_none(body.get("request_id")),

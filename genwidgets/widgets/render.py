@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._config import shown_path
 from .._formats import human_bytes
+from ..jobs.output_files import OutputFiles
 from ..media import inspect
 from ..protocol.records import Output, Result
 from ._style import SAFE_DATA_MIME, esc, safe_mime, table_html, url_kind
@@ -249,17 +250,18 @@ def _labelled(obj: Mapping[str, Any]) -> tuple[list[str], list[Output]]:
 
 
 def local_output(path: Path, index: int = 0) -> Output:
-    """A local file as an Output (its type from its bytes, as a download's is)."""
+    """A local file as an Output (its type from its bytes, as a download's is), read
+    as the jobs layer reads a copy it kept."""
 
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {shown_path(path)}")
-    found = Output(
+    return Output(
         content_type=inspect(path).mime,
         raw={"file_name": path.name, "file_size": path.stat().st_size},
         path=path,
         index=index,
+        _source=OutputFiles(),
     )
-    return found
 
 
 def _outputs_of(obj: Renderable) -> list[Output]:

@@ -1,29 +1,60 @@
-"""An output's bytes (issue 29 points 2, 4, 6): read from the copy genwidgets wrote only,
-kept in memory within one budget, and a failed read is a typed error."""
+"""An output's bytes (issue 29 points 2, 4, 6): kept in memory within one budget, a
+failed read is a typed error; the local copy, the download and a save are its source's
+(issue 32 point 7), the output does none of them itself."""
 
 from __future__ import annotations
 
 import gc
-import hashlib
 from pathlib import Path
 
 import httpx
 import pytest
 
 from genwidgets import _config
-from genwidgets.errors import DownloadError, GenwidgetsWarning
+from genwidgets.errors import DownloadError
 from genwidgets.protocol.output import CACHE_BUDGET, CACHE_ONE, Output, cache_budget
 
 
+class Source:
+    """An output source in memory: a local copy or none, a URL that answers ``served``
+    (or raises what ``refuse`` makes), saves kept in ``written``; every call counted."""
+
+    def __init__(
+        self,
+        served: bytes = b"",
+        *,
+        copy: bytes | None = None,
+        refuse: Exception | None = None,
+    ) -> None:
+        self.served, self.copy, self.refuse = served, copy, refuse
+        self.fetched: list[str] = []
+        self.written: dict[Path, bytes] = {}
+
+    def local_copy(self, output: Output) -> bytes | None:
+        return self.copy
+
+    def local_size(self, output: Output) -> int | None:
+        return None if self.copy is None else len(self.copy)
+
+    def fetch(self, url: str) -> bytes:
+        self.fetched.append(url)
+        if self.refuse is not None:
+            raise self.refuse
+        return self.served
+
+    def write(self, target: Path, data: bytes) -> None:
+        self.written[target] = data
+
+
 def fetched(data: bytes) -> Output:
-    return Output("application/octet-stream", url="https://cdn.example/x", _fetch=lambda u: data)
+    return Output("application/octet-stream", url="https://cdn.example/x", _source=Source(data))
 
 
 def test_what_reads_keep_in_memory_stays_within_one_budget() -> None:
     size = CACHE_ONE // 2
     outputs = [fetched(bytes([i]) * size) for i in range(2 * CACHE_BUDGET // size)]
-    for output in outputs:
-        assert output.read()[:1] == output._fetch("")[:1]  # type: ignore[misc]
+    for i, output in enumerate(outputs):
+        assert output.read()[:1] == bytes([i])
     assert cache_budget.held <= CACHE_BUDGET
     kept = [o for o in outputs if o._cache is not None]
     assert 0 < sum(len(o._cache or b"") for o in kept) <= CACHE_BUDGET
@@ -47,21 +78,29 @@ def test_a_collected_output_gives_its_share_back() -> None:
     assert cache_budget.held == held - 1000
 
 
-def test_a_local_copy_changed_since_it_was_written_is_not_used(tmp_path: Path) -> None:
-    copy = tmp_path / "0.png"
-    copy.write_bytes(b"ours")
+def test_the_local_copy_its_source_vouches_for_comes_before_the_record() -> None:
+    source = Source(b"from the url", copy=b"kept")
     output = Output(
-        "image/png",
-        url="https://cdn.example/0.png",
-        path=copy,
-        sha256=hashlib.sha256(b"ours").hexdigest(),
-        _fetch=lambda url: b"from the url",
+        "text/plain", url="https://cdn.example/a.txt", raw={"content": "inline"}, _source=source
     )
-    assert output.read() == b"ours"
-    copy.write_bytes(b"planted")
-    output._cache = None
-    with pytest.warns(GenwidgetsWarning, match="not the copy of output 0"):
-        assert output.read() == b"from the url"
+    assert output.read() == b"kept" and output.size() == 4 and source.fetched == []
+    source.copy, output._cache = None, None
+    assert output.read() == b"inline" and source.fetched == []  # the record's own bytes
+    bare = Output("text/plain", url="https://cdn.example/a.txt", _source=source)
+    assert bare.read() == b"from the url" and source.fetched == ["https://cdn.example/a.txt"]
+
+
+def test_a_save_gets_the_types_extension_and_is_written_by_the_source(tmp_path: Path) -> None:
+    source = Source(b"\x89PNG bytes")
+    output = Output("image/png", url="https://cdn.example/0", _source=source)
+    assert output.save(tmp_path / "out-0") == tmp_path / "out-0.png"
+    assert output.save(tmp_path / "named.bin") == tmp_path / "named.bin"  # its own suffix kept
+    assert source.written == {
+        tmp_path / "out-0.png": b"\x89PNG bytes",
+        tmp_path / "named.bin": b"\x89PNG bytes",
+    }
+    assert list(tmp_path.iterdir()) == []  # the output itself wrote nothing
+    assert source.fetched == ["https://cdn.example/0"]  # read once, then from memory
 
 
 def test_a_failed_read_is_a_download_error_without_the_key(
@@ -70,12 +109,10 @@ def test_a_failed_read_is_a_download_error_without_the_key(
     monkeypatch.setattr(_config, "_known_secrets", set())
     key = "sk-read-fail-0123456789"
     _config.remember_secret(key)
-
-    def refuse(url: str) -> bytes:
-        request = httpx.Request("GET", url)
-        raise httpx.HTTPStatusError(f"404 for {url}", request=request, response=httpx.Response(404))
-
-    output = Output("image/png", url=f"https://cdn.example/{key}/x.png?sig={key}", _fetch=refuse)
+    url = f"https://cdn.example/{key}/x.png?sig={key}"
+    request = httpx.Request("GET", url)
+    refuse = httpx.HTTPStatusError(f"404 for {url}", request=request, response=httpx.Response(404))
+    output = Output("image/png", url=url, _source=Source(refuse=refuse))
     with pytest.raises(DownloadError, match="could not read output 0") as caught:
         output.read()
     assert key not in str(caught.value) and key not in repr(caught.value.failures)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from genwidgets.errors import TaskFailed
+from genwidgets.jobs.output_files import OutputFiles
 from genwidgets.protocol.records import Handle, Output, Result, Status, is_terminal
 
 
@@ -114,14 +115,16 @@ def test_asset_record_from_json_string_in_several_places() -> None:
     assert Result.from_body({"status": "COMPLETED", "content": "not json"}).asset is None
 
 
-def test_output_save_is_atomic_and_uses_fetcher(tmp_path: Path) -> None:
+def test_output_save_is_atomic_and_reads_through_its_source(tmp_path: Path) -> None:
     calls: list[str] = []
 
     def fetch(url: str) -> bytes:
         calls.append(url)
         return b"bytes!"
 
-    out = Output.from_entry({"url": "http://x/1", "content_type": "image/png"}, fetch=fetch)
+    out = Output.from_entry(
+        {"url": "http://x/1", "content_type": "image/png"}, source=OutputFiles(fetch)
+    )
     target = out.save(tmp_path / "sub" / "one.png")
     assert target.read_bytes() == b"bytes!"
     out.save(tmp_path / "two.png")
@@ -164,8 +167,9 @@ def test_reprs_are_short_and_name_no_absolute_path(
     outputs = []
     for i in range(4):
         (folder / f"{i}.png").write_bytes(b"\x89PNG" + bytes(1020))
-        outputs.append(Output("image/png", url=f"https://cdn.example/{i}.png?sig=x", index=i))
-        outputs[-1].path = folder / f"{i}.png"
+        url = f"https://cdn.example/{i}.png?sig=x"
+        outputs.append(Output("image/png", url=url, index=i, _source=OutputFiles()))
+        outputs[-1].path = folder / f"{i}.png"  # as the jobs layer sets it
     outputs.append(Output.from_entry({"content_type": "application/json", "content": {"a": 1}}))
     result = Result(
         "COMPLETED", outputs=outputs, endpoint="genW2.5-t2i-preview", request_id="req-1"

@@ -18,6 +18,7 @@ from genwidgets import errors
 from genwidgets._config import remember_secret
 from genwidgets.errors import GenwidgetsWarning, TaskFailed
 from genwidgets.jobs.downloads import download_outputs
+from genwidgets.jobs.output_files import OutputFiles
 from genwidgets.protocol.http import Gateway, error_from_response
 from genwidgets.protocol.records import (
     FAILURE_STATUSES,
@@ -133,10 +134,10 @@ def test_an_untyped_output_takes_the_served_type_then_magic_bytes() -> None:
     assert not served.typed and served.kind == "binary"
     served.learn_type("image/webp; charset=binary", png_bytes())
     assert served.content_type == "image/webp" and served.typed
-    sniffed = Output.from_entry("https://c/file.jpg", fetch=lambda url: png_bytes())
+    sniffed = Output.from_entry("https://c/file.jpg", source=OutputFiles(lambda url: png_bytes()))
     sniffed.read()
     assert sniffed.content_type == "image/png"
-    unknown = Output.from_entry("https://c/file.jpg", fetch=lambda url: b"plain bytes")
+    unknown = Output.from_entry("https://c/file.jpg", source=OutputFiles(lambda u: b"plain bytes"))
     unknown.read()
     assert unknown.content_type == "application/octet-stream" and not unknown.typed
     typed = Output.from_entry({"url": "https://c/a", "content_type": "video/mp4"})

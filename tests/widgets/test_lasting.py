@@ -14,6 +14,7 @@ import pytest
 from jobs.video_samples import busy_mp4
 from PIL import Image
 
+from genwidgets.jobs.output_files import OutputFiles
 from genwidgets.protocol.records import Output, Result
 from genwidgets.widgets.lasting import (
     AUDIO_LIMIT,
@@ -41,7 +42,7 @@ def kept(home: Path, name: str, data: bytes, content_type: str, url: str | None 
     entry = {"content_type": content_type, "file_name": name, "file_size": len(data)}
     if url:
         entry["url"] = url
-    output = Output.from_entry(entry)
+    output = Output.from_entry(entry, source=OutputFiles())
     output.path = path
     return output
 
@@ -135,13 +136,15 @@ def test_nothing_is_fetched_and_a_dead_loopback_url_is_named_not_used() -> None:
         return png()
 
     gone = Output.from_entry(
-        {"url": "http://127.0.0.1:9/files/t/0.png", "content_type": "image/png"}, fetch=fetch
+        {"url": "http://127.0.0.1:9/files/t/0.png", "content_type": "image/png"},
+        source=OutputFiles(fetch),
     )
     html = output_html(gone)
     assert fetched == [] and "127.0.0.1" not in html
     assert "its server (on this machine) has stopped" in html
     remote = Output.from_entry(
-        {"url": "https://cdn.example/0.png", "content_type": "image/png"}, fetch=fetch
+        {"url": "https://cdn.example/0.png", "content_type": "image/png"},
+        source=OutputFiles(fetch),
     )
     assert '<img class="gw-thumb" src="https://cdn.example/0.png"' in output_html(remote)
     assert fetched == []  # a gateway's URL is shown while it answers, never downloaded

@@ -12,6 +12,7 @@ import ipywidgets
 import pytest
 from widgets.taskfakes import wait_for
 
+from genwidgets.jobs.output_files import OutputFiles
 from genwidgets.protocol.records import Output, Result
 from genwidgets.widgets import render as render_module
 from genwidgets.widgets._style import url_kind
@@ -32,12 +33,13 @@ PNG = bytes.fromhex(
 
 
 def out(content_type: str | None, url: str | None = None, **raw: Any) -> Output:
+    """An output as the jobs layer makes it (its source reads a local copy set later)."""
     entry: dict[str, Any] = {**raw}
     if content_type is not None:
         entry["content_type"] = content_type
     if url is not None:
         entry["url"] = url
-    return Output.from_entry(entry)
+    return Output.from_entry(entry, source=OutputFiles())
 
 
 class Collector(HTMLParser):
@@ -237,7 +239,8 @@ def test_json_by_url_is_read_by_render_but_not_by_to_html() -> None:
         return b'{"element_id": 7}'
 
     output = Output.from_entry(
-        {"url": "https://cdn.example/r.json", "content_type": "application/json"}, fetch=fetch
+        {"url": "https://cdn.example/r.json", "content_type": "application/json"},
+        source=OutputFiles(fetch),
     )
     assert "<a " in to_html(output) and fetched == []  # the engine thread never downloads
     assert ">element_id</th>" in render(output).value
@@ -424,7 +427,7 @@ def test_a_rendered_widget_is_shown_with_its_lasting_face(
 
     picture = tmp_path / "kite.png"
     Image.new("RGB", (800, 600), "red").save(picture)
-    output = Output.from_entry({"url": "https://cdn.example/kite.png", "content_type": "image/png"})
+    output = out("image/png", "https://cdn.example/kite.png")
     output.path = picture  # the ledger's local copy
     shown: list[tuple[dict[str, Any], dict[str, Any]]] = []
     updates: list[dict[str, Any]] = []

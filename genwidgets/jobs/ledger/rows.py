@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..._formats import int_or_none
-from ...protocol.records import Fetcher, Handle, Output, Result
+from ...protocol.records import Handle, Output, OutputSource, Result
+from ..output_files import OutputFiles
 
 __all__ = [
     "COLUMNS",
@@ -115,9 +116,9 @@ class LedgerRow:
             queue_position=self.queue_position,
         )
 
-    def result(self, fetch: Fetcher | None = None) -> Result | None:
+    def result(self, source: OutputSource | None = None) -> Result | None:
         """The recorded final result (None while unfinished), through
-        :func:`restored_result`; ``fetch`` reads output URLs."""
+        :func:`restored_result`; ``source`` reads output URLs."""
         if self.request_id is None or self.state != FINISHED:
             return None
         return restored_result(
@@ -127,7 +128,7 @@ class LedgerRow:
             error=self.error if self.ok is False else None,
             error_type=self.error_type,
             outputs=self.outputs,
-            fetch=fetch,
+            source=source,
             base_url=self.gateway,  # an old row's relative URL: the gateway's, never a page's
         )
 
@@ -140,21 +141,24 @@ def restored_result(
     error: Any,
     error_type: str | None,
     outputs: Sequence[Mapping[str, Any]],
-    fetch: Fetcher | None = None,
+    source: OutputSource | None = None,
     base_url: str | None = None,
 ) -> Result:
     """A finished task's result as the ledger stored it: each output keeps the URL
     and the local copy recorded, and reads as :attr:`Output.restored`. A local
     copy whose size is not the one recorded is not this output's: it is left out
-    (docs/decisions.md#outputs-by-gateway). Here, not on ``Result``: the protocol
-    describes answers, the jobs layer keeps them (docs/decisions.md#records-describe-answers)."""
+    (docs/decisions.md#outputs-by-gateway). ``source`` reads the copies and URLs
+    (none: :class:`OutputFiles`, a URL by a plain GET). Here, not on ``Result``: the
+    protocol describes answers, the jobs layer keeps them
+    (docs/decisions.md#records-describe-answers)."""
+    source = source if source is not None else OutputFiles()
     restored = []
     for position, record in enumerate(outputs):
         index = int_or_none(record.get("index"), minimum=0)
         output = Output.from_entry(
             {**record, "from_ledger": True},
             position if index is None else index,
-            fetch,
+            source,
             base_url,
         )
         output.path = _recorded_copy(record)

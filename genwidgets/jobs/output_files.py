@@ -1,0 +1,83 @@
+"""An output's bytes beyond its record, as the jobs layer keeps and fetches them.
+
+The protocol layer describes an output; this is the
+:class:`~genwidgets.protocol.output.OutputSource` the jobs layer hands every output it
+makes (a job's results, the ledger's, ``render(path)``'s): the local copy genwidgets
+wrote, used only while it holds the bytes written (docs/decisions.md#outputs-by-gateway);
+a URL through the fetcher it is given (the gateway's credential rule for a client's
+outputs); a save by the one atomic writer (docs/decisions.md#records-describe-answers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .._files import write_atomically
+from ..errors import GenwidgetsWarning
+from ..protocol.fetch import fetch_url
+from ..protocol.output import Output
+from .engine import Engine
+
+if TYPE_CHECKING:
+    from ..protocol.http import Gateway
+
+__all__ = ["Fetcher", "OutputFiles", "gateway_outputs"]
+
+#: Reads one URL whole (within its caps and deadline); an HTTP error raises.
+Fetcher = Callable[[str], bytes]
+
+
+class OutputFiles:
+    """The local copy at ``output.path`` (refused, with a warning, when its bytes are
+    not those whose SHA-256 the output keeps), a URL through ``fetch`` (by default a
+    plain GET that sends no credential), a save written whole."""
+
+    def __init__(self, fetch: Fetcher = fetch_url) -> None:
+        self._fetch = fetch
+
+    def __repr__(self) -> str:
+        return f"OutputFiles({getattr(self._fetch, '__qualname__', 'fetch')})"
+
+    def local_copy(self, output: Output) -> bytes | None:
+        path = output.path
+        if path is None or not path.exists():
+            return None
+        data = path.read_bytes()
+        if output.sha256 is not None and hashlib.sha256(data).hexdigest() != output.sha256:
+            warnings.warn(
+                f"the file {path} is not the copy of output {output.index} genwidgets "
+                "saved (its bytes changed), so it is not used",
+                GenwidgetsWarning,
+                stacklevel=3,  # the caller of Output.read
+            )
+            return None
+        return data
+
+    def local_size(self, output: Output) -> int | None:
+        try:
+            return output.path.stat().st_size if output.path is not None else None
+        except OSError:
+            return None
+
+    def fetch(self, url: str) -> bytes:
+        return self._fetch(url)
+
+    def write(self, target: Path, data: bytes) -> None:
+        write_atomically(target, data, parents=True)
+
+
+def gateway_outputs(engine: Engine, gateway: Gateway) -> OutputFiles:
+    """The source of a client's outputs, read from any thread: a URL through the
+    gateway (its credential rule) on the engine; on the engine thread itself, a plain
+    GET that carries no credential (awaiting the engine there would deadlock)."""
+
+    def fetch(url: str) -> bytes:
+        if engine.in_engine_thread:
+            return fetch_url(url)
+        return engine.run(gateway.fetch(url))
+
+    return OutputFiles(fetch)

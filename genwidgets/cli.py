@@ -4,13 +4,16 @@
 ``genwidgets batch`` with the batches (``genwidgets.lab.batch_cli``); this module names
 the subcommands and holds the small ones over one task (``status``, ``result``,
 ``cancel``), the ledger (``history``, ``resume``) and the teaching notebooks
-(``notebooks``). Each task command takes ``--json`` for scripts. The help text is plain
-text: it is what ``--help`` prints. docs/decisions.md#batch-cli.
+(``notebooks``). Each task command takes ``--json`` for scripts: then every outcome,
+an error too, is one JSON object on stdout (:func:`~.lab.batch_cli.say_error`). The help
+text is plain text: it is what ``--help`` prints. docs/decisions.md#batch-cli.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import shutil
 import sys
@@ -23,7 +26,7 @@ from . import __version__
 from ._client import Client
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from .errors import GenwidgetsError, TaskTimeout
-from .lab.batch_cli import add_batch_arguments, run_batch
+from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
 from .simulator import cli as simulator_cli
 
 if TYPE_CHECKING:
@@ -125,8 +128,7 @@ def _when(seconds: float) -> str:
 
 def _history(client: Client, args: argparse.Namespace) -> int:
     if client.ledger is None:
-        print("genwidgets history: the ledger is off", file=sys.stderr)
-        return EXIT_NOT_DONE
+        return say_error("history", "the ledger is off", EXIT_NOT_DONE, as_json=args.json)
     rows = client.ledger.rows(
         client.gateway_name, endpoint=args.endpoint, status=args.status, limit=args.limit
     )
@@ -152,11 +154,13 @@ def _endpoint_of(client: Client, args: argparse.Namespace) -> str | None:
 def _one_task(client: Client, args: argparse.Namespace) -> int:
     endpoint = _endpoint_of(client, args)
     if endpoint is None:
-        print(
-            f"genwidgets {args.command}: {args.request_id} is not in the ledger; give --endpoint",
-            file=sys.stderr,
+        return say_error(
+            args.command,
+            f"{args.request_id} is not in the ledger; give --endpoint",
+            EXIT_REFUSED,
+            as_json=args.json,
+            request_id=args.request_id,
         )
-        return 2
     job = client.job(endpoint, args.request_id)
     if args.command == "cancel":
         job.cancel()
@@ -286,25 +290,52 @@ def _notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
+    """The arguments, or the exit status of a command line argparse refused: with
+    ``--json`` among them, its complaint is one JSON object on stdout too."""
+    if "--json" not in argv:
+        return parser.parse_args(argv)
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            return parser.parse_args(argv)
+    except SystemExit as exc:
+        if not exc.code:  # --help, --version: their text, on stdout, is what was asked
+            raise
+        text = said.getvalue().strip() or "the command line is not understood"
+        *usage, last = text.splitlines()
+        command = next((a for a in argv if not a.startswith("-")), "")
+        message = last.partition(": error: ")[2] or last  # argparse: "PROG: error: MESSAGE"
+        return say_error(command, message, EXIT_REFUSED, as_json=True, usage="\n".join(usage))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
+    if isinstance(args, int):
+        return args
     if args.command == "simulate":
         return simulator_cli.simulate(args, parser)
     if args.command == "batch":
         return run_batch(args)
     if args.command == "notebooks":
         return _notebooks(args)
-    with Client() as client:
-        try:
+    try:
+        with Client() as client:
             if args.command == "history":
                 return _history(client, args)
             if args.command == "resume":
                 return _resume(client, args)
             return _one_task(client, args)
-        except GenwidgetsError as exc:
-            print(f"genwidgets {args.command}: {exc}", file=sys.stderr)
-            return EXIT_NOT_DONE
+    except (GenwidgetsError, OSError) as exc:  # OSError: result --out a folder not writable
+        return say_error(
+            args.command,
+            str(exc),
+            EXIT_NOT_DONE,
+            as_json=args.json,
+            exc=exc,
+            **({"request_id": args.request_id} if "request_id" in args else {}),
+        )
 
 
 if __name__ == "__main__":

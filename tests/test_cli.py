@@ -15,6 +15,7 @@ import pytest
 
 import genwidgets
 from genwidgets.cli import main
+from genwidgets.errors import LedgerWarning
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -124,6 +125,52 @@ def test_cancel_resume_and_an_id_the_ledger_does_not_know(
     assert "not in the ledger; give --endpoint" in capsys.readouterr().err
     assert main(["result", "no-such-id", "--endpoint", T2I, "--wait", "60"]) == 1
     assert "Request not found" in capsys.readouterr().err
+
+
+def one_json_object(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """What a command printed with --json: exactly one JSON object on stdout, nothing
+    on stderr."""
+    said = capsys.readouterr()
+    assert said.err == ""
+    found = json.loads(said.out)  # one line of JSON, nothing else
+    assert isinstance(found, dict)
+    return found
+
+
+@pytest.mark.timeout(120)
+def test_with_json_every_error_is_one_json_object_on_stdout(
+    gateway_env: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for command in ("status", "cancel", "result"):
+        assert main([command, "no-such-id", "--json"]) == 2
+        assert one_json_object(capsys) == {
+            "error": "no-such-id is not in the ledger; give --endpoint",
+            "command": command,
+            "request_id": "no-such-id",
+        }
+    assert main(["result", "no-such-id", "--endpoint", T2I, "--wait", "60", "--json"]) == 1
+    found = one_json_object(capsys)  # the gateway's answer, typed
+    assert (found["command"], found["request_id"]) == ("result", "no-such-id")
+    assert found["error_type"] == "RequestNotFound" and "Request not found" in found["error"]
+    assert main(["status", "--json"]) == 2  # argparse's refusal: no request id
+    found = one_json_object(capsys)
+    assert found["command"] == "status" and "request_id" in found["error"]
+    assert found["usage"].startswith("usage: genwidgets status")
+    assert main(["history", "--limit", "many", "--json"]) == 2
+    assert "invalid int value: 'many'" in one_json_object(capsys)["error"]
+    home = tmp_path / "not-a-folder"
+    home.write_text("")
+    monkeypatch.setenv("GENWIDGETS_HOME", str(home))
+    with pytest.warns(LedgerWarning, match="ledger is off"):
+        assert main(["history", "--json"]) == 1
+    assert one_json_object(capsys) == {"error": "the ledger is off", "command": "history"}
+    with pytest.warns(LedgerWarning):
+        assert main(["history"]) == 1  # without --json: text on stderr, as before
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.strip() == "genwidgets history: the ledger is off"
 
 
 def test_notebooks_are_copied_and_never_over_files_there(

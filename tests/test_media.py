@@ -11,6 +11,7 @@ import sys
 import warnings
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 import av
@@ -811,6 +812,20 @@ def test_encode_paths_encodes_each_path_by_its_fields_rule(tmp_path: Path) -> No
     assert base64.b64decode(raw["image_list"][0]["image"])[:8] == b"\x89PNG\r\n\x1a\n"
     plain = {"prompt": "no files"}
     assert media.encode_paths("imgQ-edit-plus", plain) is plain
+
+
+def test_a_path_is_found_in_any_mapping_list_or_tuple(tmp_path: Path) -> None:
+    """Plain dicts, lists and texts are told by their exact type (the short way every
+    payload takes); any other mapping or a tuple is still looked into."""
+    meadow = _png_file(tmp_path, "k.png", (512, 512))
+    for payload in (
+        MappingProxyType({"image_list": ({"image": meadow},)}),
+        {"image_list": [MappingProxyType({"image": meadow})]},
+    ):
+        encoded = media.encode_paths("vidK-v1-6-multi-i2v", payload)
+        assert base64.b64decode(encoded["image_list"][0]["image"])[:4] == b"\x89PNG"
+    plain = {"image_list": ({"image": "https://x.test/a.png", "n": 1, "on": True},)}
+    assert media.encode_paths("vidK-v1-6-multi-i2v", plain) is plain
 
 
 @pytest.mark.parametrize(

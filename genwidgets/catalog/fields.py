@@ -50,7 +50,9 @@ def field_named(model: type[BaseModel], name: str) -> WireField | None:
     return _by_any_name(model).get(name)
 
 
+@functools.cache
 def known_names(model: type[BaseModel]) -> frozenset[str]:
     """Every top-level key the model reads as one of its fields (Python and wire
-    names): what is not among them is sent as is, with a warning."""
+    names): what is not among them is sent as is, with a warning. Cached per model,
+    as :func:`fields_of` is: every validation of every payload asks it."""
     return frozenset(_by_any_name(model))

@@ -63,6 +63,8 @@ class _Shape:
     str_choices: frozenset[str]
     lower_choices: dict[str, str]  # lowercase -> spelling of the spec, when unambiguous
     int_choices: frozenset[int]
+    #: nothing to normalise (no choices, not a number): the value passes as given
+    inert: bool = False
 
 
 def _shape(annotation: Any) -> _Shape:
@@ -75,11 +77,13 @@ def _shape(annotation: Any) -> _Shape:
     by_lower: dict[str, list[str]] = {}
     for s in strs:
         by_lower.setdefault(s.lower(), []).append(s)
+    numeric = not has_bool and bool(plain & {int, float} or ints)
     return _Shape(
-        numeric=not has_bool and bool(plain & {int, float} or ints),
+        numeric=numeric,
         str_choices=frozenset(strs),
         lower_choices={k: v[0] for k, v in by_lower.items() if len(v) == 1},
         int_choices=ints,
+        inert=not (numeric or strs or ints),
     )
 
 
@@ -98,7 +102,7 @@ def _drop_none(cls: type[BaseModel], data: Any) -> Any:
 
 def _normalise_value(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
     shape = _shapes(cls).get(info.field_name or "")
-    if shape is None:
+    if shape is None or shape.inert:  # a free text, an object: every payload asks
         return value
     if isinstance(value, bool):
         if shape.numeric:

@@ -6,6 +6,7 @@ fields (sent as is) with the closest known name.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,11 +20,12 @@ from .paths import field_info_at
 from .registry import endpoint
 
 WEBHOOK_HINTS = ("webhook",)
+_WEBHOOK_HINT = re.compile("|".join(re.escape(h) for h in WEBHOOK_HINTS))
 
 
 def webhook_fields(payload: Mapping[str, Any]) -> list[str]:
     """Top-level names that carry webhook information (the service rejects them)."""
-    return [k for k in payload if any(h in k.lower() for h in WEBHOOK_HINTS)]
+    return [k for k in payload if _WEBHOOK_HINT.search(k.lower())]
 
 
 _RANGE_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
@@ -95,13 +97,15 @@ def _surrogate(text: str) -> str | None:
 
 def unsendable(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Where the payload holds something the JSON body cannot carry: a non-JSON
-    value, a non-string key, a text with a lone surrogate, or nesting too deep."""
+    value, a non-string key, a text with a lone surrogate, or nesting too deep. Asked
+    of every payload validated (a batch's thousands of rows): plain dicts, ASCII keys
+    and texts take the short way."""
     problems: list[dict[str, Any]] = []
     stack: list[tuple[tuple[Any, ...], Any]] = [((), payload)]
     while stack and len(problems) < 20:
         loc, value = stack.pop()
         if isinstance(value, str):
-            problem = _surrogate(value)
+            problem = None if value.isascii() else _surrogate(value)
             if problem:
                 problems.append({"loc": loc, "msg": f"this text {problem}"})
             continue
@@ -109,9 +113,11 @@ def unsendable(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
             continue
         if len(loc) > MAX_DEPTH:
             problems.append({"loc": loc, "msg": f"nested deeper than {MAX_DEPTH} levels"})
-        elif isinstance(value, Mapping):
+        elif type(value) is dict or isinstance(value, Mapping):
             for key, item in value.items():
-                if not isinstance(key, str):
+                if type(key) is str and key.isascii():
+                    stack.append(((*loc, key), item))
+                elif not isinstance(key, str):
                     problems.append(
                         {"loc": loc, "msg": f"keys must be strings, not {type(key).__name__}"}
                     )

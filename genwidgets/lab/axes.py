@@ -130,6 +130,9 @@ class Axis:
 def set_field(payload: dict[str, Any], field: str, value: Any) -> None:
     """Set ``field`` (a name or a dotted path) in ``payload`` in place; nested dicts
     on the way are copied, so a shared base payload is never changed."""
+    if "." not in field:  # most fields: a batch sets them on every row
+        payload[field] = value
+        return
     path = field.split(".")
     node = payload
     for name in path[:-1]:

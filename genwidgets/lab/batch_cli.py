@@ -22,7 +22,14 @@ from .batch_open import CONFIRM_ABOVE, ON_TIMEOUT, open_batch
 from .budget import MONEY
 from .cost import UNITS
 
-__all__ = ["EXIT_DONE", "EXIT_NOT_DONE", "EXIT_REFUSED", "add_batch_arguments", "run_batch"]
+__all__ = [
+    "EXIT_DONE",
+    "EXIT_NOT_DONE",
+    "EXIT_REFUSED",
+    "add_batch_arguments",
+    "run_batch",
+    "say_error",
+]
 
 EXIT_DONE, EXIT_NOT_DONE, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: rows listed one by one after a batch (failed, unknown); the rest are counted
@@ -125,6 +132,35 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def say_error(
+    command: str,
+    message: str,
+    code: int,
+    *,
+    as_json: bool,
+    exc: BaseException | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    **about: Any,
+) -> int:
+    """How every command says it did not do what was asked, and returns ``code`` (its
+    exit status): ``genwidgets COMMAND: MESSAGE`` on stderr, or with ``--json`` one JSON
+    object on stdout, ``{"error": MESSAGE, "command": COMMAND, ...about}`` (with
+    ``error_type`` and a payload error's ``problems``, each ``{"loc", "msg"}``, when
+    ``exc`` is given), so a script reads every outcome from stdout.
+    docs/decisions.md#batch-cli."""
+    if not as_json:
+        print(f"genwidgets {command}: {message}", file=stderr or sys.stderr)
+        return code
+    record: dict[str, Any] = {"error": message, "command": command, **about}
+    if exc is not None:
+        record["error_type"] = type(exc).__name__
+        if isinstance(exc, PayloadError):
+            record["problems"] = exc.errors
+    print(json.dumps(record, default=str), file=stdout or sys.stdout)
+    return code
+
+
 def _ask(question: str, stdin: TextIO, stdout: TextIO) -> bool:
     print(question, end=" ", file=stdout, flush=True)
     answer = stdin.readline()
@@ -164,6 +200,19 @@ def run_batch(
         prices.setdefault(endpoint, {})[key] = value
     if budget is not None and set(budget) == {MONEY}:
         budget = budget[MONEY]
+
+    def error(message: str, code: int, exc: BaseException | None = None, **about: Any) -> int:
+        return say_error(
+            "batch",
+            message,
+            code,
+            as_json=args.json,
+            exc=exc,
+            stdout=stdout,
+            stderr=stderr,
+            **about,
+        )
+
     client = Client()
     try:
         try:
@@ -183,8 +232,9 @@ def run_batch(
                 filenames=args.filenames,
             )
         except (PayloadError, BudgetExceeded, EndpointNotFound, ValueError) as exc:
-            print(f"genwidgets batch: refused, nothing sent: {exc}", file=stderr)
-            return EXIT_REFUSED
+            return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc, id=args.id)
+        except GenwidgetsError as exc:
+            return error(f"not opened, nothing sent: {exc}", EXIT_NOT_DONE, exc, id=args.id)
         to_send = sum(1 for r in batch.rows if r.state == "waiting")
         if not args.json:
             print(f"batch {batch.id} → {batch.out}", file=stdout)
@@ -193,28 +243,30 @@ def run_batch(
                 print(f"resumed: {len(batch.rows) - to_send} row(s) already sent", file=stdout)
         if to_send and not args.yes:
             if not stdin.isatty():
-                print(
-                    f"genwidgets batch: refused: {to_send} row(s) to send and stdin is not a "
-                    "terminal to confirm; pass --yes",
-                    file=stderr,
+                return error(
+                    f"refused: {to_send} row(s) to send and stdin is not a terminal to "
+                    "confirm; pass --yes",
+                    EXIT_REFUSED,
+                    id=batch.id,
+                    to_send=to_send,
                 )
-                return EXIT_REFUSED
-            if not _ask(f"Send {to_send} row(s)? [y/N]", stdin, stdout):
-                print("genwidgets batch: not confirmed, nothing sent", file=stderr)
-                return EXIT_REFUSED
+            # with --json the question goes to stderr: stdout holds the one JSON object
+            if not _ask(f"Send {to_send} row(s)? [y/N]", stdin, stderr if args.json else stdout):
+                return error("not confirmed, nothing sent", EXIT_REFUSED, id=batch.id)
         batch.submit()
         try:
             batch.wait(progress="none" if args.json else "auto")
         except KeyboardInterrupt:
-            print(
-                f"\ngenwidgets batch: interrupted; tasks already created go on. Run the same "
-                f"command again to resume batch {batch.id}.",
-                file=stderr,
+            if not args.json:
+                print(file=stderr)  # past the ^C on the terminal's line
+            return error(
+                "interrupted; tasks already created go on. Run the same command again to "
+                f"resume batch {batch.id}.",
+                EXIT_INTERRUPTED,
+                id=batch.id,
             )
-            return EXIT_INTERRUPTED
         except GenwidgetsError as exc:
-            print(f"genwidgets batch: stopped: {exc}", file=stderr)
-            return EXIT_NOT_DONE
+            return error(f"stopped: {exc}", EXIT_NOT_DONE, exc, **_report(batch))
         report = _report(batch)
         if args.json:
             print(json.dumps(report), file=stdout)

@@ -37,6 +37,8 @@ __all__ = ["MAX_LISTED", "BatchPlan", "PlannedRow", "plan_batch"]
 MAX_LISTED = 200
 #: validates one payload for an endpoint and returns what to send (or raises)
 Prepare = Callable[[str, Mapping[str, Any]], Any]
+#: ``json.dumps(..., sort_keys=True, default=str)``, built once: the digest encodes every row
+_DIGEST_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
 
 
 @dataclass
@@ -175,9 +177,9 @@ class BatchPlan:
 def _digest(endpoint: str, template: Template, names: NameTemplate, source: SourceRows) -> str:
     hasher = hashlib.sha256()
     head = {"endpoint": endpoint, "template": template.describe(), "filenames": names.text}
-    hasher.update(json.dumps(head, sort_keys=True, default=str).encode())
-    for row in source.rows:
-        hasher.update(json.dumps(row, sort_keys=True, default=str).encode())
+    hasher.update(_DIGEST_ENCODER.encode(head).encode())
+    for row in source.rows:  # the same bytes as ever: a derived batch id must not change
+        hasher.update(_DIGEST_ENCODER.encode(row).encode())
         hasher.update(b"\n")
     return hasher.hexdigest()
 

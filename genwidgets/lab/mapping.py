@@ -29,6 +29,7 @@ comparing models".
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -81,10 +82,19 @@ ROUTES: dict[str, Route] = {
 }
 
 
+_FROM_NAMES = Route()
+
+
 def route_for(spec: EndpointSpec) -> Route:
-    """The resolved route of an endpoint: its table entry, the rest from names."""
-    entry = ROUTES.get(spec.id) or ROUTES.get(spec.family) or Route()
-    names = spec.wire_names
+    """The resolved route of an endpoint: its table entry, the rest from names.
+    Resolved once per (entry, field names): a batch asks it of every row, and a
+    changed :data:`ROUTES` entry or a re-registered model is a new key."""
+    entry = ROUTES.get(spec.id) or ROUTES.get(spec.family) or _FROM_NAMES
+    return _resolved(entry, spec.wire_names)
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved(entry: Route, names: frozenset[str]) -> Route:
     prompt = entry.prompt
     if prompt == _AUTO:
         prompt = next((n for n in PROMPT_NAMES if n in names), None)
@@ -104,7 +114,10 @@ def _content_text(payload: Mapping[str, Any]) -> str | None:
 
 def prompt_of(spec: EndpointSpec, payload: Mapping[str, Any]) -> str | None:
     """The prompt text of a payload of this endpoint (``--seed`` left in)."""
-    where = route_for(spec).prompt
+    return _prompt_at(route_for(spec).prompt, payload)
+
+
+def _prompt_at(where: str | None, payload: Mapping[str, Any]) -> str | None:
     if where is None:
         return None
     if where == CONTENT_TEXT:
@@ -117,7 +130,7 @@ def read_roles(spec: EndpointSpec, payload: dict[str, Any]) -> tuple[str | None,
     """(prompt, seed, keys consumed) of a payload in ``spec``'s terms; an imgM
     ``--seed`` is taken out of the prompt (a ``seed`` key wins over it)."""
     route = route_for(spec)
-    prompt = prompt_of(spec, payload)
+    prompt = _prompt_at(route.prompt, payload)
     used: set[str] = set()
     if route.prompt == CONTENT_TEXT:
         used.add("content")

@@ -12,6 +12,7 @@ file's name. docs/decisions.md#batch-files.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
@@ -41,6 +42,8 @@ PART_CHARS = 60
 MAX_NAME_BYTES = 200
 _BUILT_IN = ("row", "slug", "seed", "endpoint", "kind", "ext", "output")
 _UNSAFE = re.compile(r"[^\w.-]+", re.UNICODE)
+_DASHES = re.compile(r"-{2,}")
+_DASHES_BEFORE_EXT = re.compile(r"-+(?=\.|" + EXT_MARK + ")")
 _FORMATTER = string.Formatter()
 
 
@@ -50,7 +53,11 @@ def slug(text: str | None, limit: int = SLUG_CHARS) -> str:
     if not text:
         return ""
     head = text.split(" --", 1)[0]
-    folded = unicodedata.normalize("NFKD", head).encode("ascii", "ignore").decode("ascii")
+    folded = (
+        head  # ASCII folds to itself: most prompts skip the Unicode tables
+        if head.isascii()
+        else unicodedata.normalize("NFKD", head).encode("ascii", "ignore").decode("ascii")
+    )
     words = re.findall(r"[a-z0-9]+", (folded or head).lower()) or re.findall(r"\w+", head.lower())
     out = ""
     for word in words:
@@ -71,8 +78,10 @@ def safe_part(value: Any, limit: int = PART_CHARS) -> str:
 
 def _tidy(name: str) -> str:
     """Separators left by empty values collapsed: ``00003--.png`` → ``00003.png``."""
-    name = re.sub(r"-{2,}", "-", name)
-    name = re.sub(r"-+(?=\.|" + EXT_MARK + ")", "", name)
+    if "--" in name:  # the regular expressions only where they have work (every row asks)
+        name = _DASHES.sub("-", name)
+    if "-." in name or "-" + EXT_MARK in name:
+        name = _DASHES_BEFORE_EXT.sub("", name)
     return name.strip("-") or "row"
 
 
@@ -110,11 +119,18 @@ class NameTemplate:
             raise _bad(f"{text!r} has no {{ext}}: a file's extension follows its content type")
         return cls(text, tuple(n for n in used if n not in _BUILT_IN))
 
+    @functools.cached_property
+    def names(self) -> frozenset[str]:
+        """Every name the template formats (built-in or column), read once per template:
+        a row's name makes safe only the values it shows."""
+        return frozenset(name for _, name, _, _ in _FORMATTER.parse(self.text) if name)
+
     def stem(self, index: int, row: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
         """The row's file name with :data:`EXT_MARK` and :data:`OUTPUT_MARK` standing
         for what the output decides. A value that does not format is a PayloadError."""
         values: dict[str, Any] = {name: safe_part(row.get(name)) for name in self.columns}
-        values.update({k: safe_part(v) for k, v in fields.items()})
+        shown = self.names
+        values.update({k: safe_part(v) for k, v in fields.items() if k in shown})
         values["row"] = index
         values["ext"] = EXT_MARK
         values["output"] = OUTPUT_MARK

@@ -72,6 +72,8 @@ def _bad(msg: str, *loc: str) -> PayloadError:
 def _plain(value: Any) -> Any:
     """A value as plain Python: numpy scalars unwrapped, NaN (pandas' "empty") as None,
     empty strings as None (an empty CSV cell leaves the field unset)."""
+    if type(value) is str:  # every CSV cell: the short way
+        return value or None
     item = getattr(value, "item", None)
     if callable(item) and type(value).__module__.startswith("numpy"):
         value = item()

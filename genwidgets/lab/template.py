@@ -32,6 +32,7 @@ __all__ = ["ROW_NUMBER", "Slot", "Template", "build_template"]
 #: the pseudo-column holding the row's number (unless the rows have a column of that name)
 ROW_NUMBER = "row"
 _FORMATTER = string.Formatter()
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
 
 class _Values(dict[str, Any]):
@@ -112,6 +113,8 @@ class Template:
                         values = _Values(row)
                         values.setdefault(ROW_NUMBER, index)
                     value = _typed(slot, slot.text.format_map(values), self.endpoint)
+                elif type(slot.constant) in _IMMUTABLE:
+                    value = slot.constant  # nothing a row could change: no copy
                 else:
                     value = copy.deepcopy(slot.constant)
             except PayloadError as exc:

@@ -25,6 +25,8 @@ __all__ = ["BODY_LIMIT_BYTES", "PreparedRequest", "check_body_size", "encode_bod
 
 #: the spec's cap on a request body: 64 MB (MiB, docs/decisions.md#mib)
 BODY_LIMIT_BYTES = 64 * 2**20
+#: ``json.dumps`` with these options, built once (it builds an encoder every call)
+_BODY_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def encode_body(payload: Mapping[str, Any], *, endpoint: str | None = None) -> bytes:
@@ -33,7 +35,7 @@ def encode_body(payload: Mapping[str, Any], *, endpoint: str | None = None) -> b
     Raises :class:`PayloadError` when the payload cannot be written as JSON.
     """
     try:
-        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _BODY_ENCODER.encode(payload)
     except (TypeError, ValueError) as exc:
         raise PayloadError(
             f"the payload cannot be sent as JSON: {exc}", endpoint=endpoint

@@ -50,3 +50,13 @@ def test_shape_analysis_of_annotations() -> None:
     assert not _shape(str).numeric
     assert _shape(Literal[1, 2]).int_choices == {1, 2}
     assert _shape(Literal["5", "10"]).str_choices == {"5", "10"}
+    # inert: nothing to normalise, the value passes as given (free text, an object)
+    assert _shape(str | None).inert and _shape(dict[str, Any] | None).inert
+    assert not any(_shape(a).inert for a in (int | None, Literal["a"], Literal[1] | None))
+
+
+def test_a_free_text_passes_as_given_beside_fields_that_normalise() -> None:
+    body = catalog.payload_of("vidA-2-0", {
+        "content": [{"type": "text", "text": " 1080P "}], "resolution": "1080P",
+    })  # fmt: skip
+    assert body["content"][0]["text"] == " 1080P " and body["resolution"] == "1080p"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import warnings
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -61,6 +62,11 @@ def test_webhook_fields_are_payload_errors() -> None:
         ({"prompt": "x", "images": [b"\x89PNG"]}, ("images", 0), "gw.media.encode"),
         ({"prompt": "x", "meta": {1: "a"}}, ("meta",), "keys must be strings"),
         ({"prompt": {"a", "b"}}, ("prompt",), "a set is not JSON data"),
+        (
+            {"prompt": "x", "meta": MappingProxyType({"é": [b"x"]})},
+            ("meta", "é", 0),
+            "bytes is not JSON data",
+        ),
     ],
 )
 def test_values_json_cannot_carry_are_refused_before_validation(

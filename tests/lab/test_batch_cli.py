@@ -97,6 +97,29 @@ def test_bad_input_is_refused_with_exit_2_naming_the_row(
     assert stats(gateway_env)["create"] == 0
 
 
+def test_with_json_a_refusal_is_one_json_object_on_stdout(
+    gateway_env: SimulatorServer, tmp_path: Path
+) -> None:
+    path = rows_file(tmp_path, 2)
+    path.write_text("text,seed\na,1\nb,two\n")
+    common = [str(path), "--endpoint", T2I, "--set", "prompt={text}", "--json"]
+    code, out, err = run([*common, "--set", "seed={seed}", "--out", str(tmp_path / "o"), "--yes"])
+    found = json.loads(out)  # the whole of stdout: one object
+    assert code == 2 and err == ""
+    assert found["command"] == "batch" and found["error_type"] == "PayloadError"
+    assert found["error"].startswith("refused, nothing sent: ")
+    assert [p["loc"] for p in found["problems"]] == [["row 1", "seed"]]  # row and column
+    path.write_text("text\na\nb\n")
+    code, out, err = run([*common, "--out", str(tmp_path / "o")])  # no --yes, no terminal
+    found = json.loads(out)
+    assert code == 2 and err == "" and found["to_send"] == 2 and "pass --yes" in found["error"]
+    assert found["id"].startswith("shots-")  # the batch a script would run again
+    code, out, err = run([*common, "--out", str(tmp_path / "o")], stdin=Terminal("n\n"))
+    assert code == 2 and json.loads(out)["error"] == "not confirmed, nothing sent"
+    assert "Send 2 row(s)? [y/N]" in err  # the question beside stdout's JSON, not in it
+    assert stats(gateway_env)["create"] == 0
+
+
 def test_failed_rows_exit_1_and_are_listed(gateway_env: SimulatorServer, tmp_path: Path) -> None:
     httpx.put(f"{gateway_env.base_url}/_sim/config", json={"fail_rate": 1.0}, timeout=10)
     code, out, _ = run(

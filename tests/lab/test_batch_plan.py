@@ -3,6 +3,7 @@ table, units counted with the service's defaults, names, and every problem at on
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 from genwidgets.errors import EndpointNotFound, PayloadError
 from genwidgets.lab import batch_plan
 from genwidgets.lab.batch_plan import plan_batch
+from genwidgets.lab.naming import file_name
+from genwidgets.protocol.prepared import prepare
 
 T2I = "genW2.5-t2i-preview"
 
@@ -100,3 +103,62 @@ def test_prepare_keeps_what_it_returns_and_the_payload_as_sent() -> None:
 
     plan = plan_batch(T2I, [{"prompt": "a"}], prepare=prepare)
     assert seen == [T2I] and plan.rows[0].prepared == "prepared a"
+
+
+def test_a_derived_id_keeps_its_digest_across_versions() -> None:
+    """The digest names a batch that a later run resumes: these rows had this digest
+    before planning was made faster, and must keep it (or the same command would not
+    find its batch again)."""
+    rows = [{"text": "a fox", "seed": "1"}, {"text": "café 🦊", "seed": 2, "note": None}]
+    plan = plan_batch(T2I, rows, {"prompt": "{text}", "seed": "{seed}", "n": 1})
+    assert plan.digest == "5fbdbf7544309c0b4b0142b93986146bad3482d3fbc3e6940546be005ef17f86"
+
+
+def test_plans_of_other_templates_and_endpoints_in_one_process_keep_their_own() -> None:
+    """What planning works out once (routes, the names a file template shows, the
+    catalog's answers) serves each plan its own payloads, bodies, units and names."""
+    rows = [{"text": "a fox", "seed": "1"}, {"text": "a kite", "seed": "2"}]
+    first = plan_batch(T2I, rows, {"prompt": "{text}", "seed": "{seed}", "n": 1}, prepare=prepare)
+    inked = plan_batch(
+        T2I, rows, {"prompt": "{text}, ink", "n": 2}, filenames="{endpoint}-{row}.{ext}",
+        prepare=prepare,
+    )  # fmt: skip
+    speech = plan_batch(
+        "speechM-02-turbo", rows, {"text": "{text}", "audio_setting.format": "wav"},
+        filenames="{kind}-{slug}.{ext}", prepare=prepare,
+    )  # fmt: skip
+    assert [r.payload for r in first.rows] == [
+        {"prompt": "a fox", "seed": 1, "n": 1},
+        {"prompt": "a kite", "seed": 2, "n": 1},
+    ]
+    assert [r.payload for r in inked.rows] == [
+        {"prompt": "a fox, ink", "n": 2},
+        {"prompt": "a kite, ink", "n": 2},
+    ]
+    assert [r.payload for r in speech.rows] == [
+        {"text": "a fox", "audio_setting": {"format": "wav"}},
+        {"text": "a kite", "audio_setting": {"format": "wav"}},
+    ]
+    for plan in (first, inked, speech):  # each body is its own row's payload
+        for row in plan.rows:
+            assert (row.prepared.endpoint, json.loads(row.prepared.body)) == (
+                row.endpoint,
+                row.payload,
+            )
+    assert [file_name(r.stem, "png", 0, 1) for r in first.rows] == [
+        "00000-a-fox-1.png",
+        "00001-a-kite-2.png",
+    ]
+    assert [file_name(r.stem, "png", 0, 1) for r in inked.rows] == [
+        f"{T2I}-0.png",
+        f"{T2I}-1.png",
+    ]
+    assert [file_name(r.stem, "wav", 0, 1) for r in speech.rows] == [
+        "speech-a-fox.wav",
+        "speech-a-kite.wav",
+    ]
+    assert (first.units_total(), inked.units_total(), speech.units_total()) == (
+        {"tasks": 2, "images": 2},
+        {"tasks": 2, "images": 4},
+        {"tasks": 2, "speech_characters": 11},
+    )

@@ -17,9 +17,19 @@ import pytest
 from PIL import Image
 
 import genwidgets as gw
+from genwidgets.catalog import Endpoint, register, unregister
+from genwidgets.catalog import endpoint as catalog_endpoint
 from genwidgets.errors import PayloadError
 from genwidgets.imgm.prompt import Prompt
-from genwidgets.lab.mapping import CONTENT_TEXT, PROMPT_SEED, mapping_table, prompt_of
+from genwidgets.lab.mapping import (
+    CONTENT_TEXT,
+    PROMPT_SEED,
+    ROUTES,
+    Route,
+    mapping_table,
+    prompt_of,
+    route_for,
+)
 from genwidgets.lab.plan import plan_grid
 from genwidgets.simulator import SimulatorServer
 
@@ -106,6 +116,39 @@ def client(
     made = gw.Client(base_url=simulator.base_url, api_key=KEY)
     yield made
     made.close()
+
+
+def test_routes_are_resolved_per_endpoint_and_follow_the_table_and_the_catalog(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A route is resolved once per table entry and field names: another endpoint, a
+    changed ROUTES entry or an endpoint registered again with other fields is not
+    answered from an earlier resolution."""
+    t2i, speech = catalog_endpoint("genW2.5-t2i-preview"), catalog_endpoint("speechM-02-turbo")
+    assert route_for(t2i) == Route(prompt="prompt", seed="seed")
+    assert route_for(speech) == Route(prompt="text", seed=None)
+    assert route_for(catalog_endpoint("vidA-2-0")) == Route(prompt=CONTENT_TEXT, seed=None)
+    with monkeypatch.context() as patched:
+        patched.setitem(ROUTES, "speechM-02-turbo", Route(prompt=None, seed=None))
+        assert route_for(speech) == Route(prompt=None, seed=None)
+        assert prompt_of(speech, {"text": "hello"}) is None
+    assert prompt_of(speech, {"text": "hello"}) == "hello"
+    mine = register("test-route-mine", kind="image", family="mine", title="t")
+
+    @mine
+    class Mine(Endpoint):
+        prompt: str | None = None
+
+    try:
+        assert route_for(catalog_endpoint("test-route-mine")).prompt == "prompt"
+
+        @mine  # the same id again, another field: a notebook cell run twice
+        class MineAgain(Endpoint):
+            remixPrompt: str | None = None  # a gateway's camelCase
+
+        assert route_for(catalog_endpoint("test-route-mine")).prompt == "remixPrompt"
+    finally:
+        unregister("test-route-mine")
 
 
 def test_the_computed_table_is_the_documented_one() -> None:

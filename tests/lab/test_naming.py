@@ -42,6 +42,30 @@ def test_later_outputs_of_a_row_and_the_output_placeholder() -> None:
     assert [file_name(own, "jpg", k, 2) for k in range(2)] == ["AB-12_1.jpg", "AB-12_2.jpg"]
 
 
+def test_each_template_shows_its_own_names_in_one_process() -> None:
+    """A template reads which names it shows once; another template, or a column named
+    like a built-in, does not borrow them."""
+    fields = {"slug": "a-fox", "seed": 7, "endpoint": "genW2.5-t2i-preview", "kind": "image"}
+    by_kind = NameTemplate.parse("{kind}-{endpoint}-{row}.{ext}", [])
+    default = NameTemplate.parse(None, [])
+    assert by_kind.names == {"kind", "endpoint", "row", "ext"}
+    assert file_name(by_kind.stem(1, {}, fields), "png", 0, 1) == "image-genW2.5-t2i-preview-1.png"
+    assert file_name(default.stem(1, {}, fields), "png", 0, 1) == "00001-a-fox-7.png"
+    own_seed = NameTemplate.parse("{text}-{seed}.{ext}", ["text", "seed"])
+    stem = own_seed.stem(0, {"text": "a/b", "seed": "col"}, fields)
+    assert file_name(stem, "png", 0, 1) == "a-b-7.png"  # the built-in seed wins, as ever
+
+
+def test_separators_left_by_empty_values_are_tidied() -> None:
+    names = NameTemplate.parse("{row}-{text}-{seed}--{slug}.{ext}", ["text"])
+    assert file_name(names.stem(2, {}, {"slug": "", "seed": None}), "png", 0, 1) == "2.png"
+    assert file_name(names.stem(2, {"text": "x"}, {"slug": "k", "seed": 1}), "png", 0, 1) == (
+        "2-x-1-k.png"
+    )
+    bare = NameTemplate.parse("{text}-{ext}", ["text"]).stem(0, {"text": "x"}, {})
+    assert file_name(bare, "png", 0, 1) == "xpng"  # a dash before {ext} goes, dot or not
+
+
 @pytest.mark.parametrize(
     ("template", "expected"),
     [

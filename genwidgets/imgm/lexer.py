@@ -4,6 +4,7 @@ at which depth), and the splits that respect them (words, separators, spans).
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 from ..errors import PayloadError
@@ -61,21 +62,42 @@ def _url_end(s: str, start: int, depth: int) -> int:
     return end
 
 
+#: where a character of a prompt can mean more than itself: a brace, a backslash, or
+#: (looked at, not consumed) what may begin a URL; text between them is plain
+_NOTABLE = re.compile(r"[{}\\]|(?=" + URL_START.pattern + ")")
+
+
 def scan_text(s: str, loc: tuple[str, ...] = ("text",)) -> Scan:
-    """Mark URLs, escapes and brace depths; collect brace errors."""
+    """Mark URLs, escapes and brace depths; collect brace errors.
+
+    Jumps from one notable character to the next (an 8,192-character prompt of plain
+    words has none), so a long prompt costs its braces, not its length."""
     depth = [0] * len(s)
     kind = [_PLAIN] * len(s)
     errors: list[dict[str, Any]] = []
     opened: list[int] = []
     i = 0
-    while i < len(s):
+    while True:
+        found = _NOTABLE.search(s, i)
+        stop = len(s) if found is None else found.start()
+        if opened and stop > i:  # plain text inside braces
+            depth[i:stop] = [len(opened)] * (stop - i)
+        if found is None:
+            break
+        i = stop
         ch = s[i]
-        at_word_start = i == 0 or s[i - 1].isspace() or (s[i - 1] in "{," and kind[i - 1] == _PLAIN)
-        if at_word_start and URL_START.match(s, i):
-            end = _url_end(s, i, len(opened))
-            for k in range(i, end):
-                depth[k], kind[k] = len(opened), _URL
-            i = end
+        if ch not in "{}\\":  # maybe a URL: one only where a word starts
+            at_word_start = (
+                i == 0 or s[i - 1].isspace() or (s[i - 1] in "{," and kind[i - 1] == _PLAIN)
+            )
+            if at_word_start:
+                end = _url_end(s, i, len(opened))
+                for k in range(i, end):
+                    depth[k], kind[k] = len(opened), _URL
+                i = end
+            else:
+                depth[i] = len(opened)
+                i += 1
             continue
         depth[i] = len(opened)
         if ch == "\\" and i + 1 < len(s):  # \, \{ \} \\ (and \x): the next character, literally
@@ -114,6 +136,8 @@ def scan_text(s: str, loc: tuple[str, ...] = ("text",)) -> Scan:
 
 def split_words(s: str, scan: Scan) -> list[str]:
     """Split on whitespace outside braces (a permutation stays one word)."""
+    if not any(scan.depth):  # no braces: whitespace splits as str.split() does
+        return s.split()
     words: list[str] = []
     start: int | None = None
     for i, ch in enumerate(s):

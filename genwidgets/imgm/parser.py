@@ -121,16 +121,19 @@ def parse_parts(s: Any) -> tuple[list[str], str, list[Entry]]:
         raise PayloadError(scan.errors)
     errors: list[dict[str, Any]] = []
     words = split_words(s, scan)
-    varying = [varies(w) for w in words]
-
-    def starts_entry(i: int) -> bool:
-        return varying[i] or _is_param_word(words[i])
+    # per word, once (a long prompt has thousands): a permutation of parameters, or
+    # the start of an entry (that, or a --name)
+    varying = [("{" in w and varies(w)) for w in words]
+    entry = [
+        v or (w.startswith(("-", "—")) and _is_param_word(w))
+        for w, v in zip(words, varying, strict=True)
+    ]
 
     first_text = 0
     while first_text < len(words) and URL_START.match(words[first_text]):
         first_text += 1
     images = words[:first_text]
-    first_param = next((i for i in range(first_text, len(words)) if starts_entry(i)), len(words))
+    first_param = next((i for i in range(first_text, len(words)) if entry[i]), len(words))
     text = collapse_spaces(" ".join(words[first_text:first_param]))
 
     entries: list[Entry] = []
@@ -140,7 +143,7 @@ def parse_parts(s: Any) -> tuple[list[str], str, list[Entry]]:
         word = words[i]
         j = i + 1
         if varying[i]:  # a permutation of parameters: kept whole, with the words it holds
-            j = next((k for k in range(j, len(words)) if starts_entry(k)), len(words))
+            j = next((k for k in range(j, len(words)) if entry[k]), len(words))
             raw = collapse_spaces(" ".join(words[i:j]))
             i = j
             if raw in seen:

@@ -4,6 +4,7 @@ sizes and expanded lazily, so no more expansions are made than are asked for.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple
 
@@ -29,6 +30,10 @@ class _Group(NamedTuple):
     alternatives: list[list[Any]]  # each alternative: a sequence of str | _Group
 
 
+#: the characters that can shape the tree; text between them is taken as it is
+_SHAPING = re.compile(r"[\\{},]")
+
+
 def _tree(s: str, mode: Mode = "source") -> list[Any]:
     """The permutation structure of ``s`` (which must have balanced braces)."""
     scan = scan_text(s)
@@ -37,11 +42,21 @@ def _tree(s: str, mode: Mode = "source") -> list[Any]:
     current = root
     i = 0
     while i < len(s):
+        found = _SHAPING.search(s, i)
+        stop = len(s) if found is None else found.start()
+        if stop > i:
+            current.append(s[i:stop])
+            i = stop
+            continue
         ch = s[i]
         if scan.escaped(i) and ch == "\\":
             comma = s[i + 1] == ","
             if mode != "source" and comma and stack:  # "{pastel \\, yellow}": "pastel, yellow"
-                while current and isinstance(current[-1], str) and current[-1].isspace():
+                while current and isinstance(current[-1], str):
+                    kept = current[-1].rstrip()
+                    if kept:
+                        current[-1] = kept
+                        break
                     current.pop()
             resolved = mode == "plain" or (mode == "sent" and s[i + 1] not in KEPT_ESCAPES)
             current.append(s[i + 1] if resolved else s[i : i + 2])
@@ -64,7 +79,25 @@ def _tree(s: str, mode: Mode = "source") -> list[Any]:
         else:
             current.append(ch)
         i += 1
-    return root
+    return _joined(root)
+
+
+def _joined(sequence: list[Any]) -> list[Any]:
+    """``sequence`` with each run of characters made one string (an expansion then
+    walks a few pieces, not every character of an 8,192-character prompt)."""
+    out: list[Any] = []
+    run: list[str] = []
+    for item in sequence:
+        if isinstance(item, _Group):
+            if run:
+                out.append("".join(run))
+                run = []
+            out.append(_Group([_joined(alt) for alt in item.alternatives]))
+        else:
+            run.append(item)
+    if run:
+        out.append("".join(run))
+    return out
 
 
 class _Counts:

@@ -439,6 +439,9 @@ class Gateway:
                     ) from None
                 if not isinstance(error, RateLimited) or attempt >= self.max_retries:
                     raise error
+                if error.retry_after is not None:  # the gate holds it exactly that long
+                    attempt += 1
+                    continue
             attempt += 1
             await self._sleep(backoff_delay(attempt - 1, self._rng))
 

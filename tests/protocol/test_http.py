@@ -151,6 +151,28 @@ def test_create_retries_429_within_max_retries() -> None:
     assert handle.request_id and fake.count("create") == 3
 
 
+def test_create_after_a_429_waits_what_the_gateway_says_and_no_more() -> None:
+    """With a Retry-After the client's gate holds the retry exactly that long; an extra
+    backoff on top would leave a batch idle under a create limit. Without one, the
+    create backs off (and the gate waits its default second)."""
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    fake = FakeGateway()
+    fake.faults["create"].append(error(429, RATE, {"retry-after-ms": "20"}))
+    gw = gateway(fake, max_retries=2, sleep=sleep)
+    assert run(gw.create("ep", b'{"prompt": "x"}')).request_id
+    assert fake.count("create") == 2 and slept == []
+
+    fake = FakeGateway()
+    fake.faults["create"].append(error(429, RATE))
+    gw = gateway(fake, max_retries=2, sleep=sleep)
+    assert run(gw.create("ep", b'{"prompt": "x"}')).request_id
+    assert fake.count("create") == 2 and len(slept) == 1 and slept[0] > 0
+
+
 def test_create_sends_only_a_prepared_body() -> None:
     """One way in: a payload goes through Client.prepare (validation, size check)."""
     fake = FakeGateway()

@@ -31,18 +31,35 @@ SLACK = 60.0
 
 def _candidates(
     batch: RunningBatch, endpoint: str, since: float
-) -> dict[str, list[tuple[int, Any]]]:
+) -> dict[str, list[tuple[int, Any, str]]]:
     """Ledger rows of this gateway and endpoint since ``since``, by payload text."""
     ledger = batch.client.ledger
     assert ledger is not None
-    found: dict[str, list[tuple[int, Any]]] = {}
-    for row_id, request_id, payload in ledger.query(
-        "SELECT id, request_id, payload FROM tasks WHERE gateway = ? AND endpoint = ? "
+    found: dict[str, list[tuple[int, Any, str]]] = {}
+    for row_id, request_id, payload, state in ledger.query(
+        "SELECT id, request_id, payload, state FROM tasks WHERE gateway = ? AND endpoint = ? "
         "AND submitted_at >= ? ORDER BY id",
         (batch.client.gateway_name, endpoint, since),
     ):
-        found.setdefault(payload, []).append((int(row_id), request_id))
+        found.setdefault(payload, []).append((int(row_id), request_id, str(state)))
     return found
+
+
+def _best(options: list[tuple[int, Any, str]], claimed: set[str]) -> int | None:
+    """The ledger record that says most of a row's create, taken from ``options``: a
+    task made, else a create whose outcome is unknown, else one that certainly made
+    nothing. A row refused for the rate limit and then sent again has one record per
+    attempt; only the last may have made its task, so the first record is not enough."""
+    usable = [o for o in options if o[0] >= 0 and o[1] not in claimed]
+    pick = (
+        next((o for o in usable if o[1] is not None), None)
+        or next((o for o in usable if o[2] != NOT_CREATED), None)
+        or next(iter(usable), None)
+    )
+    if pick is None:
+        return None
+    options.remove(pick)
+    return pick[0]
 
 
 def reconcile(batch: RunningBatch, rows: Sequence[BatchRow]) -> None:
@@ -65,12 +82,7 @@ def reconcile(batch: RunningBatch, rows: Sequence[BatchRow]) -> None:
         pool = _candidates(batch, endpoint, since)
         for row in group:
             text = json.dumps(scrub_payload(row.payload))
-            match = None
-            for row_id, request_id in pool.get(text, []):
-                if request_id not in claimed and row_id >= 0:
-                    match = row_id
-                    pool[text].remove((row_id, request_id))
-                    break
+            match = _best(pool.setdefault(text, []), claimed)
             record = ledger.row(match) if match is not None else None
             with batch._lock:
                 if record is None:

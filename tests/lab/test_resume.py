@@ -72,6 +72,39 @@ def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
     assert len([p for p in (tmp_path / "o").iterdir() if p.suffix == ".png"]) == 4
 
 
+def test_a_row_refused_for_the_rate_limit_then_created_is_re_attached_not_sent_again(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """Each attempt of a row leaves its own ledger record: the first (refused, nothing
+    made) must not hide the second, whose task exists."""
+    sim = make_simulator()
+    with gw.Client(sim.base_url, KEY) as first:
+        batch = open_batch(T2I, ROWS[:2], TEMPLATE, out=tmp_path / "o", client=first, id="paced")
+        batch._store_batch()
+        charges = [(i, {"tasks": 1.0, "images": 1.0}) for i in range(2)]
+        assert len(batch.store.reserve("paced", charges, {}).taken) == 2
+        ledger = first.ledger
+        assert ledger is not None
+        for row in batch.rows:  # each refused once, then sent again
+            refused = ledger.record_intent(
+                gateway=first.gateway_name, endpoint=T2I, payload=row.payload
+            )
+            ledger.record_create_failed(refused, "RateLimited: slow down", created_nothing=True)
+        job = first.send(batch.rows[0].planned.prepared)  # row 0's second attempt made it
+        lost = ledger.record_intent(  # row 1's second attempt left; its answer was lost
+            gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[1].payload
+        )
+        recorder = ledger._recorder
+        recorder._settle(recorder.row_of(lost))
+        ledger.flush()
+    assert created(sim) == 1
+    with gw.Client(sim.base_url, KEY) as second:
+        again = gw.batch(T2I, ROWS[:2], TEMPLATE, client=second, id="paced").wait(timeout=120)
+    assert [r.status for r in again.rows] == ["done", "unknown"]
+    assert again.rows[0].request_id == job.request_id
+    assert created(sim) == 1  # neither row was made twice
+
+
 def test_without_a_ledger_a_reserved_row_is_unknown(
     home: Path, simulator: SimulatorServer, tmp_path: Path
 ) -> None:

@@ -73,6 +73,51 @@ def _counts(clients: Sequence[Any]) -> dict[str, int]:
     return total
 
 
+class _EngineWatch:
+    """How late the engine's loop runs a 50 ms timer (its lag: what every poll waits on
+    top of its schedule), and the time the schedule spends making poll plans there."""
+
+    PERIOD = 0.05
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self.plans = 0
+        self.plan_s = 0.0
+        self._stop = False
+
+    def start(self, engine: Any) -> None:
+        from genwidgets.jobs import runtime
+
+        plan_polls = runtime.plan_polls
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return plan_polls(*args, **kwargs)
+            finally:
+                self.plans += 1
+                self.plan_s += time.perf_counter() - began
+
+        runtime.plan_polls = timed  # type: ignore[assignment]
+        engine.submit(self._probe())
+
+    async def _probe(self) -> None:
+        while not self._stop:
+            began = time.monotonic()
+            await asyncio.sleep(self.PERIOD)
+            self.lags.append(time.monotonic() - began - self.PERIOD)
+
+    def figures(self) -> dict[str, Any]:
+        self._stop = True
+        lags = sorted(self.lags) or [0.0]
+        return {
+            "engine_lag_p95_ms": round(lags[int(0.95 * (len(lags) - 1))] * 1000, 1),
+            "engine_lag_max_ms": round(lags[-1] * 1000, 1),
+            "plans": self.plans,
+            "plan_s": round(self.plan_s, 2),
+        }
+
+
 def ours_worker(
     base_url: str,
     tasks: Sequence[Task],
@@ -86,6 +131,7 @@ def ours_worker(
     With ``warm`` tasks, a client with a ledger in a temporary folder runs them first,
     and the measured client uses that ledger (its run-time models start from it)."""
     import genwidgets as gw
+    from genwidgets.jobs.engine import get_engine
     from genwidgets.jobs.ledger import Ledger
 
     def client(ledger: Ledger | bool) -> Any:
@@ -103,6 +149,8 @@ def ours_worker(
     with tempfile.TemporaryDirectory(prefix="gw-bench-ledger-") as home:
         ledger_path = Path(home) / "ledger.sqlite3"
         warm_counts = {"status": 0, "result": 0}
+        watch = _EngineWatch()
+        watch.start(get_engine())  # the one engine every client of the process shares
         if warm:
             with Ledger(ledger_path) as warm_ledger:
                 warming = client(warm_ledger)
@@ -131,6 +179,7 @@ def ours_worker(
         "warm_status_requests": warm_counts["status"],
         "warm_result_requests": warm_counts["result"],
         "model_shifts": counts["model_shifts"],
+        **watch.figures(),
         "clients": len({id(c) for c in clients}),
     }
 

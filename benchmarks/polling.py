@@ -333,6 +333,7 @@ def _figures(r: _Running, cpu_sim: float) -> dict[str, Any]:
         "arrivals": [arm.arrivals.batch, arm.arrivals.every],
         "clients": worker.get("clients", 1),
         "model_shifts": worker.get("model_shifts"),
+        **{k: worker.get(k) for k in ("engine_lag_p95_ms", "engine_lag_max_ms", "plans", "plan_s")},
     }
 
 

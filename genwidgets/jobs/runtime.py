@@ -32,7 +32,7 @@ CHECKPOINTS = (0.25, 0.5, 0.75)
 SHIFT_WINDOW = 40
 SHIFT_MIN = 20
 SHIFT_MIN_DEVIATION = 0.2
-#: binomial standard deviations a checkpoint must be off by
+#: standard deviations (the window's and the model's own) a checkpoint must be off by
 SHIFT_SIGMAS = 4.0
 WIDEN_MASS = 0.5
 WIDEN_DECAY = 0.93
@@ -149,7 +149,9 @@ class RunTimeModel:
         if len(window) < SHIFT_MIN:
             return False
         seen = sum(window) / len(window)
-        sigma = math.sqrt(q * (1 - q) / len(window))
+        # the window's own noise, and the model's: a quartile learnt from fifty tasks is
+        # itself off by a few hundredths (docs/decisions.md#notice-in-proportion)
+        sigma = math.sqrt(q * (1 - q) * (1 / len(window) + 1 / max(self._effective, 1.0)))
         if abs(seen - q) <= max(SHIFT_MIN_DEVIATION, SHIFT_SIGMAS * sigma):
             return False
         self._widen(slower=seen < q)

@@ -1,6 +1,6 @@
 """Run every benchmark against the simulator on loopback; write RESULTS.md; print JSON.
 
-    python benchmarks/run.py            # full run, about 13 minutes on 2 cores
+    python benchmarks/run.py            # full run, about 15 minutes on 2 cores
     python benchmarks/run.py --quick    # smaller everything, about 5 minutes
 
 The last line printed is one JSON object with the headline figures (keys in
@@ -17,6 +17,7 @@ import json
 import os
 import shlex
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,9 +48,16 @@ from benchmarks.report import report
 __all__ = ["FULL", "GOALS", "JSON_KEYS", "QUICK", "Plan", "headline", "main", "measure", "report"]
 
 
+#: steps that run at the same time as the step named: each measures bytes or a rate its
+#: own simulator paces, which the other's CPU does not bend, and together they take the
+#: time of the longer (docs/decisions.md#a-benchmark-a-developer-can-run)
+ALONGSIDE = {"notebook_weight": "grid_weight", "batch": "scale"}
+
+
 def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
-    """Run every measurement the plan sizes (quiet ones first); their results and wall
-    times. A measurement the plan sizes at zero (the test suite's tiny plan) is left out."""
+    """Run every measurement the plan sizes (quiet ones first; those of
+    :data:`ALONGSIDE` beside their partner); their results and wall times. A
+    measurement the plan sizes at zero (the test suite's tiny plan) is left out."""
     steps: list[tuple[str, bool, Callable[[], dict[str, Any]]]] = [
         ("startup", True, lambda: startup.run_startup(plan.import_runs, plan.form_runs)),
         ("prompt", True, lambda: prompt.run_prompt(plan.prompt_runs)),
@@ -80,16 +88,32 @@ def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
         ("scale", True, lambda: scale.run_scale(plan.scale_jobs)),
         ("batch", plan.batch_rows > 0, lambda: batch.run_batch(plan.batch_rows)),
     ]
+    enabled = {name: step for name, on, step in steps if on}
     results: dict[str, Any] = {"seconds": {}}
-    begun = time.monotonic()
-    for name, enabled, step in steps:
-        if not enabled:
-            continue
+
+    def timed(name: str) -> None:
         log(f"benchmarks: {name} ...")
         started = time.monotonic()
-        results[name] = step()
+        results[name] = enabled[name]()
         results["seconds"][name] = round(time.monotonic() - started, 1)
         log(f"benchmarks: {name} done in {results['seconds'][name]:.0f} s")
+
+    begun = time.monotonic()
+    for name in enabled:
+        if ALONGSIDE.get(name) in enabled:
+            continue  # it runs beside its partner
+        partners = [o for o, partner in ALONGSIDE.items() if partner == name and o in enabled]
+        beside = [threading.Thread(target=timed, args=(other,)) for other in partners]
+        for thread in beside:
+            thread.start()
+        try:
+            timed(name)
+        finally:
+            for thread in beside:
+                thread.join()
+        missing = [other for other in partners if other not in results]
+        if missing:
+            raise RuntimeError(f"the {', '.join(missing)} benchmark failed; its error is above")
     results["seconds"]["total"] = round(time.monotonic() - begun, 1)
     return results
 

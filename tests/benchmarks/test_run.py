@@ -13,6 +13,7 @@ import ast
 import json
 import math
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -310,3 +311,50 @@ def test_the_batch_is_killed_half_way_and_resumed_with_no_row_made_twice(
     assert b["ledger_tasks"] >= b["rows_done"]
     assert b["plan_s"] > 0 and b["kb_per_row"] > 0
     assert set(b["goals"]) >= {"create_rate_share", "kb_per_row", "duplicate_creates", "plan_s"}
+
+
+def test_the_steps_run_alongside_their_partner_and_the_others_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each step of run.ALONGSIDE waits (bounded) for its partner to have started: run
+    one after the other, they would not meet and the test fails; the others run alone."""
+    assert run.ALONGSIDE
+    started = {name: threading.Event() for name in (*run.ALONGSIDE, *run.ALONGSIDE.values())}
+    running: set[str] = set()
+    overlaps: list[tuple[str, set[str]]] = []
+    lock = threading.Lock()
+
+    def fake(name: str) -> Any:
+        def step(*_args: Any, **_kwargs: Any) -> dict[str, Any]:
+            with lock:
+                overlaps.append((name, set(running)))
+                running.add(name)
+            if name in started:
+                started[name].set()
+                partner = run.ALONGSIDE.get(name) or next(
+                    o for o, p in run.ALONGSIDE.items() if p == name
+                )
+                assert started[partner].wait(60), f"{name} ran without {partner}"
+            with lock:
+                running.discard(name)
+            return {"step": name}
+
+        return step
+
+    for module, function in (
+        (run.startup, "run_startup"),
+        (run.prompt, "run_prompt"),
+        (run.simulator, "run_simulator"),
+        (run.ledger_lock, "run_ledger_lock"),
+        (run.kernel, "run_kernel"),
+        (run.notebook_weight, "run_notebook_weight"),
+        (run.grid_weight, "run_grid_weight"),
+        (run.polling, "run_polling"),
+        (run.scale, "run_scale"),
+        (run.batch, "run_batch"),
+    ):
+        monkeypatch.setattr(module, function, fake(module.__name__.split(".")[-1]))
+    out = run.measure(run.FULL, lambda _line: None)
+    assert {"notebook_weight", "grid_weight", "polling", "scale", "batch"} <= set(out)
+    alone = [(name, seen) for name, seen in overlaps if name not in started]
+    assert alone and all(not seen for _name, seen in alone)

@@ -207,3 +207,25 @@ def test_the_budget_still_caps_a_schedule_that_polls_short_tasks_often() -> None
     assert most_in_any_window(grants, 1.0) <= 50
     assert len(late) == 100  # every task noticed, later (the budget's price)
     assert sorted(late)[94] > sorted(free_late)[94]
+
+
+class LateTime(FakeTime):
+    """Virtual time on a busy machine: every sleep wakes 10 ms late."""
+
+    async def sleep(self, seconds: float) -> None:
+        await super().sleep(seconds + 0.01)
+
+
+def test_a_loop_that_wakes_late_still_grants_the_whole_rate() -> None:
+    """At 1,000 a second one wake-up per grant is more than a loaded loop makes; the
+    slots a late wake-up slept through are granted at once (at most CATCH_UP_S of them),
+    so the rate holds and the window cap too."""
+    fake = LateTime()
+    budget = StatusBudget(1000.0, clock=fake.clock, sleep=fake.sleep)
+    granted = run_requests(budget, fake, [(0.0, 1.0)] * 400)
+    times = [t for t, _ in granted]
+    assert len(times) == 400
+    assert max(times) <= 1.0  # one grant per late wake-up: 400 x 10.5 ms, about 4 s
+    assert most_in_any_window(times, 1.0) <= 1000
+    per_wake = max(times.count(t) for t in set(times))
+    assert per_wake <= 1 + budget.CATCH_UP_S / budget.spacing

@@ -122,3 +122,37 @@ def test_the_blocking_paths_send_no_credential_anywhere(
     assert Output.from_entry(f"{gateway_server.base}/moved/e.png").read() == b"PNGDATA"
     assert all(auth is None and key is None for _, auth, key in gateway_server.seen)
     assert [path for path, _, _ in storage.seen] == ["/d.png", "/e.png"]
+
+
+def test_a_request_searches_for_no_module(simulator: object) -> None:
+    """httpcore asks sniffio which async library runs, several times a request; were
+    sniffio missing, each ask would be an import that fails after searching sys.path,
+    a third of a request's CPU (docs/decisions.md#sniffio)."""
+    import importlib.abc
+    import sys
+
+    from genwidgets.protocol.fetch import http_client
+
+    searched: list[str] = []
+
+    class Spy(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+            searched.append(name)
+
+    base = simulator.base_url  # type: ignore[attr-defined]
+
+    async def requests(spy: Spy | None) -> None:
+        async with http_client() as http:
+            await http.get(f"{base}/v1/queue/imgG-flash-1/nothing/status")  # imports done
+            if spy is not None:
+                sys.meta_path.insert(0, spy)
+            try:
+                for _ in range(3):
+                    await http.get(f"{base}/v1/queue/imgG-flash-1/nothing/status")
+            finally:
+                if spy is not None:
+                    sys.meta_path.remove(spy)
+
+    asyncio.run(requests(None))  # a first client's lazy imports happen here
+    asyncio.run(requests(Spy()))
+    assert searched == [], f"each request searched sys.path for {sorted(set(searched))}"

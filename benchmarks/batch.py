@@ -11,6 +11,11 @@ command then runs to the end. Figures:
   middle 80 % of each run's creates (the restart left out), the slower run's, and its
   share of the create limit (goal: at least 95 %). The limit is 60 % of ``capacity`` (at
   most 10 a second); a capacity under the limit makes the share no evidence.
+- ``timelines``: each run's rate in each tenth of its creates and the seconds from its
+  start to its first create (where a run lost time: its start-up, or all along);
+  ``creates_sent_by_run`` beside ``tasks_made`` (creates refused by the limit), and the
+  CPU seconds the resumed command (``cpu_s_second_run``) and the simulator in each run
+  used (``sim_cpu_s_by_run``): what a loaded machine must find for them.
 - ``kb_per_row``: resident memory growth of the second run (which holds every row: half
   re-attached, half sent) from before the command to its end, divided by the rows (goal:
   at most 20 KB).
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import shutil
 import signal
 import statistics
@@ -91,7 +97,8 @@ def worker(argv: list[str], report: Path) -> int:
 
     before = _rss_bytes()
     code = genwidgets.cli.main(argv)
-    report.write_text(json.dumps({"rss_before": before, "rss_after": _rss_bytes(), "code": code}))
+    memory = {"rss_before": before, "rss_after": _rss_bytes()}
+    report.write_text(json.dumps({**memory, "code": code, "cpu_s": sum(os.times()[:2])}))
     return code
 
 
@@ -117,6 +124,21 @@ def _sustained(times: list[float]) -> float | None:
     low, high = int(len(ordered) * 0.1), int(len(ordered) * 0.9) - 1
     span = ordered[high] - ordered[low]
     return (high - low) / span if span > 0 else None
+
+
+def _tenths(times: list[float], start: float | None = None) -> dict[str, Any]:
+    """Where a run's creates went: the rate in each tenth of them (creates per second
+    from the tenth's first to its last), and the seconds from ``start`` to the first."""
+    ordered = sorted(times)
+    if len(ordered) < 20:
+        return {}
+    rates = []
+    for k in range(10):
+        part = ordered[len(ordered) * k // 10 : len(ordered) * (k + 1) // 10]
+        span = part[-1] - part[0]
+        rates.append(round((len(part) - 1) / span, 2) if span > 0 else None)
+    first = None if start is None else round(ordered[0] - start, 2)
+    return {"rates_by_tenth": rates, "first_create_after_s": first}
 
 
 def capacity(rows: int = 300) -> float | None:
@@ -214,6 +236,7 @@ def run_batch(rows: int = 10_000, limit: float | None = None) -> dict[str, Any]:
                 text=True,
             )
 
+        first_started = time.time()
         first = start(reports[0])
         deadline = time.monotonic() + rows / limit * 3 + 600
         while sim.stats()["created"] < rows // 2 and first.poll() is None:
@@ -223,13 +246,17 @@ def run_batch(rows: int = 10_000, limit: float | None = None) -> dict[str, Any]:
         first.send_signal(signal.SIGKILL)
         first.wait(60)
         killed_at = time.time()
-        figures["created_at_kill"] = sim.stats()["created"]
+        at_kill = sim.stats()
+        sim_cpu = [common.cpu_seconds(sim.process.pid)]
+        figures["created_at_kill"] = at_kill["created"]
+        started_at = [first_started, time.time()]
         second = start(reports[1])
         _, err = second.communicate(timeout=rows / limit * 3 + 900)
         if second.returncode not in (0, 1):
             raise RuntimeError(f"the resumed batch failed ({second.returncode}): {err[-2000:]}")
         tasks = httpx.get(f"{sim.base_url}/_sim/tasks", timeout=120).json()
         stats = sim.stats()
+        sim_cpu.append(common.cpu_seconds(sim.process.pid) - sim_cpu[0])
     finally:
         common.stop_process(sim.process)
     from genwidgets.lab.manifest import read_manifest
@@ -238,6 +265,10 @@ def run_batch(rows: int = 10_000, limit: float | None = None) -> dict[str, Any]:
     rates = [
         _sustained([t for t in made if t < killed_at]),
         _sustained([t for t in made if t >= killed_at]),
+    ]
+    timelines = [
+        _tenths([t for t in made if t < killed_at], started_at[0]),
+        _tenths([t for t in made if t >= killed_at], started_at[1]),
     ]
     known = [r for r in rates if r is not None]
     digests = [t["payload_sha256"] for t in tasks]
@@ -250,6 +281,12 @@ def run_batch(rows: int = 10_000, limit: float | None = None) -> dict[str, Any]:
             "create_rate": round(min(known), 2) if known else None,
             "create_rate_share": round(min(known) / limit, 3) if known else None,
             "creates_sent": stats["create"],
+            "creates_sent_by_run": [at_kill["create"], stats["create"] - at_kill["create"]],
+            "timelines": timelines,
+            # CPU seconds the resumed command used (the first's died with it), and the
+            # simulator's in each run: where a loaded machine's cores went
+            "cpu_s_second_run": round(memory["cpu_s"], 1),
+            "sim_cpu_s_by_run": [round(c, 1) for c in sim_cpu],
             "tasks_made": stats["created"],
             "duplicate_creates": len(digests) - len(set(digests)),
             "kb_per_row": round((memory["rss_after"] - memory["rss_before"]) / 1024 / rows, 2),

@@ -27,9 +27,9 @@ class StatusBudget:
     that finds the budget busy waits in a queue ordered by enqueue time + half its priority (its
     expected finish in seconds, capped at a minute): a job about to finish goes
     ahead of one that has waited up to half a minute longer, and nothing starves.
-    ``hold()`` (the rate gate's remaining wait after a 429 with Retry-After) stops
-    all grants while it is positive, so a reopened gate meets no burst. Engine
-    thread only.
+    ``hold()`` (the rate gate's remaining wait after a refused follow-up; a refused
+    create holds creates only) stops all grants while it is positive, so a reopened
+    gate meets no burst. Engine thread only.
     """
 
     #: how far back a late dispatcher may date the slots it missed (seconds)

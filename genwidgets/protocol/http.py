@@ -1,10 +1,11 @@
 """The four queue operations over httpx, with the retry and rate-limit policy.
 
 Create is retried only when it certainly created nothing; status, result and cancel
-back off on 5xx, 429 and transport errors; a rate limit closes one gate for the whole
-client; the key stays at the gateway's origin; every answer is read within its caps and
-its deadline (:mod:`.body`). The rules: docs/decisions.md#retries,
-docs/decisions.md#gateways-and-their-dialects and docs/decisions.md#reading-answers.
+back off on 5xx, 429 and transport errors; a rate limit closes the client's gate (a
+create's for creates only, which it paces: :mod:`.gate`); the key stays at the gateway's
+origin; every answer is read within its caps and its deadline (:mod:`.body`). The rules:
+docs/decisions.md#retries, docs/decisions.md#gateways-and-their-dialects,
+docs/decisions.md#create-pacing and docs/decisions.md#reading-answers.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from .fetch import (
     open_url_async,
     same_origin,
 )
+from .gate import RateGate
 from .records import (
     ERROR_TEXT_KEYS,
     ERROR_TYPE_KEYS,
@@ -69,8 +71,6 @@ log = logging.getLogger("genwidgets")
 
 #: How long a 404 ``Request not found`` is retried before it is believed.
 NOT_FOUND_GRACE_S = 3.0
-#: The longest Retry-After we wait out silently.
-MAX_RATE_WAIT_S = 120.0
 #: Bodies larger than this are not read (a misbehaving proxy, a wrong URL).
 MAX_BODY_BYTES = MAX_ANSWER_BYTES
 
@@ -104,38 +104,6 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
     if when is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-class RateGate:
-    """One gate per gateway: when it says wait, every request waits.
-
-    Lives on the engine's loop; ``close`` may be called from any coroutine there.
-    """
-
-    def __init__(self, max_wait: float = MAX_RATE_WAIT_S) -> None:
-        self.max_wait = max_wait
-        self._open_at = 0.0  # time.monotonic()
-
-    @property
-    def remaining(self) -> float:
-        return max(0.0, self._open_at - time.monotonic())
-
-    def close(self, seconds: float) -> None:
-        self._open_at = max(self._open_at, time.monotonic() + seconds)
-
-    async def wait(self, *, endpoint: str | None = None, request_id: str | None = None) -> None:
-        remaining = self.remaining
-        if remaining > self.max_wait:
-            raise RateLimited(
-                "Rate limit exceeded, and the gateway asks for a longer wait than "
-                f"{self.max_wait:.0f} s",
-                retry_after=remaining,
-                code="RATE_LIMIT_EXCEEDED",
-                endpoint=endpoint,
-                request_id=request_id,
-            )
-        while (remaining := self.remaining) > 0:
-            await asyncio.sleep(remaining)
 
 
 def _json_object(answer: Answer, name: str, handle: Handle) -> Mapping[str, Any]:
@@ -322,34 +290,46 @@ class Gateway:
         request_id: str | None,
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
+        attempt: int = 0,
     ) -> Answer:
+        """One request through the gate: a create with its pacing ticket (``attempt``:
+        its tries so far), redirects on the same origin only."""
         if self._http.is_closed:
             raise ClientClosed(endpoint=endpoint, request_id=request_id)
-        await self.gate.wait(endpoint=endpoint, request_id=request_id)
-        for _hop in range(MAX_REDIRECTS + 1):
-            async with self._semaphore:
-                self.counts[op] += 1
-                answer = await self._exchange(method, url, content, headers)
-            if not answer.is_redirect:
-                break
-            assert answer.url is not None
-            target = str(answer.url.join(answer.headers["location"]))
-            if not same_origin(target, self.base_url):
-                raise GatewayError(
-                    f"the {op} request was redirected to another origin "
-                    f"({_origin_text(target)}); not followed, so the API key stays at "
-                    f"{_origin_text(self.base_url)}",
-                    status_code=answer.status_code,
-                    endpoint=endpoint,
-                    request_id=request_id,
-                )
-            url = target
-            if answer.status_code == 303:
-                method, content = "GET", None
-        if _says_rate_limited(answer):
-            wait = parse_retry_after(answer.headers)
-            self.gate.close(wait if wait is not None else 1.0)
-        return answer
+        create = op == "create"
+        ticket = await self.gate.ticket(attempt=attempt) if create else None
+        try:
+            await self.gate.wait(endpoint=endpoint, request_id=request_id, create=create)
+            for _hop in range(MAX_REDIRECTS + 1):
+                async with self._semaphore:
+                    self.counts[op] += 1
+                    answer = await self._exchange(method, url, content, headers)
+                if not answer.is_redirect:
+                    break
+                assert answer.url is not None
+                target = str(answer.url.join(answer.headers["location"]))
+                if not same_origin(target, self.base_url):
+                    raise GatewayError(
+                        f"the {op} request was redirected to another origin "
+                        f"({_origin_text(target)}); not followed, so the API key stays at "
+                        f"{_origin_text(self.base_url)}",
+                        status_code=answer.status_code,
+                        endpoint=endpoint,
+                        request_id=request_id,
+                    )
+                url = target
+                if answer.status_code == 303:
+                    method, content = "GET", None
+            limited = _says_rate_limited(answer)
+            if limited:  # a create's refusal holds creates only: docs/decisions.md#create-pacing
+                wait = parse_retry_after(answer.headers)
+                self.gate.close(wait if wait is not None else 1.0, creates_only=create)
+            if ticket is not None:
+                ticket.refused = limited
+            return answer
+        finally:
+            if ticket is not None:
+                self.gate.done(ticket)
 
     async def _exchange(
         self, method: str, url: str, content: bytes | None, headers: Mapping[str, str] | None
@@ -408,6 +388,7 @@ class Gateway:
                     request_id=None,
                     content=content,
                     headers=sent_headers,
+                    attempt=attempt,
                 )
             except _NOT_SENT as exc:
                 # Nothing was sent: safe to try again.

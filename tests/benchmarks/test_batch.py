@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.batch import _sustained, judge  # noqa: E402
+from benchmarks.batch import _sustained, _tenths, judge  # noqa: E402
 
 
 def test_the_sustained_rate_leaves_out_the_ramps() -> None:
@@ -19,6 +19,15 @@ def test_the_sustained_rate_leaves_out_the_ramps() -> None:
     assert _sustained(steady) == 10.0
     assert abs((_sustained(ramps) or 0) - 10.0) < 1.0
     assert _sustained([1.0, 2.0]) is None
+
+
+def test_the_timeline_shows_where_a_run_lost_its_rate() -> None:
+    slow_start = [i / 2 for i in range(10)] + [5 + i / 10 for i in range(90)]  # 2/s, then 10/s
+    timeline = _tenths(slow_start, start=-1.5)
+    assert timeline["first_create_after_s"] == 1.5
+    assert timeline["rates_by_tenth"][0] == 2.0
+    assert timeline["rates_by_tenth"][1:] == [10.0] * 9
+    assert _tenths([1.0, 2.0]) == {}
 
 
 def test_each_goal_is_met_missed_or_not_measured() -> None:

@@ -43,7 +43,7 @@ MAX_NAME_BYTES = 200
 _BUILT_IN = ("row", "slug", "seed", "endpoint", "kind", "ext", "output")
 _UNSAFE = re.compile(r"[^\w.-]+", re.UNICODE)
 _DASHES = re.compile(r"-{2,}")
-_DASHES_BEFORE_EXT = re.compile(r"-+(?=\.|" + EXT_MARK + ")")
+_DASHES_BEFORE_EXT = re.compile(r"-+(?=\.)")
 _FORMATTER = string.Formatter()
 
 
@@ -77,10 +77,11 @@ def safe_part(value: Any, limit: int = PART_CHARS) -> str:
 
 
 def _tidy(name: str) -> str:
-    """Separators left by empty values collapsed: ``00003--.png`` → ``00003.png``."""
+    """Separators left by empty values collapsed: ``00003--.png`` → ``00003.png``; a dash
+    the template puts before a bare ``{ext}`` stays (``{text}-{ext}``: ``x-png``)."""
     if "--" in name:  # the regular expressions only where they have work (every row asks)
         name = _DASHES.sub("-", name)
-    if "-." in name or "-" + EXT_MARK in name:
+    if "-." in name:
         name = _DASHES_BEFORE_EXT.sub("", name)
     return name.strip("-") or "row"
 
@@ -160,8 +161,8 @@ def file_name(stem: str, ext: str, output: int, outputs: int) -> str:
     elif outputs > 1 and output > 0:
         if EXT_MARK in name:
             head, mark, tail = name.rpartition(EXT_MARK)
-            dot = "." if head.endswith(".") else ""
-            name = f"{head.removesuffix('.')}-{output + 1}{dot}{mark}{tail}"
+            sep = head[-1:] if head[-1:] in (".", "-") else ""  # x.png, x-png: x-2.png, x-2-png
+            name = f"{head[: len(head) - len(sep)]}-{output + 1}{sep}{mark}{tail}"
         else:
             name = f"{name}-{output + 1}"
     return name.replace(EXT_MARK, ext)

@@ -63,7 +63,10 @@ def test_separators_left_by_empty_values_are_tidied() -> None:
         "2-x-1-k.png"
     )
     bare = NameTemplate.parse("{text}-{ext}", ["text"]).stem(0, {"text": "x"}, {})
-    assert file_name(bare, "png", 0, 1) == "xpng"  # a dash before {ext} goes, dot or not
+    assert file_name(bare, "png", 0, 1) == "x-png"  # the template's own dash, no dot: kept
+    empty = NameTemplate.parse("{text}-{ext}", ["text"]).stem(0, {"text": ""}, {})
+    assert file_name(empty, "png", 0, 1) == "png"
+    assert file_name(bare, "png", 1, 2) == "x-2-png"  # a later output: before the separator
 
 
 @pytest.mark.parametrize(

@@ -66,9 +66,15 @@ def start_simulator(
     workers: int = SIM_WORKERS, speed: float = 1.0, flags: Sequence[str] = ()
 ) -> ChildSimulator:
     """Start a child simulator (with more of its ``flags``) and return once it listens."""
+    return _listening(_launch_simulator(workers, speed, flags))
+
+
+def _launch_simulator(
+    workers: int = SIM_WORKERS, speed: float = 1.0, flags: Sequence[str] = ()
+) -> subprocess.Popen[str]:
     command = [PYTHON, "-m", "genwidgets.simulator", "--port", "0"]
     command += ["--speed", f"{speed:g}", "--workers", str(workers), *flags]
-    process = subprocess.Popen(
+    return subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -76,6 +82,10 @@ def start_simulator(
         env=child_env(),
         cwd=REPO,
     )
+
+
+def _listening(process: subprocess.Popen[str]) -> ChildSimulator:
+    """The simulator once it says where it listens (it prints that line first)."""
     assert process.stdout is not None
     line = process.stdout.readline()
     if " on http" not in line:
@@ -98,15 +108,16 @@ def stop_process(process: subprocess.Popen[str], timeout: float = 10.0) -> None:
 
 @contextlib.contextmanager
 def simulators(count: int, workers: int = SIM_WORKERS) -> Iterator[list[ChildSimulator]]:
-    """``count`` child simulators, stopped on exit."""
-    started: list[ChildSimulator] = []
+    """``count`` child simulators, started at once (each takes most of a second to import
+    what it needs; the polling step starts sixteen), stopped on exit."""
+    launched: list[subprocess.Popen[str]] = []
     try:
         for _ in range(count):
-            started.append(start_simulator(workers))
-        yield started
+            launched.append(_launch_simulator(workers))
+        yield [_listening(process) for process in launched]
     finally:
-        for sim in started:
-            stop_process(sim.process)
+        for process in launched:
+            stop_process(process)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -330,6 +330,45 @@ def judge(figures: dict[str, Any]) -> dict[str, bool | None]:
     return verdicts
 
 
+def section(figures: dict[str, Any]) -> list[str]:
+    """The RESULTS.md section of ``run.py``'s batch step (its 10,000-row figures come from
+    ``python -m benchmarks.batch`` alone: docs/decisions.md#batch-benchmark)."""
+    verdicts = judge(figures)
+
+    def said(key: str) -> str:
+        return {True: "met", False: "MISSED", None: "not evidence"}[verdicts.get(key)]
+
+    share = figures.get("create_rate_share")
+    capacity = figures.get("capacity")
+    return [
+        "## Batch from data",
+        "",
+        f"`genwidgets batch` on {figures['rows']:,} rows against a simulator limiting creates "
+        f"to {figures['limit']:g} a second (capacity measured first: "
+        f"{'not measured' if capacity is None else f'{capacity:g} creates/s'}), killed "
+        "half way and run again (`benchmarks/batch.py`).",
+        "",
+        "| figure | value | goal |",
+        "|---|---|---|",
+        f"| create rate, each run / share of the limit | "
+        f"{', '.join('n/a' if r is None else f'{r:g}' for r in figures.get('create_rates') or [])}"
+        " / "
+        f"{'n/a' if share is None else f'{share:.1%}'} | >= 95 %: {said('create_rate_share')} |",
+        f"| creates sent / tasks made | {figures.get('creates_sent')} / "
+        f"{figures.get('tasks_made')} | |",
+        f"| duplicate creates | {figures.get('duplicate_creates')} | 0: "
+        f"{said('duplicate_creates')} |",
+        f"| rows done / listed unknown | {figures.get('rows_done')} / "
+        f"{figures.get('rows_unknown')} | every row: {said('every_row_done_or_listed')} |",
+        f"| manifest rows / ledger tasks | {figures.get('manifest_rows')} / "
+        f"{figures.get('ledger_tasks')} | all: {said('manifest_and_ledger_hold_all')} |",
+        f"| every file once | {figures.get('files_once')} | {said('every_file_once')} |",
+        f"| memory per row | {figures.get('kb_per_row')} KB | <= 20 KB: {said('kb_per_row')} |",
+        f"| planning {figures['rows']:,} rows | {figures['plan_s']:.2f} s | |",
+        "",
+    ]
+
+
 def _main(argv: list[str]) -> int:
     if argv[:1] == ["--worker"]:
         parser = argparse.ArgumentParser(prog="python -m benchmarks.batch --worker")

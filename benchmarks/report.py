@@ -6,7 +6,7 @@ import datetime
 import json
 from typing import Any
 
-from . import ledger_lock, polling_report, prompt, scale
+from . import batch, ledger_lock, polling_report, prompt, scale
 from ._common import fmt
 from .figures import headline
 from .goals import KB, MET, MISSED, NOT_EVIDENCE, Verdict, judge_all
@@ -276,6 +276,8 @@ def report(results: dict[str, Any], command: str, quick: bool, machine: dict[str
     if "ledger_lock" in results:
         lines += ledger_lock.section(results["ledger_lock"])
     lines += _scale_section(results["scale"])
+    if "batch" in results:
+        lines += batch.section(results["batch"])
     lines += _prompt_section(results["prompt"])
     if "grid_weight" in results:
         lines += _grid_section(results["grid_weight"])

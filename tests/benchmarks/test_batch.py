@@ -52,3 +52,24 @@ def test_each_goal_is_met_missed_or_not_measured() -> None:
 def test_a_limit_the_machine_cannot_reach_makes_the_share_no_evidence() -> None:
     figures = {"rows": 1, "create_rate_share": 0.75, "capacity": 9.3, "limit": 10.0}
     assert judge(figures)["create_rate_share"] is None
+
+
+def test_the_report_says_each_batch_figure_and_its_verdict() -> None:
+    from benchmarks.batch import section
+
+    figures = {
+        "rows": 10_000, "plan_s": 1.41, "capacity": 25.1, "limit": 10.0,
+        "create_rates": [10.0, 9.99], "create_rate_share": 0.999, "creates_sent": 19_857,
+        "tasks_made": 9_990, "duplicate_creates": 0, "rows_done": 9_990, "rows_unknown": 10,
+        "rows_other": 0, "manifest_rows": 10_000, "ledger_tasks": 9_990, "files_once": True,
+        "kb_per_row": 15.38,
+    }  # fmt: skip
+    text = "\n".join(section(figures))
+    assert "99.9%" in text and ">= 95 %: met" in text and "MISSED" not in text
+    assert "19857 / 9990" in text and "<= 20 KB: met" in text
+    slow = "\n".join(section({**figures, "capacity": 8.0, "create_rate_share": 0.8}))
+    assert ">= 95 %: not evidence" in slow  # the machine paced it, not the batch
+    heavy = "\n".join(section({**figures, "kb_per_row": 31.0, "duplicate_creates": 2}))
+    assert "<= 20 KB: MISSED" in heavy and "0: MISSED" in heavy
+    tiny = "\n".join(section({**figures, "capacity": None, "create_rates": [None, 4.0]}))
+    assert "n/a, 4 /" in tiny and "not measured" in tiny  # a small run measures less

@@ -70,7 +70,7 @@ def start_simulator(
 
 
 def _launch_simulator(
-    workers: int = SIM_WORKERS, speed: float = 1.0, flags: Sequence[str] = ()
+    workers: int, speed: float = 1.0, flags: Sequence[str] = ()
 ) -> subprocess.Popen[str]:
     command = [PYTHON, "-m", "genwidgets.simulator", "--port", "0"]
     command += ["--speed", f"{speed:g}", "--workers", str(workers), *flags]

@@ -43,12 +43,10 @@ class Plan:
 #: figures are not measured, the 20 s set's cold arm and the fixed pollers' samples: all
 #: of these are done, or nearly, when the warm arms' measured tasks arrive (30 every 3 s
 #: for the 20 s set, from about 160 s). The short set's arms, whose targets are the
-#: tightest, start once those arrivals are over. Measured phases that met the fixed
-#: pollers' (2026-11-26: the 20 s warm arm's status round trips at p90 1 s while four
-#: 0.1 s pollers ran, p95 notice 1.9 to 3.3 s; each arm alone 1.42 s even beside three
-#: busy loops) were measuring the benchmark's own load. So the machine is never asked
-#: for more requests than its two cores answer on time: the fixed pollers' achieved
-#: intervals and the simulators' probe times show it (docs/decisions.md, "Benchmarks").
+#: tightest, start once those arrivals are over (a measured phase beside the fixed
+#: pollers measured the benchmark's own load: docs/decisions.md#benchmark-on-paper).
+#: So the machine is never asked for more requests than its two cores answer on time:
+#: the fixed pollers' achieved intervals and the simulators' probe times show it.
 #: Each fixed poller's window keeps it at 10-50 requests/s.
 SHORT_S, LATER_S = 215.0, 0.0
 FULL_ARMS: dict[str, ArmPlan] = {

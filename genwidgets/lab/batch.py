@@ -195,13 +195,12 @@ class Batch:
         returns how many."""
         with self._lock:
             failed = [r for r in self.rows if r.state == FAILED]
-            self._cursor = min((r.index for r in failed), default=self._cursor)
             for row in failed:
-                row.state, row.error, row.request_id, row.job = WAITING, None, None, None
+                row.error, row.request_id, row.job = None, None, None
                 row.files, row.timed_out, row.rate_limited = [], False, 0
-            updates = [RowUpdate(r.index, WAITING) for r in failed]
+                self._update(row, WAITING)  # the manifest's last line of it says so too
             self.stopped = None
-        self.store.settle(self.id, updates)
+        self._flush()
         if failed:
             self._stop.clear()
             self._cancelled = False

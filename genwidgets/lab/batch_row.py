@@ -115,6 +115,7 @@ class BatchRow:
             "status": self.status if self.state != CREATED else "created",
             "endpoint": self.endpoint,
             "request_id": self.request_id,
+            "attempt": self.attempt,
             "files": [
                 str(p.relative_to(out)) if p.is_relative_to(out) else str(p) for p in self.files
             ],

@@ -3,11 +3,13 @@
 Running the same batch again (same id) after a crash, a kernel restart or Ctrl-C:
 a row ``done`` whose files are all there stays done; a row ``created`` is re-attached
 (its result from the ledger when finished, else polled again, never created again); a
-row ``sending`` (reserved when the process stopped) is matched to the ledger's record
-of its create by endpoint and payload as sent: created → re-attached, certainly not
-created → sent again, anything else → ``unknown``, listed and never resent. A reserved
-row with no ledger record never left (the ledger writes the intent before the create
-leaves). docs/decisions.md#batch-resume.
+row ``sending`` (reserved when the process stopped) is first looked up in the manifest,
+whose lines are flushed at once: its create's answer for this attempt there (the store's
+and the ledger's writers had not caught up) → re-attached by that id; else matched to the
+ledger's record of its create by endpoint and payload as sent: created → re-attached,
+certainly not created → sent again, anything else → ``unknown``, listed and never
+resent. A reserved row with no ledger record never left (the ledger writes the intent
+before the create leaves). docs/decisions.md#batch-resume.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..jobs.ledger import NOT_CREATED, scrub_payload
 from .batch_store import CREATED, DONE, LEFT, SENDING, UNKNOWN, WAITING
+from .manifest import read_manifest
 
 if TYPE_CHECKING:
     from .._protocols import JobLike
@@ -121,6 +124,26 @@ def _attach_all(batch: RunningBatch, rows: Sequence[tuple[BatchRow, str]]) -> No
                 batch._update(row, keep)
 
 
+def _answered_in_manifest(
+    batch: RunningBatch, rows: Sequence[BatchRow]
+) -> tuple[list[tuple[BatchRow, str]], list[BatchRow]]:
+    """Reserved rows whose create's answer, for the attempt reserved, is the manifest's
+    last line of the row (with its request id), and the rest. A killed process flushed
+    that line at once; its store and ledger writes may still have been queued."""
+    said = read_manifest(batch.out)
+    found: list[tuple[BatchRow, str]] = []
+    rest: list[BatchRow] = []
+    for row in rows:
+        line = said.get(row.index, {})
+        request_id = line.get("request_id")
+        if line.get("batch") == batch.id and line.get("attempt") == row.attempt and request_id:
+            row.request_id = str(request_id)
+            found.append((row, row.request_id))
+        else:
+            rest.append(row)
+    return found, rest
+
+
 def restore(batch: RunningBatch) -> None:
     """Load a stored batch's rows into ``batch`` (see the module docstring)."""
     records = {r.index: r for r in batch.store.rows(batch.id)}
@@ -147,6 +170,9 @@ def restore(batch: RunningBatch) -> None:
                 attach.append((row, row.request_id))
             elif row.state == SENDING:
                 reserved.append(row)
+    if reserved:
+        answered, reserved = _answered_in_manifest(batch, reserved)
+        attach.extend(answered)
     if reserved:
         reconcile(batch, reserved)
     _attach_all(batch, attach)

@@ -47,6 +47,8 @@ def test_each_goal_is_met_missed_or_not_measured() -> None:
     assert verdicts["create_rate_share"] is True and verdicts["kb_per_row"] is False
     assert verdicts["duplicate_creates"] is True and verdicts["plan_s"] is None
     assert verdicts["manifest_and_ledger_hold_all"] and verdicts["every_row_done_or_listed"]
+    assert verdicts["every_file_once"] is True
+    assert judge({**figures, "suffixed_files": 1})["every_file_once"] is False  # a row's ~2
 
 
 def test_a_limit_the_machine_cannot_reach_makes_the_share_no_evidence() -> None:

@@ -304,11 +304,12 @@ def test_the_batch_is_killed_half_way_and_resumed_with_no_row_made_twice(
     results: dict[str, Any],
 ) -> None:
     b = results["batch"]
-    assert b["rows"] == TINY.batch_rows and b["manifest_rows"] == b["rows"]
-    assert b["duplicate_creates"] == 0 and b["tasks_made"] <= b["rows"]
-    assert b["rows_done"] + b["rows_unknown"] == b["rows"] and b["rows_other"] == 0
-    assert b["files_once"] and b["files"] == b["rows_done"] and b["suffixed_files"] == 0
-    assert b["ledger_tasks"] >= b["rows_done"]
+    kept = f"its folder: {b.get('kept')}"  # kept when a goal is missed
+    assert b["rows"] == TINY.batch_rows and b["manifest_rows"] == b["rows"], kept
+    assert b["duplicate_creates"] == 0 and b["tasks_made"] <= b["rows"], kept
+    assert b["rows_done"] + b["rows_unknown"] == b["rows"] and b["rows_other"] == 0, kept
+    assert b["files_once"] and b["files"] == b["rows_done"] and b["suffixed_files"] == 0, kept
+    assert b["ledger_tasks"] >= b["rows_done"], kept
     assert b["plan_s"] > 0 and b["kb_per_row"] > 0
     assert set(b["goals"]) >= {"create_rate_share", "kb_per_row", "duplicate_creates", "plan_s"}
 

@@ -184,6 +184,7 @@ def test_retried_rows_spend_again_and_the_batch_stops_at_the_cap(
         assert batch.retry_failed() == 2
         batch.wait(timeout=120)
         assert [r.status for r in batch.rows] == ["done", "waiting"]
+        assert read_manifest(tmp_path / "o")[1]["status"] == "waiting"  # no longer failed
         assert batch.stopped and "budget's cap (3 of 3 images)" in batch.stopped
         assert sim_stats(sim)["created"] == 3
     other = gw.Client(sim.base_url, KEY, ledger=Ledger(home / "ledger.sqlite3"))

@@ -13,6 +13,8 @@ import pytest
 
 import genwidgets as gw
 from genwidgets.lab.batch_open import open_batch
+from genwidgets.lab.batch_store import RowUpdate
+from genwidgets.lab.outfiles import write_outputs
 from genwidgets.lab.resume import reconcile
 from genwidgets.simulator import SimulatorServer
 
@@ -129,4 +131,78 @@ def test_a_done_row_whose_file_went_missing_is_written_again(
         lost.unlink()
         again = gw.batch(T2I, ROWS[:2], TEMPLATE, client=client, **kwargs).wait(timeout=120)
     assert lost.exists() and [r.status for r in again.rows] == ["done", "done"]
+    assert created(sim) == 2
+
+
+def test_a_row_whose_answer_reached_only_the_manifest_is_re_attached_with_its_file_kept(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """A process killed while its ledger's writer lagged: the create's answer reached the
+    manifest (flushed at once) and the row's file was written, but neither the store nor
+    the ledger kept the request id. The resume follows the manifest's id (same attempt),
+    makes nothing again, and ends the row done with its one file."""
+    sim = make_simulator()
+    out = tmp_path / "o"
+    with gw.Client(sim.base_url, KEY) as first, gw.Client(sim.base_url, KEY, ledger=False) as raw:
+        batch = open_batch(T2I, ROWS[:2], TEMPLATE, out=out, client=first, id="lagged")
+        batch._store_batch()
+        assert len(batch.store.reserve("lagged", [(0, {"tasks": 1.0})], {}).taken) == 1
+        ledger = first.ledger
+        assert ledger is not None
+        lost = ledger.record_intent(  # its intent on disk; the answer never reached it
+            gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[0].payload
+        )
+        recorder = ledger._recorder
+        recorder._settle(recorder.row_of(lost))
+        ledger.flush()
+        job = raw.send(batch.rows[0].planned.prepared)  # made at the gateway, no ledger
+        row = batch.rows[0]
+        row.state, row.attempt, row.request_id = "created", 1, str(job.request_id)
+        batch.manifest.event(row.record(out))
+        written = write_outputs(
+            out,
+            row.planned.stem,
+            list(job.result(timeout=60).outputs),
+            own=(),
+            batch="lagged",
+            row=0,
+            endpoint=T2I,
+            request_id=row.request_id,
+            payload=row.payload,
+        )
+        batch.manifest.close()
+    assert created(sim) == 1
+    with gw.Client(sim.base_url, KEY) as second:
+        again = gw.batch(T2I, ROWS[:2], TEMPLATE, client=second, id="lagged").wait(timeout=120)
+    assert [r.status for r in again.rows] == ["done", "done"]
+    assert again.rows[0].request_id == str(job.request_id)
+    assert again.rows[0].files == written  # its own file, replaced, not beside a ~2
+    assert created(sim) == 2  # row 0 never made again
+    assert sorted(p.name for p in out.iterdir() if p.suffix == ".png") == sorted(
+        p.name for r in again.rows for p in r.files
+    )
+
+
+def test_a_retried_row_is_not_re_attached_to_its_earlier_attempts_task(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """The manifest's last line of a row retried and then reserved again names the task of
+    the attempt before: it must not stand for the new attempt (the ledger decides)."""
+    sim = make_simulator()
+    out = tmp_path / "o"
+    with gw.Client(sim.base_url, KEY) as first, gw.Client(sim.base_url, KEY, ledger=False) as raw:
+        batch = open_batch(T2I, ROWS[:1], TEMPLATE, out=out, client=first, id="retried")
+        batch._store_batch()
+        batch.store.reserve("retried", [(0, {"tasks": 1.0})], {})
+        old = raw.send(batch.rows[0].planned.prepared)
+        row = batch.rows[0]
+        row.state, row.attempt, row.request_id = "failed", 1, str(old.request_id)
+        batch.manifest.event(row.record(out))  # attempt 1 failed (as far as it knows)
+        batch.store.settle("retried", [RowUpdate(0, "waiting")])
+        assert batch.store.reserve("retried", [(0, {"tasks": 1.0})], {}).taken == [(0, 2)]
+        batch.manifest.close()  # attempt 2 reserved; the process dies before its intent
+    with gw.Client(sim.base_url, KEY) as second:
+        again = gw.batch(T2I, ROWS[:1], TEMPLATE, client=second, id="retried").wait(timeout=120)
+    assert again.rows[0].status == "done"
+    assert again.rows[0].request_id != str(old.request_id)  # sent: no ledger record of it
     assert created(sim) == 2

@@ -471,12 +471,10 @@ class Batch:
                 for index, attempt in reserved.taken:
                     row = by_index[index]
                     row.state, row.attempt, row.reserved_at = SENDING, attempt, time.time()
-                for index in reserved.elsewhere:  # another process sending this batch has it
-                    row = by_index[index]
-                    row.error = "taken by another process sending this batch"
-                    self._update(row, UNKNOWN)
                 if reserved.capped:
                     self.stopped = self._cap_text()
+            if reserved.elsewhere:
+                self._taken_elsewhere([by_index[i] for i in reserved.elsewhere])
             if reserved.taken:
                 self._send([by_index[i] for i, _ in reserved.taken])
             self._dirty = True  # the finisher writes the store and tells the views
@@ -484,6 +482,29 @@ class Batch:
                 break
         self._flush()
         self._ensure_finisher()
+
+    def _taken_elsewhere(self, rows: list[BatchRow]) -> None:
+        """Rows another process sending this batch reserved first: shown as the store has
+        them (an ended row as it ended, one still going there as ``unknown`` here) and
+        never written, for the store and the manifest are that process's to write."""
+        stored = {r.index: r for r in self.store.rows(self.id)}
+        with self._lock:
+            for row in rows:
+                record = stored.get(row.index)
+                row.planned.prepared = None
+                row.ended_at = time.time()
+                if record is not None and record.state in ENDED:
+                    row.state, row.request_id, row.error = (
+                        record.state,
+                        record.request_id,
+                        record.error,
+                    )
+                    row.files = [self.out / name for name in record.files]
+                else:
+                    there = record.state if record is not None else "gone"
+                    row.state = UNKNOWN
+                    row.error = f"taken by another process sending this batch ({there} there)"
+        self._dirty = True
 
     def _cap_text(self) -> str:
         caps = self.plan.budget.caps

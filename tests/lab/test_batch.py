@@ -16,6 +16,7 @@ from widgets.taskfakes import wait_for
 import genwidgets as gw
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.lab.batch_open import batch as open_and_send
+from genwidgets.lab.batch_store import BatchStore
 from genwidgets.lab.manifest import read_manifest
 from genwidgets.lab.provenance import read_provenance
 from genwidgets.simulator import SimulatorServer
@@ -230,6 +231,43 @@ def test_two_processes_sending_one_batch_never_send_a_row_twice(
         assert "done" in states
     names = [p.name for p in (tmp_path / "o").iterdir() if p.suffix == ".png"]
     assert len(names) == 12
+    # the shared record says what happened: a row the other process took is its to tell
+    assert {r["status"] for r in read_manifest(tmp_path / "o").values()} == {"done"}
+    store = BatchStore(path)
+    try:
+        stored = store.rows("shared")
+    finally:
+        store.close()
+    assert {r.state for r in stored} == {"done"}
+
+
+def test_a_process_that_finds_its_rows_done_by_another_leaves_their_record_done(
+    home: Path, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    """Two processes open one batch; the first sends it all and ends; the second's rows
+    are then all taken. It says so, and never writes over the first's record."""
+    path = home / "ledger.sqlite3"
+    home.mkdir(parents=True, exist_ok=True)
+    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
+    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "late", "confirm_above": 0}
+    try:
+        first, second = (
+            open_and_send(T2I, prompts(3), TEMPLATE, client=c, **kwargs) for c in clients
+        )
+        first.submit().wait(timeout=120, progress="none")
+        second.submit().wait(timeout=120, progress="none")
+    finally:
+        for c in clients:
+            c.close()
+    assert sim_stats(sim)["created"] == 3
+    assert [r.status for r in second.rows] == ["done"] * 3  # as the store says
+    assert [r.files for r in second.rows] == [r.files for r in first.rows]
+    assert {r["status"] for r in read_manifest(tmp_path / "o").values()} == {"done"}
+    store = BatchStore(path)
+    try:
+        assert {r.state for r in store.rows("late")} == {"done"}
+    finally:
+        store.close()
 
 
 def test_a_row_past_its_deadline_is_cancelled_or_left(

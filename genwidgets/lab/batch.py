@@ -40,7 +40,7 @@ from .batch_store import (
 from .finish import check_deadlines, finish_row
 from .manifest import Manifest
 from .progress import Mode, Progress, Snapshot
-from .resume import reconcile
+from .resume import reconcile, show_as_stored
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
@@ -124,6 +124,12 @@ class Batch:
     @property
     def started(self) -> bool:
         return self._started
+
+    @property
+    def sending(self) -> bool:
+        """Whether its sender runs: rows are being reserved and created."""
+        sender = self._sender
+        return sender is not None and sender.is_alive()
 
     def submit(self) -> Batch:
         """Send what waits (the plan's confirmation); a second call does nothing more."""
@@ -473,8 +479,11 @@ class Batch:
                     row.state, row.attempt, row.reserved_at = SENDING, attempt, time.time()
                 if reserved.capped:
                     self.stopped = self._cap_text()
-            if reserved.elsewhere:
-                self._taken_elsewhere([by_index[i] for i in reserved.elsewhere])
+            if reserved.elsewhere:  # another process sending this batch took them first
+                stored = {r.index: r for r in self.store.rows(self.id)}
+                with self._lock:
+                    for index in reserved.elsewhere:
+                        show_as_stored(self, by_index[index], stored.get(index))
             if reserved.taken:
                 self._send([by_index[i] for i, _ in reserved.taken])
             self._dirty = True  # the finisher writes the store and tells the views
@@ -482,29 +491,6 @@ class Batch:
                 break
         self._flush()
         self._ensure_finisher()
-
-    def _taken_elsewhere(self, rows: list[BatchRow]) -> None:
-        """Rows another process sending this batch reserved first: shown as the store has
-        them (an ended row as it ended, one still going there as ``unknown`` here) and
-        never written, for the store and the manifest are that process's to write."""
-        stored = {r.index: r for r in self.store.rows(self.id)}
-        with self._lock:
-            for row in rows:
-                record = stored.get(row.index)
-                row.planned.prepared = None
-                row.ended_at = time.time()
-                if record is not None and record.state in ENDED:
-                    row.state, row.request_id, row.error = (
-                        record.state,
-                        record.request_id,
-                        record.error,
-                    )
-                    row.files = [self.out / name for name in record.files]
-                else:
-                    there = record.state if record is not None else "gone"
-                    row.state = UNKNOWN
-                    row.error = f"taken by another process sending this batch ({there} there)"
-        self._dirty = True
 
     def _cap_text(self) -> str:
         caps = self.plan.budget.caps

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +38,10 @@ __all__ = ["CONFIRM_ABOVE", "ON_TIMEOUT", "batch", "batch_id_of", "batches"]
 #: what a row past its ``timeout`` becomes: cancelled at the gateway, or left running
 ON_TIMEOUT = ("cancel", "leave")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+#: the batches of this process by (store, id): one opened again while it sends (a cell
+#: run twice) is given back, its rows in flight never settled as a dead run's
+_opened: weakref.WeakValueDictionary[tuple[BatchStore, str], Batch] = weakref.WeakValueDictionary()
+_opened_lock = threading.Lock()
 
 
 def _bad(loc: str, msg: str) -> PayloadError:
@@ -89,7 +95,8 @@ def open_batch(
 ) -> Batch:
     """Everything :func:`batch` does but sending: the plan, the id, the folder, what
     the store holds under the id, the budget. ``batch.needs_confirmation`` says whether
-    it would wait for ``.submit()`` (the command line asks first, whatever the count)."""
+    it would wait for ``.submit()`` (the command line asks first, whatever the count).
+    A batch of this id still sending in this process is returned as it is."""
     concurrency = CONCURRENCY if concurrency is None else concurrency
     confirm_above = CONFIRM_ABOVE if confirm_above is None else confirm_above
     _check_arguments(timeout, on_timeout, confirm_above, concurrency, id)
@@ -113,6 +120,11 @@ def open_batch(
             "another id= (or none: one is derived from the rows)",
         )
     folder = _folder(out, stored, batch_id)
+    key = (store, batch_id)
+    with _opened_lock:
+        sending = _opened.get(key)
+    if sending is not None and sending.sending:
+        return sending
     check_out(folder, batch_id)
     run = Batch(
         plan,
@@ -131,6 +143,8 @@ def open_batch(
     )
     billed = sum(r.planned.billed for r in waiting)
     run.needs_confirmation = needs_confirmation(billed, confirm_above)
+    with _opened_lock:
+        _opened[key] = run
     return run
 
 

@@ -2,10 +2,11 @@
 spent, kept in tables beside the ledger's ``tasks`` so a batch outlives its process.
 
 A row is reserved (``sending``, its billed units written to ``batch_spend``) in one
-write transaction that first sums what the batch has spent, so a cap holds however
-many kernels or processes send the same batch; a create that certainly made nothing
-gives its units back. States and what resuming does with each:
-docs/decisions.md#batch-resume.
+write transaction that first sums what the batch has spent, so a cap holds however many
+kernels or processes send the same batch; a create that certainly made nothing gives its
+units back. The reserving ledger's owner is kept with the row: while that process lives,
+its rows are its own (another resuming the batch leaves them). States and what resuming
+does with each: docs/decisions.md#batch-resume.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ _SCHEMA = (
     files TEXT NOT NULL DEFAULT '[]',
     reserved_at REAL,
     updated_at REAL NOT NULL,
+    owner TEXT,
     PRIMARY KEY (batch_id, idx)
 )""",
     """CREATE TABLE IF NOT EXISTS batch_spend (
@@ -96,6 +98,8 @@ class RowRecord:
     error: str | None
     files: list[str]
     reserved_at: float | None
+    #: the ledger owner that reserved it (``Ledger.owner``; None without a ledger)
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,7 @@ class BatchStore(TableStore):
     """Read and write batches in the tables of one ledger file (or of the session)."""
 
     SCHEMA = _SCHEMA
+    COLUMNS = (("batch_rows", "owner", "TEXT"),)
 
     def save_batch(
         self,
@@ -220,13 +225,22 @@ class BatchStore(TableStore):
         """The stored rows of a batch, in order."""
         found = self._read(
             "SELECT idx, endpoint, payload, state, attempt, request_id, error, files, "
-            "reserved_at FROM batch_rows WHERE batch_id = ? ORDER BY idx",
+            "reserved_at, owner FROM batch_rows WHERE batch_id = ? ORDER BY idx",
             (batch_id,),
         )
         return [
-            RowRecord(int(i), e, p, s, int(a), rid, err, json.loads(f), at)
-            for i, e, p, s, a, rid, err, f, at in found
+            RowRecord(int(i), e, p, s, int(a), rid, err, json.loads(f), at, who)
+            for i, e, p, s, a, rid, err, f, at, who in found
         ]
+
+    @property
+    def owner(self) -> str | None:
+        """The owner this store's reservations take (None without a ledger)."""
+        return self.tables.owner
+
+    def alive_owners(self) -> set[str]:
+        """The owners (``RowRecord.owner``) whose process still runs."""
+        return self.tables.alive_owners()
 
     def spent(self, batch_id: str) -> dict[str, float]:
         """What the batch's rows have taken, per billed kind (every attempt but those
@@ -250,6 +264,7 @@ class BatchStore(TableStore):
         now = time.time()
 
         def write(conn: sqlite3.Connection) -> Reserved:
+            owner = self.tables.hold(conn)  # alive while it lives: its rows are its own
             spent = {
                 kind: float(total or 0.0)
                 for kind, total in conn.execute(
@@ -281,8 +296,8 @@ class BatchStore(TableStore):
                 number = int(attempt) + 1
                 conn.execute(
                     "UPDATE batch_rows SET state = ?, attempt = ?, reserved_at = ?, error = NULL, "
-                    "request_id = NULL, updated_at = ? WHERE batch_id = ? AND idx = ?",
-                    (SENDING, number, now, now, batch_id, index),
+                    "request_id = NULL, updated_at = ?, owner = ? WHERE batch_id = ? AND idx = ?",
+                    (SENDING, number, now, now, owner, batch_id, index),
                 )
                 conn.executemany(
                     "INSERT OR REPLACE INTO batch_spend (batch_id, idx, attempt, kind, amount) "

@@ -1,32 +1,34 @@
 """Resuming a batch: what its store and the ledger say of each row, before anything is sent.
 
-Running the same batch again (same id) after a crash, a kernel restart or Ctrl-C:
-a row ``done`` whose files are all there stays done; a row ``created`` is re-attached
-(its result from the ledger when finished, else polled again, never created again); a
-row ``sending`` (reserved when the process stopped) is first looked up in the manifest,
-whose lines are flushed at once: its create's answer for this attempt there (the store's
-and the ledger's writers had not caught up) → re-attached by that id; else matched to the
-ledger's record of its create by endpoint and payload as sent: created → re-attached,
-certainly not created → sent again, anything else → ``unknown``, listed and never
-resent. A reserved row with no ledger record never left (the ledger writes the intent
-before the create leaves). docs/decisions.md#batch-resume.
+Running the same batch again (same id) after a crash, a kernel restart or Ctrl-C: a row
+another process still sending the batch holds (reserved by a ledger owner that lives) is
+left to it; a row ``done`` whose files are all there stays done; a row ``created`` is
+re-attached (its result from the ledger when finished, else polled again, never created
+again); a row ``sending`` (reserved when the process stopped) is first looked up in the
+manifest, whose lines are flushed at once: its create's answer for this attempt there
+(the store's and the ledger's writers had not caught up) → re-attached by that id; else
+matched to the ledger's record of its create by endpoint and payload as sent: created →
+re-attached, certainly not created → sent again, anything else → ``unknown``, listed and
+never resent. A reserved row with no ledger record never left (the ledger writes the
+intent before the create leaves). docs/decisions.md#batch-resume.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..jobs.ledger import NOT_CREATED, scrub_payload
-from .batch_store import CREATED, DONE, LEFT, SENDING, UNKNOWN, WAITING
+from .batch_store import CREATED, DONE, ENDED, LEFT, SENDING, UNKNOWN, WAITING, RowRecord
 from .manifest import read_manifest
 
 if TYPE_CHECKING:
     from .._protocols import JobLike
     from .batch_row import BatchRow, RunningBatch
 
-__all__ = ["reconcile", "restore"]
+__all__ = ["reconcile", "restore", "show_as_stored"]
 
 #: how far before a row's reservation its ledger intent may be dated (clock steps)
 SLACK = 60.0
@@ -144,6 +146,22 @@ def _answered_in_manifest(
     return found, rest
 
 
+def show_as_stored(batch: RunningBatch, row: BatchRow, record: RowRecord | None) -> None:
+    """A row another live process holds, shown here as the store has it (ended there:
+    as it ended; still going there: ``unknown`` here) and never written by this one: the
+    store and the manifest are that process's to write. Under the batch's lock."""
+    row.planned.prepared = None
+    row.ended_at = time.time()
+    if record is not None and record.state in ENDED:
+        row.state, row.request_id, row.error = record.state, record.request_id, record.error
+        row.files = [batch.out / name for name in record.files]
+        return
+    row.state = UNKNOWN
+    row.request_id = record.request_id if record is not None else None
+    there = record.state if record is not None else "gone"
+    row.error = f"taken by another process sending this batch ({there} there)"
+
+
 def restore(batch: RunningBatch) -> None:
     """Load a stored batch's rows into ``batch`` (see the module docstring)."""
     records = {r.index: r for r in batch.store.rows(batch.id)}
@@ -152,11 +170,17 @@ def restore(batch: RunningBatch) -> None:
     batch._stored = True
     reserved: list[BatchRow] = []
     attach: list[tuple[BatchRow, str]] = []
+    going = {r.state for r in records.values()} & {SENDING, CREATED}
+    alive = batch.store.alive_owners() if going else set()
+    me = batch.store.owner
     with batch._lock:
         batch.spent = batch.store.spent(batch.id)
         for row in batch.rows:
             record = records.get(row.index)
             if record is None:
+                continue
+            if record.state in (SENDING, CREATED) and record.owner in alive - {me, None}:
+                show_as_stored(batch, row, record)  # a live process is sending it
                 continue
             row.state, row.attempt = record.state, record.attempt
             row.request_id, row.error = record.request_id, record.error

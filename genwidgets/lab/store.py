@@ -88,9 +88,18 @@ class Tables(Protocol):
     @property
     def path(self) -> Path | None: ...
 
+    @property
+    def owner(self) -> str | None: ...
+
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
+
+    def hold(self, conn: sqlite3.Connection) -> str | None:
+        """Take leases in the write transaction ``conn``: the holder's name (None: no
+        other process can see these tables)."""
+
+    def alive_owners(self) -> set[str]: ...
 
 
 class SessionTables:
@@ -98,6 +107,7 @@ class SessionTables:
     that lives as long as this process (nothing is written to disk)."""
 
     path = None
+    owner = None
 
     def __init__(self) -> None:
         self._conn = sqlite3.connect(":memory:", check_same_thread=False)
@@ -112,10 +122,21 @@ class SessionTables:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
+    def hold(self, conn: sqlite3.Connection) -> None:
+        return None  # one process sees these tables: nothing to hold against
+
+    def alive_owners(self) -> set[str]:
+        return set()
+
 
 def _no_table(exc: Exception) -> bool:
-    """Whether an error says the grid tables are not in the file (yet)."""
+    """Whether an error says the tables are not in the file (yet)."""
     return "no such table" in str(exc)
+
+
+def _no_column(exc: Exception) -> bool:
+    """Whether an error says a column is not in the file's table (an older file)."""
+    return "no such column" in str(exc) or "has no column named" in str(exc)
 
 
 def store_path(client: ClientLike) -> Path | None:
@@ -166,6 +187,9 @@ class TableStore:
     """
 
     SCHEMA: tuple[str, ...] = ()
+    #: columns ``SCHEMA`` has that a file written by an older genwidgets lacks:
+    #: (table, column, declaration), added by the first statement that misses one
+    COLUMNS: tuple[tuple[str, str, str], ...] = ()
 
     def __init__(self, tables: Tables | str | os.PathLike[str] | None = None) -> None:
         self._owned: Ledger | None = None
@@ -184,21 +208,34 @@ class TableStore:
             with self.tables.transaction() as conn:
                 return write(conn)
         except (LedgerError, sqlite3.OperationalError) as exc:
-            if not _no_table(exc):
+            if not (_no_table(exc) or _no_column(exc)):
                 raise
             with self.tables.transaction() as conn:
-                for statement in self.SCHEMA:
-                    conn.execute(statement)
+                self._bring_up_to_date(conn)
                 return write(conn)
 
+    def _bring_up_to_date(self, conn: sqlite3.Connection) -> None:
+        """Make the tables missing, and add the :attr:`COLUMNS` an older file lacks."""
+        for statement in self.SCHEMA:
+            conn.execute(statement)
+        for table, column, declaration in self.COLUMNS:
+            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Rows of one query; none from a file that holds no such table yet."""
+        """Rows of one query; none from a file that holds no such table yet (an older
+        file's tables are brought up to date first)."""
         try:
             return self.tables.query(sql, params)
         except (LedgerError, sqlite3.OperationalError) as exc:
             if _no_table(exc):
                 return []
-            raise
+            if not _no_column(exc):
+                raise
+        with self.tables.transaction() as conn:
+            self._bring_up_to_date(conn)
+        return self.tables.query(sql, params)
 
     def close(self) -> None:
         """Close the ledger this store opened (a client's ledger is the client's to close)."""

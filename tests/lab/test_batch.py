@@ -5,6 +5,7 @@ cancel, and two processes sending one batch without sending a row twice."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from widgets.taskfakes import wait_for
 
 import genwidgets as gw
 from genwidgets.jobs.ledger import Ledger
+from genwidgets.lab import store as lab_store
 from genwidgets.lab.batch_open import batch as open_and_send
 from genwidgets.lab.batch_store import BatchStore
 from genwidgets.lab.manifest import read_manifest
@@ -268,6 +270,73 @@ def test_a_process_that_finds_its_rows_done_by_another_leaves_their_record_done(
         assert {r.state for r in store.rows("late")} == {"done"}
     finally:
         store.close()
+
+
+def _held_sends(client: gw.Client, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """Make ``client``'s batch sender stop after reserving a chunk, before sending it:
+    (reserved, go_on) events."""
+    reserved, go_on = threading.Event(), threading.Event()
+    real = client.send_many
+
+    def held(*args: Any, **kw: Any) -> Any:
+        reserved.set()
+        assert go_on.wait(60)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(client, "send_many", held)
+    return reserved, go_on
+
+
+def test_a_batch_opened_again_in_its_process_while_it_sends_is_given_back(
+    client: gw.Client, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell run twice: its rows reserved and not yet sent are not a dead run's to settle
+    (that sent each of them twice); the batch sending them is returned."""
+    reserved, go_on = _held_sends(client, monkeypatch)
+    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "twice", "client": client}
+    try:
+        first = open_and_send(T2I, prompts(3), TEMPLATE, **kwargs)
+        assert reserved.wait(60)
+        again = open_and_send(T2I, prompts(3), TEMPLATE, **kwargs)
+        assert again is first
+    finally:
+        go_on.set()
+    first.wait(timeout=120, progress="none")
+    digests = [t["payload_sha256"] for t in sim_tasks(sim)]
+    assert len(digests) == len(set(digests)) == 3
+    ended = open_and_send(T2I, prompts(3), TEMPLATE, **kwargs)  # ended: opened afresh
+    assert ended is not first and [r.status for r in ended.rows] == ["done"] * 3
+
+
+def test_a_batch_opened_by_another_process_while_one_sends_it_leaves_that_ones_rows(
+    home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows another live process reserved and has not sent yet (no ledger intent) are its
+    own: the second process shows them as taken and sends none of them."""
+    path = home / "ledger.sqlite3"
+    home.mkdir(parents=True, exist_ok=True)
+    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
+    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "busy"}
+    reserved, go_on = _held_sends(clients[0], monkeypatch)
+    try:
+        first = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[0], **kwargs)
+        assert reserved.wait(60)
+        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
+        second = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[1], **kwargs)
+        assert second.store is not first.store
+        second.wait(timeout=120, progress="none")
+        assert [r.status for r in second.rows] == ["unknown"] * 3
+        assert all("another process" in (r.error or "") for r in second.rows)
+        go_on.set()
+        first.wait(timeout=120, progress="none")
+    finally:
+        go_on.set()
+        for c in clients:
+            c.close()
+    digests = [t["payload_sha256"] for t in sim_tasks(sim)]
+    assert len(digests) == len(set(digests)) == 3  # each row made once, by the first
+    assert [r.status for r in first.rows] == ["done"] * 3
+    assert {r["status"] for r in read_manifest(tmp_path / "o").values()} == {"done"}
 
 
 def test_a_row_past_its_deadline_is_cancelled_or_left(

@@ -5,10 +5,13 @@ back when nothing was created; batches listed with their rows per state."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 from pathlib import Path
 
+from genwidgets.jobs.ledger import Ledger
 from genwidgets.lab.batch_store import (
+    _SCHEMA,
     CREATED,
     DONE,
     SENDING,
@@ -110,4 +113,39 @@ def test_settled_rows_and_listed_batches(tmp_path: Path) -> None:
 def test_a_file_without_batch_tables_reads_empty(tmp_path: Path) -> None:
     store = BatchStore(tmp_path / "ledger.sqlite3")
     assert store.batches() == [] and store.rows("b") == [] and store.spent("b") == {}
+    store.close()
+
+
+def test_a_reserved_row_keeps_the_owner_that_took_it_alive(tmp_path: Path) -> None:
+    """A reservation writes the reserving ledger's heartbeat in its transaction: another
+    process sees at once that a live owner holds the row (without a ledger: no owner)."""
+    store = BatchStore(tmp_path / "ledger.sqlite3")
+    saved(store, rows=2)
+    store.reserve("b", [(0, {})], {})
+    row = store.rows("b")[0]
+    assert row.owner == store.owner is not None and row.owner in store.alive_owners()
+    assert store.rows("b")[1].owner is None
+    store.close()
+    assert row.owner not in BatchStore(tmp_path / "ledger.sqlite3").alive_owners()  # closed
+    memory = BatchStore()
+    saved(memory, rows=1)
+    memory.reserve("b", [(0, {})], {})
+    assert memory.rows("b")[0].owner is None and memory.alive_owners() == set()
+
+
+def test_a_file_an_older_genwidgets_wrote_gets_the_owner_column(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    with sqlite3.connect(path) as con:  # batch_rows as it was before owners
+        con.execute(_SCHEMA[0])
+        con.execute(_SCHEMA[1].replace("    owner TEXT,\n", ""))
+        con.execute(_SCHEMA[2])
+        con.execute(
+            "INSERT INTO batch_rows (batch_id, idx, endpoint, payload, state, updated_at) "
+            "VALUES ('b', 0, 'genW2.5-t2i-preview', '{}', 'waiting', 0)"
+        )
+    store = BatchStore(path)
+    assert [(r.index, r.state, r.owner) for r in store.rows("b")] == [(0, WAITING, None)]
+    assert store.reserve("b", [(0, {})], {}).taken == [(0, 1)]
+    assert store.rows("b")[0].owner == store.owner
     store.close()

@@ -166,11 +166,16 @@ def claim(
         else:
             skipped += 1
     conn.executemany("UPDATE tasks SET owner = ? WHERE id = ?", [(owner, i) for i in taken])
-    # owners that stopped own nothing any more: forget them
-    conn.execute(
-        "DELETE FROM owners WHERE owner NOT IN (SELECT DISTINCT owner FROM tasks "
-        "WHERE owner IS NOT NULL AND state = ?) AND owner != ?",
-        (SUBMITTED, owner),
+    # owners that stopped own nothing any more: forget them (a live one may hold what
+    # the ledger does not see, a batch's reserved rows)
+    conn.executemany(
+        "DELETE FROM owners WHERE owner = ? AND owner NOT IN (SELECT DISTINCT owner FROM "
+        "tasks WHERE owner IS NOT NULL AND state = ?)",
+        [
+            (stopped, SUBMITTED)
+            for (stopped,) in conn.execute("SELECT owner FROM owners").fetchall()
+            if stopped not in alive and stopped != owner
+        ],
     )
     return Claim(tuple(taken), skipped)
 
@@ -210,6 +215,23 @@ class Leases:
         self._holding = True
         return self._owner.name
 
+    @property
+    def owner(self) -> str:
+        """This ledger's owner name (``host:pid:random``)."""
+        return self._owner.name
+
+    def hold(self, conn: sqlite3.Connection) -> str:
+        """Take leases inside the caller's write transaction ``conn``: this ledger's
+        heartbeat is written there and goes on; returns its owner name."""
+        owner = self.take()
+        heartbeat(conn, owner, self._clock())
+        return owner
+
+    def alive(self) -> set[str]:
+        """Every owner that lives (this ledger's too, while it holds leases): a read."""
+        owners = self._file.read("SELECT owner, host, pid, heartbeat FROM owners")
+        return alive_owners(owners, self._clock(), self.ttl, pid_alive)
+
     def heartbeat(self) -> Op | None:
         """The writer's idle work: the heartbeat of this ledger's leases, if it holds any."""
         if not self._holding:
@@ -236,13 +258,7 @@ class Leases:
     def held_elsewhere(self, gateway: str) -> set[str]:
         """Request ids of unfinished tasks of ``gateway`` that another live owner
         leases: a read, nothing is claimed."""
-        me = self._owner.name
-        owners = [
-            row
-            for row in self._file.read("SELECT owner, host, pid, heartbeat FROM owners")
-            if row[0] != me
-        ]
-        alive = alive_owners(owners, self._clock(), self.ttl, pid_alive)
+        alive = self.alive() - {self._owner.name}
         if not alive:
             return set()
         found = self._file.read(

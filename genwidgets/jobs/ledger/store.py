@@ -328,6 +328,23 @@ class Ledger:
         leases: a read, nothing is claimed (``history()`` leaves them to it)."""
         return self._leases.held_elsewhere(gateway)
 
+    @property
+    def owner(self) -> str:
+        """This ledger's owner name: the holder of its leases (``host:pid:random``)."""
+        return self._leases.owner
+
+    def hold(self, conn: sqlite3.Connection) -> str:
+        """Take leases inside a write transaction of :meth:`transaction`, for rows of
+        other tables only a live process may hold (a batch's reserved rows): this
+        ledger's heartbeat is written there and goes on while it is open; returns
+        :attr:`owner`."""
+        return self._leases.hold(conn)
+
+    def alive_owners(self) -> set[str]:
+        """The owners that live: a fresh heartbeat and, on this host, a running process
+        (a read; this ledger's own while it holds leases)."""
+        return self._leases.alive()
+
     def without_held(self, gateway: str, rows: list[LedgerRow]) -> list[LedgerRow]:
         """``rows`` less the unfinished ones another live kernel polls (said in a
         warning): re-attaching them would poll each task twice and take its lease."""

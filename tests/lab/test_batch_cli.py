@@ -168,3 +168,46 @@ def test_killed_half_way_then_run_again_creates_no_row_twice(
     assert len(done_rows) >= count - 4  # at most a chunk (two rounds of 2) is unknown
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert len(pngs) == len(done_rows) and not any("~" in name for name in pngs)
+
+
+def test_two_processes_running_one_batch_together_make_each_row_once(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """The same command started again in a second process while the first sends: the
+    second leaves the rows the first holds (reserved, some not yet sent), takes the rows
+    still waiting, and the two make each row's task once; the shared record ends with
+    every row done and its file there once."""
+    sim = make_simulator(create_rate_limit=2)
+    count = 16
+    env = {
+        **os.environ,
+        "GENWIDGETS_HOME": str(tmp_path / "home"),
+        "GENWIDGETS_BASE_URL": sim.base_url,
+        "GENWIDGETS_API_KEY": KEY,
+    }
+    out = tmp_path / "o"
+    command = [sys.executable, "-m", "genwidgets.cli", "batch", str(rows_file(tmp_path, count)),
+               "--endpoint", T2I, "--set", "prompt={text}", "--set", "seed={seed}",
+               "--set", "n=1", "--out", str(out), "--yes", "--concurrency", "4"]  # fmt: skip
+    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(read_manifest(out)) < 2:
+            time.sleep(0.05)
+        assert len(read_manifest(out)) >= 2, first.stderr  # it sends
+        second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        assert first.wait(240) in (0, 1)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert second.returncode in (0, 1), second.stderr  # rows the first held: not done here
+    # a row the live first process held was its own, not a lost create of a dead one
+    assert "no answer was kept" not in second.stdout, second.stdout
+    tasks = httpx.get(f"{sim.base_url}/_sim/tasks", timeout=10).json()
+    digests = [t["payload_sha256"] for t in tasks]
+    assert len(digests) == len(set(digests)) == count  # each row made once, by one of them
+    last = read_manifest(out)
+    assert sorted(last) == list(range(count))
+    assert {r["status"] for r in last.values()} == {"done"}, second.stdout
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert pngs == sorted(name for r in last.values() for name in r["files"])

@@ -195,6 +195,8 @@ def batch(
         client=client,
         filenames=filenames,
     )
+    if run.started:  # it sends already, in this process
+        return run
     if not run.needs_confirmation:
         run.submit()
     elif progress_mode(sys.stdout) != "none":

@@ -288,17 +288,23 @@ def _held_sends(client: gw.Client, monkeypatch: pytest.MonkeyPatch) -> tuple[Any
 
 
 def test_a_batch_opened_again_in_its_process_while_it_sends_is_given_back(
-    client: gw.Client, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    client: gw.Client,
+    sim: SimulatorServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A cell run twice: its rows reserved and not yet sent are not a dead run's to settle
     (that sent each of them twice); the batch sending them is returned."""
     reserved, go_on = _held_sends(client, monkeypatch)
     kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "twice", "client": client}
     try:
-        first = open_and_send(T2I, prompts(3), TEMPLATE, **kwargs)
+        first = open_and_send(T2I, prompts(3), TEMPLATE, confirm_above=0, **kwargs).submit()
         assert reserved.wait(60)
-        again = open_and_send(T2I, prompts(3), TEMPLATE, **kwargs)
+        capsys.readouterr()
+        again = open_and_send(T2I, prompts(3), TEMPLATE, confirm_above=0, **kwargs)
         assert again is first
+        assert "nothing sent" not in capsys.readouterr().out  # it sends: nothing to confirm
     finally:
         go_on.set()
     first.wait(timeout=120, progress="none")

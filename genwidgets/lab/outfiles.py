@@ -4,13 +4,16 @@ Each output is written beside its final name first (a ``.part`` file), with its
 provenance inside (:mod:`.provenance`), then linked to its name only if that name is
 free (``os.link`` fails on an existing file: no check-then-write race). A name held by
 a file this row did not write gets ``~2``, ``~3``... A row's own earlier file (a resumed
-batch writing it again: recorded, or saying so in its provenance) is replaced:
+batch writing it again: recorded, saying so in its provenance, or of the same bytes) is
+replaced:
 docs/decisions.md#batch-files.
 """
 
 from __future__ import annotations
 
 import contextlib
+import filecmp
+import glob
 import json
 import os
 from collections.abc import Collection, Mapping
@@ -71,13 +74,19 @@ def check_out(out: Path, batch_id: str) -> None:
             )
 
 
-def _ours(path: Path, own: Collection[str], batch: str, row: int) -> bool:
-    """Whether ``path`` is this row's own earlier file: recorded as such, or saying so
-    inside (a process killed after writing it, before recording it)."""
+def _ours(path: Path, partial: Path, own: Collection[str], batch: str, row: int) -> bool:
+    """Whether ``path`` is this row's own earlier file: recorded as such, saying so
+    inside (a process killed after writing it, before recording it), or the very bytes
+    of ``partial`` (killed before its provenance sidecar: replacing it loses nothing)."""
     if path.name in own:
         return True
     found = read_provenance(path)
-    return found is not None and found.get("batch") == batch and found.get("row") == row
+    if found is not None:
+        return found.get("batch") == batch and found.get("row") == row
+    try:
+        return filecmp.cmp(path, partial, shallow=False)
+    except OSError:
+        return False
 
 
 def _claim(partial: Path, target: Path, own: Collection[str], batch: str, row: int) -> Path:
@@ -87,13 +96,13 @@ def _claim(partial: Path, target: Path, own: Collection[str], batch: str, row: i
         try:
             os.link(partial, candidate)
         except FileExistsError:
-            if _ours(candidate, own, batch, row):
+            if _ours(candidate, partial, own, batch, row):
                 os.replace(partial, candidate)
                 return candidate
             candidate = target.with_name(f"{target.stem}~{n}{target.suffix}")
             continue
         except OSError:  # no hard links here (some network or FAT file systems)
-            if candidate.exists() and not _ours(candidate, own, batch, row):
+            if candidate.exists() and not _ours(candidate, partial, own, batch, row):
                 candidate = target.with_name(f"{target.stem}~{n}{target.suffix}")
                 continue
             os.replace(partial, candidate)
@@ -129,6 +138,7 @@ def write_outputs(
     for k, output in enumerate(outputs):
         name = file_name(stem, extension_for(output.content_type), k, len(outputs))
         target = out / name
+        again = target.exists()  # written before: a killed writer may have left pieces
         partial = create_beside(target)
         try:
             inside = write_with_provenance(_source(output), partial, output.content_type, text)
@@ -138,5 +148,7 @@ def write_outputs(
                 partial.unlink(missing_ok=True)
         if not inside:
             write_sidecar(path, text)
+        for leftover in out.glob(f".{glob.escape(path.name)}.*.part") if again else ():
+            leftover.unlink(missing_ok=True)
         written.append(path)
     return written

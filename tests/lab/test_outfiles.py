@@ -82,3 +82,22 @@ def test_a_folder_holding_another_batch_is_refused(tmp_path: Path) -> None:
     with pytest.raises(PayloadError, match="holds the files of batch 'older'"):
         check_out(tmp_path, "newer")
     check_out(tmp_path, "older")  # its own folder: resumed
+
+
+def test_a_file_whose_sidecar_a_crash_cut_short_is_taken_back_when_its_bytes_match(
+    tmp_path: Path,
+) -> None:
+    """A process killed between a sound's file and its provenance sidecar: the resumed
+    row writes the same bytes again under its own name (no ``~2``), sidecar and all; a
+    stranger's file of other bytes under the name is still never touched."""
+    sound = outputs(("audio/mpeg", b"ID3 the same sound"))
+    (first,) = write(tmp_path, sound)
+    Path(f"{first}.json").unlink()  # killed before the sidecar was written
+    (tmp_path / f".{first.name}.json.0123456789ab.part").write_bytes(b"")  # its beginning
+    assert read_provenance(first) is None
+    (again,) = write(tmp_path, sound)
+    assert again == first and read_provenance(again)["request_id"] == "r-7"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [first.name, f"{first.name}.json"]
+    Path(f"{first}.json").unlink()
+    (other,) = write(tmp_path, outputs(("audio/mpeg", b"ID3 another sound")))
+    assert other.name == "00007-a-fox-3~2.mp3" and first.read_bytes() == b"ID3 the same sound"

@@ -129,14 +129,11 @@ def test_failed_rows_exit_1_and_are_listed(gateway_env: SimulatorServer, tmp_pat
     assert code == 1 and "row 0:" in out and "Runtime execution failed" in out
 
 
-def test_killed_half_way_then_run_again_creates_no_row_twice(
-    make_simulator: Callable[..., SimulatorServer], tmp_path: Path
-) -> None:
-    """The command in a child process, killed with SIGKILL once some rows are created,
-    then the same command to the end: the simulator made each row's task once (rows
-    lost in flight are listed as unknown, never resent) and every file is there once."""
-    sim = make_simulator(create_rate_limit=4)
-    count = 24
+def child_command(
+    sim: SimulatorServer, tmp_path: Path, count: int, concurrency: int
+) -> tuple[list[str], dict[str, str], Path]:
+    """``genwidgets batch`` over ``count`` rows as a child process runs it: its command,
+    its environment (the simulator, a home of its own) and its output folder."""
     env = {
         **os.environ,
         "GENWIDGETS_HOME": str(tmp_path / "home"),
@@ -146,16 +143,36 @@ def test_killed_half_way_then_run_again_creates_no_row_twice(
     out = tmp_path / "o"
     command = [sys.executable, "-m", "genwidgets.cli", "batch", str(rows_file(tmp_path, count)),
                "--endpoint", T2I, "--set", "prompt={text}", "--set", "seed={seed}",
-               "--set", "n=1", "--out", str(out), "--yes", "--concurrency", "2"]  # fmt: skip
+               "--set", "n=1", "--out", str(out), "--yes",
+               "--concurrency", str(concurrency)]  # fmt: skip
+    return command, env, out
+
+
+def started(command: list[str], env: dict[str, str], out: Path, lines: int) -> Any:
+    """The command in a child process, once its manifest holds ``lines`` rows (bounded)."""
     child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(read_manifest(out)) < count // 3:
-            time.sleep(0.05)
-        assert len(read_manifest(out)) >= count // 3, child.stderr
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(read_manifest(out)) < lines and child.poll() is None:
+        time.sleep(0.05)
+    if len(read_manifest(out)) < lines:
+        child.kill()
+        _, err = child.communicate(30)
+        raise AssertionError(f"the batch wrote under {lines} manifest rows: {err!r}")
+    return child
+
+
+def test_killed_half_way_then_run_again_creates_no_row_twice(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """The command in a child process, killed with SIGKILL once some rows are created,
+    then the same command to the end: the simulator made each row's task once (rows
+    lost in flight are listed as unknown, never resent) and every file is there once."""
+    sim = make_simulator(create_rate_limit=4)
+    count = 24
+    command, env, out = child_command(sim, tmp_path, count, concurrency=2)
+    child = started(command, env, out, count // 3)
+    child.send_signal(signal.SIGKILL)
+    child.wait(30)
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode in (0, 1), done.stderr
     tasks = httpx.get(f"{sim.base_url}/_sim/tasks", timeout=10).json()
@@ -179,22 +196,9 @@ def test_two_processes_running_one_batch_together_make_each_row_once(
     every row done and its file there once."""
     sim = make_simulator(create_rate_limit=2)
     count = 16
-    env = {
-        **os.environ,
-        "GENWIDGETS_HOME": str(tmp_path / "home"),
-        "GENWIDGETS_BASE_URL": sim.base_url,
-        "GENWIDGETS_API_KEY": KEY,
-    }
-    out = tmp_path / "o"
-    command = [sys.executable, "-m", "genwidgets.cli", "batch", str(rows_file(tmp_path, count)),
-               "--endpoint", T2I, "--set", "prompt={text}", "--set", "seed={seed}",
-               "--set", "n=1", "--out", str(out), "--yes", "--concurrency", "4"]  # fmt: skip
-    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    command, env, out = child_command(sim, tmp_path, count, concurrency=4)
+    first = started(command, env, out, 2)  # it sends
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(read_manifest(out)) < 2:
-            time.sleep(0.05)
-        assert len(read_manifest(out)) >= 2, first.stderr  # it sends
         second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
         assert first.wait(240) in (0, 1)
     finally:

@@ -480,7 +480,7 @@ class Batch:
                 if reserved.capped:
                     self.stopped = self._cap_text()
             if reserved.elsewhere:  # another process sending this batch took them first
-                stored = {r.index: r for r in self.store.rows(self.id)}
+                stored = {r.index: r for r in self.store.rows(self.id, reserved.elsewhere)}
                 with self._lock:
                     for index in reserved.elsewhere:
                         show_as_stored(self, by_index[index], stored.get(index))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,12 +221,13 @@ class BatchStore(TableStore):
             params = (gateway,)
         return self._summaries(self._read(sql + " ORDER BY created_at DESC, rowid DESC", params))
 
-    def rows(self, batch_id: str) -> list[RowRecord]:
-        """The stored rows of a batch, in order."""
+    def rows(self, batch_id: str, only: Collection[int] | None = None) -> list[RowRecord]:
+        """The stored rows of a batch (``only`` those indices), in order."""
+        some = "" if only is None else f" AND idx IN ({','.join('?' * len(only))})"
         found = self._read(
             "SELECT idx, endpoint, payload, state, attempt, request_id, error, files, "
-            "reserved_at, owner FROM batch_rows WHERE batch_id = ? ORDER BY idx",
-            (batch_id,),
+            f"reserved_at, owner FROM batch_rows WHERE batch_id = ?{some} ORDER BY idx",
+            (batch_id, *(only or ())),
         )
         return [
             RowRecord(int(i), e, p, s, int(a), rid, err, json.loads(f), at, who)

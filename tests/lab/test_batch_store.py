@@ -125,6 +125,7 @@ def test_a_reserved_row_keeps_the_owner_that_took_it_alive(tmp_path: Path) -> No
     row = store.rows("b")[0]
     assert row.owner == store.owner is not None and row.owner in store.alive_owners()
     assert store.rows("b")[1].owner is None
+    assert [r.index for r in store.rows("b", [1])] == [1]  # only those asked for
     store.close()
     assert row.owner not in BatchStore(tmp_path / "ledger.sqlite3").alive_owners()  # closed
     memory = BatchStore()

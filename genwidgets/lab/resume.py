@@ -171,15 +171,14 @@ def restore(batch: RunningBatch) -> None:
     reserved: list[BatchRow] = []
     attach: list[tuple[BatchRow, str]] = []
     going = {r.state for r in records.values()} & {SENDING, CREATED}
-    alive = batch.store.alive_owners() if going else set()
-    me = batch.store.owner
+    others = batch.store.alive_owners() - {batch.store.owner} if going else set()
     with batch._lock:
         batch.spent = batch.store.spent(batch.id)
         for row in batch.rows:
             record = records.get(row.index)
             if record is None:
                 continue
-            if record.state in (SENDING, CREATED) and record.owner in alive - {me, None}:
+            if record.state in (SENDING, CREATED) and record.owner in others:
                 show_as_stored(batch, row, record)  # a live process is sending it
                 continue
             row.state, row.attempt = record.state, record.attempt

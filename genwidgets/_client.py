@@ -27,9 +27,11 @@ from .errors import (
     LedgerError,
     LedgerWarning,
     ModelNotAllowed,
+    NoAnswer,
     NotSupported,
     PayloadError,
     RateLimited,
+    ServerError,
     Unauthorized,
     Unreachable,
     WebhookNotSupported,
@@ -62,6 +64,15 @@ _CREATED_NOTHING = (
     WebhookNotSupported,
     NotSupported,
 )
+
+
+def lost_contact(job: Job) -> bool:
+    """Whether a job ended without word of its task: polling gave up on faults of
+    contact (not the gateway's answer about the task, not a closed client)."""
+    exc = job.exception()
+    return isinstance(exc, (NoAnswer, ServerError, RateLimited)) and not isinstance(
+        exc, ClientClosed
+    )
 
 
 def created_nothing(exc: BaseException) -> bool:
@@ -328,6 +339,7 @@ class Client:
         *,
         concurrency: int = 4,
         on_sent: Callable[[int, Job | Exception], object] | None = None,
+        hold: Callable[[], bool] | None = None,
     ) -> list[Job | Exception]:
         """Create the tasks of many prepared requests, at most ``concurrency`` at once,
         on the engine; one failed create never stops the others.
@@ -335,6 +347,7 @@ class Client:
         Returns each request's Job, or the exception its create raised, in order.
         ``on_sent(index, outcome)`` runs on this thread as each answer arrives. An
         interrupt stops the rest: those never sent are recorded as creating nothing.
+        ``hold()`` (thread-safe, asked before each create leaves) holds the rest back.
         """
         requests = list(requests)
         for prepared in requests:
@@ -355,6 +368,7 @@ class Client:
             concurrency=concurrency,
             on_each=on_sent,
             never_started=never_sent,
+            hold=hold,
         )
 
     def submit(
@@ -381,10 +395,12 @@ class Client:
             return None
 
     def job(self, endpoint: str, request_id: str) -> Job:
-        """Re-attach to an existing task by its request_id."""
+        """Re-attach to an existing task by its request_id. A job of this client that
+        stopped polling for want of contact (``Unreachable``, ``ServerError``, a long
+        rate limit) is polled anew: its task may still run."""
         self._check_open(endpoint, request_id)
         known = self._jobs.get((endpoint, request_id))
-        if known is not None:
+        if known is not None and not lost_contact(known):
             return known
         try:
             handle = self._handle_for(endpoint, request_id)

@@ -14,9 +14,10 @@ import queue
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from ..errors import Unreachable
 from .engine import Engine, wait_future
 
-__all__ = ["run_each", "valid_concurrency"]
+__all__ = ["HeldBack", "run_each", "valid_concurrency"]
 
 T = TypeVar("T")
 
@@ -29,6 +30,11 @@ def valid_concurrency(concurrency: object) -> int:
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be a whole number 1 or more, not {concurrency!r}")
     return concurrency
+
+
+class HeldBack(Unreachable):
+    """A create its batch held back before sending it (the caller's ``hold`` said so):
+    nothing was sent, so nothing was created."""
 
 
 class _Stop:
@@ -50,6 +56,7 @@ async def _run_all(
     stop: _Stop,
     deliver: Callable[[int, T | BaseException], object],
     never_started: Callable[[int], object] | None,
+    hold: Callable[[], bool] | None = None,
 ) -> None:
     """Every work under one semaphore; on a stop, cancel what runs, wait for it to end,
     then name each item whose work never began (the batch itself is never cancelled,
@@ -59,6 +66,8 @@ async def _run_all(
 
     async def one(index: int) -> T:
         async with gate:
+            if hold is not None and hold():  # asked before each create leaves, not after
+                raise HeldBack("held back by its batch before it was sent: nothing was sent")
             began.add(index)
             return await works[index]()
 
@@ -96,6 +105,7 @@ def run_each(
     concurrency: int,
     on_each: Callable[[int, T | Exception], object] | None = None,
     never_started: Callable[[int], object] | None = None,
+    hold: Callable[[], bool] | None = None,
 ) -> list[T | Exception]:
     """Run every ``works[i]()`` on the engine, at most ``concurrency`` at a time, and
     return their values (or the exceptions they raised) in order.
@@ -104,7 +114,9 @@ def run_each(
     thread as each one ends (answer order). An interrupt (Ctrl-C) or an exception from
     ``on_each`` stops the batch: what runs is cancelled, and once it has ended
     ``never_started(i)`` is called (on the engine) for each item whose work never
-    began, so its caller can record that nothing was sent.
+    began, so its caller can record that nothing was sent. ``hold()``, asked on the
+    engine as each work takes its slot, holds back the rest (each a :class:`HeldBack`)
+    while works in flight answer: a paused batch stops before its next create.
     """
     valid_concurrency(concurrency)
     if engine.in_engine_thread:
@@ -117,7 +129,7 @@ def run_each(
     arrived: queue.SimpleQueue[tuple[int, T | BaseException]] = queue.SimpleQueue()
     stop = _Stop()
     batch = engine.submit(
-        _run_all(works, concurrency, stop, lambda i, o: arrived.put((i, o)), never_started)
+        _run_all(works, concurrency, stop, lambda i, o: arrived.put((i, o)), never_started, hold)
     )
     outcomes: dict[int, T | Exception] = {}
     try:

@@ -22,25 +22,26 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._client import created_nothing
-from ..errors import RateLimited
 from ..jobs.ledger import scrub_payload
 from .batch_plan import BatchPlan
-from .batch_row import STATUSES, BatchRow
+from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
+from .batch_send import Sending
 from .batch_store import (
     CREATED,
     ENDED,
     FAILED,
+    PENDING,
     SENDING,
     UNKNOWN,
     WAITING,
     BatchStore,
     RowUpdate,
+    id_taken,
 )
-from .finish import check_deadlines, finish_row
+from .finish import check_deadlines, finish_row, write_files
 from .manifest import Manifest
 from .progress import Mode, Progress, Snapshot
-from .resume import reconcile, show_as_stored
+from .resume import reconcile
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
@@ -55,15 +56,11 @@ display_hook: Callable[[Batch], None] | None = None
 TICK = 0.25
 #: rows ended within this window make the rate (seconds)
 RATE_WINDOW = 60.0
-#: a row refused for the rate limit this many times in a row is failed
-MAX_RATE_LIMITED = 50
 #: how long an interrupted wait lets the sender end its chunk (seconds)
 STOP_WAIT = 15.0
-#: a chunk is this many rounds of ``concurrency`` creates
-CHUNK_ROUNDS = 2
 
 
-class Batch:
+class Batch(Sending):
     """Rows of data sent as tasks, each followed to its files; see the module docstring
     and ``gw.batch``."""
 
@@ -95,6 +92,12 @@ class Batch:
         self.stopped: str | None = None
         #: an error that ended the sender or the finisher (raised by :meth:`wait`)
         self.error: BaseException | None = None
+        #: why sending paused (creates failing in a row, the sender's error); set, the
+        #: batch sends nothing more until :meth:`submit`
+        self.paused: str | None = None
+        #: the last trouble of a background thread (recorded, shown, never fatal)
+        self.problem: str | None = None
+        self._doubtful = 0  # creates in a row that failed and may have billed
         self.manifest = Manifest(out, batch_id)
         self.spent: dict[str, float] = {}
         self._lock = threading.RLock()
@@ -132,10 +135,16 @@ class Batch:
         return sender is not None and sender.is_alive()
 
     def submit(self) -> Batch:
-        """Send what waits (the plan's confirmation); a second call does nothing more."""
+        """Send what waits (the plan's confirmation, or going on after a pause); a
+        second call does nothing more."""
         with self._lock:
-            if self._started:
+            if self._started and self.paused is None:
                 return self
+            if self.paused is not None:  # asked to go on: the pause ends here
+                self.paused = self.stopped = None
+                self._doubtful = 0
+                self._stop.clear()
+                self._settled.clear()
             self._started = True
         try:
             self._store_batch()
@@ -174,9 +183,9 @@ class Batch:
             raise
         finally:
             face.close(self.snapshot())
+        self._final_write()  # the store and both manifests say what wait() saw
         if self.error is not None:
             raise self.error
-        self._flush()  # the store (gw.batches(), a resume) says what wait() saw
         return self
 
     def cancel(self) -> int:
@@ -205,7 +214,8 @@ class Batch:
                 row.error, row.request_id, row.job = None, None, None
                 row.files, row.timed_out, row.rate_limited = [], False, 0
                 self._update(row, WAITING)  # the manifest's last line of it says so too
-            self.stopped = None
+            self.stopped = self.paused = None
+            self._doubtful = 0
         self._flush()
         if failed:
             self._stop.clear()
@@ -214,6 +224,17 @@ class Batch:
             self._settled.clear()
             self._run()
         return len(failed)
+
+    def write_files(self) -> int:
+        """Write the files of rows done at the gateway whose files could not be written
+        (``files pending``: a read-only folder, a full disk), from their kept outputs,
+        with no new create; returns how many are done now."""
+        with self._lock:
+            pending = [r for r in self.rows if r.state == PENDING]
+        written = write_files(self, pending)
+        self._ensure_finisher()  # a row polled again is finished by it
+        self._final_write()
+        return written
 
     @property
     def finished(self) -> bool:
@@ -259,7 +280,7 @@ class Batch:
         # (four rows ending together early on are not "16 rows/s")
         since = max(now - RATE_WINDOW, self._sending_since or now)
         rate = len(ends) / (now - since) if len(ends) >= 2 and now - since >= 1.0 else None
-        ended = sum(counts[s] for s in ("done", "failed", "cancelled", "unknown", "left running"))
+        ended = sum(counts[s] for s in ENDED_STATUSES)
         left = len(self.rows) - ended
         return Snapshot(
             id=self.id,
@@ -271,6 +292,8 @@ class Batch:
             stopped=self.stopped,
             finished=self.finished,
             started=self._started,
+            problem=self.problem or self.manifest.problem,
+            paused=self.paused is not None,
         )
 
     def dataframe(self) -> Any:
@@ -327,6 +350,43 @@ class Batch:
             except Exception:
                 log.exception("genwidgets: a listener of batch %s failed", self.id)
 
+    def _trouble(self, what: str, exc: BaseException) -> None:
+        """A background thread's error: recorded, logged once, shown; the run goes on."""
+        text = f"{what}: {type(exc).__name__}: {exc}"
+        if text != self.problem:
+            log.warning("genwidgets: batch %s: %s", self.id, text)
+        self.problem = text
+        self._dirty = True
+
+    def _pause(self, why: str) -> None:
+        """Stop sending (under the lock): creates in flight answer, nothing more leaves
+        until :meth:`submit`."""
+        if self.paused is not None:
+            return
+        self.paused = why
+        self._say_paused()
+        self._stop.set()
+
+    def _say_paused(self) -> None:
+        """``stopped`` for a pause, with the rows in doubt counted now (under the lock)."""
+        doubt = sum(1 for r in self.rows if r.state == UNKNOWN and not r.request_id)
+        self.stopped = (
+            f"paused: {self.paused}; {doubt} row(s) in doubt (their create's outcome is "
+            "unknown, never sent again). Nothing more is sent until batch.submit() (the "
+            "view's Submit, or the same command again)"
+        )
+
+    def _final_write(self) -> None:
+        """The store and both manifests, written once every row's last change is in:
+        after the finisher's last pass (bounded), then here, whatever it managed."""
+        finisher = self._finisher
+        if finisher is not None and finisher is not threading.current_thread():
+            finisher.join(STOP_WAIT)
+        with self._lock:
+            records = [r.record(self.out) for r in self.rows]
+        self._flush()
+        self.manifest.table(records, force=True)
+
     def _waiting(self) -> list[BatchRow]:
         return [r for r in self.rows if r.state == WAITING]
 
@@ -372,9 +432,11 @@ class Batch:
         return units
 
     def _store_batch(self) -> None:
+        """Record the batch before anything is confirmed or sent: its id is its own, in
+        every process sharing the ledger (another plan under it is refused)."""
         if self._stored:
             return
-        self.store.save_batch(
+        taken = self.store.save_batch(
             self.id,
             gateway=self.client.gateway_name,
             endpoint=self.endpoint,
@@ -383,6 +445,8 @@ class Batch:
             description=self.plan.describe(),
             rows=[(r.index, r.endpoint, json.dumps(scrub_payload(r.payload))) for r in self.rows],
         )
+        if taken is not None:
+            raise id_taken(self.id, taken, self.plan.describe())
         self._stored = True
 
     # ------------------------------------------------------------------ threads
@@ -398,7 +462,7 @@ class Batch:
                 and not (self._sender is not None and self._sender.is_alive())
             ):
                 self._sender = threading.Thread(
-                    target=self._guarded(self._send_all),
+                    target=self._guarded_sender,
                     name=f"genwidgets-batch-{self.id}",
                     daemon=True,
                 )
@@ -410,22 +474,26 @@ class Batch:
             if self._finisher is None or not self._finisher.is_alive():
                 self._settled.clear()
                 self._finisher = threading.Thread(
-                    target=self._guarded(self._finish_all),
+                    target=self._finish_all,
                     name=f"genwidgets-batch-{self.id}-files",
                     daemon=True,
                 )
                 self._finisher.start()
 
-    def _guarded(self, work: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                work()
-            except BaseException as exc:  # said by wait(); the batch's record stays true
-                log.exception("genwidgets: batch %s stopped", self.id)
-                self.error = exc
-                self._settled.set()
-
-        return run
+    def _guarded_sender(self) -> None:
+        """The sender: an error pauses the batch with its words (rows reserved and not
+        answered are settled as a resume would), never a silent end."""
+        try:
+            self._send_all()
+        except Exception as exc:
+            self._trouble("sending", exc)
+            with self._lock:
+                self._pause(f"sending stopped on {type(exc).__name__}: {exc}")
+                stuck = [r for r in self.rows if r.state == SENDING]
+            with contextlib.suppress(Exception):
+                if stuck:
+                    self._reconcile(stuck)
+            self._ensure_finisher()
 
     def _interrupt(self) -> None:
         """Ctrl-C in :meth:`wait`: stop creating, let the chunk in flight answer, keep
@@ -442,109 +510,6 @@ class Batch:
             self._flush()
             self.manifest.table([r.record(self.out) for r in self.rows], force=True)
 
-    # ------------------------------------------------------------------ sending
-
-    def _next_chunk(self) -> list[BatchRow]:
-        """The next rows to send: two rounds of ``concurrency``, so the sender's own
-        work between chunks is paid half as often (docs/decisions.md#batches). Rows
-        before ``_cursor`` wait no more (a row given back moves it back)."""
-        size = CHUNK_ROUNDS * self.concurrency
-        with self._lock:
-            while self._cursor < len(self.rows) and self.rows[self._cursor].state != WAITING:
-                self._cursor += 1
-            chunk = []
-            for row in self.rows[self._cursor :]:
-                if row.state == WAITING:
-                    chunk.append(row)
-                    if len(chunk) == size:
-                        break
-            return chunk
-
-    def _send_all(self) -> None:
-        """The sender thread: chunks of waiting rows, each reserved, then sent."""
-        caps = self.plan.budget.caps
-        while not self._stop.is_set():
-            chunk = self._next_chunk()
-            if not chunk:
-                break
-            self._flush()  # rows given back (a rate limit) are waiting in the store too
-            reserved = self.store.reserve(
-                self.id, [(r.index, self._charges(r)) for r in chunk], caps
-            )
-            by_index = {r.index: r for r in chunk}
-            with self._lock:
-                self.spent = reserved.spent
-                for index, attempt in reserved.taken:
-                    row = by_index[index]
-                    row.state, row.attempt, row.reserved_at = SENDING, attempt, time.time()
-                if reserved.capped:
-                    self.stopped = self._cap_text()
-            if reserved.elsewhere:  # another process sending this batch took them first
-                stored = {r.index: r for r in self.store.rows(self.id, reserved.elsewhere)}
-                with self._lock:
-                    for index in reserved.elsewhere:
-                        show_as_stored(self, by_index[index], stored.get(index))
-            if reserved.taken:
-                self._send([by_index[i] for i, _ in reserved.taken])
-            self._dirty = True  # the finisher writes the store and tells the views
-            if reserved.capped:
-                break
-        self._flush()
-        self._ensure_finisher()
-
-    def _cap_text(self) -> str:
-        caps = self.plan.budget.caps
-        shown = ", ".join(f"{self.spent.get(k, 0):g} of {v:g} {k}" for k, v in caps.items())
-        return f"stopped at the budget's cap ({shown}); rows not sent wait"
-
-    def _send(self, rows: list[BatchRow]) -> None:
-        """One chunk through ``client.send_many``; each answer settles its row."""
-        prepared = []
-        for row in rows:
-            ready = row.planned.prepared
-            if ready is None:
-                ready = self.client.prepare(row.endpoint, row.payload)
-            prepared.append(ready)
-        answered: set[int] = set()
-
-        def on_sent(i: int, outcome: Any) -> None:
-            answered.add(i)
-            self._sent(rows[i], outcome)
-
-        try:
-            self.client.send_many(prepared, concurrency=self.concurrency, on_sent=on_sent)
-        finally:
-            for row in rows:  # sent: a retry prepares again (the payload is kept)
-                row.planned.prepared = None
-            missing = [row for i, row in enumerate(rows) if i not in answered]
-            if missing:  # stopped mid-chunk: what the ledger says of each
-                self._reconcile(missing)
-        if self._cancelled:  # cancelled while this chunk was in flight
-            with self._lock:
-                late = [r for r in rows if r.state == CREATED and not r.user_cancelled]
-                for row in late:
-                    row.user_cancelled = True
-            for row in late:
-                if row.job is not None:
-                    row.job.request_cancel()
-
-    def _sent(self, row: BatchRow, outcome: Any) -> None:
-        with self._lock:
-            if isinstance(outcome, Exception):
-                text = f"not created: {type(outcome).__name__}: {outcome}"
-                if isinstance(outcome, RateLimited) and row.rate_limited < MAX_RATE_LIMITED:
-                    row.rate_limited += 1
-                    self._update(row, WAITING, release=True)  # nothing made: it goes again
-                elif created_nothing(outcome):
-                    row.error = text
-                    self._update(row, FAILED, release=True)
-                else:
-                    row.error = f"outcome unknown: {type(outcome).__name__}: {outcome}"
-                    self._update(row, UNKNOWN)
-                return
-            self._attach(row, outcome)
-            self._update(row, CREATED)
-
     def _attach(self, row: BatchRow, job: JobLike, created_at: float | None = None) -> None:
         """Follow a row's task: its end queues the row for the finisher (engine thread:
         a queue put, nothing more), its changes mark the batch changed."""
@@ -556,7 +521,8 @@ class Batch:
         def ended(_job: Any) -> None:
             self._ended.put(index)
 
-        def moved(_job: Any) -> None:
+        def moved(_job: Any) -> None:  # word of the task: contact is back
+            row.lost, row.lost_since = 0, None
             self._dirty = True
 
         job.add_update_callback(moved)
@@ -573,24 +539,45 @@ class Batch:
                 index = self._ended.get(timeout=TICK)
             except queue.Empty:
                 index = None
-            if index is not None:
-                finish_row(self, self.rows[index])
-            if index is not None and time.monotonic() < due:
-                continue  # more rows may have ended: their files first
-            due = time.monotonic() + TICK
-            check_deadlines(self)
-            self._flush()
-            if self.manifest.due():
-                self.manifest.table([r.record(self.out) for r in self.rows])
-            if self._dirty:
-                self._changed()
+            try:
+                if index is not None:
+                    self._finish_one(self.rows[index])
+                if index is not None and time.monotonic() < due:
+                    continue  # more rows may have ended: their files first
+                due = time.monotonic() + TICK
+                check_deadlines(self)
+                self._flush()
+                if self.manifest.due():
+                    self.manifest.table([r.record(self.out) for r in self.rows])
+                if self._dirty:
+                    self._changed()
+            except Exception as exc:  # recorded and shown; the rows go on
+                self._trouble("finishing rows", exc)
             sender = self._sender
             if self._ended.empty() and not (sender and sender.is_alive()) and self.finished:
                 break
-        self._flush()
-        self.manifest.table([r.record(self.out) for r in self.rows], force=True)
+        try:
+            self._flush()
+            self.manifest.table([r.record(self.out) for r in self.rows], force=True)
+        except Exception as exc:
+            self._trouble("writing the batch's record", exc)
         self._settled.set()
         self._changed()
+
+    def _finish_one(self, row: BatchRow) -> None:
+        """One ended row; an error of ours leaves it ``unknown`` with its request id (a
+        resume re-attaches it), never followed forever nor failed."""
+        try:
+            finish_row(self, row)
+        except Exception as exc:
+            with self._lock:
+                if row.state == CREATED:
+                    row.error = (
+                        f"not finished here ({type(exc).__name__}: {exc}); running the "
+                        "batch again re-attaches its task"
+                    )
+                    self._update(row, UNKNOWN)
+            raise
 
     # ------------------------------------------------------------------ resuming
 

@@ -123,6 +123,12 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
         help="the file name template (default {row:05d}-{slug}-{seed}.{ext})",
     )
     parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="send again the rows the gateway failed (a new, billed create each); rows "
+        "whose outcome is unknown are never sent again",
+    )
+    parser.add_argument(
         "--yes",
         action="store_true",
         help="send without asking (needed when stdin is not a terminal)",
@@ -169,7 +175,16 @@ def _ask(question: str, stdin: TextIO, stdout: TextIO) -> bool:
 
 def _report(batch: Batch) -> dict[str, Any]:
     def listed(rows: list[Any]) -> list[dict[str, Any]]:
-        return [{"row": r.index, "request_id": r.request_id, "error": r.error} for r in rows]
+        return [
+            {
+                "row": r.index,
+                "status": r.status,
+                "request_id": r.request_id,
+                "error": r.error,
+                "next": r.next_step,
+            }
+            for r in rows
+        ]
 
     not_done = [r for r in batch.rows if r.status != "done"]
     return {
@@ -179,6 +194,8 @@ def _report(batch: Batch) -> dict[str, Any]:
         "counts": {k: v for k, v in batch.counts().items() if v},
         "spent": batch.snapshot().spent,
         "stopped": batch.stopped,
+        "paused": batch.paused is not None,
+        "problem": batch.snapshot().problem,
         "not_done": listed(not_done),
     }
 
@@ -236,6 +253,8 @@ def run_batch(
         except GenwidgetsError as exc:
             return error(f"not opened, nothing sent: {exc}", EXIT_NOT_DONE, exc, id=args.id)
         to_send = sum(1 for r in batch.rows if r.state == "waiting")
+        retried = len(batch.failed) if args.retry_failed else 0
+        to_send += retried
         if not args.json:
             print(f"batch {batch.id} → {batch.out}", file=stdout)
             print(batch.plan.summary(), file=stdout)
@@ -254,17 +273,25 @@ def run_batch(
             if not _ask(f"Send {to_send} row(s)? [y/N]", stdin, stderr if args.json else stdout):
                 return error("not confirmed, nothing sent", EXIT_REFUSED, id=batch.id)
         batch.submit()
+        if retried:
+            batch.retry_failed()
         try:
             batch.wait(progress="none" if args.json else "auto")
         except KeyboardInterrupt:
             if not args.json:
                 print(file=stderr)  # past the ^C on the terminal's line
-            return error(
-                "interrupted; tasks already created go on. Run the same command again to "
-                f"resume batch {batch.id}.",
-                EXIT_INTERRUPTED,
-                id=batch.id,
-            )
+            if client.embedded:  # its tasks end with this process
+                said = (
+                    "interrupted; the embedded simulator ends with this command and its "
+                    "tasks with it. The same command again sends the rows never made; add "
+                    f"--retry-failed to make the interrupted ones of batch {batch.id} again."
+                )
+            else:
+                said = (
+                    "interrupted; tasks already created go on. Run the same command again "
+                    f"to resume batch {batch.id}."
+                )
+            return error(said, EXIT_INTERRUPTED, id=batch.id)
         except GenwidgetsError as exc:
             return error(f"stopped: {exc}", EXIT_NOT_DONE, exc, **_report(batch))
         report = _report(batch)
@@ -272,10 +299,15 @@ def run_batch(
             print(json.dumps(report), file=stdout)
         else:
             for row in report["not_done"][:LISTED]:
-                line = f"  row {row['row']}: {row['error'] or 'not done'}"
-                print(line + (f" [{row['request_id']}]" if row["request_id"] else ""), file=stdout)
+                line = f"  row {row['row']} {row['status']}: {row['error'] or 'not done'}"
+                if row["request_id"] and row["request_id"] not in line:
+                    line += f" [{row['request_id']}]"
+                print(line + (f" → {row['next']}" if row["next"] else ""), file=stdout)
             if len(report["not_done"]) > LISTED:
                 print(f"  … and {len(report['not_done']) - LISTED} more", file=stdout)
+            for said in (report["stopped"], report["problem"] and f"trouble: {report['problem']}"):
+                if said:
+                    print(said, file=stdout)
             print(f"manifest: {report['manifest']}", file=stdout)
         return EXIT_DONE if not report["not_done"] else EXIT_NOT_DONE
     finally:

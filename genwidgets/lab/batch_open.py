@@ -21,7 +21,7 @@ from ..errors import PayloadError
 from ..jobs.batch import valid_concurrency
 from .batch import Batch
 from .batch_plan import plan_batch
-from .batch_store import WAITING, BatchRecord, BatchStore
+from .batch_store import WAITING, BatchRecord, BatchStore, id_taken
 from .cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from .naming import safe_part
 from .outfiles import check_out
@@ -114,11 +114,7 @@ def open_batch(
     store = store_for(chosen, BatchStore)
     stored = store.summary(batch_id)
     if stored is not None and stored.digest != plan.digest:
-        raise _bad(
-            "id",
-            f"batch {batch_id!r} was sent with other rows, template or file names; give "
-            "another id= (or none: one is derived from the rows)",
-        )
+        raise id_taken(batch_id, stored.description, plan.describe())
     folder = _folder(out, stored, batch_id)
     key = (store, batch_id)
     with _opened_lock:
@@ -141,6 +137,8 @@ def open_batch(
     plan.budget.check(
         [(r.index, r.endpoint, r.units) for r in waiting], run.spent, f"batch {batch_id}"
     )
+    if stored is None:
+        run._store_batch()  # the id is this plan's before anything is confirmed
     billed = sum(r.planned.billed for r in waiting)
     run.needs_confirmation = needs_confirmation(billed, confirm_above)
     with _opened_lock:

@@ -12,7 +12,19 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .batch_store import CANCELLED, CREATED, DONE, ENDED, FAILED, LEFT, SENDING, UNKNOWN, WAITING
+from .batch_store import (
+    CANCELLED,
+    CREATED,
+    DONE,
+    ENDED,
+    FAILED,
+    LEFT,
+    PENDING,
+    SENDING,
+    TIMED_OUT,
+    UNKNOWN,
+    WAITING,
+)
 
 if TYPE_CHECKING:
     import threading
@@ -30,8 +42,21 @@ STATUSES = (
     "queued",
     "sending",
     "waiting",
+    "contact lost",
+    "files pending",
     "failed",
     "cancelled",
+    "timed out",
+    "unknown",
+    "left running",
+)
+#: the statuses of rows that have ended (nothing more happens to them in this run)
+ENDED_STATUSES = (
+    "done",
+    "files pending",
+    "failed",
+    "cancelled",
+    "timed out",
     "unknown",
     "left running",
 )
@@ -39,10 +64,30 @@ _WORDS = {
     WAITING: "waiting",
     SENDING: "sending",
     DONE: "done",
+    PENDING: "files pending",
     FAILED: "failed",
     CANCELLED: "cancelled",
+    TIMED_OUT: "timed out",
     UNKNOWN: "unknown",
     LEFT: "left running",
+}
+#: what happens next to a row of each status, in words (the view, the manifest, the CLI)
+NEXT = {
+    "waiting": "sent when the batch runs",
+    "sending": "its create is on its way",
+    "queued": "followed until it ends",
+    "running": "followed until it ends",
+    "done": "",
+    "files pending": "its outputs are kept: running the batch again or batch.write_files() "
+    "writes its files, with no new create",
+    "failed": "batch.retry_failed() (genwidgets batch --retry-failed) sends it again: a new "
+    "create, billed",
+    "cancelled": "cancelled by you: not sent again",
+    "timed out": "cancelled at the gateway past its timeout: not sent again",
+    "unknown": "its create may have made a task: never sent again; look for it with "
+    "client.history()",
+    "contact lost": "its task exists: running the batch again re-attaches it, with no new create",
+    "left running": "left running at the gateway: running the batch again re-attaches it",
 }
 
 
@@ -55,7 +100,10 @@ class BatchRow:
         "ended_at",
         "error",
         "files",
+        "follow_at",
         "job",
+        "lost",
+        "lost_since",
         "planned",
         "rate_limited",
         "request_id",
@@ -79,6 +127,10 @@ class BatchRow:
         self.timed_out = False
         self.user_cancelled = False
         self.rate_limited = 0
+        #: times contact with its task was lost in a row, and when to follow it again
+        self.lost = 0
+        self.lost_since: float | None = None
+        self.follow_at: float | None = None
 
     index = property(lambda self: self.planned.index)
     endpoint = property(lambda self: self.planned.endpoint)
@@ -90,11 +142,15 @@ class BatchRow:
 
     @property
     def status(self) -> str:
-        """``waiting``, ``sending``, ``queued``, ``running``, ``done``, ``failed``,
-        ``cancelled``, ``unknown`` (its create's answer was lost: listed, never resent)
-        or ``left running`` (past its deadline with ``on_timeout="leave"``)."""
+        """``waiting``, ``sending``, ``queued``, ``running``, ``done``, ``files pending``
+        (done at the gateway, its files not written), ``failed`` (by the gateway),
+        ``cancelled``, ``timed out``, ``unknown`` (its create's answer, or contact with
+        its task, was lost: listed, never resent), ``left running`` (past its deadline
+        with ``on_timeout="leave"``), or ``contact lost`` while it is followed again."""
         if self.state != CREATED:
             return _WORDS.get(self.state, self.state)
+        if self.follow_at is not None:
+            return "contact lost"
         job = self.job
         status = job.last_status if job is not None else None
         if status is not None and status.status == "IN_QUEUE":
@@ -102,6 +158,15 @@ class BatchRow:
         if job is None or (status is None and job.queue_position is not None):
             return "queued"
         return "running"
+
+    @property
+    def next_step(self) -> str:
+        """What happens next to this row, in words ("" when nothing does)."""
+        if self.follow_at is not None:
+            return "followed again with backoff until its deadline, then listed unknown"
+        if self.state == UNKNOWN and self.request_id:
+            return NEXT["contact lost"]
+        return NEXT.get(self.status, "")
 
     @property
     def ended(self) -> bool:
@@ -122,6 +187,7 @@ class BatchRow:
             "error": self.error,
             "payload": self.payload,
             "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "next": self.next_step,
         }
 
     def __repr__(self) -> str:
@@ -147,6 +213,7 @@ class RunningBatch(Protocol):
     on_timeout: str
     _lock: threading.RLock
     _stored: bool
+    _dirty: bool
 
     def _update(self, row: BatchRow, state: str, *, release: bool = False) -> None: ...
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._config import redact
+from ..errors import PayloadError
 from .store import TableStore
 
 __all__ = [
@@ -28,7 +29,9 @@ __all__ = [
     "ENDED",
     "FAILED",
     "LEFT",
+    "PENDING",
     "SENDING",
+    "TIMED_OUT",
     "UNKNOWN",
     "WAITING",
     "BatchRecord",
@@ -36,18 +39,24 @@ __all__ = [
     "Reserved",
     "RowRecord",
     "RowUpdate",
+    "id_taken",
+    "what_differs",
 ]
 
 WAITING = "waiting"  # never sent (or given back: nothing was created)
 SENDING = "sending"  # reserved; its create may be in flight
 CREATED = "created"  # the task exists (request id known) and has not ended
 DONE = "done"  # ended well, files written
-FAILED = "failed"  # ended badly, or its create was refused
+PENDING = "pending"  # ended well, outputs kept in the ledger, its files not yet written
+FAILED = "failed"  # the gateway failed the task, or refused its create (nothing made)
 CANCELLED = "cancelled"  # cancelled by the user
-UNKNOWN = "unknown"  # its create went out and its answer was lost: listed, never resent
+TIMED_OUT = "timed out"  # past its deadline, cancelled at the gateway (on_timeout="cancel")
+#: its create's answer was lost (no request id), or contact with its task was lost
+#: past its deadline (request id kept): listed, never resent; a resume re-attaches a task
+UNKNOWN = "unknown"
 LEFT = "left"  # past its deadline, left running (on_timeout="leave")
 #: states in which the batch does nothing more with a row
-ENDED = frozenset({DONE, FAILED, CANCELLED, UNKNOWN, LEFT})
+ENDED = frozenset({DONE, PENDING, FAILED, CANCELLED, TIMED_OUT, UNKNOWN, LEFT})
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS batches (
@@ -83,6 +92,39 @@ _SCHEMA = (
     PRIMARY KEY (batch_id, idx, attempt, kind)
 )""",
 )
+
+
+def what_differs(stored: Mapping[str, Any], planned: Mapping[str, Any]) -> str:
+    """In words, how a plan differs from the one stored under its id (two
+    ``BatchPlan.describe()``): the endpoint, template, file names, columns or rows."""
+    said = []
+    for key, name in (
+        ("endpoint", "the endpoint"),
+        ("template", "the template"),
+        ("filenames", "the file names"),
+        ("columns", "the columns"),
+    ):
+        if stored.get(key) != planned.get(key):
+            said.append(f"{name} ({stored.get(key)!r} then, {planned.get(key)!r} now)")
+    if stored.get("tasks") != planned.get("tasks"):
+        said.append(f"the rows ({stored.get('tasks')} then, {planned.get('tasks')} now)")
+    elif not said:
+        said.append(f"the rows' contents ({planned.get('tasks')} rows, not the same values)")
+    return ", ".join(said)
+
+
+def id_taken(batch_id: str, stored: dict[str, Any], planned: dict[str, Any]) -> PayloadError:
+    """The refusal of a plan whose id names another batch's contents."""
+    return PayloadError(
+        [
+            {
+                "loc": ("id",),
+                "msg": f"batch {batch_id!r} was planned with other contents: "
+                f"{what_differs(stored, planned)}. Give another id= (or none: one is "
+                "derived from the rows), or the same rows and template to resume it",
+            }
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -161,13 +203,22 @@ class BatchStore(TableStore):
         digest: str,
         description: Mapping[str, Any],
         rows: Sequence[tuple[int, str, str]],
-    ) -> None:
-        """Record a batch and its rows (index, endpoint, payload as JSON), once."""
+    ) -> dict[str, Any] | None:
+        """Record a batch and its rows (index, endpoint, payload as JSON), once. An id
+        names its contents: when the id is stored with another digest, nothing is
+        written and the stored description is returned (checked in the writing
+        transaction, so two processes racing for one id cannot both have it)."""
         text = redact(json.dumps(description, default=str))
         now = time.time()
         values = [(batch_id, i, e, redact(p), WAITING, now) for i, e, p in rows]
 
-        def write(conn: sqlite3.Connection) -> None:
+        def write(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            held = conn.execute(
+                "SELECT digest, description FROM batches WHERE id = ?", (batch_id,)
+            ).fetchone()
+            if held is not None and held[0] != digest:
+                found: dict[str, Any] = json.loads(held[1])
+                return found
             conn.execute(
                 "INSERT OR IGNORE INTO batches (id, gateway, endpoint, created_at, out, digest, "
                 "description) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -178,8 +229,10 @@ class BatchStore(TableStore):
                 "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                 values,
             )
+            return None
 
-        self._write(write)
+        taken: dict[str, Any] | None = self._write(write)
+        return taken
 
     def summary(self, batch_id: str) -> BatchRecord | None:
         found = self._read(

@@ -1,8 +1,13 @@
-"""A batch's rows at their end: files written, failures said, deadlines kept.
+"""A batch's rows at their end: files written, failures said by meaning, deadlines kept.
 
-Run on the batch's finisher thread (never the engine's): :func:`finish_row` writes an
-ended row's outputs into the batch's folder (:mod:`.outfiles`) or says why it failed;
-:func:`check_deadlines` cancels (or leaves and lists) rows past the batch's ``timeout``.
+Run on the batch's finisher thread (never the engine's). :func:`finish_row` sorts an
+ended task by what ended it: the gateway's word (done: its files are written into the
+batch's folder, or, when the folder or the disk refuses them, ``files pending`` with its
+outputs kept in the ledger; failed; cancelled; timed out), or lost contact (the task
+may still run: followed again with backoff until the row's deadline, then ``unknown``
+with its request id, re-attached by running the batch again). A fault is never a
+failed task. :func:`check_deadlines` cancels (or leaves) rows past ``timeout`` and
+follows lost rows again when due. docs/decisions.md#batch-row-states.
 """
 
 from __future__ import annotations
@@ -10,76 +15,183 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import GenwidgetsError
-from .batch_store import CANCELLED, CREATED, DONE, FAILED, LEFT
+from ..errors import (
+    ClientClosed,
+    GenwidgetsError,
+    NoAnswer,
+    RateLimited,
+    RequestNotFound,
+    ServerError,
+)
+from .batch_store import CANCELLED, CREATED, DONE, FAILED, LEFT, PENDING, TIMED_OUT, UNKNOWN
 from .outfiles import write_outputs
 
 if TYPE_CHECKING:
     from .batch_row import BatchRow, RunningBatch
 
-__all__ = ["check_deadlines", "finish_row"]
+__all__ = ["CONTACT_PATIENCE", "check_deadlines", "finish_row", "follow_again", "write_files"]
+
+#: with no ``timeout``, how long a row keeps following a task it lost contact with
+CONTACT_PATIENCE = 900.0
+#: the first wait before following a lost task again, doubled each time (seconds)
+FOLLOW_BACKOFF = 2.0
+FOLLOW_BACKOFF_MAX = 60.0
+#: what ended a poll without an answer about the task: contact, not the task's fate
+CONTACT_FAULTS = (NoAnswer, ServerError, RateLimited)
 
 
 def finish_row(batch: RunningBatch, row: BatchRow) -> None:
-    """A row's task ended: write its files (done), or say why it failed."""
+    """A row's task ended (or its following did): sort it by what ended it."""
     job = row.job
-    if job is None or row.state not in (CREATED, LEFT):
+    if job is None or row.state not in (CREATED, LEFT, PENDING):
         return
     result = job.last_result
+    error = ""
     if result is None:
         try:
             result = job.result(timeout=0)
-        except Exception as exc:  # the task ended without a result (gone, client closed)
+        except CONTACT_FAULTS as exc:
+            if not isinstance(exc, ClientClosed):
+                _lost_contact(batch, row, f"{type(exc).__name__}: {exc}")
+                return
+            error = f"{type(exc).__name__}: {exc}"
+            with batch._lock:
+                row.error = f"contact lost: its client was closed ({error}); the task may still run"
+                batch._update(row, UNKNOWN)
+            return
+        except Exception as exc:  # the gateway said the task is gone, or an odd end
             result = None
             error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, RequestNotFound) and getattr(batch.client, "embedded", False):
+                error = (
+                    "made by the embedded simulator of a process that has ended: it cannot "
+                    "be resumed; retry_failed() (genwidgets batch --retry-failed) makes it "
+                    "again, free on the simulator"
+                )
     if result is not None and result.ok:
-        try:
-            files = write_outputs(
-                batch.out,
-                row.planned.stem,
-                list(result.outputs),
-                own={p.name for p in row.files},
-                batch=batch.id,
-                row=row.index,
-                endpoint=row.endpoint,
-                request_id=row.request_id,
-                payload=row.payload,
-            )
-        except (OSError, GenwidgetsError, ValueError) as exc:
-            with batch._lock:
-                row.error = f"its files were not written: {type(exc).__name__}: {exc}"
-                batch._update(row, FAILED)
-            return
-        with batch._lock:
-            row.files, row.error = files, None
-            batch._update(row, DONE)
+        _write(batch, row, result)
         return
     if result is not None:
         kind = f"{result.error_type}: " if result.error_type else ""
         error = f"{kind}{result.error or result.status}"
     with batch._lock:
+        row.follow_at = None
         if row.timed_out:
             row.error = f"timed out after {batch.timeout:g} s; cancelled at the gateway ({error})"
-            batch._update(row, FAILED)
-        elif row.user_cancelled:
-            row.error = error
+            batch._update(row, TIMED_OUT)
+        elif row.user_cancelled or (result is not None and result.status == "CANCELLED"):
+            row.error = error  # cancelled (by a deadline or a person): not the gateway's failure
             batch._update(row, CANCELLED)
         else:
             row.error = error
             batch._update(row, FAILED)
 
 
-def check_deadlines(batch: RunningBatch) -> None:
-    """Rows past ``timeout``: cancelled at the gateway, or left running and listed."""
-    if batch.timeout is None:
+def _write(batch: RunningBatch, row: BatchRow, result: object) -> None:
+    """A task done: its files into the batch's folder, or ``files pending`` (the task is
+    paid and its outputs are kept: never created again for want of a folder)."""
+    try:
+        files = write_outputs(
+            batch.out,
+            row.planned.stem,
+            list(result.outputs),  # type: ignore[attr-defined]
+            own={p.name for p in row.files},
+            batch=batch.id,
+            row=row.index,
+            endpoint=row.endpoint,
+            request_id=row.request_id,
+            payload=row.payload,
+        )
+    except (OSError, GenwidgetsError, ValueError) as exc:
+        with batch._lock:
+            row.follow_at = None
+            row.error = (
+                f"done at the gateway; its files were not written: {type(exc).__name__}: {exc}"
+            )
+            batch._update(row, PENDING)
         return
+    with batch._lock:
+        row.files, row.error, row.follow_at = files, None, None
+        batch._update(row, DONE)
+
+
+def _lost_contact(batch: RunningBatch, row: BatchRow, why: str) -> None:
+    """Polling gave up without word of the task: follow it again after a backoff, until
+    the row's deadline; then ``unknown``, its request id kept for a resume."""
+    now = time.time()
+    with batch._lock:
+        row.lost += 1
+        if row.lost_since is None:
+            row.lost_since = now
+        if batch.timeout is not None and row.created_at is not None:
+            deadline = row.created_at + batch.timeout
+        else:
+            deadline = row.lost_since + CONTACT_PATIENCE
+        if now >= deadline:
+            row.follow_at = None
+            row.error = (
+                f"contact lost ({why}); the task may still run or be done. Running the batch "
+                "again re-attaches it (no new create)"
+            )
+            batch._update(row, UNKNOWN)
+            return
+        wait = min(FOLLOW_BACKOFF * 2 ** (row.lost - 1), FOLLOW_BACKOFF_MAX)
+        row.follow_at = min(now + wait, deadline)
+        row.error = f"contact lost ({why}); following it again"
+    batch._dirty = True  # the finisher tells the views
+
+
+def follow_again(batch: RunningBatch, row: BatchRow) -> None:
+    """Re-attach a row whose task this process lost contact with (polled anew)."""
+    assert row.request_id is not None
+    try:
+        job = batch.client.job(row.endpoint, row.request_id)
+    except GenwidgetsError as exc:  # the client is closed: the task may still run
+        with batch._lock:
+            row.follow_at = None
+            row.error = f"contact lost: {type(exc).__name__}: {exc}; the task may still run"
+            batch._update(row, UNKNOWN)
+        return
+    with batch._lock:
+        row.follow_at = None
+        batch._attach(row, job, created_at=row.created_at)
+
+
+def write_files(batch: RunningBatch, rows: list[BatchRow]) -> int:
+    """Write the files of rows done whose files were not written; returns how many are
+    done now. Their tasks are read back (the ledger keeps their outputs), never made."""
+    written = 0
+    for row in rows:
+        if row.state != PENDING or row.request_id is None:
+            continue
+        if row.job is None:
+            follow_again(batch, row)
+            if row.job is None:
+                continue
+        job = row.job
+        if not job.done():
+            continue  # polled again: the finisher writes it when its answer comes
+        finish_row(batch, row)
+        written += row.state == DONE
+    return written
+
+
+def check_deadlines(batch: RunningBatch) -> None:
+    """Rows past ``timeout``: cancelled at the gateway, or left running and listed; rows
+    whose lost task is due to be followed again are."""
     now = time.time()
     late = []
+    due = []
     with batch._lock:
         for row in batch.rows:
+            if row.follow_at is not None and row.follow_at <= now and row.state in (CREATED, LEFT):
+                due.append(row)
+                continue
             if (
-                row.state == CREATED
+                batch.timeout is not None
+                and row.state == CREATED
                 and not row.timed_out
+                and not row.lost  # out of contact: its deadline ends it as unknown instead
                 and row.created_at is not None
                 and now - row.created_at > batch.timeout
                 and row.job is not None
@@ -91,6 +203,8 @@ def check_deadlines(batch: RunningBatch) -> None:
                     batch._update(row, LEFT)
                 else:
                     late.append(row)
+    for row in due:
+        follow_again(batch, row)
     for row in late:
         assert row.job is not None
         row.job.request_cancel()

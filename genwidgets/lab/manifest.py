@@ -9,6 +9,7 @@ when the batch ends, for a spreadsheet. docs/decisions.md#batch-files.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -27,7 +28,17 @@ JSONL_NAME = "manifest.jsonl"
 CSV_NAME = "manifest.csv"
 #: the CSV table is rewritten at most this often while the batch runs (seconds)
 CSV_EVERY = 2.0
-COLUMNS = ("row", "status", "endpoint", "request_id", "files", "error", "payload", "updated_at")
+COLUMNS = (
+    "row",
+    "status",
+    "endpoint",
+    "request_id",
+    "files",
+    "error",
+    "payload",
+    "updated_at",
+    "next",
+)
 
 
 def _cell(value: Any) -> str:
@@ -41,7 +52,9 @@ def _cell(value: Any) -> str:
 
 
 class Manifest:
-    """The two manifest files of one output folder; thread-safe."""
+    """The two manifest files of one output folder; thread-safe. A write that fails (a
+    read-only folder, a full disk) never raises: ``problem`` says why, and the next
+    write tries again (the store and the ledger keep the truth meanwhile)."""
 
     def __init__(self, out: Path, batch_id: str) -> None:
         self.out = out
@@ -49,8 +62,14 @@ class Manifest:
         self.jsonl = out / JSONL_NAME
         self.csv = out / CSV_NAME
         self._lock = threading.Lock()
+        self._table_lock = threading.Lock()
         self._file: TextIO | None = None
         self._csv_at = 0.0
+        #: why the last write failed (None once one succeeds)
+        self.problem: str | None = None
+
+    def _failed(self, what: str, exc: OSError) -> None:
+        self.problem = f"{what} not written: {type(exc).__name__}: {exc}"
 
     def event(self, record: Mapping[str, Any]) -> None:
         """Append one row's record (``row``, ``status``, ...) to the JSONL file."""
@@ -58,10 +77,17 @@ class Manifest:
             json.dumps({"batch": self.batch_id, **record}, ensure_ascii=False, default=str)
         )
         with self._lock:
-            if self._file is None:
-                self._file = open(self.jsonl, "a", encoding="utf-8")  # noqa: SIM115
-            self._file.write(line + "\n")
-            self._file.flush()  # in the kernel's buffers: a killed process keeps it
+            try:
+                if self._file is None:
+                    self._file = open(self.jsonl, "a", encoding="utf-8")  # noqa: SIM115
+                self._file.write(line + "\n")
+                self._file.flush()  # in the kernel's buffers: a killed process keeps it
+            except OSError as exc:
+                self._failed(JSONL_NAME, exc)
+                if self._file is not None:
+                    with contextlib.suppress(OSError):
+                        self._file.close()
+                self._file = None  # opened again by the next event
 
     def due(self) -> bool:
         """Whether the CSV table is due again (:data:`CSV_EVERY` seconds since the last)."""
@@ -75,16 +101,22 @@ class Manifest:
             if not force and now - self._csv_at < CSV_EVERY:
                 return False
             self._csv_at = now
-        partial = create_beside(self.csv)
-        try:
-            with open(partial, "w", encoding="utf-8", newline="") as fh:
-                writer = csv.writer(fh)
-                writer.writerow(COLUMNS)
-                for record in records:
-                    writer.writerow([redact(_cell(record.get(c))) for c in COLUMNS])
-            os.replace(partial, self.csv)
-        finally:
-            partial.unlink(missing_ok=True)
+        rows = [[redact(_cell(record.get(c))) for c in COLUMNS] for record in records]
+        with self._table_lock:  # two writers (the finisher, wait()) never interleave
+            try:
+                partial = create_beside(self.csv)
+                try:
+                    with open(partial, "w", encoding="utf-8", newline="") as fh:
+                        writer = csv.writer(fh)
+                        writer.writerow(COLUMNS)
+                        writer.writerows(rows)
+                    os.replace(partial, self.csv)
+                finally:
+                    partial.unlink(missing_ok=True)
+            except OSError as exc:
+                self._failed(CSV_NAME, exc)
+                return False
+        self.problem = None
         return True
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
+from .batch_row import ENDED_STATUSES
 from .budget import plain_amount
 
 __all__ = ["LINE_EVERY", "Progress", "Snapshot", "progress_mode"]
@@ -49,6 +50,10 @@ class Snapshot:
     stopped: str | None = None
     finished: bool = False
     started: bool = True
+    #: the last trouble of a background thread or a manifest write (the run goes on)
+    problem: str | None = None
+    #: sending paused until asked to go on (``stopped`` says why)
+    paused: bool = False
 
     def count(self, *statuses: str) -> int:
         return sum(self.counts.get(s, 0) for s in statuses)
@@ -72,7 +77,7 @@ class Snapshot:
 
     @property
     def ended(self) -> int:
-        return self.count("done", "failed", "cancelled", "unknown", "left running")
+        return self.count(*ENDED_STATUSES)
 
     def spent_text(self) -> str:
         return ", ".join(
@@ -84,10 +89,13 @@ class Snapshot:
         50 s left; spent 40 images``."""
         parts = [f"{self.done} of {self.total} done"]
         for word, n in (
+            ("files pending", self.count("files pending")),
             ("failed", self.failed),
             ("cancelled", self.count("cancelled")),
+            ("timed out", self.count("timed out")),
             ("unknown", self.count("unknown")),
             ("left running", self.count("left running")),
+            ("contact lost (following again)", self.count("contact lost")),
             ("running", self.running),
             ("queued", self.queued),
         ):
@@ -103,6 +111,8 @@ class Snapshot:
             text += f"; spent {spent}"
         if self.stopped:
             text += f"; {self.stopped}"
+        if self.problem:
+            text += f"; trouble: {self.problem}"
         return text
 
 

@@ -21,7 +21,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..jobs.ledger import NOT_CREATED, scrub_payload
-from .batch_store import CREATED, DONE, ENDED, LEFT, SENDING, UNKNOWN, WAITING, RowRecord
+from .batch_store import (
+    CREATED,
+    DONE,
+    ENDED,
+    LEFT,
+    PENDING,
+    SENDING,
+    UNKNOWN,
+    WAITING,
+    RowRecord,
+)
 from .manifest import read_manifest
 
 if TYPE_CHECKING:
@@ -189,8 +199,8 @@ def restore(batch: RunningBatch) -> None:
                 row.state = CREATED  # a file went missing: written again from the task
             if row.state != WAITING:
                 row.planned.prepared = None  # sent before: never sent from this plan again
-            if row.state in (CREATED, LEFT) and row.request_id:
-                attach.append((row, row.request_id))
+            if row.state in (CREATED, LEFT, PENDING, UNKNOWN) and row.request_id:
+                attach.append((row, row.request_id))  # unknown: contact was lost with it
             elif row.state == SENDING:
                 reserved.append(row)
     if reserved:

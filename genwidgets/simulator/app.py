@@ -313,7 +313,7 @@ async def create_task(request: Request) -> Response:
         errors, context = state.world.check(endpoint, payload, key)
     if errors:
         return detail(422, describe_errors(errors))
-    if fault == "runtime":
+    if fault == "runtime" or state.dice.create_error(state.config.create_error_rate):
         return detail(500, "Runtime execution failed")
     base = _base_url(request)
     task = Task(

@@ -17,7 +17,15 @@ from .._config import DEMO_KEY
 from .dialects import check_dialect, dialect_from_env
 
 #: Fields ``PUT /_sim/config`` may change on a running server.
-LIVE_FIELDS = ("fail_rate", "error_rate", "rate_limit", "create_rate_limit", "latency", "speed")
+LIVE_FIELDS = (
+    "fail_rate",
+    "error_rate",
+    "create_error_rate",
+    "rate_limit",
+    "create_rate_limit",
+    "latency",
+    "speed",
+)
 
 MAX_SPEED = 1000.0
 MAX_WORKERS = 1024
@@ -80,6 +88,8 @@ class SimConfig:
     simulated duration. ``workers``: tasks that run at once (the rest queue).
     ``fail_rate``: share of tasks that end ``COMPLETED`` with a runtime error.
     ``error_rate``: share of status/result requests answered 502/503.
+    ``create_error_rate``: share of valid creates answered 500 before any task is
+    made (a gateway on a bad day: to the client, an outcome unknown).
     ``rate_limit``: requests per second per key (None: unlimited).
     ``create_rate_limit``: create requests per second per key, on top of it (gateways
     limit creates apart from the rest, as replicate's 600 a minute).
@@ -95,6 +105,7 @@ class SimConfig:
     workers: int = 4
     fail_rate: float = 0.0
     error_rate: float = 0.0
+    create_error_rate: float = 0.0
     rate_limit: float | None = None
     create_rate_limit: float | None = None
     latency: float = 0.0
@@ -117,6 +128,9 @@ class SimConfig:
         object.__setattr__(self, "workers", check_workers(self.workers))
         object.__setattr__(self, "fail_rate", check_rate("fail_rate", self.fail_rate))
         object.__setattr__(self, "error_rate", check_rate("error_rate", self.error_rate))
+        object.__setattr__(
+            self, "create_error_rate", check_rate("create_error_rate", self.create_error_rate)
+        )
         object.__setattr__(self, "rate_limit", check_rate_limit(self.rate_limit))
         object.__setattr__(
             self,

@@ -70,6 +70,10 @@ class Dice:
             return None
         return 502 if self._error.random() < 0.5 else 503
 
+    def create_error(self, rate: float) -> bool:
+        """Whether a valid create is answered 500 (``create_error_rate``)."""
+        return rate > 0 and self._error.random() < rate
+
     def seed(self) -> int:
         """A seed for a task whose payload names none (the spec: random)."""
         return self._misc.randrange(1, 2**31)

@@ -65,7 +65,9 @@ def _head(batch: Batch, snap: Snapshot) -> dict[str, Any]:
         "total": snap.total,
         "counts": {k: snap.count(k) for k in _COUNTED} | {"queued": snap.queued},
         "others": {
-            k: snap.count(k) for k in ("cancelled", "unknown", "left running") if snap.count(k)
+            k: snap.count(k)
+            for k in ("files pending", "cancelled", "timed out", "unknown", "left running")
+            if snap.count(k)
         },
         "spent": snap.spent_text(),
         "rate": snap.rate,
@@ -74,9 +76,14 @@ def _head(batch: Batch, snap: Snapshot) -> dict[str, Any]:
         "stopped": snap.stopped,
         "started": snap.started,
         "finished": snap.finished,
-        "needs_confirmation": batch.needs_confirmation and not snap.started,
+        # a paused batch goes on when asked: its Submit button is the ask
+        "needs_confirmation": (batch.needs_confirmation and not snap.started) or snap.paused,
         "can_retry": snap.failed > 0,
-        "error": None if batch.error is None else f"{type(batch.error).__name__}: {batch.error}",
+        "error": (
+            f"{type(batch.error).__name__}: {batch.error}"
+            if batch.error is not None
+            else snap.problem
+        ),
     }
 
 

@@ -123,7 +123,9 @@ def test_above_confirm_above_nothing_is_sent_until_submit(
     assert batch.needs_confirmation and not batch.started
     with pytest.raises(RuntimeError, match="needs confirmation"):
         batch.wait()
-    assert sim_stats(sim)["created"] == 0 and gw.batches(client) == []
+    assert sim_stats(sim)["created"] == 0
+    # its id is held before it is confirmed (another plan under it is refused), every row waiting
+    assert [(b.id, b.counts) for b in gw.batches(client)] == [(batch.id, {"waiting": 3})]
     batch.submit().wait(timeout=120)
     assert sim_stats(sim)["created"] == 3
 
@@ -354,7 +356,7 @@ def test_a_row_past_its_deadline_is_cancelled_or_left(
             T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=0.5
         ).wait(timeout=120)
         row = batch.rows[0]
-        assert row.status == "failed" and "timed out after 0.5 s; cancelled" in (row.error or "")
+        assert row.status == "timed out" and "timed out after 0.5 s; cancelled" in (row.error or "")
         task = httpx.get(f"{slow.base_url}/_sim/tasks/{row.request_id}", timeout=10).json()
         assert task["error_type"] == "cancelled"
         left = gw.batch(
@@ -414,7 +416,7 @@ def test_bad_arguments_and_a_folder_of_another_batch_are_refused(
     gw.batch(T2I, prompts(1), TEMPLATE, client=client, out=tmp_path / "o", id="one").wait(60)
     with pytest.raises(gw.PayloadError, match="holds the files of batch 'one'"):
         gw.batch(T2I, prompts(2), TEMPLATE, client=client, out=tmp_path / "o", id="two")
-    with pytest.raises(gw.PayloadError, match="was sent with other rows"):
+    with pytest.raises(gw.PayloadError, match="was planned with other contents: the rows"):
         gw.batch(T2I, prompts(2), TEMPLATE, client=client, out=tmp_path / "o", id="one")
     with pytest.raises(gw.PayloadError, match="writes into"):
         gw.batch(T2I, prompts(1), TEMPLATE, client=client, out=tmp_path / "x", id="one")

@@ -4,9 +4,11 @@ again: no row created twice, every file once."""
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -126,7 +128,7 @@ def test_failed_rows_exit_1_and_are_listed(gateway_env: SimulatorServer, tmp_pat
         [str(rows_file(tmp_path, 2)), "--endpoint", T2I, "--set", "prompt={text}",
          "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
     )  # fmt: skip
-    assert code == 1 and "row 0:" in out and "Runtime execution failed" in out
+    assert code == 1 and "row 0 failed:" in out and "Runtime execution failed" in out
 
 
 def child_command(
@@ -215,3 +217,62 @@ def test_two_processes_running_one_batch_together_make_each_row_once(
     assert {r["status"] for r in last.values()} == {"done"}, second.stdout
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert pngs == sorted(name for r in last.values() for name in r["files"])
+
+
+def test_retry_failed_sends_again_only_the_rows_the_gateway_failed(
+    gateway_env: SimulatorServer, tmp_path: Path
+) -> None:
+    httpx.put(f"{gateway_env.base_url}/_sim/config", json={"fail_rate": 1.0}, timeout=10)
+    common = [str(rows_file(tmp_path, 3)), "--endpoint", T2I, "--set", "prompt={text}"]
+    common += ["--set", "seed={seed}", "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
+    code, out, _ = run(common)
+    assert code == 1 and out.count(" failed: ") == 3
+    assert "--retry-failed" in out  # each failed row says what sends it again
+    httpx.put(f"{gateway_env.base_url}/_sim/config", json={"fail_rate": 0.0}, timeout=10)
+    code, out, _ = run(common)  # the same command: failed rows stay failed, nothing sent
+    assert code == 1 and stats(gateway_env)["created"] == 3
+    code, out, _ = run([*common, "--retry-failed"])
+    assert code == 0, out
+    assert stats(gateway_env)["created"] == 6
+    assert len(list((tmp_path / "o").glob("*.png"))) == 3
+
+
+def csv_statuses(out: Path) -> dict[int, str]:
+    with open(out / "manifest.csv", encoding="utf-8", newline="") as fh:
+        return {int(r["row"]): r["status"] for r in csv.DictReader(fh)}
+
+
+def test_killed_at_many_moments_then_run_to_the_end_pays_each_row_once(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """SIGKILL at eight seeded moments of one batch (each a fresh process resuming the
+    last), then the same command to its end: the simulator made no row twice, every row
+    is done or listed, its file there once, and the CSV says what the JSONL says the
+    moment the command exits."""
+    sim = make_simulator(create_rate_limit=10)
+    count = 60
+    command, env, out = child_command(sim, tmp_path, count, concurrency=3)
+    dice = random.Random(38)
+    for _ in range(8):
+        child = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + dice.uniform(0.8, 3.0)  # import and plan, then some
+        while time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.02)
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode in (0, 1), done.stderr
+    tasks = httpx.get(f"{sim.base_url}/_sim/tasks", timeout=10).json()
+    digests = [t["payload_sha256"] for t in tasks]
+    assert len(digests) == len(set(digests))  # no row's payload was created twice
+    last = read_manifest(out)
+    assert sorted(last) == list(range(count)), done.stdout + done.stderr
+    assert {r["status"] for r in last.values()} <= {"done", "unknown"}, done.stdout
+    assert csv_statuses(out) == {i: r["status"] for i, r in last.items()}
+    done_rows = [r for r in last.values() if r["status"] == "done"]
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert pngs == sorted(name for r in done_rows for name in r["files"])
+    assert not any("~" in name for name in pngs)
+    assert len(tasks) >= len(done_rows)  # rows listed unknown may have made a task

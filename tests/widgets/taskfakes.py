@@ -107,6 +107,7 @@ class FakeClient:
         *,
         concurrency: int = 4,
         on_sent: Callable[[int, Any], object] | None = None,
+        hold: Callable[[], bool] | None = None,
     ) -> list[Any]:
         self.concurrency_asked.append(concurrency)
         return send_in_turn(self.send, requests, on_sent)
@@ -368,5 +369,7 @@ class ForecastClient:
         self.sent.append(prepared)
         return ForecastJob(len(self.sent))
 
-    def send_many(self, requests: Any, *, concurrency: int = 4, on_sent: Any = None) -> list[Any]:
+    def send_many(
+        self, requests: Any, *, concurrency: int = 4, on_sent: Any = None, hold: Any = None
+    ) -> list[Any]:
         return send_in_turn(self.send, requests, on_sent)

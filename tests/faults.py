@@ -1,0 +1,93 @@
+"""Faults from outside the process under test: a gateway that goes away and comes back.
+
+:class:`Outage` is a loopback TCP forwarder in front of a gateway. ``down()`` closes its
+listening socket and every open connection (new ones are refused, as from a gateway
+gone); ``up()`` listens again on the same port. The client under test only ever knows
+the forwarder's address, so to it the gateway itself went away.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+
+#: bytes moved per read
+CHUNK = 65536
+
+
+class Outage:
+    """A TCP forwarder on 127.0.0.1 to ``target_port``; ``base_url`` is its origin."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target = ("127.0.0.1", target_port)
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        self._listener: socket.socket | None = None
+        self.port = 0
+        self.up()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+
+    def up(self) -> None:
+        """Listen (again, on the same port)."""
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self.port = listener.getsockname()[1]
+        with self._lock:
+            self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def down(self) -> None:
+        """Refuse new connections and cut every open one."""
+        with self._lock:
+            listener, self._listener = self._listener, None
+            cut, self._open = self._open, set()
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+        for sock in cut:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    close = down
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # down
+            try:
+                server = socket.create_connection(self.target, timeout=10)
+            except OSError:
+                client.close()
+                continue
+            server.settimeout(None)
+            with self._lock:
+                if self._listener is not listener:  # went down meanwhile
+                    client.close()
+                    server.close()
+                    return
+                self._open |= {client, server}
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while True:
+                data = source.recv(CHUNK)
+                if not data:
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+            with self._lock:
+                self._open -= {source, sink}

@@ -1,0 +1,291 @@
+"""A batch on a bad day, faults injected from outside the process under test: a gateway
+that goes away and comes back, an output folder turned read-only, a full disk, a gateway
+that answers 500 to every create, a second plan under the same id, and the record's last
+word when ``wait()`` returns. Each checks what the gateway counted: no row paid twice."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from faults import Outage
+from widgets.taskfakes import wait_for
+
+import genwidgets as gw
+from genwidgets.lab.manifest import read_manifest
+from genwidgets.simulator import SimulatorServer
+
+T2I = "genW2.5-t2i-preview"
+KEY = "sim-demo-key"
+TEMPLATE = {"prompt": "{text}, watercolor", "seed": "{seed}", "n": 1}
+pytestmark = pytest.mark.timeout(300)
+
+
+def rows(count: int, start: int = 0) -> list[dict[str, Any]]:
+    return [
+        {"text": f"a heron number {i}", "seed": str(i + 1)} for i in range(start, start + count)
+    ]
+
+
+def stats(sim: SimulatorServer) -> dict[str, Any]:
+    return dict(httpx.get(f"{sim.base_url}/_sim/stats", timeout=10).json())
+
+
+def configure(sim: SimulatorServer, **changes: Any) -> None:
+    httpx.put(f"{sim.base_url}/_sim/config", json=changes, timeout=10).raise_for_status()
+
+
+def csv_states(out: Path) -> dict[int, str]:
+    with open(out / "manifest.csv", encoding="utf-8", newline="") as fh:
+        return {int(r["row"]): r["status"] for r in csv.DictReader(fh)}
+
+
+def jsonl_states(out: Path) -> dict[int, str]:
+    return {i: r["status"] for i, r in read_manifest(out).items()}
+
+
+def agree(batch: gw.Batch) -> None:
+    """The batch, its store, and both manifests say the same of every row."""
+    said = {r.index: r.status for r in batch.rows}
+    stored = {r.index: r.state for r in batch.store.rows(batch.id)}
+    assert stored == {r.index: r.state for r in batch.rows}
+    assert csv_states(batch.out) == said
+    logged = jsonl_states(batch.out)  # an event log: a row never sent has no line
+    assert {i: logged.get(i, "waiting") for i in said} == said
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def slow_sim(make_simulator: Callable[..., SimulatorServer]) -> SimulatorServer:
+    """Tasks of about four seconds: still running when the fault comes."""
+    return make_simulator(speed=0.5)
+
+
+def _mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True, capture_output=True, timeout=30)
+
+
+def _needs_mounts() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("making a folder read-only or a disk small needs root (mount)")
+
+
+@pytest.fixture
+def client(home: Path, slow_sim: SimulatorServer) -> Iterator[gw.Client]:
+    made = gw.Client(slow_sim.base_url, KEY)
+    yield made
+    made.close()
+
+
+def test_a_gateway_gone_for_a_while_is_followed_again_and_each_row_paid_once(
+    home: Path, slow_sim: SimulatorServer, tmp_path: Path
+) -> None:
+    outage = Outage(urlsplit(slow_sim.base_url).port or 0)
+    # a short patience per poller, so contact is lost (and found again) within the test
+    client = gw.Client(outage.base_url, KEY, poll_policy=gw.PollPolicy(failure_limit=2))
+    try:
+        batch = gw.batch(T2I, rows(4), TEMPLATE, out=tmp_path / "o", client=client)
+        assert wait_for(lambda: all(r.request_id for r in batch.rows), timeout=60)
+        outage.down()
+        assert wait_for(lambda: any(r.status == "contact lost" for r in batch.rows), timeout=60)
+        lost = next(r for r in batch.rows if r.status == "contact lost")
+        assert "contact lost" in (lost.error or "") and "again" in lost.next_step
+        outage.up()
+        batch.wait(timeout=180, progress="none")
+        assert [r.status for r in batch.rows] == ["done"] * 4
+        assert all(len(r.files) == 1 and r.files[0].exists() for r in batch.rows)
+        assert stats(slow_sim)["created"] == 4
+        assert batch.retry_failed() == 0
+        agree(batch)
+    finally:
+        client.close()
+        outage.close()
+
+
+def test_contact_lost_past_the_deadline_is_unknown_never_failed_and_a_rerun_reattaches(
+    home: Path, slow_sim: SimulatorServer, tmp_path: Path
+) -> None:
+    outage = Outage(urlsplit(slow_sim.base_url).port or 0)
+    client = gw.Client(outage.base_url, KEY, poll_policy=gw.PollPolicy(failure_limit=2))
+    try:
+        # a deadline well past the first loss of contact (about 1.5 s): a row out of
+        # contact at its deadline is unknown, never cancelled while none can be asked
+        batch = gw.batch(T2I, rows(3), TEMPLATE, out=tmp_path / "o", client=client, timeout=8)
+        assert wait_for(lambda: all(r.request_id for r in batch.rows), timeout=60)
+        outage.down()
+        batch.wait(timeout=180, progress="none")
+        assert [r.status for r in batch.rows] == ["unknown"] * 3
+        assert all(r.request_id and "contact lost" in (r.error or "") for r in batch.rows)
+        assert all("re-attaches" in r.next_step for r in batch.rows)
+        assert batch.retry_failed() == 0  # a fault is never a failed task
+        agree(batch)
+        outage.up()
+        again = gw.batch(T2I, rows(3), TEMPLATE, client=client, timeout=600)
+        again.wait(timeout=180, progress="none")
+        assert [r.status for r in again.rows] == ["done"] * 3
+        assert [r.request_id for r in again.rows] == [r.request_id for r in batch.rows]
+        assert stats(slow_sim)["created"] == 3
+        agree(again)
+    finally:
+        client.close()
+        outage.close()
+
+
+def test_a_folder_turned_read_only_leaves_rows_files_pending_then_written_without_a_create(
+    client: gw.Client, slow_sim: SimulatorServer, tmp_path: Path
+) -> None:
+    _needs_mounts()
+    out = tmp_path / "shots"
+    batch = gw.batch(T2I, rows(3), TEMPLATE, out=out, client=client)
+    _mount("--bind", str(out), str(out))
+    try:
+        _mount("-o", "remount,bind,ro", str(out))
+        batch.wait(timeout=180, progress="none")
+        assert [r.status for r in batch.rows] == ["files pending"] * 3
+        assert all("Read-only file system" in (r.error or "") for r in batch.rows)
+        assert all("write_files" in r.next_step for r in batch.rows)
+        assert batch.retry_failed() == 0
+        assert "manifest.csv not written" in (batch.snapshot().problem or "")
+    finally:
+        subprocess.run(["umount", str(out)], check=False, timeout=30)
+    assert batch.write_files() == 3
+    assert [r.status for r in batch.rows] == ["done"] * 3
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(r.files[0].name for r in batch.rows)
+    assert stats(slow_sim)["created"] == 3
+    agree(batch)
+
+
+def test_a_full_disk_leaves_rows_pending_and_running_again_writes_them_paid_once(
+    client: gw.Client, slow_sim: SimulatorServer, tmp_path: Path
+) -> None:
+    _needs_mounts()
+    out = tmp_path / "disk"
+    out.mkdir()
+    _mount("-t", "tmpfs", "-o", "size=2m", "tmpfs", str(out))
+    filler = out / "other-work.bin"
+    try:
+        # the disk filled by other work to about two pictures' room (each ~75 KB)
+        filler.write_bytes(b"\0" * (2 * 1024 * 1024 - 160 * 1024))
+        batch = gw.batch(T2I, rows(8), TEMPLATE, out=out, client=client)
+        batch.wait(timeout=180, progress="none")
+        statuses = [r.status for r in batch.rows]
+        assert set(statuses) <= {"done", "files pending"} and "files pending" in statuses
+        pending = [r for r in batch.rows if r.status == "files pending"]
+        assert all("No space left" in (r.error or "") for r in pending)
+        assert batch.retry_failed() == 0
+        _mount("-o", "remount,size=256m", str(out))
+        again = gw.batch(T2I, rows(8), TEMPLATE, client=client)
+        again.wait(timeout=180, progress="none")
+        assert [r.status for r in again.rows] == ["done"] * 8
+        assert len(list(out.glob("*.png"))) == 8 and not list(out.glob("*~*"))
+        assert not list(out.glob(".*.part"))
+        assert stats(slow_sim)["created"] == 8
+        agree(again)
+    finally:
+        subprocess.run(["umount", "-l", str(out)], check=False, timeout=30)
+
+
+def test_creates_failing_in_a_row_pause_the_batch_until_asked(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    sim = make_simulator()
+    with gw.Client(sim.base_url, KEY) as client:
+        first = gw.batch(T2I, rows(5), TEMPLATE, out=tmp_path / "a", client=client)
+        first.wait(timeout=120, progress="none")
+        configure(sim, create_error_rate=1.0)  # every create from now on: a 500
+        before = stats(sim)["create"]
+        batch = gw.batch(
+            T2I, rows(30, 5), TEMPLATE, out=tmp_path / "b", client=client, confirm_above=100
+        )
+        batch.wait(timeout=120, progress="none")
+        posted = stats(sim)["create"] - before
+        # the breaker trips at 5; creates already in flight answer, none more leave
+        assert 5 <= posted <= 5 + batch.concurrency
+        assert batch.paused and "paused" in (batch.stopped or "")
+        assert "5 creates in a row" in (batch.stopped or "")
+        assert f"{posted} row(s) in doubt" in (batch.stopped or "")
+        assert sum(r.status == "unknown" for r in batch.rows) == posted
+        assert sum(r.status == "waiting" for r in batch.rows) == 30 - posted
+        assert "paused" in batch.snapshot().line()
+        agree(batch)
+        configure(sim, create_error_rate=0.0)
+        batch.submit()  # asked to go on
+        batch.wait(timeout=120, progress="none")
+        assert batch.paused is None
+        assert sum(r.status == "done" for r in batch.rows) == 30 - posted
+        assert stats(sim)["created"] == 5 + 30 - posted
+
+
+def test_one_id_names_one_plan_in_every_process_before_anything_is_confirmed(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    sim = make_simulator()
+    with gw.Client(sim.base_url, KEY) as client:
+        first = gw.batch(T2I, rows(20), TEMPLATE, out=tmp_path / "a", client=client, id="campaign")
+        assert not first.started  # above confirm_above: nothing sent, but the id is taken
+    script = (
+        "import sys, genwidgets as gw\n"
+        f"client = gw.Client({sim.base_url!r}, {KEY!r})\n"
+        "rows = [{'text': f'an owl {i}', 'seed': str(i + 1)} for i in range(20)]\n"
+        "try:\n"
+        f"    gw.batch({T2I!r}, rows, {TEMPLATE!r}, out={str(tmp_path / 'b')!r}, "
+        "client=client, id='campaign')\n"
+        "except gw.PayloadError as exc:\n"
+        "    print(exc)\n"
+        "    sys.exit(3)\n"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ},
+    )
+    assert other.returncode == 3, other.stderr
+    assert "'campaign' was planned with other contents" in other.stdout
+    assert "the rows' contents" in other.stdout
+    assert stats(sim)["create"] == 0
+
+
+def test_when_wait_returns_the_store_and_both_manifests_say_every_rows_last_state(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    sim = make_simulator()
+    with gw.Client(sim.base_url, KEY) as client:
+        for run in range(3):
+            batch = gw.batch(
+                T2I, rows(6, 10 * run), TEMPLATE, out=tmp_path / f"o{run}", client=client
+            )
+            batch.wait(timeout=120, progress="none")
+            assert [r.status for r in batch.rows] == ["done"] * 6
+            agree(batch)  # read at once: no later write may be needed to make it true
+
+
+def test_a_manifest_that_cannot_be_written_is_said_and_the_rows_still_end(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    sim = make_simulator()
+    out = tmp_path / "o"
+    (out / "manifest.csv").mkdir(parents=True)  # replacing a folder by a file fails: OSError
+    with gw.Client(sim.base_url, KEY) as client:
+        batch = gw.batch(T2I, rows(4), TEMPLATE, out=out, client=client)
+        batch.wait(timeout=120, progress="none")
+        assert [r.status for r in batch.rows] == ["done"] * 4
+        assert batch.error is None
+        snap = batch.snapshot()
+        assert "manifest.csv not written" in (snap.problem or "")
+        assert "manifest.csv not written" in snap.line()
+        assert jsonl_states(out) == {i: "done" for i in range(4)}

@@ -1,7 +1,8 @@
 """Small, shared readings of values on the wire and on disk (the bottom layer).
 
 One of each: a lenient integer, a byte count for people, a ``data:`` URL's
-bytes, and the MIME type ↔ file extension table. Nothing here imports the rest
+bytes, the MIME type ↔ file extension table, and text made inert for the surfaces
+that would act on it: a spreadsheet's cell (markup is ``_html``'s). Nothing here imports the rest
 of genwidgets, so every layer (the simulator included) may use it.
 """
 
@@ -23,6 +24,7 @@ __all__ = [
     "human_bytes",
     "int_or_none",
     "mime_for",
+    "spreadsheet_cell",
 ]
 
 
@@ -45,6 +47,17 @@ def int_or_none(value: Any, *, minimum: int | None = None) -> int | None:
     if number is not None and minimum is not None and number < minimum:
         return None
     return number
+
+
+#: What a spreadsheet reads as the start of a formula (OWASP, "CSV injection"): ``=``,
+#: ``+``, ``-``, ``@``, and a tab or carriage return before them.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(text: str) -> str:
+    """``text`` as a CSV cell no spreadsheet runs: one that starts as a formula would
+    gets a leading ``'``, which spreadsheets show as text. docs/decisions.md#inert-text."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def human_bytes(n: int, *, exact: bool = True) -> str:

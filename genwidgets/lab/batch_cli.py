@@ -172,6 +172,9 @@ def _report(batch: Batch) -> dict[str, Any]:
         return [{"row": r.index, "request_id": r.request_id, "error": r.error} for r in rows]
 
     not_done = [r for r in batch.rows if r.status != "done"]
+    # the manifest named says what is listed: wait() may return before the batch's own
+    # last rewrite of manifest.csv, and the command exits right after
+    batch.manifest.table([r.record(batch.out) for r in batch.rows], force=True)
     return {
         "id": batch.id,
         "out": str(batch.out),

@@ -221,3 +221,8 @@ def test_two_rows_whose_names_are_equal_after_normalisation_are_refused(
         plan_batch(T2I, [{"prompt": p} for p in pair], {"prompt": "{prompt}", "n": 1},
                    filenames="{prompt}.{ext}")  # fmt: skip
     assert info.value.errors[0]["loc"] == ("row 1", "filenames")
+
+
+def test_a_duration_past_a_float_is_a_payload_error_not_an_overflow_error() -> None:
+    with pytest.raises(PayloadError, match=r"row 0\.duration"):
+        plan_batch("vidA-2-0", [{"prompt": "a heron", "duration": 10**400}])

@@ -3,8 +3,8 @@
 One of each: a lenient integer, a byte count for people, a ``data:`` URL's
 bytes, the MIME type ↔ file extension table, and text made inert for the surfaces
 that would act on it: a terminal's text and a spreadsheet's cell (markup is
-``_html``'s). Nothing here imports the rest
-of genwidgets, so every layer (the simulator included) may use it.
+``_html``'s). Nothing here imports the rest of genwidgets, so every layer (the
+simulator included) may use it.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import select
+import sqlite3
 import subprocess
 import sys
 import time
@@ -176,6 +177,18 @@ def test_every_command_writes_only_inert_bytes_to_a_terminal(
     code, written = in_terminal(["history", "--limit", "10"], env)
     text = assert_inert(written)
     assert code == 0 and "req-" in text and "(no request id)" in text, text
+
+    # a ledger row written before the rule (raw words and error): the command's own
+    # streams make it inert
+    old_id = next(r["request_id"] for r in jsonl if r["request_id"] not in (None, FORMULA_ID))
+    with sqlite3.connect(tmp_path / "home" / "ledger.sqlite3") as db:
+        db.execute("UPDATE tasks SET status = ?, error = ?, error_type = ? WHERE request_id = ?",
+                   (STATUS, ERROR, ERROR_TYPE, old_id))  # fmt: skip
+    db.close()
+    for args in (["history", "--limit", "10"], ["result", old_id]):
+        code, written = in_terminal(args, env)
+        text = assert_inert(written)
+        assert "\\x1b]0;pwned\\x07" in text, (args, text)
 
     kept = KEPT_ID.format(n=0)
     for args, said in (

@@ -1,8 +1,10 @@
 """Small, shared readings of values on the wire and on disk (the bottom layer).
 
 One of each: a lenient integer, a byte count for people, a ``data:`` URL's
-bytes, and the MIME type ↔ file extension table. Nothing here imports the rest
-of genwidgets, so every layer (the simulator included) may use it.
+bytes, the MIME type ↔ file extension table, and text made inert for the surfaces
+that would act on it: a terminal's text and a spreadsheet's cell (markup is
+``_html``'s). Nothing here imports the rest of genwidgets, so every layer (the
+simulator included) may use it.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ from urllib.parse import unquote_to_bytes
 __all__ = [
     "EXTENSIONS",
     "MIME_TYPES",
+    "TERMINAL_CONTROLS",
     "DataURL",
     "decode_data_url",
     "extension_for",
     "human_bytes",
     "int_or_none",
     "mime_for",
+    "spreadsheet_cell",
+    "terminal_text",
 ]
 
 
@@ -45,6 +50,41 @@ def int_or_none(value: Any, *, minimum: int | None = None) -> int | None:
     if number is not None and minimum is not None and number < minimum:
         return None
     return number
+
+
+#: What a terminal acts on rather than shows (besides C0): DEL and every C1
+#: control (ESC starts CSI, OSC 52 clipboard writes, titles, hidden links; BEL, CR, BS
+#: rewrite what is seen), the bidi overrides, embeddings, isolates and marks that
+#: reorder a line, and the Unicode line and paragraph separators.
+_ACTED_ON_PAST_C0 = "\\x7f-\\x9f\\u061c\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069"
+#: every character a terminal acts on, in one line (newline and tab too)
+TERMINAL_CONTROLS = re.compile(f"[\\x00-\\x1f{_ACTED_ON_PAST_C0}]")
+_IN_LINES = re.compile(f"[\\x00-\\x08\\x0b-\\x1f{_ACTED_ON_PAST_C0}]")  # newline and tab kept
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(text: str, *, lines: bool = False) -> str:
+    """``text`` shown inert on a terminal or in a log: every character a terminal acts
+    on (C0, DEL, C1, bidi controls, line separators) written as its escape (``\\x1b``,
+    ``\\u202e``), so an escape sequence is shown, never run. ``lines=True`` keeps
+    newlines and tabs (a text of several lines); else they are escaped too (one line).
+    docs/decisions.md#inert-text."""
+    return (_IN_LINES if lines else TERMINAL_CONTROLS).sub(_escaped, text)
+
+
+#: What a spreadsheet reads as the start of a formula (OWASP, "CSV injection"): ``=``,
+#: ``+``, ``-``, ``@``, and a tab or carriage return before them.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(text: str) -> str:
+    """``text`` as a CSV cell no spreadsheet runs: one that starts as a formula would
+    gets a leading ``'``, which spreadsheets show as text. docs/decisions.md#inert-text."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def human_bytes(n: int, *, exact: bool = True) -> str:

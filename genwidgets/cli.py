@@ -6,7 +6,8 @@ the subcommands and holds the small ones over one task (``status``, ``result``,
 ``cancel``), the ledger (``history``, ``resume``) and the teaching notebooks
 (``notebooks``). Each task command takes ``--json`` for scripts: then every outcome,
 an error too, is one JSON object on stdout (:func:`~.lab.batch_cli.say_error`). The help
-text is plain text: it is what ``--help`` prints. docs/decisions.md#batch-cli.
+text is plain text: it is what ``--help`` prints. Everything a command writes is inert
+on the terminal (:class:`InertStream`). docs/decisions.md#batch-cli.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
 from ._client import Client
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
+from ._formats import terminal_text
 from .errors import GenwidgetsError, TaskTimeout
 from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
 from .simulator import cli as simulator_cli
@@ -290,6 +292,37 @@ def _notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+class InertStream(io.TextIOBase):
+    """A command's stdout or stderr: every text written is inert on a terminal
+    (:func:`~._formats.terminal_text`), keeping newlines, tabs and the carriage returns
+    a progress bar redraws its line with. Gateway texts are inert from the record
+    boundary already; this holds for every other text (an old ledger row, a file name,
+    a row's value). docs/decisions.md#inert-text."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write("\r".join(terminal_text(p, lines=True) for p in text.split("\r")))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
     """The arguments, or the exit status of a command line argparse refused: with
     ``--json`` among them, its complaint is one JSON object on stdout too."""
@@ -310,6 +343,14 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with (
+        contextlib.redirect_stdout(InertStream(sys.stdout)),
+        contextlib.redirect_stderr(InertStream(sys.stderr)),
+    ):
+        return _command(argv)
+
+
+def _command(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
     if isinstance(args, int):

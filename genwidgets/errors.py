@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ._config import redact
+from ._formats import terminal_text
 
 __all__ = [
     "AmbiguousClient",
@@ -81,8 +82,18 @@ def _where(endpoint: str | None, request_id: str | None) -> str:
     return f" [{', '.join(parts)}]" if parts else ""
 
 
+def _shown(text: str) -> str:
+    """A text an error keeps: redacted, and inert on a terminal (its lines kept), for a
+    gateway may put the key or an escape sequence anywhere (docs/decisions.md#inert-text)."""
+    return terminal_text(redact(text), lines=True)
+
+
 class GenwidgetsError(Exception):
-    """Base class of every error genwidgets raises on purpose."""
+    """Base class of every error genwidgets raises on purpose. Its message is inert on
+    a terminal, whatever text it was built from (docs/decisions.md#inert-text)."""
+
+    def __str__(self) -> str:
+        return terminal_text(super().__str__(), lines=True)
 
 
 class PayloadError(GenwidgetsError, ValueError):
@@ -136,10 +147,10 @@ class GatewayError(GenwidgetsError):
     ) -> None:
         # a gateway may echo the key anywhere: every text kept here is redacted
         # (docs/decisions.md#echoed-keys)
-        self.message = message = redact(message)
+        self.message = message = _shown(message)
         self.status_code = status_code
-        self.code = redact(code) if code is not None else None
-        self.detail = redact(detail) if detail is not None else None
+        self.code = _shown(code) if code is not None else None
+        self.detail = _shown(detail) if detail is not None else None
         self.request_id = request_id
         self.endpoint = endpoint
         http = f"HTTP {status_code}: " if status_code else ""
@@ -203,7 +214,7 @@ class NoAnswer(GenwidgetsError):
         request_id: str | None = None,
         status_code: int | None = None,
     ) -> None:
-        self.message = message = redact(message)
+        self.message = message = _shown(message)
         self.endpoint = endpoint
         self.request_id = request_id
         self.status_code = status_code
@@ -310,7 +321,7 @@ class TaskFailed(GenwidgetsError):
         self.result = result
         kind = f" ({result.error_type})" if result.error_type else ""
         super().__init__(
-            redact(f"task failed{kind}: {result.error}{_where(result.endpoint, result.request_id)}")
+            _shown(f"task failed{kind}: {result.error}{_where(result.endpoint, result.request_id)}")
         )
 
 
@@ -340,7 +351,7 @@ class DownloadError(GenwidgetsError):
     def __init__(
         self, message: str, *, request_id: str | None, failures: list[tuple[int, str]]
     ) -> None:
-        super().__init__(redact(message))
+        super().__init__(_shown(message))
         self.request_id = request_id
         self.failures = failures
 

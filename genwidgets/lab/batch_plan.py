@@ -24,7 +24,7 @@ from ..errors import EndpointNotFound, PayloadError
 from .budget import Budget, make_budget, plain_amount
 from .cost import billed_count, billed_units, billing_values, cost_summary, endpoints_summary
 from .mapping import ENDPOINT_AXIS, map_payload, read_roles
-from .naming import EXT_MARK, NameTemplate, slug
+from .naming import EXT_MARK, NameTemplate, name_key, slug
 from .rows import SourceRows, read_rows, row_loc
 from .template import Template, build_template
 
@@ -295,7 +295,7 @@ def plan_batch(
         except PayloadError as exc:
             problems += exc.errors
             continue
-        first = taken.setdefault(stem.casefold(), index)
+        first = taken.setdefault(name_key(stem), index)  # as macOS and Windows compare
         if first != index:
             problems.append(
                 {

@@ -20,6 +20,7 @@ from typing import Any
 
 from .._config import redact
 from ..errors import PayloadError
+from .budget import over_cap
 from .store import TableStore
 
 __all__ = [
@@ -342,7 +343,7 @@ class BatchStore(TableStore):
                     elsewhere.append(index)
                     continue
                 capped = any(
-                    spent.get(kind, 0.0) + (charges.get(kind) or 0.0) > cap + 1e-9
+                    over_cap(spent.get(kind, 0.0) + (charges.get(kind) or 0.0), cap)
                     for kind, cap in caps.items()
                 )
                 if capped:

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import BudgetExceeded, PayloadError
 from .cost import UNITS
 
-__all__ = ["MONEY", "Budget", "make_budget", "plain_amount"]
+__all__ = ["MONEY", "Budget", "make_budget", "over_cap", "plain_amount"]
 
 #: the kind a budget in money is kept under
 MONEY = "money"
@@ -28,14 +28,41 @@ _PRICE_KEYS = ", ".join(UNITS.values())
 
 
 def plain_amount(value: float) -> str:
-    """``12``, ``2.5``, ``0.08``: an amount as a person writes it."""
+    """``12``, ``2.5``, ``0.08``: an amount as a person writes it (``1e+20`` past what
+    digits show well, ``0.0001`` for a tiny one, ``over 1.8e308`` for an overflowed sum)."""
+    if not math.isfinite(value):
+        return "over 1.8e308"
+    if abs(value) >= 1e15 or 0 < abs(value) < 0.005:
+        return f"{value:.2g}"
     return f"{value:.2f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
 
 
+def over_cap(total: float, cap: float) -> bool:
+    """Whether ``total`` passes ``cap``: the one test of a cap (the plan's check and the
+    sender's reservation). Float sums may land a hair over an exact cap, so the slack is
+    relative to the cap: a cap of 0 allows nothing at all. docs/decisions.md#batch-budget."""
+    return total > cap and not math.isclose(total, cap, rel_tol=1e-9, abs_tol=0.0)
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number a float holds (not a bool, not
+    inf or nan, not an integer past 1.8e308), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)  # an int past a float's range is an OverflowError
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _number(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise PayloadError([{"loc": ("budget",), "msg": f"{what} is a number, not {value!r}"}])
-    return float(value)
+    number = _finite(value)
+    if number is None:
+        big = isinstance(value, int) and not isinstance(value, bool)
+        shown = "an integer past 1.8e308" if big else repr(value)
+        raise PayloadError([{"loc": ("budget",), "msg": f"{what} is a number, not {shown}"}])
+    return number
 
 
 def _prices(prices: Any, endpoints: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -59,19 +86,17 @@ def _prices(prices: Any, endpoints: Sequence[str]) -> dict[str, dict[str, float]
                 problems.append(
                     {"loc": ("prices", str(endpoint), str(key)), "msg": f"not one of {_PRICE_KEYS}"}
                 )
-            elif (
-                isinstance(price, bool)
-                or not isinstance(price, (int, float))
-                or not (math.isfinite(price) and price >= 0)
-            ):
+            elif (number := _finite(price)) is None or number < 0:
+                big = number is None and isinstance(price, int) and not isinstance(price, bool)
                 problems.append(
                     {
                         "loc": ("prices", str(endpoint), key),
-                        "msg": f"a price 0 or more, not {price!r}",
+                        "msg": "a price 0 or more, not "
+                        + ("an integer past 1.8e308" if big else repr(price)),
                     }
                 )
             else:
-                table[str(endpoint)][key] = float(price)
+                table[str(endpoint)][key] = number
     for endpoint in endpoints:
         if endpoint not in table and endpoint not in {
             p["loc"][1] for p in problems if len(p["loc"]) > 1
@@ -154,7 +179,7 @@ class Budget:
                     planned=math.inf,
                     spent=already,
                 )
-            if already + total > cap + 1e-9:
+            if over_cap(already + total, cap):
                 spent_text = f" ({plain_amount(already)} already spent by {who})" if already else ""
                 raise BudgetExceeded(
                     f"the plan bills {plain_amount(total)} {name}; the budget allows "

@@ -168,7 +168,7 @@ def _video_seconds(spec: EndpointSpec, payload: Mapping[str, Any]) -> float | No
     value = spec.value_of(payload, "duration")
     try:
         seconds = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # 10**400: the payload check says why
         return None
     if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
         return None  # NO_DEFAULT, or -1: the model chooses

@@ -4,7 +4,8 @@
 appended and flushed at once, so a crash leaves a true record up to its last event
 (the last line of a row is its state). ``manifest.csv`` is the table of every row as
 it stands, rewritten whole (atomically) at most every :data:`CSV_EVERY` seconds and
-when the batch ends, for a spreadsheet. docs/decisions.md#batch-files.
+when the batch ends, for a spreadsheet: a cell that would start a formula is
+neutralised there (the JSONL keeps the text as it came). docs/decisions.md#batch-files.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, TextIO
 
 from .._config import redact
 from .._files import create_beside
+from .._formats import spreadsheet_cell
 
 __all__ = ["COLUMNS", "CSV_EVERY", "CSV_NAME", "JSONL_NAME", "Manifest", "read_manifest"]
 
@@ -101,7 +103,9 @@ class Manifest:
             if not force and now - self._csv_at < CSV_EVERY:
                 return False
             self._csv_at = now
-        rows = [[redact(_cell(record.get(c))) for c in COLUMNS] for record in records]
+        rows = [
+            [spreadsheet_cell(redact(_cell(record.get(c)))) for c in COLUMNS] for record in records
+        ]
         with self._table_lock:  # two writers (the finisher, wait()) never interleave
             try:
                 partial = create_beside(self.csv)

@@ -5,7 +5,9 @@ form of its prompt (``slug``) and its seed: ``00003-a-red-fox-in-snow-42.png``. 
 template may use ``row``, ``slug``, ``seed``, ``endpoint``, ``kind``, ``ext``,
 ``output`` (the output's number within its row, from 1) and any column of the row.
 Every substituted value is made safe for a file name; a name is one file name (no
-folder), and no two rows may share one (checked before anything is sent). A row
+folder) that Linux, macOS and Windows all take (:func:`portable`), and no two rows may
+share one, as a case-insensitive, normalising disk compares them (:func:`name_key`,
+checked before anything is sent). A row
 with several outputs and no ``{output}`` gets ``-2``, ``-3``... after its first
 file's name. docs/decisions.md#batch-files.
 """
@@ -26,6 +28,8 @@ __all__ = [
     "DEFAULT_NAMES",
     "NameTemplate",
     "file_name",
+    "name_key",
+    "portable",
     "safe_part",
     "slug",
 ]
@@ -45,6 +49,14 @@ _UNSAFE = re.compile(r"[^\w.-]+", re.UNICODE)
 _DASHES = re.compile(r"-{2,}")
 _DASHES_BEFORE_EXT = re.compile(r"-+(?=\.)")
 _FORMATTER = string.Formatter()
+#: what no file system of the three takes in a name: Windows' reserved characters and
+#: control characters (a name template's own text is refused for them)
+_RESERVED = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
+#: Windows' device names: ``CON.png`` opens the console, whatever the extension
+_DEVICES = frozenset(
+    ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"]
+    + [f"{port}{n}" for port in ("COM", "LPT") for n in "0123456789¹²³"]
+)
 
 
 def slug(text: str | None, limit: int = SLUG_CHARS) -> str:
@@ -69,11 +81,35 @@ def slug(text: str | None, limit: int = SLUG_CHARS) -> str:
 
 
 def safe_part(value: Any, limit: int = PART_CHARS) -> str:
-    """A value as part of a file name: no separators, no leading dot, at most ``limit``."""
+    """A value as part of a file name: no separators, no leading dot, at most ``limit``;
+    composed (NFC), so an accent typed decomposed stays a letter's."""
     if value is None:
         return ""
-    text = _UNSAFE.sub("-", str(value)).strip("-.")
+    text = str(value)
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
+    text = _UNSAFE.sub("-", text).strip("-.")
     return text[:limit].strip("-.")
+
+
+def portable(name: str) -> str:
+    """``name`` as Linux, macOS and Windows all take it: composed (NFC), no trailing dot
+    or space (Windows drops them), and a Windows device name before the first dot
+    given a ``_`` (``CON.png`` → ``CON_.png``). docs/decisions.md#batch-files."""
+    if not name.isascii():
+        name = unicodedata.normalize("NFC", name)
+    name = name.rstrip(". ")
+    base, dot, rest = name.partition(".")
+    if base.rstrip(" ").upper() in _DEVICES:
+        name = f"{base.rstrip(' ')}_{dot}{rest}"
+    return name
+
+
+def name_key(name: str) -> str:
+    """What a case-insensitive, normalising disk (macOS, Windows) tells a name by:
+    canonical caseless matching, so ``A.png``/``a.png``, ``한국.png`` composed and
+    decomposed, ``STRASSE``/``straße`` are one name."""
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())
 
 
 def _tidy(name: str) -> str:
@@ -107,7 +143,14 @@ class NameTemplate:
         except ValueError as exc:
             raise _bad(f"{text!r} is not a format string ({exc})") from None
         used = []
-        for _literal, name, _spec, _conversion in parsed:
+        for literal, name, _spec, _conversion in parsed:
+            reserved = _RESERVED.search(literal)  # the template's own text; values are safe
+            if reserved is not None:
+                raise _bad(
+                    f"{text!r} holds {reserved.group()!r}, which no file system takes in a "
+                    'name on all of Linux, macOS and Windows (none of <>:"/\\|?* or a control '
+                    "character)"
+                )
             if name is None:
                 continue
             if name not in allowed:
@@ -142,6 +185,9 @@ class NameTemplate:
                 [{"loc": (f"row {index}", "filenames"), "msg": f"{self.text!r}: {exc}"}]
             ) from None
         name = _tidy(rendered)
+        if name.startswith("."):  # nothing before the extension (an emoji-only prompt)
+            name = f"{index:05d}{name}"  # is named by its row, not hidden
+        name = portable(name)
         if len(name.encode("utf-8")) > MAX_NAME_BYTES:
             head, _, tail = name.rpartition(".")
             name = (
@@ -165,7 +211,7 @@ def file_name(stem: str, ext: str, output: int, outputs: int) -> str:
             name = f"{head[: len(head) - len(sep)]}-{output + 1}{sep}{mark}{tail}"
         else:
             name = f"{name}-{output + 1}"
-    return name.replace(EXT_MARK, ext)
+    return portable(name.replace(EXT_MARK, ext))
 
 
 def _bad(msg: str) -> PayloadError:

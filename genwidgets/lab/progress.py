@@ -4,7 +4,8 @@
 expect), one plain line every :data:`LINE_EVERY` seconds when it is a file or a pipe
 (a CI log), nothing inside a Jupyter kernel (the batch's live view is the progress
 there). A :class:`Snapshot` is what every face reads: the batch's counts, spend,
-rate and time left. docs/decisions.md#batch-progress.
+rate and time left. Both faces are inert on a terminal (docs/decisions.md#inert-text).
+docs/decisions.md#batch-progress.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
+from .._formats import terminal_text
 from .batch_row import ENDED_STATUSES
 from .budget import plain_amount
 
@@ -145,7 +147,7 @@ class Progress:
 
     def show(self, snap: Snapshot) -> None:
         if self.mode == "bar":
-            self._bar.desc = f"batch {snap.id}"
+            self._bar.desc = terminal_text(f"batch {snap.id}")
             self._bar.n = snap.ended
             postfix = {"failed": snap.failed, "running": snap.running, "queued": snap.queued}
             spent = snap.spent_text()
@@ -169,6 +171,6 @@ class Progress:
             self._print(snap.line())
 
     def _print(self, text: str) -> None:
-        if text != self._last_text:
-            print(text, file=self.stream, flush=True)
+        if text != self._last_text:  # a batch's id may come from a file's name
+            print(terminal_text(text), file=self.stream, flush=True)
             self._last_text = text

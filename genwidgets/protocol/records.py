@@ -18,12 +18,11 @@ from typing import Any
 from urllib.parse import quote
 
 from .._config import redact, shown_path
-from .._formats import human_bytes
+from .._formats import human_bytes, terminal_text
 from ..errors import GenwidgetsWarning, TaskFailed
 from .output import UNTYPED, Output, OutputSource
 from .values import (
-    MAX_ERROR_TEXT,
-    cut,
+    error_text_of,
     follow_up_url,
     position_of,
     request_id_of,
@@ -106,8 +105,9 @@ ERROR_TYPE_KEYS = ("type", "code", "name")
 
 
 def log_line(entry: Any) -> str:
-    """One entry of :attr:`Status.logs` as a line of text (a dict's ``message``)."""
-    return readable(entry, ("message", "msg", "text", "line")) or ""
+    """One entry of :attr:`Status.logs` as a line of text (a dict's ``message``), inert
+    on a terminal (docs/decisions.md#inert-text)."""
+    return terminal_text(readable(entry, ("message", "msg", "text", "line")) or "")
 
 
 def queue_url(base_url: str, endpoint: str, request_id: str | None = None) -> str:
@@ -250,8 +250,8 @@ class Result:
         if not self.ok:
             error = redact(str(self.error if self.error is not None else "no error text"))
             kind = f" ({self.error_type})" if self.error_type else ""
-            return f"<Result {head}: failed: {error[:200]}{kind}>"
-        return f"<Result {head}: {_outputs_summary(self.outputs)}>"
+            return terminal_text(f"<Result {head}: failed: {error[:200]}{kind}>")
+        return terminal_text(f"<Result {head}: {_outputs_summary(self.outputs)}>")
 
     @property
     def done(self) -> bool:
@@ -302,7 +302,7 @@ class Result:
         elif not isinstance(raw_outputs, list):
             raw_outputs = [raw_outputs]
         status = word_of(body.get("status")) or COMPLETED
-        error = cut(readable(body.get("error"), ERROR_TEXT_KEYS), MAX_ERROR_TEXT)
+        error = error_text_of(readable(body.get("error"), ERROR_TEXT_KEYS))
         if status.upper() in FAILURE_STATUSES and not error:
             error = status.lower()
         return cls(

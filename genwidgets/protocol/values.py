@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from .._formats import int_or_none
+from .._formats import TERMINAL_CONTROLS, int_or_none, terminal_text
 
 __all__ = [
     "MAX_CONTENT_TYPE",
@@ -24,6 +24,7 @@ __all__ = [
     "MAX_REQUEST_ID",
     "MAX_WORD",
     "cut",
+    "error_text_of",
     "follow_up_url",
     "position_of",
     "request_id_of",
@@ -41,7 +42,6 @@ MAX_WORD = 100
 MAX_ERROR_TEXT = 16 * 1024
 MAX_CONTENT_TYPE = 255
 MAX_FOLLOW_UP_URL = 8 * 1024
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def str_or_none(value: Any) -> str | None:
@@ -57,9 +57,18 @@ def cut(text: str | None, limit: int) -> str | None:
 
 
 def word_of(value: Any) -> str | None:
-    """A status word as kept: verbatim, a non-string turned into one, cut at
-    :data:`MAX_WORD` characters."""
-    return cut(str_or_none(value), MAX_WORD)
+    """A status word (or ``error_type``) as kept: a non-string turned into one, cut at
+    :data:`MAX_WORD` characters, inert on a terminal (a control character shown as its
+    escape: docs/decisions.md#inert-text)."""
+    word = cut(str_or_none(value), MAX_WORD)
+    return None if word is None else terminal_text(word)
+
+
+def error_text_of(text: str | None) -> str | None:
+    """A task's ``error`` as kept: cut at :data:`MAX_ERROR_TEXT` characters, inert on a
+    terminal (its lines and tabs kept: docs/decisions.md#inert-text)."""
+    text = cut(text, MAX_ERROR_TEXT)
+    return None if text is None else terminal_text(text, lines=True)
 
 
 def position_of(value: Any) -> int | None:
@@ -71,7 +80,8 @@ def position_of(value: Any) -> int | None:
 
 def request_id_of(value: Any) -> str:
     """A task's request id as the client uses it, or a ``ValueError`` saying why
-    ``value`` cannot be one (none, not text, too long, a control character)."""
+    ``value`` cannot be one (none, not text, too long, a control character: one a
+    terminal acts on, C1 and bidi controls too, docs/decisions.md#inert-text)."""
     if value is None or value == "":
         raise ValueError("the task handle has no request_id")
     if isinstance(value, bool) or not isinstance(value, str | int):
@@ -84,11 +94,12 @@ def request_id_of(value: Any) -> str:
             f"the task handle's request_id is {len(text):,} characters long "
             f"(at most {MAX_REQUEST_ID} are taken)"
         )
-    bad = _CONTROL.search(text)
-    if bad is not None:
-        raise ValueError(
+    bad = TERMINAL_CONTROLS.search(text)
+    if bad is not None:  # a NUL cannot travel in a URL; an ESC, a C1 or a bidi override
+        raise ValueError(  # would act on every terminal and log the id is shown in
             f"the task handle's request_id holds a control character "
-            f"(U+{ord(bad.group()):04X} at position {bad.start()}), which no URL may carry"
+            f"(U+{ord(bad.group()):04X} at position {bad.start()}), which no URL may carry "
+            "and no terminal may show"
         )
     return text
 

@@ -4,6 +4,7 @@ table, units counted with the service's defaults, names, and every problem at on
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,66 @@ def test_plans_of_other_templates_and_endpoints_in_one_process_keep_their_own() 
         {"tasks": 2, "images": 4},
         {"tasks": 2, "speech_characters": 11},
     )
+
+
+#: what Windows reserves in a file name, besides control characters
+WINDOWS_RESERVED = set('<>:"/\\|?*')
+WINDOWS_DEVICES = {"CON", "PRN", "AUX", "NUL"} | {
+    f"{d}{i}" for d in ("COM", "LPT") for i in "123456789¹²³"
+}
+
+
+def one_file_system_key(name: str) -> str:
+    """A name as a case-insensitive, normalising file system (macOS's APFS and HFS+,
+    Windows' NTFS) tells names apart: canonical caseless matching."""
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())
+
+
+def assert_portable(name: str) -> None:
+    """A name Linux, macOS and Windows all take as it is, as a visible file."""
+    base = name.split(".", 1)[0]
+    assert name and not name.startswith("."), name  # not hidden, not empty
+    assert base.rstrip(" ").upper() not in WINDOWS_DEVICES, name
+    assert not WINDOWS_RESERVED & set(name) and all(ord(c) >= 32 for c in name), name
+    assert not name.endswith((".", " ")), name
+    assert name == unicodedata.normalize("NFC", name), name
+    assert len(name.encode("utf-8")) <= 255, name
+
+
+def test_file_names_are_portable_and_distinct_on_a_case_insensitive_normalising_disk() -> None:
+    prompts = ["CON", "nul", "COM1", "lpt9", "aux.tar", "Prn ", "com¹", "🦊🦐", "—", "한국",
+               "cafe\u0301", "a fox."]  # fmt: skip
+    plan = plan_batch(
+        T2I, [{"prompt": p} for p in prompts], {"prompt": "{prompt}", "n": 1},
+        filenames="{prompt}.{ext}",
+    )  # fmt: skip
+    names = [file_name(row.stem, "png", 0, 1) for row in plan.rows]
+    for name in names:
+        assert_portable(name)
+    assert len({one_file_system_key(n) for n in names}) == len(prompts), names
+    assert names[0] == "CON_.png" and names[3] == "lpt9_.png" and names[9] == "한국.png"
+    assert names[7] == "00007.png" and names[10] == "café.png"  # no name: the row's number
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        ("한국", unicodedata.normalize("NFD", "한국")),  # one file on macOS
+        ("Café", unicodedata.normalize("NFD", "café")),
+        ("STRASSE", "straße"),  # casefold: ß is ss
+        ("CON", "con_"),  # a device name's safe form is a name too
+    ],
+    ids=["hangul-nfc-nfd", "cafe-case-nfd", "sharp-s", "device"],
+)
+def test_two_rows_whose_names_are_equal_after_normalisation_are_refused(
+    pair: tuple[str, str],
+) -> None:
+    with pytest.raises(PayloadError, match="its file name is row 0's too") as info:
+        plan_batch(T2I, [{"prompt": p} for p in pair], {"prompt": "{prompt}", "n": 1},
+                   filenames="{prompt}.{ext}")  # fmt: skip
+    assert info.value.errors[0]["loc"] == ("row 1", "filenames")
+
+
+def test_a_duration_past_a_float_is_a_payload_error_not_an_overflow_error() -> None:
+    with pytest.raises(PayloadError, match=r"row 0\.duration"):
+        plan_batch("vidA-2-0", [{"prompt": "a heron", "duration": 10**400}])

@@ -150,3 +150,11 @@ def test_a_file_an_older_genwidgets_wrote_gets_the_owner_column(tmp_path: Path) 
     assert store.reserve("b", [(0, {})], {}).taken == [(0, 1)]
     assert store.rows("b")[0].owner == store.owner
     store.close()
+
+
+def test_a_cap_of_zero_reserves_nothing_however_tiny_the_spend(tmp_path: Path) -> None:
+    store = BatchStore(tmp_path / "ledger.sqlite3")
+    saved(store)
+    found = store.reserve("b", [(0, {"money": 1e-12})], {"money": 0.0})
+    assert found.taken == [] and found.capped and store.spent("b") == {}
+    store.close()

@@ -69,3 +69,48 @@ def test_budget_and_price_mistakes_are_payload_errors(
 def test_no_budget_caps_nothing() -> None:
     assert not make_budget(None, None, ["tasks"], [IMG])
     assert Budget().charges(IMG, {"tasks": 1}) == {}
+
+
+HUGE = 10**400  # an integer no float holds: float(HUGE) is an OverflowError
+
+
+@pytest.mark.parametrize(
+    ("budget", "prices", "expected"),
+    [
+        (HUGE, {IMG: {"per_task": 1}}, "a budget in money is a number, not an integer past"),
+        ({"images": HUGE}, None, "the cap on images is a number, not an integer past"),
+        (5, {IMG: {"per_task": HUGE}}, "a price 0 or more, not an integer past"),
+        (5, {IMG: {"per_task": math.inf}}, "a price 0 or more, not inf"),
+        (5, {IMG: {"per_task": math.nan}}, "a price 0 or more, not nan"),
+        (math.inf, {IMG: {"per_task": 1}}, "a budget in money is a number, not inf"),
+        ({"images": math.nan}, None, "the cap on images is a number, not nan"),
+    ],
+    ids=["huge-budget", "huge-cap", "huge-price", "inf-price", "nan-price", "inf", "nan-cap"],
+)
+def test_numbers_past_a_float_are_payload_errors_not_overflow_errors(
+    budget: object, prices: object, expected: str
+) -> None:
+    with pytest.raises(PayloadError, match=expected):
+        make_budget(budget, prices, ["tasks", "images"], [IMG])
+
+
+def test_a_cost_past_a_float_is_budget_exceeded() -> None:
+    """1e308 a task, three tasks: the sum is inf, which no cap allows."""
+    budget = make_budget(1e308, {IMG: {"per_task": 1e308}}, ["tasks", "images"], [IMG])
+    rows = [(i, IMG, {"tasks": 1, "images": 1}) for i in range(3)]
+    with pytest.raises(BudgetExceeded, match=r"bills over 1\.8e308 money") as info:
+        budget.check(rows, {}, "b")
+    assert info.value.planned == math.inf
+
+
+@pytest.mark.parametrize("caps", [{MONEY: 0}, {"tasks": 0}])
+def test_a_budget_of_zero_allows_nothing_however_tiny_the_price(caps: dict[str, float]) -> None:
+    budget = make_budget(caps, {IMG: {"per_task": 1e-12}}, ["tasks", "images"], [IMG])
+    with pytest.raises(BudgetExceeded, match="the budget allows 0"):
+        budget.check([(0, IMG, {"tasks": 1, "images": 1})], {}, "b")
+
+
+def test_a_cap_still_takes_a_sum_a_float_rounds_over_it() -> None:
+    """Ten prices of 0.1 sum to 1.0000000000000002: a cap of 1 allows them."""
+    budget = make_budget(1.0, {IMG: {"per_task": 0.1}}, ["tasks", "images"], [IMG])
+    budget.check([(i, IMG, {"tasks": 1, "images": 1}) for i in range(10)], {}, "b")

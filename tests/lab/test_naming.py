@@ -97,3 +97,25 @@ def test_a_long_name_is_cut_to_fit_a_file_system() -> None:
     )
     assert len(file_name(stem, "png", 0, 1).encode()) <= 210
     assert file_name(stem, "png", 0, 1).endswith(".png")
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["{text}:{row}.{ext}", "{text}?.{ext}", "a*b-{row}.{ext}", '"{text}".{ext}', "{text}|.{ext}",
+     "<{text}>.{ext}", "{text}\t.{ext}"],
+)  # fmt: skip
+def test_a_template_with_a_character_windows_reserves_is_refused(template: str) -> None:
+    with pytest.raises(PayloadError, match="no file system takes"):
+        NameTemplate.parse(template, ["text"])
+
+
+def test_a_name_ending_in_a_dot_or_a_space_loses_them() -> None:
+    """Windows drops them, so ``x.png.`` would be ``x.png`` there, another row's name."""
+    stem = NameTemplate.parse("{text}.{ext}. ", ["text"]).stem(0, {"text": "x"}, {})
+    assert file_name(stem, "png", 0, 1) == "x.png"
+
+
+def test_a_device_name_made_by_a_later_output_gets_its_safe_form() -> None:
+    stem = NameTemplate.parse("COM{output}.{ext}", []).stem(0, {}, {})
+    assert file_name(stem, "png", 0, 2) == "COM1_.png"
+    assert file_name(stem, "png", 1, 2) == "COM2_.png"

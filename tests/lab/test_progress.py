@@ -71,3 +71,15 @@ def test_nothing_is_drawn_in_a_kernel() -> None:
     face.show(snap())
     face.close(snap(finished=True))
     assert out.getvalue() == ""
+
+
+def test_a_batch_id_with_escapes_is_shown_inert_on_both_faces() -> None:
+    """A derived id comes from the rows file's name, which may hold anything."""
+    for out in (io.StringIO(), Terminal()):
+        face = Progress(10, stream=out)
+        hostile = snap(id="b\x1b]0;pwned\x07\x9b2J", counts={"done": 10}, finished=True)
+        face.show(hostile)
+        face.close(hostile)
+        text = out.getvalue()
+        assert "b\\x1b]0;pwned\\x07\\x9b2J" in text
+        assert not {"\x1b", "\x07", "\x9b"} & set(text), text

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 
 from .._client import default_client, live_client  # who pays: LiveClients' readers
-from .._config import redact, resolve
+from .._config import redact, resolve, shown_path, shown_url
 from ..catalog import EndpointSpec
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import GenwidgetsError, PayloadError
@@ -432,11 +432,15 @@ def _inline_summary(text: str) -> str:
 
 
 def _shortened(value: Any) -> Any:
-    """The payload with inline data replaced by a short marker (for the JSON view)."""
+    """The payload as the JSON view and the lasting face show it: inline data as a short
+    marker, a local file by its shown path, a loopback URL by its name (both saved in
+    notebooks: docs/decisions.md#shown-paths)."""
     if isinstance(value, os.PathLike):
-        return f"<the file {os.fspath(value)}, sent encoded for its field>"
+        return f"<the file {shown_path(value)}, sent encoded for its field>"
     if isinstance(value, str) and _is_inline_data(value):
         return f"<{_inline_summary(value)} (shortened)>"
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        return shown_url(value)
     if isinstance(value, Mapping):
         return {k: _shortened(v) for k, v in value.items()}
     if isinstance(value, list):

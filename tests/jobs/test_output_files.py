@@ -21,7 +21,7 @@ def test_a_local_copy_changed_since_it_was_written_is_not_used(tmp_path: Path) -
     copy.write_bytes(b"ours")
     asked: list[str] = []
 
-    def fetch(url: str) -> bytes:
+    def fetch(url: str, max_bytes: int) -> bytes:
         asked.append(url)
         return b"from the url"
 
@@ -41,7 +41,7 @@ def test_a_local_copy_changed_since_it_was_written_is_not_used(tmp_path: Path) -
 
 
 def test_a_missing_copy_has_no_size_and_the_url_is_read(tmp_path: Path) -> None:
-    files = OutputFiles(lambda url: b"fetched " + url.encode())
+    files = OutputFiles(lambda url, cap: b"fetched " + url.encode())
     output = Output("image/png", url="https://cdn.example/1.png", path=tmp_path / "gone.png")
     assert files.local_copy(output) is None and files.local_size(output) is None
     output._source = files

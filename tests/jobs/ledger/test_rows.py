@@ -20,7 +20,7 @@ PRIVATE = b"-----BEGIN OPENSSH PRIVATE KEY----- the user's own"
 KEPT = b"kept bytes of the output"
 
 
-def _restore(record: dict[str, Any], fetch: Callable[[str], bytes]) -> Any:
+def _restore(record: dict[str, Any], fetch: Callable[[str, int], bytes]) -> Any:
     result = restored_result(
         endpoint="e",
         request_id="r-1",
@@ -63,7 +63,7 @@ def test_a_recorded_path_outside_the_outputs_folder_is_never_read(
     tmp_path: Path, record: Callable[[Path], dict[str, Any]]
 ) -> None:
     asked: list[str] = []
-    output = _restore(record(_private(tmp_path)), lambda url: asked.append(url) or b"from url")
+    output = _restore(record(_private(tmp_path)), lambda url, cap: asked.append(url) or b"from url")
     assert output.path is None
     assert output.read() == b"from url" and asked == ["https://cdn.example/0.txt"]
     html = output_html(output, fetch=False)
@@ -75,7 +75,7 @@ def test_a_link_in_the_outputs_folder_to_a_private_file_is_not_followed(
 ) -> None:
     link = outputs / "0.txt"
     link.symlink_to(_private(tmp_path))
-    output = _restore(_recorded(link, PRIVATE), lambda url: b"from url")
+    output = _restore(_recorded(link, PRIVATE), lambda url, cap: b"from url")
     assert output.path is None and output.read() == b"from url"
     link.unlink()
 
@@ -85,9 +85,9 @@ def test_a_copy_without_its_digest_is_not_trusted_even_in_the_outputs_folder(
 ) -> None:
     copy = outputs / "1.txt"
     copy.write_bytes(KEPT)
-    bare = _restore({"path": str(copy), "size": len(KEPT)}, lambda url: b"from url")
+    bare = _restore({"path": str(copy), "size": len(KEPT)}, lambda url, cap: b"from url")
     assert bare.path is None and bare.read() == b"from url"
-    other_size = _restore({**_recorded(copy, KEPT), "size": 3}, lambda url: b"from url")
+    other_size = _restore({**_recorded(copy, KEPT), "size": 3}, lambda url, cap: b"from url")
     assert other_size.path is None
 
 
@@ -95,7 +95,7 @@ def test_the_copy_genwidgets_wrote_is_read_from_the_outputs_folder(outputs: Path
     copy = outputs / "2.txt"
     copy.write_bytes(KEPT)
 
-    def no_fetch(url: str) -> bytes:
+    def no_fetch(url: str, max_bytes: int) -> bytes:
         raise AssertionError("the kept copy is read, not the URL")
 
     output = _restore(_recorded(copy, KEPT), no_fetch)

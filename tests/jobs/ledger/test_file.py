@@ -42,11 +42,11 @@ def test_a_ledger_link_out_of_the_home_is_moved_aside_and_its_target_untouched(
     assert target.exists() == (target_kind == "empty file")
     assert not target.exists() or target.read_bytes() == b""  # never written through
     assert not (elsewhere / "journal").exists()
-    assert sorted(p.name.split(".link-")[0] for p in ledger._file.links_set_aside) == [
+    assert sorted(p.name.split(".link-")[0] for p in ledger.links_set_aside) == [
         "ledger.sqlite3",
         "ledger.sqlite3-wal",
     ]
-    assert all(p.is_symlink() for p in ledger._file.links_set_aside)  # kept as they were
+    assert all(p.is_symlink() for p in ledger.links_set_aside)  # kept as they were
     assert any(str(home) in str(w.message) and "moved to" in str(w.message) for w in said)
 
 
@@ -56,7 +56,7 @@ def test_a_link_to_a_ledger_inside_the_home_is_followed(tmp_path: Path) -> None:
     _open(home / "real.sqlite3")
     (home / "ledger.sqlite3").symlink_to("real.sqlite3")
     ledger = _open(home / "ledger.sqlite3")
-    assert ledger._file.links_set_aside == []
+    assert ledger.links_set_aside == []
     assert (home / "ledger.sqlite3").is_symlink()
     assert sqlite3.connect(home / "real.sqlite3").execute(
         "SELECT count(*) FROM tasks"

@@ -4,17 +4,24 @@ is left out, so the output reads its URL or shows as unavailable."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
+import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
+import genwidgets as gw
 from genwidgets._config import home
 from genwidgets.jobs.ledger.rows import restored_result
 from genwidgets.jobs.output_files import OutputFiles
 from genwidgets.widgets.lasting import output_html
+from genwidgets.widgets.render import to_mimebundle
 
 PRIVATE = b"-----BEGIN OPENSSH PRIVATE KEY----- the user's own"
 KEPT = b"kept bytes of the output"
@@ -100,3 +107,40 @@ def test_the_copy_genwidgets_wrote_is_read_from_the_outputs_folder(outputs: Path
 
     output = _restore(_recorded(copy, KEPT), no_fetch)
     assert output.path == copy.resolve() and output.read() == KEPT
+
+
+@pytest.mark.timeout(120)
+def test_a_row_edited_to_point_at_a_private_picture_shows_the_gateways_output(
+    simulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end: a task's ledger row is edited by someone else to name a private
+    picture (its digest and size removed); read back by a new client, the output
+    reads the gateway's bytes and the lasting face embeds nothing of the picture."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    private = tmp_path / "holiday.png"
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), "red").save(buffer, format="PNG")
+    private.write_bytes(buffer.getvalue())
+    with gw.Client(simulator.base_url, "sim-demo-key") as client:
+        made = client.run("genW2.5-t2i-preview", {"prompt": "a kite", "n": 1}, timeout=60)
+        served = made.outputs[0].read()
+        assert client.ledger is not None
+        ledger_path = client.ledger.path
+    with sqlite3.connect(ledger_path) as db:
+        (outputs,) = db.execute(
+            "SELECT outputs FROM tasks WHERE request_id = ?", (made.request_id,)
+        ).fetchone()
+        records = json.loads(outputs)
+        records[0] = {k: v for k, v in records[0].items() if k not in ("sha256", "size")}
+        records[0]["path"] = str(private)
+        db.execute(
+            "UPDATE tasks SET outputs = ? WHERE request_id = ?",
+            (json.dumps(records), made.request_id),
+        )
+    with gw.Client(simulator.base_url, "sim-demo-key") as again:
+        (job,) = [j for j in again.history() if j.request_id == made.request_id]
+        output = job.result(timeout=30).outputs[0]
+        assert output.path is None and output.read() == served
+        html = to_mimebundle(output)["text/html"]
+    assert base64.b64encode(private.read_bytes()).decode()[:40] not in html
+    assert "holiday.png" not in html

@@ -126,7 +126,13 @@ class LedgerFile:
             if target.is_file() and target.parent == folder:
                 continue  # a link within the folder: the file is still the home's
             aside = link.with_name(f"{link.name}.link-{stamp}-{os.getpid()}")
-            os.replace(link, aside)  # renames the link itself, never its target
+            try:
+                os.replace(link, aside)  # renames the link itself, never its target
+            except OSError as exc:  # never write through it: no ledger rather than that
+                raise LedgerError(
+                    f"{link} is a symbolic link out of {folder} and could not be moved "
+                    f"aside ({exc}); remove it, or set {ENV_HOME} to a folder of your own"
+                ) from exc
             self.links_set_aside.append(aside)
             where = "nothing" if not target.exists() else str(target)
             message = (

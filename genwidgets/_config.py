@@ -181,6 +181,17 @@ def shown_path(path: str | os.PathLike[str]) -> str:
     return max(found)[1] if found else target.name
 
 
+def shown_url(url: str) -> str:
+    """A URL as people and saved notebooks see it: a loopback one (the embedded
+    simulator's, a local gateway's) names a port of this machine that means nothing
+    elsewhere and dies with its server, so it shows as ``<a file of a gateway on this
+    machine: name>``; any other URL as it is (docs/decisions.md#shown-paths)."""
+    if not is_loopback(url):
+        return url
+    name = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
+    return f"<a file of a gateway on this machine{': ' + name if name else ''}>"
+
+
 def remember_secret(key: str | None) -> None:
     """Register a key so :func:`redact` can scrub it from any text we emit."""
     if key and len(key) >= 4:

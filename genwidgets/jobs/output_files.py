@@ -27,8 +27,14 @@ if TYPE_CHECKING:
 
 __all__ = ["Fetcher", "OutputFiles", "gateway_outputs"]
 
-#: Reads one URL whole (within its caps and deadline); an HTTP error raises.
-Fetcher = Callable[[str], bytes]
+#: Reads one URL whole, at most its second argument's bytes (within a deadline); an HTTP
+#: error or a body over that cap raises.
+Fetcher = Callable[[str, int], bytes]
+
+
+def plain_get(url: str, max_bytes: int) -> bytes:
+    """A plain GET that sends no credential nor cookie (:func:`fetch_url`)."""
+    return fetch_url(url, max_bytes=max_bytes)
 
 
 class OutputFiles:
@@ -36,7 +42,7 @@ class OutputFiles:
     not those whose SHA-256 the output keeps), a URL through ``fetch`` (by default a
     plain GET that sends no credential), a save written whole."""
 
-    def __init__(self, fetch: Fetcher = fetch_url) -> None:
+    def __init__(self, fetch: Fetcher = plain_get) -> None:
         self._fetch = fetch
 
     def __repr__(self) -> str:
@@ -63,8 +69,8 @@ class OutputFiles:
         except OSError:
             return None
 
-    def fetch(self, url: str) -> bytes:
-        return self._fetch(url)
+    def fetch(self, url: str, max_bytes: int) -> bytes:
+        return self._fetch(url, max_bytes)
 
     def write(self, target: Path, data: bytes) -> None:
         write_atomically(target, data, parents=True)
@@ -75,9 +81,9 @@ def gateway_outputs(engine: Engine, gateway: Gateway) -> OutputFiles:
     gateway (its credential rule) on the engine; on the engine thread itself, a plain
     GET that carries no credential (awaiting the engine there would deadlock)."""
 
-    def fetch(url: str) -> bytes:
+    def fetch(url: str, max_bytes: int) -> bytes:
         if engine.in_engine_thread:
-            return fetch_url(url)
-        return engine.run(gateway.fetch(url))
+            return plain_get(url, max_bytes)
+        return engine.run(gateway.fetch(url, max_bytes))
 
     return OutputFiles(fetch)

@@ -28,8 +28,8 @@ class HandMade:
     def local_size(self, output: object) -> None:
         return None
 
-    def fetch(self, url: str) -> bytes:
-        return fetch_url(url)
+    def fetch(self, url: str, max_bytes: int) -> bytes:
+        return fetch_url(url, max_bytes=max_bytes)
 
     def write(self, target: Path, data: bytes) -> None:
         write_atomically(target, data, parents=True)

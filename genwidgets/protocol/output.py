@@ -29,6 +29,7 @@ from .._config import redact, shown_path
 from .._formats import decode_data_url, extension_for, human_bytes
 from ..errors import DownloadError
 from ..media.files import sniff
+from .fetch import MAX_READ_BYTES
 from .hand_made import HAND_MADE
 from .values import MAX_CONTENT_TYPE, resolve_output_url, str_or_none
 
@@ -62,9 +63,10 @@ class OutputSource(Protocol):
         """The size of the file at ``output.path``, None when there is none."""
         ...
 
-    def fetch(self, url: str) -> bytes:
-        """The bytes at ``url``, within caps and a deadline; an ``httpx.HTTPError`` or an
-        ``OSError`` when they cannot be read (the output names itself in the error)."""
+    def fetch(self, url: str, max_bytes: int) -> bytes:
+        """The bytes at ``url``, at most ``max_bytes`` of them, within a deadline; an
+        ``httpx.HTTPError`` or an ``OSError`` when they cannot be read (a body over
+        ``max_bytes`` included; the output names itself in the error)."""
         ...
 
     def write(self, target: Path, data: bytes) -> None:
@@ -236,9 +238,10 @@ class Output:
         """What reads this output's local copy and URL and writes its saves."""
         return self._source if self._source is not None else HAND_MADE
 
-    def read(self) -> bytes:
+    def read(self, max_bytes: int = MAX_READ_BYTES) -> bytes:
         """The output's bytes: the local copy, inline content, or a download (within
-        its caps and deadline). Kept in memory while the process-wide budget allows
+        its caps and deadline; a body over ``max_bytes`` stops being read there and is
+        a :class:`DownloadError`). Kept in memory while the process-wide budget allows
         (:data:`CACHE_BUDGET`)."""
         if self._cache is not None:
             return self._cache
@@ -251,7 +254,7 @@ class Output:
             if self.url.startswith("data:"):
                 data = decode_data_url(self.url).data
             else:
-                data = self._download(self.url)
+                data = self._download(self.url, max_bytes)
         self.learn_type(None, data)
         cache_budget.keep(self, data)
         return data
@@ -275,11 +278,11 @@ class Output:
             parts.append("inline")
         return f"<Output {', '.join(parts)}>"
 
-    def _download(self, url: str) -> bytes:
+    def _download(self, url: str, max_bytes: int) -> bytes:
         """The bytes at ``url``; a failure (an HTTP error, a body over its cap, a
         drip past its deadline) is a :class:`DownloadError` naming it."""
         try:
-            return self._kept_by().fetch(url)
+            return self._kept_by().fetch(url, max_bytes)
         except (httpx.HTTPError, OSError) as exc:
             if isinstance(exc, httpx.HTTPStatusError):  # its text repeats the URL, query and all
                 answer = exc.response

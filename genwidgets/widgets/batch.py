@@ -17,6 +17,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from .._config import shown_path
 from ..lab import batch as lab_batch
 from ..lab.batch import Batch
 from ..lab.batch_open import batch as batch  # gw.batch: the same function, here so that
@@ -60,7 +61,7 @@ def _head(batch: Batch, snap: Snapshot) -> dict[str, Any]:
         "id": batch.id,
         "endpoint": batch.endpoint,
         "summary": batch.plan.summary(),
-        "out": str(batch.out),
+        "out": shown_path(batch.out),
         "simulated": bool(getattr(batch.client, "embedded", False)),
         "total": snap.total,
         "counts": {k: snap.count(k) for k in _COUNTED} | {"queued": snap.queued},
@@ -201,7 +202,7 @@ def static_copy(batch: Batch, thumbs: list[dict[str, Any]]) -> dict[str, str]:
         f"{badge}</div><div>{counts} of {snap.total}</div>"
         f'<div style="color:{PALETTE["muted"]}">{esc(snap.line())}</div>'
         f'<div style="color:{PALETTE["muted"]}">files and manifest.csv in '
-        f"<code>{esc(str(batch.out))}</code></div>"
+        f"<code>{esc(shown_path(batch.out))}</code></div>"
         f'<div style="display:flex;flex-wrap:wrap;gap:6px;margin-top:4px">{pictures}</div></div>'
     )
     return {"text/html": html, "text/plain": snap.line()}

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 
 from .._client import default_client, live_client  # who pays: LiveClients' readers
-from .._config import redact, resolve
+from .._config import redact, resolve, shown_path, shown_url
 from ..catalog import EndpointSpec
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import GenwidgetsError, PayloadError
@@ -43,6 +43,7 @@ from .elements import BuildContext, Element
 from .faces import Faces, in_kernel, live_container
 from .field_spec import UNSET, FieldSpec, field_specs
 from .task import TaskList
+from .ticker import guarded
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
@@ -338,7 +339,15 @@ class EndpointForm(W.VBox):
             raise
         job = self.client.send(prepared)
         self.last_job = job
+        # sent in code as by the button, the task joins the list under the form, whose
+        # lasting face a saved notebook keeps (docs/decisions.md#form-task-list)
+        guarded(lambda: self._list(job))
         return job
+
+    def _list(self, job: JobLike) -> None:
+        self.submitted.add(job)
+        if self._faces is not None:
+            self._faces.refresh()  # what it was set to when it sent
 
     def _on_submit_click(self, _button: Any = None) -> None:
         """The button: submit once, show problems inline, display the job below."""
@@ -359,7 +368,7 @@ class EndpointForm(W.VBox):
             problem = redact(f"{type(exc).__name__}: {exc}")
         finally:
             self._submitting = False
-        if job is not None:
+        if job is not None:  # counted from the end, the task listed: a slow display
             self._submitted_at = time.monotonic()
         self._update_submit()  # the payload did not change: no second validation
         if problem:
@@ -368,12 +377,6 @@ class EndpointForm(W.VBox):
             self.reason.value = (
                 f'<span style="{OK_STYLE}">submitted: {esc(str(job.request_id))}</span>'
             )
-            try:
-                self.submitted.add(job)
-                if self._faces is not None:
-                    self._faces.refresh()  # what it was set to when it sent
-            finally:  # counted from the end too: a click queued behind a slow display
-                self._submitted_at = time.monotonic()
 
     def _ipython_display_(self) -> None:
         """Both faces of the form (it is a control: its lasting face says what it was
@@ -432,11 +435,15 @@ def _inline_summary(text: str) -> str:
 
 
 def _shortened(value: Any) -> Any:
-    """The payload with inline data replaced by a short marker (for the JSON view)."""
+    """The payload as the JSON view and the lasting face show it: inline data as a short
+    marker, a local file by its shown path, a loopback URL by its name (both saved in
+    notebooks: docs/decisions.md#shown-paths)."""
     if isinstance(value, os.PathLike):
-        return f"<the file {os.fspath(value)}, sent encoded for its field>"
+        return f"<the file {shown_path(value)}, sent encoded for its field>"
     if isinstance(value, str) and _is_inline_data(value):
         return f"<{_inline_summary(value)} (shortened)>"
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        return shown_url(value)
     if isinstance(value, Mapping):
         return {k: _shortened(v) for k, v in value.items()}
     if isinstance(value, list):

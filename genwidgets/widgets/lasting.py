@@ -319,8 +319,8 @@ def _content(output: Output, fetch: bool) -> str | None:
     data = _in_hand(output, EMBED_LIMIT)
     if data is None and fetch and _remote(output) is not None:
         try:
-            data = output.read()
-        except Exception:  # a dead URL: shown as a link below
+            data = output.read(EMBED_LIMIT)  # never more than is embedded
+        except Exception:  # a dead URL, a body over the limit: shown as a link below
             data = None
     return content_html(output, data) if data is not None else None
 

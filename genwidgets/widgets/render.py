@@ -22,6 +22,7 @@ from .._config import shown_path
 from .._formats import human_bytes
 from ..jobs.output_files import OutputFiles
 from ..media import inspect
+from ..protocol.fetch import MAX_READ_BYTES
 from ..protocol.records import Output, Result
 from ._style import SAFE_DATA_MIME, esc, safe_mime, table_html, url_kind
 from .faces import make_two_faced
@@ -126,10 +127,10 @@ def source_of(
     url = output.url
     kind = url_kind(url) if url else None
 
-    def read(note: str = "") -> Source:
+    def read(note: str = "", cap: int = MAX_READ_BYTES) -> Source:
         try:
-            return Source("bytes", mime, data=output.read())
-        except Exception as exc:  # a dead URL, a broken local file, bad inline data
+            return Source("bytes", mime, data=output.read(cap))
+        except Exception as exc:  # a dead URL, a broken local file, bad inline data, over cap
             if kind in {"http", "relative"}:
                 return Source("url", mime, url=url, note=note)
             return Source("none", mime, note=f"could not read it ({type(exc).__name__})")
@@ -168,7 +169,9 @@ def source_of(
         if needs_content and fetch:
             declared = output.raw.get("file_size")
             if not isinstance(declared, int) or declared <= EMBED_LIMIT:
-                return read()
+                # what a record declares is no bound: read at most the limit, else link it
+                over = f"over the {human_bytes(EMBED_LIMIT)} embedding limit: linked"
+                return read(over, cap=EMBED_LIMIT)
         return Source("url", mime, url=url)
     if url:
         return Source("none", mime, note="its URL uses a scheme or characters that are not allowed")

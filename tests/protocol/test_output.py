@@ -36,7 +36,7 @@ class Source:
     def local_size(self, output: Output) -> int | None:
         return None if self.copy is None else len(self.copy)
 
-    def fetch(self, url: str) -> bytes:
+    def fetch(self, url: str, max_bytes: int) -> bytes:
         self.fetched.append(url)
         if self.refuse is not None:
             raise self.refuse

@@ -118,7 +118,7 @@ def test_asset_record_from_json_string_in_several_places() -> None:
 def test_output_save_is_atomic_and_reads_through_its_source(tmp_path: Path) -> None:
     calls: list[str] = []
 
-    def fetch(url: str) -> bytes:
+    def fetch(url: str, max_bytes: int) -> bytes:
         calls.append(url)
         return b"bytes!"
 

@@ -134,10 +134,12 @@ def test_an_untyped_output_takes_the_served_type_then_magic_bytes() -> None:
     assert not served.typed and served.kind == "binary"
     served.learn_type("image/webp; charset=binary", png_bytes())
     assert served.content_type == "image/webp" and served.typed
-    sniffed = Output.from_entry("https://c/file.jpg", source=OutputFiles(lambda url: png_bytes()))
+    pictures = OutputFiles(lambda url, cap: png_bytes())
+    sniffed = Output.from_entry("https://c/file.jpg", source=pictures)
     sniffed.read()
     assert sniffed.content_type == "image/png"
-    unknown = Output.from_entry("https://c/file.jpg", source=OutputFiles(lambda u: b"plain bytes"))
+    plain = OutputFiles(lambda u, cap: b"plain bytes")
+    unknown = Output.from_entry("https://c/file.jpg", source=plain)
     unknown.read()
     assert unknown.content_type == "application/octet-stream" and not unknown.typed
     typed = Output.from_entry({"url": "https://c/a", "content_type": "video/mp4"})

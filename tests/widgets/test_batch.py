@@ -49,7 +49,7 @@ def test_a_finished_batch_shows_its_counts_spend_and_latest_thumbnails(
     head = view.head
     assert head["counts"] == {"done": 3, "running": 0, "queued": 0, "failed": 0}
     assert head["finished"] and head["total"] == 3 and head["spent"] == "3 images"
-    assert head["id"] == batch.id and head["out"] == str(batch.out)
+    assert head["id"] == batch.id and head["out"] == "o"  # shown by name, not absolute
     assert not head["can_retry"] and not head["needs_confirmation"]
     assert len(view.thumbs) == 3
     assert all(t["src"].startswith("data:image/") for t in view.thumbs)
@@ -83,9 +83,29 @@ def test_the_lasting_face_is_plain_html_with_the_counts_and_no_key(
     view = BatchView(batch)
     copy = static_copy(batch, view._latest())
     html = copy["text/html"]
-    assert "2 done" in html and batch.id in html and str(batch.out) in html
+    assert "2 done" in html and batch.id in html and "<code>o</code>" in html
+    assert str(tmp_path) not in html
     assert html.count("<img") == 2 and "<script" not in html
     assert KEY not in html and copy["text/plain"].startswith(f"batch {batch.id}: 2 of 2 done")
+
+
+def test_the_out_folder_shows_as_the_one_rule_shows_paths_never_absolute(
+    client: gw.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 39 point 7: a teacher's ``out="shots"`` publishes ``shots``, and a folder in
+    the user's home ``~/...``, in the widget state and in the lasting face alike."""
+    user = tmp_path / "user"
+    (user / "course").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.chdir(user / "course")
+    outs = [("shots", "shots"), (user / "elsewhere" / "takes", "~/elsewhere/takes")]
+    for row, (out, shown) in enumerate(outs):
+        batch = gw.batch(T2I, ROWS[row : row + 1], TEMPLATE, out=out, client=client).wait(120)
+        view = BatchView(batch)
+        view._write()
+        html = static_copy(batch, view._latest())["text/html"]
+        assert view.head["out"] == shown and f"<code>{shown}</code>" in html
+        assert str(user) not in html and str(user) not in repr(view.head)
 
 
 def test_importing_the_view_makes_a_displayed_batch_draw_it() -> None:

@@ -635,6 +635,23 @@ def test_a_typed_local_file_passes_with_a_thumbnail_and_python_code(tmp_path: Pa
     assert "sent encoded" in html.unescape(form.json_view.value)
 
 
+def test_the_lasting_face_shows_a_local_file_by_the_path_rule_and_no_loopback_url(
+    tmp_path: Path,
+) -> None:
+    """Issue 39 point 7 (``02_images``): a form set to a file in a temporary folder and
+    to an output of the local simulator saves neither the absolute path nor the URL."""
+    meadow = _meadow(tmp_path)
+    kite = "http://127.0.0.1:8765/files/req-1/kite.png"
+    form = gw.form("imgQ-edit-plus", prompt="a kite over the meadow", n=1, images=[kite, meadow])
+    faces = [form._lasting("previews")["text/html"], form.json_view.value]
+    for face in faces:
+        assert str(tmp_path) not in face and "127.0.0.1" not in face and "8765" not in face
+        assert "&lt;the file meadow.png, sent encoded" in face
+        assert "a file of a gateway on this machine: kite.png" in face
+    public = gw.form("imgQ-edit-plus", prompt="a", images=["https://cdn.example/k.png"])
+    assert public._lasting("previews")["text/html"].count("https://cdn.example/k.png") == 1
+
+
 def test_a_typed_missing_file_says_no_such_file_and_disables_submit() -> None:
     form = gw.form("imgQ-edit-plus", prompt="a kite", n=1)
     form.fields["images"].rows[0].url.value = "/nowhere/meadow.png"

@@ -131,7 +131,7 @@ def test_audio_is_embedded_up_to_its_limit(home: Path) -> None:
 def test_nothing_is_fetched_and_a_dead_loopback_url_is_named_not_used() -> None:
     fetched: list[str] = []
 
-    def fetch(url: str) -> bytes:
+    def fetch(url: str, max_bytes: int) -> bytes:
         fetched.append(url)
         return png()
 

@@ -17,6 +17,7 @@ from genwidgets.protocol.records import Output, Result
 from genwidgets.widgets import render as render_module
 from genwidgets.widgets._style import url_kind
 from genwidgets.widgets.render import (
+    EMBED_LIMIT,
     live_entry,
     render,
     result_html,
@@ -234,7 +235,7 @@ def test_large_files_are_not_pushed_through_the_kernel(
 def test_json_by_url_is_read_by_render_but_not_by_to_html() -> None:
     fetched: list[str] = []
 
-    def fetch(url: str) -> bytes:
+    def fetch(url: str, max_bytes: int) -> bytes:
         fetched.append(url)
         return b'{"element_id": 7}'
 
@@ -245,6 +246,26 @@ def test_json_by_url_is_read_by_render_but_not_by_to_html() -> None:
     assert "<a " in to_html(output) and fetched == []  # the engine thread never downloads
     assert ">element_id</th>" in render(output).value
     assert fetched == ["https://cdn.example/r.json"]
+
+
+@pytest.mark.parametrize("kind", ["text/plain", "application/json"])
+def test_text_by_url_is_read_up_to_the_embed_limit_and_linked_beyond(kind: str) -> None:
+    """Issue 39 point 4: a record that declares no size bounds nothing; the read asks
+    for at most the embedding limit, and a body over it is a link (the live view and
+    the lasting face alike)."""
+    caps: list[int] = []
+
+    def fetch(url: str, max_bytes: int) -> bytes:
+        caps.append(max_bytes)
+        raise OSError(f"the answer is larger than {max_bytes:,} bytes")
+
+    output = Output.from_entry(
+        {"url": "https://cdn.example/big", "content_type": kind}, source=OutputFiles(fetch)
+    )
+    assert '<a class="gw-download" href="https://cdn.example/big"' in render(output).value
+    saved = to_mimebundle(output, fetch=True)["text/html"]
+    assert 'href="https://cdn.example/big"' in saved
+    assert caps == [EMBED_LIMIT, EMBED_LIMIT]
 
 
 def test_mimebundle_is_plain_display_data() -> None:

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -33,6 +34,13 @@ __all__ = ["LedgerFile", "damage", "quick_check", "raise_if_damaged"]
 log = logging.getLogger("genwidgets")
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _HERE = os.path.dirname(__file__)
+#: the names SQLite gives the ledger's file and its journals
+_COMPANIONS = ("", "-wal", "-shm", "-journal")
+
+
+def _real(path: Path) -> Path:
+    """``path`` with every link followed (as far as they lead, for a dangling one)."""
+    return Path(os.path.realpath(path))
 
 
 def damage(exc: BaseException) -> str:
@@ -97,6 +105,64 @@ class LedgerFile:
         self._notices: list[str] = []
         self._notices_lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        #: links at the ledger's names that led out of its folder, each moved to
+        self.links_set_aside: list[Path] = []
+        self._guard_links()
+        self._warn_if_others_write()
+
+    # ------------------------------------------------------------------ a shared home
+
+    def _guard_links(self) -> None:
+        """Move aside a symbolic link at the ledger's name (or its journal's) that does
+        not lead to a file inside the ledger's folder: SQLite would write a database at
+        the link's target, wherever it is (docs/decisions.md#a-shared-home)."""
+        folder = _real(self.path.parent)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for suffix in _COMPANIONS:
+            link = self.path.with_name(self.path.name + suffix)
+            if not link.is_symlink():
+                continue
+            target = _real(link)
+            if target.is_file() and target.parent == folder:
+                continue  # a link within the folder: the file is still the home's
+            aside = link.with_name(f"{link.name}.link-{stamp}-{os.getpid()}")
+            try:
+                os.replace(link, aside)  # renames the link itself, never its target
+            except OSError as exc:  # never write through it: no ledger rather than that
+                raise LedgerError(
+                    f"{link} is a symbolic link out of {folder} and could not be moved "
+                    f"aside ({exc}); remove it, or set {ENV_HOME} to a folder of your own"
+                ) from exc
+            self.links_set_aside.append(aside)
+            where = "nothing" if not target.exists() else str(target)
+            message = (
+                f"genwidgets: {link} was a symbolic link to {where}, outside the ledger's "
+                f"folder {folder}; a task ledger is never written through a link out of "
+                f"its folder. The link was moved to {aside} (its target untouched) and a "
+                f"new file is used at {link}."
+            )
+            self._notice(message)
+
+    def _warn_if_others_write(self) -> None:
+        """Say (once, at open) when other users may write the ledger or its folder."""
+        open_to_all: list[tuple[Path, int]] = []
+        for place in (self.path.parent, self.path):
+            try:
+                mode = place.stat().st_mode
+            except OSError:
+                continue
+            if mode & stat.S_IWOTH:
+                open_to_all.append((place, stat.S_IMODE(mode)))
+        if open_to_all:
+            shown = " and ".join(f"{place} (mode {mode:04o})" for place, mode in open_to_all)
+            names = " ".join(str(place) for place, _ in open_to_all)
+            message = (
+                f"genwidgets: {shown} can be written by every user of this machine, so "
+                "anyone may change or replace the task ledger and the outputs kept beside "
+                f"it. Fix: chmod o-w {names} (or chmod 700 the folder), or set {ENV_HOME} "
+                "to a folder of your own."
+            )
+            self._notice(message)
 
     # ------------------------------------------------------------------ the readers' side
 

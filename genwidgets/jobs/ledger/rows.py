@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..._config import home
 from ..._formats import int_or_none
 from ...protocol.records import Handle, Output, OutputSource, Result
 from ..output_files import OutputFiles
@@ -146,10 +147,10 @@ def restored_result(
 ) -> Result:
     """A finished task's result as the ledger stored it: each output keeps the URL
     and the local copy recorded, and reads as :attr:`Output.restored`. A local
-    copy whose size is not the one recorded is not this output's: it is left out
-    (docs/decisions.md#outputs-by-gateway). ``source`` reads the copies and URLs
-    (none: :class:`OutputFiles`, a URL by a plain GET). Here, not on ``Result``: the
-    protocol describes answers, the jobs layer keeps them
+    copy outside the outputs folder, or without the recorded size and SHA-256, is not
+    this output's: it is left out (docs/decisions.md#a-shared-home). ``source`` reads
+    the copies and URLs (none: :class:`OutputFiles`, a URL by a plain GET). Here, not
+    on ``Result``: the protocol describes answers, the jobs layer keeps them
     (docs/decisions.md#records-describe-answers)."""
     source = source if source is not None else OutputFiles()
     restored = []
@@ -177,15 +178,20 @@ def restored_result(
 
 
 def _recorded_copy(record: Mapping[str, Any]) -> Path | None:
-    """The local copy a ledger record names, when the file there has the recorded size."""
+    """The local copy a ledger record names, when it is one genwidgets wrote: inside
+    ``GENWIDGETS_HOME/outputs`` (links followed), with a recorded SHA-256 (checked when
+    read) and the recorded size. Anything else is not trusted: the output reads its URL
+    or shows as unavailable (docs/decisions.md#a-shared-home)."""
     path = record.get("path")
-    if not isinstance(path, str) or not path:
-        return None
     size = int_or_none(record.get("size"), minimum=0)
-    if size is not None:
-        try:
-            if Path(path).stat().st_size != size:
-                return None
-        except OSError:
+    digest = record.get("sha256")
+    if not isinstance(path, str) or not path or size is None or not isinstance(digest, str):
+        return None
+    try:
+        found = Path(path).resolve(strict=True)
+        found.relative_to((home() / "outputs").resolve())
+        if not found.is_file() or found.stat().st_size != size:
             return None
-    return Path(path)
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return found

@@ -149,6 +149,11 @@ class Ledger:
         return self._file.set_aside
 
     @property
+    def links_set_aside(self) -> list[Path]:
+        """Where links at the ledger's names that led out of its folder were moved."""
+        return list(self._file.links_set_aside)
+
+    @property
     def unwritable(self) -> str | None:
         """Why the file cannot be written (None while it can): writes are given up."""
         return self._file.unwritable

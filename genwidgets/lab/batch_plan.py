@@ -150,6 +150,8 @@ class BatchPlan:
             billing = billing_values(spec, [r.payload for r in self.rows])
             text = cost_summary(head, self.endpoint, self.tasks, self.billed_total, billing)
         text += "; " + self.units_line()
+        if self.template.filled:
+            text += f"; columns sent as their fields: {', '.join(self.template.filled)}"
         if self.template.unused:
             text += f"; columns not sent: {', '.join(self.template.unused)}"
         if self.budget:

@@ -89,6 +89,7 @@ def test_bad_input_is_refused_with_exit_2_naming_the_row(
          "--out", str(tmp_path / "o"), "--yes"]
     )  # fmt: skip
     assert code == 2 and "row 1.seed" in err and "'two' is not a number" in err
+    path.write_text("text\na\nb\n")  # a seed column would fill the seed the template leaves out
     code, _, err = run(
         [str(path), "--endpoint", T2I, "--set", "prompt={text}", "--budget", "images=1",
          "--out", str(tmp_path / "o"), "--yes"]
@@ -215,3 +216,23 @@ def test_two_processes_running_one_batch_together_make_each_row_once(
     assert {r["status"] for r in last.values()} == {"done"}, second.stdout
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert pngs == sorted(name for r in last.values() for name in r["files"])
+
+
+def test_a_set_value_leaves_the_columns_named_like_fields_on(
+    gateway_env: SimulatorServer, tmp_path: Path
+) -> None:
+    """Issue 40.4: ``--set duration=2`` with a ``prompt`` column sends the column."""
+    path = tmp_path / "clips.csv"
+    path.write_text("prompt\na slow tide\na fast river\n")
+    code, out, err = run(
+        [str(path), "--endpoint", "vidVq2-text2video", "--set", "duration=2",
+         "--out", str(tmp_path / "o"), "--yes", "--json"]
+    )  # fmt: skip
+    assert code == 0, (out, err)
+    assert "Field required" not in out + err
+    manifest = read_manifest(tmp_path / "o")
+    sent = [manifest[i]["payload"] for i in sorted(manifest)]
+    assert sent == [
+        {"prompt": "a slow tide", "duration": 2},
+        {"prompt": "a fast river", "duration": 2},
+    ]

@@ -131,9 +131,9 @@ def test_plans_of_other_templates_and_endpoints_in_one_process_keep_their_own() 
         {"prompt": "a fox", "seed": 1, "n": 1},
         {"prompt": "a kite", "seed": 2, "n": 1},
     ]
-    assert [r.payload for r in inked.rows] == [
-        {"prompt": "a fox, ink", "n": 2},
-        {"prompt": "a kite, ink", "n": 2},
+    assert [r.payload for r in inked.rows] == [  # the seed column fills what it leaves out
+        {"prompt": "a fox, ink", "n": 2, "seed": 1},
+        {"prompt": "a kite, ink", "n": 2, "seed": 2},
     ]
     assert [r.payload for r in speech.rows] == [
         {"text": "a fox", "audio_setting": {"format": "wav"}},

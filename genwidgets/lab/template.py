@@ -15,6 +15,7 @@ docs/decisions.md#batch-template.
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import string
 from collections.abc import Mapping, Sequence
@@ -199,11 +200,17 @@ def build_template(
         chosen = [c for c in columns if c in names and c != ENDPOINT_AXIS]
         if not chosen:
             fields = ", ".join(sorted(specs[0].known_names))
+            typos = [
+                f"{c!r} is probably {close[0]!r}"
+                for c in columns
+                if (close := difflib.get_close_matches(c, sorted(specs[0].known_names), n=1))
+            ]
+            hint = f" ({'; '.join(typos)}, misspelled)" if typos else ""
             raise PayloadError(
                 [
                     {
                         "loc": ("template",),
-                        "msg": f"no column is named like a field of {endpoint} ({fields}); "
+                        "msg": f"no column is named like a field of {endpoint} ({fields}){hint}; "
                         "name the columns so, or give template={'prompt': '{text}'}",
                     }
                 ],

@@ -162,3 +162,25 @@ def test_plans_of_other_templates_and_endpoints_in_one_process_keep_their_own() 
         {"tasks": 2, "images": 4},
         {"tasks": 2, "speech_characters": 11},
     )
+
+
+def test_an_empty_cell_under_a_required_field_says_the_column_is_empty() -> None:
+    """Issue 40.10: an empty prompt reads "empty", naming its column, not "Field required"."""
+    rows = [{"item": "a kite"}, {"item": None}]
+    with pytest.raises(PayloadError) as caught:
+        plan_batch(T2I, rows, {"prompt": "{item}", "n": 1})
+    assert [(p["loc"], p["msg"]) for p in caught.value.errors] == [
+        (("row 1", "prompt"), "empty: the column 'item' has no value in this row, and prompt "
+         "is required"),
+    ]  # fmt: skip
+
+
+def test_a_misspelled_column_is_named_with_the_field_it_means() -> None:
+    """Issue 40.6: a ``promt`` column beside a template is said to be ``prompt``."""
+    with pytest.raises(PayloadError) as caught:
+        plan_batch(T2I, [{"promt": "a fox"}], {"n": 1})
+    assert caught.value.errors[0]["msg"] == (
+        "Field required; the column 'promt' is not sent: probably 'prompt', misspelled"
+    )
+    with pytest.raises(PayloadError, match="'promt' is probably 'prompt', misspelled"):
+        plan_batch(T2I, [{"promt": "a fox"}])  # no template: no column named like a field

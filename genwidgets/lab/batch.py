@@ -39,7 +39,7 @@ from .batch_store import (
 )
 from .finish import check_deadlines, finish_row
 from .manifest import Manifest
-from .progress import Mode, Progress, Snapshot
+from .progress import ENDED_STATUSES, Mode, Progress, Snapshot, interrupted, summed
 from .resume import reconcile, show_as_stored
 
 if TYPE_CHECKING:
@@ -259,13 +259,13 @@ class Batch:
         # (four rows ending together early on are not "16 rows/s")
         since = max(now - RATE_WINDOW, self._sending_since or now)
         rate = len(ends) / (now - since) if len(ends) >= 2 and now - since >= 1.0 else None
-        ended = sum(counts[s] for s in ("done", "failed", "cancelled", "unknown", "left running"))
-        left = len(self.rows) - ended
+        left = len(self.rows) - sum(counts.get(s, 0) for s in ENDED_STATUSES)
         return Snapshot(
             id=self.id,
             total=len(self.rows),
             counts=counts,
             spent=spent,
+            billed=summed(self._charges(r) for r in self.rows if r.status == "done"),
             rate=rate,
             eta=left / rate if rate else None,
             stopped=self.stopped,
@@ -433,7 +433,7 @@ class Batch:
         self._stop.set()
         with self._lock:
             if self.stopped is None:
-                self.stopped = "interrupted: rows not sent wait"
+                self.stopped = interrupted(waiting=bool(self._waiting()))
         sender = self._sender
         if sender is not None and sender is not threading.current_thread():
             with contextlib.suppress(BaseException):

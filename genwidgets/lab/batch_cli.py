@@ -172,12 +172,14 @@ def _report(batch: Batch) -> dict[str, Any]:
         return [{"row": r.index, "request_id": r.request_id, "error": r.error} for r in rows]
 
     not_done = [r for r in batch.rows if r.status != "done"]
+    snap = batch.snapshot()
     return {
         "id": batch.id,
         "out": str(batch.out),
         "manifest": str(batch.manifest.csv),
         "counts": {k: v for k, v in batch.counts().items() if v},
-        "spent": batch.snapshot().spent,
+        "spent": snap.billed,  # what the rows done bill
+        "reserved": snap.spent,  # what the rows sent hold from the budget
         "stopped": batch.stopped,
         "not_done": listed(not_done),
     }

@@ -72,6 +72,7 @@ def test_confirmed_on_a_terminal_or_with_yes_it_sends_and_exits_0(
     code, out, _ = run([*common, "--yes", "--json"])  # the same command: resumed, nothing sent
     report = json.loads(out.strip().splitlines()[-1])
     assert code == 0 and report["counts"] == {"done": 2} and report["not_done"] == []
+    assert report["spent"] == report["reserved"] == {"tasks": 2.0, "images": 2.0}
     assert stats(gateway_env)["created"] == 2
     assert sorted(p.name for p in (tmp_path / "o").glob("*.png")) == [
         "00000-a-heron-0-1.png",

@@ -81,8 +81,8 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FIELD=TEMPLATE",
         help="a field from the row's columns, e.g. "
-        "--set prompt='{text}, watercolor' --set seed='{seed}' (repeatable; "
-        "none: columns named like fields)",
+        "--set prompt='{text}, watercolor' --set seed='{seed}' (repeatable; columns "
+        "named like fields fill the fields not set)",
     )
     parser.add_argument("--out", required=True, help="the folder for files and manifests")
     parser.add_argument(

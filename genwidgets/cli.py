@@ -119,9 +119,14 @@ def _row_record(row: LedgerRow) -> dict[str, Any]:
         "status": row.status,
         "ok": row.ok,
         "error": row.error,
-        "submitted_at": row.submitted_at,
+        "submitted_at": _iso_utc(row.submitted_at),
         "files": [o.get("path") for o in row.outputs if o.get("path")],
     }
+
+
+def _iso_utc(seconds: float) -> str:
+    """``2026-11-29T02:15:00Z``: a time in JSON as the batch manifest writes it."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def _when(seconds: float) -> str:
@@ -138,11 +143,11 @@ def _history(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(records))
         return 0
-    for r in records:
+    for row, r in zip(rows, records, strict=True):
         word = r["status"] or r["state"]
         files = f" {len(r['files'])} file(s)" if r["files"] else ""
         rid = r["request_id"] or "(no request id)"
-        print(f"{_when(r['submitted_at'])}  {r['endpoint']:<24} {word:<16} {rid}{files}")
+        print(f"{_when(row.submitted_at)}  {r['endpoint']:<24} {word:<16} {rid}{files}")
     return 0
 
 
@@ -163,8 +168,15 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
             as_json=args.json,
             request_id=args.request_id,
         )
+    row = client.ledger.get(client.gateway_name, args.request_id) if client.ledger else None
+    recorded = row.result() if row is not None else None
+    if recorded is not None and args.command in ("status", "cancel"):
+        return _ended(args, endpoint, recorded.status)
     job = client.job(endpoint, args.request_id)
     if args.command == "cancel":
+        now = job.status()
+        if now.done:
+            return _ended(args, endpoint, now.status)
         job.cancel()
         out: dict[str, Any] = {"request_id": job.request_id, "cancel": "asked"}
         print(json.dumps(out) if args.json else f"{job.request_id}: cancel asked")
@@ -188,10 +200,9 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
             )
         )
         return 0
-    row = client.ledger.get(client.gateway_name, args.request_id) if client.ledger else None
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
-        result = (row.result() if row is not None else None) or job.result(timeout=args.wait)
+        result = recorded or job.result(timeout=args.wait)
     except TaskTimeout:
         out = {"request_id": job.request_id, "status": job.status_text, "done": False}
         print(
@@ -221,6 +232,22 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         for name in files:
             print(f"  {name}")
     return 0 if result.ok else EXIT_NOT_DONE
+
+
+def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
+    """``status`` or ``cancel`` of a task that has ended: its last status, as the ledger
+    recorded it (the gateway that made it may be gone: an embedded simulator ends with
+    its process) or the gateway said. A cancel sends nothing and exits 1."""
+    rid = args.request_id
+    out: dict[str, Any] = {"request_id": rid, "endpoint": endpoint, "status": status}
+    if args.command == "status":
+        out |= {"queue_position": None, "ended": True}
+        print(json.dumps(out) if args.json else f"{rid}: {status} (ended)")
+        return 0
+    out["cancel"] = "not sent: the task had already ended"
+    said = f"{rid}: not cancelled: it had already ended ({status})"
+    print(json.dumps(out) if args.json else said)
+    return EXIT_NOT_DONE
 
 
 def _resume(client: Client, args: argparse.Namespace) -> int:

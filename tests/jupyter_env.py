@@ -13,6 +13,7 @@ the home directory.
 from __future__ import annotations
 
 import contextlib
+import copy as copy_module
 import os
 import re
 import subprocess
@@ -145,12 +146,15 @@ def execute(
     cell_timeout: float = 120,
     store_widget_state: bool = True,
     messages: list[tuple[int, str, dict[str, Any]]] | None = None,
+    runs: int = 1,
 ) -> tuple[nbformat.NotebookNode, float]:
     """Execute a copy of ``source`` in ``workdir`` (widget state stored unless
     ``store_widget_state`` is false, as JupyterLab saves by default); return the
     executed notebook (also written to ``workdir``, without the harness's settle
     cell) and the seconds it took. ``messages`` collects each display message
-    (cell index, ``display_data`` / ``update_display_data``, content).
+    (cell index, ``display_data`` / ``update_display_data``, content). ``runs``
+    above 1 is Run All that many times in a row in the one kernel (the cells
+    repeated), as a class re-runs a lesson.
 
     Errors raise ``nbclient.exceptions.CellExecutionError`` at the failing cell,
     with its traceback: a teaching notebook must never stop Run All.
@@ -165,6 +169,7 @@ def execute(
             return super().process_message(msg, cell, cell_index)
 
     nb = nbformat.read(source, as_version=4)
+    nb.cells = [_again(cell, run) for run in range(runs) for cell in nb.cells]
     nb.cells.append(nbformat.v4.new_code_cell(SETTLE_CELL))
     client = Recording(
         nb,
@@ -182,6 +187,14 @@ def execute(
     nb.cells = [c for c in nb.cells if c.source != SETTLE_CELL]
     nbformat.write(nb, workdir / source.name)
     return nb, elapsed
+
+
+def _again(cell: nbformat.NotebookNode, run: int) -> nbformat.NotebookNode:
+    """A copy of ``cell`` for Run All number ``run`` (from 0), its id kept unique."""
+    copy = nbformat.from_dict(copy_module.deepcopy(dict(cell)))
+    if run and "id" in copy:
+        copy["id"] = f"{copy['id']}-run{run}"[:64]
+    return copy
 
 
 # --- reading a saved notebook ----------------------------------------------

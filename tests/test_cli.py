@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -215,3 +216,54 @@ def test_the_build_puts_the_notebooks_inside_the_package(tmp_path: Path) -> None
         p.name for p in (root / "notebooks").iterdir() if p.suffix in (".ipynb", ".py")
     )
     assert "09_batch.ipynb" in shipped and "manifest" not in " ".join(shipped)
+
+
+@pytest.mark.timeout(120)
+def test_an_ended_task_answers_status_and_cancel_from_the_ledger_when_its_gateway_is_gone(
+    gateway_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40.10: ``status`` answered 404 where ``result`` showed COMPLETED (an embedded
+    simulator ends with its process), and ``cancel`` of an ended task said "cancel asked"
+    with exit 0; ``history --json`` gave Unix seconds where the manifest gives ISO times."""
+    with genwidgets.Client() as client:
+        job = client.submit(T2I, {"prompt": "a gull", "n": 1})
+        job.result(timeout=60)
+    gateway_env.stop()  # the gateway that made it is gone
+    assert main(["status", job.request_id, "--json"]) == 0
+    assert json_out(capsys) == {
+        "request_id": job.request_id,
+        "endpoint": T2I,
+        "status": "COMPLETED",
+        "queue_position": None,
+        "ended": True,
+    }
+    assert main(["cancel", job.request_id]) == 1
+    assert capsys.readouterr().out.strip() == (
+        f"{job.request_id}: not cancelled: it had already ended (COMPLETED)"
+    )
+    assert main(["result", job.request_id, "--json"]) == 0
+    assert json_out(capsys)["status"] == "COMPLETED"
+    assert main(["history", "--json"]) == 0
+    [row] = json_out(capsys)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", row["submitted_at"]), row
+
+
+@pytest.mark.timeout(120)
+def test_cancel_of_a_task_the_gateway_has_ended_says_so(
+    gateway_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ledger has not seen the end (its client closed first): the gateway's status says
+    it, and nothing is sent."""
+    with genwidgets.Client() as client:
+        job = client.submit(T2I, {"prompt": "a gull", "n": 1})
+    task = f"{gateway_env.base_url}/_sim/tasks/{job.request_id}"
+    deadline = time.monotonic() + 60
+    while httpx.get(task, timeout=10).json()["status"] != "COMPLETED":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    before = httpx.get(f"{gateway_env.base_url}/_sim/stats", timeout=10).json()
+    assert main(["cancel", job.request_id, "--json"]) == 1
+    said = json_out(capsys)
+    assert (said["status"], said["cancel"]) == ("COMPLETED", "not sent: the task had already ended")
+    after = httpx.get(f"{gateway_env.base_url}/_sim/stats", timeout=10).json()
+    assert after.get("cancel", 0) == before.get("cancel", 0)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -47,6 +49,44 @@ def test_the_package_installs_the_config_that_enables_the_extension() -> None:
     assert data_files["etc/jupyter/jupyter_server_config.d"] == [str(CONFIG.relative_to(ROOT))]
     points = server_extension._jupyter_server_extension_points()
     assert points == [{"module": "genwidgets.server_extension"}]
+
+
+def _quickstart_install() -> list[str]:
+    """The pip step of the README's one quickstart command, as its arguments."""
+    readme = (ROOT / "README.md").read_text()
+    quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    command = quickstart.split("```bash\n", 1)[1].split("\n```", 1)[0]
+    steps = [shlex.split(step) for step in command.split("&&")]
+    return next(s for s in steps if s[0].endswith("pip") and s[1] == "install")
+
+
+def test_the_quickstart_command_leaves_the_extension_enabled(tmp_path: Path) -> None:
+    """Issue 40.8: an editable install skips data files, so saved notebooks' links went
+    nowhere until the config was copied by hand. The quickstart installs a wheel, and a
+    fresh environment holding what the wheel's data files install lists the extension
+    enabled and valid (``jupyter server extension list``), with no other config."""
+    step = _quickstart_install()
+    assert not {"-e", "--editable"} & set(step), f"an editable install skips the config: {step}"
+    prefix = tmp_path / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True, timeout=120
+    )
+    site = next(prefix.glob("lib/python*/site-packages"))
+    shared = [p for p in sys.path if p.endswith("site-packages")]
+    (site / "shared.pth").write_text("\n".join([str(ROOT), *shared]) + "\n")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    for target, sources in project["tool"]["setuptools"]["data-files"].items():
+        (prefix / target).mkdir(parents=True, exist_ok=True)
+        for source in sources:
+            shutil.copy(ROOT / source, prefix / target)
+    env = jupyter_env.isolated_environ(tmp_path / "env")
+    listed = subprocess.run(
+        [str(prefix / "bin" / "python"), "-m", "jupyter_server", "extension", "list"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    text = re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)
+    assert re.search(r"genwidgets\.server_extension\s+enabled", text), text
+    assert re.search(r"genwidgets\.server_extension\s+OK", text), text
 
 
 def _free_port() -> int:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..errors import PayloadError
+from .fields import known_names
 from .findings import UnknownFieldWarning, soft_warning
 from .introspect import limits_of
 from .model import EndpointModel
@@ -64,7 +65,17 @@ def _whole_range(model: type[EndpointModel], error: Mapping[str, Any]) -> str | 
     )
 
 
-def _pydantic_errors(exc: ValidationError, model: type[EndpointModel]) -> list[dict[str, Any]]:
+def misspelled(name: str, given: Iterable[Any], known: Container[str]) -> str | None:
+    """The name among ``given`` that is no field (not in ``known``) and is closest to
+    the required ``name``: a misspelling of it (``promt`` for ``prompt``), or None."""
+    unknown = [g for g in given if isinstance(g, str) and g not in known]
+    close = difflib.get_close_matches(name, unknown, n=1)
+    return close[0] if close else None
+
+
+def _pydantic_errors(
+    exc: ValidationError, model: type[EndpointModel], payload: Mapping[str, Any]
+) -> list[dict[str, Any]]:
     out = []
     for e in exc.errors(include_url=False):
         msg = e["msg"]
@@ -72,6 +83,12 @@ def _pydantic_errors(exc: ValidationError, model: type[EndpointModel]) -> list[d
             msg = msg[len("Value error, ") :]
         if e["type"] in _RANGE_ERRORS | _LENGTH_ERRORS:
             msg = _whole_range(model, e) or msg
+        if e["type"] == "string_too_short" and e.get("input") == "":
+            msg = f"is empty; {msg[:1].lower()}{msg[1:]}"
+        if e["type"] == "missing" and len(e["loc"]) == 1 and isinstance(e["loc"][0], str):
+            typo = misspelled(e["loc"][0], payload, known_names(model))
+            if typo is not None:
+                msg += f"; the unknown field {typo!r} is probably {e['loc'][0]!r}, misspelled"
         out.append({"loc": tuple(e["loc"]), "msg": msg})
     return out
 
@@ -165,7 +182,7 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     try:
         instance = spec.model.model_validate(dict(payload))
     except ValidationError as exc:
-        errors.extend(_pydantic_errors(exc, spec.model))
+        errors.extend(_pydantic_errors(exc, spec.model, payload))
         instance = None
     if errors:
         raise PayloadError(errors, endpoint=endpoint_id)

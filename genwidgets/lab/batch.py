@@ -40,7 +40,7 @@ from .batch_store import (
 )
 from .finish import check_deadlines, finish_row, write_files
 from .manifest import Manifest
-from .progress import Mode, Progress, Snapshot
+from .progress import Mode, Progress, Snapshot, interrupted, summed
 from .resume import reconcile
 
 if TYPE_CHECKING:
@@ -287,6 +287,7 @@ class Batch(Sending):
             total=len(self.rows),
             counts=counts,
             spent=spent,
+            billed=summed(self._charges(r) for r in self.rows if r.status == "done"),
             rate=rate,
             eta=left / rate if rate else None,
             stopped=self.stopped,
@@ -501,7 +502,7 @@ class Batch(Sending):
         self._stop.set()
         with self._lock:
             if self.stopped is None:
-                self.stopped = "interrupted: rows not sent wait"
+                self.stopped = interrupted(waiting=bool(self._waiting()))
         sender = self._sender
         if sender is not None and sender is not threading.current_thread():
             with contextlib.suppress(BaseException):

@@ -81,8 +81,8 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FIELD=TEMPLATE",
         help="a field from the row's columns, e.g. "
-        "--set prompt='{text}, watercolor' --set seed='{seed}' (repeatable; "
-        "none: columns named like fields)",
+        "--set prompt='{text}, watercolor' --set seed='{seed}' (repeatable; columns "
+        "named like fields fill the fields not set)",
     )
     parser.add_argument("--out", required=True, help="the folder for files and manifests")
     parser.add_argument(
@@ -187,12 +187,14 @@ def _report(batch: Batch) -> dict[str, Any]:
         ]
 
     not_done = [r for r in batch.rows if r.status != "done"]
+    snap = batch.snapshot()
     return {
         "id": batch.id,
         "out": str(batch.out),
         "manifest": str(batch.manifest.csv),
         "counts": {k: v for k, v in batch.counts().items() if v},
-        "spent": batch.snapshot().spent,
+        "spent": snap.billed,  # what the rows done bill
+        "reserved": snap.spent,  # what the rows sent hold from the budget
         "stopped": batch.stopped,
         "paused": batch.paused is not None,
         "problem": batch.snapshot().problem,

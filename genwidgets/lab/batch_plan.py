@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog import endpoint as catalog_endpoint
 from ..catalog import validate
+from ..catalog.validation import misspelled
 from ..errors import EndpointNotFound, PayloadError
 from .budget import Budget, make_budget, plain_amount
 from .cost import billed_count, billed_units, billing_values, cost_summary, endpoints_summary
@@ -37,6 +38,8 @@ __all__ = ["MAX_LISTED", "BatchPlan", "PlannedRow", "plan_batch"]
 MAX_LISTED = 200
 #: validates one payload for an endpoint and returns what to send (or raises)
 Prepare = Callable[[str, Mapping[str, Any]], Any]
+#: pydantic's message for a required field left out
+REQUIRED = "Field required"
 #: ``json.dumps(..., sort_keys=True, default=str)``, built once: the digest encodes every row
 _DIGEST_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
 
@@ -150,6 +153,8 @@ class BatchPlan:
             billing = billing_values(spec, [r.payload for r in self.rows])
             text = cost_summary(head, self.endpoint, self.tasks, self.billed_total, billing)
         text += "; " + self.units_line()
+        if self.template.filled:
+            text += f"; columns sent as their fields: {', '.join(self.template.filled)}"
         if self.template.unused:
             text += f"; columns not sent: {', '.join(self.template.unused)}"
         if self.budget:
@@ -216,6 +221,22 @@ def _as_sent(prepared: Any, payload: dict[str, Any]) -> dict[str, Any]:
     return sent if isinstance(sent, dict) else payload
 
 
+def _explained(problem: Mapping[str, Any], row: Mapping[str, Any], template: Template) -> str:
+    """A required field's ``Field required`` said in the row's terms: the column that
+    fills it is empty in this row, or a column not sent is named like it (misspelled)."""
+    msg = str(problem["msg"])
+    loc = tuple(problem["loc"])
+    if not msg.startswith(REQUIRED) or len(loc) != 1:
+        return msg
+    column = next((s.whole for s in template.slots if s.field == loc[0] and s.whole), None)
+    if column is not None and row.get(column) is None:
+        return f"empty: the column {column!r} has no value in this row, and {loc[0]} is required"
+    typo = misspelled(str(loc[0]), template.unused, ())
+    if typo is not None and "probably" not in msg:
+        msg += f"; the column {typo!r} is not sent: probably {loc[0]!r}, misspelled"
+    return msg
+
+
 def _listed(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """At most :data:`MAX_LISTED` problems, then one line counting the others."""
     if len(problems) <= MAX_LISTED:
@@ -278,7 +299,10 @@ def plan_batch(
             units = billed_units(target, payload)
             prepared = check(target.id, payload)
         except PayloadError as exc:
-            problems += [{"loc": (f"row {index}", *e["loc"]), "msg": e["msg"]} for e in exc.errors]
+            problems += [
+                {"loc": (f"row {index}", *e["loc"]), "msg": _explained(e, row, tmpl)}
+                for e in exc.errors
+            ]
             continue
         prompt, seed, _used = read_roles(target, payload)  # the prompt without --seed
         try:

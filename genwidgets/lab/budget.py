@@ -19,10 +19,13 @@ from typing import Any
 from ..errors import BudgetExceeded, PayloadError
 from .cost import UNITS
 
-__all__ = ["MONEY", "Budget", "make_budget", "over_cap", "plain_amount"]
+__all__ = ["MONEY", "MONEY_WORDS", "Budget", "make_budget", "over_cap", "plain_amount"]
 
 #: the kind a budget in money is kept under
 MONEY = "money"
+#: how an amount of :data:`MONEY` is said: in the units of the user's price table (the
+#: spec publishes no prices, so no currency is known)
+MONEY_WORDS = "price units"
 _KINDS = ", ".join(UNITS)
 _PRICE_KEYS = ", ".join(UNITS.values())
 
@@ -166,7 +169,7 @@ class Budget:
                 else:
                     total += amount
             already = spent.get(kind, 0.0)
-            name = "money" if kind == MONEY else kind
+            name = MONEY_WORDS if kind == MONEY else kind
             if unknown:
                 rows = ", ".join(map(str, unknown[:10])) + (" …" if len(unknown) > 10 else "")
                 raise BudgetExceeded(

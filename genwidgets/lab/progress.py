@@ -12,17 +12,26 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
 from .._formats import terminal_text
 from .batch_row import ENDED_STATUSES
-from .budget import plain_amount
+from .budget import MONEY, MONEY_WORDS, plain_amount
 
-__all__ = ["LINE_EVERY", "Progress", "Snapshot", "progress_mode"]
+__all__ = [
+    "LINE_EVERY",
+    "Progress",
+    "Snapshot",
+    "interrupted",
+    "progress_mode",
+    "summed",
+]
 
 #: seconds between two quiet lines
 LINE_EVERY = 10.0
+#: the row statuses that have ended
 Mode = Literal["auto", "bar", "lines", "none"]
 
 
@@ -42,8 +51,11 @@ class Snapshot:
     total: int
     #: rows per status (``row.status`` words)
     counts: dict[str, int] = field(default_factory=dict)
-    #: billed units (and money) taken so far, per kind
+    #: billed units (and money) reserved so far, per kind: taken from the budget as each
+    #: row is sent, before its task has made anything
     spent: dict[str, float] = field(default_factory=dict)
+    #: of those, what the rows done bill (spent: their tasks made what they bill)
+    billed: dict[str, float] = field(default_factory=dict)
     #: rows ended per second, over the last minute (None before two have ended)
     rate: float | None = None
     #: seconds until every row has ended at that rate (None when unknown)
@@ -82,13 +94,27 @@ class Snapshot:
         return self.count(*ENDED_STATUSES)
 
     def spent_text(self) -> str:
-        return ", ".join(
-            f"{plain_amount(round(v, 2))} {k}" for k, v in self.spent.items() if k != "tasks"
-        )
+        """``spent 8 video_seconds (24 reserved)``: per kind, what the rows done bill
+        (spent) and what the rows sent hold from the budget (reserved), money in
+        price units. Empty when nothing is reserved."""
+        parts = []
+        for kind, reserved in self.spent.items():
+            if kind == "tasks" or not reserved:
+                continue
+            name = MONEY_WORDS if kind == MONEY else kind
+            done = min(self.billed.get(kind, 0.0), reserved)
+            amount = plain_amount(round(reserved, 2))
+            if not done:
+                parts.append(f"reserved {amount} {name}")
+            elif done >= reserved - 1e-9:
+                parts.append(f"spent {amount} {name}")
+            else:
+                parts.append(f"spent {plain_amount(round(done, 2))} {name} ({amount} reserved)")
+        return ", ".join(parts)
 
     def line(self) -> str:
         """``batch X: 40 of 100 done, 2 failed, 3 running, 55 queued; 1.2 rows/s, about
-        50 s left; spent 40 images``."""
+        50 s left; spent 40 images (48 reserved)``."""
         parts = [f"{self.done} of {self.total} done"]
         for word, n in (
             ("files pending", self.count("files pending")),
@@ -110,12 +136,28 @@ class Snapshot:
                 text += f", about {_duration(self.eta)} left"
         spent = self.spent_text()
         if spent:
-            text += f"; spent {spent}"
+            text += f"; {spent}"
         if self.stopped:
             text += f"; {self.stopped}"
         if self.problem:
             text += f"; trouble: {self.problem}"
         return text
+
+
+def interrupted(*, waiting: bool) -> str:
+    """Why sending stopped after Ctrl-C in ``wait()``: rows wait to be sent, or none do."""
+    return "interrupted: " + (
+        "rows not sent wait" if waiting else "every row was sent, their tasks go on"
+    )
+
+
+def summed(charges: Iterable[Mapping[str, float | None]]) -> dict[str, float]:
+    """Per kind, the sum of ``charges`` (each row's units; an uncounted one is 0)."""
+    total: dict[str, float] = {}
+    for units in charges:
+        for kind, amount in units.items():
+            total[kind] = total.get(kind, 0.0) + (amount or 0.0)
+    return total
 
 
 def _in_kernel_stream(stream: Any) -> bool:
@@ -152,7 +194,7 @@ class Progress:
             postfix = {"failed": snap.failed, "running": snap.running, "queued": snap.queued}
             spent = snap.spent_text()
             if spent:
-                postfix["spent"] = spent  # type: ignore[assignment]
+                postfix["budget"] = spent  # type: ignore[assignment]
             self._bar.set_postfix(postfix, refresh=False)
             self._bar.refresh()
         elif self.mode == "lines":

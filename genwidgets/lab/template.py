@@ -6,19 +6,23 @@ endpoint) to a constant or to a format string over the row's columns
 result is typed by its field as grid values are (:func:`~.axes.typed_value`:
 ``"{seed}"`` becomes the integer the field takes); a string that is exactly one
 ``{column}`` takes the row's value whole (a JSONL number stays a number, an empty
-cell leaves the field unset). With no template, the columns named like fields are
-the payload. ``{row}`` is the row's number. docs/decisions.md#batch-template.
+cell leaves the field unset). Columns named like fields of the batch's endpoint fill
+the fields the template leaves out (the template wins where both set one); with no
+template, they are the payload. ``{row}`` is the row's number.
+docs/decisions.md#batch-template.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..catalog.fields import field_named
 from ..errors import PayloadError
 from .axes import field_type, set_field, typed_value
 from .mapping import ENDPOINT_AXIS
@@ -91,6 +95,8 @@ class Template:
     unused: tuple[str, ...] = ()
     #: True when no template was given (the columns named like fields)
     from_columns: bool = False
+    #: columns named like fields that fill what a given template leaves out
+    filled: tuple[str, ...] = ()
 
     def payload(
         self, row: Mapping[str, Any], index: int
@@ -194,11 +200,17 @@ def build_template(
         chosen = [c for c in columns if c in names and c != ENDPOINT_AXIS]
         if not chosen:
             fields = ", ".join(sorted(specs[0].known_names))
+            typos = [
+                f"{c!r} is probably {close[0]!r}"
+                for c in columns
+                if (close := difflib.get_close_matches(c, sorted(specs[0].known_names), n=1))
+            ]
+            hint = f" ({'; '.join(typos)}, misspelled)" if typos else ""
             raise PayloadError(
                 [
                     {
                         "loc": ("template",),
-                        "msg": f"no column is named like a field of {endpoint} ({fields}); "
+                        "msg": f"no column is named like a field of {endpoint} ({fields}){hint}; "
                         "name the columns so, or give template={'prompt': '{text}'}",
                     }
                 ],
@@ -206,6 +218,7 @@ def build_template(
             )
         given = {c: "{" + c + "}" for c in chosen}
         from_columns = True
+        filled: tuple[str, ...] = ()
     else:
         from_columns = False
         if not isinstance(given, Mapping):
@@ -213,6 +226,8 @@ def build_template(
                 [{"loc": ("template",), "msg": "a template is a dict: field -> value or format"}],
                 endpoint=endpoint,
             )
+        filled = _filling_columns(given, specs[0], columns)
+        given = {**given, **{c: "{" + c + "}" for c in filled}}
     problems: list[dict[str, Any]] = []
     slots: list[Slot] = []
     used: set[str] = {ENDPOINT_AXIS}
@@ -246,7 +261,27 @@ def build_template(
     if problems:
         raise PayloadError(problems, endpoint=endpoint)
     unused = tuple(c for c in columns if c not in used)
-    return Template(endpoint, tuple(slots), unused, from_columns)
+    return Template(endpoint, tuple(slots), unused, from_columns, filled)
+
+
+def _filling_columns(
+    given: Mapping[str, Any], spec: EndpointSpec, columns: Sequence[str]
+) -> tuple[str, ...]:
+    """The columns named like a top-level field of the batch's endpoint that the
+    template does not set (under any of the field's names, nor below it)."""
+    taken = set()
+    for name in given:
+        if isinstance(name, str):
+            top = name.split(".")[0]
+            found = field_named(spec.model, top)
+            taken.add(found.wire if found is not None else top)
+    filling = []
+    for column in columns:
+        found = field_named(spec.model, column) if column != ENDPOINT_AXIS else None
+        if found is not None and found.wire not in taken:
+            filling.append(column)
+            taken.add(found.wire)
+    return tuple(filling)
 
 
 def _constant(field: str, value: Any, kind: type | None, endpoint: str) -> Any:

@@ -121,3 +121,30 @@ def test_python_w_ignore_silences_unknown_fields() -> None:
     )
     assert quiet.returncode == 0 and quiet.stdout.strip() == "sent"
     assert quiet.stderr == ""
+
+
+@pytest.mark.parametrize("endpoint", ["genW2.5-t2i-preview", "vidVq2-text2video"])
+def test_a_misspelled_required_field_is_named_with_the_field_it_means(endpoint: str) -> None:
+    """Issue 40.6: ``promt`` is said, not only ``prompt: Field required``."""
+    with pytest.raises(PayloadError) as caught:
+        catalog.validate(endpoint, {"promt": "a fox"})
+    assert caught.value.errors == [
+        {
+            "loc": ("prompt",),
+            "msg": "Field required; the unknown field 'promt' is probably 'prompt', misspelled",
+        }
+    ]
+
+
+def test_a_required_field_left_out_with_no_look_alike_says_only_required() -> None:
+    with pytest.raises(PayloadError) as caught:
+        catalog.validate("genW2.5-t2i-preview", {"seed": 3, "watermark_text": "x"})
+    assert caught.value.errors == [{"loc": ("prompt",), "msg": "Field required"}]
+
+
+@pytest.mark.parametrize("endpoint", ["genW2.5-t2i-preview", "vidVq2-text2video"])
+def test_an_empty_text_is_called_empty(endpoint: str) -> None:
+    """Issue 40.10: an empty prompt reads "empty", not a character count alone."""
+    with pytest.raises(PayloadError) as caught:
+        catalog.validate(endpoint, {"prompt": ""})
+    assert caught.value.errors[0]["msg"].startswith("is empty; ")

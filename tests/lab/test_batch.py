@@ -135,7 +135,7 @@ def test_a_plan_over_budget_sends_nothing(
 ) -> None:
     with pytest.raises(gw.BudgetExceeded, match="bills 3 images; the budget allows 2"):
         gw.batch(T2I, prompts(3), TEMPLATE, out=tmp_path / "o", client=client, budget={"images": 2})
-    with pytest.raises(gw.BudgetExceeded, match="money"):
+    with pytest.raises(gw.BudgetExceeded, match="price units"):
         gw.batch(
             T2I,
             prompts(3),
@@ -428,3 +428,36 @@ def test_a_derived_id_comes_from_the_files_stem(client: gw.Client, tmp_path: Pat
     path.write_text("".join(json.dumps(r) + "\n" for r in prompts(2)))
     batch = gw.batch(T2I, path, TEMPLATE, client=client, out=tmp_path / "o", confirm_above=0)
     assert batch.id.startswith("catalogue-") and len(batch.id) == len("catalogue-") + 10
+
+
+def test_an_interrupt_after_every_row_was_sent_does_not_say_rows_wait(
+    make_simulator: Callable[..., SimulatorServer],
+    home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 40.10: Ctrl-C in wait() once every row is sent says so; what the rows sent
+    hold is reserved, not spent, until they are done."""
+    from genwidgets.lab import progress
+
+    slow = make_simulator(speed=0.05)  # an image task runs about 40 s
+    with gw.Client(slow.base_url, KEY) as client:
+        batch = gw.batch(T2I, prompts(2), TEMPLATE, out=tmp_path / "o", client=client)
+        assert wait_for(lambda: all(r.request_id for r in batch.rows), timeout=60)
+        assert batch.snapshot().line().endswith("reserved 2 images")
+
+        def ctrl_c(self: progress.Progress, snap: progress.Snapshot) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(progress.Progress, "show", ctrl_c)
+        with pytest.raises(KeyboardInterrupt):
+            batch.wait(timeout=60, progress="none")
+        assert batch.stopped == "interrupted: every row was sent, their tasks go on"
+        batch.cancel()
+
+
+def test_the_rows_done_are_what_the_batch_spent(client: gw.Client, tmp_path: Path) -> None:
+    batch = gw.batch(T2I, prompts(2), TEMPLATE, out=tmp_path / "o", client=client)
+    snap = batch.wait(timeout=120, progress="none").snapshot()
+    assert snap.billed == {"tasks": 2.0, "images": 2.0} == snap.spent
+    assert snap.line() == f"batch {batch.id}: 2 of 2 done; spent 2 images"

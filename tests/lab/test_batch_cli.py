@@ -74,6 +74,7 @@ def test_confirmed_on_a_terminal_or_with_yes_it_sends_and_exits_0(
     code, out, _ = run([*common, "--yes", "--json"])  # the same command: resumed, nothing sent
     report = json.loads(out.strip().splitlines()[-1])
     assert code == 0 and report["counts"] == {"done": 2} and report["not_done"] == []
+    assert report["spent"] == report["reserved"] == {"tasks": 2.0, "images": 2.0}
     assert stats(gateway_env)["created"] == 2
     assert sorted(p.name for p in (tmp_path / "o").glob("*.png")) == [
         "00000-a-heron-0-1.png",
@@ -91,6 +92,7 @@ def test_bad_input_is_refused_with_exit_2_naming_the_row(
          "--out", str(tmp_path / "o"), "--yes"]
     )  # fmt: skip
     assert code == 2 and "row 1.seed" in err and "'two' is not a number" in err
+    path.write_text("text\na\nb\n")  # a seed column would fill the seed the template leaves out
     code, _, err = run(
         [str(path), "--endpoint", T2I, "--set", "prompt={text}", "--budget", "images=1",
          "--out", str(tmp_path / "o"), "--yes"]
@@ -276,3 +278,23 @@ def test_killed_at_many_moments_then_run_to_the_end_pays_each_row_once(
     assert pngs == sorted(name for r in done_rows for name in r["files"])
     assert not any("~" in name for name in pngs)
     assert len(tasks) >= len(done_rows)  # rows listed unknown may have made a task
+
+
+def test_a_set_value_leaves_the_columns_named_like_fields_on(
+    gateway_env: SimulatorServer, tmp_path: Path
+) -> None:
+    """Issue 40.4: ``--set duration=2`` with a ``prompt`` column sends the column."""
+    path = tmp_path / "clips.csv"
+    path.write_text("prompt\na slow tide\na fast river\n")
+    code, out, err = run(
+        [str(path), "--endpoint", "vidVq2-text2video", "--set", "duration=2",
+         "--out", str(tmp_path / "o"), "--yes", "--json"]
+    )  # fmt: skip
+    assert code == 0, (out, err)
+    assert "Field required" not in out + err
+    manifest = read_manifest(tmp_path / "o")
+    sent = [manifest[i]["payload"] for i in sorted(manifest)]
+    assert sent == [
+        {"prompt": "a slow tide", "duration": 2},
+        {"prompt": "a fast river", "duration": 2},
+    ]

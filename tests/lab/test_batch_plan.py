@@ -132,9 +132,9 @@ def test_plans_of_other_templates_and_endpoints_in_one_process_keep_their_own() 
         {"prompt": "a fox", "seed": 1, "n": 1},
         {"prompt": "a kite", "seed": 2, "n": 1},
     ]
-    assert [r.payload for r in inked.rows] == [
-        {"prompt": "a fox, ink", "n": 2},
-        {"prompt": "a kite, ink", "n": 2},
+    assert [r.payload for r in inked.rows] == [  # the seed column fills what it leaves out
+        {"prompt": "a fox, ink", "n": 2, "seed": 1},
+        {"prompt": "a kite, ink", "n": 2, "seed": 2},
     ]
     assert [r.payload for r in speech.rows] == [
         {"text": "a fox", "audio_setting": {"format": "wav"}},
@@ -226,3 +226,25 @@ def test_two_rows_whose_names_are_equal_after_normalisation_are_refused(
 def test_a_duration_past_a_float_is_a_payload_error_not_an_overflow_error() -> None:
     with pytest.raises(PayloadError, match=r"row 0\.duration"):
         plan_batch("vidA-2-0", [{"prompt": "a heron", "duration": 10**400}])
+
+
+def test_an_empty_cell_under_a_required_field_says_the_column_is_empty() -> None:
+    """Issue 40.10: an empty prompt reads "empty", naming its column, not "Field required"."""
+    rows = [{"item": "a kite"}, {"item": None}]
+    with pytest.raises(PayloadError) as caught:
+        plan_batch(T2I, rows, {"prompt": "{item}", "n": 1})
+    assert [(p["loc"], p["msg"]) for p in caught.value.errors] == [
+        (("row 1", "prompt"), "empty: the column 'item' has no value in this row, and prompt "
+         "is required"),
+    ]  # fmt: skip
+
+
+def test_a_misspelled_column_is_named_with_the_field_it_means() -> None:
+    """Issue 40.6: a ``promt`` column beside a template is said to be ``prompt``."""
+    with pytest.raises(PayloadError) as caught:
+        plan_batch(T2I, [{"promt": "a fox"}], {"n": 1})
+    assert caught.value.errors[0]["msg"] == (
+        "Field required; the column 'promt' is not sent: probably 'prompt', misspelled"
+    )
+    with pytest.raises(PayloadError, match="'promt' is probably 'prompt', misspelled"):
+        plan_batch(T2I, [{"promt": "a fox"}])  # no template: no column named like a field

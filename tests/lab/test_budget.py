@@ -33,7 +33,7 @@ def test_money_through_prices() -> None:
     assert budget.cost(IMG, {"tasks": 1, "images": 4}) == pytest.approx(0.17)
     rows = [(0, VID, {"tasks": 1, "video_seconds": 5.0}), (1, IMG, {"tasks": 1, "images": 4})]
     budget.check(rows, {}, "b")
-    with pytest.raises(BudgetExceeded, match=r"0\.57 money; the budget allows 1"):
+    with pytest.raises(BudgetExceeded, match=r"0\.57 price units; the budget allows 1"):
         budget.check(rows, {MONEY: 0.5}, "b")
 
 

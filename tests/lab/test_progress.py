@@ -20,6 +20,7 @@ def snap(**kw: object) -> Snapshot:
         "total": 10,
         "counts": {"done": 4, "failed": 1, "running": 2, "queued": 1, "waiting": 2},
         "spent": {"tasks": 7.0, "images": 28.0},
+        "billed": {"tasks": 4.0, "images": 16.0},
         "rate": 0.5,
         "eta": 10.0,
     }
@@ -30,10 +31,10 @@ def snap(**kw: object) -> Snapshot:
 def test_the_line_counts_spend_rate_and_time_left() -> None:
     assert snap().line() == (
         "batch b1: 4 of 10 done, 1 failed, 2 running, 3 queued; 0.5 rows/s, about 10 s left; "
-        "spent 28 images"
+        "spent 16 images (28 reserved)"
     )
     ended = snap(finished=True, stopped="stopped at the budget's cap")
-    assert ended.line().endswith("spent 28 images; stopped at the budget's cap")
+    assert ended.line().endswith("spent 16 images (28 reserved); stopped at the budget's cap")
     assert snap(eta=3600 * 3).line().count("about 3.0 h left") == 1
 
 
@@ -49,7 +50,7 @@ def test_lines_are_quiet_and_the_last_one_always_printed(monkeypatch: object) ->
     face = Progress(10, stream=out)
     face.show(snap())
     face.show(snap(counts={"done": 5}))  # within LINE_EVERY: not printed
-    face.close(snap(counts={"done": 10}, finished=True))
+    face.close(snap(counts={"done": 10}, billed={"images": 28.0}, finished=True))
     lines = out.getvalue().splitlines()
     assert lines == [snap().line(), "batch b1: 10 of 10 done; spent 28 images"]
     assert progress_module.LINE_EVERY >= 5
@@ -59,7 +60,7 @@ def test_a_terminal_gets_a_tqdm_bar() -> None:
     out = Terminal()
     face = Progress(10, stream=out)
     face.show(snap())
-    face.close(snap(counts={"done": 10}, finished=True))
+    face.close(snap(counts={"done": 10}, billed={"images": 28.0}, finished=True))
     text = out.getvalue()
     assert "batch b1" in text and "10/10" in text and "row" in text
     assert text.rstrip().endswith("batch b1: 10 of 10 done; spent 28 images")
@@ -83,3 +84,14 @@ def test_a_batch_id_with_escapes_is_shown_inert_on_both_faces() -> None:
         text = out.getvalue()
         assert "b\\x1b]0;pwned\\x07\\x9b2J" in text
         assert not {"\x1b", "\x07", "\x9b"} & set(text), text
+
+
+def test_reserved_is_not_called_spent() -> None:
+    """Issue 40.10: units are reserved as each row is sent; only the rows done spent."""
+    sent = snap(counts={"running": 3}, spent={"tasks": 3.0, "video_seconds": 24.0}, billed={})
+    assert sent.line().endswith("3 running; 0.5 rows/s, about 10 s left; reserved 24 video_seconds")
+    assert "spent" not in sent.line()
+    money = snap(spent={"money": 0.24, "images": 6.0}, billed={"money": 0.08, "images": 2.0})
+    assert money.spent_text() == (
+        "spent 0.08 price units (0.24 reserved), spent 2 images (6 reserved)"
+    )

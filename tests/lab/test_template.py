@@ -110,3 +110,31 @@ def test_every_template_problem_is_said_at_once() -> None:
 def test_a_field_only_another_endpoint_of_the_batch_has_is_typed_by_that_one() -> None:
     built = build_template({"prompt": "{t}", "duration": "{d}"}, [T2I, VIDEO], ["t", "d"])
     assert built.payload({"t": "x", "d": "10"}, 0)[0] == {"prompt": "x", "duration": 10}
+
+
+def test_columns_named_like_fields_fill_what_the_template_leaves_out() -> None:
+    """Issue 40.4: a template of constants no longer turns the columns off."""
+    rows = [{"prompt": "a slow tide", "duration": "5", "note": "x"}]
+    built = build_template({"duration": 2}, [VIDEO], ["prompt", "duration", "note"])
+    payload, problems = built.payload(rows[0], 0)
+    assert problems == []
+    assert payload == {"duration": 2, "prompt": "a slow tide"}  # the template wins on duration
+    assert built.filled == ("prompt",)
+    assert built.unused == ("duration", "note")  # the template set duration: not read
+
+
+def test_a_column_fills_no_field_the_template_sets_under_a_dotted_path() -> None:
+    built = build_template(
+        {"text": "{line}", "voice_setting.speed": 1.5},
+        [SPEECH],
+        ["line", "voice_setting", "text"],
+    )
+    assert built.filled == ()
+    assert built.describe() == {"text": "{line}", "voice_setting.speed": 1.5}
+
+
+def test_a_column_named_like_a_field_of_only_another_endpoint_fills_nothing() -> None:
+    """An endpoint column's other endpoints take fields through the mapping table: a
+    ``text`` column (speech's prompt) is not sent as a field of an image batch."""
+    built = build_template({"prompt": "{text}"}, [T2I, SPEECH], ["text", "endpoint"])
+    assert built.filled == ()

@@ -272,3 +272,20 @@ def test_notebook_runs_top_to_bottom(path: Path, jupyter_kernel: str, tmp_path: 
     assert "gw-placeholder" not in text, "a task's final outputs were never written"
     assert [t for t in want.texts if t not in text] == []
     assert DEMO_KEY not in text and DEMO_KEY not in json.dumps(state)
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(3 * HANG_GUARD_S)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_again_in_the_same_home(
+    path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A class re-runs its lessons: Run All twice in a row in one kernel, then once
+    more after a kernel restart, all in one fresh ``GENWIDGETS_HOME`` (issue 40.2).
+    Each run must end with no error, and files still go only to that home."""
+    with jupyter_env.isolated_kernel(tmp_path_factory.mktemp("again")) as kernel:
+        for runs, folder in ((2, "twice"), (1, "restarted")):
+            workdir = tmp_path_factory.mktemp(folder)
+            nb, _seconds = jupyter_env.execute(path, workdir, kernel_name=kernel, runs=runs)
+            assert jupyter_env.error_outputs(nb) == [], folder
+            assert sorted(p.name for p in workdir.iterdir()) == [path.name], folder

@@ -48,7 +48,7 @@ def test_a_finished_batch_shows_its_counts_spend_and_latest_thumbnails(
     view._write()
     head = view.head
     assert head["counts"] == {"done": 3, "running": 0, "queued": 0, "failed": 0}
-    assert head["finished"] and head["total"] == 3 and head["spent"] == "3 images"
+    assert head["finished"] and head["total"] == 3 and head["spent"] == "spent 3 images"
     assert head["id"] == batch.id and head["out"] == "o"  # shown by name, not absolute
     assert not head["can_retry"] and not head["needs_confirmation"]
     assert len(view.thumbs) == 3

@@ -63,7 +63,7 @@ function render({ model, el }) {
     root.appendChild(row);
 
     const meta = [];
-    if (head.spent) meta.push(`spent ${head.spent}`);
+    if (head.spent) meta.push(head.spent);
     if (head.rate && !head.finished) meta.push(`${Number(head.rate).toPrecision(2)} rows/s`);
     if (head.eta != null && !head.finished) meta.push(`about ${duration(head.eta)} left`);
     if (meta.length) root.appendChild(make("div", "gw-batch-meta", meta.join(" · ")));

@@ -298,3 +298,45 @@ def test_a_set_value_leaves_the_columns_named_like_fields_on(
         {"prompt": "a slow tide", "duration": 2},
         {"prompt": "a fast river", "duration": 2},
     ]
+
+
+def test_ctrl_c_with_the_embedded_simulator_then_the_same_command_then_retry_failed(
+    tmp_path: Path,
+) -> None:
+    """Issue 40.3: no gateway configured, so the command runs the embedded simulator,
+    which ends with it. Ctrl-C says so; the same command again finds the interrupted
+    rows' tasks gone and says why (once, each id once); --retry-failed makes them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GENWIDGETS_")}
+    env["GENWIDGETS_HOME"] = str(tmp_path / "home")
+    out = tmp_path / "o"
+    command = [sys.executable, "-m", "genwidgets.cli", "batch", str(rows_file(tmp_path, 8)),
+               "--endpoint", T2I, "--set", "prompt={text}", "--set", "seed={seed}",
+               "--set", "n=1", "--out", str(out), "--yes", "--concurrency", "2"]  # fmt: skip
+    child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None:
+        if any(r["status"] == "created" for r in read_manifest(out).values()):
+            break
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert b"embedded simulator ends with this command" in err and b"--retry-failed" in err
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert again.returncode == 1, again.stdout + again.stderr
+    gone = [line for line in again.stdout.splitlines() if "embedded simulator of a" in line]
+    assert gone, again.stdout
+    for line in gone:
+        assert "cannot be resumed" in line and "--retry-failed" in line
+        assert line.count("[") == 1  # its request id, once
+    last = read_manifest(out)
+    assert {r["status"] for r in last.values()} <= {"done", "failed", "unknown"}
+    retried = subprocess.run(
+        [*command, "--retry-failed"], env=env, capture_output=True, text=True, timeout=240
+    )
+    last = read_manifest(out)
+    assert {r["status"] for r in last.values()} <= {"done", "unknown"}, retried.stdout
+    assert retried.returncode in (0, 1), retried.stderr
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    done = [r for r in last.values() if r["status"] == "done"]
+    assert pngs == sorted(name for r in done for name in r["files"])

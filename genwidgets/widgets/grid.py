@@ -183,8 +183,11 @@ class Grid(anywidget.AnyWidget):
         self._throttle.request(force=True)
         return self
 
-    def rate(self, cell: GridCell | int, stars: int, note: str | None = None) -> GridCell:
-        """1-5 stars (0 clears) and a note for a cell; persisted."""
+    def rate(
+        self, cell: GridCell | int, stars: int | None = None, note: str | None = None
+    ) -> GridCell:
+        """1-5 stars (0 clears) and/or a note ("" clears) for a cell; a field left None
+        keeps what the cell has. Persisted."""
         rated = self.run.rate(cell, stars, note)
         self._throttle.request(force=True)
         self._refresh_sheet()  # a sheet shown already gets the new stars
@@ -264,15 +267,18 @@ class Grid(anywidget.AnyWidget):
             guarded(lambda: self.handle_message(content))
 
     def handle_message(self, content: Mapping[str, Any]) -> None:
-        """What the browser's buttons ask: ``{"action": "rate", "index", "stars",
-        "note"}``, ``submit``, ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``),
-        ``full`` (``index``: the lightbox asks for the full outputs and the request's
-        code, sent as a message), ``thumbs`` (a new view asks for the thumbnails so
-        far, but those its page ``have``, and the cell records written since)."""
+        """What the browser's buttons ask: ``{"action": "rate", "index"}`` with the
+        field that changed, ``"stars"`` (a star's click) or ``"note"`` (the note's
+        ``change``; null or "" clears it), merged per field in the store; ``submit``,
+        ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``), ``full``
+        (``index``: the lightbox asks for the full outputs and the request's code,
+        sent as a message), ``thumbs`` (a new view asks for the thumbnails so far, but
+        those its page ``have``, and the cell records written since)."""
         action = content.get("action")
         if action == "rate":
-            note = content.get("note")
-            self.rate(int(content["index"]), int(content["stars"]), note if note else None)
+            stars = content.get("stars")
+            note = str(content.get("note") or "") if "note" in content else None
+            self.rate(int(content["index"]), None if stars is None else int(stars), note)
         elif action == "submit":
             self.submit(wait=False)
         elif action == "cancel":

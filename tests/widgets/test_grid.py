@@ -338,6 +338,44 @@ def test_ratings_survive_a_new_client_and_load_grid_sends_nothing(
         assert grid.id[:-1] + "z" in str(caught.value) and grid.id in str(caught.value)
 
 
+#: what the browser sends: a star's click carries the stars only, the note field's
+#: ``change`` the note only (issue 40: a whole ``rate`` message from each lost one)
+NOTE = {"action": "rate", "index": 0, "note": "at dawn"}
+STAR = {"action": "rate", "index": 0, "stars": 4}
+
+
+@ON_THE_SIMULATOR
+@pytest.mark.parametrize("order", [(NOTE, STAR), (STAR, NOTE)], ids=["note-star", "star-note"])
+def test_a_star_and_a_note_sent_apart_both_stay_in_either_order(
+    home: Path, client: gw.Client, order: tuple[dict[str, Any], ...]
+) -> None:
+    grid = gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=client)
+    grid.wait(timeout=60)
+    for message in order:
+        grid.handle_message(message)
+    assert (grid.cells[0].rating, grid.cells[0].note) == (4, "at dawn")
+    assert grid.cell_states[0]["stars"] == 4 and grid.cell_states[0]["note"] == "at dawn"
+    # a later star keeps the note; a cleared note keeps the stars
+    grid.handle_message({**STAR, "stars": 2})
+    grid.handle_message({**NOTE, "note": None})
+    grid.handle_message({"action": "rate", "index": 1, "note": "dusk"})
+    grid.rate(1, 3)
+    file_store = GridStore(home / "ledger.sqlite3")
+    assert file_store.ratings(grid.id) == {0: (2, None), 1: (3, "dusk")}
+    file_store.close()
+    assert grid.scores("x")[0]["mean"] == 3.0
+
+
+def test_the_store_merges_a_rating_per_field(tmp_path: Path) -> None:
+    store = GridStore(tmp_path / "ledger.sqlite3")
+    assert store.rate("g", 0, note="calm") == (0, "calm")
+    assert store.rate("g", 0, 5) == (5, "calm")  # a stale star message keeps the note
+    assert store.rate("g", 0, None, "") == (5, None)  # "" clears the note alone
+    assert store.rate("g", 0, 0) == (0, None)  # nothing left: no rating
+    assert store.ratings("g") == {}
+    store.close()
+
+
 @ON_THE_SIMULATOR
 def test_load_grid_re_attaches_unfinished_cells_without_creating(
     home: Path, make_simulator: Callable[..., SimulatorServer]

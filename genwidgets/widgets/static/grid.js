@@ -219,30 +219,85 @@ function render({ model, el }) {
     tableHost.replaceChildren(table);
   }
 
-  function drawStars(cell) {
+  // A rating is two fields sent apart: a star's click sends the stars, the note's
+  // `change` (on blur or Enter) the note, each alone; the kernel merges them per field.
+  // What this page sent waits in `pending` until a record from the kernel carries it,
+  // so a record written before it arrived does not undo it on the page.
+  const pending = new Map(); // index -> {stars?, note?, at}
+  const PENDING_MS = 10000; // a value the kernel never echoed is dropped after this
+
+  function sendField(index, field, value) {
+    const wait = pending.get(index) || {};
+    wait[field] = value;
+    wait.at = Date.now();
+    pending.set(index, wait);
+    send({ action: "rate", index, [field]: value });
+  }
+
+  function buildCell(node, index) {
+    // made once per cell: the stars and the note are updated in place, never remade,
+    // so a click that began on a star ends on it (a redraw between a button's
+    // mousedown and mouseup would lose the click) and typing is never disturbed
+    const media = make("div", "gw-grid-cell-body");
     const stars = make("div", "gw-grid-stars");
+    const starButtons = [];
     for (let s = 1; s <= 5; s++) {
-      const star = make("button", "gw-grid-star" + (s <= cell.stars ? " gw-grid-star-on" : ""));
+      const star = make("button", "gw-grid-star");
       star.type = "button";
-      star.title = s === cell.stars ? "clear the rating" : `${s} of 5`;
       star.dataset.stars = String(s);
       star.append(icon("star", 16));
       star.addEventListener("click", () => {
-        const value = s === cell.stars ? 0 : s;
-        send({ action: "rate", index: cell.index, stars: value, note: cell.note });
+        const value = s === node.stars ? 0 : s;
+        node.stars = value;
+        paintStars(node);
+        sendField(index, "stars", value);
       });
+      starButtons.push(star);
       stars.append(star);
     }
-    return stars;
+    const tools = make("div", "gw-grid-tools");
+    const recall = button("", "open the endpoint's form with this cell's payload", () =>
+      send({ action: "recall", index }), "gw-grid-icon-button gw-grid-recall");
+    recall.append(icon("recall", 14));
+    tools.append(stars, recall);
+    const input = make("input", "gw-grid-note");
+    input.placeholder = "note";
+    input.addEventListener("change", () => sendField(index, "note", input.value || null));
+    node.root.replaceChildren(media, tools, input);
+    Object.assign(node, { media, starButtons, input, stars: 0 });
+  }
+
+  function paintStars(node) {
+    node.starButtons.forEach((star, i) => {
+      const s = i + 1;
+      star.className = "gw-grid-star" + (s <= node.stars ? " gw-grid-star-on" : "");
+      star.title = s === node.stars ? "clear the rating" : `${s} of 5`;
+    });
+  }
+
+  function drawRating(cell, node) {
+    const wait = pending.get(cell.index);
+    if (wait) {
+      if ("stars" in wait && wait.stars === cell.stars) delete wait.stars;
+      if ("note" in wait && (wait.note || null) === (cell.note || null)) delete wait.note;
+      if (!("stars" in wait) && !("note" in wait)) pending.delete(cell.index);
+      else if (Date.now() - wait.at > PENDING_MS) pending.delete(cell.index);
+    }
+    const waiting = pending.get(cell.index) || {};
+    node.stars = "stars" in waiting ? waiting.stars : cell.stars || 0;
+    paintStars(node);
+    const note = "note" in waiting ? waiting.note || "" : cell.note || "";
+    if (document.activeElement !== node.input && node.input.value !== note) node.input.value = note;
   }
 
   function drawCell(cell, node) {
-    const key = JSON.stringify(cell) + (thumbs.has(cell.index) ? "+" : "");
+    if (!node.media) buildCell(node, cell.index);
+    drawRating(cell, node);
+    const { stars: _stars, note: _note, ...rest } = cell;
+    const key = JSON.stringify(rest) + (thumbs.has(cell.index) ? "+" : "");
     if (node.last === key) return;
-    const td = node.root;
-    const note = td.querySelector(".gw-grid-note");
-    if (note && document.activeElement === note) return; // do not disturb typing
     node.last = key;
+    const td = node.root;
     td.className = `gw-grid-cell gw-grid-${cell.category}`;
     const thumb = make("div", "gw-grid-thumb");
     const first = cell.outputs[0];
@@ -268,20 +323,7 @@ function render({ model, el }) {
     const parts = [thumb];
     if (cell.error) parts.push(make("div", "gw-grid-error", cell.error));
     if (cell.plan_note) parts.push(make("div", "gw-grid-plan-note", cell.plan_note));
-    const tools = make("div", "gw-grid-tools");
-    tools.append(drawStars(cell));
-    const recall = button("", "open the endpoint's form with this cell's payload", () =>
-      send({ action: "recall", index: cell.index }), "gw-grid-icon-button gw-grid-recall");
-    recall.append(icon("recall", 14));
-    tools.append(recall);
-    parts.push(tools);
-    const input = make("input", "gw-grid-note");
-    input.placeholder = "note";
-    input.value = cell.note || "";
-    input.addEventListener("change", () =>
-      send({ action: "rate", index: cell.index, stars: cell.stars, note: input.value || null }));
-    parts.push(input);
-    td.replaceChildren(...parts);
+    node.media.replaceChildren(...parts);
   }
 
   function openBox(index) {

@@ -7,7 +7,8 @@
 // and then sends only those that changed, as `cells` messages merged into this page's
 // model (never saved back; the kernel sends the trait whole when the run ends).
 // Actions go back as messages: rate, submit, cancel, swap, recall, full. Cells
-// show kernel-made thumbnails (`thumb`); the lightbox asks for the full outputs
+// show kernel-made thumbnails (`thumbs` messages: the answer to this view's hello,
+// then each as it is made); the lightbox asks for the full outputs
 // ("full") and the kernel answers with a message. Scores per axis value are drawn
 // as margins: a row under the columns (x) and a column beside the rows (y).
 // Text goes in with textContent; media URLs are checked against SAFE_URL. It is a
@@ -119,11 +120,13 @@ function render({ model, el }) {
   let cellNodes = new Map(); // index -> {root, last}
   let openIndex = null;
   const full = new Map(); // index -> {outputs, code}, as the kernel sent them
-  const thumbs = new Map(); // index -> thumbnail data URLs (messages, then the trait)
+  // index -> thumbnail data URLs, as the kernel sent them (messages only: never a
+  // trait, so no saved widget state holds them; a live face restored without its
+  // kernel hides itself and its contact sheet shows the pictures)
+  const thumbs = new Map();
   const takeThumbs = (found) => {
     for (const [index, urls] of Object.entries(found || {})) thumbs.set(Number(index), urls);
   };
-  takeThumbs(model.get("thumbs"));
 
   const send = (content) => model.send(content);
 
@@ -407,22 +410,11 @@ function render({ model, el }) {
     }
     if (content && content.thumbs) {
       takeThumbs(content.thumbs);
-      // kept in this page's model too (never saved back to the kernel), so the
-      // notebook's saved widget state has them and the kernel need not send the
-      // whole set again once the grid has finished
-      model.set("thumbs", { ...(model.get("thumbs") || {}), ...content.thumbs });
       drawAll();
     }
   };
   model.on("msg:custom", onMessage);
-  const onThumbs = () => { takeThumbs(model.get("thumbs")); drawAll(); };
-  model.on("change:thumbs", onThumbs);
-  // the thumbnails made before this view existed, but those this page has (another
-  // view of the same model asked before)
-  const have = Object.entries(model.get("thumbs") || {})
-    .filter(([, urls]) => urls.length && urls.every((url) => url))
-    .map(([index]) => index);
-  send({ action: "thumbs", have });
+  send({ action: "thumbs" }); // the thumbnails made before this view existed
 
   const onHead = () => drawAll();
   const onCells = () => drawAll();
@@ -451,7 +443,6 @@ function render({ model, el }) {
     model.off("change:head", onHead);
     model.off("change:cell_states", onCells);
     model.off("msg:custom", onMessage);
-    model.off("change:thumbs", onThumbs);
   };
 }
 

@@ -71,7 +71,7 @@ PATCHES = {
         "import functools\n"
         "import genwidgets.widgets.grid as _grid\n"
         "_grid._output_record = functools.partial(_grid._output_record, full=True)\n"
-        "_grid._thumb = lambda output: None\n"
+        "_grid._thumb = lambda output, **_: None\n"
     ),
 }
 ARMS = tuple(PATCHES)

@@ -316,18 +316,23 @@ class GridRun:
 
     # ------------------------------------------------------------------ judging
 
-    def rate(self, cell: GridCell | int, stars: int, note: str | None = None) -> GridCell:
-        """Set 1-5 stars (0 clears) and a note; persisted in the grid store."""
+    def rate(
+        self, cell: GridCell | int, stars: int | None = None, note: str | None = None
+    ) -> GridCell:
+        """Set 1-5 stars (0 clears them) and/or a note ("" clears it); a field left None
+        keeps what is stored, so stars and a note given apart (a browser's star click
+        and its note field) never undo each other. Persisted in the grid store."""
         target = self.cells[cell] if isinstance(cell, int) else cell
         if target not in self.cells:
             raise ValueError("that cell is not one of this grid's cells")
-        if isinstance(stars, bool) or not isinstance(stars, int) or not 0 <= stars <= 5:
+        if stars is not None and (
+            isinstance(stars, bool) or not isinstance(stars, int) or not 0 <= stars <= 5
+        ):
             raise ValueError(f"stars must be a whole number 1-5 (0 clears), not {stars!r}")
         if note is not None and not isinstance(note, str):
-            raise ValueError(f"a note is a string or None, not {type(note).__name__}")
+            raise ValueError(f'a note is a string ("" clears it), not {type(note).__name__}')
         self._store_grid()
-        self.store.rate(self.id, target.index, stars, note)
-        target.rating, target.note = stars, note
+        target.rating, target.note = self.store.rate(self.id, target.index, stars, note)
         self.changed()
         return target
 

@@ -72,12 +72,20 @@ _SCHEMA = (
     PRIMARY KEY (grid_id, idx)
 )""",
 )
+#: One field of a rating at a time: ``COALESCE`` keeps the field not given (NULL), so
+#: a star and a note sent apart, in any order, both stay (docs/decisions.md#grid-view).
 _RATE = (
-    "INSERT INTO grid_ratings (grid_id, idx, stars, note, updated_at) VALUES (?, ?, ?, ?, ?) "
-    "ON CONFLICT (grid_id, idx) DO UPDATE SET stars = excluded.stars, note = excluded.note, "
+    "INSERT INTO grid_ratings (grid_id, idx, stars, note, updated_at) "
+    "VALUES (?, ?, COALESCE(?, 0), ?, ?) ON CONFLICT (grid_id, idx) DO UPDATE SET "
+    "stars = COALESCE(?, stars), note = CASE WHEN ? THEN ? ELSE note END, "
     "updated_at = excluded.updated_at"
 )
-_UNRATE = "DELETE FROM grid_ratings WHERE grid_id = ? AND idx = ?"
+#: a rating with neither stars nor a note is no rating
+_UNRATE = (
+    "DELETE FROM grid_ratings WHERE grid_id = ? AND idx = ? AND stars = 0 "
+    "AND (note IS NULL OR note = '')"
+)
+_RATING = "SELECT stars, note FROM grid_ratings WHERE grid_id = ? AND idx = ?"
 Write = Callable[[sqlite3.Connection], object]
 
 
@@ -305,18 +313,29 @@ class GridStore(TableStore):
             )
         )
 
-    def rate(self, grid_id: str, index: int, stars: int, note: str | None) -> None:
-        """Set (stars 1-5) or clear (stars 0) a cell's rating; tells the watchers."""
-        params: tuple[Any, ...]
-        if stars == 0 and not note:
-            sql, params = _UNRATE, (grid_id, index)
-        else:
-            sql, params = _RATE, (grid_id, index, stars, note, time.time())
-        self._write(lambda conn: conn.execute(sql, params))
+    def rate(
+        self, grid_id: str, index: int, stars: int | None = None, note: str | None = None
+    ) -> tuple[int, str | None]:
+        """Set (1-5) or clear (0) a cell's stars and set or clear ("") its note; a field
+        given as None is left as stored, in the same transaction, so a star and a note
+        sent apart never undo each other. Returns the cell's rating as stored (stars,
+        note); tells the watchers."""
+
+        def write(conn: sqlite3.Connection) -> tuple[int, str | None]:
+            text = note or None
+            conn.execute(
+                _RATE, (grid_id, index, stars, text, time.time(), stars, note is not None, text)
+            )
+            conn.execute(_UNRATE, (grid_id, index))
+            row = conn.execute(_RATING, (grid_id, index)).fetchone()
+            return (int(row[0]), row[1]) if row else (0, None)
+
+        stored: tuple[int, str | None] = self._write(write)
         with self._lock:
             watchers = list(self._watchers.get(grid_id, ()))
         for callback in watchers:
             callback()
+        return stored
 
     # ------------------------------------------------------------------ reading
 

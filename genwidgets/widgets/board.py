@@ -103,13 +103,20 @@ class Board(ipywidgets.VBox):
     def __init__(self, client: ClientLike) -> None:
         self.client = client
         self._lock = threading.RLock()
+        #: every job the board knows (this session's and the ledger's), by request id
+        self.jobs: dict[str, JobLike] = {}
+        #: the live cards, made for the jobs a page shows (a card per ledger job would
+        #: put every one into the notebook's widget state, docs/decisions.md#board-weight)
         self.cards: dict[str, JobCard] = {}
+        #: the categories of the jobs in scope as last written (a job without a card
+        #: that changes category may enter or leave the status filter)
+        self._categories: dict[str, str] = {}
         self.grid_entries: dict[str, tuple[GridEntry, ipywidgets.HTML]] = {}
         # Before the ledger is read, the client's jobs are all this session's: where
         # /proc cannot say when the process started, the oldest of them bounds it.
         started = process_started()
         if started is None:
-            times = [j.submitted_at for j in self._jobs() if j.submitted_at]
+            times = [j.submitted_at for j in self._client_jobs() if j.submitted_at]
             started = min([time.time(), *times])
         self.session_started = started
         self.page = 0
@@ -184,7 +191,7 @@ class Board(ipywidgets.VBox):
     def _lasting(self, media: str) -> dict[str, str]:
         return board_table(self, LASTING_ROWS)
 
-    def _jobs(self) -> list[JobLike]:
+    def _client_jobs(self) -> list[JobLike]:
         return list(self.client.jobs)
 
     def _filters_changed(self, _change: Any = None) -> None:
@@ -199,7 +206,7 @@ class Board(ipywidgets.VBox):
     def refresh(self, *, history: bool = True) -> None:
         """Pick up new jobs (and, with ``history``, the ledger's jobs and grids), then redraw."""
         with self._lock:
-            for job in self._jobs():
+            for job in self._client_jobs():
                 self._add_job(job)
             if history:
                 self._load_history()
@@ -207,10 +214,14 @@ class Board(ipywidgets.VBox):
         self._throttle.request(force=True)
 
     def _add_job(self, job: JobLike) -> None:
-        key = str(job.request_id)
-        if key in self.cards:
-            return
-        self.cards[key] = JobCard(job, on_change=self._on_card_change)
+        self.jobs.setdefault(str(job.request_id), job)
+
+    def _card(self, key: str) -> JobCard:
+        """The live card of a job a page shows (made the first time)."""
+        card = self.cards.get(key)
+        if card is None:
+            card = self.cards[key] = JobCard(self.jobs[key], on_change=self._on_card_change)
+        return card
 
     def _load_history(self) -> None:
         """``client.history()``: its re-attached Jobs become job cards like any other."""
@@ -245,10 +256,16 @@ class Board(ipywidgets.VBox):
         }
 
     def tick(self) -> None:
-        """The shared ticker's call: look for jobs submitted since the last look."""
-        known = set(self.cards)
-        if any(str(j.request_id) not in known for j in self._jobs()):
+        """The shared ticker's call: look for jobs submitted since the last look, and
+        for jobs in scope that changed category (the status filter, the lasting face)."""
+        if any(str(j.request_id) not in self.jobs for j in self._client_jobs()):
             self.refresh(history=False)
+            return
+        with self._lock:
+            live, _ = self._scope()
+            changed = any(self._categories.get(k) != job_look(j).category for k, j in live)
+        if changed:
+            self._throttle.request()
 
     def _on_card_change(self, _card: JobCard) -> None:
         # A card changed category: the status filter may now hide or show it.
@@ -262,15 +279,15 @@ class Board(ipywidgets.VBox):
         """Submitted (or re-attached by hand) since this session started."""
         return (job.submitted_at or 0.0) >= self.session_started
 
-    def _scope(self) -> tuple[list[JobCard], list[Any]]:
-        """The cards and grid entries in scope (this session, or all with "earlier"),
-        before the endpoint and status filters; grid cells are left out."""
+    def _scope(self) -> tuple[list[tuple[str, JobLike]], list[Any]]:
+        """The jobs (request id, job) and grid entries in scope (this session, or all
+        with "earlier"), before the endpoint and status filters; grid cells left out."""
         in_grids = self._in_grids()
         everything = bool(self.earlier.value)
         live = [
-            c
-            for key, c in self.cards.items()
-            if key not in in_grids and (everything or self.in_session(c.job))
+            (key, job)
+            for key, job in self.jobs.items()
+            if key not in in_grids and (everything or self.in_session(job))
         ]
         grids = [
             (e, w)
@@ -284,7 +301,7 @@ class Board(ipywidgets.VBox):
         with self._lock:
             in_grids = self._in_grids()
             jobs = sum(
-                1 for k, c in self.cards.items() if k not in in_grids and not self.in_session(c.job)
+                1 for k, j in self.jobs.items() if k not in in_grids and not self.in_session(j)
             )
             grids = sum(
                 1
@@ -297,8 +314,8 @@ class Board(ipywidgets.VBox):
         """The job cards in scope that pass the filters (every page), newest first."""
         with self._lock:
             live, _ = self._scope()
-            live.sort(key=lambda c: c.job.submitted_at, reverse=True)
-            entries = [CardData.of_job(c.job) for c in live]
+            live.sort(key=lambda item: item[1].submitted_at or 0.0, reverse=True)
+            entries = [CardData.of_job(job) for _, job in live]
         return [d for d in entries if self._passes(d.endpoint, d.look.category)]
 
     def _passes(self, endpoint: str, category: str) -> bool:
@@ -313,33 +330,44 @@ class Board(ipywidgets.VBox):
             card.close()
         super().close()
 
-    def _write(self) -> None:
+    def count_words(self) -> str:
+        """What the board shows, in the words both faces use: ``3 grids``, ``2 jobs,
+        1 grid``, ``2 of 5 jobs`` (filtered), ``no jobs or grids yet``."""
         with self._lock:
             live, grids = self._scope()
             total = len(live)
-            endpoints = sorted({str(c.job.endpoint) for c in live} | {e.endpoint for e, _ in grids})
+            shown = sum(1 for _, j in live if self._passes(str(j.endpoint), job_look(j).category))
+            grids_shown = sum(
+                1 for e, _ in grids if self._passes(e.endpoint, e.category(self.jobs))
+            )
+        return count_words(shown, total, grids_shown)
+
+    def _write(self) -> None:
+        with self._lock:
+            live, grids = self._scope()
+            self._categories = {key: job_look(job).category for key, job in live}
+            endpoints = sorted({str(j.endpoint) for _, j in live} | {e.endpoint for e, _ in grids})
             options = [ALL, *endpoints]
             if list(self.endpoint_filter.options) != options:
                 current = self.endpoint_filter.value
                 self.endpoint_filter.options = options
                 self.endpoint_filter.value = current if current in options else ALL
-            live = [c for c in live if self._passes(str(c.job.endpoint), job_look(c.job).category)]
-            grids = [(e, w) for e, w in grids if self._passes(e.endpoint, e.category(self.cards))]
-            params = params_by_endpoint([(str(c.job.endpoint), c.job.payload) for c in live])
-            live.sort(key=lambda c: c.job.submitted_at, reverse=True)
-            items: list[tuple[Callable[[], None], ipywidgets.Widget]] = [
-                (functools.partial(_write_grid, e, w, self.cards), w) for e, w in grids
+            live = [(k, j) for k, j in live if self._passes(str(j.endpoint), job_look(j).category)]
+            grids = [(e, w) for e, w in grids if self._passes(e.endpoint, e.category(self.jobs))]
+            params = params_by_endpoint([(str(j.endpoint), j.payload) for _, j in live])
+            live.sort(key=lambda item: item[1].submitted_at or 0.0, reverse=True)
+            items: list[Callable[[], ipywidgets.Widget]] = [
+                functools.partial(_write_grid, e, w, self.jobs) for e, w in grids
             ]
             items += [
-                (functools.partial(c.set_params, params.get(str(c.job.endpoint), [])), c)
-                for c in live
+                functools.partial(self._write_card, key, params.get(str(job.endpoint), []))
+                for key, job in live
             ]
             pages = max(1, -(-len(items) // PAGE_SIZE))
             self.page = min(self.page, pages - 1)
             visible = items[self.page * PAGE_SIZE : (self.page + 1) * PAGE_SIZE]
-            for write, _widget in visible:
-                write()  # only the cards on the page are drawn
-            self.grid.children = [w for _, w in visible]
+            # only the cards on the page are made and drawn
+            self.grid.children = [write() for write in visible]
             self.pager.layout.display = None if pages > 1 else "none"
             self.prev_button.disabled = self.page == 0
             self.next_button.disabled = self.page >= pages - 1
@@ -347,18 +375,31 @@ class Board(ipywidgets.VBox):
             earlier = self.earlier_count()
             self.earlier.description = f"earlier sessions ({earlier})"
             self.earlier.disabled = earlier == 0 and not self.earlier.value
-            self.count_html.value = (
-                f'<span style="{MUTED_STYLE}">{len(live)} of {total} jobs'
-                f"{f', {len(grids)} grids' if grids else ''}</span>"
-            )
+            self.count_html.value = f'<span style="{MUTED_STYLE}">{esc(self.count_words())}</span>'
         if self.faces is not None:
             self.faces.refresh()
+
+    def _write_card(self, key: str, params: Sequence[str]) -> JobCard:
+        card = self._card(key)
+        card.set_params(params)
+        return card
 
     def grids_shown(self) -> list[GridEntry]:
         """The grid entries in scope that pass the filters."""
         with self._lock:
             _, grids = self._scope()
-            return [e for e, _ in grids if self._passes(e.endpoint, e.category(self.cards))]
+            return [e for e, _ in grids if self._passes(e.endpoint, e.category(self.jobs))]
+
+
+def count_words(jobs: int, total: int, grids: int) -> str:
+    """``3 grids``, ``2 jobs, 1 grid``, ``2 of 5 jobs``: a count of none is left out."""
+    parts = []
+    if total:
+        noun = "job" if total == 1 else "jobs"
+        parts.append(f"{jobs} {noun}" if jobs == total else f"{jobs} of {total} {noun}")
+    if grids:
+        parts.append(f"{grids} grid{'s' if grids != 1 else ''}")
+    return ", ".join(parts) or "no jobs or grids yet"
 
 
 _TD = f"border-bottom:1px solid {PALETTE['border']};padding:4px 6px;vertical-align:middle"
@@ -373,7 +414,7 @@ def board_table(board: Board, limit: int) -> dict[str, str]:
     for entry in grids:
         record = entry.record
         rows.append(
-            f"<tr><td style='{_TD}'>{_grid_thumb(entry, board.cards)}</td>"
+            f"<tr><td style='{_TD}'>{_grid_thumb(entry, board.jobs)}</td>"
             f"<td style='{_TD}'><b>{esc(record.endpoint)}</b> grid</td>"
             f"<td style='{_TD}'>{record.sent} of {len(record.cells)} sent · "
             f"{record.rated} rated</td><td style='{_TD}'></td>"
@@ -389,14 +430,14 @@ def board_table(board: Board, limit: int) -> dict[str, str]:
             "</tr>"
         )
     simulated = f" {SIMULATED_BADGE}" if board.client.embedded else ""
+    words = board.count_words()
     head = (
-        f'<div class="gw-board-head"><b>board</b> · {len(jobs)} jobs'
-        f"{f', {len(grids)} grids' if grids else ''} when last seen{simulated}</div>"
+        f'<div class="gw-board-head"><b>board</b> · {esc(words)} when last seen{simulated}</div>'
     )
     table = (
         f'<table class="gw-board-table" style="border-collapse:collapse">{"".join(rows)}</table>'
     )
-    lines = [f"board: {len(jobs)} jobs, {len(grids)} grids"]
+    lines = [f"board: {words}"]
     lines += [f"  {d.endpoint} {d.request_id} {d.look.word}" for d in jobs]
     return {
         "text/html": f'<div class="gw-board-lasting">{head}{table}</div>',
@@ -414,20 +455,23 @@ def _row_thumb(outputs: Sequence[Output], kind: str | None = None) -> str:
     )
 
 
-def _grid_thumb(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
+def _grid_thumb(entry: GridEntry, jobs: Mapping[str, JobLike]) -> str:
     """A grid's row: the picture of its best-rated cell (else its first with one), as
     the live board's entry shows it."""
     cells = sorted(entry.record.cells, key=lambda c: -(c.stars or 0))
     for cell in cells:
-        card = cards.get(cell.request_id or "")
-        result = card.job.last_result if card is not None else None
+        job = jobs.get(cell.request_id or "")
+        result = job.last_result if job is not None else None
         if result is not None and thumbnail_src(result.outputs) is not None:
             return _row_thumb(result.outputs)
     return kind_icon("grid", 32)
 
 
-def _write_grid(entry: GridEntry, widget: ipywidgets.HTML, cards: Mapping[str, JobCard]) -> None:
-    widget.value = grid_entry_html(entry, cards)
+def _write_grid(
+    entry: GridEntry, widget: ipywidgets.HTML, jobs: Mapping[str, JobLike]
+) -> ipywidgets.HTML:
+    widget.value = grid_entry_html(entry, jobs)
+    return widget
 
 
 def board(client: ClientLike | None = None) -> Board:

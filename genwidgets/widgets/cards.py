@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets
 
 from ..catalog import endpoint as catalog_endpoint
+from ..lab.axes import Axis
 from ..lab.plan import differing_params
 from ..lab.store import GridRecord
 from ..protocol.records import Output
@@ -32,6 +33,7 @@ from ._style import (
     short,
     status_badge,
 )
+from .lasting import thumbnail_src
 from .render import source_of, to_html
 from .task import is_simulated, job_look
 from .ticker import TICKER, Throttle, guarded, stop_following
@@ -50,8 +52,6 @@ __all__ = [
     "params_by_endpoint",
 ]
 
-#: A thumbnail pushed as bytes must stay small: a board may hold hundreds.
-THUMBNAIL_BYTES = 2 * 1024 * 1024
 #: A card's box: it may shrink below its content's width (long values are cut, not spilled).
 CARD_LAYOUT = {"width": "auto", "min_width": "0", "overflow": "hidden"}
 #: Characters of a value kept in a card's tooltip.
@@ -94,18 +94,24 @@ def kind_icon(kind: str | None, size: int = 40) -> str:
 
 
 def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> str:
-    for output in outputs:
+    """A card's picture: the kernel-made thumbnail of its first image (or a video's
+    poster) where the bytes are at hand, else the image's own URL (a gateway's, never
+    a full file as bytes: a board's state holds a card per job,
+    docs/decisions.md#board-weight), else the kind's icon."""
+    href = thumbnail_src(outputs)
+    for output in outputs if href is None else ():
         if output.kind != "image":
             continue
         source = source_of(output, prefer_url=True)
-        href = source.href
-        if href is None or (source.data is not None and len(source.data) > THUMBNAIL_BYTES):
-            continue
-        return (
-            f'<img src="{esc(href)}" alt="" loading="lazy" '
-            'style="max-width:100%;max-height:120px;object-fit:contain">'
-        )
-    return kind_icon(outputs[0].kind if outputs else kind_hint)
+        if source.data is None and source.href is not None:
+            href = source.href
+            break
+    if href is None:
+        return kind_icon(outputs[0].kind if outputs else kind_hint)
+    return (
+        f'<img src="{esc(href)}" alt="" loading="lazy" '
+        'style="max-width:100%;max-height:120px;object-fit:contain">'
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -305,29 +311,29 @@ class GridEntry:
     def endpoint(self) -> str:
         return self.record.endpoint
 
-    def category(self, cards: Mapping[str, JobCard]) -> str:
+    def category(self, jobs: Mapping[str, JobLike]) -> str:
         """running while any sent cell's job is not terminal (as far as the board knows)."""
         for cell in self.record.cells:
-            card = cards.get(cell.request_id or "")
-            if card is not None and not job_look(card.job).terminal:
+            job = jobs.get(cell.request_id or "")
+            if job is not None and not job_look(job).terminal:
                 return "running"
         return "done"
 
 
-def grid_entry_html(entry: GridEntry, cards: Mapping[str, JobCard]) -> str:
+def grid_entry_html(entry: GridEntry, jobs: Mapping[str, JobLike]) -> str:
     """One grid as a card: its icon or best-rated image, endpoint, axes, counts, stars."""
     record = entry.record
     axes = record.description.get("axes") or {}
     dims = [
-        f"{(a or {}).get('field')} ({len((a or {}).get('values') or [])})"
+        f"{Axis.from_description(a).label} ({len(a.get('values') or [])})"
         for d in ("x", "y", "z")
         if (a := axes.get(d))
     ]
     rated = sorted((c for c in record.cells if c.stars), key=lambda c: -c.stars)
     thumb = kind_icon("grid")
     for cell in rated or record.cells:
-        card = cards.get(cell.request_id or "")
-        result = card.job.last_result if card is not None else None
+        job = jobs.get(cell.request_id or "")
+        result = job.last_result if job is not None else None
         if result is not None and result.outputs:
             thumb = _thumbnail(result.outputs, "image")
             break

@@ -74,6 +74,13 @@ def _thumb(output: Output, *, network: bool = False) -> str | None:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
+def _drawn_thumbs(outputs: list[Output], *, network: bool = False) -> list[str]:
+    """The thumbnails a cell draws: its first output's, as one-item list (an imgM cell
+    shows its first of four images and a "4" badge; the lightbox asks for them all)."""
+    first = outputs[:1]
+    return [_thumb(o, network=network) or "" if o.kind in _PICTURED else "" for o in first]
+
+
 def _needs_network(output: Output) -> bool:
     """Whether an image's bytes can only come from its URL (no copy, nothing inline)."""
     has_copy = output.path is not None and output.path.exists()
@@ -108,9 +115,6 @@ class Grid(anywidget.AnyWidget):
     #: Which lasting face (contact sheet) this live grid hides while its kernel lives.
     face = traitlets.Dict().tag(sync=True)
     cell_states: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
-    #: cell index -> thumbnail data URLs of its outputs; set once the grid is
-    #: finished (saved with the notebook), sent before as messages, each once
-    thumbs = traitlets.Dict().tag(sync=True)
 
     def __init__(self, run: GridRun, *, needs_confirmation: bool = False) -> None:
         super().__init__()
@@ -119,9 +123,8 @@ class Grid(anywidget.AnyWidget):
         self._outputs: dict[int, list[dict[str, Any]]] = {}
         self._thumbs: dict[int, list[str]] = {}
         self._unsent: dict[int, list[str]] = {}
-        #: a front-end view said hello: it keeps the thumbnails in its own model
-        #: (saved with the page's widget state), so the finished grid does not
-        #: send them all again as the ``thumbs`` trait (kernel-saved state does)
+        #: a front-end view said hello: thumbnails go to it as messages, never as a
+        #: trait, so no saved widget state holds them (docs/decisions.md#grid-thumbs)
         self._viewed = False
         #: the cell records as last written: a view that said hello gets only the
         #: records that changed, as messages (see :meth:`_send_cells`)
@@ -155,6 +158,13 @@ class Grid(anywidget.AnyWidget):
         return self.run.endpoint
 
     @property
+    def thumbs(self) -> dict[str, list[str]]:
+        """Cell index -> the thumbnail (a data URL; "" for none) of its first output,
+        as made in the kernel so far; views get them as messages."""
+        with self._throttle.lock:
+            return {str(i): list(urls) for i, urls in self._thumbs.items()}
+
+    @property
     def plan(self) -> GridPlan:
         """What the grid sends: cells, axes, the locked seed, counts and billing."""
         return self.run.plan
@@ -183,8 +193,11 @@ class Grid(anywidget.AnyWidget):
         self._throttle.request(force=True)
         return self
 
-    def rate(self, cell: GridCell | int, stars: int, note: str | None = None) -> GridCell:
-        """1-5 stars (0 clears) and a note for a cell; persisted."""
+    def rate(
+        self, cell: GridCell | int, stars: int | None = None, note: str | None = None
+    ) -> GridCell:
+        """1-5 stars (0 clears) and/or a note ("" clears) for a cell; a field left None
+        keeps what the cell has. Persisted."""
         rated = self.run.rate(cell, stars, note)
         self._throttle.request(force=True)
         self._refresh_sheet()  # a sheet shown already gets the new stars
@@ -264,15 +277,18 @@ class Grid(anywidget.AnyWidget):
             guarded(lambda: self.handle_message(content))
 
     def handle_message(self, content: Mapping[str, Any]) -> None:
-        """What the browser's buttons ask: ``{"action": "rate", "index", "stars",
-        "note"}``, ``submit``, ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``),
-        ``full`` (``index``: the lightbox asks for the full outputs and the request's
-        code, sent as a message), ``thumbs`` (a new view asks for the thumbnails so
-        far, but those its page ``have``, and the cell records written since)."""
+        """What the browser's buttons ask: ``{"action": "rate", "index"}`` with the
+        field that changed, ``"stars"`` (a star's click) or ``"note"`` (the note's
+        ``change``; null or "" clears it), merged per field in the store; ``submit``,
+        ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``), ``full``
+        (``index``: the lightbox asks for the full outputs and the request's code,
+        sent as a message), ``thumbs`` (a new view asks for the thumbnails so far, but
+        those its page ``have``, and the cell records written since)."""
         action = content.get("action")
         if action == "rate":
-            note = content.get("note")
-            self.rate(int(content["index"]), int(content["stars"]), note if note else None)
+            stars = content.get("stars")
+            note = str(content.get("note") or "") if "note" in content else None
+            self.rate(int(content["index"]), None if stars is None else int(stars), note)
         elif action == "submit":
             self.submit(wait=False)
         elif action == "cancel":
@@ -291,8 +307,7 @@ class Grid(anywidget.AnyWidget):
             self._viewed = True
             self._unsent = {}  # first: each one made from now on is sent again, not lost
             made = {str(i): urls for i, urls in self._thumbs.items()}
-            known = {i for i, urls in self.thumbs.items() if made.get(i) == urls}
-            known |= {str(i) for i in content.get("have") or ()}  # another view's, this page
+            known = {str(i) for i in content.get("have") or ()}  # another view's, this page
             self.send({"thumbs": {i: urls for i, urls in made.items() if i not in known}})
             if self._states is not None and self._states != self._whole:
                 self.send({"cells": self._states})  # written since the last whole send
@@ -355,9 +370,9 @@ class Grid(anywidget.AnyWidget):
             outputs = [_output_record(o) for o in cell.outputs]
             if cell.done:
                 self._outputs[cell.index] = outputs
-                made = [_thumb(o) or "" if o.kind in _PICTURED else "" for o in cell.outputs]
+                made = _drawn_thumbs(cell.outputs)
                 self._thumbs[cell.index] = self._unsent[cell.index] = made
-                if any(_needs_network(o) for o in cell.outputs):
+                if any(_needs_network(o) for o in cell.outputs[:1]):
                     self._fetch_thumbs(cell)
         return {
             "index": cell.index,
@@ -391,7 +406,7 @@ class Grid(anywidget.AnyWidget):
         outputs = list(cell.outputs)
 
         def make() -> None:
-            made = [_thumb(o, network=True) or "" if o.kind in _PICTURED else "" for o in outputs]
+            made = _drawn_thumbs(outputs, network=True)
             with self._throttle.lock:
                 self._thumbs[cell.index] = self._unsent[cell.index] = made
             self._throttle.request()
@@ -470,13 +485,9 @@ class Grid(anywidget.AnyWidget):
             "scores": self._margins(),
         }
         self._send_cells([self._cell_state(c) for c in run.cells], whole=finished and self._live)
-        if self._unsent and self._viewed:  # else the hello or the finished trait carries them
+        if self._unsent and self._viewed:  # else the hello carries them
             fresh, self._unsent = self._unsent, {}
             self.send({"thumbs": {str(i): urls for i, urls in fresh.items()}})
-        if finished and not self._viewed:
-            made = {str(i): urls for i, urls in self._thumbs.items()}
-            if made != self.thumbs:  # a thumbnail made later in the background included
-                self.thumbs = made
         if finished and self._live:
             self._live = False
             TICKER.remove(self)

@@ -1,10 +1,11 @@
 """A grid's lasting face: its contact sheet, what a saved notebook keeps of it.
 
 Plain HTML in the notebook's outputs (no widget state, no script): one table per z
-value, the x values as columns and the y values as rows, each cell with its outputs
-(as :mod:`.lasting` keeps them: image thumbnails, video posters and previews, audio,
-embedded), its status, stars, note and request id, and the score margins (a row
-under the columns, a column beside the rows) as of the last change. A grid not yet
+value, the x values as columns and the y values as rows, each cell with its first
+output (as :mod:`.lasting` keeps it: an image thumbnail, a video poster or preview,
+audio, embedded) and, as the live grid shows it, a badge with how many it has; its
+status, stars, note and request id; and the score margins (a row under the columns, a
+column beside the rows) as of the last change. A grid not yet
 sent says so and how to send it. The grid's exports (:mod:`genwidgets.lab.export`)
 write whole pages for files; this is a fragment that lives inside a notebook cell.
 """
@@ -30,6 +31,11 @@ _HEAD = f"padding:4px 6px;color:{PALETTE['heading']};font-weight:600;text-align:
 _MARGIN = (
     f"padding:4px 6px;color:{PALETTE['heading']};background:{PALETTE['surface']};"
     f"border:1px solid {PALETTE['border']};font-size:0.85em;white-space:nowrap;text-align:left"
+)
+#: the live grid's badge (``.gw-grid-count`` in grid.css), over the first output
+_COUNT = (
+    "position:absolute;top:4px;right:4px;background:#111827;color:#fff;border-radius:9px;"
+    "padding:0 6px;font-size:11px"
 )
 _STATUS = {"done": COLOURS["done"], "failed": COLOURS["failed"]}
 #: A sheet's thumbnails by its number of cells (at most, side): a sheet is written to
@@ -71,7 +77,13 @@ def _cell_html(
         return f'<{tag} style="{_CELL}"></{tag}>'
     status = status_of(cell)
     colour = _STATUS.get(status, COLOURS["queued"])
-    shown = "".join(output_html(o, media=media, caption=False, side=side) for o in cell.outputs)
+    shown = "".join(output_html(o, media=media, caption=False, side=side) for o in cell.outputs[:1])
+    if len(cell.outputs) > 1:  # as the live grid: the first output, and how many there are
+        count = len(cell.outputs)
+        shown = (
+            f'<div style="position:relative">{shown}<span class="gw-sheet-count" '
+            f'title="{count} outputs: the first is shown" style="{_COUNT}">{count}</span></div>'
+        )
     error = f'<div style="color:{COLOURS["failed"]}">{esc(cell.error)}</div>' if cell.error else ""
     note = f'<div class="gw-note">{esc(cell.note)}</div>' if cell.note else ""
     code = '<code style="font-size:0.8em;word-break:break-all">'

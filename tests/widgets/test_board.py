@@ -86,7 +86,7 @@ def test_board_shows_every_job_with_the_parameters_that_differ() -> None:
     assert ">seed</span> = 3" not in html
     assert ">prompt</span>" not in html  # the same everywhere: not shown
     assert "vidVq2-text2video" in html and "imgM-v8.1-t2i" in html
-    assert "3 of 3 jobs" in view.count_html.value
+    assert "3 jobs" in view.count_html.value
     assert client.history_limits == [board_module.HISTORY_LIMIT]
     view.close()
 
@@ -294,7 +294,7 @@ def test_real_sweep_board_and_history_against_the_simulator(
     try:
         assert later.jobs == [] or all(j.done() for j in later.jobs)
         view = Board(later)
-        ids = {str(c.job.request_id) for c in view.cards.values()}
+        ids = set(view.jobs)  # known, from the ledger; no card: not this session
         assert ids == {str(j.request_id) for j in jobs}
         view.close()
         again = gw.load_grid(jobs.id, client=later)
@@ -324,7 +324,7 @@ def test_a_grid_is_one_entry_on_the_board(make_simulator: Any, tmp_path: Any) ->
         assert len(entries) == 1 and len(view.grid.children) == 2
         assert grid.id in entries[0] and "seed (3)" in entries[0] and "1 rated" in entries[0]
         assert "<img" in entries[0]  # the best-rated cell's image
-        assert "1 of 1 jobs, 1 grids" in view.count_html.value
+        assert "1 job, 1 grid<" in view.count_html.value
         # its lasting face: a table of the same, a thumbnail for the job and the grid
         table = board_module.board_table(view, board_module.LASTING_ROWS)["text/html"]
         assert table.count("<tr>") == 2 and table.count('class="gw-thumb"') == 2
@@ -364,11 +364,68 @@ def test_board_shows_this_sessions_jobs_and_earlier_ones_behind_a_toggle() -> No
     assert view.in_session(jobs[0]) and not view.in_session(older)
     assert {c.job for c in view.grid.children} == set(jobs)
     assert view.earlier.description == "earlier sessions (1)" and not view.earlier.disabled
-    assert "3 of 3 jobs" in view.count_html.value
+    assert "3 jobs" in view.count_html.value
     view.earlier.value = True
     assert {c.job for c in view.grid.children} == {*jobs, older}
-    assert "4 of 4 jobs" in view.count_html.value
+    assert "4 jobs" in view.count_html.value
     view.close()
+
+
+def test_a_board_makes_cards_only_for_what_its_page_shows_and_both_faces_agree() -> None:
+    """Issue 40: a card per ledger job, each with its picture, went into the notebook's
+    widget state while the board showed none of them ("0 of 0 jobs, 3 grids")."""
+    client, jobs = make_client()
+    for i in range(40):  # the ledger of past kernels
+        older = client.adopt(FakeJob("imgM-v8.1-t2i", payload={"seed": i}, client=client))
+        older.submitted_at = time.time() - 86400 - i
+    view = Board(client)
+    assert len(view.jobs) == 43 and set(view.cards) == {str(j.request_id) for j in jobs}
+    assert view.count_html.value.endswith(">3 jobs</span>")
+    table = board_module.board_table(view, board_module.LASTING_ROWS)
+    assert "· 3 jobs when last seen" in table["text/html"] and table["text/plain"].startswith(
+        "board: 3 jobs\n"
+    )
+    view.status_filter.value = "done"
+    assert ">0 of 3 jobs<" in view.count_html.value and view.grid.children == ()
+    on_thread(lambda: jobs[1].finish([IMAGE_OUT]))  # a job without a card enters the filter
+    assert wait_for(lambda: [c.job for c in view.grid.children] == [jobs[1]], timeout=10)
+    assert ">1 of 3 jobs<" in view.count_html.value
+    view.status_filter.value = ALL
+    view.earlier.value = True  # the ledger's jobs: a page of cards, no more
+    assert len(view.cards) == board_module.PAGE_SIZE
+    view.close()
+
+
+def test_count_words() -> None:
+    assert board_module.count_words(0, 0, 3) == "3 grids"
+    assert board_module.count_words(1, 1, 1) == "1 job, 1 grid"
+    assert board_module.count_words(2, 5, 0) == "2 of 5 jobs"
+    assert board_module.count_words(0, 0, 0) == "no jobs or grids yet"
+
+
+@pytest.mark.timeout(90)
+def test_an_imgm_grid_entry_names_its_axes_and_cards_carry_thumbnails(
+    make_simulator: Any, tmp_path: Any
+) -> None:
+    sim = make_simulator()
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+    with gw.Client(ledger=ledger, base_url=sim.base_url, api_key="sim-demo-key") as client:
+        grid = gw.grid("imgM-v8.1-t2i", {"prompt": "a {red, blue} kite --ar {1:1, 16:9}"},
+                       client=client)  # fmt: skip
+        grid.wait(timeout=60)
+        grid.rate(grid.cells[0], 5)
+        single = client.submit("genW2.5-t2i-preview", {"prompt": "a lone fox", "size": "1440*1440"})
+        single.result(timeout=60)
+        view = Board(client)
+        entry, card = (w.value for w in view.grid.children)
+        # as the live grid labels its columns (x) and rows (y), not "prompt{2} (2)"
+        assert "prompt {1:1, 16:9} (2) × prompt {red, blue} (2)" in entry
+        assert "prompt{" not in entry
+        full = max(o.path.stat().st_size for o in single.result().outputs if o.path)
+        for html in (entry, card):
+            (src,) = re.findall(r'<img src="([^"]+)"', html)
+            assert src.startswith("data:image/") and len(src) < min(full, 60_000), len(src)
+        view.close()
 
 
 def test_board_pages_its_cards() -> None:

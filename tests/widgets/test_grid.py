@@ -147,7 +147,8 @@ def test_an_unviewed_grid_sends_its_records_whole_only_at_the_ends_and_a_late_vi
     client: gw.Client,
 ) -> None:
     """No view yet (a page still loading, nbclient): the records stay in the kernel
-    until the run ends; a view that says hello later is sent nothing twice."""
+    until the run ends, and the thumbnails stay there too (no saved widget state holds
+    them: issue 40's weight); a view that says hello later gets them, once."""
     grid = table(client, confirm_above=1)
     try:
         wire: list[dict[str, Any]] = []
@@ -160,17 +161,19 @@ def test_an_unviewed_grid_sends_its_records_whole_only_at_the_ends_and_a_late_vi
             return [u[key] for u in updates if key in u]
 
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (sent("cell_states") and sent("thumbs")):
+        while time.monotonic() < deadline and not sent("cell_states"):
             time.sleep(0.05)
         # one whole send, when the run ended (the first write was before submit)
         [ended] = sent("cell_states")
         assert all(s["category"] == "done" for s in ended)
-        [thumbs] = sent("thumbs")
-        assert sorted(thumbs) == [str(i) for i in range(6)]
+        assert wait_for(lambda: len(grid.thumbs) == 6, timeout=30)
+        assert sent("thumbs") == [] and "thumbs" not in grid.get_state()
         before = len(wire)
         grid.handle_message({"action": "thumbs"})  # a view, late
         answer = [m["content"] for m in wire[before:] if m.get("method") == "custom"]
-        assert answer == [{"thumbs": {}}]  # its page's model holds them all already
+        assert [sorted(a["thumbs"]) for a in answer if "thumbs" in a] == [
+            [str(i) for i in range(6)]
+        ]
     finally:
         grid.close()
 
@@ -338,6 +341,56 @@ def test_ratings_survive_a_new_client_and_load_grid_sends_nothing(
         assert grid.id[:-1] + "z" in str(caught.value) and grid.id in str(caught.value)
 
 
+#: what the browser sends: a star's click carries the stars only, the note field's
+#: ``change`` the note only (issue 40: a whole ``rate`` message from each lost one)
+NOTE = {"action": "rate", "index": 0, "note": "at dawn"}
+STAR = {"action": "rate", "index": 0, "stars": 4}
+
+
+@ON_THE_SIMULATOR
+@pytest.mark.parametrize("order", [(NOTE, STAR), (STAR, NOTE)], ids=["note-star", "star-note"])
+def test_a_star_and_a_note_sent_apart_both_stay_in_either_order(
+    home: Path, client: gw.Client, order: tuple[dict[str, Any], ...]
+) -> None:
+    grid = gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=client)
+    grid.wait(timeout=60)
+    for message in order:
+        grid.handle_message(message)
+    assert (grid.cells[0].rating, grid.cells[0].note) == (4, "at dawn")
+    assert grid.cell_states[0]["stars"] == 4 and grid.cell_states[0]["note"] == "at dawn"
+    # a later star keeps the note; a cleared note keeps the stars
+    grid.handle_message({**STAR, "stars": 2})
+    grid.handle_message({**NOTE, "note": None})
+    grid.handle_message({"action": "rate", "index": 1, "note": "dusk"})
+    grid.rate(1, 3)
+    file_store = GridStore(home / "ledger.sqlite3")
+    assert file_store.ratings(grid.id) == {0: (2, None), 1: (3, "dusk")}
+    file_store.close()
+    assert grid.scores("x")[0]["mean"] == 3.0
+
+
+@ON_THE_SIMULATOR
+def test_an_imgm_cell_carries_the_one_thumbnail_it_draws(client: gw.Client) -> None:
+    """The cell draws its first image and a "4" badge: the other three thumbnails were
+    sent and saved with the notebook for nothing (issue 40: the notebook's weight)."""
+    grid = gw.grid("imgM-v8.1-t2i", {"prompt": "a {red, blue} kite"}, client=client)
+    grid.wait(timeout=60)
+    assert [len(c.outputs) for c in grid.cells] == [4, 4]
+    assert wait_for(lambda: len(grid.thumbs) == 2, timeout=30)
+    assert [len(urls) for urls in grid.thumbs.values()] == [1, 1]
+    assert all(urls[0].startswith("data:image/") for urls in grid.thumbs.values())
+
+
+def test_the_store_merges_a_rating_per_field(tmp_path: Path) -> None:
+    store = GridStore(tmp_path / "ledger.sqlite3")
+    assert store.rate("g", 0, note="calm") == (0, "calm")
+    assert store.rate("g", 0, 5) == (5, "calm")  # a stale star message keeps the note
+    assert store.rate("g", 0, None, "") == (5, None)  # "" clears the note alone
+    assert store.rate("g", 0, 0) == (0, None)  # nothing left: no rating
+    assert store.ratings("g") == {}
+    store.close()
+
+
 @ON_THE_SIMULATOR
 def test_load_grid_re_attaches_unfinished_cells_without_creating(
     home: Path, make_simulator: Callable[..., SimulatorServer]
@@ -394,8 +447,8 @@ def test_the_expected_finish_of_running_cells_is_shown() -> None:
 
 @ON_THE_SIMULATOR
 def test_a_viewed_grid_sends_its_thumbnails_once(client: gw.Client) -> None:
-    """A page that asked for thumbnails keeps those it gets; the finished grid
-    does not send them all again as the trait. Unviewed (nbclient), it does."""
+    """A page that asked for thumbnails gets each once, as a message; viewed or not
+    (nbclient), no grid puts them into its state, which a notebook saves."""
     viewed, unviewed = table(client, confirm_above=1), table(client)
     sent: list[dict[str, Any]] = []
     viewed.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
@@ -407,7 +460,7 @@ def test_a_viewed_grid_sends_its_thumbnails_once(client: gw.Client) -> None:
     assert wait_for(lambda: sum(len(m.get("thumbs", {})) for m in sent) >= 6, timeout=30)
     got = {i for m in sent for i, urls in m.get("thumbs", {}).items() if urls[0]}
     assert got == {str(i) for i in range(6)}
-    assert viewed.thumbs == {}
+    assert "thumbs" not in viewed.get_state() and "thumbs" not in unviewed.get_state()
 
 
 @ON_THE_SIMULATOR

@@ -105,6 +105,22 @@ def test_a_sweeps_sheet_flows_its_combinations(client: gw.Client) -> None:
     assert "seed=3" in html.replace(" ", "") and html.count("gw-thumb") == 3
 
 
+def test_an_imgm_sheet_shows_each_cells_first_image_and_how_many_as_the_live_grid(
+    client: gw.Client,
+) -> None:
+    """Issue 40: the sheet stacked the four images of each imgM cell (a cell ~1,000 px
+    tall) where the live grid shows one thumbnail and a "4" badge."""
+    grid = gw.grid("imgM-v8.1-t2i", {"prompt": "a {red, blue} kite"}, client=client)
+    grid.wait(timeout=60)
+    assert [len(c.outputs) for c in grid.cells] == [4, 4]
+    html = contact_sheet(grid.run)["text/html"]
+    assert html.count('class="gw-sheet-cell"') == 2
+    assert html.count('class="gw-thumb"') == 2  # one picture a cell, not four
+    assert html.count('class="gw-sheet-count"') == 2 and html.count(">4</span>") == 2
+    names = [o.path.name for o in grid.cells[0].outputs if o.path is not None]
+    assert len(names) == 4 and [n in html for n in names] == [True, False, False, False]
+
+
 def test_score_text_reads_as_the_live_margins() -> None:
     assert score_text({"mean": 4.0, "rated": 1, "failed": 0}) == "★ 4.0 · 1 rated"
     assert score_text({"mean": None, "rated": 0, "failed": 2}) == "★ – · 0 rated · 2 failed"

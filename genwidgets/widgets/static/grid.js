@@ -7,7 +7,8 @@
 // and then sends only those that changed, as `cells` messages merged into this page's
 // model (never saved back; the kernel sends the trait whole when the run ends).
 // Actions go back as messages: rate, submit, cancel, swap, recall, full. Cells
-// show kernel-made thumbnails (`thumb`); the lightbox asks for the full outputs
+// show kernel-made thumbnails (`thumbs` messages: the answer to this view's hello,
+// then each as it is made); the lightbox asks for the full outputs
 // ("full") and the kernel answers with a message. Scores per axis value are drawn
 // as margins: a row under the columns (x) and a column beside the rows (y).
 // Text goes in with textContent; media URLs are checked against SAFE_URL. It is a
@@ -119,11 +120,13 @@ function render({ model, el }) {
   let cellNodes = new Map(); // index -> {root, last}
   let openIndex = null;
   const full = new Map(); // index -> {outputs, code}, as the kernel sent them
-  const thumbs = new Map(); // index -> thumbnail data URLs (messages, then the trait)
+  // index -> thumbnail data URLs, as the kernel sent them (messages only: never a
+  // trait, so no saved widget state holds them; a live face restored without its
+  // kernel hides itself and its contact sheet shows the pictures)
+  const thumbs = new Map();
   const takeThumbs = (found) => {
     for (const [index, urls] of Object.entries(found || {})) thumbs.set(Number(index), urls);
   };
-  takeThumbs(model.get("thumbs"));
 
   const send = (content) => model.send(content);
 
@@ -219,30 +222,85 @@ function render({ model, el }) {
     tableHost.replaceChildren(table);
   }
 
-  function drawStars(cell) {
+  // A rating is two fields sent apart: a star's click sends the stars, the note's
+  // `change` (on blur or Enter) the note, each alone; the kernel merges them per field.
+  // What this page sent waits in `pending` until a record from the kernel carries it,
+  // so a record written before it arrived does not undo it on the page.
+  const pending = new Map(); // index -> {stars?, note?, at}
+  const PENDING_MS = 10000; // a value the kernel never echoed is dropped after this
+
+  function sendField(index, field, value) {
+    const wait = pending.get(index) || {};
+    wait[field] = value;
+    wait.at = Date.now();
+    pending.set(index, wait);
+    send({ action: "rate", index, [field]: value });
+  }
+
+  function buildCell(node, index) {
+    // made once per cell: the stars and the note are updated in place, never remade,
+    // so a click that began on a star ends on it (a redraw between a button's
+    // mousedown and mouseup would lose the click) and typing is never disturbed
+    const media = make("div", "gw-grid-cell-body");
     const stars = make("div", "gw-grid-stars");
+    const starButtons = [];
     for (let s = 1; s <= 5; s++) {
-      const star = make("button", "gw-grid-star" + (s <= cell.stars ? " gw-grid-star-on" : ""));
+      const star = make("button", "gw-grid-star");
       star.type = "button";
-      star.title = s === cell.stars ? "clear the rating" : `${s} of 5`;
       star.dataset.stars = String(s);
       star.append(icon("star", 16));
       star.addEventListener("click", () => {
-        const value = s === cell.stars ? 0 : s;
-        send({ action: "rate", index: cell.index, stars: value, note: cell.note });
+        const value = s === node.stars ? 0 : s;
+        node.stars = value;
+        paintStars(node);
+        sendField(index, "stars", value);
       });
+      starButtons.push(star);
       stars.append(star);
     }
-    return stars;
+    const tools = make("div", "gw-grid-tools");
+    const recall = button("", "open the endpoint's form with this cell's payload", () =>
+      send({ action: "recall", index }), "gw-grid-icon-button gw-grid-recall");
+    recall.append(icon("recall", 14));
+    tools.append(stars, recall);
+    const input = make("input", "gw-grid-note");
+    input.placeholder = "note";
+    input.addEventListener("change", () => sendField(index, "note", input.value || null));
+    node.root.replaceChildren(media, tools, input);
+    Object.assign(node, { media, starButtons, input, stars: 0 });
+  }
+
+  function paintStars(node) {
+    node.starButtons.forEach((star, i) => {
+      const s = i + 1;
+      star.className = "gw-grid-star" + (s <= node.stars ? " gw-grid-star-on" : "");
+      star.title = s === node.stars ? "clear the rating" : `${s} of 5`;
+    });
+  }
+
+  function drawRating(cell, node) {
+    const wait = pending.get(cell.index);
+    if (wait) {
+      if ("stars" in wait && wait.stars === cell.stars) delete wait.stars;
+      if ("note" in wait && (wait.note || null) === (cell.note || null)) delete wait.note;
+      if (!("stars" in wait) && !("note" in wait)) pending.delete(cell.index);
+      else if (Date.now() - wait.at > PENDING_MS) pending.delete(cell.index);
+    }
+    const waiting = pending.get(cell.index) || {};
+    node.stars = "stars" in waiting ? waiting.stars : cell.stars || 0;
+    paintStars(node);
+    const note = "note" in waiting ? waiting.note || "" : cell.note || "";
+    if (document.activeElement !== node.input && node.input.value !== note) node.input.value = note;
   }
 
   function drawCell(cell, node) {
-    const key = JSON.stringify(cell) + (thumbs.has(cell.index) ? "+" : "");
+    if (!node.media) buildCell(node, cell.index);
+    drawRating(cell, node);
+    const { stars: _stars, note: _note, ...rest } = cell;
+    const key = JSON.stringify(rest) + (thumbs.has(cell.index) ? "+" : "");
     if (node.last === key) return;
-    const td = node.root;
-    const note = td.querySelector(".gw-grid-note");
-    if (note && document.activeElement === note) return; // do not disturb typing
     node.last = key;
+    const td = node.root;
     td.className = `gw-grid-cell gw-grid-${cell.category}`;
     const thumb = make("div", "gw-grid-thumb");
     const first = cell.outputs[0];
@@ -268,20 +326,7 @@ function render({ model, el }) {
     const parts = [thumb];
     if (cell.error) parts.push(make("div", "gw-grid-error", cell.error));
     if (cell.plan_note) parts.push(make("div", "gw-grid-plan-note", cell.plan_note));
-    const tools = make("div", "gw-grid-tools");
-    tools.append(drawStars(cell));
-    const recall = button("", "open the endpoint's form with this cell's payload", () =>
-      send({ action: "recall", index: cell.index }), "gw-grid-icon-button gw-grid-recall");
-    recall.append(icon("recall", 14));
-    tools.append(recall);
-    parts.push(tools);
-    const input = make("input", "gw-grid-note");
-    input.placeholder = "note";
-    input.value = cell.note || "";
-    input.addEventListener("change", () =>
-      send({ action: "rate", index: cell.index, stars: cell.stars, note: input.value || null }));
-    parts.push(input);
-    td.replaceChildren(...parts);
+    node.media.replaceChildren(...parts);
   }
 
   function openBox(index) {
@@ -365,22 +410,11 @@ function render({ model, el }) {
     }
     if (content && content.thumbs) {
       takeThumbs(content.thumbs);
-      // kept in this page's model too (never saved back to the kernel), so the
-      // notebook's saved widget state has them and the kernel need not send the
-      // whole set again once the grid has finished
-      model.set("thumbs", { ...(model.get("thumbs") || {}), ...content.thumbs });
       drawAll();
     }
   };
   model.on("msg:custom", onMessage);
-  const onThumbs = () => { takeThumbs(model.get("thumbs")); drawAll(); };
-  model.on("change:thumbs", onThumbs);
-  // the thumbnails made before this view existed, but those this page has (another
-  // view of the same model asked before)
-  const have = Object.entries(model.get("thumbs") || {})
-    .filter(([, urls]) => urls.length && urls.every((url) => url))
-    .map(([index]) => index);
-  send({ action: "thumbs", have });
+  send({ action: "thumbs" }); // the thumbnails made before this view existed
 
   const onHead = () => drawAll();
   const onCells = () => drawAll();
@@ -409,7 +443,6 @@ function render({ model, el }) {
     model.off("change:head", onHead);
     model.off("change:cell_states", onCells);
     model.off("msg:custom", onMessage);
-    model.off("change:thumbs", onThumbs);
   };
 }
 

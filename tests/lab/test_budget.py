@@ -98,7 +98,7 @@ def test_a_cost_past_a_float_is_budget_exceeded() -> None:
     """1e308 a task, three tasks: the sum is inf, which no cap allows."""
     budget = make_budget(1e308, {IMG: {"per_task": 1e308}}, ["tasks", "images"], [IMG])
     rows = [(i, IMG, {"tasks": 1, "images": 1}) for i in range(3)]
-    with pytest.raises(BudgetExceeded, match=r"bills over 1\.8e308 money") as info:
+    with pytest.raises(BudgetExceeded, match=r"bills over 1\.8e308 price units") as info:
         budget.check(rows, {}, "b")
     assert info.value.planned == math.inf
 

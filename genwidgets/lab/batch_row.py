@@ -35,21 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["STATUSES", "BatchRow", "RunningBatch"]
 
-#: every ``row.status``, in the order a view counts them
-STATUSES = (
-    "done",
-    "running",
-    "queued",
-    "sending",
-    "waiting",
-    "contact lost",
-    "files pending",
-    "failed",
-    "cancelled",
-    "timed out",
-    "unknown",
-    "left running",
-)
 #: the statuses of rows that have ended (nothing more happens to them in this run)
 ENDED_STATUSES = (
     "done",
@@ -60,6 +45,8 @@ ENDED_STATUSES = (
     "unknown",
     "left running",
 )
+#: every ``row.status``, in the order a view counts them
+STATUSES = ("done", "running", "queued", "sending", "waiting", "contact lost", *ENDED_STATUSES[1:])
 _WORDS = {
     WAITING: "waiting",
     SENDING: "sending",

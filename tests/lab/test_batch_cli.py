@@ -165,6 +165,23 @@ def started(command: list[str], env: dict[str, str], out: Path, lines: int) -> A
     return child
 
 
+def run_to_the_end(
+    command: list[str], env: dict[str, str], sim: SimulatorServer, out: Path, count: int
+) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
+    """The same command once more, to its end: the simulator made no row's payload
+    twice and every row is done or listed unknown; the simulator's tasks and the
+    manifest's last line of each row."""
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode in (0, 1), done.stderr
+    tasks = httpx.get(f"{sim.base_url}/_sim/tasks", timeout=10).json()
+    digests = [t["payload_sha256"] for t in tasks]
+    assert len(digests) == len(set(digests))  # no row's payload was created twice
+    last = read_manifest(out)
+    assert sorted(last) == list(range(count)), done.stdout + done.stderr
+    assert {r["status"] for r in last.values()} <= {"done", "unknown"}, done.stdout
+    return tasks, last
+
+
 def test_killed_half_way_then_run_again_creates_no_row_twice(
     make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -177,14 +194,7 @@ def test_killed_half_way_then_run_again_creates_no_row_twice(
     child = started(command, env, out, count // 3)
     child.send_signal(signal.SIGKILL)
     child.wait(30)
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode in (0, 1), done.stderr
-    tasks = httpx.get(f"{sim.base_url}/_sim/tasks", timeout=10).json()
-    digests = [t["payload_sha256"] for t in tasks]
-    assert len(digests) == len(set(digests))  # no row's payload was created twice
-    last = read_manifest(out)
-    assert sorted(last) == list(range(count)), done.stdout + done.stderr
-    assert {r["status"] for r in last.values()} <= {"done", "unknown"}
+    _, last = run_to_the_end(command, env, sim, out, count)
     done_rows = [r for r in last.values() if r["status"] == "done"]
     assert len(done_rows) >= count - 4  # at most a chunk (two rounds of 2) is unknown
     pngs = sorted(p.name for p in out.glob("*.png"))
@@ -264,14 +274,7 @@ def test_killed_at_many_moments_then_run_to_the_end_pays_each_row_once(
             time.sleep(0.02)
         child.send_signal(signal.SIGKILL)
         child.wait(30)
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode in (0, 1), done.stderr
-    tasks = httpx.get(f"{sim.base_url}/_sim/tasks", timeout=10).json()
-    digests = [t["payload_sha256"] for t in tasks]
-    assert len(digests) == len(set(digests))  # no row's payload was created twice
-    last = read_manifest(out)
-    assert sorted(last) == list(range(count)), done.stdout + done.stderr
-    assert {r["status"] for r in last.values()} <= {"done", "unknown"}, done.stdout
+    tasks, last = run_to_the_end(command, env, sim, out, count)
     assert csv_statuses(out) == {i: r["status"] for i, r in last.items()}
     done_rows = [r for r in last.values() if r["status"] == "done"]
     pngs = sorted(p.name for p in out.glob("*.png"))

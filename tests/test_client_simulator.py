@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from faults import Outage
 from PIL import Image
 
 import genwidgets as gw
@@ -176,3 +180,27 @@ def test_flaky_polls_do_not_fail_jobs(make_simulator) -> None:  # type: ignore[n
     jobs = [client.submit("speechM-02-turbo", {"text": f"{i}"}) for i in range(5)]
     assert all(j.result(timeout=60).ok for j in jobs)
     client.close()
+
+
+def test_a_job_that_lost_contact_is_polled_anew_by_client_job(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Polling that gave up for want of contact says nothing of the task: re-attaching
+    by id polls it again (before, client.job returned the ended job, Unreachable)."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    sim = make_simulator(speed=0.5)
+    outage = Outage(urlsplit(sim.base_url).port or 0)
+    client = gw.Client(outage.base_url, "sim-demo-key", poll_policy=gw.PollPolicy(failure_limit=1))
+    try:
+        job = client.submit("genW2.5-t2i-preview", {"prompt": "a wren", "n": 1})
+        outage.down()
+        with pytest.raises(gw.Unreachable):
+            job.result(timeout=60)
+        outage.up()
+        again = client.job(job.endpoint, job.request_id)
+        assert again is not job
+        assert again.result(timeout=60).ok
+        assert client.job(job.endpoint, job.request_id) is again  # followed: kept
+    finally:
+        client.close()
+        outage.close()

@@ -138,3 +138,23 @@ def test_displayed_it_is_a_live_face_then_a_lasting_face_kept_current(
     assert wait_for(lambda: "3 done" in handle.last_html(), timeout=60)
     assert face_id in handle.last_html() and KEY not in handle.last_html()
     assert all(name == "genwidgets-background" for name in handle.threads)
+
+
+def test_a_paused_batch_shows_why_and_its_submit_button_goes_on(
+    client: gw.Client, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    httpx.put(f"{sim.base_url}/_sim/config", json={"create_error_rate": 1.0}, timeout=10)
+    rows = [{"text": f"a pier in fog {i}"} for i in range(12)]
+    batch = gw.batch(T2I, rows, TEMPLATE, out=tmp_path / "o", client=client, confirm_above=50)
+    batch.wait(timeout=120, progress="none")
+    view = BatchView(batch)
+    view._write()
+    assert view.head["needs_confirmation"]  # the Submit button: the ask to go on
+    assert "paused: 5 creates in a row" in (view.head["stopped"] or "")
+    assert "paused: 5 creates in a row" in static_copy(batch, view.thumbs)["text/html"]
+    httpx.put(f"{sim.base_url}/_sim/config", json={"create_error_rate": 0.0}, timeout=10)
+    view.handle_message({"action": "submit"})
+    batch.wait(timeout=120, progress="none")
+    view._write()
+    assert not view.head["needs_confirmation"] and batch.paused is None
+    assert batch.counts()["done"] == sum(r.status == "done" for r in batch.rows) > 0

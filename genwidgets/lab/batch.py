@@ -214,8 +214,9 @@ class Batch(Sending):
                 row.error, row.request_id, row.job = None, None, None
                 row.files, row.timed_out, row.rate_limited = [], False, 0
                 self._update(row, WAITING)  # the manifest's last line of it says so too
-            self.stopped = self.paused = None
-            self._doubtful = 0
+            if failed:  # an ask to send: a pause or a stop ends with it, never without
+                self.stopped = self.paused = None
+                self._doubtful = 0
         self._flush()
         if failed:
             self._stop.clear()

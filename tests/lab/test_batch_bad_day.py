@@ -289,3 +289,18 @@ def test_a_manifest_that_cannot_be_written_is_said_and_the_rows_still_end(
         assert "manifest.csv not written" in (snap.problem or "")
         assert "manifest.csv not written" in snap.line()
         assert jsonl_states(out) == {i: "done" for i in range(4)}
+
+
+def test_retry_failed_with_nothing_failed_leaves_a_pause_as_it_is(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    sim = make_simulator(create_error_rate=1.0)
+    with gw.Client(sim.base_url, KEY) as client:
+        batch = gw.batch(
+            T2I, rows(12), TEMPLATE, out=tmp_path / "o", client=client, confirm_above=50
+        )
+        batch.wait(timeout=120, progress="none")
+        assert batch.paused and not batch.failed
+        assert batch.retry_failed() == 0
+        assert batch.paused and batch.finished  # still paused: nothing waits on a sender
+        batch.wait(timeout=30, progress="none")

@@ -17,21 +17,19 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from serve_helpers import TEACHER_KEY, Class
 
 from genwidgets._config import Secret
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
 from genwidgets.simulator import SimConfig, SimulatorServer
 
-TEACHER_KEY = "teacher-" + "k3y-" + uuid.uuid4().hex
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -40,19 +38,6 @@ def upstream_sim() -> Iterator[SimulatorServer]:
     """A simulator that accepts only the teacher's key (speed 20: an image in 0.1 s)."""
     with SimulatorServer(SimConfig(speed=20.0, keys=(TEACHER_KEY,), workers=8), port=0) as sim:
         yield sim
-
-
-@dataclass
-class Class:
-    """A class server, its database and its upstream."""
-
-    server: ClassServer
-    db: Database
-    sim: SimulatorServer
-
-    def client(self, token: str | None) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.server.base_url, headers=headers, timeout=60.0)
 
 
 @pytest.fixture
@@ -72,18 +57,6 @@ def make_class(tmp_path: Path, upstream_sim: SimulatorServer) -> Iterator[Callab
     yield factory
     for server in started:
         server.stop()
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 60.0, what: str = "a condition") -> Any:
-    """Poll ``check`` until it is truthy (its value), failing after a generous deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 # --------------------------------------------------------------------------- PostgreSQL

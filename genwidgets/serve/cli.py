@@ -66,8 +66,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8766, help="port (0: a free one)")
     parser.add_argument("--prices", help="a JSON price table: {endpoint: {'per_image': 0.04}}")
-    parser.add_argument("--max-running", type=int, default=8, help="unfinished tasks per key (0: no cap)")
-    parser.add_argument("--rate", type=float, default=20.0, help="requests a second per key (0: no cap)")
+    parser.add_argument(
+        "--max-running", type=int, default=8, help="unfinished tasks per key (0: no cap)"
+    )
+    parser.add_argument(
+        "--rate", type=float, default=20.0, help="requests a second per key (0: no cap)"
+    )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait upstream")
     commands = parser.add_subparsers(dest="serve_command", metavar="COMMAND")
     keys = commands.add_parser("keys", help="add, list, revoke, rotate students' keys")

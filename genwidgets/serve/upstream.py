@@ -10,18 +10,53 @@ docs/decisions.md#serve-keys-apart.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from .._config import Secret
+from .._config import Secret, redact
 
-__all__ = ["REDACTED", "Upstream", "UpstreamAnswer", "UpstreamFault"]
+__all__ = ["REDACTED", "KeyScrubber", "Upstream", "UpstreamAnswer", "UpstreamFault", "guard_logs"]
 
 REDACTED = "[redacted]"
 #: the most of an upstream answer read (a status or a result body is small)
 MAX_ANSWER = 8 * 1024 * 1024
+
+
+#: loggers whose records could carry a header or a body: scrubbed of every known key
+SCRUBBED_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "httpcore.http11",
+    "httpcore.connection",
+    "uvicorn.error",
+    "genwidgets.serve",
+)
+
+
+class KeyScrubber(logging.Filter):
+    """Rewrites each record's text without any key the process knows (:func:`redact`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        clean = redact(text)
+        if clean != text:
+            record.msg, record.args = clean, None
+        return True
+
+
+def guard_logs() -> None:
+    """Scrub the loggers that see upstream traffic, and keep httpcore's header traces (its
+    DEBUG records) off: they would hold the teacher's Authorization header."""
+    for name in SCRUBBED_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, KeyScrubber) for f in logger.filters):
+            logger.addFilter(KeyScrubber())
+    core = logging.getLogger("httpcore")
+    if core.level < logging.INFO:
+        core.setLevel(logging.INFO)
 
 
 class UpstreamFault(Exception):
@@ -48,6 +83,7 @@ class Upstream:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._key = key
+        guard_logs()
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
             timeout=httpx.Timeout(timeout, connect=connect_timeout, pool=timeout),

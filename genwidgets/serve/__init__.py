@@ -10,7 +10,7 @@ README "A class on one key"; docs/decisions.md#serve-storage.
 
 from __future__ import annotations
 
-from .app import ServeConfig
+from .config import ServeConfig
 from .db import Database
 from .server import ClassServer
 from .upstream import Upstream

@@ -9,7 +9,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from .app import ServeState, gateway_error
+from .app import gateway_error
+from .config import ServeState
 from .keys import find_key
 from .usage import usage, usage_csv, usage_html
 

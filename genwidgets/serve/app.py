@@ -17,7 +17,6 @@ import re
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
@@ -29,44 +28,26 @@ from starlette.routing import BaseRoute, Route
 
 from ..errors import EndpointNotFound, PayloadError
 from ..protocol.records import queue_url
-from ..simulator.faults import RateLimiter
-from .budgets import Refusal, charge_of, mark_open, mark_unknown, release, reserve, settle
+from .budgets import (
+    Refusal,
+    charge_of,
+    mark_open,
+    mark_unknown,
+    outcome_of,
+    release,
+    reserve,
+    settle,
+)
+from .config import ServeConfig, ServeState
 from .db import Database, StorageError
 from .keys import KeyRecord, find_key
-from .upstream import Upstream, UpstreamAnswer, UpstreamFault
+from .sweep import sweeping
+from .upstream import UpstreamAnswer, UpstreamFault
 
-__all__ = ["MAX_BODY", "ServeConfig", "ServeState", "create_app", "gateway_error"]
+__all__ = ["ServeConfig", "ServeState", "create_app", "gateway_error"]
 
 log = logging.getLogger("genwidgets.serve")
-#: the largest create body read (spec section 8: 64 MB for the vidA endpoints)
-MAX_BODY = 64 * 1024 * 1024
 _SEED_IN_PROMPT = re.compile(r"--seed\s+\d+")
-
-
-@dataclass
-class ServeConfig:
-    """How one class gateway runs: its upstream and store, its prices and fair share.
-
-    ``max_running``: tasks a key may have unfinished at once (None: no cap; a key's own
-    setting wins). ``rate``: requests per second per key, in this process (None: none).
-    """
-
-    upstream: Upstream
-    database: Database
-    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    max_running: int | None = 8
-    rate: float | None = 20.0
-    max_body: int = MAX_BODY
-
-
-class ServeState:
-    """What one server process holds besides the database."""
-
-    def __init__(self, config: ServeConfig) -> None:
-        self.config = config
-        self.limiter = RateLimiter(config.rate)
-        #: monotonic time before which upstream said it is rate-limiting us (its 429)
-        self.upstream_free_at = 0.0
 
 
 def gateway_error(
@@ -352,17 +333,12 @@ def _rewrite(body: Any, base: str, endpoint: str, task_id: str) -> Any:
 
 async def _settle_from(state: ServeState, task: tuple[Any, ...], body: Any) -> None:
     """Settle the task when upstream says it ended (spec: ``COMPLETED``, then ``error``)."""
-    if (
-        not isinstance(body, dict)
-        or body.get("status") != "COMPLETED"
-        or task[3] not in ("open", "cancelling", "unknown")
-    ):
-        return
-    error = body.get("error")
-    outcome = "done" if not error else "cancelled" if task[3] == "cancelling" else "failed"
-    await run_in_threadpool(
-        settle, state.config.database, task[0], outcome, str(error)[:500] if error else None
-    )
+    outcome = outcome_of(body, task[3])
+    if outcome is not None:
+        error = body.get("error")
+        await run_in_threadpool(
+            settle, state.config.database, task[0], outcome, str(error)[:500] if error else None
+        )
 
 
 async def _follow_up(request: Request, method: str, tail: str) -> Response:
@@ -480,6 +456,7 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
+        lifespan=sweeping(state),
         exception_handlers={
             HTTPException: _http_error,
             StorageError: _storage_error,

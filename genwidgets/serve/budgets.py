@@ -31,6 +31,7 @@ __all__ = [
     "charge_of",
     "mark_open",
     "mark_unknown",
+    "outcome_of",
     "release",
     "reserve",
     "settle",
@@ -268,3 +269,15 @@ def settle(db: Database, task_id: str, outcome: str, error: str | None = None) -
             (outcome, error, time.time(), task_id),
         )
     )
+
+
+def outcome_of(body: Any, state: str) -> str | None:
+    """How a task in ``state`` ended by its upstream status ``body``: ``done``, ``failed``,
+    ``cancelled`` (it failed after we asked upstream to cancel it), or None: not ended."""
+    if not isinstance(body, dict) or body.get("status") != "COMPLETED":
+        return None
+    if state not in ("open", "cancelling", "unknown"):
+        return None
+    if not body.get("error"):
+        return "done"
+    return "cancelled" if state == "cancelling" else "failed"

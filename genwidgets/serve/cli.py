@@ -21,7 +21,7 @@ from typing import Any
 
 from .._config import DEMO_KEY, Secret
 from ..errors import GenwidgetsError
-from .app import ServeConfig
+from .config import ServeConfig
 from .db import Database
 from .keys import add_group, add_key, list_keys, revoke_key, rotate_key
 from .upstream import Upstream

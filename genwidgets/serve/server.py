@@ -16,7 +16,8 @@ import uvicorn
 
 from ..errors import GenwidgetsError
 from .admin import admin_routes
-from .app import ServeConfig, ServeState, create_app
+from .app import create_app
+from .config import ServeConfig, ServeState
 
 __all__ = ["ClassServer", "ServeStartError"]
 
@@ -67,7 +68,7 @@ class ClassServer:
                 app,
                 log_level="warning",
                 access_log=False,
-                lifespan="off",
+                lifespan="on",
                 timeout_keep_alive=30,
                 timeout_graceful_shutdown=2,
             )

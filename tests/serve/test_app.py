@@ -303,3 +303,22 @@ def test_index_names_the_service(make_class: Callable[..., Class]) -> None:
     klass = make_class()
     answer = httpx.get(klass.server.base_url + "/", timeout=30)
     assert answer.json()["service"] == "genwidgets class gateway"
+
+
+def test_tasks_nobody_polls_settle_by_the_sweep(make_class: Callable[..., Class]) -> None:
+    """A failed task nobody asks about still gives its reservation back, and a finished
+    one frees its key's place among the tasks it may run at once."""
+    klass = make_class(sweep_every=0.2, max_running=1)
+    klass.sim.state.reconfigure({"fail_rate": 1.0})
+    token = add_key(klass.db, "alice", {"tasks": 5})
+    with klass.client(token) as api:
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+        wait_for(lambda: key_usage(klass.db, "alice")["failed"] == 1, what="the sweep")
+        assert key_usage(klass.db, "alice")["held"] == {}
+        klass.sim.state.reconfigure({"fail_rate": 0.0})
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+        wait_for(
+            lambda: key_usage(klass.db, "alice")["spent"].get("tasks") == 1.0,
+            what="the finished task to settle",
+        )
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200

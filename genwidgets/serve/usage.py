@@ -110,29 +110,68 @@ def usage_csv(report: dict[str, Any]) -> str:
     return out.getvalue()
 
 
+def _held_of_cap(held: float, cap: float | None) -> str:
+    return f"{held:g}" + (f" / {cap:g}" if cap is not None else "")
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> str:
+    top = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{top}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def usage_html(report: dict[str, Any]) -> str:
-    """The admin page: a table per key of spend against budget (escaped, no script)."""
-
-    def amounts(key: dict[str, Any], kind: str) -> str:
-        cap = key["caps"].get(kind)
-        spent = key["spent"].get(kind, 0) + key["reserved"].get(kind, 0)
-        return f"{spent:g}" + (f" / {cap:g}" if cap is not None else "")
-
+    """The admin page: per key, spent and reserved against each cap, and the task counts;
+    per group, held against its caps (escaped text, no script)."""
+    keys = report["keys"]
     shown = [
-        k for k in KINDS if any(k in key["caps"] or k in key["spent"] for key in report["keys"])
+        k
+        for k in KINDS
+        if any(k in key["caps"] or k in key["spent"] or k in key["reserved"] for key in keys)
     ]
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in [*COLUMNS, *shown])
+    head = ["student", "group", "state", "tasks", "failed", "demo cache", "unknown"]
+    head += [f"{k.replace('_', ' ')}: held / cap" for k in shown]
     rows = []
-    for key in report["keys"]:
-        cells = [key[c] for c in COLUMNS] + [amounts(key, k) for k in shown]
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    for key in keys:
+        state = "revoked" if key["revoked"] else "admin" if key["admin"] else "active"
+        row: list[Any] = [
+            key["name"],
+            key["group"] or "-",
+            state,
+            key["tasks"],
+            key["failed"],
+            key["cached"],
+            key["unknown"],
+        ]
+        for kind in shown:
+            held = key["spent"].get(kind, 0) + key["reserved"].get(kind, 0)
+            row.append(_held_of_cap(held, key["caps"].get(kind)))
+        rows.append(row)
+    groups = [
+        [
+            g["name"],
+            g["cache_seconds"] or "off",
+            "; ".join(
+                f"{k.replace('_', ' ')} {_held_of_cap(g['held'].get(k, 0), g['caps'].get(k))}"
+                for k in KINDS
+                if k in g["caps"] or k in g["held"]
+            )
+            or "-",
+        ]
+        for g in report["groups"]
+    ]
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>Class usage</title>"
         "<meta http-equiv='refresh' content='10'>"
-        "<style>body{font-family:sans-serif}td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
-        "</style></head><body><h1>Class usage</h1>"
-        "<p>Spent and reserved against each budget (held / cap). "
+        "<style>body{font-family:sans-serif;margin:1.5em}td,th{padding:3px 10px;"
+        "border-bottom:1px solid #ddd;text-align:left}th{background:#f4f4f4}</style>"
+        "</head><body><h1>Class usage</h1>"
+        "<p>Held is what counts against a cap: spent (tasks ended and charged) and reserved "
+        "(tasks not yet ended, or whose create had no answer). Refreshed every 10 s. "
         "<a href='/admin/usage.csv'>CSV</a> · <a href='/admin/usage.json'>JSON</a></p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<h2>Students</h2>{_table(head, rows)}"
+        f"<h2>Groups</h2>{_table(['group', 'demo cache (s)', 'held / cap'], groups)}"
         "</body></html>"
     )

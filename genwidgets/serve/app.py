@@ -357,9 +357,11 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         answer = await state.config.upstream.send(method, path)
     except UpstreamFault as fault:
         return gateway_error(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.why}")
+    if answer.status == 404:
+        return detail(404, "Request not found")
+    if answer.status < 300 and answer.body is None:
+        return Response(status_code=answer.status)  # e.g. a bare 202: not ready yet
     if answer.status >= 400 or answer.body is None:
-        if answer.status == 404:
-            return detail(404, "Request not found")
         return _passed_on(state, answer, refused_create=False)
     body = _rewrite(answer.body, _base(request), endpoint, task[0])
     if tail == "cancel" and answer.status < 300:

@@ -34,7 +34,9 @@ __all__ = [
     "outcome_of",
     "release",
     "reserve",
+    "resolve_unknown",
     "settle",
+    "tasks_of",
 ]
 
 #: task states that hold a place in a key's concurrency cap
@@ -281,3 +283,58 @@ def outcome_of(body: Any, state: str) -> str | None:
     if not body.get("error"):
         return "done"
     return "cancelled" if state == "cancelling" else "failed"
+
+
+def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
+    """The teacher's word on a create whose outcome was unknown: upstream ``made`` it
+    (it stays charged, as ``done``) or not (released). Whether the task was unknown."""
+    if _state_of(db, task_id) != "unknown":
+        return False
+    if not made:
+        return release(db, task_id, "not_made", "upstream did not make it (the teacher)")
+    changed: int = db.run(
+        lambda tx: tx.run(
+            "UPDATE tasks SET state = 'done', settled_at = ? WHERE id = ? AND state = 'unknown'",
+            (time.time(), task_id),
+        )
+    )
+    return bool(changed)
+
+
+def _state_of(db: Database, task_id: str) -> str | None:
+    row = db.run(lambda tx: tx.one("SELECT state FROM tasks WHERE id = ?", (task_id,)), write=False)
+    return None if row is None else str(row[0])
+
+
+def tasks_of(
+    db: Database, *, state: str | None = None, key: str | None = None
+) -> list[dict[str, Any]]:
+    """Tasks, newest first (at most 1000), as the teacher's ``tasks`` command lists them."""
+    where, params = [], []
+    if state:
+        where.append("state = ?")
+        params.append(state)
+    if key:
+        where.append("key_name = ?")
+        params.append(key)
+    clause = (" WHERE " + " AND ".join(where)) if where else ""
+    rows = db.run(
+        lambda tx: tx.rows(
+            "SELECT id, key_name, endpoint, state, charged, error, created_at, settled_at, "
+            f"cached_from FROM tasks{clause} ORDER BY created_at DESC LIMIT 1000",
+            params,
+        ),
+        write=False,
+    )
+    names = (
+        "id",
+        "key",
+        "endpoint",
+        "state",
+        "charged",
+        "error",
+        "created_at",
+        "settled_at",
+        "cached_from",
+    )
+    return [dict(zip(names, row, strict=True)) | {"charged": bool(row[4])} for row in rows]

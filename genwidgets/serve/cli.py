@@ -21,6 +21,7 @@ from typing import Any
 
 from .._config import DEMO_KEY, Secret
 from ..errors import GenwidgetsError
+from .budgets import resolve_unknown, tasks_of
 from .config import ServeConfig
 from .db import Database
 from .keys import add_group, add_key, list_keys, revoke_key, rotate_key
@@ -107,6 +108,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="answer identical seeded creates from the first for this long",
     )
+    tasks = commands.add_parser("tasks", help="list tasks; settle a create of unknown outcome")
+    tasks.add_argument("--state", help="only this state (unknown, open, done, failed, ...)")
+    tasks.add_argument("--key", help="only this key's")
+    tasks.add_argument("--settle", metavar="TASK_ID", help="settle this unknown create...")
+    made = tasks.add_mutually_exclusive_group()
+    made.add_argument("--made", action="store_true", help="...upstream made it: stays charged")
+    made.add_argument("--not-made", action="store_true", help="...it did not: released")
+    tasks.add_argument("--json", action="store_true", help="print JSON")
     report = commands.add_parser("usage", help="spend against budget per key")
     report.add_argument("--json", action="store_true", help="print JSON")
 
@@ -187,6 +196,20 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
     return 0
 
 
+def _tasks(db: Database, args: argparse.Namespace) -> int:
+    if args.settle:
+        if not (args.made or args.not_made):
+            raise GenwidgetsError("say what upstream did: --made or --not-made")
+        if not resolve_unknown(db, args.settle, made=args.made):
+            raise GenwidgetsError(f"no task {args.settle!r} whose outcome is unknown")
+        _say(args, {"id": args.settle, "made": args.made}, f"{args.settle}: settled")
+        return 0
+    found = tasks_of(db, state=args.state, key=args.key)
+    lines = [f"{t['id']}\t{t['key']}\t{t['endpoint']}\t{t['state']}" for t in found]
+    _say(args, {"tasks": found}, "\n".join(lines) or "no tasks")
+    return 0
+
+
 def _upstream_key(upstream: str) -> Secret:
     if upstream == SIMULATOR:
         return Secret(DEMO_KEY)
@@ -230,6 +253,8 @@ def serve(args: argparse.Namespace) -> int:
             add_group(db, args.name, _caps_of(args), cache_seconds=args.cache_seconds)
             print(f"group {args.name}: saved")
             return 0
+        if args.serve_command == "tasks":
+            return _tasks(db, args)
         if args.serve_command == "usage":
             report = usage(db)
             print(json.dumps(report, indent=2) if args.json else usage_csv(report), end="")

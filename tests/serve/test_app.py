@@ -13,7 +13,9 @@ import pytest
 from serve_helpers import Class, wait_for
 
 import genwidgets as gw
+from genwidgets.cli import main
 from genwidgets.errors import GatewayError, RequestNotFound
+from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.keys import add_group, add_key, revoke_key
 from genwidgets.serve.usage import usage
 
@@ -201,6 +203,26 @@ def test_upstream_slow_keeps_the_create_reserved(make_class: Callable[..., Class
     assert again.status_code == 402
     seen = key_usage(klass.db, "alice")
     assert seen["unknown"] == 1 and seen["reserved"] == {"tasks": 1.0, "images": 1.0}
+    # the teacher looks upstream, finds no such task, and says so: the reservation goes
+    [task] = tasks_of(klass.db, state="unknown")
+    assert task["id"] in answer.json()["error"]["message"]
+    assert (
+        main(
+            [
+                "serve",
+                "--database",
+                str(klass.db.path),
+                "tasks",
+                "--settle",
+                task["id"],
+                "--not-made",
+            ]
+        )
+        == 0
+    )
+    assert key_usage(klass.db, "alice")["held"] == {}
+    with klass.client(token) as api:
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
 
 
 def test_upstream_rate_limit_is_passed_on_with_retry_after(
@@ -322,3 +344,15 @@ def test_tasks_nobody_polls_settle_by_the_sweep(make_class: Callable[..., Class]
             what="the finished task to settle",
         )
         assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+
+
+def test_a_result_not_ready_is_passed_on_as_upstream_says(make_class: Callable[..., Class]) -> None:
+    klass = make_class()
+    klass.sim.state.reconfigure({"speed": 0.05})
+    token = add_key(klass.db, "alice", {})
+    with klass.client(token) as api:
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        early = api.get(handle["response_url"])
+    assert early.status_code == 202
+    assert early.json()["request_id"] == handle["request_id"]
+    assert early.json()["status"] in ("IN_QUEUE", "IN_PROGRESS")

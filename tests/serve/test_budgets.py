@@ -146,3 +146,20 @@ def test_a_revoked_key_and_a_closed_endpoint_are_refused_in_the_reservation(db: 
     revoke_key(db, "eve")
     with pytest.raises(Refusal, match="revoked"):
         reserve(db, "eve", "speechM-02-turbo", charge_of("speechM-02-turbo", {"text": "hi"}, {}))
+
+
+def test_the_teacher_settles_an_unknown_create(db: Database) -> None:
+    from genwidgets.serve.budgets import resolve_unknown, tasks_of
+
+    add_key(db, "alice", {"tasks": 5})
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    made, lost, fine = (reserve(db, "alice", IMAGE, amounts).task_id for _ in range(3))
+    mark_unknown(db, made, "timeout")
+    mark_unknown(db, lost, "timeout")
+    mark_open(db, fine, "up-1")
+    assert {t["id"] for t in tasks_of(db, state="unknown")} == {made, lost}
+    assert resolve_unknown(db, made, made=True) is True
+    assert resolve_unknown(db, lost, made=False) is True
+    assert resolve_unknown(db, fine, made=False) is False  # not unknown: untouched
+    assert resolve_unknown(db, lost, made=True) is False  # settled once
+    assert held(db, "alice")["tasks"] == 2_000_000  # made and fine stay, lost gave back

@@ -26,8 +26,13 @@ async def _admin_token(request: Request) -> str:
     return request.cookies.get(COOKIE) or request.query_params.get("key", "")
 
 
-async def _report(request: Request) -> dict[str, object] | Response:
+def _state(request: Request) -> ServeState:
     state: ServeState = request.app.state.serve
+    return state
+
+
+async def _report(request: Request) -> dict[str, object] | Response:
+    state = _state(request)
     token = await _admin_token(request)
     key = await run_in_threadpool(find_key, state.config.database, token) if token else None
     if key is None or not key.admin or key.refusal():
@@ -48,8 +53,10 @@ async def admin_page(request: Request) -> Response:
         },
     )
     if "key" in request.query_params:
+        prefix = _state(request).config.prefix.strip("/")
+        path = f"/{prefix}/admin" if prefix else "/admin"
         page.set_cookie(
-            COOKIE, request.query_params["key"], path="/admin", httponly=True, samesite="strict"
+            COOKIE, request.query_params["key"], path=path, httponly=True, samesite="strict"
         )
     return page
 
@@ -73,7 +80,6 @@ async def admin_csv(request: Request) -> Response:
 def admin_routes() -> list[BaseRoute]:
     return [
         Route("/admin", admin_page, methods=["GET"]),
-        Route("/admin/", admin_page, methods=["GET"]),
         Route("/admin/usage.json", admin_json, methods=["GET"]),
         Route("/admin/usage.csv", admin_csv, methods=["GET"]),
     ]

@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from ..errors import EndpointNotFound, PayloadError
 from ..protocol.records import queue_url
@@ -74,7 +74,11 @@ def _state(request: Request) -> ServeState:
 
 
 def _base(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
+    """The address students reach us at, the prefix included (a Mount's root path is not
+    in ``base_url`` in every Starlette)."""
+    base = str(request.base_url).rstrip("/")
+    prefix = _state(request).config.prefix.strip("/")
+    return f"{base}/{prefix}" if prefix and not base.endswith("/" + prefix) else base
 
 
 async def _caller(request: Request, state: ServeState) -> KeyRecord:
@@ -456,8 +460,9 @@ def create_app(
         Route(f"{requests}/cancel", cancel_task, methods=["PUT"]),
         *extra,
     ]
+    prefix = "/" + config.prefix.strip("/") if config.prefix.strip("/") else ""
     app = Starlette(
-        routes=routes,
+        routes=[Mount(prefix, routes=routes)] if prefix else routes,
         lifespan=sweeping(state),
         exception_handlers={
             HTTPException: _http_error,

@@ -74,6 +74,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate", type=float, default=20.0, help="requests a second per key (0: no cap)"
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait upstream")
+    parser.add_argument(
+        "--prefix",
+        default=os.environ.get("JUPYTERHUB_SERVICE_PREFIX", ""),
+        help="a path to serve under (default: JupyterHub's service prefix)",
+    )
     commands = parser.add_subparsers(dest="serve_command", metavar="COMMAND")
     keys = commands.add_parser("keys", help="add, list, revoke, rotate students' keys")
     actions = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
@@ -178,7 +183,8 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     made = [(name, add_key(db, name, _caps_of(args), group=args.group)) for name in names]
-    with open(out / "keys.csv", "x", newline="", encoding="utf-8") as handle:
+    made_file = os.open(out / "keys.csv", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(made_file, "w", newline="", encoding="utf-8") as handle:  # only its owner reads
         writer = csv.writer(handle)
         writer.writerow(["name", "key"])
         writer.writerows(("'" + n if n[:1] in "=+-@" else n, k) for n, k in made)
@@ -191,7 +197,9 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
         "<!doctype html><meta charset='utf-8'><title>Class keys</title><style>.card{"
         "border:1px dashed #999;padding:8px;margin:8px;page-break-inside:avoid}</style>" + cards
     )
-    (out / "handout.html").write_text(page, encoding="utf-8")
+    handout = os.open(out / "handout.html", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(handout, "w", encoding="utf-8") as handle:
+        handle.write(page)
     print(f"{len(made)} keys made: {out / 'keys.csv'}, {out / 'handout.html'} (keep them private)")
     return 0
 
@@ -235,6 +243,7 @@ def _run(db: Database, args: argparse.Namespace) -> int:
         prices=prices,
         max_running=args.max_running or None,
         rate=args.rate or None,
+        prefix=args.prefix,
     )
     server = ClassServer(config, host=args.host, port=args.port)
     ready = lambda: print(f"genwidgets serve: {server.base_url} -> {url}", flush=True)  # noqa: E731

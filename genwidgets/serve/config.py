@@ -33,6 +33,8 @@ class ServeConfig:
     max_body: int = MAX_BODY
     #: seconds between two looks upstream at the tasks nobody polls (0: no sweep)
     sweep_every: float = 5.0
+    #: a path every route sits under, as behind JupyterHub's proxy (``/services/class/``)
+    prefix: str = ""
 
 
 class ServeState:

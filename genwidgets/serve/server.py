@@ -44,7 +44,9 @@ class ClassServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        """Where students point ``GENWIDGETS_BASE_URL`` (the prefix included)."""
+        prefix = "/" + self.config.prefix.strip("/") if self.config.prefix.strip("/") else ""
+        return f"http://{self.host}:{self.port}{prefix}"
 
     def _bind(self) -> socket.socket:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)

@@ -170,7 +170,7 @@ def usage_html(report: dict[str, Any]) -> str:
         "</head><body><h1>Class usage</h1>"
         "<p>Held is what counts against a cap: spent (tasks ended and charged) and reserved "
         "(tasks not yet ended, or whose create had no answer). Refreshed every 10 s. "
-        "<a href='/admin/usage.csv'>CSV</a> · <a href='/admin/usage.json'>JSON</a></p>"
+        "<a href='admin/usage.csv'>CSV</a> · <a href='admin/usage.json'>JSON</a></p>"
         f"<h2>Students</h2>{_table(head, rows)}"
         f"<h2>Groups</h2>{_table(['group', 'demo cache (s)', 'held / cap'], groups)}"
         "</body></html>"

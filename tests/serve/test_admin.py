@@ -54,3 +54,14 @@ def test_the_admin_views_show_what_usage_shows(make_class: Callable[..., Class])
     assert "'=HYPERLINK(1)" in names and "teacher" in names
     row = next(r for r in table if r["name"] == "'=HYPERLINK(1)")
     assert row["cap_images"] == "10.0" and float(row["spent_images"]) == 2.0
+
+
+def test_the_admin_page_under_a_prefix(make_class: Callable[..., Class]) -> None:
+    klass = make_class(prefix="services/class")
+    admin = add_key(klass.db, "teacher", {}, admin=True)
+    with httpx.Client(timeout=30) as browser:
+        page = browser.get(f"{klass.server.base_url}/admin", params={"key": admin})
+        assert page.status_code == 200 and "href='admin/usage.csv'" in page.text
+        link = httpx.URL(f"{klass.server.base_url}/admin").join("admin/usage.csv")
+        assert link.path == "/services/class/admin/usage.csv"
+        assert browser.get(link).status_code == 200  # the cookie's path fits the prefix

@@ -356,3 +356,18 @@ def test_a_result_not_ready_is_passed_on_as_upstream_says(make_class: Callable[.
     assert early.status_code == 202
     assert early.json()["request_id"] == handle["request_id"]
     assert early.json()["status"] in ("IN_QUEUE", "IN_PROGRESS")
+
+
+def test_under_a_prefix_as_a_jupyterhub_service(make_class: Callable[..., Class]) -> None:
+    """Behind JupyterHub's proxy every path keeps the service's prefix: the handle's
+    addresses carry it, and a student's client pointed at the prefixed URL works."""
+    klass = make_class(prefix="/services/class/")
+    base = klass.server.base_url
+    assert base.endswith("/services/class")
+    token = add_key(klass.db, "alice", {})
+    with gw.Client(base_url=base, api_key=token, ledger=False) as client:
+        job = client.submit(IMAGE, ONE)
+        assert job.handle.status_url.startswith(f"{base}/v1/queue/")
+        assert job.result(timeout=120).ok
+    root = base.removesuffix("/services/class")
+    assert httpx.post(f"{root}/v1/queue/{IMAGE}", json=ONE, timeout=30).status_code == 404

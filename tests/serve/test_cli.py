@@ -83,6 +83,8 @@ def test_a_roster_makes_keys_and_a_handout(
     )
     assert code == 0 and "3 keys made" in out
     rows = list(csv.DictReader((out_dir / "keys.csv").open()))
+    assert (out_dir / "keys.csv").stat().st_mode & 0o077 == 0  # only the teacher reads it
+    assert (out_dir / "handout.html").stat().st_mode & 0o077 == 0
     assert [r["name"] for r in rows] == ["ana", "'=cmd()", "<b>bo</b>"]
     page = (out_dir / "handout.html").read_text()
     assert all(r["key"] in page for r in rows) and "<b>bo</b>" not in page

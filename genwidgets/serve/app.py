@@ -30,6 +30,7 @@ from ..errors import EndpointNotFound, PayloadError
 from ..protocol.records import queue_url
 from .budgets import (
     Refusal,
+    caller_and_task,
     charge_of,
     mark_open,
     mark_unknown,
@@ -81,13 +82,16 @@ def _base(request: Request) -> str:
     return f"{base}/{prefix}" if prefix and not base.endswith("/" + prefix) else base
 
 
-async def _caller(request: Request, state: ServeState) -> KeyRecord:
-    """The student's key of this request, usable now and within its rate, or a Refusal."""
+def _token(request: Request) -> str:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise Refusal(401, "UNAUTHORIZED", "Authorization Bearer token is required")
-    key = await run_in_threadpool(find_key, state.config.database, token)
+    return token
+
+
+def _admit(state: ServeState, key: KeyRecord | None) -> KeyRecord:
+    """The key if it may be used now and within its rate, else a Refusal."""
     if key is None:
         raise Refusal(401, "UNAUTHORIZED", "Invalid API key")
     why = key.refusal()
@@ -103,6 +107,13 @@ async def _caller(request: Request, state: ServeState) -> KeyRecord:
             retry_after=wait,
         )
     return key
+
+
+async def _caller(request: Request, state: ServeState) -> KeyRecord:
+    """The student's key of this request, usable now and within its rate, or a Refusal."""
+    token = _token(request)
+    key = await run_in_threadpool(find_key, state.config.database, token)
+    return _admit(state, key)
 
 
 async def _body(request: Request, cap: int) -> dict[str, Any]:
@@ -200,7 +211,7 @@ async def create_task(request: Request) -> Response:
         return detail(404, f"App not found: {endpoint}")
     except PayloadError as exc:
         return detail(422, f"cannot count this create's cost: {exc}")
-    if reservation.cached_upstream is not None:
+    if reservation.cached:
         log.info(
             "create %s %s by %s: answered by the demo cache",
             reservation.task_id,
@@ -292,26 +303,16 @@ def _seconds(value: str | None) -> float:
 
 
 # --------------------------------------------------------------------------- follow-ups
-_TASK_COLUMNS = "id, endpoint, upstream_id, state, charged"
-
-
-def _find_task(db: Database, key_name: str, endpoint: str, task_id: str) -> tuple[Any, ...] | None:
-    return db.run(
-        lambda tx: tx.one(
-            f"SELECT {_TASK_COLUMNS} FROM tasks WHERE id = ? AND key_name = ? AND endpoint = ?",
-            (task_id, key_name, endpoint),
-        ),
-        write=False,
-    )
-
-
 async def _callers_task(request: Request, state: ServeState) -> tuple[Any, ...]:
-    key = await _caller(request, state)
+    """The caller's task named in the path (id, endpoint, upstream id, state, charged), or
+    a Refusal: another key's task, or one upstream never made, is ``Request not found``."""
+    token = _token(request)
     params = request.path_params
-    task = await run_in_threadpool(
-        _find_task, state.config.database, key.name, params["endpoint"], params["request_id"]
+    key, task = await run_in_threadpool(
+        caller_and_task, state.config.database, token, params["endpoint"], params["request_id"]
     )
-    if task is None or task[2] is None:
+    _admit(state, key)
+    if task is None or (task[2] is None and task[5] != "sending"):
         raise Refusal(404, None, "Request not found")
     return task
 
@@ -352,6 +353,10 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     except Refusal as refusal:
         return refused(refusal)
     endpoint = request.path_params["endpoint"]
+    if task[2] is None and tail != "cancel":
+        # a demo-cache answer whose first task upstream has not answered yet: queued
+        queued = {"request_id": task[0], "status": "IN_QUEUE"}
+        return JSONResponse(queued, status_code=202 if tail == "response" else 200)
     if tail == "cancel" and not task[4] and task[3] in ("open", "done"):
         # a demo-cache answer shares its upstream task with others: only ours ends
         await run_in_threadpool(release, state.config.database, task[0], "cancelled")

@@ -22,12 +22,13 @@ from ..catalog import endpoint as catalog_endpoint
 from ..lab.budget import Budget, plain_amount
 from ..lab.cost import billed_units
 from .db import KINDS, Database, Tx
-from .keys import KeyRecord, key_named, to_stored, to_units
+from .keys import KEY_FIELDS, KeyRecord, hash_token, key_named, to_stored, to_units
 
 __all__ = [
     "LIVE",
     "Refusal",
     "Reservation",
+    "caller_and_task",
     "charge_of",
     "mark_open",
     "mark_unknown",
@@ -57,11 +58,11 @@ class Refusal(Exception):
 
 @dataclass(frozen=True)
 class Reservation:
-    """A create that may go: the task's own id, and the upstream task it shares when the
-    demo cache answered it (then nothing is forwarded and nothing charged)."""
+    """A create that may go: the task's own id, and whether the demo cache answered it
+    (it shares a first task's upstream task: nothing is forwarded, nothing charged)."""
 
     task_id: str
-    cached_upstream: str | None = None
+    cached: bool = False
 
 
 def charge_of(
@@ -146,7 +147,8 @@ def reserve(
         if limit is not None:
             marks = ", ".join("?" for _ in LIVE)
             row = tx.one(
-                f"SELECT COUNT(*) FROM tasks WHERE key_name = ? AND state IN ({marks})",
+                f"SELECT COUNT(*) FROM tasks WHERE key_name = ? AND state IN ({marks}) "
+                "AND cached_from IS NULL",
                 (key.name, *LIVE),
             )
             if row and int(row[0]) >= limit:
@@ -162,8 +164,8 @@ def reserve(
         if group is not None and group[2] > 0 and cache_key is not None:
             first = tx.one(
                 "SELECT id, upstream_id FROM tasks WHERE cache_key = ? AND group_name = ? "
-                "AND created_at >= ? AND upstream_id IS NOT NULL AND cached_from IS NULL "
-                "AND state IN ('open', 'done') ORDER BY created_at LIMIT 1",
+                "AND created_at >= ? AND cached_from IS NULL "
+                "AND state IN ('sending', 'open', 'done') ORDER BY created_at LIMIT 1",
                 (cache_key, key.group, now - group[2]),
             )
             if first is not None:
@@ -173,7 +175,7 @@ def reserve(
                     "VALUES (?, ?, ?, ?, ?, 'open', 0, ?, ?, ?)",
                     (task_id, key.name, key.group, endpoint, first[1], cache_key, first[0], now),
                 )
-                return Reservation(task_id, first[1])
+                return Reservation(task_id, cached=True)
         for kind in KINDS:
             cost = amounts.get(kind) or 0
             checks = [("your key", key.caps, key.held)]
@@ -338,3 +340,34 @@ def tasks_of(
         "cached_from",
     )
     return [dict(zip(names, row, strict=True)) | {"charged": bool(row[4])} for row in rows]
+
+
+#: a task as a follow-up needs it: id, endpoint, upstream id (a demo-cache answer's is its
+#: first task's, known once upstream answered that one), state, charged, and the state of
+#: the first task of a demo-cache answer, and the state of
+#: the first task of a demo-cache answer
+_TASK_FIELDS = (
+    "t.id, t.endpoint, COALESCE(t.upstream_id, src.upstream_id), t.state, t.charged, src.state"
+)
+
+
+def caller_and_task(
+    db: Database, token: str, endpoint: str, task_id: str
+) -> tuple[KeyRecord | None, tuple[Any, ...] | None]:
+    """The key whose token this is and its task ``task_id`` of ``endpoint`` (None when the
+    key has no such task), in one query: a status poll's one read."""
+    fields = ", ".join(f"k.{name}" for name in KEY_FIELDS)
+    row = db.run(
+        lambda tx: tx.one(
+            f"SELECT {fields}, {_TASK_FIELDS} FROM keys k "
+            "LEFT JOIN tasks t ON t.key_name = k.name AND t.id = ? AND t.endpoint = ? "
+            "LEFT JOIN tasks src ON src.id = t.cached_from WHERE k.token_hash = ?",
+            (task_id, endpoint, hash_token(token)),
+        ),
+        write=False,
+    )
+    if row is None:
+        return None, None
+    n = len(KEY_FIELDS)
+    task = tuple(row[n:])
+    return KeyRecord.from_row(row[:n]), (task if task[0] is not None else None)

@@ -20,6 +20,7 @@ from ..errors import GenwidgetsError
 from .db import KINDS, SCALE, Database, Tx
 
 __all__ = [
+    "KEY_FIELDS",
     "KeyCommandError",
     "KeyRecord",
     "add_group",
@@ -36,14 +37,13 @@ __all__ = [
 ]
 
 PREFIX = "gwc_"
-_COLUMNS = "name, group_name, endpoints, expires_at, revoked_at, admin, max_running"
-_KEY_SELECT = (
-    f"SELECT {_COLUMNS}, "
-    + ", ".join(f"cap_{k}" for k in KINDS)
-    + ", "
-    + ", ".join(f"held_{k}" for k in KINDS)
-    + " FROM keys"
+#: a key's columns in the order :meth:`KeyRecord.from_row` reads them
+KEY_FIELDS = (
+    ["name", "group_name", "endpoints", "expires_at", "revoked_at", "admin", "max_running"]
+    + [f"cap_{k}" for k in KINDS]
+    + [f"held_{k}" for k in KINDS]
 )
+_KEY_SELECT = f"SELECT {', '.join(KEY_FIELDS)} FROM keys"
 
 
 class KeyCommandError(GenwidgetsError):

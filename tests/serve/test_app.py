@@ -371,3 +371,32 @@ def test_under_a_prefix_as_a_jupyterhub_service(make_class: Callable[..., Class]
         assert job.result(timeout=120).ok
     root = base.removesuffix("/services/class")
     assert httpx.post(f"{root}/v1/queue/{IMAGE}", json=ONE, timeout=30).status_code == 404
+
+
+def test_the_demo_cache_holds_when_students_send_at_once(
+    make_class: Callable[..., Class],
+) -> None:
+    """Twelve students send the teacher's seeded cell at the same instant: one create
+    upstream, and every student's own task completes with its outputs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    klass = make_class(rate=None)
+    add_group(klass.db, "demo", {}, cache_seconds=600)
+    tokens = [add_key(klass.db, f"s{i}", {"tasks": 1}, group="demo") for i in range(12)]
+    seeded = {"prompt": "the teacher's cell", "n": 1, "seed": 7}
+
+    def student(token: str) -> Any:
+        with klass.client(token) as api:
+            handle = api.post(f"/v1/queue/{IMAGE}", json=seeded).json()
+            wait_for(
+                lambda: api.get(handle["status_url"]).json()["status"] == "COMPLETED",
+                what="the student's task",
+            )
+            return api.get(handle["response_url"]).json()["outputs"]
+
+    with ThreadPoolExecutor(max_workers=len(tokens)) as pool:
+        outputs = list(pool.map(student, tokens))
+    assert klass.sim.state.stats["created"] == 1
+    assert all(o == outputs[0] and o for o in outputs)
+    charged = [k for k in usage(klass.db)["keys"] if k["spent"]]
+    assert len(charged) == 1  # the first pays; the others rode along

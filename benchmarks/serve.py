@@ -153,8 +153,13 @@ def run_serve(status: int = 2000, load: int = 10000, students: int = 30) -> dict
     try:
         figures: dict[str, Any] = {"machine": common.machine()}
         figures |= added_latency(sim.base_url, server, student, status)
+        cpu = common.cpu_seconds(process.pid), common.cpu_seconds(sim.pid)
         result = run_load(url=server, key=student, n=load, connections=8, max_seconds=60)
         figures["proxied_status_rps"] = round(result.per_second, 1)
+        # what a request costs the server's own core, whatever else the machine runs
+        used = common.cpu_seconds(process.pid) - cpu[0], common.cpu_seconds(sim.pid) - cpu[1]
+        figures["server_cpu_ms_per_request"] = round(1000 * used[0] / max(1, result.requests), 3)
+        figures["upstream_cpu_ms_per_request"] = round(1000 * used[1] / max(1, result.requests), 3)
         figures["proxied_status_ok"] = result.ok
         figures |= demo_cache(sim.base_url, server, db, students)
         figures["goals"] = {

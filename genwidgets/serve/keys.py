@@ -232,11 +232,14 @@ def revoke_key(db: Database, name: str) -> None:
 
 
 def rotate_key(db: Database, name: str) -> str:
-    """A new token for ``name`` (its budget and tasks stay); the old one stops working."""
+    """A new token for ``name`` (its budget and tasks stay); the old one stops working. A
+    revoked key is usable again with its new token: rotating is how a leaked key is
+    replaced (docs/decisions.md#serve-keys)."""
     token = _mint()
     done = db.run(
         lambda tx: tx.run(
-            "UPDATE keys SET token_hash = ? WHERE name = ?", (hash_token(token), name)
+            "UPDATE keys SET token_hash = ?, revoked_at = NULL WHERE name = ?",
+            (hash_token(token), name),
         )
     )
     if not done:

@@ -61,6 +61,9 @@ def test_revoke_and_rotate(db: Database) -> None:
         revoke_key(db, "bob")
     with pytest.raises(KeyCommandError):
         rotate_key(db, "nobody")
+    leaked_and_replaced = rotate_key(db, "bob")  # a revoked key's new token works
+    found = find_key(db, leaked_and_replaced)
+    assert found is not None and found.refusal() is None and find_key(db, new) is None
 
 
 def test_an_expired_key_says_so(db: Database) -> None:

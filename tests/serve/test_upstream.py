@@ -18,6 +18,7 @@ from serve_helpers import TEACHER_KEY
 from genwidgets._config import Secret
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
 from genwidgets.serve.keys import add_key
+from genwidgets.serve.usage import usage
 
 IMAGE = "genW2.5-t2i-preview"
 
@@ -134,6 +135,9 @@ def test_no_byte_sent_or_logged_holds_the_teachers_key(
         call("GET", "/admin", params={"key": admin})
         call("GET", "/admin/usage.csv", headers={"Authorization": f"Bearer {admin}"})
         call("GET", "/admin/usage.json", headers={"Authorization": f"Bearer {admin}"})
+    seen = next(k for k in usage(db)["keys"] if k["name"] == "alice")
+    # the 500 may have made a task: reserved; the 422 and the 429 made none: released
+    assert seen["unknown"] == 1 and seen["held"] == {"tasks": 2.0, "images": 2.0}
     db.close()
     everything_sent = b"\n".join(sent)
     assert b"bad payload from Bearer" in everything_sent and b"[redacted]" in everything_sent

@@ -228,6 +228,16 @@ async def create_task(request: Request) -> Response:
             key.name,
         )
         return JSONResponse(_handle(_base(request), endpoint, reservation.task_id, 0))
+    retry = await state.gate.admit(key.name)
+    if retry is not None:
+        await run_in_threadpool(release, config.database, reservation.task_id, "not_sent")
+        return gateway_error(
+            429,
+            "RATE_LIMIT_EXCEEDED",
+            "Rate limit exceeded, please try again later: the class's creates wait their turn "
+            f"and this one waited {config.queue_wait:g} s; nothing was billed",
+            retry,
+        )
     return await _forward_create(request, state, key, endpoint, payload, reservation.task_id)
 
 

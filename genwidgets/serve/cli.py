@@ -75,6 +75,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait upstream")
     parser.add_argument(
+        "--upstream-rate",
+        type=float,
+        default=0.0,
+        help="creates a second sent upstream, in turn by key (0: no cap)",
+    )
+    parser.add_argument(
         "--prefix",
         default=os.environ.get("JUPYTERHUB_SERVICE_PREFIX", ""),
         help="a path to serve under (default: JupyterHub's service prefix)",
@@ -244,6 +250,7 @@ def _run(db: Database, args: argparse.Namespace) -> int:
         max_running=args.max_running or None,
         rate=args.rate or None,
         prefix=args.prefix,
+        upstream_rate=args.upstream_rate or None,
     )
     server = ClassServer(config, host=args.host, port=args.port)
     ready = lambda: print(f"genwidgets serve: {server.base_url} -> {url}", flush=True)  # noqa: E731

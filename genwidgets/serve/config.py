@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ..simulator.faults import RateLimiter
 from .db import Database
+from .fairshare import FairGate
 from .upstream import Upstream
 
 __all__ = ["MAX_BODY", "ServeConfig", "ServeState"]
@@ -33,6 +34,10 @@ class ServeConfig:
     max_body: int = MAX_BODY
     #: seconds between two looks upstream at the tasks nobody polls (0: no sweep)
     sweep_every: float = 5.0
+    #: creates a second sent upstream from this process, in turn by key (None: no cap)
+    upstream_rate: float | None = None
+    #: seconds a create waits for its turn before a 429
+    queue_wait: float = 30.0
     #: a path every route sits under, as behind JupyterHub's proxy (``/services/class/``)
     prefix: str = ""
 
@@ -43,5 +48,6 @@ class ServeState:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.limiter = RateLimiter(config.rate)
+        self.gate = FairGate(config.upstream_rate, config.queue_wait)
         #: monotonic time before which upstream said it is rate-limiting us (its 429)
         self.upstream_free_at = 0.0

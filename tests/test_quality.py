@@ -352,7 +352,7 @@ def test_committed_notebooks_have_no_outputs_and_no_keys() -> None:
 # starts. Module docstrings say what and why in a few lines; the choices made where the
 # spec is silent live in docs/decisions.md, linked from the code that makes them.
 MAX_LINES = 600
-MAX_DOCSTRING_LINES = 32  # the longest is the error tree, drawn whole in errors.py
+MAX_DOCSTRING_LINES = 33  # the longest is the error tree, drawn whole in errors.py
 SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 

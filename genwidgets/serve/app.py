@@ -26,24 +26,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from ..errors import EndpointNotFound, PayloadError
+from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import queue_url
 from .budgets import (
-    Refusal,
     caller_and_task,
     charge_of,
     mark_open,
     mark_unknown,
     outcome_of,
+    refusal,
     release,
     reserve,
     settle,
 )
 from .config import ServeConfig, ServeState
-from .db import Database, StorageError
+from .db import Database
 from .keys import KeyRecord, find_key
 from .sweep import sweeping
-from .upstream import UpstreamAnswer, UpstreamFault
+from .upstream import UpstreamAnswer
 
 __all__ = ["ServeConfig", "ServeState", "create_app", "gateway_error"]
 
@@ -64,10 +64,11 @@ def detail(status: int, text: str) -> JSONResponse:
     return JSONResponse({"detail": text}, status_code=status)
 
 
-def refused(refusal: Refusal) -> JSONResponse:
-    if refusal.code is None:
-        return detail(refusal.status, refusal.message)
-    return gateway_error(refusal.status, refusal.code, refusal.message, refusal.retry_after)
+def refused(error: ServeError) -> JSONResponse:
+    """A ServeError as the gateway answers: its error shape, or a ``detail``."""
+    if error.code is None:
+        return detail(error.status, error.message)
+    return gateway_error(error.status, error.code, error.message, error.retry_after)
 
 
 def _state(request: Request) -> ServeState:
@@ -95,20 +96,20 @@ def _token(request: Request) -> str:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
-        raise Refusal(401, "UNAUTHORIZED", "Authorization Bearer token is required")
+        raise refusal(401, "UNAUTHORIZED", "Authorization Bearer token is required")
     return token
 
 
 def _admit(state: ServeState, key: KeyRecord | None) -> KeyRecord:
-    """The key if it may be used now and within its rate, else a Refusal."""
+    """The key if it may be used now and within its rate, else a ServeError."""
     if key is None:
-        raise Refusal(401, "UNAUTHORIZED", "Invalid API key")
+        raise refusal(401, "UNAUTHORIZED", "Invalid API key")
     why = key.refusal()
     if why:
-        raise Refusal(401, "UNAUTHORIZED", why)
+        raise refusal(401, "UNAUTHORIZED", why)
     wait = state.limiter.take_exact(key.name)
     if wait is not None:
-        raise Refusal(
+        raise refusal(
             429,
             "RATE_LIMIT_EXCEEDED",
             "Rate limit exceeded, please try again later: this key's share is "
@@ -119,7 +120,7 @@ def _admit(state: ServeState, key: KeyRecord | None) -> KeyRecord:
 
 
 async def _caller(request: Request, state: ServeState) -> KeyRecord:
-    """The student's key of this request, usable now and within its rate, or a Refusal."""
+    """The student's key of this request, usable now and within its rate, or a ServeError."""
     token = _token(request)
     key = await _read(state, find_key, state.config.database, token)
     return _admit(state, key)
@@ -128,22 +129,22 @@ async def _caller(request: Request, state: ServeState) -> KeyRecord:
 async def _body(request: Request, cap: int) -> dict[str, Any]:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > cap:
-        raise Refusal(413, None, f"Request body too large: at most {cap} bytes")
+        raise refusal(413, None, f"Request body too large: at most {cap} bytes")
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > cap:
-            raise Refusal(413, None, f"Request body too large: at most {cap} bytes")
+            raise refusal(413, None, f"Request body too large: at most {cap} bytes")
         chunks.append(chunk)
     raw = b"".join(chunks)
     if not raw.strip():
-        raise Refusal(400, None, "Request body is empty: send a JSON object of the endpoint")
+        raise refusal(400, None, "Request body is empty: send a JSON object of the endpoint")
     try:
         payload = json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        raise Refusal(400, None, f"Request body is not valid JSON: {exc}") from None
+        raise refusal(400, None, f"Request body is not valid JSON: {exc}") from None
     if not isinstance(payload, dict):
-        raise Refusal(400, None, "Request body must be a JSON object with the endpoint's fields")
+        raise refusal(400, None, "Request body must be a JSON object with the endpoint's fields")
     return payload
 
 
@@ -192,14 +193,14 @@ async def create_task(request: Request) -> Response:
     try:
         key = await _caller(request, state)
         if any("webhook" in name.lower() for name in [*request.query_params, *request.headers]):
-            raise Refusal(400, None, "webhook not supported")
+            raise refusal(400, None, "webhook not supported")
         payload = await _body(request, config.max_body)
         if _webhook(payload):
-            raise Refusal(400, None, "webhook not supported")
+            raise refusal(400, None, "webhook not supported")
         amounts = charge_of(endpoint, payload, config.prices)
         wait = state.upstream_free_at - time.monotonic()
         if wait > 0:
-            raise Refusal(
+            raise refusal(
                 429,
                 "RATE_LIMIT_EXCEEDED",
                 "Rate limit exceeded, please try again later",
@@ -214,8 +215,8 @@ async def create_task(request: Request) -> Response:
             cache_key=cache_key_of(endpoint, payload),
             max_running=config.max_running,
         )
-    except Refusal as refusal:
-        return refused(refusal)
+    except ServeError as error:
+        return refused(error)
     except EndpointNotFound:
         return detail(404, f"App not found: {endpoint}")
     except PayloadError as exc:
@@ -253,19 +254,19 @@ async def _forward_create(
     body = json.dumps(payload).encode()
     try:
         answer = await state.config.upstream.send("POST", f"/v1/queue/{endpoint}", body)
-    except UpstreamFault as fault:
+    except ServeError as fault:
         if fault.sent:
-            await run_in_threadpool(mark_unknown, db, task_id, fault.why)
-            log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, fault.why)
+            await run_in_threadpool(mark_unknown, db, task_id, fault.message)
+            log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, fault.message)
             return gateway_error(
                 504,
                 "UPSTREAM_TIMEOUT",
-                f"The class gateway's upstream did not answer ({fault.why}): the task may "
+                f"The class gateway's upstream did not answer ({fault.message}): the task may "
                 f"exist; its cost stays reserved until the teacher settles task {task_id}",
             )
-        await run_in_threadpool(release, db, task_id, "not_sent", fault.why)
+        await run_in_threadpool(release, db, task_id, "not_sent", fault.message)
         return gateway_error(
-            502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.why}: nothing was billed"
+            502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}: nothing was billed"
         )
     upstream_id = answer.body.get("request_id") if isinstance(answer.body, dict) else None
     if 200 <= answer.status < 300 and isinstance(upstream_id, str) and upstream_id:
@@ -324,7 +325,7 @@ def _seconds(value: str | None) -> float:
 # --------------------------------------------------------------------------- follow-ups
 async def _callers_task(request: Request, state: ServeState) -> tuple[Any, ...]:
     """The caller's task named in the path (id, endpoint, upstream id, state, charged), or
-    a Refusal: another key's task, or one upstream never made, is ``Request not found``."""
+    a ServeError: another key's task, or one upstream never made, is ``Request not found``."""
     token = _token(request)
     params = request.path_params
     key, task = await _read(
@@ -337,7 +338,7 @@ async def _callers_task(request: Request, state: ServeState) -> tuple[Any, ...]:
     )
     _admit(state, key)
     if task is None or (task[2] is None and task[5] != "sending"):
-        raise Refusal(404, None, "Request not found")
+        raise refusal(404, None, "Request not found")
     return task
 
 
@@ -374,8 +375,8 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     state = _state(request)
     try:
         task = await _callers_task(request, state)
-    except Refusal as refusal:
-        return refused(refusal)
+    except ServeError as error:
+        return refused(error)
     endpoint = request.path_params["endpoint"]
     if task[2] is None and tail != "cancel":
         # a demo-cache answer whose first task upstream has not answered yet: queued
@@ -388,8 +389,8 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     path = queue_url("", endpoint, task[2]) + f"/{tail}"
     try:
         answer = await state.config.upstream.send(method, path)
-    except UpstreamFault as fault:
-        return gateway_error(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.why}")
+    except ServeError as fault:
+        return gateway_error(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}")
     if answer.status == 404:
         return detail(404, "Request not found")
     if answer.status < 300 and answer.body is None:
@@ -427,16 +428,16 @@ async def cancel_task(request: Request) -> Response:
 async def sync_path(request: Request) -> Response:
     try:
         await _caller(request, _state(request))
-    except Refusal as refusal:
-        return refused(refusal)
+    except ServeError as error:
+        return refused(error)
     return detail(404, "Not Found")
 
 
 async def status_stream(request: Request) -> Response:
     try:
         await _caller(request, _state(request))
-    except Refusal as refusal:
-        return refused(refusal)
+    except ServeError as error:
+        return refused(error)
     return detail(400, "SSE streaming not supported")
 
 
@@ -457,8 +458,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return detail(exc.status_code, str(exc.detail))
 
 
-async def _storage_error(request: Request, exc: Exception) -> Response:
-    log.error("storage error on %s %s: %s", request.method, request.url.path, exc)
+async def _serve_error(request: Request, exc: Exception) -> Response:
+    """A ServeError no handler answered (the database failed): its own answer."""
+    assert isinstance(exc, ServeError)
+    log.error("%s on %s %s: %s", exc.code, request.method, request.url.path, exc)
+    if exc.code != "STORAGE_UNAVAILABLE":
+        return refused(exc)
     return gateway_error(
         503,
         "STORAGE_UNAVAILABLE",
@@ -495,7 +500,7 @@ def create_app(
         lifespan=sweeping(state),
         exception_handlers={
             HTTPException: _http_error,
-            StorageError: _storage_error,
+            ServeError: _serve_error,
             Exception: _internal_error,
         },
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..catalog import endpoint as catalog_endpoint
+from ..errors import ServeError
 from ..lab.budget import Budget, plain_amount
 from ..lab.cost import billed_units
 from .db import KINDS, Database, Tx
@@ -26,13 +27,13 @@ from .keys import KEY_FIELDS, KeyRecord, hash_token, key_named, to_stored, to_un
 
 __all__ = [
     "LIVE",
-    "Refusal",
     "Reservation",
     "caller_and_task",
     "charge_of",
     "mark_open",
     "mark_unknown",
     "outcome_of",
+    "refusal",
     "release",
     "reserve",
     "resolve_unknown",
@@ -45,15 +46,12 @@ LIVE = ("sending", "open", "cancelling")
 _AMT = ", ".join(f"amt_{k}" for k in KINDS)
 
 
-class Refusal(Exception):
-    """A request refused before it reached upstream: status, the gateway's error code
-    (or None for a ``detail`` answer), the message, and a Retry-After if any."""
-
-    def __init__(
-        self, status: int, code: str | None, message: str, retry_after: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
+def refusal(
+    status: int, code: str | None, message: str, retry_after: float | None = None
+) -> ServeError:
+    """A request refused before anything reached upstream, as the gateway's error shape
+    (``code`` None: a ``detail`` answer)."""
+    return ServeError(message, status=status, code=code, retry_after=retry_after)
 
 
 @dataclass(frozen=True)
@@ -79,14 +77,14 @@ def charge_of(
     return {kind: to_stored(found.get(kind, 0.0)) for kind in KINDS}
 
 
-def _uncountable(endpoint: str, kind: str) -> Refusal:
+def _uncountable(endpoint: str, kind: str) -> ServeError:
     why = (
         f"the class's price table has no price for {endpoint}"
         if kind == "money"
         else f"this payload does not say its {kind.replace('_', ' ')} (an automatic "
         "duration): send an explicit one"
     )
-    return Refusal(400, "BUDGET_UNCOUNTABLE", f"Cannot count this create's cost: {why}")
+    return refusal(400, "BUDGET_UNCOUNTABLE", f"Cannot count this create's cost: {why}")
 
 
 def _left_text(who: str, caps: Mapping[str, int | None], held: Mapping[str, int], kind: str) -> str:
@@ -118,12 +116,12 @@ def _add_held(tx: Tx, table: str, name: str, amounts: Mapping[str, int], sign: i
 
 def _check_key(key: KeyRecord | None, endpoint: str, now: float) -> KeyRecord:
     if key is None:
-        raise Refusal(401, "UNAUTHORIZED", "Invalid API key")
+        raise refusal(401, "UNAUTHORIZED", "Invalid API key")
     why = key.refusal(now)
     if why:
-        raise Refusal(401, "UNAUTHORIZED", why)
+        raise refusal(401, "UNAUTHORIZED", why)
     if key.endpoints is not None and endpoint not in key.endpoints:
-        raise Refusal(403, None, "Model not allowed for this user")
+        raise refusal(403, None, "Model not allowed for this user")
     return key
 
 
@@ -138,7 +136,7 @@ def reserve(
     now: float | None = None,
 ) -> Reservation:
     """Reserve ``amounts`` for the key and its group and record the task as being sent,
-    or answer from the group's demo cache, or raise :class:`Refusal` saying what is left."""
+    or answer from the group's demo cache, or refuse (a ServeError) saying what is left."""
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> Reservation:
@@ -152,7 +150,7 @@ def reserve(
                 (key.name, *LIVE),
             )
             if row and int(row[0]) >= limit:
-                raise Refusal(
+                raise refusal(
                     429,
                     "RATE_LIMIT_EXCEEDED",
                     f"Rate limit exceeded, please try again later: this key has {row[0]} "
@@ -187,7 +185,7 @@ def reserve(
                     raise _uncountable(endpoint, kind)
                 if cap is not None and held[kind] + cost > cap:
                     name = "money" if kind == "money" else kind.replace("_", " ")
-                    raise Refusal(
+                    raise refusal(
                         402,
                         "BUDGET_EXCEEDED",
                         f"Budget exceeded: this create costs {plain_amount(cost / 1e6)} {name}; "

@@ -19,9 +19,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import GenwidgetsError
+from ..errors import ServeError
 
-__all__ = ["KINDS", "MIGRATIONS", "SCALE", "Database", "StorageError", "Tx"]
+__all__ = ["KINDS", "MIGRATIONS", "SCALE", "Database", "Tx", "storage_error"]
 
 #: what a budget caps, in the order columns are named: money and the billed kinds
 #: of :data:`genwidgets.lab.cost.UNITS`
@@ -64,8 +64,9 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
 )
 
 
-class StorageError(GenwidgetsError):
+def storage_error(message: str) -> ServeError:
     """The database cannot be reached or refused a statement; nothing was changed."""
+    return ServeError(message, status=503, code="STORAGE_UNAVAILABLE", retry_after=1.0)
 
 
 class Tx:
@@ -125,11 +126,11 @@ class Database:
             conn.execute("PRAGMA foreign_keys = ON")
             return conn
         except ImportError as exc:
-            raise StorageError(
+            raise storage_error(
                 "PostgreSQL needs the psycopg driver: pip install 'genwidgets[serve]'"
             ) from exc
         except Exception as exc:
-            raise StorageError(f"cannot open the database {self!r}: {exc}") from exc
+            raise storage_error(f"cannot open the database {self!r}: {exc}") from exc
 
     def _connection(self) -> Any:
         conn = getattr(self._local, "conn", None)
@@ -166,12 +167,12 @@ class Database:
             conn.execute("COMMIT")
         except (sqlite3.Error, OSError) as exc:
             self._drop()
-            raise StorageError(f"the database {self!r} failed: {exc}") from exc
+            raise storage_error(f"the database {self!r} failed: {exc}") from exc
         except Exception as exc:
             if self.postgres and _is_postgres_error(exc):
                 if not _retryable(exc):
                     self._drop()
-                raise StorageError(f"the database {self!r} failed: {exc}") from exc
+                raise storage_error(f"the database {self!r} failed: {exc}") from exc
             raise
 
     def run(self, work: Any, *, write: bool = True) -> Any:
@@ -181,7 +182,7 @@ class Database:
             try:
                 with self.transaction(write=write) as tx:
                     return work(tx)
-            except StorageError as exc:
+            except ServeError as exc:
                 if attempt + 1 < RETRIES and _retryable(exc.__cause__):
                     time.sleep(0.01 * (attempt + 1))
                     continue

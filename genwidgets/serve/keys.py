@@ -16,18 +16,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import GenwidgetsError
+from ..errors import ServeError
 from .db import KINDS, SCALE, Database, Tx
 
 __all__ = [
     "KEY_FIELDS",
-    "KeyCommandError",
     "KeyRecord",
     "add_group",
     "add_key",
     "find_key",
     "group_names",
     "hash_token",
+    "key_error",
     "key_named",
     "list_keys",
     "revoke_key",
@@ -46,8 +46,9 @@ KEY_FIELDS = (
 _KEY_SELECT = f"SELECT {', '.join(KEY_FIELDS)} FROM keys"
 
 
-class KeyCommandError(GenwidgetsError):
+def key_error(message: str) -> ServeError:
     """A key or group command that cannot be done (a name taken, unknown, a bad cap)."""
+    return ServeError(message, status=400, code="KEY_COMMAND")
 
 
 def hash_token(token: str) -> str:
@@ -113,11 +114,11 @@ def _check_caps(caps: Mapping[str, float | None]) -> dict[str, int | None]:
     for kind in KINDS:
         value = caps.get(kind)
         if value is not None and not value >= 0:
-            raise KeyCommandError(f"a cap is 0 or more, not {value!r} ({kind})")
+            raise key_error(f"a cap is 0 or more, not {value!r} ({kind})")
         stored[kind] = to_stored(value)
     unknown = sorted(set(caps) - set(KINDS))
     if unknown:
-        raise KeyCommandError(f"unknown cap(s) {', '.join(unknown)}; allowed: {', '.join(KINDS)}")
+        raise key_error(f"unknown cap(s) {', '.join(unknown)}; allowed: {', '.join(KINDS)}")
     return stored
 
 
@@ -167,13 +168,13 @@ def add_key(
 ) -> str:
     """Make the key ``name``; its token, which is shown once and never stored."""
     if not name or not name.strip() or len(name) > 100:
-        raise KeyCommandError(f"a key's name is 1 to 100 characters, not {name!r}")
+        raise key_error(f"a key's name is 1 to 100 characters, not {name!r}")
     stored = _check_caps(caps)
     token = _mint()
 
     def work(tx: Tx) -> None:
         if tx.one("SELECT name FROM keys WHERE name = ?", (name,)):
-            raise KeyCommandError(f"a key named {name!r} exists; rotate or revoke it instead")
+            raise key_error(f"a key named {name!r} exists; rotate or revoke it instead")
         if group is not None and not tx.one("SELECT name FROM groups WHERE name = ?", (group,)):
             tx.run("INSERT INTO groups (name, created_at) VALUES (?, ?)", (group, time.time()))
         columns = ", ".join(f"cap_{k}" for k in KINDS)
@@ -228,7 +229,7 @@ def revoke_key(db: Database, name: str) -> None:
         )
     )
     if not done:
-        raise KeyCommandError(f"no key named {name!r} that is not already revoked")
+        raise key_error(f"no key named {name!r} that is not already revoked")
 
 
 def rotate_key(db: Database, name: str) -> str:
@@ -243,5 +244,5 @@ def rotate_key(db: Database, name: str) -> str:
         )
     )
     if not done:
-        raise KeyCommandError(f"no key named {name!r}")
+        raise key_error(f"no key named {name!r}")
     return token

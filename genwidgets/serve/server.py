@@ -14,18 +14,14 @@ from types import TracebackType
 
 import uvicorn
 
-from ..errors import GenwidgetsError
+from ..errors import ServeError
 from .admin import admin_routes
 from .app import create_app
 from .config import ServeConfig, ServeState
 
-__all__ = ["ClassServer", "ServeStartError"]
+__all__ = ["ClassServer"]
 
 START_TIMEOUT = 15.0
-
-
-class ServeStartError(GenwidgetsError):
-    """The class gateway could not start (a port in use, a database it cannot open)."""
 
 
 class ClassServer:
@@ -56,8 +52,9 @@ class ClassServer:
             sock.listen(1024)
         except OSError as exc:
             sock.close()
-            raise ServeStartError(
-                f"cannot serve on {self.host}:{self.port}: {exc.strerror or exc}"
+            raise ServeError(
+                f"cannot serve on {self.host}:{self.port}: {exc.strerror or exc}",
+                code="START_FAILED",
             ) from exc
         self.port = sock.getsockname()[1]
         return sock
@@ -88,7 +85,9 @@ class ClassServer:
         while not server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 server.should_exit = True
-                raise ServeStartError(f"the class gateway did not start: {self._failure}")
+                raise ServeError(
+                    f"the class gateway did not start: {self._failure}", code="START_FAILED"
+                )
             time.sleep(0.005)
         return self
 

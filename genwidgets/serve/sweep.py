@@ -17,11 +17,11 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
+from ..errors import ServeError
 from ..protocol.records import queue_url
 from .budgets import outcome_of, settle
 from .config import ServeState
-from .db import Database, StorageError, Tx
-from .upstream import UpstreamFault
+from .db import Database, Tx
 
 __all__ = ["claim", "sweep_once", "sweeping"]
 
@@ -61,7 +61,7 @@ async def sweep_once(state: ServeState) -> int:
             answer = await config.upstream.send(
                 "GET", queue_url("", endpoint, upstream_id) + "/status"
             )
-        except UpstreamFault:
+        except ServeError:
             return ended  # upstream down: try again next time
         outcome = outcome_of(answer.body, task_state)
         if outcome is not None:
@@ -96,5 +96,5 @@ async def _loop(state: ServeState) -> None:
         await asyncio.sleep(state.config.sweep_every)
         try:
             await sweep_once(state)
-        except StorageError as exc:
+        except ServeError as exc:
             log.warning("the sweep could not read the database: %s", exc)

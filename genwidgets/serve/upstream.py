@@ -17,8 +17,9 @@ from typing import Any
 import httpx
 
 from .._config import Secret, redact
+from ..errors import ServeError
 
-__all__ = ["REDACTED", "KeyScrubber", "Upstream", "UpstreamAnswer", "UpstreamFault", "guard_logs"]
+__all__ = ["REDACTED", "KeyScrubber", "Upstream", "UpstreamAnswer", "guard_logs", "upstream_fault"]
 
 REDACTED = "[redacted]"
 #: the most of an upstream answer read (a status or a result body is small)
@@ -59,13 +60,10 @@ def guard_logs() -> None:
         core.setLevel(logging.INFO)
 
 
-class UpstreamFault(Exception):
-    """No answer from upstream. ``sent``: whether the request may have reached it (a
-    create then has an unknown outcome); ``why`` names the fault, never the key."""
-
-    def __init__(self, why: str, *, sent: bool) -> None:
-        super().__init__(why)
-        self.why, self.sent = why, sent
+def upstream_fault(why: str, *, sent: bool) -> ServeError:
+    """No answer from upstream. ``sent``: whether the request may have reached it (a create
+    then has an unknown outcome); ``why`` names the fault, never the key."""
+    return ServeError(why, status=502, code="UPSTREAM_UNAVAILABLE", sent=sent)
 
 
 @dataclass(frozen=True)
@@ -76,13 +74,22 @@ class UpstreamAnswer:
 
 
 class Upstream:
-    """An httpx client to ``base_url`` that signs every request with ``key``."""
+    """An httpx client to ``base_url`` that signs every request with ``key`` (the
+    teacher's; wrapped as a :class:`~genwidgets._config.Secret` on the line it arrives)."""
 
     def __init__(
-        self, base_url: str, key: Secret, *, timeout: float = 30.0, connect_timeout: float = 5.0
+        self,
+        base_url: str,
+        key: str | Secret,
+        *,
+        timeout: float = 30.0,
+        connect_timeout: float = 5.0,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self._key = key
+        wrapped = Secret.wrap(key)
+        if wrapped is None:
+            raise ValueError("the upstream gateway's key is empty")
+        self._key = wrapped
         guard_logs()
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
@@ -108,21 +115,21 @@ class Upstream:
             request = self._client.build_request(method, path, content=body, headers=headers)
             response = await self._client.send(request, stream=True)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            raise UpstreamFault(
+            raise upstream_fault(
                 f"cannot reach the upstream gateway ({type(exc).__name__})", sent=False
             ) from None
         except httpx.TimeoutException as exc:
-            raise UpstreamFault(
+            raise upstream_fault(
                 f"the upstream gateway did not answer in time ({type(exc).__name__})", sent=True
             ) from None
         except httpx.HTTPError as exc:
-            raise UpstreamFault(
+            raise upstream_fault(
                 f"the upstream connection failed ({type(exc).__name__})", sent=True
             ) from None
         try:
             raw = await self._read(response)
         except httpx.HTTPError as exc:
-            raise UpstreamFault(
+            raise upstream_fault(
                 f"the upstream answer was cut ({type(exc).__name__})", sent=True
             ) from None
         finally:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from genwidgets.errors import ServeError
 from genwidgets.serve.budgets import (
-    Refusal,
     charge_of,
     mark_open,
     mark_unknown,
@@ -55,7 +55,7 @@ def test_a_key_at_its_cap_is_refused_saying_what_is_left(db: Database) -> None:
     amounts = charge_of(IMAGE, {"prompt": "a cat", "n": 2}, {})
     reserve(db, "alice", IMAGE, amounts)
     reserve(db, "alice", IMAGE, amounts)
-    with pytest.raises(Refusal) as refused:
+    with pytest.raises(ServeError) as refused:
         reserve(db, "alice", IMAGE, amounts)
     assert refused.value.status == 402 and refused.value.code == "BUDGET_EXCEEDED"
     assert "your key has 1 of 5 left" in refused.value.message
@@ -70,7 +70,7 @@ def test_the_group_cap_holds_across_its_keys(db: Database) -> None:
     reserve(db, "a", IMAGE, amounts)
     reserve(db, "b", IMAGE, amounts)
     reserve(db, "a", IMAGE, amounts)
-    with pytest.raises(Refusal, match="the group class1 has 0 of 3 left"):
+    with pytest.raises(ServeError, match="the group class1 has 0 of 3 left"):
         reserve(db, "b", IMAGE, amounts)
 
 
@@ -90,7 +90,7 @@ def test_concurrent_reservations_never_pass_a_cap(db: Database) -> None:
             try:
                 reserve(db, name, IMAGE, amounts)
                 granted.append(name)
-            except Refusal:
+            except ServeError:
                 pass
             except BaseException as exc:
                 errors.append(exc)
@@ -128,10 +128,10 @@ def test_an_uncountable_cost_is_refused_only_where_capped(db: Database) -> None:
     add_key(db, "capped", {"video_seconds": 60})
     add_key(db, "free", {"images": 10})
     amounts = charge_of("vidA-2-0-fast", {"content": [], "duration": -1}, {})
-    with pytest.raises(Refusal, match="explicit"):
+    with pytest.raises(ServeError, match="explicit"):
         reserve(db, "capped", "vidA-2-0-fast", amounts)
     reserve(db, "free", "vidA-2-0-fast", amounts)
-    with pytest.raises(Refusal, match="no price"):
+    with pytest.raises(ServeError, match="no price"):
         add_key(db, "money", {"money": 1})
         reserve(db, "money", IMAGE, charge_of(IMAGE, {"prompt": "x"}, {}))
 
@@ -141,10 +141,10 @@ def test_a_revoked_key_and_a_closed_endpoint_are_refused_in_the_reservation(db: 
 
     add_key(db, "eve", {}, endpoints=["speechM-02-turbo"])
     amounts = charge_of(IMAGE, {"prompt": "x"}, {})
-    with pytest.raises(Refusal, match="Model not allowed"):
+    with pytest.raises(ServeError, match="Model not allowed"):
         reserve(db, "eve", IMAGE, amounts)
     revoke_key(db, "eve")
-    with pytest.raises(Refusal, match="revoked"):
+    with pytest.raises(ServeError, match="revoked"):
         reserve(db, "eve", "speechM-02-turbo", charge_of("speechM-02-turbo", {"text": "hi"}, {}))
 
 

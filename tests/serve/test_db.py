@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from genwidgets.serve.db import MIGRATIONS, Database, StorageError, Tx
+from genwidgets.errors import ServeError
+from genwidgets.serve.db import MIGRATIONS, Database, Tx
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -69,9 +70,10 @@ def test_a_failed_transaction_changes_nothing(db: Database) -> None:
 
 def test_a_database_that_cannot_be_opened_is_a_storage_error(tmp_path: Path) -> None:
     (tmp_path / "dir.db").mkdir()
-    with pytest.raises(StorageError, match=r"cannot open the database|failed"):
+    with pytest.raises(ServeError, match=r"cannot open the database|failed") as failed:
         Database(tmp_path / "dir.db").migrate()
-    with pytest.raises(StorageError):
+    assert failed.value.code == "STORAGE_UNAVAILABLE" and failed.value.status == 503
+    with pytest.raises(ServeError, match="cannot open the database"):
         Database("postgresql://nobody@127.0.0.1:1/none").migrate()
 
 

@@ -99,6 +99,10 @@ class ClassServer:
             self._failure = exc
         finally:
             with contextlib.suppress(Exception):
+                pending = asyncio.all_tasks(loop)  # the fair queue's dispatcher, a sweep
+                for task in pending:
+                    task.cancel()
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 loop.run_until_complete(self.config.upstream.close())
             loop.close()
             sock.close()

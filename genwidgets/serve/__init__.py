@@ -12,7 +12,19 @@ from __future__ import annotations
 
 from .config import ServeConfig
 from .db import Database
+from .keys import add_group, add_key, revoke_key, rotate_key
 from .server import ClassServer
 from .upstream import Upstream
+from .usage import usage
 
-__all__ = ["ClassServer", "Database", "ServeConfig", "Upstream"]
+__all__ = [
+    "ClassServer",
+    "Database",
+    "ServeConfig",
+    "Upstream",
+    "add_group",
+    "add_key",
+    "revoke_key",
+    "rotate_key",
+    "usage",
+]

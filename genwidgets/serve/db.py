@@ -122,7 +122,14 @@ class Database:
                 self.path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            for attempt in range(RETRIES * 10):
+                try:  # switching a new file to WAL can meet another connection's lock
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if not _retryable(exc) or attempt + 1 == RETRIES * 10:
+                        raise
+                    time.sleep(0.02)
             conn.execute("PRAGMA foreign_keys = ON")
             return conn
         except ImportError as exc:
@@ -224,5 +231,9 @@ def _is_postgres_error(exc: BaseException) -> bool:
 
 
 def _retryable(exc: BaseException | None) -> bool:
-    """A deadlock or a serialization failure: the transaction may simply be run again."""
+    """A deadlock or a serialization failure: the transaction may simply be run again
+    (SQLite says "database is locked" at once, without waiting, where waiting could
+    deadlock: two connections of a file still switching to WAL)."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return "locked" in str(exc) or "busy" in str(exc)
     return getattr(exc, "sqlstate", None) in {"40001", "40P01"}

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from serve_helpers import wait_for
 
 from genwidgets.cli import main
 from genwidgets.serve.db import Database
@@ -121,3 +125,26 @@ def test_serve_needs_an_upstream_and_takes_no_key_flag(
     with pytest.raises(SystemExit) as refused:  # there is no flag for the teacher's key
         main(["serve", "--upstream", "http://x", "--api-key=teacher-key"])
     assert refused.value.code == 2 and "unrecognized arguments" in capsys.readouterr().err
+
+
+def test_serve_over_the_embedded_simulator_in_its_own_process(
+    tmp_path: Path, serve_processes: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``genwidgets serve --upstream simulator``: the way to try it, end to end."""
+    database = str(tmp_path / "class.db")
+    code = main(
+        ["serve", "--database", database, "keys", "add", "alice", "--images", "2", "--json"]
+    )
+    assert code == 0
+    token = json.loads(capsys.readouterr().out)["key"]
+    started = serve_processes("simulator", database)
+    with httpx.Client(
+        base_url=started.base_url, timeout=60, headers={"Authorization": f"Bearer {token}"}
+    ) as api:
+        handle = api.post("/v1/queue/genW2.5-t2i-preview", json={"prompt": "x", "n": 2}).json()
+        wait_for(
+            lambda: api.get(handle["status_url"]).json()["status"] == "COMPLETED",
+            what="the task through the child server",
+        )
+        refused = api.post("/v1/queue/genW2.5-t2i-preview", json={"prompt": "x", "n": 1})
+    assert refused.status_code == 402

@@ -28,6 +28,9 @@ __all__ = ["claim", "sweep_once", "sweeping"]
 log = logging.getLogger("genwidgets.serve")
 #: tasks one sweep asks about, at most
 BATCH = 20
+#: seconds after which a create still ``sending`` is taken as one whose process stopped
+#: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
+STALE_SENDING = 600.0
 
 
 def claim(db: Database, older_than: float, now: float | None = None) -> list[tuple[Any, ...]]:
@@ -36,6 +39,11 @@ def claim(db: Database, older_than: float, now: float | None = None) -> list[tup
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> list[tuple[Any, ...]]:
+        tx.run(  # a process that stopped between reserving and hearing upstream's answer
+            "UPDATE tasks SET state = 'unknown', error = ? WHERE state = 'sending' "
+            "AND created_at < ?",
+            ("the server stopped while sending this create", now - STALE_SENDING),
+        )
         rows = tx.rows(
             "SELECT id, endpoint, upstream_id, state FROM tasks WHERE state IN ('open', "
             "'cancelling') AND upstream_id IS NOT NULL AND (checked_at IS NULL OR checked_at < ?) "

@@ -163,3 +163,22 @@ def test_the_teacher_settles_an_unknown_create(db: Database) -> None:
     assert resolve_unknown(db, fine, made=False) is False  # not unknown: untouched
     assert resolve_unknown(db, lost, made=True) is False  # settled once
     assert held(db, "alice")["tasks"] == 2_000_000  # made and fine stay, lost gave back
+
+
+def test_a_create_left_sending_by_a_stopped_process_becomes_unknown(db: Database) -> None:
+    """A server that stopped between reserving and upstream's answer leaves a row sending:
+    the sweep makes it unknown (still reserved, no longer one of the key's running)."""
+    import time
+
+    from genwidgets.serve.budgets import tasks_of
+    from genwidgets.serve.sweep import STALE_SENDING, claim
+
+    add_key(db, "alice", {"tasks": 5}, max_running=1)
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    old = reserve(db, "alice", IMAGE, amounts, now=time.time() - STALE_SENDING - 1).task_id
+    with pytest.raises(ServeError, match="at most 1 at once"):
+        reserve(db, "alice", IMAGE, amounts)
+    claim(db, 5.0)
+    assert [t["id"] for t in tasks_of(db, state="unknown")] == [old]
+    reserve(db, "alice", IMAGE, amounts)  # its running place is free
+    assert held(db, "alice")["tasks"] == 2_000_000  # the unknown one stays reserved

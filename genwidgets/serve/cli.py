@@ -24,7 +24,7 @@ from ..errors import GenwidgetsError
 from .budgets import resolve_unknown, tasks_of
 from .config import ServeConfig
 from .db import Database
-from .keys import add_group, add_key, list_keys, revoke_key, rotate_key
+from .keys import add_group, add_key, list_keys, revoke_key, rotate_key, set_caps
 from .upstream import Upstream
 from .usage import usage, usage_csv
 
@@ -97,6 +97,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--admin", action="store_true", help="an admin key (the /admin page)")
     add.add_argument("--max-running", type=int, help="its own cap on unfinished tasks")
     add.add_argument("--json", action="store_true", help="print JSON")
+    change = actions.add_parser("set", help="change a key's caps (raise or lower its budget)")
+    change.add_argument("name")
+    _caps(change)
     for name, text in (("revoke", "stop a key at once"), ("rotate", "a new token, same budget")):
         action = actions.add_parser(name, help=text)
         action.add_argument("name")
@@ -163,6 +166,9 @@ def _keys(db: Database, args: argparse.Namespace) -> int:
             {"name": args.name, "key": token},
             f"{args.name}: {token}\n(shown once: only its hash is kept)",
         )
+    elif action == "set":
+        set_caps(db, args.name, _caps_of(args))
+        _say(args, {"name": args.name}, f"{args.name}: caps changed")
     elif action == "rotate":
         token = rotate_key(db, args.name)
         _say(args, {"name": args.name, "key": token}, f"{args.name}: {token}\n(shown once)")

@@ -32,6 +32,7 @@ __all__ = [
     "list_keys",
     "revoke_key",
     "rotate_key",
+    "set_caps",
     "to_stored",
     "to_units",
 ]
@@ -246,3 +247,21 @@ def rotate_key(db: Database, name: str) -> str:
     if not done:
         raise key_error(f"no key named {name!r}")
     return token
+
+
+def set_caps(db: Database, name: str, caps: Mapping[str, float | None]) -> None:
+    """Change the caps of the key ``name`` that ``caps`` names (a raised or lowered budget);
+    the others stay. What it already holds stays held: a cap lowered below it refuses the
+    key's next create."""
+    stored = _check_caps(caps)
+    given = [k for k in KINDS if caps.get(k) is not None]
+    if not given:
+        raise key_error("say which caps to set (--budget, --images, ...)")
+    sets = ", ".join(f"cap_{k} = ?" for k in given)
+    done = db.run(
+        lambda tx: tx.run(
+            f"UPDATE keys SET {sets} WHERE name = ?", (*(stored[k] for k in given), name)
+        )
+    )
+    if not done:
+        raise key_error(f"no key named {name!r}")

@@ -56,6 +56,10 @@ def test_keys_add_list_rotate_revoke(tmp_path: Path, capsys: pytest.CaptureFixtu
     code, out, _ = run(capsys, *db, "keys", "rotate", "alice", "--json")
     new = json.loads(out)["key"]
     assert new != token and find_key(Database(tmp_path / "class.db"), token) is None
+    assert run(capsys, *db, "keys", "set", "alice", "--images", "300")[0] == 0
+    code, out, _ = run(capsys, *db, "keys", "list", "--json")
+    assert json.loads(out)["keys"][0]["caps"] == {"money": 5.0, "images": 300.0}
+    assert run(capsys, *db, "keys", "set", "nobody", "--images", "3")[0] == 2
     assert run(capsys, *db, "keys", "revoke", "alice")[0] == 0
     code, _, err = run(capsys, *db, "keys", "revoke", "alice")
     assert code == 2 and "already revoked" in err

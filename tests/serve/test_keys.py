@@ -78,3 +78,23 @@ def test_bad_caps_are_refused_with_the_allowed_kinds(db: Database) -> None:
     with pytest.raises(ServeError, match="allowed: money, tasks"):
         add_group(db, "g", {"pixels": 3})
     assert find_key(db, "not-a-key") is None
+
+
+def test_a_keys_caps_change_and_what_it_holds_stays(db: Database) -> None:
+    from genwidgets.serve.budgets import charge_of, reserve
+    from genwidgets.serve.keys import set_caps
+
+    token = add_key(db, "ana", {"images": 2, "tasks": 10})
+    amounts = charge_of("genW2.5-t2i-preview", {"prompt": "x", "n": 2}, {})
+    reserve(db, "ana", "genW2.5-t2i-preview", amounts)
+    with pytest.raises(ServeError, match="0 of 2 left"):
+        reserve(db, "ana", "genW2.5-t2i-preview", amounts)
+    set_caps(db, "ana", {"images": 4})
+    reserve(db, "ana", "genW2.5-t2i-preview", amounts)  # the raised budget lets it pass
+    found = find_key(db, token)
+    assert found is not None and found.caps["images"] == 4_000_000
+    assert found.caps["tasks"] == 10_000_000 and found.held["images"] == 4_000_000
+    with pytest.raises(ServeError, match="no key named"):
+        set_caps(db, "nobody", {"images": 1})
+    with pytest.raises(ServeError, match="say which caps"):
+        set_caps(db, "ana", {})

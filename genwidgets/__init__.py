@@ -56,6 +56,7 @@ from .errors import (
     RateLimited,
     RequestNotFound,
     RuntimeFailed,
+    ServeError,
     ServerError,
     SimulatorStartError,
     TaskFailed,
@@ -146,7 +147,7 @@ _LAZY = {
     "ScoreTable": ".lab.scores",
 }
 #: Subpackages reachable as attributes (``gw.media``) without importing them eagerly.
-_SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors", "lab"}
+_SUBMODULES = {"media", "imgm", "catalog", "simulator", "widgets", "errors", "lab", "serve"}
 _importing = set[str]()  # no module-level annotation: help(gw) would list them as data
 
 
@@ -252,6 +253,7 @@ __all__ = [
     "Result",
     "RuntimeFailed",
     "ScoreTable",
+    "ServeError",
     "ServerError",
     "SimulatorStartError",
     "Status",

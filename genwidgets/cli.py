@@ -29,6 +29,7 @@ from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
 from .errors import GenwidgetsError, TaskTimeout
 from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
+from .serve import cli as serve_cli
 from .simulator import cli as simulator_cli
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
         "done, 2 refused, 130 interrupted.",
     )
     add_batch_arguments(batch)
+    serve = commands.add_parser("serve", help="a class gateway: students' keys with budgets")
+    serve_cli.add_serve_arguments(serve)
     history = commands.add_parser("history", help="the tasks in the ledger, newest first")
     history.add_argument("--endpoint", help="only this endpoint's tasks")
     history.add_argument("--status", help="a state (unfinished, ok, failed, ...) or status")
@@ -386,6 +389,8 @@ def _command(argv: Sequence[str] | None) -> int:
         return simulator_cli.simulate(args, parser)
     if args.command == "batch":
         return run_batch(args)
+    if args.command == "serve":
+        return serve_cli.serve(args)
     if args.command == "notebooks":
         return _notebooks(args)
     try:

@@ -22,7 +22,8 @@
     ├── TaskTimeout (also TimeoutError)     .job
     ├── DownloadError                       outputs not saved; .failures [(index, reason)]
     ├── LedgerError                         the task ledger file cannot be used
-    └── SimulatorStartError (also RuntimeError)   the local simulator did not start
+    ├── SimulatorStartError (also RuntimeError)   the local simulator did not start
+    └── ServeError                          the class gateway refused or failed; .status .code
 
     GenwidgetsWarning (UserWarning)
     ├── UnknownFieldWarning                 a field the endpoint does not know, sent as is
@@ -62,6 +63,7 @@ __all__ = [
     "RateLimited",
     "RequestNotFound",
     "RuntimeFailed",
+    "ServeError",
     "ServerError",
     "SimulatorStartError",
     "TaskFailed",
@@ -371,6 +373,26 @@ class LedgerError(GenwidgetsError):
 
 class SimulatorStartError(GenwidgetsError, RuntimeError):
     """The simulator could not start (port in use, bad host, startup failure)."""
+
+
+class ServeError(GenwidgetsError):
+    """The class gateway (``genwidgets serve``) refused a request or failed: a key command,
+    its database, its start, its upstream. ``status`` and ``code`` are its answer in the
+    gateway's error shape (``code`` None: a ``detail`` answer), ``retry_after`` its
+    ``Retry-After``; ``sent``: whether a request may have reached upstream."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 500,
+        code: str | None = None,
+        retry_after: float | None = None,
+        sent: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.message, self.status, self.code = message, status, code
+        self.retry_after, self.sent = retry_after, sent
 
 
 # --------------------------------------------------------------------------- warnings

@@ -41,3 +41,10 @@ def test_readme_says_where_the_front_ends_come_from() -> None:
     where = readme.split("## Where it runs", 1)[1].split("\n## ", 1)[0]
     for section in (quickstart, where):
         assert 'pip install ".[frontends]"' in section  # a wheel: the server extension on
+
+
+def test_test_extra_installs_the_serve_extra_too() -> None:
+    """The class gateway's PostgreSQL tests need its driver wherever the tests run."""
+    extras = _extras()
+    assert _names(extras["serve"]) == {"psycopg"}
+    assert _names(extras["serve"]) <= _names(extras["test"])

@@ -54,6 +54,7 @@ def test_mypy_is_clean() -> None:
 #   6     client      _client, _protocols
 #   7     lab         lab/**                  (the prompt lab's model: no widgets)
 #   8     widgets     widgets/** (the prompt builder widget among them)
+#   8     serve       serve/**                (the class gateway, beside the widgets)
 #   9     facade      __init__ (the package), cli, server_extension (Jupyter's entry point)
 LAYERS: dict[str, int] = {
     "base": 0,
@@ -66,6 +67,7 @@ LAYERS: dict[str, int] = {
     "client": 6,
     "lab": 7,
     "widgets": 8,
+    "serve": 8,
     "facade": 9,
 }
 
@@ -84,7 +86,7 @@ def layer_of(module: str) -> str:
         return "language"
     if head == "media":
         return "media"
-    if head in ("catalog", "protocol", "jobs", "simulator", "lab", "widgets"):
+    if head in ("catalog", "protocol", "jobs", "simulator", "lab", "widgets", "serve"):
         return head
     raise AssertionError(f"{module} has no layer: add it to the layer table in {__file__}")
 
@@ -350,7 +352,7 @@ def test_committed_notebooks_have_no_outputs_and_no_keys() -> None:
 # starts. Module docstrings say what and why in a few lines; the choices made where the
 # spec is silent live in docs/decisions.md, linked from the code that makes them.
 MAX_LINES = 600
-MAX_DOCSTRING_LINES = 32  # the longest is the error tree, drawn whole in errors.py
+MAX_DOCSTRING_LINES = 33  # the longest is the error tree, drawn whole in errors.py
 SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 

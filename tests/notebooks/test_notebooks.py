@@ -153,6 +153,18 @@ EXPECTED: dict[str, Expect] = {
             "exit status 0",
         ),
     ),
+    "10_class_gateway": expect(
+        widgets=("gw-task-view",),
+        media=("image",),
+        task_views=1,
+        texts=(
+            "shown once, stored hashed",
+            "BUDGET_EXCEEDED",
+            "your key has 1 of 3 left",
+            "Request not found",
+            "upstream creates: 1",
+        ),
+    ),
 }
 
 NOTEBOOKS = jupyter_env.notebook_paths()

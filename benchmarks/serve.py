@@ -1,0 +1,189 @@
+"""The class gateway's costs and savings, on loopback (issue 41's goals):
+
+- the latency it adds to a status request (p50 and p95 of the same request sent to the
+  simulator directly and through the class server), goal at most 3 ms and 10 ms;
+- status requests a second through one server process (the simulator's load client),
+  goal at least 500;
+- the demo cache: thirty students sending the same seeded grid at once (a prompt x seed
+  grid as in ``07_prompt_tuning``), upstream creates with the group's cache off and on,
+  goal at least 25 times fewer.
+
+    python benchmarks/serve.py [--status 2000] [--load 10000] [--students 30]
+
+The simulator and the class server each run in a child process (their own interpreter);
+the client is this process. Figures are figures: the last line is one JSON object, and a
+missed goal never fails the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+
+from benchmarks import _common as common
+from genwidgets.protocol.records import queue_url
+from genwidgets.serve.db import Database
+from genwidgets.serve.keys import add_group, add_key
+from genwidgets.simulator.load import run_load
+
+TEACHER = "bench-teacher-key-0123456789"
+IMAGE = "genW2.5-t2i-preview"
+#: the seeded grid each student runs: prompts x seeds, one image each
+GRID = [
+    {"prompt": p, "n": 1, "seed": s} for p in ("a fox", "a heron", "a lynx") for s in (1, 2, 3, 4)
+]
+
+
+def _serve(upstream: str, database: Path) -> tuple[subprocess.Popen[str], str]:
+    code = "import sys; from genwidgets.cli import main; sys.exit(main())"
+    process = subprocess.Popen(
+        [
+            common.PYTHON,
+            "-c",
+            code,
+            "serve",
+            "--upstream",
+            upstream,
+            "--database",
+            str(database),
+            "--port",
+            "0",
+            "--rate",
+            "0",
+            "--max-running",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=common.child_env({"GENWIDGETS_UPSTREAM_KEY": TEACHER}),
+        cwd=common.REPO,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.startswith("genwidgets serve: "):
+        process.kill()
+        raise RuntimeError(f"the class server did not start: {line!r}")
+    return process, line.split()[2]
+
+
+def _timed_status(client: httpx.Client, url: str, count: int) -> list[float]:
+    times = []
+    for _ in range(count):
+        start = time.perf_counter()
+        client.get(url).raise_for_status()
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def _long_task(base: str, key: str) -> str:
+    handle = httpx.post(
+        queue_url(base, "vidVq2-text2video"),
+        json={"prompt": "long", "duration": 10},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    ).json()
+    return str(handle["status_url"])
+
+
+def added_latency(sim: str, server: str, student: str, count: int) -> dict[str, Any]:
+    direct_url, proxied_url = _long_task(sim, TEACHER), _long_task(server, student)
+    with (
+        httpx.Client(headers={"Authorization": f"Bearer {TEACHER}"}, timeout=30) as direct,
+        httpx.Client(headers={"Authorization": f"Bearer {student}"}, timeout=30) as proxied,
+    ):
+        _timed_status(direct, direct_url, 50)  # warm both
+        _timed_status(proxied, proxied_url, 50)
+        plain, through = [], []
+        for _ in range(count // 100):  # interleaved, so both see the same machine
+            plain += _timed_status(direct, direct_url, 100)
+            through += _timed_status(proxied, proxied_url, 100)
+    figures = {}
+    for q in (50, 95):
+        base, total = common.percentile(plain, q), common.percentile(through, q)
+        figures[f"direct_p{q}_ms"] = round(base, 3)
+        figures[f"proxied_p{q}_ms"] = round(total, 3)
+        figures[f"added_p{q}_ms"] = round(total - base, 3)
+    return figures
+
+
+def demo_cache(sim: str, server: str, db: Database, students: int) -> dict[str, Any]:
+    created: dict[str, int] = {}
+    for label, window in (("off", 0), ("on", 3600)):
+        add_group(db, f"cache-{label}", {}, cache_seconds=window)
+        keys = [add_key(db, f"{label}{i:02}", {}, group=f"cache-{label}") for i in range(students)]
+        before = httpx.get(f"{sim}/_sim/stats", timeout=30).json()["created"]
+
+        def student(key: str) -> None:
+            with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=120) as api:
+                for payload in GRID:
+                    api.post(queue_url(server, IMAGE), json=payload).raise_for_status()
+
+        with ThreadPoolExecutor(max_workers=students) as pool:
+            list(pool.map(student, keys))
+        created[label] = httpx.get(f"{sim}/_sim/stats", timeout=30).json()["created"] - before
+    return {
+        "students": students,
+        "creates_sent": students * len(GRID),
+        "upstream_creates_cache_off": created["off"],
+        "upstream_creates_cache_on": created["on"],
+        "cache_ratio": round(created["off"] / max(1, created["on"]), 1),
+    }
+
+
+def run_serve(status: int = 2000, load: int = 10000, students: int = 30) -> dict[str, Any]:
+    sim = common.start_simulator(speed=50.0, flags=["--key", TEACHER])
+    folder = Path(tempfile.mkdtemp(prefix="genwidgets-bench-serve-"))
+    db = Database(folder / "class.db")
+    db.migrate()
+    student = add_key(db, "bench", {})
+    process, server = _serve(sim.base_url, folder / "class.db")
+    try:
+        figures: dict[str, Any] = {"machine": common.machine()}
+        figures |= added_latency(sim.base_url, server, student, status)
+        cpu = common.cpu_seconds(process.pid), common.cpu_seconds(sim.pid)
+        result = run_load(url=server, key=student, n=load, connections=8, max_seconds=60)
+        figures["proxied_status_rps"] = round(result.per_second, 1)
+        # what a request costs the server's own core, whatever else the machine runs
+        used = common.cpu_seconds(process.pid) - cpu[0], common.cpu_seconds(sim.pid) - cpu[1]
+        figures["server_cpu_ms_per_request"] = round(1000 * used[0] / max(1, result.requests), 3)
+        figures["upstream_cpu_ms_per_request"] = round(1000 * used[1] / max(1, result.requests), 3)
+        figures["proxied_status_ok"] = result.ok
+        figures |= demo_cache(sim.base_url, server, db, students)
+        figures["goals"] = {
+            "added_p50_ms <= 3": figures["added_p50_ms"] <= 3,
+            "added_p95_ms <= 10": figures["added_p95_ms"] <= 10,
+            "proxied_status_rps >= 500": figures["proxied_status_rps"] >= 500,
+            "cache_ratio >= 25": figures["cache_ratio"] >= 25,
+        }
+        return figures
+    finally:
+        common.stop_process(process)
+        common.stop_process(sim.process)
+        db.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python benchmarks/serve.py")
+    parser.add_argument("--status", type=int, default=2000, help="status requests timed each way")
+    parser.add_argument("--load", type=int, default=10000, help="status requests of the load")
+    parser.add_argument("--students", type=int, default=30)
+    args = parser.parse_args(argv)
+    print(json.dumps(run_serve(args.status, args.load, args.students)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,508 @@
+"""The class gateway's HTTP surface: the gateway's queue protocol, each student on their
+own key, forwarded upstream on the teacher's.
+
+A create is authenticated, read with a cap, priced, reserved (:func:`~.budgets.reserve`),
+then forwarded; status, result and cancel find the task among the caller's own (another
+key's id is ``Request not found``) and forward with the upstream id, which students never
+see. Every refusal has the gateway's own shape (spec 2.4). The rules:
+docs/decisions.md#serve-http.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from ..errors import EndpointNotFound, PayloadError, ServeError
+from ..protocol.records import queue_url
+from .budgets import (
+    caller_and_task,
+    charge_of,
+    mark_open,
+    mark_unknown,
+    outcome_of,
+    refusal,
+    release,
+    reserve,
+    settle,
+)
+from .config import ServeConfig, ServeState
+from .db import Database
+from .keys import KeyRecord, find_key
+from .sweep import sweeping
+from .upstream import UpstreamAnswer
+
+__all__ = ["ServeConfig", "ServeState", "create_app", "gateway_error"]
+
+log = logging.getLogger("genwidgets.serve")
+T = TypeVar("T")
+_SEED_IN_PROMPT = re.compile(r"--seed\s+\d+")
+
+
+def gateway_error(
+    status: int, code: str, message: str, retry_after: float | None = None
+) -> JSONResponse:
+    headers = {"Retry-After": str(max(1, round(retry_after)))} if retry_after else None
+    body = {"error": {"code": code, "message": message}, "request_id": str(uuid.uuid4())}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def detail(status: int, text: str) -> JSONResponse:
+    return JSONResponse({"detail": text}, status_code=status)
+
+
+def refused(error: ServeError) -> JSONResponse:
+    """A ServeError as the gateway answers: its error shape, or a ``detail``."""
+    if error.code is None:
+        return detail(error.status, error.message)
+    return gateway_error(error.status, error.code, error.message, error.retry_after)
+
+
+def _state(request: Request) -> ServeState:
+    state: ServeState = request.app.state.serve
+    return state
+
+
+def _base(request: Request) -> str:
+    """The address students reach us at, the prefix included (a Mount's root path is not
+    in ``base_url`` in every Starlette)."""
+    base = str(request.base_url).rstrip("/")
+    prefix = _state(request).config.prefix.strip("/")
+    return f"{base}/{prefix}" if prefix and not base.endswith("/" + prefix) else base
+
+
+async def _read(state: ServeState, read: Callable[..., T], *args: Any) -> T:
+    """A read of one indexed row: inline on SQLite (WAL readers never wait for a writer,
+    and a thread hop would cost more than the read), in a thread on PostgreSQL."""
+    if state.config.database.postgres:
+        return await run_in_threadpool(read, *args)
+    return read(*args)
+
+
+def _token(request: Request) -> str:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise refusal(401, "UNAUTHORIZED", "Authorization Bearer token is required")
+    return token
+
+
+def _admit(state: ServeState, key: KeyRecord | None) -> KeyRecord:
+    """The key if it may be used now and within its rate, else a ServeError."""
+    if key is None:
+        raise refusal(401, "UNAUTHORIZED", "Invalid API key")
+    why = key.refusal()
+    if why:
+        raise refusal(401, "UNAUTHORIZED", why)
+    wait = state.limiter.take_exact(key.name)
+    if wait is not None:
+        raise refusal(
+            429,
+            "RATE_LIMIT_EXCEEDED",
+            "Rate limit exceeded, please try again later: this key's share is "
+            f"{state.config.rate:g} requests a second",
+            retry_after=wait,
+        )
+    return key
+
+
+async def _caller(request: Request, state: ServeState) -> KeyRecord:
+    """The student's key of this request, usable now and within its rate, or a ServeError."""
+    token = _token(request)
+    key = await _read(state, find_key, state.config.database, token)
+    return _admit(state, key)
+
+
+async def _body(request: Request, cap: int) -> dict[str, Any]:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        raise refusal(413, None, f"Request body too large: at most {cap} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise refusal(413, None, f"Request body too large: at most {cap} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        raise refusal(400, None, "Request body is empty: send a JSON object of the endpoint")
+    try:
+        payload = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise refusal(400, None, f"Request body is not valid JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise refusal(400, None, "Request body must be a JSON object with the endpoint's fields")
+    return payload
+
+
+def cache_key_of(endpoint: str, payload: Mapping[str, Any]) -> str | None:
+    """The demo cache's key: endpoint and payload, only when the payload fixes its seed
+    (a non-zero ``seed`` field or an imgM ``--seed``); else None (never cached)."""
+    seed = payload.get("seed")
+    fixed = isinstance(seed, int) and not isinstance(seed, bool) and seed != 0
+    fixed = fixed or any(isinstance(v, str) and _SEED_IN_PROMPT.search(v) for v in payload.values())
+    if not fixed:
+        return None
+    text = json.dumps([endpoint, payload], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _webhook(payload: Any) -> bool:
+    stack = [payload]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if any("webhook" in str(name).lower() for name in item):
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _handle(base: str, endpoint: str, task_id: str, position: Any) -> dict[str, Any]:
+    prefix = queue_url(base, endpoint, task_id)
+    handle: dict[str, Any] = {
+        "request_id": task_id,
+        "response_url": f"{prefix}/response",
+        "status_url": f"{prefix}/status",
+        "cancel_url": f"{prefix}/cancel",
+    }
+    if isinstance(position, int) and not isinstance(position, bool):
+        handle["queue_position"] = position
+    return handle
+
+
+async def create_task(request: Request) -> Response:
+    state = _state(request)
+    config = state.config
+    endpoint = request.path_params["endpoint"]
+    try:
+        key = await _caller(request, state)
+        if any("webhook" in name.lower() for name in [*request.query_params, *request.headers]):
+            raise refusal(400, None, "webhook not supported")
+        payload = await _body(request, config.max_body)
+        if _webhook(payload):
+            raise refusal(400, None, "webhook not supported")
+        amounts = charge_of(endpoint, payload, config.prices)
+        wait = state.upstream_free_at - time.monotonic()
+        if wait > 0:
+            raise refusal(
+                429,
+                "RATE_LIMIT_EXCEEDED",
+                "Rate limit exceeded, please try again later",
+                retry_after=wait,
+            )
+        reservation = await run_in_threadpool(
+            reserve,
+            config.database,
+            key.name,
+            endpoint,
+            amounts,
+            cache_key=cache_key_of(endpoint, payload),
+            max_running=config.max_running,
+        )
+    except ServeError as error:
+        return refused(error)
+    except EndpointNotFound:
+        return detail(404, f"App not found: {endpoint}")
+    except PayloadError as exc:
+        return detail(422, f"cannot count this create's cost: {exc}")
+    if reservation.cached:
+        log.info(
+            "create %s %s by %s: answered by the demo cache",
+            reservation.task_id,
+            endpoint,
+            key.name,
+        )
+        return JSONResponse(_handle(_base(request), endpoint, reservation.task_id, 0))
+    retry = await state.gate.admit(key.name)
+    if retry is not None:
+        await run_in_threadpool(release, config.database, reservation.task_id, "not_sent")
+        return gateway_error(
+            429,
+            "RATE_LIMIT_EXCEEDED",
+            "Rate limit exceeded, please try again later: the class's creates wait their turn "
+            f"and this one waited {config.queue_wait:g} s; nothing was billed",
+            retry,
+        )
+    return await _forward_create(request, state, key, endpoint, payload, reservation.task_id)
+
+
+async def _forward_create(
+    request: Request,
+    state: ServeState,
+    key: KeyRecord,
+    endpoint: str,
+    payload: dict[str, Any],
+    task_id: str,
+) -> Response:
+    db = state.config.database
+    body = json.dumps(payload).encode()
+    try:
+        answer = await state.config.upstream.send("POST", f"/v1/queue/{endpoint}", body)
+    except ServeError as fault:
+        if fault.sent:
+            await run_in_threadpool(mark_unknown, db, task_id, fault.message)
+            log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, fault.message)
+            return gateway_error(
+                504,
+                "UPSTREAM_TIMEOUT",
+                f"The class gateway's upstream did not answer ({fault.message}): the task may "
+                f"exist; its cost stays reserved until the teacher settles task {task_id}",
+            )
+        await run_in_threadpool(release, db, task_id, "not_sent", fault.message)
+        return gateway_error(
+            502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}: nothing was billed"
+        )
+    upstream_id = answer.body.get("request_id") if isinstance(answer.body, dict) else None
+    if 200 <= answer.status < 300 and isinstance(upstream_id, str) and upstream_id:
+        await run_in_threadpool(mark_open, db, task_id, upstream_id)
+        log.info("create %s %s by %s: sent", task_id, endpoint, key.name)
+        position = answer.body.get("queue_position")
+        return JSONResponse(_handle(_base(request), endpoint, task_id, position))
+    if answer.status >= 500 or 200 <= answer.status < 300:
+        why = f"upstream answered {answer.status} to the create"
+        await run_in_threadpool(mark_unknown, db, task_id, why)
+        return gateway_error(
+            502,
+            "UPSTREAM_ERROR",
+            f"The class gateway's upstream failed ({why}): the task may exist; its cost "
+            f"stays reserved until the teacher settles task {task_id}",
+        )
+    await run_in_threadpool(release, db, task_id, "refused", f"upstream {answer.status}")
+    return _passed_on(state, answer, refused_create=True)
+
+
+def _passed_on(state: ServeState, answer: UpstreamAnswer, *, refused_create: bool) -> Response:
+    """An upstream refusal as the student sees it: a 429 with its Retry-After (and the
+    process holds creates back as long), the teacher's key refused as the server's
+    fault, anything else as upstream said it."""
+    if answer.status == 429 or _rate_limited(answer.body):
+        wait = _seconds(answer.retry_after)
+        state.upstream_free_at = max(state.upstream_free_at, time.monotonic() + wait)
+        return gateway_error(
+            429, "RATE_LIMIT_EXCEEDED", "Rate limit exceeded, please try again later", wait
+        )
+    if answer.status in (401, 403) and isinstance(answer.body, dict) and "error" in answer.body:
+        log.error("upstream refused the teacher's key (%s)", answer.status)
+        return gateway_error(
+            502,
+            "UPSTREAM_KEY_REFUSED",
+            "The class gateway's upstream refused its key: tell your teacher"
+            + (" (nothing was billed)" if refused_create else ""),
+        )
+    if answer.body is None:
+        return gateway_error(502, "UPSTREAM_ERROR", f"upstream answered {answer.status}")
+    return JSONResponse(answer.body, status_code=answer.status)
+
+
+def _rate_limited(body: Any) -> bool:
+    error = body.get("error") if isinstance(body, dict) else None
+    return isinstance(error, dict) and error.get("code") == "RATE_LIMIT_EXCEEDED"
+
+
+def _seconds(value: str | None) -> float:
+    try:
+        return min(60.0, max(1.0, float(value or 1)))
+    except ValueError:
+        return 1.0
+
+
+# --------------------------------------------------------------------------- follow-ups
+async def _callers_task(request: Request, state: ServeState) -> tuple[Any, ...]:
+    """The caller's task named in the path (id, endpoint, upstream id, state, charged), or
+    a ServeError: another key's task, or one upstream never made, is ``Request not found``."""
+    token = _token(request)
+    params = request.path_params
+    key, task = await _read(
+        state,
+        caller_and_task,
+        state.config.database,
+        token,
+        params["endpoint"],
+        params["request_id"],
+    )
+    _admit(state, key)
+    if task is None or (task[2] is None and task[5] != "sending"):
+        raise refusal(404, None, "Request not found")
+    return task
+
+
+def _rewrite(body: Any, base: str, endpoint: str, task_id: str) -> Any:
+    """An upstream status or result body with our task id and addresses in place of
+    upstream's (output files pass through as upstream's URLs)."""
+    if not isinstance(body, dict):
+        return body
+    out = dict(body)
+    if "request_id" in out:
+        out["request_id"] = task_id
+    prefix = queue_url(base, endpoint, task_id)
+    for name, tail in (
+        ("status_url", "/status"),
+        ("response_url", "/response"),
+        ("cancel_url", "/cancel"),
+    ):
+        if name in out:
+            out[name] = prefix + tail
+    return out
+
+
+async def _settle_from(state: ServeState, task: tuple[Any, ...], body: Any) -> None:
+    """Settle the task when upstream says it ended (spec: ``COMPLETED``, then ``error``)."""
+    outcome = outcome_of(body, task[3])
+    if outcome is not None:
+        error = body.get("error")
+        await run_in_threadpool(
+            settle, state.config.database, task[0], outcome, str(error)[:500] if error else None
+        )
+
+
+async def _follow_up(request: Request, method: str, tail: str) -> Response:
+    state = _state(request)
+    try:
+        task = await _callers_task(request, state)
+    except ServeError as error:
+        return refused(error)
+    endpoint = request.path_params["endpoint"]
+    if task[2] is None and tail != "cancel":
+        # a demo-cache answer whose first task upstream has not answered yet: queued
+        queued = {"request_id": task[0], "status": "IN_QUEUE"}
+        return JSONResponse(queued, status_code=202 if tail == "response" else 200)
+    if tail == "cancel" and not task[4] and task[3] in ("open", "done"):
+        # a demo-cache answer shares its upstream task with others: only ours ends
+        await run_in_threadpool(release, state.config.database, task[0], "cancelled")
+        return JSONResponse({"request_id": task[0], "status": "CANCELLATION_REQUESTED"})
+    path = queue_url("", endpoint, task[2]) + f"/{tail}"
+    try:
+        answer = await state.config.upstream.send(method, path)
+    except ServeError as fault:
+        return gateway_error(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}")
+    if answer.status == 404:
+        return detail(404, "Request not found")
+    if answer.status < 300 and answer.body is None:
+        return Response(status_code=answer.status)  # e.g. a bare 202: not ready yet
+    if answer.status >= 400 or answer.body is None:
+        return _passed_on(state, answer, refused_create=False)
+    body = _rewrite(answer.body, _base(request), endpoint, task[0])
+    if tail == "cancel" and answer.status < 300:
+        await run_in_threadpool(_mark_cancelling, state.config.database, task[0])
+    else:
+        await _settle_from(state, task, body)
+    return JSONResponse(body, status_code=answer.status)
+
+
+def _mark_cancelling(db: Database, task_id: str) -> None:
+    db.run(
+        lambda tx: tx.run(
+            "UPDATE tasks SET state = 'cancelling' WHERE id = ? AND state = 'open'", (task_id,)
+        )
+    )
+
+
+async def get_status(request: Request) -> Response:
+    return await _follow_up(request, "GET", "status")
+
+
+async def get_result(request: Request) -> Response:
+    return await _follow_up(request, "GET", "response")
+
+
+async def cancel_task(request: Request) -> Response:
+    return await _follow_up(request, "PUT", "cancel")
+
+
+async def sync_path(request: Request) -> Response:
+    try:
+        await _caller(request, _state(request))
+    except ServeError as error:
+        return refused(error)
+    return detail(404, "Not Found")
+
+
+async def status_stream(request: Request) -> Response:
+    try:
+        await _caller(request, _state(request))
+    except ServeError as error:
+        return refused(error)
+    return detail(400, "SSE streaming not supported")
+
+
+async def index(request: Request) -> Response:
+    return JSONResponse(
+        {
+            "service": "genwidgets class gateway",
+            "protocol": "POST /v1/queue/{endpoint} with Authorization: Bearer <key>",
+        }
+    )
+
+
+# --------------------------------------------------------------------------- the app
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return detail(exc.status_code, str(exc.detail))
+
+
+async def _serve_error(request: Request, exc: Exception) -> Response:
+    """A ServeError no handler answered (the database failed): its own answer."""
+    assert isinstance(exc, ServeError)
+    log.error("%s on %s %s: %s", exc.code, request.method, request.url.path, exc)
+    if exc.code != "STORAGE_UNAVAILABLE":
+        return refused(exc)
+    return gateway_error(
+        503,
+        "STORAGE_UNAVAILABLE",
+        "The class gateway's database failed; nothing was sent upstream",
+        1.0,
+    )
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    log.error("error on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+    return gateway_error(500, "INTERNAL_ERROR", f"Internal error: {type(exc).__name__}")
+
+
+def create_app(
+    config: ServeConfig, extra: Sequence[BaseRoute] = ()
+) -> tuple[Starlette, ServeState]:
+    """The ASGI app of one class gateway (with ``extra`` routes: the admin page), and
+    its state."""
+    state = ServeState(config)
+    requests = "/v1/queue/{endpoint}/requests/{request_id}"
+    routes = [
+        Route("/", index, methods=["GET"]),
+        Route("/v1/queue/{endpoint}", create_task, methods=["POST"]),
+        Route("/v1/queue/{endpoint}/sync", sync_path, methods=["GET", "POST", "PUT"]),
+        Route(f"{requests}/status", get_status, methods=["GET"]),
+        Route(f"{requests}/status/stream", status_stream, methods=["GET"]),
+        Route(f"{requests}/response", get_result, methods=["GET"]),
+        Route(f"{requests}/cancel", cancel_task, methods=["PUT"]),
+        *extra,
+    ]
+    prefix = "/" + config.prefix.strip("/") if config.prefix.strip("/") else ""
+    app = Starlette(
+        routes=[Mount(prefix, routes=routes)] if prefix else routes,
+        lifespan=sweeping(state),
+        exception_handlers={
+            HTTPException: _http_error,
+            ServeError: _serve_error,
+            Exception: _internal_error,
+        },
+    )
+    app.state.serve = state
+    return app, state

@@ -1,0 +1,371 @@
+"""Exact budgets: a create's cost is reserved for its key and its group in one
+transaction before it is forwarded, and settled when the task ends.
+
+The cost is what the catalog's billing rules count (:func:`~..lab.cost.billed_units`)
+and, for money, the class's price table (:meth:`~..lab.budget.Budget.cost`). The rows of
+the key and of its group are locked (``FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE``
+on SQLite) while the caps are compared, so concurrent creates, in one process or
+several, never pass a cap together. The settlement rule (a failed task releases its
+reservation, a cancelled one and one whose outcome is unknown stay charged):
+docs/decisions.md#serve-reservations.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..catalog import endpoint as catalog_endpoint
+from ..errors import ServeError
+from ..lab.budget import Budget, plain_amount
+from ..lab.cost import billed_units
+from .db import KINDS, Database, Tx
+from .keys import KEY_FIELDS, KeyRecord, hash_token, key_named, to_stored, to_units
+
+__all__ = [
+    "LIVE",
+    "Reservation",
+    "caller_and_task",
+    "charge_of",
+    "mark_open",
+    "mark_unknown",
+    "outcome_of",
+    "refusal",
+    "release",
+    "reserve",
+    "resolve_unknown",
+    "settle",
+    "tasks_of",
+]
+
+#: task states that hold a place in a key's concurrency cap
+LIVE = ("sending", "open", "cancelling")
+_AMT = ", ".join(f"amt_{k}" for k in KINDS)
+
+
+def refusal(
+    status: int, code: str | None, message: str, retry_after: float | None = None
+) -> ServeError:
+    """A request refused before anything reached upstream, as the gateway's error shape
+    (``code`` None: a ``detail`` answer)."""
+    return ServeError(message, status=status, code=code, retry_after=retry_after)
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A create that may go: the task's own id, and whether the demo cache answered it
+    (it shares a first task's upstream task: nothing is forwarded, nothing charged)."""
+
+    task_id: str
+    cached: bool = False
+
+
+def charge_of(
+    endpoint: str, payload: Mapping[str, Any], prices: Mapping[str, Mapping[str, float]]
+) -> dict[str, int | None]:
+    """What one create of ``endpoint`` costs, per kind of :data:`~.db.KINDS`, in
+    millionths; None for a kind the payload cannot say (an automatic duration, money on
+    an unpriced endpoint), which a cap on that kind refuses (:func:`reserve`). An
+    unknown endpoint is :class:`~..errors.EndpointNotFound`."""
+    spec = catalog_endpoint(endpoint)
+    units = billed_units(spec, payload)
+    money = Budget({}, {k: dict(v) for k, v in prices.items()}).cost(endpoint, units)
+    found: dict[str, float | None] = {**units, "money": money}
+    return {kind: to_stored(found.get(kind, 0.0)) for kind in KINDS}
+
+
+def _uncountable(endpoint: str, kind: str) -> ServeError:
+    why = (
+        f"the class's price table has no price for {endpoint}"
+        if kind == "money"
+        else f"this payload does not say its {kind.replace('_', ' ')} (an automatic "
+        "duration): send an explicit one"
+    )
+    return refusal(400, "BUDGET_UNCOUNTABLE", f"Cannot count this create's cost: {why}")
+
+
+def _left_text(who: str, caps: Mapping[str, int | None], held: Mapping[str, int], kind: str) -> str:
+    cap = caps[kind]
+    assert cap is not None
+    left = max(0, cap - held[kind])
+    return f"{who} has {plain_amount(to_units(left) or 0)} of {plain_amount(cap / 1e6)} left"
+
+
+def _group_row(tx: Tx, name: str) -> tuple[dict[str, int | None], dict[str, int], int]:
+    caps = ", ".join(f"cap_{k}" for k in KINDS)
+    held = ", ".join(f"held_{k}" for k in KINDS)
+    row = tx.one(
+        f"SELECT {caps}, {held}, cache_seconds FROM groups WHERE name = ? {{lock}}", (name,)
+    )
+    assert row is not None, f"group {name} is gone"
+    n = len(KINDS)
+    return (
+        dict(zip(KINDS, row[:n], strict=True)),
+        {k: int(v) for k, v in zip(KINDS, row[n : 2 * n], strict=True)},
+        int(row[2 * n]),
+    )
+
+
+def _add_held(tx: Tx, table: str, name: str, amounts: Mapping[str, int], sign: int) -> None:
+    sets = ", ".join(f"held_{k} = held_{k} + ?" for k in KINDS)
+    tx.run(f"UPDATE {table} SET {sets} WHERE name = ?", (*(sign * amounts[k] for k in KINDS), name))
+
+
+def _check_key(key: KeyRecord | None, endpoint: str, now: float) -> KeyRecord:
+    if key is None:
+        raise refusal(401, "UNAUTHORIZED", "Invalid API key")
+    why = key.refusal(now)
+    if why:
+        raise refusal(401, "UNAUTHORIZED", why)
+    if key.endpoints is not None and endpoint not in key.endpoints:
+        raise refusal(403, None, "Model not allowed for this user")
+    return key
+
+
+def reserve(
+    db: Database,
+    key_name: str,
+    endpoint: str,
+    amounts: Mapping[str, int | None],
+    *,
+    cache_key: str | None = None,
+    max_running: int | None = None,
+    now: float | None = None,
+) -> Reservation:
+    """Reserve ``amounts`` for the key and its group and record the task as being sent,
+    or answer from the group's demo cache, or refuse (a ServeError) saying what is left."""
+    now = time.time() if now is None else now
+
+    def work(tx: Tx) -> Reservation:
+        key = _check_key(key_named(tx, key_name, lock=True), endpoint, now)
+        limit = key.max_running if key.max_running is not None else max_running
+        if limit is not None:
+            marks = ", ".join("?" for _ in LIVE)
+            row = tx.one(
+                f"SELECT COUNT(*) FROM tasks WHERE key_name = ? AND state IN ({marks}) "
+                "AND cached_from IS NULL",
+                (key.name, *LIVE),
+            )
+            if row and int(row[0]) >= limit:
+                raise refusal(
+                    429,
+                    "RATE_LIMIT_EXCEEDED",
+                    f"Rate limit exceeded, please try again later: this key has {row[0]} "
+                    f"tasks running, at most {limit} at once",
+                    retry_after=1.0,
+                )
+        group = _group_row(tx, key.group) if key.group else None
+        task_id = str(uuid.uuid4())
+        if group is not None and group[2] > 0 and cache_key is not None:
+            first = tx.one(
+                "SELECT id, upstream_id FROM tasks WHERE cache_key = ? AND group_name = ? "
+                "AND created_at >= ? AND cached_from IS NULL "
+                "AND state IN ('sending', 'open', 'done') ORDER BY created_at LIMIT 1",
+                (cache_key, key.group, now - group[2]),
+            )
+            if first is not None:
+                tx.run(
+                    "INSERT INTO tasks (id, key_name, group_name, endpoint, upstream_id, state, "
+                    "charged, cache_key, cached_from, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, 'open', 0, ?, ?, ?)",
+                    (task_id, key.name, key.group, endpoint, first[1], cache_key, first[0], now),
+                )
+                return Reservation(task_id, cached=True)
+        for kind in KINDS:
+            cost = amounts.get(kind) or 0
+            checks = [("your key", key.caps, key.held)]
+            if group is not None:
+                checks.append((f"the group {key.group}", group[0], group[1]))
+            for who, caps, held in checks:
+                cap = caps[kind]
+                if cap is not None and amounts.get(kind) is None:
+                    raise _uncountable(endpoint, kind)
+                if cap is not None and held[kind] + cost > cap:
+                    name = "money" if kind == "money" else kind.replace("_", " ")
+                    raise refusal(
+                        402,
+                        "BUDGET_EXCEEDED",
+                        f"Budget exceeded: this create costs {plain_amount(cost / 1e6)} {name}; "
+                        f"{_left_text(who, caps, held, kind)}. Nothing was sent",
+                    )
+        counted = {k: amounts.get(k) or 0 for k in KINDS}
+        _add_held(tx, "keys", key.name, counted, +1)
+        if key.group:
+            _add_held(tx, "groups", key.group, counted, +1)
+        tx.run(
+            f"INSERT INTO tasks (id, key_name, group_name, endpoint, state, charged, cache_key, "
+            f"created_at, {_AMT}) VALUES (?, ?, ?, ?, 'sending', 1, ?, ?, "
+            + ", ".join("?" for _ in KINDS)
+            + ")",
+            (task_id, key.name, key.group, endpoint, cache_key, now, *(counted[k] for k in KINDS)),
+        )
+        return Reservation(task_id)
+
+    result: Reservation = db.run(work)
+    return result
+
+
+def mark_open(db: Database, task_id: str, upstream_id: str) -> None:
+    """Upstream made the task: it is open, its reservation holds until it ends."""
+    db.run(
+        lambda tx: tx.run(
+            "UPDATE tasks SET upstream_id = ?, state = 'open' WHERE id = ? AND state = 'sending'",
+            (upstream_id, task_id),
+        )
+    )
+
+
+def mark_unknown(db: Database, task_id: str, why: str) -> None:
+    """Upstream may or may not have made it (a timeout, a 5xx): it stays reserved."""
+    db.run(
+        lambda tx: tx.run(
+            "UPDATE tasks SET state = 'unknown', error = ? WHERE id = ? AND state = 'sending'",
+            (why[:500], task_id),
+        )
+    )
+
+
+def release(db: Database, task_id: str, state: str, why: str = "") -> bool:
+    """End the task as ``state`` and give back what it held (upstream refused the create,
+    or the task failed). Idempotent: only the first call gives back; whether it did."""
+
+    def work(tx: Tx) -> bool:
+        row = tx.one(
+            f"SELECT key_name, group_name, charged, {_AMT} FROM tasks WHERE id = ? {{lock}}",
+            (task_id,),
+        )
+        if row is None:
+            return False
+        if not row[2]:  # a demo-cache answer holds nothing: only its state changes
+            tx.run(
+                "UPDATE tasks SET state = ?, settled_at = ? WHERE id = ? AND settled_at IS NULL",
+                (state, time.time(), task_id),
+            )
+            return False
+        amounts = dict(zip(KINDS, (int(v) for v in row[3:]), strict=True))
+        _add_held(tx, "keys", row[0], amounts, -1)
+        if row[1]:
+            _add_held(tx, "groups", row[1], amounts, -1)
+        tx.run(
+            "UPDATE tasks SET state = ?, charged = 0, error = ?, settled_at = ? WHERE id = ?",
+            (state, why[:500] or None, time.time(), task_id),
+        )
+        return True
+
+    done: bool = db.run(work)
+    return done
+
+
+def settle(db: Database, task_id: str, outcome: str, error: str | None = None) -> None:
+    """The task ended: ``done`` and ``cancelled`` stay charged, ``failed`` is released."""
+    if outcome == "failed":
+        release(db, task_id, "failed", error or "failed")
+        return
+    db.run(
+        lambda tx: tx.run(
+            "UPDATE tasks SET state = ?, error = ?, settled_at = ? "
+            "WHERE id = ? AND state IN ('open', 'cancelling', 'unknown')",
+            (outcome, error, time.time(), task_id),
+        )
+    )
+
+
+def outcome_of(body: Any, state: str) -> str | None:
+    """How a task in ``state`` ended by its upstream status ``body``: ``done``, ``failed``,
+    ``cancelled`` (it failed after we asked upstream to cancel it), or None: not ended."""
+    if not isinstance(body, dict) or body.get("status") != "COMPLETED":
+        return None
+    if state not in ("open", "cancelling", "unknown"):
+        return None
+    if not body.get("error"):
+        return "done"
+    return "cancelled" if state == "cancelling" else "failed"
+
+
+def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
+    """The teacher's word on a create whose outcome was unknown: upstream ``made`` it
+    (it stays charged, as ``done``) or not (released). Whether the task was unknown."""
+    if _state_of(db, task_id) != "unknown":
+        return False
+    if not made:
+        return release(db, task_id, "not_made", "upstream did not make it (the teacher)")
+    changed: int = db.run(
+        lambda tx: tx.run(
+            "UPDATE tasks SET state = 'done', settled_at = ? WHERE id = ? AND state = 'unknown'",
+            (time.time(), task_id),
+        )
+    )
+    return bool(changed)
+
+
+def _state_of(db: Database, task_id: str) -> str | None:
+    row = db.run(lambda tx: tx.one("SELECT state FROM tasks WHERE id = ?", (task_id,)), write=False)
+    return None if row is None else str(row[0])
+
+
+def tasks_of(
+    db: Database, *, state: str | None = None, key: str | None = None
+) -> list[dict[str, Any]]:
+    """Tasks, newest first (at most 1000), as the teacher's ``tasks`` command lists them."""
+    where, params = [], []
+    if state:
+        where.append("state = ?")
+        params.append(state)
+    if key:
+        where.append("key_name = ?")
+        params.append(key)
+    clause = (" WHERE " + " AND ".join(where)) if where else ""
+    rows = db.run(
+        lambda tx: tx.rows(
+            "SELECT id, key_name, endpoint, state, charged, error, created_at, settled_at, "
+            f"cached_from FROM tasks{clause} ORDER BY created_at DESC LIMIT 1000",
+            params,
+        ),
+        write=False,
+    )
+    names = (
+        "id",
+        "key",
+        "endpoint",
+        "state",
+        "charged",
+        "error",
+        "created_at",
+        "settled_at",
+        "cached_from",
+    )
+    return [dict(zip(names, row, strict=True)) | {"charged": bool(row[4])} for row in rows]
+
+
+#: a task as a follow-up needs it: id, endpoint, upstream id (a demo-cache answer's is its
+#: first task's, known once upstream answered that one), state, charged, and the state of
+#: the first task of a demo-cache answer, and the state of
+#: the first task of a demo-cache answer
+_TASK_FIELDS = (
+    "t.id, t.endpoint, COALESCE(t.upstream_id, src.upstream_id), t.state, t.charged, src.state"
+)
+
+
+def caller_and_task(
+    db: Database, token: str, endpoint: str, task_id: str
+) -> tuple[KeyRecord | None, tuple[Any, ...] | None]:
+    """The key whose token this is and its task ``task_id`` of ``endpoint`` (None when the
+    key has no such task), in one query: a status poll's one read."""
+    fields = ", ".join(f"k.{name}" for name in KEY_FIELDS)
+    row = db.run(
+        lambda tx: tx.one(
+            f"SELECT {fields}, {_TASK_FIELDS} FROM keys k "
+            "LEFT JOIN tasks t ON t.key_name = k.name AND t.id = ? AND t.endpoint = ? "
+            "LEFT JOIN tasks src ON src.id = t.cached_from WHERE k.token_hash = ?",
+            (task_id, endpoint, hash_token(token)),
+        ),
+        write=False,
+    )
+    if row is None:
+        return None, None
+    n = len(KEY_FIELDS)
+    task = tuple(row[n:])
+    return KeyRecord.from_row(row[:n]), (task if task[0] is not None else None)

@@ -1,0 +1,289 @@
+"""``genwidgets serve``: run the class gateway, and manage its keys, groups and usage.
+
+The teacher's upstream key comes from ``GENWIDGETS_UPSTREAM_KEY`` (or
+``GENWIDGETS_API_KEY``) or a prompt, never from a flag, which would show in ``ps`` and in
+the shell's history. A student's key is printed once, when made or rotated
+(docs/decisions.md#serve-keys).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import getpass
+import html
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .._config import DEMO_KEY, Secret
+from ..errors import GenwidgetsError
+from .budgets import resolve_unknown, tasks_of
+from .config import ServeConfig
+from .db import Database
+from .keys import add_group, add_key, list_keys, revoke_key, rotate_key, set_caps
+from .upstream import Upstream
+from .usage import usage, usage_csv
+
+__all__ = ["add_serve_arguments", "serve"]
+
+ENV_UPSTREAM_KEY = "GENWIDGETS_UPSTREAM_KEY"
+ENV_DATABASE = "GENWIDGETS_SERVE_DATABASE"
+DEFAULT_DATABASE = "genwidgets-class.db"
+#: ``--upstream simulator``: the embedded simulator with its demo key, to try it out
+SIMULATOR = "simulator"
+
+
+def _caps(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget", type=float, help="a cap in money (needs --prices on serve)")
+    parser.add_argument("--tasks", type=float, help="a cap on tasks")
+    parser.add_argument("--images", type=float, help="a cap on billed images")
+    parser.add_argument("--prompts", type=float, help="a cap on billed imgM prompts")
+    parser.add_argument("--video-seconds", type=float, help="a cap on billed video seconds")
+    parser.add_argument("--speech-characters", type=float, help="a cap on speech characters")
+
+
+def _caps_of(args: argparse.Namespace) -> dict[str, float | None]:
+    return {
+        "money": args.budget,
+        "tasks": args.tasks,
+        "images": args.images,
+        "prompts": args.prompts,
+        "video_seconds": args.video_seconds,
+        "speech_characters": args.speech_characters,
+    }
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database",
+        default=os.environ.get(ENV_DATABASE, DEFAULT_DATABASE),
+        help=f"a SQLite file or postgresql://... (default {DEFAULT_DATABASE})",
+    )
+    parser.add_argument("--upstream", help=f"the gateway to forward to, or '{SIMULATOR}'")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=8766, help="port (0: a free one)")
+    parser.add_argument("--prices", help="a JSON price table: {endpoint: {'per_image': 0.04}}")
+    parser.add_argument(
+        "--max-running", type=int, default=8, help="unfinished tasks per key (0: no cap)"
+    )
+    parser.add_argument(
+        "--rate", type=float, default=20.0, help="requests a second per key (0: no cap)"
+    )
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait upstream")
+    parser.add_argument(
+        "--upstream-rate",
+        type=float,
+        default=0.0,
+        help="creates a second sent upstream, in turn by key (0: no cap)",
+    )
+    parser.add_argument(
+        "--prefix",
+        default=os.environ.get("JUPYTERHUB_SERVICE_PREFIX", ""),
+        help="a path to serve under (default: JupyterHub's service prefix)",
+    )
+    commands = parser.add_subparsers(dest="serve_command", metavar="COMMAND")
+    keys = commands.add_parser("keys", help="add, list, revoke, rotate students' keys")
+    actions = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    add = actions.add_parser("add", help="make a key; its token is shown once")
+    add.add_argument("name")
+    _caps(add)
+    add.add_argument("--group", help="the group (class) it spends from too")
+    add.add_argument("--endpoints", help="comma-separated endpoints it may use (default: all)")
+    add.add_argument("--expires", help="an ISO date or time after which it stops working")
+    add.add_argument("--admin", action="store_true", help="an admin key (the /admin page)")
+    add.add_argument("--max-running", type=int, help="its own cap on unfinished tasks")
+    add.add_argument("--json", action="store_true", help="print JSON")
+    change = actions.add_parser("set", help="change a key's caps (raise or lower its budget)")
+    change.add_argument("name")
+    _caps(change)
+    for name, text in (("revoke", "stop a key at once"), ("rotate", "a new token, same budget")):
+        action = actions.add_parser(name, help=text)
+        action.add_argument("name")
+        action.add_argument("--json", action="store_true", help="print JSON")
+    actions.add_parser("list", help="every key (never a token)").add_argument(
+        "--json", action="store_true", help="print JSON"
+    )
+    roster = actions.add_parser("roster", help="a key per row of a CSV with a 'name' column")
+    roster.add_argument("csv", help="the roster")
+    roster.add_argument("--out", required=True, help="folder for keys.csv and handout.html")
+    roster.add_argument("--url", default="", help="the class gateway's address for the handout")
+    roster.add_argument("--group")
+    _caps(roster)
+    groups = commands.add_parser("groups", help="make a group or change its caps")
+    groups.add_argument("name")
+    _caps(groups)
+    groups.add_argument(
+        "--cache-seconds",
+        type=int,
+        default=0,
+        help="answer identical seeded creates from the first for this long",
+    )
+    tasks = commands.add_parser("tasks", help="list tasks; settle a create of unknown outcome")
+    tasks.add_argument("--state", help="only this state (unknown, open, done, failed, ...)")
+    tasks.add_argument("--key", help="only this key's")
+    tasks.add_argument("--settle", metavar="TASK_ID", help="settle this unknown create...")
+    made = tasks.add_mutually_exclusive_group()
+    made.add_argument("--made", action="store_true", help="...upstream made it: stays charged")
+    made.add_argument("--not-made", action="store_true", help="...it did not: released")
+    tasks.add_argument("--json", action="store_true", help="print JSON")
+    report = commands.add_parser("usage", help="spend against budget per key")
+    report.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _expiry(text: str | None) -> float | None:
+    if not text:
+        return None
+    when = datetime.datetime.fromisoformat(text)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return when.timestamp()
+
+
+def _say(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
+    print(json.dumps(data) if getattr(args, "json", False) else text)
+
+
+def _keys(db: Database, args: argparse.Namespace) -> int:
+    action = args.keys_command
+    if action == "add":
+        endpoints = [e.strip() for e in args.endpoints.split(",")] if args.endpoints else None
+        token = add_key(
+            db,
+            args.name,
+            _caps_of(args),
+            group=args.group,
+            endpoints=endpoints,
+            expires_at=_expiry(args.expires),
+            admin=args.admin,
+            max_running=args.max_running,
+        )
+        _say(
+            args,
+            {"name": args.name, "key": token},
+            f"{args.name}: {token}\n(shown once: only its hash is kept)",
+        )
+    elif action == "set":
+        set_caps(db, args.name, _caps_of(args))
+        _say(args, {"name": args.name}, f"{args.name}: caps changed")
+    elif action == "rotate":
+        token = rotate_key(db, args.name)
+        _say(args, {"name": args.name, "key": token}, f"{args.name}: {token}\n(shown once)")
+    elif action == "revoke":
+        revoke_key(db, args.name)
+        _say(args, {"name": args.name, "revoked": True}, f"{args.name}: revoked")
+    elif action == "list":
+        found = [k.describe() for k in list_keys(db)]
+        lines = [
+            f"{k['name']}\t{k['group'] or '-'}\t{'revoked' if k['revoked'] else 'active'}\t"
+            f"caps {k['caps']}\theld {k['held']}"
+            for k in found
+        ]
+        _say(args, {"keys": found}, "\n".join(lines) or "no keys")
+    else:
+        return _roster(db, args)
+    return 0
+
+
+def _roster(db: Database, args: argparse.Namespace) -> int:
+    """A key per roster row; keys.csv (name, key) and a printable handout, both new files."""
+    with open(args.csv, newline="", encoding="utf-8") as handle:
+        names = [row["name"].strip() for row in csv.DictReader(handle) if row.get("name")]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    made = [(name, add_key(db, name, _caps_of(args), group=args.group)) for name in names]
+    made_file = os.open(out / "keys.csv", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(made_file, "w", newline="", encoding="utf-8") as handle:  # only its owner reads
+        writer = csv.writer(handle)
+        writer.writerow(["name", "key"])
+        writer.writerows(("'" + n if n[:1] in "=+-@" else n, k) for n, k in made)
+    cards = "".join(
+        f"<div class='card'><h2>{html.escape(n)}</h2><p>GENWIDGETS_BASE_URL="
+        f"{html.escape(args.url)}</p><p>GENWIDGETS_API_KEY=<code>{html.escape(k)}</code></p></div>"
+        for n, k in made
+    )
+    page = (
+        "<!doctype html><meta charset='utf-8'><title>Class keys</title><style>.card{"
+        "border:1px dashed #999;padding:8px;margin:8px;page-break-inside:avoid}</style>" + cards
+    )
+    handout = os.open(out / "handout.html", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(handout, "w", encoding="utf-8") as handle:
+        handle.write(page)
+    print(f"{len(made)} keys made: {out / 'keys.csv'}, {out / 'handout.html'} (keep them private)")
+    return 0
+
+
+def _tasks(db: Database, args: argparse.Namespace) -> int:
+    if args.settle:
+        if not (args.made or args.not_made):
+            raise GenwidgetsError("say what upstream did: --made or --not-made")
+        if not resolve_unknown(db, args.settle, made=args.made):
+            raise GenwidgetsError(f"no task {args.settle!r} whose outcome is unknown")
+        _say(args, {"id": args.settle, "made": args.made}, f"{args.settle}: settled")
+        return 0
+    found = tasks_of(db, state=args.state, key=args.key)
+    lines = [f"{t['id']}\t{t['key']}\t{t['endpoint']}\t{t['state']}" for t in found]
+    _say(args, {"tasks": found}, "\n".join(lines) or "no tasks")
+    return 0
+
+
+def _upstream_key(upstream: str) -> Secret:
+    if upstream == SIMULATOR:
+        return Secret(DEMO_KEY)
+    value = os.environ.get(ENV_UPSTREAM_KEY) or os.environ.get("GENWIDGETS_API_KEY")
+    if not value and sys.stdin.isatty():
+        value = getpass.getpass("the upstream gateway's API key (not echoed): ")
+    if not value:
+        raise GenwidgetsError(f"no upstream key: set {ENV_UPSTREAM_KEY} (never a flag)")
+    return Secret(value)
+
+
+def _run(db: Database, args: argparse.Namespace) -> int:
+    from ..simulator.server import embedded  # lazy: only `--upstream simulator` starts one
+    from .server import ClassServer  # lazy: uvicorn loads only to serve
+
+    if not args.upstream:
+        raise GenwidgetsError(f"say where to forward: --upstream URL (or '{SIMULATOR}')")
+    url = embedded().base_url if args.upstream == SIMULATOR else args.upstream
+    prices = json.loads(Path(args.prices).read_text(encoding="utf-8")) if args.prices else {}
+    config = ServeConfig(
+        upstream=Upstream(url, _upstream_key(args.upstream), timeout=args.timeout),
+        database=db,
+        prices=prices,
+        max_running=args.max_running or None,
+        rate=args.rate or None,
+        prefix=args.prefix,
+        upstream_rate=args.upstream_rate or None,
+    )
+    server = ClassServer(config, host=args.host, port=args.port)
+    ready = lambda: print(f"genwidgets serve: {server.base_url} -> {url}", flush=True)  # noqa: E731
+    server.serve_forever(on_ready=ready)
+    return 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    """``genwidgets serve ...``; the exit status."""
+    db = Database(args.database)
+    try:
+        db.migrate()
+        if args.serve_command == "keys":
+            return _keys(db, args)
+        if args.serve_command == "groups":
+            add_group(db, args.name, _caps_of(args), cache_seconds=args.cache_seconds)
+            print(f"group {args.name}: saved")
+            return 0
+        if args.serve_command == "tasks":
+            return _tasks(db, args)
+        if args.serve_command == "usage":
+            report = usage(db)
+            print(json.dumps(report, indent=2) if args.json else usage_csv(report), end="")
+            return 0
+        return _run(db, args)
+    except (GenwidgetsError, OSError, ValueError) as exc:
+        print(f"genwidgets serve: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        db.close()

@@ -1,0 +1,53 @@
+"""One class gateway's settings and the state one server process holds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..simulator.faults import RateLimiter
+from .db import Database
+from .fairshare import FairGate
+from .upstream import Upstream
+
+__all__ = ["MAX_BODY", "ServeConfig", "ServeState"]
+
+#: the largest create body read (spec section 8: 64 MB for the vidA endpoints)
+MAX_BODY = 64 * 1024 * 1024
+
+
+@dataclass
+class ServeConfig:
+    """How one class gateway runs: its upstream and store, its prices and fair share.
+
+    ``max_running``: tasks a key may have unfinished at once (None: no cap; a key's own
+    setting wins). ``rate``: requests per second per key, in this process (None: none).
+    ``sweep_every``: how often unfinished tasks nobody polls are asked about upstream,
+    so they settle (a failed one gives its reservation back) and free their key's place.
+    """
+
+    upstream: Upstream
+    database: Database
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    max_running: int | None = 8
+    rate: float | None = 20.0
+    max_body: int = MAX_BODY
+    #: seconds between two looks upstream at the tasks nobody polls (0: no sweep)
+    sweep_every: float = 5.0
+    #: creates a second sent upstream from this process, in turn by key (None: no cap)
+    upstream_rate: float | None = None
+    #: seconds a create waits for its turn before a 429
+    queue_wait: float = 30.0
+    #: a path every route sits under, as behind JupyterHub's proxy (``/services/class/``)
+    prefix: str = ""
+
+
+class ServeState:
+    """What one server process holds besides the database."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.limiter = RateLimiter(config.rate)
+        self.gate = FairGate(config.upstream_rate, config.queue_wait)
+        #: monotonic time before which upstream said it is rate-limiting us (its 429)
+        self.upstream_free_at = 0.0

@@ -1,0 +1,239 @@
+"""The class gateway's storage: one small layer over SQLite (a file, the default) and
+PostgreSQL (``postgresql://...``, for several server processes on one database).
+
+SQL is written once with ``?`` placeholders and ``{lock}`` after a row read that a
+write transaction will change: PostgreSQL gets ``%s`` and ``FOR UPDATE``, SQLite holds
+the whole database from ``BEGIN IMMEDIATE`` on, so a read there is already locked.
+Each thread keeps its own connection. The schema is versioned (:data:`MIGRATIONS`,
+applied in order under a lock by :meth:`Database.migrate`):
+docs/decisions.md#serve-storage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ServeError
+
+__all__ = ["KINDS", "MIGRATIONS", "SCALE", "Database", "Tx", "storage_error"]
+
+#: what a budget caps, in the order columns are named: money and the billed kinds
+#: of :data:`genwidgets.lab.cost.UNITS`
+KINDS = ("money", "tasks", "images", "prompts", "video_seconds", "speech_characters")
+#: every amount is stored as a whole number of millionths: sums and caps compare exactly
+SCALE = 1_000_000
+#: times a PostgreSQL transaction is tried again after a deadlock or a serialization failure
+RETRIES = 8
+_BUSY_MS = 60_000
+
+_CAPS = ", ".join(f"cap_{k} BIGINT" for k in KINDS)
+_HELD = ", ".join(f"held_{k} BIGINT NOT NULL DEFAULT 0" for k in KINDS)
+_AMOUNTS = ", ".join(f"amt_{k} BIGINT NOT NULL DEFAULT 0" for k in KINDS)
+
+#: (version, statements): each version applied once, in one transaction, in order
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            f"""CREATE TABLE groups (
+                name TEXT PRIMARY KEY, created_at DOUBLE PRECISION NOT NULL,
+                cache_seconds BIGINT NOT NULL DEFAULT 0, {_CAPS}, {_HELD})""",
+            f"""CREATE TABLE keys (
+                name TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE,
+                group_name TEXT REFERENCES groups(name), endpoints TEXT,
+                expires_at DOUBLE PRECISION, revoked_at DOUBLE PRECISION,
+                admin INTEGER NOT NULL DEFAULT 0, max_running BIGINT,
+                created_at DOUBLE PRECISION NOT NULL, {_CAPS}, {_HELD})""",
+            f"""CREATE TABLE tasks (
+                id TEXT PRIMARY KEY, key_name TEXT NOT NULL REFERENCES keys(name),
+                group_name TEXT, endpoint TEXT NOT NULL, upstream_id TEXT,
+                state TEXT NOT NULL, charged INTEGER NOT NULL, cache_key TEXT,
+                cached_from TEXT, error TEXT, created_at DOUBLE PRECISION NOT NULL,
+                settled_at DOUBLE PRECISION, checked_at DOUBLE PRECISION, {_AMOUNTS})""",
+            "CREATE INDEX tasks_by_key ON tasks (key_name, state)",
+            "CREATE INDEX tasks_by_cache ON tasks (cache_key, created_at)",
+            "CREATE INDEX tasks_by_state ON tasks (state, checked_at)",
+        ),
+    ),
+)
+
+
+def storage_error(message: str) -> ServeError:
+    """The database cannot be reached or refused a statement; nothing was changed."""
+    return ServeError(message, status=503, code="STORAGE_UNAVAILABLE", retry_after=1.0)
+
+
+class Tx:
+    """One transaction's statements: ``?`` placeholders, rows as tuples."""
+
+    def __init__(self, cursor: Any, postgres: bool) -> None:
+        self._cursor, self._postgres = cursor, postgres
+
+    def sql(self, text: str) -> str:
+        lock = " FOR UPDATE" if self._postgres else ""
+        text = text.replace("{lock}", lock)
+        return text.replace("?", "%s") if self._postgres else text
+
+    def run(self, text: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement; the rows it changed."""
+        self._cursor.execute(self.sql(text), tuple(params))
+        return int(self._cursor.rowcount)
+
+    def rows(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self._cursor.execute(self.sql(text), tuple(params))
+        return [tuple(row) for row in self._cursor.fetchall()]
+
+    def one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        found = self.rows(text, params)
+        return found[0] if found else None
+
+
+class Database:
+    """A SQLite file (a path or ``sqlite:///path``) or a PostgreSQL URL."""
+
+    def __init__(self, url: str | Path) -> None:
+        text = str(url)
+        self.postgres = text.startswith(("postgresql://", "postgres://"))
+        self.url = text
+        self.path = None if self.postgres else Path(text.removeprefix("sqlite:///"))
+        self._local = threading.local()
+        self._all: list[Any] = []
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        # a PostgreSQL URL may carry a password: name the kind and the place only
+        where = self.url.rpartition("@")[2] if self.postgres else str(self.path)
+        return f"<Database {'postgresql' if self.postgres else 'sqlite'} {where}>"
+
+    def _connect(self) -> Any:
+        try:
+            if self.postgres:
+                import psycopg  # lazy: PostgreSQL is an extra (genwidgets[serve])
+
+                return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            assert self.path is not None
+            conn = sqlite3.connect(
+                self.path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
+            )
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
+            for attempt in range(RETRIES * 10):
+                try:  # switching a new file to WAL can meet another connection's lock
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if not _retryable(exc) or attempt + 1 == RETRIES * 10:
+                        raise
+                    time.sleep(0.02)
+            conn.execute("PRAGMA foreign_keys = ON")
+            return conn
+        except ImportError as exc:
+            raise storage_error(
+                "PostgreSQL needs the psycopg driver: pip install 'genwidgets[serve]'"
+            ) from exc
+        except Exception as exc:
+            raise storage_error(f"cannot open the database {self!r}: {exc}") from exc
+
+    def _connection(self) -> Any:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def _drop(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[Tx]:
+        """One transaction; ``write`` takes SQLite's write lock at once (BEGIN
+        IMMEDIATE), so a read inside it sees no other writer until the commit."""
+        conn = self._connection()
+        try:
+            if self.postgres:
+                with conn.transaction(), conn.cursor() as cursor:
+                    yield Tx(cursor, True)
+                return
+            cursor = conn.cursor()
+            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield Tx(cursor, False)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except (sqlite3.Error, OSError) as exc:
+            self._drop()
+            raise storage_error(f"the database {self!r} failed: {exc}") from exc
+        except Exception as exc:
+            if self.postgres and _is_postgres_error(exc):
+                if not _retryable(exc):
+                    self._drop()
+                raise storage_error(f"the database {self!r} failed: {exc}") from exc
+            raise
+
+    def run(self, work: Any, *, write: bool = True) -> Any:
+        """``work(tx)`` in one transaction, tried again on PostgreSQL after a deadlock
+        or a serialization failure (the work must only touch the database)."""
+        for attempt in range(RETRIES):
+            try:
+                with self.transaction(write=write) as tx:
+                    return work(tx)
+            except ServeError as exc:
+                if attempt + 1 < RETRIES and _retryable(exc.__cause__):
+                    time.sleep(0.01 * (attempt + 1))
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def migrate(self) -> int:
+        """Bring the schema to the newest version; the version now."""
+
+        def work(tx: Tx) -> int:
+            if self.postgres:
+                tx.run("SELECT pg_advisory_xact_lock(4141)")
+            tx.run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = tx.one("SELECT MAX(version) FROM schema_version")
+            version = int(row[0]) if row and row[0] is not None else 0
+            for number, statements in MIGRATIONS:
+                if number > version:
+                    for statement in statements:
+                        tx.run(statement)
+                    tx.run("INSERT INTO schema_version (version) VALUES (?)", (number,))
+                    version = number
+            return version
+
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        return int(self.run(work))
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()
+        self._local = threading.local()
+
+
+def _is_postgres_error(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith("psycopg")
+
+
+def _retryable(exc: BaseException | None) -> bool:
+    """A deadlock or a serialization failure: the transaction may simply be run again
+    (SQLite says "database is locked" at once, without waiting, where waiting could
+    deadlock: two connections of a file still switching to WAL)."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return "locked" in str(exc) or "busy" in str(exc)
+    return getattr(exc, "sqlstate", None) in {"40001", "40P01"}

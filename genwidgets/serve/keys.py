@@ -1,0 +1,267 @@
+"""Students' keys and their groups: minted, listed, revoked, rotated, looked up.
+
+A key is ``gwc_`` and 43 characters of ``secrets.token_urlsafe(32)`` (256 random bits).
+It is shown once, when made or rotated; the database keeps its SHA-256, which a lookup
+finds by index. A fast hash is enough here because nobody can guess 256 random bits,
+unlike a password: docs/decisions.md#serve-keys. Amounts are stored in millionths
+(:data:`~.db.SCALE`) and given and shown in plain units.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ServeError
+from .db import KINDS, SCALE, Database, Tx
+
+__all__ = [
+    "KEY_FIELDS",
+    "KeyRecord",
+    "add_group",
+    "add_key",
+    "find_key",
+    "group_names",
+    "hash_token",
+    "key_error",
+    "key_named",
+    "list_keys",
+    "revoke_key",
+    "rotate_key",
+    "set_caps",
+    "to_stored",
+    "to_units",
+]
+
+PREFIX = "gwc_"
+#: a key's columns in the order :meth:`KeyRecord.from_row` reads them
+KEY_FIELDS = (
+    ["name", "group_name", "endpoints", "expires_at", "revoked_at", "admin", "max_running"]
+    + [f"cap_{k}" for k in KINDS]
+    + [f"held_{k}" for k in KINDS]
+)
+_KEY_SELECT = f"SELECT {', '.join(KEY_FIELDS)} FROM keys"
+
+
+def key_error(message: str) -> ServeError:
+    """A key or group command that cannot be done (a name taken, unknown, a bad cap)."""
+    return ServeError(message, status=400, code="KEY_COMMAND")
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def to_stored(amount: float | None) -> int | None:
+    """A plain amount (5.00, 200) as whole millionths; None stays None (no cap)."""
+    return None if amount is None else round(amount * SCALE)
+
+
+def to_units(stored: int | None) -> float | None:
+    return None if stored is None else stored / SCALE
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """One key as stored (never its token): its caps and what it holds, in millionths."""
+
+    name: str
+    group: str | None
+    endpoints: tuple[str, ...] | None
+    expires_at: float | None
+    revoked_at: float | None
+    admin: bool
+    max_running: int | None
+    caps: dict[str, int | None] = field(default_factory=dict)
+    held: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> KeyRecord:
+        n = len(KINDS)
+        caps = dict(zip(KINDS, row[7 : 7 + n], strict=True))
+        held = {k: int(v) for k, v in zip(KINDS, row[7 + n : 7 + 2 * n], strict=True)}
+        endpoints = tuple(row[2].split(",")) if row[2] else None
+        return cls(row[0], row[1], endpoints, row[3], row[4], bool(row[5]), row[6], caps, held)
+
+    def refusal(self, now: float | None = None) -> str | None:
+        """Why this key may not be used now, or None."""
+        if self.revoked_at is not None:
+            return "this key was revoked; ask your teacher for a new one"
+        if self.expires_at is not None and (now or time.time()) >= self.expires_at:
+            return "this key has expired; ask your teacher for a new one"
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """What ``keys list`` and ``usage`` show: plain amounts, never a token."""
+        return {
+            "name": self.name,
+            "group": self.group,
+            "endpoints": list(self.endpoints) if self.endpoints else None,
+            "expires_at": self.expires_at,
+            "revoked": self.revoked_at is not None,
+            "admin": self.admin,
+            "max_running": self.max_running,
+            "caps": {k: to_units(v) for k, v in self.caps.items() if v is not None},
+            "held": {k: to_units(v) for k, v in self.held.items() if v},
+        }
+
+
+def _check_caps(caps: Mapping[str, float | None]) -> dict[str, int | None]:
+    stored: dict[str, int | None] = {}
+    for kind in KINDS:
+        value = caps.get(kind)
+        if value is not None and not value >= 0:
+            raise key_error(f"a cap is 0 or more, not {value!r} ({kind})")
+        stored[kind] = to_stored(value)
+    unknown = sorted(set(caps) - set(KINDS))
+    if unknown:
+        raise key_error(f"unknown cap(s) {', '.join(unknown)}; allowed: {', '.join(KINDS)}")
+    return stored
+
+
+def _mint() -> str:
+    return PREFIX + secrets.token_urlsafe(32)
+
+
+def add_group(
+    db: Database, name: str, caps: Mapping[str, float | None], *, cache_seconds: int = 0
+) -> None:
+    """Make the group ``name`` or change its caps and demo-cache window."""
+    stored = _check_caps(caps)
+
+    def work(tx: Tx) -> None:
+        sets = ", ".join(f"cap_{k} = ?" for k in KINDS)
+        values = [stored[k] for k in KINDS]
+        if tx.run(
+            f"UPDATE groups SET {sets}, cache_seconds = ? WHERE name = ?",
+            (*values, cache_seconds, name),
+        ):
+            return
+        columns = ", ".join(f"cap_{k}" for k in KINDS)
+        marks = ", ".join("?" for _ in KINDS)
+        tx.run(
+            f"INSERT INTO groups (name, created_at, cache_seconds, {columns}) "
+            f"VALUES (?, ?, ?, {marks})",
+            (name, time.time(), cache_seconds, *values),
+        )
+
+    db.run(work)
+
+
+def group_names(db: Database) -> list[str]:
+    return [r[0] for r in db.run(lambda tx: tx.rows("SELECT name FROM groups ORDER BY name"))]
+
+
+def add_key(
+    db: Database,
+    name: str,
+    caps: Mapping[str, float | None],
+    *,
+    group: str | None = None,
+    endpoints: Sequence[str] | None = None,
+    expires_at: float | None = None,
+    admin: bool = False,
+    max_running: int | None = None,
+) -> str:
+    """Make the key ``name``; its token, which is shown once and never stored."""
+    if not name or not name.strip() or len(name) > 100:
+        raise key_error(f"a key's name is 1 to 100 characters, not {name!r}")
+    stored = _check_caps(caps)
+    token = _mint()
+
+    def work(tx: Tx) -> None:
+        if tx.one("SELECT name FROM keys WHERE name = ?", (name,)):
+            raise key_error(f"a key named {name!r} exists; rotate or revoke it instead")
+        if group is not None and not tx.one("SELECT name FROM groups WHERE name = ?", (group,)):
+            tx.run("INSERT INTO groups (name, created_at) VALUES (?, ?)", (group, time.time()))
+        columns = ", ".join(f"cap_{k}" for k in KINDS)
+        marks = ", ".join("?" for _ in KINDS)
+        tx.run(
+            "INSERT INTO keys (name, token_hash, group_name, endpoints, expires_at, admin, "
+            f"max_running, created_at, {columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {marks})",
+            (
+                name,
+                hash_token(token),
+                group,
+                ",".join(endpoints) if endpoints else None,
+                expires_at,
+                int(admin),
+                max_running,
+                time.time(),
+                *(stored[k] for k in KINDS),
+            ),
+        )
+
+    db.run(work)
+    return token
+
+
+def find_key(db: Database, token: str) -> KeyRecord | None:
+    """The key whose token this is (revoked and expired ones too), or None."""
+    if not token.startswith(PREFIX):
+        return None
+    digest = hash_token(token)
+    row = db.run(lambda tx: tx.one(f"{_KEY_SELECT} WHERE token_hash = ?", (digest,)), write=False)
+    if row is None:
+        return None
+    return KeyRecord.from_row(row)
+
+
+def key_named(tx: Tx, name: str, *, lock: bool = False) -> KeyRecord | None:
+    row = tx.one(f"{_KEY_SELECT} WHERE name = ?" + (" {lock}" if lock else ""), (name,))
+    return None if row is None else KeyRecord.from_row(row)
+
+
+def list_keys(db: Database) -> list[KeyRecord]:
+    rows = db.run(lambda tx: tx.rows(f"{_KEY_SELECT} ORDER BY name"), write=False)
+    return [KeyRecord.from_row(r) for r in rows]
+
+
+def revoke_key(db: Database, name: str) -> None:
+    """Revoke ``name`` at once: its next request, a create already waiting too, is refused."""
+    done = db.run(
+        lambda tx: tx.run(
+            "UPDATE keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL",
+            (time.time(), name),
+        )
+    )
+    if not done:
+        raise key_error(f"no key named {name!r} that is not already revoked")
+
+
+def rotate_key(db: Database, name: str) -> str:
+    """A new token for ``name`` (its budget and tasks stay); the old one stops working. A
+    revoked key is usable again with its new token: rotating is how a leaked key is
+    replaced (docs/decisions.md#serve-keys)."""
+    token = _mint()
+    done = db.run(
+        lambda tx: tx.run(
+            "UPDATE keys SET token_hash = ?, revoked_at = NULL WHERE name = ?",
+            (hash_token(token), name),
+        )
+    )
+    if not done:
+        raise key_error(f"no key named {name!r}")
+    return token
+
+
+def set_caps(db: Database, name: str, caps: Mapping[str, float | None]) -> None:
+    """Change the caps of the key ``name`` that ``caps`` names (a raised or lowered budget);
+    the others stay. What it already holds stays held: a cap lowered below it refuses the
+    key's next create."""
+    stored = _check_caps(caps)
+    given = [k for k in KINDS if caps.get(k) is not None]
+    if not given:
+        raise key_error("say which caps to set (--budget, --images, ...)")
+    sets = ", ".join(f"cap_{k} = ?" for k in given)
+    done = db.run(
+        lambda tx: tx.run(
+            f"UPDATE keys SET {sets} WHERE name = ?", (*(stored[k] for k in given), name)
+        )
+    )
+    if not done:
+        raise key_error(f"no key named {name!r}")

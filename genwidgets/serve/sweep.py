@@ -1,0 +1,108 @@
+"""The sweep: tasks nobody polls still end upstream, and must settle (a failed one gives
+its reservation back, a finished one frees its key's place among ``max_running``).
+
+Every ``sweep_every`` seconds each server process claims a few unfinished tasks not
+looked at lately (``checked_at``) and asks upstream for their status. Several processes
+may sweep one database: the claim is an update, and settling is idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import ServeError
+from ..protocol.records import queue_url
+from .budgets import outcome_of, settle
+from .config import ServeState
+from .db import Database, Tx
+
+__all__ = ["claim", "sweep_once", "sweeping"]
+
+log = logging.getLogger("genwidgets.serve")
+#: tasks one sweep asks about, at most
+BATCH = 20
+#: seconds after which a create still ``sending`` is taken as one whose process stopped
+#: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
+STALE_SENDING = 600.0
+
+
+def claim(db: Database, older_than: float, now: float | None = None) -> list[tuple[Any, ...]]:
+    """Unfinished tasks not looked at since ``older_than`` seconds, marked as looked at:
+    (id, endpoint, upstream id, state)."""
+    now = time.time() if now is None else now
+
+    def work(tx: Tx) -> list[tuple[Any, ...]]:
+        tx.run(  # a process that stopped between reserving and hearing upstream's answer
+            "UPDATE tasks SET state = 'unknown', error = ? WHERE state = 'sending' "
+            "AND created_at < ?",
+            ("the server stopped while sending this create", now - STALE_SENDING),
+        )
+        rows = tx.rows(
+            "SELECT id, endpoint, upstream_id, state FROM tasks WHERE state IN ('open', "
+            "'cancelling') AND upstream_id IS NOT NULL AND (checked_at IS NULL OR checked_at < ?) "
+            "ORDER BY checked_at LIMIT ?",
+            (now - older_than, BATCH),
+        )
+        for row in rows:
+            tx.run("UPDATE tasks SET checked_at = ? WHERE id = ?", (now, row[0]))
+        return rows
+
+    found: list[tuple[Any, ...]] = db.run(work)
+    return found
+
+
+async def sweep_once(state: ServeState) -> int:
+    """Ask upstream about the claimed tasks and settle those that ended; how many did."""
+    config = state.config
+    ended = 0
+    for task_id, endpoint, upstream_id, task_state in await run_in_threadpool(
+        claim, config.database, config.sweep_every
+    ):
+        try:
+            answer = await config.upstream.send(
+                "GET", queue_url("", endpoint, upstream_id) + "/status"
+            )
+        except ServeError:
+            return ended  # upstream down: try again next time
+        outcome = outcome_of(answer.body, task_state)
+        if outcome is not None:
+            error = answer.body.get("error")
+            await run_in_threadpool(
+                settle, config.database, task_id, outcome, str(error)[:500] if error else None
+            )
+            ended += 1
+    return ended
+
+
+def sweeping(state: ServeState) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:
+    """The app's lifespan: sweep in the background while it serves."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        every = state.config.sweep_every
+        task = asyncio.get_running_loop().create_task(_loop(state)) if every > 0 else None
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    return lifespan
+
+
+async def _loop(state: ServeState) -> None:
+    while True:
+        await asyncio.sleep(state.config.sweep_every)
+        try:
+            await sweep_once(state)
+        except ServeError as exc:
+            log.warning("the sweep could not read the database: %s", exc)

@@ -1,0 +1,177 @@
+"""What each student spent against their budget: the teacher's view, as JSON rows
+(``genwidgets serve usage --json``, ``/admin/usage.json``), CSV and an HTML table.
+
+``held`` is what counts against the caps: ``spent`` (tasks ended and charged) plus
+``reserved`` (tasks sent or unknown, not yet ended). Cells that could be read as a
+formula by a spreadsheet are quoted (docs/decisions.md#serve-admin).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from typing import Any
+
+from .db import KINDS, Database, Tx
+from .keys import list_keys, to_units
+
+__all__ = ["usage", "usage_csv", "usage_html"]
+
+_ENDED = ("done", "cancelled")
+_COUNT_COLUMNS = (
+    "COUNT(*), SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN cached_from IS NOT NULL THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN state = 'unknown' THEN 1 ELSE 0 END)"
+)
+
+
+def _spent(tx: Tx) -> dict[str, dict[str, Any]]:
+    sums = ", ".join(
+        f"SUM(CASE WHEN charged = 1 AND state IN ('done', 'cancelled') THEN amt_{k} ELSE 0 END)"
+        for k in KINDS
+    )
+    found: dict[str, dict[str, Any]] = {}
+    for row in tx.rows(f"SELECT key_name, {_COUNT_COLUMNS}, {sums} FROM tasks GROUP BY key_name"):
+        found[row[0]] = {
+            "tasks": int(row[1]),
+            "failed": int(row[2] or 0),
+            "cached": int(row[3] or 0),
+            "unknown": int(row[4] or 0),
+            "spent": {k: int(v or 0) for k, v in zip(KINDS, row[5:], strict=True)},
+        }
+    return found
+
+
+def usage(db: Database) -> dict[str, Any]:
+    """Every key (never a token) with its caps, held, spent and reserved amounts and its
+    task counts, and every group with its caps and held amounts."""
+    counts = db.run(_spent, write=False)
+    keys = []
+    for key in list_keys(db):
+        seen = counts.get(
+            key.name,
+            {"tasks": 0, "failed": 0, "cached": 0, "unknown": 0, "spent": dict.fromkeys(KINDS, 0)},
+        )
+        spent = seen["spent"]
+        keys.append(
+            {
+                **key.describe(),
+                "spent": {k: to_units(v) for k, v in spent.items() if v},
+                "reserved": {
+                    k: to_units(key.held[k] - spent[k]) for k in KINDS if key.held[k] - spent[k]
+                },
+                "tasks": seen["tasks"],
+                "failed": seen["failed"],
+                "cached": seen["cached"],
+                "unknown": seen["unknown"],
+            }
+        )
+    caps = ", ".join(f"cap_{k}" for k in KINDS)
+    held = ", ".join(f"held_{k}" for k in KINDS)
+    rows = db.run(
+        lambda tx: tx.rows(f"SELECT name, cache_seconds, {caps}, {held} FROM groups ORDER BY name"),
+        write=False,
+    )
+    n = len(KINDS)
+    groups = [
+        {
+            "name": r[0],
+            "cache_seconds": int(r[1]),
+            "caps": {
+                k: to_units(v) for k, v in zip(KINDS, r[2 : 2 + n], strict=True) if v is not None
+            },
+            "held": {k: to_units(v) for k, v in zip(KINDS, r[2 + n :], strict=True) if v},
+        }
+        for r in rows
+    ]
+    return {"keys": keys, "groups": groups}
+
+
+def _cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+COLUMNS = ("name", "group", "revoked", "tasks", "failed", "cached", "unknown")
+
+
+def usage_csv(report: dict[str, Any]) -> str:
+    """One row per key: the counts, then cap, spent and reserved per kind."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    header = [*COLUMNS, *(f"{what}_{k}" for k in KINDS for what in ("cap", "spent", "reserved"))]
+    writer.writerow(header)
+    for key in report["keys"]:
+        row = [key[c] for c in COLUMNS]
+        for kind in KINDS:
+            row += [key["caps"].get(kind), key["spent"].get(kind, 0), key["reserved"].get(kind, 0)]
+        writer.writerow([_cell(v) for v in row])
+    return out.getvalue()
+
+
+def _held_of_cap(held: float, cap: float | None) -> str:
+    return f"{held:g}" + (f" / {cap:g}" if cap is not None else "")
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> str:
+    top = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{top}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def usage_html(report: dict[str, Any]) -> str:
+    """The admin page: per key, spent and reserved against each cap, and the task counts;
+    per group, held against its caps (escaped text, no script)."""
+    keys = report["keys"]
+    shown = [
+        k
+        for k in KINDS
+        if any(k in key["caps"] or k in key["spent"] or k in key["reserved"] for key in keys)
+    ]
+    head = ["student", "group", "state", "tasks", "failed", "demo cache", "unknown"]
+    head += [f"{k.replace('_', ' ')}: held / cap" for k in shown]
+    rows = []
+    for key in keys:
+        state = "revoked" if key["revoked"] else "admin" if key["admin"] else "active"
+        row: list[Any] = [
+            key["name"],
+            key["group"] or "-",
+            state,
+            key["tasks"],
+            key["failed"],
+            key["cached"],
+            key["unknown"],
+        ]
+        for kind in shown:
+            held = key["spent"].get(kind, 0) + key["reserved"].get(kind, 0)
+            row.append(_held_of_cap(held, key["caps"].get(kind)))
+        rows.append(row)
+    groups = [
+        [
+            g["name"],
+            g["cache_seconds"] or "off",
+            "; ".join(
+                f"{k.replace('_', ' ')} {_held_of_cap(g['held'].get(k, 0), g['caps'].get(k))}"
+                for k in KINDS
+                if k in g["caps"] or k in g["held"]
+            )
+            or "-",
+        ]
+        for g in report["groups"]
+    ]
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>Class usage</title>"
+        "<meta http-equiv='refresh' content='10'>"
+        "<style>body{font-family:sans-serif;margin:1.5em}td,th{padding:3px 10px;"
+        "border-bottom:1px solid #ddd;text-align:left}th{background:#f4f4f4}</style>"
+        "</head><body><h1>Class usage</h1>"
+        "<p>Held is what counts against a cap: spent (tasks ended and charged) and reserved "
+        "(tasks not yet ended, or whose create had no answer). Refreshed every 10 s. "
+        "<a href='admin/usage.csv'>CSV</a> · <a href='admin/usage.json'>JSON</a></p>"
+        f"<h2>Students</h2>{_table(head, rows)}"
+        f"<h2>Groups</h2>{_table(['group', 'demo cache (s)', 'held / cap'], groups)}"
+        "</body></html>"
+    )

@@ -1,0 +1,402 @@
+"""The class gateway over a real simulator upstream: the queue protocol unchanged for a
+student's client, budgets in the gateway's own error shape, tasks kept apart by key,
+bad input typed, and nothing billed for a create that never reached upstream."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from serve_helpers import Class, wait_for
+
+import genwidgets as gw
+from genwidgets.cli import main
+from genwidgets.errors import GatewayError, RequestNotFound
+from genwidgets.serve.budgets import tasks_of
+from genwidgets.serve.keys import add_group, add_key, revoke_key
+from genwidgets.serve.usage import usage
+
+IMAGE = "genW2.5-t2i-preview"
+ONE = {"prompt": "a red fox", "n": 1}
+
+
+def key_usage(db: Any, name: str) -> dict[str, Any]:
+    return next(k for k in usage(db)["keys"] if k["name"] == name)
+
+
+def test_a_students_client_works_unchanged(make_class: Callable[..., Class]) -> None:
+    klass = make_class()
+    token = add_key(klass.db, "alice", {"images": 10})
+    with gw.Client(base_url=klass.server.base_url, api_key=token, ledger=False) as client:
+        job = client.submit(IMAGE, ONE)
+        result = job.result(timeout=120)
+    assert result.ok and result.outputs
+    assert job.request_id not in {t.request_id for t in klass.sim.state.scheduler.tasks.values()}
+    seen = key_usage(klass.db, "alice")
+    assert seen["spent"] == {"tasks": 1.0, "images": 1.0} and seen["reserved"] == {}
+
+
+def test_the_handle_status_result_and_cancel_speak_the_protocol(
+    make_class: Callable[..., Class],
+) -> None:
+    klass = make_class()
+    token = add_key(klass.db, "alice", {})
+    with klass.client(token) as api:
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        assert set(handle) >= {"request_id", "status_url", "response_url", "cancel_url"}
+        base = klass.server.base_url
+        assert handle["status_url"].startswith(f"{base}/v1/queue/{IMAGE}/requests/")
+        status = wait_for(
+            lambda: (s := api.get(handle["status_url"]).json())["status"] == "COMPLETED" and s,
+            what="the task to complete",
+        )
+        assert status["request_id"] == handle["request_id"]
+        result = api.get(handle["response_url"])
+        assert result.status_code == 200 and result.json()["outputs"]
+        late = api.put(handle["cancel_url"])
+        assert late.status_code == 400  # upstream's answer for a finished task, passed on
+    assert api.is_closed
+
+
+def test_another_keys_request_id_is_unknown(make_class: Callable[..., Class]) -> None:
+    klass = make_class()
+    alice, bob = add_key(klass.db, "alice", {}), add_key(klass.db, "bob", {})
+    with klass.client(alice) as a, klass.client(bob) as b:
+        handle = a.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        for method, url in (
+            ("GET", handle["status_url"]),
+            ("GET", handle["response_url"]),
+            ("PUT", handle["cancel_url"]),
+        ):
+            answer = b.request(method, url)
+            assert answer.status_code == 404 and answer.json() == {"detail": "Request not found"}
+        wrong_endpoint = handle["status_url"].replace(IMAGE, "imgG-1.5-edit")
+        assert a.get(wrong_endpoint).status_code == 404
+        assert a.get(handle["status_url"]).status_code == 200
+    with (
+        gw.Client(base_url=klass.server.base_url, api_key=bob, ledger=False) as client,
+        pytest.raises(RequestNotFound),
+    ):
+        client.job(IMAGE, handle["request_id"]).status()
+
+
+def test_over_budget_is_the_gateways_error_shape_saying_what_is_left(
+    make_class: Callable[..., Class],
+) -> None:
+    klass = make_class()
+    token = add_key(klass.db, "alice", {"images": 3})
+    with klass.client(token) as api:
+        assert api.post(f"/v1/queue/{IMAGE}", json={"prompt": "x", "n": 2}).status_code == 200
+        refused = api.post(f"/v1/queue/{IMAGE}", json={"prompt": "x", "n": 2})
+    assert refused.status_code == 402
+    body = refused.json()
+    assert set(body) == {"error", "request_id"} and body["error"]["code"] == "BUDGET_EXCEEDED"
+    assert "your key has 1 of 3 left" in body["error"]["message"]
+    assert klass.sim.state.stats["created"] == 1
+    with (
+        gw.Client(base_url=klass.server.base_url, api_key=token, ledger=False) as client,
+        pytest.raises(GatewayError, match="1 of 3 left"),
+    ):
+        client.submit(IMAGE, {"prompt": "x", "n": 2})
+
+
+@pytest.mark.parametrize(
+    ("content", "status", "says"),
+    [
+        (b"", 400, "empty"),
+        (b"{not json", 400, "not valid JSON"),
+        (b"[1, 2]", 400, "JSON object"),
+        (b"[" * 100_000, 400, "not valid JSON"),
+        (b'{"prompt": "x", "webhook_url": "http://x"}', 400, "webhook not supported"),
+    ],
+)
+def test_malformed_bodies_are_typed_and_bill_nothing(
+    make_class: Callable[..., Class], content: bytes, status: int, says: str
+) -> None:
+    klass = make_class()
+    token = add_key(klass.db, "alice", {"tasks": 5})
+    with klass.client(token) as api:
+        answer = api.post(f"/v1/queue/{IMAGE}", content=content)
+    assert answer.status_code == status and says in answer.json()["detail"]
+    assert key_usage(klass.db, "alice")["held"] == {}
+    assert klass.sim.state.stats["create"] == 0
+
+
+def test_an_oversized_body_is_refused_before_it_is_read(make_class: Callable[..., Class]) -> None:
+    klass = make_class(max_body=1000)
+    token = add_key(klass.db, "alice", {})
+    with klass.client(token) as api:
+        answer = api.post(f"/v1/queue/{IMAGE}", json={"prompt": "x" * 5000})
+        streamed = api.post(f"/v1/queue/{IMAGE}", content=iter([b'{"prompt": "', b"x" * 5000]))
+    assert answer.status_code == 413 and "at most 1000 bytes" in answer.json()["detail"]
+    assert streamed.status_code == 413
+    assert klass.sim.state.stats["create"] == 0
+
+
+def test_unknown_endpoints_and_the_paths_the_gateway_refuses(
+    make_class: Callable[..., Class],
+) -> None:
+    klass = make_class()
+    token = add_key(klass.db, "alice", {})
+    with klass.client(token) as api:
+        assert api.post("/v1/queue/nope-9", json={}).json() == {"detail": "App not found: nope-9"}
+        assert api.post(f"/v1/queue/{IMAGE}/sync", json=ONE).json() == {"detail": "Not Found"}
+        stream = api.get(f"/v1/queue/{IMAGE}/requests/x/status/stream")
+        assert stream.json() == {"detail": "SSE streaming not supported"}
+        assert api.get("/v1/nothing").status_code == 404
+    assert klass.sim.state.stats["create"] == 0
+
+
+@pytest.mark.parametrize("how", ["missing", "unknown", "revoked", "expired"])
+def test_keys_that_may_not_pass(make_class: Callable[..., Class], how: str) -> None:
+    klass = make_class()
+    token = add_key(klass.db, "alice", {}, expires_at=time.time() - 1 if how == "expired" else None)
+    if how == "revoked":
+        revoke_key(klass.db, "alice")
+    sent = {"missing": None, "unknown": "gwc_" + "x" * 43}.get(how, token)
+    with klass.client(sent) as api:
+        answer = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+    assert answer.status_code == 401
+    body = answer.json()
+    assert body["error"]["code"] == "UNAUTHORIZED" and "request_id" in body
+    if how in ("revoked", "expired"):
+        assert how in body["error"]["message"]
+    assert klass.sim.state.stats["create"] == 0
+
+
+def test_a_key_revoked_mid_run_stops_at_once(make_class: Callable[..., Class]) -> None:
+    klass = make_class()
+    token = add_key(klass.db, "alice", {})
+    with klass.client(token) as api:
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        revoke_key(klass.db, "alice")
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 401
+        assert api.get(handle["status_url"]).status_code == 401
+    assert klass.sim.state.stats["created"] == 1
+
+
+def test_upstream_down_bills_nothing(make_class: Callable[..., Class]) -> None:
+    klass = make_class()
+    token = add_key(klass.db, "alice", {"tasks": 1})
+    klass.sim.stop()
+    with klass.client(token) as api:
+        answer = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+    assert answer.status_code == 502 and answer.json()["error"]["code"] == "UPSTREAM_UNAVAILABLE"
+    assert "nothing was billed" in answer.json()["error"]["message"]
+    assert key_usage(klass.db, "alice")["held"] == {}
+
+
+def test_upstream_slow_keeps_the_create_reserved(make_class: Callable[..., Class]) -> None:
+    """A create upstream may have made (no answer in time) stays reserved: the key's one
+    task is held, so a second create is refused, though the first answered 504."""
+    klass = make_class(timeout=0.5)
+    token = add_key(klass.db, "alice", {"tasks": 1})
+    klass.sim.state.reconfigure({"latency": 3.0})
+    with klass.client(token) as api:
+        answer = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+        assert answer.status_code == 504 and answer.json()["error"]["code"] == "UPSTREAM_TIMEOUT"
+        klass.sim.state.reconfigure({"latency": 0.0})
+        again = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+    assert again.status_code == 402
+    seen = key_usage(klass.db, "alice")
+    assert seen["unknown"] == 1 and seen["reserved"] == {"tasks": 1.0, "images": 1.0}
+    # the teacher looks upstream, finds no such task, and says so: the reservation goes
+    [task] = tasks_of(klass.db, state="unknown")
+    assert task["id"] in answer.json()["error"]["message"]
+    assert (
+        main(
+            [
+                "serve",
+                "--database",
+                str(klass.db.path),
+                "tasks",
+                "--settle",
+                task["id"],
+                "--not-made",
+            ]
+        )
+        == 0
+    )
+    assert key_usage(klass.db, "alice")["held"] == {}
+    with klass.client(token) as api:
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+
+
+def test_upstream_rate_limit_is_passed_on_with_retry_after(
+    make_class: Callable[..., Class],
+) -> None:
+    klass = make_class(rate=None)
+    klass.sim.state.reconfigure({"create_rate_limit": 0.2})  # one create, then 5 s
+    token = add_key(klass.db, "alice", {"tasks": 10})
+    with klass.client(token) as api:
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+        limited = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+        assert limited.status_code == 429
+        assert limited.json()["error"]["code"] == "RATE_LIMIT_EXCEEDED"
+        assert int(limited.headers["retry-after"]) >= 1
+        held_back = api.post(f"/v1/queue/{IMAGE}", json=ONE)  # absorbed: not sent upstream
+        assert held_back.status_code == 429 and "retry-after" in held_back.headers
+    assert klass.sim.state.stats["create"] == 2
+    assert key_usage(klass.db, "alice")["held"] == {"tasks": 1.0, "images": 1.0}
+
+
+def test_a_keys_concurrency_and_rate_caps(make_class: Callable[..., Class]) -> None:
+    klass = make_class(max_running=2, rate=None)
+    klass.sim.state.reconfigure({"speed": 0.05})  # tasks that run for a while
+    token = add_key(klass.db, "alice", {})
+    other = add_key(klass.db, "bob", {})
+    with klass.client(token) as api, klass.client(other) as bob:
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+        third = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+        assert third.status_code == 429 and "at most 2 at once" in third.json()["error"]["message"]
+        assert bob.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200  # not starved
+    limited = make_class(rate=1.0)
+    token = add_key(limited.db, "carol", {})
+    with limited.client(token) as api:
+        answers = [api.get("/v1/queue/x/requests/y/status").status_code for _ in range(5)]
+    assert 429 in answers
+
+
+def test_cancel_is_forwarded_and_a_cancelled_task_stays_charged(
+    make_class: Callable[..., Class],
+) -> None:
+    klass = make_class()
+    klass.sim.state.reconfigure({"speed": 0.05})
+    token = add_key(klass.db, "alice", {"tasks": 5})
+    with klass.client(token) as api:
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        assert api.put(handle["cancel_url"]).status_code < 300
+        wait_for(
+            lambda: api.get(handle["status_url"]).json()["status"] == "COMPLETED",
+            what="the cancelled task to end",
+        )
+    seen = key_usage(klass.db, "alice")
+    assert seen["spent"] == {"tasks": 1.0, "images": 1.0} and seen["failed"] == 0
+
+
+def test_a_failed_task_is_released(make_class: Callable[..., Class]) -> None:
+    klass = make_class()
+    klass.sim.state.reconfigure({"fail_rate": 1.0})
+    token = add_key(klass.db, "alice", {"tasks": 5})
+    with klass.client(token) as api:
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        wait_for(
+            lambda: api.get(handle["status_url"]).json()["status"] == "COMPLETED",
+            what="the failing task to end",
+        )
+    seen = key_usage(klass.db, "alice")
+    assert seen["failed"] == 1 and seen["held"] == {} and seen["spent"] == {}
+
+
+def test_the_group_demo_cache_answers_identical_seeded_creates_once(
+    make_class: Callable[..., Class],
+) -> None:
+    klass = make_class()
+    add_group(klass.db, "demo", {}, cache_seconds=600)
+    add_group(klass.db, "plain", {})
+    seeded = {"prompt": "the teacher's cell", "n": 1, "seed": 42}
+    results = []
+    for group in ("demo", "plain"):
+        for i in range(4):
+            token = add_key(klass.db, f"{group}{i}", {"tasks": 3}, group=group)
+            with klass.client(token) as api:
+                handle = api.post(f"/v1/queue/{IMAGE}", json=seeded).json()
+                wait_for(
+                    lambda h=handle, a=api: a.get(h["status_url"]).json()["status"] == "COMPLETED",
+                    what="the task",
+                )
+                results.append(api.get(handle["response_url"]).json()["outputs"])
+        unseeded = {"prompt": "no seed", "n": 1}
+        with klass.client(token) as api:
+            assert api.post(f"/v1/queue/{IMAGE}", json=unseeded).status_code == 200
+    assert klass.sim.state.stats["created"] == 1 + 1 + 4 + 1  # demo: one seeded, one not
+    assert all(r == results[0] for r in results[:4])
+    report = {k["name"]: k for k in usage(klass.db)["keys"]}
+    assert report["demo0"]["spent"].get("tasks") == 1.0 and report["demo1"]["cached"] == 1
+    assert report["demo1"]["spent"].get("tasks") is None
+    assert report["plain1"]["spent"]["tasks"] == 1.0
+
+
+def test_index_names_the_service(make_class: Callable[..., Class]) -> None:
+    klass = make_class()
+    answer = httpx.get(klass.server.base_url + "/", timeout=30)
+    assert answer.json()["service"] == "genwidgets class gateway"
+
+
+def test_tasks_nobody_polls_settle_by_the_sweep(make_class: Callable[..., Class]) -> None:
+    """A failed task nobody asks about still gives its reservation back, and a finished
+    one frees its key's place among the tasks it may run at once."""
+    klass = make_class(sweep_every=0.2, max_running=1)
+    klass.sim.state.reconfigure({"fail_rate": 1.0})
+    token = add_key(klass.db, "alice", {"tasks": 5})
+    with klass.client(token) as api:
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+        wait_for(lambda: key_usage(klass.db, "alice")["failed"] == 1, what="the sweep")
+        assert key_usage(klass.db, "alice")["held"] == {}
+        klass.sim.state.reconfigure({"fail_rate": 0.0})
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+        wait_for(
+            lambda: key_usage(klass.db, "alice")["spent"].get("tasks") == 1.0,
+            what="the finished task to settle",
+        )
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+
+
+def test_a_result_not_ready_is_passed_on_as_upstream_says(make_class: Callable[..., Class]) -> None:
+    klass = make_class()
+    klass.sim.state.reconfigure({"speed": 0.05})
+    token = add_key(klass.db, "alice", {})
+    with klass.client(token) as api:
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        early = api.get(handle["response_url"])
+    assert early.status_code == 202
+    assert early.json()["request_id"] == handle["request_id"]
+    assert early.json()["status"] in ("IN_QUEUE", "IN_PROGRESS")
+
+
+def test_under_a_prefix_as_a_jupyterhub_service(make_class: Callable[..., Class]) -> None:
+    """Behind JupyterHub's proxy every path keeps the service's prefix: the handle's
+    addresses carry it, and a student's client pointed at the prefixed URL works."""
+    klass = make_class(prefix="/services/class/")
+    base = klass.server.base_url
+    assert base.endswith("/services/class")
+    token = add_key(klass.db, "alice", {})
+    with gw.Client(base_url=base, api_key=token, ledger=False) as client:
+        job = client.submit(IMAGE, ONE)
+        assert job.handle.status_url.startswith(f"{base}/v1/queue/")
+        assert job.result(timeout=120).ok
+    root = base.removesuffix("/services/class")
+    assert httpx.post(f"{root}/v1/queue/{IMAGE}", json=ONE, timeout=30).status_code == 404
+
+
+def test_the_demo_cache_holds_when_students_send_at_once(
+    make_class: Callable[..., Class],
+) -> None:
+    """Twelve students send the teacher's seeded cell at the same instant: one create
+    upstream, and every student's own task completes with its outputs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    klass = make_class(rate=None)
+    add_group(klass.db, "demo", {}, cache_seconds=600)
+    tokens = [add_key(klass.db, f"s{i}", {"tasks": 1}, group="demo") for i in range(12)]
+    seeded = {"prompt": "the teacher's cell", "n": 1, "seed": 7}
+
+    def student(token: str) -> Any:
+        with klass.client(token) as api:
+            handle = api.post(f"/v1/queue/{IMAGE}", json=seeded).json()
+            wait_for(
+                lambda: api.get(handle["status_url"]).json()["status"] == "COMPLETED",
+                what="the student's task",
+            )
+            return api.get(handle["response_url"]).json()["outputs"]
+
+    with ThreadPoolExecutor(max_workers=len(tokens)) as pool:
+        outputs = list(pool.map(student, tokens))
+    assert klass.sim.state.stats["created"] == 1
+    assert all(o == outputs[0] and o for o in outputs)
+    charged = [k for k in usage(klass.db)["keys"] if k["spent"]]
+    assert len(charged) == 1  # the first pays; the others rode along

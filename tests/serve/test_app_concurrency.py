@@ -1,0 +1,98 @@
+"""Budgets that hold exactly under load: thirty keys sending creates at once at their
+budget's edge, through one server on SQLite and through two and three server processes
+on one PostgreSQL database; what the simulator made equals what was charged."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+from serve_helpers import Class
+
+from genwidgets.serve.db import Database
+from genwidgets.serve.keys import add_group, add_key
+from genwidgets.serve.usage import usage
+from genwidgets.simulator import SimulatorServer
+
+IMAGE = "genW2.5-t2i-preview"
+STUDENTS = 30
+TRIES = 5  # creates each student sends at once: 150 in all
+KEY_IMAGES = 5  # each create bills 2 images: 2 creates fit a key, the third is over
+GROUP_IMAGES = 100  # 50 creates fit the group: fewer than the keys' 60, so both caps bite
+
+
+def _class_of(db: Database) -> list[tuple[str, str]]:
+    add_group(db, "class1", {"images": GROUP_IMAGES})
+    return [
+        (f"s{i:02}", add_key(db, f"s{i:02}", {"images": KEY_IMAGES}, group="class1"))
+        for i in range(STUDENTS)
+    ]
+
+
+def _storm(bases: Sequence[str], students: list[tuple[str, str]]) -> list[tuple[str, int, str]]:
+    """Every student's creates at once, spread over the servers; (name, status, code)."""
+    jobs = [
+        (name, token, bases[(i + t) % len(bases)])
+        for i, (name, token) in enumerate(students)
+        for t in range(TRIES)
+    ]
+
+    def send(job: tuple[str, str, str]) -> tuple[str, int, str]:
+        name, token, base = job
+        answer = httpx.post(
+            f"{base}/v1/queue/{IMAGE}",
+            json={"prompt": name, "n": 2},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=120,
+        )
+        body = answer.json()
+        code = body.get("error", {}).get("code", "") if isinstance(body, dict) else ""
+        return name, answer.status_code, code
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        return list(pool.map(send, jobs))
+
+
+def _check(outcomes: list[tuple[str, int, str]], db: Database, sim: SimulatorServer) -> None:
+    unexpected = [o for o in outcomes if o[1] not in (200, 402)]
+    assert not unexpected, unexpected
+    sent = Counter(name for name, status, _ in outcomes if status == 200)
+    assert sum(sent.values()) == GROUP_IMAGES // 2  # the group's cap, exactly: 50 creates
+    assert max(sent.values()) <= KEY_IMAGES // 2  # no key past its own: 2 creates each
+    report = usage(db)
+    for key in report["keys"]:
+        assert key["held"].get("images", 0) == 2 * sent[key["name"]]
+        assert key["held"].get("images", 0) <= KEY_IMAGES
+    assert report["groups"][0]["held"]["images"] == GROUP_IMAGES
+    assert sim.state.stats["created"] == sum(sent.values())  # upstream made what was charged
+    refused = [o for o in outcomes if o[1] == 402]
+    assert refused and all(code == "BUDGET_EXCEEDED" for _, _, code in refused)
+
+
+def test_thirty_keys_at_once_through_one_server(make_class: Callable[..., Class]) -> None:
+    klass = make_class(max_running=None, rate=None)
+    students = _class_of(klass.db)
+    _check(_storm([klass.server.base_url], students), klass.db, klass.sim)
+
+
+@pytest.mark.parametrize("servers", [2, 3])
+def test_thirty_keys_through_several_processes_on_one_postgresql(
+    servers: int,
+    postgres_url: str,
+    upstream_sim: SimulatorServer,
+    serve_processes: Callable[..., Any],
+) -> None:
+    db = Database(postgres_url)
+    db.migrate()
+    students = _class_of(db)
+    started = [
+        serve_processes(upstream_sim.base_url, postgres_url, "--max-running", "0", "--rate", "0")
+        for _ in range(servers)
+    ]
+    outcomes = _storm([p.base_url for p in started], students)
+    _check(outcomes, db, upstream_sim)
+    db.close()

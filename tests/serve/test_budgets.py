@@ -1,0 +1,184 @@
+"""Reservations: exact against the key's and the group's caps, under threads, on SQLite
+and on PostgreSQL; released for failed tasks, kept for cancelled and unknown ones."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from genwidgets.errors import ServeError
+from genwidgets.serve.budgets import (
+    charge_of,
+    mark_open,
+    mark_unknown,
+    release,
+    reserve,
+    settle,
+)
+from genwidgets.serve.db import Database
+from genwidgets.serve.keys import add_group, add_key, list_keys
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    url = (
+        tmp_path / "class.db"
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    found = Database(url)
+    found.migrate()
+    yield found
+    found.close()
+
+
+IMAGE = "genW2.5-t2i-preview"
+
+
+def held(db: Database, name: str) -> dict[str, int]:
+    return next(k.held for k in list_keys(db) if k.name == name)
+
+
+def test_the_charge_is_what_the_catalog_bills_and_the_price_table_prices() -> None:
+    prices = {IMAGE: {"per_image": 0.04, "per_task": 0.01}}
+    amounts = charge_of(IMAGE, {"prompt": "a cat"}, prices)
+    assert amounts["images"] == 4_000_000  # the service's default n is 4
+    assert amounts["money"] == 170_000  # 4 x 0.04 + 0.01
+    assert charge_of("vidA-2-0-fast", {"content": [], "duration": -1}, {})["video_seconds"] is None
+
+
+def test_a_key_at_its_cap_is_refused_saying_what_is_left(db: Database) -> None:
+    add_key(db, "alice", {"images": 5})
+    amounts = charge_of(IMAGE, {"prompt": "a cat", "n": 2}, {})
+    reserve(db, "alice", IMAGE, amounts)
+    reserve(db, "alice", IMAGE, amounts)
+    with pytest.raises(ServeError) as refused:
+        reserve(db, "alice", IMAGE, amounts)
+    assert refused.value.status == 402 and refused.value.code == "BUDGET_EXCEEDED"
+    assert "your key has 1 of 5 left" in refused.value.message
+    assert held(db, "alice")["images"] == 4_000_000
+
+
+def test_the_group_cap_holds_across_its_keys(db: Database) -> None:
+    add_group(db, "class1", {"tasks": 3})
+    for name in ("a", "b"):
+        add_key(db, name, {}, group="class1")
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    reserve(db, "a", IMAGE, amounts)
+    reserve(db, "b", IMAGE, amounts)
+    reserve(db, "a", IMAGE, amounts)
+    with pytest.raises(ServeError, match="the group class1 has 0 of 3 left"):
+        reserve(db, "b", IMAGE, amounts)
+
+
+def test_concurrent_reservations_never_pass_a_cap(db: Database) -> None:
+    """20 threads race 5 creates each for keys of 7 images and a group of 60: exactly the
+    caps are reserved, never one task more."""
+    add_group(db, "class1", {"images": 60})
+    names = [f"s{i}" for i in range(20)]
+    for name in names:
+        add_key(db, name, {"images": 7}, group="class1")
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 2}, {})
+    granted: list[str] = []
+    errors: list[BaseException] = []
+
+    def student(name: str) -> None:
+        for _ in range(5):
+            try:
+                reserve(db, name, IMAGE, amounts)
+                granted.append(name)
+            except ServeError:
+                pass
+            except BaseException as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=student, args=(n,)) for n in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors
+    assert len(granted) == 30  # the group's 60 images, 2 a create
+    assert all(granted.count(n) <= 3 for n in names)  # 3 x 2 = 6 of a key's 7
+    total = sum(held(db, n)["images"] for n in names)
+    assert total == 60_000_000
+
+
+def test_settlement_rules(db: Database) -> None:
+    add_key(db, "alice", {"tasks": 10})
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    ids = [reserve(db, "alice", IMAGE, amounts).task_id for _ in range(5)]
+    for task_id in ids[:4]:
+        mark_open(db, task_id, "up-" + task_id)
+    settle(db, ids[0], "done")
+    settle(db, ids[1], "cancelled")
+    settle(db, ids[2], "failed", "boom")
+    settle(db, ids[2], "failed", "boom")  # twice: given back once
+    assert release(db, ids[3], "refused") is True
+    assert release(db, ids[3], "refused") is False
+    mark_unknown(db, ids[4], "timeout")
+    # done, cancelled and unknown stay charged; failed and refused gave back
+    assert held(db, "alice")["tasks"] == 3_000_000
+
+
+def test_an_uncountable_cost_is_refused_only_where_capped(db: Database) -> None:
+    add_key(db, "capped", {"video_seconds": 60})
+    add_key(db, "free", {"images": 10})
+    amounts = charge_of("vidA-2-0-fast", {"content": [], "duration": -1}, {})
+    with pytest.raises(ServeError, match="explicit"):
+        reserve(db, "capped", "vidA-2-0-fast", amounts)
+    reserve(db, "free", "vidA-2-0-fast", amounts)
+    with pytest.raises(ServeError, match="no price"):
+        add_key(db, "money", {"money": 1})
+        reserve(db, "money", IMAGE, charge_of(IMAGE, {"prompt": "x"}, {}))
+
+
+def test_a_revoked_key_and_a_closed_endpoint_are_refused_in_the_reservation(db: Database) -> None:
+    from genwidgets.serve.keys import revoke_key
+
+    add_key(db, "eve", {}, endpoints=["speechM-02-turbo"])
+    amounts = charge_of(IMAGE, {"prompt": "x"}, {})
+    with pytest.raises(ServeError, match="Model not allowed"):
+        reserve(db, "eve", IMAGE, amounts)
+    revoke_key(db, "eve")
+    with pytest.raises(ServeError, match="revoked"):
+        reserve(db, "eve", "speechM-02-turbo", charge_of("speechM-02-turbo", {"text": "hi"}, {}))
+
+
+def test_the_teacher_settles_an_unknown_create(db: Database) -> None:
+    from genwidgets.serve.budgets import resolve_unknown, tasks_of
+
+    add_key(db, "alice", {"tasks": 5})
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    made, lost, fine = (reserve(db, "alice", IMAGE, amounts).task_id for _ in range(3))
+    mark_unknown(db, made, "timeout")
+    mark_unknown(db, lost, "timeout")
+    mark_open(db, fine, "up-1")
+    assert {t["id"] for t in tasks_of(db, state="unknown")} == {made, lost}
+    assert resolve_unknown(db, made, made=True) is True
+    assert resolve_unknown(db, lost, made=False) is True
+    assert resolve_unknown(db, fine, made=False) is False  # not unknown: untouched
+    assert resolve_unknown(db, lost, made=True) is False  # settled once
+    assert held(db, "alice")["tasks"] == 2_000_000  # made and fine stay, lost gave back
+
+
+def test_a_create_left_sending_by_a_stopped_process_becomes_unknown(db: Database) -> None:
+    """A server that stopped between reserving and upstream's answer leaves a row sending:
+    the sweep makes it unknown (still reserved, no longer one of the key's running)."""
+    import time
+
+    from genwidgets.serve.budgets import tasks_of
+    from genwidgets.serve.sweep import STALE_SENDING, claim
+
+    add_key(db, "alice", {"tasks": 5}, max_running=1)
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    old = reserve(db, "alice", IMAGE, amounts, now=time.time() - STALE_SENDING - 1).task_id
+    with pytest.raises(ServeError, match="at most 1 at once"):
+        reserve(db, "alice", IMAGE, amounts)
+    claim(db, 5.0)
+    assert [t["id"] for t in tasks_of(db, state="unknown")] == [old]
+    reserve(db, "alice", IMAGE, amounts)  # its running place is free
+    assert held(db, "alice")["tasks"] == 2_000_000  # the unknown one stays reserved

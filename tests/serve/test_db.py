@@ -1,0 +1,83 @@
+"""The storage layer on SQLite and on a real PostgreSQL server: migrations and
+transactions."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from genwidgets.errors import ServeError
+from genwidgets.serve.db import MIGRATIONS, Database, Tx
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Database:
+    if request.param == "sqlite":
+        return Database(tmp_path / "class.db")
+    return Database(request.getfixturevalue("postgres_url"))
+
+
+def test_migrate_makes_the_schema_once_and_records_its_version(db: Database) -> None:
+    newest = MIGRATIONS[-1][0]
+    assert db.migrate() == newest
+    assert db.migrate() == newest  # again: nothing re-made, no error
+    versions = db.run(lambda tx: tx.rows("SELECT version FROM schema_version"), write=False)
+    assert versions == [(n,) for n, _ in MIGRATIONS]
+    tables = {"groups", "keys", "tasks"}
+    for table in tables:
+        assert db.run(lambda tx, t=table: tx.rows(f"SELECT COUNT(*) FROM {t}")) == [(0,)]
+    db.close()
+
+
+def test_concurrent_migrations_apply_each_version_once(db: Database) -> None:
+    """Several servers starting at once on one database: one applies, the rest see it."""
+    others = [Database(db.url) for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def start(one: Database) -> None:
+        try:
+            one.migrate()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start, args=(one,)) for one in others]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors
+    versions = db.run(lambda tx: tx.rows("SELECT version FROM schema_version"), write=False)
+    assert versions == [(n,) for n, _ in MIGRATIONS]
+    for one in [*others, db]:
+        one.close()
+
+
+def test_a_failed_transaction_changes_nothing(db: Database) -> None:
+    db.migrate()
+
+    def work(tx: Tx) -> None:
+        tx.run("INSERT INTO groups (name, created_at) VALUES (?, ?)", ("g", 1.0))
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        db.run(work)
+    assert db.run(lambda tx: tx.rows("SELECT name FROM groups")) == []
+    db.close()
+
+
+def test_a_database_that_cannot_be_opened_is_a_storage_error(tmp_path: Path) -> None:
+    (tmp_path / "dir.db").mkdir()
+    with pytest.raises(ServeError, match=r"cannot open the database|failed") as failed:
+        Database(tmp_path / "dir.db").migrate()
+    assert failed.value.code == "STORAGE_UNAVAILABLE" and failed.value.status == 503
+    with pytest.raises(ServeError, match="cannot open the database"):
+        Database("postgresql://nobody@127.0.0.1:1/none").migrate()
+
+
+def test_the_repr_hides_a_password() -> None:
+    db = Database("postgresql://teacher:s3cret-pass@127.0.0.1:5432/class")
+    assert "s3cret" not in repr(db) and "127.0.0.1:5432/class" in repr(db)
+    assert sqlite3.sqlite_version  # SQLite is always there: the default store

@@ -1,0 +1,159 @@
+"""Keys apart: the teacher's key never leaves the class server (answers, errors, headers,
+logs, the database), and no byte of a student's request (their key among them) reaches
+upstream, even from an upstream that echoes the key it was sent everywhere."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from loopback import LoopbackServer, QuietHandler
+from serve_helpers import TEACHER_KEY
+
+from genwidgets._config import Secret
+from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
+from genwidgets.serve.keys import add_key
+from genwidgets.serve.usage import usage
+
+IMAGE = "genW2.5-t2i-preview"
+
+
+class EchoingUpstream(QuietHandler):
+    """An upstream that puts the Authorization it got into every answer: bodies,
+    headers, output URLs, error messages; and records every byte it was sent."""
+
+    received: list[bytes] = []
+
+    def _answer(self, status: int, body: dict[str, Any]) -> None:
+        auth = self.headers.get("Authorization", "")
+        data = json.dumps(body).replace("ECHO", auth).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("X-Echo", auth)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _record(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self.received.append(self.requestline.encode() + bytes(self.headers) + body)
+        return body
+
+    def do_POST(self) -> None:
+        body = self._record()
+        if b"fail500" in body:
+            self._answer(500, {"detail": "upstream broke with key ECHO"})
+        elif b"refuse422" in body:
+            self._answer(422, {"detail": "bad payload from ECHO"})
+        elif b"ratelimit" in body:
+            self._answer(429, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "ECHO"}})
+        else:
+            self._answer(
+                200, {"request_id": "up-1", "status_url": "http://up/ECHO", "note": "key ECHO"}
+            )
+
+    def do_GET(self) -> None:
+        self._record()
+        self._answer(
+            200,
+            {
+                "request_id": "up-1",
+                "status": "COMPLETED",
+                "error": None,
+                "logs": [{"message": "ran with ECHO"}],
+                "outputs": [
+                    {"url": "http://files.example/ECHO/a.png", "content_type": "image/png"}
+                ],
+            },
+        )
+
+    def do_PUT(self) -> None:
+        self._record()
+        self._answer(401, {"error": {"code": "UNAUTHORIZED", "message": "bad key ECHO"}})
+
+
+@pytest.fixture
+def echoing() -> Iterator[LoopbackServer]:
+    EchoingUpstream.received = []
+    server = LoopbackServer(EchoingUpstream)
+    yield server
+    server.close()
+
+
+def _raw(answer: httpx.Response) -> bytes:
+    head = f"{answer.status_code} {answer.reason_phrase}\n".encode()
+    return head + b"".join(k + b": " + v + b"\n" for k, v in answer.headers.raw) + answer.content
+
+
+def test_no_byte_sent_or_logged_holds_the_teachers_key(
+    echoing: LoopbackServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    student = add_key(db, "alice", {"tasks": 100})
+    admin = add_key(db, "teacher", {}, admin=True)
+    config = ServeConfig(upstream=Upstream(echoing.base, Secret(TEACHER_KEY)), database=db)
+    sent: list[bytes] = []
+    with ClassServer(config) as server, httpx.Client(base_url=server.base_url, timeout=60) as api:
+        auth = {"Authorization": f"Bearer {student}"}
+
+        def call(method: str, url: str, **kw: Any) -> httpx.Response:
+            answer = api.request(method, url, **kw)
+            sent.append(_raw(answer))
+            return answer
+
+        handle = call(
+            "POST", f"/v1/queue/{IMAGE}", json={"prompt": "ok", "n": 1}, headers=auth
+        ).json()
+        assert "up-1" not in json.dumps(handle)  # upstream's id stays inside
+        status = call("GET", handle["status_url"], headers=auth)
+        assert status.json()["request_id"] == handle["request_id"]
+        result = call("GET", handle["response_url"], headers=auth).json()
+        assert result["outputs"][0]["url"] == "http://files.example/Bearer [redacted]/a.png"
+        assert call("PUT", handle["cancel_url"], headers=auth).status_code == 502
+        for prompt, status_code in (("fail500", 502), ("refuse422", 422), ("ratelimit", 429)):
+            answer = call(
+                "POST", f"/v1/queue/{IMAGE}", json={"prompt": prompt, "n": 1}, headers=auth
+            )
+            assert answer.status_code == status_code
+        call(
+            "POST",
+            f"/v1/queue/{IMAGE}",
+            json={"prompt": "x"},
+            headers={"Authorization": "Bearer no"},
+        )
+        call("GET", "/admin", params={"key": admin})
+        call("GET", "/admin/usage.csv", headers={"Authorization": f"Bearer {admin}"})
+        call("GET", "/admin/usage.json", headers={"Authorization": f"Bearer {admin}"})
+    seen = next(k for k in usage(db)["keys"] if k["name"] == "alice")
+    # the 500 may have made a task: reserved; the 422 and the 429 made none: released
+    assert seen["unknown"] == 1 and seen["held"] == {"tasks": 2.0, "images": 2.0}
+    db.close()
+    everything_sent = b"\n".join(sent)
+    assert b"bad payload from Bearer" in everything_sent and b"[redacted]" in everything_sent
+    assert TEACHER_KEY.encode() not in everything_sent
+    logged = caplog.text + "".join(capfd.readouterr())
+    assert "upstream refused the teacher's key" in logged  # the logs were captured
+    assert TEACHER_KEY not in logged
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert TEACHER_KEY.encode() not in stored and student.encode() not in stored
+    upstream_saw = b"\n".join(EchoingUpstream.received)
+    assert len(EchoingUpstream.received) >= 7
+    assert student.encode() not in upstream_saw and admin.encode() not in upstream_saw
+    assert upstream_saw.count(f"Bearer {TEACHER_KEY}".encode()) == len(EchoingUpstream.received)
+
+
+def test_the_upstream_repr_and_errors_hold_no_key() -> None:
+    upstream = Upstream("http://127.0.0.1:1", Secret(TEACHER_KEY))
+    assert TEACHER_KEY not in repr(upstream)
+    assert upstream.scrub(f"a {TEACHER_KEY} b") == "a [redacted] b"

@@ -17,10 +17,12 @@ from typing import Any, TypeVar
 from ..errors import Unreachable
 from .engine import Engine, wait_future
 
-__all__ = ["HeldBack", "run_each", "valid_concurrency"]
+__all__ = ["run_each", "valid_concurrency"]
 
 T = TypeVar("T")
 
+#: what a create held back by ``hold()`` says (nothing was sent)
+HELD_BACK = "held back by its batch before it was sent: nothing was sent"
 #: seconds a stopped batch may take to end what it cancelled (it takes milliseconds)
 STOP_WAIT = 30.0
 
@@ -30,11 +32,6 @@ def valid_concurrency(concurrency: object) -> int:
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be a whole number 1 or more, not {concurrency!r}")
     return concurrency
-
-
-class HeldBack(Unreachable):
-    """A create its batch held back before sending it (the caller's ``hold`` said so):
-    nothing was sent, so nothing was created."""
 
 
 class _Stop:
@@ -67,7 +64,7 @@ async def _run_all(
     async def one(index: int) -> T:
         async with gate:
             if hold is not None and hold():  # asked before each create leaves, not after
-                raise HeldBack("held back by its batch before it was sent: nothing was sent")
+                raise Unreachable(HELD_BACK)
             began.add(index)
             return await works[index]()
 
@@ -115,7 +112,7 @@ def run_each(
     ``on_each`` stops the batch: what runs is cancelled, and once it has ended
     ``never_started(i)`` is called (on the engine) for each item whose work never
     began, so its caller can record that nothing was sent. ``hold()``, asked on the
-    engine as each work takes its slot, holds back the rest (each a :class:`HeldBack`)
+    engine as each work takes its slot, holds back the rest (each ``Unreachable``: nothing sent)
     while works in flight answer: a paused batch stops before its next create.
     """
     valid_concurrency(concurrency)

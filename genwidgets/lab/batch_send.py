@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._client import created_nothing
 from ..errors import OutcomeUnknown, RateLimited, ServerError, Unreachable
-from ..jobs.batch import HeldBack
 from .batch_store import CREATED, FAILED, SENDING, UNKNOWN, WAITING
 from .resume import show_as_stored
 
@@ -169,10 +168,12 @@ class Sending:
         with self._lock:
             if isinstance(outcome, Exception):
                 text = f"not created: {type(outcome).__name__}: {outcome}"
-                if isinstance(outcome, HeldBack) or (
+                # held back (nothing sent) while the batch stops or pauses: it waits again
+                held = isinstance(outcome, Unreachable) and self._stop.is_set()
+                if held or (
                     isinstance(outcome, RateLimited) and row.rate_limited < MAX_RATE_LIMITED
                 ):
-                    row.rate_limited += not isinstance(outcome, HeldBack)
+                    row.rate_limited += not held
                     self._update(row, WAITING, release=True)  # nothing made: it goes again
                     return
                 if isinstance(outcome, (OutcomeUnknown, ServerError, Unreachable)) or (

@@ -120,6 +120,12 @@ class Republisher:
             with self._lock:
                 self._pending[key if key is not None else object()] = write
 
+    def discard(self, key: object) -> None:
+        """Forget the pending write of ``key``: a later write carrying a running cell's
+        label has landed, and the pending one, older, would overwrite it."""
+        with self._lock:
+            self._pending.pop(key, None)
+
     def install(self) -> bool:
         """Hook the end of every cell (once); False where there is no shell."""
         with self._lock:
@@ -274,6 +280,8 @@ class Faces:
             self._write(bundle)
             if not REPUBLISH.in_cell:  # between cells: nbclient keeps it only if written again
                 REPUBLISH.add(lambda: self._write(bundle), key=self)
+            else:  # this one lands: an older bundle waiting to be written again must not
+                REPUBLISH.discard(self)
         finally:
             with self._lock:
                 again, self._queued = self._again, self._again

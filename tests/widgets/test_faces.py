@@ -229,3 +229,28 @@ def test_a_rewrite_that_changes_nothing_is_not_sent(shown: DisplayRecorder) -> N
     state["word"] = "done"
     face.refresh(force=True)
     assert faces.settle(10) and len(handle.updates) == 1 and "done" in handle.last_html()
+
+
+def test_a_rewrite_that_lands_in_a_cell_is_not_overwritten_by_an_older_pending_one(
+    shown: DisplayRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A face rewritten between cells waits to be written again at the end of the next
+    cell; rewritten once more during that cell (its task ended there), the older bundle
+    must not be written over it at the cell's end (a form's task list was saved
+    "submitted" while its task was done)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.instance()  # a shell, so pending writes are kept
+    state = {"word": "queued"}
+    face = Faces(lambda media: {"text/html": state["word"], "text/plain": ""})
+    face.show(ipywidgets.Label())
+    state["word"] = "submitted"
+    monkeypatch.setattr(faces.REPUBLISH, "in_cell", False)
+    face.refresh()
+    assert wait_for(lambda: "submitted" in shown.handle.last_html(), timeout=10)
+    monkeypatch.setattr(faces.REPUBLISH, "in_cell", True)
+    state["word"] = "done"
+    face.refresh()
+    assert wait_for(lambda: "done" in shown.handle.last_html(), timeout=10)
+    faces.REPUBLISH.flush()  # the end of that cell
+    assert "done" in shown.handle.updates[-1][0]["text/html"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ GRID_SIDE = 3
 #: where the singles' kernel writes when it had each result (``Job.finished_at``: the
 #: result fetched and its output copied), beside the notebook
 FINISHED = "drawn_finished.json"
+SINGLES_NB, GRID_NB = "drawn_singles.ipynb", "drawn_grid.ipynb"
 #: the single tasks' run times: FIRST_S, FIRST_S + STEP_S, ... (one by one, not a burst)
 FIRST_S, STEP_S = 2.0, 0.1
 SINGLES = """\
@@ -180,8 +182,11 @@ def completed_at(base_url: str) -> dict[str, float]:
     return found
 
 
-def _run_page(browser: Any, lab: Any, name: str, done_js: str, expected: int) -> list[Any]:
-    """Open ``name``, Run All, wait until ``expected`` pictures are recorded; the records."""
+def _run_page(
+    browser: Any, lab: Any, name: str, done_js: str, expected: int, pids: dict[str, int]
+) -> tuple[list[Any], dict[str, float]]:
+    """Open ``name``, Run All, wait until ``expected`` pictures are recorded; the records
+    and the CPU share of the kernel and of ``pids`` from Run All until then."""
     from browser import frontend  # tests/browser/frontend.py (on the path: measure_pages)
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -189,13 +194,69 @@ def _run_page(browser: Any, lab: Any, name: str, done_js: str, expected: int) ->
     try:
         page.goto(lab.page_url(name), wait_until="domcontentloaded", timeout=120_000)
         frontend.wait_for_kernel_idle(page, "lab")
+        meter = common.CpuMeter({**pids, **processes(lab.root.parent, kernel=True)})
         frontend.run_all(page)
         page.wait_for_function(done_js, arg=expected, timeout=300_000)
+        shares = meter.shares()
         records: list[Any] = page.evaluate("() => window.__gwDrawn")
     finally:
         page.close()
         lab.delete_sessions()  # its kernel polls no more
-    return records
+    return records, shares
+
+
+def processes(root: Path, *, kernel: bool) -> dict[str, int]:
+    """The JupyterLab server serving under ``root`` (its command line names the folder)
+    and, with ``kernel``, its kernel (named by its connection file there): name -> pid."""
+    found: dict[str, int] = {}
+    mark = str(root).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if mark not in command:
+            continue
+        if b"jupyterlab" in command:
+            found["jupyterlab"] = int(entry.name)
+        elif kernel and b"ipykernel" in command:
+            found["kernel"] = int(entry.name)
+    return found
+
+
+class TimerLag:
+    """How late a 50 ms timer wakes in a thread of this process while the block runs:
+    the machine's wait for a core, which every timer of the kernel and page shares."""
+
+    PERIOD_S = 0.05
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._probe, daemon=True)
+
+    def _probe(self) -> None:
+        while not self._stop.is_set():
+            began = time.monotonic()
+            time.sleep(self.PERIOD_S)
+            self.lags.append(time.monotonic() - began - self.PERIOD_S)
+
+    def __enter__(self) -> TimerLag:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def figures(self) -> dict[str, float]:
+        """p95 and max lag in ms ({} when the block was too short to sample)."""
+        if not self.lags:
+            return {}
+        ms = [lag * 1000 for lag in self.lags]
+        return {"p95": round(common.percentile(ms, 95), 1), "max": round(max(ms), 1)}
 
 
 def _read_finished(path: Path, limit_s: float = 60.0) -> dict[str, float]:
@@ -224,16 +285,20 @@ def measure_pages(singles: int, root: Path) -> dict[str, Any]:
     sim = common.start_simulator()
     try:
         extra = {
-            "drawn_singles.ipynb": singles_notebook(sim.base_url, singles),
-            "drawn_grid.ipynb": grid_notebook(sim.base_url),
+            SINGLES_NB: singles_notebook(sim.base_url, singles),
+            GRID_NB: grid_notebook(sim.base_url),
         }
         cells = GRID_SIDE * GRID_SIDE
         started = time.monotonic()
         with frontend.serve("lab", root, extra=extra) as lab, frontend.launch_chromium() as b:
-            single_records = _run_page(b, lab, "drawn_singles.ipynb", _distinct("task"), singles)
+            pids = {"simulator": sim.pid}
+            with TimerLag() as lag:
+                single_records, cpu = _run_page(
+                    b, lab, SINGLES_NB, _distinct("task"), singles, pids
+                )
             single_ids = set(completed_at(sim.base_url))
             finished = _read_finished(lab.root / FINISHED)
-            grid_records = _run_page(b, lab, "drawn_grid.ipynb", _distinct("cell"), cells)
+            grid_records, _ = _run_page(b, lab, GRID_NB, _distinct("cell"), cells, pids)
         completed = completed_at(sim.base_url)
     finally:
         common.stop_process(sim.process)
@@ -254,6 +319,8 @@ def measure_pages(singles: int, root: Path) -> dict[str, Any]:
         "single": summary(single_waits),
         "single_kernel": summary(in_kernel),
         "single_page": summary(in_page),
+        "timer_lag_ms": lag.figures(),
+        "cpu_share": cpu,
         "grid_tasks": len(grid_completed),
         "grid_cells_drawn": len(grid_cells),
         "grid_wait_s": grid_wait,
@@ -295,7 +362,23 @@ def section(d: dict[str, Any]) -> list[str]:
             fmt(grid, " s"),
         ],
     ]
-    return [*lines, *table(["COMPLETED -> drawn", "p50", "p95", "max"], rows), ""]
+    lag = d.get("timer_lag_ms") or {}
+    cpu = d.get("cpu_share") or {}
+    note = (
+        f"While the single images ran, a 50 ms timer in the benchmark's process woke "
+        f"{lag['p95']:.0f} ms late at p95 ({lag['max']:.0f} ms at most): how long any "
+        "process here (the kernel's poll timers, JupyterLab, chromium) waited for a core."
+        if lag
+        else ""
+    )
+    if cpu:
+        note += (
+            " CPU share (1.0 = a core) from Run All to the last image: "
+            + ", ".join(f"{name} {share:.2f}" for name, share in sorted(cpu.items()))
+            + "."
+        )
+    table_lines = table(["COMPLETED -> drawn", "p50", "p95", "max"], rows)
+    return [*lines, *table_lines, "", *([note, ""] if note else [])]
 
 
 def run_drawn(singles: int = 20) -> dict[str, Any]:

@@ -120,6 +120,8 @@ def passing() -> dict[str, Any]:
             "single": {"p50": 0.195, "p95": 0.337, "max": 0.36},
             "single_kernel": {"p50": 0.12, "p95": 0.25, "max": 0.26},
             "single_page": {"p50": 0.07, "p95": 0.09, "max": 0.1},
+            "timer_lag_ms": {"p95": 12.0, "max": 40.0},
+            "cpu_share": {"kernel": 0.31, "simulator": 0.3, "jupyterlab": 0.02},
             "grid_tasks": 9,
             "grid_cells_drawn": 9,
             "grid_wait_s": 0.56,

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,37 @@ def test_the_singles_notebook_submits_each_task_one_by_one_and_shows_it() -> Non
     # and the kernel records when it had each result, for the benchmark to read
     assert f'os.replace({drawn.FINISHED!r} + ".part", {drawn.FINISHED!r})' in source
     assert "job.add_done_callback(_record)" in source
+
+
+def test_the_timer_lag_is_sampled_while_the_block_runs_and_stops_after() -> None:
+    with drawn.TimerLag() as lag:
+        deadline = time.monotonic() + 30
+        while len(lag.lags) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    taken = len(lag.lags)
+    assert taken >= 3 and not lag._thread.is_alive()
+    figures = lag.figures()
+    assert set(figures) == {"p95", "max"} and figures["max"] >= figures["p95"] >= 0
+    assert len(lag.lags) == taken  # stopped with the block
+    assert drawn.TimerLag().figures() == {}
+
+
+def test_the_server_and_its_kernel_are_found_by_the_folder_they_serve(tmp_path: Path) -> None:
+    sleep = [sys.executable, "-c", "import time; time.sleep(120)"]
+    root = tmp_path / "served"
+    started = {
+        "jupyterlab": subprocess.Popen([*sleep, "jupyterlab", f"--root_dir={root}/work"]),
+        "kernel": subprocess.Popen([*sleep, "ipykernel", f"{root}/env/kernel-1.json"]),
+        "elsewhere": subprocess.Popen([*sleep, "ipykernel", f"{tmp_path}/other/kernel.json"]),
+    }
+    try:
+        expected = {"jupyterlab": started["jupyterlab"].pid, "kernel": started["kernel"].pid}
+        assert drawn.processes(root, kernel=True) == expected
+        assert drawn.processes(root, kernel=False) == {"jupyterlab": expected["jupyterlab"]}
+    finally:
+        for process in started.values():
+            process.kill()
+            process.wait(10)
 
 
 def test_the_kernel_record_is_read_when_it_is_there_and_waited_for_in_bounds(
@@ -91,6 +124,9 @@ def test_the_report_section_has_the_single_and_the_grid_rows(passing: dict[str, 
     kernel = "| of which in the kernel: COMPLETED -> result and its copy | 0.12 s | 0.25 s |"
     assert kernel + " 0.26 s |" in lines
     assert "| of which in the page: result -> drawn | 0.07 s | 0.09 s | 0.10 s |" in lines
+    assert any("timer in the benchmark's process woke 12 ms late at p95 (40 ms" in x for x in lines)
+    shares = "to the last image: jupyterlab 0.02, kernel 0.31, simulator 0.30."
+    assert any(shares in line for line in lines)
     assert any(
         line.startswith("| 3 x 3 grid: last task completed -> last cell drawn (9 cells, 9 tasks)")
         and line.endswith("| 0.56 s |")

@@ -173,10 +173,10 @@ def summary(values: list[float]) -> dict[str, float | None]:
 def completed_at(base_url: str) -> dict[str, float]:
     """Every completed task of the simulator: request id -> its ``completed_at``."""
     with httpx.Client(base_url=base_url, timeout=30.0) as http:
-        listed = http.get("/_sim/tasks").json()
+        listed = http.get("/_sim/tasks").raise_for_status().json()
         found: dict[str, float] = {}
         for task in listed:
-            one = http.get(f"/_sim/tasks/{task['request_id']}").json()
+            one = http.get(f"/_sim/tasks/{task['request_id']}").raise_for_status().json()
             if one.get("completed_at") is not None:
                 found[one["request_id"]] = float(one["completed_at"])
     return found

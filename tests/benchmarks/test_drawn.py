@@ -78,6 +78,28 @@ def test_the_server_and_its_kernel_are_found_by_the_folder_they_serve(tmp_path: 
             process.wait(10)
 
 
+@pytest.mark.timeout(120)
+def test_the_simulator_says_when_each_completed_task_completed_and_no_other() -> None:
+    import genwidgets as gw
+
+    sim = common.start_simulator()
+    try:
+        client = gw.Client(base_url=sim.base_url, api_key=common.DEMO_KEY, ledger=False)
+        payload = {"prompt": "a fox", "n": 1}
+        done, running = (
+            client.submit(drawn.ENDPOINT, payload, headers={"X-Sim-Duration": d})
+            for d in ("0.2", "3600")
+        )
+        result = done.result(timeout=60)
+        completed = drawn.completed_at(sim.base_url)
+        assert list(completed) == [done.request_id]
+        assert done.submitted_at <= completed[done.request_id] <= done.finished_at
+        assert result.ok and not running.done()
+        client.close()
+    finally:
+        common.stop_process(sim.process)
+
+
 def test_the_kernel_record_is_read_when_it_is_there_and_waited_for_in_bounds(
     tmp_path: Path,
 ) -> None:

@@ -29,6 +29,14 @@ DEMO_KEY = "sim-demo-key"
 SIM_WORKERS = 1000
 
 
+def tests_on_path() -> None:
+    """Make ``tests/`` importable: the browser steps drive pages with
+    ``tests/browser/frontend.py`` and run lessons as ``tests/jupyter_env.py`` does."""
+    tests = str(REPO / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+
+
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a child: the repo importable, unbuffered, no real gateway."""
     env = {

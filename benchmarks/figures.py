@@ -1,6 +1,6 @@
 """The headline figures: the JSON line's keys (a contract the README quotes) and their values.
 
-A figure a plan did not measure (the grid weight without a browser) is null.
+A figure a plan did not measure (the grid weight or the waits without a browser) is null.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ JSON_KEYS = (
     "sim_status_rps",
     "prompt_slowest_ms",
     "grid_page_bytes",
+    "drawn_p95_s",
+    "grid_drawn_s",
+    "teaching_nb_max_bytes",
     "wall_s",
 )
 #: the polling figures of the JSON line, as ``run_polling`` returns them
@@ -67,5 +70,8 @@ def headline(results: dict[str, Any]) -> dict[str, Any]:
         "sim_status_rps": sim["sim_status_rps"],
         "prompt_slowest_ms": results["prompt"]["slowest_ms"],
         "grid_page_bytes": results.get("grid_weight", {}).get("grid_bytes"),
+        "drawn_p95_s": results.get("drawn", {}).get("drawn_p95_s"),
+        "grid_drawn_s": results.get("drawn", {}).get("grid_drawn_s"),
+        "teaching_nb_max_bytes": results.get("teaching_weight", {}).get("teaching_nb_max_bytes"),
         "wall_s": results["seconds"].get("total"),
     }

@@ -83,12 +83,6 @@ PICTURES_LOADED_JS = """
 """
 
 
-def _tests_on_path() -> None:
-    tests = str(common.REPO / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-
-
 def notebook_for(arm: str, *, wait: bool) -> nbformat.NotebookNode:
     """The grid's notebook; ``wait`` adds a cell that waits for the grid (nbclient
     needs it; in the page a later cell's end would turn the finished grid into
@@ -108,7 +102,7 @@ def notebook_for(arm: str, *, wait: bool) -> nbformat.NotebookNode:
 
 def page_bytes(arm: str, root: Path) -> dict[str, Any]:
     """Bytes the page receives in JupyterLab for ``arm`` (see the module docstring)."""
-    _tests_on_path()
+    common.tests_on_path()
     from browser import frontend  # tests/browser/frontend.py: one way to run a front-end
 
     name = f"grid_{arm}.ipynb"
@@ -190,7 +184,7 @@ def saved_size(arm: str, root: Path) -> dict[str, int]:
 
 def missing() -> str:
     """What this machine lacks to drive a page (chromium, Playwright, JupyterLab), or ""."""
-    _tests_on_path()
+    common.tests_on_path()
     from browser import frontend
 
     if not frontend.CHROMIUM.exists():

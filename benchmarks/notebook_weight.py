@@ -119,9 +119,9 @@ def anatomy(path: Path) -> dict[str, int]:
     }
 
 
-def execute_and_save(variant: str, videos: int, workdir: Path) -> dict[str, int]:
-    """Execute one notebook in a fresh kernel and save it; its :func:`anatomy`."""
-    root = workdir / f"{variant}-{videos}"
+def execute(notebook: nbformat.NotebookNode, root: Path, timeout: int = 300) -> None:
+    """Execute ``notebook`` in place in a fresh kernel of this interpreter, every folder
+    isolated under ``root`` (a first run: no history), widget state stored."""
     root.mkdir(parents=True)
     env = common.child_env(common.isolated_dirs(root))
     kernels = common.install_kernel(root, env)
@@ -129,11 +129,10 @@ def execute_and_save(variant: str, videos: int, workdir: Path) -> dict[str, int]
         kernel_name=common.KERNEL_NAME,
         kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
     )
-    notebook = build_notebook(variant, videos)
     client = NotebookClient(
         notebook,
         km=manager,
-        timeout=300,
+        timeout=timeout,
         store_widget_state=True,
         resources={"metadata": {"path": str(root)}},
     )
@@ -142,6 +141,13 @@ def execute_and_save(variant: str, videos: int, workdir: Path) -> dict[str, int]
     finally:  # nbclient leaves a kernel it was given running: it would poll on, unseen
         if manager.has_kernel:
             manager.shutdown_kernel(now=True)
+
+
+def execute_and_save(variant: str, videos: int, workdir: Path) -> dict[str, int]:
+    """Execute one notebook in a fresh kernel and save it; its :func:`anatomy`."""
+    root = workdir / f"{variant}-{videos}"
+    notebook = build_notebook(variant, videos)
+    execute(notebook, root)
     path = root / "saved.ipynb"
     nbformat.write(notebook, path)
     return anatomy(path)

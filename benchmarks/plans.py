@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from . import grid_weight, polling
+from . import grid_weight, polling, teaching_weight
 from .polling import ArmPlan, PollingPlan
 from .sets import Arrivals, BimodalTaskSet, MixedTaskSet, TaskSet
 
@@ -36,6 +37,13 @@ class Plan:
     #: ``python -m benchmarks.batch`` alone: at the limit this machine sustains they
     #: take about 25 minutes, more than the whole run's 15-minute goal
     batch_rows: int = 0
+    #: single-image tasks whose COMPLETED -> drawn wait is measured in JupyterLab, with
+    #: a 3 x 3 grid (benchmarks/drawn.py: chromium); 0 skips it (the tiny plan drives no
+    #: browser)
+    drawn_singles: int = 0
+    #: the teaching notebooks weighed executed with widget state
+    #: (benchmarks/teaching_weight.py); () skips it
+    teaching: tuple[Path, ...] = ()
 
 
 #: The full run's arms and when each starts. The long warm arms start first with their
@@ -83,6 +91,8 @@ FULL = Plan(
     ledger_lock_s=20.0,
     grid_arms=grid_weight.ARMS,
     batch_rows=1000,
+    drawn_singles=20,
+    teaching=teaching_weight.TEACHING,
 )
 
 QUICK = Plan(
@@ -115,4 +125,6 @@ QUICK = Plan(
     ledger_lock_s=10.0,
     grid_arms=grid_weight.ARMS,  # bytes, not times: as in the full run (about 35 s an arm)
     batch_rows=200,
+    drawn_singles=10,
+    teaching=teaching_weight.TEACHING,  # bytes, as in the full run
 )

@@ -6,7 +6,7 @@ import datetime
 import json
 from typing import Any
 
-from . import batch, ledger_lock, polling_report, prompt, scale
+from . import batch, drawn, ledger_lock, polling_report, prompt, scale, teaching_weight
 from ._common import fmt
 from .figures import headline
 from .goals import KB, MET, MISSED, NOT_EVIDENCE, Verdict, judge_all
@@ -281,6 +281,10 @@ def report(results: dict[str, Any], command: str, quick: bool, machine: dict[str
     lines += _prompt_section(results["prompt"])
     if "grid_weight" in results:
         lines += _grid_section(results["grid_weight"])
+    if "drawn" in results:
+        lines += drawn.section(results["drawn"])
+    if "teaching_weight" in results:
+        lines += teaching_weight.section(results["teaching_weight"])
     lines += [
         "## Headline JSON",
         "",

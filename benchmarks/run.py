@@ -29,6 +29,7 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
 from benchmarks import _common as common
 from benchmarks import (
     batch,
+    drawn,
     grid_weight,
     kernel,
     ledger_lock,
@@ -39,6 +40,7 @@ from benchmarks import (
     scale,
     simulator,
     startup,
+    teaching_weight,
 )
 from benchmarks.figures import JSON_KEYS, headline
 from benchmarks.goals import GOALS
@@ -51,7 +53,11 @@ __all__ = ["FULL", "GOALS", "JSON_KEYS", "QUICK", "Plan", "headline", "main", "m
 #: steps that run at the same time as the step named: each measures bytes or a rate its
 #: own simulator paces, which the other's CPU does not bend, and together they take the
 #: time of the longer (docs/decisions.md#a-benchmark-a-developer-can-run)
-ALONGSIDE = {"notebook_weight": "grid_weight", "batch": "scale"}
+ALONGSIDE = {
+    "notebook_weight": "grid_weight",
+    "teaching_weight": "grid_weight",
+    "batch": "scale",
+}
 
 
 def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
@@ -79,7 +85,14 @@ def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
             lambda: notebook_weight.run_notebook_weight(plan.videos, plan.nb_variants),
         ),
         # bytes, not times: what else runs does not bend them
+        (
+            "teaching_weight",
+            bool(plan.teaching),
+            lambda: teaching_weight.run_teaching_weight(plan.teaching),
+        ),
         ("grid_weight", bool(plan.grid_arms), lambda: grid_weight.run_grid_weight(plan.grid_arms)),
+        # times: alone, after the byte counters
+        ("drawn", plan.drawn_singles > 0, lambda: drawn.run_drawn(plan.drawn_singles)),
         (
             "polling",
             True,

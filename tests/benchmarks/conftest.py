@@ -34,6 +34,18 @@ def _arm(websocket: int, images: int, responses: int) -> dict[str, Any]:
     }
 
 
+def _lesson(file: int) -> dict[str, int]:
+    """One teaching notebook as ``teaching_weight.run_teaching_weight`` weighs it."""
+    return {
+        "file": file,
+        "file_default_save": file // 2,
+        "widget_state": file // 2,
+        "widget_models": 12,
+        "outputs": file // 3,
+        "playable": 0,
+    }
+
+
 @pytest.fixture
 def passing() -> dict[str, Any]:
     """Figures that meet every goal, every baseline on its interval."""
@@ -99,5 +111,31 @@ def passing() -> dict[str, Any]:
             },
             "grid_bytes": 1_990_000,
             "not_measured": "",
+        },
+        "drawn": {
+            "endpoint": "genW2.5-t2i-preview",
+            "grid_side": 3,
+            "singles": 4,
+            "single_waits_s": [0.14, 0.18, 0.21, 0.36],
+            "single": {"p50": 0.195, "p95": 0.337, "max": 0.36},
+            "single_kernel": {"p50": 0.12, "p95": 0.25, "max": 0.26},
+            "single_page": {"p50": 0.07, "p95": 0.09, "max": 0.1},
+            "timer_lag_ms": {"p95": 12.0, "max": 40.0},
+            "cpu_share": {"kernel": 0.31, "simulator": 0.3, "jupyterlab": 0.02},
+            "grid_tasks": 9,
+            "grid_cells_drawn": 9,
+            "grid_wait_s": 0.56,
+            "seconds": 33.4,
+            "drawn_p95_s": 0.337,
+            "grid_drawn_s": 0.56,
+            "not_measured": "",
+        },
+        "teaching_weight": {
+            "notebooks": {
+                "00_quickstart": _lesson(400_000),
+                "07_prompt_tuning": _lesson(1_400_000),
+            },
+            "heaviest": "07_prompt_tuning",
+            "teaching_nb_max_bytes": 1_400_000,
         },
     }

@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks import _common as common  # noqa: E402
 from benchmarks import grid_weight  # noqa: E402
 
 
@@ -53,7 +54,7 @@ def test_every_class_the_page_waits_for_is_one_the_grid_view_makes() -> None:
 def test_without_chromium_nothing_runs_and_the_reason_is_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    grid_weight._tests_on_path()
+    common.tests_on_path()
     from browser import frontend
 
     absent = tmp_path / "chromium"

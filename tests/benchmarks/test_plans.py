@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import grid_weight, notebook_weight, plans, polling
+from benchmarks import grid_weight, notebook_weight, plans, polling, teaching_weight
 
 #: requests/s a fixed poller may send at most (its window / its interval): an httpx
 #: client costs 1-2 ms of CPU a request here, and the machine has two shared cores
@@ -21,6 +21,9 @@ def test_a_plan_names_only_arms_and_variants_that_exist(plan: plans.Plan) -> Non
     assert set(plan.nb_variants) <= set(notebook_weight.VARIANTS)
     assert "embedded" in plan.nb_variants  # the goal's why text compares with it
     assert plan.prompt_runs >= 1 and plan.ledger_lock_s > 0
+    # what a person waits for, and every lesson weighed (issue 40's goals)
+    assert plan.drawn_singles >= 10
+    assert plan.teaching == teaching_weight.TEACHING and len(plan.teaching) >= 10
     arms = polling.arms_for(plan.polling)
     assert set(arms) == set(plan.polling.arms)
     # every goal's arm runs, with every baseline it is judged against

@@ -100,6 +100,9 @@ HEADLINE_TYPES: dict[str, type | tuple[type, ...]] = {
     "sim_status_rps": float,
     "prompt_slowest_ms": float,
     "grid_page_bytes": type(None),  # TINY drives no browser (test_goals: when it does)
+    "drawn_p95_s": type(None),  # nor this (test_drawn: when it does)
+    "grid_drawn_s": type(None),
+    "teaching_nb_max_bytes": type(None),  # TINY weighs no lesson (test_teaching_weight does)
     "wall_s": float,
 }
 
@@ -297,6 +300,7 @@ def test_the_prompt_figures_reach_the_headline(results: dict[str, Any]) -> None:
     assert pr["slowest_ms"] == max(ms for steps in pr["prompts"].values() for ms in steps.values())
     assert run.headline(results)["prompt_slowest_ms"] == pr["slowest_ms"]
     assert "grid_weight" not in results and "grid_weight" not in results["seconds"]
+    assert "drawn" not in results and "teaching_weight" not in results
 
 
 @pytest.mark.timeout(600)  # whichever test runs first also waits for the tiny run
@@ -353,9 +357,12 @@ def test_the_steps_run_alongside_their_partner_and_the_others_one_at_a_time(
         (run.polling, "run_polling"),
         (run.scale, "run_scale"),
         (run.batch, "run_batch"),
+        (run.teaching_weight, "run_teaching_weight"),
+        (run.drawn, "run_drawn"),
     ):
         monkeypatch.setattr(module, function, fake(module.__name__.split(".")[-1]))
     out = run.measure(run.FULL, lambda _line: None)
-    assert {"notebook_weight", "grid_weight", "polling", "scale", "batch"} <= set(out)
+    assert {"notebook_weight", "teaching_weight", "grid_weight", "drawn", "polling"} <= set(out)
+    assert {"scale", "batch"} <= set(out)
     alone = [(name, seen) for name, seen in overlaps if name not in started]
     assert alone and all(not seen for _name, seen in alone)

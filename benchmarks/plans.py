@@ -44,6 +44,9 @@ class Plan:
     #: the teaching notebooks weighed executed with widget state
     #: (benchmarks/teaching_weight.py); () skips it
     teaching: tuple[Path, ...] = ()
+    #: status requests timed through the class gateway and without it
+    #: (benchmarks/serve.py; its load is five times as many); 0 skips it
+    serve_status: int = 0
 
 
 #: The full run's arms and when each starts. The long warm arms start first with their
@@ -93,6 +96,7 @@ FULL = Plan(
     batch_rows=1000,
     drawn_singles=20,
     teaching=teaching_weight.TEACHING,
+    serve_status=2000,
 )
 
 QUICK = Plan(
@@ -127,4 +131,5 @@ QUICK = Plan(
     batch_rows=200,
     drawn_singles=10,
     teaching=teaching_weight.TEACHING,  # bytes, as in the full run
+    serve_status=500,
 )

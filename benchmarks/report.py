@@ -6,7 +6,16 @@ import datetime
 import json
 from typing import Any
 
-from . import batch, drawn, ledger_lock, polling_report, prompt, scale, teaching_weight
+from . import (
+    batch,
+    drawn,
+    ledger_lock,
+    polling_report,
+    prompt,
+    scale,
+    serve,
+    teaching_weight,
+)
 from ._common import fmt
 from .figures import headline
 from .goals import KB, MET, MISSED, NOT_EVIDENCE, Verdict, judge_all
@@ -285,6 +294,8 @@ def report(results: dict[str, Any], command: str, quick: bool, machine: dict[str
         lines += drawn.section(results["drawn"])
     if "teaching_weight" in results:
         lines += teaching_weight.section(results["teaching_weight"])
+    if "serve" in results:
+        lines += serve.section(results["serve"])
     lines += [
         "## Headline JSON",
         "",

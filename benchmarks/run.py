@@ -38,6 +38,7 @@ from benchmarks import (
     polling,
     prompt,
     scale,
+    serve,
     simulator,
     startup,
     teaching_weight,
@@ -100,6 +101,11 @@ def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
         ),
         ("scale", True, lambda: scale.run_scale(plan.scale_jobs)),
         ("batch", plan.batch_rows > 0, lambda: batch.run_batch(plan.batch_rows)),
+        (
+            "serve",
+            plan.serve_status > 0,
+            lambda: serve.run_serve(plan.serve_status, 5 * plan.serve_status),
+        ),
     ]
     enabled = {name: step for name, on, step in steps if on}
     results: dict[str, Any] = {"seconds": {}}

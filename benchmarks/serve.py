@@ -175,6 +175,17 @@ def run_serve(status: int = 2000, load: int = 10000, students: int = 30) -> dict
         db.close()
 
 
+def section(figures: dict[str, Any]) -> list[str]:
+    """The class gateway's part of RESULTS.md: its figures and goals (issue 41)."""
+    shown = {k: v for k, v in figures.items() if k not in ("machine", "goals")}
+    lines = ["## The class gateway (`genwidgets serve`, issue 41)", ""]
+    lines += [f"- `{key}`: {value}" for key, value in shown.items()]
+    lines += [
+        f"- goal `{goal}`: {'met' if met else 'missed'}" for goal, met in figures["goals"].items()
+    ]
+    return [*lines, ""]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python benchmarks/serve.py")
     parser.add_argument("--status", type=int, default=2000, help="status requests timed each way")

@@ -90,58 +90,64 @@ def client(home: Path, slow_sim: SimulatorServer) -> Iterator[gw.Client]:
     made.close()
 
 
+@pytest.fixture
+def outage(slow_sim: SimulatorServer) -> Iterator[Outage]:
+    """The gateway behind a proxy that can go away and come back."""
+    proxy = Outage(urlsplit(slow_sim.base_url).port or 0)
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture
+def outage_client(home: Path, outage: Outage) -> Iterator[gw.Client]:
+    """A client of the gateway behind the proxy, with a short patience per poller, so
+    contact is lost (and found again) within a test."""
+    made = gw.Client(outage.base_url, KEY, poll_policy=gw.PollPolicy(failure_limit=2))
+    yield made
+    made.close()
+
+
 def test_a_gateway_gone_for_a_while_is_followed_again_and_each_row_paid_once(
-    home: Path, slow_sim: SimulatorServer, tmp_path: Path
+    outage_client: gw.Client, outage: Outage, slow_sim: SimulatorServer, tmp_path: Path
 ) -> None:
-    outage = Outage(urlsplit(slow_sim.base_url).port or 0)
-    # a short patience per poller, so contact is lost (and found again) within the test
-    client = gw.Client(outage.base_url, KEY, poll_policy=gw.PollPolicy(failure_limit=2))
-    try:
-        batch = gw.batch(T2I, rows(4), TEMPLATE, out=tmp_path / "o", client=client)
-        assert wait_for(lambda: all(r.request_id for r in batch.rows), timeout=60)
-        outage.down()
-        assert wait_for(lambda: any(r.status == "contact lost" for r in batch.rows), timeout=60)
-        lost = next(r for r in batch.rows if r.status == "contact lost")
-        assert "contact lost" in (lost.error or "") and "again" in lost.next_step
-        outage.up()
-        batch.wait(timeout=180, progress="none")
-        assert [r.status for r in batch.rows] == ["done"] * 4
-        assert all(len(r.files) == 1 and r.files[0].exists() for r in batch.rows)
-        assert stats(slow_sim)["created"] == 4
-        assert batch.retry_failed() == 0
-        agree(batch)
-    finally:
-        client.close()
-        outage.close()
+    client = outage_client
+    batch = gw.batch(T2I, rows(4), TEMPLATE, out=tmp_path / "o", client=client)
+    assert wait_for(lambda: all(r.request_id for r in batch.rows), timeout=60)
+    outage.down()
+    assert wait_for(lambda: any(r.status == "contact lost" for r in batch.rows), timeout=60)
+    lost = next(r for r in batch.rows if r.status == "contact lost")
+    assert "contact lost" in (lost.error or "") and "again" in lost.next_step
+    outage.up()
+    batch.wait(timeout=180, progress="none")
+    assert [r.status for r in batch.rows] == ["done"] * 4
+    assert all(len(r.files) == 1 and r.files[0].exists() for r in batch.rows)
+    assert stats(slow_sim)["created"] == 4
+    assert batch.retry_failed() == 0
+    agree(batch)
 
 
 def test_contact_lost_past_the_deadline_is_unknown_never_failed_and_a_rerun_reattaches(
-    home: Path, slow_sim: SimulatorServer, tmp_path: Path
+    outage_client: gw.Client, outage: Outage, slow_sim: SimulatorServer, tmp_path: Path
 ) -> None:
-    outage = Outage(urlsplit(slow_sim.base_url).port or 0)
-    client = gw.Client(outage.base_url, KEY, poll_policy=gw.PollPolicy(failure_limit=2))
-    try:
-        # a deadline well past the first loss of contact (about 1.5 s): a row out of
-        # contact at its deadline is unknown, never cancelled while none can be asked
-        batch = gw.batch(T2I, rows(3), TEMPLATE, out=tmp_path / "o", client=client, timeout=8)
-        assert wait_for(lambda: all(r.request_id for r in batch.rows), timeout=60)
-        outage.down()
-        batch.wait(timeout=180, progress="none")
-        assert [r.status for r in batch.rows] == ["unknown"] * 3
-        assert all(r.request_id and "contact lost" in (r.error or "") for r in batch.rows)
-        assert all("re-attaches" in r.next_step for r in batch.rows)
-        assert batch.retry_failed() == 0  # a fault is never a failed task
-        agree(batch)
-        outage.up()
-        again = gw.batch(T2I, rows(3), TEMPLATE, client=client, timeout=600)
-        again.wait(timeout=180, progress="none")
-        assert [r.status for r in again.rows] == ["done"] * 3
-        assert [r.request_id for r in again.rows] == [r.request_id for r in batch.rows]
-        assert stats(slow_sim)["created"] == 3
-        agree(again)
-    finally:
-        client.close()
-        outage.close()
+    client = outage_client
+    # a deadline well past the first loss of contact (about 1.5 s): a row out of
+    # contact at its deadline is unknown, never cancelled while none can be asked
+    batch = gw.batch(T2I, rows(3), TEMPLATE, out=tmp_path / "o", client=client, timeout=8)
+    assert wait_for(lambda: all(r.request_id for r in batch.rows), timeout=60)
+    outage.down()
+    batch.wait(timeout=180, progress="none")
+    assert [r.status for r in batch.rows] == ["unknown"] * 3
+    assert all(r.request_id and "contact lost" in (r.error or "") for r in batch.rows)
+    assert all("re-attaches" in r.next_step for r in batch.rows)
+    assert batch.retry_failed() == 0  # a fault is never a failed task
+    agree(batch)
+    outage.up()
+    again = gw.batch(T2I, rows(3), TEMPLATE, client=client, timeout=600)
+    again.wait(timeout=180, progress="none")
+    assert [r.status for r in again.rows] == ["done"] * 3
+    assert [r.request_id for r in again.rows] == [r.request_id for r in batch.rows]
+    assert stats(slow_sim)["created"] == 3
+    agree(again)
 
 
 def test_a_folder_turned_read_only_leaves_rows_files_pending_then_written_without_a_create(

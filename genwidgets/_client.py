@@ -486,6 +486,10 @@ class Client:
         self._engine.run(self._aclose())
         if self.ledger is not None:
             self.ledger.release()  # another kernel may resume them at once
+            # what this client recorded is on disk when close() returns, not at exit
+            # (bounded by the ledger's busy timeout): a command that ends next leaves a
+            # ledger that says what it printed
+            self.ledger.flush()
 
     def __enter__(self) -> Client:
         return self

@@ -299,7 +299,9 @@ class Batch(Sending):
         )
 
     def dataframe(self) -> Any:
-        """The rows as a pandas DataFrame indexed by row (pandas is optional)."""
+        """The rows as a pandas DataFrame indexed by each row's name (a DataFrame's own
+        index, so ``df.join(batch.dataframe())`` lines up; else the position), with the
+        line of a rows file (pandas is optional)."""
         try:
             import pandas as pd  # lazy: optional, and a second or so to import
         except ImportError:
@@ -309,7 +311,8 @@ class Batch(Sending):
             ) from None
         records = [
             {
-                "row": r.index,
+                "row": r.name,
+                "line": r.line,
                 "status": r.status,
                 "endpoint": r.endpoint,
                 "request_id": r.request_id,

@@ -178,6 +178,7 @@ def _report(batch: Batch) -> dict[str, Any]:
         return [
             {
                 "row": r.index,
+                "line": r.line,
                 "status": r.status,
                 "request_id": r.request_id,
                 "error": r.error,
@@ -301,7 +302,8 @@ def run_batch(
             print(json.dumps(report), file=stdout)
         else:
             for row in report["not_done"][:LISTED]:
-                line = f"  row {row['row']} {row['status']}: {row['error'] or 'not done'}"
+                where = f"row {row['row']}" + (f" (line {row['line']})" if row["line"] else "")
+                line = f"  {where} {row['status']}: {row['error'] or 'not done'}"
                 if row["request_id"] and row["request_id"] not in line:
                     line += f" [{row['request_id']}]"
                 print(line + (f" → {row['next']}" if row["next"] else ""), file=stdout)

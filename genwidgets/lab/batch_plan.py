@@ -25,7 +25,7 @@ from ..errors import EndpointNotFound, PayloadError
 from .budget import Budget, make_budget, plain_amount
 from .cost import billed_count, billed_units, billing_values, cost_summary, endpoints_summary
 from .mapping import ENDPOINT_AXIS, map_payload, read_roles
-from .naming import EXT_MARK, NameTemplate, name_key, slug
+from .naming import DEFAULT_NAMES_TEXT, EXT_MARK, NameTemplate, name_key, slug
 from .rows import SourceRows, read_rows, row_loc
 from .template import Template, build_template
 
@@ -61,9 +61,17 @@ class PlannedRow:
     stem: str
     #: payload fields the row's endpoint has no field for (left out)
     dropped: tuple[str, ...] = ()
+    #: the row's own name: a DataFrame's index label, else its position (``index``)
+    name: int | str = -1
+    #: the line of the rows file it came from (None for in-memory rows)
+    line: int | None = None
     #: what ``prepare`` returned (the client's PreparedRequest), if given; dropped once
     #: sent (a thousand prepared requests hold a megabyte)
     prepared: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.name == -1:
+            self.name = self.index
 
     @property
     def plan_note(self) -> str | None:
@@ -186,6 +194,8 @@ def _digest(endpoint: str, template: Template, names: NameTemplate, source: Sour
     for row in source.rows:  # the same bytes as ever: a derived batch id must not change
         hasher.update(_DIGEST_ENCODER.encode(row).encode())
         hasher.update(b"\n")
+    if source.labels is not None:  # rows named by a DataFrame's index: their files too
+        hasher.update(_DIGEST_ENCODER.encode({"labels": source.labels}).encode())
     return hasher.hexdigest()
 
 
@@ -209,7 +219,7 @@ def _row_specs(
                 known[name] = None
                 why[name] = str(exc)
         if known[name] is None:
-            problems.append({"loc": row_loc(index, ENDPOINT_AXIS), "msg": why[name]})
+            problems.append({"loc": row_loc(source.where(index), ENDPOINT_AXIS), "msg": why[name]})
         specs.append(known[name])
     return specs
 
@@ -272,12 +282,15 @@ def plan_batch(
     specs = _row_specs(source, spec, problems)
     others = [s for s in dict.fromkeys(s for s in specs if s is not None) if s.id != spec.id]
     tmpl = build_template(template, [spec, *others], source.columns)
+    if filenames is None and any(isinstance(v, str) for v in source.labels or ()):
+        filenames = DEFAULT_NAMES_TEXT  # rows named by text: {row:05d} would not format
     names = NameTemplate.parse(filenames, source.columns)
     check: Prepare = prepare if prepare is not None else validate
     planned: list[PlannedRow] = []
     taken: dict[str, int] = {}
     for index, (row, target) in enumerate(zip(source.rows, specs, strict=True)):
-        payload, found = tmpl.payload(row, index)
+        name, where = source.name(index), source.where(index)
+        payload, found = tmpl.payload(row, name, where)
         problems += found
         if target is None or found:
             continue
@@ -288,11 +301,11 @@ def plan_batch(
             if mapped.missing:
                 problems += [
                     {
-                        "loc": row_loc(index, name),
-                        "msg": f"{target.id} requires {name!r}: give it a column or a "
+                        "loc": row_loc(where, field),
+                        "msg": f"{target.id} requires {field!r}: give it a column or a "
                         "template field",
                     }
-                    for name in mapped.missing
+                    for field in mapped.missing
                 ]
                 continue
         try:
@@ -300,14 +313,13 @@ def plan_batch(
             prepared = check(target.id, payload)
         except PayloadError as exc:
             problems += [
-                {"loc": (f"row {index}", *e["loc"]), "msg": _explained(e, row, tmpl)}
-                for e in exc.errors
+                {"loc": (where, *e["loc"]), "msg": _explained(e, row, tmpl)} for e in exc.errors
             ]
             continue
         prompt, seed, _used = read_roles(target, payload)  # the prompt without --seed
         try:
             stem = names.stem(
-                index,
+                name,
                 row,
                 {
                     "slug": slug(prompt) or target.id.lower(),
@@ -315,6 +327,7 @@ def plan_batch(
                     "endpoint": target.id,
                     "kind": target.kind,
                 },
+                where,
             )
         except PayloadError as exc:
             problems += exc.errors
@@ -323,8 +336,9 @@ def plan_batch(
         if first != index:
             problems.append(
                 {
-                    "loc": row_loc(index, "filenames"),
-                    "msg": f"its file name is row {first}'s too ({stem.split(EXT_MARK)[0]}…); "
+                    "loc": row_loc(where, "filenames"),
+                    "msg": f"{source.where(first)} has its file name too "
+                    f"({stem.split(EXT_MARK)[0]}…); "
                     f"add {{row}} to filenames={names.text!r}",
                 }
             )
@@ -339,6 +353,8 @@ def plan_batch(
                 billed=billed_count(target, payload),
                 stem=stem,
                 dropped=dropped,
+                name=name,
+                line=source.lines[index] if source.lines is not None else None,
                 prepared=prepared if prepare is not None else None,
             )
         )

@@ -120,6 +120,10 @@ class BatchRow:
         self.follow_at: float | None = None
 
     index = property(lambda self: self.planned.index)
+    #: its own name: a DataFrame's index label, else its position (``index``)
+    name = property(lambda self: self.planned.name)
+    #: the line of the rows file it came from (None for in-memory rows)
+    line = property(lambda self: self.planned.line)
     endpoint = property(lambda self: self.planned.endpoint)
     kind = property(lambda self: self.planned.kind)
     units = property(lambda self: self.planned.units)
@@ -164,6 +168,8 @@ class BatchRow:
         """What the manifest says of this row (file names relative to ``out``)."""
         return {
             "row": self.index,
+            "name": self.name,
+            "line": self.line,
             "status": self.status if self.state != CREATED else "created",
             "endpoint": self.endpoint,
             "request_id": self.request_id,
@@ -180,9 +186,8 @@ class BatchRow:
     def __repr__(self) -> str:
         what = self.request_id or self.error or ""
         files = f" {len(self.files)} file(s)" if self.files else ""
-        return f"<BatchRow {self.index} {self.endpoint} {self.status} {what}{files}>".replace(
-            "  ", " "
-        )
+        named = f"{self.index} ({self.name!r})" if self.name != self.index else f"{self.index}"
+        return f"<BatchRow {named} {self.endpoint} {self.status} {what}{files}>".replace("  ", " ")
 
 
 class RunningBatch(Protocol):

@@ -32,6 +32,8 @@ CSV_NAME = "manifest.csv"
 CSV_EVERY = 2.0
 COLUMNS = (
     "row",
+    "name",
+    "line",
     "status",
     "endpoint",
     "request_id",

@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 DEFAULT_NAMES = "{row:05d}-{slug}-{seed}.{ext}"
+#: the default for rows named by text (a DataFrame indexed by strings)
+DEFAULT_NAMES_TEXT = "{row}-{slug}-{seed}.{ext}"
 #: what ``{ext}`` and ``{output}`` stand for until the output is known
 EXT_MARK = "\ue000"
 OUTPUT_MARK = "\ue001"
@@ -169,24 +171,32 @@ class NameTemplate:
         a row's name makes safe only the values it shows."""
         return frozenset(name for _, name, _, _ in _FORMATTER.parse(self.text) if name)
 
-    def stem(self, index: int, row: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
+    def stem(
+        self,
+        index: int | str,
+        row: Mapping[str, Any],
+        fields: Mapping[str, Any],
+        where: str | None = None,
+    ) -> str:
         """The row's file name with :data:`EXT_MARK` and :data:`OUTPUT_MARK` standing
-        for what the output decides. A value that does not format is a PayloadError."""
+        for what the output decides; ``index`` is the row's name (a DataFrame's label),
+        ``where`` how messages name it. A value that does not format is a PayloadError."""
         values: dict[str, Any] = {name: safe_part(row.get(name)) for name in self.columns}
         shown = self.names
         values.update({k: safe_part(v) for k, v in fields.items() if k in shown})
-        values["row"] = index
+        values["row"] = index if isinstance(index, int) else safe_part(index)
         values["ext"] = EXT_MARK
         values["output"] = OUTPUT_MARK
         try:
             rendered = self.text.format_map(values)
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise PayloadError(
-                [{"loc": (f"row {index}", "filenames"), "msg": f"{self.text!r}: {exc}"}]
+                [{"loc": (where or f"row {index}", "filenames"), "msg": f"{self.text!r}: {exc}"}]
             ) from None
         name = _tidy(rendered)
         if name.startswith("."):  # nothing before the extension (an emoji-only prompt)
-            name = f"{index:05d}{name}"  # is named by its row, not hidden
+            row_part = f"{index:05d}" if isinstance(index, int) else values["row"]
+            name = row_part + name  # named by its row, not hidden
         name = portable(name)
         if len(name.encode("utf-8")) > MAX_NAME_BYTES:
             head, _, tail = name.rpartition(".")

@@ -58,11 +58,26 @@ class SourceRows:
     stem: str
     #: the line of the file each row came from (None for in-memory rows)
     lines: list[int] | None = None
+    #: a DataFrame's index labels, the rows' own names (None: rows are named by position)
+    labels: list[int | str] | None = None
+
+    def name(self, index: int) -> int | str:
+        """Row ``index``'s name: its DataFrame index label, else its position."""
+        return self.labels[index] if self.labels is not None else index
+
+    def where(self, index: int) -> str:
+        """Row ``index`` as messages name it: ``row 6``, ``row 'cat'``, or with its line
+        in the file, ``row 5 (line 7)``."""
+        name = self.name(index)
+        said = f"row {name!r}" if isinstance(name, str) else f"row {name}"
+        return f"{said} (line {self.lines[index]})" if self.lines is not None else said
 
 
-def row_loc(index: int, column: str | None = None) -> tuple[str, ...]:
-    """The ``loc`` of a problem in one row (and column or field) of a batch."""
-    return (f"row {index}",) if column is None else (f"row {index}", column)
+def row_loc(row: int | str, column: str | None = None) -> tuple[str, ...]:
+    """The ``loc`` of a problem in one row (and column or field) of a batch: ``row`` is
+    its position or how :meth:`SourceRows.where` names it."""
+    where = f"row {row}" if isinstance(row, int) else row
+    return (where,) if column is None else (where, column)
 
 
 def _bad(msg: str, *loc: str) -> PayloadError:
@@ -147,7 +162,20 @@ def _from_dataframe(frame: Any) -> SourceRows:
     if len(frame) == 0:
         raise _bad("the DataFrame has no rows")
     rows = [_kept(r) for r in frame.to_dict(orient="records")]
-    return SourceRows(rows, columns, f"a DataFrame of {len(rows)} rows", "batch")
+    return SourceRows(
+        rows, columns, f"a DataFrame of {len(rows)} rows", "batch", labels=_labels(frame)
+    )
+
+
+def _labels(frame: Any) -> list[int | str] | None:
+    """A DataFrame's index as the rows' names, when it can name them: unique, each a
+    whole number or a string, and not just the positions (docs/decisions.md#batch-rows)."""
+    if not frame.index.is_unique:
+        return None
+    labels = [_plain(v) for v in frame.index]
+    if not all(type(v) in (int, str) for v in labels):
+        return None
+    return None if labels == list(range(len(labels))) else labels
 
 
 def _open_text(path: Path) -> str:

@@ -99,9 +99,11 @@ class Template:
     filled: tuple[str, ...] = ()
 
     def payload(
-        self, row: Mapping[str, Any], index: int
+        self, row: Mapping[str, Any], index: int | str, where: str | None = None
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """The payload of one row and the problems met (each at ``(row N, field)``)."""
+        """The payload of one row and the problems met (each at ``(row N, field)``):
+        ``index`` is the row's name (``{row}``), ``where`` how messages name it."""
+        at = where if where is not None else index
         payload: dict[str, Any] = {}
         problems: list[dict[str, Any]] = []
         values: _Values | None = None
@@ -126,14 +128,14 @@ class Template:
             except PayloadError as exc:
                 source = f"column {slot.whole!r}" if slot.whole is not None else repr(slot.text)
                 problems += [
-                    {"loc": row_loc(index, slot.field), "msg": f"from {source}: {e['msg']}"}
+                    {"loc": row_loc(at, slot.field), "msg": f"from {source}: {e['msg']}"}
                     for e in exc.errors
                 ]
                 continue
             except (ValueError, TypeError, KeyError, IndexError) as exc:
                 problems.append(
                     {
-                        "loc": row_loc(index, slot.field),
+                        "loc": row_loc(at, slot.field),
                         "msg": f"{slot.text!r} does not format with this row: {exc}",
                     }
                 )

@@ -138,7 +138,7 @@ class BatchView(anywidget.AnyWidget):
                 self._made[row.index] = _thumb(row) if row.files else ""
             shown.append(
                 {
-                    "row": row.index,
+                    "row": row.name,
                     "status": row.status,
                     "label": row.files[0].name if row.files else (row.error or row.status),
                     "src": self._made[row.index],

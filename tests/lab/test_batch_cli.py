@@ -91,7 +91,7 @@ def test_bad_input_is_refused_with_exit_2_naming_the_row(
         [str(path), "--endpoint", T2I, "--set", "prompt={text}", "--set", "seed={seed}",
          "--out", str(tmp_path / "o"), "--yes"]
     )  # fmt: skip
-    assert code == 2 and "row 1.seed" in err and "'two' is not a number" in err
+    assert code == 2 and "row 1 (line 3).seed" in err and "'two' is not a number" in err
     path.write_text("text\na\nb\n")  # a seed column would fill the seed the template leaves out
     code, _, err = run(
         [str(path), "--endpoint", T2I, "--set", "prompt={text}", "--budget", "images=1",
@@ -112,7 +112,7 @@ def test_with_json_a_refusal_is_one_json_object_on_stdout(
     assert code == 2 and err == ""
     assert found["command"] == "batch" and found["error_type"] == "PayloadError"
     assert found["error"].startswith("refused, nothing sent: ")
-    assert [p["loc"] for p in found["problems"]] == [["row 1", "seed"]]  # row and column
+    assert [p["loc"] for p in found["problems"]] == [["row 1 (line 3)", "seed"]]  # row, line, column
     path.write_text("text\na\nb\n")
     code, out, err = run([*common, "--out", str(tmp_path / "o")])  # no --yes, no terminal
     found = json.loads(out)
@@ -130,7 +130,7 @@ def test_failed_rows_exit_1_and_are_listed(gateway_env: SimulatorServer, tmp_pat
         [str(rows_file(tmp_path, 2)), "--endpoint", T2I, "--set", "prompt={text}",
          "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
     )  # fmt: skip
-    assert code == 1 and "row 0 failed:" in out and "Runtime execution failed" in out
+    assert code == 1 and "row 0 (line 2) failed:" in out and "Runtime execution failed" in out
 
 
 def child_command(

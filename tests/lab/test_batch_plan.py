@@ -57,11 +57,11 @@ def test_every_problem_of_every_row_at_once(tmp_path: Path) -> None:
     with pytest.raises(PayloadError) as info:
         plan_batch(T2I, path, {"prompt": "{text}", "seed": "{seed}"})
     found = {(e["loc"][0], e["loc"][1] if len(e["loc"]) > 1 else None) for e in info.value.errors}
-    assert ("row 1", "seed") in found  # not a number
-    assert ("row 2", "prompt") in found  # required, the cell is empty
-    assert ("row 3", "endpoint") in found  # unknown endpoint, with the closest
-    assert any(loc[0] == "row 4" for loc in found)  # lip sync needs what the rows lack
-    assert not any(loc[0] == "row 0" for loc in found)
+    assert ("row 1 (line 3)", "seed") in found  # not a number; its line in the file
+    assert ("row 2 (line 4)", "prompt") in found  # required, the cell is empty
+    assert ("row 3 (line 5)", "endpoint") in found  # unknown endpoint, with the closest
+    assert any(loc[0] == "row 4 (line 6)" for loc in found)  # lip sync needs what rows lack
+    assert not any(loc[0].startswith("row 0") for loc in found)
     text = str(info.value)
     assert "'x' is not a number" in text and "unknown endpoint 'vidZ-none'" in text
 
@@ -75,7 +75,7 @@ def test_many_problems_are_listed_then_counted(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_two_rows_with_one_file_name_are_refused() -> None:
-    with pytest.raises(PayloadError, match="its file name is row 0's too") as info:
+    with pytest.raises(PayloadError, match="row 0 has its file name too") as info:
         plan_batch(T2I, [{"prompt": "A Fox"}, {"prompt": "a fox"}], filenames="{slug}.{ext}")
     assert info.value.errors[0]["loc"] == ("row 1", "filenames")
 
@@ -217,7 +217,7 @@ def test_file_names_are_portable_and_distinct_on_a_case_insensitive_normalising_
 def test_two_rows_whose_names_are_equal_after_normalisation_are_refused(
     pair: tuple[str, str],
 ) -> None:
-    with pytest.raises(PayloadError, match="its file name is row 0's too") as info:
+    with pytest.raises(PayloadError, match="row 0 has its file name too") as info:
         plan_batch(T2I, [{"prompt": p} for p in pair], {"prompt": "{prompt}", "n": 1},
                    filenames="{prompt}.{ext}")  # fmt: skip
     assert info.value.errors[0]["loc"] == ("row 1", "filenames")

@@ -40,7 +40,7 @@ def test_the_csv_table_is_rewritten_whole_at_most_so_often(tmp_path: Path) -> No
     with open(tmp_path / "manifest.csv", newline="") as fh:
         rows = list(csv.reader(fh))
     assert rows[0] == list(COLUMNS)
-    assert rows[1][:5] == ["0", "done", "", "", "x.png; y.png"]
+    assert rows[1][:7] == ["0", "", "", "done", "", "", "x.png; y.png"]
     assert not list(tmp_path.glob(".*part"))
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from . import _config
 from ._client import Client
+from ._workers import Workers
 from .jobs.job import AsyncJob, Job
 from .protocol.prepared import PreparedRequest
 from .protocol.records import Result
@@ -37,7 +37,7 @@ class AsyncClient:
         self._wrapped: dict[tuple[str, str], AsyncJob] = {}
         # As many waiting threads as requests the client lets fly at once.
         workers = max(1, int(kw.get("max_in_flight", _config.DEFAULT_MAX_IN_FLIGHT)))
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="genwidgets-async")
+        self._pool = Workers(workers)
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         """``fn(*args, **kw)`` on this client's worker threads."""

@@ -168,7 +168,7 @@ def test_every_command_writes_only_inert_bytes_to_a_terminal(
     )  # fmt: skip
     text = assert_inert(written)
     assert code == 1, text
-    assert "row 0 (line 2) failed: " in text and "\\x1b]52;c;aGVsbG8=\\x07" in text  # shown, not run
+    assert "row 0 (line 2) failed: " in text and "\\x1b]52;c;aGVsbG8=\\x07" in text
     assert "control character (U+009B" in text and "control character (U+001B" in text
 
     with open(out / "manifest.csv", encoding="utf-8", newline="") as fh:

@@ -44,7 +44,7 @@ def test_mypy_is_clean() -> None:
 # (docs/decisions.md#the-error-tree-names-no-higher-layer).
 #
 #   rank  layer       modules
-#   0     base        _config, _files, _formats, _html, _palette, errors
+#   0     base        _config, _files, _formats, _html, _palette, _workers, errors
 #   1     language    imgm (the imgM prompt language: text in, text out)
 #   2     catalog     catalog/**              (validates imgM prompts with it)
 #   3     media       media
@@ -78,7 +78,7 @@ def layer_of(module: str) -> str:
     head = parts[1] if len(parts) > 1 else ""
     if module in ("genwidgets", "genwidgets.cli", "genwidgets.server_extension"):
         return "facade"
-    if head in ("_config", "_files", "_formats", "_html", "_palette", "errors"):
+    if head in ("_config", "_files", "_formats", "_html", "_palette", "_workers", "errors"):
         return "base"
     if head in ("_client", "_async_client", "_protocols"):
         return "client"

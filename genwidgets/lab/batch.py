@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._workers import RUNS, Work
 from ..jobs.ledger import scrub_payload
 from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
@@ -115,8 +116,8 @@ class Batch(Sending):
         self._flush_lock = threading.Lock()
         self._started = False
         self._stored = False
-        self._sender: threading.Thread | None = None
-        self._finisher: threading.Thread | None = None
+        self._sender: Work | None = None
+        self._finisher: Work | None = None
 
     # ------------------------------------------------------------------ the API
 
@@ -132,7 +133,7 @@ class Batch(Sending):
     def sending(self) -> bool:
         """Whether its sender runs: rows are being reserved and created."""
         sender = self._sender
-        return sender is not None and sender.is_alive()
+        return sender is not None and sender.alive()
 
     def submit(self) -> Batch:
         """Send what waits (the plan's confirmation, or going on after a pause); a
@@ -241,7 +242,7 @@ class Batch(Sending):
     def finished(self) -> bool:
         """Every row has ended, or sending stopped and every sent row has ended."""
         with self._lock:
-            sending = self._sender is not None and self._sender.is_alive()
+            sending = self._sender is not None and self._sender.alive()
             if sending or not self._ended.empty():
                 return False
             for row in self.rows:
@@ -385,8 +386,8 @@ class Batch(Sending):
         """The store and both manifests, written once every row's last change is in:
         after the finisher's last pass (bounded), then here, whatever it managed."""
         finisher = self._finisher
-        if finisher is not None and finisher is not threading.current_thread():
-            finisher.join(STOP_WAIT)
+        if finisher is not None:
+            finisher.join(STOP_WAIT)  # at once on the finisher itself
         with self._lock:
             records = [r.record(self.out) for r in self.rows]
         self._flush()
@@ -464,26 +465,16 @@ class Batch(Sending):
             if (
                 self._waiting()
                 and not self._stop.is_set()
-                and not (self._sender is not None and self._sender.is_alive())
+                and not (self._sender is not None and self._sender.alive())
             ):
-                self._sender = threading.Thread(
-                    target=self._guarded_sender,
-                    name=f"genwidgets-batch-{self.id}",
-                    daemon=True,
-                )
-                self._sender.start()
+                self._sender = RUNS.submit(self._guarded_sender)
             self._ensure_finisher()
 
     def _ensure_finisher(self) -> None:
         with self._lock:
-            if self._finisher is None or not self._finisher.is_alive():
+            if self._finisher is None or not self._finisher.alive():
                 self._settled.clear()
-                self._finisher = threading.Thread(
-                    target=self._finish_all,
-                    name=f"genwidgets-batch-{self.id}-files",
-                    daemon=True,
-                )
-                self._finisher.start()
+                self._finisher = RUNS.submit(self._finish_all)
 
     def _guarded_sender(self) -> None:
         """The sender: an error pauses the batch with its words (rows reserved and not
@@ -508,7 +499,7 @@ class Batch(Sending):
             if self.stopped is None:
                 self.stopped = interrupted(waiting=bool(self._waiting()))
         sender = self._sender
-        if sender is not None and sender is not threading.current_thread():
+        if sender is not None:
             with contextlib.suppress(BaseException):
                 sender.join(STOP_WAIT)
         with contextlib.suppress(BaseException):
@@ -559,7 +550,7 @@ class Batch(Sending):
             except Exception as exc:  # recorded and shown; the rows go on
                 self._trouble("finishing rows", exc)
             sender = self._sender
-            if self._ended.empty() and not (sender and sender.is_alive()) and self.finished:
+            if self._ended.empty() and not (sender and sender.alive()) and self.finished:
                 break
         try:
             self._flush()

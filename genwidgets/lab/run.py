@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._config import shown_path
+from .._workers import RUNS
 from ..errors import LedgerError, LedgerWarning
 from ..jobs.batch import valid_concurrency
 from ..jobs.ledger import scrub_payload
@@ -219,7 +220,7 @@ class GridRun:
         if wait:
             self._send_all()
         else:
-            threading.Thread(target=self._send_all, name="genwidgets-grid", daemon=True).start()
+            RUNS.submit(self._send_all)
         return self
 
     def _send_all(self) -> None:

@@ -28,8 +28,9 @@ from typing import Any, TypeVar
 import anywidget
 import traitlets
 
+from .._workers import Workers
 from ..jobs.engine import engine_waits_forbidden
-from .background import Background
+from .background import VIEW_FAILED
 from .lasting import media_choice
 from .ticker import Throttle, as_current_request, guarded
 
@@ -161,7 +162,7 @@ REPUBLISH = Republisher()
 
 #: Lasting faces are rewritten here, never on the thread that asked: the engine's
 #: thread must do no view work, and a video's first preview takes about a second.
-LASTING_WORK = Background(workers=1)
+LASTING_WORK = Workers(1, failed=VIEW_FAILED)
 _SETTLING = threading.Condition()
 _unsettled: set[int] = set()
 

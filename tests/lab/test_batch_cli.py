@@ -112,7 +112,7 @@ def test_with_json_a_refusal_is_one_json_object_on_stdout(
     assert code == 2 and err == ""
     assert found["command"] == "batch" and found["error_type"] == "PayloadError"
     assert found["error"].startswith("refused, nothing sent: ")
-    assert [p["loc"] for p in found["problems"]] == [["row 1 (line 3)", "seed"]]  # row, line, column
+    assert [p["loc"] for p in found["problems"]] == [["row 1 (line 3)", "seed"]]
     path.write_text("text\na\nb\n")
     code, out, err = run([*common, "--out", str(tmp_path / "o")])  # no --yes, no terminal
     found = json.loads(out)

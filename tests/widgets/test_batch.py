@@ -11,6 +11,7 @@ import pytest
 from widgets.taskfakes import DisplayRecorder, wait_for
 
 import genwidgets as gw
+from genwidgets._workers import THREAD_NAME
 from genwidgets.lab import batch as lab_batch
 from genwidgets.simulator import SimulatorServer
 from genwidgets.widgets import batch as view_module
@@ -137,7 +138,7 @@ def test_displayed_it_is_a_live_face_then_a_lasting_face_kept_current(
     # the lasting face follows the batch to its end, written off the finisher's thread
     assert wait_for(lambda: "3 done" in handle.last_html(), timeout=60)
     assert face_id in handle.last_html() and KEY not in handle.last_html()
-    assert all(name == "genwidgets-background" for name in handle.threads)
+    assert all(name == THREAD_NAME for name in handle.threads)
 
 
 def test_a_paused_batch_shows_why_and_its_submit_button_goes_on(

@@ -10,6 +10,7 @@ import ipywidgets
 import pytest
 from widgets.taskfakes import DisplayRecorder, wait_for
 
+from genwidgets._workers import THREAD_NAME
 from genwidgets.jobs.engine import wait_future
 from genwidgets.widgets import faces
 from genwidgets.widgets.faces import (
@@ -63,7 +64,7 @@ def test_a_refresh_rewrites_the_lasting_face_off_the_callers_thread(shown: Displ
     asked_from.join()
     [handle] = shown.handles
     assert wait_for(lambda: "done" in handle.last_html())
-    assert all(name == "genwidgets-background" for name in handle.threads)
+    assert all(name == THREAD_NAME for name in handle.threads)
 
 
 def test_refreshes_coalesce_and_the_last_state_is_written(shown: DisplayRecorder) -> None:

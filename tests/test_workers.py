@@ -1,4 +1,5 @@
-"""Views' background workers: off the caller's thread, errors contained, no pile-up."""
+"""The package's worker threads: off the caller's thread, errors contained and said,
+no pile-up, one kind of thread."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import threading
 
 from widgets.taskfakes import wait_for
 
-from genwidgets.widgets.background import Background
+from genwidgets._workers import THREAD_NAME, Workers
 
 
 def test_work_runs_on_a_daemon_worker_and_a_failure_is_logged_not_raised(caplog) -> None:  # type: ignore[no-untyped-def]
-    background = Background(workers=2, idle=0.2)
+    background = Workers(2, idle=0.2, failed="a view update")
     seen: list[tuple[str, bool]] = []
 
     def fail() -> None:
@@ -21,12 +22,12 @@ def test_work_runs_on_a_daemon_worker_and_a_failure_is_logged_not_raised(caplog)
         lambda: seen.append((threading.current_thread().name, threading.current_thread().daemon))
     )
     assert wait_for(lambda: background.pending == 0, timeout=30)
-    assert seen == [("genwidgets-background", True)]
+    assert seen == [(THREAD_NAME, True)]
     assert "a view update failed" in caplog.text
 
 
 def test_a_stuck_job_does_not_stop_the_others_and_workers_are_capped() -> None:
-    background = Background(workers=2, idle=0.2)
+    background = Workers(2, idle=0.2, failed="a view update")
     release = threading.Event()
     done: list[int] = []
     workers: set[int] = set()
@@ -47,3 +48,23 @@ def test_a_stuck_job_does_not_stop_the_others_and_workers_are_capped() -> None:
     assert len(workers) == 2
     release.set()
     assert wait_for(lambda: background.pending == 0, timeout=30)
+
+
+def test_work_is_a_future_that_knows_its_thread_and_can_be_joined() -> None:
+    workers = Workers(4, idle=0.2)
+    named, release = threading.Event(), threading.Event()
+    inside: list[bool] = []
+
+    def body() -> bool:
+        named.wait(30)  # ``work`` is assigned
+        inside.append(work.on_this_thread)
+        return release.wait(60)
+
+    work = workers.submit(body)
+    named.set()
+    assert work.alive() and not work.join(0.05)  # still running: the join times out
+    release.set()
+    assert work.join(30) and not work.alive() and work.result() is True
+    assert inside == [True] and not work.on_this_thread
+    failing = workers.submit(lambda: 1 / 0)
+    assert failing.join(30) and isinstance(failing.exception(), ZeroDivisionError)

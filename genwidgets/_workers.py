@@ -1,0 +1,129 @@
+"""The package's worker threads: blocking work kept off the engine's loop and the caller.
+
+One mechanism for every piece of work that must wait without holding up the engine or
+the notebook: a batch's sending and finishing, a grid's creates, a view's thumbnail or
+lasting face, an :class:`~genwidgets.AsyncClient`'s blocking call, the simulator's
+media. A :class:`Workers` is a ``concurrent.futures.Executor`` of daemon threads (a
+download that never ends must not hold the interpreter open at exit, as a
+``ThreadPoolExecutor``'s threads do), started as work arrives up to its bound, each
+ending after ``idle`` seconds with nothing to do: docs/decisions.md#threads.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["RUNS", "THREAD_NAME", "Work", "Workers"]
+
+log = logging.getLogger("genwidgets")
+
+T = TypeVar("T")
+#: every worker thread's name: one kind of thread, whatever it runs
+THREAD_NAME = "genwidgets-worker"
+
+
+class Work(concurrent.futures.Future[Any]):
+    """A submitted piece of work: a future that also knows the thread running it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ident: int | None = None
+
+    def alive(self) -> bool:
+        """Queued or running: not ended."""
+        return not self.done()
+
+    def join(self, timeout: float | None) -> bool:
+        """Wait until it has ended (at most ``timeout`` seconds); whether it has. A
+        work joining itself returns at once (it cannot end while it waits)."""
+        if self.ident == threading.get_ident():
+            return False
+        done, _ = concurrent.futures.wait([self], timeout)
+        return bool(done)
+
+    @property
+    def on_this_thread(self) -> bool:
+        return self.ident == threading.get_ident()
+
+
+class Workers(concurrent.futures.Executor):
+    """Up to ``workers`` daemon threads running submitted work in order of submission.
+
+    ``failed``, when given, names what fails in a log line (``"a view update"``): work
+    whose future nobody reads (a thumbnail) still says that it failed."""
+
+    def __init__(self, workers: int, *, idle: float = 5.0, failed: str | None = None) -> None:
+        self.workers = workers
+        self.idle = idle
+        self.failed = failed
+        self._queue: queue.SimpleQueue[tuple[Work, Callable[[], Any]]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._running = 0
+        self._busy = 0
+        self._outstanding = 0
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Work:
+        """Run ``fn(*args, **kwargs)`` on a worker thread; its :class:`Work` holds what it
+        returned or raised."""
+        work = Work()
+        with self._lock:
+            self._outstanding += 1
+        self._queue.put((work, lambda: fn(*args, **kwargs)))
+        with self._lock:
+            if self._running - self._busy < self._queue.qsize() and self._running < self.workers:
+                self._running += 1
+                threading.Thread(target=self._run, name=THREAD_NAME, daemon=True).start()
+        return work
+
+    @property
+    def pending(self) -> int:
+        """Work submitted and not yet ended (for tests and diagnostics)."""
+        with self._lock:
+            return self._outstanding
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to stop: idle threads end by themselves (the pool stays usable)."""
+
+    def _run(self) -> None:
+        while True:
+            try:
+                work, call = self._queue.get(timeout=self.idle)
+            except queue.Empty:
+                with self._lock:
+                    if self._queue.empty():
+                        self._running -= 1
+                        return
+                continue
+            with self._lock:
+                self._busy += 1
+            try:
+                self._one(work, call)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+                    self._outstanding -= 1
+
+    def _one(self, work: Work, call: Callable[[], Any]) -> None:
+        if not work.set_running_or_notify_cancel():
+            return
+        work.ident = threading.get_ident()
+        try:
+            result = call()
+        except BaseException as exc:
+            if self.failed is not None:
+                log.error("genwidgets: %s failed", self.failed, exc_info=exc)
+            work.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            work.set_result(result)
+
+
+#: the prompt lab's runs: a batch's sender and finisher, a grid's creates. Long loops,
+#: so the bound is only a guard: every run gets its threads
+RUNS = Workers(256)

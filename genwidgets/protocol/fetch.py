@@ -22,8 +22,8 @@ docs/decisions.md#fetch-redirects.
 from __future__ import annotations
 
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager, asynccontextmanager
 from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,7 +34,6 @@ from .._config import FETCH_CONNECT_TIMEOUT_S, FETCH_TIMEOUT_S, MAX_FETCH_BYTES
 from .body import ACCEPT_ENCODING, Deadline, Stopwatch, iter_capped, read_capped, within
 
 __all__ = [
-    "CREDENTIAL_HEADERS",
     "MAX_READ_BYTES",
     "MAX_REDIRECTS",
     "ORIGIN_BOUND_HEADERS",
@@ -50,10 +49,9 @@ __all__ = [
     "same_origin",
 ]
 
-#: request headers that may carry a credential; sent only to the gateway's origin
-CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
-#: sent only to the gateway's origin too: what the gateway's cookie jar would add
-ORIGIN_BOUND_HEADERS = (*CREDENTIAL_HEADERS, "cookie")
+#: request headers that may carry a credential, sent only to the gateway's origin (and
+#: every header a client made here is given: :func:`http_client`)
+ORIGIN_BOUND_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "cookie")
 MAX_REDIRECTS = 10
 DEFAULT_TIMEOUT = httpx.Timeout(FETCH_TIMEOUT_S, connect=FETCH_CONNECT_TIMEOUT_S)
 #: The most an output read into memory may weigh (``Output.read``): the downloads' cap.
@@ -115,26 +113,20 @@ class RedirectedAway(Exception):
         self.status_code, self.target = status_code, target
 
 
-class _Unread(httpx.SyncByteStream, httpx.AsyncByteStream):
+class _Unread(httpx.ByteStream):
     """A redirect's body, closed unread: httpx reads each hop's body whole, with no cap."""
 
     def __init__(self, stream: httpx.SyncByteStream | httpx.AsyncByteStream) -> None:
-        self._stream = stream
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(())
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for piece in self:
-            yield piece
+        super().__init__(b"")
+        self._unread = stream
 
     def close(self) -> None:
-        if isinstance(self._stream, httpx.SyncByteStream):
-            self._stream.close()
+        if isinstance(self._unread, httpx.SyncByteStream):
+            self._unread.close()
 
     async def aclose(self) -> None:
-        if isinstance(self._stream, httpx.AsyncByteStream):
-            await self._stream.aclose()
+        if isinstance(self._unread, httpx.AsyncByteStream):
+            await self._unread.aclose()
 
 
 class _OriginRule:
@@ -244,12 +236,12 @@ async def open_url_async(
         await response.aclose()
 
 
-@contextmanager
-def open_url(http: httpx.Client, url: str, watch: Stopwatch) -> Iterator[httpx.Response]:
+def open_url(
+    http: httpx.Client, url: str, watch: Stopwatch
+) -> AbstractContextManager[httpx.Response]:
     """Stream ``GET url`` with a :func:`blocking_client`, every hop's answer within
-    ``watch``'s deadline. Yields the final response (not yet read, status not checked)."""
-    with http.stream("GET", url, extensions={STOPWATCH: watch}) as response:
-        yield response
+    ``watch``'s deadline: the final response (not yet read, status not checked)."""
+    return http.stream("GET", url, extensions={STOPWATCH: watch})
 
 
 async def fetch_async(

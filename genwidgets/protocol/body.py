@@ -150,9 +150,9 @@ async def within(deadline: Deadline) -> AsyncIterator[Watch]:
 
 
 class Stopwatch:
-    """A deadline for a blocking read, checked as each chunk arrives (no loop to cancel
-    it): one read waits at most the client's read timeout, so the exchange ends within
-    its deadline plus one read timeout (docs/decisions.md#reading-answers)."""
+    """A deadline for a blocking read, checked as each hop's answer and each chunk
+    arrive (no loop to cancel it): one wait lasts at most the client's timeouts, so the
+    exchange ends within its deadline plus one hop's (docs/decisions.md#reading-answers)."""
 
     def __init__(self, deadline: Deadline) -> None:
         self.deadline = deadline

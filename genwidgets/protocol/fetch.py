@@ -10,9 +10,9 @@ keep the rule on every hop with two event hooks (:class:`_OriginRule`): a reques
 the trusted origin loses every credential header and its cookies, a redirect's body
 is closed unread, and a request marked :data:`STAY_HOME` (the four queue operations)
 is never followed off the origin. Cookies follow the same rule: the jar keeps cookies
-set by the gateway's origin only, and sends them back there only (a cookie jar matches
-hosts, not ports, so another server on the same host would get them otherwise; a
-cookie set by another origin met on a redirect is never kept). The blocking variant
+set by the gateway's origin only, and the request hook lets them go back there only (a
+cookie jar matches hosts, not ports, so another server on the same host would get them
+otherwise; a cookie set by another origin met on a redirect is never kept). The blocking variant
 (an ``httpx.Client``) is used where no gateway client is at hand (an ``Output`` made
 by hand, a plain ``download_outputs``); it never sends credentials nor cookies at all.
 Every body is read within its caps and deadline (:mod:`.body`). Why:

@@ -27,13 +27,13 @@ from .._config import FETCH_TIMEOUT_S, home, redact
 from .._files import AtomicFile
 from .._formats import EXTENSIONS, decode_data_url, extension_for, int_or_none
 from ..errors import DownloadError
-from ..protocol.body import Deadline, aiter_capped, within
+from ..protocol.body import Deadline, Stopwatch, aiter_capped, iter_capped, within
 from ..protocol.fetch import (
     DEFAULT_TIMEOUT,
     MAX_READ_BYTES,
-    http_client,
+    blocking_client,
+    open_url,
     open_url_async,
-    run_apart,
     seconds,
 )
 from ..protocol.records import Output, Result
@@ -305,6 +305,15 @@ class _Batch:
             return None
         return _remote_url(item.output)
 
+    def save_each(self, save: Callable[[_Item, str], object]) -> list[Path]:
+        """Save every item, ``save(item, url)`` the ones that need the network (blocking)."""
+        for item in self.items:
+            with self.attempt(item):
+                url = self.url_to_fetch(item)
+                if url is not None:
+                    save(item, url)
+        return self.finish()
+
     def finish(self) -> list[Path]:
         """The saved paths, or one :class:`DownloadError` naming every failure."""
         if not self.failures:
@@ -339,35 +348,22 @@ def download_outputs(
     each within ``timeout`` seconds plus 1 s per 32 KiB. ``gateway``: the gateway's
     name (its base URL), whose folder under ``root`` keeps the outputs.
     """
-    if fetch is None:
-
-        async def streamed() -> list[Path]:
-            async with http_client(timeout=timeout) as http:
-                return await download_outputs_async(
-                    result,
-                    client=http,
-                    root=root,
-                    max_bytes=max_bytes,
-                    on_saved=on_saved,
-                    timeout=seconds(timeout),
-                    gateway=gateway,
-                )
-
-        _check_args(max_bytes)  # bad arguments raise here, not in the fetching thread
-        _plan(result, root, gateway)
-        return run_apart(streamed())
     batch = _Batch(result, root, max_bytes, on_saved, gateway)
-    for item in batch.items:
-        with batch.attempt(item):
-            url = batch.url_to_fetch(item)
-            if url is None:
-                continue
-            try:
-                data = fetch(url)
-            except Exception as exc:
-                raise _Failure(f"fetch failed: {_describe(exc)}") from exc
-            _write_bytes(item, data, max_bytes)
-    return batch.finish()
+    if fetch is not None:
+        return batch.save_each(
+            lambda item, url: _write_bytes(item, _fetched(fetch, url), max_bytes)
+        )
+    with blocking_client(timeout=timeout) as http:
+        return batch.save_each(
+            lambda item, url: _stream(http, item, url, max_bytes, seconds(timeout))
+        )
+
+
+def _fetched(fetch: Callable[[str], bytes], url: str) -> bytes:
+    try:
+        return fetch(url)
+    except Exception as exc:
+        raise _Failure(f"fetch failed: {_describe(exc)}") from exc
 
 
 Opener = Callable[[str], AbstractAsyncContextManager[httpx.Response]]
@@ -406,6 +402,18 @@ async def download_outputs_async(
             if url is not None:
                 await _stream_async(opener, item, url, max_bytes, timeout)
     return batch.finish()
+
+
+def _stream(http: httpx.Client, item: _Item, url: str, max_bytes: int, timeout: float) -> None:
+    watch = Stopwatch(Deadline(timeout))
+    with open_url(http, url, watch) as response:
+        declared = _content_length(response, max_bytes, item.output)
+        with _CheckedOutput(item, max_bytes) as sink:
+            for chunk in iter_capped(response, max_bytes, watch):
+                sink.write(chunk)
+            sink.commit(
+                wire_bytes=response.num_bytes_downloaded or sink.size, content_length=declared
+            )
 
 
 async def _stream_async(

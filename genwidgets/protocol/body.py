@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -42,8 +43,10 @@ __all__ = [
     "RATIO_FLOOR",
     "Answer",
     "Deadline",
+    "Stopwatch",
     "Watch",
     "aiter_capped",
+    "iter_capped",
     "read_answer",
     "read_capped",
     "redact_json",
@@ -146,6 +149,24 @@ async def within(deadline: Deadline) -> AsyncIterator[Watch]:
         watch.stop()
 
 
+class Stopwatch:
+    """A deadline for a blocking read, checked as each hop's answer and each chunk
+    arrive (no loop to cancel it): one wait lasts at most the client's timeouts, so the
+    exchange ends within its deadline plus one hop's (docs/decisions.md#reading-answers)."""
+
+    def __init__(self, deadline: Deadline) -> None:
+        self.deadline = deadline
+        self._start = time.monotonic()
+
+    def progress(self, received: int) -> None:
+        if time.monotonic() - self._start > self.deadline.allowed(received):
+            raise _TooSlow(f"no whole answer within the deadline ({self.deadline})")
+
+
+#: What counts a body's bytes against a deadline: a :class:`Watch` or a :class:`Stopwatch`.
+Progress = Watch | Stopwatch
+
+
 class _Inflater:
     """One ``gzip``/``deflate`` stage, giving at most :data:`CHUNK` bytes per step."""
 
@@ -209,39 +230,69 @@ def _too_large(size: int, max_bytes: int, what: str) -> _BodyRefused:
     return _BodyRefused(f"the answer is larger than {max_bytes:,} bytes ({what} {size:,})")
 
 
+class _Capped:
+    """The caps of one streamed body, counted as its raw chunks arrive (a blocking
+    and an async read share them; only the iteration differs)."""
+
+    def __init__(self, response: httpx.Response, max_bytes: int, watch: Progress | None) -> None:
+        declared = _declared(response.headers)
+        if declared is not None and declared > max_bytes:
+            raise _too_large(declared, max_bytes, "Content-Length")
+        self.max_bytes, self.watch = max_bytes, watch
+        self.wire = self.inflated = 0
+        self.read_already: list[bytes] | None = None
+        self.stages: list[_Inflater] = []
+        if response.is_stream_consumed:  # read (and inflated) already: a transport in memory
+            content = response.content
+            if len(content) > max_bytes:
+                raise _too_large(len(content), max_bytes, "received")
+            self.read_already = [content[i : i + CHUNK] for i in range(0, len(content), CHUNK)]
+        else:
+            self.stages = _stages(response.headers)
+
+    def feed(self, raw: bytes) -> Iterator[bytes]:
+        self.wire += len(raw)
+        if self.watch is not None:
+            self.watch.progress(self.wire)
+        if self.wire > self.max_bytes:
+            raise _too_large(self.wire, self.max_bytes, "received at least")
+        for piece in _through(self.stages, raw):
+            self.inflated += len(piece)
+            if self.inflated > self.max_bytes:
+                raise _too_large(self.inflated, self.max_bytes, "inflated to at least")
+            if (
+                self.stages
+                and self.inflated > RATIO_FLOOR
+                and self.inflated > MAX_RATIO * self.wire
+            ):
+                raise _BodyRefused(
+                    f"the answer inflates more than {MAX_RATIO}-fold ({self.wire:,} bytes "
+                    f"received, {self.inflated:,} inflated): a compression bomb"
+                )
+            yield piece
+
+
 async def aiter_capped(
     response: httpx.Response, max_bytes: int, watch: Watch | None = None
 ) -> AsyncIterator[bytes]:
     """The body of a streamed ``response``, inflated, in pieces of at most
     :data:`CHUNK` bytes; :class:`_BodyRefused` the moment a cap is passed."""
-    declared = _declared(response.headers)
-    if declared is not None and declared > max_bytes:
-        raise _too_large(declared, max_bytes, "Content-Length")
-    if response.is_stream_consumed:  # read (and inflated) already: a transport in memory
-        content = response.content
-        if len(content) > max_bytes:
-            raise _too_large(len(content), max_bytes, "received")
-        for start in range(0, len(content), CHUNK):
-            yield content[start : start + CHUNK]
-        return
-    stages = _stages(response.headers)
-    wire = inflated = 0
-    async for raw in response.aiter_raw():
-        wire += len(raw)
-        if watch is not None:
-            watch.progress(wire)
-        if wire > max_bytes:
-            raise _too_large(wire, max_bytes, "received at least")
-        for piece in _through(stages, raw):
-            inflated += len(piece)
-            if inflated > max_bytes:
-                raise _too_large(inflated, max_bytes, "inflated to at least")
-            if stages and inflated > RATIO_FLOOR and inflated > MAX_RATIO * wire:
-                raise _BodyRefused(
-                    f"the answer inflates more than {MAX_RATIO}-fold ({wire:,} bytes "
-                    f"received, {inflated:,} inflated): a compression bomb"
-                )
-            yield piece
+    capped = _Capped(response, max_bytes, watch)
+    for piece in capped.read_already or ():
+        yield piece
+    if capped.read_already is None:
+        async for raw in response.aiter_raw():
+            for piece in capped.feed(raw):
+                yield piece
+
+
+def iter_capped(response: httpx.Response, max_bytes: int, watch: Stopwatch) -> Iterator[bytes]:
+    """:func:`aiter_capped` for a blocking read (``httpx.Client``)."""
+    capped = _Capped(response, max_bytes, watch)
+    yield from capped.read_already or ()
+    if capped.read_already is None:
+        for raw in response.iter_raw():
+            yield from capped.feed(raw)
 
 
 async def read_capped(
@@ -304,10 +355,6 @@ class Answer:
             content, refused = b"", str(_too_large(len(content), max_bytes, "received"))
         return cls(response.status_code, response.headers, response.reason_phrase, url, content,
                    refused)  # fmt: skip
-
-    @property
-    def is_redirect(self) -> bool:
-        return self.status_code in (301, 302, 303, 307, 308) and "location" in self.headers
 
     def json(self) -> Any:
         """The body as JSON (depth-checked, redacted), or None when it is not readable."""

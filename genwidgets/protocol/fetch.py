@@ -5,52 +5,53 @@ and port of its base URL), never to another host, and a redirect never carries
 it elsewhere. Outputs on the gateway itself (the simulator's ``/files/...``)
 may need the key; outputs elsewhere (signed storage URLs) never get it.
 
-Redirects are followed by hand, at most :data:`MAX_REDIRECTS` hops, so every
-hop decides its own headers: a hop to a foreign origin loses every credential
-header and ``auth``. Cookies follow the same rule: the jar keeps cookies set by the
-gateway's origin only, and sends them back there only (a cookie jar matches hosts,
-not ports, so another server on the same host would get them otherwise; a cookie
-set by another origin met on a redirect is never kept). The blocking variant
-is used where no gateway client is at hand (an ``Output`` made by hand, a plain
-``download_outputs``); it never sends credentials nor cookies at all. Every body is
-read within its caps and deadline (:mod:`.body`).
+httpx follows redirects (at most :data:`MAX_REDIRECTS` hops); the clients made here
+keep the rule on every hop with two event hooks (:class:`_OriginRule`): a request off
+the trusted origin loses every credential header and its cookies, a redirect's body
+is closed unread, and a request marked :data:`STAY_HOME` (the four queue operations)
+is never followed off the origin. Cookies follow the same rule: the jar keeps cookies
+set by the gateway's origin only, and the request hook lets them go back there only (a
+cookie jar matches hosts, not ports, so another server on the same host would get them
+otherwise; a cookie set by another origin met on a redirect is never kept). The blocking variant
+(an ``httpx.Client``) is used where no gateway client is at hand (an ``Output`` made
+by hand, a plain ``download_outputs``); it never sends credentials nor cookies at all.
+Every body is read within its caps and deadline (:mod:`.body`). Why:
+docs/decisions.md#fetch-redirects.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import urllib.request
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager, asynccontextmanager
 from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from .._config import FETCH_CONNECT_TIMEOUT_S, FETCH_TIMEOUT_S, MAX_FETCH_BYTES
-from .body import ACCEPT_ENCODING, Deadline, read_capped, within
+from .body import ACCEPT_ENCODING, Deadline, Stopwatch, iter_capped, read_capped, within
 
 __all__ = [
-    "CREDENTIAL_HEADERS",
     "MAX_READ_BYTES",
     "MAX_REDIRECTS",
     "ORIGIN_BOUND_HEADERS",
+    "STAY_HOME",
+    "RedirectedAway",
+    "blocking_client",
     "fetch_async",
     "fetch_url",
     "http_client",
+    "open_url",
     "open_url_async",
-    "run_apart",
+    "origin_text",
     "same_origin",
 ]
 
-T = TypeVar("T")
-
-#: request headers that may carry a credential; sent only to the gateway's origin
-CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key")
-#: sent only to the gateway's origin too: what the gateway's cookie jar would add
-ORIGIN_BOUND_HEADERS = (*CREDENTIAL_HEADERS, "cookie")
+#: request headers that may carry a credential, sent only to the gateway's origin (and
+#: every header a client made here is given: :func:`http_client`)
+ORIGIN_BOUND_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "cookie")
 MAX_REDIRECTS = 10
 DEFAULT_TIMEOUT = httpx.Timeout(FETCH_TIMEOUT_S, connect=FETCH_CONNECT_TIMEOUT_S)
 #: The most an output read into memory may weigh (``Output.read``): the downloads' cap.
@@ -69,6 +70,13 @@ def same_origin(url: str | httpx.URL, base_url: str | None) -> bool:
     return base_url is not None and _origin(url) == _origin(base_url)
 
 
+def origin_text(url: str) -> str:
+    """The origin of ``url`` as text, for messages: ``https://host:port``."""
+    parts = httpx.URL(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.host}{port}"
+
+
 def seconds(timeout: float | httpx.Timeout) -> float:
     """A timeout as one number of seconds (an ``httpx.Timeout``'s read timeout)."""
     if isinstance(timeout, httpx.Timeout):
@@ -77,8 +85,9 @@ def seconds(timeout: float | httpx.Timeout) -> float:
 
 
 class _OriginCookies(DefaultCookiePolicy):
-    """Cookies kept only from answers of one origin and sent only to it (none at all
-    without an origin): docs/decisions.md#fetch-cookies."""
+    """Cookies kept only from answers of one origin (none at all without an origin).
+    Which go out is the request hook's to say: httpx copies the jar into one of the
+    default policy for each request (docs/decisions.md#fetch-cookies)."""
 
     def __init__(self, origin: str | None) -> None:
         super().__init__()
@@ -87,10 +96,92 @@ class _OriginCookies(DefaultCookiePolicy):
     def set_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
         return same_origin(request.get_full_url(), self._origin) and super().set_ok(cookie, request)
 
-    def return_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
-        return same_origin(request.get_full_url(), self._origin) and super().return_ok(
-            cookie, request
-        )
+
+#: A request extension: this request, and the redirects httpx follows from it, stay on
+#: the trusted origin (a redirect elsewhere raises :class:`RedirectedAway`).
+STAY_HOME = "genwidgets.stay_home"
+#: A request extension: the :class:`~.body.Stopwatch` each hop's answer is checked against.
+STOPWATCH = "genwidgets.stopwatch"
+
+
+class RedirectedAway(Exception):
+    """A request marked :data:`STAY_HOME` was redirected off its origin (``target``:
+    the origin it was sent to): not followed."""
+
+    def __init__(self, status_code: int, target: str) -> None:
+        super().__init__(f"redirected to {target}")
+        self.status_code, self.target = status_code, target
+
+
+class _Unread(httpx.ByteStream):
+    """A redirect's body, closed unread: httpx reads each hop's body whole, with no cap."""
+
+    def __init__(self, stream: httpx.SyncByteStream | httpx.AsyncByteStream) -> None:
+        super().__init__(b"")
+        self._unread = stream
+
+    def close(self) -> None:
+        if isinstance(self._unread, httpx.SyncByteStream):
+            self._unread.close()
+
+    async def aclose(self) -> None:
+        if isinstance(self._unread, httpx.AsyncByteStream):
+            await self._unread.aclose()
+
+
+class _OriginRule:
+    """The event hooks that keep the rule on every hop httpx follows: off ``origin``
+    (None: everywhere) a request loses the headers in ``bound``; a redirect's body is
+    not read; a :data:`STAY_HOME` request is not followed away; each hop's answer is
+    checked against the request's :data:`STOPWATCH`."""
+
+    def __init__(self, origin: str | None, bound: tuple[str, ...] = ORIGIN_BOUND_HEADERS) -> None:
+        self.origin, self.bound = origin, bound
+
+    def request(self, request: httpx.Request) -> None:
+        if not same_origin(request.url, self.origin):
+            for name in self.bound:
+                request.headers.pop(name, None)
+
+    def response(self, response: httpx.Response) -> None:
+        extensions = response.request.extensions
+        if STOPWATCH in extensions:
+            extensions[STOPWATCH].progress(0)
+        if not response.has_redirect_location:
+            return
+        if extensions.get(STAY_HOME):
+            try:
+                target = response.request.url.join(response.headers["location"])
+            except httpx.InvalidURL:
+                raise RedirectedAway(response.status_code, "an address that is not a URL") from None
+            if not same_origin(target, self.origin):
+                raise RedirectedAway(response.status_code, origin_text(str(target)))
+        response.stream = _Unread(response.stream)
+
+    async def arequest(self, request: httpx.Request) -> None:
+        self.request(request)
+
+    async def aresponse(self, response: httpx.Response) -> None:
+        self.response(response)
+
+
+def _options(
+    headers: httpx.Headers | None, timeout: float | httpx.Timeout, trusted_origin: str | None
+) -> dict[str, Any]:
+    """What every client made here shares: httpx follows redirects, only the encodings
+    :mod:`.body` inflates are asked for, cookies of ``trusted_origin`` only."""
+    read = seconds(timeout)
+    merged = httpx.Headers({"Accept-Encoding": ACCEPT_ENCODING})
+    merged.update(headers or {})
+    return dict(
+        headers=merged,
+        timeout=timeout
+        if isinstance(timeout, httpx.Timeout)
+        else httpx.Timeout(read, connect=min(10.0, read)),
+        follow_redirects=True,
+        max_redirects=MAX_REDIRECTS,
+        cookies=CookieJar(policy=_OriginCookies(trusted_origin)),
+    )
 
 
 def http_client(
@@ -100,64 +191,57 @@ def http_client(
     transport: httpx.AsyncBaseTransport | None = None,
     trusted_origin: str | None = None,
 ) -> httpx.AsyncClient:
-    """The one way an ``httpx.AsyncClient`` is made here: redirects by hand, only the
-    encodings :mod:`.body` inflates, cookies of ``trusted_origin`` only."""
-    read = seconds(timeout)
-    merged = httpx.Headers({"Accept-Encoding": ACCEPT_ENCODING})
-    merged.update(headers or {})
+    """The one way an ``httpx.AsyncClient`` is made here: every header it is given
+    (the key, a caller's extra headers) goes only to ``trusted_origin``."""
+    bound = (*ORIGIN_BOUND_HEADERS, *(name.lower() for name in (headers or {})))
+    rule = _OriginRule(trusted_origin, bound)
     return httpx.AsyncClient(
-        headers=merged,
-        timeout=timeout
-        if isinstance(timeout, httpx.Timeout)
-        else httpx.Timeout(read, connect=min(10.0, read)),
         transport=transport,
-        follow_redirects=False,
-        cookies=CookieJar(policy=_OriginCookies(trusted_origin)),
+        event_hooks={"request": [rule.arequest], "response": [rule.aresponse]},
+        **_options(headers, timeout, trusted_origin),
     )
 
 
-def _next_url(response: httpx.Response) -> httpx.URL | None:
-    if not response.is_redirect:
-        return None
-    location = response.headers.get("location")
-    return response.request.url.join(location) if location else None
-
-
-def _too_many(url: str) -> httpx.TooManyRedirects:
-    return httpx.TooManyRedirects(f"more than {MAX_REDIRECTS} redirects from {url}")
+def blocking_client(*, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT) -> httpx.Client:
+    """The ``httpx.Client`` of the blocking fetches: no credential, no cookie, anywhere."""
+    rule = _OriginRule(None)
+    return httpx.Client(
+        event_hooks={"request": [rule.request], "response": [rule.response]},
+        **_options(None, timeout, None),
+    )
 
 
 @asynccontextmanager
 async def open_url_async(
     http: httpx.AsyncClient, url: str, *, trusted_origin: str | None = None
 ) -> AsyncIterator[httpx.Response]:
-    """Stream ``GET url`` with ``http``; credentials only on hops to ``trusted_origin``.
+    """Stream ``GET url`` with ``http``; credentials only to ``trusted_origin``: on
+    the first hop by this rule, on the hops httpx follows by the client's own hooks
+    (a caller's client: no hop has them, the first lost them).
 
     Yields the final response (not yet read, status not checked).
     """
-    target: httpx.URL = httpx.URL(url)
-    for _hop in range(MAX_REDIRECTS + 1):
-        request = http.build_request("GET", target)
-        trusted = same_origin(target, trusted_origin)
-        if not trusted:
-            for name in ORIGIN_BOUND_HEADERS:
-                request.headers.pop(name, None)
-        response = await http.send(
-            request,
-            stream=True,
-            follow_redirects=False,
-            auth=httpx.USE_CLIENT_DEFAULT if trusted else None,
-        )
-        following = _next_url(response)
-        if following is None:
-            try:
-                yield response
-            finally:
-                await response.aclose()
-            return
+    request = http.build_request("GET", url)
+    trusted = same_origin(url, trusted_origin)
+    _OriginRule(trusted_origin).request(request)
+    response = await http.send(
+        request,
+        stream=True,
+        follow_redirects=True,
+        auth=httpx.USE_CLIENT_DEFAULT if trusted else None,
+    )
+    try:
+        yield response
+    finally:
         await response.aclose()
-        target = following
-    raise _too_many(url)
+
+
+def open_url(
+    http: httpx.Client, url: str, watch: Stopwatch
+) -> AbstractContextManager[httpx.Response]:
+    """Stream ``GET url`` with a :func:`blocking_client`, every hop's answer within
+    ``watch``'s deadline: the final response (not yet read, status not checked)."""
+    return http.stream("GET", url, extensions={STOPWATCH: watch})
 
 
 async def fetch_async(
@@ -178,28 +262,6 @@ async def fetch_async(
         return await read_capped(response, max_bytes, watch)
 
 
-def run_apart(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on a fresh event loop in a thread of its own and block for its
-    outcome: how a blocking caller fetches (whatever loop its own thread runs, and on
-    the engine thread too). ``coro`` must carry its own deadline."""
-    outcome: list[tuple[bool, Any]] = []
-
-    def main() -> None:
-        try:
-            outcome.append((True, asyncio.run(coro)))
-        except BaseException as exc:  # handed to the caller below
-            outcome.append((False, exc))
-
-    thread = threading.Thread(target=main, name="genwidgets-fetch", daemon=True)
-    thread.start()
-    thread.join()
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    result: T = value
-    return result
-
-
 def fetch_url(
     url: str,
     *,
@@ -208,9 +270,7 @@ def fetch_url(
 ) -> bytes:
     """The bytes at ``url`` (no credential nor cookie sent; an HTTP error raises),
     within ``max_bytes`` and a deadline of ``timeout`` seconds plus the transfer."""
-
-    async def fetch() -> bytes:
-        async with http_client(timeout=timeout) as http:
-            return await fetch_async(http, url, grace=seconds(timeout), max_bytes=max_bytes)
-
-    return run_apart(fetch())
+    watch = Stopwatch(Deadline(seconds(timeout)))
+    with blocking_client(timeout=timeout) as http, open_url(http, url, watch) as response:
+        response.raise_for_status()
+        return b"".join(iter_capped(response, max_bytes, watch))

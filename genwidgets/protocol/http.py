@@ -49,9 +49,12 @@ from .body import MAX_ANSWER_BYTES, Answer, Deadline, read_answer, within
 from .fetch import (
     MAX_READ_BYTES,
     MAX_REDIRECTS,
+    STAY_HOME,
+    RedirectedAway,
     fetch_async,
     http_client,
     open_url_async,
+    origin_text,
     same_origin,
 )
 from .gate import RateGate
@@ -191,12 +194,6 @@ def error_from_response(
     return GatewayError(text, **kw)
 
 
-def _origin_text(url: str) -> str:
-    parts = httpx.URL(url)
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.host}{port}"
-
-
 def _says_rate_limited(answer: Answer) -> bool:
     """A 429, or an error answer whose body carries the ``RATE_LIMIT_EXCEEDED`` code
     (whatever the status: the spec shows the code, not the status)."""
@@ -293,33 +290,32 @@ class Gateway:
         attempt: int = 0,
     ) -> Answer:
         """One request through the gate: a create with its pacing ticket (``attempt``:
-        its tries so far), redirects on the same origin only."""
+        its tries so far), the redirects httpx follows on the same origin only."""
         if self._http.is_closed:
             raise ClientClosed(endpoint=endpoint, request_id=request_id)
         create = op == "create"
         ticket = await self.gate.ticket(attempt=attempt) if create else None
         try:
             await self.gate.wait(endpoint=endpoint, request_id=request_id, create=create)
-            for _hop in range(MAX_REDIRECTS + 1):
+            try:
                 async with self._semaphore:
                     self.counts[op] += 1
                     answer = await self._exchange(method, url, content, headers)
-                if not answer.is_redirect:
-                    break
-                assert answer.url is not None
-                target = str(answer.url.join(answer.headers["location"]))
-                if not same_origin(target, self.base_url):
-                    raise GatewayError(
-                        f"the {op} request was redirected to another origin "
-                        f"({_origin_text(target)}); not followed, so the API key stays at "
-                        f"{_origin_text(self.base_url)}",
-                        status_code=answer.status_code,
-                        endpoint=endpoint,
-                        request_id=request_id,
-                    )
-                url = target
-                if answer.status_code == 303:
-                    method, content = "GET", None
+            except RedirectedAway as away:
+                raise GatewayError(
+                    f"the {op} request was redirected to another origin "
+                    f"({away.target}); not followed, so the API key stays at "
+                    f"{origin_text(self.base_url)}",
+                    status_code=away.status_code,
+                    endpoint=endpoint,
+                    request_id=request_id,
+                ) from None
+            except httpx.TooManyRedirects:
+                raise GatewayError(
+                    f"the {op} request was redirected more than {MAX_REDIRECTS} times",
+                    endpoint=endpoint,
+                    request_id=request_id,
+                ) from None
             limited = _says_rate_limited(answer)
             if limited:  # a create's refusal holds creates only: docs/decisions.md#create-pacing
                 wait = parse_retry_after(answer.headers)
@@ -339,7 +335,9 @@ class Gateway:
         (docs/decisions.md#reading-answers)."""
         grace = self.timeout + min(10.0, self.timeout)  # connecting, then answering
         async with within(Deadline(grace, sent=len(content or b""))) as watch:
-            request = self._http.build_request(method, url, content=content, headers=headers)
+            request = self._http.build_request(
+                method, url, content=content, headers=headers, extensions={STAY_HOME: True}
+            )
             response = await self._http.send(request, stream=True)
             try:
                 return await read_answer(response, MAX_BODY_BYTES, watch)
@@ -351,12 +349,12 @@ class Gateway:
         with one warning per foreign origin (the key never goes there)."""
         if same_origin(url, self.base_url):
             return url
-        origin = _origin_text(url)
+        origin = origin_text(url)
         if origin not in self._foreign_origins:
             self._foreign_origins.add(origin)
             warnings.warn(
                 f"the task handle names another origin ({origin}) than the gateway "
-                f"({_origin_text(self.base_url)}); the client uses the documented "
+                f"({origin_text(self.base_url)}); the client uses the documented "
                 "addresses on the gateway instead, so the API key is not sent there",
                 GenwidgetsWarning,
                 stacklevel=2,

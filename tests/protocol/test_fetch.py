@@ -156,3 +156,23 @@ def test_a_request_searches_for_no_module(simulator: object) -> None:
     asyncio.run(requests(None))  # a first client's lazy imports happen here
     asyncio.run(requests(Spy()))
     assert searched == [], f"each request searched sys.path for {sorted(set(searched))}"
+
+
+def test_a_blocking_fetch_starts_no_thread_of_its_own(
+    servers: tuple[Server, Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It reads on the caller's thread with an ``httpx.Client``: no thread and no event
+    loop of its own (only the loopback servers start threads, one a connection)."""
+    import threading
+
+    gateway_server, _ = servers
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def recorded(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", recorded)
+    assert Output.from_entry(f"{gateway_server.base}/moved/f.png").read() == b"PNGDATA"
+    assert all("process_request" in name for name in started), started

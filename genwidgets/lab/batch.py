@@ -1,51 +1,39 @@
 """A batch at work: rows sent through the one batch sender, followed, written out, kept.
 
-:class:`Batch` is the plain-Python ``gw.batch``: a sender thread takes waiting rows a
-chunk at a time, reserves their billed units in the ledger's file (the budget's cap
-holds across processes), sends them with ``client.send_many``; a finisher thread
-writes each ended row's files into ``out`` with their provenance, the manifest, the
-store, and checks each row's deadline. Engine callbacks only queue a row or mark the
-batch changed: nothing here waits on the engine while it holds a lock, and no engine
-callback waits on a view. Resuming, budgets, files: docs/decisions.md#batches.
+:class:`Batch` is the plain-Python ``gw.batch``. Its rows and every change of them live
+in its :class:`~.row_book.RowBook`; it runs two pieces of work on the package's worker
+threads: the sender (:func:`~.batch_send.send_all`: waiting rows a chunk at a time,
+reserved in the ledger's file so the budget's cap holds across processes, sent with
+``client.send_many``) and the finisher (each ended row's files into ``out`` with their
+provenance, the manifest, the store, each row's deadline). Engine callbacks only queue
+a row or mark the book changed: nothing here waits on the engine while it holds a lock,
+and no engine callback waits on a view. Resuming, budgets, files:
+docs/decisions.md#batches.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import queue
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._workers import RUNS, Work
-from ..jobs.ledger import scrub_payload
 from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
-from .batch_send import Sending
-from .batch_store import (
-    CREATED,
-    ENDED,
-    FAILED,
-    PENDING,
-    SENDING,
-    UNKNOWN,
-    WAITING,
-    BatchStore,
-    RowUpdate,
-    id_taken,
-)
+from .batch_send import send_all
+from .batch_store import CREATED, FAILED, PENDING, SENDING, UNKNOWN, WAITING, BatchStore
 from .finish import check_deadlines, finish_row, write_files
-from .manifest import Manifest
 from .progress import Mode, Progress, Snapshot, interrupted, summed
 from .resume import reconcile
+from .row_book import RowBook
 
 if TYPE_CHECKING:
-    from .._protocols import ClientLike, JobLike
+    from .._protocols import ClientLike
 
 __all__ = ["Batch", "display_hook"]
 
@@ -61,7 +49,7 @@ RATE_WINDOW = 60.0
 STOP_WAIT = 15.0
 
 
-class Batch(Sending):
+class Batch:
     """Rows of data sent as tasks, each followed to its files; see the module docstring
     and ``gw.batch``."""
 
@@ -78,44 +66,31 @@ class Batch(Sending):
         on_timeout: str = "cancel",
         needs_confirmation: bool = False,
     ) -> None:
+        self.book = RowBook(
+            plan,
+            client,
+            batch_id=batch_id,
+            out=out,
+            store=store,
+            timeout=timeout,
+            on_timeout=on_timeout,
+        )
         self.plan = plan
         self.client = client
         self.id = batch_id
         self.out = out
         self.store = store
         self.concurrency = concurrency
-        self.timeout = timeout
-        self.on_timeout = on_timeout
         self.needs_confirmation = needs_confirmation
-        self.rows = [BatchRow(p) for p in plan.rows]
+        self.rows = self.book.rows
+        self.manifest = self.book.manifest
         self.listeners: list[Callable[[], None]] = []
-        #: why sending stopped before every row was sent (the budget's cap, a cancel)
-        self.stopped: str | None = None
         #: an error that ended the sender or the finisher (raised by :meth:`wait`)
         self.error: BaseException | None = None
-        #: why sending paused (creates failing in a row, the sender's error); set, the
-        #: batch sends nothing more until :meth:`submit`
-        self.paused: str | None = None
-        #: the last trouble of a background thread (recorded, shown, never fatal)
-        self.problem: str | None = None
-        self._doubtful = 0  # creates in a row that failed and may have billed
-        self.manifest = Manifest(out, batch_id)
-        self.spent: dict[str, float] = {}
-        self._lock = threading.RLock()
-        self._ended: queue.SimpleQueue[int] = queue.SimpleQueue()
-        self._pending: list[RowUpdate] = []
-        self._ends: deque[float] = deque()
+        self._lock = self.book.lock
         self._sending_since: float | None = None
-        self._cursor = 0  # rows before it wait no more
-        self._dirty = False
-        self._stop = threading.Event()
-        self._cancelled = False
         self._settled = threading.Event()
-        #: held across taking the queued row changes and writing them, so a flush
-        #: returns once every change queued before it is in the store
-        self._flush_lock = threading.Lock()
         self._started = False
-        self._stored = False
         self._sender: Work | None = None
         self._finisher: Work | None = None
 
@@ -124,6 +99,22 @@ class Batch(Sending):
     @property
     def endpoint(self) -> str:
         return self.plan.endpoint
+
+    timeout = property(lambda self: self.book.timeout, doc="seconds a row may take once created")
+    on_timeout = property(lambda self: self.book.on_timeout, doc="past it: cancel, or leave")
+    spent = property(lambda self: self.book.spent, doc="what the rows sent hold, per kind")
+    stopped = property(
+        lambda self: self.book.stopped,
+        doc="why sending stopped before every row was sent (the budget's cap, a cancel)",
+    )
+    paused = property(
+        lambda self: self.book.paused,
+        doc="why sending paused; set, nothing more is sent until :meth:`submit`",
+    )
+    problem = property(
+        lambda self: self.book.problem,
+        doc="the last trouble of a background thread (recorded, shown, never fatal)",
+    )
 
     @property
     def started(self) -> bool:
@@ -142,13 +133,11 @@ class Batch(Sending):
             if self._started and self.paused is None:
                 return self
             if self.paused is not None:  # asked to go on: the pause ends here
-                self.paused = self.stopped = None
-                self._doubtful = 0
-                self._stop.clear()
+                self.book.go_on()
                 self._settled.clear()
             self._started = True
         try:
-            self._store_batch()
+            self.book.store_batch()
         except BaseException:
             with self._lock:
                 self._started = False
@@ -192,11 +181,11 @@ class Batch(Sending):
     def cancel(self) -> int:
         """Stop sending and ask the gateway to cancel every row still running; returns
         how many were asked. Rows never sent stay waiting (a resume sends them)."""
-        self._stop.set()
-        self._cancelled = True
+        self.book.stop.set()
+        self.book.cancelled = True
         with self._lock:
-            if self._started and self.stopped is None and self._waiting():
-                self.stopped = "cancelled: rows not sent wait"
+            if self._started and self.stopped is None and self.book.waiting():
+                self.book.stopped = "cancelled: rows not sent wait"
             running = [r for r in self.rows if r.state == CREATED and r.job is not None]
             for row in running:
                 row.user_cancelled = True
@@ -214,14 +203,12 @@ class Batch(Sending):
             for row in failed:
                 row.error, row.request_id, row.job = None, None, None
                 row.files, row.timed_out, row.rate_limited = [], False, 0
-                self._update(row, WAITING)  # the manifest's last line of it says so too
+                self.book.update(row, WAITING)  # the manifest's last line of it says so too
             if failed:  # an ask to send: a pause or a stop ends with it, never without
-                self.stopped = self.paused = None
-                self._doubtful = 0
-        self._flush()
+                self.book.go_on()
+        self.book.flush()
         if failed:
-            self._stop.clear()
-            self._cancelled = False
+            self.book.cancelled = False
             self._started = True
             self._settled.clear()
             self._run()
@@ -233,7 +220,7 @@ class Batch(Sending):
         with no new create; returns how many are done now."""
         with self._lock:
             pending = [r for r in self.rows if r.state == PENDING]
-        written = write_files(self, pending)
+        written = write_files(self.book, pending)
         self._ensure_finisher()  # a row polled again is finished by it
         self._final_write()
         return written
@@ -243,7 +230,7 @@ class Batch(Sending):
         """Every row has ended, or sending stopped and every sent row has ended."""
         with self._lock:
             sending = self._sender is not None and self._sender.alive()
-            if sending or not self._ended.empty():
+            if sending or not self.book.ended.empty():
                 return False
             for row in self.rows:
                 if row.state in (SENDING, CREATED):
@@ -273,10 +260,11 @@ class Batch(Sending):
         """The batch's progress now (counts, spend, rate, time left)."""
         counts = self.counts()
         now = time.monotonic()
+        ends_at = self.book.ends
         with self._lock:
-            while self._ends and now - self._ends[0] > RATE_WINDOW:
-                self._ends.popleft()
-            ends = list(self._ends)
+            while ends_at and now - ends_at[0] > RATE_WINDOW:
+                ends_at.popleft()
+            ends = list(ends_at)
             spent = dict(self.spent)
         # rows ended over the last minute, or since sending began when that is shorter
         # (four rows ending together early on are not "16 rows/s")
@@ -289,7 +277,7 @@ class Batch(Sending):
             total=len(self.rows),
             counts=counts,
             spent=spent,
-            billed=summed(self._charges(r) for r in self.rows if r.status == "done"),
+            billed=summed(self.book.charges(r) for r in self.rows if r.status == "done"),
             rate=rate,
             eta=left / rate if rate else None,
             stopped=self.stopped,
@@ -349,7 +337,7 @@ class Batch(Sending):
 
     def _changed(self) -> None:
         """Tell the listeners (views), each guarded: a broken view never stops a batch."""
-        self._dirty = False
+        self.book.dirty = False
         for listener in list(self.listeners):
             try:
                 listener()
@@ -359,28 +347,10 @@ class Batch(Sending):
     def _trouble(self, what: str, exc: BaseException) -> None:
         """A background thread's error: recorded, logged once, shown; the run goes on."""
         text = f"{what}: {type(exc).__name__}: {exc}"
-        if text != self.problem:
+        if text != self.book.problem:
             log.warning("genwidgets: batch %s: %s", self.id, text)
-        self.problem = text
-        self._dirty = True
-
-    def _pause(self, why: str) -> None:
-        """Stop sending (under the lock): creates in flight answer, nothing more leaves
-        until :meth:`submit`."""
-        if self.paused is not None:
-            return
-        self.paused = why
-        self._say_paused()
-        self._stop.set()
-
-    def _say_paused(self) -> None:
-        """``stopped`` for a pause, with the rows in doubt counted now (under the lock)."""
-        doubt = sum(1 for r in self.rows if r.state == UNKNOWN and not r.request_id)
-        self.stopped = (
-            f"paused: {self.paused}; {doubt} row(s) in doubt (their create's outcome is "
-            "unknown, never sent again). Nothing more is sent until batch.submit() (the "
-            "view's Submit, or the same command again)"
-        )
+        self.book.problem = text
+        self.book.dirty = True
 
     def _final_write(self) -> None:
         """The store and both manifests, written once every row's last change is in:
@@ -388,72 +358,7 @@ class Batch(Sending):
         finisher = self._finisher
         if finisher is not None:
             finisher.join(STOP_WAIT)  # at once on the finisher itself
-        with self._lock:
-            records = [r.record(self.out) for r in self.rows]
-        self._flush()
-        self.manifest.table(records, force=True)
-
-    def _waiting(self) -> list[BatchRow]:
-        return [r for r in self.rows if r.state == WAITING]
-
-    def _update(self, row: BatchRow, state: str, *, release: bool = False) -> None:
-        """Change a row (under the lock): queue its store write and its manifest line."""
-        row.state = state
-        if state == WAITING:
-            self._cursor = min(self._cursor, row.index)
-        if state in ENDED:
-            row.ended_at = time.time()
-            self._ends.append(time.monotonic())
-        self._pending.append(
-            RowUpdate(
-                row.index,
-                state,
-                row.request_id,
-                row.error,
-                [p.name for p in row.files],
-                row.attempt if release else None,
-            )
-        )
-        if release:
-            for kind, amount in self._charges(row).items():
-                self.spent[kind] = self.spent.get(kind, 0.0) - (amount or 0.0)
-        if state != SENDING:
-            self.manifest.event(row.record(self.out))
-        self._dirty = True
-
-    def _flush(self) -> None:
-        """Write the queued row changes in one transaction (off the engine's thread)."""
-        with self._flush_lock:
-            with self._lock:
-                pending, self._pending = self._pending, []
-            if pending:
-                self.store.settle(self.id, pending)
-
-    def _charges(self, row: BatchRow) -> dict[str, float | None]:
-        """What a row takes from the budget: every billed kind, and money with prices."""
-        units: dict[str, float | None] = dict(row.units)
-        cost = self.plan.budget.cost(row.endpoint, row.units)
-        if self.plan.budget.prices:
-            units["money"] = cost
-        return units
-
-    def _store_batch(self) -> None:
-        """Record the batch before anything is confirmed or sent: its id is its own, in
-        every process sharing the ledger (another plan under it is refused)."""
-        if self._stored:
-            return
-        taken = self.store.save_batch(
-            self.id,
-            gateway=self.client.gateway_name,
-            endpoint=self.endpoint,
-            out=str(self.out),
-            digest=self.plan.digest,
-            description=self.plan.describe(),
-            rows=[(r.index, r.endpoint, json.dumps(scrub_payload(r.payload))) for r in self.rows],
-        )
-        if taken is not None:
-            raise id_taken(self.id, taken, self.plan.describe())
-        self._stored = True
+        self.book.write_all()
 
     # ------------------------------------------------------------------ threads
 
@@ -463,8 +368,8 @@ class Batch(Sending):
             if self._sending_since is None:
                 self._sending_since = time.monotonic()
             if (
-                self._waiting()
-                and not self._stop.is_set()
+                self.book.waiting()
+                and not self.book.stop.is_set()
                 and not (self._sender is not None and self._sender.alive())
             ):
                 self._sender = RUNS.submit(self._guarded_sender)
@@ -480,49 +385,30 @@ class Batch(Sending):
         """The sender: an error pauses the batch with its words (rows reserved and not
         answered are settled as a resume would), never a silent end."""
         try:
-            self._send_all()
+            send_all(self.book, self.concurrency)
         except Exception as exc:
             self._trouble("sending", exc)
             with self._lock:
-                self._pause(f"sending stopped on {type(exc).__name__}: {exc}")
+                self.book.pause(f"sending stopped on {type(exc).__name__}: {exc}")
                 stuck = [r for r in self.rows if r.state == SENDING]
             with contextlib.suppress(Exception):
                 if stuck:
-                    self._reconcile(stuck)
-            self._ensure_finisher()
+                    reconcile(self.book, stuck)
+        self._ensure_finisher()
 
     def _interrupt(self) -> None:
         """Ctrl-C in :meth:`wait`: stop creating, let the chunk in flight answer, keep
         the record; the tasks created go on (a resume re-attaches them)."""
-        self._stop.set()
+        self.book.stop.set()
         with self._lock:
             if self.stopped is None:
-                self.stopped = interrupted(waiting=bool(self._waiting()))
+                self.book.stopped = interrupted(waiting=bool(self.book.waiting()))
         sender = self._sender
         if sender is not None:
             with contextlib.suppress(BaseException):
                 sender.join(STOP_WAIT)
         with contextlib.suppress(BaseException):
-            self._flush()
-            self.manifest.table([r.record(self.out) for r in self.rows], force=True)
-
-    def _attach(self, row: BatchRow, job: JobLike, created_at: float | None = None) -> None:
-        """Follow a row's task: its end queues the row for the finisher (engine thread:
-        a queue put, nothing more), its changes mark the batch changed."""
-        row.job, row.request_id = job, str(job.request_id)
-        row.created_at = created_at if created_at is not None else time.time()
-        row.rate_limited = 0
-        index = row.index
-
-        def ended(_job: Any) -> None:
-            self._ended.put(index)
-
-        def moved(_job: Any) -> None:  # word of the task: contact is back
-            row.lost, row.lost_since = 0, None
-            self._dirty = True
-
-        job.add_update_callback(moved)
-        job.add_done_callback(ended)
+            self.book.write_all()
 
     # ------------------------------------------------------------------ finishing
 
@@ -532,7 +418,7 @@ class Batch(Sending):
         due = 0.0
         while True:
             try:
-                index = self._ended.get(timeout=TICK)
+                index = self.book.ended.get(timeout=TICK)
             except queue.Empty:
                 index = None
             try:
@@ -541,20 +427,19 @@ class Batch(Sending):
                 if index is not None and time.monotonic() < due:
                     continue  # more rows may have ended: their files first
                 due = time.monotonic() + TICK
-                check_deadlines(self)
-                self._flush()
+                check_deadlines(self.book)
+                self.book.flush()
                 if self.manifest.due():
-                    self.manifest.table([r.record(self.out) for r in self.rows])
-                if self._dirty:
+                    self.book.write_all(force=False)
+                if self.book.dirty:
                     self._changed()
             except Exception as exc:  # recorded and shown; the rows go on
                 self._trouble("finishing rows", exc)
             sender = self._sender
-            if self._ended.empty() and not (sender and sender.alive()) and self.finished:
+            if self.book.ended.empty() and not (sender and sender.alive()) and self.finished:
                 break
         try:
-            self._flush()
-            self.manifest.table([r.record(self.out) for r in self.rows], force=True)
+            self.book.write_all()
         except Exception as exc:
             self._trouble("writing the batch's record", exc)
         self._settled.set()
@@ -564,7 +449,7 @@ class Batch(Sending):
         """One ended row; an error of ours leaves it ``unknown`` with its request id (a
         resume re-attaches it), never followed forever nor failed."""
         try:
-            finish_row(self, row)
+            finish_row(self.book, row)
         except Exception as exc:
             with self._lock:
                 if row.state == CREATED:
@@ -572,12 +457,5 @@ class Batch(Sending):
                         f"not finished here ({type(exc).__name__}: {exc}); running the "
                         "batch again re-attaches its task"
                     )
-                    self._update(row, UNKNOWN)
+                    self.book.update(row, UNKNOWN)
             raise
-
-    # ------------------------------------------------------------------ resuming
-
-    def _reconcile(self, rows: Sequence[BatchRow]) -> None:
-        """Rows reserved whose create's answer this process did not see: what the
-        ledger says of each (see :mod:`.resume`)."""
-        reconcile(self, rows)

@@ -132,13 +132,13 @@ def open_batch(
         timeout=timeout,
         on_timeout=on_timeout,
     )
-    restore(run)
+    restore(run.book)
     waiting = [r for r in run.rows if r.state == WAITING]
     plan.budget.check(
         [(r.index, r.endpoint, r.units) for r in waiting], run.spent, f"batch {batch_id}"
     )
     if stored is None:
-        run._store_batch()  # the id is this plan's before anything is confirmed
+        run.book.store_batch()  # the id is this plan's before anything is confirmed
     billed = sum(r.planned.billed for r in waiting)
     run.needs_confirmation = needs_confirmation(billed, confirm_above)
     with _opened_lock:

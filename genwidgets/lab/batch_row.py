@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .batch_store import (
     CANCELLED,
@@ -27,13 +27,10 @@ from .batch_store import (
 )
 
 if TYPE_CHECKING:
-    import threading
-
-    from .._protocols import ClientLike, JobLike
+    from .._protocols import JobLike
     from .batch_plan import PlannedRow
-    from .batch_store import BatchStore
 
-__all__ = ["STATUSES", "BatchRow", "RunningBatch"]
+__all__ = ["STATUSES", "BatchRow"]
 
 #: the statuses of rows that have ended (nothing more happens to them in this run)
 ENDED_STATUSES = (
@@ -188,27 +185,3 @@ class BatchRow:
         files = f" {len(self.files)} file(s)" if self.files else ""
         named = f"{self.index} ({self.name!r})" if self.name != self.index else f"{self.index}"
         return f"<BatchRow {named} {self.endpoint} {self.status} {what}{files}>".replace("  ", " ")
-
-
-class RunningBatch(Protocol):
-    """What a batch's finisher (:mod:`.finish`) and its resume (:mod:`.resume`) read
-    and change of the :class:`~genwidgets.lab.batch.Batch` they serve: the small
-    thing, so that neither names the class that imports them (no import circle)."""
-
-    id: str
-    client: ClientLike
-    out: Path
-    store: BatchStore
-    rows: list[BatchRow]
-    spent: dict[str, float]
-    timeout: float | None
-    on_timeout: str
-    _lock: threading.RLock
-    _stored: bool
-    _dirty: bool
-
-    def _update(self, row: BatchRow, state: str, *, release: bool = False) -> None: ...
-
-    def _attach(self, row: BatchRow, job: JobLike, created_at: float | None = None) -> None: ...
-
-    def _flush(self) -> None: ...

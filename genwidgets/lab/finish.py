@@ -27,7 +27,8 @@ from .batch_store import CANCELLED, CREATED, DONE, FAILED, LEFT, PENDING, TIMED_
 from .outfiles import write_outputs
 
 if TYPE_CHECKING:
-    from .batch_row import BatchRow, RunningBatch
+    from .batch_row import BatchRow
+    from .row_book import RowBook
 
 __all__ = ["CONTACT_PATIENCE", "check_deadlines", "finish_row", "follow_again", "write_files"]
 
@@ -40,7 +41,7 @@ FOLLOW_BACKOFF_MAX = 60.0
 CONTACT_FAULTS = (NoAnswer, ServerError, RateLimited)
 
 
-def finish_row(batch: RunningBatch, row: BatchRow) -> None:
+def finish_row(book: RowBook, row: BatchRow) -> None:
     """A row's task ended (or its following did): sort it by what ended it."""
     job = row.job
     if job is None or row.state not in (CREATED, LEFT, PENDING):
@@ -52,79 +53,79 @@ def finish_row(batch: RunningBatch, row: BatchRow) -> None:
             result = job.result(timeout=0)
         except CONTACT_FAULTS as exc:
             if not isinstance(exc, ClientClosed):
-                _lost_contact(batch, row, f"{type(exc).__name__}: {exc}")
+                _lost_contact(book, row, f"{type(exc).__name__}: {exc}")
                 return
             error = f"{type(exc).__name__}: {exc}"
-            with batch._lock:
+            with book.lock:
                 row.error = f"contact lost: its client was closed ({error}); the task may still run"
-                batch._update(row, UNKNOWN)
+                book.update(row, UNKNOWN)
             return
         except Exception as exc:  # the gateway said the task is gone, or an odd end
             result = None
             error = f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, RequestNotFound) and getattr(batch.client, "embedded", False):
+            if isinstance(exc, RequestNotFound) and getattr(book.client, "embedded", False):
                 error = (
                     "made by the embedded simulator of a process that has ended: it cannot "
                     "be resumed; retry_failed() (genwidgets batch --retry-failed) makes it "
                     "again, free on the simulator"
                 )
     if result is not None and result.ok:
-        _write(batch, row, result)
+        _write(book, row, result)
         return
     if result is not None:
         kind = f"{result.error_type}: " if result.error_type else ""
         error = f"{kind}{result.error or result.status}"
-    with batch._lock:
+    with book.lock:
         row.follow_at = None
         if row.timed_out:
-            row.error = f"timed out after {batch.timeout:g} s; cancelled at the gateway ({error})"
-            batch._update(row, TIMED_OUT)
+            row.error = f"timed out after {book.timeout:g} s; cancelled at the gateway ({error})"
+            book.update(row, TIMED_OUT)
         elif row.user_cancelled or (result is not None and result.status == "CANCELLED"):
             row.error = error  # cancelled (by a deadline or a person): not the gateway's failure
-            batch._update(row, CANCELLED)
+            book.update(row, CANCELLED)
         else:
             row.error = error
-            batch._update(row, FAILED)
+            book.update(row, FAILED)
 
 
-def _write(batch: RunningBatch, row: BatchRow, result: object) -> None:
+def _write(book: RowBook, row: BatchRow, result: object) -> None:
     """A task done: its files into the batch's folder, or ``files pending`` (the task is
     paid and its outputs are kept: never created again for want of a folder)."""
     try:
         files = write_outputs(
-            batch.out,
+            book.out,
             row.planned.stem,
             list(result.outputs),  # type: ignore[attr-defined]
             own={p.name for p in row.files},
-            batch=batch.id,
+            batch=book.id,
             row=row.index,
             endpoint=row.endpoint,
             request_id=row.request_id,
             payload=row.payload,
         )
     except (OSError, GenwidgetsError, ValueError) as exc:
-        with batch._lock:
+        with book.lock:
             row.follow_at = None
             row.error = (
                 f"done at the gateway; its files were not written: {type(exc).__name__}: {exc}"
             )
-            batch._update(row, PENDING)
+            book.update(row, PENDING)
         return
-    with batch._lock:
+    with book.lock:
         row.files, row.error, row.follow_at = files, None, None
-        batch._update(row, DONE)
+        book.update(row, DONE)
 
 
-def _lost_contact(batch: RunningBatch, row: BatchRow, why: str) -> None:
+def _lost_contact(book: RowBook, row: BatchRow, why: str) -> None:
     """Polling gave up without word of the task: follow it again after a backoff, until
     the row's deadline; then ``unknown``, its request id kept for a resume."""
     now = time.time()
-    with batch._lock:
+    with book.lock:
         row.lost += 1
         if row.lost_since is None:
             row.lost_since = now
-        if batch.timeout is not None and row.created_at is not None:
-            deadline = row.created_at + batch.timeout
+        if book.timeout is not None and row.created_at is not None:
+            deadline = row.created_at + book.timeout
         else:
             deadline = row.lost_since + CONTACT_PATIENCE
         if now >= deadline:
@@ -133,31 +134,31 @@ def _lost_contact(batch: RunningBatch, row: BatchRow, why: str) -> None:
                 f"contact lost ({why}); the task may still run or be done. Running the batch "
                 "again re-attaches it (no new create)"
             )
-            batch._update(row, UNKNOWN)
+            book.update(row, UNKNOWN)
             return
         wait = min(FOLLOW_BACKOFF * 2 ** (row.lost - 1), FOLLOW_BACKOFF_MAX)
         row.follow_at = min(now + wait, deadline)
         row.error = f"contact lost ({why}); following it again"
-    batch._dirty = True  # the finisher tells the views
+    book.dirty = True  # the finisher tells the views
 
 
-def follow_again(batch: RunningBatch, row: BatchRow) -> None:
+def follow_again(book: RowBook, row: BatchRow) -> None:
     """Re-attach a row whose task this process lost contact with (polled anew)."""
     assert row.request_id is not None
     try:
-        job = batch.client.job(row.endpoint, row.request_id)
+        job = book.client.job(row.endpoint, row.request_id)
     except GenwidgetsError as exc:  # the client is closed: the task may still run
-        with batch._lock:
+        with book.lock:
             row.follow_at = None
             row.error = f"contact lost: {type(exc).__name__}: {exc}; the task may still run"
-            batch._update(row, UNKNOWN)
+            book.update(row, UNKNOWN)
         return
-    with batch._lock:
+    with book.lock:
         row.follow_at = None
-        batch._attach(row, job, created_at=row.created_at)
+        book.attach(row, job, created_at=row.created_at)
 
 
-def write_files(batch: RunningBatch, rows: list[BatchRow]) -> int:
+def write_files(book: RowBook, rows: list[BatchRow]) -> int:
     """Write the files of rows done whose files were not written; returns how many are
     done now. Their tasks are read back (the ledger keeps their outputs), never made."""
     written = 0
@@ -165,46 +166,46 @@ def write_files(batch: RunningBatch, rows: list[BatchRow]) -> int:
         if row.state != PENDING or row.request_id is None:
             continue
         if row.job is None:
-            follow_again(batch, row)
+            follow_again(book, row)
             if row.job is None:
                 continue
         job = row.job
         if not job.done():
             continue  # polled again: the finisher writes it when its answer comes
-        finish_row(batch, row)
+        finish_row(book, row)
         written += row.state == DONE
     return written
 
 
-def check_deadlines(batch: RunningBatch) -> None:
+def check_deadlines(book: RowBook) -> None:
     """Rows past ``timeout``: cancelled at the gateway, or left running and listed; rows
     whose lost task is due to be followed again are."""
     now = time.time()
     late = []
     due = []
-    with batch._lock:
-        for row in batch.rows:
+    with book.lock:
+        for row in book.rows:
             if row.follow_at is not None and row.follow_at <= now and row.state in (CREATED, LEFT):
                 due.append(row)
                 continue
             if (
-                batch.timeout is not None
+                book.timeout is not None
                 and row.state == CREATED
                 and not row.timed_out
                 and not row.lost  # out of contact: its deadline ends it as unknown instead
                 and row.created_at is not None
-                and now - row.created_at > batch.timeout
+                and now - row.created_at > book.timeout
                 and row.job is not None
                 and not row.job.done()
             ):
                 row.timed_out = True
-                if batch.on_timeout == "leave":
-                    row.error = f"still running after {batch.timeout:g} s: left running"
-                    batch._update(row, LEFT)
+                if book.on_timeout == "leave":
+                    row.error = f"still running after {book.timeout:g} s: left running"
+                    book.update(row, LEFT)
                 else:
                     late.append(row)
     for row in due:
-        follow_again(batch, row)
+        follow_again(book, row)
     for row in late:
         assert row.job is not None
         row.job.request_cancel()

@@ -36,7 +36,8 @@ from .manifest import read_manifest
 
 if TYPE_CHECKING:
     from .._protocols import JobLike
-    from .batch_row import BatchRow, RunningBatch
+    from .batch_row import BatchRow
+    from .row_book import RowBook
 
 __all__ = ["reconcile", "restore", "show_as_stored"]
 
@@ -45,16 +46,16 @@ SLACK = 60.0
 
 
 def _candidates(
-    batch: RunningBatch, endpoint: str, since: float
+    book: RowBook, endpoint: str, since: float
 ) -> dict[str, list[tuple[int, Any, str]]]:
     """Ledger rows of this gateway and endpoint since ``since``, by payload text."""
-    ledger = batch.client.ledger
+    ledger = book.client.ledger
     assert ledger is not None
     found: dict[str, list[tuple[int, Any, str]]] = {}
     for row_id, request_id, payload, state in ledger.query(
         "SELECT id, request_id, payload, state FROM tasks WHERE gateway = ? AND endpoint = ? "
         "AND submitted_at >= ? ORDER BY id",
-        (batch.client.gateway_name, endpoint, since),
+        (book.client.gateway_name, endpoint, since),
     ):
         found.setdefault(payload, []).append((int(row_id), request_id, str(state)))
     return found
@@ -77,78 +78,78 @@ def _best(options: list[tuple[int, Any, str]], claimed: set[str]) -> int | None:
     return pick[0]
 
 
-def reconcile(batch: RunningBatch, rows: Sequence[BatchRow]) -> None:
+def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
     """Settle rows reserved whose create's answer was not seen (see the module docstring)."""
-    ledger = batch.client.ledger
+    ledger = book.client.ledger
     attach: list[tuple[BatchRow, str]] = []
-    with batch._lock:
+    with book.lock:
         if ledger is None:  # nothing on disk to ask: a task may exist
             for row in rows:
                 row.error = "outcome unknown: no ledger to say whether its create left"
-                batch._update(row, UNKNOWN)
+                book.update(row, UNKNOWN)
             return
-    claimed = {r.request_id for r in batch.rows if r.request_id}
+    claimed = {r.request_id for r in book.rows if r.request_id}
     for endpoint in dict.fromkeys(r.endpoint for r in rows):
         group = sorted(
             (r for r in rows if r.endpoint == endpoint),
             key=lambda r: (r.reserved_at or 0.0, r.index),
         )
         since = min(r.reserved_at or 0.0 for r in group) - SLACK
-        pool = _candidates(batch, endpoint, since)
+        pool = _candidates(book, endpoint, since)
         for row in group:
             text = json.dumps(scrub_payload(row.payload))
             match = _best(pool.setdefault(text, []), claimed)
             record = ledger.row(match) if match is not None else None
-            with batch._lock:
+            with book.lock:
                 if record is None:
-                    batch._update(row, WAITING, release=True)  # its intent never reached disk
+                    book.update(row, WAITING, release=True)  # its intent never reached disk
                 elif record.request_id is not None:
                     claimed.add(record.request_id)
                     row.request_id = record.request_id
                     attach.append((row, record.request_id))
                 elif record.state == NOT_CREATED:
-                    batch._update(row, WAITING, release=True)
+                    book.update(row, WAITING, release=True)
                 else:
                     row.error = (
                         f"outcome unknown: its create went out and no answer was kept "
                         f"({record.state}); not sent again. Look for it with "
                         "client.history() before retrying it by hand"
                     )
-                    batch._update(row, UNKNOWN)
-    _attach_all(batch, attach)
+                    book.update(row, UNKNOWN)
+    _attach_all(book, attach)
 
 
-def _attach_all(batch: RunningBatch, rows: Sequence[tuple[BatchRow, str]]) -> None:
+def _attach_all(book: RowBook, rows: Sequence[tuple[BatchRow, str]]) -> None:
     """Follow existing tasks: finished ones from the ledger (their local files), others
     re-attached by id (polled, never created)."""
     if not rows:
         return
     finished: dict[str, JobLike] = {}
     for endpoint in dict.fromkeys(r.endpoint for r, _ in rows):
-        for job in batch.client.history(endpoint, status="finished"):
+        for job in book.client.history(endpoint, status="finished"):
             finished[str(job.request_id)] = job
     for row, request_id in rows:
-        job = finished.get(request_id) or batch.client.job(row.endpoint, request_id)
+        job = finished.get(request_id) or book.client.job(row.endpoint, request_id)
         keep = row.state if row.state == LEFT else CREATED
-        with batch._lock:
-            batch._attach(row, job, created_at=job.submitted_at)
+        with book.lock:
+            book.attach(row, job, created_at=job.submitted_at)
             if row.state != keep:
-                batch._update(row, keep)
+                book.update(row, keep)
 
 
 def _answered_in_manifest(
-    batch: RunningBatch, rows: Sequence[BatchRow]
+    book: RowBook, rows: Sequence[BatchRow]
 ) -> tuple[list[tuple[BatchRow, str]], list[BatchRow]]:
     """Reserved rows whose create's answer, for the attempt reserved, is the manifest's
     last line of the row (with its request id), and the rest. A killed process flushed
     that line at once; its store and ledger writes may still have been queued."""
-    said = read_manifest(batch.out)
+    said = read_manifest(book.out)
     found: list[tuple[BatchRow, str]] = []
     rest: list[BatchRow] = []
     for row in rows:
         line = said.get(row.index, {})
         request_id = line.get("request_id")
-        if line.get("batch") == batch.id and line.get("attempt") == row.attempt and request_id:
+        if line.get("batch") == book.id and line.get("attempt") == row.attempt and request_id:
             row.request_id = str(request_id)
             found.append((row, row.request_id))
         else:
@@ -156,7 +157,7 @@ def _answered_in_manifest(
     return found, rest
 
 
-def show_as_stored(batch: RunningBatch, row: BatchRow, record: RowRecord | None) -> None:
+def show_as_stored(book: RowBook, row: BatchRow, record: RowRecord | None) -> None:
     """A row another live process holds, shown here as the store has it (ended there:
     as it ended; still going there: ``unknown`` here) and never written by this one: the
     store and the manifest are that process's to write. Under the batch's lock."""
@@ -164,7 +165,7 @@ def show_as_stored(batch: RunningBatch, row: BatchRow, record: RowRecord | None)
     row.ended_at = time.time()
     if record is not None and record.state in ENDED:
         row.state, row.request_id, row.error = record.state, record.request_id, record.error
-        row.files = [batch.out / name for name in record.files]
+        row.files = [book.out / name for name in record.files]
         return
     row.state = UNKNOWN
     row.request_id = record.request_id if record is not None else None
@@ -172,28 +173,28 @@ def show_as_stored(batch: RunningBatch, row: BatchRow, record: RowRecord | None)
     row.error = f"taken by another process sending this batch ({there} there)"
 
 
-def restore(batch: RunningBatch) -> None:
+def restore(book: RowBook) -> None:
     """Load a stored batch's rows into ``batch`` (see the module docstring)."""
-    records = {r.index: r for r in batch.store.rows(batch.id)}
+    records = {r.index: r for r in book.store.rows(book.id)}
     if not records:
         return
-    batch._stored = True
+    book.stored = True
     reserved: list[BatchRow] = []
     attach: list[tuple[BatchRow, str]] = []
     going = {r.state for r in records.values()} & {SENDING, CREATED}
-    others = batch.store.alive_owners() - {batch.store.owner} if going else set()
-    with batch._lock:
-        batch.spent = batch.store.spent(batch.id)
-        for row in batch.rows:
+    others = book.store.alive_owners() - {book.store.owner} if going else set()
+    with book.lock:
+        book.spent = book.store.spent(book.id)
+        for row in book.rows:
             record = records.get(row.index)
             if record is None:
                 continue
             if record.state in (SENDING, CREATED) and record.owner in others:
-                show_as_stored(batch, row, record)  # a live process is sending it
+                show_as_stored(book, row, record)  # a live process is sending it
                 continue
             row.state, row.attempt = record.state, record.attempt
             row.request_id, row.error = record.request_id, record.error
-            row.files = [batch.out / name for name in record.files]
+            row.files = [book.out / name for name in record.files]
             row.reserved_at = record.reserved_at
             if row.state == DONE and not all(p.exists() for p in row.files):
                 row.state = CREATED  # a file went missing: written again from the task
@@ -204,9 +205,9 @@ def restore(batch: RunningBatch) -> None:
             elif row.state == SENDING:
                 reserved.append(row)
     if reserved:
-        answered, reserved = _answered_in_manifest(batch, reserved)
+        answered, reserved = _answered_in_manifest(book, reserved)
         attach.extend(answered)
     if reserved:
-        reconcile(batch, reserved)
-    _attach_all(batch, attach)
-    batch._flush()
+        reconcile(book, reserved)
+    _attach_all(book, attach)
+    book.flush()

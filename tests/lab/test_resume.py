@@ -41,7 +41,7 @@ def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
     sim = make_simulator()
     with gw.Client(sim.base_url, KEY) as first:
         batch = open_batch(T2I, ROWS, TEMPLATE, out=tmp_path / "o", client=first, id="crashed")
-        batch._store_batch()
+        batch.book.store_batch()
         charges = [(i, {"tasks": 1.0, "images": 1.0}) for i in range(4)]
         assert len(batch.store.reserve("crashed", charges, {}).taken) == 4  # rows 0-3 sending
         ledger = first.ledger
@@ -82,7 +82,7 @@ def test_a_row_refused_for_the_rate_limit_then_created_is_re_attached_not_sent_a
     sim = make_simulator()
     with gw.Client(sim.base_url, KEY) as first:
         batch = open_batch(T2I, ROWS[:2], TEMPLATE, out=tmp_path / "o", client=first, id="paced")
-        batch._store_batch()
+        batch.book.store_batch()
         charges = [(i, {"tasks": 1.0, "images": 1.0}) for i in range(2)]
         assert len(batch.store.reserve("paced", charges, {}).taken) == 2
         ledger = first.ledger
@@ -112,11 +112,11 @@ def test_without_a_ledger_a_reserved_row_is_unknown(
 ) -> None:
     with gw.Client(simulator.base_url, KEY, ledger=False) as client:
         batch = open_batch(T2I, ROWS[:1], TEMPLATE, out=tmp_path / "o", client=client)
-        batch._store_batch()
+        batch.book.store_batch()
         batch.store.reserve(batch.id, [(0, {"tasks": 1.0})], {})
         row = batch.rows[0]
         row.state, row.reserved_at = "sending", 0.0
-        reconcile(batch, [row])
+        reconcile(batch.book, [row])
         assert row.status == "unknown" and "no ledger" in (row.error or "")
 
 
@@ -145,7 +145,7 @@ def test_a_row_whose_answer_reached_only_the_manifest_is_re_attached_with_its_fi
     out = tmp_path / "o"
     with gw.Client(sim.base_url, KEY) as first, gw.Client(sim.base_url, KEY, ledger=False) as raw:
         batch = open_batch(T2I, ROWS[:2], TEMPLATE, out=out, client=first, id="lagged")
-        batch._store_batch()
+        batch.book.store_batch()
         assert len(batch.store.reserve("lagged", [(0, {"tasks": 1.0})], {}).taken) == 1
         ledger = first.ledger
         assert ledger is not None
@@ -192,7 +192,7 @@ def test_a_retried_row_is_not_re_attached_to_its_earlier_attempts_task(
     out = tmp_path / "o"
     with gw.Client(sim.base_url, KEY) as first, gw.Client(sim.base_url, KEY, ledger=False) as raw:
         batch = open_batch(T2I, ROWS[:1], TEMPLATE, out=out, client=first, id="retried")
-        batch._store_batch()
+        batch.book.store_batch()
         batch.store.reserve("retried", [(0, {"tasks": 1.0})], {})
         old = raw.send(batch.rows[0].planned.prepared)
         row = batch.rows[0]

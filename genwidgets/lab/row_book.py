@@ -1,0 +1,198 @@
+"""A batch's book of rows: the one place a row's state changes, and what it is written to.
+
+A :class:`RowBook` holds a batch's rows and everything that says where they stand: each
+change of a row (:meth:`RowBook.update`) queues its store write (one transaction per
+:meth:`RowBook.flush`) and writes its manifest line; what the rows hold of the budget;
+the rows whose task ended, for the finisher; and why sending stopped or paused. The
+sender (:mod:`.batch_send`), the finisher (:mod:`.finish`) and a resume
+(:mod:`.resume`) change rows only through it; the :class:`~genwidgets.lab.batch.Batch`
+owns one and runs the threads. docs/decisions.md#batch-row-states.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..jobs.ledger import scrub_payload
+from .batch_row import BatchRow
+from .batch_store import ENDED, SENDING, UNKNOWN, WAITING, BatchStore, RowUpdate, id_taken
+from .manifest import Manifest
+
+if TYPE_CHECKING:
+    from .._protocols import ClientLike, JobLike
+    from .batch_plan import BatchPlan
+
+__all__ = ["RowBook"]
+
+
+class RowBook:
+    """A batch's rows and the one way to change them (see the module docstring)."""
+
+    def __init__(
+        self,
+        plan: BatchPlan,
+        client: ClientLike,
+        *,
+        batch_id: str,
+        out: Path,
+        store: BatchStore,
+        timeout: float | None,
+        on_timeout: str,
+    ) -> None:
+        self.plan = plan
+        self.client = client
+        self.id = batch_id
+        self.out = out
+        self.store = store
+        self.timeout = timeout
+        self.on_timeout = on_timeout
+        self.rows = [BatchRow(p) for p in plan.rows]
+        self.manifest = Manifest(out, batch_id)
+        #: billed units the rows sent hold, per kind (and money with prices)
+        self.spent: dict[str, float] = {}
+        #: held while a row changes; never while waiting on the engine
+        self.lock = threading.RLock()
+        #: rows whose task ended (or whose following did), for the finisher
+        self.ended: queue.SimpleQueue[int] = queue.SimpleQueue()
+        #: when rows ended (monotonic), for the rate
+        self.ends: deque[float] = deque()
+        #: rows before it wait no more
+        self.cursor = 0
+        #: something changed that the views have not been told
+        self.dirty = False
+        #: the batch is recorded in the store under its id
+        self.stored = False
+        #: why sending stopped before every row was sent (the budget's cap, a cancel)
+        self.stopped: str | None = None
+        #: why sending paused (creates failing in a row, the sender's error); set, the
+        #: batch sends nothing more until it is asked to go on
+        self.paused: str | None = None
+        #: the last trouble of a background thread (recorded, shown, never fatal)
+        self.problem: str | None = None
+        #: set: no create leaves (a pause, a cancel, an interrupt)
+        self.stop = threading.Event()
+        self.cancelled = False
+        #: creates in a row that failed and may have billed
+        self.doubtful = 0
+        self._pending: list[RowUpdate] = []
+        #: held across taking the queued row changes and writing them, so a flush
+        #: returns once every change queued before it is in the store
+        self._flush_lock = threading.Lock()
+
+    def waiting(self) -> list[BatchRow]:
+        return [r for r in self.rows if r.state == WAITING]
+
+    def update(self, row: BatchRow, state: str, *, release: bool = False) -> None:
+        """Change a row (under the lock): queue its store write and its manifest line;
+        ``release`` gives back what its reservation held of the budget."""
+        row.state = state
+        if state == WAITING:
+            self.cursor = min(self.cursor, row.index)
+        if state in ENDED:
+            row.ended_at = time.time()
+            self.ends.append(time.monotonic())
+        self._pending.append(
+            RowUpdate(
+                row.index,
+                state,
+                row.request_id,
+                row.error,
+                [p.name for p in row.files],
+                row.attempt if release else None,
+            )
+        )
+        if release:
+            for kind, amount in self.charges(row).items():
+                self.spent[kind] = self.spent.get(kind, 0.0) - (amount or 0.0)
+        if state != SENDING:
+            self.manifest.event(row.record(self.out))
+        self.dirty = True
+
+    def attach(self, row: BatchRow, job: JobLike, created_at: float | None = None) -> None:
+        """Follow a row's task: its end queues the row for the finisher (engine thread:
+        a queue put, nothing more), word of it marks the book changed."""
+        row.job, row.request_id = job, str(job.request_id)
+        row.created_at = created_at if created_at is not None else time.time()
+        row.rate_limited = 0
+        index = row.index
+
+        def ended(_job: Any) -> None:
+            self.ended.put(index)
+
+        def moved(_job: Any) -> None:  # word of the task: contact is back
+            row.lost, row.lost_since = 0, None
+            self.dirty = True
+
+        job.add_update_callback(moved)
+        job.add_done_callback(ended)
+
+    def flush(self) -> None:
+        """Write the queued row changes in one transaction (off the engine's thread)."""
+        with self._flush_lock:
+            with self.lock:
+                pending, self._pending = self._pending, []
+            if pending:
+                self.store.settle(self.id, pending)
+
+    def write_all(self, *, force: bool = True) -> None:
+        """The store, then the manifest's table, as every row stands now."""
+        self.flush()
+        with self.lock:
+            records = [r.record(self.out) for r in self.rows]
+        self.manifest.table(records, force=force)
+
+    def charges(self, row: BatchRow) -> dict[str, float | None]:
+        """What a row takes from the budget: every billed kind, and money with prices."""
+        units: dict[str, float | None] = dict(row.units)
+        cost = self.plan.budget.cost(row.endpoint, row.units)
+        if self.plan.budget.prices:
+            units["money"] = cost
+        return units
+
+    def store_batch(self) -> None:
+        """Record the batch before anything is confirmed or sent: its id is its own, in
+        every process sharing the ledger (another plan under it is refused)."""
+        if self.stored:
+            return
+        taken = self.store.save_batch(
+            self.id,
+            gateway=self.client.gateway_name,
+            endpoint=self.plan.endpoint,
+            out=str(self.out),
+            digest=self.plan.digest,
+            description=self.plan.describe(),
+            rows=[(r.index, r.endpoint, json.dumps(scrub_payload(r.payload))) for r in self.rows],
+        )
+        if taken is not None:
+            raise id_taken(self.id, taken, self.plan.describe())
+        self.stored = True
+
+    def pause(self, why: str) -> None:
+        """Stop sending (under the lock): creates in flight answer, nothing more leaves
+        until the batch is asked to go on."""
+        if self.paused is not None:
+            return
+        self.paused = why
+        self.say_paused()
+        self.stop.set()
+
+    def say_paused(self) -> None:
+        """``stopped`` for a pause, with the rows in doubt counted now (under the lock)."""
+        doubt = sum(1 for r in self.rows if r.state == UNKNOWN and not r.request_id)
+        self.stopped = (
+            f"paused: {self.paused}; {doubt} row(s) in doubt (their create's outcome is "
+            "unknown, never sent again). Nothing more is sent until batch.submit() (the "
+            "view's Submit, or the same command again)"
+        )
+
+    def go_on(self) -> None:
+        """Asked to send again (under the lock): a pause or a stop ends here."""
+        self.paused = self.stopped = None
+        self.doubtful = 0
+        self.stop.clear()

@@ -37,6 +37,7 @@ from ..protocol.fetch import (
     seconds,
 )
 from ..protocol.records import Output, Result
+from .output_files import holds_digest
 
 __all__ = [
     "EXTENSIONS",
@@ -49,7 +50,6 @@ __all__ = [
 
 DEFAULT_MAX_BYTES = MAX_READ_BYTES  # the client's defaults live in _config.py
 
-CHUNK = 64 * 1024
 #: A folder name longer than this keeps its start and a digest of the whole
 #: (file systems allow 255 bytes; a request id may be longer, or escape to 3 times its size).
 MAX_NAME = 96
@@ -154,14 +154,7 @@ def _already_saved(item: _Item) -> bool:
     output = item.output
     if output.sha256 is None or output.path != item.target:
         return False
-    found = hashlib.sha256()
-    try:
-        with open(item.target, "rb") as fh:
-            for block in iter(lambda: fh.read(CHUNK), b""):
-                found.update(block)
-    except OSError:
-        return False
-    return found.hexdigest() == output.sha256
+    return holds_digest(item.target, output.sha256)
 
 
 def _local_bytes(output: Output) -> bytes | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from .._files import write_atomically
 from ..errors import GenwidgetsWarning
+from ..protocol.body import CHUNK
 from ..protocol.fetch import fetch_url
 from ..protocol.output import Output
 from .engine import Engine
@@ -25,7 +26,7 @@ from .engine import Engine
 if TYPE_CHECKING:
     from ..protocol.http import Gateway
 
-__all__ = ["Fetcher", "OutputFiles", "gateway_outputs"]
+__all__ = ["Fetcher", "OutputFiles", "gateway_outputs", "holds_digest"]
 
 #: Reads one URL whole, at most its second argument's bytes (within a deadline); an HTTP
 #: error or a body over that cap raises.
@@ -35,6 +36,21 @@ Fetcher = Callable[[str, int], bytes]
 def plain_get(url: str, max_bytes: int) -> bytes:
     """A plain GET that sends no credential nor cookie (:func:`fetch_url`)."""
     return fetch_url(url, max_bytes=max_bytes)
+
+
+def holds_digest(path: Path, sha256: str) -> bool:
+    """Whether the file at ``path`` holds the bytes whose SHA-256 (hex) is ``sha256``,
+    read by blocks (a video is never held whole); False when it cannot be read. The
+    one check that a file is the copy genwidgets wrote: a download finding its file in
+    place, a ledger row's recorded copy (docs/decisions.md#a-shared-home)."""
+    found = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(CHUNK), b""):
+                found.update(block)
+    except OSError:
+        return False
+    return found.hexdigest() == sha256
 
 
 class OutputFiles:

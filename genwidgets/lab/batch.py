@@ -290,7 +290,10 @@ class Batch:
     def dataframe(self) -> Any:
         """The rows as a pandas DataFrame indexed by each row's name (a DataFrame's own
         index, so ``df.join(batch.dataframe())`` lines up; else the position), with the
-        line of a rows file (pandas is optional)."""
+        line of a rows file (pandas is optional). ``files`` names each file relative to
+        ``batch.out`` (as ``manifest.csv`` does), so a printed frame names no folder of
+        this machine: ``batch.out / name`` opens one, and ``frame.attrs["out"]`` is that
+        folder (docs/decisions.md#shown-paths)."""
         try:
             import pandas as pd  # lazy: optional, and a second or so to import
         except ImportError:
@@ -305,13 +308,15 @@ class Batch:
                 "status": r.status,
                 "endpoint": r.endpoint,
                 "request_id": r.request_id,
-                "files": [str(p) for p in r.files],
+                "files": r.file_names(self.out),
                 "error": r.error,
                 "payload": r.payload,
             }
             for r in self.rows
         ]
-        return pd.DataFrame.from_records(records, index="row")
+        frame = pd.DataFrame.from_records(records, index="row")
+        frame.attrs["out"] = self.out  # files are named relative to it
+        return frame
 
     def describe(self) -> dict[str, Any]:
         """What the batch is: its plan's description, id, folder and counts (no secret)."""

@@ -16,6 +16,7 @@ import sys
 from typing import Any, TextIO
 
 from .._client import Client
+from .._config import shown_path
 from ..errors import BudgetExceeded, EndpointNotFound, GenwidgetsError, PayloadError
 from .batch import Batch
 from .batch_open import CONFIRM_ABOVE, ON_TIMEOUT, open_batch
@@ -259,7 +260,7 @@ def run_batch(
         retried = len(batch.failed) if args.retry_failed else 0
         to_send += retried
         if not args.json:
-            print(f"batch {batch.id} → {batch.out}", file=stdout)
+            print(f"batch {batch.id} → {shown_path(batch.out)}", file=stdout)
             print(batch.plan.summary(), file=stdout)
             if to_send < len(batch.rows):
                 print(f"resumed: {len(batch.rows) - to_send} row(s) already sent", file=stdout)
@@ -312,7 +313,7 @@ def run_batch(
             for said in (report["stopped"], report["problem"] and f"trouble: {report['problem']}"):
                 if said:
                     print(said, file=stdout)
-            print(f"manifest: {report['manifest']}", file=stdout)
+            print(f"manifest: {shown_path(report['manifest'])}", file=stdout)
         return EXIT_DONE if not report["not_done"] else EXIT_NOT_DONE
     finally:
         client.close()

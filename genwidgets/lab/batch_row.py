@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._config import shown_path
 from .batch_store import (
     CANCELLED,
     CREATED,
@@ -161,6 +162,14 @@ class BatchRow:
         """Nothing more will happen to this row in this batch."""
         return self.state in ENDED
 
+    def file_names(self, out: Path) -> list[str]:
+        """The row's files as a manifest and ``batch.dataframe()`` name them: relative to
+        the batch's ``out`` (``out / name`` opens one), any other by the one rule of shown
+        paths (docs/decisions.md#shown-paths)."""
+        return [
+            str(p.relative_to(out)) if p.is_relative_to(out) else shown_path(p) for p in self.files
+        ]
+
     def record(self, out: Path) -> dict[str, Any]:
         """What the manifest says of this row (file names relative to ``out``)."""
         return {
@@ -171,9 +180,7 @@ class BatchRow:
             "endpoint": self.endpoint,
             "request_id": self.request_id,
             "attempt": self.attempt,
-            "files": [
-                str(p.relative_to(out)) if p.is_relative_to(out) else str(p) for p in self.files
-            ],
+            "files": self.file_names(out),
             "error": self.error,
             "payload": self.payload,
             "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

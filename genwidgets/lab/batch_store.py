@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._config import redact
+from .._config import redact, shown_path
 from ..errors import PayloadError
 from .budget import over_cap
 from .store import TableStore
@@ -186,6 +186,15 @@ class BatchRecord:
     @property
     def rows(self) -> int:
         return sum(self.counts.values())
+
+    def __repr__(self) -> str:
+        """What ``print`` shows: the folder by the one rule of shown paths (relative, or
+        ``~/...``), never its absolute path; ``out`` keeps it whole for code."""
+        counts = ", ".join(f"{n} {state}" for state, n in self.counts.items())
+        return (
+            f"<BatchRecord {self.id} {self.endpoint}: {counts or 'no rows'}; "
+            f"out {shown_path(self.out)}>"
+        )
 
 
 class BatchStore(TableStore):

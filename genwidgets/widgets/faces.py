@@ -107,7 +107,8 @@ class Republisher:
     rewritten, so a task that ended during the cell is saved with its outputs.
     :attr:`in_cell` says whether a cell is running: a thread's write then carries that
     cell's label and is kept, so it need not be written again (a big grid's sheet
-    weighs a megabyte).
+    weighs a megabyte). :attr:`turn` counts cells' starts and ends, so a write can
+    tell whether it stayed inside one running cell from its start to its end.
     """
 
     def __init__(self) -> None:
@@ -115,6 +116,16 @@ class Republisher:
         self._pending: dict[object, Callable[[], Any]] = {}
         self._installed = False
         self.in_cell = False
+        self.turn = 0
+
+    def inside(self) -> tuple[bool, int]:
+        """Where a write starts: compare it with where it ended (:meth:`landed`)."""
+        return self.in_cell, self.turn
+
+    def landed(self, started: tuple[bool, int]) -> bool:
+        """Whether a write that started at ``started`` ran inside one running cell,
+        start to end (so its label was that cell's, and a headless runner kept it)."""
+        return started[0] and started == (self.in_cell, self.turn)
 
     def add(self, write: Callable[[], Any], *, key: object = None) -> None:
         if self.install():  # with no shell there is no next cell to write in
@@ -147,10 +158,11 @@ class Republisher:
         return True
 
     def _cell_starts(self, *_args: Any) -> None:
-        self.in_cell = True
+        self.in_cell, self.turn = True, self.turn + 1
 
     def flush(self, *_args: Any) -> None:
-        self.in_cell = False  # what is written from now on is written again next time
+        # what is written from now on is written again next time
+        self.in_cell, self.turn = False, self.turn + 1
         settle(SETTLE_LIMIT)
         with self._lock:
             pending, self._pending = self._pending, {}
@@ -217,6 +229,9 @@ class Faces:
         self._again = False
         self._refresher = Throttle(self._submit, interval=interval)
         self._last: dict[str, str] | None = None  # the bundle last shown or written
+        #: held while a bundle is made the last and written, and while a write again
+        #: (the end of a cell, on the main thread) writes the last: the newest lands last
+        self._writing = threading.Lock()
         self.writes = 0
 
     def live(self, widget: Any) -> dict[str, str]:
@@ -274,14 +289,16 @@ class Faces:
             with self._lock:
                 self._again = False
             bundle = self.bundle()
-            with self._lock:
-                same, self._last = bundle == self._last, bundle
-            if same:  # nothing it shows changed (a late callback): no second megabyte
-                return
-            self._write(bundle)
-            if not REPUBLISH.in_cell:  # between cells: nbclient keeps it only if written again
-                REPUBLISH.add(lambda: self._write(bundle), key=self)
-            else:  # this one lands: an older bundle waiting to be written again must not
+            with self._writing:
+                with self._lock:
+                    same, self._last = bundle == self._last, bundle
+                if same:  # nothing it shows changed (a late callback): no second megabyte
+                    return
+                started = REPUBLISH.inside()
+                self._write(bundle)
+            if not REPUBLISH.landed(started):  # nbclient keeps it only if written again
+                REPUBLISH.add(self._write_last, key=self)
+            else:  # this one lands: no need to write it again
                 REPUBLISH.discard(self)
         finally:
             with self._lock:
@@ -292,6 +309,16 @@ class Faces:
                 with _SETTLING:
                     _unsettled.discard(id(self))
                     _SETTLING.notify_all()
+
+    def _write_last(self) -> None:
+        """Write again the newest bundle, not the one of the rewrite that asked: the end
+        of a cell may run it while a newer one is being written (a task that ended then),
+        and an older bundle landing after it would be the one saved."""
+        with self._writing:
+            with self._lock:
+                bundle = self._last
+            if bundle is not None:
+                self._write(bundle)
 
     def _write(self, bundle: dict[str, str]) -> None:
         with self._lock:

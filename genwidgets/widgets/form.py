@@ -43,6 +43,7 @@ from .elements import BuildContext, Element
 from .faces import Faces, in_kernel, live_container
 from .field_spec import UNSET, FieldSpec, field_specs
 from .task import TaskList
+from .ticker import guarded
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
@@ -328,6 +329,7 @@ class EndpointForm(W.VBox):
 
         One trip: ``client.prepare`` validates and serialises the payload once, and
         ``client.send`` sends that exact body (no second validation on the way down).
+        The task joins the form's task list, as a click's does.
         """
         try:
             prepared = self.client.prepare(self.endpoint, self.value)
@@ -338,7 +340,15 @@ class EndpointForm(W.VBox):
             raise
         job = self.client.send(prepared)
         self.last_job = job
+        # sent in code as by the button, the task joins the list under the form, whose
+        # lasting face a saved notebook keeps (docs/decisions.md#form-task-list)
+        guarded(lambda: self._list(job))
         return job
+
+    def _list(self, job: JobLike) -> None:
+        self.submitted.add(job)
+        if self._faces is not None:
+            self._faces.refresh()  # what it was set to when it sent
 
     def _on_submit_click(self, _button: Any = None) -> None:
         """The button: submit once, show problems inline, display the job below."""
@@ -359,7 +369,7 @@ class EndpointForm(W.VBox):
             problem = redact(f"{type(exc).__name__}: {exc}")
         finally:
             self._submitting = False
-        if job is not None:
+        if job is not None:  # counted from the end, the task listed: a slow display
             self._submitted_at = time.monotonic()
         self._update_submit()  # the payload did not change: no second validation
         if problem:
@@ -368,12 +378,6 @@ class EndpointForm(W.VBox):
             self.reason.value = (
                 f'<span style="{OK_STYLE}">submitted: {esc(str(job.request_id))}</span>'
             )
-            try:
-                self.submitted.add(job)
-                if self._faces is not None:
-                    self._faces.refresh()  # what it was set to when it sent
-            finally:  # counted from the end too: a click queued behind a slow display
-                self._submitted_at = time.monotonic()
 
     def _ipython_display_(self) -> None:
         """Both faces of the form (it is a control: its lasting face says what it was

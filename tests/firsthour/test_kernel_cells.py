@@ -108,6 +108,38 @@ def test_a_job_from_a_form_draws_its_view_then_its_lasting_face(
     assert saved.cells[2].outputs[0]["data"]["text/plain"] == "True"
 
 
+@pytest.mark.parametrize("shown_where_sent", [False, True], ids=["kept", "shown too"])
+def test_a_form_submitted_in_code_keeps_its_task_in_the_saved_notebook(
+    jupyter_kernel: str, tmp_path: Path, shown_where_sent: bool
+) -> None:
+    """Issue 39 point 8: ``f = gw.form(...)`` shown in one cell, ``f.submit()`` in a
+    later one (``00_quickstart``, where the job is the cell's last line too), run
+    headless: the form's task list, saved with the form's cell, holds the task ended,
+    as JupyterLab saves it (``tests/firsthour/test_reopened.py``)."""
+    saved, _messages = run_cells(
+        [
+            "import genwidgets as gw\n"
+            "f = gw.form('genW2.5-t2i-preview', prompt='a lighthouse', n=1)\nf",
+            "job = f.submit()" + ("\njob" if shown_where_sent else ""),
+            "job.result(timeout=120).request_id",
+        ],
+        tmp_path,
+        jupyter_kernel,
+    )
+    request_id = saved.cells[2].outputs[0]["data"]["text/plain"].strip("'")
+    faces = [html_of(o) for o in saved.cells[0].outputs if "gw-lasting" in html_of(o)]
+    assert len(faces) == 2  # the form's, then its task list's
+    assert "a form needs its kernel" in faces[0] and request_id not in faces[0]
+    assert request_id in faces[1] and 'class="gw-status gw-status-done"' in faces[1]
+    assert "gw-placeholder" not in faces[1]
+    assert faces[1].count('class="gw-thumb" src="data:image/') == 1
+    sent = [html_of(o) for o in saved.cells[1].outputs if "gw-lasting" in html_of(o)]
+    if shown_where_sent:  # a second view of the one task, ended too
+        assert len(sent) == 1 and request_id in sent[0] and "gw-status-done" in sent[0]
+    else:
+        assert saved.cells[1].outputs == []  # nothing shown where it was sent
+
+
 def test_a_job_imported_from_anywhere_draws_its_view(jupyter_kernel: str, tmp_path: Path) -> None:
     """``client.job`` (re-attach) and a Job made before ``gw.Job`` was ever looked up."""
     saved, messages = run_cells(

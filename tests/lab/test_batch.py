@@ -97,9 +97,15 @@ def test_each_row_is_sent_once_and_written_named_and_tagged_with_its_manifest(
     assert (out / "manifest.csv").read_text().count("\n") == 6
     frame = batch.dataframe()
     assert list(frame.index) == [0, 1, 2, 3, 4] and set(frame["status"]) == {"done"}
+    # files named in the batch's folder, as the manifest names them (issue 39.7): a
+    # printed frame names no folder of this machine, and each still opens
+    assert list(frame["files"]) == [[row.files[0].name] for row in batch.rows]
+    assert [frame.attrs["out"] / f for [f] in frame["files"]] == [r.files[0] for r in batch.rows]
+    assert str(tmp_path) not in frame.to_string()
     assert batch.snapshot().spent == {"tasks": 5.0, "images": 5.0}
     [listed] = gw.batches(client)
     assert (listed.id, listed.counts, listed.out) == (batch.id, {"done": 5}, str(out))
+    assert repr(listed) == f"<BatchRecord {batch.id} {T2I}: 5 done; out shots>"
     assert "5 of 5 done" in repr(batch)
 
 

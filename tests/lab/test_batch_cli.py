@@ -71,8 +71,10 @@ def test_confirmed_on_a_terminal_or_with_yes_it_sends_and_exits_0(
     common += ["--set", "seed={seed}", "--set", "n=1", "--out", str(tmp_path / "o")]
     code, out, _ = run(common, stdin=Terminal("y\n"))
     assert code == 0 and "Send 2 row(s)? [y/N]" in out and "manifest:" in out
+    assert str(tmp_path) not in out  # its words show paths as shown paths (issue 39.7)
     code, out, _ = run([*common, "--yes", "--json"])  # the same command: resumed, nothing sent
     report = json.loads(out.strip().splitlines()[-1])
+    assert report["out"] == str(tmp_path / "o")  # a script's value: whole
     assert code == 0 and report["counts"] == {"done": 2} and report["not_done"] == []
     assert report["spent"] == report["reserved"] == {"tasks": 2.0, "images": 2.0}
     assert stats(gateway_env)["created"] == 2

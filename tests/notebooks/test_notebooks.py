@@ -36,12 +36,15 @@ class Expect:
     ``button:Submit``). ``media``: kinds shown as display outputs or widgets.
     ``task_views``: at least this many, every one terminal. ``texts``: snippets
     the outputs must contain (the lesson happened, not just "no error").
+    ``shown_paths``: no output names a folder of the machine that ran it (the run's
+    temporary folders, its genwidgets home): paths show relative or ``~/...``.
     """
 
     widgets: frozenset[str] = frozenset()
     media: frozenset[str] = frozenset()
     task_views: int = 0
     texts: tuple[str, ...] = ()
+    shown_paths: bool = False
 
 
 def expect(
@@ -49,8 +52,9 @@ def expect(
     media: tuple[str, ...] = (),
     task_views: int = 0,
     texts: tuple[str, ...] = (),
+    shown_paths: bool = False,
 ) -> Expect:
-    return Expect(frozenset(widgets), frozenset(media), task_views, texts)
+    return Expect(frozenset(widgets), frozenset(media), task_views, texts, shown_paths)
 
 
 FORM = ("button:Submit", "gw-task-view")
@@ -151,7 +155,9 @@ EXPECTED: dict[str, Expect] = {
             "row 1 (line 3).seed",
             "timed out after 0.5 s; cancelled",
             "exit status 0",
+            "out $GENWIDGETS_HOME/lessons/09_batch/shots>",
         ),
+        shown_paths=True,
     ),
     "10_class_gateway": expect(
         widgets=("gw-task-view",),
@@ -260,7 +266,9 @@ def test_notebooks_use_public_names_only(path: Path) -> None:
 @pytest.mark.notebook
 @pytest.mark.timeout(HANG_GUARD_S)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_top_to_bottom(path: Path, jupyter_kernel: str, tmp_path: Path) -> None:
+def test_notebook_runs_top_to_bottom(
+    path: Path, jupyter_kernel: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     want = EXPECTED[path.stem]
     nb, _seconds = jupyter_env.execute(path, tmp_path, kernel_name=jupyter_kernel)
 
@@ -282,6 +290,8 @@ def test_notebook_runs_top_to_bottom(path: Path, jupyter_kernel: str, tmp_path: 
 
     text = jupyter_env.output_text(nb)
     assert "gw-placeholder" not in text, "a task's final outputs were never written"
+    if want.shown_paths:  # every run folder, the kernel's home included, is under it
+        assert str(tmp_path_factory.getbasetemp()) not in text
     assert [t for t in want.texts if t not in text] == []
     assert DEMO_KEY not in text and DEMO_KEY not in json.dumps(state)
 

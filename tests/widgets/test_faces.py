@@ -5,6 +5,7 @@ and the end of a cell waiting (bounded) for a lasting face being rewritten."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import ipywidgets
 import pytest
@@ -255,3 +256,62 @@ def test_a_rewrite_that_lands_in_a_cell_is_not_overwritten_by_an_older_pending_o
     assert wait_for(lambda: "done" in shown.handle.last_html(), timeout=10)
     faces.REPUBLISH.flush()  # the end of that cell
     assert "done" in shown.handle.updates[-1][0]["text/html"]
+
+
+def test_a_write_again_taken_before_a_newer_rewrite_writes_the_newer(
+    shown: DisplayRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The end of a cell takes the writes waiting to be written again, then writes them;
+    a task that ends in between has its face rewritten on another thread. The write
+    taken must write the newest bundle, or the older one lands last and is saved
+    (a task "submitted when last seen" that had ended)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.instance()  # a shell, so pending writes are kept
+    state = {"word": "queued"}
+    face = Faces(lambda media: {"text/html": state["word"], "text/plain": ""})
+    face.show(ipywidgets.Label())
+    state["word"] = "submitted"
+    monkeypatch.setattr(faces.REPUBLISH, "in_cell", False)
+    face.refresh()
+    assert wait_for(lambda: "submitted" in shown.handle.last_html(), timeout=10)
+    assert faces.settle(10)
+    [taken] = faces.REPUBLISH._pending.values()  # what the end of a cell takes first
+    state["word"] = "done"
+    face.refresh()  # between cells too: it waits to be written again in its turn
+    assert wait_for(lambda: "done" in shown.handle.last_html(), timeout=10)
+    taken()  # then the end of the cell writes what it took
+    assert "done" in shown.handle.updates[-1][0]["text/html"]
+
+
+def test_a_write_that_straddles_the_start_of_a_cell_is_written_again(
+    shown: DisplayRecorder,
+) -> None:
+    """A write begun between cells carries the label of a cell that has ended, even
+    when the next cell has started by the time it is sent: it waits for the end of
+    that cell to be written again."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.instance()
+    faces.REPUBLISH.install()
+    faces.REPUBLISH.flush()  # between cells
+    state = {"word": "running"}
+    face = Faces(lambda media: {"text/html": state["word"], "text/plain": ""})
+    face.show(ipywidgets.Label())
+    handle = shown.handle
+    written = handle.update
+
+    def slow_update(*args: Any, **kwargs: Any) -> None:
+        faces.REPUBLISH._cell_starts()  # the next cell starts while it is being sent
+        written(*args, **kwargs)
+
+    handle.update = slow_update
+    state["word"] = "done"
+    face.refresh()
+    assert wait_for(lambda: "done" in handle.last_html(), timeout=10) and faces.settle(10)
+    handle.update = written
+    try:
+        assert list(faces.REPUBLISH._pending) == [face]
+    finally:
+        faces.REPUBLISH.flush()  # the end of that cell: written again, and between cells
+    assert "done" in handle.updates[-1][0]["text/html"] and len(handle.updates) == 2

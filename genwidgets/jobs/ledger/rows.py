@@ -25,7 +25,7 @@ from typing import Any
 from ..._config import home
 from ..._formats import int_or_none
 from ...protocol.records import Handle, Output, OutputSource, Result
-from ..output_files import OutputFiles
+from ..output_files import OutputFiles, holds_digest
 
 __all__ = [
     "COLUMNS",
@@ -179,9 +179,9 @@ def restored_result(
 
 def _recorded_copy(record: Mapping[str, Any]) -> Path | None:
     """The local copy a ledger record names, when it is one genwidgets wrote: inside
-    ``GENWIDGETS_HOME/outputs`` (links followed), with a recorded SHA-256 (checked when
-    read) and the recorded size. Anything else is not trusted: the output reads its URL
-    or shows as unavailable (docs/decisions.md#a-shared-home)."""
+    ``GENWIDGETS_HOME/outputs`` (links followed), with the recorded size and SHA-256.
+    Anything else is not trusted: the output reads its URL or shows as unavailable,
+    and no face embeds it (docs/decisions.md#a-shared-home)."""
     path = record.get("path")
     size = int_or_none(record.get("size"), minimum=0)
     digest = record.get("sha256")
@@ -194,4 +194,4 @@ def _recorded_copy(record: Mapping[str, Any]) -> Path | None:
             return None
     except (OSError, ValueError, RuntimeError):
         return None
-    return found
+    return found if holds_digest(found, digest) else None

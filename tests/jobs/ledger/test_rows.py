@@ -20,7 +20,7 @@ import genwidgets as gw
 from genwidgets._config import home
 from genwidgets.jobs.ledger.rows import restored_result
 from genwidgets.jobs.output_files import OutputFiles
-from genwidgets.widgets.lasting import output_html
+from genwidgets.widgets.lasting import output_html, thumbnail_src
 from genwidgets.widgets.render import to_mimebundle
 
 PRIVATE = b"-----BEGIN OPENSSH PRIVATE KEY----- the user's own"
@@ -107,6 +107,40 @@ def test_the_copy_genwidgets_wrote_is_read_from_the_outputs_folder(outputs: Path
 
     output = _restore(_recorded(copy, KEPT), no_fetch)
     assert output.path == copy.resolve() and output.read() == KEPT
+
+
+def _picture(colour: str) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), colour).save(buffer, format="BMP")  # one size for any colour
+    return buffer.getvalue()
+
+
+def test_a_copy_swapped_for_another_of_its_size_is_neither_read_nor_embedded(
+    outputs: Path,
+) -> None:
+    """The file a row names, in the outputs folder and of the recorded size, holds
+    other bytes: the output reads its URL again, and no lasting face or thumbnail
+    embeds the file in the notebook."""
+    kept, swapped = _picture("red"), _picture("green")
+    assert len(kept) == len(swapped) and kept != swapped
+    copy = outputs / "3.bmp"
+    copy.write_bytes(swapped)
+    asked: list[str] = []
+
+    def gateway(url: str, cap: int) -> bytes:
+        asked.append(url)
+        return kept
+
+    output = _restore(
+        {**_recorded(copy, kept), "content_type": "image/bmp", "url": "https://cdn.example/3.bmp"},
+        gateway,
+    )
+    assert output.path is None
+    html = output_html(output, fetch=False)
+    assert "data:image" not in html and "3.bmp" not in html.replace("cdn.example/3.bmp", "")
+    assert thumbnail_src([output]) is None
+    assert output.read() == kept and asked == ["https://cdn.example/3.bmp"]
+    assert not list(outputs.glob("3.bmp.thumb*"))  # no thumbnail made of it either
 
 
 @pytest.mark.timeout(120)

@@ -235,11 +235,12 @@ class Http1Pool:
         max_body: int,
     ) -> Answer:
         """One exchange. A reused connection that ended before answering a GET is
-        replaced once (the server closed it while idle; a GET changes nothing)."""
+        replaced once by a new one (the server closed it while idle; a GET changes
+        nothing)."""
         call = _Call(method, path, headers, body, max_body)
         for attempt in (1, 2):
-            try:
-                return await self._exchange(self._take_idle(), call)
+            try:  # the second time on a new connection: the others may be stale too
+                return await self._exchange(self._take_idle() if attempt == 1 else None, call)
             except _StaleConnection:
                 if method != "GET" or attempt == 2:
                     raise UpstreamFault(

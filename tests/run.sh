@@ -23,11 +23,13 @@ cp jupyter-config/jupyter_server_config.d/genwidgets.json .venv/etc/jupyter/jupy
 # Debian's packages some tests use, each found by the file or command it brings:
 # chromium for the real-browser tests; the PostgreSQL server for the class gateway's
 # tests on several processes over one database (tests/serve/conftest.py starts a
-# throwaway cluster with its initdb). What is missing is installed in one apt-get run.
+# throwaway cluster with its initdb); openssl, which makes the certificate of the class
+# gateway's TLS test. What is missing is installed in one apt-get run.
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=("chromium:the real-browser tests")
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
   || missing+=("postgresql:the class gateway's PostgreSQL tests")
+command -v openssl >/dev/null 2>&1 || missing+=("openssl:the class gateway's TLS test")
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     packages=("${missing[@]%%:*}")

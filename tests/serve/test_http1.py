@@ -5,7 +5,12 @@ request may have reached upstream, and no connection reused after a cut exchange
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shutil
+import ssl
+import subprocess
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
@@ -173,3 +178,49 @@ def test_a_cancelled_exchange_leaves_no_bytes_for_the_next_one() -> None:
         await pool.close()
 
     run(script, test)
+
+
+def test_an_https_upstream_is_verified(tmp_path: Path) -> None:
+    """Over TLS the pool checks the upstream's certificate: one it trusts answers, an
+    unknown one is refused before anything is sent."""
+    if shutil.which("openssl") is None:
+        pytest.skip("!!! openssl is missing (tests/run.sh installs it as root): SKIPPED")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    make = "req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext"
+    subprocess.run(
+        ["openssl", *make.split(), "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+
+    async def main() -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(Exception):
+                await _read_request(reader)
+                writer.write(ok(b"secure"))
+                await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=served)
+        base = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        try:
+            trusting = Http1Pool(
+                base,
+                timeout=30,
+                connect_timeout=30,
+                ssl_context=ssl.create_default_context(cafile=str(cert)),
+            )
+            answer = await trusting.request("GET", "/v1/x", [], None, max_body=99)
+            assert answer.body == b"secure"
+            await trusting.close()
+            stranger = Http1Pool(base, timeout=30, connect_timeout=30)
+            with pytest.raises(UpstreamFault) as caught:
+                await stranger.request("POST", "/v1/x", [], b"{}", max_body=99)
+            assert not caught.value.sent and "cannot reach" in str(caught.value)
+        finally:
+            server.close()
+
+    asyncio.run(main())

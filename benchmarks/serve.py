@@ -8,11 +8,14 @@
   grid as in ``07_prompt_tuning``), upstream creates with the group's cache off and on,
   goal at least 25 times fewer.
 
-    python benchmarks/serve.py [--status 2000] [--load 10000] [--students 30]
+    python benchmarks/serve.py [--status 2000] [--load 10000] [--students 30] [--baseline DIR]
 
 The simulator and the class server each run in a child process (their own interpreter);
-the client is this process. Figures are figures: the last line is one JSON object, and a
-missed goal never fails the command.
+the client is this process. ``--baseline DIR`` (another checkout, e.g. ``git worktree add
+DIR main``) runs a second server from that tree beside this one, over the same simulator
+and database, and times both interleaved in the same run: its figures get a ``baseline_``
+prefix, and ``*_ratio`` is this tree's over the baseline's. Figures are figures: the last
+line is one JSON object, and a missed goal never fails the command.
 """
 
 from __future__ import annotations
@@ -46,7 +49,10 @@ GRID = [
 ]
 
 
-def _serve(upstream: str, database: Path) -> tuple[subprocess.Popen[str], str]:
+def _serve(
+    upstream: str, database: Path, source: Path = common.REPO
+) -> tuple[subprocess.Popen[str], str]:
+    """A ``genwidgets serve`` child running the code of the tree ``source``."""
     code = "import sys; from genwidgets.cli import main; sys.exit(main())"
     process = subprocess.Popen(
         [
@@ -68,8 +74,8 @@ def _serve(upstream: str, database: Path) -> tuple[subprocess.Popen[str], str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env=common.child_env({"GENWIDGETS_UPSTREAM_KEY": TEACHER}),
-        cwd=common.REPO,
+        env=common.child_env({"GENWIDGETS_UPSTREAM_KEY": TEACHER, "PYTHONPATH": str(source)}),
+        cwd=source,
     )
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -98,24 +104,67 @@ def _long_task(base: str, key: str) -> str:
     return str(handle["status_url"])
 
 
-def added_latency(sim: str, server: str, student: str, count: int) -> dict[str, Any]:
-    direct_url, proxied_url = _long_task(sim, TEACHER), _long_task(server, student)
-    with (
-        httpx.Client(headers={"Authorization": f"Bearer {TEACHER}"}, timeout=30) as direct,
-        httpx.Client(headers={"Authorization": f"Bearer {student}"}, timeout=30) as proxied,
-    ):
-        _timed_status(direct, direct_url, 50)  # warm both
-        _timed_status(proxied, proxied_url, 50)
-        plain, through = [], []
-        for _ in range(count // 100):  # interleaved, so both see the same machine
-            plain += _timed_status(direct, direct_url, 100)
-            through += _timed_status(proxied, proxied_url, 100)
+def added_latency(sim: str, servers: dict[str, str], student: str, count: int) -> dict[str, Any]:
+    """Status p50 and p95 direct and through each server (``{label: base_url}``, label
+    "" for this tree), the same request interleaved in rounds of 100."""
+    urls = {"direct": _long_task(sim, TEACHER)}
+    urls |= {label: _long_task(base, student) for label, base in servers.items()}
+    keys = {label: (TEACHER if label == "direct" else student) for label in urls}
+    clients = {
+        label: httpx.Client(headers={"Authorization": f"Bearer {keys[label]}"}, timeout=30)
+        for label in urls
+    }
+    times: dict[str, list[float]] = {label: [] for label in urls}
+    try:
+        for label, client in clients.items():
+            _timed_status(client, urls[label], 50)  # warm each
+        for _ in range(count // 100):  # interleaved, so each sees the same machine
+            for label, client in clients.items():
+                times[label] += _timed_status(client, urls[label], 100)
+    finally:
+        for client in clients.values():
+            client.close()
     figures = {}
     for q in (50, 95):
-        base, total = common.percentile(plain, q), common.percentile(through, q)
+        base = common.percentile(times["direct"], q)
         figures[f"direct_p{q}_ms"] = round(base, 3)
-        figures[f"proxied_p{q}_ms"] = round(total, 3)
-        figures[f"added_p{q}_ms"] = round(total - base, 3)
+        for label in servers:
+            total = common.percentile(times[label], q)
+            figures[f"{label}proxied_p{q}_ms"] = round(total, 3)
+            figures[f"{label}added_p{q}_ms"] = round(total - base, 3)
+    return figures
+
+
+def throughput(
+    processes: dict[str, subprocess.Popen[str]],
+    servers: dict[str, str],
+    sim_pid: int,
+    student: str,
+    load: int,
+) -> dict[str, Any]:
+    """Status requests a second through each server (8 keep-alive connections), in
+    alternating rounds, and each one's CPU per request, its own and the simulator's."""
+    rounds = 4 if len(servers) > 1 else 1
+    done = {label: [0, 0, 0.0, 0.0, 0.0] for label in servers}  # requests, ok, s, cpu, sim cpu
+    for _ in range(rounds):
+        for label, base in servers.items():
+            cpu = common.cpu_seconds(processes[label].pid), common.cpu_seconds(sim_pid)
+            result = run_load(
+                url=base, key=student, n=load // rounds, connections=8, max_seconds=60 / rounds
+            )
+            tally = done[label]
+            tally[0] += result.requests
+            tally[1] += result.ok
+            tally[2] += result.seconds
+            tally[3] += common.cpu_seconds(processes[label].pid) - cpu[0]
+            tally[4] += common.cpu_seconds(sim_pid) - cpu[1]
+    figures: dict[str, Any] = {}
+    for label, (requests, ok, seconds, cpu, sim_cpu) in done.items():
+        figures[f"{label}proxied_status_rps"] = round(requests / max(seconds, 1e-9), 1)
+        # what a request costs the server's own core, whatever else the machine runs
+        figures[f"{label}server_cpu_ms_per_request"] = round(1000 * cpu / max(1, requests), 3)
+        figures[f"{label}upstream_cpu_ms_per_request"] = round(1000 * sim_cpu / max(1, requests), 3)
+        figures[f"{label}proxied_status_ok"] = ok
     return figures
 
 
@@ -143,25 +192,30 @@ def demo_cache(sim: str, server: str, db: Database, students: int) -> dict[str, 
     }
 
 
-def run_serve(status: int = 2000, load: int = 10000, students: int = 30) -> dict[str, Any]:
+def run_serve(
+    status: int = 2000, load: int = 10000, students: int = 30, baseline: Path | None = None
+) -> dict[str, Any]:
     sim = common.start_simulator(speed=50.0, flags=["--key", TEACHER])
     folder = Path(tempfile.mkdtemp(prefix="genwidgets-bench-serve-"))
     db = Database(folder / "class.db")
     db.migrate()
     student = add_key(db, "bench", {})
-    process, server = _serve(sim.base_url, folder / "class.db")
+    processes: dict[str, subprocess.Popen[str]] = {}
+    servers: dict[str, str] = {}
     try:
+        processes[""], servers[""] = _serve(sim.base_url, folder / "class.db")
+        if baseline is not None:
+            found = _serve(sim.base_url, folder / "class.db", baseline)
+            processes["baseline_"], servers["baseline_"] = found
         figures: dict[str, Any] = {"machine": common.machine()}
-        figures |= added_latency(sim.base_url, server, student, status)
-        cpu = common.cpu_seconds(process.pid), common.cpu_seconds(sim.pid)
-        result = run_load(url=server, key=student, n=load, connections=8, max_seconds=60)
-        figures["proxied_status_rps"] = round(result.per_second, 1)
-        # what a request costs the server's own core, whatever else the machine runs
-        used = common.cpu_seconds(process.pid) - cpu[0], common.cpu_seconds(sim.pid) - cpu[1]
-        figures["server_cpu_ms_per_request"] = round(1000 * used[0] / max(1, result.requests), 3)
-        figures["upstream_cpu_ms_per_request"] = round(1000 * used[1] / max(1, result.requests), 3)
-        figures["proxied_status_ok"] = result.ok
-        figures |= demo_cache(sim.base_url, server, db, students)
+        figures |= added_latency(sim.base_url, servers, student, status)
+        figures |= throughput(processes, servers, sim.pid, student, load)
+        if baseline is not None:
+            for name in ("proxied_status_rps", "server_cpu_ms_per_request", "added_p50_ms"):
+                figures[f"{name}_ratio"] = round(
+                    figures[name] / max(1e-9, figures[f"baseline_{name}"]), 2
+                )
+        figures |= demo_cache(sim.base_url, servers[""], db, students)
         figures["goals"] = {
             "added_p50_ms <= 3": figures["added_p50_ms"] <= 3,
             "added_p95_ms <= 10": figures["added_p95_ms"] <= 10,
@@ -170,7 +224,8 @@ def run_serve(status: int = 2000, load: int = 10000, students: int = 30) -> dict
         }
         return figures
     finally:
-        common.stop_process(process)
+        for process in processes.values():
+            common.stop_process(process)
         common.stop_process(sim.process)
         db.close()
 
@@ -191,8 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--status", type=int, default=2000, help="status requests timed each way")
     parser.add_argument("--load", type=int, default=10000, help="status requests of the load")
     parser.add_argument("--students", type=int, default=30)
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout whose server is timed beside this one"
+    )
     args = parser.parse_args(argv)
-    print(json.dumps(run_serve(args.status, args.load, args.students)))
+    print(json.dumps(run_serve(args.status, args.load, args.students, args.baseline)))
     return 0
 
 

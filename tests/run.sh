@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command (README "Tests"; .ci/run calls exactly this).
 # On a fresh machine it installs what is missing (a virtual environment with the
-# package and its test extra, Debian's chromium for the browser tests), then
-# runs every test. Extra arguments go to pytest.
+# package and its test extra, Debian's chromium and PostgreSQL for the tests that use
+# them), then runs every test. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,31 +20,29 @@ fi
 mkdir -p .venv/etc/jupyter/jupyter_server_config.d
 cp jupyter-config/jupyter_server_config.d/genwidgets.json .venv/etc/jupyter/jupyter_server_config.d/
 
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian's packages some tests use, each found by the file or command it brings:
+# chromium for the real-browser tests; the PostgreSQL server for the class gateway's
+# tests on several processes over one database (tests/serve/conftest.py starts a
+# throwaway cluster with its initdb); openssl, which makes the certificate of the class
+# gateway's TLS test. What is missing is installed in one apt-get run.
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=("chromium:the real-browser tests")
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+  || missing+=("postgresql:the class gateway's PostgreSQL tests")
+command -v openssl >/dev/null 2>&1 || missing+=("openssl:the class gateway's TLS test")
+if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing Debian's chromium for the browser tests..."
+    packages=("${missing[@]%%:*}")
+    echo "installing Debian's ${packages[*]} for the tests..."
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
   else
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
-    echo "!!! chromium is missing and cannot be installed here (not root, or no  " >&2
-    echo "!!! apt-get): the real-browser tests will be SKIPPED.                   " >&2
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
-  fi
-fi
-
-# Debian's PostgreSQL server for the class gateway's tests (genwidgets serve on several
-# processes over one database): tests/serve/conftest.py starts a throwaway cluster with it.
-if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing Debian's postgresql for the class gateway's tests..."
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-  else
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
-    echo "!!! PostgreSQL is missing and cannot be installed here (not root, or no " >&2
-    echo "!!! apt-get): the class gateway's PostgreSQL tests will be SKIPPED.     " >&2
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+    for item in "${missing[@]}"; do
+      echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+      echo "!!! ${item%%:*} is missing and cannot be installed here (not root, or no" >&2
+      echo "!!! apt-get): ${item#*:} will be SKIPPED." >&2
+      echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+    done
   fi
 fi
 

@@ -28,6 +28,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import queue_url
+from ..protocol.routes import queue_routes
 from .budgets import (
     caller_and_task,
     charge_of,
@@ -483,15 +484,9 @@ def create_app(
     """The ASGI app of one class gateway (with ``extra`` routes: the admin page), and
     its state."""
     state = ServeState(config)
-    requests = "/v1/queue/{endpoint}/requests/{request_id}"
     routes = [
         Route("/", index, methods=["GET"]),
-        Route("/v1/queue/{endpoint}", create_task, methods=["POST"]),
-        Route("/v1/queue/{endpoint}/sync", sync_path, methods=["GET", "POST", "PUT"]),
-        Route(f"{requests}/status", get_status, methods=["GET"]),
-        Route(f"{requests}/status/stream", status_stream, methods=["GET"]),
-        Route(f"{requests}/response", get_result, methods=["GET"]),
-        Route(f"{requests}/cancel", cancel_task, methods=["PUT"]),
+        *queue_routes(create_task, sync_path, get_status, status_stream, get_result, cancel_task),
         *extra,
     ]
     prefix = "/" + config.prefix.strip("/") if config.prefix.strip("/") else ""

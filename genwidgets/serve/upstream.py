@@ -18,6 +18,7 @@ import httpx
 
 from .._config import Secret, redact
 from ..errors import ServeError
+from .http1 import Http1Pool, UpstreamFault
 
 __all__ = ["REDACTED", "KeyScrubber", "Upstream", "UpstreamAnswer", "guard_logs", "upstream_fault"]
 
@@ -74,8 +75,9 @@ class UpstreamAnswer:
 
 
 class Upstream:
-    """An httpx client to ``base_url`` that signs every request with ``key`` (the
-    teacher's; wrapped as a :class:`~genwidgets._config.Secret` on the line it arrives)."""
+    """Keep-alive connections to ``base_url`` (:class:`~.http1.Http1Pool`) that sign every
+    request with ``key`` (the teacher's; wrapped as a :class:`~genwidgets._config.Secret`
+    on the line it arrives)."""
 
     def __init__(
         self,
@@ -91,12 +93,11 @@ class Upstream:
             raise ValueError("the upstream gateway's key is empty")
         self._key = wrapped
         guard_logs()
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(timeout, connect=connect_timeout, pool=timeout),
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
-            follow_redirects=False,
-            trust_env=False,
+        self._pool = Http1Pool(
+            self.base_url,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            ssl_context=httpx.create_ssl_context() if self.base_url.startswith("https:") else None,
         )
 
     def __repr__(self) -> str:
@@ -108,47 +109,22 @@ class Upstream:
         return text.replace(key, REDACTED) if key and key in text else text
 
     async def send(self, method: str, path: str, body: bytes | None = None) -> UpstreamAnswer:
-        headers = {"Authorization": f"Bearer {self._key.reveal()}", "Accept": "application/json"}
+        headers = [
+            ("Authorization", f"Bearer {self._key.reveal()}"),
+            ("Accept", "application/json"),
+        ]
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers.append(("Content-Type", "application/json"))
         try:
-            request = self._client.build_request(method, path, content=body, headers=headers)
-            response = await self._client.send(request, stream=True)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            raise upstream_fault(
-                f"cannot reach the upstream gateway ({type(exc).__name__})", sent=False
-            ) from None
-        except httpx.TimeoutException as exc:
-            raise upstream_fault(
-                f"the upstream gateway did not answer in time ({type(exc).__name__})", sent=True
-            ) from None
-        except httpx.HTTPError as exc:
-            raise upstream_fault(
-                f"the upstream connection failed ({type(exc).__name__})", sent=True
-            ) from None
+            answer = await self._pool.request(method, path, headers, body, max_body=MAX_ANSWER)
+        except UpstreamFault as fault:
+            raise upstream_fault(str(fault), sent=fault.sent) from None
         try:
-            raw = await self._read(response)
-        except httpx.HTTPError as exc:
-            raise upstream_fault(
-                f"the upstream answer was cut ({type(exc).__name__})", sent=True
-            ) from None
-        finally:
-            await response.aclose()
-        try:
+            raw = answer.body
             parsed = json.loads(self.scrub(raw.decode("utf-8", "replace"))) if raw else None
         except ValueError:
             parsed = None
-        return UpstreamAnswer(response.status_code, parsed, response.headers.get("retry-after"))
-
-    @staticmethod
-    async def _read(response: httpx.Response) -> bytes:
-        chunks, size = [], 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > MAX_ANSWER:
-                raise httpx.DecodingError(f"answer over {MAX_ANSWER} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return UpstreamAnswer(answer.status, parsed, answer.header(b"retry-after"))
 
     async def close(self) -> None:
-        await self._client.aclose()
+        await self._pool.close()

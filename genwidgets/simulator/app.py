@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..catalog.openapi_schema import openapi
 from ..protocol.records import queue_url
+from ..protocol.routes import queue_routes
 from . import dialects
 from .config import SimConfig
 from .faults import Dice, RateLimiter
@@ -534,16 +535,10 @@ async def _too_deep(request: Request, exc: Exception) -> Response:
 def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
     """The ASGI app of one simulator, and its state (close it when done)."""
     state = SimState(config)
-    requests = "/v1/queue/{endpoint}/requests/{request_id}"
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/openapi.json", openapi_document, methods=["GET"]),
-        Route("/v1/queue/{endpoint}", create_task, methods=["POST"]),
-        Route("/v1/queue/{endpoint}/sync", sync_path, methods=["GET", "POST", "PUT"]),
-        Route(f"{requests}/status", get_status, methods=["GET"]),
-        Route(f"{requests}/status/stream", status_stream, methods=["GET"]),
-        Route(f"{requests}/response", get_result, methods=["GET"]),
-        Route(f"{requests}/cancel", cancel_task, methods=["PUT"]),
+        *queue_routes(create_task, sync_path, get_status, status_stream, get_result, cancel_task),
         Route("/files/{token}/{name}", get_file, methods=["GET", "HEAD"]),
         Route("/_sim/tasks/{request_id}", _loopback_only(sim_task), methods=["GET"]),
         Route("/_sim/stats", _loopback_only(sim_stats), methods=["GET"]),

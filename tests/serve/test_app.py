@@ -4,20 +4,25 @@ bad input typed, and nothing billed for a create that never reached upstream."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from serve_helpers import Class, wait_for
+from serve_helpers import TEACHER_KEY, Class, wait_for
 
 import genwidgets as gw
+from genwidgets._config import Secret
 from genwidgets.cli import main
-from genwidgets.errors import GatewayError, RequestNotFound
+from genwidgets.errors import GatewayError, RequestNotFound, ServeError
+from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
 from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.keys import add_group, add_key, revoke_key
 from genwidgets.serve.usage import usage
+from genwidgets.simulator import SimulatorServer
 
 IMAGE = "genW2.5-t2i-preview"
 ONE = {"prompt": "a red fox", "n": 1}
@@ -400,3 +405,25 @@ def test_the_demo_cache_holds_when_students_send_at_once(
     assert all(o == outputs[0] and o for o in outputs)
     charged = [k for k in usage(klass.db)["keys"] if k["spent"]]
     assert len(charged) == 1  # the first pays; the others rode along
+
+
+def test_a_busy_port_is_the_class_gateways_own_error(
+    tmp_path: Path, upstream_sim: SimulatorServer
+) -> None:
+    """The lifecycle the simulator shares (protocol/serving.py) fails with this server's
+    error, naming the address, and lets its database go."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        db = Database(tmp_path / "class.db")
+        upstream = Upstream(upstream_sim.base_url, Secret(TEACHER_KEY))
+        with pytest.raises(ServeError, match=f"127.0.0.1:{port}") as caught:
+            ClassServer(ServeConfig(upstream=upstream, database=db), port=port).start()
+    assert caught.value.code == "START_FAILED"
+    server = ClassServer(ServeConfig(upstream=upstream, database=db)).start()
+    with httpx.Client(base_url=server.base_url) as api:
+        assert api.get("/").status_code == 200
+    server.stop()
+    server.stop()  # twice is harmless
+    assert not server.running

@@ -41,20 +41,22 @@ def _storm(bases: Sequence[str], students: list[tuple[str, str]]) -> list[tuple[
         for t in range(TRIES)
     ]
 
-    def send(job: tuple[str, str, str]) -> tuple[str, int, str]:
-        name, token, base = job
-        answer = httpx.post(
-            f"{base}/v1/queue/{IMAGE}",
-            json={"prompt": name, "n": 2},
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=120,
-        )
-        body = answer.json()
-        code = body.get("error", {}).get("code", "") if isinstance(body, dict) else ""
-        return name, answer.status_code, code
-
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        return list(pool.map(send, jobs))
+        return [(n, status, error.get("code", "")) for n, status, error in pool.map(_create, jobs)]
+
+
+def _create(job: tuple[str, str, str], images: int = 2) -> tuple[str, int, dict[str, Any]]:
+    """One student's create of ``images`` images: (name, status, the error object)."""
+    name, token, base = job
+    answer = httpx.post(
+        f"{base}/v1/queue/{IMAGE}",
+        json={"prompt": name, "n": images},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=120,
+    )
+    body = answer.json()
+    error = body.get("error") if isinstance(body, dict) else None
+    return name, answer.status_code, error if isinstance(error, dict) else {}
 
 
 def _check(outcomes: list[tuple[str, int, str]], db: Database, sim: SimulatorServer) -> None:
@@ -95,4 +97,44 @@ def test_thirty_keys_through_several_processes_on_one_postgresql(
     ]
     outcomes = _storm([p.base_url for p in started], students)
     _check(outcomes, db, upstream_sim)
+    db.close()
+
+
+def test_a_keys_concurrency_cap_holds_across_processes_on_one_postgresql(
+    postgres_url: str, upstream_sim: SimulatorServer, serve_processes: Callable[..., Any]
+) -> None:
+    """Ten keys each send eight creates at once, spread over two server processes, with
+    ``--max-running 3`` and tasks that run for minutes: each key gets exactly three
+    upstream, whichever process took them (the reservation counts the key's unfinished
+    tasks in the database, under the key row's lock), and the rest are 429s saying so."""
+    upstream_sim.state.reconfigure({"speed": 0.01})  # an image runs for minutes
+    db = Database(postgres_url)
+    db.migrate()
+    students = [(f"k{i}", add_key(db, f"k{i}", {})) for i in range(10)]
+    started = [
+        serve_processes(upstream_sim.base_url, postgres_url, "--max-running", "3", "--rate", "0")
+        for _ in range(2)
+    ]
+    jobs = [
+        (name, token, started[(i + t) % 2].base_url)
+        for i, (name, token) in enumerate(students)
+        for t in range(8)
+    ]
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        outcomes = [
+            (n, status, str(error.get("message", "")))
+            for n, status, error in pool.map(lambda job: _create(job, 1), jobs)
+        ]
+    sent = Counter(name for name, status, _ in outcomes if status == 200)
+    assert sent == Counter({name: 3 for name, _ in students}), outcomes
+    refused = [o for o in outcomes if o[1] != 200]
+    assert all(s == 429 and "at most 3 at once" in m for _, s, m in refused), refused
+    assert upstream_sim.state.stats["created"] == 30
+    live = db.run(
+        lambda tx: tx.rows(
+            "SELECT key_name, COUNT(*) FROM tasks WHERE state = 'open' GROUP BY key_name"
+        )
+    )
+    assert sorted(count for _, count in live) == [3] * 10
     db.close()

@@ -87,7 +87,16 @@ class Workers(concurrent.futures.Executor):
             return self._outstanding
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Nothing to stop: idle threads end by themselves (the pool stays usable)."""
+        """Threads end by themselves once idle (the pool stays usable); with
+        ``cancel_futures`` the work not yet begun is cancelled."""
+        while cancel_futures:
+            try:
+                work, _call = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            work.cancel()
+            with self._lock:
+                self._outstanding -= 1
 
     def _run(self) -> None:
         while True:
@@ -124,6 +133,7 @@ class Workers(concurrent.futures.Executor):
             work.set_result(result)
 
 
-#: the prompt lab's runs: a batch's sender and finisher, a grid's creates. Long loops,
-#: so the bound is only a guard: every run gets its threads
+#: work with no pool of its own, often long: a batch's sender and finisher, a grid's
+#: creates, a served process watching its parent, an AsyncJob's blocking calls. The
+#: bound is only a guard: each gets its thread
 RUNS = Workers(256)

@@ -3,11 +3,23 @@ no pile-up, one kind of thread."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from widgets.taskfakes import wait_for
 
+import genwidgets as gw
 from genwidgets._workers import THREAD_NAME, Workers
+from genwidgets.lab.plan import plan_grid
+from genwidgets.lab.run import GridRun
+from genwidgets.simulator import SimulatorServer
+
+T2I = "genW2.5-t2i-preview"
+#: the name anyio gives the threads of its pool (starlette's ``run_in_threadpool``)
+ANYIO_WORKER = "AnyIO worker thread"
 
 
 def test_work_runs_on_a_daemon_worker_and_a_failure_is_logged_not_raised(caplog) -> None:  # type: ignore[no-untyped-def]
@@ -68,3 +80,71 @@ def test_work_is_a_future_that_knows_its_thread_and_can_be_joined() -> None:
     assert inside == [True] and not work.on_this_thread
     failing = workers.submit(lambda: 1 / 0)
     assert failing.join(30) and isinstance(failing.exception(), ZeroDivisionError)
+
+
+def test_shutdown_with_cancel_futures_cancels_what_has_not_begun() -> None:
+    workers = Workers(1, idle=0.2)
+    release = threading.Event()
+    first = workers.submit(release.wait, 60)
+    assert wait_for(lambda: first.running(), timeout=30)
+    queued = workers.submit(lambda: "never")
+    workers.shutdown(cancel_futures=True)
+    assert queued.cancelled() and workers.pending == 1  # only the one running is left
+    release.set()
+    assert first.join(30) and wait_for(lambda: workers.pending == 0, timeout=30)
+
+
+def test_the_package_starts_five_kinds_of_threads(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    make_simulator: Callable[..., SimulatorServer],
+) -> None:
+    """A batch, a grid and an async client on a simulator, their threads sampled as they
+    run: every thread the package started is of one of the five kinds
+    (docs/decisions.md#threads)."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    before = {t.ident for t in threading.enumerate()}
+    seen: set[str] = set()
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.wait(0.005):
+            seen.update(t.name for t in threading.enumerate() if t.ident not in before)
+
+    sampler = threading.Thread(target=sample, name="the-test-sampler")
+    sampler.start()
+    try:
+        sim = make_simulator()
+        with gw.Client(sim.base_url, "sim-demo-key") as client:
+            rows = [{"prompt": f"a fox {i}", "seed": i, "n": 1} for i in range(1, 4)]
+            batch = gw.batch(T2I, rows, out=tmp_path / "o", client=client)
+            batch.wait(timeout=120, progress="none")
+            plan = plan_grid(T2I, {"prompt": "a hen", "n": 1}, ("seed", [1, 2]))
+            run = GridRun(plan, client).submit(wait=False)
+            run.wait(timeout=120)
+
+            async def use_async() -> str:
+                async with gw.AsyncClient(sim.base_url, "sim-demo-key") as aclient:
+                    job = await aclient.submit(T2I, {"prompt": "an owl", "n": 1})
+                    return (await job.result(60)).status
+
+            assert asyncio.run(use_async()) == "COMPLETED"
+        assert [r.status for r in batch.rows] == ["done"] * 3 and run.counts()[:2] == (2, 0)
+    finally:
+        sampling.set()
+        sampler.join(30)
+    seen.discard("the-test-sampler")
+    kinds = {
+        "engine": {n for n in seen if n == "genwidgets-engine"},
+        "ledger writer": {n for n in seen if n.startswith("genwidgets-ledger-")},
+        "workers": {n for n in seen if n == THREAD_NAME},
+        "ticker": {n for n in seen if n == "genwidgets-ticker"},
+        # a server's loop, and the threads starlette's own anyio pool runs its file
+        # responses and the class gateway's database reads on
+        "server": {
+            n for n in seen if n in ("genwidgets-simulator", "genwidgets-serve", ANYIO_WORKER)
+        },
+    }
+    others = seen - set().union(*kinds.values())
+    assert not others, f"threads of no kind: {sorted(others)}"
+    assert kinds["workers"] and kinds["server"]  # the batch's and grid's work ran on workers

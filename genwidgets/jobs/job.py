@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._workers import RUNS
 from ..errors import (
     ClientClosed,
     GatewayError,
@@ -493,9 +494,9 @@ class AsyncJob:
 
     def __init__(self, job: Job, *, executor: concurrent.futures.Executor | None = None) -> None:
         """``executor``: the threads its blocking requests wait on (the client's;
-        None: the loop's default executor)."""
+        None: the package's workers, never the loop's default executor)."""
         self._job = job
-        self._executor = executor
+        self._executor = executor if executor is not None else RUNS
 
     @property
     def sync(self) -> Job:

@@ -21,6 +21,8 @@ from typing import Any, Literal, TypeVar
 
 import uvicorn
 
+from .._workers import RUNS
+
 __all__ = ["PARENT_ENV", "ThreadedServer", "child_of_this_process"]
 
 S = TypeVar("S", bound="ThreadedServer")
@@ -184,9 +186,7 @@ class ThreadedServer:
         server.config.timeout_graceful_shutdown = self.stop_grace  # type: ignore[assignment]
         parent = os.environ.get(PARENT_ENV, "")
         if parent.isdigit():
-            threading.Thread(
-                target=_watch_parent, args=(server, int(parent)), name="parent-watch", daemon=True
-            ).start()
+            RUNS.submit(_watch_parent, server, int(parent))
         if on_ready is not None:
             on_ready()
         try:

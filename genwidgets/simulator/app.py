@@ -11,7 +11,6 @@ import hashlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from starlette.applications import Starlette
@@ -21,6 +20,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._workers import Workers
 from ..catalog.openapi_schema import openapi
 from ..protocol.records import queue_url
 from ..protocol.routes import queue_routes
@@ -53,7 +53,7 @@ class SimState:
         #: requests by operation, and ``created``: the tasks made
         self.stats = dict.fromkeys((*OPERATIONS, "created"), 0)
         self.files = FileStore()
-        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="genwidgets-sim-media")
+        self.executor = Workers(2)  # media is made off the server's loop, two at a time
         demo = image_file("demo", 640, 640, 7, "asset-demo", ["the simulator's demo image asset"])
         stored = self.files.put(demo.name, demo.content_type, demo.data)
         self.scheduler = Scheduler(
@@ -220,7 +220,8 @@ async def _payload(request: Request) -> dict[str, Any] | Response:
         return detail(400, "Request body is empty: send a JSON object with the endpoint's fields")
     try:
         if len(raw) > _BIG_BODY:
-            payload = await asyncio.get_running_loop().run_in_executor(None, _parse, raw)
+            loop = asyncio.get_running_loop()
+            payload = await loop.run_in_executor(_state(request).executor, _parse, raw)
         else:
             payload = _parse(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:

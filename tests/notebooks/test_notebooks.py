@@ -125,7 +125,7 @@ EXPECTED: dict[str, Expect] = {
         widgets=("gw-grid", "gw-board", "button:Submit"),
         media=("image",),
         texts=(
-            "seed locked at",
+            "a red kite over the sea --ar 1:1 --seed 7",
             "billing fields: n = 1",
             "duration=99",
             "warm light, calm sea",

@@ -82,7 +82,7 @@ if TYPE_CHECKING:
     from .media import validate
     from .protocol.prepared import PreparedRequest
     from .protocol.records import Handle, Output, Result, Status
-    from .widgets.batch import batch, batches
+    from .widgets.batch_view import batch, batches
     from .widgets.board import Board, board
     from .widgets.form import EndpointForm, form
     from .widgets.grid import Grid, grid, grids, load_grid
@@ -138,8 +138,8 @@ _LAZY = {
     "grids": ".widgets.grid",
     "GridRecord": ".lab.store",
     "TaskView": ".widgets.task",
-    "batch": ".widgets.batch",  # importing it installs the batch's live view
-    "batches": ".widgets.batch",
+    "batch": ".widgets.batch_view",  # importing it installs the batch's live view
+    "batches": ".widgets.batch_view",
     "Batch": ".lab.batch",
     "BatchRecord": ".lab.batch_store",
     "scores": ".lab.scores",

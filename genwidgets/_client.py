@@ -37,14 +37,14 @@ from .errors import (
     WebhookNotSupported,
 )
 from .jobs import polling
-from .jobs.batch import run_each
-from .jobs.budget import StatusBudget
 from .jobs.engine import get_engine
+from .jobs.fanout import run_each
 from .jobs.job import Job, Recorder
 from .jobs.ledger import Ledger, LedgerRow, left_to_other_kernels
 from .jobs.output_files import gateway_outputs
 from .jobs.polling import PollPolicy, Schedule
 from .jobs.recorder import LedgerRecorder
+from .jobs.status_budget import StatusBudget
 from .protocol.http import Gateway
 from .protocol.prepared import PreparedRequest, prepare
 from .protocol.records import Handle, Result

@@ -4,7 +4,7 @@ A fixed interval either notices a finish late or burns the rate limit, so the sc
 aims at a notice target in proportion to the task (a tenth of its run time, between a
 quarter second and a second and a half), adapts to queue position and run time, learns
 from history (:mod:`.runtime`), polls a running task at its result address, and takes a
-slot of the client's :class:`~genwidgets.jobs.budget.StatusBudget` per poll. The rules
+slot of the client's :class:`~genwidgets.jobs.status_budget.StatusBudget` per poll. The rules
 and their request counts: docs/decisions.md#polling.
 """
 
@@ -29,8 +29,8 @@ from . import runtime
 from .runtime import Key, Observation, Plan, RunTimeModel
 
 if TYPE_CHECKING:
-    from .budget import StatusBudget
     from .ledger import Ledger
+    from .status_budget import StatusBudget
 
 log = logging.getLogger("genwidgets")
 

@@ -39,7 +39,7 @@ __all__ = ["Batch", "display_hook"]
 
 log = logging.getLogger("genwidgets")
 
-#: set by ``genwidgets.widgets.batch`` so a displayed batch draws its live view
+#: set by ``genwidgets.widgets.batch_view`` so a displayed batch draws its live view
 display_hook: Callable[[Batch], None] | None = None
 #: how often the finisher wakes to check deadlines and tell listeners (seconds)
 TICK = 0.25

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._client import default_client
 from ..errors import PayloadError
-from ..jobs.batch import valid_concurrency
+from ..jobs.fanout import valid_concurrency
 from .batch import Batch
 from .batch_plan import plan_batch
 from .batch_store import WAITING, BatchRecord, BatchStore, id_taken

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .._config import shown_path
 from .._workers import RUNS
 from ..errors import LedgerError, LedgerWarning
-from ..jobs.batch import valid_concurrency
+from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
 from ..protocol.records import Output, is_terminal
 from .axes import Axis

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets
 
 from .._client import default_client
-from ..jobs.batch import valid_concurrency
+from ..jobs.fanout import valid_concurrency
 from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from ..lab.run import GridRun
 from ..lab.sweep import MAX_JOBS, SweepPlan, combination_label, plan_sweep

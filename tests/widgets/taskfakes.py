@@ -1,7 +1,7 @@
 """Fakes for the task view, board and sweep tests (imported explicitly, not a conftest).
 
-``FakeJob`` follows the Client/Job API of CONVENTIONS.md exactly (the attributes
-and methods a view may use); the test drives it with ``queue``/``run``/``finish``/
+``FakeJob`` follows the Job API views use (``genwidgets._protocols.JobLike``: the
+attributes and methods a view may use); the test drives it with ``queue``/``run``/``finish``/
 ``crash``, optionally from another thread to play the engine thread.
 """
 
@@ -35,7 +35,7 @@ def send_in_turn(
     on_sent: Callable[[int, Any], object] | None,
 ) -> list[Any]:
     """``send_many`` of the fakes: each request in order on this thread, a failure
-    returned in its place (the real bound is tested in tests/jobs/test_batch.py)."""
+    returned in its place (the real bound is tested in tests/jobs/test_fanout.py)."""
     outcomes: list[Any] = []
     for index, prepared in enumerate(requests):
         try:

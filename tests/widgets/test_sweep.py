@@ -105,7 +105,7 @@ def test_sweep_needs_lists_of_values(catalog: None, vary: dict[str, Any]) -> Non
 
 
 def test_sweep_sends_through_the_clients_one_batch_sender(catalog: None) -> None:
-    """The bound itself is the batch sender's (tests/jobs/test_batch.py)."""
+    """The bound itself is the batch sender's (tests/jobs/test_fanout.py)."""
     client = FakeClient()
     jobs = sweep(
         "test-video", {"prompt": "k"}, vary={"seed": list(range(9))}, client=client, concurrency=3

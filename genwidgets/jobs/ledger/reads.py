@@ -29,7 +29,7 @@ from .rows import (
     LedgerRow,
 )
 from .writer import WriteQueue
-from .writes import Recorder
+from .writes import LedgerWrites
 
 __all__ = ["QUICK_FLUSH", "Reader"]
 
@@ -47,7 +47,7 @@ class Reader:
         self,
         file: LedgerFile,
         queue: WriteQueue,
-        recorder: Recorder,
+        recorder: LedgerWrites,
         *,
         stale_after: float,
         clock: Callable[[], float],

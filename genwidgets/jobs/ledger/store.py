@@ -2,7 +2,7 @@
 
 Each piece owns its state: :class:`~.file.LedgerFile` (the file, the readers'
 connection, the warnings), :class:`~.writer.WriteQueue` (this process's writer thread),
-:class:`~.writes.Recorder` (the ``record_*`` writes, tickets and sends in flight),
+:class:`~.writes.LedgerWrites` (the ``record_*`` writes, tickets and sends in flight),
 :class:`~.lease.Leases` (this ledger's owner and its leases) and
 :class:`~.reads.Reader` (rows back, with their derived state). See
 :mod:`genwidgets.jobs.ledger` for the order of writes and the states.
@@ -29,7 +29,7 @@ from .lease import Claim, Leases, left_to_other_kernels
 from .reads import Reader
 from .rows import UNFINISHED, LedgerRow
 from .writer import WriteQueue
-from .writes import Recorder
+from .writes import LedgerWrites
 
 __all__ = ["LEDGER_FILE_NAME", "Ledger"]
 
@@ -82,7 +82,7 @@ class Ledger:
             idle_every=self._leases.ttl / 4,
             exit_wait=self._file.busy_timeout,
         )
-        self._recorder = Recorder(
+        self._recorder = LedgerWrites(
             self._file,
             self._queue,
             self._leases,

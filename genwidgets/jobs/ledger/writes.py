@@ -1,8 +1,8 @@
-"""The ledger's writes, in the order of the engine's calls: the :class:`Recorder`.
+"""The ledger's writes, in the order of the engine's calls: the :class:`LedgerWrites`.
 
 Every write is a small function queued to the writer thread (:mod:`.writer`);
 the callers get a future and never wait for the file, except
-:meth:`Recorder.record_intent` (at most ``intent_wait``). The recorder owns what the
+:meth:`LedgerWrites.record_intent` (at most ``intent_wait``). The recorder owns what the
 writes need to remember: the intent tickets, the last status of each task, and which
 rows this process is sending right now.
 """
@@ -28,16 +28,16 @@ from .rows import FINISHED, NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
 from .scrub import error_text, output_record, scrub_payload
 from .writer import WriteQueue
 
-__all__ = ["SENDING", "Recorder", "Sending"]
+__all__ = ["SENDING", "LedgerWrites", "Sending"]
 
 
 class Sending:
     """The creates this process is sending right now, by ledger file and row id: per
-    file, not per :class:`Recorder`, so that a second ``Ledger`` of the same file in
+    file, not per :class:`LedgerWrites`, so that a second ``Ledger`` of the same file in
     this process does not take a row its sibling sends for a lost task.
 
-    Owner: :class:`Recorder`, the only writer (a row joins when its intent is on
-    disk and leaves when the create's outcome is recorded); readers: ``Recorder.sending``
+    Owner: :class:`LedgerWrites`, the only writer (a row joins when its intent is on
+    disk and leaves when the create's outcome is recorded); readers: ``LedgerWrites.sending``
     (the reader's row states); tests may :meth:`settle` a row to play a process that
     stopped sending (docs/decisions.md#who-owns-the-process-wide-state).
     """
@@ -89,7 +89,7 @@ def _latest_outputs(
     return row_id, json.loads(outputs)
 
 
-class Recorder:
+class LedgerWrites:
     """The ``record_*`` writes of one :class:`~genwidgets.jobs.ledger.Ledger`, queued on
     its :class:`~.writer.WriteQueue` in the order they are made."""
 

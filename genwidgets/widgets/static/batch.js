@@ -1,6 +1,6 @@
 // A batch's live view (anywidget front-end; no build step, no CDN).
 //
-// State comes from two traits written by the kernel (genwidgets/widgets/batch.py):
+// State comes from two traits written by the kernel (genwidgets/widgets/batch_view.py):
 // `head` (counts, spend, rate, time left, summary, which buttons to show) and
 // `thumbs` (the latest ended rows, each with a kernel-made thumbnail as a data URL).
 // The buttons send messages: submit, cancel, retry. Text goes in with textContent;

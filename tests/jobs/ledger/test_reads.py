@@ -15,7 +15,7 @@ from genwidgets.jobs.ledger.file import LedgerFile
 from genwidgets.jobs.ledger.lease import Leases
 from genwidgets.jobs.ledger.reads import Reader
 from genwidgets.jobs.ledger.writer import WriteQueue
-from genwidgets.jobs.ledger.writes import SENDING, Recorder
+from genwidgets.jobs.ledger.writes import SENDING, LedgerWrites
 from genwidgets.protocol.records import Handle
 
 GATEWAY = "https://gw.test"
@@ -26,7 +26,7 @@ ENDPOINT = "asset-get"
 class Pieces:
     file: LedgerFile
     queue: WriteQueue
-    recorder: Recorder
+    recorder: LedgerWrites
     reader: Reader
 
 
@@ -41,7 +41,7 @@ def compose(path: Path, clock: list[float]) -> Pieces:
         idle_every=30.0,
         exit_wait=5.0,
     )
-    recorder = Recorder(file, queue, leases, intent_wait=30.0, clock=lambda: clock[0])
+    recorder = LedgerWrites(file, queue, leases, intent_wait=30.0, clock=lambda: clock[0])
     reader = Reader(file, queue, recorder, stale_after=60.0, clock=lambda: clock[0])
     return Pieces(file, queue, recorder, reader)
 

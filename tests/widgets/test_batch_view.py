@@ -14,9 +14,9 @@ import genwidgets as gw
 from genwidgets._workers import THREAD_NAME
 from genwidgets.lab import batch as lab_batch
 from genwidgets.simulator import SimulatorServer
-from genwidgets.widgets import batch as view_module
+from genwidgets.widgets import batch_view as view_module
 from genwidgets.widgets import faces
-from genwidgets.widgets.batch import BatchView, static_copy
+from genwidgets.widgets.batch_view import BatchView, static_copy
 from genwidgets.widgets.faces import WIDGET_VIEW_MIME
 
 T2I = "genW2.5-t2i-preview"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from widgets.taskfakes import wait_for
 
-from genwidgets.jobs.batch import run_each, valid_concurrency
 from genwidgets.jobs.engine import get_engine
+from genwidgets.jobs.fanout import run_each, valid_concurrency
 
 
 def wait_until(predicate: Callable[[], bool]) -> bool:

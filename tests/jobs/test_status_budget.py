@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 from fake_time import FakeTime
 
-from genwidgets.jobs.budget import StatusBudget
+from genwidgets.jobs.status_budget import StatusBudget
 
 
 def most_in_any_window(times: list[float], window: float) -> int:

@@ -395,6 +395,29 @@ class ServeError(GenwidgetsError):
         self.retry_after, self.sent = retry_after, sent
 
 
+# --------------------------------------------------------------------------- signals
+# Two signals between our own modules, outside the tree and ``__all__``: each is caught
+# and turned into one of the errors above before a caller can see it.
+
+
+class RedirectedAway(Exception):
+    """A queue request was redirected off its origin (``target``: where to): not
+    followed; the protocol's client raises a :class:`GatewayError` saying so."""
+
+    def __init__(self, status_code: int, target: str) -> None:
+        super().__init__(f"redirected to {target}")
+        self.status_code, self.target = status_code, target
+
+
+class UpstreamFault(Exception):
+    """No answer from the class gateway's upstream. ``sent``: whether the request may
+    have reached it (a create then stays reserved: its outcome is unknown)."""
+
+    def __init__(self, why: str, *, sent: bool) -> None:
+        super().__init__(why)
+        self.sent = sent
+
+
 # --------------------------------------------------------------------------- warnings
 
 

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._config import FETCH_CONNECT_TIMEOUT_S, FETCH_TIMEOUT_S, MAX_FETCH_BYTES
+from ..errors import RedirectedAway
 from .body import ACCEPT_ENCODING, Deadline, Stopwatch, iter_capped, read_capped, within
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "MAX_REDIRECTS",
     "ORIGIN_BOUND_HEADERS",
     "STAY_HOME",
-    "RedirectedAway",
     "blocking_client",
     "fetch_async",
     "fetch_url",
@@ -102,15 +102,6 @@ class _OriginCookies(DefaultCookiePolicy):
 STAY_HOME = "genwidgets.stay_home"
 #: A request extension: the :class:`~.body.Stopwatch` each hop's answer is checked against.
 STOPWATCH = "genwidgets.stopwatch"
-
-
-class RedirectedAway(Exception):
-    """A request marked :data:`STAY_HOME` was redirected off its origin (``target``:
-    the origin it was sent to): not followed."""
-
-    def __init__(self, status_code: int, target: str) -> None:
-        super().__init__(f"redirected to {target}")
-        self.status_code, self.target = status_code, target
 
 
 class _Unread(httpx.ByteStream):

@@ -21,18 +21,12 @@ from urllib.parse import quote, urlsplit
 
 import h11
 
+from ..errors import UpstreamFault
+
 __all__ = ["Answer", "Http1Pool", "UpstreamFault"]
 
 #: the characters a request target keeps as they are (RFC 3986 pchar, ``/`` and ``?``)
 _TARGET_SAFE = "/:@!$&'()*+,;=-._~?%"
-
-
-class UpstreamFault(Exception):
-    """No answer. ``sent``: whether the request may have reached upstream."""
-
-    def __init__(self, why: str, *, sent: bool) -> None:
-        super().__init__(why)
-        self.sent = sent
 
 
 @dataclass(frozen=True)

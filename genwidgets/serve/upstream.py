@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 
 from .._config import Secret, redact
-from ..errors import ServeError
-from .http1 import Http1Pool, UpstreamFault
+from ..errors import ServeError, UpstreamFault
+from .http1 import Http1Pool
 
 __all__ = ["REDACTED", "KeyScrubber", "Upstream", "UpstreamAnswer", "guard_logs", "upstream_fault"]
 

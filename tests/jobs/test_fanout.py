@@ -134,7 +134,7 @@ def test_answers_queued_as_the_batch_ends_are_drained_not_taken_for_a_failure(
     answered"."""
     import queue as queue_module
 
-    from genwidgets.jobs import batch as batch_module
+    from genwidgets.jobs import fanout as batch_module
 
     class LateQueue(queue_module.SimpleQueue):  # type: ignore[type-arg]
         """Its first wait runs out after the batch ended, with the answers queued."""

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from genwidgets.serve.http1 import Http1Pool, UpstreamFault
+from genwidgets.errors import UpstreamFault
+from genwidgets.serve.http1 import Http1Pool
 
 #: how a test upstream answers the n-th request (from 1) of a connection: raw bytes, or
 #: None to close the connection without answering, or "hang" to answer nothing

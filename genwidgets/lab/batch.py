@@ -54,32 +54,14 @@ class Batch:
     and ``gw.batch``."""
 
     def __init__(
-        self,
-        plan: BatchPlan,
-        client: ClientLike,
-        *,
-        batch_id: str,
-        out: Path,
-        store: BatchStore,
-        concurrency: int,
-        timeout: float | None = None,
-        on_timeout: str = "cancel",
-        needs_confirmation: bool = False,
+        self, book: RowBook, *, concurrency: int, needs_confirmation: bool = False
     ) -> None:
-        self.book = RowBook(
-            plan,
-            client,
-            batch_id=batch_id,
-            out=out,
-            store=store,
-            timeout=timeout,
-            on_timeout=on_timeout,
-        )
-        self.plan = plan
-        self.client = client
-        self.id = batch_id
-        self.out = out
-        self.store = store
+        self.book = book
+        self.plan: BatchPlan = book.plan
+        self.client: ClientLike = book.client
+        self.id = book.id
+        self.out: Path = book.out
+        self.store: BatchStore = book.store
         self.concurrency = concurrency
         self.needs_confirmation = needs_confirmation
         self.rows = self.book.rows

@@ -27,6 +27,7 @@ from .naming import safe_part
 from .outfiles import check_out
 from .progress import progress_mode
 from .resume import restore
+from .row_book import RowBook
 from .run import CONCURRENCY
 from .store import store_for
 
@@ -122,16 +123,16 @@ def open_batch(
     if sending is not None and sending.sending:
         return sending
     check_out(folder, batch_id)
-    run = Batch(
+    book = RowBook(
         plan,
         chosen,
         batch_id=batch_id,
         out=folder,
         store=store,
-        concurrency=concurrency,
         timeout=timeout,
         on_timeout=on_timeout,
     )
+    run = Batch(book, concurrency=concurrency)
     restore(run.book)
     waiting = [r for r in run.rows if r.state == WAITING]
     plan.budget.check(

@@ -104,6 +104,6 @@ def test_the_clients_defaults_have_one_home() -> None:
     assert downloads.DEFAULT_MAX_BYTES == fetch.MAX_READ_BYTES == _config.MAX_FETCH_BYTES
     client = AsyncClient("http://127.0.0.1:9", "sk-defaults-test")  # never sends anything
     try:
-        assert client._pool._max_workers == _config.DEFAULT_MAX_IN_FLIGHT
+        assert client._pool.workers == _config.DEFAULT_MAX_IN_FLIGHT
     finally:
         asyncio.run(client.aclose())

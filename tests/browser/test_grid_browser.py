@@ -25,6 +25,7 @@ from browser.frontend import (
     wait_for_kernel_idle,
     wait_until_all_cells_ran,
 )
+from widgets.taskfakes import wait_for
 
 from genwidgets.lab.store import GridStore
 
@@ -88,7 +89,9 @@ def test_a_grid_shows_every_image_and_keeps_a_star(lab: Any, browser: Any) -> No
         store = GridStore(ledger_file)
         try:
             (record,) = store.grids()
-            assert store.ratings(record.id) == {0: (4, None)}
+            # the page shows the star at the click; the kernel stores it a moment later
+            stored = lambda: store.ratings(record.id) == {0: (4, None)}  # noqa: E731
+            assert wait_for(stored, timeout=30), store.ratings(record.id)
             assert all(c.request_id for c in record.cells)
         finally:
             store.close()

@@ -78,6 +78,18 @@ def _mount(*args: str) -> None:
     subprocess.run(["mount", *args], check=True, capture_output=True, timeout=30)
 
 
+def _remount_read_only(folder: Path) -> None:
+    """Turn a bind mount read-only while the batch writes into it: the kernel refuses
+    (EBUSY, mount's exit 32) while a file there is open for writing (the manifest being
+    rewritten), so it is asked again until it takes."""
+
+    def remounted() -> bool:
+        command = ["mount", "-o", "remount,bind,ro", str(folder)]
+        return subprocess.run(command, capture_output=True, timeout=30).returncode == 0
+
+    assert wait_for(remounted, timeout=60), f"{folder} could not be made read-only"
+
+
 def _needs_mounts() -> None:
     if os.geteuid() != 0:
         pytest.skip("making a folder read-only or a disk small needs root (mount)")
@@ -158,7 +170,7 @@ def test_a_folder_turned_read_only_leaves_rows_files_pending_then_written_withou
     batch = gw.batch(T2I, rows(3), TEMPLATE, out=out, client=client)
     _mount("--bind", str(out), str(out))
     try:
-        _mount("-o", "remount,bind,ro", str(out))
+        _remount_read_only(out)
         batch.wait(timeout=180, progress="none")
         assert [r.status for r in batch.rows] == ["files pending"] * 3
         assert all("Read-only file system" in (r.error or "") for r in batch.rows)

@@ -205,8 +205,9 @@ def test_two_gateways_outputs_never_mix_and_a_planted_file_is_fetched_over(
     assert row is not None and row.outputs[0]["sha256"] == hashlib.sha256(l_bytes).hexdigest()
     planted.write_bytes(b"Q" * len(l_bytes))  # changed since: read back, it is not used
     (restored,) = clients(low).history()  # a new client: the ledger's record
-    with pytest.warns(gw.GenwidgetsWarning, match="not the copy"):
-        assert restored.result(timeout=5).outputs[0].read() == l_bytes  # from the URL
+    (kept,) = restored.result(timeout=5).outputs
+    assert kept.path is None  # its bytes no longer hash to the record: not the copy
+    assert kept.read() == l_bytes and low.seen["files"] == 2  # fetched again from the URL
 
 
 def test_a_300_character_request_id_keeps_its_outputs(

@@ -119,12 +119,21 @@ def anatomy(path: Path) -> dict[str, int]:
     }
 
 
-def execute(notebook: nbformat.NotebookNode, root: Path, timeout: int = 300) -> None:
+def execute(
+    notebook: nbformat.NotebookNode,
+    root: Path,
+    timeout: int = 300,
+    *,
+    extra_env: dict[str, str] | None = None,
+    kernels: Path | None = None,
+) -> None:
     """Execute ``notebook`` in place in a fresh kernel of this interpreter, every folder
-    isolated under ``root`` (a first run: no history), widget state stored."""
+    isolated under ``root`` (a first run: no history), widget state stored; ``extra_env``
+    goes to the kernel too, ``kernels`` is a kernel spec folder installed once for many."""
     root.mkdir(parents=True)
-    env = common.child_env(common.isolated_dirs(root))
-    kernels = common.install_kernel(root, env)
+    env = common.child_env({**common.isolated_dirs(root), **(extra_env or {})})
+    if kernels is None:
+        kernels = common.install_kernel(root, env)
     manager = KernelManager(
         kernel_name=common.KERNEL_NAME,
         kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),

@@ -37,11 +37,9 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
 
 import httpx
 import nbformat
-from jupyter_client import KernelManager
-from jupyter_client.kernelspec import KernelSpecManager
-from nbclient import NotebookClient
 
 from benchmarks import _common as common
+from benchmarks import notebook_weight
 from genwidgets.protocol.records import queue_url
 from genwidgets.serve.db import Database
 from genwidgets.serve.keys import add_group, add_key
@@ -175,24 +173,9 @@ def throughput(
 def _run_lesson(server: str, key: str, root: Path, kernels: Path) -> None:
     """The lesson executed as one student runs it: a fresh kernel, their own key and
     home, the class server as their gateway (``GENWIDGETS_BASE_URL``)."""
-    env = common.child_env(
-        {**common.isolated_dirs(root), "GENWIDGETS_BASE_URL": server, "GENWIDGETS_API_KEY": key}
-    )
-    manager = KernelManager(
-        kernel_name=common.KERNEL_NAME,
-        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
-    )
-    client = NotebookClient(
-        nbformat.read(LESSON, as_version=4),
-        km=manager,
-        timeout=600,
-        resources={"metadata": {"path": str(root)}},
-    )
-    try:
-        client.execute(env=env, cwd=str(root))
-    finally:  # a kernel given to nbclient is left running: it would poll on, unseen
-        if manager.has_kernel:
-            manager.shutdown_kernel(now=True)
+    env = {"GENWIDGETS_BASE_URL": server, "GENWIDGETS_API_KEY": key}
+    notebook = nbformat.read(LESSON, as_version=4)
+    notebook_weight.execute(notebook, root, timeout=600, extra_env=env, kernels=kernels)
 
 
 def demo_cache(

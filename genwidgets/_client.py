@@ -340,6 +340,7 @@ class Client:
         concurrency: int = 4,
         on_sent: Callable[[int, Job | Exception], object] | None = None,
         hold: Callable[[], bool] | None = None,
+        tags: Sequence[str | None] | None = None,
     ) -> list[Job | Exception]:
         """Create the tasks of many prepared requests, at most ``concurrency`` at once,
         on the engine; one failed create never stops the others.
@@ -348,11 +349,16 @@ class Client:
         ``on_sent(index, outcome)`` runs on this thread as each answer arrives. An
         interrupt stops the rest: those never sent are recorded as creating nothing.
         ``hold()`` (thread-safe, asked before each create leaves) holds the rest back.
+        ``tags[i]`` is written with request ``i``'s intent in the ledger: what it was sent
+        for (a batch's row and attempt), so a resume finds its task by it.
         """
         requests = list(requests)
         for prepared in requests:
             self._check_open(prepared.endpoint)
-        rows = [self._record_intent(prepared) for prepared in requests]
+        tags = list(tags) if tags is not None else [None] * len(requests)
+        if len(tags) != len(requests):
+            raise ValueError(f"{len(tags)} tags for {len(requests)} requests: one each")
+        rows = [self._record_intent(p, tag) for p, tag in zip(requests, tags, strict=True)]
 
         def create(index: int) -> Callable[[], Awaitable[Job]]:
             return lambda: self._create(requests[index], None, rows[index])
@@ -382,13 +388,16 @@ class Client:
         """Create a task and return its :class:`Job`: ``send(prepare(endpoint, payload))``."""
         return self.send(self.prepare(endpoint, payload, validate=validate), headers=headers)
 
-    def _record_intent(self, prepared: PreparedRequest) -> int | None:
+    def _record_intent(self, prepared: PreparedRequest, tag: str | None = None) -> int | None:
         """Written before the request leaves, so a crash leaves "outcome unknown", not a gap."""
         if self.ledger is None:
             return None
         try:
             return self.ledger.record_intent(
-                gateway=self.gateway_name, endpoint=prepared.endpoint, payload=prepared.payload
+                gateway=self.gateway_name,
+                endpoint=prepared.endpoint,
+                payload=prepared.payload,
+                tag=tag,
             )
         except (LedgerError, OSError) as exc:
             log.warning("genwidgets: could not record the task intent: %s", exc)

@@ -105,6 +105,7 @@ class ClientLike(Protocol):
         concurrency: int = 4,
         on_sent: Callable[[int, Any], object] | None = None,
         hold: Callable[[], bool] | None = None,
+        tags: Sequence[str | None] | None = None,
     ) -> Sequence[JobLike | Exception]: ...  # the one batch sender (grids, sweeps)
 
     def submit(

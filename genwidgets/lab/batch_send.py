@@ -106,7 +106,11 @@ def _send(book: RowBook, rows: list[BatchRow], concurrency: int) -> None:
 
     try:
         book.client.send_many(
-            prepared, concurrency=concurrency, on_sent=on_sent, hold=book.stop.is_set
+            prepared,
+            concurrency=concurrency,
+            on_sent=on_sent,
+            hold=book.stop.is_set,
+            tags=[book.tag(row) for row in rows],
         )
     finally:
         for row in rows:  # sent: a retry prepares again (the payload is kept)

@@ -7,20 +7,20 @@ re-attached (its result from the ledger when finished, else polled again, never 
 again); a row ``sending`` (reserved when the process stopped) is first looked up in the
 manifest, whose lines are flushed at once: its create's answer for this attempt there
 (the store's and the ledger's writers had not caught up) → re-attached by that id; else
-matched to the ledger's record of its create by endpoint and payload as sent: created →
-re-attached, certainly not created → sent again, anything else → ``unknown``, listed and
-never resent. A reserved row with no ledger record never left (the ledger writes the
-intent before the create leaves). docs/decisions.md#batch-resume.
+found in the ledger by the tag its intent was written with (batch, row, attempt):
+created → re-attached, certainly not created → sent again, anything else → ``unknown``,
+listed and never resent. A reserved row with no ledger record never left (the ledger
+writes the intent before the create leaves), unless an older genwidgets reserved it
+(its intents had no tag): ``unknown``. docs/decisions.md#batch-resume.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..jobs.ledger import NOT_CREATED, scrub_payload
+from ..jobs.ledger import NOT_CREATED
 from .batch_store import (
     CREATED,
     DONE,
@@ -36,46 +36,42 @@ from .manifest import read_manifest
 
 if TYPE_CHECKING:
     from .._protocols import JobLike
+    from ..jobs.ledger import LedgerRow
     from .batch_row import BatchRow
     from .row_book import RowBook
 
 __all__ = ["reconcile", "restore", "show_as_stored"]
 
-#: how far before a row's reservation its ledger intent may be dated (clock steps)
-SLACK = 60.0
 
 
-def _candidates(
-    book: RowBook, endpoint: str, since: float
-) -> dict[str, list[tuple[int, Any, str]]]:
-    """Ledger rows of this gateway and endpoint since ``since``, by payload text."""
+def _records_by_tag(book: RowBook, rows: Sequence[BatchRow]) -> dict[int, list[LedgerRow]]:
+    """The ledger's records of each row's create for its attempt, found by its tag
+    (:meth:`RowBook.tag`), oldest first."""
     ledger = book.client.ledger
     assert ledger is not None
-    found: dict[str, list[tuple[int, Any, str]]] = {}
-    for row_id, request_id, payload, state in ledger.query(
-        "SELECT id, request_id, payload, state FROM tasks WHERE gateway = ? AND endpoint = ? "
-        "AND submitted_at >= ? ORDER BY id",
-        (book.client.gateway_name, endpoint, since),
-    ):
-        found.setdefault(payload, []).append((int(row_id), request_id, str(state)))
+    index = {book.tag(r): r.index for r in rows}
+    found: dict[int, list[LedgerRow]] = {}
+    for record in ledger.tagged(list(index)):
+        found.setdefault(index[str(record.tag)], []).append(record)
     return found
 
 
-def _best(options: list[tuple[int, Any, str]], claimed: set[str]) -> int | None:
-    """The ledger record that says most of a row's create, taken from ``options``: a
-    task made, else a create whose outcome is unknown, else one that certainly made
-    nothing. A row refused for the rate limit and then sent again has one record per
-    attempt; only the last may have made its task, so the first record is not enough."""
-    usable = [o for o in options if o[0] >= 0 and o[1] not in claimed]
-    pick = (
-        next((o for o in usable if o[1] is not None), None)
-        or next((o for o in usable if o[2] != NOT_CREATED), None)
-        or next(iter(usable), None)
+def _tags_since(book: RowBook) -> float:
+    """When the ledger began writing tags: intents before it carry none."""
+    ledger = book.client.ledger
+    assert ledger is not None
+    said = ledger.query("SELECT value FROM meta WHERE key = 'tags_since'")
+    return float(said[0][0]) if said else 0.0
+
+
+def _best(records: list[LedgerRow]) -> LedgerRow | None:
+    """The ledger record that says most of a row's create: a task made, else a create
+    whose outcome is unknown, else one that certainly made nothing."""
+    return (
+        next((r for r in records if r.request_id is not None), None)
+        or next((r for r in records if r.state != NOT_CREATED), None)
+        or next(iter(records), None)
     )
-    if pick is None:
-        return None
-    options.remove(pick)
-    return pick[0]
 
 
 def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
@@ -88,34 +84,32 @@ def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
                 row.error = "outcome unknown: no ledger to say whether its create left"
                 book.update(row, UNKNOWN)
             return
-    claimed = {r.request_id for r in book.rows if r.request_id}
-    for endpoint in dict.fromkeys(r.endpoint for r in rows):
-        group = sorted(
-            (r for r in rows if r.endpoint == endpoint),
-            key=lambda r: (r.reserved_at or 0.0, r.index),
-        )
-        since = min(r.reserved_at or 0.0 for r in group) - SLACK
-        pool = _candidates(book, endpoint, since)
-        for row in group:
-            text = json.dumps(scrub_payload(row.payload))
-            match = _best(pool.setdefault(text, []), claimed)
-            record = ledger.row(match) if match is not None else None
-            with book.lock:
-                if record is None:
-                    book.update(row, WAITING, release=True)  # its intent never reached disk
-                elif record.request_id is not None:
-                    claimed.add(record.request_id)
-                    row.request_id = record.request_id
-                    attach.append((row, record.request_id))
-                elif record.state == NOT_CREATED:
-                    book.update(row, WAITING, release=True)
-                else:
-                    row.error = (
-                        f"outcome unknown: its create went out and no answer was kept "
-                        f"({record.state}); not sent again. Look for it with "
-                        "client.history() before retrying it by hand"
-                    )
-                    book.update(row, UNKNOWN)
+    records = _records_by_tag(book, rows)
+    tagged_since = _tags_since(book) if len(records) < len(rows) else 0.0
+    for row in rows:
+        record = _best(records.get(row.index, []))
+        with book.lock:
+            if record is None and (row.reserved_at or 0.0) < tagged_since:
+                row.error = (
+                    "outcome unknown: reserved by an older genwidgets, whose ledger "
+                    "did not say which create was this row's; not sent again. Look for "
+                    "it with client.history() before retrying it by hand"
+                )
+                book.update(row, UNKNOWN)
+            elif record is None:
+                book.update(row, WAITING, release=True)  # its intent never reached disk
+            elif record.request_id is not None:
+                row.request_id = record.request_id
+                attach.append((row, record.request_id))
+            elif record.state == NOT_CREATED:
+                book.update(row, WAITING, release=True)
+            else:
+                row.error = (
+                    f"outcome unknown: its create went out and no answer was kept "
+                    f"({record.state}); not sent again. Look for it with "
+                    "client.history() before retrying it by hand"
+                )
+                book.update(row, UNKNOWN)
     _attach_all(book, attach)
 
 

@@ -85,6 +85,11 @@ class RowBook:
         #: returns once every change queued before it is in the store
         self._flush_lock = threading.Lock()
 
+    def tag(self, row: BatchRow) -> str:
+        """What a row's create is for, written with its intent in the ledger: the row
+        finds its task by it (docs/decisions.md#batch-resume)."""
+        return f"batch {self.id} row {row.index} attempt {row.attempt}"
+
     def waiting(self) -> list[BatchRow]:
         return [r for r in self.rows if r.state == WAITING]
 

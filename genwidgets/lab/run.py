@@ -7,6 +7,7 @@ stored grid without sending anything: docs/decisions.md#grid-run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import threading
@@ -19,15 +20,16 @@ from .._config import shown_path
 from .._workers import RUNS
 from ..errors import LedgerError, LedgerWarning
 from ..jobs.fanout import valid_concurrency
-from ..jobs.ledger import scrub_payload
+from ..jobs.ledger import NOT_CREATED, scrub_payload
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
 from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
-from .store import GridRecord, GridStore, restore_plan, store_for
+from .store import CellRecord, GridRecord, GridStore, restore_plan, store_for
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
+    from ..jobs.ledger import LedgerRow
     from ..protocol.prepared import PreparedRequest
 
 __all__ = [
@@ -241,10 +243,16 @@ class GridRun:
                 [prepared for _, prepared in ready],
                 concurrency=self.concurrency,
                 on_sent=lambda i, outcome: self._sent_one(ready[i][0], outcome),
+                tags=[self.tag(cell) for cell, _ in ready],
             )
         finally:
             self._sent.set()
             self.changed()
+
+    def tag(self, cell: GridCell) -> str:
+        """What a cell's create is for, written with its intent in the ledger: a grid
+        re-opened finds the cell's task by it when its store missed the request id."""
+        return f"grid {self.id} cell {cell.index}"
 
     def _sent_one(self, cell: GridCell, outcome: JobLike | Exception) -> None:
         if isinstance(outcome, Exception):
@@ -431,15 +439,41 @@ class GridRun:
             for name in plan.endpoints
             for j in client.history(name, status="finished")
         }
+        lost = run._found_in_ledger([c for c in record.cells if not c.request_id and not c.error])
         for cell, stored in zip(run.cells, record.cells, strict=True):
             cell.rating, cell.note = stored.stars, stored.note
             cell.error = stored.error
-            if stored.request_id:
-                job = finished.get(stored.request_id) or client.job(
-                    cell.endpoint, stored.request_id
-                )
+            request_id = stored.request_id
+            if not request_id and (found := lost.get(cell.index)) is not None:
+                request_id = found.request_id
+                if request_id is None and found.state != NOT_CREATED:
+                    cell.error = (
+                        f"outcome unknown: its create went out and no answer was kept "
+                        f"({found.state}); look for it with client.history()"
+                    )
+            if request_id:
+                job = finished.get(request_id) or client.job(cell.endpoint, request_id)
                 run._attach(cell, job)
         return run
+
+    def _found_in_ledger(self, cells: list[CellRecord]) -> dict[int, LedgerRow]:
+        """The ledger's record of each stored cell's create that the grid store missed
+        (a locked file, a kernel gone between the two writes), by its tag; a request id
+        found is written to the store."""
+        ledger = self.client.ledger
+        if not cells or ledger is None:
+            return {}
+        index = {self.tag(self.cells[c.index]): c.index for c in cells}
+        found: dict[int, LedgerRow] = {}
+        for record in ledger.tagged(list(index)):  # oldest first: a task made wins
+            cell_index = index[str(record.tag)]
+            if found.get(cell_index) is None or record.request_id is not None:
+                found[cell_index] = record
+        for cell_index, record in found.items():
+            if record.request_id is not None:
+                with contextlib.suppress(LedgerError):  # found again on the next opening
+                    self.store.set_request(self.id, cell_index, record.request_id)
+        return found
 
 
 def list_grids(client: ClientLike) -> list[GridRecord]:

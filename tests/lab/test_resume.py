@@ -35,6 +35,17 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "home"
 
 
+def reserve(batch: Any, indices: range) -> list[Any]:
+    """Rows reserved in the store as the sender reserves them (their attempt taken)."""
+    batch.book.store_batch()
+    charges = [(i, {"tasks": 1.0, "images": 1.0}) for i in indices]
+    taken = batch.store.reserve(batch.id, charges, {}).taken
+    assert [i for i, _ in taken] == list(indices)
+    for index, attempt in taken:
+        batch.rows[index].attempt = attempt
+    return list(batch.rows)
+
+
 def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -42,20 +53,21 @@ def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
     with gw.Client(sim.base_url, KEY) as first:
         batch = open_batch(T2I, ROWS, TEMPLATE, out=tmp_path / "o", client=first, id="crashed")
         batch.book.store_batch()
-        charges = [(i, {"tasks": 1.0, "images": 1.0}) for i in range(4)]
-        assert len(batch.store.reserve("crashed", charges, {}).taken) == 4  # rows 0-3 sending
+        rows = reserve(batch, range(4))  # rows 0-3 sending
         ledger = first.ledger
         assert ledger is not None
         # row 0: its task was created; the process died before the batch stored the answer
-        job = first.send(batch.rows[0].planned.prepared)
+        [job] = first.send_many([rows[0].planned.prepared], tags=[batch.book.tag(rows[0])])
         # row 1: its create certainly made nothing (refused before anything left)
         refused = ledger.record_intent(
-            gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[1].payload
+            gateway=first.gateway_name, endpoint=T2I, payload=rows[1].payload,
+            tag=batch.book.tag(rows[1]),
         )
         ledger.record_create_failed(refused, "Unreachable: refused", created_nothing=True)
         # row 2: its create left and its answer was lost with the process
         lost = ledger.record_intent(
-            gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[2].payload
+            gateway=first.gateway_name, endpoint=T2I, payload=rows[2].payload,
+            tag=batch.book.tag(rows[2]),
         )
         recorder = ledger._recorder  # no longer in flight: the process is gone
         recorder._settle(recorder.row_of(lost))
@@ -77,24 +89,28 @@ def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
 def test_a_row_refused_for_the_rate_limit_then_created_is_re_attached_not_sent_again(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
-    """Each attempt of a row leaves its own ledger record: the first (refused, nothing
-    made) must not hide the second, whose task exists."""
+    """Each attempt of a row leaves its own ledger record, tagged with its attempt: the
+    first (refused, nothing made) must not hide the second, whose task exists."""
     sim = make_simulator()
     with gw.Client(sim.base_url, KEY) as first:
         batch = open_batch(T2I, ROWS[:2], TEMPLATE, out=tmp_path / "o", client=first, id="paced")
-        batch.book.store_batch()
-        charges = [(i, {"tasks": 1.0, "images": 1.0}) for i in range(2)]
-        assert len(batch.store.reserve("paced", charges, {}).taken) == 2
+        rows = reserve(batch, range(2))
         ledger = first.ledger
         assert ledger is not None
-        for row in batch.rows:  # each refused once, then sent again
+        for row in rows:  # each refused once (nothing made: given back), then reserved again
             refused = ledger.record_intent(
-                gateway=first.gateway_name, endpoint=T2I, payload=row.payload
+                gateway=first.gateway_name, endpoint=T2I, payload=row.payload,
+                tag=batch.book.tag(row),
             )
             ledger.record_create_failed(refused, "RateLimited: slow down", created_nothing=True)
-        job = first.send(batch.rows[0].planned.prepared)  # row 0's second attempt made it
-        lost = ledger.record_intent(  # row 1's second attempt left; its answer was lost
-            gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[1].payload
+            batch.store.settle("paced", [RowUpdate(row.index, "waiting", release=row.attempt)])
+        rows = reserve(batch, range(2))
+        assert [r.attempt for r in rows] == [2, 2]
+        # row 0's second attempt made its task; row 1's left and its answer was lost
+        [job] = first.send_many([rows[0].planned.prepared], tags=[batch.book.tag(rows[0])])
+        lost = ledger.record_intent(
+            gateway=first.gateway_name, endpoint=T2I, payload=rows[1].payload,
+            tag=batch.book.tag(rows[1]),
         )
         recorder = ledger._recorder
         recorder._settle(recorder.row_of(lost))
@@ -105,6 +121,49 @@ def test_a_row_refused_for_the_rate_limit_then_created_is_re_attached_not_sent_a
     assert [r.status for r in again.rows] == ["done", "unknown"]
     assert again.rows[0].request_id == job.request_id
     assert created(sim) == 1  # neither row was made twice
+
+
+def test_rows_of_one_payload_each_find_their_own_create_by_its_tag(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """Two rows of the same values (a file with a line twice): only the second's create
+    made a task before the crash. Matched by payload, the first would take the second's
+    task and the second be sent again; by tag, the first is sent and the second kept."""
+    sim = make_simulator()
+    twice = [ROWS[0], ROWS[0]]
+    with gw.Client(sim.base_url, KEY) as first:
+        batch = open_batch(T2I, twice, TEMPLATE, out=tmp_path / "o", client=first, id="twice")
+        rows = reserve(batch, range(2))
+        ledger = first.ledger
+        assert ledger is not None
+        refused = ledger.record_intent(
+            gateway=first.gateway_name, endpoint=T2I, payload=rows[0].payload,
+            tag=batch.book.tag(rows[0]),
+        )
+        ledger.record_create_failed(refused, "Unreachable: refused", created_nothing=True)
+        [job] = first.send_many([rows[1].planned.prepared], tags=[batch.book.tag(rows[1])])
+        ledger.flush()
+    with gw.Client(sim.base_url, KEY) as second:
+        again = gw.batch(T2I, twice, TEMPLATE, client=second, id="twice").wait(timeout=120)
+    assert [r.status for r in again.rows] == ["done", "done"]
+    assert again.rows[1].request_id == job.request_id  # kept, not made again
+    assert again.rows[0].request_id != job.request_id  # its own task, sent on the resume
+    assert created(sim) == 2
+
+
+def test_a_row_reserved_before_the_ledger_wrote_tags_is_unknown_not_sent_again(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """An older genwidgets wrote its intents with no tag: a row it reserved cannot be
+    told from its create in the ledger, so it is listed, never sent a second time."""
+    simulator = make_simulator()
+    with gw.Client(simulator.base_url, KEY) as client:
+        batch = open_batch(T2I, ROWS[:1], TEMPLATE, out=tmp_path / "o", client=client)
+        [row] = reserve(batch, range(1))[:1]
+        row.state, row.reserved_at = "sending", 1.0  # long before the ledger took tags
+        reconcile(batch.book, [row])
+        assert row.status == "unknown" and "older genwidgets" in (row.error or "")
+        assert created(simulator) == 0
 
 
 def test_without_a_ledger_a_reserved_row_is_unknown(

@@ -11,7 +11,7 @@ from widgets.taskfakes import ForecastClient
 import genwidgets as gw
 from genwidgets.lab.plan import plan_grid
 from genwidgets.lab.run import GridRun
-from genwidgets.lab.store import GridStore
+from genwidgets.lab.store import GridStore, store_for
 
 T2I = "genW2.5-t2i-preview"
 
@@ -38,3 +38,34 @@ def test_a_grid_store_that_cannot_write_a_cell_warns_and_every_cell_is_still_sen
     stored = store.require(run.id)
     assert [c.request_id for c in stored.cells] == ["req-1", None, "req-3"]
     store.close()
+
+
+def test_a_cell_the_grid_store_missed_is_found_by_its_tag_when_the_grid_is_reopened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: Any
+) -> None:
+    """The store missed cell 1's request id (a locked file): re-opened, the grid finds
+    its task in the ledger by the tag its create was written with, and sends nothing."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    with gw.Client(simulator.base_url, "sim-demo-key") as client:
+        store = store_for(client)
+        keep = store.set_request
+
+        def locked_for_cell_1(grid_id: str, index: int, *args: Any) -> None:
+            if index == 1:
+                raise gw.LedgerError(f"the ledger {store.path} is locked")
+            keep(grid_id, index, *args)
+
+        monkeypatch.setattr(store, "set_request", locked_for_cell_1)
+        plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3]))
+        run = GridRun(plan, client)
+        with pytest.warns(gw.LedgerWarning, match="cell 1"):
+            run.submit(wait=True)
+        sent = [c.request_id for c in run.cells]
+        assert store.require(run.id).cells[1].request_id is None
+        monkeypatch.setattr(store, "set_request", keep)
+        creates = client.request_counts.get("create", 0)
+        again = GridRun.load(run.id, client)
+        assert [c.request_id for c in again.cells] == sent
+        assert again.wait(timeout=120).counts() == (3, 0, 3)
+        assert store.require(run.id).cells[1].request_id == sent[1]  # written back
+        assert client.request_counts.get("create", 0) == creates  # nothing sent again

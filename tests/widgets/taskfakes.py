@@ -108,6 +108,7 @@ class FakeClient:
         concurrency: int = 4,
         on_sent: Callable[[int, Any], object] | None = None,
         hold: Callable[[], bool] | None = None,
+        tags: Sequence[str | None] | None = None,
     ) -> list[Any]:
         self.concurrency_asked.append(concurrency)
         return send_in_turn(self.send, requests, on_sent)
@@ -370,6 +371,12 @@ class ForecastClient:
         return ForecastJob(len(self.sent))
 
     def send_many(
-        self, requests: Any, *, concurrency: int = 4, on_sent: Any = None, hold: Any = None
+        self,
+        requests: Any,
+        *,
+        concurrency: int = 4,
+        on_sent: Any = None,
+        hold: Any = None,
+        tags: Any = None,
     ) -> list[Any]:
         return send_in_turn(self.send, requests, on_sent)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .file import LedgerFile
@@ -30,6 +30,9 @@ from .rows import (
 )
 from .writer import WriteQueue
 from .writes import LedgerWrites
+
+#: tags asked in one query (SQLite's limit on variables is 32,766)
+TAGS_PER_QUERY = 500
 
 __all__ = ["QUICK_FLUSH", "Reader"]
 
@@ -181,6 +184,20 @@ class Reader:
             f"SELECT {COLUMNS} FROM tasks WHERE id IN ({marks}) ORDER BY id DESC", row_ids
         )
         return self._readable(found)
+
+    def tagged(self, tags: Sequence[str]) -> list[LedgerRow]:
+        """The rows whose intent was written with one of ``tags``, oldest first."""
+        self.flush()
+        found: list[LedgerRow] = []
+        for start in range(0, len(tags), TAGS_PER_QUERY):
+            some = tuple(tags[start : start + TAGS_PER_QUERY])
+            marks = ", ".join("?" * len(some))
+            found += self._readable(
+                self._file.read(
+                    f"SELECT {COLUMNS} FROM tasks WHERE tag IN ({marks}) ORDER BY id", some
+                )
+            )
+        return sorted(found, key=lambda row: row.id)
 
     def run_times(self, gateway: str, endpoint: str, *, limit: int) -> list[tuple[Any, ...]]:
         """The run-time model's rows, unparsed; waits for queued writes only while the

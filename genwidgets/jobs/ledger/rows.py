@@ -58,7 +58,7 @@ FAILED = "failed"
 COLUMNS = (
     "id, gateway, endpoint, request_id, state, status, queue_position, payload, "
     "submitted_at, updated_at, finished_at, ok, error, error_type, outputs, "
-    "status_url, response_url, cancel_url, pid, host, handle_at, running_at, done_at"
+    "status_url, response_url, cancel_url, pid, host, handle_at, running_at, done_at, tag"
 )
 COLUMN_NAMES = tuple(name.strip() for name in COLUMNS.split(","))
 
@@ -92,6 +92,8 @@ class LedgerRow:
     running_at: float | None = None
     #: first seen terminal (a terminal status or the result), if seen
     done_at: float | None = None
+    #: what the create was sent for (a batch's row and attempt, a grid's cell), if said
+    tag: str | None = None
 
     @property
     def unfinished(self) -> bool:

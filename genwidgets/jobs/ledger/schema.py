@@ -13,6 +13,7 @@ there (see :meth:`genwidgets.jobs.ledger.Ledger.transaction`).
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from ...errors import LedgerError
 
 __all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_is_current"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION = "genwidgets-ledger"
 
 SCHEMA_V1 = (
@@ -69,10 +70,22 @@ def _add_leases(conn: sqlite3.Connection) -> None:
     )
 
 
+def _add_tags(conn: sqlite3.Connection) -> None:
+    """Version 4: what a create was sent for (``tasks.tag``, e.g. a batch's row and
+    attempt), so a resume finds a row's task by its tag, not by its payload's text;
+    ``meta.tags_since``: intents before it were written with no tag."""
+    conn.execute("ALTER TABLE tasks ADD COLUMN tag TEXT")
+    conn.execute("CREATE INDEX IF NOT EXISTS tasks_by_tag ON tasks (tag)")
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('tags_since', ?)", (time.time(),)
+    )
+
+
 #: MIGRATIONS[n] upgrades a version-n file to version n+1 (inside one transaction)
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_observed_times,
     2: _add_leases,
+    3: _add_tags,
 }
 
 

@@ -16,7 +16,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -220,8 +220,17 @@ class Ledger:
 
     # ------------------------------------------------------------------ writes
 
-    def record_intent(self, *, gateway: str, endpoint: str, payload: Mapping[str, Any]) -> int:
+    def record_intent(
+        self,
+        *,
+        gateway: str,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        tag: str | None = None,
+    ) -> int:
         """Write the intent before the create request leaves; returns the row id.
+        ``tag`` says what the create is for (a batch's row and attempt: the row finds
+        its task by it, docs/decisions.md#batch-resume).
 
         Waits up to ``intent_wait`` seconds for the row to be on disk (a few
         milliseconds normally), and not at all while the writer is stalled on a
@@ -230,7 +239,9 @@ class Ledger:
         standing for the row is returned: every method taking a row id accepts it.
         See docs/decisions.md#the-ledger-and-the-engine.
         """
-        return self._recorder.record_intent(gateway=gateway, endpoint=endpoint, payload=payload)
+        return self._recorder.record_intent(
+            gateway=gateway, endpoint=endpoint, payload=payload, tag=tag
+        )
 
     def record_handle(self, row_id: int, handle: Handle) -> concurrent.futures.Future[None]:
         """The create request answered with a task handle: the task exists, and this
@@ -316,6 +327,11 @@ class Ledger:
     def row(self, row_id: int) -> LedgerRow | None:
         """A row by its id (or the ticket :meth:`record_intent` returned)."""
         return self._reader.row(row_id)
+
+    def tagged(self, tags: Sequence[str]) -> list[LedgerRow]:
+        """The rows whose intent was written with one of ``tags`` (what each create was
+        sent for: see :meth:`record_intent`), oldest first."""
+        return self._reader.tagged(tags)
 
     def run_times(self, gateway: str, endpoint: str, *, limit: int = 500) -> list[tuple[Any, ...]]:
         """``(request_id, endpoint, payload, handle_at, running_at, done_at, finished_at,

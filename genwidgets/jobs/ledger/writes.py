@@ -128,7 +128,14 @@ class LedgerWrites:
         """The row id of an intent ticket (see :meth:`record_intent`), or ``row_id`` itself."""
         return self._ids.get(row_id, row_id) if row_id < 0 else row_id
 
-    def record_intent(self, *, gateway: str, endpoint: str, payload: Mapping[str, Any]) -> int:
+    def record_intent(
+        self,
+        *,
+        gateway: str,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        tag: str | None = None,
+    ) -> int:
         """Queue the intent's row and wait for it at most ``intent_wait`` (not at all
         while the writer is stalled); a negative ticket stands for a row still queued
         (:meth:`~genwidgets.jobs.ledger.Ledger.record_intent` says why)."""
@@ -142,8 +149,8 @@ class LedgerWrites:
         def insert(conn: sqlite3.Connection) -> int:
             cursor = conn.execute(
                 "INSERT INTO tasks (gateway, endpoint, state, payload, pid, host, "
-                "submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (gateway, endpoint, SUBMITTING, stored, os.getpid(), HOST, now, now),
+                "submitted_at, updated_at, tag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (gateway, endpoint, SUBMITTING, stored, os.getpid(), HOST, now, now, tag),
             )
             row_id = cursor.lastrowid
             assert row_id is not None

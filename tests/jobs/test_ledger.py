@@ -128,6 +128,7 @@ def test_creates_parent_dirs_in_wal_mode_with_schema_version(tmp_path: Path) -> 
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     finally:
         con.close()
+    assert float(meta.pop("tags_since")) > 0  # intents from here on carry their tag
     assert meta == {
         "application": "genwidgets-ledger",
         "schema_version": str(ledger_schema.SCHEMA_VERSION),
@@ -498,7 +499,7 @@ def test_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
     con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     con.commit()
     con.close()
-    with pytest.raises(LedgerError, match=r"schema version 99, newer than .* understands \(3\)"):
+    with pytest.raises(LedgerError, match=r"schema version 99, newer than .* understands \(4\)"):
         Ledger(path)
 
 

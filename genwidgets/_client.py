@@ -183,9 +183,7 @@ class Client:
         settings = _config.resolve(base_url, api_key)
         self.embedded = settings.embedded
         if settings.embedded:
-            from .simulator import (
-                embedded,  # lazy: the simulator's web app loads only when it is the gateway
-            )
+            from .simulator import embedded  # noqa: PLC0415 - the simulator's web app loads only when it is the gateway
 
             sim = embedded()
             resolved_url: str = sim.base_url

@@ -385,7 +385,7 @@ class Client:
         if self.ledger is None:
             return None
         try:
-            return self.ledger.record_intent(
+            return self.ledger.writes.record_intent(
                 gateway=self.gateway_name, endpoint=prepared.endpoint, payload=prepared.payload
             )
         except (LedgerError, OSError) as exc:
@@ -407,7 +407,7 @@ class Client:
             raise PayloadError([problem], endpoint=endpoint) from None
         if self.ledger is not None:
             try:
-                self.ledger.record_attach(self.gateway_name, handle)
+                self.ledger.writes.record_attach(self.gateway_name, handle)
             except (LedgerError, OSError) as exc:
                 log.warning("genwidgets: could not record the re-attached task: %s", exc)
         return self._adopt(handle, payload=None)
@@ -514,7 +514,7 @@ class Client:
             raise
         if row is not None and self.ledger is not None:
             try:
-                self.ledger.record_handle(row, handle)
+                self.ledger.writes.record_handle(row, handle)
             except (LedgerError, OSError) as exc:
                 log.warning("genwidgets: could not record the task handle: %s", exc)
         return self._adopt(handle, payload=prepared.payload)
@@ -524,7 +524,7 @@ class Client:
     ) -> None:
         assert self.ledger is not None
         try:
-            self.ledger.record_create_failed(
+            self.ledger.writes.record_create_failed(
                 row,
                 _config.redact(f"{type(exc).__name__}: {exc}"),
                 created_nothing=nothing_sent or created_nothing(exc),

@@ -49,15 +49,15 @@ def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
         # row 0: its task was created; the process died before the batch stored the answer
         job = first.send(batch.rows[0].planned.prepared)
         # row 1: its create certainly made nothing (refused before anything left)
-        refused = ledger.record_intent(
+        refused = ledger.writes.record_intent(
             gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[1].payload
         )
-        ledger.record_create_failed(refused, "Unreachable: refused", created_nothing=True)
+        ledger.writes.record_create_failed(refused, "Unreachable: refused", created_nothing=True)
         # row 2: its create left and its answer was lost with the process
-        lost = ledger.record_intent(
+        lost = ledger.writes.record_intent(
             gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[2].payload
         )
-        recorder = ledger._recorder  # no longer in flight: the process is gone
+        recorder = ledger.writes  # no longer in flight: the process is gone
         recorder._settle(recorder.row_of(lost))
         # row 3: reserved, and the process died before the ledger had its intent
         # row 4: never reserved
@@ -88,15 +88,17 @@ def test_a_row_refused_for_the_rate_limit_then_created_is_re_attached_not_sent_a
         ledger = first.ledger
         assert ledger is not None
         for row in batch.rows:  # each refused once, then sent again
-            refused = ledger.record_intent(
+            refused = ledger.writes.record_intent(
                 gateway=first.gateway_name, endpoint=T2I, payload=row.payload
             )
-            ledger.record_create_failed(refused, "RateLimited: slow down", created_nothing=True)
+            ledger.writes.record_create_failed(
+                refused, "RateLimited: slow down", created_nothing=True
+            )
         job = first.send(batch.rows[0].planned.prepared)  # row 0's second attempt made it
-        lost = ledger.record_intent(  # row 1's second attempt left; its answer was lost
+        lost = ledger.writes.record_intent(  # row 1's second attempt left; its answer was lost
             gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[1].payload
         )
-        recorder = ledger._recorder
+        recorder = ledger.writes
         recorder._settle(recorder.row_of(lost))
         ledger.flush()
     assert created(sim) == 1
@@ -149,10 +151,10 @@ def test_a_row_whose_answer_reached_only_the_manifest_is_re_attached_with_its_fi
         assert len(batch.store.reserve("lagged", [(0, {"tasks": 1.0})], {}).taken) == 1
         ledger = first.ledger
         assert ledger is not None
-        lost = ledger.record_intent(  # its intent on disk; the answer never reached it
+        lost = ledger.writes.record_intent(  # its intent on disk; the answer never reached it
             gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[0].payload
         )
-        recorder = ledger._recorder
+        recorder = ledger.writes
         recorder._settle(recorder.row_of(lost))
         ledger.flush()
         job = raw.send(batch.rows[0].planned.prepared)  # made at the gateway, no ledger

@@ -29,7 +29,7 @@ The README and ``notebooks/`` teach the rest.
 
 from __future__ import annotations
 
-import importlib
+import importlib  # noqa: TID251 - the lazy table below, each entry spelled out under TYPE_CHECKING
 import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -158,8 +158,8 @@ def _module(path: str) -> ModuleType:
 
 def _display_job(job: Job | AsyncJob) -> None:
     """Draw a job's live task view (imported on the first display only)."""
-    from .jobs.job import AsyncJob  # lazy: loaded by then; the facade imports it on demand
-    from .widgets.task import display_job  # lazy: ipywidgets load on first display only
+    from .jobs.job import AsyncJob  # noqa: PLC0415 - loaded by then; the facade imports it on demand
+    from .widgets.task import display_job  # noqa: PLC0415 - ipywidgets load on first display only
 
     display_job(job.sync if isinstance(job, AsyncJob) else job)
 

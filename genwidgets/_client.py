@@ -183,9 +183,7 @@ class Client:
         settings = _config.resolve(base_url, api_key)
         self.embedded = settings.embedded
         if settings.embedded:
-            from .simulator import (
-                embedded,  # lazy: the simulator's web app loads only when it is the gateway
-            )
+            from .simulator import embedded  # noqa: PLC0415 - the simulator's web app loads only when it is the gateway
 
             sim = embedded()
             resolved_url: str = sim.base_url
@@ -393,7 +391,7 @@ class Client:
         if self.ledger is None:
             return None
         try:
-            return self.ledger.record_intent(
+            return self.ledger.writes.record_intent(
                 gateway=self.gateway_name,
                 endpoint=prepared.endpoint,
                 payload=prepared.payload,
@@ -418,7 +416,7 @@ class Client:
             raise PayloadError([problem], endpoint=endpoint) from None
         if self.ledger is not None:
             try:
-                self.ledger.record_attach(self.gateway_name, handle)
+                self.ledger.writes.record_attach(self.gateway_name, handle)
             except (LedgerError, OSError) as exc:
                 log.warning("genwidgets: could not record the re-attached task: %s", exc)
         return self._adopt(handle, payload=None)
@@ -525,7 +523,7 @@ class Client:
             raise
         if row is not None and self.ledger is not None:
             try:
-                self.ledger.record_handle(row, handle)
+                self.ledger.writes.record_handle(row, handle)
             except (LedgerError, OSError) as exc:
                 log.warning("genwidgets: could not record the task handle: %s", exc)
         return self._adopt(handle, payload=prepared.payload)
@@ -535,7 +533,7 @@ class Client:
     ) -> None:
         assert self.ledger is not None
         try:
-            self.ledger.record_create_failed(
+            self.ledger.writes.record_create_failed(
                 row,
                 _config.redact(f"{type(exc).__name__}: {exc}"),
                 created_nothing=nothing_sent or created_nothing(exc),

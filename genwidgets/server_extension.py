@@ -32,10 +32,8 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 def outputs_handler() -> type:
     """The handler class (built on first use: jupyter_server is imported only by a
     server, never by ``import genwidgets``)."""
-    from jupyter_server.base.handlers import (
-        AuthenticatedFileHandler,  # lazy: only the Jupyter server, which has them, loads this
-    )
-    from tornado import web  # lazy: only the Jupyter server, which has them, loads this
+    from jupyter_server.base.handlers import AuthenticatedFileHandler  # noqa: PLC0415 - only the Jupyter server, which has them, loads this
+    from tornado import web  # noqa: PLC0415 - only the Jupyter server, which has them, loads this
 
     class OutputsHandler(AuthenticatedFileHandler):
         """``/files/``'s handler over the outputs tree, refusing what leaves it."""
@@ -55,9 +53,7 @@ def outputs_handler() -> type:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
-    from jupyter_server.utils import (
-        url_path_join,  # lazy: only the Jupyter server, which has them, loads this
-    )
+    from jupyter_server.utils import url_path_join  # noqa: PLC0415 - only the Jupyter server, which has them, loads this
 
     root = home() / "outputs"
     prefix = url_path_join(serverapp.base_url, ROUTE)

@@ -12,7 +12,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -c "import genwidgets, httpx, pydantic, ipywidgets, av, PIL, nbclient, playwright" \
+.venv/bin/python -c "import genwidgets, httpx, pydantic, ipywidgets, av, PIL, nbclient, playwright, importlinter" \
   || { echo "the Python dependencies did not install" >&2; exit 1; }
 # What a wheel installs beside the package and an editable install skips (setuptools
 # installs no data files in editable mode): the config that enables genwidgets'

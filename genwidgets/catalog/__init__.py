@@ -13,7 +13,7 @@ The catalog does no I/O.
 """
 
 # Importing the family modules registers their endpoints (the registry imports none).
-from . import asset, genw, imgg, imgm, imgq, speech, vida, vidh, vidk, vidp, vidv  # noqa: F401
+from . import asset, genw, imgg, imgm, imgq, speech, vida, vidh, vidk, vidp, vidv  # noqa: F401 - importing registers them
 from .fields import WireField, field_named, fields_of, known_names
 from .findings import (
     DeprecatedFieldWarning,

@@ -62,7 +62,7 @@ class Prompt:
             changes[key] = value
         entries = _merged([], changes)
         built = Prompt._rebuild([str(i) for i in images or ()], collapse_spaces(text), entries)
-        self._images, self._text, self._entries = built._images, built._text, built._entries
+        self._images, self._text, self._entries = built._images, built._text, built._entries  # noqa: SLF001 - a Prompt reads another Prompt's parts: its own class
         self._counted = self._made = None
 
     @classmethod
@@ -93,7 +93,7 @@ class Prompt:
         if errors:
             raise PayloadError(errors)
         parsed = cls.parse(assemble(images, text, entries))
-        if list(parsed._images) != list(images) or parsed._text != text:
+        if list(parsed._images) != list(images) or parsed._text != text:  # noqa: SLF001 - a Prompt reads another Prompt's parts: its own class
             errors.append(
                 {
                     "loc": ("text",),
@@ -102,7 +102,7 @@ class Prompt:
                 }
             )
         wanted = [key for _, key, _ in entries]
-        got = [key for _, key, _ in parsed._entries]
+        got = [key for _, key, _ in parsed._entries]  # noqa: SLF001 - a Prompt reads another Prompt's parts: its own class
         if got != wanted:
             culprits = [key for key in wanted if key not in got]
             previous: tuple[str, ...] = ("text",)

@@ -478,7 +478,7 @@ class Timing:
         if self.asked is not None:
             schedule.latency += 0.1 * (min(now - self.asked, 5.0) - schedule.latency)
             self.asked = None
-        schedule._drain(now)
+        schedule._drain(now)  # noqa: SLF001 - Timing and Schedule are this module's pair; the cohort's bookkeeping is theirs
         if terminal:
             if self.observation is None and self.start is not None and not is_failure(word):
                 last_running = self.running_seen if self.running_seen is not None else self.start[1]
@@ -494,7 +494,7 @@ class Timing:
             self.queued_seen = now
             if self.start is not None:
                 self.start = None
-                schedule._leave(self)
+                schedule._leave(self)  # noqa: SLF001 - Timing and Schedule are this module's pair; the cohort's bookkeeping is theirs
                 self.joined = False
             return
         self.position, self.position_fell = None, False
@@ -502,7 +502,7 @@ class Timing:
             since = self.queued_seen if self.queued_seen is not None else self.submitted
             self.start = (since, now)
         if not self.joined:
-            schedule._join(self)
+            schedule._join(self)  # noqa: SLF001 - Timing and Schedule are this module's pair; the cohort's bookkeeping is theirs
         self.running_seen = now
 
     def done(self, ok: bool) -> None:
@@ -516,12 +516,12 @@ class Timing:
         now = schedule.clock()
         if not ok:
             self.observation = None
-        schedule._drain(now)
+        schedule._drain(now)  # noqa: SLF001 - Timing and Schedule are this module's pair; the cohort's bookkeeping is theirs
         if self.released:  # it outlived the plan: it no longer waits in the cohort
             if self.observation is not None:
                 schedule.model(self.key).add(self.observation)
         else:
-            schedule._release(self.key, now)  # it leaves the cohort in its turn
+            schedule._release(self.key, now)  # noqa: SLF001 - this module's pair (above); it leaves the cohort in its turn
 
     # ------------------------------------------------------------------ asking
 
@@ -540,7 +540,7 @@ class Timing:
             )
             return next_interval(state, rng, schedule.policy)
         if not self.joined:
-            schedule._join(self)
+            schedule._join(self)  # noqa: SLF001 - Timing and Schedule are this module's pair; the cohort's bookkeeping is theirs
         plan = schedule.plan(self.key)
         if failures or plan is None or age >= plan.end:
             return next_interval(

@@ -69,7 +69,7 @@ def _encode(source: Path, rung: Rung) -> bytes | None:
 
 
 def _encode_to(source: Path, rung: Rung, scratch: Path) -> bytes | None:
-    import av  # lazy: PyAV loads only when a video is previewed
+    import av  # noqa: PLC0415 - PyAV loads only when a video is previewed
 
     try:
         with av.open(str(source)) as container:

@@ -58,7 +58,9 @@ class LedgerRecorder:
             log.warning("genwidgets: could not record %s in the ledger: %s", what, redact(str(exc)))
 
     def on_status(self, job: Job, status: Status) -> None:
-        self._safely("a status", self.ledger.record_status, self.gateway, job.request_id, status)
+        self._safely(
+            "a status", self.ledger.writes.record_status, self.gateway, job.request_id, status
+        )
 
     def on_gone(self, job: Job, error: RequestNotFound) -> None:
         """The gateway no longer knows the task: record it as ended, so ``resume()``
@@ -71,10 +73,14 @@ class LedgerRecorder:
             endpoint=job.endpoint,
             request_id=job.request_id,
         )
-        self._safely("a lost task", self.ledger.record_result, self.gateway, job.request_id, gone)
+        self._safely(
+            "a lost task", self.ledger.writes.record_result, self.gateway, job.request_id, gone
+        )
 
     async def on_result(self, job: Job, result: Result) -> None:
-        self._safely("a result", self.ledger.record_result, self.gateway, job.request_id, result)
+        self._safely(
+            "a result", self.ledger.writes.record_result, self.gateway, job.request_id, result
+        )
         if not (self.download and self.opener is not None and result.outputs):
             return
 
@@ -82,7 +88,7 @@ class LedgerRecorder:
             written = next((o for o in result.outputs if o.path == path), None)
             self._safely(
                 "an output path",
-                lambda: self.ledger.record_output_path(
+                lambda: self.ledger.writes.record_output_path(
                     self.gateway,
                     job.request_id,
                     index,
@@ -106,7 +112,7 @@ class LedgerRecorder:
             for index, reason in exc.failures:  # the result goes on; the ledger says which
                 self._safely(
                     "a failed download",
-                    lambda i=index, why=reason: self.ledger.record_output_path(
+                    lambda i=index, why=reason: self.ledger.writes.record_output_path(
                         self.gateway, job.request_id, i, None, error=why
                     ),
                 )

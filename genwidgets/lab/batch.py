@@ -277,7 +277,7 @@ class Batch:
         this machine: ``batch.out / name`` opens one, and ``frame.attrs["out"]`` is that
         folder (docs/decisions.md#shown-paths)."""
         try:
-            import pandas as pd  # lazy: optional, and a second or so to import
+            import pandas as pd  # noqa: PLC0415 - optional, and a second or so to import
         except ImportError:
             raise ImportError(
                 "batch.dataframe() needs pandas (pip install pandas); batch.rows holds the "

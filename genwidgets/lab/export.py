@@ -79,7 +79,7 @@ def _first_visual(cell: GridCell) -> Output | None:
 
 def _poster(output: Output) -> PILImage.Image | None:
     """The picture of an output: the image itself, or a video's first frame."""
-    from PIL import Image  # lazy: Pillow loads only when an export draws
+    from PIL import Image  # noqa: PLC0415 - Pillow loads only when an export draws
 
     try:
         data = output.read()
@@ -94,7 +94,7 @@ def _poster(output: Output) -> PILImage.Image | None:
             return None
     if output.kind == "video":
         try:
-            import av  # lazy: PyAV loads only when an export reads a video
+            import av  # noqa: PLC0415 - PyAV loads only when an export reads a video
 
             with av.open(io.BytesIO(data)) as container:
                 for frame in container.decode(video=0):
@@ -212,8 +212,8 @@ def _tables(run: GridRun) -> list[tuple[Any, list[list[GridCell | None]]]]:
 
 def save_png(run: GridRun, path: str | Path) -> Path:
     """Write the contact sheet (see the module docstring); returns the path."""
-    from PIL import Image, ImageDraw, ImageFont  # lazy: Pillow loads only when an export draws
-    from PIL.PngImagePlugin import PngInfo  # lazy: Pillow loads only when an export draws
+    from PIL import Image, ImageDraw, ImageFont  # noqa: PLC0415 - Pillow loads only when an export draws
+    from PIL.PngImagePlugin import PngInfo  # noqa: PLC0415 - Pillow loads only when an export draws
 
     font = ImageFont.load_default(size=FONT_SIZE)
     xs = _axis_values(run, "x")
@@ -330,7 +330,7 @@ read_png_description = read_export
 
 
 def _png_text(source: Path) -> str | None:
-    from PIL import Image  # lazy: Pillow loads only when an export draws
+    from PIL import Image  # noqa: PLC0415 - Pillow loads only when an export draws
 
     with Image.open(source) as image:
         image.load()

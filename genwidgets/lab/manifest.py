@@ -83,7 +83,7 @@ class Manifest:
         with self._lock:
             try:
                 if self._file is None:
-                    self._file = open(self.jsonl, "a", encoding="utf-8")  # noqa: SIM115
+                    self._file = open(self.jsonl, "a", encoding="utf-8")  # noqa: SIM115 - kept open; close() closes it
                 self._file.write(line + "\n")
                 self._file.flush()  # in the kernel's buffers: a killed process keeps it
             except OSError as exc:

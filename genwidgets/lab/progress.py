@@ -183,7 +183,7 @@ class Progress:
         self._last_line = 0.0
         self._last_text = ""
         if self.mode == "bar":
-            from tqdm.auto import tqdm  # lazy: only a terminal's bar needs it
+            from tqdm.auto import tqdm  # noqa: PLC0415 - only a terminal's bar needs it
 
             self._bar = tqdm(total=total, unit="row", file=self.stream, dynamic_ncols=True)
 

@@ -79,7 +79,7 @@ def _remux(source: Path, target: Path, container: str, text: str) -> bool:
     """Copy ``source``'s streams into ``target`` with a ``comment`` tag; False when
     PyAV cannot (the caller writes a sidecar instead)."""
     try:
-        import av  # lazy: PyAV loads FFmpeg's libraries; only MP4/M4A files need it
+        import av  # noqa: PLC0415 - PyAV loads FFmpeg's libraries; only MP4/M4A files need it
 
         with av.open(str(source)) as inp, av.open(str(target), "w", format=container) as out:
             out.metadata["comment"] = text
@@ -149,7 +149,7 @@ def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     if head == PNG_SIGNATURE:
         return _png_record(target.read_bytes())
     try:
-        import av  # lazy: PyAV loads FFmpeg's libraries; only MP4/M4A files need it
+        import av  # noqa: PLC0415 - PyAV loads FFmpeg's libraries; only MP4/M4A files need it
 
         with av.open(str(target)) as container:
             return _record(container.metadata.get("comment", ""))

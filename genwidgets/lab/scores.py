@@ -39,7 +39,7 @@ class ScoreTable(list[dict[str, Any]]):
     def dataframe(self) -> Any:
         """The rows as a pandas DataFrame (ImportError saying so without pandas)."""
         try:
-            import pandas  # lazy: pandas is optional: only dataframe() needs it
+            import pandas  # noqa: PLC0415 - pandas is optional: only dataframe() needs it
         except ImportError:
             raise ImportError("scores().dataframe() needs pandas: pip install pandas") from None
         return pandas.DataFrame(list(self))

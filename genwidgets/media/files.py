@@ -112,7 +112,7 @@ _BASE64_TEXT = re.compile(r"^[A-Za-z0-9+/\s]+={0,2}\s*$")
 
 def _is_pil(obj: object) -> bool:
     try:
-        from PIL import Image  # lazy: Pillow loads only for local media
+        from PIL import Image  # noqa: PLC0415 - Pillow loads only for local media
     except ImportError:  # pragma: no cover - Pillow is a dependency
         return False
     return isinstance(obj, Image.Image)
@@ -212,7 +212,7 @@ def _maybe_base64_media(text: str) -> bytes | None:
 
 def _pil_bytes(image: Any, formats: Sequence[str]) -> bytes:
     """Save a PIL image in a format the field takes: PNG when allowed (lossless)."""
-    from PIL import Image  # lazy: Pillow loads only for local media
+    from PIL import Image  # noqa: PLC0415 - Pillow loads only for local media
 
     Image.init()  # registers every writer, so Image.SAVE is complete
     wanted = [canonical_format(f) for f in formats] or ["png"]
@@ -270,7 +270,7 @@ _PILLOW_NOT_IMAGES = {"mpeg"}  # Pillow identifies MPEG-1 video streams; PyAV re
 
 def _image_info(local: _Local) -> MediaInfo | None:
     """Header-only read with Pillow (Image.open parses the header; load() is never called)."""
-    from PIL import Image, UnidentifiedImageError  # lazy: Pillow loads only for local media
+    from PIL import Image, UnidentifiedImageError  # noqa: PLC0415 - Pillow loads only for local media
 
     fp: Any = local.path if local.data is None else io.BytesIO(local.data)
     with warnings.catch_warnings():
@@ -293,8 +293,8 @@ def _image_info(local: _Local) -> MediaInfo | None:
 
 def _av_info(local: _Local) -> MediaInfo | None:
     """Container metadata with PyAV: streams, size and duration; no frame is decoded here."""
-    import av  # lazy: PyAV loads only for local audio and video
-    import av.error  # lazy: PyAV loads only for local audio and video
+    import av  # noqa: PLC0415 - PyAV loads only for local audio and video
+    import av.error  # noqa: PLC0415 - PyAV loads only for local audio and video
 
     source: Any = str(local.path) if local.data is None else io.BytesIO(local.data)
     try:
@@ -317,7 +317,7 @@ def _av_info(local: _Local) -> MediaInfo | None:
 
 def _is_cover_art(stream: Any) -> bool:
     """An mp3/m4a cover picture shows up as a video stream; it does not make a video."""
-    import av.stream  # lazy: PyAV loads only for local audio and video
+    import av.stream  # noqa: PLC0415 - PyAV loads only for local audio and video
 
     flags = getattr(av.stream, "Disposition", None)
     if flags is None:  # older PyAV: no disposition flags to read
@@ -351,7 +351,7 @@ def local_info(local: _Local) -> MediaInfo:
     if info is not None:
         return info
     try:
-        import av  # noqa: F401  # lazy: PyAV loads only for local audio and video
+        import av  # noqa: F401, PLC0415 - asks whether PyAV is installed; it loads only for local audio and video
     except ImportError:
         av_missing = True
     else:

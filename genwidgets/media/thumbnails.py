@@ -54,7 +54,7 @@ def _cached(path: Path, max_side: int) -> Path | None:
 
 def _first_frame(path: Path) -> Image.Image | None:
     """A video's first frame, or ``None`` when the file is not a video PyAV can read."""
-    import av  # lazy: a video is rare next to images; PyAV loads only for one
+    import av  # noqa: PLC0415 - a video is rare next to images; PyAV loads only for one
 
     try:
         with av.open(str(path)) as container:

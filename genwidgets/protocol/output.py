@@ -96,7 +96,7 @@ class _CacheBudget:
                 other = self._kept[key][0]()
                 self._drop(key)
                 if other is not None:
-                    other._cache = None
+                    other._cache = None  # noqa: SLF001 - the budget is this module's own: it drops an Output's memory copy
             key = id(output)
 
             def collected(gone: weakref.ref[Output]) -> None:
@@ -105,7 +105,7 @@ class _CacheBudget:
             ref = weakref.ref(output, collected)
             self._kept[key] = (ref, len(data))
             self.held += len(data)
-            output._cache = data
+            output._cache = data  # noqa: SLF001 - the budget is this module's own: it keeps an Output's memory copy
 
     def _drop(self, key: int) -> None:
         found = self._kept.pop(key, None)
@@ -233,6 +233,11 @@ class Output:
         except (ValueError, binascii.Error):
             return content.encode()
         return content.encode()
+
+    def in_hand(self) -> bytes | None:
+        """The bytes held with no disk or network read: those read earlier (kept in
+        memory) or the record's inline content; ``None`` when neither is there."""
+        return self._cache if self._cache is not None else self.inline()
 
     def _kept_by(self) -> OutputSource:
         """What reads this output's local copy and URL and writes its saves."""

@@ -242,8 +242,8 @@ def _upstream_key(upstream: str) -> Secret:
 
 
 def _run(db: Database, args: argparse.Namespace) -> int:
-    from ..simulator.server import embedded  # lazy: only `--upstream simulator` starts one
-    from .server import ClassServer  # lazy: uvicorn loads only to serve
+    from ..simulator.server import embedded  # noqa: PLC0415 - only `--upstream simulator` starts one
+    from .server import ClassServer  # noqa: PLC0415 - uvicorn loads only to serve
 
     if not args.upstream:
         raise GenwidgetsError(f"say where to forward: --upstream URL (or '{SIMULATOR}')")
@@ -259,7 +259,7 @@ def _run(db: Database, args: argparse.Namespace) -> int:
         upstream_rate=args.upstream_rate or None,
     )
     server = ClassServer(config, host=args.host, port=args.port)
-    ready = lambda: print(f"genwidgets serve: {server.base_url} -> {url}", flush=True)  # noqa: E731
+    ready = lambda: print(f"genwidgets serve: {server.base_url} -> {url}", flush=True)  # noqa: E731 - a one-line callback
     server.serve_forever(on_ready=ready)
     return 0
 

@@ -114,7 +114,7 @@ class Database:
     def _connect(self) -> Any:
         try:
             if self.postgres:
-                import psycopg  # lazy: PostgreSQL is an extra (genwidgets[serve])
+                import psycopg  # noqa: PLC0415 - PostgreSQL is an extra (genwidgets[serve])
 
                 return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
             assert self.path is not None

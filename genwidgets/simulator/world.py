@@ -126,7 +126,7 @@ class World:
             check(self, checking)
         return checking.errors, checking.context
 
-    def _check_imgm_edit(self, c: Checking, *, takes_v8: bool = True) -> None:
+    def check_imgm_edit(self, c: Checking, *, takes_v8: bool = True) -> None:
         """An imgM edit: its upstream task and image number (``takes_v8``: whether it
         edits a task of a V8-series ``imgM_diffusion``)."""
         number_field = image_number_field(c.endpoint)
@@ -174,12 +174,12 @@ class World:
             upstream_image=str(named.file.path) if named and named.file else None,
         )
 
-    def _note_diffusion_version(self, c: Checking) -> None:
+    def note_diffusion_version(self, c: Checking) -> None:
         """Whether an imgM_diffusion task draws with a V8-series version (its edits ask)."""
         prompt = str(c.payload.get("prompt", ""))
         c.context["v8_diffusion"] = imgm_version(prompt).startswith("8")
 
-    def _check_group(self, c: Checking) -> None:
+    def check_group(self, c: Checking) -> None:
         group = c.payload.get("GroupId")
         if str(group) not in self.groups:
             c.fail(
@@ -187,7 +187,7 @@ class World:
                 f"asset group {group!r} not found; create one with asset-group-create",
             )
 
-    def _check_asset(self, c: Checking) -> None:
+    def check_asset(self, c: Checking) -> None:
         asset = c.payload.get("Id")
         if str(asset) not in self.assets:
             c.fail(("Id",), f"asset {asset!r} not found; create one with asset-create")
@@ -200,7 +200,7 @@ class World:
             return f"asset {ref!r} is still Processing; wait until asset-get shows Status Active"
         return None
 
-    def _check_vida_assets(self, c: Checking) -> None:
+    def check_vida_assets(self, c: Checking) -> None:
         content = c.payload.get("content")
         for i, item in enumerate(content if isinstance(content, list) else []):
             if not isinstance(item, dict):
@@ -213,7 +213,7 @@ class World:
                     if problem:
                         c.fail(("content", i, kind, "url"), problem)
 
-    def _check_lip_sync(self, c: Checking) -> None:
+    def check_lip_sync(self, c: Checking) -> None:
         session = c.payload.get("session_id")
         faces = self.sessions.get(session) if isinstance(session, str) else None
         if faces is None:
@@ -255,7 +255,7 @@ class World:
         texts = {a: self.audio_texts[a] for a in chosen if a in self.audio_texts}
         c.context["audio_texts"] = texts
 
-    def _check_elements(self, c: Checking) -> None:
+    def check_elements(self, c: Checking) -> None:
         items = c.payload.get("element_list")
         for i, item in enumerate(items if isinstance(items, list) else []):
             element = item.get("element_id") if isinstance(item, dict) else None
@@ -272,7 +272,7 @@ class World:
         answer = operation_of(task.endpoint).answer
         return answer(self, task, speed) if answer is not None else []
 
-    def _create_group(self, task: Task, speed: float) -> list[MediaFile]:
+    def create_group(self, task: Task, speed: float) -> list[MediaFile]:
         p, group = task.payload, _new_id("group")
         self.groups[group] = {
             "Name": str(p.get("Name")),
@@ -280,7 +280,7 @@ class World:
         }
         return [_json_output("group.json", {"GroupId": group})]
 
-    def _create_asset(self, task: Task, speed: float) -> list[MediaFile]:
+    def create_asset(self, task: Task, speed: float) -> list[MediaFile]:
         p, now = task.payload, time.time()
         asset = Asset(
             _new_id("asset"),
@@ -295,11 +295,11 @@ class World:
         self.assets[asset.id] = asset
         return [_json_output("asset.json", asset.record(task.base_url, now))]
 
-    def _get_asset(self, task: Task, speed: float) -> list[MediaFile]:
+    def get_asset(self, task: Task, speed: float) -> list[MediaFile]:
         asset = self.assets[str(task.payload.get("Id"))]
         return [_json_output("asset.json", asset.record(task.base_url, time.time()))]
 
-    def _identify_faces(self, task: Task, speed: float) -> list[MediaFile]:
+    def identify_faces(self, task: Task, speed: float) -> list[MediaFile]:
         session, face = _new_id("session"), _new_id("face")
         self.sessions[session] = {face}
         self.session_videos[session] = task.payload.get("video_url")
@@ -313,7 +313,7 @@ class World:
             )
         ]
 
-    def _preview_audio(self, task: Task, speed: float) -> list[MediaFile]:
+    def preview_audio(self, task: Task, speed: float) -> list[MediaFile]:
         audio = _new_id("audio")
         self.audio_ms[audio] = int(task.facts.get("duration_ms", 5000))
         self.audio_texts[audio] = str(task.payload.get("text", ""))
@@ -321,12 +321,12 @@ class World:
             _json_output("audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]})
         ]
 
-    def _create_element(self, task: Task, speed: float) -> list[MediaFile]:
+    def create_element(self, task: Task, speed: float) -> list[MediaFile]:
         element, self._next_element = self._next_element, self._next_element + 1
         self.elements.add(element)
         return [_json_output("element.json", {"element_id": element})]
 
-    def _create_subject(self, task: Task, speed: float) -> list[MediaFile]:
+    def create_subject(self, task: Task, speed: float) -> list[MediaFile]:
         name = str(task.payload.get("name"))
         return [_json_output("subject.json", {"subject_id": _new_id("subject"), "name": name})]
 
@@ -348,23 +348,23 @@ class Operation:
 #: The operations of the endpoints that reference or create things, by endpoint or
 #: by family (looked up by :func:`operation_of`); any other endpoint has none.
 OPERATIONS_BY_ENDPOINT: dict[str, Operation] = {
-    "imgM-v8.1-i2i": Operation(check=World._check_imgm_edit),
-    "imgM-inpaint": Operation(check=partial(World._check_imgm_edit, takes_v8=False)),
-    "imgM_pan": Operation(check=partial(World._check_imgm_edit, takes_v8=False)),
-    "imgM_diffusion": Operation(check=World._note_diffusion_version),
-    "vidK-lip-sync": Operation(check=World._check_lip_sync),
-    "vidK-v3-turbo-t2v": Operation(check=World._check_elements),
-    "vidK-v3-motion-control": Operation(check=World._check_elements),
-    "asset-group-create": Operation(answer=World._create_group),
-    "asset-create": Operation(check=World._check_group, answer=World._create_asset),
-    "asset-get": Operation(check=World._check_asset, answer=World._get_asset),
-    "vidK-face-identify": Operation(answer=World._identify_faces),
-    "vidK-audio-preview": Operation(answer=World._preview_audio),
-    "vidK-custom-element": Operation(answer=World._create_element),
-    "vidV-create-subjects": Operation(answer=World._create_subject),
+    "imgM-v8.1-i2i": Operation(check=World.check_imgm_edit),
+    "imgM-inpaint": Operation(check=partial(World.check_imgm_edit, takes_v8=False)),
+    "imgM_pan": Operation(check=partial(World.check_imgm_edit, takes_v8=False)),
+    "imgM_diffusion": Operation(check=World.note_diffusion_version),
+    "vidK-lip-sync": Operation(check=World.check_lip_sync),
+    "vidK-v3-turbo-t2v": Operation(check=World.check_elements),
+    "vidK-v3-motion-control": Operation(check=World.check_elements),
+    "asset-group-create": Operation(answer=World.create_group),
+    "asset-create": Operation(check=World.check_group, answer=World.create_asset),
+    "asset-get": Operation(check=World.check_asset, answer=World.get_asset),
+    "vidK-face-identify": Operation(answer=World.identify_faces),
+    "vidK-audio-preview": Operation(answer=World.preview_audio),
+    "vidK-custom-element": Operation(answer=World.create_element),
+    "vidV-create-subjects": Operation(answer=World.create_subject),
 }
 OPERATIONS_BY_FAMILY: dict[str, Operation] = {
-    "vidA": Operation(check=World._check_vida_assets),
+    "vidA": Operation(check=World.check_vida_assets),
 }
 
 

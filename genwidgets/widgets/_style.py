@@ -226,7 +226,7 @@ _LAYOUTS: dict[str, dict[str, str]] = {
 def layout(name: str) -> ipywidgets.Layout:
     """A shared ``Layout`` by name (see ``_LAYOUTS``): one object serves every widget
     that uses it, so each field costs less to build and to save."""
-    import ipywidgets  # lazy: only widgets ask for layouts; the safety rules above need none
+    import ipywidgets  # noqa: PLC0415 - only widgets ask for layouts; the safety rules above need none
 
     return ipywidgets.Layout(**_LAYOUTS[name])
 

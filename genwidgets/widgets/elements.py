@@ -166,10 +166,10 @@ class Quiet:
         self.element = element
 
     def __enter__(self) -> None:
-        self.element._quiet += 1
+        self.element._quiet += 1  # noqa: SLF001 - Quiet is Element's own helper, in its module
 
     def __exit__(self, *exc: object) -> None:
-        self.element._quiet -= 1
+        self.element._quiet -= 1  # noqa: SLF001 - Quiet is Element's own helper, in its module
 
 
 def is_unset(value: Any) -> bool:

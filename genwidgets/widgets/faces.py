@@ -87,7 +87,7 @@ def static_module(*names: str) -> str:
 def in_kernel() -> bool:
     """True inside a Jupyter kernel (where widgets can be shown)."""
     try:
-        from IPython import get_ipython  # lazy: IPython is asked only where a kernel may run
+        from IPython import get_ipython  # noqa: PLC0415 - IPython is asked only where a kernel may run
     except ImportError:
         return False
     shell = get_ipython()
@@ -147,7 +147,7 @@ class Republisher:
 
     def _install(self) -> bool:
         try:
-            from IPython import get_ipython  # lazy: IPython is asked only where a kernel may run
+            from IPython import get_ipython  # noqa: PLC0415 - IPython is asked only where a kernel may run
         except ImportError:
             return False
         shell = get_ipython()
@@ -251,7 +251,7 @@ class Faces:
 
     def show(self, live: Any) -> None:
         """Display ``live`` (a widget), then the lasting face under a new display id."""
-        from IPython import display as ipd  # lazy: IPython is asked only where a kernel may run
+        from IPython import display as ipd  # noqa: PLC0415 - IPython is asked only where a kernel may run
 
         data, metadata = widget_bundle(live)
         ipd.display(data, raw=True, metadata=metadata)
@@ -345,7 +345,7 @@ class LiveMark(anywidget.AnyWidget):
 
 def live_container(widget: Any, faces: Faces) -> Any:
     """``widget`` with a :class:`LiveMark` beside it, in a box marked with the face id."""
-    import ipywidgets  # lazy: a lasting face is HTML and needs no ipywidgets
+    import ipywidgets  # noqa: PLC0415 - a lasting face is HTML and needs no ipywidgets
 
     box = ipywidgets.VBox([widget])
     mark = LiveMark()

@@ -157,7 +157,7 @@ def _in_hand(output: Output, limit: int) -> bytes | None:
     local = _local(output)
     if local is not None:
         return local.read_bytes() if 0 <= _size(local) <= limit else None
-    data = output._cache if output._cache is not None else output.inline()
+    data = output.in_hand()
     if data is None and (output.url or "").startswith("data:") and url_kind(output.url) == "data":
         try:
             data = decode_data_url(output.url or "").data
@@ -183,8 +183,8 @@ def _remote(output: Output) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _poster(path: str, mtime: float) -> str | None:
     try:
-        import av  # lazy: PyAV loads only for a poster frame
-        from PIL import Image  # lazy: Pillow loads only for a poster frame
+        import av  # noqa: PLC0415 - PyAV loads only for a poster frame
+        from PIL import Image  # noqa: PLC0415 - Pillow loads only for a poster frame
 
         with av.open(path) as container:
             frame = next(container.decode(video=0))

@@ -251,7 +251,7 @@ def _inline_bytes(text: str) -> bytes | None:
 
 def _thumbnail(data: bytes | Path, size: int = 96) -> bytes:
     try:
-        from PIL import Image  # lazy: Pillow loads only for a picked image
+        from PIL import Image  # noqa: PLC0415 - Pillow loads only for a picked image
 
         with Image.open(data if isinstance(data, Path) else io.BytesIO(data)) as img:
             img.thumbnail((size, size))

@@ -355,13 +355,13 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
 
 
 def _html_widget(value: str) -> ipywidgets.HTML:
-    import ipywidgets  # lazy: rendered HTML needs no ipywidgets; only a live view does
+    import ipywidgets  # noqa: PLC0415 - rendered HTML needs no ipywidgets; only a live view does
 
     return ipywidgets.HTML(value=value, layout=ipywidgets.Layout(max_width="100%"))
 
 
 def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
-    import ipywidgets  # lazy: rendered HTML needs no ipywidgets; only a live view does
+    import ipywidgets  # noqa: PLC0415 - rendered HTML needs no ipywidgets; only a live view does
 
     kind = output.kind
     cls: type[ipywidgets.Widget] = {
@@ -416,7 +416,7 @@ def render(obj: Renderable, *, embed: bool | None = None, fetch: bool = True) ->
 
 
 def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
-    import ipywidgets  # lazy: rendered HTML needs no ipywidgets; only a live view does
+    import ipywidgets  # noqa: PLC0415 - rendered HTML needs no ipywidgets; only a live view does
 
     if isinstance(obj, Output):
         return _render_one(obj, embed=embed, fetch=fetch)

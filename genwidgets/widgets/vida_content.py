@@ -89,7 +89,7 @@ class _ContentRow:
             self.input = MediaElement(
                 replace(base, path=f"{base.path}.{kind}.url"), owner.ctx, media
             )
-        self.input.observe(owner._changed)
+        self.input.observe(owner._changed)  # noqa: SLF001 - a row of the element, in its module, tells it of a change
         roles = ROLES_BY_TYPE[kind]
         self.role: W.Dropdown | None = None
         parts: list[W.Widget] = [
@@ -105,7 +105,7 @@ class _ContentRow:
                 value=None,
                 layout=W.Layout(width="170px", flex="0 0 auto"),
             )
-            self.role.observe(owner._changed, "value")
+            self.role.observe(owner._changed, "value")  # noqa: SLF001 - a row of the element, in its module, tells it of a change
             parts.append(self.role)
         self.remove = W.Button(icon="trash", tooltip="remove this item", layout=layout("remove"))
         self.remove.add_class("gw-remove")

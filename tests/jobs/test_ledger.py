@@ -68,8 +68,10 @@ def ledger(tmp_path: Path, clock: Clock) -> Any:
 def submit(
     led: Ledger, request_id: str, *, gateway: str = GATEWAY, endpoint: str = ENDPOINT
 ) -> int:
-    row_id = led.record_intent(gateway=gateway, endpoint=endpoint, payload={"prompt": request_id})
-    led.record_handle(row_id, handle_for(request_id, endpoint))
+    row_id = led.writes.record_intent(
+        gateway=gateway, endpoint=endpoint, payload={"prompt": request_id}
+    )
+    led.writes.record_handle(row_id, handle_for(request_id, endpoint))
     return row_id
 
 
@@ -82,9 +84,9 @@ def test_rows_carry_when_a_task_was_first_seen_running_and_done(
                           ("t2", ["IN_QUEUE", "COMPLETED"])):  # fmt: skip
         for n, name in enumerate(statuses):
             clock.now = 1_000_000.0 + 10 * (n + 1)
-            ledger.record_status(GATEWAY, rid, Status(name, queue_position=n))
+            ledger.writes.record_status(GATEWAY, rid, Status(name, queue_position=n))
         clock.now += 5
-        ledger.record_result(GATEWAY, rid, Result(status="COMPLETED", request_id=rid))
+        ledger.writes.record_result(GATEWAY, rid, Result(status="COMPLETED", request_id=rid))
     t1, t2 = ledger.get(GATEWAY, "t1"), ledger.get(GATEWAY, "t2")
     assert t1 is not None and t2 is not None
     assert (t1.running_at, t1.done_at, t1.finished_at) == (1_000_020.0, 1_000_040.0, 1_000_045.0)
@@ -141,12 +143,12 @@ def test_default_path_is_under_genwidgets_home(
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "gwhome"))
     with Ledger() as led:
         assert led.path == tmp_path / "gwhome" / "ledger.sqlite3"
-        led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
     assert (tmp_path / "gwhome" / "ledger.sqlite3").exists()
 
 
 def test_full_lifecycle(ledger: Ledger, clock: Clock) -> None:
-    row_id = ledger.record_intent(
+    row_id = ledger.writes.record_intent(
         gateway=GATEWAY, endpoint=ENDPOINT, payload={"prompt": "a red kite", "duration": 5}
     )
     first = ledger.row(row_id)
@@ -156,7 +158,7 @@ def test_full_lifecycle(ledger: Ledger, clock: Clock) -> None:
     assert first.pid == os.getpid()
 
     clock.now += 1
-    ledger.record_handle(row_id, handle_for("req-1"))
+    ledger.writes.record_handle(row_id, handle_for("req-1"))
     row = ledger.get(GATEWAY, "req-1")
     assert row is not None
     assert (row.id, row.state, row.queue_position) == (row_id, "submitted", 3)
@@ -166,9 +168,9 @@ def test_full_lifecycle(ledger: Ledger, clock: Clock) -> None:
 
     clock.now += 1
     status = Status.from_body({"status": "IN_PROGRESS"})
-    assert ledger.record_status(GATEWAY, "req-1", status).result(timeout=30)
+    assert ledger.writes.record_status(GATEWAY, "req-1", status).result(timeout=30)
     clock.now += 1
-    ledger.record_result(GATEWAY, "req-1", result_for("req-1"))
+    ledger.writes.record_result(GATEWAY, "req-1", result_for("req-1"))
     done = ledger.get(GATEWAY, "req-1")
     assert done is not None
     assert (done.state, done.status, done.ok, done.error) == ("finished", "COMPLETED", True, None)
@@ -189,14 +191,14 @@ def test_full_lifecycle(ledger: Ledger, clock: Clock) -> None:
 def test_repeated_status_writes_nothing_and_changes_write(ledger: Ledger, clock: Clock) -> None:
     submit(ledger, "req-q")
     queued = Status.from_body({"status": "IN_QUEUE", "queue_position": 2})
-    assert ledger.record_status(GATEWAY, "req-q", queued).result(timeout=30)
+    assert ledger.writes.record_status(GATEWAY, "req-q", queued).result(timeout=30)
     stamp = clock.now
     clock.now += 5
-    assert not ledger.record_status(GATEWAY, "req-q", queued).result(timeout=30)
+    assert not ledger.writes.record_status(GATEWAY, "req-q", queued).result(timeout=30)
     row = ledger.get(GATEWAY, "req-q")
     assert row is not None and row.updated_at == stamp
     moved = Status.from_body({"status": "IN_QUEUE", "queue_position": 1})
-    assert ledger.record_status(GATEWAY, "req-q", moved).result(timeout=30)
+    assert ledger.writes.record_status(GATEWAY, "req-q", moved).result(timeout=30)
     row = ledger.get(GATEWAY, "req-q")
     assert row is not None and (row.queue_position, row.updated_at) == (1, clock.now)
 
@@ -206,16 +208,16 @@ def test_same_status_from_another_ledger_instance_is_not_rewritten(
 ) -> None:
     submit(ledger, "req-x")
     running = Status.from_body({"status": "IN_PROGRESS"})
-    assert ledger.record_status(GATEWAY, "req-x", running).result(timeout=30)
+    assert ledger.writes.record_status(GATEWAY, "req-x", running).result(timeout=30)
     with Ledger(ledger.path, clock=clock) as other:  # no shared memory: the SQL decides
         clock.now += 1
-        assert not other.record_status(GATEWAY, "req-x", running).result(timeout=30)
+        assert not other.writes.record_status(GATEWAY, "req-x", running).result(timeout=30)
 
 
 def test_status_after_result_does_not_reopen_the_task(ledger: Ledger) -> None:
     submit(ledger, "req-late")
-    ledger.record_result(GATEWAY, "req-late", result_for("req-late"))
-    assert not ledger.record_status(
+    ledger.writes.record_result(GATEWAY, "req-late", result_for("req-late"))
+    assert not ledger.writes.record_status(
         GATEWAY, "req-late", Status.from_body({"status": "IN_QUEUE"})
     ).result(timeout=30)
     row = ledger.get(GATEWAY, "req-late")
@@ -224,17 +226,19 @@ def test_status_after_result_does_not_reopen_the_task(ledger: Ledger) -> None:
 
 def test_status_of_an_unknown_task_is_reported_not_invented(ledger: Ledger) -> None:
     running = Status.from_body({"status": "IN_PROGRESS"})
-    assert not ledger.record_status(GATEWAY, "nobody", running).result(timeout=30)
+    assert not ledger.writes.record_status(GATEWAY, "nobody", running).result(timeout=30)
     assert ledger.rows() == []
-    assert not ledger.record_result(GATEWAY, "nobody", result_for("nobody")).result(timeout=30)
+    assert not ledger.writes.record_result(GATEWAY, "nobody", result_for("nobody")).result(
+        timeout=30
+    )
 
 
 def test_attach_creates_one_row_for_a_task_known_only_by_id(ledger: Ledger) -> None:
-    row_id = ledger.record_attach(GATEWAY, handle_for("req-att")).result(timeout=30)
-    assert ledger.record_attach(GATEWAY, handle_for("req-att")).result(timeout=30) == row_id
+    row_id = ledger.writes.record_attach(GATEWAY, handle_for("req-att")).result(timeout=30)
+    assert ledger.writes.record_attach(GATEWAY, handle_for("req-att")).result(timeout=30) == row_id
     row = ledger.get(GATEWAY, "req-att")
     assert row is not None and (row.state, row.payload) == ("submitted", {})
-    assert ledger.record_status(
+    assert ledger.writes.record_status(
         GATEWAY, "req-att", Status.from_body({"status": "IN_PROGRESS"})
     ).result(timeout=30)
 
@@ -244,7 +248,7 @@ def test_failed_result_keeps_error_and_type(ledger: Ledger) -> None:
     failed = result_for(
         "req-f", error="Runtime execution failed", error_type="runtime_error", outputs=[]
     )
-    ledger.record_result(GATEWAY, "req-f", failed)
+    ledger.writes.record_result(GATEWAY, "req-f", failed)
     row = ledger.get(GATEWAY, "req-f")
     assert row is not None
     assert (row.ok, row.error, row.error_type) == (False, failed.error, "runtime_error")
@@ -253,10 +257,10 @@ def test_failed_result_keeps_error_and_type(ledger: Ledger) -> None:
 
 
 def test_create_failed_states(ledger: Ledger) -> None:
-    nothing = ledger.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
-    ledger.record_create_failed(nothing, "429 RATE_LIMIT_EXCEEDED", created_nothing=True)
-    maybe = ledger.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
-    ledger.record_create_failed(maybe, "read timeout after sending", created_nothing=False)
+    nothing = ledger.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+    ledger.writes.record_create_failed(nothing, "429 RATE_LIMIT_EXCEEDED", created_nothing=True)
+    maybe = ledger.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+    ledger.writes.record_create_failed(maybe, "read timeout after sending", created_nothing=False)
     a, b = ledger.row(nothing), ledger.row(maybe)
     assert a is not None and b is not None
     assert (a.state, a.error, a.finished_at is not None) == (
@@ -275,9 +279,9 @@ def test_create_failed_states(ledger: Ledger) -> None:
 
 def test_unknown_row_ids_are_an_error(ledger: Ledger) -> None:
     with pytest.raises(LedgerError, match="no ledger row 42"):
-        ledger.record_handle(42, handle_for("x")).result(timeout=30)
+        ledger.writes.record_handle(42, handle_for("x")).result(timeout=30)
     with pytest.raises(LedgerError, match="no ledger row 43"):
-        ledger.record_create_failed(43, "boom", created_nothing=True).result(timeout=30)
+        ledger.writes.record_create_failed(43, "boom", created_nothing=True).result(timeout=30)
 
 
 def test_intent_without_handle_becomes_outcome_unknown_after_stale_after(
@@ -285,7 +289,7 @@ def test_intent_without_handle_becomes_outcome_unknown_after_stale_after(
 ) -> None:
     path = tmp_path / "ledger.sqlite3"
     with Ledger(path, clock=clock) as sender:
-        row_id = sender.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        row_id = sender.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
         clock.now += 3600
         # still being sent by this very process: not a lost task
         assert sender.rows()[0].state == "submitting"
@@ -317,7 +321,7 @@ def test_intent_of_a_dead_process_is_outcome_unknown_at_once(tmp_path: Path) -> 
         import os
         from genwidgets.jobs.ledger import Ledger
         led = Ledger({str(path)!r})
-        led.record_intent(gateway={GATEWAY!r}, endpoint={ENDPOINT!r}, payload={{"p": 1}})
+        led.writes.record_intent(gateway={GATEWAY!r}, endpoint={ENDPOINT!r}, payload={{"p": 1}})
         os._exit(0)  # dies between sending and receiving
         """
     )
@@ -335,8 +339,8 @@ def test_rows_filters_and_order(ledger: Ledger, clock: Clock) -> None:
     submit(ledger, "r2", endpoint="imgQ-edit-plus")
     submit(ledger, "r3", gateway=other)
     submit(ledger, "r4")
-    ledger.record_status(GATEWAY, "r4", Status.from_body({"status": "IN_QUEUE"}))
-    ledger.record_result(GATEWAY, "r1", result_for("r1"))
+    ledger.writes.record_status(GATEWAY, "r4", Status.from_body({"status": "IN_QUEUE"}))
+    ledger.writes.record_result(GATEWAY, "r1", result_for("r1"))
     ids = lambda rows: [r.request_id for r in rows]  # noqa: E731
     assert ids(ledger.rows()) == ["r4", "r3", "r2", "r1"]
     assert ids(ledger.rows(GATEWAY)) == ["r4", "r2", "r1"]
@@ -362,7 +366,7 @@ def test_row_handle_reattaches(ledger: Ledger) -> None:
     assert handle is not None
     assert (handle.endpoint, handle.request_id) == (ENDPOINT, "req-h")
     assert handle.response_url == f"{GATEWAY}/v1/queue/{ENDPOINT}/requests/req-h/response"
-    lone = ledger.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+    lone = ledger.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
     lone_row = ledger.row(lone)
     assert lone_row is not None and lone_row.handle() is None
 
@@ -376,14 +380,18 @@ def test_output_paths_recorded_and_kept_on_a_second_result(ledger: Ledger, tmp_p
             {"url": f"{GATEWAY}/files/a/1.png", "content_type": "image/png"},
         ],
     )
-    ledger.record_result(GATEWAY, "req-o", two)
-    assert ledger.record_output_path(GATEWAY, "req-o", 1, tmp_path / "1.png").result(timeout=30)
-    ledger.record_result(GATEWAY, "req-o", two)  # e.g. a resumed job fetching it again
+    ledger.writes.record_result(GATEWAY, "req-o", two)
+    assert ledger.writes.record_output_path(GATEWAY, "req-o", 1, tmp_path / "1.png").result(
+        timeout=30
+    )
+    ledger.writes.record_result(GATEWAY, "req-o", two)  # e.g. a resumed job fetching it again
     row = ledger.get(GATEWAY, "req-o")
     assert row is not None
     assert [o["path"] for o in row.outputs] == [None, str(tmp_path / "1.png")]
     assert row.outputs[0]["file_size"] == 10
-    assert not ledger.record_output_path(GATEWAY, "missing", 0, tmp_path / "x").result(timeout=30)
+    assert not ledger.writes.record_output_path(GATEWAY, "missing", 0, tmp_path / "x").result(
+        timeout=30
+    )
 
 
 def test_inline_output_content_is_kept_when_small(ledger: Ledger) -> None:
@@ -392,7 +400,7 @@ def test_inline_output_content_is_kept_when_small(ledger: Ledger) -> None:
     small = {"url": f"{GATEWAY}/files/j", "content_type": "application/json", "content": record}
     big_hex = "ab" * 100_000
     big = {"content_type": "audio/mpeg", "encoding": "hex", "content": big_hex}
-    ledger.record_result(GATEWAY, "req-j", result_for("req-j", outputs=[small, big]))
+    ledger.writes.record_result(GATEWAY, "req-j", result_for("req-j", outputs=[small, big]))
     row = ledger.get(GATEWAY, "req-j")
     assert row is not None
     assert row.outputs[0]["content"] == record
@@ -415,7 +423,7 @@ def test_a_1mb_data_url_is_replaced_by_digest_and_size(ledger: Ledger) -> None:
         "tiny": tiny,
         "headers": {"Authorization": "Bearer abc", "X-Trace": "1"},
     }
-    row_id = ledger.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload=payload)
+    row_id = ledger.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload=payload)
     row = ledger.row(row_id)
     assert row is not None
     digest = hashlib.sha256(image).hexdigest()
@@ -467,22 +475,24 @@ def test_the_key_never_reaches_the_database_file(
     _config.remember_secret(key)
     path = tmp_path / "ledger.sqlite3"
     with Ledger(path) as led:
-        lost = led.record_intent(
+        lost = led.writes.record_intent(
             gateway=GATEWAY,
             endpoint=ENDPOINT,
             payload={"prompt": f"echo {key}", "headers": {"authorization": f"Bearer {key}"}},
         )
-        led.record_create_failed(lost, f"401 Unauthorized for key {key}", created_nothing=True)
-        row_id = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
-        led.record_handle(row_id, handle_for("req-s"))
-        led.record_status(GATEWAY, "req-s", Status.from_body({"status": f"WEIRD {key}"}))
+        led.writes.record_create_failed(
+            lost, f"401 Unauthorized for key {key}", created_nothing=True
+        )
+        row_id = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.writes.record_handle(row_id, handle_for("req-s"))
+        led.writes.record_status(GATEWAY, "req-s", Status.from_body({"status": f"WEIRD {key}"}))
         failed = result_for(
             "req-s",
             error={"detail": f"upstream rejected {key}"},
             error_type="runtime_error",
             outputs=[{"url": f"{GATEWAY}/files/x?token={key}", "content_type": "image/png"}],
         )
-        led.record_result(GATEWAY, "req-s", failed)
+        led.writes.record_result(GATEWAY, "req-s", failed)
         row = led.get(GATEWAY, "req-s")
         assert row is not None and row.error is not None and "***" in row.error
         assert led.row(lost) is not None
@@ -590,11 +600,12 @@ WORKER = textwrap.dedent(
     gw = "http://127.0.0.1:1"
     for i in range(count):
         rid = f"{tag}-{i}"
-        row = led.record_intent(gateway=gw, endpoint="imgQ-edit-plus", payload={"i": i})
-        led.record_handle(row, Handle.from_body("imgQ-edit-plus", {"request_id": rid}, gw))
+        row = led.writes.record_intent(gateway=gw, endpoint="imgQ-edit-plus", payload={"i": i})
+        led.writes.record_handle(row, Handle.from_body("imgQ-edit-plus", {"request_id": rid}, gw))
         for st in ("IN_QUEUE", "IN_PROGRESS"):
-            led.record_status(gw, rid, Status.from_body({"status": st}))
-        led.record_result(gw, rid, Result.from_body({"request_id": rid, "status": "COMPLETED"}))
+            led.writes.record_status(gw, rid, Status.from_body({"status": st}))
+        done = Result.from_body({"request_id": rid, "status": "COMPLETED"})
+        led.writes.record_result(gw, rid, done)
         led.rows(gw, limit=5)
     led.close()
     """

@@ -137,10 +137,10 @@ def test_writes_made_while_locked_keep_their_order_and_tickets(
     lock = locked(path)
     led = Ledger(path, intent_wait=0.05)
     try:
-        ticket = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
+        ticket = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
         assert ticket < 0  # not on disk yet: a ticket standing for the row
-        led.record_handle(ticket, handle("r-1"))
-        status = led.record_status(GATEWAY, "r-1", gw.Status("IN_PROGRESS"))
+        led.writes.record_handle(ticket, handle("r-1"))
+        status = led.writes.record_status(GATEWAY, "r-1", gw.Status("IN_PROGRESS"))
         assert not status.done() and led.pending == 3
         lock.release()
         assert status.result(timeout=30) is True
@@ -162,8 +162,8 @@ def test_a_damaged_page_is_found_at_open_moved_aside_and_recording_goes_on(
 ) -> None:
     path = tmp_path / "ledger.sqlite3"
     with Ledger(path) as led:
-        row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
-        led.record_handle(row, handle("before"))
+        row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.writes.record_handle(row, handle("before"))
     damage_root_page(path, "tasks")
     damaged = path.read_bytes()
     with pytest.warns(LedgerWarning, match="moved to") as caught:
@@ -172,8 +172,8 @@ def test_a_damaged_page_is_found_at_open_moved_aside_and_recording_goes_on(
         assert led.set_aside is not None and str(led.set_aside) in str(caught[0].message)
         assert caught[0].filename == __file__  # said at the user's line, not the ledger's
         assert led.set_aside.read_bytes() == damaged  # kept as it was, for the user
-        row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
-        led.record_handle(row, handle("after"))
+        row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.writes.record_handle(row, handle("after"))
         assert [r.request_id for r in led.rows()] == ["after"]
     finally:
         led.close()
@@ -188,14 +188,15 @@ def test_a_page_damaged_while_open_is_found_by_the_first_failed_write(tmp_path: 
     led = Ledger(path, intent_wait=30)
     try:
         for name in ("a", "b"):
-            led.record_handle(
-                led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}), handle(name)
+            led.writes.record_handle(
+                led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}),
+                handle(name),
             )
         assert led.flush(30)
         damage_root_page(path, "tasks")  # under the open ledger's feet
         with pytest.warns(LedgerWarning, match="is damaged .* moved to") as caught:
-            row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
-        led.record_handle(row, handle("after"))
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.writes.record_handle(row, handle("after"))
         assert led.set_aside is not None and str(led.set_aside) in str(caught[0].message)
         assert caught[0].filename == __file__  # said at the caller's line
         assert [r.request_id for r in led.rows()] == ["after"]  # recording went on
@@ -211,10 +212,10 @@ def test_a_warning_found_on_the_writer_is_said_at_the_line_that_called_the_ledge
     line: a read that delivers it, and a ``with ledger.transaction()`` that meets it."""
     path = tmp_path / "ledger.sqlite3"
     with Ledger(path, intent_wait=30) as led:
-        row = led.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
-        led.record_handle(row, handle("a")).result(timeout=30)
+        row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.writes.record_handle(row, handle("a")).result(timeout=30)
         damage_root_page(path, "tasks")
-        led.record_status(GATEWAY, "a", Status("IN_PROGRESS"))  # queued: says nothing
+        led.writes.record_status(GATEWAY, "a", Status("IN_PROGRESS"))  # queued: says nothing
         with pytest.warns(LedgerWarning, match="moved to") as caught:
             led.rows()  # waits for the status's write, which found the damage
         assert [w.filename for w in caught] == [__file__]
@@ -250,8 +251,8 @@ def test_an_unwritable_ledger_is_said_once_in_a_warning_and_tasks_still_run(
     sim = make_simulator()
     path = home / "ledger.sqlite3"
     with Ledger(path) as led:  # one finished task from before, still readable
-        row = led.record_intent(gateway="simulator", endpoint=ENDPOINT, payload={})
-        led.record_handle(row, handle("old"))
+        row = led.writes.record_intent(gateway="simulator", endpoint=ENDPOINT, payload={})
+        led.writes.record_handle(row, handle("old"))
     undo = _make_unwritable(path)
     try:
         client = gw.Client(sim.base_url, DEMO_KEY)
@@ -284,8 +285,8 @@ OWNER = textwrap.dedent(
     from genwidgets.protocol.records import Handle
     led = Ledger(sys.argv[1])
     for i in range(int(sys.argv[2])):
-        row = led.record_intent(gateway="gw", endpoint="asset-get", payload={})
-        led.record_handle(row, Handle.from_body("asset-get", {"request_id": f"t{i}"}, "gw"))
+        row = led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={})
+        led.writes.record_handle(row, Handle.from_body("asset-get", {"request_id": f"t{i}"}, "gw"))
     led.flush(30)
     print("leased", flush=True)
     sys.stdin.readline()
@@ -398,8 +399,8 @@ def test_a_killed_unreaped_kernel_is_dead_to_history_and_resume(tmp_path: Path) 
 def test_the_heartbeat_keeps_going_while_writes_keep_the_writer_busy(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     with Ledger(path, lease_ttl=0.4) as led:  # a heartbeat every 0.1 s
-        led.record_handle(
-            led.record_intent(gateway="gw", endpoint=ENDPOINT, payload={}), handle("t")
+        led.writes.record_handle(
+            led.writes.record_intent(gateway="gw", endpoint=ENDPOINT, payload={}), handle("t")
         )
         assert led.flush(30)
 
@@ -412,7 +413,7 @@ def test_the_heartbeat_keeps_going_while_writes_keep_the_writer_busy(tmp_path: P
         i = 0
         while beat() <= first and time.monotonic() < deadline:  # a steady stream of writes:
             i += 1  # the queue is never idle for a whole heartbeat period
-            led.record_status("gw", "t", gw.Status("IN_PROGRESS", queue_position=i))
+            led.writes.record_status("gw", "t", gw.Status("IN_PROGRESS", queue_position=i))
             led.flush(30)
         assert beat() > first
 
@@ -423,8 +424,8 @@ def test_an_owner_on_another_host_is_alive_while_its_heartbeat_is_fresh(
 ) -> None:
     path = tmp_path / "ledger.sqlite3"
     with Ledger(path) as led:
-        led.record_handle(
-            led.record_intent(gateway="gw", endpoint=ENDPOINT, payload={}), handle("t")
+        led.writes.record_handle(
+            led.writes.record_intent(gateway="gw", endpoint=ENDPOINT, payload={}), handle("t")
         )
         assert led.flush(30)
     con = sqlite3.connect(path)

@@ -54,10 +54,10 @@ def fill_ledger(path: Path, durations: list[float], endpoint: str = "asset-get")
     clock = FakeClock(1_700_000_000.0)
     ledger = Ledger(path, clock=clock)
     for i, seconds in enumerate(durations):
-        row = ledger.record_intent(gateway=GATEWAY, endpoint=endpoint, payload={"Id": "a"})
-        ledger.record_handle(row, handle(f"r{i}", endpoint))
+        row = ledger.writes.record_intent(gateway=GATEWAY, endpoint=endpoint, payload={"Id": "a"})
+        ledger.writes.record_handle(row, handle(f"r{i}", endpoint))
         clock.now += seconds
-        ledger.record_result(
+        ledger.writes.record_result(
             GATEWAY, f"r{i}", Result(status="COMPLETED", endpoint=endpoint, request_id=f"r{i}")
         )
         clock.now += 1.0
@@ -116,13 +116,13 @@ def test_the_ledgers_running_and_done_times_bracket_the_run(tmp_path: Path) -> N
     clock = FakeClock(1_700_000_000.0)
     ledger = Ledger(tmp_path / "ledger.sqlite3", clock=clock)
     for i in range(30):
-        row = ledger.record_intent(gateway=GATEWAY, endpoint="asset-get", payload={})
-        ledger.record_handle(row, handle(f"q{i}"))
+        row = ledger.writes.record_intent(gateway=GATEWAY, endpoint="asset-get", payload={})
+        ledger.writes.record_handle(row, handle(f"q{i}"))
         clock.now += 30.0  # queued for half a minute
-        ledger.record_status(GATEWAY, f"q{i}", Status("IN_PROGRESS"))
+        ledger.writes.record_status(GATEWAY, f"q{i}", Status("IN_PROGRESS"))
         clock.now += 12.0
-        ledger.record_status(GATEWAY, f"q{i}", Status("COMPLETED"))
-        ledger.record_result(GATEWAY, f"q{i}", Result(status="COMPLETED"))
+        ledger.writes.record_status(GATEWAY, f"q{i}", Status("COMPLETED"))
+        ledger.writes.record_result(GATEWAY, f"q{i}", Result(status="COMPLETED"))
         clock.now += 5.0
     schedule = Schedule(ledger=ledger, gateway=GATEWAY, clock=FakeClock())
     model = schedule.model(schedule.key("asset-get", {}))

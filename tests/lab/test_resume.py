@@ -59,17 +59,17 @@ def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
         # row 0: its task was created; the process died before the batch stored the answer
         [job] = first.send_many([rows[0].planned.prepared], tags=[batch.book.tag(rows[0])])
         # row 1: its create certainly made nothing (refused before anything left)
-        refused = ledger.record_intent(
+        refused = ledger.writes.record_intent(
             gateway=first.gateway_name, endpoint=T2I, payload=rows[1].payload,
             tag=batch.book.tag(rows[1]),
         )
-        ledger.record_create_failed(refused, "Unreachable: refused", created_nothing=True)
+        ledger.writes.record_create_failed(refused, "Unreachable: refused", created_nothing=True)
         # row 2: its create left and its answer was lost with the process
-        lost = ledger.record_intent(
+        lost = ledger.writes.record_intent(
             gateway=first.gateway_name, endpoint=T2I, payload=rows[2].payload,
             tag=batch.book.tag(rows[2]),
         )
-        recorder = ledger._recorder  # no longer in flight: the process is gone
+        recorder = ledger.writes  # no longer in flight: the process is gone
         recorder._settle(recorder.row_of(lost))
         # row 3: reserved, and the process died before the ledger had its intent
         # row 4: never reserved
@@ -98,21 +98,23 @@ def test_a_row_refused_for_the_rate_limit_then_created_is_re_attached_not_sent_a
         ledger = first.ledger
         assert ledger is not None
         for row in rows:  # each refused once (nothing made: given back), then reserved again
-            refused = ledger.record_intent(
+            refused = ledger.writes.record_intent(
                 gateway=first.gateway_name, endpoint=T2I, payload=row.payload,
                 tag=batch.book.tag(row),
             )
-            ledger.record_create_failed(refused, "RateLimited: slow down", created_nothing=True)
+            ledger.writes.record_create_failed(
+                refused, "RateLimited: slow down", created_nothing=True
+            )
             batch.store.settle("paced", [RowUpdate(row.index, "waiting", release=row.attempt)])
         rows = reserve(batch, range(2))
         assert [r.attempt for r in rows] == [2, 2]
         # row 0's second attempt made its task; row 1's left and its answer was lost
         [job] = first.send_many([rows[0].planned.prepared], tags=[batch.book.tag(rows[0])])
-        lost = ledger.record_intent(
+        lost = ledger.writes.record_intent(
             gateway=first.gateway_name, endpoint=T2I, payload=rows[1].payload,
             tag=batch.book.tag(rows[1]),
         )
-        recorder = ledger._recorder
+        recorder = ledger.writes
         recorder._settle(recorder.row_of(lost))
         ledger.flush()
     assert created(sim) == 1
@@ -136,11 +138,11 @@ def test_rows_of_one_payload_each_find_their_own_create_by_its_tag(
         rows = reserve(batch, range(2))
         ledger = first.ledger
         assert ledger is not None
-        refused = ledger.record_intent(
+        refused = ledger.writes.record_intent(
             gateway=first.gateway_name, endpoint=T2I, payload=rows[0].payload,
             tag=batch.book.tag(rows[0]),
         )
-        ledger.record_create_failed(refused, "Unreachable: refused", created_nothing=True)
+        ledger.writes.record_create_failed(refused, "Unreachable: refused", created_nothing=True)
         [job] = first.send_many([rows[1].planned.prepared], tags=[batch.book.tag(rows[1])])
         ledger.flush()
     with gw.Client(sim.base_url, KEY) as second:
@@ -208,10 +210,10 @@ def test_a_row_whose_answer_reached_only_the_manifest_is_re_attached_with_its_fi
         assert len(batch.store.reserve("lagged", [(0, {"tasks": 1.0})], {}).taken) == 1
         ledger = first.ledger
         assert ledger is not None
-        lost = ledger.record_intent(  # its intent on disk; the answer never reached it
+        lost = ledger.writes.record_intent(  # its intent on disk; the answer never reached it
             gateway=first.gateway_name, endpoint=T2I, payload=batch.rows[0].payload
         )
-        recorder = ledger._recorder
+        recorder = ledger.writes
         recorder._settle(recorder.row_of(lost))
         ledger.flush()
         job = raw.send(batch.rows[0].planned.prepared)  # made at the gateway, no ledger

@@ -70,7 +70,7 @@ def _callers_level() -> int:
     """The ``stacklevel``, for the function that asks, of the first frame outside the
     ledger (and ``contextlib``): a warning names the line of whoever called the ledger,
     however its pieces call each other."""
-    frame = sys._getframe(1)  # the function that asks: stacklevel 1
+    frame = sys._getframe(1)  # noqa: SLF001 - CPython's frame access, documented; the function that asks: stacklevel 1
     level = 1
     while frame.f_back is not None and (
         os.path.dirname(frame.f_code.co_filename) == _HERE

@@ -16,14 +16,13 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..._config import home, redact
 from ...errors import LedgerError
-from ...protocol.records import Handle, Result, Status
 from .file import LedgerFile, raise_if_damaged
 from .lease import Claim, Leases, left_to_other_kernels
 from .reads import Reader
@@ -49,6 +48,11 @@ class Ledger:
     writer) after waiting, at most ``busy_timeout`` seconds, for the writes
     queued before them. Thread-safe, safe across processes, and reopened after
     ``fork``. See docs/decisions.md#the-ledger-and-the-engine.
+
+    The writes are its piece ``writes`` (:class:`~.writes.LedgerWrites`:
+    ``ledger.writes.record_intent(...)``, ``record_handle``, ``record_create_failed``,
+    ``record_attach``, ``record_status``, ``record_result``, ``record_output_path``),
+    read where they live rather than forwarded one by one.
     """
 
     def __init__(
@@ -82,7 +86,7 @@ class Ledger:
             idle_every=self._leases.ttl / 4,
             exit_wait=self._file.busy_timeout,
         )
-        self._recorder = LedgerWrites(
+        self.writes = LedgerWrites(
             self._file,
             self._queue,
             self._leases,
@@ -90,7 +94,7 @@ class Ledger:
             clock=clock,
         )
         self._reader = Reader(
-            self._file, self._queue, self._recorder, stale_after=float(stale_after), clock=clock
+            self._file, self._queue, self.writes, stale_after=float(stale_after), clock=clock
         )
         opened = self._queue.put(None)  # the writer opens (and checks) the file: no lock needed
         try:
@@ -130,8 +134,8 @@ class Ledger:
 
     @property
     def intent_wait(self) -> float:
-        """Seconds :meth:`record_intent` waits for its row before the create may leave."""
-        return self._recorder.intent_wait
+        """Seconds ``writes.record_intent`` waits for its row before the create may leave."""
+        return self.writes.intent_wait
 
     @property
     def lease_ttl(self) -> float:
@@ -218,85 +222,6 @@ class Ledger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ writes
-
-    def record_intent(
-        self,
-        *,
-        gateway: str,
-        endpoint: str,
-        payload: Mapping[str, Any],
-        tag: str | None = None,
-    ) -> int:
-        """Write the intent before the create request leaves; returns the row id.
-        ``tag`` says what the create is for (a batch's row and attempt: the row finds
-        its task by it, docs/decisions.md#batch-resume).
-
-        Waits up to ``intent_wait`` seconds for the row to be on disk (a few
-        milliseconds normally), and not at all while the writer is stalled on a
-        busy file. If the file is busy (locked by another process) the row stays
-        queued, ahead of every later write of this task, and a negative ticket
-        standing for the row is returned: every method taking a row id accepts it.
-        See docs/decisions.md#the-ledger-and-the-engine.
-        """
-        return self._recorder.record_intent(
-            gateway=gateway, endpoint=endpoint, payload=payload, tag=tag
-        )
-
-    def record_handle(self, row_id: int, handle: Handle) -> concurrent.futures.Future[None]:
-        """The create request answered with a task handle: the task exists, and this
-        ledger holds its lease (see :mod:`.lease`). Queued; returns the write's future."""
-        return self._recorder.record_handle(row_id, handle)
-
-    def record_create_failed(
-        self, row_id: int, error: str, *, created_nothing: bool
-    ) -> concurrent.futures.Future[None]:
-        """The create request failed: ``not_created`` if certain, else ``outcome_unknown``."""
-        return self._recorder.record_create_failed(row_id, error, created_nothing=created_nothing)
-
-    def record_attach(
-        self, gateway: str, handle: Handle, *, payload: Mapping[str, Any] | None = None
-    ) -> concurrent.futures.Future[int]:
-        """Make sure a task re-attached by request id has a row, leased by this ledger;
-        the future holds the row id."""
-        return self._recorder.record_attach(gateway, handle, payload=payload)
-
-    def record_status(
-        self, gateway: str, request_id: str, status: Status
-    ) -> concurrent.futures.Future[bool]:
-        """Note a status change; repeated equal statuses write nothing.
-
-        Queued; the future holds whether a row changed (False for an unknown task,
-        a repeat, or a task whose final result is already recorded).
-        """
-        return self._recorder.record_status(gateway, request_id, status)
-
-    def record_result(
-        self, gateway: str, request_id: str, result: Result
-    ) -> concurrent.futures.Future[bool]:
-        """Store the final answer; local paths already recorded are kept. Queued; the
-        future holds whether the task had a row."""
-        return self._recorder.record_result(gateway, request_id, result)
-
-    def record_output_path(
-        self,
-        gateway: str,
-        request_id: str,
-        index: int,
-        path: str | os.PathLike[str] | None,
-        *,
-        sha256: str | None = None,
-        size: int | None = None,
-        error: str | None = None,
-    ) -> concurrent.futures.Future[bool]:
-        """Remember where output ``index`` was saved locally, with the SHA-256 and size
-        of what was written there (a file found changed is not used again:
-        docs/decisions.md#outputs-by-gateway); or, with no ``path``, why it could not
-        be saved (``error``). Queued; the future holds whether the task had a row."""
-        return self._recorder.record_output_path(
-            gateway, request_id, index, path, sha256=sha256, size=size, error=error
-        )
-
     # ------------------------------------------------------------------ reads
 
     def rows(
@@ -325,12 +250,12 @@ class Ledger:
         return self._reader.get(gateway, request_id)
 
     def row(self, row_id: int) -> LedgerRow | None:
-        """A row by its id (or the ticket :meth:`record_intent` returned)."""
+        """A row by its id (or the ticket ``writes.record_intent`` returned)."""
         return self._reader.row(row_id)
 
     def tagged(self, tags: Sequence[str]) -> list[LedgerRow]:
         """The rows whose intent was written with one of ``tags`` (what each create was
-        sent for: see :meth:`record_intent`), oldest first."""
+        sent for: see ``writes.record_intent``), oldest first."""
         return self._reader.tagged(tags)
 
     def run_times(self, gateway: str, endpoint: str, *, limit: int = 500) -> list[tuple[Any, ...]]:

@@ -90,8 +90,8 @@ def _latest_outputs(
 
 
 class LedgerWrites:
-    """The ``record_*`` writes of one :class:`~genwidgets.jobs.ledger.Ledger`, queued on
-    its :class:`~.writer.WriteQueue` in the order they are made."""
+    """The ``record_*`` writes of one :class:`~genwidgets.jobs.ledger.Ledger` (its
+    ``writes``), queued on its :class:`~.writer.WriteQueue` in the order they are made."""
 
     def __init__(
         self,
@@ -136,9 +136,17 @@ class LedgerWrites:
         payload: Mapping[str, Any],
         tag: str | None = None,
     ) -> int:
-        """Queue the intent's row and wait for it at most ``intent_wait`` (not at all
-        while the writer is stalled); a negative ticket stands for a row still queued
-        (:meth:`~genwidgets.jobs.ledger.Ledger.record_intent` says why)."""
+        """Write the intent before the create request leaves; returns the row id.
+        ``tag`` says what the create is for (a batch's row and attempt, a grid's cell:
+        each finds its task by it, docs/decisions.md#batch-resume).
+
+        Waits up to ``intent_wait`` seconds for the row to be on disk (a few
+        milliseconds normally), and not at all while the writer is stalled on a
+        busy file. If the file is busy (locked by another process) the row stays
+        queued, ahead of every later write of this task, and a negative ticket
+        standing for the row is returned: every method taking a row id accepts it.
+        See docs/decisions.md#the-ledger-and-the-engine.
+        """
         for name, value in (("gateway", gateway), ("endpoint", endpoint)):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, not {value!r}")
@@ -172,7 +180,8 @@ class LedgerWrites:
         return row_id
 
     def record_handle(self, row_id: int, handle: Handle) -> concurrent.futures.Future[None]:
-        """Queue the handle on the intent's row; the write takes this ledger's lease."""
+        """The create request answered with a task handle: the task exists, and this
+        ledger holds its lease (see :mod:`.lease`). Queued; returns the write's future."""
         now = self._clock()
         owner = self._leases.take()
 
@@ -209,7 +218,8 @@ class LedgerWrites:
     def record_create_failed(
         self, row_id: int, error: str, *, created_nothing: bool
     ) -> concurrent.futures.Future[None]:
-        """Queue the failed create: ``not_created`` if certain, else ``outcome_unknown``."""
+        """The create request failed: ``not_created`` if certain, else ``outcome_unknown``.
+        Queued; returns the write's future."""
         now = self._clock()
         state = NOT_CREATED if created_nothing else OUTCOME_UNKNOWN
         text = error_text(error)
@@ -240,8 +250,8 @@ class LedgerWrites:
         *,
         payload: Mapping[str, Any] | None = None,
     ) -> concurrent.futures.Future[int]:
-        """Queue the row of a task re-attached by id (inserted when missing), leased by
-        this ledger; the future holds the row id."""
+        """Make sure a task re-attached by request id has a row (inserted when missing),
+        leased by this ledger; the future holds the row id."""
         now = self._clock()
         owner = self._leases.take()
         stored = json.dumps(scrub_payload(payload or {}))
@@ -291,8 +301,11 @@ class LedgerWrites:
     def record_status(
         self, gateway: str, request_id: str, status: Status
     ) -> concurrent.futures.Future[bool]:
-        """Queue a status change, unless it repeats the last one seen for the task;
-        the future holds whether a row changed."""
+        """Note a status change; repeated equal statuses write nothing.
+
+        Queued; the future holds whether a row changed (False for an unknown task,
+        a repeat, or a task whose final result is already recorded).
+        """
         key = (gateway, request_id)
         seen = (status.status, status.queue_position)
         if self._last_status.get(key) == seen:
@@ -332,8 +345,8 @@ class LedgerWrites:
     def record_result(
         self, gateway: str, request_id: str, result: Result
     ) -> concurrent.futures.Future[bool]:
-        """Queue the final answer, keeping the local paths already recorded; the future
-        holds whether the task had a row."""
+        """Store the final answer; local paths already recorded are kept. Queued; the
+        future holds whether the task had a row."""
         outputs = [output_record(o) for o in result.outputs]
         now = self._clock()
         self._last_status.pop((gateway, request_id), None)

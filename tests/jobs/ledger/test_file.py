@@ -17,7 +17,7 @@ from genwidgets.jobs.ledger import Ledger
 
 def _open(path: Path) -> Ledger:
     ledger = Ledger(path)
-    ledger.record_intent(gateway="simulator", endpoint="e", payload={})
+    ledger.writes.record_intent(gateway="simulator", endpoint="e", payload={})
     ledger.close()
     return ledger
 

@@ -55,9 +55,10 @@ async def polls(number):
     return min(times)
 
 print(json.dumps({
-    "status_us": best(lambda: Status.from_body(STATUS, endpoint="ep", request_id="r1"), 2000),
-    "result_us": best(lambda: Result.from_body(RESULT, endpoint="ep", base_url="http://gw"), 200),
-    "poll_us": asyncio.run(polls(50)),
+    "package": __import__("genwidgets").__file__,
+    "status_us": best(lambda: Status.from_body(STATUS, endpoint="ep", request_id="r1"), 1000),
+    "result_us": best(lambda: Result.from_body(RESULT, endpoint="ep", base_url="http://gw"), 100),
+    "poll_us": asyncio.run(polls(20)),
 }))
 """
 FIGURES = ("status_us", "result_us", "poll_us")
@@ -67,20 +68,24 @@ def _probe(package_root: Path, rounds: int) -> dict[str, float]:
     env = common.child_env({"PYTHONPATH": str(package_root)})
     done = subprocess.run(
         [common.PYTHON, "-c", PROBE, str(rounds)],
+        cwd=package_root,  # ``-c`` puts the working folder first on the path
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
         check=True,
     )
-    return json.loads(done.stdout.splitlines()[-1])
+    figures = json.loads(done.stdout.splitlines()[-1])
+    if not Path(figures.pop("package")).is_relative_to(package_root):
+        raise RuntimeError(f"the probe did not import the package under {package_root}")
+    return figures
 
 
 def _best(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: round(min(run[key] for run in runs), 2) for key in FIGURES}
 
 
-def run_parsing(runs: int = 3, rounds: int = 30, against: str | None = None) -> dict[str, Any]:
+def run_parsing(runs: int = 3, rounds: int = 100, against: str | None = None) -> dict[str, Any]:
     """The figures of this tree (best of ``runs`` interpreters), the status reading's
     share of a poll, and with ``against`` the same of that revision and the ratios."""
     ours: list[dict[str, float]] = []

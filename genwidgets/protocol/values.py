@@ -160,7 +160,7 @@ class Answer(BaseModel):
         """``body`` read; the one place a refusal becomes ours: a ``ValueError`` naming
         each field refused, what is allowed and what came (inert, cut), never pydantic's."""
         try:
-            return cls.model_validate(body, context=context)
+            return cls.__pydantic_validator__.validate_python(body, context=context)
         except ValidationError as exc:
             raise ValueError("; ".join(_refusal(cls.what, e) for e in exc.errors())) from None
 

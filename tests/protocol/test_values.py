@@ -153,3 +153,10 @@ def test_a_refused_answer_names_the_field_and_shows_what_came_inert_and_cut(
     assert says in message and "; got " in message
     assert "\x1b" not in message and len(message) < 300
     assert "pydantic" not in message and "_HandleAnswer" not in message
+
+
+def test_a_status_or_result_that_is_no_object_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"^the status answer is not a JSON object; got \[1\]$"):
+        Status.from_body([1])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^the result is not a JSON object; got \"done\"$"):
+        Result.from_body("done")  # type: ignore[arg-type]

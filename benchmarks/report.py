@@ -10,6 +10,7 @@ from . import (
     batch,
     drawn,
     ledger_lock,
+    parsing,
     polling_report,
     prompt,
     scale,
@@ -282,6 +283,8 @@ def report(results: dict[str, Any], command: str, quick: bool, machine: dict[str
     lines += _startup_section(results["startup"])
     lines += _weight_section(results["notebook_weight"])
     lines += _simulator_section(results["simulator"])
+    if "parsing" in results:
+        lines += parsing.section(results["parsing"])
     if "ledger_lock" in results:
         lines += ledger_lock.section(results["ledger_lock"])
     lines += _scale_section(results["scale"])

@@ -34,6 +34,7 @@ from benchmarks import (
     kernel,
     ledger_lock,
     notebook_weight,
+    parsing,
     plot,
     polling,
     prompt,
@@ -69,6 +70,7 @@ def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
         ("startup", True, lambda: startup.run_startup(plan.import_runs, plan.form_runs)),
         ("prompt", True, lambda: prompt.run_prompt(plan.prompt_runs)),
         ("simulator", True, lambda: simulator.run_simulator(plan.sim_requests)),
+        ("parsing", True, lambda: parsing.run_parsing(runs=1)),
         (
             "ledger_lock",
             plan.ledger_lock_s > 0,

@@ -21,9 +21,10 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 import httpx
+from pydantic import AliasChoices, Field, PlainValidator, model_validator
 
 from .._config import redact, shown_path
 from .._formats import decode_data_url, extension_for, human_bytes
@@ -31,7 +32,7 @@ from ..errors import DownloadError
 from ..media.files import sniff
 from .fetch import MAX_READ_BYTES
 from .hand_made import HAND_MADE
-from .values import MAX_CONTENT_TYPE, resolve_output_url, str_or_none
+from .values import MAX_CONTENT_TYPE, Answer, Text, resolve_output_url, str_or_none
 
 __all__ = [
     "CACHE_BUDGET",
@@ -72,6 +73,29 @@ class OutputSource(Protocol):
     def write(self, target: Path, data: bytes) -> None:
         """``data`` written to ``target`` whole or not at all, its folder made if needed."""
         ...
+
+
+def _content_type(value: Any) -> str | None:
+    """A record's content type, or None (untyped) when it is blank or too long."""
+    text = str_or_none(value)
+    return None if text is None or len(text) > MAX_CONTENT_TYPE else text.strip() or None
+
+
+class _OutputEntry(Answer):
+    """An output entry as an object, each field under any of its dialects' names.
+    A false value (null, ``""``) counts as absent: a gateway that writes every field
+    may send ``"url": null`` beside its ``file_url``."""
+
+    what = "an output entry"
+    content_type: Annotated[str | None, PlainValidator(_content_type)] = Field(
+        None, validation_alias=AliasChoices("content_type", "mime_type")
+    )
+    url: Text = Field(None, validation_alias=AliasChoices("url", "file_url", "uri"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _given(cls, entry: Mapping[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in entry.items() if value}
 
 
 class _CacheBudget:
@@ -171,17 +195,14 @@ class Output:
                 index=index,
                 _cache=json.dumps(entry).encode(),
             )
-        content_type = str_or_none(entry.get("content_type") or entry.get("mime_type"))
-        if content_type is not None and len(content_type) > MAX_CONTENT_TYPE:
-            content_type = None
-        url = str_or_none(entry.get("url") or entry.get("file_url") or entry.get("uri"))
+        found = _OutputEntry.read(entry)
         return cls(
-            content_type=(content_type or UNTYPED).strip() or UNTYPED,
-            url=resolve_output_url(url, base_url),
+            content_type=found.content_type or UNTYPED,
+            url=resolve_output_url(found.url, base_url),
             raw=dict(entry),
             index=index,
             _source=source,
-            typed=bool(content_type and content_type.strip()),
+            typed=found.content_type is not None,
         )
 
     def learn_type(self, served: str | None = None, head: bytes = b"") -> None:

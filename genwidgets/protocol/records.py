@@ -14,19 +14,25 @@ import json
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
+
+from pydantic import Field, PlainValidator, ValidationInfo, field_validator
 
 from .._config import redact, shown_path
 from .._formats import human_bytes, terminal_text
 from ..errors import GenwidgetsWarning, TaskFailed
 from .output import UNTYPED, Output, OutputSource
 from .values import (
+    Answer,
+    Position,
+    RequestId,
+    Text,
+    Word,
     error_text_of,
     follow_up_url,
     position_of,
     request_id_of,
-    str_or_none,
     word_of,
 )
 
@@ -120,6 +126,60 @@ def queue_url(base_url: str, endpoint: str, request_id: str | None = None) -> st
     return f"{root}/requests/{segment.replace('.', '%2E') if not segment.strip('.') else segment}"
 
 
+def logs_of(value: Any) -> list[Any]:
+    """``logs`` of a body as a list: a list as it is, a growing string as its lines."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, str):
+        return [line for line in value.splitlines() if line.strip()]
+    return [value]
+
+
+class _HandleAnswer(Answer):
+    """A create's answer (spec 2.1): follow-up URLs read against the ``base_url`` of
+    the context (:func:`follow_up_url`)."""
+
+    what = "the task handle"
+    request_id: RequestId = Field(None, validate_default=True)
+    status_url: str | None = None
+    response_url: str | None = None
+    cancel_url: str | None = None
+    queue_position: Position = None
+
+    @field_validator("status_url", "response_url", "cancel_url", mode="plain")
+    @classmethod
+    def _on_gateway(cls, value: Any, info: ValidationInfo) -> str | None:
+        return follow_up_url(value, (info.context or {})["base_url"])
+
+
+class _StatusAnswer(Answer):
+    what = "the status answer"
+    status: Word = None
+    queue_position: Position = None
+    request_id: Text = None
+    logs: Annotated[list[Any], PlainValidator(logs_of)] = Field(default_factory=list)
+
+
+class _ResultAnswer(Answer):
+    """A result (spec 2.2): an object ``error`` as text (:func:`readable`), ``outputs``
+    as a list, None when absent (:data:`FALLBACK_OUTPUT_KEYS` are looked at)."""
+
+    what = "the result"
+    status: Word = None
+    error: Annotated[
+        str | None, PlainValidator(lambda v: error_text_of(readable(v, ERROR_TEXT_KEYS)))
+    ] = None
+    error_type: Annotated[
+        str | None, PlainValidator(lambda v: word_of(readable(v, ERROR_TYPE_KEYS)))
+    ] = None
+    request_id: Text = None
+    outputs: Annotated[
+        list[Any] | None, PlainValidator(lambda v: v if v is None or isinstance(v, list) else [v])
+    ] = None
+
+
 @dataclass(frozen=True)
 class Handle:
     """The task handle of spec 2.1."""
@@ -166,16 +226,8 @@ class Handle:
     def from_body(cls, endpoint: str, body: Mapping[str, Any], base_url: str) -> Handle:
         """Read a create-task answer; fill URLs of the documented shape if absent (or
         unusable); a ``ValueError`` when it names no usable request id."""
-        return cls.documented(
-            base_url,
-            endpoint,
-            request_id_of(body.get("request_id")),
-            status_url=follow_up_url(body.get("status_url"), base_url),
-            response_url=follow_up_url(body.get("response_url"), base_url),
-            cancel_url=follow_up_url(body.get("cancel_url"), base_url),
-            queue_position=position_of(body.get("queue_position")),
-            raw=body,
-        )
+        answer = _HandleAnswer.read(body, base_url=base_url)
+        return cls.documented(base_url, endpoint, raw=body, **dict(answer))
 
 
 @dataclass(frozen=True)
@@ -206,25 +258,15 @@ class Status:
     def from_body(
         cls, body: Mapping[str, Any], *, endpoint: str | None = None, request_id: str | None = None
     ) -> Status:
+        answer = _StatusAnswer.read(body)
         return cls(
-            status=word_of(body.get("status")) or "UNKNOWN",
-            queue_position=position_of(body.get("queue_position")),
+            status=answer.status or "UNKNOWN",
+            queue_position=answer.queue_position,
             raw=dict(body),
             endpoint=endpoint,
-            request_id=request_id or str_or_none(body.get("request_id")),
-            logs=logs_of(body.get("logs")),
+            request_id=request_id or answer.request_id,
+            logs=answer.logs,
         )
-
-
-def logs_of(value: Any) -> list[Any]:
-    """``logs`` of a body as a list: a list as it is, a growing string as its lines."""
-    if value is None:
-        return []
-    if isinstance(value, list):
-        return list(value)
-    if isinstance(value, str):
-        return [line for line in value.splitlines() if line.strip()]
-    return [value]
 
 
 @dataclass(frozen=True)
@@ -296,23 +338,18 @@ class Result:
     ) -> Result:
         """Read a result answer; its outputs read through ``source`` (the jobs layer's;
         none: made by hand), relative output URLs resolve against ``base_url``."""
-        raw_outputs = body.get("outputs")
-        if raw_outputs is None:
-            raw_outputs = _fallback_outputs(body)
-        elif not isinstance(raw_outputs, list):
-            raw_outputs = [raw_outputs]
-        status = word_of(body.get("status")) or COMPLETED
-        error = error_text_of(readable(body.get("error"), ERROR_TEXT_KEYS))
-        if status.upper() in FAILURE_STATUSES and not error:
-            error = status.lower()
+        answer = _ResultAnswer.read(body)
+        entries = _fallback_outputs(body) if answer.outputs is None else answer.outputs
+        status = answer.status or COMPLETED
+        failed = status.upper() in FAILURE_STATUSES and not answer.error
         return cls(
             status=status,
-            error=error,
-            error_type=word_of(readable(body.get("error_type"), ERROR_TYPE_KEYS)),
-            outputs=[Output.from_entry(e, i, source, base_url) for i, e in enumerate(raw_outputs)],
+            error=status.lower() if failed else answer.error,
+            error_type=answer.error_type,
+            outputs=[Output.from_entry(e, i, source, base_url) for i, e in enumerate(entries)],
             raw=dict(body),
             endpoint=endpoint,
-            request_id=request_id or str_or_none(body.get("request_id")),
+            request_id=request_id or answer.request_id,
         )
 
 

@@ -2,17 +2,20 @@
 
 A gateway may send any JSON where the spec shows a field: a queue position of
 10**400, a status word of a megabyte, a request id with a NUL, a URL no client can
-parse. The records read every such value through this module, so a polling schedule,
-a ledger row, a view or a URL only ever sees what it can hold:
-docs/decisions.md#hostile-values.
+parse. The records read every answer through an :class:`Answer` model whose fields
+are the kept forms below, so a polling schedule, a ledger row, a view or a URL only
+ever sees what it can hold: docs/decisions.md#hostile-values.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, TypeVar
 
 import httpx
+from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
 
 from .._formats import TERMINAL_CONTROLS, int_or_none, terminal_text
 
@@ -23,6 +26,11 @@ __all__ = [
     "MAX_QUEUE_POSITION",
     "MAX_REQUEST_ID",
     "MAX_WORD",
+    "Answer",
+    "Position",
+    "RequestId",
+    "Text",
+    "Word",
     "cut",
     "error_text_of",
     "follow_up_url",
@@ -127,3 +135,45 @@ def resolve_output_url(url: str | None, base_url: str | None) -> str | None:
         return str(httpx.URL(base_url.rstrip("/") + "/").join(url))
     except (httpx.InvalidURL, ValueError, TypeError):
         return None
+
+
+#: The kept forms as an :class:`Answer`'s fields declare them: each function above is
+#: the field's whole reading (a plain validator): docs/decisions.md#records-by-pydantic.
+Position = Annotated[int | None, PlainValidator(position_of)]
+RequestId = Annotated[str, PlainValidator(request_id_of)]
+Text = Annotated[str | None, PlainValidator(str_or_none)]
+Word = Annotated[str | None, PlainValidator(word_of)]
+
+AnswerT = TypeVar("AnswerT", bound="Answer")
+
+
+class Answer(BaseModel):
+    """The fields a record takes from a gateway's JSON object, under their names or a
+    dialect's (``AliasChoices``); the rest is ignored here and kept in the record's ``raw``."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    #: what the answer is, as a refusal names it ("the task handle")
+    what: ClassVar[str] = "the answer"
+
+    @classmethod
+    def read(cls: type[AnswerT], body: Any, **context: Any) -> AnswerT:
+        """``body`` read; the one place a refusal becomes ours: a ``ValueError`` naming
+        each field refused, what is allowed and what came (inert, cut), never pydantic's."""
+        try:
+            return cls.__pydantic_validator__.validate_python(body, context=context)
+        except ValidationError as exc:
+            raise ValueError("; ".join(_refusal(cls.what, e) for e in exc.errors())) from None
+
+
+def _refusal(what: str, error: Mapping[str, Any]) -> str:
+    """A kept form's own ``ValueError`` says what is allowed; pydantic's words are ours."""
+    found, where = error.get("ctx", {}).get("error"), ".".join(map(str, error["loc"]))
+    if isinstance(found, ValueError):
+        said = str(found)
+    else:
+        said = f"{what}'s {where}: {error['msg']}" if where else f"{what} is not a JSON object"
+    try:
+        got = json.dumps(error.get("input"), ensure_ascii=False, default=str)
+    except ValueError:  # a circular body made by hand
+        got = "…"
+    return said if got == "null" else f"{said}; got {terminal_text(cut(got, 80) or '')}"

@@ -11,7 +11,7 @@ import pytest
 
 from genwidgets.errors import TaskFailed
 from genwidgets.jobs.output_files import OutputFiles
-from genwidgets.protocol.records import Handle, Output, Result, Status, is_terminal
+from genwidgets.protocol.records import UNTYPED, Handle, Output, Result, Status, is_terminal
 
 
 @pytest.mark.parametrize(
@@ -191,3 +191,13 @@ def test_reprs_are_short_and_name_no_absolute_path(
     failed = Result("FAILED", error="no credits left", error_type="billing", request_id="req-2")
     assert repr(failed) == "<Result FAILED req-2: failed: no credits left (billing)>"
     assert repr(Result("COMPLETED")) == "<Result COMPLETED: no outputs>"
+
+
+def test_an_output_field_sent_as_null_gives_way_to_its_dialects_name() -> None:
+    """A gateway that writes every field sends ``"url": null`` beside its ``file_url``:
+    the alias that holds a value is read, not the first one present."""
+    entry = {"url": None, "file_url": "http://x/b", "content_type": "", "mime_type": "audio/mpeg"}
+    output = Result.from_body({"status": "COMPLETED", "outputs": [entry]}).outputs[0]
+    assert (output.url, output.content_type, output.typed) == ("http://x/b", "audio/mpeg", True)
+    blank = Output.from_entry({"uri": "http://x/c", "content_type": "  ", "mime_type": None})
+    assert (blank.url, blank.content_type, blank.typed) == ("http://x/c", UNTYPED, False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from genwidgets.protocol.records import Handle, Result, Status, queue_url
 from genwidgets.protocol.values import (
@@ -130,3 +131,32 @@ def test_a_relative_output_url_resolves_against_the_gateway(url: str, kept: str)
     )
     assert result.outputs[0].url == kept
     assert resolve_output_url(url, None) == url  # no gateway known: left as it is
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"request_id": "\x1b]52;c;" + "x" * 500}, "control character (U+001B at position 0)"),
+        ({"request_id": ["r"] * 1000}, "is a JSON list, not a string"),
+        ([{"request_id": "r"}], "the task handle is not a JSON object"),
+    ],
+)
+def test_a_refused_answer_names_the_field_and_shows_what_came_inert_and_cut(
+    body: Any, says: str
+) -> None:
+    """The one place a pydantic refusal becomes ours: a plain ValueError (never
+    pydantic's), naming the field and what is allowed, with what came shown inert and cut."""
+    with pytest.raises(ValueError) as caught:
+        Handle.from_body("ep", body, BASE)
+    assert not isinstance(caught.value, ValidationError)
+    message = str(caught.value)
+    assert says in message and "; got " in message
+    assert "\x1b" not in message and len(message) < 300
+    assert "pydantic" not in message and "_HandleAnswer" not in message
+
+
+def test_a_status_or_result_that_is_no_object_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"^the status answer is not a JSON object; got \[1\]$"):
+        Status.from_body([1])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^the result is not a JSON object; got \"done\"$"):
+        Result.from_body("done")  # type: ignore[arg-type]

@@ -50,6 +50,10 @@ _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 _ATTRIBUTE = re.compile(r"^[a-zA-Z][a-zA-Z0-9-]*$")  # SVG's are camelCase (viewBox)
 #: Elements with no content and no end tag.
 _VOID = frozenset({"br", "hr", "img", "input", "meta", "source", "wbr"})
+#: Elements that run or load a document: a face never writes one.
+_ACTIVE = frozenset({"script", "iframe", "object", "embed", "frame", "base", "form"})
+#: Attributes holding a URL: written only when :func:`url_kind` accepts it.
+_URL_ATTRIBUTES = frozenset({"href", "src", "poster"})
 
 
 def join(children: Iterable[Any], sep: str = "") -> Html:
@@ -62,16 +66,19 @@ def join(children: Iterable[Any], sep: str = "") -> Html:
 
 def tag(name: str, attrs: Mapping[str, Any] | None = None, *children: Any) -> Html:
     """``<name attr="value">children</name>``: each value escaped and double-quoted in
-    the order given (``None`` or ``False`` leaves it out, ``True`` writes it bare), the
-    children joined by :func:`join`. Tag and attribute names are the caller's constants."""
-    if not _NAME.match(name):
-        raise ValueError(f"{name!r} is not a tag name: use lowercase letters, digits, '-'")
+    the order given (``None`` or ``False`` leaves it out, ``True`` writes it bare, a
+    ``href``, ``src`` or ``poster`` :func:`url_kind` refuses is left out), the children
+    joined by :func:`join`. Names are the caller's constants: no script, no ``on*``."""
+    if not _NAME.match(name) or name in _ACTIVE:
+        raise ValueError(f"{name!r} is not a tag name a face may write: lowercase, not active")
     parts = [name]
     for key, value in (attrs or {}).items():
-        if not _ATTRIBUTE.match(key):
-            raise ValueError(f"{key!r} is not an attribute name: use letters, digits, '-'")
+        if not _ATTRIBUTE.match(key) or key.lower().startswith("on"):
+            raise ValueError(f"{key!r} is not an attribute name: letters, digits, '-', no on*")
         if value is None or value is False:
             continue
+        if key in _URL_ATTRIBUTES and url_kind(value) is None:
+            continue  # a URL that could carry script, or no URL: no link rather than a hole
         parts.append(key if value is True else f'{key}="{esc(value)}"')
     head = " ".join(parts)
     if name in _VOID:

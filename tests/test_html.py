@@ -102,9 +102,31 @@ def test_tag_writes_attributes_in_order_leaves_out_none_and_closes_void_elements
         tag("img", None, "text")
 
 
+def test_tag_writes_a_url_only_of_an_allowed_kind() -> None:
+    for url in ("javascript:alert(1)", "data:text/html,<script>x</script>", "java\tscript:x"):
+        assert tag("a", {"href": url}, "x") == "<a>x</a>"
+        assert tag("img", {"src": url, "alt": ""}) == '<img alt="">'
+        assert tag("video", {"poster": url}) == "<video></video>"
+    fine = "https://cdn.example/a.png?x=1&y=2"
+    assert tag("a", {"href": fine}) == '<a href="https://cdn.example/a.png?x=1&amp;y=2"></a>'
+    assert (
+        tag("img", {"src": "data:image/png;base64,AAAA"})
+        == '<img src="data:image/png;base64,AAAA">'
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "attrs"),
-    [("div onclick=x", None), ("<div", None), ("div", {"on click": "x"}), ("div", {'a"': "x"})],
+    [
+        ("div onclick=x", None),
+        ("<div", None),
+        ("div", {"on click": "x"}),
+        ("div", {'a"': "x"}),
+        ("img", {"onerror": "alert(1)"}),
+        ("div", {"ONMOUSEOVER": "x"}),
+        ("script", None),
+        ("iframe", {"src": "https://x.example"}),
+    ],
 )
 def test_tag_and_attribute_names_are_words(name: str, attrs: dict[str, str] | None) -> None:
     with pytest.raises(ValueError, match="name"):

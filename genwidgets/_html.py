@@ -1,32 +1,91 @@
 """HTML safety: the one place text, URLs, content types and JSON are made safe for a page.
 
-Widgets and the lab's exports write HTML by hand; everything that reaches it goes
-through :func:`esc`, every URL through :func:`url_kind`, every content type through
-:func:`safe_mime` and JSON in a ``<script>`` through :func:`json_script`, so "hostile
-outputs are harmless" is checked in one module. It is in the base layer so the lab,
-below the widgets, uses the same rules: docs/decisions.md#html-safety.
+The widgets write HTML with :func:`tag`, which escapes every text and attribute value
+by one rule (:func:`esc`) and returns :class:`Html`, markup already safe, which it
+never escapes again: so text cannot reach a page unescaped, nor markup escaped twice.
+Every URL goes through :func:`url_kind`, every content type through :func:`safe_mime`
+and JSON in a ``<script>`` through :func:`json_script`, so "hostile outputs are
+harmless" is checked in one module. It is in the base layer so the lab, below the
+widgets, uses the same rules: docs/decisions.md#html-safety.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 __all__ = [
     "SAFE_DATA_MIME",
+    "Html",
     "UrlKind",
     "esc",
+    "join",
     "json_script",
     "safe_mime",
     "safe_url",
+    "tag",
     "url_kind",
 ]
 
 
-def esc(value: Any) -> str:
-    """HTML-escape anything (quotes included), so it is safe in text and attributes."""
-    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+class Html(str):
+    """Markup that is safe as it is: what :func:`tag`, :func:`esc` and :func:`join`
+    return. Build one by hand only from a constant of this package (a ``<style>``'s
+    CSS), never from data: anything else reaches a page through :func:`esc`."""
+
+    __slots__ = ()
+
+
+def esc(value: Any) -> Html:
+    """HTML-escape anything (quotes included), so it is safe in text and attributes;
+    :class:`Html` is already safe and comes back as it is (never escaped twice)."""
+    if isinstance(value, Html):
+        return value
+    return Html(html.escape(value if isinstance(value, str) else str(value), quote=True))
+
+
+_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
+_ATTRIBUTE = re.compile(r"^[a-zA-Z][a-zA-Z0-9-]*$")  # SVG's are camelCase (viewBox)
+#: Elements with no content and no end tag.
+_VOID = frozenset({"br", "hr", "img", "input", "meta", "source", "wbr"})
+#: Elements that run or load a document: a face never writes one.
+_ACTIVE = frozenset({"script", "iframe", "object", "embed", "frame", "base", "form"})
+#: Attributes holding a URL: written only when :func:`url_kind` accepts it.
+_URL_ATTRIBUTES = frozenset({"href", "src", "poster"})
+
+
+def join(children: Iterable[Any], sep: str = "") -> Html:
+    """Children side by side: :class:`Html` as it is, ``None`` and ``False`` left out,
+    anything else escaped (``sep`` is a constant, escaped as text too)."""
+    return Html(
+        esc(sep).join(esc(c) for c in children if c is not None and c is not False and c != "")
+    )
+
+
+def tag(name: str, attrs: Mapping[str, Any] | None = None, *children: Any) -> Html:
+    """``<name attr="value">children</name>``: each value escaped and double-quoted in
+    the order given (``None`` or ``False`` leaves it out, ``True`` writes it bare, a
+    ``href``, ``src`` or ``poster`` :func:`url_kind` refuses is left out), the children
+    joined by :func:`join`. Names are the caller's constants: no script, no ``on*``."""
+    if not _NAME.match(name) or name in _ACTIVE:
+        raise ValueError(f"{name!r} is not a tag name a face may write: lowercase, not active")
+    parts = [name]
+    for key, value in (attrs or {}).items():
+        if not _ATTRIBUTE.match(key) or key.lower().startswith("on"):
+            raise ValueError(f"{key!r} is not an attribute name: letters, digits, '-', no on*")
+        if value is None or value is False:
+            continue
+        if key in _URL_ATTRIBUTES and url_kind(value) is None:
+            continue  # a URL that could carry script, or no URL: no link rather than a hole
+        parts.append(key if value is True else f'{key}="{esc(value)}"')
+    head = " ".join(parts)
+    if name in _VOID:
+        if children:
+            raise ValueError(f"<{name}> has no content")
+        return Html(f"<{head}>")
+    return Html(f"<{head}>{join(children)}</{name}>")
 
 
 #: What ``<``, ``>`` and ``&`` become in JSON text: the same string to a JSON parser,

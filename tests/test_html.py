@@ -9,7 +9,17 @@ from html.parser import HTMLParser
 
 import pytest
 
-from genwidgets._html import SAFE_DATA_MIME, esc, json_script, safe_mime, safe_url, url_kind
+from genwidgets._html import (
+    SAFE_DATA_MIME,
+    Html,
+    esc,
+    join,
+    json_script,
+    safe_mime,
+    safe_url,
+    tag,
+    url_kind,
+)
 
 HOSTILE = "</td><script>alert(\"x\" & 'y')</script><!-- <img src=x onerror=alert(1)>"
 
@@ -62,6 +72,65 @@ def test_escaped_text_reads_back_as_itself_in_text_and_in_attributes() -> None:
 )
 def test_esc_takes_anything_and_escapes_quotes_too(value: object, expected: str) -> None:
     assert esc(value) == expected
+
+
+def test_tag_escapes_every_text_and_attribute_value_by_the_one_rule() -> None:
+    page = tag("div", {"title": HOSTILE, "data-x": HOSTILE}, HOSTILE, tag("b", None, HOSTILE))
+    reader = read(page)
+    assert reader.tags == [("div", {"title": HOSTILE, "data-x": HOSTILE}), ("b", {})]
+    assert "".join(reader.text) == HOSTILE + HOSTILE
+    assert reader.scripts == []
+    assert isinstance(page, Html)
+
+
+def test_markup_is_never_escaped_twice_and_text_always_once() -> None:
+    inner = tag("b", None, "a & b")
+    assert inner == "<b>a &amp; b</b>"
+    assert esc(inner) is inner and esc(esc("a & b")) == "a &amp; b"
+    assert tag("p", None, inner, " & ", "<i>") == "<p><b>a &amp; b</b> &amp; &lt;i&gt;</p>"
+    # text built from markup by hand is text again: f-strings and + make a plain str
+    assert tag("p", None, f"{inner}") == "<p>&lt;b&gt;a &amp;amp; b&lt;/b&gt;</p>"
+    assert join([inner, None, False, "", 0, "x<"], " · ") == "<b>a &amp; b</b> · 0 · x&lt;"
+
+
+def test_tag_writes_attributes_in_order_leaves_out_none_and_closes_void_elements() -> None:
+    attrs = {"controls": True, "src": "a.mp4", "poster": None, "muted": False, "width": 3}
+    assert tag("video", attrs) == '<video controls src="a.mp4" width="3"></video>'
+    assert tag("img", {"src": "x", "alt": ""}) == '<img src="x" alt="">'
+    assert tag("svg", {"viewBox": "0 0 24 24"}) == '<svg viewBox="0 0 24 24"></svg>'
+    with pytest.raises(ValueError, match="no content"):
+        tag("img", None, "text")
+
+
+def test_tag_writes_a_url_only_of_an_allowed_kind() -> None:
+    for url in ("javascript:alert(1)", "data:text/html,<script>x</script>", "java\tscript:x"):
+        assert tag("a", {"href": url}, "x") == "<a>x</a>"
+        assert tag("img", {"src": url, "alt": ""}) == '<img alt="">'
+        assert tag("video", {"poster": url}) == "<video></video>"
+    fine = "https://cdn.example/a.png?x=1&y=2"
+    assert tag("a", {"href": fine}) == '<a href="https://cdn.example/a.png?x=1&amp;y=2"></a>'
+    assert (
+        tag("img", {"src": "data:image/png;base64,AAAA"})
+        == '<img src="data:image/png;base64,AAAA">'
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "attrs"),
+    [
+        ("div onclick=x", None),
+        ("<div", None),
+        ("div", {"on click": "x"}),
+        ("div", {'a"': "x"}),
+        ("img", {"onerror": "alert(1)"}),
+        ("div", {"ONMOUSEOVER": "x"}),
+        ("script", None),
+        ("iframe", {"src": "https://x.example"}),
+    ],
+)
+def test_tag_and_attribute_names_are_words(name: str, attrs: dict[str, str] | None) -> None:
+    with pytest.raises(ValueError, match="name"):
+        tag(name, attrs)
 
 
 def test_json_in_a_script_reads_back_the_same_and_cannot_end_the_script() -> None:

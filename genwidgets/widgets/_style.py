@@ -1,20 +1,20 @@
-"""The widgets' look: text styles, badges, shared layouts, the status look and formatters.
+"""The widgets' look: text styles, shared layouts, the status look and formatters.
 
-Colours come from the base layer's palette (``genwidgets/_palette.py``) and HTML
-safety from ``genwidgets/_html.py``; both are re-exported here, so widgets import
-their look from one module and the lab's exports use the same rules. Status words
-and their colours: docs/decisions.md#status-look.
+Colours come from the base layer's palette (``genwidgets/_palette.py``) and the URL
+and content-type rules from ``genwidgets/_html.py``; both are re-exported here, so
+widgets import their look from one module and the lab's exports use the same rules.
+The HTML itself is written in :mod:`.markup` alone. Status words and their colours:
+docs/decisions.md#status-look.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._html import SAFE_DATA_MIME, UrlKind, esc, safe_mime, safe_url, url_kind
+from .._html import SAFE_DATA_MIME, UrlKind, safe_mime, safe_url, url_kind
 from .._palette import COLOURS, PALETTE, Category
 from ..protocol.records import FAILURE_STATUSES, Result, Status, is_terminal
 
@@ -22,9 +22,7 @@ if TYPE_CHECKING:
     import ipywidgets
 
 __all__ = [  # the look, and what it re-exports from the base layer
-    "BILLED_BADGE",
     "COLOURS",
-    "CUT_STYLE",
     "ERROR_STYLE",
     "HELP_STYLE",
     "KIND_ICONS",
@@ -32,23 +30,16 @@ __all__ = [  # the look, and what it re-exports from the base layer
     "OK_STYLE",
     "PALETTE",
     "SAFE_DATA_MIME",
-    "SIMULATED_BADGE",
     "WARN_STYLE",
     "Category",
     "StatusLook",
     "UrlKind",
-    "cut_html",
-    "error_html",
-    "esc",
     "format_elapsed",
     "layout",
     "look_of",
-    "progress_bar_html",
     "safe_mime",
     "safe_url",
     "short",
-    "status_badge",
-    "table_html",
     "url_kind",
 ]
 
@@ -58,10 +49,6 @@ ERROR_STYLE = f"color:{PALETTE['error']}"
 WARN_STYLE = f"color:{PALETTE['warn']}"
 OK_STYLE = f"color:{PALETTE['ok']}"
 MUTED_STYLE = f"color:{PALETTE['muted']}"
-_BADGE_STYLE = (
-    f"background:{PALETTE['badge_bg']};color:{PALETTE['badge_fg']};border-radius:4px;"
-    "padding:0 6px;font-size:0.85em"
-)
 
 #: Icons for outputs (and cards) with no thumbnail, by Output.kind / catalog kind.
 KIND_ICONS: dict[str, str] = {
@@ -150,54 +137,6 @@ def _str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def status_badge(look: StatusLook) -> str:
-    """The coloured status word as HTML (escaped), with the wire name as a tooltip."""
-    title = f' title="{esc(look.raw)}"' if look.raw and look.raw != look.word else ""
-    return (
-        f'<span class="gw-status gw-status-{look.category}"{title} '
-        f'style="color:{look.colour};font-weight:600">{esc(look.word)}</span>'
-    )
-
-
-#: One line cut with an ellipsis where its box ends (the full text goes in a tooltip).
-CUT_STYLE = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;min-width:0"
-
-
-def cut_html(inner: str, title: str, *, cls: str = "", style: str = "") -> str:
-    """A one-line ``<div>`` that never widens its box: ``inner`` (HTML, already escaped)
-    ends in "…" where the box ends, and ``title`` (plain text, escaped here) is its
-    tooltip. Cards in a grid use it so a long URL cannot push into the next card."""
-    klass = f' class="{esc(cls)}"' if cls else ""
-    return f'<div{klass} title="{esc(title)}" style="{CUT_STYLE};{style}">{inner}</div>'
-
-
-def error_html(look: StatusLook) -> str:
-    """``error`` and ``error_type`` in red, escaped; empty when there is no error."""
-    if not look.error and not look.error_type:
-        return ""
-    kind = (
-        f' <code style="color:{COLOURS["failed"]}">({esc(look.error_type)})</code>'
-        if look.error_type
-        else ""
-    )
-    return (
-        f'<div class="gw-error" style="color:{COLOURS["failed"]};overflow-wrap:anywhere">'
-        f"{esc(look.error or '')}{kind}</div>"
-    )
-
-
-#: The one "simulated" badge: every widget drawn for the embedded simulator shows it.
-SIMULATED_BADGE = (
-    '<span class="gw-simulated" title="answers come from the local simulator, not a real '
-    f'gateway" style="{_BADGE_STYLE}">simulated</span>'
-)
-
-#: The billed badge beside a field that changes what a task costs.
-BILLED_BADGE = (
-    '<span class="gw-billed" title="This field affects what the task bills" '
-    f'style="{_BADGE_STYLE}">$</span>'
-)
-
 _LAYOUTS: dict[str, dict[str, str]] = {
     "label": {"width": "190px", "min_width": "190px"},
     "wide": {"width": "auto", "flex": "1 1 auto"},
@@ -258,66 +197,3 @@ def short(value: Any, limit: int = 80) -> str:
     if text.startswith("data:") and "," in text:
         text = text.split(",", 1)[0] + ",…"
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def progress_bar_html(look: StatusLook) -> str:
-    """An indeterminate progress bar, drawn with a CSS animation.
-
-    ipywidgets has no indeterminate progress mode, and animating an
-    ``IntProgress`` would mean a widget message every few hundred milliseconds
-    per view. A CSS animation moves in the browser alone: the kernel writes the
-    bar only when the state changes (queued → running → done). Where styles
-    are stripped (an untrusted saved notebook) it degrades to a static bar.
-    """
-    colour = look.colour
-    if look.terminal:
-        return (
-            '<div class="gw-bar" style="height:6px;border-radius:3px;'
-            f'background:{colour};width:100%"></div>'
-        )
-    speed = "1.6s" if look.category == "running" else "3s"
-    return (
-        "<style>@keyframes gw-slide{0%{margin-left:-30%}100%{margin-left:100%}}</style>"
-        '<div class="gw-bar gw-bar-indeterminate" style="height:6px;border-radius:3px;'
-        f'background:{PALETTE["track"]};overflow:hidden;width:100%">'
-        f'<div style="height:100%;width:30%;background:{colour};border-radius:3px;'
-        f'animation:gw-slide {speed} ease-in-out infinite"></div></div>'
-    )
-
-
-def table_html(data: Any, *, depth: int = 0, max_depth: int = 6, max_items: int = 200) -> str:
-    """A readable, escaped HTML table of JSON-like data; nested values nest tables,
-    and anything deeper than ``max_depth`` is pretty-printed in a ``<pre>``."""
-    cell = (
-        f"border:1px solid {PALETTE['border']};padding:2px 6px;vertical-align:top;text-align:left"
-    )
-    if isinstance(data, Mapping) and data and depth < max_depth:
-        rows = []
-        for i, (key, value) in enumerate(data.items()):
-            if i >= max_items:
-                rows.append(f'<tr><td style="{cell}" colspan="2">… {len(data) - i} more</td></tr>')
-                break
-            rows.append(
-                f'<tr><th style="{cell};font-weight:600">{esc(key)}</th>'
-                f'<td style="{cell}">{table_html(value, depth=depth + 1)}</td></tr>'
-            )
-        return f'<table class="gw-table" style="border-collapse:collapse">{"".join(rows)}</table>'
-    if isinstance(data, list) and data and depth < max_depth:
-        if all(not isinstance(v, (Mapping, list)) for v in data):
-            return esc(", ".join(short(v, 200) for v in data[:max_items])) + (
-                f" … ({len(data)} items)" if len(data) > max_items else ""
-            )
-        rows = [
-            f'<tr><th style="{cell}">{i}</th><td style="{cell}">'
-            f"{table_html(v, depth=depth + 1)}</td></tr>"
-            for i, v in enumerate(data[:max_items])
-        ]
-        return f'<table class="gw-table" style="border-collapse:collapse">{"".join(rows)}</table>'
-    if isinstance(data, (Mapping, list)):
-        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-        return f'<pre style="margin:0">{esc(text)}</pre>'
-    if data is None:
-        return f'<span style="color:{PALETTE["muted"]}">null</span>'
-    if isinstance(data, str) and ("\n" in data or len(data) > 120):
-        return f'<pre style="margin:0;white-space:pre-wrap">{esc(data)}</pre>'
-    return esc(data if isinstance(data, str) else json.dumps(data, default=str))

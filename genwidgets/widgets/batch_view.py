@@ -25,7 +25,8 @@ from ..lab.batch_open import batches as batches  # importing it installs the liv
 from ..lab.batch_row import BatchRow
 from ..lab.progress import Snapshot
 from ..media.thumbnails import data_url, thumbnail
-from ._style import COLOURS, PALETTE, SIMULATED_BADGE, esc
+from . import markup
+from ._style import COLOURS
 from .faces import Faces, in_kernel, static_module
 from .ticker import MIN_INTERVAL, Throttle, guarded
 
@@ -175,35 +176,29 @@ def static_copy(batch: Batch, thumbs: list[dict[str, Any]]) -> dict[str, str]:
     """The batch as plain HTML (and text): what a saved notebook keeps of it."""
     snap = batch.snapshot()
     colour = {"done": COLOURS["done"], "failed": COLOURS["failed"], "running": COLOURS["running"]}
-    counts = " · ".join(
-        f'<span style="color:{colour.get(k, COLOURS["queued"])}">{n} {k}</span>'
+    counts = [
+        (k, n, colour.get(k, COLOURS["queued"]))
         for k, n in (
             ("done", snap.done),
             ("running", snap.running),
             ("queued", snap.queued),
             ("failed", snap.failed),
         )
-    )
-    pictures = "".join(
-        f'<figure style="margin:0;width:{THUMB_SIDE}px;font-size:11px;color:{PALETTE["muted"]}">'
-        + (
-            f'<img src="{esc(t["src"])}" alt="" style="max-width:{THUMB_SIDE}px">'
-            if t["src"]
-            else ""
-        )
-        + f'<figcaption style="overflow-wrap:anywhere">{esc(t["label"])}</figcaption></figure>'
-        for t in thumbs
-        if t.get("src", "").startswith("data:image/") or not t.get("src")
-    )
-    badge = f" {SIMULATED_BADGE}" if getattr(batch.client, "embedded", False) else ""
-    html = (
-        f'<div class="gw-batch-static" style="font-family:system-ui,sans-serif;font-size:13px;'
-        f'color:{PALETTE["ink"]}"><div><b>batch {esc(batch.id)}</b> → {esc(batch.endpoint)}'
-        f"{badge}</div><div>{counts} of {snap.total}</div>"
-        f'<div style="color:{PALETTE["muted"]}">{esc(snap.line())}</div>'
-        f'<div style="color:{PALETTE["muted"]}">files and manifest.csv in '
-        f"<code>{esc(shown_path(batch.out))}</code></div>"
-        f'<div style="display:flex;flex-wrap:wrap;gap:6px;margin-top:4px">{pictures}</div></div>'
+    ]
+    html = markup.batch_face(
+        batch_id=batch.id,
+        endpoint=batch.endpoint,
+        simulated=getattr(batch.client, "embedded", False),
+        counts=counts,
+        total=snap.total,
+        line=snap.line(),
+        out=shown_path(batch.out),
+        pictures=(
+            (t.get("src") or "", t["label"])
+            for t in thumbs
+            if t.get("src", "").startswith("data:image/") or not t.get("src")
+        ),
+        side=THUMB_SIDE,
     )
     return {"text/html": html, "text/plain": snap.line()}
 

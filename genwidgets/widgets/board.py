@@ -25,7 +25,8 @@ import ipywidgets
 from .._client import default_client
 from ..lab.plan import differing_params
 from ..lab.store import store_for
-from ._style import MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc, format_elapsed, status_badge
+from . import markup
+from ._style import format_elapsed
 from .cards import (
     CARD_LAYOUT,
     CardData,
@@ -163,7 +164,7 @@ class Board(ipywidgets.VBox):
             ],
             layout={"align_items": "center", "grid_gap": "8px", "flex_flow": "row wrap"},
         )
-        badge = ipywidgets.HTML(SIMULATED_BADGE if client.embedded else "")
+        badge = ipywidgets.HTML(markup.SIMULATED_BADGE if client.embedded else "")
         super().__init__(
             [ipywidgets.HBox([controls, badge], layout={"flex_flow": "row wrap"}), self.grid,
              self.pager]
@@ -375,7 +376,7 @@ class Board(ipywidgets.VBox):
             earlier = self.earlier_count()
             self.earlier.description = f"earlier sessions ({earlier})"
             self.earlier.disabled = earlier == 0 and not self.earlier.value
-            self.count_html.value = f'<span style="{MUTED_STYLE}">{esc(self.count_words())}</span>'
+            self.count_html.value = markup.muted_span(self.count_words())
         if self.faces is not None:
             self.faces.refresh()
 
@@ -402,60 +403,47 @@ def count_words(jobs: int, total: int, grids: int) -> str:
     return ", ".join(parts) or "no jobs or grids yet"
 
 
-_TD = f"border-bottom:1px solid {PALETTE['border']};padding:4px 6px;vertical-align:middle"
-
-
 def board_table(board: Board, limit: int) -> dict[str, str]:
     """The board's lasting face: its grids, then its jobs (newest first, at most
     ``limit``), one row each with a thumbnail, status, elapsed time and request id."""
     jobs = board.shown()[:limit]
-    grids = board.grids_shown()
-    rows = []
-    for entry in grids:
-        record = entry.record
-        rows.append(
-            f"<tr><td style='{_TD}'>{_grid_thumb(entry, board.jobs)}</td>"
-            f"<td style='{_TD}'><b>{esc(record.endpoint)}</b> grid</td>"
-            f"<td style='{_TD}'>{record.sent} of {len(record.cells)} sent · "
-            f"{record.rated} rated</td><td style='{_TD}'></td>"
-            f"<td style='{_TD}'><code>gw.load_grid({esc(repr(record.id))})</code></td></tr>"
+    rows = [
+        markup.board_row(
+            _grid_thumb(entry, board.jobs),
+            markup.join([markup.bold(entry.record.endpoint), " grid"]),
+            f"{entry.record.sent} of {len(entry.record.cells)} sent · {entry.record.rated} rated",
+            "",
+            markup.code(f"gw.load_grid({entry.record.id!r})"),
         )
-    for data in jobs:
-        rows.append(
-            f"<tr><td style='{_TD}'>{_row_thumb(data.outputs)}</td>"
-            f"<td style='{_TD}'><b>{esc(data.endpoint)}</b></td>"
-            f"<td style='{_TD}'>{status_badge(data.look)}</td>"
-            f"<td style='{_TD}'>{esc(format_elapsed(data.elapsed))}</td>"
-            f"<td style='{_TD}'><code style='user-select:all'>{esc(data.request_id)}</code></td>"
-            "</tr>"
+        for entry in board.grids_shown()
+    ]
+    rows += [
+        markup.board_row(
+            _row_thumb(data.outputs),
+            markup.bold(data.endpoint),
+            markup.status_badge(data.look),
+            format_elapsed(data.elapsed),
+            markup.selectable(data.request_id),
         )
-    simulated = f" {SIMULATED_BADGE}" if board.client.embedded else ""
+        for data in jobs
+    ]
     words = board.count_words()
-    head = (
-        f'<div class="gw-board-head"><b>board</b> · {esc(words)} when last seen{simulated}</div>'
-    )
-    table = (
-        f'<table class="gw-board-table" style="border-collapse:collapse">{"".join(rows)}</table>'
-    )
     lines = [f"board: {words}"]
     lines += [f"  {d.endpoint} {d.request_id} {d.look.word}" for d in jobs]
     return {
-        "text/html": f'<div class="gw-board-lasting">{head}{table}</div>',
+        "text/html": markup.board_face(words, board.client.embedded, rows),
         "text/plain": "\n".join(lines),
     }
 
 
-def _row_thumb(outputs: Sequence[Output], kind: str | None = None) -> str:
+def _row_thumb(outputs: Sequence[Output], kind: str | None = None) -> markup.Html:
     src = thumbnail_src(outputs)
     if src is None:
         return kind_icon(outputs[0].kind if outputs else kind, 32)
-    return (
-        f'<img class="gw-thumb" src="{esc(src)}" alt="" '
-        'style="max-width:96px;max-height:72px;object-fit:contain">'
-    )
+    return markup.row_picture(src)
 
 
-def _grid_thumb(entry: GridEntry, jobs: Mapping[str, JobLike]) -> str:
+def _grid_thumb(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Html:
     """A grid's row: the picture of its best-rated cell (else its first with one), as
     the live board's entry shows it."""
     cells = sorted(entry.record.cells, key=lambda c: -(c.stars or 0))

@@ -4,7 +4,7 @@ The board lays them out in a grid of columns; :mod:`.sweep` shows one per cell. 
 never widens its column: its box has ``contain: inline-size`` (its width comes from the
 column, never from its content) and may shrink below its content (``CARD_LAYOUT``), and
 every one-line value (endpoint, parameters, request id) is cut with "…" and carries the
-full text as a tooltip (:func:`~._style.cut_html`).
+full text as a tooltip (:func:`~.markup.cut_html`).
 """
 
 from __future__ import annotations
@@ -21,18 +21,8 @@ from ..lab.axes import Axis
 from ..lab.plan import differing_params
 from ..lab.store import GridRecord
 from ..protocol.records import Output
-from ._style import (
-    MUTED_STYLE,
-    PALETTE,
-    SIMULATED_BADGE,
-    StatusLook,
-    cut_html,
-    error_html,
-    esc,
-    format_elapsed,
-    short,
-    status_badge,
-)
+from . import markup
+from ._style import StatusLook, format_elapsed, short
 from .lasting import thumbnail_src
 from .render import source_of, to_html
 from .task import is_simulated, job_look
@@ -78,22 +68,16 @@ _ICON_OF_KIND = {
 }
 
 
-def kind_icon(kind: str | None, size: int = 40) -> str:
+def kind_icon(kind: str | None, size: int = 40) -> markup.Html:
     """An inline SVG icon of an output or endpoint kind (stroked, grey)."""
     name = _ICON_OF_KIND.get(kind or "", kind or "binary")
-    path = _ICON_PATHS.get(name, _ICON_PATHS["binary"])
-    return (
-        f'<svg class="gw-icon gw-icon-{esc(name)}" width="{size}" height="{size}" '
-        f'viewBox="0 0 24 24" fill="none" stroke="{PALETTE["muted"]}" stroke-width="1.5" '
-        'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true">'
-        f'<path d="{path}"/></svg>'
-    )
+    return markup.icon(name, _ICON_PATHS.get(name, _ICON_PATHS["binary"]), size)
 
 
 # --- cards -----------------------------------------------------------------------
 
 
-def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> str:
+def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> markup.Html:
     """A card's picture: the kernel-made thumbnail of its first image (or a video's
     poster) where the bytes are at hand, else the image's own URL (a gateway's, never
     a full file as bytes: a board's state holds a card per job,
@@ -108,16 +92,12 @@ def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> str:
             break
     if href is None:
         return kind_icon(outputs[0].kind if outputs else kind_hint)
-    return (
-        f'<img src="{esc(href)}" alt="" loading="lazy" '
-        'style="max-width:100%;max-height:120px;object-fit:contain">'
-    )
+    return markup.card_picture(href)
 
 
 @functools.lru_cache(maxsize=256)
 def _endpoint_kind(endpoint: str) -> str | None:
     try:
-
         return catalog_endpoint(endpoint).kind
     except Exception:  # unknown endpoint: no icon hint
         return None
@@ -127,7 +107,6 @@ def _endpoint_kind(endpoint: str) -> str | None:
 def _endpoint_fields(endpoint: str) -> frozenset[str] | None:
     """Wire names and aliases of the endpoint's fields; None for an unknown endpoint."""
     try:
-
         return catalog_endpoint(endpoint).known_names
     except Exception:  # unknown endpoint: only its own payload's keys are listed
         return None
@@ -175,52 +154,35 @@ def card_html(
     *,
     label: str = "",
     outputs: bool = False,
-) -> str:
-    """A card as escaped HTML: thumbnail (or all outputs), endpoint, status,
-    elapsed, the listed parameters, the error, the request_id."""
-    look = data.look
+) -> markup.Html:
+    """A card: thumbnail (or all outputs), endpoint, status, elapsed, the listed
+    parameters, the error, the request_id."""
     if outputs and data.outputs:
-        cells = "".join(to_html(o, caption=False, prefer_url=True) for o in data.outputs)
-        media = (
-            '<div style="display:grid;grid-template-columns:repeat(auto-fill,minmax(110px,1fr));'
-            f'gap:4px">{cells}</div>'
+        media = markup.card_outputs(
+            to_html(o, caption=False, prefer_url=True) for o in data.outputs
         )
     else:
-        media = (
-            '<div class="gw-thumb" style="height:120px;display:flex;align-items:center;'
-            f'justify-content:center;background:{PALETTE["surface"]}">'
-            f"{_thumbnail(data.outputs, _endpoint_kind(data.endpoint))}</div>"
-        )
+        media = markup.card_thumb(_thumbnail(data.outputs, _endpoint_kind(data.endpoint)))
     payload = data.payload or {}
     fields = _endpoint_fields(data.endpoint)
     params = [k for k in params if k in payload or (fields is not None and k in fields)]
-    rows = "".join(
-        cut_html(
-            f'<span style="{MUTED_STYLE}">{esc(key)}</span> = '
-            + (esc(short(payload[key], 60)) if key in payload else "<i>unset</i>"),
+    rows = [
+        markup.card_param(
+            key,
+            short(payload[key], 60) if key in payload else None,
             f"{key} = {short(payload[key], TOOLTIP_CHARS) if key in payload else 'unset'}",
-            cls="gw-param",
         )
         for key in params
-    )
-    head = cut_html(esc(label), label, cls="gw-label", style="font-weight:600") if label else ""
-    elapsed = format_elapsed(data.elapsed)
-    badge = " " + SIMULATED_BADGE if data.simulated else ""
-    return (
-        f'<div class="gw-card" style="border:1px solid {PALETTE["border"]};border-left:4px solid '
-        f"{look.colour};border-radius:6px;padding:6px;font-size:0.9em;overflow:hidden;"
-        f'min-width:0;box-sizing:border-box;contain:inline-size">'
-        f"{head}{media}"
-        + cut_html(f"<b>{esc(data.endpoint)}</b>{badge}", data.endpoint, cls="gw-endpoint")
-        + f"<div>{status_badge(look)} · {esc(elapsed)}</div>"
-        f"{rows}{error_html(look)}"
-        + cut_html(
-            esc(data.request_id),
-            data.request_id,
-            cls="gw-request-id",
-            style=f"user-select:all;font-size:0.8em;{MUTED_STYLE};font-family:monospace",
-        )
-        + "</div>"
+    ]
+    return markup.job_card(
+        data.look,
+        label=label,
+        media=media,
+        endpoint=data.endpoint,
+        simulated=data.simulated,
+        elapsed=format_elapsed(data.elapsed),
+        params=rows,
+        request_id=data.request_id,
     )
 
 
@@ -320,7 +282,7 @@ class GridEntry:
         return "done"
 
 
-def grid_entry_html(entry: GridEntry, jobs: Mapping[str, JobLike]) -> str:
+def grid_entry_html(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Html:
     """One grid as a card: its icon or best-rated image, endpoint, axes, counts, stars."""
     record = entry.record
     axes = record.description.get("axes") or {}
@@ -338,23 +300,12 @@ def grid_entry_html(entry: GridEntry, jobs: Mapping[str, JobLike]) -> str:
             thumb = _thumbnail(result.outputs, "image")
             break
     best = f" · best {rated[0].stars}/5" if rated else ""
-    shape = " × ".join(dims)
     noun = "sweep" if (axes.get("x") or {}).get("kind") == "combination" else "grid"
-    load = f"gw.load_grid({record.id!r})"
-    return (
-        f'<div class="gw-card gw-grid-entry" style="border:1px solid {PALETTE["border"]};'
-        f"border-left:4px solid {PALETTE['accent']};border-radius:6px;padding:6px;"
-        "font-size:0.9em;overflow:hidden;"
-        'min-width:0;box-sizing:border-box;contain:inline-size">'
-        '<div class="gw-thumb" style="height:120px;display:flex;align-items:center;'
-        f'justify-content:center;background:{PALETTE["surface"]}">{thumb}</div>'
-        + cut_html(f"<b>{esc(record.endpoint)}</b> · {noun}", record.endpoint, cls="gw-endpoint")
-        + cut_html(esc(shape), shape)
-        + f"<div>{record.sent} of {len(record.cells)} sent · {record.rated} rated{esc(best)}</div>"
-        + cut_html(
-            esc(load),
-            load,
-            style=f"user-select:all;font-size:0.8em;{MUTED_STYLE};font-family:monospace",
-        )
-        + "</div>"
+    return markup.grid_card(
+        thumb,
+        endpoint=record.endpoint,
+        noun=noun,
+        shape=" × ".join(dims),
+        counts=f"{record.sent} of {len(record.cells)} sent · {record.rated} rated{best}",
+        load=f"gw.load_grid({record.id!r})",
     )

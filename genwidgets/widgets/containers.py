@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from ..catalog import fields_of
 from ..catalog.introspect import single_literal
+from . import markup
 from ._style import HELP_STYLE, layout
 from .elements import (
     BuildContext,
@@ -51,7 +52,7 @@ class ListElement(Element):
         if spec.max_len is not None:
             bounds.append(f"at most {spec.max_len}")
         count = f"items: {', '.join(bounds)}" if bounds else ""
-        self.count_label = W.HTML(f'<span style="{HELP_STYLE}">{count}</span>')
+        self.count_label = W.HTML(markup.span(count, HELP_STYLE))
         self.control = W.VBox([self.rows_box, W.HBox([self.add_button, self.count_label])])
         self.control.layout = layout("wide")
         with Quiet(self):

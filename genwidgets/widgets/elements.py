@@ -19,7 +19,8 @@ import ipywidgets as W
 from pydantic import BaseModel
 
 from ..errors import PayloadError
-from ._style import BILLED_BADGE, ERROR_STYLE, HELP_STYLE, PALETTE, esc, layout
+from . import markup
+from ._style import HELP_STYLE, layout
 from .field_spec import UNSET, FieldSpec, plain
 
 __all__ = [
@@ -54,17 +55,9 @@ class BuildContext:
     model: type[BaseModel] | None = None
 
 
-def label_html(spec: FieldSpec) -> str:
+def label_html(spec: FieldSpec) -> markup.Html:
     """The field's name (bold when required), a red star when required, the billed badge."""
-    name = esc(spec.label)
-    star = (
-        f' <span style="color:{PALETTE["error"]}" title="required">*</span>'
-        if spec.required
-        else ""
-    )
-    badge = f" {BILLED_BADGE}" if spec.billed else ""
-    weight = "bold" if spec.required else "normal"
-    return f'<span style="font-weight:{weight}">{name}</span>{star}{badge}'
+    return markup.field_label(spec.label, required=spec.required, billed=spec.billed)
 
 
 class Element:
@@ -116,14 +109,13 @@ class Element:
         self.refresh_note()
 
     def refresh_note(self) -> None:
-        parts = []
-        if self.spec.description:
-            parts.append(f'<div style="{HELP_STYLE}">{esc(self.spec.description)}</div>')
-        if self.extra_note:
-            parts.append(f'<div style="{HELP_STYLE}">{self.extra_note}</div>')
-        for msg in self.errors:
-            parts.append(f'<div style="{ERROR_STYLE}">⚠ {esc(msg)}</div>')
-        text = "".join(parts)
+        text = markup.join(
+            [
+                markup.help_line(self.spec.description) if self.spec.description else None,
+                markup.help_line(self.extra_note) if self.extra_note else None,
+                markup.error_lines(self.errors),
+            ]
+        )
         if self.note.value != text:
             self.note.value = text
 
@@ -317,9 +309,8 @@ class NumberElement(Element):
         self.number.observe(self._typed, "value")
         self.send.observe(self._changed, "value")
 
-    def _hint(self) -> str:
-        hint = self.placeholder()
-        return f'<span style="{HELP_STYLE}">{esc(hint)}</span>'
+    def _hint(self) -> markup.Html:
+        return markup.span(self.placeholder(), HELP_STYLE)
 
     def _typed(self, change: Any) -> None:
         if not self.send.value and not self._quiet:
@@ -409,7 +400,7 @@ class FixedElement(Element):
     def __init__(self, spec: FieldSpec, ctx: BuildContext, value: Any) -> None:
         super().__init__(spec, ctx)
         self.value = value
-        self.control = W.HTML(f"<code>{esc(plain(value))}</code>")
+        self.control = W.HTML(markup.code(plain(value)))
 
     def get(self) -> Any:
         return self.value
@@ -418,7 +409,7 @@ class FixedElement(Element):
         if not is_unset(value) and value != self.value:
             # Keep what the caller gave, so validation can say it is wrong.
             self.value = value
-            self.control.value = f"<code>{esc(plain(value))}</code>"
+            self.control.value = markup.code(plain(value))
             self._changed()
 
 

@@ -30,12 +30,12 @@ import traitlets
 
 from .._workers import Workers
 from ..jobs.engine import engine_waits_forbidden
+from . import markup
 from .background import VIEW_FAILED
 from .lasting import media_choice
 from .ticker import Throttle, as_current_request, guarded
 
 __all__ = [
-    "LASTING_STYLE",
     "REPUBLISH",
     "SETTLE_LIMIT",
     "WIDGET_VIEW_MIME",
@@ -53,16 +53,6 @@ STATIC = Path(__file__).with_name("static")
 #: The longest the end of a cell waits for lasting faces being rewritten (a hang
 #: guard: a rewrite takes milliseconds, a video's first preview about a second).
 SETTLE_LIMIT = 30.0
-#: Inside every lasting face: hide the output right before it when that output is
-#: JupyterLab's widget renderer (a Lumino panel), whatever it shows: "Loading
-#: widget...", "Error displaying widget: model not found" (reopened without widget
-#: state), or a live face. A live face whose kernel lives shows itself again, with
-#: ``!important``, and hides this face (``static/faces.js``). Nested ``:has()`` is not
-#: allowed in CSS, so the rule cannot ask whether the panel has drawn anything.
-LASTING_STYLE = (
-    "<style>.jp-OutputArea-child:has(+ .jp-OutputArea-child .gw-lasting)"
-    ":has(> .jp-OutputArea-output.lm-Panel){display:none}</style>"
-)
 
 
 def static_module(*names: str) -> str:
@@ -243,10 +233,7 @@ class Faces:
         """The lasting face as display data, built now."""
         with engine_waits_forbidden("a lasting face's build"):
             inner = self._build(self.media)
-        html = (
-            f'<div class="gw-lasting" data-gw-lasting="{self.id}">{LASTING_STYLE}'
-            f"{inner['text/html']}</div>"
-        )
+        html = markup.lasting_box(self.id, inner["text/html"])
         return {"text/html": html, "text/plain": inner.get("text/plain", "")}
 
     def show(self, live: Any) -> None:

@@ -28,16 +28,8 @@ from ..catalog import endpoint as catalog_endpoint
 from ..errors import GenwidgetsError, PayloadError
 from ..lab.code import curl_code
 from ..media import validate  # pathlib.Path values (typed local files) are encoded
-from ._style import (
-    BILLED_BADGE,
-    ERROR_STYLE,
-    HELP_STYLE,
-    OK_STYLE,
-    SIMULATED_BADGE,
-    WARN_STYLE,
-    esc,
-    layout,
-)
+from . import markup
+from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, layout
 from .dispatch import build_element
 from .elements import BuildContext, Element
 from .faces import Faces, in_kernel, live_container
@@ -145,16 +137,11 @@ class EndpointForm(W.VBox):
             self._refresh()
 
     # --- building ----------------------------------------------------------------------
-    def _title_html(self) -> str:
+    def _title_html(self) -> markup.Html:
         spec = self.spec
-        badge = f" {SIMULATED_BADGE}" if self._simulated() else ""
-        desc = ""
-        if spec.description:
-            first = spec.description.strip().splitlines()[0]
-            desc = f'<div style="{HELP_STYLE}">{esc(first)}</div>'
-        return (
-            f"<b>{esc(spec.title or spec.id)}</b> · <code>{esc(spec.id)}</code>"
-            f' · <span style="{HELP_STYLE}">{esc(spec.kind)}</span>{badge}{desc}'
+        first = spec.description.strip().splitlines()[0] if spec.description else ""
+        return markup.form_title(
+            spec.title or spec.id, spec.id, spec.kind, self._simulated(), first
         )
 
     def _simulated(self) -> bool:
@@ -271,9 +258,9 @@ class EndpointForm(W.VBox):
                 self.optional.selected_index = 0  # an error must be in sight
         for target, messages in by_element.values():
             target.show_errors(messages)
-        notes = [f'<div style="{ERROR_STYLE}">⚠ {esc(m)}</div>' for m in general]
-        notes += [f'<div style="{WARN_STYLE}">⚑ {esc(w)}</div>' for w in self.warnings]
-        self.notes.value = "".join(notes)
+        self.notes.value = markup.join(
+            [markup.error_lines(general), markup.warn_lines(self.warnings)]
+        )
 
     def _update_submit(self) -> None:
         if self._submitting:
@@ -286,10 +273,10 @@ class EndpointForm(W.VBox):
             more = f" (and {len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
             text = f"Cannot submit: {where + ': ' if where else ''}{first['msg']}{more}"
             self.submit_button.tooltip = text
-            self.reason.value = f'<span style="{ERROR_STYLE}">{esc(text)}</span>'
+            self.reason.value = markup.span(text, ERROR_STYLE)
         else:
             self.submit_button.tooltip = "send this task (billed)"
-            self.reason.value = f'<span style="{HELP_STYLE}">ready to submit</span>'
+            self.reason.value = markup.span("ready to submit", HELP_STYLE)
 
     # --- billing -----------------------------------------------------------------------
     def billing_summary(self, payload: Mapping[str, Any] | None = None) -> str:
@@ -312,8 +299,8 @@ class EndpointForm(W.VBox):
             return "Billed per task (no field of this endpoint changes the price)"
         return "Billed on: " + ", ".join(parts)
 
-    def _billing_html(self, payload: Mapping[str, Any]) -> str:
-        return f"{BILLED_BADGE} {esc(self.billing_summary(payload))}"
+    def _billing_html(self, payload: Mapping[str, Any]) -> markup.Html:
+        return markup.billed(self.billing_summary(payload))
 
     # --- submitting --------------------------------------------------------------------
     @property
@@ -356,7 +343,7 @@ class EndpointForm(W.VBox):
             return  # a double click (queued behind the first) must not pay twice
         self._submitting = True
         self.submit_button.disabled = True
-        self.reason.value = f'<span style="{HELP_STYLE}">submitting…</span>'
+        self.reason.value = markup.span("submitting…", HELP_STYLE)
         problem = ""
         job = None
         try:
@@ -373,11 +360,9 @@ class EndpointForm(W.VBox):
             self._submitted_at = time.monotonic()
         self._update_submit()  # the payload did not change: no second validation
         if problem:
-            self.reason.value = f'<span style="{ERROR_STYLE}">{esc(problem)}</span>'
+            self.reason.value = markup.span(problem, ERROR_STYLE)
         if job is not None:
-            self.reason.value = (
-                f'<span style="{OK_STYLE}">submitted: {esc(str(job.request_id))}</span>'
-            )
+            self.reason.value = markup.span(f"submitted: {job.request_id}", OK_STYLE)
 
     def _ipython_display_(self) -> None:
         """Both faces of the form (it is a control: its lasting face says what it was
@@ -393,10 +378,7 @@ class EndpointForm(W.VBox):
     def _lasting(self, media: str) -> dict[str, str]:
         payload = json.dumps(_shortened(self.value), indent=2, ensure_ascii=False, default=str)
         note = "a form needs its kernel: run the cell again to use it"
-        html = (
-            f'<div class="gw-form-lasting">{self._title_html()}'
-            f'<div style="{HELP_STYLE}">{esc(note)}; it was set to:</div>{_pre(payload)}</div>'
-        )
+        html = markup.form_face(self._title_html(), note, redact(payload))
         return {"text/html": html, "text/plain": f"{self!r}: {note}"}
 
     def __repr__(self) -> str:
@@ -417,11 +399,8 @@ def _place(error: Mapping[str, Any], fields: Mapping[str, Any]) -> tuple[tuple[A
     return loc, msg
 
 
-def _pre(text: str) -> str:
-    return (
-        '<pre style="white-space:pre-wrap;user-select:text;margin:0;font-size:0.85em">'
-        f"{esc(redact(text))}</pre>"
-    )
+def _pre(text: str) -> markup.Html:
+    return markup.code_view(redact(text))
 
 
 def _is_inline_data(text: str) -> bool:

@@ -17,26 +17,12 @@ from typing import Any
 from ..lab.export import margins
 from ..lab.plan import short
 from ..lab.run import GridCell, GridRun, status_of
-from ._style import COLOURS, MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc
+from . import markup
+from ._style import COLOURS
 from .lasting import media_choice, output_html
 
 __all__ = ["contact_sheet", "score_text", "sheet_side"]
 
-_TABLE = "border-collapse:collapse;margin:4px 0"
-_CELL = (
-    f"border:1px solid {PALETTE['border']};padding:6px;vertical-align:top;max-width:280px;"
-    "text-align:left"
-)
-_HEAD = f"padding:4px 6px;color:{PALETTE['heading']};font-weight:600;text-align:left"
-_MARGIN = (
-    f"padding:4px 6px;color:{PALETTE['heading']};background:{PALETTE['surface']};"
-    f"border:1px solid {PALETTE['border']};font-size:0.85em;white-space:nowrap;text-align:left"
-)
-#: the live grid's badge (``.gw-grid-count`` in grid.css), over the first output
-_COUNT = (
-    "position:absolute;top:4px;right:4px;background:#111827;color:#fff;border-radius:9px;"
-    "padding:0 6px;font-size:11px"
-)
 _STATUS = {"done": COLOURS["done"], "failed": COLOURS["failed"]}
 #: A sheet's thumbnails by its number of cells (at most, side): a sheet is written to
 #: the page and kept in the notebook whole, and a 10 × 10 one of 256 px thumbnails
@@ -48,15 +34,6 @@ BIG_SHEET_SIDE = 96
 def sheet_side(cells: int) -> int:
     """The thumbnail side of a sheet of ``cells`` cells (:data:`SHEET_SIDES`)."""
     return next((side for most, side in SHEET_SIDES if cells <= most), BIG_SHEET_SIDE)
-
-
-def _stars(cell: GridCell) -> str:
-    lit = "★" * cell.rating
-    return (
-        f'<span class="gw-stars" title="{cell.rating} of 5">'
-        f'<span style="color:{PALETTE["star"]}">{lit}</span>'
-        f'<span style="color:{PALETTE["star_off"]}">{"★" * (5 - cell.rating)}</span></span>'
-    )
 
 
 def score_text(score: dict[str, Any] | None) -> str:
@@ -71,41 +48,34 @@ def score_text(score: dict[str, Any] | None) -> str:
 
 
 def _cell_html(
-    cell: GridCell | None, media: str, *, tag: str = "td", label: str = "", side: int = 256
-) -> str:
+    cell: GridCell | None, media: str, *, element: str = "td", label: str = "", side: int = 256
+) -> markup.Html:
     if cell is None:
-        return f'<{tag} style="{_CELL}"></{tag}>'
+        return markup.empty_cell(element)
     status = status_of(cell)
-    colour = _STATUS.get(status, COLOURS["queued"])
-    shown = "".join(output_html(o, media=media, caption=False, side=side) for o in cell.outputs[:1])
-    if len(cell.outputs) > 1:  # as the live grid: the first output, and how many there are
-        count = len(cell.outputs)
-        shown = (
-            f'<div style="position:relative">{shown}<span class="gw-sheet-count" '
-            f'title="{count} outputs: the first is shown" style="{_COUNT}">{count}</span></div>'
-        )
-    error = f'<div style="color:{COLOURS["failed"]}">{esc(cell.error)}</div>' if cell.error else ""
-    note = f'<div class="gw-note">{esc(cell.note)}</div>' if cell.note else ""
-    code = '<code style="font-size:0.8em;word-break:break-all">'
-    rid = f"<div>{code}{esc(cell.request_id)}</code></div>" if cell.request_id else ""
-    head = f'<div style="font-weight:600">{esc(label)}</div>' if label else ""
-    return (
-        f'<{tag} class="gw-sheet-cell" data-index="{cell.index}" style="{_CELL}">{head}{shown}'
-        f'{error}<div><span style="color:{colour}">{esc(status)}</span> {_stars(cell)}</div>'
-        f"{note}{rid}</{tag}>"
+    return markup.sheet_cell(
+        markup.join(
+            output_html(o, media=media, caption=False, side=side) for o in cell.outputs[:1]
+        ),
+        count=len(cell.outputs),
+        index=cell.index,
+        status=status,
+        colour=_STATUS.get(status, COLOURS["queued"]),
+        rating=cell.rating,
+        error=cell.error,
+        note=cell.note,
+        request_id=cell.request_id,
+        label=label,
+        element=element,
     )
 
 
-def _flow(run: GridRun, media: str, side: int) -> str:
+def _flow(run: GridRun, media: str, side: int) -> markup.Html:
     """A sweep's combinations, each labelled, wrapping like cards (one axis of many
     combinations would make one very wide row)."""
-    boxes = "".join(
-        _cell_html(cell, media, tag="div", label=short(cell.x, 120), side=side)
+    return markup.sheet_flow(
+        _cell_html(cell, media, element="div", label=short(cell.x, 120), side=side)
         for cell in run.cells
-    )
-    return (
-        '<div style="display:grid;grid-template-columns:repeat(auto-fill,minmax(240px,1fr));'
-        f'gap:6px;margin:4px 0">{boxes}</div>'
     )
 
 
@@ -137,44 +107,29 @@ def contact_sheet(
         tables.append(_flow(run, media, side))
         zs = []
     for t, z in enumerate(zs):
-        title = (
-            f"<div style='{_HEAD}'>{esc(z_label)} = {esc(short(z, 80))}</div>" if z_label else ""
-        )
-        columns = "".join(
-            f'<th style="{_HEAD}">{esc(f"{x_label} = {short(x, 60)}") if x_label else ""}</th>'
-            for x in xs
-        )
-        if "y" in scores:
-            columns += f'<th style="{_HEAD}">score</th>'
-        rows = ""
-        for r, y in enumerate(ys):
-            label = esc(f"{y_label} = {short(y, 60)}") if y_label else ""
-            cells = "".join(
-                _cell_html(by_place.get((t, r, c)), media, side=side) for c in range(len(xs))
+        rows = [
+            (
+                f"{y_label} = {short(y, 60)}" if y_label else "",
+                [_cell_html(by_place.get((t, r, c)), media, side=side) for c in range(len(xs))],
+                score_text(scores["y"][r]) if "y" in scores else None,
             )
-            margin = ""
-            if "y" in scores:
-                margin = f'<td class="gw-margin-y" style="{_MARGIN}">'
-                margin += f"{esc(score_text(scores['y'][r]))}</td>"
-            rows += f'<tr><th style="{_HEAD}">{label}</th>{cells}{margin}</tr>'
-        if "x" in scores:
-            rows += f'<tr><th style="{_HEAD}">score</th>' + "".join(
-                f'<td class="gw-margin-x" style="{_MARGIN}">{esc(score_text(s))}</td>'
-                for s in scores["x"]
+            for r, y in enumerate(ys)
+        ]
+        tables.append(
+            markup.sheet_table(
+                f"{z_label} = {short(z, 80)}" if z_label else "",
+                [f"{x_label} = {short(x, 60)}" if x_label else "" for x in xs],
+                rows,
+                [score_text(s) for s in scores["x"]] if "x" in scores else None,
+                row_scores="y" in scores,
             )
-            rows += "<td></td></tr>" if "y" in scores else "</tr>"
-        tables.append(f'{title}<table style="{_TABLE}"><tr><th></th>{columns}</tr>{rows}</table>')
+        )
     plan = run.plan
-    simulated = f" {SIMULATED_BADGE}" if run.client.embedded else ""
     done, failed, total = run.counts()
     state = f"{done} of {total} done" if run.started else "not sent"
     if failed:
         state += f", {failed} failed"
-    head = (
-        f'<div class="gw-sheet-head"><b>{esc(run.endpoint)}</b> grid <code>{esc(run.id)}</code>'
-        f" · {esc(plan.summary())} · {esc(state)}{simulated}</div>"
-    )
-    unsent = ""
+    unsent = None
     if not run.started:
         how = (
             "it waits for a confirmation: its Submit button or grid.submit() sends it"
@@ -182,16 +137,24 @@ def contact_sheet(
             else "grid.submit() sends it"
         )
         unsent = (
-            f'<div class="gw-sheet-unsent" style="{MUTED_STYLE}">not sent when last seen: '
-            f"{plan.tasks} task{'s' if plan.tasks != 1 else ''} planned, nothing billed; "
-            f"{esc(how)}</div>"
+            f"not sent when last seen: {plan.tasks} task{'s' if plan.tasks != 1 else ''} "
+            f"planned, nothing billed; {how}"
         )
+    html = markup.sheet_face(
+        endpoint=run.endpoint,
+        grid_id=run.id,
+        summary=plan.summary(),
+        state=state,
+        simulated=run.client.embedded,
+        unsent=unsent,
+        tables=tables,
+    )
     lines = [f"grid {run.id} {run.endpoint}: {state}"]
     lines += [
         f"  {c.index}: {status_of(c)} {'*' * c.rating} {c.request_id or ''}".rstrip()
         for c in run.cells
     ]
     return {
-        "text/html": f'<div class="gw-grid-sheet">{head}{unsent}{"".join(tables)}</div>',
+        "text/html": html,
         "text/plain": "\n".join(lines),
     }

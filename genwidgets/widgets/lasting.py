@@ -28,23 +28,13 @@ from .._formats import decode_data_url, human_bytes
 from ..jobs.previews import preview
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
-from ._style import (
-    COLOURS,
-    HELP_STYLE,
-    KIND_ICONS,
-    MUTED_STYLE,
-    SAFE_DATA_MIME,
-    esc,
-    look_of,
-    safe_mime,
-    table_html,
-    url_kind,
-)
+from . import markup
+from ._style import KIND_ICONS, SAFE_DATA_MIME, look_of, safe_mime, url_kind
+from .markup import Html, table_html
 
 __all__ = [
     "AUDIO_LIMIT",
     "EMBED_LIMIT",
-    "GRID_CSS",
     "VIDEO_BUDGET",
     "caption_text",
     "content_html",
@@ -78,9 +68,6 @@ POSTER_SIDE = 240
 THUMB_SIDE = 256
 #: Characters of text/JSON shown before cutting (a huge log should not freeze a tab).
 TEXT_LIMIT = 200_000
-#: One width for every video, live or lasting (a poster or the page would size it).
-VIDEO_STYLE = "width:320px;max-width:100%;height:auto"
-GRID_CSS = "display:grid;grid-template-columns:repeat(auto-fill,minmax(260px,1fr));gap:8px"
 MEDIA_KINDS = frozenset({"image", "video", "audio"})
 
 
@@ -126,29 +113,18 @@ def _size(path: Path) -> int:
         return -1
 
 
-def caption_html(output: Output, *, extra: str = "") -> str:
+def caption_html(output: Output, *, extra: str = "") -> Html:
     """The caption: name, type, size, where the ledger kept it (``shown_path``) and,
     where a Jupyter server serves it, a link to the full file."""
     local = _local(output)
-    saved = f" · saved at {esc(shown_path(local))}" if local is not None else ""
+    saved = shown_path(local) if local is not None else None
     link = served_url(local) if local is not None else None
-    full = (
-        f' · <a class="gw-full" href="{esc(link)}" target="_blank" rel="noopener">full file</a>'
-        if link
-        else ""
-    )
-    return (
-        f'<div class="gw-caption" style="{HELP_STYLE}">{esc(caption_text(output))}{saved}'
-        f"{extra}{full}</div>"
-    )
+    return markup.caption(caption_text(output), saved=saved, extra=extra, link=link)
 
 
-def unavailable_html(output: Output, note: str) -> str:
+def unavailable_html(output: Output, note: str) -> Html:
     icon = KIND_ICONS.get(output.kind, KIND_ICONS["binary"])
-    return (
-        f'<div class="gw-unavailable">{icon} {esc(file_name(output))} '
-        f"<code>{esc(output.content_type)}</code>: not shown, {esc(note)}</div>"
-    )
+    return markup.unavailable(icon, file_name(output), output.content_type, note)
 
 
 def _in_hand(output: Output, limit: int) -> bytes | None:
@@ -207,8 +183,7 @@ def poster_data_url(path: Path | None) -> str | None:
 # --- one output -----------------------------------------------------------------------
 
 
-def _image_html(output: Output, mime: str, media: str, side: int) -> str | None:
-    name = esc(file_name(output))
+def _image_html(output: Output, mime: str, media: str, side: int) -> Html | None:
     local = _local(output)
     src: str | None = None
     if media == "full":
@@ -229,16 +204,11 @@ def _image_html(output: Output, mime: str, media: str, side: int) -> str | None:
         if remote is None:
             return None
         src = remote
-    image = (
-        f'<img class="gw-thumb" src="{esc(src)}" alt="{name}" style="max-width:100%;height:auto">'
-    )
     link = served_url(local) if local is not None else None
-    if link is None:
-        return image
-    return f'<a href="{esc(link)}" target="_blank" rel="noopener">{image}</a>'
+    return markup.image(src, file_name(output), cls="gw-thumb", link=link)
 
 
-def _video_html(output: Output, mime: str, media: str) -> tuple[str, str] | None:
+def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | None:
     """The video's element and a word for the caption (``preview``, ``poster only``)."""
     local = _local(output)
     poster = poster_data_url(local)
@@ -255,31 +225,19 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[str, str] | None
             src = _data_url("video/mp4", made.read_bytes())
             note = " · preview"
     if src is None and media == "posters" and poster is not None:
-        return (
-            f'<img class="gw-poster" src="{esc(poster)}" alt="{esc(file_name(output))}" '
-            f'style="{VIDEO_STYLE}">',
-            " · poster only",
-        )
+        return markup.poster(poster, file_name(output)), " · poster only"
     if src is None:
         src = _remote(output)
         if src is None:
             if poster is None:
                 return None
-            return (
-                f'<img class="gw-poster" src="{esc(poster)}" alt="{esc(file_name(output))}" '
-                f'style="{VIDEO_STYLE}">',
-                " · poster only (no preview could be made)",
-            )
-    poster_attr = f' poster="{esc(poster)}"' if poster else ""
+            made_none = " · poster only (no preview could be made)"
+            return markup.poster(poster, file_name(output)), made_none
     preload = "auto" if src.startswith("data:") else "metadata"
-    return (
-        f'<video controls preload="{preload}" src="{esc(src)}"{poster_attr} '
-        f'style="{VIDEO_STYLE}"></video>',
-        note,
-    )
+    return markup.video(src, poster, preload), note
 
 
-def _audio_html(output: Output, mime: str) -> str | None:
+def _audio_html(output: Output, mime: str) -> Html | None:
     data = _in_hand(output, AUDIO_LIMIT)
     src = _data_url(mime, data) if data is not None else None
     if src is None:
@@ -287,10 +245,7 @@ def _audio_html(output: Output, mime: str) -> str | None:
     if src is None:
         return None
     preload = "auto" if src.startswith("data:") else "metadata"
-    return (
-        f'<audio controls preload="{preload}" src="{esc(src)}" '
-        'style="width:100%;min-width:240px"></audio>'
-    )
+    return markup.audio(src, preload)
 
 
 def _decode_json(data: bytes) -> Any:
@@ -303,7 +258,7 @@ def _decode_json(data: bytes) -> Any:
     return value
 
 
-def content_html(output: Output, data: bytes) -> str:
+def content_html(output: Output, data: bytes) -> Html:
     """JSON as a table, text as ``<pre>`` (escaped, cut at :data:`TEXT_LIMIT`)."""
     if output.kind == "json":
         try:
@@ -312,10 +267,10 @@ def content_html(output: Output, data: bytes) -> str:
             pass  # not JSON after all: show it as text
     text = data.decode("utf-8", errors="replace")
     cut = f"\n… ({len(text) - TEXT_LIMIT} more characters)" if len(text) > TEXT_LIMIT else ""
-    return f'<pre style="white-space:pre-wrap;margin:0">{esc(text[:TEXT_LIMIT] + cut)}</pre>'
+    return markup.text_block(text[:TEXT_LIMIT] + cut)
 
 
-def _content(output: Output, fetch: bool) -> str | None:
+def _content(output: Output, fetch: bool) -> Html | None:
     data = _in_hand(output, EMBED_LIMIT)
     if data is None and fetch and _remote(output) is not None:
         try:
@@ -340,7 +295,7 @@ def output_html(
     fetch: bool = False,
     caption: bool = True,
     side: int = THUMB_SIDE,
-) -> str:
+) -> Html:
     """One output's lasting face (see the module docstring); ``fetch`` allows reading
     JSON or text from a gateway's URL (never on a view's write path); ``side``: an
     image's thumbnail's longest side."""
@@ -350,7 +305,7 @@ def output_html(
         return unavailable_html(output, "the content type is not a valid media type")
     kind = output.kind
     extra = ""
-    body: str | None
+    body: Html | None
     if kind == "image":
         body = _image_html(output, mime, media, side)
     elif kind == "video":
@@ -364,21 +319,16 @@ def output_html(
         body = _download_html(output)
     if body is None:
         body = unavailable_html(output, _missing(output))
-    return (
-        f'<div class="gw-output">{body}{caption_html(output, extra=extra) if caption else ""}</div>'
-    )
+    return markup.output_box(body, caption_html(output, extra=extra) if caption else None)
 
 
-def _download_html(output: Output) -> str | None:
+def _download_html(output: Output) -> Html | None:
     """A file of another type: a link to its full copy where it is served."""
     local = _local(output)
     link = served_url(local) if local is not None else _remote(output)
     if link is None:
         return None
-    return (
-        f'<a class="gw-download" href="{esc(link)}" download="{esc(file_name(output))}" '
-        f'target="_blank" rel="noopener">⬇ {esc(file_name(output))}</a>'
-    )
+    return markup.download(link, file_name(output))
 
 
 def thumbnail_src(outputs: Sequence[Output]) -> str | None:
@@ -405,17 +355,14 @@ def thumbnail_src(outputs: Sequence[Output]) -> str | None:
 # --- many outputs, a result -----------------------------------------------------------
 
 
-def error_banner(result: Result) -> str:
+def error_banner(result: Result) -> Html:
     """The failure line of a result; none for a success or a cancellation (grey, no
     error line: the one look of :func:`~._style.look_of` decides)."""
     look = look_of(None, result)
     if look.category != "failed":
-        return ""
+        return Html()
     kind = f" ({look.error_type})" if look.error_type else ""
-    return (
-        f'<div class="gw-error" style="color:{COLOURS["failed"]}">failed: '
-        f"{esc(look.error or '')}{esc(kind)}</div>"
-    )
+    return markup.error_banner(look.error or "", kind)
 
 
 def outputs_html(
@@ -424,28 +371,28 @@ def outputs_html(
     media: str | None = None,
     fetch: bool = False,
     labels: Sequence[str] | None = None,
-) -> str:
+) -> Html:
     """Outputs side by side (260 px columns), each above its caption; ``labels``
     (one per output) go above them in bold, for before/after comparisons."""
     media = media_choice(media)
-    cells = []
-    for i, output in enumerate(outputs):
-        label = f"<b>{esc(labels[i])}</b>" if labels is not None and i < len(labels) else ""
-        cells.append(f"<div>{label}{output_html(output, media=media, fetch=fetch)}</div>")
-    return f'<div style="{GRID_CSS}">{"".join(cells)}</div>'
+    return markup.outputs_grid(
+        (
+            labels[i] if labels is not None and i < len(labels) else None,
+            output_html(output, media=media, fetch=fetch),
+        )
+        for i, output in enumerate(outputs)
+    )
 
 
-def result_html(result: Result, *, media: str | None = None, fetch: bool = False) -> str:
+def result_html(result: Result, *, media: str | None = None, fetch: bool = False) -> Html:
     """A result's lasting face: its error, if any, then its outputs (or the asset
     record of a result that has none, as a table)."""
     banner = error_banner(result)
     if not result.outputs:
         if result.ok and result.asset is not None:
-            return f'<div class="gw-result">{banner}{table_html(result.asset)}</div>'
-        empty = "" if banner else f'<div style="{MUTED_STYLE}">no outputs</div>'
-        return f'<div class="gw-result">{banner}{empty}</div>'
-    body = outputs_html(result.outputs, media=media, fetch=fetch)
-    return f'<div class="gw-result">{banner}{body}</div>'
+            return markup.result_box(banner, table_html(result.asset))
+        return markup.result_box(banner, None if banner else markup.no_outputs())
+    return markup.result_box(banner, outputs_html(result.outputs, media=media, fetch=fetch))
 
 
 def plain_text(outputs: Sequence[Output], result: Result | None = None) -> str:

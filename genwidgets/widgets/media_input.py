@@ -32,7 +32,8 @@ from .. import media as gw_media
 from .._formats import decode_data_url, human_bytes
 from ..catalog import MediaSpec
 from ..errors import PayloadError
-from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, esc, layout
+from . import markup
+from ._style import HELP_STYLE, layout
 from .elements import BuildContext, Element, Quiet, is_unset
 from .field_spec import UNSET, FieldSpec
 
@@ -117,13 +118,14 @@ class MediaElement(Element):
         if self.media.media == "image":
             self._show_thumbnail(_thumbnail(path))
         if encoded is not None:
-            self.status.value = (
-                f'<span style="{HELP_STYLE}">{esc(info)}</span>'
-                f'<div style="{OK_STYLE}">✓ a local file: checked, and sent encoded for '
-                "this field</div>"
+            self.status.value = markup.join(
+                [
+                    markup.span(info, HELP_STYLE),
+                    markup.ok_line("a local file: checked, and sent encoded for this field"),
+                ]
             )
         else:  # its problems are shown by the form, from the same check
-            self.status.value = f'<span style="{HELP_STYLE}">{esc(info)}</span>'
+            self.status.value = markup.span(info, HELP_STYLE)
 
     def _uploaded(self, change: Any) -> None:
         files = change["new"]
@@ -159,14 +161,14 @@ class MediaElement(Element):
             self.preview.layout.display = None
 
     def _render_status(self) -> None:
-        lines = []
-        if self.file_info:
-            lines.append(f'<span style="{HELP_STYLE}">{esc(self.file_info)}</span>')
-        if self.check_problems:
-            lines += [f'<div style="{ERROR_STYLE}">✗ {esc(p)}</div>' for p in self.check_problems]
-        elif self.encoded is not None:
-            lines.append(f'<div style="{OK_STYLE}">✓ passes the checks for this field</div>')
-        self.status.value = "".join(lines)
+        passes = self.encoded is not None and not self.check_problems
+        self.status.value = markup.join(
+            [
+                markup.span(self.file_info, HELP_STYLE) if self.file_info else None,
+                markup.error_lines(self.check_problems, "✗"),
+                markup.ok_line("passes the checks for this field") if passes else None,
+            ]
+        )
 
     def get(self) -> Any:
         if self.path is not None:
@@ -207,14 +209,13 @@ class MediaElement(Element):
         if data is not None:
             what = human_bytes(len(data))
             with contextlib.suppress(PayloadError, ValueError, OSError):
-
                 what = str(gw_media.inspect(data))
             if self.media.media == "image":
                 self._show_thumbnail(_thumbnail(data))
         self.file_info = f"inline data: {what}"
         self.url.placeholder = f"inline data ({what}); type a URL or path to replace it"
         # not "passes the checks": only the form's validation checks data set by code
-        self.status.value = f'<span style="{HELP_STYLE}">{esc(self.file_info)}</span>'
+        self.status.value = markup.span(self.file_info, HELP_STYLE)
 
 
 def local_path(text: str) -> Path | None:

@@ -18,7 +18,8 @@ import traitlets
 
 from ..errors import PayloadError
 from ..imgm import CONFIRM_ABOVE, MAX_PROMPTS, PARAMETERS, Prompt, format_value, say_count
-from ._style import PALETTE, esc
+from . import markup
+from ._style import PALETTE
 
 __all__ = ["PromptBuilder"]
 
@@ -247,10 +248,8 @@ def _make_control(key: str) -> _Control:
     return _Text(key, placeholders[key], _RATIOS if key == "ar" else ())
 
 
-def _html_lines(messages: list[str], color: str, mark: str) -> str:
-    return "".join(
-        f'<div style="color:{color}">{mark} {esc(message)}</div>' for message in messages
-    )
+def _html_lines(messages: list[str], color: str, mark: str) -> markup.Html:
+    return markup.coloured_lines(messages, color, mark)
 
 
 class PromptBuilder(widgets.VBox):
@@ -345,20 +344,28 @@ class PromptBuilder(widgets.VBox):
         warnings: list[Any] = []
         if prompt is None:
             errors += self._parse_error.errors if self._parse_error else []
-            self.billing.value = "<b>? billed jobs</b> (fix the errors below to count them)"
+            self.billing.value = markup.join(
+                [markup.bold("? billed jobs"), " (fix the errors below to count them)"]
+            )
         else:
             errors += prompt.errors()
             warnings = prompt.warnings()
             self.billing.value = _billing_html(prompt)
-        self.messages.value = _html_lines([e["msg"] for e in errors], _ERROR_COLOR, "✖") + (
-            _html_lines([str(w) for w in warnings], _WARNING_COLOR, "⚠")
+        self.messages.value = markup.join(
+            [
+                _html_lines([e["msg"] for e in errors], _ERROR_COLOR, "✖"),
+                _html_lines([str(w) for w in warnings], _WARNING_COLOR, "⚠"),
+            ]
         )
         for control in self.controls.values():
             mine = [e["msg"] for e in errors if _belongs(e["loc"], control)]
             soft = [str(w) for w in warnings if _belongs(w.loc, control)]
-            hint = _html_lines([control.hint], _NOTE_COLOR, "·") if control.hint else ""
-            control.note.value = (
-                hint + _html_lines(mine, _ERROR_COLOR, "✖") + _html_lines(soft, _WARNING_COLOR, "⚠")
+            control.note.value = markup.join(
+                [
+                    _html_lines([control.hint], _NOTE_COLOR, "·") if control.hint else None,
+                    _html_lines(mine, _ERROR_COLOR, "✖"),
+                    _html_lines(soft, _WARNING_COLOR, "⚠"),
+                ]
             )
 
 
@@ -368,9 +375,9 @@ def _belongs(loc: tuple[Any, ...], control: _Control) -> bool:
     )
 
 
-def _billing_html(prompt: Prompt) -> str:
+def _billing_html(prompt: Prompt) -> markup.Html:
     """The billed-jobs line; above CONFIRM_ABOVE prompts, a large banner with the count."""
-    line = f"<b>{esc(_billing(prompt))}</b>"
+    line = markup.bold(_billing(prompt))
     count = prompt.count()
     if count <= CONFIRM_ABOVE:
         return line
@@ -380,11 +387,7 @@ def _billing_html(prompt: Prompt) -> str:
         if count > MAX_PROMPTS
         else "each one is billed"
     )
-    return (
-        f'<div class="gw-prompt-count" style="font-size:1.4em;font-weight:bold;color:{color};'
-        f'border:2px solid {color};padding:4px 8px;margin:4px 0">'
-        f"{say_count(count)} prompts: {limit}</div>{line}"
-    )
+    return markup.prompt_count(f"{say_count(count)} prompts: {limit}", color, line)
 
 
 def _billing(prompt: Prompt) -> str:

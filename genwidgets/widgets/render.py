@@ -24,7 +24,8 @@ from ..jobs.output_files import OutputFiles
 from ..media import inspect
 from ..protocol.fetch import MAX_READ_BYTES
 from ..protocol.records import Output, Result
-from ._style import SAFE_DATA_MIME, esc, safe_mime, table_html, url_kind
+from . import markup
+from ._style import SAFE_DATA_MIME, safe_mime, url_kind
 from .faces import make_two_faced
 from .lasting import (
     EMBED_LIMIT,
@@ -40,6 +41,7 @@ from .lasting import (
     unavailable_html,
 )
 from .lasting import result_html as lasting_result_html
+from .markup import Html, table_html
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -178,22 +180,18 @@ def source_of(
     return Source("none", mime, note="it has neither a URL nor content")
 
 
-def _content_html(output: Output, source: Source) -> str:
+def _content_html(output: Output, source: Source) -> Html:
     """JSON → a table, text → ``<pre>``; falls back to a link when no content."""
     if source.data is None:
         return _link_html(output, source)
     return content_html(output, source.data)
 
 
-def _link_html(output: Output, source: Source) -> str:
+def _link_html(output: Output, source: Source) -> Html:
     href = source.href
     if href is None:
         return unavailable_html(output, source.note or "no safe address")
-    name = file_name(output)
-    return (
-        f'<a class="gw-download" href="{esc(href)}" download="{esc(name)}" target="_blank" '
-        f'rel="noopener noreferrer">⬇ {esc(name)}</a>'
-    )
+    return markup.download(href, file_name(output), rel="noopener noreferrer")
 
 
 def to_html(
@@ -203,7 +201,7 @@ def to_html(
     fetch: bool = False,
     caption: bool = True,
     prefer_url: bool = False,
-) -> str:
+) -> Html:
     """One output as an escaped HTML fragment: ``<img>``, ``<video controls>``,
     ``<audio controls>``, a table, a ``<pre>`` or a download link.
 
@@ -217,23 +215,14 @@ def to_html(
         return unavailable_html(output, source.note)
     kind = output.kind
     href = source.href
-    name = esc(file_name(output))
     if kind in MEDIA_KINDS and href is not None:
-        src = esc(href)
-        if kind == "image":
-            body = f'<img src="{src}" alt="{name}" style="max-width:100%;height:auto">'
-        else:  # no autoplay, no loop: docs/decisions.md#render-bytes
-            width = "width:320px;" if kind == "video" else ""
-            body = (
-                f'<{kind} controls preload="metadata" src="{src}" '
-                f'style="{width}max-width:100%"></{kind}>'
-            )
+        body = markup.live_media(kind, href, file_name(output))
     elif kind in {"json", "text"}:
         body = _content_html(output, source)
     else:
         body = _link_html(output, source)
-    caption_html = f'<div class="gw-caption">{esc(caption_text(output))}</div>' if caption else ""
-    return f'<div class="gw-output">{body}{caption_html}</div>'
+    below = markup.live_caption(caption_text(output)) if caption else None
+    return markup.output_box(body, below)
 
 
 def _labelled(obj: Mapping[str, Any]) -> tuple[list[str], list[Output]]:
@@ -294,10 +283,8 @@ def result_html(
         return lasting_result_html(obj, media=media, fetch=fetch)
     if isinstance(obj, Mapping):
         labels, outputs = _labelled(obj)
-        body = outputs_html(outputs, media=media, fetch=fetch, labels=labels)
-        return f'<div class="gw-result">{body}</div>'
-    outputs = _outputs_of(obj)
-    return f'<div class="gw-result">{outputs_html(outputs, media=media, fetch=fetch)}</div>'
+        return markup.result_box(outputs_html(outputs, media=media, fetch=fetch, labels=labels))
+    return markup.result_box(outputs_html(_outputs_of(obj), media=media, fetch=fetch))
 
 
 def to_mimebundle(
@@ -426,7 +413,7 @@ def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywi
         labels, _ = _labelled(obj)
         children = [
             ipywidgets.VBox(
-                [_html_widget(f"<b>{esc(label)}</b>"), _render_one(o, embed=embed, fetch=fetch)]
+                [_html_widget(markup.bold(label)), _render_one(o, embed=embed, fetch=fetch)]
             )
             for label, o in zip(labels, outputs, strict=True)
         ]

@@ -20,7 +20,8 @@ from ..jobs.fanout import valid_concurrency
 from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from ..lab.run import GridRun
 from ..lab.sweep import MAX_JOBS, SweepPlan, combination_label, plan_sweep
-from ._style import COLOURS, MUTED_STYLE, PALETTE, SIMULATED_BADGE, esc
+from . import markup
+from ._style import PALETTE
 from .board import GRID_LAYOUT
 from .cards import JobCard
 from .faces import Faces, in_kernel, live_container
@@ -37,10 +38,7 @@ class SweepCell(ipywidgets.VBox):
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self.body = ipywidgets.HTML(
-            f'<div class="gw-label" style="font-weight:600">{esc(label)}</div>'
-            f'<div style="{MUTED_STYLE}">not sent</div>'
-        )
+        self.body = ipywidgets.HTML(markup.sweep_label(label, markup.muted_line("not sent")))
         self.card: JobCard | None = None
         super().__init__(
             [self.body], layout=ipywidgets.Layout(border=f"1px solid {PALETTE['border']}")
@@ -51,11 +49,8 @@ class SweepCell(ipywidgets.VBox):
         self.children = [self.card]
 
     def fail(self, exc: BaseException) -> None:
-        self.body.value = (
-            f'<div class="gw-label" style="font-weight:600">{esc(self.label)}</div>'
-            f'<div class="gw-error" style="color:{COLOURS["failed"]}">not created: '
-            f"{esc(type(exc).__name__)}: {esc(exc)}</div>"
-        )
+        failed = markup.failure(f"not created: {type(exc).__name__}: {exc}")
+        self.body.value = markup.sweep_label(self.label, failed)
 
 
 class SweepView(ipywidgets.VBox):
@@ -63,10 +58,7 @@ class SweepView(ipywidgets.VBox):
     confirmation is needed, then a grid of cells labelled by the varied values."""
 
     def __init__(self, plan: SweepPlan, *, needs_confirmation: bool, simulated: bool) -> None:
-        self.summary_html = ipywidgets.HTML(
-            f'<div class="gw-sweep-summary">{esc(plan.summary())}'
-            f"{' ' + SIMULATED_BADGE if simulated else ''}</div>"
-        )
+        self.summary_html = ipywidgets.HTML(markup.sweep_summary(plan.summary(), simulated))
         self.submit_button = ipywidgets.Button(
             description=f"Submit {plan.tasks} task{'s' if plan.tasks != 1 else ''}",
             button_style="warning",
@@ -75,7 +67,7 @@ class SweepView(ipywidgets.VBox):
             disabled=not needs_confirmation,
         )
         self.progress_html = ipywidgets.HTML(
-            f'<span style="{MUTED_STYLE}">waiting for confirmation: nothing sent yet</span>'
+            markup.muted_span("waiting for confirmation: nothing sent yet")
             if needs_confirmation
             else ""
         )
@@ -152,9 +144,8 @@ class Sweep(list["JobLike"]):
             button.description = (
                 f"Submit {self.plan.tasks} task{'s' if self.plan.tasks != 1 else ''}"
             )
-            self.widget.progress_html.value = (
-                f'<span class="gw-error" style="color:{COLOURS["failed"]}">nothing sent: '
-                f"{esc(type(exc).__name__)}: {esc(exc)}</span>"
+            self.widget.progress_html.value = markup.failure(
+                f"nothing sent: {type(exc).__name__}: {exc}", element="span"
             )
             raise
         return self
@@ -205,7 +196,7 @@ class Sweep(list["JobLike"]):
         text = f"created {done} of {self.plan.tasks}"
         if failed:
             text += f", {failed} failed"
-        self.widget.progress_html.value = f"<span>{esc(text)}</span>"
+        self.widget.progress_html.value = markup.span(text)
 
     def __repr__(self) -> str:
         state = f"{len(self)} submitted" if self.submitted else "not sent"

@@ -22,18 +22,8 @@ import traitlets
 
 from .._protocols import JobLike
 from ..protocol.records import Result, log_line
-from ._style import (
-    COLOURS,
-    MUTED_STYLE,
-    SIMULATED_BADGE,
-    StatusLook,
-    error_html,
-    esc,
-    format_elapsed,
-    look_of,
-    status_badge,
-    table_html,
-)
+from . import markup
+from ._style import COLOURS, StatusLook, format_elapsed, look_of
 from .faces import REPUBLISH, Faces, in_kernel, live_container, static_module, widget_bundle
 from .lasting import plain_text, result_html
 from .render import live_entry
@@ -102,7 +92,7 @@ def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[
         return []
     entries = [live_entry(output, poster=posters) for output in result.outputs]
     if not entries and result.ok and result.asset is not None:
-        entries.append({"kind": "json", "html": table_html(result.asset)})
+        entries.append({"kind": "json", "html": markup.table_html(result.asset)})
     return entries
 
 
@@ -313,13 +303,12 @@ def lasting_face(job: JobLike, media: str | None = None) -> dict[str, str]:
     it has ended) its error or its outputs as :mod:`.lasting` keeps them; before that,
     what it was doing when last seen."""
     look = job_look(job)
-    header = (
-        '<div class="gw-final" style="display:flex;gap:12px;align-items:baseline;'
-        'flex-wrap:wrap">'
-        f"{status_badge(look)} <span>{esc(job.endpoint)}</span> "
-        f'<code style="user-select:all">{esc(job.request_id)}</code> '
-        f"<span>{esc(format_elapsed(job.elapsed))}</span>"
-        f"{' ' + SIMULATED_BADGE if is_simulated(job) else ''}</div>"
+    header = markup.task_face(
+        look,
+        endpoint=job.endpoint,
+        request_id=job.request_id,
+        elapsed=format_elapsed(job.elapsed),
+        simulated=is_simulated(job),
     )
     text = plain_status(job)
     result = job.last_result
@@ -328,13 +317,13 @@ def lasting_face(job: JobLike, media: str | None = None) -> dict[str, str]:
             f"{look.word} when last seen: its outputs show here once the task has ended "
             "(run the cell again, or client.resume() re-attaches after a restart)"
         )
-        body = f'<div class="gw-placeholder" style="{MUTED_STYLE}">{esc(note)}</div>'
-        return {"text/html": header + body, "text/plain": f"{text}\n{note}"}
+        html = markup.join([header, markup.placeholder(note)])
+        return {"text/html": html, "text/plain": f"{text}\n{note}"}
     if result is None:
-        body = error_html(look) or f'<div style="{MUTED_STYLE}">no result was received</div>'
-        return {"text/html": header + body, "text/plain": text}
+        body = markup.error_html(look) or markup.muted_line("no result was received")
+        return {"text/html": markup.join([header, body]), "text/plain": text}
     return {
-        "text/html": header + result_html(result, media=media),
+        "text/html": markup.join([header, result_html(result, media=media)]),
         "text/plain": text + "\n" + plain_text(result.outputs, result),
     }
 
@@ -368,9 +357,8 @@ class TaskList:
 
     def _lasting(self, media: str) -> dict[str, str]:
         faces = [lasting_face(job, media) for job in list(self.jobs)]
-        boxed = (f'<div style="margin:4px 0">{face["text/html"]}</div>' for face in faces)
         return {
-            "text/html": "".join(boxed),
+            "text/html": markup.spaced(face["text/html"] for face in faces),
             "text/plain": "\n".join(f["text/plain"] for f in faces),
         }
 

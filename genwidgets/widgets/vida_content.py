@@ -19,7 +19,8 @@ import ipywidgets as W
 from ..catalog import MediaSpec, media_spec_at
 from ..catalog import endpoint as catalog_endpoint
 from ..catalog.vida import ROLES_BY_TYPE, VIDA_AUDIO, image_scenario_problem
-from ._style import esc, layout
+from . import markup
+from ._style import layout
 from .elements import (
     BuildContext,
     Element,
@@ -94,7 +95,7 @@ class _ContentRow:
         self.role: W.Dropdown | None = None
         parts: list[W.Widget] = [
             W.HTML(
-                f"<b>{esc(_KIND_LABEL.get(kind, kind))}</b>",
+                markup.bold(_KIND_LABEL.get(kind, kind)),
                 layout=W.Layout(width="56px", flex="0 0 auto"),
             )
         ]
@@ -202,8 +203,8 @@ class VidAContentElement(Element):
 
     def _update_scenario(self) -> None:
         items = [i for i in (r.get() for r in self.rows) if i is not None]
-        text = esc(content_scenario(items))
-        self.scenario.value = f"<span>Scenario: <b>{text}</b></span>"
+        scenario = markup.bold(content_scenario(items))
+        self.scenario.value = markup.span(markup.join(["Scenario: ", scenario]))
 
     def _set_rows(self) -> list[tuple[int, dict[str, Any]]]:
         return [(i, v) for i, r in enumerate(self.rows) if (v := r.get()) is not None]

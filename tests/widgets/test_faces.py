@@ -15,7 +15,6 @@ from genwidgets._workers import THREAD_NAME
 from genwidgets.jobs.engine import wait_future
 from genwidgets.widgets import faces
 from genwidgets.widgets.faces import (
-    LASTING_STYLE,
     WIDGET_VIEW_MIME,
     Faces,
     LiveMark,
@@ -23,6 +22,7 @@ from genwidgets.widgets.faces import (
     make_two_faced,
     static_module,
 )
+from genwidgets.widgets.markup import LASTING_STYLE
 
 
 @pytest.fixture

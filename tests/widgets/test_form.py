@@ -21,10 +21,10 @@ from PIL import Image
 from widgets.taskfakes import DisplayRecorder
 
 import genwidgets as gw
-from genwidgets.widgets._style import SIMULATED_BADGE
 from genwidgets.widgets.elements import Element
 from genwidgets.widgets.field_spec import UNSET, field_specs
 from genwidgets.widgets.form import EndpointForm, python_code
+from genwidgets.widgets.markup import SIMULATED_BADGE
 
 #: One valid minimal payload per documented endpoint (required fields, plus what the
 #: spec's samples carry where it does not say which fields are required).

@@ -6,8 +6,9 @@ import pytest
 
 from genwidgets import _html, _palette
 from genwidgets.protocol.records import Result, Status
-from genwidgets.widgets import _style
-from genwidgets.widgets._style import COLOURS, PALETTE, error_html, look_of, status_badge
+from genwidgets.widgets import _style, markup
+from genwidgets.widgets._style import COLOURS, PALETTE, look_of
+from genwidgets.widgets.markup import error_html, status_badge
 
 CANCELLED_RESULTS = [
     # our simulator's wire shape
@@ -44,10 +45,13 @@ def test_a_failure_stays_red_with_its_error_line() -> None:
 
 
 def test_the_look_reexports_the_base_layers_safety_and_palette_not_copies() -> None:
-    """Widgets import from ``_style``; the lab imports from the base layer: both must
-    get the same objects, or a colour or an escape could drift between them."""
-    for name in ("esc", "safe_mime", "safe_url", "url_kind", "SAFE_DATA_MIME"):
+    """Widgets import from ``_style`` (and write HTML in ``markup``); the lab imports
+    from the base layer: both must get the same objects, or a colour or an escape
+    could drift between them."""
+    for name in ("safe_mime", "safe_url", "url_kind", "SAFE_DATA_MIME"):
         assert getattr(_style, name) is getattr(_html, name), name
+    for name in ("esc", "join", "tag", "Html"):
+        assert getattr(markup, name) is getattr(_html, name), name
     for name in ("PALETTE", "COLOURS"):
         assert getattr(_style, name) is getattr(_palette, name), name
     assert f"color:{PALETTE['muted']}" == _style.MUTED_STYLE

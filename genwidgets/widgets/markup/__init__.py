@@ -14,8 +14,8 @@ docs/decisions.md#lasting-html.
 
 from ..._html import Html, esc, join, tag
 from . import outputs, pieces, views
-from .outputs import *  # noqa: F403 (the package's names are its modules': each sets __all__)
-from .pieces import *  # noqa: F403
-from .views import *  # noqa: F403
+from .outputs import *  # noqa: F403 - the package's names are its modules': each sets __all__
+from .pieces import *  # noqa: F403 - as above
+from .views import *  # noqa: F403 - as above
 
 __all__ = ["Html", "esc", "join", "tag", *outputs.__all__, *pieces.__all__, *views.__all__]

@@ -83,6 +83,19 @@ def created_nothing(exc: BaseException) -> bool:
     return code is not None and 400 <= code < 500
 
 
+def create_failure(exc: BaseException) -> str:
+    """A failed create in words, by what it means for money: "not created" (nothing
+    was made, sending it again pays once) or "outcome unknown" (a task may exist and
+    bill: never sent again by us). Batches, grids and sweeps say it alike."""
+    said = f"{type(exc).__name__}: {exc}"
+    if created_nothing(exc):
+        return f"not created: {said}"
+    return (
+        f"outcome unknown: {said}. Its task may exist (and bill): it is not sent again; "
+        "look for it with client.history()"
+    )
+
+
 class LiveClients:
     """Who pays: the live (not closed, not collected) clients of this process, oldest
     first, each with its gateway name and key.

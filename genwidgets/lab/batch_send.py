@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .._client import created_nothing
+from .._client import create_failure, created_nothing
 from ..errors import OutcomeUnknown, RateLimited, ServerError, Unreachable
 from .batch_store import CREATED, FAILED, SENDING, UNKNOWN, WAITING
 from .resume import reconcile, show_as_stored
@@ -131,7 +131,6 @@ def _send(book: RowBook, rows: list[BatchRow], concurrency: int) -> None:
 def _sent(book: RowBook, row: BatchRow, outcome: Any) -> None:
     with book.lock:
         if isinstance(outcome, Exception):
-            text = f"not created: {type(outcome).__name__}: {outcome}"
             # held back (nothing sent) while the batch stops or pauses: it waits again
             held = isinstance(outcome, Unreachable) and book.stop.is_set()
             if held or (isinstance(outcome, RateLimited) and row.rate_limited < MAX_RATE_LIMITED):
@@ -147,11 +146,10 @@ def _sent(book: RowBook, row: BatchRow, outcome: Any) -> None:
                         f"{book.doubtful} creates in a row failed in a way that may "
                         f"have billed (the last: {type(outcome).__name__}: {outcome})"
                     )
+            row.error = create_failure(outcome)
             if created_nothing(outcome):
-                row.error = text
                 book.update(row, FAILED, release=True)
             else:
-                row.error = f"outcome unknown: {type(outcome).__name__}: {outcome}"
                 book.update(row, UNKNOWN)
             return
         book.doubtful = 0

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._client import create_failure
 from .._config import shown_path
 from .._workers import RUNS
 from ..errors import LedgerError, LedgerWarning
@@ -121,7 +122,8 @@ class GridCell:
 
     @property
     def done(self) -> bool:
-        """Nothing more will happen to this cell (finished, failed, or not created)."""
+        """Nothing more will happen to this cell (finished, failed, not created, or its
+        create's outcome unknown: never sent again)."""
         if self.error is not None:
             return True
         return self.job is not None and self.job.done()
@@ -257,7 +259,7 @@ class GridRun:
     def _sent_one(self, cell: GridCell, outcome: JobLike | Exception) -> None:
         if isinstance(outcome, Exception):
             cell.exception = outcome
-            cell.error = f"not created: {type(outcome).__name__}: {outcome}"
+            cell.error = create_failure(outcome)
         else:
             self._attach(cell, outcome)
         try:
@@ -496,7 +498,8 @@ def _paths_shown(value: Any) -> Any:
 def status_of(cell: GridCell) -> str:
     """A short status word of a cell (plain text, for exports)."""
     if cell.error is not None:
-        return "not created"
+        # the words create_failure() began it with: what the failed create means
+        return "outcome unknown" if cell.error.startswith("outcome unknown") else "not created"
     if cell.job is None:
         return "not sent"
     result = cell.job.last_result

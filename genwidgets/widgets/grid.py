@@ -26,7 +26,7 @@ from ..lab.code import curl_code
 from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from ..lab.export import margins, save_html, save_png
 from ..lab.plan import AXES, GridPlan, plan_grid, short
-from ..lab.run import GridCell, GridRun, list_grids
+from ..lab.run import GridCell, GridRun, list_grids, status_of
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output
 from .background import BACKGROUND
@@ -358,7 +358,7 @@ class Grid(anywidget.AnyWidget):
         job = cell.job
         category, status, error = "queued", "not sent", cell.error
         if cell.error is not None:
-            category, status = "failed", "not created"
+            category, status = "failed", status_of(cell)
         elif job is not None:
             look = job_look(job)
             category, status = look.category, look.word

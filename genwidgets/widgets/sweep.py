@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
-from .._client import default_client
+from .._client import create_failure, default_client
 from ..jobs.fanout import valid_concurrency
 from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from ..lab.run import GridRun
@@ -49,7 +49,7 @@ class SweepCell(ipywidgets.VBox):
         self.children = [self.card]
 
     def fail(self, exc: BaseException) -> None:
-        failed = markup.failure(f"not created: {type(exc).__name__}: {exc}")
+        failed = markup.failure(create_failure(exc))
         self.body.value = markup.sweep_label(self.label, failed)
 
 

@@ -69,3 +69,31 @@ def test_a_cell_the_grid_store_missed_is_found_by_its_tag_when_the_grid_is_reope
         assert again.wait(timeout=120).counts() == (3, 0, 3)
         assert store.require(run.id).cells[1].request_id == sent[1]  # written back
         assert client.request_counts.get("create", 0) == creates  # nothing sent again
+
+
+def test_a_cell_whose_create_failed_says_what_it_means_for_money(tmp_path: Path) -> None:
+    """A 400 made nothing ("not created"); a 500 may come after the task was made
+    ("outcome unknown", never "not created"): the cell, its export and its words agree."""
+    from genwidgets.errors import GatewayError, ServerError
+    from genwidgets.lab.run import status_of
+
+    class Failing(ForecastClient):
+        def send(self, prepared: Any) -> Any:
+            seed = prepared[1]["seed"]  # the fake prepares (endpoint, payload)
+            if seed == 2:
+                raise GatewayError("bad seed", status_code=400)
+            if seed == 3:
+                raise ServerError("Runtime execution failed", status_code=500)
+            return super().send(prepared)
+
+    fake = Failing()
+    store = GridStore(tmp_path / "grids.sqlite3")
+    plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3]), prepare=fake.prepare)
+    run = GridRun(plan, fake, store=store).submit(wait=True)
+    assert [status_of(c) for c in run.cells[1:]] == ["not created", "outcome unknown"]
+    assert (run.cells[2].error or "").startswith("outcome unknown: ServerError")
+    assert "not sent again" in (run.cells[2].error or "")
+    assert run.counts()[1] == 2  # both failed cells count as failed, neither is retried
+    described = {c["index"]: c["error"] for c in run.describe()["cells"]}
+    assert described[2] == run.cells[2].error  # the export says it the same way
+    store.close()

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .batch_row import BatchRow
     from .row_book import RowBook
 
-__all__ = ["BREAKER_AFTER", "CHUNK_ROUNDS", "MAX_RATE_LIMITED", "send_all"]
+__all__ = ["BREAKER_AFTER", "CHUNK_ROUNDS", "MAX_RATE_LIMITED", "may_have_billed", "send_all"]
 
 #: a row refused for the rate limit this many times in a row is failed
 MAX_RATE_LIMITED = 50
@@ -31,6 +31,14 @@ CHUNK_ROUNDS = 2
 #: creates failing in a row in a way that may have billed (a 5xx, no answer, no
 #: contact) before the batch pauses (docs/decisions.md#circuit-breaker)
 BREAKER_AFTER = 5
+
+
+def may_have_billed(failure: Exception) -> bool:
+    """Whether a failed create counts toward the breaker: a 5xx, no answer, no contact
+    (the gateway is in trouble, so the next create may bill for nothing too)."""
+    return isinstance(failure, (OutcomeUnknown, ServerError, Unreachable)) or not (
+        created_nothing(failure)
+    )
 
 
 def _next_chunk(book: RowBook, concurrency: int) -> list[BatchRow]:
@@ -137,9 +145,7 @@ def _sent(book: RowBook, row: BatchRow, outcome: Any) -> None:
                 row.rate_limited += not held
                 book.update(row, WAITING, release=True)  # nothing made: it goes again
                 return
-            if isinstance(outcome, (OutcomeUnknown, ServerError, Unreachable)) or (
-                not created_nothing(outcome)
-            ):
+            if may_have_billed(outcome):
                 book.doubtful += 1
                 if book.doubtful >= BREAKER_AFTER:
                     book.pause(

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from .._client import create_failure
 from .._config import shown_path
 from .._workers import RUNS
-from ..errors import LedgerError, LedgerWarning
+from ..errors import LedgerError, LedgerWarning, Unreachable
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import NOT_CREATED, scrub_payload
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
+from .batch_send import BREAKER_AFTER, CHUNK_ROUNDS, may_have_billed
 from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
 from .store import CellRecord, GridRecord, GridStore, restore_plan, store_for
@@ -102,6 +103,11 @@ class GridCell:
         result = self.job.last_result if self.job is not None else None
         return self.done and (result is None or not result.ok)
 
+    @property
+    def held(self) -> bool:
+        """Not sent because the breaker paused its grid (the next submit() sends it)."""
+        return self.job is None and self.error is None and self._run.paused is not None
+
     def value(self, direction: str) -> Any:
         """The value of the axis displayed along ``direction`` ("x", "y" or "z")."""
         return self.planned.values.get(self._run.plan.layout[direction])
@@ -157,6 +163,12 @@ class GridRun:
         self._started = False
         self._stored = False
         self._sent = threading.Event()
+        #: set: no create leaves (the breaker paused the grid)
+        self._stop = threading.Event()
+        #: why sending paused; set, the cells not sent wait for :meth:`submit`
+        self.paused: str | None = None
+        #: creates in a row that failed and may have billed
+        self._doubtful = 0
         self.store.watch(self.id, self.refresh_ratings)
 
     @property
@@ -208,11 +220,16 @@ class GridRun:
         )
 
     def submit(self, *, wait: bool = True) -> GridRun:
-        """Send every cell once (a second call does nothing); ``wait`` returns when
-        every create has answered, else they go from a background thread."""
+        """Send every cell once (a second call does nothing, but after a pause sends
+        the cells that wait); ``wait`` returns when every create has answered (or the
+        breaker paused the grid), else they go from a background thread."""
         with self._lock:
-            if self._started:
+            if self._started and self.paused is None:
                 return self
+            if self.paused is not None:  # asked to go on: the pause ends here
+                self.paused, self._doubtful = None, 0
+                self._stop.clear()
+                self._sent.clear()
             self._started = True
         try:
             self._store_grid()
@@ -228,11 +245,14 @@ class GridRun:
         return self
 
     def _send_all(self) -> None:
-        """Every cell through the client's one batch sender, ``concurrency`` at a time;
-        each cell is prepared once (at planning when the grid was planned with the client)."""
+        """Every cell not sent yet through the client's one batch sender, ``concurrency``
+        at a time, in chunks as a batch sends (the breaker can stop the next); each cell
+        is prepared once (at planning when the grid was planned with the client)."""
         try:
             ready: list[tuple[GridCell, PreparedRequest]] = []
             for cell in self.cells:
+                if cell.job is not None or cell.error is not None:
+                    continue  # sent before a pause
                 prepared = cell.planned.prepared
                 try:
                     if prepared is None:
@@ -241,15 +261,42 @@ class GridRun:
                     self._sent_one(cell, exc)
                 else:
                     ready.append((cell, prepared))
-            self.client.send_many(
-                [prepared for _, prepared in ready],
-                concurrency=self.concurrency,
-                on_sent=lambda i, outcome: self._sent_one(ready[i][0], outcome),
-                tags=[self.tag(cell) for cell, _ in ready],
-            )
+            size = CHUNK_ROUNDS * self.concurrency  # the breaker is heard between chunks
+            for start in range(0, len(ready), size):
+                chunk = ready[start : start + size]
+                if self._stop.is_set():
+                    break
+                self.client.send_many(
+                    [prepared for _, prepared in chunk],
+                    concurrency=self.concurrency,
+                    on_sent=self._settle_in(chunk),
+                    hold=self._stop.is_set,
+                    tags=[self.tag(cell) for cell, _ in chunk],
+                )
         finally:
             self._sent.set()
             self.changed()
+
+    def _settle_in(
+        self, chunk: list[tuple[GridCell, PreparedRequest]]
+    ) -> Callable[[int, Any], None]:
+        """``on_sent`` of one chunk: its ``i``-th answer settles its cell."""
+        return lambda i, outcome: self._sent_one(chunk[i][0], outcome)
+
+    def _count_doubtful(self, failure: Exception) -> None:
+        """The breaker: creates failing in a row in a way that may have billed pause
+        the grid as they pause a batch (docs/decisions.md#circuit-breaker)."""
+        if not may_have_billed(failure):  # a 4xx: the cell's own problem
+            return
+        self._doubtful += 1
+        if self._doubtful >= BREAKER_AFTER and self.paused is None:
+            waiting = sum(1 for c in self.cells if c.job is None and c.error is None)
+            self.paused = (
+                f"{self._doubtful} creates in a row failed in a way that may have billed "
+                f"(the last: {type(failure).__name__}: {failure}); {waiting} cell(s) not "
+                "sent wait for grid.submit() (the Submit button)"
+            )
+            self._stop.set()
 
     def tag(self, cell: GridCell) -> str:
         """What a cell's create is for, written with its intent in the ledger: a grid
@@ -257,10 +304,15 @@ class GridRun:
         return f"grid {self.id} cell {cell.index}"
 
     def _sent_one(self, cell: GridCell, outcome: JobLike | Exception) -> None:
+        if isinstance(outcome, Unreachable) and self._stop.is_set():
+            self.changed()  # held back by the pause: nothing sent, the cell waits
+            return
         if isinstance(outcome, Exception):
             cell.exception = outcome
             cell.error = create_failure(outcome)
+            self._count_doubtful(outcome)
         else:
+            self._doubtful = 0
             self._attach(cell, outcome)
         try:
             self.store.set_request(self.id, cell.index, cell.request_id, cell.error)
@@ -501,7 +553,7 @@ def status_of(cell: GridCell) -> str:
         # the words create_failure() began it with: what the failed create means
         return "outcome unknown" if cell.error.startswith("outcome unknown") else "not created"
     if cell.job is None:
-        return "not sent"
+        return "not sent (paused)" if cell.held else "not sent"
     result = cell.job.last_result
     if result is not None:
         return "done" if result.ok else "failed"

@@ -183,7 +183,8 @@ class Grid(anywidget.AnyWidget):
         return self.run.cell(x=x, y=y, z=z)
 
     def submit(self, *, wait: bool = True) -> Grid:
-        """Send the grid (the Submit button's action); a second call does nothing."""
+        """Send the grid (the Submit button's action); a second call does nothing, but
+        after the breaker paused it sends the cells that wait."""
         self.run.submit(wait=wait)
         return self
 
@@ -364,7 +365,7 @@ class Grid(anywidget.AnyWidget):
             category, status = look.category, look.word
             error = error or look.error
         elif self.run.started:
-            status = "sending"
+            status = status_of(cell) if cell.held else "sending"
         outputs = self._outputs.get(cell.index)
         if outputs is None:
             outputs = [_output_record(o) for o in cell.outputs]
@@ -464,6 +465,8 @@ class Grid(anywidget.AnyWidget):
         progress = f"{done} of {total} done" if run.started else "nothing sent yet"
         if failed:
             progress += f" ({failed} failed)"
+        if run.paused is not None:
+            progress += f"; paused: {run.paused}"
         expected = run.expected_finish()
         finished = run.started and run.sent and done == total
         present = {d for d in AXES if run.plan.shown(d) is not None}
@@ -475,6 +478,7 @@ class Grid(anywidget.AnyWidget):
             "tasks": run.plan.tasks,
             "needs_confirmation": self.needs_confirmation,
             "started": run.started,
+            "paused": run.paused is not None,
             "finished": finished,
             "progress": progress,
             "expected_finish_at": None if expected is None else time.time() + expected,

@@ -130,9 +130,11 @@ class Sweep(list["JobLike"]):
         return self._submitted.wait(timeout)
 
     def submit(self, *, wait: bool = True) -> Sweep:
-        """Send the tasks (the button's action); a second call does nothing."""
-        if self.run.started:
+        """Send the tasks (the button's action); a second call does nothing, but after
+        the breaker paused the sweep it sends the cells that wait."""
+        if self.run.started and self.run.paused is None:
             return self
+        self._submitted.clear()
         button = self.widget.submit_button
         button.disabled = True
         button.description = "submitting"
@@ -184,9 +186,16 @@ class Sweep(list["JobLike"]):
                     self.errors[cell.index] = cell.exception
                     self.widget.cells[cell.index].fail(cell.exception)
             finished = self.run.sent
-            if finished:
-                self.extend(self.jobs_by_index[i] for i in sorted(self.jobs_by_index))
-                self.widget.submit_button.description = "submitted"
+            if finished:  # (after a pause, the jobs not listed yet)
+                listed = {id(job) for job in self}
+                fresh_jobs = [self.jobs_by_index[i] for i in sorted(self.jobs_by_index)]
+                self.extend(job for job in fresh_jobs if id(job) not in listed)
+                paused = self.run.paused is not None
+                button = self.widget.submit_button
+                button.description = "go on" if paused else "submitted"
+                button.disabled = not paused
+                if paused:
+                    button.layout.display = ""
         self._progress()
         if finished:
             self._submitted.set()
@@ -196,6 +205,8 @@ class Sweep(list["JobLike"]):
         text = f"created {done} of {self.plan.tasks}"
         if failed:
             text += f", {failed} failed"
+        if self.run.paused is not None:
+            text += f"; paused: {self.run.paused}"
         self.widget.progress_html.value = markup.span(text)
 
     def __repr__(self) -> str:

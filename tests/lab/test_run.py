@@ -10,7 +10,7 @@ from widgets.taskfakes import ForecastClient
 
 import genwidgets as gw
 from genwidgets.lab.plan import plan_grid
-from genwidgets.lab.run import GridRun
+from genwidgets.lab.run import GridRun, status_of
 from genwidgets.lab.store import GridStore, store_for
 
 T2I = "genW2.5-t2i-preview"
@@ -75,7 +75,6 @@ def test_a_cell_whose_create_failed_says_what_it_means_for_money(tmp_path: Path)
     """A 400 made nothing ("not created"); a 500 may come after the task was made
     ("outcome unknown", never "not created"): the cell, its export and its words agree."""
     from genwidgets.errors import GatewayError, ServerError
-    from genwidgets.lab.run import status_of
 
     class Failing(ForecastClient):
         def send(self, prepared: Any) -> Any:
@@ -97,3 +96,42 @@ def test_a_cell_whose_create_failed_says_what_it_means_for_money(tmp_path: Path)
     described = {c["index"]: c["error"] for c in run.describe()["cells"]}
     assert described[2] == run.cells[2].error  # the export says it the same way
     store.close()
+
+
+def test_creates_failing_in_a_row_pause_the_grid_until_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_simulator: Any
+) -> None:
+    """A gateway answering 500 to every create: the grid pauses after the breaker's
+    count (creates in flight answer, no more leave), each failed cell says "outcome
+    unknown", the rest wait; asked to go on, it sends only those, each once."""
+    import httpx
+
+    from genwidgets.lab.batch_send import BREAKER_AFTER
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    sim = make_simulator()
+
+    def stats() -> dict[str, Any]:
+        return dict(httpx.get(f"{sim.base_url}/_sim/stats", timeout=10).json())
+
+    httpx.put(f"{sim.base_url}/_sim/config", json={"create_error_rate": 1.0}, timeout=10)
+    with gw.Client(sim.base_url, "sim-demo-key", max_retries=0) as client:
+        plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", list(range(1, 13))))
+        run = GridRun(plan, client).submit(wait=True)
+        posted = stats()["create"]
+        assert BREAKER_AFTER <= posted <= BREAKER_AFTER + run.concurrency
+        assert run.paused is not None and "creates in a row" in run.paused
+        failed = [c for c in run.cells if c.error is not None]
+        assert len(failed) == posted
+        assert all((c.error or "").startswith("outcome unknown") for c in failed)
+        held = [c for c in run.cells if c.held]
+        assert len(held) == 12 - posted and all(c.job is None for c in held)
+        assert {status_of(c) for c in held} == {"not sent (paused)"}
+        run.wait(timeout=60)  # a paused grid's wait returns: nothing more is coming
+        httpx.put(f"{sim.base_url}/_sim/config", json={"create_error_rate": 0.0}, timeout=10)
+        run.submit(wait=True)  # asked to go on
+        assert run.paused is None
+        run.wait(timeout=120)
+        assert stats()["created"] == 12 - posted  # the held cells, each once
+        assert all(c.job is not None for c in held)
+        assert all(c.job is None for c in failed)  # never sent again

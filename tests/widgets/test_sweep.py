@@ -110,7 +110,8 @@ def test_sweep_sends_through_the_clients_one_batch_sender(catalog: None) -> None
     jobs = sweep(
         "test-video", {"prompt": "k"}, vary={"seed": list(range(9))}, client=client, concurrency=3
     )
-    assert len(jobs) == 9 and client.concurrency_asked == [3]
+    # in chunks of two rounds (the breaker is heard between them), each bound to 3
+    assert len(jobs) == 9 and client.concurrency_asked == [3, 3]
     assert jobs.run.concurrency == 3 and jobs.id == jobs.run.id
     assert repr(jobs) == f"<Sweep {jobs.id} test-video: 9 tasks, 9 submitted>"
 
@@ -223,3 +224,32 @@ def test_a_sweep_whose_store_cannot_be_written_sends_nothing_and_can_be_sent_aga
     assert "nothing sent: LedgerError" in jobs.widget.progress_html.value
     jobs.submit()  # the lock is gone: the same sweep goes
     assert len(client.submitted) == 12 and len(jobs) == 12 and jobs.submitted
+
+
+def test_creates_failing_in_a_row_pause_the_sweep_and_its_button_goes_on(
+    catalog: None,
+) -> None:
+    """Every create a 500: the first chunk's cells fail ("outcome unknown"), the rest
+    are never sent; the button says "go on", and a submit() sends only those, each once."""
+    down = True
+    posted: list[int] = []
+
+    def fail_on(payload: Any) -> BaseException | None:
+        posted.append(payload["seed"])
+        return ServerError("Runtime execution failed", status_code=500) if down else None
+
+    client = FakeClient(fail_on=fail_on)
+    seeds = list(range(1, 13))
+    jobs = sweep(
+        "test-video", {"prompt": "k"}, vary={"seed": seeds}, client=client, confirm_above=100
+    )
+    assert jobs.run.paused is not None and len(jobs.errors) == 8  # one chunk: 2 x 4
+    assert posted == seeds[:8] and len(jobs) == 0
+    assert "paused" in jobs.widget.progress_html.value
+    button = jobs.widget.submit_button
+    assert button.description == "go on" and not button.disabled
+    down = False
+    jobs.submit(wait=True)
+    assert jobs.run.paused is None and posted == seeds  # the 4 held, once each
+    assert sorted((j.payload or {})["seed"] for j in jobs) == seeds[8:]  # each once
+    assert button.description == "submitted" and button.disabled

@@ -141,6 +141,11 @@ function render({ model, el }) {
         button(`Submit ${head.tasks} tasks`, "nothing is sent until you click", () =>
           send({ action: "submit" }), "gw-grid-button gw-grid-submit"),
       );
+    } else if (head.paused) {
+      controls.append(
+        button("Go on", "send the cells that wait (creates failed in a row: see why)", () =>
+          send({ action: "submit" }), "gw-grid-button gw-grid-submit"),
+      );
     }
     const progress = make("span", "gw-grid-progress", head.progress || "");
     progress.dataset.expected = head.expected_finish_at == null ? "" : String(head.expected_finish_at);

@@ -81,7 +81,6 @@ __all__ = [
     "outputs_grid",
     "placeholder",
     "poster",
-    "progress_bar_html",
     "prompt_count",
     "result_box",
     "row_picture",
@@ -228,36 +227,6 @@ def error_banner(error: str, kind: str) -> Html:
     """A result's failure line (``kind``: `` (type)`` or nothing)."""
     return tag(
         "div", {"class": "gw-error", "style": f"color:{COLOURS['failed']}"}, "failed: ", error, kind
-    )
-
-
-_SLIDE = Html("<style>@keyframes gw-slide{0%{margin-left:-30%}100%{margin-left:100%}}</style>")
-
-
-def progress_bar_html(look: StatusLook) -> Html:
-    """An indeterminate progress bar, drawn with a CSS animation.
-
-    ipywidgets has no indeterminate progress mode, and animating an
-    ``IntProgress`` would mean a widget message every few hundred milliseconds
-    per view. A CSS animation moves in the browser alone: the kernel writes the
-    bar only when the state changes (queued → running → done). Where styles
-    are stripped (an untrusted saved notebook) it degrades to a static bar.
-    """
-    colour = look.colour
-    bar = "height:6px;border-radius:3px;"
-    if look.terminal:
-        return tag("div", {"class": "gw-bar", "style": f"{bar}background:{colour};width:100%"})
-    speed = "1.6s" if look.category == "running" else "3s"
-    moving = tag(
-        "div",
-        {
-            "style": f"height:100%;width:30%;background:{colour};border-radius:3px;"
-            f"animation:gw-slide {speed} ease-in-out infinite"
-        },
-    )
-    track = f"{bar}background:{PALETTE['track']};overflow:hidden;width:100%"
-    return join(
-        [_SLIDE, tag("div", {"class": "gw-bar gw-bar-indeterminate", "style": track}, moving)]
     )
 
 

@@ -25,7 +25,6 @@ PALETTE: dict[str, str] = {
     "badge_fg": "#92400e",  # amber badges ("simulated", billed "$")
     "badge_bg": "#fef3c7",
     "border": "#e5e7eb",
-    "track": "#e5e7eb",  # the empty part of a progress bar
     "surface": "#f9fafb",  # thumbnail boxes, score margins
     "tile": "#f3f4f6",  # an empty tile of a contact sheet
     "failed_bg": "#fee2e2",  # a failed cell of an exported grid

@@ -267,12 +267,6 @@ class GridStore(TableStore):
         with self._lock:
             self._watchers.setdefault(grid_id, []).append(callback)
 
-    def unwatch(self, grid_id: str, callback: Callable[[], object]) -> None:
-        with self._lock:
-            found = self._watchers.get(grid_id, [])
-            if callback in found:
-                found.remove(callback)
-
     # ------------------------------------------------------------------ writing
 
     def save_grid(

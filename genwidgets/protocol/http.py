@@ -441,16 +441,12 @@ class Gateway:
             ) from None
 
     async def _call(
-        self,
-        op: str,
-        method: str,
-        url: str,
-        *,
-        endpoint: str,
-        request_id: str,
-        retries: int | None = None,
+        self, op: str, method: str, handle: Handle, url: str, *, retries: int | None = None
     ) -> Answer:
-        """A follow-up request with the retry policy for status/result/cancel."""
+        """A follow-up request of ``handle`` (``op``: status, result or cancel, to ``url``
+        or the documented address) with the retry policy."""
+        endpoint, request_id = handle.endpoint, handle.request_id
+        url = self._follow_up_url(handle, url, "response" if op == "result" else op)
         retries = self.max_retries if retries is None else retries
         attempt = 0
         first_not_found: float | None = None
@@ -485,14 +481,7 @@ class Gateway:
             attempt += 1
 
     async def status(self, handle: Handle, *, retries: int | None = None) -> Status:
-        answer = await self._call(
-            "status",
-            "GET",
-            self._follow_up_url(handle, handle.status_url, "status"),
-            endpoint=handle.endpoint,
-            request_id=handle.request_id,
-            retries=retries,
-        )
+        answer = await self._call("status", "GET", handle, handle.status_url, retries=retries)
         body = _json_object(answer, "status", handle)
         return Status.from_body(body, endpoint=handle.endpoint, request_id=handle.request_id)
 
@@ -513,14 +502,7 @@ class Gateway:
         The spec does not show the 202 body. The simulator sends the status body;
         another gateway may send nothing: then None (still "not yet", no status).
         """
-        answer = await self._call(
-            "result",
-            "GET",
-            self._follow_up_url(handle, handle.response_url, "response"),
-            endpoint=handle.endpoint,
-            request_id=handle.request_id,
-            retries=retries,
-        )
+        answer = await self._call("result", "GET", handle, handle.response_url, retries=retries)
         if answer.status_code == 202:
             body = answer.json()
             if not (isinstance(body, Mapping) and isinstance(body.get("status"), str)):
@@ -542,13 +524,7 @@ class Gateway:
 
     async def cancel(self, handle: Handle) -> Mapping[str, Any]:
         """Ask the gateway to cancel; the answer's shape is not shown, so it is kept raw."""
-        answer = await self._call(
-            "cancel",
-            "PUT",
-            self._follow_up_url(handle, handle.cancel_url, "cancel"),
-            endpoint=handle.endpoint,
-            request_id=handle.request_id,
-        )
+        answer = await self._call("cancel", "PUT", handle, handle.cancel_url)
         body = answer.json()
         return body if isinstance(body, Mapping) else {"status_code": answer.status_code}
 

@@ -25,7 +25,6 @@ __all__ = [
     "add_group",
     "add_key",
     "find_key",
-    "group_names",
     "hash_token",
     "key_error",
     "key_named",
@@ -150,10 +149,6 @@ def add_group(
         )
 
     db.run(work)
-
-
-def group_names(db: Database) -> list[str]:
-    return [r[0] for r in db.run(lambda tx: tx.rows("SELECT name FROM groups ORDER BY name"))]
 
 
 def add_key(

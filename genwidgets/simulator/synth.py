@@ -128,12 +128,9 @@ def vary(source: Image.Image, seed: int, strong: bool) -> Image.Image:
     return Image.blend(base, background(width, height, seed), 0.14 if strong else 0.06)
 
 
-PAN_DIRECTIONS = ("down", "right", "up", "left")
-"""imgM_pan's ``direction`` 0-3, by name."""
-
-
 def extend(source: Image.Image, direction: int, scale: float, seed: int) -> Image.Image:
-    """The source unchanged on a canvas ``scale`` times as long towards ``direction``.
+    """The source unchanged on a canvas ``scale`` times as long towards ``direction``
+    (imgM_pan's 0-3: down, right, up, left).
 
     The new area continues the source: its edge mirrored, half blended with a
     seed picture. Sides stay even (video-friendly) and at most 4096 pixels.

@@ -111,8 +111,8 @@ class Element:
     def refresh_note(self) -> None:
         text = markup.join(
             [
-                markup.help_line(self.spec.description) if self.spec.description else None,
-                markup.help_line(self.extra_note) if self.extra_note else None,
+                markup.div(self.spec.description, HELP_STYLE) if self.spec.description else None,
+                markup.div(self.extra_note, HELP_STYLE) if self.extra_note else None,
                 markup.error_lines(self.errors),
             ]
         )

@@ -33,7 +33,7 @@ from .._formats import decode_data_url, human_bytes
 from ..catalog import MediaSpec
 from ..errors import PayloadError
 from . import markup
-from ._style import HELP_STYLE, layout
+from ._style import HELP_STYLE, OK_STYLE, layout
 from .elements import BuildContext, Element, Quiet, is_unset
 from .field_spec import UNSET, FieldSpec
 
@@ -121,7 +121,9 @@ class MediaElement(Element):
             self.status.value = markup.join(
                 [
                     markup.span(info, HELP_STYLE),
-                    markup.ok_line("a local file: checked, and sent encoded for this field"),
+                    markup.div(
+                        "✓ a local file: checked, and sent encoded for this field", OK_STYLE
+                    ),
                 ]
             )
         else:  # its problems are shown by the form, from the same check
@@ -166,7 +168,7 @@ class MediaElement(Element):
             [
                 markup.span(self.file_info, HELP_STYLE) if self.file_info else None,
                 markup.error_lines(self.check_problems, "✗"),
-                markup.ok_line("passes the checks for this field") if passes else None,
+                markup.div("✓ passes the checks for this field", OK_STYLE) if passes else None,
             ]
         )
 

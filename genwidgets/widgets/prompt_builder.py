@@ -249,7 +249,7 @@ def _make_control(key: str) -> _Control:
 
 
 def _html_lines(messages: list[str], color: str, mark: str) -> markup.Html:
-    return markup.coloured_lines(messages, color, mark)
+    return markup.lines(messages, f"color:{color}", mark)
 
 
 class PromptBuilder(widgets.VBox):

@@ -22,12 +22,14 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..._config import ENV_HOME, redact
 from ...errors import LedgerError, LedgerWarning
 from .schema import ensure_schema
 from .writer import FaultAction, is_busy
+
+T = TypeVar("T")
 
 __all__ = ["LedgerFile", "damage", "quick_check", "raise_if_damaged"]
 
@@ -324,8 +326,11 @@ class LedgerFile:
         finally:
             conn.close()
 
-    def log_if_failed(self, what: str, future: concurrent.futures.Future[Any]) -> None:
-        """Log (once it ends) a background write that failed; the warning says the rest."""
+    def log_if_failed(
+        self, what: str, future: concurrent.futures.Future[T]
+    ) -> concurrent.futures.Future[T]:
+        """Log (once it ends) a background write that failed; the warning says the rest.
+        Returns ``future``."""
 
         def done(f: concurrent.futures.Future[Any]) -> None:
             exc = f.exception()
@@ -334,6 +339,7 @@ class LedgerFile:
                 log.log(level, "genwidgets: could not record %s in the ledger: %s", what, exc)
 
         future.add_done_callback(done)
+        return future
 
     # ------------------------------------------------------------------ notices
 

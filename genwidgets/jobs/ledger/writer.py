@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import os
 import queue
@@ -248,12 +249,15 @@ class WriteQueue:
         idle_every: float,
         exit_wait: float,
     ) -> None:
-        self._connect = connect
-        self._on_fault = on_fault
-        self._name = name
-        self._idle = idle
-        self._idle_every = idle_every
-        self._exit_wait = exit_wait
+        self._new_writer = functools.partial(
+            Writer,
+            connect,
+            on_fault,
+            name=name,
+            idle=idle,
+            idle_every=idle_every,
+            exit_wait=exit_wait,
+        )
         self._lock = threading.Lock()
         self._writer: Writer | None = None
 
@@ -262,14 +266,7 @@ class WriteQueue:
         with self._lock:
             writer = self._writer
             if writer is None or writer.pid != os.getpid() or not writer.thread.is_alive():
-                writer = self._writer = Writer(
-                    self._connect,
-                    self._on_fault,
-                    name=self._name,
-                    idle=self._idle,
-                    idle_every=self._idle_every,
-                    exit_wait=self._exit_wait,
-                )
+                writer = self._writer = self._new_writer()
             return writer.put(op)
 
     def flush(self, timeout: float | None) -> bool:

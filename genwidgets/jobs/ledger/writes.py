@@ -211,9 +211,7 @@ class LedgerWrites:
             finally:
                 self._settle(row)
 
-        future = self._queue.put(update)
-        self._file.log_if_failed("the task handle", future)
-        return future
+        return self._file.log_if_failed("the task handle", self._queue.put(update))
 
     def record_create_failed(
         self, row_id: int, error: str, *, created_nothing: bool
@@ -239,9 +237,7 @@ class LedgerWrites:
             finally:
                 self._settle(row)
 
-        future = self._queue.put(update)
-        self._file.log_if_failed("the failed create", future)
-        return future
+        return self._file.log_if_failed("the failed create", self._queue.put(update))
 
     def record_attach(
         self,
@@ -294,9 +290,7 @@ class LedgerWrites:
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
-        future = self._queue.put(upsert)
-        self._file.log_if_failed("the re-attached task", future)
-        return future
+        return self._file.log_if_failed("the re-attached task", self._queue.put(upsert))
 
     def record_status(
         self, gateway: str, request_id: str, status: Status
@@ -338,9 +332,7 @@ class LedgerWrites:
                 ).rowcount
             )
 
-        future = self._queue.put(update)
-        self._file.log_if_failed("a status", future)
-        return future
+        return self._file.log_if_failed("a status", self._queue.put(update))
 
     def record_result(
         self, gateway: str, request_id: str, result: Result
@@ -380,9 +372,7 @@ class LedgerWrites:
             )
             return True
 
-        future = self._queue.put(update)
-        self._file.log_if_failed("a result", future)
-        return future
+        return self._file.log_if_failed("a result", self._queue.put(update))
 
     def record_output_path(
         self,
@@ -423,6 +413,4 @@ class LedgerWrites:
             )
             return True
 
-        future = self._queue.put(update)
-        self._file.log_if_failed("an output path", future)
-        return future
+        return self._file.log_if_failed("an output path", self._queue.put(update))

@@ -1,0 +1,804 @@
+"""Every piece of HTML the widgets write, as small functions: what a saved notebook shows.
+
+The lasting faces (a task's, a result's, a card's, the board's, a batch's, a grid's
+contact sheet, a form's) and the small HTML lines of the live widgets are written in
+this module and nowhere else in :mod:`genwidgets.widgets`: the other modules choose
+what to show (which bytes, which URL, which words) and call these. Each function is
+written with :func:`~genwidgets._html.tag`, which escapes every text and attribute
+value by one rule and returns :class:`~genwidgets._html.Html` (markup already safe,
+never escaped again): a ``str`` argument is text, an ``Html`` argument is markup.
+URLs arrive checked (``url_kind``). Styles are inline, so a face needs no stylesheet.
+In order: the look's pieces (badges, lines, tables), outputs (:mod:`.lasting` chooses
+the bytes or URL a lasting face keeps, :mod:`.render` the URL a live card uses), views
+(each view's module gathers what it shows and writes it with one function here).
+docs/decisions.md#lasting-html.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .._html import Html, esc, join, tag
+from ._style import (
+    COLOURS,
+    ERROR_STYLE,
+    HELP_STYLE,
+    MUTED_STYLE,
+    PALETTE,
+    WARN_STYLE,
+    StatusLook,
+    short,
+)
+
+__all__ = [
+    "BILLED_BADGE",
+    "CUT_STYLE",
+    "GRID_CSS",
+    "LASTING_STYLE",
+    "SIMULATED_BADGE",
+    "VIDEO_STYLE",
+    "Html",
+    "audio",
+    "batch_face",
+    "billed",
+    "board_face",
+    "board_row",
+    "bold",
+    "caption",
+    "card_outputs",
+    "card_param",
+    "card_picture",
+    "card_thumb",
+    "code",
+    "code_view",
+    "cut_html",
+    "div",
+    "download",
+    "empty_cell",
+    "error_banner",
+    "error_html",
+    "error_lines",
+    "esc",
+    "failure",
+    "field_label",
+    "form_face",
+    "form_title",
+    "grid_card",
+    "icon",
+    "image",
+    "job_card",
+    "join",
+    "lasting_box",
+    "lines",
+    "live_caption",
+    "live_media",
+    "muted_line",
+    "muted_span",
+    "no_outputs",
+    "output_box",
+    "outputs_grid",
+    "placeholder",
+    "poster",
+    "prompt_count",
+    "result_box",
+    "row_picture",
+    "selectable",
+    "sheet_cell",
+    "sheet_face",
+    "sheet_flow",
+    "sheet_table",
+    "simulated_badge",
+    "spaced",
+    "span",
+    "stars",
+    "status_badge",
+    "sweep_label",
+    "sweep_summary",
+    "table_html",
+    "tag",
+    "task_face",
+    "text_block",
+    "unavailable",
+    "video",
+    "warn_lines",
+]
+
+# --- the look's pieces ----------------------------------------------------------------
+
+_BADGE_STYLE = (
+    f"background:{PALETTE['badge_bg']};color:{PALETTE['badge_fg']};border-radius:4px;"
+    "padding:0 6px;font-size:0.85em"
+)
+#: The one "simulated" badge: every widget drawn for the embedded simulator shows it.
+SIMULATED_BADGE = tag(
+    "span",
+    {
+        "class": "gw-simulated",
+        "title": "answers come from the local simulator, not a real gateway",
+        "style": _BADGE_STYLE,
+    },
+    "simulated",
+)
+
+
+def simulated_badge(on: bool) -> Html:
+    """A space and the simulated badge, after the head of a view drawn for the simulator."""
+    return join([" ", SIMULATED_BADGE]) if on else Html()
+
+
+#: The billed badge beside a field that changes what a task costs.
+BILLED_BADGE = tag(
+    "span",
+    {
+        "class": "gw-billed",
+        "title": "This field affects what the task bills",
+        "style": _BADGE_STYLE,
+    },
+    "$",
+)
+#: Inside every lasting face: hide the output right before it when that output is
+#: JupyterLab's widget renderer (a Lumino panel), whatever it shows: "Loading
+#: widget...", "Error displaying widget: model not found" (reopened without widget
+#: state), or a live face. A live face whose kernel lives shows itself again, with
+#: ``!important``, and hides this face (``static/faces.js``). Nested ``:has()`` is not
+#: allowed in CSS, so the rule cannot ask whether the panel has drawn anything.
+LASTING_STYLE = Html(
+    "<style>.jp-OutputArea-child:has(+ .jp-OutputArea-child .gw-lasting)"
+    ":has(> .jp-OutputArea-output.lm-Panel){display:none}</style>"
+)
+#: One line cut with an ellipsis where its box ends (the full text goes in a tooltip).
+CUT_STYLE = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;min-width:0"
+
+
+def span(text: Any, style: str | None = None) -> Html:
+    """``text`` in a ``<span>`` of ``style`` (one of ``_style``'s text kinds)."""
+    return tag("span", {"style": style}, text)
+
+
+def div(text: Any, style: str | None = None) -> Html:
+    """``text`` as a line of its own, in ``style``."""
+    return tag("div", {"style": style}, text)
+
+
+def bold(text: Any) -> Html:
+    return tag("b", None, text)
+
+
+def code(text: Any) -> Html:
+    return tag("code", None, text)
+
+
+def lines(texts: Iterable[Any], style: str, mark: str = "") -> Html:
+    """Each text a line in ``style``, after ``mark`` (``⚠``, ``✗``) when given."""
+    return join(div(f"{mark} {t}" if mark else t, style) for t in texts)
+
+
+def error_lines(texts: Iterable[Any], mark: str = "⚠") -> Html:
+    return lines(texts, ERROR_STYLE, mark)
+
+
+def warn_lines(texts: Iterable[Any], mark: str = "⚑") -> Html:
+    return lines(texts, WARN_STYLE, mark)
+
+
+def status_badge(look: StatusLook) -> Html:
+    """The coloured status word, with the wire name as a tooltip."""
+    return tag(
+        "span",
+        {
+            "class": f"gw-status gw-status-{look.category}",
+            "title": look.raw if look.raw and look.raw != look.word else None,
+            "style": f"color:{look.colour};font-weight:600",
+        },
+        look.word,
+    )
+
+
+def cut_html(inner: Any, title: str, *, cls: str = "", style: str = "") -> Html:
+    """A one-line ``<div>`` that never widens its box: ``inner`` ends in "…" where the
+    box ends, and ``title`` is its tooltip. Cards in a grid use it so a long URL
+    cannot push into the next card."""
+    return tag(
+        "div", {"class": cls or None, "title": title, "style": f"{CUT_STYLE};{style}"}, inner
+    )
+
+
+def error_html(look: StatusLook) -> Html:
+    """``error`` and ``error_type`` in red; empty when there is no error."""
+    if not look.error and not look.error_type:
+        return Html()
+    kind = (
+        tag("code", {"style": f"color:{COLOURS['failed']}"}, f"({look.error_type})")
+        if look.error_type
+        else None
+    )
+    return tag(
+        "div",
+        {"class": "gw-error", "style": f"color:{COLOURS['failed']};overflow-wrap:anywhere"},
+        look.error or "",
+        " " if kind else None,
+        kind,
+    )
+
+
+def error_banner(error: str, kind: str) -> Html:
+    """A result's failure line (``kind``: `` (type)`` or nothing)."""
+    return tag(
+        "div", {"class": "gw-error", "style": f"color:{COLOURS['failed']}"}, "failed: ", error, kind
+    )
+
+
+def table_html(data: Any, *, depth: int = 0, max_depth: int = 6, max_items: int = 200) -> Html:
+    """A readable table of JSON-like data; nested values nest tables, and anything
+    deeper than ``max_depth`` is pretty-printed in a ``<pre>``."""
+    cell = (
+        f"border:1px solid {PALETTE['border']};padding:2px 6px;vertical-align:top;text-align:left"
+    )
+    table = {"class": "gw-table", "style": "border-collapse:collapse"}
+    if isinstance(data, Mapping) and data and depth < max_depth:
+        rows = []
+        for i, (key, value) in enumerate(data.items()):
+            if i >= max_items:
+                more = tag("td", {"style": cell, "colspan": "2"}, f"… {len(data) - i} more")
+                rows.append(tag("tr", None, more))
+                break
+            rows.append(
+                tag(
+                    "tr",
+                    None,
+                    tag("th", {"style": f"{cell};font-weight:600"}, key),
+                    tag("td", {"style": cell}, table_html(value, depth=depth + 1)),
+                )
+            )
+        return tag("table", table, *rows)
+    if isinstance(data, list) and data and depth < max_depth:
+        if all(not isinstance(v, (Mapping, list)) for v in data):
+            count = f" … ({len(data)} items)" if len(data) > max_items else ""
+            return join([", ".join(short(v, 200) for v in data[:max_items]), count])
+        rows = [
+            tag(
+                "tr",
+                None,
+                tag("th", {"style": cell}, i),
+                tag("td", {"style": cell}, table_html(v, depth=depth + 1)),
+            )
+            for i, v in enumerate(data[:max_items])
+        ]
+        return tag("table", table, *rows)
+    if isinstance(data, (Mapping, list)):
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+        return tag("pre", {"style": "margin:0"}, text)
+    if data is None:
+        return tag("span", {"style": f"color:{PALETTE['muted']}"}, "null")
+    if isinstance(data, str) and ("\n" in data or len(data) > 120):
+        return tag("pre", {"style": "margin:0;white-space:pre-wrap"}, data)
+    return esc(data if isinstance(data, str) else json.dumps(data, default=str))
+
+
+def placeholder(note: str) -> Html:
+    """What a task was doing when last seen, in place of its outputs."""
+    return tag("div", {"class": "gw-placeholder", "style": MUTED_STYLE}, note)
+
+
+def muted_line(text: str) -> Html:
+    return div(text, MUTED_STYLE)
+
+
+def muted_span(text: str) -> Html:
+    return span(text, MUTED_STYLE)
+
+
+def spaced(faces: Iterable[str]) -> Html:
+    """Lasting faces (as their builders wrote them) one under another."""
+    return join(tag("div", {"style": "margin:4px 0"}, Html(face)) for face in faces)
+
+
+def lasting_box(face_id: str, inner: str) -> Html:
+    """A lasting face as display data: ``inner`` (as its builder wrote it here) and the
+    rule that hides the live face's renderer before it."""
+    return tag(
+        "div", {"class": "gw-lasting", "data-gw-lasting": face_id}, LASTING_STYLE, Html(inner)
+    )
+
+
+def code_view(text: str) -> Html:
+    """A payload's JSON or code, selectable."""
+    style = "white-space:pre-wrap;user-select:text;margin:0;font-size:0.85em"
+    return tag("pre", {"style": style}, text)
+
+
+def billed(text: str) -> Html:
+    return join([BILLED_BADGE, " ", text])
+
+
+def failure(text: str, *, cls: str | None = "gw-error", element: str = "div") -> Html:
+    """A red line (not created, nothing sent)."""
+    return tag(element, {"class": cls, "style": f"color:{COLOURS['failed']}"}, text)
+
+
+# --- fields (elements.py, media_input.py, vida_content.py, the prompt builder) -----------
+
+
+def field_label(label: str, *, required: bool, billed: bool) -> Html:
+    """A field's name (bold when required), a red star when required, the billed badge."""
+    star = (
+        tag("span", {"style": f"color:{PALETTE['error']}", "title": "required"}, "*")
+        if required
+        else None
+    )
+    return join(
+        [span(label, f"font-weight:{'bold' if required else 'normal'}"),
+         " " if star else None, star, " " if billed else None,
+         BILLED_BADGE if billed else None]
+    )  # fmt: skip
+
+
+def prompt_count(count: str, colour: str, line: Html) -> Html:
+    """The prompt builder's banner above its confirmation limit, then its billed line."""
+    style = (
+        f"font-size:1.4em;font-weight:bold;color:{colour};border:2px solid {colour};"
+        "padding:4px 8px;margin:4px 0"
+    )
+    return join([tag("div", {"class": "gw-prompt-count", "style": style}, count), line])
+
+
+# --- outputs: lasting (lasting.py) and live (render.py) --------------------------------
+
+#: One width for every video, live or lasting (a poster or the page would size it).
+VIDEO_STYLE = "width:320px;max-width:100%;height:auto"
+_NEW_TAB = {"target": "_blank", "rel": "noopener"}
+
+
+def caption(
+    text: str, *, saved: str | None = None, extra: str = "", link: str | None = None
+) -> Html:
+    """The caption under an output: its text, where the ledger kept it (``saved``),
+    ``extra`` words and a link to the full file (``link``, a checked URL)."""
+    full = tag("a", {"class": "gw-full", "href": link, **_NEW_TAB}, "full file") if link else None
+    return tag(
+        "div",
+        {"class": "gw-caption", "style": HELP_STYLE},
+        text,
+        f" · saved at {saved}" if saved is not None else None,
+        extra,
+        " · " if full else None,
+        full,
+    )
+
+
+def live_caption(text: str) -> Html:
+    return tag("div", {"class": "gw-caption"}, text)
+
+
+def unavailable(icon: str, name: str, content_type: str, note: str) -> Html:
+    return tag(
+        "div",
+        {"class": "gw-unavailable"},
+        f"{icon} {name} ",
+        code(content_type),
+        f": not shown, {note}",
+    )
+
+
+def image(src: str, alt: str, *, cls: str | None = None, link: str | None = None) -> Html:
+    """An image (a thumbnail, a data URL or a gateway's URL), linked to ``link``."""
+    element = tag(
+        "img", {"class": cls, "src": src, "alt": alt, "style": "max-width:100%;height:auto"}
+    )
+    return tag("a", {"href": link, **_NEW_TAB}, element) if link is not None else element
+
+
+def poster(src: str, alt: str) -> Html:
+    """A video's poster frame in place of the video."""
+    return tag("img", {"class": "gw-poster", "src": src, "alt": alt, "style": VIDEO_STYLE})
+
+
+def video(src: str, poster_src: str | None, preload: str) -> Html:
+    return tag(
+        "video",
+        {"controls": True, "preload": preload, "src": src, "poster": poster_src or None,
+         "style": VIDEO_STYLE},
+    )  # fmt: skip
+
+
+def audio(src: str, preload: str) -> Html:
+    return tag(
+        "audio",
+        {"controls": True, "preload": preload, "src": src, "style": "width:100%;min-width:240px"},
+    )
+
+
+def live_media(kind: str, src: str, name: str) -> Html:
+    """A live card's image, video or audio by its URL (no autoplay, no loop:
+    docs/decisions.md#render-bytes)."""
+    if kind == "image":
+        return tag("img", {"src": src, "alt": name, "style": "max-width:100%;height:auto"})
+    width = "width:320px;" if kind == "video" else ""
+    return tag(kind, {"controls": True, "preload": "metadata", "src": src,
+                      "style": f"{width}max-width:100%"})  # fmt: skip
+
+
+def text_block(text: str) -> Html:
+    """Text content, kept as it is (wrapped)."""
+    return tag("pre", {"style": "white-space:pre-wrap;margin:0"}, text)
+
+
+def download(href: str, name: str, *, rel: str = "noopener") -> Html:
+    """A link to a file of another type."""
+    return tag(
+        "a",
+        {"class": "gw-download", "href": href, "download": name, "target": "_blank", "rel": rel},
+        f"⬇ {name}",
+    )
+
+
+def output_box(body: Html, below: Html | None = None) -> Html:
+    return tag("div", {"class": "gw-output"}, body, below)
+
+
+#: Outputs side by side, in 260 px columns.
+GRID_CSS = "display:grid;grid-template-columns:repeat(auto-fill,minmax(260px,1fr));gap:8px"
+
+
+def outputs_grid(cells: Iterable[tuple[str | None, Html]]) -> Html:
+    """Outputs side by side, each under its label (bold) when it has one."""
+    return tag(
+        "div",
+        {"style": GRID_CSS},
+        *(tag("div", None, bold(label) if label is not None else None, body)
+          for label, body in cells),
+    )  # fmt: skip
+
+
+def result_box(*parts: Html | None) -> Html:
+    return tag("div", {"class": "gw-result"}, *parts)
+
+
+def no_outputs() -> Html:
+    return div("no outputs", MUTED_STYLE)
+
+
+# --- cards (cards.py) and the board's table (board.py) ---------------------------------
+
+_CARD = (
+    f"border:1px solid {PALETTE['border']};border-left:4px solid {{colour}};border-radius:6px;"
+    "padding:6px;font-size:0.9em;overflow:hidden;min-width:0;box-sizing:border-box;"
+    "contain:inline-size"
+)
+_MONO = f"user-select:all;font-size:0.8em;{MUTED_STYLE};font-family:monospace"
+
+
+def icon(name: str, path: str, size: int) -> Html:
+    """An inline SVG icon (stroked, grey) of one path."""
+    return tag(
+        "svg",
+        {"class": f"gw-icon gw-icon-{name}", "width": size, "height": size,
+         "viewBox": "0 0 24 24", "fill": "none", "stroke": PALETTE["muted"],
+         "stroke-width": "1.5", "stroke-linecap": "round", "stroke-linejoin": "round",
+         "aria-hidden": "true"},
+        tag("path", {"d": path}),
+    )  # fmt: skip
+
+
+def card_picture(src: str) -> Html:
+    return tag(
+        "img",
+        {"src": src, "alt": "", "loading": "lazy",
+         "style": "max-width:100%;max-height:120px;object-fit:contain"},
+    )  # fmt: skip
+
+
+def card_thumb(picture: Html) -> Html:
+    """A card's picture box (120 px high, centred)."""
+    return tag(
+        "div",
+        {"class": "gw-thumb", "style": "height:120px;display:flex;align-items:center;"
+         f"justify-content:center;background:{PALETTE['surface']}"},
+        picture,
+    )  # fmt: skip
+
+
+def card_outputs(cells: Iterable[Html]) -> Html:
+    style = "display:grid;grid-template-columns:repeat(auto-fill,minmax(110px,1fr));gap:4px"
+    return tag("div", {"style": style}, *cells)
+
+
+def card_param(key: str, value: str | None, tooltip: str) -> Html:
+    """A parameter's line on a card: ``key = value`` (``unset`` in italics)."""
+    shown = tag("i", None, "unset") if value is None else value
+    return cut_html(join([span(key, MUTED_STYLE), " = ", shown]), tooltip, cls="gw-param")
+
+
+def job_card(
+    look: StatusLook,
+    *,
+    label: str,
+    media: Html,
+    endpoint: str,
+    simulated: bool,
+    elapsed: str,
+    params: Iterable[Html],
+    request_id: str,
+) -> Html:
+    """A job's card: its label, picture, endpoint, status and elapsed time, the listed
+    parameters, its error and its request id."""
+    head = cut_html(label, label, cls="gw-label", style="font-weight:600") if label else None
+    return tag(
+        "div",
+        {"class": "gw-card", "style": _CARD.format(colour=look.colour)},
+        head,
+        media,
+        cut_html(join([bold(endpoint), simulated_badge(simulated)]), endpoint, cls="gw-endpoint"),
+        tag("div", None, status_badge(look), f" · {elapsed}"),
+        *params,
+        error_html(look),
+        cut_html(request_id, request_id, cls="gw-request-id", style=_MONO),
+    )
+
+
+def grid_card(
+    picture: Html, *, endpoint: str, noun: str, shape: str, counts: str, load: str
+) -> Html:
+    """A grid's entry on the board: its best picture, endpoint, axes and counts, and
+    the line that loads it."""
+    return tag(
+        "div",
+        {"class": "gw-card gw-grid-entry", "style": _CARD.format(colour=PALETTE["accent"])},
+        card_thumb(picture),
+        cut_html(join([bold(endpoint), f" · {noun}"]), endpoint, cls="gw-endpoint"),
+        cut_html(shape, shape),
+        tag("div", None, counts),
+        cut_html(load, load, style=_MONO),
+    )
+
+
+_TD = f"border-bottom:1px solid {PALETTE['border']};padding:4px 6px;vertical-align:middle"
+
+
+def row_picture(src: str) -> Html:
+    return tag(
+        "img",
+        {"class": "gw-thumb", "src": src, "alt": "",
+         "style": "max-width:96px;max-height:72px;object-fit:contain"},
+    )  # fmt: skip
+
+
+def selectable(text: str) -> Html:
+    """An id in code, selected whole by one click."""
+    return tag("code", {"style": "user-select:all"}, text)
+
+
+def board_row(*cells: Any) -> Html:
+    """A row of the board's table: one cell a value (text, or markup)."""
+    return tag("tr", None, *(tag("td", {"style": _TD}, c) for c in cells))
+
+
+def board_face(words: str, simulated: bool, rows: Iterable[Html]) -> Html:
+    """The board's lasting face: a line of counts, then one row a grid or job."""
+    head = tag(
+        "div",
+        {"class": "gw-board-head"},
+        bold("board"),
+        f" · {words} when last seen",
+        simulated_badge(simulated),
+    )
+    table = tag("table", {"class": "gw-board-table", "style": "border-collapse:collapse"}, *rows)
+    return tag("div", {"class": "gw-board-lasting"}, head, table)
+
+
+# --- a batch (batch_view.py) ------------------------------------------------------------
+
+
+def batch_face(
+    *,
+    batch_id: str,
+    endpoint: str,
+    simulated: bool,
+    counts: Sequence[tuple[str, int, str]],
+    total: int,
+    line: str,
+    out: str,
+    pictures: Iterable[tuple[str, str]],
+    side: int,
+) -> Html:
+    """A batch's lasting face: its counts (word, number, colour), its progress line,
+    where its files are and its latest pictures (data URL or ``""``, label)."""
+    muted = f"color:{PALETTE['muted']}"
+    figures = (
+        tag(
+            "figure",
+            {"style": f"margin:0;width:{side}px;font-size:11px;{muted}"},
+            tag("img", {"src": src, "alt": "", "style": f"max-width:{side}px"}) if src else None,
+            tag("figcaption", {"style": "overflow-wrap:anywhere"}, label),
+        )
+        for src, label in pictures
+    )
+    spans = join((span(f"{n} {k}", f"color:{colour}") for k, n, colour in counts), " · ")
+    return tag(
+        "div",
+        {"class": "gw-batch-static",
+         "style": f"font-family:system-ui,sans-serif;font-size:13px;color:{PALETTE['ink']}"},
+        tag("div", None, bold(f"batch {batch_id}"), f" → {endpoint}",
+            simulated_badge(simulated)),
+        tag("div", None, spans, f" of {total}"),
+        div(line, muted),
+        div(join(["files and manifest.csv in ", code(out)]), muted),
+        tag("div", {"style": "display:flex;flex-wrap:wrap;gap:6px;margin-top:4px"}, *figures),
+    )  # fmt: skip
+
+
+# --- a grid's contact sheet (grid_sheet.py) ----------------------------------------------
+
+_TABLE = "border-collapse:collapse;margin:4px 0"
+_CELL = (
+    f"border:1px solid {PALETTE['border']};padding:6px;vertical-align:top;max-width:280px;"
+    "text-align:left"
+)
+_HEAD = f"padding:4px 6px;color:{PALETTE['heading']};font-weight:600;text-align:left"
+_MARGIN = (
+    f"padding:4px 6px;color:{PALETTE['heading']};background:{PALETTE['surface']};"
+    f"border:1px solid {PALETTE['border']};font-size:0.85em;white-space:nowrap;text-align:left"
+)
+#: the live grid's badge (``.gw-grid-count`` in grid.css), over the first output
+_COUNT = (
+    "position:absolute;top:4px;right:4px;background:#111827;color:#fff;border-radius:9px;"
+    "padding:0 6px;font-size:11px"
+)
+
+
+def stars(rating: int) -> Html:
+    return tag(
+        "span",
+        {"class": "gw-stars", "title": f"{rating} of 5"},
+        span("★" * rating, f"color:{PALETTE['star']}"),
+        span("★" * (5 - rating), f"color:{PALETTE['star_off']}"),
+    )
+
+
+def sheet_cell(
+    shown: Html,
+    *,
+    count: int,
+    index: int,
+    status: str,
+    colour: str,
+    rating: int,
+    error: str | None,
+    note: str | None,
+    request_id: str | None,
+    label: str = "",
+    element: str = "td",
+) -> Html:
+    """One cell of a sheet: its first output (and how many it has), its error, status,
+    stars, note and request id; ``element``: ``td`` in a table, ``div`` in a flow."""
+    if count > 1:  # as the live grid: the first output, and how many there are
+        badge = tag(
+            "span",
+            {"class": "gw-sheet-count", "title": f"{count} outputs: the first is shown",
+             "style": _COUNT},
+            count,
+        )  # fmt: skip
+        shown = tag("div", {"style": "position:relative"}, shown, badge)
+    rid = tag("code", {"style": "font-size:0.8em;word-break:break-all"}, request_id)
+    return tag(
+        element,
+        {"class": "gw-sheet-cell", "data-index": index, "style": _CELL},
+        div(label, "font-weight:600") if label else None,
+        shown,
+        div(error, f"color:{COLOURS['failed']}") if error else None,
+        tag("div", None, span(status, f"color:{colour}"), " ", stars(rating)),
+        tag("div", {"class": "gw-note"}, note) if note else None,
+        tag("div", None, rid) if request_id else None,
+    )
+
+
+def empty_cell(element: str = "td") -> Html:
+    return tag(element, {"style": _CELL})
+
+
+def sheet_flow(boxes: Iterable[Html]) -> Html:
+    """A sweep's combinations, wrapping like cards."""
+    style = "display:grid;grid-template-columns:repeat(auto-fill,minmax(240px,1fr));gap:6px;"
+    return tag("div", {"style": style + "margin:4px 0"}, *boxes)
+
+
+def sheet_table(
+    title: str,
+    columns: Sequence[str],
+    rows: Iterable[tuple[str, Sequence[Html], str | None]],
+    column_scores: Sequence[str] | None,
+    row_scores: bool,
+) -> Html:
+    """One z value's table: the x values as columns, one row a y value (its label,
+    cells and score), then the columns' scores."""
+    head = [tag("th"), *(tag("th", {"style": _HEAD}, c) for c in columns)]
+    if row_scores:
+        head.append(tag("th", {"style": _HEAD}, "score"))
+    body = [tag("tr", None, *head)]
+    for label, cells, score in rows:
+        margin = (
+            tag("td", {"class": "gw-margin-y", "style": _MARGIN}, score) if row_scores else None
+        )
+        body.append(tag("tr", None, tag("th", {"style": _HEAD}, label), *cells, margin))
+    if column_scores is not None:
+        scores = (tag("td", {"class": "gw-margin-x", "style": _MARGIN}, s) for s in column_scores)
+        corner = tag("td") if row_scores else None
+        body.append(tag("tr", None, tag("th", {"style": _HEAD}, "score"), *scores, corner))
+    return join([div(title, _HEAD) if title else None, tag("table", {"style": _TABLE}, *body)])
+
+
+def sheet_face(
+    *,
+    endpoint: str,
+    grid_id: str,
+    summary: str,
+    state: str,
+    simulated: bool,
+    unsent: str | None,
+    tables: Iterable[Html],
+) -> Html:
+    """A grid's lasting face: a head line, what is not sent yet, then its tables."""
+    head = tag(
+        "div",
+        {"class": "gw-sheet-head"},
+        bold(endpoint),
+        " grid ",
+        code(grid_id),
+        f" · {summary} · {state}",
+        simulated_badge(simulated),
+    )
+    waiting = (
+        tag("div", {"class": "gw-sheet-unsent", "style": MUTED_STYLE}, unsent) if unsent else None
+    )
+    return tag("div", {"class": "gw-grid-sheet"}, head, waiting, *tables)
+
+
+# --- a task (task.py), a form (form.py), a sweep (sweep.py) -------------------------------
+
+
+def task_face(
+    look: StatusLook, *, endpoint: str, request_id: str, elapsed: str, simulated: bool
+) -> Html:
+    """A task's status line: status, endpoint, request id and elapsed time."""
+    return tag(
+        "div",
+        {"class": "gw-final",
+         "style": "display:flex;gap:12px;align-items:baseline;flex-wrap:wrap"},
+        status_badge(look), " ", tag("span", None, endpoint), " ",
+        selectable(request_id), " ",
+        tag("span", None, elapsed),
+        simulated_badge(simulated),
+    )  # fmt: skip
+
+
+def form_title(title: str, endpoint: str, kind: str, simulated: bool, first: str) -> Html:
+    """A form's head: its title, endpoint id, kind and the first line of its description."""
+    return join(
+        [bold(title), " · ", code(endpoint), " · ", span(kind, HELP_STYLE),
+         simulated_badge(simulated),
+         div(first, HELP_STYLE) if first else None]
+    )  # fmt: skip
+
+
+def form_face(title: Html, note: str, payload: str) -> Html:
+    """A form's lasting face: its head, that it needs its kernel, and what it was set to."""
+    return tag(
+        "div", {"class": "gw-form-lasting"}, title, div(f"{note}; it was set to:", HELP_STYLE),
+        code_view(payload),
+    )  # fmt: skip
+
+
+def sweep_label(label: str, below: Html) -> Html:
+    """A sweep cell before its card: its label and a line about it."""
+    return join([tag("div", {"class": "gw-label", "style": "font-weight:600"}, label), below])
+
+
+def sweep_summary(summary: str, simulated: bool) -> Html:
+    return tag(
+        "div",
+        {"class": "gw-sweep-summary"},
+        summary,
+        simulated_badge(simulated),
+    )

@@ -113,7 +113,7 @@ class BatchView(CommandView):
         # called on the batch's finisher thread (never the engine's): the throttle writes
         self._throttle.request()
 
-    # The buttons: anywidget commands (``experimental.invoke`` in batch.js), each
+    # The buttons: anywidget commands (asked by ``static/ask.js``), each
     # answered with {"ok": true} or {"error": ...} the page shows
     # (docs/decisions.md#view-commands).
 

@@ -90,9 +90,9 @@ Reply = tuple[dict[str, Any], list[bytes]]
 
 
 def answers(ask: Ask) -> Callable[[Any, Any, list[bytes]], Reply]:
-    """An anywidget command (``experimental.invoke`` in the page) answered either way:
-    ``{"ok": true, ...}``, or ``{"error": "..."}`` for a bad ask or a failure doing
-    it, which the page shows; never a traceback in the kernel
+    """An anywidget command (``static/ask.js`` asks it by anywidget's protocol),
+    answered either way: ``{"ok": true, ...}``, or ``{"error": "..."}`` for a bad ask
+    or a failure doing it, which the page shows; never a traceback in the kernel
     (docs/decisions.md#view-commands)."""
 
     @functools.wraps(ask)

@@ -271,7 +271,7 @@ class Grid(CommandView):
             self._faces.refresh(force=force)
 
     # ------------------------------------------------------------------ the page's asks
-    # anywidget commands (``experimental.invoke`` in grid.js), each answered with
+    # anywidget commands (asked by ``static/ask.js``), each answered with
     # {"ok": true, ...} or {"error": ...} the page shows (docs/decisions.md#view-commands)
 
     def _cell_index(self, msg: Mapping[str, Any]) -> int:

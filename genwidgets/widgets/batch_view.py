@@ -11,10 +11,9 @@ notebook saved without widget state shows. Its choices: docs/decisions.md#batch-
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any
 
-import anywidget
 import traitlets
 
 from .._config import shown_path
@@ -27,8 +26,8 @@ from ..lab.progress import Snapshot
 from ..media.thumbnails import data_url, thumbnail
 from . import markup
 from ._style import COLOURS
-from .faces import Faces, in_kernel, static_module
-from .ticker import MIN_INTERVAL, Throttle, guarded
+from .faces import CommandView, Faces, answers, in_kernel, static_module
+from .ticker import MIN_INTERVAL, Throttle
 
 __all__ = ["BatchView", "batch", "batches", "static_copy"]
 
@@ -89,10 +88,10 @@ def _head(batch: Batch, snap: Snapshot) -> dict[str, Any]:
     }
 
 
-class BatchView(anywidget.AnyWidget):
+class BatchView(CommandView):
     """The live view of one batch (see the module docstring)."""
 
-    _esm = static_module("faces.js", "batch.js")
+    _esm = static_module("faces.js", "ask.js", "batch.js")
     _css = static_module("batch.css")
     head = traitlets.Dict().tag(sync=True)
     #: which lasting face this live view hides while its kernel lives (``faces.js``)
@@ -108,27 +107,33 @@ class BatchView(anywidget.AnyWidget):
         self._faces: Faces | None = None
         self.add_class("gw-batch")
         batch.listeners.append(self._on_change)
-        self.on_msg(self._on_message)
         self._throttle.request(force=True)
 
     def _on_change(self) -> None:
         # called on the batch's finisher thread (never the engine's): the throttle writes
         self._throttle.request()
 
-    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, Mapping):
-            guarded(lambda: self.handle_message(content))
+    # The buttons: anywidget commands (asked by ``static/ask.js``), each
+    # answered with {"ok": true} or {"error": ...} the page shows
+    # (docs/decisions.md#view-commands).
 
-    def handle_message(self, content: Mapping[str, Any]) -> None:
-        """The buttons: ``{"action": "submit" | "cancel" | "retry"}``."""
-        action = content.get("action")
-        if action == "submit":
-            self.batch.submit()
-        elif action == "cancel":
-            self.batch.cancel()
-        elif action == "retry":
-            self.batch.retry_failed()
-        self._throttle.request(force=True)
+    @answers
+    def _ask_submit(self, _msg: dict[str, Any]) -> None:
+        self._after_ask(self.batch.submit)
+
+    @answers
+    def _ask_cancel(self, _msg: dict[str, Any]) -> dict[str, Any]:
+        return {"asked": self._after_ask(self.batch.cancel)}
+
+    @answers
+    def _ask_retry(self, _msg: dict[str, Any]) -> None:
+        self._after_ask(self.batch.retry_failed)
+
+    def _after_ask(self, act: Callable[[], Any]) -> Any:
+        try:
+            return act()
+        finally:
+            self._throttle.request(force=True)
 
     def _latest(self) -> list[dict[str, Any]]:
         ended = [r for r in self.batch.rows if r.ended_at is not None and r.ended]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anywidget
+import anywidget.experimental
 import traitlets
 
 from .._workers import Workers
@@ -39,9 +40,12 @@ __all__ = [
     "REPUBLISH",
     "SETTLE_LIMIT",
     "WIDGET_VIEW_MIME",
+    "Asked",
+    "CommandView",
     "Faces",
     "LiveMark",
     "Republisher",
+    "answers",
     "in_kernel",
     "make_two_faced",
     "static_module",
@@ -62,7 +66,8 @@ def static_module(*names: str) -> str:
     holds them once per view; the readable files in the package are the source. Only
     whole-line ``//`` comments, ``/* */`` comments and leading whitespace go (line
     breaks stay, so no statement is joined to another). Joining files is how two
-    modules share code without a build step: ``faces.js`` first, then the view's.
+    modules share code without a build step: ``faces.js`` first, ``ask.js`` for a view
+    that asks its kernel, then the view's (docs/decisions.md#view-commands).
     """
     parts = []
     for name in names:
@@ -72,6 +77,60 @@ def static_module(*names: str) -> str:
         lines = (line.strip() for line in text.splitlines())
         parts.append("\n".join(line for line in lines if line and not line.startswith("//")))
     return "\n".join(parts)
+
+
+class Asked(ValueError):
+    """What a view's page asked cannot be done; the reply says what is wrong and what
+    is allowed, and the page shows it."""
+
+
+#: What a command of :func:`answers` returns: fields added to ``{"ok": true}``, or None.
+Ask = Callable[[Any, dict[str, Any]], "dict[str, Any] | None"]
+Reply = tuple[dict[str, Any], list[bytes]]
+
+
+def answers(ask: Ask) -> Callable[[Any, Any, list[bytes]], Reply]:
+    """An anywidget command (``static/ask.js`` asks it by anywidget's protocol),
+    answered either way: ``{"ok": true, ...}``, or ``{"error": "..."}`` for a bad ask
+    or a failure doing it, which the page shows; never a traceback in the kernel
+    (docs/decisions.md#view-commands)."""
+
+    @functools.wraps(ask)
+    def command(view: Any, msg: Any, _buffers: list[bytes]) -> Reply:
+        try:
+            if not isinstance(msg, dict):
+                raise Asked(f"an ask is a JSON object, not {type(msg).__name__}")
+            answer = ask(view, msg)
+        except Exception as exc:  # the page's ask is answered whatever failed
+            said = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+            return {"error": said or type(exc).__name__}, []
+        return {"ok": True, **(answer or {})}, []
+
+    return anywidget.experimental.command(command)
+
+
+class _Commands(dict[str, Any]):
+    """anywidget's table of a class's commands, which answers a name it lacks."""
+
+    def __missing__(self, name: str) -> Callable[[Any, Any, list[bytes]], Reply]:
+        known = ", ".join(sorted(self))
+
+        def unknown(_view: Any, _msg: Any, _buffers: list[bytes]) -> Reply:
+            return {"error": f"unknown ask {str(name)[:60]!r}; this view answers {known}"}, []
+
+        return unknown
+
+
+class CommandView(anywidget.AnyWidget):
+    """An anywidget whose page's asks are anywidget commands (:func:`answers`): an
+    ask of a name it has no command for is answered with an error too (anywidget
+    itself would raise a KeyError in the kernel)."""
+
+    _anywidget_commands: dict[str, Any]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._anywidget_commands = _Commands(cls._anywidget_commands)
 
 
 def in_kernel() -> bool:

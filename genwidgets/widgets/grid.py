@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anywidget
 import ipywidgets
 import traitlets
 
@@ -30,12 +29,12 @@ from ..lab.run import GridCell, GridRun, list_grids, status_of
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output
 from .background import BACKGROUND
-from .faces import Faces, in_kernel, static_module
+from .faces import Asked, CommandView, Faces, answers, in_kernel, static_module
 from .form import form, python_code
 from .grid_sheet import contact_sheet
 from .render import source_of
 from .task import job_look
-from .ticker import MIN_INTERVAL, TICKER, Throttle, guarded
+from .ticker import MIN_INTERVAL, TICKER, Throttle
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
@@ -105,11 +104,11 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-class Grid(anywidget.AnyWidget):
+class Grid(CommandView):
     """A grid of tasks that vary along x (columns), y (rows) and z (tabs); see
     the module docstring and ``gw.grid``."""
 
-    _esm = static_module("faces.js", "grid.js")
+    _esm = static_module("faces.js", "ask.js", "grid.js")
     _css = static_module("grid.css")
     head = traitlets.Dict().tag(sync=True)
     #: Which lasting face (contact sheet) this live grid hides while its kernel lives.
@@ -144,7 +143,6 @@ class Grid(anywidget.AnyWidget):
         self._faces: Faces | None = None
         self.add_class("gw-grid")
         run.listeners.append(self._on_change)
-        self.on_msg(self._on_message)
         self._throttle.request(force=True)
 
     # ------------------------------------------------------------------ the API
@@ -273,54 +271,71 @@ class Grid(anywidget.AnyWidget):
         if self._faces is not None:
             self._faces.refresh(force=force)
 
-    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, Mapping):
-            guarded(lambda: self.handle_message(content))
+    # ------------------------------------------------------------------ the page's asks
+    # anywidget commands (asked by ``static/ask.js``), each answered with
+    # {"ok": true, ...} or {"error": ...} the page shows (docs/decisions.md#view-commands)
 
-    def handle_message(self, content: Mapping[str, Any]) -> None:
-        """What the browser's buttons ask: ``{"action": "rate", "index"}`` with the
-        field that changed, ``"stars"`` (a star's click) or ``"note"`` (the note's
-        ``change``; null or "" clears it), merged per field in the store; ``submit``,
-        ``cancel``, ``swap`` (``a``, ``b``), ``recall`` (``index``), ``full``
-        (``index``: the lightbox asks for the full outputs and the request's code,
-        sent as a message), ``thumbs`` (a new view asks for the thumbnails so far, but
-        those its page ``have``, and the cell records written since)."""
-        action = content.get("action")
-        if action == "rate":
-            stars = content.get("stars")
-            note = str(content.get("note") or "") if "note" in content else None
-            self.rate(int(content["index"]), None if stars is None else int(stars), note)
-        elif action == "submit":
-            self.submit(wait=False)
-        elif action == "cancel":
-            self.cancel_all()
-        elif action == "swap":
-            self.swap(str(content["a"]), str(content["b"]))
-        elif action == "full":
-            cell = self.run.cells[int(content["index"])]
-            outputs = [_output_record(o, full=True) for o in cell.outputs]
-            code = {
-                "python": python_code(cell.endpoint, cell.payload),
-                "curl": curl_code(cell.endpoint, cell.payload),
-            }
-            self.send({"full": cell.index, "outputs": outputs, "code": code})
-        elif action == "thumbs":
-            self._viewed = True
-            self._unsent = {}  # first: each one made from now on is sent again, not lost
-            made = {str(i): urls for i, urls in self._thumbs.items()}
-            known = {str(i) for i in content.get("have") or ()}  # another view's, this page
-            self.send({"thumbs": {i: urls for i, urls in made.items() if i not in known}})
-            if self._states is not None and self._states != self._whole:
-                self.send({"cells": self._states})  # written since the last whole send
-        elif action == "recall":
-            recalled = self.form(int(content["index"]))
-            if self.recall_area is None:
-                self.recall_area = ipywidgets.Output()
-            # the form's widget alone: the recall area is itself live only (and a
-            # display there would not reach the cell's outputs)
-            data = recalled._repr_mimebundle_()
-            entry = {"output_type": "display_data", "data": data, "metadata": {}}
-            self.recall_area.outputs = (entry,)
+    def _cell_index(self, msg: Mapping[str, Any]) -> int:
+        index, total = msg.get("index"), len(self.run.cells)
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < total:
+            raise Asked(f"index must be a cell number 0-{total - 1}, not {index!r}")
+        return index
+
+    @answers
+    def _ask_rate(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A star's click sends ``stars`` alone, the note's ``change`` ``note`` alone
+        (null or "" clears it); the store merges them per field."""
+        note = (msg["note"] or "") if "note" in msg else None
+        cell = self.rate(self._cell_index(msg), msg.get("stars"), note)
+        return {"stars": cell.rating, "note": cell.note}
+
+    @answers
+    def _ask_submit(self, _msg: dict[str, Any]) -> None:
+        self.submit(wait=False)
+
+    @answers
+    def _ask_cancel(self, _msg: dict[str, Any]) -> dict[str, Any]:
+        return {"asked": self.cancel_all()}
+
+    @answers
+    def _ask_swap(self, msg: dict[str, Any]) -> None:
+        self.swap(str(msg.get("a")), str(msg.get("b")))  # refused by name unless two axes
+
+    @answers
+    def _ask_recall(self, msg: dict[str, Any]) -> None:
+        recalled = self.form(self._cell_index(msg))
+        if self.recall_area is None:
+            self.recall_area = ipywidgets.Output()
+        # the form's widget alone: the recall area is itself live only (and a
+        # display there would not reach the cell's outputs)
+        data = recalled._repr_mimebundle_()
+        entry = {"output_type": "display_data", "data": data, "metadata": {}}
+        self.recall_area.outputs = (entry,)
+
+    @answers
+    def _ask_full(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The lightbox: a cell's full outputs and the request's code."""
+        cell = self.run.cells[self._cell_index(msg)]
+        outputs = [_output_record(o, full=True) for o in cell.outputs]
+        code = {
+            "python": python_code(cell.endpoint, cell.payload),
+            "curl": curl_code(cell.endpoint, cell.payload),
+        }
+        return {"outputs": outputs, "code": code}
+
+    @answers
+    def _ask_thumbs(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A new view's hello: the thumbnails so far but those its page ``have``, and
+        the cell records written since the last whole send; later ones come as
+        messages to every view."""
+        self._viewed = True
+        self._unsent = {}  # first: each one made from now on is sent again, not lost
+        made = {str(i): urls for i, urls in self._thumbs.items()}
+        known = {str(i) for i in msg.get("have") or ()}  # another view's, this page
+        answer: dict[str, Any] = {"thumbs": {i: u for i, u in made.items() if i not in known}}
+        if self._states is not None and self._states != self._whole:
+            answer["cells"] = self._states  # written since the last whole send
+        return answer
 
     # ------------------------------------------------------------------ writing
 

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import anywidget
 import ipywidgets
 import traitlets
 
@@ -24,7 +23,16 @@ from .._protocols import JobLike
 from ..protocol.records import Result, log_line
 from . import markup
 from ._style import COLOURS, StatusLook, format_elapsed, look_of
-from .faces import REPUBLISH, Faces, in_kernel, live_container, static_module, widget_bundle
+from .faces import (
+    REPUBLISH,
+    CommandView,
+    Faces,
+    answers,
+    in_kernel,
+    live_container,
+    static_module,
+    widget_bundle,
+)
 from .lasting import plain_text, result_html
 from .render import live_entry
 from .ticker import (
@@ -96,7 +104,7 @@ def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[
     return entries
 
 
-class TaskView(anywidget.AnyWidget):
+class TaskView(CommandView):
     """The live view of a job: coloured status word, queue position, elapsed
     time (ticking in the browser), "about N s left" when the polling schedule
     expects an end, an indeterminate bar, a Cancel button, the request_id, on
@@ -109,7 +117,7 @@ class TaskView(anywidget.AnyWidget):
     the only HTML, that of non-media outputs, is escaped by the renderer.
     """
 
-    _esm = static_module("faces.js", "task_view.js")
+    _esm = static_module("faces.js", "ask.js", "task_view.js")
     _css = static_module("task_view.css")
 
     endpoint = traitlets.Unicode("").tag(sync=True)
@@ -162,7 +170,6 @@ class TaskView(anywidget.AnyWidget):
         self._shown_result: Result | None = None
         self._resend_pending = False
         self.add_class("gw-task-view")
-        self.on_msg(self._on_message)
         self._throttle.request(force=True)
         if not job_look(job).terminal:
             self._removers.append(job.add_update_callback(self._on_update))
@@ -197,12 +204,14 @@ class TaskView(anywidget.AnyWidget):
             self.face = self._faces.live(self)
         self._faces.show(self)
 
-    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("event") == "cancel":
-            self.click_cancel()
+    @answers
+    def _ask_cancel(self, _msg: dict[str, Any]) -> None:
+        """The Cancel button (an anywidget command, docs/decisions.md#view-commands);
+        a failure to ask is shown by ``cancel_error``."""
+        self.click_cancel()
 
     def click_cancel(self) -> None:
-        """What the Cancel button does (the browser sends a message; tests call this)."""
+        """What the Cancel button does (the page invokes ``_ask_cancel``; tests call this)."""
         with self._throttle.lock:
             if self._cancel_clicked or self._finished:
                 return

@@ -3,7 +3,8 @@ the embedded simulator, every cell shows its image (really loaded), a click on
 a star goes to the kernel and lands in the ledger's file; on a finished grid, every
 order of typing a note, clicking a star and clicking away, at a person's pace and
 fast, keeps both in the kernel, the ledger's file and the saved contact sheet
-(issue 40). The screenshot goes to ``docs/img/grid.png`` for the README."""
+(issue 40). The page's asker (``static/ask.js``) alone: answered, empty, late. The
+screenshot goes to ``docs/img/grid.png`` for the README."""
 
 from __future__ import annotations
 
@@ -271,3 +272,51 @@ def test_a_note_and_a_star_in_any_order_and_pace_both_stay(lab: Any, browser: An
             page.wait_for_timeout(100)
         assert _saved_sheet_cells(saved) == wanted
         check_page(watched, page.locator(".jp-Notebook").inner_text())
+
+
+#: Three asks of static/ask.js against stand-in models: one answers as anywidget's
+#: command dispatch does (after a stranger's answer with another id), one answers
+#: nothing that is an object, one never answers (its deadline cut to 0.2 s).
+ASKS_JS = """
+async (script) => {
+  const listening = new Set();
+  const model = (answer) => ({
+    on: (name, fn) => listening.add(fn),
+    off: (name, fn) => listening.delete(fn),
+    send: (content) => setTimeout(() => {
+      const heard = (response, id) => [...listening].forEach((fn) => fn({
+        id, kind: "anywidget-command-response", response,
+      }));
+      if (answer === "echo") {
+        heard({ ok: true, stranger: true }, "another page's ask");
+        heard({ ok: true, name: content.name, msg: content.msg }, content.id);
+      }
+      if (answer === "empty") heard(null, content.id);
+    }, 20),
+  });
+  const asker = new Function(script + "\\nreturn asker;")();
+  const echoed = await asker(model("echo"))("_ask_rate", { index: 2, stars: 4 });
+  const empty = await asker(model("empty"))("_ask_submit");
+  const late = await asker(model("never"))("_ask_cancel", {}, 0.2);
+  return { echoed, empty, late, listening: listening.size };
+}
+"""
+
+
+@pytest.mark.timeout(120)
+def test_an_ask_is_answered_or_said_late_and_leaves_no_listener(browser: Any) -> None:
+    """``static/ask.js`` alone in chromium: an ask takes the answer of its own id; an
+    answer that is no object is an error; no answer by the deadline is said to be late
+    (the kernel may be busy with a cell), not failed; each ask's listener goes."""
+    from genwidgets.widgets.faces import static_module
+
+    page = browser.new_page()
+    try:
+        got = page.evaluate(ASKS_JS, static_module("ask.js"))
+    finally:
+        page.close()
+    assert got["echoed"] == {"ok": True, "name": "_ask_rate", "msg": {"index": 2, "stars": 4}}
+    assert got["empty"] == {"error": "the kernel's answer was empty"}
+    assert got["late"]["late"] is True
+    assert got["late"]["error"].startswith("no answer in 0.2 s: the kernel may be busy")
+    assert got["listening"] == 0

@@ -101,3 +101,9 @@ def test_marimo_quickstart_shows_finished_views_with_image_video_and_audio(
         screenshot(page, None, "marimo.png")
         check_page(watched, page.inner_text("body"))
         assert DEMO_KEY not in page.content()
+        # an ask reaches the kernel and its answer the page here too (ask.js speaks
+        # anywidget's command protocol over model.send: marimo's experimental.invoke
+        # throws, docs/decisions.md#view-commands): the lightbox draws the full outputs
+        grid = page.locator(".gw-grid").first
+        grid.locator(".gw-grid-thumb").first.click()
+        grid.locator(".gw-grid-lightbox .gw-grid-outputs img").first.wait_for(timeout=60_000)

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from PIL import Image
+from widgets.taskfakes import ask
 
 import genwidgets as gw
 from genwidgets.catalog import Endpoint, register, unregister
@@ -299,13 +300,12 @@ def test_image_video_and_audio_cells_side_by_side(client: gw.Client) -> None:
     assert thumbs["speechM-02-turbo"] == ""  # audio has no picture
     assert video["kind"] == "video" and video["src"] == ""  # the cell holds no video
     assert states["speechM-02-turbo"]["outputs"][0]["kind"] == "audio"
-    # the lightbox asks for the full output and gets it as a message
+    # the lightbox asks for the full output and gets it as the answer
     sent: list[Any] = []
     grid.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
-    grid.handle_message({"action": "full", "index": grid.cells[1].index})
-    assert sent and sent[0]["full"] == grid.cells[1].index
-    assert sent[0]["outputs"][0]["src"].startswith(("http://127.0.0.1", "data:video/"))
-    assert "$GENWIDGETS_API_KEY" in sent[0]["code"]["curl"] and KEY not in str(sent[0])
-    # a new view asks for the thumbnails made so far and gets them all, as a message
-    grid.handle_message({"action": "thumbs"})
-    assert sent[-1]["thumbs"] == grid.thumbs and len(grid.thumbs) == 3
+    full = ask(grid, "_ask_full", {"index": grid.cells[1].index})  # the lightbox
+    assert full["outputs"][0]["src"].startswith(("http://127.0.0.1", "data:video/"))
+    assert "$GENWIDGETS_API_KEY" in full["code"]["curl"] and KEY not in str(full)
+    # a new view asks for the thumbnails made so far and gets them all, as its answer
+    assert ask(grid, "_ask_thumbs")["thumbs"] == grid.thumbs and len(grid.thumbs) == 3
+    assert sent == []  # both answers went to the page that asked, as replies

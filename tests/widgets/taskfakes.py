@@ -380,3 +380,32 @@ class ForecastClient:
         tags: Any = None,
     ) -> list[Any]:
         return send_in_turn(self.send, requests, on_sent)
+
+
+def ask(view: Any, name: str, msg: Any = None) -> Any:
+    """What a page's ask of ``name`` gets back: the ask goes in as the page sends it
+    (anywidget's command envelope, ``static/faces.js``) through anywidget's own command
+    dispatch, and the reply is taken off the wire (every other message goes on)."""
+    asked = f"test-{next(_ids)}"
+    replies: list[Any] = []
+    own = vars(view).get("send")  # a test's own recorder stays in place
+    forward = view.send
+
+    def send(content: Any, buffers: Any = None) -> None:
+        if isinstance(content, dict) and content.get("id") == asked:
+            assert content["kind"] == "anywidget-command-response"
+            replies.append(content["response"])
+        else:
+            forward(content, buffers)
+
+    view.send = send
+    try:
+        envelope = {"id": asked, "kind": "anywidget-command", "name": name, "msg": msg or {}}
+        view._handle_custom_msg(envelope, [])
+    finally:
+        if own is None:
+            del view.send
+        else:
+            view.send = own
+    [reply] = replies  # one answer, every time: never silence
+    return reply

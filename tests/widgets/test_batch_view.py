@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from widgets.taskfakes import DisplayRecorder, wait_for
+from widgets.taskfakes import DisplayRecorder, ask, wait_for
 
 import genwidgets as gw
 from genwidgets._workers import THREAD_NAME
@@ -63,17 +63,20 @@ def test_the_buttons_submit_cancel_and_retry(
     waiting = gw.batch(T2I, ROWS, TEMPLATE, out=tmp_path / "w", client=client, confirm_above=0)
     view = BatchView(waiting)
     assert view.head["needs_confirmation"] and not view.head["started"]
-    view.handle_message({"action": "submit"})
+    assert ask(view, "_ask_submit") == {"ok": True}
     waiting.wait(timeout=120)
     httpx.put(f"{sim.base_url}/_sim/config", json={"fail_rate": 1.0}, timeout=10)
     failing = gw.batch(T2I, ROWS[:1], TEMPLATE, out=tmp_path / "f", client=client).wait(120)
     view = BatchView(failing)
     assert view.head["can_retry"] and view.head["counts"]["failed"] == 1
     httpx.put(f"{sim.base_url}/_sim/config", json={"fail_rate": 0.0}, timeout=10)
-    view.handle_message({"action": "retry"})
+    assert ask(view, "_ask_retry") == {"ok": True}
     failing.wait(timeout=120)
     assert failing.rows[0].status == "done"
-    view.handle_message({"action": "cancel"})  # nothing runs: a no-op that says so
+    assert ask(view, "_ask_cancel") == {"ok": True, "asked": 0}  # nothing runs: says so
+    assert ask(view, "_ask_pause")["error"] == (
+        "unknown ask '_ask_pause'; this view answers _ask_cancel, _ask_retry, _ask_submit"
+    )
     assert failing.rows[0].status == "done"
 
 
@@ -154,7 +157,7 @@ def test_a_paused_batch_shows_why_and_its_submit_button_goes_on(
     assert "paused: 5 creates in a row" in (view.head["stopped"] or "")
     assert "paused: 5 creates in a row" in static_copy(batch, view.thumbs)["text/html"]
     httpx.put(f"{sim.base_url}/_sim/config", json={"create_error_rate": 0.0}, timeout=10)
-    view.handle_message({"action": "submit"})
+    assert ask(view, "_ask_submit") == {"ok": True}
     batch.wait(timeout=120, progress="none")
     view._write()
     assert not view.head["needs_confirmation"] and batch.paused is None

@@ -197,6 +197,8 @@ def test_the_live_face_module_is_joined_before_each_views_module() -> None:
     for module in (TaskView._esm, Grid._esm, LiveMark._esm):
         assert isinstance(module, str) and module.startswith(shared)
         assert module.count("export default") == 1
+        # the views that ask their kernel carry the asker, once; the mark asks nothing
+        assert module.count("function asker(") == (module is not LiveMark._esm)
     assert "//" not in "\n".join(
         line for line in shared.splitlines() if line.lstrip().startswith("//")
     )

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from widgets.taskfakes import ForecastClient, wait_for
+from widgets.taskfakes import ForecastClient, ask, wait_for
 
 import genwidgets as gw
 from genwidgets.lab.store import GridStore
@@ -99,9 +99,9 @@ def test_a_viewed_grid_sends_only_the_cell_records_that_changed(client: gw.Clien
     try:
         wire: list[dict[str, Any]] = []  # every message to the page, as ipywidgets sends it
         grid._send = lambda msg, buffers=None: wire.append(msg)  # type: ignore[method-assign]
-        grid.handle_message({"action": "thumbs"})  # what a new view asks first
-        hello = [m["content"] for m in wire if m.get("method") == "custom"]
-        assert not [c for c in hello if "cells" in c]  # the page has every record already
+        hello = ask(grid, "_ask_thumbs")  # what a new view asks first
+        assert hello == {"ok": True, "thumbs": {}}  # no "cells": the page has every record
+        assert wire == []  # the answer is the reply, nothing else went
         grid.submit(wait=False)
         grid.wait(timeout=120)
 
@@ -114,7 +114,7 @@ def test_a_viewed_grid_sends_only_the_cell_records_that_changed(client: gw.Clien
             time.sleep(0.05)
         patches = [
             m["content"]["cells"]
-            for m in wire[len(hello) :]
+            for m in wire
             if m.get("method") == "custom" and "cells" in m["content"]
         ]
         # every cell changed while it ran, and each change went as its own record
@@ -137,8 +137,9 @@ def test_a_viewed_grid_sends_only_the_cell_records_that_changed(client: gw.Clien
         assert sorted(thumbs) == [str(i) for i in range(6)]
         # a second view of the same page says what its page has: nothing is sent again
         before = len(wire)
-        grid.handle_message({"action": "thumbs", "have": [str(i) for i in range(6)]})
-        assert [m["content"] for m in wire[before:]] == [{"thumbs": {}}]
+        have = [str(i) for i in range(6)]
+        assert ask(grid, "_ask_thumbs", {"have": have}) == {"ok": True, "thumbs": {}}
+        assert len(wire) == before
     finally:
         grid.close()
 
@@ -169,11 +170,8 @@ def test_an_unviewed_grid_sends_its_records_whole_only_at_the_ends_and_a_late_vi
         assert wait_for(lambda: len(grid.thumbs) == 6, timeout=30)
         assert sent("thumbs") == [] and "thumbs" not in grid.get_state()
         before = len(wire)
-        grid.handle_message({"action": "thumbs"})  # a view, late
-        answer = [m["content"] for m in wire[before:] if m.get("method") == "custom"]
-        assert [sorted(a["thumbs"]) for a in answer if "thumbs" in a] == [
-            [str(i) for i in range(6)]
-        ]
+        answer = ask(grid, "_ask_thumbs")  # a view, late
+        assert sorted(answer["thumbs"]) == [str(i) for i in range(6)] and len(wire) == before
     finally:
         grid.close()
 
@@ -263,7 +261,7 @@ def test_above_confirm_above_nothing_is_sent_until_confirmed(
         assert gw.grids(client) == []  # stored when submitted
         with pytest.raises(RuntimeError, match=r"grid.submit\(\)"):
             grid.wait(timeout=1)
-        grid.handle_message({"action": "submit"})  # the button
+        assert ask(grid, "_ask_submit") == {"ok": True}  # the button
         grid.wait(timeout=60)
         assert stats(sim)["create"] == 6
         grid.submit()  # a second submit sends nothing
@@ -295,7 +293,7 @@ def test_cancel_all_cancels_the_unfinished_cells(
     sim = make_simulator(speed=0.2)  # image tasks take seconds
     with gw.Client(base_url=sim.base_url, api_key=KEY) as client:
         grid = gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", [1, 2, 3]), client=client)
-        grid.handle_message({"action": "cancel"})
+        assert ask(grid, "_ask_cancel") == {"ok": True, "asked": 3}
         grid.wait(timeout=60)
         assert stats(sim).get("cancel", 0) == 3
         assert all(s["category"] == "cancelled" for s in grid.cell_states)
@@ -311,7 +309,7 @@ def test_ratings_survive_a_new_client_and_load_grid_sends_nothing(
         grid = table(first)
         grid.wait(timeout=60)
         grid.rate(grid.cell(x=1, y="fox"), 5, "the one")
-        grid.handle_message({"action": "rate", "index": 4, "stars": 2, "note": None})
+        assert ask(grid, "_ask_rate", {"index": 4, "stars": 2, "note": None})["stars"] == 2
         grid.rate(grid.cells[1], 3)
         grid.rate(grid.cells[1], 0)  # cleared
         with pytest.raises(ValueError, match="1-5"):
@@ -343,8 +341,8 @@ def test_ratings_survive_a_new_client_and_load_grid_sends_nothing(
 
 #: what the browser sends: a star's click carries the stars only, the note field's
 #: ``change`` the note only (issue 40: a whole ``rate`` message from each lost one)
-NOTE = {"action": "rate", "index": 0, "note": "at dawn"}
-STAR = {"action": "rate", "index": 0, "stars": 4}
+NOTE = {"index": 0, "note": "at dawn"}
+STAR = {"index": 0, "stars": 4}
 
 
 @ON_THE_SIMULATOR
@@ -355,13 +353,14 @@ def test_a_star_and_a_note_sent_apart_both_stay_in_either_order(
     grid = gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=client)
     grid.wait(timeout=60)
     for message in order:
-        grid.handle_message(message)
+        assert ask(grid, "_ask_rate", message)["ok"]
     assert (grid.cells[0].rating, grid.cells[0].note) == (4, "at dawn")
     assert grid.cell_states[0]["stars"] == 4 and grid.cell_states[0]["note"] == "at dawn"
     # a later star keeps the note; a cleared note keeps the stars
-    grid.handle_message({**STAR, "stars": 2})
-    grid.handle_message({**NOTE, "note": None})
-    grid.handle_message({"action": "rate", "index": 1, "note": "dusk"})
+    kept = ask(grid, "_ask_rate", {**STAR, "stars": 2})  # the answer: what the store holds
+    assert kept == {"ok": True, "stars": 2, "note": "at dawn"}
+    assert ask(grid, "_ask_rate", {**NOTE, "note": None}) == {"ok": True, "stars": 2, "note": None}
+    ask(grid, "_ask_rate", {"index": 1, "note": "dusk"})
     grid.rate(1, 3)
     file_store = GridStore(home / "ledger.sqlite3")
     assert file_store.ratings(grid.id) == {0: (2, None), 1: (3, "dusk")}
@@ -411,7 +410,7 @@ def test_load_grid_re_attaches_unfinished_cells_without_creating(
 def test_swap_and_recall_into_a_prefilled_form(client: gw.Client) -> None:
     grid = table(client)
     cell = grid.cell(x=3, y="cat")
-    grid.handle_message({"action": "swap", "a": "x", "b": "y"})
+    assert ask(grid, "_ask_swap", {"a": "x", "b": "y"}) == {"ok": True}
     assert grid.shape == (1, 3, 2)
     assert grid.head["x"]["label"] == "prompt_sr" and grid.head["y"]["label"] == "seed"
     assert grid.cell(x="cat", y=3) is cell
@@ -419,13 +418,44 @@ def test_swap_and_recall_into_a_prefilled_form(client: gw.Client) -> None:
     form = grid.form(cell)
     assert form.endpoint == T2I
     assert form.value["prompt"] == "a cat in the snow" and form.value["seed"] == 3
-    grid.handle_message({"action": "recall", "index": cell.index})  # the cell's button
+    assert ask(grid, "_ask_recall", {"index": cell.index}) == {"ok": True}  # the cell's button
     assert grid.recall_area is not None
     (shown,) = grid.recall_area.outputs
     assert "EndpointForm genW2.5-t2i-preview" in shown["data"]["text/plain"]
     assert "application/vnd.jupyter.widget-view+json" in shown["data"]
     grid.wait(timeout=60)
 
+
+@ON_THE_SIMULATOR
+def test_a_bad_ask_from_the_page_is_answered_with_what_is_allowed(client: gw.Client) -> None:
+    """Every ask is an anywidget command answered either way: a bad one (an unknown
+    name, a bad index, stars out of range, no two axes) gets an error that says what
+    is allowed, and nothing changes; the helper fails on an ask left unanswered (an
+    exception in the kernel)."""
+    grid = table(client, confirm_above=1)  # waits for its Submit: nothing is sent
+    refused = {
+        ("_ask_rate", 6): "index must be a cell number 0-5, not 6",
+        ("_ask_rate", -1): "index must be a cell number 0-5, not -1",
+        ("_ask_rate", True): "index must be a cell number 0-5, not True",
+        ("_ask_full", "0"): "index must be a cell number 0-5, not '0'",
+        ("_ask_recall", None): "index must be a cell number 0-5, not None",
+    }
+    for (name, index), said in refused.items():
+        assert ask(grid, name, {"index": index, "stars": 3}) == {"error": said}
+    assert ask(grid, "_ask_rate", {"index": 0, "stars": 7}) == {
+        "error": "stars must be a whole number 1-5 (0 clears), not 7"
+    }
+    assert ask(grid, "_ask_rate", {"index": 0, "note": 5}) == {
+        "error": 'a note is a string ("" clears it), not int'
+    }
+    assert "swap two of" in ask(grid, "_ask_swap", {"a": "x", "b": "q"})["error"]
+    assert ask(grid, "_ask_rate", [0, 4]) == {"error": "an ask is a JSON object, not list"}
+    unknown = ask(grid, "_ask_delete", {"index": 0})["error"]
+    assert unknown.startswith("unknown ask '_ask_delete'; this view answers _ask_cancel")
+    assert "_ask_rate" in unknown and "_ask_thumbs" in unknown
+    assert all(c.rating == 0 and c.note is None for c in grid.cells)
+    assert grid.shape == (1, 2, 3) and not grid.run.started and grid.recall_area is None
+    grid.close()
 
 @ON_THE_SIMULATOR
 def test_the_expected_finish_of_running_cells_is_shown() -> None:
@@ -452,7 +482,7 @@ def test_a_viewed_grid_sends_its_thumbnails_once(client: gw.Client) -> None:
     viewed, unviewed = table(client, confirm_above=1), table(client)
     sent: list[dict[str, Any]] = []
     viewed.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
-    viewed.handle_message({"action": "thumbs"})  # what a new view asks first
+    ask(viewed, "_ask_thumbs")  # what a new view asks first
     viewed.submit(wait=False)
     for grid in (viewed, unviewed):
         grid.wait(timeout=60)

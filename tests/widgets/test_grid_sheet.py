@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from widgets.taskfakes import DisplayRecorder, wait_for
+from widgets.taskfakes import DisplayRecorder, ask, wait_for
 
 import genwidgets as gw
 from genwidgets.simulator import SimulatorServer
@@ -60,8 +60,8 @@ def test_a_finished_grid_stays_live_with_its_sheet_rewritten_as_it_is_rated(
     [handle] = display.handles
     assert all(faces.WIDGET_VIEW_MIME not in u for u, _ in handle.updates)
     # still live: a star from the page reaches the kernel and the sheet shown
-    grid.handle_message({"action": "rate", "index": grid.cell(x=2, y="cat").index, "stars": 4,
-                         "note": "warm light"})  # fmt: skip
+    assert ask(grid, "_ask_rate", {"index": grid.cell(x=2, y="cat").index, "stars": 4,
+                                   "note": "warm light"})["ok"]  # fmt: skip
     assert wait_for(lambda: 'title="4 of 5"' in handle.last_html())
     rated = handle.last_html()
     assert "warm light" in rated and "★ 4.0 · 1 rated" in rated  # the margins moved

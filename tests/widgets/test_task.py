@@ -19,6 +19,7 @@ from widgets.taskfakes import (
     DisplayRecorder,
     FakeClient,
     FakeJob,
+    ask,
     on_thread,
     wait_for,
 )
@@ -113,10 +114,11 @@ def test_cancel_message_calls_request_cancel_once() -> None:
     job = FakeJob()
     view = TaskView(job)
     job.run()
-    # What the browser's click sends, twice (a second click queued behind the first).
-    view._handle_custom_msg({"event": "cancel"}, [])
-    view._handle_custom_msg({"event": "cancel"}, [])
-    view._handle_custom_msg({"event": "something else"}, [])
+    # What the browser's click asks, twice (a second click queued behind the first).
+    assert ask(view, "_ask_cancel") == {"ok": True}
+    assert ask(view, "_ask_cancel") == {"ok": True}
+    unknown = {"error": "unknown ask '_ask_retry'; this view answers _ask_cancel"}
+    assert ask(view, "_ask_retry") == unknown
     assert job.cancel_calls == 1
     assert view.cancel_requested
     job.run()  # still running: the button stays "cancel requested" until the status says so
@@ -549,7 +551,7 @@ def test_real_cancel_from_the_button(real_client: Any) -> None:
         "vidVq2-text2video", {"prompt": "a slow kite"}, headers={"X-Sim-Duration": "400"}
     )
     view = TaskView(job)
-    view._handle_custom_msg({"event": "cancel"}, [])  # the browser's click
+    assert ask(view, "_ask_cancel") == {"ok": True}  # the browser's click
     assert view.cancel_requested
     result = job.result(timeout=30)
     assert result.error_type == "cancelled"

@@ -3,7 +3,8 @@
 // State comes from two traits written by the kernel (genwidgets/widgets/batch_view.py):
 // `head` (counts, spend, rate, time left, summary, which buttons to show) and
 // `thumbs` (the latest ended rows, each with a kernel-made thumbnail as a data URL).
-// The buttons send messages: submit, cancel, retry. Text goes in with textContent;
+// The buttons ask by anywidget commands (faces.js `ask`): _ask_submit, _ask_cancel,
+// _ask_retry; a refused ask's error is shown. Text goes in with textContent;
 // pictures must be image data URLs. It is a view's live face (faces.js, joined before
 // this file): when its kernel stops it says so and its buttons go.
 
@@ -26,8 +27,10 @@ function duration(seconds) {
 function render({ model, el }) {
   const root = make("div", "gw-batch-root");
   el.appendChild(root);
-  const send = (action) => model.send({ action });
+  const ask = asker(model);
   let stopped = false;
+  let problem = ""; // the kernel's answer to a refused ask
+  const act = (name) => ask(name).then((reply) => { problem = reply.error || ""; draw(); });
 
   function draw() {
     const head = model.get("head") || {};
@@ -69,6 +72,7 @@ function render({ model, el }) {
     if (meta.length) root.appendChild(make("div", "gw-batch-meta", meta.join(" · ")));
     if (head.stopped) root.appendChild(make("div", "gw-batch-stopped", head.stopped));
     if (head.error) root.appendChild(make("div", "gw-batch-error", head.error));
+    if (problem) root.appendChild(make("div", "gw-batch-error gw-batch-problem", problem));
 
     if (stopped) root.appendChild(make("div", "gw-batch-stopped", STOPPED_TEXT));
     const controls = make("div", "gw-batch-controls");
@@ -76,17 +80,17 @@ function render({ model, el }) {
       // no kernel: no button can be answered
     } else if (head.needs_confirmation) {
       const submit = make("button", "gw-batch-button gw-batch-submit", "Submit");
-      submit.onclick = () => send("submit");
+      submit.onclick = () => act("_ask_submit");
       controls.appendChild(submit);
     }
     if (!stopped && head.started && !head.finished) {
       const cancel = make("button", "gw-batch-button gw-batch-cancel", "Cancel all");
-      cancel.onclick = () => send("cancel");
+      cancel.onclick = () => act("_ask_cancel");
       controls.appendChild(cancel);
     }
     if (!stopped && head.can_retry) {
       const retry = make("button", "gw-batch-button gw-batch-retry", "Retry failed");
-      retry.onclick = () => send("retry");
+      retry.onclick = () => act("_ask_retry");
       controls.appendChild(retry);
     }
     if (controls.childNodes.length) root.appendChild(controls);

@@ -6,10 +6,11 @@
 // Once this view has said hello ("thumbs"), the kernel answers with every cell record
 // and then sends only those that changed, as `cells` messages merged into this page's
 // model (never saved back; the kernel sends the trait whole when the run ends).
-// Actions go back as messages: rate, submit, cancel, swap, recall, full. Cells
-// show kernel-made thumbnails (`thumbs` messages: the answer to this view's hello,
-// then each as it is made); the lightbox asks for the full outputs
-// ("full") and the kernel answers with a message. Scores per axis value are drawn
+// What the page asks goes as anywidget commands (faces.js `ask`): _ask_rate,
+// _ask_submit, _ask_cancel, _ask_swap, _ask_recall, _ask_full; a refused ask's error is
+// shown over the table. Cells show kernel-made thumbnails (the answer to this view's
+// hello, _ask_thumbs, then `thumbs` messages as each is made); the lightbox asks for the
+// full outputs and the request's code (_ask_full) and draws the answer. Scores per axis value are drawn
 // as margins: a row under the columns (x) and a column beside the rows (y).
 // Text goes in with textContent; media URLs are checked against SAFE_URL. It is a
 // live face (faces.js, joined before this file): when its kernel stops it says so
@@ -111,7 +112,8 @@ function render({ model, el }) {
   const tableHost = make("div", "gw-grid-table-host");
   const lightbox = make("div", "gw-grid-lightbox");
   lightbox.hidden = true;
-  top.append(summary, controls);
+  const problem = make("div", "gw-grid-error gw-grid-problem"); // a refused ask, said
+  top.append(summary, controls, problem);
   el.append(top, tabs, tableHost, lightbox);
 
   let tab = 0;
@@ -120,6 +122,7 @@ function render({ model, el }) {
   let cellNodes = new Map(); // index -> {root, last}
   let openIndex = null;
   const full = new Map(); // index -> {outputs, code}, as the kernel sent them
+  const fullErrors = new Map(); // index -> why the kernel did not send them
   // index -> thumbnail data URLs, as the kernel sent them (messages only: never a
   // trait, so no saved widget state holds them; a live face restored without its
   // kernel hides itself and its contact sheet shows the pictures)
@@ -128,7 +131,8 @@ function render({ model, el }) {
     for (const [index, urls] of Object.entries(found || {})) thumbs.set(Number(index), urls);
   };
 
-  const send = (content) => model.send(content);
+  const ask = asker(model);
+  const act = (name, msg) => ask(name, msg).then((reply) => { problem.textContent = reply.error || ""; });
 
   function drawHead() {
     const head = model.get("head") || {};
@@ -139,7 +143,7 @@ function render({ model, el }) {
     if (head.needs_confirmation && !head.started) {
       controls.append(
         button(`Submit ${head.tasks} tasks`, "nothing is sent until you click", () =>
-          send({ action: "submit" }), "gw-grid-button gw-grid-submit"),
+          act("_ask_submit"), "gw-grid-button gw-grid-submit"),
       );
     } else if (head.paused) {
       controls.append(
@@ -154,11 +158,11 @@ function render({ model, el }) {
     controls.append(eta);
     if (head.started && !head.finished) {
       controls.append(button("Cancel all", "cancel every unfinished task of this grid", () =>
-        send({ action: "cancel" }), "gw-grid-button gw-grid-cancel"));
+        act("_ask_cancel"), "gw-grid-button gw-grid-cancel"));
     }
     for (const [a, b] of head.swaps || []) {
       controls.append(button(`swap ${a}/${b}`, `swap the ${a} and ${b} axes (nothing is sent)`, () =>
-        send({ action: "swap", a, b })));
+        act("_ask_swap", { a, b })));
     }
   }
 
@@ -239,7 +243,13 @@ function render({ model, el }) {
     wait[field] = value;
     wait.at = Date.now();
     pending.set(index, wait);
-    send({ action: "rate", index, [field]: value });
+    ask("_ask_rate", { index, [field]: value }).then((reply) => {
+      problem.textContent = reply.error || "";
+      if (!reply.error || reply.late) return;
+      const refused = pending.get(index); // the kernel kept what it had: draw that again
+      if (refused && refused[field] === value) delete refused[field];
+      drawAll();
+    });
   }
 
   function buildCell(node, index) {
@@ -265,7 +275,7 @@ function render({ model, el }) {
     }
     const tools = make("div", "gw-grid-tools");
     const recall = button("", "open the endpoint's form with this cell's payload", () =>
-      send({ action: "recall", index }), "gw-grid-icon-button gw-grid-recall");
+      act("_ask_recall", { index }), "gw-grid-icon-button gw-grid-recall");
     recall.append(icon("recall", 14));
     tools.append(stars, recall);
     const input = make("input", "gw-grid-note");
@@ -336,7 +346,14 @@ function render({ model, el }) {
 
   function openBox(index) {
     openIndex = index;
-    if (!full.has(index) && !stopped) send({ action: "full", index });
+    if (!full.has(index) && !stopped) {
+      fullErrors.delete(index);
+      ask("_ask_full", { index }).then((reply) => {
+        if (reply.error) fullErrors.set(index, reply.error);
+        else full.set(index, { outputs: reply.outputs || [], code: reply.code || {} });
+        if (openIndex === index) drawBox();
+      });
+    }
     drawBox();
   }
 
@@ -351,7 +368,8 @@ function render({ model, el }) {
     const fetched = full.get(cell.index);
     const shownOutputs = fetched && fetched.outputs;
     if (!shownOutputs && cell.outputs.length) {
-      outputs.append(make("span", "gw-grid-status", stopped ? STOPPED_TEXT : "loading…"));
+      const why = stopped ? STOPPED_TEXT : fullErrors.get(cell.index) || "loading…";
+      outputs.append(make("span", "gw-grid-status", why));
     }
     for (const output of shownOutputs || []) {
       const node = media(output, { controls: true });
@@ -403,10 +421,6 @@ function render({ model, el }) {
   }
 
   const onMessage = (content) => {
-    if (content && typeof content.full === "number") {
-      full.set(content.full, { outputs: content.outputs || [], code: content.code || {} });
-      if (openIndex === content.full) drawBox();
-    }
     if (content && Array.isArray(content.cells)) {
       const cells = new Map((model.get("cell_states") || []).map((cell) => [cell.index, cell]));
       for (const cell of content.cells) cells.set(cell.index, cell);
@@ -419,7 +433,9 @@ function render({ model, el }) {
     }
   };
   model.on("msg:custom", onMessage);
-  send({ action: "thumbs" }); // the thumbnails made before this view existed
+  // the hello: the thumbnails made before this view existed (answered whenever the
+  // kernel is free, so no deadline: a later one would lose them)
+  ask("_ask_thumbs", {}, null).then((reply) => { if (!reply.error) onMessage(reply); });
 
   const onHead = () => drawAll();
   const onCells = () => drawAll();

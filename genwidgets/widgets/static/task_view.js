@@ -7,7 +7,8 @@
 // textContent; the one HTML trait (`html` of a non-media output) was escaped by
 // the kernel's renderer (genwidgets/widgets/render.py). It is a live face
 // (faces.js, joined before this file): when its kernel stops it says so, its
-// clock stops and Cancel is disabled.
+// clock stops and Cancel is disabled. Cancel asks the kernel by an anywidget
+// command (faces.js `ask`, _ask_cancel).
 
 const SAFE_URL = /^(https?:\/\/|data:(image|video|audio)\/[a-z0-9.+-]+[;,]|blob:|[^:]*$)/i;
 const REDRAWN = [
@@ -114,6 +115,8 @@ function render({ model, el }) {
   drawLogs();
 
   let clicked = false;
+  let refused = ""; // the kernel's answer when it could not take the Cancel
+  const ask = asker(model);
   let stopped = false;
   let shownOutputs = null;
   const stoppedLine = make("div", "gw-stopped");
@@ -178,7 +181,7 @@ function render({ model, el }) {
       if (errorType) line.append(" ", make("code", "", `(${errorType})`));
       errors.append(line);
     }
-    const cancelError = model.get("cancel_error");
+    const cancelError = model.get("cancel_error") || refused;
     if (cancelError) errors.append(make("div", "gw-error", cancelError));
 
     const list = model.get("outputs") || [];
@@ -196,7 +199,7 @@ function render({ model, el }) {
     clicked = true;
     cancel.disabled = true;
     cancel.textContent = "cancel requested";
-    model.send({ event: "cancel" });
+    ask("_ask_cancel").then((reply) => { refused = reply.error || ""; draw(); });
   });
 
   const timer = setInterval(() => {

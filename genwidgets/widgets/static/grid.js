@@ -148,7 +148,7 @@ function render({ model, el }) {
     } else if (head.paused) {
       controls.append(
         button("Go on", "send the cells that wait (creates failed in a row: see why)", () =>
-          send({ action: "submit" }), "gw-grid-button gw-grid-submit"),
+          act("_ask_submit"), "gw-grid-button gw-grid-submit"),
       );
     }
     const progress = make("span", "gw-grid-progress", head.progress || "");

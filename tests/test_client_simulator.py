@@ -13,12 +13,11 @@ from faults import Outage
 from PIL import Image
 
 import genwidgets as gw
-from genwidgets import _config
 from genwidgets.protocol.http import error_from_response
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimulatorServer
 
 pytestmark = pytest.mark.timeout(120)
-KEY = _config.DEMO_KEY
+KEY = DEMO_KEY
 
 
 @pytest.fixture
@@ -28,6 +27,7 @@ def client(simulator: SimulatorServer) -> gw.Client:
     c.close()
 
 
+@pytest.mark.slow
 def test_embedded_default_needs_no_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GENWIDGETS_BASE_URL", raising=False)
     monkeypatch.delenv("GENWIDGETS_API_KEY", raising=False)
@@ -51,6 +51,7 @@ def test_an_image_task_end_to_end(client: gw.Client) -> None:
     assert res.outputs[0].path is not None and res.outputs[0].path.exists()  # kept on disk
 
 
+@pytest.mark.slow
 def test_queue_positions_fall_and_statuses_progress(make_simulator) -> None:  # type: ignore[no-untyped-def]
     sim = make_simulator(workers=1)
     client = gw.Client(sim.base_url, KEY)
@@ -146,6 +147,7 @@ def test_sync_and_stream_paths_are_not_supported(simulator: SimulatorServer) -> 
         assert isinstance(error_from_response(stream), gw.NotSupported)
 
 
+@pytest.mark.slow
 def test_unknown_or_mismatched_request_id(client: gw.Client) -> None:
     with pytest.raises(gw.RequestNotFound):  # not TaskTimeout: it is believed after a grace
         client.job("speechM-02-turbo", "not-a-task").result(timeout=30)
@@ -159,6 +161,7 @@ def test_runtime_failure_on_create(client: gw.Client) -> None:
         client.submit("speechM-02-turbo", {"text": "x"}, headers={"X-Sim-Fault": "runtime"})
 
 
+@pytest.mark.slow
 def test_rate_limit_carries_retry_after_and_gates_the_client(make_simulator) -> None:  # type: ignore[no-untyped-def]
     sim = make_simulator(rate_limit=3)
     client = gw.Client(sim.base_url, KEY, max_retries=0)
@@ -174,6 +177,7 @@ def test_rate_limit_carries_retry_after_and_gates_the_client(make_simulator) -> 
     patient.close()
 
 
+@pytest.mark.slow
 def test_flaky_polls_do_not_fail_jobs(make_simulator) -> None:  # type: ignore[no-untyped-def]
     sim = make_simulator(error_rate=0.3, seed=5)
     client = gw.Client(sim.base_url, KEY)
@@ -182,6 +186,7 @@ def test_flaky_polls_do_not_fail_jobs(make_simulator) -> None:  # type: ignore[n
     client.close()
 
 
+@pytest.mark.slow
 def test_a_job_that_lost_contact_is_polled_anew_by_client_job(
     make_simulator: Callable[..., SimulatorServer], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

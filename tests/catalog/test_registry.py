@@ -13,9 +13,9 @@ from pydantic import Field
 
 import genwidgets as gw
 import genwidgets.catalog as catalog
-from genwidgets._config import DEMO_KEY
 from genwidgets.catalog import Endpoint, register
 from genwidgets.errors import EndpointNotFound, PayloadError
+from genwidgets.simulator import DEMO_KEY
 from genwidgets.simulator.synth import video_frames
 
 
@@ -107,6 +107,7 @@ def test_register_decorates_endpoint_models_only() -> None:
     assert MINE not in {s.id for s in catalog.endpoints(documented_only=False)}
 
 
+@pytest.mark.slow
 def test_registered_after_the_simulator_started_it_runs_end_to_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -35,6 +35,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "home"
 
 
+@pytest.mark.slow
 def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -74,6 +75,7 @@ def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
     assert len([p for p in (tmp_path / "o").iterdir() if p.suffix == ".png"]) == 4
 
 
+@pytest.mark.slow
 def test_a_row_refused_for_the_rate_limit_then_created_is_re_attached_not_sent_again(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -120,6 +122,7 @@ def test_without_a_ledger_a_reserved_row_is_unknown(
         assert row.status == "unknown" and "no ledger" in (row.error or "")
 
 
+@pytest.mark.slow
 def test_a_done_row_whose_file_went_missing_is_written_again(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -134,6 +137,7 @@ def test_a_done_row_whose_file_went_missing_is_written_again(
     assert created(sim) == 2
 
 
+@pytest.mark.slow
 def test_a_row_whose_answer_reached_only_the_manifest_is_re_attached_with_its_file_kept(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -183,6 +187,7 @@ def test_a_row_whose_answer_reached_only_the_manifest_is_re_attached_with_its_fi
     )
 
 
+@pytest.mark.slow
 def test_a_retried_row_is_not_re_attached_to_its_earlier_attempts_task(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:

@@ -175,6 +175,7 @@ def test_the_old_async_spellings_warn_and_still_work() -> None:
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_the_async_client_against_the_simulator_on_loopback(simulator: Any) -> None:
     """A real HTTP server: a real task, its status, its outputs, several at once."""
 

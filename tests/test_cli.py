@@ -34,6 +34,7 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_help_is_plain_text_with_the_commands_and_an_example() -> None:
     done = _run("--help")
     assert done.returncode == 0, done.stderr
@@ -90,6 +91,7 @@ def json_out(capsys: pytest.CaptureFixture[str]) -> Any:
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_history_status_and_result_read_the_ledger_and_the_gateway(
     gateway_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -110,6 +112,7 @@ def test_history_status_and_result_read_the_ledger_and_the_gateway(
     assert job.request_id in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_cancel_resume_and_an_id_the_ledger_does_not_know(
     gateway_env: Any, make_simulator: Callable[..., Any], capsys: pytest.CaptureFixture[str]
@@ -138,6 +141,7 @@ def one_json_object(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_with_json_every_error_is_one_json_object_on_stdout(
     gateway_env: Any,
@@ -186,6 +190,7 @@ def test_notebooks_are_copied_and_never_over_files_there(
     assert main(["notebooks", str(target), "--force"]) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_build_puts_the_notebooks_inside_the_package(tmp_path: Path) -> None:
     """What a wheel holds: ``setup.py``'s build step copies notebooks/ into the built
@@ -218,6 +223,7 @@ def test_the_build_puts_the_notebooks_inside_the_package(tmp_path: Path) -> None
     assert "09_batch.ipynb" in shipped and "manifest" not in " ".join(shipped)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_an_ended_task_answers_status_and_cancel_from_the_ledger_when_its_gateway_is_gone(
     gateway_env: Any, capsys: pytest.CaptureFixture[str]
@@ -248,6 +254,7 @@ def test_an_ended_task_answers_status_and_cancel_from_the_ledger_when_its_gatewa
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", row["submitted_at"]), row
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_cancel_of_a_task_the_gateway_has_ended_says_so(
     gateway_env: Any, capsys: pytest.CaptureFixture[str]

@@ -148,6 +148,7 @@ def assert_inert(written: bytes) -> str:
     return text
 
 
+@pytest.mark.slow
 def test_every_command_writes_only_inert_bytes_to_a_terminal(
     hostile: LoopbackServer, tmp_path: Path
 ) -> None:

@@ -86,6 +86,7 @@ def test_webhook_fields_are_refused_before_anything_is_sent() -> None:
     client.close()
 
 
+@pytest.mark.slow
 def test_oversized_body_is_refused() -> None:
     fake = FakeGateway()
     client = gw.Client(BASE, "sk-123456", transport=fake.transport())
@@ -138,6 +139,7 @@ def test_a_prepared_request_is_frozen_and_keeps_no_key() -> None:
     client.close()
 
 
+@pytest.mark.slow
 def test_the_body_limit_counts_utf8_bytes_of_the_body_sent() -> None:
     fake = FakeGateway()
     client = gw.Client(BASE, "sk-123456", transport=fake.transport(), ledger=False)
@@ -278,6 +280,7 @@ def no_live_clients(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_client, "LIVE_CLIENTS", _client.LiveClients())
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("no_live_clients")
 def test_default_client_uses_the_one_live_client_and_refuses_to_guess() -> None:
     from genwidgets._client import default_client, live_client
@@ -367,6 +370,7 @@ def test_the_key_never_appears_in_a_verbose_traceback(
     assert [(f, n) for f, n, text in _every_local(tb) if SECRET in text] == []
 
 
+@pytest.mark.slow
 def test_ipython_verbose_mode_never_shows_the_key(tmp_path: Any) -> None:
     """As a user meets it: ``%xmode Verbose`` in IPython and a refused client whose key
     comes from the environment (so the user's own cell does not hold it)."""

@@ -9,16 +9,16 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from fake_gateway import FAST_POLICY
 from faults import Outage
 from PIL import Image
 
 import genwidgets as gw
-from genwidgets import _config
 from genwidgets.protocol.http import error_from_response
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimulatorServer
 
 pytestmark = pytest.mark.timeout(120)
-KEY = _config.DEMO_KEY
+KEY = DEMO_KEY
 
 
 @pytest.fixture
@@ -28,6 +28,7 @@ def client(simulator: SimulatorServer) -> gw.Client:
     c.close()
 
 
+@pytest.mark.slow
 def test_embedded_default_needs_no_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GENWIDGETS_BASE_URL", raising=False)
     monkeypatch.delenv("GENWIDGETS_API_KEY", raising=False)
@@ -51,6 +52,7 @@ def test_an_image_task_end_to_end(client: gw.Client) -> None:
     assert res.outputs[0].path is not None and res.outputs[0].path.exists()  # kept on disk
 
 
+@pytest.mark.slow
 def test_queue_positions_fall_and_statuses_progress(make_simulator) -> None:  # type: ignore[no-untyped-def]
     sim = make_simulator(workers=1)
     client = gw.Client(sim.base_url, KEY)
@@ -146,12 +148,16 @@ def test_sync_and_stream_paths_are_not_supported(simulator: SimulatorServer) -> 
         assert isinstance(error_from_response(stream), gw.NotSupported)
 
 
-def test_unknown_or_mismatched_request_id(client: gw.Client) -> None:
-    with pytest.raises(gw.RequestNotFound):  # not TaskTimeout: it is believed after a grace
-        client.job("speechM-02-turbo", "not-a-task").result(timeout=30)
-    real = client.submit("speechM-02-turbo", {"text": "x"})
-    with pytest.raises(gw.RequestNotFound):
-        client.job("genW2.5-t2i-preview", real.request_id).result(timeout=30)
+@pytest.mark.slow
+def test_unknown_or_mismatched_request_id(simulator: SimulatorServer) -> None:
+    # the 404 grace shortened (3 s by default, twice here): its length is not the subject
+    policy = gw.PollPolicy(not_found_grace=FAST_POLICY.not_found_grace)
+    with gw.Client(simulator.base_url, KEY, poll_policy=policy) as client:
+        with pytest.raises(gw.RequestNotFound):  # not TaskTimeout: believed after a grace
+            client.job("speechM-02-turbo", "not-a-task").result(timeout=30)
+        real = client.submit("speechM-02-turbo", {"text": "x"})
+        with pytest.raises(gw.RequestNotFound):
+            client.job("genW2.5-t2i-preview", real.request_id).result(timeout=30)
 
 
 def test_runtime_failure_on_create(client: gw.Client) -> None:
@@ -159,6 +165,7 @@ def test_runtime_failure_on_create(client: gw.Client) -> None:
         client.submit("speechM-02-turbo", {"text": "x"}, headers={"X-Sim-Fault": "runtime"})
 
 
+@pytest.mark.slow
 def test_rate_limit_carries_retry_after_and_gates_the_client(make_simulator) -> None:  # type: ignore[no-untyped-def]
     sim = make_simulator(rate_limit=3)
     client = gw.Client(sim.base_url, KEY, max_retries=0)
@@ -169,11 +176,13 @@ def test_rate_limit_carries_retry_after_and_gates_the_client(make_simulator) -> 
     client.close()
     # with retries, the same burst goes through: every request waits at the gate
     patient = gw.Client(sim.base_url, KEY, max_retries=3)
-    jobs = [patient.submit("speechM-02-turbo", {"text": f"{i}"}) for i in range(6)]
+    # three jobs: nine requests or more at three a second, after a refused burst
+    jobs = [patient.submit("speechM-02-turbo", {"text": f"{i}"}) for i in range(3)]
     assert all(j.result(timeout=60).ok for j in jobs)
     patient.close()
 
 
+@pytest.mark.slow
 def test_flaky_polls_do_not_fail_jobs(make_simulator) -> None:  # type: ignore[no-untyped-def]
     sim = make_simulator(error_rate=0.3, seed=5)
     client = gw.Client(sim.base_url, KEY)
@@ -182,6 +191,7 @@ def test_flaky_polls_do_not_fail_jobs(make_simulator) -> None:  # type: ignore[n
     client.close()
 
 
+@pytest.mark.slow
 def test_a_job_that_lost_contact_is_polled_anew_by_client_job(
     make_simulator: Callable[..., SimulatorServer], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

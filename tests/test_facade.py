@@ -105,6 +105,7 @@ def test_the_display_hook_is_one_registration_with_ipython_and_nothing_else(
     assert not hasattr(job_module.Job, "_ipython_display_")  # so no second route
 
 
+@pytest.mark.slow
 def test_submodules_import_through_the_facade_in_a_fresh_process() -> None:
     import subprocess
     import sys

@@ -24,6 +24,7 @@ from genwidgets import media
 from genwidgets.catalog import EndpointModel, EndpointSpec, MediaSpec
 from genwidgets.errors import MediaWarning, PayloadError
 from genwidgets.media import MediaInfo, encoding
+from genwidgets.simulator import DEMO_KEY
 
 # --- fixture makers ------------------------------------------------------------------------
 
@@ -869,7 +870,7 @@ def test_gw_validate_accepts_a_path_and_names_a_string_that_is_a_file(tmp_path: 
 
 def test_client_submit_sends_a_path_encoded(simulator: Any, tmp_path: Path) -> None:
     meadow = _png_file(tmp_path)
-    with gw.Client(simulator.base_url, gw._config.DEMO_KEY) as client:
+    with gw.Client(simulator.base_url, DEMO_KEY) as client:
         prepared = client.prepare("imgQ-edit-plus", {"prompt": "x", "images": [meadow], "n": 1})
         sent = prepared.payload["images"][0]
         assert base64.b64decode(sent.split(",", 1)[1]) == meadow.read_bytes()

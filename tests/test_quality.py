@@ -32,6 +32,7 @@ def test_ruff_is_clean() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_mypy_is_clean() -> None:
     done = run("mypy", "--no-incremental", "genwidgets")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -60,6 +60,7 @@ def _quickstart_install() -> list[str]:
     return next(s for s in steps if s[0].endswith("pip") and s[1] == "install")
 
 
+@pytest.mark.slow
 def test_the_quickstart_command_leaves_the_extension_enabled(tmp_path: Path) -> None:
     """Issue 40.8: an editable install skips data files, so saved notebooks' links went
     nowhere until the config was copied by hand. The quickstart installs a wheel, and a
@@ -156,6 +157,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             process.wait(timeout=5)
 
 
+@pytest.mark.slow
 def test_a_kept_output_is_served_to_the_servers_user(server: Server) -> None:
     for path in ("sim-127.0.0.1/req-1/out-0.png", "shallow.png"):
         answer = server.get(f"/base/genwidgets/outputs/{path}")
@@ -201,6 +203,7 @@ def test_a_served_page_runs_no_script_in_the_servers_origin(server: Server) -> N
     assert "sandbox" in policy and "allow-same-origin" not in policy
 
 
+@pytest.mark.slow
 def test_the_server_hands_the_link_prefix_to_the_kernels_it_starts(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

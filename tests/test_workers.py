@@ -94,6 +94,7 @@ def test_shutdown_with_cancel_futures_cancels_what_has_not_begun() -> None:
     assert first.join(30) and wait_for(lambda: workers.pending == 0, timeout=30)
 
 
+@pytest.mark.slow
 def test_the_package_starts_five_kinds_of_threads(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

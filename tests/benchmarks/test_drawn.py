@@ -78,6 +78,7 @@ def test_the_server_and_its_kernel_are_found_by_the_folder_they_serve(tmp_path: 
             process.wait(10)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_simulator_says_when_each_completed_task_completed_and_no_other() -> None:
     import genwidgets as gw

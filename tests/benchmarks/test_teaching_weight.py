@@ -39,6 +39,7 @@ def test_the_teaching_notebooks_are_the_lessons() -> None:
     assert "07_prompt_tuning.ipynb" in names
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_each_lesson_is_executed_with_widget_state_and_the_heaviest_named(
     tmp_path: Path,
@@ -57,6 +58,7 @@ def test_each_lesson_is_executed_with_widget_state_and_the_heaviest_named(
     assert sizes["a_job"]["file"] > sizes["b_sum"]["file"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_the_saved_lesson_has_its_final_view_and_not_the_settle_cell(tmp_path: Path) -> None:
     path = _lesson(tmp_path, "a_job", SHOWS_A_JOB)

@@ -27,7 +27,7 @@ from browser.frontend import (
     wait_for_media,
 )
 
-from genwidgets._config import DEMO_KEY
+from genwidgets.simulator import DEMO_KEY
 
 pytestmark = pytest.mark.browser
 

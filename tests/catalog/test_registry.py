@@ -13,9 +13,9 @@ from pydantic import Field
 
 import genwidgets as gw
 import genwidgets.catalog as catalog
-from genwidgets._config import DEMO_KEY
 from genwidgets.catalog import Endpoint, register
 from genwidgets.errors import EndpointNotFound, PayloadError
+from genwidgets.simulator import DEMO_KEY
 from genwidgets.simulator.synth import video_frames
 
 
@@ -107,6 +107,7 @@ def test_register_decorates_endpoint_models_only() -> None:
     assert MINE not in {s.id for s in catalog.endpoints(documented_only=False)}
 
 
+@pytest.mark.slow
 def test_registered_after_the_simulator_started_it_runs_end_to_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -115,8 +116,13 @@ def test_registered_after_the_simulator_started_it_runs_end_to_end(
     client = gw.Client()  # the embedded simulator, running before the endpoint exists
     create = f"{client.base_url}/v1/queue/{MINE}"
     auth = {"Authorization": f"Bearer {DEMO_KEY}"}
+    config = f"{client.base_url}/_sim/config"
+    speed = httpx.get(config).json()["speed"]
     try:
         assert client.embedded
+        # the embedded simulator at test speed while this test runs (its tasks' length
+        # is not the subject); the process-wide one gets its speed back below
+        httpx.put(config, json={"speed": 20}).raise_for_status()
         assert httpx.post(create, json={"prompt": "x"}, headers=auth).status_code == 404
         _register_mine()
         refused = httpx.post(create, json={"prompt": "x", "steps": 0}, headers=auth)
@@ -144,6 +150,7 @@ def test_registered_after_the_simulator_started_it_runs_end_to_end(
         registered = {s.id for s in catalog.endpoints(documented_only=False)}
         for endpoint_id in {MINE, MINE_VIDEO} & registered:
             catalog.unregister(endpoint_id)
+        httpx.put(config, json={"speed": speed}).raise_for_status()
         client.close()
 
 

@@ -108,6 +108,7 @@ def test_warning_filters_silence_unknown_fields_on_every_path() -> None:
         prepare("vidVq2-text2video", {"prompt": "x", "durration": 5})
 
 
+@pytest.mark.slow
 def test_python_w_ignore_silences_unknown_fields() -> None:
     code = (
         "from genwidgets.protocol.prepared import prepare\n"

@@ -122,6 +122,7 @@ def _outcome(endpoint_id: str, payload: Any) -> dict[str, Any] | None:
         return model.to_wire()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -137,6 +138,7 @@ def test_random_payloads_raise_nothing_but_payload_error(
         assert _outcome(endpoint_id, body) == body  # and stable under re-validation
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=SHAPED)
@@ -150,6 +152,7 @@ def test_payloads_shaped_like_the_model(case: tuple[str, dict[str, Any]]) -> Non
         assert sent_keys <= set(payload)  # nothing invented: unset fields stay unsent
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @settings(max_examples=200, deadline=None)
 @given(endpoint_id=st.sampled_from(ENDPOINT_IDS), payload=JSON)
@@ -170,6 +173,7 @@ def test_arbitrary_python_objects(endpoint_id: str, junk: Any) -> None:
     _outcome(endpoint_id, {"prompt": junk, "content": junk, "text": junk, "images": [junk]})
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @settings(max_examples=300, deadline=None)
 @given(

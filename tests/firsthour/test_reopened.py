@@ -40,7 +40,7 @@ from browser.frontend import (
     wait_until_all_cells_ran,
 )
 
-from genwidgets._config import DEMO_KEY
+from genwidgets.simulator import DEMO_KEY
 
 pytestmark = [pytest.mark.browser, pytest.mark.notebook]
 

@@ -243,6 +243,7 @@ def assert_checks_raise_only_payload_errors(p: Prompt) -> None:
 # ------------------------------------------------------------------ properties
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(prompt_strings())
 def test_grammar_prompts_parse_and_round_trip(s: str) -> None:
@@ -253,6 +254,7 @@ def test_grammar_prompts_parse_and_round_trip(s: str) -> None:
     assert_sent_without_stray_backslashes(p)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(prompt_strings())
 def test_rebuilding_from_parts_gives_the_same_prompt(s: str) -> None:
@@ -262,6 +264,7 @@ def test_rebuilding_from_parts_gives_the_same_prompt(s: str) -> None:
     assert_round_trip(rebuilt)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(prompt_strings(glue=True))
 def test_glued_parameters_parse_or_refuse_and_round_trip(s: str) -> None:
@@ -293,6 +296,7 @@ structural = st.sampled_from(
 noisy_text = st.lists(st.one_of(structural, st.text(max_size=3)), max_size=25).map("".join)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(st.one_of(noisy_text, st.text()))
 def test_arbitrary_text_raises_only_payload_error_and_drops_nothing(s: str) -> None:
@@ -306,6 +310,7 @@ def test_arbitrary_text_raises_only_payload_error_and_drops_nothing(s: str) -> N
     assert_checks_raise_only_payload_errors(p)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(prompt_strings(), st.dictionaries(st.sampled_from(CANONICAL), st.none() | st.just(1)))
 def test_with_params_round_trips_or_refuses(s: str, changes: dict[str, Any]) -> None:

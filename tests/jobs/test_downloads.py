@@ -419,6 +419,7 @@ def test_async_variant_streams_with_the_client_but_never_sends_its_credentials(
     assert sent.get("x-other") == "1"  # the client's other settings still apply
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_dripping_download_ends_in_a_download_error_at_its_deadline(
     server: Files, tmp_path: Path

@@ -320,6 +320,7 @@ def test_update_callbacks_see_the_final_state_before_the_result_is_released(
     assert not any(done for _, done in seen)
 
 
+@pytest.mark.slow
 def test_persistent_poll_failures_end_with_server_error(
     client: gw.Client, fake: FakeGateway
 ) -> None:
@@ -330,6 +331,7 @@ def test_persistent_poll_failures_end_with_server_error(
         job.result(timeout=10)
 
 
+@pytest.mark.slow
 def test_occasional_poll_failures_are_absorbed(client: gw.Client, fake: FakeGateway) -> None:
     fake.next_statuses = [{"status": "IN_PROGRESS"}] * 4 + [{"status": "COMPLETED"}]
     fake.faults["status"].extend([error(502, "<html>bad gateway</html>"), httpx.ReadTimeout("x")])
@@ -417,6 +419,7 @@ def test_ctrl_c_stops_the_wait_not_the_task(
     assert job.result(timeout=10).ok
 
 
+@pytest.mark.slow
 def test_works_unchanged_under_nest_asyncio(tmp_path: Path) -> None:
     # nest_asyncio patches asyncio globally, so it runs in its own interpreter
     script = textwrap.dedent(
@@ -451,6 +454,7 @@ def test_works_unchanged_under_nest_asyncio(tmp_path: Path) -> None:
 # -- a poll policy and a clock per client (no module constants to patch) ----------------
 
 
+@pytest.mark.slow
 def test_a_clients_poll_policy_sets_how_many_failed_polls_a_job_survives(
     fake: FakeGateway,
 ) -> None:

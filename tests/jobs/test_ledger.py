@@ -540,6 +540,7 @@ def test_an_unusable_file_is_moved_aside_and_recording_goes_on(tmp_path: Path, k
             assert again.set_aside is None and again.get(GATEWAY, "after") is not None
 
 
+@pytest.mark.slow
 def test_a_client_keeps_recording_past_a_corrupted_ledger(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -612,6 +613,7 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_two_processes_write_concurrently_without_locking_errors(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"

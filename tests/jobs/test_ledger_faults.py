@@ -19,11 +19,10 @@ import pytest
 from reliability.harness import damage_root_page, wait_until
 
 import genwidgets as gw
-from genwidgets._config import DEMO_KEY
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.protocol.records import Handle, Status
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimulatorServer
 
 GATEWAY = "http://127.0.0.1:9999"
 ENDPOINT = "asset-get"
@@ -94,6 +93,7 @@ def handle(request_id: str) -> Handle:
 # --------------------------------------------------------------------------- point 1
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_lock_held_by_another_process_delays_only_the_ledger(
     home: Path,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import av
+import pytest
 from jobs.video_samples import busy_mp4
 from PIL import Image
 
@@ -30,6 +31,7 @@ def _probe(data_path: Path) -> tuple[int, int, int, float]:
         )
 
 
+@pytest.mark.slow
 def test_a_preview_is_short_small_scaled_down_and_decodes(tmp_path: Path) -> None:
     source = _video(tmp_path / "0.mp4")
     made = preview(source)
@@ -42,8 +44,11 @@ def test_a_preview_is_short_small_scaled_down_and_decodes(tmp_path: Path) -> Non
     assert seconds <= LADDER[0].seconds + 1
 
 
+@pytest.mark.slow
 def test_a_tight_budget_walks_down_the_ladder_or_gives_none(tmp_path: Path) -> None:
-    source = _video(tmp_path / "0.mp4")
+    # three seconds: every rung encodes at most the source's frames, and walking the
+    # ladder is the subject here, not how much of the video a rung keeps
+    source = _video(tmp_path / "0.mp4", seconds=3)
     roomy = preview_bytes(source)
     assert roomy is not None
     tight = preview_bytes(source, max_bytes=len(roomy) - 1)
@@ -51,6 +56,7 @@ def test_a_tight_budget_walks_down_the_ladder_or_gives_none(tmp_path: Path) -> N
     assert preview_bytes(source, max_bytes=100) is None
 
 
+@pytest.mark.slow
 def test_a_preview_is_made_once_and_made_again_for_a_newer_video(tmp_path: Path) -> None:
     source = _video(tmp_path / "0.mp4", seconds=2)
     first = preview(source)

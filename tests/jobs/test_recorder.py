@@ -75,6 +75,7 @@ def test_key_is_never_written_to_the_ledger(fake: FakeGateway, tmp_path: Path) -
             assert KEY.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.slow
 def test_failed_creates_leave_the_right_trace(fake: FakeGateway) -> None:
     client = make_client(fake)
     fake.faults["create"].extend([error(429, RATE)] * 3)

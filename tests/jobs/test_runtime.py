@@ -433,6 +433,7 @@ def test_a_learnt_key_polls_densely_only_in_its_finish_window() -> None:
         assert plan.expected_requests < 0.8 * polling.requests_for(seconds)
 
 
+@pytest.mark.slow
 def test_a_slowed_gateway_widens_the_window_within_thirty_tasks_and_no_task_waits_long() -> None:
     """A key of 3 s tasks, learnt; then the gateway runs three times slower. Its tasks now
     end where the plan polls sparsely or not at all: each is still noticed within 1.5 s

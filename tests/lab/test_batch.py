@@ -65,6 +65,7 @@ def client(home: Path, sim: SimulatorServer) -> Iterator[gw.Client]:
     made.close()
 
 
+@pytest.mark.slow
 def test_each_row_is_sent_once_and_written_named_and_tagged_with_its_manifest(
     client: gw.Client, sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -109,6 +110,7 @@ def test_each_row_is_sent_once_and_written_named_and_tagged_with_its_manifest(
     assert "5 of 5 done" in repr(batch)
 
 
+@pytest.mark.slow
 def test_the_same_call_again_resumes_and_creates_nothing(
     client: gw.Client, sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -122,6 +124,7 @@ def test_the_same_call_again_resumes_and_creates_nothing(
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == files
 
 
+@pytest.mark.slow
 def test_above_confirm_above_nothing_is_sent_until_submit(
     client: gw.Client, sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -154,6 +157,7 @@ def test_a_plan_over_budget_sends_nothing(
     assert sim_stats(sim)["create"] == 0 and gw.batches(client) == []
 
 
+@pytest.mark.slow
 def test_rows_refused_for_the_create_limit_go_again_until_each_is_made_once(
     make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path
 ) -> None:
@@ -173,6 +177,7 @@ def test_rows_refused_for_the_create_limit_go_again_until_each_is_made_once(
     assert len(set(digests)) == 10
 
 
+@pytest.mark.slow
 def test_retried_rows_spend_again_and_the_batch_stops_at_the_cap(
     home: Path, sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -207,6 +212,7 @@ def test_retried_rows_spend_again_and_the_batch_stops_at_the_cap(
     assert sim_stats(sim)["created"] == 3
 
 
+@pytest.mark.slow
 def test_two_processes_sending_one_batch_never_send_a_row_twice(
     home: Path, sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -251,6 +257,7 @@ def test_two_processes_sending_one_batch_never_send_a_row_twice(
     assert {r.state for r in stored} == {"done"}
 
 
+@pytest.mark.slow
 def test_a_process_that_finds_its_rows_done_by_another_leaves_their_record_done(
     home: Path, sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -295,6 +302,7 @@ def _held_sends(client: gw.Client, monkeypatch: pytest.MonkeyPatch) -> tuple[Any
     return reserved, go_on
 
 
+@pytest.mark.slow
 def test_a_batch_opened_again_in_its_process_while_it_sends_is_given_back(
     client: gw.Client,
     sim: SimulatorServer,
@@ -322,6 +330,7 @@ def test_a_batch_opened_again_in_its_process_while_it_sends_is_given_back(
     assert ended is not first and [r.status for r in ended.rows] == ["done"] * 3
 
 
+@pytest.mark.slow
 def test_a_batch_opened_by_another_process_while_one_sends_it_leaves_that_ones_rows(
     home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -353,6 +362,7 @@ def test_a_batch_opened_by_another_process_while_one_sends_it_leaves_that_ones_r
     assert {r["status"] for r in read_manifest(tmp_path / "o").values()} == {"done"}
 
 
+@pytest.mark.slow
 def test_a_row_past_its_deadline_is_cancelled_or_left(
     make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path
 ) -> None:
@@ -380,6 +390,7 @@ def test_a_row_past_its_deadline_is_cancelled_or_left(
         assert task.json()["status"] != "COMPLETED"  # still running at the gateway
 
 
+@pytest.mark.slow
 def test_cancel_all_cancels_what_runs_and_sends_no_more(
     make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path
 ) -> None:
@@ -405,6 +416,7 @@ def test_cancel_all_cancels_what_runs_and_sends_no_more(
         assert found["error_type"] == "cancelled"
 
 
+@pytest.mark.slow
 def test_bad_arguments_and_a_folder_of_another_batch_are_refused(
     client: gw.Client, sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -462,6 +474,7 @@ def test_an_interrupt_after_every_row_was_sent_does_not_say_rows_wait(
         batch.cancel()
 
 
+@pytest.mark.slow
 def test_the_rows_done_are_what_the_batch_spent(client: gw.Client, tmp_path: Path) -> None:
     batch = gw.batch(T2I, prompts(2), TEMPLATE, out=tmp_path / "o", client=client)
     snap = batch.wait(timeout=120, progress="none").snapshot()

@@ -119,6 +119,7 @@ def outage_client(home: Path, outage: Outage) -> Iterator[gw.Client]:
     made.close()
 
 
+@pytest.mark.slow
 def test_a_gateway_gone_for_a_while_is_followed_again_and_each_row_paid_once(
     outage_client: gw.Client, outage: Outage, slow_sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -138,6 +139,7 @@ def test_a_gateway_gone_for_a_while_is_followed_again_and_each_row_paid_once(
     agree(batch)
 
 
+@pytest.mark.slow
 def test_contact_lost_past_the_deadline_is_unknown_never_failed_and_a_rerun_reattaches(
     outage_client: gw.Client, outage: Outage, slow_sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -162,6 +164,7 @@ def test_contact_lost_past_the_deadline_is_unknown_never_failed_and_a_rerun_reat
     agree(again)
 
 
+@pytest.mark.slow
 def test_a_folder_turned_read_only_leaves_rows_files_pending_then_written_without_a_create(
     client: gw.Client, slow_sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -186,6 +189,7 @@ def test_a_folder_turned_read_only_leaves_rows_files_pending_then_written_withou
     agree(batch)
 
 
+@pytest.mark.slow
 def test_a_full_disk_leaves_rows_pending_and_running_again_writes_them_paid_once(
     client: gw.Client, slow_sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -216,6 +220,7 @@ def test_a_full_disk_leaves_rows_pending_and_running_again_writes_them_paid_once
         subprocess.run(["umount", "-l", str(out)], check=False, timeout=30)
 
 
+@pytest.mark.slow
 def test_creates_failing_in_a_row_pause_the_batch_until_asked(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -247,6 +252,7 @@ def test_creates_failing_in_a_row_pause_the_batch_until_asked(
         assert stats(sim)["created"] == 5 + 30 - posted
 
 
+@pytest.mark.slow
 def test_one_id_names_one_plan_in_every_process_before_anything_is_confirmed(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -278,6 +284,7 @@ def test_one_id_names_one_plan_in_every_process_before_anything_is_confirmed(
     assert stats(sim)["create"] == 0
 
 
+@pytest.mark.slow
 def test_when_wait_returns_the_store_and_both_manifests_say_every_rows_last_state(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -292,6 +299,7 @@ def test_when_wait_returns_the_store_and_both_manifests_say_every_rows_last_stat
             agree(batch)  # read at once: no later write may be needed to make it true
 
 
+@pytest.mark.slow
 def test_a_manifest_that_cannot_be_written_is_said_and_the_rows_still_end(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:

@@ -64,6 +64,7 @@ def test_without_yes_and_without_a_terminal_it_refuses_and_sends_nothing(
     assert stats(gateway_env)["create"] == 0
 
 
+@pytest.mark.slow
 def test_confirmed_on_a_terminal_or_with_yes_it_sends_and_exits_0(
     gateway_env: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -126,6 +127,7 @@ def test_with_json_a_refusal_is_one_json_object_on_stdout(
     assert stats(gateway_env)["create"] == 0
 
 
+@pytest.mark.slow
 def test_failed_rows_exit_1_and_are_listed(gateway_env: SimulatorServer, tmp_path: Path) -> None:
     httpx.put(f"{gateway_env.base_url}/_sim/config", json={"fail_rate": 1.0}, timeout=10)
     code, out, _ = run(
@@ -184,6 +186,7 @@ def run_to_the_end(
     return tasks, last
 
 
+@pytest.mark.slow
 def test_killed_half_way_then_run_again_creates_no_row_twice(
     make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -203,6 +206,7 @@ def test_killed_half_way_then_run_again_creates_no_row_twice(
     assert len(pngs) == len(done_rows) and not any("~" in name for name in pngs)
 
 
+@pytest.mark.slow
 def test_two_processes_running_one_batch_together_make_each_row_once(
     make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -233,6 +237,7 @@ def test_two_processes_running_one_batch_together_make_each_row_once(
     assert pngs == sorted(name for r in last.values() for name in r["files"])
 
 
+@pytest.mark.slow
 def test_retry_failed_sends_again_only_the_rows_the_gateway_failed(
     gateway_env: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -256,6 +261,7 @@ def csv_statuses(out: Path) -> dict[int, str]:
         return {int(r["row"]): r["status"] for r in csv.DictReader(fh)}
 
 
+@pytest.mark.slow
 def test_killed_at_many_moments_then_run_to_the_end_pays_each_row_once(
     make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -285,6 +291,7 @@ def test_killed_at_many_moments_then_run_to_the_end_pays_each_row_once(
     assert len(tasks) >= len(done_rows)  # rows listed unknown may have made a task
 
 
+@pytest.mark.slow
 def test_a_set_value_leaves_the_columns_named_like_fields_on(
     gateway_env: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -305,6 +312,7 @@ def test_a_set_value_leaves_the_columns_named_like_fields_on(
     ]
 
 
+@pytest.mark.slow
 def test_ctrl_c_with_the_embedded_simulator_then_the_same_command_then_retry_failed(
     tmp_path: Path,
 ) -> None:

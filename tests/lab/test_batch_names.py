@@ -42,6 +42,7 @@ def gapped_frame() -> object:
     return frame[frame["seed"] != 4]  # row 3 filtered out too
 
 
+@pytest.mark.slow
 def test_a_gapped_index_names_files_manifest_and_dataframe(
     client: gw.Client, tmp_path: Path
 ) -> None:

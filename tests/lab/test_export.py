@@ -81,6 +81,7 @@ def three_by_two(client: gw.Client) -> gw.Grid:
     return grid
 
 
+@pytest.mark.slow
 def test_the_contact_sheet_carries_the_grid_as_json(client: gw.Client, tmp_path: Path) -> None:
     grid = three_by_two(client)
     grid.rate(grid.cells[2], 4, "sharp")
@@ -100,6 +101,7 @@ def test_the_contact_sheet_carries_the_grid_as_json(client: gw.Client, tmp_path:
     assert KEY.encode() not in raw and PNG_KEY.encode() in raw
 
 
+@pytest.mark.slow
 def test_the_page_opens_offline(client: gw.Client, tmp_path: Path) -> None:
     images = gw.grid(
         "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=client
@@ -187,6 +189,7 @@ def test_svg_and_html_outputs_are_never_embedded(client: gw.Client, tmp_path: Pa
     assert "&lt;script&gt;alert(2)&lt;/script&gt;" in page and "alert(2)</script>" not in page
 
 
+@pytest.mark.slow
 def test_both_exports_carry_the_score_margins(client: gw.Client, tmp_path: Path) -> None:
     grid = gw.grid(
         "genW2.5-t2i-preview",
@@ -227,6 +230,7 @@ STAR_COLOURS = {"#f59e0b", "#d1d5db"}
 HOSTILE = "</td><script>alert(\"x\" & 'y')</script><!--"
 
 
+@pytest.mark.slow
 def test_the_page_shows_hostile_text_as_text_in_its_old_colours(
     client: gw.Client, tmp_path: Path
 ) -> None:
@@ -296,6 +300,7 @@ def test_the_sheet_draws_stars_and_dashes_every_machine_shows() -> None:
 STAR_RGB = (0xF5, 0x9E, 0x0B)
 
 
+@pytest.mark.slow
 def test_a_sheet_cell_is_its_256_px_thumbnail_and_margins_carry_drawn_stars(
     client: gw.Client, tmp_path: Path
 ) -> None:

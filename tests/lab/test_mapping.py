@@ -157,6 +157,7 @@ def test_the_computed_table_is_the_documented_one() -> None:
     assert found == DOCUMENTED
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("row", mapping_table(), ids=lambda r: r["endpoint"])
 def test_each_mapping_row_puts_prompt_and_seed_where_its_endpoint_takes_them(
     row: dict[str, Any], client: gw.Client
@@ -253,6 +254,7 @@ def test_an_unknown_endpoint_on_the_axis_names_the_closest(client: gw.Client) ->
     assert client.request_counts["create"] == 0
 
 
+@pytest.mark.slow
 def test_counts_per_endpoint_first_and_nothing_sent_above_confirm_above(
     client: gw.Client,
 ) -> None:
@@ -278,6 +280,7 @@ def test_counts_per_endpoint_first_and_nothing_sent_above_confirm_above(
     grid.cancel_all()
 
 
+@pytest.mark.slow
 def test_image_video_and_audio_cells_side_by_side(client: gw.Client) -> None:
     grid = gw.grid(
         T2I,

@@ -64,6 +64,7 @@ def test_the_readme_grid_bills_one_image_per_cell_and_is_sent(
     assert creates(simulator) - before == 6
 
 
+@pytest.mark.slow
 def test_the_readme_grid_without_n_asks_first_nothing_sent_before_confirmation(
     client: gw.Client, simulator: SimulatorServer
 ) -> None:

@@ -46,6 +46,7 @@ def reserve(batch: Any, indices: range) -> list[Any]:
     return list(batch.rows)
 
 
+@pytest.mark.slow
 def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -86,6 +87,7 @@ def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
     assert len([p for p in (tmp_path / "o").iterdir() if p.suffix == ".png"]) == 4
 
 
+@pytest.mark.slow
 def test_a_row_refused_for_the_rate_limit_then_created_is_re_attached_not_sent_again(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -181,6 +183,7 @@ def test_without_a_ledger_a_reserved_row_is_unknown(
         assert row.status == "unknown" and "no ledger" in (row.error or "")
 
 
+@pytest.mark.slow
 def test_a_done_row_whose_file_went_missing_is_written_again(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -195,6 +198,7 @@ def test_a_done_row_whose_file_went_missing_is_written_again(
     assert created(sim) == 2
 
 
+@pytest.mark.slow
 def test_a_row_whose_answer_reached_only_the_manifest_is_re_attached_with_its_file_kept(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -244,6 +248,7 @@ def test_a_row_whose_answer_reached_only_the_manifest_is_re_attached_with_its_fi
     )
 
 
+@pytest.mark.slow
 def test_a_retried_row_is_not_re_attached_to_its_earlier_attempts_task(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:

@@ -46,6 +46,7 @@ def compare(client: gw.Client, prompt: str = "a red fox", **kw: Any) -> Any:
     )
 
 
+@pytest.mark.slow
 def test_scores_per_axis_value_best_first_with_failed_cells(
     home: Path, make_simulator: Callable[..., SimulatorServer]
 ) -> None:
@@ -93,6 +94,7 @@ def test_scores_per_axis_value_best_first_with_failed_cells(
             grid.scores("w")
 
 
+@pytest.mark.slow
 def test_gw_scores_gathers_two_grids_and_survives_a_restart(
     client: gw.Client, simulator: SimulatorServer
 ) -> None:

@@ -180,6 +180,7 @@ RATER = textwrap.dedent(
 CELLS = 200
 
 
+@pytest.mark.slow
 def test_two_processes_rate_one_grid_without_a_lock_error(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     Ledger(path).close()

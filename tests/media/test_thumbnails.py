@@ -96,6 +96,7 @@ def test_inline_bytes_and_data_urls(tmp_path: Path) -> None:
     assert data_url(thumb).startswith("data:image/jpeg;base64,/9j/")
 
 
+@pytest.mark.slow
 def test_a_pixel_bomb_gets_no_thumbnail_and_a_note_never_a_decoding(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

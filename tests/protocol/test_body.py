@@ -68,6 +68,7 @@ def pieces(data: bytes, size: int = 16 * 1024) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data), size)]
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_is_refused_early_within_a_small_memory_bound() -> None:
     body = Chunks(pieces(bomb()))
     tracemalloc.start()

@@ -167,6 +167,7 @@ def test_whole_second_date_or_no_retry_after_still_completes_every_create(
     assert clock.now <= 5 * (1.5 if retry_after == "date" else 1.0) + 0.3
 
 
+@pytest.mark.slow
 def test_once_the_limit_lifts_creates_go_at_full_concurrency_without_waiting() -> None:
     clock = FakeTime(yields=50)
     fake = LimitedGateway(clock)

@@ -144,6 +144,7 @@ def test_key_echoed_by_a_gateway_is_redacted() -> None:
 RATE = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}, "request_id": "g"}
 
 
+@pytest.mark.slow
 def test_create_retries_429_within_max_retries() -> None:
     fake = FakeGateway()
     fake.faults["create"].extend([error(429, RATE), error(429, RATE)])
@@ -151,6 +152,7 @@ def test_create_retries_429_within_max_retries() -> None:
     assert handle.request_id and fake.count("create") == 3
 
 
+@pytest.mark.slow
 def test_create_after_a_429_waits_what_the_gateway_says_and_no_more() -> None:
     """With a Retry-After the client's gate holds the retry exactly that long; an extra
     backoff on top would leave a batch idle under a create limit. Without one, the
@@ -181,6 +183,7 @@ def test_create_sends_only_a_prepared_body() -> None:
     assert fake.count("create") == 0
 
 
+@pytest.mark.slow
 def test_create_gives_up_after_max_retries() -> None:
     fake = FakeGateway()
     fake.faults["create"].extend([error(429, RATE)] * 5)

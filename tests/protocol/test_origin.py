@@ -104,6 +104,7 @@ def _documented(gateway: Recorder, elsewhere: Recorder, *, redirect: bool) -> An
     return answer
 
 
+@pytest.mark.slow
 def test_a_handle_on_another_origin_never_gets_the_key(
     servers: tuple[Recorder, Recorder],
 ) -> None:

@@ -19,6 +19,7 @@ def test_the_body_is_compact_utf8_json_and_nan_is_refused() -> None:
     assert caught.value.endpoint == "vidA-2-0"
 
 
+@pytest.mark.slow
 def test_check_body_size() -> None:
     payload = {"content": [{"image_url": {"url": "x" * 100}}]}
     size = len(json.dumps(payload, separators=(",", ":")).encode())

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 import genwidgets as gw
-from genwidgets._config import DEMO_KEY
 from genwidgets.jobs.ledger import FINISHED
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimulatorServer
 from reliability.harness import genwidgets_home
 
 pytestmark = pytest.mark.reliability

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 import genwidgets as gw
-from genwidgets._config import DEMO_KEY
 from genwidgets.jobs.downloads import gateway_folder
 from genwidgets.jobs.ledger import FINISHED, OUTCOME_UNKNOWN, SUBMITTING, Ledger
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimulatorServer
 from reliability.harness import genwidgets_home, read_until, start_client_process, wait_until
 
 pytestmark = pytest.mark.reliability
@@ -20,6 +19,7 @@ pytestmark = pytest.mark.reliability
 TASKS = 5
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_new_process_resumes_every_task_of_a_killed_one(
     tmp_path: Path, make_simulator: Callable[..., SimulatorServer]

@@ -49,6 +49,7 @@ bodies = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(body=bodies)
 def test_handle_from_any_json_object_is_a_handle_or_a_value_error(body: dict[str, Any]) -> None:
@@ -72,6 +73,7 @@ def test_handle_from_any_json_object_is_a_handle_or_a_value_error(body: dict[str
     assert handle.queue_position is None or isinstance(handle.queue_position, int)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(body=bodies)
 def test_status_from_any_json_object_is_a_status(body: dict[str, Any]) -> None:
@@ -89,6 +91,7 @@ def _read_without_network(output: Output) -> bytes | None:
     return output.read()
 
 
+@pytest.mark.slow
 @FUZZ
 @given(body=bodies)
 def test_result_from_any_json_object_is_a_result_whose_outputs_can_be_read(
@@ -119,6 +122,7 @@ error_bodies = (
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     status=status_codes,

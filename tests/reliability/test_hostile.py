@@ -181,6 +181,7 @@ OUTPUT = {"url": "{base}/files/t/out.png", "content_type": "image/png"}
 # ---------------------------------------------------------------- point 2
 
 
+@pytest.mark.slow
 def test_two_gateways_outputs_never_mix_and_a_planted_file_is_fetched_over(
     gateways: Gateways, clients: Callable[..., gw.Client], tmp_path: Path
 ) -> None:
@@ -231,6 +232,7 @@ def test_a_300_character_request_id_keeps_its_outputs(
 # ---------------------------------------------------------------- point 3
 
 
+@pytest.mark.slow
 def test_a_dripping_status_answer_ends_in_a_server_error(
     gateways: Gateways, clients: Callable[..., gw.Client]
 ) -> None:
@@ -240,6 +242,7 @@ def test_a_dripping_status_answer_ends_in_a_server_error(
         ends(job.status)
 
 
+@pytest.mark.slow
 def test_dripping_polls_never_freeze_the_clients_other_requests(
     gateways: Gateways, clients: Callable[..., gw.Client]
 ) -> None:
@@ -253,6 +256,7 @@ def test_dripping_polls_never_freeze_the_clients_other_requests(
     assert job.request_id == REQUEST_ID
 
 
+@pytest.mark.slow
 def test_a_completed_task_whose_output_drips_ends_with_its_result(
     gateways: Gateways, clients: Callable[..., gw.Client]
 ) -> None:
@@ -302,6 +306,7 @@ def gzip_bomb(size: int = 256 * 2**20) -> bytes:
     return b"".join([*parts, packer.flush()])
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_output_is_refused_within_a_small_memory_bound(
     gateways: Gateways, clients: Callable[..., gw.Client]
 ) -> None:
@@ -329,6 +334,7 @@ def test_a_gzip_bomb_output_is_refused_within_a_small_memory_bound(
 # ---------------------------------------------------------------- point 5
 
 
+@pytest.mark.slow
 def test_a_pixel_bomb_output_still_gets_its_static_copy(
     gateways: Gateways, clients: Callable[..., gw.Client]
 ) -> None:
@@ -408,6 +414,7 @@ def test_a_401_echo_is_redacted_in_the_detail_too(
 # ---------------------------------------------------------------- point 7
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("position", [2**63, 10**400, -5], ids=["2**63", "10**400", "negative"])
 def test_a_hostile_queue_position_never_stops_polling_nor_the_ledger(
     position: int, gateways: Gateways, clients: Callable[..., gw.Client]
@@ -452,6 +459,7 @@ def test_json_nested_50000_deep_is_a_typed_error(
     assert states == ["outcome_unknown", "submitted"]
 
 
+@pytest.mark.slow
 def test_a_result_that_says_in_progress_after_completed_is_not_a_failed_done(
     gateways: Gateways, clients: Callable[..., gw.Client]
 ) -> None:

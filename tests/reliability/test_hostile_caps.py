@@ -116,6 +116,7 @@ def _settled(counted: Counted, answers: int) -> None:
     wait_until(lambda: len(counted.sent) >= answers, OUTER, "the server to see the client go")
 
 
+@pytest.mark.slow
 def test_a_64_mib_status_body_stops_at_its_cap_after_other_hostile_cases(
     gateways: Gateways, busy: None
 ) -> None:
@@ -133,6 +134,7 @@ def test_a_64_mib_status_body_stops_at_its_cap_after_other_hostile_cases(
     assert max(huge.sent) <= MAX_ANSWER_BYTES + SLACK, [n / 2**20 for n in huge.sent]
 
 
+@pytest.mark.slow
 def test_rendering_a_64_mib_text_output_reads_at_most_the_embed_limit(
     gateways: Gateways, busy: None
 ) -> None:

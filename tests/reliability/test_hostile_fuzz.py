@@ -203,6 +203,7 @@ def _clean(text: str) -> None:
     assert KEY not in text, text[:400]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=CASES,
     deadline=None,

@@ -13,6 +13,7 @@ pytestmark = pytest.mark.reliability
 TASKS = 1000
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_thousand_tasks_under_faults_are_all_accounted_for(tmp_path: Path) -> None:
     figures = run_fault_load(TASKS, tmp_path, deadline=180.0)

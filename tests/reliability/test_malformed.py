@@ -197,6 +197,7 @@ def _names_the_task(exc: BaseException, request_id: str | None = REQUEST_ID) -> 
     assert KEY not in text
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "answer", [*BROKEN, "a handle without request_id"], ids=lambda name: name.replace(" ", "-")
@@ -214,6 +215,7 @@ def test_a_broken_create_answer_is_outcome_unknown_and_never_retried(
     assert (row.state, row.request_id) == (OUTCOME_UNKNOWN, None)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("answer", list(BROKEN), ids=lambda name: name.replace(" ", "-"))
 def test_a_broken_status_answer_is_a_server_error_naming_the_task(
@@ -235,6 +237,7 @@ def test_a_broken_status_answer_is_a_server_error_naming_the_task(
     assert gateway.seen["result"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("answer", list(BROKEN), ids=lambda name: name.replace(" ", "-"))
 def test_a_broken_result_answer_is_a_server_error_naming_the_task(
@@ -252,6 +255,7 @@ def test_a_broken_result_answer_is_a_server_error_naming_the_task(
     _names_the_task(waited.value)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     "body",

@@ -9,10 +9,9 @@ import httpx
 import pytest
 
 import genwidgets as gw
-from genwidgets._config import DEMO_KEY
 from genwidgets.errors import RateLimited
 from genwidgets.jobs.ledger import FINISHED, NOT_CREATED
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimulatorServer
 from reliability.harness import TallyingTransport, genwidgets_home
 
 pytestmark = pytest.mark.reliability
@@ -48,6 +47,7 @@ def test_a_create_refused_by_the_rate_limit_is_recorded_as_not_created_and_can_b
         client.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_completed_task_whose_result_fetch_is_rate_limited_still_finishes(
     tmp_path: Path, make_simulator: Callable[..., SimulatorServer]

@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 
 import genwidgets as gw
-from genwidgets._config import DEMO_KEY
 from genwidgets.errors import RequestNotFound
 from genwidgets.jobs.job import Job
 from genwidgets.jobs.ledger import FINISHED
-from genwidgets.simulator import SimConfig, SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimConfig, SimulatorServer
 from reliability.harness import (
     RestartableSimulator,
     TallyingTransport,
@@ -41,6 +40,7 @@ def _submit_and_watch(client: gw.Client) -> list[Job]:
     return jobs
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_jobs_finish_when_the_gateway_restarts_keeping_its_tasks(tmp_path: Path) -> None:
     tally = TallyingTransport()
@@ -66,6 +66,7 @@ def test_jobs_finish_when_the_gateway_restarts_keeping_its_tasks(tmp_path: Path)
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_jobs_a_restarted_gateway_forgot_end_with_request_not_found_quickly(
     tmp_path: Path,

@@ -13,8 +13,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from genwidgets._config import DEMO_KEY
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimulatorServer
 from genwidgets.simulator.server import PARENT_ENV, child_of_this_process
 from reliability.harness import wait_until
 
@@ -68,6 +67,7 @@ PARENT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_a_child_simulator_ends_when_its_parent_is_killed() -> None:
     parent = subprocess.Popen(
@@ -90,6 +90,7 @@ def test_a_child_simulator_ends_when_its_parent_is_killed() -> None:
             os.kill(child, signal.SIGKILL)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_a_child_simulator_with_an_open_connection_stops_on_sigterm() -> None:
     env = child_of_this_process()

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 import genwidgets as gw
-from genwidgets._config import DEMO_KEY
 from genwidgets.errors import LedgerWarning
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimulatorServer
 from reliability.harness import genwidgets_home, read_until, start_client_process, wait_until
 
 pytestmark = pytest.mark.reliability
@@ -21,6 +20,7 @@ pytestmark = pytest.mark.reliability
 TASKS = 30
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_killed_kernels_tasks_are_taken_over_once_and_never_polled_twice(
     tmp_path: Path, make_simulator: Callable[..., SimulatorServer]

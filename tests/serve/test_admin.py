@@ -8,6 +8,7 @@ import io
 from collections.abc import Callable
 
 import httpx
+import pytest
 from serve_helpers import Class, wait_for
 
 from genwidgets.serve.keys import add_key
@@ -16,6 +17,7 @@ from genwidgets.serve.usage import usage
 IMAGE = "genW2.5-t2i-preview"
 
 
+@pytest.mark.slow
 def test_the_admin_page_needs_an_admin_key(make_class: Callable[..., Class]) -> None:
     klass = make_class()
     student = add_key(klass.db, "alice", {})
@@ -27,6 +29,7 @@ def test_the_admin_page_needs_an_admin_key(make_class: Callable[..., Class]) -> 
         assert httpx.get(base + path, params={"key": student}, timeout=30).status_code == 401
 
 
+@pytest.mark.slow
 def test_the_admin_views_show_what_usage_shows(make_class: Callable[..., Class]) -> None:
     klass = make_class()
     admin = add_key(klass.db, "teacher", {}, admin=True)

@@ -32,6 +32,7 @@ def key_usage(db: Any, name: str) -> dict[str, Any]:
     return next(k for k in usage(db)["keys"] if k["name"] == name)
 
 
+@pytest.mark.slow
 def test_a_students_client_works_unchanged(make_class: Callable[..., Class]) -> None:
     klass = make_class()
     token = add_key(klass.db, "alice", {"images": 10})
@@ -44,6 +45,7 @@ def test_a_students_client_works_unchanged(make_class: Callable[..., Class]) -> 
     assert seen["spent"] == {"tasks": 1.0, "images": 1.0} and seen["reserved"] == {}
 
 
+@pytest.mark.slow
 def test_the_handle_status_result_and_cancel_speak_the_protocol(
     make_class: Callable[..., Class],
 ) -> None:
@@ -66,6 +68,7 @@ def test_the_handle_status_result_and_cancel_speak_the_protocol(
     assert api.is_closed
 
 
+@pytest.mark.slow
 def test_another_keys_request_id_is_unknown(make_class: Callable[..., Class]) -> None:
     klass = make_class()
     alice, bob = add_key(klass.db, "alice", {}), add_key(klass.db, "bob", {})
@@ -88,6 +91,7 @@ def test_another_keys_request_id_is_unknown(make_class: Callable[..., Class]) ->
         client.job(IMAGE, handle["request_id"]).status()
 
 
+@pytest.mark.slow
 def test_over_budget_is_the_gateways_error_shape_saying_what_is_left(
     make_class: Callable[..., Class],
 ) -> None:
@@ -155,6 +159,7 @@ def test_unknown_endpoints_and_the_paths_the_gateway_refuses(
     assert klass.sim.state.stats["create"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["missing", "unknown", "revoked", "expired"])
 def test_keys_that_may_not_pass(make_class: Callable[..., Class], how: str) -> None:
     klass = make_class()
@@ -194,6 +199,7 @@ def test_upstream_down_bills_nothing(make_class: Callable[..., Class]) -> None:
     assert key_usage(klass.db, "alice")["held"] == {}
 
 
+@pytest.mark.slow
 def test_upstream_slow_keeps_the_create_reserved(make_class: Callable[..., Class]) -> None:
     """A create upstream may have made (no answer in time) stays reserved: the key's one
     task is held, so a second create is refused, though the first answered 504."""
@@ -230,6 +236,7 @@ def test_upstream_slow_keeps_the_create_reserved(make_class: Callable[..., Class
         assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
 
 
+@pytest.mark.slow
 def test_upstream_rate_limit_is_passed_on_with_retry_after(
     make_class: Callable[..., Class],
 ) -> None:
@@ -248,6 +255,7 @@ def test_upstream_rate_limit_is_passed_on_with_retry_after(
     assert key_usage(klass.db, "alice")["held"] == {"tasks": 1.0, "images": 1.0}
 
 
+@pytest.mark.slow
 def test_a_keys_concurrency_and_rate_caps(make_class: Callable[..., Class]) -> None:
     klass = make_class(max_running=2, rate=None)
     klass.sim.state.reconfigure({"speed": 0.05})  # tasks that run for a while
@@ -297,6 +305,7 @@ def test_a_failed_task_is_released(make_class: Callable[..., Class]) -> None:
     assert seen["failed"] == 1 and seen["held"] == {} and seen["spent"] == {}
 
 
+@pytest.mark.slow
 def test_the_group_demo_cache_answers_identical_seeded_creates_once(
     make_class: Callable[..., Class],
 ) -> None:
@@ -326,12 +335,14 @@ def test_the_group_demo_cache_answers_identical_seeded_creates_once(
     assert report["plain1"]["spent"]["tasks"] == 1.0
 
 
+@pytest.mark.slow
 def test_index_names_the_service(make_class: Callable[..., Class]) -> None:
     klass = make_class()
     answer = httpx.get(klass.server.base_url + "/", timeout=30)
     assert answer.json()["service"] == "genwidgets class gateway"
 
 
+@pytest.mark.slow
 def test_tasks_nobody_polls_settle_by_the_sweep(make_class: Callable[..., Class]) -> None:
     """A failed task nobody asks about still gives its reservation back, and a finished
     one frees its key's place among the tasks it may run at once."""
@@ -351,6 +362,7 @@ def test_tasks_nobody_polls_settle_by_the_sweep(make_class: Callable[..., Class]
         assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
 
 
+@pytest.mark.slow
 def test_a_result_not_ready_is_passed_on_as_upstream_says(make_class: Callable[..., Class]) -> None:
     klass = make_class()
     klass.sim.state.reconfigure({"speed": 0.05})
@@ -363,6 +375,7 @@ def test_a_result_not_ready_is_passed_on_as_upstream_says(make_class: Callable[.
     assert early.json()["status"] in ("IN_QUEUE", "IN_PROGRESS")
 
 
+@pytest.mark.slow
 def test_under_a_prefix_as_a_jupyterhub_service(make_class: Callable[..., Class]) -> None:
     """Behind JupyterHub's proxy every path keeps the service's prefix: the handle's
     addresses carry it, and a student's client pointed at the prefixed URL works."""
@@ -378,6 +391,7 @@ def test_under_a_prefix_as_a_jupyterhub_service(make_class: Callable[..., Class]
     assert httpx.post(f"{root}/v1/queue/{IMAGE}", json=ONE, timeout=30).status_code == 404
 
 
+@pytest.mark.slow
 def test_the_demo_cache_holds_when_students_send_at_once(
     make_class: Callable[..., Class],
 ) -> None:
@@ -407,6 +421,7 @@ def test_the_demo_cache_holds_when_students_send_at_once(
     assert len(charged) == 1  # the first pays; the others rode along
 
 
+@pytest.mark.slow
 def test_a_busy_port_is_the_class_gateways_own_error(
     tmp_path: Path, upstream_sim: SimulatorServer
 ) -> None:

@@ -75,12 +75,14 @@ def _check(outcomes: list[tuple[str, int, str]], db: Database, sim: SimulatorSer
     assert refused and all(code == "BUDGET_EXCEEDED" for _, _, code in refused)
 
 
+@pytest.mark.slow
 def test_thirty_keys_at_once_through_one_server(make_class: Callable[..., Class]) -> None:
     klass = make_class(max_running=None, rate=None)
     students = _class_of(klass.db)
     _check(_storm([klass.server.base_url], students), klass.db, klass.sim)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("servers", [2, 3])
 def test_thirty_keys_through_several_processes_on_one_postgresql(
     servers: int,
@@ -100,6 +102,7 @@ def test_thirty_keys_through_several_processes_on_one_postgresql(
     db.close()
 
 
+@pytest.mark.slow
 def test_a_keys_concurrency_cap_holds_across_processes_on_one_postgresql(
     postgres_url: str, upstream_sim: SimulatorServer, serve_processes: Callable[..., Any]
 ) -> None:

@@ -74,6 +74,7 @@ def test_the_group_cap_holds_across_its_keys(db: Database) -> None:
         reserve(db, "b", IMAGE, amounts)
 
 
+@pytest.mark.slow
 def test_concurrent_reservations_never_pass_a_cap(db: Database) -> None:
     """20 threads race 5 creates each for keys of 7 images and a group of 60: exactly the
     caps are reserved, never one task more."""

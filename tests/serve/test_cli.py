@@ -131,6 +131,7 @@ def test_serve_needs_an_upstream_and_takes_no_key_flag(
     assert refused.value.code == 2 and "unrecognized arguments" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_serve_over_the_embedded_simulator_in_its_own_process(
     tmp_path: Path, serve_processes: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 
 import httpx
+import pytest
 from serve_helpers import Class, wait_for
 
 from genwidgets.serve.fairshare import FairGate
@@ -47,6 +48,7 @@ def test_a_create_waits_a_bounded_time_for_its_turn() -> None:
     assert asyncio.run(FairGate(rate=None).admit("x")) is None
 
 
+@pytest.mark.slow
 def test_one_students_flood_does_not_starve_anothers_create(
     make_class: Callable[..., Class],
 ) -> None:
@@ -79,6 +81,7 @@ def test_one_students_flood_does_not_starve_anothers_create(
     assert sum(k["tasks"] for k in usage(klass.db)["keys"]) == 17
 
 
+@pytest.mark.slow
 def test_a_create_that_waits_too_long_is_not_billed(make_class: Callable[..., Class]) -> None:
     klass = make_class(upstream_rate=0.2, queue_wait=0.3, rate=None)
     token = add_key(klass.db, "alice", {"tasks": 5})

@@ -153,6 +153,7 @@ def test_no_byte_sent_or_logged_holds_the_teachers_key(
     assert upstream_saw.count(f"Bearer {TEACHER_KEY}".encode()) == len(EchoingUpstream.received)
 
 
+@pytest.mark.slow
 def test_the_upstream_repr_and_errors_hold_no_key() -> None:
     upstream = Upstream("http://127.0.0.1:1", Secret(TEACHER_KEY))
     assert TEACHER_KEY not in repr(upstream)

@@ -9,8 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from genwidgets._config import DEMO_KEY
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimulatorServer
 
 AUTH = {"Authorization": f"Bearer {DEMO_KEY}"}
 

@@ -38,6 +38,7 @@ def test_handle_has_absolute_urls_of_the_documented_shape(
     assert isinstance(handle["queue_position"], int)
 
 
+@pytest.mark.slow
 def test_result_is_202_with_status_body_until_completed_then_200(api: httpx.Client) -> None:
     handle = _create(api, **{"X-Sim-Duration": "6"}).json()  # 0.3 s at speed 20
     early = api.get(handle["response_url"])
@@ -78,6 +79,7 @@ def test_missing_bearer_gets_the_gateway_error(
     assert isinstance(body["request_id"], str) and body["request_id"]
 
 
+@pytest.mark.slow
 def test_the_key_is_checked_on_status_result_and_cancel(
     api: httpx.Client, simulator: SimulatorServer
 ) -> None:
@@ -148,6 +150,7 @@ def test_sync_path_is_not_found_and_status_stream_unsupported(api: httpx.Client)
     assert stream.json() == {"detail": "SSE streaming not supported"}
 
 
+@pytest.mark.slow
 def test_request_not_found_for_unknown_id_other_endpoint_or_other_key(
     make_simulator: Callable[..., SimulatorServer],
 ) -> None:
@@ -191,6 +194,7 @@ def test_bad_bodies_get_a_clear_400(api: httpx.Client, content: bytes, words: st
     assert words in reply.json()["detail"]
 
 
+@pytest.mark.slow
 def test_oversized_body_is_413(api: httpx.Client) -> None:
     reply = api.post(f"/v1/queue/{VIDEO}", content=b" " * (MAX_BODY + 1))
     assert reply.status_code == 413
@@ -226,6 +230,7 @@ def test_unknown_path_is_404_json(api: httpx.Client) -> None:
     assert reply.status_code == 404 and reply.json() == {"detail": "Not Found"}
 
 
+@pytest.mark.slow
 def test_output_files_need_no_auth_and_support_head_and_range(
     api: httpx.Client, run: Callable[..., dict[str, Any]]
 ) -> None:
@@ -349,6 +354,7 @@ def test_the_create_limit_refuses_creates_only_and_tasks_are_listed_with_digests
     assert listed[0]["created_at"] <= time.time()
 
 
+@pytest.mark.slow
 def test_live_config_changes_and_rejects_bad_values(
     make_simulator: Callable[..., SimulatorServer],
 ) -> None:

@@ -55,6 +55,7 @@ field_names = st.sampled_from(
 payloads = st.dictionaries(field_names | st.text(max_size=8), json_values, max_size=6)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -84,6 +85,7 @@ def test_video_plans_read_any_payload(endpoint: str, payload: dict[str, Any]) ->
     assert 1 <= plan["seconds"] <= 60 and isinstance(plan["audio"], bool)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     endpoint=st.sampled_from(["imgM-v8.1-t2i", "imgG-1.5-edit", "imgQ-edit-plus"]),

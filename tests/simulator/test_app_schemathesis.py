@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from genwidgets._config import DEMO_KEY
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimulatorServer
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -38,6 +37,7 @@ def _schemathesis() -> str:
     return found
 
 
+@pytest.mark.slow
 def test_the_simulator_answers_as_its_document_says(
     make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:

@@ -94,6 +94,7 @@ def test_restrict_needs_a_given_key(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--restrict names a key" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_module_runs_a_server_that_answers() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -31,6 +31,7 @@ def _outcomes(sim: SimulatorServer, n: int) -> list[str | None]:
     return out
 
 
+@pytest.mark.slow
 def test_fail_rate_is_seeded_and_reproducible(
     make_simulator: Callable[..., SimulatorServer],
 ) -> None:
@@ -64,6 +65,7 @@ def test_error_rate_dice_repeat_with_the_seed() -> None:
     assert {None, 502, 503} == set(rolls)
 
 
+@pytest.mark.slow
 def test_rate_limit_gives_429_with_retry_after_per_key(
     make_simulator: Callable[..., SimulatorServer],
 ) -> None:

@@ -11,6 +11,7 @@ from genwidgets.simulator.load import main, run_load
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.mark.slow
 def test_load_against_a_child_server_answers_every_request() -> None:
     result = run_load(n=500, connections=4, max_seconds=20)
     assert result.ok == result.requests == 500

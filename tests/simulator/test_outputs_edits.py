@@ -74,6 +74,7 @@ def upstream(run: Run) -> dict[str, Any]:
 # ------------------------------------------------------------------ imgM edits
 
 
+@pytest.mark.slow
 def test_variation_is_closer_to_its_source_than_to_another_image(
     run: Run, upstream: dict[str, Any]
 ) -> None:
@@ -92,6 +93,7 @@ def test_variation_is_closer_to_its_source_than_to_another_image(
     assert 0 < found[0] < found[1]  # type 0 slight, type 1 strong
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("direction", "grows", "at"),
     [(0, "height", "start"), (1, "width", "start"), (2, "height", "end"), (3, "width", "end")],
@@ -123,6 +125,7 @@ def test_pan_keeps_the_original_at_its_place_and_grows(
     assert ImageStat.Stat(new_area).stddev[0] > 1  # filled, not a flat colour
 
 
+@pytest.mark.slow
 def test_pan_of_a_pan_starts_from_the_panned_image(run: Run, upstream: dict[str, Any]) -> None:
     first = run(
         "imgM_pan", {"jobId": upstream["request_id"], "imageNo": 0, "direction": 1, "scale": 2}
@@ -135,6 +138,7 @@ def test_pan_of_a_pan_starts_from_the_panned_image(run: Run, upstream: dict[str,
     assert ImageChops.difference(two.crop((0, 0, *one.size)), one).getbbox() is None
 
 
+@pytest.mark.slow
 def test_inpaint_area_repaints_only_the_polygon(run: Run, upstream: dict[str, Any]) -> None:
     source = upstream["images"][0]
     w, h = source.size  # 768 x 1024
@@ -162,6 +166,7 @@ def test_inpaint_area_repaints_only_the_polygon(run: Run, upstream: dict[str, An
     assert ImageChops.difference(kept, source).getbbox() is None
 
 
+@pytest.mark.slow
 def test_inpaint_mask_image_white_is_repainted(run: Run, upstream: dict[str, Any]) -> None:
     source = upstream["images"][3]
     mask = Image.new("L", (source.width // 2, source.height // 2), 0)  # scaled to the image
@@ -194,6 +199,7 @@ def wide_file(run: Run) -> str:
     return str(result["outputs"][0]["url"])
 
 
+@pytest.mark.slow
 def test_imgq_default_size_follows_an_own_file_url(run: Run, wide_file: str) -> None:
     result = run("imgQ-edit-plus", {"prompt": "make it dusk", "images": [wide_file]})
     out = fetch_image(result["outputs"][0]["url"])
@@ -202,6 +208,7 @@ def test_imgq_default_size_follows_an_own_file_url(run: Run, wide_file: str) -> 
     assert distance(out, fetch_image(wide_file)) < 60  # starts from the input
 
 
+@pytest.mark.slow
 def test_imgq_size_from_the_last_image_and_unreadable_urls_stay_square(
     run: Run, wide_file: str
 ) -> None:
@@ -215,6 +222,7 @@ def test_imgq_size_from_the_last_image_and_unreadable_urls_stay_square(
     assert fetch_image(external["outputs"][0]["url"]).size == (1024, 1024)
 
 
+@pytest.mark.slow
 def test_imgg_edit_starts_from_the_input(run: Run, wide_file: str) -> None:
     source = fetch_image(wide_file)
     result = run(
@@ -231,6 +239,7 @@ def test_imgg_edit_starts_from_the_input(run: Run, wide_file: str) -> None:
 # ------------------------------------------------------------------ videos
 
 
+@pytest.mark.slow
 def test_vidp_transition_moves_from_the_first_image_to_the_last(
     run: Run, local_server: str
 ) -> None:
@@ -251,6 +260,7 @@ def test_vidp_transition_moves_from_the_first_image_to_the_last(
     assert distance(middle, red) > 30 and distance(middle, blue) > 30
 
 
+@pytest.mark.slow
 def test_vida_starts_on_the_first_frame_and_ends_on_the_last(run: Run) -> None:
     green, white = solid((30, 200, 60)), solid((240, 240, 240))
     content = [
@@ -274,6 +284,7 @@ def _inline(result: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+@pytest.mark.slow
 def test_lip_sync_keeps_the_source_video_and_lays_the_trimmed_audio(run: Run) -> None:
     source = run(
         "vidVq2-text2video", {"prompt": "a face", "duration": 3, "resolution": "540p", "seed": 3}
@@ -322,6 +333,7 @@ def test_same_seed_same_imgm_bytes_and_the_ratio_of_ar(run: Run) -> None:
     assert fetch_image(a).size == (1024, 512)
 
 
+@pytest.mark.slow
 def test_same_seed_same_video_bytes(run: Run) -> None:
     payload = {"prompt": "waves", "duration": 1, "resolution": "540p", "seed": 8}
     a = httpx.get(run("vidVq2-text2video", payload)["outputs"][0]["url"]).content
@@ -387,6 +399,7 @@ def local_server() -> Iterator[str]:
         server.server_close()
 
 
+@pytest.mark.slow
 def test_loopback_urls_are_read_with_a_cap_and_no_redirect(
     local_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -121,6 +121,7 @@ def test_imgm_tasks_yield_four_images_at_the_prompt_ratio(run: Run) -> None:
             assert img.format == "PNG" and img.size == (1024, 576)
 
 
+@pytest.mark.slow
 def test_same_seed_same_bytes_other_seed_visibly_different(run: Run) -> None:
     payload = {"prompt": "a fox in snow", "n": 1, "size": "1280*1280"}
     a = _fetch(run("genW2.5-t2i-preview", {**payload, "seed": 11})["outputs"][0])
@@ -257,6 +258,7 @@ def _mean_difference(a: Image.Image, b: Image.Image) -> float:
     return sum(ImageStat.Stat(ImageChops.difference(a, b)).mean) / 3
 
 
+@pytest.mark.slow
 def test_prompts_differ_far_more_than_seeds_of_one_prompt(run: Run) -> None:
     def shot(prompt: str, seed: int) -> Image.Image:
         payload = {"prompt": prompt, "n": 1, "size": "1280*1280", "seed": seed}
@@ -291,6 +293,7 @@ def test_each_endpoint_signs_its_pictures(endpoint: str) -> None:
     assert len(others) == 4
 
 
+@pytest.mark.slow
 def test_imgm_parameters_change_what_they_name(run: Run) -> None:
     def shot(prompt: str) -> Image.Image:
         return _image(run("imgM-v8.1-t2i", {"prompt": prompt + " --seed 21"})["outputs"][0])

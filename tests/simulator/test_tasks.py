@@ -17,6 +17,7 @@ pytestmark = pytest.mark.timeout(60)
 AUTH = {"Authorization": "Bearer sim-demo-key"}
 
 
+@pytest.mark.slow
 def test_tasks_beyond_the_workers_queue_with_falling_positions(
     make_simulator: Callable[..., SimulatorServer],
 ) -> None:
@@ -79,6 +80,7 @@ def test_demo_durations_per_kind() -> None:
     assert sum(e.documented for e in ENDPOINTS.values()) == 20
 
 
+@pytest.mark.slow
 def test_run_time_is_the_kind_duration_divided_by_speed(
     make_simulator: Callable[..., SimulatorServer],
 ) -> None:

@@ -34,6 +34,7 @@ def _inline(result: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+@pytest.mark.slow
 def test_variation_needs_a_completed_imgm_task(api: httpx.Client, run: Run, wait: Run) -> None:
     assert "jobId" in _detail(api, "imgM-v8.1-i2i", {"jobId": "nope", "image_no": 0})
     video = api.post("/v1/queue/vidVq2-text2video", json={"prompt": "x"}).json()
@@ -70,6 +71,7 @@ def test_image_number_must_be_0_to_3(api: httpx.Client, wait: Run) -> None:
     assert "imageNo" in detail
 
 
+@pytest.mark.slow
 def test_inpaint_and_pan_refuse_v8_diffusion_and_accept_v7(
     api: httpx.Client, run: Run, wait: Run
 ) -> None:
@@ -89,6 +91,7 @@ def test_inpaint_and_pan_refuse_v8_diffusion_and_accept_v7(
     assert len(run("imgM-v8.1-i2i", {"jobId": v8["request_id"], "image_no": 2})["outputs"]) == 4
 
 
+@pytest.mark.slow
 def test_asset_chain_processing_then_active(make_simulator: Callable[..., SimulatorServer]) -> None:
     sim = make_simulator(speed=2)  # an asset turns Active 0.5 s after asset-create completes
     headers = {"Authorization": "Bearer sim-demo-key", "X-Sim-Duration": "0"}

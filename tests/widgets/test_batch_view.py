@@ -41,6 +41,7 @@ def client(
     made.close()
 
 
+@pytest.mark.slow
 def test_a_finished_batch_shows_its_counts_spend_and_latest_thumbnails(
     client: gw.Client, tmp_path: Path
 ) -> None:
@@ -57,6 +58,7 @@ def test_a_finished_batch_shows_its_counts_spend_and_latest_thumbnails(
     assert {t["row"] for t in view.thumbs} == {0, 1, 2}
 
 
+@pytest.mark.slow
 def test_the_buttons_submit_cancel_and_retry(
     client: gw.Client, sim: SimulatorServer, tmp_path: Path
 ) -> None:
@@ -80,6 +82,7 @@ def test_the_buttons_submit_cancel_and_retry(
     assert failing.rows[0].status == "done"
 
 
+@pytest.mark.slow
 def test_the_lasting_face_is_plain_html_with_the_counts_and_no_key(
     client: gw.Client, tmp_path: Path
 ) -> None:
@@ -93,6 +96,7 @@ def test_the_lasting_face_is_plain_html_with_the_counts_and_no_key(
     assert KEY not in html and copy["text/plain"].startswith(f"batch {batch.id}: 2 of 2 done")
 
 
+@pytest.mark.slow
 def test_the_out_folder_shows_as_the_one_rule_shows_paths_never_absolute(
     client: gw.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -117,6 +121,7 @@ def test_importing_the_view_makes_a_displayed_batch_draw_it() -> None:
     assert gw.batch is view_module.batch
 
 
+@pytest.mark.slow
 def test_displayed_it_is_a_live_face_then_a_lasting_face_kept_current(
     client: gw.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -144,6 +149,7 @@ def test_displayed_it_is_a_live_face_then_a_lasting_face_kept_current(
     assert all(name == THREAD_NAME for name in handle.threads)
 
 
+@pytest.mark.slow
 def test_a_paused_batch_shows_why_and_its_submit_button_goes_on(
     client: gw.Client, sim: SimulatorServer, tmp_path: Path
 ) -> None:

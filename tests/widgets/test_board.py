@@ -248,6 +248,7 @@ def sim_stats(base_url: str) -> dict[str, int]:
     return dict(httpx.get(f"{base_url}/_sim/stats", timeout=10).json())
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_real_sweep_board_and_history_against_the_simulator(
     make_simulator: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
@@ -306,6 +307,7 @@ def test_real_sweep_board_and_history_against_the_simulator(
         later.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_a_grid_is_one_entry_on_the_board(make_simulator: Any, tmp_path: Any) -> None:
 
@@ -403,6 +405,7 @@ def test_count_words() -> None:
     assert board_module.count_words(0, 0, 0) == "no jobs or grids yet"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_an_imgm_grid_entry_names_its_axes_and_cards_carry_thumbnails(
     make_simulator: Any, tmp_path: Any

@@ -252,6 +252,7 @@ def widget_tree(widget: W.Widget) -> Iterator[W.Widget]:
             stack.extend(v for v in items if isinstance(v, W.Widget))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("endpoint", list(VALID))
 def test_billing_summary_names_the_billing_fields(endpoint: str) -> None:
     spec = gw.endpoint(endpoint)
@@ -486,6 +487,7 @@ def test_no_client_is_made_while_building(monkeypatch: pytest.MonkeyPatch) -> No
     assert made == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("endpoint", list(VALID))
 def test_building_a_form_again_reuses_what_the_first_read(endpoint: str) -> None:
     """What keeps a second form cheap: the model is read once (its timing goal belongs in
@@ -498,6 +500,7 @@ def test_building_a_form_again_reuses_what_the_first_read(endpoint: str) -> None
     assert again.misses == read.misses and again.hits > read.hits
 
 
+@pytest.mark.slow
 def test_import_genwidgets_does_not_import_ipywidgets() -> None:
     code = (
         "import sys, genwidgets as gw; gw.endpoints(); gw.validate('asset-get', {'Id': 'a'}); "
@@ -530,6 +533,7 @@ def _simulator_payload(endpoint: str, client: Any) -> dict[str, Any]:
     return payload
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("endpoint", sorted(VALID))
 def test_submit_against_the_simulator(endpoint: str, simulator: Any) -> None:
@@ -564,6 +568,7 @@ def test_one_click_validates_once_on_the_real_client(
         client.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_button_click_submits_to_the_simulator_and_shows_the_job(
     simulator: Any, monkeypatch: pytest.MonkeyPatch

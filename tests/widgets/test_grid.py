@@ -45,6 +45,7 @@ def _run(scenario: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         pytest.fail(f"{scenario} hung past {DEADLINE} s:\n{exc.stderr!r}")
 
 
+@pytest.mark.slow
 def test_a_write_holding_the_lock_never_meets_an_engine_callback_waiting_for_it(
     tmp_path: Path,
 ) -> None:
@@ -53,12 +54,14 @@ def test_a_write_holding_the_lock_never_meets_an_engine_callback_waiting_for_it(
     assert done.stdout.strip().endswith("ok")
 
 
+@pytest.mark.slow
 def test_a_grid_whose_image_urls_expired_finishes_waits_and_closes(tmp_path: Path) -> None:
     done = _run("expired_grid", tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok")
 
 
+@pytest.mark.slow
 def test_thumbnails_only_a_download_can_make_arrive_from_the_background(
     make_simulator: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,6 +94,7 @@ def test_thumbnails_only_a_download_can_make_arrive_from_the_background(
         client.close()
 
 
+@pytest.mark.slow
 def test_a_viewed_grid_sends_only_the_cell_records_that_changed(client: gw.Client) -> None:
     """Once a view said hello, a write sends the changed records as a message (the
     page merges them); the kernel's trait stays current and goes whole when the run
@@ -144,6 +148,7 @@ def test_a_viewed_grid_sends_only_the_cell_records_that_changed(client: gw.Clien
         grid.close()
 
 
+@pytest.mark.slow
 def test_an_unviewed_grid_sends_its_records_whole_only_at_the_ends_and_a_late_view_gets_the_rest(
     client: gw.Client,
 ) -> None:
@@ -212,6 +217,7 @@ def table(client: gw.Client, **kw: Any) -> Any:
     )
 
 
+@pytest.mark.slow
 @ON_THE_SIMULATOR
 def test_a_table_is_sent_once_and_every_cell_shows_its_image(client: gw.Client) -> None:
     grid = table(client)
@@ -248,6 +254,7 @@ def test_the_locked_seed_is_what_the_gateway_received(client: gw.Client) -> None
     assert grid.describe()["seed"] == seed
 
 
+@pytest.mark.slow
 @ON_THE_SIMULATOR
 def test_above_confirm_above_nothing_is_sent_until_confirmed(
     home: Path, make_simulator: Callable[..., SimulatorServer]
@@ -269,6 +276,7 @@ def test_above_confirm_above_nothing_is_sent_until_confirmed(
         assert [g.id for g in gw.grids(client)] == [grid.id]
 
 
+@pytest.mark.slow
 @ON_THE_SIMULATOR
 def test_a_failing_cell_shows_its_error_and_the_grid_goes_on(
     home: Path, make_simulator: Callable[..., SimulatorServer]
@@ -300,6 +308,7 @@ def test_cancel_all_cancels_the_unfinished_cells(
         assert all("cancel" in s["status"] for s in grid.cell_states)
 
 
+@pytest.mark.slow
 @ON_THE_SIMULATOR
 def test_ratings_survive_a_new_client_and_load_grid_sends_nothing(
     home: Path, make_simulator: Callable[..., SimulatorServer]
@@ -345,6 +354,7 @@ NOTE = {"index": 0, "note": "at dawn"}
 STAR = {"index": 0, "stars": 4}
 
 
+@pytest.mark.slow
 @ON_THE_SIMULATOR
 @pytest.mark.parametrize("order", [(NOTE, STAR), (STAR, NOTE)], ids=["note-star", "star-note"])
 def test_a_star_and_a_note_sent_apart_both_stay_in_either_order(
@@ -368,6 +378,7 @@ def test_a_star_and_a_note_sent_apart_both_stay_in_either_order(
     assert grid.scores("x")[0]["mean"] == 3.0
 
 
+@pytest.mark.slow
 @ON_THE_SIMULATOR
 def test_an_imgm_cell_carries_the_one_thumbnail_it_draws(client: gw.Client) -> None:
     """The cell draws its first image and a "4" badge: the other three thumbnails were
@@ -390,6 +401,7 @@ def test_the_store_merges_a_rating_per_field(tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.slow
 @ON_THE_SIMULATOR
 def test_load_grid_re_attaches_unfinished_cells_without_creating(
     home: Path, make_simulator: Callable[..., SimulatorServer]
@@ -406,6 +418,7 @@ def test_load_grid_re_attaches_unfinished_cells_without_creating(
         assert later.request_counts["create"] == 0 and stats(sim)["create"] == 2
 
 
+@pytest.mark.slow
 @ON_THE_SIMULATOR
 def test_swap_and_recall_into_a_prefilled_form(client: gw.Client) -> None:
     grid = table(client)
@@ -475,6 +488,7 @@ def test_the_expected_finish_of_running_cells_is_shown() -> None:
     grid.close()
 
 
+@pytest.mark.slow
 @ON_THE_SIMULATOR
 def test_a_viewed_grid_sends_its_thumbnails_once(client: gw.Client) -> None:
     """A page that asked for thumbnails gets each once, as a message; viewed or not

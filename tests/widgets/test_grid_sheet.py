@@ -28,6 +28,7 @@ def client(
     made.close()
 
 
+@pytest.mark.slow
 def test_a_finished_grid_stays_live_with_its_sheet_rewritten_as_it_is_rated(
     client: gw.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,6 +92,7 @@ def test_a_grid_not_sent_says_what_it_is(client: gw.Client) -> None:
     assert "not sent" in sheet["text/plain"]
 
 
+@pytest.mark.slow
 def test_a_sweeps_sheet_flows_its_combinations(client: gw.Client) -> None:
     sweep = gw.sweep(
         "genW2.5-t2i-preview",
@@ -105,6 +107,7 @@ def test_a_sweeps_sheet_flows_its_combinations(client: gw.Client) -> None:
     assert "seed=3" in html.replace(" ", "") and html.count("gw-thumb") == 3
 
 
+@pytest.mark.slow
 def test_an_imgm_sheet_shows_each_cells_first_image_and_how_many_as_the_live_grid(
     client: gw.Client,
 ) -> None:

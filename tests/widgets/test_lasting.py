@@ -83,6 +83,7 @@ def test_an_image_is_its_thumbnail_linked_to_the_file_the_server_serves(
     assert whole == image.path.read_bytes()  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_a_video_keeps_a_poster_and_a_preview_that_plays_by_default(home: Path) -> None:
     video = kept(home, "0.mp4", mp4(), "video/mp4", "http://127.0.0.1:9/files/t/0.mp4")
     html = output_html(video)
@@ -95,6 +96,7 @@ def test_a_video_keeps_a_poster_and_a_preview_that_plays_by_default(home: Path) 
     assert "· preview" in html
 
 
+@pytest.mark.slow
 def test_posters_only_and_full_media_are_chosen_by_the_setting(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

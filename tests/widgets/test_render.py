@@ -350,6 +350,7 @@ def test_url_rule(url: str, kind: str | None) -> None:
 # --- real outputs from the simulator --------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("download", [False, True], ids=["by-url", "local-copy"])
 def test_real_outputs_render_by_content_type(

@@ -62,6 +62,7 @@ def test_sweep_above_the_threshold_sends_nothing_until_the_click(catalog: None) 
     assert "created 12 of 12" in jobs.widget.progress_html.value
 
 
+@pytest.mark.slow
 def test_sweep_confirm_true_submits_at_once(catalog: None) -> None:
     client = FakeClient()
     jobs = sweep(

@@ -494,6 +494,7 @@ def real_client(
     client.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_real_job_view_reaches_done_and_holds_no_key(
     real_client: Any, recorder: DisplayRecorder
@@ -524,6 +525,7 @@ def test_real_job_view_reaches_done_and_holds_no_key(
     assert wait_for(lambda: view not in TICKER._live)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_real_job_without_local_copies_names_what_it_could_not_keep(
     make_simulator: Any, recorder: DisplayRecorder, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
@@ -638,6 +640,7 @@ def test_final_output_is_written_again_at_the_end_of_the_next_cell() -> None:
     shell.events.unregister("post_run_cell", republisher.flush)
 
 
+@pytest.mark.slow
 def test_import_genwidgets_loads_no_widget_library() -> None:
     import subprocess
     import sys

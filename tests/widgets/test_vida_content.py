@@ -77,6 +77,7 @@ def test_content_builder_add_remove_items_and_role_choices() -> None:
         el.add("hologram")
 
 
+@pytest.mark.slow
 def test_content_builder_routes_item_errors_to_the_item() -> None:
     el = content_element()
     el.set([{"type": "text", "text": "x"}, IMG])

@@ -49,6 +49,19 @@ bodies = st.dictionaries(
 )
 
 
+def acted_on(char: str) -> bool:
+    """A character a terminal acts on (docs/decisions.md#inert-text): C0, DEL, C1, and
+    the bidi and line-separator controls; none may stand in a request id."""
+    code = ord(char)
+    return (
+        code < 0x20
+        or 0x7F <= code <= 0x9F
+        or code in (0x061C, 0x200E, 0x200F, 0x2028, 0x2029)
+        or 0x202A <= code <= 0x202E
+        or 0x2066 <= code <= 0x2069
+    )
+
+
 @pytest.mark.slow
 @FUZZ
 @given(body=bodies)
@@ -62,7 +75,7 @@ def test_handle_from_any_json_object_is_a_handle_or_a_value_error(body: dict[str
             isinstance(found, str | int)
             and not isinstance(found, bool)
             and found != ""
-            and not any(ord(c) < 32 or ord(c) == 127 for c in str(found))
+            and not any(acted_on(c) for c in str(found))
         )
         assert not usable  # refused only when there is none a URL can carry
         return
@@ -148,3 +161,11 @@ def test_any_error_answer_maps_to_a_gateway_error(
         assert error.request_id == request_id and request_id in text
     if isinstance(error, RateLimited):
         assert error.retry_after is None or error.retry_after >= 0
+
+
+@pytest.mark.parametrize("char", ["\x85", "\x9b", "\u202e", "\u2066", "\x00", "\x7f"])
+def test_a_request_id_holding_a_character_a_terminal_acts_on_is_refused(char: str) -> None:
+    """The cases the fuzzer found by chance (a C1 control), pinned."""
+    with pytest.raises(ValueError, match="control character"):
+        Handle.from_body("asset-get", {"request_id": f"abc{char}def"}, "http://127.0.0.1:1")
+    assert acted_on(char)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .._config import home, redact, shown_path
-from .._html import SAFE_DATA_MIME, esc, json_script, safe_mime
+from .._html import SAFE_DATA_MIME, Html, join, json_script, safe_mime, tag
 from .._palette import PALETTE
 from ..jobs.previews import preview_bytes
 from ..media.thumbnails import DEFAULT_SIDE, data_url, thumbnail
@@ -348,10 +348,7 @@ def _page_text(source: Path) -> str | None:
 
 # --- the page ---------------------------------------------------------------------------
 
-_STAR = (
-    '<svg width="14" height="14" viewBox="0 0 24 24" aria-hidden="true"><path fill="{fill}" '
-    'd="M12 2l2.9 6.9 7.1.6-5.4 4.7 1.7 7-6.3-3.9-6.3 3.9 1.7-7L2 9.5l7.1-.6z"/></svg>'
-)
+_STAR_PATH = "M12 2l2.9 6.9 7.1.6-5.4 4.7 1.7 7-6.3-3.9-6.3 3.9 1.7-7L2 9.5l7.1-.6z"
 #: The page's style sheet, rule by rule, in the palette's colours.
 _PAGE_RULES: dict[str, str] = {
     "body": f"font-family:system-ui,sans-serif;margin:16px;color:{PALETTE['ink']}",
@@ -392,19 +389,15 @@ def _local_copy(output: Output, cell: GridCell, media_dir: Path) -> Path:
     return output.save(media_dir / f"cell{cell.index}-{output.index}")  # its type's extension
 
 
-def _where(local: Path, media_dir: Path, *, link: bool = True) -> str:
+def _where(local: Path, media_dir: Path, *, link: bool = True) -> Html:
     """Where the full file is, as the page says it: a copy beside the page by its
     relative path (a link, so it opens offline, unless ``link`` is False: a file of
     an unsafe type is never one click from being opened as a document), else the
     ledger's copy as a shown path."""
     if local.parent != media_dir:
-        return f"<code>{esc(shown_path(local))}</code>"
+        return tag("code", None, shown_path(local))
     relative = f"{media_dir.name}/{local.name}"
-    return (
-        f'<a href="{esc(relative)}">{esc(relative)}</a>'
-        if link
-        else f"<code>{esc(relative)}</code>"
-    )
+    return tag("a", {"href": relative}, relative) if link else tag("code", None, relative)
 
 
 def _poster_url(local: Path) -> str | None:
@@ -413,7 +406,7 @@ def _poster_url(local: Path) -> str | None:
     return data_url(made) if made is not None else None
 
 
-def _video_html(output: Output, data: bytes, local: Path, media_dir: Path, video: str) -> str:
+def _video_html(output: Output, data: bytes, local: Path, media_dir: Path, video: str) -> Html:
     """A video as the page shows it (see :data:`VideoEmbed`), then where the file is."""
 
     poster = _poster_url(local)
@@ -424,42 +417,50 @@ def _video_html(output: Output, data: bytes, local: Path, media_dir: Path, video
         made = preview_bytes(local)
         source = _data_url("video/mp4", made) if made is not None else None
         said = "preview (first seconds, small, silent); full video"
+    shown: Html | None = None
     if source is not None:
-        shown = (
-            '<video controls muted loop playsinline preload="metadata"'
-            + (f' poster="{esc(poster)}"' if poster else "")
-            + f' src="{esc(source)}"></video>'
+        shown = tag(
+            "video",
+            {
+                "controls": True,
+                "muted": True,
+                "loop": True,
+                "playsinline": True,
+                "preload": "metadata",
+                "poster": poster,
+                "src": source,
+            },
         )
     elif poster is not None:
-        shown = f'<img alt="poster frame" src="{esc(poster)}">'
+        shown = tag("img", {"alt": "poster frame", "src": poster})
         said = "video" if video == "poster" else "video (not embedded)"
     else:
-        shown, said = "", "video (not embedded)"
-    return f'{shown}<div class="muted">{said}: {_where(local, media_dir)}</div>'
+        said = "video (not embedded)"
+    return join([shown, _muted(f"{said}: ", _where(local, media_dir))])
 
 
-def _unembedded(output: Output, local: Path, media_dir: Path, why: str, *, safe: bool) -> str:
-    return (
-        f'<div class="muted">{esc(output.kind)} {esc(safe_mime(output.content_type) or "")} '
-        f"not embedded ({esc(why)}): {_where(local, media_dir, link=safe)}</div>"
-    )
+def _muted(*children: Any) -> Html:
+    return tag("div", {"class": "muted"}, *children)
 
 
-def _output_html(output: Output, cell: GridCell, media_dir: Path, video: str) -> str:
+def _unembedded(output: Output, local: Path, media_dir: Path, why: str, *, safe: bool) -> Html:
+    kind = f"{output.kind} {safe_mime(output.content_type) or ''} not embedded ({why}): "
+    return _muted(kind, _where(local, media_dir, link=safe))
+
+
+def _output_html(output: Output, cell: GridCell, media_dir: Path, video: str) -> Html:
     try:
         data = output.read()
     except Exception as exc:  # an expired URL: say so, link nothing
-        return (
-            f'<div class="muted">{esc(output.kind)} unavailable ({esc(type(exc).__name__)})</div>'
-        )
+        return _muted(f"{output.kind} unavailable ({type(exc).__name__})")
     if output.kind not in ("image", "video", "audio"):
-        return f'<pre class="muted">{esc(short(data.decode("utf-8", "replace"), 400))}</pre>'
+        return tag("pre", {"class": "muted"}, short(data.decode("utf-8", "replace"), 400))
     url = _data_url(output.content_type, data)
     if output.kind == "image" and url is not None:
-        return f'<img alt="" src="{esc(url)}">'
+        return tag("img", {"alt": "", "src": url})
     small = len(data) <= AUDIO_EMBED_BYTES or video == "full"
     if output.kind == "audio" and url is not None and small:
-        return f'<audio controls preload="none" src="{esc(url)}"></audio>'
+        return tag("audio", {"controls": True, "preload": "none", "src": url})
     local = _local_copy(output, cell, media_dir)
     if output.kind == "video" and url is not None:
         return _video_html(output, data, local, media_dir, video)
@@ -470,25 +471,37 @@ def _output_html(output: Output, cell: GridCell, media_dir: Path, video: str) ->
     return _unembedded(output, local, media_dir, why, safe=True)
 
 
-def _cell_html(cell: GridCell | None, media_dir: Path, video: str) -> str:
+def _star(lit: bool) -> Html:
+    path = tag("path", {"fill": PALETTE["star" if lit else "star_off"], "d": _STAR_PATH})
+    attrs = {"width": "14", "height": "14", "viewBox": "0 0 24 24", "aria-hidden": "true"}
+    return tag("svg", attrs, path)
+
+
+def _cell_html(cell: GridCell | None, media_dir: Path, video: str) -> Html:
 
     if cell is None:
-        return "<td></td>"
+        return tag("td")
     result = cell.job.last_result if cell.job is not None else None
     failed = cell.error is not None or (result is not None and not result.ok)
-    body = "".join(_output_html(o, cell, media_dir, video) for o in cell.outputs)
+    body = join(_output_html(o, cell, media_dir, video) for o in cell.outputs)
     if failed:
-        body += f"<div>failed: {esc(cell.error or (result.error if result else ''))}</div>"
+        body = join(
+            [body, tag("div", None, f"failed: {cell.error or (result.error if result else '')}")]
+        )
     elif not body:
-        body = f'<div class="muted">{esc(status_of(cell))}</div>'
-    stars = "".join(
-        _STAR.format(fill=PALETTE["star" if s < cell.rating else "star_off"]) for s in range(5)
+        body = _muted(status_of(cell))
+    stars = tag(
+        "div",
+        {"class": "stars", "title": f"{cell.rating} of 5"},
+        *(_star(s < cell.rating) for s in range(5)),
     )
-    note = f"<div>{esc(cell.note)}</div>" if cell.note else ""
-    rid = f'<code class="rid">{esc(cell.request_id)}</code>' if cell.request_id else ""
-    return (
-        f'<td class="{"failed" if failed else ""}" data-index="{cell.index}">{body}'
-        f'<div class="stars" title="{cell.rating} of 5">{stars}</div>{note}{rid}</td>'
+    return tag(
+        "td",
+        {"class": "failed" if failed else "", "data-index": cell.index},
+        body,
+        stars,
+        tag("div", None, cell.note) if cell.note else None,
+        tag("code", {"class": "rid"}, cell.request_id) if cell.request_id else None,
     )
 
 
@@ -507,35 +520,43 @@ def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") 
     xs, ys = _axis_values(run, "x"), _axis_values(run, "y")
     z_axis = run.axis("z")
     scores = margins(run)
-    score_head = '<th class="muted">score</th>' if "y" in scores else ""
+    score_head = tag("th", {"class": "muted"}, "score") if "y" in scores else None
     score_row = (
-        '<tr><th class="muted">score</th>'
-        + "".join(f'<td class="score">{esc(score_text(s))}</td>' for s in scores["x"])
-        + ("<td></td>" if "y" in scores else "")
-        + "</tr>"
-        if "x" in scores
-        else ""
-    )
-    sections: list[str] = []
-    for z_value, rows in _tables(run):
-        head = f"<h3>{esc(z_axis.label)} = {esc(short(z_value, 80))}</h3>" if z_axis else ""
-        columns = "".join(f"<th>{esc(short(v, 60)) if run.axis('x') else ''}</th>" for v in xs)
-        body = "".join(
-            f"<tr><th>{esc(short(y, 80)) if run.axis('y') else ''}</th>"
-            + "".join(_cell_html(cell, media_dir, video) for cell in row)
-            + (f'<td class="score">{esc(score_text(scores["y"][r]))}</td>' if score_head else "")
-            + "</tr>"
-            for r, (y, row) in enumerate(zip(ys, rows, strict=True))
+        tag(
+            "tr",
+            None,
+            tag("th", {"class": "muted"}, "score"),
+            *(tag("td", {"class": "score"}, score_text(s)) for s in scores["x"]),
+            tag("td") if "y" in scores else None,
         )
-        sections.append(f"<table><tr><th></th>{columns}{score_head}</tr>{body}{score_row}</table>")
-        sections[-1] = head + sections[-1]
-    legend = "".join(f"<div>{esc(line)}</div>" for line in _legend(run))
+        if "x" in scores
+        else None
+    )
+    sections: list[Html] = []
+    for z_value, rows in _tables(run):
+        head = tag("h3", None, f"{z_axis.label} = {short(z_value, 80)}") if z_axis else None
+        columns = [tag("th", None, short(v, 60) if run.axis("x") else "") for v in xs]
+        body = [
+            tag(
+                "tr",
+                None,
+                tag("th", None, short(y, 80) if run.axis("y") else ""),
+                *(_cell_html(cell, media_dir, video) for cell in row),
+                tag("td", {"class": "score"}, score_text(scores["y"][r])) if score_head else None,
+            )
+            for r, (y, row) in enumerate(zip(ys, rows, strict=True))
+        ]
+        table = tag(
+            "table", None, tag("tr", None, tag("th"), *columns, score_head), *body, score_row
+        )
+        sections.append(join([head, table]))
+    legend = tag("header", {"class": "legend"}, *(tag("div", None, line) for line in _legend(run)))
     description = json_script(_description_json(run))
-    page = (
+    page = (  # the description's <script> is data, written as read_export finds it
         '<!doctype html><html><head><meta charset="utf-8">'
-        f"<title>{esc(run.endpoint)} grid {esc(run.id)}</title>"
+        f"{tag('title', None, f'{run.endpoint} grid {run.id}')}"
         f"<style>{_PAGE_STYLE}</style></head><body>"
-        f'<header class="legend">{legend}</header>{"".join(sections)}'
+        f"{legend}{join(sections)}"
         f'<script type="application/json" id="{PAGE_SCRIPT_ID}">{description}</script>'
         "</body></html>"
     )

@@ -5,11 +5,16 @@ Against the loopback simulator; waits are bounded, nothing asserts a duration.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+from widgets.taskfakes import wait_for
 
 import genwidgets as gw
+from genwidgets._workers import THREAD_NAME
+from genwidgets.jobs import runtime
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.simulator import SimulatorServer
 
@@ -29,8 +34,16 @@ def run_batch(client: gw.Client, count: int, seconds: float) -> list[gw.Job]:
 
 @pytest.mark.timeout(300)
 def test_expected_finish_appears_once_the_client_has_seen_enough_tasks(
-    simulator: SimulatorServer, tmp_path: Path
+    simulator: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    planned_on: list[str] = []
+    plan_polls = runtime.plan_polls
+
+    def noted(*args: Any, **kwargs: Any) -> runtime.Plan:
+        planned_on.append(threading.current_thread().name)
+        return plan_polls(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "plan_polls", noted)
     # the session simulator runs at speed 20: 40 s of X-Sim-Duration is 2 s here
     with Ledger(tmp_path / "ledger.sqlite3") as ledger:
         client = gw.Client(simulator.base_url, KEY, ledger=ledger, download=False)
@@ -66,6 +79,9 @@ def test_expected_finish_appears_once_the_client_has_seen_enough_tasks(
             assert job.result(timeout=120).ok
         finally:
             again.close()
+    # the learnt keys' poll plans were made on a worker, off the engine's loop (issue 42)
+    assert wait_for(lambda: bool(planned_on), timeout=60)
+    assert set(planned_on) == {THREAD_NAME}
 
 
 @pytest.mark.parametrize(

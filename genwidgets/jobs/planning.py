@@ -11,6 +11,7 @@ clock) a plan is made at once: docs/decisions.md#plans-off-the-loop.
 from __future__ import annotations
 
 import concurrent.futures
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,9 +21,18 @@ from .runtime import Key, Plan, RunTimeModel
 #: a key's plan is renewed at most this often (seconds), and after 5 % more
 #: observations, unless its model widened
 REPLAN_AFTER_S = 5.0
-#: one worker makes every client's plans in turn: one thread, not one per key, takes
-#: the GIL from the engine (in slices of the switch interval, 5 ms)
+#: one worker makes every client's plans in turn (one thread, not one per key)
 PLANNER = Workers(1, failed="a poll plan")
+
+#: how a plan is made: from a model, with a pause to call now and then (or None)
+Make = Callable[[RunTimeModel, Callable[[], None] | None], Plan]
+
+
+def let_the_loop_run() -> None:
+    """Hand the GIL to a thread waiting for it (the engine's loop, back from a socket)
+    now, not after the switch interval (5 ms): without it, a plan on a worker slowed
+    the loop's I/O more than a plan on the loop (docs/decisions.md#plans-off-the-loop)."""
+    time.sleep(0)
 
 
 @dataclass(frozen=True)
@@ -64,22 +74,23 @@ class Plans:
         key: Key,
         model: RunTimeModel,
         now: float,
-        make: Callable[[RunTimeModel], Plan],
+        make: Make,
     ) -> Plan | None:
         """The plan of ``key`` for ``model`` as it is at ``now``: the one made, renewed
-        by ``make(model)`` once stale (at once, or on the executor: meanwhile the last
-        plan of the same shifts, or None)."""
+        by ``make`` once stale (at once, or on the executor, pausing for the loop:
+        meanwhile the last plan of the same shifts, or None)."""
         self._land(key)
         made = self._made.get(key)
         if made is not None and made.fresh(model, now):
             return made.plan
         if self.executor is None:
-            plan = make(model)
+            plan = make(model, None)
             self._made[key] = _Made(plan, model.total, model.shifts, now)
             return plan
         if key not in self._making:
             asked = _Made(None, model.total, model.shifts, now)
-            self._making[key] = (self.executor.submit(make, model.copy()), asked)
+            work = self.executor.submit(make, model.copy(), let_the_loop_run)
+            self._making[key] = (work, asked)
         return made.plan if made is not None and made.shifts == model.shifts else None
 
     def _land(self, key: Key) -> None:

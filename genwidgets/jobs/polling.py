@@ -326,12 +326,12 @@ class Schedule:
             return None
         latency = self.latency
 
-        def make(model: RunTimeModel) -> Plan:  # on the planner, from a copy of the model
-            target = self._target_of(model)
+        def make(model: RunTimeModel, pause: Callable[[], None] | None) -> Plan:
+            target = self._target_of(model)  # of the copy, on the planner
             # A round trip near the target cannot be beaten by polling faster, only paid
             # for: gaps stay at least half the target (docs/decisions.md#notice-in-proportion).
             margin = min(max(PLAN_MARGIN_MIN_S, PLAN_MARGIN_SHARE * target) + latency, target / 2)
-            return runtime.plan_polls(model, target, margin=margin)
+            return runtime.plan_polls(model, target, margin=margin, pause=pause)
 
         return self._plans.get(key, model, self.clock(), make)
 

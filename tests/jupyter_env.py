@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import copy as copy_module
+import itertools
 import os
 import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,19 +147,46 @@ def execute(
     cell_timeout: float = 120,
     store_widget_state: bool = True,
     messages: list[tuple[int, str, dict[str, Any]]] | None = None,
-    runs: int = 1,
 ) -> tuple[nbformat.NotebookNode, float]:
     """Execute a copy of ``source`` in ``workdir`` (widget state stored unless
     ``store_widget_state`` is false, as JupyterLab saves by default); return the
     executed notebook (also written to ``workdir``, without the harness's settle
     cell) and the seconds it took. ``messages`` collects each display message
-    (cell index, ``display_data`` / ``update_display_data``, content). ``runs``
-    above 1 is Run All that many times in a row in the one kernel (the cells
-    repeated), as a class re-runs a lesson.
+    (cell index, ``display_data`` / ``update_display_data``, content).
 
     Errors raise ``nbclient.exceptions.CellExecutionError`` at the failing cell,
     with its traceback: a teaching notebook must never stop Run All.
     """
+    runs = run_all(
+        source,
+        workdir,
+        kernel_name=kernel_name,
+        cell_timeout=cell_timeout,
+        store_widget_state=store_widget_state,
+        messages=messages,
+    )
+    try:
+        return next(runs)
+    finally:
+        runs.close()
+
+
+def run_all(
+    source: Path,
+    workdir: Path,
+    *,
+    kernel_name: str = KERNEL_NAME,
+    cell_timeout: float = 120,
+    store_widget_state: bool = True,
+    messages: list[tuple[int, str, dict[str, Any]]] | None = None,
+) -> Iterator[tuple[nbformat.NotebookNode, float]]:
+    """Run All of ``source`` in one kernel, once per ``next()``, as a class re-runs a
+    lesson: the kernel starts at the first ``next()`` (in this process's environment, so
+    inside :func:`isolated_kernel`) in ``workdir`` and stays up until the generator is
+    closed. Each ``next()`` appends the cells again (ids kept unique) and the settle
+    cell, runs them and yields the notebook saved then (every Run All so far, widget
+    state as at its end, written to ``workdir``) and that Run All's seconds. Errors
+    raise as in :func:`execute`."""
     from nbclient import NotebookClient
 
     class Recording(NotebookClient):  # type: ignore[misc]
@@ -169,8 +197,7 @@ def execute(
             return super().process_message(msg, cell, cell_index)
 
     nb = nbformat.read(source, as_version=4)
-    nb.cells = [_again(cell, run) for run in range(runs) for cell in nb.cells]
-    nb.cells.append(nbformat.v4.new_code_cell(SETTLE_CELL))
+    lesson, nb.cells = nb.cells, []
     client = Recording(
         nb,
         kernel_name=kernel_name,
@@ -181,12 +208,23 @@ def execute(
         store_widget_state=store_widget_state,
         resources={"metadata": {"path": str(workdir)}},
     )
-    started = time.monotonic()
-    client.execute()
-    elapsed = time.monotonic() - started
-    nb.cells = [c for c in nb.cells if c.source != SETTLE_CELL]
-    nbformat.write(nb, workdir / source.name)
-    return nb, elapsed
+    with client.setup_kernel():
+        info = client.wait_for_reply(client.kc.kernel_info())
+        nb.metadata["language_info"] = info["content"]["language_info"]
+        for run in itertools.count():
+            first = len(nb.cells)
+            nb.cells += [_again(cell, run) for cell in lesson]
+            nb.cells.append(nbformat.v4.new_code_cell(SETTLE_CELL))
+            started = time.monotonic()
+            for index in range(first, len(nb.cells)):
+                cell = nb.cells[index]
+                client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+            elapsed = time.monotonic() - started
+            client.set_widgets_metadata()
+            saved = nbformat.from_dict(copy_module.deepcopy(dict(nb)))
+            saved.cells = [c for c in saved.cells if c.source != SETTLE_CELL]
+            nbformat.write(saved, workdir / source.name)
+            yield saved, elapsed
 
 
 def _again(cell: nbformat.NotebookNode, run: int) -> nbformat.NotebookNode:
@@ -195,6 +233,94 @@ def _again(cell: nbformat.NotebookNode, run: int) -> nbformat.NotebookNode:
     if run and "id" in copy:
         copy["id"] = f"{copy['id']}-run{run}"[:64]
     return copy
+
+
+# --- one run of each lesson, shared by the tests ---------------------------
+
+
+@dataclass
+class Run:
+    """One Run All: the notebook saved after it, its seconds, the folder the kernel ran
+    in, and what that folder held right after it (a later run cannot change it)."""
+
+    notebook: nbformat.NotebookNode
+    seconds: float
+    workdir: Path
+    beside: list[str]
+
+
+class Lessons:
+    """Each teaching notebook's runs, each made once, on demand, for every test that
+    reads it: ``first`` (Run All in a fresh kernel and a fresh home of its own),
+    ``again`` (Run All once more in that kernel) and ``restarted`` (Run All in a new
+    kernel on that home, whether or not the two runs before it passed). A failed run
+    raises again for each test that asks for it (``again`` too when ``first`` failed:
+    its own first Run All). At most one kernel stays up: the first run's, until its second
+    run is made or another lesson starts (asked for later, a lesson whose first kernel
+    is gone gets a new home and both runs again)."""
+
+    def __init__(self, folders: Callable[[str], Path]) -> None:
+        self._folders = folders
+        self._made: dict[tuple[str, str], Run | BaseException] = {}
+        self._home: dict[str, Path] = {}
+        self._open: tuple[str, Iterator[tuple[nbformat.NotebookNode, float]], Path] | None = None
+
+    def first(self, source: Path) -> Run:
+        return self._get(source, "first")
+
+    def again(self, source: Path) -> Run:
+        return self._get(source, "again")
+
+    def restarted(self, source: Path) -> Run:
+        return self._get(source, "restarted")
+
+    def close(self) -> None:
+        if self._open:
+            self._open[1].close()
+            self._open = None
+
+    def _get(self, source: Path, stage: str) -> Run:
+        if (source.stem, stage) not in self._made:
+            try:
+                self._made[(source.stem, stage)] = self._make(source, stage)
+            except Exception as error:
+                self._made[(source.stem, stage)] = error
+        made = self._made[(source.stem, stage)]
+        if isinstance(made, BaseException):
+            raise made
+        return made
+
+    def _make(self, source: Path, stage: str) -> Run:
+        stem = source.stem
+        if stage == "first":
+            self.close()
+            home = self._home[stem] = self._folders(f"{stem}-home")
+            workdir = self._folders(f"{stem}-run")
+            with isolated_kernel(home) as kernel:
+                runs = run_all(source, workdir, kernel_name=kernel)
+                made = _run(source, workdir, next(runs))
+            self._open = (stem, runs, workdir)
+            return made
+        if stage == "again":
+            if not (self._open and self._open[0] == stem):
+                if not isinstance(self._made.get((stem, "first")), BaseException):
+                    self._made.pop((stem, "first"), None)  # its kernel is gone: anew
+                self.first(source)  # raises the first run's error, if it failed
+            assert self._open is not None
+            _stem, runs, workdir = self._open
+            try:
+                return _run(source, workdir, next(runs))
+            finally:
+                self.close()
+        with contextlib.suppress(Exception):  # the failure is the again test's to report;
+            self.again(source)  # the home keeps what ran, and the restart follows
+        workdir = self._folders(f"{stem}-restarted")
+        with isolated_kernel(self._home[stem]) as kernel:
+            return _run(source, workdir, execute(source, workdir, kernel_name=kernel))
+
+
+def _run(source: Path, workdir: Path, made: tuple[nbformat.NotebookNode, float]) -> Run:
+    return Run(made[0], made[1], workdir, sorted(p.name for p in workdir.iterdir()))
 
 
 # --- reading a saved notebook ----------------------------------------------

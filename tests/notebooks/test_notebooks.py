@@ -267,14 +267,16 @@ def test_notebooks_use_public_names_only(path: Path) -> None:
 @pytest.mark.timeout(HANG_GUARD_S)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_top_to_bottom(
-    path: Path, jupyter_kernel: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+    path: Path, lessons: jupyter_env.Lessons, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    """The first Run All in a fresh kernel and a fresh home (``lessons.first``)."""
     want = EXPECTED[path.stem]
-    nb, _seconds = jupyter_env.execute(path, tmp_path, kernel_name=jupyter_kernel)
+    run = lessons.first(path)
+    nb = run.notebook
 
     assert jupyter_env.error_outputs(nb) == []
     # files go to a temporary folder or GENWIDGETS_HOME, never beside the notebook
-    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+    assert run.beside == [path.name]
 
     state = jupyter_env.widget_state(nb)
     shown = jupyter_env.widget_views(nb)
@@ -299,15 +301,12 @@ def test_notebook_runs_top_to_bottom(
 @pytest.mark.notebook
 @pytest.mark.timeout(3 * HANG_GUARD_S)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_again_in_the_same_home(
-    path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def test_notebook_runs_again_in_the_same_home(path: Path, lessons: jupyter_env.Lessons) -> None:
     """A class re-runs its lessons: Run All twice in a row in one kernel, then once
     more after a kernel restart, all in one fresh ``GENWIDGETS_HOME`` (issue 40.2).
-    Each run must end with no error, and files still go only to that home."""
-    with jupyter_env.isolated_kernel(tmp_path_factory.mktemp("again")) as kernel:
-        for runs, folder in ((2, "twice"), (1, "restarted")):
-            workdir = tmp_path_factory.mktemp(folder)
-            nb, _seconds = jupyter_env.execute(path, workdir, kernel_name=kernel, runs=runs)
-            assert jupyter_env.error_outputs(nb) == [], folder
-            assert sorted(p.name for p in workdir.iterdir()) == [path.name], folder
+    Each run must end with no error, and files still go only to that home. The first
+    Run All is the top-to-bottom test's (``lessons``): the saved ``twice`` holds both."""
+    twice, restarted = lessons.again(path), lessons.restarted(path)
+    for folder, run in (("twice", twice), ("restarted", restarted)):
+        assert jupyter_env.error_outputs(run.notebook) == [], folder
+        assert run.beside == [path.name], folder

@@ -299,6 +299,9 @@ class Faces:
         """Display ``live`` (a widget), then the lasting face under a new display id."""
         from IPython import display as ipd  # noqa: PLC0415 - IPython is asked only where a kernel may run
 
+        # the cells' hooks from now on: a write made in a later cell is seen to carry
+        # that cell's label, and kept, not written again at its end
+        REPUBLISH.install()
         data, metadata = widget_bundle(live)
         ipd.display(data, raw=True, metadata=metadata)
         bundle = self.bundle()

@@ -116,8 +116,6 @@ def test_a_bad_saved_media_setting_is_an_error_in_the_cell(
         Faces(lambda media: {"text/html": "", "text/plain": ""}, media="huge")
 
 
-# not slow (a second's wait): test_a_write_made_while_a_cell_runs_is_not_written_again
-# fails without this test before it (left to the widgets' owner: see the suite's report)
 def test_the_end_of_a_cell_writes_each_face_once_more_and_waits_for_rewrites(
     shown: DisplayRecorder,
 ) -> None:

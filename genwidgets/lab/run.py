@@ -104,9 +104,14 @@ class GridCell:
         return self.done and (result is None or not result.ok)
 
     @property
+    def unsent(self) -> bool:
+        """No create of it has left: no job, no failed create."""
+        return self.job is None and self.error is None
+
+    @property
     def held(self) -> bool:
         """Not sent because the breaker paused its grid (the next submit() sends it)."""
-        return self.job is None and self.error is None and self._run.paused is not None
+        return self.unsent and self._run.paused is not None
 
     def value(self, direction: str) -> Any:
         """The value of the axis displayed along ``direction`` ("x", "y" or "z")."""
@@ -251,7 +256,7 @@ class GridRun:
         try:
             ready: list[tuple[GridCell, PreparedRequest]] = []
             for cell in self.cells:
-                if cell.job is not None or cell.error is not None:
+                if not cell.unsent:
                     continue  # sent before a pause
                 prepared = cell.planned.prepared
                 try:
@@ -290,7 +295,7 @@ class GridRun:
             return
         self._doubtful += 1
         if self._doubtful >= BREAKER_AFTER and self.paused is None:
-            waiting = sum(1 for c in self.cells if c.job is None and c.error is None)
+            waiting = sum(1 for c in self.cells if c.unsent)
             self.paused = (
                 f"{self._doubtful} creates in a row failed in a way that may have billed "
                 f"(the last: {type(failure).__name__}: {failure}); {waiting} cell(s) not "

@@ -69,6 +69,15 @@ def test_the_server_and_its_kernel_are_found_by_the_folder_they_serve(tmp_path: 
         "elsewhere": subprocess.Popen([*sleep, "ipykernel", f"{tmp_path}/other/kernel.json"]),
     }
     try:
+        # A child is listed under its own command line only once it has exec'd: wait for that.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(
+            Path(f"/proc/{process.pid}/cmdline").read_bytes().endswith(
+                str(process.args[-1]).encode() + b"\0"
+            )
+            for process in started.values()
+        ):
+            time.sleep(0.02)
         expected = {"jupyterlab": started["jupyterlab"].pid, "kernel": started["kernel"].pid}
         assert drawn.processes(root, kernel=True) == expected
         assert drawn.processes(root, kernel=False) == {"jupyterlab": expected["jupyterlab"]}

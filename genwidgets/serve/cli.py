@@ -12,7 +12,6 @@ import argparse
 import csv
 import datetime
 import getpass
-import html
 import json
 import os
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .._config import DEMO_KEY, Secret
+from .._html import Html, join, tag
 from ..errors import GenwidgetsError
 from .budgets import resolve_unknown, tasks_of
 from .config import ServeConfig
@@ -188,6 +188,12 @@ def _keys(db: Database, args: argparse.Namespace) -> int:
     return 0
 
 
+#: The handout's look: a constant of this module, never data.
+_HANDOUT_STYLE = Html(
+    ".card{border:1px dashed #999;padding:8px;margin:8px;page-break-inside:avoid}"
+)
+
+
 def _roster(db: Database, args: argparse.Namespace) -> int:
     """A key per roster row; keys.csv (name, key) and a printable handout, both new files."""
     with open(args.csv, newline="", encoding="utf-8") as handle:
@@ -200,14 +206,23 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
         writer = csv.writer(handle)
         writer.writerow(["name", "key"])
         writer.writerows(("'" + n if n[:1] in "=+-@" else n, k) for n, k in made)
-    cards = "".join(
-        f"<div class='card'><h2>{html.escape(n)}</h2><p>GENWIDGETS_BASE_URL="
-        f"{html.escape(args.url)}</p><p>GENWIDGETS_API_KEY=<code>{html.escape(k)}</code></p></div>"
-        for n, k in made
+    cards = (
+        tag(
+            "div",
+            {"class": "card"},
+            tag("h2", None, name),
+            tag("p", None, "GENWIDGETS_BASE_URL=", args.url),
+            tag("p", None, "GENWIDGETS_API_KEY=", tag("code", None, key)),
+        )
+        for name, key in made
     )
-    page = (
-        "<!doctype html><meta charset='utf-8'><title>Class keys</title><style>.card{"
-        "border:1px dashed #999;padding:8px;margin:8px;page-break-inside:avoid}</style>" + cards
+    page = "<!doctype html>" + join(
+        [
+            tag("meta", {"charset": "utf-8"}),
+            tag("title", None, "Class keys"),
+            tag("style", None, _HANDOUT_STYLE),
+            *cards,
+        ]
     )
     handout = os.open(out / "handout.html", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with open(handout, "w", encoding="utf-8") as handle:

@@ -9,10 +9,10 @@ formula by a spreadsheet are quoted (docs/decisions.md#serve-admin).
 from __future__ import annotations
 
 import csv
-import html
 import io
 from typing import Any
 
+from .._html import Html, tag
 from .db import KINDS, Database, Tx
 from .keys import list_keys, to_units
 
@@ -114,12 +114,20 @@ def _held_of_cap(held: float, cap: float | None) -> str:
     return f"{held:g}" + (f" / {cap:g}" if cap is not None else "")
 
 
-def _table(head: list[str], rows: list[list[Any]]) -> str:
-    top = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+def _table(head: list[str], rows: list[list[Any]]) -> Html:
+    return tag(
+        "table",
+        None,
+        tag("thead", None, tag("tr", None, *(tag("th", None, h) for h in head))),
+        tag("tbody", None, *(tag("tr", None, *(tag("td", None, c) for c in row)) for row in rows)),
     )
-    return f"<table><thead><tr>{top}</tr></thead><tbody>{body}</tbody></table>"
+
+
+#: The admin page's look: a constant of this module, never data.
+_STYLE = Html(
+    "body{font-family:sans-serif;margin:1.5em}td,th{padding:3px 10px;"
+    "border-bottom:1px solid #ddd;text-align:left}th{background:#f4f4f4}"
+)
 
 
 def usage_html(report: dict[str, Any]) -> str:
@@ -162,16 +170,30 @@ def usage_html(report: dict[str, Any]) -> str:
         ]
         for g in report["groups"]
     ]
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>Class usage</title>"
-        "<meta http-equiv='refresh' content='10'>"
-        "<style>body{font-family:sans-serif;margin:1.5em}td,th{padding:3px 10px;"
-        "border-bottom:1px solid #ddd;text-align:left}th{background:#f4f4f4}</style>"
-        "</head><body><h1>Class usage</h1>"
-        "<p>Held is what counts against a cap: spent (tasks ended and charged) and reserved "
-        "(tasks not yet ended, or whose create had no answer). Refreshed every 10 s. "
-        "<a href='admin/usage.csv'>CSV</a> · <a href='admin/usage.json'>JSON</a></p>"
-        f"<h2>Students</h2>{_table(head, rows)}"
-        f"<h2>Groups</h2>{_table(['group', 'demo cache (s)', 'held / cap'], groups)}"
-        "</body></html>"
+    head_of_page = tag(
+        "head",
+        None,
+        tag("meta", {"charset": "utf-8"}),
+        tag("title", None, "Class usage"),
+        tag("meta", {"http-equiv": "refresh", "content": "10"}),
+        tag("style", None, _STYLE),
     )
+    body = tag(
+        "body",
+        None,
+        tag("h1", None, "Class usage"),
+        tag(
+            "p",
+            None,
+            "Held is what counts against a cap: spent (tasks ended and charged) and reserved "
+            "(tasks not yet ended, or whose create had no answer). Refreshed every 10 s. ",
+            tag("a", {"href": "admin/usage.csv"}, "CSV"),
+            " · ",
+            tag("a", {"href": "admin/usage.json"}, "JSON"),
+        ),
+        tag("h2", None, "Students"),
+        _table(head, rows),
+        tag("h2", None, "Groups"),
+        _table(["group", "demo cache (s)", "held / cap"], groups),
+    )
+    return "<!doctype html>" + tag("html", None, head_of_page, body)

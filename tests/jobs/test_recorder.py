@@ -121,7 +121,8 @@ def test_resume_reattaches_unfinished_jobs(fake: FakeGateway, tmp_path: Path) ->
     later = make_client(fake)
     resumed = later.resume()
     assert [j.request_id for j in resumed] == [job.request_id]
-    assert resumed[0].result(timeout=5).ok
+    assert resumed[0].result(timeout=60).ok
+    assert later.ledger.flush(60)  # its end is written by its own ledger's writer thread
     assert ledger.unfinished(BASE) == []
     later.close()
 

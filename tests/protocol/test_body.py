@@ -14,7 +14,6 @@ from functools import cache
 import httpx
 import pytest
 
-from genwidgets import _config
 from genwidgets.protocol.body import (
     MAX_DEPTH,
     RATIO_FLOOR,
@@ -176,10 +175,8 @@ def test_json_nested_too_deep_is_not_read() -> None:
     assert fine.json() is not None
 
 
-def test_every_string_of_the_json_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_config, "_known_secrets", set())
-    key = "sk-echoed-0123456789"
-    _config.remember_secret(key)
+def test_every_string_of_the_json_is_redacted(known_key: Callable[[str], str]) -> None:
+    key = known_key("sk-echoed-0123456789")
     body = {
         "error": f"bad header Authorization: Bearer {key}",
         "logs": [{"message": f"key={key}"}],

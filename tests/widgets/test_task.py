@@ -44,7 +44,7 @@ def _fast_ticker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(TICKER, "period", 0.05)
     yield
     # Anything a test left registered must not keep ticking into the next test.
-    for view in list(TICKER._live):
+    for view in TICKER.live:
         TICKER.remove(view)
 
 
@@ -70,7 +70,7 @@ def test_queued_running_done_as_traits_and_the_final_state() -> None:
     assert [o["url"] for o in view.outputs] == [IMAGE_OUT["url"]]
     assert view.elapsed == pytest.approx(job.elapsed)
     assert job.update_callback_count == 0  # the view let go of the job
-    assert view not in TICKER._live
+    assert view not in TICKER.live
 
 
 def test_failure_shows_error_and_error_type() -> None:
@@ -189,7 +189,7 @@ def test_the_clock_runs_in_the_browser_not_in_the_kernel() -> None:
     job.run()
     # The browser counts from start_time; the kernel sends nothing per second.
     assert view.start_time == job.submitted_at
-    assert view not in TICKER._live
+    assert view not in TICKER.live
     assert wait_for(lambda: not TICKER.running)  # once the throttled write is out
     assert view.category == "running"
     job.finish()
@@ -234,7 +234,7 @@ def test_view_of_a_finished_job_registers_nothing() -> None:
     job.finish([IMAGE_OUT])
     view = TaskView(job)
     assert view.status == "done" and len(view.outputs) == 1
-    assert job.update_callback_count == 0 and view not in TICKER._live
+    assert job.update_callback_count == 0 and view not in TICKER.live
 
 
 def test_job_that_ended_with_an_exception_shows_it() -> None:
@@ -522,7 +522,7 @@ def test_real_job_view_reaches_done_and_holds_no_key(
         recorder.calls, default=repr
     )
     assert SECRET not in json.dumps(recorder.handle.updates)
-    assert wait_for(lambda: view not in TICKER._live)
+    assert wait_for(lambda: view not in TICKER.live)
 
 
 @pytest.mark.slow

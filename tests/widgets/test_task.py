@@ -321,7 +321,7 @@ def test_display_job_is_the_live_view_then_its_lasting_face(recorder: DisplayRec
     # the live view is never replaced: it carries the same outputs and stays live
     assert len(recorder.calls) == 2
     assert [o["url"] for o in view.outputs] == [IMAGE_OUT["url"], "https://cdn.example/1.png"]
-    assert not view._finished or view.comm is not None
+    assert view.terminal and view.comm is not None
 
 
 def test_the_lasting_face_is_written_again_from_the_main_thread_after_the_next_cell(
@@ -632,7 +632,7 @@ def test_final_output_is_written_again_at_the_end_of_the_next_cell() -> None:
     republisher = faces.Republisher()
     writes: list[str] = []
     republisher.add(lambda: writes.append("final"))
-    assert writes == [] and republisher._installed
+    assert writes == [] and republisher.install()  # hooked by add, once
     shell.run_cell("1 + 1")  # the next cell: post_run_cell fires on the main thread
     assert writes == ["final"]
     shell.run_cell("2 + 2")

@@ -294,7 +294,7 @@ def test_a_write_that_straddles_the_start_of_a_cell_is_written_again(
     that cell to be written again."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    InteractiveShell.instance()
+    shell = InteractiveShell.instance()
     faces.REPUBLISH.install()
     faces.REPUBLISH.flush()  # between cells
     state = {"word": "running"}
@@ -304,7 +304,7 @@ def test_a_write_that_straddles_the_start_of_a_cell_is_written_again(
     written = handle.update
 
     def slow_update(*args: Any, **kwargs: Any) -> None:
-        faces.REPUBLISH._cell_starts()  # the next cell starts while it is being sent
+        shell.events.trigger("pre_run_cell", None)  # the next cell starts while it is sent
         written(*args, **kwargs)
 
     handle.update = slow_update

@@ -187,6 +187,7 @@ def _simulator_section(sim: dict[str, Any]) -> list[str]:
 
 
 def prompt_section(pr: dict[str, Any]) -> list[str]:
+    """The prompt builder's section of RESULTS.md: a row per prompt, a column per step."""
     rows = [
         [name, *(f"{steps[step]:.1f} ms" for step in prompt.STEPS)]
         for name, steps in pr["prompts"].items()
@@ -206,6 +207,7 @@ def prompt_section(pr: dict[str, Any]) -> list[str]:
 
 
 def grid_section(g: dict[str, Any]) -> list[str]:
+    """The grid weight's section of RESULTS.md: a row per arm, or why none was measured."""
     lines = [
         "## 8. Grid weight",
         "",

@@ -259,7 +259,7 @@ class TimerLag:
         return {"p95": round(common.percentile(ms, 95), 1), "max": round(max(ms), 1)}
 
 
-def _read_finished(path: Path, limit_s: float = 60.0) -> dict[str, float]:
+def read_finished(path: Path, limit_s: float = 60.0) -> dict[str, float]:
     """The kernel's record of :data:`FINISHED` (written once every job is done; the
     page drew them all, so it is there or nearly): request id -> ``finished_at``."""
     deadline = time.monotonic() + limit_s
@@ -297,7 +297,7 @@ def measure_pages(singles: int, root: Path) -> dict[str, Any]:
                     b, lab, SINGLES_NB, _distinct("task"), singles, pids
                 )
             single_ids = set(completed_at(sim.base_url))
-            finished = _read_finished(lab.root / FINISHED)
+            finished = read_finished(lab.root / FINISHED)
             grid_records, _ = _run_page(b, lab, GRID_NB, _distinct("cell"), cells, pids)
         completed = completed_at(sim.base_url)
     finally:

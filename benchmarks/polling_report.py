@@ -17,7 +17,7 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _achieved(name: str, schedule: dict[str, Any]) -> str:
+def achieved(name: str, schedule: dict[str, Any]) -> str:
     """A fixed poller's achieved interval, how far off its own, and whether that is kept."""
     text = fmt(schedule["mean_achieved_interval_s"], " s", 3)
     drift = polling.interval_drift(name, schedule)
@@ -27,7 +27,7 @@ def _achieved(name: str, schedule: dict[str, Any]) -> str:
     return f"{text} ({drift:+.1%}, {kept})"
 
 
-def _evidence(p: dict[str, Any]) -> str:
+def evidence(p: dict[str, Any]) -> str:
     """Which baselines kept their interval (their ratios are evidence) and which did not."""
     schedules = p["schedules"]
     fixed = [n for n in schedules if polling.interval_drift(n, schedules[n]) is not None]
@@ -85,7 +85,7 @@ def _arm_rows(p: dict[str, Any]) -> list[list[str]]:
                 fmt(s["notice_s"]["p50"], " s"),
                 fmt(s["notice_s"]["p95"], " s"),
                 fmt(s["notice_s"]["max"], " s"),
-                _achieved(name, s),
+                achieved(name, s),
                 fmt(s["sim_probe_ms"]["p95"], " ms", 1),
                 f"{s['cpu_share_sim']:.2f} / {s['cpu_share_client']:.2f}",
             ]
@@ -240,7 +240,7 @@ def section(p: dict[str, Any]) -> list[str]:
         "for a fixed poller. Each ratio is on paper for the fixed poller and measured for "
         "ours: the fixed poller's on-paper requests over the very tasks our arm measured "
         "(exact for a poller that keeps its interval, which its measured sample shows) over "
-        "our measured requests. " + _evidence(p),
+        "our measured requests. " + evidence(p),
         "",
         *table(
             [

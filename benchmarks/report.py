@@ -186,7 +186,8 @@ def _simulator_section(sim: dict[str, Any]) -> list[str]:
     ]
 
 
-def _prompt_section(pr: dict[str, Any]) -> list[str]:
+def prompt_section(pr: dict[str, Any]) -> list[str]:
+    """The prompt builder's section of RESULTS.md: a row per prompt, a column per step."""
     rows = [
         [name, *(f"{steps[step]:.1f} ms" for step in prompt.STEPS)]
         for name, steps in pr["prompts"].items()
@@ -205,7 +206,8 @@ def _prompt_section(pr: dict[str, Any]) -> list[str]:
     ]
 
 
-def _grid_section(g: dict[str, Any]) -> list[str]:
+def grid_section(g: dict[str, Any]) -> list[str]:
+    """The grid weight's section of RESULTS.md: a row per arm, or why none was measured."""
     lines = [
         "## 8. Grid weight",
         "",
@@ -290,9 +292,9 @@ def report(results: dict[str, Any], command: str, quick: bool, machine: dict[str
     lines += _scale_section(results["scale"])
     if "batch" in results:
         lines += batch.section(results["batch"])
-    lines += _prompt_section(results["prompt"])
+    lines += prompt_section(results["prompt"])
     if "grid_weight" in results:
-        lines += _grid_section(results["grid_weight"])
+        lines += grid_section(results["grid_weight"])
     if "drawn" in results:
         lines += drawn.section(results["drawn"])
     if "teaching_weight" in results:

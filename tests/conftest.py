@@ -6,6 +6,8 @@
   unless given), stopped when the test ends.
 - ``gateway_env``: a fresh server set as the environment's gateway (``gw.Client()``,
   the command line), with a temporary ``GENWIDGETS_HOME``.
+- ``known_key(key)``: make ``key`` one genwidgets hides wherever it writes, as a key
+  given to a client is, in a set of known keys of the test's own.
 
 Every test runs with ``GENWIDGETS_HOME`` in a temporary folder and without the
 gateway variables, so nothing touches the user's ledger or a real gateway.
@@ -21,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from genwidgets import _config  # the registry of known keys: known_key below, tests' one touch
 from genwidgets.simulator import SimConfig, SimulatorServer
 
 TEST_SPEED = 20.0
@@ -72,3 +75,17 @@ def gateway_env(
     monkeypatch.setenv("GENWIDGETS_BASE_URL", sim.base_url)
     monkeypatch.setenv("GENWIDGETS_API_KEY", "sim-demo-key")
     return sim
+
+
+@pytest.fixture
+def known_key(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], str]:
+    """Make a key known, as a client's is from the line it arrives on, without making a
+    client: the tests of the layers below the client check it is hidden there. The
+    known keys are the test's own (those of earlier tests come back after it)."""
+    monkeypatch.setattr(_config, "_known_secrets", set())
+
+    def know(key: str) -> str:
+        _config.remember_secret(key)
+        return key
+
+    return know

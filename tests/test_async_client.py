@@ -12,8 +12,7 @@ import pytest
 from fake_gateway import BASE, FakeGateway, speed_up
 
 import genwidgets as gw
-from genwidgets._async_client import AsyncClient
-from genwidgets._client import Client
+from genwidgets import AsyncClient, Client
 from genwidgets.jobs.job import AsyncJob, Job
 
 KEY = "sk-async-5150"

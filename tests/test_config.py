@@ -82,9 +82,7 @@ def test_the_clients_defaults_have_one_home() -> None:
 
     import httpx
 
-    from genwidgets import _config
-    from genwidgets._async_client import AsyncClient
-    from genwidgets._client import Client
+    from genwidgets import AsyncClient, Client, _config
     from genwidgets.jobs import downloads
     from genwidgets.protocol import fetch
     from genwidgets.protocol.http import Gateway

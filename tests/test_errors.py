@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import genwidgets as gw
@@ -72,8 +73,8 @@ def test_ambiguous_client_names_the_clients_and_asks_for_client() -> None:
     assert "client=" in str(exc) and exc.clients[1] == "<Client https://b.test>"
 
 
-def test_no_answer_messages_are_redacted() -> None:
-    gw._config.remember_secret("sk-in-a-message-1234")
+def test_no_answer_messages_are_redacted(known_key: Callable[[str], str]) -> None:
+    known_key("sk-in-a-message-1234")
     exc = gw.OutcomeUnknown("echoed sk-in-a-message-1234", endpoint="ep")
     assert "sk-in-a-message-1234" not in str(exc) and "[endpoint ep]" in str(exc)
 

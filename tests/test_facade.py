@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import re
 import sys
-import types
 import warnings
 
 import pytest
@@ -76,33 +75,47 @@ def test_no_other_module_defines_a_user_facing_exception() -> None:
     assert not strays, strays
 
 
-def test_the_display_hook_is_one_registration_with_ipython_and_nothing_else(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """One route: the facade registers the task view with IPython's display formatter
-    by type name (Job and AsyncJob); loading a name changes no other module."""
-    from genwidgets.jobs import job as job_module
+def test_the_display_hook_is_one_registration_with_ipython_and_nothing_else() -> None:
+    """One route: importing the facade where IPython runs registers the task view with
+    IPython's display formatter by type name (Job and AsyncJob), one function for both;
+    loading a name changes no other module. In a fresh process, so the import is the
+    first and the names are loaded then."""
+    import json
+    import subprocess
 
-    registered: list[tuple[str, str, object]] = []
-
-    class Formatter:
-        def for_type_by_name(self, module: str, name: str, fn: object) -> None:
-            registered.append((module, name, fn))
-
-    shell = types.SimpleNamespace(
-        display_formatter=types.SimpleNamespace(ipython_display_formatter=Formatter())
-    )
-    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
-    gw._install_display_hook()
-    assert registered == [
-        ("genwidgets.jobs.job", "Job", gw._display_job),
-        ("genwidgets.jobs.job", "AsyncJob", gw._display_job),
-    ]
-    before = dict(vars(job_module))
-    assert gw._load("Job") is job_module.Job and gw._load("AsyncJob") is job_module.AsyncJob
-    assert dict(vars(job_module)) == before  # the facade sets nothing in the jobs layer
-    assert not hasattr(job_module, "display_hook")
-    assert not hasattr(job_module.Job, "_ipython_display_")  # so no second route
+    code = """if True:
+        import json, sys, types
+        registered = []
+        class Formatter:
+            def for_type_by_name(self, module, name, fn):
+                registered.append((module, name, fn))
+        formatter = types.SimpleNamespace(ipython_display_formatter=Formatter())
+        shell = types.SimpleNamespace(display_formatter=formatter)
+        sys.modules["IPython"] = types.SimpleNamespace(get_ipython=lambda: shell)
+        import genwidgets as gw
+        from genwidgets.jobs import job as job_module
+        before = dict(vars(job_module))
+        loaded = gw.Job is job_module.Job and gw.AsyncJob is job_module.AsyncJob
+        print(json.dumps({
+            "registered": [(module, name) for module, name, _ in registered],
+            "one_function": len({id(fn) for _, _, fn in registered}) == 1,
+            "from_the_facade": [fn.__module__ for _, _, fn in registered],
+            "loaded": loaded,
+            "jobs_untouched": dict(vars(job_module)) == before,
+            "display_hook": hasattr(job_module, "display_hook"),
+            "second_route": hasattr(job_module.Job, "_ipython_display_"),
+        }))
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert json.loads(done.stdout) == {
+        "registered": [["genwidgets.jobs.job", "Job"], ["genwidgets.jobs.job", "AsyncJob"]],
+        "one_function": True,
+        "from_the_facade": ["genwidgets", "genwidgets"],
+        "loaded": True,
+        "jobs_untouched": True,  # the facade sets nothing in the jobs layer
+        "display_hook": False,
+        "second_route": False,  # so no second route
+    }, done.stderr
 
 
 @pytest.mark.slow

@@ -31,12 +31,13 @@ import pytest
 import tomllib
 
 from genwidgets import server_extension
-from genwidgets._config import ENV_OUTPUTS_URL
 
 pytestmark = pytest.mark.timeout(180)
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "jupyter-config" / "jupyter_server_config.d" / "genwidgets.json"
+#: what the extension sets in the server for its kernels (docs/decisions.md#served-outputs)
+ENV_OUTPUTS_URL = "GENWIDGETS_OUTPUTS_URL"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 START_LIMIT_S = 90.0
 

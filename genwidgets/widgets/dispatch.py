@@ -7,7 +7,8 @@ catalog's markers come before the plain types they sit on: a media field is a
 string to pydantic, a media input to a person).
 
 Explicit overrides win over the table: a factory registered with
-:func:`register_field` for ``(endpoint id, field path)``, then ``("*", field path)``.
+:func:`register_field` for ``(endpoint id, field path)``, then ``("*", field path)``
+(:func:`unregister_field` takes one back, as ``catalog.unregister`` an endpoint).
 Field paths are wire names joined by ``.``, with ``[]`` for list items.
 """
 
@@ -53,6 +54,7 @@ __all__ = [
     "build_element",
     "kind_of",
     "register_field",
+    "unregister_field",
 ]
 
 
@@ -89,6 +91,12 @@ def register_field(endpoint: str, path: str, factory: Builder) -> None:
     """Use ``factory(spec, ctx)`` for the field at ``path`` of ``endpoint`` (or ``"*"``).
     Explicit registrations win over markers and type inference."""
     _OVERRIDES[(endpoint, path)] = factory
+
+
+def unregister_field(endpoint: str, path: str) -> None:
+    """Forget the factory :func:`register_field` set for ``path`` of ``endpoint``; the
+    field goes back to the table (a pair never registered is a ``KeyError``)."""
+    del _OVERRIDES[(endpoint, path)]
 
 
 # --- what the table's entries test --------------------------------------------------------

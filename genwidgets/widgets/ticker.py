@@ -72,6 +72,12 @@ class Ticker:
             self._cond.notify()
 
     @property
+    def live(self) -> frozenset[Tickable]:
+        """The views ticking now (a copy: they may come and go as it is read)."""
+        with self._cond:
+            return frozenset(self._live)
+
+    @property
     def live_count(self) -> int:
         with self._cond:
             return len(self._live)

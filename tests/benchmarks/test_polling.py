@@ -15,7 +15,9 @@ from benchmarks.sets import Arrivals
     [sets.TaskSet(count=40, seed=7), sets.BimodalTaskSet(count=40, seed=7), sets.MixedTaskSet()],
     ids=type,
 )
-def test_the_warm_up_is_the_same_distribution_with_the_next_seed(draw: sets._Draw) -> None:
+def test_the_warm_up_is_the_same_distribution_with_the_next_seed(
+    draw: sets.TaskSet | sets.BimodalTaskSet | sets.MixedTaskSet,
+) -> None:
     warm = draw.warm_up()
     assert len(warm) == sets.WARM_UP
     assert warm != draw.tasks()[: sets.WARM_UP]

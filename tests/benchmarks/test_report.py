@@ -40,20 +40,20 @@ def test_a_baseline_that_missed_its_interval_is_named_in_the_goals_and_the_figur
     assert "**Not evidence: 20 s set, warm: poll requests vs fixed 0.5 s.**" in text
     assert "poll requests vs fixed 0.1 s.**" not in text  # its poller kept time
 
-    evidence = polling_report._evidence(results["polling"])
+    evidence = polling_report.evidence(results["polling"])
     assert "Not evidence in this run:** ratios against fixed 0.5 s," in evidence
     assert "fixed 0.1 s" not in evidence.split("Not evidence")[1]
-    assert polling_report._achieved("fixed 0.5 s", {"mean_achieved_interval_s": 0.558}) == (
+    assert polling_report.achieved("fixed 0.5 s", {"mean_achieved_interval_s": 0.558}) == (
         "0.558 s (+11.6%, **missed**)"
     )
-    assert polling_report._achieved("fixed 1 s", {"mean_achieved_interval_s": 1.013}) == (
+    assert polling_report.achieved("fixed 1 s", {"mean_achieved_interval_s": 1.013}) == (
         "1.013 s (+1.3%, kept)"
     )
-    assert polling_report._achieved("genwidgets", {"mean_achieved_interval_s": None}) == "n/a"
+    assert polling_report.achieved("genwidgets", {"mean_achieved_interval_s": None}) == "n/a"
 
 
 def test_every_kept_interval_is_said_so(passing: dict[str, Any]) -> None:
-    assert polling_report._evidence(passing["polling"]).endswith("every fixed poller did.")
+    assert polling_report.evidence(passing["polling"]).endswith("every fixed poller did.")
 
 
 def test_the_prompt_section_has_a_row_per_prompt_and_a_column_per_step(
@@ -62,7 +62,7 @@ def test_the_prompt_section_has_a_row_per_prompt_and_a_column_per_step(
     passing["prompt"]["prompts"]["40 prompts"] = {
         step: float(i) for i, step in enumerate(prompt.STEPS, 1)
     }
-    lines = report._prompt_section(passing["prompt"])
+    lines = report.prompt_section(passing["prompt"])
     assert "| prompt | " + " | ".join(prompt.STEPS) + " |" in lines
     assert "| 40 prompts | 1.0 ms | 2.0 ms | 3.0 ms | 4.0 ms |" in lines
     assert "Slowest: **54.5 ms** (builder_ms, 40 prompts)." in lines[2]
@@ -72,7 +72,7 @@ def test_the_grid_section_has_a_row_per_arm_or_says_why_it_is_empty(
     passing: dict[str, Any],
 ) -> None:
     grid = passing["grid_weight"]
-    lines = report._grid_section(grid)
+    lines = report.grid_section(grid)
     assert (
         "| thumbnails | **1.99 MB** | 1.40 MB | 0.59 MB (2) | 3.00 MB | 2.50 MB | 60 s |" in lines
     )
@@ -80,6 +80,6 @@ def test_the_grid_section_has_a_row_per_arm_or_says_why_it_is_empty(
     assert "`genW2.5-t2i-preview`, size 1440*1440" in lines[2]
 
     grid |= {"arms": {}, "grid_bytes": None, "not_measured": "/usr/bin/chromium is missing"}
-    lines = report._grid_section(grid)
+    lines = report.grid_section(grid)
     assert "Not measured: /usr/bin/chromium is missing." in lines
     assert not any(line.startswith("| arm |") for line in lines)

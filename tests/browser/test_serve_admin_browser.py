@@ -13,7 +13,6 @@ import httpx
 import pytest
 from serve_helpers import TEACHER_KEY, wait_for
 
-from genwidgets._config import Secret
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
 from genwidgets.serve.keys import add_key
 from genwidgets.simulator import SimConfig, SimulatorServer
@@ -27,7 +26,7 @@ def class_server(tmp_path: Path) -> Iterator[tuple[ClassServer, Database]]:
     with SimulatorServer(SimConfig(speed=20.0, keys=(TEACHER_KEY,)), port=0) as sim:
         db = Database(tmp_path / "class.db")
         db.migrate()
-        config = ServeConfig(upstream=Upstream(sim.base_url, Secret(TEACHER_KEY)), database=db)
+        config = ServeConfig(upstream=Upstream(sim.base_url, TEACHER_KEY), database=db)
         with ClassServer(config) as server:
             yield server, db
 

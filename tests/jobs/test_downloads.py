@@ -7,7 +7,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 import pytest
 
-from genwidgets import _config
 from genwidgets.errors import DownloadError
 from genwidgets.jobs.downloads import (
     download_outputs,
@@ -243,11 +242,9 @@ def test_max_bytes_is_enforced_before_and_while_reading(server: Files, tmp_path:
 
 @pytest.mark.timeout(30)
 def test_http_errors_name_the_output_and_hide_the_key(
-    server: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Files, tmp_path: Path, known_key: Callable[[str], str]
 ) -> None:
-    monkeypatch.setattr(_config, "_known_secrets", set())
-    key = "sk-live-" + os.urandom(8).hex()
-    _config.remember_secret(key)
+    key = known_key("sk-live-" + os.urandom(8).hex())
     url = f"{server.base}/files/{key}/gone.png?sig={key}"
     result = result_of([{"url": url, "content_type": "image/png"}], request_id="r-404")
     with pytest.raises(DownloadError) as caught:

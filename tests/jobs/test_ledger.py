@@ -12,12 +12,12 @@ import sys
 import textwrap
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from genwidgets import _config
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger, scrub_payload
 from genwidgets.jobs.ledger import lease as ledger_lease
@@ -468,11 +468,9 @@ def test_scrub_payload_details() -> None:
 
 
 def test_the_key_never_reaches_the_database_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, known_key: Callable[[str], str]
 ) -> None:
-    monkeypatch.setattr(_config, "_known_secrets", set())
-    key = "sk-live-" + os.urandom(12).hex()
-    _config.remember_secret(key)
+    key = known_key("sk-live-" + os.urandom(12).hex())
     path = tmp_path / "ledger.sqlite3"
     with Ledger(path) as led:
         lost = led.writes.record_intent(

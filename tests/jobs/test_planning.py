@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from fake_time import FakeTime
 
-from genwidgets._workers import THREAD_NAME
 from genwidgets.jobs import polling, runtime
 from genwidgets.jobs.engine import get_engine
 from genwidgets.jobs.planning import PLANNER
@@ -151,4 +150,5 @@ def test_the_engine_loop_fires_its_timers_while_a_plan_is_being_made(
         return None
 
     assert engine.run(landed(), timeout=60) is not None
-    assert on == [THREAD_NAME]  # on the planner's worker, not the engine's thread
+    worker = PLANNER.submit(lambda: threading.current_thread().name).result(30)
+    assert on == [worker]  # on the planner's worker, not the engine's thread

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -10,7 +11,6 @@ import pytest
 from fake_gateway import BASE, FakeGateway, error, speed_up
 
 import genwidgets as gw
-from genwidgets._config import remember_secret
 from genwidgets.jobs.downloads import gateway_folder
 from genwidgets.jobs.ledger import Ledger
 
@@ -19,10 +19,10 @@ RATE = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow"}, "request_id
 
 
 @pytest.fixture(autouse=True)
-def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, known_key: Callable[[str], str]) -> None:
     speed_up(monkeypatch)
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
-    remember_secret(KEY)
+    known_key(KEY)
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ import pytest
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
-from genwidgets._workers import THREAD_NAME
 from genwidgets.jobs import runtime
 from genwidgets.jobs.ledger import Ledger
+from genwidgets.jobs.planning import PLANNER
 from genwidgets.simulator import SimulatorServer
 
 KEY = "sim-demo-key"
@@ -88,7 +88,8 @@ def test_expected_finish_appears_once_the_client_has_seen_enough_tasks(
             again.close()
     # the learnt keys' poll plans were made on a worker, off the engine's loop (issue 42)
     assert wait_for(lambda: bool(planned_on), timeout=60)
-    assert set(planned_on) == {THREAD_NAME}
+    worker = PLANNER.submit(lambda: threading.current_thread().name).result(30)
+    assert set(planned_on) == {worker}
 
 
 @pytest.mark.parametrize(

@@ -219,7 +219,8 @@ def private_uses(source: str) -> list[str]:
     module's ``__all__``, an underscore attribute of ``gw``."""
     import importlib
 
-    public = {"genwidgets", *(f"genwidgets.{name}" for name in genwidgets._SUBMODULES)}
+    subpackages = set(dir(genwidgets)) - set(genwidgets.__all__)  # dir(gw): names, subpackages
+    public = {"genwidgets", *(f"genwidgets.{name}" for name in subpackages if name[0] != "_")}
     found = [f"gw.{name}" for name in re.findall(r"\bgw\.(_\w+)", source)]
     for module, name in imported_names(source):
         if module.split(".")[0] != "genwidgets":

@@ -14,14 +14,11 @@ from functools import cache
 import httpx
 import pytest
 
-from genwidgets import _config
 from genwidgets.protocol.body import (
     MAX_DEPTH,
     RATIO_FLOOR,
     Answer,
     Deadline,
-    _BodyRefused,
-    _TooSlow,
     read_answer,
     read_capped,
     within,
@@ -73,7 +70,7 @@ def test_a_gzip_bomb_is_refused_early_within_a_small_memory_bound() -> None:
     body = Chunks(pieces(bomb()))
     tracemalloc.start()
     try:
-        with pytest.raises(_BodyRefused, match="compression bomb"):
+        with pytest.raises(httpx.TransportError, match="compression bomb"):
             asyncio.run(read_capped(streamed(body, **{"content-encoding": "gzip"}), 2**30))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -88,14 +85,14 @@ def test_a_body_over_its_cap_is_refused_while_read_not_after() -> None:
             yield b"x" * 65536
 
     body = Chunks(endless)  # a 300 MB status body would never end sooner
-    with pytest.raises(_BodyRefused, match="larger than 1,048,576 bytes"):
+    with pytest.raises(httpx.TransportError, match="larger than 1,048,576 bytes"):
         asyncio.run(read_capped(streamed(body), 2**20))
     assert body.pulled <= 2**20 + 65536
 
 
 def test_a_declared_length_over_the_cap_is_refused_before_any_byte() -> None:
     body = Chunks([b"{}"])
-    with pytest.raises(_BodyRefused, match="Content-Length"):
+    with pytest.raises(httpx.TransportError, match="Content-Length"):
         asyncio.run(read_capped(streamed(body, **{"content-length": str(10**9)}), 2**20))
     assert body.pulled == 0
 
@@ -140,7 +137,7 @@ def test_a_dripping_answer_ends_at_its_deadline() -> None:
         async with within(Deadline(0.3)) as watch:
             return await read_capped(streamed(Chunks(drip)), 2**20, watch)
 
-    with pytest.raises(_TooSlow, match="within the deadline"):
+    with pytest.raises(httpx.TransportError, match="within the deadline"):
         asyncio.run(read())
 
 
@@ -176,10 +173,8 @@ def test_json_nested_too_deep_is_not_read() -> None:
     assert fine.json() is not None
 
 
-def test_every_string_of_the_json_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_config, "_known_secrets", set())
-    key = "sk-echoed-0123456789"
-    _config.remember_secret(key)
+def test_every_string_of_the_json_is_redacted(known_key: Callable[[str], str]) -> None:
+    key = known_key("sk-echoed-0123456789")
     body = {
         "error": f"bad header Authorization: Bearer {key}",
         "logs": [{"message": f"key={key}"}],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import math
+from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -90,11 +91,17 @@ class LimitedGateway:
         return httpx.Response(200, json={"request_id": f"r{len(self.made)}"})
 
 
-def paced_gateway(clock: FakeTime, fake: LimitedGateway, **kw: Any) -> Gateway:
+def paced_gateway(
+    clock: FakeTime,
+    fake: LimitedGateway,
+    handler: Callable[[httpx.Request], Awaitable[httpx.Response]] | None = None,
+    **kw: Any,
+) -> Gateway:
+    """A gateway to ``fake`` (through ``handler``, which may wrap ``fake.handle``)."""
     gw = Gateway(
         BASE,
         "sk-test",
-        transport=httpx.MockTransport(fake.handle),
+        transport=httpx.MockTransport(handler or fake.handle),
         sleep=clock.sleep,
         clock=clock.clock,
         **kw,
@@ -211,17 +218,15 @@ def test_a_create_cancelled_or_lost_while_paced_gives_its_place_back() -> None:
     turn on: the others are all made (the fake clock fails on a deadlock)."""
     clock = FakeTime(yields=50)
     fake = LimitedGateway(clock)
-    gw = paced_gateway(clock, fake, max_retries=50)
     lost = [3]
-    real = fake.handle
 
     async def flaky(request: httpx.Request) -> httpx.Response:
         if request.method == "POST" and len(fake.made) >= 12 and lost[0] > 0:
             lost[0] -= 1
             raise httpx.ReadTimeout("no answer")
-        return await real(request)
+        return await fake.handle(request)
 
-    gw._http._transport = httpx.MockTransport(flaky)  # type: ignore[attr-defined]
+    gw = paced_gateway(clock, fake, flaky, max_retries=50)
 
     async def main() -> tuple[int, int]:
         tasks = [asyncio.ensure_future(gw.create("ep", b"{}")) for _ in range(30)]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from genwidgets.protocol.hand_made import HAND_MADE
 from genwidgets.protocol.output import Output
 
 
@@ -17,8 +16,7 @@ def test_an_output_made_by_hand_reads_its_record_not_a_file_at_its_path(tmp_path
     url = "data:text/plain;base64," + base64.b64encode(b"the record's").decode()
     output = Output.from_entry({"url": url, "content_type": "text/plain"})
     output.path = planted
-    assert output._kept_by() is HAND_MADE
-    assert output.read() == b"the record's"
+    assert output.read() == b"the record's"  # made by hand: not the file planted at its path
     assert output.size() == len(b"the record's")  # what is in hand, not the file's size
     assert "saved at" not in repr(Output("text/plain", path=planted))
 

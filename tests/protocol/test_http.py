@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -12,7 +13,6 @@ import pytest
 from fake_gateway import BASE, FAST_POLICY, FakeGateway, error, speed_up
 
 from genwidgets import errors
-from genwidgets._config import remember_secret
 from genwidgets.errors import OutcomeUnknown
 from genwidgets.protocol import http
 from genwidgets.protocol.http import Gateway, RateGate, parse_retry_after
@@ -23,9 +23,9 @@ REAL_BACKOFF = http.backoff_delay  # captured before the fixture speeds it up
 
 
 @pytest.fixture(autouse=True)
-def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
+def _fast(monkeypatch: pytest.MonkeyPatch, known_key: Callable[[str], str]) -> None:
     speed_up(monkeypatch)
-    remember_secret(KEY)
+    known_key(KEY)
 
 
 def run(coro: Any) -> Any:

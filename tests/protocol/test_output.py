@@ -5,12 +5,12 @@ failed read is a typed error; the local copy, the download and a save are its so
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 
-from genwidgets import _config
 from genwidgets.errors import DownloadError
 from genwidgets.protocol.output import CACHE_BUDGET, CACHE_ONE, Output, cache_budget
 
@@ -56,15 +56,15 @@ def test_what_reads_keep_in_memory_stays_within_one_budget() -> None:
     for i, output in enumerate(outputs):
         assert output.read()[:1] == bytes([i])
     assert cache_budget.held <= CACHE_BUDGET
-    kept = [o for o in outputs if o._cache is not None]
-    assert 0 < sum(len(o._cache or b"") for o in kept) <= CACHE_BUDGET
-    assert outputs[0]._cache is None and outputs[-1]._cache is not None  # oldest let go
+    kept = [o.in_hand() for o in outputs if o.in_hand() is not None]
+    assert 0 < sum(len(data or b"") for data in kept) <= CACHE_BUDGET
+    assert outputs[0].in_hand() is None and outputs[-1].in_hand() is not None  # oldest let go
     assert outputs[0].read() == bytes([0]) * size  # read again when asked
 
 
 def test_one_output_over_its_share_is_never_kept() -> None:
     big = fetched(b"x" * (CACHE_ONE + 1))
-    assert len(big.read()) == CACHE_ONE + 1 and big._cache is None
+    assert len(big.read()) == CACHE_ONE + 1 and big.in_hand() is None
 
 
 def test_a_collected_output_gives_its_share_back() -> None:
@@ -84,8 +84,11 @@ def test_the_local_copy_its_source_vouches_for_comes_before_the_record() -> None
         "text/plain", url="https://cdn.example/a.txt", raw={"content": "inline"}, _source=source
     )
     assert output.read() == b"kept" and output.size() == 4 and source.fetched == []
-    source.copy, output._cache = None, None
-    assert output.read() == b"inline" and source.fetched == []  # the record's own bytes
+    source.copy = None
+    recorded = Output(
+        "text/plain", url="https://cdn.example/a.txt", raw={"content": "inline"}, _source=source
+    )
+    assert recorded.read() == b"inline" and source.fetched == []  # the record's own bytes
     bare = Output("text/plain", url="https://cdn.example/a.txt", _source=source)
     assert bare.read() == b"from the url" and source.fetched == ["https://cdn.example/a.txt"]
 
@@ -104,11 +107,9 @@ def test_a_save_gets_the_types_extension_and_is_written_by_the_source(tmp_path: 
 
 
 def test_a_failed_read_is_a_download_error_without_the_key(
-    monkeypatch: pytest.MonkeyPatch,
+    known_key: Callable[[str], str],
 ) -> None:
-    monkeypatch.setattr(_config, "_known_secrets", set())
-    key = "sk-read-fail-0123456789"
-    _config.remember_secret(key)
+    key = known_key("sk-read-fail-0123456789")
     url = f"https://cdn.example/{key}/x.png?sig={key}"
     request = httpx.Request("GET", url)
     refuse = httpx.HTTPStatusError(f"404 for {url}", request=request, response=httpx.Response(404))

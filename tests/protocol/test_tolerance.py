@@ -8,6 +8,7 @@ import io
 import json
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,7 +16,6 @@ from fake_gateway import BASE, FakeGateway, error, speed_up
 from PIL import Image
 
 from genwidgets import errors
-from genwidgets._config import remember_secret
 from genwidgets.errors import GenwidgetsWarning, TaskFailed
 from genwidgets.jobs.downloads import download_outputs
 from genwidgets.jobs.output_files import OutputFiles
@@ -35,9 +35,9 @@ KEY = "sk-live-TOLERANT-456"
 
 
 @pytest.fixture(autouse=True)
-def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
+def _fast(monkeypatch: pytest.MonkeyPatch, known_key: Callable[[str], str]) -> None:
     speed_up(monkeypatch)
-    remember_secret(KEY)
+    known_key(KEY)
 
 
 def png_bytes() -> bytes:

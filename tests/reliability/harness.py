@@ -33,13 +33,15 @@ import httpx
 import uvicorn
 
 import genwidgets as gw
-from genwidgets._config import DEMO_KEY, ENV_HOME
 from genwidgets.errors import GatewayError, RateLimited, TaskTimeout
 from genwidgets.jobs.job import Job
 from genwidgets.jobs.ledger import FINISHED, NOT_CREATED, LedgerRow
 from genwidgets.protocol.records import Result
-from genwidgets.simulator import SimConfig, SimulatorServer
+from genwidgets.simulator import DEMO_KEY, SimConfig, SimulatorServer
 from genwidgets.simulator.app import SimState, create_app
+
+#: where genwidgets keeps its ledger and outputs (README)
+ENV_HOME = "GENWIDGETS_HOME"
 
 #: The cheapest endpoints to run by the thousand. ``asset-get`` answers a JSON record
 #: (inline, and as a file); every ``FILE_EVERY``-th task is ``speechM-02-turbo``, whose

@@ -99,7 +99,7 @@ def test_status_from_any_json_object_is_a_status(body: dict[str, Any]) -> None:
 
 def _read_without_network(output: Output) -> bytes | None:
     """``read()`` of an output that needs no download; None when it would fetch."""
-    if output.inline() is None and output._cache is None:
+    if output.in_hand() is None:
         return None
     return output.read()
 

@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 from serve_helpers import TEACHER_KEY, Class
 
-from genwidgets._config import Secret
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
 from genwidgets.simulator import SimConfig, SimulatorServer
 
@@ -48,7 +47,7 @@ def make_class(tmp_path: Path, upstream_sim: SimulatorServer) -> Iterator[Callab
         db = Database(database or tmp_path / f"class-{len(started)}.db")
         db.migrate()
         upstream = Upstream(
-            upstream_sim.base_url, Secret(TEACHER_KEY), timeout=config.pop("timeout", 30.0)
+            upstream_sim.base_url, TEACHER_KEY, timeout=config.pop("timeout", 30.0)
         )
         server = ClassServer(ServeConfig(upstream=upstream, database=db, **config)).start()
         started.append(server)

@@ -15,7 +15,6 @@ import pytest
 from serve_helpers import TEACHER_KEY, Class, wait_for
 
 import genwidgets as gw
-from genwidgets._config import Secret
 from genwidgets.cli import main
 from genwidgets.errors import GatewayError, RequestNotFound, ServeError
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
@@ -432,7 +431,7 @@ def test_a_busy_port_is_the_class_gateways_own_error(
         taken.listen(1)
         port = taken.getsockname()[1]
         db = Database(tmp_path / "class.db")
-        upstream = Upstream(upstream_sim.base_url, Secret(TEACHER_KEY))
+        upstream = Upstream(upstream_sim.base_url, TEACHER_KEY)
         with pytest.raises(ServeError, match=f"127.0.0.1:{port}") as caught:
             ClassServer(ServeConfig(upstream=upstream, database=db), port=port).start()
     assert caught.value.code == "START_FAILED"

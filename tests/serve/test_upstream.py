@@ -15,7 +15,6 @@ import pytest
 from loopback import LoopbackServer, QuietHandler
 from serve_helpers import TEACHER_KEY
 
-from genwidgets._config import Secret
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
 from genwidgets.serve.keys import add_key
 from genwidgets.serve.usage import usage
@@ -102,7 +101,7 @@ def test_no_byte_sent_or_logged_holds_the_teachers_key(
     db.migrate()
     student = add_key(db, "alice", {"tasks": 100})
     admin = add_key(db, "teacher", {}, admin=True)
-    config = ServeConfig(upstream=Upstream(echoing.base, Secret(TEACHER_KEY)), database=db)
+    config = ServeConfig(upstream=Upstream(echoing.base, TEACHER_KEY), database=db)
     sent: list[bytes] = []
     with ClassServer(config) as server, httpx.Client(base_url=server.base_url, timeout=60) as api:
         auth = {"Authorization": f"Bearer {student}"}
@@ -155,6 +154,6 @@ def test_no_byte_sent_or_logged_holds_the_teachers_key(
 
 @pytest.mark.slow
 def test_the_upstream_repr_and_errors_hold_no_key() -> None:
-    upstream = Upstream("http://127.0.0.1:1", Secret(TEACHER_KEY))
+    upstream = Upstream("http://127.0.0.1:1", TEACHER_KEY)
     assert TEACHER_KEY not in repr(upstream)
     assert upstream.scrub(f"a {TEACHER_KEY} b") == "a [redacted] b"

@@ -16,7 +16,7 @@ from genwidgets.widgets.ticker import TICKER
 def fast_ticker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(TICKER, "period", 0.05)
     yield
-    for view in list(TICKER._live):
+    for view in TICKER.live:
         TICKER.remove(view)
 
 

@@ -3,6 +3,7 @@ buttons, and its lasting face (static HTML that holds no key)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -11,7 +12,6 @@ import pytest
 from widgets.taskfakes import DisplayRecorder, ask, wait_for
 
 import genwidgets as gw
-from genwidgets._workers import THREAD_NAME
 from genwidgets.lab import batch as lab_batch
 from genwidgets.simulator import SimulatorServer
 from genwidgets.widgets import batch_view as view_module
@@ -46,8 +46,7 @@ def test_a_finished_batch_shows_its_counts_spend_and_latest_thumbnails(
     client: gw.Client, tmp_path: Path
 ) -> None:
     batch = gw.batch(T2I, ROWS, TEMPLATE, out=tmp_path / "o", client=client).wait(timeout=120)
-    view = BatchView(batch)
-    view._write()
+    view = BatchView(batch)  # written as it is made
     head = view.head
     assert head["counts"] == {"done": 3, "running": 0, "queued": 0, "failed": 0}
     assert head["finished"] and head["total"] == 3 and head["spent"] == "spent 3 images"
@@ -88,7 +87,7 @@ def test_the_lasting_face_is_plain_html_with_the_counts_and_no_key(
 ) -> None:
     batch = gw.batch(T2I, ROWS[:2], TEMPLATE, out=tmp_path / "o", client=client).wait(120)
     view = BatchView(batch)
-    copy = static_copy(batch, view._latest())
+    copy = static_copy(batch, view.thumbs)
     html = copy["text/html"]
     assert "2 done" in html and batch.id in html and "<code>o</code>" in html
     assert str(tmp_path) not in html
@@ -110,8 +109,7 @@ def test_the_out_folder_shows_as_the_one_rule_shows_paths_never_absolute(
     for row, (out, shown) in enumerate(outs):
         batch = gw.batch(T2I, ROWS[row : row + 1], TEMPLATE, out=out, client=client).wait(120)
         view = BatchView(batch)
-        view._write()
-        html = static_copy(batch, view._latest())["text/html"]
+        html = static_copy(batch, view.thumbs)["text/html"]
         assert view.head["out"] == shown and f"<code>{shown}</code>" in html
         assert str(user) not in html and str(user) not in repr(view.head)
 
@@ -146,7 +144,8 @@ def test_displayed_it_is_a_live_face_then_a_lasting_face_kept_current(
     # the lasting face follows the batch to its end, written off the finisher's thread
     assert wait_for(lambda: "3 done" in handle.last_html(), timeout=60)
     assert face_id in handle.last_html() and KEY not in handle.last_html()
-    assert all(name == THREAD_NAME for name in handle.threads)
+    worker = faces.LASTING_WORK.submit(lambda: threading.current_thread().name).result(30)
+    assert all(name == worker for name in handle.threads)
 
 
 @pytest.mark.slow
@@ -158,13 +157,12 @@ def test_a_paused_batch_shows_why_and_its_submit_button_goes_on(
     batch = gw.batch(T2I, rows, TEMPLATE, out=tmp_path / "o", client=client, confirm_above=50)
     batch.wait(timeout=120, progress="none")
     view = BatchView(batch)
-    view._write()
     assert view.head["needs_confirmation"]  # the Submit button: the ask to go on
     assert "paused: 5 creates in a row" in (view.head["stopped"] or "")
     assert "paused: 5 creates in a row" in static_copy(batch, view.thumbs)["text/html"]
     httpx.put(f"{sim.base_url}/_sim/config", json={"create_error_rate": 0.0}, timeout=10)
     assert ask(view, "_ask_submit") == {"ok": True}
     batch.wait(timeout=120, progress="none")
-    view._write()
-    assert not view.head["needs_confirmation"] and batch.paused is None
+    assert wait_for(lambda: not view.head["needs_confirmation"], timeout=60)  # it follows
+    assert batch.paused is None
     assert batch.counts()["done"] == sum(r.status == "done" for r in batch.rows) > 0

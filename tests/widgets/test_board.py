@@ -146,7 +146,7 @@ def test_board_cards_update_live_with_a_thumbnail_and_pick_up_new_jobs() -> None
     assert wait_for(lambda: any(c.job is late for c in view.grid.children))
     assert "vidK-v3-turbo-t2v" in view.endpoint_filter.options
     view.close()
-    assert view not in TICKER._live
+    assert view not in TICKER.live
 
 
 def test_board_status_filter_follows_live_changes() -> None:

@@ -31,7 +31,7 @@ def test_required_list_starts_with_its_minimum_and_keeps_it() -> None:
     el = build_element(field_specs(M)[0], CTX)
     assert isinstance(el, ListElement)
     assert len(el.rows) == 1
-    remove = el._row_boxes[0].children[1]
+    remove = el.rows_box.children[0].children[1]
     assert remove.disabled
     el.remove_row(el.rows[0])
     assert len(el.rows) == 1

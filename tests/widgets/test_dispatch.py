@@ -110,5 +110,5 @@ def test_explicit_override_wins_over_inference() -> None:
         el = element("count")
         assert made == ["count"] and isinstance(el, TextElement)
     finally:
-        del dispatch._OVERRIDES[("sample", "count")]
+        dispatch.unregister_field("sample", "count")
     assert isinstance(element("count"), NumberElement)

@@ -11,7 +11,6 @@ import ipywidgets
 import pytest
 from widgets.taskfakes import DisplayRecorder, wait_for
 
-from genwidgets._workers import THREAD_NAME
 from genwidgets.jobs.engine import wait_future
 from genwidgets.widgets import faces
 from genwidgets.widgets.faces import (
@@ -65,7 +64,8 @@ def test_a_refresh_rewrites_the_lasting_face_off_the_callers_thread(shown: Displ
     asked_from.join()
     [handle] = shown.handles
     assert wait_for(lambda: "done" in handle.last_html())
-    assert all(name == THREAD_NAME for name in handle.threads)
+    worker = faces.LASTING_WORK.submit(lambda: threading.current_thread().name).result(30)
+    assert all(name == worker != "engine-like" for name in handle.threads)
 
 
 def test_refreshes_coalesce_and_the_last_state_is_written(shown: DisplayRecorder) -> None:
@@ -294,7 +294,7 @@ def test_a_write_that_straddles_the_start_of_a_cell_is_written_again(
     that cell to be written again."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    InteractiveShell.instance()
+    shell = InteractiveShell.instance()
     faces.REPUBLISH.install()
     faces.REPUBLISH.flush()  # between cells
     state = {"word": "running"}
@@ -304,7 +304,7 @@ def test_a_write_that_straddles_the_start_of_a_cell_is_written_again(
     written = handle.update
 
     def slow_update(*args: Any, **kwargs: Any) -> None:
-        faces.REPUBLISH._cell_starts()  # the next cell starts while it is being sent
+        shell.events.trigger("pre_run_cell", None)  # the next cell starts while it is sent
         written(*args, **kwargs)
 
     handle.update = slow_update

@@ -183,9 +183,10 @@ def test_invalid_input_shows_inline_and_sends_nothing(endpoint: str) -> None:
     with pytest.raises(gw.PayloadError):
         form.submit()
     assert client.calls == []
-    form._on_submit_click()  # the button shows the error instead of raising
+    form.submit_button.click()  # the button shows the error instead of raising
     assert client.calls == []
     assert form.submit_button.disabled
+    assert "Cannot submit" in form.reason.value and field in form.reason.value  # its end reached
 
 
 @pytest.mark.parametrize(
@@ -199,8 +200,8 @@ def test_an_imgm_prompt_the_gateway_would_refuse_disables_submit(prompt: str) ->
     shown = notes_under(form.fields["remix_prompt"])
     assert "0-100" in shown or "add up to" in shown
     assert form.submit_button.disabled and "remix_prompt" in form.reason.value
-    form._on_submit_click()
-    assert client.calls == []
+    form.submit_button.click()
+    assert client.calls == [] and "remix_prompt" in form.reason.value  # shown, not raised
 
 
 @pytest.mark.parametrize("endpoint", list(VALID))
@@ -259,8 +260,7 @@ def test_billing_summary_names_the_billing_fields(endpoint: str) -> None:
     form = gw.form(endpoint, client=RecordingClient(), **VALID[endpoint])
     summary = form.billing_summary()
     assert summary in _unpre(form.billing.value)
-    for name in spec.billing_fields:
-        wire = form._names[name]
+    for wire in spec.billing_fields:  # their wire names
         assert wire in summary
         if wire in VALID[endpoint]:
             assert f"{wire} {VALID[endpoint][wire]}" in summary
@@ -640,21 +640,37 @@ def test_a_typed_local_file_passes_with_a_thumbnail_and_python_code(tmp_path: Pa
     assert "sent encoded" in html.unescape(form.json_view.value)
 
 
+def lasting_face(form: EndpointForm, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The HTML of the form's lasting face, as displayed in a kernel."""
+    import IPython.display
+
+    from genwidgets.widgets import faces
+
+    display = DisplayRecorder()
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(faces, "in_kernel", lambda: True)
+    monkeypatch.setattr("genwidgets.widgets.form.in_kernel", lambda: True)
+    form._ipython_display_()
+    html = display.calls[1][0]["text/html"]
+    assert "a form needs its kernel" in html
+    return str(html)
+
+
 def test_the_lasting_face_shows_a_local_file_by_the_path_rule_and_no_loopback_url(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 39 point 7 (``02_images``): a form set to a file in a temporary folder and
     to an output of the local simulator saves neither the absolute path nor the URL."""
     meadow = _meadow(tmp_path)
     kite = "http://127.0.0.1:8765/files/req-1/kite.png"
     form = gw.form("imgQ-edit-plus", prompt="a kite over the meadow", n=1, images=[kite, meadow])
-    faces = [form._lasting("previews")["text/html"], form.json_view.value]
+    faces = [lasting_face(form, monkeypatch), form.json_view.value]
     for face in faces:
         assert str(tmp_path) not in face and "127.0.0.1" not in face and "8765" not in face
         assert "&lt;the file meadow.png, sent encoded" in face
         assert "a file of a gateway on this machine: kite.png" in face
     public = gw.form("imgQ-edit-plus", prompt="a", images=["https://cdn.example/k.png"])
-    assert public._lasting("previews")["text/html"].count("https://cdn.example/k.png") == 1
+    assert lasting_face(public, monkeypatch).count("https://cdn.example/k.png") == 1
 
 
 def test_a_typed_missing_file_says_no_such_file_and_disables_submit() -> None:
@@ -700,7 +716,7 @@ def test_each_list_rows_delete_button_keeps_its_room() -> None:
     form = gw.form("imgQ-edit-plus", prompt="a kite", n=1, images=["https://x.test/a.png"] * 2)
     images = form.fields["images"]
     assert images.rows_box.layout.width == "auto"  # 100% plus its indent clipped the edge
-    for box in images._row_boxes:
+    for box in images.rows_box.children:
         holder, remove = box.children
         assert (holder.layout.flex, holder.layout.min_width) == ("1 1 auto", "0")
         assert remove.layout.flex == "0 0 auto" and remove.layout.min_width == remove.layout.width

@@ -24,4 +24,4 @@ def test_prompt_field_binds_the_prompt_builder_both_ways() -> None:
 def test_prompt_builder_is_made_only_when_shown() -> None:
     el = element("imgm_prompt")
     el.set("a cat")
-    assert el._control is None and el.get() == "a cat"
+    assert el.builder is None and el.get() == "a cat"

@@ -44,7 +44,7 @@ def _fast_ticker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(TICKER, "period", 0.05)
     yield
     # Anything a test left registered must not keep ticking into the next test.
-    for view in list(TICKER._live):
+    for view in TICKER.live:
         TICKER.remove(view)
 
 
@@ -70,7 +70,7 @@ def test_queued_running_done_as_traits_and_the_final_state() -> None:
     assert [o["url"] for o in view.outputs] == [IMAGE_OUT["url"]]
     assert view.elapsed == pytest.approx(job.elapsed)
     assert job.update_callback_count == 0  # the view let go of the job
-    assert view not in TICKER._live
+    assert view not in TICKER.live
 
 
 def test_failure_shows_error_and_error_type() -> None:
@@ -189,7 +189,7 @@ def test_the_clock_runs_in_the_browser_not_in_the_kernel() -> None:
     job.run()
     # The browser counts from start_time; the kernel sends nothing per second.
     assert view.start_time == job.submitted_at
-    assert view not in TICKER._live
+    assert view not in TICKER.live
     assert wait_for(lambda: not TICKER.running)  # once the throttled write is out
     assert view.category == "running"
     job.finish()
@@ -234,7 +234,7 @@ def test_view_of_a_finished_job_registers_nothing() -> None:
     job.finish([IMAGE_OUT])
     view = TaskView(job)
     assert view.status == "done" and len(view.outputs) == 1
-    assert job.update_callback_count == 0 and view not in TICKER._live
+    assert job.update_callback_count == 0 and view not in TICKER.live
 
 
 def test_job_that_ended_with_an_exception_shows_it() -> None:
@@ -321,7 +321,7 @@ def test_display_job_is_the_live_view_then_its_lasting_face(recorder: DisplayRec
     # the live view is never replaced: it carries the same outputs and stays live
     assert len(recorder.calls) == 2
     assert [o["url"] for o in view.outputs] == [IMAGE_OUT["url"], "https://cdn.example/1.png"]
-    assert not view._finished or view.comm is not None
+    assert view.terminal and view.comm is not None
 
 
 def test_the_lasting_face_is_written_again_from_the_main_thread_after_the_next_cell(
@@ -522,7 +522,7 @@ def test_real_job_view_reaches_done_and_holds_no_key(
         recorder.calls, default=repr
     )
     assert SECRET not in json.dumps(recorder.handle.updates)
-    assert wait_for(lambda: view not in TICKER._live)
+    assert wait_for(lambda: view not in TICKER.live)
 
 
 @pytest.mark.slow
@@ -632,7 +632,7 @@ def test_final_output_is_written_again_at_the_end_of_the_next_cell() -> None:
     republisher = faces.Republisher()
     writes: list[str] = []
     republisher.add(lambda: writes.append("final"))
-    assert writes == [] and republisher._installed
+    assert writes == [] and republisher.install()  # hooked by add, once
     shell.run_cell("1 + 1")  # the next cell: post_run_cell fires on the main thread
     assert writes == ["final"]
     shell.run_cell("2 + 2")

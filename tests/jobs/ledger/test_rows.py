@@ -8,6 +8,7 @@ import base64
 import hashlib
 import io
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,6 @@ import pytest
 from PIL import Image
 
 import genwidgets as gw
-from genwidgets._config import home
 from genwidgets.jobs.ledger.rows import restored_result
 from genwidgets.jobs.output_files import OutputFiles
 from genwidgets.widgets.lasting import output_html, thumbnail_src
@@ -46,7 +46,8 @@ def _recorded(path: Path, data: bytes) -> dict[str, Any]:
 
 @pytest.fixture
 def outputs() -> Path:
-    folder = home() / "outputs" / "simulator" / "r-1"
+    home = Path(os.environ["GENWIDGETS_HOME"])  # the tests' (conftest.py)
+    folder = home / "outputs" / "simulator" / "r-1"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -32,6 +32,10 @@ NOTEBOOKS = REPO / "notebooks"
 KERNEL_NAME = "genwidgets-test"
 KERNEL_DISPLAY_NAME = "genwidgets (test)"
 GATEWAY_VARIABLES = ("GENWIDGETS_BASE_URL", "GENWIDGETS_API_KEY")
+SIM_SPEED_VARIABLE = "GENWIDGETS_SIM_SPEED"
+#: The lessons' embedded simulator runs at four times its demo speed: every cell, view
+#: and check is the same, the waits on its tasks a quarter (docs/decisions.md#sim-speed)
+LESSON_SIM_SPEED = 4.0
 WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -80,10 +84,16 @@ assert not _running, f"still running after {SETTLE_LIMIT_S:.0f} s: {{_running}}"
 """
 
 
-def isolated_environ(root: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+def isolated_environ(
+    root: Path, base: Mapping[str, str] | None = None, *, sim_speed: float | None = None
+) -> dict[str, str]:
     """A copy of ``base`` (``os.environ``) with every user directory under ``root``
-    and no gateway configured (so the embedded simulator is used)."""
+    and no gateway configured (so the embedded simulator is used, ``sim_speed`` times
+    its demo speed when given: ``GENWIDGETS_SIM_SPEED``)."""
     env = {k: v for k, v in (base or os.environ).items() if k not in GATEWAY_VARIABLES}
+    env.pop(SIM_SPEED_VARIABLE, None)
+    if sim_speed is not None:
+        env[SIM_SPEED_VARIABLE] = str(sim_speed)
     for name, sub in _ISOLATED_DIRS.items():
         folder = root / sub
         folder.mkdir(parents=True, exist_ok=True)
@@ -120,11 +130,11 @@ def register_kernel(root: Path, env: Mapping[str, str]) -> str:
 
 
 @contextlib.contextmanager
-def isolated_kernel(root: Path) -> Iterator[str]:
+def isolated_kernel(root: Path, *, sim_speed: float | None = None) -> Iterator[str]:
     """Within: this process has the isolated environment of :func:`isolated_environ`
     (nbclient finds the kernel spec through it and the kernel inherits it) and a
     registered kernel, whose name is yielded. The environment is restored after."""
-    env = isolated_environ(root)
+    env = isolated_environ(root, sim_speed=sim_speed)
     saved = dict(os.environ)
     try:
         os.environ.clear()
@@ -296,7 +306,7 @@ class Lessons:
             self.close()
             home = self._home[stem] = self._folders(f"{stem}-home")
             workdir = self._folders(f"{stem}-run")
-            with isolated_kernel(home) as kernel:
+            with isolated_kernel(home, sim_speed=LESSON_SIM_SPEED) as kernel:
                 runs = run_all(source, workdir, kernel_name=kernel)
                 made = _run(source, workdir, next(runs))
             self._open = (stem, runs, workdir)
@@ -315,7 +325,7 @@ class Lessons:
         with contextlib.suppress(Exception):  # the failure is the again test's to report;
             self.again(source)  # the home keeps what ran, and the restart follows
         workdir = self._folders(f"{stem}-restarted")
-        with isolated_kernel(self._home[stem]) as kernel:
+        with isolated_kernel(self._home[stem], sim_speed=LESSON_SIM_SPEED) as kernel:
             return _run(source, workdir, execute(source, workdir, kernel_name=kernel))
 
 

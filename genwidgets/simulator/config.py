@@ -9,6 +9,7 @@ The live switches (``LIVE_FIELDS``) can be changed on a running server with
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -45,6 +46,26 @@ def check_speed(value: Any) -> float:
             f"speed must be > 0 and <= {MAX_SPEED:g} (2 = twice as fast), got {value!r}"
         )
     return speed
+
+
+#: The embedded simulator's speed (the one a client with no address starts): a class
+#: or a test suite may run its demo durations faster. docs/decisions.md#sim-speed.
+ENV_SPEED = "GENWIDGETS_SIM_SPEED"
+
+
+def speed_from_env() -> float:
+    """The speed ``GENWIDGETS_SIM_SPEED`` names (1 when unset or empty); a value that
+    is not a speed is refused, naming the setting."""
+    text = os.environ.get(ENV_SPEED, "").strip()
+    if not text:
+        return 1.0
+    try:
+        return check_speed(float(text))
+    except ValueError:
+        raise ValueError(
+            f"{ENV_SPEED} must be a number > 0 and <= {MAX_SPEED:g} (2 = twice as fast), "
+            f"got {text[:40]!r}"
+        ) from None
 
 
 def check_rate(name: str, value: Any) -> float:

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import SimulatorStartError
 from ..protocol.serving import PARENT_ENV, ThreadedServer, child_of_this_process
 from .app import SimState, create_app
-from .config import SimConfig
+from .config import SimConfig, speed_from_env
 
 __all__ = ["PARENT_ENV", "SimulatorServer", "child_of_this_process", "embedded"]
 
@@ -73,10 +73,15 @@ _embedded_lock = threading.Lock()
 
 
 def embedded() -> SimulatorServer:
-    """The process-wide simulator at demo speed on a free loopback port, started
-    on first use (thread-safe) and shared by every client of the process."""
+    """The process-wide simulator at demo speed (``GENWIDGETS_SIM_SPEED`` times it) on a
+    free loopback port, started on first use (thread-safe) and shared by every client
+    of the process."""
     global _embedded
     with _embedded_lock:
         if _embedded is None or not _embedded.running:
-            _embedded = SimulatorServer(SimConfig(), host="127.0.0.1", port=0).start()
+            try:
+                config = SimConfig(speed=speed_from_env())
+            except ValueError as exc:
+                raise SimulatorStartError(f"the embedded simulator did not start: {exc}") from None
+            _embedded = SimulatorServer(config, host="127.0.0.1", port=0).start()
         return _embedded

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 
 import httpx
@@ -83,3 +86,43 @@ def test_config_repr_hides_the_keys() -> None:
     text = repr(SimConfig(keys=("secret-key-123",)))
     assert "secret-key-123" not in text and "keys=<1>" in text
     assert "secret-key-123" not in repr(SimulatorServer(SimConfig(keys=("secret-key-123",))))
+
+
+def _embedded_in_a_fresh_process(speed: str) -> subprocess.CompletedProcess[str]:
+    """A client with no address in a new process (the embedded simulator is one per
+    process) with ``GENWIDGETS_SIM_SPEED`` set: it prints the simulator's speed."""
+    code = (
+        "import genwidgets as gw\n"
+        "from genwidgets.simulator import embedded\n"
+        "try:\n"
+        "    gw.Client(ledger=False).close()\n"
+        "except gw.GenwidgetsError as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+        "else:\n"
+        "    print(embedded().config.speed)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GENWIDGETS_")}
+    env["GENWIDGETS_SIM_SPEED"] = speed
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("speed", "said"),
+    [
+        ("4", "4.0"),
+        (" 0.5 ", "0.5"),
+        ("", "1.0"),
+        ("fast", "SimulatorStartError the embedded simulator did not start: GENWIDGETS_SIM_SPEED"),
+        ("0", "SimulatorStartError the embedded simulator did not start: GENWIDGETS_SIM_SPEED"),
+        ("nan", "SimulatorStartError the embedded simulator did not start: GENWIDGETS_SIM_SPEED"),
+    ],
+)
+def test_the_embedded_simulators_speed_comes_from_its_setting(speed: str, said: str) -> None:
+    done = _embedded_in_a_fresh_process(speed)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith(said)
+    if "Error" in said:
+        assert "> 0 and <=" in done.stdout and "Traceback" not in done.stderr

@@ -13,8 +13,11 @@ import pytest
 @pytest.fixture(scope="module")
 def jupyter_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A kernel of this virtual environment with every user directory in a temporary
-    folder; nbclient starts a fresh one for each notebook it runs."""
-    with jupyter_env.isolated_kernel(tmp_path_factory.mktemp("jupyter")) as name:
+    folder, its embedded simulator at the lessons' speed (the browser tests, which click
+    while a task runs, keep demo speed); nbclient starts a fresh one for each notebook
+    it runs."""
+    root = tmp_path_factory.mktemp("jupyter")
+    with jupyter_env.isolated_kernel(root, sim_speed=jupyter_env.LESSON_SIM_SPEED) as name:
         yield name
 
 

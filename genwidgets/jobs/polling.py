@@ -162,6 +162,12 @@ def requests_for(
 
 #: a planned poll closer than this share of the target to the last one is skipped
 MIN_GAP_SHARE = 0.25
+#: how fast the timers' lateness estimate follows a later poll, and a less late one:
+#: it rises fast and falls slowly, so it sits near the late end of what timers do
+LAG_RISE, LAG_FALL = 0.2, 0.02
+#: the lateness a poll is brought forward by is at most this share of its wait (the
+#: gateway never sees more than twice the schedule's rate)
+LAG_SHARE_MAX = 0.5
 #: timer slack kept off the notice target by a plan, as a share of the target and at
 #: least PLAN_MARGIN_MIN_S (the round trip comes on top)
 PLAN_MARGIN_SHARE = 1 / 30
@@ -229,6 +235,9 @@ class Schedule:
         #: the status round trip (seconds, a moving average): a poll notices an end
         #: this much after it is sent, so plans keep their gaps this much shorter
         self.latency = 0.0
+        #: how late the polls' timers fire on this machine (seconds, near the late end
+        #: of the recent ones): each wait is that much shorter (docs/decisions.md#timer-lag)
+        self.lag = 0.0
         self._seq = 0
         #: whether this gateway's 202 answers at the result address carry the status
         #: (None: not seen yet); running tasks are polled there while it is not False
@@ -427,6 +436,7 @@ class Timing:
 
     __slots__ = (
         "asked",
+        "due",
         "finished",
         "joined",
         "key",
@@ -454,6 +464,7 @@ class Timing:
         self.released = False
         self.joined = False  # in its key's cohort (on the engine thread, at its first poll)
         self.asked: float | None = None  # when the status request in flight was sent
+        self.due: float | None = None  # when the next poll's timer should fire
         self.position = queue_position
         self.position_fell = False
         # Not queued at creation: assume it runs from now (a later IN_QUEUE corrects it).
@@ -527,7 +538,14 @@ class Timing:
     # ------------------------------------------------------------------ asking
 
     def next_delay(self, failures: int = 0, rng: random.Random | None = None) -> float:
-        """Seconds until the next status request."""
+        """Seconds until the next status request: the schedule's wait, brought forward
+        by how late timers fire here (at most half of it), so the poll lands on time."""
+        wait = self._wait(failures, rng)
+        delay = wait - min(self.schedule.lag, LAG_SHARE_MAX * wait)
+        self.due = self.schedule.clock() + delay
+        return delay
+
+    def _wait(self, failures: int, rng: random.Random | None) -> float:
         schedule = self.schedule
         target = schedule.notice_target
         age = self.age()
@@ -590,7 +608,13 @@ class Timing:
         )
 
     async def before_status(self, *, urgent: bool = False) -> None:
-        """Wait for a slot of the client's status budget."""
+        """Note how late the poll's timer fired (not when it was woken early), then wait
+        for a slot of the client's status budget."""
+        schedule, due, self.due = self.schedule, self.due, None
+        late = None if due is None else schedule.clock() - due
+        if late is not None and late >= 0:
+            weight = LAG_RISE if late > schedule.lag else LAG_FALL
+            schedule.lag += weight * (min(late, 5.0) - schedule.lag)
         budget = self.schedule.budget
         if budget is not None:
             await budget.acquire(0.0 if urgent else self.priority())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import logging
@@ -498,3 +499,41 @@ def test_a_round_trip_near_the_target_is_not_chased_with_a_flood_of_polls() -> N
     assert min(gaps) >= target / 2 - 1e-9
     # the round trip is planned for (more polls), not chased (within a bound)
     assert calm.expected_requests < busy.expected_requests <= 2.2 * calm.expected_requests
+
+
+def test_polls_are_brought_forward_by_how_late_timers_fire_and_an_early_wake_says_nothing() -> None:
+    """A busy machine fires every timer late, and a late poll is late notice: the
+    schedule learns the lateness from its own polls and shortens each wait by it (at
+    most by half), so the polls land when the plan meant them to."""
+    clock = FakeClock()
+    schedule = Schedule(clock=clock)
+    timing = schedule.track("asset-get", {}, 0)
+
+    def poll(late: float) -> float:
+        delay = timing.next_delay(rng=random.Random(0))
+        clock.now += delay + late
+        asyncio.run(timing.before_status())
+        timing.saw("IN_PROGRESS", None, False)
+        return delay
+
+    calm = poll(0.0)
+    assert schedule.lag == 0.0
+    for _ in range(30):
+        poll(0.3)
+    assert 0.25 < schedule.lag <= 0.3
+    # The same wait (the schedule with no history at this age) less the lag learnt.
+    learnt = schedule.lag
+    waited = timing.next_delay(rng=random.Random(0))
+    schedule.lag = 0.0
+    planned = timing.next_delay(rng=random.Random(0))
+    assert waited == pytest.approx(planned - min(learnt, planned / 2))
+    assert calm > 0 and waited < planned
+    # Woken before its timer (a view asked): that says nothing of the timers.
+    schedule.lag = 0.2
+    timing.next_delay(rng=random.Random(0))
+    clock.now += 0.01
+    asyncio.run(timing.before_status())
+    assert schedule.lag == 0.2
+    # A starved machine's seconds of lateness take at most half of each wait.
+    schedule.lag = 5.0
+    assert timing.next_delay(rng=random.Random(0)) >= planned / 2 - 1e-9

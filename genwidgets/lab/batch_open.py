@@ -27,7 +27,6 @@ from .naming import safe_part
 from .outfiles import check_out
 from .progress import progress_mode
 from .resume import restore
-from .row_book import RowBook
 from .run import CONCURRENCY
 from .store import store_for
 
@@ -123,7 +122,7 @@ def open_batch(
     if sending is not None and sending.sending:
         return sending
     check_out(folder, batch_id)
-    book = RowBook(
+    run = Batch(
         plan,
         chosen,
         batch_id=batch_id,
@@ -131,15 +130,15 @@ def open_batch(
         store=store,
         timeout=timeout,
         on_timeout=on_timeout,
+        concurrency=concurrency,
     )
-    run = Batch(book, concurrency=concurrency)
-    restore(run.book)
+    restore(run)
     waiting = [r for r in run.rows if r.state == WAITING]
     plan.budget.check(
         [(r.index, r.endpoint, r.units) for r in waiting], run.spent, f"batch {batch_id}"
     )
     if stored is None:
-        run.book.store_batch()  # the id is this plan's before anything is confirmed
+        run.store_batch()  # the id is this plan's before anything is confirmed
     billed = sum(r.planned.billed for r in waiting)
     run.needs_confirmation = needs_confirmation(billed, confirm_above)
     with _opened_lock:

@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["reconcile", "restore", "show_as_stored"]
 
 
-
 def _records_by_tag(book: RowBook, rows: Sequence[BatchRow]) -> dict[int, list[LedgerRow]]:
     """The ledger's records of each row's create for its attempt, found by its tag
     (:meth:`RowBook.tag`), oldest first."""

@@ -6,7 +6,7 @@ change of a row (:meth:`RowBook.update`) queues its store write (one transaction
 the rows whose task ended, for the finisher; and why sending stopped or paused. The
 sender (:mod:`.batch_send`), the finisher (:mod:`.finish`) and a resume
 (:mod:`.resume`) change rows only through it; the :class:`~genwidgets.lab.batch.Batch`
-owns one and runs the threads. docs/decisions.md#batch-row-states.
+is one, and runs the threads. docs/decisions.md#batch-row-states.
 """
 
 from __future__ import annotations

@@ -16,24 +16,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
-import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._workers import RUNS, Work
-from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
 from .batch_send import send_all
-from .batch_store import CREATED, FAILED, PENDING, SENDING, UNKNOWN, WAITING, BatchStore
+from .batch_store import CREATED, FAILED, PENDING, SENDING, UNKNOWN, WAITING
+from .budget import summed
 from .finish import check_deadlines, finish_row, write_files
-from .progress import Mode, Progress, Snapshot, interrupted, summed
+from .progress import Mode, Progress, Snapshot, interrupted
 from .resume import reconcile
 from .row_book import RowBook
-
-if TYPE_CHECKING:
-    from .._protocols import ClientLike
 
 __all__ = ["Batch", "display_hook"]
 
@@ -53,38 +48,14 @@ class Batch(RowBook):
     """Rows of data sent as tasks, each followed to its files; see the module docstring
     and ``gw.batch``."""
 
-    def __init__(
-        self,
-        plan: BatchPlan,
-        client: ClientLike,
-        *,
-        batch_id: str,
-        out: Path,
-        store: BatchStore,
-        timeout: float | None,
-        on_timeout: str,
-        concurrency: int,
-    ) -> None:
-        super().__init__(
-            plan,
-            client,
-            batch_id=batch_id,
-            out=out,
-            store=store,
-            timeout=timeout,
-            on_timeout=on_timeout,
-        )
-        self.concurrency = concurrency
-        #: whether it waits for :meth:`submit` (billed above ``confirm_above``)
-        self.needs_confirmation = False
-        self.listeners: list[Callable[[], None]] = []
-        #: an error that ended the sender or the finisher (raised by :meth:`wait`)
-        self.error: BaseException | None = None
-        self._sending_since: float | None = None
-        self._settled = threading.Event()
-        self._started = False
-        self._sender: Work | None = None
-        self._finisher: Work | None = None
+    #: whether it waits for :meth:`submit` (billed above ``confirm_above``)
+    needs_confirmation = False
+    #: an error that ended the sender or the finisher (raised by :meth:`wait`)
+    error: BaseException | None = None
+    _sending_since: float | None = None
+    _started = False
+    _sender: Work | None = None
+    _finisher: Work | None = None
 
     # ------------------------------------------------------------------ the API
 
@@ -110,7 +81,7 @@ class Batch(RowBook):
                 return self
             if self.paused is not None:  # asked to go on: the pause ends here
                 self.go_on()
-                self._settled.clear()
+                self.settled.clear()
             self._started = True
         try:
             self.store_batch()
@@ -142,7 +113,7 @@ class Batch(RowBook):
                         f"batch {self.id}: {len(self.rows) - self.snapshot().ended} rows had "
                         f"not ended after {timeout:g} s; they go on (wait again)"
                     )
-                self._settled.wait(TICK if remaining is None else min(TICK, remaining))
+                self.settled.wait(TICK if remaining is None else min(TICK, remaining))
                 face.show(self.snapshot())
         except KeyboardInterrupt:
             self._interrupt()
@@ -186,7 +157,7 @@ class Batch(RowBook):
         if failed:
             self.cancelled = False
             self._started = True
-            self._settled.clear()
+            self.settled.clear()
             self._run()
         return len(failed)
 
@@ -359,14 +330,14 @@ class Batch(RowBook):
     def _ensure_finisher(self) -> None:
         with self.lock:
             if self._finisher is None or not self._finisher.alive():
-                self._settled.clear()
+                self.settled.clear()
                 self._finisher = RUNS.submit(self._finish_all)
 
     def _guarded_sender(self) -> None:
         """The sender: an error pauses the batch with its words (rows reserved and not
         answered are settled as a resume would), never a silent end."""
         try:
-            send_all(self, self.concurrency)
+            send_all(self)
         except Exception as exc:
             self._trouble("sending", exc)
             with self.lock:
@@ -423,7 +394,7 @@ class Batch(RowBook):
             self.write_all()
         except Exception as exc:
             self._trouble("writing the batch's record", exc)
-        self._settled.set()
+        self.settled.set()
         self._changed()
 
     def _finish_one(self, row: BatchRow) -> None:

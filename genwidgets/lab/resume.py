@@ -17,7 +17,7 @@ writes the intent before the create leaves), unless an older genwidgets reserved
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..jobs.ledger import NOT_CREATED
@@ -35,24 +35,39 @@ from .batch_store import (
 from .manifest import read_manifest
 
 if TYPE_CHECKING:
-    from .._protocols import JobLike
+    from .._protocols import ClientLike, JobLike
     from ..jobs.ledger import LedgerRow
     from .batch_row import BatchRow
     from .row_book import RowBook
 
-__all__ = ["reconcile", "restore", "show_as_stored"]
+__all__ = ["followed", "found_by_tag", "reconcile", "restore", "show_as_stored"]
 
 
-def _records_by_tag(book: RowBook, rows: Sequence[BatchRow]) -> dict[int, list[LedgerRow]]:
-    """The ledger's records of each row's create for its attempt, found by its tag
-    (:meth:`RowBook.tag`), oldest first."""
-    ledger = book.client.ledger
-    assert ledger is not None
-    index = {book.tag(r): r.index for r in rows}
+def found_by_tag(client: ClientLike, tags: Mapping[str, int]) -> dict[int, LedgerRow]:
+    """The ledger's record that says most of each create written with one of ``tags``
+    (tag → the row's or cell's index): a task made, else a create whose outcome is
+    unknown, else one that certainly made nothing. Grids and batches find their tasks so."""
+    ledger = client.ledger
+    if ledger is None or not tags:
+        return {}
     found: dict[int, list[LedgerRow]] = {}
-    for record in ledger.tagged(list(index)):
-        found.setdefault(index[str(record.tag)], []).append(record)
-    return found
+    for record in ledger.tagged(list(tags)):
+        found.setdefault(tags[str(record.tag)], []).append(record)
+    return {
+        index: next((r for r in records if r.request_id is not None), None)
+        or next((r for r in records if r.state != NOT_CREATED), records[0])
+        for index, records in found.items()
+    }
+
+
+def followed(client: ClientLike, tasks: Sequence[tuple[str, str]]) -> list[JobLike]:
+    """A job for each existing task (endpoint, request id): a finished one from the
+    ledger (its local files), others re-attached by id (polled, never created)."""
+    finished: dict[str, JobLike] = {}
+    for endpoint in dict.fromkeys(endpoint for endpoint, _ in tasks):
+        for job in client.history(endpoint, status="finished"):
+            finished[str(job.request_id)] = job
+    return [finished.get(rid) or client.job(endpoint, rid) for endpoint, rid in tasks]
 
 
 def _tags_since(book: RowBook) -> float:
@@ -61,16 +76,6 @@ def _tags_since(book: RowBook) -> float:
     assert ledger is not None
     said = ledger.query("SELECT value FROM meta WHERE key = 'tags_since'")
     return float(said[0][0]) if said else 0.0
-
-
-def _best(records: list[LedgerRow]) -> LedgerRow | None:
-    """The ledger record that says most of a row's create: a task made, else a create
-    whose outcome is unknown, else one that certainly made nothing."""
-    return (
-        next((r for r in records if r.request_id is not None), None)
-        or next((r for r in records if r.state != NOT_CREATED), None)
-        or next(iter(records), None)
-    )
 
 
 def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
@@ -83,10 +88,10 @@ def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
                 row.error = "outcome unknown: no ledger to say whether its create left"
                 book.update(row, UNKNOWN)
             return
-    records = _records_by_tag(book, rows)
+    records = found_by_tag(book.client, {book.tag(r): r.index for r in rows})
     tagged_since = _tags_since(book) if len(records) < len(rows) else 0.0
     for row in rows:
-        record = _best(records.get(row.index, []))
+        record = records.get(row.index)
         with book.lock:
             if record is None and (row.reserved_at or 0.0) < tagged_since:
                 row.error = (
@@ -115,14 +120,8 @@ def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
 def _attach_all(book: RowBook, rows: Sequence[tuple[BatchRow, str]]) -> None:
     """Follow existing tasks: finished ones from the ledger (their local files), others
     re-attached by id (polled, never created)."""
-    if not rows:
-        return
-    finished: dict[str, JobLike] = {}
-    for endpoint in dict.fromkeys(r.endpoint for r, _ in rows):
-        for job in book.client.history(endpoint, status="finished"):
-            finished[str(job.request_id)] = job
-    for row, request_id in rows:
-        job = finished.get(request_id) or book.client.job(row.endpoint, request_id)
+    jobs = followed(book.client, [(row.endpoint, request_id) for row, request_id in rows])
+    for (row, _), job in zip(rows, jobs, strict=True):
         keep = row.state if row.state == LEFT else CREATED
         with book.lock:
             book.attach(row, job, created_at=job.submitted_at)

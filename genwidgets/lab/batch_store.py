@@ -93,6 +93,8 @@ _SCHEMA = (
     PRIMARY KEY (batch_id, idx, attempt, kind)
 )""",
 )
+_BATCHES = "SELECT id, gateway, endpoint, created_at, out, digest, description FROM batches"
+_COUNTS = "SELECT state, COUNT(*) FROM batch_rows WHERE batch_id = ? GROUP BY state"
 
 
 def what_differs(stored: Mapping[str, Any], planned: Mapping[str, Any]) -> str:
@@ -245,44 +247,22 @@ class BatchStore(TableStore):
         return taken
 
     def summary(self, batch_id: str) -> BatchRecord | None:
-        found = self._read(
-            "SELECT id, gateway, endpoint, created_at, out, digest, description FROM batches "
-            "WHERE id = ?",
-            (batch_id,),
-        )
-        return self._summaries(found)[0] if found else None
+        found = self._summaries(self._read(_BATCHES + " WHERE id = ?", (batch_id,)))
+        return found[0] if found else None
 
     def _summaries(self, found: list[tuple[Any, ...]]) -> list[BatchRecord]:
-        out = []
-        for bid, gateway, endpoint, created_at, where, digest, description in found:
-            counts = dict(
-                self._read(
-                    "SELECT state, COUNT(*) FROM batch_rows WHERE batch_id = ? GROUP BY state",
-                    (bid,),
-                )
+        """Each batch row as a record, with its rows counted per state."""
+        records = []
+        for bid, gateway, endpoint, at, out, digest, text in found:
+            counts = dict(self._read(_COUNTS, (bid,)))
+            records.append(
+                BatchRecord(bid, gateway, endpoint, at, out, digest, json.loads(text), counts)
             )
-            out.append(
-                BatchRecord(
-                    bid,
-                    gateway,
-                    endpoint,
-                    created_at,
-                    where,
-                    digest,
-                    json.loads(description),
-                    counts,
-                )
-            )
-        return out
+        return records
 
     def batches(self, gateway: str | None = None) -> list[BatchRecord]:
         """Every stored batch (of ``gateway``), newest first, with its rows per state."""
-        sql = "SELECT id, gateway, endpoint, created_at, out, digest, description FROM batches"
-        params: tuple[Any, ...] = ()
-        if gateway is not None:
-            sql += " WHERE gateway = ?"
-            params = (gateway,)
-        return self._summaries(self._read(sql + " ORDER BY created_at DESC, rowid DESC", params))
+        return self._summaries(self._newest(_BATCHES, gateway))
 
     def rows(self, batch_id: str, only: Collection[int] | None = None) -> list[RowRecord]:
         """The stored rows of a batch (``only`` those indices), in order."""
@@ -408,6 +388,3 @@ class BatchStore(TableStore):
                     )
 
         self._write(write)
-
-    def ids(self) -> list[str]:
-        return [r[0] for r in self._read("SELECT id FROM batches ORDER BY created_at DESC")]

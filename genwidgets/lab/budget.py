@@ -12,14 +12,14 @@ kernels share the budget. docs/decisions.md#batch-budget.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BudgetExceeded, PayloadError
 from .cost import UNITS
 
-__all__ = ["MONEY", "MONEY_WORDS", "Budget", "make_budget", "over_cap", "plain_amount"]
+__all__ = ["MONEY", "MONEY_WORDS", "Budget", "make_budget", "over_cap", "plain_amount", "summed"]
 
 #: the kind a budget in money is kept under
 MONEY = "money"
@@ -28,6 +28,15 @@ MONEY = "money"
 MONEY_WORDS = "price units"
 _KINDS = ", ".join(UNITS)
 _PRICE_KEYS = ", ".join(UNITS.values())
+
+
+def summed(charges: Iterable[Mapping[str, float | None]]) -> dict[str, float]:
+    """Per kind, the sum of ``charges`` (each row's units; an uncounted one is 0)."""
+    total: dict[str, float] = {}
+    for units in charges:
+        for kind, amount in units.items():
+            total[kind] = total.get(kind, 0.0) + (amount or 0.0)
+    return total
 
 
 def plain_amount(value: float) -> str:

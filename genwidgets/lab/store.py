@@ -245,6 +245,12 @@ class TableStore:
             self._bring_up_to_date(conn)
         return self.tables.query(sql, params)
 
+    def _newest(self, sql: str, gateway: str | None) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` over a table of ``gateway`` and ``created_at`` columns, newest
+        first (of ``gateway`` only, when given)."""
+        where, params = (" WHERE gateway = ?", (gateway,)) if gateway is not None else ("", ())
+        return self._read(f"{sql}{where} ORDER BY created_at DESC, rowid DESC", params)
+
     def close(self) -> None:
         """Close the ledger this store opened (a client's ledger is the client's to close)."""
         if self._owned is not None:
@@ -351,12 +357,7 @@ class GridStore(TableStore):
         )
 
     def ids(self, gateway: str | None = None) -> list[str]:
-        sql = "SELECT id FROM grids"
-        params: tuple[Any, ...] = ()
-        if gateway is not None:
-            sql += " WHERE gateway = ?"
-            params = (gateway,)
-        return [r[0] for r in self._read(sql + " ORDER BY created_at DESC, rowid DESC", params)]
+        return [r[0] for r in self._newest("SELECT id FROM grids", gateway)]
 
     def get(self, grid_id: str) -> GridRecord | None:
         found = self._read(

@@ -76,7 +76,6 @@ def finish_row(book: RowBook, row: BatchRow) -> None:
         kind = f"{result.error_type}: " if result.error_type else ""
         error = f"{kind}{result.error or result.status}"
     with book.lock:
-        row.follow_at = None
         if row.timed_out:
             row.error = f"timed out after {book.timeout:g} s; cancelled at the gateway ({error})"
             book.update(row, TIMED_OUT)
@@ -105,14 +104,13 @@ def _write(book: RowBook, row: BatchRow, result: object) -> None:
         )
     except (OSError, GenwidgetsError, ValueError) as exc:
         with book.lock:
-            row.follow_at = None
             row.error = (
                 f"done at the gateway; its files were not written: {type(exc).__name__}: {exc}"
             )
             book.update(row, PENDING)
         return
     with book.lock:
-        row.files, row.error, row.follow_at = files, None, None
+        row.files, row.error = files, None
         book.update(row, DONE)
 
 
@@ -129,7 +127,6 @@ def _lost_contact(book: RowBook, row: BatchRow, why: str) -> None:
         else:
             deadline = row.lost_since + CONTACT_PATIENCE
         if now >= deadline:
-            row.follow_at = None
             row.error = (
                 f"contact lost ({why}); the task may still run or be done. Running the batch "
                 "again re-attaches it (no new create)"
@@ -149,7 +146,6 @@ def follow_again(book: RowBook, row: BatchRow) -> None:
         job = book.client.job(row.endpoint, row.request_id)
     except GenwidgetsError as exc:  # the client is closed: the task may still run
         with book.lock:
-            row.follow_at = None
             row.error = f"contact lost: {type(exc).__name__}: {exc}; the task may still run"
             book.update(row, UNKNOWN)
         return

@@ -102,11 +102,13 @@ class RowBook:
 
     def update(self, row: BatchRow, state: str, *, release: bool = False) -> None:
         """Change a row (under the lock): queue its store write and its manifest line;
-        ``release`` gives back what its reservation held of the budget."""
+        ``release`` gives back what its reservation held of the budget. A row ended is
+        followed again no more."""
         row.state = state
         if state == WAITING:
             self.cursor = min(self.cursor, row.index)
         if state in ENDED:
+            row.follow_at = None
             row.ended_at = time.time()
             self.ends.append(time.monotonic())
         self._pending.append(

@@ -1,17 +1,12 @@
-"""Resuming a batch: what its store and the ledger say of each row, before anything is sent.
+"""Resuming a batch: what its store, its manifest and the ledger say of each row, before
+anything is sent.
 
-Running the same batch again (same id) after a crash, a kernel restart or Ctrl-C: a row
-another process still sending the batch holds (reserved by a ledger owner that lives) is
-left to it; a row ``done`` whose files are all there stays done; a row ``created`` is
-re-attached (its result from the ledger when finished, else polled again, never created
-again); a row ``sending`` (reserved when the process stopped) is first looked up in the
-manifest, whose lines are flushed at once: its create's answer for this attempt there
-(the store's and the ledger's writers had not caught up) → re-attached by that id; else
-found in the ledger by the tag its intent was written with (batch, row, attempt):
-created → re-attached, certainly not created → sent again, anything else → ``unknown``,
-listed and never resent. A reserved row with no ledger record never left (the ledger
-writes the intent before the create leaves), unless an older genwidgets reserved it
-(its intents had no tag): ``unknown``. docs/decisions.md#batch-resume.
+A row another live process is sending is left to it. A row whose task exists is
+re-attached (its result from the ledger when finished, else polled), never created
+again; a reserved row is looked up in the manifest, then in the ledger by the tag its
+create's intent was written with: a create that may have left is ``unknown`` (listed,
+never resent), and only one that certainly made nothing is sent again. The table of
+stored states and what a re-run does with each: docs/decisions.md#batch-resume.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import Any
 from .._config import redact, shown_path
 from ..errors import PayloadError
 from .budget import over_cap
+from .problems import problem
 from .store import TableStore
 
 __all__ = [
@@ -118,15 +119,11 @@ def what_differs(stored: Mapping[str, Any], planned: Mapping[str, Any]) -> str:
 
 def id_taken(batch_id: str, stored: dict[str, Any], planned: dict[str, Any]) -> PayloadError:
     """The refusal of a plan whose id names another batch's contents."""
-    return PayloadError(
-        [
-            {
-                "loc": ("id",),
-                "msg": f"batch {batch_id!r} was planned with other contents: "
-                f"{what_differs(stored, planned)}. Give another id= (or none: one is "
-                "derived from the rows), or the same rows and template to resume it",
-            }
-        ]
+    return problem(
+        "id",
+        f"batch {batch_id!r} was planned with other contents: "
+        f"{what_differs(stored, planned)}. Give another id= (or none: one is "
+        "derived from the rows), or the same rows and template to resume it",
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import BudgetExceeded, PayloadError
 from .cost import UNITS
+from .problems import problem
 
 __all__ = ["MONEY", "MONEY_WORDS", "Budget", "make_budget", "over_cap", "plain_amount", "summed"]
 
@@ -73,7 +74,7 @@ def _number(value: Any, what: str) -> float:
     if number is None:
         big = isinstance(value, int) and not isinstance(value, bool)
         shown = "an integer past 1.8e308" if big else repr(value)
-        raise PayloadError([{"loc": ("budget",), "msg": f"{what} is a number, not {shown}"}])
+        raise problem("budget", f"{what} is a number, not {shown}")
     return number
 
 
@@ -81,9 +82,7 @@ def _prices(prices: Any, endpoints: Sequence[str]) -> dict[str, dict[str, float]
     """The price table checked: every endpoint of the plan priced, each price a number
     0 or more under a key of :data:`~.cost.UNITS`."""
     if not isinstance(prices, Mapping):
-        raise PayloadError(
-            [{"loc": ("prices",), "msg": "prices is a dict: endpoint -> {'per_second': 0.08}"}]
-        )
+        raise problem("prices", "prices is a dict: endpoint -> {'per_second': 0.08}")
     problems = []
     table: dict[str, dict[str, float]] = {}
     for endpoint, entry in prices.items():
@@ -238,16 +237,12 @@ def make_budget(budget: Any, prices: Any, kinds: Sequence[str], endpoints: Seque
             raise PayloadError(problems)
         return Budget(caps, table)
     if not table:
-        raise PayloadError(
-            [
-                {
-                    "loc": ("budget",),
-                    "msg": f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
-                    "amount of money together with prices={endpoint: {'per_second': ...}}",
-                }
-            ]
+        raise problem(
+            "budget",
+            f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
+            "amount of money together with prices={endpoint: {'per_second': ...}}",
         )
     amount = _number(budget, "a budget in money")
     if amount < 0:
-        raise PayloadError([{"loc": ("budget",), "msg": "a budget is 0 or more"}])
+        raise problem("budget", "a budget is 0 or more")
     return Budget({MONEY: amount}, table)

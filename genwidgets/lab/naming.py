@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PayloadError
+from .problems import problem
 
 __all__ = [
     "DEFAULT_NAMES",
@@ -190,9 +191,7 @@ class NameTemplate:
         try:
             rendered = self.text.format_map(values)
         except (ValueError, TypeError, KeyError, IndexError) as exc:
-            raise PayloadError(
-                [{"loc": (where or f"row {index}", "filenames"), "msg": f"{self.text!r}: {exc}"}]
-            ) from None
+            raise problem((where or f"row {index}", "filenames"), f"{self.text!r}: {exc}") from None
         name = _tidy(rendered)
         if name.startswith("."):  # nothing before the extension (an emoji-only prompt)
             row_part = f"{index:05d}" if isinstance(index, int) else values["row"]
@@ -225,4 +224,4 @@ def file_name(stem: str, ext: str, output: int, outputs: int) -> str:
 
 
 def _bad(msg: str) -> PayloadError:
-    return PayloadError([{"loc": ("filenames",), "msg": msg}])
+    return problem("filenames", msg)

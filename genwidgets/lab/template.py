@@ -26,6 +26,7 @@ from ..catalog.fields import field_named
 from ..errors import PayloadError
 from .axes import field_type, set_field, typed_value
 from .mapping import ENDPOINT_AXIS
+from .problems import problem
 from .rows import row_loc
 
 if TYPE_CHECKING:
@@ -171,7 +172,7 @@ def _format_columns(field: str, text: str, columns: Sequence[str]) -> list[str]:
 
 
 def _bad(field: str, msg: str) -> PayloadError:
-    return PayloadError([{"loc": ("template", field), "msg": msg}])
+    return problem(("template", field), msg)
 
 
 def _field_kind(field: str, specs: Sequence[EndpointSpec]) -> type | None:
@@ -208,14 +209,10 @@ def build_template(
                 if (close := difflib.get_close_matches(c, sorted(specs[0].known_names), n=1))
             ]
             hint = f" ({'; '.join(typos)}, misspelled)" if typos else ""
-            raise PayloadError(
-                [
-                    {
-                        "loc": ("template",),
-                        "msg": f"no column is named like a field of {endpoint} ({fields}){hint}; "
-                        "name the columns so, or give template={'prompt': '{text}'}",
-                    }
-                ],
+            raise problem(
+                "template",
+                f"no column is named like a field of {endpoint} ({fields}){hint}; "
+                "name the columns so, or give template={'prompt': '{text}'}",
                 endpoint=endpoint,
             )
         given = {c: "{" + c + "}" for c in chosen}

@@ -274,15 +274,6 @@ class BatchStore(TableStore):
             for i, e, p, s, a, rid, err, f, at, who in found
         ]
 
-    @property
-    def owner(self) -> str | None:
-        """The owner this store's reservations take (None without a ledger)."""
-        return self.tables.owner
-
-    def alive_owners(self) -> set[str]:
-        """The owners (``RowRecord.owner``) whose process still runs."""
-        return self.tables.alive_owners()
-
     def spent(self, batch_id: str) -> dict[str, float]:
         """What the batch's rows have taken, per billed kind (every attempt but those
         given back)."""

@@ -169,7 +169,8 @@ def restore(book: RowBook) -> None:
     reserved: list[BatchRow] = []
     attach: list[tuple[BatchRow, str]] = []
     going = {r.state for r in records.values()} & {SENDING, CREATED}
-    others = book.store.alive_owners() - {book.store.owner} if going else set()
+    tables = book.store.tables  # a reservation's owner is a ledger's (``RowRecord.owner``)
+    others = tables.alive_owners() - {tables.owner} if going else set()
     with book.lock:
         book.spent = book.store.spent(book.id)
         for row in book.rows:

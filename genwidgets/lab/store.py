@@ -42,7 +42,6 @@ __all__ = [
     "Tables",
     "restore_plan",
     "store_for",
-    "store_path",
 ]
 
 #: grids (the JSON description: base payload scrubbed as the ledger scrubs, axes,
@@ -145,14 +144,6 @@ def _no_table(exc: Exception) -> bool:
 def _no_column(exc: Exception) -> bool:
     """Whether an error says a column is not in the file's table (an older file)."""
     return "no such column" in str(exc) or "has no column named" in str(exc)
-
-
-def store_path(client: ClientLike) -> Path | None:
-    """The SQLite file grids live in: the client's ledger file, or None (memory).
-
-    The one place that knows where the ledger keeps its file."""
-    ledger = client.ledger
-    return Path(ledger.path) if ledger is not None else None
 
 
 @dataclass(frozen=True)
@@ -413,8 +404,8 @@ def store_for(client: ClientLike, kind: type[S]) -> S: ...
 def store_for(client: ClientLike, kind: type[TableStore] = GridStore) -> TableStore:
     """The store of ``kind`` (grids by default) of a client's ledger file, one per
     file per process, made here."""
-    path = store_path(client)
-    key = str(path.resolve()) if path is not None else f"memory:{id(client)}"
+    ledger = client.ledger
+    key = str(Path(ledger.path).resolve()) if ledger is not None else f"memory:{id(client)}"
     with _stores_lock:
         store = _stores.get((kind, key))
         if store is None:

@@ -131,11 +131,8 @@ class BatchRow:
 
     @property
     def status(self) -> str:
-        """``waiting``, ``sending``, ``queued``, ``running``, ``done``, ``files pending``
-        (done at the gateway, its files not written), ``failed`` (by the gateway),
-        ``cancelled``, ``timed out``, ``unknown`` (its create's answer, or contact with
-        its task, was lost: listed, never resent), ``left running`` (past its deadline
-        with ``on_timeout="leave"``), or ``contact lost`` while it is followed again."""
+        """The word people read: one of :data:`STATUSES`, a created task's queue or run
+        shown (the table of them: docs/decisions.md#batch-row-states)."""
         if self.state != CREATED:
             return _WORDS.get(self.state, self.state)
         if self.follow_at is not None:

@@ -1,13 +1,10 @@
 """A batch's rows at their end: files written, failures said by meaning, deadlines kept.
 
-Run on the batch's finisher thread (never the engine's). :func:`finish_row` sorts an
-ended task by what ended it: the gateway's word (done: its files are written into the
-batch's folder, or, when the folder or the disk refuses them, ``files pending`` with its
-outputs kept in the ledger; failed; cancelled; timed out), or lost contact (the task
-may still run: followed again with backoff until the row's deadline, then ``unknown``
-with its request id, re-attached by running the batch again). A fault is never a
-failed task. :func:`check_deadlines` cancels (or leaves) rows past ``timeout`` and
-follows lost rows again when due. docs/decisions.md#batch-row-states.
+Run on the batch's finisher thread (never the engine's). A fault is never a failed task:
+only the gateway's word fails a row; a folder or a disk that refuses its files leaves it
+``files pending`` (its outputs kept), and lost contact follows the task again with
+backoff until the row's deadline, then ``unknown`` with its request id (re-attached by
+running the batch again). docs/decisions.md#batch-row-states.
 """
 
 from __future__ import annotations

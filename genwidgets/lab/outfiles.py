@@ -87,19 +87,16 @@ def _claim(partial: Path, target: Path, own: Collection[str], batch: str, row: i
         try:
             os.link(partial, candidate)
         except FileExistsError:
-            if _ours(candidate, partial, own, batch, row):
-                os.replace(partial, candidate)
-                return candidate
-            candidate = target.with_name(f"{target.stem}~{n}{target.suffix}")
-            continue
+            held = not _ours(candidate, partial, own, batch, row)
         except OSError:  # no hard links here (some network or FAT file systems)
-            if candidate.exists() and not _ours(candidate, partial, own, batch, row):
-                candidate = target.with_name(f"{target.stem}~{n}{target.suffix}")
-                continue
+            held = candidate.exists() and not _ours(candidate, partial, own, batch, row)
+        else:
+            partial.unlink(missing_ok=True)
+            return candidate
+        if not held:  # free, or this row's own earlier file: replaced
             os.replace(partial, candidate)
             return candidate
-        partial.unlink(missing_ok=True)
-        return candidate
+        candidate = target.with_name(f"{target.stem}~{n}{target.suffix}")
     raise OSError(f"no free name for {target.name} after {MAX_SUFFIX} tries")
 
 

@@ -1,15 +1,10 @@
 """File names of a batch's outputs, from a name template.
 
 The default, ``{row:05d}-{slug}-{seed}.{ext}``, names a file by its row, a short safe
-form of its prompt (``slug``) and its seed: ``00003-a-red-fox-in-snow-42.png``. A
-template may use ``row``, ``slug``, ``seed``, ``endpoint``, ``kind``, ``ext``,
-``output`` (the output's number within its row, from 1) and any column of the row.
-Every substituted value is made safe for a file name; a name is one file name (no
-folder) that Linux, macOS and Windows all take (:func:`portable`), and no two rows may
-share one, as a case-insensitive, normalising disk compares them (:func:`name_key`,
-checked before anything is sent). A row
-with several outputs and no ``{output}`` gets ``-2``, ``-3``... after its first
-file's name. docs/decisions.md#batch-files.
+form of its prompt (``slug``) and its seed: ``00003-a-red-fox-in-snow-42.png``. Every
+name is one that Linux, macOS and Windows all take (:func:`portable`), and no two rows
+share one as a case-insensitive, normalising disk compares them (:func:`name_key`,
+checked before anything is sent). The fields and the rules: docs/decisions.md#batch-files.
 """
 
 from __future__ import annotations

@@ -2,14 +2,9 @@
 
 ``template`` maps a field (a name or a dotted path, in the terms of the batch's
 endpoint) to a constant or to a format string over the row's columns
-(``{"prompt": "{text}, watercolor", "seed": "{seed}", "n": 1}``). A format string's
-result is typed by its field as grid values are (:func:`~.axes.typed_value`:
-``"{seed}"`` becomes the integer the field takes); a string that is exactly one
-``{column}`` takes the row's value whole (a JSONL number stays a number, an empty
-cell leaves the field unset). Columns named like fields of the batch's endpoint fill
-the fields the template leaves out (the template wins where both set one); with no
-template, they are the payload. ``{row}`` is the row's number.
-docs/decisions.md#batch-template.
+(``{"prompt": "{text}, watercolor", "seed": "{seed}", "n": 1}``), typed by its field as
+grid values are; with none, the columns named like fields are the payload. How values
+are typed, and why a field no endpoint has is refused: docs/decisions.md#batch-template.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from ..catalog.introspect import leaves, literal_choices, models_in
 from ..errors import EndpointNotFound, PayloadError
 from ..imgm import plain_text
 from .mapping import ENDPOINT_AXIS
+from .problems import problem
 
 if TYPE_CHECKING:
     from ..catalog import EndpointSpec
@@ -182,15 +183,14 @@ def field_type(
         known = sorted({f.wire for m in parents for f in fields_of(m)})
         close = difflib.get_close_matches(missing, known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise PayloadError(
-            [{"loc": (where, ".".join(path)), "msg": f"unknown field {missing!r}{hint}"}],
-            endpoint=endpoint,
+        raise problem(
+            (where, ".".join(path)), f"unknown field {missing!r}{hint}", endpoint=endpoint
         )
     return _scalar_type(reached[-1][0].annotation)
 
 
 def _bad(field: str, msg: str, endpoint: str | None) -> PayloadError:
-    return PayloadError([{"loc": ("axis", field), "msg": msg}], endpoint=endpoint)
+    return problem(("axis", field), msg, endpoint=endpoint)
 
 
 def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | None) -> list[Any]:
@@ -297,14 +297,8 @@ def make_axis(
     if isinstance(spec, Axis):
         return spec
     if not isinstance(spec, (tuple, list)) or len(spec) != 2 or not isinstance(spec[0], str):
-        raise PayloadError(
-            [
-                {
-                    "loc": ("axis",),
-                    "msg": f"an axis is (field, values), not {spec!r}; {ACCEPTED_FORMS}",
-                }
-            ],
-            endpoint=endpoint,
+        raise problem(
+            "axis", f"an axis is (field, values), not {spec!r}; {ACCEPTED_FORMS}", endpoint=endpoint
         )
     field, raw = spec[0].strip(), spec[1]
     if field == ENDPOINT_AXIS:

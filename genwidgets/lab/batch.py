@@ -1,12 +1,12 @@
 """A batch at work: rows sent through the one batch sender, followed, written out, kept.
 
-:class:`Batch` is the plain-Python ``gw.batch``. Its rows and every change of them live
-in its :class:`~.row_book.RowBook`; it runs two pieces of work on the package's worker
+:class:`Batch` is the plain-Python ``gw.batch``: a :class:`~.row_book.RowBook` (its rows
+and the one way to change them) that runs two pieces of work on the package's worker
 threads: the sender (:func:`~.batch_send.send_all`: waiting rows a chunk at a time,
 reserved in the ledger's file so the budget's cap holds across processes, sent with
 ``client.send_many``) and the finisher (each ended row's files into ``out`` with their
 provenance, the manifest, the store, each row's deadline). Engine callbacks only queue
-a row or mark the book changed: nothing here waits on the engine while it holds a lock,
+a row or mark the batch changed: nothing here waits on the engine while it holds a lock,
 and no engine callback waits on a view. Resuming, budgets, files:
 docs/decisions.md#batches.
 """
@@ -16,24 +16,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
-import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._workers import RUNS, Work
-from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
 from .batch_send import send_all
-from .batch_store import CREATED, FAILED, PENDING, SENDING, UNKNOWN, WAITING, BatchStore
+from .batch_store import CREATED, FAILED, PENDING, SENDING, UNKNOWN, WAITING
+from .budget import summed
 from .finish import check_deadlines, finish_row, write_files
-from .progress import Mode, Progress, Snapshot, interrupted, summed
+from .progress import Mode, Progress, Snapshot, interrupted
 from .resume import reconcile
 from .row_book import RowBook
-
-if TYPE_CHECKING:
-    from .._protocols import ClientLike
 
 __all__ = ["Batch", "display_hook"]
 
@@ -49,54 +44,24 @@ RATE_WINDOW = 60.0
 STOP_WAIT = 15.0
 
 
-class Batch:
+class Batch(RowBook):
     """Rows of data sent as tasks, each followed to its files; see the module docstring
     and ``gw.batch``."""
 
-    def __init__(
-        self, book: RowBook, *, concurrency: int, needs_confirmation: bool = False
-    ) -> None:
-        self.book = book
-        self.plan: BatchPlan = book.plan
-        self.client: ClientLike = book.client
-        self.id = book.id
-        self.out: Path = book.out
-        self.store: BatchStore = book.store
-        self.concurrency = concurrency
-        self.needs_confirmation = needs_confirmation
-        self.rows = self.book.rows
-        self.manifest = self.book.manifest
-        self.listeners: list[Callable[[], None]] = []
-        #: an error that ended the sender or the finisher (raised by :meth:`wait`)
-        self.error: BaseException | None = None
-        self._lock = self.book.lock
-        self._sending_since: float | None = None
-        self._settled = threading.Event()
-        self._started = False
-        self._sender: Work | None = None
-        self._finisher: Work | None = None
+    #: whether it waits for :meth:`submit` (billed above ``confirm_above``)
+    needs_confirmation = False
+    #: an error that ended the sender or the finisher (raised by :meth:`wait`)
+    error: BaseException | None = None
+    _sending_since: float | None = None
+    _started = False
+    _sender: Work | None = None
+    _finisher: Work | None = None
 
     # ------------------------------------------------------------------ the API
 
     @property
     def endpoint(self) -> str:
         return self.plan.endpoint
-
-    timeout = property(lambda self: self.book.timeout, doc="seconds a row may take once created")
-    on_timeout = property(lambda self: self.book.on_timeout, doc="past it: cancel, or leave")
-    spent = property(lambda self: self.book.spent, doc="what the rows sent hold, per kind")
-    stopped = property(
-        lambda self: self.book.stopped,
-        doc="why sending stopped before every row was sent (the budget's cap, a cancel)",
-    )
-    paused = property(
-        lambda self: self.book.paused,
-        doc="why sending paused; set, nothing more is sent until :meth:`submit`",
-    )
-    problem = property(
-        lambda self: self.book.problem,
-        doc="the last trouble of a background thread (recorded, shown, never fatal)",
-    )
 
     @property
     def started(self) -> bool:
@@ -111,17 +76,17 @@ class Batch:
     def submit(self) -> Batch:
         """Send what waits (the plan's confirmation, or going on after a pause); a
         second call does nothing more."""
-        with self._lock:
+        with self.lock:
             if self._started and self.paused is None:
                 return self
             if self.paused is not None:  # asked to go on: the pause ends here
-                self.book.go_on()
-                self._settled.clear()
+                self.go_on()
+                self.settled.clear()
             self._started = True
         try:
-            self.book.store_batch()
+            self.store_batch()
         except BaseException:
-            with self._lock:
+            with self.lock:
                 self._started = False
             raise
         self._run()
@@ -148,7 +113,7 @@ class Batch:
                         f"batch {self.id}: {len(self.rows) - self.snapshot().ended} rows had "
                         f"not ended after {timeout:g} s; they go on (wait again)"
                     )
-                self._settled.wait(TICK if remaining is None else min(TICK, remaining))
+                self.settled.wait(TICK if remaining is None else min(TICK, remaining))
                 face.show(self.snapshot())
         except KeyboardInterrupt:
             self._interrupt()
@@ -163,11 +128,11 @@ class Batch:
     def cancel(self) -> int:
         """Stop sending and ask the gateway to cancel every row still running; returns
         how many were asked. Rows never sent stay waiting (a resume sends them)."""
-        self.book.stop.set()
-        self.book.cancelled = True
-        with self._lock:
-            if self._started and self.stopped is None and self.book.waiting():
-                self.book.stopped = "cancelled: rows not sent wait"
+        self.stop.set()
+        self.cancelled = True
+        with self.lock:
+            if self._started and self.stopped is None and self.waiting():
+                self.stopped = "cancelled: rows not sent wait"
             running = [r for r in self.rows if r.state == CREATED and r.job is not None]
             for row in running:
                 row.user_cancelled = True
@@ -180,19 +145,19 @@ class Batch:
     def retry_failed(self) -> int:
         """Send the failed rows again (a new attempt each, counted by the budget);
         returns how many."""
-        with self._lock:
+        with self.lock:
             failed = [r for r in self.rows if r.state == FAILED]
             for row in failed:
                 row.error, row.request_id, row.job = None, None, None
                 row.files, row.timed_out, row.rate_limited = [], False, 0
-                self.book.update(row, WAITING)  # the manifest's last line of it says so too
+                self.update(row, WAITING)  # the manifest's last line of it says so too
             if failed:  # an ask to send: a pause or a stop ends with it, never without
-                self.book.go_on()
-        self.book.flush()
+                self.go_on()
+        self.flush()
         if failed:
-            self.book.cancelled = False
+            self.cancelled = False
             self._started = True
-            self._settled.clear()
+            self.settled.clear()
             self._run()
         return len(failed)
 
@@ -200,9 +165,9 @@ class Batch:
         """Write the files of rows done at the gateway whose files could not be written
         (``files pending``: a read-only folder, a full disk), from their kept outputs,
         with no new create; returns how many are done now."""
-        with self._lock:
+        with self.lock:
             pending = [r for r in self.rows if r.state == PENDING]
-        written = write_files(self.book, pending)
+        written = write_files(self, pending)
         self._ensure_finisher()  # a row polled again is finished by it
         self._final_write()
         return written
@@ -210,9 +175,9 @@ class Batch:
     @property
     def finished(self) -> bool:
         """Every row has ended, or sending stopped and every sent row has ended."""
-        with self._lock:
+        with self.lock:
             sending = self._sender is not None and self._sender.alive()
-            if sending or not self.book.ended.empty():
+            if sending or not self.ended.empty():
                 return False
             for row in self.rows:
                 if row.state in (SENDING, CREATED):
@@ -242,8 +207,8 @@ class Batch:
         """The batch's progress now (counts, spend, rate, time left)."""
         counts = self.counts()
         now = time.monotonic()
-        ends_at = self.book.ends
-        with self._lock:
+        ends_at = self.ends
+        with self.lock:
             while ends_at and now - ends_at[0] > RATE_WINDOW:
                 ends_at.popleft()
             ends = list(ends_at)
@@ -259,7 +224,7 @@ class Batch:
             total=len(self.rows),
             counts=counts,
             spent=spent,
-            billed=summed(self.book.charges(r) for r in self.rows if r.status == "done"),
+            billed=summed(self.charges(r) for r in self.rows if r.status == "done"),
             rate=rate,
             eta=left / rate if rate else None,
             stopped=self.stopped,
@@ -324,7 +289,7 @@ class Batch:
 
     def _changed(self) -> None:
         """Tell the listeners (views), each guarded: a broken view never stops a batch."""
-        self.book.dirty = False
+        self.dirty = False
         for listener in list(self.listeners):
             try:
                 listener()
@@ -334,10 +299,10 @@ class Batch:
     def _trouble(self, what: str, exc: BaseException) -> None:
         """A background thread's error: recorded, logged once, shown; the run goes on."""
         text = f"{what}: {type(exc).__name__}: {exc}"
-        if text != self.book.problem:
+        if text != self.problem:
             log.warning("genwidgets: batch %s: %s", self.id, text)
-        self.book.problem = text
-        self.book.dirty = True
+        self.problem = text
+        self.dirty = True
 
     def _final_write(self) -> None:
         """The store and both manifests, written once every row's last change is in:
@@ -345,57 +310,57 @@ class Batch:
         finisher = self._finisher
         if finisher is not None:
             finisher.join(STOP_WAIT)  # at once on the finisher itself
-        self.book.write_all()
+        self.write_all()
 
     # ------------------------------------------------------------------ threads
 
     def _run(self) -> None:
         """Start the sender (when rows wait) and the finisher, if not running."""
-        with self._lock:
+        with self.lock:
             if self._sending_since is None:
                 self._sending_since = time.monotonic()
             if (
-                self.book.waiting()
-                and not self.book.stop.is_set()
+                self.waiting()
+                and not self.stop.is_set()
                 and not (self._sender is not None and self._sender.alive())
             ):
                 self._sender = RUNS.submit(self._guarded_sender)
             self._ensure_finisher()
 
     def _ensure_finisher(self) -> None:
-        with self._lock:
+        with self.lock:
             if self._finisher is None or not self._finisher.alive():
-                self._settled.clear()
+                self.settled.clear()
                 self._finisher = RUNS.submit(self._finish_all)
 
     def _guarded_sender(self) -> None:
         """The sender: an error pauses the batch with its words (rows reserved and not
         answered are settled as a resume would), never a silent end."""
         try:
-            send_all(self.book, self.concurrency)
+            send_all(self)
         except Exception as exc:
             self._trouble("sending", exc)
-            with self._lock:
-                self.book.pause(f"sending stopped on {type(exc).__name__}: {exc}")
+            with self.lock:
+                self.pause(f"sending stopped on {type(exc).__name__}: {exc}")
                 stuck = [r for r in self.rows if r.state == SENDING]
             with contextlib.suppress(Exception):
                 if stuck:
-                    reconcile(self.book, stuck)
+                    reconcile(self, stuck)
         self._ensure_finisher()
 
     def _interrupt(self) -> None:
         """Ctrl-C in :meth:`wait`: stop creating, let the chunk in flight answer, keep
         the record; the tasks created go on (a resume re-attaches them)."""
-        self.book.stop.set()
-        with self._lock:
+        self.stop.set()
+        with self.lock:
             if self.stopped is None:
-                self.book.stopped = interrupted(waiting=bool(self.book.waiting()))
+                self.stopped = interrupted(waiting=bool(self.waiting()))
         sender = self._sender
         if sender is not None:
             with contextlib.suppress(BaseException):
                 sender.join(STOP_WAIT)
         with contextlib.suppress(BaseException):
-            self.book.write_all()
+            self.write_all()
 
     # ------------------------------------------------------------------ finishing
 
@@ -405,7 +370,7 @@ class Batch:
         due = 0.0
         while True:
             try:
-                index = self.book.ended.get(timeout=TICK)
+                index = self.ended.get(timeout=TICK)
             except queue.Empty:
                 index = None
             try:
@@ -414,35 +379,35 @@ class Batch:
                 if index is not None and time.monotonic() < due:
                     continue  # more rows may have ended: their files first
                 due = time.monotonic() + TICK
-                check_deadlines(self.book)
-                self.book.flush()
+                check_deadlines(self)
+                self.flush()
                 if self.manifest.due():
-                    self.book.write_all(force=False)
-                if self.book.dirty:
+                    self.write_all(force=False)
+                if self.dirty:
                     self._changed()
             except Exception as exc:  # recorded and shown; the rows go on
                 self._trouble("finishing rows", exc)
             sender = self._sender
-            if self.book.ended.empty() and not (sender and sender.alive()) and self.finished:
+            if self.ended.empty() and not (sender and sender.alive()) and self.finished:
                 break
         try:
-            self.book.write_all()
+            self.write_all()
         except Exception as exc:
             self._trouble("writing the batch's record", exc)
-        self._settled.set()
+        self.settled.set()
         self._changed()
 
     def _finish_one(self, row: BatchRow) -> None:
         """One ended row; an error of ours leaves it ``unknown`` with its request id (a
         resume re-attaches it), never followed forever nor failed."""
         try:
-            finish_row(self.book, row)
+            finish_row(self, row)
         except Exception as exc:
-            with self._lock:
+            with self.lock:
                 if row.state == CREATED:
                     row.error = (
                         f"not finished here ({type(exc).__name__}: {exc}); running the "
                         "batch again re-attaches its task"
                     )
-                    self.book.update(row, UNKNOWN)
+                    self.update(row, UNKNOWN)
             raise

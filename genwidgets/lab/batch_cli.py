@@ -11,6 +11,7 @@ interrupted (the same command resumes). docs/decisions.md#batch-cli.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from typing import Any, TextIO
@@ -222,18 +223,7 @@ def run_batch(
     if budget is not None and set(budget) == {MONEY}:
         budget = budget[MONEY]
 
-    def error(message: str, code: int, exc: BaseException | None = None, **about: Any) -> int:
-        return say_error(
-            "batch",
-            message,
-            code,
-            as_json=args.json,
-            exc=exc,
-            stdout=stdout,
-            stderr=stderr,
-            **about,
-        )
-
+    error = functools.partial(say_error, "batch", as_json=args.json, stdout=stdout, stderr=stderr)
     client = Client()
     try:
         try:
@@ -253,9 +243,9 @@ def run_batch(
                 filenames=args.filenames,
             )
         except (PayloadError, BudgetExceeded, EndpointNotFound, ValueError) as exc:
-            return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc, id=args.id)
+            return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc=exc, id=args.id)
         except GenwidgetsError as exc:
-            return error(f"not opened, nothing sent: {exc}", EXIT_NOT_DONE, exc, id=args.id)
+            return error(f"not opened, nothing sent: {exc}", EXIT_NOT_DONE, exc=exc, id=args.id)
         to_send = sum(1 for r in batch.rows if r.state == "waiting")
         retried = len(batch.failed) if args.retry_failed else 0
         to_send += retried
@@ -297,7 +287,7 @@ def run_batch(
                 )
             return error(said, EXIT_INTERRUPTED, id=batch.id)
         except GenwidgetsError as exc:
-            return error(f"stopped: {exc}", EXIT_NOT_DONE, exc, **_report(batch))
+            return error(f"stopped: {exc}", EXIT_NOT_DONE, exc=exc, **_report(batch))
         report = _report(batch)
         if args.json:
             print(json.dumps(report), file=stdout)

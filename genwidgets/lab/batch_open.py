@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._client import default_client
-from ..errors import PayloadError
 from ..jobs.fanout import valid_concurrency
 from .batch import Batch
 from .batch_plan import plan_batch
@@ -25,9 +24,9 @@ from .batch_store import WAITING, BatchRecord, BatchStore, id_taken
 from .cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from .naming import safe_part
 from .outfiles import check_out
+from .problems import problem
 from .progress import progress_mode
 from .resume import restore
-from .row_book import RowBook
 from .run import CONCURRENCY
 from .store import store_for
 
@@ -45,10 +44,6 @@ _opened: weakref.WeakValueDictionary[tuple[BatchStore, str], Batch] = weakref.We
 _opened_lock = threading.Lock()
 
 
-def _bad(loc: str, msg: str) -> PayloadError:
-    return PayloadError([{"loc": (loc,), "msg": msg}])
-
-
 def batch_id_of(stem: str, digest: str) -> str:
     """A derived id: the rows file's stem and the start of the plan's digest
     (``prompts-3fa2c1d04e``), the same for the same rows, template and names."""
@@ -61,9 +56,11 @@ def _check_arguments(
     if timeout is not None and (
         isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
     ):
-        raise _bad("timeout", f"a row's deadline is a number of seconds above 0, not {timeout!r}")
+        raise problem(
+            "timeout", f"a row's deadline is a number of seconds above 0, not {timeout!r}"
+        )
     if on_timeout not in ON_TIMEOUT:
-        raise _bad(
+        raise problem(
             "on_timeout",
             f"{on_timeout!r} is not one of 'cancel' (cancel the row at the gateway) or "
             "'leave' (leave it running and list it)",
@@ -71,7 +68,7 @@ def _check_arguments(
     needs_confirmation(0, confirm_above)  # a bad value is a ValueError saying so
     valid_concurrency(concurrency)
     if batch_id is not None and (not isinstance(batch_id, str) or not _ID.fullmatch(batch_id)):
-        raise _bad(
+        raise problem(
             "id",
             f"{batch_id!r} is not a batch id: 1-100 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit",
@@ -123,7 +120,7 @@ def open_batch(
     if sending is not None and sending.sending:
         return sending
     check_out(folder, batch_id)
-    book = RowBook(
+    run = Batch(
         plan,
         chosen,
         batch_id=batch_id,
@@ -131,15 +128,15 @@ def open_batch(
         store=store,
         timeout=timeout,
         on_timeout=on_timeout,
+        concurrency=concurrency,
     )
-    run = Batch(book, concurrency=concurrency)
-    restore(run.book)
+    restore(run)
     waiting = [r for r in run.rows if r.state == WAITING]
     plan.budget.check(
         [(r.index, r.endpoint, r.units) for r in waiting], run.spent, f"batch {batch_id}"
     )
     if stored is None:
-        run.book.store_batch()  # the id is this plan's before anything is confirmed
+        run.store_batch()  # the id is this plan's before anything is confirmed
     billed = sum(r.planned.billed for r in waiting)
     run.needs_confirmation = needs_confirmation(billed, confirm_above)
     with _opened_lock:
@@ -209,11 +206,11 @@ def _folder(out: str | Path | None, stored: BatchRecord | None, batch_id: str) -
     """Where the files go: ``out``, else where the stored batch wrote, else ``./<id>``;
     a resumed batch keeps its folder."""
     if out is not None and not isinstance(out, (str, Path)):
-        raise _bad("out", f"out is a folder path, not {type(out).__name__}")
+        raise problem("out", f"out is a folder path, not {type(out).__name__}")
     if stored is not None:
         kept = Path(stored.out)
         if out is not None and Path(out).expanduser().resolve() != kept:
-            raise _bad(
+            raise problem(
                 "out",
                 f"batch {batch_id!r} writes into {kept}; give out={str(kept)!r} (or none) "
                 "to resume it, or another id= for a new batch",

@@ -22,7 +22,7 @@ from ..catalog import endpoint as catalog_endpoint
 from ..catalog import validate
 from ..catalog.validation import misspelled
 from ..errors import EndpointNotFound, PayloadError
-from .budget import Budget, make_budget, plain_amount
+from .budget import Budget, make_budget, plain_amount, summed
 from .cost import billed_count, billed_units, billing_values, cost_summary, endpoints_summary
 from .mapping import ENDPOINT_AXIS, map_payload, read_roles
 from .naming import DEFAULT_NAMES_TEXT, EXT_MARK, NameTemplate, name_key, slug
@@ -111,11 +111,7 @@ class BatchPlan:
     def units_total(self) -> dict[str, float]:
         """Billed units per kind over every row (rows that cannot count one are left out:
         :meth:`unknown_units` names them)."""
-        total: dict[str, float] = {}
-        for row in self.rows:
-            for kind, amount in row.units.items():
-                total[kind] = total.get(kind, 0.0) + (amount or 0.0)
-        return total
+        return summed(r.units for r in self.rows)
 
     def unknown_units(self) -> dict[str, list[int]]:
         """Per kind, the rows whose amount the plan cannot count."""

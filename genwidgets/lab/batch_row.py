@@ -13,19 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._config import shown_path
-from .batch_store import (
-    CANCELLED,
-    CREATED,
-    DONE,
-    ENDED,
-    FAILED,
-    LEFT,
-    PENDING,
-    SENDING,
-    TIMED_OUT,
-    UNKNOWN,
-    WAITING,
-)
+from .batch_store import CREATED, ENDED, LEFT, PENDING, UNKNOWN, WAITING
 
 if TYPE_CHECKING:
     from .._protocols import JobLike
@@ -45,17 +33,8 @@ ENDED_STATUSES = (
 )
 #: every ``row.status``, in the order a view counts them
 STATUSES = ("done", "running", "queued", "sending", "waiting", "contact lost", *ENDED_STATUSES[1:])
-_WORDS = {
-    WAITING: "waiting",
-    SENDING: "sending",
-    DONE: "done",
-    PENDING: "files pending",
-    FAILED: "failed",
-    CANCELLED: "cancelled",
-    TIMED_OUT: "timed out",
-    UNKNOWN: "unknown",
-    LEFT: "left running",
-}
+#: the stored states said otherwise in ``row.status`` (every other is its own word)
+_WORDS = {PENDING: "files pending", LEFT: "left running"}
 #: what happens next to a row of each status, in words (the view, the manifest, the CLI)
 NEXT = {
     "waiting": "sent when the batch runs",
@@ -131,11 +110,8 @@ class BatchRow:
 
     @property
     def status(self) -> str:
-        """``waiting``, ``sending``, ``queued``, ``running``, ``done``, ``files pending``
-        (done at the gateway, its files not written), ``failed`` (by the gateway),
-        ``cancelled``, ``timed out``, ``unknown`` (its create's answer, or contact with
-        its task, was lost: listed, never resent), ``left running`` (past its deadline
-        with ``on_timeout="leave"``), or ``contact lost`` while it is followed again."""
+        """The word people read: one of :data:`STATUSES`, a created task's queue or run
+        shown (the table of them: docs/decisions.md#batch-row-states)."""
         if self.state != CREATED:
             return _WORDS.get(self.state, self.state)
         if self.follow_at is not None:

@@ -41,11 +41,11 @@ def may_have_billed(failure: Exception) -> bool:
     )
 
 
-def _next_chunk(book: RowBook, concurrency: int) -> list[BatchRow]:
+def _next_chunk(book: RowBook) -> list[BatchRow]:
     """The next rows to send: two rounds of ``concurrency``, so the sender's own work
     between chunks is paid half as often (docs/decisions.md#batches). Rows before the
     book's ``cursor`` wait no more (a row given back moves it back)."""
-    size = CHUNK_ROUNDS * concurrency
+    size = CHUNK_ROUNDS * book.concurrency
     with book.lock:
         while book.cursor < len(book.rows) and book.rows[book.cursor].state != WAITING:
             book.cursor += 1
@@ -58,12 +58,12 @@ def _next_chunk(book: RowBook, concurrency: int) -> list[BatchRow]:
         return chunk
 
 
-def send_all(book: RowBook, concurrency: int) -> None:
+def send_all(book: RowBook) -> None:
     """The sender: chunks of waiting rows, each reserved, then sent, until none waits,
     the budget's cap is reached, or the book's ``stop`` is set."""
     caps = book.plan.budget.caps
     while not book.stop.is_set():
-        chunk = _next_chunk(book, concurrency)
+        chunk = _next_chunk(book)
         if not chunk:
             break
         book.flush()  # rows given back (a rate limit) are waiting in the store too
@@ -82,7 +82,7 @@ def send_all(book: RowBook, concurrency: int) -> None:
                 for index in reserved.elsewhere:
                     show_as_stored(book, by_index[index], stored.get(index))
         if reserved.taken:
-            _send(book, [by_index[i] for i, _ in reserved.taken], concurrency)
+            _send(book, [by_index[i] for i, _ in reserved.taken])
         if book.paused is not None:  # the chunk's late answers are counted in it
             with book.lock:
                 book.say_paused()
@@ -98,7 +98,7 @@ def _cap_text(book: RowBook) -> str:
     return f"stopped at the budget's cap ({shown}); rows not sent wait"
 
 
-def _send(book: RowBook, rows: list[BatchRow], concurrency: int) -> None:
+def _send(book: RowBook, rows: list[BatchRow]) -> None:
     """One chunk through ``client.send_many``; each answer settles its row."""
     prepared = []
     for row in rows:
@@ -115,7 +115,7 @@ def _send(book: RowBook, rows: list[BatchRow], concurrency: int) -> None:
     try:
         book.client.send_many(
             prepared,
-            concurrency=concurrency,
+            concurrency=book.concurrency,
             on_sent=on_sent,
             hold=book.stop.is_set,
             tags=[book.tag(row) for row in rows],

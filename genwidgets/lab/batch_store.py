@@ -21,6 +21,7 @@ from typing import Any
 from .._config import redact, shown_path
 from ..errors import PayloadError
 from .budget import over_cap
+from .problems import problem
 from .store import TableStore
 
 __all__ = [
@@ -93,6 +94,8 @@ _SCHEMA = (
     PRIMARY KEY (batch_id, idx, attempt, kind)
 )""",
 )
+_BATCHES = "SELECT id, gateway, endpoint, created_at, out, digest, description FROM batches"
+_COUNTS = "SELECT state, COUNT(*) FROM batch_rows WHERE batch_id = ? GROUP BY state"
 
 
 def what_differs(stored: Mapping[str, Any], planned: Mapping[str, Any]) -> str:
@@ -116,15 +119,11 @@ def what_differs(stored: Mapping[str, Any], planned: Mapping[str, Any]) -> str:
 
 def id_taken(batch_id: str, stored: dict[str, Any], planned: dict[str, Any]) -> PayloadError:
     """The refusal of a plan whose id names another batch's contents."""
-    return PayloadError(
-        [
-            {
-                "loc": ("id",),
-                "msg": f"batch {batch_id!r} was planned with other contents: "
-                f"{what_differs(stored, planned)}. Give another id= (or none: one is "
-                "derived from the rows), or the same rows and template to resume it",
-            }
-        ]
+    return problem(
+        "id",
+        f"batch {batch_id!r} was planned with other contents: "
+        f"{what_differs(stored, planned)}. Give another id= (or none: one is "
+        "derived from the rows), or the same rows and template to resume it",
     )
 
 
@@ -245,44 +244,22 @@ class BatchStore(TableStore):
         return taken
 
     def summary(self, batch_id: str) -> BatchRecord | None:
-        found = self._read(
-            "SELECT id, gateway, endpoint, created_at, out, digest, description FROM batches "
-            "WHERE id = ?",
-            (batch_id,),
-        )
-        return self._summaries(found)[0] if found else None
+        found = self._summaries(self._read(_BATCHES + " WHERE id = ?", (batch_id,)))
+        return found[0] if found else None
 
     def _summaries(self, found: list[tuple[Any, ...]]) -> list[BatchRecord]:
-        out = []
-        for bid, gateway, endpoint, created_at, where, digest, description in found:
-            counts = dict(
-                self._read(
-                    "SELECT state, COUNT(*) FROM batch_rows WHERE batch_id = ? GROUP BY state",
-                    (bid,),
-                )
+        """Each batch row as a record, with its rows counted per state."""
+        records = []
+        for bid, gateway, endpoint, at, out, digest, text in found:
+            counts = dict(self._read(_COUNTS, (bid,)))
+            records.append(
+                BatchRecord(bid, gateway, endpoint, at, out, digest, json.loads(text), counts)
             )
-            out.append(
-                BatchRecord(
-                    bid,
-                    gateway,
-                    endpoint,
-                    created_at,
-                    where,
-                    digest,
-                    json.loads(description),
-                    counts,
-                )
-            )
-        return out
+        return records
 
     def batches(self, gateway: str | None = None) -> list[BatchRecord]:
         """Every stored batch (of ``gateway``), newest first, with its rows per state."""
-        sql = "SELECT id, gateway, endpoint, created_at, out, digest, description FROM batches"
-        params: tuple[Any, ...] = ()
-        if gateway is not None:
-            sql += " WHERE gateway = ?"
-            params = (gateway,)
-        return self._summaries(self._read(sql + " ORDER BY created_at DESC, rowid DESC", params))
+        return self._summaries(self._newest(_BATCHES, gateway))
 
     def rows(self, batch_id: str, only: Collection[int] | None = None) -> list[RowRecord]:
         """The stored rows of a batch (``only`` those indices), in order."""
@@ -296,15 +273,6 @@ class BatchStore(TableStore):
             RowRecord(int(i), e, p, s, int(a), rid, err, json.loads(f), at, who)
             for i, e, p, s, a, rid, err, f, at, who in found
         ]
-
-    @property
-    def owner(self) -> str | None:
-        """The owner this store's reservations take (None without a ledger)."""
-        return self.tables.owner
-
-    def alive_owners(self) -> set[str]:
-        """The owners (``RowRecord.owner``) whose process still runs."""
-        return self.tables.alive_owners()
 
     def spent(self, batch_id: str) -> dict[str, float]:
         """What the batch's rows have taken, per billed kind (every attempt but those
@@ -408,6 +376,3 @@ class BatchStore(TableStore):
                     )
 
         self._write(write)
-
-    def ids(self) -> list[str]:
-        return [r[0] for r in self._read("SELECT id FROM batches ORDER BY created_at DESC")]

@@ -12,14 +12,15 @@ kernels share the budget. docs/decisions.md#batch-budget.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BudgetExceeded, PayloadError
 from .cost import UNITS
+from .problems import problem
 
-__all__ = ["MONEY", "MONEY_WORDS", "Budget", "make_budget", "over_cap", "plain_amount"]
+__all__ = ["MONEY", "MONEY_WORDS", "Budget", "make_budget", "over_cap", "plain_amount", "summed"]
 
 #: the kind a budget in money is kept under
 MONEY = "money"
@@ -28,6 +29,15 @@ MONEY = "money"
 MONEY_WORDS = "price units"
 _KINDS = ", ".join(UNITS)
 _PRICE_KEYS = ", ".join(UNITS.values())
+
+
+def summed(charges: Iterable[Mapping[str, float | None]]) -> dict[str, float]:
+    """Per kind, the sum of ``charges`` (each row's units; an uncounted one is 0)."""
+    total: dict[str, float] = {}
+    for units in charges:
+        for kind, amount in units.items():
+            total[kind] = total.get(kind, 0.0) + (amount or 0.0)
+    return total
 
 
 def plain_amount(value: float) -> str:
@@ -64,7 +74,7 @@ def _number(value: Any, what: str) -> float:
     if number is None:
         big = isinstance(value, int) and not isinstance(value, bool)
         shown = "an integer past 1.8e308" if big else repr(value)
-        raise PayloadError([{"loc": ("budget",), "msg": f"{what} is a number, not {shown}"}])
+        raise problem("budget", f"{what} is a number, not {shown}")
     return number
 
 
@@ -72,9 +82,7 @@ def _prices(prices: Any, endpoints: Sequence[str]) -> dict[str, dict[str, float]
     """The price table checked: every endpoint of the plan priced, each price a number
     0 or more under a key of :data:`~.cost.UNITS`."""
     if not isinstance(prices, Mapping):
-        raise PayloadError(
-            [{"loc": ("prices",), "msg": "prices is a dict: endpoint -> {'per_second': 0.08}"}]
-        )
+        raise problem("prices", "prices is a dict: endpoint -> {'per_second': 0.08}")
     problems = []
     table: dict[str, dict[str, float]] = {}
     for endpoint, entry in prices.items():
@@ -229,16 +237,12 @@ def make_budget(budget: Any, prices: Any, kinds: Sequence[str], endpoints: Seque
             raise PayloadError(problems)
         return Budget(caps, table)
     if not table:
-        raise PayloadError(
-            [
-                {
-                    "loc": ("budget",),
-                    "msg": f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
-                    "amount of money together with prices={endpoint: {'per_second': ...}}",
-                }
-            ]
+        raise problem(
+            "budget",
+            f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
+            "amount of money together with prices={endpoint: {'per_second': ...}}",
         )
     amount = _number(budget, "a budget in money")
     if amount < 0:
-        raise PayloadError([{"loc": ("budget",), "msg": "a budget is 0 or more"}])
+        raise problem("budget", "a budget is 0 or more")
     return Budget({MONEY: amount}, table)

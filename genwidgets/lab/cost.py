@@ -54,9 +54,6 @@ class Counted(Protocol):
     def endpoint(self) -> str: ...
 
     @property
-    def kind(self) -> str: ...
-
-    @property
     def billed(self) -> int: ...
 
     @property

@@ -1,13 +1,10 @@
 """A batch's rows at their end: files written, failures said by meaning, deadlines kept.
 
-Run on the batch's finisher thread (never the engine's). :func:`finish_row` sorts an
-ended task by what ended it: the gateway's word (done: its files are written into the
-batch's folder, or, when the folder or the disk refuses them, ``files pending`` with its
-outputs kept in the ledger; failed; cancelled; timed out), or lost contact (the task
-may still run: followed again with backoff until the row's deadline, then ``unknown``
-with its request id, re-attached by running the batch again). A fault is never a
-failed task. :func:`check_deadlines` cancels (or leaves) rows past ``timeout`` and
-follows lost rows again when due. docs/decisions.md#batch-row-states.
+Run on the batch's finisher thread (never the engine's). A fault is never a failed task:
+only the gateway's word fails a row; a folder or a disk that refuses its files leaves it
+``files pending`` (its outputs kept), and lost contact follows the task again with
+backoff until the row's deadline, then ``unknown`` with its request id (re-attached by
+running the batch again). docs/decisions.md#batch-row-states.
 """
 
 from __future__ import annotations
@@ -76,7 +73,6 @@ def finish_row(book: RowBook, row: BatchRow) -> None:
         kind = f"{result.error_type}: " if result.error_type else ""
         error = f"{kind}{result.error or result.status}"
     with book.lock:
-        row.follow_at = None
         if row.timed_out:
             row.error = f"timed out after {book.timeout:g} s; cancelled at the gateway ({error})"
             book.update(row, TIMED_OUT)
@@ -105,14 +101,13 @@ def _write(book: RowBook, row: BatchRow, result: object) -> None:
         )
     except (OSError, GenwidgetsError, ValueError) as exc:
         with book.lock:
-            row.follow_at = None
             row.error = (
                 f"done at the gateway; its files were not written: {type(exc).__name__}: {exc}"
             )
             book.update(row, PENDING)
         return
     with book.lock:
-        row.files, row.error, row.follow_at = files, None, None
+        row.files, row.error = files, None
         book.update(row, DONE)
 
 
@@ -129,7 +124,6 @@ def _lost_contact(book: RowBook, row: BatchRow, why: str) -> None:
         else:
             deadline = row.lost_since + CONTACT_PATIENCE
         if now >= deadline:
-            row.follow_at = None
             row.error = (
                 f"contact lost ({why}); the task may still run or be done. Running the batch "
                 "again re-attaches it (no new create)"
@@ -149,7 +143,6 @@ def follow_again(book: RowBook, row: BatchRow) -> None:
         job = book.client.job(row.endpoint, row.request_id)
     except GenwidgetsError as exc:  # the client is closed: the task may still run
         with book.lock:
-            row.follow_at = None
             row.error = f"contact lost: {type(exc).__name__}: {exc}; the task may still run"
             book.update(row, UNKNOWN)
         return

@@ -1,29 +1,12 @@
 """One payload, several endpoints: where the prompt and the seed go in each.
 
-A grid with an endpoint axis (``x=("endpoint", [...])``) writes its payload in
-the terms of the grid's own endpoint and sends each cell to another one. Two
-things have a meaning across endpoints, the **prompt** and the **seed**; every
-other field keeps its name and is dropped (and listed in the cell's
-``plan_note``) where the target endpoint has no field of that name.
-
-Where a role goes is read from field names (:data:`PROMPT_NAMES`, :data:`SEED_NAME`);
-:data:`ROUTES` holds the endpoints whose names do not say it, so a new endpoint
-needs at most one entry there:
-
-=====================  ==============================  =================================
-endpoint               prompt goes to                  seed goes to
-=====================  ==============================  =================================
-genW, imgQ, imgG, vidK  ``prompt``                     ``seed`` where the model has it
-imgM-v8.1-i2i          ``remix_prompt``                ``--seed N`` in that prompt
-imgM-inpaint, _pan     ``remixPrompt``                 ``--seed N`` in that prompt
-speechM                ``text``                        (none: dropped)
-vidA                   the ``text`` content item       (none: dropped)
-=====================  ==============================  =================================
-
-A field the target requires and the mapped payload lacks is an error naming
-the cell, unless ``per_endpoint={id: {...}}`` gives it (those fields are laid
-over the mapped payload as given). See docs/decisions.md, "Prompt lab:
-comparing models".
+A grid with an endpoint axis writes its payload in the terms of its own endpoint and
+sends each cell to another one. Only the prompt and the seed have a meaning across
+endpoints, so only they move; every other field keeps its name and is dropped (and
+listed in the cell's ``plan_note``) where the target has no such field. Where a role
+goes is read from field names (:data:`PROMPT_NAMES`, :data:`SEED_NAME`); :data:`ROUTES`
+holds the endpoints whose names do not say it, so a new endpoint needs at most one
+entry there. The table of routes: docs/decisions.md, "Prompt lab: comparing models".
 """
 
 from __future__ import annotations

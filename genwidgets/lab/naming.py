@@ -1,15 +1,10 @@
 """File names of a batch's outputs, from a name template.
 
 The default, ``{row:05d}-{slug}-{seed}.{ext}``, names a file by its row, a short safe
-form of its prompt (``slug``) and its seed: ``00003-a-red-fox-in-snow-42.png``. A
-template may use ``row``, ``slug``, ``seed``, ``endpoint``, ``kind``, ``ext``,
-``output`` (the output's number within its row, from 1) and any column of the row.
-Every substituted value is made safe for a file name; a name is one file name (no
-folder) that Linux, macOS and Windows all take (:func:`portable`), and no two rows may
-share one, as a case-insensitive, normalising disk compares them (:func:`name_key`,
-checked before anything is sent). A row
-with several outputs and no ``{output}`` gets ``-2``, ``-3``... after its first
-file's name. docs/decisions.md#batch-files.
+form of its prompt (``slug``) and its seed: ``00003-a-red-fox-in-snow-42.png``. Every
+name is one that Linux, macOS and Windows all take (:func:`portable`), and no two rows
+share one as a case-insensitive, normalising disk compares them (:func:`name_key`,
+checked before anything is sent). The fields and the rules: docs/decisions.md#batch-files.
 """
 
 from __future__ import annotations
@@ -23,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PayloadError
+from .problems import problem
 
 __all__ = [
     "DEFAULT_NAMES",
@@ -190,9 +186,7 @@ class NameTemplate:
         try:
             rendered = self.text.format_map(values)
         except (ValueError, TypeError, KeyError, IndexError) as exc:
-            raise PayloadError(
-                [{"loc": (where or f"row {index}", "filenames"), "msg": f"{self.text!r}: {exc}"}]
-            ) from None
+            raise problem((where or f"row {index}", "filenames"), f"{self.text!r}: {exc}") from None
         name = _tidy(rendered)
         if name.startswith("."):  # nothing before the extension (an emoji-only prompt)
             row_part = f"{index:05d}" if isinstance(index, int) else values["row"]
@@ -225,4 +219,4 @@ def file_name(stem: str, ext: str, output: int, outputs: int) -> str:
 
 
 def _bad(msg: str) -> PayloadError:
-    return PayloadError([{"loc": ("filenames",), "msg": msg}])
+    return problem("filenames", msg)

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._files import create_beside
 from .._formats import extension_for
-from ..errors import PayloadError
 from .manifest import JSONL_NAME
 from .naming import file_name
+from .problems import problem
 from .provenance import provenance, read_provenance, write_sidecar, write_with_provenance
 
 if TYPE_CHECKING:
@@ -45,14 +45,9 @@ def check_out(out: Path, batch_id: str) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        raise PayloadError(
-            [
-                {
-                    "loc": ("out",),
-                    "msg": f"cannot write into {out}: {exc.strerror or exc}; give out= a "
-                    "folder you can write",
-                }
-            ]
+        raise problem(
+            "out",
+            f"cannot write into {out}: {exc.strerror or exc}; give out= a folder you can write",
         ) from None
     manifest = out / JSONL_NAME
     if manifest.exists():
@@ -63,14 +58,10 @@ def check_out(out: Path, batch_id: str) -> None:
         except (ValueError, AttributeError):
             owner = None
         if owner is not None and owner != batch_id:
-            raise PayloadError(
-                [
-                    {
-                        "loc": ("out",),
-                        "msg": f"{out} holds the files of batch {owner!r}; give out= another "
-                        f"folder, or id={owner!r} to resume that batch",
-                    }
-                ]
+            raise problem(
+                "out",
+                f"{out} holds the files of batch {owner!r}; give out= another "
+                f"folder, or id={owner!r} to resume that batch",
             )
 
 
@@ -96,19 +87,16 @@ def _claim(partial: Path, target: Path, own: Collection[str], batch: str, row: i
         try:
             os.link(partial, candidate)
         except FileExistsError:
-            if _ours(candidate, partial, own, batch, row):
-                os.replace(partial, candidate)
-                return candidate
-            candidate = target.with_name(f"{target.stem}~{n}{target.suffix}")
-            continue
+            held = not _ours(candidate, partial, own, batch, row)
         except OSError:  # no hard links here (some network or FAT file systems)
-            if candidate.exists() and not _ours(candidate, partial, own, batch, row):
-                candidate = target.with_name(f"{target.stem}~{n}{target.suffix}")
-                continue
+            held = candidate.exists() and not _ours(candidate, partial, own, batch, row)
+        else:
+            partial.unlink(missing_ok=True)
+            return candidate
+        if not held:  # free, or this row's own earlier file: replaced
             os.replace(partial, candidate)
             return candidate
-        partial.unlink(missing_ok=True)
-        return candidate
+        candidate = target.with_name(f"{target.stem}~{n}{target.suffix}")
     raise OSError(f"no free name for {target.name} after {MAX_SUFFIX} tries")
 
 

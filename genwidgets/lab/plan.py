@@ -34,6 +34,7 @@ from .cost import (
     refuse_above,
 )
 from .mapping import ENDPOINT_AXIS, map_payload, read_roles
+from .problems import problem
 
 if TYPE_CHECKING:
     from ..catalog import EndpointSpec
@@ -370,38 +371,24 @@ def plan_grid(
     base = copy.deepcopy(dict(payload))
     given = {"x": x, "y": y, "z": z}
     if x is None and (y is not None or z is not None):
-        raise PayloadError(
-            [
-                {
-                    "loc": ("x",),
-                    "msg": "give x first: x alone is a row, x and y a table, z adds tabs",
-                }
-            ],
-            endpoint=endpoint,
+        raise problem(
+            "x", "give x first: x alone is a row, x and y a table, z adds tabs", endpoint=endpoint
         )
     axes: dict[str, Axis | None] = dict.fromkeys(AXES)
     if x is None:
         groups = permutation_axes(spec, base)
         if not groups:
-            raise PayloadError(
-                [
-                    {
-                        "loc": ("x",),
-                        "msg": "give at least x=(field, values); only an imgM prompt "
-                        "with {permutation, groups} lays itself out",
-                    }
-                ],
+            raise problem(
+                "x",
+                "give at least x=(field, values); only an imgM prompt "
+                "with {permutation, groups} lays itself out",
                 endpoint=endpoint,
             )
         if len(groups) > len(AXES):
-            raise PayloadError(
-                [
-                    {
-                        "loc": ("x",),
-                        "msg": f"the prompt has {len(groups)} permutation groups; a grid "
-                        "lays out at most 3: give x, y and z explicitly",
-                    }
-                ],
+            raise problem(
+                "x",
+                f"the prompt has {len(groups)} permutation groups; a grid "
+                "lays out at most 3: give x, y and z explicitly",
                 endpoint=endpoint,
             )
         for name, axis in zip(("x", "y", "z")[: len(groups)][::-1], groups, strict=True):
@@ -414,13 +401,9 @@ def plan_grid(
     keys = [a.search if a.kind == "prompt_sr" else a.field for _, a in present]
     for key in set(keys):
         if keys.count(key) > 1:
-            raise PayloadError(
-                [
-                    {
-                        "loc": ("axis", str(key)),
-                        "msg": "the same field is on two axes; vary each field on one axis only",
-                    }
-                ],
+            raise problem(
+                ("axis", str(key)),
+                "the same field is on two axes; vary each field on one axis only",
                 endpoint=endpoint,
             )
     refuse_above(endpoint, present, MAX_CELLS, "this grid has {n} cells", "use fewer values")
@@ -480,9 +463,8 @@ def _per_endpoint(
         return {}
     compared = {v for _, a in present if a.kind == "endpoint" for v in a.values}
     if not isinstance(given, Mapping) or not all(isinstance(v, Mapping) for v in given.values()):
-        raise PayloadError(
-            [{"loc": ("per_endpoint",), "msg": "give a dict: endpoint id -> dict of fields"}],
-            endpoint=endpoint,
+        raise problem(
+            "per_endpoint", "give a dict: endpoint id -> dict of fields", endpoint=endpoint
         )
     stray = sorted(set(given) - compared)
     if stray:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
@@ -26,7 +25,6 @@ __all__ = [
     "Snapshot",
     "interrupted",
     "progress_mode",
-    "summed",
 ]
 
 #: seconds between two quiet lines
@@ -149,15 +147,6 @@ def interrupted(*, waiting: bool) -> str:
     return "interrupted: " + (
         "rows not sent wait" if waiting else "every row was sent, their tasks go on"
     )
-
-
-def summed(charges: Iterable[Mapping[str, float | None]]) -> dict[str, float]:
-    """Per kind, the sum of ``charges`` (each row's units; an uncounted one is 0)."""
-    total: dict[str, float] = {}
-    for units in charges:
-        for kind, amount in units.items():
-            total[kind] = total.get(kind, 0.0) + (amount or 0.0)
-    return total
 
 
 def _in_kernel_stream(stream: Any) -> bool:

@@ -1,23 +1,18 @@
-"""Resuming a batch: what its store and the ledger say of each row, before anything is sent.
+"""Resuming a batch: what its store, its manifest and the ledger say of each row, before
+anything is sent.
 
-Running the same batch again (same id) after a crash, a kernel restart or Ctrl-C: a row
-another process still sending the batch holds (reserved by a ledger owner that lives) is
-left to it; a row ``done`` whose files are all there stays done; a row ``created`` is
-re-attached (its result from the ledger when finished, else polled again, never created
-again); a row ``sending`` (reserved when the process stopped) is first looked up in the
-manifest, whose lines are flushed at once: its create's answer for this attempt there
-(the store's and the ledger's writers had not caught up) → re-attached by that id; else
-found in the ledger by the tag its intent was written with (batch, row, attempt):
-created → re-attached, certainly not created → sent again, anything else → ``unknown``,
-listed and never resent. A reserved row with no ledger record never left (the ledger
-writes the intent before the create leaves), unless an older genwidgets reserved it
-(its intents had no tag): ``unknown``. docs/decisions.md#batch-resume.
+A row another live process is sending is left to it. A row whose task exists is
+re-attached (its result from the ledger when finished, else polled), never created
+again; a reserved row is looked up in the manifest, then in the ledger by the tag its
+create's intent was written with: a create that may have left is ``unknown`` (listed,
+never resent), and only one that certainly made nothing is sent again. The table of
+stored states and what a re-run does with each: docs/decisions.md#batch-resume.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..jobs.ledger import NOT_CREATED
@@ -35,25 +30,39 @@ from .batch_store import (
 from .manifest import read_manifest
 
 if TYPE_CHECKING:
-    from .._protocols import JobLike
+    from .._protocols import ClientLike, JobLike
     from ..jobs.ledger import LedgerRow
     from .batch_row import BatchRow
     from .row_book import RowBook
 
-__all__ = ["reconcile", "restore", "show_as_stored"]
+__all__ = ["followed", "found_by_tag", "reconcile", "restore", "show_as_stored"]
 
 
-
-def _records_by_tag(book: RowBook, rows: Sequence[BatchRow]) -> dict[int, list[LedgerRow]]:
-    """The ledger's records of each row's create for its attempt, found by its tag
-    (:meth:`RowBook.tag`), oldest first."""
-    ledger = book.client.ledger
-    assert ledger is not None
-    index = {book.tag(r): r.index for r in rows}
+def found_by_tag(client: ClientLike, tags: Mapping[str, int]) -> dict[int, LedgerRow]:
+    """The ledger's record that says most of each create written with one of ``tags``
+    (tag → the row's or cell's index): a task made, else a create whose outcome is
+    unknown, else one that certainly made nothing. Grids and batches find their tasks so."""
+    ledger = client.ledger
+    if ledger is None or not tags:
+        return {}
     found: dict[int, list[LedgerRow]] = {}
-    for record in ledger.tagged(list(index)):
-        found.setdefault(index[str(record.tag)], []).append(record)
-    return found
+    for record in ledger.tagged(list(tags)):
+        found.setdefault(tags[str(record.tag)], []).append(record)
+    return {
+        index: next((r for r in records if r.request_id is not None), None)
+        or next((r for r in records if r.state != NOT_CREATED), records[0])
+        for index, records in found.items()
+    }
+
+
+def followed(client: ClientLike, tasks: Sequence[tuple[str, str]]) -> list[JobLike]:
+    """A job for each existing task (endpoint, request id): a finished one from the
+    ledger (its local files), others re-attached by id (polled, never created)."""
+    finished: dict[str, JobLike] = {}
+    for endpoint in dict.fromkeys(endpoint for endpoint, _ in tasks):
+        for job in client.history(endpoint, status="finished"):
+            finished[str(job.request_id)] = job
+    return [finished.get(rid) or client.job(endpoint, rid) for endpoint, rid in tasks]
 
 
 def _tags_since(book: RowBook) -> float:
@@ -62,16 +71,6 @@ def _tags_since(book: RowBook) -> float:
     assert ledger is not None
     said = ledger.query("SELECT value FROM meta WHERE key = 'tags_since'")
     return float(said[0][0]) if said else 0.0
-
-
-def _best(records: list[LedgerRow]) -> LedgerRow | None:
-    """The ledger record that says most of a row's create: a task made, else a create
-    whose outcome is unknown, else one that certainly made nothing."""
-    return (
-        next((r for r in records if r.request_id is not None), None)
-        or next((r for r in records if r.state != NOT_CREATED), None)
-        or next(iter(records), None)
-    )
 
 
 def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
@@ -84,10 +83,10 @@ def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
                 row.error = "outcome unknown: no ledger to say whether its create left"
                 book.update(row, UNKNOWN)
             return
-    records = _records_by_tag(book, rows)
+    records = found_by_tag(book.client, {book.tag(r): r.index for r in rows})
     tagged_since = _tags_since(book) if len(records) < len(rows) else 0.0
     for row in rows:
-        record = _best(records.get(row.index, []))
+        record = records.get(row.index)
         with book.lock:
             if record is None and (row.reserved_at or 0.0) < tagged_since:
                 row.error = (
@@ -116,14 +115,8 @@ def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
 def _attach_all(book: RowBook, rows: Sequence[tuple[BatchRow, str]]) -> None:
     """Follow existing tasks: finished ones from the ledger (their local files), others
     re-attached by id (polled, never created)."""
-    if not rows:
-        return
-    finished: dict[str, JobLike] = {}
-    for endpoint in dict.fromkeys(r.endpoint for r, _ in rows):
-        for job in book.client.history(endpoint, status="finished"):
-            finished[str(job.request_id)] = job
-    for row, request_id in rows:
-        job = finished.get(request_id) or book.client.job(row.endpoint, request_id)
+    jobs = followed(book.client, [(row.endpoint, request_id) for row, request_id in rows])
+    for (row, _), job in zip(rows, jobs, strict=True):
         keep = row.state if row.state == LEFT else CREATED
         with book.lock:
             book.attach(row, job, created_at=job.submitted_at)
@@ -176,7 +169,8 @@ def restore(book: RowBook) -> None:
     reserved: list[BatchRow] = []
     attach: list[tuple[BatchRow, str]] = []
     going = {r.state for r in records.values()} & {SENDING, CREATED}
-    others = book.store.alive_owners() - {book.store.owner} if going else set()
+    tables = book.store.tables  # a reservation's owner is a ledger's (``RowRecord.owner``)
+    others = tables.alive_owners() - {tables.owner} if going else set()
     with book.lock:
         book.spent = book.store.spent(book.id)
         for row in book.rows:

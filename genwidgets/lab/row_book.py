@@ -6,7 +6,7 @@ change of a row (:meth:`RowBook.update`) queues its store write (one transaction
 the rows whose task ended, for the finisher; and why sending stopped or paused. The
 sender (:mod:`.batch_send`), the finisher (:mod:`.finish`) and a resume
 (:mod:`.resume`) change rows only through it; the :class:`~genwidgets.lab.batch.Batch`
-owns one and runs the threads. docs/decisions.md#batch-row-states.
+is one, and runs the threads. docs/decisions.md#batch-row-states.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ class RowBook:
         store: BatchStore,
         timeout: float | None,
         on_timeout: str,
+        concurrency: int,
     ) -> None:
         self.plan = plan
         self.client = client
@@ -52,6 +54,8 @@ class RowBook:
         self.store = store
         self.timeout = timeout
         self.on_timeout = on_timeout
+        #: creates in flight at once
+        self.concurrency = concurrency
         self.rows = [BatchRow(p) for p in plan.rows]
         self.manifest = Manifest(out, batch_id)
         #: billed units the rows sent hold, per kind (and money with prices)
@@ -64,8 +68,11 @@ class RowBook:
         self.ends: deque[float] = deque()
         #: rows before it wait no more
         self.cursor = 0
-        #: something changed that the views have not been told
+        #: something changed that the views (``listeners``) have not been told
         self.dirty = False
+        self.listeners: list[Callable[[], None]] = []
+        #: set once the finisher's last pass is written (cleared while rows go on)
+        self.settled = threading.Event()
         #: the batch is recorded in the store under its id
         self.stored = False
         #: why sending stopped before every row was sent (the budget's cap, a cancel)
@@ -95,11 +102,13 @@ class RowBook:
 
     def update(self, row: BatchRow, state: str, *, release: bool = False) -> None:
         """Change a row (under the lock): queue its store write and its manifest line;
-        ``release`` gives back what its reservation held of the budget."""
+        ``release`` gives back what its reservation held of the budget. A row ended is
+        followed again no more."""
         row.state = state
         if state == WAITING:
             self.cursor = min(self.cursor, row.index)
         if state in ENDED:
+            row.follow_at = None
             row.ended_at = time.time()
             self.ends.append(time.monotonic())
         self._pending.append(

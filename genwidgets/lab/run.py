@@ -27,6 +27,7 @@ from .axes import Axis
 from .batch_send import BREAKER_AFTER, CHUNK_ROUNDS, may_have_billed
 from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
+from .resume import followed, found_by_tag
 from .store import CellRecord, GridRecord, GridStore, restore_plan, store_for
 
 if TYPE_CHECKING:
@@ -493,12 +494,8 @@ class GridRun:
         run = cls(plan, client, grid_id=record.id, store=store)
         run._started = run._stored = True
         run._sent.set()
-        finished = {
-            str(j.request_id): j
-            for name in plan.endpoints
-            for j in client.history(name, status="finished")
-        }
         lost = run._found_in_ledger([c for c in record.cells if not c.request_id and not c.error])
+        attach: list[tuple[GridCell, str]] = []
         for cell, stored in zip(run.cells, record.cells, strict=True):
             cell.rating, cell.note = stored.stars, stored.note
             cell.error = stored.error
@@ -511,23 +508,17 @@ class GridRun:
                         f"({found.state}); look for it with client.history()"
                     )
             if request_id:
-                job = finished.get(request_id) or client.job(cell.endpoint, request_id)
-                run._attach(cell, job)
+                attach.append((cell, request_id))
+        jobs = followed(client, [(cell.endpoint, request_id) for cell, request_id in attach])
+        for (cell, _), job in zip(attach, jobs, strict=True):
+            run._attach(cell, job)
         return run
 
     def _found_in_ledger(self, cells: list[CellRecord]) -> dict[int, LedgerRow]:
         """The ledger's record of each stored cell's create that the grid store missed
         (a locked file, a kernel gone between the two writes), by its tag; a request id
         found is written to the store."""
-        ledger = self.client.ledger
-        if not cells or ledger is None:
-            return {}
-        index = {self.tag(self.cells[c.index]): c.index for c in cells}
-        found: dict[int, LedgerRow] = {}
-        for record in ledger.tagged(list(index)):  # oldest first: a task made wins
-            cell_index = index[str(record.tag)]
-            if found.get(cell_index) is None or record.request_id is not None:
-                found[cell_index] = record
+        found = found_by_tag(self.client, {self.tag(self.cells[c.index]): c.index for c in cells})
         for cell_index, record in found.items():
             if record.request_id is not None:
                 with contextlib.suppress(LedgerError):  # found again on the next opening

@@ -42,7 +42,6 @@ __all__ = [
     "Tables",
     "restore_plan",
     "store_for",
-    "store_path",
 ]
 
 #: grids (the JSON description: base payload scrubbed as the ledger scrubs, axes,
@@ -147,14 +146,6 @@ def _no_column(exc: Exception) -> bool:
     return "no such column" in str(exc) or "has no column named" in str(exc)
 
 
-def store_path(client: ClientLike) -> Path | None:
-    """The SQLite file grids live in: the client's ledger file, or None (memory).
-
-    The one place that knows where the ledger keeps its file."""
-    ledger = client.ledger
-    return Path(ledger.path) if ledger is not None else None
-
-
 @dataclass(frozen=True)
 class CellRecord:
     index: int
@@ -244,6 +235,12 @@ class TableStore:
         with self.tables.transaction() as conn:
             self._bring_up_to_date(conn)
         return self.tables.query(sql, params)
+
+    def _newest(self, sql: str, gateway: str | None) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` over a table of ``gateway`` and ``created_at`` columns, newest
+        first (of ``gateway`` only, when given)."""
+        where, params = (" WHERE gateway = ?", (gateway,)) if gateway is not None else ("", ())
+        return self._read(f"{sql}{where} ORDER BY created_at DESC, rowid DESC", params)
 
     def close(self) -> None:
         """Close the ledger this store opened (a client's ledger is the client's to close)."""
@@ -351,12 +348,7 @@ class GridStore(TableStore):
         )
 
     def ids(self, gateway: str | None = None) -> list[str]:
-        sql = "SELECT id FROM grids"
-        params: tuple[Any, ...] = ()
-        if gateway is not None:
-            sql += " WHERE gateway = ?"
-            params = (gateway,)
-        return [r[0] for r in self._read(sql + " ORDER BY created_at DESC, rowid DESC", params)]
+        return [r[0] for r in self._newest("SELECT id FROM grids", gateway)]
 
     def get(self, grid_id: str) -> GridRecord | None:
         found = self._read(
@@ -412,8 +404,8 @@ def store_for(client: ClientLike, kind: type[S]) -> S: ...
 def store_for(client: ClientLike, kind: type[TableStore] = GridStore) -> TableStore:
     """The store of ``kind`` (grids by default) of a client's ledger file, one per
     file per process, made here."""
-    path = store_path(client)
-    key = str(path.resolve()) if path is not None else f"memory:{id(client)}"
+    ledger = client.ledger
+    key = str(Path(ledger.path).resolve()) if ledger is not None else f"memory:{id(client)}"
     with _stores_lock:
         store = _stores.get((kind, key))
         if store is None:

@@ -2,14 +2,9 @@
 
 ``template`` maps a field (a name or a dotted path, in the terms of the batch's
 endpoint) to a constant or to a format string over the row's columns
-(``{"prompt": "{text}, watercolor", "seed": "{seed}", "n": 1}``). A format string's
-result is typed by its field as grid values are (:func:`~.axes.typed_value`:
-``"{seed}"`` becomes the integer the field takes); a string that is exactly one
-``{column}`` takes the row's value whole (a JSONL number stays a number, an empty
-cell leaves the field unset). Columns named like fields of the batch's endpoint fill
-the fields the template leaves out (the template wins where both set one); with no
-template, they are the payload. ``{row}`` is the row's number.
-docs/decisions.md#batch-template.
+(``{"prompt": "{text}, watercolor", "seed": "{seed}", "n": 1}``), typed by its field as
+grid values are; with none, the columns named like fields are the payload. How values
+are typed, and why a field no endpoint has is refused: docs/decisions.md#batch-template.
 """
 
 from __future__ import annotations
@@ -26,6 +21,7 @@ from ..catalog.fields import field_named
 from ..errors import PayloadError
 from .axes import field_type, set_field, typed_value
 from .mapping import ENDPOINT_AXIS
+from .problems import problem
 from .rows import row_loc
 
 if TYPE_CHECKING:
@@ -171,7 +167,7 @@ def _format_columns(field: str, text: str, columns: Sequence[str]) -> list[str]:
 
 
 def _bad(field: str, msg: str) -> PayloadError:
-    return PayloadError([{"loc": ("template", field), "msg": msg}])
+    return problem(("template", field), msg)
 
 
 def _field_kind(field: str, specs: Sequence[EndpointSpec]) -> type | None:
@@ -208,14 +204,10 @@ def build_template(
                 if (close := difflib.get_close_matches(c, sorted(specs[0].known_names), n=1))
             ]
             hint = f" ({'; '.join(typos)}, misspelled)" if typos else ""
-            raise PayloadError(
-                [
-                    {
-                        "loc": ("template",),
-                        "msg": f"no column is named like a field of {endpoint} ({fields}){hint}; "
-                        "name the columns so, or give template={'prompt': '{text}'}",
-                    }
-                ],
+            raise problem(
+                "template",
+                f"no column is named like a field of {endpoint} ({fields}){hint}; "
+                "name the columns so, or give template={'prompt': '{text}'}",
                 endpoint=endpoint,
             )
         given = {c: "{" + c + "}" for c in chosen}

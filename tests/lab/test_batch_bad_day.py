@@ -171,6 +171,9 @@ def test_a_folder_turned_read_only_leaves_rows_files_pending_then_written_withou
     _needs_mounts()
     out = tmp_path / "shots"
     batch = gw.batch(T2I, rows(3), TEMPLATE, out=out, client=client)
+    # the manifest's JSONL, kept open from its first line, is opened before the bind mount:
+    # opened through it, it would hold the mount busy and no remount could take
+    assert wait_for((out / "manifest.jsonl").exists, timeout=60)
     _mount("--bind", str(out), str(out))
     try:
         _remount_read_only(out)

@@ -123,15 +123,15 @@ def test_a_reserved_row_keeps_the_owner_that_took_it_alive(tmp_path: Path) -> No
     saved(store, rows=2)
     store.reserve("b", [(0, {})], {})
     row = store.rows("b")[0]
-    assert row.owner == store.owner is not None and row.owner in store.alive_owners()
+    assert row.owner == store.tables.owner is not None and row.owner in store.tables.alive_owners()
     assert store.rows("b")[1].owner is None
     assert [r.index for r in store.rows("b", [1])] == [1]  # only those asked for
     store.close()
-    assert row.owner not in BatchStore(tmp_path / "ledger.sqlite3").alive_owners()  # closed
+    assert row.owner not in BatchStore(tmp_path / "ledger.sqlite3").tables.alive_owners()  # closed
     memory = BatchStore()
     saved(memory, rows=1)
     memory.reserve("b", [(0, {})], {})
-    assert memory.rows("b")[0].owner is None and memory.alive_owners() == set()
+    assert memory.rows("b")[0].owner is None and memory.tables.alive_owners() == set()
 
 
 def test_a_file_an_older_genwidgets_wrote_gets_the_owner_column(tmp_path: Path) -> None:
@@ -148,7 +148,7 @@ def test_a_file_an_older_genwidgets_wrote_gets_the_owner_column(tmp_path: Path) 
     store = BatchStore(path)
     assert [(r.index, r.state, r.owner) for r in store.rows("b")] == [(0, WAITING, None)]
     assert store.reserve("b", [(0, {})], {}).taken == [(0, 1)]
-    assert store.rows("b")[0].owner == store.owner
+    assert store.rows("b")[0].owner == store.tables.owner
     store.close()
 
 

@@ -37,7 +37,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def reserve(batch: Any, indices: range) -> list[Any]:
     """Rows reserved in the store as the sender reserves them (their attempt taken)."""
-    batch.book.store_batch()
+    batch.store_batch()
     charges = [(i, {"tasks": 1.0, "images": 1.0}) for i in indices]
     taken = batch.store.reserve(batch.id, charges, {}).taken
     assert [i for i, _ in taken] == list(indices)
@@ -53,22 +53,26 @@ def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
     sim = make_simulator()
     with gw.Client(sim.base_url, KEY) as first:
         batch = open_batch(T2I, ROWS, TEMPLATE, out=tmp_path / "o", client=first, id="crashed")
-        batch.book.store_batch()
+        batch.store_batch()
         rows = reserve(batch, range(4))  # rows 0-3 sending
         ledger = first.ledger
         assert ledger is not None
         # row 0: its task was created; the process died before the batch stored the answer
-        [job] = first.send_many([rows[0].planned.prepared], tags=[batch.book.tag(rows[0])])
+        [job] = first.send_many([rows[0].planned.prepared], tags=[batch.tag(rows[0])])
         # row 1: its create certainly made nothing (refused before anything left)
         refused = ledger.writes.record_intent(
-            gateway=first.gateway_name, endpoint=T2I, payload=rows[1].payload,
-            tag=batch.book.tag(rows[1]),
+            gateway=first.gateway_name,
+            endpoint=T2I,
+            payload=rows[1].payload,
+            tag=batch.tag(rows[1]),
         )
         ledger.writes.record_create_failed(refused, "Unreachable: refused", created_nothing=True)
         # row 2: its create left and its answer was lost with the process
         lost = ledger.writes.record_intent(
-            gateway=first.gateway_name, endpoint=T2I, payload=rows[2].payload,
-            tag=batch.book.tag(rows[2]),
+            gateway=first.gateway_name,
+            endpoint=T2I,
+            payload=rows[2].payload,
+            tag=batch.tag(rows[2]),
         )
         recorder = ledger.writes  # no longer in flight: the process is gone
         recorder._settle(recorder.row_of(lost))
@@ -101,8 +105,10 @@ def test_a_row_refused_for_the_rate_limit_then_created_is_re_attached_not_sent_a
         assert ledger is not None
         for row in rows:  # each refused once (nothing made: given back), then reserved again
             refused = ledger.writes.record_intent(
-                gateway=first.gateway_name, endpoint=T2I, payload=row.payload,
-                tag=batch.book.tag(row),
+                gateway=first.gateway_name,
+                endpoint=T2I,
+                payload=row.payload,
+                tag=batch.tag(row),
             )
             ledger.writes.record_create_failed(
                 refused, "RateLimited: slow down", created_nothing=True
@@ -111,10 +117,12 @@ def test_a_row_refused_for_the_rate_limit_then_created_is_re_attached_not_sent_a
         rows = reserve(batch, range(2))
         assert [r.attempt for r in rows] == [2, 2]
         # row 0's second attempt made its task; row 1's left and its answer was lost
-        [job] = first.send_many([rows[0].planned.prepared], tags=[batch.book.tag(rows[0])])
+        [job] = first.send_many([rows[0].planned.prepared], tags=[batch.tag(rows[0])])
         lost = ledger.writes.record_intent(
-            gateway=first.gateway_name, endpoint=T2I, payload=rows[1].payload,
-            tag=batch.book.tag(rows[1]),
+            gateway=first.gateway_name,
+            endpoint=T2I,
+            payload=rows[1].payload,
+            tag=batch.tag(rows[1]),
         )
         recorder = ledger.writes
         recorder._settle(recorder.row_of(lost))
@@ -141,11 +149,13 @@ def test_rows_of_one_payload_each_find_their_own_create_by_its_tag(
         ledger = first.ledger
         assert ledger is not None
         refused = ledger.writes.record_intent(
-            gateway=first.gateway_name, endpoint=T2I, payload=rows[0].payload,
-            tag=batch.book.tag(rows[0]),
+            gateway=first.gateway_name,
+            endpoint=T2I,
+            payload=rows[0].payload,
+            tag=batch.tag(rows[0]),
         )
         ledger.writes.record_create_failed(refused, "Unreachable: refused", created_nothing=True)
-        [job] = first.send_many([rows[1].planned.prepared], tags=[batch.book.tag(rows[1])])
+        [job] = first.send_many([rows[1].planned.prepared], tags=[batch.tag(rows[1])])
         ledger.flush()
     with gw.Client(sim.base_url, KEY) as second:
         again = gw.batch(T2I, twice, TEMPLATE, client=second, id="twice").wait(timeout=120)
@@ -165,7 +175,7 @@ def test_a_row_reserved_before_the_ledger_wrote_tags_is_unknown_not_sent_again(
         batch = open_batch(T2I, ROWS[:1], TEMPLATE, out=tmp_path / "o", client=client)
         [row] = reserve(batch, range(1))[:1]
         row.state, row.reserved_at = "sending", 1.0  # long before the ledger took tags
-        reconcile(batch.book, [row])
+        reconcile(batch, [row])
         assert row.status == "unknown" and "older genwidgets" in (row.error or "")
         assert created(simulator) == 0
 
@@ -175,11 +185,11 @@ def test_without_a_ledger_a_reserved_row_is_unknown(
 ) -> None:
     with gw.Client(simulator.base_url, KEY, ledger=False) as client:
         batch = open_batch(T2I, ROWS[:1], TEMPLATE, out=tmp_path / "o", client=client)
-        batch.book.store_batch()
+        batch.store_batch()
         batch.store.reserve(batch.id, [(0, {"tasks": 1.0})], {})
         row = batch.rows[0]
         row.state, row.reserved_at = "sending", 0.0
-        reconcile(batch.book, [row])
+        reconcile(batch, [row])
         assert row.status == "unknown" and "no ledger" in (row.error or "")
 
 
@@ -210,7 +220,7 @@ def test_a_row_whose_answer_reached_only_the_manifest_is_re_attached_with_its_fi
     out = tmp_path / "o"
     with gw.Client(sim.base_url, KEY) as first, gw.Client(sim.base_url, KEY, ledger=False) as raw:
         batch = open_batch(T2I, ROWS[:2], TEMPLATE, out=out, client=first, id="lagged")
-        batch.book.store_batch()
+        batch.store_batch()
         assert len(batch.store.reserve("lagged", [(0, {"tasks": 1.0})], {}).taken) == 1
         ledger = first.ledger
         assert ledger is not None
@@ -258,7 +268,7 @@ def test_a_retried_row_is_not_re_attached_to_its_earlier_attempts_task(
     out = tmp_path / "o"
     with gw.Client(sim.base_url, KEY) as first, gw.Client(sim.base_url, KEY, ledger=False) as raw:
         batch = open_batch(T2I, ROWS[:1], TEMPLATE, out=out, client=first, id="retried")
-        batch.book.store_batch()
+        batch.store_batch()
         batch.store.reserve("retried", [(0, {"tasks": 1.0})], {})
         old = raw.send(batch.rows[0].planned.prepared)
         row = batch.rows[0]

@@ -4,7 +4,7 @@ Run on the batch's sender (a worker thread), over its :class:`~.row_book.RowBook
 Each chunk's rows are reserved in the store (the budget's cap holds across processes),
 then sent through ``client.send_many``; each answer settles its row. Creates that fail
 in a row in a way that may have billed (a 5xx, no answer, no contact) pause the batch
-after :data:`BREAKER_AFTER`: creates in flight answer, none more leave until it is
+after :data:`~.breaker.BREAKER_AFTER`: creates in flight answer, none more leave until it is
 asked to go on. docs/decisions.md#circuit-breaker.
 """
 
@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._client import create_failure, created_nothing
-from ..errors import OutcomeUnknown, RateLimited, ServerError, Unreachable
+from ..errors import RateLimited, Unreachable
 from .batch_store import CREATED, FAILED, SENDING, UNKNOWN, WAITING
 from .resume import reconcile, show_as_stored
 
@@ -22,23 +22,12 @@ if TYPE_CHECKING:
     from .batch_row import BatchRow
     from .row_book import RowBook
 
-__all__ = ["BREAKER_AFTER", "CHUNK_ROUNDS", "MAX_RATE_LIMITED", "may_have_billed", "send_all"]
+__all__ = ["CHUNK_ROUNDS", "MAX_RATE_LIMITED", "send_all"]
 
 #: a row refused for the rate limit this many times in a row is failed
 MAX_RATE_LIMITED = 50
 #: a chunk is this many rounds of ``concurrency`` creates
 CHUNK_ROUNDS = 2
-#: creates failing in a row in a way that may have billed (a 5xx, no answer, no
-#: contact) before the batch pauses (docs/decisions.md#circuit-breaker)
-BREAKER_AFTER = 5
-
-
-def may_have_billed(failure: Exception) -> bool:
-    """Whether a failed create counts toward the breaker: a 5xx, no answer, no contact
-    (the gateway is in trouble, so the next create may bill for nothing too)."""
-    return isinstance(failure, (OutcomeUnknown, ServerError, Unreachable)) or not (
-        created_nothing(failure)
-    )
 
 
 def _next_chunk(book: RowBook) -> list[BatchRow]:
@@ -145,19 +134,15 @@ def _sent(book: RowBook, row: BatchRow, outcome: Any) -> None:
                 row.rate_limited += not held
                 book.update(row, WAITING, release=True)  # nothing made: it goes again
                 return
-            if may_have_billed(outcome):
-                book.doubtful += 1
-                if book.doubtful >= BREAKER_AFTER:
-                    book.pause(
-                        f"{book.doubtful} creates in a row failed in a way that may "
-                        f"have billed (the last: {type(outcome).__name__}: {outcome})"
-                    )
+            why = book.breaker.saw(outcome)
+            if why is not None:
+                book.pause(why)
             row.error = create_failure(outcome)
             if created_nothing(outcome):
                 book.update(row, FAILED, release=True)
             else:
                 book.update(row, UNKNOWN)
             return
-        book.doubtful = 0
+        book.breaker.saw(outcome)
         book.attach(row, outcome)
         book.update(row, CREATED)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..jobs.ledger import scrub_payload
 from .batch_row import BatchRow
 from .batch_store import ENDED, SENDING, UNKNOWN, WAITING, BatchStore, RowUpdate, id_taken
+from .breaker import Breaker
 from .manifest import Manifest
 
 if TYPE_CHECKING:
@@ -85,8 +86,8 @@ class RowBook:
         #: set: no create leaves (a pause, a cancel, an interrupt)
         self.stop = threading.Event()
         self.cancelled = False
-        #: creates in a row that failed and may have billed
-        self.doubtful = 0
+        #: counts creates failing in a row that may have billed
+        self.breaker = Breaker()
         self._pending: list[RowUpdate] = []
         #: held across taking the queued row changes and writing them, so a flush
         #: returns once every change queued before it is in the store
@@ -208,5 +209,5 @@ class RowBook:
     def go_on(self) -> None:
         """Asked to send again (under the lock): a pause or a stop ends here."""
         self.paused = self.stopped = None
-        self.doubtful = 0
+        self.breaker.count = 0
         self.stop.clear()

@@ -24,7 +24,8 @@ from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import NOT_CREATED, scrub_payload
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
-from .batch_send import BREAKER_AFTER, CHUNK_ROUNDS, may_have_billed
+from .batch_send import CHUNK_ROUNDS
+from .breaker import Breaker
 from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
 from .resume import followed, found_by_tag
@@ -174,7 +175,7 @@ class GridRun:
         #: why sending paused; set, the cells not sent wait for :meth:`submit`
         self.paused: str | None = None
         #: creates in a row that failed and may have billed
-        self._doubtful = 0
+        self._breaker = Breaker()
         self.store.watch(self.id, self.refresh_ratings)
 
     @property
@@ -233,7 +234,7 @@ class GridRun:
             if self._started and self.paused is None:
                 return self
             if self.paused is not None:  # asked to go on: the pause ends here
-                self.paused, self._doubtful = None, 0
+                self.paused, self._breaker.count = None, 0
                 self._stop.clear()
                 self._sent.clear()
             self._started = True
@@ -289,21 +290,6 @@ class GridRun:
         """``on_sent`` of one chunk: its ``i``-th answer settles its cell."""
         return lambda i, outcome: self._sent_one(chunk[i][0], outcome)
 
-    def _count_doubtful(self, failure: Exception) -> None:
-        """The breaker: creates failing in a row in a way that may have billed pause
-        the grid as they pause a batch (docs/decisions.md#circuit-breaker)."""
-        if not may_have_billed(failure):  # a 4xx: the cell's own problem
-            return
-        self._doubtful += 1
-        if self._doubtful >= BREAKER_AFTER and self.paused is None:
-            waiting = sum(1 for c in self.cells if c.unsent)
-            self.paused = (
-                f"{self._doubtful} creates in a row failed in a way that may have billed "
-                f"(the last: {type(failure).__name__}: {failure}); {waiting} cell(s) not "
-                "sent wait for grid.submit() (the Submit button)"
-            )
-            self._stop.set()
-
     def tag(self, cell: GridCell) -> str:
         """What a cell's create is for, written with its intent in the ledger: a grid
         re-opened finds the cell's task by it when its store missed the request id."""
@@ -316,10 +302,15 @@ class GridRun:
         if isinstance(outcome, Exception):
             cell.exception = outcome
             cell.error = create_failure(outcome)
-            self._count_doubtful(outcome)
         else:
-            self._doubtful = 0
             self._attach(cell, outcome)
+        why = self._breaker.saw(outcome)
+        if why is not None and self.paused is None:
+            waiting = sum(1 for c in self.cells if c.unsent)
+            self.paused = (
+                f"{why}; {waiting} cell(s) not sent wait for grid.submit() (the Submit button)"
+            )
+            self._stop.set()
         try:
             self.store.set_request(self.id, cell.index, cell.request_id, cell.error)
         except LedgerError as exc:  # the batch goes on; the task itself is in the ledger

@@ -26,7 +26,7 @@ from ..lab.progress import Snapshot
 from ..media.thumbnails import data_url, thumbnail
 from . import markup
 from ._style import COLOURS
-from .faces import CommandView, Faces, answers, in_kernel, static_module
+from .faces import CommandView, answers, in_kernel, static_module
 from .ticker import MIN_INTERVAL, Throttle
 
 __all__ = ["BatchView", "batch", "batches", "static_copy"]
@@ -94,8 +94,6 @@ class BatchView(CommandView):
     _esm = static_module("faces.js", "ask.js", "batch.js")
     _css = static_module("batch.css")
     head = traitlets.Dict().tag(sync=True)
-    #: which lasting face this live view hides while its kernel lives (``faces.js``)
-    face = traitlets.Dict().tag(sync=True)
     #: the latest ended rows: [{"row", "status", "label", "src"}], newest first
     thumbs: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
 
@@ -104,7 +102,6 @@ class BatchView(CommandView):
         self.batch = batch
         self._made: dict[int, str] = {}
         self._throttle = Throttle(self._write, interval=max(MIN_INTERVAL, WRITE_INTERVAL))
-        self._faces: Faces | None = None
         self.add_class("gw-batch")
         batch.listeners.append(self._on_change)
         self._throttle.request(force=True)
@@ -156,8 +153,7 @@ class BatchView(CommandView):
         snap = self.batch.snapshot()
         self.thumbs = self._latest()  # first: a head that counts a row finds its picture
         self.head = _head(self.batch, snap)
-        if self._faces is not None:
-            self._faces.refresh(force=snap.finished)  # rewritten later, never waited for
+        self._refresh_face(force=snap.finished)  # rewritten later, never waited for
 
     def close(self) -> None:
         if self._on_change in self.batch.listeners:
@@ -168,10 +164,7 @@ class BatchView(CommandView):
 
     def display(self) -> None:
         """Both faces: this live view, then its lasting face (:mod:`.faces`)."""
-        if self._faces is None:
-            self._faces = Faces(self._lasting, interval=1.0)
-            self.face = self._faces.live(self)
-        self._faces.show(self)
+        self._show_faces(self._lasting, interval=1.0)
 
     def _lasting(self, _media: str) -> dict[str, str]:
         return static_copy(self.batch, self._latest())

@@ -127,10 +127,28 @@ class CommandView(anywidget.AnyWidget):
     itself would raise a KeyError in the kernel)."""
 
     _anywidget_commands: dict[str, Any]
+    #: Which lasting face this live view hides while its kernel lives (``faces.js``).
+    face = traitlets.Dict().tag(sync=True)
+    #: its lasting face, made on its first display (:meth:`_show_faces`)
+    _faces: Faces | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._anywidget_commands = _Commands(cls._anywidget_commands)
+
+    def _show_faces(
+        self, build: Callable[[str], dict[str, str]], *, interval: float = 0.0, live: Any = None
+    ) -> None:
+        """Display this view (or ``live``, a box holding it), then its lasting face."""
+        if self._faces is None:
+            self._faces = Faces(build, interval=interval)
+            self.face = self._faces.live(self)
+        self._faces.show(self if live is None else live)
+
+    def _refresh_face(self, *, force: bool = False) -> None:
+        """Rewrite the lasting face soon, if the view was displayed (never waits)."""
+        if self._faces is not None:
+            self._faces.refresh(force=force)
 
 
 def in_kernel() -> bool:

@@ -29,7 +29,7 @@ from ..lab.run import GridCell, GridRun, list_grids, status_of
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output
 from .background import BACKGROUND
-from .faces import Asked, CommandView, Faces, answers, in_kernel, static_module
+from .faces import Asked, CommandView, answers, in_kernel, static_module
 from .form import form, python_code
 from .grid_sheet import contact_sheet
 from .render import source_of
@@ -111,8 +111,6 @@ class Grid(CommandView):
     _esm = static_module("faces.js", "ask.js", "grid.js")
     _css = static_module("grid.css")
     head = traitlets.Dict().tag(sync=True)
-    #: Which lasting face (contact sheet) this live grid hides while its kernel lives.
-    face = traitlets.Dict().tag(sync=True)
     cell_states: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
 
     def __init__(self, run: GridRun, *, needs_confirmation: bool = False) -> None:
@@ -139,8 +137,6 @@ class Grid(CommandView):
             self._write, interval=max(MIN_INTERVAL, len(run.cells) * WRITE_SECONDS_PER_CELL)
         )
         self._live = False
-        #: the contact sheet shown after each display of this grid (made on the first)
-        self._faces: Faces | None = None
         self.add_class("gw-grid")
         run.listeners.append(self._on_change)
         self._throttle.request(force=True)
@@ -199,7 +195,7 @@ class Grid(CommandView):
         keeps what the cell has. Persisted."""
         rated = self.run.rate(cell, stars, note)
         self._throttle.request(force=True)
-        self._refresh_sheet()  # a sheet shown already gets the new stars
+        self._refresh_face()  # a sheet shown already gets the new stars
         return rated
 
     def scores(self, direction: str = "x") -> list[dict[str, Any]]:
@@ -211,7 +207,7 @@ class Grid(CommandView):
         """Re-lay the grid (e.g. ``swap("x", "y")``); no new tasks."""
         self.run.swap(a, b)
         self._throttle.request(force=True)
-        self._refresh_sheet()
+        self._refresh_face()
         return self
 
     def cancel_all(self) -> int:
@@ -258,18 +254,11 @@ class Grid(CommandView):
             self._throttle.request(force=True)
         if self.recall_area is None:
             self.recall_area = ipywidgets.Output()
-        if self._faces is None:
-            interval = max(1.0, 2 * self._throttle.interval)
-            self._faces = Faces(self._sheet, interval=interval)
-            self.face = self._faces.live(self)
-        self._faces.show(ipywidgets.VBox([self, self.recall_area]))
+        live = ipywidgets.VBox([self, self.recall_area])
+        self._show_faces(self._sheet, interval=max(1.0, 2 * self._throttle.interval), live=live)
 
     def _sheet(self, media: str) -> dict[str, str]:
         return contact_sheet(self.run, media, waiting=self.needs_confirmation)
-
-    def _refresh_sheet(self, *, force: bool = False) -> None:
-        if self._faces is not None:
-            self._faces.refresh(force=force)
 
     # ------------------------------------------------------------------ the page's asks
     # anywidget commands (asked by ``static/ask.js``), each answered with
@@ -345,7 +334,7 @@ class Grid(CommandView):
             TICKER.add(self)
         self._throttle.request()
         if self._finished():  # a rating from another view or kernel; not each poll
-            self._refresh_sheet()
+            self._refresh_face()
 
     def _finished(self) -> bool:
         """Every cell has ended: from then on its sheet follows each change. While it
@@ -510,7 +499,7 @@ class Grid(CommandView):
         if finished and self._live:
             self._live = False
             TICKER.remove(self)
-            self._refresh_sheet(force=True)
+            self._refresh_face(force=True)
 
 
 def grid(

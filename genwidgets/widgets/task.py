@@ -144,8 +144,6 @@ class TaskView(CommandView):
     #: The gateway's logs (``Status.logs``): the latest line while running, the last
     #: few once finished (kept in the saved view).
     logs = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    #: Which lasting face this live face hides while its kernel lives (``faces.js``).
-    face = traitlets.Dict().tag(sync=True)
 
     def __init__(self, job: JobLike, *, posters: bool = True, **kwargs: Any) -> None:
         """``posters=False``: videos carry no poster frame in the view's state, for a
@@ -156,7 +154,6 @@ class TaskView(CommandView):
         self._finished = False
         self._posters = posters
         self._removers: list[Callable[[], Any]] = []
-        self._faces: Faces | None = None
         super().__init__(
             endpoint=str(job.endpoint),
             request_id=str(job.request_id),
@@ -182,15 +179,14 @@ class TaskView(CommandView):
     def _on_update(self, job: JobLike) -> None:
         terminal = job_look(self.job).terminal
         guarded(lambda: self._throttle.request(force=terminal))
-        if self._faces is not None and (terminal or job.last_result is not None):
+        if terminal or job.last_result is not None:
             # Asked here, before the job's future completes (the JobLike contract:
             # update callbacks first), so a cell waiting on job.result() waits for it.
-            self._faces.refresh(force=True)
+            self._refresh_face(force=True)
 
     def _on_done(self, job: JobLike) -> None:
         guarded(lambda: self._throttle.request(force=True))
-        if self._faces is not None:
-            self._faces.refresh(force=True)
+        self._refresh_face(force=True)
         self._finish()
 
     def _ipython_display_(self) -> None:
@@ -199,10 +195,7 @@ class TaskView(CommandView):
         if not in_kernel():
             print(plain_status(self.job))
             return
-        if self._faces is None:
-            self._faces = Faces(lambda media: lasting_face(self.job, media))
-            self.face = self._faces.live(self)
-        self._faces.show(self)
+        self._show_faces(lambda media: lasting_face(self.job, media))
 
     @answers
     def _ask_cancel(self, _msg: dict[str, Any]) -> None:

@@ -23,10 +23,10 @@ from ..lab.batch_open import batch as batch  # gw.batch: the same function, here
 from ..lab.batch_open import batches as batches  # importing it installs the live view
 from ..lab.batch_row import BatchRow
 from ..lab.progress import Snapshot
-from ..media.thumbnails import data_url, thumbnail
 from . import markup
 from ._style import COLOURS
 from .faces import CommandView, answers, in_kernel, static_module
+from .lasting import picture_src
 from .ticker import MIN_INTERVAL, Throttle
 
 __all__ = ["BatchView", "batch", "batches", "static_copy"]
@@ -45,14 +45,13 @@ def _thumb(row: BatchRow) -> str:
     batch's own files lands in its folder."""
     result = row.job.last_result if row.job is not None else None
     for output in result.outputs if result is not None else []:
-        if output.kind not in ("image", "video") or output.path is None:
-            continue
-        try:
-            made = thumbnail(output.path, THUMB_SIDE)
-        except Exception:  # an odd file: no picture, the row still counts
-            made = None
-        if made is not None:
-            return data_url(made)
+        if output.kind in ("image", "video") and output.path is not None:
+            try:
+                made = picture_src(output, THUMB_SIDE)
+            except Exception:  # an odd file: no picture, the row still counts
+                made = None
+            if made is not None:
+                return made
     return ""
 
 

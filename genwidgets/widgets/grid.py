@@ -10,7 +10,6 @@ choices: docs/decisions.md#grid-view.
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Mapping
@@ -26,12 +25,12 @@ from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from ..lab.export import margins, save_html, save_png
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, list_grids, status_of
-from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output
 from .background import BACKGROUND
 from .faces import Asked, CommandView, answers, in_kernel, static_module
 from .form import form, python_code
 from .grid_sheet import contact_sheet
+from .lasting import picture_src
 from .render import source_of
 from .task import job_look
 from .ticker import MIN_INTERVAL, TICKER, Throttle
@@ -53,24 +52,15 @@ _PICTURED = ("image", "video")
 
 
 def _thumb(output: Output, *, network: bool = False) -> str | None:
-    """A data URL of the output's thumbnail, made in the kernel: from the local
-    copy when the ledger has one (cached beside it), else from bytes in hand
-    (inline content, a ``data:`` URL) and, with ``network``, downloaded (images).
-    A write never passes ``network``: see :meth:`Grid._fetch_thumbs`."""
-
-    if output.path is not None and output.path.exists():
-        made = thumbnail(output.path, THUMB_SIDE)
-        return data_url(made) if made is not None else None
-    if output.kind != "image" or (not network and _needs_network(output)):
-        return None
+    """A data URL of the output's thumbnail, made in the kernel from the bytes at hand
+    (:func:`~.lasting.picture_src`) and, with ``network``, from an image's downloaded
+    bytes. A write never passes ``network``: see :meth:`Grid._fetch_thumbs`."""
+    if not (network and _needs_network(output)):
+        return picture_src(output, THUMB_SIDE)
     try:
-        found = thumbnail_bytes(output.read(), THUMB_SIDE)
-    except Exception:  # a dead URL or broken inline data: the cell says no picture
+        return picture_src(output, THUMB_SIDE, output.read())
+    except Exception:  # a dead URL: the cell says no picture
         return None
-    if found is None:
-        return None
-    data, mime = found
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def _drawn_thumbs(outputs: list[Output], *, network: bool = False) -> list[str]:

@@ -43,6 +43,7 @@ __all__ = [
     "media_choice",
     "output_html",
     "outputs_html",
+    "picture_src",
     "plain_text",
     "poster_data_url",
     "result_html",
@@ -148,6 +149,21 @@ def _data_url(mime: str | None, data: bytes) -> str | None:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
+def picture_src(output: Output, side: int = THUMB_SIDE, data: bytes | None = None) -> str | None:
+    """An output's thumbnail as a ``data:`` URL: from its local copy (an image, or a
+    video's first frame; cached beside it), else from an image's bytes (``data``, or
+    those in hand); ``None`` when no picture can be made of them."""
+    local = _local(output)
+    made = thumbnail(local, side) if local is not None else None
+    if made is not None:
+        return data_url(made)
+    if output.kind != "image":
+        return None
+    data = data if data is not None else _in_hand(output, EMBED_LIMIT)
+    found = thumbnail_bytes(data, side) if data is not None else None
+    return _data_url(found[1], found[0]) if found is not None else None
+
+
 def _remote(output: Output) -> str | None:
     """An http(s) URL that may still answer later (a gateway's, never loopback)."""
     url = output.url
@@ -189,21 +205,12 @@ def _image_html(output: Output, mime: str, media: str, side: int) -> Html | None
     if media == "full":
         whole = _in_hand(output, EMBED_LIMIT)
         src = _data_url(mime, whole) if whole is not None else None
-    if src is None and local is not None:
-        made = thumbnail(local, side)
-        src = data_url(made) if made is not None else None
+    src = src or picture_src(output, side)
+    if src is None:  # no thumbnail: embedded as it is when it is small, else its URL
+        small = _in_hand(output, SMALL_IMAGE)
+        src = (_data_url(mime, small) if small is not None else None) or _remote(output)
     if src is None:
-        small = _in_hand(output, EMBED_LIMIT)
-        found = thumbnail_bytes(small, side) if small is not None else None
-        if found is not None:
-            src = _data_url(found[1], found[0])
-        elif small is not None and len(small) <= SMALL_IMAGE:  # no thumbnail: it is small
-            src = _data_url(mime, small)
-    if src is None:
-        remote = _remote(output)
-        if remote is None:
-            return None
-        src = remote
+        return None
     link = served_url(local) if local is not None else None
     return markup.image(src, file_name(output), cls="gw-thumb", link=link)
 
@@ -336,19 +343,12 @@ def thumbnail_src(outputs: Sequence[Output]) -> str | None:
     first image's thumbnail, else the first video's poster frame; ``None`` when
     neither is kept (audio, text, or nothing local)."""
     for output in outputs:
-        local = _local(output)
         if output.kind == "image":
-            made = thumbnail(local) if local is not None else None
-            if made is not None:
-                return data_url(made)
-            small = _in_hand(output, EMBED_LIMIT)
-            found = thumbnail_bytes(small) if small is not None else None
-            if found is not None:
-                return _data_url(found[1], found[0])
-        elif output.kind == "video":
-            poster = poster_data_url(local)
-            if poster is not None:
-                return poster
+            src = picture_src(output)
+        else:
+            src = poster_data_url(_local(output)) if output.kind == "video" else None
+        if src is not None:
+            return src
     return None
 
 

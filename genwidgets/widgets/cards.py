@@ -25,7 +25,7 @@ from . import markup
 from ._style import StatusLook, format_elapsed, short
 from .lasting import thumbnail_src
 from .render import source_of, to_html
-from .task import is_simulated, job_look
+from .task import job_look
 from .ticker import TICKER, Throttle, guarded, stop_following
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ class CardData:
             elapsed=job.elapsed,
             payload=job.payload,
             outputs=tuple(result.outputs) if result is not None else (),
-            simulated=is_simulated(job),
+            simulated=job.simulated,
         )
 
 

@@ -33,7 +33,7 @@ from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, layout
 from .dispatch import build_element
 from .elements import BuildContext, Element
 from .faces import Faces, in_kernel, live_container
-from .field_spec import UNSET, FieldSpec, field_specs
+from .field_spec import UNSET, FieldSpec, field_specs, plain
 from .task import TaskList
 from .ticker import guarded
 
@@ -287,7 +287,8 @@ class EndpointForm(W.VBox):
             spec = self._specs.get(wire)
             unit = next((u for k, u in _UNITS.items() if k in wire), "")
             if wire in payload:
-                shown = _plain_value(payload[wire])
+                value = payload[wire]
+                shown = f"{len(value)} items" if isinstance(value, list) else plain(value)
                 note = ""
             else:
                 shown = spec.default_text if spec and spec.default_text else "service default"
@@ -472,13 +473,3 @@ def _has_path(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_path(v) for v in value)
     return isinstance(value, os.PathLike)
-
-
-def _plain_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return f"{len(value)} items"
-    if isinstance(value, dict):
-        return json.dumps(value)
-    return str(value)

@@ -84,11 +84,6 @@ def _axis(run: GridRun, direction: str) -> tuple[str, list[Any]]:
     return (axis.label, list(axis.values)) if axis is not None else ("", [None])
 
 
-def _margins(run: GridRun) -> dict[str, list[dict[str, Any]]]:
-
-    return margins(run)
-
-
 def contact_sheet(
     run: GridRun, media: str | None = None, *, waiting: bool = False
 ) -> dict[str, str]:
@@ -98,7 +93,7 @@ def contact_sheet(
     x_label, xs = _axis(run, "x")
     y_label, ys = _axis(run, "y")
     z_label, zs = _axis(run, "z")
-    scores = _margins(run) if run.started else {}
+    scores = margins(run) if run.started else {}
     by_place = {cell.place: cell for cell in run.cells}
     tables = []
     side = sheet_side(len(run.cells))

@@ -362,7 +362,7 @@ def error_banner(result: Result) -> Html:
     if look.category != "failed":
         return Html()
     kind = f" ({look.error_type})" if look.error_type else ""
-    return markup.error_banner(look.error or "", kind)
+    return markup.failure(f"failed: {look.error or ''}{kind}")
 
 
 def outputs_html(

@@ -57,7 +57,6 @@ __all__ = [
     "div",
     "download",
     "empty_cell",
-    "error_banner",
     "error_html",
     "error_lines",
     "esc",
@@ -220,13 +219,6 @@ def error_html(look: StatusLook) -> Html:
         look.error or "",
         " " if kind else None,
         kind,
-    )
-
-
-def error_banner(error: str, kind: str) -> Html:
-    """A result's failure line (``kind``: `` (type)`` or nothing)."""
-    return tag(
-        "div", {"class": "gw-error", "style": f"color:{COLOURS['failed']}"}, "failed: ", error, kind
     )
 
 

@@ -83,15 +83,6 @@ def job_look(job: JobLike) -> StatusLook:
     )
 
 
-def queue_position(job: JobLike) -> int | None:
-    return job.queue_position
-
-
-def is_simulated(job: JobLike) -> bool:
-    """Whether the job runs on the embedded simulator (every view says so)."""
-    return job.simulated
-
-
 def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[str, Any]]:
     """The ``outputs`` trait of a result: one entry per output (see
     :func:`~genwidgets.widgets.render.live_entry`), or the asset record of a
@@ -158,7 +149,7 @@ class TaskView(CommandView):
             endpoint=str(job.endpoint),
             request_id=str(job.request_id),
             start_time=float(job.submitted_at),
-            simulated=is_simulated(job),
+            simulated=job.simulated,
             **{"layout": shared_layout(), **kwargs},
         )
         self.job = job
@@ -243,7 +234,7 @@ class TaskView(CommandView):
             self.category = look.category
             self.status_raw = look.raw
             self.queue_position = (
-                queue_position(job) if look.category == "queued" and not look.terminal else None
+                job.queue_position if look.category == "queued" and not look.terminal else None
             )
             self.elapsed = float(job.elapsed)
             self.expected_finish_at = (
@@ -289,13 +280,13 @@ def plain_status(job: JobLike) -> str:
     """One line of plain text: endpoint, request_id, status, queue, elapsed, error."""
     look = job_look(job)
     parts = [str(job.endpoint), str(job.request_id), look.word]
-    position = queue_position(job)
+    position = job.queue_position
     if look.category == "queued" and not look.terminal and position is not None:
         parts.append(f"(queue position {position})")
     parts.append(format_elapsed(job.elapsed))
     if look.error or look.error_type:
         parts.append(f"- {look.error}" + (f" ({look.error_type})" if look.error_type else ""))
-    if is_simulated(job):
+    if job.simulated:
         parts.append("[simulated]")
     return " ".join(p for p in parts if p)
 
@@ -310,7 +301,7 @@ def lasting_face(job: JobLike, media: str | None = None) -> dict[str, str]:
         endpoint=job.endpoint,
         request_id=job.request_id,
         elapsed=format_elapsed(job.elapsed),
-        simulated=is_simulated(job),
+        simulated=job.simulated,
     )
     text = plain_status(job)
     result = job.last_result

@@ -121,9 +121,6 @@ function render({ model, el }) {
   const endFace = liveFace(model, el, () => {
     stopped = true;
     draw();
-  }, () => {
-    el.hidden = true; // no kernel behind it: its lasting face is in sight instead
-    el.style.display = "none";
   });
   return () => {
     endFace();

@@ -454,9 +454,6 @@ function render({ model, el }) {
     layoutKey = "";
     for (const node of cellNodes.values()) node.last = "";
     drawAll();
-  }, () => {
-    el.hidden = true; // no kernel behind it: its contact sheet is in sight instead
-    el.style.display = "none";
   });
   return () => {
     endFace();

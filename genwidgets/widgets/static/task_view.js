@@ -214,9 +214,6 @@ function render({ model, el }) {
     stoppedLine.textContent = STOPPED_TEXT;
     stoppedLine.hidden = false;
     draw();
-  }, () => {
-    el.hidden = true; // no kernel behind it: its lasting face is in sight instead
-    el.style.display = "none";
   });
   return () => {
     endFace();

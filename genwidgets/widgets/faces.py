@@ -1,17 +1,9 @@
 """Every view has two faces in one place: live while the kernel lives, lasting after it.
 
-A displayed view (a task, a grid, a sweep, the board, a ``gw.render``) is two display
-outputs, one after the other. The **live face** is the widget: it stays live as long
-as its kernel does (after it finishes, after other cells, displayed again). The
-**lasting face** is plain HTML under a ``display_id`` (:mod:`.lasting` writes its
-outputs), rewritten when the view changes; it needs no kernel, no port and no file
-outside the notebook. While a live face is mounted and its kernel lives, it hides its
-lasting twin (a ``<style>`` inside the live view, so it goes when the view goes);
-a notebook reopened without widget state, nbconvert, GitHub and nbviewer show the
-lasting face. The lasting face hides the line JupyterLab's widget renderer writes
-in place of a live face it cannot draw ("Loading widget...", "Error displaying
-widget: model not found") with a CSS rule of its own. When the kernel stops, the
-live face says so (``static/faces.js``). docs/decisions.md#two-faces.
+A displayed view is two display outputs: the **live face** (the widget, live as long as
+its kernel) and the **lasting face** (plain HTML under a ``display_id``, rewritten when
+the view changes), which a notebook saved without widget state shows. Who hides whom
+and why (``static/faces.js``): docs/decisions.md#two-faces.
 """
 
 from __future__ import annotations
@@ -164,18 +156,11 @@ def in_kernel() -> bool:
 class Republisher:
     """Runs each pending write once more at the end of the next cell, on the main thread.
 
-    A thread's display update sent between two cells carries the label of a cell that
-    has already finished, and a headless runner (nbclient) drops it from the saved
-    notebook. IPython's ``post_run_cell`` runs on the main thread with the label of the
-    cell that just ran, so writing the same bundle again there always lands. Writing
-    twice is harmless: the update is idempotent. A write given a ``key`` replaces the
-    pending write of that key (only a face's latest bundle matters). Before writing,
-    the end of a cell waits (at most :data:`SETTLE_LIMIT`) for lasting faces being
-    rewritten, so a task that ended during the cell is saved with its outputs.
-    :attr:`in_cell` says whether a cell is running: a thread's write then carries that
-    cell's label and is kept, so it need not be written again (a big grid's sheet
-    weighs a megabyte). :attr:`turn` counts cells' starts and ends, so a write can
-    tell whether it stayed inside one running cell from its start to its end.
+    A thread's update sent between two cells carries a finished cell's label, which a
+    headless runner (nbclient) drops; IPython's ``post_run_cell`` writes it again with
+    the label of the cell that just ran (idempotent; a ``key`` keeps only the latest).
+    :attr:`in_cell` and :attr:`turn` tell a write that landed inside one running cell,
+    which need not be written again: docs/decisions.md#two-faces.
     """
 
     def __init__(self) -> None:

@@ -1,13 +1,10 @@
 """A grid's lasting face: its contact sheet, what a saved notebook keeps of it.
 
-Plain HTML in the notebook's outputs (no widget state, no script): one table per z
-value, the x values as columns and the y values as rows, each cell with its first
-output (as :mod:`.lasting` keeps it: an image thumbnail, a video poster or preview,
-audio, embedded) and, as the live grid shows it, a badge with how many it has; its
-status, stars, note and request id; and the score margins (a row under the columns, a
-column beside the rows) as of the last change. A grid not yet
-sent says so and how to send it. The grid's exports (:mod:`genwidgets.lab.export`)
-write whole pages for files; this is a fragment that lives inside a notebook cell.
+Plain HTML (no widget state, no script): one table per z value, each cell with its
+first output as :mod:`.lasting` keeps it, its status, stars, note and request id, then
+the score margins; a sweep's combinations wrap like cards. The exports
+(:mod:`genwidgets.lab.export`) write whole pages; this is a fragment of a cell
+(docs/decisions.md#sheet-count).
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """What a saved notebook keeps of an output: its lasting face, which needs no kernel.
 
-Every view shows a live widget and, beside it, its lasting face (:mod:`.faces`); this
-module writes that copy's outputs as plain HTML that plays with the kernel, its port
-and the gateway gone: an image as its thumbnail (at most 256 px, embedded), linked to
-the full file where a Jupyter server serves it (``_config.served_url``); a video as
-its poster frame and, by ``GENWIDGETS_SAVED_MEDIA``, nothing more (``posters``), a
-short silent preview (``previews``, the default, :mod:`genwidgets.jobs.previews`) or
-the whole file (``full``), each embedded; audio embedded; JSON and text laid out.
-Bytes come from the ledger's local copy or the record itself, never from the network
-(the lasting face is written off the engine thread, but a dead URL must not stall
-it); a URL on loopback (the embedded simulator's, dead with its kernel) is never
-used. docs/decisions.md#saved-media.
+Plain HTML that plays with the kernel, its port and the gateway gone: an image as its
+thumbnail, a video by ``GENWIDGETS_SAVED_MEDIA``, audio embedded, JSON and text laid
+out. Bytes come from the local copy or the record, never from the network, and no
+loopback URL is used: docs/decisions.md#saved-media.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Every piece of HTML the widgets write, as small functions: what a saved notebook shows.
 
-The lasting faces (a task's, a result's, a card's, the board's, a batch's, a grid's
-contact sheet, a form's) and the small HTML lines of the live widgets are written in
-this module and nowhere else in :mod:`genwidgets.widgets`: the other modules choose
-what to show (which bytes, which URL, which words) and call these. Each function is
-written with :func:`~genwidgets._html.tag`, which escapes every text and attribute
-value by one rule and returns :class:`~genwidgets._html.Html` (markup already safe,
-never escaped again): a ``str`` argument is text, an ``Html`` argument is markup.
-URLs arrive checked (``url_kind``). Styles are inline, so a face needs no stylesheet.
-In order: the look's pieces (badges, lines, tables), outputs (:mod:`.lasting` chooses
-the bytes or URL a lasting face keeps, :mod:`.render` the URL a live card uses), views
-(each view's module gathers what it shows and writes it with one function here).
-docs/decisions.md#lasting-html.
+The other modules choose what to show and call these; each is written with
+:func:`~genwidgets._html.tag`, the one escaping rule (a ``str`` is text, an ``Html``
+markup), with inline styles, so a face needs no stylesheet. In order: the look's
+pieces, outputs, views. docs/decisions.md#lasting-html.
 """
 
 from __future__ import annotations

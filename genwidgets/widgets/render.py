@@ -301,16 +301,9 @@ def to_mimebundle(
 
 def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
     """One output as the live task view's ES module draws it (rule 2: media by
-    their http(s) URL, else by a ``data:`` URL of their bytes).
-
-    Media: ``kind``, ``url``, ``content_type``, ``poster`` (a video's first frame
-    when a local copy exists and ``poster``) and a plain-text ``caption``; the browser loads
-    them itself. ``fallback``: where the URL may stop answering (gateway URLs
-    expire, the embedded simulator's die with the kernel) and rule 3
-    (3/3b) has the bytes, a ``data:`` URL of at most :data:`FALLBACK_LIMIT`
-    bytes that the browser loads only if the URL fails, so a saved notebook's
-    widget state still plays. Anything else (JSON, text, a download link, "not shown") comes
-    as ``html``, escaped here like every fragment of this module.
+    their http(s) URL, else by a ``data:`` URL of their bytes), with a small
+    ``fallback`` of the bytes for when the URL stops answering and a video's
+    ``poster``; anything else as escaped ``html`` (docs/decisions.md#render-bytes).
     """
     source = source_of(output, prefer_url=True)
     entry: dict[str, Any] = {

@@ -10,13 +10,6 @@
 
 const SAFE_THUMB = /^data:image\/(png|jpeg|webp|gif);base64,/i;
 
-function make(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
-}
-
 function duration(seconds) {
   if (seconds == null || !isFinite(seconds)) return "";
   if (seconds < 90) return `${Math.round(seconds)} s`;

@@ -9,6 +9,14 @@
 // lasting face in sight. When the kernel stops (restarted, killed, shut down), onStop()
 // runs once.
 
+// An element of a view's page: its class and its text (as text, never as markup).
+function make(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text != null) node.textContent = text;
+  return node;
+}
+
 const STOPPED_TEXT = "kernel stopped: re-run, or client.resume() re-attaches";
 const DEAD_STATES = ["dead", "restarting", "autorestarting", "terminating"];
 

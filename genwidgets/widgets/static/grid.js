@@ -26,13 +26,6 @@ const ICONS = {
   recall: "M4 20h4l10-10-4-4L4 16v4zM14 6l4 4",
 };
 
-function make(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
-}
-
 function icon(name, size = 16, fill = "currentColor") {
   const svg = document.createElementNS(SVG_NS, "svg");
   svg.setAttribute("viewBox", "0 0 24 24");

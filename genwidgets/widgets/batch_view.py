@@ -172,9 +172,8 @@ class BatchView(CommandView):
 def static_copy(batch: Batch, thumbs: list[dict[str, Any]]) -> dict[str, str]:
     """The batch as plain HTML (and text): what a saved notebook keeps of it."""
     snap = batch.snapshot()
-    colour = {"done": COLOURS["done"], "failed": COLOURS["failed"], "running": COLOURS["running"]}
     counts = [
-        (k, n, colour.get(k, COLOURS["queued"]))
+        (k, n, COLOURS[k])
         for k, n in (
             ("done", snap.done),
             ("running", snap.running),

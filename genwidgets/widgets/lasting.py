@@ -384,7 +384,7 @@ def result_html(result: Result, *, media: str | None = None, fetch: bool = False
     if not result.outputs:
         if result.ok and result.asset is not None:
             return markup.result_box(banner, table_html(result.asset))
-        return markup.result_box(banner, None if banner else markup.no_outputs())
+        return markup.result_box(banner, None if banner else markup.muted_line("no outputs"))
     return markup.result_box(banner, outputs_html(result.outputs, media=media, fetch=fetch))
 
 

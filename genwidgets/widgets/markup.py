@@ -67,7 +67,6 @@ __all__ = [
     "live_media",
     "muted_line",
     "muted_span",
-    "no_outputs",
     "output_box",
     "outputs_grid",
     "placeholder",
@@ -438,10 +437,6 @@ def outputs_grid(cells: Iterable[tuple[str | None, Html]]) -> Html:
 
 def result_box(*parts: Html | None) -> Html:
     return tag("div", {"class": "gw-result"}, *parts)
-
-
-def no_outputs() -> Html:
-    return div("no outputs", MUTED_STYLE)
 
 
 # --- cards (cards.py) and the board's table (board.py) ---------------------------------

@@ -35,7 +35,6 @@ __all__ = [
     "format_json",
     "is_sequence",
     "is_unset",
-    "label_html",
     "parse_float",
     "parse_int",
     "parse_json",
@@ -53,11 +52,6 @@ class BuildContext:
 
     endpoint: str
     model: type[BaseModel] | None = None
-
-
-def label_html(spec: FieldSpec) -> markup.Html:
-    """The field's name (bold when required), a red star when required, the billed badge."""
-    return markup.field_label(spec.label, required=spec.required, billed=spec.billed)
 
 
 class Element:
@@ -125,9 +119,10 @@ class Element:
         if self._widget is None:
             self.refresh_note()
             if self.spec.wire:  # a named field: label beside the control
+                spec = self.spec
+                label = markup.field_label(spec.label, required=spec.required, billed=spec.billed)
                 head = W.HBox(
-                    [W.HTML(label_html(self.spec), layout=layout("label")), self.control],
-                    layout=layout("row"),
+                    [W.HTML(label, layout=layout("label")), self.control], layout=layout("row")
                 )
                 self._widget = W.VBox([head, self.note], layout=layout("row"))
             else:  # a list item: the control alone, with its note under it

@@ -228,7 +228,7 @@ class EndpointForm(W.VBox):
         self.errors, self.warnings = self._validate(payload)
         self._show_errors()
         self._update_submit()
-        self.billing.value = self._billing_html(payload)
+        self.billing.value = markup.billed(self.billing_summary(payload))
         self.code_view.value = _pre(
             python_code(self.endpoint, payload)
             + "\n# the same request with cURL:\n"
@@ -299,9 +299,6 @@ class EndpointForm(W.VBox):
         if not parts:
             return "Billed per task (no field of this endpoint changes the price)"
         return "Billed on: " + ", ".join(parts)
-
-    def _billing_html(self, payload: Mapping[str, Any]) -> markup.Html:
-        return markup.billed(self.billing_summary(payload))
 
     # --- submitting --------------------------------------------------------------------
     @property

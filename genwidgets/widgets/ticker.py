@@ -78,11 +78,6 @@ class Ticker:
             return frozenset(self._live)
 
     @property
-    def live_count(self) -> int:
-        with self._cond:
-            return len(self._live)
-
-    @property
     def running(self) -> bool:
         with self._cond:
             return self._thread is not None

@@ -29,7 +29,7 @@ from ..errors import GenwidgetsError, PayloadError
 from ..lab.code import curl_code
 from ..media import validate  # pathlib.Path values (typed local files) are encoded
 from . import markup
-from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, layout
+from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, WARN_STYLE, layout
 from .dispatch import build_element
 from .elements import BuildContext, Element
 from .faces import Faces, in_kernel, live_container
@@ -259,7 +259,7 @@ class EndpointForm(W.VBox):
         for target, messages in by_element.values():
             target.show_errors(messages)
         self.notes.value = markup.join(
-            [markup.error_lines(general), markup.warn_lines(self.warnings)]
+            [markup.lines(general, ERROR_STYLE, "⚠"), markup.lines(self.warnings, WARN_STYLE, "⚑")]
         )
 
     def _update_submit(self) -> None:

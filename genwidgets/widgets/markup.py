@@ -15,11 +15,9 @@ from typing import Any
 from .._html import Html, esc, join, tag
 from ._style import (
     COLOURS,
-    ERROR_STYLE,
     HELP_STYLE,
     MUTED_STYLE,
     PALETTE,
-    WARN_STYLE,
     StatusLook,
     short,
 )
@@ -50,7 +48,6 @@ __all__ = [
     "download",
     "empty_cell",
     "error_html",
-    "error_lines",
     "esc",
     "failure",
     "field_label",
@@ -92,7 +89,6 @@ __all__ = [
     "text_block",
     "unavailable",
     "video",
-    "warn_lines",
 ]
 
 # --- the look's pieces ----------------------------------------------------------------
@@ -163,14 +159,6 @@ def code(text: Any) -> Html:
 def lines(texts: Iterable[Any], style: str, mark: str = "") -> Html:
     """Each text a line in ``style``, after ``mark`` (``⚠``, ``✗``) when given."""
     return join(div(f"{mark} {t}" if mark else t, style) for t in texts)
-
-
-def error_lines(texts: Iterable[Any], mark: str = "⚠") -> Html:
-    return lines(texts, ERROR_STYLE, mark)
-
-
-def warn_lines(texts: Iterable[Any], mark: str = "⚑") -> Html:
-    return lines(texts, WARN_STYLE, mark)
 
 
 def status_badge(look: StatusLook) -> Html:

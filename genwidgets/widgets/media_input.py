@@ -33,8 +33,8 @@ from ..catalog import MediaSpec
 from ..errors import PayloadError
 from ..media.thumbnails import thumbnail_bytes
 from . import markup
-from ._style import HELP_STYLE, OK_STYLE, layout
-from .elements import BuildContext, Element, Quiet, is_unset
+from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, layout
+from .elements import BuildContext, Element, is_unset
 from .field_spec import UNSET, FieldSpec
 
 __all__ = ["ENCODING_HELP", "MediaElement", "encode_media", "local_path"]
@@ -141,7 +141,7 @@ class MediaElement(Element):
 
     def load(self, data: bytes, name: str = "upload") -> None:
         """Encode local bytes for this field (also what an upload does)."""
-        with Quiet(self):
+        with self.quiet():
             self.url.value = ""
         self._forget_file()
         encoded, problems, info = encode_media(data, name, self.media, self.ctx.endpoint)
@@ -169,7 +169,7 @@ class MediaElement(Element):
         self.status.value = markup.join(
             [
                 markup.span(self.file_info, HELP_STYLE) if self.file_info else None,
-                markup.error_lines(self.check_problems, "✗"),
+                markup.lines(self.check_problems, ERROR_STYLE, "✗"),
                 markup.div("✓ passes the checks for this field", OK_STYLE) if passes else None,
             ]
         )
@@ -182,7 +182,7 @@ class MediaElement(Element):
         return self.encoded if self.encoded is not None else UNSET
 
     def set(self, value: Any) -> None:
-        with Quiet(self):
+        with self.quiet():
             self._forget_file()
             if is_unset(value):
                 self.url.value = ""

@@ -24,11 +24,11 @@ import traitlets
 from .._workers import Workers
 from ..jobs.engine import engine_waits_forbidden
 from . import markup
-from .background import VIEW_FAILED
 from .lasting import media_choice
 from .ticker import Throttle, as_current_request, guarded
 
 __all__ = [
+    "BACKGROUND",
     "REPUBLISH",
     "SETTLE_LIMIT",
     "WIDGET_VIEW_MIME",
@@ -224,9 +224,14 @@ class Republisher:
 
 REPUBLISH = Republisher()
 
+#: What a view's work that failed is called in the log.
+VIEW_FAILED = "a view update"
 #: Lasting faces are rewritten here, never on the thread that asked: the engine's
 #: thread must do no view work, and a video's first preview takes about a second.
 LASTING_WORK = Workers(1, failed=VIEW_FAILED)
+#: What a view can only get from the network (a thumbnail from a URL) is made here,
+#: holding no view's lock, never under a write: docs/decisions.md#no-waits-under-locks.
+BACKGROUND = Workers(2, failed=VIEW_FAILED)
 _SETTLING = threading.Condition()
 _unsettled: set[int] = set()
 

@@ -26,10 +26,9 @@ from ..lab.export import margins, save_html, save_png
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, list_grids, status_of
 from ..protocol.records import Output
-from .background import BACKGROUND
-from .faces import Asked, CommandView, answers, in_kernel, static_module
+from .faces import BACKGROUND, Asked, CommandView, answers, in_kernel, static_module
 from .form import form, python_code
-from .grid_sheet import contact_sheet
+from .grid_sheet import contact_sheet, state_words
 from .lasting import picture_src
 from .render import source_of
 from .task import job_look
@@ -223,12 +222,8 @@ class Grid(CommandView):
         return self.run.describe()
 
     def __repr__(self) -> str:
-        done, failed, total = self.run.counts()
         z, y, x = self.shape
-        state = f"{done} of {total} done" if self.run.started else "not sent"
-        if failed:
-            state += f", {failed} failed"
-        return f"<Grid {self.id} {self.endpoint}: {x}×{y}×{z}, {state}>"
+        return f"<Grid {self.id} {self.endpoint}: {x}×{y}×{z}, {state_words(self.run)}>"
 
     # ------------------------------------------------------------------ display
 

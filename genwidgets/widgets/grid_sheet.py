@@ -18,7 +18,7 @@ from . import markup
 from ._style import COLOURS
 from .lasting import media_choice, output_html
 
-__all__ = ["contact_sheet", "score_text", "sheet_side"]
+__all__ = ["contact_sheet", "score_text", "sheet_side", "state_words"]
 
 _STATUS = {"done": COLOURS["done"], "failed": COLOURS["failed"]}
 #: A sheet's thumbnails by its number of cells (at most, side): a sheet is written to
@@ -42,6 +42,13 @@ def score_text(score: dict[str, Any] | None) -> str:
     if score.get("failed"):
         parts.append(f"{score['failed']} failed")
     return " · ".join(parts)
+
+
+def state_words(run: GridRun) -> str:
+    """``3 of 4 done, 1 failed`` or ``not sent``: a grid's state in its repr and sheet."""
+    done, failed, total = run.counts()
+    state = f"{done} of {total} done" if run.started else "not sent"
+    return state + (f", {failed} failed" if failed else "")
 
 
 def _cell_html(
@@ -117,10 +124,7 @@ def contact_sheet(
             )
         )
     plan = run.plan
-    done, failed, total = run.counts()
-    state = f"{done} of {total} done" if run.started else "not sent"
-    if failed:
-        state += f", {failed} failed"
+    state = state_words(run)
     unsent = None
     if not run.started:
         how = (

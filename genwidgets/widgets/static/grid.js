@@ -42,12 +42,7 @@ function icon(name, size = 16, fill = "currentColor") {
 function media(output, { controls }) {
   const url = output.src || "";
   if (!SAFE_URL.test(url)) return null;
-  if (output.kind === "image") {
-    const img = make("img", "gw-grid-media");
-    img.alt = "";
-    img.src = url;
-    return img;
-  }
+  if (output.kind === "image") return thumbnail(url);
   if (output.kind === "video" || output.kind === "audio") {
     const node = make(output.kind, "gw-grid-media");
     node.controls = controls; // no autoplay, no loop: media start only when a person asks
@@ -59,7 +54,7 @@ function media(output, { controls }) {
 }
 
 function thumbnail(url) {
-  // a kernel-made picture of an image or a video's first frame
+  // a kernel-made picture of an image or a video's first frame, or an image itself
   if (!SAFE_URL.test(url)) return null;
   const img = make("img", "gw-grid-media");
   img.alt = "";

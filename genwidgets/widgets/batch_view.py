@@ -1,12 +1,9 @@
 """``gw.batch``'s live view (anywidget) and its lasting face.
 
 The batch itself is plain Python (:mod:`genwidgets.lab.batch`); this module draws its
-:class:`~genwidgets.lab.progress.Snapshot` with ``static/batch.js``: done / running /
-queued / failed counts, spend, rate, time left, the latest thumbnails, and the
-Submit, Cancel all and Retry failed buttons. Displayed, a batch is a view's two faces
-(:mod:`.faces`): the live view, then its lasting face (:func:`static_copy`: counts, the
-progress line, the thumbnails, the folder), rewritten as the batch goes, which a
-notebook saved without widget state shows. Its choices: docs/decisions.md#batch-view.
+:class:`~genwidgets.lab.progress.Snapshot` with ``static/batch.js`` (counts, spend, time
+left, the latest thumbnails, the Submit, Cancel all and Retry failed buttons), and its
+lasting face (:func:`static_copy`): docs/decisions.md#batch-view.
 """
 
 from __future__ import annotations

@@ -52,14 +52,9 @@ SETTLE_LIMIT = 30.0
 
 
 def static_module(*names: str) -> str:
-    """Files of ``static/`` joined into one module, without comments and indentation.
-
-    Every view carries its ES module and CSS in its widget state, so a saved notebook
-    holds them once per view; the readable files in the package are the source. Only
-    whole-line ``//`` comments, ``/* */`` comments and leading whitespace go (line
-    breaks stay, so no statement is joined to another). Joining files is how two
-    modules share code without a build step: ``faces.js`` first, ``ask.js`` for a view
-    that asks its kernel, then the view's (docs/decisions.md#view-commands).
+    """Files of ``static/`` joined into one module, without comments and indentation
+    (line breaks stay): a saved notebook holds it once per view, and joining is how
+    modules share code without a build step (docs/decisions.md#view-commands).
     """
     parts = []
     for name in names:

@@ -296,12 +296,10 @@ class NumberElement(Element):
         self.number.layout = layout("number")
         self.send = W.Checkbox(value=False, indent=False, layout=layout("tick"))
         self.send.tooltip = "send this field (unticked: the service default applies)"
-        self.control = W.HBox([self.send, self.number, W.HTML(self._hint())])
+        hint = W.HTML(markup.span(self.placeholder(), HELP_STYLE))
+        self.control = W.HBox([self.send, self.number, hint])
         self.number.observe(self._typed, "value")
         self.send.observe(self._changed, "value")
-
-    def _hint(self) -> markup.Html:
-        return markup.span(self.placeholder(), HELP_STYLE)
 
     def _typed(self, change: Any) -> None:
         if not self.send.value and not self._quiet:

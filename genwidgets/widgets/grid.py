@@ -89,10 +89,6 @@ def _output_record(output: Output, *, full: bool = False) -> dict[str, Any]:
     return record
 
 
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
 class Grid(CommandView):
     """A grid of tasks that vary along x (columns), y (rows) and z (tabs); see
     the module docstring and ``gw.grid``."""
@@ -379,7 +375,7 @@ class Grid(CommandView):
             "error": error,
             "outputs": outputs,
             "request_id": cell.request_id,
-            "payload": _jsonable(cell.payload),
+            "payload": json.loads(json.dumps(cell.payload, default=str)),  # as the page gets it
             "endpoint": cell.endpoint,
             "kind": cell.kind,
             "billed": cell.billed_words,  # "1 prompt (4 images)": read after "billed"

@@ -33,6 +33,7 @@ __all__ = [
     "content_html",
     "error_banner",
     "file_name",
+    "local_size",
     "media_choice",
     "output_html",
     "outputs_html",
@@ -40,6 +41,7 @@ __all__ = [
     "plain_text",
     "poster_data_url",
     "result_html",
+    "safe_data_url",
     "thumbnail_src",
     "unavailable_html",
 ]
@@ -100,11 +102,13 @@ def _local(output: Output) -> Path | None:
         return None
 
 
-def _size(path: Path) -> int:
+def local_size(output: Output) -> int | None:
+    """The size of the output's local copy; None when it has none it can read."""
+    local = _local(output)
     try:
-        return path.stat().st_size
+        return local.stat().st_size if local is not None else None
     except OSError:
-        return -1
+        return None
 
 
 def caption_html(output: Output, *, extra: str = "") -> Html:
@@ -126,7 +130,8 @@ def _in_hand(output: Output, limit: int) -> bytes | None:
     inline content or a ``data:`` URL; ``None`` when none is there or it is over ``limit``."""
     local = _local(output)
     if local is not None:
-        return local.read_bytes() if 0 <= _size(local) <= limit else None
+        size = local_size(output)
+        return local.read_bytes() if size is not None and size <= limit else None
     data = output.in_hand()
     if data is None and (output.url or "").startswith("data:") and url_kind(output.url) == "data":
         try:
@@ -136,7 +141,8 @@ def _in_hand(output: Output, limit: int) -> bytes | None:
     return data if data is not None and len(data) <= limit else None
 
 
-def _data_url(mime: str | None, data: bytes) -> str | None:
+def safe_data_url(mime: str | None, data: bytes) -> str | None:
+    """The bytes as a ``data:`` URL when their type is safe for a browser, else None."""
     if mime not in SAFE_DATA_MIME:
         return None
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
@@ -154,7 +160,7 @@ def picture_src(output: Output, side: int = THUMB_SIDE, data: bytes | None = Non
         return None
     data = data if data is not None else _in_hand(output, EMBED_LIMIT)
     found = thumbnail_bytes(data, side) if data is not None else None
-    return _data_url(found[1], found[0]) if found is not None else None
+    return safe_data_url(found[1], found[0]) if found is not None else None
 
 
 def _remote(output: Output) -> str | None:
@@ -197,11 +203,11 @@ def _image_html(output: Output, mime: str, media: str, side: int) -> Html | None
     src: str | None = None
     if media == "full":
         whole = _in_hand(output, EMBED_LIMIT)
-        src = _data_url(mime, whole) if whole is not None else None
+        src = safe_data_url(mime, whole) if whole is not None else None
     src = src or picture_src(output, side)
     if src is None:  # no thumbnail: embedded as it is when it is small, else its URL
         small = _in_hand(output, SMALL_IMAGE)
-        src = (_data_url(mime, small) if small is not None else None) or _remote(output)
+        src = (safe_data_url(mime, small) if small is not None else None) or _remote(output)
     if src is None:
         return None
     link = served_url(local) if local is not None else None
@@ -218,11 +224,11 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
         # a video already within the budget is kept whole (with its sound)
         limit = EMBED_LIMIT if media == "full" else VIDEO_BUDGET
         whole = _in_hand(output, limit)
-        src = _data_url(mime, whole) if whole is not None else None
+        src = safe_data_url(mime, whole) if whole is not None else None
     if src is None and media in ("full", "previews") and local is not None:
         made = preview(local, VIDEO_BUDGET)
         if made is not None:
-            src = _data_url("video/mp4", made.read_bytes())
+            src = safe_data_url("video/mp4", made.read_bytes())
             note = " · preview"
     if src is None and media == "posters" and poster is not None:
         return markup.poster(poster, file_name(output)), " · poster only"
@@ -239,7 +245,7 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
 
 def _audio_html(output: Output, mime: str) -> Html | None:
     data = _in_hand(output, AUDIO_LIMIT)
-    src = _data_url(mime, data) if data is not None else None
+    src = safe_data_url(mime, data) if data is not None else None
     if src is None:
         src = _remote(output)
     if src is None:

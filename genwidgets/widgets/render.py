@@ -11,7 +11,6 @@ docs/decisions.md#render-bytes.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,10 +33,12 @@ from .lasting import (
     content_html,
     error_banner,
     file_name,
+    local_size,
     output_html,
     outputs_html,
     plain_text,
     poster_data_url,
+    safe_data_url,
     unavailable_html,
 )
 from .lasting import result_html as lasting_result_html
@@ -80,20 +81,11 @@ class Source:
 
     def data_url(self) -> str | None:
         """The bytes as a ``data:`` URL when their type is safe for a browser."""
-        if self.data is None or self.mime not in SAFE_DATA_MIME:
-            return None
-        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+        return safe_data_url(self.mime, self.data) if self.data is not None else None
 
     @property
     def href(self) -> str | None:
         return self.url if self.how == "url" else self.data_url()
-
-
-def _local_size(path: Path | None) -> int | None:
-    try:
-        return path.stat().st_size if path is not None and path.is_file() else None
-    except OSError:
-        return None
 
 
 def _inline_size(output: Output) -> int | None:
@@ -139,7 +131,7 @@ def source_of(
 
     if embed:
         return read()
-    local = _local_size(output.path)
+    local = local_size(output)
     # From the ledger (a past session): its URL has likely stopped answering
     # (gateway URLs expire; the embedded simulator's died with its kernel).
     stale = output.restored and local is not None

@@ -201,17 +201,14 @@ class Grid(CommandView):
 
     def form(self, cell: GridCell | int) -> Any:
         """The endpoint's form pre-filled with that cell's payload (tweak, submit)."""
-
         target = self.run.cells[cell] if isinstance(cell, int) else cell
         return form(self.endpoint, client=self.run.client, **target.payload)
 
     def save_png(self, path: str | Path) -> Path:
-
         return save_png(self.run, path)
 
     def save_html(self, path: str | Path, *, video: VideoEmbed = "preview") -> Path:
         """One page that opens offline; each video as ``video`` (see :func:`save_html`)."""
-
         return save_html(self.run, path, video=video)
 
     def describe(self) -> dict[str, Any]:
@@ -402,7 +399,6 @@ class Grid(CommandView):
     def _margins(self) -> dict[str, list[dict[str, Any]]]:
         """Scores per displayed axis (x: a row under the columns, y: a column
         beside the rows), in the axis's own order (the exports draw the same)."""
-
         return {
             d: [{k: v for k, v in r.items() if k != "value"} for r in rows]
             for d, rows in margins(self.run).items()

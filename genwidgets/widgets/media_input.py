@@ -264,7 +264,6 @@ def encode_media(
     encoding is remembered (:func:`genwidgets.media.encode_file`): the form's
     validation of the same path then costs nothing.
     """
-
     size = data.stat().st_size if isinstance(data, Path) else len(data)
     info = f"{name} ({human_bytes(size)})"
     with contextlib.suppress(PayloadError, ValueError, OSError):  # encode_with says why

@@ -236,7 +236,6 @@ def _labelled(obj: Mapping[str, Any]) -> tuple[list[str], list[Output]]:
 def local_output(path: Path, index: int = 0) -> Output:
     """A local file as an Output (its type from its bytes, as a download's is), read
     as the jobs layer reads a copy it kept."""
-
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {shown_path(path)}")
     return Output(

@@ -341,7 +341,6 @@ class TaskList:
     displayed, tasks go to ``fallback`` (the form's own output area) instead."""
 
     def __init__(self, fallback: Any) -> None:
-
         self.jobs: list[JobLike] = []
         self.box = ipywidgets.VBox()
         self.fallback = fallback

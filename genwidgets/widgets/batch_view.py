@@ -1,12 +1,9 @@
 """``gw.batch``'s live view (anywidget) and its lasting face.
 
 The batch itself is plain Python (:mod:`genwidgets.lab.batch`); this module draws its
-:class:`~genwidgets.lab.progress.Snapshot` with ``static/batch.js``: done / running /
-queued / failed counts, spend, rate, time left, the latest thumbnails, and the
-Submit, Cancel all and Retry failed buttons. Displayed, a batch is a view's two faces
-(:mod:`.faces`): the live view, then its lasting face (:func:`static_copy`: counts, the
-progress line, the thumbnails, the folder), rewritten as the batch goes, which a
-notebook saved without widget state shows. Its choices: docs/decisions.md#batch-view.
+:class:`~genwidgets.lab.progress.Snapshot` with ``static/batch.js`` (counts, spend, time
+left, the latest thumbnails, the Submit, Cancel all and Retry failed buttons), and its
+lasting face (:func:`static_copy`): docs/decisions.md#batch-view.
 """
 
 from __future__ import annotations
@@ -23,10 +20,10 @@ from ..lab.batch_open import batch as batch  # gw.batch: the same function, here
 from ..lab.batch_open import batches as batches  # importing it installs the live view
 from ..lab.batch_row import BatchRow
 from ..lab.progress import Snapshot
-from ..media.thumbnails import data_url, thumbnail
 from . import markup
 from ._style import COLOURS
-from .faces import CommandView, Faces, answers, in_kernel, static_module
+from .faces import CommandView, answers, in_kernel, static_module
+from .lasting import picture_src
 from .ticker import MIN_INTERVAL, Throttle
 
 __all__ = ["BatchView", "batch", "batches", "static_copy"]
@@ -45,14 +42,13 @@ def _thumb(row: BatchRow) -> str:
     batch's own files lands in its folder."""
     result = row.job.last_result if row.job is not None else None
     for output in result.outputs if result is not None else []:
-        if output.kind not in ("image", "video") or output.path is None:
-            continue
-        try:
-            made = thumbnail(output.path, THUMB_SIDE)
-        except Exception:  # an odd file: no picture, the row still counts
-            made = None
-        if made is not None:
-            return data_url(made)
+        if output.kind in ("image", "video") and output.path is not None:
+            try:
+                made = picture_src(output, THUMB_SIDE)
+            except Exception:  # an odd file: no picture, the row still counts
+                made = None
+            if made is not None:
+                return made
     return ""
 
 
@@ -94,8 +90,6 @@ class BatchView(CommandView):
     _esm = static_module("faces.js", "ask.js", "batch.js")
     _css = static_module("batch.css")
     head = traitlets.Dict().tag(sync=True)
-    #: which lasting face this live view hides while its kernel lives (``faces.js``)
-    face = traitlets.Dict().tag(sync=True)
     #: the latest ended rows: [{"row", "status", "label", "src"}], newest first
     thumbs: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
 
@@ -104,7 +98,6 @@ class BatchView(CommandView):
         self.batch = batch
         self._made: dict[int, str] = {}
         self._throttle = Throttle(self._write, interval=max(MIN_INTERVAL, WRITE_INTERVAL))
-        self._faces: Faces | None = None
         self.add_class("gw-batch")
         batch.listeners.append(self._on_change)
         self._throttle.request(force=True)
@@ -156,8 +149,7 @@ class BatchView(CommandView):
         snap = self.batch.snapshot()
         self.thumbs = self._latest()  # first: a head that counts a row finds its picture
         self.head = _head(self.batch, snap)
-        if self._faces is not None:
-            self._faces.refresh(force=snap.finished)  # rewritten later, never waited for
+        self._refresh_face(force=snap.finished)  # rewritten later, never waited for
 
     def close(self) -> None:
         if self._on_change in self.batch.listeners:
@@ -168,10 +160,7 @@ class BatchView(CommandView):
 
     def display(self) -> None:
         """Both faces: this live view, then its lasting face (:mod:`.faces`)."""
-        if self._faces is None:
-            self._faces = Faces(self._lasting, interval=1.0)
-            self.face = self._faces.live(self)
-        self._faces.show(self)
+        self._show_faces(self._lasting, interval=1.0)
 
     def _lasting(self, _media: str) -> dict[str, str]:
         return static_copy(self.batch, self._latest())
@@ -180,9 +169,8 @@ class BatchView(CommandView):
 def static_copy(batch: Batch, thumbs: list[dict[str, Any]]) -> dict[str, str]:
     """The batch as plain HTML (and text): what a saved notebook keeps of it."""
     snap = batch.snapshot()
-    colour = {"done": COLOURS["done"], "failed": COLOURS["failed"], "running": COLOURS["running"]}
     counts = [
-        (k, n, colour.get(k, COLOURS["queued"]))
+        (k, n, COLOURS[k])
         for k, n in (
             ("done", snap.done),
             ("running", snap.running),

@@ -297,6 +297,14 @@ class Board(ipywidgets.VBox):
         ]
         return live, grids
 
+    def _filtered(
+        self, live: list[tuple[str, JobLike]], grids: list[Any]
+    ) -> tuple[list[tuple[str, JobLike]], list[Any]]:
+        """Of :meth:`_scope`'s jobs (newest first) and grids, those that pass the filters."""
+        live = [(k, j) for k, j in live if self._passes(str(j.endpoint), job_look(j).category)]
+        live.sort(key=lambda item: item[1].submitted_at or 0.0, reverse=True)
+        return live, [(e, w) for e, w in grids if self._passes(e.endpoint, e.category(self.jobs))]
+
     def earlier_count(self) -> int:
         """Jobs and grids of earlier sessions (shown only with the "earlier" toggle)."""
         with self._lock:
@@ -314,10 +322,8 @@ class Board(ipywidgets.VBox):
     def shown(self) -> list[CardData]:
         """The job cards in scope that pass the filters (every page), newest first."""
         with self._lock:
-            live, _ = self._scope()
-            live.sort(key=lambda item: item[1].submitted_at or 0.0, reverse=True)
-            entries = [CardData.of_job(job) for _, job in live]
-        return [d for d in entries if self._passes(d.endpoint, d.look.category)]
+            live, _ = self._filtered(*self._scope())
+            return [CardData.of_job(job) for _, job in live]
 
     def _passes(self, endpoint: str, category: str) -> bool:
         wanted_endpoint, status = self.endpoint_filter.value, self.status_filter.value
@@ -336,12 +342,8 @@ class Board(ipywidgets.VBox):
         1 grid``, ``2 of 5 jobs`` (filtered), ``no jobs or grids yet``."""
         with self._lock:
             live, grids = self._scope()
-            total = len(live)
-            shown = sum(1 for _, j in live if self._passes(str(j.endpoint), job_look(j).category))
-            grids_shown = sum(
-                1 for e, _ in grids if self._passes(e.endpoint, e.category(self.jobs))
-            )
-        return count_words(shown, total, grids_shown)
+            shown, grids_shown = self._filtered(live, grids)
+        return count_words(len(shown), len(live), len(grids_shown))
 
     def _write(self) -> None:
         with self._lock:
@@ -353,10 +355,8 @@ class Board(ipywidgets.VBox):
                 current = self.endpoint_filter.value
                 self.endpoint_filter.options = options
                 self.endpoint_filter.value = current if current in options else ALL
-            live = [(k, j) for k, j in live if self._passes(str(j.endpoint), job_look(j).category)]
-            grids = [(e, w) for e, w in grids if self._passes(e.endpoint, e.category(self.jobs))]
+            live, grids = self._filtered(live, grids)
             params = params_by_endpoint([(str(j.endpoint), j.payload) for _, j in live])
-            live.sort(key=lambda item: item[1].submitted_at or 0.0, reverse=True)
             items: list[Callable[[], ipywidgets.Widget]] = [
                 functools.partial(_write_grid, e, w, self.jobs) for e, w in grids
             ]
@@ -388,8 +388,7 @@ class Board(ipywidgets.VBox):
     def grids_shown(self) -> list[GridEntry]:
         """The grid entries in scope that pass the filters."""
         with self._lock:
-            _, grids = self._scope()
-            return [e for e, _ in grids if self._passes(e.endpoint, e.category(self.jobs))]
+            return [e for e, _ in self._filtered(*self._scope())[1]]
 
 
 def count_words(jobs: int, total: int, grids: int) -> str:

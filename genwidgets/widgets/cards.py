@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
+from ..catalog import EndpointSpec
 from ..catalog import endpoint as catalog_endpoint
 from ..lab.axes import Axis
 from ..lab.plan import differing_params
@@ -25,7 +26,7 @@ from . import markup
 from ._style import StatusLook, format_elapsed, short
 from .lasting import thumbnail_src
 from .render import source_of, to_html
-from .task import is_simulated, job_look
+from .task import job_look
 from .ticker import TICKER, Throttle, guarded, stop_following
 
 if TYPE_CHECKING:
@@ -96,19 +97,12 @@ def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> markup.Html:
 
 
 @functools.lru_cache(maxsize=256)
-def _endpoint_kind(endpoint: str) -> str | None:
+def _endpoint(endpoint: str) -> EndpointSpec | None:
+    """The catalog's endpoint; None for an unknown one (no icon hint, and only its own
+    payload's keys are listed)."""
     try:
-        return catalog_endpoint(endpoint).kind
-    except Exception:  # unknown endpoint: no icon hint
-        return None
-
-
-@functools.lru_cache(maxsize=256)
-def _endpoint_fields(endpoint: str) -> frozenset[str] | None:
-    """Wire names and aliases of the endpoint's fields; None for an unknown endpoint."""
-    try:
-        return catalog_endpoint(endpoint).known_names
-    except Exception:  # unknown endpoint: only its own payload's keys are listed
+        return catalog_endpoint(endpoint)
+    except Exception:  # unknown endpoint
         return None
 
 
@@ -144,7 +138,7 @@ class CardData:
             elapsed=job.elapsed,
             payload=job.payload,
             outputs=tuple(result.outputs) if result is not None else (),
-            simulated=is_simulated(job),
+            simulated=job.simulated,
         )
 
 
@@ -157,14 +151,15 @@ def card_html(
 ) -> markup.Html:
     """A card: thumbnail (or all outputs), endpoint, status, elapsed, the listed
     parameters, the error, the request_id."""
+    spec = _endpoint(data.endpoint)
     if outputs and data.outputs:
         media = markup.card_outputs(
             to_html(o, caption=False, prefer_url=True) for o in data.outputs
         )
     else:
-        media = markup.card_thumb(_thumbnail(data.outputs, _endpoint_kind(data.endpoint)))
+        media = markup.card_thumb(_thumbnail(data.outputs, spec.kind if spec else None))
     payload = data.payload or {}
-    fields = _endpoint_fields(data.endpoint)
+    fields = spec.known_names if spec is not None else None
     params = [k for k in params if k in payload or (fields is not None and k in fields)]
     rows = [
         markup.card_param(

@@ -24,7 +24,6 @@ from .elements import (
     Builder,
     Element,
     Loc,
-    Quiet,
     is_sequence,
     is_unset,
     shape_error,
@@ -55,7 +54,7 @@ class ListElement(Element):
         self.count_label = W.HTML(markup.span(count, HELP_STYLE))
         self.control = W.VBox([self.rows_box, W.HBox([self.add_button, self.count_label])])
         self.control.layout = layout("wide")
-        with Quiet(self):
+        with self.quiet():
             for _ in range(self.min_rows):
                 self.add_row()
         self._update_buttons()
@@ -108,7 +107,7 @@ class ListElement(Element):
         return values or UNSET  # nothing in it: not sent ("Field required" when it must be)
 
     def set(self, value: Any) -> None:
-        with Quiet(self):
+        with self.quiet():
             self.rows.clear()
             self._row_boxes.clear()
             items = [] if is_unset(value) else list(value) if is_sequence(value) else [value]
@@ -186,7 +185,7 @@ class ModelElement(Element):
         return values or UNSET  # an untouched sub-form is not sent
 
     def set(self, value: Any) -> None:
-        with Quiet(self):
+        with self.quiet():
             if is_unset(value):
                 for child in self.children.values():
                     child.reset()
@@ -283,7 +282,7 @@ class ModelUnionElement(Element):
             model = _pick_variant(self.models, value)
         else:
             raise shape_error(self.spec, value, "a dict")
-        with Quiet(self):
+        with self.quiet():
             self.choice.value = model
             self.body.children = (self.current.widget,)
             self.current.set(value)

@@ -9,6 +9,7 @@ picks one per field. How numbers and choices take bad input: docs/decisions.md#f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import typing
 from collections.abc import Callable, Iterator, Sequence
@@ -20,7 +21,7 @@ from pydantic import BaseModel
 
 from ..errors import PayloadError
 from . import markup
-from ._style import HELP_STYLE, layout
+from ._style import ERROR_STYLE, HELP_STYLE, layout
 from .field_spec import UNSET, FieldSpec, plain
 
 __all__ = [
@@ -30,12 +31,10 @@ __all__ = [
     "Element",
     "FixedElement",
     "NumberElement",
-    "Quiet",
     "TextElement",
     "format_json",
     "is_sequence",
     "is_unset",
-    "label_html",
     "parse_float",
     "parse_int",
     "parse_json",
@@ -53,11 +52,6 @@ class BuildContext:
 
     endpoint: str
     model: type[BaseModel] | None = None
-
-
-def label_html(spec: FieldSpec) -> markup.Html:
-    """The field's name (bold when required), a red star when required, the billed badge."""
-    return markup.field_label(spec.label, required=spec.required, billed=spec.billed)
 
 
 class Element:
@@ -89,6 +83,15 @@ class Element:
     def observe(self, callback: Callback) -> None:
         self._callbacks.append(callback)
 
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Suppress change notifications while a setter works (one notice at the end)."""
+        self._quiet += 1
+        try:
+            yield
+        finally:
+            self._quiet -= 1
+
     def _changed(self, _change: Any = None) -> None:
         if self._quiet:
             return
@@ -113,7 +116,7 @@ class Element:
             [
                 markup.div(self.spec.description, HELP_STYLE) if self.spec.description else None,
                 markup.div(self.extra_note, HELP_STYLE) if self.extra_note else None,
-                markup.error_lines(self.errors),
+                markup.lines(self.errors, ERROR_STYLE, "⚠"),
             ]
         )
         if self.note.value != text:
@@ -125,9 +128,10 @@ class Element:
         if self._widget is None:
             self.refresh_note()
             if self.spec.wire:  # a named field: label beside the control
+                spec = self.spec
+                label = markup.field_label(spec.label, required=spec.required, billed=spec.billed)
                 head = W.HBox(
-                    [W.HTML(label_html(self.spec), layout=layout("label")), self.control],
-                    layout=layout("row"),
+                    [W.HTML(label, layout=layout("label")), self.control], layout=layout("row")
                 )
                 self._widget = W.VBox([head, self.note], layout=layout("row"))
             else:  # a list item: the control alone, with its note under it
@@ -149,19 +153,6 @@ class Element:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec.path or '(item)'}>"
-
-
-class Quiet:
-    """Suppress change notifications while a setter works (one notice at the end)."""
-
-    def __init__(self, element: Element) -> None:
-        self.element = element
-
-    def __enter__(self) -> None:
-        self.element._quiet += 1  # noqa: SLF001 - Quiet is Element's own helper, in its module
-
-    def __exit__(self, *exc: object) -> None:
-        self.element._quiet -= 1  # noqa: SLF001 - Quiet is Element's own helper, in its module
 
 
 def is_unset(value: Any) -> bool:
@@ -305,16 +296,14 @@ class NumberElement(Element):
         self.number.layout = layout("number")
         self.send = W.Checkbox(value=False, indent=False, layout=layout("tick"))
         self.send.tooltip = "send this field (unticked: the service default applies)"
-        self.control = W.HBox([self.send, self.number, W.HTML(self._hint())])
+        hint = W.HTML(markup.span(self.placeholder(), HELP_STYLE))
+        self.control = W.HBox([self.send, self.number, hint])
         self.number.observe(self._typed, "value")
         self.send.observe(self._changed, "value")
 
-    def _hint(self) -> markup.Html:
-        return markup.span(self.placeholder(), HELP_STYLE)
-
     def _typed(self, change: Any) -> None:
         if not self.send.value and not self._quiet:
-            with Quiet(self):
+            with self.quiet():
                 self.send.value = True
         self._changed()
 
@@ -322,7 +311,7 @@ class NumberElement(Element):
         return self.number.value if self.send.value else UNSET
 
     def set(self, value: Any) -> None:
-        with Quiet(self):
+        with self.quiet():
             if is_unset(value):
                 self.send.value = False
             else:
@@ -382,7 +371,7 @@ class ChoiceElement(Element):
             value = UNSET
         elif not any(_same(value, v) for _, v in self._options):
             self._options.append((f"{plain(value)} (not allowed)", value))
-            with Quiet(self):
+            with self.quiet():
                 self.control.options = list(self._options)
         else:
             value = next(v for _, v in self._options if _same(value, v))

@@ -1,17 +1,9 @@
 """Every view has two faces in one place: live while the kernel lives, lasting after it.
 
-A displayed view (a task, a grid, a sweep, the board, a ``gw.render``) is two display
-outputs, one after the other. The **live face** is the widget: it stays live as long
-as its kernel does (after it finishes, after other cells, displayed again). The
-**lasting face** is plain HTML under a ``display_id`` (:mod:`.lasting` writes its
-outputs), rewritten when the view changes; it needs no kernel, no port and no file
-outside the notebook. While a live face is mounted and its kernel lives, it hides its
-lasting twin (a ``<style>`` inside the live view, so it goes when the view goes);
-a notebook reopened without widget state, nbconvert, GitHub and nbviewer show the
-lasting face. The lasting face hides the line JupyterLab's widget renderer writes
-in place of a live face it cannot draw ("Loading widget...", "Error displaying
-widget: model not found") with a CSS rule of its own. When the kernel stops, the
-live face says so (``static/faces.js``). docs/decisions.md#two-faces.
+A displayed view is two display outputs: the **live face** (the widget, live as long as
+its kernel) and the **lasting face** (plain HTML under a ``display_id``, rewritten when
+the view changes), which a notebook saved without widget state shows. Who hides whom
+and why (``static/faces.js``): docs/decisions.md#two-faces.
 """
 
 from __future__ import annotations
@@ -32,11 +24,11 @@ import traitlets
 from .._workers import Workers
 from ..jobs.engine import engine_waits_forbidden
 from . import markup
-from .background import VIEW_FAILED
 from .lasting import media_choice
 from .ticker import Throttle, as_current_request, guarded
 
 __all__ = [
+    "BACKGROUND",
     "REPUBLISH",
     "SETTLE_LIMIT",
     "WIDGET_VIEW_MIME",
@@ -60,14 +52,9 @@ SETTLE_LIMIT = 30.0
 
 
 def static_module(*names: str) -> str:
-    """Files of ``static/`` joined into one module, without comments and indentation.
-
-    Every view carries its ES module and CSS in its widget state, so a saved notebook
-    holds them once per view; the readable files in the package are the source. Only
-    whole-line ``//`` comments, ``/* */`` comments and leading whitespace go (line
-    breaks stay, so no statement is joined to another). Joining files is how two
-    modules share code without a build step: ``faces.js`` first, ``ask.js`` for a view
-    that asks its kernel, then the view's (docs/decisions.md#view-commands).
+    """Files of ``static/`` joined into one module, without comments and indentation
+    (line breaks stay): a saved notebook holds it once per view, and joining is how
+    modules share code without a build step (docs/decisions.md#view-commands).
     """
     parts = []
     for name in names:
@@ -127,10 +114,28 @@ class CommandView(anywidget.AnyWidget):
     itself would raise a KeyError in the kernel)."""
 
     _anywidget_commands: dict[str, Any]
+    #: Which lasting face this live view hides while its kernel lives (``faces.js``).
+    face = traitlets.Dict().tag(sync=True)
+    #: its lasting face, made on its first display (:meth:`_show_faces`)
+    _faces: Faces | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._anywidget_commands = _Commands(cls._anywidget_commands)
+
+    def _show_faces(
+        self, build: Callable[[str], dict[str, str]], *, interval: float = 0.0, live: Any = None
+    ) -> None:
+        """Display this view (or ``live``, a box holding it), then its lasting face."""
+        if self._faces is None:
+            self._faces = Faces(build, interval=interval)
+            self.face = self._faces.live(self)
+        self._faces.show(self if live is None else live)
+
+    def _refresh_face(self, *, force: bool = False) -> None:
+        """Rewrite the lasting face soon, if the view was displayed (never waits)."""
+        if self._faces is not None:
+            self._faces.refresh(force=force)
 
 
 def in_kernel() -> bool:
@@ -146,18 +151,11 @@ def in_kernel() -> bool:
 class Republisher:
     """Runs each pending write once more at the end of the next cell, on the main thread.
 
-    A thread's display update sent between two cells carries the label of a cell that
-    has already finished, and a headless runner (nbclient) drops it from the saved
-    notebook. IPython's ``post_run_cell`` runs on the main thread with the label of the
-    cell that just ran, so writing the same bundle again there always lands. Writing
-    twice is harmless: the update is idempotent. A write given a ``key`` replaces the
-    pending write of that key (only a face's latest bundle matters). Before writing,
-    the end of a cell waits (at most :data:`SETTLE_LIMIT`) for lasting faces being
-    rewritten, so a task that ended during the cell is saved with its outputs.
-    :attr:`in_cell` says whether a cell is running: a thread's write then carries that
-    cell's label and is kept, so it need not be written again (a big grid's sheet
-    weighs a megabyte). :attr:`turn` counts cells' starts and ends, so a write can
-    tell whether it stayed inside one running cell from its start to its end.
+    A thread's update sent between two cells carries a finished cell's label, which a
+    headless runner (nbclient) drops; IPython's ``post_run_cell`` writes it again with
+    the label of the cell that just ran (idempotent; a ``key`` keeps only the latest).
+    :attr:`in_cell` and :attr:`turn` tell a write that landed inside one running cell,
+    which need not be written again: docs/decisions.md#two-faces.
     """
 
     def __init__(self) -> None:
@@ -221,9 +219,14 @@ class Republisher:
 
 REPUBLISH = Republisher()
 
+#: What a view's work that failed is called in the log.
+VIEW_FAILED = "a view update"
 #: Lasting faces are rewritten here, never on the thread that asked: the engine's
 #: thread must do no view work, and a video's first preview takes about a second.
 LASTING_WORK = Workers(1, failed=VIEW_FAILED)
+#: What a view can only get from the network (a thumbnail from a URL) is made here,
+#: holding no view's lock, never under a write: docs/decisions.md#no-waits-under-locks.
+BACKGROUND = Workers(2, failed=VIEW_FAILED)
 _SETTLING = threading.Condition()
 _unsettled: set[int] = set()
 

@@ -29,11 +29,11 @@ from ..errors import GenwidgetsError, PayloadError
 from ..lab.code import curl_code
 from ..media import validate  # pathlib.Path values (typed local files) are encoded
 from . import markup
-from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, layout
+from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, WARN_STYLE, layout
 from .dispatch import build_element
 from .elements import BuildContext, Element
 from .faces import Faces, in_kernel, live_container
-from .field_spec import UNSET, FieldSpec, field_specs
+from .field_spec import UNSET, FieldSpec, field_specs, plain
 from .task import TaskList
 from .ticker import guarded
 
@@ -228,7 +228,7 @@ class EndpointForm(W.VBox):
         self.errors, self.warnings = self._validate(payload)
         self._show_errors()
         self._update_submit()
-        self.billing.value = self._billing_html(payload)
+        self.billing.value = markup.billed(self.billing_summary(payload))
         self.code_view.value = _pre(
             python_code(self.endpoint, payload)
             + "\n# the same request with cURL:\n"
@@ -259,7 +259,7 @@ class EndpointForm(W.VBox):
         for target, messages in by_element.values():
             target.show_errors(messages)
         self.notes.value = markup.join(
-            [markup.error_lines(general), markup.warn_lines(self.warnings)]
+            [markup.lines(general, ERROR_STYLE, "⚠"), markup.lines(self.warnings, WARN_STYLE, "⚑")]
         )
 
     def _update_submit(self) -> None:
@@ -287,7 +287,8 @@ class EndpointForm(W.VBox):
             spec = self._specs.get(wire)
             unit = next((u for k, u in _UNITS.items() if k in wire), "")
             if wire in payload:
-                shown = _plain_value(payload[wire])
+                value = payload[wire]
+                shown = f"{len(value)} items" if isinstance(value, list) else plain(value)
                 note = ""
             else:
                 shown = spec.default_text if spec and spec.default_text else "service default"
@@ -298,9 +299,6 @@ class EndpointForm(W.VBox):
         if not parts:
             return "Billed per task (no field of this endpoint changes the price)"
         return "Billed on: " + ", ".join(parts)
-
-    def _billing_html(self, payload: Mapping[str, Any]) -> markup.Html:
-        return markup.billed(self.billing_summary(payload))
 
     # --- submitting --------------------------------------------------------------------
     @property
@@ -472,13 +470,3 @@ def _has_path(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_path(v) for v in value)
     return isinstance(value, os.PathLike)
-
-
-def _plain_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return f"{len(value)} items"
-    if isinstance(value, dict):
-        return json.dumps(value)
-    return str(value)

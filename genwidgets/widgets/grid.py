@@ -10,7 +10,6 @@ choices: docs/decisions.md#grid-view.
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Mapping
@@ -26,12 +25,11 @@ from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from ..lab.export import margins, save_html, save_png
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, list_grids, status_of
-from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output
-from .background import BACKGROUND
-from .faces import Asked, CommandView, Faces, answers, in_kernel, static_module
+from .faces import BACKGROUND, Asked, CommandView, answers, in_kernel, static_module
 from .form import form, python_code
-from .grid_sheet import contact_sheet
+from .grid_sheet import contact_sheet, state_words
+from .lasting import picture_src
 from .render import source_of
 from .task import job_look
 from .ticker import MIN_INTERVAL, TICKER, Throttle
@@ -53,24 +51,15 @@ _PICTURED = ("image", "video")
 
 
 def _thumb(output: Output, *, network: bool = False) -> str | None:
-    """A data URL of the output's thumbnail, made in the kernel: from the local
-    copy when the ledger has one (cached beside it), else from bytes in hand
-    (inline content, a ``data:`` URL) and, with ``network``, downloaded (images).
-    A write never passes ``network``: see :meth:`Grid._fetch_thumbs`."""
-
-    if output.path is not None and output.path.exists():
-        made = thumbnail(output.path, THUMB_SIDE)
-        return data_url(made) if made is not None else None
-    if output.kind != "image" or (not network and _needs_network(output)):
-        return None
+    """A data URL of the output's thumbnail, made in the kernel from the bytes at hand
+    (:func:`~.lasting.picture_src`) and, with ``network``, from an image's downloaded
+    bytes. A write never passes ``network``: see :meth:`Grid._fetch_thumbs`."""
+    if not (network and _needs_network(output)):
+        return picture_src(output, THUMB_SIDE)
     try:
-        found = thumbnail_bytes(output.read(), THUMB_SIDE)
-    except Exception:  # a dead URL or broken inline data: the cell says no picture
+        return picture_src(output, THUMB_SIDE, output.read())
+    except Exception:  # a dead URL: the cell says no picture
         return None
-    if found is None:
-        return None
-    data, mime = found
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def _drawn_thumbs(outputs: list[Output], *, network: bool = False) -> list[str]:
@@ -100,10 +89,6 @@ def _output_record(output: Output, *, full: bool = False) -> dict[str, Any]:
     return record
 
 
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
 class Grid(CommandView):
     """A grid of tasks that vary along x (columns), y (rows) and z (tabs); see
     the module docstring and ``gw.grid``."""
@@ -111,8 +96,6 @@ class Grid(CommandView):
     _esm = static_module("faces.js", "ask.js", "grid.js")
     _css = static_module("grid.css")
     head = traitlets.Dict().tag(sync=True)
-    #: Which lasting face (contact sheet) this live grid hides while its kernel lives.
-    face = traitlets.Dict().tag(sync=True)
     cell_states: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
 
     def __init__(self, run: GridRun, *, needs_confirmation: bool = False) -> None:
@@ -139,8 +122,6 @@ class Grid(CommandView):
             self._write, interval=max(MIN_INTERVAL, len(run.cells) * WRITE_SECONDS_PER_CELL)
         )
         self._live = False
-        #: the contact sheet shown after each display of this grid (made on the first)
-        self._faces: Faces | None = None
         self.add_class("gw-grid")
         run.listeners.append(self._on_change)
         self._throttle.request(force=True)
@@ -199,7 +180,7 @@ class Grid(CommandView):
         keeps what the cell has. Persisted."""
         rated = self.run.rate(cell, stars, note)
         self._throttle.request(force=True)
-        self._refresh_sheet()  # a sheet shown already gets the new stars
+        self._refresh_face()  # a sheet shown already gets the new stars
         return rated
 
     def scores(self, direction: str = "x") -> list[dict[str, Any]]:
@@ -211,7 +192,7 @@ class Grid(CommandView):
         """Re-lay the grid (e.g. ``swap("x", "y")``); no new tasks."""
         self.run.swap(a, b)
         self._throttle.request(force=True)
-        self._refresh_sheet()
+        self._refresh_face()
         return self
 
     def cancel_all(self) -> int:
@@ -220,29 +201,22 @@ class Grid(CommandView):
 
     def form(self, cell: GridCell | int) -> Any:
         """The endpoint's form pre-filled with that cell's payload (tweak, submit)."""
-
         target = self.run.cells[cell] if isinstance(cell, int) else cell
         return form(self.endpoint, client=self.run.client, **target.payload)
 
     def save_png(self, path: str | Path) -> Path:
-
         return save_png(self.run, path)
 
     def save_html(self, path: str | Path, *, video: VideoEmbed = "preview") -> Path:
         """One page that opens offline; each video as ``video`` (see :func:`save_html`)."""
-
         return save_html(self.run, path, video=video)
 
     def describe(self) -> dict[str, Any]:
         return self.run.describe()
 
     def __repr__(self) -> str:
-        done, failed, total = self.run.counts()
         z, y, x = self.shape
-        state = f"{done} of {total} done" if self.run.started else "not sent"
-        if failed:
-            state += f", {failed} failed"
-        return f"<Grid {self.id} {self.endpoint}: {x}×{y}×{z}, {state}>"
+        return f"<Grid {self.id} {self.endpoint}: {x}×{y}×{z}, {state_words(self.run)}>"
 
     # ------------------------------------------------------------------ display
 
@@ -258,18 +232,11 @@ class Grid(CommandView):
             self._throttle.request(force=True)
         if self.recall_area is None:
             self.recall_area = ipywidgets.Output()
-        if self._faces is None:
-            interval = max(1.0, 2 * self._throttle.interval)
-            self._faces = Faces(self._sheet, interval=interval)
-            self.face = self._faces.live(self)
-        self._faces.show(ipywidgets.VBox([self, self.recall_area]))
+        live = ipywidgets.VBox([self, self.recall_area])
+        self._show_faces(self._sheet, interval=max(1.0, 2 * self._throttle.interval), live=live)
 
     def _sheet(self, media: str) -> dict[str, str]:
         return contact_sheet(self.run, media, waiting=self.needs_confirmation)
-
-    def _refresh_sheet(self, *, force: bool = False) -> None:
-        if self._faces is not None:
-            self._faces.refresh(force=force)
 
     # ------------------------------------------------------------------ the page's asks
     # anywidget commands (asked by ``static/ask.js``), each answered with
@@ -345,7 +312,7 @@ class Grid(CommandView):
             TICKER.add(self)
         self._throttle.request()
         if self._finished():  # a rating from another view or kernel; not each poll
-            self._refresh_sheet()
+            self._refresh_face()
 
     def _finished(self) -> bool:
         """Every cell has ended: from then on its sheet follows each change. While it
@@ -405,7 +372,7 @@ class Grid(CommandView):
             "error": error,
             "outputs": outputs,
             "request_id": cell.request_id,
-            "payload": _jsonable(cell.payload),
+            "payload": json.loads(json.dumps(cell.payload, default=str)),  # as the page gets it
             "endpoint": cell.endpoint,
             "kind": cell.kind,
             "billed": cell.billed_words,  # "1 prompt (4 images)": read after "billed"
@@ -432,7 +399,6 @@ class Grid(CommandView):
     def _margins(self) -> dict[str, list[dict[str, Any]]]:
         """Scores per displayed axis (x: a row under the columns, y: a column
         beside the rows), in the axis's own order (the exports draw the same)."""
-
         return {
             d: [{k: v for k, v in r.items() if k != "value"} for r in rows]
             for d, rows in margins(self.run).items()
@@ -510,7 +476,7 @@ class Grid(CommandView):
         if finished and self._live:
             self._live = False
             TICKER.remove(self)
-            self._refresh_sheet(force=True)
+            self._refresh_face(force=True)
 
 
 def grid(

@@ -1,13 +1,10 @@
 """A grid's lasting face: its contact sheet, what a saved notebook keeps of it.
 
-Plain HTML in the notebook's outputs (no widget state, no script): one table per z
-value, the x values as columns and the y values as rows, each cell with its first
-output (as :mod:`.lasting` keeps it: an image thumbnail, a video poster or preview,
-audio, embedded) and, as the live grid shows it, a badge with how many it has; its
-status, stars, note and request id; and the score margins (a row under the columns, a
-column beside the rows) as of the last change. A grid not yet
-sent says so and how to send it. The grid's exports (:mod:`genwidgets.lab.export`)
-write whole pages for files; this is a fragment that lives inside a notebook cell.
+Plain HTML (no widget state, no script): one table per z value, each cell with its
+first output as :mod:`.lasting` keeps it, its status, stars, note and request id, then
+the score margins; a sweep's combinations wrap like cards. The exports
+(:mod:`genwidgets.lab.export`) write whole pages; this is a fragment of a cell
+(docs/decisions.md#sheet-count).
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from . import markup
 from ._style import COLOURS
 from .lasting import media_choice, output_html
 
-__all__ = ["contact_sheet", "score_text", "sheet_side"]
+__all__ = ["contact_sheet", "score_text", "sheet_side", "state_words"]
 
 _STATUS = {"done": COLOURS["done"], "failed": COLOURS["failed"]}
 #: A sheet's thumbnails by its number of cells (at most, side): a sheet is written to
@@ -45,6 +42,13 @@ def score_text(score: dict[str, Any] | None) -> str:
     if score.get("failed"):
         parts.append(f"{score['failed']} failed")
     return " · ".join(parts)
+
+
+def state_words(run: GridRun) -> str:
+    """``3 of 4 done, 1 failed`` or ``not sent``: a grid's state in its repr and sheet."""
+    done, failed, total = run.counts()
+    state = f"{done} of {total} done" if run.started else "not sent"
+    return state + (f", {failed} failed" if failed else "")
 
 
 def _cell_html(
@@ -84,11 +88,6 @@ def _axis(run: GridRun, direction: str) -> tuple[str, list[Any]]:
     return (axis.label, list(axis.values)) if axis is not None else ("", [None])
 
 
-def _margins(run: GridRun) -> dict[str, list[dict[str, Any]]]:
-
-    return margins(run)
-
-
 def contact_sheet(
     run: GridRun, media: str | None = None, *, waiting: bool = False
 ) -> dict[str, str]:
@@ -98,7 +97,7 @@ def contact_sheet(
     x_label, xs = _axis(run, "x")
     y_label, ys = _axis(run, "y")
     z_label, zs = _axis(run, "z")
-    scores = _margins(run) if run.started else {}
+    scores = margins(run) if run.started else {}
     by_place = {cell.place: cell for cell in run.cells}
     tables = []
     side = sheet_side(len(run.cells))
@@ -125,10 +124,7 @@ def contact_sheet(
             )
         )
     plan = run.plan
-    done, failed, total = run.counts()
-    state = f"{done} of {total} done" if run.started else "not sent"
-    if failed:
-        state += f", {failed} failed"
+    state = state_words(run)
     unsent = None
     if not run.started:
         how = (

@@ -1,16 +1,9 @@
 """What a saved notebook keeps of an output: its lasting face, which needs no kernel.
 
-Every view shows a live widget and, beside it, its lasting face (:mod:`.faces`); this
-module writes that copy's outputs as plain HTML that plays with the kernel, its port
-and the gateway gone: an image as its thumbnail (at most 256 px, embedded), linked to
-the full file where a Jupyter server serves it (``_config.served_url``); a video as
-its poster frame and, by ``GENWIDGETS_SAVED_MEDIA``, nothing more (``posters``), a
-short silent preview (``previews``, the default, :mod:`genwidgets.jobs.previews`) or
-the whole file (``full``), each embedded; audio embedded; JSON and text laid out.
-Bytes come from the ledger's local copy or the record itself, never from the network
-(the lasting face is written off the engine thread, but a dead URL must not stall
-it); a URL on loopback (the embedded simulator's, dead with its kernel) is never
-used. docs/decisions.md#saved-media.
+Plain HTML that plays with the kernel, its port and the gateway gone: an image as its
+thumbnail, a video by ``GENWIDGETS_SAVED_MEDIA``, audio embedded, JSON and text laid
+out. Bytes come from the local copy or the record, never from the network, and no
+loopback URL is used: docs/decisions.md#saved-media.
 """
 
 from __future__ import annotations
@@ -40,12 +33,15 @@ __all__ = [
     "content_html",
     "error_banner",
     "file_name",
+    "local_size",
     "media_choice",
     "output_html",
     "outputs_html",
+    "picture_src",
     "plain_text",
     "poster_data_url",
     "result_html",
+    "safe_data_url",
     "thumbnail_src",
     "unavailable_html",
 ]
@@ -106,11 +102,13 @@ def _local(output: Output) -> Path | None:
         return None
 
 
-def _size(path: Path) -> int:
+def local_size(output: Output) -> int | None:
+    """The size of the output's local copy; None when it has none it can read."""
+    local = _local(output)
     try:
-        return path.stat().st_size
+        return local.stat().st_size if local is not None else None
     except OSError:
-        return -1
+        return None
 
 
 def caption_html(output: Output, *, extra: str = "") -> Html:
@@ -132,7 +130,8 @@ def _in_hand(output: Output, limit: int) -> bytes | None:
     inline content or a ``data:`` URL; ``None`` when none is there or it is over ``limit``."""
     local = _local(output)
     if local is not None:
-        return local.read_bytes() if 0 <= _size(local) <= limit else None
+        size = local_size(output)
+        return local.read_bytes() if size is not None and size <= limit else None
     data = output.in_hand()
     if data is None and (output.url or "").startswith("data:") and url_kind(output.url) == "data":
         try:
@@ -142,10 +141,26 @@ def _in_hand(output: Output, limit: int) -> bytes | None:
     return data if data is not None and len(data) <= limit else None
 
 
-def _data_url(mime: str | None, data: bytes) -> str | None:
+def safe_data_url(mime: str | None, data: bytes) -> str | None:
+    """The bytes as a ``data:`` URL when their type is safe for a browser, else None."""
     if mime not in SAFE_DATA_MIME:
         return None
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def picture_src(output: Output, side: int = THUMB_SIDE, data: bytes | None = None) -> str | None:
+    """An output's thumbnail as a ``data:`` URL: from its local copy (an image, or a
+    video's first frame; cached beside it), else from an image's bytes (``data``, or
+    those in hand); ``None`` when no picture can be made of them."""
+    local = _local(output)
+    made = thumbnail(local, side) if local is not None else None
+    if made is not None:
+        return data_url(made)
+    if output.kind != "image":
+        return None
+    data = data if data is not None else _in_hand(output, EMBED_LIMIT)
+    found = thumbnail_bytes(data, side) if data is not None else None
+    return safe_data_url(found[1], found[0]) if found is not None else None
 
 
 def _remote(output: Output) -> str | None:
@@ -188,22 +203,13 @@ def _image_html(output: Output, mime: str, media: str, side: int) -> Html | None
     src: str | None = None
     if media == "full":
         whole = _in_hand(output, EMBED_LIMIT)
-        src = _data_url(mime, whole) if whole is not None else None
-    if src is None and local is not None:
-        made = thumbnail(local, side)
-        src = data_url(made) if made is not None else None
+        src = safe_data_url(mime, whole) if whole is not None else None
+    src = src or picture_src(output, side)
+    if src is None:  # no thumbnail: embedded as it is when it is small, else its URL
+        small = _in_hand(output, SMALL_IMAGE)
+        src = (safe_data_url(mime, small) if small is not None else None) or _remote(output)
     if src is None:
-        small = _in_hand(output, EMBED_LIMIT)
-        found = thumbnail_bytes(small, side) if small is not None else None
-        if found is not None:
-            src = _data_url(found[1], found[0])
-        elif small is not None and len(small) <= SMALL_IMAGE:  # no thumbnail: it is small
-            src = _data_url(mime, small)
-    if src is None:
-        remote = _remote(output)
-        if remote is None:
-            return None
-        src = remote
+        return None
     link = served_url(local) if local is not None else None
     return markup.image(src, file_name(output), cls="gw-thumb", link=link)
 
@@ -218,11 +224,11 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
         # a video already within the budget is kept whole (with its sound)
         limit = EMBED_LIMIT if media == "full" else VIDEO_BUDGET
         whole = _in_hand(output, limit)
-        src = _data_url(mime, whole) if whole is not None else None
+        src = safe_data_url(mime, whole) if whole is not None else None
     if src is None and media in ("full", "previews") and local is not None:
         made = preview(local, VIDEO_BUDGET)
         if made is not None:
-            src = _data_url("video/mp4", made.read_bytes())
+            src = safe_data_url("video/mp4", made.read_bytes())
             note = " · preview"
     if src is None and media == "posters" and poster is not None:
         return markup.poster(poster, file_name(output)), " · poster only"
@@ -239,7 +245,7 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
 
 def _audio_html(output: Output, mime: str) -> Html | None:
     data = _in_hand(output, AUDIO_LIMIT)
-    src = _data_url(mime, data) if data is not None else None
+    src = safe_data_url(mime, data) if data is not None else None
     if src is None:
         src = _remote(output)
     if src is None:
@@ -336,19 +342,12 @@ def thumbnail_src(outputs: Sequence[Output]) -> str | None:
     first image's thumbnail, else the first video's poster frame; ``None`` when
     neither is kept (audio, text, or nothing local)."""
     for output in outputs:
-        local = _local(output)
         if output.kind == "image":
-            made = thumbnail(local) if local is not None else None
-            if made is not None:
-                return data_url(made)
-            small = _in_hand(output, EMBED_LIMIT)
-            found = thumbnail_bytes(small) if small is not None else None
-            if found is not None:
-                return _data_url(found[1], found[0])
-        elif output.kind == "video":
-            poster = poster_data_url(local)
-            if poster is not None:
-                return poster
+            src = picture_src(output)
+        else:
+            src = poster_data_url(_local(output)) if output.kind == "video" else None
+        if src is not None:
+            return src
     return None
 
 
@@ -362,7 +361,7 @@ def error_banner(result: Result) -> Html:
     if look.category != "failed":
         return Html()
     kind = f" ({look.error_type})" if look.error_type else ""
-    return markup.error_banner(look.error or "", kind)
+    return markup.failure(f"failed: {look.error or ''}{kind}")
 
 
 def outputs_html(
@@ -391,7 +390,7 @@ def result_html(result: Result, *, media: str | None = None, fetch: bool = False
     if not result.outputs:
         if result.ok and result.asset is not None:
             return markup.result_box(banner, table_html(result.asset))
-        return markup.result_box(banner, None if banner else markup.no_outputs())
+        return markup.result_box(banner, None if banner else markup.muted_line("no outputs"))
     return markup.result_box(banner, outputs_html(result.outputs, media=media, fetch=fetch))
 
 

@@ -1,17 +1,9 @@
 """Every piece of HTML the widgets write, as small functions: what a saved notebook shows.
 
-The lasting faces (a task's, a result's, a card's, the board's, a batch's, a grid's
-contact sheet, a form's) and the small HTML lines of the live widgets are written in
-this module and nowhere else in :mod:`genwidgets.widgets`: the other modules choose
-what to show (which bytes, which URL, which words) and call these. Each function is
-written with :func:`~genwidgets._html.tag`, which escapes every text and attribute
-value by one rule and returns :class:`~genwidgets._html.Html` (markup already safe,
-never escaped again): a ``str`` argument is text, an ``Html`` argument is markup.
-URLs arrive checked (``url_kind``). Styles are inline, so a face needs no stylesheet.
-In order: the look's pieces (badges, lines, tables), outputs (:mod:`.lasting` chooses
-the bytes or URL a lasting face keeps, :mod:`.render` the URL a live card uses), views
-(each view's module gathers what it shows and writes it with one function here).
-docs/decisions.md#lasting-html.
+The other modules choose what to show and call these; each is written with
+:func:`~genwidgets._html.tag`, the one escaping rule (a ``str`` is text, an ``Html``
+markup), with inline styles, so a face needs no stylesheet. In order: the look's
+pieces, outputs, views. docs/decisions.md#lasting-html.
 """
 
 from __future__ import annotations
@@ -23,11 +15,9 @@ from typing import Any
 from .._html import Html, esc, join, tag
 from ._style import (
     COLOURS,
-    ERROR_STYLE,
     HELP_STYLE,
     MUTED_STYLE,
     PALETTE,
-    WARN_STYLE,
     StatusLook,
     short,
 )
@@ -57,9 +47,7 @@ __all__ = [
     "div",
     "download",
     "empty_cell",
-    "error_banner",
     "error_html",
-    "error_lines",
     "esc",
     "failure",
     "field_label",
@@ -76,7 +64,6 @@ __all__ = [
     "live_media",
     "muted_line",
     "muted_span",
-    "no_outputs",
     "output_box",
     "outputs_grid",
     "placeholder",
@@ -102,7 +89,6 @@ __all__ = [
     "text_block",
     "unavailable",
     "video",
-    "warn_lines",
 ]
 
 # --- the look's pieces ----------------------------------------------------------------
@@ -175,14 +161,6 @@ def lines(texts: Iterable[Any], style: str, mark: str = "") -> Html:
     return join(div(f"{mark} {t}" if mark else t, style) for t in texts)
 
 
-def error_lines(texts: Iterable[Any], mark: str = "⚠") -> Html:
-    return lines(texts, ERROR_STYLE, mark)
-
-
-def warn_lines(texts: Iterable[Any], mark: str = "⚑") -> Html:
-    return lines(texts, WARN_STYLE, mark)
-
-
 def status_badge(look: StatusLook) -> Html:
     """The coloured status word, with the wire name as a tooltip."""
     return tag(
@@ -220,13 +198,6 @@ def error_html(look: StatusLook) -> Html:
         look.error or "",
         " " if kind else None,
         kind,
-    )
-
-
-def error_banner(error: str, kind: str) -> Html:
-    """A result's failure line (``kind``: `` (type)`` or nothing)."""
-    return tag(
-        "div", {"class": "gw-error", "style": f"color:{COLOURS['failed']}"}, "failed: ", error, kind
     )
 
 
@@ -454,10 +425,6 @@ def outputs_grid(cells: Iterable[tuple[str | None, Html]]) -> Html:
 
 def result_box(*parts: Html | None) -> Html:
     return tag("div", {"class": "gw-result"}, *parts)
-
-
-def no_outputs() -> Html:
-    return div("no outputs", MUTED_STYLE)
 
 
 # --- cards (cards.py) and the board's table (board.py) ---------------------------------

@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import io
 import os
 import re
 import warnings
@@ -32,9 +31,10 @@ from .. import media as gw_media
 from .._formats import decode_data_url, human_bytes
 from ..catalog import MediaSpec
 from ..errors import PayloadError
+from ..media.thumbnails import thumbnail_bytes
 from . import markup
-from ._style import HELP_STYLE, OK_STYLE, layout
-from .elements import BuildContext, Element, Quiet, is_unset
+from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, layout
+from .elements import BuildContext, Element, is_unset
 from .field_spec import UNSET, FieldSpec
 
 __all__ = ["ENCODING_HELP", "MediaElement", "encode_media", "local_path"]
@@ -115,8 +115,7 @@ class MediaElement(Element):
             return
         encoded, _problems, info = encode_media(path, path.name, self.media, self.ctx.endpoint)
         self.file_info = info
-        if self.media.media == "image":
-            self._show_thumbnail(_thumbnail(path))
+        self._show_thumbnail(path)
         if encoded is not None:
             self.status.value = markup.join(
                 [
@@ -142,24 +141,27 @@ class MediaElement(Element):
 
     def load(self, data: bytes, name: str = "upload") -> None:
         """Encode local bytes for this field (also what an upload does)."""
-        with Quiet(self):
+        with self.quiet():
             self.url.value = ""
         self._forget_file()
         encoded, problems, info = encode_media(data, name, self.media, self.ctx.endpoint)
         self.encoded = encoded
         self.check_problems = problems
         self.file_info = info
-        self._show_preview(data)
+        self._show_thumbnail(data)
         self._render_status()
         self._changed()
 
-    def _show_preview(self, data: bytes) -> None:
-        if self.media.media == "image":
-            self._show_thumbnail(_thumbnail(data))
-
-    def _show_thumbnail(self, thumb: bytes) -> None:
-        if thumb:
-            self.preview.value = thumb
+    def _show_thumbnail(self, data: bytes | Path) -> None:
+        """An image's thumbnail under the box (none when Pillow cannot read it)."""
+        if self.media.media != "image":
+            return
+        try:
+            made = thumbnail_bytes(data.read_bytes() if isinstance(data, Path) else data, 96)
+        except OSError:
+            made = None
+        if made is not None:
+            self.preview.value, self.preview.format = made[0], made[1].split("/")[1]
             self.preview.layout.display = None
 
     def _render_status(self) -> None:
@@ -167,7 +169,7 @@ class MediaElement(Element):
         self.status.value = markup.join(
             [
                 markup.span(self.file_info, HELP_STYLE) if self.file_info else None,
-                markup.error_lines(self.check_problems, "✗"),
+                markup.lines(self.check_problems, ERROR_STYLE, "✗"),
                 markup.div("✓ passes the checks for this field", OK_STYLE) if passes else None,
             ]
         )
@@ -180,7 +182,7 @@ class MediaElement(Element):
         return self.encoded if self.encoded is not None else UNSET
 
     def set(self, value: Any) -> None:
-        with Quiet(self):
+        with self.quiet():
             self._forget_file()
             if is_unset(value):
                 self.url.value = ""
@@ -212,8 +214,7 @@ class MediaElement(Element):
             what = human_bytes(len(data))
             with contextlib.suppress(PayloadError, ValueError, OSError):
                 what = str(gw_media.inspect(data))
-            if self.media.media == "image":
-                self._show_thumbnail(_thumbnail(data))
+            self._show_thumbnail(data)
         self.file_info = f"inline data: {what}"
         self.url.placeholder = f"inline data ({what}); type a URL or path to replace it"
         # not "passes the checks": only the form's validation checks data set by code
@@ -252,19 +253,6 @@ def _inline_bytes(text: str) -> bytes | None:
         return None
 
 
-def _thumbnail(data: bytes | Path, size: int = 96) -> bytes:
-    try:
-        from PIL import Image  # noqa: PLC0415 - Pillow loads only for a picked image
-
-        with Image.open(data if isinstance(data, Path) else io.BytesIO(data)) as img:
-            img.thumbnail((size, size))
-            out = io.BytesIO()
-            img.convert("RGBA").save(out, format="PNG")
-            return out.getvalue()
-    except Exception:  # not an image Pillow can read: no preview
-        return b""
-
-
 def encode_media(
     data: bytes | Path, name: str, spec: MediaSpec, endpoint: str | None = None
 ) -> tuple[str | None, list[str], str]:
@@ -276,7 +264,6 @@ def encode_media(
     encoding is remembered (:func:`genwidgets.media.encode_file`): the form's
     validation of the same path then costs nothing.
     """
-
     size = data.stat().st_size if isinstance(data, Path) else len(data)
     info = f"{name} ({human_bytes(size)})"
     with contextlib.suppress(PayloadError, ValueError, OSError):  # encode_with says why

@@ -19,13 +19,12 @@ import traitlets
 from ..errors import PayloadError
 from ..imgm import CONFIRM_ABOVE, MAX_PROMPTS, PARAMETERS, Prompt, format_value, say_count
 from . import markup
-from ._style import PALETTE
+from ._style import ERROR_STYLE, MUTED_STYLE, PALETTE, WARN_STYLE
 
 __all__ = ["PromptBuilder"]
 
 _ERROR_COLOR = PALETTE["error"]
 _WARNING_COLOR = PALETTE["warn"]
-_NOTE_COLOR = PALETTE["muted"]
 _SPEEDS = ("relax", "fast", "turbo")
 _RATIOS = ("1:1", "16:9", "9:16", "4:3", "3:4", "3:2", "2:3", "21:9")
 
@@ -83,11 +82,7 @@ class _Control:
             widget.disabled = not enabled
 
     def _unshown(self, value: Any) -> None:
-        self.hint = f"in the text: {_plain(self.key, value) or '(no value)'}"
-
-
-def _plain(key: str, value: Any) -> str:
-    return format_value(key, value)
+        self.hint = f"in the text: {format_value(self.key, value) or '(no value)'}"
 
 
 class _Flag(_Control):
@@ -221,7 +216,7 @@ class _Text(_Control):
     def show(self, params: dict[str, Any]) -> None:
         self.hint = ""
         value = params.get(self.key)
-        self.text.value = "" if value is None else _plain(self.key, value)
+        self.text.value = "" if value is None else format_value(self.key, value)
 
     def changes(self) -> dict[str, Any]:
         return {self.key: self.text.value.strip() or None}
@@ -246,10 +241,6 @@ def _make_control(key: str) -> _Control:
         "oref": "unset (one image URL)",
     }
     return _Text(key, placeholders[key], _RATIOS if key == "ar" else ())
-
-
-def _html_lines(messages: list[str], color: str, mark: str) -> markup.Html:
-    return markup.lines(messages, f"color:{color}", mark)
 
 
 class PromptBuilder(widgets.VBox):
@@ -353,8 +344,8 @@ class PromptBuilder(widgets.VBox):
             self.billing.value = _billing_html(prompt)
         self.messages.value = markup.join(
             [
-                _html_lines([e["msg"] for e in errors], _ERROR_COLOR, "✖"),
-                _html_lines([str(w) for w in warnings], _WARNING_COLOR, "⚠"),
+                markup.lines([e["msg"] for e in errors], ERROR_STYLE, "✖"),
+                markup.lines([str(w) for w in warnings], WARN_STYLE, "⚠"),
             ]
         )
         for control in self.controls.values():
@@ -362,9 +353,9 @@ class PromptBuilder(widgets.VBox):
             soft = [str(w) for w in warnings if _belongs(w.loc, control)]
             control.note.value = markup.join(
                 [
-                    _html_lines([control.hint], _NOTE_COLOR, "·") if control.hint else None,
-                    _html_lines(mine, _ERROR_COLOR, "✖"),
-                    _html_lines(soft, _WARNING_COLOR, "⚠"),
+                    markup.lines([control.hint], MUTED_STYLE, "·") if control.hint else None,
+                    markup.lines(mine, ERROR_STYLE, "✖"),
+                    markup.lines(soft, WARN_STYLE, "⚠"),
                 ]
             )
 

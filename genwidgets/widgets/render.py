@@ -11,7 +11,6 @@ docs/decisions.md#render-bytes.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,10 +33,12 @@ from .lasting import (
     content_html,
     error_banner,
     file_name,
+    local_size,
     output_html,
     outputs_html,
     plain_text,
     poster_data_url,
+    safe_data_url,
     unavailable_html,
 )
 from .lasting import result_html as lasting_result_html
@@ -80,20 +81,11 @@ class Source:
 
     def data_url(self) -> str | None:
         """The bytes as a ``data:`` URL when their type is safe for a browser."""
-        if self.data is None or self.mime not in SAFE_DATA_MIME:
-            return None
-        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+        return safe_data_url(self.mime, self.data) if self.data is not None else None
 
     @property
     def href(self) -> str | None:
         return self.url if self.how == "url" else self.data_url()
-
-
-def _local_size(path: Path | None) -> int | None:
-    try:
-        return path.stat().st_size if path is not None and path.is_file() else None
-    except OSError:
-        return None
 
 
 def _inline_size(output: Output) -> int | None:
@@ -139,7 +131,7 @@ def source_of(
 
     if embed:
         return read()
-    local = _local_size(output.path)
+    local = local_size(output)
     # From the ledger (a past session): its URL has likely stopped answering
     # (gateway URLs expire; the embedded simulator's died with its kernel).
     stale = output.restored and local is not None
@@ -244,7 +236,6 @@ def _labelled(obj: Mapping[str, Any]) -> tuple[list[str], list[Output]]:
 def local_output(path: Path, index: int = 0) -> Output:
     """A local file as an Output (its type from its bytes, as a download's is), read
     as the jobs layer reads a copy it kept."""
-
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {shown_path(path)}")
     return Output(
@@ -301,16 +292,9 @@ def to_mimebundle(
 
 def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
     """One output as the live task view's ES module draws it (rule 2: media by
-    their http(s) URL, else by a ``data:`` URL of their bytes).
-
-    Media: ``kind``, ``url``, ``content_type``, ``poster`` (a video's first frame
-    when a local copy exists and ``poster``) and a plain-text ``caption``; the browser loads
-    them itself. ``fallback``: where the URL may stop answering (gateway URLs
-    expire, the embedded simulator's die with the kernel) and rule 3
-    (3/3b) has the bytes, a ``data:`` URL of at most :data:`FALLBACK_LIMIT`
-    bytes that the browser loads only if the URL fails, so a saved notebook's
-    widget state still plays. Anything else (JSON, text, a download link, "not shown") comes
-    as ``html``, escaped here like every fragment of this module.
+    their http(s) URL, else by a ``data:`` URL of their bytes), with a small
+    ``fallback`` of the bytes for when the URL stops answering and a video's
+    ``poster``; anything else as escaped ``html`` (docs/decisions.md#render-bytes).
     """
     source = source_of(output, prefer_url=True)
     entry: dict[str, Any] = {

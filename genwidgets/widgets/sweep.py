@@ -59,8 +59,9 @@ class SweepView(ipywidgets.VBox):
 
     def __init__(self, plan: SweepPlan, *, needs_confirmation: bool, simulated: bool) -> None:
         self.summary_html = ipywidgets.HTML(markup.sweep_summary(plan.summary(), simulated))
+        self.submit_words = f"Submit {plan.tasks} task{'s' if plan.tasks != 1 else ''}"
         self.submit_button = ipywidgets.Button(
-            description=f"Submit {plan.tasks} task{'s' if plan.tasks != 1 else ''}",
+            description=self.submit_words,
             button_style="warning",
             tooltip="nothing is sent until you click",
             layout={"width": "auto", "display": "" if needs_confirmation else "none"},
@@ -143,9 +144,7 @@ class Sweep(list["JobLike"]):
             self.run.submit(wait=wait)
         except Exception as exc:  # e.g. the grid store is locked: nothing was sent
             button.disabled = False
-            button.description = (
-                f"Submit {self.plan.tasks} task{'s' if self.plan.tasks != 1 else ''}"
-            )
+            button.description = self.widget.submit_words
             self.widget.progress_html.value = markup.failure(
                 f"nothing sent: {type(exc).__name__}: {exc}", element="span"
             )

@@ -83,15 +83,6 @@ def job_look(job: JobLike) -> StatusLook:
     )
 
 
-def queue_position(job: JobLike) -> int | None:
-    return job.queue_position
-
-
-def is_simulated(job: JobLike) -> bool:
-    """Whether the job runs on the embedded simulator (every view says so)."""
-    return job.simulated
-
-
 def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[str, Any]]:
     """The ``outputs`` trait of a result: one entry per output (see
     :func:`~genwidgets.widgets.render.live_entry`), or the asset record of a
@@ -144,8 +135,6 @@ class TaskView(CommandView):
     #: The gateway's logs (``Status.logs``): the latest line while running, the last
     #: few once finished (kept in the saved view).
     logs = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    #: Which lasting face this live face hides while its kernel lives (``faces.js``).
-    face = traitlets.Dict().tag(sync=True)
 
     def __init__(self, job: JobLike, *, posters: bool = True, **kwargs: Any) -> None:
         """``posters=False``: videos carry no poster frame in the view's state, for a
@@ -156,12 +145,11 @@ class TaskView(CommandView):
         self._finished = False
         self._posters = posters
         self._removers: list[Callable[[], Any]] = []
-        self._faces: Faces | None = None
         super().__init__(
             endpoint=str(job.endpoint),
             request_id=str(job.request_id),
             start_time=float(job.submitted_at),
-            simulated=is_simulated(job),
+            simulated=job.simulated,
             **{"layout": shared_layout(), **kwargs},
         )
         self.job = job
@@ -182,15 +170,14 @@ class TaskView(CommandView):
     def _on_update(self, job: JobLike) -> None:
         terminal = job_look(self.job).terminal
         guarded(lambda: self._throttle.request(force=terminal))
-        if self._faces is not None and (terminal or job.last_result is not None):
+        if terminal or job.last_result is not None:
             # Asked here, before the job's future completes (the JobLike contract:
             # update callbacks first), so a cell waiting on job.result() waits for it.
-            self._faces.refresh(force=True)
+            self._refresh_face(force=True)
 
     def _on_done(self, job: JobLike) -> None:
         guarded(lambda: self._throttle.request(force=True))
-        if self._faces is not None:
-            self._faces.refresh(force=True)
+        self._refresh_face(force=True)
         self._finish()
 
     def _ipython_display_(self) -> None:
@@ -199,10 +186,7 @@ class TaskView(CommandView):
         if not in_kernel():
             print(plain_status(self.job))
             return
-        if self._faces is None:
-            self._faces = Faces(lambda media: lasting_face(self.job, media))
-            self.face = self._faces.live(self)
-        self._faces.show(self)
+        self._show_faces(lambda media: lasting_face(self.job, media))
 
     @answers
     def _ask_cancel(self, _msg: dict[str, Any]) -> None:
@@ -250,7 +234,7 @@ class TaskView(CommandView):
             self.category = look.category
             self.status_raw = look.raw
             self.queue_position = (
-                queue_position(job) if look.category == "queued" and not look.terminal else None
+                job.queue_position if look.category == "queued" and not look.terminal else None
             )
             self.elapsed = float(job.elapsed)
             self.expected_finish_at = (
@@ -296,13 +280,13 @@ def plain_status(job: JobLike) -> str:
     """One line of plain text: endpoint, request_id, status, queue, elapsed, error."""
     look = job_look(job)
     parts = [str(job.endpoint), str(job.request_id), look.word]
-    position = queue_position(job)
+    position = job.queue_position
     if look.category == "queued" and not look.terminal and position is not None:
         parts.append(f"(queue position {position})")
     parts.append(format_elapsed(job.elapsed))
     if look.error or look.error_type:
         parts.append(f"- {look.error}" + (f" ({look.error_type})" if look.error_type else ""))
-    if is_simulated(job):
+    if job.simulated:
         parts.append("[simulated]")
     return " ".join(p for p in parts if p)
 
@@ -317,7 +301,7 @@ def lasting_face(job: JobLike, media: str | None = None) -> dict[str, str]:
         endpoint=job.endpoint,
         request_id=job.request_id,
         elapsed=format_elapsed(job.elapsed),
-        simulated=is_simulated(job),
+        simulated=job.simulated,
     )
     text = plain_status(job)
     result = job.last_result
@@ -357,7 +341,6 @@ class TaskList:
     displayed, tasks go to ``fallback`` (the form's own output area) instead."""
 
     def __init__(self, fallback: Any) -> None:
-
         self.jobs: list[JobLike] = []
         self.box = ipywidgets.VBox()
         self.fallback = fallback

@@ -78,11 +78,6 @@ class Ticker:
             return frozenset(self._live)
 
     @property
-    def live_count(self) -> int:
-        with self._cond:
-            return len(self._live)
-
-    @property
     def running(self) -> bool:
         with self._cond:
             return self._thread is not None
@@ -129,16 +124,9 @@ def guarded(fn: Callable[[], Any]) -> None:
 
 def as_current_request(fn: Callable[[], Any]) -> Any:
     """Run ``fn`` in an empty :mod:`contextvars` context, so the kernel messages it
-    sends (widget updates, display updates) are labelled with the request the
-    kernel is handling *now*, as from a plain thread.
-
-    Why: ipykernel 7 keeps the parent header in context variables. The engine's
-    polling task was created from the cell that submitted the job and carries a
-    copy of that cell's context, so without this every update would be labelled
-    with that old cell, and nbclient (which keeps only the running cell's
-    messages) would drop the final status and outputs from the saved notebook.
-    In an empty context ipykernel falls back to its current shell request.
-    """
+    sends are labelled with the request the kernel is handling *now*, as from a plain
+    thread: ipykernel 7 keeps the parent header in context variables, and the engine's
+    task carries the submitting cell's (docs/decisions.md#live-writes)."""
     return contextvars.Context().run(fn)
 
 
@@ -156,17 +144,10 @@ def stop_following(view: Tickable, removers: list[Callable[[], Any]]) -> None:
 
 
 class Throttle:
-    """Coalesce write requests: at most one ``write()`` per ``interval``.
-
-    ``request()`` writes at once when the last write is old enough (or when
-    forced), else marks the state dirty and has the ticker flush it when the
-    interval is over. ``write`` runs under :attr:`lock`, so it is the single
-    writer of its view.
-
-    Two rules keep the lock from ever joining a deadlock
-    (docs/decisions.md#no-waits-under-locks): on an engine thread ``request()``
-    never takes the lock (it marks the view dirty and the ticker writes), and
-    ``write`` runs where any wait on the engine raises at once.
+    """Coalesce write requests: at most one ``write()`` per ``interval``, the single
+    writer of its view (under :attr:`lock`); the rest are flushed by the ticker.
+    On an engine thread ``request()`` never takes the lock, and ``write`` may not wait
+    on the engine: docs/decisions.md#no-waits-under-locks.
     """
 
     def __init__(

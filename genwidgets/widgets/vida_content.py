@@ -25,7 +25,6 @@ from .elements import (
     BuildContext,
     Element,
     Loc,
-    Quiet,
     TextElement,
     is_sequence,
     is_unset,
@@ -162,7 +161,7 @@ class VidAContentElement(Element):
         self.control = W.VBox(
             [self.scenario, self.rows_box, W.HBox(buttons)], layout=layout("wide")
         )
-        with Quiet(self):
+        with self.quiet():
             self.add("text")
         self._update_scenario()
 
@@ -184,7 +183,7 @@ class VidAContentElement(Element):
             raise shape_error(self.spec, kind, f"a content item type ({allowed})")
         row = _ContentRow(self, kind)
         if item is not None:
-            with Quiet(self):
+            with self.quiet():
                 row.set(item)
         self.rows.append(row)
         self.rows_box.children = tuple(r.box for r in self.rows)
@@ -214,7 +213,7 @@ class VidAContentElement(Element):
         return values or UNSET
 
     def set(self, value: Any) -> None:
-        with Quiet(self):
+        with self.quiet():
             self.rows.clear()
             items = [] if is_unset(value) else list(value) if is_sequence(value) else [value]
             for item in items:

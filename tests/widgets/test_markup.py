@@ -118,4 +118,4 @@ def test_markup_given_to_a_piece_is_kept_and_text_is_escaped_once() -> None:
     line = markup.span(markup.bold("a & b"), "color:red")
     assert line == '<span style="color:red"><b>a &amp; b</b></span>'
     assert markup.span("<b>", None) == "<span>&lt;b&gt;</span>"
-    assert markup.result_box(markup.no_outputs()).count("<div") == 2
+    assert markup.result_box(markup.muted_line("no outputs")).count("<div") == 2

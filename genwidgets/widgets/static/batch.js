@@ -10,13 +10,6 @@
 
 const SAFE_THUMB = /^data:image\/(png|jpeg|webp|gif);base64,/i;
 
-function make(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
-}
-
 function duration(seconds) {
   if (seconds == null || !isFinite(seconds)) return "";
   if (seconds < 90) return `${Math.round(seconds)} s`;
@@ -121,9 +114,6 @@ function render({ model, el }) {
   const endFace = liveFace(model, el, () => {
     stopped = true;
     draw();
-  }, () => {
-    el.hidden = true; // no kernel behind it: its lasting face is in sight instead
-    el.style.display = "none";
   });
   return () => {
     endFace();

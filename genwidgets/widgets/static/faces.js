@@ -5,13 +5,25 @@
 // HTML marked data-gw-lasting="<id>"), which hides the output before it. While the
 // live face is mounted and its kernel lives, a <style> inside it shows the live face
 // again and hides the lasting face; the style goes when the view goes. A live face with no kernel behind it (restored from saved widget state, or a
-// static page) hides itself and leaves the lasting face in sight. When the kernel
-// stops (restarted, killed, shut down), onStop() runs once.
+// static page) hides itself (hide(), by default the view's element) and leaves the
+// lasting face in sight. When the kernel stops (restarted, killed, shut down), onStop()
+// runs once.
+
+// An element of a view's page: its class and its text (as text, never as markup).
+function make(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text != null) node.textContent = text;
+  return node;
+}
 
 const STOPPED_TEXT = "kernel stopped: re-run, or client.resume() re-attaches";
 const DEAD_STATES = ["dead", "restarting", "autorestarting", "terminating"];
 
-function liveFace(model, el, onStop, hide) {
+function liveFace(model, el, onStop, hide = () => {
+  el.hidden = true;
+  el.style.display = "none";
+}) {
   const face = model.get("face") || {};
   const id = String(face.id || "").replace(/[^0-9a-z]/gi, "");
   const style = document.createElement("style");

@@ -26,13 +26,6 @@ const ICONS = {
   recall: "M4 20h4l10-10-4-4L4 16v4zM14 6l4 4",
 };
 
-function make(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
-}
-
 function icon(name, size = 16, fill = "currentColor") {
   const svg = document.createElementNS(SVG_NS, "svg");
   svg.setAttribute("viewBox", "0 0 24 24");
@@ -49,12 +42,7 @@ function icon(name, size = 16, fill = "currentColor") {
 function media(output, { controls }) {
   const url = output.src || "";
   if (!SAFE_URL.test(url)) return null;
-  if (output.kind === "image") {
-    const img = make("img", "gw-grid-media");
-    img.alt = "";
-    img.src = url;
-    return img;
-  }
+  if (output.kind === "image") return thumbnail(url);
   if (output.kind === "video" || output.kind === "audio") {
     const node = make(output.kind, "gw-grid-media");
     node.controls = controls; // no autoplay, no loop: media start only when a person asks
@@ -66,7 +54,7 @@ function media(output, { controls }) {
 }
 
 function thumbnail(url) {
-  // a kernel-made picture of an image or a video's first frame
+  // a kernel-made picture of an image or a video's first frame, or an image itself
   if (!SAFE_URL.test(url)) return null;
   const img = make("img", "gw-grid-media");
   img.alt = "";
@@ -454,9 +442,6 @@ function render({ model, el }) {
     layoutKey = "";
     for (const node of cellNodes.values()) node.last = "";
     drawAll();
-  }, () => {
-    el.hidden = true; // no kernel behind it: its contact sheet is in sight instead
-    el.style.display = "none";
   });
   return () => {
     endFace();

@@ -7,8 +7,7 @@ function render({ model, el }) {
   const face = model.get("face") || {};
   const id = String(face.id || "").replace(/[^0-9a-z]/gi, "");
   const selector = `.gw-live-${id}`;
-  const line = document.createElement("div");
-  line.className = "gw-stopped";
+  const line = make("div", "gw-stopped");
   line.style.cssText = "color:#92400e;font-size:0.9em;margin:2px 0";
   line.hidden = true;
   el.append(line);

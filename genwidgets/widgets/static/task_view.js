@@ -26,13 +26,6 @@ function formatElapsed(seconds) {
   return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, "0")}m`;
 }
 
-function make(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
-}
-
 function withFallback(media, output) {
   // A saved notebook's URL may be dead (expired, or the simulator stopped):
   // switch once to the local copy the kernel kept, if there is one.
@@ -214,9 +207,6 @@ function render({ model, el }) {
     stoppedLine.textContent = STOPPED_TEXT;
     stoppedLine.hidden = false;
     draw();
-  }, () => {
-    el.hidden = true; // no kernel behind it: its lasting face is in sight instead
-    el.style.display = "none";
   });
   return () => {
     endFace();

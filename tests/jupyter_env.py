@@ -356,17 +356,29 @@ def error_outputs(nb: nbformat.NotebookNode) -> list[str]:
 
 
 def output_text(nb: nbformat.NotebookNode) -> str:
-    """Every text the outputs show (streams, plain text and HTML), joined."""
+    """Every text the outputs show (streams, plain text and HTML), joined. A cell's
+    consecutive pieces of one stream are one text, as a front-end shows them: a busy
+    kernel may send one ``print`` in two messages, saved as two outputs."""
     parts = []
-    for out in outputs(nb):
-        if out["output_type"] == "stream":
-            parts.append(out.get("text", ""))
-        elif out["output_type"] == "error":
-            parts.append(out.get("evalue", ""))
-        else:
-            data = out.get("data", {})
-            parts.extend(str(data.get(m, "")) for m in ("text/plain", "text/html"))
+    stream: tuple[int, str] | None = None  # (cell, stream name) of the last part
+    for index, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            here = (index, out.get("name", "")) if out["output_type"] == "stream" else None
+            if here is not None and here == stream:
+                parts[-1] += out.get("text", "")
+            else:
+                parts.extend(_texts(out))
+            stream = here
     return "\n".join(parts)
+
+
+def _texts(out: dict[str, Any]) -> list[str]:
+    if out["output_type"] == "stream":
+        return [out.get("text", "")]
+    if out["output_type"] == "error":
+        return [out.get("evalue", "")]
+    data = out.get("data", {})
+    return [str(data.get(m, "")) for m in ("text/plain", "text/html")]
 
 
 def widget_state(nb: nbformat.NotebookNode) -> dict[str, dict[str, Any]]:

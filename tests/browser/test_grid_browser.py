@@ -77,7 +77,9 @@ def test_a_grid_shows_every_image_and_keeps_a_star(lab: Any, browser: Any) -> No
         grid = page.locator(".jp-Notebook .gw-grid")
         grid.wait_for(timeout=60_000)
         page.wait_for_function(IMAGES_LOADED_JS, timeout=60_000)
-        assert grid.locator(".gw-grid-progress", has_text="6 of 6 done").count() == 1
+        # the progress line is drawn from the kernel's last write, which may land after
+        # the pictures: waited for (one such line: a second would fail the strict locator)
+        grid.locator(".gw-grid-progress", has_text="6 of 6 done").wait_for(timeout=60_000)
         headers = grid.locator("th.gw-grid-col").all_inner_texts()
         assert headers == ["1", "2", "3"]
         assert grid.locator("th.gw-grid-row").all_inner_texts() == ["fox", "cat"]
@@ -163,7 +165,9 @@ def test_a_note_and_a_star_in_any_order_and_pace_both_stay(lab: Any, browser: An
         wait_until_all_cells_ran(page, 1)
         grid = page.locator(".jp-Notebook .gw-grid")
         page.wait_for_function(IMAGES_LOADED_JS, timeout=60_000)
-        assert grid.locator(".gw-grid-progress", has_text="6 of 6 done").count() == 1
+        # the progress line is drawn from the kernel's last write, which may land after
+        # the pictures: waited for (one such line: a second would fail the strict locator)
+        grid.locator(".gw-grid-progress", has_text="6 of 6 done").wait_for(timeout=60_000)
 
         def cell(index: int) -> Any:
             return grid.locator(f'.gw-grid-cell[data-index="{index}"]')

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .batch_row import BatchRow
     from .row_book import RowBook
 
-__all__ = ["followed", "found_by_tag", "reconcile", "restore", "show_as_stored"]
+__all__ = ["followed", "found_by_tag", "reconcile", "restore", "show_as_stored", "tags_since"]
 
 
 def found_by_tag(client: ClientLike, tags: Mapping[str, int]) -> dict[int, LedgerRow]:
@@ -65,10 +65,12 @@ def followed(client: ClientLike, tasks: Sequence[tuple[str, str]]) -> list[JobLi
     return [finished.get(rid) or client.job(endpoint, rid) for endpoint, rid in tasks]
 
 
-def _tags_since(book: RowBook) -> float:
-    """When the ledger began writing tags: intents before it carry none."""
-    ledger = book.client.ledger
-    assert ledger is not None
+def tags_since(client: ClientLike) -> float | None:
+    """When the client's ledger began writing tags (intents before it carry none);
+    None without a ledger."""
+    ledger = client.ledger
+    if ledger is None:
+        return None
     said = ledger.query("SELECT value FROM meta WHERE key = 'tags_since'")
     return float(said[0][0]) if said else 0.0
 
@@ -84,7 +86,7 @@ def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
                 book.update(row, UNKNOWN)
             return
     records = found_by_tag(book.client, {book.tag(r): r.index for r in rows})
-    tagged_since = _tags_since(book) if len(records) < len(rows) else 0.0
+    tagged_since = (tags_since(book.client) or 0.0) if len(records) < len(rows) else 0.0
     for row in rows:
         record = records.get(row.index)
         with book.lock:

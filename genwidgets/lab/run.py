@@ -7,7 +7,6 @@ stored grid without sending anything: docs/decisions.md#grid-run.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import threading
@@ -24,17 +23,15 @@ from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import NOT_CREATED, scrub_payload
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
-from .batch_send import CHUNK_ROUNDS
+from .batch_send import CHUNK_ROUNDS, send_chunk
 from .breaker import Breaker
 from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
-from .resume import followed, found_by_tag
-from .store import CellRecord, GridRecord, GridStore, restore_plan, store_for
+from .resume import followed, found_by_tag, tags_since
+from .store import GridRecord, GridStore, restore_plan, store_for
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
-    from ..jobs.ledger import LedgerRow
-    from ..protocol.prepared import PreparedRequest
 
 __all__ = [
     "CONCURRENCY",
@@ -166,6 +163,8 @@ class GridRun:
         self.store = store if store is not None else store_for(client)
         self.cells = [GridCell(self, c) for c in plan.cells]
         self.listeners: list[Callable[[], None]] = []
+        #: when the grid was planned (a re-opened one: when it was stored)
+        self.created_at = time.time()
         self._lock = threading.RLock()
         self._started = False
         self._stored = False
@@ -227,17 +226,18 @@ class GridRun:
         )
 
     def submit(self, *, wait: bool = True) -> GridRun:
-        """Send every cell once (a second call does nothing, but after a pause sends
-        the cells that wait); ``wait`` returns when every create has answered (or the
+        """Send every cell once: a second call sends only the cells that wait (after a
+        pause, an interrupt, or a grid re-opened with cells never sent) and does nothing
+        while the grid sends; ``wait`` returns when every create has answered (or the
         breaker paused the grid), else they go from a background thread."""
         with self._lock:
-            if self._started and self.paused is None:
+            if self._started and not (self.sent and any(c.unsent for c in self.cells)):
                 return self
             if self.paused is not None:  # asked to go on: the pause ends here
                 self.paused, self._breaker.count = None, 0
                 self._stop.clear()
-                self._sent.clear()
             self._started = True
+            self._sent.clear()
         try:
             self._store_grid()
         except BaseException:  # nothing was sent: a later submit() may try again
@@ -252,43 +252,27 @@ class GridRun:
         return self
 
     def _send_all(self) -> None:
-        """Every cell not sent yet through the client's one batch sender, ``concurrency``
-        at a time, in chunks as a batch sends (the breaker can stop the next); each cell
-        is prepared once (at planning when the grid was planned with the client)."""
+        """Every cell not sent yet through the batch's chunk of creates, ``concurrency``
+        at a time, a chunk as a batch sends (the breaker is heard between chunks)."""
         try:
-            ready: list[tuple[GridCell, PreparedRequest]] = []
-            for cell in self.cells:
-                if not cell.unsent:
-                    continue  # sent before a pause
-                prepared = cell.planned.prepared
-                try:
-                    if prepared is None:
-                        prepared = self.client.prepare(cell.endpoint, cell.payload)
-                except Exception as exc:  # one bad cell must not stop the grid
-                    self._sent_one(cell, exc)
-                else:
-                    ready.append((cell, prepared))
-            size = CHUNK_ROUNDS * self.concurrency  # the breaker is heard between chunks
-            for start in range(0, len(ready), size):
-                chunk = ready[start : start + size]
+            waiting = [c for c in self.cells if c.unsent]
+            size = CHUNK_ROUNDS * self.concurrency
+            for start in range(0, len(waiting), size):
                 if self._stop.is_set():
                     break
-                self.client.send_many(
-                    [prepared for _, prepared in chunk],
+                chunk = waiting[start : start + size]
+                send_chunk(
+                    self.client,
+                    chunk,
+                    tags=[self.tag(cell) for cell in chunk],
                     concurrency=self.concurrency,
-                    on_sent=self._settle_in(chunk),
                     hold=self._stop.is_set,
-                    tags=[self.tag(cell) for cell, _ in chunk],
+                    settle=self._sent_one,
+                    unanswered=self._settle_lost,
                 )
         finally:
             self._sent.set()
             self.changed()
-
-    def _settle_in(
-        self, chunk: list[tuple[GridCell, PreparedRequest]]
-    ) -> Callable[[int, Any], None]:
-        """``on_sent`` of one chunk: its ``i``-th answer settles its cell."""
-        return lambda i, outcome: self._sent_one(chunk[i][0], outcome)
 
     def tag(self, cell: GridCell) -> str:
         """What a cell's create is for, written with its intent in the ledger: a grid
@@ -311,9 +295,14 @@ class GridRun:
                 f"{why}; {waiting} cell(s) not sent wait for grid.submit() (the Submit button)"
             )
             self._stop.set()
+        self._keep(cell)
+
+    def _keep(self, cell: GridCell) -> None:
+        """A cell's request id or failed create into the grid store (the task itself is
+        in the ledger: a store that cannot write warns, and the grid goes on)."""
         try:
             self.store.set_request(self.id, cell.index, cell.request_id, cell.error)
-        except LedgerError as exc:  # the batch goes on; the task itself is in the ledger
+        except LedgerError as exc:
             warnings.warn(
                 f"grid {self.id}: cell {cell.index} ({cell.request_id or cell.error}) was not "
                 f"written to the grid store ({exc}); the task is in client.history()",
@@ -321,6 +310,35 @@ class GridRun:
                 stacklevel=2,
             )
         self.changed()
+
+    def _settle_lost(self, cells: list[GridCell]) -> None:
+        """Cells whose create's answer was not seen (an interrupt; a store that missed
+        it), as the ledger says by their tags: a task made is followed, a create that
+        surely made nothing waits for :meth:`submit`, any other is "outcome unknown"
+        (never sent again). No ledger, or a cell written before tags were: unknown."""
+        found = found_by_tag(self.client, {self.tag(c): c.index for c in cells})
+        since = tags_since(self.client) if len(found) < len(cells) else 0.0
+        attach: list[tuple[GridCell, str]] = []
+        for cell in cells:
+            record = found.get(cell.index)
+            if record is not None and record.request_id is not None:
+                attach.append((cell, record.request_id))
+            elif record is None and since is not None and self.created_at >= since:
+                continue  # its intent never reached the ledger: nothing left
+            elif record is not None and record.state == NOT_CREATED:
+                continue
+            else:
+                said = record.state if record is not None else "no record of it"
+                cell.error = (
+                    f"outcome unknown: its create may have left and no answer was kept "
+                    f"({said}); look for it with client.history()"
+                )
+        jobs = followed(self.client, [(cell.endpoint, rid) for cell, rid in attach])
+        for (cell, _), job in zip(attach, jobs, strict=True):
+            self._attach(cell, job)
+        for cell in cells:
+            if not cell.unsent:
+                self._keep(cell)
 
     def _attach(self, cell: GridCell, job: JobLike) -> None:
         cell.job, cell.request_id = job, str(job.request_id)
@@ -483,38 +501,22 @@ class GridRun:
         record = store.require(grid_id)
         plan = restore_plan(record.description, [c.payload for c in record.cells])
         run = cls(plan, client, grid_id=record.id, store=store)
+        run.created_at = record.created_at
         run._started = run._stored = True
         run._sent.set()
-        lost = run._found_in_ledger([c for c in record.cells if not c.request_id and not c.error])
         attach: list[tuple[GridCell, str]] = []
         for cell, stored in zip(run.cells, record.cells, strict=True):
             cell.rating, cell.note = stored.stars, stored.note
             cell.error = stored.error
-            request_id = stored.request_id
-            if not request_id and (found := lost.get(cell.index)) is not None:
-                request_id = found.request_id
-                if request_id is None and found.state != NOT_CREATED:
-                    cell.error = (
-                        f"outcome unknown: its create went out and no answer was kept "
-                        f"({found.state}); look for it with client.history()"
-                    )
-            if request_id:
-                attach.append((cell, request_id))
+            if stored.request_id:
+                attach.append((cell, stored.request_id))
         jobs = followed(client, [(cell.endpoint, request_id) for cell, request_id in attach])
         for (cell, _), job in zip(attach, jobs, strict=True):
             run._attach(cell, job)
+        lost = [c for c in run.cells if c.unsent]  # the store missed them: the ledger says
+        if lost:
+            run._settle_lost(lost)
         return run
-
-    def _found_in_ledger(self, cells: list[CellRecord]) -> dict[int, LedgerRow]:
-        """The ledger's record of each stored cell's create that the grid store missed
-        (a locked file, a kernel gone between the two writes), by its tag; a request id
-        found is written to the store."""
-        found = found_by_tag(self.client, {self.tag(self.cells[c.index]): c.index for c in cells})
-        for cell_index, record in found.items():
-            if record.request_id is not None:
-                with contextlib.suppress(LedgerError):  # found again on the next opening
-                    self.store.set_request(self.id, cell_index, record.request_id)
-        return found
 
 
 def list_grids(client: ClientLike) -> list[GridRecord]:

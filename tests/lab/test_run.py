@@ -135,3 +135,112 @@ def test_creates_failing_in_a_row_pause_the_grid_until_asked(
         assert stats()["created"] == 12 - posted  # the held cells, each once
         assert all(c.job is not None for c in held)
         assert all(c.job is None for c in failed)  # never sent again
+
+
+def test_a_grid_interrupted_while_sending_sends_only_what_never_left_when_submitted_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: Any
+) -> None:
+    """Ctrl-C during ``grid.submit()``, then ``grid.submit()`` again (the same cell run
+    twice): cells whose create was answered keep their task, one in flight is followed
+    or listed "outcome unknown" as the ledger says, and only the cells that never left
+    are sent; no cell is paid twice."""
+    import httpx
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    with gw.Client(simulator.base_url, "sim-demo-key") as client:
+        plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", list(range(1, 9))))
+        run = GridRun(plan, client, concurrency=1)
+        fired: list[bool] = []
+
+        def ctrl_c_after_the_first_answer() -> None:
+            if not fired and any(c.request_id for c in run.cells):
+                fired.append(True)
+                raise KeyboardInterrupt
+
+        run.listeners.append(ctrl_c_after_the_first_answer)
+        before = httpx.get(f"{simulator.base_url}/_sim/stats", timeout=10).json()["created"]
+        with pytest.raises(KeyboardInterrupt):
+            run.submit(wait=True)
+        waiting = [c for c in run.cells if c.unsent]
+        assert run.cells[0].request_id and 0 < len(waiting) < 8  # the later chunks wait
+        assert {status_of(c) for c in waiting} == {"not sent"}
+        run.submit(wait=True)  # the same cell, run again
+        run.wait(timeout=120)
+        assert not any(c.unsent for c in run.cells)
+        made = [c for c in run.cells if c.request_id]
+        unknown = [c for c in run.cells if (c.error or "").startswith("outcome unknown")]
+        assert len(made) + len(unknown) == 8
+        created = httpx.get(f"{simulator.base_url}/_sim/stats", timeout=10).json()["created"]
+        assert len(made) <= created - before <= 8  # each cell created at most once
+        assert len({c.request_id for c in made}) == len(made)
+        assert client.ledger is not None
+        rows = client.ledger.tagged([run.tag(c) for c in run.cells])
+        per_cell = [sum(1 for r in rows if r.tag == run.tag(c)) for c in run.cells]
+        assert per_cell == [1] * 8  # one create each, none sent again
+        assert GridRun.load(run.id, client).counts() == run.counts()  # the store agrees
+
+
+def test_a_reopened_grid_sends_the_cells_that_never_left_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: Any
+) -> None:
+    """A grid stored before all its cells left (here: interrupted once its first two
+    cells were answered), re-opened: ``submit()`` sends only the cells no create of
+    which is in the ledger."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    with gw.Client(simulator.base_url, "sim-demo-key") as client:
+        plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3, 4, 5, 6]))
+        run = GridRun(plan, client, concurrency=1)  # chunks of two
+
+        fired: list[bool] = []
+
+        def ctrl_c_once_two_were_answered() -> None:
+            if not fired and sum(1 for c in run.cells if c.request_id) == 2:
+                fired.append(True)
+                raise KeyboardInterrupt
+
+        run.listeners.append(ctrl_c_once_two_were_answered)
+        with pytest.raises(KeyboardInterrupt):
+            run.submit(wait=True)
+        assert [bool(c.request_id) for c in run.cells] == [True, True, False, False, False, False]
+        creates = client.request_counts.get("create", 0)
+        again = GridRun.load(run.id, client)
+        assert [c.request_id for c in again.cells[:2]] == [c.request_id for c in run.cells[:2]]
+        assert [c.unsent for c in again.cells] == [False, False, True, True, True, True]
+        again.submit(wait=True).wait(timeout=120)
+        assert again.counts() == (6, 0, 6)
+        assert client.request_counts.get("create", 0) == creates + 4
+
+
+def test_a_cell_that_cannot_be_prepared_when_sent_is_not_created_and_the_rest_go(
+    tmp_path: Path,
+) -> None:
+    """The one chunk of creates grids and batches share: an item whose request cannot be
+    made (here: its input file gone) is settled "not created" (nothing left) without a
+    create; the others are sent."""
+    from genwidgets.lab.batch_send import send_chunk
+
+    class GoneFile(ForecastClient):
+        def prepare(self, endpoint: str, payload: Any) -> Any:
+            if payload["seed"] == 2:
+                raise FileNotFoundError("input.png is gone")
+            return super().prepare(endpoint, payload)
+
+    fake = GoneFile()
+    store = GridStore(tmp_path / "grids.sqlite3")
+    plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3]))  # not prepared
+    run = GridRun(plan, fake, store=store).submit(wait=True)
+    assert len(fake.sent) == 2 and run.cells[1].job is None
+    assert (run.cells[1].error or "").startswith("not created: PayloadError")
+    assert "input.png is gone" in (run.cells[1].error or "")
+    settled: dict[int, Any] = {}
+    send_chunk(
+        fake,
+        run.cells,
+        tags=["a", "b", "c"],
+        concurrency=2,
+        hold=lambda: False,
+        settle=lambda cell, outcome: settled.__setitem__(cell.index, outcome),
+        unanswered=lambda missing: pytest.fail(f"every item was answered: {missing}"),
+    )
+    assert isinstance(settled[1], gw.PayloadError) and len(fake.sent) == 4
+    store.close()

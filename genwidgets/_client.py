@@ -67,9 +67,17 @@ _CREATED_NOTHING = (
 )
 
 
-def lost_contact(job: Job) -> bool:
+#: what happens next to a task contact was lost with, in the words every view shows
+CONTACT_LOST_NEXT = (
+    "The task may still run or be done: following it again (client.job(endpoint, "
+    "request_id), a grid's Submit, the batch run again) makes no new create"
+)
+
+
+def lost_contact(job: JobLike) -> bool:
     """Whether a job ended without word of its task: polling gave up on faults of
-    contact (not the gateway's answer about the task, not a closed client)."""
+    contact (not the gateway's answer about the task, not a closed client). Such a
+    task is never called failed: following it again (``client.job``) makes no create."""
     exc = job.exception()
     return isinstance(exc, (NoAnswer, ServerError, RateLimited)) and not isinstance(
         exc, ClientClosed

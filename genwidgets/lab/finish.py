@@ -12,14 +12,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import (
-    ClientClosed,
-    GenwidgetsError,
-    NoAnswer,
-    RateLimited,
-    RequestNotFound,
-    ServerError,
-)
+from .._client import lost_contact
+from ..errors import ClientClosed, GenwidgetsError, RequestNotFound
 from .batch_store import CANCELLED, CREATED, DONE, FAILED, LEFT, PENDING, TIMED_OUT, UNKNOWN
 from .outfiles import write_outputs
 
@@ -34,8 +28,6 @@ CONTACT_PATIENCE = 900.0
 #: the first wait before following a lost task again, doubled each time (seconds)
 FOLLOW_BACKOFF = 2.0
 FOLLOW_BACKOFF_MAX = 60.0
-#: what ended a poll without an answer about the task: contact, not the task's fate
-CONTACT_FAULTS = (NoAnswer, ServerError, RateLimited)
 
 
 def finish_row(book: RowBook, row: BatchRow) -> None:
@@ -45,13 +37,14 @@ def finish_row(book: RowBook, row: BatchRow) -> None:
         return
     result = job.last_result
     error = ""
+    if result is None and lost_contact(job):
+        lost = job.exception()
+        _lost_contact(book, row, f"{type(lost).__name__}: {lost}")
+        return
     if result is None:
         try:
             result = job.result(timeout=0)
-        except CONTACT_FAULTS as exc:
-            if not isinstance(exc, ClientClosed):
-                _lost_contact(book, row, f"{type(exc).__name__}: {exc}")
-                return
+        except ClientClosed as exc:
             error = f"{type(exc).__name__}: {exc}"
             with book.lock:
                 row.error = f"contact lost: its client was closed ({error}); the task may still run"

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._client import create_failure
+from .._client import create_failure, lost_contact
 from .._config import shown_path
 from .._workers import RUNS
 from ..errors import LedgerError, LedgerWarning, Unreachable
@@ -96,11 +96,18 @@ class GridCell:
 
     @property
     def failed(self) -> bool:
-        """Terminal without a usable result (a failed create, an error, a cancel)."""
+        """Terminal without a usable result (a failed create, an error, a cancel); a
+        task contact was lost with (:attr:`lost`) is not failed."""
         if self.error is not None:
             return True
         result = self.job.last_result if self.job is not None else None
-        return self.done and (result is None or not result.ok)
+        return self.done and not self.lost and (result is None or not result.ok)
+
+    @property
+    def lost(self) -> bool:
+        """Its following gave up on faults of contact: the task may still run or be
+        done, and :meth:`GridRun.submit` follows it again (no create)."""
+        return self.job is not None and self.job.done() and lost_contact(self.job)
 
     @property
     def unsent(self) -> bool:
@@ -226,10 +233,17 @@ class GridRun:
         )
 
     def submit(self, *, wait: bool = True) -> GridRun:
-        """Send every cell once: a second call sends only the cells that wait (after a
-        pause, an interrupt, or a grid re-opened with cells never sent) and does nothing
-        while the grid sends; ``wait`` returns when every create has answered (or the
-        breaker paused the grid), else they go from a background thread."""
+        """Send every cell once: a second call follows again the cells contact was lost
+        with, sends only the cells that wait (after a pause, an interrupt, or a grid
+        re-opened with cells never sent) and does nothing more; ``wait`` returns when
+        every create has answered (or the breaker paused the grid), else they go from a
+        background thread."""
+        lost = [c for c in self.cells if c.lost]
+        if lost:  # followed again (off the lock: this asks the engine), no create
+            jobs = followed(self.client, [(c.endpoint, str(c.request_id)) for c in lost])
+            for cell, job in zip(lost, jobs, strict=True):
+                self._attach(cell, job)
+            self.changed()
         with self._lock:
             if self._started and not (self.sent and any(c.unsent for c in self.cells)):
                 return self
@@ -543,6 +557,8 @@ def status_of(cell: GridCell) -> str:
         return "outcome unknown" if cell.error.startswith("outcome unknown") else "not created"
     if cell.job is None:
         return "not sent (paused)" if cell.held else "not sent"
+    if cell.lost:
+        return "contact lost"
     result = cell.job.last_result
     if result is not None:
         return "done" if result.ok else "failed"

@@ -162,8 +162,9 @@ class Grid(CommandView):
         return self.run.cell(x=x, y=y, z=z)
 
     def submit(self, *, wait: bool = True) -> Grid:
-        """Send the grid (the Submit button's action); a second call does nothing, but
-        after the breaker paused it sends the cells that wait."""
+        """Send the grid (the Submit button's action); a second call (Go on) follows
+        again the cells contact was lost with and sends the cells that wait (after a
+        pause or an interrupt), each once."""
         self.run.submit(wait=wait)
         return self
 
@@ -446,6 +447,12 @@ class Grid(CommandView):
         progress = f"{done} of {total} done" if run.started else "nothing sent yet"
         if failed:
             progress += f" ({failed} failed)"
+        lost = sum(1 for c in run.cells if c.lost)
+        stuck = sum(1 for c in run.cells if c.unsent) if run.sent and run.paused is None else 0
+        if lost:
+            progress += f"; {lost} contact lost (Go on follows them again, no new create)"
+        if stuck:
+            progress += f"; {stuck} not sent (Go on sends them, each once)"
         if run.paused is not None:
             progress += f"; paused: {run.paused}"
         expected = run.expected_finish()
@@ -460,6 +467,7 @@ class Grid(CommandView):
             "needs_confirmation": self.needs_confirmation,
             "started": run.started,
             "paused": run.paused is not None,
+            "resumable": bool(lost or stuck),
             "finished": finished,
             "progress": progress,
             "expected_finish_at": None if expected is None else time.time() + expected,

@@ -19,6 +19,7 @@ from typing import Any
 import ipywidgets
 import traitlets
 
+from .._client import CONTACT_LOST_NEXT, lost_contact
 from .._protocols import JobLike
 from ..protocol.records import Result, log_line
 from . import markup
@@ -70,17 +71,20 @@ def shared_layout() -> ipywidgets.Layout:
 
 
 def job_look(job: JobLike) -> StatusLook:
-    """The look of a job; a job that ended with an exception instead of a result
-    (polling gave up, the task vanished) shows as failed with that exception."""
+    """The look of a job; a job that ended with an exception instead of a result shows
+    it: "contact lost" when polling gave up on faults of contact (the task may still
+    run: never called failed), else failed (the task vanished, the client closed)."""
     look = look_of(job.last_status, job.last_result)
     if look.terminal or job.last_result is not None or not job.done():
         return look
     exc = job.exception()
     if exc is None:
         return look
-    return StatusLook(
-        "failed", "failed", look.raw, True, str(exc) or type(exc).__name__, type(exc).__name__
-    )
+    said, kind = str(exc) or type(exc).__name__, type(exc).__name__
+    if lost_contact(job):
+        said = f"{said}. {CONTACT_LOST_NEXT}"
+        return StatusLook("contact lost", "queued", look.raw, True, said, kind)
+    return StatusLook("failed", "failed", look.raw, True, said, kind)
 
 
 def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[str, Any]]:

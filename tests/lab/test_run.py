@@ -244,3 +244,49 @@ def test_a_cell_that_cannot_be_prepared_when_sent_is_not_created_and_the_rest_go
     )
     assert isinstance(settled[1], gw.PayloadError) and len(fake.sent) == 4
     store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_grid_whose_gateway_went_away_says_contact_lost_never_failed_and_goes_on_unpaid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_simulator: Any
+) -> None:
+    """The gateway goes away while a grid's tasks run: its cells say "contact lost",
+    not failed (the task may still run), in the cell, the grid's counts and the task's
+    look; once it is back, ``submit()`` (the view's Go on) follows them again, and the
+    gateway counts one create per cell."""
+    from urllib.parse import urlsplit
+
+    import httpx
+    from faults import Outage
+    from widgets.taskfakes import wait_for
+
+    from genwidgets.widgets.grid import Grid
+    from genwidgets.widgets.task import job_look
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    sim = make_simulator(speed=0.5)  # tasks of about four seconds: running when it goes
+    proxy = Outage(urlsplit(sim.base_url).port or 0)
+    policy = gw.PollPolicy(failure_limit=2)  # contact is lost within the test
+    try:
+        with gw.Client(proxy.base_url, "sim-demo-key", poll_policy=policy) as client:
+            plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3]))
+            run = GridRun(plan, client).submit(wait=True)
+            proxy.down()
+            assert wait_for(lambda: all(c.done for c in run.cells), timeout=120)
+            lost = [c for c in run.cells if c.lost]
+            assert lost and all(status_of(c) == "contact lost" for c in lost)
+            assert run.counts()[1] == 0 and not any(c.failed for c in run.cells)
+            assert lost[0].job is not None
+            look = job_look(lost[0].job)
+            assert look.word == "contact lost" and "no new create" in (look.error or "")
+            head = Grid(run).head
+            assert head["resumable"] and "contact lost" in head["progress"]
+            proxy.up()
+            run.submit(wait=True)  # Go on
+            run.wait(timeout=180)
+            assert [status_of(c) for c in run.cells] == ["done"] * 3
+            created = httpx.get(f"{sim.base_url}/_sim/stats", timeout=10).json()["created"]
+            assert created == 3
+    finally:
+        proxy.close()

@@ -133,10 +133,11 @@ function render({ model, el }) {
         button(`Submit ${head.tasks} tasks`, "nothing is sent until you click", () =>
           act("_ask_submit"), "gw-grid-button gw-grid-submit"),
       );
-    } else if (head.paused) {
+    } else if (head.paused || head.resumable) {
+      const why = head.paused ? " (creates failed in a row: see why)" : "";
       controls.append(
-        button("Go on", "send the cells that wait (creates failed in a row: see why)", () =>
-          act("_ask_submit"), "gw-grid-button gw-grid-submit"),
+        button("Go on", `follow again the cells contact was lost with and send the cells that wait${why}`,
+          () => act("_ask_submit"), "gw-grid-button gw-grid-submit"),
       );
     }
     const progress = make("span", "gw-grid-progress", head.progress || "");

@@ -515,7 +515,16 @@ def grid(
     waits = needs_confirmation(plan.billed_total, confirm_above)
     view = Grid(run, needs_confirmation=waits)
     if not waits:
-        view.submit(wait=True)
+        try:
+            view.submit(wait=True)
+        except KeyboardInterrupt as stopped:  # the view is not returned: say how to go on
+            stopped.add_note(
+                f"grid {run.id} was interrupted while its cells were sent: "
+                f"gw.load_grid({run.id!r}) re-opens it (the cells sent are followed) and "
+                "its .submit() sends the cells that never left, each once; running this "
+                "cell again plans a new grid and pays again for every cell"
+            )
+            raise
     elif not in_kernel():
         print(not_sent_line(plan.summary(), confirm_above, "call .submit() on the returned grid"))
     return view

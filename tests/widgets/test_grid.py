@@ -521,3 +521,42 @@ def test_a_big_grid_writes_its_cells_less_often(client: gw.Client) -> None:
     assert small._throttle.interval == pytest.approx(0.1)
     assert big._throttle.interval == pytest.approx(1.0)
     assert client.request_counts["create"] == 6  # the big one waits for submit()
+
+
+@ON_THE_SIMULATOR
+def test_ctrl_c_in_gw_grid_says_how_to_go_on_and_that_way_pays_each_cell_once(
+    client: gw.Client, simulator: SimulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while ``gw.grid`` sends: the grid is not returned, so the interrupt says
+    how to go on (its id, ``gw.load_grid(...).submit()``); that way sends only the cells
+    that never left, and no cell is created twice."""
+    send_many = client.send_many
+
+    def ctrl_c_after_the_first_answer(requests: Any, **kw: Any) -> Any:
+        on_sent = kw.pop("on_sent")
+
+        def interrupt(i: int, outcome: Any) -> None:
+            on_sent(i, outcome)
+            raise KeyboardInterrupt
+
+        return send_many(requests, on_sent=interrupt, **kw)
+
+    monkeypatch.setattr(client, "send_many", ctrl_c_after_the_first_answer)
+    before = stats(simulator)["created"]
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", "1-10"), client=client)
+    said = " ".join(stopped.value.__notes__)
+    grid_id = said.split()[1]
+    assert f"gw.load_grid({grid_id!r})" in said and ".submit()" in said
+    monkeypatch.setattr(client, "send_many", send_many)
+    grid = gw.load_grid(grid_id, client=client)
+    assert 1 <= sum(1 for c in grid.cells if c.request_id) <= 8  # the second chunk waits
+    grid.submit(wait=True).wait(timeout=120)
+    made = [c for c in grid.cells if c.request_id]
+    unknown = [c for c in grid.cells if (c.error or "").startswith("outcome unknown")]
+    assert len(made) + len(unknown) == 10  # a create cut off in flight is never sent again
+    assert len(made) <= stats(simulator)["created"] - before <= 10
+    assert client.ledger is not None
+    tagged = client.ledger.tagged([grid.run.tag(c) for c in grid.cells])
+    may_have_made = sorted(r.tag for r in tagged if r.state != "not_created")
+    assert may_have_made == sorted(grid.run.tag(c) for c in grid.cells)  # one each

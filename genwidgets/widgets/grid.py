@@ -11,6 +11,7 @@ choices: docs/decisions.md#grid-view.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -518,12 +519,16 @@ def grid(
         try:
             view.submit(wait=True)
         except KeyboardInterrupt as stopped:  # the view is not returned: say how to go on
-            stopped.add_note(
+            note = (
                 f"grid {run.id} was interrupted while its cells were sent: "
                 f"gw.load_grid({run.id!r}) re-opens it (the cells sent are followed) and "
                 "its .submit() sends the cells that never left, each once; running this "
                 "cell again plans a new grid and pays again for every cell"
             )
+            if sys.version_info >= (3, 11):
+                stopped.add_note(note)
+            else:  # no notes on exceptions before 3.11
+                print(note, file=sys.stderr)
             raise
     elif not in_kernel():
         print(not_sent_line(plan.summary(), confirm_above, "call .submit() on the returned grid"))

@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import queue_url
 from ..protocol.routes import queue_routes
@@ -161,19 +162,6 @@ def cache_key_of(endpoint: str, payload: Mapping[str, Any]) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _webhook(payload: Any) -> bool:
-    stack = [payload]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if any("webhook" in str(name).lower() for name in item):
-                return True
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
-
-
 def _handle(base: str, endpoint: str, task_id: str, position: Any) -> dict[str, Any]:
     prefix = queue_url(base, endpoint, task_id)
     handle: dict[str, Any] = {
@@ -196,7 +184,7 @@ async def create_task(request: Request) -> Response:
         if any("webhook" in name.lower() for name in [*request.query_params, *request.headers]):
             raise refusal(400, None, "webhook not supported")
         payload = await _body(request, config.max_body)
-        if _webhook(payload):
+        if names_a_webhook(payload):
             raise refusal(400, None, "webhook not supported")
         amounts = charge_of(endpoint, payload, config.prices)
         wait = state.upstream_free_at - time.monotonic()

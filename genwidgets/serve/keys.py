@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ServeError
-from .db import KINDS, SCALE, Database, Tx
+from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 
 __all__ = [
     "KEY_FIELDS",
@@ -38,11 +38,16 @@ __all__ = [
 
 PREFIX = "gwc_"
 #: a key's columns in the order :meth:`KeyRecord.from_row` reads them
-KEY_FIELDS = (
-    ["name", "group_name", "endpoints", "expires_at", "revoked_at", "admin", "max_running"]
-    + [f"cap_{k}" for k in KINDS]
-    + [f"held_{k}" for k in KINDS]
-)
+KEY_FIELDS = [
+    "name",
+    "group_name",
+    "endpoints",
+    "expires_at",
+    "revoked_at",
+    "admin",
+    "max_running",
+    *CAPS_HELD.split(", "),
+]
 _KEY_SELECT = f"SELECT {', '.join(KEY_FIELDS)} FROM keys"
 
 
@@ -80,9 +85,7 @@ class KeyRecord:
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> KeyRecord:
-        n = len(KINDS)
-        caps = dict(zip(KINDS, row[7 : 7 + n], strict=True))
-        held = {k: int(v) for k, v in zip(KINDS, row[7 + n : 7 + 2 * n], strict=True)}
+        caps, held = caps_and_held(row[7:])
         endpoints = tuple(row[2].split(",")) if row[2] else None
         return cls(row[0], row[1], endpoints, row[3], row[4], bool(row[5]), row[6], caps, held)
 
@@ -141,10 +144,9 @@ def add_group(
         ):
             return
         columns = ", ".join(f"cap_{k}" for k in KINDS)
-        marks = ", ".join("?" for _ in KINDS)
         tx.run(
             f"INSERT INTO groups (name, created_at, cache_seconds, {columns}) "
-            f"VALUES (?, ?, ?, {marks})",
+            f"VALUES (?, ?, ?, {MARKS})",
             (name, time.time(), cache_seconds, *values),
         )
 
@@ -174,10 +176,9 @@ def add_key(
         if group is not None and not tx.one("SELECT name FROM groups WHERE name = ?", (group,)):
             tx.run("INSERT INTO groups (name, created_at) VALUES (?, ?)", (group, time.time()))
         columns = ", ".join(f"cap_{k}" for k in KINDS)
-        marks = ", ".join("?" for _ in KINDS)
         tx.run(
             "INSERT INTO keys (name, token_hash, group_name, endpoints, expires_at, admin, "
-            f"max_running, created_at, {columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {marks})",
+            f"max_running, created_at, {columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {MARKS})",
             (
                 name,
                 hash_token(token),

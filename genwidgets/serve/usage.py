@@ -13,7 +13,7 @@ import io
 from typing import Any
 
 from .._html import Html, tag
-from .db import KINDS, Database, Tx
+from .db import CAPS_HELD, KINDS, Database, Tx, caps_and_held
 from .keys import list_keys, to_units
 
 __all__ = ["usage", "usage_csv", "usage_html"]
@@ -67,23 +67,19 @@ def usage(db: Database) -> dict[str, Any]:
                 "unknown": seen["unknown"],
             }
         )
-    caps = ", ".join(f"cap_{k}" for k in KINDS)
-    held = ", ".join(f"held_{k}" for k in KINDS)
     rows = db.run(
-        lambda tx: tx.rows(f"SELECT name, cache_seconds, {caps}, {held} FROM groups ORDER BY name"),
+        lambda tx: tx.rows(f"SELECT name, cache_seconds, {CAPS_HELD} FROM groups ORDER BY name"),
         write=False,
     )
-    n = len(KINDS)
     groups = [
         {
             "name": r[0],
             "cache_seconds": int(r[1]),
-            "caps": {
-                k: to_units(v) for k, v in zip(KINDS, r[2 : 2 + n], strict=True) if v is not None
-            },
-            "held": {k: to_units(v) for k, v in zip(KINDS, r[2 + n :], strict=True) if v},
+            "caps": {k: to_units(v) for k, v in caps.items() if v is not None},
+            "held": {k: to_units(v) for k, v in held.items() if v},
         }
         for r in rows
+        for caps, held in [caps_and_held(r[2:])]
     ]
     return {"keys": keys, "groups": groups}
 

@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._workers import Workers
 from ..catalog.openapi_schema import openapi
+from ..catalog.validation import names_a_webhook
 from ..protocol.records import queue_url
 from ..protocol.routes import queue_routes
 from . import dialects
@@ -168,24 +169,6 @@ def _transient(state: SimState) -> Response | None:
 # --------------------------------------------------------------------------- create
 
 
-def _webhook_keys(value: Any) -> list[str]:
-    """Paths of keys naming a webhook, at any depth: a loop with its own stack, so a
-    body nested however deep is walked, never a RecursionError (a 500)."""
-    found: list[str] = []
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, dict):
-            for name, inner in item.items():
-                where = f"{path}.{name}" if path else str(name)
-                if "webhook" in str(name).lower():
-                    found.append(where)
-                stack.append((inner, where))
-        elif isinstance(item, list):
-            stack.extend((inner, f"{path}.{i}") for i, inner in enumerate(item))
-    return found
-
-
 async def _read_body(request: Request) -> bytes | Response:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > _DRAIN_LIMIT:
@@ -289,9 +272,7 @@ async def create_task(request: Request) -> Response:
     allowed = state.config.restrict.get(key)
     if allowed is not None and endpoint not in allowed:
         return detail(403, "Model not allowed for this user")
-    if any("webhook" in name.lower() for name in request.query_params) or any(
-        "webhook" in name.lower() for name in request.headers
-    ):
+    if any("webhook" in name.lower() for name in [*request.query_params, *request.headers]):
         return detail(400, "webhook not supported")
     control = _control(request)
     if isinstance(control, Response):
@@ -300,7 +281,7 @@ async def create_task(request: Request) -> Response:
     payload = await _payload(request)
     if isinstance(payload, Response):
         return payload
-    if _webhook_keys(payload):
+    if names_a_webhook(payload):
         return detail(400, "webhook not supported")
     if (
         request.headers.get("content-length", "0").isdigit()

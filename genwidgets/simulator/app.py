@@ -11,7 +11,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -40,6 +40,7 @@ _BIG_BODY = 1024 * 1024
 MAX_SIM_DURATION = 86400.0
 OPERATIONS = ("create", "status", "result", "cancel", "files")
 LOOPBACK = {"127.0.0.1", "::1", "localhost", "testclient"}
+T = TypeVar("T")
 
 
 class SimState:
@@ -136,13 +137,14 @@ def _authorize(request: Request, state: SimState) -> tuple[str | None, Response 
         return None, gateway_error(401, "UNAUTHORIZED", "Invalid API key")
     retry_after = state.limiter.take(token)
     if retry_after is not None:
-        return None, gateway_error(
-            state.dialect.rate_limit[0],
-            "RATE_LIMIT_EXCEEDED",
-            "Rate limit exceeded, please try again later",
-            dialects.retry_after_header(state.dialect, retry_after),
-        )
+        return None, _rate_limited(state, retry_after, exact=False)
     return token, None
+
+
+def _rate_limited(state: SimState, wait: float, *, exact: bool) -> Response:
+    headers = dialects.retry_after_header(state.dialect, wait, exact=exact)
+    message = "Rate limit exceeded, please try again later"
+    return gateway_error(state.dialect.rate_limit[0], "RATE_LIMIT_EXCEEDED", message, headers)
 
 
 def _find(state: SimState, request: Request, key: str) -> Task | None:
@@ -187,6 +189,14 @@ async def _read_body(request: Request) -> bytes | Response:
     return b"".join(chunks)
 
 
+async def _off_loop_if(big: bool, state: SimState, work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)``; in the media workers when the body is big, so the loop keeps
+    answering while a large payload is read or checked."""
+    if big:
+        return await asyncio.get_running_loop().run_in_executor(state.executor, work, *args)
+    return work(*args)
+
+
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -202,11 +212,7 @@ async def _payload(request: Request) -> dict[str, Any] | Response:
     if not raw.strip():
         return detail(400, "Request body is empty: send a JSON object with the endpoint's fields")
     try:
-        if len(raw) > _BIG_BODY:
-            loop = asyncio.get_running_loop()
-            payload = await loop.run_in_executor(_state(request).executor, _parse, raw)
-        else:
-            payload = _parse(raw)
+        payload = await _off_loop_if(len(raw) > _BIG_BODY, _state(request), _parse, raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         return detail(400, f"Request body is not valid JSON: {exc}")
     if not isinstance(payload, dict):
@@ -251,12 +257,7 @@ def _counted_caller(request: Request, operation: str) -> tuple[SimState, str] | 
     if operation == "create":
         retry_after = state.create_limiter.take_exact(key)
         if retry_after is not None:
-            return gateway_error(
-                state.dialect.rate_limit[0],
-                "RATE_LIMIT_EXCEEDED",
-                "Rate limit exceeded, please try again later",
-                dialects.retry_after_header(state.dialect, retry_after, exact=True),
-            )
+            return _rate_limited(state, retry_after, exact=True)
     return state, key
 
 
@@ -283,14 +284,9 @@ async def create_task(request: Request) -> Response:
         return payload
     if names_a_webhook(payload):
         return detail(400, "webhook not supported")
-    if (
-        request.headers.get("content-length", "0").isdigit()
-        and int(request.headers.get("content-length", "0")) > _BIG_BODY
-    ):
-        loop = asyncio.get_running_loop()
-        errors = await loop.run_in_executor(state.executor, payload_errors, endpoint, payload)
-    else:
-        errors = payload_errors(endpoint, payload)
+    declared = request.headers.get("content-length", "0")
+    big = declared.isdigit() and int(declared) > _BIG_BODY
+    errors = await _off_loop_if(big, state, payload_errors, endpoint, payload)
     context: dict[str, Any] = {}
     if not errors:
         errors, context = state.world.check(endpoint, payload, key)

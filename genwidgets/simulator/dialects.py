@@ -78,20 +78,15 @@ def _no_fields(task: Task) -> dict[str, Any]:
     return {}
 
 
-def _elapsed(task: Task) -> float | None:
-    if task.started_at is None or task.completed_at is None:
-        return None
-    return round(task.completed_at - task.started_at, 3)
+def _run_time(name: str) -> Callable[[Task], dict[str, Any]]:
+    """``metrics`` with the run's seconds under ``name``, once the task ended."""
 
+    def metrics(task: Task) -> dict[str, Any]:
+        if task.started_at is None or task.completed_at is None:
+            return {}
+        return {"metrics": {name: round(task.completed_at - task.started_at, 3)}}
 
-def _fal_metrics(task: Task) -> dict[str, Any]:
-    elapsed = _elapsed(task)
-    return {} if elapsed is None else {"metrics": {"inference_time": elapsed}}
-
-
-def _replicate_metrics(task: Task) -> dict[str, Any]:
-    elapsed = _elapsed(task)
-    return {} if elapsed is None else {"metrics": {"predict_time": elapsed}}
+    return metrics
 
 
 # ----------------------------------------------------------------- errors
@@ -203,7 +198,7 @@ DIALECTS: Mapping[str, Dialect] = {
         position_base=0,
         handle="full",
         logs=_fal_logs,
-        metrics=_fal_metrics,
+        metrics=_run_time("inference_time"),
         errors=_object_errors,
         outputs=_fal_outputs,
         not_ready=(400, "Request is still in progress"),
@@ -223,7 +218,7 @@ DIALECTS: Mapping[str, Dialect] = {
         position_base=None,
         handle="urls",
         logs=_replicate_logs,
-        metrics=_replicate_metrics,
+        metrics=_run_time("predict_time"),
         errors=_error_only,
         outputs=_replicate_outputs,
         not_ready=(202, None),

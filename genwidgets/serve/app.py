@@ -1,11 +1,9 @@
 """The class gateway's HTTP surface: the gateway's queue protocol, each student on their
 own key, forwarded upstream on the teacher's.
 
-A create is authenticated, read with a cap, priced, reserved (:func:`~.budgets.reserve`),
-then forwarded; status, result and cancel find the task among the caller's own (another
-key's id is ``Request not found``) and forward with the upstream id, which students never
-see. Every refusal has the gateway's own shape (spec 2.4). The rules:
-docs/decisions.md#serve-http.
+A create is priced and reserved before it is forwarded; a follow-up finds the task among
+the caller's own and forwards with the upstream id, which students never see. Every
+refusal has the gateway's own shape (spec 2.4): docs/decisions.md#serve-http.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Exact budgets: a create's cost is reserved for its key and its group in one
 transaction before it is forwarded, and settled when the task ends.
 
-The cost is what the catalog's billing rules count (:func:`~..lab.cost.billed_units`)
-and, for money, the class's price table (:meth:`~..lab.budget.Budget.cost`). The rows of
-the key and of its group are locked (``FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE``
-on SQLite) while the caps are compared, so concurrent creates, in one process or
-several, never pass a cap together. The settlement rule (a failed task releases its
-reservation, a cancelled one and one whose outcome is unknown stay charged):
+The cost is what the catalog's billing rules count, priced by the class's table. The
+key's and its group's rows are locked while the caps are compared, so concurrent
+creates, in one process or several, never pass a cap together. The settlement rule:
 docs/decisions.md#serve-reservations.
 """
 

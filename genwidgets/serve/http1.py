@@ -1,12 +1,8 @@
 """The class gateway's connections to its upstream: a small HTTP/1.1 keep-alive pool on
-asyncio and h11 (the parser under httpx), for one origin and short JSON answers.
-
-Why not an ``httpx.AsyncClient``: on a proxied status request, httpx, httpcore and
-anyio took 40 % of the server's CPU (its general pool and URL model, a cancel scope per
-socket read, a socket probe per idle connection per request), the largest share of it;
-this pool does the same exchange with h11 alone: docs/decisions.md#serve-figures.
-Every exchange has one deadline; a connection goes back to the pool only after a
-complete answer, so a cancelled or cut exchange never leaves bytes for the next one.
+asyncio and h11 (the parser under httpx), for one origin and short JSON answers: an
+``httpx.AsyncClient`` took 40 % of the server's CPU on a proxied status request
+(docs/decisions.md#serve-figures). Every exchange has one deadline; a connection goes
+back to the pool only after a complete answer, never leaving bytes for the next one.
 """
 
 from __future__ import annotations

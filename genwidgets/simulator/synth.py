@@ -1,24 +1,10 @@
 """Synthetic media: images (Pillow), H.264 MP4 videos (PyAV), speech audio (PyAV).
 
-Everything here is a pure function of its arguments, run in a worker thread
-(never on the event loop). The same arguments give the same bytes. A picture
-follows what matters (:class:`Look`): the prompt's words make its palette and
-motifs, the endpoint its frame, the seed its layout, imgM's ``--chaos``,
-``--stylize``, ``--weird`` and ``::`` weights what they name; so a grid that
-compares prompts or models on the simulator shows differences where the inputs
-differ, and the same seed gives the same picture.
-
-Edits start from their source so a lesson can show before and after:
-:func:`vary` blends the source with a seed picture (a little, or a lot and
-zoomed), :func:`extend` places the source unchanged on a larger canvas and
-fills the new side with its mirrored edge, :func:`repaint` changes only the
-white part of a mask, :func:`edit` starts from input images, and videos can
-start on a first frame and end on a last one (:func:`encode_video`) or carry
-a source video's frames under new audio (:func:`redub`).
-
-Videos are kept small and quick to encode: a low frame rate (8 fps up to
-1280x720, 4 fps above), a keyframe every second, x264 ``ultrafast`` at a high
-CRF. The dimensions are the requested ones, exactly.
+Pure functions of their arguments (the same arguments, the same bytes), run in a worker
+thread, never on the event loop. A picture follows its inputs (:class:`.looks.Look`);
+edits start from their source, so a lesson shows before and after; videos are small and
+quick to encode (8 fps up to 1280x720, 4 above, x264 ``ultrafast``) at exactly the size
+asked: docs/decisions.md#sim-pictures.
 """
 
 from __future__ import annotations

@@ -69,6 +69,14 @@ def _prompt_lines(prompt: Any, **params: Any) -> list[str]:
     return [str(prompt or "(no prompt)")[:400], shown]
 
 
+def _payload_seed(payload: Mapping[str, Any], seed: int, *, zero_is_random: bool = True) -> int:
+    """The ``seed`` the payload fixes (an integer, never a boolean), else the task's."""
+    value = payload.get("seed")
+    if isinstance(value, int) and not isinstance(value, bool) and (value or not zero_is_random):
+        return value
+    return seed
+
+
 # --------------------------------------------------------------------------- imgM
 
 
@@ -282,30 +290,23 @@ def _img_q(
         w = round(IMGQ_AUTO_SIDE * aspect**0.5 / step) * step
         h = round(IMGQ_AUTO_SIDE / aspect**0.5 / step) * step
         w, h = max(low, min(high, w)), max(low, min(high, h))
-    if isinstance(payload.get("seed"), int) and not isinstance(payload.get("seed"), bool):
-        seed = int(payload["seed"])
+    seed = _payload_seed(payload, seed, zero_is_random=False)
     n = a.int("n", 1, 1, 6)
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
     # the last image sets the ratio, so it fills the frame; the others are insets
     return Produced(_edited(endpoint, sources[-1:] + sources[:-1], (w, h), seed, n, lines))
 
 
-def _pictures(
-    endpoint: str,
-    payload: Mapping[str, Any],
-    seed: int,
-    *,
-    size: tuple[int, int] = (1024, 1024),
-    most: int = 10,
+def _default_images(
+    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
-    """Drawn pictures, as many as ``n`` and as large as ``size`` ask (sent, else the
-    service's default; ``size`` and 1 when the model states none), captioned with
-    the prompt; the payload's ``seed`` when it gives one."""
+    """Drawn pictures (genW's text to image, and any image endpoint registered at run
+    time), as many as ``n`` and as large as ``size`` ask (sent, else the service's
+    default; 1 and 1024x1024 when the model states none), captioned with the prompt."""
     a = asked(endpoint, payload)
-    w, h = size_of(a.get("size"), size, 256, 4096)
-    if isinstance(payload.get("seed"), int) and not isinstance(payload.get("seed"), bool):
-        seed = int(payload["seed"])
-    count = a.int("n", 1, 1, most)
+    w, h = size_of(a.get("size"), (1024, 1024), 256, 4096)
+    seed = _payload_seed(payload, seed, zero_is_random=False)
+    count = a.int("n", 1, 1, 10)
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
     return Produced(
         [
@@ -316,22 +317,7 @@ def _pictures(
     )
 
 
-def _default_images(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
-    """Pictures from ``prompt``, ``n`` and ``size`` (genW's text to image, and any image
-    endpoint registered at run time: see the module docstring)."""
-    return _pictures(endpoint, payload, seed)
-
-
 # --------------------------------------------------------------------------- videos
-
-
-def _payload_seed(payload: Mapping[str, Any], seed: int) -> int:
-    value = payload.get("seed")
-    if isinstance(value, int) and not isinstance(value, bool) and value != 0:
-        return value
-    return seed
 
 
 def _video(

@@ -217,16 +217,20 @@ def list_keys(db: Database) -> list[KeyRecord]:
     return [KeyRecord.from_row(r) for r in rows]
 
 
+def _update_key(db: Database, sql: str, params: Sequence[Any], missing: str) -> None:
+    """Run an ``UPDATE keys`` statement; ``missing`` is the error when it changed no row."""
+    if not db.run(lambda tx: tx.run(sql, params)):
+        raise key_error(missing)
+
+
 def revoke_key(db: Database, name: str) -> None:
     """Revoke ``name`` at once: its next request, a create already waiting too, is refused."""
-    done = db.run(
-        lambda tx: tx.run(
-            "UPDATE keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL",
-            (time.time(), name),
-        )
+    _update_key(
+        db,
+        "UPDATE keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL",
+        (time.time(), name),
+        f"no key named {name!r} that is not already revoked",
     )
-    if not done:
-        raise key_error(f"no key named {name!r} that is not already revoked")
 
 
 def rotate_key(db: Database, name: str) -> str:
@@ -234,14 +238,12 @@ def rotate_key(db: Database, name: str) -> str:
     revoked key is usable again with its new token: rotating is how a leaked key is
     replaced (docs/decisions.md#serve-keys)."""
     token = _mint()
-    done = db.run(
-        lambda tx: tx.run(
-            "UPDATE keys SET token_hash = ?, revoked_at = NULL WHERE name = ?",
-            (hash_token(token), name),
-        )
+    _update_key(
+        db,
+        "UPDATE keys SET token_hash = ?, revoked_at = NULL WHERE name = ?",
+        (hash_token(token), name),
+        f"no key named {name!r}",
     )
-    if not done:
-        raise key_error(f"no key named {name!r}")
     return token
 
 
@@ -254,10 +256,5 @@ def set_caps(db: Database, name: str, caps: Mapping[str, float | None]) -> None:
     if not given:
         raise key_error("say which caps to set (--budget, --images, ...)")
     sets = ", ".join(f"cap_{k} = ?" for k in given)
-    done = db.run(
-        lambda tx: tx.run(
-            f"UPDATE keys SET {sets} WHERE name = ?", (*(stored[k] for k in given), name)
-        )
-    )
-    if not done:
-        raise key_error(f"no key named {name!r}")
+    params = (*(stored[k] for k in given), name)
+    _update_key(db, f"UPDATE keys SET {sets} WHERE name = ?", params, f"no key named {name!r}")

@@ -31,6 +31,7 @@ from pydantic import (
 
 from .fields import known_names
 from .introspect import leaves
+from .markers import reject_bool
 
 
 class EndpointModel(BaseModel):
@@ -112,9 +113,7 @@ class _Normalised(BaseModel):
         if shape is None or shape.inert:  # a free text, an object: every payload asks
             return value
         if isinstance(value, bool):
-            if shape.numeric:
-                raise ValueError(f"expected a number, not the boolean {str(value).lower()}")
-            return value
+            return reject_bool(value) if shape.numeric else value
         if isinstance(value, str) and value not in shape.str_choices:
             text = value.strip()
             if text.lower() in shape.lower_choices:

@@ -38,6 +38,7 @@ from .budgets import (
     release,
     reserve,
     settle,
+    usable,
 )
 from .config import ServeConfig, ServeState
 from .db import Database
@@ -45,7 +46,7 @@ from .keys import KeyRecord, find_key
 from .sweep import sweeping
 from .upstream import UpstreamAnswer
 
-__all__ = ["ServeConfig", "ServeState", "create_app", "gateway_error"]
+__all__ = ["ServeConfig", "ServeState", "create_app", "gateway_error", "serve_state"]
 
 log = logging.getLogger("genwidgets.serve")
 T = TypeVar("T")
@@ -71,7 +72,7 @@ def refused(error: ServeError) -> JSONResponse:
     return gateway_error(error.status, error.code, error.message, error.retry_after)
 
 
-def _state(request: Request) -> ServeState:
+def serve_state(request: Request) -> ServeState:
     state: ServeState = request.app.state.serve
     return state
 
@@ -80,8 +81,8 @@ def _base(request: Request) -> str:
     """The address students reach us at, the prefix included (a Mount's root path is not
     in ``base_url`` in every Starlette)."""
     base = str(request.base_url).rstrip("/")
-    prefix = _state(request).config.prefix.strip("/")
-    return f"{base}/{prefix}" if prefix and not base.endswith("/" + prefix) else base
+    mount = serve_state(request).config.mount
+    return base + mount if mount and not base.endswith(mount) else base
 
 
 async def _read(state: ServeState, read: Callable[..., T], *args: Any) -> T:
@@ -102,11 +103,7 @@ def _token(request: Request) -> str:
 
 def _admit(state: ServeState, key: KeyRecord | None) -> KeyRecord:
     """The key if it may be used now and within its rate, else a ServeError."""
-    if key is None:
-        raise refusal(401, "UNAUTHORIZED", "Invalid API key")
-    why = key.refusal()
-    if why:
-        raise refusal(401, "UNAUTHORIZED", why)
+    key = usable(key)
     wait = state.limiter.take_exact(key.name)
     if wait is not None:
         raise refusal(
@@ -174,7 +171,7 @@ def _handle(base: str, endpoint: str, task_id: str, position: Any) -> dict[str, 
 
 
 async def create_task(request: Request) -> Response:
-    state = _state(request)
+    state = serve_state(request)
     config = state.config
     endpoint = request.path_params["endpoint"]
     try:
@@ -359,7 +356,7 @@ async def _settle_from(state: ServeState, task: tuple[Any, ...], body: Any) -> N
 
 
 async def _follow_up(request: Request, method: str, tail: str) -> Response:
-    state = _state(request)
+    state = serve_state(request)
     try:
         task = await _callers_task(request, state)
     except ServeError as error:
@@ -414,7 +411,7 @@ async def cancel_task(request: Request) -> Response:
 
 async def sync_path(request: Request) -> Response:
     try:
-        await _caller(request, _state(request))
+        await _caller(request, serve_state(request))
     except ServeError as error:
         return refused(error)
     return detail(404, "Not Found")
@@ -422,7 +419,7 @@ async def sync_path(request: Request) -> Response:
 
 async def status_stream(request: Request) -> Response:
     try:
-        await _caller(request, _state(request))
+        await _caller(request, serve_state(request))
     except ServeError as error:
         return refused(error)
     return detail(400, "SSE streaming not supported")
@@ -475,9 +472,8 @@ def create_app(
         *queue_routes(create_task, sync_path, get_status, status_stream, get_result, cancel_task),
         *extra,
     ]
-    prefix = "/" + config.prefix.strip("/") if config.prefix.strip("/") else ""
     app = Starlette(
-        routes=[Mount(prefix, routes=routes)] if prefix else routes,
+        routes=[Mount(config.mount, routes=routes)] if config.mount else routes,
         lifespan=sweeping(state),
         exception_handlers={
             HTTPException: _http_error,

@@ -36,6 +36,7 @@ __all__ = [
     "resolve_unknown",
     "settle",
     "tasks_of",
+    "usable",
 ]
 
 #: task states that hold a place in a key's concurrency cap
@@ -102,14 +103,13 @@ def _add_held(tx: Tx, table: str, name: str, amounts: Mapping[str, int], sign: i
     tx.run(f"UPDATE {table} SET {sets} WHERE name = ?", (*(sign * amounts[k] for k in KINDS), name))
 
 
-def _check_key(key: KeyRecord | None, endpoint: str, now: float) -> KeyRecord:
+def usable(key: KeyRecord | None, now: float | None = None) -> KeyRecord:
+    """The key, if it may be used now; else the gateway's 401 saying why."""
     if key is None:
         raise refusal(401, "UNAUTHORIZED", "Invalid API key")
     why = key.refusal(now)
     if why:
         raise refusal(401, "UNAUTHORIZED", why)
-    if key.endpoints is not None and endpoint not in key.endpoints:
-        raise refusal(403, None, "Model not allowed for this user")
     return key
 
 
@@ -128,7 +128,9 @@ def reserve(
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> Reservation:
-        key = _check_key(key_named(tx, key_name, lock=True), endpoint, now)
+        key = usable(key_named(tx, key_name, lock=True), now)
+        if key.endpoints is not None and endpoint not in key.endpoints:
+            raise refusal(403, None, "Model not allowed for this user")
         limit = key.max_running if key.max_running is not None else max_running
         if limit is not None:
             marks = ", ".join("?" for _ in LIVE)

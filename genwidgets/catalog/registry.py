@@ -50,10 +50,6 @@ def _wires(model: type[EndpointModel], test: Callable[[FieldInfo], bool]) -> tup
     return tuple(f.wire for f in fields_of(model) if test(f.info))
 
 
-def _is_required(info: FieldInfo) -> bool:
-    return info.is_required()
-
-
 @dataclass(frozen=True)
 class EndpointSpec:
     """A catalog entry: one endpoint and its payload model.
@@ -98,7 +94,7 @@ class EndpointSpec:
     @property
     def required_fields(self) -> tuple[str, ...]:
         """Wire names of the fields a payload must send."""
-        return _wires(self.model, _is_required)
+        return _wires(self.model, FieldInfo.is_required)
 
     @property
     def prompt_fields(self) -> tuple[str, ...]:

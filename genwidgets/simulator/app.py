@@ -65,7 +65,7 @@ class SimState:
             files=self.files,
             finish=lambda task, speed: self.world.finish(task, speed),
         )
-        self.world = World(self.scheduler.get, stored.url_path)
+        self.world = World(self.scheduler.tasks.get, stored.url_path)
 
     def reconfigure(self, changes: Mapping[str, Any]) -> None:
         new = self.config.with_live(changes)
@@ -148,7 +148,7 @@ def _rate_limited(state: SimState, wait: float, *, exact: bool) -> Response:
 
 
 def _find(state: SimState, request: Request, key: str) -> Task | None:
-    task = state.scheduler.get(request.path_params["request_id"])
+    task = state.scheduler.tasks.get(request.path_params["request_id"])
     if task is None or task.endpoint != request.path_params["endpoint"] or task.key != key:
         return None
     return task
@@ -405,7 +405,7 @@ def _loopback_only(
 
 
 async def sim_task(request: Request) -> Response:
-    task = _state(request).scheduler.get(request.path_params["request_id"])
+    task = _state(request).scheduler.tasks.get(request.path_params["request_id"])
     if task is None:
         return detail(404, "Request not found")
     return JSONResponse(

@@ -100,9 +100,6 @@ class Scheduler:
         self._files = files
         self._finish = finish
 
-    def get(self, request_id: str) -> Task | None:
-        return self.tasks.get(request_id)
-
     def submit(self, task: Task) -> None:
         self.tasks[task.request_id] = task
         self._queue.append(task)

@@ -215,10 +215,7 @@ def _imgm_edit(
             synth.repaint(source, mask, seed + i, f"{endpoint} · {i + 1}/4", lines)
             for i in range(4)
         ]
-    files = [
-        MediaFile(f"image_{i}.png", "image/png", synth.encode_image(made))
-        for i, made in enumerate(pictures)
-    ]
+    files = [synth.image_output(f"image_{i}", made) for i, made in enumerate(pictures)]
     return Produced(files, {"image_size": pictures[0].size, "seed": seed})
 
 
@@ -239,17 +236,12 @@ def _edited(
     files = []
     for i in range(n):
         title = f"{endpoint} · {i + 1}/{n}"
-        if not sources:
-            files.append(
-                synth.image_file(f"image_{i}", *size, seed + i, title, lines, fmt, quality)
-            )
-            continue
-        made = synth.edit(sources, *size, seed + i)
-        synth.caption(made, title, lines)
-        name = f"image_{i}.{'jpg' if fmt == 'jpeg' else fmt}"
-        files.append(
-            MediaFile(name, synth.IMAGE_FORMATS[fmt][1], synth.encode_image(made, fmt, quality))
-        )
+        if sources:
+            made = synth.edit(sources, *size, seed + i)
+            synth.caption(made, title, lines)
+        else:
+            made = synth.picture(*size, seed + i, title, lines)
+        files.append(synth.image_output(f"image_{i}", made, fmt, quality))
     return files
 
 

@@ -224,7 +224,14 @@ def image_file(
     fmt: str = "png",
     quality: int | None = None,
 ) -> MediaFile:
-    data = encode_image(picture(width, height, seed, title, lines), fmt, quality)
+    return image_output(name, picture(width, height, seed, title, lines), fmt, quality)
+
+
+def image_output(
+    name: str, image: Image.Image, fmt: str = "png", quality: int | None = None
+) -> MediaFile:
+    """``image`` encoded as the output ``name`` and its format's extension."""
+    data = encode_image(image, fmt, quality)
     return MediaFile(f"{name}.{'jpg' if fmt == 'jpeg' else fmt}", IMAGE_FORMATS[fmt][1], data)
 
 

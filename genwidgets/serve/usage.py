@@ -18,7 +18,6 @@ from .keys import list_keys, to_units
 
 __all__ = ["usage", "usage_csv", "usage_html"]
 
-_ENDED = ("done", "cancelled")
 _COUNT_COLUMNS = (
     "COUNT(*), SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN cached_from IS NOT NULL THEN 1 ELSE 0 END), "

@@ -101,15 +101,6 @@ def _place(state: SimState, task: Task) -> int | None:
     return position - 1 if position > 0 else None
 
 
-def status_body(state: SimState, task: Task) -> dict[str, Any]:
-    return dialects.status_body(state.dialect, task, _place(state, task))
-
-
-def result_body(state: SimState, task: Task, base_url: str) -> dict[str, Any]:
-    entries = [out.body(base_url) for out in task.outputs]
-    return dialects.result_body(state.dialect, task, entries)
-
-
 def _answer(answer: dialects.Answer) -> Response:
     code, body, headers = answer
     if body is None:
@@ -310,9 +301,7 @@ async def create_task(request: Request) -> Response:
     state.scheduler.submit(task)
     state.stats["created"] += 1
     prefix = queue_url(base, endpoint, task.request_id)
-    position = state.scheduler.queue_position(task)
-    place = position - 1 if position > 0 else None
-    return JSONResponse(dialects.handle_body(state.dialect, task, prefix, place))
+    return JSONResponse(dialects.handle_body(state.dialect, task, prefix, _place(state, task)))
 
 
 # --------------------------------------------------------------------------- follow-ups
@@ -342,7 +331,7 @@ async def get_status(request: Request) -> Response:
     if isinstance(found, Response):
         return found
     state, task = found
-    return JSONResponse(status_body(state, task))
+    return JSONResponse(dialects.status_body(state.dialect, task, _place(state, task)))
 
 
 async def get_result(request: Request) -> Response:
@@ -352,7 +341,8 @@ async def get_result(request: Request) -> Response:
     state, task = found
     if task.status != COMPLETED:
         return _answer(dialects.not_ready(state.dialect, task, _place(state, task)))
-    return JSONResponse(result_body(state, task, _base_url(request)))
+    entries = [out.body(_base_url(request)) for out in task.outputs]
+    return JSONResponse(dialects.result_body(state.dialect, task, entries))
 
 
 async def cancel_task(request: Request) -> Response:

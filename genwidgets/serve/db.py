@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import ServeError
 
 __all__ = [
+    "CAPS",
     "CAPS_HELD",
     "KINDS",
     "MARKS",
@@ -42,8 +43,10 @@ SCALE = 1_000_000
 RETRIES = 8
 _BUSY_MS = 60_000
 
-#: a key's or a group's caps then held amounts, in the order :func:`caps_and_held` reads
-CAPS_HELD = ", ".join([*(f"cap_{k}" for k in KINDS), *(f"held_{k}" for k in KINDS)])
+#: a key's or a group's cap columns, then those and its held amounts (what
+#: :func:`caps_and_held` reads)
+CAPS = ", ".join(f"cap_{k}" for k in KINDS)
+CAPS_HELD = CAPS + ", " + ", ".join(f"held_{k}" for k in KINDS)
 #: a placeholder per kind
 MARKS = ", ".join("?" for _ in KINDS)
 

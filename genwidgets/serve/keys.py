@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ServeError
-from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
+from .db import CAPS, CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 
 __all__ = [
     "KEY_FIELDS",
@@ -143,9 +143,8 @@ def add_group(
             (*values, cache_seconds, name),
         ):
             return
-        columns = ", ".join(f"cap_{k}" for k in KINDS)
         tx.run(
-            f"INSERT INTO groups (name, created_at, cache_seconds, {columns}) "
+            f"INSERT INTO groups (name, created_at, cache_seconds, {CAPS}) "
             f"VALUES (?, ?, ?, {MARKS})",
             (name, time.time(), cache_seconds, *values),
         )
@@ -175,10 +174,9 @@ def add_key(
             raise key_error(f"a key named {name!r} exists; rotate or revoke it instead")
         if group is not None and not tx.one("SELECT name FROM groups WHERE name = ?", (group,)):
             tx.run("INSERT INTO groups (name, created_at) VALUES (?, ?)", (group, time.time()))
-        columns = ", ".join(f"cap_{k}" for k in KINDS)
         tx.run(
             "INSERT INTO keys (name, token_hash, group_name, endpoints, expires_at, admin, "
-            f"max_running, created_at, {columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {MARKS})",
+            f"max_running, created_at, {CAPS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {MARKS})",
             (
                 name,
                 hash_token(token),

@@ -33,17 +33,15 @@ from .budgets import (
     charge_of,
     mark_open,
     mark_unknown,
-    outcome_of,
     refusal,
     release,
     reserve,
-    settle,
     usable,
 )
 from .config import ServeConfig, ServeState
 from .db import Database
 from .keys import KeyRecord, find_key
-from .sweep import sweeping
+from .sweep import settle_from, sweeping
 from .upstream import UpstreamAnswer
 
 __all__ = ["ServeConfig", "ServeState", "create_app", "gateway_error", "serve_state"]
@@ -345,16 +343,6 @@ def _rewrite(body: Any, base: str, endpoint: str, task_id: str) -> Any:
     return out
 
 
-async def _settle_from(state: ServeState, task: tuple[Any, ...], body: Any) -> None:
-    """Settle the task when upstream says it ended (spec: ``COMPLETED``, then ``error``)."""
-    outcome = outcome_of(body, task[3])
-    if outcome is not None:
-        error = body.get("error")
-        await run_in_threadpool(
-            settle, state.config.database, task[0], outcome, str(error)[:500] if error else None
-        )
-
-
 async def _follow_up(request: Request, method: str, tail: str) -> Response:
     state = serve_state(request)
     try:
@@ -385,7 +373,7 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     if tail == "cancel" and answer.status < 300:
         await run_in_threadpool(_mark_cancelling, state.config.database, task[0])
     else:
-        await _settle_from(state, task, body)
+        await settle_from(state, task[0], task[3], body)
     return JSONResponse(body, status_code=answer.status)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .._config import DEMO_KEY, Secret
+from .._formats import spreadsheet_cell
 from .._html import Html, join, tag
 from ..errors import GenwidgetsError
 from .budgets import resolve_unknown, tasks_of
@@ -201,7 +202,7 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
     with open(made_file, "w", newline="", encoding="utf-8") as handle:  # only its owner reads
         writer = csv.writer(handle)
         writer.writerow(["name", "key"])
-        writer.writerows(("'" + n if n[:1] in "=+-@" else n, k) for n, k in made)
+        writer.writerows((spreadsheet_cell(n), k) for n, k in made)
     cards = (
         tag(
             "div",

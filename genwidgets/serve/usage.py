@@ -12,6 +12,7 @@ import csv
 import io
 from typing import Any
 
+from .._formats import spreadsheet_cell
 from .._html import Html, tag
 from .db import CAPS_HELD, KINDS, Database, Tx, caps_and_held
 from .keys import list_keys, to_units
@@ -83,11 +84,6 @@ def usage(db: Database) -> dict[str, Any]:
     return {"keys": keys, "groups": groups}
 
 
-def _cell(value: Any) -> str:
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
 COLUMNS = ("name", "group", "revoked", "tasks", "failed", "cached", "unknown")
 
 
@@ -101,7 +97,7 @@ def usage_csv(report: dict[str, Any]) -> str:
         row = [key[c] for c in COLUMNS]
         for kind in KINDS:
             row += [key["caps"].get(kind), key["spent"].get(kind, 0), key["reserved"].get(kind, 0)]
-        writer.writerow([_cell(v) for v in row])
+        writer.writerow([spreadsheet_cell("" if v is None else str(v)) for v in row])
     return out.getvalue()
 
 

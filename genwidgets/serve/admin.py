@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from .app import gateway_error, serve_state
+from .app import bearer, gateway_error, serve_state
 from .keys import find_key
 from .usage import usage, usage_csv, usage_html
 
@@ -18,16 +18,9 @@ __all__ = ["admin_routes"]
 COOKIE = "gwc_admin"
 
 
-async def _admin_token(request: Request) -> str:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    return request.cookies.get(COOKIE) or request.query_params.get("key", "")
-
-
 async def _report(request: Request) -> dict[str, object] | Response:
     state = serve_state(request)
-    token = await _admin_token(request)
+    token = bearer(request) or request.cookies.get(COOKIE) or request.query_params.get("key", "")
     key = await run_in_threadpool(find_key, state.config.database, token) if token else None
     if key is None or not key.admin or key.refusal():
         return gateway_error(401, "UNAUTHORIZED", "The admin page needs the class's admin key")

@@ -44,7 +44,7 @@ from .keys import KeyRecord, find_key
 from .sweep import settle_from, sweeping
 from .upstream import UpstreamAnswer
 
-__all__ = ["ServeConfig", "ServeState", "create_app", "gateway_error", "serve_state"]
+__all__ = ["ServeConfig", "ServeState", "bearer", "create_app", "gateway_error", "serve_state"]
 
 log = logging.getLogger("genwidgets.serve")
 T = TypeVar("T")
@@ -91,10 +91,15 @@ async def _read(state: ServeState, read: Callable[..., T], *args: Any) -> T:
     return read(*args)
 
 
-def _token(request: Request) -> str:
+def bearer(request: Request) -> str:
+    """The request's bearer token (``""`` when it sends none)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def _token(request: Request) -> str:
+    token = bearer(request)
+    if not token:
         raise refusal(401, "UNAUTHORIZED", "Authorization Bearer token is required")
     return token
 

@@ -29,6 +29,7 @@ from . import dialects
 from .config import SimConfig
 from .faults import Dice, RateLimiter
 from .files import FileStore
+from .inputs import is_loopback
 from .registry import BASE_SECONDS, ENDPOINTS, describe_errors, payload_errors
 from .synth import image_file
 from .tasks import COMPLETED, IN_QUEUE, Scheduler, Task, log
@@ -39,7 +40,6 @@ _DRAIN_LIMIT = 4 * MAX_BODY
 _BIG_BODY = 1024 * 1024
 MAX_SIM_DURATION = 86400.0
 OPERATIONS = ("create", "status", "result", "cancel", "files")
-LOOPBACK = {"127.0.0.1", "::1", "localhost", "testclient"}
 T = TypeVar("T")
 
 
@@ -387,7 +387,7 @@ def _loopback_only(
 ) -> Callable[[Request], Awaitable[Response]]:
     async def guarded(request: Request) -> Response:
         host = request.client.host if request.client else ""
-        if host not in LOOPBACK and not host.startswith("127."):
+        if not (is_loopback(host) or host == "testclient"):  # starlette's TestClient
             return detail(403, "Simulator introspection is only served to loopback clients")
         return await handler(request)
 

@@ -160,14 +160,15 @@ def cache_key_of(endpoint: str, payload: Mapping[str, Any]) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _handle(base: str, endpoint: str, task_id: str, position: Any) -> dict[str, Any]:
+def _addresses(base: str, endpoint: str, task_id: str) -> dict[str, Any]:
+    """Our task id and the addresses of our task, by the handle's field names."""
     prefix = queue_url(base, endpoint, task_id)
-    handle: dict[str, Any] = {
-        "request_id": task_id,
-        "response_url": f"{prefix}/response",
-        "status_url": f"{prefix}/status",
-        "cancel_url": f"{prefix}/cancel",
-    }
+    urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("response", "status", "cancel")}
+    return {"request_id": task_id, **urls}
+
+
+def _handle(base: str, endpoint: str, task_id: str, position: Any) -> dict[str, Any]:
+    handle = _addresses(base, endpoint, task_id)
     if isinstance(position, int) and not isinstance(position, bool):
         handle["queue_position"] = position
     return handle
@@ -334,18 +335,8 @@ def _rewrite(body: Any, base: str, endpoint: str, task_id: str) -> Any:
     upstream's (output files pass through as upstream's URLs)."""
     if not isinstance(body, dict):
         return body
-    out = dict(body)
-    if "request_id" in out:
-        out["request_id"] = task_id
-    prefix = queue_url(base, endpoint, task_id)
-    for name, tail in (
-        ("status_url", "/status"),
-        ("response_url", "/response"),
-        ("cancel_url", "/cancel"),
-    ):
-        if name in out:
-            out[name] = prefix + tail
-    return out
+    ours = _addresses(base, endpoint, task_id)
+    return body | {name: value for name, value in ours.items() if name in body}
 
 
 async def _follow_up(request: Request, method: str, tail: str) -> Response:

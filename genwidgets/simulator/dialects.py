@@ -270,12 +270,8 @@ def handle_body(d: Dialect, task: Task, prefix: str, place: int | None) -> dict[
             "status": d.words[state_of(task)],
             "urls": {"get": f"{prefix}/response", "cancel": f"{prefix}/cancel"},
         }
-    body: dict[str, Any] = {
-        "request_id": task.request_id,
-        "response_url": f"{prefix}/response",
-        "status_url": f"{prefix}/status",
-        "cancel_url": f"{prefix}/cancel",
-    }
+    urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("response", "status", "cancel")}
+    body: dict[str, Any] = {"request_id": task.request_id, **urls}
     if d.position_base is not None:  # a task that started at once has position 0
         body["queue_position"] = 0 if place is None else place + d.position_base
     return body

@@ -1,11 +1,6 @@
 """Walking a model along a payload path: the catalog, :mod:`genwidgets.media` and the
-forms share these rather than walking models themselves.
-
-:func:`field_info_at` and :func:`media_spec_at` follow a path such as
-``("content", 0, "image_url", "url")`` (list indexes optional, wire names or
-aliases); :func:`media_fields_of` lists every media field of a model;
-the walk through ``Annotated``, unions and containers is the catalog's one
-annotation walker, :mod:`genwidgets.catalog.introspect`.
+forms share these rather than walking models themselves (through annotations, by the
+catalog's one walker, :mod:`.introspect`).
 """
 
 from __future__ import annotations

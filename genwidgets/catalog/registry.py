@@ -1,11 +1,9 @@
 """The registry: which endpoints exist, and the one way to add one.
 
 An endpoint is one declarative class decorated with :func:`register`, at import or
-later in a running notebook; :func:`genwidgets.catalog.validate`, :func:`endpoints`, the
-forms and the simulator look it up here each time, so nothing else needs telling.
-Registering an id again replaces its entry (a cell run twice); :func:`unregister`
-removes one. The families' modules register the service's endpoints; this module
-imports none of them.
+later in a running notebook; everything looks it up here each time, so nothing else
+needs telling. Registering an id again replaces its entry (a cell run twice). The
+families' modules register the service's endpoints; this module imports none of them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """What each endpoint produces, fitted to its request (run in a worker thread).
 
-Defaults and ranges are the catalog's (read through :mod:`.asked`); makers are chosen
-per family and kind from :data:`MAKERS` (a video's own reading of its request:
-:class:`.videos.Video`). Values are read tolerantly (clamped, "5" is 5)
-so producing media never fails on input validation let through. What the pictures,
-sounds and edits are where the spec leaves them open: docs/decisions.md#sim-outputs.
+Makers are chosen per family and kind from :data:`MAKERS`; they read the request
+tolerantly through the catalog's model (:mod:`.asked`). What the pictures, sounds and
+edits are where the spec leaves them open: docs/decisions.md#sim-outputs.
 """
 
 from __future__ import annotations

@@ -324,17 +324,10 @@ CHAR_SECONDS = 0.06
 SENTENCE_END = ".!?;。！？"
 
 
-def speech_plan(text: str, speed: float = 1.0) -> list[tuple[str, float]]:
-    """The text as ("voice" | "silence", seconds) pieces; ``<#x#>`` is x s of silence.
-
-    Length grows with the text: each character speaks for 60 ms divided by the
-    voice speed; a newline adds 0.4 s, sentence punctuation 0.2 s.
-    """
-    return [(kind, seconds) for kind, seconds, _ in speech_pieces(text, speed)]
-
-
 def speech_pieces(text: str, speed: float = 1.0) -> list[tuple[str, float, str]]:
-    """:func:`speech_plan` with the character each piece says ("" for a pause)."""
+    """The text as ("voice" | "silence", seconds, the character said) pieces; ``<#x#>``
+    is x s of silence (its character ""). Each character speaks for 60 ms divided by
+    the voice speed; a newline adds 0.4 s, sentence punctuation 0.2 s."""
     speed = speed if speed > 0 else 1.0
     pieces: list[tuple[str, float, str]] = []
     pos = 0
@@ -365,7 +358,6 @@ def speech_pcm(
     volume: float = 1.0,
 ) -> bytes:
     """Interleaved s16 PCM of a humming "voice" that follows the text."""
-    plan = speech_plan(text, speed)
     base = 180.0 * 2 ** (max(-12, min(12, pitch)) / 12)
     vol = 0.35 * max(0.0, min(10.0, volume)) / 1.0
     voices = [
@@ -376,7 +368,7 @@ def speech_pcm(
     ]
     frame = 2 * channels
     out = bytearray()
-    for i, (kind, seconds) in enumerate(plan):
+    for i, (kind, seconds, _said) in enumerate(speech_pieces(text, speed)):
         if kind == "voice":
             out += voices[(i * 7 + len(out)) % len(voices)]
         else:

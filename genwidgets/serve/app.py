@@ -15,6 +15,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
@@ -381,16 +382,9 @@ def _mark_cancelling(db: Database, task_id: str) -> None:
     )
 
 
-async def get_status(request: Request) -> Response:
-    return await _follow_up(request, "GET", "status")
-
-
-async def get_result(request: Request) -> Response:
-    return await _follow_up(request, "GET", "response")
-
-
-async def cancel_task(request: Request) -> Response:
-    return await _follow_up(request, "PUT", "cancel")
+get_status = partial(_follow_up, method="GET", tail="status")
+get_result = partial(_follow_up, method="GET", tail="response")
+cancel_task = partial(_follow_up, method="PUT", tail="cancel")
 
 
 async def sync_path(request: Request) -> Response:

@@ -200,9 +200,7 @@ def find_key(db: Database, token: str) -> KeyRecord | None:
         return None
     digest = hash_token(token)
     row = db.run(lambda tx: tx.one(f"{_KEY_SELECT} WHERE token_hash = ?", (digest,)), write=False)
-    if row is None:
-        return None
-    return KeyRecord.from_row(row)
+    return None if row is None else KeyRecord.from_row(row)
 
 
 def key_named(tx: Tx, name: str, *, lock: bool = False) -> KeyRecord | None:

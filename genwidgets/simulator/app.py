@@ -138,13 +138,6 @@ def _rate_limited(state: SimState, wait: float, *, exact: bool) -> Response:
     return gateway_error(state.dialect.rate_limit[0], "RATE_LIMIT_EXCEEDED", message, headers)
 
 
-def _find(state: SimState, request: Request, key: str) -> Task | None:
-    task = state.scheduler.tasks.get(request.path_params["request_id"])
-    if task is None or task.endpoint != request.path_params["endpoint"] or task.key != key:
-        return None
-    return task
-
-
 def _transient(state: SimState) -> Response | None:
     code = state.dice.transient_error(state.config.error_rate)
     if code == 502:
@@ -320,9 +313,9 @@ def _callers_task(
         error = _transient(state)
         if error is not None:
             return error
-    task = _find(state, request, key)
-    if task is None:
-        return detail(404, "Request not found")
+    task = state.scheduler.tasks.get(request.path_params["request_id"])
+    if task is None or task.endpoint != request.path_params["endpoint"] or task.key != key:
+        return detail(404, "Request not found")  # another key's task too
     return state, task
 
 

@@ -201,7 +201,7 @@ class Database:
             self._drop()
             raise storage_error(f"the database {self!r} failed: {exc}") from exc
         except Exception as exc:
-            if self.postgres and _is_postgres_error(exc):
+            if self.postgres and type(exc).__module__.startswith("psycopg"):
                 if not _retryable(exc):
                     self._drop()
                 raise storage_error(f"the database {self!r} failed: {exc}") from exc
@@ -249,10 +249,6 @@ class Database:
             with contextlib.suppress(Exception):
                 conn.close()
         self._local = threading.local()
-
-
-def _is_postgres_error(exc: BaseException) -> bool:
-    return type(exc).__module__.startswith("psycopg")
 
 
 def _retryable(exc: BaseException | None) -> bool:

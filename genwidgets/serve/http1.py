@@ -166,9 +166,6 @@ class Http1Pool:
         self._slots: asyncio.Semaphore | None = None
         self._idle: list[_Connection] = []
 
-    def _target(self, path: str) -> bytes:
-        return quote(self._prefix + path, safe=_TARGET_SAFE).encode("ascii")
-
     async def _take_slot(self, deadline: float) -> asyncio.Semaphore:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self._limit)
@@ -249,7 +246,7 @@ class Http1Pool:
             if call.body is not None:
                 fields.append(("Content-Length", str(len(call.body))))
             h = conn.h11
-            target = self._target(call.path)
+            target = quote(self._prefix + call.path, safe=_TARGET_SAFE).encode("ascii")
             parts = [h.send(h11.Request(method=call.method, target=target, headers=fields))]
             if call.body:
                 parts.append(h.send(h11.Data(data=call.body)))

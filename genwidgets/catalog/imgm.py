@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from ..errors import PayloadError
 from ..imgm import Prompt
@@ -40,15 +40,20 @@ _UPSTREAM_NOTE = (
 )
 
 
-def _polygon_problem(points: list[int | float]) -> str | None:
+def _polygon(points: list[int | float]) -> list[int | float]:
     if len(points) < MIN_POLYGON_VALUES:
-        return (
+        raise ValueError(
             f"a polygon needs at least {MIN_POLYGON_VALUES} values (3 points, XYXY order); "
             f"got {len(points)}"
         )
     if len(points) % 2:
-        return f"polygon coordinates come in x,y pairs: an even count is needed; got {len(points)}"
-    return None
+        raise ValueError(
+            f"polygon coordinates come in x,y pairs: an even count is needed; got {len(points)}"
+        )
+    return points
+
+
+Polygon = Annotated[list[Number], AfterValidator(_polygon)]
 
 
 class Area(Part):
@@ -56,18 +61,10 @@ class Area(Part):
 
     width: int = Field(ge=REGION_MIN, le=REGION_MAX, description="Region pixel width.")
     height: int = Field(ge=REGION_MIN, le=REGION_MAX, description="Region pixel height.")
-    points: list[Number] = Field(
+    points: Polygon = Field(
         description="Polygon coordinates, origin top-left, clockwise, XYXY order; at least 6 "
         "values (3 points), an even count."
     )
-
-    @field_validator("points")
-    @classmethod
-    def _polygon(cls, value: list[int | float]) -> list[int | float]:
-        problem = _polygon_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
 
 
 class MaskArea(Part):
@@ -81,19 +78,11 @@ class MaskArea(Part):
     height: int | None = Field(
         None, ge=REGION_MIN, le=REGION_MAX, description="Region pixel height."
     )
-    points: list[Number] | None = Field(
+    points: Polygon | None = Field(
         None,
         description="Polygon coordinates as for area.points: at least 6 values (3 points), "
         "an even count.",
     )
-
-    @field_validator("points")
-    @classmethod
-    def _polygon(cls, value: list[int | float] | None) -> list[int | float] | None:
-        problem = _polygon_problem(value) if value is not None else None
-        if problem:
-            raise ValueError(problem)
-        return value
 
 
 class Mask(Part):

@@ -1,12 +1,9 @@
 """One walk over field annotations, shared by the catalog and the forms.
 
-A payload field's annotation wraps what matters in layers: ``Annotated`` (markers
-such as a :class:`~genwidgets.catalog.MediaSpec`, and limits), unions (``X | None``),
-containers (``list[X]``), ``Literal`` choices and nested models. Every reader unwraps
-them here, the same way, so the catalog (media specs along a path, the normalisation
-of values) and the forms (which element a field gets) never disagree about what a
-field holds. The helpers are pure functions of types: no validation, no registry,
-no I/O, and no import from the rest of the catalog (so any catalog module may use them).
+An annotation wraps what matters in layers (``Annotated`` markers and limits, unions,
+containers, ``Literal`` choices, nested models); every reader unwraps them here, so the
+catalog and the forms never disagree about what a field holds. Pure functions of types
+that import nothing else of the catalog, so any catalog module may use them.
 """
 
 from __future__ import annotations

@@ -2,21 +2,9 @@
 the spec's limits are written in.
 
 Markers ride in ``Annotated`` metadata (pydantic keeps unknown metadata in
-``FieldInfo.metadata``), so they never disturb the JSON schema:
-
-- :data:`BILLED` flags a field that affects billing;
-- :class:`ServiceDefault` is the value the service uses when the field is not
-  sent: the one place a default lives (billing, forms and the simulator read it);
-- :data:`GENERATIONS` marks the field that says how many outputs one task makes,
-  each billed (``n``);
-- :class:`MediaSpec` says what a media field accepts (encoding and checks),
-  read by :mod:`genwidgets.media`, the form's media widget and :mod:`.checks`;
-- :data:`PROMPT_STRING` marks an imgM prompt field that carries ``--`` parameters;
-- :data:`Number` is an int or float that refuses a boolean (``True`` is not ``1``),
-  for numbers inside lists, where the model's field-level check cannot see.
-
-Sizes in MB are MiB (docs/decisions.md#mib); why a default is a marker:
-docs/decisions.md#service-defaults-billing-and-messages-genwidgetscatalog.
+``FieldInfo.metadata``), so they never disturb the JSON schema; billing, the forms, the
+media checks and the simulator read them. Sizes in MB are MiB (docs/decisions.md#mib); why
+a default is a marker: docs/decisions.md#service-defaults-billing-and-messages-genwidgetscatalog.
 """
 
 from __future__ import annotations
@@ -31,14 +19,20 @@ MB = 1024 * 1024
 SEED_MAX = 2_147_483_647  # the largest seed the spec allows (a signed 32-bit integer)
 
 
-class _Billed:
-    """Marker: this field affects what a task costs."""
+@dataclass(frozen=True)
+class _Flag:
+    """A marker that only says the field is of a kind (its name is its repr)."""
+
+    name: str
 
     def __repr__(self) -> str:
-        return "BILLED"
+        return self.name
 
 
-BILLED = _Billed()
+#: Marker: this field affects what a task costs.
+BILLED = _Flag("BILLED")
+#: Marker: this field is how many outputs one task makes, each billed (``n``).
+GENERATIONS = _Flag("GENERATIONS")
 
 
 @dataclass(frozen=True)
@@ -51,15 +45,6 @@ class ServiceDefault:
 
     value: Any
 
-
-class _Generations:
-    """Marker: this field is how many outputs one task makes, each billed."""
-
-    def __repr__(self) -> str:
-        return "GENERATIONS"
-
-
-GENERATIONS = _Generations()
 
 NO_DEFAULT: Any = object()
 """What :func:`service_default` returns for a field without :class:`ServiceDefault`."""
@@ -128,7 +113,8 @@ def is_prompt_string(info: FieldInfo) -> bool:
 
 
 def reject_bool(value: Any) -> Any:
-    """BeforeValidator for numbers inside lists, where the field-level check can't see."""
+    """A boolean is not a number (``True`` is not ``1``): a BeforeValidator for numbers in
+    lists, where the field-level check can't see, and that check's own words."""
     if isinstance(value, bool):
         raise ValueError(f"expected a number, not the boolean {str(value).lower()}")
     return value

@@ -31,6 +31,7 @@ from pydantic import (
 
 from .fields import known_names
 from .introspect import leaves
+from .markers import reject_bool
 
 
 class EndpointModel(BaseModel):
@@ -92,37 +93,6 @@ def _shapes(cls: type[BaseModel]) -> dict[str, _Shape]:
     return {name: _shape(info.annotation) for name, info in cls.model_fields.items()}
 
 
-def _drop_none(cls: type[BaseModel], data: Any) -> Any:
-    """A known field given as ``None`` is treated as not set, so it is never sent."""
-    if isinstance(data, dict):
-        names = known_names(cls)
-        return {k: v for k, v in data.items() if not (v is None and k in names)}
-    return data
-
-
-def _normalise_value(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
-    shape = _shapes(cls).get(info.field_name or "")
-    if shape is None or shape.inert:  # a free text, an object: every payload asks
-        return value
-    if isinstance(value, bool):
-        if shape.numeric:
-            raise ValueError(f"expected a number, not the boolean {str(value).lower()}")
-        return value
-    if isinstance(value, str) and value not in shape.str_choices:
-        text = value.strip()
-        if text.lower() in shape.lower_choices:
-            return shape.lower_choices[text.lower()]
-        if shape.int_choices and re.fullmatch(r"-?\d+", text) and int(text) in shape.int_choices:
-            return int(text)
-    if (
-        isinstance(value, int)
-        and value not in shape.int_choices
-        and str(value) in shape.str_choices
-    ):
-        return str(value)
-    return value
-
-
 class _Normalised(BaseModel):
     """The normalisations of the module docstring, shared by :class:`Part` and
     :class:`Endpoint`."""
@@ -130,12 +100,34 @@ class _Normalised(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _unset_nones(cls, data: Any) -> Any:
-        return _drop_none(cls, data)
+        """A known field given as ``None`` is treated as not set, so it is never sent."""
+        if isinstance(data, dict):
+            names = known_names(cls)
+            return {k: v for k, v in data.items() if not (v is None and k in names)}
+        return data
 
     @field_validator("*", mode="before")
     @classmethod
     def _normalise(cls, value: Any, info: ValidationInfo) -> Any:
-        return _normalise_value(cls, value, info)
+        shape = _shapes(cls).get(info.field_name or "")
+        if shape is None or shape.inert:  # a free text, an object: every payload asks
+            return value
+        if isinstance(value, bool):
+            return reject_bool(value) if shape.numeric else value
+        if isinstance(value, str) and value not in shape.str_choices:
+            text = value.strip()
+            if text.lower() in shape.lower_choices:
+                return shape.lower_choices[text.lower()]
+            whole = shape.int_choices and re.fullmatch(r"-?\d+", text)
+            if whole and int(text) in shape.int_choices:
+                return int(text)
+        if (
+            isinstance(value, int)
+            and value not in shape.int_choices
+            and str(value) in shape.str_choices
+        ):
+            return str(value)
+        return value
 
 
 class Part(_Normalised):

@@ -1,11 +1,6 @@
 """Walking a model along a payload path: the catalog, :mod:`genwidgets.media` and the
-forms share these rather than walking models themselves.
-
-:func:`field_info_at` and :func:`media_spec_at` follow a path such as
-``("content", 0, "image_url", "url")`` (list indexes optional, wire names or
-aliases); :func:`media_fields_of` lists every media field of a model;
-the walk through ``Annotated``, unions and containers is the catalog's one
-annotation walker, :mod:`genwidgets.catalog.introspect`.
+forms share these rather than walking models themselves (through annotations, by the
+catalog's one walker, :mod:`.introspect`).
 """
 
 from __future__ import annotations
@@ -48,20 +43,19 @@ def field_info_at(model: type[BaseModel], path: Sequence[str | int]) -> FieldInf
     """The field a payload path ends in, e.g. ``("content", 0, "image_url", "url")``
     (list indexes optional; wire names or aliases); ``None`` when it leads nowhere.
     In a union of nested models the first member that has the whole path wins."""
-    names = [p for p in path if isinstance(p, str)]
-    reached = fields_along(model, names)
-    if not names or len(reached) < len(names):
-        return None
-    return reached[-1][0]
+    return next(iter(_fields_at(model, path)), None)
 
 
 def media_spec_at(model: type[BaseModel], path: Sequence[str | int]) -> MediaSpec | None:
     """The :class:`MediaSpec` of the field at ``path`` (list items share their list's)."""
+    return next((s for info in _fields_at(model, path) for s in media_specs(info)), None)
+
+
+def _fields_at(model: type[BaseModel], path: Sequence[str | int]) -> list[FieldInfo]:
+    """The fields the whole of ``path`` leads to (none when it stops short)."""
     names = [p for p in path if isinstance(p, str)]
     reached = fields_along(model, names)
-    if not names or len(reached) < len(names):
-        return None
-    return next((s for info in reached[-1] for s in media_specs(info)), None)
+    return reached[-1] if names and len(reached) == len(names) else []
 
 
 def media_fields_of(model: type[BaseModel]) -> dict[str, MediaSpec]:

@@ -1,11 +1,9 @@
 """The registry: which endpoints exist, and the one way to add one.
 
 An endpoint is one declarative class decorated with :func:`register`, at import or
-later in a running notebook; :func:`genwidgets.catalog.validate`, :func:`endpoints`, the
-forms and the simulator look it up here each time, so nothing else needs telling.
-Registering an id again replaces its entry (a cell run twice); :func:`unregister`
-removes one. The families' modules register the service's endpoints; this module
-imports none of them.
+later in a running notebook; everything looks it up here each time, so nothing else
+needs telling. Registering an id again replaces its entry (a cell run twice). The
+families' modules register the service's endpoints; this module imports none of them.
 """
 
 from __future__ import annotations
@@ -48,10 +46,6 @@ def _wire_names(model: type[EndpointModel]) -> frozenset[str]:
 @functools.cache
 def _wires(model: type[EndpointModel], test: Callable[[FieldInfo], bool]) -> tuple[str, ...]:
     return tuple(f.wire for f in fields_of(model) if test(f.info))
-
-
-def _is_required(info: FieldInfo) -> bool:
-    return info.is_required()
 
 
 @dataclass(frozen=True)
@@ -98,7 +92,7 @@ class EndpointSpec:
     @property
     def required_fields(self) -> tuple[str, ...]:
         """Wire names of the fields a payload must send."""
-        return _wires(self.model, _is_required)
+        return _wires(self.model, FieldInfo.is_required)
 
     @property
     def prompt_fields(self) -> tuple[str, ...]:

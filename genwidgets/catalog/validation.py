@@ -29,6 +29,22 @@ def webhook_fields(payload: Mapping[str, Any]) -> list[str]:
     return [k for k in payload if _WEBHOOK_HINT.search(k.lower())]
 
 
+def names_a_webhook(value: Any) -> bool:
+    """Whether a key naming a webhook stands at any depth of ``value`` (a gateway's
+    check): a loop with its own stack, so a body nested however deep is walked, never a
+    RecursionError (a 500)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if webhook_fields({str(name): None for name in item}):
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 _RANGE_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
 _LENGTH_ERRORS = {"string_too_short", "string_too_long", "too_short", "too_long"}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from .checks import MediaCheck
 from .findings import IneffectiveFieldWarning, warn
@@ -82,22 +82,17 @@ _WatermarkPosition = Annotated[
     ServiceDefault(3),
     Field(description="1 top-left, 2 top-right, 3 bottom-right, 4 bottom-left."),
 ]
-_MetaData = Annotated[str | None, Field(description=_META_DATA_NOTE)]
+_MetaData = Annotated[
+    str | None,
+    BeforeValidator(_json_text),
+    AfterValidator(_check_meta_data),
+    Field(description=_META_DATA_NOTE),
+]
 _CallbackUrl = Annotated[str | None, Field(description=_CALLBACK_NOTE)]
 
 
 class _VidVCommon(Endpoint):
     """Checks shared by the vidV text-to-video endpoints."""
-
-    @field_validator("meta_data", mode="before", check_fields=False)
-    @classmethod
-    def _meta_from_dict(cls, value: Any) -> Any:
-        return _json_text(value)
-
-    @field_validator("meta_data", check_fields=False)
-    @classmethod
-    def _meta_is_json(cls, value: str | None) -> str | None:
-        return _check_meta_data(value)
 
     @model_validator(mode="after")
     def _advisories(self) -> _VidVCommon:

@@ -1,10 +1,7 @@
 """``genwidgets serve``: a class gateway in front of the real one.
 
 It speaks the gateway's queue protocol to students, each on their own key with a budget,
-and forwards to the upstream gateway on the teacher's key, which never leaves it. The
-layers: :mod:`.db` (SQLite or PostgreSQL, migrations), :mod:`.keys`, :mod:`.budgets`
-(reserve before forwarding, settle after), :mod:`.upstream`, :mod:`.app` (HTTP),
-:mod:`.usage` and :mod:`.admin` (the teacher's view), :mod:`.server`, :mod:`.cli`.
+and forwards to the upstream gateway on the teacher's key, which never leaves it.
 README "A class on one key"; docs/decisions.md#serve-storage.
 """
 

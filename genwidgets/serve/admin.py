@@ -9,8 +9,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from .app import gateway_error
-from .config import ServeState
+from .app import bearer, gateway_error, serve_state
 from .keys import find_key
 from .usage import usage, usage_csv, usage_html
 
@@ -19,21 +18,9 @@ __all__ = ["admin_routes"]
 COOKIE = "gwc_admin"
 
 
-async def _admin_token(request: Request) -> str:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    return request.cookies.get(COOKIE) or request.query_params.get("key", "")
-
-
-def _state(request: Request) -> ServeState:
-    state: ServeState = request.app.state.serve
-    return state
-
-
 async def _report(request: Request) -> dict[str, object] | Response:
-    state = _state(request)
-    token = await _admin_token(request)
+    state = serve_state(request)
+    token = bearer(request) or request.cookies.get(COOKIE) or request.query_params.get("key", "")
     key = await run_in_threadpool(find_key, state.config.database, token) if token else None
     if key is None or not key.admin or key.refusal():
         return gateway_error(401, "UNAUTHORIZED", "The admin page needs the class's admin key")
@@ -53,8 +40,7 @@ async def admin_page(request: Request) -> Response:
         },
     )
     if "key" in request.query_params:
-        prefix = _state(request).config.prefix.strip("/")
-        path = f"/{prefix}/admin" if prefix else "/admin"
+        path = serve_state(request).config.mount + "/admin"
         page.set_cookie(
             COOKIE, request.query_params["key"], path=path, httponly=True, samesite="strict"
         )

@@ -1,11 +1,9 @@
 """The class gateway's HTTP surface: the gateway's queue protocol, each student on their
 own key, forwarded upstream on the teacher's.
 
-A create is authenticated, read with a cap, priced, reserved (:func:`~.budgets.reserve`),
-then forwarded; status, result and cancel find the task among the caller's own (another
-key's id is ``Request not found``) and forward with the upstream id, which students never
-see. Every refusal has the gateway's own shape (spec 2.4). The rules:
-docs/decisions.md#serve-http.
+A create is priced and reserved before it is forwarded; a follow-up finds the task among
+the caller's own and forwards with the upstream id, which students never see. Every
+refusal has the gateway's own shape (spec 2.4): docs/decisions.md#serve-http.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
@@ -26,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import queue_url
 from ..protocol.routes import queue_routes
@@ -34,19 +34,18 @@ from .budgets import (
     charge_of,
     mark_open,
     mark_unknown,
-    outcome_of,
     refusal,
     release,
     reserve,
-    settle,
+    usable,
 )
 from .config import ServeConfig, ServeState
 from .db import Database
 from .keys import KeyRecord, find_key
-from .sweep import sweeping
+from .sweep import settle_from, sweeping
 from .upstream import UpstreamAnswer
 
-__all__ = ["ServeConfig", "ServeState", "create_app", "gateway_error"]
+__all__ = ["ServeConfig", "ServeState", "bearer", "create_app", "gateway_error", "serve_state"]
 
 log = logging.getLogger("genwidgets.serve")
 T = TypeVar("T")
@@ -72,7 +71,7 @@ def refused(error: ServeError) -> JSONResponse:
     return gateway_error(error.status, error.code, error.message, error.retry_after)
 
 
-def _state(request: Request) -> ServeState:
+def serve_state(request: Request) -> ServeState:
     state: ServeState = request.app.state.serve
     return state
 
@@ -81,8 +80,8 @@ def _base(request: Request) -> str:
     """The address students reach us at, the prefix included (a Mount's root path is not
     in ``base_url`` in every Starlette)."""
     base = str(request.base_url).rstrip("/")
-    prefix = _state(request).config.prefix.strip("/")
-    return f"{base}/{prefix}" if prefix and not base.endswith("/" + prefix) else base
+    mount = serve_state(request).config.mount
+    return base + mount if mount and not base.endswith(mount) else base
 
 
 async def _read(state: ServeState, read: Callable[..., T], *args: Any) -> T:
@@ -93,21 +92,22 @@ async def _read(state: ServeState, read: Callable[..., T], *args: Any) -> T:
     return read(*args)
 
 
-def _token(request: Request) -> str:
+def bearer(request: Request) -> str:
+    """The request's bearer token (``""`` when it sends none)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def _token(request: Request) -> str:
+    token = bearer(request)
+    if not token:
         raise refusal(401, "UNAUTHORIZED", "Authorization Bearer token is required")
     return token
 
 
 def _admit(state: ServeState, key: KeyRecord | None) -> KeyRecord:
     """The key if it may be used now and within its rate, else a ServeError."""
-    if key is None:
-        raise refusal(401, "UNAUTHORIZED", "Invalid API key")
-    why = key.refusal()
-    if why:
-        raise refusal(401, "UNAUTHORIZED", why)
+    key = usable(key)
     wait = state.limiter.take_exact(key.name)
     if wait is not None:
         raise refusal(
@@ -161,34 +161,22 @@ def cache_key_of(endpoint: str, payload: Mapping[str, Any]) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _webhook(payload: Any) -> bool:
-    stack = [payload]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if any("webhook" in str(name).lower() for name in item):
-                return True
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+def _addresses(base: str, endpoint: str, task_id: str) -> dict[str, Any]:
+    """Our task id and the addresses of our task, by the handle's field names."""
+    prefix = queue_url(base, endpoint, task_id)
+    urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("response", "status", "cancel")}
+    return {"request_id": task_id, **urls}
 
 
 def _handle(base: str, endpoint: str, task_id: str, position: Any) -> dict[str, Any]:
-    prefix = queue_url(base, endpoint, task_id)
-    handle: dict[str, Any] = {
-        "request_id": task_id,
-        "response_url": f"{prefix}/response",
-        "status_url": f"{prefix}/status",
-        "cancel_url": f"{prefix}/cancel",
-    }
+    handle = _addresses(base, endpoint, task_id)
     if isinstance(position, int) and not isinstance(position, bool):
         handle["queue_position"] = position
     return handle
 
 
 async def create_task(request: Request) -> Response:
-    state = _state(request)
+    state = serve_state(request)
     config = state.config
     endpoint = request.path_params["endpoint"]
     try:
@@ -196,7 +184,7 @@ async def create_task(request: Request) -> Response:
         if any("webhook" in name.lower() for name in [*request.query_params, *request.headers]):
             raise refusal(400, None, "webhook not supported")
         payload = await _body(request, config.max_body)
-        if _webhook(payload):
+        if names_a_webhook(payload):
             raise refusal(400, None, "webhook not supported")
         amounts = charge_of(endpoint, payload, config.prices)
         wait = state.upstream_free_at - time.monotonic()
@@ -348,32 +336,12 @@ def _rewrite(body: Any, base: str, endpoint: str, task_id: str) -> Any:
     upstream's (output files pass through as upstream's URLs)."""
     if not isinstance(body, dict):
         return body
-    out = dict(body)
-    if "request_id" in out:
-        out["request_id"] = task_id
-    prefix = queue_url(base, endpoint, task_id)
-    for name, tail in (
-        ("status_url", "/status"),
-        ("response_url", "/response"),
-        ("cancel_url", "/cancel"),
-    ):
-        if name in out:
-            out[name] = prefix + tail
-    return out
-
-
-async def _settle_from(state: ServeState, task: tuple[Any, ...], body: Any) -> None:
-    """Settle the task when upstream says it ended (spec: ``COMPLETED``, then ``error``)."""
-    outcome = outcome_of(body, task[3])
-    if outcome is not None:
-        error = body.get("error")
-        await run_in_threadpool(
-            settle, state.config.database, task[0], outcome, str(error)[:500] if error else None
-        )
+    ours = _addresses(base, endpoint, task_id)
+    return body | {name: value for name, value in ours.items() if name in body}
 
 
 async def _follow_up(request: Request, method: str, tail: str) -> Response:
-    state = _state(request)
+    state = serve_state(request)
     try:
         task = await _callers_task(request, state)
     except ServeError as error:
@@ -402,7 +370,7 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     if tail == "cancel" and answer.status < 300:
         await run_in_threadpool(_mark_cancelling, state.config.database, task[0])
     else:
-        await _settle_from(state, task, body)
+        await settle_from(state, task[0], task[3], body)
     return JSONResponse(body, status_code=answer.status)
 
 
@@ -414,21 +382,14 @@ def _mark_cancelling(db: Database, task_id: str) -> None:
     )
 
 
-async def get_status(request: Request) -> Response:
-    return await _follow_up(request, "GET", "status")
-
-
-async def get_result(request: Request) -> Response:
-    return await _follow_up(request, "GET", "response")
-
-
-async def cancel_task(request: Request) -> Response:
-    return await _follow_up(request, "PUT", "cancel")
+get_status = partial(_follow_up, method="GET", tail="status")
+get_result = partial(_follow_up, method="GET", tail="response")
+cancel_task = partial(_follow_up, method="PUT", tail="cancel")
 
 
 async def sync_path(request: Request) -> Response:
     try:
-        await _caller(request, _state(request))
+        await _caller(request, serve_state(request))
     except ServeError as error:
         return refused(error)
     return detail(404, "Not Found")
@@ -436,7 +397,7 @@ async def sync_path(request: Request) -> Response:
 
 async def status_stream(request: Request) -> Response:
     try:
-        await _caller(request, _state(request))
+        await _caller(request, serve_state(request))
     except ServeError as error:
         return refused(error)
     return detail(400, "SSE streaming not supported")
@@ -489,9 +450,8 @@ def create_app(
         *queue_routes(create_task, sync_path, get_status, status_stream, get_result, cancel_task),
         *extra,
     ]
-    prefix = "/" + config.prefix.strip("/") if config.prefix.strip("/") else ""
     app = Starlette(
-        routes=[Mount(prefix, routes=routes)] if prefix else routes,
+        routes=[Mount(config.mount, routes=routes)] if config.mount else routes,
         lifespan=sweeping(state),
         exception_handlers={
             HTTPException: _http_error,

@@ -1,12 +1,9 @@
 """Exact budgets: a create's cost is reserved for its key and its group in one
 transaction before it is forwarded, and settled when the task ends.
 
-The cost is what the catalog's billing rules count (:func:`~..lab.cost.billed_units`)
-and, for money, the class's price table (:meth:`~..lab.budget.Budget.cost`). The rows of
-the key and of its group are locked (``FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE``
-on SQLite) while the caps are compared, so concurrent creates, in one process or
-several, never pass a cap together. The settlement rule (a failed task releases its
-reservation, a cancelled one and one whose outcome is unknown stay charged):
+The cost is what the catalog's billing rules count, priced by the class's table. The
+key's and its group's rows are locked while the caps are compared, so concurrent
+creates, in one process or several, never pass a cap together. The settlement rule:
 docs/decisions.md#serve-reservations.
 """
 
@@ -22,7 +19,7 @@ from ..catalog import endpoint as catalog_endpoint
 from ..errors import ServeError
 from ..lab.budget import Budget, plain_amount
 from ..lab.cost import billed_units
-from .db import KINDS, Database, Tx
+from .db import CAPS_HELD, KINDS, MARKS, Database, Tx, caps_and_held
 from .keys import KEY_FIELDS, KeyRecord, hash_token, key_named, to_stored, to_units
 
 __all__ = [
@@ -39,6 +36,7 @@ __all__ = [
     "resolve_unknown",
     "settle",
     "tasks_of",
+    "usable",
 ]
 
 #: task states that hold a place in a key's concurrency cap
@@ -95,18 +93,9 @@ def _left_text(who: str, caps: Mapping[str, int | None], held: Mapping[str, int]
 
 
 def _group_row(tx: Tx, name: str) -> tuple[dict[str, int | None], dict[str, int], int]:
-    caps = ", ".join(f"cap_{k}" for k in KINDS)
-    held = ", ".join(f"held_{k}" for k in KINDS)
-    row = tx.one(
-        f"SELECT {caps}, {held}, cache_seconds FROM groups WHERE name = ? {{lock}}", (name,)
-    )
+    row = tx.one(f"SELECT cache_seconds, {CAPS_HELD} FROM groups WHERE name = ? {{lock}}", (name,))
     assert row is not None, f"group {name} is gone"
-    n = len(KINDS)
-    return (
-        dict(zip(KINDS, row[:n], strict=True)),
-        {k: int(v) for k, v in zip(KINDS, row[n : 2 * n], strict=True)},
-        int(row[2 * n]),
-    )
+    return (*caps_and_held(row[1:]), int(row[0]))
 
 
 def _add_held(tx: Tx, table: str, name: str, amounts: Mapping[str, int], sign: int) -> None:
@@ -114,14 +103,13 @@ def _add_held(tx: Tx, table: str, name: str, amounts: Mapping[str, int], sign: i
     tx.run(f"UPDATE {table} SET {sets} WHERE name = ?", (*(sign * amounts[k] for k in KINDS), name))
 
 
-def _check_key(key: KeyRecord | None, endpoint: str, now: float) -> KeyRecord:
+def usable(key: KeyRecord | None, now: float | None = None) -> KeyRecord:
+    """The key, if it may be used now; else the gateway's 401 saying why."""
     if key is None:
         raise refusal(401, "UNAUTHORIZED", "Invalid API key")
     why = key.refusal(now)
     if why:
         raise refusal(401, "UNAUTHORIZED", why)
-    if key.endpoints is not None and endpoint not in key.endpoints:
-        raise refusal(403, None, "Model not allowed for this user")
     return key
 
 
@@ -140,7 +128,9 @@ def reserve(
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> Reservation:
-        key = _check_key(key_named(tx, key_name, lock=True), endpoint, now)
+        key = usable(key_named(tx, key_name, lock=True), now)
+        if key.endpoints is not None and endpoint not in key.endpoints:
+            raise refusal(403, None, "Model not allowed for this user")
         limit = key.max_running if key.max_running is not None else max_running
         if limit is not None:
             marks = ", ".join("?" for _ in LIVE)
@@ -197,9 +187,7 @@ def reserve(
             _add_held(tx, "groups", key.group, counted, +1)
         tx.run(
             f"INSERT INTO tasks (id, key_name, group_name, endpoint, state, charged, cache_key, "
-            f"created_at, {_AMT}) VALUES (?, ?, ?, ?, 'sending', 1, ?, ?, "
-            + ", ".join("?" for _ in KINDS)
-            + ")",
+            f"created_at, {_AMT}) VALUES (?, ?, ?, ?, 'sending', 1, ?, ?, {MARKS})",
             (task_id, key.name, key.group, endpoint, cache_key, now, *(counted[k] for k in KINDS)),
         )
         return Reservation(task_id)
@@ -288,7 +276,8 @@ def outcome_of(body: Any, state: str) -> str | None:
 def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
     """The teacher's word on a create whose outcome was unknown: upstream ``made`` it
     (it stays charged, as ``done``) or not (released). Whether the task was unknown."""
-    if _state_of(db, task_id) != "unknown":
+    row = db.run(lambda tx: tx.one("SELECT state FROM tasks WHERE id = ?", (task_id,)), write=False)
+    if row is None or row[0] != "unknown":
         return False
     if not made:
         return release(db, task_id, "not_made", "upstream did not make it (the teacher)")
@@ -301,48 +290,26 @@ def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
     return bool(changed)
 
 
-def _state_of(db: Database, task_id: str) -> str | None:
-    row = db.run(lambda tx: tx.one("SELECT state FROM tasks WHERE id = ?", (task_id,)), write=False)
-    return None if row is None else str(row[0])
-
-
 def tasks_of(
     db: Database, *, state: str | None = None, key: str | None = None
 ) -> list[dict[str, Any]]:
     """Tasks, newest first (at most 1000), as the teacher's ``tasks`` command lists them."""
-    where, params = [], []
-    if state:
-        where.append("state = ?")
-        params.append(state)
-    if key:
-        where.append("key_name = ?")
-        params.append(key)
-    clause = (" WHERE " + " AND ".join(where)) if where else ""
+    given = {column: value for column, value in (("state", state), ("key_name", key)) if value}
+    clause = (" WHERE " + " AND ".join(f"{c} = ?" for c in given)) if given else ""
+    columns = "id, key_name, endpoint, state, charged, error, created_at, settled_at, cached_from"
     rows = db.run(
         lambda tx: tx.rows(
-            "SELECT id, key_name, endpoint, state, charged, error, created_at, settled_at, "
-            f"cached_from FROM tasks{clause} ORDER BY created_at DESC LIMIT 1000",
-            params,
+            f"SELECT {columns} FROM tasks{clause} ORDER BY created_at DESC LIMIT 1000",
+            list(given.values()),
         ),
         write=False,
     )
-    names = (
-        "id",
-        "key",
-        "endpoint",
-        "state",
-        "charged",
-        "error",
-        "created_at",
-        "settled_at",
-        "cached_from",
-    )
+    names = [c.removesuffix("_name") for c in columns.split(", ")]  # key_name is shown as key
     return [dict(zip(names, row, strict=True)) | {"charged": bool(row[4])} for row in rows]
 
 
 #: a task as a follow-up needs it: id, endpoint, upstream id (a demo-cache answer's is its
 #: first task's, known once upstream answered that one), state, charged, and the state of
-#: the first task of a demo-cache answer, and the state of
 #: the first task of a demo-cache answer
 _TASK_FIELDS = (
     "t.id, t.endpoint, COALESCE(t.upstream_id, src.upstream_id), t.state, t.charged, src.state"

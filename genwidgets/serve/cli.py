@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from .._config import DEMO_KEY, Secret
+from .._formats import spreadsheet_cell
 from .._html import Html, join, tag
 from ..errors import GenwidgetsError
 from .budgets import resolve_unknown, tasks_of
 from .config import ServeConfig
-from .db import Database
+from .db import KINDS, Database
 from .keys import add_group, add_key, list_keys, revoke_key, rotate_key, set_caps
 from .upstream import Upstream
 from .usage import usage, usage_csv
@@ -38,23 +39,19 @@ SIMULATOR = "simulator"
 
 
 def _caps(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--budget", type=float, help="a cap in money (needs --prices on serve)")
-    parser.add_argument("--tasks", type=float, help="a cap on tasks")
-    parser.add_argument("--images", type=float, help="a cap on billed images")
-    parser.add_argument("--prompts", type=float, help="a cap on billed imgM prompts")
-    parser.add_argument("--video-seconds", type=float, help="a cap on billed video seconds")
-    parser.add_argument("--speech-characters", type=float, help="a cap on speech characters")
+    for kind, flag, text in (
+        ("money", "--budget", "a cap in money (needs --prices on serve)"),
+        ("tasks", "--tasks", "a cap on tasks"),
+        ("images", "--images", "a cap on billed images"),
+        ("prompts", "--prompts", "a cap on billed imgM prompts"),
+        ("video_seconds", "--video-seconds", "a cap on billed video seconds"),
+        ("speech_characters", "--speech-characters", "a cap on speech characters"),
+    ):
+        parser.add_argument(flag, dest=f"cap_{kind}", type=float, help=text)
 
 
 def _caps_of(args: argparse.Namespace) -> dict[str, float | None]:
-    return {
-        "money": args.budget,
-        "tasks": args.tasks,
-        "images": args.images,
-        "prompts": args.prompts,
-        "video_seconds": args.video_seconds,
-        "speech_characters": args.speech_characters,
-    }
+    return {kind: getattr(args, f"cap_{kind}") for kind in KINDS}
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -205,7 +202,7 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
     with open(made_file, "w", newline="", encoding="utf-8") as handle:  # only its owner reads
         writer = csv.writer(handle)
         writer.writerow(["name", "key"])
-        writer.writerows(("'" + n if n[:1] in "=+-@" else n, k) for n, k in made)
+        writer.writerows((spreadsheet_cell(n), k) for n, k in made)
     cards = (
         tag(
             "div",

@@ -41,6 +41,11 @@ class ServeConfig:
     #: a path every route sits under, as behind JupyterHub's proxy (``/services/class/``)
     prefix: str = ""
 
+    @property
+    def mount(self) -> str:
+        """:attr:`prefix` as the path every route sits under: ``/services/class`` or ``""``."""
+        return "/" + self.prefix.strip("/") if self.prefix.strip("/") else ""
+
 
 class ServeState:
     """What one server process holds besides the database."""

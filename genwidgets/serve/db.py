@@ -21,7 +21,18 @@ from typing import Any
 
 from ..errors import ServeError
 
-__all__ = ["KINDS", "MIGRATIONS", "SCALE", "Database", "Tx", "storage_error"]
+__all__ = [
+    "CAPS",
+    "CAPS_HELD",
+    "KINDS",
+    "MARKS",
+    "MIGRATIONS",
+    "SCALE",
+    "Database",
+    "Tx",
+    "caps_and_held",
+    "storage_error",
+]
 
 #: what a budget caps, in the order columns are named: money and the billed kinds
 #: of :data:`genwidgets.lab.cost.UNITS`
@@ -31,6 +42,13 @@ SCALE = 1_000_000
 #: times a PostgreSQL transaction is tried again after a deadlock or a serialization failure
 RETRIES = 8
 _BUSY_MS = 60_000
+
+#: a key's or a group's cap columns, then those and its held amounts (what
+#: :func:`caps_and_held` reads)
+CAPS = ", ".join(f"cap_{k}" for k in KINDS)
+CAPS_HELD = CAPS + ", " + ", ".join(f"held_{k}" for k in KINDS)
+#: a placeholder per kind
+MARKS = ", ".join("?" for _ in KINDS)
 
 _CAPS = ", ".join(f"cap_{k} BIGINT" for k in KINDS)
 _HELD = ", ".join(f"held_{k} BIGINT NOT NULL DEFAULT 0" for k in KINDS)
@@ -62,6 +80,13 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         ),
     ),
 )
+
+
+def caps_and_held(values: Sequence[Any]) -> tuple[dict[str, int | None], dict[str, int]]:
+    """The columns of :data:`CAPS_HELD` as caps (None: no cap) and held amounts."""
+    n = len(KINDS)
+    caps = dict(zip(KINDS, values[:n], strict=True))
+    return caps, {k: int(v) for k, v in zip(KINDS, values[n : 2 * n], strict=True)}
 
 
 def storage_error(message: str) -> ServeError:
@@ -176,7 +201,7 @@ class Database:
             self._drop()
             raise storage_error(f"the database {self!r} failed: {exc}") from exc
         except Exception as exc:
-            if self.postgres and _is_postgres_error(exc):
+            if self.postgres and type(exc).__module__.startswith("psycopg"):
                 if not _retryable(exc):
                     self._drop()
                 raise storage_error(f"the database {self!r} failed: {exc}") from exc
@@ -224,10 +249,6 @@ class Database:
             with contextlib.suppress(Exception):
                 conn.close()
         self._local = threading.local()
-
-
-def _is_postgres_error(exc: BaseException) -> bool:
-    return type(exc).__module__.startswith("psycopg")
 
 
 def _retryable(exc: BaseException | None) -> bool:

@@ -1,12 +1,8 @@
 """The class gateway's connections to its upstream: a small HTTP/1.1 keep-alive pool on
-asyncio and h11 (the parser under httpx), for one origin and short JSON answers.
-
-Why not an ``httpx.AsyncClient``: on a proxied status request, httpx, httpcore and
-anyio took 40 % of the server's CPU (its general pool and URL model, a cancel scope per
-socket read, a socket probe per idle connection per request), the largest share of it;
-this pool does the same exchange with h11 alone: docs/decisions.md#serve-figures.
-Every exchange has one deadline; a connection goes back to the pool only after a
-complete answer, so a cancelled or cut exchange never leaves bytes for the next one.
+asyncio and h11 (the parser under httpx), for one origin and short JSON answers: an
+``httpx.AsyncClient`` took 40 % of the server's CPU on a proxied status request
+(docs/decisions.md#serve-figures). Every exchange has one deadline; a connection goes
+back to the pool only after a complete answer, never leaving bytes for the next one.
 """
 
 from __future__ import annotations
@@ -170,9 +166,6 @@ class Http1Pool:
         self._slots: asyncio.Semaphore | None = None
         self._idle: list[_Connection] = []
 
-    def _target(self, path: str) -> bytes:
-        return quote(self._prefix + path, safe=_TARGET_SAFE).encode("ascii")
-
     async def _take_slot(self, deadline: float) -> asyncio.Semaphore:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self._limit)
@@ -253,7 +246,7 @@ class Http1Pool:
             if call.body is not None:
                 fields.append(("Content-Length", str(len(call.body))))
             h = conn.h11
-            target = self._target(call.path)
+            target = quote(self._prefix + call.path, safe=_TARGET_SAFE).encode("ascii")
             parts = [h.send(h11.Request(method=call.method, target=target, headers=fields))]
             if call.body:
                 parts.append(h.send(h11.Data(data=call.body)))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ServeError
-from .db import KINDS, SCALE, Database, Tx
+from .db import CAPS, CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 
 __all__ = [
     "KEY_FIELDS",
@@ -38,11 +38,16 @@ __all__ = [
 
 PREFIX = "gwc_"
 #: a key's columns in the order :meth:`KeyRecord.from_row` reads them
-KEY_FIELDS = (
-    ["name", "group_name", "endpoints", "expires_at", "revoked_at", "admin", "max_running"]
-    + [f"cap_{k}" for k in KINDS]
-    + [f"held_{k}" for k in KINDS]
-)
+KEY_FIELDS = [
+    "name",
+    "group_name",
+    "endpoints",
+    "expires_at",
+    "revoked_at",
+    "admin",
+    "max_running",
+    *CAPS_HELD.split(", "),
+]
 _KEY_SELECT = f"SELECT {', '.join(KEY_FIELDS)} FROM keys"
 
 
@@ -80,9 +85,7 @@ class KeyRecord:
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> KeyRecord:
-        n = len(KINDS)
-        caps = dict(zip(KINDS, row[7 : 7 + n], strict=True))
-        held = {k: int(v) for k, v in zip(KINDS, row[7 + n : 7 + 2 * n], strict=True)}
+        caps, held = caps_and_held(row[7:])
         endpoints = tuple(row[2].split(",")) if row[2] else None
         return cls(row[0], row[1], endpoints, row[3], row[4], bool(row[5]), row[6], caps, held)
 
@@ -140,11 +143,9 @@ def add_group(
             (*values, cache_seconds, name),
         ):
             return
-        columns = ", ".join(f"cap_{k}" for k in KINDS)
-        marks = ", ".join("?" for _ in KINDS)
         tx.run(
-            f"INSERT INTO groups (name, created_at, cache_seconds, {columns}) "
-            f"VALUES (?, ?, ?, {marks})",
+            f"INSERT INTO groups (name, created_at, cache_seconds, {CAPS}) "
+            f"VALUES (?, ?, ?, {MARKS})",
             (name, time.time(), cache_seconds, *values),
         )
 
@@ -173,11 +174,9 @@ def add_key(
             raise key_error(f"a key named {name!r} exists; rotate or revoke it instead")
         if group is not None and not tx.one("SELECT name FROM groups WHERE name = ?", (group,)):
             tx.run("INSERT INTO groups (name, created_at) VALUES (?, ?)", (group, time.time()))
-        columns = ", ".join(f"cap_{k}" for k in KINDS)
-        marks = ", ".join("?" for _ in KINDS)
         tx.run(
             "INSERT INTO keys (name, token_hash, group_name, endpoints, expires_at, admin, "
-            f"max_running, created_at, {columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {marks})",
+            f"max_running, created_at, {CAPS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {MARKS})",
             (
                 name,
                 hash_token(token),
@@ -201,9 +200,7 @@ def find_key(db: Database, token: str) -> KeyRecord | None:
         return None
     digest = hash_token(token)
     row = db.run(lambda tx: tx.one(f"{_KEY_SELECT} WHERE token_hash = ?", (digest,)), write=False)
-    if row is None:
-        return None
-    return KeyRecord.from_row(row)
+    return None if row is None else KeyRecord.from_row(row)
 
 
 def key_named(tx: Tx, name: str, *, lock: bool = False) -> KeyRecord | None:
@@ -216,16 +213,20 @@ def list_keys(db: Database) -> list[KeyRecord]:
     return [KeyRecord.from_row(r) for r in rows]
 
 
+def _update_key(db: Database, sql: str, params: Sequence[Any], missing: str) -> None:
+    """Run an ``UPDATE keys`` statement; ``missing`` is the error when it changed no row."""
+    if not db.run(lambda tx: tx.run(sql, params)):
+        raise key_error(missing)
+
+
 def revoke_key(db: Database, name: str) -> None:
     """Revoke ``name`` at once: its next request, a create already waiting too, is refused."""
-    done = db.run(
-        lambda tx: tx.run(
-            "UPDATE keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL",
-            (time.time(), name),
-        )
+    _update_key(
+        db,
+        "UPDATE keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL",
+        (time.time(), name),
+        f"no key named {name!r} that is not already revoked",
     )
-    if not done:
-        raise key_error(f"no key named {name!r} that is not already revoked")
 
 
 def rotate_key(db: Database, name: str) -> str:
@@ -233,14 +234,12 @@ def rotate_key(db: Database, name: str) -> str:
     revoked key is usable again with its new token: rotating is how a leaked key is
     replaced (docs/decisions.md#serve-keys)."""
     token = _mint()
-    done = db.run(
-        lambda tx: tx.run(
-            "UPDATE keys SET token_hash = ?, revoked_at = NULL WHERE name = ?",
-            (hash_token(token), name),
-        )
+    _update_key(
+        db,
+        "UPDATE keys SET token_hash = ?, revoked_at = NULL WHERE name = ?",
+        (hash_token(token), name),
+        f"no key named {name!r}",
     )
-    if not done:
-        raise key_error(f"no key named {name!r}")
     return token
 
 
@@ -253,10 +252,5 @@ def set_caps(db: Database, name: str, caps: Mapping[str, float | None]) -> None:
     if not given:
         raise key_error("say which caps to set (--budget, --images, ...)")
     sets = ", ".join(f"cap_{k} = ?" for k in given)
-    done = db.run(
-        lambda tx: tx.run(
-            f"UPDATE keys SET {sets} WHERE name = ?", (*(stored[k] for k in given), name)
-        )
-    )
-    if not done:
-        raise key_error(f"no key named {name!r}")
+    params = (*(stored[k] for k in given), name)
+    _update_key(db, f"UPDATE keys SET {sets} WHERE name = ?", params, f"no key named {name!r}")

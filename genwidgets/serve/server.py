@@ -34,8 +34,7 @@ class ClassServer(ThreadedServer):
     @property
     def base_url(self) -> str:
         """Where students point ``GENWIDGETS_BASE_URL`` (the prefix included)."""
-        prefix = "/" + self.config.prefix.strip("/") if self.config.prefix.strip("/") else ""
-        return f"{self.origin}{prefix}"
+        return f"{self.origin}{self.config.mount}"
 
     def _app(self) -> Any:
         self.config.database.migrate()

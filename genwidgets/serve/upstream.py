@@ -20,7 +20,7 @@ from .._config import Secret, redact
 from ..errors import ServeError, UpstreamFault
 from .http1 import Http1Pool
 
-__all__ = ["REDACTED", "KeyScrubber", "Upstream", "UpstreamAnswer", "guard_logs", "upstream_fault"]
+__all__ = ["REDACTED", "KeyScrubber", "Upstream", "UpstreamAnswer", "guard_logs"]
 
 REDACTED = "[redacted]"
 #: the most of an upstream answer read (a status or a result body is small)
@@ -59,12 +59,6 @@ def guard_logs() -> None:
     core = logging.getLogger("httpcore")
     if core.level < logging.INFO:
         core.setLevel(logging.INFO)
-
-
-def upstream_fault(why: str, *, sent: bool) -> ServeError:
-    """No answer from upstream. ``sent``: whether the request may have reached it (a create
-    then has an unknown outcome); ``why`` names the fault, never the key."""
-    return ServeError(why, status=502, code="UPSTREAM_UNAVAILABLE", sent=sent)
 
 
 @dataclass(frozen=True)
@@ -117,8 +111,11 @@ class Upstream:
             headers.append(("Content-Type", "application/json"))
         try:
             answer = await self._pool.request(method, path, headers, body, max_body=MAX_ANSWER)
-        except UpstreamFault as fault:
-            raise upstream_fault(str(fault), sent=fault.sent) from None
+        except UpstreamFault as fault:  # no answer; it names the fault, never the key
+            # sent: the request may have reached upstream (a create's outcome is unknown)
+            raise ServeError(
+                str(fault), status=502, code="UPSTREAM_UNAVAILABLE", sent=fault.sent
+            ) from None
         try:
             raw = answer.body
             parsed = json.loads(self.scrub(raw.decode("utf-8", "replace"))) if raw else None

@@ -12,13 +12,13 @@ import csv
 import io
 from typing import Any
 
+from .._formats import spreadsheet_cell
 from .._html import Html, tag
-from .db import KINDS, Database, Tx
+from .db import CAPS_HELD, KINDS, Database, Tx, caps_and_held
 from .keys import list_keys, to_units
 
 __all__ = ["usage", "usage_csv", "usage_html"]
 
-_ENDED = ("done", "cancelled")
 _COUNT_COLUMNS = (
     "COUNT(*), SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN cached_from IS NOT NULL THEN 1 ELSE 0 END), "
@@ -67,30 +67,21 @@ def usage(db: Database) -> dict[str, Any]:
                 "unknown": seen["unknown"],
             }
         )
-    caps = ", ".join(f"cap_{k}" for k in KINDS)
-    held = ", ".join(f"held_{k}" for k in KINDS)
     rows = db.run(
-        lambda tx: tx.rows(f"SELECT name, cache_seconds, {caps}, {held} FROM groups ORDER BY name"),
+        lambda tx: tx.rows(f"SELECT name, cache_seconds, {CAPS_HELD} FROM groups ORDER BY name"),
         write=False,
     )
-    n = len(KINDS)
     groups = [
         {
             "name": r[0],
             "cache_seconds": int(r[1]),
-            "caps": {
-                k: to_units(v) for k, v in zip(KINDS, r[2 : 2 + n], strict=True) if v is not None
-            },
-            "held": {k: to_units(v) for k, v in zip(KINDS, r[2 + n :], strict=True) if v},
+            "caps": {k: to_units(v) for k, v in caps.items() if v is not None},
+            "held": {k: to_units(v) for k, v in held.items() if v},
         }
         for r in rows
+        for caps, held in [caps_and_held(r[2:])]
     ]
     return {"keys": keys, "groups": groups}
-
-
-def _cell(value: Any) -> str:
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 COLUMNS = ("name", "group", "revoked", "tasks", "failed", "cached", "unknown")
@@ -106,7 +97,7 @@ def usage_csv(report: dict[str, Any]) -> str:
         row = [key[c] for c in COLUMNS]
         for kind in KINDS:
             row += [key["caps"].get(kind), key["spent"].get(kind, 0), key["reserved"].get(kind, 0)]
-        writer.writerow([_cell(v) for v in row])
+        writer.writerow([spreadsheet_cell("" if v is None else str(v)) for v in row])
     return out.getvalue()
 
 

@@ -11,7 +11,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -22,12 +22,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._workers import Workers
 from ..catalog.openapi_schema import openapi
+from ..catalog.validation import names_a_webhook
 from ..protocol.records import queue_url
 from ..protocol.routes import queue_routes
 from . import dialects
 from .config import SimConfig
 from .faults import Dice, RateLimiter
 from .files import FileStore
+from .inputs import is_loopback
 from .registry import BASE_SECONDS, ENDPOINTS, describe_errors, payload_errors
 from .synth import image_file
 from .tasks import COMPLETED, IN_QUEUE, Scheduler, Task, log
@@ -38,7 +40,7 @@ _DRAIN_LIMIT = 4 * MAX_BODY
 _BIG_BODY = 1024 * 1024
 MAX_SIM_DURATION = 86400.0
 OPERATIONS = ("create", "status", "result", "cancel", "files")
-LOOPBACK = {"127.0.0.1", "::1", "localhost", "testclient"}
+T = TypeVar("T")
 
 
 class SimState:
@@ -63,7 +65,7 @@ class SimState:
             files=self.files,
             finish=lambda task, speed: self.world.finish(task, speed),
         )
-        self.world = World(self.scheduler.get, stored.url_path)
+        self.world = World(self.scheduler.tasks.get, stored.url_path)
 
     def reconfigure(self, changes: Mapping[str, Any]) -> None:
         new = self.config.with_live(changes)
@@ -99,15 +101,6 @@ def _place(state: SimState, task: Task) -> int | None:
     return position - 1 if position > 0 else None
 
 
-def status_body(state: SimState, task: Task) -> dict[str, Any]:
-    return dialects.status_body(state.dialect, task, _place(state, task))
-
-
-def result_body(state: SimState, task: Task, base_url: str) -> dict[str, Any]:
-    entries = [out.body(base_url) for out in task.outputs]
-    return dialects.result_body(state.dialect, task, entries)
-
-
 def _answer(answer: dialects.Answer) -> Response:
     code, body, headers = answer
     if body is None:
@@ -135,20 +128,14 @@ def _authorize(request: Request, state: SimState) -> tuple[str | None, Response 
         return None, gateway_error(401, "UNAUTHORIZED", "Invalid API key")
     retry_after = state.limiter.take(token)
     if retry_after is not None:
-        return None, gateway_error(
-            state.dialect.rate_limit[0],
-            "RATE_LIMIT_EXCEEDED",
-            "Rate limit exceeded, please try again later",
-            dialects.retry_after_header(state.dialect, retry_after),
-        )
+        return None, _rate_limited(state, retry_after, exact=False)
     return token, None
 
 
-def _find(state: SimState, request: Request, key: str) -> Task | None:
-    task = state.scheduler.get(request.path_params["request_id"])
-    if task is None or task.endpoint != request.path_params["endpoint"] or task.key != key:
-        return None
-    return task
+def _rate_limited(state: SimState, wait: float, *, exact: bool) -> Response:
+    headers = dialects.retry_after_header(state.dialect, wait, exact=exact)
+    message = "Rate limit exceeded, please try again later"
+    return gateway_error(state.dialect.rate_limit[0], "RATE_LIMIT_EXCEEDED", message, headers)
 
 
 def _transient(state: SimState) -> Response | None:
@@ -166,24 +153,6 @@ def _transient(state: SimState) -> Response | None:
 
 
 # --------------------------------------------------------------------------- create
-
-
-def _webhook_keys(value: Any) -> list[str]:
-    """Paths of keys naming a webhook, at any depth: a loop with its own stack, so a
-    body nested however deep is walked, never a RecursionError (a 500)."""
-    found: list[str] = []
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, dict):
-            for name, inner in item.items():
-                where = f"{path}.{name}" if path else str(name)
-                if "webhook" in str(name).lower():
-                    found.append(where)
-                stack.append((inner, where))
-        elif isinstance(item, list):
-            stack.extend((inner, f"{path}.{i}") for i, inner in enumerate(item))
-    return found
 
 
 async def _read_body(request: Request) -> bytes | Response:
@@ -204,6 +173,14 @@ async def _read_body(request: Request) -> bytes | Response:
     return b"".join(chunks)
 
 
+async def _off_loop_if(big: bool, state: SimState, work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)``; in the media workers when the body is big, so the loop keeps
+    answering while a large payload is read or checked."""
+    if big:
+        return await asyncio.get_running_loop().run_in_executor(state.executor, work, *args)
+    return work(*args)
+
+
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -219,11 +196,7 @@ async def _payload(request: Request) -> dict[str, Any] | Response:
     if not raw.strip():
         return detail(400, "Request body is empty: send a JSON object with the endpoint's fields")
     try:
-        if len(raw) > _BIG_BODY:
-            loop = asyncio.get_running_loop()
-            payload = await loop.run_in_executor(_state(request).executor, _parse, raw)
-        else:
-            payload = _parse(raw)
+        payload = await _off_loop_if(len(raw) > _BIG_BODY, _state(request), _parse, raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         return detail(400, f"Request body is not valid JSON: {exc}")
     if not isinstance(payload, dict):
@@ -268,12 +241,7 @@ def _counted_caller(request: Request, operation: str) -> tuple[SimState, str] | 
     if operation == "create":
         retry_after = state.create_limiter.take_exact(key)
         if retry_after is not None:
-            return gateway_error(
-                state.dialect.rate_limit[0],
-                "RATE_LIMIT_EXCEEDED",
-                "Rate limit exceeded, please try again later",
-                dialects.retry_after_header(state.dialect, retry_after, exact=True),
-            )
+            return _rate_limited(state, retry_after, exact=True)
     return state, key
 
 
@@ -289,9 +257,7 @@ async def create_task(request: Request) -> Response:
     allowed = state.config.restrict.get(key)
     if allowed is not None and endpoint not in allowed:
         return detail(403, "Model not allowed for this user")
-    if any("webhook" in name.lower() for name in request.query_params) or any(
-        "webhook" in name.lower() for name in request.headers
-    ):
+    if any("webhook" in name.lower() for name in [*request.query_params, *request.headers]):
         return detail(400, "webhook not supported")
     control = _control(request)
     if isinstance(control, Response):
@@ -300,16 +266,11 @@ async def create_task(request: Request) -> Response:
     payload = await _payload(request)
     if isinstance(payload, Response):
         return payload
-    if _webhook_keys(payload):
+    if names_a_webhook(payload):
         return detail(400, "webhook not supported")
-    if (
-        request.headers.get("content-length", "0").isdigit()
-        and int(request.headers.get("content-length", "0")) > _BIG_BODY
-    ):
-        loop = asyncio.get_running_loop()
-        errors = await loop.run_in_executor(state.executor, payload_errors, endpoint, payload)
-    else:
-        errors = payload_errors(endpoint, payload)
+    declared = request.headers.get("content-length", "0")
+    big = declared.isdigit() and int(declared) > _BIG_BODY
+    errors = await _off_loop_if(big, state, payload_errors, endpoint, payload)
     context: dict[str, Any] = {}
     if not errors:
         errors, context = state.world.check(endpoint, payload, key)
@@ -333,9 +294,7 @@ async def create_task(request: Request) -> Response:
     state.scheduler.submit(task)
     state.stats["created"] += 1
     prefix = queue_url(base, endpoint, task.request_id)
-    position = state.scheduler.queue_position(task)
-    place = position - 1 if position > 0 else None
-    return JSONResponse(dialects.handle_body(state.dialect, task, prefix, place))
+    return JSONResponse(dialects.handle_body(state.dialect, task, prefix, _place(state, task)))
 
 
 # --------------------------------------------------------------------------- follow-ups
@@ -354,9 +313,9 @@ def _callers_task(
         error = _transient(state)
         if error is not None:
             return error
-    task = _find(state, request, key)
-    if task is None:
-        return detail(404, "Request not found")
+    task = state.scheduler.tasks.get(request.path_params["request_id"])
+    if task is None or task.endpoint != request.path_params["endpoint"] or task.key != key:
+        return detail(404, "Request not found")  # another key's task too
     return state, task
 
 
@@ -365,7 +324,7 @@ async def get_status(request: Request) -> Response:
     if isinstance(found, Response):
         return found
     state, task = found
-    return JSONResponse(status_body(state, task))
+    return JSONResponse(dialects.status_body(state.dialect, task, _place(state, task)))
 
 
 async def get_result(request: Request) -> Response:
@@ -375,7 +334,8 @@ async def get_result(request: Request) -> Response:
     state, task = found
     if task.status != COMPLETED:
         return _answer(dialects.not_ready(state.dialect, task, _place(state, task)))
-    return JSONResponse(result_body(state, task, _base_url(request)))
+    entries = [out.body(_base_url(request)) for out in task.outputs]
+    return JSONResponse(dialects.result_body(state.dialect, task, entries))
 
 
 async def cancel_task(request: Request) -> Response:
@@ -420,7 +380,7 @@ def _loopback_only(
 ) -> Callable[[Request], Awaitable[Response]]:
     async def guarded(request: Request) -> Response:
         host = request.client.host if request.client else ""
-        if host not in LOOPBACK and not host.startswith("127."):
+        if not (is_loopback(host) or host == "testclient"):  # starlette's TestClient
             return detail(403, "Simulator introspection is only served to loopback clients")
         return await handler(request)
 
@@ -428,7 +388,7 @@ def _loopback_only(
 
 
 async def sim_task(request: Request) -> Response:
-    task = _state(request).scheduler.get(request.path_params["request_id"])
+    task = _state(request).scheduler.tasks.get(request.path_params["request_id"])
     if task is None:
         return detail(404, "Request not found")
     return JSONResponse(

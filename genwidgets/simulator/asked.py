@@ -17,9 +17,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from ..catalog import NO_DEFAULT, field_named, service_default
-from ..catalog import endpoint as catalog_endpoint
 from ..catalog.introspect import leaves, limits_of
-from ..errors import EndpointNotFound
+from .registry import ENDPOINTS
 
 
 def _flag(value: Any) -> bool:
@@ -116,11 +115,8 @@ class Asked:
 
 def asked(endpoint: str, payload: Mapping[str, Any]) -> Asked:
     """``payload`` read through ``endpoint``'s model (a model-less reader when unknown)."""
-    try:
-        model: type[BaseModel] | None = catalog_endpoint(endpoint).model
-    except EndpointNotFound:
-        model = None
-    return Asked(payload, model)
+    spec = ENDPOINTS.get(endpoint)
+    return Asked(payload, spec.model if spec is not None else None)
 
 
 def ratio_of(text: str, default: tuple[int, int] = (16, 9)) -> tuple[int, int]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 from typing import Any
 
 from .._config import DEMO_KEY
 from ..errors import SimulatorStartError
-from . import config as c
-from .config import SimConfig
+from .config import CHECKS, SimConfig
 from .dialects import DIALECTS, ENV_VAR
 from .registry import ENDPOINTS
 from .server import SimulatorServer
@@ -62,6 +62,20 @@ def _restriction(text: str) -> tuple[str, tuple[str, ...]]:
     return key.strip(), endpoints
 
 
+#: The SimConfig settings that are flags argparse converts, then checks and defaults as
+#: SimConfig does (``--fail-rate`` sets ``fail_rate``): each one's help.
+CHECKED_FLAGS = {
+    "speed": "divide every simulated duration by this (2 = twice as fast)",
+    "workers": "tasks running at once; the rest queue",
+    "fail_rate": "share of tasks that end COMPLETED with an error (0-1)",
+    "error_rate": "share of status/result requests answered 502/503 (0-1)",
+    "rate_limit": "requests per second per key before RATE_LIMIT_EXCEEDED (default: no limit)",
+    "create_rate_limit": "create requests per second per key, besides --rate-limit "
+    "(default: no limit)",
+    "latency": "seconds added before every answer",
+}
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """``--help`` shows each flag's default, except where there is none to show."""
 
@@ -93,24 +107,11 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=EP[,EP...]",
         help="let KEY use only these endpoints (others answer 'Model not allowed for this user')",
     )
-    # the SimConfig settings that argparse converts and then checks: flag, type, check,
-    # default, help
-    checked: tuple[tuple[str, Callable[[str], Any], Callable[[Any], Any], Any, str], ...] = (
-        ("--speed", float, c.check_speed, 1.0,
-         "divide every simulated duration by this (2 = twice as fast)"),
-        ("--workers", int, c.check_workers, 4, "tasks running at once; the rest queue"),
-        ("--fail-rate", float, lambda v: c.check_rate("fail-rate", v), 0.0,
-         "share of tasks that end COMPLETED with an error (0-1)"),
-        ("--error-rate", float, lambda v: c.check_rate("error-rate", v), 0.0,
-         "share of status/result requests answered 502/503 (0-1)"),
-        ("--rate-limit", float, c.check_rate_limit, None,
-         "requests per second per key before RATE_LIMIT_EXCEEDED (default: no limit)"),
-        ("--create-rate-limit", float, lambda v: c.check_rate_limit(v, "create-rate-limit"),
-         None, "create requests per second per key, besides --rate-limit (default: no limit)"),
-        ("--latency", float, c.check_latency, 0.0, "seconds added before every answer"),
-    )  # fmt: skip
-    for flag, convert, check, default, text in checked:
-        parser.add_argument(flag, type=_checked(convert, check), default=default, help=text)
+    defaults = {f.name: f.default for f in fields(SimConfig)}
+    for name, text in CHECKED_FLAGS.items():
+        check = _checked(int if name == "workers" else float, CHECKS[name])
+        flag = "--" + name.replace("_", "-")
+        parser.add_argument(flag, type=check, default=defaults[name], help=text)
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
     parser.add_argument(
         "--dialect",
@@ -141,14 +142,8 @@ def config_from(args: argparse.Namespace) -> SimConfig:
     return SimConfig(
         keys=keys,
         restrict=restrict,
-        speed=args.speed,
-        workers=args.workers,
-        fail_rate=args.fail_rate,
-        error_rate=args.error_rate,
-        rate_limit=args.rate_limit,
-        create_rate_limit=args.create_rate_limit,
-        latency=args.latency,
         seed=args.seed,
+        **{name: getattr(args, name) for name in CHECKED_FLAGS},
         **({"dialect": args.dialect} if getattr(args, "dialect", None) else {}),
     )
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from typing import Any
 
 from .._config import DEMO_KEY
@@ -100,6 +101,21 @@ def check_workers(value: Any) -> int:
     return value
 
 
+#: The check of each setting that has a range (the CLI converts its flags, then checks them
+#: by this table): a bad value is a ValueError naming what is allowed.
+CHECKS: dict[str, Callable[[Any], Any]] = {
+    "speed": check_speed,
+    "workers": check_workers,
+    "fail_rate": partial(check_rate, "fail_rate"),
+    "error_rate": partial(check_rate, "error_rate"),
+    "create_error_rate": partial(check_rate, "create_error_rate"),
+    "rate_limit": check_rate_limit,
+    "create_rate_limit": partial(check_rate_limit, name="create_rate_limit"),
+    "latency": check_latency,
+    "dialect": check_dialect,
+}
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """How a simulator behaves.
@@ -145,21 +161,8 @@ class SimConfig:
                 raise ValueError("restrict maps a key to one or more endpoint identifiers")
             restrict[key] = names
         object.__setattr__(self, "restrict", restrict)
-        object.__setattr__(self, "speed", check_speed(self.speed))
-        object.__setattr__(self, "workers", check_workers(self.workers))
-        object.__setattr__(self, "fail_rate", check_rate("fail_rate", self.fail_rate))
-        object.__setattr__(self, "error_rate", check_rate("error_rate", self.error_rate))
-        object.__setattr__(
-            self, "create_error_rate", check_rate("create_error_rate", self.create_error_rate)
-        )
-        object.__setattr__(self, "rate_limit", check_rate_limit(self.rate_limit))
-        object.__setattr__(
-            self,
-            "create_rate_limit",
-            check_rate_limit(self.create_rate_limit, "create_rate_limit"),
-        )
-        object.__setattr__(self, "latency", check_latency(self.latency))
-        object.__setattr__(self, "dialect", check_dialect(self.dialect))
+        for name, check in CHECKS.items():
+            object.__setattr__(self, name, check(getattr(self, name)))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ValueError(f"seed must be an integer, got {self.seed!r}")
 

@@ -78,20 +78,15 @@ def _no_fields(task: Task) -> dict[str, Any]:
     return {}
 
 
-def _elapsed(task: Task) -> float | None:
-    if task.started_at is None or task.completed_at is None:
-        return None
-    return round(task.completed_at - task.started_at, 3)
+def _run_time(name: str) -> Callable[[Task], dict[str, Any]]:
+    """``metrics`` with the run's seconds under ``name``, once the task ended."""
 
+    def metrics(task: Task) -> dict[str, Any]:
+        if task.started_at is None or task.completed_at is None:
+            return {}
+        return {"metrics": {name: round(task.completed_at - task.started_at, 3)}}
 
-def _fal_metrics(task: Task) -> dict[str, Any]:
-    elapsed = _elapsed(task)
-    return {} if elapsed is None else {"metrics": {"inference_time": elapsed}}
-
-
-def _replicate_metrics(task: Task) -> dict[str, Any]:
-    elapsed = _elapsed(task)
-    return {} if elapsed is None else {"metrics": {"predict_time": elapsed}}
+    return metrics
 
 
 # ----------------------------------------------------------------- errors
@@ -203,7 +198,7 @@ DIALECTS: Mapping[str, Dialect] = {
         position_base=0,
         handle="full",
         logs=_fal_logs,
-        metrics=_fal_metrics,
+        metrics=_run_time("inference_time"),
         errors=_object_errors,
         outputs=_fal_outputs,
         not_ready=(400, "Request is still in progress"),
@@ -223,7 +218,7 @@ DIALECTS: Mapping[str, Dialect] = {
         position_base=None,
         handle="urls",
         logs=_replicate_logs,
-        metrics=_replicate_metrics,
+        metrics=_run_time("predict_time"),
         errors=_error_only,
         outputs=_replicate_outputs,
         not_ready=(202, None),
@@ -275,12 +270,8 @@ def handle_body(d: Dialect, task: Task, prefix: str, place: int | None) -> dict[
             "status": d.words[state_of(task)],
             "urls": {"get": f"{prefix}/response", "cancel": f"{prefix}/cancel"},
         }
-    body: dict[str, Any] = {
-        "request_id": task.request_id,
-        "response_url": f"{prefix}/response",
-        "status_url": f"{prefix}/status",
-        "cancel_url": f"{prefix}/cancel",
-    }
+    urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("response", "status", "cancel")}
+    body: dict[str, Any] = {"request_id": task.request_id, **urls}
     if d.position_base is not None:  # a task that started at once has position 0
         body["queue_position"] = 0 if place is None else place + d.position_base
     return body

@@ -1,16 +1,11 @@
-"""The input media a task names, read so that outputs can start from them.
+"""The input media a task names, read so that an edit can start from its source.
 
-A lesson shows an edit beside its source, so the simulator reads the images
-and videos a request points to: ``data:`` URLs, raw base64, its own output
-files (``/files/<token>/<name>``, read from the store whatever host the URL
-names, since the token is unguessable) and URLs on loopback hosts
-(``localhost``, ``127.0.0.0/8``, ``::1``: a teacher's local file server).
-
-Nothing else is fetched: the simulator never reaches the internet, so any
-other URL (and ``asset://``) reads as None and the output falls back to
-shapes drawn from the seed, as before. A fetch has a short timeout, follows no
-redirect (one could lead off the machine) and stops at ``MAX_INPUT_BYTES``.
-Every failure reads as None: producing media never fails on an input.
+Read: ``data:`` URLs, raw base64, the simulator's own output files (by their
+unguessable token, whatever host the URL names) and loopback URLs (a teacher's local
+file server). Nothing else is fetched, the simulator never reaches the internet: any
+other URL reads as None (the output falls back to shapes from the seed), as does every
+failure. A fetch has a short timeout, follows no redirect (one could lead off the
+machine) and stops at ``MAX_INPUT_BYTES``.
 """
 
 from __future__ import annotations

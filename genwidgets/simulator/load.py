@@ -18,7 +18,7 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit
 
 import httpx
@@ -142,19 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         connections=args.connections,
         max_seconds=args.max_seconds,
     )
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "requests": result.requests,
-                    "ok": result.ok,
-                    "seconds": result.seconds,
-                    "per_second": result.per_second,
-                }
-            )
-        )
-    else:
-        print(result)
+    figures = asdict(result) | {"per_second": result.per_second}
+    print(json.dumps(figures) if args.json else result)
     return 0 if result.ok == result.requests else 1
 
 

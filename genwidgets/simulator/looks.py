@@ -4,7 +4,7 @@ A grid that compares prompts or models on the simulator must show differences
 where the inputs differ: the prompt's words make the palette and the motifs
 (same word, same motif in any model), the endpoint its signature, the seed the
 layout, imgM's ``--chaos``, ``--stylize``, ``--weird`` and ``::`` weights what
-they name. See docs/decisions.md, "Simulated pictures follow their inputs".
+they name: docs/decisions.md#sim-pictures.
 """
 
 from __future__ import annotations
@@ -121,16 +121,8 @@ def weighted_words(text: str) -> list[tuple[str, float]]:
 
 @dataclass(frozen=True)
 class Look:
-    """What a simulated picture shows, read from its caption's inputs.
-
-    - the prompt's words drive the palette (the first two make the background)
-      and the motifs (each word its own shape and colour, as many as its ``::``
-      weight asks; a negative weight or ``--no`` leaves it out);
-    - the endpoint adds its signature: a frame and a striped corner mark in its
-      colour (``--stylize`` widens them);
-    - the seed places the motifs (the layout), nothing else;
-    - ``--chaos`` scatters extra small motifs; ``--weird`` turns the motifs' hues.
-    """
+    """What a simulated picture shows, read from its caption's inputs (the first two
+    words make the background; the rest as the module says)."""
 
     endpoint: str = ""
     words: tuple[tuple[str, float], ...] = ()

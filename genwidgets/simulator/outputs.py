@@ -1,10 +1,8 @@
 """What each endpoint produces, fitted to its request (run in a worker thread).
 
-Defaults and ranges are the catalog's (read through :mod:`.asked`); makers are chosen
-per family and kind from :data:`MAKERS` (a video's own reading of its request:
-:class:`.videos.Video`). Values are read tolerantly (clamped, "5" is 5)
-so producing media never fails on input validation let through. What the pictures,
-sounds and edits are where the spec leaves them open: docs/decisions.md#sim-outputs.
+Makers are chosen per family and kind from :data:`MAKERS`; they read the request
+tolerantly through the catalog's model (:mod:`.asked`). What the pictures, sounds and
+edits are where the spec leaves them open: docs/decisions.md#sim-outputs.
 """
 
 from __future__ import annotations
@@ -67,6 +65,14 @@ def _list(payload: Mapping[str, Any], name: str) -> list[Any]:
 def _prompt_lines(prompt: Any, **params: Any) -> list[str]:
     shown = ", ".join(f"{k}={v}" for k, v in params.items() if v not in (None, ""))
     return [str(prompt or "(no prompt)")[:400], shown]
+
+
+def _payload_seed(payload: Mapping[str, Any], seed: int, *, zero_is_random: bool = True) -> int:
+    """The ``seed`` the payload fixes (an integer, never a boolean), else the task's."""
+    value = payload.get("seed")
+    if isinstance(value, int) and not isinstance(value, bool) and (value or not zero_is_random):
+        return value
+    return seed
 
 
 # --------------------------------------------------------------------------- imgM
@@ -207,10 +213,7 @@ def _imgm_edit(
             synth.repaint(source, mask, seed + i, f"{endpoint} · {i + 1}/4", lines)
             for i in range(4)
         ]
-    files = [
-        MediaFile(f"image_{i}.png", "image/png", synth.encode_image(made))
-        for i, made in enumerate(pictures)
-    ]
+    files = [synth.image_output(f"image_{i}", made) for i, made in enumerate(pictures)]
     return Produced(files, {"image_size": pictures[0].size, "seed": seed})
 
 
@@ -231,17 +234,12 @@ def _edited(
     files = []
     for i in range(n):
         title = f"{endpoint} · {i + 1}/{n}"
-        if not sources:
-            files.append(
-                synth.image_file(f"image_{i}", *size, seed + i, title, lines, fmt, quality)
-            )
-            continue
-        made = synth.edit(sources, *size, seed + i)
-        synth.caption(made, title, lines)
-        name = f"image_{i}.{'jpg' if fmt == 'jpeg' else fmt}"
-        files.append(
-            MediaFile(name, synth.IMAGE_FORMATS[fmt][1], synth.encode_image(made, fmt, quality))
-        )
+        if sources:
+            made = synth.edit(sources, *size, seed + i)
+            synth.caption(made, title, lines)
+        else:
+            made = synth.picture(*size, seed + i, title, lines)
+        files.append(synth.image_output(f"image_{i}", made, fmt, quality))
     return files
 
 
@@ -282,30 +280,23 @@ def _img_q(
         w = round(IMGQ_AUTO_SIDE * aspect**0.5 / step) * step
         h = round(IMGQ_AUTO_SIDE / aspect**0.5 / step) * step
         w, h = max(low, min(high, w)), max(low, min(high, h))
-    if isinstance(payload.get("seed"), int) and not isinstance(payload.get("seed"), bool):
-        seed = int(payload["seed"])
+    seed = _payload_seed(payload, seed, zero_is_random=False)
     n = a.int("n", 1, 1, 6)
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
     # the last image sets the ratio, so it fills the frame; the others are insets
     return Produced(_edited(endpoint, sources[-1:] + sources[:-1], (w, h), seed, n, lines))
 
 
-def _pictures(
-    endpoint: str,
-    payload: Mapping[str, Any],
-    seed: int,
-    *,
-    size: tuple[int, int] = (1024, 1024),
-    most: int = 10,
+def _default_images(
+    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
 ) -> Produced:
-    """Drawn pictures, as many as ``n`` and as large as ``size`` ask (sent, else the
-    service's default; ``size`` and 1 when the model states none), captioned with
-    the prompt; the payload's ``seed`` when it gives one."""
+    """Drawn pictures (genW's text to image, and any image endpoint registered at run
+    time), as many as ``n`` and as large as ``size`` ask (sent, else the service's
+    default; 1 and 1024x1024 when the model states none), captioned with the prompt."""
     a = asked(endpoint, payload)
-    w, h = size_of(a.get("size"), size, 256, 4096)
-    if isinstance(payload.get("seed"), int) and not isinstance(payload.get("seed"), bool):
-        seed = int(payload["seed"])
-    count = a.int("n", 1, 1, most)
+    w, h = size_of(a.get("size"), (1024, 1024), 256, 4096)
+    seed = _payload_seed(payload, seed, zero_is_random=False)
+    count = a.int("n", 1, 1, 10)
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
     return Produced(
         [
@@ -316,22 +307,7 @@ def _pictures(
     )
 
 
-def _default_images(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
-    """Pictures from ``prompt``, ``n`` and ``size`` (genW's text to image, and any image
-    endpoint registered at run time: see the module docstring)."""
-    return _pictures(endpoint, payload, seed)
-
-
 # --------------------------------------------------------------------------- videos
-
-
-def _payload_seed(payload: Mapping[str, Any], seed: int) -> int:
-    value = payload.get("seed")
-    if isinstance(value, int) and not isinstance(value, bool) and value != 0:
-        return value
-    return seed
 
 
 def _video(

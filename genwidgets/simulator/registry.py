@@ -1,12 +1,8 @@
 """Which endpoints the simulator serves, how long each kind runs, and payload checks.
 
-The simulator serves exactly the catalog's endpoints (:mod:`genwidgets.catalog`),
-documented and referenced ones alike, and looks each up when a request arrives: an
-endpoint registered after the simulator started is served at once. An endpoint's
-``kind`` sets how long its task runs (:data:`BASE_SECONDS`) and which media it
-makes (:func:`genwidgets.simulator.outputs.produce`). Payloads are checked by
-:func:`genwidgets.catalog.validate`, its soft findings collected, so the server
-thread never warns into a user's notebook.
+Exactly the catalog's endpoints, looked up when a request arrives (one registered after
+the simulator started is served at once), checked by :func:`genwidgets.catalog.validate`
+with its soft findings collected, so the server thread never warns into a notebook.
 """
 
 from __future__ import annotations

@@ -8,18 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeVar
 
-from ..catalog import endpoint as catalog_endpoint
-from ..errors import EndpointNotFound
+from .registry import ENDPOINTS
 
 T = TypeVar("T")
 
 
 def family_of(endpoint: str) -> str:
     """The endpoint's family in the catalog (``""`` for an endpoint it does not know)."""
-    try:
-        return catalog_endpoint(endpoint).family
-    except EndpointNotFound:
-        return ""
+    spec = ENDPOINTS.get(endpoint)
+    return spec.family if spec is not None else ""
 
 
 def rule_for(

@@ -1,24 +1,10 @@
 """Synthetic media: images (Pillow), H.264 MP4 videos (PyAV), speech audio (PyAV).
 
-Everything here is a pure function of its arguments, run in a worker thread
-(never on the event loop). The same arguments give the same bytes. A picture
-follows what matters (:class:`Look`): the prompt's words make its palette and
-motifs, the endpoint its frame, the seed its layout, imgM's ``--chaos``,
-``--stylize``, ``--weird`` and ``::`` weights what they name; so a grid that
-compares prompts or models on the simulator shows differences where the inputs
-differ, and the same seed gives the same picture.
-
-Edits start from their source so a lesson can show before and after:
-:func:`vary` blends the source with a seed picture (a little, or a lot and
-zoomed), :func:`extend` places the source unchanged on a larger canvas and
-fills the new side with its mirrored edge, :func:`repaint` changes only the
-white part of a mask, :func:`edit` starts from input images, and videos can
-start on a first frame and end on a last one (:func:`encode_video`) or carry
-a source video's frames under new audio (:func:`redub`).
-
-Videos are kept small and quick to encode: a low frame rate (8 fps up to
-1280x720, 4 fps above), a keyframe every second, x264 ``ultrafast`` at a high
-CRF. The dimensions are the requested ones, exactly.
+Pure functions of their arguments (the same arguments, the same bytes), run in a worker
+thread, never on the event loop. A picture follows its inputs (:class:`.looks.Look`);
+edits start from their source, so a lesson shows before and after; videos are small and
+quick to encode (8 fps up to 1280x720, 4 above, x264 ``ultrafast``) at exactly the size
+asked: docs/decisions.md#sim-pictures.
 """
 
 from __future__ import annotations
@@ -238,7 +224,14 @@ def image_file(
     fmt: str = "png",
     quality: int | None = None,
 ) -> MediaFile:
-    data = encode_image(picture(width, height, seed, title, lines), fmt, quality)
+    return image_output(name, picture(width, height, seed, title, lines), fmt, quality)
+
+
+def image_output(
+    name: str, image: Image.Image, fmt: str = "png", quality: int | None = None
+) -> MediaFile:
+    """``image`` encoded as the output ``name`` and its format's extension."""
+    data = encode_image(image, fmt, quality)
     return MediaFile(f"{name}.{'jpg' if fmt == 'jpeg' else fmt}", IMAGE_FORMATS[fmt][1], data)
 
 
@@ -331,17 +324,10 @@ CHAR_SECONDS = 0.06
 SENTENCE_END = ".!?;。！？"
 
 
-def speech_plan(text: str, speed: float = 1.0) -> list[tuple[str, float]]:
-    """The text as ("voice" | "silence", seconds) pieces; ``<#x#>`` is x s of silence.
-
-    Length grows with the text: each character speaks for 60 ms divided by the
-    voice speed; a newline adds 0.4 s, sentence punctuation 0.2 s.
-    """
-    return [(kind, seconds) for kind, seconds, _ in speech_pieces(text, speed)]
-
-
 def speech_pieces(text: str, speed: float = 1.0) -> list[tuple[str, float, str]]:
-    """:func:`speech_plan` with the character each piece says ("" for a pause)."""
+    """The text as ("voice" | "silence", seconds, the character said) pieces; ``<#x#>``
+    is x s of silence (its character ""). Each character speaks for 60 ms divided by
+    the voice speed; a newline adds 0.4 s, sentence punctuation 0.2 s."""
     speed = speed if speed > 0 else 1.0
     pieces: list[tuple[str, float, str]] = []
     pos = 0
@@ -372,7 +358,6 @@ def speech_pcm(
     volume: float = 1.0,
 ) -> bytes:
     """Interleaved s16 PCM of a humming "voice" that follows the text."""
-    plan = speech_plan(text, speed)
     base = 180.0 * 2 ** (max(-12, min(12, pitch)) / 12)
     vol = 0.35 * max(0.0, min(10.0, volume)) / 1.0
     voices = [
@@ -383,7 +368,7 @@ def speech_pcm(
     ]
     frame = 2 * channels
     out = bytearray()
-    for i, (kind, seconds) in enumerate(plan):
+    for i, (kind, seconds, _said) in enumerate(speech_pieces(text, speed)):
         if kind == "voice":
             out += voices[(i * 7 + len(out)) % len(voices)]
         else:

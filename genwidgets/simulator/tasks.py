@@ -1,14 +1,9 @@
 """Tasks in memory and the scheduler that runs ``workers`` of them at once.
 
-A task is ``IN_QUEUE`` (with a 1-based ``queue_position``: 1 starts next; a
-running or finished task has position 0) until a slot is free, then
-``IN_PROGRESS`` for its run time, then ``COMPLETED``. How these states are
-worded to a client is the dialect's choice (:mod:`.dialects`). Run time = the kind's
-demo duration (or ``X-Sim-Duration``) divided by the speed in force when the
-task starts. The media is made in a worker thread from the moment the task
-starts, and completion waits for it, so the files exist once ``COMPLETED`` is
-seen. Each running task is one asyncio coroutine sleeping on a loop timer: a
-status request only reads fields, it never computes.
+Run time is the kind's demo duration (or ``X-Sim-Duration``) over the speed in force
+when the task starts. Its media is made in a worker thread meanwhile and completion
+waits for it, so the files exist once ``COMPLETED`` is seen. A running task is one
+coroutine sleeping on a loop timer: a status request only reads fields.
 """
 
 from __future__ import annotations
@@ -104,9 +99,6 @@ class Scheduler:
         self._executor = executor
         self._files = files
         self._finish = finish
-
-    def get(self, request_id: str) -> Task | None:
-        return self.tasks.get(request_id)
 
     def submit(self, task: Task) -> None:
         self.tasks[task.request_id] = task

@@ -528,7 +528,7 @@ class GridRun:
         for (cell, _), job in zip(attach, jobs, strict=True):
             run._attach(cell, job)
         lost = [c for c in run.cells if c.unsent]  # the store missed them: the ledger says
-        if lost:
+        if lost and client.ledger is not None:  # (a session's store in memory misses none)
             run._settle_lost(lost)
         return run
 

@@ -286,3 +286,28 @@ def test_a_client_without_a_ledger_rates_a_grid_and_writes_no_file(
         assert store_for(client).ratings(grid.id) == {1: (4, "crisp")}
         assert store_for(client).require(grid.id).sent == 2
     assert not list(tmp_path.glob("*.sqlite3*"))
+
+
+def test_without_a_ledger_a_grid_stored_before_it_was_sent_reopens_waiting_to_be_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
+) -> None:
+    """Rated before it was confirmed (which stores it), re-opened in the session by a
+    client without a ledger: its cells wait (none is called "outcome unknown": the
+    session's store misses no write), and ``submit()`` sends each once."""
+    from genwidgets.lab.run import status_of
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    with gw.Client(base_url=simulator.base_url, api_key="sim-demo-key", ledger=False) as client:
+        grid = gw.grid(
+            "genW2.5-t2i-preview",
+            {"prompt": "a fox", "n": 1},
+            x=("seed", [1, 2]),
+            client=client,
+            confirm_above=1,
+        )
+        grid.rate(grid.cells[0], 3)  # stored, nothing sent
+        again = gw.load_grid(grid.id, client=client)
+        assert [status_of(c) for c in again.cells] == ["not sent", "not sent"]
+        again.submit(wait=True).wait(timeout=60)
+        assert again.run.counts() == (2, 0, 2)
+        assert client.request_counts.get("create", 0) == 2

@@ -2,7 +2,7 @@
 
 A child client process (``gw.Client``, default ``max_status_rate`` of 50/s, no
 ledger and no downloads, so that what is measured is the jobs and the engine)
-submits ``jobs`` tasks with seeded run times of 2 to 20 s to a child simulator
+submits ``jobs`` tasks with seeded run times of 2 to 20 s (``longest_s``) to a child simulator
 running 1024 at once (its most; the others queue, as on a busy gateway), then
 waits for every result.
 

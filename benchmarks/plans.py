@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import grid_weight, polling, teaching_weight
+from . import grid_weight, polling, scale, teaching_weight
 from .polling import ArmPlan, PollingPlan
 from .sets import Arrivals, BimodalTaskSet, MixedTaskSet, TaskSet
 
@@ -47,6 +47,9 @@ class Plan:
     #: status requests timed through the class gateway and without it
     #: (benchmarks/serve.py; its load is five times as many); 0 skips it
     serve_status: int = 0
+    #: the scale step's longest task in seconds (its run times are drawn from 2 s up to
+    #: it); the tiny plan shortens them, what it checks being counts, not rates
+    scale_longest_s: float = scale.LONGEST_S
 
 
 #: The full run's arms and when each starts. The long warm arms start first with their

@@ -101,7 +101,7 @@ def measure(plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
             True,
             lambda: polling.run_polling(plan.polling),
         ),
-        ("scale", True, lambda: scale.run_scale(plan.scale_jobs)),
+        ("scale", True, lambda: scale.run_scale(plan.scale_jobs, longest_s=plan.scale_longest_s)),
         ("batch", plan.batch_rows > 0, lambda: batch.run_batch(plan.batch_rows)),
         (
             "serve",

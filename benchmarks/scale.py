@@ -2,7 +2,7 @@
 
 A child client process (``gw.Client``, default ``max_status_rate`` of 50/s, no
 ledger and no downloads, so that what is measured is the jobs and the engine)
-submits ``jobs`` tasks with seeded run times of 2 to 20 s to a child simulator
+submits ``jobs`` tasks with seeded run times of 2 to 20 s (``longest_s``) to a child simulator
 running 1024 at once (its most; the others queue, as on a busy gateway), then
 waits for every result.
 
@@ -57,11 +57,11 @@ def _thread_cpu_s(native_id: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def worker(base_url: str, jobs: int, seed: int = 5) -> dict[str, Any]:
+def worker(base_url: str, jobs: int, seed: int = 5, longest_s: float = LONGEST_S) -> dict[str, Any]:
     import genwidgets as gw
 
     rng = random.Random(seed)
-    durations = [rng.uniform(SHORTEST_S, LONGEST_S) for _ in range(jobs)]
+    durations = [rng.uniform(SHORTEST_S, longest_s) for _ in range(jobs)]
     client = gw.Client(base_url, common.DEMO_KEY, ledger=False, download=False)
     first = client.submit(ENDPOINT, PAYLOAD, headers={"X-Sim-Duration": "0.1"})
     first.result(timeout=60)  # the engine, the connection pool and the imports exist now
@@ -110,11 +110,17 @@ def worker(base_url: str, jobs: int, seed: int = 5) -> dict[str, Any]:
     }
 
 
-def run_scale(jobs: int = 10_000, budget: float = 50.0) -> dict[str, Any]:
+def run_scale(
+    jobs: int = 10_000, budget: float = 50.0, longest_s: float = LONGEST_S
+) -> dict[str, Any]:
     """The figures above, from a child client against a child simulator."""
     with common.simulators(1, workers=min(jobs, SIM_WORKERS)) as (sim,):
         process = subprocess.run(
-            [common.PYTHON, *WORKER, "--base", sim.base_url, "--jobs", str(jobs)],
+            [
+                common.PYTHON,
+                *WORKER,
+                *("--base", sim.base_url, "--jobs", str(jobs), "--longest", str(longest_s)),
+            ],
             capture_output=True,
             text=True,
             env=common.child_env(),
@@ -134,8 +140,9 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--worker", action="store_true", required=True)
     parser.add_argument("--base", required=True)
     parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--longest", type=float, default=LONGEST_S)
     args = parser.parse_args(argv)
-    print(json.dumps(worker(args.base, args.jobs)), flush=True)
+    print(json.dumps(worker(args.base, args.jobs, longest_s=args.longest)), flush=True)
     return 0
 
 

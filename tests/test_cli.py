@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -17,11 +18,20 @@ import pytest
 import genwidgets
 from genwidgets.cli import main
 from genwidgets.errors import LedgerWarning
+from genwidgets.jobs import polling
 
 pytestmark = pytest.mark.timeout(60)
 
 #: reST a terminal would print raw: ``code``, :mod:`x`, :class:`x`...
 REST = re.compile(r"``|:[a-z]+:`")
+
+
+@pytest.fixture
+def quick_not_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 404 believed after 0.1 s, not the 3 s a task just created is given: the
+    commands' answer to an unknown id is the subject, not how long it is doubted."""
+    quick = dataclasses.replace(polling.DEFAULT_POLICY, not_found_grace=0.1)
+    monkeypatch.setattr(polling, "DEFAULT_POLICY", quick)  # read when a client is made
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -115,7 +125,10 @@ def test_history_status_and_result_read_the_ledger_and_the_gateway(
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_cancel_resume_and_an_id_the_ledger_does_not_know(
-    gateway_env: Any, make_simulator: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+    gateway_env: Any,
+    make_simulator: Callable[..., Any],
+    capsys: pytest.CaptureFixture[str],
+    quick_not_found: None,
 ) -> None:
     httpx.put(f"{gateway_env.base_url}/_sim/config", json={"speed": 0.05}, timeout=10)
     with genwidgets.Client() as client:
@@ -148,6 +161,7 @@ def test_with_json_every_error_is_one_json_object_on_stdout(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    quick_not_found: None,
 ) -> None:
     for command in ("status", "cancel", "result"):
         assert main([command, "no-such-id", "--json"]) == 2

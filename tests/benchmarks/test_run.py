@@ -26,25 +26,13 @@ if str(REPO) not in sys.path:
 
 from benchmarks import on_paper, polling, run  # noqa: E402
 from benchmarks.goals import MISSED, NOT_EVIDENCE, judge_all  # noqa: E402
+from benchmarks.plans import FULL_ARMS  # noqa: E402
 from benchmarks.polling import ArmPlan, PollingPlan  # noqa: E402
 from benchmarks.sets import Arrivals, BimodalTaskSet, MixedTaskSet, TaskSet  # noqa: E402
 
+#: the full plan's arms (benchmarks/plans.py), each polling a tiny set
 TINY_ARMS = {
-    name: ArmPlan(max_live=2 if name.startswith("fixed 0.1 s") else 0)
-    for name in (
-        polling.OURS,
-        polling.OURS_WARM,
-        polling.OURS_SHIFT,
-        polling.OURS_BIMODAL,
-        polling.OURS_SHORT,
-        polling.OURS_SHORT_WARM,
-        polling.OURS_MIXED,
-        *(
-            fixed + suffix
-            for fixed in polling.FIXED_INTERVALS
-            for suffix in ("", polling.BIMODAL, polling.SHORT, polling.MIXED)
-        ),
-    )
+    name: ArmPlan(max_live=2 if name.startswith("fixed 0.1 s") else 0) for name in FULL_ARMS
 } | {polling.OURS_SHORT: ArmPlan(arrivals=Arrivals(3, 0.5))}
 TINY = run.Plan(
     polling=PollingPlan(
@@ -58,6 +46,7 @@ TINY = run.Plan(
     kernel_jobs=20,
     kernel_samples=5,
     scale_jobs=40,
+    scale_longest_s=4.0,
     kernel_jobs_many=30,
     import_runs=1,
     form_runs=1,

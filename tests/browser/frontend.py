@@ -263,19 +263,26 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def serve(
-    kind: Kind, root: Path, *, target: str | None = None, extra: dict[str, str] | None = None
+    kind: Kind,
+    root: Path,
+    *,
+    target: str | None = None,
+    extra: dict[str, str] | None = None,
+    sim_speed: float | None = None,
 ) -> Iterator[Frontend]:
     """Start ``kind`` on a free loopback port over a copy of ``notebooks/`` under
     ``root`` (plus ``extra`` files: name -> text); stop it and its kernels after.
     Started again on the same ``root``, it serves what the last one left there
-    (notebooks saved in the page included): a server restarted, kernels gone."""
+    (notebooks saved in the page included): a server restarted, kernels gone.
+    ``sim_speed``: its kernels' embedded simulator runs that many times demo speed
+    (``GENWIDGETS_SIM_SPEED``); unset, at demo speed."""
     require_chromium()
     workdir = root / "work"
     if not workdir.exists():
         shutil.copytree(jupyter_env.NOTEBOOKS, workdir)
     for name, text in (extra or {}).items():
         (workdir / name).write_text(text)
-    env = jupyter_env.isolated_environ(root / "env")
+    env = jupyter_env.isolated_environ(root / "env", sim_speed=sim_speed)
     for plugin, values in (LAB_SETTINGS if kind == "lab" else {}).items():
         path = Path(env["JUPYTER_CONFIG_DIR"]) / "lab" / "user-settings"
         path = path / f"{plugin}.jupyterlab-settings"

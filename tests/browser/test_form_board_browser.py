@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import jupyter_env  # tests/jupyter_env.py (tests/ is on pytest's pythonpath)
 import pytest
 from browser.frontend import (
     Frontend,
@@ -96,7 +97,9 @@ def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: Any) -> Iterator[Frontend]:
     root = tmp_path_factory.mktemp("layout")
-    with serve("lab", root, extra={NOTEBOOK: notebook_text(*CELLS)}) as server:
+    # at the lessons' speed: the layout of finished tasks is measured, not their pace
+    layout = {NOTEBOOK: notebook_text(*CELLS)}
+    with serve("lab", root, extra=layout, sim_speed=jupyter_env.LESSON_SIM_SPEED) as server:
         yield server
 
 

@@ -113,7 +113,10 @@ def widget_scripts(
 def exported_site(widget_scripts: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The quickstart executed (widget state stored) and exported next to its scripts."""
     root = tmp_path_factory.mktemp("export")
-    with jupyter_env.isolated_kernel(root / "jupyter") as kernel:
+    # at the lessons' speed: what is exported is what a Run All saves, whatever its pace
+    with jupyter_env.isolated_kernel(
+        root / "jupyter", sim_speed=jupyter_env.LESSON_SIM_SPEED
+    ) as kernel:
         workdir = root / "run"
         workdir.mkdir()
         nb, _ = jupyter_env.execute(jupyter_env.NOTEBOOKS / NOTEBOOK, workdir, kernel_name=kernel)

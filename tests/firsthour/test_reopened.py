@@ -207,7 +207,9 @@ def played(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
     """The first server's session (see the module docstring); its server stopped."""
     root = tmp_path_factory.mktemp("lasting")
     result = Played(root)
-    with serve("lab", root) as server:
+    # its kernels at the lessons' speed (as tests/notebooks runs both notebooks): what is
+    # checked is what the views show and save, and the killed kernel's task asks 600 s
+    with serve("lab", root, sim_speed=jupyter_env.LESSON_SIM_SPEED) as server:
         result.ports.add(urlsplit(server.url).port or 0)
         with open_page(browser, server, failure_name="failure-live-lab.png") as watched:
             page = watched.page

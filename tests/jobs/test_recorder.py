@@ -75,10 +75,10 @@ def test_key_is_never_written_to_the_ledger(fake: FakeGateway, tmp_path: Path) -
             assert KEY.encode() not in path.read_bytes(), path
 
 
-@pytest.mark.slow
 def test_failed_creates_leave_the_right_trace(fake: FakeGateway) -> None:
     client = make_client(fake)
-    fake.faults["create"].extend([error(429, RATE)] * 3)
+    # refused for 10 ms each (without a Retry-After the gate would hold each retry 1 s)
+    fake.faults["create"].extend([error(429, RATE, {"retry-after-ms": "10"})] * 3)
     with pytest.raises(gw.RateLimited):
         client.submit("ep", {"n": 1}, validate=False)
     fake.faults["create"].append(httpx.ReadTimeout("lost"))

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from fake_gateway import BASE, FAST_POLICY, FakeGateway, error, speed_up
+from fake_time import FakeTime
 
 from genwidgets import errors
 from genwidgets.errors import OutcomeUnknown
@@ -35,6 +36,23 @@ def run(coro: Any) -> Any:
 def gateway(fake: FakeGateway, **kw: Any) -> Gateway:
     kw.setdefault("not_found_grace", FAST_POLICY.not_found_grace)
     return Gateway(BASE, KEY, transport=fake.transport(), **kw)
+
+
+def virtual_gateway(
+    fake: FakeGateway, slept: list[float] | None = None, **kw: Any
+) -> tuple[Gateway, FakeTime]:
+    """A gateway whose waits (its backoff, noted in ``slept``, and its rate gate) pass
+    in virtual time."""
+    clock = FakeTime()
+
+    async def sleep(seconds: float) -> None:
+        if slept is not None:
+            slept.append(seconds)
+        await clock.sleep(seconds)
+
+    gw = gateway(fake, sleep=sleep, clock=clock.clock, **kw)
+    gw.gate = RateGate(clock=clock.clock, sleep=clock.sleep)
+    return gw, clock
 
 
 def handle_for(fake: FakeGateway, rid: str, endpoint: str = "ep") -> Handle:
@@ -144,35 +162,32 @@ def test_key_echoed_by_a_gateway_is_redacted() -> None:
 RATE = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}, "request_id": "g"}
 
 
-@pytest.mark.slow
 def test_create_retries_429_within_max_retries() -> None:
     fake = FakeGateway()
     fake.faults["create"].extend([error(429, RATE), error(429, RATE)])
-    handle = run(gateway(fake, max_retries=2).create("ep", b'{"prompt": "x"}'))
+    gw, clock = virtual_gateway(fake, max_retries=2)
+    handle = run(clock.run(gw.create("ep", b'{"prompt": "x"}')))
     assert handle.request_id and fake.count("create") == 3
+    assert clock.now >= 2.0  # the gate held each retry its default second
 
 
-@pytest.mark.slow
 def test_create_after_a_429_waits_what_the_gateway_says_and_no_more() -> None:
     """With a Retry-After the client's gate holds the retry exactly that long; an extra
     backoff on top would leave a batch idle under a create limit. Without one, the
     create backs off (and the gate waits its default second)."""
     slept: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        slept.append(seconds)
-
     fake = FakeGateway()
     fake.faults["create"].append(error(429, RATE, {"retry-after-ms": "20"}))
-    gw = gateway(fake, max_retries=2, sleep=sleep)
-    assert run(gw.create("ep", b'{"prompt": "x"}')).request_id
-    assert fake.count("create") == 2 and slept == []
+    gw, clock = virtual_gateway(fake, slept, max_retries=2)
+    assert run(clock.run(gw.create("ep", b'{"prompt": "x"}'))).request_id
+    assert fake.count("create") == 2 and slept == [] and clock.now == pytest.approx(0.02)
 
     fake = FakeGateway()
     fake.faults["create"].append(error(429, RATE))
-    gw = gateway(fake, max_retries=2, sleep=sleep)
-    assert run(gw.create("ep", b'{"prompt": "x"}')).request_id
+    gw, clock = virtual_gateway(fake, slept, max_retries=2)
+    assert run(clock.run(gw.create("ep", b'{"prompt": "x"}'))).request_id
     assert fake.count("create") == 2 and len(slept) == 1 and slept[0] > 0
+    assert clock.now >= 1.0  # and the gate its default second
 
 
 def test_create_sends_only_a_prepared_body() -> None:
@@ -183,12 +198,12 @@ def test_create_sends_only_a_prepared_body() -> None:
     assert fake.count("create") == 0
 
 
-@pytest.mark.slow
 def test_create_gives_up_after_max_retries() -> None:
     fake = FakeGateway()
     fake.faults["create"].extend([error(429, RATE)] * 5)
+    gw, clock = virtual_gateway(fake, max_retries=2)
     with pytest.raises(errors.RateLimited):
-        run(gateway(fake, max_retries=2).create("ep", b"{}"))
+        run(clock.run(gw.create("ep", b"{}")))
     assert fake.count("create") == 3
 
 

@@ -254,7 +254,7 @@ def test_any_gateway_answer_meets_a_typed_error_or_a_record(
             except GenwidgetsError as exc:
                 _clean(f"{exc} {vars(exc)}")
             try:
-                final = ends(lambda: job.result(timeout=0.3), OUTER)
+                final = ends(lambda: job.result(timeout=0.15), OUTER)
             except GenwidgetsError as exc:
                 event(f"result: {type(exc).__name__}")
                 _clean(f"{exc} {exc!r}")

@@ -21,12 +21,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from fake_gateway import FAST_POLICY
 
 import genwidgets as gw
 from genwidgets.errors import OutcomeUnknown, ServerError, TaskTimeout
 from genwidgets.jobs import polling
 from genwidgets.jobs.downloads import gateway_folder
 from genwidgets.jobs.ledger import OUTCOME_UNKNOWN
+from genwidgets.protocol import http
 from reliability.harness import genwidgets_home, operation_of, wait_until
 
 pytestmark = pytest.mark.reliability
@@ -184,9 +186,11 @@ def no_tracebacks(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
 
 @pytest.fixture
 def impatient_poller(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Give up after 2 failed polls rather than 10 (about 50 s of backoff)."""
-    impatient = dataclasses.replace(polling.DEFAULT_POLICY, failure_limit=2)
+    """Give up after 2 failed polls rather than 10 (about 50 s of backoff), each poll and
+    retry at once: what is pinned is the error a broken answer ends in, not the pace."""
+    impatient = dataclasses.replace(FAST_POLICY, failure_limit=2)
     monkeypatch.setattr(polling, "DEFAULT_POLICY", impatient)  # read at each failed poll
+    monkeypatch.setattr(http, "backoff_delay", lambda attempt, rng=None: 0.01)
 
 
 def _names_the_task(exc: BaseException, request_id: str | None = REQUEST_ID) -> None:

@@ -1,26 +1,10 @@
 """Leases: one owner polls a task, so two kernels never poll (and pay attention to) the same one.
 
-The design (docs/decisions.md#the-ledger-and-the-engine):
-
-- An *owner* is one :class:`~genwidgets.jobs.ledger.Ledger` object of one process
-  (``host:pid:random``); a client takes it when it creates a task (the handle's
-  row gets ``owner``), re-attaches one by id, or resumes one.
-- The owner is alive while its row in ``owners`` says so: a heartbeat younger
-  than ``ttl`` seconds (the writer thread refreshes it every ``ttl / 4`` while
-  the process lives) and, on this host, a process that still runs — so a kernel
-  killed with ``kill -9`` frees its tasks at once, without waiting for the ttl,
-  even while it lingers as a zombie its parent has not reaped.
-  A lock held by another process that delays a heartbeat does not free tasks of
-  a live kernel on this host (its pid still runs).
-- :func:`claim` (``resume()``) runs inside one write transaction: it takes the
-  unfinished tasks of a gateway that are unowned, owned by a stopped owner, or
-  already ours, and counts the others (skipped); ``force`` takes them all. Two
-  resumers cannot both take a task: the second sees the first's owner.
-- Closing a ledger releases its leases (:func:`release`): the tasks can be
-  resumed elsewhere at once.
-
-:class:`Leases` is one ledger's lease keeper: its owner, whether it holds leases,
-and the writes that take, refresh and give them up.
+An owner is one :class:`~genwidgets.jobs.ledger.Ledger` object of one process
+(``host:pid:random``), alive while its heartbeat is younger than ``ttl`` and, on this host,
+while its process runs (a zombie is dead). :class:`Leases` is one ledger's lease keeper: its
+owner, whether it holds leases, and the writes that take, refresh and give them up. The
+design: docs/decisions.md#ledger-leases and docs/decisions.md#a-zombie-owner-is-dead.
 """
 
 from __future__ import annotations

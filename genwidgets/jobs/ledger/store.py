@@ -1,11 +1,5 @@
-"""The :class:`Ledger`: the facade that composes the ledger's pieces.
-
-Each piece owns its state: :class:`~.file.LedgerFile` (the file, the readers'
-connection, the warnings), :class:`~.writer.WriteQueue` (this process's writer thread),
-:class:`~.writes.LedgerWrites` (the ``record_*`` writes, tickets and sends in flight),
-:class:`~.lease.Leases` (this ledger's owner and its leases) and
-:class:`~.reads.Reader` (rows back, with their derived state). See
-:mod:`genwidgets.jobs.ledger` for the order of writes and the states.
+"""The :class:`Ledger`: the facade that composes the ledger's pieces, each owning its
+state (docs/decisions.md#ledger-pieces; writes and states: :mod:`genwidgets.jobs.ledger`).
 """
 
 from __future__ import annotations
@@ -269,11 +263,6 @@ class Ledger:
 
     # ------------------------------------------------------------------ leases
 
-    def held_elsewhere(self, gateway: str) -> set[str]:
-        """Request ids of unfinished tasks of ``gateway`` that another live owner
-        leases: a read, nothing is claimed (``history()`` leaves them to it)."""
-        return self._leases.held_elsewhere(gateway)
-
     @property
     def owner(self) -> str:
         """This ledger's owner name: the holder of its leases (``host:pid:random``)."""
@@ -294,7 +283,7 @@ class Ledger:
     def without_held(self, gateway: str, rows: list[LedgerRow]) -> list[LedgerRow]:
         """``rows`` less the unfinished ones another live kernel polls (said in a
         warning): re-attaching them would poll each task twice and take its lease."""
-        held = self.held_elsewhere(gateway) if any(row.unfinished for row in rows) else set()
+        held = self._leases.held_elsewhere(gateway) if any(r.unfinished for r in rows) else set()
         if not held:
             return rows
         kept = [row for row in rows if row.request_id not in held]

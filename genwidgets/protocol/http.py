@@ -74,8 +74,6 @@ log = logging.getLogger("genwidgets")
 
 #: How long a 404 ``Request not found`` is retried before it is believed.
 NOT_FOUND_GRACE_S = 3.0
-#: Bodies larger than this are not read (a misbehaving proxy, a wrong URL).
-MAX_BODY_BYTES = MAX_ANSWER_BYTES
 
 
 def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
@@ -340,7 +338,7 @@ class Gateway:
             )
             response = await self._http.send(request, stream=True)
             try:
-                return await read_answer(response, MAX_BODY_BYTES, watch)
+                return await read_answer(response, MAX_ANSWER_BYTES, watch)
             finally:
                 await response.aclose()
 

@@ -253,7 +253,8 @@ class Gateway:
         self._sleep = sleep or asyncio.sleep
         self._clock = clock
         self.not_found_grace = not_found_grace
-        self._rng = random.Random()
+        #: the jitter source of this client's retries and polls
+        self.rng = random.Random()
         self._http = http_client(
             headers=_headers(Secret.wrap(api_key), headers),
             timeout=timeout,
@@ -266,11 +267,6 @@ class Gateway:
 
     def __repr__(self) -> str:
         return f"Gateway({self.base_url!r})"
-
-    @property
-    def rng(self) -> random.Random:
-        """The jitter source of this client's retries and polls."""
-        return self._rng
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -371,7 +367,6 @@ class Gateway:
         if not isinstance(body, bytes):
             raise TypeError("Gateway.create sends a prepared request's body (bytes)")
         url = queue_url(self.base_url, endpoint)
-        content = body
         sent_headers = {"Content-Type": "application/json", **dict(headers or {})}
         attempt = 0
         while True:
@@ -382,7 +377,7 @@ class Gateway:
                     url,
                     endpoint=endpoint,
                     request_id=None,
-                    content=content,
+                    content=body,
                     headers=sent_headers,
                     attempt=attempt,
                 )
@@ -420,7 +415,7 @@ class Gateway:
                     attempt += 1
                     continue
             attempt += 1
-            await self._sleep(backoff_delay(attempt - 1, self._rng))
+            await self._sleep(backoff_delay(attempt - 1, self.rng))
 
     def _handle(self, endpoint: str, answer: Answer) -> Handle:
         body = answer.json()
@@ -475,7 +470,7 @@ class Gateway:
             if not _transient(error) or attempt >= retries:
                 raise error
             if not isinstance(error, RateLimited):
-                await self._sleep(backoff_delay(attempt, self._rng))
+                await self._sleep(backoff_delay(attempt, self.rng))
             attempt += 1
 
     async def status(self, handle: Handle, *, retries: int | None = None) -> Status:

@@ -100,12 +100,7 @@ def heartbeat(conn: sqlite3.Connection, owner: str, now: float) -> None:
     )
 
 
-def alive_owners(
-    owners: Iterable[tuple[str, str, int, float]],
-    now: float,
-    ttl: float,
-    pid_alive: Callable[[int], bool],
-) -> set[str]:
+def alive_owners(owners: Iterable[tuple[str, str, int, float]], now: float, ttl: float) -> set[str]:
     """The owners of ``(owner, host, pid, heartbeat)`` rows that still live."""
     alive = set()
     for owner, host, pid, beat in owners:
@@ -117,14 +112,6 @@ def alive_owners(
     return alive
 
 
-def _alive_owners(
-    conn: sqlite3.Connection, now: float, ttl: float, pid_alive: Callable[[int], bool]
-) -> set[str]:
-    return alive_owners(
-        conn.execute("SELECT owner, host, pid, heartbeat FROM owners"), now, ttl, pid_alive
-    )
-
-
 def claim(
     conn: sqlite3.Connection,
     gateway: str,
@@ -133,11 +120,10 @@ def claim(
     now: float,
     ttl: float,
     force: bool,
-    pid_alive: Callable[[int], bool],
 ) -> Claim:
     """Take the claimable unfinished tasks of ``gateway`` (inside a write transaction)."""
     heartbeat(conn, owner, now)
-    alive = _alive_owners(conn, now, ttl, pid_alive)
+    alive = alive_owners(conn.execute("SELECT owner, host, pid, heartbeat FROM owners"), now, ttl)
     taken: list[int] = []
     skipped = 0
     for row_id, current in conn.execute(
@@ -214,7 +200,7 @@ class Leases:
     def alive(self) -> set[str]:
         """Every owner that lives (this ledger's too, while it holds leases): a read."""
         owners = self._file.read("SELECT owner, host, pid, heartbeat FROM owners")
-        return alive_owners(owners, self._clock(), self.ttl, pid_alive)
+        return alive_owners(owners, self._clock(), self.ttl)
 
     def heartbeat(self) -> Op | None:
         """The writer's idle work: the heartbeat of this ledger's leases, if it holds any."""
@@ -235,9 +221,7 @@ class Leases:
         """The write taking the unfinished tasks of ``gateway`` no live owner holds (all
         of them with ``force``); it returns a :class:`Claim`."""
         owner, now, ttl = self.take(), self._clock(), self.ttl
-        return lambda conn: claim(
-            conn, gateway, owner, now=now, ttl=ttl, force=force, pid_alive=pid_alive
-        )
+        return lambda conn: claim(conn, gateway, owner, now=now, ttl=ttl, force=force)
 
     def held_elsewhere(self, gateway: str) -> set[str]:
         """Request ids of unfinished tasks of ``gateway`` that another live owner

@@ -297,9 +297,6 @@ class RunTimeModel:
             t += step
         return area / survive
 
-    def checkpoint_ages(self) -> dict[float, float]:
-        return {q: self.quantile(q) for q in CHECKPOINTS}
-
 
 # --------------------------------------------------------------------------- planning
 
@@ -417,7 +414,7 @@ def plan_polls(
         max(polls[-1], over[0][-1]),
         (1 - share) * cost + share * over[2],
         (1 - share) * late + share * over[1],
-        model.checkpoint_ages(),
+        {q: model.quantile(q) for q in CHECKPOINTS},
         tuple(over[0]),
         share,
         target,

@@ -267,13 +267,6 @@ class WriteQueue:
         writer = self._writer
         return writer is None or writer.flush(timeout)
 
-    def flush_unless_stalled(self, timeout: float) -> None:
-        """Wait (at most ``timeout``) for the queued writes, but not at all while a lock
-        held elsewhere stalls them: for reads made on the engine's loop."""
-        writer = self._writer
-        if writer is not None and not writer.stalled:
-            writer.flush(timeout)
-
     @property
     def stalled(self) -> bool:
         """Whether the write being applied waits for a lock held elsewhere."""

@@ -239,11 +239,6 @@ def _content_length(response: httpx.Response, max_bytes: int, output: Output) ->
     return declared
 
 
-def _check_args(max_bytes: int) -> None:
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
-        raise ValueError(f"max_bytes must be a positive int, not {max_bytes!r}")
-
-
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, _Failure):
         return str(exc)
@@ -267,7 +262,8 @@ class _Batch:
         on_saved: Callable[[int, Path], Any] | None,
         gateway: str | None = None,
     ) -> None:
-        _check_args(max_bytes)
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+            raise ValueError(f"max_bytes must be a positive int, not {max_bytes!r}")
         self.request_id, self.items = _plan(result, root, gateway)
         self.max_bytes = max_bytes
         self.on_saved = on_saved

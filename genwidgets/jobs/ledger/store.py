@@ -20,7 +20,7 @@ from ...errors import LedgerError
 from .file import LedgerFile, raise_if_damaged
 from .lease import Claim, Leases, left_to_other_kernels
 from .reads import Reader
-from .rows import UNFINISHED, LedgerRow
+from .rows import LedgerRow
 from .writer import WriteQueue
 from .writes import LedgerWrites
 
@@ -234,10 +234,6 @@ class Ledger:
         last gateway status name, case-insensitively (``COMPLETED``, ``IN_QUEUE``...).
         """
         return self._reader.rows(gateway, endpoint=endpoint, status=status, limit=limit)
-
-    def unfinished(self, gateway: str) -> list[LedgerRow]:
-        """Tasks of ``gateway`` created but without a recorded result, newest first."""
-        return self.rows(gateway, status=UNFINISHED)
 
     def get(self, gateway: str, request_id: str) -> LedgerRow | None:
         """The (newest) row of one task, or None."""

@@ -34,19 +34,12 @@ log = logging.getLogger("genwidgets")
 
 
 class Ledger:
-    """The on-disk record of every task of every kernel on this machine.
-
-    Writes go to one writer thread (:mod:`.writer`) and reach the file in the
-    order they were made; a file locked by another process delays them, never
-    the caller. Reads use their own connection (WAL readers do not wait for a
-    writer) after waiting, at most ``busy_timeout`` seconds, for the writes
-    queued before them. Thread-safe, safe across processes, and reopened after
-    ``fork``. See docs/decisions.md#the-ledger-and-the-engine.
+    """The on-disk record of every task of every kernel on this machine: thread-safe,
+    safe across processes, reopened after ``fork``; writes in order on a writer thread,
+    reads that wait at most ``busy_timeout`` for them (docs/decisions.md#ledger-writer).
 
     The writes are its piece ``writes`` (:class:`~.writes.LedgerWrites`:
-    ``ledger.writes.record_intent(...)``, ``record_handle``, ``record_create_failed``,
-    ``record_attach``, ``record_status``, ``record_result``, ``record_output_path``),
-    read where they live rather than forwarded one by one.
+    ``ledger.writes.record_intent(...)`` and the other ``record_*``), read where they live.
     """
 
     def __init__(

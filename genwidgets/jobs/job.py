@@ -447,9 +447,7 @@ class Job:
             except ClientClosed as exc:
                 self._fail(exc)
                 return
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # never let the poller die silently
+            except Exception as exc:  # never let the poller die silently (a cancel is no Exception)
                 log.exception("genwidgets: polling %s failed", self.request_id)
                 self._fail(exc)
                 return

@@ -241,15 +241,12 @@ class Job:
         if self._task is None and not self.done():
             self._engine.call_soon(self._spawn)
 
-    def stop_polling(self) -> None:
-        """Stop the background poll (on the engine thread; the task itself goes on)."""
+    def close(self) -> None:
+        """The client closed (on the engine thread): stop polling (the task itself goes on)
+        and end an unfinished job with :class:`ClientClosed`, which says how to re-attach.
+        Records nothing."""
         if self._task is not None:
             self._task.cancel()
-
-    def close(self) -> None:
-        """The client closed (on the engine thread): stop polling and end an unfinished
-        job with :class:`ClientClosed`, which says how to re-attach. Records nothing."""
-        self.stop_polling()
         if not self.done():
             self._closed = True
             self._fail(ClientClosed(endpoint=self.endpoint, request_id=self.request_id))

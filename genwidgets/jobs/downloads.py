@@ -104,10 +104,6 @@ def _shown(url: str) -> str:
     return redact(f"{parts.scheme}://{parts.netloc}{parts.path}{hidden}")
 
 
-def _record_size(output: Output) -> int | None:
-    return int_or_none(output.raw.get("file_size"), minimum=0)
-
-
 @dataclass
 class _Item:
     """One output to save, and where (the extension follows the output's type,
@@ -142,7 +138,7 @@ def _plan(
     if len(set(indexes)) != len(indexes):  # hand-made outputs: fall back to positions
         indexes = list(range(len(result.outputs)))
     items = [
-        _Item(o, i, directory, _record_size(o))
+        _Item(o, i, directory, int_or_none(o.raw.get("file_size"), minimum=0))
         for o, i in zip(result.outputs, indexes, strict=True)
     ]
     return result.request_id, items

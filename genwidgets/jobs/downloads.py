@@ -104,10 +104,6 @@ def _shown(url: str) -> str:
     return redact(f"{parts.scheme}://{parts.netloc}{parts.path}{hidden}")
 
 
-def _record_size(output: Output) -> int | None:
-    return int_or_none(output.raw.get("file_size"), minimum=0)
-
-
 @dataclass
 class _Item:
     """One output to save, and where (the extension follows the output's type,
@@ -142,7 +138,7 @@ def _plan(
     if len(set(indexes)) != len(indexes):  # hand-made outputs: fall back to positions
         indexes = list(range(len(result.outputs)))
     items = [
-        _Item(o, i, directory, _record_size(o))
+        _Item(o, i, directory, int_or_none(o.raw.get("file_size"), minimum=0))
         for o, i in zip(result.outputs, indexes, strict=True)
     ]
     return result.request_id, items
@@ -239,11 +235,6 @@ def _content_length(response: httpx.Response, max_bytes: int, output: Output) ->
     return declared
 
 
-def _check_args(max_bytes: int) -> None:
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
-        raise ValueError(f"max_bytes must be a positive int, not {max_bytes!r}")
-
-
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, _Failure):
         return str(exc)
@@ -267,7 +258,8 @@ class _Batch:
         on_saved: Callable[[int, Path], Any] | None,
         gateway: str | None = None,
     ) -> None:
-        _check_args(max_bytes)
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+            raise ValueError(f"max_bytes must be a positive int, not {max_bytes!r}")
         self.request_id, self.items = _plan(result, root, gateway)
         self.max_bytes = max_bytes
         self.on_saved = on_saved

@@ -241,15 +241,12 @@ class Job:
         if self._task is None and not self.done():
             self._engine.call_soon(self._spawn)
 
-    def stop_polling(self) -> None:
-        """Stop the background poll (on the engine thread; the task itself goes on)."""
+    def close(self) -> None:
+        """The client closed (on the engine thread): stop polling (the task itself goes on)
+        and end an unfinished job with :class:`ClientClosed`, which says how to re-attach.
+        Records nothing."""
         if self._task is not None:
             self._task.cancel()
-
-    def close(self) -> None:
-        """The client closed (on the engine thread): stop polling and end an unfinished
-        job with :class:`ClientClosed`, which says how to re-attach. Records nothing."""
-        self.stop_polling()
         if not self.done():
             self._closed = True
             self._fail(ClientClosed(endpoint=self.endpoint, request_id=self.request_id))
@@ -447,9 +444,7 @@ class Job:
             except ClientClosed as exc:
                 self._fail(exc)
                 return
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # never let the poller die silently
+            except Exception as exc:  # never let the poller die silently (a cancel is no Exception)
                 log.exception("genwidgets: polling %s failed", self.request_id)
                 self._fail(exc)
                 return

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from .._files import write_atomically
 from ..errors import GenwidgetsWarning
 from ..protocol.body import CHUNK
-from ..protocol.fetch import fetch_url
+from ..protocol.hand_made import HAND_MADE
 from ..protocol.output import Output
 from .engine import Engine
 
@@ -31,11 +31,6 @@ __all__ = ["Fetcher", "OutputFiles", "gateway_outputs", "holds_digest"]
 #: Reads one URL whole, at most its second argument's bytes (within a deadline); an HTTP
 #: error or a body over that cap raises.
 Fetcher = Callable[[str, int], bytes]
-
-
-def plain_get(url: str, max_bytes: int) -> bytes:
-    """A plain GET that sends no credential nor cookie (:func:`fetch_url`)."""
-    return fetch_url(url, max_bytes=max_bytes)
 
 
 def holds_digest(path: Path, sha256: str) -> bool:
@@ -58,7 +53,7 @@ class OutputFiles:
     not those whose SHA-256 the output keeps), a URL through ``fetch`` (by default a
     plain GET that sends no credential), a save written whole."""
 
-    def __init__(self, fetch: Fetcher = plain_get) -> None:
+    def __init__(self, fetch: Fetcher = HAND_MADE.fetch) -> None:
         self._fetch = fetch
 
     def __repr__(self) -> str:
@@ -99,7 +94,7 @@ def gateway_outputs(engine: Engine, gateway: Gateway) -> OutputFiles:
 
     def fetch(url: str, max_bytes: int) -> bytes:
         if engine.in_engine_thread:
-            return plain_get(url, max_bytes)
+            return HAND_MADE.fetch(url, max_bytes)
         return engine.run(gateway.fetch(url, max_bytes))
 
     return OutputFiles(fetch)

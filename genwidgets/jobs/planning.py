@@ -64,11 +64,6 @@ class Plans:
         made = self._made.get(key)
         return None if made is None else made.plan
 
-    def clear(self) -> None:
-        """Forget every plan: the next ask makes a new one."""
-        self._made.clear()
-        self._making.clear()
-
     def get(
         self,
         key: Key,

@@ -272,13 +272,10 @@ class Schedule:
     def billed_fields(self, endpoint: str) -> tuple[str, ...]:
         """Wire names of the endpoint's billed fields (none for an unknown endpoint)."""
         if endpoint not in self._billed:
-
             try:
-                spec = catalog.endpoint(endpoint)
+                names = catalog.endpoint(endpoint).billing_fields
             except EndpointNotFound:
-                names: tuple[str, ...] = ()
-            else:
-                names = spec.billing_fields
+                names = ()
             self._billed[endpoint] = names
         return self._billed[endpoint]
 

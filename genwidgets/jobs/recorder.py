@@ -17,6 +17,7 @@ from ..errors import DownloadError, GenwidgetsError, RequestNotFound
 from ..protocol.records import Result, Status
 from .downloads import Opener, download_outputs_async
 from .ledger import Ledger
+from .ledger.scrub import size_of
 
 if TYPE_CHECKING:
     from .job import Job
@@ -94,7 +95,7 @@ class LedgerRecorder:
                     index,
                     path,
                     sha256=written.sha256 if written is not None else None,
-                    size=_size(path),
+                    size=size_of(path),
                 ),
             )
 
@@ -118,10 +119,3 @@ class LedgerRecorder:
                 )
         except (GenwidgetsError, OSError) as exc:
             log.warning("genwidgets: %s", redact(str(exc)))
-
-
-def _size(path: Path) -> int | None:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import itertools
 import json
 import logging
 import math
@@ -231,11 +232,8 @@ class RunTimeModel:
         if self._cumulative is None:
             weights = self._smoothed()
             total = sum(weights)
-            running, out = 0.0, [0.0]
-            for w in weights:
-                running += w
-                out.append(running / total if total > 0 else 0.0)
-            self._cumulative = out
+            running = itertools.accumulate(weights)
+            self._cumulative = [0.0, *(r / total if total > 0 else 0.0 for r in running)]
         return self._cumulative
 
     def _hist_cdf(self, seconds: float) -> float:
@@ -296,9 +294,6 @@ class RunTimeModel:
             area += (1 - self.cdf(t + step / 2)) * step
             t += step
         return area / survive
-
-    def checkpoint_ages(self) -> dict[float, float]:
-        return {q: self.quantile(q) for q in CHECKPOINTS}
 
 
 # --------------------------------------------------------------------------- planning
@@ -417,7 +412,7 @@ def plan_polls(
         max(polls[-1], over[0][-1]),
         (1 - share) * cost + share * over[2],
         (1 - share) * late + share * over[1],
-        model.checkpoint_ages(),
+        {q: model.quantile(q) for q in CHECKPOINTS},
         tuple(over[0]),
         share,
         target,

@@ -32,8 +32,6 @@ __all__ = [
     "validate",
 ]
 
-"""The largest request body the spec states (vidA): 64 MB."""
-
 BASE64_WARN_BYTES = 4 * 2**20
 """A data URL or Base64 string longer than this draws a :class:`MediaWarning`:
 the spec says large files must not be sent as Base64."""

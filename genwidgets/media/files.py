@@ -106,7 +106,6 @@ class RemoteMedia:
 
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
-_DATA_URL = re.compile(r"^data:([^,;]*)((?:;[^,;]*)*),(.*)$", re.DOTALL | re.IGNORECASE)
 _BASE64_TEXT = re.compile(r"^[A-Za-z0-9+/\s]+={0,2}\s*$")
 
 
@@ -116,13 +115,6 @@ def _is_pil(obj: object) -> bool:
     except ImportError:  # pragma: no cover - Pillow is a dependency
         return False
     return isinstance(obj, Image.Image)
-
-
-def _decode_base64(text: str, what: str) -> bytes:
-    try:
-        return base64.b64decode("".join(text.split()), validate=True)
-    except (binascii.Error, ValueError):
-        raise PayloadError(f"{what} is not valid Base64") from None
 
 
 def _parse_data_url(url: str) -> tuple[str, bytes]:

@@ -90,11 +90,6 @@ def _decode(source: str | Path | IO[bytes], max_side: int) -> Image.Image | None
             return None
 
 
-def _open(path: Path, max_side: int) -> Image.Image | None:
-    image = _decode(path, max_side)
-    return image if image is not None else _first_frame(path)
-
-
 def _encode(image: Image.Image, max_side: int) -> tuple[bytes, str]:
     """The picture shrunk to ``max_side`` (never enlarged), as JPEG or, with alpha, PNG."""
     image = image.copy()
@@ -132,7 +127,9 @@ def thumbnail(path: str | os.PathLike[str], max_side: int = DEFAULT_SIDE) -> Pat
     if cached is not None:
         return cached
     try:
-        image = _open(source, max_side)
+        image = _decode(source, max_side)
+        if image is None:  # not a picture: maybe a video, shown by its first frame
+            image = _first_frame(source)
     except _TooManyPixels as exc:
         log.warning("genwidgets: %s", exc)
         return None

@@ -1,21 +1,11 @@
 """Reading a gateway's bytes: capped while read, inflated within bounds, on a deadline.
 
-Every answer of the gateway (create, status, result, cancel, error bodies) and every
-output read or downloaded passes through here, so one set of rules holds for all:
-
-- **caps while reading**: the bytes on the wire and the bytes once inflated are counted
-  chunk by chunk, and reading stops the moment either passes its cap;
-- **bounded inflation**: ``gzip`` and ``deflate`` are inflated at most :data:`CHUNK`
-  bytes at a time, and a body that grows more than :data:`MAX_RATIO`-fold (past
-  :data:`RATIO_FLOOR`) is refused as a compression bomb; other encodings are refused;
-- **a total deadline**: an exchange may take ``grace`` seconds plus one second per
-  :data:`MIN_RATE` bytes sent and received, whatever the per-read timeout allows (an
-  answer dripping a byte a second ends in :class:`_TooSlow`);
-- **records from clean JSON**: an answer's JSON nested deeper than :data:`MAX_DEPTH`
-  is unreadable, and every string in it is redacted (the client's key, any bearer
-  token) before any record, error, view or file sees it.
-
-Why these numbers: docs/decisions.md#reading-answers.
+Every answer of the gateway and every output read or downloaded passes through here, so
+one set of rules holds for all: caps counted chunk by chunk (on the wire and inflated),
+``gzip`` and ``deflate`` inflated :data:`CHUNK` bytes at a time (bombs refused, other
+encodings too), a total deadline that grows with the bytes moved, JSON no deeper than
+:data:`MAX_DEPTH` and redacted before any record sees it. The rules, their numbers and why
+they are kept by hand: docs/decisions.md#reading-answers.
 """
 
 from __future__ import annotations

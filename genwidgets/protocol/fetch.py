@@ -1,22 +1,12 @@
 """Fetching an output URL: the one rule for credentials and redirects.
 
-The rule: **the API key goes only to the gateway's own origin** (scheme, host
-and port of its base URL), never to another host, and a redirect never carries
-it elsewhere. Outputs on the gateway itself (the simulator's ``/files/...``)
-may need the key; outputs elsewhere (signed storage URLs) never get it.
-
-httpx follows redirects (at most :data:`MAX_REDIRECTS` hops); the clients made here
-keep the rule on every hop with two event hooks (:class:`_OriginRule`): a request off
-the trusted origin loses every credential header and its cookies, a redirect's body
-is closed unread, and a request marked :data:`STAY_HOME` (the four queue operations)
-is never followed off the origin. Cookies follow the same rule: the jar keeps cookies
-set by the gateway's origin only, and the request hook lets them go back there only (a
-cookie jar matches hosts, not ports, so another server on the same host would get them
-otherwise; a cookie set by another origin met on a redirect is never kept). The blocking variant
-(an ``httpx.Client``) is used where no gateway client is at hand (an ``Output`` made
-by hand, a plain ``download_outputs``); it never sends credentials nor cookies at all.
-Every body is read within its caps and deadline (:mod:`.body`). Why:
-docs/decisions.md#fetch-redirects.
+The rule: **the API key goes only to the gateway's own origin** (scheme, host and port
+of its base URL), never to another host, and a redirect never carries it elsewhere;
+cookies follow it. httpx follows the redirects and two event hooks (:class:`_OriginRule`)
+keep the rule on every hop. The blocking client (:func:`blocking_client`, where no gateway
+client is at hand) sends no credential nor cookie at all. Every body is read within its
+caps and deadline (:mod:`.body`). Why: docs/decisions.md#fetch-redirects and
+docs/decisions.md#fetch-cookies.
 """
 
 from __future__ import annotations

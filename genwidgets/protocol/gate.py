@@ -1,12 +1,7 @@
 """The client's rate gate: when the gateway says wait, requests wait; while creates are
-refused for the rate limit, they are paced to what the gateway lets through.
-
-A follow-up (status, result, cancel) refused for the rate limit closes the gate for
-every request; a create refused so closes it for creates only, so polls go on under a
-create limit. While creates are refused, a cycle starts at each refusal: at most as
-many creates go at the next opening as passed in the last cycle (or before it), then one
-more to see whether the gateway lets more through, then twice as many per create that
-passes (a refusal starts the next cycle). Why: docs/decisions.md#create-pacing.
+refused for the rate limit, they are paced to what the gateway lets through (a refused
+create closes the gate for creates only, a refused follow-up for every request). The
+cycles and why: docs/decisions.md#create-pacing.
 """
 
 from __future__ import annotations

@@ -74,8 +74,6 @@ log = logging.getLogger("genwidgets")
 
 #: How long a 404 ``Request not found`` is retried before it is believed.
 NOT_FOUND_GRACE_S = 3.0
-#: Bodies larger than this are not read (a misbehaving proxy, a wrong URL).
-MAX_BODY_BYTES = MAX_ANSWER_BYTES
 
 
 def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
@@ -255,7 +253,8 @@ class Gateway:
         self._sleep = sleep or asyncio.sleep
         self._clock = clock
         self.not_found_grace = not_found_grace
-        self._rng = random.Random()
+        #: the jitter source of this client's retries and polls
+        self.rng = random.Random()
         self._http = http_client(
             headers=_headers(Secret.wrap(api_key), headers),
             timeout=timeout,
@@ -268,11 +267,6 @@ class Gateway:
 
     def __repr__(self) -> str:
         return f"Gateway({self.base_url!r})"
-
-    @property
-    def rng(self) -> random.Random:
-        """The jitter source of this client's retries and polls."""
-        return self._rng
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -340,7 +334,7 @@ class Gateway:
             )
             response = await self._http.send(request, stream=True)
             try:
-                return await read_answer(response, MAX_BODY_BYTES, watch)
+                return await read_answer(response, MAX_ANSWER_BYTES, watch)
             finally:
                 await response.aclose()
 
@@ -373,7 +367,6 @@ class Gateway:
         if not isinstance(body, bytes):
             raise TypeError("Gateway.create sends a prepared request's body (bytes)")
         url = queue_url(self.base_url, endpoint)
-        content = body
         sent_headers = {"Content-Type": "application/json", **dict(headers or {})}
         attempt = 0
         while True:
@@ -384,7 +377,7 @@ class Gateway:
                     url,
                     endpoint=endpoint,
                     request_id=None,
-                    content=content,
+                    content=body,
                     headers=sent_headers,
                     attempt=attempt,
                 )
@@ -422,7 +415,7 @@ class Gateway:
                     attempt += 1
                     continue
             attempt += 1
-            await self._sleep(backoff_delay(attempt - 1, self._rng))
+            await self._sleep(backoff_delay(attempt - 1, self.rng))
 
     def _handle(self, endpoint: str, answer: Answer) -> Handle:
         body = answer.json()
@@ -477,7 +470,7 @@ class Gateway:
             if not _transient(error) or attempt >= retries:
                 raise error
             if not isinstance(error, RateLimited):
-                await self._sleep(backoff_delay(attempt, self._rng))
+                await self._sleep(backoff_delay(attempt, self.rng))
             attempt += 1
 
     async def status(self, handle: Handle, *, retries: int | None = None) -> Status:

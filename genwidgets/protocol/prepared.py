@@ -89,21 +89,6 @@ class PreparedRequest:
         return f"<PreparedRequest {self.endpoint} {len(self.body):,} bytes>"
 
 
-def _refuse_webhooks(endpoint: str, payload: Mapping[str, Any]) -> None:
-    hooks = webhook_fields(payload)
-    if hooks:
-        raise PayloadError(
-            [
-                {
-                    "loc": (k,),
-                    "msg": "webhook not supported: the service delivers no webhooks; poll instead",
-                }
-                for k in hooks
-            ],
-            endpoint=endpoint,
-        )
-
-
 def prepare(endpoint: str, payload: Mapping[str, Any], *, validate: bool = True) -> PreparedRequest:
     """Validate (unless ``validate=False``) and serialise ``payload`` once.
 
@@ -123,7 +108,19 @@ def prepare(endpoint: str, payload: Mapping[str, Any], *, validate: bool = True)
         model = validate_payload(endpoint, payload)
         sent = model.to_wire()
     else:
-        _refuse_webhooks(endpoint, payload)
+        hooks = webhook_fields(payload)
+        if hooks:
+            raise PayloadError(
+                [
+                    {
+                        "loc": (k,),
+                        "msg": "webhook not supported: the service delivers no webhooks; "
+                        "poll instead",
+                    }
+                    for k in hooks
+                ],
+                endpoint=endpoint,
+            )
         problems = unsendable(payload)  # what the body cannot carry is refused all the same
         if problems:
             raise PayloadError(problems, endpoint=endpoint)

@@ -185,7 +185,7 @@ def test_full_lifecycle(ledger: Ledger, clock: Clock) -> None:
             "file_size": None,
         }
     ]
-    assert not done.unfinished and ledger.unfinished(GATEWAY) == []
+    assert not done.unfinished and ledger.rows(GATEWAY, status="unfinished") == []
 
 
 def test_repeated_status_writes_nothing_and_changes_write(ledger: Ledger, clock: Clock) -> None:
@@ -310,7 +310,7 @@ def test_intent_without_handle_becomes_outcome_unknown_after_stale_after(
         assert (row.id, row.state) == (row_id, "outcome_unknown")
         assert [r.id for r in reader.rows(status="outcome_unknown")] == [row_id]
         assert reader.rows(status="submitting") == []
-        assert reader.unfinished(GATEWAY) == []
+        assert reader.rows(GATEWAY, status="unfinished") == []
 
 
 @pytest.mark.timeout(60)
@@ -348,7 +348,7 @@ def test_rows_filters_and_order(ledger: Ledger, clock: Clock) -> None:
     assert ids(ledger.rows(status="completed")) == ["r1"]
     assert ids(ledger.rows(status="IN_QUEUE")) == ["r4"]
     assert ids(ledger.rows(GATEWAY, status="unfinished")) == ["r4", "r2"]
-    assert ids(ledger.unfinished(other)) == ["r3"]
+    assert ids(ledger.rows(other, status="unfinished")) == ["r3"]
     assert ids(ledger.rows(GATEWAY, limit=2)) == ["r4", "r2"]
     assert ids(ledger.rows(status="finished")) == ["r1"]
     assert ledger.rows(limit=0) == []
@@ -657,4 +657,4 @@ def test_threads_share_one_ledger(ledger: Ledger) -> None:
     for t in threads:
         t.join(50)
     assert errors == []
-    assert len(ledger.unfinished(GATEWAY)) == 160
+    assert len(ledger.rows(GATEWAY, status="unfinished")) == 160

@@ -117,13 +117,13 @@ def test_resume_reattaches_unfinished_jobs(fake: FakeGateway, tmp_path: Path) ->
     first.close()  # the "kernel" dies while the task runs
 
     ledger = Ledger(tmp_path / "home" / "ledger.sqlite3")
-    assert [r.request_id for r in ledger.unfinished(BASE)] == [job.request_id]
+    assert [r.request_id for r in ledger.rows(BASE, status="unfinished")] == [job.request_id]
     later = make_client(fake)
     resumed = later.resume()
     assert [j.request_id for j in resumed] == [job.request_id]
     assert resumed[0].result(timeout=60).ok
     assert later.ledger.flush(60)  # its end is written by its own ledger's writer thread
-    assert ledger.unfinished(BASE) == []
+    assert ledger.rows(BASE, status="unfinished") == []
     later.close()
 
 
@@ -151,6 +151,6 @@ def test_a_task_the_gateway_forgot_is_recorded_as_ended(fake: FakeGateway) -> No
         job.result(timeout=10)
     row = client.ledger.get(client.gateway_name, "forgotten-id")
     assert row is not None and row.ok is False and row.error_type == "request_not_found"
-    assert client.ledger.unfinished(client.gateway_name) == []
+    assert client.ledger.rows(client.gateway_name, status="unfinished") == []
     assert client.resume() == []  # not re-attached again and again
     client.close()

@@ -1,26 +1,10 @@
 """Leases: one owner polls a task, so two kernels never poll (and pay attention to) the same one.
 
-The design (docs/decisions.md#the-ledger-and-the-engine):
-
-- An *owner* is one :class:`~genwidgets.jobs.ledger.Ledger` object of one process
-  (``host:pid:random``); a client takes it when it creates a task (the handle's
-  row gets ``owner``), re-attaches one by id, or resumes one.
-- The owner is alive while its row in ``owners`` says so: a heartbeat younger
-  than ``ttl`` seconds (the writer thread refreshes it every ``ttl / 4`` while
-  the process lives) and, on this host, a process that still runs — so a kernel
-  killed with ``kill -9`` frees its tasks at once, without waiting for the ttl,
-  even while it lingers as a zombie its parent has not reaped.
-  A lock held by another process that delays a heartbeat does not free tasks of
-  a live kernel on this host (its pid still runs).
-- :func:`claim` (``resume()``) runs inside one write transaction: it takes the
-  unfinished tasks of a gateway that are unowned, owned by a stopped owner, or
-  already ours, and counts the others (skipped); ``force`` takes them all. Two
-  resumers cannot both take a task: the second sees the first's owner.
-- Closing a ledger releases its leases (:func:`release`): the tasks can be
-  resumed elsewhere at once.
-
-:class:`Leases` is one ledger's lease keeper: its owner, whether it holds leases,
-and the writes that take, refresh and give them up.
+An owner is one :class:`~genwidgets.jobs.ledger.Ledger` object of one process
+(``host:pid:random``), alive while its heartbeat is younger than ``ttl`` and, on this host,
+while its process runs (a zombie is dead). :class:`Leases` is one ledger's lease keeper: its
+owner, whether it holds leases, and the writes that take, refresh and give them up. The
+design: docs/decisions.md#ledger-leases and docs/decisions.md#a-zombie-owner-is-dead.
 """
 
 from __future__ import annotations
@@ -116,12 +100,7 @@ def heartbeat(conn: sqlite3.Connection, owner: str, now: float) -> None:
     )
 
 
-def alive_owners(
-    owners: Iterable[tuple[str, str, int, float]],
-    now: float,
-    ttl: float,
-    pid_alive: Callable[[int], bool],
-) -> set[str]:
+def alive_owners(owners: Iterable[tuple[str, str, int, float]], now: float, ttl: float) -> set[str]:
     """The owners of ``(owner, host, pid, heartbeat)`` rows that still live."""
     alive = set()
     for owner, host, pid, beat in owners:
@@ -133,14 +112,6 @@ def alive_owners(
     return alive
 
 
-def _alive_owners(
-    conn: sqlite3.Connection, now: float, ttl: float, pid_alive: Callable[[int], bool]
-) -> set[str]:
-    return alive_owners(
-        conn.execute("SELECT owner, host, pid, heartbeat FROM owners"), now, ttl, pid_alive
-    )
-
-
 def claim(
     conn: sqlite3.Connection,
     gateway: str,
@@ -149,11 +120,10 @@ def claim(
     now: float,
     ttl: float,
     force: bool,
-    pid_alive: Callable[[int], bool],
 ) -> Claim:
     """Take the claimable unfinished tasks of ``gateway`` (inside a write transaction)."""
     heartbeat(conn, owner, now)
-    alive = _alive_owners(conn, now, ttl, pid_alive)
+    alive = alive_owners(conn.execute("SELECT owner, host, pid, heartbeat FROM owners"), now, ttl)
     taken: list[int] = []
     skipped = 0
     for row_id, current in conn.execute(
@@ -230,7 +200,7 @@ class Leases:
     def alive(self) -> set[str]:
         """Every owner that lives (this ledger's too, while it holds leases): a read."""
         owners = self._file.read("SELECT owner, host, pid, heartbeat FROM owners")
-        return alive_owners(owners, self._clock(), self.ttl, pid_alive)
+        return alive_owners(owners, self._clock(), self.ttl)
 
     def heartbeat(self) -> Op | None:
         """The writer's idle work: the heartbeat of this ledger's leases, if it holds any."""
@@ -251,9 +221,7 @@ class Leases:
         """The write taking the unfinished tasks of ``gateway`` no live owner holds (all
         of them with ``force``); it returns a :class:`Claim`."""
         owner, now, ttl = self.take(), self._clock(), self.ttl
-        return lambda conn: claim(
-            conn, gateway, owner, now=now, ttl=ttl, force=force, pid_alive=pid_alive
-        )
+        return lambda conn: claim(conn, gateway, owner, now=now, ttl=ttl, force=force)
 
     def held_elsewhere(self, gateway: str) -> set[str]:
         """Request ids of unfinished tasks of ``gateway`` that another live owner

@@ -202,7 +202,8 @@ class Reader:
     def run_times(self, gateway: str, endpoint: str, *, limit: int) -> list[tuple[Any, ...]]:
         """The run-time model's rows, unparsed; waits for queued writes only while the
         file is not busy (it is called on the engine's loop)."""
-        self._queue.flush_unless_stalled(QUICK_FLUSH)
+        if not self._queue.stalled:
+            self._queue.flush(QUICK_FLUSH)
         return self._file.read(
             "SELECT request_id, endpoint, payload, handle_at, running_at, done_at, "
             "finished_at, ok FROM tasks "

@@ -35,6 +35,7 @@ __all__ = [
     "scrub_payload",
     "scrub_text",
     "scrub_value",
+    "size_of",
 ]
 
 #: strings this long (characters) are checked for being data URLs / base64
@@ -128,7 +129,8 @@ def error_text(error: Any) -> str | None:
     return text
 
 
-def _size_of(path: Any) -> int | None:
+def size_of(path: Any) -> int | None:
+    """The size of the file at ``path`` in bytes; None when it cannot be read."""
     try:
         return int(path.stat().st_size)
     except (OSError, AttributeError):
@@ -146,7 +148,7 @@ def output_record(output: Output) -> dict[str, Any]:
         "file_size": int_or_none(output.raw.get("file_size"), minimum=0),
     }
     if output.path is not None and output.sha256 is not None:  # what genwidgets wrote there
-        record.update(sha256=output.sha256, size=_size_of(output.path))
+        record.update(sha256=output.sha256, size=size_of(output.path))
     content = output.raw.get("content")
     if content is not None:
         encoding = output.raw.get("encoding")

@@ -1,11 +1,5 @@
-"""The :class:`Ledger`: the facade that composes the ledger's pieces.
-
-Each piece owns its state: :class:`~.file.LedgerFile` (the file, the readers'
-connection, the warnings), :class:`~.writer.WriteQueue` (this process's writer thread),
-:class:`~.writes.LedgerWrites` (the ``record_*`` writes, tickets and sends in flight),
-:class:`~.lease.Leases` (this ledger's owner and its leases) and
-:class:`~.reads.Reader` (rows back, with their derived state). See
-:mod:`genwidgets.jobs.ledger` for the order of writes and the states.
+"""The :class:`Ledger`: the facade that composes the ledger's pieces, each owning its
+state (docs/decisions.md#ledger-pieces; writes and states: :mod:`genwidgets.jobs.ledger`).
 """
 
 from __future__ import annotations
@@ -26,7 +20,7 @@ from ...errors import LedgerError
 from .file import LedgerFile, raise_if_damaged
 from .lease import Claim, Leases, left_to_other_kernels
 from .reads import Reader
-from .rows import UNFINISHED, LedgerRow
+from .rows import LedgerRow
 from .writer import WriteQueue
 from .writes import LedgerWrites
 
@@ -40,19 +34,12 @@ log = logging.getLogger("genwidgets")
 
 
 class Ledger:
-    """The on-disk record of every task of every kernel on this machine.
-
-    Writes go to one writer thread (:mod:`.writer`) and reach the file in the
-    order they were made; a file locked by another process delays them, never
-    the caller. Reads use their own connection (WAL readers do not wait for a
-    writer) after waiting, at most ``busy_timeout`` seconds, for the writes
-    queued before them. Thread-safe, safe across processes, and reopened after
-    ``fork``. See docs/decisions.md#the-ledger-and-the-engine.
+    """The on-disk record of every task of every kernel on this machine: thread-safe,
+    safe across processes, reopened after ``fork``; writes in order on a writer thread,
+    reads that wait at most ``busy_timeout`` for them (docs/decisions.md#ledger-writer).
 
     The writes are its piece ``writes`` (:class:`~.writes.LedgerWrites`:
-    ``ledger.writes.record_intent(...)``, ``record_handle``, ``record_create_failed``,
-    ``record_attach``, ``record_status``, ``record_result``, ``record_output_path``),
-    read where they live rather than forwarded one by one.
+    ``ledger.writes.record_intent(...)`` and the other ``record_*``), read where they live.
     """
 
     def __init__(
@@ -241,10 +228,6 @@ class Ledger:
         """
         return self._reader.rows(gateway, endpoint=endpoint, status=status, limit=limit)
 
-    def unfinished(self, gateway: str) -> list[LedgerRow]:
-        """Tasks of ``gateway`` created but without a recorded result, newest first."""
-        return self.rows(gateway, status=UNFINISHED)
-
     def get(self, gateway: str, request_id: str) -> LedgerRow | None:
         """The (newest) row of one task, or None."""
         return self._reader.get(gateway, request_id)
@@ -269,11 +252,6 @@ class Ledger:
 
     # ------------------------------------------------------------------ leases
 
-    def held_elsewhere(self, gateway: str) -> set[str]:
-        """Request ids of unfinished tasks of ``gateway`` that another live owner
-        leases: a read, nothing is claimed (``history()`` leaves them to it)."""
-        return self._leases.held_elsewhere(gateway)
-
     @property
     def owner(self) -> str:
         """This ledger's owner name: the holder of its leases (``host:pid:random``)."""
@@ -294,7 +272,7 @@ class Ledger:
     def without_held(self, gateway: str, rows: list[LedgerRow]) -> list[LedgerRow]:
         """``rows`` less the unfinished ones another live kernel polls (said in a
         warning): re-attaching them would poll each task twice and take its lease."""
-        held = self.held_elsewhere(gateway) if any(row.unfinished for row in rows) else set()
+        held = self._leases.held_elsewhere(gateway) if any(r.unfinished for r in rows) else set()
         if not held:
             return rows
         kept = [row for row in rows if row.request_id not in held]

@@ -1,15 +1,8 @@
 """The ledger's writer: one daemon thread applies every write, in order, on its own connection.
 
-Why a thread: SQLite waits for a lock held by another process (another kernel,
-a ``sqlite3`` shell in ``BEGIN EXCLUSIVE``) by blocking the caller. Run on the
-engine's loop that wait froze every poll and notice; run here it delays only the
-ledger. A write that meets a busy file is retried, never dropped, and the
-writes behind it wait their turn, so the order on disk is the order of the calls
-(docs/decisions.md#the-ledger-and-the-engine).
-
-Faults other than a busy file go to ``on_fault``, which says whether to retry
-the write (the file was damaged, moved aside and replaced) or to give it up (the
-file cannot be written: read-only, immutable, disk full). A :class:`WriteQueue` is
+A lock held by another process then delays only the ledger, never the engine's loop; a
+write that meets a busy file is retried, never dropped (docs/decisions.md#ledger-writer).
+Other faults go to ``on_fault`` (docs/decisions.md#ledger-faults). A :class:`WriteQueue` is
 one ledger's way to its writer: it starts one per process, again after ``fork``.
 """
 
@@ -273,13 +266,6 @@ class WriteQueue:
         """Wait until every write queued so far is applied (or given up); False on timeout."""
         writer = self._writer
         return writer is None or writer.flush(timeout)
-
-    def flush_unless_stalled(self, timeout: float) -> None:
-        """Wait (at most ``timeout``) for the queued writes, but not at all while a lock
-        held elsewhere stalls them: for reads made on the engine's loop."""
-        writer = self._writer
-        if writer is not None and not writer.stalled:
-            writer.flush(timeout)
 
     @property
     def stalled(self) -> bool:

@@ -238,11 +238,9 @@ class GridRun:
         re-opened with cells never sent) and does nothing more; ``wait`` returns when
         every create has answered (or the breaker paused the grid), else they go from a
         background thread."""
-        lost = [c for c in self.cells if c.lost]
+        lost = [(c, str(c.request_id)) for c in self.cells if c.lost]
         if lost:  # followed again (off the lock: this asks the engine), no create
-            jobs = followed(self.client, [(c.endpoint, str(c.request_id)) for c in lost])
-            for cell, job in zip(lost, jobs, strict=True):
-                self._attach(cell, job)
+            self._follow(lost)
             self.changed()
         with self._lock:
             if self._started and not (self.sent and any(c.unsent for c in self.cells)):
@@ -347,9 +345,7 @@ class GridRun:
                     f"outcome unknown: its create may have left and no answer was kept "
                     f"({said}); look for it with client.history()"
                 )
-        jobs = followed(self.client, [(cell.endpoint, rid) for cell, rid in attach])
-        for (cell, _), job in zip(attach, jobs, strict=True):
-            self._attach(cell, job)
+        self._follow(attach)
         for cell in cells:
             if not cell.unsent:
                 self._keep(cell)
@@ -358,6 +354,12 @@ class GridRun:
         cell.job, cell.request_id = job, str(job.request_id)
         job.add_update_callback(lambda _job: self.changed())
         job.add_done_callback(lambda _job: self.changed())
+
+    def _follow(self, tasks: list[tuple[GridCell, str]]) -> None:
+        """Attach each cell to its existing task (cell, request id): never a create."""
+        jobs = followed(self.client, [(cell.endpoint, rid) for cell, rid in tasks])
+        for (cell, _), job in zip(tasks, jobs, strict=True):
+            self._attach(cell, job)
 
     def wait(self, timeout: float | None = None) -> GridRun:
         """Block until every sent cell is terminal; ``TaskTimeout`` (a TimeoutError)
@@ -524,9 +526,7 @@ class GridRun:
             cell.error = stored.error
             if stored.request_id:
                 attach.append((cell, stored.request_id))
-        jobs = followed(client, [(cell.endpoint, request_id) for cell, request_id in attach])
-        for (cell, _), job in zip(attach, jobs, strict=True):
-            run._attach(cell, job)
+        run._follow(attach)
         lost = [c for c in run.cells if c.unsent]  # the store missed them: the ledger says
         if lost and client.ledger is not None:  # (a session's store in memory misses none)
             run._settle_lost(lost)

@@ -53,7 +53,6 @@ class Batch(RowBook):
     #: an error that ended the sender or the finisher (raised by :meth:`wait`)
     error: BaseException | None = None
     _sending_since: float | None = None
-    _started = False
     _sender: Work | None = None
     _finisher: Work | None = None
 
@@ -62,10 +61,6 @@ class Batch(RowBook):
     @property
     def endpoint(self) -> str:
         return self.plan.endpoint
-
-    @property
-    def started(self) -> bool:
-        return self._started
 
     @property
     def sending(self) -> bool:

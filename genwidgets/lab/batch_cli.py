@@ -20,7 +20,7 @@ from .._client import Client
 from .._config import shown_path
 from ..errors import BudgetExceeded, EndpointNotFound, GenwidgetsError, PayloadError
 from .batch import Batch
-from .batch_open import CONFIRM_ABOVE, ON_TIMEOUT, open_batch
+from .batch_open import ON_TIMEOUT, open_batch
 from .budget import MONEY
 from .cost import UNITS
 
@@ -200,7 +200,7 @@ def _report(batch: Batch) -> dict[str, Any]:
         "reserved": snap.spent,  # what the rows sent hold from the budget
         "stopped": batch.stopped,
         "paused": batch.paused is not None,
-        "problem": batch.snapshot().problem,
+        "problem": snap.problem,
         "not_done": listed(not_done),
     }
 
@@ -236,7 +236,6 @@ def run_batch(
                 budget=budget,
                 prices=prices or None,
                 concurrency=args.concurrency,
-                confirm_above=CONFIRM_ABOVE,
                 timeout=args.timeout,
                 on_timeout=args.on_timeout,
                 client=client,

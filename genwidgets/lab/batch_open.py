@@ -8,13 +8,14 @@ only then, below ``confirm_above``, is anything sent. docs/decisions.md#batches.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from .._client import default_client
 from ..jobs.fanout import valid_concurrency
@@ -42,6 +43,7 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 #: run twice) is given back, its rows in flight never settled as a dead run's
 _opened: weakref.WeakValueDictionary[tuple[BatchStore, str], Batch] = weakref.WeakValueDictionary()
 _opened_lock = threading.Lock()
+P = ParamSpec("P")
 
 
 def batch_id_of(stem: str, digest: str) -> str:
@@ -144,62 +146,44 @@ def open_batch(
     return run
 
 
-def batch(
-    endpoint: str,
-    rows: Any,
-    template: Mapping[str, Any] | None = None,
-    *,
-    out: str | Path | None = None,
-    id: str | None = None,
-    budget: Any = None,
-    prices: Mapping[str, Mapping[str, float]] | None = None,
-    concurrency: int | None = None,
-    confirm_above: int | None = None,
-    timeout: float | None = None,
-    on_timeout: str = "cancel",
-    client: ClientLike | None = None,
-    filenames: str | None = None,
-) -> Batch:
-    """Plan, validate, count and (below ``confirm_above``) send a batch from data.
+def _sending(opened: Callable[P, Batch]) -> Callable[P, Batch]:
+    """``gw.batch`` from :func:`open_batch`: its one signature (``help`` shows it),
+    then the batch sent unless it waits for confirmation."""
 
-    ``rows``: a list of dicts, a ``.csv`` or ``.jsonl`` path, or a pandas DataFrame.
-    ``template`` maps fields to values or format strings over the columns
-    (``{"prompt": "{text}, watercolor", "seed": "{seed}"}``), typed by field; with none,
-    columns named like fields are the payload; an ``endpoint`` column sends each row
-    to its own endpoint. ``out``: the folder of files and manifests (default
-    ``./<id>``); ``id``: the batch's name (default: derived from the rows, so running
-    the same call again resumes it). ``budget``: caps per billed kind
-    (``{"images": 100}``), or money with ``prices={endpoint: {"per_image": 0.04}}``.
-    ``timeout``: seconds per row, then ``on_timeout="cancel"`` (at the gateway) or
-    ``"leave"``. ``filenames``: the name template (``{row:05d}-{slug}-{seed}.{ext}``).
-    Nothing is sent when any row is invalid, when the plan is over budget
-    (:class:`~genwidgets.errors.BudgetExceeded`), or above ``confirm_above`` billed
-    generations until ``batch.submit()``. Returns at once; ``batch.wait()`` blocks.
-    """
-    run = open_batch(
-        endpoint,
-        rows,
-        template,
-        out=out,
-        id=id,
-        budget=budget,
-        prices=prices,
-        concurrency=concurrency,
-        confirm_above=confirm_above,
-        timeout=timeout,
-        on_timeout=on_timeout,
-        client=client,
-        filenames=filenames,
-    )
-    if run.started:  # it sends already, in this process
+    @functools.wraps(opened, assigned=("__module__",))
+    def batch(*args: P.args, **kwargs: P.kwargs) -> Batch:
+        """Plan, validate, count and (below ``confirm_above``) send a batch from data.
+
+        ``rows``: a list of dicts, a ``.csv`` or ``.jsonl`` path, or a pandas DataFrame.
+        ``template`` maps fields to values or format strings over the columns
+        (``{"prompt": "{text}, watercolor", "seed": "{seed}"}``), typed by field; with
+        none, columns named like fields are the payload; an ``endpoint`` column sends
+        each row to its own endpoint. ``out``: the folder of files and manifests
+        (default ``./<id>``); ``id``: the batch's name (default: derived from the rows,
+        so running the same call again resumes it). ``budget``: caps per billed kind
+        (``{"images": 100}``), or money with ``prices={endpoint: {"per_image": 0.04}}``.
+        ``timeout``: seconds per row, then ``on_timeout="cancel"`` (at the gateway) or
+        ``"leave"``. ``filenames``: the name template (``{row:05d}-{slug}-{seed}.{ext}``).
+        Nothing is sent when any row is invalid, when the plan is over budget
+        (:class:`~genwidgets.errors.BudgetExceeded`), or above ``confirm_above`` billed
+        generations until ``batch.submit()``. Returns at once; ``batch.wait()`` blocks.
+        """
+        run = opened(*args, **kwargs)
+        if run.started:  # it sends already, in this process
+            return run
+        if not run.needs_confirmation:
+            run.submit()
+        elif progress_mode(sys.stdout) != "none":
+            given = kwargs.get("confirm_above")  # checked by open_batch: None or a count
+            shown = given if isinstance(given, int) else CONFIRM_ABOVE
+            how = "call .submit() on the returned batch"
+            print(not_sent_line(run.plan.summary(), shown, how))
         return run
-    if not run.needs_confirmation:
-        run.submit()
-    elif progress_mode(sys.stdout) != "none":
-        shown = CONFIRM_ABOVE if confirm_above is None else confirm_above
-        how = "call .submit() on the returned batch"
-        print(not_sent_line(run.plan.summary(), shown, how))
-    return run
+
+    return batch
+
+
+batch = _sending(open_batch)
 
 
 def _folder(out: str | Path | None, stored: BatchRecord | None, batch_id: str) -> Path:

@@ -96,6 +96,7 @@ _SCHEMA = (
 )
 _BATCHES = "SELECT id, gateway, endpoint, created_at, out, digest, description FROM batches"
 _COUNTS = "SELECT state, COUNT(*) FROM batch_rows WHERE batch_id = ? GROUP BY state"
+_SPENT = "SELECT kind, SUM(amount) FROM batch_spend WHERE batch_id = ? GROUP BY kind"
 
 
 def what_differs(stored: Mapping[str, Any], planned: Mapping[str, Any]) -> str:
@@ -277,11 +278,7 @@ class BatchStore(TableStore):
     def spent(self, batch_id: str) -> dict[str, float]:
         """What the batch's rows have taken, per billed kind (every attempt but those
         given back)."""
-        found = self._read(
-            "SELECT kind, SUM(amount) FROM batch_spend WHERE batch_id = ? GROUP BY kind",
-            (batch_id,),
-        )
-        return {kind: float(total or 0.0) for kind, total in found}
+        return {kind: float(total or 0.0) for kind, total in self._read(_SPENT, (batch_id,))}
 
     def reserve(
         self,
@@ -297,13 +294,7 @@ class BatchStore(TableStore):
 
         def write(conn: sqlite3.Connection) -> Reserved:
             owner = self.tables.hold(conn)  # alive while it lives: its rows are its own
-            spent = {
-                kind: float(total or 0.0)
-                for kind, total in conn.execute(
-                    "SELECT kind, SUM(amount) FROM batch_spend WHERE batch_id = ? GROUP BY kind",
-                    (batch_id,),
-                )
-            }
+            spent = {kind: float(total or 0.0) for kind, total in conn.execute(_SPENT, (batch_id,))}
             states = dict(
                 conn.execute(
                     "SELECT idx, state || ':' || attempt FROM batch_rows WHERE batch_id = ? "

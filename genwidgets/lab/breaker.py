@@ -3,10 +3,12 @@ batch's, a grid's) until it is asked to go on (docs/decisions.md#circuit-breaker
 
 from __future__ import annotations
 
+import threading
+
 from .._client import created_nothing
 from ..errors import OutcomeUnknown, ServerError, Unreachable
 
-__all__ = ["BREAKER_AFTER", "Breaker", "may_have_billed"]
+__all__ = ["BREAKER_AFTER", "Breaker", "Pausable", "may_have_billed"]
 
 #: creates failing in a row in a way that may have billed (a 5xx, no answer, no
 #: contact) before the run pauses (docs/decisions.md#circuit-breaker)
@@ -45,3 +47,28 @@ class Breaker:
             f"{self.count} creates in a row failed in a way that may have billed "
             f"(the last: {type(outcome).__name__}: {outcome})"
         )
+
+
+class Pausable:
+    """What a batch and a grid share around their breaker: whether their plan was sent
+    (``started``), why sending paused, and the event that holds every create back."""
+
+    _started = False
+
+    def __init__(self) -> None:
+        #: why sending paused; set, nothing more is sent until it is asked to go on
+        self.paused: str | None = None
+        #: set: no create leaves (a pause, a cancel, an interrupt)
+        self.stop = threading.Event()
+        #: counts creates failing in a row that may have billed
+        self.breaker = Breaker()
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def go_on(self) -> None:
+        """Asked to send again (under the run's lock): the pause ends here."""
+        self.paused = None
+        self.breaker.count = 0
+        self.stop.clear()

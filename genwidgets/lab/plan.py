@@ -99,10 +99,6 @@ class PlannedCell:
             return None
         return f"not sent to {self.endpoint} (no such field): {', '.join(self.dropped)}"
 
-    @property
-    def label(self) -> str:
-        return " · ".join(short(v, 40) for v in self.values.values())
-
 
 def _cell_target(
     endpoint: str, spec: EndpointSpec, values: Mapping[str, Any], axes: Sequence[tuple[str, Axis]]

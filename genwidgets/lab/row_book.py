@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..jobs.ledger import scrub_payload
 from .batch_row import BatchRow
 from .batch_store import ENDED, SENDING, UNKNOWN, WAITING, BatchStore, RowUpdate, id_taken
-from .breaker import Breaker
+from .breaker import Pausable
 from .manifest import Manifest
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["RowBook"]
 
 
-class RowBook:
+class RowBook(Pausable):
     """A batch's rows and the one way to change them (see the module docstring)."""
 
     def __init__(
@@ -48,6 +48,7 @@ class RowBook:
         on_timeout: str,
         concurrency: int,
     ) -> None:
+        super().__init__()
         self.plan = plan
         self.client = client
         self.id = batch_id
@@ -78,16 +79,9 @@ class RowBook:
         self.stored = False
         #: why sending stopped before every row was sent (the budget's cap, a cancel)
         self.stopped: str | None = None
-        #: why sending paused (creates failing in a row, the sender's error); set, the
-        #: batch sends nothing more until it is asked to go on
-        self.paused: str | None = None
         #: the last trouble of a background thread (recorded, shown, never fatal)
         self.problem: str | None = None
-        #: set: no create leaves (a pause, a cancel, an interrupt)
-        self.stop = threading.Event()
         self.cancelled = False
-        #: counts creates failing in a row that may have billed
-        self.breaker = Breaker()
         self._pending: list[RowUpdate] = []
         #: held across taking the queued row changes and writing them, so a flush
         #: returns once every change queued before it is in the store
@@ -208,6 +202,5 @@ class RowBook:
 
     def go_on(self) -> None:
         """Asked to send again (under the lock): a pause or a stop ends here."""
-        self.paused = self.stopped = None
-        self.breaker.count = 0
-        self.stop.clear()
+        self.stopped = None
+        super().go_on()

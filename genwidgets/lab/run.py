@@ -24,7 +24,7 @@ from ..jobs.ledger import NOT_CREATED, scrub_payload
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
 from .batch_send import CHUNK_ROUNDS, send_chunk
-from .breaker import Breaker
+from .breaker import Pausable
 from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
 from .resume import followed, found_by_tag, tags_since
@@ -151,7 +151,7 @@ class GridCell:
         return f"<GridCell {values} {state}{' ' + '*' * self.rating if self.rating else ''}>"
 
 
-class GridRun:
+class GridRun(Pausable):
     """The cells of a planned grid, sent at most once, and what was judged of them."""
 
     def __init__(
@@ -163,6 +163,7 @@ class GridRun:
         store: GridStore | None = None,
         concurrency: int = CONCURRENCY,
     ) -> None:
+        super().__init__()
         self.plan = plan
         self.client = client
         self.concurrency = valid_concurrency(concurrency)
@@ -173,24 +174,13 @@ class GridRun:
         #: when the grid was planned (a re-opened one: when it was stored)
         self.created_at = time.time()
         self._lock = threading.RLock()
-        self._started = False
         self._stored = False
         self._sent = threading.Event()
-        #: set: no create leaves (the breaker paused the grid)
-        self._stop = threading.Event()
-        #: why sending paused; set, the cells not sent wait for :meth:`submit`
-        self.paused: str | None = None
-        #: creates in a row that failed and may have billed
-        self._breaker = Breaker()
         self.store.watch(self.id, self.refresh_ratings)
 
     @property
     def endpoint(self) -> str:
         return self.plan.endpoint
-
-    @property
-    def started(self) -> bool:
-        return self._started
 
     @property
     def sent(self) -> bool:
@@ -238,18 +228,15 @@ class GridRun:
         re-opened with cells never sent) and does nothing more; ``wait`` returns when
         every create has answered (or the breaker paused the grid), else they go from a
         background thread."""
-        lost = [c for c in self.cells if c.lost]
+        lost = [(c, str(c.request_id)) for c in self.cells if c.lost]
         if lost:  # followed again (off the lock: this asks the engine), no create
-            jobs = followed(self.client, [(c.endpoint, str(c.request_id)) for c in lost])
-            for cell, job in zip(lost, jobs, strict=True):
-                self._attach(cell, job)
+            self._follow(lost)
             self.changed()
         with self._lock:
             if self._started and not (self.sent and any(c.unsent for c in self.cells)):
                 return self
             if self.paused is not None:  # asked to go on: the pause ends here
-                self.paused, self._breaker.count = None, 0
-                self._stop.clear()
+                self.go_on()
             self._started = True
             self._sent.clear()
         try:
@@ -272,7 +259,7 @@ class GridRun:
             waiting = [c for c in self.cells if c.unsent]
             size = CHUNK_ROUNDS * self.concurrency
             for start in range(0, len(waiting), size):
-                if self._stop.is_set():
+                if self.stop.is_set():
                     break
                 chunk = waiting[start : start + size]
                 send_chunk(
@@ -280,7 +267,7 @@ class GridRun:
                     chunk,
                     tags=[self.tag(cell) for cell in chunk],
                     concurrency=self.concurrency,
-                    hold=self._stop.is_set,
+                    hold=self.stop.is_set,
                     settle=self._sent_one,
                     unanswered=self._settle_lost,
                 )
@@ -294,7 +281,7 @@ class GridRun:
         return f"grid {self.id} cell {cell.index}"
 
     def _sent_one(self, cell: GridCell, outcome: JobLike | Exception) -> None:
-        if isinstance(outcome, Unreachable) and self._stop.is_set():
+        if isinstance(outcome, Unreachable) and self.stop.is_set():
             self.changed()  # held back by the pause: nothing sent, the cell waits
             return
         if isinstance(outcome, Exception):
@@ -302,13 +289,13 @@ class GridRun:
             cell.error = create_failure(outcome)
         else:
             self._attach(cell, outcome)
-        why = self._breaker.saw(outcome)
+        why = self.breaker.saw(outcome)
         if why is not None and self.paused is None:
             waiting = sum(1 for c in self.cells if c.unsent)
             self.paused = (
                 f"{why}; {waiting} cell(s) not sent wait for grid.submit() (the Submit button)"
             )
-            self._stop.set()
+            self.stop.set()
         self._keep(cell)
 
     def _keep(self, cell: GridCell) -> None:
@@ -347,9 +334,7 @@ class GridRun:
                     f"outcome unknown: its create may have left and no answer was kept "
                     f"({said}); look for it with client.history()"
                 )
-        jobs = followed(self.client, [(cell.endpoint, rid) for cell, rid in attach])
-        for (cell, _), job in zip(attach, jobs, strict=True):
-            self._attach(cell, job)
+        self._follow(attach)
         for cell in cells:
             if not cell.unsent:
                 self._keep(cell)
@@ -358,6 +343,12 @@ class GridRun:
         cell.job, cell.request_id = job, str(job.request_id)
         job.add_update_callback(lambda _job: self.changed())
         job.add_done_callback(lambda _job: self.changed())
+
+    def _follow(self, tasks: list[tuple[GridCell, str]]) -> None:
+        """Attach each cell to its existing task (cell, request id): never a create."""
+        jobs = followed(self.client, [(cell.endpoint, rid) for cell, rid in tasks])
+        for (cell, _), job in zip(tasks, jobs, strict=True):
+            self._attach(cell, job)
 
     def wait(self, timeout: float | None = None) -> GridRun:
         """Block until every sent cell is terminal; ``TaskTimeout`` (a TimeoutError)
@@ -524,9 +515,7 @@ class GridRun:
             cell.error = stored.error
             if stored.request_id:
                 attach.append((cell, stored.request_id))
-        jobs = followed(client, [(cell.endpoint, request_id) for cell, request_id in attach])
-        for (cell, _), job in zip(attach, jobs, strict=True):
-            run._attach(cell, job)
+        run._follow(attach)
         lost = [c for c in run.cells if c.unsent]  # the store missed them: the ledger says
         if lost and client.ledger is not None:  # (a session's store in memory misses none)
             run._settle_lost(lost)

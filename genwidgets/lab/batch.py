@@ -25,6 +25,7 @@ from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
 from .batch_send import send_all
 from .batch_store import CREATED, FAILED, PENDING, SENDING, UNKNOWN, WAITING
 from .budget import summed
+from .cost import CONFIRM_ABOVE
 from .finish import check_deadlines, finish_row, write_files
 from .progress import Mode, Progress, Snapshot, interrupted
 from .resume import reconcile
@@ -50,6 +51,8 @@ class Batch(RowBook):
 
     #: whether it waits for :meth:`submit` (billed above ``confirm_above``)
     needs_confirmation = False
+    #: billed generations above which it waits for :meth:`submit` (``gw.batch``'s)
+    confirm_above = CONFIRM_ABOVE
     #: an error that ended the sender or the finisher (raised by :meth:`wait`)
     error: BaseException | None = None
     _sending_since: float | None = None

@@ -140,6 +140,7 @@ def open_batch(
     if stored is None:
         run.store_batch()  # the id is this plan's before anything is confirmed
     billed = sum(r.planned.billed for r in waiting)
+    run.confirm_above = confirm_above
     run.needs_confirmation = needs_confirmation(billed, confirm_above)
     with _opened_lock:
         _opened[key] = run
@@ -174,10 +175,8 @@ def _sending(opened: Callable[P, Batch]) -> Callable[P, Batch]:
         if not run.needs_confirmation:
             run.submit()
         elif progress_mode(sys.stdout) != "none":
-            given = kwargs.get("confirm_above")  # checked by open_batch: None or a count
-            shown = given if isinstance(given, int) else CONFIRM_ABOVE
             how = "call .submit() on the returned batch"
-            print(not_sent_line(run.plan.summary(), shown, how))
+            print(not_sent_line(run.plan.summary(), run.confirm_above, how))
         return run
 
     return batch

@@ -389,6 +389,13 @@ class GridRun(Pausable):
         failed = sum(1 for c in self.cells if c.failed)
         return done, failed, len(self.cells)
 
+    def to_go_on(self) -> tuple[int, int]:
+        """(cells contact was lost with, cells never sent that no pause holds): what
+        :meth:`submit` (a view's Go on) takes up again once the grid has sent."""
+        lost = sum(1 for c in self.cells if c.lost)
+        waiting = sum(1 for c in self.cells if c.unsent) if self.sent and self.paused is None else 0
+        return lost, waiting
+
     def expected_finish(self) -> float | None:
         """The latest expected finish (seconds from now) of unfinished cells, when known."""
         found = [

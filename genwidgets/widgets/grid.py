@@ -448,8 +448,7 @@ class Grid(CommandView):
         progress = f"{done} of {total} done" if run.started else "nothing sent yet"
         if failed:
             progress += f" ({failed} failed)"
-        lost = sum(1 for c in run.cells if c.lost)
-        stuck = sum(1 for c in run.cells if c.unsent) if run.sent and run.paused is None else 0
+        lost, stuck = run.to_go_on()
         if lost:
             progress += f"; {lost} contact lost (Go on follows them again, no new create)"
         if stuck:

@@ -37,6 +37,27 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.pop(name, None)
 
 
+#: The kinds of test that take longest, in the order their files are handed out.
+LONGEST_FIRST = ("notebook", "browser", "slow")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with the longest kinds of test first, each file's tests in their own order.
+    The parallel runner (README "Tests") hands out whole files in this order: a long
+    file handed out last would run on alone once every other file is done."""
+
+    def rank(item: pytest.Item) -> int:
+        found = [i for i, name in enumerate(LONGEST_FIRST) if item.get_closest_marker(name)]
+        return min(found, default=len(LONGEST_FIRST))
+
+    files: dict[str, int] = {}
+    for item in items:
+        path = str(item.path)
+        files[path] = min(files.get(path, len(LONGEST_FIRST)), rank(item))
+    order = {path: n for n, path in enumerate(files)}
+    items.sort(key=lambda item: (files[str(item.path)], order[str(item.path)]))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     home = getattr(config, "_genwidgets_home", None)
     if home:

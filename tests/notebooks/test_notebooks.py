@@ -25,6 +25,8 @@ from genwidgets.simulator import DEMO_KEY
 #: A hang guard for one notebook, generous for a busy machine. The two-minute goal
 #: of issue 8 is a timing goal: it belongs in benchmarks/, not in a test.
 HANG_GUARD_S = 900
+#: What a teaching notebook may weigh executed with widget state (issue 40).
+MAX_SAVED_BYTES = 1_500_000
 
 
 @dataclass(frozen=True)
@@ -311,3 +313,23 @@ def test_notebook_runs_again_in_the_same_home(path: Path, lessons: jupyter_env.L
     for folder, run in (("twice", twice), ("restarted", restarted)):
         assert jupyter_env.error_outputs(run.notebook) == [], folder
         assert run.beside == [path.name], folder
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(3 * HANG_GUARD_S)  # it may make the lesson's three runs
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_notebook_saved_with_widget_state_stays_within_the_bound(
+    path: Path, lessons: jupyter_env.Lessons
+) -> None:
+    """Every lesson, executed with widget state (as JupyterLab saves it) in a home that
+    already has history, stays light enough to publish as it is. Issue 40: ``07``
+    weighed 2.30 MB, and 4.19 MB run again in the same home (a card per ledger job, each
+    with a full-size image); GitHub's preview fails near 2.6 MB. Weighed as saved by the
+    Run All after a restart (``lessons.restarted``): its home holds what the two Run Alls
+    before left (for ``07``: grids, rated cells, the ledger's jobs with their files)."""
+    run = lessons.restarted(path)
+    size = (run.workdir / path.name).stat().st_size
+    assert size <= MAX_SAVED_BYTES, (
+        f"{path.name} weighs {size / 1e6:.2f} MB executed with widget state in a home with "
+        f"history (at most {MAX_SAVED_BYTES / 1e6:.1f} MB)"
+    )

@@ -207,13 +207,18 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
         result = recorded or job.result(timeout=args.wait)
     except TaskTimeout:
-        out = {"request_id": job.request_id, "status": job.status_text, "done": False}
-        print(
-            json.dumps(out)
-            if args.json
-            else f"{job.request_id}: not finished ({job.status_text}); wait with --wait SECONDS"
-        )
-        return EXIT_NOT_DONE
+        # no poll answered within the wait (none is made with no --wait): ask once, so the
+        # status said is the gateway's now; a task ended meanwhile gives its result
+        if job.last_status is None and job.status().done:
+            result = job.result(timeout=client.timeout)
+        else:
+            out = {"request_id": job.request_id, "status": job.status_text, "done": False}
+            print(
+                json.dumps(out)
+                if args.json
+                else f"{job.request_id}: not finished ({job.status_text}); wait with --wait SECONDS"
+            )
+            return EXIT_NOT_DONE
     files = []
     for output in result.outputs:
         path = output.path

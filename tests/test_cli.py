@@ -302,3 +302,30 @@ def test_cancel_of_a_task_the_gateway_has_ended_says_so(
     assert (said["status"], said["cancel"]) == ("COMPLETED", "not sent: the task had already ended")
     after = httpx.get(f"{gateway_env.base_url}/_sim/stats", timeout=10).json()
     assert after.get("cancel", 0) == before.get("cancel", 0)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_result_with_no_wait_says_the_gateways_status_now_and_gives_an_ended_tasks_result(
+    gateway_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No --wait makes no poll: the command asks the gateway once, so a task ended after
+    its client closed gives its result, and one running says how it stands (before, both
+    said 'not finished (SUBMITTED)', the word a job has before any poll answers)."""
+    with genwidgets.Client() as client:
+        job = client.submit(T2I, {"prompt": "a gull", "n": 1})
+    task = f"{gateway_env.base_url}/_sim/tasks/{job.request_id}"
+    deadline = time.monotonic() + 60
+    while httpx.get(task, timeout=10).json()["status"] != "COMPLETED":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert main(["result", job.request_id, "--json"]) == 0
+    found = json_out(capsys)
+    assert (found["status"], found["ok"]) == ("COMPLETED", True) and len(found["files"]) == 1
+
+    httpx.put(f"{gateway_env.base_url}/_sim/config", json={"speed": 0.01}, timeout=10)
+    with genwidgets.Client() as client:
+        slow = client.submit(T2I, {"prompt": "a slow gull", "n": 1})
+    assert main(["result", slow.request_id, "--json"]) == 1
+    said = json_out(capsys)
+    assert said["done"] is False and said["status"] in ("IN_QUEUE", "IN_PROGRESS"), said

@@ -275,10 +275,9 @@ def _wrap(text: str, width: int) -> str:
 
 def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: int) -> None:
 
-    result = cell.job.last_result if cell.job is not None else None
-    failed = cell.error is not None or (result is not None and not result.ok)
+    trouble = cell.trouble
     draw.rectangle(
-        (x0, y0, x0 + TILE - 1, y0 + TILE - 1), fill=PALETTE["failed_bg" if failed else "tile"]
+        (x0, y0, x0 + TILE - 1, y0 + TILE - 1), fill=PALETTE["failed_bg" if trouble else "tile"]
     )
     output = _first_visual(cell)
     picture = _poster(output) if output is not None else None
@@ -286,9 +285,8 @@ def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: in
         picture.thumbnail((TILE, TILE))
         sheet.paste(picture, (x0 + (TILE - picture.width) // 2, y0 + (TILE - picture.height) // 2))
     else:
-        if failed:
-            message = cell.error or (str(result.error) if result is not None else "failed")
-            text, colour = _wrap("failed: " + short(message, 120), 32), PALETTE["failed_ink"]
+        if trouble:
+            text, colour = _wrap(short(trouble, 128), 32), PALETTE["failed_ink"]
         else:
             text = output.kind if output is not None else status_of(cell)
             colour = PALETTE["muted"]
@@ -481,13 +479,10 @@ def _cell_html(cell: GridCell | None, media_dir: Path, video: str) -> Html:
 
     if cell is None:
         return tag("td")
-    result = cell.job.last_result if cell.job is not None else None
-    failed = cell.error is not None or (result is not None and not result.ok)
+    trouble = cell.trouble
     body = join(_output_html(o, cell, media_dir, video) for o in cell.outputs)
-    if failed:
-        body = join(
-            [body, tag("div", None, f"failed: {cell.error or (result.error if result else '')}")]
-        )
+    if trouble:
+        body = join([body, tag("div", None, trouble)])
     elif not body:
         body = _muted(status_of(cell))
     stars = tag(
@@ -497,7 +492,7 @@ def _cell_html(cell: GridCell | None, media_dir: Path, video: str) -> Html:
     )
     return tag(
         "td",
-        {"class": "failed" if failed else "", "data-index": cell.index},
+        {"class": "failed" if trouble else "", "data-index": cell.index},
         body,
         stars,
         tag("div", None, cell.note) if cell.note else None,

@@ -104,6 +104,15 @@ class GridCell:
         return self.done and not self.lost and (result is None or not result.ok)
 
     @property
+    def trouble(self) -> str | None:
+        """What went wrong, its meaning first: a create's own words ("not created: ...",
+        "outcome unknown: ...") or "failed: " and the task's error; None when nothing did."""
+        result = self.job.last_result if self.job is not None else None
+        if self.error is None and result is not None and not result.ok:
+            return f"failed: {result.error or result.status}"
+        return self.error
+
+    @property
     def lost(self) -> bool:
         """Its following gave up on faults of contact: the task may still run or be
         done, and :meth:`GridRun.submit` follows it again (no create)."""
@@ -147,7 +156,7 @@ class GridCell:
 
     def __repr__(self) -> str:
         values = ", ".join(f"{d}={self.value(d)!r}" for d in AXES if self._run.plan.shown(d))
-        state = self.request_id or ("failed: " + self.error if self.error else "not sent")
+        state = self.request_id or self.error or "not sent"
         return f"<GridCell {values} {state}{' ' + '*' * self.rating if self.rating else ''}>"
 
 

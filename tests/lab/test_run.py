@@ -9,6 +9,7 @@ import pytest
 from widgets.taskfakes import ForecastClient
 
 import genwidgets as gw
+from genwidgets.lab.export import save_html
 from genwidgets.lab.plan import plan_grid
 from genwidgets.lab.run import GridRun, status_of
 from genwidgets.lab.store import GridStore, store_for
@@ -95,6 +96,9 @@ def test_a_cell_whose_create_failed_says_what_it_means_for_money(tmp_path: Path)
     assert run.counts()[1] == 2  # both failed cells count as failed, neither is retried
     described = {c["index"]: c["error"] for c in run.describe()["cells"]}
     assert described[2] == run.cells[2].error  # the export says it the same way
+    page = save_html(run, tmp_path / "grid.html").read_text(encoding="utf-8")
+    assert "outcome unknown: ServerError" in page and "not created: GatewayError" in page
+    assert "failed: outcome unknown" not in page and "failed: not created" not in page
     store.close()
 
 

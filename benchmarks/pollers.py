@@ -98,7 +98,7 @@ class _EngineWatch:
                 self.plans += 1
                 self.plan_s += time.perf_counter() - began
 
-        runtime.plan_polls = timed  # type: ignore[assignment]
+        runtime.plan_polls = timed
         engine.submit(self._probe())
 
     async def _probe(self) -> None:

@@ -161,10 +161,10 @@ def throughput(
             tally[3] += common.cpu_seconds(processes[label].pid) - cpu[0]
             tally[4] += common.cpu_seconds(sim_pid) - cpu[1]
     figures: dict[str, Any] = {}
-    for label, (requests, ok, seconds, cpu, sim_cpu) in done.items():
+    for label, (requests, ok, seconds, own_cpu, sim_cpu) in done.items():
         figures[f"{label}proxied_status_rps"] = round(requests / max(seconds, 1e-9), 1)
         # what a request costs the server's own core, whatever else the machine runs
-        figures[f"{label}server_cpu_ms_per_request"] = round(1000 * cpu / max(1, requests), 3)
+        figures[f"{label}own_cpu_ms_per_request"] = round(1000 * own_cpu / max(1, requests), 3)
         figures[f"{label}upstream_cpu_ms_per_request"] = round(1000 * sim_cpu / max(1, requests), 3)
         figures[f"{label}proxied_status_ok"] = ok
     return figures
@@ -230,7 +230,7 @@ def run_serve(
         figures |= added_latency(sim.base_url, servers, student, status)
         figures |= throughput(processes, servers, sim.pid, student, load)
         if baseline is not None:
-            for name in ("proxied_status_rps", "server_cpu_ms_per_request", "added_p50_ms"):
+            for name in ("proxied_status_rps", "own_cpu_ms_per_request", "added_p50_ms"):
                 figures[f"{name}_ratio"] = round(
                     figures[name] / max(1e-9, figures[f"baseline_{name}"]), 2
                 )

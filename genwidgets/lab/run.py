@@ -20,14 +20,14 @@ from .._config import shown_path
 from .._workers import RUNS
 from ..errors import LedgerError, LedgerWarning, Unreachable
 from ..jobs.fanout import valid_concurrency
-from ..jobs.ledger import NOT_CREATED, scrub_payload
+from ..jobs.ledger import scrub_payload
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
 from .batch_send import CHUNK_ROUNDS, send_chunk
 from .breaker import Pausable
 from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
-from .resume import followed, found_by_tag, tags_since
+from .resume import followed, ledger_verdicts
 from .store import GridRecord, GridStore, restore_plan, store_for
 
 if TYPE_CHECKING:
@@ -314,26 +314,20 @@ class GridRun(Pausable):
 
     def _settle_lost(self, cells: list[GridCell]) -> None:
         """Cells whose create's answer was not seen (an interrupt; a store that missed
-        it), as the ledger says by their tags: a task made is followed, a create that
-        surely made nothing waits for :meth:`submit`, any other is "outcome unknown"
-        (never sent again). No ledger, or a cell written before tags were: unknown."""
-        found = found_by_tag(self.client, {self.tag(c): c.index for c in cells})
-        since = tags_since(self.client) if len(found) < len(cells) else 0.0
+        it), as :func:`~.resume.ledger_verdicts` says: followed, left waiting for
+        :meth:`submit`, or "outcome unknown" (never sent again)."""
+        verdicts = ledger_verdicts(
+            self.client,
+            {self.tag(c): c.index for c in cells},
+            dict.fromkeys((c.index for c in cells), self.created_at),
+        )
         attach: list[tuple[GridCell, str]] = []
         for cell in cells:
-            record = found.get(cell.index)
-            if record is not None and record.request_id is not None:
-                attach.append((cell, record.request_id))
-            elif record is None and since is not None and self.created_at >= since:
-                continue  # its intent never reached the ledger: nothing left
-            elif record is not None and record.state == NOT_CREATED:
-                continue
-            else:
-                said = record.state if record is not None else "no record of it"
-                cell.error = (
-                    f"outcome unknown: its create may have left and no answer was kept "
-                    f"({said}); look for it with client.history()"
-                )
+            verdict = verdicts[cell.index]
+            if verdict.kind == "follow":
+                attach.append((cell, str(verdict.request_id)))
+            elif verdict.kind == "unknown":
+                cell.error = verdict.why
         self._follow(attach)
         for cell in cells:
             if not cell.unsent:

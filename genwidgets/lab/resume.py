@@ -91,7 +91,7 @@ def _verdict(records: list[LedgerRow], written_at: float | None, since: float) -
     elif not left:
         return Verdict("send")  # its intent never reached disk, or it surely made nothing
     else:
-        why = f"its create went out and no answer was kept ({left[0]})"
+        why = f"its create may have left and no answer was kept ({left[0]})"
     return Verdict(
         "unknown",
         why=f"outcome unknown: {why}; not sent again. Look for it with client.history() "

@@ -12,7 +12,6 @@ import secrets
 import threading
 import time
 import warnings
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._client import create_failure, lost_contact
@@ -170,10 +169,8 @@ class GridRun(Pausable):
         self.id = grid_id or new_grid_id()
         self.store = store if store is not None else store_for(client)
         self.cells = [GridCell(self, c) for c in plan.cells]
-        self.listeners: list[Callable[[], None]] = []
         #: when the grid was planned (a re-opened one: when it was stored)
         self.created_at = time.time()
-        self._lock = threading.RLock()
         self._stored = False
         self._sent = threading.Event()
         self.store.watch(self.id, self.refresh_ratings)
@@ -200,7 +197,7 @@ class GridRun(Pausable):
 
     def swap(self, a: str, b: str) -> None:
         """Re-lay the grid: swap two displayed axes; no task is sent."""
-        with self._lock:
+        with self.lock:
             self.plan = self.plan.swapped(a, b)
         self.changed()
 
@@ -210,17 +207,16 @@ class GridRun(Pausable):
     # ------------------------------------------------------------------ sending
 
     def _store_grid(self) -> None:
-        with self._lock:
-            if self._stored:
-                return
+        """Record the grid once (a second save changes nothing: two at once are fine)."""
+        if not self._stored:
+            self.store.save_grid(
+                self.id,
+                gateway=self.client.gateway_name,
+                endpoint=self.endpoint,
+                description=self.plan.describe(),
+                payloads=[c.payload for c in self.cells],
+            )
             self._stored = True
-        self.store.save_grid(
-            self.id,
-            gateway=self.client.gateway_name,
-            endpoint=self.endpoint,
-            description=self.plan.describe(),
-            payloads=[c.payload for c in self.cells],
-        )
 
     def submit(self, *, wait: bool = True) -> GridRun:
         """Send every cell once: a second call follows again the cells contact was lost
@@ -232,19 +228,12 @@ class GridRun(Pausable):
         if lost:  # followed again (off the lock: this asks the engine), no create
             self._follow(lost)
             self.changed()
-        with self._lock:
-            if self._started and not (self.sent and any(c.unsent for c in self.cells)):
-                return self
-            if self.paused is not None:  # asked to go on: the pause ends here
-                self.go_on()
-            self._started = True
-            self._sent.clear()
-        try:
-            self._store_grid()
-        except BaseException:  # nothing was sent: a later submit() may try again
-            with self._lock:
-                self._started = self._stored = False
-            raise
+        if not self._begin(
+            again=lambda: self.sent and any(c.unsent for c in self.cells),
+            record=self._store_grid,
+            clear=self._sent,
+        ):
+            return self
         self.changed()
         if wait:
             self._send_all()
@@ -292,10 +281,9 @@ class GridRun(Pausable):
         why = self.breaker.saw(outcome)
         if why is not None and self.paused is None:
             waiting = sum(1 for c in self.cells if c.unsent)
-            self.paused = (
+            self.pause(
                 f"{why}; {waiting} cell(s) not sent wait for grid.submit() (the Submit button)"
             )
-            self.stop.set()
         self._keep(cell)
 
     def _keep(self, cell: GridCell) -> None:
@@ -456,15 +444,6 @@ class GridRun(Pausable):
                 }
             )
         return sorted(rows, key=lambda r: (r["mean"] is None, -(r["mean"] or 0)))
-
-    # ------------------------------------------------------------------ listeners
-
-    def changed(self) -> None:
-        for listener in list(self.listeners):
-            try:
-                listener()
-            except Exception:  # a broken view must not stop the grid
-                continue
 
     def describe(self) -> dict[str, Any]:
         """What ran: the plan's description plus each cell's payload (a local file as

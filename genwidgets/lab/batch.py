@@ -74,20 +74,8 @@ class Batch(RowBook):
     def submit(self) -> Batch:
         """Send what waits (the plan's confirmation, or going on after a pause); a
         second call does nothing more."""
-        with self.lock:
-            if self._started and self.paused is None:
-                return self
-            if self.paused is not None:  # asked to go on: the pause ends here
-                self.go_on()
-                self.settled.clear()
-            self._started = True
-        try:
-            self.store_batch()
-        except BaseException:
-            with self.lock:
-                self._started = False
-            raise
-        self._run()
+        if self._begin(record=self.store_batch, clear=self.settled):
+            self._run()
         return self
 
     def wait(self, timeout: float | None = None, *, progress: Mode = "auto") -> Batch:
@@ -137,7 +125,7 @@ class Batch(RowBook):
         for row in running:
             assert row.job is not None
             row.job.request_cancel()
-        self._changed()
+        self.changed()
         return len(running)
 
     def retry_failed(self) -> int:
@@ -174,8 +162,7 @@ class Batch(RowBook):
     def finished(self) -> bool:
         """Every row has ended, or sending stopped and every sent row has ended."""
         with self.lock:
-            sending = self._sender is not None and self._sender.alive()
-            if sending or not self.ended.empty():
+            if self.sending or not self.ended.empty():
                 return False
             for row in self.rows:
                 if row.state in (SENDING, CREATED):
@@ -285,14 +272,10 @@ class Batch(RowBook):
 
     # ------------------------------------------------------------------ bookkeeping
 
-    def _changed(self) -> None:
-        """Tell the listeners (views), each guarded: a broken view never stops a batch."""
+    def changed(self) -> None:
+        """Tell the listeners (views) of every change since the last time."""
         self.dirty = False
-        for listener in list(self.listeners):
-            try:
-                listener()
-            except Exception:
-                log.exception("genwidgets: a listener of batch %s failed", self.id)
+        super().changed()
 
     def _trouble(self, what: str, exc: BaseException) -> None:
         """A background thread's error: recorded, logged once, shown; the run goes on."""
@@ -317,11 +300,7 @@ class Batch(RowBook):
         with self.lock:
             if self._sending_since is None:
                 self._sending_since = time.monotonic()
-            if (
-                self.waiting()
-                and not self.stop.is_set()
-                and not (self._sender is not None and self._sender.alive())
-            ):
+            if self.waiting() and not self.stop.is_set() and not self.sending:
                 self._sender = RUNS.submit(self._guarded_sender)
             self._ensure_finisher()
 
@@ -382,18 +361,17 @@ class Batch(RowBook):
                 if self.manifest.due():
                     self.write_all(force=False)
                 if self.dirty:
-                    self._changed()
+                    self.changed()
             except Exception as exc:  # recorded and shown; the rows go on
                 self._trouble("finishing rows", exc)
-            sender = self._sender
-            if self.ended.empty() and not (sender and sender.alive()) and self.finished:
+            if self.ended.empty() and not self.sending and self.finished:
                 break
         try:
             self.write_all()
         except Exception as exc:
             self._trouble("writing the batch's record", exc)
         self.settled.set()
-        self._changed()
+        self.changed()
 
     def _finish_one(self, row: BatchRow) -> None:
         """One ended row; an error of ours leaves it ``unknown`` with its request id (a

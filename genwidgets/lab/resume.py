@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from ..jobs.ledger import NOT_CREATED
 from .batch_store import (
@@ -35,24 +36,7 @@ if TYPE_CHECKING:
     from .batch_row import BatchRow
     from .row_book import RowBook
 
-__all__ = ["followed", "found_by_tag", "reconcile", "restore", "show_as_stored", "tags_since"]
-
-
-def found_by_tag(client: ClientLike, tags: Mapping[str, int]) -> dict[int, LedgerRow]:
-    """The ledger's record that says most of each create written with one of ``tags``
-    (tag → the row's or cell's index): a task made, else a create whose outcome is
-    unknown, else one that certainly made nothing. Grids and batches find their tasks so."""
-    ledger = client.ledger
-    if ledger is None or not tags:
-        return {}
-    found: dict[int, list[LedgerRow]] = {}
-    for record in ledger.tagged(list(tags)):
-        found.setdefault(tags[str(record.tag)], []).append(record)
-    return {
-        index: next((r for r in records if r.request_id is not None), None)
-        or next((r for r in records if r.state != NOT_CREATED), records[0])
-        for index, records in found.items()
-    }
+__all__ = ["Verdict", "followed", "ledger_verdicts", "reconcile", "restore", "show_as_stored"]
 
 
 def followed(client: ClientLike, tasks: Sequence[tuple[str, str]]) -> list[JobLike]:
@@ -65,51 +49,72 @@ def followed(client: ClientLike, tasks: Sequence[tuple[str, str]]) -> list[JobLi
     return [finished.get(rid) or client.job(endpoint, rid) for endpoint, rid in tasks]
 
 
-def tags_since(client: ClientLike) -> float | None:
-    """When the client's ledger began writing tags (intents before it carry none);
-    None without a ledger."""
+@dataclass(frozen=True)
+class Verdict:
+    """What the ledger says of one create whose answer was not seen: ``follow`` its task
+    (``request_id``), ``send`` it again (it certainly made nothing), or ``unknown``
+    (``why``: never sent again)."""
+
+    kind: Literal["follow", "send", "unknown"]
+    request_id: str | None = None
+    why: str | None = None
+
+
+def ledger_verdicts(
+    client: ClientLike, tags: Mapping[str, int], written_at: Mapping[int, float | None]
+) -> dict[int, Verdict]:
+    """Per index (tag → index), the ledger's verdict on its create. ``written_at``: when
+    each was reserved or planned; one older than the ledger's tags (``meta.tags_since``)
+    cannot be told apart. Grids and batches settle unanswered creates so, and only so."""
     ledger = client.ledger
-    if ledger is None:
-        return None
-    said = ledger.query("SELECT value FROM meta WHERE key = 'tags_since'")
-    return float(said[0][0]) if said else 0.0
+    if ledger is None:  # nothing on disk to ask: a task may exist
+        why = "outcome unknown: no ledger to say whether its create left"
+        return {index: Verdict("unknown", why=why) for index in tags.values()}
+    found: dict[int, list[LedgerRow]] = {}
+    for record in ledger.tagged(list(tags)):
+        found.setdefault(tags[str(record.tag)], []).append(record)
+    untold = len(found) < len(tags)
+    said = ledger.query("SELECT value FROM meta WHERE key = 'tags_since'") if untold else []
+    since = float(said[0][0]) if said else 0.0
+    return {i: _verdict(found.get(i, []), written_at.get(i), since) for i in tags.values()}
+
+
+def _verdict(records: list[LedgerRow], written_at: float | None, since: float) -> Verdict:
+    """The record that says most decides: a task made, else a create that may have left,
+    else one that certainly made nothing."""
+    made = next((r for r in records if r.request_id is not None), None)
+    if made is not None:
+        return Verdict("follow", request_id=made.request_id)
+    left = [r.state for r in records if r.state != NOT_CREATED]
+    if not records and (written_at or 0.0) < since:
+        why = "written by an older genwidgets, whose ledger did not tag which create was this one"
+    elif not left:
+        return Verdict("send")  # its intent never reached disk, or it surely made nothing
+    else:
+        why = f"its create may have left and no answer was kept ({left[0]})"
+    return Verdict(
+        "unknown",
+        why=f"outcome unknown: {why}; not sent again. Look for it with client.history() "
+        "before retrying it by hand",
+    )
 
 
 def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
     """Settle rows reserved whose create's answer was not seen (see the module docstring)."""
-    ledger = book.client.ledger
+    verdicts = ledger_verdicts(
+        book.client, {book.tag(r): r.index for r in rows}, {r.index: r.reserved_at for r in rows}
+    )
     attach: list[tuple[BatchRow, str]] = []
-    with book.lock:
-        if ledger is None:  # nothing on disk to ask: a task may exist
-            for row in rows:
-                row.error = "outcome unknown: no ledger to say whether its create left"
-                book.update(row, UNKNOWN)
-            return
-    records = found_by_tag(book.client, {book.tag(r): r.index for r in rows})
-    tagged_since = (tags_since(book.client) or 0.0) if len(records) < len(rows) else 0.0
     for row in rows:
-        record = records.get(row.index)
+        verdict = verdicts[row.index]
         with book.lock:
-            if record is None and (row.reserved_at or 0.0) < tagged_since:
-                row.error = (
-                    "outcome unknown: reserved by an older genwidgets, whose ledger "
-                    "did not say which create was this row's; not sent again. Look for "
-                    "it with client.history() before retrying it by hand"
-                )
-                book.update(row, UNKNOWN)
-            elif record is None:
-                book.update(row, WAITING, release=True)  # its intent never reached disk
-            elif record.request_id is not None:
-                row.request_id = record.request_id
-                attach.append((row, record.request_id))
-            elif record.state == NOT_CREATED:
+            if verdict.kind == "follow":
+                row.request_id = verdict.request_id
+                attach.append((row, str(verdict.request_id)))
+            elif verdict.kind == "send":
                 book.update(row, WAITING, release=True)
             else:
-                row.error = (
-                    f"outcome unknown: its create went out and no answer was kept "
-                    f"({record.state}); not sent again. Look for it with "
-                    "client.history() before retrying it by hand"
-                )
+                row.error = verdict.why
                 book.update(row, UNKNOWN)
     _attach_all(book, attach)
 

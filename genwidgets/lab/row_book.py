@@ -16,7 +16,6 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,8 +61,6 @@ class RowBook(Pausable):
         self.manifest = Manifest(out, batch_id)
         #: billed units the rows sent hold, per kind (and money with prices)
         self.spent: dict[str, float] = {}
-        #: held while a row changes; never while waiting on the engine
-        self.lock = threading.RLock()
         #: rows whose task ended (or whose following did), for the finisher
         self.ended: queue.SimpleQueue[int] = queue.SimpleQueue()
         #: when rows ended (monotonic), for the rate
@@ -72,7 +69,6 @@ class RowBook(Pausable):
         self.cursor = 0
         #: something changed that the views (``listeners``) have not been told
         self.dirty = False
-        self.listeners: list[Callable[[], None]] = []
         #: set once the finisher's last pass is written (cleared while rows go on)
         self.settled = threading.Event()
         #: the batch is recorded in the store under its id
@@ -183,13 +179,10 @@ class RowBook(Pausable):
         self.stored = True
 
     def pause(self, why: str) -> None:
-        """Stop sending (under the lock): creates in flight answer, nothing more leaves
-        until the batch is asked to go on."""
-        if self.paused is not None:
-            return
-        self.paused = why
-        self.say_paused()
-        self.stop.set()
+        """A pause, with the rows in doubt said in ``stopped`` (under the lock)."""
+        if self.paused is None:
+            super().pause(why)
+            self.say_paused()
 
     def say_paused(self) -> None:
         """``stopped`` for a pause, with the rows in doubt counted now (under the lock)."""

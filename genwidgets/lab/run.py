@@ -12,7 +12,6 @@ import secrets
 import threading
 import time
 import warnings
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._client import create_failure, lost_contact
@@ -20,14 +19,14 @@ from .._config import shown_path
 from .._workers import RUNS
 from ..errors import LedgerError, LedgerWarning, Unreachable
 from ..jobs.fanout import valid_concurrency
-from ..jobs.ledger import NOT_CREATED, scrub_payload
+from ..jobs.ledger import scrub_payload
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
 from .batch_send import CHUNK_ROUNDS, send_chunk
 from .breaker import Pausable
 from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
-from .resume import followed, found_by_tag, tags_since
+from .resume import followed, ledger_verdicts
 from .store import GridRecord, GridStore, restore_plan, store_for
 
 if TYPE_CHECKING:
@@ -179,10 +178,8 @@ class GridRun(Pausable):
         self.id = grid_id or new_grid_id()
         self.store = store if store is not None else store_for(client)
         self.cells = [GridCell(self, c) for c in plan.cells]
-        self.listeners: list[Callable[[], None]] = []
         #: when the grid was planned (a re-opened one: when it was stored)
         self.created_at = time.time()
-        self._lock = threading.RLock()
         self._stored = False
         self._sent = threading.Event()
         self.store.watch(self.id, self.refresh_ratings)
@@ -209,7 +206,7 @@ class GridRun(Pausable):
 
     def swap(self, a: str, b: str) -> None:
         """Re-lay the grid: swap two displayed axes; no task is sent."""
-        with self._lock:
+        with self.lock:
             self.plan = self.plan.swapped(a, b)
         self.changed()
 
@@ -219,17 +216,16 @@ class GridRun(Pausable):
     # ------------------------------------------------------------------ sending
 
     def _store_grid(self) -> None:
-        with self._lock:
-            if self._stored:
-                return
+        """Record the grid once (a second save changes nothing: two at once are fine)."""
+        if not self._stored:
+            self.store.save_grid(
+                self.id,
+                gateway=self.client.gateway_name,
+                endpoint=self.endpoint,
+                description=self.plan.describe(),
+                payloads=[c.payload for c in self.cells],
+            )
             self._stored = True
-        self.store.save_grid(
-            self.id,
-            gateway=self.client.gateway_name,
-            endpoint=self.endpoint,
-            description=self.plan.describe(),
-            payloads=[c.payload for c in self.cells],
-        )
 
     def submit(self, *, wait: bool = True) -> GridRun:
         """Send every cell once: a second call follows again the cells contact was lost
@@ -241,19 +237,12 @@ class GridRun(Pausable):
         if lost:  # followed again (off the lock: this asks the engine), no create
             self._follow(lost)
             self.changed()
-        with self._lock:
-            if self._started and not (self.sent and any(c.unsent for c in self.cells)):
-                return self
-            if self.paused is not None:  # asked to go on: the pause ends here
-                self.go_on()
-            self._started = True
-            self._sent.clear()
-        try:
-            self._store_grid()
-        except BaseException:  # nothing was sent: a later submit() may try again
-            with self._lock:
-                self._started = self._stored = False
-            raise
+        if not self._begin(
+            again=lambda: self.sent and any(c.unsent for c in self.cells),
+            record=self._store_grid,
+            clear=self._sent,
+        ):
+            return self
         self.changed()
         if wait:
             self._send_all()
@@ -301,10 +290,9 @@ class GridRun(Pausable):
         why = self.breaker.saw(outcome)
         if why is not None and self.paused is None:
             waiting = sum(1 for c in self.cells if c.unsent)
-            self.paused = (
+            self.pause(
                 f"{why}; {waiting} cell(s) not sent wait for grid.submit() (the Submit button)"
             )
-            self.stop.set()
         self._keep(cell)
 
     def _keep(self, cell: GridCell) -> None:
@@ -323,26 +311,20 @@ class GridRun(Pausable):
 
     def _settle_lost(self, cells: list[GridCell]) -> None:
         """Cells whose create's answer was not seen (an interrupt; a store that missed
-        it), as the ledger says by their tags: a task made is followed, a create that
-        surely made nothing waits for :meth:`submit`, any other is "outcome unknown"
-        (never sent again). No ledger, or a cell written before tags were: unknown."""
-        found = found_by_tag(self.client, {self.tag(c): c.index for c in cells})
-        since = tags_since(self.client) if len(found) < len(cells) else 0.0
+        it), as :func:`~.resume.ledger_verdicts` says: followed, left waiting for
+        :meth:`submit`, or "outcome unknown" (never sent again)."""
+        verdicts = ledger_verdicts(
+            self.client,
+            {self.tag(c): c.index for c in cells},
+            dict.fromkeys((c.index for c in cells), self.created_at),
+        )
         attach: list[tuple[GridCell, str]] = []
         for cell in cells:
-            record = found.get(cell.index)
-            if record is not None and record.request_id is not None:
-                attach.append((cell, record.request_id))
-            elif record is None and since is not None and self.created_at >= since:
-                continue  # its intent never reached the ledger: nothing left
-            elif record is not None and record.state == NOT_CREATED:
-                continue
-            else:
-                said = record.state if record is not None else "no record of it"
-                cell.error = (
-                    f"outcome unknown: its create may have left and no answer was kept "
-                    f"({said}); look for it with client.history()"
-                )
+            verdict = verdicts[cell.index]
+            if verdict.kind == "follow":
+                attach.append((cell, str(verdict.request_id)))
+            elif verdict.kind == "unknown":
+                cell.error = verdict.why
         self._follow(attach)
         for cell in cells:
             if not cell.unsent:
@@ -471,15 +453,6 @@ class GridRun(Pausable):
                 }
             )
         return sorted(rows, key=lambda r: (r["mean"] is None, -(r["mean"] or 0)))
-
-    # ------------------------------------------------------------------ listeners
-
-    def changed(self) -> None:
-        for listener in list(self.listeners):
-            try:
-                listener()
-            except Exception:  # a broken view must not stop the grid
-                continue
 
     def describe(self) -> dict[str, Any]:
         """What ran: the plan's description plus each cell's payload (a local file as

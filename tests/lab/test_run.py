@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,61 @@ def test_a_grid_store_that_cannot_write_a_cell_warns_and_every_cell_is_still_sen
     assert len(fake.sent) == 3 and all(c.request_id for c in run.cells)
     stored = store.require(run.id)
     assert [c.request_id for c in stored.cells] == ["req-1", None, "req-3"]
+    store.close()
+
+
+def test_a_second_submit_while_the_grid_sends_sends_no_cell_twice(tmp_path: Path) -> None:
+    """Submit again (a second click) while the first creates are still out: it starts
+    nothing, and each cell is created once."""
+    entered, release = threading.Event(), threading.Event()
+    senders: set[threading.Thread] = set()
+
+    class Slow(ForecastClient):
+        def send(self, prepared: Any) -> Any:
+            senders.add(threading.current_thread())
+            entered.set()
+            if len(senders) > 1:  # a second sender: let both go, the count shows it
+                release.set()
+            assert release.wait(60), "the creates were never released"
+            return super().send(prepared)
+
+    fake = Slow()
+    store = GridStore(tmp_path / "grids.sqlite3")
+    plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3]), prepare=fake.prepare)
+    run = GridRun(plan, fake, store=store)
+    run.submit(wait=False)
+    assert entered.wait(60)  # the first create is out, unanswered
+    run.submit(wait=True)  # returns at once: this grid is sending
+    release.set()
+    run.wait(timeout=60)
+    assert len(fake.sent) == 3 and len(senders) == 1
+    store.close()
+
+
+def test_a_grid_its_store_could_not_record_is_not_started_and_a_later_submit_sends_it(
+    tmp_path: Path,
+) -> None:
+    """The store is locked when the grid is confirmed: nothing is sent, the grid is
+    not started, and the next submit() records it and sends each cell once."""
+
+    class LockedOnce(GridStore):
+        locked = True
+
+        def save_grid(self, grid_id: str, **kwargs: Any) -> None:
+            if self.locked:
+                self.locked = False
+                raise gw.LedgerError(f"the ledger {self.path} is locked")
+            super().save_grid(grid_id, **kwargs)
+
+    fake = ForecastClient()
+    store = LockedOnce(tmp_path / "grids.sqlite3")
+    plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3]), prepare=fake.prepare)
+    run = GridRun(plan, fake, store=store)
+    with pytest.raises(gw.LedgerError, match="locked"):
+        run.submit(wait=True)
+    assert not run.started and fake.sent == []
+    run.submit(wait=True)
+    assert len(fake.sent) == 3 and store.require(run.id).sent == 3
     store.close()
 
 

@@ -47,8 +47,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 export PYTHONDONTWRITEBYTECODE=1
-# Three workers, each taking whole files (each file's tests in their order, its
+# Four workers, each taking whole files (each file's tests in their order, its
 # module fixtures made once): most of the suite's time is waiting on servers,
 # kernels and browsers, not the CPU (docs/decisions.md#parallel-files). `-n 0`
 # among the arguments runs it in one process (for --pdb, say).
-exec .venv/bin/python -m pytest -n 3 --dist loadfile "$@"
+exec .venv/bin/python -m pytest -n 4 --dist loadfile "$@"

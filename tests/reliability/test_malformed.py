@@ -3,7 +3,8 @@
 The gateway here is a small ``http.server`` on 127.0.0.1 whose answer to each
 operation a test chooses: non-JSON, an HTML error page, a JSON list, missing
 fields, an unknown status or content type, a 10 MB body, a body cut short, a
-connection that stalls. The client runs with a 1 s timeout so a stall is quick.
+connection that stalls. The client runs with a 1 s timeout where an answer stalls, so
+a stall is quick, and with a busy machine's elsewhere.
 """
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ PAYLOAD = {"Id": "asset-demo"}
 REQUEST_ID = "req-malformed-1"
 #: Bodies over the client's 8 MB parsing bound.
 HUGE = 10 * 2**20
-#: How long a stalled answer stalls (the client gives up after its 1 s timeout).
+#: How long a stalled answer stalls (the client gives up after STALLED_TIMEOUT_S).
 STALL_S = 5.0
+#: The client's timeout where an answer stalls, and elsewhere: a whole small answer can
+#: take over a second on a busy machine (a 34-byte file did, with four test workers).
+STALLED_TIMEOUT_S, TIMEOUT_S = 1.0, 30.0
 FILE_BYTES = b"\x00\x01 some bytes of an unknown kind \xff"
 
 Behaviour = Callable[["GatewayHandler"], None]
@@ -168,9 +172,13 @@ def gateway() -> Iterator[MisbehavingGateway]:
 
 
 @pytest.fixture
-def client(gateway: MisbehavingGateway, tmp_path: Path) -> Iterator[gw.Client]:
+def client(
+    gateway: MisbehavingGateway, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[gw.Client]:
+    callspec = getattr(request.node, "callspec", None)
+    stalls = callspec is not None and callspec.params.get("answer") == "a stalled connection"
     with genwidgets_home(tmp_path):
-        made = gw.Client(gateway.base_url, KEY, timeout=1.0)
+        made = gw.Client(gateway.base_url, KEY, timeout=STALLED_TIMEOUT_S if stalls else TIMEOUT_S)
         yield made
         made.close()
 

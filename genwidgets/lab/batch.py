@@ -292,6 +292,7 @@ class Batch(RowBook):
         if finisher is not None:
             finisher.join(STOP_WAIT)  # at once on the finisher itself
         self.write_all()
+        self.manifest.close()  # no file of the folder held open; a later event opens it
 
     # ------------------------------------------------------------------ threads
 
@@ -368,6 +369,7 @@ class Batch(RowBook):
                 break
         try:
             self.write_all()
+            self.manifest.close()
         except Exception as exc:
             self._trouble("writing the batch's record", exc)
         self.settled.set()

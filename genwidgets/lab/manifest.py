@@ -126,6 +126,7 @@ class Manifest:
         return True
 
     def close(self) -> None:
+        """Close the JSONL file (its batch is settled); the next event opens it again."""
         with self._lock:
             if self._file is not None:
                 self._file.close()

@@ -4,7 +4,9 @@ cancel, and two processes sending one batch without sending a row twice."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -108,6 +110,18 @@ def test_each_row_is_sent_once_and_written_named_and_tagged_with_its_manifest(
     assert (listed.id, listed.counts, listed.out) == (batch.id, {"done": 5}, str(out))
     assert repr(listed) == f"<BatchRecord {batch.id} {T2I}: 5 done; out shots>"
     assert "5 of 5 done" in repr(batch)
+    assert files_held_open(out) == []  # wait() returned: the JSONL is closed
+
+
+def files_held_open(folder: Path) -> list[str]:
+    """The files under ``folder`` this process holds open (Linux's ``/proc``)."""
+    held = []
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone
+            target = os.readlink(fd)
+            if target.startswith(f"{folder}{os.sep}"):
+                held.append(target)
+    return held
 
 
 @pytest.mark.slow

@@ -282,13 +282,9 @@ def test_an_ended_task_answers_status_and_cancel_from_the_ledger_when_its_gatewa
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", row["submitted_at"]), row
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(120)
-def test_cancel_of_a_task_the_gateway_has_ended_says_so(
-    gateway_env: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The ledger has not seen the end (its client closed first): the gateway's status says
-    it, and nothing is sent."""
+def ended_unseen(gateway_env: Any) -> Any:
+    """A task the gateway has ended and the ledger has not seen end (its client closed
+    first), waited for on the simulator's own page of it."""
     with genwidgets.Client() as client:
         job = client.submit(T2I, {"prompt": "a gull", "n": 1})
     task = f"{gateway_env.base_url}/_sim/tasks/{job.request_id}"
@@ -296,6 +292,17 @@ def test_cancel_of_a_task_the_gateway_has_ended_says_so(
     while httpx.get(task, timeout=10).json()["status"] != "COMPLETED":
         assert time.monotonic() < deadline
         time.sleep(0.1)
+    return job
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_cancel_of_a_task_the_gateway_has_ended_says_so(
+    gateway_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ledger has not seen the end (its client closed first): the gateway's status says
+    it, and nothing is sent."""
+    job = ended_unseen(gateway_env)
     before = httpx.get(f"{gateway_env.base_url}/_sim/stats", timeout=10).json()
     assert main(["cancel", job.request_id, "--json"]) == 1
     said = json_out(capsys)
@@ -312,13 +319,7 @@ def test_result_with_no_wait_says_the_gateways_status_now_and_gives_an_ended_tas
     """No --wait makes no poll: the command asks the gateway once, so a task ended after
     its client closed gives its result, and one running says how it stands (before, both
     said 'not finished (SUBMITTED)', the word a job has before any poll answers)."""
-    with genwidgets.Client() as client:
-        job = client.submit(T2I, {"prompt": "a gull", "n": 1})
-    task = f"{gateway_env.base_url}/_sim/tasks/{job.request_id}"
-    deadline = time.monotonic() + 60
-    while httpx.get(task, timeout=10).json()["status"] != "COMPLETED":
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    job = ended_unseen(gateway_env)
     assert main(["result", job.request_id, "--json"]) == 0
     found = json_out(capsys)
     assert (found["status"], found["ok"]) == ("COMPLETED", True) and len(found["files"]) == 1

@@ -45,10 +45,9 @@ if TYPE_CHECKING:
     from .jobs.ledger import Ledger
     from .jobs.polling import PollPolicy
     from .lab.batch import Batch
-    from .lab.batch_store import BatchRecord
+    from .lab.batch_store import BatchRecord, GridRecord
     from .lab.export import read_export
     from .lab.scores import ScoreTable, scores
-    from .lab.store import GridRecord
     from .media import validate
     from .protocol.prepared import PreparedRequest
     from .protocol.records import Handle, Output, Result, Status
@@ -106,7 +105,7 @@ _LAZY = {
     "Grid": ".widgets.grid",
     "load_grid": ".widgets.grid",
     "grids": ".widgets.grid",
-    "GridRecord": ".lab.store",
+    "GridRecord": ".lab.batch_store",
     "TaskView": ".widgets.task",
     "batch": ".widgets.batch_view",  # importing it installs the batch's live view
     "batches": ".widgets.batch_view",

@@ -99,6 +99,14 @@ class Workers(concurrent.futures.Executor):
                 self._outstanding -= 1
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        except BaseException:  # a KeyboardInterrupt in a work: this thread ends, counted
+            with self._lock:
+                self._running -= 1
+            raise
+
+    def _serve(self) -> None:
         while True:
             try:
                 work, call = self._queue.get(timeout=self.idle)

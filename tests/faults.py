@@ -1,4 +1,5 @@
-"""Faults from outside the process under test: a gateway that goes away and comes back.
+"""Faults from outside the process under test: a gateway that goes away and comes back,
+and a person's Ctrl-C.
 
 :class:`Outage` is a loopback TCP forwarder in front of a gateway. ``down()`` closes its
 listening socket and every open connection (new ones are refused, as from a gateway
@@ -9,11 +10,38 @@ the forwarder's address, so to it the gateway itself went away.
 from __future__ import annotations
 
 import contextlib
+import signal
 import socket
 import threading
+import time
+from typing import Any
 
 #: bytes moved per read
 CHUNK = 65536
+
+
+def ctrl_c_after(monkeypatch: Any, client: Any, answers: int) -> None:
+    """Ctrl-C (a real SIGINT to the main thread, which waits in a submit) once
+    ``answers`` creates through ``client.send_many`` have answered; the creates go on
+    only once the run heard it (its ``hold`` says so), as a person's Ctrl-C stops a
+    run mid-chunk."""
+    real = client.send_many
+    seen: list[int] = []
+
+    def send_many(prepared: Any, *, on_sent: Any, hold: Any, **kwargs: Any) -> Any:
+        def answered(i: int, outcome: Any) -> None:
+            on_sent(i, outcome)
+            seen.append(i)
+            if len(seen) == answers:
+                signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+                deadline = time.monotonic() + 60
+                while not hold() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                assert hold(), "the Ctrl-C was never heard"
+
+        return real(prepared, on_sent=answered, hold=hold, **kwargs)
+
+    monkeypatch.setattr(client, "send_many", send_many)
 
 
 class Outage:

@@ -18,9 +18,11 @@ import logging
 import queue
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .._workers import RUNS, Work
+from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
 from .batch_send import send_all
 from .batch_store import CREATED, FAILED, PENDING, SENDING, UNKNOWN, WAITING
@@ -28,7 +30,7 @@ from .budget import summed
 from .cost import CONFIRM_ABOVE
 from .finish import check_deadlines, finish_row, write_files
 from .progress import Mode, Progress, Snapshot, interrupted
-from .resume import reconcile
+from .resume import attach_all, reconcile
 from .row_book import RowBook
 
 __all__ = ["Batch", "display_hook"]
@@ -49,6 +51,8 @@ class Batch(RowBook):
     """Rows of data sent as tasks, each followed to its files; see the module docstring
     and ``gw.batch``."""
 
+    plan: BatchPlan
+    out: Path
     #: whether it waits for :meth:`submit` (billed above ``confirm_above``)
     needs_confirmation = False
     #: billed generations above which it waits for :meth:`submit` (``gw.batch``'s)
@@ -72,11 +76,60 @@ class Batch(RowBook):
         return sender is not None and sender.alive()
 
     def submit(self) -> Batch:
-        """Send what waits (the plan's confirmation, or going on after a pause); a
-        second call does nothing more."""
-        if self._begin(record=self.store_batch, clear=self.settled):
+        """Send what waits: the plan's confirmation, or going on once sending stopped
+        (a pause, a cancel, an interrupt, a run re-opened) with rows never sent. Rows
+        contact was lost with are followed again (no create). Else it does nothing."""
+        lost = self.follow_lost()
+        if self._begin(record=self.store_batch, clear=self.settled, again=self._may_go_on):
             self._run()
+        elif lost:
+            self._ensure_finisher()
         return self
+
+    def _may_go_on(self) -> bool:
+        """Whether a started run sends again (under the lock): paused, or stopped with
+        rows waiting and nothing sending them."""
+        stalled = self.stopped is not None and not self.sending and bool(self.waiting())
+        return self.paused is not None or stalled
+
+    def follow_lost(self) -> int:
+        """Follow again now, with no create, every row whose task this process lost
+        contact with (being followed with backoff, or given up as ``unknown``); returns
+        how many. A row another process holds is left to it."""
+        with self.lock:
+            lost = [
+                r
+                for r in self.rows
+                if r.request_id is not None
+                and r.job is not None
+                and (r.follow_at is not None or (r.state == UNKNOWN and r.job.done()))
+            ]
+            for row in lost:
+                row.follow_at, row.lost, row.lost_since = None, 0, None
+        attach_all(self, [(row, str(row.request_id)) for row in lost])
+        return len(lost)
+
+    def join_sender(self, timeout: float | None = None) -> None:
+        """Wait until every create of this sending has answered (or it paused)."""
+        sender = self._sender
+        if sender is not None:
+            sender.join(timeout)
+
+    def reopened(self) -> None:
+        """A stored run shown again, nothing sent: rows whose tasks ended are finished
+        here, others by the finisher; rows never sent wait for :meth:`submit`."""
+        with self.lock:
+            self._started = any(r.state != WAITING for r in self.rows)
+            if self._started and self.waiting():
+                self.stopped = "re-opened: rows never sent wait for submit()"
+        while True:
+            try:
+                index = self.ended.get_nowait()
+            except queue.Empty:
+                break
+            self._finish_one(self.rows[index])
+        self.flush()
+        self._ensure_finisher()
 
     def wait(self, timeout: float | None = None, *, progress: Mode = "auto") -> Batch:
         """Block until every row has ended (or, stopped at the budget's cap or by a
@@ -102,7 +155,7 @@ class Batch(RowBook):
                 self.settled.wait(TICK if remaining is None else min(TICK, remaining))
                 face.show(self.snapshot())
         except KeyboardInterrupt:
-            self._interrupt()
+            self.interrupt()
             raise
         finally:
             face.close(self.snapshot())
@@ -326,7 +379,7 @@ class Batch(RowBook):
                     reconcile(self, stuck)
         self._ensure_finisher()
 
-    def _interrupt(self) -> None:
+    def interrupt(self) -> None:
         """Ctrl-C in :meth:`wait`: stop creating, let the chunk in flight answer, keep
         the record; the tasks created go on (a resume re-attaches them)."""
         self.stop.set()

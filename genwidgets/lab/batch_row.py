@@ -63,6 +63,7 @@ class BatchRow:
         "created_at",
         "ended_at",
         "error",
+        "exception",
         "files",
         "follow_at",
         "job",
@@ -83,6 +84,8 @@ class BatchRow:
         self.attempt = 0
         self.request_id: str | None = None
         self.error: str | None = None
+        #: a failed create as raised (this session only; ``error`` is its stored words)
+        self.exception: Exception | None = None
         self.files: list[Path] = []
         self.job: JobLike | None = None
         self.created_at: float | None = None
@@ -138,15 +141,16 @@ class BatchRow:
         """Nothing more will happen to this row in this batch."""
         return self.state in ENDED
 
-    def file_names(self, out: Path) -> list[str]:
+    def file_names(self, out: Path | None) -> list[str]:
         """The row's files as a manifest and ``batch.dataframe()`` name them: relative to
         the batch's ``out`` (``out / name`` opens one), any other by the one rule of shown
         paths (docs/decisions.md#shown-paths)."""
         return [
-            str(p.relative_to(out)) if p.is_relative_to(out) else shown_path(p) for p in self.files
+            str(p.relative_to(out)) if out and p.is_relative_to(out) else shown_path(p)
+            for p in self.files
         ]
 
-    def record(self, out: Path) -> dict[str, Any]:
+    def record(self, out: Path | None) -> dict[str, Any]:
         """What the manifest says of this row (file names relative to ``out``)."""
         return {
             "row": self.index,

@@ -192,7 +192,7 @@ def _sent(book: RowBook, row: BatchRow, outcome: Any) -> None:
             why = book.breaker.saw(outcome)
             if why is not None:
                 book.pause(why)
-            row.error = create_failure(outcome)
+            row.error, row.exception = create_failure(outcome), outcome
             if created_nothing(outcome):
                 book.update(row, FAILED, release=True)
             else:

@@ -1,5 +1,6 @@
-"""The batch store: batches, their rows' states and request ids, and what each row
-spent, kept in tables beside the ledger's ``tasks`` so a batch outlives its process.
+"""The run store: runs (batches, and grids: a grid's cells are its rows), their rows'
+states and request ids, what each row spent, and a grid's ratings, kept in tables
+beside the ledger's ``tasks`` so a run outlives its process.
 
 A row is reserved (``sending``, its billed units written to ``batch_spend``) in one
 write transaction that first sums what the batch has spent, so a cap holds however many
@@ -11,10 +12,12 @@ does with each: docs/decisions.md#batch-resume.
 
 from __future__ import annotations
 
+import difflib
 import json
 import sqlite3
+import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +41,9 @@ __all__ = [
     "WAITING",
     "BatchRecord",
     "BatchStore",
+    "CellRecord",
+    "GridRecord",
+    "GridStore",
     "Reserved",
     "RowRecord",
     "RowUpdate",
@@ -68,7 +74,8 @@ _SCHEMA = (
     created_at REAL NOT NULL,
     out TEXT NOT NULL,
     digest TEXT NOT NULL,
-    description TEXT NOT NULL
+    description TEXT NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'batch'
 )""",
     """CREATE TABLE IF NOT EXISTS batch_rows (
     batch_id TEXT NOT NULL,
@@ -93,6 +100,42 @@ _SCHEMA = (
     amount REAL,
     PRIMARY KEY (batch_id, idx, attempt, kind)
 )""",
+)
+#: a grid's ratings: one field at a time, ``COALESCE`` keeping the field not given
+#: (NULL), so a star and a note sent apart, in any order, both stay
+#: (docs/decisions.md#grid-view); a rating with neither is deleted
+_RATINGS = """CREATE TABLE IF NOT EXISTS grid_ratings (
+    grid_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    stars INTEGER NOT NULL,
+    note TEXT,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (grid_id, idx)
+)"""
+_RATE = (
+    "INSERT INTO grid_ratings (grid_id, idx, stars, note, updated_at) "
+    "VALUES (?, ?, COALESCE(?, 0), ?, ?) ON CONFLICT (grid_id, idx) DO UPDATE SET "
+    "stars = COALESCE(?, stars), note = CASE WHEN ? THEN ? ELSE note END, "
+    "updated_at = excluded.updated_at"
+)
+_UNRATE = (
+    "DELETE FROM grid_ratings WHERE grid_id = ? AND idx = ? AND stars = 0 "
+    "AND (note IS NULL OR note = '')"
+)
+_RATING = "SELECT stars, note FROM grid_ratings WHERE grid_id = ? AND idx = ?"
+#: grids an older genwidgets kept in tables of their own (``grids``, ``grid_cells``),
+#: copied once into the run tables: a cell with a request id is ``created`` (re-opening
+#: re-attaches it), a create's failure ``unknown`` or ``failed`` by its words
+_ADOPT = (
+    "INSERT OR IGNORE INTO batches (id, gateway, endpoint, created_at, out, digest, "
+    "description, kind) SELECT id, gateway, endpoint, created_at, '', '', description, "
+    "'grid' FROM grids",
+    "INSERT OR IGNORE INTO batch_rows (batch_id, idx, endpoint, payload, state, attempt, "
+    "request_id, error, updated_at) SELECT c.grid_id, c.idx, g.endpoint, c.payload, "
+    "CASE WHEN c.request_id IS NOT NULL THEN 'created' WHEN c.error IS NULL THEN 'waiting' "
+    "WHEN c.error LIKE 'outcome unknown%' THEN 'unknown' ELSE 'failed' END, "
+    "CASE WHEN c.request_id IS NULL AND c.error IS NULL THEN 0 ELSE 1 END, "
+    "c.request_id, c.error, g.created_at FROM grid_cells c JOIN grids g ON g.id = c.grid_id",
 )
 _BATCHES = "SELECT id, gateway, endpoint, created_at, out, digest, description FROM batches"
 _COUNTS = "SELECT state, COUNT(*) FROM batch_rows WHERE batch_id = ? GROUP BY state"
@@ -200,8 +243,13 @@ class BatchRecord:
 class BatchStore(TableStore):
     """Read and write batches in the tables of one ledger file (or of the session)."""
 
-    SCHEMA = _SCHEMA
-    COLUMNS = (("batch_rows", "owner", "TEXT"),)
+    SCHEMA: tuple[str, ...] = _SCHEMA
+    COLUMNS: tuple[tuple[str, str, str], ...] = (
+        ("batch_rows", "owner", "TEXT"),
+        ("batches", "kind", "TEXT NOT NULL DEFAULT 'batch'"),
+    )
+    #: the kind of run this store lists and saves
+    KIND = "batch"
 
     def save_batch(
         self,
@@ -221,6 +269,7 @@ class BatchStore(TableStore):
         text = redact(json.dumps(description, default=str))
         now = time.time()
         values = [(batch_id, i, e, redact(p), WAITING, now) for i, e, p in rows]
+        kind = self.KIND
 
         def write(conn: sqlite3.Connection) -> dict[str, Any] | None:
             held = conn.execute(
@@ -231,8 +280,8 @@ class BatchStore(TableStore):
                 return found
             conn.execute(
                 "INSERT OR IGNORE INTO batches (id, gateway, endpoint, created_at, out, digest, "
-                "description) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (batch_id, gateway, endpoint, now, out, digest, text),
+                "description, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (batch_id, gateway, endpoint, now, out, digest, text, kind),
             )
             conn.executemany(
                 "INSERT OR IGNORE INTO batch_rows (batch_id, idx, endpoint, payload, state, "
@@ -261,6 +310,14 @@ class BatchStore(TableStore):
     def batches(self, gateway: str | None = None) -> list[BatchRecord]:
         """Every stored batch (of ``gateway``), newest first, with its rows per state."""
         return self._summaries(self._newest(_BATCHES, gateway))
+
+    def _newest(self, sql: str, gateway: str | None) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` over the runs of this store's kind (of ``gateway`` only, when
+        given), newest first."""
+        where, params = " WHERE kind = ?", [self.KIND]
+        if gateway is not None:
+            where, params = where + " AND gateway = ?", [*params, gateway]
+        return self._read(f"{sql}{where} ORDER BY created_at DESC, rowid DESC", tuple(params))
 
     def rows(self, batch_id: str, only: Collection[int] | None = None) -> list[RowRecord]:
         """The stored rows of a batch (``only`` those indices), in order."""
@@ -367,3 +424,147 @@ class BatchStore(TableStore):
                     )
 
         self._write(write)
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    """One stored cell of a grid, with its rating."""
+
+    index: int
+    payload: dict[str, Any]
+    request_id: str | None
+    error: str | None
+    stars: int = 0
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class GridRecord:
+    """A stored grid as :func:`genwidgets.grids` lists it."""
+
+    id: str
+    gateway: str
+    endpoint: str
+    created_at: float
+    description: dict[str, Any] = field(repr=False)
+    cells: list[CellRecord] = field(repr=False, default_factory=list)
+
+    @property
+    def rated(self) -> int:
+        return sum(1 for c in self.cells if c.stars)
+
+    @property
+    def sent(self) -> int:
+        return sum(1 for c in self.cells if c.request_id)
+
+
+class GridStore(BatchStore):
+    """The runs that are grids (their cells are rows), and their ratings and notes."""
+
+    SCHEMA = (*_SCHEMA, _RATINGS)
+    KIND = "grid"
+
+    def __init__(self, tables: Any = None) -> None:
+        super().__init__(tables)
+        self._lock = threading.Lock()
+        self._watchers: dict[str, list[Callable[[], object]]] = {}
+        self._adopted = False
+
+    def watch(self, grid_id: str, callback: Callable[[], object]) -> None:
+        """Call ``callback`` after each rating of ``grid_id`` made in this process
+        (every open view of one grid shows what another one rated)."""
+        with self._lock:
+            self._watchers.setdefault(grid_id, []).append(callback)
+
+    def adopt(self) -> None:
+        """Copy the grids an older genwidgets kept in tables of their own into the run
+        tables, once per store (the old tables stay, for that older genwidgets)."""
+        if self._adopted:
+            return
+        self._adopted = True
+        if not self._read("SELECT name FROM sqlite_master WHERE name = 'grid_cells'"):
+            return
+
+        def write(conn: sqlite3.Connection) -> None:
+            for statement in _ADOPT:
+                conn.execute(statement)
+
+        self._write(write)
+
+    def rate(
+        self, grid_id: str, index: int, stars: int | None = None, note: str | None = None
+    ) -> tuple[int, str | None]:
+        """Set (1-5) or clear (0) a cell's stars and set or clear ("") its note; a field
+        given as None is left as stored, in the same transaction, so a star and a note
+        sent apart never undo each other. Returns the cell's rating as stored (stars,
+        note); tells the watchers."""
+
+        def write(conn: sqlite3.Connection) -> tuple[int, str | None]:
+            text = note or None
+            conn.execute(
+                _RATE, (grid_id, index, stars, text, time.time(), stars, note is not None, text)
+            )
+            conn.execute(_UNRATE, (grid_id, index))
+            row = conn.execute(_RATING, (grid_id, index)).fetchone()
+            return (int(row[0]), row[1]) if row else (0, None)
+
+        stored: tuple[int, str | None] = self._write(write)
+        with self._lock:
+            watchers = list(self._watchers.get(grid_id, ()))
+        for callback in watchers:
+            callback()
+        return stored
+
+    def ratings(self, grid_id: str) -> dict[int, tuple[int, str | None]]:
+        rows = self._read("SELECT idx, stars, note FROM grid_ratings WHERE grid_id = ?", (grid_id,))
+        return {int(i): (int(s), n) for i, s, n in rows}
+
+    def rated(self, since: float | None = None) -> list[tuple[Any, ...]]:
+        """Every rated cell (stars > 0), oldest rating first: (grid id, gateway,
+        grid endpoint, description JSON, cell index, payload JSON, request id,
+        stars, note, rated at)."""
+        self.adopt()
+        return self._read(
+            "SELECT g.id, g.gateway, g.endpoint, g.description, r.idx, c.payload, "
+            "c.request_id, r.stars, r.note, r.updated_at FROM grid_ratings r "
+            "JOIN batches g ON g.id = r.grid_id "
+            "LEFT JOIN batch_rows c ON c.batch_id = r.grid_id AND c.idx = r.idx "
+            "WHERE r.stars > 0 AND r.updated_at >= ? ORDER BY r.updated_at, g.id, r.idx",
+            (since if since is not None else 0.0,),
+        )
+
+    def ids(self, gateway: str | None = None) -> list[str]:
+        self.adopt()
+        return [r[0] for r in self._newest("SELECT id FROM batches", gateway)]
+
+    def get(self, grid_id: str) -> GridRecord | None:
+        self.adopt()
+        found = self._read(
+            "SELECT id, gateway, endpoint, created_at, description FROM batches "
+            "WHERE id = ? AND kind = 'grid'",
+            (grid_id,),
+        )
+        if not found:
+            return None
+        gid, gateway, endpoint, created_at, description = found[0]
+        ratings = self.ratings(gid)
+        cells = [
+            CellRecord(r.index, json.loads(r.payload), r.request_id, r.error, *rating)
+            for r in self.rows(gid)
+            for rating in [ratings.get(r.index, (0, None))]
+        ]
+        return GridRecord(gid, gateway, endpoint, created_at, json.loads(description), cells)
+
+    def require(self, grid_id: str) -> GridRecord:
+        """The grid, or a KeyError naming ``grid_id`` and the nearest stored ids."""
+        record = self.get(grid_id)
+        if record is not None:
+            return record
+        known = self.ids()
+        near = difflib.get_close_matches(str(grid_id), known, n=3, cutoff=0.3) or known[:3]
+        hint = f"; nearest: {', '.join(near)}" if near else "; no grid is stored yet"
+        raise KeyError(f"no grid {grid_id!r}{hint}")
+
+    def grids(self, gateway: str | None = None) -> list[GridRecord]:
+        """Every stored grid, newest first."""
+        return [r for r in (self.get(i) for i in self.ids(gateway)) if r is not None]

@@ -91,7 +91,7 @@ class Pausable:
         with self.lock:
             if self._started and not (again() if again else self.paused is not None):
                 return False
-            if self.paused is not None:  # asked to go on: the pause ends here
+            if self._started:  # asked to go on: a pause or a stop ends here
                 self.go_on()
             self._started = True
             clear.clear()

@@ -79,7 +79,13 @@ def finish_row(book: RowBook, row: BatchRow) -> None:
 
 def _write(book: RowBook, row: BatchRow, result: object) -> None:
     """A task done: its files into the batch's folder, or ``files pending`` (the task is
-    paid and its outputs are kept: never created again for want of a folder)."""
+    paid and its outputs are kept: never created again for want of a folder). A grid
+    has no folder: its outputs are the ledger's."""
+    if book.out is None:
+        with book.lock:
+            row.error = None
+            book.update(row, DONE)
+        return
     try:
         files = write_outputs(
             book.out,
@@ -125,7 +131,7 @@ def _lost_contact(book: RowBook, row: BatchRow, why: str) -> None:
             return
         wait = min(FOLLOW_BACKOFF * 2 ** (row.lost - 1), FOLLOW_BACKOFF_MAX)
         row.follow_at = min(now + wait, deadline)
-        row.error = f"contact lost ({why}); following it again"
+        row.error = f"contact lost ({why}); following it again (no new create)"
     book.dirty = True  # the finisher tells the views
 
 

@@ -60,11 +60,12 @@ class Manifest:
     read-only folder, a full disk) never raises: ``problem`` says why, and the next
     write tries again (the store and the ledger keep the truth meanwhile)."""
 
-    def __init__(self, out: Path, batch_id: str) -> None:
+    def __init__(self, out: Path | None, batch_id: str) -> None:
         self.out = out
         self.batch_id = batch_id
-        self.jsonl = out / JSONL_NAME
-        self.csv = out / CSV_NAME
+        #: a grid has no folder: nothing is written (its store and the ledger keep it)
+        self.jsonl = out / JSONL_NAME if out is not None else None
+        self.csv = out / CSV_NAME if out is not None else None
         self._lock = threading.Lock()
         self._table_lock = threading.Lock()
         self._file: TextIO | None = None
@@ -77,6 +78,8 @@ class Manifest:
 
     def event(self, record: Mapping[str, Any]) -> None:
         """Append one row's record (``row``, ``status``, ...) to the JSONL file."""
+        if self.jsonl is None:
+            return
         line = redact(
             json.dumps({"batch": self.batch_id, **record}, ensure_ascii=False, default=str)
         )
@@ -101,6 +104,8 @@ class Manifest:
         """Rewrite the CSV table from every row's record, unless it was written less
         than :data:`CSV_EVERY` seconds ago (``force`` writes anyway); True if written."""
         now = time.monotonic()
+        if self.csv is None:
+            return False
         with self._lock:
             if not force and now - self._csv_at < CSV_EVERY:
                 return False
@@ -133,11 +138,13 @@ class Manifest:
                 self._file = None
 
 
-def read_manifest(out: str | os.PathLike[str]) -> dict[int, dict[str, Any]]:
+def read_manifest(out: str | os.PathLike[str] | None) -> dict[int, dict[str, Any]]:
     """The last record of each row in a folder's ``manifest.jsonl`` (a torn last line,
-    from a crash while writing it, is skipped)."""
-    path = Path(out) / JSONL_NAME
+    from a crash while writing it, is skipped); nothing for a run with no folder."""
     found: dict[int, dict[str, Any]] = {}
+    if out is None:
+        return found
+    path = Path(out) / JSONL_NAME
     if not path.exists():
         return found
     with open(path, encoding="utf-8") as fh:

@@ -10,7 +10,9 @@ and the limits: docs/decisions.md#grid-plan.
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
+import json
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,6 +26,8 @@ from ..imgm import Prompt, permutation_spans
 from ..jobs.ledger import scrub_payload
 from .axes import MISSING, Axis, canonical, make_axis
 from .axes import short as short  # re-exported: labels and summaries use it
+from .batch_plan import PlannedRow
+from .budget import Budget
 from .cost import (
     axis_count,
     billed_count,
@@ -74,30 +78,20 @@ def differing_params(payloads: Iterable[Mapping[str, Any] | None]) -> list[str]:
 # --- cells ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PlannedCell:
-    """One cell before sending: its position, axis values, payload and billed count."""
+@dataclass(eq=False, kw_only=True)
+class PlannedCell(PlannedRow):
+    """One cell before sending: a row of the run core (:mod:`.batch`) with its place
+    on the grid's axes. A grid names no files and has no budget: each cell is one
+    task (``units``), its ``stem`` is empty."""
 
-    index: int
     position: tuple[int, int, int]  # (z, y, x) indexes on the plan's own axes
     values: dict[str, Any]  # axis name ("x"/"y"/"z") -> value
-    payload: dict[str, Any]
-    billed: int
-    #: what ``prepare`` returned for this cell (a client's PreparedRequest), if given
-    prepared: Any = None
+    units: dict[str, float | None] = field(default_factory=lambda: {"tasks": 1.0})
+    stem: str = ""
     #: where this cell is sent (its endpoint-axis value, else the grid's endpoint)
     endpoint: str = ""
     #: that endpoint's kind (image, video, speech, ...)
     kind: str = ""
-    #: payload fields the cell's endpoint has no field for (left out, see lab/mapping.py)
-    dropped: tuple[str, ...] = ()
-
-    @property
-    def plan_note(self) -> str | None:
-        """What the plan says of this cell: the fields it left out, if any."""
-        if not self.dropped:
-            return None
-        return f"not sent to {self.endpoint} (no such field): {', '.join(self.dropped)}"
 
 
 def _cell_target(
@@ -251,6 +245,21 @@ class GridPlan:
     @property
     def tasks(self) -> int:
         return len(self.cells)
+
+    @property
+    def rows(self) -> tuple[PlannedCell, ...]:
+        """The cells, as the run core sends a plan's rows."""
+        return self.cells
+
+    #: a grid has no cap: the run core reserves its cells against none
+    budget = Budget()
+
+    @property
+    def digest(self) -> str:
+        """What the grid is: its description and every cell's payload (the run core
+        refuses another plan under its id)."""
+        text = json.dumps([self.describe(), [c.payload for c in self.cells]], default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     @property
     def billed_total(self) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..jobs.ledger import NOT_CREATED
@@ -36,7 +37,15 @@ if TYPE_CHECKING:
     from .batch_row import BatchRow
     from .row_book import RowBook
 
-__all__ = ["Verdict", "followed", "ledger_verdicts", "reconcile", "restore", "show_as_stored"]
+__all__ = [
+    "Verdict",
+    "attach_all",
+    "followed",
+    "ledger_verdicts",
+    "reconcile",
+    "restore",
+    "show_as_stored",
+]
 
 
 def followed(client: ClientLike, tasks: Sequence[tuple[str, str]]) -> list[JobLike]:
@@ -116,10 +125,10 @@ def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
             else:
                 row.error = verdict.why
                 book.update(row, UNKNOWN)
-    _attach_all(book, attach)
+    attach_all(book, attach)
 
 
-def _attach_all(book: RowBook, rows: Sequence[tuple[BatchRow, str]]) -> None:
+def attach_all(book: RowBook, rows: Sequence[tuple[BatchRow, str]]) -> None:
     """Follow existing tasks: finished ones from the ledger (their local files), others
     re-attached by id (polled, never created)."""
     jobs = followed(book.client, [(row.endpoint, request_id) for row, request_id in rows])
@@ -159,12 +168,17 @@ def show_as_stored(book: RowBook, row: BatchRow, record: RowRecord | None) -> No
     row.ended_at = time.time()
     if record is not None and record.state in ENDED:
         row.state, row.request_id, row.error = record.state, record.request_id, record.error
-        row.files = [book.out / name for name in record.files]
+        row.files = stored_files(book, record)
         return
     row.state = UNKNOWN
     row.request_id = record.request_id if record is not None else None
     there = record.state if record is not None else "gone"
     row.error = f"taken by another process sending this batch ({there} there)"
+
+
+def stored_files(book: RowBook, record: RowRecord) -> list[Path]:
+    """A stored row's files in its run's folder (a grid has none)."""
+    return [book.out / name for name in record.files] if book.out is not None else []
 
 
 def restore(book: RowBook) -> None:
@@ -175,7 +189,10 @@ def restore(book: RowBook) -> None:
     book.stored = True
     reserved: list[BatchRow] = []
     attach: list[tuple[BatchRow, str]] = []
-    going = {r.state for r in records.values()} & {SENDING, CREATED}
+    # a row another live process holds is its own: sending it, or (a batch) writing its
+    # files; a grid writes none, so a task another process follows is followed here too
+    held = {SENDING, CREATED} if book.out is not None else {SENDING}
+    going = {r.state for r in records.values()} & held
     tables = book.store.tables  # a reservation's owner is a ledger's (``RowRecord.owner``)
     others = tables.alive_owners() - {tables.owner} if going else set()
     with book.lock:
@@ -184,19 +201,22 @@ def restore(book: RowBook) -> None:
             record = records.get(row.index)
             if record is None:
                 continue
-            if record.state in (SENDING, CREATED) and record.owner in others:
+            if record.state in held and record.owner in others:
                 show_as_stored(book, row, record)  # a live process is sending it
                 continue
             row.state, row.attempt = record.state, record.attempt
             row.request_id, row.error = record.request_id, record.error
-            row.files = [book.out / name for name in record.files]
+            row.files = stored_files(book, record)
             row.reserved_at = record.reserved_at
             if row.state == DONE and not all(p.exists() for p in row.files):
                 row.state = CREATED  # a file went missing: written again from the task
             if row.state != WAITING:
                 row.planned.prepared = None  # sent before: never sent from this plan again
-            if row.state in (CREATED, LEFT, PENDING, UNKNOWN) and row.request_id:
-                attach.append((row, row.request_id))  # unknown: contact was lost with it
+            # unknown: contact was lost with it; a grid shows every task's outputs
+            if row.request_id and (
+                row.state in (CREATED, LEFT, PENDING, UNKNOWN) or book.out is None
+            ):
+                attach.append((row, row.request_id))
             elif row.state == SENDING:
                 reserved.append(row)
     if reserved:
@@ -204,5 +224,5 @@ def restore(book: RowBook) -> None:
         attach.extend(answered)
     if reserved:
         reconcile(book, reserved)
-    _attach_all(book, attach)
+    attach_all(book, attach)
     book.flush()

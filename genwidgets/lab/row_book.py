@@ -16,8 +16,9 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..jobs.ledger import scrub_payload
 from .batch_row import BatchRow
@@ -27,9 +28,28 @@ from .manifest import Manifest
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
-    from .batch_plan import BatchPlan
+    from .batch_plan import PlannedRow
+    from .budget import Budget
 
-__all__ = ["RowBook"]
+__all__ = ["RowBook", "RunPlan"]
+
+
+class RunPlan(Protocol):
+    """What the run core sends: a batch's plan (rows of data) or a grid's (its cells)."""
+
+    @property
+    def endpoint(self) -> str: ...
+
+    @property
+    def rows(self) -> Sequence[PlannedRow]: ...
+
+    @property
+    def budget(self) -> Budget: ...
+
+    @property
+    def digest(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]: ...
 
 
 class RowBook(Pausable):
@@ -37,11 +57,11 @@ class RowBook(Pausable):
 
     def __init__(
         self,
-        plan: BatchPlan,
+        plan: RunPlan,
         client: ClientLike,
         *,
         batch_id: str,
-        out: Path,
+        out: Path | None,
         store: BatchStore,
         timeout: float | None,
         on_timeout: str,
@@ -142,8 +162,14 @@ class RowBook(Pausable):
         with self._flush_lock:
             with self.lock:
                 pending, self._pending = self._pending, []
-            if pending:
+            if not pending:
+                return
+            try:
                 self.store.settle(self.id, pending)
+            except BaseException:  # a locked file: written by the next flush, never lost
+                with self.lock:
+                    self._pending[:0] = pending
+                raise
 
     def write_all(self, *, force: bool = True) -> None:
         """The store, then the manifest's table, as every row stands now."""
@@ -169,7 +195,7 @@ class RowBook(Pausable):
             self.id,
             gateway=self.client.gateway_name,
             endpoint=self.plan.endpoint,
-            out=str(self.out),
+            out=str(self.out or ""),
             digest=self.plan.digest,
             description=self.plan.describe(),
             rows=[(r.index, r.endpoint, json.dumps(scrub_payload(r.payload))) for r in self.rows],
@@ -194,6 +220,7 @@ class RowBook(Pausable):
         )
 
     def go_on(self) -> None:
-        """Asked to send again (under the lock): a pause or a stop ends here."""
+        """Asked to send again (under the lock): a pause, a stop or a cancel ends here."""
         self.stopped = None
+        self.cancelled = False
         super().go_on()

@@ -1,36 +1,42 @@
-"""A grid at work: its cells, their jobs, ratings, and the store that keeps them.
+"""A grid at work: its cells on the run core, their ratings, and re-opening.
 
-:class:`GridRun` is the plain-Python half of ``gw.grid``: it sends each cell once,
-records the grid and every request id as they arrive, keeps ratings, and re-opens a
-stored grid without sending anything: docs/decisions.md#grid-run.
+:class:`GridRun` is the plain-Python half of ``gw.grid``: its cells are the rows of a
+:class:`CellBook`, the run core a batch is (:mod:`.batch`), which sends each once,
+follows it, and records it in the run store; the grid adds its layout, its ratings,
+and re-opens a stored grid without sending anything: docs/decisions.md#grid-run.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import threading
 import time
-import warnings
 from typing import TYPE_CHECKING, Any
 
-from .._client import create_failure, lost_contact
 from .._config import shown_path
-from .._workers import RUNS
-from ..errors import LedgerError, LedgerWarning, Unreachable
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
 from ..protocol.records import Output, is_terminal
 from .axes import Axis
-from .batch_send import CHUNK_ROUNDS, send_chunk
-from .breaker import Pausable
+from .batch import Batch
+from .batch_store import (
+    CANCELLED,
+    DONE,
+    FAILED,
+    TIMED_OUT,
+    UNKNOWN,
+    WAITING,
+    GridRecord,
+    GridStore,
+)
 from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
-from .resume import followed, ledger_verdicts
-from .store import GridRecord, GridStore, restore_plan, store_for
+from .resume import restore
+from .store import restore_plan, store_for
 
 if TYPE_CHECKING:
-    from .._protocols import ClientLike, JobLike
+    from .._protocols import ClientLike
+    from .batch_row import BatchRow
 
 __all__ = [
     "CONCURRENCY",
@@ -48,35 +54,45 @@ def new_grid_id() -> str:
     return time.strftime("g-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(2)
 
 
-class GridCell:
-    """One cell: axis values (as displayed), payload, job, rating and note."""
+class CellBook(Batch):
+    """A grid's cells as the run core's rows: no folder (the ledger keeps outputs), no
+    budget, each create tagged as grids always were (a re-opened grid finds by it a
+    cell's task its store missed)."""
 
-    def __init__(self, run: GridRun, planned: PlannedCell) -> None:
+    plan: GridPlan  # type: ignore[assignment]  # the core's plan: a grid's, not a batch's
+    out: None  # type: ignore[assignment]  # a grid has no folder
+
+    def tag(self, row: BatchRow) -> str:
+        again = f" attempt {row.attempt}" if row.attempt > 1 else ""
+        return f"grid {self.id} cell {row.index}{again}"
+
+
+class GridCell:
+    """One cell: its row in the run core (task, state), its axis values as displayed,
+    and what was judged of it (rating and note)."""
+
+    def __init__(self, run: GridRun, row: BatchRow) -> None:
         self._run = run
-        self.planned = planned
-        self.index = planned.index
-        self.payload = planned.payload
-        self.job: JobLike | None = None
-        self.request_id: str | None = None
-        self.error: str | None = None  # a create that failed, as text (stored)
-        self.exception: Exception | None = None  # ... and as raised (this session only)
+        self.row = row
+        self.planned: PlannedCell = row.planned  # type: ignore[assignment]  # a grid's row
+        self.index = row.index
+        self.payload = row.payload
         self.rating = 0
         self.note: str | None = None
 
-    @property
-    def endpoint(self) -> str:
-        """Where this cell is sent (an endpoint axis sends each cell to its own)."""
-        return self.planned.endpoint or self._run.endpoint
-
-    @property
-    def kind(self) -> str:
-        """The kind of the cell's endpoint: image, video, speech, ..."""
-        return self.planned.kind
-
-    @property
-    def billed(self) -> int:
-        """Generations this cell bills."""
-        return self.planned.billed
+    job = property(lambda self: self.row.job)
+    request_id = property(lambda self: self.row.request_id)
+    #: a failed create as raised (this session only; :attr:`error` is its words)
+    exception = property(lambda self: self.row.exception)
+    #: where this cell is sent (an endpoint axis sends each cell to its own)
+    endpoint = property(lambda self: self.row.endpoint)
+    #: the kind of the cell's endpoint: image, video, speech, ...
+    kind = property(lambda self: self.planned.kind)
+    #: generations this cell bills
+    billed = property(lambda self: self.planned.billed)
+    #: payload fields the cell's endpoint has no field for (not sent)
+    dropped = property(lambda self: self.planned.dropped)
+    plan_note = property(lambda self: self.planned.plan_note)
 
     @property
     def billed_words(self) -> str:
@@ -84,43 +100,36 @@ class GridCell:
         return billed_words(self.endpoint, self.billed)
 
     @property
-    def dropped(self) -> tuple[str, ...]:
-        """Payload fields the cell's endpoint has no field for (not sent)."""
-        return self.planned.dropped
-
-    @property
-    def plan_note(self) -> str | None:
-        """The fields the cell's endpoint has no place for (left out), if any."""
-        return self.planned.plan_note
+    def error(self) -> str | None:
+        """A create that failed, in its own words ("not created: ...", "outcome
+        unknown: ..."); None once a task exists."""
+        return self.row.error if self.row.request_id is None else None
 
     @property
     def failed(self) -> bool:
-        """Terminal without a usable result (a failed create, an error, a cancel); a
-        task contact was lost with (:attr:`lost`) is not failed."""
-        if self.error is not None:
-            return True
-        result = self.job.last_result if self.job is not None else None
-        return self.done and not self.lost and (result is None or not result.ok)
+        """Ended without a usable result (a failed create, a task failed or cancelled);
+        a task contact was lost with (:attr:`lost`) is not failed."""
+        return self.error is not None or self.row.state in (FAILED, CANCELLED, TIMED_OUT)
 
     @property
     def trouble(self) -> str | None:
         """What went wrong, its meaning first: a create's own words ("not created: ...",
         "outcome unknown: ...") or "failed: " and the task's error; None when nothing did."""
-        result = self.job.last_result if self.job is not None else None
-        if self.error is None and result is not None and not result.ok:
-            return f"failed: {result.error or result.status}"
+        if self.error is None and self.failed:
+            return f"failed: {self.row.error}"
         return self.error
 
     @property
     def lost(self) -> bool:
-        """Its following gave up on faults of contact: the task may still run or be
-        done, and :meth:`GridRun.submit` follows it again (no create)."""
-        return self.job is not None and self.job.done() and lost_contact(self.job)
+        """This process lost contact with its task: it may still run or be done, and
+        :meth:`GridRun.submit` follows it again (no create)."""
+        row = self.row
+        return row.request_id is not None and (row.lost > 0 or row.state == UNKNOWN)
 
     @property
     def unsent(self) -> bool:
-        """No create of it has left: no job, no failed create."""
-        return self.job is None and self.error is None
+        """No create of it has left."""
+        return self.row.state == WAITING
 
     @property
     def held(self) -> bool:
@@ -147,11 +156,9 @@ class GridCell:
 
     @property
     def done(self) -> bool:
-        """Nothing more will happen to this cell (finished, failed, not created, or its
-        create's outcome unknown: never sent again)."""
-        if self.error is not None:
-            return True
-        return self.job is not None and self.job.done()
+        """Nothing more will happen to this cell (finished, failed, not created, its
+        create's outcome unknown, or contact lost with its task)."""
+        return self.row.ended
 
     def __repr__(self) -> str:
         values = ", ".join(f"{d}={self.value(d)!r}" for d in AXES if self._run.plan.shown(d))
@@ -159,8 +166,9 @@ class GridCell:
         return f"<GridCell {values} {state}{' ' + '*' * self.rating if self.rating else ''}>"
 
 
-class GridRun(Pausable):
-    """The cells of a planned grid, sent at most once, and what was judged of them."""
+class GridRun:
+    """A planned grid on the run core: its cells sent at most once, followed, and what
+    was judged of them."""
 
     def __init__(
         self,
@@ -171,27 +179,41 @@ class GridRun(Pausable):
         store: GridStore | None = None,
         concurrency: int = CONCURRENCY,
     ) -> None:
-        super().__init__()
         self.plan = plan
-        self.client = client
-        self.concurrency = valid_concurrency(concurrency)
-        self.id = grid_id or new_grid_id()
-        self.store = store if store is not None else store_for(client)
-        self.cells = [GridCell(self, c) for c in plan.cells]
+        self.store = store if store is not None else store_for(client, GridStore)
+        #: the run core that sends, follows and records the cells
+        self.book = CellBook(
+            plan,
+            client,
+            batch_id=grid_id or new_grid_id(),
+            out=None,
+            store=self.store,
+            timeout=None,
+            on_timeout="cancel",
+            concurrency=valid_concurrency(concurrency),
+        )
+        self.cells = [GridCell(self, row) for row in self.book.rows]
         #: when the grid was planned (a re-opened one: when it was stored)
         self.created_at = time.time()
-        self._stored = False
-        self._sent = threading.Event()
         self.store.watch(self.id, self.refresh_ratings)
 
-    @property
-    def endpoint(self) -> str:
-        return self.plan.endpoint
+    id = property(lambda self: self.book.id)
+    client = property(lambda self: self.book.client)
+    concurrency = property(lambda self: self.book.concurrency)
+    #: told of each change (views); a listener that raises is logged
+    listeners = property(lambda self: self.book.listeners)
+    #: why sending paused (the breaker), else None
+    paused = property(lambda self: self.book.paused)
+    started = property(lambda self: self.book.started)
+    endpoint = property(lambda self: self.plan.endpoint)
 
     @property
     def sent(self) -> bool:
-        """True once every create has answered (or failed)."""
-        return self._sent.is_set()
+        """True once every create has answered (or failed), or sending stopped."""
+        return self.book.started and not self.book.sending
+
+    def changed(self) -> None:
+        self.book.changed()
 
     # ------------------------------------------------------------------ layout
 
@@ -206,8 +228,7 @@ class GridRun(Pausable):
 
     def swap(self, a: str, b: str) -> None:
         """Re-lay the grid: swap two displayed axes; no task is sent."""
-        with self.lock:
-            self.plan = self.plan.swapped(a, b)
+        self.plan = self.plan.swapped(a, b)
         self.changed()
 
     def axis(self, direction: str) -> Axis | None:
@@ -215,162 +236,36 @@ class GridRun(Pausable):
 
     # ------------------------------------------------------------------ sending
 
-    def _store_grid(self) -> None:
-        """Record the grid once (a second save changes nothing: two at once are fine)."""
-        if not self._stored:
-            self.store.save_grid(
-                self.id,
-                gateway=self.client.gateway_name,
-                endpoint=self.endpoint,
-                description=self.plan.describe(),
-                payloads=[c.payload for c in self.cells],
-            )
-            self._stored = True
-
     def submit(self, *, wait: bool = True) -> GridRun:
         """Send every cell once: a second call follows again the cells contact was lost
-        with, sends only the cells that wait (after a pause, an interrupt, or a grid
-        re-opened with cells never sent) and does nothing more; ``wait`` returns when
-        every create has answered (or the breaker paused the grid), else they go from a
-        background thread."""
-        lost = [(c, str(c.request_id)) for c in self.cells if c.lost]
-        if lost:  # followed again (off the lock: this asks the engine), no create
-            self._follow(lost)
-            self.changed()
-        if not self._begin(
-            again=lambda: self.sent and any(c.unsent for c in self.cells),
-            record=self._store_grid,
-            clear=self._sent,
-        ):
-            return self
-        self.changed()
+        with and sends only the cells that wait (after a pause, a cancel, an interrupt,
+        or a grid re-opened with cells never sent). ``wait`` returns when every create
+        has answered (or the breaker paused the grid); else they go from the core's
+        sender (docs/decisions.md#grid-run)."""
+        self.book.submit()
         if wait:
-            self._send_all()
-        else:
-            RUNS.submit(self._send_all)
+            try:
+                self.book.join_sender()
+            except KeyboardInterrupt:
+                self.book.interrupt()
+                raise
+            self.changed()  # the views hear that every create answered, before it returns
         return self
 
-    def _send_all(self) -> None:
-        """Every cell not sent yet through the batch's chunk of creates, ``concurrency``
-        at a time, a chunk as a batch sends (the breaker is heard between chunks)."""
-        try:
-            waiting = [c for c in self.cells if c.unsent]
-            size = CHUNK_ROUNDS * self.concurrency
-            for start in range(0, len(waiting), size):
-                if self.stop.is_set():
-                    break
-                chunk = waiting[start : start + size]
-                send_chunk(
-                    self.client,
-                    chunk,
-                    tags=[self.tag(cell) for cell in chunk],
-                    concurrency=self.concurrency,
-                    hold=self.stop.is_set,
-                    settle=self._sent_one,
-                    unanswered=self._settle_lost,
-                )
-        finally:
-            self._sent.set()
-            self.changed()
-
-    def tag(self, cell: GridCell) -> str:
-        """What a cell's create is for, written with its intent in the ledger: a grid
-        re-opened finds the cell's task by it when its store missed the request id."""
-        return f"grid {self.id} cell {cell.index}"
-
-    def _sent_one(self, cell: GridCell, outcome: JobLike | Exception) -> None:
-        if isinstance(outcome, Unreachable) and self.stop.is_set():
-            self.changed()  # held back by the pause: nothing sent, the cell waits
-            return
-        if isinstance(outcome, Exception):
-            cell.exception = outcome
-            cell.error = create_failure(outcome)
-        else:
-            self._attach(cell, outcome)
-        why = self.breaker.saw(outcome)
-        if why is not None and self.paused is None:
-            waiting = sum(1 for c in self.cells if c.unsent)
-            self.pause(
-                f"{why}; {waiting} cell(s) not sent wait for grid.submit() (the Submit button)"
-            )
-        self._keep(cell)
-
-    def _keep(self, cell: GridCell) -> None:
-        """A cell's request id or failed create into the grid store (the task itself is
-        in the ledger: a store that cannot write warns, and the grid goes on)."""
-        try:
-            self.store.set_request(self.id, cell.index, cell.request_id, cell.error)
-        except LedgerError as exc:
-            warnings.warn(
-                f"grid {self.id}: cell {cell.index} ({cell.request_id or cell.error}) was not "
-                f"written to the grid store ({exc}); the task is in client.history()",
-                LedgerWarning,
-                stacklevel=2,
-            )
-        self.changed()
-
-    def _settle_lost(self, cells: list[GridCell]) -> None:
-        """Cells whose create's answer was not seen (an interrupt; a store that missed
-        it), as :func:`~.resume.ledger_verdicts` says: followed, left waiting for
-        :meth:`submit`, or "outcome unknown" (never sent again)."""
-        verdicts = ledger_verdicts(
-            self.client,
-            {self.tag(c): c.index for c in cells},
-            dict.fromkeys((c.index for c in cells), self.created_at),
-        )
-        attach: list[tuple[GridCell, str]] = []
-        for cell in cells:
-            verdict = verdicts[cell.index]
-            if verdict.kind == "follow":
-                attach.append((cell, str(verdict.request_id)))
-            elif verdict.kind == "unknown":
-                cell.error = verdict.why
-        self._follow(attach)
-        for cell in cells:
-            if not cell.unsent:
-                self._keep(cell)
-
-    def _attach(self, cell: GridCell, job: JobLike) -> None:
-        cell.job, cell.request_id = job, str(job.request_id)
-        job.add_update_callback(lambda _job: self.changed())
-        job.add_done_callback(lambda _job: self.changed())
-
-    def _follow(self, tasks: list[tuple[GridCell, str]]) -> None:
-        """Attach each cell to its existing task (cell, request id): never a create."""
-        jobs = followed(self.client, [(cell.endpoint, rid) for cell, rid in tasks])
-        for (cell, _), job in zip(tasks, jobs, strict=True):
-            self._attach(cell, job)
-
     def wait(self, timeout: float | None = None) -> GridRun:
-        """Block until every sent cell is terminal; ``TaskTimeout`` (a TimeoutError)
-        when ``timeout`` seconds pass first. Failed cells do not raise."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        if not self._started:
+        """Block until every sent cell has ended; ``TimeoutError`` when ``timeout``
+        seconds pass first. Failed cells do not raise."""
+        if not self.started:
             raise RuntimeError(
                 f"grid {self.id} was not sent (it needs confirmation): call grid.submit() first"
             )
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not self._sent.wait(remaining):
-            raise TimeoutError(f"grid {self.id}: the creates did not all answer in {timeout} s")
-        for cell in self.cells:
-            if cell.job is None:
-                continue
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                cell.job.result(timeout=remaining)
-            except TimeoutError:
-                raise
-            except Exception:  # a failed task is shown in its cell; the grid goes on
-                continue
+        self.book.wait(timeout, progress="none")
         return self
 
     def cancel_all(self) -> int:
-        """Ask the gateway to cancel every unfinished cell; returns how many."""
-        pending = [c.job for c in self.cells if c.job is not None and not c.job.done()]
-        for job in pending:
-            job.request_cancel()
-        self.changed()
-        return len(pending)
+        """Stop sending and ask the gateway to cancel every unfinished cell; returns how
+        many were asked. Cells never sent wait (submit() sends them)."""
+        return self.book.cancel()
 
     # ------------------------------------------------------------------ progress
 
@@ -383,7 +278,7 @@ class GridRun(Pausable):
     def to_go_on(self) -> tuple[int, int]:
         """(cells contact was lost with, cells never sent that no pause holds): what
         :meth:`submit` (a view's Go on) takes up again once the grid has sent."""
-        lost = sum(1 for c in self.cells if c.lost)
+        lost = sum(1 for c in self.cells if c.lost and c.job is not None)
         waiting = sum(1 for c in self.cells if c.unsent) if self.sent and self.paused is None else 0
         return lost, waiting
 
@@ -412,7 +307,7 @@ class GridRun(Pausable):
             raise ValueError(f"stars must be a whole number 1-5 (0 clears), not {stars!r}")
         if note is not None and not isinstance(note, str):
             raise ValueError(f'a note is a string ("" clears it), not {type(note).__name__}')
-        self._store_grid()
+        self.book.store_batch()
         target.rating, target.note = self.store.rate(self.id, target.index, stars, note)
         self.changed()
         return target
@@ -491,29 +386,21 @@ class GridRun(Pausable):
         """Re-open a stored grid: outputs from the ledger's local files, unfinished
         cells re-attached, nothing sent. Unknown id: KeyError with the nearest ids."""
 
-        store = store_for(client)
+        store = store_for(client, GridStore)
         record = store.require(grid_id)
         plan = restore_plan(record.description, [c.payload for c in record.cells])
         run = cls(plan, client, grid_id=record.id, store=store)
         run.created_at = record.created_at
-        run._started = run._stored = True
-        run._sent.set()
-        attach: list[tuple[GridCell, str]] = []
         for cell, stored in zip(run.cells, record.cells, strict=True):
             cell.rating, cell.note = stored.stars, stored.note
-            cell.error = stored.error
-            if stored.request_id:
-                attach.append((cell, stored.request_id))
-        run._follow(attach)
-        lost = [c for c in run.cells if c.unsent]  # the store missed them: the ledger says
-        if lost and client.ledger is not None:  # (a session's store in memory misses none)
-            run._settle_lost(lost)
+        restore(run.book)
+        run.book.reopened()
         return run
 
 
 def list_grids(client: ClientLike) -> list[GridRecord]:
     """The grids stored for this client's gateway, newest first."""
-    return store_for(client).grids(client.gateway_name)
+    return store_for(client, GridStore).grids(client.gateway_name)
 
 
 def _paths_shown(value: Any) -> Any:
@@ -533,12 +420,13 @@ def status_of(cell: GridCell) -> str:
     if cell.error is not None:
         # the words create_failure() began it with: what the failed create means
         return "outcome unknown" if cell.error.startswith("outcome unknown") else "not created"
-    if cell.job is None:
+    if cell.unsent:
         return "not sent (paused)" if cell.held else "not sent"
     if cell.lost:
         return "contact lost"
-    result = cell.job.last_result
-    if result is not None:
-        return "done" if result.ok else "failed"
-    status = cell.job.last_status
+    if cell.row.state == DONE:
+        return "done"
+    if cell.failed:
+        return "failed"
+    status = cell.job.last_status if cell.job is not None else None
     return status.status if status is not None and not is_terminal(status.status) else "running"

@@ -24,6 +24,7 @@ from .._client import default_client
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import PayloadError
 from .axes import Axis
+from .batch_store import GridStore
 from .mapping import prompt_of
 from .store import store_for
 
@@ -97,7 +98,7 @@ def scores(
     ``since`` those rated at or after it."""
     chosen = client if client is not None else default_client()
     table = ScoreTable()
-    for row in store_for(chosen).rated(_since(since)):
+    for row in store_for(chosen, GridStore).rated(_since(since)):
         grid_id, gateway, grid_endpoint, description, index, payload, rid, stars, note, at = row
         described = json.loads(description)
         values = _axis_values(described, int(index))

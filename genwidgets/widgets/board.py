@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets
 
 from .._client import default_client
+from ..lab.batch_store import GridStore
 from ..lab.plan import differing_params
 from ..lab.store import store_for
 from . import markup
@@ -237,7 +238,7 @@ class Board(ipywidgets.VBox):
     def _load_grids(self) -> None:
         """The stored grids of the client's gateway (newest :data:`GRID_LIMIT`)."""
         try:
-            records = store_for(self.client).grids(self.client.gateway_name)[:GRID_LIMIT]
+            records = store_for(self.client, GridStore).grids(self.client.gateway_name)[:GRID_LIMIT]
         except Exception:  # the store is optional: a broken one hides nothing else
             log.warning("genwidgets: the board could not read the grids", exc_info=True)
             return

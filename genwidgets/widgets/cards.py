@@ -19,8 +19,8 @@ import ipywidgets
 from ..catalog import EndpointSpec
 from ..catalog import endpoint as catalog_endpoint
 from ..lab.axes import Axis
+from ..lab.batch_store import GridRecord
 from ..lab.plan import differing_params
-from ..lab.store import GridRecord
 from ..protocol.records import Output
 from . import markup
 from ._style import StatusLook, format_elapsed, short

@@ -37,8 +37,8 @@ from .ticker import MIN_INTERVAL, TICKER, Throttle
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
+    from ..lab.batch_store import GridRecord
     from ..lab.export import VideoEmbed
-    from ..lab.store import GridRecord
 
 __all__ = ["Grid", "grid", "grids", "load_grid"]
 
@@ -309,11 +309,12 @@ class Grid(CommandView):
     # ------------------------------------------------------------------ writing
 
     def _on_change(self) -> None:
-        if not self._live and self.run.started:
+        finished = self._finished()
+        if not self._live and self.run.started and not finished:
             self._live = True
             TICKER.add(self)
         self._throttle.request()
-        if self._finished():  # a rating from another view or kernel; not each poll
+        if finished:  # a rating from another view or kernel; not each poll
             self._refresh_face()
 
     def _finished(self) -> bool:
@@ -344,6 +345,8 @@ class Grid(CommandView):
         category, status, error = "queued", "not sent", cell.error
         if cell.error is not None:
             category, status = "failed", status_of(cell)
+        elif cell.lost:  # followed again with backoff, or given up on: never failed
+            category, status, error = "queued", "contact lost", cell.row.error
         elif job is not None:
             look = job_look(job)
             category, status = look.category, look.word

@@ -28,7 +28,7 @@ from browser.frontend import (
 )
 from widgets.taskfakes import wait_for
 
-from genwidgets.lab.store import GridStore
+from genwidgets.lab import GridStore
 
 pytestmark = pytest.mark.browser
 

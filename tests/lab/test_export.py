@@ -245,7 +245,7 @@ def test_the_page_shows_hostile_text_as_text_in_its_old_colours(
     )
     grid.wait(timeout=60)
     grid.rate(grid.cells[0], 3, HOSTILE)
-    grid.cells[1].request_id = HOSTILE  # as a hostile gateway could name a task
+    grid.cells[1].row.request_id = HOSTILE  # as a hostile gateway could name a task
     path = grid.save_html(tmp_path / "hostile.html")
     page = path.read_text(encoding="utf-8")
     assert HOSTILE not in page

@@ -4,6 +4,7 @@ the session store of a client without a ledger."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -22,12 +23,15 @@ import genwidgets as gw
 from genwidgets._protocols import ClientLike
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger
-from genwidgets.lab.store import GridStore, SessionTables, store_for
+from genwidgets.lab import GridStore
+from genwidgets.lab.batch_store import CREATED, RowUpdate
+from genwidgets.lab.store import SessionTables, store_for
 from genwidgets.simulator import SimulatorServer
 
 pytestmark = pytest.mark.timeout(120)
 
-GRID_TABLES = {"grids", "grid_cells", "grid_ratings"}
+#: a grid's cells are a run's rows; its ratings have a table of their own
+GRID_TABLES = {"batches", "batch_rows", "grid_ratings"}
 
 
 @pytest.fixture
@@ -41,13 +45,21 @@ def tables(ledger: Ledger) -> set[str]:
 
 
 def save(store: GridStore, grid_id: str = "g1", cells: int = 4, gateway: str = "sim") -> None:
-    store.save_grid(
+    endpoint = "genW2.5-t2i-preview"
+    store.save_batch(
         grid_id,
         gateway=gateway,
-        endpoint="genW2.5-t2i-preview",
-        description={"endpoint": "genW2.5-t2i-preview", "seed": 7},
-        payloads=[{"prompt": "a fox", "seed": i} for i in range(cells)],
+        endpoint=endpoint,
+        out="",
+        digest="a grid",
+        description={"endpoint": endpoint, "seed": 7},
+        rows=[(i, endpoint, json.dumps({"prompt": "a fox", "seed": i})) for i in range(cells)],
     )
+
+
+def set_request(store: GridStore, grid_id: str, index: int, request_id: str) -> None:
+    """A cell's create answered: its row ``created`` with its request id."""
+    store.settle(grid_id, [RowUpdate(index, CREATED, request_id)])
 
 
 def holding(ledger: Ledger | None) -> ClientLike:
@@ -76,7 +88,7 @@ def test_every_read_and_write_goes_through_the_ledger(ledger: Ledger) -> None:
     store = GridStore(counted)
     assert store.path == ledger.path
     save(store)
-    store.set_request("g1", 2, "req-2")
+    set_request(store, "g1", 2, "req-2")
     store.rate("g1", 2, 4, "sharp")
     assert counted.calls.count("transaction") == 4  # three writes, the first made the tables
     assert store.ratings("g1") == {2: (4, "sharp")}
@@ -111,15 +123,15 @@ def test_store_for_follows_the_clients_ledger_one_store_per_file(tmp_path: Path)
     path = tmp_path / "ledger.sqlite3"
     with Ledger(path) as first, Ledger(path) as second:
         a, b = holding(first), holding(second)
-        store = store_for(a)
-        assert store.tables is first and store_for(b) is store
+        store = store_for(a, GridStore)
+        assert store.tables is first and store_for(b, GridStore) is store
         save(store)
         store.rate("g1", 1, 5, None)
         assert GridStore(second).ratings("g1") == {1: (5, None)}
     none_a, none_b = holding(None), holding(None)
-    memory = store_for(none_a)
+    memory = store_for(none_a, GridStore)
     assert isinstance(memory.tables, SessionTables) and memory.path is None
-    assert store_for(none_a) is memory and store_for(none_b) is not memory
+    assert store_for(none_a, GridStore) is memory and store_for(none_b, GridStore) is not memory
 
 
 def test_a_path_opens_a_ledger_that_close_closes(tmp_path: Path) -> None:
@@ -131,7 +143,8 @@ def test_a_path_opens_a_ledger_that_close_closes(tmp_path: Path) -> None:
     finally:
         store.close()
     with Ledger(path) as ledger:
-        assert ledger.query("SELECT id, gateway FROM grids") == [("g1", "sim")]
+        found = ledger.query("SELECT id, gateway FROM batches WHERE kind = 'grid'")
+        assert found == [("g1", "sim")]
 
 
 def test_two_ledgers_on_one_file_rate_at_once_without_a_lock_error(tmp_path: Path) -> None:
@@ -162,18 +175,19 @@ RATER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from genwidgets.lab.store import GridStore
+    from genwidgets.lab import GridStore
+    from genwidgets.lab.batch_store import RowUpdate
     path, parity, tmp = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
     store = GridStore(path)
     (tmp / f"ready-{parity}").touch()
     deadline = time.monotonic() + 60
     while not (tmp / "go").exists() and time.monotonic() < deadline:
         time.sleep(0.005)
-    store.save_grid("shared", gateway="sim", endpoint="e", description={},
-                    payloads=[{"seed": i} for i in range(CELLS)])
+    store.save_batch("shared", gateway="sim", endpoint="e", out="", digest="d",
+                     description={}, rows=[(i, "e", '{"seed": %d}' % i) for i in range(CELLS)])
     for index in range(parity, CELLS, 2):
         store.rate("shared", index, 1 + parity, None)
-        store.set_request("shared", index, f"req-{index}")
+        store.settle("shared", [RowUpdate(index, "created", f"req-{index}")])
     store.close()
     """
 )
@@ -268,7 +282,7 @@ def test_the_session_store_keeps_grids_in_memory() -> None:
     assert rated[0] == "g1" and rated[4] == 2 and rated[7:9] == (5, "best")
     with pytest.raises(sqlite3.IntegrityError), store.tables.transaction() as conn:
         conn.execute("UPDATE grid_ratings SET note = 'x'")  # undone with the failed write
-        conn.execute("INSERT INTO grids (id) VALUES ('g1')")  # no gateway: refused
+        conn.execute("INSERT INTO batches (id) VALUES ('g1')")  # no gateway: refused
     assert store.ratings("g1") == {2: (5, "best")}
 
 
@@ -283,8 +297,8 @@ def test_a_client_without_a_ledger_rates_a_grid_and_writes_no_file(
         grid.wait(timeout=60)
         grid.rate(grid.cells[1], 4, "crisp")
         assert [g.id for g in gw.grids(client)] == [grid.id]
-        assert store_for(client).ratings(grid.id) == {1: (4, "crisp")}
-        assert store_for(client).require(grid.id).sent == 2
+        assert store_for(client, GridStore).ratings(grid.id) == {1: (4, "crisp")}
+        assert store_for(client, GridStore).require(grid.id).sent == 2
     assert not list(tmp_path.glob("*.sqlite3*"))
 
 
@@ -311,3 +325,62 @@ def test_without_a_ledger_a_grid_stored_before_it_was_sent_reopens_waiting_to_be
         again.submit(wait=True).wait(timeout=60)
         assert again.run.counts() == (2, 0, 2)
         assert client.request_counts.get("create", 0) == 2
+
+
+#: the grid tables of genwidgets before grids ran on the run core, as it wrote them
+OLD_GRID_TABLES = (
+    "CREATE TABLE grids (id TEXT PRIMARY KEY, gateway TEXT NOT NULL, endpoint TEXT NOT NULL, "
+    "created_at REAL NOT NULL, description TEXT NOT NULL)",
+    "CREATE TABLE grid_cells (grid_id TEXT NOT NULL, idx INTEGER NOT NULL, payload TEXT NOT "
+    "NULL, request_id TEXT, error TEXT, PRIMARY KEY (grid_id, idx))",
+    "CREATE TABLE grid_ratings (grid_id TEXT NOT NULL, idx INTEGER NOT NULL, stars INTEGER NOT "
+    "NULL, note TEXT, updated_at REAL NOT NULL, PRIMARY KEY (grid_id, idx))",
+)
+
+
+def test_a_grid_an_older_genwidgets_stored_is_listed_reopened_and_rated_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
+) -> None:
+    """A ledger file whose grids an older genwidgets kept in tables of their own: the
+    grid is listed, re-opened with its task followed (no create), its unknown create
+    still unknown, its never-sent cell waiting, its rating kept; no batch is listed."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    endpoint = "genW2.5-t2i-preview"
+    with gw.Client(base_url=simulator.base_url, api_key="sim-demo-key") as client:
+        assert client.ledger is not None
+        done = client.submit(endpoint, {"prompt": "a fox", "n": 1, "seed": 1})
+        done.result(timeout=60)
+        axes = {"x": {"field": "seed", "values": [1, 2, 3], "kind": "field"}}
+        description = {"endpoint": endpoint, "base_payload": {"prompt": "a fox", "n": 1},
+                       "axes": axes, "layout": {"x": "x", "y": "y", "z": "z"}}
+        cells = [
+            (0, {"prompt": "a fox", "n": 1, "seed": 1}, done.request_id, None),
+            (1, {"prompt": "a fox", "n": 1, "seed": 2}, None, "outcome unknown: ReadTimeout"),
+            (2, {"prompt": "a fox", "n": 1, "seed": 3}, None, None),
+        ]
+        with client.ledger.transaction() as conn:
+            for statement in OLD_GRID_TABLES:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO grids VALUES ('g-old', ?, ?, 1.0, ?)",
+                (client.gateway_name, endpoint, json.dumps(description)),
+            )
+            conn.executemany(
+                "INSERT INTO grid_cells VALUES ('g-old', ?, ?, ?, ?)",
+                [(i, json.dumps(p), rid, err) for i, p, rid, err in cells],
+            )
+            conn.execute("INSERT INTO grid_ratings VALUES ('g-old', 0, 4, 'keep', 1.0)")
+        creates = client.request_counts.get("create", 0)
+        assert [g.id for g in gw.grids(client)] == ["g-old"]
+        assert gw.batches(client) == []
+        grid = gw.load_grid("g-old", client=client)
+        first, unknown, waiting = grid.cells
+        assert first.done and first.request_id == done.request_id and first.outputs
+        assert (first.rating, first.note) == (4, "keep")
+        assert unknown.done and (unknown.error or "").startswith("outcome unknown")
+        assert waiting.unsent and not waiting.done
+        assert client.request_counts.get("create", 0) == creates  # nothing sent
+        grid.submit(wait=True).wait(timeout=60)  # the cell never sent goes, once
+        assert waiting.done and waiting.request_id
+        assert client.request_counts.get("create", 0) == creates + 1
+        assert [g.id for g in gw.grids(client)] == ["g-old"]  # adopted once, not twice

@@ -341,6 +341,7 @@ class ForecastJob:
         self.payload: dict[str, Any] = {}
         self.last_status = None
         self.last_result = None
+        self.queue_position = None
         self.expected_finish = 12.0 + n
 
     def done(self) -> bool:

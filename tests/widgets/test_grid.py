@@ -20,10 +20,11 @@ from typing import Any
 
 import httpx
 import pytest
+from faults import ctrl_c_after
 from widgets.taskfakes import ForecastClient, ask, wait_for
 
 import genwidgets as gw
-from genwidgets.lab.store import GridStore
+from genwidgets.lab import GridStore
 from genwidgets.simulator import SimulatorServer
 
 CHILD = Path(__file__).with_name("expired_gateway.py")
@@ -531,17 +532,7 @@ def test_ctrl_c_in_gw_grid_says_how_to_go_on_and_that_way_pays_each_cell_once(
     how to go on (its id, ``gw.load_grid(...).submit()``); that way sends only the cells
     that never left, and no cell is created twice."""
     send_many = client.send_many
-
-    def ctrl_c_after_the_first_answer(requests: Any, **kw: Any) -> Any:
-        on_sent = kw.pop("on_sent")
-
-        def interrupt(i: int, outcome: Any) -> None:
-            on_sent(i, outcome)
-            raise KeyboardInterrupt
-
-        return send_many(requests, on_sent=interrupt, **kw)
-
-    monkeypatch.setattr(client, "send_many", ctrl_c_after_the_first_answer)
+    ctrl_c_after(monkeypatch, client, 1)
     before = stats(simulator)["created"]
     with pytest.raises(KeyboardInterrupt) as stopped:
         gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", "1-10"), client=client)
@@ -557,6 +548,6 @@ def test_ctrl_c_in_gw_grid_says_how_to_go_on_and_that_way_pays_each_cell_once(
     assert len(made) + len(unknown) == 10  # a create cut off in flight is never sent again
     assert len(made) <= stats(simulator)["created"] - before <= 10
     assert client.ledger is not None
-    tagged = client.ledger.tagged([grid.run.tag(c) for c in grid.cells])
+    tagged = client.ledger.tagged([grid.run.book.tag(c.row) for c in grid.cells])
     may_have_made = sorted(r.tag for r in tagged if r.state != "not_created")
-    assert may_have_made == sorted(grid.run.tag(c) for c in grid.cells)  # one each
+    assert may_have_made == sorted(grid.run.book.tag(c.row) for c in grid.cells)  # one each

@@ -206,7 +206,7 @@ def test_sweep_cells_show_outputs_when_jobs_finish(catalog: None) -> None:
 def test_a_sweep_whose_store_cannot_be_written_sends_nothing_and_can_be_sent_again(
     catalog: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from genwidgets.lab.store import GridStore
+    from genwidgets.lab import GridStore
 
     client = FakeClient()
     jobs = sweep("test-video", {"prompt": "k"}, vary={"seed": list(range(12))}, client=client)
@@ -216,7 +216,7 @@ def test_a_sweep_whose_store_cannot_be_written_sends_nothing_and_can_be_sent_aga
         raise locked
 
     with monkeypatch.context() as patch:
-        patch.setattr(GridStore, "save_grid", refuse)
+        patch.setattr(GridStore, "save_batch", refuse)
         with pytest.raises(gw.LedgerError):
             jobs.submit()
     button = jobs.widget.submit_button

@@ -74,11 +74,15 @@ class Workers(concurrent.futures.Executor):
         with self._lock:
             self._outstanding += 1
         self._queue.put((work, lambda: fn(*args, **kwargs)))
+        self._grow()
+        return work
+
+    def _grow(self) -> None:
+        """A thread more when more work waits than threads are free (up to the bound)."""
         with self._lock:
             if self._running - self._busy < self._queue.qsize() and self._running < self.workers:
                 self._running += 1
                 threading.Thread(target=self._run, name=THREAD_NAME, daemon=True).start()
-        return work
 
     @property
     def pending(self) -> int:
@@ -101,9 +105,10 @@ class Workers(concurrent.futures.Executor):
     def _run(self) -> None:
         try:
             self._serve()
-        except BaseException:  # a KeyboardInterrupt in a work: this thread ends, counted
-            with self._lock:
+        except BaseException:  # a KeyboardInterrupt in a work ends this thread, counted:
+            with self._lock:  # the work queued meanwhile gets another
                 self._running -= 1
+            self._grow()
             raise
 
     def _serve(self) -> None:

@@ -80,7 +80,7 @@ class Batch(RowBook):
         (a pause, a cancel, an interrupt, a run re-opened) with rows never sent. Rows
         contact was lost with are followed again (no create). Else it does nothing."""
         lost = self.follow_lost()
-        if self._begin(record=self.store_batch, clear=self.settled, again=self._may_go_on):
+        if self._begin(record=self.store_batch, again=self._may_go_on):
             self._run()
         elif lost:
             self._ensure_finisher()
@@ -324,11 +324,6 @@ class Batch(RowBook):
             display_hook(self)
 
     # ------------------------------------------------------------------ bookkeeping
-
-    def changed(self) -> None:
-        """Tell the listeners (views) of every change since the last time."""
-        self.dirty = False
-        super().changed()
 
     def _trouble(self, what: str, exc: BaseException) -> None:
         """A background thread's error: recorded, logged once, shown; the run goes on."""

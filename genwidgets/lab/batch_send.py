@@ -2,9 +2,9 @@
 
 Run on the batch's sender (a worker thread), over its :class:`~.row_book.RowBook`.
 Each chunk's rows are reserved in the store (the budget's cap holds across processes),
-then sent by :func:`send_chunk`, the one chunk of creates a grid's cells go through too:
-each answer settles its row, and what an interrupt left unanswered is looked up in the
-ledger by its tag. Creates that fail
+then sent through ``client.send_many``: each answer settles its row, and what an
+interrupt left unanswered is looked up in the ledger by its tag. A grid's cells are
+rows of a book too. Creates that fail
 in a row in a way that may have billed (a 5xx, no answer, no contact) pause the batch
 after :data:`~.breaker.BREAKER_AFTER`: creates in flight answer, none more leave until it is
 asked to go on. docs/decisions.md#circuit-breaker.
@@ -13,8 +13,7 @@ asked to go on. docs/decisions.md#circuit-breaker.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .._client import create_failure, created_nothing
 from ..errors import PayloadError, RateLimited, Unreachable
@@ -22,11 +21,10 @@ from .batch_store import CREATED, FAILED, SENDING, UNKNOWN, WAITING
 from .resume import reconcile, show_as_stored
 
 if TYPE_CHECKING:
-    from .._protocols import ClientLike
     from .batch_row import BatchRow
     from .row_book import RowBook
 
-__all__ = ["CHUNK_ROUNDS", "MAX_RATE_LIMITED", "Sendable", "send_all", "send_chunk"]
+__all__ = ["CHUNK_ROUNDS", "MAX_RATE_LIMITED", "send_all"]
 
 #: a row refused for the rate limit this many times in a row is failed
 MAX_RATE_LIMITED = 50
@@ -91,83 +89,41 @@ def _cap_text(book: RowBook) -> str:
     return f"stopped at the budget's cap ({shown}); rows not sent wait"
 
 
-class Sendable(Protocol):
-    """What :func:`send_chunk` sends: a batch's row or a grid's cell."""
-
-    @property
-    def endpoint(self) -> str: ...
-
-    @property
-    def payload(self) -> dict[str, Any]: ...
-
-    @property
-    def planned(self) -> Any: ...  # its plan's entry, holding ``prepared``
-
-
-Item = TypeVar("Item", bound=Sendable)
-
-
-def send_chunk(
-    client: ClientLike,
-    items: Sequence[Item],
-    *,
-    tags: Sequence[str],
-    concurrency: int,
-    hold: Callable[[], bool],
-    settle: Callable[[Item, Any], None],
-    unanswered: Callable[[list[Item]], None],
-) -> None:
-    """One chunk of creates through ``client.send_many``: each item prepared once (at
-    planning when the plan had the client; one that cannot be is settled with why, and
-    not sent), then ``settle(item, job or exception)`` as each answer arrives. Items whose
-    answer an interrupt kept from being seen go to ``unanswered`` (their owner asks the
-    ledger by tag)."""
-    ready: list[tuple[Item, Any, str]] = []
-    for item, tag in zip(items, tags, strict=True):
-        prepared = item.planned.prepared
+def _send(book: RowBook, rows: list[BatchRow]) -> None:
+    """One chunk of rows through ``client.send_many``: each prepared once (at planning
+    when the plan had the client; one that cannot be is settled with why, and not
+    sent), each answer settling its row as it arrives; rows whose answer an interrupt
+    kept from being seen are reconciled with the ledger by their tags."""
+    ready: list[tuple[BatchRow, Any]] = []
+    for row in rows:
+        prepared = row.planned.prepared
         try:
             if prepared is None:
-                prepared = client.prepare(item.endpoint, item.payload)
-        except Exception as exc:  # one bad item must not stop the others; nothing left
+                prepared = book.client.prepare(row.endpoint, row.payload)
+        except Exception as exc:  # one bad row must not stop the others; nothing left
             if not isinstance(exc, PayloadError):
-                exc = PayloadError(f"it could not be prepared: {exc}", endpoint=item.endpoint)
-            settle(item, exc)
+                exc = PayloadError(f"it could not be prepared: {exc}", endpoint=row.endpoint)
+            _sent(book, row, exc)
         else:
-            ready.append((item, prepared, tag))
+            ready.append((row, prepared))
     answered: set[int] = set()
 
     def on_sent(i: int, outcome: Any) -> None:
         answered.add(i)
-        settle(ready[i][0], outcome)
+        _sent(book, ready[i][0], outcome)
 
     try:
-        client.send_many(
-            [prepared for _, prepared, _ in ready],
-            concurrency=concurrency,
-            on_sent=on_sent,
-            hold=hold,
-            tags=[tag for _, _, tag in ready],
-        )
-    finally:
-        missing = [item for i, (item, _, _) in enumerate(ready) if i not in answered]
-        if missing:
-            unanswered(missing)
-
-
-def _send(book: RowBook, rows: list[BatchRow]) -> None:
-    """One chunk of a batch's rows; an answer settles its row, what an interrupt left
-    unanswered is reconciled with the ledger."""
-    try:
-        send_chunk(
-            book.client,
-            rows,
-            tags=[book.tag(row) for row in rows],
+        book.client.send_many(
+            [prepared for _, prepared in ready],
             concurrency=book.concurrency,
+            on_sent=on_sent,
             hold=book.stop.is_set,
-            settle=lambda row, outcome: _sent(book, row, outcome),
-            unanswered=lambda missing: reconcile(book, missing),
+            tags=[book.tag(row) for row, _ in ready],
         )
     finally:
+        missing = [row for i, (row, _) in enumerate(ready) if i not in answered]
+        if missing:
+            reconcile(book, missing)
         for row in rows:  # sent: a retry prepares again (the payload is kept)
             row.planned.prepared = None
     if book.cancelled:  # cancelled while this chunk was in flight

@@ -12,18 +12,19 @@ is one, and runs the threads. docs/decisions.md#batch-row-states.
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..jobs.ledger import scrub_payload
 from .batch_row import BatchRow
 from .batch_store import ENDED, SENDING, UNKNOWN, WAITING, BatchStore, RowUpdate, id_taken
-from .breaker import Pausable
+from .breaker import Breaker
 from .manifest import Manifest
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from .budget import Budget
 
 __all__ = ["RowBook", "RunPlan"]
+
+log = logging.getLogger("genwidgets")
 
 
 class RunPlan(Protocol):
@@ -52,8 +55,10 @@ class RunPlan(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
-class RowBook(Pausable):
-    """A batch's rows and the one way to change them (see the module docstring)."""
+class RowBook:
+    """A run's rows and the one way to change them (see the module docstring)."""
+
+    _started = False
 
     def __init__(
         self,
@@ -67,7 +72,16 @@ class RowBook(Pausable):
         on_timeout: str,
         concurrency: int,
     ) -> None:
-        super().__init__()
+        #: held while the run changes; never while waiting on the engine
+        self.lock = threading.RLock()
+        #: told of each change (views); one that raises is logged, never stops the run
+        self.listeners: list[Callable[[], None]] = []
+        #: why sending paused; set, nothing more is sent until it is asked to go on
+        self.paused: str | None = None
+        #: set: no create leaves (a pause, a cancel, an interrupt)
+        self.stop = threading.Event()
+        #: counts creates failing in a row that may have billed
+        self.breaker = Breaker()
         self.plan = plan
         self.client = client
         self.id = batch_id
@@ -204,10 +218,47 @@ class RowBook(Pausable):
             raise id_taken(self.id, taken, self.plan.describe())
         self.stored = True
 
+    @property
+    def started(self) -> bool:
+        """Whether its plan was confirmed (sent, or sending)."""
+        return self._started
+
+    def _begin(self, *, record: Callable[[], None], again: Callable[[], bool]) -> bool:
+        """Start sending (False: nothing to); a started run again only when ``again()``
+        says so under the lock, which ends a pause or a stop. ``record`` stores the run:
+        when it raises, nothing was sent and a later submit() may try again."""
+        with self.lock:
+            if self._started and not again():
+                return False
+            if self._started:
+                self.go_on()
+            self._started = True
+            self.settled.clear()
+        try:
+            record()
+        except BaseException:
+            with self.lock:
+                self._started = False
+            raise
+        return True
+
+    def changed(self) -> None:
+        """Tell the listeners of every change since the last time, each guarded: a
+        broken view never stops a run."""
+        self.dirty = False
+        for listener in list(self.listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("genwidgets: a listener of %s failed", self.id)
+
     def pause(self, why: str) -> None:
-        """A pause, with the rows in doubt said in ``stopped`` (under the lock)."""
+        """Stop sending (under the lock): creates in flight answer, nothing more leaves
+        until the run is asked to go on; ``stopped`` says the rows in doubt. A second
+        pause keeps the first one's words."""
         if self.paused is None:
-            super().pause(why)
+            self.paused = why
+            self.stop.set()
             self.say_paused()
 
     def say_paused(self) -> None:
@@ -223,4 +274,6 @@ class RowBook(Pausable):
         """Asked to send again (under the lock): a pause, a stop or a cancel ends here."""
         self.stopped = None
         self.cancelled = False
-        super().go_on()
+        self.paused = None
+        self.breaker.count = 0
+        self.stop.clear()

@@ -53,6 +53,8 @@ class Batch(RowBook):
 
     plan: BatchPlan
     out: Path
+    #: what a person calls this run, in its messages
+    noun = "batch"
     #: whether it waits for :meth:`submit` (billed above ``confirm_above``)
     needs_confirmation = False
     #: billed generations above which it waits for :meth:`submit` (``gw.batch``'s)
@@ -149,8 +151,8 @@ class Batch(RowBook):
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise TimeoutError(
-                        f"batch {self.id}: {len(self.rows) - self.snapshot().ended} rows had "
-                        f"not ended after {timeout:g} s; they go on (wait again)"
+                        f"{self.noun} {self.id}: {len(self.rows) - self.snapshot().ended} of its "
+                        f"tasks had not ended after {timeout:g} s; they go on (wait again)"
                     )
                 self.settled.wait(TICK if remaining is None else min(TICK, remaining))
                 face.show(self.snapshot())
@@ -329,7 +331,7 @@ class Batch(RowBook):
         """A background thread's error: recorded, logged once, shown; the run goes on."""
         text = f"{what}: {type(exc).__name__}: {exc}"
         if text != self.problem:
-            log.warning("genwidgets: batch %s: %s", self.id, text)
+            log.warning("genwidgets: %s %s: %s", self.noun, self.id, text)
         self.problem = text
         self.dirty = True
 

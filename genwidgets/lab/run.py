@@ -59,6 +59,7 @@ class CellBook(Batch):
     budget, each create tagged as grids always were (a re-opened grid finds by it a
     cell's task its store missed)."""
 
+    noun = "grid"
     plan: GridPlan  # type: ignore[assignment]  # the core's plan: a grid's, not a batch's
     out: None  # type: ignore[assignment]  # a grid has no folder
 

@@ -410,7 +410,7 @@ def test_cancel_all_cancels_what_runs_and_sends_no_more(
 ) -> None:
     """Each answer takes a second and a task 40 s: cancelled once the first row runs, the
     batch cancels it (and the row whose create was in flight, once it answers) and sends
-    nothing more."""
+    nothing more; ``submit()`` then sends the rows never sent, each once."""
     slow = make_simulator(speed=0.05, latency=1.0)
     with gw.Client(slow.base_url, KEY) as client:
         batch = gw.batch(
@@ -423,11 +423,19 @@ def test_cancel_all_cancels_what_runs_and_sends_no_more(
         assert statuses[0] == "cancelled" and statuses[2] == "waiting"
         assert statuses[1] in ("cancelled", "waiting")  # its create may have been in flight
         assert batch.stopped is not None and batch.stopped.startswith("cancelled")
-    made = sim_tasks(slow)
-    assert len(made) == statuses.count("cancelled")
-    for task in made:
-        found = httpx.get(f"{slow.base_url}/_sim/tasks/{task['request_id']}", timeout=10).json()
-        assert found["error_type"] == "cancelled"
+        made = sim_tasks(slow)
+        assert len(made) == statuses.count("cancelled")
+        for task in made:
+            found = httpx.get(f"{slow.base_url}/_sim/tasks/{task['request_id']}", timeout=10)
+            assert found.json()["error_type"] == "cancelled"
+        # asked to send again: the rows never sent go, each once; a cancelled one never
+        configure(slow, speed=20.0, latency=0.0)
+        batch.submit().wait(timeout=120, progress="none")
+        again = [r.status for r in batch.rows]
+        assert [s for s in again if s != "cancelled"] == ["done"] * again.count("done")
+        assert again.count("cancelled") == statuses.count("cancelled")
+        assert again.count("done") == statuses.count("waiting") and batch.stopped is None
+    assert len(sim_tasks(slow)) == len(made) + statuses.count("waiting")
 
 
 @pytest.mark.slow

@@ -72,6 +72,8 @@ def test_a_second_submit_while_the_grid_sends_sends_no_cell_twice(tmp_path: Path
     release.set()
     run.submit(wait=True)  # starts nothing either, and returns once the creates answered
     assert len(fake.sent) == 3 and len(senders) == 1
+    with pytest.raises(TimeoutError, match=rf"grid {run.id}: 3 of its tasks had not ended"):
+        run.wait(timeout=0.2)  # these tasks never end: the deadline says so, in a grid's words
     store.close()
 
 

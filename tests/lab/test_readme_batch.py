@@ -34,7 +34,8 @@ def test_the_readme_batch_runs_as_written(
     namespace: dict[str, object] = {}
     exec("import genwidgets as gw\n" + readme_batch_code(), namespace)
     batch = namespace["batch"]
-    assert [r.status for r in batch.rows] == ["done"] * 4  # type: ignore[attr-defined]
+    said = [(r.status, r.error) for r in batch.rows]  # type: ignore[attr-defined]
+    assert [status for status, _ in said] == ["done"] * 4, said
     names = sorted(p.name for p in (tmp_path / "shots").glob("*.png"))
     assert names == [
         "BAG-3-a-canvas-bag-product-photo.png",

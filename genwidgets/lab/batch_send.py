@@ -148,7 +148,8 @@ def _sent(book: RowBook, row: BatchRow, outcome: Any) -> None:
             why = book.breaker.saw(outcome)
             if why is not None:
                 book.pause(why)
-            row.error, row.exception = create_failure(outcome), outcome
+            # kept for a sweep's card; its traceback let go (it holds the sender's frames)
+            row.error, row.exception = create_failure(outcome), outcome.with_traceback(None)
             if created_nothing(outcome):
                 book.update(row, FAILED, release=True)
             else:

@@ -130,6 +130,9 @@ class Database:
         self._local = threading.local()
         self._all: list[Any] = []
         self._lock = threading.Lock()
+        #: connections inside a transaction now, and those close() left to their thread
+        self._busy: set[int] = set()
+        self._closing: set[int] = set()
 
     def __repr__(self) -> str:
         # a PostgreSQL URL may carry a password: name the kind and the place only
@@ -184,6 +187,8 @@ class Database:
         """One transaction; ``write`` takes SQLite's write lock at once (BEGIN
         IMMEDIATE), so a read inside it sees no other writer until the commit."""
         conn = self._connection()
+        with self._lock:
+            self._busy.add(id(conn))
         try:
             if self.postgres:
                 with conn.transaction(), conn.cursor() as cursor:
@@ -206,6 +211,15 @@ class Database:
                     self._drop()
                 raise storage_error(f"the database {self!r} failed: {exc}") from exc
             raise
+        finally:
+            with self._lock:
+                self._busy.discard(id(conn))
+                closing = id(conn) in self._closing
+                self._closing.discard(id(conn))
+            if closing:  # close() came while this ran: its thread closes it now
+                self._local.conn = None
+                with contextlib.suppress(Exception):
+                    conn.close()
 
     def run(self, work: Any, *, write: bool = True) -> Any:
         """``work(tx)`` in one transaction, tried again on PostgreSQL after a deadlock
@@ -243,11 +257,17 @@ class Database:
         return int(self.run(work))
 
     def close(self) -> None:
+        """Close every connection; one inside a transaction on another thread (a sweep
+        a stopping server left running) is closed by that thread when it ends: closed
+        under it, SQLite's library crashed the process."""
         with self._lock:
             conns, self._all = self._all, []
+            busy = {id(conn) for conn in conns} & self._busy
+            self._closing |= busy
         for conn in conns:
-            with contextlib.suppress(Exception):
-                conn.close()
+            if id(conn) not in busy:
+                with contextlib.suppress(Exception):
+                    conn.close()
         self._local = threading.local()
 
 

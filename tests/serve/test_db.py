@@ -81,3 +81,39 @@ def test_the_repr_hides_a_password() -> None:
     db = Database("postgresql://teacher:s3cret-pass@127.0.0.1:5432/class")
     assert "s3cret" not in repr(db) and "127.0.0.1:5432/class" in repr(db)
     assert sqlite3.sqlite_version  # SQLite is always there: the default store
+
+
+def test_closing_while_another_thread_is_in_a_transaction_lets_it_end_then_closes(
+    tmp_path: Path,
+) -> None:
+    """A server stopping closes its database while a sweep's thread is inside a
+    transaction: the transaction ends as it would have (committed), and its connection
+    is closed by its own thread after. Closed under it, the connection failed the
+    transaction; closed during a call into SQLite, it crashed the process."""
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    inside, closed = threading.Event(), threading.Event()
+    outcome: list[object] = []
+
+    def work(tx: Tx) -> int:
+        tx.run("INSERT INTO groups (name, created_at) VALUES ('g', 0)")
+        inside.set()
+        assert closed.wait(30), "close() never came"
+        return 1
+
+    def sweep() -> None:
+        try:
+            outcome.append(db.run(work))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=sweep)
+    thread.start()
+    assert inside.wait(30)
+    db.close()  # the server stopping
+    closed.set()
+    thread.join(30)
+    assert outcome == [1], outcome
+    again = Database(tmp_path / "class.db")
+    assert again.run(lambda tx: tx.rows("SELECT name FROM groups"), write=False) == [("g",)]
+    again.close()

@@ -53,8 +53,6 @@ class Batch(RowBook):
 
     plan: BatchPlan
     out: Path
-    #: what a person calls this run, in its messages
-    noun = "batch"
     #: whether it waits for :meth:`submit` (billed above ``confirm_above``)
     needs_confirmation = False
     #: billed generations above which it waits for :meth:`submit` (``gw.batch``'s)
@@ -140,7 +138,8 @@ class Batch(RowBook):
         nothing in a notebook (``"bar"``, ``"lines"``, ``"none"`` choose)."""
         if not self._started:
             raise RuntimeError(
-                f"batch {self.id} was not sent (it needs confirmation): call batch.submit()"
+                f"{self.noun} {self.id} was not sent (it needs confirmation): call "
+                f"{self.noun}.submit()"
             )
         deadline = None if timeout is None else time.monotonic() + timeout
         face = Progress(len(self.rows), mode=progress)

@@ -59,6 +59,8 @@ class RowBook:
     """A run's rows and the one way to change them (see the module docstring)."""
 
     _started = False
+    #: what a person calls this run, in its messages
+    noun = "batch"
 
     def __init__(
         self,
@@ -266,8 +268,8 @@ class RowBook:
         doubt = sum(1 for r in self.rows if r.state == UNKNOWN and not r.request_id)
         self.stopped = (
             f"paused: {self.paused}; {doubt} row(s) in doubt (their create's outcome is "
-            "unknown, never sent again). Nothing more is sent until batch.submit() (the "
-            "view's Submit, or the same command again)"
+            f"unknown, never sent again). Nothing more is sent until {self.noun}.submit() "
+            "(the view's Submit or Go on, or the same command again)"
         )
 
     def go_on(self) -> None:

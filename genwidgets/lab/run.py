@@ -255,11 +255,8 @@ class GridRun:
 
     def wait(self, timeout: float | None = None) -> GridRun:
         """Block until every sent cell has ended; ``TimeoutError`` when ``timeout``
-        seconds pass first. Failed cells do not raise."""
-        if not self.started:
-            raise RuntimeError(
-                f"grid {self.id} was not sent (it needs confirmation): call grid.submit() first"
-            )
+        seconds pass first, ``RuntimeError`` when it was never sent. Failed cells do
+        not raise."""
         self.book.wait(timeout, progress="none")
         return self
 

@@ -99,6 +99,8 @@ def test_a_grid_its_store_could_not_record_is_not_started_and_a_later_submit_sen
     with pytest.raises(gw.LedgerError, match="locked"):
         run.submit(wait=True)
     assert not run.started and fake.sent == []
+    with pytest.raises(RuntimeError, match=rf"grid {run.id} was not sent.*call grid.submit\(\)"):
+        run.wait(timeout=1)
     run.submit(wait=True)
     assert len(fake.sent) == 3 and store.require(run.id).sent == 3
     store.close()

@@ -121,14 +121,16 @@ def test_the_package_starts_five_kinds_of_threads(
     run: every thread the package started is of one of the five kinds
     (docs/decisions.md#threads)."""
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
-    before = {t.ident for t in threading.enumerate()}
+    # the threads themselves, not their idents: a thread that ends frees its ident for
+    # the next one started (a new simulator's thread once took an idle worker's)
+    before = set(threading.enumerate())
     seen: set[str] = set()
     told_on: set[str] = set()  # the threads the grid's run core told its views from
     sampling = threading.Event()
 
     def sample() -> None:
         while not sampling.wait(0.005):
-            seen.update(t.name for t in threading.enumerate() if t.ident not in before)
+            seen.update(t.name for t in threading.enumerate() if t not in before)
 
     sampler = threading.Thread(target=sample, name="the-test-sampler")
     sampler.start()

@@ -18,12 +18,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from genwidgets import _config  # the registry of known keys: known_key below, tests' one touch
+from genwidgets._client import LIVE_CLIENTS  # the live clients: closed when a test leaves one
 from genwidgets.simulator import SimConfig, SimulatorServer
 
 TEST_SPEED = 20.0
@@ -58,10 +60,47 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (files[str(item.path)], order[str(item.path)]))
 
 
+#: files whose tests are handed out one parameter at a time, not as a whole file: each
+#: teaching lesson's runs (its Run All, the second, the one after a restart) stay
+#: together on one worker, and the lessons spread over the workers
+SPLIT_BY_PARAMETER = ("tests/notebooks/test_notebooks.py",)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, each file of :data:`SPLIT_BY_PARAMETER` handed out by its
+    tests' parameter: the eleven lessons, 70 % of the suite's longest file, used to run
+    one after another on one worker (docs/decisions.md#parallel-files)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByFileOrParameter(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope: str = super()._split_scope(nodeid)
+            if scope in SPLIT_BY_PARAMETER and nodeid.endswith("]") and "[" in nodeid:
+                return scope + "[" + nodeid.split("[", 1)[1]
+            return scope
+
+    return ByFileOrParameter(config, log)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     home = getattr(config, "_genwidgets_home", None)
     if home:
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def no_client_outlives_its_test() -> Iterator[None]:
+    """A client a test made and left open is closed when the test ends. Left live, it
+    would be a later test's default client (``gw.batch(...)`` with no ``client=``): a
+    failed test once left one, and four rows of another test went to its gateway,
+    long stopped. Clients of wider fixtures are made before this one and kept."""
+    before = weakref.WeakSet(client for client, _name, _key in LIVE_CLIENTS.payers())
+    yield
+    for client, _name, _key in LIVE_CLIENTS.payers():
+        if client not in before:
+            client.close()
 
 
 @pytest.fixture(scope="session")

@@ -51,4 +51,4 @@ export PYTHONDONTWRITEBYTECODE=1
 # module fixtures made once): most of the suite's time is waiting on servers,
 # kernels and browsers, not the CPU (docs/decisions.md#parallel-files). `-n 0`
 # among the arguments runs it in one process (for --pdb, say).
-exec .venv/bin/python -m pytest -n 4 --dist loadfile "$@"
+exec .venv/bin/python -m pytest -n 4 --dist loadfile --no-loadscope-reorder "$@"

@@ -268,7 +268,7 @@ def test_notebooks_use_public_names_only(path: Path) -> None:
 
 @pytest.mark.notebook
 @pytest.mark.timeout(HANG_GUARD_S)
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem, scope="module")
 def test_notebook_runs_top_to_bottom(
     path: Path, lessons: jupyter_env.Lessons, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -303,7 +303,7 @@ def test_notebook_runs_top_to_bottom(
 
 @pytest.mark.notebook
 @pytest.mark.timeout(3 * HANG_GUARD_S)
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem, scope="module")
 def test_notebook_runs_again_in_the_same_home(path: Path, lessons: jupyter_env.Lessons) -> None:
     """A class re-runs its lessons: Run All twice in a row in one kernel, then once
     more after a kernel restart, all in one fresh ``GENWIDGETS_HOME`` (issue 40.2).
@@ -317,7 +317,7 @@ def test_notebook_runs_again_in_the_same_home(path: Path, lessons: jupyter_env.L
 
 @pytest.mark.notebook
 @pytest.mark.timeout(3 * HANG_GUARD_S)  # it may make the lesson's three runs
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem, scope="module")
 def test_a_notebook_saved_with_widget_state_stays_within_the_bound(
     path: Path, lessons: jupyter_env.Lessons
 ) -> None:

@@ -95,18 +95,25 @@ def test_shutdown_with_cancel_futures_cancels_what_has_not_begun() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_a_ctrl_c_in_a_work_ends_its_thread_and_the_next_work_still_runs() -> None:
+def test_a_ctrl_c_in_a_work_ends_its_thread_and_the_next_work_still_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A KeyboardInterrupt raised in a work (a listener's, a test's) ends that thread,
     as it should; the pool counts it gone, so the work submitted next gets a thread.
     It used to count the dead thread as free: the next work waited for ever."""
     pool = Workers(1, idle=30)
+    ended: list[tuple[int | None, type[BaseException]]] = []
+    monkeypatch.setattr(  # how the thread ends, heard here (not as a later test's warning)
+        threading, "excepthook", lambda args: ended.append((args.thread.ident, args.exc_type))
+    )
 
     def ctrl_c() -> None:
         raise KeyboardInterrupt
 
     first = pool.submit(ctrl_c)
     assert first.join(30) and isinstance(first.exception(), KeyboardInterrupt)
+    assert wait_for(lambda: ended, timeout=30), "the thread the Ctrl-C ran on did not end"
+    assert ended == [(first.ident, KeyboardInterrupt)]
     later = [pool.submit(lambda n=n: n) for n in range(3)]
     assert all(work.join(30) for work in later), "the work after the Ctrl-C never ran"
     assert [work.result() for work in later] == [0, 1, 2]

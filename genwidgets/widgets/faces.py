@@ -228,14 +228,17 @@ LASTING_WORK = Workers(1, failed=VIEW_FAILED)
 #: holding no view's lock, never under a write: docs/decisions.md#no-waits-under-locks.
 BACKGROUND = Workers(2, failed=VIEW_FAILED)
 _SETTLING = threading.Condition()
-_unsettled: set[int] = set()
+#: the lasting faces asked to be rewritten and not yet written as asked
+_unsettled: dict[int, Faces] = {}
 
 
 def settle(timeout: float) -> bool:
-    """Wait until no lasting face is waiting to be rewritten; False at the deadline."""
+    """Wait until every lasting face is written as it was when this began (a refresh
+    asked since does not make it wait longer); False at the deadline."""
     deadline = time.monotonic() + timeout
     with _SETTLING:
-        while _unsettled:
+        wanted = [(face, face.asked) for face in _unsettled.values()]
+        while any(face.answered < asked for face, asked in wanted):
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -285,6 +288,9 @@ class Faces:
         #: (the end of a cell, on the main thread) writes the last: the newest lands last
         self._writing = threading.Lock()
         self.writes = 0
+        #: refreshes asked, and how many of them the last rewrite ended had answered
+        #: (begun after them): both under ``_SETTLING``, for :func:`settle`
+        self.asked = self.answered = 0
 
     def live(self, widget: Any) -> dict[str, str]:
         """The ``face`` trait of a live face: this lasting face's id and the widget's
@@ -325,7 +331,8 @@ class Faces:
             return
         REPUBLISH.install()  # so the end of the cell waits for this rewrite
         with _SETTLING:
-            _unsettled.add(id(self))
+            _unsettled[id(self)] = self
+            self.asked += 1
         self._refresher.request(force=force)
 
     def _submit(self) -> None:
@@ -337,9 +344,11 @@ class Faces:
         LASTING_WORK.submit(self._rewrite)
 
     def _rewrite(self) -> None:
+        with self._lock:
+            self._again = False
+        with _SETTLING:  # the refreshes this bundle answers: asked before it is built
+            answered = self.asked
         try:
-            with self._lock:
-                self._again = False
             bundle = self.bundle()
             with self._writing:
                 with self._lock:
@@ -357,10 +366,13 @@ class Faces:
                 again, self._queued = self._again, self._again
             if again:
                 LASTING_WORK.submit(self._rewrite)
-            else:
-                with _SETTLING:
-                    _unsettled.discard(id(self))
-                    _SETTLING.notify_all()
+            # a refresh asked once this bundle was begun may still be on its way here
+            # (a throttle's timer): this face stays unsettled until a rewrite answers it
+            with _SETTLING:
+                self.answered = max(self.answered, answered)
+                if self.answered == self.asked:
+                    _unsettled.pop(id(self), None)
+                _SETTLING.notify_all()
 
     def _write_last(self) -> None:
         """Write again the newest bundle, not the one of the rewrite that asked: the end

@@ -95,6 +95,70 @@ def test_refreshes_coalesce_and_the_last_state_is_written(shown: DisplayRecorder
     assert len(handle.updates) <= 3  # the one under way, at most one more, not 49
 
 
+def test_the_end_of_a_cell_waits_for_a_refresh_asked_while_a_rewrite_was_under_way(
+    shown: DisplayRecorder,
+) -> None:
+    """A rewrite under way when the task ends (its bundle begun before the result) must
+    not settle the face: the refresh the result asked is still on its way (a throttle's
+    timer, a late ticker on a busy machine). A lesson run beside two busy cores saved
+    a speech task "done when last seen", its outputs never written: the end of its last
+    cell had stopped waiting when the older rewrite ended."""
+    state = {"word": "running"}
+    started, release = threading.Event(), threading.Event()
+
+    def build(media: str) -> dict[str, str]:
+        word = state["word"]  # the bundle is begun with what the task shows now
+        started.set()
+        release.wait(10)
+        return {"text/html": word, "text/plain": ""}
+
+    face = Faces(build, interval=3600.0)  # a refresh after a write waits for its timer
+    release.set()
+    face.show(ipywidgets.Label())  # built at once, in the cell
+    release.clear()
+    started.clear()
+    state["word"] = "submitted"
+    face.refresh(force=True)
+    try:
+        assert started.wait(10)  # a rewrite is under way, its bundle begun: "submitted"
+        state["word"] = "done"
+        face.refresh()  # the task ended: asked, and held by the throttle's interval
+        release.set()
+        faces.LASTING_WORK.submit(lambda: None).result(30)  # that rewrite has ended
+        assert "submitted" in shown.handle.last_html()
+        assert not faces.settle(0), "settled with the task's end not yet written"
+    finally:
+        release.set()
+        face.refresh(force=True)  # the throttle's write (its timer, sooner)
+    assert faces.settle(30) and "done" in shown.handle.last_html()
+
+
+def test_a_refresh_asked_after_the_end_of_a_cell_began_does_not_hold_it(
+    shown: DisplayRecorder,
+) -> None:
+    """The end of a cell waits for the faces as they were when it began, not for a
+    stream of refreshes (a running batch's view) that keeps asking after it."""
+    face = Faces(lambda media: {"text/html": "same", "text/plain": ""}, interval=3600.0)
+    face.show(ipywidgets.Label())
+    assert faces.settle(30)
+    waiting = threading.Event()
+    result: list[bool] = []
+
+    def end_of_cell() -> None:
+        waiting.set()
+        result.append(faces.settle(30))
+
+    cell = threading.Thread(target=end_of_cell)
+    with faces._SETTLING:  # the end of the cell takes its snapshot first, then waits
+        cell.start()
+        assert waiting.wait(10)
+    face.refresh()  # asked after: held by the throttle's interval, not written yet
+    cell.join(40)
+    assert result == [True]
+    face.refresh(force=True)
+    assert faces.settle(30)
+
+
 def test_a_lasting_face_that_waits_on_the_engine_fails_at_once(shown: DisplayRecorder) -> None:
     import concurrent.futures
 

@@ -229,7 +229,7 @@ LASTING_WORK = Workers(1, failed=VIEW_FAILED)
 BACKGROUND = Workers(2, failed=VIEW_FAILED)
 _SETTLING = threading.Condition()
 #: the lasting faces asked to be rewritten and not yet written as asked
-_unsettled: dict[int, Faces] = {}
+_unsettled: set[Faces] = set()
 
 
 def settle(timeout: float) -> bool:
@@ -237,7 +237,7 @@ def settle(timeout: float) -> bool:
     asked since does not make it wait longer); False at the deadline."""
     deadline = time.monotonic() + timeout
     with _SETTLING:
-        wanted = [(face, face.asked) for face in _unsettled.values()]
+        wanted = [(face, face.asked) for face in _unsettled]
         while any(face.answered < asked for face, asked in wanted):
             left = deadline - time.monotonic()
             if left <= 0:
@@ -331,7 +331,7 @@ class Faces:
             return
         REPUBLISH.install()  # so the end of the cell waits for this rewrite
         with _SETTLING:
-            _unsettled[id(self)] = self
+            _unsettled.add(self)
             self.asked += 1
         self._refresher.request(force=force)
 
@@ -371,7 +371,7 @@ class Faces:
             with _SETTLING:
                 self.answered = max(self.answered, answered)
                 if self.answered == self.asked:
-                    _unsettled.pop(id(self), None)
+                    _unsettled.discard(self)
                 _SETTLING.notify_all()
 
     def _write_last(self) -> None:

@@ -14,12 +14,12 @@ import os
 import shutil
 import struct
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .._config import redact
-from .._files import create_beside
+from .._files import write_atomically
 from ..jobs.ledger import scrub_payload
 
 __all__ = ["KEY", "provenance", "read_provenance", "sidecar_of", "write_with_provenance"]
@@ -60,18 +60,28 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
+def _png_chunks(data: bytes) -> Iterator[tuple[int, bytes, bytes]]:
+    """Each chunk of a PNG after its signature: (where it starts, its type, its data)."""
+    position = len(PNG_SIGNATURE)
+    while position + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[position : position + 4])
+        yield (
+            position,
+            data[position + 4 : position + 8],
+            data[position + 8 : position + 8 + length],
+        )
+        position += 12 + length
+
+
 def _png_with_text(data: bytes, text: str) -> bytes | None:
     """``data`` with an iTXt chunk before IEND; None when it is not a readable PNG."""
     if not data.startswith(PNG_SIGNATURE):
         return None
-    position = len(PNG_SIGNATURE)
-    while position + 8 <= len(data):
-        (length,) = struct.unpack(">I", data[position : position + 4])
-        kind = data[position + 4 : position + 8]
+    for position, kind, _body in _png_chunks(data):
         if kind == b"IEND":
-            body = KEY.encode("latin-1") + b"\x00\x00\x00" + b"\x00" + b"\x00" + text.encode()
+            # keyword, then 0 ends it, not compressed, method 0, no language, no translation
+            body = KEY.encode("latin-1") + b"\x00" * 5 + text.encode()
             return data[:position] + _png_chunk(b"iTXt", body) + data[position:]
-        position += 12 + length
     return None
 
 
@@ -128,14 +138,7 @@ def write_with_provenance(source: Path | bytes, target: Path, content_type: str,
 
 def write_sidecar(target: Path, text: str) -> Path:
     """The sidecar of ``target``, written atomically."""
-    sidecar = sidecar_of(target)
-    partial = create_beside(sidecar)
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, sidecar)
-    finally:
-        partial.unlink(missing_ok=True)
-    return sidecar
+    return write_atomically(sidecar_of(target), text.encode("utf-8"))
 
 
 def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -145,9 +148,8 @@ def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     sidecar = sidecar_of(target)
     if sidecar.exists():
         return _record(sidecar.read_text(encoding="utf-8"))
-    head = target.read_bytes()[:8] if target.exists() else b""
-    if head == PNG_SIGNATURE:
-        return _png_record(target.read_bytes())
+    if target.exists() and (data := target.read_bytes()).startswith(PNG_SIGNATURE):
+        return _png_record(data)
     try:
         import av  # noqa: PLC0415 - PyAV loads FFmpeg's libraries; only MP4/M4A files need it
 
@@ -158,18 +160,10 @@ def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 
 def _png_record(data: bytes) -> dict[str, Any] | None:
-    position = len(PNG_SIGNATURE)
-    while position + 8 <= len(data):
-        (length,) = struct.unpack(">I", data[position : position + 4])
-        kind = data[position + 4 : position + 8]
-        body = data[position + 8 : position + 8 + length]
-        if kind == b"iTXt" and body.startswith(KEY.encode() + b"\x00"):
-            rest = body[len(KEY) + 1 :]
-            if rest[:1] == b"\x00":  # not compressed: skip method, language, translated key
-                rest = rest[2:]
-                rest = rest.split(b"\x00", 1)[1].split(b"\x00", 1)[1]
-                return _record(rest.decode("utf-8", "replace"))
-        position += 12 + length
+    for _position, kind, body in _png_chunks(data):
+        if kind == b"iTXt" and body.startswith(KEY.encode() + b"\x00\x00"):  # not compressed
+            _language, _translated_key, text = body[len(KEY) + 3 :].split(b"\x00", 2)
+            return _record(text.decode("utf-8", "replace"))
     return None
 
 

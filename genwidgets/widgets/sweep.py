@@ -91,12 +91,7 @@ class Sweep(list["JobLike"]):
     :class:`GridRun` is ``.run`` and ``gw.load_grid(sweep.id)`` shows it again."""
 
     def __init__(
-        self,
-        plan: SweepPlan,
-        client: ClientLike,
-        *,
-        concurrency: int,
-        needs_confirmation: bool,
+        self, plan: SweepPlan, client: ClientLike, *, concurrency: int, needs_confirmation: bool
     ) -> None:
         super().__init__()
         self.plan = plan
@@ -111,11 +106,8 @@ class Sweep(list["JobLike"]):
         self.jobs_by_index: dict[int, JobLike] = {}
         self._lock = threading.Lock()
         self._submitted = threading.Event()
-        self.widget = SweepView(
-            plan,
-            needs_confirmation=needs_confirmation,
-            simulated=bool(client.embedded),
-        )
+        simulated = bool(client.embedded)
+        self.widget = SweepView(plan, needs_confirmation=needs_confirmation, simulated=simulated)
         self.widget.submit_button.on_click(lambda _b: self.submit(wait=False))
         self.needs_confirmation = needs_confirmation
         #: the contact sheet shown after the cards (made when the sweep is displayed)
@@ -239,18 +231,11 @@ def sweep(
     plan = plan_sweep(endpoint, base_payload, vary, max_jobs=max_jobs, prepare=chosen.prepare)
     waits = needs_confirmation(plan.billed_total, confirm_above) and not confirm
     result = Sweep(plan, chosen, concurrency=concurrency, needs_confirmation=waits)
+    how = "call .submit() on the returned sweep or pass confirm=True"
     if in_kernel():
         result.show()
-    elif waits:
-        print(
-            not_sent_line(
-                plan.summary(),
-                confirm_above,
-                "call .submit() on the returned sweep or pass confirm=True",
-            )
-        )
     else:
-        print(plan.summary())
+        print(not_sent_line(plan.summary(), confirm_above, how) if waits else plan.summary())
     if not waits:
         result.submit(wait=True)
     return result

@@ -9,6 +9,7 @@ the streams copied, not re-encoded); any other file a sidecar ``<name>.json``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -85,13 +86,14 @@ def _png_with_text(data: bytes, text: str) -> bytes | None:
     return None
 
 
-def _remux(source: Path, target: Path, container: str, text: str) -> bool:
-    """Copy ``source``'s streams into ``target`` with a ``comment`` tag; False when
-    PyAV cannot (the caller writes a sidecar instead)."""
+def _remux(source: Path | bytes, target: Path, container: str, text: str) -> bool:
+    """Copy ``source``'s streams (a file, or its bytes) into ``target`` with a ``comment``
+    tag; False when PyAV cannot (the caller writes a sidecar instead)."""
+    readable = io.BytesIO(source) if isinstance(source, bytes) else str(source)
     try:
         import av  # noqa: PLC0415 - PyAV loads FFmpeg's libraries; only MP4/M4A files need it
 
-        with av.open(str(source)) as inp, av.open(str(target), "w", format=container) as out:
+        with av.open(readable) as inp, av.open(str(target), "w", format=container) as out:
             out.metadata["comment"] = text
             streams = {s.index: out.add_stream_from_template(s) for s in inp.streams}
             for packet in inp.demux():
@@ -116,20 +118,9 @@ def write_with_provenance(source: Path | bytes, target: Path, content_type: str,
         if tagged is not None:
             target.write_bytes(tagged)
             return True
-        target.write_bytes(data)
-    elif mime in _CONTAINERS:
-        path = source if isinstance(source, Path) else None
-        if path is None:
-            path = target.with_name(target.name + ".source")
-            path.write_bytes(source)  # type: ignore[arg-type]
-        try:
-            if _remux(path, target, _CONTAINERS[mime], text):
-                return True
-            shutil.copyfile(path, target)
-        finally:
-            if not isinstance(source, Path):
-                path.unlink(missing_ok=True)
-    elif isinstance(source, bytes):
+    elif mime in _CONTAINERS and _remux(source, target, _CONTAINERS[mime], text):
+        return True
+    if isinstance(source, bytes):
         target.write_bytes(source)
     else:
         shutil.copyfile(source, target)

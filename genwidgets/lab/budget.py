@@ -1,12 +1,6 @@
-"""A batch's budget: caps on billed units, or on money through the user's price table.
-
-``budget={"images": 100, "video_seconds": 300}`` caps the kinds a plan counts
-(:data:`~.cost.UNITS`); ``budget=25.0`` with ``prices={"vidA-2-0": {"per_second": 0.08}}``
-caps money (the spec publishes no prices, so genwidgets ships none). A plan over its
-budget, counting what the budget has already spent, is :class:`BudgetExceeded` before
-anything is sent; a running batch reserves each row's units in the ledger's file
-before its create leaves (:mod:`.batch_store`), so it stops at the cap however many
-kernels share the budget. docs/decisions.md#batch-budget.
+"""A batch's budget: caps on billed units (``budget={"images": 100}``, the kinds of
+:data:`~.cost.UNITS`), or on money (``budget=25.0``) through the user's ``prices=``;
+checked before sending, reserved row by row while sending: docs/decisions.md#batch-budget.
 """
 
 from __future__ import annotations

@@ -141,11 +141,7 @@ UNITS: dict[str, str] = {
 
 def billed_units(spec: EndpointSpec, payload: Mapping[str, Any]) -> dict[str, float | None]:
     """What one task bills, per kind of :data:`UNITS`, with the service's defaults for
-    what the payload leaves out: every task is one ``tasks``; an image endpoint adds its
-    billed generations (:func:`billed_count`) in its unit (:func:`billed_unit`: ``images``,
-    or ``prompts`` for imgM); a video endpoint adds ``video_seconds`` (its duration times
-    its outputs), None when the payload cannot say it (automatic, no duration field, no
-    default); a speech endpoint adds ``speech_characters``."""
+    what the payload leaves out (None: it cannot say): docs/decisions.md#batch-units."""
     units: dict[str, float | None] = {"tasks": 1}
     if spec.kind == "image":
         units[billed_unit(spec).noun + "s"] = billed_count(spec, payload)

@@ -1,10 +1,6 @@
-"""How a batch's file was made, written inside it: endpoint, payload as sent (scrubbed,
-never the key), request id, batch and row.
-
-A PNG gets an ``iTXt`` chunk named :data:`KEY` (inserted before ``IEND``, the pixels
-untouched); an MP4, MOV or M4A gets its container's ``comment`` tag (remuxed by PyAV,
-the streams copied, not re-encoded); any other file a sidecar ``<name>.json``.
-:func:`read_provenance` reads any of the three back. docs/decisions.md#batch-files.
+"""How a batch's file was made, written inside it (a PNG's ``iTXt`` chunk, an MP4's or
+M4A's ``comment`` tag) or beside it (``<name>.json``), and read back by
+:func:`read_provenance`: docs/decisions.md#batch-files.
 """
 
 from __future__ import annotations

@@ -1,16 +1,5 @@
-"""``gw.scores()``: every rated grid cell, across grids and restarts, as one table.
-
-Stars live in the grid store (the ledger's SQLite file), so judgements made in
-several grids, kernels and days add up. A row is one rated cell: its grid, the
-endpoint it went to, its prompt (read with the endpoint's route, so
-``remix_prompt`` and vidA's text item read alike), stars, note, when it was
-rated, its request id, and its axis values under the axes' field names
-(``endpoint``, ``seed``, ...).
-
-The result is a list of dicts (:class:`ScoreTable`); ``.dataframe()`` gives a
-pandas DataFrame when pandas is installed. Why not return a DataFrame outright:
-the return type would then depend on what is installed.
-"""
+"""``gw.scores()``: every rated grid cell of the ledger's file, across grids, kernels
+and days, as one list of dicts (:class:`ScoreTable`): docs/decisions.md#scores."""
 
 from __future__ import annotations
 

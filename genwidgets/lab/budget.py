@@ -156,15 +156,12 @@ class Budget:
         """Raise :class:`BudgetExceeded` when ``planned`` ((row, endpoint, units) of the
         rows to send) bills more of a capped kind than the cap less ``spent``, or bills an
         amount the plan cannot count."""
+        charged = [(index, self.charges(endpoint, units)) for index, endpoint, units in planned]
         for kind, cap in self.caps.items():
+            unknown = [index for index, charges in charged if charges[kind] is None]
             total = 0.0
-            unknown: list[int] = []
-            for index, endpoint, units in planned:
-                amount = self.charges(endpoint, units)[kind]
-                if amount is None:
-                    unknown.append(index)
-                else:
-                    total += amount
+            for _, charges in charged:
+                total += charges[kind] or 0.0
             already = spent.get(kind, 0.0)
             name = MONEY_WORDS if kind == MONEY else kind
             if unknown:

@@ -50,14 +50,9 @@ __all__ = [
 class Counted(Protocol):
     """A task as a plan counts it: a grid's cell, a batch's row."""
 
-    @property
-    def endpoint(self) -> str: ...
-
-    @property
-    def billed(self) -> int: ...
-
-    @property
-    def payload(self) -> dict[str, Any]: ...
+    endpoint: str
+    billed: int
+    payload: dict[str, Any]
 
 
 def prompt_jobs(text: str) -> int:

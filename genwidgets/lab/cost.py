@@ -1,10 +1,6 @@
-"""Counts and money: the generations a task bills and the summaries that say so.
-
-What ``confirm_above`` compares (:func:`billed_count`: outputs per task, ``n`` sent
-or the service's default, times imgM permutations and ``--repeat``), the unit each
-endpoint bills in (:func:`billed_unit`: imgM bills prompts of four images), the
-billing fields' values, and the one-line summaries of a plan (per endpoint when a
-grid compares several): docs/decisions.md#grid-plan.
+"""Counts and money: the generations a task bills (what ``confirm_above`` compares), the
+unit each endpoint bills in, the billed units a budget caps, and the one-line summaries
+of a plan: docs/decisions.md#grid-plan, #imgm-bills-prompts and #batch-units.
 """
 
 from __future__ import annotations

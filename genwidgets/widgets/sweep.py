@@ -49,8 +49,7 @@ class SweepCell(ipywidgets.VBox):
         self.children = [self.card]
 
     def fail(self, exc: BaseException) -> None:
-        failed = markup.failure(create_failure(exc))
-        self.body.value = markup.sweep_label(self.label, failed)
+        self.body.value = markup.sweep_label(self.label, markup.failure(create_failure(exc)))
 
 
 class SweepView(ipywidgets.VBox):
@@ -67,20 +66,12 @@ class SweepView(ipywidgets.VBox):
             layout={"width": "auto", "display": "" if needs_confirmation else "none"},
             disabled=not needs_confirmation,
         )
-        self.progress_html = ipywidgets.HTML(
-            markup.muted_span("waiting for confirmation: nothing sent yet")
-            if needs_confirmation
-            else ""
-        )
+        waiting = markup.muted_span("waiting for confirmation: nothing sent yet")
+        self.progress_html = ipywidgets.HTML(waiting if needs_confirmation else "")
         self.cells = [SweepCell(combination_label(values)) for values in plan.labels]
         self.grid = ipywidgets.GridBox(self.cells, layout=ipywidgets.Layout(**GRID_LAYOUT))
-        super().__init__(
-            [
-                self.summary_html,
-                ipywidgets.HBox([self.submit_button, self.progress_html]),
-                self.grid,
-            ]
-        )
+        buttons = ipywidgets.HBox([self.submit_button, self.progress_html])
+        super().__init__([self.summary_html, buttons, self.grid])
         self.add_class("gw-sweep")
 
 

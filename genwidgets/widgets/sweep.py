@@ -9,6 +9,7 @@ and concurrency: docs/decisions.md#sweep.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -137,11 +138,8 @@ class Sweep(list["JobLike"]):
     def show(self) -> None:
         """Display both faces: the cards (live), then the contact sheet."""
         if self.faces is None:
-            interval = max(1.0, 0.02 * len(self.run.cells))
-            self.faces = Faces(
-                lambda media: contact_sheet(self.run, media, waiting=self.needs_confirmation),
-                interval=interval,
-            )
+            sheet = functools.partial(contact_sheet, self.run, waiting=self.needs_confirmation)
+            self.faces = Faces(sheet, interval=max(1.0, 0.02 * len(self.run.cells)))
         self.faces.show(live_container(self.widget, self.faces))
 
     def _ipython_display_(self) -> None:

@@ -62,11 +62,8 @@ def _png_chunks(data: bytes) -> Iterator[tuple[int, bytes, bytes]]:
     position = len(PNG_SIGNATURE)
     while position + 8 <= len(data):
         (length,) = struct.unpack(">I", data[position : position + 4])
-        yield (
-            position,
-            data[position + 4 : position + 8],
-            data[position + 8 : position + 8 + length],
-        )
+        start = position + 8
+        yield position, data[position + 4 : start], data[start : start + length]
         position += 12 + length
 
 

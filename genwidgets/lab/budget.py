@@ -131,13 +131,11 @@ class Budget:
             return None
         total = 0.0
         for kind, key in UNITS.items():
-            price = table.get(key)
-            if price is None or kind not in units:
+            if key not in table or kind not in units:
                 continue
-            amount = units[kind]
-            if amount is None:
+            if (amount := units[kind]) is None:
                 return None
-            total += price * amount
+            total += table[key] * amount
         return total
 
     def charges(self, endpoint: str, units: Mapping[str, float | None]) -> dict[str, float | None]:

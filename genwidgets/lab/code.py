@@ -9,13 +9,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .._config import ENV_API_KEY, ENV_BASE_URL
 from ..protocol.records import queue_url
 
 __all__ = ["INLINE_SHOWN", "curl_code"]
 
 INLINE_SHOWN = 120
-BASE_URL_VAR = "$GENWIDGETS_BASE_URL"
-API_KEY_VAR = "$GENWIDGETS_API_KEY"
+BASE_URL_VAR = f"${ENV_BASE_URL}"
+API_KEY_VAR = f"${ENV_API_KEY}"
 
 
 def _shortened(value: Any, found: list[int]) -> Any:

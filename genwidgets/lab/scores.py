@@ -84,14 +84,13 @@ def scores(
         target = str(values.get("endpoint", grid_endpoint))
         if endpoint is not None and target != endpoint:
             continue
-        sent = json.loads(payload) if payload else {}
         table.append(
             {
                 "grid": grid_id,
                 "gateway": gateway,
                 "cell": int(index),
                 "endpoint": target,
-                "prompt": _prompt(target, sent),
+                "prompt": _prompt(target, json.loads(payload) if payload else {}),
                 "stars": int(stars),
                 "note": note,
                 "rated_at": dt.datetime.fromtimestamp(at, dt.timezone.utc).isoformat(),

@@ -1,12 +1,6 @@
-"""A batch's budget: caps on billed units, or on money through the user's price table.
-
-``budget={"images": 100, "video_seconds": 300}`` caps the kinds a plan counts
-(:data:`~.cost.UNITS`); ``budget=25.0`` with ``prices={"vidA-2-0": {"per_second": 0.08}}``
-caps money (the spec publishes no prices, so genwidgets ships none). A plan over its
-budget, counting what the budget has already spent, is :class:`BudgetExceeded` before
-anything is sent; a running batch reserves each row's units in the ledger's file
-before its create leaves (:mod:`.batch_store`), so it stops at the cap however many
-kernels share the budget. docs/decisions.md#batch-budget.
+"""A batch's budget: caps on billed units (``budget={"images": 100}``, the kinds of
+:data:`~.cost.UNITS`), or on money (``budget=25.0``) through the user's ``prices=``;
+checked before sending, reserved row by row while sending: docs/decisions.md#batch-budget.
 """
 
 from __future__ import annotations
@@ -69,12 +63,16 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _shown(value: Any) -> str:
+    """``value`` as a message names it: an integer past a float's range by what it is."""
+    huge = isinstance(value, int) and not isinstance(value, bool) and _finite(value) is None
+    return "an integer past 1.8e308" if huge else repr(value)
+
+
 def _number(value: Any, what: str) -> float:
     number = _finite(value)
     if number is None:
-        big = isinstance(value, int) and not isinstance(value, bool)
-        shown = "an integer past 1.8e308" if big else repr(value)
-        raise problem("budget", f"{what} is a number, not {shown}")
+        raise problem("budget", f"{what} is a number, not {_shown(value)}")
     return number
 
 
@@ -86,39 +84,30 @@ def _prices(prices: Any, endpoints: Sequence[str]) -> dict[str, dict[str, float]
     problems = []
     table: dict[str, dict[str, float]] = {}
     for endpoint, entry in prices.items():
+        where = ("prices", str(endpoint))
         if not isinstance(entry, Mapping):
-            problems.append(
-                {"loc": ("prices", str(endpoint)), "msg": f"a dict of prices ({_PRICE_KEYS})"}
-            )
+            problems.append({"loc": where, "msg": f"a dict of prices ({_PRICE_KEYS})"})
             continue
         table[str(endpoint)] = {}
         for key, price in entry.items():
             if key not in UNITS.values():
-                problems.append(
-                    {"loc": ("prices", str(endpoint), str(key)), "msg": f"not one of {_PRICE_KEYS}"}
-                )
+                problems.append({"loc": (*where, str(key)), "msg": f"not one of {_PRICE_KEYS}"})
             elif (number := _finite(price)) is None or number < 0:
-                big = number is None and isinstance(price, int) and not isinstance(price, bool)
                 problems.append(
-                    {
-                        "loc": ("prices", str(endpoint), key),
-                        "msg": "a price 0 or more, not "
-                        + ("an integer past 1.8e308" if big else repr(price)),
-                    }
+                    {"loc": (*where, key), "msg": f"a price 0 or more, not {_shown(price)}"}
                 )
             else:
                 table[str(endpoint)][key] = number
-    for endpoint in endpoints:
-        if endpoint not in table and endpoint not in {
-            p["loc"][1] for p in problems if len(p["loc"]) > 1
-        }:
-            problems.append(
-                {
-                    "loc": ("prices", endpoint),
-                    "msg": f"the plan sends to {endpoint}, which prices= does not price "
-                    f"(give {{{endpoint!r}: {{'per_task': ...}}}} with any of {_PRICE_KEYS})",
-                }
-            )
+    priced = {str(endpoint) for endpoint in prices}
+    problems += [
+        {
+            "loc": ("prices", endpoint),
+            "msg": f"the plan sends to {endpoint}, which prices= does not price "
+            f"(give {{{endpoint!r}: {{'per_task': ...}}}} with any of {_PRICE_KEYS})",
+        }
+        for endpoint in endpoints
+        if endpoint not in priced
+    ]
     if problems:
         raise PayloadError(problems)
     return table
@@ -142,21 +131,19 @@ class Budget:
             return None
         total = 0.0
         for kind, key in UNITS.items():
-            price = table.get(key)
-            if price is None or kind not in units:
+            if key not in table or kind not in units:
                 continue
-            amount = units[kind]
-            if amount is None:
+            if (amount := units[kind]) is None:
                 return None
-            total += price * amount
+            total += table[key] * amount
         return total
 
     def charges(self, endpoint: str, units: Mapping[str, float | None]) -> dict[str, float | None]:
         """What one task takes from each capped kind (None: it cannot be counted)."""
-        out: dict[str, float | None] = {}
-        for kind in self.caps:
-            out[kind] = self.cost(endpoint, units) if kind == MONEY else units.get(kind, 0.0)
-        return out
+        return {
+            kind: self.cost(endpoint, units) if kind == MONEY else units.get(kind, 0.0)
+            for kind in self.caps
+        }
 
     def check(
         self,
@@ -167,15 +154,12 @@ class Budget:
         """Raise :class:`BudgetExceeded` when ``planned`` ((row, endpoint, units) of the
         rows to send) bills more of a capped kind than the cap less ``spent``, or bills an
         amount the plan cannot count."""
+        charged = [(index, self.charges(endpoint, units)) for index, endpoint, units in planned]
         for kind, cap in self.caps.items():
+            unknown = [index for index, charges in charged if charges[kind] is None]
             total = 0.0
-            unknown: list[int] = []
-            for index, endpoint, units in planned:
-                amount = self.charges(endpoint, units)[kind]
-                if amount is None:
-                    unknown.append(index)
-                else:
-                    total += amount
+            for _, charges in charged:
+                total += charges[kind] or 0.0
             already = spent.get(kind, 0.0)
             name = MONEY_WORDS if kind == MONEY else kind
             if unknown:
@@ -212,37 +196,32 @@ def make_budget(budget: Any, prices: Any, kinds: Sequence[str], endpoints: Seque
     table = _prices(prices, endpoints) if prices is not None else {}
     if budget is None:
         return Budget({}, table)
-    if isinstance(budget, Mapping):
-        caps = {}
-        problems = []
-        for kind, cap in budget.items():
-            if kind == MONEY and not table:
-                problems.append({"loc": ("budget", MONEY), "msg": "money needs prices= as well"})
-            elif kind not in UNITS and kind != MONEY:
-                problems.append(
-                    {"loc": ("budget", str(kind)), "msg": f"not a billed kind; one of {_KINDS}"}
-                )
-            elif kind not in kinds and kind != MONEY:
-                problems.append(
-                    {
-                        "loc": ("budget", kind),
-                        "msg": f"the plan bills no {kind} (it bills {', '.join(kinds)})",
-                    }
-                )
-            else:
-                caps[kind] = _number(cap, f"the cap on {kind}")
-                if caps[kind] < 0:
-                    problems.append({"loc": ("budget", kind), "msg": "a cap is 0 or more"})
-        if problems:
-            raise PayloadError(problems)
-        return Budget(caps, table)
-    if not table:
-        raise problem(
-            "budget",
-            f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
-            "amount of money together with prices={endpoint: {'per_second': ...}}",
-        )
-    amount = _number(budget, "a budget in money")
-    if amount < 0:
-        raise problem("budget", "a budget is 0 or more")
-    return Budget({MONEY: amount}, table)
+    if not isinstance(budget, Mapping):
+        if not table:
+            raise problem(
+                "budget",
+                f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
+                "amount of money together with prices={endpoint: {'per_second': ...}}",
+            )
+        amount = _number(budget, "a budget in money")
+        if amount < 0:
+            raise problem("budget", "a budget is 0 or more")
+        return Budget({MONEY: amount}, table)
+    caps = {}
+    problems = []
+    for kind, cap in budget.items():
+        if kind == MONEY and not table:
+            wrong = "money needs prices= as well"
+        elif kind != MONEY and kind not in UNITS:
+            wrong = f"not a billed kind; one of {_KINDS}"
+        elif kind != MONEY and kind not in kinds:
+            wrong = f"the plan bills no {kind} (it bills {', '.join(kinds)})"
+        elif (number := _number(cap, f"the cap on {kind}")) < 0:
+            wrong = "a cap is 0 or more"
+        else:
+            caps[kind] = number
+            continue
+        problems.append({"loc": ("budget", str(kind)), "msg": wrong})
+    if problems:
+        raise PayloadError(problems)
+    return Budget(caps, table)

@@ -1,11 +1,6 @@
-"""The request as a shell command: cURL with ``$GENWIDGETS_API_KEY`` for the key.
-
-The form's Code view and the grid's lightbox show how to send a payload again
-outside Python. The command never holds a key or a base URL: both come from
-the environment variables the client reads (``GENWIDGETS_BASE_URL``,
-``GENWIDGETS_API_KEY``). Inline media (``data:`` URLs) longer than
-:data:`INLINE_SHOWN` characters are shortened and the command says so: a
-megabyte of base64 in a notebook helps nobody.
+"""The request as a shell command (the form's Code view, the grid's lightbox): cURL with
+the key and base URL read from the client's environment variables, long ``data:`` URLs
+shortened: docs/decisions.md#the-request-as-curl.
 """
 
 from __future__ import annotations
@@ -14,13 +9,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .._config import ENV_API_KEY, ENV_BASE_URL
 from ..protocol.records import queue_url
 
 __all__ = ["INLINE_SHOWN", "curl_code"]
 
 INLINE_SHOWN = 120
-BASE_URL_VAR = "$GENWIDGETS_BASE_URL"
-API_KEY_VAR = "$GENWIDGETS_API_KEY"
+BASE_URL_VAR = f"${ENV_BASE_URL}"
+API_KEY_VAR = f"${ENV_API_KEY}"
 
 
 def _shortened(value: Any, found: list[int]) -> Any:

@@ -1,15 +1,12 @@
-"""Counts and money: the generations a task bills and the summaries that say so.
-
-What ``confirm_above`` compares (:func:`billed_count`: outputs per task, ``n`` sent
-or the service's default, times imgM permutations and ``--repeat``), the unit each
-endpoint bills in (:func:`billed_unit`: imgM bills prompts of four images), the
-billing fields' values, and the one-line summaries of a plan (per endpoint when a
-grid compares several): docs/decisions.md#grid-plan.
+"""Counts and money: the generations a task bills (what ``confirm_above`` compares), the
+unit each endpoint bills in, the billed units a budget caps, and the one-line summaries
+of a plan: docs/decisions.md#grid-plan, #imgm-bills-prompts and #batch-units.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -40,7 +37,6 @@ __all__ = [
     "endpoints_summary",
     "needs_confirmation",
     "not_sent_line",
-    "plain_value",
     "prompt_jobs",
     "refuse_above",
     "unit_of",
@@ -50,14 +46,9 @@ __all__ = [
 class Counted(Protocol):
     """A task as a plan counts it: a grid's cell, a batch's row."""
 
-    @property
-    def endpoint(self) -> str: ...
-
-    @property
-    def billed(self) -> int: ...
-
-    @property
-    def payload(self) -> dict[str, Any]: ...
+    endpoint: str
+    billed: int
+    payload: dict[str, Any]
 
 
 def prompt_jobs(text: str) -> int:
@@ -141,11 +132,7 @@ UNITS: dict[str, str] = {
 
 def billed_units(spec: EndpointSpec, payload: Mapping[str, Any]) -> dict[str, float | None]:
     """What one task bills, per kind of :data:`UNITS`, with the service's defaults for
-    what the payload leaves out: every task is one ``tasks``; an image endpoint adds its
-    billed generations (:func:`billed_count`) in its unit (:func:`billed_unit`: ``images``,
-    or ``prompts`` for imgM); a video endpoint adds ``video_seconds`` (its duration times
-    its outputs), None when the payload cannot say it (automatic, no duration field, no
-    default); a speech endpoint adds ``speech_characters``."""
+    what the payload leaves out (None: it cannot say): docs/decisions.md#batch-units."""
     units: dict[str, float | None] = {"tasks": 1}
     if spec.kind == "image":
         units[billed_unit(spec).noun + "s"] = billed_count(spec, payload)
@@ -183,15 +170,11 @@ def billing_values(
             value = payload.get(name)
             if value is None:  # what the service uses when the field is not sent
                 default = spec.value_of(payload, name)
-                value = "default" if default is NO_DEFAULT else f"{plain_value(default)} (default)"
+                shown = str(default).lower() if isinstance(default, bool) else default  # true
+                value = "default" if default is NO_DEFAULT else f"{shown} (default)"
             seen.setdefault(canonical(value), value)
         billing[name] = list(seen.values())
     return billing
-
-
-def plain_value(value: Any) -> str:
-    """A default as a person reads it: ``true``, ``720p``, ``4``."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def cost_summary(
@@ -199,7 +182,7 @@ def cost_summary(
 ) -> str:
     """``head: N tasks``, the billed generations in ``endpoint``'s unit when they are
     not one plain output a task, the billed fields' values."""
-    text = f"{head}: {tasks} task{'s' if tasks != 1 else ''}"
+    text = f"{head}: {tasks} {_plural('task', tasks)}"
     unit = unit_of(endpoint)
     if billed != tasks or unit.outputs > 1:
         text += ", " + unit.amount(billed, "billed ")
@@ -270,18 +253,17 @@ _AXIS_NOUNS = {
 def axis_count(axis: Axis) -> str:
     """``3 endpoints``, ``2 seeds``: an axis as a count for summaries."""
     noun = _AXIS_NOUNS.get(axis.kind, axis.field)
-    return f"{len(axis)} {noun}{'s' if len(axis) != 1 else ''}"
+    return f"{len(axis)} {_plural(noun, len(axis))}"
 
 
 def endpoints_summary(cells: Sequence[Counted]) -> str:
     """``6 tasks, 8 billed images, 2 billed prompts (8 images) (genW2.5-t2i-preview 4
     each by default → set n)``: billed generations per unit, then each endpoint that
     bills more than one per task or leaves a billing field to the service's default."""
-    by_unit: dict[BilledUnit, int] = {}
+    by_unit: Counter[BilledUnit] = Counter()
     by_endpoint: dict[str, list[Counted]] = {}
     for cell in cells:
-        unit = unit_of(cell.endpoint)
-        by_unit[unit] = by_unit.get(unit, 0) + cell.billed
+        by_unit[unit_of(cell.endpoint)] += cell.billed
         by_endpoint.setdefault(cell.endpoint, []).append(cell)
     billed = ", ".join(unit.amount(n, "billed ") for unit, n in by_unit.items())
     notes = []
@@ -295,6 +277,5 @@ def endpoints_summary(cells: Sequence[Counted]) -> str:
         if unset:
             text += f" by default → set {', '.join(unset)}"
         notes.append(text)
-    tasks = len(cells)
-    text = f"{tasks} task{'s' if tasks != 1 else ''}, {billed}"
+    text = f"{len(cells)} {_plural('task', len(cells))}, {billed}"
     return text + (f" ({'; '.join(notes)})" if notes else "")

@@ -1,25 +1,22 @@
-"""How a batch's file was made, written inside it: endpoint, payload as sent (scrubbed,
-never the key), request id, batch and row.
-
-A PNG gets an ``iTXt`` chunk named :data:`KEY` (inserted before ``IEND``, the pixels
-untouched); an MP4, MOV or M4A gets its container's ``comment`` tag (remuxed by PyAV,
-the streams copied, not re-encoded); any other file a sidecar ``<name>.json``.
-:func:`read_provenance` reads any of the three back. docs/decisions.md#batch-files.
+"""How a batch's file was made, written inside it (a PNG's ``iTXt`` chunk, an MP4's or
+M4A's ``comment`` tag) or beside it (``<name>.json``), and read back by
+:func:`read_provenance`: docs/decisions.md#batch-files.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import struct
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .._config import redact
-from .._files import create_beside
+from .._files import write_atomically
 from ..jobs.ledger import scrub_payload
 
 __all__ = ["KEY", "provenance", "read_provenance", "sidecar_of", "write_with_provenance"]
@@ -60,28 +57,36 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
+def _png_chunks(data: bytes) -> Iterator[tuple[int, bytes, bytes]]:
+    """Each chunk of a PNG after its signature: (where it starts, its type, its data)."""
+    position = len(PNG_SIGNATURE)
+    while position + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[position : position + 4])
+        start = position + 8
+        yield position, data[position + 4 : start], data[start : start + length]
+        position += 12 + length
+
+
 def _png_with_text(data: bytes, text: str) -> bytes | None:
     """``data`` with an iTXt chunk before IEND; None when it is not a readable PNG."""
     if not data.startswith(PNG_SIGNATURE):
         return None
-    position = len(PNG_SIGNATURE)
-    while position + 8 <= len(data):
-        (length,) = struct.unpack(">I", data[position : position + 4])
-        kind = data[position + 4 : position + 8]
+    for position, kind, _body in _png_chunks(data):
         if kind == b"IEND":
-            body = KEY.encode("latin-1") + b"\x00\x00\x00" + b"\x00" + b"\x00" + text.encode()
+            # keyword, then 0 ends it, not compressed, method 0, no language, no translation
+            body = KEY.encode("latin-1") + b"\x00" * 5 + text.encode()
             return data[:position] + _png_chunk(b"iTXt", body) + data[position:]
-        position += 12 + length
     return None
 
 
-def _remux(source: Path, target: Path, container: str, text: str) -> bool:
-    """Copy ``source``'s streams into ``target`` with a ``comment`` tag; False when
-    PyAV cannot (the caller writes a sidecar instead)."""
+def _remux(source: Path | bytes, target: Path, container: str, text: str) -> bool:
+    """Copy ``source``'s streams (a file, or its bytes) into ``target`` with a ``comment``
+    tag; False when PyAV cannot (the caller writes a sidecar instead)."""
+    readable = io.BytesIO(source) if isinstance(source, bytes) else str(source)
     try:
         import av  # noqa: PLC0415 - PyAV loads FFmpeg's libraries; only MP4/M4A files need it
 
-        with av.open(str(source)) as inp, av.open(str(target), "w", format=container) as out:
+        with av.open(readable) as inp, av.open(str(target), "w", format=container) as out:
             out.metadata["comment"] = text
             streams = {s.index: out.add_stream_from_template(s) for s in inp.streams}
             for packet in inp.demux():
@@ -106,20 +111,9 @@ def write_with_provenance(source: Path | bytes, target: Path, content_type: str,
         if tagged is not None:
             target.write_bytes(tagged)
             return True
-        target.write_bytes(data)
-    elif mime in _CONTAINERS:
-        path = source if isinstance(source, Path) else None
-        if path is None:
-            path = target.with_name(target.name + ".source")
-            path.write_bytes(source)  # type: ignore[arg-type]
-        try:
-            if _remux(path, target, _CONTAINERS[mime], text):
-                return True
-            shutil.copyfile(path, target)
-        finally:
-            if not isinstance(source, Path):
-                path.unlink(missing_ok=True)
-    elif isinstance(source, bytes):
+    elif mime in _CONTAINERS and _remux(source, target, _CONTAINERS[mime], text):
+        return True
+    if isinstance(source, bytes):
         target.write_bytes(source)
     else:
         shutil.copyfile(source, target)
@@ -128,14 +122,7 @@ def write_with_provenance(source: Path | bytes, target: Path, content_type: str,
 
 def write_sidecar(target: Path, text: str) -> Path:
     """The sidecar of ``target``, written atomically."""
-    sidecar = sidecar_of(target)
-    partial = create_beside(sidecar)
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, sidecar)
-    finally:
-        partial.unlink(missing_ok=True)
-    return sidecar
+    return write_atomically(sidecar_of(target), text.encode("utf-8"))
 
 
 def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -145,9 +132,8 @@ def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     sidecar = sidecar_of(target)
     if sidecar.exists():
         return _record(sidecar.read_text(encoding="utf-8"))
-    head = target.read_bytes()[:8] if target.exists() else b""
-    if head == PNG_SIGNATURE:
-        return _png_record(target.read_bytes())
+    if target.exists() and (data := target.read_bytes()).startswith(PNG_SIGNATURE):
+        return _png_record(data)
     try:
         import av  # noqa: PLC0415 - PyAV loads FFmpeg's libraries; only MP4/M4A files need it
 
@@ -158,18 +144,10 @@ def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 
 def _png_record(data: bytes) -> dict[str, Any] | None:
-    position = len(PNG_SIGNATURE)
-    while position + 8 <= len(data):
-        (length,) = struct.unpack(">I", data[position : position + 4])
-        kind = data[position + 4 : position + 8]
-        body = data[position + 8 : position + 8 + length]
-        if kind == b"iTXt" and body.startswith(KEY.encode() + b"\x00"):
-            rest = body[len(KEY) + 1 :]
-            if rest[:1] == b"\x00":  # not compressed: skip method, language, translated key
-                rest = rest[2:]
-                rest = rest.split(b"\x00", 1)[1].split(b"\x00", 1)[1]
-                return _record(rest.decode("utf-8", "replace"))
-        position += 12 + length
+    for _position, kind, body in _png_chunks(data):
+        if kind == b"iTXt" and body.startswith(KEY.encode() + b"\x00\x00"):  # not compressed
+            _language, _translated_key, text = body[len(KEY) + 3 :].split(b"\x00", 2)
+            return _record(text.decode("utf-8", "replace"))
     return None
 
 

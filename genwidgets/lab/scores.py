@@ -1,16 +1,5 @@
-"""``gw.scores()``: every rated grid cell, across grids and restarts, as one table.
-
-Stars live in the grid store (the ledger's SQLite file), so judgements made in
-several grids, kernels and days add up. A row is one rated cell: its grid, the
-endpoint it went to, its prompt (read with the endpoint's route, so
-``remix_prompt`` and vidA's text item read alike), stars, note, when it was
-rated, its request id, and its axis values under the axes' field names
-(``endpoint``, ``seed``, ...).
-
-The result is a list of dicts (:class:`ScoreTable`); ``.dataframe()`` gives a
-pandas DataFrame when pandas is installed. Why not return a DataFrame outright:
-the return type would then depend on what is installed.
-"""
+"""``gw.scores()``: every rated grid cell of the ledger's file, across grids, kernels
+and days, as one list of dicts (:class:`ScoreTable`): docs/decisions.md#scores."""
 
 from __future__ import annotations
 
@@ -50,9 +39,7 @@ def _since(value: Any) -> float | None:
     """A time bound: a datetime, a date, a POSIX time, or an ISO date string."""
     if value is None:
         return None
-    if isinstance(value, bool):
-        raise ValueError(f"since is a datetime, date, ISO string or timestamp, not {value!r}")
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str):
         try:
@@ -64,26 +51,19 @@ def _since(value: Any) -> float | None:
     if isinstance(value, dt.datetime):
         return value.timestamp()
     if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day).timestamp()
+        return dt.datetime.combine(value, dt.time()).timestamp()
     raise ValueError(f"since is a datetime, date, ISO string or timestamp, not {value!r}")
 
 
 def _axis_values(description: Mapping[str, Any], index: int) -> dict[str, Any]:
     """The axis values of cell ``index`` (cells run z, then y, then x)."""
-    order = [
-        Axis.from_description(a)
-        for n in ("z", "y", "x")
-        if (a := (description.get("axes") or {}).get(n))
-    ]
-    combos = itertools.product(*(range(len(a)) for a in order))
-    combo = next(itertools.islice(combos, index, None), None)
-    if combo is None:
-        return {}
-    return {a.field: a.values[i] for a, i in zip(order, combo, strict=True)}
+    axes = description.get("axes") or {}
+    order = [Axis.from_description(a) for n in ("z", "y", "x") if (a := axes.get(n))]
+    combo = next(itertools.islice(itertools.product(*(a.values for a in order)), index, None), None)
+    return {} if combo is None else {a.field: v for a, v in zip(order, combo, strict=True)}
 
 
 def _prompt(endpoint: str, payload: Mapping[str, Any]) -> str | None:
-
     try:
         return prompt_of(catalog_endpoint(endpoint), payload)
     except PayloadError:
@@ -100,19 +80,17 @@ def scores(
     table = ScoreTable()
     for row in store_for(chosen, GridStore).rated(_since(since)):
         grid_id, gateway, grid_endpoint, description, index, payload, rid, stars, note, at = row
-        described = json.loads(description)
-        values = _axis_values(described, int(index))
+        values = _axis_values(json.loads(description), int(index))
         target = str(values.get("endpoint", grid_endpoint))
         if endpoint is not None and target != endpoint:
             continue
-        sent = json.loads(payload) if payload else {}
         table.append(
             {
                 "grid": grid_id,
                 "gateway": gateway,
                 "cell": int(index),
                 "endpoint": target,
-                "prompt": _prompt(target, sent),
+                "prompt": _prompt(target, json.loads(payload) if payload else {}),
                 "stars": int(stars),
                 "note": note,
                 "rated_at": dt.datetime.fromtimestamp(at, dt.timezone.utc).isoformat(),

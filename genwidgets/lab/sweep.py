@@ -93,7 +93,6 @@ def plan_sweep(
     """Expand, count and validate a sweep (the product of ``vary``, first key
     outermost); raise :class:`PayloadError` (nothing sent) listing every problem.
     ``prepare`` (a client's) validates each cell once and keeps it for sending."""
-
     spec = catalog_endpoint(endpoint)
     if not isinstance(base_payload, Mapping):
         raise PayloadError("base_payload must be a dict of fields", endpoint=endpoint)
@@ -120,19 +119,14 @@ def plan_sweep(
         limit_name="max_jobs=",
     )
     cells = expand_cells(endpoint, spec, base_payload, axes, prepare=prepare)
-    billed = [c.billed for c in cells]
-    if sum(billed) > max_jobs:
+    billed = sum(c.billed for c in cells)
+    if billed > max_jobs:
         raise PayloadError(
-            f"this sweep makes {tasks} tasks billed as {sum(billed)} generations (outputs "
+            f"this sweep makes {tasks} tasks billed as {billed} generations (outputs "
             "per task, n sent or the service's default, times imgM prompt permutations and "
             f"--repeat); the limit is max_jobs={max_jobs}: vary fewer values, send n=1 or "
             "raise max_jobs",
             endpoint=endpoint,
         )
-    return SweepPlan(
-        endpoint,
-        dict(base_payload),
-        tuple(vary),
-        tuple(cells),
-        billing_values(spec, [c.payload for c in cells]),
-    )
+    billing = billing_values(spec, [c.payload for c in cells])
+    return SweepPlan(endpoint, dict(base_payload), tuple(vary), tuple(cells), billing)

@@ -9,6 +9,7 @@ and concurrency: docs/decisions.md#sweep.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -49,8 +50,7 @@ class SweepCell(ipywidgets.VBox):
         self.children = [self.card]
 
     def fail(self, exc: BaseException) -> None:
-        failed = markup.failure(create_failure(exc))
-        self.body.value = markup.sweep_label(self.label, failed)
+        self.body.value = markup.sweep_label(self.label, markup.failure(create_failure(exc)))
 
 
 class SweepView(ipywidgets.VBox):
@@ -67,20 +67,12 @@ class SweepView(ipywidgets.VBox):
             layout={"width": "auto", "display": "" if needs_confirmation else "none"},
             disabled=not needs_confirmation,
         )
-        self.progress_html = ipywidgets.HTML(
-            markup.muted_span("waiting for confirmation: nothing sent yet")
-            if needs_confirmation
-            else ""
-        )
+        waiting = markup.muted_span("waiting for confirmation: nothing sent yet")
+        self.progress_html = ipywidgets.HTML(waiting if needs_confirmation else "")
         self.cells = [SweepCell(combination_label(values)) for values in plan.labels]
         self.grid = ipywidgets.GridBox(self.cells, layout=ipywidgets.Layout(**GRID_LAYOUT))
-        super().__init__(
-            [
-                self.summary_html,
-                ipywidgets.HBox([self.submit_button, self.progress_html]),
-                self.grid,
-            ]
-        )
+        buttons = ipywidgets.HBox([self.submit_button, self.progress_html])
+        super().__init__([self.summary_html, buttons, self.grid])
         self.add_class("gw-sweep")
 
 
@@ -91,12 +83,7 @@ class Sweep(list["JobLike"]):
     :class:`GridRun` is ``.run`` and ``gw.load_grid(sweep.id)`` shows it again."""
 
     def __init__(
-        self,
-        plan: SweepPlan,
-        client: ClientLike,
-        *,
-        concurrency: int,
-        needs_confirmation: bool,
+        self, plan: SweepPlan, client: ClientLike, *, concurrency: int, needs_confirmation: bool
     ) -> None:
         super().__init__()
         self.plan = plan
@@ -111,11 +98,8 @@ class Sweep(list["JobLike"]):
         self.jobs_by_index: dict[int, JobLike] = {}
         self._lock = threading.Lock()
         self._submitted = threading.Event()
-        self.widget = SweepView(
-            plan,
-            needs_confirmation=needs_confirmation,
-            simulated=bool(client.embedded),
-        )
+        simulated = bool(client.embedded)
+        self.widget = SweepView(plan, needs_confirmation=needs_confirmation, simulated=simulated)
         self.widget.submit_button.on_click(lambda _b: self.submit(wait=False))
         self.needs_confirmation = needs_confirmation
         #: the contact sheet shown after the cards (made when the sweep is displayed)
@@ -154,11 +138,8 @@ class Sweep(list["JobLike"]):
     def show(self) -> None:
         """Display both faces: the cards (live), then the contact sheet."""
         if self.faces is None:
-            interval = max(1.0, 0.02 * len(self.run.cells))
-            self.faces = Faces(
-                lambda media: contact_sheet(self.run, media, waiting=self.needs_confirmation),
-                interval=interval,
-            )
+            sheet = functools.partial(contact_sheet, self.run, waiting=self.needs_confirmation)
+            self.faces = Faces(sheet, interval=max(1.0, 0.02 * len(self.run.cells)))
         self.faces.show(live_container(self.widget, self.faces))
 
     def _ipython_display_(self) -> None:
@@ -239,18 +220,11 @@ def sweep(
     plan = plan_sweep(endpoint, base_payload, vary, max_jobs=max_jobs, prepare=chosen.prepare)
     waits = needs_confirmation(plan.billed_total, confirm_above) and not confirm
     result = Sweep(plan, chosen, concurrency=concurrency, needs_confirmation=waits)
+    how = "call .submit() on the returned sweep or pass confirm=True"
     if in_kernel():
         result.show()
-    elif waits:
-        print(
-            not_sent_line(
-                plan.summary(),
-                confirm_above,
-                "call .submit() on the returned sweep or pass confirm=True",
-            )
-        )
     else:
-        print(plan.summary())
+        print(not_sent_line(plan.summary(), confirm_above, how) if waits else plan.summary())
     if not waits:
         result.submit(wait=True)
     return result

@@ -28,6 +28,7 @@ from .markup import Html, table_html
 __all__ = [
     "AUDIO_LIMIT",
     "EMBED_LIMIT",
+    "MEDIA_KINDS",
     "VIDEO_BUDGET",
     "caption_text",
     "content_html",

@@ -72,41 +72,31 @@ def description_json(run: GridRun) -> str:
 
 
 def _first_visual(cell: GridCell) -> Output | None:
-    for output in cell.outputs:
-        if output.kind in ("image", "video"):
-            return output
-    return cell.outputs[0] if cell.outputs else None
+    pictured = (output for output in cell.outputs if output.kind in ("image", "video"))
+    return next(pictured, cell.outputs[0] if cell.outputs else None)
 
 
 def _poster(output: Output) -> PILImage.Image | None:
-    """The picture of an output: the image itself, or a video's first frame."""
+    """The picture of an output: the image itself, or a video's first frame; ``None``
+    for another kind, or when it cannot be read (an expired URL, a missing file,
+    bytes no decoder reads): the tile says so."""
     from PIL import Image  # noqa: PLC0415 - Pillow loads only when an export draws
 
     try:
-        data = output.read()
-    except Exception:  # an expired URL, a missing file: the tile says so
-        return None
-    if output.kind == "image":
-        try:
-            image = Image.open(io.BytesIO(data))
-            image.load()
-            return image.convert("RGB")
-        except Exception:
-            return None
-    if output.kind == "video":
-        try:
+        if output.kind == "image":
+            return Image.open(io.BytesIO(output.read())).convert("RGB")
+        if output.kind == "video":
             import av  # noqa: PLC0415 - PyAV loads only when an export reads a video
 
-            with av.open(io.BytesIO(data)) as container:
-                for frame in container.decode(video=0):
-                    return frame.to_image().convert("RGB")
-        except Exception:
-            return None
+            with av.open(io.BytesIO(output.read())) as container:
+                return next(container.decode(video=0)).to_image().convert("RGB")
+    except Exception:
+        return None
     return None
 
 
 def _star_points(cx: float, cy: float, r: float) -> list[tuple[float, float]]:
-
+    """A five-pointed star's ten corners around (``cx``, ``cy``), the first at the top."""
     points = []
     for i in range(10):
         radius = r if i % 2 == 0 else r * 0.45
@@ -270,12 +260,12 @@ def save_png(run: GridRun, path: str | Path) -> Path:
 
 
 def _wrap(text: str, width: int) -> str:
-
+    """``text`` in lines of ``width`` characters, four at most."""
     return "\n".join(textwrap.wrap(text, width)[:4]) or text
 
 
 def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: int) -> None:
-
+    """A cell's tile: its first picture (else its trouble or status), count and stars."""
     trouble = cell.trouble
     draw.rectangle(
         (x0, y0, x0 + TILE - 1, y0 + TILE - 1), fill=PALETTE["failed_bg" if trouble else "tile"]

@@ -17,24 +17,14 @@ from typing import Any, Literal, get_args
 
 from .._config import shown_path
 from ..jobs.previews import preview_bytes
-from ..lab.export import (
-    PAGE_SCRIPT_HEAD,
-    TILE,
-    axis_values,
-    description_json,
-    legend,
-    local_paths_shown,
-    margins,
-    score_text,
-    tables,
-)
+from ..lab import export
 from ..lab.plan import short
 from ..lab.run import GridCell, GridRun, status_of
 from ..media.thumbnails import data_url, thumbnail
 from ..protocol.records import Output
 from . import markup
 from ._style import COLOURS, safe_mime
-from .lasting import MEDIA_KINDS, media_choice, output_html, safe_data_url
+from .lasting import MEDIA_KINDS, local_file, media_choice, output_html, safe_data_url
 
 __all__ = [
     "AUDIO_EMBED_BYTES",
@@ -42,7 +32,6 @@ __all__ = [
     "VideoEmbed",
     "contact_sheet",
     "save_html",
-    "score_text",
     "sheet_side",
     "state_words",
 ]
@@ -123,24 +112,24 @@ def _tables_html(
         text = short(value, {"x": 60, "y": y_width, "z": 80}[direction])
         return f"{axis.label} = {text}" if named or direction == "z" else text
 
-    ys = axis_values(run, "y")
+    ys = export.axis_values(run, "y")
     return [
         markup.sheet_table(
             label("z", z),
-            [label("x", x) for x in axis_values(run, "x")],
+            [label("x", x) for x in export.axis_values(run, "x")],
             [
                 (
                     label("y", y),
                     [cell_html(cell) for cell in row],
-                    score_text(scores["y"][r]) if "y" in scores else None,
+                    export.score_text(scores["y"][r]) if "y" in scores else None,
                 )
                 for r, (y, row) in enumerate(zip(ys, rows, strict=True))
             ],
-            [score_text(s) for s in scores["x"]] if "x" in scores else None,
+            [export.score_text(s) for s in scores["x"]] if "x" in scores else None,
             row_scores="y" in scores,
             look=look,
         )
-        for z, rows in tables(run)
+        for z, rows in export.tables(run)
     ]
 
 
@@ -157,7 +146,7 @@ def contact_sheet(
     else:
         sheet_tables = _tables_html(
             run,
-            margins(run) if run.started else {},
+            export.margins(run) if run.started else {},
             lambda cell: _cell_html(cell, media, side=side),
             named=True,
             y_width=60,
@@ -198,13 +187,6 @@ def contact_sheet(
 # --- the exported page ------------------------------------------------------------------
 
 
-def _local_copy(output: Output, cell: GridCell, media_dir: Path) -> Path:
-    """The output's file: the ledger's download, else a copy written beside the page."""
-    if output.path is not None and output.path.exists():
-        return output.path
-    return output.save(media_dir / f"cell{cell.index}-{output.index}")  # its type's extension
-
-
 def _where(local: Path, media_dir: Path, *, link: bool = True) -> markup.Html:
     """Where the full file is, as the page says it: a copy beside the page by its
     relative path (a link, so it opens offline, unless ``link`` is False: a file of
@@ -218,18 +200,17 @@ def _where(local: Path, media_dir: Path, *, link: bool = True) -> markup.Html:
 def _video_html(whole: str, local: Path, media_dir: Path, video: str) -> markup.Html:
     """A video as the page shows it (see :data:`VideoEmbed`; ``whole``: the file as a
     data URL), then where the file is."""
-    made = thumbnail(local, TILE)
+    made = thumbnail(local, export.TILE)
     poster = data_url(made) if made is not None else None
     source, said = (whole if video == "full" else None), "video"
     if video == "preview":
-        clip = preview_bytes(local)
-        source = safe_data_url("video/mp4", clip) if clip is not None else None
+        source = safe_data_url("video/mp4", preview_bytes(local))
         said = "preview (first seconds, small, silent); full video"
     shown: markup.Html | None = None
     if source is not None:
-        shown = markup.page_video(source, poster)
+        shown = markup.page_media("video", source, poster)
     elif poster is not None:
-        shown = markup.page_picture(poster, "poster frame")
+        shown = markup.page_media("poster", poster)
         said = "video" if video == "poster" else "video (not embedded)"
     else:
         said = "video (not embedded)"
@@ -246,11 +227,12 @@ def _output_html(output: Output, cell: GridCell, media_dir: Path, video: str) ->
     mime = safe_mime(output.content_type)
     url = safe_data_url(mime, data)  # the one list of types a page may embed
     if output.kind == "image" and url is not None:
-        return markup.page_picture(url)
+        return markup.page_media("image", url)
     small = len(data) <= AUDIO_EMBED_BYTES or video == "full"
     if output.kind == "audio" and url is not None and small:
-        return markup.page_audio(url)
-    local = _local_copy(output, cell, media_dir)
+        return markup.page_media("audio", url)
+    # the ledger's download, else a copy written beside the page (its type's extension)
+    local = local_file(output) or output.save(media_dir / f"cell{cell.index}-{output.index}")
     if output.kind == "video" and url is not None:
         return _video_html(url, local, media_dir, video)
     if url is None:  # SVG, a malformed type: never inlined, never linked
@@ -287,17 +269,16 @@ def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     media_dir = target.with_name(target.stem + "_media")
-    page_tables = _tables_html(
+    tables = _tables_html(
         run,
-        margins(run),
+        export.margins(run),
         lambda cell: _page_cell(cell, media_dir, video),
         named=False,
         y_width=80,
         look=markup.PAGE_LOOK,
     )
     title = f"{run.endpoint} grid {run.id}"
-    page = markup.grid_page(
-        title, legend(run), page_tables, description_json(run), PAGE_SCRIPT_HEAD
-    )
-    target.write_text(local_paths_shown(page), encoding="utf-8")
+    description = export.description_json(run)
+    page = markup.grid_page(title, export.legend(run), tables, description, export.PAGE_SCRIPT_HEAD)
+    target.write_text(export.local_paths_shown(page), encoding="utf-8")
     return target

@@ -70,13 +70,11 @@ __all__ = [
     "muted_span",
     "output_box",
     "outputs_grid",
-    "page_audio",
     "page_cell",
     "page_file",
+    "page_media",
     "page_note",
-    "page_picture",
     "page_text",
-    "page_video",
     "placeholder",
     "poster",
     "prompt_count",
@@ -219,35 +217,25 @@ def table_html(data: Any, *, depth: int = 0, max_depth: int = 6, max_items: int 
         f"border:1px solid {PALETTE['border']};padding:2px 6px;vertical-align:top;text-align:left"
     )
     table = {"class": "gw-table", "style": "border-collapse:collapse"}
-    if isinstance(data, Mapping) and data and depth < max_depth:
-        rows = []
-        for i, (key, value) in enumerate(data.items()):
-            if i >= max_items:
-                more = tag("td", {"style": cell, "colspan": "2"}, f"… {len(data) - i} more")
-                rows.append(tag("tr", None, more))
-                break
-            rows.append(
-                tag(
-                    "tr",
-                    None,
-                    tag("th", {"style": f"{cell};font-weight:600"}, key),
-                    tag("td", {"style": cell}, table_html(value, depth=depth + 1)),
-                )
-            )
-        return tag("table", table, *rows)
-    if isinstance(data, list) and data and depth < max_depth:
-        if all(not isinstance(v, (Mapping, list)) for v in data):
+    if isinstance(data, (Mapping, list)) and data and depth < max_depth:
+        if isinstance(data, list) and all(not isinstance(v, (Mapping, list)) for v in data):
             count = f" … ({len(data)} items)" if len(data) > max_items else ""
             return join([", ".join(short(v, 200) for v in data[:max_items]), count])
+        keyed = isinstance(data, Mapping)  # a mapping's keys in bold; a list's indexes
+        items = list(data.items() if keyed else enumerate(data))
+        head = f"{cell};font-weight:600" if keyed else cell
         rows = [
             tag(
                 "tr",
                 None,
-                tag("th", {"style": cell}, i),
-                tag("td", {"style": cell}, table_html(v, depth=depth + 1)),
+                tag("th", {"style": head}, key),
+                tag("td", {"style": cell}, table_html(value, depth=depth + 1)),
             )
-            for i, v in enumerate(data[:max_items])
+            for key, value in items[:max_items]
         ]
+        if keyed and len(items) > max_items:
+            more = tag("td", {"style": cell, "colspan": "2"}, f"… {len(items) - max_items} more")
+            rows.append(tag("tr", None, more))
         return tag("table", table, *rows)
     if isinstance(data, (Mapping, list)):
         text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
@@ -791,21 +779,21 @@ def page_file(path: str, *, link: bool) -> Html:
     return tag("a", {"href": path}, path) if link else code(path)
 
 
-def page_picture(src: str, alt: str = "") -> Html:
-    return tag("img", {"alt": alt, "src": src})
+#: How the page embeds each kind of output: its element and the attributes before ``src``.
+_PAGE_MEDIA: dict[str, tuple[str, dict[str, Any]]] = {
+    "image": ("img", {"alt": ""}),
+    "poster": ("img", {"alt": "poster frame"}),
+    "audio": ("audio", {"controls": True, "preload": "none"}),
+    "video": ("video", {"controls": True, "muted": True, "loop": True, "playsinline": True,
+                        "preload": "metadata"}),
+}  # fmt: skip
 
 
-def page_audio(src: str) -> Html:
-    return tag("audio", {"controls": True, "preload": "none", "src": src})
-
-
-def page_video(src: str, poster_src: str | None) -> Html:
-    """A video that plays on the page, muted and looping, over its poster frame."""
-    return tag(
-        "video",
-        {"controls": True, "muted": True, "loop": True, "playsinline": True,
-         "preload": "metadata", "poster": poster_src, "src": src},
-    )  # fmt: skip
+def page_media(kind: str, src: str, poster_src: str | None = None) -> Html:
+    """An output embedded in the page by its data URL (:data:`_PAGE_MEDIA`): a video
+    plays muted and looping, over ``poster_src``."""
+    element, attrs = _PAGE_MEDIA[kind]
+    return tag(element, {**attrs, "poster": poster_src, "src": src})
 
 
 def page_text(text: str) -> Html:

@@ -96,18 +96,16 @@ def _poster(output: Output) -> PILImage.Image | None:
 
 
 def _star_points(cx: float, cy: float, r: float) -> list[tuple[float, float]]:
-    """A five-pointed star's ten corners around (``cx``, ``cy``), the first at the top."""
-    points = []
-    for i in range(10):
-        radius = r if i % 2 == 0 else r * 0.45
-        angle = -math.pi / 2 + i * math.pi / 5
-        points.append((cx + radius * math.cos(angle), cy + radius * math.sin(angle)))
-    return points
+    """A five-pointed star's ten corners around (``cx``, ``cy``), the first at the top:
+    outer and inner by turns, each ``d`` from the centre at the angle ``a``."""
+    corners = [(r if i % 2 == 0 else r * 0.45, -math.pi / 2 + i * math.pi / 5) for i in range(10)]
+    return [(cx + d * math.cos(a), cy + d * math.sin(a)) for d, a in corners]
 
 
 #: characters the sheet draws as shapes: fonts lack them (Pillow's default font draws
 #: ★, – and × as empty boxes), and a sheet must read the same on every machine
 DRAWN = frozenset("★–—×")
+_DRAWN_APART = re.compile(f"([{''.join(DRAWN)}])")  # a DRAWN character, kept by split
 
 
 def draw_text(draw: Any, xy: tuple[float, float], text: str, font: Any, fill: str) -> None:
@@ -117,17 +115,13 @@ def draw_text(draw: Any, xy: tuple[float, float], text: str, font: Any, fill: st
     ascent, descent = font.getmetrics()
     x0, y = xy
     for line in text.split("\n"):
-        x, run = float(x0), ""
-        for char in line + "\0":
-            if char not in DRAWN and char != "\0":
-                run += char
-                continue
-            if run:
-                draw.text((x, y), run, fill=fill, font=font)
-                x += font.getlength(run)
-                run = ""
-            if char != "\0":
-                x += _draw_shape(draw, char, x, y + ascent * 0.62, ascent, fill)
+        x = float(x0)
+        for part in _DRAWN_APART.split(line):  # runs of ordinary text, each DRAWN alone
+            if part in DRAWN:
+                x += _draw_shape(draw, part, x, y + ascent * 0.62, ascent, fill)
+            elif part:
+                draw.text((x, y), part, fill=fill, font=font)
+                x += font.getlength(part)
         y += ascent + descent + 3
 
 
@@ -212,11 +206,10 @@ def save_png(run: GridRun, path: str | Path) -> Path:
     heads = legend(run)
     legend_h = 20 * len(heads) + 12
     row_h = TILE + 26  # a tile and its stars
-    table_h = LABEL_ROW + len(ys) * row_h + 8
     z_tables = tables(run)
     z_axis = run.axis("z")
     scores = margins(run)
-    table_h += MARGIN_H if "x" in scores else 0
+    table_h = LABEL_ROW + len(ys) * row_h + 8 + (MARGIN_H if "x" in scores else 0)
     width = HEADER + len(xs) * (TILE + 8) + 8 + (MARGIN_W if "y" in scores else 0)
     height = legend_h + len(z_tables) * (table_h + (24 if z_axis else 0))
     sheet = Image.new("RGB", (width, height), PALETTE["paper"])

@@ -202,18 +202,16 @@ def _video_html(whole: str, local: Path, media_dir: Path, video: str) -> markup.
     data URL), then where the file is."""
     made = thumbnail(local, export.TILE)
     poster = data_url(made) if made is not None else None
-    source, said = (whole if video == "full" else None), "video"
+    source = whole if video == "full" else None
+    said = "video"
     if video == "preview":
         source = safe_data_url("video/mp4", preview_bytes(local))
         said = "preview (first seconds, small, silent); full video"
-    shown: markup.Html | None = None
     if source is not None:
-        shown = markup.page_media("video", source, poster)
-    elif poster is not None:
-        shown = markup.page_media("poster", poster)
-        said = "video" if video == "poster" else "video (not embedded)"
+        shown: markup.Html | None = markup.page_media("video", source, poster)
     else:
-        said = "video (not embedded)"
+        shown = markup.page_media("poster", poster) if poster is not None else None
+        said = "video" if video == "poster" and poster is not None else "video (not embedded)"
     return markup.join([shown, markup.page_note(f"{said}: ", _where(local, media_dir))])
 
 

@@ -223,20 +223,17 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
         # a video already within the budget is kept whole (with its sound)
         limit = EMBED_LIMIT if media == "full" else VIDEO_BUDGET
         src = safe_data_url(mime, _in_hand(output, limit))
-    if src is None and media in ("full", "previews") and local is not None:
-        made = preview(local, VIDEO_BUDGET)
+        made = preview(local, VIDEO_BUDGET) if src is None and local is not None else None
         if made is not None:
             src = safe_data_url("video/mp4", made.read_bytes())
             note = " · preview"
     if src is None and media == "posters" and poster is not None:
         return markup.poster(poster, file_name(output)), " · poster only"
+    src = src or _remote(output)
     if src is None:
-        src = _remote(output)
-        if src is None:
-            if poster is None:
-                return None
-            made_none = " · poster only (no preview could be made)"
-            return markup.poster(poster, file_name(output)), made_none
+        if poster is None:
+            return None
+        return markup.poster(poster, file_name(output)), " · poster only (no preview could be made)"
     preload = "auto" if src.startswith("data:") else "metadata"
     return markup.video(src, poster, preload), note
 

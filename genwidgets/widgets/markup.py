@@ -106,16 +106,18 @@ _BADGE_STYLE = (
     f"background:{PALETTE['badge_bg']};color:{PALETTE['badge_fg']};border-radius:4px;"
     "padding:0 6px;font-size:0.85em"
 )
+
+
+def _badge(cls: str, title: str, text: str) -> Html:
+    return tag("span", {"class": cls, "title": title, "style": _BADGE_STYLE}, text)
+
+
 #: The one "simulated" badge: every widget drawn for the embedded simulator shows it.
-SIMULATED_BADGE = tag(
-    "span",
-    {
-        "class": "gw-simulated",
-        "title": "answers come from the local simulator, not a real gateway",
-        "style": _BADGE_STYLE,
-    },
-    "simulated",
+SIMULATED_BADGE = _badge(
+    "gw-simulated", "answers come from the local simulator, not a real gateway", "simulated"
 )
+#: The billed badge beside a field that changes what a task costs.
+BILLED_BADGE = _badge("gw-billed", "This field affects what the task bills", "$")
 
 
 def simulated_badge(on: bool) -> Html:
@@ -123,16 +125,6 @@ def simulated_badge(on: bool) -> Html:
     return join([" ", SIMULATED_BADGE]) if on else Html()
 
 
-#: The billed badge beside a field that changes what a task costs.
-BILLED_BADGE = tag(
-    "span",
-    {
-        "class": "gw-billed",
-        "title": "This field affects what the task bills",
-        "style": _BADGE_STYLE,
-    },
-    "$",
-)
 #: Inside every lasting face: hide the output right before it when that output is
 #: JupyterLab's widget renderer (a Lumino panel), whatever it shows: "Loading
 #: widget...", "Error displaying widget: model not found" (reopened without widget
@@ -222,7 +214,7 @@ def table_html(data: Any, *, depth: int = 0, max_depth: int = 6, max_items: int 
             count = f" … ({len(data)} items)" if len(data) > max_items else ""
             return join([", ".join(short(v, 200) for v in data[:max_items]), count])
         keyed = isinstance(data, Mapping)  # a mapping's keys in bold; a list's indexes
-        items = list(data.items() if keyed else enumerate(data))
+        items = list(data.items()) if isinstance(data, Mapping) else list(enumerate(data))
         head = f"{cell};font-weight:600" if keyed else cell
         rows = [
             tag(

@@ -268,13 +268,12 @@ def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: in
     if picture is not None:
         picture.thumbnail((TILE, TILE))
         sheet.paste(picture, (x0 + (TILE - picture.width) // 2, y0 + (TILE - picture.height) // 2))
+    elif trouble:
+        text = _wrap(short(trouble, 128), 32)
+        draw_text(draw, (x0 + 8, y0 + 8), text, font, PALETTE["failed_ink"])
     else:
-        if trouble:
-            text, colour = _wrap(short(trouble, 128), 32), PALETTE["failed_ink"]
-        else:
-            text = output.kind if output is not None else status_of(cell)
-            colour = PALETTE["muted"]
-        draw_text(draw, (x0 + 8, y0 + 8), text, font, colour)
+        text = output.kind if output is not None else status_of(cell)
+        draw_text(draw, (x0 + 8, y0 + 8), text, font, PALETTE["muted"])
     if len(cell.outputs) > 1:
         badge = str(len(cell.outputs))
         draw.rounded_rectangle(

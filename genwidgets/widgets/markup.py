@@ -676,14 +676,9 @@ class TableLook(NamedTuple):
 
 
 SHEET_LOOK = TableLook(
-    "div",
-    {"style": _HEAD},
-    {"style": _TABLE},
-    {"style": _HEAD},
-    {"style": _HEAD},
-    {"class": "gw-margin-y", "style": _MARGIN},
-    {"class": "gw-margin-x", "style": _MARGIN},
-)
+    "div", {"style": _HEAD}, {"style": _TABLE}, {"style": _HEAD}, {"style": _HEAD},
+    {"class": "gw-margin-y", "style": _MARGIN}, {"class": "gw-margin-x", "style": _MARGIN},
+)  # fmt: skip
 
 
 def sheet_table(

@@ -214,9 +214,8 @@ def save_png(run: GridRun, path: str | Path) -> Path:
     height = legend_h + len(z_tables) * (table_h + (24 if z_axis else 0))
     sheet = Image.new("RGB", (width, height), PALETTE["paper"])
     draw = ImageDraw.Draw(sheet)
-    for i, line in enumerate(heads):
-        colour = PALETTE["ink"] if i == 0 else PALETTE["muted"]
-        draw_text(draw, (8, 6 + 20 * i), line, font, colour)
+    for i, line in enumerate(heads):  # the first line in ink, the axes and seed grey
+        draw_text(draw, (8, 6 + 20 * i), line, font, PALETTE["ink" if i == 0 else "muted"])
     top = legend_h
     for z_value, rows in z_tables:
         if z_axis is not None:

@@ -221,7 +221,7 @@ def _output_html(output: Output, cell: GridCell, media_dir: Path, video: str) ->
     except Exception as exc:  # an expired URL: say so, link nothing
         return markup.page_note(f"{output.kind} unavailable ({type(exc).__name__})")
     if output.kind not in MEDIA_KINDS:
-        return markup.page_text(short(data.decode("utf-8", "replace"), 400))
+        return markup.page_note(short(data.decode("utf-8", "replace"), 400), element="pre")
     mime = safe_mime(output.content_type)
     url = safe_data_url(mime, data)  # the one list of types a page may embed
     if output.kind == "image" and url is not None:

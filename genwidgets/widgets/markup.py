@@ -74,7 +74,6 @@ __all__ = [
     "page_file",
     "page_media",
     "page_note",
-    "page_text",
     "placeholder",
     "poster",
     "prompt_count",
@@ -756,9 +755,9 @@ PAGE_LOOK = TableLook(
 )
 
 
-def page_note(*children: Any) -> Html:
-    """A grey line of the page (its ``muted`` class)."""
-    return tag("div", {"class": "muted"}, *children)
+def page_note(*children: Any, element: str = "div") -> Html:
+    """A grey line of the page (its ``muted`` class); ``pre``: a text output."""
+    return tag(element, {"class": "muted"}, *children)
 
 
 def page_file(path: str, *, link: bool) -> Html:
@@ -781,10 +780,6 @@ def page_media(kind: str, src: str, poster_src: str | None = None) -> Html:
     plays muted and looping, over ``poster_src``."""
     element, attrs = _PAGE_MEDIA[kind]
     return tag(element, {**attrs, "poster": poster_src, "src": src})
-
-
-def page_text(text: str) -> Html:
-    return tag("pre", {"class": "muted"}, text)
 
 
 def _page_star(lit: bool) -> Html:

@@ -1,26 +1,25 @@
-"""A grid's exports: a PNG contact sheet and a self-contained HTML page.
+"""A grid's exports: a PNG contact sheet, and what its HTML page shares with it.
 
 Both carry the grid's description as JSON (scrubbed as the ledger scrubs; the key is
 never part of a grid), open offline and name no absolute local path. The sheet draws
-its own stars and dashes (no font has to have them): docs/decisions.md#grid-export.
+its own stars and dashes (no font has to have them); the page is written with the
+widgets' HTML (``widgets/grid_sheet.save_html``) from the legend, tables and margins
+here: docs/decisions.md#grid-export.
 """
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import math
 import re
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 from .._config import home, redact, shown_path
-from .._html import SAFE_DATA_MIME, Html, join, json_script, safe_mime, tag
 from .._palette import PALETTE
-from ..jobs.previews import preview_bytes
-from ..media.thumbnails import DEFAULT_SIDE, data_url, thumbnail
+from ..media.thumbnails import DEFAULT_SIDE
 from ..protocol.records import Output
 from .plan import short
 from .run import status_of
@@ -31,17 +30,20 @@ if TYPE_CHECKING:
     from .run import GridCell, GridRun
 
 __all__ = [
-    "AUDIO_EMBED_BYTES",
+    "PAGE_SCRIPT_HEAD",
     "PNG_KEY",
     "TILE",
-    "VIDEO_EMBEDS",
-    "VideoEmbed",
+    "axis_values",
+    "description_json",
     "draw_text",
+    "legend",
     "local_paths_shown",
+    "margins",
     "read_export",
     "read_png_description",
-    "save_html",
     "save_png",
+    "score_text",
+    "tables",
 ]
 
 PNG_KEY = "genwidgets:grid"
@@ -50,7 +52,6 @@ TILE = DEFAULT_SIDE
 HEADER = 170  # room for row labels, left
 LABEL_ROW = 28  # column label height
 FONT_SIZE = 14
-AUDIO_EMBED_BYTES = 2 * 1024 * 1024
 
 
 def local_paths_shown(text: str) -> str:
@@ -65,58 +66,46 @@ def local_paths_shown(text: str) -> str:
     return text
 
 
-def _description_json(run: GridRun) -> str:
+def description_json(run: GridRun) -> str:
     described = json.dumps(run.describe(), default=str, ensure_ascii=False)
     return local_paths_shown(redact(described))
 
 
 def _first_visual(cell: GridCell) -> Output | None:
-    for output in cell.outputs:
-        if output.kind in ("image", "video"):
-            return output
-    return cell.outputs[0] if cell.outputs else None
+    pictured = (output for output in cell.outputs if output.kind in ("image", "video"))
+    return next(pictured, cell.outputs[0] if cell.outputs else None)
 
 
 def _poster(output: Output) -> PILImage.Image | None:
-    """The picture of an output: the image itself, or a video's first frame."""
+    """The picture of an output: the image itself, or a video's first frame; ``None``
+    for another kind, or when it cannot be read (an expired URL, a missing file,
+    bytes no decoder reads): the tile says so."""
     from PIL import Image  # noqa: PLC0415 - Pillow loads only when an export draws
 
     try:
-        data = output.read()
-    except Exception:  # an expired URL, a missing file: the tile says so
-        return None
-    if output.kind == "image":
-        try:
-            image = Image.open(io.BytesIO(data))
-            image.load()
-            return image.convert("RGB")
-        except Exception:
-            return None
-    if output.kind == "video":
-        try:
+        if output.kind == "image":
+            return Image.open(io.BytesIO(output.read())).convert("RGB")
+        if output.kind == "video":
             import av  # noqa: PLC0415 - PyAV loads only when an export reads a video
 
-            with av.open(io.BytesIO(data)) as container:
-                for frame in container.decode(video=0):
-                    return frame.to_image().convert("RGB")
-        except Exception:
-            return None
+            with av.open(io.BytesIO(output.read())) as container:
+                return next(container.decode(video=0)).to_image().convert("RGB")
+    except Exception:
+        return None
     return None
 
 
 def _star_points(cx: float, cy: float, r: float) -> list[tuple[float, float]]:
-
-    points = []
-    for i in range(10):
-        radius = r if i % 2 == 0 else r * 0.45
-        angle = -math.pi / 2 + i * math.pi / 5
-        points.append((cx + radius * math.cos(angle), cy + radius * math.sin(angle)))
-    return points
+    """A five-pointed star's ten corners around (``cx``, ``cy``), the first at the top:
+    outer and inner by turns, each ``d`` from the centre at the angle ``a``."""
+    corners = [(r if i % 2 == 0 else r * 0.45, -math.pi / 2 + i * math.pi / 5) for i in range(10)]
+    return [(cx + d * math.cos(a), cy + d * math.sin(a)) for d, a in corners]
 
 
 #: characters the sheet draws as shapes: fonts lack them (Pillow's default font draws
 #: ★, – and × as empty boxes), and a sheet must read the same on every machine
 DRAWN = frozenset("★–—×")
+_DRAWN_APART = re.compile(f"([{''.join(DRAWN)}])")  # a DRAWN character, kept by split
 
 
 def draw_text(draw: Any, xy: tuple[float, float], text: str, font: Any, fill: str) -> None:
@@ -126,17 +115,13 @@ def draw_text(draw: Any, xy: tuple[float, float], text: str, font: Any, fill: st
     ascent, descent = font.getmetrics()
     x0, y = xy
     for line in text.split("\n"):
-        x, run = float(x0), ""
-        for char in line + "\0":
-            if char not in DRAWN and char != "\0":
-                run += char
-                continue
-            if run:
-                draw.text((x, y), run, fill=fill, font=font)
-                x += font.getlength(run)
-                run = ""
-            if char != "\0":
-                x += _draw_shape(draw, char, x, y + ascent * 0.62, ascent, fill)
+        x = float(x0)
+        for part in _DRAWN_APART.split(line):  # runs of ordinary text, each DRAWN alone
+            if part in DRAWN:
+                x += _draw_shape(draw, part, x, y + ascent * 0.62, ascent, fill)
+            elif part:
+                draw.text((x, y), part, fill=fill, font=font)
+                x += font.getlength(part)
         y += ascent + descent + 3
 
 
@@ -157,12 +142,14 @@ def _draw_shape(draw: Any, char: str, x: float, mid: float, size: int, fill: str
     return width + 2
 
 
-def _axis_values(run: GridRun, direction: str) -> list[Any]:
+def axis_values(run: GridRun, direction: str) -> list[Any]:
+    """The values shown along ``direction``; ``[None]`` (one of each) when it has no axis."""
     axis = run.axis(direction)
     return list(axis.values) if axis is not None else [None]
 
 
-def _legend(run: GridRun) -> list[str]:
+def legend(run: GridRun) -> list[str]:
+    """The legend's lines: endpoint and grid id, each axis's label, a locked seed."""
     lines = [f"{run.endpoint} · grid {run.id}"]
     for direction, name in (("x", "columns"), ("y", "rows"), ("z", "tables")):
         axis = run.axis(direction)
@@ -198,16 +185,14 @@ def margins(run: GridRun) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def _tables(run: GridRun) -> list[tuple[Any, list[list[GridCell | None]]]]:
+def tables(run: GridRun) -> list[tuple[Any, list[list[GridCell | None]]]]:
     """For each z value: the rows (y) of columns (x) of cells."""
     nz, ny, nx = run.plan.shape
-    tables: list[list[list[GridCell | None]]] = [
-        [[None] * nx for _ in range(ny)] for _ in range(nz)
-    ]
+    found: list[list[list[GridCell | None]]] = [[[None] * nx for _ in range(ny)] for _ in range(nz)]
     for cell in run.cells:
         t, r, c = cell.place
-        tables[t][r][c] = cell
-    return list(zip(_axis_values(run, "z"), tables, strict=True))
+        found[t][r][c] = cell
+    return list(zip(axis_values(run, "z"), found, strict=True))
 
 
 def save_png(run: GridRun, path: str | Path) -> Path:
@@ -216,25 +201,23 @@ def save_png(run: GridRun, path: str | Path) -> Path:
     from PIL.PngImagePlugin import PngInfo  # noqa: PLC0415 - Pillow loads only when an export draws
 
     font = ImageFont.load_default(size=FONT_SIZE)
-    xs = _axis_values(run, "x")
-    ys = _axis_values(run, "y")
-    legend = _legend(run)
-    legend_h = 20 * len(legend) + 12
+    xs = axis_values(run, "x")
+    ys = axis_values(run, "y")
+    heads = legend(run)
+    legend_h = 20 * len(heads) + 12
     row_h = TILE + 26  # a tile and its stars
-    table_h = LABEL_ROW + len(ys) * row_h + 8
-    tables = _tables(run)
+    z_tables = tables(run)
     z_axis = run.axis("z")
     scores = margins(run)
-    table_h += MARGIN_H if "x" in scores else 0
+    table_h = LABEL_ROW + len(ys) * row_h + 8 + (MARGIN_H if "x" in scores else 0)
     width = HEADER + len(xs) * (TILE + 8) + 8 + (MARGIN_W if "y" in scores else 0)
-    height = legend_h + len(tables) * (table_h + (24 if z_axis else 0))
+    height = legend_h + len(z_tables) * (table_h + (24 if z_axis else 0))
     sheet = Image.new("RGB", (width, height), PALETTE["paper"])
     draw = ImageDraw.Draw(sheet)
-    for i, line in enumerate(legend):
-        colour = PALETTE["ink"] if i == 0 else PALETTE["muted"]
-        draw_text(draw, (8, 6 + 20 * i), line, font, colour)
+    for i, line in enumerate(heads):  # the first line in ink, the axes and seed grey
+        draw_text(draw, (8, 6 + 20 * i), line, font, PALETTE["ink" if i == 0 else "muted"])
     top = legend_h
-    for z_value, rows in tables:
+    for z_value, rows in z_tables:
         if z_axis is not None:
             label = f"{z_axis.label} = {short(z_value, 60)}"
             draw_text(draw, (8, top + 2), label, font, PALETTE["ink"])
@@ -261,7 +244,7 @@ def save_png(run: GridRun, path: str | Path) -> Path:
                 draw_text(draw, where, score_text(score), font, PALETTE["ink"])
         top += table_h
     info = PngInfo()
-    info.add_itxt(PNG_KEY, _description_json(run), zip=True)
+    info.add_itxt(PNG_KEY, description_json(run), zip=True)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     sheet.save(target, format="PNG", pnginfo=info)
@@ -269,12 +252,12 @@ def save_png(run: GridRun, path: str | Path) -> Path:
 
 
 def _wrap(text: str, width: int) -> str:
-
+    """``text`` in lines of ``width`` characters, four at most."""
     return "\n".join(textwrap.wrap(text, width)[:4]) or text
 
 
 def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: int) -> None:
-
+    """A cell's tile: its first picture (else its trouble or status), count and stars."""
     trouble = cell.trouble
     draw.rectangle(
         (x0, y0, x0 + TILE - 1, y0 + TILE - 1), fill=PALETTE["failed_bg" if trouble else "tile"]
@@ -284,13 +267,12 @@ def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: in
     if picture is not None:
         picture.thumbnail((TILE, TILE))
         sheet.paste(picture, (x0 + (TILE - picture.width) // 2, y0 + (TILE - picture.height) // 2))
+    elif trouble:
+        text = _wrap(short(trouble, 128), 32)
+        draw_text(draw, (x0 + 8, y0 + 8), text, font, PALETTE["failed_ink"])
     else:
-        if trouble:
-            text, colour = _wrap(short(trouble, 128), 32), PALETTE["failed_ink"]
-        else:
-            text = output.kind if output is not None else status_of(cell)
-            colour = PALETTE["muted"]
-        draw_text(draw, (x0 + 8, y0 + 8), text, font, colour)
+        text = output.kind if output is not None else status_of(cell)
+        draw_text(draw, (x0 + 8, y0 + 8), text, font, PALETTE["muted"])
     if len(cell.outputs) > 1:
         badge = str(len(cell.outputs))
         draw.rounded_rectangle(
@@ -305,7 +287,8 @@ def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: in
         draw_text(draw, where, short(cell.note, 18), font, PALETTE["muted"])
 
 
-PAGE_SCRIPT_ID = "genwidgets-grid"
+#: where a page carries its description (data, not a script: read_export finds it here)
+PAGE_SCRIPT_HEAD = '<script type="application/json" id="genwidgets-grid">'
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -338,222 +321,6 @@ def _png_text(source: Path) -> str | None:
 
 def _page_text(source: Path) -> str | None:
     page = source.read_text(encoding="utf-8", errors="replace")
-    head = f'<script type="application/json" id="{PAGE_SCRIPT_ID}">'
-    start = page.rfind(head)
+    start = page.rfind(PAGE_SCRIPT_HEAD)
     end = page.find("</script>", start)
-    return page[start + len(head) : end] if start >= 0 and end >= 0 else None
-
-
-# --- the page ---------------------------------------------------------------------------
-
-_STAR_PATH = "M12 2l2.9 6.9 7.1.6-5.4 4.7 1.7 7-6.3-3.9-6.3 3.9 1.7-7L2 9.5l7.1-.6z"
-#: The page's style sheet, rule by rule, in the palette's colours.
-_PAGE_RULES: dict[str, str] = {
-    "body": f"font-family:system-ui,sans-serif;margin:16px;color:{PALETTE['ink']}",
-    "table": "border-collapse:collapse;margin-bottom:16px",
-    "th": "font-weight:600;padding:4px 8px;text-align:left;vertical-align:middle;max-width:220px",
-    "td": f"border:1px solid {PALETTE['border']};padding:4px;vertical-align:top;width:220px",
-    "td img": "max-width:210px;max-height:210px;display:block",
-    "td video": "max-width:210px;max-height:210px;display:block",
-    ".failed": f"background:{PALETTE['failed_bg']};color:{PALETTE['failed_ink']}",
-    ".muted": f"color:{PALETTE['muted']};font-size:0.85em",
-    ".stars": "display:flex;gap:1px;margin-top:4px",
-    "code": "font-size:0.8em",
-    ".rid": "display:block;white-space:nowrap;overflow-x:auto;max-width:220px",
-    ".score": f"background:{PALETTE['surface']};white-space:nowrap;font-size:0.85em;width:auto",
-}
-_PAGE_STYLE = "\n" + "".join(f"{rule}{{{body}}}\n" for rule, body in _PAGE_RULES.items())
-
-
-#: What a page holds of each video: its poster frame, a short small preview that
-#: plays offline (the default), or the whole file.
-VideoEmbed = Literal["poster", "preview", "full"]
-VIDEO_EMBEDS: tuple[str, ...] = get_args(VideoEmbed)
-
-
-def _data_url(content_type: str, data: bytes) -> str | None:
-    """``data`` as a ``data:`` URL when its type is one a page may embed (the one
-    list, :data:`~genwidgets._html.SAFE_DATA_MIME`: no SVG, no HTML); else ``None``."""
-    mime = safe_mime(content_type)
-    if mime is None or mime not in SAFE_DATA_MIME:
-        return None
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-
-
-def _local_copy(output: Output, cell: GridCell, media_dir: Path) -> Path:
-    """The output's file: the ledger's download, else a copy written beside the page."""
-    if output.path is not None and output.path.exists():
-        return output.path
-    return output.save(media_dir / f"cell{cell.index}-{output.index}")  # its type's extension
-
-
-def _where(local: Path, media_dir: Path, *, link: bool = True) -> Html:
-    """Where the full file is, as the page says it: a copy beside the page by its
-    relative path (a link, so it opens offline, unless ``link`` is False: a file of
-    an unsafe type is never one click from being opened as a document), else the
-    ledger's copy as a shown path."""
-    if local.parent != media_dir:
-        return tag("code", None, shown_path(local))
-    relative = f"{media_dir.name}/{local.name}"
-    return tag("a", {"href": relative}, relative) if link else tag("code", None, relative)
-
-
-def _poster_url(local: Path) -> str | None:
-
-    made = thumbnail(local, TILE)
-    return data_url(made) if made is not None else None
-
-
-def _video_html(output: Output, data: bytes, local: Path, media_dir: Path, video: str) -> Html:
-    """A video as the page shows it (see :data:`VideoEmbed`), then where the file is."""
-
-    poster = _poster_url(local)
-    source, said = None, "video"
-    if video == "full":
-        source, said = _data_url(output.content_type, data), "video"
-    elif video == "preview":
-        made = preview_bytes(local)
-        source = _data_url("video/mp4", made) if made is not None else None
-        said = "preview (first seconds, small, silent); full video"
-    shown: Html | None = None
-    if source is not None:
-        shown = tag(
-            "video",
-            {
-                "controls": True,
-                "muted": True,
-                "loop": True,
-                "playsinline": True,
-                "preload": "metadata",
-                "poster": poster,
-                "src": source,
-            },
-        )
-    elif poster is not None:
-        shown = tag("img", {"alt": "poster frame", "src": poster})
-        said = "video" if video == "poster" else "video (not embedded)"
-    else:
-        said = "video (not embedded)"
-    return join([shown, _muted(f"{said}: ", _where(local, media_dir))])
-
-
-def _muted(*children: Any) -> Html:
-    return tag("div", {"class": "muted"}, *children)
-
-
-def _unembedded(output: Output, local: Path, media_dir: Path, why: str, *, safe: bool) -> Html:
-    kind = f"{output.kind} {safe_mime(output.content_type) or ''} not embedded ({why}): "
-    return _muted(kind, _where(local, media_dir, link=safe))
-
-
-def _output_html(output: Output, cell: GridCell, media_dir: Path, video: str) -> Html:
-    try:
-        data = output.read()
-    except Exception as exc:  # an expired URL: say so, link nothing
-        return _muted(f"{output.kind} unavailable ({type(exc).__name__})")
-    if output.kind not in ("image", "video", "audio"):
-        return tag("pre", {"class": "muted"}, short(data.decode("utf-8", "replace"), 400))
-    url = _data_url(output.content_type, data)
-    if output.kind == "image" and url is not None:
-        return tag("img", {"alt": "", "src": url})
-    small = len(data) <= AUDIO_EMBED_BYTES or video == "full"
-    if output.kind == "audio" and url is not None and small:
-        return tag("audio", {"controls": True, "preload": "none", "src": url})
-    local = _local_copy(output, cell, media_dir)
-    if output.kind == "video" and url is not None:
-        return _video_html(output, data, local, media_dir, video)
-    if url is None:  # SVG, a malformed type: never inlined, never linked
-        why = "not a media type a page embeds"
-        return _unembedded(output, local, media_dir, why, safe=False)
-    why = f"over {AUDIO_EMBED_BYTES // 2**20} MB"
-    return _unembedded(output, local, media_dir, why, safe=True)
-
-
-def _star(lit: bool) -> Html:
-    path = tag("path", {"fill": PALETTE["star" if lit else "star_off"], "d": _STAR_PATH})
-    attrs = {"width": "14", "height": "14", "viewBox": "0 0 24 24", "aria-hidden": "true"}
-    return tag("svg", attrs, path)
-
-
-def _cell_html(cell: GridCell | None, media_dir: Path, video: str) -> Html:
-
-    if cell is None:
-        return tag("td")
-    trouble = cell.trouble
-    body = join(_output_html(o, cell, media_dir, video) for o in cell.outputs)
-    if trouble:
-        body = join([body, tag("div", None, trouble)])
-    elif not body:
-        body = _muted(status_of(cell))
-    stars = tag(
-        "div",
-        {"class": "stars", "title": f"{cell.rating} of 5"},
-        *(_star(s < cell.rating) for s in range(5)),
-    )
-    return tag(
-        "td",
-        {"class": "failed" if trouble else "", "data-index": cell.index},
-        body,
-        stars,
-        tag("div", None, cell.note) if cell.note else None,
-        tag("code", {"class": "rid"}, cell.request_id) if cell.request_id else None,
-    )
-
-
-def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") -> Path:
-    """Write one page that opens offline (see the module docstring); returns the path.
-
-    Images and audio are embedded; each video as ``video``: ``"preview"`` (a short,
-    small, silent clip that plays, at most 300 KB), ``"poster"`` (its first frame) or
-    ``"full"`` (the whole file: a heavy page). SVG and other types a page must not
-    inline are named, never embedded."""
-    if video not in VIDEO_EMBEDS:
-        raise ValueError(f"video must be one of {', '.join(VIDEO_EMBEDS)}, not {video!r}")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    media_dir = target.with_name(target.stem + "_media")
-    xs, ys = _axis_values(run, "x"), _axis_values(run, "y")
-    z_axis = run.axis("z")
-    scores = margins(run)
-    score_head = tag("th", {"class": "muted"}, "score") if "y" in scores else None
-    score_row = (
-        tag(
-            "tr",
-            None,
-            tag("th", {"class": "muted"}, "score"),
-            *(tag("td", {"class": "score"}, score_text(s)) for s in scores["x"]),
-            tag("td") if "y" in scores else None,
-        )
-        if "x" in scores
-        else None
-    )
-    sections: list[Html] = []
-    for z_value, rows in _tables(run):
-        head = tag("h3", None, f"{z_axis.label} = {short(z_value, 80)}") if z_axis else None
-        columns = [tag("th", None, short(v, 60) if run.axis("x") else "") for v in xs]
-        body = [
-            tag(
-                "tr",
-                None,
-                tag("th", None, short(y, 80) if run.axis("y") else ""),
-                *(_cell_html(cell, media_dir, video) for cell in row),
-                tag("td", {"class": "score"}, score_text(scores["y"][r])) if score_head else None,
-            )
-            for r, (y, row) in enumerate(zip(ys, rows, strict=True))
-        ]
-        table = tag(
-            "table", None, tag("tr", None, tag("th"), *columns, score_head), *body, score_row
-        )
-        sections.append(join([head, table]))
-    legend = tag("header", {"class": "legend"}, *(tag("div", None, line) for line in _legend(run)))
-    description = json_script(_description_json(run))
-    page = (  # the description's <script> is data, written as read_export finds it
-        '<!doctype html><html><head><meta charset="utf-8">'
-        f"{tag('title', None, f'{run.endpoint} grid {run.id}')}"
-        f"<style>{_PAGE_STYLE}</style></head><body>"
-        f"{legend}{join(sections)}"
-        f'<script type="application/json" id="{PAGE_SCRIPT_ID}">{description}</script>'
-        "</body></html>"
-    )
-    target.write_text(local_paths_shown(page), encoding="utf-8")
-    return target
+    return page[start + len(PAGE_SCRIPT_HEAD) : end] if start >= 0 and end >= 0 else None

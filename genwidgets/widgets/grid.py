@@ -23,13 +23,13 @@ import traitlets
 from .._client import default_client
 from ..lab.code import curl_code
 from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
-from ..lab.export import margins, save_html, save_png
+from ..lab.export import margins, save_png
 from ..lab.plan import AXES, GridPlan, plan_grid, short
 from ..lab.run import GridCell, GridRun, list_grids, status_of
 from ..protocol.records import Output
 from .faces import BACKGROUND, Asked, CommandView, answers, in_kernel, static_module
 from .form import form, python_code
-from .grid_sheet import contact_sheet, state_words
+from .grid_sheet import VideoEmbed, contact_sheet, save_html, state_words
 from .lasting import picture_src
 from .render import source_of
 from .task import job_look
@@ -38,7 +38,6 @@ from .ticker import MIN_INTERVAL, TICKER, Throttle
 if TYPE_CHECKING:
     from .._protocols import ClientLike
     from ..lab.batch_store import GridRecord
-    from ..lab.export import VideoEmbed
 
 __all__ = ["Grid", "grid", "grids", "load_grid"]
 

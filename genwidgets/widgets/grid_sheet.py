@@ -1,24 +1,40 @@
-"""A grid's lasting face: its contact sheet, what a saved notebook keeps of it.
+"""A grid on a page: its contact sheet, what a saved notebook keeps of it, and the
+page ``grid.save_html`` exports.
 
-Plain HTML (no widget state, no script): one table per z value, each cell with its
-first output as :mod:`.lasting` keeps it, its status, stars, note and request id, then
-the score margins; a sweep's combinations wrap like cards. The exports
-(:mod:`genwidgets.lab.export`) write whole pages; this is a fragment of a cell
-(docs/decisions.md#sheet-count).
+Plain HTML (no widget state, no script) written by :mod:`.markup`: one table per z
+value, each cell with its outputs, status, stars, note and request id, then the score
+margins. The sheet shows each cell's first output as :mod:`.lasting` keeps it (a
+sweep's combinations wrap like cards; docs/decisions.md#sheet-count); the page, a
+file that opens offline, embeds every output and carries the grid's description
+(docs/decisions.md#grid-export).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, get_args
 
-from ..lab.export import margins
+from .._config import shown_path
+from ..jobs.previews import preview_bytes
+from ..lab import export
 from ..lab.plan import short
 from ..lab.run import GridCell, GridRun, status_of
+from ..media.thumbnails import data_url, thumbnail
+from ..protocol.records import Output
 from . import markup
-from ._style import COLOURS
-from .lasting import media_choice, output_html
+from ._style import COLOURS, safe_mime
+from .lasting import MEDIA_KINDS, local_file, media_choice, output_html, safe_data_url
 
-__all__ = ["contact_sheet", "score_text", "sheet_side", "state_words"]
+__all__ = [
+    "AUDIO_EMBED_BYTES",
+    "VIDEO_EMBEDS",
+    "VideoEmbed",
+    "contact_sheet",
+    "save_html",
+    "sheet_side",
+    "state_words",
+]
 
 _STATUS = {"done": COLOURS["done"], "failed": COLOURS["failed"]}
 #: A sheet's thumbnails by its number of cells (at most, side): a sheet is written to
@@ -26,22 +42,16 @@ _STATUS = {"done": COLOURS["done"], "failed": COLOURS["failed"]}
 #: weighs about 1.4 MB (of 96 px ones, about 0.6 MB).
 SHEET_SIDES = ((16, 256), (36, 160))
 BIG_SHEET_SIDE = 96
+#: What a page holds of each video: its poster frame, a short small preview that
+#: plays offline (the default), or the whole file.
+VideoEmbed = Literal["poster", "preview", "full"]
+VIDEO_EMBEDS: tuple[str, ...] = get_args(VideoEmbed)
+AUDIO_EMBED_BYTES = 2 * 1024 * 1024
 
 
 def sheet_side(cells: int) -> int:
     """The thumbnail side of a sheet of ``cells`` cells (:data:`SHEET_SIDES`)."""
     return next((side for most, side in SHEET_SIDES if cells <= most), BIG_SHEET_SIDE)
-
-
-def score_text(score: dict[str, Any] | None) -> str:
-    """A margin's words, as the live grid draws them: ``★ 4.0 · 1 rated · 1 failed``."""
-    if not score:
-        return ""
-    mean = score.get("mean")
-    parts = ["★ –" if mean is None else f"★ {mean:.1f}", f"{score.get('rated', 0)} rated"]
-    if score.get("failed"):
-        parts.append(f"{score['failed']} failed")
-    return " · ".join(parts)
 
 
 def state_words(run: GridRun) -> str:
@@ -83,9 +93,44 @@ def _flow(run: GridRun, media: str, side: int) -> markup.Html:
     )
 
 
-def _axis(run: GridRun, direction: str) -> tuple[str, list[Any]]:
-    axis = run.plan.shown(direction)
-    return (axis.label, list(axis.values)) if axis is not None else ("", [None])
+def _tables_html(
+    run: GridRun,
+    scores: dict[str, list[dict[str, Any]]],
+    cell_html: Callable[[GridCell | None], markup.Html],
+    *,
+    named: bool,
+    y_width: int,
+    look: markup.TableLook = markup.SHEET_LOOK,
+) -> list[markup.Html]:
+    """One table per z value, titled ``axis = value``; the x and y values label its
+    columns and rows (as ``axis = value`` when ``named``), ``scores`` its margins."""
+
+    def label(direction: str, value: Any) -> str:
+        axis = run.axis(direction)
+        if axis is None:
+            return ""
+        text = short(value, {"x": 60, "y": y_width, "z": 80}[direction])
+        return f"{axis.label} = {text}" if named or direction == "z" else text
+
+    ys = export.axis_values(run, "y")
+    return [
+        markup.sheet_table(
+            label("z", z),
+            [label("x", x) for x in export.axis_values(run, "x")],
+            [
+                (
+                    label("y", y),
+                    [cell_html(cell) for cell in row],
+                    export.score_text(scores["y"][r]) if "y" in scores else None,
+                )
+                for r, (y, row) in enumerate(zip(ys, rows, strict=True))
+            ],
+            [export.score_text(s) for s in scores["x"]] if "x" in scores else None,
+            row_scores="y" in scores,
+            look=look,
+        )
+        for z, rows in export.tables(run)
+    ]
 
 
 def contact_sheet(
@@ -94,34 +139,17 @@ def contact_sheet(
     """The grid's lasting face: ``text/html`` (the sheet) and ``text/plain``.
     ``waiting``: the grid waits for a confirmation before it sends anything."""
     media = media_choice(media)
-    x_label, xs = _axis(run, "x")
-    y_label, ys = _axis(run, "y")
-    z_label, zs = _axis(run, "z")
-    scores = margins(run) if run.started else {}
-    by_place = {cell.place: cell for cell in run.cells}
-    tables = []
     side = sheet_side(len(run.cells))
     x_axis = run.plan.shown("x")
     if x_axis is not None and x_axis.kind == "combination":
-        tables.append(_flow(run, media, side))
-        zs = []
-    for t, z in enumerate(zs):
-        rows = [
-            (
-                f"{y_label} = {short(y, 60)}" if y_label else "",
-                [_cell_html(by_place.get((t, r, c)), media, side=side) for c in range(len(xs))],
-                score_text(scores["y"][r]) if "y" in scores else None,
-            )
-            for r, y in enumerate(ys)
-        ]
-        tables.append(
-            markup.sheet_table(
-                f"{z_label} = {short(z, 80)}" if z_label else "",
-                [f"{x_label} = {short(x, 60)}" if x_label else "" for x in xs],
-                rows,
-                [score_text(s) for s in scores["x"]] if "x" in scores else None,
-                row_scores="y" in scores,
-            )
+        sheet_tables = [_flow(run, media, side)]
+    else:
+        sheet_tables = _tables_html(
+            run,
+            export.margins(run) if run.started else {},
+            lambda cell: _cell_html(cell, media, side=side),
+            named=True,
+            y_width=60,
         )
     plan = run.plan
     state = state_words(run)
@@ -143,7 +171,7 @@ def contact_sheet(
         state=state,
         simulated=run.client.embedded,
         unsent=unsent,
-        tables=tables,
+        tables=sheet_tables,
     )
     lines = [f"grid {run.id} {run.endpoint}: {state}"]
     lines += [
@@ -154,3 +182,101 @@ def contact_sheet(
         "text/html": html,
         "text/plain": "\n".join(lines),
     }
+
+
+# --- the exported page ------------------------------------------------------------------
+
+
+def _where(local: Path, media_dir: Path, *, link: bool = True) -> markup.Html:
+    """Where the full file is, as the page says it: a copy beside the page by its
+    relative path (a link, so it opens offline, unless ``link`` is False: a file of
+    an unsafe type is never one click from being opened as a document), else the
+    ledger's copy as a shown path."""
+    if local.parent != media_dir:
+        return markup.code(shown_path(local))
+    return markup.page_file(f"{media_dir.name}/{local.name}", link=link)
+
+
+def _video_html(whole: str, local: Path, media_dir: Path, video: str) -> markup.Html:
+    """A video as the page shows it (see :data:`VideoEmbed`; ``whole``: the file as a
+    data URL), then where the file is."""
+    made = thumbnail(local, export.TILE)
+    poster = data_url(made) if made is not None else None
+    source = whole if video == "full" else None
+    said = "video"
+    if video == "preview":
+        source = safe_data_url("video/mp4", preview_bytes(local))
+        said = "preview (first seconds, small, silent); full video"
+    if source is not None:
+        shown: markup.Html | None = markup.page_media("video", source, poster)
+    else:
+        shown = markup.page_media("poster", poster) if poster is not None else None
+        said = "video" if video == "poster" and poster is not None else "video (not embedded)"
+    return markup.join([shown, markup.page_note(f"{said}: ", _where(local, media_dir))])
+
+
+def _output_html(output: Output, cell: GridCell, media_dir: Path, video: str) -> markup.Html:
+    try:
+        data = output.read()
+    except Exception as exc:  # an expired URL: say so, link nothing
+        return markup.page_note(f"{output.kind} unavailable ({type(exc).__name__})")
+    if output.kind not in MEDIA_KINDS:
+        return markup.page_note(short(data.decode("utf-8", "replace"), 400), element="pre")
+    mime = safe_mime(output.content_type)
+    url = safe_data_url(mime, data)  # the one list of types a page may embed
+    if output.kind == "image" and url is not None:
+        return markup.page_media("image", url)
+    small = len(data) <= AUDIO_EMBED_BYTES or video == "full"
+    if output.kind == "audio" and url is not None and small:
+        return markup.page_media("audio", url)
+    # the ledger's download, else a copy written beside the page (its type's extension)
+    local = local_file(output) or output.save(media_dir / f"cell{cell.index}-{output.index}")
+    if output.kind == "video" and url is not None:
+        return _video_html(url, local, media_dir, video)
+    if url is None:  # SVG, a malformed type: never inlined, never linked
+        why = "not a media type a page embeds"
+    else:
+        why = f"over {AUDIO_EMBED_BYTES // 2**20} MB"
+    said = f"{output.kind} {mime or ''} not embedded ({why}): "
+    return markup.page_note(said, _where(local, media_dir, link=url is not None))
+
+
+def _page_cell(cell: GridCell | None, media_dir: Path, video: str) -> markup.Html:
+    if cell is None:
+        return markup.empty_cell(style=None)
+    return markup.page_cell(
+        markup.join(_output_html(o, cell, media_dir, video) for o in cell.outputs),
+        index=cell.index,
+        status=status_of(cell),
+        rating=cell.rating,
+        trouble=cell.trouble,
+        note=cell.note,
+        request_id=cell.request_id,
+    )
+
+
+def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") -> Path:
+    """Write one page that opens offline (see the module docstring); returns the path.
+
+    Images and audio are embedded; each video as ``video``: ``"preview"`` (a short,
+    small, silent clip that plays, at most 300 KB), ``"poster"`` (its first frame) or
+    ``"full"`` (the whole file: a heavy page). SVG and other types a page must not
+    inline are named, never embedded."""
+    if video not in VIDEO_EMBEDS:
+        raise ValueError(f"video must be one of {', '.join(VIDEO_EMBEDS)}, not {video!r}")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    media_dir = target.with_name(target.stem + "_media")
+    tables = _tables_html(
+        run,
+        export.margins(run),
+        lambda cell: _page_cell(cell, media_dir, video),
+        named=False,
+        y_width=80,
+        look=markup.PAGE_LOOK,
+    )
+    title = f"{run.endpoint} grid {run.id}"
+    description = export.description_json(run)
+    page = markup.grid_page(title, export.legend(run), tables, description, export.PAGE_SCRIPT_HEAD)
+    target.write_text(export.local_paths_shown(page), encoding="utf-8")
+    return target

@@ -28,11 +28,13 @@ from .markup import Html, table_html
 __all__ = [
     "AUDIO_LIMIT",
     "EMBED_LIMIT",
+    "MEDIA_KINDS",
     "VIDEO_BUDGET",
     "caption_text",
     "content_html",
     "error_banner",
     "file_name",
+    "local_file",
     "local_size",
     "media_choice",
     "output_html",
@@ -93,8 +95,8 @@ def caption_text(output: Output) -> str:
     return f"{file_name(output)} · {output.content_type}{size_text}"
 
 
-def _local(output: Output) -> Path | None:
-    """The local copy, when it exists."""
+def local_file(output: Output) -> Path | None:
+    """The output's local copy (the ledger's download), when it is there."""
     path = output.path
     try:
         return path if path is not None and path.is_file() else None
@@ -104,7 +106,7 @@ def _local(output: Output) -> Path | None:
 
 def local_size(output: Output) -> int | None:
     """The size of the output's local copy; None when it has none it can read."""
-    local = _local(output)
+    local = local_file(output)
     try:
         return local.stat().st_size if local is not None else None
     except OSError:
@@ -114,7 +116,7 @@ def local_size(output: Output) -> int | None:
 def caption_html(output: Output, *, extra: str = "") -> Html:
     """The caption: name, type, size, where the ledger kept it (``shown_path``) and,
     where a Jupyter server serves it, a link to the full file."""
-    local = _local(output)
+    local = local_file(output)
     saved = shown_path(local) if local is not None else None
     link = served_url(local) if local is not None else None
     return markup.caption(caption_text(output), saved=saved, extra=extra, link=link)
@@ -128,7 +130,7 @@ def unavailable_html(output: Output, note: str) -> Html:
 def _in_hand(output: Output, limit: int) -> bytes | None:
     """The output's bytes without the network: the local copy, bytes read earlier,
     inline content or a ``data:`` URL; ``None`` when none is there or it is over ``limit``."""
-    local = _local(output)
+    local = local_file(output)
     if local is not None:
         size = local_size(output)
         return local.read_bytes() if size is not None and size <= limit else None
@@ -141,9 +143,10 @@ def _in_hand(output: Output, limit: int) -> bytes | None:
     return data if data is not None and len(data) <= limit else None
 
 
-def safe_data_url(mime: str | None, data: bytes) -> str | None:
-    """The bytes as a ``data:`` URL when their type is safe for a browser, else None."""
-    if mime not in SAFE_DATA_MIME:
+def safe_data_url(mime: str | None, data: bytes | None) -> str | None:
+    """The bytes as a ``data:`` URL when their type is safe for a browser; None when it
+    is not, or there are no bytes (none in hand)."""
+    if mime not in SAFE_DATA_MIME or data is None:
         return None
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
@@ -152,7 +155,7 @@ def picture_src(output: Output, side: int = THUMB_SIDE, data: bytes | None = Non
     """An output's thumbnail as a ``data:`` URL: from its local copy (an image, or a
     video's first frame; cached beside it), else from an image's bytes (``data``, or
     those in hand); ``None`` when no picture can be made of them."""
-    local = _local(output)
+    local = local_file(output)
     made = thumbnail(local, side) if local is not None else None
     if made is not None:
         return data_url(made)
@@ -185,7 +188,7 @@ def _poster(path: str, mtime: float) -> str | None:
     image.thumbnail((POSTER_SIDE, POSTER_SIDE))
     buffer = io.BytesIO()
     image.convert("RGB").save(buffer, format="JPEG", quality=60)
-    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return safe_data_url("image/jpeg", buffer.getvalue())
 
 
 def poster_data_url(path: Path | None) -> str | None:
@@ -199,15 +202,11 @@ def poster_data_url(path: Path | None) -> str | None:
 
 
 def _image_html(output: Output, mime: str, media: str, side: int) -> Html | None:
-    local = _local(output)
-    src: str | None = None
-    if media == "full":
-        whole = _in_hand(output, EMBED_LIMIT)
-        src = safe_data_url(mime, whole) if whole is not None else None
+    local = local_file(output)
+    src = safe_data_url(mime, _in_hand(output, EMBED_LIMIT)) if media == "full" else None
     src = src or picture_src(output, side)
     if src is None:  # no thumbnail: embedded as it is when it is small, else its URL
-        small = _in_hand(output, SMALL_IMAGE)
-        src = (safe_data_url(mime, small) if small is not None else None) or _remote(output)
+        src = safe_data_url(mime, _in_hand(output, SMALL_IMAGE)) or _remote(output)
     if src is None:
         return None
     link = served_url(local) if local is not None else None
@@ -216,38 +215,31 @@ def _image_html(output: Output, mime: str, media: str, side: int) -> Html | None
 
 def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | None:
     """The video's element and a word for the caption (``preview``, ``poster only``)."""
-    local = _local(output)
+    local = local_file(output)
     poster = poster_data_url(local)
     src: str | None = None
     note = ""
     if media in ("full", "previews"):
         # a video already within the budget is kept whole (with its sound)
         limit = EMBED_LIMIT if media == "full" else VIDEO_BUDGET
-        whole = _in_hand(output, limit)
-        src = safe_data_url(mime, whole) if whole is not None else None
-    if src is None and media in ("full", "previews") and local is not None:
-        made = preview(local, VIDEO_BUDGET)
+        src = safe_data_url(mime, _in_hand(output, limit))
+        made = preview(local, VIDEO_BUDGET) if src is None and local is not None else None
         if made is not None:
             src = safe_data_url("video/mp4", made.read_bytes())
             note = " · preview"
     if src is None and media == "posters" and poster is not None:
         return markup.poster(poster, file_name(output)), " · poster only"
+    src = src or _remote(output)
     if src is None:
-        src = _remote(output)
-        if src is None:
-            if poster is None:
-                return None
-            made_none = " · poster only (no preview could be made)"
-            return markup.poster(poster, file_name(output)), made_none
+        if poster is None:
+            return None
+        return markup.poster(poster, file_name(output)), " · poster only (no preview could be made)"
     preload = "auto" if src.startswith("data:") else "metadata"
     return markup.video(src, poster, preload), note
 
 
 def _audio_html(output: Output, mime: str) -> Html | None:
-    data = _in_hand(output, AUDIO_LIMIT)
-    src = safe_data_url(mime, data) if data is not None else None
-    if src is None:
-        src = _remote(output)
+    src = safe_data_url(mime, _in_hand(output, AUDIO_LIMIT)) or _remote(output)
     if src is None:
         return None
     preload = "auto" if src.startswith("data:") else "metadata"
@@ -330,7 +322,7 @@ def output_html(
 
 def _download_html(output: Output) -> Html | None:
     """A file of another type: a link to its full copy where it is served."""
-    local = _local(output)
+    local = local_file(output)
     link = served_url(local) if local is not None else _remote(output)
     if link is None:
         return None
@@ -345,7 +337,7 @@ def thumbnail_src(outputs: Sequence[Output]) -> str | None:
         if output.kind == "image":
             src = picture_src(output)
         else:
-            src = poster_data_url(_local(output)) if output.kind == "video" else None
+            src = poster_data_url(local_file(output)) if output.kind == "video" else None
         if src is not None:
             return src
     return None
@@ -401,7 +393,7 @@ def plain_text(outputs: Sequence[Output], result: Result | None = None) -> str:
         kind = f" ({result.error_type})" if result.error_type else ""
         lines.append(f"failed: {result.error}{kind}")
     for output in outputs:
-        local = _local(output)
+        local = local_file(output)
         where = shown_path(local) if local is not None else (_remote(output) or "")
         lines.append(f"{output.content_type} {file_name(output)} {where}".rstrip())
     return "\n".join(lines) or "no outputs"

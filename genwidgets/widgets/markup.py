@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from .._html import Html, esc, join, tag
+from .._html import Html, esc, join, json_script, tag
 from ._style import (
     COLOURS,
     HELP_STYLE,
@@ -27,9 +27,12 @@ __all__ = [
     "CUT_STYLE",
     "GRID_CSS",
     "LASTING_STYLE",
+    "PAGE_LOOK",
+    "SHEET_LOOK",
     "SIMULATED_BADGE",
     "VIDEO_STYLE",
     "Html",
+    "TableLook",
     "audio",
     "batch_face",
     "billed",
@@ -54,6 +57,7 @@ __all__ = [
     "form_face",
     "form_title",
     "grid_card",
+    "grid_page",
     "icon",
     "image",
     "job_card",
@@ -66,6 +70,10 @@ __all__ = [
     "muted_span",
     "output_box",
     "outputs_grid",
+    "page_cell",
+    "page_file",
+    "page_media",
+    "page_note",
     "placeholder",
     "poster",
     "prompt_count",
@@ -97,16 +105,18 @@ _BADGE_STYLE = (
     f"background:{PALETTE['badge_bg']};color:{PALETTE['badge_fg']};border-radius:4px;"
     "padding:0 6px;font-size:0.85em"
 )
+
+
+def _badge(cls: str, title: str, text: str) -> Html:
+    return tag("span", {"class": cls, "title": title, "style": _BADGE_STYLE}, text)
+
+
 #: The one "simulated" badge: every widget drawn for the embedded simulator shows it.
-SIMULATED_BADGE = tag(
-    "span",
-    {
-        "class": "gw-simulated",
-        "title": "answers come from the local simulator, not a real gateway",
-        "style": _BADGE_STYLE,
-    },
-    "simulated",
+SIMULATED_BADGE = _badge(
+    "gw-simulated", "answers come from the local simulator, not a real gateway", "simulated"
 )
+#: The billed badge beside a field that changes what a task costs.
+BILLED_BADGE = _badge("gw-billed", "This field affects what the task bills", "$")
 
 
 def simulated_badge(on: bool) -> Html:
@@ -114,16 +124,6 @@ def simulated_badge(on: bool) -> Html:
     return join([" ", SIMULATED_BADGE]) if on else Html()
 
 
-#: The billed badge beside a field that changes what a task costs.
-BILLED_BADGE = tag(
-    "span",
-    {
-        "class": "gw-billed",
-        "title": "This field affects what the task bills",
-        "style": _BADGE_STYLE,
-    },
-    "$",
-)
 #: Inside every lasting face: hide the output right before it when that output is
 #: JupyterLab's widget renderer (a Lumino panel), whatever it shows: "Loading
 #: widget...", "Error displaying widget: model not found" (reopened without widget
@@ -208,35 +208,25 @@ def table_html(data: Any, *, depth: int = 0, max_depth: int = 6, max_items: int 
         f"border:1px solid {PALETTE['border']};padding:2px 6px;vertical-align:top;text-align:left"
     )
     table = {"class": "gw-table", "style": "border-collapse:collapse"}
-    if isinstance(data, Mapping) and data and depth < max_depth:
-        rows = []
-        for i, (key, value) in enumerate(data.items()):
-            if i >= max_items:
-                more = tag("td", {"style": cell, "colspan": "2"}, f"… {len(data) - i} more")
-                rows.append(tag("tr", None, more))
-                break
-            rows.append(
-                tag(
-                    "tr",
-                    None,
-                    tag("th", {"style": f"{cell};font-weight:600"}, key),
-                    tag("td", {"style": cell}, table_html(value, depth=depth + 1)),
-                )
-            )
-        return tag("table", table, *rows)
-    if isinstance(data, list) and data and depth < max_depth:
-        if all(not isinstance(v, (Mapping, list)) for v in data):
+    if isinstance(data, (Mapping, list)) and data and depth < max_depth:
+        if isinstance(data, list) and all(not isinstance(v, (Mapping, list)) for v in data):
             count = f" … ({len(data)} items)" if len(data) > max_items else ""
             return join([", ".join(short(v, 200) for v in data[:max_items]), count])
+        keyed = isinstance(data, Mapping)  # a mapping's keys in bold; a list's indexes
+        items = list(data.items()) if isinstance(data, Mapping) else list(enumerate(data))
+        head = f"{cell};font-weight:600" if keyed else cell
         rows = [
             tag(
                 "tr",
                 None,
-                tag("th", {"style": cell}, i),
-                tag("td", {"style": cell}, table_html(v, depth=depth + 1)),
+                tag("th", {"style": head}, key),
+                tag("td", {"style": cell}, table_html(value, depth=depth + 1)),
             )
-            for i, v in enumerate(data[:max_items])
+            for key, value in items[:max_items]
         ]
+        if keyed and len(items) > max_items:
+            more = tag("td", {"style": cell, "colspan": "2"}, f"… {len(items) - max_items} more")
+            rows.append(tag("tr", None, more))
         return tag("table", table, *rows)
     if isinstance(data, (Mapping, list)):
         text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
@@ -661,8 +651,8 @@ def sheet_cell(
     )
 
 
-def empty_cell(element: str = "td") -> Html:
-    return tag(element, {"style": _CELL})
+def empty_cell(element: str = "td", style: str | None = _CELL) -> Html:
+    return tag(element, {"style": style})
 
 
 def sheet_flow(boxes: Iterable[Html]) -> Html:
@@ -671,29 +661,48 @@ def sheet_flow(boxes: Iterable[Html]) -> Html:
     return tag("div", {"style": style + "margin:4px 0"}, *boxes)
 
 
+class TableLook(NamedTuple):
+    """The attributes of a grid table's parts: the sheet's inline styles, or the
+    exported page's classes (its style sheet)."""
+
+    title: str  # the z title's element
+    title_attrs: Mapping[str, str] | None
+    table: Mapping[str, str] | None
+    head: Mapping[str, str] | None  # the values' labels
+    score_head: Mapping[str, str] | None  # the margins' "score"
+    y_score: Mapping[str, str] | None
+    x_score: Mapping[str, str] | None
+
+
+SHEET_LOOK = TableLook(
+    "div", {"style": _HEAD}, {"style": _TABLE}, {"style": _HEAD}, {"style": _HEAD},
+    {"class": "gw-margin-y", "style": _MARGIN}, {"class": "gw-margin-x", "style": _MARGIN},
+)  # fmt: skip
+
+
 def sheet_table(
     title: str,
     columns: Sequence[str],
     rows: Iterable[tuple[str, Sequence[Html], str | None]],
     column_scores: Sequence[str] | None,
     row_scores: bool,
+    look: TableLook = SHEET_LOOK,
 ) -> Html:
     """One z value's table: the x values as columns, one row a y value (its label,
     cells and score), then the columns' scores."""
-    head = [tag("th"), *(tag("th", {"style": _HEAD}, c) for c in columns)]
+    head = [tag("th"), *(tag("th", look.head, c) for c in columns)]
     if row_scores:
-        head.append(tag("th", {"style": _HEAD}, "score"))
+        head.append(tag("th", look.score_head, "score"))
     body = [tag("tr", None, *head)]
     for label, cells, score in rows:
-        margin = (
-            tag("td", {"class": "gw-margin-y", "style": _MARGIN}, score) if row_scores else None
-        )
-        body.append(tag("tr", None, tag("th", {"style": _HEAD}, label), *cells, margin))
+        margin = tag("td", look.y_score, score) if row_scores else None
+        body.append(tag("tr", None, tag("th", look.head, label), *cells, margin))
     if column_scores is not None:
-        scores = (tag("td", {"class": "gw-margin-x", "style": _MARGIN}, s) for s in column_scores)
+        scores = (tag("td", look.x_score, s) for s in column_scores)
         corner = tag("td") if row_scores else None
-        body.append(tag("tr", None, tag("th", {"style": _HEAD}, "score"), *scores, corner))
-    return join([div(title, _HEAD) if title else None, tag("table", {"style": _TABLE}, *body)])
+        body.append(tag("tr", None, tag("th", look.score_head, "score"), *scores, corner))
+    heading = tag(look.title, look.title_attrs, title) if title else None
+    return join([heading, tag("table", look.table, *body)])
 
 
 def sheet_face(
@@ -720,6 +729,110 @@ def sheet_face(
         tag("div", {"class": "gw-sheet-unsent", "style": MUTED_STYLE}, unsent) if unsent else None
     )
     return tag("div", {"class": "gw-grid-sheet"}, head, waiting, *tables)
+
+
+# --- a grid's exported page (grid_sheet.save_html) ---------------------------------------
+
+#: The page's style sheet, rule by rule, in the palette's colours.
+_PAGE_RULES: dict[str, str] = {
+    "body": f"font-family:system-ui,sans-serif;margin:16px;color:{PALETTE['ink']}",
+    "table": "border-collapse:collapse;margin-bottom:16px",
+    "th": "font-weight:600;padding:4px 8px;text-align:left;vertical-align:middle;max-width:220px",
+    "td": f"border:1px solid {PALETTE['border']};padding:4px;vertical-align:top;width:220px",
+    "td img": "max-width:210px;max-height:210px;display:block",
+    "td video": "max-width:210px;max-height:210px;display:block",
+    ".failed": f"background:{PALETTE['failed_bg']};color:{PALETTE['failed_ink']}",
+    ".muted": f"color:{PALETTE['muted']};font-size:0.85em",
+    ".stars": "display:flex;gap:1px;margin-top:4px",
+    "code": "font-size:0.8em",
+    ".rid": "display:block;white-space:nowrap;overflow-x:auto;max-width:220px",
+    ".score": f"background:{PALETTE['surface']};white-space:nowrap;font-size:0.85em;width:auto",
+}
+_PAGE_STYLE = "\n" + "".join(f"{rule}{{{body}}}\n" for rule, body in _PAGE_RULES.items())
+_STAR_PATH = "M12 2l2.9 6.9 7.1.6-5.4 4.7 1.7 7-6.3-3.9-6.3 3.9 1.7-7L2 9.5l7.1-.6z"
+PAGE_LOOK = TableLook(
+    "h3", None, None, None, {"class": "muted"}, {"class": "score"}, {"class": "score"}
+)
+
+
+def page_note(*children: Any, element: str = "div") -> Html:
+    """A grey line of the page (its ``muted`` class); ``pre``: a text output."""
+    return tag(element, {"class": "muted"}, *children)
+
+
+def page_file(path: str, *, link: bool) -> Html:
+    """A file beside the page by its relative path: a link, or (``link`` False) code."""
+    return tag("a", {"href": path}, path) if link else code(path)
+
+
+#: How the page embeds each kind of output: its element and the attributes before ``src``.
+_PAGE_MEDIA: dict[str, tuple[str, dict[str, Any]]] = {
+    "image": ("img", {"alt": ""}),
+    "poster": ("img", {"alt": "poster frame"}),
+    "audio": ("audio", {"controls": True, "preload": "none"}),
+    "video": ("video", {"controls": True, "muted": True, "loop": True, "playsinline": True,
+                        "preload": "metadata"}),
+}  # fmt: skip
+
+
+def page_media(kind: str, src: str, poster_src: str | None = None) -> Html:
+    """An output embedded in the page by its data URL (:data:`_PAGE_MEDIA`): a video
+    plays muted and looping, over ``poster_src``."""
+    element, attrs = _PAGE_MEDIA[kind]
+    return tag(element, {**attrs, "poster": poster_src, "src": src})
+
+
+def _page_star(lit: bool) -> Html:
+    path = tag("path", {"fill": PALETTE["star" if lit else "star_off"], "d": _STAR_PATH})
+    attrs = {"width": "14", "height": "14", "viewBox": "0 0 24 24", "aria-hidden": "true"}
+    return tag("svg", attrs, path)
+
+
+def page_cell(
+    outputs: Html,
+    *,
+    index: int,
+    status: str,
+    rating: int,
+    trouble: str | None,
+    note: str | None,
+    request_id: str | None,
+) -> Html:
+    """One cell of the page: its outputs, its trouble (or its status when it has no
+    output), its stars (drawn), note and request id (on one line)."""
+    if trouble:
+        outputs = join([outputs, tag("div", None, trouble)])
+    elif not outputs:
+        outputs = page_note(status)
+    stars = tag(
+        "div",
+        {"class": "stars", "title": f"{rating} of 5"},
+        *(_page_star(s < rating) for s in range(5)),
+    )
+    return tag(
+        "td",
+        {"class": "failed" if trouble else "", "data-index": index},
+        outputs,
+        stars,
+        tag("div", None, note) if note else None,
+        tag("code", {"class": "rid"}, request_id) if request_id else None,
+    )
+
+
+def grid_page(
+    title: str, legend: Iterable[str], tables: Iterable[Html], description: str, script_head: str
+) -> str:
+    """The whole page: its legend and tables, then the description (JSON) after
+    ``script_head``: data, which ``tag`` refuses to write, written as read_export finds it."""
+    heads = tag("header", {"class": "legend"}, *(tag("div", None, line) for line in legend))
+    return (
+        '<!doctype html><html><head><meta charset="utf-8">'
+        f"{tag('title', None, title)}"
+        f"<style>{_PAGE_STYLE}</style></head><body>"
+        f"{heads}{join(tables)}"
+        f"{script_head}{json_script(description)}</script>"
+        "</body></html>"
+    )
 
 
 # --- a task (task.py), a form (form.py), a sweep (sweep.py) -------------------------------

@@ -12,10 +12,10 @@ from widgets.taskfakes import ForecastClient, wait_for
 
 import genwidgets as gw
 from genwidgets.lab import GridStore
-from genwidgets.lab.export import save_html
 from genwidgets.lab.plan import plan_grid
 from genwidgets.lab.run import GridRun, status_of
 from genwidgets.lab.store import store_for
+from genwidgets.widgets.grid_sheet import save_html
 
 T2I = "genW2.5-t2i-preview"
 

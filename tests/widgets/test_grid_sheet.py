@@ -11,9 +11,10 @@ import pytest
 from widgets.taskfakes import DisplayRecorder, ask, wait_for
 
 import genwidgets as gw
+from genwidgets.lab.export import score_text
 from genwidgets.simulator import SimulatorServer
 from genwidgets.widgets import faces
-from genwidgets.widgets.grid_sheet import contact_sheet, score_text
+from genwidgets.widgets.grid_sheet import contact_sheet
 
 pytestmark = pytest.mark.timeout(120)
 

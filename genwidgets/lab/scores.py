@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._client import default_client
 from ..catalog import endpoint as catalog_endpoint
-from ..errors import PayloadError
+from ..errors import EndpointNotFound, PayloadError
 from .axes import Axis
 from .batch_store import GridStore
 from .mapping import prompt_of
@@ -66,7 +66,7 @@ def _axis_values(description: Mapping[str, Any], index: int) -> dict[str, Any]:
 def _prompt(endpoint: str, payload: Mapping[str, Any]) -> str | None:
     try:
         return prompt_of(catalog_endpoint(endpoint), payload)
-    except PayloadError:
+    except (PayloadError, EndpointNotFound):  # an endpoint since removed from the catalog
         return None
 
 

@@ -100,16 +100,20 @@ def plan_sweep(
         raise PayloadError(
             "vary must be a non-empty dict: field name -> list of values", endpoint=endpoint
         )
+    # each value list read once: a generator given in ``vary`` is used up by its first read
+    tried = {
+        key: tuple(values)
+        for key, values in vary.items()
+        if isinstance(values, Iterable) and not isinstance(values, (str, bytes, Mapping))
+    }
     problems = [
         {"loc": ("vary", key), "msg": "give a non-empty list of values to try"}
-        for key, values in vary.items()
-        if isinstance(values, (str, bytes, Mapping))
-        or not isinstance(values, Iterable)
-        or not list(values)
+        for key in vary
+        if not tried.get(key)
     ]
     if problems:
         raise PayloadError(problems, endpoint=endpoint)
-    axes = [(key, Axis(key, tuple(values))) for key, values in vary.items()]
+    axes = [(key, Axis(key, values)) for key, values in tried.items()]
     tasks = refuse_above(
         endpoint,
         axes,

@@ -123,6 +123,13 @@ def test_sweep_planning_is_the_same_product() -> None:
     assert plan.payloads[1] == {"prompt": "a", "seed": 1, "n": 2}
 
 
+def test_a_sweep_tries_every_value_a_generator_gives() -> None:
+    plan = plan_sweep(T2I, {"prompt": "a"}, vary={"seed": (s for s in (1, 2, 3))})
+    assert plan.labels == [{"seed": 1}, {"seed": 2}, {"seed": 3}]
+    with pytest.raises(PayloadError, match="give a non-empty list of values to try"):
+        plan_sweep(T2I, {"prompt": "a"}, vary={"seed": (s for s in ())})
+
+
 def test_an_escaped_comma_in_a_group_stays_escaped_in_the_cells_prompt() -> None:
     plan = plan_grid(IMGM, {"prompt": "a {pastel \\, yellow, red} kite --no {smoke\\, fog, rain}"})
     assert plan.shown("y").values == ("pastel\\, yellow", "red")  # type: ignore[union-attr]

@@ -10,14 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import Field
 
 import genwidgets as gw
+from genwidgets.catalog import Endpoint, register, unregister
 from genwidgets.lab.scores import ScoreTable
 from genwidgets.simulator import SimulatorServer
 
 T2I = "genW2.5-t2i-preview"
 VID = "vidVq2-text2video"
 KEY = "sim-demo-key"
+GONE = "test-scores-gone-image"
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -151,3 +154,26 @@ def test_a_reopened_grid_shows_ratings_made_in_another_view(client: gw.Client) -
     again._repr_mimebundle_()
     assert again.cells[1].rating == 2
     assert client.request_counts["create"] == creates
+
+
+class GoneImage(Endpoint):
+    """An image endpoint that leaves the catalog after its grid was rated."""
+
+    prompt: str = Field(min_length=1, description="What to draw.")
+    seed: int | None = Field(default=None, description="The same seed, the same picture.")
+
+
+@pytest.mark.slow
+def test_gw_scores_lists_a_rating_whose_endpoint_has_left_the_catalog(
+    client: gw.Client,
+) -> None:
+    register(GONE, kind="image", family="gone", title="Gone image")(GoneImage)
+    try:
+        grid = gw.grid(GONE, {"prompt": "a red fox"}, x=("seed", [1, 2]), client=client)
+        grid.wait(timeout=150)
+        grid.rate(grid.cell(x=1), 4)
+    finally:
+        unregister(GONE)
+    (row,) = gw.scores(client=client)
+    assert row["endpoint"] == GONE and row["stars"] == 4
+    assert row["prompt"] is None  # the endpoint that said where its prompt is has gone

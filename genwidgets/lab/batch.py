@@ -29,7 +29,7 @@ from .batch_store import CREATED, FAILED, PENDING, SENDING, UNKNOWN, WAITING
 from .budget import summed
 from .cost import CONFIRM_ABOVE
 from .finish import check_deadlines, finish_row, write_files
-from .progress import Mode, Progress, Snapshot, interrupted
+from .progress import Mode, Progress, Snapshot
 from .resume import attach_all, reconcile
 from .row_book import RowBook
 
@@ -172,7 +172,7 @@ class Batch(RowBook):
         self.cancelled = True
         with self.lock:
             if self._started and self.stopped is None and self.waiting():
-                self.stopped = "cancelled: rows not sent wait"
+                self.stopped = f"cancelled: {self.unit}s not sent wait"
             running = [r for r in self.rows if r.state == CREATED and r.job is not None]
             for row in running:
                 row.user_cancelled = True
@@ -380,8 +380,12 @@ class Batch(RowBook):
         the record; the tasks created go on (a resume re-attaches them)."""
         self.stop.set()
         with self.lock:
-            if self.stopped is None:
-                self.stopped = interrupted(waiting=bool(self.waiting()))
+            if self.stopped is None:  # a grid's rows are its cells
+                self.stopped = "interrupted: " + (
+                    f"{self.unit}s not sent wait"
+                    if self.waiting()
+                    else f"every {self.unit} was sent, their tasks go on"
+                )
         sender = self._sender
         if sender is not None:
             with contextlib.suppress(BaseException):

@@ -23,13 +23,11 @@ __all__ = [
     "LINE_EVERY",
     "Progress",
     "Snapshot",
-    "interrupted",
     "progress_mode",
 ]
 
 #: seconds between two quiet lines
 LINE_EVERY = 10.0
-#: the row statuses that have ended
 Mode = Literal["auto", "bar", "lines", "none"]
 
 
@@ -115,12 +113,7 @@ class Snapshot:
         50 s left; spent 40 images (48 reserved)``."""
         parts = [f"{self.done} of {self.total} done"]
         for word, n in (
-            ("files pending", self.count("files pending")),
-            ("failed", self.failed),
-            ("cancelled", self.count("cancelled")),
-            ("timed out", self.count("timed out")),
-            ("unknown", self.count("unknown")),
-            ("left running", self.count("left running")),
+            *((status, self.count(status)) for status in ENDED_STATUSES[1:]),
             ("contact lost (following again)", self.count("contact lost")),
             ("running", self.running),
             ("queued", self.queued),
@@ -140,13 +133,6 @@ class Snapshot:
         if self.problem:
             text += f"; trouble: {self.problem}"
         return text
-
-
-def interrupted(*, waiting: bool) -> str:
-    """Why sending stopped after Ctrl-C in ``wait()``: rows wait to be sent, or none do."""
-    return "interrupted: " + (
-        "rows not sent wait" if waiting else "every row was sent, their tasks go on"
-    )
 
 
 def _in_kernel_stream(stream: Any) -> bool:

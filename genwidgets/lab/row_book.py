@@ -17,9 +17,9 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..jobs.ledger import scrub_payload
 from .batch_row import BatchRow
@@ -29,30 +29,12 @@ from .manifest import Manifest
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
-    from .batch_plan import PlannedRow
-    from .budget import Budget
+    from .batch_plan import BatchPlan
+    from .plan import GridPlan
 
-__all__ = ["RowBook", "RunPlan"]
+__all__ = ["RowBook"]
 
 log = logging.getLogger("genwidgets")
-
-
-class RunPlan(Protocol):
-    """What the run core sends: a batch's plan (rows of data) or a grid's (its cells)."""
-
-    @property
-    def endpoint(self) -> str: ...
-
-    @property
-    def rows(self) -> Sequence[PlannedRow]: ...
-
-    @property
-    def budget(self) -> Budget: ...
-
-    @property
-    def digest(self) -> str: ...
-
-    def describe(self) -> dict[str, Any]: ...
 
 
 class RowBook:
@@ -61,10 +43,12 @@ class RowBook:
     _started = False
     #: what a person calls this run, in its messages
     noun = "batch"
+    #: what a person calls one of its rows
+    unit = "row"
 
     def __init__(
         self,
-        plan: RunPlan,
+        plan: BatchPlan | GridPlan,
         client: ClientLike,
         *,
         batch_id: str,
@@ -207,17 +191,18 @@ class RowBook:
         every process sharing the ledger (another plan under it is refused)."""
         if self.stored:
             return
+        description = self.plan.describe()
         taken = self.store.save_batch(
             self.id,
             gateway=self.client.gateway_name,
             endpoint=self.plan.endpoint,
             out=str(self.out or ""),
             digest=self.plan.digest,
-            description=self.plan.describe(),
+            description=description,
             rows=[(r.index, r.endpoint, json.dumps(scrub_payload(r.payload))) for r in self.rows],
         )
         if taken is not None:
-            raise id_taken(self.id, taken, self.plan.describe())
+            raise id_taken(self.id, taken, description)
         self.stored = True
 
     @property

@@ -60,6 +60,7 @@ class CellBook(Batch):
     cell's task its store missed)."""
 
     noun = "grid"
+    unit = "cell"
     plan: GridPlan  # type: ignore[assignment]  # the core's plan: a grid's, not a batch's
     out: None  # type: ignore[assignment]  # a grid has no folder
 

@@ -14,9 +14,9 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import EndpointNotFound, LedgerError, PayloadError
@@ -37,27 +37,6 @@ __all__ = [
 ]
 
 Write = Callable[[sqlite3.Connection], object]
-
-
-class Tables(Protocol):
-    """Where the lab's tables live: a :class:`~genwidgets.jobs.ledger.Ledger` (its file),
-    or :class:`SessionTables` for a client without one."""
-
-    @property
-    def path(self) -> Path | None: ...
-
-    @property
-    def owner(self) -> str | None: ...
-
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
-
-    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
-
-    def hold(self, conn: sqlite3.Connection) -> str | None:
-        """Take leases in the write transaction ``conn``: the holder's name (None: no
-        other process can see these tables)."""
-
-    def alive_owners(self) -> set[str]: ...
 
 
 class SessionTables:
@@ -85,6 +64,10 @@ class SessionTables:
 
     def alive_owners(self) -> set[str]:
         return set()
+
+
+#: where the lab's tables live: a ledger (its file), or the session's memory
+Tables = Ledger | SessionTables
 
 
 def _no_table(exc: Exception) -> bool:

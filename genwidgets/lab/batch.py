@@ -1,13 +1,6 @@
-"""A batch at work: rows sent through the one batch sender, followed, written out, kept.
-
-:class:`Batch` is the plain-Python ``gw.batch``: a :class:`~.row_book.RowBook` (its rows
-and the one way to change them) that runs two pieces of work on the package's worker
-threads: the sender (:func:`~.batch_send.send_all`: waiting rows a chunk at a time,
-reserved in the ledger's file so the budget's cap holds across processes, sent with
-``client.send_many``) and the finisher (each ended row's files into ``out`` with their
-provenance, the manifest, the store, each row's deadline). Engine callbacks only queue
-a row or mark the batch changed: nothing here waits on the engine while it holds a lock,
-and no engine callback waits on a view. Resuming, budgets, files:
+"""A batch at work: a :class:`~.row_book.RowBook` that runs its sender
+(:func:`~.batch_send.send_all`) and its finisher (:mod:`.finish`) on the package's
+worker threads; who does what, and why no lock is held while waiting on the engine:
 docs/decisions.md#batches.
 """
 
@@ -195,7 +188,6 @@ class Batch(RowBook):
                 self.go_on()
         self.flush()
         if failed:
-            self.cancelled = False
             self._started = True
             self.settled.clear()
             self._run()
@@ -246,11 +238,10 @@ class Batch(RowBook):
         """The batch's progress now (counts, spend, rate, time left)."""
         counts = self.counts()
         now = time.monotonic()
-        ends_at = self.ends
         with self.lock:
-            while ends_at and now - ends_at[0] > RATE_WINDOW:
-                ends_at.popleft()
-            ends = list(ends_at)
+            while self.ends and now - self.ends[0] > RATE_WINDOW:
+                self.ends.popleft()
+            ends = list(self.ends)
             spent = dict(self.spent)
         # rows ended over the last minute, or since sending began when that is shorter
         # (four rows ending together early on are not "16 rows/s")
@@ -421,8 +412,7 @@ class Batch(RowBook):
             if self.ended.empty() and not self.sending and self.finished:
                 break
         try:
-            self.write_all()
-            self.manifest.close()
+            self._final_write()
         except Exception as exc:
             self._trouble("writing the batch's record", exc)
         self.settled.set()

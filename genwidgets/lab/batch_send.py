@@ -1,13 +1,6 @@
-"""A batch's sending: waiting rows a chunk at a time, reserved, created, answered.
-
-Run on the batch's sender (a worker thread), over its :class:`~.row_book.RowBook`.
-Each chunk's rows are reserved in the store (the budget's cap holds across processes),
-then sent through ``client.send_many``: each answer settles its row, and what an
-interrupt left unanswered is looked up in the ledger by its tag. A grid's cells are
-rows of a book too. Creates that fail
-in a row in a way that may have billed (a 5xx, no answer, no contact) pause the batch
-after :data:`~.breaker.BREAKER_AFTER`: creates in flight answer, none more leave until it is
-asked to go on. docs/decisions.md#circuit-breaker.
+"""A batch's sending, on its sender thread: waiting rows a chunk at a time, reserved in
+the store, created through ``client.send_many``, each answer settling its row; the
+breaker pauses it. docs/decisions.md#batches, docs/decisions.md#circuit-breaker.
 """
 
 from __future__ import annotations

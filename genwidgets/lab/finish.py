@@ -1,10 +1,6 @@
-"""A batch's rows at their end: files written, failures said by meaning, deadlines kept.
-
-Run on the batch's finisher thread (never the engine's). A fault is never a failed task:
-only the gateway's word fails a row; a folder or a disk that refuses its files leaves it
-``files pending`` (its outputs kept), and lost contact follows the task again with
-backoff until the row's deadline, then ``unknown`` with its request id (re-attached by
-running the batch again). docs/decisions.md#batch-row-states.
+"""A batch's rows at their end, on its finisher thread: files written, failures said
+by meaning, lost contact followed again, deadlines kept.
+docs/decisions.md#batch-row-states.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""A batch's manifest in its output folder, written as it goes.
-
-``manifest.jsonl`` gets one line per event of a row (created, done, failed...),
-appended and flushed at once, so a crash leaves a true record up to its last event
-(the last line of a row is its state). ``manifest.csv`` is the table of every row as
-it stands, rewritten whole (atomically) at most every :data:`CSV_EVERY` seconds and
-when the batch ends, for a spreadsheet: a cell that would start a formula is
-neutralised there (the JSONL keeps the text as it came). docs/decisions.md#batch-files.
+"""A batch's manifest in its output folder, written as it goes: ``manifest.jsonl`` one
+flushed line per event of a row, ``manifest.csv`` the table of every row (formulas
+made inert). docs/decisions.md#batch-files.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Writing a batch's outputs into its folder: named, tagged, never over another's file.
-
-Each output is written beside its final name first (a ``.part`` file), with its
-provenance inside (:mod:`.provenance`), then linked to its name only if that name is
-free (``os.link`` fails on an existing file: no check-then-write race). A name held by
-a file this row did not write gets ``~2``, ``~3``... A row's own earlier file (a resumed
-batch writing it again: recorded, saying so in its provenance, or of the same bytes) is
-replaced:
+"""Writing a batch's outputs into its folder: named, with their provenance, never over
+another's file (``.part`` then ``os.link``; ``~2``, ``~3``... for a name held).
 docs/decisions.md#batch-files.
 """
 

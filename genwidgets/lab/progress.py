@@ -1,10 +1,5 @@
-"""A batch's progress outside a notebook: a tqdm bar in a terminal, quiet lines otherwise.
-
-:meth:`Batch.wait` draws it: ``tqdm.auto`` when stdout is a terminal (the bar people
-expect), one plain line every :data:`LINE_EVERY` seconds when it is a file or a pipe
-(a CI log), nothing inside a Jupyter kernel (the batch's live view is the progress
-there). A :class:`Snapshot` is what every face reads: the batch's counts, spend,
-rate and time left. Both faces are inert on a terminal (docs/decisions.md#inert-text).
+"""A batch's progress outside a notebook: a tqdm bar in a terminal, quiet lines
+otherwise, nothing in a kernel; a :class:`Snapshot` is what every face reads.
 docs/decisions.md#batch-progress.
 """
 

@@ -1,12 +1,6 @@
-"""Resuming a batch: what its store, its manifest and the ledger say of each row, before
-anything is sent.
-
-A row another live process is sending is left to it. A row whose task exists is
-re-attached (its result from the ledger when finished, else polled), never created
-again; a reserved row is looked up in the manifest, then in the ledger by the tag its
-create's intent was written with: a create that may have left is ``unknown`` (listed,
-never resent), and only one that certainly made nothing is sent again. The table of
-stored states and what a re-run does with each: docs/decisions.md#batch-resume.
+"""Resuming a batch (or re-opening a grid): what its store, its manifest and the ledger
+say of each row, before anything is sent. The table of stored states and what a re-run
+does with each: docs/decisions.md#batch-resume.
 """
 
 from __future__ import annotations
@@ -40,22 +34,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Verdict",
     "attach_all",
-    "followed",
     "ledger_verdicts",
     "reconcile",
     "restore",
     "show_as_stored",
 ]
-
-
-def followed(client: ClientLike, tasks: Sequence[tuple[str, str]]) -> list[JobLike]:
-    """A job for each existing task (endpoint, request id): a finished one from the
-    ledger (its local files), others re-attached by id (polled, never created)."""
-    finished: dict[str, JobLike] = {}
-    for endpoint in dict.fromkeys(endpoint for endpoint, _ in tasks):
-        for job in client.history(endpoint, status="finished"):
-            finished[str(job.request_id)] = job
-    return [finished.get(rid) or client.job(endpoint, rid) for endpoint, rid in tasks]
 
 
 @dataclass(frozen=True)
@@ -131,7 +114,11 @@ def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
 def attach_all(book: RowBook, rows: Sequence[tuple[BatchRow, str]]) -> None:
     """Follow existing tasks: finished ones from the ledger (their local files), others
     re-attached by id (polled, never created)."""
-    jobs = followed(book.client, [(row.endpoint, request_id) for row, request_id in rows])
+    finished: dict[str, JobLike] = {}
+    for endpoint in dict.fromkeys(row.endpoint for row, _ in rows):
+        for job in book.client.history(endpoint, status="finished"):
+            finished[str(job.request_id)] = job
+    jobs = [finished.get(rid) or book.client.job(row.endpoint, rid) for row, rid in rows]
     for (row, _), job in zip(rows, jobs, strict=True):
         keep = row.state if row.state == LEFT else CREATED
         with book.lock:

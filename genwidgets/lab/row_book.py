@@ -1,12 +1,6 @@
-"""A batch's book of rows: the one place a row's state changes, and what it is written to.
-
-A :class:`RowBook` holds a batch's rows and everything that says where they stand: each
-change of a row (:meth:`RowBook.update`) queues its store write (one transaction per
-:meth:`RowBook.flush`) and writes its manifest line; what the rows hold of the budget;
-the rows whose task ended, for the finisher; and why sending stopped or paused. The
-sender (:mod:`.batch_send`), the finisher (:mod:`.finish`) and a resume
-(:mod:`.resume`) change rows only through it; the :class:`~genwidgets.lab.batch.Batch`
-is one, and runs the threads. docs/decisions.md#batch-row-states.
+"""A batch's book of rows: the one place a row's state changes, and what it is written
+to; the sender, the finisher and a resume change rows only through it.
+docs/decisions.md#batch-row-book.
 """
 
 from __future__ import annotations

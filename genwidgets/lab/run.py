@@ -1,9 +1,5 @@
-"""A grid at work: its cells on the run core, their ratings, and re-opening.
-
-:class:`GridRun` is the plain-Python half of ``gw.grid``: its cells are the rows of a
-:class:`CellBook`, the run core a batch is (:mod:`.batch`), which sends each once,
-follows it, and records it in the run store; the grid adds its layout, its ratings,
-and re-opens a stored grid without sending anything: docs/decisions.md#grid-run.
+"""A grid at work: its cells are the rows of a :class:`CellBook` (the run core a batch
+is), with its layout, its ratings, and re-opening: docs/decisions.md#grid-run.
 """
 
 from __future__ import annotations

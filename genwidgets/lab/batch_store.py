@@ -505,27 +505,27 @@ class BatchStore:
         now = time.time()
 
         def write(conn: sqlite3.Connection) -> None:
-            for u in updates:
-                files = None if u.files is None else json.dumps(list(u.files))
-                conn.execute(
-                    "UPDATE batch_rows SET state = ?, request_id = COALESCE(?, request_id), "
-                    "error = ?, files = COALESCE(?, files), updated_at = ? "
-                    "WHERE batch_id = ? AND idx = ?",
+            conn.executemany(
+                "UPDATE batch_rows SET state = ?, request_id = COALESCE(?, request_id), "
+                "error = ?, files = COALESCE(?, files), updated_at = ? "
+                "WHERE batch_id = ? AND idx = ?",
+                [
                     (
                         u.state,
                         u.request_id,
                         redact(u.error) if u.error else None,
-                        files,
+                        None if u.files is None else json.dumps(list(u.files)),
                         now,
                         batch_id,
                         u.index,
-                    ),
-                )
-                if u.release is not None:
-                    conn.execute(
-                        "DELETE FROM batch_spend WHERE batch_id = ? AND idx = ? AND attempt = ?",
-                        (batch_id, u.index, u.release),
                     )
+                    for u in updates
+                ],
+            )
+            conn.executemany(
+                "DELETE FROM batch_spend WHERE batch_id = ? AND idx = ? AND attempt = ?",
+                [(batch_id, u.index, u.release) for u in updates if u.release is not None],
+            )
 
         self._write(write)
 

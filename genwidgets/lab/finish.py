@@ -47,7 +47,6 @@ def finish_row(book: RowBook, row: BatchRow) -> None:
                 book.update(row, UNKNOWN)
             return
         except Exception as exc:  # the gateway said the task is gone, or an odd end
-            result = None
             error = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, RequestNotFound) and getattr(book.client, "embedded", False):
                 error = (

@@ -130,14 +130,10 @@ class Snapshot:
         return text
 
 
-def _in_kernel_stream(stream: Any) -> bool:
-    return type(stream).__module__.split(".")[0] == "ipykernel"
-
-
 def progress_mode(stream: Any) -> Literal["bar", "lines", "none"]:
     """What ``mode="auto"`` draws on ``stream``: nothing in a Jupyter kernel, a bar on a
     terminal, lines otherwise."""
-    if _in_kernel_stream(stream):
+    if type(stream).__module__.split(".")[0] == "ipykernel":
         return "none"
     isatty = getattr(stream, "isatty", None)
     return "bar" if callable(isatty) and isatty() else "lines"

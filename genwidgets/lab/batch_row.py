@@ -121,11 +121,9 @@ class BatchRow:
             return "contact lost"
         job = self.job
         status = job.last_status if job is not None else None
-        if status is not None and status.status == "IN_QUEUE":
-            return "queued"
-        if job is None or (status is None and job.queue_position is not None):
-            return "queued"
-        return "running"
+        if status is None:
+            return "queued" if job is None or job.queue_position is not None else "running"
+        return "queued" if status.status == "IN_QUEUE" else "running"
 
     @property
     def next_step(self) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import os
 import threading
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .._config import redact
-from .._files import create_beside
+from .._files import write_atomically
 from .._formats import spreadsheet_cell
 
 __all__ = ["COLUMNS", "CSV_EVERY", "CSV_NAME", "JSONL_NAME", "Manifest", "read_manifest"]
@@ -105,20 +106,15 @@ class Manifest:
             if not force and now - self._csv_at < CSV_EVERY:
                 return False
             self._csv_at = now
-        rows = [
+        table = io.StringIO()
+        writer = csv.writer(table)
+        writer.writerow(COLUMNS)
+        writer.writerows(
             [spreadsheet_cell(redact(_cell(record.get(c)))) for c in COLUMNS] for record in records
-        ]
+        )
         with self._table_lock:  # two writers (the finisher, wait()) never interleave
             try:
-                partial = create_beside(self.csv)
-                try:
-                    with open(partial, "w", encoding="utf-8", newline="") as fh:
-                        writer = csv.writer(fh)
-                        writer.writerow(COLUMNS)
-                        writer.writerows(rows)
-                    os.replace(partial, self.csv)
-                finally:
-                    partial.unlink(missing_ok=True)
+                write_atomically(self.csv, table.getvalue().encode("utf-8"))
             except OSError as exc:
                 self._failed(CSV_NAME, exc)
                 return False

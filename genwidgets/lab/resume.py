@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..jobs.ledger import NOT_CREATED
@@ -154,8 +153,7 @@ def show_as_stored(book: RowBook, row: BatchRow, record: RowRecord | None) -> No
     row.planned.prepared = None
     row.ended_at = time.time()
     if record is not None and record.state in ENDED:
-        row.state, row.request_id, row.error = record.state, record.request_id, record.error
-        row.files = stored_files(book, record)
+        _as_stored(book, row, record)
         return
     row.state = UNKNOWN
     row.request_id = record.request_id if record is not None else None
@@ -163,9 +161,11 @@ def show_as_stored(book: RowBook, row: BatchRow, record: RowRecord | None) -> No
     row.error = f"taken by another process sending this batch ({there} there)"
 
 
-def stored_files(book: RowBook, record: RowRecord) -> list[Path]:
-    """A stored row's files in its run's folder (a grid has none)."""
-    return [book.out / name for name in record.files] if book.out is not None else []
+def _as_stored(book: RowBook, row: BatchRow, record: RowRecord) -> None:
+    """A row as its record says: state, request id, error, files (in its run's folder;
+    a grid has none)."""
+    row.state, row.request_id, row.error = record.state, record.request_id, record.error
+    row.files = [book.out / name for name in record.files] if book.out is not None else []
 
 
 def restore(book: RowBook) -> None:
@@ -191,10 +191,8 @@ def restore(book: RowBook) -> None:
             if record.state in held and record.owner in others:
                 show_as_stored(book, row, record)  # a live process is sending it
                 continue
-            row.state, row.attempt = record.state, record.attempt
-            row.request_id, row.error = record.request_id, record.error
-            row.files = stored_files(book, record)
-            row.reserved_at = record.reserved_at
+            _as_stored(book, row, record)
+            row.attempt, row.reserved_at = record.attempt, record.reserved_at
             if row.state == DONE and not all(p.exists() for p in row.files):
                 row.state = CREATED  # a file went missing: written again from the task
             if row.state != WAITING:

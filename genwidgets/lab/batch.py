@@ -10,6 +10,7 @@ import contextlib
 import logging
 import queue
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ class Batch(RowBook):
     confirm_above = CONFIRM_ABOVE
     #: an error that ended the sender or the finisher (raised by :meth:`wait`)
     error: BaseException | None = None
+    _started = False
     _sending_since: float | None = None
     _sender: Work | None = None
     _finisher: Work | None = None
@@ -61,6 +63,11 @@ class Batch(RowBook):
     @property
     def endpoint(self) -> str:
         return self.plan.endpoint
+
+    @property
+    def started(self) -> bool:
+        """Whether its plan was confirmed (sent, or sending)."""
+        return self._started
 
     @property
     def sending(self) -> bool:
@@ -73,17 +80,26 @@ class Batch(RowBook):
         (a pause, a cancel, an interrupt, a run re-opened) with rows never sent. Rows
         contact was lost with are followed again (no create). Else it does nothing."""
         lost = self.follow_lost()
-        if self._begin(record=self.store_batch, again=self._may_go_on):
+        with self.lock:  # a started run sends again when paused, or stopped with rows
+            # waiting and nothing sending them (a pause, a stop or a cancel ends here)
+            stalled = self.stopped is not None and not self.sending and bool(self.waiting())
+            begin = not self._started or self.paused is not None or stalled
+            if begin:
+                if self._started:
+                    self.go_on()
+                self._started = True
+                self.settled.clear()
+        if begin:
+            try:
+                self.store_batch()
+            except BaseException:  # nothing was sent: a later submit() tries again
+                with self.lock:
+                    self._started = False
+                raise
             self._run()
         elif lost:
             self._ensure_finisher()
         return self
-
-    def _may_go_on(self) -> bool:
-        """Whether a started run sends again (under the lock): paused, or stopped with
-        rows waiting and nothing sending them."""
-        stalled = self.stopped is not None and not self.sending and bool(self.waiting())
-        return self.paused is not None or stalled
 
     def follow_lost(self) -> int:
         """Follow again now, with no create, every row whose task this process lost
@@ -229,10 +245,7 @@ class Batch(RowBook):
 
     def counts(self) -> dict[str, int]:
         """Rows per ``row.status``."""
-        found = dict.fromkeys(STATUSES, 0)
-        for row in self.rows:
-            found[row.status] = found.get(row.status, 0) + 1
-        return found
+        return dict.fromkeys(STATUSES, 0) | Counter(row.status for row in self.rows)
 
     def snapshot(self) -> Snapshot:
         """The batch's progress now (counts, spend, rate, time left)."""

@@ -5,6 +5,7 @@ breaker pauses it. docs/decisions.md#batches, docs/decisions.md#circuit-breaker.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -33,13 +34,8 @@ def _next_chunk(book: RowBook) -> list[BatchRow]:
     with book.lock:
         while book.cursor < len(book.rows) and book.rows[book.cursor].state != WAITING:
             book.cursor += 1
-        chunk = []
-        for row in book.rows[book.cursor :]:
-            if row.state == WAITING:
-                chunk.append(row)
-                if len(chunk) == size:
-                    break
-        return chunk
+        waiting = (row for row in book.rows[book.cursor :] if row.state == WAITING)
+        return list(itertools.islice(waiting, size))
 
 
 def send_all(book: RowBook) -> None:

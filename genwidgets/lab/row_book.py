@@ -34,7 +34,6 @@ log = logging.getLogger("genwidgets")
 class RowBook:
     """A run's rows and the one way to change them (see the module docstring)."""
 
-    _started = False
     #: what a person calls this run, in its messages
     noun = "batch"
     #: what a person calls one of its rows
@@ -198,30 +197,6 @@ class RowBook:
         if taken is not None:
             raise id_taken(self.id, taken, description)
         self.stored = True
-
-    @property
-    def started(self) -> bool:
-        """Whether its plan was confirmed (sent, or sending)."""
-        return self._started
-
-    def _begin(self, *, record: Callable[[], None], again: Callable[[], bool]) -> bool:
-        """Start sending (False: nothing to); a started run again only when ``again()``
-        says so under the lock, which ends a pause or a stop. ``record`` stores the run:
-        when it raises, nothing was sent and a later submit() may try again."""
-        with self.lock:
-            if self._started and not again():
-                return False
-            if self._started:
-                self.go_on()
-            self._started = True
-            self.settled.clear()
-        try:
-            record()
-        except BaseException:
-            with self.lock:
-                self._started = False
-            raise
-        return True
 
     def changed(self) -> None:
         """Tell the listeners of every change since the last time, each guarded: a

@@ -278,12 +278,9 @@ class Batch(RowBook):
         )
 
     def dataframe(self) -> Any:
-        """The rows as a pandas DataFrame indexed by each row's name (a DataFrame's own
-        index, so ``df.join(batch.dataframe())`` lines up; else the position), with the
-        line of a rows file (pandas is optional). ``files`` names each file relative to
-        ``batch.out`` (as ``manifest.csv`` does), so a printed frame names no folder of
-        this machine: ``batch.out / name`` opens one, and ``frame.attrs["out"]`` is that
-        folder (docs/decisions.md#shown-paths)."""
+        """The rows as a pandas DataFrame (pandas is optional) indexed by each row's name,
+        so ``df.join(batch.dataframe())`` lines up; ``files`` are named relative to
+        ``batch.out`` (``frame.attrs["out"]``): docs/decisions.md#shown-paths."""
         try:
             import pandas as pd  # noqa: PLC0415 - optional, and a second or so to import
         except ImportError:

@@ -145,12 +145,8 @@ def say_error(
     stderr: TextIO | None = None,
     **about: Any,
 ) -> int:
-    """How every command says it did not do what was asked, and returns ``code`` (its
-    exit status): ``genwidgets COMMAND: MESSAGE`` on stderr, or with ``--json`` one JSON
-    object on stdout, ``{"error": MESSAGE, "command": COMMAND, ...about}`` (with
-    ``error_type`` and a payload error's ``problems``, each ``{"loc", "msg"}``, when
-    ``exc`` is given), so a script reads every outcome from stdout.
-    docs/decisions.md#batch-cli."""
+    """How every command says it did not do what was asked, on stderr or (``--json``) as
+    one JSON object on stdout; returns ``code``, its exit status. docs/decisions.md#batch-cli."""
     if not as_json:
         print(f"genwidgets {command}: {message}", file=stderr or sys.stderr)
         return code

@@ -232,9 +232,8 @@ def run_batch(
             return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc=exc, id=args.id)
         except GenwidgetsError as exc:
             return error(f"not opened, nothing sent: {exc}", EXIT_NOT_DONE, exc=exc, id=args.id)
-        to_send = sum(1 for r in batch.rows if r.state == "waiting")
         retried = len(batch.failed) if args.retry_failed else 0
-        to_send += retried
+        to_send = len(batch.waiting()) + retried
         if not args.json:
             print(f"batch {batch.id} → {shown_path(batch.out)}", file=stdout)
             print(batch.plan.summary(), file=stdout)

@@ -94,12 +94,6 @@ def _claim(partial: Path, target: Path, own: Collection[str], batch: str, row: i
     raise OSError(f"no free name for {target.name} after {MAX_SUFFIX} tries")
 
 
-def _source(output: Output) -> Path | bytes:
-    if output.path is not None and output.path.exists():
-        return output.path
-    return output.read()
-
-
 def write_outputs(
     out: Path,
     stem: str,
@@ -123,7 +117,9 @@ def write_outputs(
         again = target.exists()  # written before: a killed writer may have left pieces
         partial = create_beside(target)
         try:
-            inside = write_with_provenance(_source(output), partial, output.content_type, text)
+            kept = output.path  # the ledger's copy, else its bytes
+            source = kept if kept is not None and kept.exists() else output.read()
+            inside = write_with_provenance(source, partial, output.content_type, text)
             path = _claim(partial, target, own, batch, row)
         finally:
             with contextlib.suppress(OSError):

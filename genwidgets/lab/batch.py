@@ -51,8 +51,6 @@ class Batch(RowBook):
     needs_confirmation = False
     #: billed generations above which it waits for :meth:`submit` (``gw.batch``'s)
     confirm_above = CONFIRM_ABOVE
-    #: an error that ended the sender or the finisher (raised by :meth:`wait`)
-    error: BaseException | None = None
     _started = False
     _sending_since: float | None = None
     _sender: Work | None = None
@@ -130,13 +128,9 @@ class Batch(RowBook):
         with self.lock:
             self._started = any(r.state != WAITING for r in self.rows)
             if self._started and self.waiting():
-                self.stopped = "re-opened: rows never sent wait for submit()"
-        while True:
-            try:
-                index = self.ended.get_nowait()
-            except queue.Empty:
-                break
-            self._finish_one(self.rows[index])
+                self.stopped = f"re-opened: {self.unit}s never sent wait for submit()"
+        while not self.ended.empty():  # no finisher yet: this is the one taker
+            self._finish_one(self.rows[self.ended.get_nowait()])
         self.flush()
         self._ensure_finisher()
 
@@ -154,8 +148,6 @@ class Batch(RowBook):
         face = Progress(len(self.rows), mode=progress)
         try:
             while not self.finished:
-                if self.error is not None:
-                    raise self.error
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise TimeoutError(
@@ -170,8 +162,6 @@ class Batch(RowBook):
         finally:
             face.close(self.snapshot())
         self._final_write()  # the store and both manifests say what wait() saw
-        if self.error is not None:
-            raise self.error
         return self
 
     def cancel(self) -> int:

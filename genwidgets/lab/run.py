@@ -282,8 +282,7 @@ class GridRun:
         found = [
             job.expected_finish for c in self.cells if (job := c.job) is not None and not job.done()
         ]
-        known = [f for f in found if f is not None]
-        return max(known) if known else None
+        return max((f for f in found if f is not None), default=None)
 
     # ------------------------------------------------------------------ judging
 

@@ -250,8 +250,7 @@ class Batch(RowBook):
         # (four rows ending together early on are not "16 rows/s")
         since = max(now - RATE_WINDOW, self._sending_since or now)
         rate = len(ends) / (now - since) if len(ends) >= 2 and now - since >= 1.0 else None
-        ended = sum(counts[s] for s in ENDED_STATUSES)
-        left = len(self.rows) - ended
+        left = len(self.rows) - sum(counts[s] for s in ENDED_STATUSES)
         return Snapshot(
             id=self.id,
             total=len(self.rows),

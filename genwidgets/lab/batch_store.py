@@ -643,14 +643,10 @@ class GridStore(BatchStore):
 
     def get(self, grid_id: str) -> GridRecord | None:
         self.adopt()
-        found = self._read(
-            "SELECT id, gateway, endpoint, created_at, description FROM batches "
-            "WHERE id = ? AND kind = 'grid'",
-            (grid_id,),
-        )
+        found = self._read(_BATCHES + " WHERE id = ? AND kind = 'grid'", (grid_id,))
         if not found:
             return None
-        gid, gateway, endpoint, created_at, description = found[0]
+        gid, gateway, endpoint, created_at, _, _, description = found[0]
         ratings = self.ratings(gid)
         cells = [
             CellRecord(r.index, json.loads(r.payload), r.request_id, r.error, *rating)

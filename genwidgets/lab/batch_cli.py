@@ -211,8 +211,7 @@ def run_batch(
         budget = budget[MONEY]
 
     error = functools.partial(say_error, "batch", as_json=args.json, stdout=stdout, stderr=stderr)
-    client = Client()
-    try:
+    with Client() as client:
         try:
             batch = open_batch(
                 args.endpoint,
@@ -290,5 +289,3 @@ def run_batch(
                     print(said, file=stdout)
             print(f"manifest: {shown_path(report['manifest'])}", file=stdout)
         return EXIT_DONE if not report["not_done"] else EXIT_NOT_DONE
-    finally:
-        client.close()

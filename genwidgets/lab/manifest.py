@@ -57,7 +57,6 @@ class Manifest:
     write tries again (the store and the ledger keep the truth meanwhile)."""
 
     def __init__(self, out: Path | None, batch_id: str) -> None:
-        self.out = out
         self.batch_id = batch_id
         #: a grid has no folder: nothing is written (its store and the ledger keep it)
         self.jsonl = out / JSONL_NAME if out is not None else None
@@ -133,10 +132,7 @@ def read_manifest(out: str | os.PathLike[str] | None) -> dict[int, dict[str, Any
     """The last record of each row in a folder's ``manifest.jsonl`` (a torn last line,
     from a crash while writing it, is skipped); nothing for a run with no folder."""
     found: dict[int, dict[str, Any]] = {}
-    if out is None:
-        return found
-    path = Path(out) / JSONL_NAME
-    if not path.exists():
+    if out is None or not (path := Path(out) / JSONL_NAME).exists():
         return found
     with open(path, encoding="utf-8") as fh:
         for line in fh:

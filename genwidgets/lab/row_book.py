@@ -174,9 +174,8 @@ class RowBook:
     def charges(self, row: BatchRow) -> dict[str, float | None]:
         """What a row takes from the budget: every billed kind, and money with prices."""
         units: dict[str, float | None] = dict(row.units)
-        cost = self.plan.budget.cost(row.endpoint, row.units)
         if self.plan.budget.prices:
-            units["money"] = cost
+            units["money"] = self.plan.budget.cost(row.endpoint, row.units)
         return units
 
     def store_batch(self) -> None:

@@ -69,8 +69,8 @@ TIMED_OUT = "timed out"  # past its deadline, cancelled at the gateway (on_timeo
 #: past its deadline (request id kept): listed, never resent; a resume re-attaches a task
 UNKNOWN = "unknown"
 LEFT = "left"  # past its deadline, left running (on_timeout="leave")
-#: states in which the batch does nothing more with a row
-ENDED = frozenset({DONE, PENDING, FAILED, CANCELLED, TIMED_OUT, UNKNOWN, LEFT})
+#: states in which the batch does nothing more with a row, in the order a view counts them
+ENDED = (DONE, PENDING, FAILED, CANCELLED, TIMED_OUT, UNKNOWN, LEFT)
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS batches (

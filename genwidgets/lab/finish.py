@@ -14,6 +14,9 @@ from .batch_store import CANCELLED, CREATED, DONE, FAILED, LEFT, PENDING, TIMED_
 from .outfiles import write_outputs
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..protocol.records import Result
     from .batch_row import BatchRow
     from .row_book import RowBook
 
@@ -72,34 +75,31 @@ def finish_row(book: RowBook, row: BatchRow) -> None:
             book.update(row, FAILED)
 
 
-def _write(book: RowBook, row: BatchRow, result: object) -> None:
+def _write(book: RowBook, row: BatchRow, result: Result) -> None:
     """A task done: its files into the batch's folder, or ``files pending`` (the task is
     paid and its outputs are kept: never created again for want of a folder). A grid
     has no folder: its outputs are the ledger's."""
-    if book.out is None:
-        with book.lock:
-            row.error = None
-            book.update(row, DONE)
-        return
-    try:
-        files = write_outputs(
-            book.out,
-            row.planned.stem,
-            list(result.outputs),  # type: ignore[attr-defined]
-            own={p.name for p in row.files},
-            batch=book.id,
-            row=row.index,
-            endpoint=row.endpoint,
-            request_id=row.request_id,
-            payload=row.payload,
-        )
-    except (OSError, GenwidgetsError, ValueError) as exc:
-        with book.lock:
-            row.error = (
-                f"done at the gateway; its files were not written: {type(exc).__name__}: {exc}"
+    files: list[Path] = []
+    if book.out is not None:
+        try:
+            files = write_outputs(
+                book.out,
+                row.planned.stem,
+                list(result.outputs),
+                own={p.name for p in row.files},
+                batch=book.id,
+                row=row.index,
+                endpoint=row.endpoint,
+                request_id=row.request_id,
+                payload=row.payload,
             )
-            book.update(row, PENDING)
-        return
+        except (OSError, GenwidgetsError, ValueError) as exc:
+            with book.lock:
+                row.error = (
+                    f"done at the gateway; its files were not written: {type(exc).__name__}: {exc}"
+                )
+                book.update(row, PENDING)
+            return
     with book.lock:
         row.files, row.error = files, None
         book.update(row, DONE)

@@ -139,10 +139,8 @@ def _sent(book: RowBook, row: BatchRow, outcome: Any) -> None:
                 book.pause(why)
             # kept for a sweep's card; its traceback let go (it holds the sender's frames)
             row.error, row.exception = create_failure(outcome), outcome.with_traceback(None)
-            if created_nothing(outcome):
-                book.update(row, FAILED, release=True)
-            else:
-                book.update(row, UNKNOWN)
+            nothing = created_nothing(outcome)  # its units go back; else it may have billed
+            book.update(row, FAILED if nothing else UNKNOWN, release=nothing)
             return
         book.breaker.saw(outcome)
         book.attach(row, outcome)

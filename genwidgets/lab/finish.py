@@ -67,12 +67,10 @@ def finish_row(book: RowBook, row: BatchRow) -> None:
         if row.timed_out:
             row.error = f"timed out after {book.timeout:g} s; cancelled at the gateway ({error})"
             book.update(row, TIMED_OUT)
-        elif row.user_cancelled or (result is not None and result.status == "CANCELLED"):
-            row.error = error  # cancelled (by a deadline or a person): not the gateway's failure
-            book.update(row, CANCELLED)
-        else:
+        else:  # cancelled (by a deadline or a person) is not the gateway's failure
+            cancelled = row.user_cancelled or (result is not None and result.status == "CANCELLED")
             row.error = error
-            book.update(row, FAILED)
+            book.update(row, CANCELLED if cancelled else FAILED)
 
 
 def _write(book: RowBook, row: BatchRow, result: Result) -> None:

@@ -47,9 +47,9 @@ class RowBook:
         batch_id: str,
         out: Path | None,
         store: BatchStore,
-        timeout: float | None,
-        on_timeout: str,
         concurrency: int,
+        timeout: float | None = None,
+        on_timeout: str = "cancel",
     ) -> None:
         #: held while the run changes; never while waiting on the engine
         self.lock = threading.RLock()

@@ -186,8 +186,6 @@ class GridRun:
             batch_id=grid_id or new_grid_id(),
             out=None,
             store=self.store,
-            timeout=None,
-            on_timeout="cancel",
             concurrency=valid_concurrency(concurrency),
         )
         self.cells = [GridCell(self, row) for row in self.book.rows]

@@ -3,11 +3,12 @@
 Below the widgets, above the jobs: :mod:`.axes` reads axes, :mod:`.plan` plans
 grids (counted, billed, validated before sending), :mod:`.sweep` plans a sweep as
 a one-axis grid, :mod:`.run` sends a grid (or a sweep) and keeps its ratings,
-:mod:`.store` keeps grids in the ledger's SQLite file, :mod:`.export` writes
-contact sheets and offline pages, :mod:`.mapping` writes one payload for several
-endpoints, :mod:`.scores` gathers ratings across grids. Batches from data
-(``gw.batch``) are :mod:`.batch` and the modules it names; :mod:`.batch_open` opens one;
-:func:`read_provenance` reads back how a batch's file was made.
+:mod:`.batch_store` keeps grids and batches in the ledger's SQLite file,
+:mod:`.export` writes contact sheets and offline pages, :mod:`.mapping` writes one
+payload for several endpoints, :mod:`.scores` gathers ratings across grids. Batches
+from data (``gw.batch``) are :mod:`.batch` and the modules it names;
+:mod:`.batch_open` opens one; :func:`read_provenance` reads back how a batch's file
+was made.
 """
 
 from .axes import PROMPT_SR, Axis, make_axis, parse_values

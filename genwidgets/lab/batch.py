@@ -1,13 +1,6 @@
-"""A batch at work: rows sent through the one batch sender, followed, written out, kept.
-
-:class:`Batch` is the plain-Python ``gw.batch``: a :class:`~.row_book.RowBook` (its rows
-and the one way to change them) that runs two pieces of work on the package's worker
-threads: the sender (:func:`~.batch_send.send_all`: waiting rows a chunk at a time,
-reserved in the ledger's file so the budget's cap holds across processes, sent with
-``client.send_many``) and the finisher (each ended row's files into ``out`` with their
-provenance, the manifest, the store, each row's deadline). Engine callbacks only queue
-a row or mark the batch changed: nothing here waits on the engine while it holds a lock,
-and no engine callback waits on a view. Resuming, budgets, files:
+"""A batch at work: a :class:`~.row_book.RowBook` that runs its sender
+(:func:`~.batch_send.send_all`) and its finisher (:mod:`.finish`) on the package's
+worker threads; who does what, and why no lock is held while waiting on the engine:
 docs/decisions.md#batches.
 """
 
@@ -17,6 +10,7 @@ import contextlib
 import logging
 import queue
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +23,7 @@ from .batch_store import CREATED, FAILED, PENDING, SENDING, UNKNOWN, WAITING
 from .budget import summed
 from .cost import CONFIRM_ABOVE
 from .finish import check_deadlines, finish_row, write_files
-from .progress import Mode, Progress, Snapshot, interrupted
+from .progress import Mode, Progress, Snapshot
 from .resume import attach_all, reconcile
 from .row_book import RowBook
 
@@ -59,6 +53,7 @@ class Batch(RowBook):
     confirm_above = CONFIRM_ABOVE
     #: an error that ended the sender or the finisher (raised by :meth:`wait`)
     error: BaseException | None = None
+    _started = False
     _sending_since: float | None = None
     _sender: Work | None = None
     _finisher: Work | None = None
@@ -68,6 +63,11 @@ class Batch(RowBook):
     @property
     def endpoint(self) -> str:
         return self.plan.endpoint
+
+    @property
+    def started(self) -> bool:
+        """Whether its plan was confirmed (sent, or sending)."""
+        return self._started
 
     @property
     def sending(self) -> bool:
@@ -80,17 +80,26 @@ class Batch(RowBook):
         (a pause, a cancel, an interrupt, a run re-opened) with rows never sent. Rows
         contact was lost with are followed again (no create). Else it does nothing."""
         lost = self.follow_lost()
-        if self._begin(record=self.store_batch, again=self._may_go_on):
+        with self.lock:  # a started run sends again when paused, or stopped with rows
+            # waiting and nothing sending them (a pause, a stop or a cancel ends here)
+            stalled = self.stopped is not None and not self.sending and bool(self.waiting())
+            begin = not self._started or self.paused is not None or stalled
+            if begin:
+                if self._started:
+                    self.go_on()
+                self._started = True
+                self.settled.clear()
+        if begin:
+            try:
+                self.store_batch()
+            except BaseException:  # nothing was sent: a later submit() tries again
+                with self.lock:
+                    self._started = False
+                raise
             self._run()
         elif lost:
             self._ensure_finisher()
         return self
-
-    def _may_go_on(self) -> bool:
-        """Whether a started run sends again (under the lock): paused, or stopped with
-        rows waiting and nothing sending them."""
-        stalled = self.stopped is not None and not self.sending and bool(self.waiting())
-        return self.paused is not None or stalled
 
     def follow_lost(self) -> int:
         """Follow again now, with no create, every row whose task this process lost
@@ -121,13 +130,9 @@ class Batch(RowBook):
         with self.lock:
             self._started = any(r.state != WAITING for r in self.rows)
             if self._started and self.waiting():
-                self.stopped = "re-opened: rows never sent wait for submit()"
-        while True:
-            try:
-                index = self.ended.get_nowait()
-            except queue.Empty:
-                break
-            self._finish_one(self.rows[index])
+                self.stopped = f"re-opened: {self.unit}s never sent wait for submit()"
+        while not self.ended.empty():  # no finisher yet: this is the one taker
+            self._finish_one(self.rows[self.ended.get_nowait()])
         self.flush()
         self._ensure_finisher()
 
@@ -172,7 +177,7 @@ class Batch(RowBook):
         self.cancelled = True
         with self.lock:
             if self._started and self.stopped is None and self.waiting():
-                self.stopped = "cancelled: rows not sent wait"
+                self.stopped = f"cancelled: {self.unit}s not sent wait"
             running = [r for r in self.rows if r.state == CREATED and r.job is not None]
             for row in running:
                 row.user_cancelled = True
@@ -195,7 +200,6 @@ class Batch(RowBook):
                 self.go_on()
         self.flush()
         if failed:
-            self.cancelled = False
             self._started = True
             self.settled.clear()
             self._run()
@@ -237,27 +241,22 @@ class Batch(RowBook):
 
     def counts(self) -> dict[str, int]:
         """Rows per ``row.status``."""
-        found = dict.fromkeys(STATUSES, 0)
-        for row in self.rows:
-            found[row.status] = found.get(row.status, 0) + 1
-        return found
+        return dict.fromkeys(STATUSES, 0) | Counter(row.status for row in self.rows)
 
     def snapshot(self) -> Snapshot:
         """The batch's progress now (counts, spend, rate, time left)."""
         counts = self.counts()
         now = time.monotonic()
-        ends_at = self.ends
         with self.lock:
-            while ends_at and now - ends_at[0] > RATE_WINDOW:
-                ends_at.popleft()
-            ends = list(ends_at)
+            while self.ends and now - self.ends[0] > RATE_WINDOW:
+                self.ends.popleft()
+            ends = list(self.ends)
             spent = dict(self.spent)
         # rows ended over the last minute, or since sending began when that is shorter
         # (four rows ending together early on are not "16 rows/s")
         since = max(now - RATE_WINDOW, self._sending_since or now)
         rate = len(ends) / (now - since) if len(ends) >= 2 and now - since >= 1.0 else None
-        ended = sum(counts[s] for s in ENDED_STATUSES)
-        left = len(self.rows) - ended
+        left = len(self.rows) - sum(counts[s] for s in ENDED_STATUSES)
         return Snapshot(
             id=self.id,
             total=len(self.rows),
@@ -274,12 +273,9 @@ class Batch(RowBook):
         )
 
     def dataframe(self) -> Any:
-        """The rows as a pandas DataFrame indexed by each row's name (a DataFrame's own
-        index, so ``df.join(batch.dataframe())`` lines up; else the position), with the
-        line of a rows file (pandas is optional). ``files`` names each file relative to
-        ``batch.out`` (as ``manifest.csv`` does), so a printed frame names no folder of
-        this machine: ``batch.out / name`` opens one, and ``frame.attrs["out"]`` is that
-        folder (docs/decisions.md#shown-paths)."""
+        """The rows as a pandas DataFrame (pandas is optional) indexed by each row's name,
+        so ``df.join(batch.dataframe())`` lines up; ``files`` are named relative to
+        ``batch.out`` (``frame.attrs["out"]``): docs/decisions.md#shown-paths."""
         try:
             import pandas as pd  # noqa: PLC0415 - optional, and a second or so to import
         except ImportError:
@@ -380,8 +376,12 @@ class Batch(RowBook):
         the record; the tasks created go on (a resume re-attaches them)."""
         self.stop.set()
         with self.lock:
-            if self.stopped is None:
-                self.stopped = interrupted(waiting=bool(self.waiting()))
+            if self.stopped is None:  # a grid's rows are its cells
+                self.stopped = "interrupted: " + (
+                    f"{self.unit}s not sent wait"
+                    if self.waiting()
+                    else f"every {self.unit} was sent, their tasks go on"
+                )
         sender = self._sender
         if sender is not None:
             with contextlib.suppress(BaseException):
@@ -417,8 +417,7 @@ class Batch(RowBook):
             if self.ended.empty() and not self.sending and self.finished:
                 break
         try:
-            self.write_all()
-            self.manifest.close()
+            self._final_write()
         except Exception as exc:
             self._trouble("writing the batch's record", exc)
         self.settled.set()

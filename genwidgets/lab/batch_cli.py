@@ -49,12 +49,16 @@ def _set(text: str) -> tuple[str, str]:
     return _pair(text, "FIELD=TEMPLATE (e.g. prompt='{text}, watercolor')")
 
 
-def _budget(text: str) -> tuple[str, float]:
-    kind, value = _pair(text, f"KIND=N with KIND one of {', '.join([*UNITS, MONEY])}")
+def _number(value: str, text: str) -> float:
     try:
-        return kind, float(value)
+        return float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} in {text!r} is not a number") from None
+
+
+def _budget(text: str) -> tuple[str, float]:
+    kind, value = _pair(text, f"KIND=N with KIND one of {', '.join([*UNITS, MONEY])}")
+    return kind, _number(value, text)
 
 
 def _price(text: str) -> tuple[str, str, float]:
@@ -62,10 +66,7 @@ def _price(text: str) -> tuple[str, str, float]:
     endpoint, sep, key = where.rpartition(":")
     if not sep or not endpoint:
         raise argparse.ArgumentTypeError(f"{text!r} is not ENDPOINT:PER_UNIT=PRICE")
-    try:
-        return endpoint, key, float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} in {text!r} is not a number") from None
+    return endpoint, key, _number(value, text)
 
 
 def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,22 +95,15 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--concurrency", type=int, default=None, help="creates in flight at once (default 4)"
     )
-    parser.add_argument(
-        "--budget",
-        action="append",
-        type=_budget,
-        default=[],
-        metavar="KIND=N",
-        help=f"a cap: {', '.join(UNITS)}, or money with --price (repeatable)",
-    )
-    parser.add_argument(
-        "--price",
-        action="append",
-        type=_price,
-        default=[],
-        metavar="ENDPOINT:PER_UNIT=PRICE",
-        help=f"a price for --budget money=N (PER_UNIT: {', '.join(UNITS.values())})",
-    )
+    caps = f"a cap: {', '.join(UNITS)}, or money with --price (repeatable)"
+    priced = f"a price for --budget money=N (PER_UNIT: {', '.join(UNITS.values())})"
+    for flag, parse, metavar, said in (
+        ("--budget", _budget, "KIND=N", caps),
+        ("--price", _price, "ENDPOINT:PER_UNIT=PRICE", priced),
+    ):
+        parser.add_argument(
+            flag, action="append", type=parse, default=[], metavar=metavar, help=said
+        )
     parser.add_argument(
         "--timeout", type=float, default=None, help="seconds a row may take once created"
     )
@@ -151,12 +145,8 @@ def say_error(
     stderr: TextIO | None = None,
     **about: Any,
 ) -> int:
-    """How every command says it did not do what was asked, and returns ``code`` (its
-    exit status): ``genwidgets COMMAND: MESSAGE`` on stderr, or with ``--json`` one JSON
-    object on stdout, ``{"error": MESSAGE, "command": COMMAND, ...about}`` (with
-    ``error_type`` and a payload error's ``problems``, each ``{"loc", "msg"}``, when
-    ``exc`` is given), so a script reads every outcome from stdout.
-    docs/decisions.md#batch-cli."""
+    """How every command says it did not do what was asked, on stderr or (``--json``) as
+    one JSON object on stdout; returns ``code``, its exit status. docs/decisions.md#batch-cli."""
     if not as_json:
         print(f"genwidgets {command}: {message}", file=stderr or sys.stderr)
         return code
@@ -176,20 +166,6 @@ def _ask(question: str, stdin: TextIO, stdout: TextIO) -> bool:
 
 
 def _report(batch: Batch) -> dict[str, Any]:
-    def listed(rows: list[Any]) -> list[dict[str, Any]]:
-        return [
-            {
-                "row": r.index,
-                "line": r.line,
-                "status": r.status,
-                "request_id": r.request_id,
-                "error": r.error,
-                "next": r.next_step,
-            }
-            for r in rows
-        ]
-
-    not_done = [r for r in batch.rows if r.status != "done"]
     snap = batch.snapshot()
     return {
         "id": batch.id,
@@ -201,7 +177,18 @@ def _report(batch: Batch) -> dict[str, Any]:
         "stopped": batch.stopped,
         "paused": batch.paused is not None,
         "problem": snap.problem,
-        "not_done": listed(not_done),
+        "not_done": [
+            {
+                "row": r.index,
+                "line": r.line,
+                "status": r.status,
+                "request_id": r.request_id,
+                "error": r.error,
+                "next": r.next_step,
+            }
+            for r in batch.rows
+            if r.status != "done"
+        ],
     }
 
 
@@ -224,8 +211,7 @@ def run_batch(
         budget = budget[MONEY]
 
     error = functools.partial(say_error, "batch", as_json=args.json, stdout=stdout, stderr=stderr)
-    client = Client()
-    try:
+    with Client() as client:
         try:
             batch = open_batch(
                 args.endpoint,
@@ -245,9 +231,8 @@ def run_batch(
             return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc=exc, id=args.id)
         except GenwidgetsError as exc:
             return error(f"not opened, nothing sent: {exc}", EXIT_NOT_DONE, exc=exc, id=args.id)
-        to_send = sum(1 for r in batch.rows if r.state == "waiting")
         retried = len(batch.failed) if args.retry_failed else 0
-        to_send += retried
+        to_send = len(batch.waiting()) + retried
         if not args.json:
             print(f"batch {batch.id} → {shown_path(batch.out)}", file=stdout)
             print(batch.plan.summary(), file=stdout)
@@ -304,5 +289,3 @@ def run_batch(
                     print(said, file=stdout)
             print(f"manifest: {shown_path(report['manifest'])}", file=stdout)
         return EXIT_DONE if not report["not_done"] else EXIT_NOT_DONE
-    finally:
-        client.close()

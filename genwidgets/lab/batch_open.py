@@ -1,9 +1,6 @@
-"""``gw.batch`` and ``gw.batches``: plan a batch, open it (new or resumed), send it.
-
-The arguments are checked first, then the plan (:mod:`.batch_plan`: every row, all
-problems at once), then the batch's id and folder, then what the store already holds
-under that id (:mod:`.resume`), then the budget against what the batch has spent;
-only then, below ``confirm_above``, is anything sent. docs/decisions.md#batches.
+"""``gw.batch`` and ``gw.batches``: the arguments, the plan, the id and folder, what the
+store holds under the id, the budget; only then, below ``confirm_above``, a send.
+docs/decisions.md#batches.
 """
 
 from __future__ import annotations

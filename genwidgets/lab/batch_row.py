@@ -21,20 +21,12 @@ if TYPE_CHECKING:
 
 __all__ = ["STATUSES", "BatchRow"]
 
-#: the statuses of rows that have ended (nothing more happens to them in this run)
-ENDED_STATUSES = (
-    "done",
-    "files pending",
-    "failed",
-    "cancelled",
-    "timed out",
-    "unknown",
-    "left running",
-)
-#: every ``row.status``, in the order a view counts them
-STATUSES = ("done", "running", "queued", "sending", "waiting", "contact lost", *ENDED_STATUSES[1:])
 #: the stored states said otherwise in ``row.status`` (every other is its own word)
 _WORDS = {PENDING: "files pending", LEFT: "left running"}
+#: the statuses of rows that have ended (nothing more happens to them in this run)
+ENDED_STATUSES = tuple(_WORDS.get(state, state) for state in ENDED)
+#: every ``row.status``, in the order a view counts them
+STATUSES = ("done", "running", "queued", "sending", "waiting", "contact lost", *ENDED_STATUSES[1:])
 #: what happens next to a row of each status, in words (the view, the manifest, the CLI)
 NEXT = {
     "waiting": "sent when the batch runs",
@@ -121,11 +113,9 @@ class BatchRow:
             return "contact lost"
         job = self.job
         status = job.last_status if job is not None else None
-        if status is not None and status.status == "IN_QUEUE":
-            return "queued"
-        if job is None or (status is None and job.queue_position is not None):
-            return "queued"
-        return "running"
+        if status is None:
+            return "queued" if job is None or job.queue_position is not None else "running"
+        return "queued" if status.status == "IN_QUEUE" else "running"
 
     @property
     def next_step(self) -> str:

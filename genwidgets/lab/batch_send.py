@@ -1,17 +1,11 @@
-"""A batch's sending: waiting rows a chunk at a time, reserved, created, answered.
-
-Run on the batch's sender (a worker thread), over its :class:`~.row_book.RowBook`.
-Each chunk's rows are reserved in the store (the budget's cap holds across processes),
-then sent through ``client.send_many``: each answer settles its row, and what an
-interrupt left unanswered is looked up in the ledger by its tag. A grid's cells are
-rows of a book too. Creates that fail
-in a row in a way that may have billed (a 5xx, no answer, no contact) pause the batch
-after :data:`~.breaker.BREAKER_AFTER`: creates in flight answer, none more leave until it is
-asked to go on. docs/decisions.md#circuit-breaker.
+"""A batch's sending, on its sender thread: waiting rows a chunk at a time, reserved in
+the store, created through ``client.send_many``, each answer settling its row; the
+breaker pauses it. docs/decisions.md#batches, docs/decisions.md#circuit-breaker.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +34,8 @@ def _next_chunk(book: RowBook) -> list[BatchRow]:
     with book.lock:
         while book.cursor < len(book.rows) and book.rows[book.cursor].state != WAITING:
             book.cursor += 1
-        chunk = []
-        for row in book.rows[book.cursor :]:
-            if row.state == WAITING:
-                chunk.append(row)
-                if len(chunk) == size:
-                    break
-        return chunk
+        waiting = (row for row in book.rows[book.cursor :] if row.state == WAITING)
+        return list(itertools.islice(waiting, size))
 
 
 def send_all(book: RowBook) -> None:
@@ -150,10 +139,8 @@ def _sent(book: RowBook, row: BatchRow, outcome: Any) -> None:
                 book.pause(why)
             # kept for a sweep's card; its traceback let go (it holds the sender's frames)
             row.error, row.exception = create_failure(outcome), outcome.with_traceback(None)
-            if created_nothing(outcome):
-                book.update(row, FAILED, release=True)
-            else:
-                book.update(row, UNKNOWN)
+            nothing = created_nothing(outcome)  # its units go back; else it may have billed
+            book.update(row, FAILED if nothing else UNKNOWN, release=nothing)
             return
         book.breaker.saw(outcome)
         book.attach(row, outcome)

@@ -7,25 +7,29 @@ write transaction that first sums what the batch has spent, so a cap holds howev
 kernels or processes send the same batch; a create that certainly made nothing gives its
 units back. The reserving ledger's owner is kept with the row: while that process lives,
 its rows are its own (another resuming the batch leaves them). States and what resuming
-does with each: docs/decisions.md#batch-resume.
+does with each: docs/decisions.md#batch-resume. Every read and write goes through the
+client's ledger (``transaction()``, ``query()``: its busy timeout, locking and errors);
+a client without one keeps its runs in memory (docs/decisions.md#grid-store).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._config import redact, shown_path
-from ..errors import PayloadError
+from ..errors import LedgerError, PayloadError
+from ..jobs.ledger import Ledger
 from .budget import over_cap
 from .problems import problem
-from .store import TableStore
 
 __all__ = [
     "CANCELLED",
@@ -47,6 +51,8 @@ __all__ = [
     "Reserved",
     "RowRecord",
     "RowUpdate",
+    "SessionTables",
+    "Tables",
     "id_taken",
     "what_differs",
 ]
@@ -63,8 +69,8 @@ TIMED_OUT = "timed out"  # past its deadline, cancelled at the gateway (on_timeo
 #: past its deadline (request id kept): listed, never resent; a resume re-attaches a task
 UNKNOWN = "unknown"
 LEFT = "left"  # past its deadline, left running (on_timeout="leave")
-#: states in which the batch does nothing more with a row
-ENDED = frozenset({DONE, PENDING, FAILED, CANCELLED, TIMED_OUT, UNKNOWN, LEFT})
+#: states in which the batch does nothing more with a row, in the order a view counts them
+ENDED = (DONE, PENDING, FAILED, CANCELLED, TIMED_OUT, UNKNOWN, LEFT)
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS batches (
@@ -140,6 +146,47 @@ _ADOPT = (
 _BATCHES = "SELECT id, gateway, endpoint, created_at, out, digest, description FROM batches"
 _COUNTS = "SELECT state, COUNT(*) FROM batch_rows WHERE batch_id = ? GROUP BY state"
 _SPENT = "SELECT kind, SUM(amount) FROM batch_spend WHERE batch_id = ? GROUP BY kind"
+
+
+class SessionTables:
+    """The lab's tables of a client without a ledger: an in-memory SQLite database
+    that lives as long as this process (nothing is written to disk)."""
+
+    path = None
+    owner = None
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", check_same_thread=False)
+        self._lock = threading.RLock()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._conn:  # commits at the end, rolls back on an exception
+            yield self._conn
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def hold(self, conn: sqlite3.Connection) -> None:
+        return None  # one process sees these tables: nothing to hold against
+
+    def alive_owners(self) -> set[str]:
+        return set()
+
+
+#: where the lab's tables live: a ledger (its file), or the session's memory
+Tables = Ledger | SessionTables
+
+
+def _no_table(exc: Exception) -> bool:
+    """Whether an error says the tables are not in the file (yet)."""
+    return "no such table" in str(exc)
+
+
+def _no_column(exc: Exception) -> bool:
+    """Whether an error says a column is not in the file's table (an older file)."""
+    return "no such column" in str(exc) or "has no column named" in str(exc)
 
 
 def what_differs(stored: Mapping[str, Any], planned: Mapping[str, Any]) -> str:
@@ -240,16 +287,73 @@ class BatchRecord:
         )
 
 
-class BatchStore(TableStore):
-    """Read and write batches in the tables of one ledger file (or of the session)."""
+class BatchStore:
+    """Read and write batches in the tables of one ledger file (or of the session),
+    made by the first write that finds them missing; a read of a file without them
+    returns nothing. ``tables`` is the ledger to go through, a path (a :class:`Ledger`
+    of that file is opened, and closed by :meth:`close`), or None (memory).
+    Thread-safe: the ledger is."""
 
     SCHEMA: tuple[str, ...] = _SCHEMA
+    #: columns ``SCHEMA`` has that a file written by an older genwidgets lacks:
+    #: (table, column, declaration), added by the first statement that misses one
     COLUMNS: tuple[tuple[str, str, str], ...] = (
         ("batch_rows", "owner", "TEXT"),
         ("batches", "kind", "TEXT NOT NULL DEFAULT 'batch'"),
     )
     #: the kind of run this store lists and saves
     KIND = "batch"
+
+    def __init__(self, tables: Tables | str | os.PathLike[str] | None = None) -> None:
+        self._owned: Ledger | None = None
+        if tables is None:
+            tables = SessionTables()
+        elif isinstance(tables, (str, os.PathLike)):
+            tables = self._owned = Ledger(tables)
+        self.tables: Tables = tables
+        self.path = tables.path
+
+    def _write(self, write: Callable[[sqlite3.Connection], object]) -> Any:
+        """Run ``write`` in one transaction of the tables and return what it returned. A
+        file without this store's tables (new, or started afresh after damage) gets them
+        in the same transaction."""
+        try:
+            with self.tables.transaction() as conn:
+                return write(conn)
+        except (LedgerError, sqlite3.OperationalError) as exc:
+            if not (_no_table(exc) or _no_column(exc)):
+                raise
+            with self.tables.transaction() as conn:
+                self._bring_up_to_date(conn)
+                return write(conn)
+
+    def _bring_up_to_date(self, conn: sqlite3.Connection) -> None:
+        """Make the tables missing, and add the :attr:`COLUMNS` an older file lacks."""
+        for statement in self.SCHEMA:
+            conn.execute(statement)
+        for table, column, declaration in self.COLUMNS:
+            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one query; none from a file that holds no such table yet (an older
+        file's tables are brought up to date first)."""
+        try:
+            return self.tables.query(sql, params)
+        except (LedgerError, sqlite3.OperationalError) as exc:
+            if _no_table(exc):
+                return []
+            if not _no_column(exc):
+                raise
+        with self.tables.transaction() as conn:
+            self._bring_up_to_date(conn)
+        return self.tables.query(sql, params)
+
+    def close(self) -> None:
+        """Close the ledger this store opened (a client's ledger is the client's to close)."""
+        if self._owned is not None:
+            self._owned.close()
 
     def save_batch(
         self,
@@ -401,27 +505,27 @@ class BatchStore(TableStore):
         now = time.time()
 
         def write(conn: sqlite3.Connection) -> None:
-            for u in updates:
-                files = None if u.files is None else json.dumps(list(u.files))
-                conn.execute(
-                    "UPDATE batch_rows SET state = ?, request_id = COALESCE(?, request_id), "
-                    "error = ?, files = COALESCE(?, files), updated_at = ? "
-                    "WHERE batch_id = ? AND idx = ?",
+            conn.executemany(
+                "UPDATE batch_rows SET state = ?, request_id = COALESCE(?, request_id), "
+                "error = ?, files = COALESCE(?, files), updated_at = ? "
+                "WHERE batch_id = ? AND idx = ?",
+                [
                     (
                         u.state,
                         u.request_id,
                         redact(u.error) if u.error else None,
-                        files,
+                        None if u.files is None else json.dumps(list(u.files)),
                         now,
                         batch_id,
                         u.index,
-                    ),
-                )
-                if u.release is not None:
-                    conn.execute(
-                        "DELETE FROM batch_spend WHERE batch_id = ? AND idx = ? AND attempt = ?",
-                        (batch_id, u.index, u.release),
                     )
+                    for u in updates
+                ],
+            )
+            conn.executemany(
+                "DELETE FROM batch_spend WHERE batch_id = ? AND idx = ? AND attempt = ?",
+                [(batch_id, u.index, u.release) for u in updates if u.release is not None],
+            )
 
         self._write(write)
 
@@ -539,14 +643,10 @@ class GridStore(BatchStore):
 
     def get(self, grid_id: str) -> GridRecord | None:
         self.adopt()
-        found = self._read(
-            "SELECT id, gateway, endpoint, created_at, description FROM batches "
-            "WHERE id = ? AND kind = 'grid'",
-            (grid_id,),
-        )
+        found = self._read(_BATCHES + " WHERE id = ? AND kind = 'grid'", (grid_id,))
         if not found:
             return None
-        gid, gateway, endpoint, created_at, description = found[0]
+        gid, gateway, endpoint, created_at, _, _, description = found[0]
         ratings = self.ratings(gid)
         cells = [
             CellRecord(r.index, json.loads(r.payload), r.request_id, r.error, *rating)

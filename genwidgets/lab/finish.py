@@ -1,10 +1,6 @@
-"""A batch's rows at their end: files written, failures said by meaning, deadlines kept.
-
-Run on the batch's finisher thread (never the engine's). A fault is never a failed task:
-only the gateway's word fails a row; a folder or a disk that refuses its files leaves it
-``files pending`` (its outputs kept), and lost contact follows the task again with
-backoff until the row's deadline, then ``unknown`` with its request id (re-attached by
-running the batch again). docs/decisions.md#batch-row-states.
+"""A batch's rows at their end, on its finisher thread: files written, failures said
+by meaning, lost contact followed again, deadlines kept.
+docs/decisions.md#batch-row-states.
 """
 
 from __future__ import annotations
@@ -18,6 +14,9 @@ from .batch_store import CANCELLED, CREATED, DONE, FAILED, LEFT, PENDING, TIMED_
 from .outfiles import write_outputs
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..protocol.records import Result
     from .batch_row import BatchRow
     from .row_book import RowBook
 
@@ -51,7 +50,6 @@ def finish_row(book: RowBook, row: BatchRow) -> None:
                 book.update(row, UNKNOWN)
             return
         except Exception as exc:  # the gateway said the task is gone, or an odd end
-            result = None
             error = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, RequestNotFound) and getattr(book.client, "embedded", False):
                 error = (
@@ -69,42 +67,37 @@ def finish_row(book: RowBook, row: BatchRow) -> None:
         if row.timed_out:
             row.error = f"timed out after {book.timeout:g} s; cancelled at the gateway ({error})"
             book.update(row, TIMED_OUT)
-        elif row.user_cancelled or (result is not None and result.status == "CANCELLED"):
-            row.error = error  # cancelled (by a deadline or a person): not the gateway's failure
-            book.update(row, CANCELLED)
-        else:
+        else:  # cancelled (by a deadline or a person) is not the gateway's failure
+            cancelled = row.user_cancelled or (result is not None and result.status == "CANCELLED")
             row.error = error
-            book.update(row, FAILED)
+            book.update(row, CANCELLED if cancelled else FAILED)
 
 
-def _write(book: RowBook, row: BatchRow, result: object) -> None:
+def _write(book: RowBook, row: BatchRow, result: Result) -> None:
     """A task done: its files into the batch's folder, or ``files pending`` (the task is
     paid and its outputs are kept: never created again for want of a folder). A grid
     has no folder: its outputs are the ledger's."""
-    if book.out is None:
-        with book.lock:
-            row.error = None
-            book.update(row, DONE)
-        return
-    try:
-        files = write_outputs(
-            book.out,
-            row.planned.stem,
-            list(result.outputs),  # type: ignore[attr-defined]
-            own={p.name for p in row.files},
-            batch=book.id,
-            row=row.index,
-            endpoint=row.endpoint,
-            request_id=row.request_id,
-            payload=row.payload,
-        )
-    except (OSError, GenwidgetsError, ValueError) as exc:
-        with book.lock:
-            row.error = (
-                f"done at the gateway; its files were not written: {type(exc).__name__}: {exc}"
+    files: list[Path] = []
+    if book.out is not None:
+        try:
+            files = write_outputs(
+                book.out,
+                row.planned.stem,
+                list(result.outputs),
+                own={p.name for p in row.files},
+                batch=book.id,
+                row=row.index,
+                endpoint=row.endpoint,
+                request_id=row.request_id,
+                payload=row.payload,
             )
-            book.update(row, PENDING)
-        return
+        except (OSError, GenwidgetsError, ValueError) as exc:
+            with book.lock:
+                row.error = (
+                    f"done at the gateway; its files were not written: {type(exc).__name__}: {exc}"
+                )
+                book.update(row, PENDING)
+            return
     with book.lock:
         row.files, row.error = files, None
         book.update(row, DONE)

@@ -1,17 +1,13 @@
-"""A batch's manifest in its output folder, written as it goes.
-
-``manifest.jsonl`` gets one line per event of a row (created, done, failed...),
-appended and flushed at once, so a crash leaves a true record up to its last event
-(the last line of a row is its state). ``manifest.csv`` is the table of every row as
-it stands, rewritten whole (atomically) at most every :data:`CSV_EVERY` seconds and
-when the batch ends, for a spreadsheet: a cell that would start a formula is
-neutralised there (the JSONL keeps the text as it came). docs/decisions.md#batch-files.
+"""A batch's manifest in its output folder, written as it goes: ``manifest.jsonl`` one
+flushed line per event of a row, ``manifest.csv`` the table of every row (formulas
+made inert). docs/decisions.md#batch-files.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import os
 import threading
@@ -21,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .._config import redact
-from .._files import create_beside
+from .._files import write_atomically
 from .._formats import spreadsheet_cell
 
 __all__ = ["COLUMNS", "CSV_EVERY", "CSV_NAME", "JSONL_NAME", "Manifest", "read_manifest"]
@@ -61,7 +57,6 @@ class Manifest:
     write tries again (the store and the ledger keep the truth meanwhile)."""
 
     def __init__(self, out: Path | None, batch_id: str) -> None:
-        self.out = out
         self.batch_id = batch_id
         #: a grid has no folder: nothing is written (its store and the ledger keep it)
         self.jsonl = out / JSONL_NAME if out is not None else None
@@ -110,20 +105,15 @@ class Manifest:
             if not force and now - self._csv_at < CSV_EVERY:
                 return False
             self._csv_at = now
-        rows = [
+        table = io.StringIO()
+        writer = csv.writer(table)
+        writer.writerow(COLUMNS)
+        writer.writerows(
             [spreadsheet_cell(redact(_cell(record.get(c)))) for c in COLUMNS] for record in records
-        ]
+        )
         with self._table_lock:  # two writers (the finisher, wait()) never interleave
             try:
-                partial = create_beside(self.csv)
-                try:
-                    with open(partial, "w", encoding="utf-8", newline="") as fh:
-                        writer = csv.writer(fh)
-                        writer.writerow(COLUMNS)
-                        writer.writerows(rows)
-                    os.replace(partial, self.csv)
-                finally:
-                    partial.unlink(missing_ok=True)
+                write_atomically(self.csv, table.getvalue().encode("utf-8"))
             except OSError as exc:
                 self._failed(CSV_NAME, exc)
                 return False
@@ -142,10 +132,7 @@ def read_manifest(out: str | os.PathLike[str] | None) -> dict[int, dict[str, Any
     """The last record of each row in a folder's ``manifest.jsonl`` (a torn last line,
     from a crash while writing it, is skipped); nothing for a run with no folder."""
     found: dict[int, dict[str, Any]] = {}
-    if out is None:
-        return found
-    path = Path(out) / JSONL_NAME
-    if not path.exists():
+    if out is None or not (path := Path(out) / JSONL_NAME).exists():
         return found
     with open(path, encoding="utf-8") as fh:
         for line in fh:

@@ -1,11 +1,5 @@
-"""Writing a batch's outputs into its folder: named, tagged, never over another's file.
-
-Each output is written beside its final name first (a ``.part`` file), with its
-provenance inside (:mod:`.provenance`), then linked to its name only if that name is
-free (``os.link`` fails on an existing file: no check-then-write race). A name held by
-a file this row did not write gets ``~2``, ``~3``... A row's own earlier file (a resumed
-batch writing it again: recorded, saying so in its provenance, or of the same bytes) is
-replaced:
+"""Writing a batch's outputs into its folder: named, with their provenance, never over
+another's file (``.part`` then ``os.link``; ``~2``, ``~3``... for a name held).
 docs/decisions.md#batch-files.
 """
 
@@ -100,12 +94,6 @@ def _claim(partial: Path, target: Path, own: Collection[str], batch: str, row: i
     raise OSError(f"no free name for {target.name} after {MAX_SUFFIX} tries")
 
 
-def _source(output: Output) -> Path | bytes:
-    if output.path is not None and output.path.exists():
-        return output.path
-    return output.read()
-
-
 def write_outputs(
     out: Path,
     stem: str,
@@ -129,7 +117,9 @@ def write_outputs(
         again = target.exists()  # written before: a killed writer may have left pieces
         partial = create_beside(target)
         try:
-            inside = write_with_provenance(_source(output), partial, output.content_type, text)
+            kept = output.path  # the ledger's copy, else its bytes
+            source = kept if kept is not None and kept.exists() else output.read()
+            inside = write_with_provenance(source, partial, output.content_type, text)
             path = _claim(partial, target, own, batch, row)
         finally:
             with contextlib.suppress(OSError):

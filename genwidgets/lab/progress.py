@@ -1,10 +1,5 @@
-"""A batch's progress outside a notebook: a tqdm bar in a terminal, quiet lines otherwise.
-
-:meth:`Batch.wait` draws it: ``tqdm.auto`` when stdout is a terminal (the bar people
-expect), one plain line every :data:`LINE_EVERY` seconds when it is a file or a pipe
-(a CI log), nothing inside a Jupyter kernel (the batch's live view is the progress
-there). A :class:`Snapshot` is what every face reads: the batch's counts, spend,
-rate and time left. Both faces are inert on a terminal (docs/decisions.md#inert-text).
+"""A batch's progress outside a notebook: a tqdm bar in a terminal, quiet lines
+otherwise, nothing in a kernel; a :class:`Snapshot` is what every face reads.
 docs/decisions.md#batch-progress.
 """
 
@@ -23,13 +18,11 @@ __all__ = [
     "LINE_EVERY",
     "Progress",
     "Snapshot",
-    "interrupted",
     "progress_mode",
 ]
 
 #: seconds between two quiet lines
 LINE_EVERY = 10.0
-#: the row statuses that have ended
 Mode = Literal["auto", "bar", "lines", "none"]
 
 
@@ -115,12 +108,7 @@ class Snapshot:
         50 s left; spent 40 images (48 reserved)``."""
         parts = [f"{self.done} of {self.total} done"]
         for word, n in (
-            ("files pending", self.count("files pending")),
-            ("failed", self.failed),
-            ("cancelled", self.count("cancelled")),
-            ("timed out", self.count("timed out")),
-            ("unknown", self.count("unknown")),
-            ("left running", self.count("left running")),
+            *((status, self.count(status)) for status in ENDED_STATUSES[1:]),
             ("contact lost (following again)", self.count("contact lost")),
             ("running", self.running),
             ("queued", self.queued),
@@ -142,21 +130,10 @@ class Snapshot:
         return text
 
 
-def interrupted(*, waiting: bool) -> str:
-    """Why sending stopped after Ctrl-C in ``wait()``: rows wait to be sent, or none do."""
-    return "interrupted: " + (
-        "rows not sent wait" if waiting else "every row was sent, their tasks go on"
-    )
-
-
-def _in_kernel_stream(stream: Any) -> bool:
-    return type(stream).__module__.split(".")[0] == "ipykernel"
-
-
 def progress_mode(stream: Any) -> Literal["bar", "lines", "none"]:
     """What ``mode="auto"`` draws on ``stream``: nothing in a Jupyter kernel, a bar on a
     terminal, lines otherwise."""
-    if _in_kernel_stream(stream):
+    if type(stream).__module__.split(".")[0] == "ipykernel":
         return "none"
     isatty = getattr(stream, "isatty", None)
     return "bar" if callable(isatty) and isatty() else "lines"

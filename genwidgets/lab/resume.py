@@ -1,12 +1,6 @@
-"""Resuming a batch: what its store, its manifest and the ledger say of each row, before
-anything is sent.
-
-A row another live process is sending is left to it. A row whose task exists is
-re-attached (its result from the ledger when finished, else polled), never created
-again; a reserved row is looked up in the manifest, then in the ledger by the tag its
-create's intent was written with: a create that may have left is ``unknown`` (listed,
-never resent), and only one that certainly made nothing is sent again. The table of
-stored states and what a re-run does with each: docs/decisions.md#batch-resume.
+"""Resuming a batch (or re-opening a grid): what its store, its manifest and the ledger
+say of each row, before anything is sent. The table of stored states and what a re-run
+does with each: docs/decisions.md#batch-resume.
 """
 
 from __future__ import annotations
@@ -14,7 +8,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..jobs.ledger import NOT_CREATED
@@ -40,22 +33,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Verdict",
     "attach_all",
-    "followed",
     "ledger_verdicts",
     "reconcile",
     "restore",
     "show_as_stored",
 ]
-
-
-def followed(client: ClientLike, tasks: Sequence[tuple[str, str]]) -> list[JobLike]:
-    """A job for each existing task (endpoint, request id): a finished one from the
-    ledger (its local files), others re-attached by id (polled, never created)."""
-    finished: dict[str, JobLike] = {}
-    for endpoint in dict.fromkeys(endpoint for endpoint, _ in tasks):
-        for job in client.history(endpoint, status="finished"):
-            finished[str(job.request_id)] = job
-    return [finished.get(rid) or client.job(endpoint, rid) for endpoint, rid in tasks]
 
 
 @dataclass(frozen=True)
@@ -131,7 +113,11 @@ def reconcile(book: RowBook, rows: Sequence[BatchRow]) -> None:
 def attach_all(book: RowBook, rows: Sequence[tuple[BatchRow, str]]) -> None:
     """Follow existing tasks: finished ones from the ledger (their local files), others
     re-attached by id (polled, never created)."""
-    jobs = followed(book.client, [(row.endpoint, request_id) for row, request_id in rows])
+    finished: dict[str, JobLike] = {}
+    for endpoint in dict.fromkeys(row.endpoint for row, _ in rows):
+        for job in book.client.history(endpoint, status="finished"):
+            finished[str(job.request_id)] = job
+    jobs = [finished.get(rid) or book.client.job(row.endpoint, rid) for row, rid in rows]
     for (row, _), job in zip(rows, jobs, strict=True):
         keep = row.state if row.state == LEFT else CREATED
         with book.lock:
@@ -167,8 +153,7 @@ def show_as_stored(book: RowBook, row: BatchRow, record: RowRecord | None) -> No
     row.planned.prepared = None
     row.ended_at = time.time()
     if record is not None and record.state in ENDED:
-        row.state, row.request_id, row.error = record.state, record.request_id, record.error
-        row.files = stored_files(book, record)
+        _as_stored(book, row, record)
         return
     row.state = UNKNOWN
     row.request_id = record.request_id if record is not None else None
@@ -176,9 +161,11 @@ def show_as_stored(book: RowBook, row: BatchRow, record: RowRecord | None) -> No
     row.error = f"taken by another process sending this batch ({there} there)"
 
 
-def stored_files(book: RowBook, record: RowRecord) -> list[Path]:
-    """A stored row's files in its run's folder (a grid has none)."""
-    return [book.out / name for name in record.files] if book.out is not None else []
+def _as_stored(book: RowBook, row: BatchRow, record: RowRecord) -> None:
+    """A row as its record says: state, request id, error, files (in its run's folder;
+    a grid has none)."""
+    row.state, row.request_id, row.error = record.state, record.request_id, record.error
+    row.files = [book.out / name for name in record.files] if book.out is not None else []
 
 
 def restore(book: RowBook) -> None:
@@ -204,10 +191,8 @@ def restore(book: RowBook) -> None:
             if record.state in held and record.owner in others:
                 show_as_stored(book, row, record)  # a live process is sending it
                 continue
-            row.state, row.attempt = record.state, record.attempt
-            row.request_id, row.error = record.request_id, record.error
-            row.files = stored_files(book, record)
-            row.reserved_at = record.reserved_at
+            _as_stored(book, row, record)
+            row.attempt, row.reserved_at = record.attempt, record.reserved_at
             if row.state == DONE and not all(p.exists() for p in row.files):
                 row.state = CREATED  # a file went missing: written again from the task
             if row.state != WAITING:

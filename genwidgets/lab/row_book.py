@@ -1,12 +1,6 @@
-"""A batch's book of rows: the one place a row's state changes, and what it is written to.
-
-A :class:`RowBook` holds a batch's rows and everything that says where they stand: each
-change of a row (:meth:`RowBook.update`) queues its store write (one transaction per
-:meth:`RowBook.flush`) and writes its manifest line; what the rows hold of the budget;
-the rows whose task ended, for the finisher; and why sending stopped or paused. The
-sender (:mod:`.batch_send`), the finisher (:mod:`.finish`) and a resume
-(:mod:`.resume`) change rows only through it; the :class:`~genwidgets.lab.batch.Batch`
-is one, and runs the threads. docs/decisions.md#batch-row-states.
+"""A batch's book of rows: the one place a row's state changes, and what it is written
+to; the sender, the finisher and a resume change rows only through it.
+docs/decisions.md#batch-row-book.
 """
 
 from __future__ import annotations
@@ -17,9 +11,9 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..jobs.ledger import scrub_payload
 from .batch_row import BatchRow
@@ -29,50 +23,33 @@ from .manifest import Manifest
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
-    from .batch_plan import PlannedRow
-    from .budget import Budget
+    from .batch_plan import BatchPlan
+    from .plan import GridPlan
 
-__all__ = ["RowBook", "RunPlan"]
+__all__ = ["RowBook"]
 
 log = logging.getLogger("genwidgets")
-
-
-class RunPlan(Protocol):
-    """What the run core sends: a batch's plan (rows of data) or a grid's (its cells)."""
-
-    @property
-    def endpoint(self) -> str: ...
-
-    @property
-    def rows(self) -> Sequence[PlannedRow]: ...
-
-    @property
-    def budget(self) -> Budget: ...
-
-    @property
-    def digest(self) -> str: ...
-
-    def describe(self) -> dict[str, Any]: ...
 
 
 class RowBook:
     """A run's rows and the one way to change them (see the module docstring)."""
 
-    _started = False
     #: what a person calls this run, in its messages
     noun = "batch"
+    #: what a person calls one of its rows
+    unit = "row"
 
     def __init__(
         self,
-        plan: RunPlan,
+        plan: BatchPlan | GridPlan,
         client: ClientLike,
         *,
         batch_id: str,
         out: Path | None,
         store: BatchStore,
-        timeout: float | None,
-        on_timeout: str,
         concurrency: int,
+        timeout: float | None = None,
+        on_timeout: str = "cancel",
     ) -> None:
         #: held while the run changes; never while waiting on the engine
         self.lock = threading.RLock()
@@ -197,9 +174,8 @@ class RowBook:
     def charges(self, row: BatchRow) -> dict[str, float | None]:
         """What a row takes from the budget: every billed kind, and money with prices."""
         units: dict[str, float | None] = dict(row.units)
-        cost = self.plan.budget.cost(row.endpoint, row.units)
         if self.plan.budget.prices:
-            units["money"] = cost
+            units["money"] = self.plan.budget.cost(row.endpoint, row.units)
         return units
 
     def store_batch(self) -> None:
@@ -207,42 +183,19 @@ class RowBook:
         every process sharing the ledger (another plan under it is refused)."""
         if self.stored:
             return
+        description = self.plan.describe()
         taken = self.store.save_batch(
             self.id,
             gateway=self.client.gateway_name,
             endpoint=self.plan.endpoint,
             out=str(self.out or ""),
             digest=self.plan.digest,
-            description=self.plan.describe(),
+            description=description,
             rows=[(r.index, r.endpoint, json.dumps(scrub_payload(r.payload))) for r in self.rows],
         )
         if taken is not None:
-            raise id_taken(self.id, taken, self.plan.describe())
+            raise id_taken(self.id, taken, description)
         self.stored = True
-
-    @property
-    def started(self) -> bool:
-        """Whether its plan was confirmed (sent, or sending)."""
-        return self._started
-
-    def _begin(self, *, record: Callable[[], None], again: Callable[[], bool]) -> bool:
-        """Start sending (False: nothing to); a started run again only when ``again()``
-        says so under the lock, which ends a pause or a stop. ``record`` stores the run:
-        when it raises, nothing was sent and a later submit() may try again."""
-        with self.lock:
-            if self._started and not again():
-                return False
-            if self._started:
-                self.go_on()
-            self._started = True
-            self.settled.clear()
-        try:
-            record()
-        except BaseException:
-            with self.lock:
-                self._started = False
-            raise
-        return True
 
     def changed(self) -> None:
         """Tell the listeners of every change since the last time, each guarded: a

@@ -1,9 +1,5 @@
-"""A grid at work: its cells on the run core, their ratings, and re-opening.
-
-:class:`GridRun` is the plain-Python half of ``gw.grid``: its cells are the rows of a
-:class:`CellBook`, the run core a batch is (:mod:`.batch`), which sends each once,
-follows it, and records it in the run store; the grid adds its layout, its ratings,
-and re-opens a stored grid without sending anything: docs/decisions.md#grid-run.
+"""A grid at work: its cells are the rows of a :class:`CellBook` (the run core a batch
+is), with its layout, its ratings, and re-opening: docs/decisions.md#grid-run.
 """
 
 from __future__ import annotations
@@ -60,6 +56,7 @@ class CellBook(Batch):
     cell's task its store missed)."""
 
     noun = "grid"
+    unit = "cell"
     plan: GridPlan  # type: ignore[assignment]  # the core's plan: a grid's, not a batch's
     out: None  # type: ignore[assignment]  # a grid has no folder
 
@@ -189,8 +186,6 @@ class GridRun:
             batch_id=grid_id or new_grid_id(),
             out=None,
             store=self.store,
-            timeout=None,
-            on_timeout="cancel",
             concurrency=valid_concurrency(concurrency),
         )
         self.cells = [GridCell(self, row) for row in self.book.rows]
@@ -285,8 +280,7 @@ class GridRun:
         found = [
             job.expected_finish for c in self.cells if (job := c.job) is not None and not job.done()
         ]
-        known = [f for f in found if f is not None]
-        return max(known) if known else None
+        return max((f for f in found if f is not None), default=None)
 
     # ------------------------------------------------------------------ judging
 

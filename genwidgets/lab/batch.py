@@ -51,8 +51,6 @@ class Batch(RowBook):
     needs_confirmation = False
     #: billed generations above which it waits for :meth:`submit` (``gw.batch``'s)
     confirm_above = CONFIRM_ABOVE
-    #: an error that ended the sender or the finisher (raised by :meth:`wait`)
-    error: BaseException | None = None
     _started = False
     _sending_since: float | None = None
     _sender: Work | None = None
@@ -150,8 +148,6 @@ class Batch(RowBook):
         face = Progress(len(self.rows), mode=progress)
         try:
             while not self.finished:
-                if self.error is not None:
-                    raise self.error
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise TimeoutError(
@@ -166,8 +162,6 @@ class Batch(RowBook):
         finally:
             face.close(self.snapshot())
         self._final_write()  # the store and both manifests say what wait() saw
-        if self.error is not None:
-            raise self.error
         return self
 
     def cancel(self) -> int:

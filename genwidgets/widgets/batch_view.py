@@ -76,11 +76,7 @@ def _head(batch: Batch, snap: Snapshot) -> dict[str, Any]:
         # a paused batch goes on when asked: its Submit button is the ask
         "needs_confirmation": (batch.needs_confirmation and not snap.started) or snap.paused,
         "can_retry": snap.failed > 0,
-        "error": (
-            f"{type(batch.error).__name__}: {batch.error}"
-            if batch.error is not None
-            else snap.problem
-        ),
+        "error": snap.problem,
     }
 
 

@@ -32,7 +32,7 @@ from .template import Template, build_template
 if TYPE_CHECKING:
     from ..catalog import EndpointSpec
 
-__all__ = ["MAX_LISTED", "BatchPlan", "PlannedRow", "plan_batch"]
+__all__ = ["MAX_LISTED", "BatchPlan", "PlannedRow", "TaskPlan", "plan_batch"]
 
 #: problems listed one by one in a refused plan; the rest are counted
 MAX_LISTED = 200
@@ -80,8 +80,38 @@ class PlannedRow:
         return f"not sent to {self.endpoint} (no such field): {', '.join(self.dropped)}"
 
 
+class TaskPlan:
+    """What a grid's plan and a batch's plan share: many tasks planned from one endpoint."""
+
+    endpoint: str
+    if TYPE_CHECKING:  # a batch's field, a grid's cells
+
+        @property
+        def rows(self) -> tuple[PlannedRow, ...]: ...
+
+    @property
+    def tasks(self) -> int:
+        return len(self.rows)
+
+    @property
+    def billed_total(self) -> int:
+        return sum(r.billed for r in self.rows)
+
+    @property
+    def endpoints(self) -> list[str]:
+        """The endpoints the rows go to, in order (one unless an endpoint column or axis)."""
+        return list(dict.fromkeys(r.endpoint for r in self.rows))
+
+    def billed_line(self, head: str, multi_head: str, billing: Mapping[str, list[Any]]) -> str:
+        """The tasks and what they bill: per endpoint when several (after ``multi_head``),
+        else in the endpoint's unit with its billing fields' values (after ``head``)."""
+        if len(self.endpoints) > 1:
+            return f"{multi_head}: " + endpoints_summary(self.rows)
+        return cost_summary(head, self.endpoint, self.tasks, self.billed_total, billing)
+
+
 @dataclass(frozen=True)
-class BatchPlan:
+class BatchPlan(TaskPlan):
     """What a batch sends, worked out before anything is sent."""
 
     endpoint: str
@@ -95,18 +125,6 @@ class BatchPlan:
     digest: str
     #: a short name for a derived id (the rows file's stem)
     stem: str = "batch"
-
-    @property
-    def tasks(self) -> int:
-        return len(self.rows)
-
-    @property
-    def billed_total(self) -> int:
-        return sum(r.billed for r in self.rows)
-
-    @property
-    def endpoints(self) -> list[str]:
-        return list(dict.fromkeys(r.endpoint for r in self.rows))
 
     def units_total(self) -> dict[str, float]:
         """Billed units per kind over every row (rows that cannot count one are left out:
@@ -150,13 +168,8 @@ class BatchPlan:
         """Plain text: the rows counted and billed (per endpoint when several, each
         with its defaults), the billed units, the columns not sent, the budget."""
         head = f"{self.source} → {self.endpoint}"
-        if len(self.endpoints) > 1:
-            text = f"{head}: " + endpoints_summary(self.rows)
-        else:
-            spec = catalog_endpoint(self.endpoint)
-            billing = billing_values(spec, [r.payload for r in self.rows])
-            text = cost_summary(head, self.endpoint, self.tasks, self.billed_total, billing)
-        text += "; " + self.units_line()
+        billing = billing_values(catalog_endpoint(self.endpoint), [r.payload for r in self.rows])
+        text = self.billed_line(head, head, billing) + "; " + self.units_line()
         if self.template.filled:
             text += f"; columns sent as their fields: {', '.join(self.template.filled)}"
         if self.template.unused:

@@ -308,13 +308,10 @@ def plan_batch(
             mapped = map_payload(spec, target, payload)
             payload, dropped = mapped.payload, mapped.dropped
             if mapped.missing:
+                hint = "give it a column or a template field"
                 problems += [
-                    {
-                        "loc": row_loc(where, field),
-                        "msg": f"{target.id} requires {field!r}: give it a column or a "
-                        "template field",
-                    }
-                    for field in mapped.missing
+                    {"loc": row_loc(where, name), "msg": f"{target.id} requires {name!r}: {hint}"}
+                    for name in mapped.missing
                 ]
                 continue
         try:
@@ -326,31 +323,18 @@ def plan_batch(
             ]
             continue
         prompt, seed, _used = read_roles(target, payload)  # the prompt without --seed
+        built_in = {"slug": slug(prompt) or target.id.lower(), "seed": seed}
+        built_in.update(endpoint=target.id, kind=target.kind)
         try:
-            stem = names.stem(
-                name,
-                row,
-                {
-                    "slug": slug(prompt) or target.id.lower(),
-                    "seed": seed,
-                    "endpoint": target.id,
-                    "kind": target.kind,
-                },
-                where,
-            )
+            stem = names.stem(name, row, built_in, where)
         except PayloadError as exc:
             problems += exc.errors
             continue
         first = taken.setdefault(name_key(stem), index)  # as macOS and Windows compare
         if first != index:
-            problems.append(
-                {
-                    "loc": row_loc(where, "filenames"),
-                    "msg": f"{source.where(first)} has its file name too "
-                    f"({stem.split(EXT_MARK)[0]}…); "
-                    f"add {{row}} to filenames={names.text!r}",
-                }
-            )
+            msg = f"{source.where(first)} has its file name too ({stem.split(EXT_MARK)[0]}…)"
+            msg += f"; add {{row}} to filenames={names.text!r}"
+            problems.append({"loc": row_loc(where, "filenames"), "msg": msg})
             continue
         planned.append(
             PlannedRow(

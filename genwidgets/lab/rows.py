@@ -92,22 +92,12 @@ def _plain(value: Any) -> Any:
     item = getattr(value, "item", None)
     if callable(item) and type(value).__module__.startswith("numpy"):
         value = item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if value is None or (isinstance(value, str) and value == ""):
-        return None
-    return value
+    nan = isinstance(value, float) and math.isnan(value)
+    return None if nan or (isinstance(value, str) and not value) else value
 
 
 def _kept(row: Mapping[str, Any]) -> dict[str, Any]:
     return {key: plain for key, value in row.items() if (plain := _plain(value)) is not None}
-
-
-def _columns(rows: Sequence[Any]) -> list[str]:
-    seen: dict[str, None] = {}
-    for row in rows:
-        seen.update(dict.fromkeys(row))
-    return list(seen)
 
 
 def _too_many(count: int, source: str) -> PayloadError:
@@ -121,28 +111,19 @@ def _from_dicts(rows: Sequence[Any]) -> SourceRows:
     kept = []
     for index, row in enumerate(rows):
         if not isinstance(row, Mapping):
-            problems.append(
-                {
-                    "loc": row_loc(index),
-                    "msg": f"a row is a dict of columns, not {type(row).__name__}",
-                }
-            )
+            msg = f"a row is a dict of columns, not {type(row).__name__}"
+        elif bad_keys := [k for k in row if not isinstance(k, str) or not k.strip()]:
+            msg = f"column names are non-empty strings, not {bad_keys[0]!r}"
+        else:
+            kept.append(_kept(row))
             continue
-        bad_keys = [k for k in row if not isinstance(k, str) or not k.strip()]
-        if bad_keys:
-            problems.append(
-                {
-                    "loc": row_loc(index),
-                    "msg": f"column names are non-empty strings, not {bad_keys[0]!r}",
-                }
-            )
-            continue
-        kept.append(_kept(row))
+        problems.append({"loc": row_loc(index), "msg": msg})
     if problems:
         raise PayloadError(problems)
     if not kept:
         raise _bad(f"the list of rows is empty; {ACCEPTED_SOURCES}")
-    return SourceRows(kept, _columns(rows), f"a list of {len(kept)} dicts", "batch")
+    columns = list(dict.fromkeys(column for row in rows for column in row))
+    return SourceRows(kept, columns, f"a list of {len(kept)} dicts", "batch")
 
 
 def _is_dataframe(value: Any) -> bool:
@@ -189,12 +170,10 @@ def _open_text(path: Path) -> str:
                 f"{path} is {size // 2**20} MiB; a rows file may be at most "
                 f"{MAX_FILE_BYTES // 2**20} MiB: split it"
             )
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            text = fh.read()
     except OSError as exc:
         raise _bad(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _bad(
             f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8 (CSV UTF-8)"
@@ -229,15 +208,10 @@ def _read_csv(path: Path) -> SourceRows:
                 continue  # a blank line is no row
             if len(rows) >= MAX_ROWS:
                 raise _too_many(MAX_ROWS, path.name)
-            index = len(rows)
             if len(record) > len(names):
-                problems.append(
-                    {
-                        "loc": row_loc(index),
-                        "msg": f"line {line} of {path.name} has {len(record)} values for "
-                        f"{len(names)} columns (quote a value that holds a comma)",
-                    }
-                )
+                msg = f"line {line} of {path.name} has {len(record)} values for {len(names)} "
+                msg += "columns (quote a value that holds a comma)"
+                problems.append({"loc": row_loc(len(rows)), "msg": msg})
             rows.append(_kept(dict(zip(names, record, strict=False))))
             lines.append(line)
     except csv.Error as exc:
@@ -263,27 +237,19 @@ def _read_jsonl(path: Path) -> SourceRows:
         if len(rows) >= MAX_ROWS:
             raise _too_many(MAX_ROWS, path.name)
         index = len(rows)
+        lines.append(number)
         try:
             value = json.loads(line)
         except (ValueError, RecursionError) as exc:
-            problems.append(
-                {"loc": row_loc(index), "msg": f"line {number} of {path.name} is not JSON: {exc}"}
-            )
-            rows.append({})
-            lines.append(number)
-            continue
+            value, msg = None, f"line {number} of {path.name} is not JSON: {exc}"
+        else:
+            kind = type(value).__name__
+            msg = f"line {number} of {path.name} is a JSON {kind}, not an object of columns"
         if not isinstance(value, dict):
-            problems.append(
-                {
-                    "loc": row_loc(index),
-                    "msg": f"line {number} of {path.name} is a JSON {type(value).__name__}, "
-                    "not an object of columns",
-                }
-            )
+            problems.append({"loc": row_loc(index), "msg": msg})
             value = {}
         names.update(dict.fromkeys(k for k in value if isinstance(k, str)))
         rows.append(_kept(value))
-        lines.append(number)
     if problems:
         raise PayloadError(problems)
     if not rows:

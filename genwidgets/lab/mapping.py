@@ -87,25 +87,20 @@ def _resolved(entry: Route, names: frozenset[str]) -> Route:
     return Route(prompt=prompt, seed=seed)
 
 
-def _content_text(payload: Mapping[str, Any]) -> str | None:
-    for item in payload.get("content") or ():
-        if isinstance(item, Mapping) and item.get("type") == "text":
-            text = item.get("text")
-            return text if isinstance(text, str) else None
-    return None
-
-
 def prompt_of(spec: EndpointSpec, payload: Mapping[str, Any]) -> str | None:
     """The prompt text of a payload of this endpoint (``--seed`` left in)."""
     return _prompt_at(route_for(spec).prompt, payload)
 
 
 def _prompt_at(where: str | None, payload: Mapping[str, Any]) -> str | None:
-    if where is None:
-        return None
+    """The text at ``where``: a field, or the first text item of ``content``."""
+    value = None
     if where == CONTENT_TEXT:
-        return _content_text(payload)
-    value = payload.get(where)
+        items = payload.get("content") or ()
+        texts = (i for i in items if isinstance(i, Mapping) and i.get("type") == "text")
+        value = next(texts, {}).get("text")
+    elif where is not None:
+        value = payload.get(where)
     return value if isinstance(value, str) else None
 
 
@@ -152,12 +147,8 @@ def map_payload(
     prompt, seed, used = read_roles(source, data)
     names = target.fields
     route = route_for(target)
-    out: dict[str, Any] = {}
-    dropped: list[str] = []
-    for key, value in data.items():
-        if key in used:
-            continue
-        (out.__setitem__(key, value) if key in names else dropped.append(key))
+    out = {key: value for key, value in data.items() if key in names and key not in used}
+    dropped = [key for key in data if key not in names and key not in used]
     if prompt is not None:
         if route.prompt == CONTENT_TEXT:
             others = [

@@ -102,20 +102,15 @@ class Template:
         at = where if where is not None else index
         payload: dict[str, Any] = {}
         problems: list[dict[str, Any]] = []
-        values: _Values | None = None
+        values = _Values({ROW_NUMBER: index, **row})  # a column named "row" wins
         for slot in self.slots:
             try:
                 if slot.whole is not None:
-                    value = row.get(slot.whole)
-                    if value is None and slot.whole == ROW_NUMBER:
-                        value = index
+                    value = values.get(slot.whole)
                     if value is None:
                         continue  # an empty cell: the field is not sent
                     value = _typed(slot, value, self.endpoint)
                 elif slot.text is not None:
-                    if values is None:
-                        values = _Values(row)
-                        values.setdefault(ROW_NUMBER, index)
                     value = _typed(slot, slot.text.format_map(values), self.endpoint)
                 elif type(slot.constant) in _IMMUTABLE:
                     value = slot.constant  # nothing a row could change: no copy
@@ -233,9 +228,9 @@ def build_template(
                 raise _bad(field, "the endpoint comes from the endpoint argument or column")
             kind = _field_kind(field, specs)
             if not isinstance(value, str) or "{" not in value:
-                slots.append(
-                    Slot(field, constant=_constant(field, value, kind, endpoint), kind=kind)
-                )
+                if isinstance(value, str):  # a string for a number or a boolean: typed
+                    value = typed_value(value, kind, field, endpoint, hint="", where="template")
+                slots.append(Slot(field, constant=value, kind=kind))
                 continue
             named = _format_columns(field, value, columns)
             missing = [n for n in named if n not in known]
@@ -276,13 +271,3 @@ def _filling_columns(
             filling.append(column)
             taken.add(found.wire)
     return tuple(filling)
-
-
-def _constant(field: str, value: Any, kind: type | None, endpoint: str) -> Any:
-    """A template constant: a string given for a number or a boolean field is typed."""
-    if isinstance(value, str) and kind not in (None, str):
-        try:
-            return typed_value(value, kind, field, endpoint, hint="")
-        except PayloadError as exc:
-            raise _bad(field, exc.errors[0]["msg"]) from None
-    return value

@@ -143,15 +143,10 @@ class BatchPlan(TaskPlan):
     def cost_total(self) -> float | None:
         """Money over every row through ``prices=`` (None without prices, or when a
         priced amount cannot be counted)."""
-        if not self.budget.prices:
+        costs = [self.budget.cost(row.endpoint, row.units) for row in self.rows]
+        if not self.budget.prices or None in costs:
             return None
-        total = 0.0
-        for row in self.rows:
-            cost = self.budget.cost(row.endpoint, row.units)
-            if cost is None:
-                return None
-            total += cost
-        return total
+        return sum((cost for cost in costs if cost is not None), 0.0)
 
     def units_line(self) -> str:
         """``billed units: 12 tasks, 48 images, 60 video_seconds``, unknowns named."""

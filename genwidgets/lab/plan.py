@@ -358,12 +358,13 @@ def plan_grid(
                 "lays out at most 3: give x, y and z explicitly",
                 endpoint=endpoint,
             )
-        for name, axis in zip(("x", "y", "z")[: len(groups)][::-1], groups, strict=True):
-            axes[name] = axis
+        axes.update(zip(AXES[: len(groups)][::-1], groups, strict=True))
     else:
-        for name in AXES:
-            if given[name] is not None:
-                axes[name] = _axis(given[name], endpoint, spec, base, given.values())
+        axes.update(
+            (name, _axis(axis, endpoint, spec, base, given.values()))
+            for name, axis in given.items()
+            if axis is not None
+        )
     present = [(name, a) for name, a in axes.items() if a is not None]
     keys = [a.search if a.kind == "prompt_sr" else a.field for _, a in present]
     for key in set(keys):
@@ -376,7 +377,7 @@ def plan_grid(
     refuse_above(endpoint, present, MAX_CELLS, "this grid has {n} cells", "use fewer values")
     extra = _per_endpoint(endpoint, per_endpoint, present)
     locked, where = _lock_seed(spec, base, (a for _, a in present), seed)
-    order = [(n, a) for n in ("z", "y", "x") for m, a in present if m == n]
+    order = present[::-1]  # z outermost, then y, then x
     drawn = (SEED_FIELD,) if locked is not None and seed is None else ()
     cells = expand_cells(endpoint, spec, base, order, prepare, extra, filled=drawn)
     return GridPlan(
@@ -430,17 +431,9 @@ def _per_endpoint(
         raise problem(
             "per_endpoint", "give a dict: endpoint id -> dict of fields", endpoint=endpoint
         )
-    stray = sorted(set(given) - compared)
+    listed = ", ".join(sorted(compared)) or "the grid has none"
+    msg = f"not an endpoint of this grid's endpoint axis ({listed})"
+    stray = [{"loc": ("per_endpoint", name), "msg": msg} for name in sorted(set(given) - compared)]
     if stray:
-        raise PayloadError(
-            [
-                {
-                    "loc": ("per_endpoint", name),
-                    "msg": "not an endpoint of this grid's endpoint axis "
-                    f"({', '.join(sorted(compared)) or 'the grid has none'})",
-                }
-                for name in stray
-            ],
-            endpoint=endpoint,
-        )
+        raise PayloadError(stray, endpoint=endpoint)
     return {k: copy.deepcopy(dict(v)) for k, v in given.items()}

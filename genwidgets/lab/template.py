@@ -58,11 +58,9 @@ class Slot:
 
     def describe(self) -> Any:
         """How the template wrote it (the value as given)."""
-        return (
-            self.text
-            if self.text is not None
-            else ("{" + self.whole + "}" if self.whole is not None else self.constant)
-        )
+        if self.whole is not None:
+            return "{" + self.whole + "}"
+        return self.text if self.text is not None else self.constant
 
 
 def _typed(slot: Slot, value: Any, endpoint: str) -> Any:
@@ -139,7 +137,7 @@ class Template:
         return {slot.field: slot.describe() for slot in self.slots}
 
 
-def _format_columns(field: str, text: str, columns: Sequence[str]) -> list[str]:
+def _format_columns(field: str, text: str) -> list[str]:
     """The columns a format string names; a malformed one is a PayloadError."""
     try:
         parsed = list(_FORMATTER.parse(text))
@@ -232,7 +230,7 @@ def build_template(
                     value = typed_value(value, kind, field, endpoint, hint="", where="template")
                 slots.append(Slot(field, constant=value, kind=kind))
                 continue
-            named = _format_columns(field, value, columns)
+            named = _format_columns(field, value)
             missing = [n for n in named if n not in known]
             if missing:
                 raise _bad(

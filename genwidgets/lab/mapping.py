@@ -1,12 +1,10 @@
 """One payload, several endpoints: where the prompt and the seed go in each.
 
-A grid with an endpoint axis writes its payload in the terms of its own endpoint and
-sends each cell to another one. Only the prompt and the seed have a meaning across
-endpoints, so only they move; every other field keeps its name and is dropped (and
-listed in the cell's ``plan_note``) where the target has no such field. Where a role
-goes is read from field names (:data:`PROMPT_NAMES`, :data:`SEED_NAME`); :data:`ROUTES`
-holds the endpoints whose names do not say it, so a new endpoint needs at most one
-entry there. The table of routes: docs/decisions.md, "Prompt lab: comparing models".
+Only the prompt and the seed move; every other field keeps its name and is dropped
+(listed in the cell's ``plan_note``) where the target has no such field. Roles are read
+from field names; :data:`ROUTES` holds the endpoints whose names do not say it (a new
+endpoint needs at most one entry). The table: docs/decisions.md, "Prompt lab: comparing
+models".
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import itertools
 import json
 import random
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ from ..imgm import Prompt, permutation_spans
 from ..jobs.ledger import scrub_payload
 from .axes import MISSING, Axis, canonical, make_axis
 from .axes import short as short  # re-exported: labels and summaries use it
-from .batch_plan import PlannedRow, TaskPlan
+from .batch_plan import PlannedRow, Prepare, TaskPlan
 from .budget import Budget
 from .cost import (
     axis_count,
@@ -56,8 +56,6 @@ __all__ = [
 ]
 
 AXES = ("x", "y", "z")
-#: validates one cell's payload for an endpoint and returns what to send (or raises)
-Prepare = Callable[[str, Mapping[str, Any]], Any]
 MAX_CELLS = 400
 SEED_FIELD = "seed"
 SEED_RANGE = (1, 2**31 - 1)

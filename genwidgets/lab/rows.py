@@ -1,11 +1,7 @@
-"""The rows of a batch: a list of dicts, a CSV or JSONL file, or a pandas DataFrame.
-
-Every source becomes one list of plain dicts (column -> value) with its columns in
-first-seen order and, for files, the line each row came from, so every message can
-name a row by its number (0-based, as ``batch.rows[i]`` and the file names count)
-and its line. Reading is capped (:data:`MAX_FILE_BYTES`, :data:`MAX_ROWS`), and a
-source that cannot be read is a :class:`~genwidgets.errors.PayloadError` saying what
-is accepted: docs/decisions.md#batch-rows.
+"""The rows of a batch: a list of dicts, a CSV or JSONL file, or a pandas DataFrame,
+each read into plain dicts with its columns in first-seen order and, for files, the
+line of each row, so that every message names a row (and its line). Caps, encodings
+and what is refused: docs/decisions.md#batch-rows.
 """
 
 from __future__ import annotations
@@ -21,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PayloadError
+from .problems import problem
 
 __all__ = [
     "ACCEPTED_SOURCES",
@@ -81,7 +78,7 @@ def row_loc(row: int | str, column: str | None = None) -> tuple[str, ...]:
 
 
 def _bad(msg: str, *loc: str) -> PayloadError:
-    return PayloadError([{"loc": loc or ("rows",), "msg": msg}])
+    return problem(loc or "rows", msg)
 
 
 def _plain(value: Any) -> Any:

@@ -209,9 +209,8 @@ def build_template(
     else:
         from_columns = False
         if not isinstance(given, Mapping):
-            raise PayloadError(
-                [{"loc": ("template",), "msg": "a template is a dict: field -> value or format"}],
-                endpoint=endpoint,
+            raise problem(
+                "template", "a template is a dict: field -> value or format", endpoint=endpoint
             )
         filled = _filling_columns(given, specs[0], columns)
         given = {**given, **{c: "{" + c + "}" for c in filled}}

@@ -11,7 +11,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,11 +180,31 @@ def _open_text(path: Path) -> str:
     return text
 
 
+def _file_rows(
+    path: Path, records: Iterable[tuple[int, dict[str, Any], str | None]]
+) -> tuple[list[dict[str, Any]], list[int], list[str]]:
+    """(rows, their lines, the keys in first-seen order) of a file's non-blank records,
+    each (line, row, what is wrong with it or None): capped, every problem raised at once."""
+    rows: list[dict[str, Any]] = []
+    lines: list[int] = []
+    keys: dict[str, None] = {}
+    problems = []
+    for line, row, wrong in records:
+        if len(rows) >= MAX_ROWS:
+            raise _too_many(MAX_ROWS, path.name)
+        if wrong is not None:
+            problems.append({"loc": row_loc(len(rows)), "msg": wrong})
+        keys.update(dict.fromkeys(row))
+        rows.append(_kept(row))
+        lines.append(line)
+    if problems:
+        raise PayloadError(problems)
+    return rows, lines, list(keys)
+
+
 def _read_csv(path: Path) -> SourceRows:
-    text = _open_text(path)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    limit = csv.field_size_limit()
-    csv.field_size_limit(MAX_CELL_CHARS)
+    reader = csv.reader(io.StringIO(_open_text(path), newline=""))
+    limit = csv.field_size_limit(MAX_CELL_CHARS)
     try:
         header = next(reader, None)
         if not header or not any(h.strip() for h in header):
@@ -196,62 +216,49 @@ def _read_csv(path: Path) -> SourceRows:
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise _bad(f"{path.name} names a column twice: {', '.join(twice)}")
-        rows: list[dict[str, Any]] = []
-        lines: list[int] = []
-        problems = []
-        for record in reader:
-            line = reader.line_num
-            if not record or all(not cell.strip() for cell in record):
-                continue  # a blank line is no row
-            if len(rows) >= MAX_ROWS:
-                raise _too_many(MAX_ROWS, path.name)
-            if len(record) > len(names):
-                msg = f"line {line} of {path.name} has {len(record)} values for {len(names)} "
-                msg += "columns (quote a value that holds a comma)"
-                problems.append({"loc": row_loc(len(rows)), "msg": msg})
-            rows.append(_kept(dict(zip(names, record, strict=False))))
-            lines.append(line)
+        too_many = f"values for {len(names)} columns (quote a value that holds a comma)"
+        records = (
+            (
+                reader.line_num,
+                dict(zip(names, record, strict=False)),
+                f"line {reader.line_num} of {path.name} has {len(record)} {too_many}"
+                if len(record) > len(names)
+                else None,
+            )
+            for record in reader
+            if any(cell.strip() for cell in record)  # a blank line is no row
+        )
+        rows, lines, _keys = _file_rows(path, records)
     except csv.Error as exc:
         raise _bad(f"{path.name} does not read as CSV: {exc}") from None
     finally:
         csv.field_size_limit(limit)
-    if problems:
-        raise PayloadError(problems)
     if not rows:
         raise _bad(f"{path.name} has a header but no rows")
     return SourceRows(rows, names, path.name, path.stem, lines)
 
 
+def _json_row(text: str, where: str) -> tuple[dict[str, Any], str | None]:
+    """One line of a JSONL file as a row, and what is wrong with it (None: nothing)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return {}, f"{where} is not JSON: {exc}"
+    if not isinstance(value, dict):
+        return {}, f"{where} is a JSON {type(value).__name__}, not an object of columns"
+    return value, None
+
+
 def _read_jsonl(path: Path) -> SourceRows:
-    text = _open_text(path)
-    rows: list[dict[str, Any]] = []
-    lines: list[int] = []
-    names: dict[str, None] = {}
-    problems = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        if len(rows) >= MAX_ROWS:
-            raise _too_many(MAX_ROWS, path.name)
-        index = len(rows)
-        lines.append(number)
-        try:
-            value = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            value, msg = None, f"line {number} of {path.name} is not JSON: {exc}"
-        else:
-            kind = type(value).__name__
-            msg = f"line {number} of {path.name} is a JSON {kind}, not an object of columns"
-        if not isinstance(value, dict):
-            problems.append({"loc": row_loc(index), "msg": msg})
-            value = {}
-        names.update(dict.fromkeys(k for k in value if isinstance(k, str)))
-        rows.append(_kept(value))
-    if problems:
-        raise PayloadError(problems)
+    records = (
+        (number, *_json_row(line, f"line {number} of {path.name}"))
+        for number, line in enumerate(_open_text(path).splitlines(), 1)
+        if line.strip()
+    )
+    rows, lines, columns = _file_rows(path, records)
     if not rows:
         raise _bad(f"{path.name} holds no JSON object")
-    return SourceRows(rows, list(names), path.name, path.stem, lines)
+    return SourceRows(rows, columns, path.name, path.stem, lines)
 
 
 def read_rows(rows: Any) -> SourceRows:

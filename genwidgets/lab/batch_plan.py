@@ -211,11 +211,7 @@ def _row_specs(
     why: dict[str, str] = {}
     specs: list[EndpointSpec | None] = []
     for index, row in enumerate(source.rows):
-        name = row.get(ENDPOINT_AXIS)
-        if name is None:
-            specs.append(default)
-            continue
-        name = str(name).strip()
+        name = str(row.get(ENDPOINT_AXIS, default.id)).strip()
         if name not in known:
             try:
                 known[name] = catalog_endpoint(name)

@@ -65,9 +65,7 @@ def differing_params(payloads: Iterable[Mapping[str, Any] | None]) -> list[str]:
     """Top-level payload keys whose values are not the same in every payload
     (a key missing from some payloads differs), in first-seen order."""
     items = [p or {} for p in payloads]
-    keys: dict[str, None] = {}
-    for p in items:
-        keys.update(dict.fromkeys(p))
+    keys = dict.fromkeys(key for p in items for key in p)
     return [key for key in keys if len({canonical(p.get(key, MISSING)) for p in items}) > 1]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..catalog import endpoints
@@ -76,13 +76,11 @@ def route_for(spec: EndpointSpec) -> Route:
 
 @functools.lru_cache(maxsize=256)
 def _resolved(entry: Route, names: frozenset[str]) -> Route:
-    prompt = entry.prompt
-    if prompt == _AUTO:
-        prompt = next((n for n in PROMPT_NAMES if n in names), None)
-    seed = entry.seed
-    if seed == _AUTO:
-        seed = SEED_NAME if SEED_NAME in names else None
-    return Route(prompt=prompt, seed=seed)
+    if entry.prompt == _AUTO:
+        entry = replace(entry, prompt=next((n for n in PROMPT_NAMES if n in names), None))
+    if entry.seed == _AUTO:
+        entry = replace(entry, seed=SEED_NAME if SEED_NAME in names else None)
+    return entry
 
 
 def prompt_of(spec: EndpointSpec, payload: Mapping[str, Any]) -> str | None:

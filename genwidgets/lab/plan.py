@@ -28,13 +28,7 @@ from .axes import MISSING, Axis, canonical, make_axis
 from .axes import short as short  # re-exported: labels and summaries use it
 from .batch_plan import PlannedRow, Prepare, TaskPlan
 from .budget import Budget
-from .cost import (
-    axis_count,
-    billed_count,
-    billing_values,
-    prompt_jobs,
-    refuse_above,
-)
+from .cost import axis_count, billed_count, billing_values, prompt_jobs, refuse_above
 from .mapping import ENDPOINT_AXIS, map_payload, read_roles
 from .problems import problem
 
@@ -104,7 +98,6 @@ def expand_cells(
     ``prepare``) validates and keeps what it returns for sending; without it the
     catalog validates. ``filled``: fields the grid itself put in the payload (a
     drawn seed), never noted as dropped: the user did not set them."""
-
     check: Prepare = prepare if prepare is not None else validate
     errors: list[dict[str, Any]] = []
     cells: list[PlannedCell] = []
@@ -182,7 +175,6 @@ def _as_written(sent: str) -> str:
 def permutation_axes(spec: EndpointSpec, payload: Mapping[str, Any]) -> list[Axis]:
     """The top-level permutation groups of the endpoint's imgM prompt as axes,
     in the order they appear (empty when there is no imgM prompt or no group)."""
-
     for name in spec.prompt_fields:
         text = payload.get(name)
         if not isinstance(text, str):
@@ -284,12 +276,11 @@ class GridPlan(TaskPlan):
 
 
 def _lock_seed(
-    spec: EndpointSpec, payload: dict[str, Any], axes: Iterable[Axis], seed: int | None
+    spec: EndpointSpec, payload: dict[str, Any], axes: Sequence[Axis], seed: int | None
 ) -> tuple[int | None, str | None]:
     """Set one seed in ``payload`` when nothing sets or varies it; returns (seed, where
     it went). Beside an endpoint axis it goes in ``seed`` for every endpoint (each cell's
     mapping puts it where its endpoint wants it); else where the endpoint takes one."""
-    axes = list(axes)
     varied = {a.field.split(".")[0] for a in axes if a.kind == "field"}
     value = seed if seed is not None else random.SystemRandom().randint(*SEED_RANGE)
     if any(a.kind == "endpoint" for a in axes):
@@ -327,7 +318,6 @@ def plan_grid(
     anything is sent. ``seed`` replays a recorded locked seed; ``prepare`` (the
     client's) validates each cell once and keeps the prepared request to send;
     ``per_endpoint`` gives fields per endpoint of an endpoint axis."""
-
     spec = catalog_endpoint(endpoint)
     if not isinstance(payload, Mapping):
         raise PayloadError("the base payload must be a dict of fields", endpoint=endpoint)
@@ -372,7 +362,7 @@ def plan_grid(
             )
     refuse_above(endpoint, present, MAX_CELLS, "this grid has {n} cells", "use fewer values")
     extra = _per_endpoint(endpoint, per_endpoint, present)
-    locked, where = _lock_seed(spec, base, (a for _, a in present), seed)
+    locked, where = _lock_seed(spec, base, [a for _, a in present], seed)
     order = present[::-1]  # z outermost, then y, then x
     drawn = (SEED_FIELD,) if locked is not None and seed is None else ()
     cells = expand_cells(endpoint, spec, base, order, prepare, extra, filled=drawn)
@@ -393,7 +383,6 @@ def _axis(
 ) -> Axis:
     """An axis read against the grid's endpoint; beside an endpoint axis, a field
     only some of the compared endpoints have is read against the first that has it."""
-
     ids = [
         str(v)
         for g in every

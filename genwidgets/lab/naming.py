@@ -176,9 +176,8 @@ class NameTemplate:
         values: dict[str, Any] = {name: safe_part(row.get(name)) for name in self.columns}
         shown = self.names
         values.update({k: safe_part(v) for k, v in fields.items() if k in shown})
-        values["row"] = index if isinstance(index, int) else safe_part(index)
-        values["ext"] = EXT_MARK
-        values["output"] = OUTPUT_MARK
+        row_name = index if isinstance(index, int) else safe_part(index)
+        values.update(row=row_name, ext=EXT_MARK, output=OUTPUT_MARK)
         try:
             rendered = self.text.format_map(values)
         except (ValueError, TypeError, KeyError, IndexError) as exc:

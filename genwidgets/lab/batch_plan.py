@@ -301,8 +301,8 @@ def plan_batch(
             if mapped.missing:
                 hint = "give it a column or a template field"
                 problems += [
-                    {"loc": row_loc(where, name), "msg": f"{target.id} requires {name!r}: {hint}"}
-                    for name in mapped.missing
+                    {"loc": row_loc(where, lack), "msg": f"{target.id} requires {lack!r}: {hint}"}
+                    for lack in mapped.missing
                 ]
                 continue
         try:

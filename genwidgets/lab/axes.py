@@ -202,17 +202,11 @@ def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | 
         count = int(match["count"])
         if count < 1 or count > MAX_VALUES:
             raise _bad(field, f"[{count}] must ask for 1 to {MAX_VALUES} values", endpoint)
-        values: list[float] = (
-            [start]
-            if count == 1
-            else [start + (end - start) * i / (count - 1) for i in range(count)]
-        )
+        values = [start + (end - start) * i / max(count - 1, 1) for i in range(count)]
     else:
-        step = (
-            float(match["step"].replace(" ", ""))
-            if match["step"]
-            else (1.0 if end >= start else -1.0)
-        )
+        step = 1.0 if end >= start else -1.0
+        if match["step"]:
+            step = float(match["step"].replace(" ", ""))
         if step == 0 or (end - start) * step < 0:
             raise _bad(field, f"the step {step:g} never goes from {start:g} to {end:g}", endpoint)
         count = math.floor((end - start) / step + 1e-9) + 1

@@ -123,10 +123,6 @@ def _from_dicts(rows: Sequence[Any]) -> SourceRows:
     return SourceRows(kept, columns, f"a list of {len(kept)} dicts", "batch")
 
 
-def _is_dataframe(value: Any) -> bool:
-    return type(value).__module__.split(".")[0] == "pandas" and hasattr(value, "to_dict")
-
-
 def _from_dataframe(frame: Any) -> SourceRows:
     columns = list(frame.columns)
     bad = [c for c in columns if not isinstance(c, str) or not c.strip()]
@@ -271,7 +267,7 @@ def read_rows(rows: Any) -> SourceRows:
         if suffix in _JSONL:
             return _read_jsonl(path)
         raise _bad(f"{str(rows)[:80]!r} is not a .csv or .jsonl path; {ACCEPTED_SOURCES}")
-    if _is_dataframe(rows):
+    if type(rows).__module__.split(".")[0] == "pandas" and hasattr(rows, "to_dict"):
         return _from_dataframe(rows)
     if isinstance(rows, Sequence) and not isinstance(rows, (bytes, bytearray)):
         return _from_dicts(rows)

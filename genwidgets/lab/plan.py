@@ -262,7 +262,6 @@ class GridPlan(TaskPlan):
 
     def describe(self) -> dict[str, Any]:
         """The JSON-ready description (store and exports; no secret is ever in it)."""
-
         return {
             "endpoint": self.endpoint,
             "base_payload": scrub_payload(self.base_payload),

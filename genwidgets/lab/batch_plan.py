@@ -253,14 +253,8 @@ def _listed(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return problems
     rest = problems[MAX_LISTED:]
     rows = {p["loc"][0] for p in rest if p["loc"]}
-    return [
-        *problems[:MAX_LISTED],
-        {
-            "loc": ("rows",),
-            "msg": f"and {len(rest)} more problems in {len(rows)} more row(s): fix the "
-            "ones above and plan again",
-        },
-    ]
+    msg = f"and {len(rest)} more problems in {len(rows)} more row(s): fix the ones above"
+    return [*problems[:MAX_LISTED], {"loc": ("rows",), "msg": msg + " and plan again"}]
 
 
 def plan_batch(

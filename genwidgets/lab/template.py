@@ -186,6 +186,7 @@ def build_template(
     problem raises one PayloadError naming the field, and what is accepted."""
     endpoint = specs[0].id
     known = set(columns) | {ROW_NUMBER}
+    from_columns = given is None
     if given is None:
         names = set().union(*(s.known_names for s in specs))
         chosen = [c for c in columns if c in names and c != ENDPOINT_AXIS]
@@ -204,10 +205,8 @@ def build_template(
                 endpoint=endpoint,
             )
         given = {c: "{" + c + "}" for c in chosen}
-        from_columns = True
         filled: tuple[str, ...] = ()
     else:
-        from_columns = False
         if not isinstance(given, Mapping):
             raise problem(
                 "template", "a template is a dict: field -> value or format", endpoint=endpoint

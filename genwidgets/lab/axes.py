@@ -189,8 +189,8 @@ def field_type(
     return _scalar_type(reached[-1][0].annotation)
 
 
-def _bad(field: str, msg: str, endpoint: str | None) -> PayloadError:
-    return problem(("axis", field), msg, endpoint=endpoint)
+def _bad(field: str, msg: str, endpoint: str | None, where: str = "axis") -> PayloadError:
+    return problem((where, field), msg, endpoint=endpoint)
 
 
 def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | None) -> list[Any]:
@@ -202,17 +202,11 @@ def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | 
         count = int(match["count"])
         if count < 1 or count > MAX_VALUES:
             raise _bad(field, f"[{count}] must ask for 1 to {MAX_VALUES} values", endpoint)
-        values: list[float] = (
-            [start]
-            if count == 1
-            else [start + (end - start) * i / (count - 1) for i in range(count)]
-        )
+        values = [start + (end - start) * i / max(count - 1, 1) for i in range(count)]
     else:
-        step = (
-            float(match["step"].replace(" ", ""))
-            if match["step"]
-            else (1.0 if end >= start else -1.0)
-        )
+        step = 1.0 if end >= start else -1.0
+        if match["step"]:
+            step = float(match["step"].replace(" ", ""))
         if step == 0 or (end - start) * step < 0:
             raise _bad(field, f"the step {step:g} never goes from {start:g} to {end:g}", endpoint)
         count = math.floor((end - start) / step + 1e-9) + 1
@@ -234,11 +228,16 @@ def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | 
 
 
 def typed_value(
-    item: str, kind: type | None, field: str, endpoint: str | None, hint: str = ACCEPTED_FORMS
+    item: str,
+    kind: type | None,
+    field: str,
+    endpoint: str | None,
+    hint: str = ACCEPTED_FORMS,
+    where: str = "axis",
 ) -> Any:
     """One text value as the field's scalar ``kind`` takes it (``"5"`` → 5 for an
     integer field, ``"yes"`` → True for a boolean); a text that is not one is a
-    PayloadError naming the field, followed by ``hint`` (what is accepted)."""
+    PayloadError at ``(where, field)``, followed by ``hint`` (what is accepted)."""
     if kind is None or kind is str:
         return item
     tail = f"; {hint}" if hint else ""
@@ -248,16 +247,16 @@ def typed_value(
             return True
         if lowered in ("false", "no", "0", "off"):
             return False
-        raise _bad(field, f"{item!r} is not true or false{tail}", endpoint)
+        raise _bad(field, f"{item!r} is not true or false{tail}", endpoint, where)
     try:
         number = float(item)
     except ValueError:
-        raise _bad(field, f"{item!r} is not a number{tail}", endpoint) from None
+        raise _bad(field, f"{item!r} is not a number{tail}", endpoint, where) from None
     if not math.isfinite(number):
-        raise _bad(field, f"{item!r} is not a finite number", endpoint)
+        raise _bad(field, f"{item!r} is not a finite number", endpoint, where)
     if kind is int:
         if number != int(number):
-            raise _bad(field, f"{item!r} is not a whole number", endpoint)
+            raise _bad(field, f"{item!r} is not a whole number", endpoint, where)
         return int(number)
     return number
 
@@ -283,10 +282,6 @@ def parse_values(
         else:
             values.append(typed_value(item, kind, field, endpoint))
     return values
-
-
-def _key(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=repr)
 
 
 def make_axis(
@@ -323,11 +318,11 @@ def make_axis(
         raise _bad(field, f"the axis has no values; {ACCEPTED_FORMS}", endpoint)
     if len(values) > MAX_VALUES:
         raise _bad(field, f"{len(values)} values; at most {MAX_VALUES} per axis", endpoint)
-    seen: dict[str, Any] = {}
+    seen: set[str] = set()
     for value in values:
-        if _key(value) in seen:
+        if canonical(value) in seen:
             raise _bad(field, f"the value {value!r} is given twice; each value once", endpoint)
-        seen[_key(value)] = value
+        seen.add(canonical(value))
     if field != PROMPT_SR:
         return Axis(field, tuple(values))
     search = str(values[0])

@@ -32,7 +32,7 @@ from .template import Template, build_template
 if TYPE_CHECKING:
     from ..catalog import EndpointSpec
 
-__all__ = ["MAX_LISTED", "BatchPlan", "PlannedRow", "plan_batch"]
+__all__ = ["MAX_LISTED", "BatchPlan", "PlannedRow", "TaskPlan", "plan_batch"]
 
 #: problems listed one by one in a refused plan; the rest are counted
 MAX_LISTED = 200
@@ -80,8 +80,38 @@ class PlannedRow:
         return f"not sent to {self.endpoint} (no such field): {', '.join(self.dropped)}"
 
 
+class TaskPlan:
+    """What a grid's plan and a batch's plan share: many tasks planned from one endpoint."""
+
+    endpoint: str
+    if TYPE_CHECKING:  # a batch's field, a grid's cells
+
+        @property
+        def rows(self) -> tuple[PlannedRow, ...]: ...
+
+    @property
+    def tasks(self) -> int:
+        return len(self.rows)
+
+    @property
+    def billed_total(self) -> int:
+        return sum(r.billed for r in self.rows)
+
+    @property
+    def endpoints(self) -> list[str]:
+        """The endpoints the rows go to, in order (one unless an endpoint column or axis)."""
+        return list(dict.fromkeys(r.endpoint for r in self.rows))
+
+    def billed_line(self, head: str, multi_head: str, billing: Mapping[str, list[Any]]) -> str:
+        """The tasks and what they bill: per endpoint when several (after ``multi_head``),
+        else in the endpoint's unit with its billing fields' values (after ``head``)."""
+        if len(self.endpoints) > 1:
+            return f"{multi_head}: " + endpoints_summary(self.rows)
+        return cost_summary(head, self.endpoint, self.tasks, self.billed_total, billing)
+
+
 @dataclass(frozen=True)
-class BatchPlan:
+class BatchPlan(TaskPlan):
     """What a batch sends, worked out before anything is sent."""
 
     endpoint: str
@@ -95,18 +125,6 @@ class BatchPlan:
     digest: str
     #: a short name for a derived id (the rows file's stem)
     stem: str = "batch"
-
-    @property
-    def tasks(self) -> int:
-        return len(self.rows)
-
-    @property
-    def billed_total(self) -> int:
-        return sum(r.billed for r in self.rows)
-
-    @property
-    def endpoints(self) -> list[str]:
-        return list(dict.fromkeys(r.endpoint for r in self.rows))
 
     def units_total(self) -> dict[str, float]:
         """Billed units per kind over every row (rows that cannot count one are left out:
@@ -125,15 +143,10 @@ class BatchPlan:
     def cost_total(self) -> float | None:
         """Money over every row through ``prices=`` (None without prices, or when a
         priced amount cannot be counted)."""
-        if not self.budget.prices:
+        costs = [self.budget.cost(row.endpoint, row.units) for row in self.rows]
+        if not self.budget.prices or None in costs:
             return None
-        total = 0.0
-        for row in self.rows:
-            cost = self.budget.cost(row.endpoint, row.units)
-            if cost is None:
-                return None
-            total += cost
-        return total
+        return sum((cost for cost in costs if cost is not None), 0.0)
 
     def units_line(self) -> str:
         """``billed units: 12 tasks, 48 images, 60 video_seconds``, unknowns named."""
@@ -150,13 +163,8 @@ class BatchPlan:
         """Plain text: the rows counted and billed (per endpoint when several, each
         with its defaults), the billed units, the columns not sent, the budget."""
         head = f"{self.source} → {self.endpoint}"
-        if len(self.endpoints) > 1:
-            text = f"{head}: " + endpoints_summary(self.rows)
-        else:
-            spec = catalog_endpoint(self.endpoint)
-            billing = billing_values(spec, [r.payload for r in self.rows])
-            text = cost_summary(head, self.endpoint, self.tasks, self.billed_total, billing)
-        text += "; " + self.units_line()
+        billing = billing_values(catalog_endpoint(self.endpoint), [r.payload for r in self.rows])
+        text = self.billed_line(head, head, billing) + "; " + self.units_line()
         if self.template.filled:
             text += f"; columns sent as their fields: {', '.join(self.template.filled)}"
         if self.template.unused:
@@ -203,11 +211,7 @@ def _row_specs(
     why: dict[str, str] = {}
     specs: list[EndpointSpec | None] = []
     for index, row in enumerate(source.rows):
-        name = row.get(ENDPOINT_AXIS)
-        if name is None:
-            specs.append(default)
-            continue
-        name = str(name).strip()
+        name = str(row.get(ENDPOINT_AXIS, default.id)).strip()
         if name not in known:
             try:
                 known[name] = catalog_endpoint(name)
@@ -249,14 +253,8 @@ def _listed(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return problems
     rest = problems[MAX_LISTED:]
     rows = {p["loc"][0] for p in rest if p["loc"]}
-    return [
-        *problems[:MAX_LISTED],
-        {
-            "loc": ("rows",),
-            "msg": f"and {len(rest)} more problems in {len(rows)} more row(s): fix the "
-            "ones above and plan again",
-        },
-    ]
+    msg = f"and {len(rest)} more problems in {len(rows)} more row(s): fix the ones above"
+    return [*problems[:MAX_LISTED], {"loc": ("rows",), "msg": msg + " and plan again"}]
 
 
 def plan_batch(
@@ -295,13 +293,10 @@ def plan_batch(
             mapped = map_payload(spec, target, payload)
             payload, dropped = mapped.payload, mapped.dropped
             if mapped.missing:
+                hint = "give it a column or a template field"
                 problems += [
-                    {
-                        "loc": row_loc(where, field),
-                        "msg": f"{target.id} requires {field!r}: give it a column or a "
-                        "template field",
-                    }
-                    for field in mapped.missing
+                    {"loc": row_loc(where, lack), "msg": f"{target.id} requires {lack!r}: {hint}"}
+                    for lack in mapped.missing
                 ]
                 continue
         try:
@@ -313,31 +308,18 @@ def plan_batch(
             ]
             continue
         prompt, seed, _used = read_roles(target, payload)  # the prompt without --seed
+        built_in = {"slug": slug(prompt) or target.id.lower(), "seed": seed}
+        built_in.update(endpoint=target.id, kind=target.kind)
         try:
-            stem = names.stem(
-                name,
-                row,
-                {
-                    "slug": slug(prompt) or target.id.lower(),
-                    "seed": seed,
-                    "endpoint": target.id,
-                    "kind": target.kind,
-                },
-                where,
-            )
+            stem = names.stem(name, row, built_in, where)
         except PayloadError as exc:
             problems += exc.errors
             continue
         first = taken.setdefault(name_key(stem), index)  # as macOS and Windows compare
         if first != index:
-            problems.append(
-                {
-                    "loc": row_loc(where, "filenames"),
-                    "msg": f"{source.where(first)} has its file name too "
-                    f"({stem.split(EXT_MARK)[0]}…); "
-                    f"add {{row}} to filenames={names.text!r}",
-                }
-            )
+            msg = f"{source.where(first)} has its file name too ({stem.split(EXT_MARK)[0]}…)"
+            msg += f"; add {{row}} to filenames={names.text!r}"
+            problems.append({"loc": row_loc(where, "filenames"), "msg": msg})
             continue
         planned.append(
             PlannedRow(

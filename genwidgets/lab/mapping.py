@@ -1,12 +1,10 @@
 """One payload, several endpoints: where the prompt and the seed go in each.
 
-A grid with an endpoint axis writes its payload in the terms of its own endpoint and
-sends each cell to another one. Only the prompt and the seed have a meaning across
-endpoints, so only they move; every other field keeps its name and is dropped (and
-listed in the cell's ``plan_note``) where the target has no such field. Where a role
-goes is read from field names (:data:`PROMPT_NAMES`, :data:`SEED_NAME`); :data:`ROUTES`
-holds the endpoints whose names do not say it, so a new endpoint needs at most one
-entry there. The table of routes: docs/decisions.md, "Prompt lab: comparing models".
+Only the prompt and the seed move; every other field keeps its name and is dropped
+(listed in the cell's ``plan_note``) where the target has no such field. Roles are read
+from field names; :data:`ROUTES` holds the endpoints whose names do not say it (a new
+endpoint needs at most one entry). The table: docs/decisions.md, "Prompt lab: comparing
+models".
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..catalog import endpoints
@@ -78,21 +76,11 @@ def route_for(spec: EndpointSpec) -> Route:
 
 @functools.lru_cache(maxsize=256)
 def _resolved(entry: Route, names: frozenset[str]) -> Route:
-    prompt = entry.prompt
-    if prompt == _AUTO:
-        prompt = next((n for n in PROMPT_NAMES if n in names), None)
-    seed = entry.seed
-    if seed == _AUTO:
-        seed = SEED_NAME if SEED_NAME in names else None
-    return Route(prompt=prompt, seed=seed)
-
-
-def _content_text(payload: Mapping[str, Any]) -> str | None:
-    for item in payload.get("content") or ():
-        if isinstance(item, Mapping) and item.get("type") == "text":
-            text = item.get("text")
-            return text if isinstance(text, str) else None
-    return None
+    if entry.prompt == _AUTO:
+        entry = replace(entry, prompt=next((n for n in PROMPT_NAMES if n in names), None))
+    if entry.seed == _AUTO:
+        entry = replace(entry, seed=SEED_NAME if SEED_NAME in names else None)
+    return entry
 
 
 def prompt_of(spec: EndpointSpec, payload: Mapping[str, Any]) -> str | None:
@@ -101,11 +89,14 @@ def prompt_of(spec: EndpointSpec, payload: Mapping[str, Any]) -> str | None:
 
 
 def _prompt_at(where: str | None, payload: Mapping[str, Any]) -> str | None:
-    if where is None:
-        return None
+    """The text at ``where``: a field, or the first text item of ``content``."""
+    value = None
     if where == CONTENT_TEXT:
-        return _content_text(payload)
-    value = payload.get(where)
+        items = payload.get("content") or ()
+        texts = (i for i in items if isinstance(i, Mapping) and i.get("type") == "text")
+        value = next(texts, {}).get("text")
+    elif where is not None:
+        value = payload.get(where)
     return value if isinstance(value, str) else None
 
 
@@ -152,12 +143,8 @@ def map_payload(
     prompt, seed, used = read_roles(source, data)
     names = target.fields
     route = route_for(target)
-    out: dict[str, Any] = {}
-    dropped: list[str] = []
-    for key, value in data.items():
-        if key in used:
-            continue
-        (out.__setitem__(key, value) if key in names else dropped.append(key))
+    out = {key: value for key, value in data.items() if key in names and key not in used}
+    dropped = [key for key in data if key not in names and key not in used]
     if prompt is not None:
         if route.prompt == CONTENT_TEXT:
             others = [

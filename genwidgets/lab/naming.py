@@ -1,10 +1,6 @@
-"""File names of a batch's outputs, from a name template.
-
-The default, ``{row:05d}-{slug}-{seed}.{ext}``, names a file by its row, a short safe
-form of its prompt (``slug``) and its seed: ``00003-a-red-fox-in-snow-42.png``. Every
-name is one that Linux, macOS and Windows all take (:func:`portable`), and no two rows
-share one as a case-insensitive, normalising disk compares them (:func:`name_key`,
-checked before anything is sent). The fields and the rules: docs/decisions.md#batch-files.
+"""File names of a batch's outputs, from a name template (``{row:05d}-{slug}-{seed}.{ext}``
+by default), each one Linux, macOS and Windows take (:func:`portable`) and unique as a
+case-insensitive disk compares them (:func:`name_key`): docs/decisions.md#batch-files.
 """
 
 from __future__ import annotations
@@ -180,9 +176,8 @@ class NameTemplate:
         values: dict[str, Any] = {name: safe_part(row.get(name)) for name in self.columns}
         shown = self.names
         values.update({k: safe_part(v) for k, v in fields.items() if k in shown})
-        values["row"] = index if isinstance(index, int) else safe_part(index)
-        values["ext"] = EXT_MARK
-        values["output"] = OUTPUT_MARK
+        row_name = index if isinstance(index, int) else safe_part(index)
+        values.update(row=row_name, ext=EXT_MARK, output=OUTPUT_MARK)
         try:
             rendered = self.text.format_map(values)
         except (ValueError, TypeError, KeyError, IndexError) as exc:

@@ -15,7 +15,7 @@ import itertools
 import json
 import random
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -26,17 +26,9 @@ from ..imgm import Prompt, permutation_spans
 from ..jobs.ledger import scrub_payload
 from .axes import MISSING, Axis, canonical, make_axis
 from .axes import short as short  # re-exported: labels and summaries use it
-from .batch_plan import PlannedRow
+from .batch_plan import PlannedRow, Prepare, TaskPlan
 from .budget import Budget
-from .cost import (
-    axis_count,
-    billed_count,
-    billing_values,
-    cost_summary,
-    endpoints_summary,
-    prompt_jobs,
-    refuse_above,
-)
+from .cost import axis_count, billed_count, billing_values, prompt_jobs, refuse_above
 from .mapping import ENDPOINT_AXIS, map_payload, read_roles
 from .problems import problem
 
@@ -58,8 +50,6 @@ __all__ = [
 ]
 
 AXES = ("x", "y", "z")
-#: validates one cell's payload for an endpoint and returns what to send (or raises)
-Prepare = Callable[[str, Mapping[str, Any]], Any]
 MAX_CELLS = 400
 SEED_FIELD = "seed"
 SEED_RANGE = (1, 2**31 - 1)
@@ -69,9 +59,7 @@ def differing_params(payloads: Iterable[Mapping[str, Any] | None]) -> list[str]:
     """Top-level payload keys whose values are not the same in every payload
     (a key missing from some payloads differs), in first-seen order."""
     items = [p or {} for p in payloads]
-    keys: dict[str, None] = {}
-    for p in items:
-        keys.update(dict.fromkeys(p))
+    keys = dict.fromkeys(key for p in items for key in p)
     return [key for key in keys if len({canonical(p.get(key, MISSING)) for p in items}) > 1]
 
 
@@ -94,18 +82,6 @@ class PlannedCell(PlannedRow):
     kind: str = ""
 
 
-def _cell_target(
-    endpoint: str, spec: EndpointSpec, values: Mapping[str, Any], axes: Sequence[tuple[str, Axis]]
-) -> tuple[str, Any]:
-    """The endpoint a cell goes to: its endpoint-axis value, else the grid's."""
-
-    for name, axis in axes:
-        if axis.kind == "endpoint":
-            target = str(values[name])
-            return target, catalog_endpoint(target)
-    return endpoint, spec
-
-
 def expand_cells(
     endpoint: str,
     spec: EndpointSpec,
@@ -113,7 +89,7 @@ def expand_cells(
     axes: Sequence[tuple[str, Axis]],
     prepare: Prepare | None = None,
     per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
-    filled: Iterable[str] = (),
+    filled: Collection[str] = (),
 ) -> list[PlannedCell]:
     """The product of ``axes`` (outermost first) over ``base_payload``, each cell
     mapped to its endpoint (an endpoint axis: :func:`~.mapping.map_payload`),
@@ -122,29 +98,24 @@ def expand_cells(
     ``prepare``) validates and keeps what it returns for sending; without it the
     catalog validates. ``filled``: fields the grid itself put in the payload (a
     drawn seed), never noted as dropped: the user did not set them."""
-
     check: Prepare = prepare if prepare is not None else validate
     errors: list[dict[str, Any]] = []
     cells: list[PlannedCell] = []
-    ranges = [range(len(axis)) for _, axis in axes]
     mapped_axes = any(axis.kind == "endpoint" for _, axis in axes)
-    not_noted = set(filled)
-    for index, combo in enumerate(itertools.product(*ranges)):
+    for index, combo in enumerate(itertools.product(*(range(len(a)) for _, a in axes))):
         payload = copy.deepcopy(dict(base_payload))
-        values: dict[str, Any] = {}
-        for (name, axis), i in zip(axes, combo, strict=True):
-            axis.apply(payload, axis.values[i])
-            values[name] = axis.values[i]
-        where = " · ".join(
-            f"{axis.field}={short(v, 40)}"
-            for (_, axis), v in zip(axes, values.values(), strict=True)
-        )
-        target, target_spec = _cell_target(endpoint, spec, values, axes)
+        values = {name: axis.values[i] for (name, axis), i in zip(axes, combo, strict=True)}
+        for name, axis in axes:
+            axis.apply(payload, values[name])
+        where = " · ".join(f"{axis.field}={short(values[name], 40)}" for name, axis in axes)
+        # the cell's endpoint: its endpoint-axis value, else the grid's
+        target = next((str(values[n]) for n, a in axes if a.kind == "endpoint"), endpoint)
+        target_spec = catalog_endpoint(target) if target != endpoint else spec
         dropped: tuple[str, ...] = ()
         if mapped_axes:
             mapped = map_payload(spec, target_spec, payload, (per_endpoint or {}).get(target))
             payload = mapped.payload
-            dropped = tuple(name for name in mapped.dropped if name not in not_noted)
+            dropped = tuple(name for name in mapped.dropped if name not in filled)
             if mapped.missing:
                 errors += [
                     {
@@ -155,7 +126,6 @@ def expand_cells(
                     for name in mapped.missing
                 ]
                 continue  # refused already; validating would say it twice
-        count, prepared = 1, None
         try:
             count = billed_count(target_spec, payload)
             prepared = check(target, payload)
@@ -165,6 +135,7 @@ def expand_cells(
             errors += [
                 {"loc": e["loc"], "msg": f"in the cell {where}: {e['msg']}"} for e in exc.errors
             ]
+            continue
         position = dict(zip((n for n, _ in axes), combo, strict=True))
         cells.append(
             PlannedCell(
@@ -204,7 +175,6 @@ def _as_written(sent: str) -> str:
 def permutation_axes(spec: EndpointSpec, payload: Mapping[str, Any]) -> list[Axis]:
     """The top-level permutation groups of the endpoint's imgM prompt as axes,
     in the order they appear (empty when there is no imgM prompt or no group)."""
-
     for name in spec.prompt_fields:
         text = payload.get(name)
         if not isinstance(text, str):
@@ -224,7 +194,7 @@ def permutation_axes(spec: EndpointSpec, payload: Mapping[str, Any]) -> list[Axi
 
 
 @dataclass(frozen=True)
-class GridPlan:
+class GridPlan(TaskPlan):
     """What a grid sends, worked out before anything is sent.
 
     ``axes`` maps "x"/"y"/"z" to an :class:`Axis` or None; ``layout`` maps each
@@ -243,10 +213,6 @@ class GridPlan:
     per_endpoint: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
-    def tasks(self) -> int:
-        return len(self.cells)
-
-    @property
     def rows(self) -> tuple[PlannedCell, ...]:
         """The cells, as the run core sends a plan's rows."""
         return self.cells
@@ -260,10 +226,6 @@ class GridPlan:
         refuses another plan under its id)."""
         text = json.dumps([self.describe(), [c.payload for c in self.cells]], default=str)
         return hashlib.sha256(text.encode()).hexdigest()
-
-    @property
-    def billed_total(self) -> int:
-        return sum(c.billed for c in self.cells)
 
     def shown(self, direction: str) -> Axis | None:
         """The axis displayed along ``direction`` ("x" columns, "y" rows, "z" tabs)."""
@@ -287,34 +249,19 @@ class GridPlan:
         layout[a], layout[b] = layout[b], layout[a]
         return replace(self, layout=layout)
 
-    @property
-    def endpoints(self) -> list[str]:
-        """The endpoints the cells go to, in axis order (one unless an endpoint axis)."""
-        return list(dict.fromkeys(c.endpoint or self.endpoint for c in self.cells))
-
     def summary(self) -> str:
         """One plain-text line: the axes counted, tasks, billed generations (per
         endpoint when several, with each one's defaults), the locked seed."""
         dims = " × ".join(
             axis_count(a) for d in ("x", "y", "z") if (a := self.shown(d)) is not None
         )
-        if len(self.endpoints) > 1:
-            text = f"{dims}: " + endpoints_summary(self.cells)
-        else:
-            text = cost_summary(
-                f"{self.endpoint}, {dims or '1 cell'}",
-                self.endpoint,
-                self.tasks,
-                self.billed_total,
-                self.billing,
-            )
+        text = self.billed_line(f"{self.endpoint}, {dims or '1 cell'}", dims, self.billing)
         if self.seed is not None:
             text += f"; seed locked at {self.seed}"
         return text
 
     def describe(self) -> dict[str, Any]:
         """The JSON-ready description (store and exports; no secret is ever in it)."""
-
         return {
             "endpoint": self.endpoint,
             "base_payload": scrub_payload(self.base_payload),
@@ -327,20 +274,22 @@ class GridPlan:
         }
 
 
-def _draw_seed() -> int:
-    return random.SystemRandom().randint(*SEED_RANGE)
-
-
 def _lock_seed(
-    spec: EndpointSpec, payload: dict[str, Any], axes: Iterable[Axis], seed: int | None
+    spec: EndpointSpec, payload: dict[str, Any], axes: Sequence[Axis], seed: int | None
 ) -> tuple[int | None, str | None]:
-    """Set one seed in ``payload`` when the endpoint takes one and nothing sets or
-    varies it; returns (seed, where it went)."""
+    """Set one seed in ``payload`` when nothing sets or varies it; returns (seed, where
+    it went). Beside an endpoint axis it goes in ``seed`` for every endpoint (each cell's
+    mapping puts it where its endpoint wants it); else where the endpoint takes one."""
     varied = {a.field.split(".")[0] for a in axes if a.kind == "field"}
+    value = seed if seed is not None else random.SystemRandom().randint(*SEED_RANGE)
+    if any(a.kind == "endpoint" for a in axes):
+        if read_roles(spec, payload)[1] is not None or SEED_FIELD in varied:
+            return None, None
+        payload[SEED_FIELD] = value
+        return value, "each endpoint's seed"
     if SEED_FIELD in spec.fields and payload.get(SEED_FIELD) is None and SEED_FIELD not in varied:
-        payload[SEED_FIELD] = seed if seed is not None else _draw_seed()
-        return payload[SEED_FIELD], SEED_FIELD
-
+        payload[SEED_FIELD] = value
+        return value, SEED_FIELD
     for name in spec.prompt_fields:
         text = payload.get(name)
         if not isinstance(text, str) or name in varied:
@@ -348,7 +297,6 @@ def _lock_seed(
         prompt = Prompt.parse(text)
         if "seed" in prompt.params:
             return None, None
-        value = seed if seed is not None else _draw_seed()
         payload[name] = str(prompt.with_params(seed=value))
         return value, f"{name} --seed"
     return None, None
@@ -369,7 +317,6 @@ def plan_grid(
     anything is sent. ``seed`` replays a recorded locked seed; ``prepare`` (the
     client's) validates each cell once and keeps the prepared request to send;
     ``per_endpoint`` gives fields per endpoint of an endpoint axis."""
-
     spec = catalog_endpoint(endpoint)
     if not isinstance(payload, Mapping):
         raise PayloadError("the base payload must be a dict of fields", endpoint=endpoint)
@@ -396,12 +343,13 @@ def plan_grid(
                 "lays out at most 3: give x, y and z explicitly",
                 endpoint=endpoint,
             )
-        for name, axis in zip(("x", "y", "z")[: len(groups)][::-1], groups, strict=True):
-            axes[name] = axis
+        axes.update(zip(AXES[: len(groups)][::-1], groups, strict=True))
     else:
-        for name in AXES:
-            if given[name] is not None:
-                axes[name] = _axis(given[name], endpoint, spec, base, given.values())
+        axes.update(
+            (name, _axis(axis, endpoint, spec, base, given.values()))
+            for name, axis in given.items()
+            if axis is not None
+        )
     present = [(name, a) for name, a in axes.items() if a is not None]
     keys = [a.search if a.kind == "prompt_sr" else a.field for _, a in present]
     for key in set(keys):
@@ -413,11 +361,8 @@ def plan_grid(
             )
     refuse_above(endpoint, present, MAX_CELLS, "this grid has {n} cells", "use fewer values")
     extra = _per_endpoint(endpoint, per_endpoint, present)
-    if any(a.kind == "endpoint" for _, a in present):
-        locked, where = _lock_any_seed(spec, base, (a for _, a in present), seed)
-    else:
-        locked, where = _lock_seed(spec, base, (a for _, a in present), seed)
-    order = [(n, a) for n in ("z", "y", "x") for m, a in present if m == n]
+    locked, where = _lock_seed(spec, base, [a for _, a in present], seed)
+    order = present[::-1]  # z outermost, then y, then x
     drawn = (SEED_FIELD,) if locked is not None and seed is None else ()
     cells = expand_cells(endpoint, spec, base, order, prepare, extra, filled=drawn)
     return GridPlan(
@@ -437,7 +382,6 @@ def _axis(
 ) -> Axis:
     """An axis read against the grid's endpoint; beside an endpoint axis, a field
     only some of the compared endpoints have is read against the first that has it."""
-
     ids = [
         str(v)
         for g in every
@@ -471,32 +415,9 @@ def _per_endpoint(
         raise problem(
             "per_endpoint", "give a dict: endpoint id -> dict of fields", endpoint=endpoint
         )
-    stray = sorted(set(given) - compared)
+    listed = ", ".join(sorted(compared)) or "the grid has none"
+    msg = f"not an endpoint of this grid's endpoint axis ({listed})"
+    stray = [{"loc": ("per_endpoint", name), "msg": msg} for name in sorted(set(given) - compared)]
     if stray:
-        raise PayloadError(
-            [
-                {
-                    "loc": ("per_endpoint", name),
-                    "msg": "not an endpoint of this grid's endpoint axis "
-                    f"({', '.join(sorted(compared)) or 'the grid has none'})",
-                }
-                for name in stray
-            ],
-            endpoint=endpoint,
-        )
+        raise PayloadError(stray, endpoint=endpoint)
     return {k: copy.deepcopy(dict(v)) for k, v in given.items()}
-
-
-def _lock_any_seed(
-    spec: EndpointSpec, payload: dict[str, Any], axes: Iterable[Axis], seed: int | None
-) -> tuple[int | None, str | None]:
-    """Beside an endpoint axis: one seed for every endpoint that takes one (each
-    cell's mapping puts it where its endpoint wants it), unless the payload or an
-    axis sets it."""
-
-    varied = {a.field.split(".")[0] for a in axes if a.kind == "field"}
-    _, given, _ = read_roles(spec, payload)
-    if given is not None or SEED_FIELD in varied:
-        return None, None
-    payload[SEED_FIELD] = seed if seed is not None else _draw_seed()
-    return payload[SEED_FIELD], "each endpoint's seed"

@@ -1,11 +1,7 @@
-"""The rows of a batch: a list of dicts, a CSV or JSONL file, or a pandas DataFrame.
-
-Every source becomes one list of plain dicts (column -> value) with its columns in
-first-seen order and, for files, the line each row came from, so every message can
-name a row by its number (0-based, as ``batch.rows[i]`` and the file names count)
-and its line. Reading is capped (:data:`MAX_FILE_BYTES`, :data:`MAX_ROWS`), and a
-source that cannot be read is a :class:`~genwidgets.errors.PayloadError` saying what
-is accepted: docs/decisions.md#batch-rows.
+"""The rows of a batch: a list of dicts, a CSV or JSONL file, or a pandas DataFrame,
+each read into plain dicts with its columns in first-seen order and, for files, the
+line of each row, so that every message names a row (and its line). Caps, encodings
+and what is refused: docs/decisions.md#batch-rows.
 """
 
 from __future__ import annotations
@@ -15,12 +11,13 @@ import io
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import PayloadError
+from .problems import problem
 
 __all__ = [
     "ACCEPTED_SOURCES",
@@ -81,7 +78,7 @@ def row_loc(row: int | str, column: str | None = None) -> tuple[str, ...]:
 
 
 def _bad(msg: str, *loc: str) -> PayloadError:
-    return PayloadError([{"loc": loc or ("rows",), "msg": msg}])
+    return problem(loc or "rows", msg)
 
 
 def _plain(value: Any) -> Any:
@@ -92,22 +89,12 @@ def _plain(value: Any) -> Any:
     item = getattr(value, "item", None)
     if callable(item) and type(value).__module__.startswith("numpy"):
         value = item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if value is None or (isinstance(value, str) and value == ""):
-        return None
-    return value
+    nan = isinstance(value, float) and math.isnan(value)
+    return None if nan or (isinstance(value, str) and not value) else value
 
 
 def _kept(row: Mapping[str, Any]) -> dict[str, Any]:
     return {key: plain for key, value in row.items() if (plain := _plain(value)) is not None}
-
-
-def _columns(rows: Sequence[Any]) -> list[str]:
-    seen: dict[str, None] = {}
-    for row in rows:
-        seen.update(dict.fromkeys(row))
-    return list(seen)
 
 
 def _too_many(count: int, source: str) -> PayloadError:
@@ -121,32 +108,19 @@ def _from_dicts(rows: Sequence[Any]) -> SourceRows:
     kept = []
     for index, row in enumerate(rows):
         if not isinstance(row, Mapping):
-            problems.append(
-                {
-                    "loc": row_loc(index),
-                    "msg": f"a row is a dict of columns, not {type(row).__name__}",
-                }
-            )
+            msg = f"a row is a dict of columns, not {type(row).__name__}"
+        elif bad_keys := [k for k in row if not isinstance(k, str) or not k.strip()]:
+            msg = f"column names are non-empty strings, not {bad_keys[0]!r}"
+        else:
+            kept.append(_kept(row))
             continue
-        bad_keys = [k for k in row if not isinstance(k, str) or not k.strip()]
-        if bad_keys:
-            problems.append(
-                {
-                    "loc": row_loc(index),
-                    "msg": f"column names are non-empty strings, not {bad_keys[0]!r}",
-                }
-            )
-            continue
-        kept.append(_kept(row))
+        problems.append({"loc": row_loc(index), "msg": msg})
     if problems:
         raise PayloadError(problems)
     if not kept:
         raise _bad(f"the list of rows is empty; {ACCEPTED_SOURCES}")
-    return SourceRows(kept, _columns(rows), f"a list of {len(kept)} dicts", "batch")
-
-
-def _is_dataframe(value: Any) -> bool:
-    return type(value).__module__.split(".")[0] == "pandas" and hasattr(value, "to_dict")
+    columns = list(dict.fromkeys(column for row in rows for column in row))
+    return SourceRows(kept, columns, f"a list of {len(kept)} dicts", "batch")
 
 
 def _from_dataframe(frame: Any) -> SourceRows:
@@ -189,12 +163,10 @@ def _open_text(path: Path) -> str:
                 f"{path} is {size // 2**20} MiB; a rows file may be at most "
                 f"{MAX_FILE_BYTES // 2**20} MiB: split it"
             )
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            text = fh.read()
     except OSError as exc:
         raise _bad(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _bad(
             f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8 (CSV UTF-8)"
@@ -204,11 +176,31 @@ def _open_text(path: Path) -> str:
     return text
 
 
+def _file_rows(
+    path: Path, records: Iterable[tuple[int, dict[str, Any], str | None]]
+) -> tuple[list[dict[str, Any]], list[int], list[str]]:
+    """(rows, their lines, the keys in first-seen order) of a file's non-blank records,
+    each (line, row, what is wrong with it or None): capped, every problem raised at once."""
+    rows: list[dict[str, Any]] = []
+    lines: list[int] = []
+    keys: dict[str, None] = {}
+    problems = []
+    for line, row, wrong in records:
+        if len(rows) >= MAX_ROWS:
+            raise _too_many(MAX_ROWS, path.name)
+        if wrong is not None:
+            problems.append({"loc": row_loc(len(rows)), "msg": wrong})
+        keys.update(dict.fromkeys(row))
+        rows.append(_kept(row))
+        lines.append(line)
+    if problems:
+        raise PayloadError(problems)
+    return rows, lines, list(keys)
+
+
 def _read_csv(path: Path) -> SourceRows:
-    text = _open_text(path)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    limit = csv.field_size_limit()
-    csv.field_size_limit(MAX_CELL_CHARS)
+    reader = csv.reader(io.StringIO(_open_text(path), newline=""))
+    limit = csv.field_size_limit(MAX_CELL_CHARS)
     try:
         header = next(reader, None)
         if not header or not any(h.strip() for h in header):
@@ -220,75 +212,49 @@ def _read_csv(path: Path) -> SourceRows:
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise _bad(f"{path.name} names a column twice: {', '.join(twice)}")
-        rows: list[dict[str, Any]] = []
-        lines: list[int] = []
-        problems = []
-        for record in reader:
-            line = reader.line_num
-            if not record or all(not cell.strip() for cell in record):
-                continue  # a blank line is no row
-            if len(rows) >= MAX_ROWS:
-                raise _too_many(MAX_ROWS, path.name)
-            index = len(rows)
-            if len(record) > len(names):
-                problems.append(
-                    {
-                        "loc": row_loc(index),
-                        "msg": f"line {line} of {path.name} has {len(record)} values for "
-                        f"{len(names)} columns (quote a value that holds a comma)",
-                    }
-                )
-            rows.append(_kept(dict(zip(names, record, strict=False))))
-            lines.append(line)
+        too_many = f"values for {len(names)} columns (quote a value that holds a comma)"
+        records = (
+            (
+                reader.line_num,
+                dict(zip(names, record, strict=False)),
+                f"line {reader.line_num} of {path.name} has {len(record)} {too_many}"
+                if len(record) > len(names)
+                else None,
+            )
+            for record in reader
+            if any(cell.strip() for cell in record)  # a blank line is no row
+        )
+        rows, lines, _keys = _file_rows(path, records)
     except csv.Error as exc:
         raise _bad(f"{path.name} does not read as CSV: {exc}") from None
     finally:
         csv.field_size_limit(limit)
-    if problems:
-        raise PayloadError(problems)
     if not rows:
         raise _bad(f"{path.name} has a header but no rows")
     return SourceRows(rows, names, path.name, path.stem, lines)
 
 
+def _json_row(text: str, where: str) -> tuple[dict[str, Any], str | None]:
+    """One line of a JSONL file as a row, and what is wrong with it (None: nothing)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return {}, f"{where} is not JSON: {exc}"
+    if not isinstance(value, dict):
+        return {}, f"{where} is a JSON {type(value).__name__}, not an object of columns"
+    return value, None
+
+
 def _read_jsonl(path: Path) -> SourceRows:
-    text = _open_text(path)
-    rows: list[dict[str, Any]] = []
-    lines: list[int] = []
-    names: dict[str, None] = {}
-    problems = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        if len(rows) >= MAX_ROWS:
-            raise _too_many(MAX_ROWS, path.name)
-        index = len(rows)
-        try:
-            value = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            problems.append(
-                {"loc": row_loc(index), "msg": f"line {number} of {path.name} is not JSON: {exc}"}
-            )
-            rows.append({})
-            lines.append(number)
-            continue
-        if not isinstance(value, dict):
-            problems.append(
-                {
-                    "loc": row_loc(index),
-                    "msg": f"line {number} of {path.name} is a JSON {type(value).__name__}, "
-                    "not an object of columns",
-                }
-            )
-            value = {}
-        names.update(dict.fromkeys(k for k in value if isinstance(k, str)))
-        rows.append(_kept(value))
-        lines.append(number)
-    if problems:
-        raise PayloadError(problems)
+    records = (
+        (number, *_json_row(line, f"line {number} of {path.name}"))
+        for number, line in enumerate(_open_text(path).splitlines(), 1)
+        if line.strip()
+    )
+    rows, lines, columns = _file_rows(path, records)
     if not rows:
         raise _bad(f"{path.name} holds no JSON object")
-    return SourceRows(rows, list(names), path.name, path.stem, lines)
+    return SourceRows(rows, columns, path.name, path.stem, lines)
 
 
 def read_rows(rows: Any) -> SourceRows:
@@ -301,7 +267,7 @@ def read_rows(rows: Any) -> SourceRows:
         if suffix in _JSONL:
             return _read_jsonl(path)
         raise _bad(f"{str(rows)[:80]!r} is not a .csv or .jsonl path; {ACCEPTED_SOURCES}")
-    if _is_dataframe(rows):
+    if type(rows).__module__.split(".")[0] == "pandas" and hasattr(rows, "to_dict"):
         return _from_dataframe(rows)
     if isinstance(rows, Sequence) and not isinstance(rows, (bytes, bytearray)):
         return _from_dicts(rows)

@@ -58,11 +58,9 @@ class Slot:
 
     def describe(self) -> Any:
         """How the template wrote it (the value as given)."""
-        return (
-            self.text
-            if self.text is not None
-            else ("{" + self.whole + "}" if self.whole is not None else self.constant)
-        )
+        if self.whole is not None:
+            return "{" + self.whole + "}"
+        return self.text if self.text is not None else self.constant
 
 
 def _typed(slot: Slot, value: Any, endpoint: str) -> Any:
@@ -102,20 +100,15 @@ class Template:
         at = where if where is not None else index
         payload: dict[str, Any] = {}
         problems: list[dict[str, Any]] = []
-        values: _Values | None = None
+        values = _Values({ROW_NUMBER: index, **row})  # a column named "row" wins
         for slot in self.slots:
             try:
                 if slot.whole is not None:
-                    value = row.get(slot.whole)
-                    if value is None and slot.whole == ROW_NUMBER:
-                        value = index
+                    value = values.get(slot.whole)
                     if value is None:
                         continue  # an empty cell: the field is not sent
                     value = _typed(slot, value, self.endpoint)
                 elif slot.text is not None:
-                    if values is None:
-                        values = _Values(row)
-                        values.setdefault(ROW_NUMBER, index)
                     value = _typed(slot, slot.text.format_map(values), self.endpoint)
                 elif type(slot.constant) in _IMMUTABLE:
                     value = slot.constant  # nothing a row could change: no copy
@@ -144,7 +137,7 @@ class Template:
         return {slot.field: slot.describe() for slot in self.slots}
 
 
-def _format_columns(field: str, text: str, columns: Sequence[str]) -> list[str]:
+def _format_columns(field: str, text: str) -> list[str]:
     """The columns a format string names; a malformed one is a PayloadError."""
     try:
         parsed = list(_FORMATTER.parse(text))
@@ -193,6 +186,7 @@ def build_template(
     problem raises one PayloadError naming the field, and what is accepted."""
     endpoint = specs[0].id
     known = set(columns) | {ROW_NUMBER}
+    from_columns = given is None
     if given is None:
         names = set().union(*(s.known_names for s in specs))
         chosen = [c for c in columns if c in names and c != ENDPOINT_AXIS]
@@ -211,14 +205,11 @@ def build_template(
                 endpoint=endpoint,
             )
         given = {c: "{" + c + "}" for c in chosen}
-        from_columns = True
         filled: tuple[str, ...] = ()
     else:
-        from_columns = False
         if not isinstance(given, Mapping):
-            raise PayloadError(
-                [{"loc": ("template",), "msg": "a template is a dict: field -> value or format"}],
-                endpoint=endpoint,
+            raise problem(
+                "template", "a template is a dict: field -> value or format", endpoint=endpoint
             )
         filled = _filling_columns(given, specs[0], columns)
         given = {**given, **{c: "{" + c + "}" for c in filled}}
@@ -233,11 +224,11 @@ def build_template(
                 raise _bad(field, "the endpoint comes from the endpoint argument or column")
             kind = _field_kind(field, specs)
             if not isinstance(value, str) or "{" not in value:
-                slots.append(
-                    Slot(field, constant=_constant(field, value, kind, endpoint), kind=kind)
-                )
+                if isinstance(value, str):  # a string for a number or a boolean: typed
+                    value = typed_value(value, kind, field, endpoint, hint="", where="template")
+                slots.append(Slot(field, constant=value, kind=kind))
                 continue
-            named = _format_columns(field, value, columns)
+            named = _format_columns(field, value)
             missing = [n for n in named if n not in known]
             if missing:
                 raise _bad(
@@ -276,13 +267,3 @@ def _filling_columns(
             filling.append(column)
             taken.add(found.wire)
     return tuple(filling)
-
-
-def _constant(field: str, value: Any, kind: type | None, endpoint: str) -> Any:
-    """A template constant: a string given for a number or a boolean field is typed."""
-    if isinstance(value, str) and kind not in (None, str):
-        try:
-            return typed_value(value, kind, field, endpoint, hint="")
-        except PayloadError as exc:
-            raise _bad(field, exc.errors[0]["msg"]) from None
-    return value

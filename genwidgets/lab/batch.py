@@ -145,8 +145,9 @@ class Batch(RowBook):
                 f"{self.noun}.submit()"
             )
         deadline = None if timeout is None else time.monotonic() + timeout
-        face = Progress(len(self.rows), mode=progress)
+        face: Progress | None = None
         try:
+            face = Progress(len(self.rows), mode=progress)
             while not self.finished:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
@@ -160,7 +161,8 @@ class Batch(RowBook):
             self.interrupt()
             raise
         finally:
-            face.close(self.snapshot())
+            if face is not None:
+                face.close(self.snapshot())
         self._final_write()  # the store and both manifests say what wait() saw
         return self
 

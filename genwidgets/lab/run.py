@@ -238,13 +238,14 @@ class GridRun:
         or a grid re-opened with cells never sent). ``wait`` returns when every create
         has answered (or the breaker paused the grid); else they go from the core's
         sender (docs/decisions.md#grid-run)."""
-        self.book.submit()
-        if wait:
-            try:
+        try:  # a Ctrl-C heard from the sender's start on: it may come before the join
+            self.book.submit()
+            if wait:
                 self.book.join_sender()
-            except KeyboardInterrupt:
-                self.book.interrupt()
-                raise
+        except KeyboardInterrupt:
+            self.book.interrupt()
+            raise
+        if wait:
             self.changed()  # the views hear that every create answered, before it returns
         return self
 

@@ -240,6 +240,38 @@ def test_a_grid_interrupted_while_sending_sends_only_what_never_left_when_submit
         assert GridRun.load(run.id, client).counts() == run.counts()  # the store agrees
 
 
+def test_a_ctrl_c_before_submit_joins_its_sender_is_heard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: Any
+) -> None:
+    """Ctrl-C after the sender started but before ``submit`` waits on it (a loaded
+    machine's order: the main thread not yet scheduled) stops the sending as one during
+    the wait does; the cells not sent wait for the next ``submit``."""
+    import time
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    with gw.Client(simulator.base_url, "sim-demo-key") as client:
+        plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3, 4, 5, 6]))
+        run = GridRun(plan, client, concurrency=1)
+        started = run.book.submit
+
+        def started_then_descheduled() -> Any:
+            book = started()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # the Ctrl-C lands here
+                time.sleep(0.01)
+            return book
+
+        ctrl_c_after(monkeypatch, client, 1)
+        monkeypatch.setattr(run.book, "submit", started_then_descheduled)
+        with pytest.raises(KeyboardInterrupt):
+            run.submit(wait=True)
+        monkeypatch.setattr(run.book, "submit", started)
+        assert run.book.stop.is_set() and run.cells[0].request_id
+        assert any(c.unsent for c in run.cells)  # sending stopped: the rest wait
+        run.submit(wait=True).wait(timeout=120)
+        assert run.counts() == (6, 0, 6)
+
+
 def test_a_reopened_grid_sends_the_cells_that_never_left_and_nothing_else(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: Any
 ) -> None:

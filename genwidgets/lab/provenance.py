@@ -19,15 +19,7 @@ from .._config import redact
 from .._files import write_atomically
 from ..jobs.ledger import scrub_payload
 
-__all__ = [
-    "KEY",
-    "PNG_SIGNATURE",
-    "png_text",
-    "provenance",
-    "read_provenance",
-    "sidecar_of",
-    "write_with_provenance",
-]
+__all__ = ["KEY", "provenance", "read_provenance", "sidecar_of", "write_with_provenance"]
 
 #: the PNG text chunk's keyword, and the top-level key of every provenance record
 KEY = "genwidgets"

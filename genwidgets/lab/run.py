@@ -371,7 +371,8 @@ class GridRun:
         plan = restore_plan(record.description, [c.payload for c in record.cells])
         run = cls(plan, client, grid_id=record.id, store=store)
         run.created_at = record.created_at
-        run.refresh_ratings()
+        for cell, stored in zip(run.cells, record.cells, strict=True):
+            cell.rating, cell.note = stored.stars, stored.note
         restore(run.book)
         run.book.reopened()
         return run

@@ -82,7 +82,7 @@ class GridCell:
     #: a failed create as raised (this session only; :attr:`error` is its words)
     exception = property(lambda self: self.row.exception)
     #: where this cell is sent (an endpoint axis sends each cell to its own)
-    endpoint = property(lambda self: self.row.endpoint)
+    endpoint = property(lambda self: self.planned.endpoint)
     #: the kind of the cell's endpoint: image, video, speech, ...
     kind = property(lambda self: self.planned.kind)
     #: generations this cell bills

@@ -9,6 +9,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._client import default_client
 from .._config import shown_path
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
@@ -378,9 +379,12 @@ class GridRun:
         return run
 
 
-def list_grids(client: ClientLike) -> list[GridRecord]:
-    """The grids stored for this client's gateway, newest first."""
-    return store_for(client, GridStore).grids(client.gateway_name)
+def list_grids(client: ClientLike | None = None) -> list[GridRecord]:
+    """``gw.grids()``: the grids (and sweeps) kept for the client's gateway (default: the
+    latest client), newest first, from the ledger's file; ``load_grid(record.id)``
+    re-opens one."""
+    chosen = client if client is not None else default_client()
+    return store_for(chosen, GridStore).grids(chosen.gateway_name)
 
 
 def _paths_shown(value: Any) -> Any:

@@ -37,7 +37,6 @@ from .ticker import MIN_INTERVAL, TICKER, Throttle
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
-    from ..lab.batch_store import GridRecord
 
 __all__ = ["Grid", "grid", "grids", "load_grid"]
 
@@ -524,10 +523,8 @@ def grid(
     return view
 
 
-def grids(client: ClientLike | None = None) -> list[GridRecord]:
-    """``gw.grids()``: the grids (and sweeps) kept for the client's gateway, newest
-    first, from the ledger's file; ``load_grid(record.id)`` re-opens one."""
-    return list_grids(client if client is not None else default_client())
+#: ``gw.grids()``: the grids (and sweeps) kept, newest first (the lab's own listing)
+grids = list_grids
 
 
 def load_grid(grid_id: str, client: ClientLike | None = None) -> Grid:

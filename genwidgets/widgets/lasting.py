@@ -19,7 +19,7 @@ from typing import Any
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes
 from ..jobs.previews import preview
-from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
+from ..media.thumbnails import data_url, first_frame, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from . import markup
 from ._style import KIND_ICONS, SAFE_DATA_MIME, look_of, safe_mime, url_kind
@@ -177,13 +177,10 @@ def _remote(output: Output) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _poster(path: str, mtime: float) -> str | None:
     try:
-        import av  # noqa: PLC0415 - PyAV loads only for a poster frame
-        from PIL import Image  # noqa: PLC0415 - Pillow loads only for a poster frame
-
-        with av.open(path) as container:
-            frame = next(container.decode(video=0))
-            image: Image.Image = frame.to_image()
-    except Exception:  # no decoder, not a video, a broken file: no poster
+        image = first_frame(Path(path))
+    except Exception:  # no decoder, a frame over the pixel cap: no poster
+        return None
+    if image is None:  # not a video
         return None
     image.thumbnail((POSTER_SIDE, POSTER_SIDE))
     buffer = io.BytesIO()

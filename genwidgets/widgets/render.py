@@ -81,7 +81,7 @@ class Source:
 
     def data_url(self) -> str | None:
         """The bytes as a ``data:`` URL when their type is safe for a browser."""
-        return safe_data_url(self.mime, self.data) if self.data is not None else None
+        return safe_data_url(self.mime, self.data)
 
     @property
     def href(self) -> str | None:
@@ -172,15 +172,16 @@ def source_of(
     return Source("none", mime, note="it has neither a URL nor content")
 
 
-def _content_html(output: Output, source: Source) -> Html:
-    """JSON → a table, text → ``<pre>``; falls back to a link when no content."""
-    if source.data is None:
-        return _link_html(output, source)
-    return content_html(output, source.data)
-
-
-def _link_html(output: Output, source: Source) -> Html:
+def _live_html(output: Output, source: Source) -> Html:
+    """A live view's output by ``source``: media by its address, JSON → a table and
+    text → ``<pre>`` when its bytes are in hand, else a download link."""
     href = source.href
+    if source.how == "none":
+        return unavailable_html(output, source.note)
+    if output.kind in MEDIA_KINDS and href is not None:
+        return markup.live_media(output.kind, href, file_name(output))
+    if output.kind in {"json", "text"} and source.data is not None:
+        return content_html(output, source.data)
     if href is None:
         return unavailable_html(output, source.note or "no safe address")
     return markup.download(href, file_name(output), rel="noopener noreferrer")
@@ -205,16 +206,8 @@ def to_html(
     source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
     if source.how == "none":
         return unavailable_html(output, source.note)
-    kind = output.kind
-    href = source.href
-    if kind in MEDIA_KINDS and href is not None:
-        body = markup.live_media(kind, href, file_name(output))
-    elif kind in {"json", "text"}:
-        body = _content_html(output, source)
-    else:
-        body = _link_html(output, source)
     below = markup.live_caption(caption_text(output)) if caption else None
-    return markup.output_box(body, below)
+    return markup.output_box(_live_html(output, source), below)
 
 
 def _labelled(obj: Mapping[str, Any]) -> tuple[list[str], list[Output]]:
@@ -361,13 +354,9 @@ def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
 
 def _render_one(output: Output, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
     source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
-    if source.how == "none":
-        return _html_widget(unavailable_html(output, source.note))
-    if output.kind in {"image", "video", "audio"}:
+    if source.how != "none" and output.kind in MEDIA_KINDS:
         return _media_widget(output, source)
-    if output.kind in {"json", "text"}:
-        return _html_widget(_content_html(output, source))
-    return _html_widget(_link_html(output, source))
+    return _html_widget(_live_html(output, source))
 
 
 def render(obj: Renderable, *, embed: bool | None = None, fetch: bool = True) -> ipywidgets.Widget:

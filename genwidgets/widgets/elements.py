@@ -38,6 +38,7 @@ __all__ = [
     "parse_float",
     "parse_int",
     "parse_json",
+    "parsed_or_text",
     "shape_error",
     "union_parser",
 ]
@@ -178,28 +179,23 @@ def shape_error(spec: FieldSpec, value: Any, expected: str) -> PayloadError:
 Parser = Callable[[str], Any]
 
 
-def parse_int(text: str) -> Any:
-    """An int, or the text itself (validation then says what is wrong)."""
-    try:
-        return int(text)
-    except ValueError:
-        return text
+def parsed_or_text(convert: Callable[[str], Any]) -> Parser:
+    """A parser: ``convert(text)``, or the text itself when it does not convert
+    (validation then says what is wrong)."""
+
+    def parse(text: str) -> Any:
+        try:
+            return convert(text)
+        except ValueError:
+            return text
+
+    return parse
 
 
-def parse_float(text: str) -> Any:
-    """A float, or the text itself."""
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def parse_json(text: str) -> Any:
-    """JSON data, or the text itself when it is not JSON."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+parse_int = parsed_or_text(int)
+parse_float = parsed_or_text(float)
+#: JSON data, or the text itself when it is not JSON.
+parse_json = parsed_or_text(json.loads)
 
 
 def format_json(value: Any) -> str:
@@ -261,16 +257,9 @@ def union_parser(options: tuple[Any, ...]) -> Parser:
         for lit in literals:
             if plain(lit) == text:
                 return lit
-        if int in options:
-            try:
-                return int(text)
-            except ValueError:
-                pass
-        if float in options:
-            try:
-                return float(text)
-            except ValueError:
-                pass
+        for number in (n for n in (int, float) if n in options):
+            with contextlib.suppress(ValueError):
+                return number(text)
         if bool in options and text.lower() in ("true", "false"):
             return text.lower() == "true"
         if any(a in (dict, list) or typing.get_origin(a) in (dict, list) for a in options):

@@ -34,6 +34,7 @@ __all__ = [
     "content_html",
     "error_banner",
     "file_name",
+    "in_hand",
     "local_file",
     "local_size",
     "media_choice",
@@ -127,7 +128,7 @@ def unavailable_html(output: Output, note: str) -> Html:
     return markup.unavailable(icon, file_name(output), output.content_type, note)
 
 
-def _in_hand(output: Output, limit: int) -> bytes | None:
+def in_hand(output: Output, limit: int) -> bytes | None:
     """The output's bytes without the network: the local copy, bytes read earlier,
     inline content or a ``data:`` URL; ``None`` when none is there or it is over ``limit``."""
     local = local_file(output)
@@ -161,7 +162,7 @@ def picture_src(output: Output, side: int = THUMB_SIDE, data: bytes | None = Non
         return data_url(made)
     if output.kind != "image":
         return None
-    data = data if data is not None else _in_hand(output, EMBED_LIMIT)
+    data = data if data is not None else in_hand(output, EMBED_LIMIT)
     found = thumbnail_bytes(data, side) if data is not None else None
     return safe_data_url(found[1], found[0]) if found is not None else None
 
@@ -200,10 +201,10 @@ def poster_data_url(path: Path | None) -> str | None:
 
 def _image_html(output: Output, mime: str, media: str, side: int) -> Html | None:
     local = local_file(output)
-    src = safe_data_url(mime, _in_hand(output, EMBED_LIMIT)) if media == "full" else None
+    src = safe_data_url(mime, in_hand(output, EMBED_LIMIT)) if media == "full" else None
     src = src or picture_src(output, side)
     if src is None:  # no thumbnail: embedded as it is when it is small, else its URL
-        src = safe_data_url(mime, _in_hand(output, SMALL_IMAGE)) or _remote(output)
+        src = safe_data_url(mime, in_hand(output, SMALL_IMAGE)) or _remote(output)
     if src is None:
         return None
     link = served_url(local) if local is not None else None
@@ -219,7 +220,7 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
     if media in ("full", "previews"):
         # a video already within the budget is kept whole (with its sound)
         limit = EMBED_LIMIT if media == "full" else VIDEO_BUDGET
-        src = safe_data_url(mime, _in_hand(output, limit))
+        src = safe_data_url(mime, in_hand(output, limit))
         made = preview(local, VIDEO_BUDGET) if src is None and local is not None else None
         if made is not None:
             src = safe_data_url("video/mp4", made.read_bytes())
@@ -236,7 +237,7 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
 
 
 def _audio_html(output: Output, mime: str) -> Html | None:
-    src = safe_data_url(mime, _in_hand(output, AUDIO_LIMIT)) or _remote(output)
+    src = safe_data_url(mime, in_hand(output, AUDIO_LIMIT)) or _remote(output)
     if src is None:
         return None
     preload = "auto" if src.startswith("data:") else "metadata"
@@ -266,7 +267,7 @@ def content_html(output: Output, data: bytes) -> Html:
 
 
 def _content(output: Output, fetch: bool) -> Html | None:
-    data = _in_hand(output, EMBED_LIMIT)
+    data = in_hand(output, EMBED_LIMIT)
     if data is None and fetch and _remote(output) is not None:
         try:
             data = output.read(EMBED_LIMIT)  # never more than is embedded

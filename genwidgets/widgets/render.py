@@ -33,6 +33,7 @@ from .lasting import (
     content_html,
     error_banner,
     file_name,
+    in_hand,
     local_size,
     output_html,
     outputs_html,
@@ -58,8 +59,8 @@ __all__ = [
     "to_mimebundle",
 ]
 
-#: Rule 3: time-based media with an http(s) URL kept as bytes only below these (a live
-#: view's fallback for when its URL stops answering).
+#: Rule 3: a live view's fallback for when its URL stops answering keeps time-based
+#: media with an http(s) URL only below these.
 DURABLE_EMBED_LIMITS = {"video": 16 * 1024, "audio": 256 * 1024}
 #: The live view's local-data fallback of a medium with a URL carries at most this.
 FALLBACK_LIMIT = 256 * 1024
@@ -138,11 +139,6 @@ def source_of(
     if prefer_url and kind == "http" and output.kind in MEDIA_KINDS and not stale:
         return Source("url", mime, url=url)
     inline = _inline_size(output)
-    budget = DURABLE_EMBED_LIMITS.get(output.kind)
-    if kind == "http" and budget is not None and not stale:
-        size = local if local is not None else inline
-        if size is None or size > budget:
-            return Source("url", mime, url=url)
     if local is not None or inline is not None:
         size = local if local is not None else inline
         assert size is not None
@@ -306,9 +302,9 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
         if source.how == "url":
             if output.kind == "video" and poster:
                 entry["poster"] = poster_data_url(output.path)
-            durable = source_of(output)
-            if durable.data is not None and len(durable.data) <= FALLBACK_LIMIT:
-                entry["fallback"] = durable.data_url()
+            budget = DURABLE_EMBED_LIMITS.get(output.kind) if url_kind(href) == "http" else None
+            limit = min(FALLBACK_LIMIT, budget or FALLBACK_LIMIT)
+            entry["fallback"] = safe_data_url(source.mime, in_hand(output, limit))
     else:
         entry["kind"] = output.kind if source.how != "none" else "unavailable"
         entry["html"] = to_html(output, caption=False, prefer_url=True)

@@ -249,14 +249,6 @@ class Board(ipywidgets.VBox):
                 widget or ipywidgets.HTML(layout=ipywidgets.Layout(**CARD_LAYOUT)),
             )
 
-    def _in_grids(self) -> set[str]:
-        return {
-            c.request_id
-            for entry, _ in self.grid_entries.values()
-            for c in entry.record.cells
-            if c.request_id
-        }
-
     def tick(self) -> None:
         """The shared ticker's call: look for jobs submitted since the last look, and
         for jobs in scope that changed category (the status filter, the lasting face)."""
@@ -281,11 +273,12 @@ class Board(ipywidgets.VBox):
         """Submitted (or re-attached by hand) since this session started."""
         return (job.submitted_at or 0.0) >= self.session_started
 
-    def _scope(self) -> tuple[list[tuple[str, JobLike]], list[Any]]:
+    def _scope(self, everything: bool = False) -> tuple[list[tuple[str, JobLike]], list[Any]]:
         """The jobs (request id, job) and grid entries in scope (this session, or all
-        with "earlier"), before the endpoint and status filters; grid cells left out."""
-        in_grids = self._in_grids()
-        everything = bool(self.earlier.value)
+        with "earlier" or ``everything``), before the endpoint and status filters; grid
+        cells left out."""
+        in_grids = {c.request_id for e, _ in self.grid_entries.values() for c in e.record.cells}
+        everything = everything or bool(self.earlier.value)
         live = [
             (key, job)
             for key, job in self.jobs.items()
@@ -309,16 +302,9 @@ class Board(ipywidgets.VBox):
     def earlier_count(self) -> int:
         """Jobs and grids of earlier sessions (shown only with the "earlier" toggle)."""
         with self._lock:
-            in_grids = self._in_grids()
-            jobs = sum(
-                1 for k, j in self.jobs.items() if k not in in_grids and not self.in_session(j)
-            )
-            grids = sum(
-                1
-                for e, _ in self.grid_entries.values()
-                if e.record.created_at < self.session_started
-            )
-        return jobs + grids
+            live, grids = self._scope(everything=True)
+            jobs = sum(not self.in_session(job) for _, job in live)
+            return jobs + sum(e.record.created_at < self.session_started for e, _ in grids)
 
     def shown(self) -> list[CardData]:
         """The job cards in scope that pass the filters (every page), newest first."""

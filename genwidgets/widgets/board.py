@@ -38,7 +38,7 @@ from .cards import (
     kind_icon,
     params_by_endpoint,
 )
-from .faces import Faces, in_kernel, live_container
+from .faces import TwoFaced, in_kernel
 from .lasting import thumbnail_src
 from .task import job_look
 from .ticker import TICKER, Throttle
@@ -97,7 +97,7 @@ def process_started() -> float | None:
         return None
 
 
-class Board(ipywidgets.VBox):
+class Board(TwoFaced, ipywidgets.VBox):
     """The jobs of a client's session as cards, and its grids as one entry each,
     filterable by endpoint and status, :data:`PAGE_SIZE` to a page. Jobs and grids of
     earlier sessions (the ledger's) are behind the "earlier" toggle."""
@@ -176,8 +176,6 @@ class Board(ipywidgets.VBox):
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.prev_button.on_click(lambda _b: self.turn(-1))
         self.next_button.on_click(lambda _b: self.turn(+1))
-        #: the table shown after the board (made when the board is displayed)
-        self.faces: Faces | None = None
         self.refresh()
         TICKER.add(self)
 
@@ -186,9 +184,7 @@ class Board(ipywidgets.VBox):
         if not in_kernel():
             print(repr(self))
             return
-        if self.faces is None:
-            self.faces = Faces(self._lasting, interval=2.0)
-        self.faces.show(live_container(self, self.faces))
+        self._show_faces(self._lasting, interval=2.0)
 
     def _lasting(self, media: str) -> dict[str, str]:
         return board_table(self, LASTING_ROWS)
@@ -265,8 +261,7 @@ class Board(ipywidgets.VBox):
         # A card changed category: the status filter may now hide or show it.
         if self.status_filter.value != ALL:
             self._throttle.request()
-        if self.faces is not None:
-            self.faces.refresh()
+        self._refresh_face()
 
     # --- what is shown ------------------------------------------------------------------
     def in_session(self, job: JobLike) -> bool:
@@ -364,8 +359,7 @@ class Board(ipywidgets.VBox):
             self.earlier.description = f"earlier sessions ({earlier})"
             self.earlier.disabled = earlier == 0 and not self.earlier.value
             self.count_html.value = markup.muted_span(self.count_words())
-        if self.faces is not None:
-            self.faces.refresh()
+        self._refresh_face()
 
     def _write_card(self, key: str, params: Sequence[str]) -> JobCard:
         card = self._card(key)

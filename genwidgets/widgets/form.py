@@ -32,7 +32,7 @@ from . import markup
 from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, WARN_STYLE, layout
 from .dispatch import build_element
 from .elements import BuildContext, Element
-from .faces import Faces, in_kernel, live_container
+from .faces import TwoFaced, in_kernel
 from .field_spec import UNSET, FieldSpec, field_specs, plain
 from .task import TaskList
 from .ticker import guarded
@@ -56,7 +56,7 @@ def form(endpoint: str, client: ClientLike | None = None, **initial: Any) -> End
     return EndpointForm(endpoint, client=client, **initial)
 
 
-class EndpointForm(W.VBox):
+class EndpointForm(TwoFaced, W.VBox):
     """A generated form for one endpoint: ``value``, ``set(**fields)``, ``submit()``."""
 
     def __init__(self, endpoint: str, client: ClientLike | None = None, **initial: Any) -> None:
@@ -71,7 +71,6 @@ class EndpointForm(W.VBox):
         self.errors: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.last_job: JobLike | None = None
-        self._faces: Faces | None = None
 
         ctx = BuildContext(endpoint=self.endpoint, model=self.spec.model)
         specs = field_specs(self.spec.model)
@@ -332,8 +331,7 @@ class EndpointForm(W.VBox):
 
     def _list(self, job: JobLike) -> None:
         self.submitted.add(job)
-        if self._faces is not None:
-            self._faces.refresh()  # what it was set to when it sent
+        self._refresh_face()  # what it was set to when it sent
 
     def _on_submit_click(self, _button: Any = None) -> None:
         """The button: submit once, show problems inline, display the job below."""
@@ -368,9 +366,7 @@ class EndpointForm(W.VBox):
         if not in_kernel():
             print(repr(self))
             return
-        if self._faces is None:
-            self._faces = Faces(self._lasting)
-        self._faces.show(live_container(self, self._faces))
+        self._show_faces(self._lasting)
         self.submitted.show()
 
     def _lasting(self, media: str) -> dict[str, str]:

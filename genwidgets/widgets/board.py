@@ -24,7 +24,6 @@ import ipywidgets
 
 from .._client import default_client
 from ..lab.batch_store import GridStore
-from ..lab.plan import differing_params
 from ..lab.store import store_for
 from . import markup
 from ._style import format_elapsed
@@ -33,7 +32,6 @@ from .cards import (
     CardData,
     GridEntry,
     JobCard,
-    card_html,
     grid_entry_html,
     kind_icon,
     params_by_endpoint,
@@ -49,16 +47,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "Board",
-    "JobCard",
-    "board",
-    "card_html",
-    "differing_params",
-    "grid_entry_html",
-    "kind_icon",
-    "params_by_endpoint",
-]
+__all__ = ["Board", "board"]
 
 ALL = "(all)"
 STATUS_FILTERS = ("queued", "running", "done", "failed", "cancelled")

@@ -12,9 +12,10 @@ from __future__ import annotations
 import contextlib
 import json
 import typing
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import ipywidgets as W
 from pydantic import BaseModel
@@ -32,6 +33,7 @@ __all__ = [
     "FixedElement",
     "NumberElement",
     "TextElement",
+    "checked",
     "format_json",
     "is_sequence",
     "is_unset",
@@ -44,6 +46,7 @@ __all__ = [
 ]
 
 Loc = tuple[str | int, ...]
+T = TypeVar("T")
 Callback = Callable[[], None]
 
 
@@ -172,6 +175,18 @@ def shape_error(spec: FieldSpec, value: Any, expected: str) -> PayloadError:
     return PayloadError(
         [{"loc": loc, "msg": f"expected {expected}, got {type(value).__name__}: {value!r:.60}"}]
     )
+
+
+def checked(call: Callable[[], T]) -> tuple[T | None, list[dict[str, Any]], list[str]]:
+    """``call()``'s value, else the errors of the :class:`PayloadError` it raised, and
+    the warnings it gave on the way (a form shows both beside its fields)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value, errors = call(), []
+        except PayloadError as exc:
+            value, errors = None, list(exc.errors)
+    return value, errors, [str(w.message) for w in caught]
 
 
 # --- text-like -----------------------------------------------------------------

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import time
-import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,7 @@ from ..media import validate  # pathlib.Path values (typed local files) are enco
 from . import markup
 from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, WARN_STYLE, layout
 from .dispatch import build_element
-from .elements import BuildContext, Element
+from .elements import BuildContext, Element, checked
 from .faces import TwoFaced, in_kernel
 from .field_spec import UNSET, FieldSpec, field_specs, plain
 from .task import TaskList
@@ -210,21 +209,11 @@ class EndpointForm(TwoFaced, W.VBox):
         self._refresh()
         return list(self.errors)
 
-    def _validate(self, payload: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                validate(self.endpoint, payload)
-                errors: list[dict[str, Any]] = []
-            except PayloadError as exc:
-                errors = list(exc.errors)
-        return errors, [str(w.message) for w in caught]
-
     def _refresh(self) -> None:
         if self._batch:
             return
         payload = self.value
-        self.errors, self.warnings = self._validate(payload)
+        _, self.errors, self.warnings = checked(lambda: validate(self.endpoint, payload))
         self._show_errors()
         self._update_submit()
         self.billing.value = markup.billed(self.billing_summary(payload))

@@ -206,22 +206,6 @@ def to_html(
     return markup.output_box(_live_html(output, source), below)
 
 
-def _labelled(obj: Mapping[str, Any]) -> tuple[list[str], list[Output]]:
-    """Labelled outputs: each value an Output or a local file (``pathlib.Path``)."""
-    labels, outputs = [], []
-    for i, (label, value) in enumerate(obj.items()):
-        if isinstance(value, Path):
-            value = local_output(value, i)
-        if not isinstance(value, Output):
-            raise TypeError(
-                f"render() takes labelled Outputs or pathlib.Path values, not "
-                f"{type(value).__name__} for {label!r}"
-            )
-        labels.append(str(label))
-        outputs.append(value)
-    return labels, outputs
-
-
 def local_output(path: Path, index: int = 0) -> Output:
     """A local file as an Output (its type from its bytes, as a download's is), read
     as the jobs layer reads a copy it kept."""
@@ -236,17 +220,30 @@ def local_output(path: Path, index: int = 0) -> Output:
     )
 
 
-def _outputs_of(obj: Renderable) -> list[Output]:
+def _outputs_of(obj: Renderable) -> tuple[list[str] | None, list[Output]]:
+    """The outputs of what :func:`render` takes, and their labels when it is labelled
+    outputs (each value an Output or a local file, a ``pathlib.Path``)."""
     if isinstance(obj, Output):
-        return [obj]
+        return None, [obj]
     if isinstance(obj, Result):
-        return list(obj.outputs)
+        return None, list(obj.outputs)
     if isinstance(obj, Mapping):
-        return _labelled(obj)[1]
+        labels, outputs = [], []
+        for i, (label, value) in enumerate(obj.items()):
+            if isinstance(value, Path):
+                value = local_output(value, i)
+            if not isinstance(value, Output):
+                raise TypeError(
+                    f"render() takes labelled Outputs or pathlib.Path values, not "
+                    f"{type(value).__name__} for {label!r}"
+                )
+            labels.append(str(label))
+            outputs.append(value)
+        return labels, outputs
     if isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)):
         items = list(obj)
         if all(isinstance(o, Output) for o in items):
-            return items
+            return None, items
     raise TypeError(
         "render() takes an Output, a Result, a list of Outputs or labelled Outputs "
         f"({{label: Output or pathlib.Path}}), not {type(obj).__name__}"
@@ -261,10 +258,8 @@ def result_html(
     media = "full" if embed else media
     if isinstance(obj, Result):
         return lasting_result_html(obj, media=media, fetch=fetch)
-    if isinstance(obj, Mapping):
-        labels, outputs = _labelled(obj)
-        return markup.result_box(outputs_html(outputs, media=media, fetch=fetch, labels=labels))
-    return markup.result_box(outputs_html(_outputs_of(obj), media=media, fetch=fetch))
+    labels, outputs = _outputs_of(obj)
+    return markup.result_box(outputs_html(outputs, media=media, fetch=fetch, labels=labels))
 
 
 def to_mimebundle(
@@ -275,7 +270,7 @@ def to_mimebundle(
     result = obj if isinstance(obj, Result) else None
     return {
         "text/html": result_html(obj, embed=embed, fetch=fetch, media=media),
-        "text/plain": plain_text(_outputs_of(obj), result),
+        "text/plain": plain_text(_outputs_of(obj)[1], result),
     }
 
 
@@ -376,22 +371,17 @@ def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywi
 
     if isinstance(obj, Output):
         return _render_one(obj, embed=embed, fetch=fetch)
-    outputs = _outputs_of(obj)
+    labels, outputs = _outputs_of(obj)
     children: list[ipywidgets.Widget] = []
-    if isinstance(obj, Mapping):
-        labels, _ = _labelled(obj)
-        children = [
-            ipywidgets.VBox(
-                [_html_widget(markup.bold(label)), _render_one(o, embed=embed, fetch=fetch)]
-            )
-            for label, o in zip(labels, outputs, strict=True)
-        ]
-        outputs = []
     if isinstance(obj, Result) and not obj.ok:
         children.append(_html_widget(error_banner(obj)))
     if isinstance(obj, Result) and obj.ok and not outputs and obj.asset is not None:
         children.append(_html_widget(table_html(obj.asset)))
-    children += [_render_one(o, embed=embed, fetch=fetch) for o in outputs]
+    for i, output in enumerate(outputs):
+        widget = _render_one(output, embed=embed, fetch=fetch)
+        if labels is not None:
+            widget = ipywidgets.VBox([_html_widget(markup.bold(labels[i])), widget])
+        children.append(widget)
     return ipywidgets.GridBox(
         children=children,
         layout=ipywidgets.Layout(

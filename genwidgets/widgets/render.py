@@ -80,13 +80,10 @@ class Source:
     data: bytes | None = None
     note: str = ""
 
-    def data_url(self) -> str | None:
-        """The bytes as a ``data:`` URL when their type is safe for a browser."""
-        return safe_data_url(self.mime, self.data)
-
     @property
     def href(self) -> str | None:
-        return self.url if self.how == "url" else self.data_url()
+        """The URL, else the bytes as a ``data:`` URL when their type is safe for a browser."""
+        return self.url if self.how == "url" else safe_data_url(self.mime, self.data)
 
 
 def _inline_size(output: Output) -> int | None:

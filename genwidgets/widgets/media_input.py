@@ -186,8 +186,7 @@ class MediaElement(Element):
             if is_unset(value):
                 self.url.value = ""
             elif isinstance(value, (bytes, bytearray, memoryview)):
-                self.url.value = ""
-                self.load(bytes(value))
+                self.load(bytes(value))  # empties the box
             elif isinstance(value, os.PathLike):
                 self.url.value = os.fspath(value)  # the box names the file, as if typed
                 self.path = Path(os.fspath(value))

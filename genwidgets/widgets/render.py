@@ -316,20 +316,8 @@ def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
     import ipywidgets  # noqa: PLC0415 - rendered HTML needs no ipywidgets; only a live view does
 
     kind = output.kind
-    cls: type[ipywidgets.Widget] = {
-        "image": ipywidgets.Image,
-        "video": ipywidgets.Video,
-        "audio": ipywidgets.Audio,
-    }[kind]
-    options: dict[str, Any] = (
-        {}
-        if kind == "image"
-        else {
-            "controls": True,
-            "autoplay": False,
-            "loop": False,
-        }
-    )
+    cls: type[ipywidgets.Widget] = getattr(ipywidgets, kind.capitalize())  # Image, Video, Audio
+    options = {} if kind == "image" else {"controls": True, "autoplay": False, "loop": False}
     layout = ipywidgets.Layout(max_width="100%")
     if source.how == "url":
         assert source.url is not None

@@ -40,7 +40,6 @@ __all__ = [
     "parse_float",
     "parse_int",
     "parse_json",
-    "parsed_or_text",
     "shape_error",
     "union_parser",
 ]
@@ -194,7 +193,7 @@ def checked(call: Callable[[], T]) -> tuple[T | None, list[dict[str, Any]], list
 Parser = Callable[[str], Any]
 
 
-def parsed_or_text(convert: Callable[[str], Any]) -> Parser:
+def _parsed_or_text(convert: Callable[[str], Any]) -> Parser:
     """A parser: ``convert(text)``, or the text itself when it does not convert
     (validation then says what is wrong)."""
 
@@ -207,10 +206,10 @@ def parsed_or_text(convert: Callable[[str], Any]) -> Parser:
     return parse
 
 
-parse_int = parsed_or_text(int)
-parse_float = parsed_or_text(float)
+parse_int = _parsed_or_text(int)
+parse_float = _parsed_or_text(float)
 #: JSON data, or the text itself when it is not JSON.
-parse_json = parsed_or_text(json.loads)
+parse_json = _parsed_or_text(json.loads)
 
 
 def format_json(value: Any) -> str:

@@ -24,7 +24,6 @@ import ipywidgets
 
 from .._client import default_client
 from ..lab.batch_store import GridStore
-from ..lab.plan import differing_params
 from ..lab.store import store_for
 from . import markup
 from ._style import format_elapsed
@@ -33,12 +32,11 @@ from .cards import (
     CardData,
     GridEntry,
     JobCard,
-    card_html,
     grid_entry_html,
     kind_icon,
     params_by_endpoint,
 )
-from .faces import Faces, in_kernel, live_container
+from .faces import TwoFaced, in_kernel
 from .lasting import thumbnail_src
 from .task import job_look
 from .ticker import TICKER, Throttle
@@ -49,16 +47,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "Board",
-    "JobCard",
-    "board",
-    "card_html",
-    "differing_params",
-    "grid_entry_html",
-    "kind_icon",
-    "params_by_endpoint",
-]
+__all__ = ["Board", "board"]
 
 ALL = "(all)"
 STATUS_FILTERS = ("queued", "running", "done", "failed", "cancelled")
@@ -97,7 +86,7 @@ def process_started() -> float | None:
         return None
 
 
-class Board(ipywidgets.VBox):
+class Board(TwoFaced, ipywidgets.VBox):
     """The jobs of a client's session as cards, and its grids as one entry each,
     filterable by endpoint and status, :data:`PAGE_SIZE` to a page. Jobs and grids of
     earlier sessions (the ledger's) are behind the "earlier" toggle."""
@@ -176,8 +165,6 @@ class Board(ipywidgets.VBox):
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.prev_button.on_click(lambda _b: self.turn(-1))
         self.next_button.on_click(lambda _b: self.turn(+1))
-        #: the table shown after the board (made when the board is displayed)
-        self.faces: Faces | None = None
         self.refresh()
         TICKER.add(self)
 
@@ -186,9 +173,7 @@ class Board(ipywidgets.VBox):
         if not in_kernel():
             print(repr(self))
             return
-        if self.faces is None:
-            self.faces = Faces(self._lasting, interval=2.0)
-        self.faces.show(live_container(self, self.faces))
+        self._show_faces(self._lasting, interval=2.0)
 
     def _lasting(self, media: str) -> dict[str, str]:
         return board_table(self, LASTING_ROWS)
@@ -249,14 +234,6 @@ class Board(ipywidgets.VBox):
                 widget or ipywidgets.HTML(layout=ipywidgets.Layout(**CARD_LAYOUT)),
             )
 
-    def _in_grids(self) -> set[str]:
-        return {
-            c.request_id
-            for entry, _ in self.grid_entries.values()
-            for c in entry.record.cells
-            if c.request_id
-        }
-
     def tick(self) -> None:
         """The shared ticker's call: look for jobs submitted since the last look, and
         for jobs in scope that changed category (the status filter, the lasting face)."""
@@ -273,19 +250,19 @@ class Board(ipywidgets.VBox):
         # A card changed category: the status filter may now hide or show it.
         if self.status_filter.value != ALL:
             self._throttle.request()
-        if self.faces is not None:
-            self.faces.refresh()
+        self._refresh_face()
 
     # --- what is shown ------------------------------------------------------------------
     def in_session(self, job: JobLike) -> bool:
         """Submitted (or re-attached by hand) since this session started."""
         return (job.submitted_at or 0.0) >= self.session_started
 
-    def _scope(self) -> tuple[list[tuple[str, JobLike]], list[Any]]:
+    def _scope(self, everything: bool = False) -> tuple[list[tuple[str, JobLike]], list[Any]]:
         """The jobs (request id, job) and grid entries in scope (this session, or all
-        with "earlier"), before the endpoint and status filters; grid cells left out."""
-        in_grids = self._in_grids()
-        everything = bool(self.earlier.value)
+        with "earlier" or ``everything``), before the endpoint and status filters; grid
+        cells left out."""
+        in_grids = {c.request_id for e, _ in self.grid_entries.values() for c in e.record.cells}
+        everything = everything or bool(self.earlier.value)
         live = [
             (key, job)
             for key, job in self.jobs.items()
@@ -309,16 +286,9 @@ class Board(ipywidgets.VBox):
     def earlier_count(self) -> int:
         """Jobs and grids of earlier sessions (shown only with the "earlier" toggle)."""
         with self._lock:
-            in_grids = self._in_grids()
-            jobs = sum(
-                1 for k, j in self.jobs.items() if k not in in_grids and not self.in_session(j)
-            )
-            grids = sum(
-                1
-                for e, _ in self.grid_entries.values()
-                if e.record.created_at < self.session_started
-            )
-        return jobs + grids
+            live, grids = self._scope(everything=True)
+            jobs = sum(not self.in_session(job) for _, job in live)
+            return jobs + sum(e.record.created_at < self.session_started for e, _ in grids)
 
     def shown(self) -> list[CardData]:
         """The job cards in scope that pass the filters (every page), newest first."""
@@ -378,8 +348,7 @@ class Board(ipywidgets.VBox):
             self.earlier.description = f"earlier sessions ({earlier})"
             self.earlier.disabled = earlier == 0 and not self.earlier.value
             self.count_html.value = markup.muted_span(self.count_words())
-        if self.faces is not None:
-            self.faces.refresh()
+        self._refresh_face()
 
     def _write_card(self, key: str, params: Sequence[str]) -> JobCard:
         card = self._card(key)

@@ -30,10 +30,36 @@ from .elements import (
 )
 from .field_spec import UNSET, FieldSpec, field_specs, item_spec, plain
 
-__all__ = ["ListElement", "ModelElement", "ModelUnionElement"]
+__all__ = ["ListElement", "ModelElement", "ModelUnionElement", "RowsElement"]
 
 
-class ListElement(Element):
+class RowsElement(Element):
+    """Rows of items, an unset one not sent (a list, the vidA content builder): an
+    error's index counts the rows sent. A row answers ``get``, ``locate`` and ``walk``."""
+
+    rows: list[Any]
+
+    def _set_rows(self) -> list[tuple[int, Any]]:
+        return [(i, v) for i, r in enumerate(self.rows) if (v := r.get()) is not UNSET]
+
+    def get(self) -> Any:
+        values = [v for _, v in self._set_rows()]
+        return values or UNSET  # nothing in it: not sent ("Field required" when it must be)
+
+    def locate(self, loc: Loc) -> tuple[Element, Loc]:
+        if loc and isinstance(loc[0], int):
+            mapping = [i for i, _ in self._set_rows()]
+            if 0 <= loc[0] < len(mapping):
+                return self.rows[mapping[loc[0]]].locate(loc[1:])
+        return self, loc
+
+    def walk(self) -> Iterator[Element]:
+        yield self
+        for row in self.rows:
+            yield from row.walk()
+
+
+class ListElement(RowsElement):
     """Rows with add/remove buttons; min/max item counts enforced on the buttons."""
 
     def __init__(self, spec: FieldSpec, ctx: BuildContext, *, build: Builder) -> None:
@@ -99,13 +125,6 @@ class ListElement(Element):
         for box in self._row_boxes:
             box.children[1].disabled = at_min
 
-    def _set_rows(self) -> list[tuple[int, Any]]:
-        return [(i, v) for i, r in enumerate(self.rows) if (v := r.get()) is not UNSET]
-
-    def get(self) -> Any:
-        values = [v for _, v in self._set_rows()]
-        return values or UNSET  # nothing in it: not sent ("Field required" when it must be)
-
     def set(self, value: Any) -> None:
         with self.quiet():
             self.rows.clear()
@@ -118,18 +137,6 @@ class ListElement(Element):
             self.rows_box.children = tuple(self._row_boxes)
             self._update_buttons()
         self._changed()
-
-    def locate(self, loc: Loc) -> tuple[Element, Loc]:
-        if loc and isinstance(loc[0], int):
-            mapping = [i for i, _ in self._set_rows()]
-            if 0 <= loc[0] < len(mapping):
-                return self.rows[mapping[loc[0]]].locate(loc[1:])
-        return self, loc
-
-    def walk(self) -> Iterator[Element]:
-        yield self
-        for row in self.rows:
-            yield from row.walk()
 
 
 # --- nested models -------------------------------------------------------------------------

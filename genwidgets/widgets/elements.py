@@ -12,9 +12,10 @@ from __future__ import annotations
 import contextlib
 import json
 import typing
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import ipywidgets as W
 from pydantic import BaseModel
@@ -32,6 +33,7 @@ __all__ = [
     "FixedElement",
     "NumberElement",
     "TextElement",
+    "checked",
     "format_json",
     "is_sequence",
     "is_unset",
@@ -43,6 +45,7 @@ __all__ = [
 ]
 
 Loc = tuple[str | int, ...]
+T = TypeVar("T")
 Callback = Callable[[], None]
 
 
@@ -173,33 +176,40 @@ def shape_error(spec: FieldSpec, value: Any, expected: str) -> PayloadError:
     )
 
 
+def checked(call: Callable[[], T]) -> tuple[T | None, list[dict[str, Any]], list[str]]:
+    """``call()``'s value, else the errors of the :class:`PayloadError` it raised, and
+    the warnings it gave on the way (a form shows both beside its fields)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value, errors = call(), []
+        except PayloadError as exc:
+            value, errors = None, list(exc.errors)
+    return value, errors, [str(w.message) for w in caught]
+
+
 # --- text-like -----------------------------------------------------------------
 
 Parser = Callable[[str], Any]
 
 
-def parse_int(text: str) -> Any:
-    """An int, or the text itself (validation then says what is wrong)."""
-    try:
-        return int(text)
-    except ValueError:
-        return text
+def _parsed_or_text(convert: Callable[[str], Any]) -> Parser:
+    """A parser: ``convert(text)``, or the text itself when it does not convert
+    (validation then says what is wrong)."""
+
+    def parse(text: str) -> Any:
+        try:
+            return convert(text)
+        except ValueError:
+            return text
+
+    return parse
 
 
-def parse_float(text: str) -> Any:
-    """A float, or the text itself."""
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def parse_json(text: str) -> Any:
-    """JSON data, or the text itself when it is not JSON."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+parse_int = _parsed_or_text(int)
+parse_float = _parsed_or_text(float)
+#: JSON data, or the text itself when it is not JSON.
+parse_json = _parsed_or_text(json.loads)
 
 
 def format_json(value: Any) -> str:
@@ -261,16 +271,9 @@ def union_parser(options: tuple[Any, ...]) -> Parser:
         for lit in literals:
             if plain(lit) == text:
                 return lit
-        if int in options:
-            try:
-                return int(text)
-            except ValueError:
-                pass
-        if float in options:
-            try:
-                return float(text)
-            except ValueError:
-                pass
+        for number in (n for n in (int, float) if n in options):
+            with contextlib.suppress(ValueError):
+                return number(text)
         if bool in options and text.lower() in ("true", "false"):
             return text.lower() == "true"
         if any(a in (dict, list) or typing.get_origin(a) in (dict, list) for a in options):

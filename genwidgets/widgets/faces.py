@@ -37,6 +37,7 @@ __all__ = [
     "Faces",
     "LiveMark",
     "Republisher",
+    "TwoFaced",
     "answers",
     "in_kernel",
     "make_two_faced",
@@ -108,20 +109,11 @@ class _Commands(dict[str, Any]):
         return unknown
 
 
-class CommandView(anywidget.AnyWidget):
-    """An anywidget whose page's asks are anywidget commands (:func:`answers`): an
-    ask of a name it has no command for is answered with an error too (anywidget
-    itself would raise a KeyError in the kernel)."""
+class TwoFaced:
+    """A view shown as its two faces: the live one (``live`` beside a :class:`LiveMark`,
+    or a :class:`CommandView` itself), then the lasting one, made on its first display."""
 
-    _anywidget_commands: dict[str, Any]
-    #: Which lasting face this live view hides while its kernel lives (``faces.js``).
-    face = traitlets.Dict().tag(sync=True)
-    #: its lasting face, made on its first display (:meth:`_show_faces`)
     _faces: Faces | None = None
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._anywidget_commands = _Commands(cls._anywidget_commands)
 
     def _show_faces(
         self, build: Callable[[str], dict[str, str]], *, interval: float = 0.0, live: Any = None
@@ -129,8 +121,10 @@ class CommandView(anywidget.AnyWidget):
         """Display this view (or ``live``, a box holding it), then its lasting face."""
         if self._faces is None:
             self._faces = Faces(build, interval=interval)
-            self.face = self._faces.live(self)
-        self._faces.show(self if live is None else live)
+        self._faces.show(self._live_face(self if live is None else live, self._faces))
+
+    def _live_face(self, live: Any, faces: Faces) -> Any:
+        return live_container(live, faces)
 
     def _refresh_face(self, *, force: bool = False) -> None:
         """Rewrite the lasting face soon, if the view was displayed (never waits)."""
@@ -138,14 +132,36 @@ class CommandView(anywidget.AnyWidget):
             self._faces.refresh(force=force)
 
 
-def in_kernel() -> bool:
-    """True inside a Jupyter kernel (where widgets can be shown)."""
+class CommandView(TwoFaced, anywidget.AnyWidget):
+    """An anywidget whose page's asks are anywidget commands (:func:`answers`): an
+    ask of a name it has no command for is answered with an error too (anywidget
+    itself would raise a KeyError in the kernel)."""
+
+    _anywidget_commands: dict[str, Any]
+    #: Which lasting face this live view hides while its kernel lives (``faces.js``).
+    face = traitlets.Dict().tag(sync=True)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._anywidget_commands = _Commands(cls._anywidget_commands)
+
+    def _live_face(self, live: Any, faces: Faces) -> Any:
+        self.face = faces.live(self)  # its own ES module hides the lasting twin
+        return live
+
+
+def _shell() -> Any:
+    """IPython's shell, or None where there is none (no IPython, a plain interpreter)."""
     try:
         from IPython import get_ipython  # noqa: PLC0415 - IPython is asked only where a kernel may run
     except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
+        return None
+    return get_ipython()
+
+
+def in_kernel() -> bool:
+    """True inside a Jupyter kernel (where widgets can be shown)."""
+    return getattr(_shell(), "kernel", None) is not None
 
 
 class Republisher:
@@ -193,11 +209,7 @@ class Republisher:
             return self._installed
 
     def _install(self) -> bool:
-        try:
-            from IPython import get_ipython  # noqa: PLC0415 - IPython is asked only where a kernel may run
-        except ImportError:
-            return False
-        shell = get_ipython()
+        shell = _shell()
         if shell is None:
             return False
         shell.events.register("pre_run_cell", self._cell_starts)

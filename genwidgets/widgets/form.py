@@ -15,7 +15,6 @@ import json
 import os
 import re
 import time
-import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +30,8 @@ from ..media import validate  # pathlib.Path values (typed local files) are enco
 from . import markup
 from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, WARN_STYLE, layout
 from .dispatch import build_element
-from .elements import BuildContext, Element
-from .faces import Faces, in_kernel, live_container
+from .elements import BuildContext, Element, checked
+from .faces import TwoFaced, in_kernel
 from .field_spec import UNSET, FieldSpec, field_specs, plain
 from .task import TaskList
 from .ticker import guarded
@@ -56,7 +55,7 @@ def form(endpoint: str, client: ClientLike | None = None, **initial: Any) -> End
     return EndpointForm(endpoint, client=client, **initial)
 
 
-class EndpointForm(W.VBox):
+class EndpointForm(TwoFaced, W.VBox):
     """A generated form for one endpoint: ``value``, ``set(**fields)``, ``submit()``."""
 
     def __init__(self, endpoint: str, client: ClientLike | None = None, **initial: Any) -> None:
@@ -71,7 +70,6 @@ class EndpointForm(W.VBox):
         self.errors: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.last_job: JobLike | None = None
-        self._faces: Faces | None = None
 
         ctx = BuildContext(endpoint=self.endpoint, model=self.spec.model)
         specs = field_specs(self.spec.model)
@@ -211,21 +209,11 @@ class EndpointForm(W.VBox):
         self._refresh()
         return list(self.errors)
 
-    def _validate(self, payload: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                validate(self.endpoint, payload)
-                errors: list[dict[str, Any]] = []
-            except PayloadError as exc:
-                errors = list(exc.errors)
-        return errors, [str(w.message) for w in caught]
-
     def _refresh(self) -> None:
         if self._batch:
             return
         payload = self.value
-        self.errors, self.warnings = self._validate(payload)
+        _, self.errors, self.warnings = checked(lambda: validate(self.endpoint, payload))
         self._show_errors()
         self._update_submit()
         self.billing.value = markup.billed(self.billing_summary(payload))
@@ -332,8 +320,7 @@ class EndpointForm(W.VBox):
 
     def _list(self, job: JobLike) -> None:
         self.submitted.add(job)
-        if self._faces is not None:
-            self._faces.refresh()  # what it was set to when it sent
+        self._refresh_face()  # what it was set to when it sent
 
     def _on_submit_click(self, _button: Any = None) -> None:
         """The button: submit once, show problems inline, display the job below."""
@@ -368,9 +355,7 @@ class EndpointForm(W.VBox):
         if not in_kernel():
             print(repr(self))
             return
-        if self._faces is None:
-            self._faces = Faces(self._lasting)
-        self._faces.show(live_container(self, self._faces))
+        self._show_faces(self._lasting)
         self.submitted.show()
 
     def _lasting(self, media: str) -> dict[str, str]:

@@ -19,7 +19,7 @@ from typing import Any
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes
 from ..jobs.previews import preview
-from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
+from ..media.thumbnails import data_url, first_frame, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from . import markup
 from ._style import KIND_ICONS, SAFE_DATA_MIME, look_of, safe_mime, url_kind
@@ -34,6 +34,7 @@ __all__ = [
     "content_html",
     "error_banner",
     "file_name",
+    "in_hand",
     "local_file",
     "local_size",
     "media_choice",
@@ -127,7 +128,7 @@ def unavailable_html(output: Output, note: str) -> Html:
     return markup.unavailable(icon, file_name(output), output.content_type, note)
 
 
-def _in_hand(output: Output, limit: int) -> bytes | None:
+def in_hand(output: Output, limit: int) -> bytes | None:
     """The output's bytes without the network: the local copy, bytes read earlier,
     inline content or a ``data:`` URL; ``None`` when none is there or it is over ``limit``."""
     local = local_file(output)
@@ -161,7 +162,7 @@ def picture_src(output: Output, side: int = THUMB_SIDE, data: bytes | None = Non
         return data_url(made)
     if output.kind != "image":
         return None
-    data = data if data is not None else _in_hand(output, EMBED_LIMIT)
+    data = data if data is not None else in_hand(output, EMBED_LIMIT)
     found = thumbnail_bytes(data, side) if data is not None else None
     return safe_data_url(found[1], found[0]) if found is not None else None
 
@@ -177,13 +178,10 @@ def _remote(output: Output) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _poster(path: str, mtime: float) -> str | None:
     try:
-        import av  # noqa: PLC0415 - PyAV loads only for a poster frame
-        from PIL import Image  # noqa: PLC0415 - Pillow loads only for a poster frame
-
-        with av.open(path) as container:
-            frame = next(container.decode(video=0))
-            image: Image.Image = frame.to_image()
-    except Exception:  # no decoder, not a video, a broken file: no poster
+        image = first_frame(Path(path))
+    except Exception:  # no decoder, a frame over the pixel cap: no poster
+        return None
+    if image is None:  # not a video
         return None
     image.thumbnail((POSTER_SIDE, POSTER_SIDE))
     buffer = io.BytesIO()
@@ -203,10 +201,10 @@ def poster_data_url(path: Path | None) -> str | None:
 
 def _image_html(output: Output, mime: str, media: str, side: int) -> Html | None:
     local = local_file(output)
-    src = safe_data_url(mime, _in_hand(output, EMBED_LIMIT)) if media == "full" else None
+    src = safe_data_url(mime, in_hand(output, EMBED_LIMIT)) if media == "full" else None
     src = src or picture_src(output, side)
     if src is None:  # no thumbnail: embedded as it is when it is small, else its URL
-        src = safe_data_url(mime, _in_hand(output, SMALL_IMAGE)) or _remote(output)
+        src = safe_data_url(mime, in_hand(output, SMALL_IMAGE)) or _remote(output)
     if src is None:
         return None
     link = served_url(local) if local is not None else None
@@ -222,7 +220,7 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
     if media in ("full", "previews"):
         # a video already within the budget is kept whole (with its sound)
         limit = EMBED_LIMIT if media == "full" else VIDEO_BUDGET
-        src = safe_data_url(mime, _in_hand(output, limit))
+        src = safe_data_url(mime, in_hand(output, limit))
         made = preview(local, VIDEO_BUDGET) if src is None and local is not None else None
         if made is not None:
             src = safe_data_url("video/mp4", made.read_bytes())
@@ -239,7 +237,7 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
 
 
 def _audio_html(output: Output, mime: str) -> Html | None:
-    src = safe_data_url(mime, _in_hand(output, AUDIO_LIMIT)) or _remote(output)
+    src = safe_data_url(mime, in_hand(output, AUDIO_LIMIT)) or _remote(output)
     if src is None:
         return None
     preload = "auto" if src.startswith("data:") else "metadata"
@@ -269,7 +267,7 @@ def content_html(output: Output, data: bytes) -> Html:
 
 
 def _content(output: Output, fetch: bool) -> Html | None:
-    data = _in_hand(output, EMBED_LIMIT)
+    data = in_hand(output, EMBED_LIMIT)
     if data is None and fetch and _remote(output) is not None:
         try:
             data = output.read(EMBED_LIMIT)  # never more than is embedded

@@ -375,7 +375,7 @@ def live_media(kind: str, src: str, name: str) -> Html:
     """A live card's image, video or audio by its URL (no autoplay, no loop:
     docs/decisions.md#render-bytes)."""
     if kind == "image":
-        return tag("img", {"src": src, "alt": name, "style": "max-width:100%;height:auto"})
+        return image(src, name)
     width = "width:320px;" if kind == "video" else ""
     return tag(kind, {"controls": True, "preload": "metadata", "src": src,
                       "style": f"{width}max-width:100%"})  # fmt: skip

@@ -19,7 +19,6 @@ import binascii
 import contextlib
 import os
 import re
-import warnings
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,7 +33,7 @@ from ..errors import PayloadError
 from ..media.thumbnails import thumbnail_bytes
 from . import markup
 from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, layout
-from .elements import BuildContext, Element, is_unset
+from .elements import BuildContext, Element, checked, is_unset
 from .field_spec import UNSET, FieldSpec
 
 __all__ = ["ENCODING_HELP", "MediaElement", "encode_media", "local_path"]
@@ -187,8 +186,7 @@ class MediaElement(Element):
             if is_unset(value):
                 self.url.value = ""
             elif isinstance(value, (bytes, bytearray, memoryview)):
-                self.url.value = ""
-                self.load(bytes(value))
+                self.load(bytes(value))  # empties the box
             elif isinstance(value, os.PathLike):
                 self.url.value = os.fspath(value)  # the box names the file, as if typed
                 self.path = Path(os.fspath(value))
@@ -268,18 +266,12 @@ def encode_media(
     info = f"{name} ({human_bytes(size)})"
     with contextlib.suppress(PayloadError, ValueError, OSError):  # encode_with says why
         info = f"{name}: {gw_media.inspect(data)}"
-    encoded: str | None = None
-    problems: list[str] = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            if isinstance(data, Path):
-                encoded = gw_media.encode_file(data, spec, endpoint=endpoint)
-            else:
-                encoded = gw_media.encode_with(data, spec, endpoint=endpoint)
-        except PayloadError as exc:
-            problems = [e["msg"] for e in exc.errors]
-    notes = [str(w.message) for w in caught]
+    if isinstance(data, Path):
+        found = checked(lambda: gw_media.encode_file(data, spec, endpoint=endpoint))
+    else:
+        found = checked(lambda: gw_media.encode_with(data, spec, endpoint=endpoint))
+    encoded, errors, notes = found
+    problems = [e["msg"] for e in errors]
     if notes:
         info += " — " + "; ".join(notes)
     return encoded, list(dict.fromkeys(problems)), info

@@ -54,13 +54,13 @@ def _is_number(value: Any) -> bool:
 
 
 class _Control:
-    """One parameter's input, its unset state and its inline note."""
+    """One parameter's input, its unset state and its inline note; ``inputs`` are the
+    widgets it watches and enables (``box`` itself when none is named)."""
 
-    keys: tuple[str, ...]
-    inputs: tuple[widgets.ValueWidget, ...]
-
-    def __init__(self, key: str, box: widgets.Widget) -> None:
+    def __init__(self, key: str, box: widgets.Widget, *inputs: widgets.ValueWidget) -> None:
         self.key = key
+        self.keys: tuple[str, ...] = (key,)
+        self.inputs = inputs or (box,)
         self.hint = ""
         self.note = widgets.HTML()
         self.box = widgets.VBox([box, self.note])
@@ -88,8 +88,6 @@ class _Control:
 class _Flag(_Control):
     def __init__(self, key: str) -> None:
         self.check = widgets.Checkbox(description=f"--{key}", indent=False, tooltip=_tooltip(key))
-        self.inputs = (self.check,)
-        self.keys = (key,)
         super().__init__(key, self.check)
 
     def show(self, params: dict[str, Any]) -> None:
@@ -122,9 +120,7 @@ class _Number(_Control):
                 value=int(start), min=int(low), max=int(high), continuous_update=False
             )
         self.input.disabled = True
-        self.inputs = (self.toggle, self.input)
-        self.keys = (key,)
-        super().__init__(key, widgets.HBox([self.toggle, self.input]))
+        super().__init__(key, widgets.HBox([self.toggle, self.input]), self.toggle, self.input)
 
     def show(self, params: dict[str, Any]) -> None:
         value = params.get(self.key)
@@ -159,8 +155,6 @@ class _Choice(_Control):
             style=_LABEL,
             tooltip=_tooltip(key) if key in PARAMETERS else "",
         )
-        self.inputs = (self.dropdown,)
-        self.keys = (key,)
         super().__init__(key, self.dropdown)
 
     def show(self, params: dict[str, Any]) -> None:
@@ -209,8 +203,6 @@ class _Text(_Control):
             self.text = widgets.Combobox(options=options, ensure_option=False, **common)
         else:
             self.text = widgets.Text(**common)
-        self.inputs = (self.text,)
-        self.keys = (key,)
         super().__init__(key, self.text)
 
     def show(self, params: dict[str, Any]) -> None:

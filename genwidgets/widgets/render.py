@@ -33,6 +33,7 @@ from .lasting import (
     content_html,
     error_banner,
     file_name,
+    in_hand,
     local_size,
     output_html,
     outputs_html,
@@ -58,8 +59,8 @@ __all__ = [
     "to_mimebundle",
 ]
 
-#: Rule 3: time-based media with an http(s) URL kept as bytes only below these (a live
-#: view's fallback for when its URL stops answering).
+#: Rule 3: a live view's fallback for when its URL stops answering keeps time-based
+#: media with an http(s) URL only below these.
 DURABLE_EMBED_LIMITS = {"video": 16 * 1024, "audio": 256 * 1024}
 #: The live view's local-data fallback of a medium with a URL carries at most this.
 FALLBACK_LIMIT = 256 * 1024
@@ -79,13 +80,10 @@ class Source:
     data: bytes | None = None
     note: str = ""
 
-    def data_url(self) -> str | None:
-        """The bytes as a ``data:`` URL when their type is safe for a browser."""
-        return safe_data_url(self.mime, self.data) if self.data is not None else None
-
     @property
     def href(self) -> str | None:
-        return self.url if self.how == "url" else self.data_url()
+        """The URL, else the bytes as a ``data:`` URL when their type is safe for a browser."""
+        return self.url if self.how == "url" else safe_data_url(self.mime, self.data)
 
 
 def _inline_size(output: Output) -> int | None:
@@ -138,11 +136,6 @@ def source_of(
     if prefer_url and kind == "http" and output.kind in MEDIA_KINDS and not stale:
         return Source("url", mime, url=url)
     inline = _inline_size(output)
-    budget = DURABLE_EMBED_LIMITS.get(output.kind)
-    if kind == "http" and budget is not None and not stale:
-        size = local if local is not None else inline
-        if size is None or size > budget:
-            return Source("url", mime, url=url)
     if local is not None or inline is not None:
         size = local if local is not None else inline
         assert size is not None
@@ -172,15 +165,16 @@ def source_of(
     return Source("none", mime, note="it has neither a URL nor content")
 
 
-def _content_html(output: Output, source: Source) -> Html:
-    """JSON → a table, text → ``<pre>``; falls back to a link when no content."""
-    if source.data is None:
-        return _link_html(output, source)
-    return content_html(output, source.data)
-
-
-def _link_html(output: Output, source: Source) -> Html:
+def _live_html(output: Output, source: Source) -> Html:
+    """A live view's output by ``source``: media by its address, JSON → a table and
+    text → ``<pre>`` when its bytes are in hand, else a download link."""
     href = source.href
+    if source.how == "none":
+        return unavailable_html(output, source.note)
+    if output.kind in MEDIA_KINDS and href is not None:
+        return markup.live_media(output.kind, href, file_name(output))
+    if output.kind in {"json", "text"} and source.data is not None:
+        return content_html(output, source.data)
     if href is None:
         return unavailable_html(output, source.note or "no safe address")
     return markup.download(href, file_name(output), rel="noopener noreferrer")
@@ -205,32 +199,8 @@ def to_html(
     source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
     if source.how == "none":
         return unavailable_html(output, source.note)
-    kind = output.kind
-    href = source.href
-    if kind in MEDIA_KINDS and href is not None:
-        body = markup.live_media(kind, href, file_name(output))
-    elif kind in {"json", "text"}:
-        body = _content_html(output, source)
-    else:
-        body = _link_html(output, source)
     below = markup.live_caption(caption_text(output)) if caption else None
-    return markup.output_box(body, below)
-
-
-def _labelled(obj: Mapping[str, Any]) -> tuple[list[str], list[Output]]:
-    """Labelled outputs: each value an Output or a local file (``pathlib.Path``)."""
-    labels, outputs = [], []
-    for i, (label, value) in enumerate(obj.items()):
-        if isinstance(value, Path):
-            value = local_output(value, i)
-        if not isinstance(value, Output):
-            raise TypeError(
-                f"render() takes labelled Outputs or pathlib.Path values, not "
-                f"{type(value).__name__} for {label!r}"
-            )
-        labels.append(str(label))
-        outputs.append(value)
-    return labels, outputs
+    return markup.output_box(_live_html(output, source), below)
 
 
 def local_output(path: Path, index: int = 0) -> Output:
@@ -247,17 +217,30 @@ def local_output(path: Path, index: int = 0) -> Output:
     )
 
 
-def _outputs_of(obj: Renderable) -> list[Output]:
+def _outputs_of(obj: Renderable) -> tuple[list[str] | None, list[Output]]:
+    """The outputs of what :func:`render` takes, and their labels when it is labelled
+    outputs (each value an Output or a local file, a ``pathlib.Path``)."""
     if isinstance(obj, Output):
-        return [obj]
+        return None, [obj]
     if isinstance(obj, Result):
-        return list(obj.outputs)
+        return None, list(obj.outputs)
     if isinstance(obj, Mapping):
-        return _labelled(obj)[1]
+        labels, outputs = [], []
+        for i, (label, value) in enumerate(obj.items()):
+            if isinstance(value, Path):
+                value = local_output(value, i)
+            if not isinstance(value, Output):
+                raise TypeError(
+                    f"render() takes labelled Outputs or pathlib.Path values, not "
+                    f"{type(value).__name__} for {label!r}"
+                )
+            labels.append(str(label))
+            outputs.append(value)
+        return labels, outputs
     if isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)):
         items = list(obj)
         if all(isinstance(o, Output) for o in items):
-            return items
+            return None, items
     raise TypeError(
         "render() takes an Output, a Result, a list of Outputs or labelled Outputs "
         f"({{label: Output or pathlib.Path}}), not {type(obj).__name__}"
@@ -272,10 +255,8 @@ def result_html(
     media = "full" if embed else media
     if isinstance(obj, Result):
         return lasting_result_html(obj, media=media, fetch=fetch)
-    if isinstance(obj, Mapping):
-        labels, outputs = _labelled(obj)
-        return markup.result_box(outputs_html(outputs, media=media, fetch=fetch, labels=labels))
-    return markup.result_box(outputs_html(_outputs_of(obj), media=media, fetch=fetch))
+    labels, outputs = _outputs_of(obj)
+    return markup.result_box(outputs_html(outputs, media=media, fetch=fetch, labels=labels))
 
 
 def to_mimebundle(
@@ -286,7 +267,7 @@ def to_mimebundle(
     result = obj if isinstance(obj, Result) else None
     return {
         "text/html": result_html(obj, embed=embed, fetch=fetch, media=media),
-        "text/plain": plain_text(_outputs_of(obj), result),
+        "text/plain": plain_text(_outputs_of(obj)[1], result),
     }
 
 
@@ -313,9 +294,9 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
         if source.how == "url":
             if output.kind == "video" and poster:
                 entry["poster"] = poster_data_url(output.path)
-            durable = source_of(output)
-            if durable.data is not None and len(durable.data) <= FALLBACK_LIMIT:
-                entry["fallback"] = durable.data_url()
+            budget = DURABLE_EMBED_LIMITS.get(output.kind) if url_kind(href) == "http" else None
+            limit = min(FALLBACK_LIMIT, budget or FALLBACK_LIMIT)
+            entry["fallback"] = safe_data_url(source.mime, in_hand(output, limit))
     else:
         entry["kind"] = output.kind if source.how != "none" else "unavailable"
         entry["html"] = to_html(output, caption=False, prefer_url=True)
@@ -335,20 +316,8 @@ def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
     import ipywidgets  # noqa: PLC0415 - rendered HTML needs no ipywidgets; only a live view does
 
     kind = output.kind
-    cls: type[ipywidgets.Widget] = {
-        "image": ipywidgets.Image,
-        "video": ipywidgets.Video,
-        "audio": ipywidgets.Audio,
-    }[kind]
-    options: dict[str, Any] = (
-        {}
-        if kind == "image"
-        else {
-            "controls": True,
-            "autoplay": False,
-            "loop": False,
-        }
-    )
+    cls: type[ipywidgets.Widget] = getattr(ipywidgets, kind.capitalize())  # Image, Video, Audio
+    options = {} if kind == "image" else {"controls": True, "autoplay": False, "loop": False}
     layout = ipywidgets.Layout(max_width="100%")
     if source.how == "url":
         assert source.url is not None
@@ -361,13 +330,9 @@ def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
 
 def _render_one(output: Output, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
     source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
-    if source.how == "none":
-        return _html_widget(unavailable_html(output, source.note))
-    if output.kind in {"image", "video", "audio"}:
+    if source.how != "none" and output.kind in MEDIA_KINDS:
         return _media_widget(output, source)
-    if output.kind in {"json", "text"}:
-        return _html_widget(_content_html(output, source))
-    return _html_widget(_link_html(output, source))
+    return _html_widget(_live_html(output, source))
 
 
 def render(obj: Renderable, *, embed: bool | None = None, fetch: bool = True) -> ipywidgets.Widget:
@@ -391,22 +356,17 @@ def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywi
 
     if isinstance(obj, Output):
         return _render_one(obj, embed=embed, fetch=fetch)
-    outputs = _outputs_of(obj)
+    labels, outputs = _outputs_of(obj)
     children: list[ipywidgets.Widget] = []
-    if isinstance(obj, Mapping):
-        labels, _ = _labelled(obj)
-        children = [
-            ipywidgets.VBox(
-                [_html_widget(markup.bold(label)), _render_one(o, embed=embed, fetch=fetch)]
-            )
-            for label, o in zip(labels, outputs, strict=True)
-        ]
-        outputs = []
     if isinstance(obj, Result) and not obj.ok:
         children.append(_html_widget(error_banner(obj)))
     if isinstance(obj, Result) and obj.ok and not outputs and obj.asset is not None:
         children.append(_html_widget(table_html(obj.asset)))
-    children += [_render_one(o, embed=embed, fetch=fetch) for o in outputs]
+    for i, output in enumerate(outputs):
+        widget = _render_one(output, embed=embed, fetch=fetch)
+        if labels is not None:
+            widget = ipywidgets.VBox([_html_widget(markup.bold(labels[i])), widget])
+        children.append(widget)
     return ipywidgets.GridBox(
         children=children,
         layout=ipywidgets.Layout(

@@ -25,7 +25,7 @@ from . import markup
 from ._style import PALETTE
 from .board import GRID_LAYOUT
 from .cards import JobCard
-from .faces import Faces, in_kernel, live_container
+from .faces import TwoFaced, in_kernel
 from .grid_sheet import contact_sheet
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class SweepView(ipywidgets.VBox):
         self.add_class("gw-sweep")
 
 
-class Sweep(list["JobLike"]):
+class Sweep(TwoFaced, list["JobLike"]):
     """The Jobs of a sweep, in combination order (see the module docstring).
 
     Sent, kept and re-opened as a one-axis grid (:meth:`SweepPlan.as_grid`): its
@@ -102,8 +102,6 @@ class Sweep(list["JobLike"]):
         self.widget = SweepView(plan, needs_confirmation=needs_confirmation, simulated=simulated)
         self.widget.submit_button.on_click(lambda _b: self.submit(wait=False))
         self.needs_confirmation = needs_confirmation
-        #: the contact sheet shown after the cards (made when the sweep is displayed)
-        self.faces: Faces | None = None
         self.run.listeners.append(self._on_change)
 
     @property
@@ -137,10 +135,8 @@ class Sweep(list["JobLike"]):
 
     def show(self) -> None:
         """Display both faces: the cards (live), then the contact sheet."""
-        if self.faces is None:
-            sheet = functools.partial(contact_sheet, self.run, waiting=self.needs_confirmation)
-            self.faces = Faces(sheet, interval=max(1.0, 0.02 * len(self.run.cells)))
-        self.faces.show(live_container(self.widget, self.faces))
+        sheet = functools.partial(contact_sheet, self.run, waiting=self.needs_confirmation)
+        self._show_faces(sheet, interval=max(1.0, 0.02 * len(self.run.cells)), live=self.widget)
 
     def _ipython_display_(self) -> None:
         if in_kernel():
@@ -152,8 +148,8 @@ class Sweep(list["JobLike"]):
         """A cell was sent or a job moved: the sheet, new cards and errors, then, once
         every create has answered, the list itself."""
         done, _failed, total = self.run.counts()
-        if self.faces is not None and self.run.sent and done == total:
-            self.faces.refresh()  # once it has ended (a sheet of many cells is heavy)
+        if self.run.sent and done == total:
+            self._refresh_face()  # once it has ended (a sheet of many cells is heavy)
         with self._lock:
             if self._submitted.is_set():
                 return

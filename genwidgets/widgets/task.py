@@ -36,25 +36,9 @@ from .faces import (
 )
 from .lasting import plain_text, result_html
 from .render import live_entry
-from .ticker import (
-    MIN_INTERVAL,
-    TICK_PERIOD,
-    Throttle,
-    Ticker,
-    guarded,
-    stop_following,
-)
+from .ticker import Throttle, guarded, stop_following
 
-__all__ = [
-    "MIN_INTERVAL",
-    "TICK_PERIOD",
-    "TaskList",
-    "TaskView",
-    "Throttle",
-    "Ticker",
-    "display_job",
-    "lasting_face",
-]
+__all__ = ["TaskList", "TaskView", "display_job", "lasting_face"]
 
 _SHARED_LAYOUT: list[ipywidgets.Layout] = []
 _SHARED_LOCK = threading.Lock()

@@ -21,6 +21,7 @@ from ..catalog import endpoint as catalog_endpoint
 from ..catalog.vida import ROLES_BY_TYPE, VIDA_AUDIO, image_scenario_problem
 from . import markup
 from ._style import layout
+from .containers import RowsElement
 from .elements import (
     BuildContext,
     Element,
@@ -114,10 +115,11 @@ class _ContentRow:
         self.box = W.HBox(parts, layout=layout("row"))
         self.box.add_class("gw-list-row")
 
-    def get(self) -> dict[str, Any] | None:
+    def get(self) -> Any:
+        """The item, or :data:`UNSET` for an empty text row (not sent)."""
         value = self.input.get()
         if self.kind == "text":
-            return None if value is UNSET else {"type": "text", "text": value}
+            return UNSET if value is UNSET else {"type": "text", "text": value}
         item: dict[str, Any] = {
             "type": self.kind,
             self.kind: {} if value is UNSET else {"url": value},
@@ -125,6 +127,14 @@ class _ContentRow:
         if self.role is not None and self.role.value is not None:
             item["role"] = self.role.value
         return item
+
+    def locate(self, loc: Loc) -> tuple[Element, Loc]:
+        # the tag, the object name and "url"/"text" are what the row shows
+        implied = {self.kind, "url", "text", "role"}
+        return self.input, tuple(p for p in loc if p not in implied)
+
+    def walk(self) -> Iterator[Element]:
+        yield self.input
 
     def set(self, item: Mapping[str, Any]) -> None:
         if self.kind == "text":
@@ -143,7 +153,7 @@ class _ContentRow:
             self.role.value = role
 
 
-class VidAContentElement(Element):
+class VidAContentElement(RowsElement):
     """The vidA ``content`` list: add text/image/video/audio items, a role per media item,
     the scenario they form, and the rule violations validation reports."""
 
@@ -201,16 +211,9 @@ class VidAContentElement(Element):
         super()._changed()
 
     def _update_scenario(self) -> None:
-        items = [i for i in (r.get() for r in self.rows) if i is not None]
+        items = [i for _, i in self._set_rows()]
         scenario = markup.bold(content_scenario(items))
         self.scenario.value = markup.span(markup.join(["Scenario: ", scenario]))
-
-    def _set_rows(self) -> list[tuple[int, dict[str, Any]]]:
-        return [(i, v) for i, r in enumerate(self.rows) if (v := r.get()) is not None]
-
-    def get(self) -> Any:
-        values = [v for _, v in self._set_rows()]
-        return values or UNSET
 
     def set(self, value: Any) -> None:
         with self.quiet():
@@ -222,18 +225,3 @@ class VidAContentElement(Element):
                 self.add(str(item.get("type", "")), item)
             self.rows_box.children = tuple(r.box for r in self.rows)
         self._changed()
-
-    def locate(self, loc: Loc) -> tuple[Element, Loc]:
-        if loc and isinstance(loc[0], int):
-            mapping = [i for i, _ in self._set_rows()]
-            if 0 <= loc[0] < len(mapping):
-                row = self.rows[mapping[loc[0]]]
-                # the tag, the object name and "url"/"text" are what the row shows
-                implied = {row.kind, "url", "text", "role"}
-                return row.input, tuple(p for p in loc[1:] if p not in implied)
-        return self, loc
-
-    def walk(self) -> Iterator[Element]:
-        yield self
-        for row in self.rows:
-            yield row.input

@@ -14,10 +14,9 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from .._client import create_failure, created_nothing, lost_contact
 from ..errors import (
@@ -49,7 +48,7 @@ from .batch_store import (
     RowUpdate,
     id_taken,
 )
-from .manifest import Manifest
+from .manifest import Manifest, read_manifest
 from .outfiles import write_outputs
 
 if TYPE_CHECKING:
@@ -75,56 +74,6 @@ CONTACT_PATIENCE = 900.0
 #: the first wait before following a lost task again, doubled each time (seconds)
 FOLLOW_BACKOFF = 2.0
 FOLLOW_BACKOFF_MAX = 60.0
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What the ledger says of one create whose answer was not seen: ``follow`` its task
-    (``request_id``), ``send`` it again (it certainly made nothing), or ``unknown``
-    (``why``: never sent again)."""
-
-    kind: Literal["follow", "send", "unknown"]
-    request_id: str | None = None
-    why: str | None = None
-
-
-def ledger_verdicts(
-    client: ClientLike, tags: Mapping[str, int], written_at: Mapping[int, float | None]
-) -> dict[int, Verdict]:
-    """Per index (tag → index), the ledger's verdict on its create. ``written_at``: when
-    each was reserved or planned; one older than the ledger's tags (``meta.tags_since``)
-    cannot be told apart. Grids and batches settle unanswered creates so, and only so."""
-    ledger = client.ledger
-    if ledger is None:  # nothing on disk to ask: a task may exist
-        why = "outcome unknown: no ledger to say whether its create left"
-        return {index: Verdict("unknown", why=why) for index in tags.values()}
-    found: dict[int, list[LedgerRow]] = {}
-    for record in ledger.tagged(list(tags)):
-        found.setdefault(tags[str(record.tag)], []).append(record)
-    untold = len(found) < len(tags)
-    said = ledger.query("SELECT value FROM meta WHERE key = 'tags_since'") if untold else []
-    since = float(said[0][0]) if said else 0.0
-    return {i: _verdict(found.get(i, []), written_at.get(i), since) for i in tags.values()}
-
-
-def _verdict(records: list[LedgerRow], written_at: float | None, since: float) -> Verdict:
-    """The record that says most decides: a task made, else a create that may have left,
-    else one that certainly made nothing."""
-    made = next((r for r in records if r.request_id is not None), None)
-    if made is not None:
-        return Verdict("follow", request_id=made.request_id)
-    left = [r.state for r in records if r.state != NOT_CREATED]
-    if not records and (written_at or 0.0) < since:
-        why = "written by an older genwidgets, whose ledger did not tag which create was this one"
-    elif not left:
-        return Verdict("send")  # its intent never reached disk, or it surely made nothing
-    else:
-        why = f"its create may have left and no answer was kept ({left[0]})"
-    return Verdict(
-        "unknown",
-        why=f"outcome unknown: {why}; not sent again. Look for it with client.history() "
-        "before retrying it by hand",
-    )
 
 
 class RowBook:
@@ -623,24 +572,49 @@ class RowBook:
     # ------------------------------------------------------------------ resuming
 
     def reconcile(self, rows: Sequence[BatchRow]) -> None:
-        """Settle rows reserved whose create's answer was not seen (see the module docstring)."""
-        verdicts = ledger_verdicts(
-            self.client,
-            {self.tag(r): r.index for r in rows},
-            {r.index: r.reserved_at for r in rows},
+        """Settle rows reserved whose create's answer was not seen, by what the ledger
+        kept under their tags, the one reading of an unanswered create (grids' too): a
+        task made is followed; a create that certainly made nothing (or whose intent never
+        reached disk) waits again; any other is ``unknown``, never sent again. A row
+        reserved before the ledger took tags (``meta.tags_since``) cannot be told apart."""
+        ledger = self.client.ledger
+        found: dict[str, list[LedgerRow]] = {}
+        since = 0.0
+        if ledger is not None:
+            for record in ledger.tagged([self.tag(r) for r in rows]):
+                found.setdefault(str(record.tag), []).append(record)
+            if len(found) < len(rows):
+                said = ledger.query("SELECT value FROM meta WHERE key = 'tags_since'")
+                since = float(said[0][0]) if said else 0.0
+        unknown = (
+            "outcome unknown: {}; not sent again. Look for it with client.history() before "
+            "retrying it by hand"
         )
         attach: list[tuple[BatchRow, str]] = []
         for row in rows:
-            verdict = verdicts[row.index]
+            records = found.get(self.tag(row), [])
+            made = next((r.request_id for r in records if r.request_id is not None), None)
+            left = [r.state for r in records if r.state != NOT_CREATED]
             with self.lock:
-                if verdict.kind == "follow":
-                    row.request_id = verdict.request_id
-                    attach.append((row, str(verdict.request_id)))
-                elif verdict.kind == "send":
+                if made is not None:
+                    row.request_id = made
+                    attach.append((row, made))
+                    continue
+                if ledger is None:  # nothing on disk to ask: a task may exist
+                    row.error = "outcome unknown: no ledger to say whether its create left"
+                elif not records and (row.reserved_at or 0.0) < since:
+                    row.error = unknown.format(
+                        "written by an older genwidgets, whose ledger did not tag which "
+                        "create was this one"
+                    )
+                elif left:
+                    row.error = unknown.format(
+                        f"its create may have left and no answer was kept ({left[0]})"
+                    )
+                else:  # its intent never reached disk, or it surely made nothing
                     self.update(row, WAITING, release=True)
-                else:
-                    row.error = verdict.why
-                    self.update(row, UNKNOWN)
+                    continue
+                self.update(row, UNKNOWN)
         self.attach_all(attach)
 
     def attach_all(self, rows: Sequence[tuple[BatchRow, str]]) -> None:
@@ -677,3 +651,58 @@ class RowBook:
         a grid has none)."""
         row.state, row.request_id, row.error = record.state, record.request_id, record.error
         row.files = [self.out / name for name in record.files] if self.out is not None else []
+
+    def restore(self) -> None:
+        """Load what the store, the manifest and the ledger say of each stored row, before
+        anything is sent; the table of stored states and what a re-run does with each:
+        docs/decisions.md#batch-resume."""
+        records = {r.index: r for r in self.store.rows(self.id)}
+        if not records:
+            return
+        self.stored = True
+        reserved: list[BatchRow] = []
+        attach: list[tuple[BatchRow, str]] = []
+        # a row another live process holds is its own: sending it, or (a batch) writing its
+        # files; a grid writes none, so a task another process follows is followed here too
+        held = {SENDING, CREATED} if self.out is not None else {SENDING}
+        going = {r.state for r in records.values()} & held
+        tables = self.store.tables  # a reservation's owner is a ledger's (``RowRecord.owner``)
+        others = tables.alive_owners() - {tables.owner} if going else set()
+        with self.lock:
+            self.spent = self.store.spent(self.id)
+            for row in self.rows:
+                record = records.get(row.index)
+                if record is None:
+                    continue
+                if record.state in held and record.owner in others:
+                    self.show_as_stored(row, record)  # a live process is sending it
+                    continue
+                self.as_stored(row, record)
+                row.attempt, row.reserved_at = record.attempt, record.reserved_at
+                if row.state == DONE and not all(p.exists() for p in row.files):
+                    row.state = CREATED  # a file went missing: written again from the task
+                if row.state != WAITING:
+                    row.planned.prepared = None  # sent before: never sent from this plan again
+                # unknown: contact was lost with it; a grid shows every task's outputs
+                if row.request_id and (
+                    row.state in (CREATED, LEFT, PENDING, UNKNOWN) or self.out is None
+                ):
+                    attach.append((row, row.request_id))
+                elif row.state == SENDING:
+                    reserved.append(row)
+        said = read_manifest(self.out) if reserved else {}
+        unanswered: list[BatchRow] = []
+        for row in reserved:  # its create's answer for the attempt reserved may be only
+            # the manifest's last line of it: a killed process flushed that line at once,
+            # its store and ledger writes may still have been queued
+            line = said.get(row.index, {})
+            request_id = line.get("request_id")
+            if line.get("batch") == self.id and line.get("attempt") == row.attempt and request_id:
+                row.request_id = str(request_id)
+                attach.append((row, row.request_id))
+            else:
+                unanswered.append(row)
+        if unanswered:
+            self.reconcile(unanswered)
+        self.attach_all(attach)
+        self.flush()

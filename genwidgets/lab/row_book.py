@@ -296,7 +296,7 @@ class RowBook:
     def _next_chunk(self) -> list[BatchRow]:
         """The next rows to send: two rounds of ``concurrency``, so the sender's own work
         between chunks is paid half as often (docs/decisions.md#batches). Rows before the
-        self's ``cursor`` wait no more (a row given back moves it back)."""
+        book's ``cursor`` wait no more (a row given back moves it back)."""
         size = CHUNK_ROUNDS * self.concurrency
         with self.lock:
             while self.cursor < len(self.rows) and self.rows[self.cursor].state != WAITING:
@@ -306,7 +306,7 @@ class RowBook:
 
     def send_all(self) -> None:
         """The sender: chunks of waiting rows, each reserved, then sent, until none waits,
-        the budget's cap is reached, or the self's ``stop`` is set."""
+        the budget's cap is reached, or its ``stop`` is set."""
         caps = self.plan.budget.caps
         while not self.stop.is_set():
             chunk = self._next_chunk()
@@ -323,7 +323,10 @@ class RowBook:
                     row = by_index[index]
                     row.state, row.attempt, row.reserved_at = SENDING, attempt, time.time()
                 if reserved.capped:
-                    self.stopped = self._cap_text()
+                    shown = ", ".join(
+                        f"{self.spent.get(k, 0):g} of {v:g} {k}" for k, v in caps.items()
+                    )
+                    self.stopped = f"stopped at the budget's cap ({shown}); rows not sent wait"
             if reserved.elsewhere:  # another process sending this batch took them first
                 stored = {r.index: r for r in self.store.rows(self.id, reserved.elsewhere)}
                 with self.lock:
@@ -338,11 +341,6 @@ class RowBook:
             if reserved.capped:
                 break
         self.flush()
-
-    def _cap_text(self) -> str:
-        caps = self.plan.budget.caps
-        shown = ", ".join(f"{self.spent.get(k, 0):g} of {v:g} {k}" for k, v in caps.items())
-        return f"stopped at the budget's cap ({shown}); rows not sent wait"
 
     def _send(self, rows: list[BatchRow]) -> None:
         """One chunk of rows through ``client.send_many``: each prepared once (at planning

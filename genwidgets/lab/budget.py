@@ -157,9 +157,7 @@ class Budget:
         charged = [(index, self.charges(endpoint, units)) for index, endpoint, units in planned]
         for kind, cap in self.caps.items():
             unknown = [index for index, charges in charged if charges[kind] is None]
-            total = 0.0
-            for _, charges in charged:
-                total += charges[kind] or 0.0
+            total = sum((charges[kind] or 0.0 for _, charges in charged), 0.0)
             already = spent.get(kind, 0.0)
             name = MONEY_WORDS if kind == MONEY else kind
             if unknown:

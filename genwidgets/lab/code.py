@@ -6,6 +6,7 @@ shortened: docs/decisions.md#the-request-as-curl.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,11 +31,6 @@ def _shortened(value: Any, found: list[int]) -> Any:
     return value
 
 
-def _quoted(text: str) -> str:
-    """``text`` in single quotes for a POSIX shell."""
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
 def curl_code(endpoint: str, payload: Mapping[str, Any]) -> str:
     """The create request of ``payload`` to ``endpoint`` as a cURL command."""
     found: list[int] = []
@@ -44,7 +40,7 @@ def curl_code(endpoint: str, payload: Mapping[str, Any]) -> str:
         f'curl -X POST "{url}" \\',
         f'  -H "Authorization: Bearer {API_KEY_VAR}" \\',
         '  -H "Content-Type: application/json" \\',
-        f"  -d {_quoted(body)}",
+        f"  -d {shlex.quote(body)}",
     ]
     if found:
         note = f"# {len(found)} inline file(s) shortened: put the data: URL back to send it"

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._config import home, redact, shown_path
 from .._palette import PALETTE
-from ..media.thumbnails import DEFAULT_SIDE
+from ..media.thumbnails import DEFAULT_SIDE, first_frame
 from ..protocol.records import Output
 from .plan import short
+from .provenance import PNG_SIGNATURE, png_text
 from .run import status_of
 
 if TYPE_CHECKING:
@@ -86,10 +87,8 @@ def _poster(output: Output) -> PILImage.Image | None:
         if output.kind == "image":
             return Image.open(io.BytesIO(output.read())).convert("RGB")
         if output.kind == "video":
-            import av  # noqa: PLC0415 - PyAV loads only when an export reads a video
-
-            with av.open(io.BytesIO(output.read())) as container:
-                return next(container.decode(video=0)).to_image().convert("RGB")
+            frame = first_frame(io.BytesIO(output.read()))
+            return frame.convert("RGB") if frame is not None else None
     except Exception:
         return None
     return None
@@ -289,7 +288,6 @@ def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: in
 
 #: where a page carries its description (data, not a script: read_export finds it here)
 PAGE_SCRIPT_HEAD = '<script type="application/json" id="genwidgets-grid">'
-_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def read_export(path: str | Path) -> dict[str, Any]:
@@ -298,9 +296,8 @@ def read_export(path: str | Path) -> dict[str, Any]:
     ``endpoint``, ``axes``, ``base_payload``, ``cells`` (each one's payload, request
     id, stars and note) and ``scores``. A file that carries none is a ValueError."""
     source = Path(path)
-    with source.open("rb") as file:
-        png = file.read(len(_PNG_MAGIC)) == _PNG_MAGIC
-    text = _png_text(source) if png else _page_text(source)
+    data = source.read_bytes()
+    text = png_text(data, PNG_KEY) if data.startswith(PNG_SIGNATURE) else _page_text(data)
     if text is None:
         raise ValueError(f"{shown_path(source)} carries no genwidgets grid description")
     return dict(json.loads(text))
@@ -310,17 +307,8 @@ def read_export(path: str | Path) -> dict[str, Any]:
 read_png_description = read_export
 
 
-def _png_text(source: Path) -> str | None:
-    from PIL import Image  # noqa: PLC0415 - Pillow loads only when an export draws
-
-    with Image.open(source) as image:
-        image.load()
-        found = image.text.get(PNG_KEY)
-    return found if isinstance(found, str) else None
-
-
-def _page_text(source: Path) -> str | None:
-    page = source.read_text(encoding="utf-8", errors="replace")
+def _page_text(data: bytes) -> str | None:
+    page = data.decode("utf-8", errors="replace")
     start = page.rfind(PAGE_SCRIPT_HEAD)
     end = page.find("</script>", start)
     return page[start + len(PAGE_SCRIPT_HEAD) : end] if start >= 0 and end >= 0 else None

@@ -29,7 +29,7 @@ from .axes import short as short  # re-exported: labels and summaries use it
 from .batch_plan import PlannedRow, Prepare, TaskPlan
 from .budget import Budget
 from .cost import axis_count, billed_count, billing_values, prompt_jobs, refuse_above
-from .mapping import ENDPOINT_AXIS, map_payload, read_roles
+from .mapping import ENDPOINT_AXIS, SEED_NAME, map_payload, read_roles
 from .problems import problem
 
 if TYPE_CHECKING:
@@ -51,7 +51,6 @@ __all__ = [
 
 AXES = ("x", "y", "z")
 MAX_CELLS = 400
-SEED_FIELD = "seed"
 SEED_RANGE = (1, 2**31 - 1)
 
 
@@ -283,13 +282,13 @@ def _lock_seed(
     varied = {a.field.split(".")[0] for a in axes if a.kind == "field"}
     value = seed if seed is not None else random.SystemRandom().randint(*SEED_RANGE)
     if any(a.kind == "endpoint" for a in axes):
-        if read_roles(spec, payload)[1] is not None or SEED_FIELD in varied:
+        if read_roles(spec, payload)[1] is not None or SEED_NAME in varied:
             return None, None
-        payload[SEED_FIELD] = value
+        payload[SEED_NAME] = value
         return value, "each endpoint's seed"
-    if SEED_FIELD in spec.fields and payload.get(SEED_FIELD) is None and SEED_FIELD not in varied:
-        payload[SEED_FIELD] = value
-        return value, SEED_FIELD
+    if SEED_NAME in spec.fields and payload.get(SEED_NAME) is None and SEED_NAME not in varied:
+        payload[SEED_NAME] = value
+        return value, SEED_NAME
     for name in spec.prompt_fields:
         text = payload.get(name)
         if not isinstance(text, str) or name in varied:
@@ -363,7 +362,7 @@ def plan_grid(
     extra = _per_endpoint(endpoint, per_endpoint, present)
     locked, where = _lock_seed(spec, base, [a for _, a in present], seed)
     order = present[::-1]  # z outermost, then y, then x
-    drawn = (SEED_FIELD,) if locked is not None and seed is None else ()
+    drawn = (SEED_NAME,) if locked is not None and seed is None else ()
     cells = expand_cells(endpoint, spec, base, order, prepare, extra, filled=drawn)
     return GridPlan(
         endpoint=endpoint,

@@ -133,7 +133,8 @@ def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     if sidecar.exists():
         return _record(sidecar.read_text(encoding="utf-8"))
     if target.exists() and (data := target.read_bytes()).startswith(PNG_SIGNATURE):
-        return _png_record(data)
+        text = png_text(data, KEY)
+        return _record(text) if text is not None else None
     try:
         import av  # noqa: PLC0415 - PyAV loads FFmpeg's libraries; only MP4/M4A files need it
 
@@ -143,11 +144,15 @@ def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         return None
 
 
-def _png_record(data: bytes) -> dict[str, Any] | None:
+def png_text(data: bytes, key: str) -> str | None:
+    """The text of a PNG's iTXt chunk named ``key`` (compressed or not: a grid's sheet
+    compresses its description), or None."""
+    head = key.encode("latin-1") + b"\x00"
     for _position, kind, body in _png_chunks(data):
-        if kind == b"iTXt" and body.startswith(KEY.encode() + b"\x00\x00"):  # not compressed
-            _language, _translated_key, text = body[len(KEY) + 3 :].split(b"\x00", 2)
-            return _record(text.decode("utf-8", "replace"))
+        if kind == b"iTXt" and body.startswith(head):
+            compressed = body[len(head)] == 1
+            _language, _translated_key, text = body[len(head) + 2 :].split(b"\x00", 2)
+            return (zlib.decompress(text) if compressed else text).decode("utf-8", "replace")
     return None
 
 

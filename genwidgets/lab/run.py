@@ -9,6 +9,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._client import default_client
 from .._config import shown_path
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
@@ -25,7 +26,6 @@ from .batch_store import (
     GridRecord,
     GridStore,
 )
-from .cost import billed_words
 from .plan import AXES, GridPlan, PlannedCell
 from .store import restore_plan, store_for
 
@@ -82,7 +82,7 @@ class GridCell:
     #: a failed create as raised (this session only; :attr:`error` is its words)
     exception = property(lambda self: self.row.exception)
     #: where this cell is sent (an endpoint axis sends each cell to its own)
-    endpoint = property(lambda self: self.row.endpoint)
+    endpoint = property(lambda self: self.planned.endpoint)
     #: the kind of the cell's endpoint: image, video, speech, ...
     kind = property(lambda self: self.planned.kind)
     #: generations this cell bills
@@ -90,11 +90,6 @@ class GridCell:
     #: payload fields the cell's endpoint has no field for (not sent)
     dropped = property(lambda self: self.planned.dropped)
     plan_note = property(lambda self: self.planned.plan_note)
-
-    @property
-    def billed_words(self) -> str:
-        """What the cell bills in its endpoint's unit: ``1 prompt (4 images)``, ``4 images``."""
-        return billed_words(self.endpoint, self.billed)
 
     @property
     def error(self) -> str | None:
@@ -188,27 +183,26 @@ class GridRun:
             concurrency=valid_concurrency(concurrency),
         )
         self.cells = [GridCell(self, row) for row in self.book.rows]
+        self.id = self.book.id
+        self.client = client
+        self.endpoint = plan.endpoint
+        self.concurrency = self.book.concurrency
+        #: the core's own: told of each change (views; one that raises is logged), and
+        #: the one way to tell them
+        self.listeners = self.book.listeners
+        self.changed = self.book.changed
         #: when the grid was planned (a re-opened one: when it was stored)
         self.created_at = time.time()
         self.store.watch(self.id, self.refresh_ratings)
 
-    id = property(lambda self: self.book.id)
-    client = property(lambda self: self.book.client)
-    concurrency = property(lambda self: self.book.concurrency)
-    #: told of each change (views); a listener that raises is logged
-    listeners = property(lambda self: self.book.listeners)
     #: why sending paused (the breaker), else None
     paused = property(lambda self: self.book.paused)
     started = property(lambda self: self.book.started)
-    endpoint = property(lambda self: self.plan.endpoint)
 
     @property
     def sent(self) -> bool:
         """True once every create has answered (or failed), or sending stopped."""
         return self.book.started and not self.book.sending
-
-    def changed(self) -> None:
-        self.book.changed()
 
     # ------------------------------------------------------------------ layout
 
@@ -350,14 +344,8 @@ class GridRun:
         data["per_endpoint"] = scrub_payload(_paths_shown(self.plan.per_endpoint))
         data["cells"] = [
             {
-                "index": c.index,
-                "endpoint": c.endpoint,
-                "kind": c.kind,
-                "billed": c.billed,
-                "plan_note": c.plan_note,
-                "x": c.x,
-                "y": c.y,
-                "z": c.z,
+                **{k: getattr(c, k) for k in ("index", "endpoint", "kind", "billed", "plan_note")},
+                **{d: c.value(d) for d in ("x", "y", "z")},
                 "payload": scrub_payload(_paths_shown(c.payload)),
                 "request_id": c.request_id,
                 "error": c.error,
@@ -390,9 +378,12 @@ class GridRun:
         return run
 
 
-def list_grids(client: ClientLike) -> list[GridRecord]:
-    """The grids stored for this client's gateway, newest first."""
-    return store_for(client, GridStore).grids(client.gateway_name)
+def list_grids(client: ClientLike | None = None) -> list[GridRecord]:
+    """``gw.grids()``: the grids (and sweeps) kept for the client's gateway (default: the
+    latest client), newest first, from the ledger's file; ``load_grid(record.id)``
+    re-opens one."""
+    chosen = client if client is not None else default_client()
+    return store_for(chosen, GridStore).grids(chosen.gateway_name)
 
 
 def _paths_shown(value: Any) -> Any:

@@ -14,7 +14,8 @@ from typing import Any
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import PayloadError
 from .axes import Axis, short
-from .cost import billing_values, cost_summary, refuse_above
+from .batch_plan import TaskPlan
+from .cost import billing_values, refuse_above
 from .plan import GridPlan, PlannedCell, Prepare, expand_cells
 
 __all__ = ["MAX_JOBS", "SweepPlan", "combination_label", "plan_sweep"]
@@ -29,7 +30,7 @@ def combination_label(values: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class SweepPlan:
+class SweepPlan(TaskPlan):
     """What a sweep will send, worked out before anything is sent."""
 
     endpoint: str
@@ -37,6 +38,10 @@ class SweepPlan:
     varied: tuple[str, ...]  # the fields of ``vary``, outermost first
     cells: tuple[PlannedCell, ...]
     billing: dict[str, list[Any]]
+
+    @property
+    def rows(self) -> tuple[PlannedCell, ...]:
+        return self.cells
 
     @property
     def payloads(self) -> list[dict[str, Any]]:
@@ -51,19 +56,9 @@ class SweepPlan:
     def billed(self) -> list[int]:
         return [c.billed for c in self.cells]
 
-    @property
-    def tasks(self) -> int:
-        return len(self.cells)
-
-    @property
-    def billed_total(self) -> int:
-        return sum(self.billed)
-
     def summary(self) -> str:
         """One plain-text line: tasks, billed generations, billing-field values."""
-        return cost_summary(
-            self.endpoint, self.endpoint, self.tasks, self.billed_total, self.billing
-        )
+        return self.billed_line(self.endpoint, self.endpoint, self.billing)
 
     def as_grid(self) -> GridPlan:
         """The combinations along one ``x`` axis (labelled ``seed=1 · prompt=kite``),

@@ -26,7 +26,7 @@ from PIL import Image, UnidentifiedImageError
 
 from .._files import is_fresh, write_atomically
 
-__all__ = ["DEFAULT_SIDE", "MAX_PIXELS", "data_url", "thumbnail", "thumbnail_bytes"]
+__all__ = ["DEFAULT_SIDE", "MAX_PIXELS", "data_url", "first_frame", "thumbnail", "thumbnail_bytes"]
 
 DEFAULT_SIDE = 256
 #: The most pixels decoded for one thumbnail (an 8K frame has 33 million).
@@ -52,15 +52,17 @@ def _cached(path: Path, max_side: int) -> Path | None:
     return None
 
 
-def _first_frame(path: Path) -> Image.Image | None:
-    """A video's first frame, or ``None`` when the file is not a video PyAV can read."""
+def first_frame(source: Path | IO[bytes]) -> Image.Image | None:
+    """A video's first frame (of a file, or of bytes in a file object: a grid's sheet),
+    or ``None`` when it is not a video PyAV can read; :class:`_TooManyPixels` past the cap."""
     import av  # noqa: PLC0415 - a video is rare next to images; PyAV loads only for one
 
+    what = str(source) if isinstance(source, Path) else "a video held in memory"
     try:
-        with av.open(str(path)) as container:
+        with av.open(str(source) if isinstance(source, Path) else source) as container:
             for frame in container.decode(video=0):
                 if frame.width * frame.height > MAX_PIXELS:
-                    raise _TooManyPixels(str(path), f"{frame.width} × {frame.height} pixels")
+                    raise _TooManyPixels(what, f"{frame.width} × {frame.height} pixels")
                 image: Image.Image = frame.to_image()
                 return image
     except (av.error.FFmpegError, ValueError, IndexError, OSError):
@@ -129,7 +131,7 @@ def thumbnail(path: str | os.PathLike[str], max_side: int = DEFAULT_SIDE) -> Pat
     try:
         image = _decode(source, max_side)
         if image is None:  # not a picture: maybe a video, shown by its first frame
-            image = _first_frame(source)
+            image = first_frame(source)
     except _TooManyPixels as exc:
         log.warning("genwidgets: %s", exc)
         return None

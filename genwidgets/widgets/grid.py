@@ -22,9 +22,9 @@ import traitlets
 
 from .._client import default_client
 from ..lab.code import curl_code
-from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
+from ..lab.cost import CONFIRM_ABOVE, billed_words, needs_confirmation, not_sent_line
 from ..lab.export import margins, save_png
-from ..lab.plan import AXES, GridPlan, plan_grid, short
+from ..lab.plan import AXES, plan_grid, short
 from ..lab.run import GridCell, GridRun, list_grids, status_of
 from ..protocol.records import Output
 from .faces import BACKGROUND, Asked, CommandView, answers, in_kernel, static_module
@@ -37,7 +37,6 @@ from .ticker import MIN_INTERVAL, TICKER, Throttle
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
-    from ..lab.batch_store import GridRecord
 
 __all__ = ["Grid", "grid", "grids", "load_grid"]
 
@@ -128,13 +127,8 @@ class Grid(CommandView):
 
     # ------------------------------------------------------------------ the API
 
-    @property
-    def id(self) -> str:
-        return self.run.id
-
-    @property
-    def endpoint(self) -> str:
-        return self.run.endpoint
+    id = property(lambda self: self.run.id)
+    endpoint = property(lambda self: self.run.endpoint)
 
     @property
     def thumbs(self) -> dict[str, list[str]]:
@@ -143,20 +137,12 @@ class Grid(CommandView):
         with self._throttle.lock:
             return {str(i): list(urls) for i, urls in self._thumbs.items()}
 
-    @property
-    def plan(self) -> GridPlan:
-        """What the grid sends: cells, axes, the locked seed, counts and billing."""
-        return self.run.plan
-
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        """(len(z) or 1, len(y) or 1, len(x)) as displayed."""
-        return self.run.plan.shape
-
-    @property
-    def cells(self) -> list[GridCell]:
-        """Every cell (GridCell: .x .y .z .payload .job .rating .note), in sending order."""
-        return self.run.cells
+    #: what the grid sends: cells, axes, the locked seed, counts and billing
+    plan = property(lambda self: self.run.plan)
+    #: (len(z) or 1, len(y) or 1, len(x)) as displayed
+    shape = property(lambda self: self.run.plan.shape)
+    #: every cell (GridCell: .x .y .z .payload .job .rating .note), in sending order
+    cells = property(lambda self: self.run.cells)
 
     def cell(self, *, x: Any = None, y: Any = None, z: Any = None) -> GridCell:
         return self.run.cell(x=x, y=y, z=z)
@@ -379,7 +365,8 @@ class Grid(CommandView):
             "payload": json.loads(json.dumps(cell.payload, default=str)),  # as the page gets it
             "endpoint": cell.endpoint,
             "kind": cell.kind,
-            "billed": cell.billed_words,  # "1 prompt (4 images)": read after "billed"
+            # "1 prompt (4 images)": read after "billed"
+            "billed": billed_words(cell.endpoint, cell.billed),
             "plan_note": cell.plan_note,
             "stars": cell.rating,
             "note": cell.note,
@@ -536,10 +523,8 @@ def grid(
     return view
 
 
-def grids(client: ClientLike | None = None) -> list[GridRecord]:
-    """``gw.grids()``: the grids (and sweeps) kept for the client's gateway, newest
-    first, from the ledger's file; ``load_grid(record.id)`` re-opens one."""
-    return list_grids(client if client is not None else default_client())
+#: ``gw.grids()``: the grids (and sweeps) kept, newest first (the lab's own listing)
+grids = list_grids
 
 
 def load_grid(grid_id: str, client: ClientLike | None = None) -> Grid:

@@ -1,5 +1,5 @@
 """A batch at work: a :class:`~.row_book.RowBook` that runs its sender
-(:func:`~.batch_send.send_all`) and its finisher (:mod:`.finish`) on the package's
+(``send_all``) and its finisher (``finish_row``, ``check_deadlines``) on the package's
 worker threads; who does what, and why no lock is held while waiting on the engine:
 docs/decisions.md#batches.
 """
@@ -18,13 +18,10 @@ from typing import Any
 from .._workers import RUNS, Work
 from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
-from .batch_send import send_all
-from .batch_store import CREATED, FAILED, PENDING, SENDING, UNKNOWN, WAITING
+from .batch_store import CREATED, DONE, FAILED, PENDING, SENDING, UNKNOWN, WAITING
 from .budget import summed
 from .cost import CONFIRM_ABOVE
-from .finish import check_deadlines, finish_row, write_files
 from .progress import Mode, Progress, Snapshot
-from .resume import attach_all, reconcile
 from .row_book import RowBook
 
 __all__ = ["Batch", "display_hook"]
@@ -113,7 +110,7 @@ class Batch(RowBook):
             ]
             for row in lost:
                 row.follow_at, row.lost, row.lost_since = None, 0, None
-        attach_all(self, [(row, str(row.request_id)) for row in lost])
+        self.attach_all([(row, str(row.request_id)) for row in lost])
         return len(lost)
 
     def join_sender(self, timeout: float | None = None) -> None:
@@ -174,14 +171,9 @@ class Batch(RowBook):
         with self.lock:
             if self._started and self.stopped is None and self.waiting():
                 self.stopped = f"cancelled: {self.unit}s not sent wait"
-            running = [r for r in self.rows if r.state == CREATED and r.job is not None]
-            for row in running:
-                row.user_cancelled = True
-        for row in running:
-            assert row.job is not None
-            row.job.request_cancel()
+        asked = self.cancel_created(self.rows)
         self.changed()
-        return len(running)
+        return asked
 
     def retry_failed(self) -> int:
         """Send the failed rows again (a new attempt each, counted by the budget);
@@ -206,8 +198,14 @@ class Batch(RowBook):
         (``files pending``: a read-only folder, a full disk), from their kept outputs,
         with no new create; returns how many are done now."""
         with self.lock:
-            pending = [r for r in self.rows if r.state == PENDING]
-        written = write_files(self, pending)
+            pending = [r for r in self.rows if r.state == PENDING and r.request_id is not None]
+        written = 0
+        for row in pending:  # their tasks are read back (the ledger keeps their outputs)
+            if row.job is None:
+                self.follow_again(row)
+            if row.job is not None and row.job.done():  # else the finisher writes it
+                self.finish_row(row)
+                written += row.state == DONE
         self._ensure_finisher()  # a row polled again is finished by it
         self._final_write()
         return written
@@ -356,7 +354,7 @@ class Batch(RowBook):
         """The sender: an error pauses the batch with its words (rows reserved and not
         answered are settled as a resume would), never a silent end."""
         try:
-            send_all(self)
+            self.send_all()
         except Exception as exc:
             self._trouble("sending", exc)
             with self.lock:
@@ -364,7 +362,7 @@ class Batch(RowBook):
                 stuck = [r for r in self.rows if r.state == SENDING]
             with contextlib.suppress(Exception):
                 if stuck:
-                    reconcile(self, stuck)
+                    self.reconcile(stuck)
         self._ensure_finisher()
 
     def interrupt(self) -> None:
@@ -402,7 +400,7 @@ class Batch(RowBook):
                 if index is not None and time.monotonic() < due:
                     continue  # more rows may have ended: their files first
                 due = time.monotonic() + TICK
-                check_deadlines(self)
+                self.check_deadlines()
                 self.flush()
                 if self.manifest.due():
                     self.write_all(force=False)
@@ -423,7 +421,7 @@ class Batch(RowBook):
         """One ended row; an error of ours leaves it ``unknown`` with its request id (a
         resume re-attaches it), never followed forever nor failed."""
         try:
-            finish_row(self, row)
+            self.finish_row(row)
         except Exception as exc:
             with self.lock:
                 if row.state == CREATED:

@@ -159,12 +159,6 @@ def say_error(
     return code
 
 
-def _ask(question: str, stdin: TextIO, stdout: TextIO) -> bool:
-    print(question, end=" ", file=stdout, flush=True)
-    answer = stdin.readline()
-    return answer.strip().lower() in ("y", "yes")
-
-
 def _report(batch: Batch) -> dict[str, Any]:
     snap = batch.snapshot()
     return {
@@ -248,7 +242,9 @@ def run_batch(
                     to_send=to_send,
                 )
             # with --json the question goes to stderr: stdout holds the one JSON object
-            if not _ask(f"Send {to_send} row(s)? [y/N]", stdin, stderr if args.json else stdout):
+            asked = stderr if args.json else stdout
+            print(f"Send {to_send} row(s)? [y/N]", end=" ", file=asked, flush=True)
+            if stdin.readline().strip().lower() not in ("y", "yes"):
                 return error("not confirmed, nothing sent", EXIT_REFUSED, id=batch.id)
         batch.submit()
         if retried:

@@ -24,7 +24,6 @@ from .naming import safe_part
 from .outfiles import check_out
 from .problems import problem
 from .progress import progress_mode
-from .resume import restore
 from .run import CONCURRENCY
 from .store import store_for
 
@@ -129,7 +128,7 @@ def open_batch(
         on_timeout=on_timeout,
         concurrency=concurrency,
     )
-    restore(run)
+    run.restore()
     waiting = [r for r in run.rows if r.state == WAITING]
     plan.budget.check(
         [(r.index, r.endpoint, r.units) for r in waiting], run.spent, f"batch {batch_id}"

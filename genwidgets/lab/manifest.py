@@ -134,7 +134,7 @@ def read_manifest(out: str | os.PathLike[str] | None) -> dict[int, dict[str, Any
     found: dict[int, dict[str, Any]] = {}
     if out is None or not (path := Path(out) / JSONL_NAME).exists():
         return found
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             try:
                 record = json.loads(line)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import filecmp
 import glob
-import json
 import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._files import create_beside
 from .._formats import extension_for
-from .manifest import JSONL_NAME
+from .manifest import read_manifest
 from .naming import file_name
 from .problems import problem
 from .provenance import provenance, read_provenance, write_sidecar, write_with_provenance
@@ -43,20 +42,14 @@ def check_out(out: Path, batch_id: str) -> None:
             "out",
             f"cannot write into {out}: {exc.strerror or exc}; give out= a folder you can write",
         ) from None
-    manifest = out / JSONL_NAME
-    if manifest.exists():
-        with open(manifest, encoding="utf-8", errors="replace") as fh:
-            first = fh.readline(4096)
-        try:
-            owner = json.loads(first).get("batch")
-        except (ValueError, AttributeError):
-            owner = None
-        if owner is not None and owner != batch_id:
-            raise problem(
-                "out",
-                f"{out} holds the files of batch {owner!r}; give out= another "
-                f"folder, or id={owner!r} to resume that batch",
-            )
+    others = {record.get("batch") for record in read_manifest(out).values()} - {None, batch_id}
+    if others:
+        owner = others.pop()
+        raise problem(
+            "out",
+            f"{out} holds the files of batch {owner!r}; give out= another "
+            f"folder, or id={owner!r} to resume that batch",
+        )
 
 
 def _ours(path: Path, partial: Path, own: Collection[str], batch: str, row: int) -> bool:

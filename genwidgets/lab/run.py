@@ -27,7 +27,6 @@ from .batch_store import (
     GridStore,
 )
 from .plan import AXES, GridPlan, PlannedCell
-from .resume import restore
 from .store import restore_plan, store_for
 
 if TYPE_CHECKING:
@@ -374,7 +373,7 @@ class GridRun:
         run.created_at = record.created_at
         for cell, stored in zip(run.cells, record.cells, strict=True):
             cell.rating, cell.note = stored.stars, stored.note
-        restore(run.book)
+        run.book.restore()
         run.book.reopened()
         return run
 

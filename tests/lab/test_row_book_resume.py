@@ -15,7 +15,6 @@ import genwidgets as gw
 from genwidgets.lab.batch_open import open_batch
 from genwidgets.lab.batch_store import RowUpdate
 from genwidgets.lab.outfiles import write_outputs
-from genwidgets.lab.resume import reconcile
 from genwidgets.simulator import SimulatorServer
 
 T2I = "genW2.5-t2i-preview"
@@ -175,7 +174,7 @@ def test_a_row_reserved_before_the_ledger_wrote_tags_is_unknown_not_sent_again(
         batch = open_batch(T2I, ROWS[:1], TEMPLATE, out=tmp_path / "o", client=client)
         [row] = reserve(batch, range(1))[:1]
         row.state, row.reserved_at = "sending", 1.0  # long before the ledger took tags
-        reconcile(batch, [row])
+        batch.reconcile([row])
         assert row.status == "unknown" and "older genwidgets" in (row.error or "")
         assert created(simulator) == 0
 
@@ -189,7 +188,7 @@ def test_without_a_ledger_a_reserved_row_is_unknown(
         batch.store.reserve(batch.id, [(0, {"tasks": 1.0})], {})
         row = batch.rows[0]
         row.state, row.reserved_at = "sending", 0.0
-        reconcile(batch, [row])
+        batch.reconcile([row])
         assert row.status == "unknown" and "no ledger" in (row.error or "")
 
 

@@ -175,10 +175,7 @@ def _imgm_generate(endpoint: str, payload: Mapping[str, Any], seed: int) -> Prod
         (prompt.text if prompt is not None else text)[:400],
         f"version {_version(prompt)} {shown}".strip(),
     ]
-    files = [
-        synth.image_file(f"image_{i}", width, height, seed + i, f"{endpoint} · {i + 1}/4", lines)
-        for i in range(4)
-    ]
+    files = _edited(endpoint, [], (width, height), seed, 4, lines)
     return Produced(files, {"image_size": (width, height), "seed": seed})
 
 
@@ -298,13 +295,7 @@ def _default_images(
     seed = _payload_seed(payload, seed, zero_is_random=False)
     count = a.int("n", 1, 1, 10)
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
-    return Produced(
-        [
-            synth.image_file(f"image_{i}", w, h, seed + i, f"{endpoint} · {i + 1}/{count}", lines)
-            for i in range(count)
-        ],
-        {"image_size": (w, h)},
-    )
+    return Produced(_edited(endpoint, [], (w, h), seed, count, lines), {"image_size": (w, h)})
 
 
 # --------------------------------------------------------------------------- videos

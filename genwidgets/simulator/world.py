@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .tasks import Task
 
 Errors = list[dict[str, Any]]
+JsonAnswer = tuple[str, Mapping[str, Any]]  # an answer's JSON output: its file name, its value
 ASSET_ACTIVATION_SECONDS = 1.0
 DEMO_ASSET_ID = "asset-demo"
 DEMO_GROUP_ID = "group-demo"
@@ -81,11 +82,6 @@ class Checking:
         self.errors.append({"loc": loc, "msg": msg})
 
 
-def _json_output(name: str, value: Mapping[str, Any]) -> MediaFile:
-    text = json.dumps(value)
-    return MediaFile(name, "application/json", text.encode(), inline=text)
-
-
 class World:
     """Assets, face sessions, audio previews and elements; checks and JSON results."""
 
@@ -135,32 +131,27 @@ class World:
             c.fail((number_field,), f"must be 0, 1, 2 or 3, got {number!r}")
         job_id = c.payload.get("jobId")
         upstream = self._lookup(job_id) if isinstance(job_id, str) else None
+        v8 = bool(upstream and upstream.context.get("v8_diffusion"))
         if upstream is None or upstream.key != c.key:
-            c.fail(
-                ("jobId",),
+            problem = (
                 f"no imgM task {job_id!r} found; "
-                "use the request_id of a completed imgM-v8.1-t2i or imgM_diffusion task",
+                "use the request_id of a completed imgM-v8.1-t2i or imgM_diffusion task"
             )
-            return
-        if family_of(upstream.endpoint) != "imgM":
-            c.fail(
-                ("jobId",), f"task {job_id!r} is a {upstream.endpoint} task, not an imgM image task"
+        elif family_of(upstream.endpoint) != "imgM":
+            problem = f"task {job_id!r} is a {upstream.endpoint} task, not an imgM image task"
+        elif upstream.status != "COMPLETED":
+            problem = f"task {job_id!r} is {upstream.status}; wait until it is COMPLETED"
+        elif upstream.error:
+            problem = f"task {job_id!r} failed ({upstream.error_type}) and has no images"
+        elif v8 and not takes_v8:
+            problem = (
+                f"task {job_id!r} comes from imgM_diffusion with a V8-series version, which "
+                "does not support inpaint, pan or outpaint; use a --v 7 task"
             )
-            return
-        if upstream.status != "COMPLETED":
-            c.fail(("jobId",), f"task {job_id!r} is {upstream.status}; wait until it is COMPLETED")
-            return
-        if upstream.error:
-            c.fail(("jobId",), f"task {job_id!r} failed ({upstream.error_type}) and has no images")
-            return
-        v8 = bool(upstream.context.get("v8_diffusion"))
-        if v8 and not takes_v8:
-            c.fail(
-                ("jobId",),
-                f"task {job_id!r} comes from imgM_diffusion "
-                "with a V8-series version, which does not support inpaint, pan or "
-                "outpaint; use a --v 7 task",
-            )
+        else:
+            problem = ""
+        if problem or upstream is None:
+            c.fail(("jobId",), problem)
             return
         named = (
             upstream.outputs[number]
@@ -270,17 +261,21 @@ class World:
     def finish(self, task: Task, speed: float) -> list[MediaFile]:
         """Register what a successful task created; its JSON outputs."""
         answer = operation_of(task.endpoint).answer
-        return answer(self, task, speed) if answer is not None else []
+        if answer is None:
+            return []
+        name, value = answer(self, task, speed)
+        text = json.dumps(value)
+        return [MediaFile(name, "application/json", text.encode(), inline=text)]
 
-    def create_group(self, task: Task, speed: float) -> list[MediaFile]:
+    def create_group(self, task: Task, speed: float) -> JsonAnswer:
         p, group = task.payload, _new_id("group")
         self.groups[group] = {
             "Name": str(p.get("Name")),
             "ProjectName": str(p.get("ProjectName", "default")),
         }
-        return [_json_output("group.json", {"GroupId": group})]
+        return "group.json", {"GroupId": group}
 
-    def create_asset(self, task: Task, speed: float) -> list[MediaFile]:
+    def create_asset(self, task: Task, speed: float) -> JsonAnswer:
         p, now = task.payload, time.time()
         asset = Asset(
             _new_id("asset"),
@@ -293,46 +288,37 @@ class World:
             now + ASSET_ACTIVATION_SECONDS / speed,
         )
         self.assets[asset.id] = asset
-        return [_json_output("asset.json", asset.record(task.base_url, now))]
+        return "asset.json", asset.record(task.base_url, now)
 
-    def get_asset(self, task: Task, speed: float) -> list[MediaFile]:
+    def get_asset(self, task: Task, speed: float) -> JsonAnswer:
         asset = self.assets[str(task.payload.get("Id"))]
-        return [_json_output("asset.json", asset.record(task.base_url, time.time()))]
+        return "asset.json", asset.record(task.base_url, time.time())
 
-    def identify_faces(self, task: Task, speed: float) -> list[MediaFile]:
+    def identify_faces(self, task: Task, speed: float) -> JsonAnswer:
         session, face = _new_id("session"), _new_id("face")
         self.sessions[session] = {face}
         self.session_videos[session] = task.payload.get("video_url")
-        return [
-            _json_output(
-                "faces.json",
-                {
-                    "session_id": session,
-                    "face_data": [{"face_id": face, "start_time": 0, "end_time": 5000}],
-                },
-            )
-        ]
+        faces = [{"face_id": face, "start_time": 0, "end_time": 5000}]
+        return "faces.json", {"session_id": session, "face_data": faces}
 
-    def preview_audio(self, task: Task, speed: float) -> list[MediaFile]:
+    def preview_audio(self, task: Task, speed: float) -> JsonAnswer:
         audio = _new_id("audio")
         self.audio_ms[audio] = int(task.facts.get("duration_ms", 5000))
         self.audio_texts[audio] = str(task.payload.get("text", ""))
-        return [
-            _json_output("audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]})
-        ]
+        return "audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]}
 
-    def create_element(self, task: Task, speed: float) -> list[MediaFile]:
+    def create_element(self, task: Task, speed: float) -> JsonAnswer:
         element, self._next_element = self._next_element, self._next_element + 1
         self.elements.add(element)
-        return [_json_output("element.json", {"element_id": element})]
+        return "element.json", {"element_id": element}
 
-    def create_subject(self, task: Task, speed: float) -> list[MediaFile]:
+    def create_subject(self, task: Task, speed: float) -> JsonAnswer:
         name = str(task.payload.get("name"))
-        return [_json_output("subject.json", {"subject_id": _new_id("subject"), "name": name})]
+        return "subject.json", {"subject_id": _new_id("subject"), "name": name}
 
 
 Check = Callable[[World, Checking], None]
-Answer = Callable[[World, "Task", float], list[MediaFile]]
+Answer = Callable[[World, "Task", float], JsonAnswer]
 
 
 @dataclass(frozen=True)

@@ -23,29 +23,7 @@ from .files import FileStore
 from .inputs import Inputs
 from .rules import family_of
 from .synth import MediaFile
-from .videos import (  # VIDA_DIMENSIONS, tier_dimensions, video_plan: read from here too
-    VIDA_DIMENSIONS,
-    inputs_of,
-    tier_dimensions,
-    video_of,
-    video_plan,
-)
-
-__all__ = [
-    "DEFAULT_MAKERS",
-    "MAKERS",
-    "NO_MEDIA",
-    "VIDA_DIMENSIONS",
-    "Produced",
-    "imgm_prompt",
-    "imgm_size",
-    "imgm_version",
-    "produce",
-    "producer",
-    "subtitles",
-    "tier_dimensions",
-    "video_plan",
-]
+from .videos import inputs_of, video_of
 
 
 @dataclass

@@ -23,9 +23,6 @@ import av
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
 from .looks import Look, background
-from .looks import endpoint_colour as endpoint_colour  # re-exported
-from .looks import weighted_words as weighted_words  # re-exported
-from .looks import word_colour as word_colour  # re-exported
 
 IMAGE_FORMATS = {
     "png": ("PNG", "image/png"),

@@ -360,33 +360,18 @@ def subtitles(text: str, speed: float, by: str) -> list[dict[str, Any]]:
     from its first spoken character to its last (docs/decisions.md#sim-outputs)."""
     cues: list[dict[str, Any]] = []
     words, begin, end, at = "", 0.0, 0.0, 0.0
-
-    def cut() -> None:
-        nonlocal words
-        if words.strip():
-            cues.append(
-                {
-                    "text": words.strip(),
-                    "time_begin": round(begin * 1000),
-                    "time_end": round(end * 1000),
-                }
-            )
-        words = ""
-
-    for kind, seconds, char in synth.speech_pieces(text, speed):
+    for kind, seconds, char in [*synth.speech_pieces(text, speed), ("silence", 0.0, "")]:
         if kind == "voice":
             begin = at if not words.strip() else begin
             end = at + seconds
         words += char if char != "\n" else " "
         at += seconds
-        if (
-            char == ""
-            or char == "\n"
-            or char in synth.SENTENCE_END
-            or (by == "word" and char.isspace())
-        ):
-            cut()
-    cut()
+        # "" (a pause, and the end of the text added above) is in every string: a cut too
+        if char in synth.SENTENCE_END + "\n" or (by == "word" and char.isspace()):
+            if words.strip():
+                ms = round(begin * 1000), round(end * 1000)
+                cues.append({"text": words.strip(), "time_begin": ms[0], "time_end": ms[1]})
+            words = ""
     return cues
 
 

@@ -114,10 +114,8 @@ def _place(state: SimState, task: Task) -> int | None:
 
 
 def _answer(answer: dialects.Answer) -> Response:
-    code, body, headers = answer
-    if body is None:
-        return Response(status_code=code, headers=dict(headers))
-    return JSONResponse(body, status_code=code, headers=dict(headers))
+    code, body = answer
+    return Response(status_code=code) if body is None else JSONResponse(body, status_code=code)
 
 
 def _base_url(request: Request) -> str:
@@ -326,8 +324,7 @@ async def get_result(request: Request) -> Response:
 async def cancel_task(request: Request) -> Response:
     state, task = _callers_task(request, "cancel", transient=False)
     if not state.scheduler.cancel(task):
-        code, body = state.dialect.cancel_finished
-        return JSONResponse(dict(body), status_code=code)
+        return _answer(state.dialect.cancel_finished)
     return _answer(dialects.cancelled(state.dialect, task))
 
 

@@ -23,7 +23,7 @@ from .tasks import IN_PROGRESS, IN_QUEUE, Task
 ENV_VAR = "GENWIDGETS_SIM_DIALECT"
 DEFAULT = "spec"
 
-Answer = tuple[int, Any, Mapping[str, str]]  # status code, JSON body (None: empty), headers
+Answer = tuple[int, Any]  # status code, JSON body (None: empty)
 
 
 def state_of(task: Task) -> str:
@@ -280,20 +280,14 @@ def handle_body(d: Dialect, task: Task, prefix: str, place: int | None) -> dict[
 def not_ready(d: Dialect, task: Task, place: int | None) -> Answer:
     code, says = d.not_ready
     if says == "status":
-        return code, status_body(d, task, place), {}
-    if says is None:
-        return code, None, {}
-    return code, {"detail": says}, {}
+        return code, status_body(d, task, place)
+    return code, None if says is None else {"detail": says}
 
 
 def cancelled(d: Dialect, task: Task) -> Answer:
     if d.handle == "urls":
-        return d.cancel_live_code, status_body(d, task, None), {}
-    return (
-        d.cancel_live_code,
-        {"request_id": task.request_id, "status": "CANCELLATION_REQUESTED"},
-        {},
-    )
+        return d.cancel_live_code, status_body(d, task, None)
+    return d.cancel_live_code, {"request_id": task.request_id, "status": "CANCELLATION_REQUESTED"}
 
 
 def retry_after_header(

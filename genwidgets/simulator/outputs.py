@@ -293,29 +293,18 @@ def _video(
         seconds=plan["seconds"],
         audio="on" if plan["audio"] else "off",
     )
-    if video.redub is not None:
-        sound = video.redub(payload, ctx)
-        source = inputs_of(ctx).read(ctx.get("source_video"))
-        redubbed = synth.redub(source, sound) if source else None
-        data = redubbed or synth.encode_video(
-            w, h, plan["seconds"], seed, endpoint, lines, audio=True, sound=sound
-        )
-    else:
-        first_ref, last_ref = video.frames(payload)
-        inputs = inputs_of(ctx)
-        first = inputs.image(first_ref)
-        last = inputs.image(last_ref) if first is not None else None
-        data = synth.encode_video(
-            w,
-            h,
-            plan["seconds"],
-            seed,
-            endpoint,
-            lines,
-            audio=plan["audio"],
-            first=first,
-            last=last,
-        )
+    inputs = inputs_of(ctx)
+    # a re-dub lays its sound over the source video, else over a made one (its plan has sound)
+    sound = video.redub(payload, ctx) if video.redub is not None else None
+    source = inputs.read(ctx.get("source_video")) if sound is not None else None
+    first_ref, last_ref = video.frames(payload)
+    first = inputs.image(first_ref)
+    last = inputs.image(last_ref) if first is not None else None
+    redubbed = synth.redub(source, sound) if source and sound is not None else None
+    seconds, audio = plan["seconds"], plan["audio"]
+    data = redubbed or synth.encode_video(
+        w, h, seconds, seed, endpoint, lines, audio=audio, sound=sound, first=first, last=last
+    )
     return Produced([MediaFile("video.mp4", "video/mp4", data)], {"video": plan})
 
 

@@ -248,15 +248,6 @@ def _tone(sample_rate: int, seconds: float, freq: float, volume: float = 0.3) ->
     return out
 
 
-def _interleave(mono: array, channels: int) -> array:
-    if channels == 1:
-        return mono
-    out = array("h", bytes(2 * len(mono) * channels))
-    for c in range(channels):
-        out[c::channels] = mono
-    return out
-
-
 def encode_audio(
     pcm: bytes, sample_rate: int, channels: int, fmt: str, bitrate: int | None = None
 ) -> tuple[bytes, str]:
@@ -357,22 +348,21 @@ def speech_pcm(
     """Interleaved s16 PCM of a humming "voice" that follows the text."""
     base = 180.0 * 2 ** (max(-12, min(12, pitch)) / 12)
     vol = 0.35 * max(0.0, min(10.0, volume)) / 1.0
-    voices = [
-        _interleave(
-            _tone(sample_rate, CHAR_SECONDS / (speed or 1), base * (1 + k / 10), vol), channels
-        ).tobytes()
-        for k in range(6)
+    tones = [
+        _tone(sample_rate, CHAR_SECONDS / (speed or 1), base * (1 + k / 10), vol) for k in range(6)
     ]
-    frame = 2 * channels
-    out = bytearray()
+    mono = array("h")
     for i, (kind, seconds, _said) in enumerate(speech_pieces(text, speed)):
-        if kind == "voice":
-            out += voices[(i * 7 + len(out)) % len(voices)]
+        if kind == "voice":  # the tone by the piece's place and the bytes made so far
+            mono += tones[(i * 7 + 2 * channels * len(mono)) % len(tones)]
         else:
-            out += bytes(int(seconds * sample_rate) * frame)
-    if not out:
-        out += bytes(int(0.2 * sample_rate) * frame)
-    return bytes(out)
+            mono += array("h", bytes(2 * int(seconds * sample_rate)))
+    if not mono:
+        mono = array("h", bytes(2 * int(0.2 * sample_rate)))
+    out = array("h", bytes(2 * len(mono) * channels))
+    for channel in range(channels):
+        out[channel::channels] = mono
+    return out.tobytes()
 
 
 def pcm_seconds(pcm: bytes, sample_rate: int, channels: int) -> float:

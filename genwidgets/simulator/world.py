@@ -213,10 +213,10 @@ class World:
                 f"unknown session {session!r}; call "
                 "vidK-face-identify first and use its session_id",
             )
-        choices = c.payload.get("face_choose")
-        for i, choice in enumerate(choices if isinstance(choices, list) else []):
-            if not isinstance(choice, dict):
-                continue
+        given = c.payload.get("face_choose")
+        listed = given if isinstance(given, list) else []
+        choices = [(i, choice) for i, choice in enumerate(listed) if isinstance(choice, dict)]
+        for i, choice in choices:
             face = choice.get("face_id")
             if faces is not None and (not isinstance(face, str) or face not in faces):
                 c.fail(
@@ -238,13 +238,8 @@ class World:
             c.context["audio_seconds"] = max(2.0, min(60.0, milliseconds / 1000))
         # what vidK-lip-sync's media starts from: the identified video and the previews' voices
         c.context["source_video"] = self.session_videos.get(str(session))
-        chosen = (
-            [choice.get("audio_id") for choice in choices if isinstance(choice, dict)]
-            if isinstance(choices, list)
-            else []
-        )
-        texts = {a: self.audio_texts[a] for a in chosen if a in self.audio_texts}
-        c.context["audio_texts"] = texts
+        chosen = [choice.get("audio_id") for _, choice in choices]
+        c.context["audio_texts"] = {a: self.audio_texts[a] for a in chosen if a in self.audio_texts}
 
     def check_elements(self, c: Checking) -> None:
         items = c.payload.get("element_list")

@@ -366,12 +366,16 @@ def _loopback_only(
     return guarded
 
 
+#: what the introspection routes show of every task
+_LISTED = ("request_id", "endpoint", "status", "created_at")
+
+
 async def sim_task(request: Request) -> Response:
     task = _state(request).scheduler.tasks.get(request.path_params["request_id"])
     if task is None:
         raise refuse(404, "Request not found")
-    shown = ("request_id", "endpoint", "status", "created_at", "started_at", "completed_at")
-    return JSONResponse({name: getattr(task, name) for name in (*shown, "error_type")})
+    shown = (*_LISTED, "started_at", "completed_at", "error_type")
+    return JSONResponse({name: getattr(task, name) for name in shown})
 
 
 async def sim_stats(request: Request) -> Response:
@@ -381,18 +385,11 @@ async def sim_stats(request: Request) -> Response:
 async def sim_tasks(request: Request) -> Response:
     """Every task made, oldest first: request id, endpoint, status, when it was made and
     a digest of its payload (the batch benchmark counts duplicate creates with it)."""
-    listed = [
-        {
-            "request_id": task.request_id,
-            "endpoint": task.endpoint,
-            "status": task.status,
-            "created_at": task.created_at,
-            "payload_sha256": hashlib.sha256(
-                json.dumps(task.payload, sort_keys=True, default=str).encode()
-            ).hexdigest(),
-        }
-        for task in _state(request).scheduler.tasks.values()
-    ]
+    listed = []
+    for task in _state(request).scheduler.tasks.values():
+        payload = json.dumps(task.payload, sort_keys=True, default=str).encode()
+        shown = {name: getattr(task, name) for name in _LISTED}
+        listed.append(shown | {"payload_sha256": hashlib.sha256(payload).hexdigest()})
     return JSONResponse(listed)
 
 

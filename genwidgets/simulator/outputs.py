@@ -25,6 +25,8 @@ from .rules import family_of
 from .synth import MediaFile
 from .videos import inputs_of, video_of
 
+Fields = Mapping[str, Any]  # a payload, or the facts the world found for the media step
+
 
 @dataclass
 class Produced:
@@ -35,7 +37,7 @@ class Produced:
 # --------------------------------------------------------------------------- tolerant reads
 
 
-def _list(payload: Mapping[str, Any], name: str) -> list[Any]:
+def _list(payload: Fields, name: str) -> list[Any]:
     value = payload.get(name)
     return value if isinstance(value, list) else []
 
@@ -45,7 +47,7 @@ def _prompt_lines(prompt: Any, **params: Any) -> list[str]:
     return [str(prompt or "(no prompt)")[:400], shown]
 
 
-def _payload_seed(payload: Mapping[str, Any], seed: int, *, zero_is_random: bool = True) -> int:
+def _payload_seed(payload: Fields, seed: int, *, zero_is_random: bool = True) -> int:
     """The ``seed`` the payload fixes (an integer, never a boolean), else the task's."""
     value = payload.get("seed")
     if isinstance(value, int) and not isinstance(value, bool) and (value or not zero_is_random):
@@ -93,7 +95,7 @@ def _picture_size(prompt: Prompt | None) -> tuple[int, int]:
     )
 
 
-def _upstream_image(ctx: Mapping[str, Any]) -> Image.Image | None:
+def _upstream_image(ctx: Fields) -> Image.Image | None:
     """The named image of the upstream imgM task, when its file is still there."""
     path = ctx.get("upstream_image")
     if not isinstance(path, str):
@@ -105,12 +107,10 @@ def _upstream_image(ctx: Mapping[str, Any]) -> Image.Image | None:
         return None
 
 
-def _inpaint_mask(
-    payload: Mapping[str, Any], size: tuple[int, int], ctx: Mapping[str, Any]
-) -> Image.Image:
+def _inpaint_mask(payload: Fields, size: tuple[int, int], ctx: Fields) -> Image.Image:
     """White where the image is repainted: the mask image, or the polygons given."""
     given = payload.get("mask")
-    mask: Mapping[str, Any] = given if isinstance(given, dict) else {}
+    mask: Fields = given if isinstance(given, dict) else {}
     areas = [payload.get("area"), *(_list(mask, "areas"))]
     polygons = [
         (
@@ -132,14 +132,14 @@ def _inpaint_mask(
     return drawn
 
 
-def _imgm(endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]) -> Produced:
+def _imgm(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     """An edit when the model takes an upstream ``jobId``, else a generation."""
     if asked(endpoint, payload).has("jobId"):
         return _imgm_edit(endpoint, payload, seed, ctx)
     return _imgm_generate(endpoint, payload, seed)
 
 
-def _imgm_generate(endpoint: str, payload: Mapping[str, Any], seed: int) -> Produced:
+def _imgm_generate(endpoint: str, payload: Fields, seed: int) -> Produced:
     """Four pictures at the prompt's ``--ar``, from its ``--seed`` when it has one."""
     text = str(payload.get("prompt", ""))
     prompt = imgm_prompt(text)
@@ -163,9 +163,7 @@ def image_number_field(endpoint: str) -> str:
     return "imageNo" if asked(endpoint, {}).has("imageNo") else "image_no"
 
 
-def _imgm_edit(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _imgm_edit(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     """Four edits of the upstream task's named image (a seed picture if its file is gone)."""
     a = asked(endpoint, payload)
     image_no = a.int(image_number_field(endpoint), 0, 0, 3)
@@ -218,15 +216,13 @@ def _edited(
     return files
 
 
-def _read_images(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[Image.Image | None]:
+def _read_images(payload: Fields, ctx: Fields) -> list[Image.Image | None]:
     """Each of ``images``, decoded, or None where it cannot be read."""
     inputs = inputs_of(ctx)
     return [inputs.image(ref) for ref in _list(payload, "images")]
 
 
-def _img_g(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _img_g(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     a = asked(endpoint, payload)
     size = size_of(a.get("size"), (1024, 1024), 256, 4096)  # "auto": 1024x1024
     fmt = a.choice("output_format", "png")
@@ -239,9 +235,7 @@ def _img_g(
     return Produced(_edited(endpoint, sources, size, seed, n, lines, fmt, quality))
 
 
-def _img_q(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _img_q(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     read = _read_images(payload, ctx)
     sources = [image for image in read if image is not None]
     a = asked(endpoint, payload)
@@ -262,9 +256,7 @@ def _img_q(
     return Produced(_edited(endpoint, sources[-1:] + sources[:-1], (w, h), seed, n, lines))
 
 
-def _default_images(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _default_images(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     """Drawn pictures (genW's text to image, and any image endpoint registered at run
     time), as many as ``n`` and as large as ``size`` ask (sent, else the service's
     default; 1 and 1024x1024 when the model states none), captioned with the prompt."""
@@ -279,9 +271,7 @@ def _default_images(
 # --------------------------------------------------------------------------- videos
 
 
-def _video(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _video(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     """A video as its row of :data:`.videos.VIDEOS_BY_ENDPOINT` (or family) reads it."""
     video = video_of(endpoint)
     plan = video.plan(asked(endpoint, payload), ctx)
@@ -311,23 +301,16 @@ def _video(
 # --------------------------------------------------------------------------- speech
 
 
-def _speech(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _speech(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     a = asked(endpoint, payload)
     audio, voice = a.section("audio_setting"), a.section("voice_setting")
     rate = int(audio.choice("sample_rate", "32000"))
     channels = int(audio.choice("channel", "1"))
     fmt = audio.choice("format", "mp3")
     bitrate = int(audio.choice("bitrate", "128000"))
-    pcm = synth.speech_pcm(
-        str(payload.get("text", "")),
-        rate,
-        channels,
-        speed=voice.num("speed", 1.0, 0.5, 2.0),
-        pitch=voice.int("pitch", 0, -12, 12),
-        volume=voice.num("vol", 1.0, 0.0, 10.0),
-    )
+    text, speed = str(payload.get("text", "")), voice.num("speed", 1.0, 0.5, 2.0)
+    pitch, volume = voice.int("pitch", 0, -12, 12), voice.num("vol", 1.0, 0.0, 10.0)
+    pcm = synth.speech_pcm(text, rate, channels, speed=speed, pitch=pitch, volume=volume)
     data, content_type = synth.encode_audio(pcm, rate, channels, fmt, bitrate)
     seconds = synth.pcm_seconds(pcm, rate, channels)
     hex_only = a.choice("output_format", "url") == "hex"
@@ -335,12 +318,10 @@ def _speech(
     files = [MediaFile(f"speech.{ext}", content_type, data, hex_only=hex_only)]
     if a.flag("subtitle_enable"):
         by = "word" if a.choice("subtitle_type", "sentence").startswith("word") else "sentence"
-        cues = subtitles(str(payload.get("text", "")), voice.num("speed", 1.0, 0.5, 2.0), by)
-        files.append(MediaFile("subtitles.json", "application/json", json.dumps(cues).encode()))
-    return Produced(
-        files,
-        {"duration_ms": round(seconds * 1000), "sample_rate": rate, "channels": channels},
-    )
+        cues = json.dumps(subtitles(text, speed, by)).encode()
+        files.append(MediaFile("subtitles.json", "application/json", cues))
+    facts = {"duration_ms": round(seconds * 1000), "sample_rate": rate, "channels": channels}
+    return Produced(files, facts)
 
 
 def subtitles(text: str, speed: float, by: str) -> list[dict[str, Any]]:
@@ -371,15 +352,11 @@ def _mp3(name: str, pcm: bytes) -> Produced:
     return Produced([MediaFile(name, content_type, data)], {"duration_ms": round(seconds * 1000)})
 
 
-def _audio_preview(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _audio_preview(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     return _mp3("preview.mp3", synth.preview_voice(str(payload.get("text", ""))))
 
 
-def _default_audio(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _default_audio(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     """A speech or audio endpoint registered at run time: the preview voice reading
     ``text`` (or ``prompt``), or music of ``duration`` seconds when there is neither."""
     text = str(payload.get("text") or payload.get("prompt") or "").strip()
@@ -388,13 +365,11 @@ def _default_audio(
     return _mp3("audio.mp3", pcm)
 
 
-def _nothing(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _nothing(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     return Produced()  # JSON-only operations: the world writes their records
 
 
-Producer = Callable[[str, Mapping[str, Any], int, Mapping[str, Any]], Produced]
+Producer = Callable[[str, Fields, int, Fields], Produced]
 
 #: The media of each kind's endpoints that have no maker of their own (the
 #: service's videos are among them: :func:`video_plan` knows each).
@@ -426,9 +401,9 @@ def producer(endpoint: str, kind: str) -> Producer:
 def produce(
     endpoint: str,
     kind: str,
-    payload: Mapping[str, Any],
+    payload: Fields,
     seed: int,
-    ctx: Mapping[str, Any],
+    ctx: Fields,
     files: FileStore | None = None,
 ) -> Produced:
     """The media of one finished task (called in a worker thread).

@@ -126,24 +126,13 @@ def extend(source: Image.Image, direction: int, scale: float, seed: int) -> Imag
     base = source.convert("RGB")
     if grow_w <= 0 and grow_h <= 0:  # already at the largest side
         return base
-    if vertical:
-        strip = base.crop(
-            (0, height - grow_h, width, height) if direction == 0 else (0, 0, width, grow_h)
-        )
-        strip = (
-            ImageOps.flip(strip)
-            if grow_h <= height
-            else ImageOps.flip(base).resize((width, grow_h))
-        )
-    else:
-        strip = base.crop(
-            (width - grow_w, 0, width, height) if direction == 1 else (0, 0, grow_w, height)
-        )
-        strip = (
-            ImageOps.mirror(strip)
-            if grow_w <= width
-            else ImageOps.mirror(base).resize((grow_w, height))
-        )
+    turned = ImageOps.flip if vertical else ImageOps.mirror
+    size = (width, grow_h) if vertical else (grow_w, height)
+    if grow_w > width or grow_h > height:  # longer than the source itself
+        strip = turned(base).resize(size)
+    else:  # the source's edge on that side
+        edges = {0: (0, height - grow_h, width, height), 1: (width - grow_w, 0, width, height)}
+        strip = turned(base.crop(edges.get(direction, (0, 0, *size))))
     fill = Image.blend(strip, background(*strip.size, seed), 0.5)
     canvas = Image.new("RGB", (new_w, new_h))
     at_source = {0: (0, 0), 1: (0, 0), 2: (0, grow_h), 3: (grow_w, 0)}[direction]

@@ -32,7 +32,7 @@ from .files import FileStore
 from .inputs import is_loopback
 from .registry import BASE_SECONDS, ENDPOINTS, describe_errors, payload_errors
 from .synth import image_file
-from .tasks import COMPLETED, IN_QUEUE, Scheduler, Task, log
+from .tasks import COMPLETED, Scheduler, Task, log
 from .world import World
 
 MAX_BODY = 65 * 1024 * 1024
@@ -105,12 +105,6 @@ def gateway_error(
 ) -> JSONResponse:
     body = {"error": {"code": code, "message": message}, "request_id": str(uuid.uuid4())}
     return JSONResponse(body, status_code=status, headers=headers)
-
-
-def _place(state: SimState, task: Task) -> int | None:
-    """The task's 0-based place in the queue, or None when it is not queued."""
-    position = state.scheduler.queue_position(task) if task.status == IN_QUEUE else 0
-    return position - 1 if position > 0 else None
 
 
 def _answer(answer: dialects.Answer) -> Response:
@@ -290,7 +284,9 @@ async def create_task(request: Request) -> Response:
     state.scheduler.submit(task)
     state.stats["created"] += 1
     prefix = queue_url(base, endpoint, task.request_id)
-    return JSONResponse(dialects.handle_body(state.dialect, task, prefix, _place(state, task)))
+    return JSONResponse(
+        dialects.handle_body(state.dialect, task, prefix, state.scheduler.place(task))
+    )
 
 
 # --------------------------------------------------------------------------- follow-ups
@@ -310,13 +306,13 @@ def _callers_task(request: Request, operation: str, *, transient: bool) -> tuple
 
 async def get_status(request: Request) -> Response:
     state, task = _callers_task(request, "status", transient=True)
-    return JSONResponse(dialects.status_body(state.dialect, task, _place(state, task)))
+    return JSONResponse(dialects.status_body(state.dialect, task, state.scheduler.place(task)))
 
 
 async def get_result(request: Request) -> Response:
     state, task = _callers_task(request, "result", transient=True)
     if task.status != COMPLETED:
-        return _answer(dialects.not_ready(state.dialect, task, _place(state, task)))
+        return _answer(dialects.not_ready(state.dialect, task, state.scheduler.place(task)))
     entries = [out.body(_base_url(request)) for out in task.outputs]
     return JSONResponse(dialects.result_body(state.dialect, task, entries))
 

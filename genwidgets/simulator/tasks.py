@@ -97,10 +97,9 @@ class Scheduler:
         self._queue.append(task)
         self._pump()
 
-    def queue_position(self, task: Task) -> int:
-        if task.status != IN_QUEUE:
-            return 0
-        return next((index + 1 for index, queued in enumerate(self._queue) if queued is task), 0)
+    def place(self, task: Task) -> int | None:
+        """The task's 0-based place in the queue, or None when it is not queued."""
+        return next((index for index, queued in enumerate(self._queue) if queued is task), None)
 
     def cancel(self, task: Task) -> bool:
         """End a live task as cancelled; False if it had already completed."""

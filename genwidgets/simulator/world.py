@@ -41,29 +41,28 @@ def _new_id(prefix: str) -> str:
 
 @dataclass
 class Asset:
+    """An asset: its id, the asset-create fields it was made with, when it was made and
+    when it turns Active."""
+
     id: str
-    name: str
-    url: str
-    asset_type: str
-    group_id: str
-    project: str
+    fields: Mapping[str, Any]
     created: float
     active_at: float
 
     def record(self, base_url: str, now: float | None = None) -> dict[str, Any]:
         now = time.time() if now is None else now
         active = now >= self.active_at
-        url = base_url + self.url if self.url.startswith("/") else self.url
+        p, url = self.fields, str(self.fields.get("URL"))
         return {
             "Id": self.id,
-            "Name": self.name,
-            "URL": url,
-            "AssetType": self.asset_type,
-            "GroupId": self.group_id,
+            "Name": str(p.get("Name") or "asset"),
+            "URL": base_url + url if url.startswith("/") else url,
+            "AssetType": str(p.get("AssetType") or "Image"),
+            "GroupId": str(p.get("GroupId")),
             "Status": "Active" if active else "Processing",
             "CreateTime": _iso(self.created),
             "UpdateTime": _iso(self.active_at if active else self.created),
-            "ProjectName": self.project,
+            "ProjectName": str(p.get("ProjectName") or "default"),
         }
 
 
@@ -91,18 +90,8 @@ class World:
         self.groups: dict[str, dict[str, str]] = {
             DEMO_GROUP_ID: {"Name": "Demo group", "ProjectName": "default"}
         }
-        self.assets: dict[str, Asset] = {
-            DEMO_ASSET_ID: Asset(
-                DEMO_ASSET_ID,
-                "Demo image",
-                demo_image_path,
-                "Image",
-                DEMO_GROUP_ID,
-                "default",
-                now,
-                now,
-            )
-        }
+        demo = {"Name": "Demo image", "URL": demo_image_path, "GroupId": DEMO_GROUP_ID}
+        self.assets: dict[str, Asset] = {DEMO_ASSET_ID: Asset(DEMO_ASSET_ID, demo, now, now)}
         self.sessions: dict[str, set[str]] = {}
         self.audio_ms: dict[str, int] = {}
         self.audio_texts: dict[str, str] = {}  # audio_id -> the previewed text (its voice)
@@ -271,17 +260,8 @@ class World:
         return "group.json", {"GroupId": group}
 
     def create_asset(self, task: Task, speed: float) -> JsonAnswer:
-        p, now = task.payload, time.time()
-        asset = Asset(
-            _new_id("asset"),
-            str(p.get("Name") or "asset"),
-            str(p.get("URL")),
-            str(p.get("AssetType") or "Image"),
-            str(p.get("GroupId")),
-            str(p.get("ProjectName") or "default"),
-            now,
-            now + ASSET_ACTIVATION_SECONDS / speed,
-        )
+        now = time.time()
+        asset = Asset(_new_id("asset"), task.payload, now, now + ASSET_ACTIVATION_SECONDS / speed)
         self.assets[asset.id] = asset
         return "asset.json", asset.record(task.base_url, now)
 

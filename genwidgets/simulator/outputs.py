@@ -69,24 +69,21 @@ def imgm_prompt(prompt: str) -> Prompt | None:
         return None
 
 
-def imgm_version(prompt: str) -> str:
+def _text_param(prompt: str | Prompt | None, name: str) -> str:
+    """A text parameter of an imgM prompt (its text, or parsed), ``""`` when absent."""
+    parsed = imgm_prompt(prompt) if isinstance(prompt, str) else prompt
+    value = parsed.params.get(name) if parsed is not None else None
+    return value if isinstance(value, str) else ""
+
+
+def imgm_version(prompt: str | Prompt | None) -> str:
     """The ``--v`` of an imgM prompt, ``8.1`` (the service's) when absent."""
-    return _version(imgm_prompt(prompt))
+    return _text_param(prompt, "v") or "8.1"
 
 
-def imgm_size(prompt: str) -> tuple[int, int]:
+def imgm_size(prompt: str | Prompt | None) -> tuple[int, int]:
     """Width and height of an imgM picture: long side 1024, ratio from ``--ar``."""
-    return _picture_size(imgm_prompt(prompt))
-
-
-def _version(prompt: Prompt | None) -> str:
-    version = prompt.params.get("v") if prompt is not None else None
-    return str(version) if isinstance(version, str) and version else "8.1"
-
-
-def _picture_size(prompt: Prompt | None) -> tuple[int, int]:
-    ratio = prompt.params.get("ar") if prompt is not None else None
-    a, b = ratio_of(ratio if isinstance(ratio, str) else "", (1, 1))
+    a, b = ratio_of(_text_param(prompt, "ar"), (1, 1))
     a, b = min(a, 4 * b), min(b, 4 * a)  # extreme ratios stay drawable
     return (
         (1024, max(64, round(1024 * b / a / 8) * 8))
@@ -143,7 +140,7 @@ def _imgm_generate(endpoint: str, payload: Fields, seed: int) -> Produced:
     """Four pictures at the prompt's ``--ar``, from its ``--seed`` when it has one."""
     text = str(payload.get("prompt", ""))
     prompt = imgm_prompt(text)
-    width, height = _picture_size(prompt)
+    width, height = imgm_size(prompt)
     params = prompt.params if prompt is not None else {}
     chosen = params.get("seed")
     if isinstance(chosen, int) and not isinstance(chosen, bool) and chosen >= 0:
@@ -151,7 +148,7 @@ def _imgm_generate(endpoint: str, payload: Fields, seed: int) -> Produced:
     shown = " ".join(f"--{k} {format_value(k, v)}".strip() for k, v in params.items() if k != "v")
     lines = [
         (prompt.text if prompt is not None else text)[:400],
-        f"version {_version(prompt)} {shown}".strip(),
+        f"version {imgm_version(prompt)} {shown}".strip(),
     ]
     files = _edited(endpoint, [], (width, height), seed, 4, lines)
     return Produced(files, {"image_size": (width, height), "seed": seed})

@@ -136,9 +136,7 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         run_seconds = task.run_seconds = task.base_seconds / self._speed()
         try:
-            made = None
-            if not task.fails:
-                made = loop.run_in_executor(self._executor, self._make, task)
+            made = None if task.fails else loop.run_in_executor(self._executor, self._make, task)
             await asyncio.sleep(run_seconds)
             if made is None:
                 self._complete(task, RUNTIME_ERROR, "runtime_error")

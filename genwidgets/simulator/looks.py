@@ -41,9 +41,7 @@ def background(width: int, height: int, seed: int) -> Image.Image:
             draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=fill)
         else:
             draw.rectangle((cx - r, cy - r * 0.6, cx + r, cy + r * 0.6), fill=fill)
-    image = image.convert("RGBA")
-    image.alpha_composite(layer)
-    return image.convert("RGB")
+    return Image.alpha_composite(image.convert("RGBA"), layer).convert("RGB")
 
 
 _STOP_WORDS = frozenset(
@@ -157,9 +155,7 @@ class Look:
             cx, cy = scatter.uniform(0, width), scatter.uniform(0, height)
             fill = (*(scatter.randrange(256) for _ in range(3)), 230)
             _shape(draw, _SHAPES[scatter.randrange(len(_SHAPES))], cx, cy, r, fill)
-        image = image.convert("RGBA")
-        image.alpha_composite(layer)
-        return image.convert("RGB")
+        return Image.alpha_composite(image.convert("RGBA"), layer).convert("RGB")
 
     def sign(self, image: Image.Image) -> None:
         """Draw the endpoint's signature on ``image`` (in place; nothing without one)."""

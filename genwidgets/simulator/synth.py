@@ -66,8 +66,7 @@ def caption(image: Image.Image, title: str, lines: Sequence[str]) -> None:
     panel_h = int(size * 1.9) + len(body) * (size + 4) + size
     overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))
     ImageDraw.Draw(overlay).rectangle((0, height - panel_h, width, height), fill=(0, 0, 0, 150))
-    base = image.convert("RGBA")
-    base.alpha_composite(overlay)
+    base = Image.alpha_composite(image.convert("RGBA"), overlay)
     draw = ImageDraw.Draw(base)
     y = height - panel_h + size // 2
     draw.text((size, y), title, font=font, fill=(255, 255, 255))

@@ -173,11 +173,8 @@ def lip_sync_sound(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> bytes:
     choices = payload.get("face_choose")
     listed = choices if isinstance(choices, list) else []
     choice = next((c for c in listed if isinstance(c, dict)), {})
-    pcm = (
-        synth.decode_audio(data)
-        if (data := inputs_of(ctx).read(choice.get("sound_file")))
-        else None
-    )
+    data = inputs_of(ctx).read(choice.get("sound_file"))
+    pcm = synth.decode_audio(data) if data else None
     if pcm is None:
         texts = ctx.get("audio_texts")
         text = texts.get(choice.get("audio_id")) if isinstance(texts, dict) else None

@@ -109,16 +109,11 @@ def _inpaint_mask(payload: Fields, size: tuple[int, int], ctx: Fields) -> Image.
     given = payload.get("mask")
     mask: Fields = given if isinstance(given, dict) else {}
     areas = [payload.get("area"), *(_list(mask, "areas"))]
-    polygons = [
-        (
-            Asked(a, None).num("width", size[0], 1, 8192),
-            Asked(a, None).num("height", size[1], 1, 8192),
-            points,
-        )
-        for a in areas
-        if isinstance(a, dict)
-        for points in [[float(v) for v in _list(a, "points") if isinstance(v, (int, float))]]
-    ]
+    polygons = []
+    for area in (Asked(a, None) for a in areas if isinstance(a, dict)):
+        points = [float(v) for v in _list(area.payload, "points") if isinstance(v, (int, float))]
+        frame = area.num("width", size[0], 1, 8192), area.num("height", size[1], 1, 8192)
+        polygons.append((*frame, points))
     drawn = synth.polygon_mask(size, polygons)
     image = inputs_of(ctx).image(mask.get("url"))
     if image is not None:

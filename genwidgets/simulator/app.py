@@ -32,7 +32,7 @@ from .files import FileStore
 from .inputs import is_loopback
 from .registry import BASE_SECONDS, ENDPOINTS, describe_errors, payload_errors
 from .synth import image_file
-from .tasks import COMPLETED, IN_QUEUE, Scheduler, Task, log
+from .tasks import COMPLETED, Scheduler, Task, log
 from .world import World
 
 MAX_BODY = 65 * 1024 * 1024
@@ -88,6 +88,18 @@ def detail(status: int, text: str, headers: Mapping[str, str] | None = None) -> 
     return JSONResponse({"detail": text}, status_code=status, headers=headers)
 
 
+class Refused(Exception):
+    """A request refused: raised anywhere in a handler, answered with ``response``."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Refused)
+    return exc.response
+
+
 def gateway_error(
     status: int, code: str, message: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
@@ -95,17 +107,9 @@ def gateway_error(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _place(state: SimState, task: Task) -> int | None:
-    """The task's 0-based place in the queue, or None when it is not queued."""
-    position = state.scheduler.queue_position(task) if task.status == IN_QUEUE else 0
-    return position - 1 if position > 0 else None
-
-
 def _answer(answer: dialects.Answer) -> Response:
-    code, body, headers = answer
-    if body is None:
-        return Response(status_code=code, headers=dict(headers))
-    return JSONResponse(body, status_code=code, headers=dict(headers))
+    code, body = answer
+    return Response(status_code=code) if body is None else JSONResponse(body, status_code=code)
 
 
 def _base_url(request: Request) -> str:
@@ -117,48 +121,49 @@ def _state(request: Request) -> SimState:
     return state
 
 
-def _authorize(request: Request, state: SimState) -> tuple[str | None, Response | None]:
-    """The caller's key, or the gateway's refusal (missing key, unknown key, rate limit)."""
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
+def _authorize(request: Request, state: SimState) -> str:
+    """The caller's key; refused (missing key, unknown key, rate limit) otherwise."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
-        return None, gateway_error(401, "UNAUTHORIZED", "Authorization Bearer token is required")
+        raise Refused(gateway_error(401, "UNAUTHORIZED", "Authorization Bearer token is required"))
     if token not in state.config.keys:
-        return None, gateway_error(401, "UNAUTHORIZED", "Invalid API key")
-    retry_after = state.limiter.take(token)
-    if retry_after is not None:
-        return None, _rate_limited(state, retry_after, exact=False)
-    return token, None
+        raise Refused(gateway_error(401, "UNAUTHORIZED", "Invalid API key"))
+    _check_rate(state, state.limiter.take(token), exact=False)
+    return token
 
 
-def _rate_limited(state: SimState, wait: float, *, exact: bool) -> Response:
-    headers = dialects.retry_after_header(state.dialect, wait, exact=exact)
-    message = "Rate limit exceeded, please try again later"
-    return gateway_error(state.dialect.rate_limit[0], "RATE_LIMIT_EXCEEDED", message, headers)
+def _check_rate(state: SimState, wait: float | None, *, exact: bool) -> None:
+    """Refused with the dialect's rate-limit answer when a limiter asks to ``wait``."""
+    if wait is not None:
+        headers = dialects.retry_after_header(state.dialect, wait, exact=exact)
+        message = "Rate limit exceeded, please try again later"
+        code = state.dialect.rate_limit[0]
+        raise Refused(gateway_error(code, "RATE_LIMIT_EXCEEDED", message, headers))
 
 
-def _transient(state: SimState) -> Response | None:
+def _check_transient(state: SimState) -> None:
     code = state.dice.transient_error(state.config.error_rate)
     if code == 502:
-        return gateway_error(502, "BAD_GATEWAY", "Upstream temporarily unavailable (simulated)")
+        message = "Upstream temporarily unavailable (simulated)"
+        raise Refused(gateway_error(502, "BAD_GATEWAY", message))
     if code == 503:
-        return gateway_error(
-            503,
-            "SERVICE_UNAVAILABLE",
-            "Service temporarily unavailable (simulated)",
-            {"Retry-After": "1"},
-        )
-    return None
+        message = "Service temporarily unavailable (simulated)"
+        raise Refused(gateway_error(503, "SERVICE_UNAVAILABLE", message, {"Retry-After": "1"}))
 
 
 # --------------------------------------------------------------------------- create
 
 
-async def _read_body(request: Request) -> bytes | Response:
+def refuse(status: int, text: str) -> Refused:
+    """The refusal answered ``{"detail": text}`` with ``status``."""
+    return Refused(detail(status, text))
+
+
+async def _read_body(request: Request) -> bytes:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > _DRAIN_LIMIT:
-        return detail(413, f"Request body too large: at most {MAX_BODY} bytes (64 MB payloads)")
+        raise refuse(413, f"Request body too large: at most {MAX_BODY} bytes (64 MB payloads)")
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
@@ -167,7 +172,7 @@ async def _read_body(request: Request) -> bytes | Response:
         elif size > _DRAIN_LIMIT:
             break
     if size > MAX_BODY:
-        return detail(
+        raise refuse(
             413, f"Request body too large: {size} bytes; at most {MAX_BODY} (64 MB payloads)"
         )
     return b"".join(chunks)
@@ -189,18 +194,16 @@ def _parse(raw: bytes) -> Any:
     return json.loads(raw, parse_constant=_no_constants)
 
 
-async def _payload(request: Request) -> dict[str, Any] | Response:
+async def _payload(request: Request) -> dict[str, Any]:
     raw = await _read_body(request)
-    if isinstance(raw, Response):
-        return raw
     if not raw.strip():
-        return detail(400, "Request body is empty: send a JSON object with the endpoint's fields")
+        raise refuse(400, "Request body is empty: send a JSON object with the endpoint's fields")
     try:
         payload = await _off_loop_if(len(raw) > _BIG_BODY, _state(request), _parse, raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        return detail(400, f"Request body is not valid JSON: {exc}")
+        raise refuse(400, f"Request body is not valid JSON: {exc}") from None
     if not isinstance(payload, dict):
-        return detail(
+        raise refuse(
             400,
             "Request body must be a JSON object with the endpoint's fields, "
             f"not a JSON {type(payload).__name__}",
@@ -208,7 +211,7 @@ async def _payload(request: Request) -> dict[str, Any] | Response:
     return payload
 
 
-def _control(request: Request) -> tuple[float | None, str | None] | Response:
+def _control(request: Request) -> tuple[float | None, str | None]:
     """The ``X-Sim-Duration`` and ``X-Sim-Fault`` headers, checked."""
     duration: float | None = None
     raw = request.headers.get("x-sim-duration")
@@ -218,56 +221,43 @@ def _control(request: Request) -> tuple[float | None, str | None] | Response:
         except ValueError:
             duration = -1.0
         if not 0.0 <= duration <= MAX_SIM_DURATION:
-            return detail(
+            raise refuse(
                 400,
                 f"X-Sim-Duration must be a number of seconds from 0 to {MAX_SIM_DURATION:g}, "
                 f"got {raw!r}",
             )
     fault = request.headers.get("x-sim-fault")
     if fault is not None and fault.strip().lower() not in {"runtime", "fail"}:
-        return detail(400, f"X-Sim-Fault must be 'runtime' or 'fail', got {fault!r}")
+        raise refuse(400, f"X-Sim-Fault must be 'runtime' or 'fail', got {fault!r}")
     return duration, fault.strip().lower() if fault else None
 
 
-def _counted_caller(request: Request, operation: str) -> tuple[SimState, str] | Response:
-    """Count the request in the stats, then the caller's key, or the gateway's refusal
-    (a create also meets the create limit)."""
+def _counted_caller(request: Request, operation: str) -> tuple[SimState, str]:
+    """Count the request in the stats, then the caller's key; refused as the gateway
+    refuses (a create also meets the create limit)."""
     state = _state(request)
     state.stats[operation] += 1
-    key, refusal = _authorize(request, state)
-    if refusal is not None:
-        return refusal
-    assert key is not None
+    key = _authorize(request, state)
     if operation == "create":
-        retry_after = state.create_limiter.take_exact(key)
-        if retry_after is not None:
-            return _rate_limited(state, retry_after, exact=True)
+        _check_rate(state, state.create_limiter.take_exact(key), exact=True)
     return state, key
 
 
 async def create_task(request: Request) -> Response:
-    caller = _counted_caller(request, "create")
-    if isinstance(caller, Response):
-        return caller
-    state, key = caller
+    state, key = _counted_caller(request, "create")
     endpoint = request.path_params["endpoint"]
     served = ENDPOINTS.get(endpoint)  # looked up now: endpoints registered later are served
     if served is None:
-        return detail(404, f"App not found: {endpoint}")
+        raise refuse(404, f"App not found: {endpoint}")
     allowed = state.config.restrict.get(key)
     if allowed is not None and endpoint not in allowed:
-        return detail(403, "Model not allowed for this user")
+        raise refuse(403, "Model not allowed for this user")
     if any("webhook" in name.lower() for name in [*request.query_params, *request.headers]):
-        return detail(400, "webhook not supported")
-    control = _control(request)
-    if isinstance(control, Response):
-        return control
-    duration, fault = control
+        raise refuse(400, "webhook not supported")
+    duration, fault = _control(request)
     payload = await _payload(request)
-    if isinstance(payload, Response):
-        return payload
     if names_a_webhook(payload):
-        return detail(400, "webhook not supported")
+        raise refuse(400, "webhook not supported")
     declared = request.headers.get("content-length", "0")
     big = declared.isdigit() and int(declared) > _BIG_BODY
     errors = await _off_loop_if(big, state, payload_errors, endpoint, payload)
@@ -275,9 +265,9 @@ async def create_task(request: Request) -> Response:
     if not errors:
         errors, context = state.world.check(endpoint, payload, key)
     if errors:
-        return detail(422, describe_errors(errors))
+        raise refuse(422, describe_errors(errors))
     if fault == "runtime" or state.dice.create_error(state.config.create_error_rate):
-        return detail(500, "Runtime execution failed")
+        raise refuse(500, "Runtime execution failed")
     base = _base_url(request)
     task = Task(
         request_id=str(uuid.uuid4()),
@@ -294,69 +284,54 @@ async def create_task(request: Request) -> Response:
     state.scheduler.submit(task)
     state.stats["created"] += 1
     prefix = queue_url(base, endpoint, task.request_id)
-    return JSONResponse(dialects.handle_body(state.dialect, task, prefix, _place(state, task)))
+    return JSONResponse(
+        dialects.handle_body(state.dialect, task, prefix, state.scheduler.place(task))
+    )
 
 
 # --------------------------------------------------------------------------- follow-ups
 
 
-def _callers_task(
-    request: Request, operation: str, *, transient: bool
-) -> tuple[SimState, Task] | Response:
-    """The caller's task named in the path, or the response refusing the request: the
-    gateway's (key, rate limit), a simulated transient error where ``transient``, or 404."""
-    caller = _counted_caller(request, operation)
-    if isinstance(caller, Response):
-        return caller
-    state, key = caller
+def _callers_task(request: Request, operation: str, *, transient: bool) -> tuple[SimState, Task]:
+    """The caller's task named in the path; else refused: as the gateway refuses (key,
+    rate limit), with a simulated transient error where ``transient``, or 404."""
+    state, key = _counted_caller(request, operation)
     if transient:
-        error = _transient(state)
-        if error is not None:
-            return error
+        _check_transient(state)
     task = state.scheduler.tasks.get(request.path_params["request_id"])
     if task is None or task.endpoint != request.path_params["endpoint"] or task.key != key:
-        return detail(404, "Request not found")  # another key's task too
+        raise refuse(404, "Request not found")  # another key's task too
     return state, task
 
 
 async def get_status(request: Request) -> Response:
-    found = _callers_task(request, "status", transient=True)
-    if isinstance(found, Response):
-        return found
-    state, task = found
-    return JSONResponse(dialects.status_body(state.dialect, task, _place(state, task)))
+    state, task = _callers_task(request, "status", transient=True)
+    return JSONResponse(dialects.status_body(state.dialect, task, state.scheduler.place(task)))
 
 
 async def get_result(request: Request) -> Response:
-    found = _callers_task(request, "result", transient=True)
-    if isinstance(found, Response):
-        return found
-    state, task = found
+    state, task = _callers_task(request, "result", transient=True)
     if task.status != COMPLETED:
-        return _answer(dialects.not_ready(state.dialect, task, _place(state, task)))
+        return _answer(dialects.not_ready(state.dialect, task, state.scheduler.place(task)))
     entries = [out.body(_base_url(request)) for out in task.outputs]
     return JSONResponse(dialects.result_body(state.dialect, task, entries))
 
 
 async def cancel_task(request: Request) -> Response:
-    found = _callers_task(request, "cancel", transient=False)
-    if isinstance(found, Response):
-        return found
-    state, task = found
+    state, task = _callers_task(request, "cancel", transient=False)
     if not state.scheduler.cancel(task):
-        code, body = state.dialect.cancel_finished
-        return JSONResponse(dict(body), status_code=code)
+        return _answer(state.dialect.cancel_finished)
     return _answer(dialects.cancelled(state.dialect, task))
 
 
-async def sync_path(request: Request) -> Response:
-    _key, refusal = _authorize(request, _state(request))
-    return refusal if refusal is not None else detail(404, "Not Found")
+def _refused_once_authorized(status: int, text: str) -> Callable[[Request], Awaitable[Response]]:
+    """A handler refusing with ``status`` and ``text`` a caller the gateway lets in."""
 
+    async def handler(request: Request) -> Response:
+        _authorize(request, _state(request))
+        return detail(status, text)
 
-async def status_stream(request: Request) -> Response:
-    _key, refusal = _authorize(request, _state(request))
-    return refusal if refusal is not None else detail(400, "SSE streaming not supported")
+    return handler
 
 
 async def get_file(request: Request) -> Response:
@@ -364,7 +339,7 @@ async def get_file(request: Request) -> Response:
     state.stats["files"] += 1
     stored = state.files.get(request.path_params["token"], request.path_params["name"])
     if stored is None:
-        return detail(404, "File not found")
+        raise refuse(404, "File not found")
     return FileResponse(
         stored.path,
         media_type=stored.content_type,
@@ -387,21 +362,16 @@ def _loopback_only(
     return guarded
 
 
+#: what the introspection routes show of every task
+_LISTED = ("request_id", "endpoint", "status", "created_at")
+
+
 async def sim_task(request: Request) -> Response:
     task = _state(request).scheduler.tasks.get(request.path_params["request_id"])
     if task is None:
-        return detail(404, "Request not found")
-    return JSONResponse(
-        {
-            "request_id": task.request_id,
-            "endpoint": task.endpoint,
-            "status": task.status,
-            "created_at": task.created_at,
-            "started_at": task.started_at,
-            "completed_at": task.completed_at,
-            "error_type": task.error_type,
-        }
-    )
+        raise refuse(404, "Request not found")
+    shown = (*_LISTED, "started_at", "completed_at", "error_type")
+    return JSONResponse({name: getattr(task, name) for name in shown})
 
 
 async def sim_stats(request: Request) -> Response:
@@ -411,18 +381,11 @@ async def sim_stats(request: Request) -> Response:
 async def sim_tasks(request: Request) -> Response:
     """Every task made, oldest first: request id, endpoint, status, when it was made and
     a digest of its payload (the batch benchmark counts duplicate creates with it)."""
-    listed = [
-        {
-            "request_id": task.request_id,
-            "endpoint": task.endpoint,
-            "status": task.status,
-            "created_at": task.created_at,
-            "payload_sha256": hashlib.sha256(
-                json.dumps(task.payload, sort_keys=True, default=str).encode()
-            ).hexdigest(),
-        }
-        for task in _state(request).scheduler.tasks.values()
-    ]
+    listed = []
+    for task in _state(request).scheduler.tasks.values():
+        payload = json.dumps(task.payload, sort_keys=True, default=str).encode()
+        shown = {name: getattr(task, name) for name in _LISTED}
+        listed.append(shown | {"payload_sha256": hashlib.sha256(payload).hexdigest()})
     return JSONResponse(listed)
 
 
@@ -499,7 +462,14 @@ def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/openapi.json", openapi_document, methods=["GET"]),
-        *queue_routes(create_task, sync_path, get_status, status_stream, get_result, cancel_task),
+        *queue_routes(
+            create_task,
+            _refused_once_authorized(404, "Not Found"),
+            get_status,
+            _refused_once_authorized(400, "SSE streaming not supported"),
+            get_result,
+            cancel_task,
+        ),
         Route("/files/{token}/{name}", get_file, methods=["GET", "HEAD"]),
         Route("/_sim/tasks/{request_id}", _loopback_only(sim_task), methods=["GET"]),
         Route("/_sim/stats", _loopback_only(sim_stats), methods=["GET"]),
@@ -510,6 +480,7 @@ def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
         routes=routes,
         exception_handlers={
             HTTPException: _http_error,
+            Refused: _refused,
             RecursionError: _too_deep,
             Exception: _internal_error,
         },

@@ -102,15 +102,9 @@ class Asked:
         """A nested object, read through its own model."""
         value = self.payload.get(name)
         info = self._info(name)
-        model = next(
-            (
-                leaf
-                for leaf in (leaves(info.annotation) if info is not None else [])
-                if isinstance(leaf, type) and issubclass(leaf, BaseModel)
-            ),
-            None,
-        )
-        return Asked(value if isinstance(value, Mapping) else {}, model)
+        found = leaves(info.annotation) if info is not None else []
+        models = [leaf for leaf in found if isinstance(leaf, type) and issubclass(leaf, BaseModel)]
+        return Asked(value if isinstance(value, Mapping) else {}, models[0] if models else None)
 
 
 def asked(endpoint: str, payload: Mapping[str, Any]) -> Asked:

@@ -12,7 +12,6 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from functools import partial
 from typing import Any
 
 from .._config import DEMO_KEY
@@ -32,21 +31,35 @@ LIVE_FIELDS = (
 MAX_SPEED = 1000.0
 MAX_WORKERS = 1024
 MAX_LATENCY = 60.0
+PER_KEY = "> 0 requests per second per key (or None for no limit)"
 
 
-def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
+def _ranged(name: str, allowed: str, within: Callable[[float], bool]) -> Callable[[Any], float]:
+    """The check of a number setting: a finite number ``within`` its range, else a
+    ValueError saying what is ``allowed``."""
+
+    def check(value: Any) -> float:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if not within(float(value)):
+            raise ValueError(f"{name} must be {allowed}, got {value!r}")
+        return float(value)
+
+    return check
 
 
-def check_speed(value: Any) -> float:
-    speed = _number("speed", value)
-    if not 0 < speed <= MAX_SPEED:
-        raise ValueError(
-            f"speed must be > 0 and <= {MAX_SPEED:g} (2 = twice as fast), got {value!r}"
-        )
-    return speed
+def _or_none(check: Callable[[Any], float]) -> Callable[[Any], float | None]:
+    """``check``, or None for no value (no limit)."""
+    return lambda value: None if value is None else check(value)
+
+
+check_speed = _ranged(
+    "speed", f"> 0 and <= {MAX_SPEED:g} (2 = twice as fast)", lambda v: 0 < v <= MAX_SPEED
+)
 
 
 #: The embedded simulator's speed (the one a client with no address starts): a class
@@ -69,32 +82,6 @@ def speed_from_env() -> float:
         ) from None
 
 
-def check_rate(name: str, value: Any) -> float:
-    rate = _number(name, value)
-    if not 0.0 <= rate <= 1.0:
-        raise ValueError(f"{name} must be a share between 0 and 1, got {value!r}")
-    return rate
-
-
-def check_rate_limit(value: Any, name: str = "rate_limit") -> float | None:
-    if value is None:
-        return None
-    limit = _number(name, value)
-    if limit <= 0:
-        raise ValueError(
-            f"{name} must be > 0 requests per second per key (or None for no limit), "
-            f"got {value!r}"
-        )
-    return limit
-
-
-def check_latency(value: Any) -> float:
-    latency = _number("latency", value)
-    if not 0.0 <= latency <= MAX_LATENCY:
-        raise ValueError(f"latency must be between 0 and {MAX_LATENCY:g} seconds, got {value!r}")
-    return latency
-
-
 def check_workers(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
         raise ValueError(f"workers must be an integer from 1 to {MAX_WORKERS}, got {value!r}")
@@ -106,12 +93,17 @@ def check_workers(value: Any) -> int:
 CHECKS: dict[str, Callable[[Any], Any]] = {
     "speed": check_speed,
     "workers": check_workers,
-    "fail_rate": partial(check_rate, "fail_rate"),
-    "error_rate": partial(check_rate, "error_rate"),
-    "create_error_rate": partial(check_rate, "create_error_rate"),
-    "rate_limit": check_rate_limit,
-    "create_rate_limit": partial(check_rate_limit, name="create_rate_limit"),
-    "latency": check_latency,
+    **{
+        name: _ranged(name, "a share between 0 and 1", lambda v: 0.0 <= v <= 1.0)
+        for name in ("fail_rate", "error_rate", "create_error_rate")
+    },
+    **{
+        name: _or_none(_ranged(name, PER_KEY, lambda v: v > 0))
+        for name in ("rate_limit", "create_rate_limit")
+    },
+    "latency": _ranged(
+        "latency", f"between 0 and {MAX_LATENCY:g} seconds", lambda v: 0.0 <= v <= MAX_LATENCY
+    ),
     "dialect": check_dialect,
 }
 

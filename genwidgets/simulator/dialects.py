@@ -14,7 +14,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -23,7 +23,7 @@ from .tasks import IN_PROGRESS, IN_QUEUE, Task
 ENV_VAR = "GENWIDGETS_SIM_DIALECT"
 DEFAULT = "spec"
 
-Answer = tuple[int, Any, Mapping[str, str]]  # status code, JSON body (None: empty), headers
+Answer = tuple[int, Any]  # status code, JSON body (None: empty)
 
 
 def state_of(task: Task) -> str:
@@ -145,29 +145,6 @@ def _replicate_outputs(entries: list[dict[str, Any]], task: Task) -> dict[str, A
 # ----------------------------------------------------------------- the table
 
 
-@dataclass(frozen=True)
-class Dialect:
-    """How one gateway words the queue. Each field is one switch of the module table."""
-
-    name: str
-    #: state (:func:`state_of`) -> the status word sent
-    words: Mapping[str, str]
-    #: added to the 0-based place in the queue; None: no ``queue_position``
-    position_base: int | None
-    #: the handle: "full" (request_id + three URLs + position) or "urls" (Replicate)
-    handle: str
-    logs: Callable[[Task], dict[str, Any]]
-    metrics: Callable[[Task], dict[str, Any]]
-    errors: Callable[[Task], dict[str, Any]]
-    outputs: Callable[[list[dict[str, Any]], Task], dict[str, Any]]
-    #: the result address while the task runs: code, and whether the status body comes
-    not_ready: tuple[int, str | None]
-    cancel_live_code: int
-    cancel_finished: tuple[int, Mapping[str, Any]]
-    #: status code of a rate-limit answer, and whether Retry-After is an HTTP date
-    rate_limit: tuple[int, bool]
-
-
 #: The spec's words (fal's are the same): every end is ``COMPLETED``, ``error`` tells.
 QUEUE_WORDS: Mapping[str, str] = {
     "queued": "IN_QUEUE",
@@ -177,26 +154,37 @@ QUEUE_WORDS: Mapping[str, str] = {
     "cancelled": "COMPLETED",
 }
 
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one gateway words the queue. Each field is one switch of the module table;
+    a switch a row leaves out is the spec's choice."""
+
+    name: str
+    #: the answer of a cancel when the task had already ended: code and body
+    cancel_finished: tuple[int, Mapping[str, Any]]
+    #: state (:func:`state_of`) -> the status word sent
+    words: Mapping[str, str] = field(default_factory=lambda: QUEUE_WORDS)
+    #: added to the 0-based place in the queue; None: no ``queue_position``
+    position_base: int | None = 1
+    #: the handle: "full" (request_id + three URLs + position) or "urls" (Replicate)
+    handle: str = "full"
+    logs: Callable[[Task], dict[str, Any]] = _no_fields
+    metrics: Callable[[Task], dict[str, Any]] = _no_fields
+    errors: Callable[[Task], dict[str, Any]] = _string_errors
+    outputs: Callable[[list[dict[str, Any]], Task], dict[str, Any]] = _spec_outputs
+    #: the result address while the task runs: code, and whether the status body comes
+    not_ready: tuple[int, str | None] = (202, "status")
+    cancel_live_code: int = 200
+    #: status code of a rate-limit answer, and whether Retry-After is an HTTP date
+    rate_limit: tuple[int, bool] = (429, False)
+
+
 DIALECTS: Mapping[str, Dialect] = {
-    "spec": Dialect(
-        name="spec",
-        words=QUEUE_WORDS,
-        position_base=1,
-        handle="full",
-        logs=_no_fields,
-        metrics=_no_fields,
-        errors=_string_errors,
-        outputs=_spec_outputs,
-        not_ready=(202, "status"),
-        cancel_live_code=200,
-        cancel_finished=(400, {"detail": "Task already completed"}),
-        rate_limit=(429, False),
-    ),
+    "spec": Dialect(name="spec", cancel_finished=(400, {"detail": "Task already completed"})),
     "fal": Dialect(
         name="fal",
-        words=QUEUE_WORDS,
         position_base=0,
-        handle="full",
         logs=_fal_logs,
         metrics=_run_time("inference_time"),
         errors=_object_errors,
@@ -204,7 +192,6 @@ DIALECTS: Mapping[str, Dialect] = {
         not_ready=(400, "Request is still in progress"),
         cancel_live_code=202,
         cancel_finished=(400, {"detail": "Task already completed", "code": "ALREADY_COMPLETED"}),
-        rate_limit=(429, False),
     ),
     "replicate": Dialect(
         name="replicate",
@@ -280,20 +267,14 @@ def handle_body(d: Dialect, task: Task, prefix: str, place: int | None) -> dict[
 def not_ready(d: Dialect, task: Task, place: int | None) -> Answer:
     code, says = d.not_ready
     if says == "status":
-        return code, status_body(d, task, place), {}
-    if says is None:
-        return code, None, {}
-    return code, {"detail": says}, {}
+        return code, status_body(d, task, place)
+    return code, None if says is None else {"detail": says}
 
 
 def cancelled(d: Dialect, task: Task) -> Answer:
     if d.handle == "urls":
-        return d.cancel_live_code, status_body(d, task, None), {}
-    return (
-        d.cancel_live_code,
-        {"request_id": task.request_id, "status": "CANCELLATION_REQUESTED"},
-        {},
-    )
+        return d.cancel_live_code, status_body(d, task, None)
+    return d.cancel_live_code, {"request_id": task.request_id, "status": "CANCELLATION_REQUESTED"}
 
 
 def retry_after_header(

@@ -135,13 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.n <= 1_000_000 or not 1 <= args.connections <= 256:
         parser.error("--n must be 1..1000000 and --connections 1..256")
-    result = run_load(
-        url=args.url,
-        key=args.key,
-        n=args.n,
-        connections=args.connections,
-        max_seconds=args.max_seconds,
-    )
+    result = run_load(**{name: value for name, value in vars(args).items() if name != "json"})
     figures = asdict(result) | {"per_second": result.per_second}
     print(json.dumps(figures) if args.json else result)
     return 0 if result.ok == result.requests else 1

@@ -30,14 +30,7 @@ def background(width: int, height: int, seed: int) -> Image.Image:
     rng = _palette(seed)
     top = tuple(rng.randrange(0, 256) for _ in range(3))
     bottom = tuple(rng.randrange(0, 256) for _ in range(3))
-    column = Image.new("RGB", (1, 256))
-    column.putdata(
-        [
-            tuple(int(t + (b - t) * y / 255) for t, b in zip(top, bottom, strict=True))
-            for y in range(256)
-        ]
-    )
-    image = column.resize((width, height), Image.Resampling.BILINEAR)
+    image = _gradient(width, height, top, bottom)
     layer = Image.new("RGBA", (width, height), (0, 0, 0, 0))
     draw = ImageDraw.Draw(layer)
     for _ in range(rng.randrange(5, 10)):
@@ -48,25 +41,11 @@ def background(width: int, height: int, seed: int) -> Image.Image:
             draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=fill)
         else:
             draw.rectangle((cx - r, cy - r * 0.6, cx + r, cy + r * 0.6), fill=fill)
-    image = image.convert("RGBA")
-    image.alpha_composite(layer)
-    return image.convert("RGB")
+    return Image.alpha_composite(image.convert("RGBA"), layer).convert("RGB")
 
 
 _STOP_WORDS = frozenset(
-    (
-        "the",
-        "and",
-        "with",
-        "for",
-        "from",
-        "into",
-        "onto",
-        "over",
-        "under",
-        "are",
-        "its",
-    )
+    {"the", "and", "with", "for", "from", "into", "onto", "over", "under", "are", "its"}
 )
 _WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
 _WEIGHT = re.compile(r"^\s*(-?\d*\.?\d+)")
@@ -90,16 +69,17 @@ def _digest(text: str) -> int:
 def word_colour(word: str, *, saturation: float = 0.6, value: float = 0.9) -> tuple[int, int, int]:
     """The colour of a prompt word: the same word, the same colour, in every model."""
 
-    hue = (_digest("word-" + word) % 360) / 360
-    r, g, b = colorsys.hsv_to_rgb(hue, saturation, value)
-    return (int(r * 255), int(g * 255), int(b * 255))
+    return _rgb((_digest("word-" + word) % 360) / 360, saturation, value)
 
 
 def endpoint_colour(endpoint: str) -> tuple[int, int, int]:
     """An endpoint's signature colour (its frame and corner mark)."""
 
-    hue = (_digest("endpoint-" + endpoint) % 360) / 360
-    r, g, b = colorsys.hsv_to_rgb(hue, 0.85, 0.75)
+    return _rgb((_digest("endpoint-" + endpoint) % 360) / 360, 0.85, 0.75)
+
+
+def _rgb(hue: float, saturation: float, value: float) -> tuple[int, int, int]:
+    r, g, b = colorsys.hsv_to_rgb(hue, saturation, value)
     return (int(r * 255), int(g * 255), int(b * 255))
 
 
@@ -175,9 +155,7 @@ class Look:
             cx, cy = scatter.uniform(0, width), scatter.uniform(0, height)
             fill = (*(scatter.randrange(256) for _ in range(3)), 230)
             _shape(draw, _SHAPES[scatter.randrange(len(_SHAPES))], cx, cy, r, fill)
-        image = image.convert("RGBA")
-        image.alpha_composite(layer)
-        return image.convert("RGB")
+        return Image.alpha_composite(image.convert("RGBA"), layer).convert("RGB")
 
     def sign(self, image: Image.Image) -> None:
         """Draw the endpoint's signature on ``image`` (in place; nothing without one)."""
@@ -186,7 +164,7 @@ class Look:
 
 
 def _gradient(
-    width: int, height: int, top: tuple[int, int, int], bottom: tuple[int, int, int]
+    width: int, height: int, top: tuple[int, ...], bottom: tuple[int, ...]
 ) -> Image.Image:
     column = Image.new("RGB", (1, 256))
     column.putdata(
@@ -199,10 +177,8 @@ def _gradient(
 
 
 def _turned(colour: tuple[int, int, int], turn: float) -> tuple[int, int, int]:
-
     h, s, v = colorsys.rgb_to_hsv(*(c / 255 for c in colour))
-    r, g, b = colorsys.hsv_to_rgb((h + turn) % 1.0, s, v)
-    return (int(r * 255), int(g * 255), int(b * 255))
+    return _rgb((h + turn) % 1.0, s, v)
 
 
 def _shape(

@@ -23,29 +23,9 @@ from .files import FileStore
 from .inputs import Inputs
 from .rules import family_of
 from .synth import MediaFile
-from .videos import (  # VIDA_DIMENSIONS, tier_dimensions, video_plan: read from here too
-    VIDA_DIMENSIONS,
-    inputs_of,
-    tier_dimensions,
-    video_of,
-    video_plan,
-)
+from .videos import inputs_of, video_of
 
-__all__ = [
-    "DEFAULT_MAKERS",
-    "MAKERS",
-    "NO_MEDIA",
-    "VIDA_DIMENSIONS",
-    "Produced",
-    "imgm_prompt",
-    "imgm_size",
-    "imgm_version",
-    "produce",
-    "producer",
-    "subtitles",
-    "tier_dimensions",
-    "video_plan",
-]
+Fields = Mapping[str, Any]  # a payload, or the facts the world found for the media step
 
 
 @dataclass
@@ -57,7 +37,7 @@ class Produced:
 # --------------------------------------------------------------------------- tolerant reads
 
 
-def _list(payload: Mapping[str, Any], name: str) -> list[Any]:
+def _list(payload: Fields, name: str) -> list[Any]:
     value = payload.get(name)
     return value if isinstance(value, list) else []
 
@@ -67,7 +47,7 @@ def _prompt_lines(prompt: Any, **params: Any) -> list[str]:
     return [str(prompt or "(no prompt)")[:400], shown]
 
 
-def _payload_seed(payload: Mapping[str, Any], seed: int, *, zero_is_random: bool = True) -> int:
+def _payload_seed(payload: Fields, seed: int, *, zero_is_random: bool = True) -> int:
     """The ``seed`` the payload fixes (an integer, never a boolean), else the task's."""
     value = payload.get("seed")
     if isinstance(value, int) and not isinstance(value, bool) and (value or not zero_is_random):
@@ -89,24 +69,21 @@ def imgm_prompt(prompt: str) -> Prompt | None:
         return None
 
 
-def imgm_version(prompt: str) -> str:
+def _text_param(prompt: str | Prompt | None, name: str) -> str:
+    """A text parameter of an imgM prompt (its text, or parsed), ``""`` when absent."""
+    parsed = imgm_prompt(prompt) if isinstance(prompt, str) else prompt
+    value = parsed.params.get(name) if parsed is not None else None
+    return value if isinstance(value, str) else ""
+
+
+def imgm_version(prompt: str | Prompt | None) -> str:
     """The ``--v`` of an imgM prompt, ``8.1`` (the service's) when absent."""
-    return _version(imgm_prompt(prompt))
+    return _text_param(prompt, "v") or "8.1"
 
 
-def imgm_size(prompt: str) -> tuple[int, int]:
+def imgm_size(prompt: str | Prompt | None) -> tuple[int, int]:
     """Width and height of an imgM picture: long side 1024, ratio from ``--ar``."""
-    return _picture_size(imgm_prompt(prompt))
-
-
-def _version(prompt: Prompt | None) -> str:
-    version = prompt.params.get("v") if prompt is not None else None
-    return str(version) if isinstance(version, str) and version else "8.1"
-
-
-def _picture_size(prompt: Prompt | None) -> tuple[int, int]:
-    ratio = prompt.params.get("ar") if prompt is not None else None
-    a, b = ratio_of(ratio if isinstance(ratio, str) else "", (1, 1))
+    a, b = ratio_of(_text_param(prompt, "ar"), (1, 1))
     a, b = min(a, 4 * b), min(b, 4 * a)  # extreme ratios stay drawable
     return (
         (1024, max(64, round(1024 * b / a / 8) * 8))
@@ -115,7 +92,7 @@ def _picture_size(prompt: Prompt | None) -> tuple[int, int]:
     )
 
 
-def _upstream_image(ctx: Mapping[str, Any]) -> Image.Image | None:
+def _upstream_image(ctx: Fields) -> Image.Image | None:
     """The named image of the upstream imgM task, when its file is still there."""
     path = ctx.get("upstream_image")
     if not isinstance(path, str):
@@ -127,23 +104,16 @@ def _upstream_image(ctx: Mapping[str, Any]) -> Image.Image | None:
         return None
 
 
-def _inpaint_mask(
-    payload: Mapping[str, Any], size: tuple[int, int], ctx: Mapping[str, Any]
-) -> Image.Image:
+def _inpaint_mask(payload: Fields, size: tuple[int, int], ctx: Fields) -> Image.Image:
     """White where the image is repainted: the mask image, or the polygons given."""
     given = payload.get("mask")
-    mask: Mapping[str, Any] = given if isinstance(given, dict) else {}
+    mask: Fields = given if isinstance(given, dict) else {}
     areas = [payload.get("area"), *(_list(mask, "areas"))]
-    polygons = [
-        (
-            Asked(a, None).num("width", size[0], 1, 8192),
-            Asked(a, None).num("height", size[1], 1, 8192),
-            points,
-        )
-        for a in areas
-        if isinstance(a, dict)
-        for points in [[float(v) for v in _list(a, "points") if isinstance(v, (int, float))]]
-    ]
+    polygons = []
+    for area in (Asked(a, None) for a in areas if isinstance(a, dict)):
+        points = [float(v) for v in _list(area.payload, "points") if isinstance(v, (int, float))]
+        frame = area.num("width", size[0], 1, 8192), area.num("height", size[1], 1, 8192)
+        polygons.append((*frame, points))
     drawn = synth.polygon_mask(size, polygons)
     image = inputs_of(ctx).image(mask.get("url"))
     if image is not None:
@@ -154,18 +124,18 @@ def _inpaint_mask(
     return drawn
 
 
-def _imgm(endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]) -> Produced:
+def _imgm(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     """An edit when the model takes an upstream ``jobId``, else a generation."""
     if asked(endpoint, payload).has("jobId"):
         return _imgm_edit(endpoint, payload, seed, ctx)
     return _imgm_generate(endpoint, payload, seed)
 
 
-def _imgm_generate(endpoint: str, payload: Mapping[str, Any], seed: int) -> Produced:
+def _imgm_generate(endpoint: str, payload: Fields, seed: int) -> Produced:
     """Four pictures at the prompt's ``--ar``, from its ``--seed`` when it has one."""
     text = str(payload.get("prompt", ""))
     prompt = imgm_prompt(text)
-    width, height = _picture_size(prompt)
+    width, height = imgm_size(prompt)
     params = prompt.params if prompt is not None else {}
     chosen = params.get("seed")
     if isinstance(chosen, int) and not isinstance(chosen, bool) and chosen >= 0:
@@ -173,12 +143,9 @@ def _imgm_generate(endpoint: str, payload: Mapping[str, Any], seed: int) -> Prod
     shown = " ".join(f"--{k} {format_value(k, v)}".strip() for k, v in params.items() if k != "v")
     lines = [
         (prompt.text if prompt is not None else text)[:400],
-        f"version {_version(prompt)} {shown}".strip(),
+        f"version {imgm_version(prompt)} {shown}".strip(),
     ]
-    files = [
-        synth.image_file(f"image_{i}", width, height, seed + i, f"{endpoint} · {i + 1}/4", lines)
-        for i in range(4)
-    ]
+    files = _edited(endpoint, [], (width, height), seed, 4, lines)
     return Produced(files, {"image_size": (width, height), "seed": seed})
 
 
@@ -188,9 +155,7 @@ def image_number_field(endpoint: str) -> str:
     return "imageNo" if asked(endpoint, {}).has("imageNo") else "image_no"
 
 
-def _imgm_edit(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _imgm_edit(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     """Four edits of the upstream task's named image (a seed picture if its file is gone)."""
     a = asked(endpoint, payload)
     image_no = a.int(image_number_field(endpoint), 0, 0, 3)
@@ -243,15 +208,13 @@ def _edited(
     return files
 
 
-def _read_images(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[Image.Image | None]:
+def _read_images(payload: Fields, ctx: Fields) -> list[Image.Image | None]:
     """Each of ``images``, decoded, or None where it cannot be read."""
     inputs = inputs_of(ctx)
     return [inputs.image(ref) for ref in _list(payload, "images")]
 
 
-def _img_g(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _img_g(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     a = asked(endpoint, payload)
     size = size_of(a.get("size"), (1024, 1024), 256, 4096)  # "auto": 1024x1024
     fmt = a.choice("output_format", "png")
@@ -264,9 +227,7 @@ def _img_g(
     return Produced(_edited(endpoint, sources, size, seed, n, lines, fmt, quality))
 
 
-def _img_q(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _img_q(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     read = _read_images(payload, ctx)
     sources = [image for image in read if image is not None]
     a = asked(endpoint, payload)
@@ -287,9 +248,7 @@ def _img_q(
     return Produced(_edited(endpoint, sources[-1:] + sources[:-1], (w, h), seed, n, lines))
 
 
-def _default_images(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _default_images(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     """Drawn pictures (genW's text to image, and any image endpoint registered at run
     time), as many as ``n`` and as large as ``size`` ask (sent, else the service's
     default; 1 and 1024x1024 when the model states none), captioned with the prompt."""
@@ -298,21 +257,13 @@ def _default_images(
     seed = _payload_seed(payload, seed, zero_is_random=False)
     count = a.int("n", 1, 1, 10)
     lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
-    return Produced(
-        [
-            synth.image_file(f"image_{i}", w, h, seed + i, f"{endpoint} · {i + 1}/{count}", lines)
-            for i in range(count)
-        ],
-        {"image_size": (w, h)},
-    )
+    return Produced(_edited(endpoint, [], (w, h), seed, count, lines), {"image_size": (w, h)})
 
 
 # --------------------------------------------------------------------------- videos
 
 
-def _video(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _video(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     """A video as its row of :data:`.videos.VIDEOS_BY_ENDPOINT` (or family) reads it."""
     video = video_of(endpoint)
     plan = video.plan(asked(endpoint, payload), ctx)
@@ -324,52 +275,34 @@ def _video(
         seconds=plan["seconds"],
         audio="on" if plan["audio"] else "off",
     )
-    if video.redub is not None:
-        sound = video.redub(payload, ctx)
-        source = inputs_of(ctx).read(ctx.get("source_video"))
-        redubbed = synth.redub(source, sound) if source else None
-        data = redubbed or synth.encode_video(
-            w, h, plan["seconds"], seed, endpoint, lines, audio=True, sound=sound
-        )
-    else:
-        first_ref, last_ref = video.frames(payload)
-        inputs = inputs_of(ctx)
-        first = inputs.image(first_ref)
-        last = inputs.image(last_ref) if first is not None else None
-        data = synth.encode_video(
-            w,
-            h,
-            plan["seconds"],
-            seed,
-            endpoint,
-            lines,
-            audio=plan["audio"],
-            first=first,
-            last=last,
-        )
+    inputs = inputs_of(ctx)
+    # a re-dub lays its sound over the source video, else over a made one (its plan has sound)
+    sound = video.redub(payload, ctx) if video.redub is not None else None
+    source = inputs.read(ctx.get("source_video")) if sound is not None else None
+    first_ref, last_ref = video.frames(payload)
+    first = inputs.image(first_ref)
+    last = inputs.image(last_ref) if first is not None else None
+    redubbed = synth.redub(source, sound) if source and sound is not None else None
+    seconds, audio = plan["seconds"], plan["audio"]
+    data = redubbed or synth.encode_video(
+        w, h, seconds, seed, endpoint, lines, audio=audio, sound=sound, first=first, last=last
+    )
     return Produced([MediaFile("video.mp4", "video/mp4", data)], {"video": plan})
 
 
 # --------------------------------------------------------------------------- speech
 
 
-def _speech(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _speech(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     a = asked(endpoint, payload)
     audio, voice = a.section("audio_setting"), a.section("voice_setting")
     rate = int(audio.choice("sample_rate", "32000"))
     channels = int(audio.choice("channel", "1"))
     fmt = audio.choice("format", "mp3")
     bitrate = int(audio.choice("bitrate", "128000"))
-    pcm = synth.speech_pcm(
-        str(payload.get("text", "")),
-        rate,
-        channels,
-        speed=voice.num("speed", 1.0, 0.5, 2.0),
-        pitch=voice.int("pitch", 0, -12, 12),
-        volume=voice.num("vol", 1.0, 0.0, 10.0),
-    )
+    text, speed = str(payload.get("text", "")), voice.num("speed", 1.0, 0.5, 2.0)
+    pitch, volume = voice.int("pitch", 0, -12, 12), voice.num("vol", 1.0, 0.0, 10.0)
+    pcm = synth.speech_pcm(text, rate, channels, speed=speed, pitch=pitch, volume=volume)
     data, content_type = synth.encode_audio(pcm, rate, channels, fmt, bitrate)
     seconds = synth.pcm_seconds(pcm, rate, channels)
     hex_only = a.choice("output_format", "url") == "hex"
@@ -377,12 +310,10 @@ def _speech(
     files = [MediaFile(f"speech.{ext}", content_type, data, hex_only=hex_only)]
     if a.flag("subtitle_enable"):
         by = "word" if a.choice("subtitle_type", "sentence").startswith("word") else "sentence"
-        cues = subtitles(str(payload.get("text", "")), voice.num("speed", 1.0, 0.5, 2.0), by)
-        files.append(MediaFile("subtitles.json", "application/json", json.dumps(cues).encode()))
-    return Produced(
-        files,
-        {"duration_ms": round(seconds * 1000), "sample_rate": rate, "channels": channels},
-    )
+        cues = json.dumps(subtitles(text, speed, by)).encode()
+        files.append(MediaFile("subtitles.json", "application/json", cues))
+    facts = {"duration_ms": round(seconds * 1000), "sample_rate": rate, "channels": channels}
+    return Produced(files, facts)
 
 
 def subtitles(text: str, speed: float, by: str) -> list[dict[str, Any]]:
@@ -391,33 +322,18 @@ def subtitles(text: str, speed: float, by: str) -> list[dict[str, Any]]:
     from its first spoken character to its last (docs/decisions.md#sim-outputs)."""
     cues: list[dict[str, Any]] = []
     words, begin, end, at = "", 0.0, 0.0, 0.0
-
-    def cut() -> None:
-        nonlocal words
-        if words.strip():
-            cues.append(
-                {
-                    "text": words.strip(),
-                    "time_begin": round(begin * 1000),
-                    "time_end": round(end * 1000),
-                }
-            )
-        words = ""
-
-    for kind, seconds, char in synth.speech_pieces(text, speed):
+    for kind, seconds, char in [*synth.speech_pieces(text, speed), ("silence", 0.0, "")]:
         if kind == "voice":
             begin = at if not words.strip() else begin
             end = at + seconds
         words += char if char != "\n" else " "
         at += seconds
-        if (
-            char == ""
-            or char == "\n"
-            or char in synth.SENTENCE_END
-            or (by == "word" and char.isspace())
-        ):
-            cut()
-    cut()
+        # "" (a pause, and the end of the text added above) is in every string: a cut too
+        if char in synth.SENTENCE_END + "\n" or (by == "word" and char.isspace()):
+            if words.strip():
+                ms = round(begin * 1000), round(end * 1000)
+                cues.append({"text": words.strip(), "time_begin": ms[0], "time_end": ms[1]})
+            words = ""
     return cues
 
 
@@ -428,15 +344,11 @@ def _mp3(name: str, pcm: bytes) -> Produced:
     return Produced([MediaFile(name, content_type, data)], {"duration_ms": round(seconds * 1000)})
 
 
-def _audio_preview(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _audio_preview(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     return _mp3("preview.mp3", synth.preview_voice(str(payload.get("text", ""))))
 
 
-def _default_audio(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _default_audio(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     """A speech or audio endpoint registered at run time: the preview voice reading
     ``text`` (or ``prompt``), or music of ``duration`` seconds when there is neither."""
     text = str(payload.get("text") or payload.get("prompt") or "").strip()
@@ -445,13 +357,11 @@ def _default_audio(
     return _mp3("audio.mp3", pcm)
 
 
-def _nothing(
-    endpoint: str, payload: Mapping[str, Any], seed: int, ctx: Mapping[str, Any]
-) -> Produced:
+def _nothing(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     return Produced()  # JSON-only operations: the world writes their records
 
 
-Producer = Callable[[str, Mapping[str, Any], int, Mapping[str, Any]], Produced]
+Producer = Callable[[str, Fields, int, Fields], Produced]
 
 #: The media of each kind's endpoints that have no maker of their own (the
 #: service's videos are among them: :func:`video_plan` knows each).
@@ -483,9 +393,9 @@ def producer(endpoint: str, kind: str) -> Producer:
 def produce(
     endpoint: str,
     kind: str,
-    payload: Mapping[str, Any],
+    payload: Fields,
     seed: int,
-    ctx: Mapping[str, Any],
+    ctx: Fields,
     files: FileStore | None = None,
 ) -> Produced:
     """The media of one finished task (called in a worker thread).

@@ -61,8 +61,5 @@ def payload_errors(endpoint_id: str, payload: Mapping[str, Any]) -> list[dict[st
 
 def describe_errors(errors: list[dict[str, Any]]) -> str:
     """The 422 ``detail`` text: ``Invalid payload: loc: msg; loc: msg``."""
-    parts = []
-    for err in errors:
-        loc = ".".join(str(p) for p in err["loc"]) or "(body)"
-        parts.append(f"{loc}: {err['msg']}")
-    return "Invalid payload: " + "; ".join(parts)
+    located = ((".".join(str(p) for p in err["loc"]) or "(body)", err["msg"]) for err in errors)
+    return "Invalid payload: " + "; ".join(f"{loc}: {msg}" for loc, msg in located)

@@ -23,9 +23,6 @@ import av
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
 from .looks import Look, background
-from .looks import endpoint_colour as endpoint_colour  # re-exported
-from .looks import weighted_words as weighted_words  # re-exported
-from .looks import word_colour as word_colour  # re-exported
 
 IMAGE_FORMATS = {
     "png": ("PNG", "image/png"),
@@ -69,8 +66,7 @@ def caption(image: Image.Image, title: str, lines: Sequence[str]) -> None:
     panel_h = int(size * 1.9) + len(body) * (size + 4) + size
     overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))
     ImageDraw.Draw(overlay).rectangle((0, height - panel_h, width, height), fill=(0, 0, 0, 150))
-    base = image.convert("RGBA")
-    base.alpha_composite(overlay)
+    base = Image.alpha_composite(image.convert("RGBA"), overlay)
     draw = ImageDraw.Draw(base)
     y = height - panel_h + size // 2
     draw.text((size, y), title, font=font, fill=(255, 255, 255))
@@ -129,24 +125,13 @@ def extend(source: Image.Image, direction: int, scale: float, seed: int) -> Imag
     base = source.convert("RGB")
     if grow_w <= 0 and grow_h <= 0:  # already at the largest side
         return base
-    if vertical:
-        strip = base.crop(
-            (0, height - grow_h, width, height) if direction == 0 else (0, 0, width, grow_h)
-        )
-        strip = (
-            ImageOps.flip(strip)
-            if grow_h <= height
-            else ImageOps.flip(base).resize((width, grow_h))
-        )
-    else:
-        strip = base.crop(
-            (width - grow_w, 0, width, height) if direction == 1 else (0, 0, grow_w, height)
-        )
-        strip = (
-            ImageOps.mirror(strip)
-            if grow_w <= width
-            else ImageOps.mirror(base).resize((grow_w, height))
-        )
+    turned = ImageOps.flip if vertical else ImageOps.mirror
+    size = (width, grow_h) if vertical else (grow_w, height)
+    if grow_w > width or grow_h > height:  # longer than the source itself
+        strip = turned(base).resize(size)
+    else:  # the source's edge on that side
+        edges = {0: (0, height - grow_h, width, height), 1: (width - grow_w, 0, width, height)}
+        strip = turned(base.crop(edges.get(direction, (0, 0, *size))))
     fill = Image.blend(strip, background(*strip.size, seed), 0.5)
     canvas = Image.new("RGB", (new_w, new_h))
     at_source = {0: (0, 0), 1: (0, 0), 2: (0, grow_h), 3: (grow_w, 0)}[direction]
@@ -251,15 +236,6 @@ def _tone(sample_rate: int, seconds: float, freq: float, volume: float = 0.3) ->
     return out
 
 
-def _interleave(mono: array, channels: int) -> array:
-    if channels == 1:
-        return mono
-    out = array("h", bytes(2 * len(mono) * channels))
-    for c in range(channels):
-        out[c::channels] = mono
-    return out
-
-
 def encode_audio(
     pcm: bytes, sample_rate: int, channels: int, fmt: str, bitrate: int | None = None
 ) -> tuple[bytes, str]:
@@ -360,22 +336,21 @@ def speech_pcm(
     """Interleaved s16 PCM of a humming "voice" that follows the text."""
     base = 180.0 * 2 ** (max(-12, min(12, pitch)) / 12)
     vol = 0.35 * max(0.0, min(10.0, volume)) / 1.0
-    voices = [
-        _interleave(
-            _tone(sample_rate, CHAR_SECONDS / (speed or 1), base * (1 + k / 10), vol), channels
-        ).tobytes()
-        for k in range(6)
+    tones = [
+        _tone(sample_rate, CHAR_SECONDS / (speed or 1), base * (1 + k / 10), vol) for k in range(6)
     ]
-    frame = 2 * channels
-    out = bytearray()
+    mono = array("h")
     for i, (kind, seconds, _said) in enumerate(speech_pieces(text, speed)):
-        if kind == "voice":
-            out += voices[(i * 7 + len(out)) % len(voices)]
+        if kind == "voice":  # the tone by the piece's place and the bytes made so far
+            mono += tones[(i * 7 + 2 * channels * len(mono)) % len(tones)]
         else:
-            out += bytes(int(seconds * sample_rate) * frame)
-    if not out:
-        out += bytes(int(0.2 * sample_rate) * frame)
-    return bytes(out)
+            mono += array("h", bytes(2 * int(seconds * sample_rate)))
+    if not mono:
+        mono = array("h", bytes(2 * int(0.2 * sample_rate)))
+    out = array("h", bytes(2 * len(mono) * channels))
+    for channel in range(channels):
+        out[channel::channels] = mono
+    return out.tobytes()
 
 
 def pcm_seconds(pcm: bytes, sample_rate: int, channels: int) -> float:

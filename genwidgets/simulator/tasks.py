@@ -40,18 +40,10 @@ class Output:
     encoding: str | None = None
 
     def body(self, base_url: str) -> dict[str, Any]:
-        entry: dict[str, Any] = {
-            "content_type": self.content_type,
-            "file_name": self.file_name,
-            "file_size": self.size,
-        }
-        if self.file is not None:
-            entry["url"] = base_url + self.file.url_path
-        if self.inline is not None:
-            entry["content"] = self.inline
-        if self.encoding:
-            entry["encoding"] = self.encoding
-        return entry
+        url = base_url + self.file.url_path if self.file is not None else None
+        given = {"url": url, "content": self.inline, "encoding": self.encoding or None}
+        entry = {"content_type": self.content_type, "file_name": self.file_name}
+        return entry | {"file_size": self.size} | {k: v for k, v in given.items() if v is not None}
 
 
 @dataclass
@@ -105,13 +97,9 @@ class Scheduler:
         self._queue.append(task)
         self._pump()
 
-    def queue_position(self, task: Task) -> int:
-        if task.status != IN_QUEUE:
-            return 0
-        for index, queued in enumerate(self._queue):
-            if queued is task:
-                return index + 1
-        return 0
+    def place(self, task: Task) -> int | None:
+        """The task's 0-based place in the queue, or None when it is not queued."""
+        return next((index for index, queued in enumerate(self._queue) if queued is task), None)
 
     def cancel(self, task: Task) -> bool:
         """End a live task as cancelled; False if it had already completed."""
@@ -148,9 +136,7 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         run_seconds = task.run_seconds = task.base_seconds / self._speed()
         try:
-            made = None
-            if not task.fails:
-                made = loop.run_in_executor(self._executor, self._make, task)
+            made = None if task.fails else loop.run_in_executor(self._executor, self._make, task)
             await asyncio.sleep(run_seconds)
             if made is None:
                 self._complete(task, RUNTIME_ERROR, "runtime_error")
@@ -182,14 +168,8 @@ class Scheduler:
 
     def _store(self, made: MediaFile) -> Output:
         if made.hex_only:
-            return Output(
-                None,
-                made.content_type,
-                made.name,
-                len(made.data),
-                inline=made.data.hex(),
-                encoding="hex",
-            )
+            hexed = made.data.hex()
+            return Output(None, made.content_type, made.name, len(made.data), hexed, "hex")
         stored = self._files.put(made.name, made.content_type, made.data)
         return Output(stored, made.content_type, stored.name, stored.size, inline=made.inline)
 

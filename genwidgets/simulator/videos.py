@@ -15,31 +15,15 @@ from .asked import Asked, asked, ratio_of, size_of
 from .inputs import Inputs
 from .rules import rule_for
 
+#: vidA's sizes by tier and ratio (w x h at 16:9, a x b at 4:3, s square, x at 21:9):
+#: each portrait size is a landscape one turned
 VIDA_DIMENSIONS = {
-    "480p": {
-        "16:9": (864, 496),
-        "4:3": (752, 560),
-        "1:1": (640, 640),
-        "3:4": (560, 752),
-        "9:16": (496, 864),
-        "21:9": (992, 432),
-    },
-    "720p": {
-        "16:9": (1280, 720),
-        "4:3": (1112, 834),
-        "1:1": (960, 960),
-        "3:4": (834, 1112),
-        "9:16": (720, 1280),
-        "21:9": (1470, 630),
-    },
-    "1080p": {
-        "16:9": (1920, 1080),
-        "4:3": (1664, 1248),
-        "1:1": (1440, 1440),
-        "3:4": (1248, 1664),
-        "9:16": (1080, 1920),
-        "21:9": (2206, 946),
-    },
+    tier: {"16:9": (w, h), "4:3": (a, b), "1:1": (s, s), "3:4": (b, a), "9:16": (h, w), "21:9": x}
+    for tier, ((w, h), (a, b), s, x) in {
+        "480p": ((864, 496), (752, 560), 640, (992, 432)),
+        "720p": ((1280, 720), (1112, 834), 960, (1470, 630)),
+        "1080p": ((1920, 1080), (1664, 1248), 1440, (2206, 946)),
+    }.items()
 }
 TIER_SHORT_SIDE = {"360p": 360, "540p": 540, "720p": 720, "1080p": 1080, "2k": 1440, "4k": 2160}
 AUDIO_FLAGS = ("audio", "generate_audio", "with_audio", "enable_audio")
@@ -189,11 +173,8 @@ def lip_sync_sound(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> bytes:
     choices = payload.get("face_choose")
     listed = choices if isinstance(choices, list) else []
     choice = next((c for c in listed if isinstance(c, dict)), {})
-    pcm = (
-        synth.decode_audio(data)
-        if (data := inputs_of(ctx).read(choice.get("sound_file")))
-        else None
-    )
+    data = inputs_of(ctx).read(choice.get("sound_file"))
+    pcm = synth.decode_audio(data) if data else None
     if pcm is None:
         texts = ctx.get("audio_texts")
         text = texts.get(choice.get("audio_id")) if isinstance(texts, dict) else None

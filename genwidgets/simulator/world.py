@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .tasks import Task
 
 Errors = list[dict[str, Any]]
+JsonAnswer = tuple[str, Mapping[str, Any]]  # an answer's JSON output: its file name, its value
 ASSET_ACTIVATION_SECONDS = 1.0
 DEMO_ASSET_ID = "asset-demo"
 DEMO_GROUP_ID = "group-demo"
@@ -40,29 +41,28 @@ def _new_id(prefix: str) -> str:
 
 @dataclass
 class Asset:
+    """An asset: its id, the asset-create fields it was made with, when it was made and
+    when it turns Active."""
+
     id: str
-    name: str
-    url: str
-    asset_type: str
-    group_id: str
-    project: str
+    fields: Mapping[str, Any]
     created: float
     active_at: float
 
     def record(self, base_url: str, now: float | None = None) -> dict[str, Any]:
         now = time.time() if now is None else now
         active = now >= self.active_at
-        url = base_url + self.url if self.url.startswith("/") else self.url
+        p, url = self.fields, str(self.fields.get("URL"))
         return {
             "Id": self.id,
-            "Name": self.name,
-            "URL": url,
-            "AssetType": self.asset_type,
-            "GroupId": self.group_id,
+            "Name": str(p.get("Name") or "asset"),
+            "URL": base_url + url if url.startswith("/") else url,
+            "AssetType": str(p.get("AssetType") or "Image"),
+            "GroupId": str(p.get("GroupId")),
             "Status": "Active" if active else "Processing",
             "CreateTime": _iso(self.created),
             "UpdateTime": _iso(self.active_at if active else self.created),
-            "ProjectName": self.project,
+            "ProjectName": str(p.get("ProjectName") or "default"),
         }
 
 
@@ -81,11 +81,6 @@ class Checking:
         self.errors.append({"loc": loc, "msg": msg})
 
 
-def _json_output(name: str, value: Mapping[str, Any]) -> MediaFile:
-    text = json.dumps(value)
-    return MediaFile(name, "application/json", text.encode(), inline=text)
-
-
 class World:
     """Assets, face sessions, audio previews and elements; checks and JSON results."""
 
@@ -95,18 +90,8 @@ class World:
         self.groups: dict[str, dict[str, str]] = {
             DEMO_GROUP_ID: {"Name": "Demo group", "ProjectName": "default"}
         }
-        self.assets: dict[str, Asset] = {
-            DEMO_ASSET_ID: Asset(
-                DEMO_ASSET_ID,
-                "Demo image",
-                demo_image_path,
-                "Image",
-                DEMO_GROUP_ID,
-                "default",
-                now,
-                now,
-            )
-        }
+        demo = {"Name": "Demo image", "URL": demo_image_path, "GroupId": DEMO_GROUP_ID}
+        self.assets: dict[str, Asset] = {DEMO_ASSET_ID: Asset(DEMO_ASSET_ID, demo, now, now)}
         self.sessions: dict[str, set[str]] = {}
         self.audio_ms: dict[str, int] = {}
         self.audio_texts: dict[str, str] = {}  # audio_id -> the previewed text (its voice)
@@ -135,32 +120,27 @@ class World:
             c.fail((number_field,), f"must be 0, 1, 2 or 3, got {number!r}")
         job_id = c.payload.get("jobId")
         upstream = self._lookup(job_id) if isinstance(job_id, str) else None
+        v8 = bool(upstream and upstream.context.get("v8_diffusion"))
         if upstream is None or upstream.key != c.key:
-            c.fail(
-                ("jobId",),
+            problem = (
                 f"no imgM task {job_id!r} found; "
-                "use the request_id of a completed imgM-v8.1-t2i or imgM_diffusion task",
+                "use the request_id of a completed imgM-v8.1-t2i or imgM_diffusion task"
             )
-            return
-        if family_of(upstream.endpoint) != "imgM":
-            c.fail(
-                ("jobId",), f"task {job_id!r} is a {upstream.endpoint} task, not an imgM image task"
+        elif family_of(upstream.endpoint) != "imgM":
+            problem = f"task {job_id!r} is a {upstream.endpoint} task, not an imgM image task"
+        elif upstream.status != "COMPLETED":
+            problem = f"task {job_id!r} is {upstream.status}; wait until it is COMPLETED"
+        elif upstream.error:
+            problem = f"task {job_id!r} failed ({upstream.error_type}) and has no images"
+        elif v8 and not takes_v8:
+            problem = (
+                f"task {job_id!r} comes from imgM_diffusion with a V8-series version, which "
+                "does not support inpaint, pan or outpaint; use a --v 7 task"
             )
-            return
-        if upstream.status != "COMPLETED":
-            c.fail(("jobId",), f"task {job_id!r} is {upstream.status}; wait until it is COMPLETED")
-            return
-        if upstream.error:
-            c.fail(("jobId",), f"task {job_id!r} failed ({upstream.error_type}) and has no images")
-            return
-        v8 = bool(upstream.context.get("v8_diffusion"))
-        if v8 and not takes_v8:
-            c.fail(
-                ("jobId",),
-                f"task {job_id!r} comes from imgM_diffusion "
-                "with a V8-series version, which does not support inpaint, pan or "
-                "outpaint; use a --v 7 task",
-            )
+        else:
+            problem = ""
+        if problem or upstream is None:
+            c.fail(("jobId",), problem)
             return
         named = (
             upstream.outputs[number]
@@ -222,10 +202,10 @@ class World:
                 f"unknown session {session!r}; call "
                 "vidK-face-identify first and use its session_id",
             )
-        choices = c.payload.get("face_choose")
-        for i, choice in enumerate(choices if isinstance(choices, list) else []):
-            if not isinstance(choice, dict):
-                continue
+        given = c.payload.get("face_choose")
+        listed = given if isinstance(given, list) else []
+        choices = [(i, choice) for i, choice in enumerate(listed) if isinstance(choice, dict)]
+        for i, choice in choices:
             face = choice.get("face_id")
             if faces is not None and (not isinstance(face, str) or face not in faces):
                 c.fail(
@@ -247,13 +227,8 @@ class World:
             c.context["audio_seconds"] = max(2.0, min(60.0, milliseconds / 1000))
         # what vidK-lip-sync's media starts from: the identified video and the previews' voices
         c.context["source_video"] = self.session_videos.get(str(session))
-        chosen = (
-            [choice.get("audio_id") for choice in choices if isinstance(choice, dict)]
-            if isinstance(choices, list)
-            else []
-        )
-        texts = {a: self.audio_texts[a] for a in chosen if a in self.audio_texts}
-        c.context["audio_texts"] = texts
+        chosen = [choice.get("audio_id") for _, choice in choices]
+        c.context["audio_texts"] = {a: self.audio_texts[a] for a in chosen if a in self.audio_texts}
 
     def check_elements(self, c: Checking) -> None:
         items = c.payload.get("element_list")
@@ -270,69 +245,55 @@ class World:
     def finish(self, task: Task, speed: float) -> list[MediaFile]:
         """Register what a successful task created; its JSON outputs."""
         answer = operation_of(task.endpoint).answer
-        return answer(self, task, speed) if answer is not None else []
+        if answer is None:
+            return []
+        name, value = answer(self, task, speed)
+        text = json.dumps(value)
+        return [MediaFile(name, "application/json", text.encode(), inline=text)]
 
-    def create_group(self, task: Task, speed: float) -> list[MediaFile]:
+    def create_group(self, task: Task, speed: float) -> JsonAnswer:
         p, group = task.payload, _new_id("group")
         self.groups[group] = {
             "Name": str(p.get("Name")),
             "ProjectName": str(p.get("ProjectName", "default")),
         }
-        return [_json_output("group.json", {"GroupId": group})]
+        return "group.json", {"GroupId": group}
 
-    def create_asset(self, task: Task, speed: float) -> list[MediaFile]:
-        p, now = task.payload, time.time()
-        asset = Asset(
-            _new_id("asset"),
-            str(p.get("Name") or "asset"),
-            str(p.get("URL")),
-            str(p.get("AssetType") or "Image"),
-            str(p.get("GroupId")),
-            str(p.get("ProjectName") or "default"),
-            now,
-            now + ASSET_ACTIVATION_SECONDS / speed,
-        )
+    def create_asset(self, task: Task, speed: float) -> JsonAnswer:
+        now = time.time()
+        asset = Asset(_new_id("asset"), task.payload, now, now + ASSET_ACTIVATION_SECONDS / speed)
         self.assets[asset.id] = asset
-        return [_json_output("asset.json", asset.record(task.base_url, now))]
+        return "asset.json", asset.record(task.base_url, now)
 
-    def get_asset(self, task: Task, speed: float) -> list[MediaFile]:
+    def get_asset(self, task: Task, speed: float) -> JsonAnswer:
         asset = self.assets[str(task.payload.get("Id"))]
-        return [_json_output("asset.json", asset.record(task.base_url, time.time()))]
+        return "asset.json", asset.record(task.base_url, time.time())
 
-    def identify_faces(self, task: Task, speed: float) -> list[MediaFile]:
+    def identify_faces(self, task: Task, speed: float) -> JsonAnswer:
         session, face = _new_id("session"), _new_id("face")
         self.sessions[session] = {face}
         self.session_videos[session] = task.payload.get("video_url")
-        return [
-            _json_output(
-                "faces.json",
-                {
-                    "session_id": session,
-                    "face_data": [{"face_id": face, "start_time": 0, "end_time": 5000}],
-                },
-            )
-        ]
+        faces = [{"face_id": face, "start_time": 0, "end_time": 5000}]
+        return "faces.json", {"session_id": session, "face_data": faces}
 
-    def preview_audio(self, task: Task, speed: float) -> list[MediaFile]:
+    def preview_audio(self, task: Task, speed: float) -> JsonAnswer:
         audio = _new_id("audio")
         self.audio_ms[audio] = int(task.facts.get("duration_ms", 5000))
         self.audio_texts[audio] = str(task.payload.get("text", ""))
-        return [
-            _json_output("audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]})
-        ]
+        return "audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]}
 
-    def create_element(self, task: Task, speed: float) -> list[MediaFile]:
+    def create_element(self, task: Task, speed: float) -> JsonAnswer:
         element, self._next_element = self._next_element, self._next_element + 1
         self.elements.add(element)
-        return [_json_output("element.json", {"element_id": element})]
+        return "element.json", {"element_id": element}
 
-    def create_subject(self, task: Task, speed: float) -> list[MediaFile]:
+    def create_subject(self, task: Task, speed: float) -> JsonAnswer:
         name = str(task.payload.get("name"))
-        return [_json_output("subject.json", {"subject_id": _new_id("subject"), "name": name})]
+        return "subject.json", {"subject_id": _new_id("subject"), "name": name}
 
 
 Check = Callable[[World, Checking], None]
-Answer = Callable[[World, "Task", float], list[MediaFile]]
+Answer = Callable[[World, "Task", float], JsonAnswer]
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from genwidgets.simulator import SimulatorServer
-from genwidgets.simulator.outputs import video_plan
 from genwidgets.simulator.registry import ENDPOINTS
+from genwidgets.simulator.videos import video_plan
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,7 +9,8 @@ from PIL import Image
 
 from genwidgets.catalog.registry import KINDS
 from genwidgets.simulator import synth
-from genwidgets.simulator.outputs import DEFAULT_MAKERS, NO_MEDIA, produce, video_plan
+from genwidgets.simulator.outputs import DEFAULT_MAKERS, NO_MEDIA, produce
+from genwidgets.simulator.videos import video_plan
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from PIL import Image, ImageChops, ImageStat
 
-from genwidgets.simulator import synth
-from genwidgets.simulator.outputs import VIDA_DIMENSIONS, tier_dimensions, video_plan
+from genwidgets.simulator import looks, synth
+from genwidgets.simulator.videos import VIDA_DIMENSIONS, tier_dimensions, video_plan
 
 pytestmark = pytest.mark.timeout(60)
 Run = Callable[..., dict[str, Any]]
@@ -273,7 +273,7 @@ def test_prompts_differ_far_more_than_seeds_of_one_prompt(run: Run) -> None:
 
 
 def test_the_same_word_makes_the_same_motif_in_any_model() -> None:
-    assert synth.word_colour("fox") == synth.word_colour("fox")
+    assert looks.word_colour("fox") == looks.word_colour("fox")
     a = synth.Look.read("genW2.5-t2i-preview · 1/1", ["a fox"]).draw(256, 256, 1)
     b = synth.Look.read("imgM-v8.1-t2i · 1/4", ["a fox"]).draw(256, 256, 1)
     assert a.tobytes() == b.tobytes()  # the endpoint only signs, in the caption step
@@ -281,13 +281,13 @@ def test_the_same_word_makes_the_same_motif_in_any_model() -> None:
 
 @pytest.mark.parametrize("endpoint", ["genW2.5-t2i-preview", "imgM-v8.1-t2i", "vidVq2-text2video"])
 def test_each_endpoint_signs_its_pictures(endpoint: str) -> None:
-    colour = synth.endpoint_colour(endpoint)
+    colour = looks.endpoint_colour(endpoint)
     for prompt, seed in (("a fox", 1), ("a dark forest", 9)):
         image = synth.picture(400, 300, seed, f"{endpoint} · 1/1", [prompt])
         # the frame's middle of the left side is the endpoint's colour, whatever the prompt
         assert image.getpixel((2, 150)) == colour
     others = {
-        synth.endpoint_colour(e)
+        looks.endpoint_colour(e)
         for e in ("genW2.5-t2i-preview", "imgM-v8.1-t2i", "vidVq2-text2video", "imgQ-edit-plus")
     }
     assert len(others) == 4
@@ -309,7 +309,7 @@ def test_imgm_parameters_change_what_they_name(run: Run) -> None:
     # --stylize widens the endpoint's frame: a pixel inside the plain frame is framed now
     side = min(plain.size)
     probe = (int(side * 0.07), plain.size[1] // 2)
-    colour = synth.endpoint_colour("imgM-v8.1-t2i")
+    colour = looks.endpoint_colour("imgM-v8.1-t2i")
     assert plain.getpixel(probe) != colour and styled.getpixel(probe) == colour
     # a heavier part takes more of the picture in its word's motif colour
     heavy, light = shot("fox::3 snow"), shot("fox::0.3 snow")

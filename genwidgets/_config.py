@@ -8,6 +8,7 @@ import time), so a notebook can set them late.
 from __future__ import annotations
 
 import getpass
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -206,9 +207,22 @@ def redact(text: str) -> str:
     return re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}", r"\1***", text)
 
 
+def is_loopback_host(host: str | None) -> bool:
+    """Whether ``host`` names this machine without a DNS lookup (no rebinding): a name
+    that only starts like an address of it (``127.example.com``) is another machine."""
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def is_loopback(url: str) -> bool:
-    host = (urlsplit(url).hostname or "").lower()
-    return host in {"localhost", "::1"} or host.startswith("127.")
+    """Whether ``url``'s host is this machine (see :func:`is_loopback_host`)."""
+    return is_loopback_host(urlsplit(url).hostname)
 
 
 @dataclass(frozen=True)

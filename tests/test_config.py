@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from genwidgets._config import saved_media, served_url, shown_path
+from genwidgets._config import is_loopback, is_loopback_host, saved_media, served_url, shown_path
 
 
 def test_paths_under_the_genwidgets_home_are_shown_from_it(
@@ -95,9 +95,10 @@ def test_the_clients_defaults_have_one_home() -> None:
     for made in (Client.__init__, Gateway.__init__):
         params = inspect.signature(made).parameters
         assert {name: params[name].default for name in wanted} == wanted
-    assert httpx.Timeout(
-        _config.FETCH_TIMEOUT_S, connect=_config.FETCH_CONNECT_TIMEOUT_S
-    ) == fetch.DEFAULT_TIMEOUT
+    assert (
+        httpx.Timeout(_config.FETCH_TIMEOUT_S, connect=_config.FETCH_CONNECT_TIMEOUT_S)
+        == fetch.DEFAULT_TIMEOUT
+    )
     assert downloads.DEFAULT_TIMEOUT is fetch.DEFAULT_TIMEOUT
     assert downloads.DEFAULT_MAX_BYTES == fetch.MAX_READ_BYTES == _config.MAX_FETCH_BYTES
     client = AsyncClient("http://127.0.0.1:9", "sk-defaults-test")  # never sends anything
@@ -105,3 +106,20 @@ def test_the_clients_defaults_have_one_home() -> None:
         assert client._pool.workers == _config.DEFAULT_MAX_IN_FLIGHT
     finally:
         asyncio.run(client.aclose())
+
+
+def test_this_machine_is_told_by_address_never_by_how_a_name_begins() -> None:
+    assert [is_loopback_host(h) for h in ("localhost", "127.0.0.1", "127.5.5.5", "[::1]")] == [
+        True
+    ] * 4
+    others = ("example.com", "10.0.0.1", "0.0.0.0", None, "127.example.com", "127.0.0.1.example")
+    assert [is_loopback_host(h) for h in others] == [False] * 6
+    assert is_loopback("http://[::1]:8000/x") and is_loopback("http://LOCALHOST:1/")
+    assert not is_loopback("http://127.evil.example/queue")
+
+
+def test_the_key_is_refused_over_plain_http_to_a_host_named_like_loopback() -> None:
+    import genwidgets as gw
+
+    with pytest.raises(ValueError, match="allow_insecure"):
+        gw.Client("http://127.evil.example", "sk-123456")

@@ -20,6 +20,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._config import is_loopback_host
 from .._workers import Workers
 from ..catalog.openapi_schema import openapi
 from ..catalog.validation import names_a_webhook
@@ -29,7 +30,6 @@ from . import dialects
 from .config import SimConfig
 from .faults import Dice, RateLimiter
 from .files import FileStore
-from .inputs import is_loopback
 from .registry import BASE_SECONDS, ENDPOINTS, describe_errors, payload_errors
 from .synth import image_file
 from .tasks import COMPLETED, Scheduler, Task, log
@@ -355,7 +355,7 @@ def _loopback_only(
 ) -> Callable[[Request], Awaitable[Response]]:
     async def guarded(request: Request) -> Response:
         host = request.client.host if request.client else ""
-        if not (is_loopback(host) or host == "testclient"):  # starlette's TestClient
+        if not (is_loopback_host(host) or host == "testclient"):  # starlette's TestClient
             return detail(403, "Simulator introspection is only served to loopback clients")
         return await handler(request)
 

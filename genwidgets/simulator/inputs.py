@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import binascii
 import io
-import ipaddress
 import re
 import time
 from urllib.parse import unquote, urlsplit
@@ -21,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 import httpx
 from PIL import Image
 
+from .._config import is_loopback_host
 from .._formats import decode_data_url
 from .files import FileStore
 
@@ -31,18 +31,6 @@ FETCH_TIMEOUT = 2.0
 """Seconds for one loopback fetch, connect to last byte."""
 
 _OWN_FILE = re.compile(r"/files/([A-Za-z0-9_-]+)/([^/]+)")
-
-
-def is_loopback(host: str | None) -> bool:
-    """Whether ``host`` names this machine without a DNS lookup (no rebinding)."""
-    if not host:
-        return False
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class Inputs:
@@ -98,7 +86,7 @@ class Inputs:
             host = urlsplit(url).hostname
         except ValueError:
             return None
-        if not is_loopback(host):
+        if not is_loopback_host(host):
             return None
         try:
             with (

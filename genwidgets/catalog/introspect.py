@@ -30,6 +30,7 @@ __all__ = [
     "limits_of",
     "literal_choices",
     "models_in",
+    "number_text",
     "single_literal",
     "strip_optional",
     "unannotate",
@@ -147,6 +148,26 @@ class Limits:
     lt: float | None = None
     min_len: int | None = None
     max_len: int | None = None
+
+    @property
+    def low(self) -> float | None:
+        """The lower bound, inclusive (``ge``) or not (``gt``); ``None``: none stated."""
+        return self.ge if self.ge is not None else self.gt
+
+    @property
+    def high(self) -> float | None:
+        """The upper bound, inclusive (``le``) or not (``lt``); ``None``: none stated."""
+        return self.le if self.le is not None else self.lt
+
+    @property
+    def bounded(self) -> bool:
+        """Limited on both sides (a number box then shows the range)."""
+        return self.low is not None and self.high is not None
+
+
+def number_text(x: float) -> str:
+    """A bound as messages and forms write it: ``10``, not ``10.0``."""
+    return str(int(x)) if float(x).is_integer() else str(x)
 
 
 #: The ``annotated_types`` constraints a field may carry: (type, Limits name, attribute).

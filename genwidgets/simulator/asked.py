@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from ..catalog import NO_DEFAULT, field_named, service_default
-from ..catalog.introspect import leaves, limits_of
+from ..catalog.introspect import Limits, is_model, leaves, limits_of
 from .registry import ENDPOINTS
 
 
@@ -53,23 +53,17 @@ class Asked:
         default = service_default(info) if info is not None else NO_DEFAULT
         return fallback if default is NO_DEFAULT else default
 
-    def _range(self, name: str, lo: float, hi: float) -> tuple[float, float]:
-        info = self._info(name)
-        if info is None:
-            return lo, hi
-        limits = limits_of(info.metadata)
-        low = limits.ge if limits.ge is not None else limits.gt
-        high = limits.le if limits.le is not None else limits.lt
-        return (lo if low is None else low, hi if high is None else high)
-
     def num(self, name: str, fallback: float, lo: float, hi: float) -> float:
         """A number, clamped to the model's range (``lo``-``hi`` where it states none)."""
-        low, high = self._range(name, lo, hi)
+        info = self._info(name)
+        limits = limits_of(info.metadata) if info is not None else Limits()
         value = self.get(name, fallback)
         try:
             number = float(value) if not isinstance(value, bool) else fallback
         except (TypeError, ValueError):
             number = fallback
+        low = lo if limits.low is None else limits.low
+        high = hi if limits.high is None else limits.high
         return max(low, min(high, number))
 
     def int(self, name: str, fallback: int, lo: int, hi: int) -> int:
@@ -103,7 +97,7 @@ class Asked:
         value = self.payload.get(name)
         info = self._info(name)
         found = leaves(info.annotation) if info is not None else []
-        models = [leaf for leaf in found if isinstance(leaf, type) and issubclass(leaf, BaseModel)]
+        models = [leaf for leaf in found if is_model(leaf)]
         return Asked(value if isinstance(value, Mapping) else {}, models[0] if models else None)
 
 

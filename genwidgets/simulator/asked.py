@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, get_args, get_origin
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from ..catalog import NO_DEFAULT, field_named, service_default
-from ..catalog.introspect import Limits, is_model, leaves, limits_of
+from ..catalog.introspect import Limits, is_model, leaves, limits_of, literal_values
 from .registry import ENDPOINTS
 
 
@@ -74,12 +74,7 @@ class Asked:
         info = self._info(name)
         if info is None:
             return ()
-        return tuple(
-            str(v).lower()
-            for leaf in leaves(info.annotation)
-            if get_origin(leaf) is Literal
-            for v in get_args(leaf)
-        )
+        return tuple(str(v).lower() for v in literal_values(info.annotation))
 
     def choice(self, name: str, fallback: str) -> str:
         """One of the model's values (lowercase), or ``fallback``."""

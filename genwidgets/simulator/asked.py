@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from ..catalog import NO_DEFAULT, field_named, service_default
+from ..catalog.coerce import parse_size
 from ..catalog.introspect import Limits, is_model, leaves, limits_of, literal_values
 from .registry import ENDPOINTS
 
@@ -111,8 +112,10 @@ def ratio_of(text: str, default: tuple[int, int] = (16, 9)) -> tuple[int, int]:
 
 
 def size_of(text: Any, default: tuple[int, int], lo: int, hi: int) -> tuple[int, int]:
-    """``"1280*720"`` or ``"1280x720"`` as a clamped ``(width, height)``; else ``default``."""
-    match = re.fullmatch(r"\s*(\d{1,5})\s*[*xX]\s*(\d{1,5})\s*", str(text or ""))
-    if not match:
+    """A size the catalog reads (``"1280*720"``, ``"1280x720"``) as a clamped
+    ``(width, height)``; else ``default``."""
+    try:
+        width, height = parse_size(str(text or ""))
+    except ValueError:
         return default
-    return (max(lo, min(hi, int(match.group(1)))), max(lo, min(hi, int(match.group(2)))))
+    return (max(lo, min(hi, width)), max(lo, min(hi, height)))

@@ -22,12 +22,6 @@ from ..catalog.introspect import Limits, is_model, leaves, limits_of, literal_va
 from .registry import ENDPOINTS
 
 
-def _flag(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in {"true", "on", "yes", "1", "enabled"}
-    return bool(value)
-
-
 class Asked:
     """A payload and the model of its endpoint (``None`` for a model we do not know)."""
 
@@ -86,7 +80,9 @@ class Asked:
     def flag(self, name: str, fallback: bool = False) -> bool:
         """A switch: true, ``"on"``, ``"yes"``... sent or by the service's default."""
         value = self.get(name)
-        return fallback if value is None else _flag(value)
+        if isinstance(value, str):
+            return value.strip().lower() in {"true", "on", "yes", "1", "enabled"}
+        return fallback if value is None else bool(value)
 
     def section(self, name: str) -> Asked:
         """A nested object, read through its own model."""

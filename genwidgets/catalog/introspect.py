@@ -29,7 +29,9 @@ __all__ = [
     "leaves",
     "limits_of",
     "literal_choices",
+    "literal_values",
     "models_in",
+    "number_text",
     "single_literal",
     "strip_optional",
     "unannotate",
@@ -114,6 +116,12 @@ def item_annotation(annotation: Any) -> Any:
     return args[0] if args else Any
 
 
+def literal_values(annotation: Any) -> list[Any]:
+    """Every ``Literal`` value among the members of ``annotation``, other members left
+    aside: ``bool | Literal["on", "off"]`` gives ``["on", "off"]``."""
+    return [v for leaf in leaves(annotation) if get_origin(leaf) is Literal for v in get_args(leaf)]
+
+
 def literal_choices(annotation: Any) -> list[Any] | None:
     """The values a choice field offers: an ``Enum``'s values, a ``Literal``'s, or a
     union of ``Literal``s joined; ``None`` when the annotation is not a choice."""
@@ -121,10 +129,8 @@ def literal_choices(annotation: Any) -> list[Any] | None:
         return [member.value for member in annotation]
     if get_origin(annotation) is Literal:
         return list(get_args(annotation))
-    if is_union(annotation):
-        members = [unannotate(a) for a in get_args(annotation)]
-        if all(get_origin(m) is Literal for m in members):
-            return [v for m in members for v in get_args(m)]
+    if is_union(annotation) and all(get_origin(m) is Literal for m in leaves(annotation)):
+        return literal_values(annotation)
     return None
 
 
@@ -147,6 +153,26 @@ class Limits:
     lt: float | None = None
     min_len: int | None = None
     max_len: int | None = None
+
+    @property
+    def low(self) -> float | None:
+        """The lower bound, inclusive (``ge``) or not (``gt``); ``None``: none stated."""
+        return self.ge if self.ge is not None else self.gt
+
+    @property
+    def high(self) -> float | None:
+        """The upper bound, inclusive (``le``) or not (``lt``); ``None``: none stated."""
+        return self.le if self.le is not None else self.lt
+
+    @property
+    def bounded(self) -> bool:
+        """Limited on both sides (a number box then shows the range)."""
+        return self.low is not None and self.high is not None
+
+
+def number_text(x: float) -> str:
+    """A bound as messages and forms write it: ``10``, not ``10.0``."""
+    return str(int(x)) if float(x).is_integer() else str(x)
 
 
 #: The ``annotated_types`` constraints a field may carry: (type, Limits name, attribute).

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, get_args, get_origin
+from typing import Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from .fields import known_names
-from .introspect import leaves
+from .introspect import leaves, literal_values
 from .markers import reject_bool
 
 
@@ -70,7 +70,7 @@ class _Shape:
 
 def _shape(annotation: Any) -> _Shape:
     members = list(leaves(annotation))
-    literals = [v for leaf in members if get_origin(leaf) is Literal for v in get_args(leaf)]
+    literals = literal_values(annotation)
     plain = {leaf for leaf in members if isinstance(leaf, type)}
     has_bool = bool in plain or any(isinstance(v, bool) for v in literals)
     ints = frozenset(v for v in literals if isinstance(v, int) and not isinstance(v, bool))

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from ..errors import PayloadError
 from .fields import known_names
 from .findings import UnknownFieldWarning, soft_warning
-from .introspect import limits_of
+from .introspect import limits_of, number_text
 from .model import EndpointModel
 from .paths import field_info_at
 from .registry import endpoint
@@ -49,10 +49,6 @@ _RANGE_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_
 _LENGTH_ERRORS = {"string_too_short", "string_too_long", "too_short", "too_long"}
 
 
-def _number(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
-
-
 def _whole_range(model: type[EndpointModel], error: Mapping[str, Any]) -> str | None:
     """``must be 1-10; got 99`` for a bound pydantic names alone (it says only the
     bound that failed); None when the field states one bound only."""
@@ -62,14 +58,13 @@ def _whole_range(model: type[EndpointModel], error: Mapping[str, Any]) -> str | 
     limits = limits_of(info.metadata)
     got = error.get("input")
     if error["type"] in _RANGE_ERRORS:
-        low = limits.ge if limits.ge is not None else limits.gt
-        high = limits.le if limits.le is not None else limits.lt
+        low, high = limits.low, limits.high
         if low is None or high is None:
             return None
         if limits.gt is None and limits.lt is None:
-            span = f"{_number(low)}-{_number(high)}"
+            span = f"{number_text(low)}-{number_text(high)}"
         else:
-            span = f"between {_number(low)} and {_number(high)}"
+            span = f"between {number_text(low)} and {number_text(high)}"
             span += " (both excluded)" if limits.gt is not None and limits.lt is not None else ""
         return f"must be {span}; got {got!r}"
     if limits.min_len is None or limits.max_len is None:

@@ -11,20 +11,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, get_args, get_origin
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from ..catalog import NO_DEFAULT, field_named, service_default
-from ..catalog.introspect import leaves, limits_of
+from ..catalog.coerce import parse_size
+from ..catalog.introspect import Limits, is_model, leaves, limits_of, literal_values
 from .registry import ENDPOINTS
-
-
-def _flag(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in {"true", "on", "yes", "1", "enabled"}
-    return bool(value)
 
 
 class Asked:
@@ -53,23 +48,17 @@ class Asked:
         default = service_default(info) if info is not None else NO_DEFAULT
         return fallback if default is NO_DEFAULT else default
 
-    def _range(self, name: str, lo: float, hi: float) -> tuple[float, float]:
-        info = self._info(name)
-        if info is None:
-            return lo, hi
-        limits = limits_of(info.metadata)
-        low = limits.ge if limits.ge is not None else limits.gt
-        high = limits.le if limits.le is not None else limits.lt
-        return (lo if low is None else low, hi if high is None else high)
-
     def num(self, name: str, fallback: float, lo: float, hi: float) -> float:
         """A number, clamped to the model's range (``lo``-``hi`` where it states none)."""
-        low, high = self._range(name, lo, hi)
+        info = self._info(name)
+        limits = limits_of(info.metadata) if info is not None else Limits()
         value = self.get(name, fallback)
         try:
             number = float(value) if not isinstance(value, bool) else fallback
         except (TypeError, ValueError):
             number = fallback
+        low = lo if limits.low is None else limits.low
+        high = hi if limits.high is None else limits.high
         return max(low, min(high, number))
 
     def int(self, name: str, fallback: int, lo: int, hi: int) -> int:
@@ -80,12 +69,7 @@ class Asked:
         info = self._info(name)
         if info is None:
             return ()
-        return tuple(
-            str(v).lower()
-            for leaf in leaves(info.annotation)
-            if get_origin(leaf) is Literal
-            for v in get_args(leaf)
-        )
+        return tuple(str(v).lower() for v in literal_values(info.annotation))
 
     def choice(self, name: str, fallback: str) -> str:
         """One of the model's values (lowercase), or ``fallback``."""
@@ -96,14 +80,16 @@ class Asked:
     def flag(self, name: str, fallback: bool = False) -> bool:
         """A switch: true, ``"on"``, ``"yes"``... sent or by the service's default."""
         value = self.get(name)
-        return fallback if value is None else _flag(value)
+        if isinstance(value, str):
+            return value.strip().lower() in {"true", "on", "yes", "1", "enabled"}
+        return fallback if value is None else bool(value)
 
     def section(self, name: str) -> Asked:
         """A nested object, read through its own model."""
         value = self.payload.get(name)
         info = self._info(name)
         found = leaves(info.annotation) if info is not None else []
-        models = [leaf for leaf in found if isinstance(leaf, type) and issubclass(leaf, BaseModel)]
+        models = [leaf for leaf in found if is_model(leaf)]
         return Asked(value if isinstance(value, Mapping) else {}, models[0] if models else None)
 
 
@@ -122,8 +108,10 @@ def ratio_of(text: str, default: tuple[int, int] = (16, 9)) -> tuple[int, int]:
 
 
 def size_of(text: Any, default: tuple[int, int], lo: int, hi: int) -> tuple[int, int]:
-    """``"1280*720"`` or ``"1280x720"`` as a clamped ``(width, height)``; else ``default``."""
-    match = re.fullmatch(r"\s*(\d{1,5})\s*[*xX]\s*(\d{1,5})\s*", str(text or ""))
-    if not match:
+    """A size the catalog reads (``"1280*720"``, ``"1280x720"``) as a clamped
+    ``(width, height)``; else ``default``."""
+    try:
+        width, height = parse_size(str(text or ""))
+    except ValueError:
         return default
-    return (max(lo, min(hi, int(match.group(1)))), max(lo, min(hi, int(match.group(2)))))
+    return (max(lo, min(hi, width)), max(lo, min(hi, height)))

@@ -36,6 +36,7 @@ from ..catalog.introspect import (
     is_container,
     item_annotation,
     limits_of,
+    number_text,
     strip_optional,
 )
 
@@ -91,29 +92,17 @@ class FieldSpec(Limits):
     def label(self) -> str:
         return self.wire or self.name
 
-    @property
-    def bounded(self) -> bool:
-        """Limited on both sides (a number box then shows the range)."""
-        return (self.ge is not None or self.gt is not None) and (
-            self.le is not None or self.lt is not None
-        )
-
     def limits_text(self) -> str:
-        low = self.ge if self.ge is not None else self.gt
-        high = self.le if self.le is not None else self.lt
+        low, high = self.low, self.high
         if low is None and high is None:
             return ""
-        lo = "" if low is None else _num(low) + (" <" if self.gt is not None else "")
-        hi = "" if high is None else ("< " if self.lt is not None else "") + _num(high)
+        lo = "" if low is None else number_text(low) + (" <" if self.gt is not None else "")
+        hi = "" if high is None else ("< " if self.lt is not None else "") + number_text(high)
         if low is None:
             return f"≤ {hi}" if self.lt is None else hi
         if high is None:
-            return f"≥ {lo}" if self.gt is None else f"> {_num(low)}"
+            return f"≥ {lo}" if self.gt is None else f"> {number_text(low)}"
         return f"{lo} – {hi}"
-
-
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
 
 
 def plain(value: Any) -> str:

@@ -1,13 +1,13 @@
 """The refusals of every server that speaks the queue protocol (the simulator, the class
 gateway): the service's error shape (spec 2.4) and its ``detail`` answer, a refusal raised
-anywhere in a handler and answered by one exception handler, the capped read of a
-request's body, and the routes refused once the caller's key is let in.
+anywhere in a handler and answered by one exception handler, the bearer token, and the
+capped read of a request's body.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -20,10 +20,7 @@ __all__ = [
     "gateway_error",
     "read_capped",
     "refuse",
-    "refused_once_admitted",
 ]
-
-Handler = Callable[[Request], Awaitable[Response]]
 
 
 def detail(status: int, text: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -31,8 +28,16 @@ def detail(status: int, text: str, headers: Mapping[str, str] | None = None) -> 
 
 
 def gateway_error(
-    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+    status: int,
+    code: str,
+    message: str,
+    retry_after: float | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
+    """The service's error body; ``retry_after`` seconds said in whole ones (at least 1),
+    or ``headers`` as given (a simulator dialect words its own)."""
+    if retry_after:
+        headers = {"Retry-After": str(max(1, round(retry_after)))}
     body = {"error": {"code": code, "message": message}, "request_id": str(uuid.uuid4())}
     return JSONResponse(body, status_code=status, headers=headers)
 
@@ -83,16 +88,3 @@ def bearer(request: Request) -> str:
     """The request's bearer token (``""`` when it sends none)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" else ""
-
-
-def refused_once_admitted(
-    admit: Callable[[Request], Awaitable[object]], status: int, text: str
-) -> Handler:
-    """A route refusing with ``status`` and ``text`` a caller ``admit`` lets in (``admit``
-    raises :class:`Refused` for any other): the protocol's sync path and status stream."""
-
-    async def handler(request: Request) -> Response:
-        await admit(request)
-        return detail(status, text)
-
-    return handler

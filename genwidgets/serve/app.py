@@ -27,15 +27,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import queue_url
-from ..protocol.refusals import (
-    Refused,
-    answer_refused,
-    bearer,
-    detail,
-    gateway_error,
-    read_capped,
-    refused_once_admitted,
-)
+from ..protocol.refusals import Refused, answer_refused, bearer, detail, gateway_error, read_capped
 from ..protocol.routes import queue_routes
 from .budgets import (
     caller_and_task,
@@ -60,15 +52,11 @@ T = TypeVar("T")
 _SEED_IN_PROMPT = re.compile(r"--seed\s+\d+")
 
 
-def _retry_after(seconds: float | None) -> dict[str, str] | None:
-    return {"Retry-After": str(max(1, round(seconds)))} if seconds else None
-
-
 def refused(error: ServeError) -> JSONResponse:
     """A ServeError as the gateway answers: its error shape, or a ``detail``."""
     if error.code is None:
         return detail(error.status, error.message)
-    return gateway_error(error.status, error.code, error.message, _retry_after(error.retry_after))
+    return gateway_error(error.status, error.code, error.message, error.retry_after)
 
 
 def serve_state(request: Request) -> ServeState:
@@ -211,7 +199,7 @@ async def create_task(request: Request) -> Response:
             "RATE_LIMIT_EXCEEDED",
             "Rate limit exceeded, please try again later: the class's creates wait their turn "
             f"and this one waited {config.queue_wait:g} s; nothing was billed",
-            _retry_after(retry),
+            retry,
         )
     return await _forward_create(request, state, key, endpoint, payload, reservation.task_id)
 
@@ -269,10 +257,7 @@ def _passed_on(state: ServeState, answer: UpstreamAnswer, *, refused_create: boo
         wait = _seconds(answer.retry_after)
         state.upstream_free_at = max(state.upstream_free_at, time.monotonic() + wait)
         return gateway_error(
-            429,
-            "RATE_LIMIT_EXCEEDED",
-            "Rate limit exceeded, please try again later",
-            _retry_after(wait),
+            429, "RATE_LIMIT_EXCEEDED", "Rate limit exceeded, please try again later", wait
         )
     if answer.status in (401, 403) and isinstance(answer.body, dict) and "error" in answer.body:
         log.error("upstream refused the teacher's key (%s)", answer.status)
@@ -410,7 +395,7 @@ async def _serve_error(request: Request, exc: Exception) -> Response:
         503,
         "STORAGE_UNAVAILABLE",
         "The class gateway's database failed; nothing was sent upstream",
-        _retry_after(1.0),
+        1.0,
     )
 
 
@@ -427,14 +412,7 @@ def create_app(
     state = ServeState(config)
     routes = [
         Route("/", index, methods=["GET"]),
-        *queue_routes(
-            create_task,
-            refused_once_admitted(_admitted, 404, "Not Found"),
-            get_status,
-            refused_once_admitted(_admitted, 400, "SSE streaming not supported"),
-            get_result,
-            cancel_task,
-        ),
+        *queue_routes(create_task, get_status, get_result, cancel_task, admit=_admitted),
         *extra,
     ]
     app = Starlette(

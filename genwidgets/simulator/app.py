@@ -33,7 +33,6 @@ from ..protocol.refusals import (
     gateway_error,
     read_capped,
     refuse,
-    refused_once_admitted,
 )
 from ..protocol.routes import queue_routes
 from . import dialects
@@ -125,7 +124,7 @@ def _check_rate(state: SimState, wait: float | None, *, exact: bool) -> None:
         headers = dialects.retry_after_header(state.dialect, wait, exact=exact)
         message = "Rate limit exceeded, please try again later"
         code = state.dialect.rate_limit[0]
-        raise Refused(gateway_error(code, "RATE_LIMIT_EXCEEDED", message, headers))
+        raise Refused(gateway_error(code, "RATE_LIMIT_EXCEEDED", message, headers=headers))
 
 
 def _check_transient(state: SimState) -> None:
@@ -135,7 +134,7 @@ def _check_transient(state: SimState) -> None:
         raise Refused(gateway_error(502, "BAD_GATEWAY", message))
     if code == 503:
         message = "Service temporarily unavailable (simulated)"
-        raise Refused(gateway_error(503, "SERVICE_UNAVAILABLE", message, {"Retry-After": "1"}))
+        raise Refused(gateway_error(503, "SERVICE_UNAVAILABLE", message, retry_after=1))
 
 
 # --------------------------------------------------------------------------- create
@@ -420,14 +419,7 @@ def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/openapi.json", openapi_document, methods=["GET"]),
-        *queue_routes(
-            create_task,
-            refused_once_admitted(_admitted, 404, "Not Found"),
-            get_status,
-            refused_once_admitted(_admitted, 400, "SSE streaming not supported"),
-            get_result,
-            cancel_task,
-        ),
+        *queue_routes(create_task, get_status, get_result, cancel_task, admit=_admitted),
         Route("/files/{token}/{name}", get_file, methods=["GET", "HEAD"]),
         Route("/_sim/tasks/{request_id}", _loopback_only(sim_task), methods=["GET"]),
         Route("/_sim/stats", _loopback_only(sim_stats), methods=["GET"]),

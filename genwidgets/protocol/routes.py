@@ -1,6 +1,7 @@
 """The queue protocol's addresses (spec 2.1) as one route table, for every server that
 speaks it (the simulator, the class gateway): the paths and their methods are written
-once here, and a server says only which handler answers each operation.
+once here, and a server says only which handler answers each operation, and how it lets
+a caller in to the two it refuses.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from .refusals import detail
 
 __all__ = ["QUEUE_PATHS", "queue_routes"]
 
@@ -29,19 +32,28 @@ QUEUE_PATHS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 def queue_routes(
     create: Handler,
-    sync: Handler,
     status: Handler,
-    status_stream: Handler,
     result: Handler,
     cancel: Handler,
+    *,
+    admit: Callable[[Request], Awaitable[object]],
 ) -> list[Route]:
-    """The protocol's routes, each operation answered by its handler (given in the
-    order of :data:`QUEUE_PATHS`)."""
+    """The protocol's routes, each operation answered by its handler; the sync path and
+    the status stream, which neither server serves, refuse (404, 400) a caller ``admit``
+    lets in (it raises :class:`~.refusals.Refused` for any other)."""
+
+    def refused_once_admitted(code: int, text: str) -> Handler:
+        async def handler(request: Request) -> Response:
+            await admit(request)
+            return detail(code, text)
+
+        return handler
+
     handlers = {
         "create": create,
-        "sync": sync,
+        "sync": refused_once_admitted(404, "Not Found"),
         "status": status,
-        "status_stream": status_stream,
+        "status_stream": refused_once_admitted(400, "SSE streaming not supported"),
         "result": result,
         "cancel": cancel,
     }

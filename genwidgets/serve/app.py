@@ -13,7 +13,6 @@ import json
 import logging
 import re
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -28,6 +27,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import queue_url
+from ..protocol.refusals import Refused, answer_refused, bearer, detail, gateway_error, read_capped
 from ..protocol.routes import queue_routes
 from .budgets import (
     caller_and_task,
@@ -50,18 +50,6 @@ __all__ = ["ServeConfig", "ServeState", "bearer", "create_app", "gateway_error",
 log = logging.getLogger("genwidgets.serve")
 T = TypeVar("T")
 _SEED_IN_PROMPT = re.compile(r"--seed\s+\d+")
-
-
-def gateway_error(
-    status: int, code: str, message: str, retry_after: float | None = None
-) -> JSONResponse:
-    headers = {"Retry-After": str(max(1, round(retry_after)))} if retry_after else None
-    body = {"error": {"code": code, "message": message}, "request_id": str(uuid.uuid4())}
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
-def detail(status: int, text: str) -> JSONResponse:
-    return JSONResponse({"detail": text}, status_code=status)
 
 
 def refused(error: ServeError) -> JSONResponse:
@@ -90,12 +78,6 @@ async def _read(state: ServeState, read: Callable[..., T], *args: Any) -> T:
     if state.config.database.postgres:
         return await run_in_threadpool(read, *args)
     return read(*args)
-
-
-def bearer(request: Request) -> str:
-    """The request's bearer token (``""`` when it sends none)."""
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 def _token(request: Request) -> str:
@@ -128,16 +110,7 @@ async def _caller(request: Request, state: ServeState) -> KeyRecord:
 
 
 async def _body(request: Request, cap: int) -> dict[str, Any]:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > cap:
-        raise refusal(413, None, f"Request body too large: at most {cap} bytes")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > cap:
-            raise refusal(413, None, f"Request body too large: at most {cap} bytes")
-        chunks.append(chunk)
-    raw = b"".join(chunks)
+    raw = await read_capped(request, cap)
     if not raw.strip():
         raise refusal(400, None, "Request body is empty: send a JSON object of the endpoint")
     try:
@@ -387,20 +360,12 @@ get_result = partial(_follow_up, method="GET", tail="response")
 cancel_task = partial(_follow_up, method="PUT", tail="cancel")
 
 
-async def sync_path(request: Request) -> Response:
+async def _admitted(request: Request) -> None:
+    """Refused unless the caller's key may be used now (the sync path and the stream)."""
     try:
         await _caller(request, serve_state(request))
     except ServeError as error:
-        return refused(error)
-    return detail(404, "Not Found")
-
-
-async def status_stream(request: Request) -> Response:
-    try:
-        await _caller(request, serve_state(request))
-    except ServeError as error:
-        return refused(error)
-    return detail(400, "SSE streaming not supported")
+        raise Refused(refused(error)) from None
 
 
 async def index(request: Request) -> Response:
@@ -447,7 +412,7 @@ def create_app(
     state = ServeState(config)
     routes = [
         Route("/", index, methods=["GET"]),
-        *queue_routes(create_task, sync_path, get_status, status_stream, get_result, cancel_task),
+        *queue_routes(create_task, get_status, get_result, cancel_task, admit=_admitted),
         *extra,
     ]
     app = Starlette(
@@ -455,6 +420,7 @@ def create_app(
         lifespan=sweeping(state),
         exception_handlers={
             HTTPException: _http_error,
+            Refused: answer_refused,
             ServeError: _serve_error,
             Exception: _internal_error,
         },

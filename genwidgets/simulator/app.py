@@ -25,6 +25,15 @@ from .._workers import Workers
 from ..catalog.openapi_schema import openapi
 from ..catalog.validation import names_a_webhook
 from ..protocol.records import queue_url
+from ..protocol.refusals import (
+    Refused,
+    answer_refused,
+    bearer,
+    detail,
+    gateway_error,
+    read_capped,
+    refuse,
+)
 from ..protocol.routes import queue_routes
 from . import dialects
 from .config import SimConfig
@@ -84,29 +93,6 @@ class SimState:
 # --------------------------------------------------------------------------- answers
 
 
-def detail(status: int, text: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"detail": text}, status_code=status, headers=headers)
-
-
-class Refused(Exception):
-    """A request refused: raised anywhere in a handler, answered with ``response``."""
-
-    def __init__(self, response: Response) -> None:
-        self.response = response
-
-
-async def _refused(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, Refused)
-    return exc.response
-
-
-def gateway_error(
-    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
-) -> JSONResponse:
-    body = {"error": {"code": code, "message": message}, "request_id": str(uuid.uuid4())}
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
 def _answer(answer: dialects.Answer) -> Response:
     code, body = answer
     return Response(status_code=code) if body is None else JSONResponse(body, status_code=code)
@@ -123,9 +109,8 @@ def _state(request: Request) -> SimState:
 
 def _authorize(request: Request, state: SimState) -> str:
     """The caller's key; refused (missing key, unknown key, rate limit) otherwise."""
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
+    token = bearer(request)
+    if not token:
         raise Refused(gateway_error(401, "UNAUTHORIZED", "Authorization Bearer token is required"))
     if token not in state.config.keys:
         raise Refused(gateway_error(401, "UNAUTHORIZED", "Invalid API key"))
@@ -139,7 +124,7 @@ def _check_rate(state: SimState, wait: float | None, *, exact: bool) -> None:
         headers = dialects.retry_after_header(state.dialect, wait, exact=exact)
         message = "Rate limit exceeded, please try again later"
         code = state.dialect.rate_limit[0]
-        raise Refused(gateway_error(code, "RATE_LIMIT_EXCEEDED", message, headers))
+        raise Refused(gateway_error(code, "RATE_LIMIT_EXCEEDED", message, headers=headers))
 
 
 def _check_transient(state: SimState) -> None:
@@ -149,33 +134,10 @@ def _check_transient(state: SimState) -> None:
         raise Refused(gateway_error(502, "BAD_GATEWAY", message))
     if code == 503:
         message = "Service temporarily unavailable (simulated)"
-        raise Refused(gateway_error(503, "SERVICE_UNAVAILABLE", message, {"Retry-After": "1"}))
+        raise Refused(gateway_error(503, "SERVICE_UNAVAILABLE", message, retry_after=1))
 
 
 # --------------------------------------------------------------------------- create
-
-
-def refuse(status: int, text: str) -> Refused:
-    """The refusal answered ``{"detail": text}`` with ``status``."""
-    return Refused(detail(status, text))
-
-
-async def _read_body(request: Request) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > _DRAIN_LIMIT:
-        raise refuse(413, f"Request body too large: at most {MAX_BODY} bytes (64 MB payloads)")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size <= MAX_BODY:
-            chunks.append(chunk)
-        elif size > _DRAIN_LIMIT:
-            break
-    if size > MAX_BODY:
-        raise refuse(
-            413, f"Request body too large: {size} bytes; at most {MAX_BODY} (64 MB payloads)"
-        )
-    return b"".join(chunks)
 
 
 async def _off_loop_if(big: bool, state: SimState, work: Callable[..., T], *args: Any) -> T:
@@ -195,7 +157,7 @@ def _parse(raw: bytes) -> Any:
 
 
 async def _payload(request: Request) -> dict[str, Any]:
-    raw = await _read_body(request)
+    raw = await read_capped(request, MAX_BODY, drain_to=_DRAIN_LIMIT, note=" (64 MB payloads)")
     if not raw.strip():
         raise refuse(400, "Request body is empty: send a JSON object with the endpoint's fields")
     try:
@@ -324,14 +286,9 @@ async def cancel_task(request: Request) -> Response:
     return _answer(dialects.cancelled(state.dialect, task))
 
 
-def _refused_once_authorized(status: int, text: str) -> Callable[[Request], Awaitable[Response]]:
-    """A handler refusing with ``status`` and ``text`` a caller the gateway lets in."""
-
-    async def handler(request: Request) -> Response:
-        _authorize(request, _state(request))
-        return detail(status, text)
-
-    return handler
+async def _admitted(request: Request) -> None:
+    """Refused unless the gateway lets the caller in (the sync path and the stream)."""
+    _authorize(request, _state(request))
 
 
 async def get_file(request: Request) -> Response:
@@ -462,14 +419,7 @@ def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/openapi.json", openapi_document, methods=["GET"]),
-        *queue_routes(
-            create_task,
-            _refused_once_authorized(404, "Not Found"),
-            get_status,
-            _refused_once_authorized(400, "SSE streaming not supported"),
-            get_result,
-            cancel_task,
-        ),
+        *queue_routes(create_task, get_status, get_result, cancel_task, admit=_admitted),
         Route("/files/{token}/{name}", get_file, methods=["GET", "HEAD"]),
         Route("/_sim/tasks/{request_id}", _loopback_only(sim_task), methods=["GET"]),
         Route("/_sim/stats", _loopback_only(sim_stats), methods=["GET"]),
@@ -480,7 +430,7 @@ def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
         routes=routes,
         exception_handlers={
             HTTPException: _http_error,
-            Refused: _refused,
+            Refused: answer_refused,
             RecursionError: _too_deep,
             Exception: _internal_error,
         },

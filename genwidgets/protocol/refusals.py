@@ -1,0 +1,90 @@
+"""The refusals of every server that speaks the queue protocol (the simulator, the class
+gateway): the service's error shape (spec 2.4) and its ``detail`` answer, a refusal raised
+anywhere in a handler and answered by one exception handler, the bearer token, and the
+capped read of a request's body.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+__all__ = [
+    "Refused",
+    "answer_refused",
+    "bearer",
+    "detail",
+    "gateway_error",
+    "read_capped",
+    "refuse",
+]
+
+
+def detail(status: int, text: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"detail": text}, status_code=status, headers=headers)
+
+
+def gateway_error(
+    status: int,
+    code: str,
+    message: str,
+    retry_after: float | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """The service's error body; ``retry_after`` seconds said in whole ones (at least 1),
+    or ``headers`` as given (a simulator dialect words its own)."""
+    if retry_after:
+        headers = {"Retry-After": str(max(1, round(retry_after)))}
+    body = {"error": {"code": code, "message": message}, "request_id": str(uuid.uuid4())}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class Refused(Exception):
+    """A request refused: raised anywhere in a handler, answered with ``response`` by
+    :func:`answer_refused` (register it for this class in the app's exception handlers)."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+def refuse(status: int, text: str) -> Refused:
+    """The refusal answered ``{"detail": text}`` with ``status``."""
+    return Refused(detail(status, text))
+
+
+async def answer_refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Refused)
+    return exc.response
+
+
+async def read_capped(
+    request: Request, cap: int, *, drain_to: int | None = None, note: str = ""
+) -> bytes:
+    """The request's body, at most ``cap`` bytes; a larger one is refused with 413 at
+    once, or, with ``drain_to``, once read up to that many bytes, so the answer can say
+    its size and a client still sending sees it rather than a reset. ``note`` ends the
+    message."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > (drain_to or cap):
+        raise refuse(413, f"Request body too large: at most {cap} bytes{note}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size <= cap:
+            chunks.append(chunk)
+        elif drain_to is None:
+            raise refuse(413, f"Request body too large: at most {cap} bytes{note}")
+        elif size > drain_to:
+            break
+    if size > cap:
+        raise refuse(413, f"Request body too large: {size} bytes; at most {cap}{note}")
+    return b"".join(chunks)
+
+
+def bearer(request: Request) -> str:
+    """The request's bearer token (``""`` when it sends none)."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""

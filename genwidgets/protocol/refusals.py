@@ -13,13 +13,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 __all__ = [
-    "Refused",
-    "answer_refused",
+    "HANDLERS",
     "bearer",
     "detail",
     "gateway_error",
     "read_capped",
     "refuse",
+    "refuse_with",
 ]
 
 
@@ -42,22 +42,32 @@ def gateway_error(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-class Refused(Exception):
-    """A request refused: raised anywhere in a handler, answered with ``response`` by
-    :func:`answer_refused` (register it for this class in the app's exception handlers)."""
+class _Refused(Exception):
+    """A request refused, answered with ``response``. Private: it never leaves a server
+    (users meet the errors of genwidgets.errors), so callers raise :func:`refuse_with`."""
 
     def __init__(self, response: Response) -> None:
         self.response = response
 
 
-def refuse(status: int, text: str) -> Refused:
+def refuse_with(response: Response) -> Exception:
+    """The refusal to raise anywhere in a handler: the app answers it with ``response``
+    (register :data:`HANDLERS` in its exception handlers)."""
+    return _Refused(response)
+
+
+def refuse(status: int, text: str) -> Exception:
     """The refusal answered ``{"detail": text}`` with ``status``."""
-    return Refused(detail(status, text))
+    return refuse_with(detail(status, text))
 
 
-async def answer_refused(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, Refused)
+async def _answer(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, _Refused)
     return exc.response
+
+
+#: the exception handlers of an app that raises refusals
+HANDLERS = {_Refused: _answer}
 
 
 async def read_capped(

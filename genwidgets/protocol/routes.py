@@ -40,7 +40,7 @@ def queue_routes(
 ) -> list[Route]:
     """The protocol's routes, each operation answered by its handler; the sync path and
     the status stream, which neither server serves, refuse (404, 400) a caller ``admit``
-    lets in (it raises :class:`~.refusals.Refused` for any other)."""
+    lets in (it raises a :func:`~.refusals.refuse_with` for any other)."""
 
     def refused_once_admitted(code: int, text: str) -> Handler:
         async def handler(request: Request) -> Response:

@@ -27,7 +27,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import queue_url
-from ..protocol.refusals import Refused, answer_refused, bearer, detail, gateway_error, read_capped
+from ..protocol.refusals import HANDLERS, bearer, detail, gateway_error, read_capped, refuse_with
 from ..protocol.routes import queue_routes
 from .budgets import (
     caller_and_task,
@@ -118,7 +118,9 @@ async def _body(request: Request, cap: int) -> dict[str, Any]:
     except (ValueError, RecursionError) as exc:
         raise refusal(400, None, f"Request body is not valid JSON: {exc}") from None
     if not isinstance(payload, dict):
-        raise refusal(400, None, "Request body must be a JSON object with the endpoint's fields")
+        raise refusal(
+            400, None, "Request body must be a JSON object with the endpoint's fields"
+        )
     return payload
 
 
@@ -365,7 +367,7 @@ async def _admitted(request: Request) -> None:
     try:
         await _caller(request, serve_state(request))
     except ServeError as error:
-        raise Refused(refused(error)) from None
+        raise refuse_with(refused(error)) from None
 
 
 async def index(request: Request) -> Response:
@@ -420,7 +422,7 @@ def create_app(
         lifespan=sweeping(state),
         exception_handlers={
             HTTPException: _http_error,
-            Refused: answer_refused,
+            **HANDLERS,
             ServeError: _serve_error,
             Exception: _internal_error,
         },

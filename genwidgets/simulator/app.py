@@ -26,13 +26,13 @@ from ..catalog.openapi_schema import openapi
 from ..catalog.validation import names_a_webhook
 from ..protocol.records import queue_url
 from ..protocol.refusals import (
-    Refused,
-    answer_refused,
+    HANDLERS,
     bearer,
     detail,
     gateway_error,
     read_capped,
     refuse,
+    refuse_with,
 )
 from ..protocol.routes import queue_routes
 from . import dialects
@@ -111,9 +111,11 @@ def _authorize(request: Request, state: SimState) -> str:
     """The caller's key; refused (missing key, unknown key, rate limit) otherwise."""
     token = bearer(request)
     if not token:
-        raise Refused(gateway_error(401, "UNAUTHORIZED", "Authorization Bearer token is required"))
+        raise refuse_with(
+            gateway_error(401, "UNAUTHORIZED", "Authorization Bearer token is required")
+        )
     if token not in state.config.keys:
-        raise Refused(gateway_error(401, "UNAUTHORIZED", "Invalid API key"))
+        raise refuse_with(gateway_error(401, "UNAUTHORIZED", "Invalid API key"))
     _check_rate(state, state.limiter.take(token), exact=False)
     return token
 
@@ -124,17 +126,17 @@ def _check_rate(state: SimState, wait: float | None, *, exact: bool) -> None:
         headers = dialects.retry_after_header(state.dialect, wait, exact=exact)
         message = "Rate limit exceeded, please try again later"
         code = state.dialect.rate_limit[0]
-        raise Refused(gateway_error(code, "RATE_LIMIT_EXCEEDED", message, headers=headers))
+        raise refuse_with(gateway_error(code, "RATE_LIMIT_EXCEEDED", message, headers=headers))
 
 
 def _check_transient(state: SimState) -> None:
     code = state.dice.transient_error(state.config.error_rate)
     if code == 502:
         message = "Upstream temporarily unavailable (simulated)"
-        raise Refused(gateway_error(502, "BAD_GATEWAY", message))
+        raise refuse_with(gateway_error(502, "BAD_GATEWAY", message))
     if code == 503:
         message = "Service temporarily unavailable (simulated)"
-        raise Refused(gateway_error(503, "SERVICE_UNAVAILABLE", message, retry_after=1))
+        raise refuse_with(gateway_error(503, "SERVICE_UNAVAILABLE", message, retry_after=1))
 
 
 # --------------------------------------------------------------------------- create
@@ -430,7 +432,7 @@ def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
         routes=routes,
         exception_handlers={
             HTTPException: _http_error,
-            Refused: answer_refused,
+            **HANDLERS,
             RecursionError: _too_deep,
             Exception: _internal_error,
         },

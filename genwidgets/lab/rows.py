@@ -163,10 +163,12 @@ def _open_text(path: Path) -> str:
                 f"{path} is {size // 2**20} MiB; a rows file may be at most "
                 f"{MAX_FILE_BYTES // 2**20} MiB: split it"
             )
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:  # bytes, capped: a file may grow after its stat
+            data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise _bad(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:  # decoded whole, so that the byte a message names counts from the file's start
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _bad(
             f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8 (CSV UTF-8)"

@@ -97,6 +97,10 @@ def test_unreadable_sources_say_what_rows_may_be(tmp_path: Path) -> None:
     (tmp_path / "latin.csv").write_bytes("text\ncaf\xe9\n".encode("latin-1"))
     with pytest.raises(PayloadError, match="not UTF-8 text"):
         read_rows(tmp_path / "latin.csv")
+    good = b"prompt\n" + b"a fox\n" * 3000  # past 8 KB: a decoder fed in chunks counts anew
+    (tmp_path / "late.csv").write_bytes(good + b"caf\xe9\n")
+    with pytest.raises(PayloadError, match=rf"not UTF-8 text \(byte {len(good) + 3}\)"):
+        read_rows(tmp_path / "late.csv")  # the byte counted from the file's start
     for wrong in ("a red fox", tmp_path / "rows.txt", 42, b"text\na\n", None):
         with pytest.raises(PayloadError, match=r"a list of dicts, a path to a \.csv"):
             read_rows(wrong)

@@ -1,97 +1,72 @@
-"""The ledger's reads as a piece of their own: composed by hand from the other pieces,
-without the Ledger facade, they read what the recorder wrote (each piece owns its state)."""
+"""The ledger's reads: they read what its writes wrote, newest first, each row with its
+derived state; a row a foreign tool damaged is skipped."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from genwidgets.jobs.ledger.file import LedgerFile
-from genwidgets.jobs.ledger.lease import Leases
-from genwidgets.jobs.ledger.reads import Reader
-from genwidgets.jobs.ledger.writer import WriteQueue
-from genwidgets.jobs.ledger.writes import SENDING, LedgerWrites
+from genwidgets.jobs.ledger import Ledger
+from genwidgets.jobs.ledger.writes import SENDING
 from genwidgets.protocol.records import Handle
 
 GATEWAY = "https://gw.test"
 ENDPOINT = "asset-get"
 
 
-@dataclass
-class Pieces:
-    file: LedgerFile
-    queue: WriteQueue
-    recorder: LedgerWrites
-    reader: Reader
-
-
-def compose(path: Path, clock: list[float]) -> Pieces:
-    file = LedgerFile(path, busy_timeout=5.0)
-    leases = Leases(file, ttl=120.0, clock=lambda: clock[0])
-    queue = WriteQueue(
-        file.open_for_writes,
-        file.on_fault,
-        name="test-reads",
-        idle=leases.heartbeat,
-        idle_every=30.0,
-        exit_wait=5.0,
-    )
-    recorder = LedgerWrites(file, queue, leases, intent_wait=30.0, clock=lambda: clock[0])
-    reader = Reader(file, queue, recorder, stale_after=60.0, clock=lambda: clock[0])
-    return Pieces(file, queue, recorder, reader)
+def compose(path: Path, clock: list[float]) -> Ledger:
+    return Ledger(path, intent_wait=30.0, clock=lambda: clock[0])
 
 
 @pytest.fixture
-def pieces(tmp_path: Path) -> Iterator[Pieces]:
+def ledger(tmp_path: Path) -> Iterator[Ledger]:
     made = compose(tmp_path / "ledger.sqlite3", [1_000_000.0])
     yield made
-    made.queue.stop(5.0)
-    made.file.close()
+    made.close()
 
 
-def intent(pieces: Pieces) -> int:
-    return pieces.recorder.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+def intent(ledger: Ledger) -> int:
+    return ledger.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
 
 
-def test_the_reader_reads_what_the_recorder_wrote_newest_first(pieces: Pieces) -> None:
-    first, second = intent(pieces), intent(pieces)
+def test_the_reader_reads_what_the_recorder_wrote_newest_first(ledger: Ledger) -> None:
+    first, second = intent(ledger), intent(ledger)
     for row_id, request_id in ((first, "r1"), (second, "r2")):
         handle = Handle.from_body(ENDPOINT, {"request_id": request_id}, GATEWAY)
-        pieces.recorder.record_handle(row_id, handle).result(timeout=30)
-    assert [r.request_id for r in pieces.reader.rows(GATEWAY)] == ["r2", "r1"]
-    assert [r.id for r in pieces.reader.by_ids((first, second))] == [second, first]
-    assert pieces.reader.get(GATEWAY, "r1") == pieces.reader.row(first)
+        ledger.writes.record_handle(row_id, handle).result(timeout=30)
+    assert [r.request_id for r in ledger.rows(GATEWAY)] == ["r2", "r1"]
+    assert [r.id for r in ledger.rows(GATEWAY, limit=1)] == [second]
+    assert ledger.get(GATEWAY, "r1") == ledger.row(first)
 
 
 def test_a_submitting_row_is_lost_once_its_sender_no_longer_sends_it(
-    pieces: Pieces, tmp_path: Path
+    ledger: Ledger, tmp_path: Path
 ) -> None:
-    row_id = intent(pieces)
-    assert pieces.recorder.sending(row_id)
-    row = pieces.reader.row(row_id)
+    row_id = intent(ledger)
+    assert ledger.writes.sending(row_id)
+    row = ledger.row(row_id)
     assert row is not None and row.state == "submitting"  # this process sends it now
     other = compose(tmp_path / "ledger.sqlite3", [1_000_000.0])  # same file, same process
     try:
-        assert other.recorder.sending(row_id)  # what is in flight is per file, per process
+        assert other.writes.sending(row_id)  # what is in flight is per file, per process
         SENDING.settle(str((tmp_path / "ledger.sqlite3").resolve()), row_id)
-        assert not other.recorder.sending(row_id)
-        row = other.reader.row(row_id)  # our own pid, not sending: the outcome is unknown
+        assert not other.writes.sending(row_id)
+        row = other.row(row_id)  # our own pid, not sending: the outcome is unknown
         assert row is not None and row.state == "outcome_unknown"
         assert row.pid == os.getpid()
     finally:
-        other.queue.stop(5.0)
-        other.file.close()
+        other.close()
 
 
-def test_a_row_a_foreign_tool_damaged_is_skipped_not_fatal(pieces: Pieces) -> None:
-    good, bad = intent(pieces), intent(pieces)
-    con = sqlite3.connect(pieces.file.path)
+def test_a_row_a_foreign_tool_damaged_is_skipped_not_fatal(ledger: Ledger) -> None:
+    good, bad = intent(ledger), intent(ledger)
+    con = sqlite3.connect(ledger.path)
     con.execute("UPDATE tasks SET outputs = '{not json' WHERE id = ?", (bad,))
     con.commit()
     con.close()
-    assert [r.id for r in pieces.reader.by_ids((good, bad))] == [good]
+    assert [r.id for r in ledger.rows(GATEWAY)] == [good]
+    assert ledger.row(bad) is None

@@ -177,15 +177,22 @@ class LedgerFile:
         elif self._conn is not None:
             self._conn.close()
         self._conn, self._reopen_reads = None, False
+        conn = self._connect()
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-            )
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
         self._conn, self._conn_pid = conn, os.getpid()
         return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        """A new connection to the file (autocommit, usable from any thread)."""
+        try:
+            return sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
 
     def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one statement on the readers' connection; sqlite3 errors become
@@ -240,12 +247,7 @@ class LedgerFile:
             return self._open_checked()
 
     def _open_checked(self) -> sqlite3.Connection:
-        try:
-            conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
+        conn = self._connect()
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             problem = quick_check(conn)

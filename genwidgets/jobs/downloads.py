@@ -238,9 +238,7 @@ def _content_length(response: httpx.Response, max_bytes: int, output: Output) ->
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, _Failure):
         return str(exc)
-    if isinstance(exc, httpx.HTTPError):
-        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return f"{type(exc).__name__}: {exc}"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 _EXPECTED = (_Failure, httpx.HTTPError, OSError)

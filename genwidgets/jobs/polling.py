@@ -544,36 +544,27 @@ class Timing:
 
     def _wait(self, failures: int, rng: random.Random | None) -> float:
         schedule = self.schedule
-        target = schedule.notice_target
         age = self.age()
-        if age is None:  # queued: the queue position sets the pace
-            state = PollState(
-                running_for=0.0,
-                queue_position=self.position,
-                position_fell=self.position_fell,
-                failures=failures,
-                early_cap=target,
-            )
+        # without a plan (or past it): the schedule with no history; queued: the queue
+        # position sets the pace
+        state = PollState(
+            running_for=0.0 if age is None else age,
+            queue_position=self.position if age is None else None,
+            position_fell=age is None and self.position_fell,
+            failures=failures,
+            early_cap=schedule.notice_target,
+        )
+        if age is None:
             return next_interval(state, rng, schedule.policy)
         if not self.joined:
             schedule._join(self)  # noqa: SLF001 - Timing and Schedule are this module's pair; the cohort's bookkeeping is theirs
         plan = schedule.plan(self.key)
-        if failures or plan is None or age >= plan.end:
-            return next_interval(
-                PollState(running_for=age, failures=failures, early_cap=target),
-                rng,
-                schedule.policy,
-            )
-        polls = plan.for_task((self.seq * GOLDEN) % 1.0)
-        soonest = age + MIN_GAP_SHARE * plan.target
-        index = bisect_right(polls, soonest)
-        if index >= len(polls):
-            return next_interval(
-                PollState(running_for=age, failures=failures, early_cap=target),
-                rng,
-                schedule.policy,
-            )
-        return polls[index] - age
+        if not failures and plan is not None and age < plan.end:
+            polls = plan.for_task((self.seq * GOLDEN) % 1.0)
+            index = bisect_right(polls, age + MIN_GAP_SHARE * plan.target)
+            if index < len(polls):
+                return polls[index] - age
+        return next_interval(state, rng, schedule.policy)
 
     def expected_finish(self) -> float | None:
         """Seconds until the task is expected to finish, when the model is confident."""

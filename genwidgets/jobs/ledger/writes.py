@@ -74,6 +74,47 @@ def _done(value: Any) -> concurrent.futures.Future[Any]:
     return future
 
 
+def _insert(
+    conn: sqlite3.Connection,
+    gateway: str,
+    endpoint: str,
+    payload: str,
+    now: float,
+    tag: str | None = None,
+) -> int:
+    """A new ``submitting`` row of this process (an intent); returns its id."""
+    cursor = conn.execute(
+        "INSERT INTO tasks (gateway, endpoint, state, payload, pid, host, "
+        "submitted_at, updated_at, tag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (gateway, endpoint, SUBMITTING, payload, os.getpid(), HOST, now, now, tag),
+    )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def _set_handle(conn: sqlite3.Connection, row: int, handle: Handle, now: float, owner: str) -> bool:
+    """Row ``row`` now has a task (``submitted``), leased by ``owner``; False: no such row."""
+    return bool(
+        conn.execute(
+            "UPDATE tasks SET request_id = ?, state = ?, status_url = ?, response_url = ?, "
+            "cancel_url = ?, queue_position = ?, handle_at = ?, updated_at = ?, owner = ? "
+            "WHERE id = ?",
+            (
+                handle.request_id,
+                SUBMITTED,
+                redact(handle.status_url),
+                redact(handle.response_url),
+                redact(handle.cancel_url),
+                handle.queue_position,
+                now,
+                now,
+                owner,
+                row,
+            ),
+        ).rowcount
+    )
+
+
 def _latest_outputs(
     conn: sqlite3.Connection, gateway: str, request_id: str
 ) -> tuple[int, list[dict[str, Any]]] | None:
@@ -155,13 +196,7 @@ class LedgerWrites:
         ticket = SENDING.ticket()
 
         def insert(conn: sqlite3.Connection) -> int:
-            cursor = conn.execute(
-                "INSERT INTO tasks (gateway, endpoint, state, payload, pid, host, "
-                "submitted_at, updated_at, tag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (gateway, endpoint, SUBMITTING, stored, os.getpid(), HOST, now, now, tag),
-            )
-            row_id = cursor.lastrowid
-            assert row_id is not None
+            row_id = _insert(conn, gateway, endpoint, stored, now, tag)
             self._ids[ticket] = row_id
             SENDING.add(self._key, row_id)
             return row_id
@@ -188,24 +223,7 @@ class LedgerWrites:
         def update(conn: sqlite3.Connection) -> None:
             row = self.row_of(row_id)
             try:
-                changed = conn.execute(
-                    "UPDATE tasks SET request_id = ?, state = ?, status_url = ?, "
-                    "response_url = ?, cancel_url = ?, queue_position = ?, handle_at = ?, "
-                    "updated_at = ?, owner = ? WHERE id = ?",
-                    (
-                        handle.request_id,
-                        SUBMITTED,
-                        redact(handle.status_url),
-                        redact(handle.response_url),
-                        redact(handle.cancel_url),
-                        handle.queue_position,
-                        now,
-                        now,
-                        owner,
-                        row,
-                    ),
-                ).rowcount
-                if not changed:
+                if not _set_handle(conn, row, handle, now, owner):
                     raise LedgerError(f"no ledger row {row} in {self._file.path}")
                 heartbeat(conn, owner, now)
             finally:
@@ -264,31 +282,9 @@ class LedgerWrites:
                     (owner, found, SUBMITTED),
                 )
                 return int(found)
-            cursor = conn.execute(
-                "INSERT INTO tasks (gateway, endpoint, request_id, state, queue_position, "
-                "payload, status_url, response_url, cancel_url, pid, host, submitted_at, "
-                "handle_at, updated_at, owner) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    gateway,
-                    handle.endpoint,
-                    handle.request_id,
-                    SUBMITTED,
-                    handle.queue_position,
-                    stored,
-                    redact(handle.status_url),
-                    redact(handle.response_url),
-                    redact(handle.cancel_url),
-                    os.getpid(),
-                    HOST,
-                    now,
-                    now,
-                    now,
-                    owner,
-                ),
-            )
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
+            row = _insert(conn, gateway, handle.endpoint, stored, now)
+            _set_handle(conn, row, handle, now, owner)
+            return row
 
         return self._file.log_if_failed("the re-attached task", self._queue.put(upsert))
 

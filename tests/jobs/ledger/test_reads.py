@@ -53,7 +53,7 @@ def test_a_submitting_row_is_lost_once_its_sender_no_longer_sends_it(
     other = compose(tmp_path / "ledger.sqlite3", [1_000_000.0])  # same file, same process
     try:
         assert other.writes.sending(row_id)  # what is in flight is per file, per process
-        SENDING.settle(str((tmp_path / "ledger.sqlite3").resolve()), row_id)
+        SENDING.discard((str((tmp_path / "ledger.sqlite3").resolve()), row_id))
         assert not other.writes.sending(row_id)
         row = other.row(row_id)  # our own pid, not sending: the outcome is unknown
         assert row is not None and row.state == "outcome_unknown"

@@ -428,45 +428,30 @@ class Schedule:
                 )
 
 
+@dataclass(slots=True, eq=False)
 class Timing:
     """What the schedule knows of one job's timing (engine thread only; small)."""
 
-    __slots__ = (
-        "asked",
-        "due",
-        "finished",
-        "joined",
-        "key",
-        "observation",
-        "position",
-        "position_fell",
-        "queued_seen",
-        "released",
-        "running_seen",
-        "schedule",
-        "seq",
-        "start",
-        "submitted",
-    )
+    schedule: Schedule
+    key: Key
+    position: int | None  # the last queue position seen
+    seq: int
+    submitted: float = 0.0
+    queued_seen: float | None = None
+    running_seen: float | None = None
+    observation: Observation | None = None
+    finished: bool = False
+    released: bool = False
+    joined: bool = False  # in its key's cohort (on the engine thread, at its first poll)
+    asked: float | None = None  # when the status request in flight was sent
+    due: float | None = None  # when the next poll's timer should fire
+    position_fell: bool = False
+    start: tuple[float, float] | None = None  # the two polls the start lies between
 
-    def __init__(self, schedule: Schedule, key: Key, queue_position: int | None, seq: int) -> None:
-        self.schedule = schedule
-        self.key = key
-        self.seq = seq
-        self.submitted = schedule.clock()
-        self.queued_seen: float | None = None
-        self.running_seen: float | None = None
-        self.observation: Observation | None = None
-        self.finished = False
-        self.released = False
-        self.joined = False  # in its key's cohort (on the engine thread, at its first poll)
-        self.asked: float | None = None  # when the status request in flight was sent
-        self.due: float | None = None  # when the next poll's timer should fire
-        self.position = queue_position
-        self.position_fell = False
+    def __post_init__(self) -> None:
+        self.submitted = self.schedule.clock()
         # Not queued at creation: assume it runs from now (a later IN_QUEUE corrects it).
-        self.start: tuple[float, float] | None = None
-        if not queue_position:
+        if not self.position:
             self.start = (self.submitted, self.submitted)
 
     @property

@@ -118,31 +118,6 @@ class _Item:
     def target(self) -> Path:
         return self.directory / f"{self.index}{extension_for(self.output.content_type)}"
 
-    @property
-    def label(self) -> str:
-        return f"output {self.index} ({self.output.content_type})"
-
-
-def _plan(
-    result: Result, root: str | os.PathLike[str] | None, gateway: str | None
-) -> tuple[str, list[_Item]]:
-    if not isinstance(result, Result):
-        raise TypeError(f"download_outputs takes a Result, not {type(result).__name__}")
-    if not result.request_id:
-        raise ValueError(
-            "this result has no request_id, so there is no directory to keep its outputs "
-            "in; pass the Result of a task (job.result()), whose request_id is set"
-        )
-    directory = output_dir(result.request_id, root, gateway=gateway)
-    indexes = [o.index for o in result.outputs]
-    if len(set(indexes)) != len(indexes):  # hand-made outputs: fall back to positions
-        indexes = list(range(len(result.outputs)))
-    items = [
-        _Item(o, i, directory, int_or_none(o.raw.get("file_size"), minimum=0))
-        for o, i in zip(result.outputs, indexes, strict=True)
-    ]
-    return result.request_id, items
-
 
 def _already_saved(item: _Item) -> bool:
     """Whether this output itself wrote the file in place, unchanged since: a file
@@ -258,7 +233,22 @@ class _Batch:
     ) -> None:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
             raise ValueError(f"max_bytes must be a positive int, not {max_bytes!r}")
-        self.request_id, self.items = _plan(result, root, gateway)
+        if not isinstance(result, Result):
+            raise TypeError(f"download_outputs takes a Result, not {type(result).__name__}")
+        if not result.request_id:
+            raise ValueError(
+                "this result has no request_id, so there is no directory to keep its outputs "
+                "in; pass the Result of a task (job.result()), whose request_id is set"
+            )
+        self.request_id = result.request_id
+        directory = output_dir(result.request_id, root, gateway=gateway)
+        indexes = [o.index for o in result.outputs]
+        if len(set(indexes)) != len(indexes):  # hand-made outputs: fall back to positions
+            indexes = list(range(len(result.outputs)))
+        self.items = [
+            _Item(o, i, directory, int_or_none(o.raw.get("file_size"), minimum=0))
+            for o, i in zip(result.outputs, indexes, strict=True)
+        ]
         self.max_bytes = max_bytes
         self.on_saved = on_saved
         self.saved: list[Path] = []
@@ -304,7 +294,8 @@ class _Batch:
         lines = []
         for item, exc in self.failures:
             where = f" from {_shown(item.output.url)}" if item.output.url else ""
-            lines.append(f"{item.label}{where}: {_describe(exc)}")
+            label = f"output {item.index} ({item.output.content_type})"
+            lines.append(f"{label}{where}: {_describe(exc)}")
         error = DownloadError(
             f"could not save {len(self.failures)} of {len(self.items)} outputs of request_id "
             f"{self.request_id}: " + "; ".join(lines),

@@ -198,22 +198,22 @@ class _Thread(threading.Thread):
     def _apply(self, op: Op | None, future: concurrent.futures.Future[Any] | None) -> None:
         """Run one write until it commits, ends in its own error, or is given up."""
         set_aside = 0
+        result: Any = None
+        error: BaseException | None = None
         while True:
             try:
                 if self.conn is None:
                     self.conn = self.writes.connect()
-                conn = self.conn
-                if op is None:
-                    result = None
-                    break
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    result = op(conn)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
+                if op is not None:
+                    conn = self.conn
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        result = op(conn)
+                        conn.execute("COMMIT")
+                    except BaseException:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
             except sqlite3.Error as exc:
                 if is_busy(exc):
                     if self.busy_since is None:
@@ -225,28 +225,15 @@ class _Thread(threading.Thread):
                 if set_aside < MAX_SET_ASIDE and self.writes.on_fault(exc) == "retry":
                     set_aside += 1  # a fresh file failing the same way is not damage
                     continue
-                _settle(future, exc=exc)
-                return
+                error = exc
             except BaseException as exc:  # the write's own error (no such row): report it
-                self.busy_since = None
-                _settle(future, exc=exc)
-                return
+                error = exc
             break
         self.busy_since = None
-        _settle(future, result=result)
-
-
-def _settle(
-    future: concurrent.futures.Future[Any] | None,
-    *,
-    result: Any = None,
-    exc: BaseException | None = None,
-) -> None:
-    if future is None:
-        if exc is not None:
-            log.info("genwidgets: a background ledger write failed: %s", exc)
-        return
-    if exc is not None:
-        future.set_exception(exc)
-    else:
-        future.set_result(result)
+        if future is None:  # the idle work (the heartbeat): no one waits for it
+            if error is not None:
+                log.info("genwidgets: a background ledger write failed: %s", error)
+        elif error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)

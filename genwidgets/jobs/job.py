@@ -57,17 +57,6 @@ class Recorder(Protocol):
     def on_gone(self, job: Job, error: RequestNotFound) -> None: ...
 
 
-class _NoRecorder:
-    def on_status(self, job: Job, status: Status) -> None:
-        pass
-
-    async def on_result(self, job: Job, result: Result) -> None:
-        pass
-
-    def on_gone(self, job: Job, error: RequestNotFound) -> None:
-        pass
-
-
 class Job:
     """A task: ``status()``, ``result()``, ``cancel()``, ``await job``; displays as a live view."""
 
@@ -100,7 +89,7 @@ class Job:
         self.last_result: Result | None = None
         self.cancel_requested = False
         self.cancel_error: BaseException | None = None
-        self._recorder: Recorder = recorder or _NoRecorder()
+        self._recorder = recorder
         self._future: concurrent.futures.Future[Result] = concurrent.futures.Future()
         self._update_callbacks: list[Callable[[Job], None]] = []
         self._callbacks_lock = threading.Lock()
@@ -279,7 +268,8 @@ class Job:
             or previous.status != status.status
             or previous.queue_position != status.queue_position
         ):
-            self._recorder.on_status(self, status)
+            if self._recorder is not None:
+                self._recorder.on_status(self, status)
             self._notify()
         elif previous.latest_log != status.latest_log:  # a new log line: views show it
             self._notify()
@@ -437,8 +427,8 @@ class Job:
                     return
                 continue
             except GatewayError as exc:
-                if isinstance(exc, RequestNotFound):  # the gateway forgot it: final
-                    self._recorder.on_gone(self, exc)
+                if isinstance(exc, RequestNotFound) and self._recorder is not None:
+                    self._recorder.on_gone(self, exc)  # the gateway forgot it: final
                 self._fail(exc)
                 return
             except ClientClosed as exc:
@@ -451,7 +441,8 @@ class Job:
             if result is None:  # COMPLETED but the result address still says 202
                 continue
             try:
-                await self._recorder.on_result(self, result)
+                if self._recorder is not None:
+                    await self._recorder.on_result(self, result)
             except Exception:  # recording must never lose the result itself
                 log.exception("genwidgets: recording the result of %s failed", self.request_id)
             self._finish(result)

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from ..._config import ENV_HOME, redact
 from ...errors import LedgerError, LedgerWarning
 from .schema import ensure_schema
-from .writer import FaultAction, is_busy
+from .writer import FaultAction, immediate, is_busy
 
 T = TypeVar("T")
 
@@ -209,15 +209,9 @@ class LedgerFile:
         caller's thread; ``on_damage`` runs when SQLite says the file is damaged (the
         writer thread then checks it: its connection must never write the old file)."""
         with self._lock:
-            conn = self._connection()
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with immediate(self._connection()) as conn:
                     yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 if damage(exc):
                     on_damage()

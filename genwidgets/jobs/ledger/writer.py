@@ -18,10 +18,10 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
-__all__ = ["FaultAction", "Op", "WriteQueue", "is_busy"]
+__all__ = ["FaultAction", "Op", "WriteQueue", "immediate", "is_busy"]
 
 log = logging.getLogger("genwidgets")
 
@@ -46,6 +46,20 @@ def is_busy(exc: BaseException) -> bool:
         return True
     text = str(exc).lower()
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+@contextlib.contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction: ``BEGIN IMMEDIATE``, ``COMMIT`` when the block ends, and
+    ``ROLLBACK`` when it (or the commit) raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 _live: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
@@ -205,15 +219,8 @@ class _Thread(threading.Thread):
                 if self.conn is None:
                     self.conn = self.writes.connect()
                 if op is not None:
-                    conn = self.conn
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:
+                    with immediate(self.conn) as conn:
                         result = op(conn)
-                        conn.execute("COMMIT")
-                    except BaseException:
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
-                        raise
             except sqlite3.Error as exc:
                 if is_busy(exc):
                     if self.busy_since is None:

@@ -238,7 +238,7 @@ class Job:
             self._task.cancel()
         if not self.done():
             self._closed = True
-            self._fail(ClientClosed(endpoint=self.endpoint, request_id=self.request_id))
+            self._finish(ClientClosed(endpoint=self.endpoint, request_id=self.request_id))
 
     # -- engine side --------------------------------------------------------
 
@@ -274,26 +274,23 @@ class Job:
         elif previous.latest_log != status.latest_log:  # a new log line: views show it
             self._notify()
 
-    def _finish(self, result: Result, finished_at: float | None = None) -> None:
-        """The end, in a fixed order that views rely on: update callbacks see the final
-        state, then the future completes (``JobLike.add_update_callback``), so a cell
-        that waits on ``result()`` ends after every view has drawn it."""
+    def _finish(self, result: Result | BaseException, finished_at: float | None = None) -> None:
+        """The end (a result, or why there is none), in a fixed order that views rely on:
+        update callbacks see the final state, then the future completes
+        (``JobLike.add_update_callback``), so a cell that waits on ``result()`` ends after
+        every view has drawn it."""
         if self._future.done():
             return
         self.finished_at = finished_at or time.time()
+        if isinstance(result, BaseException):
+            self._timing.done(False)
+            self._notify()
+            self._future.set_exception(result)
+            return
         self.last_result = result
         self._timing.done(result.ok)
         self._notify()
         self._future.set_result(result)
-
-    def _fail(self, exc: BaseException) -> None:
-        """As :meth:`_finish`: update callbacks first, then the future."""
-        if self._future.done():
-            return
-        self.finished_at = time.time()
-        self._timing.done(False)
-        self._notify()
-        self._future.set_exception(exc)
 
     async def _status_now(self) -> Status:
         await self._timing.before_status(urgent=True)
@@ -417,26 +414,23 @@ class Job:
                     result = await self._fetch_result(terminal)
             except RateLimited as exc:
                 if exc.retry_after is not None and exc.retry_after > self._gateway.gate.max_wait:
-                    self._fail(exc)
+                    self._finish(exc)
                     return
                 continue  # the gate holds every request until the wait is over
             except (ServerError, Unreachable) as exc:
                 failures += 1
                 if failures >= self._timing.schedule.policy.failure_limit:
-                    self._fail(exc)
+                    self._finish(exc)
                     return
                 continue
-            except GatewayError as exc:
+            except (GatewayError, ClientClosed) as exc:
                 if isinstance(exc, RequestNotFound) and self._recorder is not None:
                     self._recorder.on_gone(self, exc)  # the gateway forgot it: final
-                self._fail(exc)
-                return
-            except ClientClosed as exc:
-                self._fail(exc)
+                self._finish(exc)
                 return
             except Exception as exc:  # never let the poller die silently (a cancel is no Exception)
                 log.exception("genwidgets: polling %s failed", self.request_id)
-                self._fail(exc)
+                self._finish(exc)
                 return
             if result is None:  # COMPLETED but the result address still says 202
                 continue

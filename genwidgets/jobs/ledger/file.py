@@ -177,20 +177,17 @@ class LedgerFile:
         elif self._conn is not None:
             self._conn.close()
         self._conn, self._reopen_reads = None, False
-        conn = self._connect()
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        except sqlite3.Error as exc:
-            raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
-        self._conn, self._conn_pid = conn, os.getpid()
-        return conn
+        self._conn, self._conn_pid = self._connect(), os.getpid()
+        return self._conn
 
     def _connect(self) -> sqlite3.Connection:
         """A new connection to the file (autocommit, usable from any thread)."""
         try:
-            return sqlite3.connect(
+            conn = sqlite3.connect(
                 self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
             )
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            return conn
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
 
@@ -243,7 +240,6 @@ class LedgerFile:
     def _open_checked(self) -> sqlite3.Connection:
         conn = self._connect()
         try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             problem = quick_check(conn)
             if problem:
                 raise LedgerError(

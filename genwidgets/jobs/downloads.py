@@ -11,6 +11,7 @@ docs/decisions.md#downloads and docs/decisions.md#outputs-by-gateway.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -364,11 +365,7 @@ async def download_outputs_async(
     if opener is None:
         if client is None:
             raise TypeError("download_outputs_async needs a client or an opener")
-        http = client
-
-        def opener(url: str) -> AbstractAsyncContextManager[httpx.Response]:
-            return open_url_async(http, url)
-
+        opener = functools.partial(open_url_async, client)
     batch = _Batch(result, root, max_bytes, on_saved, gateway)
     for item in batch.items:
         with batch.attempt(item):

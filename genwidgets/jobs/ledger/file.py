@@ -308,15 +308,12 @@ class LedgerFile:
     def _check_file(self) -> str:
         """``PRAGMA quick_check`` on a fresh connection: a problem, or "" when fine/unknown."""
         try:
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout)
-        except sqlite3.Error:
+            with contextlib.closing(self._connect()) as conn:
+                return quick_check(conn)
+        except LedgerError:  # could not even connect: unknown
             return ""
-        try:
-            return quick_check(conn)
         except sqlite3.Error as exc:
             return damage(exc)
-        finally:
-            conn.close()
 
     def log_if_failed(
         self, what: str, future: concurrent.futures.Future[T]

@@ -306,10 +306,10 @@ class Batch(RowBook):
     def __repr__(self) -> str:
         snap = self.snapshot()
         state = snap.line().split(": ", 1)[1] if self._started else "not sent (call .submit())"
-        return f"<Batch {self.id} {self.endpoint}: {state}>"
+        return f"<{type(self).__name__} {self.id} {self.endpoint}: {state}>"
 
     def _ipython_display_(self) -> None:
-        if display_hook is None:
+        if display_hook is None or self.out is None:  # a grid's view is its Grid's
             print(repr(self))
         else:
             display_hook(self)

@@ -171,7 +171,7 @@ def test_creates_failing_in_a_row_pause_the_grid_until_asked(
     unknown", the rest wait; asked to go on, it sends only those, each once."""
     import httpx
 
-    from genwidgets.lab.row_book import BREAKER_AFTER
+    from genwidgets.lab.batch import BREAKER_AFTER
 
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
     sim = make_simulator()

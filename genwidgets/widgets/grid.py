@@ -306,7 +306,7 @@ class Grid(CommandView):
         """Every cell has ended: from then on its sheet follows each change. While it
         runs the sheet is not rewritten (a 100-cell sheet weighs a megabyte): it
         follows ratings, swaps and the end of the run."""
-        done, _failed, total = self.run.counts()
+        done, _failed, total = self.run.tally()
         return bool(self.run.started and self.run.sent and done == total)
 
     def tick(self) -> None:
@@ -433,7 +433,7 @@ class Grid(CommandView):
 
     def _write(self) -> None:
         run = self.run
-        done, failed, total = run.counts()
+        done, failed, total = run.tally()
         progress = f"{done} of {total} done" if run.started else "nothing sent yet"
         if failed:
             progress += f" ({failed} failed)"

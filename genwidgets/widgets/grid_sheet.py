@@ -56,7 +56,7 @@ def sheet_side(cells: int) -> int:
 
 def state_words(run: GridRun) -> str:
     """``3 of 4 done, 1 failed`` or ``not sent``: a grid's state in its repr and sheet."""
-    done, failed, total = run.counts()
+    done, failed, total = run.tally()
     state = f"{done} of {total} done" if run.started else "not sent"
     return state + (f", {failed} failed" if failed else "")
 

@@ -147,7 +147,7 @@ class Sweep(TwoFaced, list["JobLike"]):
     def _on_change(self) -> None:
         """A cell was sent or a job moved: the sheet, new cards and errors, then, once
         every create has answered, the list itself."""
-        done, _failed, total = self.run.counts()
+        done, _failed, total = self.run.tally()
         if self.run.sent and done == total:
             self._refresh_face()  # once it has ended (a sheet of many cells is heavy)
         with self._lock:

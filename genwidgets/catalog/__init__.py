@@ -5,7 +5,7 @@ models, ``registry`` the one way to add an endpoint, ``validation`` :func:`valid
 ``openapi_schema`` the OpenAPI document; one module per family registers its endpoints.
 Adding an endpoint is one class::
 
-    @register("my-endpoint", kind="image", family="mine", title="My endpoint")
+    @register("my-endpoint", kind="image", title="My endpoint")
     class MyEndpoint(Endpoint):
         prompt: str = Field(description="What to draw.")
 

@@ -31,9 +31,7 @@ GENW25_SIZE = SizeRule(
 )
 
 
-@register(
-    "genW2.5-t2i-preview", kind="image", family="genW", title="Text to image (genW 2.5 preview)"
-)
+@register("genW2.5-t2i-preview", kind="image", title="Text to image (genW 2.5 preview)")
 class GenW25T2IPreview(Endpoint):
     """Text to image, served through the international node. A ``size`` written
     ``1280x1280`` is normalised to ``1280*1280``."""
@@ -53,9 +51,7 @@ class GenW25T2IPreview(Endpoint):
     n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(4)] = Field(
         None, ge=1, le=4, description="Number of images. Affects cost."
     )
-    seed: int | None = Field(
-        None, ge=0, le=SEED_MAX, description="Random if omitted."
-    )
+    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random if omitted.")
     prompt_extend: Annotated[bool | None, ServiceDefault(True)] = Field(
         None, description="Improves short prompts, adds latency."
     )
@@ -101,7 +97,7 @@ GENW26_SIZES = Literal[
 ]
 
 
-@register("genW2.6-r2v", kind="video", family="genW", title="Reference to video (genW 2.6)")
+@register("genW2.6-r2v", kind="video", title="Reference to video (genW 2.6)")
 class GenW26R2V(Endpoint):
     """Video from reference images or videos. Required flags are not shown: exactly
     one of ``reference_urls`` (preferred) and ``reference_video_urls`` is required,

@@ -36,7 +36,7 @@ class ImgGMask(Part):
         return self
 
 
-@register("imgG-1.5-edit", kind="image", family="imgG", title="Image editing (imgG 1.5)")
+@register("imgG-1.5-edit", kind="image", title="Image editing (imgG 1.5)")
 class ImgG15Edit(Endpoint):
     """Edit images from a prompt.
 

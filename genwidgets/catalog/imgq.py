@@ -33,7 +33,7 @@ IMGQ_SIDE_MULTIPLE = 16
 IMGQ_AUTO_SIDE = 1024
 
 
-@register("imgQ-edit-plus", kind="image", family="imgQ", title="Multi-image editing (imgQ)")
+@register("imgQ-edit-plus", kind="image", title="Multi-image editing (imgQ)")
 class ImgQEditPlus(Endpoint):
     """Edit with 1-3 images; the output's aspect ratio follows the last image.
     A ``size`` written ``1024x1024`` is normalised to ``1024*1024``."""

@@ -244,7 +244,7 @@ class _VidABody(Endpoint):
         return self
 
 
-@register("vidA-2-0", kind="video", family="vidA", title="Multimodal video (vidA 2.0)")
+@register("vidA-2-0", kind="video", title="Multimodal video (vidA 2.0)")
 class VidA20(_VidABody):
     """Multimodal video from text, images, video and audio: ``vidA-2-0``.
 
@@ -252,9 +252,7 @@ class VidA20(_VidABody):
     """
 
 
-@register(
-    "vidA-2-0-fast", kind="video", family="vidA", title="Multimodal video, fast (vidA 2.0 fast)"
-)
+@register("vidA-2-0-fast", kind="video", title="Multimodal video, fast (vidA 2.0 fast)")
 class VidA20Fast(_VidABody):
     """Multimodal video, faster variant: ``vidA-2-0-fast``. As ``vidA-2-0`` but
     ``resolution`` is 480p or 720p only."""

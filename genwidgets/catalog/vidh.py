@@ -38,7 +38,7 @@ class VidHMedia(Part):
     )
 
 
-@register("vidH_1.0_r2v", kind="video", family="vidH", title="Reference images to video (vidH)")
+@register("vidH_1.0_r2v", kind="video", title="Reference images to video (vidH)")
 class VidH10R2V(Endpoint):
     """Video from 1-9 reference images. The prompt limit (2500 Chinese or 5000 other
     characters, excess truncated) is read as a weight where a Chinese character counts
@@ -64,9 +64,7 @@ class VidH10R2V(Endpoint):
         Literal["16:9", "9:16", "1:1", "4:3", "3:4", "4:5", "5:4", "9:21", "21:9"] | None,
         ServiceDefault("16:9"),
     ] = Field(None, description="16:9, 9:16, 1:1, 4:3, 3:4, 4:5, 5:4, 9:21, 21:9.")
-    seed: int | None = Field(
-        None, ge=0, le=SEED_MAX, description="Random if omitted."
-    )
+    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random if omitted.")
     watermark: Annotated[bool | None, ServiceDefault(True)] = Field(
         None, description="Fixed text in the lower-right corner."
     )

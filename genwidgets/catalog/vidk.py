@@ -64,7 +64,7 @@ class ElementRef(Part):
     element_id: int = Field(description="Element ID from the custom subject element operation.")
 
 
-@register("vidK-v3-turbo-t2v", kind="video", family="vidK", title="Text to video (vidK v3 turbo)")
+@register("vidK-v3-turbo-t2v", kind="video", title="Text to video (vidK v3 turbo)")
 class VidKV3TurboT2V(Endpoint):
     """Text to video, vidK v3 turbo. ``duration`` is sent as given (an integer or a
     numeric string, as the spec allows); ``enhance_prompt`` takes a boolean or one
@@ -129,12 +129,7 @@ class ImageListItem(Part):
     )
 
 
-@register(
-    "vidK-v1-6-multi-i2v",
-    kind="video",
-    family="vidK",
-    title="Multiple images to video (vidK v1.6)",
-)
+@register("vidK-v1-6-multi-i2v", kind="video", title="Multiple images to video (vidK v1.6)")
 class VidKV16MultiI2V(Endpoint):
     """Video from up to 4 reference images. Required flags are not shown;
     ``image_list`` is required (image to video needs images), the rest optional.
@@ -220,7 +215,7 @@ class FaceChoose(Part):
         return self
 
 
-@register("vidK-lip-sync", kind="video", family="vidK", title="Lip-sync a video (vidK)")
+@register("vidK-lip-sync", kind="video", title="Lip-sync a video (vidK)")
 class VidKLipSync(Endpoint):
     """Lip-sync faces found by the face identification operation (call it first).
     Required flags are not shown: ``session_id``, ``face_choose`` and each
@@ -246,12 +241,7 @@ class MotionElement(Part):
     element_id: int = Field(description="Element ID from the subject library.")
 
 
-@register(
-    "vidK-v3-motion-control",
-    kind="video",
-    family="vidK",
-    title="Motion-control video (vidK v3)",
-)
+@register("vidK-v3-motion-control", kind="video", title="Motion-control video (vidK v3)")
 class VidKV3MotionControl(Endpoint):
     """Animate a reference image with the motion of a reference video. Required flags
     are not shown: the sample request's ``image_url``, ``video_url``,
@@ -301,13 +291,7 @@ class VidKV3MotionControl(Endpoint):
         return self
 
 
-@register(
-    "vidK-face-identify",
-    kind="face",
-    family="vidK",
-    title="Identify faces (vidK)",
-    documented=False,
-)
+@register("vidK-face-identify", kind="face", title="Identify faces (vidK)", documented=False)
 class VidKFaceIdentify(Endpoint):
     """Find faces in a video for lip-sync (referenced; payload is our choice):
     returns a session_id and face_data with face IDs and time ranges."""
@@ -315,13 +299,7 @@ class VidKFaceIdentify(Endpoint):
     video_url: str = Field(min_length=1, description="URL of the video to search for faces.")
 
 
-@register(
-    "vidK-audio-preview",
-    kind="audio",
-    family="vidK",
-    title="Audio preview (vidK)",
-    documented=False,
-)
+@register("vidK-audio-preview", kind="audio", title="Audio preview (vidK)", documented=False)
 class VidKAudioPreview(Endpoint):
     """Speech audio for lip-sync (referenced; payload is our choice): returns an
     audio_id and its duration."""
@@ -331,11 +309,7 @@ class VidKAudioPreview(Endpoint):
 
 
 @register(
-    "vidK-custom-element",
-    kind="subject",
-    family="vidK",
-    title="Create a subject element (vidK)",
-    documented=False,
+    "vidK-custom-element", kind="subject", title="Create a subject element (vidK)", documented=False
 )
 class VidKCustomElement(Endpoint):
     """A custom subject element for element_list (referenced; payload is our

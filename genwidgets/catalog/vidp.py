@@ -21,12 +21,7 @@ VIDP_FRAME = MediaSpec(
 )
 
 
-@register(
-    "vidP_v6_transition",
-    kind="video",
-    family="vidP",
-    title="First-to-last frame transition (vidP v6)",
-)
+@register("vidP_v6_transition", kind="video", title="First-to-last frame transition (vidP v6)")
 class VidPV6Transition(Endpoint):
     """A transition video from a first to a last frame. Both frames are public URLs:
     the service uploads them upstream, so local files cannot be sent. Defaults of

@@ -102,7 +102,7 @@ class _VidVCommon(Endpoint):
         return self
 
 
-@register("vidVq2-text2video", kind="video", family="vidV", title="Text to video (vidV q2)")
+@register("vidVq2-text2video", kind="video", title="Text to video (vidV q2)")
 class VidVq2Text2Video(_VidVCommon):
     """Text to video, vidV q2. ``movement_amplitude`` values are not shown for this
     endpoint: any string passes."""
@@ -149,7 +149,7 @@ class VidVq2Text2Video(_VidVCommon):
         return self
 
 
-@register("vidVq1-text2video", kind="video", family="vidV", title="Text to video (vidV q1)")
+@register("vidVq1-text2video", kind="video", title="Text to video (vidV q1)")
 class VidVq1Text2Video(_VidVCommon):
     """Text to video, vidV q1. Which fields are required is not shown; ``prompt``
     is required (the sample request carries it, and text to video needs it)."""
@@ -208,9 +208,7 @@ VIDV_VIDEO = MediaSpec(
 _VIDV_BASE64_MAX = 20 * MB
 
 
-@register(
-    "vidV-create-subjects", kind="subject", family="vidV", title="Create a reusable subject (vidV)"
-)
+@register("vidV-create-subjects", kind="subject", title="Create a reusable subject (vidV)")
 class VidVCreateSubjects(Endpoint):
     """Create a reusable subject from images (or one video). ``images`` is
     "conditional" in the spec; our reading: at least one of ``images`` and

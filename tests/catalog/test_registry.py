@@ -101,6 +101,21 @@ def test_register_refuses_what_the_gateway_could_not_serve(
     assert endpoint_id not in {s.id for s in catalog.endpoints(documented_only=False)}
 
 
+@pytest.mark.parametrize(
+    ("endpoint_id", "family"),
+    [("test-family", "test"), ("testQ2-x", "testQ"), ("9-lives", "9-lives")],
+)
+def test_a_family_not_given_is_the_ids_head(endpoint_id: str, family: str) -> None:
+    class Plain(Endpoint):
+        """Plain."""
+
+    register(endpoint_id, kind="image", title="t", documented=False)(Plain)
+    try:
+        assert catalog.endpoint(endpoint_id).family == family
+    finally:
+        catalog.unregister(endpoint_id)
+
+
 def test_register_decorates_endpoint_models_only() -> None:
     with pytest.raises(TypeError, match=r"subclass of genwidgets\.catalog\.Endpoint"):
         register(MINE, kind="image", family="mine", title="t")(dict)  # type: ignore[type-var]
@@ -192,4 +207,3 @@ def test_the_spec_answers_each_field_question_by_wire_name() -> None:
         assert spec.value_of({}, "aspectRatio") == "16:9"
     finally:
         catalog.unregister("test-aliased")
-

@@ -41,7 +41,7 @@ from .model import Endpoint, EndpointModel, Part
 from .openapi_schema import openapi
 from .paths import field_info_at, fields_along, media_fields_of, media_spec_at, media_specs
 from .registry import KINDS, EndpointSpec, endpoint, endpoints, register, unregister
-from .validation import payload_of, unsendable, validate, webhook_fields
+from .validation import payload_of, unsendable, validate, webhook_fields, webhook_problems
 
 __all__ = [
     "BILLED",
@@ -85,4 +85,5 @@ __all__ = [
     "unsendable",
     "validate",
     "webhook_fields",
+    "webhook_problems",
 ]

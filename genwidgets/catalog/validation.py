@@ -29,6 +29,14 @@ def webhook_fields(payload: Mapping[str, Any]) -> list[str]:
     return [k for k in payload if _WEBHOOK_HINT.search(k.lower())]
 
 
+def webhook_problems(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One problem per top-level field that asks for a webhook, validated or not."""
+    return [
+        {"loc": (k,), "msg": "webhook not supported: the service delivers no webhooks; poll"}
+        for k in webhook_fields(payload)
+    ]
+
+
 def names_a_webhook(value: Any) -> bool:
     """Whether a key naming a webhook stands at any depth of ``value`` (a gateway's
     check): a loop with its own stack, so a body nested however deep is walked, never a
@@ -185,11 +193,8 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     not_json = unsendable(payload)
     if not_json:  # before the model: pydantic would iterate a huge range, a generator...
         raise PayloadError(not_json, endpoint=endpoint_id)
-    hooks = webhook_fields(payload)
-    errors = [
-        {"loc": (k,), "msg": "webhook not supported: the service delivers no webhooks; poll"}
-        for k in hooks
-    ]
+    errors = webhook_problems(payload)
+    hooks = {e["loc"][0] for e in errors}
     try:
         instance = spec.model.model_validate(dict(payload))
     except ValidationError as exc:

@@ -162,34 +162,27 @@ def error_from_response(
     lowered = (detail or "").lower()
     path = answer.url.path if answer.url is not None else ""
 
-    if code == "UNAUTHORIZED":
-        return Unauthorized(text, **kw)
-    if code == "RATE_LIMIT_EXCEEDED":
-        return RateLimited(text, retry_after=parse_retry_after(answer.headers), **kw)
-    if lowered.startswith("app not found"):
-        return EndpointNotFound(text, **kw)
-    if "model not allowed" in lowered:
-        return ModelNotAllowed(text, **kw)
-    if "webhook not supported" in lowered:
-        return WebhookNotSupported(text, **kw)
-    if "sse streaming not supported" in lowered or (
-        lowered == "not found" and path.endswith("/sync")
-    ):
-        return NotSupported(text, **kw)
-    if "request not found" in lowered or "request not found" in (message or "").lower():
-        return RequestNotFound(text, **kw)
-    if "runtime execution failed" in lowered:
-        return RuntimeFailed(text, **kw)
-    # Body unknown: fall back on the status code.
-    if status == 401:
-        return Unauthorized(text, **kw)
-    if status == 429:
-        return RateLimited(text, retry_after=parse_retry_after(answer.headers), **kw)
-    if status == 404 and request_id:
-        return RequestNotFound(text, **kw)
-    if status >= 500:
-        return ServerError(text, **kw)
-    return GatewayError(text, **kw)
+    # the body first, then (the body unknown) the status code: the first rule that holds
+    rules: tuple[tuple[object, type[GatewayError]], ...] = (
+        (code == "UNAUTHORIZED", Unauthorized),
+        (code == "RATE_LIMIT_EXCEEDED", RateLimited),
+        (lowered.startswith("app not found"), EndpointNotFound),
+        ("model not allowed" in lowered, ModelNotAllowed),
+        ("webhook not supported" in lowered, WebhookNotSupported),
+        ("sse streaming not supported" in lowered, NotSupported),
+        (lowered == "not found" and path.endswith("/sync"), NotSupported),
+        ("request not found" in lowered, RequestNotFound),
+        ("request not found" in (message or "").lower(), RequestNotFound),
+        ("runtime execution failed" in lowered, RuntimeFailed),
+        (status == 401, Unauthorized),
+        (status == 429, RateLimited),
+        (status == 404 and request_id, RequestNotFound),
+        (status >= 500, ServerError),
+    )
+    kind = next((kind for holds, kind in rules if holds), GatewayError)
+    if kind is RateLimited:
+        kw["retry_after"] = parse_retry_after(answer.headers)
+    return kind(text, **kw)
 
 
 def _says_rate_limited(answer: Answer) -> bool:

@@ -1,6 +1,7 @@
 """The endpoint catalog: one pydantic model per endpoint, from the spec's tables.
 
-``introspect`` walks annotations, ``markers`` holds the field markers, ``model`` the base
+``introspect`` walks annotations, ``markers`` holds the field markers, ``checks`` a media
+field's spec and its check, ``model`` the base
 models, ``registry`` the one way to add an endpoint, ``validation`` :func:`validate`,
 ``openapi_schema`` the OpenAPI document; one module per family registers its endpoints.
 Adding an endpoint is one class::
@@ -14,6 +15,7 @@ The catalog does no I/O.
 
 # Importing the family modules registers their endpoints (the registry imports none).
 from . import asset, genw, imgg, imgm, imgq, speech, vida, vidh, vidk, vidp, vidv  # noqa: F401 - importing registers them
+from .checks import MediaSpec, media_spec
 from .fields import WireField, field_named, fields_of, known_names
 from .findings import (
     DeprecatedFieldWarning,
@@ -27,14 +29,12 @@ from .markers import (
     GENERATIONS,
     NO_DEFAULT,
     PROMPT_STRING,
-    MediaSpec,
     Number,
     PromptString,
     ServiceDefault,
     is_billed,
     is_generations,
     is_prompt_string,
-    media_spec,
     service_default,
 )
 from .model import Endpoint, EndpointModel, Part

@@ -12,10 +12,10 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from .checks import MediaCheck
+from .checks import MediaSpec
 from .coerce import SIZE_WITH_STAR, Size, SizeRule
 from .findings import DeprecatedFieldWarning, warn, warn_truncated
-from .markers import BILLED, GENERATIONS, MB, SEED_MAX, MediaSpec, ServiceDefault
+from .markers import BILLED, GENERATIONS, MB, SEED_MAX, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -113,7 +113,7 @@ class GenW26R2V(Endpoint):
     )
     negative_prompt: str | None = Field(None, description="Chinese or English; excess truncated.")
     reference_urls: Annotated[
-        list[Annotated[str, AfterValidator(MediaCheck(GENW26_REFERENCE))]] | None,
+        list[Annotated[str, GENW26_REFERENCE]] | None,
         GENW26_REFERENCE,
     ] = Field(
         None,
@@ -123,7 +123,7 @@ class GenW26R2V(Endpoint):
         "WEBP; videos MP4, MOV. Preferred; do not send with reference_video_urls.",
     )
     reference_video_urls: Annotated[
-        list[Annotated[str, AfterValidator(MediaCheck(GENW26_REFERENCE_VIDEO))]] | None,
+        list[Annotated[str, GENW26_REFERENCE_VIDEO]] | None,
         GENW26_REFERENCE_VIDEO,
     ] = Field(
         None,

@@ -17,8 +17,8 @@ from pydantic import AfterValidator, Field, model_validator
 
 from ..errors import PayloadError
 from ..imgm import Prompt
-from .checks import MediaCheck
-from .markers import PROMPT_STRING, MediaSpec, Number
+from .checks import MediaSpec
+from .markers import PROMPT_STRING, Number
 from .model import Endpoint, Part
 from .registry import register
 
@@ -31,6 +31,7 @@ MIN_POLYGON_VALUES = 6  # three points
 MASK_IMAGE = MediaSpec(
     media="image",
     encoding="url_or_data",
+    raw_base64_ok=True,  # "URL or Base64 data"
     note="black-and-white binary mask; white areas are repainted",
 )
 
@@ -91,9 +92,7 @@ class Mask(Part):
         description="Region objects for multi-region repainting: pixel width and height "
         f"{REGION_MIN}-{REGION_MAX}, polygon coordinates as for area.points.",
     )
-    url: Annotated[
-        str | None, MASK_IMAGE, AfterValidator(MediaCheck(MASK_IMAGE, raw_base64_ok=True))
-    ] = Field(
+    url: Annotated[str | None, MASK_IMAGE] = Field(
         None,
         description="URL or Base64 data of a black-and-white binary mask; white areas are "
         "repainted.",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
-from .checks import MediaCheck
+from .checks import MediaSpec
 from .findings import warn
-from .markers import BILLED, MB, SEED_MAX, MediaSpec, ServiceDefault
+from .markers import BILLED, MB, SEED_MAX, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -32,7 +32,7 @@ class VidHMedia(Part):
     """One reference image of vidH."""
 
     type: Literal["reference_image"] = Field(description="Fixed: reference_image.")
-    url: Annotated[str, VIDH_IMAGE, AfterValidator(MediaCheck(VIDH_IMAGE))] = Field(
+    url: Annotated[str, VIDH_IMAGE] = Field(
         description="Public http(s) URL or data:<MIME_type>;base64,<data> with image/jpeg, "
         "image/png or image/webp. Short side at least 400 px; at most 20 MB."
     )

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from .checks import MediaCheck
+from .checks import MediaSpec
 from .findings import warn
-from .markers import BILLED, MB, MediaSpec, Number, ServiceDefault
+from .markers import BILLED, MB, Number, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -123,7 +123,7 @@ class VidKV3TurboT2V(Endpoint):
 class ImageListItem(Part):
     """One reference image of vidK multi-image to video."""
 
-    image: Annotated[str, VIDK_MULTI_IMAGE, AfterValidator(MediaCheck(VIDK_MULTI_IMAGE))] = Field(
+    image: Annotated[str, VIDK_MULTI_IMAGE] = Field(
         description="Public URL or raw base64 with no data: prefix. jpg, jpeg, png; at most "
         "10 MB; width and height at least 300 px; aspect ratio 1:2.5 to 2.5:1; no cropping."
     )
@@ -171,7 +171,7 @@ class FaceChoose(Part):
         description="Audio ID from the audio preview operation; audio generated within 30 "
         "days, 2-60 seconds.",
     )
-    sound_file: Annotated[str | None, VIDK_SOUND, AfterValidator(MediaCheck(VIDK_SOUND))] = Field(
+    sound_file: Annotated[str | None, VIDK_SOUND] = Field(
         None,
         description="Raw base64 audio (no data: prefix) or accessible URL; mp3, wav, m4a; at "
         "most 5 MB; 2-60 seconds.",
@@ -253,17 +253,13 @@ class VidKV3MotionControl(Endpoint):
         max_length=2500,
         description="At most 2500 characters; positive and negative descriptions allowed.",
     )
-    image_url: Annotated[str, VIDK_MOTION_IMAGE, AfterValidator(MediaCheck(VIDK_MOTION_IMAGE))] = (
-        Field(
-            description="Reference image (characters and background): public URL or raw base64 "
-            "without prefix; jpg, jpeg, png; at most 10 MB; 300-65536 px; aspect 1:2.5 to 2.5:1."
-        )
+    image_url: Annotated[str, VIDK_MOTION_IMAGE] = Field(
+        description="Reference image (characters and background): public URL or raw base64 "
+        "without prefix; jpg, jpeg, png; at most 10 MB; 300-65536 px; aspect 1:2.5 to 2.5:1."
     )
-    video_url: Annotated[str, VIDK_MOTION_VIDEO, AfterValidator(MediaCheck(VIDK_MOTION_VIDEO))] = (
-        Field(
-            description="Reference action video URL; mp4 or mov; at most 100 MB; width and height "
-            "340-3850 px; at least 3 seconds; one continuous shot."
-        )
+    video_url: Annotated[str, VIDK_MOTION_VIDEO] = Field(
+        description="Reference action video URL; mp4 or mov; at most 100 MB; width and height "
+        "340-3850 px; at least 3 seconds; one continuous shot."
     )
     element_list: list[MotionElement] | None = Field(
         None,

@@ -11,9 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from .checks import MediaCheck
+from .checks import MediaSpec
 from .findings import IneffectiveFieldWarning, warn
-from .markers import BILLED, MB, MediaSpec, ServiceDefault
+from .markers import BILLED, MB, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -192,6 +192,7 @@ VIDV_IMAGE = MediaSpec(
     max_bytes=50 * MB,
     min_aspect=1 / 4,
     max_aspect=4.0,
+    max_decoded=20 * MB,
     note="aspect ratio within 1:4..4:1; decoded base64 under 20 MB",
 )
 VIDV_VIDEO = MediaSpec(
@@ -203,9 +204,9 @@ VIDV_VIDEO = MediaSpec(
     min_aspect=1 / 4,
     max_aspect=4.0,
     max_seconds=5.0,
+    max_decoded=20 * MB,
     note="5 seconds; at least 128*128; decoded base64 under 20 MB",
 )
-_VIDV_BASE64_MAX = 20 * MB
 
 
 @register("vidV-create-subjects", kind="subject", title="Create a reusable subject (vidV)")
@@ -216,8 +217,7 @@ class VidVCreateSubjects(Endpoint):
 
     name: str = Field(min_length=1, description="Subject name; unique recommended.")
     images: Annotated[
-        list[Annotated[str, AfterValidator(MediaCheck(VIDV_IMAGE, max_decoded=_VIDV_BASE64_MAX))]]
-        | None,
+        list[Annotated[str, VIDV_IMAGE]] | None,
         VIDV_IMAGE,
     ] = Field(
         None,
@@ -228,8 +228,7 @@ class VidVCreateSubjects(Endpoint):
         "20 MB.",
     )
     videos: Annotated[
-        list[Annotated[str, AfterValidator(MediaCheck(VIDV_VIDEO, max_decoded=_VIDV_BASE64_MAX))]]
-        | None,
+        list[Annotated[str, VIDV_VIDEO]] | None,
         VIDV_VIDEO,
     ] = Field(
         None,

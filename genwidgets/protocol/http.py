@@ -38,7 +38,6 @@ from ..errors import (
     NotSupported,
     OutcomeUnknown,
     RateLimited,
-    RedirectedAway,
     RequestNotFound,
     RuntimeFailed,
     ServerError,
@@ -284,19 +283,20 @@ class Gateway:
         ticket = await self.gate.ticket(attempt=attempt) if create else None
         try:
             await self.gate.wait(endpoint=endpoint, request_id=request_id, create=create)
+
+            def away(status_code: int, target: str) -> GatewayError:
+                return GatewayError(
+                    f"the {op} request was redirected to another origin ({target}); not "
+                    f"followed, so the API key stays at {origin_text(self.base_url)}",
+                    status_code=status_code,
+                    endpoint=endpoint,
+                    request_id=request_id,
+                )
+
             try:
                 async with self._semaphore:
                     self.counts[op] += 1
-                    answer = await self._exchange(method, url, content, headers)
-            except RedirectedAway as away:
-                raise GatewayError(
-                    f"the {op} request was redirected to another origin "
-                    f"({away.target}); not followed, so the API key stays at "
-                    f"{origin_text(self.base_url)}",
-                    status_code=away.status_code,
-                    endpoint=endpoint,
-                    request_id=request_id,
-                ) from None
+                    answer = await self._exchange(method, url, content, headers, away)
             except httpx.TooManyRedirects:
                 raise GatewayError(
                     f"the {op} request was redirected more than {MAX_REDIRECTS} times",
@@ -315,7 +315,12 @@ class Gateway:
                 self.gate.done(ticket)
 
     async def _exchange(
-        self, method: str, url: str, content: bytes | None, headers: Mapping[str, str] | None
+        self,
+        method: str,
+        url: str,
+        content: bytes | None,
+        headers: Mapping[str, str] | None,
+        away: Callable[[int, str], Exception],
     ) -> Answer:
         """One request and its whole answer, within the total deadline: the connect
         timeout and ``timeout``, plus the time the body's bytes may take
@@ -323,7 +328,7 @@ class Gateway:
         grace = self.timeout + min(10.0, self.timeout)  # connecting, then answering
         async with within(Deadline(grace, sent=len(content or b""))) as watch:
             request = self._http.build_request(
-                method, url, content=content, headers=headers, extensions={STAY_HOME: True}
+                method, url, content=content, headers=headers, extensions={STAY_HOME: away}
             )
             response = await self._http.send(request, stream=True)
             try:

@@ -78,7 +78,7 @@ def test_same_origin_compares_scheme_host_and_port() -> None:
     assert not same_origin("https://g.test/x", None)
 
 
-def test_a_redirect_to_another_port_never_carries_the_key(
+def test_a_redirect_to_another_port_never_carries_the_key_nor_a_cookie(
     servers: tuple[Server, Server], tmp_path: Path
 ) -> None:
     gateway_server, storage = servers
@@ -86,6 +86,8 @@ def test_a_redirect_to_another_port_never_carries_the_key(
     async def scenario() -> tuple[bytes, list[Path]]:
         gateway = Gateway(gateway_server.base, KEY, headers={"X-Api-Key": KEY})
         try:
+            await gateway.fetch(f"{gateway_server.base}/first.png")  # the cookie is set
+            await gateway.fetch(f"{gateway_server.base}/second.png")  # and goes back home
             data = await gateway.fetch(f"{gateway_server.base}/moved/a.png")
             result = Result.from_body(
                 {
@@ -103,15 +105,17 @@ def test_a_redirect_to_another_port_never_carries_the_key(
 
     data, paths = asyncio.run(scenario())
     assert data == b"PNGDATA" and [p.read_bytes() for p in paths] == [b"PNGDATA"] * 2
-    # the gateway's own origin got the key; the other port never did
+    # the gateway's own origin got the key and its cookie; the other port never did
     assert gateway_server.seen == [
-        ("/moved/a.png", f"Bearer {KEY}", KEY),
-        ("/moved/b.png", f"Bearer {KEY}", KEY),
+        (path, f"Bearer {KEY}", KEY)
+        for path in ("/first.png", "/second.png", "/moved/a.png", "/moved/b.png")
     ]
+    assert gateway_server.cookies[1] == ("/second.png", "gw=secret-gw")  # the jar works
     assert storage.seen == [("/a.png", None, None), ("/b.png", None, None), ("/c.png", None, None)]
+    assert all(cookie is None for _, cookie in storage.cookies), storage.cookies
 
 
-def test_the_blocking_paths_send_no_credential_anywhere(
+def test_the_blocking_paths_send_no_credential_nor_cookie_anywhere(
     servers: tuple[Server, Server], tmp_path: Path
 ) -> None:
     gateway_server, storage = servers
@@ -125,6 +129,7 @@ def test_the_blocking_paths_send_no_credential_anywhere(
     assert Output.from_entry(f"{gateway_server.base}/moved/e.png").read() == b"PNGDATA"
     assert all(auth is None and key is None for _, auth, key in gateway_server.seen)
     assert [path for path, _, _ in storage.seen] == ["/d.png", "/e.png"]
+    assert storage.cookies == [("/d.png", None), ("/e.png", None)]  # nor a cookie
 
 
 def test_a_request_searches_for_no_module(simulator: object) -> None:
@@ -179,49 +184,6 @@ def test_a_blocking_fetch_starts_no_thread_of_its_own(
     monkeypatch.setattr(threading.Thread, "start", recorded)
     assert Output.from_entry(f"{gateway_server.base}/moved/f.png").read() == b"PNGDATA"
     assert all("process_request" in name for name in started), started
-
-
-def test_a_gateway_cookie_never_reaches_another_origin(
-    servers: tuple[Server, Server], tmp_path: Path
-) -> None:
-    gateway_server, storage = servers
-
-    async def scenario() -> None:
-        gateway = Gateway(gateway_server.base, "sk-cookie-test")
-        try:
-            await gateway.fetch(f"{gateway_server.base}/first.png")  # the cookie is set
-            await gateway.fetch(f"{gateway_server.base}/second.png")  # and goes back home
-            result = Result.from_body(
-                {
-                    "request_id": "r1",
-                    "outputs": [
-                        {"url": f"{gateway_server.base}/moved/a.png", "content_type": "image/png"},
-                        {"url": f"{storage.base}/b.png", "content_type": "image/png"},
-                    ],
-                }
-            )
-            await download_outputs_async(result, opener=gateway.open_output, root=tmp_path)
-        finally:
-            await gateway.aclose()
-
-    asyncio.run(scenario())
-    assert gateway_server.cookies[1] == ("/second.png", "gw=secret-gw")  # the jar works
-    assert [path for path, _ in storage.cookies] == ["/a.png", "/b.png"]
-    assert all(cookie is None for _, cookie in storage.cookies), storage.cookies
-
-
-def test_the_blocking_download_sends_no_cookie_across_a_redirect(
-    servers: tuple[Server, Server], tmp_path: Path
-) -> None:
-    gateway_server, storage = servers
-    result = Result.from_body(
-        {
-            "request_id": "r2",
-            "outputs": [{"url": f"{gateway_server.base}/moved/c.png", "content_type": "image/png"}],
-        }
-    )
-    assert [p.read_bytes() for p in download_outputs(result, root=tmp_path)] == [b"PNGDATA"]
-    assert storage.cookies == [("/c.png", None)]
 
 
 def test_a_cookie_set_by_another_origin_on_a_redirect_never_reaches_the_gateway(

@@ -471,21 +471,13 @@ class Client:
         known = self._jobs.get((handle.endpoint, handle.request_id))
         if known is not None:
             return known
-        result = row.result(source=gateway_outputs(self._engine, self._gateway))
-        if result is None:
-            return self._adopt(handle, payload=row.payload, submitted_at=row.submitted_at)
-        job = Job(
+        return self._adopt(
             handle,
-            simulated=self.embedded,
-            gateway=self._gateway,
-            engine=self._engine,
             payload=row.payload,
             submitted_at=row.submitted_at,
-            result=result,
+            result=row.result(source=gateway_outputs(self._engine, self._gateway)),
             finished_at=row.finished_at,
         )
-        self._jobs[(handle.endpoint, handle.request_id)] = job
-        return job
 
     def run(
         self, endpoint: str, payload: Mapping[str, Any], timeout: float | None = None
@@ -553,7 +545,12 @@ class Client:
         *,
         payload: Mapping[str, Any] | None,
         submitted_at: float | None = None,
+        result: Result | None = None,
+        finished_at: float | None = None,
     ) -> Job:
+        """The Job of ``handle``, kept by this client: polled, unless it is known
+        finished (``result``, read back from the ledger)."""
+        live = result is None
         job = Job(
             handle,
             simulated=self.embedded,
@@ -561,11 +558,14 @@ class Client:
             engine=self._engine,
             payload=payload,
             submitted_at=submitted_at,
-            recorder=self._recorder,
-            schedule=self._schedule,
+            recorder=self._recorder if live else None,
+            schedule=self._schedule if live else None,
+            result=result,
+            finished_at=finished_at,
         )
         self._jobs[(handle.endpoint, handle.request_id)] = job
-        job.start_polling()
+        if live:
+            job.start_polling()
         return job
 
     async def _aclose(self) -> None:

@@ -115,34 +115,6 @@ def test_asset_record_from_json_string_in_several_places() -> None:
     assert Result.from_body({"status": "COMPLETED", "content": "not json"}).asset is None
 
 
-def test_output_save_is_atomic_and_reads_through_its_source(tmp_path: Path) -> None:
-    calls: list[str] = []
-
-    def fetch(url: str, max_bytes: int) -> bytes:
-        calls.append(url)
-        return b"bytes!"
-
-    out = Output.from_entry(
-        {"url": "http://x/1", "content_type": "image/png"}, source=OutputFiles(fetch)
-    )
-    target = out.save(tmp_path / "sub" / "one.png")
-    assert target.read_bytes() == b"bytes!"
-    out.save(tmp_path / "two.png")
-    assert calls == ["http://x/1"]  # read once, cached
-    assert not [p for p in tmp_path.rglob("*.part")]
-
-
-def test_output_save_adds_the_content_types_extension_only_when_missing(tmp_path: Path) -> None:
-    video = Output.from_entry({"content": "00ff", "encoding": "hex", "content_type": "video/mp4"})
-    assert video.save(tmp_path / "out-0") == tmp_path / "out-0.mp4"
-    assert (tmp_path / "out-0.mp4").read_bytes() == b"\x00\xff"
-    assert not (tmp_path / "out-0").exists()
-    # a path that has an extension is kept as given, even one that disagrees
-    assert video.save(tmp_path / "clip.bin") == tmp_path / "clip.bin"
-    png = Output.from_entry({"content": "x", "content_type": "image/png; charset=binary"})
-    assert png.save(str(tmp_path / "still")) == tmp_path / "still.png"
-
-
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
 def test_output_save_uses_the_users_umask(tmp_path: Path, umask: int) -> None:
     out = Output.from_entry({"content": "hi", "content_type": "text/plain"})

@@ -19,11 +19,6 @@ from genwidgets.simulator import DEMO_KEY
 from genwidgets.simulator.synth import video_frames
 
 
-def test_unknown_endpoint_is_endpoint_not_found_with_a_suggestion() -> None:
-    with pytest.raises(EndpointNotFound, match="did you mean 'vidA-2-0'"):
-        catalog.validate("vidA-2.0", {})
-
-
 MINE = "test-mine-image"
 
 

@@ -18,7 +18,6 @@ from genwidgets.errors import EndpointNotFound, PayloadError
 from genwidgets.simulator import DEMO_KEY
 from genwidgets.simulator.synth import video_frames
 
-
 MINE = "test-mine-image"
 
 

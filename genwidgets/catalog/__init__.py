@@ -22,7 +22,6 @@ from .findings import (
     IneffectiveFieldWarning,
     UnknownFieldWarning,
     collect_warnings,
-    soft_warning,
 )
 from .markers import (
     BILLED,
@@ -80,7 +79,6 @@ __all__ = [
     "payload_of",
     "register",
     "service_default",
-    "soft_warning",
     "unregister",
     "unsendable",
     "validate",

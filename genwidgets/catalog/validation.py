@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ..errors import PayloadError
 from .fields import known_names
-from .findings import UnknownFieldWarning, soft_warning
+from .findings import UnknownFieldWarning, warn
 from .introspect import limits_of, number_text
 from .model import EndpointModel
 from .paths import field_info_at
@@ -208,9 +208,7 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
         if name not in known and name not in hooks:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            soft_warning(
-                f"{endpoint_id}: unknown field {name!r} is sent as is{hint}", UnknownFieldWarning
-            )
+            warn(f"{endpoint_id}: unknown field {name!r} is sent as is{hint}", UnknownFieldWarning)
     return instance
 
 

@@ -11,26 +11,7 @@ import pytest
 
 from genwidgets.errors import TaskFailed
 from genwidgets.jobs.output_files import OutputFiles
-from genwidgets.protocol.records import UNTYPED, Handle, Output, Result, Status, is_terminal
-
-
-@pytest.mark.parametrize(
-    ("status", "terminal"),
-    [
-        ("COMPLETED", True),
-        ("completed", True),
-        ("CANCELLED", True),
-        ("CANCELED", True),
-        ("FAILED", True),
-        ("ERROR", True),
-        ("IN_QUEUE", False),
-        ("IN_PROGRESS", False),
-        ("SOMETHING_NEW", False),
-        (None, False),
-    ],
-)
-def test_terminality_comes_from_status_alone(status: str | None, terminal: bool) -> None:
-    assert is_terminal(status) is terminal
+from genwidgets.protocol.records import UNTYPED, Handle, Output, Result, Status
 
 
 def test_status_keeps_unknown_names_verbatim_and_reads_loose_types() -> None:

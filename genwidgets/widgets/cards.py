@@ -93,7 +93,7 @@ def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> markup.Html:
             break
     if href is None:
         return kind_icon(outputs[0].kind if outputs else kind_hint)
-    return markup.card_picture(href)
+    return markup.picture(href, "max-width:100%;max-height:120px")
 
 
 @functools.lru_cache(maxsize=256)
@@ -153,8 +153,8 @@ def card_html(
     parameters, the error, the request_id."""
     spec = _endpoint(data.endpoint)
     if outputs and data.outputs:
-        media = markup.card_outputs(
-            to_html(o, caption=False, prefer_url=True) for o in data.outputs
+        media = markup.columns(
+            (to_html(o, caption=False, prefer_url=True) for o in data.outputs), 110, 4
         )
     else:
         media = markup.card_thumb(_thumbnail(data.outputs, spec.kind if spec else None))

@@ -22,7 +22,7 @@ from ..jobs.previews import preview
 from ..media.thumbnails import data_url, first_frame, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from . import markup
-from ._style import KIND_ICONS, SAFE_DATA_MIME, look_of, safe_mime, url_kind
+from ._style import KIND_ICONS, MUTED_STYLE, SAFE_DATA_MIME, look_of, safe_mime, url_kind
 from .markup import Html, table_html
 
 __all__ = [
@@ -232,16 +232,12 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
         if poster is None:
             return None
         return markup.poster(poster, file_name(output)), " · poster only (no preview could be made)"
-    preload = "auto" if src.startswith("data:") else "metadata"
-    return markup.video(src, poster, preload), note
+    return markup.media("video", src, file_name(output), poster), note
 
 
 def _audio_html(output: Output, mime: str) -> Html | None:
     src = safe_data_url(mime, in_hand(output, AUDIO_LIMIT)) or _remote(output)
-    if src is None:
-        return None
-    preload = "auto" if src.startswith("data:") else "metadata"
-    return markup.audio(src, preload)
+    return markup.media("audio", src, file_name(output)) if src is not None else None
 
 
 def _decode_json(data: bytes) -> Any:
@@ -315,7 +311,7 @@ def output_html(
         body = _download_html(output)
     if body is None:
         body = unavailable_html(output, _missing(output))
-    return markup.output_box(body, caption_html(output, extra=extra) if caption else None)
+    return markup.box("gw-output", body, caption_html(output, extra=extra) if caption else None)
 
 
 def _download_html(output: Output) -> Html | None:
@@ -364,12 +360,15 @@ def outputs_html(
     """Outputs side by side (260 px columns), each above its caption; ``labels``
     (one per output) go above them in bold, for before/after comparisons."""
     media = media_choice(media)
-    return markup.outputs_grid(
+    heads: list[Html | None] = [markup.bold(label) for label in labels or ()]
+    heads += [None] * (len(outputs) - len(heads))
+    return markup.columns(
         (
-            labels[i] if labels is not None and i < len(labels) else None,
-            output_html(output, media=media, fetch=fetch),
-        )
-        for i, output in enumerate(outputs)
+            markup.box(None, head, output_html(o, media=media, fetch=fetch))
+            for o, head in zip(outputs, heads, strict=False)
+        ),
+        260,
+        8,
     )
 
 
@@ -379,9 +378,11 @@ def result_html(result: Result, *, media: str | None = None, fetch: bool = False
     banner = error_banner(result)
     if not result.outputs:
         if result.ok and result.asset is not None:
-            return markup.result_box(banner, table_html(result.asset))
-        return markup.result_box(banner, None if banner else markup.muted_line("no outputs"))
-    return markup.result_box(banner, outputs_html(result.outputs, media=media, fetch=fetch))
+            return markup.box("gw-result", banner, table_html(result.asset))
+        return markup.box(
+            "gw-result", banner, None if banner else markup.div("no outputs", MUTED_STYLE)
+        )
+    return markup.box("gw-result", banner, outputs_html(result.outputs, media=media, fetch=fetch))
 
 
 def plain_text(outputs: Sequence[Output], result: Result | None = None) -> str:

@@ -25,7 +25,6 @@ from ._style import (
 __all__ = [
     "BILLED_BADGE",
     "CUT_STYLE",
-    "GRID_CSS",
     "LASTING_STYLE",
     "PAGE_LOOK",
     "SHEET_LOOK",
@@ -33,19 +32,17 @@ __all__ = [
     "VIDEO_STYLE",
     "Html",
     "TableLook",
-    "audio",
     "batch_face",
-    "billed",
     "board_face",
     "board_row",
     "bold",
+    "box",
     "caption",
-    "card_outputs",
     "card_param",
-    "card_picture",
     "card_thumb",
     "code",
     "code_view",
+    "columns",
     "cut_html",
     "div",
     "download",
@@ -64,25 +61,18 @@ __all__ = [
     "join",
     "lasting_box",
     "lines",
-    "live_caption",
-    "live_media",
-    "muted_line",
-    "muted_span",
-    "output_box",
-    "outputs_grid",
+    "media",
     "page_cell",
     "page_file",
     "page_media",
     "page_note",
+    "picture",
     "placeholder",
     "poster",
     "prompt_count",
-    "result_box",
-    "row_picture",
     "selectable",
     "sheet_cell",
     "sheet_face",
-    "sheet_flow",
     "sheet_table",
     "simulated_badge",
     "spaced",
@@ -96,7 +86,6 @@ __all__ = [
     "task_face",
     "text_block",
     "unavailable",
-    "video",
 ]
 
 # --- the look's pieces ----------------------------------------------------------------
@@ -243,14 +232,6 @@ def placeholder(note: str) -> Html:
     return tag("div", {"class": "gw-placeholder", "style": MUTED_STYLE}, note)
 
 
-def muted_line(text: str) -> Html:
-    return div(text, MUTED_STYLE)
-
-
-def muted_span(text: str) -> Html:
-    return span(text, MUTED_STYLE)
-
-
 def spaced(faces: Iterable[str]) -> Html:
     """Lasting faces (as their builders wrote them) one under another."""
     return join(tag("div", {"style": "margin:4px 0"}, Html(face)) for face in faces)
@@ -268,10 +249,6 @@ def code_view(text: str) -> Html:
     """A payload's JSON or code, selectable."""
     style = "white-space:pre-wrap;user-select:text;margin:0;font-size:0.85em"
     return tag("pre", {"style": style}, text)
-
-
-def billed(text: str) -> Html:
-    return join([BILLED_BADGE, " ", text])
 
 
 def failure(text: str, *, cls: str | None = "gw-error", element: str = "div") -> Html:
@@ -329,10 +306,6 @@ def caption(
     )
 
 
-def live_caption(text: str) -> Html:
-    return tag("div", {"class": "gw-caption"}, text)
-
-
 def unavailable(icon: str, name: str, content_type: str, note: str) -> Html:
     return tag(
         "div",
@@ -356,29 +329,16 @@ def poster(src: str, alt: str) -> Html:
     return tag("img", {"class": "gw-poster", "src": src, "alt": alt, "style": VIDEO_STYLE})
 
 
-def video(src: str, poster_src: str | None, preload: str) -> Html:
-    return tag(
-        "video",
-        {"controls": True, "preload": preload, "src": src, "poster": poster_src or None,
-         "style": VIDEO_STYLE},
-    )  # fmt: skip
-
-
-def audio(src: str, preload: str) -> Html:
-    return tag(
-        "audio",
-        {"controls": True, "preload": preload, "src": src, "style": "width:100%;min-width:240px"},
-    )
-
-
-def live_media(kind: str, src: str, name: str) -> Html:
-    """A live card's image, video or audio by its URL (no autoplay, no loop:
-    docs/decisions.md#render-bytes)."""
+def media(kind: str, src: str, name: str, poster_src: str | None = None) -> Html:
+    """An image, video or audio by its address, live or lasting: controls, no autoplay,
+    no loop (docs/decisions.md#render-bytes); bytes in the page (a ``data:`` URL) load
+    at once, a URL's only as far as their metadata."""
     if kind == "image":
         return image(src, name)
-    width = "width:320px;" if kind == "video" else ""
-    return tag(kind, {"controls": True, "preload": "metadata", "src": src,
-                      "style": f"{width}max-width:100%"})  # fmt: skip
+    preload = "auto" if src.startswith("data:") else "metadata"
+    style = VIDEO_STYLE if kind == "video" else "width:100%;min-width:240px"
+    attrs = {"controls": True, "preload": preload, "src": src, "poster": poster_src}
+    return tag(kind, {**attrs, "style": style})
 
 
 def text_block(text: str) -> Html:
@@ -395,26 +355,16 @@ def download(href: str, name: str, *, rel: str = "noopener") -> Html:
     )
 
 
-def output_box(body: Html, below: Html | None = None) -> Html:
-    return tag("div", {"class": "gw-output"}, body, below)
+def box(cls: str | None, *parts: Any) -> Html:
+    """A ``<div>`` of class ``cls`` (``gw-output``, ``gw-result``, ``gw-caption``...)."""
+    return tag("div", {"class": cls}, *parts)
 
 
-#: Outputs side by side, in 260 px columns.
-GRID_CSS = "display:grid;grid-template-columns:repeat(auto-fill,minmax(260px,1fr));gap:8px"
-
-
-def outputs_grid(cells: Iterable[tuple[str | None, Html]]) -> Html:
-    """Outputs side by side, each under its label (bold) when it has one."""
-    return tag(
-        "div",
-        {"style": GRID_CSS},
-        *(tag("div", None, bold(label) if label is not None else None, body)
-          for label, body in cells),
-    )  # fmt: skip
-
-
-def result_box(*parts: Html | None) -> Html:
-    return tag("div", {"class": "gw-result"}, *parts)
+def columns(cells: Iterable[Any], width: int, gap: int, more: str = "") -> Html:
+    """Cells side by side in columns at least ``width`` px wide, wrapping like cards
+    (outputs 260 px, a card's outputs 110 px, a sweep's combinations 240 px)."""
+    grid = f"display:grid;grid-template-columns:repeat(auto-fill,minmax({width}px,1fr))"
+    return tag("div", {"style": f"{grid};gap:{gap}px{more}"}, *cells)
 
 
 # --- cards (cards.py) and the board's table (board.py) ---------------------------------
@@ -439,12 +389,11 @@ def icon(name: str, path: str, size: int) -> Html:
     )  # fmt: skip
 
 
-def card_picture(src: str) -> Html:
-    return tag(
-        "img",
-        {"src": src, "alt": "", "loading": "lazy",
-         "style": "max-width:100%;max-height:120px;object-fit:contain"},
-    )  # fmt: skip
+def picture(src: str, size: str, cls: str | None = None) -> Html:
+    """A small picture that loads when it comes into sight: a card's (``size``
+    ``max-width:100%;max-height:120px``), a board row's."""
+    style = f"{size};object-fit:contain"
+    return tag("img", {"class": cls, "src": src, "alt": "", "loading": "lazy", "style": style})
 
 
 def card_thumb(picture: Html) -> Html:
@@ -455,11 +404,6 @@ def card_thumb(picture: Html) -> Html:
          f"justify-content:center;background:{PALETTE['surface']}"},
         picture,
     )  # fmt: skip
-
-
-def card_outputs(cells: Iterable[Html]) -> Html:
-    style = "display:grid;grid-template-columns:repeat(auto-fill,minmax(110px,1fr));gap:4px"
-    return tag("div", {"style": style}, *cells)
 
 
 def card_param(key: str, value: str | None, tooltip: str) -> Html:
@@ -512,14 +456,6 @@ def grid_card(
 
 
 _TD = f"border-bottom:1px solid {PALETTE['border']};padding:4px 6px;vertical-align:middle"
-
-
-def row_picture(src: str) -> Html:
-    return tag(
-        "img",
-        {"class": "gw-thumb", "src": src, "alt": "",
-         "style": "max-width:96px;max-height:72px;object-fit:contain"},
-    )  # fmt: skip
 
 
 def selectable(text: str) -> Html:
@@ -653,12 +589,6 @@ def sheet_cell(
 
 def empty_cell(element: str = "td", style: str | None = _CELL) -> Html:
     return tag(element, {"style": style})
-
-
-def sheet_flow(boxes: Iterable[Html]) -> Html:
-    """A sweep's combinations, wrapping like cards."""
-    style = "display:grid;grid-template-columns:repeat(auto-fill,minmax(240px,1fr));gap:6px;"
-    return tag("div", {"style": style + "margin:4px 0"}, *boxes)
 
 
 class TableLook(NamedTuple):

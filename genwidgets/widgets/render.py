@@ -172,7 +172,7 @@ def _live_html(output: Output, source: Source) -> Html:
     if source.how == "none":
         return unavailable_html(output, source.note)
     if output.kind in MEDIA_KINDS and href is not None:
-        return markup.live_media(output.kind, href, file_name(output))
+        return markup.media(output.kind, href, file_name(output))
     if output.kind in {"json", "text"} and source.data is not None:
         return content_html(output, source.data)
     if href is None:
@@ -199,8 +199,8 @@ def to_html(
     source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
     if source.how == "none":
         return unavailable_html(output, source.note)
-    below = markup.live_caption(caption_text(output)) if caption else None
-    return markup.output_box(_live_html(output, source), below)
+    below = markup.box("gw-caption", caption_text(output)) if caption else None
+    return markup.box("gw-output", _live_html(output, source), below)
 
 
 def local_output(path: Path, index: int = 0) -> Output:
@@ -256,7 +256,7 @@ def result_html(
     if isinstance(obj, Result):
         return lasting_result_html(obj, media=media, fetch=fetch)
     labels, outputs = _outputs_of(obj)
-    return markup.result_box(outputs_html(outputs, media=media, fetch=fetch, labels=labels))
+    return markup.box("gw-result", outputs_html(outputs, media=media, fetch=fetch, labels=labels))
 
 
 def to_mimebundle(

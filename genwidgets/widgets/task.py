@@ -23,7 +23,7 @@ from .._client import CONTACT_LOST_NEXT, lost_contact
 from .._protocols import JobLike
 from ..protocol.records import Result, log_line
 from . import markup
-from ._style import COLOURS, StatusLook, format_elapsed, look_of
+from ._style import COLOURS, MUTED_STYLE, StatusLook, format_elapsed, look_of
 from .faces import (
     REPUBLISH,
     CommandView,
@@ -301,7 +301,7 @@ def lasting_face(job: JobLike, media: str | None = None) -> dict[str, str]:
         html = markup.join([header, markup.placeholder(note)])
         return {"text/html": html, "text/plain": f"{text}\n{note}"}
     if result is None:
-        body = markup.error_html(look) or markup.muted_line("no result was received")
+        body = markup.error_html(look) or markup.div("no result was received", MUTED_STYLE)
         return {"text/html": markup.join([header, body]), "text/plain": text}
     return {
         "text/html": markup.join([header, result_html(result, media=media)]),

@@ -9,7 +9,6 @@ docs/decisions.md#status-look.
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -158,16 +157,21 @@ _LAYOUTS: dict[str, dict[str, str]] = {
     "number": {"width": "160px"},
     "note": {"width": "auto", "margin": "0 0 0 194px"},
     "item_note": {"width": "auto", "margin": "0"},  # a list item has no label to clear
+    "plain": {},  # every task view of the kernel
 }
+_MADE: dict[str, ipywidgets.Layout] = {}
 
 
-@functools.cache
 def layout(name: str) -> ipywidgets.Layout:
     """A shared ``Layout`` by name (see ``_LAYOUTS``): one object serves every widget
-    that uses it, so each field costs less to build and to save."""
+    that uses it (never mutated), so each costs less to build and to save; made again
+    if something closed it."""
     import ipywidgets  # noqa: PLC0415 - only widgets ask for layouts; the safety rules above need none
 
-    return ipywidgets.Layout(**_LAYOUTS[name])
+    made = _MADE.get(name)
+    if made is None or made.comm is None:
+        made = _MADE[name] = ipywidgets.Layout(**_LAYOUTS[name])
+    return made
 
 
 def format_elapsed(seconds: float | None) -> str:

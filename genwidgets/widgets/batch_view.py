@@ -23,7 +23,7 @@ from ..lab.progress import Snapshot
 from . import markup
 from ._style import COLOURS
 from .faces import CommandView, answers, in_kernel, static_module
-from .lasting import picture_src
+from .lasting import thumbnail_src
 from .ticker import MIN_INTERVAL, Throttle
 
 __all__ = ["BatchView", "batch", "batches", "static_copy"]
@@ -41,15 +41,10 @@ def _thumb(row: BatchRow) -> str:
     the ledger's copy of the output (cached beside it, as grids do), so nothing but the
     batch's own files lands in its folder."""
     result = row.job.last_result if row.job is not None else None
-    for output in result.outputs if result is not None else []:
-        if output.kind in ("image", "video") and output.path is not None:
-            try:
-                made = picture_src(output, THUMB_SIDE)
-            except Exception:  # an odd file: no picture, the row still counts
-                made = None
-            if made is not None:
-                return made
-    return ""
+    try:
+        return thumbnail_src(result.outputs if result is not None else (), THUMB_SIDE) or ""
+    except Exception:  # an odd file: no picture, the row still counts
+        return ""
 
 
 def _head(batch: Batch, snap: Snapshot) -> dict[str, Any]:

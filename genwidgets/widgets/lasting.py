@@ -9,8 +9,6 @@ loopback URL is used: docs/decisions.md#saved-media.
 from __future__ import annotations
 
 import base64
-import functools
-import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Any
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes
 from ..jobs.previews import preview
-from ..media.thumbnails import data_url, first_frame, thumbnail, thumbnail_bytes
+from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from . import markup
 from ._style import KIND_ICONS, MUTED_STYLE, SAFE_DATA_MIME, look_of, safe_mime, url_kind
@@ -175,25 +173,11 @@ def _remote(output: Output) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=256)
-def _poster(path: str, mtime: float) -> str | None:
-    try:
-        image = first_frame(Path(path))
-    except Exception:  # no decoder, a frame over the pixel cap: no poster
-        return None
-    if image is None:  # not a video
-        return None
-    image.thumbnail((POSTER_SIDE, POSTER_SIDE))
-    buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="JPEG", quality=60)
-    return safe_data_url("image/jpeg", buffer.getvalue())
-
-
 def poster_data_url(path: Path | None) -> str | None:
-    """A small JPEG of a local video's first frame, as a data URL (None if unavailable)."""
-    if path is None or not path.is_file():
-        return None
-    return _poster(str(path), path.stat().st_mtime)
+    """A local video's first frame as a small JPEG ``data:`` URL (a thumbnail, cached
+    beside the video); None if unavailable."""
+    made = thumbnail(path, POSTER_SIDE) if path is not None and path.is_file() else None
+    return data_url(made) if made is not None else None
 
 
 # --- one output -----------------------------------------------------------------------
@@ -323,18 +307,12 @@ def _download_html(output: Output) -> Html | None:
     return markup.download(link, file_name(output))
 
 
-def thumbnail_src(outputs: Sequence[Output]) -> str | None:
-    """A small picture of a task's outputs for a table row, as a ``data:`` URL: the
-    first image's thumbnail, else the first video's poster frame; ``None`` when
-    neither is kept (audio, text, or nothing local)."""
-    for output in outputs:
-        if output.kind == "image":
-            src = picture_src(output)
-        else:
-            src = poster_data_url(local_file(output)) if output.kind == "video" else None
-        if src is not None:
-            return src
-    return None
+def thumbnail_src(outputs: Sequence[Output], side: int = THUMB_SIDE) -> str | None:
+    """A small picture of a task's outputs (a table row's, a batch's), as a ``data:``
+    URL: the first image's thumbnail or video's first frame (:func:`picture_src`);
+    ``None`` when neither is kept (audio, text, or nothing local)."""
+    found = (picture_src(o, side) for o in outputs if o.kind in ("image", "video"))
+    return next((src for src in found if src is not None), None)
 
 
 # --- many outputs, a result -----------------------------------------------------------

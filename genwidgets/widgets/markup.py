@@ -67,7 +67,6 @@ __all__ = [
     "page_media",
     "page_note",
     "picture",
-    "placeholder",
     "poster",
     "prompt_count",
     "selectable",
@@ -80,7 +79,6 @@ __all__ = [
     "stars",
     "status_badge",
     "sweep_label",
-    "sweep_summary",
     "table_html",
     "tag",
     "task_face",
@@ -227,11 +225,6 @@ def table_html(data: Any, *, depth: int = 0, max_depth: int = 6, max_items: int 
     return esc(data if isinstance(data, str) else json.dumps(data, default=str))
 
 
-def placeholder(note: str) -> Html:
-    """What a task was doing when last seen, in place of its outputs."""
-    return tag("div", {"class": "gw-placeholder", "style": MUTED_STYLE}, note)
-
-
 def spaced(faces: Iterable[str]) -> Html:
     """Lasting faces (as their builders wrote them) one under another."""
     return join(tag("div", {"style": "margin:4px 0"}, Html(face)) for face in faces)
@@ -355,9 +348,9 @@ def download(href: str, name: str, *, rel: str = "noopener") -> Html:
     )
 
 
-def box(cls: str | None, *parts: Any) -> Html:
-    """A ``<div>`` of class ``cls`` (``gw-output``, ``gw-result``, ``gw-caption``...)."""
-    return tag("div", {"class": cls}, *parts)
+def box(cls: str | None, *parts: Any, style: str | None = None) -> Html:
+    """A ``<div>`` of class ``cls`` (``gw-output``, ``gw-result``, ``gw-placeholder``...)."""
+    return tag("div", {"class": cls, "style": style}, *parts)
 
 
 def columns(cells: Iterable[Any], width: int, gap: int, more: str = "") -> Html:
@@ -470,15 +463,11 @@ def board_row(*cells: Any) -> Html:
 
 def board_face(words: str, simulated: bool, rows: Iterable[Html]) -> Html:
     """The board's lasting face: a line of counts, then one row a grid or job."""
-    head = tag(
-        "div",
-        {"class": "gw-board-head"},
-        bold("board"),
-        f" · {words} when last seen",
-        simulated_badge(simulated),
+    head = box(
+        "gw-board-head", bold("board"), f" · {words} when last seen", simulated_badge(simulated)
     )
     table = tag("table", {"class": "gw-board-table", "style": "border-collapse:collapse"}, *rows)
-    return tag("div", {"class": "gw-board-lasting"}, head, table)
+    return box("gw-board-lasting", head, table)
 
 
 # --- a batch (batch_view.py) ------------------------------------------------------------
@@ -646,19 +635,12 @@ def sheet_face(
     tables: Iterable[Html],
 ) -> Html:
     """A grid's lasting face: a head line, what is not sent yet, then its tables."""
-    head = tag(
-        "div",
-        {"class": "gw-sheet-head"},
-        bold(endpoint),
-        " grid ",
-        code(grid_id),
-        f" · {summary} · {state}",
-        simulated_badge(simulated),
+    said = f" · {summary} · {state}"
+    head = box(
+        "gw-sheet-head", bold(endpoint), " grid ", code(grid_id), said, simulated_badge(simulated)
     )
-    waiting = (
-        tag("div", {"class": "gw-sheet-unsent", "style": MUTED_STYLE}, unsent) if unsent else None
-    )
-    return tag("div", {"class": "gw-grid-sheet"}, head, waiting, *tables)
+    waiting = box("gw-sheet-unsent", unsent, style=MUTED_STYLE) if unsent else None
+    return box("gw-grid-sheet", head, waiting, *tables)
 
 
 # --- a grid's exported page (grid_sheet.save_html) ---------------------------------------
@@ -794,21 +776,11 @@ def form_title(title: str, endpoint: str, kind: str, simulated: bool, first: str
 
 def form_face(title: Html, note: str, payload: str) -> Html:
     """A form's lasting face: its head, that it needs its kernel, and what it was set to."""
-    return tag(
-        "div", {"class": "gw-form-lasting"}, title, div(f"{note}; it was set to:", HELP_STYLE),
-        code_view(payload),
-    )  # fmt: skip
+    return box(
+        "gw-form-lasting", title, div(f"{note}; it was set to:", HELP_STYLE), code_view(payload)
+    )
 
 
 def sweep_label(label: str, below: Html) -> Html:
     """A sweep cell before its card: its label and a line about it."""
     return join([tag("div", {"class": "gw-label", "style": "font-weight:600"}, label), below])
-
-
-def sweep_summary(summary: str, simulated: bool) -> Html:
-    return tag(
-        "div",
-        {"class": "gw-sweep-summary"},
-        summary,
-        simulated_badge(simulated),
-    )

@@ -58,7 +58,9 @@ class SweepView(ipywidgets.VBox):
     confirmation is needed, then a grid of cells labelled by the varied values."""
 
     def __init__(self, plan: SweepPlan, *, needs_confirmation: bool, simulated: bool) -> None:
-        self.summary_html = ipywidgets.HTML(markup.sweep_summary(plan.summary(), simulated))
+        self.summary_html = ipywidgets.HTML(
+            markup.box("gw-sweep-summary", plan.summary(), markup.simulated_badge(simulated))
+        )
         self.submit_words = f"Submit {plan.tasks} task{'s' if plan.tasks != 1 else ''}"
         self.submit_button = ipywidgets.Button(
             description=self.submit_words,

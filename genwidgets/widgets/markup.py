@@ -478,14 +478,14 @@ def batch_face(
     batch_id: str,
     endpoint: str,
     simulated: bool,
-    counts: Sequence[tuple[str, int, str]],
+    counts: Mapping[str, int],
     total: int,
     line: str,
     out: str,
     pictures: Iterable[tuple[str, str]],
     side: int,
 ) -> Html:
-    """A batch's lasting face: its counts (word, number, colour), its progress line,
+    """A batch's lasting face: its counts (in their status colours), its progress line,
     where its files are and its latest pictures (data URL or ``""``, label)."""
     muted = f"color:{PALETTE['muted']}"
     figures = (
@@ -497,7 +497,7 @@ def batch_face(
         )
         for src, label in pictures
     )
-    spans = join((span(f"{n} {k}", f"color:{colour}") for k, n, colour in counts), " · ")
+    spans = join((span(f"{n} {k}", f"color:{COLOURS[k]}") for k, n in counts.items()), " · ")
     return tag(
         "div",
         {"class": "gw-batch-static",

@@ -97,13 +97,6 @@ def _inline_size(output: Output) -> int | None:
     return len(json.dumps(content, default=str))
 
 
-def _too_large(size: int, embed: bool | None) -> str:
-    return (
-        f"{human_bytes(size)}, above the {human_bytes(EMBED_LIMIT)} embedding limit: "
-        "not sent through the kernel (pass embed=True to show it anyway)"
-    )
-
-
 def source_of(
     output: Output, *, embed: bool | None = None, fetch: bool = False, prefer_url: bool = False
 ) -> Source:
@@ -135,25 +128,23 @@ def source_of(
     stale = output.restored and local is not None
     if prefer_url and kind == "http" and output.kind in MEDIA_KINDS and not stale:
         return Source("url", mime, url=url)
-    inline = _inline_size(output)
-    if local is not None or inline is not None:
-        size = local if local is not None else inline
-        assert size is not None
+    size = local if local is not None else _inline_size(output)
+    if size is None and kind == "data":
+        size = len(url or "") * 3 // 4
+    if size is not None:
         if size <= EMBED_LIMIT:
             return read()
         if kind in {"http", "relative"}:
             return Source("url", mime, url=url)
         where = f" (saved at {shown_path(output.path)})" if output.path is not None else ""
-        return Source("none", mime, note=_too_large(size, embed) + where)
-    if kind == "data":
-        assert url is not None
-        size = len(url) * 3 // 4
-        if size > EMBED_LIMIT:
-            return Source("none", mime, note=_too_large(size, embed))
-        return read()
+        return Source(
+            "none",
+            mime,
+            note=f"{human_bytes(size)}, above the {human_bytes(EMBED_LIMIT)} embedding limit: "
+            f"not sent through the kernel (pass embed=True to show it anyway){where}",
+        )
     if kind in {"http", "relative"}:
-        needs_content = output.kind in {"json", "text"}
-        if needs_content and fetch:
+        if fetch and output.kind in {"json", "text"}:  # they need their content in the kernel
             declared = output.raw.get("file_size")
             if not isinstance(declared, int) or declared <= EMBED_LIMIT:
                 # what a record declares is no bound: read at most the limit, else link it

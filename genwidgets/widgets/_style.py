@@ -24,7 +24,6 @@ __all__ = [  # the look, and what it re-exports from the base layer
     "COLOURS",
     "ERROR_STYLE",
     "HELP_STYLE",
-    "KIND_ICONS",
     "MUTED_STYLE",
     "OK_STYLE",
     "PALETTE",
@@ -48,21 +47,6 @@ ERROR_STYLE = f"color:{PALETTE['error']}"
 WARN_STYLE = f"color:{PALETTE['warn']}"
 OK_STYLE = f"color:{PALETTE['ok']}"
 MUTED_STYLE = f"color:{PALETTE['muted']}"
-
-#: Icons for outputs (and cards) with no thumbnail, by Output.kind / catalog kind.
-KIND_ICONS: dict[str, str] = {
-    "image": "🖼️",
-    "video": "🎬",
-    "audio": "🔊",
-    "speech": "🔊",
-    "json": "🧾",
-    "asset": "🧾",
-    "face": "🙂",
-    "subject": "👤",
-    "text": "📄",
-    "binary": "📦",
-}
-
 
 # --- status -------------------------------------------------------------------
 

@@ -33,7 +33,6 @@ from .cards import (
     GridEntry,
     JobCard,
     grid_entry_html,
-    kind_icon,
     params_by_endpoint,
 )
 from .faces import TwoFaced, in_kernel
@@ -408,7 +407,7 @@ def board_table(board: Board, limit: int) -> dict[str, str]:
 def _row_thumb(outputs: Sequence[Output], kind: str | None = None) -> markup.Html:
     src = thumbnail_src(outputs)
     if src is None:
-        return kind_icon(outputs[0].kind if outputs else kind, 32)
+        return markup.kind_icon(outputs[0].kind if outputs else kind, 32)
     return markup.picture(src, "max-width:96px;max-height:72px", "gw-thumb")
 
 
@@ -421,7 +420,7 @@ def _grid_thumb(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Html:
         result = job.last_result if job is not None else None
         if result is not None and thumbnail_src(result.outputs) is not None:
             return _row_thumb(result.outputs)
-    return kind_icon("grid", 32)
+    return markup.kind_icon("grid", 32)
 
 
 def _write_grid(

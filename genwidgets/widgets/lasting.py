@@ -20,7 +20,7 @@ from ..jobs.previews import preview
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from . import markup
-from ._style import KIND_ICONS, MUTED_STYLE, SAFE_DATA_MIME, look_of, safe_mime, url_kind
+from ._style import MUTED_STYLE, SAFE_DATA_MIME, look_of, safe_mime, url_kind
 from .markup import Html, table_html
 
 __all__ = [
@@ -122,8 +122,7 @@ def caption_html(output: Output, *, extra: str = "") -> Html:
 
 
 def unavailable_html(output: Output, note: str) -> Html:
-    icon = KIND_ICONS.get(output.kind, KIND_ICONS["binary"])
-    return markup.unavailable(icon, file_name(output), output.content_type, note)
+    return markup.unavailable(output.kind, file_name(output), output.content_type, note)
 
 
 def in_hand(output: Output, limit: int) -> bytes | None:

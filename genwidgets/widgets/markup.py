@@ -55,10 +55,10 @@ __all__ = [
     "form_title",
     "grid_card",
     "grid_page",
-    "icon",
     "image",
     "job_card",
     "join",
+    "kind_icon",
     "lasting_box",
     "lines",
     "media",
@@ -299,11 +299,12 @@ def caption(
     )
 
 
-def unavailable(icon: str, name: str, content_type: str, note: str) -> Html:
+def unavailable(kind: str, name: str, content_type: str, note: str) -> Html:
     return tag(
         "div",
         {"class": "gw-unavailable"},
-        f"{icon} {name} ",
+        kind_icon(kind, 16),
+        f" {name} ",
         code(content_type),
         f": not shown, {note}",
     )
@@ -370,8 +371,29 @@ _CARD = (
 _MONO = f"user-select:all;font-size:0.8em;{MUTED_STYLE};font-family:monospace"
 
 
-def icon(name: str, path: str, size: int) -> Html:
-    """An inline SVG icon (stroked, grey) of one path."""
+#: Icons of outputs and cards with no picture (inline SVG: no emoji font needed).
+_ICON_PATHS = {
+    "image": "M3 5h18v14H3zM6 16l4-5 3 4 2-2 3 3M8 9a1.5 1.5 0 1 0 0 .1",
+    "video": "M3 6h12v12H3zM15 10l6-3v10l-6-3z",
+    "audio": "M4 9v6h4l5 4V5L8 9zM16 8.5a5 5 0 0 1 0 7M18.5 6a8.5 8.5 0 0 1 0 12",
+    "json": "M8 4c-2 0-2 2-2 4s-2 4-2 4 2 0 2 4 0 4 2 4M16 4c2 0 2 2 2 4s2 4 2 4-2 0-2 4 0 4-2 4",
+    "text": "M6 3h9l4 4v14H6zM9 10h7M9 14h7M9 18h5",
+    "person": "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM4 21c0-4 4-6 8-6s8 2 8 6",
+    "binary": "M6 3h9l4 4v14H6zM15 3v4h4",
+    "grid": "M3 3h8v8H3zM13 3h8v8h-8zM3 13h8v8H3zM13 13h8v8h-8z",
+}
+_ICON_OF_KIND = {
+    "speech": "audio",
+    "asset": "json",
+    "face": "person",
+    "subject": "person",
+}
+
+
+def kind_icon(kind: str | None, size: int = 40) -> Html:
+    """An inline SVG icon (stroked, grey) of an output or endpoint kind."""
+    name = _ICON_OF_KIND.get(kind or "", kind or "binary")
+    path = _ICON_PATHS.get(name, _ICON_PATHS["binary"])
     return tag(
         "svg",
         {"class": f"gw-icon gw-icon-{name}", "width": size, "height": size,

@@ -9,10 +9,10 @@ loopback URL is used: docs/decisions.md#saved-media.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes
@@ -208,14 +208,14 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
         if made is not None:
             src = safe_data_url("video/mp4", made.read_bytes())
             note = " · preview"
-    if src is None and media == "posters" and poster is not None:
-        return markup.poster(poster, file_name(output)), " · poster only"
-    src = src or _remote(output)
-    if src is None:
-        if poster is None:
-            return None
-        return markup.poster(poster, file_name(output)), " · poster only (no preview could be made)"
-    return markup.media("video", src, file_name(output), poster), note
+    if src is None and (media != "posters" or poster is None):
+        src = _remote(output)
+    if src is not None:
+        return markup.media("video", src, file_name(output), poster), note
+    if poster is None:
+        return None
+    said = " · poster only" if media == "posters" else " · poster only (no preview could be made)"
+    return markup.image(poster, file_name(output), cls="gw-poster", style=markup.VIDEO_STYLE), said
 
 
 def _audio_html(output: Output, mime: str) -> Html | None:
@@ -223,21 +223,15 @@ def _audio_html(output: Output, mime: str) -> Html | None:
     return markup.media("audio", src, file_name(output)) if src is not None else None
 
 
-def _decode_json(data: bytes) -> Any:
-    value = json.loads(data.decode("utf-8"))
-    if isinstance(value, str):  # asset-get: a JSON string holding the record
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
 def content_html(output: Output, data: bytes) -> Html:
     """JSON as a table, text as ``<pre>`` (escaped, cut at :data:`TEXT_LIMIT`)."""
     if output.kind == "json":
         try:
-            return table_html(_decode_json(data))
+            value = json.loads(data.decode("utf-8"))
+            if isinstance(value, str):  # asset-get: a JSON string holding the record
+                with contextlib.suppress(ValueError):
+                    value = json.loads(value)
+            return table_html(value)
         except (ValueError, UnicodeDecodeError):
             pass  # not JSON after all: show it as text
     text = data.decode("utf-8", errors="replace")

@@ -24,7 +24,6 @@ from ._style import (
 
 __all__ = [
     "BILLED_BADGE",
-    "CUT_STYLE",
     "LASTING_STYLE",
     "PAGE_LOOK",
     "SHEET_LOOK",
@@ -48,7 +47,6 @@ __all__ = [
     "download",
     "empty_cell",
     "error_html",
-    "esc",
     "failure",
     "field_label",
     "form_face",
@@ -67,7 +65,6 @@ __all__ = [
     "page_media",
     "page_note",
     "picture",
-    "poster",
     "prompt_count",
     "selectable",
     "sheet_cell",
@@ -76,7 +73,6 @@ __all__ = [
     "simulated_badge",
     "spaced",
     "span",
-    "stars",
     "status_badge",
     "sweep_label",
     "table_html",
@@ -219,7 +215,7 @@ def table_html(data: Any, *, depth: int = 0, max_depth: int = 6, max_items: int 
         text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
         return tag("pre", {"style": "margin:0"}, text)
     if data is None:
-        return tag("span", {"style": f"color:{PALETTE['muted']}"}, "null")
+        return span("null", MUTED_STYLE)
     if isinstance(data, str) and ("\n" in data or len(data) > 120):
         return tag("pre", {"style": "margin:0;white-space:pre-wrap"}, data)
     return esc(data if isinstance(data, str) else json.dumps(data, default=str))
@@ -310,17 +306,18 @@ def unavailable(kind: str, name: str, content_type: str, note: str) -> Html:
     )
 
 
-def image(src: str, alt: str, *, cls: str | None = None, link: str | None = None) -> Html:
-    """An image (a thumbnail, a data URL or a gateway's URL), linked to ``link``."""
-    element = tag(
-        "img", {"class": cls, "src": src, "alt": alt, "style": "max-width:100%;height:auto"}
-    )
+def image(
+    src: str,
+    alt: str,
+    *,
+    cls: str | None = None,
+    link: str | None = None,
+    style: str = "max-width:100%;height:auto",
+) -> Html:
+    """An image (a thumbnail, a data URL or a gateway's URL), linked to ``link``; a
+    video's poster frame in its place is ``gw-poster`` of :data:`VIDEO_STYLE`."""
+    element = tag("img", {"class": cls, "src": src, "alt": alt, "style": style})
     return tag("a", {"href": link, **_NEW_TAB}, element) if link is not None else element
-
-
-def poster(src: str, alt: str) -> Html:
-    """A video's poster frame in place of the video."""
-    return tag("img", {"class": "gw-poster", "src": src, "alt": alt, "style": VIDEO_STYLE})
 
 
 def media(kind: str, src: str, name: str, poster_src: str | None = None) -> Html:

@@ -43,7 +43,7 @@ from .lasting import (
     unavailable_html,
 )
 from .lasting import result_html as lasting_result_html
-from .markup import Html, table_html
+from .markup import Html
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -349,10 +349,8 @@ def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywi
         return _render_one(obj, embed=embed, fetch=fetch)
     labels, outputs = _outputs_of(obj)
     children: list[ipywidgets.Widget] = []
-    if isinstance(obj, Result) and not obj.ok:
-        children.append(_html_widget(error_banner(obj)))
-    if isinstance(obj, Result) and obj.ok and not outputs and obj.asset is not None:
-        children.append(_html_widget(table_html(obj.asset)))
+    if isinstance(obj, Result) and not (obj.ok and outputs):  # its error, asset or "no outputs"
+        children.append(_html_widget(error_banner(obj) if outputs else lasting_result_html(obj)))
     for i, output in enumerate(outputs):
         widget = _render_one(output, embed=embed, fetch=fetch)
         if labels is not None:

@@ -66,10 +66,6 @@ class StatusLook:
     def colour(self) -> str:
         return COLOURS[self.category]
 
-    @property
-    def cancelled(self) -> bool:
-        return self.category == "cancelled"
-
 
 def _error_text(error: Any) -> str | None:
     if error is None or error == "" or error is False:

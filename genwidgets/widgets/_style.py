@@ -93,7 +93,8 @@ def look_of(status: Status | None, result: Result | None = None) -> StatusLook:
     if is_terminal(raw):
         # Terminal by status but no result yet: the result is being fetched.
         error = _error_text(status.raw.get("error"))
-        error_type = _str(status.raw.get("error_type"))
+        kind = status.raw.get("error_type")
+        error_type = None if kind is None else str(kind)
         if upper in FAILURE_STATUSES or error:
             return _ended_badly(raw, error, error_type)
         return StatusLook("done", "done", raw, True)
@@ -110,10 +111,6 @@ def _ended_badly(raw: str, error: str | None, error_type: str | None) -> StatusL
     if (error_type or "").lower() == "cancelled" or upper in {"CANCELLED", "CANCELED"}:
         return StatusLook("cancelled", "cancelled", raw, True)
     return StatusLook("failed", "failed", raw, True, error or upper.lower(), error_type)
-
-
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 _LAYOUTS: dict[str, dict[str, str]] = {

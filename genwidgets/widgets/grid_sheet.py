@@ -87,9 +87,14 @@ def _cell_html(
 def _flow(run: GridRun, media: str, side: int) -> markup.Html:
     """A sweep's combinations, each labelled, wrapping like cards (one axis of many
     combinations would make one very wide row)."""
-    return markup.sheet_flow(
-        _cell_html(cell, media, element="div", label=short(cell.x, 120), side=side)
-        for cell in run.cells
+    return markup.columns(
+        (
+            _cell_html(cell, media, element="div", label=short(cell.x, 120), side=side)
+            for cell in run.cells
+        ),
+        240,
+        6,
+        ";margin:4px 0",
     )
 
 

@@ -360,8 +360,9 @@ def plain_text(outputs: Sequence[Output], result: Result | None = None) -> str:
     """The text of the same face, for front-ends without HTML (a console)."""
     lines = []
     if result is not None and not result.ok:
-        kind = f" ({result.error_type})" if result.error_type else ""
-        lines.append(f"failed: {result.error}{kind}")
+        look = look_of(None, result)  # "cancelled" is not "failed"; an error may be absent
+        said = f"{look.word}: {look.error}" if look.error else look.word
+        lines.append(said + (f" ({look.error_type})" if look.error_type else ""))
     for output in outputs:
         local = local_file(output)
         where = shown_path(local) if local is not None else (_remote(output) or "")

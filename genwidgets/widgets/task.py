@@ -291,7 +291,8 @@ def lasting_face(job: JobLike, media: str | None = None) -> dict[str, str]:
         return {"text/html": markup.join([header, body]), "text/plain": text}
     return {
         "text/html": markup.join([header, result_html(result, media=media)]),
-        "text/plain": text + "\n" + plain_text(result.outputs, result),
+        # the status line already says a failure's error: only the outputs follow it
+        "text/plain": f"{text}\n{plain_text(result.outputs)}" if result.ok else text,
     }
 
 

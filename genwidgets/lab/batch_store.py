@@ -394,13 +394,11 @@ class BatchStore:
     def _records(self, found: list[tuple[Any, ...]]) -> list[BatchRecord]:
         """Each run of ``found`` (rows of ``_BATCHES``) as a record, its rows counted per
         state."""
-        records = []
-        for bid, gateway, endpoint, at, out, digest, text in found:
-            counts = dict(self._read(_COUNTS, (bid,)))
-            records.append(
-                BatchRecord(bid, gateway, endpoint, at, out, digest, json.loads(text), counts)
-            )
-        return records
+        return [
+            BatchRecord(bid, gateway, endpoint, at, out, digest, json.loads(text), counts)
+            for bid, gateway, endpoint, at, out, digest, text in found
+            for counts in [dict(self._read(_COUNTS, (bid,)))]
+        ]
 
     def batches(self, gateway: str | None = None) -> list[BatchRecord]:
         """Every stored batch (of ``gateway``), newest first, with its rows per state."""
@@ -447,19 +445,18 @@ class BatchStore:
         def write(conn: sqlite3.Connection) -> Reserved:
             owner = self.tables.hold(conn)  # alive while it lives: its rows are its own
             spent = {kind: float(total or 0.0) for kind, total in conn.execute(_SPENT, (batch_id,))}
-            states = dict(
+            waiting = dict(  # index: attempts so far, of the rows no one has taken
                 conn.execute(
-                    "SELECT idx, state || ':' || attempt FROM batch_rows WHERE batch_id = ? "
+                    "SELECT idx, attempt FROM batch_rows WHERE batch_id = ? AND state = ? "
                     f"AND idx IN ({','.join('?' * len(wanted))})",
-                    (batch_id, *(i for i, _ in wanted)),
+                    (batch_id, WAITING, *(i for i, _ in wanted)),
                 )
             )
             taken: list[tuple[int, int]] = []
             elsewhere: list[int] = []
             capped = False
             for index, charges in wanted:
-                state, _, attempt = str(states.get(index, "")).partition(":")
-                if state != WAITING:
+                if index not in waiting:
                     elsewhere.append(index)
                     continue
                 capped = any(
@@ -468,7 +465,7 @@ class BatchStore:
                 )
                 if capped:
                     break
-                number = int(attempt) + 1
+                number = int(waiting[index]) + 1
                 conn.execute(
                     "UPDATE batch_rows SET state = ?, attempt = ?, reserved_at = ?, error = NULL, "
                     "request_id = NULL, updated_at = ?, owner = ? WHERE batch_id = ? AND idx = ?",

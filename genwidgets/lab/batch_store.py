@@ -22,8 +22,8 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from .._config import redact, shown_path
 from ..errors import LedgerError, PayloadError
@@ -45,7 +45,6 @@ __all__ = [
     "WAITING",
     "BatchRecord",
     "BatchStore",
-    "CellRecord",
     "GridRecord",
     "GridStore",
     "Reserved",
@@ -175,18 +174,14 @@ class SessionTables:
         return set()
 
 
+T = TypeVar("T")
 #: where the lab's tables live: a ledger (its file), or the session's memory
 Tables = Ledger | SessionTables
 
 
-def _no_table(exc: Exception) -> bool:
-    """Whether an error says the tables are not in the file (yet)."""
-    return "no such table" in str(exc)
-
-
-def _no_column(exc: Exception) -> bool:
-    """Whether an error says a column is not in the file's table (an older file)."""
-    return "no such column" in str(exc) or "has no column named" in str(exc)
+#: what an error says when the file lacks a table (new, or started afresh after damage) or
+#: a column (written by an older genwidgets)
+_MISSING = ("no such table", "no such column", "has no column named")
 
 
 def what_differs(stored: Mapping[str, Any], planned: Mapping[str, Any]) -> str:
@@ -220,11 +215,11 @@ def id_taken(batch_id: str, stored: dict[str, Any], planned: dict[str, Any]) -> 
 
 @dataclass(frozen=True)
 class RowRecord:
-    """One row as stored."""
+    """One row as stored (a grid's cell: with its rating)."""
 
     index: int
     endpoint: str
-    payload: str = field(repr=False)
+    payload: dict[str, Any] = field(repr=False)
     state: str
     attempt: int
     request_id: str | None
@@ -233,6 +228,9 @@ class RowRecord:
     reserved_at: float | None
     #: the ledger owner that reserved it (``Ledger.owner``; None without a ledger)
     owner: str | None = None
+    #: a grid's cell: its stars (0: none) and note (:meth:`GridStore.rate`)
+    stars: int = 0
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -261,7 +259,7 @@ class Reserved:
 
 @dataclass(frozen=True)
 class BatchRecord:
-    """A stored batch as ``gw.batches()`` lists it."""
+    """A stored batch (or grid: :class:`GridRecord`) as ``gw.batches()`` lists it."""
 
     id: str
     gateway: str
@@ -281,10 +279,8 @@ class BatchRecord:
         """What ``print`` shows: the folder by the one rule of shown paths (relative, or
         ``~/...``), never its absolute path; ``out`` keeps it whole for code."""
         counts = ", ".join(f"{n} {state}" for state, n in self.counts.items())
-        return (
-            f"<BatchRecord {self.id} {self.endpoint}: {counts or 'no rows'}; "
-            f"out {shown_path(self.out)}>"
-        )
+        out = f"; out {shown_path(self.out)}" if self.out else ""  # a grid has no folder
+        return f"<{type(self).__name__} {self.id} {self.endpoint}: {counts or 'no rows'}{out}>"
 
 
 class BatchStore:
@@ -313,28 +309,25 @@ class BatchStore:
         self.tables: Tables = tables
         self.path = tables.path
 
-    def _write(self, write: Callable[[sqlite3.Connection], object]) -> Any:
+    def _write(self, write: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``write`` in one transaction of the tables and return what it returned. A
-        file without this store's tables (new, or started afresh after damage) gets them
-        in the same transaction."""
+        file without this store's tables (new, or started afresh after damage), or
+        without a column an older genwidgets did not write, gets them in the same
+        transaction."""
         try:
             with self.tables.transaction() as conn:
                 return write(conn)
         except (LedgerError, sqlite3.OperationalError) as exc:
-            if not (_no_table(exc) or _no_column(exc)):
+            if not any(words in str(exc) for words in _MISSING):
                 raise
-            with self.tables.transaction() as conn:
-                self._bring_up_to_date(conn)
-                return write(conn)
-
-    def _bring_up_to_date(self, conn: sqlite3.Connection) -> None:
-        """Make the tables missing, and add the :attr:`COLUMNS` an older file lacks."""
-        for statement in self.SCHEMA:
-            conn.execute(statement)
-        for table, column, declaration in self.COLUMNS:
-            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-            if column not in have:
-                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+        with self.tables.transaction() as conn:
+            for statement in self.SCHEMA:
+                conn.execute(statement)
+            for table, column, declaration in self.COLUMNS:
+                have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+            return write(conn)
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one query; none from a file that holds no such table yet (an older
@@ -342,13 +335,11 @@ class BatchStore:
         try:
             return self.tables.query(sql, params)
         except (LedgerError, sqlite3.OperationalError) as exc:
-            if _no_table(exc):
+            if _MISSING[0] in str(exc):
                 return []
-            if not _no_column(exc):
+            if not any(words in str(exc) for words in _MISSING):
                 raise
-        with self.tables.transaction() as conn:
-            self._bring_up_to_date(conn)
-        return self.tables.query(sql, params)
+        return self._write(lambda conn: conn.execute(sql, params).fetchall())
 
     def close(self) -> None:
         """Close the ledger this store opened (a client's ledger is the client's to close)."""
@@ -394,26 +385,24 @@ class BatchStore:
             )
             return None
 
-        taken: dict[str, Any] | None = self._write(write)
-        return taken
+        return self._write(write)
 
     def summary(self, batch_id: str) -> BatchRecord | None:
-        found = self._summaries(self._read(_BATCHES + " WHERE id = ?", (batch_id,)))
+        found = self._records(self._read(_BATCHES + " WHERE id = ?", (batch_id,)))
         return found[0] if found else None
 
-    def _summaries(self, found: list[tuple[Any, ...]]) -> list[BatchRecord]:
-        """Each batch row as a record, with its rows counted per state."""
-        records = []
-        for bid, gateway, endpoint, at, out, digest, text in found:
-            counts = dict(self._read(_COUNTS, (bid,)))
-            records.append(
-                BatchRecord(bid, gateway, endpoint, at, out, digest, json.loads(text), counts)
-            )
-        return records
+    def _records(self, found: list[tuple[Any, ...]]) -> list[BatchRecord]:
+        """Each run of ``found`` (rows of ``_BATCHES``) as a record, its rows counted per
+        state."""
+        return [
+            BatchRecord(bid, gateway, endpoint, at, out, digest, json.loads(text), counts)
+            for bid, gateway, endpoint, at, out, digest, text in found
+            for counts in [dict(self._read(_COUNTS, (bid,)))]
+        ]
 
     def batches(self, gateway: str | None = None) -> list[BatchRecord]:
         """Every stored batch (of ``gateway``), newest first, with its rows per state."""
-        return self._summaries(self._newest(_BATCHES, gateway))
+        return self._records(self._newest(_BATCHES, gateway))
 
     def _newest(self, sql: str, gateway: str | None) -> list[tuple[Any, ...]]:
         """Rows of ``sql`` over the runs of this store's kind (of ``gateway`` only, when
@@ -432,7 +421,7 @@ class BatchStore:
             (batch_id, *(only or ())),
         )
         return [
-            RowRecord(int(i), e, p, s, int(a), rid, err, json.loads(f), at, who)
+            RowRecord(int(i), e, json.loads(p), s, int(a), rid, err, json.loads(f), at, who)
             for i, e, p, s, a, rid, err, f, at, who in found
         ]
 
@@ -456,19 +445,18 @@ class BatchStore:
         def write(conn: sqlite3.Connection) -> Reserved:
             owner = self.tables.hold(conn)  # alive while it lives: its rows are its own
             spent = {kind: float(total or 0.0) for kind, total in conn.execute(_SPENT, (batch_id,))}
-            states = dict(
+            waiting = dict(  # index: attempts so far, of the rows no one has taken
                 conn.execute(
-                    "SELECT idx, state || ':' || attempt FROM batch_rows WHERE batch_id = ? "
+                    "SELECT idx, attempt FROM batch_rows WHERE batch_id = ? AND state = ? "
                     f"AND idx IN ({','.join('?' * len(wanted))})",
-                    (batch_id, *(i for i, _ in wanted)),
+                    (batch_id, WAITING, *(i for i, _ in wanted)),
                 )
             )
             taken: list[tuple[int, int]] = []
             elsewhere: list[int] = []
             capped = False
             for index, charges in wanted:
-                state, _, attempt = str(states.get(index, "")).partition(":")
-                if state != WAITING:
+                if index not in waiting:
                     elsewhere.append(index)
                     continue
                 capped = any(
@@ -477,7 +465,7 @@ class BatchStore:
                 )
                 if capped:
                     break
-                number = int(attempt) + 1
+                number = int(waiting[index]) + 1
                 conn.execute(
                     "UPDATE batch_rows SET state = ?, attempt = ?, reserved_at = ?, error = NULL, "
                     "request_id = NULL, updated_at = ?, owner = ? WHERE batch_id = ? AND idx = ?",
@@ -495,8 +483,7 @@ class BatchStore:
 
         if not wanted:
             return Reserved([], self.spent(batch_id))
-        result: Reserved = self._write(write)
-        return result
+        return self._write(write)
 
     def settle(self, batch_id: str, updates: Sequence[RowUpdate]) -> None:
         """Write many rows' changes in one transaction (and give back released spend)."""
@@ -530,28 +517,12 @@ class BatchStore:
         self._write(write)
 
 
-@dataclass(frozen=True)
-class CellRecord:
-    """One stored cell of a grid, with its rating."""
+@dataclass(frozen=True, repr=False)
+class GridRecord(BatchRecord):
+    """A stored grid as :func:`genwidgets.grids` lists it: a run whose rows are its
+    cells, each with its rating."""
 
-    index: int
-    payload: dict[str, Any]
-    request_id: str | None
-    error: str | None
-    stars: int = 0
-    note: str | None = None
-
-
-@dataclass(frozen=True)
-class GridRecord:
-    """A stored grid as :func:`genwidgets.grids` lists it."""
-
-    id: str
-    gateway: str
-    endpoint: str
-    created_at: float
-    description: dict[str, Any] = field(repr=False)
-    cells: list[CellRecord] = field(repr=False, default_factory=list)
+    cells: list[RowRecord] = field(repr=False, default_factory=list)
 
     @property
     def rated(self) -> int:
@@ -612,7 +583,7 @@ class GridStore(BatchStore):
             row = conn.execute(_RATING, (grid_id, index)).fetchone()
             return (int(row[0]), row[1]) if row else (0, None)
 
-        stored: tuple[int, str | None] = self._write(write)
+        stored = self._write(write)
         with self._lock:
             watchers = list(self._watchers.get(grid_id, ()))
         for callback in watchers:
@@ -637,23 +608,27 @@ class GridStore(BatchStore):
             (since if since is not None else 0.0,),
         )
 
+    def _records(self, found: list[tuple[Any, ...]]) -> list[BatchRecord]:
+        """Each grid of ``found`` as a record, with its cells and their ratings."""
+        records: list[BatchRecord] = []
+        for run in super()._records(found):
+            ratings = self.ratings(run.id)
+            cells = [
+                replace(r, stars=s, note=n)
+                for r in self.rows(run.id)
+                for s, n in [ratings.get(r.index, (0, None))]
+            ]
+            records.append(GridRecord(**vars(run), cells=cells))
+        return records
+
     def ids(self, gateway: str | None = None) -> list[str]:
         self.adopt()
         return [r[0] for r in self._newest("SELECT id FROM batches", gateway)]
 
     def get(self, grid_id: str) -> GridRecord | None:
         self.adopt()
-        found = self._read(_BATCHES + " WHERE id = ? AND kind = 'grid'", (grid_id,))
-        if not found:
-            return None
-        gid, gateway, endpoint, created_at, _, _, description = found[0]
-        ratings = self.ratings(gid)
-        cells = [
-            CellRecord(r.index, json.loads(r.payload), r.request_id, r.error, *rating)
-            for r in self.rows(gid)
-            for rating in [ratings.get(r.index, (0, None))]
-        ]
-        return GridRecord(gid, gateway, endpoint, created_at, json.loads(description), cells)
+        found = self._records(self._read(_BATCHES + " WHERE id = ? AND kind = 'grid'", (grid_id,)))
+        return next((r for r in found if isinstance(r, GridRecord)), None)
 
     def require(self, grid_id: str) -> GridRecord:
         """The grid, or a KeyError naming ``grid_id`` and the nearest stored ids."""
@@ -667,4 +642,5 @@ class GridStore(BatchStore):
 
     def grids(self, gateway: str | None = None) -> list[GridRecord]:
         """Every stored grid, newest first."""
-        return [r for r in (self.get(i) for i in self.ids(gateway)) if r is not None]
+        self.adopt()
+        return [r for r in self.batches(gateway) if isinstance(r, GridRecord)]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._config import home, redact, shown_path
+from .._files import write_atomically
 from .._palette import PALETTE
 from ..media.thumbnails import DEFAULT_SIDE, first_frame
 from ..protocol.records import Output
@@ -244,10 +245,9 @@ def save_png(run: GridRun, path: str | Path) -> Path:
         top += table_h
     info = PngInfo()
     info.add_itxt(PNG_KEY, description_json(run), zip=True)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    sheet.save(target, format="PNG", pnginfo=info)
-    return target
+    written = io.BytesIO()
+    sheet.save(written, format="PNG", pnginfo=info)
+    return write_atomically(Path(path), written.getvalue(), parents=True)  # whole or not at all
 
 
 def _wrap(text: str, width: int) -> str:

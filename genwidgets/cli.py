@@ -161,6 +161,12 @@ def _endpoint_of(client: Client, args: argparse.Namespace) -> str | None:
     return row.endpoint if row is not None else None
 
 
+def _say(args: argparse.Namespace, out: Any, text: str, code: int = 0) -> int:
+    """``out`` as JSON with ``--json``, else ``text``; the exit status ``code``."""
+    print(json.dumps(out, default=str) if args.json else text)
+    return code
+
+
 def _one_task(client: Client, args: argparse.Namespace) -> int:
     endpoint = _endpoint_of(client, args)
     if endpoint is None:
@@ -176,33 +182,19 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
     if recorded is not None and args.command in ("status", "cancel"):
         return _ended(args, endpoint, recorded.status)
     job = client.job(endpoint, args.request_id)
+    rid = job.request_id
     if args.command == "cancel":
         now = job.status()
         if now.done:
             return _ended(args, endpoint, now.status)
         job.cancel()
-        out: dict[str, Any] = {"request_id": job.request_id, "cancel": "asked"}
-        print(json.dumps(out) if args.json else f"{job.request_id}: cancel asked")
-        return 0
+        return _say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
     if args.command == "status":
         status = job.status()
-        out = {
-            "request_id": job.request_id,
-            "endpoint": endpoint,
-            "status": status.status,
-            "queue_position": status.queue_position,
-        }
-        print(
-            json.dumps(out)
-            if args.json
-            else f"{job.request_id}: {status.status}"
-            + (
-                f" (queue position {status.queue_position})"
-                if status.queue_position is not None
-                else ""
-            )
-        )
-        return 0
+        place = status.queue_position
+        out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
+        where = f" (queue position {place})" if place is not None else ""
+        return _say(args, out | {"queue_position": place}, f"{rid}: {status.status}{where}")
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
         result = recorded or job.result(timeout=args.wait)
@@ -212,34 +204,20 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         if job.last_status is None and job.status().done:
             result = job.result(timeout=client.timeout)
         else:
-            out = {"request_id": job.request_id, "status": job.status_text, "done": False}
-            print(
-                json.dumps(out)
-                if args.json
-                else f"{job.request_id}: not finished ({job.status_text}); wait with --wait SECONDS"
-            )
-            return EXIT_NOT_DONE
+            out = {"request_id": rid, "status": job.status_text, "done": False}
+            said = f"{rid}: not finished ({job.status_text}); wait with --wait SECONDS"
+            return _say(args, out, said, EXIT_NOT_DONE)
     files = []
     for output in result.outputs:
         path = output.path
         if args.out:
-            path = output.save(Path(args.out) / f"{job.request_id}-{output.index}")
+            path = output.save(Path(args.out) / f"{rid}-{output.index}")
         files.append(str(path) if path else output.url)
-    out = {
-        "request_id": job.request_id,
-        "endpoint": endpoint,
-        "status": result.status,
-        "ok": result.ok,
-        "error": result.error,
-        "files": files,
-    }
-    if args.json:
-        print(json.dumps(out, default=str))
-    else:
-        print(f"{job.request_id}: {result.status}" + (f" ({result.error})" if result.error else ""))
-        for name in files:
-            print(f"  {name}")
-    return 0 if result.ok else EXIT_NOT_DONE
+    out = {"request_id": rid, "endpoint": endpoint, "status": result.status}
+    out |= {"ok": result.ok, "error": result.error, "files": files}
+    said = f"{rid}: {result.status}" + (f" ({result.error})" if result.error else "")
+    said += "".join(f"\n  {name}" for name in files)
+    return _say(args, out, said, 0 if result.ok else EXIT_NOT_DONE)
 
 
 def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
@@ -250,12 +228,10 @@ def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
     out: dict[str, Any] = {"request_id": rid, "endpoint": endpoint, "status": status}
     if args.command == "status":
         out |= {"queue_position": None, "ended": True}
-        print(json.dumps(out) if args.json else f"{rid}: {status} (ended)")
-        return 0
+        return _say(args, out, f"{rid}: {status} (ended)")
     out["cancel"] = "not sent: the task had already ended"
     said = f"{rid}: not cancelled: it had already ended ({status})"
-    print(json.dumps(out) if args.json else said)
-    return EXIT_NOT_DONE
+    return _say(args, out, said, EXIT_NOT_DONE)
 
 
 def _resume(client: Client, args: argparse.Namespace) -> int:
@@ -264,24 +240,13 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
     records = []
     for job in jobs:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        record: dict[str, Any] = {"request_id": job.request_id, "endpoint": job.endpoint}
         try:
             result = job.result(timeout=left)
-            record = {
-                "request_id": job.request_id,
-                "endpoint": job.endpoint,
-                "status": result.status,
-                "ok": result.ok,
-                "files": [str(o.path) for o in result.outputs if o.path],
-            }
+            files = [str(o.path) for o in result.outputs if o.path]
+            record |= {"status": result.status, "ok": result.ok, "files": files}
         except GenwidgetsError as exc:
-            record = {
-                "request_id": job.request_id,
-                "endpoint": job.endpoint,
-                "status": job.status_text,
-                "ok": False,
-                "error": str(exc),
-                "files": [],
-            }
+            record |= {"status": job.status_text, "ok": False, "error": str(exc), "files": []}
         records.append(record)
         if not args.json:
             print(

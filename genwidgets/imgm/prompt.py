@@ -52,15 +52,7 @@ class Prompt:
             raise PayloadError([{"loc": ("text",), "msg": "text must be a str"}])
         if isinstance(images, str) or not isinstance(images, (Sequence, type(None))):
             raise PayloadError([{"loc": ("images",), "msg": "images must be a list of URLs"}])
-        changes: dict[str, Any] = {}
-        for name, value in (params or {}).items():
-            key = key_of(name, value)
-            if key in changes:
-                raise PayloadError(
-                    [{"loc": ("params", key), "msg": f"--{key} is given twice; keep one"}]
-                )
-            changes[key] = value
-        entries = _merged([], changes)
+        entries = _merged([], _keyed(params or {}))
         built = Prompt._rebuild([str(i) for i in images or ()], collapse_spaces(text), entries)
         self._images, self._text, self._entries = built._images, built._text, built._entries  # noqa: SLF001 - a Prompt reads another Prompt's parts: its own class
         self._counted = self._made = None
@@ -170,15 +162,8 @@ class Prompt:
 
     def with_params(self, **changes: Any) -> Prompt:
         """A new Prompt with parameters set (aliases allowed); None or False removes one."""
-        merged: dict[str, Any] = {}
-        for name, value in changes.items():
-            key = key_of(name, value)
-            if key in merged:
-                raise PayloadError(
-                    [{"loc": ("params", key), "msg": f"--{key} is given twice; keep one"}]
-                )
-            merged[key] = value
-        return Prompt._rebuild(self._images, self._text, _merged(list(self._entries), merged))
+        merged = _merged(list(self._entries), _keyed(changes))
+        return Prompt._rebuild(self._images, self._text, merged)
 
     # ---------------------------------------------------------------- permutations
 
@@ -317,6 +302,20 @@ def _over_the_cap(count: int) -> dict[str, Any]:
 
 def _copy(value: Any) -> Any:
     return list(value) if isinstance(value, list) else value
+
+
+def _keyed(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters given by name (aliases allowed) by their canonical key; a key given
+    twice is a PayloadError."""
+    changes: dict[str, Any] = {}
+    for name, value in params.items():
+        key = key_of(name, value)
+        if key in changes:
+            raise PayloadError(
+                [{"loc": ("params", key), "msg": f"--{key} is given twice; keep one"}]
+            )
+        changes[key] = value
+    return changes
 
 
 def _merged(entries: list[Entry], changes: Mapping[str, Any]) -> list[Entry]:

@@ -10,9 +10,17 @@ from urllib.parse import urlsplit
 from .._formats import human_bytes
 from ..catalog import MediaSpec
 from ..errors import MediaWarning
-from .files import MediaInfo, RemoteMedia, Source, canonical_format, local_info, resolve_source
+from .files import (
+    MediaInfo,
+    RemoteMedia,
+    Source,
+    _Local,
+    canonical_format,
+    local_info,
+    resolve_source,
+)
 
-__all__ = ["check", "info_problems", "remote_problems", "url_only_problem"]
+__all__ = ["check", "info_problems", "problems_of", "remote_problems", "url_only_problem"]
 
 
 # --- checks ---------------------------------------------------------------------------------
@@ -139,6 +147,19 @@ def url_only_problem(what: str, spec: MediaSpec, who: str) -> str:
     )
 
 
+def problems_of(
+    resolved: _Local | RemoteMedia, spec: MediaSpec, who: str
+) -> tuple[list[str], MediaInfo | None]:
+    """Every rule of ``spec`` that resolved media breaks, and what the local media is
+    (None for a URL, or where the field takes URLs only)."""
+    if isinstance(resolved, RemoteMedia):
+        return remote_problems(resolved, spec, who), None
+    if spec.encoding == "url_only":
+        return [url_only_problem(resolved.what, spec, who)], None
+    info = local_info(resolved)
+    return info_problems(info, spec, who), info
+
+
 def check(
     source_or_info: Source | MediaInfo, spec: MediaSpec, *, endpoint: str | None = None
 ) -> list[str]:
@@ -150,9 +171,4 @@ def check(
     who = endpoint or "this field"
     if isinstance(source_or_info, MediaInfo):
         return info_problems(source_or_info, spec, who)
-    resolved = resolve_source(source_or_info, pil_formats=spec.formats)
-    if isinstance(resolved, RemoteMedia):
-        return remote_problems(resolved, spec, who)
-    if spec.encoding == "url_only":
-        return [url_only_problem(resolved.what, spec, who)]
-    return info_problems(local_info(resolved), spec, who)
+    return problems_of(resolve_source(source_or_info, pil_formats=spec.formats), spec, who)[0]

@@ -39,10 +39,6 @@ def canonical_format(fmt: str) -> str:
     return _ALIASES.get(fmt, fmt)
 
 
-def _mime_of(fmt: str, kind: str) -> str:
-    return mime_for(fmt, kind)
-
-
 # --- what a media file is ------------------------------------------------------------------
 
 
@@ -280,7 +276,7 @@ def _image_info(local: _Local) -> MediaInfo | None:
             raise PayloadError(f"{local.what}: {exc}") from None
         except (OSError, SyntaxError, ValueError):
             return None
-    return MediaInfo("image", fmt, _mime_of(fmt, "image"), width, height, None, local.size())
+    return MediaInfo("image", fmt, mime_for(fmt, "image"), width, height, None, local.size())
 
 
 def _av_info(local: _Local) -> MediaInfo | None:
@@ -304,7 +300,7 @@ def _av_info(local: _Local) -> MediaInfo | None:
     kind = "video" if videos else "audio"
     sniffed = sniff(local.head())
     fmt = _format_from_demuxer(demuxer, kind, sniffed)
-    return MediaInfo(kind, fmt, _mime_of(fmt, kind), width, height, seconds, local.size())
+    return MediaInfo(kind, fmt, mime_for(fmt, kind), width, height, seconds, local.size())
 
 
 def _is_cover_art(stream: Any) -> bool:
@@ -360,7 +356,7 @@ def local_info(local: _Local) -> MediaInfo:
     kind, fmt = sniffed
     if not av_missing:
         raise PayloadError(f"{local.what} looks like {fmt} {kind} but PyAV cannot read it")
-    return MediaInfo(kind, fmt, _mime_of(fmt, kind), None, None, None, local.size())
+    return MediaInfo(kind, fmt, mime_for(fmt, kind), None, None, None, local.size())
 
 
 def inspect(source: Source) -> MediaInfo:

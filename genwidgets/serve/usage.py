@@ -49,22 +49,15 @@ def usage(db: Database) -> dict[str, Any]:
     counts = db.run(_spent, write=False)
     keys = []
     for key in list_keys(db):
-        seen = counts.get(
-            key.name,
-            {"tasks": 0, "failed": 0, "cached": 0, "unknown": 0, "spent": dict.fromkeys(KINDS, 0)},
-        )
-        spent = seen["spent"]
+        seen = counts.get(key.name) or {"tasks": 0, "failed": 0, "cached": 0, "unknown": 0}
+        spent = seen.pop("spent", dict.fromkeys(KINDS, 0))
+        reserved = {k: key.held[k] - spent[k] for k in KINDS}
         keys.append(
             {
                 **key.describe(),
                 "spent": {k: to_units(v) for k, v in spent.items() if v},
-                "reserved": {
-                    k: to_units(key.held[k] - spent[k]) for k in KINDS if key.held[k] - spent[k]
-                },
-                "tasks": seen["tasks"],
-                "failed": seen["failed"],
-                "cached": seen["cached"],
-                "unknown": seen["unknown"],
+                "reserved": {k: to_units(v) for k, v in reserved.items() if v},
+                **seen,
             }
         )
     rows = db.run(

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator.dialects import DIALECTS, retry_after_header
 from genwidgets.simulator.faults import Dice, RateLimiter
 
 pytestmark = pytest.mark.timeout(60)
@@ -90,16 +91,21 @@ def test_rate_limit_gives_429_with_retry_after_per_key(
 def test_token_bucket_refills_at_the_rate() -> None:
     limiter = RateLimiter(0.5)  # one request every 2 s
     assert limiter.take("k", now=0.0) is None
-    assert limiter.take("k", now=0.1) == 2
-    assert limiter.take("k", now=1.5) == 1
+    assert limiter.take("k", now=0.1) == pytest.approx(1.9)
+    assert limiter.take("k", now=1.5) == pytest.approx(0.5)
     assert limiter.take("k", now=2.2) is None
     assert RateLimiter(None).take("k") is None
 
 
 def test_the_exact_wait_is_what_retry_after_ms_says() -> None:
     limiter = RateLimiter(8)  # a token every 125 ms once the bucket of 8 is spent
-    assert all(limiter.take_exact("k", now=0.0) is None for _ in range(8))
-    assert limiter.take_exact("k", now=0.0) == pytest.approx(0.125)
-    assert limiter.take_exact("k", now=0.1) == pytest.approx(0.025)
-    assert limiter.take("k", now=0.1) == 1  # Retry-After: whole seconds, at least 1
-    assert limiter.take_exact("k", now=0.25) is None
+    assert all(limiter.take("k", now=0.0) is None for _ in range(8))
+    assert limiter.take("k", now=0.0) == pytest.approx(0.125)
+    wait = limiter.take("k", now=0.1)
+    assert wait == pytest.approx(0.025)
+    # Retry-After: whole seconds, at least 1; retry-after-ms: the wait to the millisecond
+    assert retry_after_header(DIALECTS["spec"], wait or 0, exact=True) == {
+        "Retry-After": "1",
+        "retry-after-ms": "25",
+    }
+    assert limiter.take("k", now=0.25) is None

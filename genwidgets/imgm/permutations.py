@@ -4,14 +4,23 @@ sizes and expanded lazily, so no more expansions are made than are asked for.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple
 
-from .lexer import scan_text
-from .params import collapse_spaces
+from .lexer import has_permutation, scan_text
+from .params import MAX_PROMPTS, collapse_spaces
 
-__all__ = ["KEPT_ESCAPES", "Mode", "count_prompts", "expansions", "plain_text", "say_count"]
+__all__ = [
+    "KEPT_ESCAPES",
+    "Mode",
+    "alternatives",
+    "count_prompts",
+    "expansions",
+    "plain_text",
+    "say_count",
+]
 
 Mode = Literal["source", "sent", "plain"]
 """How an expansion writes escapes: ``source`` as typed (it parses back to the same
@@ -138,6 +147,12 @@ def expansions(s: str, mode: Mode = "source") -> Iterator[str]:
     while k < total:
         yield collapse_spaces(_nth(tree, k, counts))
         k += 1
+
+
+def alternatives(s: str) -> list[str]:
+    """The prompts ``s`` makes, at most :data:`MAX_PROMPTS` (``[s]`` itself, untouched,
+    when it has no permutation)."""
+    return list(itertools.islice(expansions(s), MAX_PROMPTS)) if has_permutation(s) else [s]
 
 
 def count_prompts(s: str) -> int:

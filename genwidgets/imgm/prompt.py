@@ -21,7 +21,7 @@ from .params import (
     to_number,
 )
 from .parser import Entry, assemble, key_of, parse_parts, segments_of, varies
-from .permutations import Mode, count_prompts, expansions, say_count
+from .permutations import Mode, alternatives, count_prompts, expansions, say_count
 from .values import PromptWarning, Segment, Variation
 
 __all__ = ["Prompt"]
@@ -232,11 +232,7 @@ class Prompt:
         raw = next((v for _, k, v in self._entries if k == "repeat"), None)
         if raw is None:
             return [1]
-        values = (
-            list(itertools.islice(expansions(raw), MAX_PROMPTS))
-            if isinstance(raw, str)
-            else [str(raw)]
-        )
+        values = alternatives(raw) if isinstance(raw, str) else [str(raw)]
         counts = []
         for value in values:
             number = to_number(value, integer=True)

@@ -29,7 +29,7 @@ from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import queue_url
 from ..protocol.refusals import HANDLERS, bearer, detail, gateway_error, refuse_with
 from ..protocol.routes import queue_routes
-from ..simulator.app import http_error, read_payload
+from ..simulator.app import http_error, read_payload, required_token
 from .budgets import (
     caller_and_task,
     charge_of,
@@ -81,13 +81,6 @@ async def _read(state: ServeState, read: Callable[..., T], *args: Any) -> T:
     return read(*args)
 
 
-def _token(request: Request) -> str:
-    token = bearer(request)
-    if not token:
-        raise refusal(401, "UNAUTHORIZED", "Authorization Bearer token is required")
-    return token
-
-
 def _admit(state: ServeState, key: KeyRecord | None) -> KeyRecord:
     """The key if it may be used now and within its rate, else a ServeError."""
     key = usable(key)
@@ -105,7 +98,7 @@ def _admit(state: ServeState, key: KeyRecord | None) -> KeyRecord:
 
 async def _caller(request: Request, state: ServeState) -> KeyRecord:
     """The student's key of this request, usable now and within its rate, or a ServeError."""
-    token = _token(request)
+    token = required_token(request)
     key = await _read(state, find_key, state.config.database, token)
     return _admit(state, key)
 
@@ -276,7 +269,7 @@ def _seconds(value: str | None) -> float:
 async def _callers_task(request: Request, state: ServeState) -> tuple[Any, ...]:
     """The caller's task named in the path (id, endpoint, upstream id, state, charged), or
     a ServeError: another key's task, or one upstream never made, is ``Request not found``."""
-    token = _token(request)
+    token = required_token(request)
     params = request.path_params
     key, task = await _read(
         state,

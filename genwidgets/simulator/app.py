@@ -107,13 +107,19 @@ def _state(request: Request) -> SimState:
     return state
 
 
-def _authorize(request: Request, state: SimState) -> str:
-    """The caller's key; refused (missing key, unknown key, rate limit) otherwise."""
+def required_token(request: Request) -> str:
+    """The caller's bearer token; refused 401 when it sends none (the class gateway's
+    answer too)."""
     token = bearer(request)
     if not token:
-        raise refuse_with(
-            gateway_error(401, "UNAUTHORIZED", "Authorization Bearer token is required")
-        )
+        message = "Authorization Bearer token is required"
+        raise refuse_with(gateway_error(401, "UNAUTHORIZED", message))
+    return token
+
+
+def _authorize(request: Request, state: SimState) -> str:
+    """The caller's key; refused (missing key, unknown key, rate limit) otherwise."""
+    token = required_token(request)
     if token not in state.config.keys:
         raise refuse_with(gateway_error(401, "UNAUTHORIZED", "Invalid API key"))
     _check_rate(state, state.limiter.take(token), exact=False)

@@ -30,6 +30,7 @@ from ._formats import terminal_text
 from .errors import GenwidgetsError, TaskTimeout
 from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
 from .serve import cli as serve_cli
+from .serve.cli import say
 from .simulator import cli as simulator_cli
 
 if TYPE_CHECKING:
@@ -161,12 +162,6 @@ def _endpoint_of(client: Client, args: argparse.Namespace) -> str | None:
     return row.endpoint if row is not None else None
 
 
-def _say(args: argparse.Namespace, out: Any, text: str, code: int = 0) -> int:
-    """``out`` as JSON with ``--json``, else ``text``; the exit status ``code``."""
-    print(json.dumps(out, default=str) if args.json else text)
-    return code
-
-
 def _one_task(client: Client, args: argparse.Namespace) -> int:
     endpoint = _endpoint_of(client, args)
     if endpoint is None:
@@ -188,13 +183,13 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         if now.done:
             return _ended(args, endpoint, now.status)
         job.cancel()
-        return _say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
+        return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
     if args.command == "status":
         status = job.status()
         place = status.queue_position
         out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
         where = f" (queue position {place})" if place is not None else ""
-        return _say(args, out | {"queue_position": place}, f"{rid}: {status.status}{where}")
+        return say(args, out | {"queue_position": place}, f"{rid}: {status.status}{where}")
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
         result = recorded or job.result(timeout=args.wait)
@@ -206,7 +201,7 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         else:
             out = {"request_id": rid, "status": job.status_text, "done": False}
             said = f"{rid}: not finished ({job.status_text}); wait with --wait SECONDS"
-            return _say(args, out, said, EXIT_NOT_DONE)
+            return say(args, out, said, EXIT_NOT_DONE)
     files = []
     for output in result.outputs:
         path = output.path
@@ -217,7 +212,7 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
     out |= {"ok": result.ok, "error": result.error, "files": files}
     said = f"{rid}: {result.status}" + (f" ({result.error})" if result.error else "")
     said += "".join(f"\n  {name}" for name in files)
-    return _say(args, out, said, 0 if result.ok else EXIT_NOT_DONE)
+    return say(args, out, said, 0 if result.ok else EXIT_NOT_DONE)
 
 
 def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
@@ -228,10 +223,10 @@ def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
     out: dict[str, Any] = {"request_id": rid, "endpoint": endpoint, "status": status}
     if args.command == "status":
         out |= {"queue_position": None, "ended": True}
-        return _say(args, out, f"{rid}: {status} (ended)")
+        return say(args, out, f"{rid}: {status} (ended)")
     out["cancel"] = "not sent: the task had already ended"
     said = f"{rid}: not cancelled: it had already ended ({status})"
-    return _say(args, out, said, EXIT_NOT_DONE)
+    return say(args, out, said, EXIT_NOT_DONE)
 
 
 def _resume(client: Client, args: argparse.Namespace) -> int:

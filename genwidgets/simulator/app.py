@@ -41,7 +41,7 @@ from .config import SimConfig
 from .faults import Dice, RateLimiter
 from .files import FileStore
 from .registry import BASE_SECONDS, ENDPOINTS, describe_errors, payload_errors
-from .synth import image_file
+from .synth import image_output, picture
 from .tasks import COMPLETED, Scheduler, Task, log
 from .world import World
 
@@ -65,7 +65,8 @@ class SimState:
         self.stats = dict.fromkeys((*OPERATIONS, "created"), 0)
         self.files = FileStore()
         self.executor = Workers(2)  # media is made off the server's loop, two at a time
-        demo = image_file("demo", 640, 640, 7, "asset-demo", ["the simulator's demo image asset"])
+        drawn = picture(640, 640, 7, "asset-demo", ["the simulator's demo image asset"])
+        demo = image_output("demo", drawn)
         stored = self.files.put(demo.name, demo.content_type, demo.data)
         self.scheduler = Scheduler(
             workers=lambda: self.config.workers,

@@ -155,15 +155,9 @@ def _history(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
-def _endpoint_of(client: Client, args: argparse.Namespace) -> str | None:
-    if args.endpoint:
-        return str(args.endpoint)
-    row = client.ledger.get(client.gateway_name, args.request_id) if client.ledger else None
-    return row.endpoint if row is not None else None
-
-
 def _one_task(client: Client, args: argparse.Namespace) -> int:
-    endpoint = _endpoint_of(client, args)
+    row = client.ledger.get(client.gateway_name, args.request_id) if client.ledger else None
+    endpoint = args.endpoint or (row.endpoint if row is not None else None)
     if endpoint is None:
         return say_error(
             args.command,
@@ -172,7 +166,6 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
             as_json=args.json,
             request_id=args.request_id,
         )
-    row = client.ledger.get(client.gateway_name, args.request_id) if client.ledger else None
     recorded = row.result() if row is not None else None
     if recorded is not None and args.command in ("status", "cancel"):
         return _ended(args, endpoint, recorded.status)

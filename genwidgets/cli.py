@@ -123,18 +123,10 @@ def _row_record(row: LedgerRow) -> dict[str, Any]:
         "status": row.status,
         "ok": row.ok,
         "error": row.error,
-        "submitted_at": _iso_utc(row.submitted_at),
+        # 2026-11-29T02:15:00Z: a time in JSON as the batch manifest writes it
+        "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.submitted_at)),
         "files": [o.get("path") for o in row.outputs if o.get("path")],
     }
-
-
-def _iso_utc(seconds: float) -> str:
-    """``2026-11-29T02:15:00Z``: a time in JSON as the batch manifest writes it."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-def _when(seconds: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
 
 def _history(client: Client, args: argparse.Namespace) -> int:
@@ -151,7 +143,8 @@ def _history(client: Client, args: argparse.Namespace) -> int:
         word = r["status"] or r["state"]
         files = f" {len(r['files'])} file(s)" if r["files"] else ""
         rid = r["request_id"] or "(no request id)"
-        print(f"{_when(row.submitted_at)}  {r['endpoint']:<24} {word:<16} {rid}{files}")
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.submitted_at))
+        print(f"{when}  {r['endpoint']:<24} {word:<16} {rid}{files}")
     return 0
 
 

@@ -138,7 +138,7 @@ class Prompt:
     @property
     def params(self) -> dict[str, Any]:
         """Canonical name -> typed value, in output order (a copy)."""
-        return {key: _copy(value) for _, key, value in self._entries}
+        return {key: list(v) if isinstance(v, list) else v for _, key, v in self._entries}
 
     @property
     def segments(self) -> list[Segment]:
@@ -294,10 +294,6 @@ def _over_the_cap(count: int) -> dict[str, Any]:
         "msg": f"this prompt makes {say_count(count)} prompts; one permutation prompt makes "
         f"at most {MAX_PROMPTS}: remove options or split it",
     }
-
-
-def _copy(value: Any) -> Any:
-    return list(value) if isinstance(value, list) else value
 
 
 def _keyed(params: Mapping[str, Any]) -> dict[str, Any]:

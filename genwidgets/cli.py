@@ -30,6 +30,7 @@ from ._formats import terminal_text
 from .errors import GenwidgetsError, TaskTimeout
 from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
 from .serve import cli as serve_cli
+from .serve.cli import say
 from .simulator import cli as simulator_cli
 
 if TYPE_CHECKING:
@@ -122,18 +123,10 @@ def _row_record(row: LedgerRow) -> dict[str, Any]:
         "status": row.status,
         "ok": row.ok,
         "error": row.error,
-        "submitted_at": _iso_utc(row.submitted_at),
+        # 2026-11-29T02:15:00Z: a time in JSON as the batch manifest writes it
+        "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.submitted_at)),
         "files": [o.get("path") for o in row.outputs if o.get("path")],
     }
-
-
-def _iso_utc(seconds: float) -> str:
-    """``2026-11-29T02:15:00Z``: a time in JSON as the batch manifest writes it."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-def _when(seconds: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
 
 def _history(client: Client, args: argparse.Namespace) -> int:
@@ -150,19 +143,14 @@ def _history(client: Client, args: argparse.Namespace) -> int:
         word = r["status"] or r["state"]
         files = f" {len(r['files'])} file(s)" if r["files"] else ""
         rid = r["request_id"] or "(no request id)"
-        print(f"{_when(row.submitted_at)}  {r['endpoint']:<24} {word:<16} {rid}{files}")
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.submitted_at))
+        print(f"{when}  {r['endpoint']:<24} {word:<16} {rid}{files}")
     return 0
 
 
-def _endpoint_of(client: Client, args: argparse.Namespace) -> str | None:
-    if args.endpoint:
-        return str(args.endpoint)
-    row = client.ledger.get(client.gateway_name, args.request_id) if client.ledger else None
-    return row.endpoint if row is not None else None
-
-
 def _one_task(client: Client, args: argparse.Namespace) -> int:
-    endpoint = _endpoint_of(client, args)
+    row = client.ledger.get(client.gateway_name, args.request_id) if client.ledger else None
+    endpoint = args.endpoint or (row.endpoint if row is not None else None)
     if endpoint is None:
         return say_error(
             args.command,
@@ -171,38 +159,23 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
             as_json=args.json,
             request_id=args.request_id,
         )
-    row = client.ledger.get(client.gateway_name, args.request_id) if client.ledger else None
     recorded = row.result() if row is not None else None
     if recorded is not None and args.command in ("status", "cancel"):
         return _ended(args, endpoint, recorded.status)
     job = client.job(endpoint, args.request_id)
+    rid = job.request_id
     if args.command == "cancel":
         now = job.status()
         if now.done:
             return _ended(args, endpoint, now.status)
         job.cancel()
-        out: dict[str, Any] = {"request_id": job.request_id, "cancel": "asked"}
-        print(json.dumps(out) if args.json else f"{job.request_id}: cancel asked")
-        return 0
+        return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
     if args.command == "status":
         status = job.status()
-        out = {
-            "request_id": job.request_id,
-            "endpoint": endpoint,
-            "status": status.status,
-            "queue_position": status.queue_position,
-        }
-        print(
-            json.dumps(out)
-            if args.json
-            else f"{job.request_id}: {status.status}"
-            + (
-                f" (queue position {status.queue_position})"
-                if status.queue_position is not None
-                else ""
-            )
-        )
-        return 0
+        place = status.queue_position
+        out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
+        where = f" (queue position {place})" if place is not None else ""
+        return say(args, out | {"queue_position": place}, f"{rid}: {status.status}{where}")
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
         result = recorded or job.result(timeout=args.wait)
@@ -212,34 +185,20 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         if job.last_status is None and job.status().done:
             result = job.result(timeout=client.timeout)
         else:
-            out = {"request_id": job.request_id, "status": job.status_text, "done": False}
-            print(
-                json.dumps(out)
-                if args.json
-                else f"{job.request_id}: not finished ({job.status_text}); wait with --wait SECONDS"
-            )
-            return EXIT_NOT_DONE
+            out = {"request_id": rid, "status": job.status_text, "done": False}
+            said = f"{rid}: not finished ({job.status_text}); wait with --wait SECONDS"
+            return say(args, out, said, EXIT_NOT_DONE)
     files = []
     for output in result.outputs:
         path = output.path
         if args.out:
-            path = output.save(Path(args.out) / f"{job.request_id}-{output.index}")
+            path = output.save(Path(args.out) / f"{rid}-{output.index}")
         files.append(str(path) if path else output.url)
-    out = {
-        "request_id": job.request_id,
-        "endpoint": endpoint,
-        "status": result.status,
-        "ok": result.ok,
-        "error": result.error,
-        "files": files,
-    }
-    if args.json:
-        print(json.dumps(out, default=str))
-    else:
-        print(f"{job.request_id}: {result.status}" + (f" ({result.error})" if result.error else ""))
-        for name in files:
-            print(f"  {name}")
-    return 0 if result.ok else EXIT_NOT_DONE
+    out = {"request_id": rid, "endpoint": endpoint, "status": result.status}
+    out |= {"ok": result.ok, "error": result.error, "files": files}
+    said = f"{rid}: {result.status}" + (f" ({result.error})" if result.error else "")
+    said += "".join(f"\n  {name}" for name in files)
+    return say(args, out, said, 0 if result.ok else EXIT_NOT_DONE)
 
 
 def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
@@ -250,12 +209,10 @@ def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
     out: dict[str, Any] = {"request_id": rid, "endpoint": endpoint, "status": status}
     if args.command == "status":
         out |= {"queue_position": None, "ended": True}
-        print(json.dumps(out) if args.json else f"{rid}: {status} (ended)")
-        return 0
+        return say(args, out, f"{rid}: {status} (ended)")
     out["cancel"] = "not sent: the task had already ended"
     said = f"{rid}: not cancelled: it had already ended ({status})"
-    print(json.dumps(out) if args.json else said)
-    return EXIT_NOT_DONE
+    return say(args, out, said, EXIT_NOT_DONE)
 
 
 def _resume(client: Client, args: argparse.Namespace) -> int:
@@ -264,24 +221,13 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
     records = []
     for job in jobs:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        record: dict[str, Any] = {"request_id": job.request_id, "endpoint": job.endpoint}
         try:
             result = job.result(timeout=left)
-            record = {
-                "request_id": job.request_id,
-                "endpoint": job.endpoint,
-                "status": result.status,
-                "ok": result.ok,
-                "files": [str(o.path) for o in result.outputs if o.path],
-            }
+            files = [str(o.path) for o in result.outputs if o.path]
+            record |= {"status": result.status, "ok": result.ok, "files": files}
         except GenwidgetsError as exc:
-            record = {
-                "request_id": job.request_id,
-                "endpoint": job.endpoint,
-                "status": job.status_text,
-                "ok": False,
-                "error": str(exc),
-                "files": [],
-            }
+            record |= {"status": job.status_text, "ok": False, "error": str(exc), "files": []}
         records.append(record)
         if not args.json:
             print(

@@ -5,7 +5,6 @@ a value, and the wording of problems found per expansion.
 from __future__ import annotations
 
 import difflib
-import itertools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,7 +13,6 @@ from .lexer import has_permutation, split_outside
 from .params import (
     ALIASES,
     MANY_JOBS,
-    MAX_PROMPTS,
     PARAMETERS,
     RATIO,
     SPEEDS,
@@ -24,7 +22,7 @@ from .params import (
     format_scalar,
 )
 from .parser import format_value, segments_of, typed_value
-from .permutations import expansions
+from .permutations import alternatives
 from .values import PromptWarning
 
 __all__ = ["Checker", "cost_warning", "per_expansion"]
@@ -65,7 +63,7 @@ class Checker:
     def alternatives(self, key: str) -> list[Any]:
         value = self.values[key]
         if isinstance(value, str) and has_permutation(value):
-            return [typed_value(key, a) for a in itertools.islice(expansions(value), MAX_PROMPTS)]
+            return [typed_value(key, a) for a in alternatives(value)]
         return [value]
 
     def errors(self) -> list[dict[str, Any]]:
@@ -95,12 +93,7 @@ class Checker:
                 "(choose --relax, --fast or --turbo)",
             )
         has_no = "no" in self.values
-        texts = (
-            itertools.islice(expansions(self.text), MAX_PROMPTS)
-            if has_permutation(self.text)
-            else [self.text]
-        )
-        for text in texts:
+        for text in alternatives(self.text):
             segments = segments_of(text)
             if not segments or (all(s.weight is None for s in segments) and not has_no):
                 continue

@@ -12,7 +12,6 @@ from ..errors import PayloadError
 from .lexer import has_permutation, scan_text, split_outside, split_words
 from .params import (
     ALIASES,
-    MAX_PROMPTS,
     ONE_WORD_KINDS,
     PARAM_NAME,
     PARAM_WORD,
@@ -23,7 +22,7 @@ from .params import (
     format_scalar,
     to_number,
 )
-from .permutations import expansions
+from .permutations import alternatives
 from .values import Reference, Segment, Variation
 
 __all__ = [
@@ -283,8 +282,6 @@ def _leading_weight(piece: str) -> tuple[int | float | str | None, str]:
     number = to_number(first, integer=False) if first else None
     if number is not None:
         return number, rest
-    if first and has_permutation(first):
-        alternatives = list(itertools.islice(expansions(first), MAX_PROMPTS))
-        if all(to_number(a, integer=False) is not None for a in alternatives):
-            return first, rest
+    if first and all(to_number(a, integer=False) is not None for a in alternatives(first)):
+        return first, rest  # a permutation of weights
     return None, piece

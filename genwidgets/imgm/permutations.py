@@ -4,14 +4,23 @@ sizes and expanded lazily, so no more expansions are made than are asked for.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple
 
-from .lexer import scan_text
-from .params import collapse_spaces
+from .lexer import has_permutation, scan_text
+from .params import MAX_PROMPTS, collapse_spaces
 
-__all__ = ["KEPT_ESCAPES", "Mode", "count_prompts", "expansions", "plain_text", "say_count"]
+__all__ = [
+    "KEPT_ESCAPES",
+    "Mode",
+    "alternatives",
+    "count_prompts",
+    "expansions",
+    "plain_text",
+    "say_count",
+]
 
 Mode = Literal["source", "sent", "plain"]
 """How an expansion writes escapes: ``source`` as typed (it parses back to the same
@@ -45,21 +54,16 @@ def _tree(s: str, mode: Mode = "source") -> list[Any]:
         found = _SHAPING.search(s, i)
         stop = len(s) if found is None else found.start()
         if stop > i:
-            current.append(s[i:stop])
+            _add_text(current, s[i:stop])
             i = stop
             continue
         ch = s[i]
         if scan.escaped(i) and ch == "\\":
             comma = s[i + 1] == ","
-            if mode != "source" and comma and stack:  # "{pastel \\, yellow}": "pastel, yellow"
-                while current and isinstance(current[-1], str):
-                    kept = current[-1].rstrip()
-                    if kept:
-                        current[-1] = kept
-                        break
-                    current.pop()
+            if mode != "source" and comma and stack and current and isinstance(current[-1], str):
+                current[-1] = current[-1].rstrip()  # "{pastel \\, yellow}": "pastel, yellow"
             resolved = mode == "plain" or (mode == "sent" and s[i + 1] not in KEPT_ESCAPES)
-            current.append(s[i + 1] if resolved else s[i : i + 2])
+            _add_text(current, s[i + 1] if resolved else s[i : i + 2])
             i += 2
             continue
         if mode != "source" and ch == "\\" and scan.structural(i):
@@ -77,27 +81,18 @@ def _tree(s: str, mode: Mode = "source") -> list[Any]:
             group.alternatives.append([])
             current = group.alternatives[-1]
         else:
-            current.append(ch)
+            _add_text(current, ch)
         i += 1
-    return _joined(root)
+    return root
 
 
-def _joined(sequence: list[Any]) -> list[Any]:
-    """``sequence`` with each run of characters made one string (an expansion then
-    walks a few pieces, not every character of an 8,192-character prompt)."""
-    out: list[Any] = []
-    run: list[str] = []
-    for item in sequence:
-        if isinstance(item, _Group):
-            if run:
-                out.append("".join(run))
-                run = []
-            out.append(_Group([_joined(alt) for alt in item.alternatives]))
-        else:
-            run.append(item)
-    if run:
-        out.append("".join(run))
-    return out
+def _add_text(sequence: list[Any], text: str) -> None:
+    """``text`` joined to the run of text it follows (an expansion then walks a few
+    pieces, not every character of an 8,192-character prompt)."""
+    if sequence and isinstance(sequence[-1], str):
+        sequence[-1] += text
+    else:
+        sequence.append(text)
 
 
 class _Counts:
@@ -152,6 +147,12 @@ def expansions(s: str, mode: Mode = "source") -> Iterator[str]:
     while k < total:
         yield collapse_spaces(_nth(tree, k, counts))
         k += 1
+
+
+def alternatives(s: str) -> list[str]:
+    """The prompts ``s`` makes, at most :data:`MAX_PROMPTS` (``[s]`` itself, untouched,
+    when it has no permutation)."""
+    return list(itertools.islice(expansions(s), MAX_PROMPTS)) if has_permutation(s) else [s]
 
 
 def count_prompts(s: str) -> int:

@@ -21,7 +21,7 @@ from .params import (
     to_number,
 )
 from .parser import Entry, assemble, key_of, parse_parts, segments_of, varies
-from .permutations import Mode, count_prompts, expansions, say_count
+from .permutations import Mode, alternatives, count_prompts, expansions, say_count
 from .values import PromptWarning, Segment, Variation
 
 __all__ = ["Prompt"]
@@ -52,15 +52,7 @@ class Prompt:
             raise PayloadError([{"loc": ("text",), "msg": "text must be a str"}])
         if isinstance(images, str) or not isinstance(images, (Sequence, type(None))):
             raise PayloadError([{"loc": ("images",), "msg": "images must be a list of URLs"}])
-        changes: dict[str, Any] = {}
-        for name, value in (params or {}).items():
-            key = key_of(name, value)
-            if key in changes:
-                raise PayloadError(
-                    [{"loc": ("params", key), "msg": f"--{key} is given twice; keep one"}]
-                )
-            changes[key] = value
-        entries = _merged([], changes)
+        entries = _merged([], _keyed(params or {}))
         built = Prompt._rebuild([str(i) for i in images or ()], collapse_spaces(text), entries)
         self._images, self._text, self._entries = built._images, built._text, built._entries  # noqa: SLF001 - a Prompt reads another Prompt's parts: its own class
         self._counted = self._made = None
@@ -146,7 +138,7 @@ class Prompt:
     @property
     def params(self) -> dict[str, Any]:
         """Canonical name -> typed value, in output order (a copy)."""
-        return {key: _copy(value) for _, key, value in self._entries}
+        return {key: list(v) if isinstance(v, list) else v for _, key, v in self._entries}
 
     @property
     def segments(self) -> list[Segment]:
@@ -170,15 +162,8 @@ class Prompt:
 
     def with_params(self, **changes: Any) -> Prompt:
         """A new Prompt with parameters set (aliases allowed); None or False removes one."""
-        merged: dict[str, Any] = {}
-        for name, value in changes.items():
-            key = key_of(name, value)
-            if key in merged:
-                raise PayloadError(
-                    [{"loc": ("params", key), "msg": f"--{key} is given twice; keep one"}]
-                )
-            merged[key] = value
-        return Prompt._rebuild(self._images, self._text, _merged(list(self._entries), merged))
+        merged = _merged(list(self._entries), _keyed(changes))
+        return Prompt._rebuild(self._images, self._text, merged)
 
     # ---------------------------------------------------------------- permutations
 
@@ -247,11 +232,7 @@ class Prompt:
         raw = next((v for _, k, v in self._entries if k == "repeat"), None)
         if raw is None:
             return [1]
-        values = (
-            list(itertools.islice(expansions(raw), MAX_PROMPTS))
-            if isinstance(raw, str)
-            else [str(raw)]
-        )
+        values = alternatives(raw) if isinstance(raw, str) else [str(raw)]
         counts = []
         for value in values:
             number = to_number(value, integer=True)
@@ -315,8 +296,18 @@ def _over_the_cap(count: int) -> dict[str, Any]:
     }
 
 
-def _copy(value: Any) -> Any:
-    return list(value) if isinstance(value, list) else value
+def _keyed(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters given by name (aliases allowed) by their canonical key; a key given
+    twice is a PayloadError."""
+    changes: dict[str, Any] = {}
+    for name, value in params.items():
+        key = key_of(name, value)
+        if key in changes:
+            raise PayloadError(
+                [{"loc": ("params", key), "msg": f"--{key} is given twice; keep one"}]
+            )
+        changes[key] = value
+    return changes
 
 
 def _merged(entries: list[Entry], changes: Mapping[str, Any]) -> list[Entry]:

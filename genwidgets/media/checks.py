@@ -9,28 +9,33 @@ from urllib.parse import urlsplit
 
 from .._formats import human_bytes
 from ..catalog import MediaSpec
+from ..catalog.introspect import number_text
 from ..errors import MediaWarning
-from .files import MediaInfo, RemoteMedia, Source, canonical_format, local_info, resolve_source
+from .files import (
+    LocalMedia,
+    MediaInfo,
+    RemoteMedia,
+    Source,
+    canonical_format,
+    local_info,
+    resolve_source,
+)
 
-__all__ = ["check", "info_problems", "remote_problems", "url_only_problem"]
+__all__ = ["check", "info_problems", "problems_of", "remote_problems", "url_only_problem"]
 
 
 # --- checks ---------------------------------------------------------------------------------
 
 
-def _number(x: float) -> str:
-    return f"{x:.6g}"
-
-
 def _range_phrase(lo: float | None, hi: float | None, exclusive: bool, unit: str) -> str:
     if lo is not None and hi is not None:
         if exclusive:
-            return f"strictly between {_number(lo)} and {_number(hi)}{unit}"
-        return f"from {_number(lo)} to {_number(hi)}{unit}"
+            return f"strictly between {number_text(lo)} and {number_text(hi)}{unit}"
+        return f"from {number_text(lo)} to {number_text(hi)}{unit}"
     if lo is not None:
-        return f"{'more than' if exclusive else 'at least'} {_number(lo)}{unit}"
+        return f"{'more than' if exclusive else 'at least'} {number_text(lo)}{unit}"
     assert hi is not None
-    return f"{'less than' if exclusive else 'at most'} {_number(hi)}{unit}"
+    return f"{'less than' if exclusive else 'at most'} {number_text(hi)}{unit}"
 
 
 def _outside(value: float, lo: float | None, hi: float | None, exclusive: bool) -> bool:
@@ -70,7 +75,7 @@ def info_problems(info: MediaInfo, spec: MediaSpec, who: str) -> list[str]:
             ratio = w / h
             if _outside(ratio, lo_a, hi_a, spec.aspect_exclusive):
                 problems.append(
-                    f"{info.kind} aspect ratio (width/height) is {_number(ratio)} ({w}x{h} px); "
+                    f"{info.kind} aspect ratio (width/height) is {ratio:.6g} ({w}x{h} px); "
                     f"{who} needs it {_range_phrase(lo_a, hi_a, spec.aspect_exclusive, '')}"
                 )
     elif spec.min_side or spec.max_side or spec.min_short_side or spec.min_aspect:
@@ -139,6 +144,19 @@ def url_only_problem(what: str, spec: MediaSpec, who: str) -> str:
     )
 
 
+def problems_of(
+    resolved: LocalMedia | RemoteMedia, spec: MediaSpec, who: str
+) -> tuple[list[str], MediaInfo | None]:
+    """Every rule of ``spec`` that resolved media breaks, and what the local media is
+    (None for a URL, or where the field takes URLs only)."""
+    if isinstance(resolved, RemoteMedia):
+        return remote_problems(resolved, spec, who), None
+    if spec.encoding == "url_only":
+        return [url_only_problem(resolved.what, spec, who)], None
+    info = local_info(resolved)
+    return info_problems(info, spec, who), info
+
+
 def check(
     source_or_info: Source | MediaInfo, spec: MediaSpec, *, endpoint: str | None = None
 ) -> list[str]:
@@ -150,9 +168,4 @@ def check(
     who = endpoint or "this field"
     if isinstance(source_or_info, MediaInfo):
         return info_problems(source_or_info, spec, who)
-    resolved = resolve_source(source_or_info, pil_formats=spec.formats)
-    if isinstance(resolved, RemoteMedia):
-        return remote_problems(resolved, spec, who)
-    if spec.encoding == "url_only":
-        return [url_only_problem(resolved.what, spec, who)]
-    return info_problems(local_info(resolved), spec, who)
+    return problems_of(resolve_source(source_or_info, pil_formats=spec.formats), spec, who)[0]

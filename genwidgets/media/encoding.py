@@ -17,8 +17,8 @@ from ..catalog import MediaSpec, fields_along, media_fields_of, media_specs
 from ..catalog import endpoint as catalog_endpoint
 from ..catalog import validate as catalog_validate
 from ..errors import MediaWarning, PayloadError
-from .checks import info_problems, remote_problems, url_only_problem
-from .files import RemoteMedia, Source, local_info, resolve_source
+from .checks import problems_of
+from .files import RemoteMedia, Source, resolve_source
 
 __all__ = [
     "BASE64_WARN_BYTES",
@@ -62,22 +62,14 @@ def encode_with(
 
     try:
         resolved = resolve_source(source, pil_formats=spec.formats)
+        problems, info = problems_of(resolved, spec, who)
     except PayloadError as exc:
         raise fail([e["msg"] for e in exc.errors]) from None
-    if isinstance(resolved, RemoteMedia):
-        problems = remote_problems(resolved, spec, who)
-        if problems:
-            raise fail(problems)
-        return resolved.url
-    if spec.encoding == "url_only":
-        raise fail([url_only_problem(resolved.what, spec, who)])
-    try:
-        info = local_info(resolved)
-    except PayloadError as exc:
-        raise fail([e["msg"] for e in exc.errors]) from None
-    problems = info_problems(info, spec, who)
     if problems:
         raise fail(problems)
+    if isinstance(resolved, RemoteMedia):
+        return resolved.url
+    assert info is not None
     text = base64.b64encode(resolved.read()).decode("ascii")
     if spec.encoding == "raw_base64":
         encoded = text

@@ -39,10 +39,6 @@ def canonical_format(fmt: str) -> str:
     return _ALIASES.get(fmt, fmt)
 
 
-def _mime_of(fmt: str, kind: str) -> str:
-    return mime_for(fmt, kind)
-
-
 # --- what a media file is ------------------------------------------------------------------
 
 
@@ -70,7 +66,7 @@ class MediaInfo:
 
 
 @dataclass
-class _Local:
+class LocalMedia:
     """Media we hold: a path (read lazily) or bytes, plus where it came from."""
 
     what: str  # for messages: "file 'a.png'", "bytes", "PIL image", "data URL", "Base64 text"
@@ -133,12 +129,12 @@ def _parse_data_url(url: str) -> tuple[str, bytes]:
     return parsed.mime, parsed.data
 
 
-def resolve_source(source: object, *, pil_formats: Sequence[str] = ()) -> _Local | RemoteMedia:
+def resolve_source(source: object, *, pil_formats: Sequence[str] = ()) -> LocalMedia | RemoteMedia:
     """Tell a URL from local media and load nothing yet (paths are read lazily)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _Local("bytes", data=bytes(source))
+        return LocalMedia("bytes", data=bytes(source))
     if _is_pil(source):
-        return _Local("PIL image", data=_pil_bytes(source, pil_formats))
+        return LocalMedia("PIL image", data=_pil_bytes(source, pil_formats))
     if isinstance(source, os.PathLike):
         return _local_path(Path(os.fspath(source)))
     if not isinstance(source, str):
@@ -150,7 +146,7 @@ def resolve_source(source: object, *, pil_formats: Sequence[str] = ()) -> _Local
     scheme_match = _SCHEME.match(text)
     scheme = scheme_match.group(1).lower() if scheme_match else ""
     if scheme == "data":
-        return _Local("data URL", data=_parse_data_url(text)[1])
+        return LocalMedia("data URL", data=_parse_data_url(text)[1])
     if scheme in ("http", "https", "asset") and text[len(scheme) + 1 :].startswith("//"):
         return RemoteMedia(scheme + text[len(scheme) :], scheme)
     if scheme == "file":
@@ -164,7 +160,7 @@ def resolve_source(source: object, *, pil_formats: Sequence[str] = ()) -> _Local
         return _local_path(Path(source).expanduser())
     data = _maybe_base64_media(text)
     if data is not None:
-        return _Local("Base64 text", data=data)
+        return LocalMedia("Base64 text", data=data)
     if scheme in ("http", "https", "asset"):
         raise PayloadError(f"{source[:80]!r} is not a URL: write {scheme}://...")
     raise PayloadError(
@@ -182,12 +178,12 @@ def _exists(name: str) -> bool:
         return False
 
 
-def _local_path(path: Path) -> _Local:
+def _local_path(path: Path) -> LocalMedia:
     if not path.exists():
         raise PayloadError(f"no such file: {str(path)!r}")
     if not path.is_file():
         raise PayloadError(f"{str(path)!r} is not a file")
-    return _Local(f"file {path.name!r}", path=path)
+    return LocalMedia(f"file {path.name!r}", path=path)
 
 
 def _maybe_base64_media(text: str) -> bytes | None:
@@ -260,7 +256,7 @@ def sniff(head: bytes) -> tuple[str, str] | None:
 _PILLOW_NOT_IMAGES = {"mpeg"}  # Pillow identifies MPEG-1 video streams; PyAV reads them
 
 
-def _image_info(local: _Local) -> MediaInfo | None:
+def _image_info(local: LocalMedia) -> MediaInfo | None:
     """Header-only read with Pillow (Image.open parses the header; load() is never called)."""
     from PIL import Image, UnidentifiedImageError  # noqa: PLC0415 - Pillow loads only for local media
 
@@ -280,10 +276,10 @@ def _image_info(local: _Local) -> MediaInfo | None:
             raise PayloadError(f"{local.what}: {exc}") from None
         except (OSError, SyntaxError, ValueError):
             return None
-    return MediaInfo("image", fmt, _mime_of(fmt, "image"), width, height, None, local.size())
+    return MediaInfo("image", fmt, mime_for(fmt, "image"), width, height, None, local.size())
 
 
-def _av_info(local: _Local) -> MediaInfo | None:
+def _av_info(local: LocalMedia) -> MediaInfo | None:
     """Container metadata with PyAV: streams, size and duration; no frame is decoded here."""
     import av  # noqa: PLC0415 - PyAV loads only for local audio and video
     import av.error  # noqa: PLC0415 - PyAV loads only for local audio and video
@@ -304,7 +300,7 @@ def _av_info(local: _Local) -> MediaInfo | None:
     kind = "video" if videos else "audio"
     sniffed = sniff(local.head())
     fmt = _format_from_demuxer(demuxer, kind, sniffed)
-    return MediaInfo(kind, fmt, _mime_of(fmt, kind), width, height, seconds, local.size())
+    return MediaInfo(kind, fmt, mime_for(fmt, kind), width, height, seconds, local.size())
 
 
 def _is_cover_art(stream: Any) -> bool:
@@ -338,7 +334,7 @@ def _format_from_demuxer(demuxer: str, kind: str, sniffed: tuple[str, str] | Non
     return canonical_format(names[0])
 
 
-def local_info(local: _Local) -> MediaInfo:
+def local_info(local: LocalMedia) -> MediaInfo:
     info = _image_info(local)
     if info is not None:
         return info
@@ -360,7 +356,7 @@ def local_info(local: _Local) -> MediaInfo:
     kind, fmt = sniffed
     if not av_missing:
         raise PayloadError(f"{local.what} looks like {fmt} {kind} but PyAV cannot read it")
-    return MediaInfo(kind, fmt, _mime_of(fmt, kind), None, None, None, local.size())
+    return MediaInfo(kind, fmt, mime_for(fmt, kind), None, None, None, local.size())
 
 
 def inspect(source: Source) -> MediaInfo:

@@ -27,8 +27,9 @@ from starlette.routing import BaseRoute, Mount, Route
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import queue_url
-from ..protocol.refusals import HANDLERS, bearer, detail, gateway_error, read_capped, refuse_with
+from ..protocol.refusals import HANDLERS, bearer, detail, gateway_error, refuse_with
 from ..protocol.routes import queue_routes
+from ..simulator.app import http_error, read_payload, required_token
 from .budgets import (
     caller_and_task,
     charge_of,
@@ -80,17 +81,10 @@ async def _read(state: ServeState, read: Callable[..., T], *args: Any) -> T:
     return read(*args)
 
 
-def _token(request: Request) -> str:
-    token = bearer(request)
-    if not token:
-        raise refusal(401, "UNAUTHORIZED", "Authorization Bearer token is required")
-    return token
-
-
 def _admit(state: ServeState, key: KeyRecord | None) -> KeyRecord:
     """The key if it may be used now and within its rate, else a ServeError."""
     key = usable(key)
-    wait = state.limiter.take_exact(key.name)
+    wait = state.limiter.take(key.name)
     if wait is not None:
         raise refusal(
             429,
@@ -104,24 +98,9 @@ def _admit(state: ServeState, key: KeyRecord | None) -> KeyRecord:
 
 async def _caller(request: Request, state: ServeState) -> KeyRecord:
     """The student's key of this request, usable now and within its rate, or a ServeError."""
-    token = _token(request)
+    token = required_token(request)
     key = await _read(state, find_key, state.config.database, token)
     return _admit(state, key)
-
-
-async def _body(request: Request, cap: int) -> dict[str, Any]:
-    raw = await read_capped(request, cap)
-    if not raw.strip():
-        raise refusal(400, None, "Request body is empty: send a JSON object of the endpoint")
-    try:
-        payload = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise refusal(400, None, f"Request body is not valid JSON: {exc}") from None
-    if not isinstance(payload, dict):
-        raise refusal(
-            400, None, "Request body must be a JSON object with the endpoint's fields"
-        )
-    return payload
 
 
 def cache_key_of(endpoint: str, payload: Mapping[str, Any]) -> str | None:
@@ -158,7 +137,7 @@ async def create_task(request: Request) -> Response:
         key = await _caller(request, state)
         if any("webhook" in name.lower() for name in [*request.query_params, *request.headers]):
             raise refusal(400, None, "webhook not supported")
-        payload = await _body(request, config.max_body)
+        payload = await read_payload(request, config.max_body)
         if names_a_webhook(payload):
             raise refusal(400, None, "webhook not supported")
         amounts = charge_of(endpoint, payload, config.prices)
@@ -290,7 +269,7 @@ def _seconds(value: str | None) -> float:
 async def _callers_task(request: Request, state: ServeState) -> tuple[Any, ...]:
     """The caller's task named in the path (id, endpoint, upstream id, state, charged), or
     a ServeError: another key's task, or one upstream never made, is ``Request not found``."""
-    token = _token(request)
+    token = required_token(request)
     params = request.path_params
     key, task = await _read(
         state,
@@ -382,11 +361,6 @@ async def index(request: Request) -> Response:
 # --------------------------------------------------------------------------- the app
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    return detail(exc.status_code, str(exc.detail))
-
-
 async def _serve_error(request: Request, exc: Exception) -> Response:
     """A ServeError no handler answered (the database failed): its own answer."""
     assert isinstance(exc, ServeError)
@@ -421,7 +395,7 @@ def create_app(
         routes=[Mount(config.mount, routes=routes)] if config.mount else routes,
         lifespan=sweeping(state),
         exception_handlers={
-            HTTPException: _http_error,
+            HTTPException: http_error,
             **HANDLERS,
             ServeError: _serve_error,
             Exception: _internal_error,

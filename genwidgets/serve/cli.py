@@ -29,7 +29,7 @@ from .keys import add_group, add_key, list_keys, revoke_key, rotate_key, set_cap
 from .upstream import Upstream
 from .usage import usage, usage_csv
 
-__all__ = ["add_serve_arguments", "serve"]
+__all__ = ["add_serve_arguments", "say", "serve"]
 
 ENV_UPSTREAM_KEY = "GENWIDGETS_UPSTREAM_KEY"
 ENV_DATABASE = "GENWIDGETS_SERVE_DATABASE"
@@ -140,8 +140,11 @@ def _expiry(text: str | None) -> float | None:
     return when.timestamp()
 
 
-def _say(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
-    print(json.dumps(data) if getattr(args, "json", False) else text)
+def say(args: argparse.Namespace, data: Any, text: str, code: int = 0) -> int:
+    """``data`` as JSON with ``--json``, else ``text`` (every command of ``genwidgets``
+    says its outcome so); the exit status ``code``."""
+    print(json.dumps(data, default=str) if getattr(args, "json", False) else text)
+    return code
 
 
 def _keys(db: Database, args: argparse.Namespace) -> int:
@@ -158,20 +161,20 @@ def _keys(db: Database, args: argparse.Namespace) -> int:
             admin=args.admin,
             max_running=args.max_running,
         )
-        _say(
+        say(
             args,
             {"name": args.name, "key": token},
             f"{args.name}: {token}\n(shown once: only its hash is kept)",
         )
     elif action == "set":
         set_caps(db, args.name, _caps_of(args))
-        _say(args, {"name": args.name}, f"{args.name}: caps changed")
+        say(args, {"name": args.name}, f"{args.name}: caps changed")
     elif action == "rotate":
         token = rotate_key(db, args.name)
-        _say(args, {"name": args.name, "key": token}, f"{args.name}: {token}\n(shown once)")
+        say(args, {"name": args.name, "key": token}, f"{args.name}: {token}\n(shown once)")
     elif action == "revoke":
         revoke_key(db, args.name)
-        _say(args, {"name": args.name, "revoked": True}, f"{args.name}: revoked")
+        say(args, {"name": args.name, "revoked": True}, f"{args.name}: revoked")
     elif action == "list":
         found = [k.describe() for k in list_keys(db)]
         lines = [
@@ -179,7 +182,7 @@ def _keys(db: Database, args: argparse.Namespace) -> int:
             f"caps {k['caps']}\theld {k['held']}"
             for k in found
         ]
-        _say(args, {"keys": found}, "\n".join(lines) or "no keys")
+        say(args, {"keys": found}, "\n".join(lines) or "no keys")
     else:
         return _roster(db, args)
     return 0
@@ -234,11 +237,11 @@ def _tasks(db: Database, args: argparse.Namespace) -> int:
             raise GenwidgetsError("say what upstream did: --made or --not-made")
         if not resolve_unknown(db, args.settle, made=args.made):
             raise GenwidgetsError(f"no task {args.settle!r} whose outcome is unknown")
-        _say(args, {"id": args.settle, "made": args.made}, f"{args.settle}: settled")
+        say(args, {"id": args.settle, "made": args.made}, f"{args.settle}: settled")
         return 0
     found = tasks_of(db, state=args.state, key=args.key)
     lines = [f"{t['id']}\t{t['key']}\t{t['endpoint']}\t{t['state']}" for t in found]
-    _say(args, {"tasks": found}, "\n".join(lines) or "no tasks")
+    say(args, {"tasks": found}, "\n".join(lines) or "no tasks")
     return 0
 
 

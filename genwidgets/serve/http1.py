@@ -38,10 +38,14 @@ class Answer:
         return None
 
 
-class _Wire(asyncio.Protocol):
-    """One connection's bytes as they arrive, read and drained with a deadline."""
+class _Connection(asyncio.Protocol):
+    """One connection: its HTTP/1.1 state (h11) and its bytes as they arrive, read and
+    drained with a deadline."""
 
     def __init__(self) -> None:
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.used = False
+        self.idle_until = 0.0
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._chunks: deque[bytes] = deque()
@@ -117,23 +121,6 @@ def _expire(waiter: asyncio.Future[None]) -> None:
         waiter.set_exception(TimeoutError())
 
 
-@dataclass(frozen=True)
-class _Call:
-    method: str
-    path: str
-    headers: Sequence[tuple[str, str]]
-    body: bytes | None
-    max_body: int
-
-
-class _Connection:
-    def __init__(self, wire: _Wire) -> None:
-        self.wire = wire
-        self.h11 = h11.Connection(h11.CLIENT)
-        self.used = False
-        self.idle_until = 0.0
-
-
 class Http1Pool:
     """Keep-alive connections to the origin of ``base_url`` (its path is a prefix of
     every target): at most ``max_connections`` at once, idle ones kept ``keep_idle``
@@ -183,17 +170,17 @@ class Http1Pool:
         now = time.monotonic()
         while self._idle:
             conn = self._idle.pop()
-            if not conn.wire.closed and not conn.wire.pending and now < conn.idle_until:
+            if not conn.closed and not conn.pending and now < conn.idle_until:
                 return conn
-            conn.wire.close()
+            conn.close()
         return None
 
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         try:
-            _, wire = await asyncio.wait_for(
+            _, conn = await asyncio.wait_for(
                 loop.create_connection(
-                    _Wire,
+                    _Connection,
                     self._host,
                     self._port,
                     ssl=self._tls,
@@ -210,7 +197,7 @@ class Http1Pool:
                 f"cannot reach the upstream gateway (ConnectError: {type(exc).__name__})",
                 sent=False,
             ) from None
-        return _Connection(wire)
+        return conn
 
     async def request(
         self,
@@ -224,10 +211,10 @@ class Http1Pool:
         """One exchange. A reused connection that ended before answering a GET is
         replaced once by a new one (the server closed it while idle; a GET changes
         nothing)."""
-        call = _Call(method, path, headers, body, max_body)
         for attempt in (1, 2):
             try:  # the second time on a new connection: the others may be stale too
-                return await self._exchange(self._take_idle() if attempt == 1 else None, call)
+                conn = self._take_idle() if attempt == 1 else None
+                return await self._exchange(conn, method, path, headers, body, max_body)
             except _StaleConnection:
                 if method != "GET" or attempt == 2:
                     raise UpstreamFault(
@@ -235,26 +222,34 @@ class Http1Pool:
                     ) from None
         raise AssertionError("unreachable")
 
-    async def _exchange(self, conn: _Connection | None, call: _Call) -> Answer:
+    async def _exchange(
+        self,
+        conn: _Connection | None,
+        method: str,
+        path: str,
+        headers: Sequence[tuple[str, str]],
+        body: bytes | None,
+        max_body: int,
+    ) -> Answer:
         deadline = time.monotonic() + self.timeout
         slots = await self._take_slot(deadline)
         reusable, sent = False, False
         try:
             if conn is None:
                 conn = await self._connect()
-            fields: list[tuple[str, str]] = [("Host", self._authority), *call.headers]
-            if call.body is not None:
-                fields.append(("Content-Length", str(len(call.body))))
+            fields: list[tuple[str, str]] = [("Host", self._authority), *headers]
+            if body is not None:
+                fields.append(("Content-Length", str(len(body))))
             h = conn.h11
-            target = quote(self._prefix + call.path, safe=_TARGET_SAFE).encode("ascii")
-            parts = [h.send(h11.Request(method=call.method, target=target, headers=fields))]
-            if call.body:
-                parts.append(h.send(h11.Data(data=call.body)))
+            target = quote(self._prefix + path, safe=_TARGET_SAFE).encode("ascii")
+            parts = [h.send(h11.Request(method=method, target=target, headers=fields))]
+            if body:
+                parts.append(h.send(h11.Data(data=body)))
             parts.append(h.send(h11.EndOfMessage()))
             data = b"".join(part for part in parts if part)
             sent = True
-            await conn.wire.write(data, deadline)
-            answer = await self._receive(conn, deadline, call.max_body)
+            await conn.write(data, deadline)
+            answer = await self._receive(conn, deadline, max_body)
             conn.used = True
             if h.our_state is h11.DONE and h.their_state is h11.DONE:
                 h.start_next_cycle()
@@ -275,11 +270,11 @@ class Http1Pool:
         finally:
             slots.release()
             if conn is not None:
-                if reusable and not conn.wire.closed and len(self._idle) < self.max_idle:
+                if reusable and not conn.closed and len(self._idle) < self.max_idle:
                     conn.idle_until = time.monotonic() + self.keep_idle
                     self._idle.append(conn)
                 else:
-                    conn.wire.close()
+                    conn.close()
 
     async def _receive(self, conn: _Connection, deadline: float, max_body: int) -> Answer:
         h, status, headers = conn.h11, 0, []
@@ -287,7 +282,7 @@ class Http1Pool:
         while True:
             event = h.next_event()
             if event is h11.NEED_DATA:
-                data = await conn.wire.read(deadline)
+                data = await conn.read(deadline)
                 if not data and not heard and conn.used:
                     raise _StaleConnection
                 heard = heard or bool(data)
@@ -308,7 +303,7 @@ class Http1Pool:
     async def close(self) -> None:
         idle, self._idle = self._idle, []
         for conn in idle:
-            conn.wire.close()
+            conn.close()
 
 
 class _StaleConnection(Exception):

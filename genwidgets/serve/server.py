@@ -9,9 +9,9 @@ from typing import Any
 
 from ..errors import ServeError
 from ..protocol.serving import ThreadedServer
-from .admin import admin_routes
 from .app import create_app
 from .config import ServeConfig, ServeState
+from .usage import admin_routes
 
 __all__ = ["ClassServer"]
 

@@ -1,5 +1,8 @@
 """What each student spent against their budget: the teacher's view, as JSON rows
-(``genwidgets serve usage --json``, ``/admin/usage.json``), CSV and an HTML table.
+(``genwidgets serve usage --json``, ``/admin/usage.json``), CSV and an HTML table, and
+the teacher's page at ``/admin`` that serves them behind an admin key (a key made with
+``--admin``), sent as the bearer token or, for a browser, as ``?key=`` once, which sets
+a cookie scoped to ``/admin``.
 
 ``held`` is what counts against the caps: ``spent`` (tasks ended and charged) plus
 ``reserved`` (tasks sent or unknown, not yet ended). Cells that could be read as a
@@ -12,12 +15,18 @@ import csv
 import io
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
 from .._formats import spreadsheet_cell
 from .._html import Html, tag
+from .app import bearer, gateway_error, serve_state
 from .db import CAPS_HELD, KINDS, Database, Tx, caps_and_held
-from .keys import list_keys, to_units
+from .keys import find_key, list_keys, to_units
 
-__all__ = ["usage", "usage_csv", "usage_html"]
+__all__ = ["admin_routes", "usage", "usage_csv", "usage_html"]
 
 _COUNT_COLUMNS = (
     "COUNT(*), SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), "
@@ -49,22 +58,15 @@ def usage(db: Database) -> dict[str, Any]:
     counts = db.run(_spent, write=False)
     keys = []
     for key in list_keys(db):
-        seen = counts.get(
-            key.name,
-            {"tasks": 0, "failed": 0, "cached": 0, "unknown": 0, "spent": dict.fromkeys(KINDS, 0)},
-        )
-        spent = seen["spent"]
+        seen = counts.get(key.name) or {"tasks": 0, "failed": 0, "cached": 0, "unknown": 0}
+        spent = seen.pop("spent", dict.fromkeys(KINDS, 0))
+        reserved = {k: key.held[k] - spent[k] for k in KINDS}
         keys.append(
             {
                 **key.describe(),
                 "spent": {k: to_units(v) for k, v in spent.items() if v},
-                "reserved": {
-                    k: to_units(key.held[k] - spent[k]) for k in KINDS if key.held[k] - spent[k]
-                },
-                "tasks": seen["tasks"],
-                "failed": seen["failed"],
-                "cached": seen["cached"],
-                "unknown": seen["unknown"],
+                "reserved": {k: to_units(v) for k, v in reserved.items() if v},
+                **seen,
             }
         )
     rows = db.run(
@@ -188,3 +190,61 @@ def usage_html(report: dict[str, Any]) -> str:
         _table(["group", "demo cache (s)", "held / cap"], groups),
     )
     return "<!doctype html>" + tag("html", None, head_of_page, body)
+
+
+# --------------------------------------------------------------------------- the page
+
+COOKIE = "gwc_admin"
+
+
+async def _report(request: Request) -> dict[str, object] | Response:
+    state = serve_state(request)
+    token = bearer(request) or request.cookies.get(COOKIE) or request.query_params.get("key", "")
+    key = await run_in_threadpool(find_key, state.config.database, token) if token else None
+    if key is None or not key.admin or key.refusal():
+        return gateway_error(401, "UNAUTHORIZED", "The admin page needs the class's admin key")
+    report: dict[str, object] = await run_in_threadpool(usage, state.config.database)
+    return report
+
+
+async def admin_page(request: Request) -> Response:
+    report = await _report(request)
+    if isinstance(report, Response):
+        return report
+    page = HTMLResponse(
+        usage_html(report),
+        headers={
+            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+            "Cache-Control": "no-store",
+        },
+    )
+    if "key" in request.query_params:
+        path = serve_state(request).config.mount + "/admin"
+        page.set_cookie(
+            COOKIE, request.query_params["key"], path=path, httponly=True, samesite="strict"
+        )
+    return page
+
+
+async def admin_json(request: Request) -> Response:
+    report = await _report(request)
+    return report if isinstance(report, Response) else JSONResponse(report)
+
+
+async def admin_csv(request: Request) -> Response:
+    report = await _report(request)
+    if isinstance(report, Response):
+        return report
+    return Response(
+        usage_csv(report),
+        media_type="text/csv",
+        headers={"Content-Disposition": "attachment; filename=usage.csv"},
+    )
+
+
+def admin_routes() -> list[BaseRoute]:
+    return [
+        Route("/admin", admin_page, methods=["GET"]),
+        Route("/admin/usage.json", admin_json, methods=["GET"]),
+        Route("/admin/usage.csv", admin_csv, methods=["GET"]),
+    ]

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -40,12 +41,11 @@ from .config import SimConfig
 from .faults import Dice, RateLimiter
 from .files import FileStore
 from .registry import BASE_SECONDS, ENDPOINTS, describe_errors, payload_errors
-from .synth import image_file
+from .synth import image_output, picture
 from .tasks import COMPLETED, Scheduler, Task, log
 from .world import World
 
 MAX_BODY = 65 * 1024 * 1024
-_DRAIN_LIMIT = 4 * MAX_BODY
 _BIG_BODY = 1024 * 1024
 MAX_SIM_DURATION = 86400.0
 OPERATIONS = ("create", "status", "result", "cancel", "files")
@@ -65,7 +65,8 @@ class SimState:
         self.stats = dict.fromkeys((*OPERATIONS, "created"), 0)
         self.files = FileStore()
         self.executor = Workers(2)  # media is made off the server's loop, two at a time
-        demo = image_file("demo", 640, 640, 7, "asset-demo", ["the simulator's demo image asset"])
+        drawn = picture(640, 640, 7, "asset-demo", ["the simulator's demo image asset"])
+        demo = image_output("demo", drawn)
         stored = self.files.put(demo.name, demo.content_type, demo.data)
         self.scheduler = Scheduler(
             workers=lambda: self.config.workers,
@@ -107,13 +108,19 @@ def _state(request: Request) -> SimState:
     return state
 
 
-def _authorize(request: Request, state: SimState) -> str:
-    """The caller's key; refused (missing key, unknown key, rate limit) otherwise."""
+def required_token(request: Request) -> str:
+    """The caller's bearer token; refused 401 when it sends none (the class gateway's
+    answer too)."""
     token = bearer(request)
     if not token:
-        raise refuse_with(
-            gateway_error(401, "UNAUTHORIZED", "Authorization Bearer token is required")
-        )
+        message = "Authorization Bearer token is required"
+        raise refuse_with(gateway_error(401, "UNAUTHORIZED", message))
+    return token
+
+
+def _authorize(request: Request, state: SimState) -> str:
+    """The caller's key; refused (missing key, unknown key, rate limit) otherwise."""
+    token = required_token(request)
     if token not in state.config.keys:
         raise refuse_with(gateway_error(401, "UNAUTHORIZED", "Invalid API key"))
     _check_rate(state, state.limiter.take(token), exact=False)
@@ -142,12 +149,10 @@ def _check_transient(state: SimState) -> None:
 # --------------------------------------------------------------------------- create
 
 
-async def _off_loop_if(big: bool, state: SimState, work: Callable[..., T], *args: Any) -> T:
-    """``work(*args)``; in the media workers when the body is big, so the loop keeps
+async def _off_loop_if(big: bool, work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)``; in a worker thread when the body is big, so the loop keeps
     answering while a large payload is read or checked."""
-    if big:
-        return await asyncio.get_running_loop().run_in_executor(state.executor, work, *args)
-    return work(*args)
+    return await run_in_threadpool(work, *args) if big else work(*args)
 
 
 def _no_constants(name: str) -> Any:
@@ -158,12 +163,17 @@ def _parse(raw: bytes) -> Any:
     return json.loads(raw, parse_constant=_no_constants)
 
 
-async def _payload(request: Request) -> dict[str, Any]:
-    raw = await read_capped(request, MAX_BODY, drain_to=_DRAIN_LIMIT, note=" (64 MB payloads)")
+async def read_payload(
+    request: Request, cap: int, *, drain_to: int | None = None, note: str = ""
+) -> dict[str, Any]:
+    """A create's body, read with a cap (:func:`read_capped`), as a JSON object (NaN and
+    Infinity are not JSON); else refused 400 saying why. The class gateway reads its
+    creates with it too (docs/decisions.md#serve-shared)."""
+    raw = await read_capped(request, cap, drain_to=drain_to, note=note)
     if not raw.strip():
         raise refuse(400, "Request body is empty: send a JSON object with the endpoint's fields")
     try:
-        payload = await _off_loop_if(len(raw) > _BIG_BODY, _state(request), _parse, raw)
+        payload = await _off_loop_if(len(raw) > _BIG_BODY, _parse, raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise refuse(400, f"Request body is not valid JSON: {exc}") from None
     if not isinstance(payload, dict):
@@ -203,7 +213,7 @@ def _counted_caller(request: Request, operation: str) -> tuple[SimState, str]:
     state.stats[operation] += 1
     key = _authorize(request, state)
     if operation == "create":
-        _check_rate(state, state.create_limiter.take_exact(key), exact=True)
+        _check_rate(state, state.create_limiter.take(key), exact=True)
     return state, key
 
 
@@ -219,12 +229,12 @@ async def create_task(request: Request) -> Response:
     if any("webhook" in name.lower() for name in [*request.query_params, *request.headers]):
         raise refuse(400, "webhook not supported")
     duration, fault = _control(request)
-    payload = await _payload(request)
+    payload = await read_payload(request, MAX_BODY, drain_to=4 * MAX_BODY, note=" (64 MB payloads)")
     if names_a_webhook(payload):
         raise refuse(400, "webhook not supported")
     declared = request.headers.get("content-length", "0")
     big = declared.isdigit() and int(declared) > _BIG_BODY
-    errors = await _off_loop_if(big, state, payload_errors, endpoint, payload)
+    errors = await _off_loop_if(big, payload_errors, endpoint, payload)
     context: dict[str, Any] = {}
     if not errors:
         errors, context = state.world.check(endpoint, payload, key)
@@ -380,7 +390,9 @@ async def openapi_document(request: Request) -> Response:
 # --------------------------------------------------------------------------- the app
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (404, 405 naming the methods allowed) as a ``detail``;
+    the class gateway answers them so too."""
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
         allow = (exc.headers or {}).get("Allow", "")
@@ -431,7 +443,7 @@ def create_app(config: SimConfig) -> tuple[ASGIApp, SimState]:
     app = Starlette(
         routes=routes,
         exception_handlers={
-            HTTPException: _http_error,
+            HTTPException: http_error,
             **HANDLERS,
             RecursionError: _too_deep,
             Exception: _internal_error,

@@ -6,7 +6,6 @@ run with the same seed and the same request order sees the same faults.
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from dataclasses import dataclass
@@ -21,23 +20,18 @@ class _Bucket:
 class RateLimiter:
     """A token bucket per key: ``rate`` requests per second, bursts up to ``rate``.
 
-    :meth:`take` answers ``None`` when the request may pass, else the whole
-    number of seconds (at least 1) after which a token will be there again:
-    the value of the ``Retry-After`` header; :meth:`take_exact` the seconds unrounded.
+    :meth:`take` answers ``None`` when the request may pass, else the seconds after which
+    a token will be there again (a ``Retry-After`` says them in whole seconds, at least
+    1; ``retry-after-ms`` to the millisecond).
     """
 
     def __init__(self, rate: float | None) -> None:
         self.rate = rate
         self._buckets: dict[str, _Bucket] = {}
 
-    def take(self, key: str, now: float | None = None) -> int | None:
-        """The ``Retry-After`` in whole seconds (at least 1), or None: it may pass."""
-        wait = self.take_exact(key, now)
-        return None if wait is None else max(1, math.ceil(wait))
-
-    def take_exact(self, key: str, now: float | None = None) -> float | None:
+    def take(self, key: str, now: float | None = None) -> float | None:
         """None when the request may pass (a token taken), else the seconds until a
-        token is there again (``retry-after-ms`` says it to the millisecond)."""
+        token is there again."""
         if self.rate is None:
             return None
         now = time.monotonic() if now is None else now

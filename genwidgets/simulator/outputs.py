@@ -21,7 +21,7 @@ from . import synth
 from .asked import Asked, asked, ratio_of, size_of
 from .files import FileStore
 from .inputs import Inputs
-from .rules import family_of
+from .registry import family_of
 from .synth import MediaFile
 from .videos import inputs_of, video_of
 

@@ -1,4 +1,5 @@
-"""Which endpoints the simulator serves, how long each kind runs, and payload checks.
+"""Which endpoints the simulator serves, how long each kind runs, payload checks, and
+the one lookup of per-endpoint behaviour (:func:`rule_for`).
 
 Exactly the catalog's endpoints, looked up when a request arrives (one registered after
 the simulator started is served at once), checked by :func:`genwidgets.catalog.validate`
@@ -8,7 +9,7 @@ with its soft findings collected, so the server thread never warns into a notebo
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from ..catalog import EndpointSpec, collect_warnings, endpoint, endpoints, validate
 from ..errors import EndpointNotFound, PayloadError
@@ -42,6 +43,24 @@ class CatalogEndpoints(Mapping[str, EndpointSpec]):
 
 
 ENDPOINTS: Mapping[str, EndpointSpec] = CatalogEndpoints()
+T = TypeVar("T")
+
+
+def family_of(endpoint: str) -> str:
+    """The endpoint's family in the catalog (``""`` for an endpoint it does not know)."""
+    spec = ENDPOINTS.get(endpoint)
+    return spec.family if spec is not None else ""
+
+
+def rule_for(
+    endpoint: str, by_endpoint: Mapping[str, T], by_family: Mapping[str, T], default: T
+) -> T:
+    """The endpoint's row, else its family's row (as the catalog names it), else
+    ``default``: so an endpoint that behaves differently is one table row, and a plain
+    endpoint needs none."""
+    if endpoint in by_endpoint:
+        return by_endpoint[endpoint]
+    return by_family.get(family_of(endpoint), default)
 
 
 def payload_errors(endpoint_id: str, payload: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -189,35 +189,17 @@ def edit(inputs: Sequence[Image.Image], width: int, height: int, seed: int) -> I
     return base
 
 
-def encode_image(image: Image.Image, fmt: str = "png", quality: int | None = None) -> bytes:
-    pil_format, _ = IMAGE_FORMATS[fmt]
+def image_output(
+    name: str, image: Image.Image, fmt: str = "png", quality: int | None = None
+) -> MediaFile:
+    """``image`` encoded as the output ``name`` and its format's extension."""
+    pil_format, content_type = IMAGE_FORMATS[fmt]
     buf = io.BytesIO()
     if pil_format == "PNG":
         image.save(buf, "PNG", compress_level=1)
     else:
         image.save(buf, pil_format, quality=max(1, min(100, quality if quality else 90)))
-    return buf.getvalue()
-
-
-def image_file(
-    name: str,
-    width: int,
-    height: int,
-    seed: int,
-    title: str,
-    lines: Sequence[str],
-    fmt: str = "png",
-    quality: int | None = None,
-) -> MediaFile:
-    return image_output(name, picture(width, height, seed, title, lines), fmt, quality)
-
-
-def image_output(
-    name: str, image: Image.Image, fmt: str = "png", quality: int | None = None
-) -> MediaFile:
-    """``image`` encoded as the output ``name`` and its format's extension."""
-    data = encode_image(image, fmt, quality)
-    return MediaFile(f"{name}.{'jpg' if fmt == 'jpeg' else fmt}", IMAGE_FORMATS[fmt][1], data)
+    return MediaFile(f"{name}.{'jpg' if fmt == 'jpeg' else fmt}", content_type, buf.getvalue())
 
 
 # --------------------------------------------------------------------------- audio
@@ -372,10 +354,6 @@ def preview_voice(text: str) -> bytes:
 # --------------------------------------------------------------------------- video
 
 
-def video_fps(width: int, height: int) -> int:
-    return 8 if width * height <= 1280 * 720 else 4
-
-
 def encode_video(
     width: int,
     height: int,
@@ -397,7 +375,7 @@ def encode_video(
     frames are those images (fitted), without marker. ``sound`` is mono s16 PCM
     at ``AUDIO_RATE`` to use instead of the music.
     """
-    fps = video_fps(width, height)
+    fps = 8 if width * height <= 1280 * 720 else 4
     frames = max(1, round(seconds * fps))
     base = picture(width, height, seed, title, lines)
     start = fit(first, width, height) if first is not None else None

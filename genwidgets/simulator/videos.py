@@ -13,7 +13,7 @@ from typing import Any
 from . import synth
 from .asked import Asked, asked, ratio_of, size_of
 from .inputs import Inputs
-from .rules import rule_for
+from .registry import rule_for
 
 #: vidA's sizes by tier and ratio (w x h at 16:9, a x b at 4:3, s square, x at 21:9):
 #: each portrait size is a landscape one turned

@@ -18,7 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .outputs import image_number_field, imgm_version
-from .rules import family_of, rule_for
+from .registry import family_of, rule_for
 from .synth import MediaFile
 
 if TYPE_CHECKING:

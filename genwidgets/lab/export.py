@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from .._config import home, redact, shown_path
 from .._files import write_atomically
 from .._palette import PALETTE
-from ..media.thumbnails import DEFAULT_SIDE, first_frame
+from ..media.thumbnails import DEFAULT_SIDE, decoded, first_frame
 from ..protocol.records import Output
 from .plan import short
-from .provenance import PNG_SIGNATURE, png_text
+from .provenance import MAX_TEXT_BYTES, PNG_SIGNATURE, png_text
 from .run import status_of
 
 if TYPE_CHECKING:
@@ -81,12 +81,11 @@ def _first_visual(cell: GridCell) -> Output | None:
 def _poster(output: Output) -> PILImage.Image | None:
     """The picture of an output: the image itself, or a video's first frame; ``None``
     for another kind, or when it cannot be read (an expired URL, a missing file,
-    bytes no decoder reads): the tile says so."""
-    from PIL import Image  # noqa: PLC0415 - Pillow loads only when an export draws
-
+    bytes no decoder reads, a picture past the thumbnails' pixel cap): the tile says so."""
     try:
         if output.kind == "image":
-            return Image.open(io.BytesIO(output.read())).convert("RGB")
+            image = decoded(io.BytesIO(output.read()), TILE)  # capped like a thumbnail
+            return image.convert("RGB") if image is not None else None
         if output.kind == "video":
             frame = first_frame(io.BytesIO(output.read()))
             return frame.convert("RGB") if frame is not None else None
@@ -296,8 +295,12 @@ def read_export(path: str | Path) -> dict[str, Any]:
     ``endpoint``, ``axes``, ``base_payload``, ``cells`` (each one's payload, request
     id, stars and note) and ``scores``. A file that carries none is a ValueError."""
     source = Path(path)
-    data = source.read_bytes()
-    text = png_text(data, PNG_KEY) if data.startswith(PNG_SIGNATURE) else _page_text(data)
+    with source.open("rb") as file:
+        if file.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE:
+            text = png_text(file, PNG_KEY)
+        else:  # a page says it last: its tail is read, never a whole page of media
+            file.seek(max(0, file.seek(0, io.SEEK_END) - MAX_TEXT_BYTES))
+            text = _page_text(file.read(MAX_TEXT_BYTES))
     if text is None:
         raise ValueError(f"{shown_path(source)} carries no genwidgets grid description")
     return dict(json.loads(text))

@@ -13,7 +13,7 @@ import struct
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .._config import redact
 from .._files import write_atomically
@@ -24,6 +24,9 @@ __all__ = ["KEY", "provenance", "read_provenance", "sidecar_of", "write_with_pro
 #: the PNG text chunk's keyword, and the top-level key of every provenance record
 KEY = "genwidgets"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: the most text read from one PNG chunk or sidecar (a grid's description of a thousand
+#: cells is about a megabyte): a larger one is not ours, and is not read
+MAX_TEXT_BYTES = 16 * 2**20
 #: content types remuxed with a ``comment`` tag, and the container PyAV writes them as
 _CONTAINERS = {
     "video/mp4": "mp4",
@@ -127,14 +130,19 @@ def write_sidecar(target: Path, text: str) -> Path:
 
 def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The provenance record of a batch's file: from its PNG chunk, its container's
-    comment, or its sidecar; None when it carries none."""
+    comment, or its sidecar; None when it carries none. Nothing is read whole: a row's
+    name may be held by any file, of any size."""
     target = Path(path)
     sidecar = sidecar_of(target)
     if sidecar.exists():
-        return _record(sidecar.read_text(encoding="utf-8"))
-    if target.exists() and (data := target.read_bytes()).startswith(PNG_SIGNATURE):
-        text = png_text(data, KEY)
-        return _record(text) if text is not None else None
+        with sidecar.open("rb") as file:
+            data = file.read(MAX_TEXT_BYTES + 1)
+        return _record(data.decode("utf-8", "replace")) if len(data) <= MAX_TEXT_BYTES else None
+    if target.is_file():
+        with target.open("rb") as file:
+            if file.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE:
+                text = png_text(file, KEY)
+                return _record(text) if text is not None else None
     try:
         import av  # noqa: PLC0415 - PyAV loads FFmpeg's libraries; only MP4/M4A files need it
 
@@ -144,15 +152,33 @@ def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         return None
 
 
-def png_text(data: bytes, key: str) -> str | None:
+def png_text(source: bytes | IO[bytes], key: str) -> str | None:
     """The text of a PNG's iTXt chunk named ``key`` (compressed or not: a grid's sheet
-    compresses its description), or None."""
+    compresses its description), or None. Read chunk by chunk from the signature (or
+    from just past it): the pixels are skipped, and no text past
+    :data:`MAX_TEXT_BYTES` is read or inflated."""
+    stream = io.BytesIO(source) if isinstance(source, bytes) else source
+    if stream.tell() == 0 and stream.read(len(PNG_SIGNATURE)) != PNG_SIGNATURE:
+        return None
     head = key.encode("latin-1") + b"\x00"
-    for _position, kind, body in _png_chunks(data):
-        if kind == b"iTXt" and body.startswith(head):
-            compressed = body[len(head)] == 1
+    while len(header := stream.read(8)) == 8 and header[4:].isalpha():
+        (length,) = struct.unpack(">I", header[:4])
+        if header[4:] != b"iTXt" or length > MAX_TEXT_BYTES:
+            stream.seek(length + 4, io.SEEK_CUR)  # its data and its CRC
+            continue
+        body = stream.read(length)
+        stream.seek(4, io.SEEK_CUR)
+        if body.startswith(head) and body.count(b"\x00", len(head) + 2) >= 2:
             _language, _translated_key, text = body[len(head) + 2 :].split(b"\x00", 2)
-            return (zlib.decompress(text) if compressed else text).decode("utf-8", "replace")
+            if body[len(head)] == 1:  # compressed: inflated up to the cap, never past it
+                inflater = zlib.decompressobj()
+                try:
+                    text = inflater.decompress(text, MAX_TEXT_BYTES)
+                except zlib.error:
+                    return None
+                if inflater.unconsumed_tail:
+                    return None
+            return text.decode("utf-8", "replace")
     return None
 
 

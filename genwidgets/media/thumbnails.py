@@ -26,7 +26,15 @@ from PIL import Image, UnidentifiedImageError
 
 from .._files import is_fresh, write_atomically
 
-__all__ = ["DEFAULT_SIDE", "MAX_PIXELS", "data_url", "first_frame", "thumbnail", "thumbnail_bytes"]
+__all__ = [
+    "DEFAULT_SIDE",
+    "MAX_PIXELS",
+    "data_url",
+    "decoded",
+    "first_frame",
+    "thumbnail",
+    "thumbnail_bytes",
+]
 
 DEFAULT_SIDE = 256
 #: The most pixels decoded for one thumbnail (an 8K frame has 33 million).
@@ -70,9 +78,10 @@ def first_frame(source: Path | IO[bytes]) -> Image.Image | None:
     return None
 
 
-def _decode(source: str | Path | IO[bytes], max_side: int) -> Image.Image | None:
+def decoded(source: str | Path | IO[bytes], max_side: int) -> Image.Image | None:
     """The pixels of a picture, at the smallest scale a JPEG allows for ``max_side``;
-    ``None`` when it is not a picture; :class:`_TooManyPixels` past the cap."""
+    ``None`` when it is not a picture; :class:`_TooManyPixels` past the cap. Whatever
+    decodes a picture it did not make (a sheet's tile) goes through here."""
     what = str(source) if isinstance(source, str | Path) else "an image held in memory"
     with warnings.catch_warnings():
         # the size is checked below, before any pixel is decoded
@@ -109,7 +118,7 @@ def thumbnail_bytes(data: bytes, max_side: int = DEFAULT_SIDE) -> tuple[bytes, s
     type, or ``None`` when the bytes are not a picture Pillow reads, or one of more
     than :data:`MAX_PIXELS` pixels (said in the log)."""
     try:
-        image = _decode(io.BytesIO(data), max_side)
+        image = decoded(io.BytesIO(data), max_side)
     except _TooManyPixels as exc:
         log.warning("genwidgets: %s", exc)
         return None
@@ -129,7 +138,7 @@ def thumbnail(path: str | os.PathLike[str], max_side: int = DEFAULT_SIDE) -> Pat
     if cached is not None:
         return cached
     try:
-        image = _decode(source, max_side)
+        image = decoded(source, max_side)
         if image is None:  # not a picture: maybe a video, shown by its first frame
             image = first_frame(source)
     except _TooManyPixels as exc:

@@ -10,6 +10,7 @@ import base64
 import io
 import json
 import re
+import tracemalloc
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -29,6 +30,7 @@ from genwidgets.lab.export import (
     draw_text,
     read_png_description,
 )
+from genwidgets.media import thumbnails
 from genwidgets.simulator import SimulatorServer
 
 KEY = "sim-demo-key"
@@ -407,3 +409,36 @@ def test_gw_read_export_reads_back_a_sheet_and_a_page(client: gw.Client, tmp_pat
     for name in ("other.html", "plain.png"):
         with pytest.raises(ValueError, match=f"{name} carries no genwidgets grid description"):
             gw.read_export(tmp_path / name)
+
+
+def test_an_export_never_decodes_or_reads_more_than_its_caps(
+    client: gw.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell's picture past the thumbnails' pixel cap is not decoded for its tile (the
+    tile says its kind), and reading back a page looks at its tail, not at all its bytes."""
+    grid = gw.grid(
+        "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1]), client=client
+    )
+    grid.wait(timeout=60)
+
+    def colours(sheet: Path) -> int:
+        with Image.open(sheet) as opened:
+            return len(opened.convert("RGB").getcolors(1 << 24) or [])
+
+    drawn = colours(grid.save_png(tmp_path / "drawn.png"))
+    monkeypatch.setattr(thumbnails, "MAX_PIXELS", 100)  # the cell's picture is now past it
+    capped = colours(grid.save_png(tmp_path / "capped.png"))
+    assert capped * 4 < drawn, (capped, drawn)  # its tile: a word on a plain ground
+    assert gw.read_export(tmp_path / "capped.png")["id"] == grid.id
+    page = grid.save_html(tmp_path / "page.html").read_bytes()
+    big = tmp_path / "big.html"
+    with big.open("wb") as file:  # 256 MiB of (sparse) bytes before the page
+        file.seek(256 * 2**20)
+        file.write(page)
+    tracemalloc.start()
+    try:
+        said = gw.read_export(big)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert said["id"] == grid.id and peak < 128 * 2**20, peak

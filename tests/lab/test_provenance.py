@@ -4,6 +4,9 @@ comment tag (streams copied), a sidecar for anything else; never the key."""
 from __future__ import annotations
 
 import io
+import struct
+import tracemalloc
+import zlib
 from pathlib import Path
 
 import av
@@ -13,6 +16,10 @@ from PIL import Image
 
 from genwidgets._config import Secret
 from genwidgets.lab.provenance import (
+    KEY as KEY_WORD,
+)
+from genwidgets.lab.provenance import (
+    MAX_TEXT_BYTES,
     provenance,
     read_provenance,
     sidecar_of,
@@ -125,3 +132,46 @@ def test_the_key_never_reaches_a_file(tmp_path: Path) -> None:
     write_with_provenance(png_bytes(), target, "image/png", text)
     assert KEY.encode() not in target.read_bytes()
     assert KEY not in text
+
+
+def _peak_while(action: object) -> tuple[object, int]:
+    """What ``action()`` returns and the most memory Python allocated while it ran."""
+    tracemalloc.start()
+    try:
+        result = action()  # type: ignore[operator]
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_large_file_holding_a_rows_name_is_never_read_whole(tmp_path: Path) -> None:
+    """Naming a row reads the provenance of whatever holds its name: a 256 MiB file (sparse
+    here) is looked into, not loaded; a PNG's pixels are skipped chunk by chunk."""
+    other = tmp_path / "row-3.mp4"
+    with other.open("wb") as file:
+        file.truncate(256 * 2**20)
+    found, peak = _peak_while(lambda: read_provenance(other))
+    assert found is None and peak < 32 * 2**20
+    tagged = tmp_path / "row-3.png"
+    write_with_provenance(png_bytes(), tagged, "image/png", record(prompt="a fox"))
+    data = tagged.read_bytes()
+    with tagged.open("wb") as file:  # a 256 MiB chunk of pixels before the text chunk
+        file.write(data[:33])
+        file.write(struct.pack(">I", 256 * 2**20) + b"IDAT")
+        file.seek(256 * 2**20 + 4, io.SEEK_CUR)
+        file.write(data[33:])
+    found, peak = _peak_while(lambda: read_provenance(tagged))
+    assert found is not None and found["row"] == 3 and peak < 32 * 2**20
+
+
+def test_a_compressed_text_chunk_is_inflated_only_up_to_its_cap(tmp_path: Path) -> None:
+    head = KEY_WORD.encode() + b"\x00\x01\x00\x00\x00"
+    bomb = zlib.compress(b"{" * 256 * 2**20, 9)  # 256 MiB from a quarter of a MiB
+    chunk = struct.pack(">I", len(head + bomb)) + b"iTXt" + head + bomb + b"\x00" * 4
+    data = png_bytes()
+    path = tmp_path / "bomb.png"
+    path.write_bytes(data[:33] + chunk + data[33:])
+    found, peak = _peak_while(lambda: read_provenance(path))
+    assert found is None and peak < 4 * MAX_TEXT_BYTES
+    path.write_bytes(data[:33] + chunk[:20] + data[33:])  # a chunk cut short: not ours
+    assert read_provenance(path) is None

@@ -178,9 +178,7 @@ def _run_lesson(server: str, key: str, root: Path, kernels: Path) -> None:
     notebook_weight.execute(notebook, root, timeout=600, extra_env=env, kernels=kernels)
 
 
-def demo_cache(
-    sim: str, server: str, db: Database, students: int, folder: Path
-) -> dict[str, Any]:
+def demo_cache(sim: str, server: str, db: Database, students: int, folder: Path) -> dict[str, Any]:
     def created() -> int:
         return int(httpx.get(f"{sim}/_sim/stats", timeout=30).json()["created"])
 

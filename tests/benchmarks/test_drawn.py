@@ -75,9 +75,9 @@ def test_the_server_and_its_kernel_are_found_by_the_folder_they_serve(tmp_path: 
         # A child is listed under its own command line only once it has exec'd: wait for that.
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not all(
-            Path(f"/proc/{process.pid}/cmdline").read_bytes().endswith(
-                str(process.args[-1]).encode() + b"\0"
-            )
+            Path(f"/proc/{process.pid}/cmdline")
+            .read_bytes()
+            .endswith(str(process.args[-1]).encode() + b"\0")
             for process in started.values()
         ):
             time.sleep(0.02)

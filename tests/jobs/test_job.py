@@ -492,8 +492,13 @@ def test_a_clients_clock_times_its_schedule(fake: FakeGateway) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value", "error_type"),
-    [("first", -0.5, ValueError), ("failure_limit", 0, ValueError), ("growth", "fast", TypeError),
-     ("jitter", 1.0, ValueError), ("not_found_grace", float("nan"), ValueError)],
+    [
+        ("first", -0.5, ValueError),
+        ("failure_limit", 0, ValueError),
+        ("growth", "fast", TypeError),
+        ("jitter", 1.0, ValueError),
+        ("not_found_grace", float("nan"), ValueError),
+    ],
 )
 def test_a_poll_policy_refuses_what_cannot_work(
     field: str, value: Any, error_type: type[Exception]

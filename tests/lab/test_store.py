@@ -351,8 +351,12 @@ def test_a_grid_an_older_genwidgets_stored_is_listed_reopened_and_rated_as_it_wa
         done = client.submit(endpoint, {"prompt": "a fox", "n": 1, "seed": 1})
         done.result(timeout=60)
         axes = {"x": {"field": "seed", "values": [1, 2, 3], "kind": "field"}}
-        description = {"endpoint": endpoint, "base_payload": {"prompt": "a fox", "n": 1},
-                       "axes": axes, "layout": {"x": "x", "y": "y", "z": "z"}}
+        description = {
+            "endpoint": endpoint,
+            "base_payload": {"prompt": "a fox", "n": 1},
+            "axes": axes,
+            "layout": {"x": "x", "y": "y", "z": "z"},
+        }
         cells = [
             (0, {"prompt": "a fox", "n": 1, "seed": 1}, done.request_id, None),
             (1, {"prompt": "a fox", "n": 1, "seed": 2}, None, "outcome unknown: ReadTimeout"),

@@ -46,9 +46,7 @@ def make_class(tmp_path: Path, upstream_sim: SimulatorServer) -> Iterator[Callab
     def factory(database: str | None = None, **config: Any) -> Class:
         db = Database(database or tmp_path / f"class-{len(started)}.db")
         db.migrate()
-        upstream = Upstream(
-            upstream_sim.base_url, TEACHER_KEY, timeout=config.pop("timeout", 30.0)
-        )
+        upstream = Upstream(upstream_sim.base_url, TEACHER_KEY, timeout=config.pop("timeout", 30.0))
         server = ClassServer(ServeConfig(upstream=upstream, database=db, **config)).start()
         started.append(server)
         return Class(server, db, upstream_sim)

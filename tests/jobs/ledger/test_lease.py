@@ -24,9 +24,7 @@ def test_an_owner_holding_rows_of_other_tables_stays_alive_through_a_claim(
         with holder.transaction() as conn:
             assert holder.hold(conn) == holder.owner
         with sqlite3.connect(path) as con:  # an owner of another host that stopped long ago
-            con.execute(
-                "INSERT INTO owners VALUES ('far:1:x', 'far', 1, ?)", (time.time() - 3600,)
-            )
+            con.execute("INSERT INTO owners VALUES ('far:1:x', 'far', 1, ?)", (time.time() - 3600,))
         assert holder.owner in resumer.alive_owners()
         assert "far:1:x" not in resumer.alive_owners()
         assert resumer.claim_unfinished("gw") == ([], 0)

@@ -14,7 +14,16 @@ from ..errors import BudgetExceeded, PayloadError
 from .cost import UNITS
 from .problems import problem
 
-__all__ = ["MONEY", "MONEY_WORDS", "Budget", "make_budget", "over_cap", "plain_amount", "summed"]
+__all__ = [
+    "MONEY",
+    "MONEY_WORDS",
+    "Budget",
+    "make_budget",
+    "over_cap",
+    "plain_amount",
+    "summed",
+    "tally",
+]
 
 #: the kind a budget in money is kept under
 MONEY = "money"
@@ -25,13 +34,24 @@ _KINDS = ", ".join(UNITS)
 _PRICE_KEYS = ", ".join(UNITS.values())
 
 
-def summed(charges: Iterable[Mapping[str, float | None]]) -> dict[str, float]:
-    """Per kind, the sum of ``charges`` (each row's units; an uncounted one is 0)."""
+def tally(
+    charges: Iterable[tuple[int, Mapping[str, float | None]]],
+) -> tuple[dict[str, float], dict[str, list[int]]]:
+    """Per kind, the sum of what the rows bill (``(row, its charges)``; an amount that
+    cannot be counted adds 0), and the rows whose amount cannot be counted."""
     total: dict[str, float] = {}
-    for units in charges:
+    unknown: dict[str, list[int]] = {}
+    for index, units in charges:
         for kind, amount in units.items():
             total[kind] = total.get(kind, 0.0) + (amount or 0.0)
-    return total
+            if amount is None:
+                unknown.setdefault(kind, []).append(index)
+    return total, unknown
+
+
+def summed(charges: Iterable[Mapping[str, float | None]]) -> dict[str, float]:
+    """Per kind, the sum of ``charges`` (each row's units; an uncounted one is 0)."""
+    return tally(enumerate(charges))[0]
 
 
 def plain_amount(value: float) -> str:
@@ -139,11 +159,9 @@ class Budget:
         return total
 
     def charges(self, endpoint: str, units: Mapping[str, float | None]) -> dict[str, float | None]:
-        """What one task takes from each capped kind (None: it cannot be counted)."""
-        return {
-            kind: self.cost(endpoint, units) if kind == MONEY else units.get(kind, 0.0)
-            for kind in self.caps
-        }
+        """What one task bills: its ``units``, and :data:`MONEY` when prices are given
+        (None: it cannot be counted)."""
+        return {**units, MONEY: self.cost(endpoint, units)} if self.prices else dict(units)
 
     def check(
         self,
@@ -154,10 +172,11 @@ class Budget:
         """Raise :class:`BudgetExceeded` when ``planned`` ((row, endpoint, units) of the
         rows to send) bills more of a capped kind than the cap less ``spent``, or bills an
         amount the plan cannot count."""
-        charged = [(index, self.charges(endpoint, units)) for index, endpoint, units in planned]
+        totals, unknowns = tally(
+            (i, self.charges(endpoint, units)) for i, endpoint, units in planned
+        )
         for kind, cap in self.caps.items():
-            unknown = [index for index, charges in charged if charges[kind] is None]
-            total = sum((charges[kind] or 0.0 for _, charges in charged), 0.0)
+            unknown, total = unknowns.get(kind, []), totals.get(kind, 0.0)
             already = spent.get(kind, 0.0)
             name = MONEY_WORDS if kind == MONEY else kind
             if unknown:

@@ -163,19 +163,6 @@ def _bad(field: str, msg: str) -> PayloadError:
     return problem(("template", field), msg)
 
 
-def _field_kind(field: str, specs: Sequence[EndpointSpec]) -> type | None:
-    """The field's scalar type, read from the first endpoint that has it (the batch's
-    own first); unknown to all of them is a PayloadError naming the closest name."""
-    first: PayloadError | None = None
-    for spec in specs:
-        try:
-            return field_type(spec.model, field.split("."), spec.id, where="template")
-        except PayloadError as exc:
-            first = first or exc
-    assert first is not None
-    raise first
-
-
 def build_template(
     given: Mapping[str, Any] | None,
     specs: Sequence[EndpointSpec],
@@ -185,6 +172,7 @@ def build_template(
     endpoint first, then those of an endpoint column) and the rows' ``columns``. Every
     problem raises one PayloadError naming the field, and what is accepted."""
     endpoint = specs[0].id
+    models = [s.model for s in specs]  # a field is typed by the first that has it
     known = set(columns) | {ROW_NUMBER}
     from_columns = given is None
     if given is None:
@@ -222,7 +210,7 @@ def build_template(
                 raise _bad(str(field), f"{field!r} is not a field name or a dotted path")
             if field == ENDPOINT_AXIS:
                 raise _bad(field, "the endpoint comes from the endpoint argument or column")
-            kind = _field_kind(field, specs)
+            kind = field_type(models, field.split("."), endpoint, where="template")
             if not isinstance(value, str) or "{" not in value:
                 if isinstance(value, str):  # a string for a number or a boolean: typed
                     value = typed_value(value, kind, field, endpoint, hint="", where="template")

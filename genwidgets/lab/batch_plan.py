@@ -25,10 +25,10 @@ from ..catalog.validation import misspelled
 from ..errors import EndpointNotFound, PayloadError
 from .axes import short
 from .budget import MONEY, Budget, make_budget, plain_amount, summed, tally
-from .cost import BilledUnit, billed_count, billed_units, billing_values, plural, unit_of
+from .cost import BilledUnit, billed_count, billed_unit, billed_units, billing_values, plural
 from .mapping import ENDPOINT_AXIS, map_payload, read_roles
 from .naming import DEFAULT_NAMES_TEXT, EXT_MARK, NameTemplate, name_key, slug
-from .rows import SourceRows, read_rows, row_loc
+from .rows import SourceRows, read_rows
 from .template import Template, build_template
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class TaskPlan:
         if len(self.endpoints) > 1:
             return f"{multi_head}: {tasks}, {self._per_endpoint()}"
         text = f"{head}: {tasks}"
-        unit, billed = unit_of(self.endpoint), self.billed_total
+        unit, billed = billed_unit(self.endpoint), self.billed_total
         if billed != self.tasks or unit.outputs > 1:
             text += ", " + unit.amount(billed, "billed ")
         if billed != self.tasks:
@@ -131,7 +131,7 @@ class TaskPlan:
         more than one per task or leaves a billing field to the service's default."""
         by_unit: Counter[BilledUnit] = Counter()
         for row in self.rows:
-            by_unit[unit_of(row.endpoint)] += row.billed
+            by_unit[billed_unit(row.endpoint)] += row.billed
         notes = []
         for name in self.endpoints:
             group = [r for r in self.rows if r.endpoint == name]
@@ -231,8 +231,7 @@ def _row_specs(
     source: SourceRows, default: EndpointSpec, problems: list[dict[str, Any]]
 ) -> list[EndpointSpec | None]:
     """Each row's endpoint: its ``endpoint`` column, else the batch's (None: unknown)."""
-    known: dict[str, EndpointSpec | None] = {default.id: default}
-    why: dict[str, str] = {}
+    known: dict[str, EndpointSpec | str] = {default.id: default}  # a spec, or why none
     specs: list[EndpointSpec | None] = []
     for index, row in enumerate(source.rows):
         name = str(row.get(ENDPOINT_AXIS, default.id)).strip()
@@ -240,11 +239,10 @@ def _row_specs(
             try:
                 known[name] = catalog_endpoint(name)
             except (EndpointNotFound, PayloadError) as exc:
-                known[name] = None
-                why[name] = str(exc)
-        if known[name] is None:
-            problems.append({"loc": row_loc(source.where(index), ENDPOINT_AXIS), "msg": why[name]})
-        specs.append(known[name])
+                known[name] = str(exc)
+        if isinstance(found := known[name], str):
+            problems.append({"loc": (source.where(index), ENDPOINT_AXIS), "msg": found})
+        specs.append(None if isinstance(found, str) else found)
     return specs
 
 
@@ -319,7 +317,7 @@ def plan_batch(
             if mapped.missing:
                 hint = "give it a column or a template field"
                 problems += [
-                    {"loc": row_loc(where, lack), "msg": f"{target.id} requires {lack!r}: {hint}"}
+                    {"loc": (where, lack), "msg": f"{target.id} requires {lack!r}: {hint}"}
                     for lack in mapped.missing
                 ]
                 continue
@@ -343,7 +341,7 @@ def plan_batch(
         if first != index:
             msg = f"{source.where(first)} has its file name too ({stem.split(EXT_MARK)[0]}…)"
             msg += f"; add {{row}} to filenames={names.text!r}"
-            problems.append({"loc": row_loc(where, "filenames"), "msg": msg})
+            problems.append({"loc": (where, "filenames"), "msg": msg})
             continue
         planned.append(
             PlannedRow(

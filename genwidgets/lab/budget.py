@@ -71,29 +71,17 @@ def over_cap(total: float, cap: float) -> bool:
     return total > cap and not math.isclose(total, cap, rel_tol=1e-9, abs_tol=0.0)
 
 
-def _finite(value: Any) -> float | None:
-    """``value`` as a float when it is a finite number a float holds (not a bool, not
-    inf or nan, not an integer past 1.8e308), else None."""
+def _amount(value: Any) -> float | str:
+    """``value`` as a float when it is a finite number a float holds, else what a message
+    calls it: a bool, inf, nan or text by its repr, an integer past 1.8e308 (which
+    ``float()`` refuses with an OverflowError) by what it is."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
+        return repr(value)
     try:
-        number = float(value)  # an int past a float's range is an OverflowError
+        number = float(value)
     except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _shown(value: Any) -> str:
-    """``value`` as a message names it: an integer past a float's range by what it is."""
-    huge = isinstance(value, int) and not isinstance(value, bool) and _finite(value) is None
-    return "an integer past 1.8e308" if huge else repr(value)
-
-
-def _number(value: Any, what: str) -> float:
-    number = _finite(value)
-    if number is None:
-        raise problem("budget", f"{what} is a number, not {_shown(value)}")
-    return number
+        return "an integer past 1.8e308"
+    return number if math.isfinite(number) else repr(value)
 
 
 def _prices(prices: Any, endpoints: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -112,10 +100,9 @@ def _prices(prices: Any, endpoints: Sequence[str]) -> dict[str, dict[str, float]
         for key, price in entry.items():
             if key not in UNITS.values():
                 problems.append({"loc": (*where, str(key)), "msg": f"not one of {_PRICE_KEYS}"})
-            elif (number := _finite(price)) is None or number < 0:
-                problems.append(
-                    {"loc": (*where, key), "msg": f"a price 0 or more, not {_shown(price)}"}
-                )
+            elif isinstance(number := _amount(price), str) or number < 0:
+                said = number if isinstance(number, str) else repr(price)
+                problems.append({"loc": (*where, key), "msg": f"a price 0 or more, not {said}"})
             else:
                 table[str(endpoint)][key] = number
     priced = {str(endpoint) for endpoint in prices}
@@ -220,7 +207,9 @@ def make_budget(budget: Any, prices: Any, kinds: Sequence[str], endpoints: Seque
                 f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
                 "amount of money together with prices={endpoint: {'per_second': ...}}",
             )
-        amount = _number(budget, "a budget in money")
+        amount = _amount(budget)
+        if isinstance(amount, str):
+            raise problem("budget", f"a budget in money is a number, not {amount}")
         if amount < 0:
             raise problem("budget", "a budget is 0 or more")
         return Budget({MONEY: amount}, table)
@@ -233,7 +222,9 @@ def make_budget(budget: Any, prices: Any, kinds: Sequence[str], endpoints: Seque
             wrong = f"not a billed kind; one of {_KINDS}"
         elif kind != MONEY and kind not in kinds:
             wrong = f"the plan bills no {kind} (it bills {', '.join(kinds)})"
-        elif (number := _number(cap, f"the cap on {kind}")) < 0:
+        elif isinstance(number := _amount(cap), str):
+            wrong = f"the cap on {kind} is a number, not {number}"
+        elif number < 0:
             wrong = "a cap is 0 or more"
         else:
             caps[kind] = number

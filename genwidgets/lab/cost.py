@@ -36,7 +36,6 @@ __all__ = [
     "not_sent_line",
     "plural",
     "refuse_above",
-    "unit_of",
 ]
 
 
@@ -77,29 +76,26 @@ def plural(noun: str, count: int) -> str:
     return noun if count == 1 else noun + "s"
 
 
-def billed_unit(spec: EndpointSpec) -> BilledUnit:
-    """The unit ``spec`` bills in: for imgM each generated prompt (spec: "each
-    generated prompt is billed separately"), which answers four images; else one
-    output of the endpoint's kind (an image, a video, an audio clip)."""
+def billed_unit(endpoint: EndpointSpec | str) -> BilledUnit:
+    """The unit an endpoint (its spec or id) bills in: for imgM each generated prompt
+    (spec: "each generated prompt is billed separately"), which answers four images;
+    else one output of the endpoint's kind (an image, a video, an audio clip); a
+    ``generation`` for an id no longer in the catalog (a stored grid re-opened after
+    its endpoint went)."""
+    try:
+        spec = catalog_endpoint(endpoint) if isinstance(endpoint, str) else endpoint
+    except EndpointNotFound:
+        return BilledUnit("generation")
     kind = _KIND_NOUNS.get(str(spec.kind), "generation")
     if spec.prompt_fields:
         return BilledUnit("prompt", IMAGES_PER_PROMPT, kind)
     return BilledUnit(kind)
 
 
-def unit_of(endpoint: str) -> BilledUnit:
-    """:func:`billed_unit` of an endpoint id; ``generation`` for an id no longer in
-    the catalog (a stored grid re-opened after its endpoint went)."""
-    try:
-        return billed_unit(catalog_endpoint(endpoint))
-    except EndpointNotFound:
-        return BilledUnit("generation")
-
-
 def billed_words(endpoint: str, count: int) -> str:
     """``1 prompt (4 images)``, ``4 images``: ``count`` billed generations of
     ``endpoint`` in its unit (what a grid cell shows beside its pictures)."""
-    return unit_of(endpoint).amount(count)
+    return billed_unit(endpoint).amount(count)
 
 
 #: the billed kinds a plan counts (what ``budget=`` caps), each with its key in a

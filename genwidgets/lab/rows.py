@@ -25,7 +25,6 @@ __all__ = [
     "MAX_ROWS",
     "SourceRows",
     "read_rows",
-    "row_loc",
 ]
 
 #: a rows file larger than this is refused before it is read
@@ -70,13 +69,6 @@ class SourceRows:
         return f"{said} (line {self.lines[index]})" if self.lines is not None else said
 
 
-def row_loc(row: int | str, column: str | None = None) -> tuple[str, ...]:
-    """The ``loc`` of a problem in one row (and column or field) of a batch: ``row`` is
-    its position or how :meth:`SourceRows.where` names it."""
-    where = f"row {row}" if isinstance(row, int) else row
-    return (where,) if column is None else (where, column)
-
-
 def _bad(msg: str, *loc: str) -> PayloadError:
     return problem(loc or "rows", msg)
 
@@ -114,7 +106,7 @@ def _from_dicts(rows: Sequence[Any]) -> SourceRows:
         else:
             kept.append(_kept(row))
             continue
-        problems.append({"loc": row_loc(index), "msg": msg})
+        problems.append({"loc": (f"row {index}",), "msg": msg})
     if problems:
         raise PayloadError(problems)
     if not kept:
@@ -191,7 +183,7 @@ def _file_rows(
         if len(rows) >= MAX_ROWS:
             raise _too_many(MAX_ROWS, path.name)
         if wrong is not None:
-            problems.append({"loc": row_loc(len(rows)), "msg": wrong})
+            problems.append({"loc": (f"row {len(rows)}",), "msg": wrong})
         keys.update(dict.fromkeys(row))
         rows.append(_kept(row))
         lines.append(line)

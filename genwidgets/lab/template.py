@@ -22,7 +22,6 @@ from ..errors import PayloadError
 from .axes import field_type, set_field, typed_value
 from .mapping import ENDPOINT_AXIS
 from .problems import problem
-from .rows import row_loc
 
 if TYPE_CHECKING:
     from ..catalog import EndpointSpec
@@ -87,8 +86,6 @@ class Template:
     slots: tuple[Slot, ...]
     #: columns the template does not read (the plan lists them: not sent)
     unused: tuple[str, ...] = ()
-    #: True when no template was given (the columns named like fields)
-    from_columns: bool = False
     #: columns named like fields that fill what a given template leaves out
     filled: tuple[str, ...] = ()
 
@@ -97,7 +94,7 @@ class Template:
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The payload of one row and the problems met (each at ``(row N, field)``):
         ``index`` is the row's name (``{row}``), ``where`` how messages name it."""
-        at = where if where is not None else index
+        at = where if where is not None else f"row {index}"
         payload: dict[str, Any] = {}
         problems: list[dict[str, Any]] = []
         values = _Values({ROW_NUMBER: index, **row})  # a column named "row" wins
@@ -117,14 +114,14 @@ class Template:
             except PayloadError as exc:
                 source = f"column {slot.whole!r}" if slot.whole is not None else repr(slot.text)
                 problems += [
-                    {"loc": row_loc(at, slot.field), "msg": f"from {source}: {e['msg']}"}
+                    {"loc": (at, slot.field), "msg": f"from {source}: {e['msg']}"}
                     for e in exc.errors
                 ]
                 continue
             except (ValueError, TypeError, KeyError, IndexError) as exc:
                 problems.append(
                     {
-                        "loc": row_loc(at, slot.field),
+                        "loc": (at, slot.field),
                         "msg": f"{slot.text!r} does not format with this row: {exc}",
                     }
                 )
@@ -174,7 +171,6 @@ def build_template(
     endpoint = specs[0].id
     models = [s.model for s in specs]  # a field is typed by the first that has it
     known = set(columns) | {ROW_NUMBER}
-    from_columns = given is None
     if given is None:
         names = set().union(*(s.known_names for s in specs))
         chosen = [c for c in columns if c in names and c != ENDPOINT_AXIS]
@@ -234,7 +230,7 @@ def build_template(
     if problems:
         raise PayloadError(problems, endpoint=endpoint)
     unused = tuple(c for c in columns if c not in used)
-    return Template(endpoint, tuple(slots), unused, from_columns, filled)
+    return Template(endpoint, tuple(slots), unused, filled)
 
 
 def _filling_columns(

@@ -299,9 +299,7 @@ def make_axis(
             "axis", f"an axis is (field, values), not {spec!r}; {ACCEPTED_FORMS}", endpoint=endpoint
         )
     field, raw = spec[0].strip(), spec[1]
-    if field == ENDPOINT_AXIS:
-        return _endpoint_axis(raw, endpoint)
-    if field == PROMPT_SR:
+    if field in (PROMPT_SR, ENDPOINT_AXIS):
         kind: type | None = str
     else:
         if not field or any(not part for part in field.split(".")):
@@ -326,6 +324,8 @@ def make_axis(
         if canonical(value) in seen:
             raise _bad(field, f"the value {value!r} is given twice; each value once", endpoint)
         seen.add(canonical(value))
+    if field == ENDPOINT_AXIS:
+        return _endpoint_axis([str(v) for v in values], endpoint)
     if field != PROMPT_SR:
         return Axis(field, tuple(values))
     search = str(values[0])
@@ -340,27 +340,22 @@ def make_axis(
     return Axis(PROMPT_SR, tuple(str(v) for v in values), "prompt_sr", search, targets)
 
 
-def _endpoint_axis(raw: Any, endpoint: str) -> Axis:
+def _endpoint_axis(ids: list[str], endpoint: str) -> Axis:
     """``("endpoint", [ids])``: each cell goes to its own endpoint; every id must
     be in the catalog (an unknown one names the closest)."""
-    values = parse_values(raw, str, field=ENDPOINT_AXIS) if isinstance(raw, str) else raw
-    if isinstance(values, (bytes, Mapping)) or not isinstance(values, Sequence) or not values:
-        raise _bad(ENDPOINT_AXIS, "give a non-empty list of endpoint ids", endpoint)
     problems = []
-    for value in values:
+    for value in ids:
         try:
-            catalog_endpoint(str(value))
+            catalog_endpoint(value)
         except PayloadError as exc:
             problems += [
-                {"loc": ("axis", ENDPOINT_AXIS, str(value)), "msg": e["msg"]} for e in exc.errors
+                {"loc": ("axis", ENDPOINT_AXIS, value), "msg": e["msg"]} for e in exc.errors
             ]
         except EndpointNotFound as exc:  # a local mistake in the grid's layout: a PayloadError
-            problems.append({"loc": ("axis", ENDPOINT_AXIS, str(value)), "msg": str(exc)})
-    if len(set(map(str, values))) != len(values):
-        problems.append({"loc": ("axis", ENDPOINT_AXIS), "msg": "each endpoint once"})
+            problems.append({"loc": ("axis", ENDPOINT_AXIS, value), "msg": str(exc)})
     if problems:
         raise PayloadError(problems, endpoint=endpoint)
-    return Axis(ENDPOINT_AXIS, tuple(str(v) for v in values), "endpoint")
+    return Axis(ENDPOINT_AXIS, tuple(ids), "endpoint")
 
 
 #: a key a payload does not have (differs from null in :func:`canonical`)

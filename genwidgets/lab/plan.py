@@ -295,24 +295,19 @@ def _lock_seed(
     it went). Beside an endpoint axis it goes in ``seed`` for every endpoint (each cell's
     mapping puts it where its endpoint wants it); else where the endpoint takes one."""
     varied = {a.field.split(".")[0] for a in axes if a.kind == "field"}
+    if read_roles(spec, payload)[1] is not None or SEED_NAME in varied:
+        return None, None  # the payload's (or its prompt's --seed), or an axis's
     value = seed if seed is not None else random.SystemRandom().randint(*SEED_RANGE)
     if any(a.kind == "endpoint" for a in axes):
-        if read_roles(spec, payload)[1] is not None or SEED_NAME in varied:
-            return None, None
         payload[SEED_NAME] = value
         return value, "each endpoint's seed"
-    if SEED_NAME in spec.fields and payload.get(SEED_NAME) is None and SEED_NAME not in varied:
+    if SEED_NAME in spec.fields:
         payload[SEED_NAME] = value
         return value, SEED_NAME
     for name in spec.prompt_fields:
-        text = payload.get(name)
-        if not isinstance(text, str) or name in varied:
-            continue
-        prompt = Prompt.parse(text)
-        if "seed" in prompt.params:
-            return None, None
-        payload[name] = str(prompt.with_params(seed=value))
-        return value, f"{name} --seed"
+        if isinstance(text := payload.get(name), str) and name not in varied:
+            payload[name] = str(Prompt.parse(text).with_params(seed=value))
+            return value, f"{name} --seed"
     return None, None
 
 

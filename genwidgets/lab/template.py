@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import json
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ from ..catalog.fields import field_named
 from ..errors import PayloadError
 from .axes import field_type, set_field, typed_value
 from .mapping import ENDPOINT_AXIS
+from .naming import format_parts
 from .problems import problem
 
 if TYPE_CHECKING:
@@ -30,7 +31,6 @@ __all__ = ["ROW_NUMBER", "Slot", "Template", "build_template"]
 
 #: the pseudo-column holding the row's number (unless the rows have a column of that name)
 ROW_NUMBER = "row"
-_FORMATTER = string.Formatter()
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
 
@@ -134,28 +134,6 @@ class Template:
         return {slot.field: slot.describe() for slot in self.slots}
 
 
-def _format_columns(field: str, text: str) -> list[str]:
-    """The columns a format string names; a malformed one is a PayloadError."""
-    try:
-        parsed = list(_FORMATTER.parse(text))
-    except ValueError as exc:
-        raise _bad(
-            field, f"{text!r} is not a format string ({exc}); write {{{{ for a brace"
-        ) from None
-    names = []
-    for _literal, name, _spec, _conversion in parsed:
-        if name is None:
-            continue
-        if not name or name.isdigit():
-            raise _bad(field, f"{text!r}: a {{}} names a column, e.g. {{text}}")
-        if any(c in name for c in ".[]"):
-            raise _bad(
-                field, f"{text!r}: {{{name}}} names a column as it is, no attribute or index"
-            )
-        names.append(name)
-    return names
-
-
 def _bad(field: str, msg: str) -> PayloadError:
     return problem(("template", field), msg)
 
@@ -212,7 +190,7 @@ def build_template(
                     value = typed_value(value, kind, field, endpoint, hint="", where="template")
                 slots.append(Slot(field, constant=value, kind=kind))
                 continue
-            named = _format_columns(field, value)
+            named = [n for _, n in format_parts(value, functools.partial(_bad, field)) if n]
             missing = [n for n in named if n not in known]
             if missing:
                 raise _bad(

@@ -200,22 +200,16 @@ def make_budget(budget: Any, prices: Any, kinds: Sequence[str], endpoints: Seque
     table = _prices(prices, endpoints) if prices is not None else {}
     if budget is None:
         return Budget({}, table)
-    if not isinstance(budget, Mapping):
-        if not table:
-            raise problem(
-                "budget",
-                f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
-                "amount of money together with prices={endpoint: {'per_second': ...}}",
-            )
-        amount = _amount(budget)
-        if isinstance(amount, str):
-            raise problem("budget", f"a budget in money is a number, not {amount}")
-        if amount < 0:
-            raise problem("budget", "a budget is 0 or more")
-        return Budget({MONEY: amount}, table)
+    money = not isinstance(budget, Mapping)  # an amount of money, through the prices
+    if money and not table:
+        raise problem(
+            "budget",
+            f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
+            "amount of money together with prices={endpoint: {'per_second': ...}}",
+        )
     caps = {}
     problems = []
-    for kind, cap in budget.items():
+    for kind, cap in ({MONEY: budget} if money else budget).items():
         if kind == MONEY and not table:
             wrong = "money needs prices= as well"
         elif kind != MONEY and kind not in UNITS:
@@ -223,9 +217,10 @@ def make_budget(budget: Any, prices: Any, kinds: Sequence[str], endpoints: Seque
         elif kind != MONEY and kind not in kinds:
             wrong = f"the plan bills no {kind} (it bills {', '.join(kinds)})"
         elif isinstance(number := _amount(cap), str):
-            wrong = f"the cap on {kind} is a number, not {number}"
+            what = "a budget in money" if money else f"the cap on {kind}"
+            wrong = f"{what} is a number, not {number}"
         elif number < 0:
-            wrong = "a cap is 0 or more"
+            wrong = "a budget is 0 or more" if money else "a cap is 0 or more"
         else:
             caps[kind] = number
             continue

@@ -171,10 +171,14 @@ def _open_text(path: Path) -> str:
 
 
 def _file_rows(
-    path: Path, records: Iterable[tuple[int, dict[str, Any], str | None]]
-) -> tuple[list[dict[str, Any]], list[int], list[str]]:
-    """(rows, their lines, the keys in first-seen order) of a file's non-blank records,
-    each (line, row, what is wrong with it or None): capped, every problem raised at once."""
+    path: Path,
+    records: Iterable[tuple[int, dict[str, Any], str | None]],
+    none: str,
+    columns: list[str] | None = None,
+) -> SourceRows:
+    """The rows of a file's non-blank records, each (line, row, what is wrong with it or
+    None): capped, every problem raised at once, ``none`` said when there is no row; the
+    columns are ``columns`` (a header's), else the keys in first-seen order."""
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
     keys: dict[str, None] = {}
@@ -189,7 +193,9 @@ def _file_rows(
         lines.append(line)
     if problems:
         raise PayloadError(problems)
-    return rows, lines, list(keys)
+    if not rows:
+        raise _bad(f"{path.name} {none}")
+    return SourceRows(rows, columns or list(keys), path.name, path.stem, lines)
 
 
 def _read_csv(path: Path) -> SourceRows:
@@ -218,14 +224,11 @@ def _read_csv(path: Path) -> SourceRows:
             for record in reader
             if any(cell.strip() for cell in record)  # a blank line is no row
         )
-        rows, lines, _keys = _file_rows(path, records)
+        return _file_rows(path, records, "has a header but no rows", names)
     except csv.Error as exc:
         raise _bad(f"{path.name} does not read as CSV: {exc}") from None
     finally:
         csv.field_size_limit(limit)
-    if not rows:
-        raise _bad(f"{path.name} has a header but no rows")
-    return SourceRows(rows, names, path.name, path.stem, lines)
 
 
 def _json_row(text: str, where: str) -> tuple[dict[str, Any], str | None]:
@@ -245,10 +248,7 @@ def _read_jsonl(path: Path) -> SourceRows:
         for number, line in enumerate(_open_text(path).splitlines(), 1)
         if line.strip()
     )
-    rows, lines, columns = _file_rows(path, records)
-    if not rows:
-        raise _bad(f"{path.name} holds no JSON object")
-    return SourceRows(rows, columns, path.name, path.stem, lines)
+    return _file_rows(path, records, "holds no JSON object")
 
 
 def read_rows(rows: Any) -> SourceRows:

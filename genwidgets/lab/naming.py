@@ -5,7 +5,6 @@ case-insensitive disk compares them (:func:`name_key`): docs/decisions.md#batch-
 
 from __future__ import annotations
 
-import functools
 import re
 import string
 import unicodedata
@@ -139,7 +138,10 @@ class NameTemplate:
     """A checked name template; :meth:`stem` renders a row's name up to its outputs."""
 
     text: str
+    #: the columns it shows (besides the built-in names)
     columns: tuple[str, ...] = ()
+    #: every name it shows, built-in or column: a row's name makes safe only those
+    names: frozenset[str] = frozenset()
 
     @classmethod
     def parse(cls, text: str | None, columns: Sequence[str]) -> NameTemplate:
@@ -169,13 +171,7 @@ class NameTemplate:
             used.append(name)
         if "ext" not in used:
             raise _bad(f"{text!r} has no {{ext}}: a file's extension follows its content type")
-        return cls(text, tuple(n for n in used if n not in _BUILT_IN))
-
-    @functools.cached_property
-    def names(self) -> frozenset[str]:
-        """Every name the template formats (built-in or column), read once per template:
-        a row's name makes safe only the values it shows."""
-        return frozenset(name for _, name, _, _ in _FORMATTER.parse(self.text) if name)
+        return cls(text, tuple(n for n in used if n not in _BUILT_IN), frozenset(used))
 
     def stem(
         self,

@@ -24,7 +24,7 @@ from ..catalog import validate
 from ..catalog.validation import misspelled
 from ..errors import EndpointNotFound, PayloadError
 from .axes import short
-from .budget import MONEY, Budget, make_budget, plain_amount, summed, tally
+from .budget import MONEY, Budget, make_budget, plain_amount, summed
 from .cost import BilledUnit, billed_count, billed_unit, billed_units, billing_values, plural
 from .mapping import ENDPOINT_AXIS, map_payload, read_roles
 from .naming import DEFAULT_NAMES_TEXT, EXT_MARK, NameTemplate, name_key, slug
@@ -169,17 +169,18 @@ class BatchPlan(TaskPlan):
     def units_line(self) -> str:
         """``billed units: 12 tasks, 48 images, 60 video_seconds``, unknowns named, and
         the cost through ``prices=`` when every row's can be counted."""
-        charges = ((r.index, self.budget.charges(r.endpoint, r.units)) for r in self.rows)
-        totals, unknown = tally(charges)
+        charges = [self.budget.charges(r.endpoint, r.units) for r in self.rows]
+        totals = summed(charges)
         money = totals.pop(MONEY, None)
+        unknown = Counter(kind for c in charges for kind, amount in c.items() if amount is None)
         parts = [f"{plain_amount(n)} {kind}" for kind, n in totals.items()]
         parts += [
-            f"{kind} unknown for {len(rows)} row(s) (the endpoint chooses)"
+            f"{kind} unknown for {rows} row(s) (the endpoint chooses)"
             for kind, rows in unknown.items()
             if kind != MONEY
         ]
         text = "billed units: " + ", ".join(parts)
-        if money is not None and MONEY not in unknown:
+        if money is not None and not unknown[MONEY]:
             text += f"; cost {plain_amount(round(money, 4))} at the prices given"
         return text
 

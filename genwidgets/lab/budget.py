@@ -14,16 +14,7 @@ from ..errors import BudgetExceeded, PayloadError
 from .cost import UNITS
 from .problems import problem
 
-__all__ = [
-    "MONEY",
-    "MONEY_WORDS",
-    "Budget",
-    "make_budget",
-    "over_cap",
-    "plain_amount",
-    "summed",
-    "tally",
-]
+__all__ = ["MONEY", "MONEY_WORDS", "Budget", "make_budget", "over_cap", "plain_amount", "summed"]
 
 #: the kind a budget in money is kept under
 MONEY = "money"
@@ -34,24 +25,13 @@ _KINDS = ", ".join(UNITS)
 _PRICE_KEYS = ", ".join(UNITS.values())
 
 
-def tally(
-    charges: Iterable[tuple[int, Mapping[str, float | None]]],
-) -> tuple[dict[str, float], dict[str, list[int]]]:
-    """Per kind, the sum of what the rows bill (``(row, its charges)``; an amount that
-    cannot be counted adds 0), and the rows whose amount cannot be counted."""
-    total: dict[str, float] = {}
-    unknown: dict[str, list[int]] = {}
-    for index, units in charges:
-        for kind, amount in units.items():
-            total[kind] = total.get(kind, 0.0) + (amount or 0.0)
-            if amount is None:
-                unknown.setdefault(kind, []).append(index)
-    return total, unknown
-
-
 def summed(charges: Iterable[Mapping[str, float | None]]) -> dict[str, float]:
     """Per kind, the sum of ``charges`` (each row's units; an uncounted one is 0)."""
-    return tally(enumerate(charges))[0]
+    total: dict[str, float] = {}
+    for units in charges:
+        for kind, amount in units.items():
+            total[kind] = total.get(kind, 0.0) + (amount or 0.0)
+    return total
 
 
 def plain_amount(value: float) -> str:
@@ -159,11 +139,11 @@ class Budget:
         """Raise :class:`BudgetExceeded` when ``planned`` ((row, endpoint, units) of the
         rows to send) bills more of a capped kind than the cap less ``spent``, or bills an
         amount the plan cannot count."""
-        totals, unknowns = tally(
-            (i, self.charges(endpoint, units)) for i, endpoint, units in planned
-        )
+        charged = [(index, self.charges(endpoint, units)) for index, endpoint, units in planned]
+        totals = summed(charges for _, charges in charged)
         for kind, cap in self.caps.items():
-            unknown, total = unknowns.get(kind, []), totals.get(kind, 0.0)
+            unknown = [index for index, charges in charged if charges.get(kind, 0) is None]
+            total = totals.get(kind, 0.0)
             already = spent.get(kind, 0.0)
             name = MONEY_WORDS if kind == MONEY else kind
             if unknown:

@@ -169,12 +169,9 @@ def map_payload(
 def mapping_table() -> list[dict[str, Any]]:
     """Every catalog endpoint that takes a prompt, with where its prompt and seed
     go (the documented table, computed: tests and docs read it)."""
-    rows = []
-    for spec in endpoints():
-        route = route_for(spec)
-        if route.prompt is None:
-            continue
-        rows.append(
-            {"endpoint": spec.id, "kind": spec.kind, "prompt": route.prompt, "seed": route.seed}
-        )
-    return rows
+    routes = ((spec, route_for(spec)) for spec in endpoints())
+    return [
+        {"endpoint": spec.id, "kind": spec.kind, "prompt": route.prompt, "seed": route.seed}
+        for spec, route in routes
+        if route.prompt is not None
+    ]

@@ -8,10 +8,12 @@ a one-axis grid, :mod:`.run` sends a grid (or a sweep) and keeps its ratings,
 payload for several endpoints, :mod:`.scores` gathers ratings across grids. Batches
 from data (``gw.batch``) are :mod:`.batch` and the modules it names;
 :mod:`.batch_open` opens one; :func:`read_provenance` reads back how a batch's file
-was made. Each name is imported from its module; the package itself offers only
-``read_provenance``, the one README shows (``gw.lab.read_provenance``).
+was made. Each name is imported from its module; the package itself offers
+``read_provenance``, the one README shows (``gw.lab.read_provenance``), and
+``GridStore``, which the tests of grids open.
 """
 
+from .batch_store import GridStore
 from .provenance import read_provenance
 
-__all__ = ["read_provenance"]
+__all__ = ["GridStore", "read_provenance"]

@@ -117,11 +117,9 @@ def _from_dicts(rows: Sequence[Any]) -> SourceRows:
 
 def _from_dataframe(frame: Any) -> SourceRows:
     columns = list(frame.columns)
-    bad = [c for c in columns if not isinstance(c, str) or not c.strip()]
-    if bad:
+    if bad := [c for c in columns if not isinstance(c, str) or not c.strip()]:
         raise _bad(f"DataFrame column names are non-empty strings, not {bad[0]!r}", "columns")
-    if len(set(columns)) != len(columns):
-        twice = sorted({c for c in columns if columns.count(c) > 1})
+    if twice := sorted({c for c in columns if columns.count(c) > 1}):
         raise _bad(f"the DataFrame names a column twice: {', '.join(twice)}", "columns")
     if len(frame) > MAX_ROWS:
         raise _too_many(len(frame), "the DataFrame")
@@ -206,11 +204,9 @@ def _read_csv(path: Path) -> SourceRows:
         if not header or not any(h.strip() for h in header):
             raise _bad(f"{path.name} has no header row: the first line names the columns")
         names = [h.strip() for h in header]
-        empty = [str(i + 1) for i, h in enumerate(names) if not h]
-        if empty:
+        if empty := [str(i + 1) for i, h in enumerate(names) if not h]:
             raise _bad(f"{path.name}: column {', '.join(empty)} of the header has no name")
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
+        if twice := sorted({n for n in names if names.count(n) > 1}):
             raise _bad(f"{path.name} names a column twice: {', '.join(twice)}")
         too_many = f"values for {len(names)} columns (quote a value that holds a comma)"
         records = (

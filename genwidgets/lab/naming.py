@@ -184,8 +184,7 @@ class NameTemplate:
         for what the output decides; ``index`` is the row's name (a DataFrame's label),
         ``where`` how messages name it. A value that does not format is a PayloadError."""
         values: dict[str, Any] = {name: safe_part(row.get(name)) for name in self.columns}
-        shown = self.names
-        values.update({k: safe_part(v) for k, v in fields.items() if k in shown})
+        values.update({k: safe_part(v) for k, v in fields.items() if k in self.names})
         row_name = index if isinstance(index, int) else safe_part(index)
         values.update(row=row_name, ext=EXT_MARK, output=OUTPUT_MARK)
         try:

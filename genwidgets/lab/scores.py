@@ -3,6 +3,7 @@ and days, as one list of dicts (:class:`ScoreTable`): docs/decisions.md#scores."
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import itertools
 import json
@@ -66,10 +67,9 @@ def _cell(description: Mapping[str, Any], index: int, endpoint: str) -> tuple[st
 
 
 def _prompt(endpoint: str, payload: Mapping[str, Any]) -> str | None:
-    try:
+    with contextlib.suppress(PayloadError, EndpointNotFound):  # an endpoint since removed
         return prompt_of(catalog_endpoint(endpoint), payload)
-    except (PayloadError, EndpointNotFound):  # an endpoint since removed from the catalog
-        return None
+    return None
 
 
 def scores(

@@ -9,6 +9,7 @@ are typed, and why a field no endpoint has is refused: docs/decisions.md#batch-t
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import functools
@@ -67,15 +68,12 @@ def _typed(slot: Slot, value: Any, endpoint: str) -> Any:
     object is parsed; a scalar's text is converted; anything else is kept)."""
     if not isinstance(value, str):
         return value
-    if slot.kind is None:
-        text = value.strip()
-        if text[:1] in ("[", "{"):
-            try:
-                return json.loads(text)
-            except (ValueError, RecursionError):
-                return value
-        return value
-    return typed_value(value, slot.kind, slot.field, endpoint, hint="")
+    if slot.kind is not None:
+        return typed_value(value, slot.kind, slot.field, endpoint, hint="")
+    if value.strip()[:1] in ("[", "{"):
+        with contextlib.suppress(ValueError, RecursionError):  # not JSON: the text as it is
+            return json.loads(value)
+    return value
 
 
 @dataclass(frozen=True)

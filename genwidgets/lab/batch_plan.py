@@ -109,7 +109,7 @@ class TaskPlan:
         else in the endpoint's unit with its billing fields' values (after ``head``)."""
         tasks = f"{self.tasks} {plural('task', self.tasks)}"
         if len(self.endpoints) > 1:
-            return f"{multi_head}: {tasks}, {self._per_endpoint()}"
+            return f"{multi_head}: {tasks}, {self._billed_per_endpoint()}"
         text = f"{head}: {tasks}"
         unit, billed = billed_unit(self.endpoint), self.billed_total
         if billed != self.tasks or unit.outputs > 1:
@@ -125,7 +125,7 @@ class TaskPlan:
             text += "; billing fields: " + "; ".join(parts)
         return text
 
-    def _per_endpoint(self) -> str:
+    def _billed_per_endpoint(self) -> str:
         """``8 billed images, 2 billed prompts (8 images) (genW2.5-t2i-preview 4 each by
         default → set n)``: billed generations per unit, then each endpoint that bills
         more than one per task or leaves a billing field to the service's default."""

@@ -167,26 +167,28 @@ def _scalar_type(annotation: Any) -> type | None:
 
 
 def field_type(
-    model: Any, path: Sequence[str], endpoint: str, *, where: str = "axis"
+    models: Sequence[Any], path: Sequence[str], endpoint: str, *, where: str = "axis"
 ) -> type | None:
-    """The scalar type of the field at ``path`` (None: not a scalar, or free-form);
-    an unknown name is a PayloadError at ``(where, path)`` naming the closest known name."""
-    reached = fields_along(model, list(path))
-    if len(reached) < len(path):
+    """The scalar type of the field at ``path`` (None: not a scalar, or free-form), read
+    from the first of ``models`` that has it; a name none has is a PayloadError at
+    ``(where, path)`` naming the closest name the first model knows."""
+    first: PayloadError | None = None
+    for model in models:
+        reached = fields_along(model, list(path))
+        if len(reached) == len(path):
+            return _scalar_type(reached[-1][0].annotation)
+        parents = [m for i in reached[-1] for m in models_in(i.annotation)] if reached else [model]
+        if not parents:  # a free-form dict (e.g. an untyped settings object): any key goes
+            return None
         missing = path[len(reached)]
-        if reached:
-            parents = [m for i in reached[-1] for m in models_in(i.annotation)]
-            if not parents:  # a free-form dict (e.g. an untyped settings object): any key goes
-                return None
-        else:
-            parents = [model]
-        known = sorted({f.wire for m in parents for f in fields_of(m)})
-        close = difflib.get_close_matches(missing, known, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise problem(
-            (where, ".".join(path)), f"unknown field {missing!r}{hint}", endpoint=endpoint
+        close = difflib.get_close_matches(
+            missing, sorted({f.wire for m in parents for f in fields_of(m)}), n=1
         )
-    return _scalar_type(reached[-1][0].annotation)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        msg = f"unknown field {missing!r}{hint}"
+        first = first or problem((where, ".".join(path)), msg, endpoint=endpoint)
+    assert first is not None
+    raise first
 
 
 def _bad(field: str, msg: str, endpoint: str | None, where: str = "axis") -> PayloadError:
@@ -285,10 +287,11 @@ def parse_values(
 
 
 def make_axis(
-    spec: EndpointSpec, endpoint: str, model: Any, base_payload: Mapping[str, Any]
+    spec: EndpointSpec, endpoint: str, models: Sequence[Any], base_payload: Mapping[str, Any]
 ) -> Axis:
-    """An :class:`Axis` from ``(field, values)``; every problem is a PayloadError
-    that says what is wrong and what is accepted."""
+    """An :class:`Axis` from ``(field, values)``, its field typed by the first of
+    ``models`` that has it (:func:`field_type`); every problem is a PayloadError that
+    says what is wrong and what is accepted."""
     if isinstance(spec, Axis):
         return spec
     if not isinstance(spec, (tuple, list)) or len(spec) != 2 or not isinstance(spec[0], str):
@@ -296,14 +299,12 @@ def make_axis(
             "axis", f"an axis is (field, values), not {spec!r}; {ACCEPTED_FORMS}", endpoint=endpoint
         )
     field, raw = spec[0].strip(), spec[1]
-    if field == ENDPOINT_AXIS:
-        return _endpoint_axis(raw, endpoint)
-    if field == PROMPT_SR:
+    if field in (PROMPT_SR, ENDPOINT_AXIS):
         kind: type | None = str
     else:
         if not field or any(not part for part in field.split(".")):
             raise _bad(field, f"{field!r} is not a field name or a dotted path", endpoint)
-        kind = field_type(model, field.split("."), endpoint)
+        kind = field_type(models, field.split("."), endpoint)
     if isinstance(raw, str):
         values = parse_values(raw, kind, field=field, endpoint=endpoint)
     elif isinstance(raw, (bytes, Mapping)) or not isinstance(raw, (Sequence, range)):
@@ -323,6 +324,8 @@ def make_axis(
         if canonical(value) in seen:
             raise _bad(field, f"the value {value!r} is given twice; each value once", endpoint)
         seen.add(canonical(value))
+    if field == ENDPOINT_AXIS:
+        return _endpoint_axis([str(v) for v in values], endpoint)
     if field != PROMPT_SR:
         return Axis(field, tuple(values))
     search = str(values[0])
@@ -337,27 +340,22 @@ def make_axis(
     return Axis(PROMPT_SR, tuple(str(v) for v in values), "prompt_sr", search, targets)
 
 
-def _endpoint_axis(raw: Any, endpoint: str) -> Axis:
+def _endpoint_axis(ids: list[str], endpoint: str) -> Axis:
     """``("endpoint", [ids])``: each cell goes to its own endpoint; every id must
     be in the catalog (an unknown one names the closest)."""
-    values = parse_values(raw, str, field=ENDPOINT_AXIS) if isinstance(raw, str) else raw
-    if isinstance(values, (bytes, Mapping)) or not isinstance(values, Sequence) or not values:
-        raise _bad(ENDPOINT_AXIS, "give a non-empty list of endpoint ids", endpoint)
     problems = []
-    for value in values:
+    for value in ids:
         try:
-            catalog_endpoint(str(value))
+            catalog_endpoint(value)
         except PayloadError as exc:
             problems += [
-                {"loc": ("axis", ENDPOINT_AXIS, str(value)), "msg": e["msg"]} for e in exc.errors
+                {"loc": ("axis", ENDPOINT_AXIS, value), "msg": e["msg"]} for e in exc.errors
             ]
         except EndpointNotFound as exc:  # a local mistake in the grid's layout: a PayloadError
-            problems.append({"loc": ("axis", ENDPOINT_AXIS, str(value)), "msg": str(exc)})
-    if len(set(map(str, values))) != len(values):
-        problems.append({"loc": ("axis", ENDPOINT_AXIS), "msg": "each endpoint once"})
+            problems.append({"loc": ("axis", ENDPOINT_AXIS, value), "msg": str(exc)})
     if problems:
         raise PayloadError(problems, endpoint=endpoint)
-    return Axis(ENDPOINT_AXIS, tuple(str(v) for v in values), "endpoint")
+    return Axis(ENDPOINT_AXIS, tuple(ids), "endpoint")
 
 
 #: a key a payload does not have (differs from null in :func:`canonical`)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,11 +23,12 @@ from ..catalog import endpoint as catalog_endpoint
 from ..catalog import validate
 from ..catalog.validation import misspelled
 from ..errors import EndpointNotFound, PayloadError
-from .budget import Budget, make_budget, plain_amount, summed
-from .cost import billed_count, billed_units, billing_values, cost_summary, endpoints_summary
+from .axes import short
+from .budget import MONEY, Budget, make_budget, plain_amount, summed
+from .cost import BilledUnit, billed_count, billed_unit, billed_units, billing_values, plural
 from .mapping import ENDPOINT_AXIS, map_payload, read_roles
 from .naming import DEFAULT_NAMES_TEXT, EXT_MARK, NameTemplate, name_key, slug
-from .rows import SourceRows, read_rows, row_loc
+from .rows import SourceRows, read_rows
 from .template import Template, build_template
 
 if TYPE_CHECKING:
@@ -105,9 +107,43 @@ class TaskPlan:
     def billed_line(self, head: str, multi_head: str, billing: Mapping[str, list[Any]]) -> str:
         """The tasks and what they bill: per endpoint when several (after ``multi_head``),
         else in the endpoint's unit with its billing fields' values (after ``head``)."""
+        tasks = f"{self.tasks} {plural('task', self.tasks)}"
         if len(self.endpoints) > 1:
-            return f"{multi_head}: " + endpoints_summary(self.rows)
-        return cost_summary(head, self.endpoint, self.tasks, self.billed_total, billing)
+            return f"{multi_head}: {tasks}, {self._billed_per_endpoint()}"
+        text = f"{head}: {tasks}"
+        unit, billed = billed_unit(self.endpoint), self.billed_total
+        if billed != self.tasks or unit.outputs > 1:
+            text += ", " + unit.amount(billed, "billed ")
+        if billed != self.tasks:
+            text += (
+                ": imgM bills each permutation of a prompt and each --repeat"
+                if unit.outputs > 1
+                else ": outputs per task, n sent or the service's default"
+            )
+        if billing:
+            parts = [f"{k} = {', '.join(short(v, 30) for v in vs)}" for k, vs in billing.items()]
+            text += "; billing fields: " + "; ".join(parts)
+        return text
+
+    def _billed_per_endpoint(self) -> str:
+        """``8 billed images, 2 billed prompts (8 images) (genW2.5-t2i-preview 4 each by
+        default → set n)``: billed generations per unit, then each endpoint that bills
+        more than one per task or leaves a billing field to the service's default."""
+        by_unit: Counter[BilledUnit] = Counter()
+        for row in self.rows:
+            by_unit[billed_unit(row.endpoint)] += row.billed
+        notes = []
+        for name in self.endpoints:
+            group = [r for r in self.rows if r.endpoint == name]
+            fields = catalog_endpoint(name).billing_fields
+            unset = [f for f in fields if all(f not in r.payload for r in group)]
+            each = sorted({r.billed for r in group})
+            if each == [1] and not unset:
+                continue
+            text = name + (f" {'/'.join(map(str, each))} each" if each != [1] else "")
+            notes.append(text + (f" by default → set {', '.join(unset)}" if unset else ""))
+        billed = ", ".join(unit.amount(n, "billed ") for unit, n in by_unit.items())
+        return billed + (f" ({'; '.join(notes)})" if notes else "")
 
 
 @dataclass(frozen=True)
@@ -127,36 +163,25 @@ class BatchPlan(TaskPlan):
     stem: str = "batch"
 
     def units_total(self) -> dict[str, float]:
-        """Billed units per kind over every row (rows that cannot count one are left out:
-        :meth:`unknown_units` names them)."""
+        """Billed units per kind over every row (rows that cannot count one add 0)."""
         return summed(r.units for r in self.rows)
 
-    def unknown_units(self) -> dict[str, list[int]]:
-        """Per kind, the rows whose amount the plan cannot count."""
-        found: dict[str, list[int]] = {}
-        for row in self.rows:
-            for kind, amount in row.units.items():
-                if amount is None:
-                    found.setdefault(kind, []).append(row.index)
-        return found
-
-    def cost_total(self) -> float | None:
-        """Money over every row through ``prices=`` (None without prices, or when a
-        priced amount cannot be counted)."""
-        costs = [self.budget.cost(row.endpoint, row.units) for row in self.rows]
-        if not self.budget.prices or None in costs:
-            return None
-        return sum((cost for cost in costs if cost is not None), 0.0)
-
     def units_line(self) -> str:
-        """``billed units: 12 tasks, 48 images, 60 video_seconds``, unknowns named."""
-        parts = [f"{plain_amount(n)} {kind}" for kind, n in self.units_total().items()]
-        for kind, rows in self.unknown_units().items():
-            parts.append(f"{kind} unknown for {len(rows)} row(s) (the endpoint chooses)")
+        """``billed units: 12 tasks, 48 images, 60 video_seconds``, unknowns named, and
+        the cost through ``prices=`` when every row's can be counted."""
+        charges = [self.budget.charges(r.endpoint, r.units) for r in self.rows]
+        totals = summed(charges)
+        money = totals.pop(MONEY, None)
+        unknown = Counter(kind for c in charges for kind, amount in c.items() if amount is None)
+        parts = [f"{plain_amount(n)} {kind}" for kind, n in totals.items()]
+        parts += [
+            f"{kind} unknown for {rows} row(s) (the endpoint chooses)"
+            for kind, rows in unknown.items()
+            if kind != MONEY
+        ]
         text = "billed units: " + ", ".join(parts)
-        cost = self.cost_total()
-        if cost is not None:
-            text += f"; cost {plain_amount(round(cost, 4))} at the prices given"
+        if money is not None and not unknown[MONEY]:
+            text += f"; cost {plain_amount(round(money, 4))} at the prices given"
         return text
 
     def summary(self) -> str:
@@ -207,8 +232,7 @@ def _row_specs(
     source: SourceRows, default: EndpointSpec, problems: list[dict[str, Any]]
 ) -> list[EndpointSpec | None]:
     """Each row's endpoint: its ``endpoint`` column, else the batch's (None: unknown)."""
-    known: dict[str, EndpointSpec | None] = {default.id: default}
-    why: dict[str, str] = {}
+    known: dict[str, EndpointSpec | str] = {default.id: default}  # a spec, or why none
     specs: list[EndpointSpec | None] = []
     for index, row in enumerate(source.rows):
         name = str(row.get(ENDPOINT_AXIS, default.id)).strip()
@@ -216,11 +240,10 @@ def _row_specs(
             try:
                 known[name] = catalog_endpoint(name)
             except (EndpointNotFound, PayloadError) as exc:
-                known[name] = None
-                why[name] = str(exc)
-        if known[name] is None:
-            problems.append({"loc": row_loc(source.where(index), ENDPOINT_AXIS), "msg": why[name]})
-        specs.append(known[name])
+                known[name] = str(exc)
+        if isinstance(found := known[name], str):
+            problems.append({"loc": (source.where(index), ENDPOINT_AXIS), "msg": found})
+        specs.append(None if isinstance(found, str) else found)
     return specs
 
 
@@ -295,7 +318,7 @@ def plan_batch(
             if mapped.missing:
                 hint = "give it a column or a template field"
                 problems += [
-                    {"loc": row_loc(where, lack), "msg": f"{target.id} requires {lack!r}: {hint}"}
+                    {"loc": (where, lack), "msg": f"{target.id} requires {lack!r}: {hint}"}
                     for lack in mapped.missing
                 ]
                 continue
@@ -319,7 +342,7 @@ def plan_batch(
         if first != index:
             msg = f"{source.where(first)} has its file name too ({stem.split(EXT_MARK)[0]}…)"
             msg += f"; add {{row}} to filenames={names.text!r}"
-            problems.append({"loc": row_loc(where, "filenames"), "msg": msg})
+            problems.append({"loc": (where, "filenames"), "msg": msg})
             continue
         planned.append(
             PlannedRow(

@@ -51,29 +51,17 @@ def over_cap(total: float, cap: float) -> bool:
     return total > cap and not math.isclose(total, cap, rel_tol=1e-9, abs_tol=0.0)
 
 
-def _finite(value: Any) -> float | None:
-    """``value`` as a float when it is a finite number a float holds (not a bool, not
-    inf or nan, not an integer past 1.8e308), else None."""
+def _amount(value: Any) -> float | str:
+    """``value`` as a float when it is a finite number a float holds, else what a message
+    calls it: a bool, inf, nan or text by its repr, an integer past 1.8e308 (which
+    ``float()`` refuses with an OverflowError) by what it is."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
+        return repr(value)
     try:
-        number = float(value)  # an int past a float's range is an OverflowError
+        number = float(value)
     except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _shown(value: Any) -> str:
-    """``value`` as a message names it: an integer past a float's range by what it is."""
-    huge = isinstance(value, int) and not isinstance(value, bool) and _finite(value) is None
-    return "an integer past 1.8e308" if huge else repr(value)
-
-
-def _number(value: Any, what: str) -> float:
-    number = _finite(value)
-    if number is None:
-        raise problem("budget", f"{what} is a number, not {_shown(value)}")
-    return number
+        return "an integer past 1.8e308"
+    return number if math.isfinite(number) else repr(value)
 
 
 def _prices(prices: Any, endpoints: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -92,10 +80,9 @@ def _prices(prices: Any, endpoints: Sequence[str]) -> dict[str, dict[str, float]
         for key, price in entry.items():
             if key not in UNITS.values():
                 problems.append({"loc": (*where, str(key)), "msg": f"not one of {_PRICE_KEYS}"})
-            elif (number := _finite(price)) is None or number < 0:
-                problems.append(
-                    {"loc": (*where, key), "msg": f"a price 0 or more, not {_shown(price)}"}
-                )
+            elif isinstance(number := _amount(price), str) or number < 0:
+                said = number if isinstance(number, str) else repr(price)
+                problems.append({"loc": (*where, key), "msg": f"a price 0 or more, not {said}"})
             else:
                 table[str(endpoint)][key] = number
     priced = {str(endpoint) for endpoint in prices}
@@ -139,11 +126,9 @@ class Budget:
         return total
 
     def charges(self, endpoint: str, units: Mapping[str, float | None]) -> dict[str, float | None]:
-        """What one task takes from each capped kind (None: it cannot be counted)."""
-        return {
-            kind: self.cost(endpoint, units) if kind == MONEY else units.get(kind, 0.0)
-            for kind in self.caps
-        }
+        """What one task bills: its ``units``, and :data:`MONEY` when prices are given
+        (None: it cannot be counted)."""
+        return {**units, MONEY: self.cost(endpoint, units)} if self.prices else dict(units)
 
     def check(
         self,
@@ -155,9 +140,10 @@ class Budget:
         rows to send) bills more of a capped kind than the cap less ``spent``, or bills an
         amount the plan cannot count."""
         charged = [(index, self.charges(endpoint, units)) for index, endpoint, units in planned]
+        totals = summed(charges for _, charges in charged)
         for kind, cap in self.caps.items():
-            unknown = [index for index, charges in charged if charges[kind] is None]
-            total = sum((charges[kind] or 0.0 for _, charges in charged), 0.0)
+            unknown = [index for index, charges in charged if charges.get(kind, 0) is None]
+            total = totals.get(kind, 0.0)
             already = spent.get(kind, 0.0)
             name = MONEY_WORDS if kind == MONEY else kind
             if unknown:
@@ -194,28 +180,27 @@ def make_budget(budget: Any, prices: Any, kinds: Sequence[str], endpoints: Seque
     table = _prices(prices, endpoints) if prices is not None else {}
     if budget is None:
         return Budget({}, table)
-    if not isinstance(budget, Mapping):
-        if not table:
-            raise problem(
-                "budget",
-                f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
-                "amount of money together with prices={endpoint: {'per_second': ...}}",
-            )
-        amount = _number(budget, "a budget in money")
-        if amount < 0:
-            raise problem("budget", "a budget is 0 or more")
-        return Budget({MONEY: amount}, table)
+    money = not isinstance(budget, Mapping)  # an amount of money, through the prices
+    if money and not table:
+        raise problem(
+            "budget",
+            f"a budget is a dict of caps by billed kind ({_KINDS}), or an "
+            "amount of money together with prices={endpoint: {'per_second': ...}}",
+        )
     caps = {}
     problems = []
-    for kind, cap in budget.items():
+    for kind, cap in ({MONEY: budget} if money else budget).items():
         if kind == MONEY and not table:
             wrong = "money needs prices= as well"
         elif kind != MONEY and kind not in UNITS:
             wrong = f"not a billed kind; one of {_KINDS}"
         elif kind != MONEY and kind not in kinds:
             wrong = f"the plan bills no {kind} (it bills {', '.join(kinds)})"
-        elif (number := _number(cap, f"the cap on {kind}")) < 0:
-            wrong = "a cap is 0 or more"
+        elif isinstance(number := _amount(cap), str):
+            what = "a budget in money" if money else f"the cap on {kind}"
+            wrong = f"{what} is a number, not {number}"
+        elif number < 0:
+            wrong = "a budget is 0 or more" if money else "a cap is 0 or more"
         else:
             caps[kind] = number
             continue

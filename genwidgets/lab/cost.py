@@ -1,22 +1,22 @@
-"""Counts and money: the generations a task bills (what ``confirm_above`` compares), the
-unit each endpoint bills in, the billed units a budget caps, and the one-line summaries
-of a plan: docs/decisions.md#grid-plan, #imgm-bills-prompts and #batch-units.
+"""Counts: the generations a task bills (what ``confirm_above`` compares), the unit each
+endpoint bills in and the words for it, and the billed units a budget caps (a plan's
+summary, :meth:`~.batch_plan.TaskPlan.billed_line`, says them): docs/decisions.md#grid-plan,
+#imgm-bills-prompts and #batch-units.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..catalog import NO_DEFAULT
 from ..catalog import endpoint as catalog_endpoint
 from ..catalog.imgm import IMAGES_PER_PROMPT
 from ..errors import EndpointNotFound, PayloadError
 from ..imgm.prompt import Prompt
-from .axes import Axis, canonical, short
+from .axes import Axis, canonical
 from .mapping import prompt_of
 
 if TYPE_CHECKING:
@@ -26,35 +26,17 @@ __all__ = [
     "CONFIRM_ABOVE",
     "UNITS",
     "BilledUnit",
-    "Counted",
     "axis_count",
     "billed_count",
     "billed_unit",
     "billed_units",
     "billed_words",
     "billing_values",
-    "cost_summary",
-    "endpoints_summary",
     "needs_confirmation",
     "not_sent_line",
-    "prompt_jobs",
+    "plural",
     "refuse_above",
-    "unit_of",
 ]
-
-
-class Counted(Protocol):
-    """A task as a plan counts it: a grid's cell, a batch's row."""
-
-    endpoint: str
-    billed: int
-    payload: dict[str, Any]
-
-
-def prompt_jobs(text: str) -> int:
-    """How many generations an imgM prompt bills: its permutations, each times
-    its ``--repeat``. A prompt that cannot be parsed raises :class:`PayloadError`."""
-    return Prompt.parse(text).jobs()
 
 
 def billed_count(spec: EndpointSpec, payload: Mapping[str, Any]) -> int:
@@ -65,7 +47,7 @@ def billed_count(spec: EndpointSpec, payload: Mapping[str, Any]) -> int:
     for name in spec.prompt_fields:
         text = payload.get(name)
         if isinstance(text, str):
-            count *= max(1, prompt_jobs(text))
+            count *= max(1, Prompt.parse(text).jobs())  # permutations × --repeat
     return count
 
 
@@ -83,40 +65,37 @@ class BilledUnit:
 
     def amount(self, count: int, word: str = "") -> str:
         """``1 billed prompt (4 images)``, ``4 billed images`` (``word="billed "``)."""
-        text = f"{count} {word}{_plural(self.noun, count)}"
+        text = f"{count} {word}{plural(self.noun, count)}"
         if self.outputs > 1:
             made = count * self.outputs
-            text += f" ({made} {_plural(self.output_noun, made)})"
+            text += f" ({made} {plural(self.output_noun, made)})"
         return text
 
 
-def _plural(noun: str, count: int) -> str:
+def plural(noun: str, count: int) -> str:
     return noun if count == 1 else noun + "s"
 
 
-def billed_unit(spec: EndpointSpec) -> BilledUnit:
-    """The unit ``spec`` bills in: for imgM each generated prompt (spec: "each
-    generated prompt is billed separately"), which answers four images; else one
-    output of the endpoint's kind (an image, a video, an audio clip)."""
+def billed_unit(endpoint: EndpointSpec | str) -> BilledUnit:
+    """The unit an endpoint (its spec or id) bills in: for imgM each generated prompt
+    (spec: "each generated prompt is billed separately"), which answers four images;
+    else one output of the endpoint's kind (an image, a video, an audio clip); a
+    ``generation`` for an id no longer in the catalog (a stored grid re-opened after
+    its endpoint went)."""
+    try:
+        spec = catalog_endpoint(endpoint) if isinstance(endpoint, str) else endpoint
+    except EndpointNotFound:
+        return BilledUnit("generation")
     kind = _KIND_NOUNS.get(str(spec.kind), "generation")
     if spec.prompt_fields:
         return BilledUnit("prompt", IMAGES_PER_PROMPT, kind)
     return BilledUnit(kind)
 
 
-def unit_of(endpoint: str) -> BilledUnit:
-    """:func:`billed_unit` of an endpoint id; ``generation`` for an id no longer in
-    the catalog (a stored grid re-opened after its endpoint went)."""
-    try:
-        return billed_unit(catalog_endpoint(endpoint))
-    except EndpointNotFound:
-        return BilledUnit("generation")
-
-
 def billed_words(endpoint: str, count: int) -> str:
     """``1 prompt (4 images)``, ``4 images``: ``count`` billed generations of
     ``endpoint`` in its unit (what a grid cell shows beside its pictures)."""
-    return unit_of(endpoint).amount(count)
+    return billed_unit(endpoint).amount(count)
 
 
 #: the billed kinds a plan counts (what ``budget=`` caps), each with its key in a
@@ -177,30 +156,6 @@ def billing_values(
     return billing
 
 
-def cost_summary(
-    head: str, endpoint: str, tasks: int, billed: int, billing: Mapping[str, list[Any]]
-) -> str:
-    """``head: N tasks``, the billed generations in ``endpoint``'s unit when they are
-    not one plain output a task, the billed fields' values."""
-    text = f"{head}: {tasks} {_plural('task', tasks)}"
-    unit = unit_of(endpoint)
-    if billed != tasks or unit.outputs > 1:
-        text += ", " + unit.amount(billed, "billed ")
-    if billed != tasks:
-        text += (
-            ": imgM bills each permutation of a prompt and each --repeat"
-            if unit.outputs > 1
-            else ": outputs per task, n sent or the service's default"
-        )
-    if billing:
-        parts = [
-            f"{name} = {', '.join(short(v, 30) for v in values)}"
-            for name, values in billing.items()
-        ]
-        text += "; billing fields: " + "; ".join(parts)
-    return text
-
-
 #: A grid or sweep billing more generations than this waits for ``.submit()``; the
 #: widgets' default (docs/decisions.md#one-home).
 CONFIRM_ABOVE = 10
@@ -253,29 +208,4 @@ _AXIS_NOUNS = {
 def axis_count(axis: Axis) -> str:
     """``3 endpoints``, ``2 seeds``: an axis as a count for summaries."""
     noun = _AXIS_NOUNS.get(axis.kind, axis.field)
-    return f"{len(axis)} {_plural(noun, len(axis))}"
-
-
-def endpoints_summary(cells: Sequence[Counted]) -> str:
-    """``6 tasks, 8 billed images, 2 billed prompts (8 images) (genW2.5-t2i-preview 4
-    each by default → set n)``: billed generations per unit, then each endpoint that
-    bills more than one per task or leaves a billing field to the service's default."""
-    by_unit: Counter[BilledUnit] = Counter()
-    by_endpoint: dict[str, list[Counted]] = {}
-    for cell in cells:
-        by_unit[unit_of(cell.endpoint)] += cell.billed
-        by_endpoint.setdefault(cell.endpoint, []).append(cell)
-    billed = ", ".join(unit.amount(n, "billed ") for unit, n in by_unit.items())
-    notes = []
-    for name, group in by_endpoint.items():
-        spec = catalog_endpoint(name)
-        unset = [f for f in spec.billing_fields if all(f not in c.payload for c in group)]
-        each = sorted({c.billed for c in group})
-        if each == [1] and not unset:
-            continue
-        text = name + (f" {'/'.join(map(str, each))} each" if each != [1] else "")
-        if unset:
-            text += f" by default → set {', '.join(unset)}"
-        notes.append(text)
-    text = f"{len(cells)} {_plural('task', len(cells))}, {billed}"
-    return text + (f" ({'; '.join(notes)})" if notes else "")
+    return f"{len(axis)} {plural(noun, len(axis))}"

@@ -105,14 +105,9 @@ def read_roles(spec: EndpointSpec, payload: dict[str, Any]) -> tuple[str | None,
     ``--seed`` is taken out of the prompt (a ``seed`` key wins over it)."""
     route = route_for(spec)
     prompt = _prompt_at(route.prompt, payload)
-    used: set[str] = set()
-    if route.prompt == CONTENT_TEXT:
-        used.add("content")
-    elif route.prompt is not None and route.prompt in payload:
-        used.add(route.prompt)
+    holder = "content" if route.prompt == CONTENT_TEXT else route.prompt
+    used = {name for name in (holder, SEED_NAME) if name in payload}
     seed = payload.get(SEED_NAME)
-    if SEED_NAME in payload:
-        used.add(SEED_NAME)
     if route.seed == PROMPT_SEED and prompt is not None:
         parsed = Prompt.parse(prompt)
         if "seed" in parsed.params:
@@ -174,12 +169,9 @@ def map_payload(
 def mapping_table() -> list[dict[str, Any]]:
     """Every catalog endpoint that takes a prompt, with where its prompt and seed
     go (the documented table, computed: tests and docs read it)."""
-    rows = []
-    for spec in endpoints():
-        route = route_for(spec)
-        if route.prompt is None:
-            continue
-        rows.append(
-            {"endpoint": spec.id, "kind": spec.kind, "prompt": route.prompt, "seed": route.seed}
-        )
-    return rows
+    routes = ((spec, route_for(spec)) for spec in endpoints())
+    return [
+        {"endpoint": spec.id, "kind": spec.kind, "prompt": route.prompt, "seed": route.seed}
+        for spec, route in routes
+        if route.prompt is not None
+    ]

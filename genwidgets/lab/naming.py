@@ -5,11 +5,10 @@ case-insensitive disk compares them (:func:`name_key`): docs/decisions.md#batch-
 
 from __future__ import annotations
 
-import functools
 import re
 import string
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +19,7 @@ __all__ = [
     "DEFAULT_NAMES",
     "NameTemplate",
     "file_name",
+    "format_parts",
     "name_key",
     "portable",
     "safe_part",
@@ -106,6 +106,23 @@ def name_key(name: str) -> str:
     return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())
 
 
+def format_parts(text: str, bad: Callable[[str], PayloadError]) -> list[tuple[str, str | None]]:
+    """(literal text, the column it names or None) of each part of a format string over
+    a row's columns (a payload's template, a file name's); ``bad(message)`` is raised for
+    one that does not parse, and for a field that names no column as it is (``{}``,
+    ``{0}``, ``{x.attr}``, ``{x[0]}``: ``str.format`` would reach into objects)."""
+    try:
+        parts = [(literal, name) for literal, name, _, _ in _FORMATTER.parse(text)]
+    except ValueError as exc:
+        raise bad(f"{text!r} is not a format string ({exc}); write {{{{ for a brace") from None
+    for _, name in parts:
+        if name is not None and (not name or name.isdigit()):
+            raise bad(f"{text!r}: a {{}} names a column, e.g. {{text}}")
+        if name is not None and any(c in name for c in ".[]"):
+            raise bad(f"{text!r}: {{{name}}} names a column as it is, no attribute or index")
+    return parts
+
+
 def _tidy(name: str) -> str:
     """Separators left by empty values collapsed: ``00003--.png`` → ``00003.png``; a dash
     the template puts before a bare ``{ext}`` stays (``{text}-{ext}``: ``x-png``)."""
@@ -121,7 +138,10 @@ class NameTemplate:
     """A checked name template; :meth:`stem` renders a row's name up to its outputs."""
 
     text: str
+    #: the columns it shows (besides the built-in names)
     columns: tuple[str, ...] = ()
+    #: every name it shows, built-in or column: a row's name makes safe only those
+    names: frozenset[str] = frozenset()
 
     @classmethod
     def parse(cls, text: str | None, columns: Sequence[str]) -> NameTemplate:
@@ -132,12 +152,8 @@ class NameTemplate:
         if any(sep in text for sep in ("/", "\\", "\x00")) or text.strip() in (".", ".."):
             raise _bad(f"{text!r} is a file name, not a path: no / or \\ (out= is the folder)")
         allowed = set(_BUILT_IN) | set(columns)
-        try:
-            parsed = list(_FORMATTER.parse(text))
-        except ValueError as exc:
-            raise _bad(f"{text!r} is not a format string ({exc})") from None
         used = []
-        for literal, name, _spec, _conversion in parsed:
+        for literal, name in format_parts(text, _bad):
             reserved = _RESERVED.search(literal)  # the template's own text; values are safe
             if reserved is not None:
                 raise _bad(
@@ -155,13 +171,7 @@ class NameTemplate:
             used.append(name)
         if "ext" not in used:
             raise _bad(f"{text!r} has no {{ext}}: a file's extension follows its content type")
-        return cls(text, tuple(n for n in used if n not in _BUILT_IN))
-
-    @functools.cached_property
-    def names(self) -> frozenset[str]:
-        """Every name the template formats (built-in or column), read once per template:
-        a row's name makes safe only the values it shows."""
-        return frozenset(name for _, name, _, _ in _FORMATTER.parse(self.text) if name)
+        return cls(text, tuple(n for n in used if n not in _BUILT_IN), frozenset(used))
 
     def stem(
         self,
@@ -174,8 +184,7 @@ class NameTemplate:
         for what the output decides; ``index`` is the row's name (a DataFrame's label),
         ``where`` how messages name it. A value that does not format is a PayloadError."""
         values: dict[str, Any] = {name: safe_part(row.get(name)) for name in self.columns}
-        shown = self.names
-        values.update({k: safe_part(v) for k, v in fields.items() if k in shown})
+        values.update({k: safe_part(v) for k, v in fields.items() if k in self.names})
         row_name = index if isinstance(index, int) else safe_part(index)
         values.update(row=row_name, ext=EXT_MARK, output=OUTPUT_MARK)
         try:

@@ -9,13 +9,14 @@ and the limits: docs/decisions.md#grid-plan.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import itertools
 import json
 import random
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from .axes import MISSING, Axis, canonical, make_axis
 from .axes import short as short  # re-exported: labels and summaries use it
 from .batch_plan import PlannedRow, Prepare, TaskPlan
 from .budget import Budget
-from .cost import axis_count, billed_count, billing_values, prompt_jobs, refuse_above
+from .cost import axis_count, billed_count, billing_values, refuse_above
 from .mapping import ENDPOINT_AXIS, SEED_NAME, map_payload, read_roles
 from .problems import problem
 
@@ -40,12 +41,12 @@ __all__ = [
     "MAX_CELLS",
     "GridPlan",
     "PlannedCell",
-    "billed_count",
     "differing_params",
     "expand_cells",
+    "grid_axes",
+    "laid_out",
     "permutation_axes",
     "plan_grid",
-    "prompt_jobs",
     "short",
 ]
 
@@ -81,6 +82,25 @@ class PlannedCell(PlannedRow):
     kind: str = ""
 
 
+def grid_axes(axes: Mapping[str, Axis | None]) -> list[tuple[str, Axis]]:
+    """A grid's axes in the order its cells run: z outermost, then y, then x."""
+    return [(name, axis) for name in ("z", "y", "x") if (axis := axes.get(name)) is not None]
+
+
+def laid_out(
+    axes: Sequence[tuple[str, Axis]], endpoint: str
+) -> Iterator[tuple[tuple[int, int, int], dict[str, Any], str]]:
+    """The cells of the product of ``axes`` (outermost first), in the order they run:
+    each one's (z, y, x) position, its values by axis name, and where it is sent (its
+    endpoint-axis value, else ``endpoint``). The one layout of planned, re-opened and
+    scored grids."""
+    for combo in itertools.product(*(range(len(axis)) for _, axis in axes)):
+        at = {name: i for (name, _), i in zip(axes, combo, strict=True)}
+        values = {name: axis.values[at[name]] for name, axis in axes}
+        target = next((str(values[n]) for n, a in axes if a.kind == "endpoint"), endpoint)
+        yield (at.get("z", 0), at.get("y", 0), at.get("x", 0)), values, target
+
+
 def expand_cells(
     endpoint: str,
     spec: EndpointSpec,
@@ -90,25 +110,21 @@ def expand_cells(
     per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
     filled: Collection[str] = (),
 ) -> list[PlannedCell]:
-    """The product of ``axes`` (outermost first) over ``base_payload``, each cell
-    mapped to its endpoint (an endpoint axis: :func:`~.mapping.map_payload`),
-    validated once and counted; every problem of every cell raises one PayloadError
-    whose messages start with the cell's axis values. ``prepare`` (a client's
-    ``prepare``) validates and keeps what it returns for sending; without it the
-    catalog validates. ``filled``: fields the grid itself put in the payload (a
-    drawn seed), never noted as dropped: the user did not set them."""
+    """The cells of :func:`laid_out` over ``base_payload``, each mapped to its endpoint
+    (an endpoint axis: :func:`~.mapping.map_payload`), validated once and counted; every
+    problem of every cell raises one PayloadError whose messages start with the cell's
+    axis values. ``prepare`` (a client's ``prepare``) validates and keeps what it returns
+    for sending; without it the catalog validates. ``filled``: fields the grid itself put
+    in the payload (a drawn seed), never noted as dropped: the user did not set them."""
     check: Prepare = prepare if prepare is not None else validate
     errors: list[dict[str, Any]] = []
     cells: list[PlannedCell] = []
     mapped_axes = any(axis.kind == "endpoint" for _, axis in axes)
-    for index, combo in enumerate(itertools.product(*(range(len(a)) for _, a in axes))):
+    for index, (position, values, target) in enumerate(laid_out(axes, endpoint)):
         payload = copy.deepcopy(dict(base_payload))
-        values = {name: axis.values[i] for (name, axis), i in zip(axes, combo, strict=True)}
         for name, axis in axes:
             axis.apply(payload, values[name])
         where = " · ".join(f"{axis.field}={short(values[name], 40)}" for name, axis in axes)
-        # the cell's endpoint: its endpoint-axis value, else the grid's
-        target = next((str(values[n]) for n, a in axes if a.kind == "endpoint"), endpoint)
         target_spec = catalog_endpoint(target) if target != endpoint else spec
         dropped: tuple[str, ...] = ()
         if mapped_axes:
@@ -135,11 +151,10 @@ def expand_cells(
                 {"loc": e["loc"], "msg": f"in the cell {where}: {e['msg']}"} for e in exc.errors
             ]
             continue
-        position = dict(zip((n for n, _ in axes), combo, strict=True))
         cells.append(
             PlannedCell(
                 index=index,
-                position=(position.get("z", 0), position.get("y", 0), position.get("x", 0)),
+                position=position,
                 values=values,
                 payload=payload,
                 billed=count,
@@ -280,24 +295,19 @@ def _lock_seed(
     it went). Beside an endpoint axis it goes in ``seed`` for every endpoint (each cell's
     mapping puts it where its endpoint wants it); else where the endpoint takes one."""
     varied = {a.field.split(".")[0] for a in axes if a.kind == "field"}
+    if read_roles(spec, payload)[1] is not None or SEED_NAME in varied:
+        return None, None  # the payload's (or its prompt's --seed), or an axis's
     value = seed if seed is not None else random.SystemRandom().randint(*SEED_RANGE)
     if any(a.kind == "endpoint" for a in axes):
-        if read_roles(spec, payload)[1] is not None or SEED_NAME in varied:
-            return None, None
         payload[SEED_NAME] = value
         return value, "each endpoint's seed"
-    if SEED_NAME in spec.fields and payload.get(SEED_NAME) is None and SEED_NAME not in varied:
+    if SEED_NAME in spec.fields:
         payload[SEED_NAME] = value
         return value, SEED_NAME
     for name in spec.prompt_fields:
-        text = payload.get(name)
-        if not isinstance(text, str) or name in varied:
-            continue
-        prompt = Prompt.parse(text)
-        if "seed" in prompt.params:
-            return None, None
-        payload[name] = str(prompt.with_params(seed=value))
-        return value, f"{name} --seed"
+        if isinstance(text := payload.get(name), str) and name not in varied:
+            payload[name] = str(Prompt.parse(text).with_params(seed=value))
+            return value, f"{name} --seed"
     return None, None
 
 
@@ -344,8 +354,9 @@ def plan_grid(
             )
         axes.update(zip(AXES[: len(groups)][::-1], groups, strict=True))
     else:
+        models = _models(spec, given.values())
         axes.update(
-            (name, _axis(axis, endpoint, spec, base, given.values()))
+            (name, make_axis(axis, endpoint, models, base))
             for name, axis in given.items()
             if axis is not None
         )
@@ -361,9 +372,8 @@ def plan_grid(
     refuse_above(endpoint, present, MAX_CELLS, "this grid has {n} cells", "use fewer values")
     extra = _per_endpoint(endpoint, per_endpoint, present)
     locked, where = _lock_seed(spec, base, [a for _, a in present], seed)
-    order = present[::-1]  # z outermost, then y, then x
     drawn = (SEED_NAME,) if locked is not None and seed is None else ()
-    cells = expand_cells(endpoint, spec, base, order, prepare, extra, filled=drawn)
+    cells = expand_cells(endpoint, spec, base, grid_axes(axes), prepare, extra, filled=drawn)
     return GridPlan(
         endpoint=endpoint,
         base_payload=base,
@@ -376,29 +386,16 @@ def plan_grid(
     )
 
 
-def _axis(
-    given: Any, endpoint: str, spec: EndpointSpec, base: Mapping[str, Any], every: Iterable[Any]
-) -> Axis:
-    """An axis read against the grid's endpoint; beside an endpoint axis, a field
-    only some of the compared endpoints have is read against the first that has it."""
-    ids = [
-        str(v)
-        for g in every
-        if isinstance(g, (tuple, list))
-        and len(g) == 2
-        and g[0] == ENDPOINT_AXIS
-        and isinstance(g[1], (list, tuple))
-        for v in g[1]
-    ]
-    try:
-        return make_axis(given, endpoint, spec.model, base)
-    except PayloadError:
-        for other in ids:
-            try:
-                return make_axis(given, endpoint, catalog_endpoint(other).model, base)
-            except (PayloadError, EndpointNotFound):  # the first error is the one to show
-                continue
-        raise
+def _models(spec: EndpointSpec, given: Iterable[Any]) -> list[Any]:
+    """The grid's model, then those of the endpoints an endpoint axis compares: a field
+    only some of them have is read against the first that has it."""
+    models = [spec.model]
+    for axis in given:
+        if isinstance(axis, (tuple, list)) and len(axis) == 2 and axis[0] == ENDPOINT_AXIS:
+            for other in axis[1] if isinstance(axis[1], (list, tuple)) else ():
+                with contextlib.suppress(PayloadError, EndpointNotFound):  # the axis says why
+                    models.append(catalog_endpoint(str(other)).model)
+    return models
 
 
 def _per_endpoint(

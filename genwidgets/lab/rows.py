@@ -25,7 +25,6 @@ __all__ = [
     "MAX_ROWS",
     "SourceRows",
     "read_rows",
-    "row_loc",
 ]
 
 #: a rows file larger than this is refused before it is read
@@ -70,13 +69,6 @@ class SourceRows:
         return f"{said} (line {self.lines[index]})" if self.lines is not None else said
 
 
-def row_loc(row: int | str, column: str | None = None) -> tuple[str, ...]:
-    """The ``loc`` of a problem in one row (and column or field) of a batch: ``row`` is
-    its position or how :meth:`SourceRows.where` names it."""
-    where = f"row {row}" if isinstance(row, int) else row
-    return (where,) if column is None else (where, column)
-
-
 def _bad(msg: str, *loc: str) -> PayloadError:
     return problem(loc or "rows", msg)
 
@@ -114,7 +106,7 @@ def _from_dicts(rows: Sequence[Any]) -> SourceRows:
         else:
             kept.append(_kept(row))
             continue
-        problems.append({"loc": row_loc(index), "msg": msg})
+        problems.append({"loc": (f"row {index}",), "msg": msg})
     if problems:
         raise PayloadError(problems)
     if not kept:
@@ -125,11 +117,9 @@ def _from_dicts(rows: Sequence[Any]) -> SourceRows:
 
 def _from_dataframe(frame: Any) -> SourceRows:
     columns = list(frame.columns)
-    bad = [c for c in columns if not isinstance(c, str) or not c.strip()]
-    if bad:
+    if bad := [c for c in columns if not isinstance(c, str) or not c.strip()]:
         raise _bad(f"DataFrame column names are non-empty strings, not {bad[0]!r}", "columns")
-    if len(set(columns)) != len(columns):
-        twice = sorted({c for c in columns if columns.count(c) > 1})
+    if twice := sorted({c for c in columns if columns.count(c) > 1}):
         raise _bad(f"the DataFrame names a column twice: {', '.join(twice)}", "columns")
     if len(frame) > MAX_ROWS:
         raise _too_many(len(frame), "the DataFrame")
@@ -179,10 +169,14 @@ def _open_text(path: Path) -> str:
 
 
 def _file_rows(
-    path: Path, records: Iterable[tuple[int, dict[str, Any], str | None]]
-) -> tuple[list[dict[str, Any]], list[int], list[str]]:
-    """(rows, their lines, the keys in first-seen order) of a file's non-blank records,
-    each (line, row, what is wrong with it or None): capped, every problem raised at once."""
+    path: Path,
+    records: Iterable[tuple[int, dict[str, Any], str | None]],
+    none: str,
+    columns: list[str] | None = None,
+) -> SourceRows:
+    """The rows of a file's non-blank records, each (line, row, what is wrong with it or
+    None): capped, every problem raised at once, ``none`` said when there is no row; the
+    columns are ``columns`` (a header's), else the keys in first-seen order."""
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
     keys: dict[str, None] = {}
@@ -191,13 +185,15 @@ def _file_rows(
         if len(rows) >= MAX_ROWS:
             raise _too_many(MAX_ROWS, path.name)
         if wrong is not None:
-            problems.append({"loc": row_loc(len(rows)), "msg": wrong})
+            problems.append({"loc": (f"row {len(rows)}",), "msg": wrong})
         keys.update(dict.fromkeys(row))
         rows.append(_kept(row))
         lines.append(line)
     if problems:
         raise PayloadError(problems)
-    return rows, lines, list(keys)
+    if not rows:
+        raise _bad(f"{path.name} {none}")
+    return SourceRows(rows, columns or list(keys), path.name, path.stem, lines)
 
 
 def _read_csv(path: Path) -> SourceRows:
@@ -208,11 +204,9 @@ def _read_csv(path: Path) -> SourceRows:
         if not header or not any(h.strip() for h in header):
             raise _bad(f"{path.name} has no header row: the first line names the columns")
         names = [h.strip() for h in header]
-        empty = [str(i + 1) for i, h in enumerate(names) if not h]
-        if empty:
+        if empty := [str(i + 1) for i, h in enumerate(names) if not h]:
             raise _bad(f"{path.name}: column {', '.join(empty)} of the header has no name")
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
+        if twice := sorted({n for n in names if names.count(n) > 1}):
             raise _bad(f"{path.name} names a column twice: {', '.join(twice)}")
         too_many = f"values for {len(names)} columns (quote a value that holds a comma)"
         records = (
@@ -226,14 +220,11 @@ def _read_csv(path: Path) -> SourceRows:
             for record in reader
             if any(cell.strip() for cell in record)  # a blank line is no row
         )
-        rows, lines, _keys = _file_rows(path, records)
+        return _file_rows(path, records, "has a header but no rows", names)
     except csv.Error as exc:
         raise _bad(f"{path.name} does not read as CSV: {exc}") from None
     finally:
         csv.field_size_limit(limit)
-    if not rows:
-        raise _bad(f"{path.name} has a header but no rows")
-    return SourceRows(rows, names, path.name, path.stem, lines)
 
 
 def _json_row(text: str, where: str) -> tuple[dict[str, Any], str | None]:
@@ -253,10 +244,7 @@ def _read_jsonl(path: Path) -> SourceRows:
         for number, line in enumerate(_open_text(path).splitlines(), 1)
         if line.strip()
     )
-    rows, lines, columns = _file_rows(path, records)
-    if not rows:
-        raise _bad(f"{path.name} holds no JSON object")
-    return SourceRows(rows, columns, path.name, path.stem, lines)
+    return _file_rows(path, records, "holds no JSON object")
 
 
 def read_rows(rows: Any) -> SourceRows:

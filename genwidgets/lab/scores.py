@@ -3,6 +3,7 @@ and days, as one list of dicts (:class:`ScoreTable`): docs/decisions.md#scores."
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import itertools
 import json
@@ -15,6 +16,7 @@ from ..errors import EndpointNotFound, PayloadError
 from .axes import Axis
 from .batch_store import GridStore
 from .mapping import prompt_of
+from .plan import grid_axes, laid_out
 from .store import store_for
 
 if TYPE_CHECKING:
@@ -55,19 +57,19 @@ def _since(value: Any) -> float | None:
     raise ValueError(f"since is a datetime, date, ISO string or timestamp, not {value!r}")
 
 
-def _axis_values(description: Mapping[str, Any], index: int) -> dict[str, Any]:
-    """The axis values of cell ``index`` (cells run z, then y, then x)."""
-    axes = description.get("axes") or {}
-    order = [Axis.from_description(a) for n in ("z", "y", "x") if (a := axes.get(n))]
-    combo = next(itertools.islice(itertools.product(*(a.values for a in order)), index, None), None)
-    return {} if combo is None else {a.field: v for a, v in zip(order, combo, strict=True)}
+def _cell(description: Mapping[str, Any], index: int, endpoint: str) -> tuple[str, dict[str, Any]]:
+    """Where cell ``index`` of a stored grid was sent, and its other axis values by field."""
+    stored = description.get("axes") or {}
+    axes = grid_axes({n: Axis.from_description(a) for n, a in stored.items() if a})
+    for _, values, target in itertools.islice(laid_out(axes, endpoint), index, index + 1):
+        return target, {a.field: values[n] for n, a in axes if a.kind != "endpoint"}
+    return endpoint, {}
 
 
 def _prompt(endpoint: str, payload: Mapping[str, Any]) -> str | None:
-    try:
+    with contextlib.suppress(PayloadError, EndpointNotFound):  # an endpoint since removed
         return prompt_of(catalog_endpoint(endpoint), payload)
-    except (PayloadError, EndpointNotFound):  # an endpoint since removed from the catalog
-        return None
+    return None
 
 
 def scores(
@@ -80,8 +82,7 @@ def scores(
     table = ScoreTable()
     for row in store_for(chosen, GridStore).rated(_since(since)):
         grid_id, gateway, grid_endpoint, description, index, payload, rid, stars, note, at = row
-        values = _axis_values(json.loads(description), int(index))
-        target = str(values.get("endpoint", grid_endpoint))
+        target, values = _cell(json.loads(description), int(index), grid_endpoint)
         if endpoint is not None and target != endpoint:
             continue
         table.append(
@@ -95,7 +96,7 @@ def scores(
                 "note": note,
                 "rated_at": dt.datetime.fromtimestamp(at, dt.timezone.utc).isoformat(),
                 "request_id": rid,
-                **{k: v for k, v in values.items() if k != "endpoint"},
+                **values,
             }
         )
     return table

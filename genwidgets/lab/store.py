@@ -5,7 +5,7 @@ plan read back (:func:`restore_plan`); the stores and their tables are
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,19 +14,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import EndpointNotFound, PayloadError
 from .axes import Axis
-from .batch_store import BatchStore, SessionTables, Tables
+from .batch_store import BatchStore
 from .cost import billed_count
-from .plan import AXES, GridPlan, PlannedCell
+from .plan import AXES, GridPlan, PlannedCell, grid_axes, laid_out
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
 
-__all__ = [
-    "SessionTables",
-    "Tables",
-    "restore_plan",
-    "store_for",
-]
+__all__ = ["restore_plan", "store_for"]
 
 
 #: One store per kind (runs, grids) per ledger file (or per file-less client) in
@@ -54,36 +49,27 @@ def store_for(client: ClientLike, kind: type[S]) -> S:
 def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str, Any]]) -> GridPlan:
     """A stored grid's plan, from its description and its cells' stored payloads
     (nothing is validated again: these were sent)."""
-    axes: dict[str, Axis | None] = {
-        name: Axis.from_description(a) if a else None
-        for name, a in (description.get("axes") or {}).items()
-    }
-    for name in AXES:
-        axes.setdefault(name, None)
-    order = [(n, a) for n in ("z", "y", "x") if (a := axes[n]) is not None]
-    combos = list(itertools.product(*(range(len(a)) for _, a in order)))
-    if len(combos) != len(payloads):
+    stored = description.get("axes") or {}
+    axes = {n: Axis.from_description(a) if (a := stored.get(n)) else None for n in AXES}
+    endpoint = str(description["endpoint"])
+    places = list(laid_out(grid_axes(axes), endpoint))
+    if len(places) != len(payloads):
         raise ValueError(
-            f"the stored grid has {len(payloads)} cells but its axes make {len(combos)}"
+            f"the stored grid has {len(payloads)} cells but its axes make {len(places)}"
         )
-
-    grid_endpoint = str(description["endpoint"])
     cells = []
-    for index, (combo, payload) in enumerate(zip(combos, payloads, strict=True)):
-        position = dict(zip((n for n, _ in order), combo, strict=True))
-        values = {n: a.values[i] for (n, a), i in zip(order, combo, strict=True)}
-        target = next((str(values[n]) for n, a in order if a.kind == "endpoint"), grid_endpoint)
+    for index, ((position, values, target), payload) in enumerate(
+        zip(places, payloads, strict=True)
+    ):
         kind, billed = "", 1
-        try:
+        with contextlib.suppress(PayloadError, EndpointNotFound):  # a removed endpoint
             spec = catalog_endpoint(target)
             kind = str(spec.kind)
             billed = billed_count(spec, payload)  # what it billed when sent (4 images, ...)
-        except (PayloadError, EndpointNotFound):  # an endpoint since removed from the catalog
-            pass
         cells.append(
             PlannedCell(
                 index=index,
-                position=(position.get("z", 0), position.get("y", 0), position.get("x", 0)),
+                position=position,
                 values=values,
                 payload=dict(payload),
                 billed=billed,
@@ -91,15 +77,14 @@ def restore_plan(description: Mapping[str, Any], payloads: Sequence[Mapping[str,
                 kind=kind,
             )
         )
-    layout = dict(description.get("layout") or {a: a for a in AXES})
     return GridPlan(
-        endpoint=str(description["endpoint"]),
+        endpoint=endpoint,
         base_payload=dict(description.get("base_payload") or {}),
         axes=axes,
         cells=tuple(cells),
         seed=description.get("seed"),
         seed_field=description.get("seed_field"),
         billing=dict(description.get("billing") or {}),
-        layout=layout,
+        layout=dict(description.get("layout") or {a: a for a in AXES}),
         per_endpoint=dict(description.get("per_endpoint") or {}),
     )

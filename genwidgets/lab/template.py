@@ -9,10 +9,11 @@ are typed, and why a field no endpoint has is refused: docs/decisions.md#batch-t
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
+import functools
 import json
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,8 +22,8 @@ from ..catalog.fields import field_named
 from ..errors import PayloadError
 from .axes import field_type, set_field, typed_value
 from .mapping import ENDPOINT_AXIS
+from .naming import format_parts
 from .problems import problem
-from .rows import row_loc
 
 if TYPE_CHECKING:
     from ..catalog import EndpointSpec
@@ -31,7 +32,6 @@ __all__ = ["ROW_NUMBER", "Slot", "Template", "build_template"]
 
 #: the pseudo-column holding the row's number (unless the rows have a column of that name)
 ROW_NUMBER = "row"
-_FORMATTER = string.Formatter()
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
 
@@ -68,15 +68,12 @@ def _typed(slot: Slot, value: Any, endpoint: str) -> Any:
     object is parsed; a scalar's text is converted; anything else is kept)."""
     if not isinstance(value, str):
         return value
-    if slot.kind is None:
-        text = value.strip()
-        if text[:1] in ("[", "{"):
-            try:
-                return json.loads(text)
-            except (ValueError, RecursionError):
-                return value
-        return value
-    return typed_value(value, slot.kind, slot.field, endpoint, hint="")
+    if slot.kind is not None:
+        return typed_value(value, slot.kind, slot.field, endpoint, hint="")
+    if value.strip()[:1] in ("[", "{"):
+        with contextlib.suppress(ValueError, RecursionError):  # not JSON: the text as it is
+            return json.loads(value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -87,8 +84,6 @@ class Template:
     slots: tuple[Slot, ...]
     #: columns the template does not read (the plan lists them: not sent)
     unused: tuple[str, ...] = ()
-    #: True when no template was given (the columns named like fields)
-    from_columns: bool = False
     #: columns named like fields that fill what a given template leaves out
     filled: tuple[str, ...] = ()
 
@@ -97,7 +92,7 @@ class Template:
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The payload of one row and the problems met (each at ``(row N, field)``):
         ``index`` is the row's name (``{row}``), ``where`` how messages name it."""
-        at = where if where is not None else index
+        at = where if where is not None else f"row {index}"
         payload: dict[str, Any] = {}
         problems: list[dict[str, Any]] = []
         values = _Values({ROW_NUMBER: index, **row})  # a column named "row" wins
@@ -117,14 +112,14 @@ class Template:
             except PayloadError as exc:
                 source = f"column {slot.whole!r}" if slot.whole is not None else repr(slot.text)
                 problems += [
-                    {"loc": row_loc(at, slot.field), "msg": f"from {source}: {e['msg']}"}
+                    {"loc": (at, slot.field), "msg": f"from {source}: {e['msg']}"}
                     for e in exc.errors
                 ]
                 continue
             except (ValueError, TypeError, KeyError, IndexError) as exc:
                 problems.append(
                     {
-                        "loc": row_loc(at, slot.field),
+                        "loc": (at, slot.field),
                         "msg": f"{slot.text!r} does not format with this row: {exc}",
                     }
                 )
@@ -137,43 +132,8 @@ class Template:
         return {slot.field: slot.describe() for slot in self.slots}
 
 
-def _format_columns(field: str, text: str) -> list[str]:
-    """The columns a format string names; a malformed one is a PayloadError."""
-    try:
-        parsed = list(_FORMATTER.parse(text))
-    except ValueError as exc:
-        raise _bad(
-            field, f"{text!r} is not a format string ({exc}); write {{{{ for a brace"
-        ) from None
-    names = []
-    for _literal, name, _spec, _conversion in parsed:
-        if name is None:
-            continue
-        if not name or name.isdigit():
-            raise _bad(field, f"{text!r}: a {{}} names a column, e.g. {{text}}")
-        if any(c in name for c in ".[]"):
-            raise _bad(
-                field, f"{text!r}: {{{name}}} names a column as it is, no attribute or index"
-            )
-        names.append(name)
-    return names
-
-
 def _bad(field: str, msg: str) -> PayloadError:
     return problem(("template", field), msg)
-
-
-def _field_kind(field: str, specs: Sequence[EndpointSpec]) -> type | None:
-    """The field's scalar type, read from the first endpoint that has it (the batch's
-    own first); unknown to all of them is a PayloadError naming the closest name."""
-    first: PayloadError | None = None
-    for spec in specs:
-        try:
-            return field_type(spec.model, field.split("."), spec.id, where="template")
-        except PayloadError as exc:
-            first = first or exc
-    assert first is not None
-    raise first
 
 
 def build_template(
@@ -185,8 +145,8 @@ def build_template(
     endpoint first, then those of an endpoint column) and the rows' ``columns``. Every
     problem raises one PayloadError naming the field, and what is accepted."""
     endpoint = specs[0].id
+    models = [s.model for s in specs]  # a field is typed by the first that has it
     known = set(columns) | {ROW_NUMBER}
-    from_columns = given is None
     if given is None:
         names = set().union(*(s.known_names for s in specs))
         chosen = [c for c in columns if c in names and c != ENDPOINT_AXIS]
@@ -222,13 +182,13 @@ def build_template(
                 raise _bad(str(field), f"{field!r} is not a field name or a dotted path")
             if field == ENDPOINT_AXIS:
                 raise _bad(field, "the endpoint comes from the endpoint argument or column")
-            kind = _field_kind(field, specs)
+            kind = field_type(models, field.split("."), endpoint, where="template")
             if not isinstance(value, str) or "{" not in value:
                 if isinstance(value, str):  # a string for a number or a boolean: typed
                     value = typed_value(value, kind, field, endpoint, hint="", where="template")
                 slots.append(Slot(field, constant=value, kind=kind))
                 continue
-            named = _format_columns(field, value)
+            named = [n for _, n in format_parts(value, functools.partial(_bad, field)) if n]
             missing = [n for n in named if n not in known]
             if missing:
                 raise _bad(
@@ -246,7 +206,7 @@ def build_template(
     if problems:
         raise PayloadError(problems, endpoint=endpoint)
     unused = tuple(c for c in columns if c not in used)
-    return Template(endpoint, tuple(slots), unused, from_columns, filled)
+    return Template(endpoint, tuple(slots), unused, filled)
 
 
 def _filling_columns(

@@ -19,7 +19,7 @@ def axis(field: str, values: Any, endpoint: str = T2I, payload: Any = None) -> A
     from genwidgets.catalog import endpoint as catalog_endpoint
 
     base = payload if payload is not None else {"prompt": "a fox in the snow"}
-    return make_axis((field, values), endpoint, catalog_endpoint(endpoint).model, base)
+    return make_axis((field, values), endpoint, [catalog_endpoint(endpoint).model], base)
 
 
 @pytest.mark.parametrize(

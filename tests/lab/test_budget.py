@@ -68,7 +68,8 @@ def test_budget_and_price_mistakes_are_payload_errors(
 
 def test_no_budget_caps_nothing() -> None:
     assert not make_budget(None, None, ["tasks"], [IMG])
-    assert Budget().charges(IMG, {"tasks": 1}) == {}
+    Budget().check([(i, IMG, {"tasks": 1, "images": 1e300}) for i in range(9)], {}, "b")
+    assert Budget().charges(IMG, {"tasks": 1}) == {"tasks": 1}  # counted, capped nowhere
 
 
 HUGE = 10**400  # an integer no float holds: float(HUGE) is an OverflowError

@@ -23,9 +23,8 @@ import genwidgets as gw
 from genwidgets._protocols import ClientLike
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger
-from genwidgets.lab import GridStore
-from genwidgets.lab.batch_store import CREATED, RowUpdate
-from genwidgets.lab.store import SessionTables, store_for
+from genwidgets.lab.batch_store import CREATED, GridStore, RowUpdate, SessionTables
+from genwidgets.lab.store import store_for
 from genwidgets.simulator import SimulatorServer
 
 pytestmark = pytest.mark.timeout(120)
@@ -175,7 +174,7 @@ RATER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from genwidgets.lab import GridStore
+    from genwidgets.lab.batch_store import GridStore
     from genwidgets.lab.batch_store import RowUpdate
     path, parity, tmp = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
     store = GridStore(path)

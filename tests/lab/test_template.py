@@ -74,7 +74,8 @@ def test_a_value_that_is_not_the_fields_type_names_its_row_and_field() -> None:
 def test_without_a_template_the_columns_named_like_fields_are_the_payload() -> None:
     columns = ["prompt", "seed", "notes", "endpoint", "duration"]
     built = build_template(None, [T2I, VIDEO], columns)
-    assert built.from_columns and built.unused == ("notes",)
+    assert built.describe() == {"prompt": "{prompt}", "seed": "{seed}", "duration": "{duration}"}
+    assert built.unused == ("notes",)
     assert built.payload({"prompt": "p", "seed": "3", "duration": "5", "notes": "n"}, 0) == (
         {"prompt": "p", "seed": 3, "duration": 5},
         [],

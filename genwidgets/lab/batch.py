@@ -252,10 +252,7 @@ class Batch:
 
     def charges(self, row: BatchRow) -> dict[str, float | None]:
         """What a row takes from the budget: every billed kind, and money with prices."""
-        units: dict[str, float | None] = dict(row.units)
-        if self.plan.budget.prices:
-            units["money"] = self.plan.budget.cost(row.endpoint, row.units)
-        return units
+        return self.plan.budget.charges(row.endpoint, row.units)
 
     def store_batch(self) -> None:
         """Record the batch before anything is confirmed or sent: its id is its own, in

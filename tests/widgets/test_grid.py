@@ -471,6 +471,7 @@ def test_a_bad_ask_from_the_page_is_answered_with_what_is_allowed(client: gw.Cli
     assert grid.shape == (1, 2, 3) and not grid.run.started and grid.recall_area is None
     grid.close()
 
+
 @ON_THE_SIMULATOR
 def test_the_expected_finish_of_running_cells_is_shown() -> None:
     fake = ForecastClient()

@@ -206,16 +206,15 @@ class EndpointForm(TwoFaced, W.VBox):
         general: list[str] = []
         for error in self.errors:
             loc, msg = _place(error, self.fields)
-            element = self.fields.get(str(loc[0])) if loc else None
-            if element is None:
-                where = ".".join(map(str, loc))
-                general.append(f"{where}: {msg}" if where else msg)
-                continue
-            target, rest = element.locate(loc[1:])
+            target, rest = self.root.locate(loc)
             where = ".".join(map(str, rest))
             text = f"{where}: {msg}" if where else msg
+            if target is self.root:
+                general.append(text)
+                continue
             by_element.setdefault(id(target), (target, []))[1].append(text)
-            if not element.spec.required:
+            top = self.fields.get(target.spec.path.split(".")[0].removesuffix("[]"))
+            if top is not None and not top.spec.required:
                 self.optional.selected_index = 0  # an error must be in sight
         for target, messages in by_element.values():
             target.show_errors(messages)

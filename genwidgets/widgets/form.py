@@ -306,20 +306,18 @@ class EndpointForm(TwoFaced, W.VBox):
         try:
             job = self.submit()
         except PayloadError:
-            problem = ""  # shown beside the fields by submit()
-        except GenwidgetsError as exc:
-            problem = redact(str(exc))
+            pass  # shown beside the fields by submit()
         except Exception as exc:  # a transport failure must not vanish into a log
-            problem = redact(f"{type(exc).__name__}: {exc}")
+            known = isinstance(exc, GenwidgetsError)
+            problem = str(exc) if known else f"{type(exc).__name__}: {exc}"
         finally:
             self._submitting = False
+        self._update_submit()  # the payload did not change: no second validation
         if job is not None:  # counted from the end, the task listed: a slow display
             self._submitted_at = time.monotonic()
-        self._update_submit()  # the payload did not change: no second validation
-        if problem:
-            self.reason.value = markup.span(problem, ERROR_STYLE)
-        if job is not None:
             self.reason.value = markup.span(f"submitted: {job.request_id}", OK_STYLE)
+        elif problem:
+            self.reason.value = markup.span(redact(problem), ERROR_STYLE)
 
     def _ipython_display_(self) -> None:
         """Both faces of the form (it is a control: its lasting face says what it was

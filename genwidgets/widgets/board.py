@@ -67,11 +67,8 @@ LASTING_ROWS = 200
 
 
 def process_started() -> float | None:
-    """When this Python process started (epoch seconds), from ``/proc`` where there is one.
-
-    The board's "this session" is this kernel's lifetime: a job submitted before it
-    came from the ledger of an earlier session
-    (docs/decisions.md#forms-board-outputs-and-the-command-line)."""
+    """When this Python process started (epoch seconds), from ``/proc`` where there is
+    one: the board's "this session" (docs/decisions.md#forms-board-outputs-and-the-command-line)."""
     try:
         stat = Path("/proc/self/stat").read_text()
         ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22: starttime, in clock ticks

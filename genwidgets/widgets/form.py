@@ -270,12 +270,8 @@ class EndpointForm(TwoFaced, W.VBox):
 
     def submit(self) -> JobLike:
         """Validate once and send; raises :class:`~genwidgets.PayloadError` (sending
-        nothing) when the payload is invalid, its problems shown beside the fields.
-
-        One trip: ``client.prepare`` validates and serialises the payload once, and
-        ``client.send`` sends that exact body (no second validation on the way down).
-        The task joins the form's task list, as a click's does.
-        """
+        nothing) when the payload is invalid, its problems shown beside the fields. One
+        trip, and the task joins the form's list: docs/decisions.md#form-fields."""
         try:
             prepared = self.client.prepare(self.endpoint, self.value)
         except PayloadError as exc:

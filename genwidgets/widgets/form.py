@@ -82,8 +82,8 @@ class EndpointForm(TwoFaced, W.VBox):
         optional = [e for e in self.fields.values() if not e.spec.required]
         self.optional_box = W.VBox()
         self._optional = optional
-        self.optional = W.Accordion(children=[self.optional_box], selected_index=None)
-        self.optional.set_title(0, f"Optional settings ({len(optional)})")
+        title = f"Optional settings ({len(optional)})"
+        self.optional = W.Accordion([self.optional_box], titles=(title,), selected_index=None)
         self.optional.observe(self._opened, "selected_index")
 
         self.title = W.HTML(self._title_html())
@@ -105,11 +105,8 @@ class EndpointForm(TwoFaced, W.VBox):
         self.actions.add_class("gw-form-actions")
         self.code_view = W.HTML()
         self.json_view = W.HTML()
-        code_tabs = W.Tab(children=[self.code_view, self.json_view])
-        code_tabs.set_title(0, "Python")
-        code_tabs.set_title(1, "JSON")
-        self.code = W.Accordion(children=[code_tabs], selected_index=None)
-        self.code.set_title(0, "Code")
+        code_tabs = W.Tab(children=[self.code_view, self.json_view], titles=("Python", "JSON"))
+        self.code = W.Accordion(children=[code_tabs], titles=("Code",), selected_index=None)
         self.output = W.Output()
         #: the submitted tasks, displayed under the form (see the module docstring)
         self.submitted = TaskList(self.output)

@@ -137,11 +137,7 @@ class _ContentRow:
         self.input.set(inner.get("url", UNSET) if isinstance(inner, Mapping) else UNSET)
         if self.role is not None:
             role = item.get("role")
-            if (
-                role is not None
-                and role not in self.role.options
-                and all(role != v for _, v in self.role.options)
-            ):
+            if role is not None and all(role != v for _, v in self.role.options):
                 self.role.options = [*self.role.options, (f"{role} (not allowed)", role)]
             self.role.value = role
 

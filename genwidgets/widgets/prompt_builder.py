@@ -190,17 +190,16 @@ class _Speed(_Choice):
 
 class _Text(_Control):
     def __init__(self, key: str, placeholder: str, options: tuple[str, ...] = ()) -> None:
+        common: dict[str, Any] = {
+            "description": f"--{key}",
+            "placeholder": placeholder,
+            "continuous_update": False,
+            "style": _LABEL,
+            "layout": _WIDE,
+            "tooltip": _tooltip(key),
+        }
         # a text box offering ``options`` (none: a plain text box)
-        self.text = widgets.Combobox(
-            description=f"--{key}",
-            placeholder=placeholder,
-            options=options,
-            ensure_option=False,
-            continuous_update=False,
-            style=_LABEL,
-            layout=_WIDE,
-            tooltip=_tooltip(key),
-        )
+        self.text = widgets.Combobox(options=options, ensure_option=False, **common)
         super().__init__(key, self.text)
 
     def show(self, params: dict[str, Any]) -> None:

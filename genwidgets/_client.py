@@ -6,13 +6,14 @@ It is the core and blocks on the engine's futures (fine in scripts and cells);
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import time
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -51,6 +52,7 @@ from .protocol.prepared import PreparedRequest, prepare
 from .protocol.records import Handle, Result
 
 log = logging.getLogger("genwidgets")
+T = TypeVar("T")
 
 #: Failures of a create request that certainly created no task: nothing left
 #: (``Unreachable``, ``ClientClosed``), or the gateway said no (any 4xx, below).
@@ -103,6 +105,11 @@ def create_failure(exc: BaseException) -> str:
         f"outcome unknown: {said}. Its task may exist (and bill): it is not sent again; "
         "look for it with client.history()"
     )
+
+
+async def _on_loop(make: Callable[[], T]) -> T:
+    """``make()``, called on the loop that runs this coroutine."""
+    return make()
 
 
 class LiveClients:
@@ -228,16 +235,21 @@ class Client:
         self.max_retries = max_retries
         self._engine = get_engine()
         policy = poll_policy or polling.DEFAULT_POLICY
+        # Built on the engine's loop: its AsyncClient and semaphore belong to that loop.
         self._gateway: Gateway = self._engine.run(
-            self._make_gateway(
-                key,
-                timeout,
-                max_retries,
-                max_in_flight,
-                transport,
-                headers,
-                clock=clock,
-                not_found_grace=policy.not_found_grace,
+            _on_loop(
+                functools.partial(
+                    Gateway,
+                    self.base_url,
+                    key,
+                    timeout=timeout,
+                    max_retries=max_retries,
+                    max_in_flight=max_in_flight,
+                    transport=transport,
+                    headers=headers,
+                    clock=clock,
+                    not_found_grace=policy.not_found_grace,
+                )
             )
         )
         self.ledger: Ledger | None = self._open_ledger(ledger)
@@ -267,31 +279,6 @@ class Client:
         self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
         self._closed = False
         self._seq = LIVE_CLIENTS.join(self, key)
-
-    async def _make_gateway(
-        self,
-        key: _config.Secret | None,
-        timeout: float,
-        max_retries: int,
-        max_in_flight: int,
-        transport: httpx.AsyncBaseTransport | None,
-        headers: Mapping[str, str] | None,
-        *,
-        clock: Callable[[], float],
-        not_found_grace: float,
-    ) -> Gateway:
-        # Built on the engine loop: its AsyncClient and semaphore belong to that loop.
-        return Gateway(
-            self.base_url,
-            key,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_in_flight=max_in_flight,
-            transport=transport,
-            headers=headers,
-            clock=clock,
-            not_found_grace=not_found_grace,
-        )
 
     @staticmethod
     def _open_ledger(ledger: bool | Ledger) -> Ledger | None:
@@ -433,7 +420,7 @@ class Client:
         if known is not None and not lost_contact(known):
             return known
         try:
-            handle = self._handle_for(endpoint, request_id)
+            handle = Handle.documented(self.base_url, endpoint, request_id)  # spec 2.1's URLs
         except ValueError as exc:  # a request id no URL can carry: the caller's input
             problem = {"loc": ("request_id",), "msg": str(exc)}
             raise PayloadError([problem], endpoint=endpoint) from None
@@ -484,21 +471,13 @@ class Client:
         known = self._jobs.get((handle.endpoint, handle.request_id))
         if known is not None:
             return known
-        result = row.result(source=gateway_outputs(self._engine, self._gateway))
-        if result is None:
-            return self._adopt(handle, payload=row.payload, submitted_at=row.submitted_at)
-        job = Job(
+        return self._adopt(
             handle,
-            simulated=self.embedded,
-            gateway=self._gateway,
-            engine=self._engine,
             payload=row.payload,
             submitted_at=row.submitted_at,
-            result=result,
+            result=row.result(source=gateway_outputs(self._engine, self._gateway)),
             finished_at=row.finished_at,
         )
-        self._jobs[(handle.endpoint, handle.request_id)] = job
-        return job
 
     def run(
         self, endpoint: str, payload: Mapping[str, Any], timeout: float | None = None
@@ -526,10 +505,6 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _handle_for(self, endpoint: str, request_id: str) -> Handle:
-        """The documented URLs of a task on this client's gateway (spec 2.1)."""
-        return Handle.documented(self.base_url, endpoint, request_id)
 
     # -- engine side -------------------------------------------------------
     async def _create(
@@ -570,7 +545,12 @@ class Client:
         *,
         payload: Mapping[str, Any] | None,
         submitted_at: float | None = None,
+        result: Result | None = None,
+        finished_at: float | None = None,
     ) -> Job:
+        """The Job of ``handle``, kept by this client: polled, unless it is known
+        finished (``result``, read back from the ledger)."""
+        live = result is None
         job = Job(
             handle,
             simulated=self.embedded,
@@ -578,11 +558,14 @@ class Client:
             engine=self._engine,
             payload=payload,
             submitted_at=submitted_at,
-            recorder=self._recorder,
-            schedule=self._schedule,
+            recorder=self._recorder if live else None,
+            schedule=self._schedule if live else None,
+            result=result,
+            finished_at=finished_at,
         )
         self._jobs[(handle.endpoint, handle.request_id)] = job
-        job.start_polling()
+        if live:
+            job.start_polling()
         return job
 
     async def _aclose(self) -> None:

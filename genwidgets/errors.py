@@ -396,17 +396,8 @@ class ServeError(GenwidgetsError):
 
 
 # --------------------------------------------------------------------------- signals
-# Two signals between our own modules, outside the tree and ``__all__``: each is caught
-# and turned into one of the errors above before a caller can see it.
-
-
-class RedirectedAway(Exception):
-    """A queue request was redirected off its origin (``target``: where to): not
-    followed; the protocol's client raises a :class:`GatewayError` saying so."""
-
-    def __init__(self, status_code: int, target: str) -> None:
-        super().__init__(f"redirected to {target}")
-        self.status_code, self.target = status_code, target
+# A signal between our own modules, outside the tree and ``__all__``: it is caught and
+# turned into one of the errors above before a caller can see it.
 
 
 class UpstreamFault(Exception):

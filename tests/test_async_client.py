@@ -103,32 +103,23 @@ def test_waiting_for_a_result_never_blocks_the_loop() -> None:
     asyncio.run(main())
 
 
-def test_a_result_wait_that_runs_out_leaves_the_task_alive() -> None:
+@pytest.mark.parametrize(("cancel", "says"), [(False, "still alive"), (True, "asked to cancel")])
+def test_a_result_wait_that_runs_out_leaves_the_task_alive_unless_told_to_cancel(
+    cancel: bool, says: str
+) -> None:
     fake = FakeGateway()
     fake.next_statuses = [{"status": "IN_PROGRESS"}]
 
     async def main() -> None:
         async with gw.AsyncClient(BASE, KEY, transport=fake.transport(), ledger=False) as client:
             job = await client.submit("ep", {}, validate=False)
-            with pytest.raises(gw.TaskTimeout, match="still alive"):
-                await job.result(timeout=0.05)
-            assert not job.done()
-            await job.cancel()
+            with pytest.raises(gw.TaskTimeout, match=says) as info:
+                await job.result(timeout=0.05, cancel_on_timeout=cancel)
+            assert info.value.cancelled is cancel
+            if not cancel:  # alive: the caller may cancel it
+                assert not job.done()
+                await job.cancel()
             assert fake.count("cancel") == 1
-
-    asyncio.run(main())
-
-
-def test_an_async_wait_with_cancel_on_timeout_cancels_the_task() -> None:
-    fake = FakeGateway()
-    fake.next_statuses = [{"status": "IN_PROGRESS"}]
-
-    async def main() -> None:
-        async with gw.AsyncClient(BASE, KEY, transport=fake.transport(), ledger=False) as client:
-            job = await client.submit("ep", {}, validate=False)
-            with pytest.raises(gw.TaskTimeout, match="asked to cancel") as info:
-                await job.result(timeout=0.05, cancel_on_timeout=True)
-            assert info.value.cancelled and fake.count("cancel") == 1
 
     asyncio.run(main())
 
@@ -188,8 +179,6 @@ def test_the_async_client_against_the_simulator_on_loopback(simulator: Any) -> N
             assert len({job.request_id for job in jobs}) == 3
             assert (await jobs[0].status()).done
             assert results[0].outputs[0].content_type.startswith("image/")
-            assert {j.request_id for j in await client.history()} >= {
-                j.request_id for j in jobs
-            }
+            assert {j.request_id for j in await client.history()} >= {j.request_id for j in jobs}
 
     asyncio.run(main())

@@ -158,7 +158,7 @@ def test_the_package_starts_five_kinds_of_threads(
                     return (await job.result(60)).status
 
             assert asyncio.run(use_async()) == "COMPLETED"
-        assert [r.status for r in batch.rows] == ["done"] * 3 and run.counts()[:2] == (2, 0)
+        assert [r.status for r in batch.rows] == ["done"] * 3 and run.tally()[:2] == (2, 0)
     finally:
         sampling.set()
         sampler.join(30)

@@ -21,7 +21,7 @@ _ProjectName = Annotated[
 ]
 
 
-@register("asset-get", kind="asset", family="asset", title="Asset details")
+@register("asset-get", kind="asset", title="Asset details")
 class AssetGet(Endpoint):
     """Retrieve an asset record (Id, Name, URL, AssetType, GroupId, Status)."""
 
@@ -29,13 +29,7 @@ class AssetGet(Endpoint):
     ProjectName: _ProjectName = None
 
 
-@register(
-    "asset-group-create",
-    kind="asset",
-    family="asset",
-    title="Create an asset group",
-    documented=False,
-)
+@register("asset-group-create", kind="asset", title="Create an asset group", documented=False)
 class AssetGroupCreate(Endpoint):
     """Create an asset group (referenced; payload is our choice). Returns ``{"GroupId"}``."""
 
@@ -43,13 +37,7 @@ class AssetGroupCreate(Endpoint):
     ProjectName: _ProjectName = None
 
 
-@register(
-    "asset-create",
-    kind="asset",
-    family="asset",
-    title="Create an asset",
-    documented=False,
-)
+@register("asset-create", kind="asset", title="Create an asset", documented=False)
 class AssetCreate(Endpoint):
     """Create an asset in a group from a URL (referenced; payload is our choice).
     Returns the asset record; its Status goes from Processing to Active."""

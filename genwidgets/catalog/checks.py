@@ -1,5 +1,6 @@
-"""Media strings: their *form* only, from the field's :class:`MediaSpec` (URL, data URL,
-raw base64, ``asset://``), without any I/O but one: a rejected string that names an
+"""Media fields: what one accepts (its :class:`MediaSpec`, a marker that checks the strings
+it annotates) and the check of a media string's *form* only (URL, data URL, raw base64,
+``asset://``), without any I/O but one: a rejected string that names an
 existing local file says to pass a ``pathlib.Path``. :mod:`genwidgets.media` checks the
 file itself (format, size, sides, duration).
 """
@@ -9,8 +10,63 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
-from .markers import MB, MediaSpec
+from pydantic import GetCoreSchemaHandler
+from pydantic.fields import FieldInfo
+from pydantic_core import CoreSchema, core_schema
+
+from .introspect import is_container, strip_optional
+from .markers import MB
+
+Encoding = Literal[
+    "data_url_lower",  # data:image/<lowercase format>;base64,... (vidA), or URL, or asset://
+    "data_url_mime",  # data:<MIME type>;base64,... (vidH, vidV, imgQ, imgG), or URL
+    "raw_base64",  # base64 with no prefix (vidK), or URL
+    "url_only",  # public http(s) URL only (vidP)
+    "url_or_data",  # URL or any data URL (masks, speech), or raw base64 where stated
+]
+
+
+@dataclass(frozen=True)
+class MediaSpec:
+    """What a media field accepts, from the spec's table. Limits are inclusive
+    unless ``*_exclusive`` is set; ``None`` means the spec states none."""
+
+    media: Literal["image", "video", "audio"]
+    encoding: Encoding
+    formats: tuple[str, ...] = ()  # lowercase: "jpeg", "png", "webp", "mp4", ...
+    max_bytes: int | None = None
+    min_side: int | None = None  # each of width and height at least this
+    max_side: int | None = None
+    min_short_side: int | None = None
+    sides_exclusive: bool = False  # vidA: strictly between 300 and 6000
+    min_aspect: float | None = None  # width / height
+    max_aspect: float | None = None
+    aspect_exclusive: bool = False
+    min_seconds: float | None = None
+    max_seconds: float | None = None
+    allow_asset: bool = False  # asset://<id> accepted
+    raw_base64_ok: bool = False  # url_or_data: bare base64 too (the imgM mask)
+    max_decoded: int | None = None  # inline data's decoded cap, when tighter (vidV)
+    note: str = ""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        """A string field it annotates is checked for the form the spec allows
+        (:class:`MediaCheck`); a list it annotates is left to its items' own."""
+        schema = handler(source)
+        if is_container(strip_optional(source)[0]):
+            return schema
+        return core_schema.no_info_after_validator_function(MediaCheck(self), schema)
+
+
+def media_spec(info: FieldInfo) -> MediaSpec | None:
+    """The field's own :class:`MediaSpec` (a list's items may carry theirs:
+    :func:`genwidgets.catalog.paths.media_specs` finds both)."""
+    return next((m for m in info.metadata if isinstance(m, MediaSpec)), None)
+
 
 _MIME_TYPES: dict[str, tuple[str, ...]] = {
     "jpeg": ("image/jpeg", "image/jpg", "image/pjpeg"),
@@ -56,16 +112,15 @@ def _mb(n: float) -> str:
 
 @dataclass(frozen=True)
 class MediaCheck:
-    """AfterValidator: the string has the form its :class:`MediaSpec` allows.
+    """AfterValidator: the string has the form its :class:`MediaSpec` allows (a field's
+    spec runs it: ``Annotated[str, SPEC]``).
 
-    ``raw_base64_ok`` lets a ``url_or_data`` field take bare base64 too (the imgM
-    mask: "URL or Base64 data"); ``max_decoded`` caps the decoded size of inline
+    The spec's ``raw_base64_ok`` lets a ``url_or_data`` field take bare base64 too (the
+    imgM mask: "URL or Base64 data"); its ``max_decoded`` caps the decoded size of inline
     data where the spec states a tighter limit for base64 than for files (vidV).
     """
 
     spec: MediaSpec
-    raw_base64_ok: bool = False
-    max_decoded: int | None = None
 
     def __call__(self, value: str | None) -> str | None:
         if value is None:
@@ -79,7 +134,7 @@ class MediaCheck:
             return self._asset(value)
         if head.startswith("data:"):
             return self._data_url(value)
-        takes_base64 = self.spec.encoding == "raw_base64" or self.raw_base64_ok
+        takes_base64 = self.spec.encoding == "raw_base64" or self.spec.raw_base64_ok
         if takes_base64 and _BASE64.fullmatch(value):
             self._check_size(len(value))
             return value
@@ -113,7 +168,7 @@ class MediaCheck:
             text = "a public http(s) URL" + (f" ({formats})" if formats else "")
         else:
             text = "a public http(s) URL, or data:<MIME type>;base64,<data>"
-            if self.raw_base64_ok:
+            if self.spec.raw_base64_ok:
                 text += ", or raw base64"
         if spec.allow_asset:
             text += ", or asset://<ASSET_ID>"
@@ -192,7 +247,7 @@ class MediaCheck:
             raise ValueError(f"MIME type {mime} is not accepted; allowed: {', '.join(allowed)}")
 
     def _check_size(self, encoded_length: int) -> None:
-        limits = [n for n in (self.spec.max_bytes, self.max_decoded) if n is not None]
+        limits = [n for n in (self.spec.max_bytes, self.spec.max_decoded) if n is not None]
         if not limits:
             return
         decoded = encoded_length * 3 // 4

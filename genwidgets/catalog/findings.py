@@ -23,15 +23,6 @@ _collector: ContextVar[list[tuple[str, type[Warning]]] | None] = ContextVar(
 )
 
 
-def soft_warning(message: str, category: type[Warning] = UserWarning) -> None:
-    """A validator's soft finding: a warning, unless :func:`collect_warnings` is active."""
-    sink = _collector.get()
-    if sink is not None:
-        sink.append((message, category))
-    else:
-        warnings.warn(message, category, stacklevel=4)
-
-
 @contextmanager
 def collect_warnings() -> Iterator[list[tuple[str, type[Warning]]]]:
     """Gather soft findings instead of warning (per thread and task, unlike catch_warnings).
@@ -47,8 +38,13 @@ def collect_warnings() -> Iterator[list[tuple[str, type[Warning]]]]:
 
 
 def warn(message: str, category: type[Warning] = IneffectiveFieldWarning) -> None:
-    """A validator's soft finding, by default an :class:`IneffectiveFieldWarning`."""
-    soft_warning(message, category)
+    """A validator's soft finding, by default an :class:`IneffectiveFieldWarning`: a
+    warning, unless :func:`collect_warnings` is active."""
+    sink = _collector.get()
+    if sink is not None:
+        sink.append((message, category))
+    else:
+        warnings.warn(message, category, stacklevel=4)
 
 
 def warn_truncated(name: str, value: str | None, limit: int) -> None:

@@ -12,10 +12,10 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from .checks import MediaCheck
+from .checks import MediaSpec
 from .coerce import SIZE_WITH_STAR, Size, SizeRule
 from .findings import DeprecatedFieldWarning, warn, warn_truncated
-from .markers import BILLED, GENERATIONS, MB, SEED_MAX, MediaSpec, ServiceDefault
+from .markers import BILLED, GENERATIONS, MB, SEED_MAX, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -31,9 +31,7 @@ GENW25_SIZE = SizeRule(
 )
 
 
-@register(
-    "genW2.5-t2i-preview", kind="image", family="genW", title="Text to image (genW 2.5 preview)"
-)
+@register("genW2.5-t2i-preview", kind="image", title="Text to image (genW 2.5 preview)")
 class GenW25T2IPreview(Endpoint):
     """Text to image, served through the international node. A ``size`` written
     ``1280x1280`` is normalised to ``1280*1280``."""
@@ -53,9 +51,7 @@ class GenW25T2IPreview(Endpoint):
     n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(4)] = Field(
         None, ge=1, le=4, description="Number of images. Affects cost."
     )
-    seed: int | None = Field(
-        None, ge=0, le=SEED_MAX, description="Random if omitted."
-    )
+    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random if omitted.")
     prompt_extend: Annotated[bool | None, ServiceDefault(True)] = Field(
         None, description="Improves short prompts, adds latency."
     )
@@ -101,7 +97,7 @@ GENW26_SIZES = Literal[
 ]
 
 
-@register("genW2.6-r2v", kind="video", family="genW", title="Reference to video (genW 2.6)")
+@register("genW2.6-r2v", kind="video", title="Reference to video (genW 2.6)")
 class GenW26R2V(Endpoint):
     """Video from reference images or videos. Required flags are not shown: exactly
     one of ``reference_urls`` (preferred) and ``reference_video_urls`` is required,
@@ -117,7 +113,7 @@ class GenW26R2V(Endpoint):
     )
     negative_prompt: str | None = Field(None, description="Chinese or English; excess truncated.")
     reference_urls: Annotated[
-        list[Annotated[str, AfterValidator(MediaCheck(GENW26_REFERENCE))]] | None,
+        list[Annotated[str, GENW26_REFERENCE]] | None,
         GENW26_REFERENCE,
     ] = Field(
         None,
@@ -127,7 +123,7 @@ class GenW26R2V(Endpoint):
         "WEBP; videos MP4, MOV. Preferred; do not send with reference_video_urls.",
     )
     reference_video_urls: Annotated[
-        list[Annotated[str, AfterValidator(MediaCheck(GENW26_REFERENCE_VIDEO))]] | None,
+        list[Annotated[str, GENW26_REFERENCE_VIDEO]] | None,
         GENW26_REFERENCE_VIDEO,
     ] = Field(
         None,

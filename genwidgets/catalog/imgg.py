@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
-from .checks import MediaCheck
+from .checks import MediaSpec
 from .coerce import SIZE_WITH_X, OneOrMany
 from .findings import IneffectiveFieldWarning, warn
-from .markers import BILLED, GENERATIONS, MediaSpec, ServiceDefault
+from .markers import BILLED, GENERATIONS, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -36,7 +36,7 @@ class ImgGMask(Part):
         return self
 
 
-@register("imgG-1.5-edit", kind="image", family="imgG", title="Image editing (imgG 1.5)")
+@register("imgG-1.5-edit", kind="image", title="Image editing (imgG 1.5)")
 class ImgG15Edit(Endpoint):
     """Edit images from a prompt.
 
@@ -47,9 +47,7 @@ class ImgG15Edit(Endpoint):
     """
 
     prompt: str = Field(min_length=1, max_length=32000, description="Max 32000 characters.")
-    images: Annotated[
-        OneOrMany[Annotated[str, AfterValidator(MediaCheck(IMGG_IMAGE))]], IMGG_IMAGE
-    ] = Field(
+    images: Annotated[OneOrMany[Annotated[str, IMGG_IMAGE]], IMGG_IMAGE] = Field(
         min_length=1,
         max_length=IMGG_MAX_IMAGES,
         description="Up to 16 input images, each a URL or data:<MIME>;base64,<data> "

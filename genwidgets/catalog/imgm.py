@@ -17,8 +17,8 @@ from pydantic import AfterValidator, Field, model_validator
 
 from ..errors import PayloadError
 from ..imgm import Prompt
-from .checks import MediaCheck
-from .markers import PROMPT_STRING, MediaSpec, Number
+from .checks import MediaSpec
+from .markers import PROMPT_STRING, Number
 from .model import Endpoint, Part
 from .registry import register
 
@@ -31,6 +31,7 @@ MIN_POLYGON_VALUES = 6  # three points
 MASK_IMAGE = MediaSpec(
     media="image",
     encoding="url_or_data",
+    raw_base64_ok=True,  # "URL or Base64 data"
     note="black-and-white binary mask; white areas are repainted",
 )
 
@@ -72,9 +73,7 @@ class MaskArea(Part):
     assume those of ``area`` (width, height, points), all optional, and other names
     pass through."""
 
-    width: int | None = Field(
-        None, ge=REGION_MIN, le=REGION_MAX, description="Region pixel width."
-    )
+    width: int | None = Field(None, ge=REGION_MIN, le=REGION_MAX, description="Region pixel width.")
     height: int | None = Field(
         None, ge=REGION_MIN, le=REGION_MAX, description="Region pixel height."
     )
@@ -93,9 +92,7 @@ class Mask(Part):
         description="Region objects for multi-region repainting: pixel width and height "
         f"{REGION_MIN}-{REGION_MAX}, polygon coordinates as for area.points.",
     )
-    url: Annotated[
-        str | None, MASK_IMAGE, AfterValidator(MediaCheck(MASK_IMAGE, raw_base64_ok=True))
-    ] = Field(
+    url: Annotated[str | None, MASK_IMAGE] = Field(
         None,
         description="URL or Base64 data of a black-and-white binary mask; white areas are "
         "repainted.",
@@ -142,9 +139,7 @@ def _prompt_field(description: str, *, required: bool = False) -> Any:
     return Field(default, min_length=1, max_length=PROMPT_MAX, description=description)
 
 
-@register(
-    "imgM-inpaint", kind="image", family="imgM", title="Repaint an image region (imgM inpaint)"
-)
+@register("imgM-inpaint", kind="image", title="Repaint an image region (imgM inpaint)")
 class ImgMInpaint(Endpoint):
     """Repaint a region of an image from an earlier imgM task (secondary editing)."""
 
@@ -162,7 +157,7 @@ class ImgMInpaint(Endpoint):
     mask: Mask = Field(description="Must contain areas or url.")
 
 
-@register("imgM_pan", kind="image", family="imgM", title="Extend an image (imgM pan)")
+@register("imgM_pan", kind="image", title="Extend an image (imgM pan)")
 class ImgMPan(Endpoint):
     """Extend an image from an earlier imgM task in one direction (secondary editing)."""
 
@@ -179,7 +174,7 @@ class ImgMPan(Endpoint):
     )
 
 
-@register("imgM-v8.1-i2i", kind="image", family="imgM", title="Image variation (imgM v8.1)")
+@register("imgM-v8.1-i2i", kind="image", title="Image variation (imgM v8.1)")
 class ImgMV81I2I(Endpoint):
     """Variation of one image of an earlier ``imgM-v8.1-t2i`` task.
 
@@ -198,13 +193,7 @@ class ImgMV81I2I(Endpoint):
     )
 
 
-@register(
-    "imgM-v8.1-t2i",
-    kind="image",
-    family="imgM",
-    title="Text to image (imgM v8.1)",
-    documented=False,
-)
+@register("imgM-v8.1-t2i", kind="image", title="Text to image (imgM v8.1)", documented=False)
 class ImgMV81T2I(Endpoint):
     """Text to image, imgM v8.1 (referenced, payload not shown: our choice is one
     ``prompt`` carrying the ``--`` parameters; four images come back)."""
@@ -215,13 +204,7 @@ class ImgMV81T2I(Endpoint):
     )
 
 
-@register(
-    "imgM_diffusion",
-    kind="image",
-    family="imgM",
-    title="Image diffusion (imgM)",
-    documented=False,
-)
+@register("imgM_diffusion", kind="image", title="Image diffusion (imgM)", documented=False)
 class ImgMDiffusion(Endpoint):
     """imgM direct generation (referenced, payload not shown: one ``prompt``; the
     version comes from ``--v`` in the prompt, default 8.1 = V8-series, whose tasks

@@ -10,10 +10,10 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, model_validator
 
-from .checks import MediaCheck
+from .checks import MediaSpec
 from .coerce import OneOrMany, Size, SizeRule
 from .findings import warn_truncated
-from .markers import BILLED, GENERATIONS, MB, SEED_MAX, MediaSpec, ServiceDefault
+from .markers import BILLED, GENERATIONS, MB, SEED_MAX, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -33,7 +33,7 @@ IMGQ_SIDE_MULTIPLE = 16
 IMGQ_AUTO_SIDE = 1024
 
 
-@register("imgQ-edit-plus", kind="image", family="imgQ", title="Multi-image editing (imgQ)")
+@register("imgQ-edit-plus", kind="image", title="Multi-image editing (imgQ)")
 class ImgQEditPlus(Endpoint):
     """Edit with 1-3 images; the output's aspect ratio follows the last image.
     A ``size`` written ``1024x1024`` is normalised to ``1024*1024``."""
@@ -42,9 +42,7 @@ class ImgQEditPlus(Endpoint):
         min_length=1,
         description="Chinese or English; at most 800 tokens; excess truncated.",
     )
-    images: Annotated[
-        OneOrMany[Annotated[str, AfterValidator(MediaCheck(IMGQ_IMAGE))]], IMGQ_IMAGE
-    ] = Field(
+    images: Annotated[OneOrMany[Annotated[str, IMGQ_IMAGE]], IMGQ_IMAGE] = Field(
         min_length=1,
         max_length=3,
         description="1-3 URLs or data:<MIME>;base64,<data>; order defines image order; the "

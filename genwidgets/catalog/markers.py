@@ -10,7 +10,7 @@ a default is a marker: docs/decisions.md#service-defaults-billing-and-messages-g
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 from pydantic.fields import FieldInfo
@@ -50,37 +50,6 @@ NO_DEFAULT: Any = object()
 """What :func:`service_default` returns for a field without :class:`ServiceDefault`."""
 
 
-Encoding = Literal[
-    "data_url_lower",  # data:image/<lowercase format>;base64,... (vidA), or URL, or asset://
-    "data_url_mime",  # data:<MIME type>;base64,... (vidH, vidV, imgQ, imgG), or URL
-    "raw_base64",  # base64 with no prefix (vidK), or URL
-    "url_only",  # public http(s) URL only (vidP)
-    "url_or_data",  # URL or any data URL (masks, speech), or raw base64 where stated
-]
-
-
-@dataclass(frozen=True)
-class MediaSpec:
-    """What a media field accepts, from the spec's table. Limits are inclusive
-    unless ``*_exclusive`` is set; ``None`` means the spec states none."""
-
-    media: Literal["image", "video", "audio"]
-    encoding: Encoding
-    formats: tuple[str, ...] = ()  # lowercase: "jpeg", "png", "webp", "mp4", ...
-    max_bytes: int | None = None
-    min_side: int | None = None  # each of width and height at least this
-    max_side: int | None = None
-    min_short_side: int | None = None
-    sides_exclusive: bool = False  # vidA: strictly between 300 and 6000
-    min_aspect: float | None = None  # width / height
-    max_aspect: float | None = None
-    aspect_exclusive: bool = False
-    min_seconds: float | None = None
-    max_seconds: float | None = None
-    allow_asset: bool = False  # asset://<id> accepted
-    note: str = ""
-
-
 @dataclass(frozen=True)
 class PromptString:
     """Marker: an imgM prompt field whose ``--`` parameters live in the string."""
@@ -100,12 +69,6 @@ def service_default(info: FieldInfo) -> Any:
 
 def is_generations(info: FieldInfo) -> bool:
     return any(m is GENERATIONS for m in info.metadata)
-
-
-def media_spec(info: FieldInfo) -> MediaSpec | None:
-    """The field's own :class:`MediaSpec` (a list's items may carry theirs:
-    :func:`genwidgets.catalog.paths.media_specs` finds both)."""
-    return next((m for m in info.metadata if isinstance(m, MediaSpec)), None)
 
 
 def is_prompt_string(info: FieldInfo) -> bool:

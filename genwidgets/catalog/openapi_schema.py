@@ -21,83 +21,66 @@ __all__ = ["openapi"]
 OPENAPI_VERSION = "3.1.0"
 _REF = "#/components/schemas/"
 
-_DETAIL = {
-    "type": "object",
-    "description": "An error of the service: what is wrong, as text.",
-    "properties": {"detail": {"type": "string"}},
-    "required": ["detail"],
-}
-_GATEWAY_ERROR = {
-    "type": "object",
-    "description": "An error of the gateway (auth, rate limit, transient).",
-    "properties": {
-        "error": {
-            "type": "object",
-            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
-            "required": ["code", "message"],
-        },
-        "request_id": {"type": "string"},
-    },
-    "required": ["error"],
-}
+
+def _object(description: str | None, required: tuple[str, ...], **properties: Any) -> Any:
+    """A JSON Schema object of ``properties``, ``required`` of them required."""
+    described = {"description": description} if description else {}
+    return {"type": "object", **described, "properties": properties, "required": list(required)}
+
+
+_TEXT = {"type": "string"}
+_URI = {"type": "string", "format": "uri"}
 _NULLABLE_TEXT = {"type": ["string", "null"]}
-_HANDLE = {
-    "type": "object",
-    "description": "The task handle (spec 2.1).",
-    "properties": {
-        "request_id": {"type": "string"},
-        "status_url": {"type": "string", "format": "uri"},
-        "response_url": {"type": "string", "format": "uri"},
-        "cancel_url": {"type": "string", "format": "uri"},
-        "queue_position": {"type": "integer", "minimum": 0},
-    },
-    "required": ["request_id", "status_url", "response_url", "cancel_url"],
-}
-_STATUS = {
-    "type": "object",
-    "description": "A status answer (spec 2.2): IN_QUEUE, IN_PROGRESS or COMPLETED.",
-    "properties": {
-        "request_id": {"type": "string"},
-        "status": {"type": "string", "enum": ["IN_QUEUE", "IN_PROGRESS", "COMPLETED"]},
-        "queue_position": {"type": "integer", "minimum": 1},
-        "error": _NULLABLE_TEXT,
-        "error_type": _NULLABLE_TEXT,
-    },
-    "required": ["request_id", "status"],
-}
-_OUTPUT = {
-    "type": "object",
-    "description": "One produced file: a URL, inline content, or both.",
-    "properties": {
-        "content_type": {"type": "string"},
-        "file_name": {"type": "string"},
-        "file_size": {"type": "integer", "minimum": 0},
-        "url": {"type": "string", "format": "uri"},
-        "content": {"type": "string"},
-        "encoding": {"type": "string", "enum": ["hex", "base64"]},
-    },
-    "required": ["content_type"],
-}
-_RESULT = {
-    "type": "object",
-    "description": "The result of a finished task (spec 2.2).",
-    "properties": {
-        "request_id": {"type": "string"},
-        "status": {"type": "string", "const": "COMPLETED"},
-        "error": _NULLABLE_TEXT,
-        "error_type": _NULLABLE_TEXT,
-        "outputs": {"type": "array", "items": {"$ref": f"{_REF}Output"}},
-    },
-    "required": ["request_id", "status", "outputs"],
-}
-_CANCELLED = {
-    "type": "object",
-    "properties": {
-        "request_id": {"type": "string"},
-        "status": {"type": "string", "const": "CANCELLATION_REQUESTED"},
-    },
-    "required": ["status"],
-}
+_DETAIL = _object("An error of the service: what is wrong, as text.", ("detail",), detail=_TEXT)
+_GATEWAY_ERROR = _object(
+    "An error of the gateway (auth, rate limit, transient).",
+    ("error",),
+    error=_object(None, ("code", "message"), code=_TEXT, message=_TEXT),
+    request_id=_TEXT,
+)
+_HANDLE = _object(
+    "The task handle (spec 2.1).",
+    ("request_id", "status_url", "response_url", "cancel_url"),
+    request_id=_TEXT,
+    status_url=_URI,
+    response_url=_URI,
+    cancel_url=_URI,
+    queue_position={"type": "integer", "minimum": 0},
+)
+_STATUS = _object(
+    "A status answer (spec 2.2): IN_QUEUE, IN_PROGRESS or COMPLETED.",
+    ("request_id", "status"),
+    request_id=_TEXT,
+    status={"type": "string", "enum": ["IN_QUEUE", "IN_PROGRESS", "COMPLETED"]},
+    queue_position={"type": "integer", "minimum": 1},
+    error=_NULLABLE_TEXT,
+    error_type=_NULLABLE_TEXT,
+)
+_OUTPUT = _object(
+    "One produced file: a URL, inline content, or both.",
+    ("content_type",),
+    content_type=_TEXT,
+    file_name=_TEXT,
+    file_size={"type": "integer", "minimum": 0},
+    url=_URI,
+    content=_TEXT,
+    encoding={"type": "string", "enum": ["hex", "base64"]},
+)
+_RESULT = _object(
+    "The result of a finished task (spec 2.2).",
+    ("request_id", "status", "outputs"),
+    request_id=_TEXT,
+    status={"type": "string", "const": "COMPLETED"},
+    error=_NULLABLE_TEXT,
+    error_type=_NULLABLE_TEXT,
+    outputs={"type": "array", "items": {"$ref": f"{_REF}Output"}},
+)
+_CANCELLED = _object(
+    None,
+    ("status",),
+    request_id=_TEXT,
+    status={"type": "string", "const": "CANCELLATION_REQUESTED"},
+)
 
 #: the answers every API operation may give, then each operation's own (code -> text, schema)
 _COMMON = {

@@ -10,9 +10,9 @@ from collections.abc import Iterator, Sequence
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from .checks import MediaSpec, media_spec
 from .fields import field_named, fields_of
 from .introspect import item_types, models_in
-from .markers import MediaSpec, media_spec
 
 
 def media_specs(info: FieldInfo) -> list[MediaSpec]:

@@ -28,6 +28,9 @@ KINDS: tuple[str, ...] = get_args(Kind)
 
 # An id is one URL path segment: /v1/queue/{endpoint}.
 _ENDPOINT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# An id's family, unless it says another: its lowercase head and the capital that ends it
+# ("vidK" of "vidK-lip-sync", "vidV" of "vidVq2-text2video", "asset" of "asset-get").
+_FAMILY = re.compile(r"^[a-z]*[A-Z]?")
 
 E = TypeVar("E", bound=EndpointModel)
 
@@ -136,14 +139,16 @@ def register(
     endpoint_id: str,
     *,
     kind: str,
-    family: str,
     title: str,
+    family: str | None = None,
     documented: bool = True,
     description: str = "",
 ) -> Callable[[type[E]], type[E]]:
     """Class decorator: put an endpoint model in the catalog under ``endpoint_id``.
 
-    ``kind`` is one of :data:`KINDS`; ``description`` defaults to the first sentence
+    ``kind`` is one of :data:`KINDS`; ``family`` defaults to the id's head (its
+    lowercase letters and the capital after them: ``vidK`` of ``vidK-lip-sync``);
+    ``description`` defaults to the first sentence
     of the class docstring; ``documented=False`` marks an operation the spec only
     references (listed by ``endpoints(documented_only=False)``).
     """
@@ -166,7 +171,7 @@ def register(
         _REGISTRY[endpoint_id] = EndpointSpec(
             id=endpoint_id,
             kind=kind,
-            family=family,
+            family=family or _FAMILY.findall(endpoint_id)[0] or endpoint_id,
             title=title,
             model=cls,
             documented=documented,

@@ -209,7 +209,7 @@ class VoiceModify(Part):
     )
 
 
-@register("speechM-02-turbo", kind="speech", family="speechM", title="Text to speech (speechM)")
+@register("speechM-02-turbo", kind="speech", title="Text to speech (speechM)")
 class SpeechM02Turbo(Endpoint):
     """Text to speech. Choices where the spec is silent: an empty ``timbre_weights``
     list counts as not mixing; a pause marker at the very start or end of the text

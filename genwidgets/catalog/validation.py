@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ..errors import PayloadError
 from .fields import known_names
-from .findings import UnknownFieldWarning, soft_warning
+from .findings import UnknownFieldWarning, warn
 from .introspect import limits_of, number_text
 from .model import EndpointModel
 from .paths import field_info_at
@@ -27,6 +27,14 @@ _WEBHOOK_HINT = re.compile("|".join(re.escape(h) for h in WEBHOOK_HINTS))
 def webhook_fields(payload: Mapping[str, Any]) -> list[str]:
     """Top-level names that carry webhook information (the service rejects them)."""
     return [k for k in payload if _WEBHOOK_HINT.search(k.lower())]
+
+
+def webhook_problems(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One problem per top-level field that asks for a webhook, validated or not."""
+    return [
+        {"loc": (k,), "msg": "webhook not supported: the service delivers no webhooks; poll"}
+        for k in webhook_fields(payload)
+    ]
 
 
 def names_a_webhook(value: Any) -> bool:
@@ -185,11 +193,8 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     not_json = unsendable(payload)
     if not_json:  # before the model: pydantic would iterate a huge range, a generator...
         raise PayloadError(not_json, endpoint=endpoint_id)
-    hooks = webhook_fields(payload)
-    errors = [
-        {"loc": (k,), "msg": "webhook not supported: the service delivers no webhooks; poll"}
-        for k in hooks
-    ]
+    errors = webhook_problems(payload)
+    hooks = {e["loc"][0] for e in errors}
     try:
         instance = spec.model.model_validate(dict(payload))
     except ValidationError as exc:
@@ -203,9 +208,7 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
         if name not in known and name not in hooks:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            soft_warning(
-                f"{endpoint_id}: unknown field {name!r} is sent as is{hint}", UnknownFieldWarning
-            )
+            warn(f"{endpoint_id}: unknown field {name!r} is sent as is{hint}", UnknownFieldWarning)
     return instance
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from .checks import MediaCheck
-from .markers import BILLED, MB, MediaSpec, ServiceDefault
+from .checks import MediaSpec
+from .markers import BILLED, MB, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -56,7 +56,7 @@ MAX_REFERENCE_IMAGES = 9
 class ImageUrl(Part):
     """The ``image_url`` object of an image content item."""
 
-    url: Annotated[str, VIDA_IMAGE, AfterValidator(MediaCheck(VIDA_IMAGE))] = Field(
+    url: Annotated[str, VIDA_IMAGE] = Field(
         description="Public URL, or data:image/<lowercase format>;base64,<data>, or "
         "asset://<ASSET_ID>. Formats jpeg, png, webp, bmp, tiff, gif; width/height strictly "
         "between 0.4 and 2.5; sides strictly between 300 and 6000 px; under 30 MB."
@@ -66,7 +66,7 @@ class ImageUrl(Part):
 class VideoUrl(Part):
     """The ``video_url`` object of a video content item."""
 
-    url: Annotated[str, VIDA_VIDEO, AfterValidator(MediaCheck(VIDA_VIDEO))] = Field(
+    url: Annotated[str, VIDA_VIDEO] = Field(
         description="Video URL or asset ID (asset://<ASSET_ID>)."
     )
 
@@ -244,7 +244,7 @@ class _VidABody(Endpoint):
         return self
 
 
-@register("vidA-2-0", kind="video", family="vidA", title="Multimodal video (vidA 2.0)")
+@register("vidA-2-0", kind="video", title="Multimodal video (vidA 2.0)")
 class VidA20(_VidABody):
     """Multimodal video from text, images, video and audio: ``vidA-2-0``.
 
@@ -252,9 +252,7 @@ class VidA20(_VidABody):
     """
 
 
-@register(
-    "vidA-2-0-fast", kind="video", family="vidA", title="Multimodal video, fast (vidA 2.0 fast)"
-)
+@register("vidA-2-0-fast", kind="video", title="Multimodal video, fast (vidA 2.0 fast)")
 class VidA20Fast(_VidABody):
     """Multimodal video, faster variant: ``vidA-2-0-fast``. As ``vidA-2-0`` but
     ``resolution`` is 480p or 720p only."""

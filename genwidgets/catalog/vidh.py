@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
-from .checks import MediaCheck
+from .checks import MediaSpec
 from .findings import warn
-from .markers import BILLED, MB, SEED_MAX, MediaSpec, ServiceDefault
+from .markers import BILLED, MB, SEED_MAX, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -32,13 +32,13 @@ class VidHMedia(Part):
     """One reference image of vidH."""
 
     type: Literal["reference_image"] = Field(description="Fixed: reference_image.")
-    url: Annotated[str, VIDH_IMAGE, AfterValidator(MediaCheck(VIDH_IMAGE))] = Field(
+    url: Annotated[str, VIDH_IMAGE] = Field(
         description="Public http(s) URL or data:<MIME_type>;base64,<data> with image/jpeg, "
         "image/png or image/webp. Short side at least 400 px; at most 20 MB."
     )
 
 
-@register("vidH_1.0_r2v", kind="video", family="vidH", title="Reference images to video (vidH)")
+@register("vidH_1.0_r2v", kind="video", title="Reference images to video (vidH)")
 class VidH10R2V(Endpoint):
     """Video from 1-9 reference images. The prompt limit (2500 Chinese or 5000 other
     characters, excess truncated) is read as a weight where a Chinese character counts
@@ -64,9 +64,7 @@ class VidH10R2V(Endpoint):
         Literal["16:9", "9:16", "1:1", "4:3", "3:4", "4:5", "5:4", "9:21", "21:9"] | None,
         ServiceDefault("16:9"),
     ] = Field(None, description="16:9, 9:16, 1:1, 4:3, 3:4, 4:5, 5:4, 9:21, 21:9.")
-    seed: int | None = Field(
-        None, ge=0, le=SEED_MAX, description="Random if omitted."
-    )
+    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random if omitted.")
     watermark: Annotated[bool | None, ServiceDefault(True)] = Field(
         None, description="Fixed text in the lower-right corner."
     )

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from .checks import MediaCheck
+from .checks import MediaSpec
 from .findings import warn
-from .markers import BILLED, MB, MediaSpec, Number, ServiceDefault
+from .markers import BILLED, MB, Number, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -64,7 +64,7 @@ class ElementRef(Part):
     element_id: int = Field(description="Element ID from the custom subject element operation.")
 
 
-@register("vidK-v3-turbo-t2v", kind="video", family="vidK", title="Text to video (vidK v3 turbo)")
+@register("vidK-v3-turbo-t2v", kind="video", title="Text to video (vidK v3 turbo)")
 class VidKV3TurboT2V(Endpoint):
     """Text to video, vidK v3 turbo. ``duration`` is sent as given (an integer or a
     numeric string, as the spec allows); ``enhance_prompt`` takes a boolean or one
@@ -123,18 +123,13 @@ class VidKV3TurboT2V(Endpoint):
 class ImageListItem(Part):
     """One reference image of vidK multi-image to video."""
 
-    image: Annotated[str, VIDK_MULTI_IMAGE, AfterValidator(MediaCheck(VIDK_MULTI_IMAGE))] = Field(
+    image: Annotated[str, VIDK_MULTI_IMAGE] = Field(
         description="Public URL or raw base64 with no data: prefix. jpg, jpeg, png; at most "
         "10 MB; width and height at least 300 px; aspect ratio 1:2.5 to 2.5:1; no cropping."
     )
 
 
-@register(
-    "vidK-v1-6-multi-i2v",
-    kind="video",
-    family="vidK",
-    title="Multiple images to video (vidK v1.6)",
-)
+@register("vidK-v1-6-multi-i2v", kind="video", title="Multiple images to video (vidK v1.6)")
 class VidKV16MultiI2V(Endpoint):
     """Video from up to 4 reference images. Required flags are not shown;
     ``image_list`` is required (image to video needs images), the rest optional.
@@ -176,7 +171,7 @@ class FaceChoose(Part):
         description="Audio ID from the audio preview operation; audio generated within 30 "
         "days, 2-60 seconds.",
     )
-    sound_file: Annotated[str | None, VIDK_SOUND, AfterValidator(MediaCheck(VIDK_SOUND))] = Field(
+    sound_file: Annotated[str | None, VIDK_SOUND] = Field(
         None,
         description="Raw base64 audio (no data: prefix) or accessible URL; mp3, wav, m4a; at "
         "most 5 MB; 2-60 seconds.",
@@ -220,7 +215,7 @@ class FaceChoose(Part):
         return self
 
 
-@register("vidK-lip-sync", kind="video", family="vidK", title="Lip-sync a video (vidK)")
+@register("vidK-lip-sync", kind="video", title="Lip-sync a video (vidK)")
 class VidKLipSync(Endpoint):
     """Lip-sync faces found by the face identification operation (call it first).
     Required flags are not shown: ``session_id``, ``face_choose`` and each
@@ -246,12 +241,7 @@ class MotionElement(Part):
     element_id: int = Field(description="Element ID from the subject library.")
 
 
-@register(
-    "vidK-v3-motion-control",
-    kind="video",
-    family="vidK",
-    title="Motion-control video (vidK v3)",
-)
+@register("vidK-v3-motion-control", kind="video", title="Motion-control video (vidK v3)")
 class VidKV3MotionControl(Endpoint):
     """Animate a reference image with the motion of a reference video. Required flags
     are not shown: the sample request's ``image_url``, ``video_url``,
@@ -263,17 +253,13 @@ class VidKV3MotionControl(Endpoint):
         max_length=2500,
         description="At most 2500 characters; positive and negative descriptions allowed.",
     )
-    image_url: Annotated[str, VIDK_MOTION_IMAGE, AfterValidator(MediaCheck(VIDK_MOTION_IMAGE))] = (
-        Field(
-            description="Reference image (characters and background): public URL or raw base64 "
-            "without prefix; jpg, jpeg, png; at most 10 MB; 300-65536 px; aspect 1:2.5 to 2.5:1."
-        )
+    image_url: Annotated[str, VIDK_MOTION_IMAGE] = Field(
+        description="Reference image (characters and background): public URL or raw base64 "
+        "without prefix; jpg, jpeg, png; at most 10 MB; 300-65536 px; aspect 1:2.5 to 2.5:1."
     )
-    video_url: Annotated[str, VIDK_MOTION_VIDEO, AfterValidator(MediaCheck(VIDK_MOTION_VIDEO))] = (
-        Field(
-            description="Reference action video URL; mp4 or mov; at most 100 MB; width and height "
-            "340-3850 px; at least 3 seconds; one continuous shot."
-        )
+    video_url: Annotated[str, VIDK_MOTION_VIDEO] = Field(
+        description="Reference action video URL; mp4 or mov; at most 100 MB; width and height "
+        "340-3850 px; at least 3 seconds; one continuous shot."
     )
     element_list: list[MotionElement] | None = Field(
         None,
@@ -301,13 +287,7 @@ class VidKV3MotionControl(Endpoint):
         return self
 
 
-@register(
-    "vidK-face-identify",
-    kind="face",
-    family="vidK",
-    title="Identify faces (vidK)",
-    documented=False,
-)
+@register("vidK-face-identify", kind="face", title="Identify faces (vidK)", documented=False)
 class VidKFaceIdentify(Endpoint):
     """Find faces in a video for lip-sync (referenced; payload is our choice):
     returns a session_id and face_data with face IDs and time ranges."""
@@ -315,13 +295,7 @@ class VidKFaceIdentify(Endpoint):
     video_url: str = Field(min_length=1, description="URL of the video to search for faces.")
 
 
-@register(
-    "vidK-audio-preview",
-    kind="audio",
-    family="vidK",
-    title="Audio preview (vidK)",
-    documented=False,
-)
+@register("vidK-audio-preview", kind="audio", title="Audio preview (vidK)", documented=False)
 class VidKAudioPreview(Endpoint):
     """Speech audio for lip-sync (referenced; payload is our choice): returns an
     audio_id and its duration."""
@@ -331,11 +305,7 @@ class VidKAudioPreview(Endpoint):
 
 
 @register(
-    "vidK-custom-element",
-    kind="subject",
-    family="vidK",
-    title="Create a subject element (vidK)",
-    documented=False,
+    "vidK-custom-element", kind="subject", title="Create a subject element (vidK)", documented=False
 )
 class VidKCustomElement(Endpoint):
     """A custom subject element for element_list (referenced; payload is our

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
-from .checks import MediaCheck
-from .markers import BILLED, MB, SEED_MAX, MediaSpec, Number, ServiceDefault
+from .checks import MediaSpec
+from .markers import BILLED, MB, SEED_MAX, Number, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -21,22 +21,17 @@ VIDP_FRAME = MediaSpec(
 )
 
 
-@register(
-    "vidP_v6_transition",
-    kind="video",
-    family="vidP",
-    title="First-to-last frame transition (vidP v6)",
-)
+@register("vidP_v6_transition", kind="video", title="First-to-last frame transition (vidP v6)")
 class VidPV6Transition(Endpoint):
     """A transition video from a first to a last frame. Both frames are public URLs:
     the service uploads them upstream, so local files cannot be sent. Defaults of
     ``duration`` and ``quality`` are not shown."""
 
-    first_frame_image: Annotated[str, VIDP_FRAME, AfterValidator(MediaCheck(VIDP_FRAME))] = Field(
+    first_frame_image: Annotated[str, VIDP_FRAME] = Field(
         description="Public HTTP/HTTPS URL; JPG, PNG, WebP; at most 20 MB; width or height up "
         "to 10000 px."
     )
-    last_frame_image: Annotated[str, VIDP_FRAME, AfterValidator(MediaCheck(VIDP_FRAME))] = Field(
+    last_frame_image: Annotated[str, VIDP_FRAME] = Field(
         description="Public HTTP/HTTPS URL; same rules as first_frame_image."
     )
     prompt: str | None = Field(None, max_length=5000, description="At most 5000 characters.")

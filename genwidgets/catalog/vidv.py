@@ -11,9 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from .checks import MediaCheck
+from .checks import MediaSpec
 from .findings import IneffectiveFieldWarning, warn
-from .markers import BILLED, MB, MediaSpec, ServiceDefault
+from .markers import BILLED, MB, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -102,7 +102,7 @@ class _VidVCommon(Endpoint):
         return self
 
 
-@register("vidVq2-text2video", kind="video", family="vidV", title="Text to video (vidV q2)")
+@register("vidVq2-text2video", kind="video", title="Text to video (vidV q2)")
 class VidVq2Text2Video(_VidVCommon):
     """Text to video, vidV q2. ``movement_amplitude`` values are not shown for this
     endpoint: any string passes."""
@@ -149,7 +149,7 @@ class VidVq2Text2Video(_VidVCommon):
         return self
 
 
-@register("vidVq1-text2video", kind="video", family="vidV", title="Text to video (vidV q1)")
+@register("vidVq1-text2video", kind="video", title="Text to video (vidV q1)")
 class VidVq1Text2Video(_VidVCommon):
     """Text to video, vidV q1. Which fields are required is not shown; ``prompt``
     is required (the sample request carries it, and text to video needs it)."""
@@ -192,6 +192,7 @@ VIDV_IMAGE = MediaSpec(
     max_bytes=50 * MB,
     min_aspect=1 / 4,
     max_aspect=4.0,
+    max_decoded=20 * MB,
     note="aspect ratio within 1:4..4:1; decoded base64 under 20 MB",
 )
 VIDV_VIDEO = MediaSpec(
@@ -203,14 +204,12 @@ VIDV_VIDEO = MediaSpec(
     min_aspect=1 / 4,
     max_aspect=4.0,
     max_seconds=5.0,
+    max_decoded=20 * MB,
     note="5 seconds; at least 128*128; decoded base64 under 20 MB",
 )
-_VIDV_BASE64_MAX = 20 * MB
 
 
-@register(
-    "vidV-create-subjects", kind="subject", family="vidV", title="Create a reusable subject (vidV)"
-)
+@register("vidV-create-subjects", kind="subject", title="Create a reusable subject (vidV)")
 class VidVCreateSubjects(Endpoint):
     """Create a reusable subject from images (or one video). ``images`` is
     "conditional" in the spec; our reading: at least one of ``images`` and
@@ -218,8 +217,7 @@ class VidVCreateSubjects(Endpoint):
 
     name: str = Field(min_length=1, description="Subject name; unique recommended.")
     images: Annotated[
-        list[Annotated[str, AfterValidator(MediaCheck(VIDV_IMAGE, max_decoded=_VIDV_BASE64_MAX))]]
-        | None,
+        list[Annotated[str, VIDV_IMAGE]] | None,
         VIDV_IMAGE,
     ] = Field(
         None,
@@ -230,8 +228,7 @@ class VidVCreateSubjects(Endpoint):
         "20 MB.",
     )
     videos: Annotated[
-        list[Annotated[str, AfterValidator(MediaCheck(VIDV_VIDEO, max_decoded=_VIDV_BASE64_MAX))]]
-        | None,
+        list[Annotated[str, VIDV_VIDEO]] | None,
         VIDV_VIDEO,
     ] = Field(
         None,

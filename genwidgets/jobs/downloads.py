@@ -11,6 +11,7 @@ docs/decisions.md#downloads and docs/decisions.md#outputs-by-gateway.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -118,31 +119,6 @@ class _Item:
     def target(self) -> Path:
         return self.directory / f"{self.index}{extension_for(self.output.content_type)}"
 
-    @property
-    def label(self) -> str:
-        return f"output {self.index} ({self.output.content_type})"
-
-
-def _plan(
-    result: Result, root: str | os.PathLike[str] | None, gateway: str | None
-) -> tuple[str, list[_Item]]:
-    if not isinstance(result, Result):
-        raise TypeError(f"download_outputs takes a Result, not {type(result).__name__}")
-    if not result.request_id:
-        raise ValueError(
-            "this result has no request_id, so there is no directory to keep its outputs "
-            "in; pass the Result of a task (job.result()), whose request_id is set"
-        )
-    directory = output_dir(result.request_id, root, gateway=gateway)
-    indexes = [o.index for o in result.outputs]
-    if len(set(indexes)) != len(indexes):  # hand-made outputs: fall back to positions
-        indexes = list(range(len(result.outputs)))
-    items = [
-        _Item(o, i, directory, int_or_none(o.raw.get("file_size"), minimum=0))
-        for o, i in zip(result.outputs, indexes, strict=True)
-    ]
-    return result.request_id, items
-
 
 def _already_saved(item: _Item) -> bool:
     """Whether this output itself wrote the file in place, unchanged since: a file
@@ -238,9 +214,7 @@ def _content_length(response: httpx.Response, max_bytes: int, output: Output) ->
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, _Failure):
         return str(exc)
-    if isinstance(exc, httpx.HTTPError):
-        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return f"{type(exc).__name__}: {exc}"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 _EXPECTED = (_Failure, httpx.HTTPError, OSError)
@@ -260,7 +234,22 @@ class _Batch:
     ) -> None:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
             raise ValueError(f"max_bytes must be a positive int, not {max_bytes!r}")
-        self.request_id, self.items = _plan(result, root, gateway)
+        if not isinstance(result, Result):
+            raise TypeError(f"download_outputs takes a Result, not {type(result).__name__}")
+        if not result.request_id:
+            raise ValueError(
+                "this result has no request_id, so there is no directory to keep its outputs "
+                "in; pass the Result of a task (job.result()), whose request_id is set"
+            )
+        self.request_id = result.request_id
+        directory = output_dir(result.request_id, root, gateway=gateway)
+        indexes = [o.index for o in result.outputs]
+        if len(set(indexes)) != len(indexes):  # hand-made outputs: fall back to positions
+            indexes = list(range(len(result.outputs)))
+        self.items = [
+            _Item(o, i, directory, int_or_none(o.raw.get("file_size"), minimum=0))
+            for o, i in zip(result.outputs, indexes, strict=True)
+        ]
         self.max_bytes = max_bytes
         self.on_saved = on_saved
         self.saved: list[Path] = []
@@ -306,7 +295,8 @@ class _Batch:
         lines = []
         for item, exc in self.failures:
             where = f" from {_shown(item.output.url)}" if item.output.url else ""
-            lines.append(f"{item.label}{where}: {_describe(exc)}")
+            label = f"output {item.index} ({item.output.content_type})"
+            lines.append(f"{label}{where}: {_describe(exc)}")
         error = DownloadError(
             f"could not save {len(self.failures)} of {len(self.items)} outputs of request_id "
             f"{self.request_id}: " + "; ".join(lines),
@@ -375,11 +365,7 @@ async def download_outputs_async(
     if opener is None:
         if client is None:
             raise TypeError("download_outputs_async needs a client or an opener")
-        http = client
-
-        def opener(url: str) -> AbstractAsyncContextManager[httpx.Response]:
-            return open_url_async(http, url)
-
+        opener = functools.partial(open_url_async, client)
     batch = _Batch(result, root, max_bytes, on_saved, gateway)
     for item in batch.items:
         with batch.attempt(item):

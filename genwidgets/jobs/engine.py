@@ -77,36 +77,13 @@ class Engine:
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Schedule ``coro`` on the engine loop; thread-safe; cancelling the future cancels it.
 
-        Like ``asyncio.run_coroutine_threadsafe``, but the task starts in a fresh
-        ``contextvars.Context``: otherwise it would keep the caller's context, and
-        ipykernel 7 would label every message the job sends later with the cell
-        that submitted it, so nbclient would drop them from the saved notebook.
+        ``asyncio.run_coroutine_threadsafe``, called in a fresh ``contextvars.Context``
+        (it starts the task with the context current at its call): otherwise the task
+        would keep the caller's context, and ipykernel 7 would label every message the
+        job sends later with the cell that submitted it, so nbclient would drop them
+        from the saved notebook.
         """
-        outer: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-        def start() -> None:
-            if outer.cancelled():
-                coro.close()
-                return
-            task = self.loop.create_task(coro)
-
-            def settle(t: asyncio.Task[T]) -> None:
-                if outer.done():
-                    return
-                if t.cancelled():
-                    outer.cancel()
-                elif (exc := t.exception()) is not None:
-                    outer.set_exception(exc)
-                else:
-                    outer.set_result(t.result())
-
-            task.add_done_callback(settle)
-            outer.add_done_callback(
-                lambda f: f.cancelled() and self.loop.call_soon_threadsafe(task.cancel)
-            )
-
-        self.call_soon(start)
-        return outer
+        return contextvars.Context().run(asyncio.run_coroutine_threadsafe, coro, self.loop)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn`` on the loop, in a fresh context (see :meth:`submit`)."""

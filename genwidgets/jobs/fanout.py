@@ -34,23 +34,10 @@ def valid_concurrency(concurrency: object) -> int:
     return concurrency
 
 
-class _Stop:
-    """The caller's "stop" for one batch, read and written on the engine loop only."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self.waiter: asyncio.Future[None] | None = None
-
-    def request(self) -> None:
-        self.requested = True
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
-
-
 async def _run_all(
     works: Sequence[Callable[[], Awaitable[T]]],
     concurrency: int,
-    stop: _Stop,
+    stop: asyncio.Event,
     deliver: Callable[[int, T | BaseException], object],
     never_started: Callable[[int], object] | None,
     hold: Callable[[], bool] | None = None,
@@ -76,16 +63,15 @@ async def _run_all(
 
         return tell
 
-    stop.waiter = asyncio.get_running_loop().create_future()
-    if stop.requested:
-        stop.waiter.set_result(None)
+    stopped = asyncio.ensure_future(stop.wait())
     tasks = [asyncio.ensure_future(one(i)) for i in range(len(works))]
     for index, task in enumerate(tasks):
         task.add_done_callback(settled(index))
     remaining: set[asyncio.Future[Any]] = set(tasks)
-    while remaining and not stop.waiter.done():
-        done, _ = await asyncio.wait(remaining | {stop.waiter}, return_when=asyncio.FIRST_COMPLETED)
+    while remaining and not stopped.done():
+        done, _ = await asyncio.wait(remaining | {stopped}, return_when=asyncio.FIRST_COMPLETED)
         remaining -= done
+    stopped.cancel()
     for left in remaining:
         left.cancel()
     await asyncio.gather(*remaining, return_exceptions=True)
@@ -124,7 +110,7 @@ def run_each(
     if not works:
         return []
     arrived: queue.SimpleQueue[tuple[int, T | BaseException]] = queue.SimpleQueue()
-    stop = _Stop()
+    stop = asyncio.Event()  # the caller's "stop", set on the engine loop (its only user)
     batch = engine.submit(
         _run_all(works, concurrency, stop, lambda i, o: arrived.put((i, o)), never_started, hold)
     )
@@ -146,7 +132,7 @@ def run_each(
             if on_each is not None:
                 on_each(index, outcome)
     except BaseException:
-        engine.call_soon(stop.request)
+        engine.call_soon(stop.set)
         # What was cancelled ends at once, and the ledger says so, before we return;
         # a second interrupt, or a batch slow to end, does not hold the caller.
         with contextlib.suppress(BaseException):

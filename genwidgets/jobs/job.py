@@ -57,17 +57,6 @@ class Recorder(Protocol):
     def on_gone(self, job: Job, error: RequestNotFound) -> None: ...
 
 
-class _NoRecorder:
-    def on_status(self, job: Job, status: Status) -> None:
-        pass
-
-    async def on_result(self, job: Job, result: Result) -> None:
-        pass
-
-    def on_gone(self, job: Job, error: RequestNotFound) -> None:
-        pass
-
-
 class Job:
     """A task: ``status()``, ``result()``, ``cancel()``, ``await job``; displays as a live view."""
 
@@ -100,7 +89,7 @@ class Job:
         self.last_result: Result | None = None
         self.cancel_requested = False
         self.cancel_error: BaseException | None = None
-        self._recorder: Recorder = recorder or _NoRecorder()
+        self._recorder = recorder
         self._future: concurrent.futures.Future[Result] = concurrent.futures.Future()
         self._update_callbacks: list[Callable[[Job], None]] = []
         self._callbacks_lock = threading.Lock()
@@ -249,7 +238,7 @@ class Job:
             self._task.cancel()
         if not self.done():
             self._closed = True
-            self._fail(ClientClosed(endpoint=self.endpoint, request_id=self.request_id))
+            self._finish(ClientClosed(endpoint=self.endpoint, request_id=self.request_id))
 
     # -- engine side --------------------------------------------------------
 
@@ -279,31 +268,29 @@ class Job:
             or previous.status != status.status
             or previous.queue_position != status.queue_position
         ):
-            self._recorder.on_status(self, status)
+            if self._recorder is not None:
+                self._recorder.on_status(self, status)
             self._notify()
         elif previous.latest_log != status.latest_log:  # a new log line: views show it
             self._notify()
 
-    def _finish(self, result: Result, finished_at: float | None = None) -> None:
-        """The end, in a fixed order that views rely on: update callbacks see the final
-        state, then the future completes (``JobLike.add_update_callback``), so a cell
-        that waits on ``result()`` ends after every view has drawn it."""
+    def _finish(self, result: Result | BaseException, finished_at: float | None = None) -> None:
+        """The end (a result, or why there is none), in a fixed order that views rely on:
+        update callbacks see the final state, then the future completes
+        (``JobLike.add_update_callback``), so a cell that waits on ``result()`` ends after
+        every view has drawn it."""
         if self._future.done():
             return
         self.finished_at = finished_at or time.time()
+        if isinstance(result, BaseException):
+            self._timing.done(False)
+            self._notify()
+            self._future.set_exception(result)
+            return
         self.last_result = result
         self._timing.done(result.ok)
         self._notify()
         self._future.set_result(result)
-
-    def _fail(self, exc: BaseException) -> None:
-        """As :meth:`_finish`: update callbacks first, then the future."""
-        if self._future.done():
-            return
-        self.finished_at = time.time()
-        self._timing.done(False)
-        self._notify()
-        self._future.set_exception(exc)
 
     async def _status_now(self) -> Status:
         await self._timing.before_status(urgent=True)
@@ -427,31 +414,29 @@ class Job:
                     result = await self._fetch_result(terminal)
             except RateLimited as exc:
                 if exc.retry_after is not None and exc.retry_after > self._gateway.gate.max_wait:
-                    self._fail(exc)
+                    self._finish(exc)
                     return
                 continue  # the gate holds every request until the wait is over
             except (ServerError, Unreachable) as exc:
                 failures += 1
                 if failures >= self._timing.schedule.policy.failure_limit:
-                    self._fail(exc)
+                    self._finish(exc)
                     return
                 continue
-            except GatewayError as exc:
-                if isinstance(exc, RequestNotFound):  # the gateway forgot it: final
-                    self._recorder.on_gone(self, exc)
-                self._fail(exc)
-                return
-            except ClientClosed as exc:
-                self._fail(exc)
+            except (GatewayError, ClientClosed) as exc:
+                if isinstance(exc, RequestNotFound) and self._recorder is not None:
+                    self._recorder.on_gone(self, exc)  # the gateway forgot it: final
+                self._finish(exc)
                 return
             except Exception as exc:  # never let the poller die silently (a cancel is no Exception)
                 log.exception("genwidgets: polling %s failed", self.request_id)
-                self._fail(exc)
+                self._finish(exc)
                 return
             if result is None:  # COMPLETED but the result address still says 202
                 continue
             try:
-                await self._recorder.on_result(self, result)
+                if self._recorder is not None:
+                    await self._recorder.on_result(self, result)
             except Exception:  # recording must never lose the result itself
                 log.exception("genwidgets: recording the result of %s failed", self.request_id)
             self._finish(result)

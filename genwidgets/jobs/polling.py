@@ -428,45 +428,30 @@ class Schedule:
                 )
 
 
+@dataclass(slots=True, eq=False)
 class Timing:
     """What the schedule knows of one job's timing (engine thread only; small)."""
 
-    __slots__ = (
-        "asked",
-        "due",
-        "finished",
-        "joined",
-        "key",
-        "observation",
-        "position",
-        "position_fell",
-        "queued_seen",
-        "released",
-        "running_seen",
-        "schedule",
-        "seq",
-        "start",
-        "submitted",
-    )
+    schedule: Schedule
+    key: Key
+    position: int | None  # the last queue position seen
+    seq: int
+    submitted: float = 0.0
+    queued_seen: float | None = None
+    running_seen: float | None = None
+    observation: Observation | None = None
+    finished: bool = False
+    released: bool = False
+    joined: bool = False  # in its key's cohort (on the engine thread, at its first poll)
+    asked: float | None = None  # when the status request in flight was sent
+    due: float | None = None  # when the next poll's timer should fire
+    position_fell: bool = False
+    start: tuple[float, float] | None = None  # the two polls the start lies between
 
-    def __init__(self, schedule: Schedule, key: Key, queue_position: int | None, seq: int) -> None:
-        self.schedule = schedule
-        self.key = key
-        self.seq = seq
-        self.submitted = schedule.clock()
-        self.queued_seen: float | None = None
-        self.running_seen: float | None = None
-        self.observation: Observation | None = None
-        self.finished = False
-        self.released = False
-        self.joined = False  # in its key's cohort (on the engine thread, at its first poll)
-        self.asked: float | None = None  # when the status request in flight was sent
-        self.due: float | None = None  # when the next poll's timer should fire
-        self.position = queue_position
-        self.position_fell = False
+    def __post_init__(self) -> None:
+        self.submitted = self.schedule.clock()
         # Not queued at creation: assume it runs from now (a later IN_QUEUE corrects it).
-        self.start: tuple[float, float] | None = None
-        if not queue_position:
+        if not self.position:
             self.start = (self.submitted, self.submitted)
 
     @property
@@ -544,36 +529,27 @@ class Timing:
 
     def _wait(self, failures: int, rng: random.Random | None) -> float:
         schedule = self.schedule
-        target = schedule.notice_target
         age = self.age()
-        if age is None:  # queued: the queue position sets the pace
-            state = PollState(
-                running_for=0.0,
-                queue_position=self.position,
-                position_fell=self.position_fell,
-                failures=failures,
-                early_cap=target,
-            )
+        # without a plan (or past it): the schedule with no history; queued: the queue
+        # position sets the pace
+        state = PollState(
+            running_for=0.0 if age is None else age,
+            queue_position=self.position if age is None else None,
+            position_fell=age is None and self.position_fell,
+            failures=failures,
+            early_cap=schedule.notice_target,
+        )
+        if age is None:
             return next_interval(state, rng, schedule.policy)
         if not self.joined:
             schedule._join(self)  # noqa: SLF001 - Timing and Schedule are this module's pair; the cohort's bookkeeping is theirs
         plan = schedule.plan(self.key)
-        if failures or plan is None or age >= plan.end:
-            return next_interval(
-                PollState(running_for=age, failures=failures, early_cap=target),
-                rng,
-                schedule.policy,
-            )
-        polls = plan.for_task((self.seq * GOLDEN) % 1.0)
-        soonest = age + MIN_GAP_SHARE * plan.target
-        index = bisect_right(polls, soonest)
-        if index >= len(polls):
-            return next_interval(
-                PollState(running_for=age, failures=failures, early_cap=target),
-                rng,
-                schedule.policy,
-            )
-        return polls[index] - age
+        if not failures and plan is not None and age < plan.end:
+            polls = plan.for_task((self.seq * GOLDEN) % 1.0)
+            index = bisect_right(polls, age + MIN_GAP_SHARE * plan.target)
+            if index < len(polls):
+                return polls[index] - age
+        return next_interval(state, rng, schedule.policy)
 
     def expected_finish(self) -> float | None:
         """Seconds until the task is expected to finish, when the model is confident."""

@@ -53,26 +53,18 @@ def _size(width: int, height: int, side: int) -> tuple[int, int]:
 
 
 def _encode(source: Path, rung: Rung) -> bytes | None:
-    """The preview at one rung, or ``None``. Written through a temporary file:
-    ``faststart`` (the index first, so a page plays before it has every byte)
+    """The preview at one rung, or ``None``. Written through a temporary file beside the
+    source: ``faststart`` (the index first, so a page plays before it has every byte)
     rewrites the file, which an in-memory buffer cannot do."""
-    try:
-        fd, name = tempfile.mkstemp(prefix=".preview-", suffix=".mp4", dir=source.parent)
-    except OSError:
-        return None
-    os.close(fd)
-    scratch = Path(name)
-    try:
-        return _encode_to(source, rung, scratch)
-    finally:
-        scratch.unlink(missing_ok=True)
-
-
-def _encode_to(source: Path, rung: Rung, scratch: Path) -> bytes | None:
     import av  # noqa: PLC0415 - PyAV loads only when a video is previewed
 
     try:
-        with av.open(str(source)) as container:
+        with (
+            tempfile.NamedTemporaryFile(
+                prefix=".preview-", suffix=".mp4", dir=source.parent
+            ) as scratch,
+            av.open(str(source)) as container,
+        ):
             if not container.streams.video:
                 return None
             stream = container.streams.video[0]
@@ -81,7 +73,7 @@ def _encode_to(source: Path, rung: Rung, scratch: Path) -> bytes | None:
                 return None
             size = _size(width, height, rung.side)
             with av.open(
-                str(scratch), "w", format="mp4", options={"movflags": "+faststart"}
+                scratch.name, "w", format="mp4", options={"movflags": "+faststart"}
             ) as out:
                 video = out.add_stream("libx264", rate=rung.fps)
                 video.width, video.height = size
@@ -105,9 +97,9 @@ def _encode_to(source: Path, rung: Rung, scratch: Path) -> bytes | None:
                     out.mux(packet)
                 if kept < 2:  # a still picture (ffmpeg reads a PNG as one frame)
                     return None
+            return Path(scratch.name).read_bytes()
     except (av.error.FFmpegError, ValueError, IndexError, OSError, MemoryError):
         return None
-    return scratch.read_bytes()
 
 
 def preview_bytes(path: str | os.PathLike[str], max_bytes: int = PREVIEW_BUDGET) -> bytes | None:

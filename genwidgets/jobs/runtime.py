@@ -114,7 +114,6 @@ class RunTimeModel:
         self.total = 0  # observations ever
         self.widened = 0.0  # mass of the broad component
         self._broad: tuple[float, float] = (LOW_S, HIGH_S)
-        self.version = 0  # bumps on every change the schedule must follow
         self._checkpoints: dict[float, deque[bool]] = {
             q: deque(maxlen=SHIFT_WINDOW) for q in CHECKPOINTS
         }
@@ -144,7 +143,6 @@ class RunTimeModel:
         self.total += 1
         self.widened *= WIDEN_DECAY
         self._cumulative = None
-        self.version += 1
 
     def copy(self) -> RunTimeModel:
         """A copy to plan from on another thread while this one goes on learning (the
@@ -180,7 +178,6 @@ class RunTimeModel:
         for window in self._checkpoints.values():
             window.clear()
         self._cumulative = None
-        self.version += 1
         self.shifts += 1
 
     # ------------------------------------------------------------------ reading

@@ -1,33 +1,93 @@
-"""A batch at work: a :class:`~.row_book.RowBook` that runs its sender
-(``send_all``) and its finisher (``finish_row``, ``check_deadlines``) on the package's
-worker threads; who does what, and why no lock is held while waiting on the engine:
-docs/decisions.md#batches.
+"""A batch at work: a run's rows and the one place a row's state changes, and what it
+is written to; its sender (chunks reserved, created through ``client.send_many``, the
+breaker) runs on one of the package's worker threads, its finisher (files written,
+failures said by meaning, lost contact followed again, deadlines kept) on another, and
+a resume changes rows only through it. A grid (``lab/run.GridRun``) is one too. Who
+does what, and why no lock is held while waiting on the engine: docs/decisions.md#batches,
+docs/decisions.md#batch-row-book, docs/decisions.md#batch-row-states.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
 import logging
 import queue
+import threading
 import time
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._client import create_failure, created_nothing, lost_contact
 from .._workers import RUNS, Work
+from ..errors import (
+    ClientClosed,
+    GenwidgetsError,
+    OutcomeUnknown,
+    PayloadError,
+    RateLimited,
+    RequestNotFound,
+    ServerError,
+    Unreachable,
+)
+from ..jobs.ledger import NOT_CREATED, scrub_payload
 from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
-from .batch_store import CREATED, DONE, FAILED, PENDING, SENDING, UNKNOWN, WAITING
+from .batch_store import (
+    CANCELLED,
+    CREATED,
+    DONE,
+    ENDED,
+    FAILED,
+    LEFT,
+    PENDING,
+    SENDING,
+    TIMED_OUT,
+    UNKNOWN,
+    WAITING,
+    BatchStore,
+    RowRecord,
+    RowUpdate,
+    id_taken,
+)
 from .budget import summed
 from .cost import CONFIRM_ABOVE
+from .manifest import Manifest, read_manifest
+from .outfiles import write_outputs
 from .progress import Mode, Progress, Snapshot
-from .row_book import RowBook
 
-__all__ = ["Batch", "display_hook"]
+if TYPE_CHECKING:
+    from .._protocols import ClientLike, JobLike
+    from ..jobs.ledger import LedgerRow
+    from ..protocol.records import Result
+    from .plan import GridPlan
+
+__all__ = [
+    "BREAKER_AFTER",
+    "CHUNK_ROUNDS",
+    "CONTACT_PATIENCE",
+    "MAX_RATE_LIMITED",
+    "Batch",
+    "display_hook",
+]
 
 log = logging.getLogger("genwidgets")
 
+#: creates failing in a row in a way that may have billed (a 5xx, no answer, no
+#: contact) before the run pauses (docs/decisions.md#circuit-breaker)
+BREAKER_AFTER = 5
+#: a row refused for the rate limit this many times in a row is failed
+MAX_RATE_LIMITED = 50
+#: a chunk is this many rounds of ``concurrency`` creates
+CHUNK_ROUNDS = 2
+#: with no ``timeout``, how long a row keeps following a task it lost contact with
+CONTACT_PATIENCE = 900.0
+#: the first wait before following a lost task again, doubled each time (seconds)
+FOLLOW_BACKOFF = 2.0
+FOLLOW_BACKOFF_MAX = 60.0
 #: set by ``genwidgets.widgets.batch_view`` so a displayed batch draws its live view
 display_hook: Callable[[Batch], None] | None = None
 #: how often the finisher wakes to check deadlines and tell listeners (seconds)
@@ -38,10 +98,15 @@ RATE_WINDOW = 60.0
 STOP_WAIT = 15.0
 
 
-class Batch(RowBook):
+class Batch:
     """Rows of data sent as tasks, each followed to its files; see the module docstring
     and ``gw.batch``."""
 
+    #: what a person calls this run, in its messages
+    noun = "batch"
+    #: what a person calls one of its rows
+    unit = "row"
+    #: a grid's (``GridRun``) is its own, and it has no folder
     plan: BatchPlan
     out: Path
     #: whether it waits for :meth:`submit` (billed above ``confirm_above``)
@@ -52,6 +117,627 @@ class Batch(RowBook):
     _sending_since: float | None = None
     _sender: Work | None = None
     _finisher: Work | None = None
+
+    def __init__(
+        self,
+        plan: BatchPlan | GridPlan,
+        client: ClientLike,
+        *,
+        batch_id: str,
+        out: Path | None,
+        store: BatchStore,
+        concurrency: int,
+        timeout: float | None = None,
+        on_timeout: str = "cancel",
+    ) -> None:
+        #: held while the run changes; never while waiting on the engine
+        self.lock = threading.RLock()
+        #: told of each change (views); one that raises is logged, never stops the run
+        self.listeners: list[Callable[[], None]] = []
+        #: why sending paused; set, nothing more is sent until it is asked to go on
+        self.paused: str | None = None
+        #: set: no create leaves (a pause, a cancel, an interrupt)
+        self.stop = threading.Event()
+        #: creates failing in a row in a way that may have billed: the breaker's count
+        self.failing = 0
+        self.plan = plan  # type: ignore[assignment]  # a grid's in a GridRun
+        self.client = client
+        self.id = batch_id
+        self.out = out  # type: ignore[assignment]  # None in a GridRun
+        self.store = store
+        self.timeout = timeout
+        self.on_timeout = on_timeout
+        #: creates in flight at once
+        self.concurrency = concurrency
+        self.rows = [BatchRow(p) for p in plan.rows]
+        self.manifest = Manifest(out, batch_id)
+        #: billed units the rows sent hold, per kind (and money with prices)
+        self.spent: dict[str, float] = {}
+        #: rows whose task ended (or whose following did), for the finisher
+        self.ended: queue.SimpleQueue[int] = queue.SimpleQueue()
+        #: when rows ended (monotonic), for the rate
+        self.ends: deque[float] = deque()
+        #: rows before it wait no more
+        self.cursor = 0
+        #: something changed that the views (``listeners``) have not been told
+        self.dirty = False
+        #: set once the finisher's last pass is written (cleared while rows go on)
+        self.settled = threading.Event()
+        #: the batch is recorded in the store under its id
+        self.stored = False
+        #: why sending stopped before every row was sent (the budget's cap, a cancel)
+        self.stopped: str | None = None
+        #: the last trouble of a background thread (recorded, shown, never fatal)
+        self.problem: str | None = None
+        self.cancelled = False
+        self._pending: list[RowUpdate] = []
+        #: held across taking the queued row changes and writing them, so a flush
+        #: returns once every change queued before it is in the store
+        self._flush_lock = threading.Lock()
+
+    def tag(self, row: BatchRow) -> str:
+        """What a row's create is for, written with its intent in the ledger: the row
+        finds its task by it (docs/decisions.md#batch-resume)."""
+        return f"batch {self.id} row {row.index} attempt {row.attempt}"
+
+    def waiting(self) -> list[BatchRow]:
+        return [r for r in self.rows if r.state == WAITING]
+
+    def update(self, row: BatchRow, state: str, *, release: bool = False) -> None:
+        """Change a row (under the lock): queue its store write and its manifest line;
+        ``release`` gives back what its reservation held of the budget. A row ended is
+        followed again no more."""
+        row.state = state
+        if state == WAITING:
+            self.cursor = min(self.cursor, row.index)
+        if state in ENDED:
+            row.follow_at = None
+            row.ended_at = time.time()
+            self.ends.append(time.monotonic())
+        self._pending.append(
+            RowUpdate(
+                row.index,
+                state,
+                row.request_id,
+                row.error,
+                [p.name for p in row.files],
+                row.attempt if release else None,
+            )
+        )
+        if release:
+            for kind, amount in self.charges(row).items():
+                self.spent[kind] = self.spent.get(kind, 0.0) - (amount or 0.0)
+        if state != SENDING:
+            self.manifest.event(row.record(self.out))
+        self.dirty = True
+
+    def attach(self, row: BatchRow, job: JobLike, created_at: float | None = None) -> None:
+        """Follow a row's task: its end queues the row for the finisher (engine thread:
+        a queue put, nothing more), word of it marks the book changed."""
+        row.job, row.request_id = job, str(job.request_id)
+        row.created_at = created_at if created_at is not None else time.time()
+        row.rate_limited = 0
+        index = row.index
+
+        def ended(_job: Any) -> None:
+            self.ended.put(index)
+
+        def moved(_job: Any) -> None:  # word of the task: contact is back
+            row.lost, row.lost_since = 0, None
+            self.dirty = True
+
+        job.add_update_callback(moved)
+        job.add_done_callback(ended)
+
+    def flush(self) -> None:
+        """Write the queued row changes in one transaction (off the engine's thread)."""
+        with self._flush_lock:
+            with self.lock:
+                pending, self._pending = self._pending, []
+            if not pending:
+                return
+            try:
+                self.store.settle(self.id, pending)
+            except BaseException:  # a locked file: written by the next flush, never lost
+                with self.lock:
+                    self._pending[:0] = pending
+                raise
+
+    def write_all(self, *, force: bool = True) -> None:
+        """The store, then the manifest's table, as every row stands now."""
+        self.flush()
+        with self.lock:
+            records = [r.record(self.out) for r in self.rows]
+        self.manifest.table(records, force=force)
+
+    def charges(self, row: BatchRow) -> dict[str, float | None]:
+        """What a row takes from the budget: every billed kind, and money with prices."""
+        units: dict[str, float | None] = dict(row.units)
+        if self.plan.budget.prices:
+            units["money"] = self.plan.budget.cost(row.endpoint, row.units)
+        return units
+
+    def store_batch(self) -> None:
+        """Record the batch before anything is confirmed or sent: its id is its own, in
+        every process sharing the ledger (another plan under it is refused)."""
+        if self.stored:
+            return
+        description = self.plan.describe()
+        taken = self.store.save_batch(
+            self.id,
+            gateway=self.client.gateway_name,
+            endpoint=self.plan.endpoint,
+            out=str(self.out or ""),
+            digest=self.plan.digest,
+            description=description,
+            rows=[(r.index, r.endpoint, json.dumps(scrub_payload(r.payload))) for r in self.rows],
+        )
+        if taken is not None:
+            raise id_taken(self.id, taken, description)
+        self.stored = True
+
+    def changed(self) -> None:
+        """Tell the listeners of every change since the last time, each guarded: a
+        broken view never stops a run."""
+        self.dirty = False
+        for listener in list(self.listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("genwidgets: a listener of %s failed", self.id)
+
+    def pause(self, why: str) -> None:
+        """Stop sending (under the lock): creates in flight answer, nothing more leaves
+        until the run is asked to go on; ``stopped`` says the rows in doubt. A second
+        pause keeps the first one's words."""
+        if self.paused is None:
+            self.paused = why
+            self.stop.set()
+            self.say_paused()
+
+    def say_paused(self) -> None:
+        """``stopped`` for a pause, with the rows in doubt counted now (under the lock)."""
+        doubt = sum(1 for r in self.rows if r.state == UNKNOWN and not r.request_id)
+        self.stopped = (
+            f"paused: {self.paused}; {doubt} row(s) in doubt (their create's outcome is "
+            f"unknown, never sent again). Nothing more is sent until {self.noun}.submit() "
+            "(the view's Submit or Go on, or the same command again)"
+        )
+
+    def go_on(self) -> None:
+        """Asked to send again (under the lock): a pause, a stop or a cancel ends here."""
+        self.stopped = None
+        self.cancelled = False
+        self.paused = None
+        self.failing = 0
+        self.stop.clear()
+
+    def cancel_created(self, rows: Iterable[BatchRow]) -> int:
+        """Ask the gateway to cancel the tasks of those ``rows`` that are running, each
+        marked cancelled by the user (its end is not the gateway's failure); returns how
+        many were asked."""
+        with self.lock:
+            running = [r for r in rows if r.state == CREATED and r.job is not None]
+            for row in running:
+                row.user_cancelled = True
+        for row in running:
+            assert row.job is not None
+            row.job.request_cancel()
+        return len(running)
+
+    # ------------------------------------------------------------------ sending
+
+    def _next_chunk(self) -> list[BatchRow]:
+        """The next rows to send: two rounds of ``concurrency``, so the sender's own work
+        between chunks is paid half as often (docs/decisions.md#batches). Rows before the
+        book's ``cursor`` wait no more (a row given back moves it back)."""
+        size = CHUNK_ROUNDS * self.concurrency
+        with self.lock:
+            while self.cursor < len(self.rows) and self.rows[self.cursor].state != WAITING:
+                self.cursor += 1
+            waiting = (row for row in self.rows[self.cursor :] if row.state == WAITING)
+            return list(itertools.islice(waiting, size))
+
+    def send_all(self) -> None:
+        """The sender: chunks of waiting rows, each reserved, then sent, until none waits,
+        the budget's cap is reached, or its ``stop`` is set."""
+        caps = self.plan.budget.caps
+        while not self.stop.is_set():
+            chunk = self._next_chunk()
+            if not chunk:
+                break
+            self.flush()  # rows given back (a rate limit) are waiting in the store too
+            reserved = self.store.reserve(
+                self.id, [(r.index, self.charges(r)) for r in chunk], caps
+            )
+            by_index = {r.index: r for r in chunk}
+            with self.lock:
+                self.spent = reserved.spent
+                for index, attempt in reserved.taken:
+                    row = by_index[index]
+                    row.state, row.attempt, row.reserved_at = SENDING, attempt, time.time()
+                if reserved.capped:
+                    shown = ", ".join(
+                        f"{self.spent.get(k, 0):g} of {v:g} {k}" for k, v in caps.items()
+                    )
+                    self.stopped = f"stopped at the budget's cap ({shown}); rows not sent wait"
+            if reserved.elsewhere:  # another process sending this batch took them first
+                stored = {r.index: r for r in self.store.rows(self.id, reserved.elsewhere)}
+                with self.lock:
+                    for index in reserved.elsewhere:
+                        self.show_as_stored(by_index[index], stored.get(index))
+            if reserved.taken:
+                self._send([by_index[i] for i, _ in reserved.taken])
+            if self.paused is not None:  # the chunk's late answers are counted in it
+                with self.lock:
+                    self.say_paused()
+            self.dirty = True  # the finisher writes the store and tells the views
+            if reserved.capped:
+                break
+        self.flush()
+
+    def _send(self, rows: list[BatchRow]) -> None:
+        """One chunk of rows through ``client.send_many``: each prepared once (at planning
+        when the plan had the client; one that cannot be is settled with why, and not
+        sent), each answer settling its row as it arrives; rows whose answer an interrupt
+        kept from being seen are reconciled with the ledger by their tags."""
+        ready: list[tuple[BatchRow, Any]] = []
+        for row in rows:
+            prepared = row.planned.prepared
+            try:
+                if prepared is None:
+                    prepared = self.client.prepare(row.endpoint, row.payload)
+            except Exception as exc:  # one bad row must not stop the others; nothing left
+                if not isinstance(exc, PayloadError):
+                    exc = PayloadError(f"it could not be prepared: {exc}", endpoint=row.endpoint)
+                self._sent(row, exc)
+            else:
+                ready.append((row, prepared))
+        answered: set[int] = set()
+
+        def on_sent(i: int, outcome: Any) -> None:
+            answered.add(i)
+            self._sent(ready[i][0], outcome)
+
+        try:
+            self.client.send_many(
+                [prepared for _, prepared in ready],
+                concurrency=self.concurrency,
+                on_sent=on_sent,
+                hold=self.stop.is_set,
+                tags=[self.tag(row) for row, _ in ready],
+            )
+        finally:
+            missing = [row for i, (row, _) in enumerate(ready) if i not in answered]
+            if missing:
+                self.reconcile(missing)
+            for row in rows:  # sent: a retry prepares again (the payload is kept)
+                row.planned.prepared = None
+        if self.cancelled:  # cancelled while this chunk was in flight
+            self.cancel_created(r for r in rows if not r.user_cancelled)
+
+    def _sent(self, row: BatchRow, outcome: Any) -> None:
+        with self.lock:
+            if isinstance(outcome, Exception):
+                # held back (nothing sent) while the batch stops or pauses: it waits again
+                held = isinstance(outcome, Unreachable) and self.stop.is_set()
+                if held or (
+                    isinstance(outcome, RateLimited) and row.rate_limited < MAX_RATE_LIMITED
+                ):
+                    row.rate_limited += not held
+                    self.update(row, WAITING, release=True)  # nothing made: it goes again
+                    return
+                nothing = created_nothing(outcome)  # its units go back; else it may have billed
+                # the breaker counts a 5xx, no answer, no contact: the gateway is in trouble,
+                # so the next create may bill for nothing too (a refusal is the row's own)
+                if not nothing or isinstance(outcome, (OutcomeUnknown, ServerError, Unreachable)):
+                    self.failing += 1
+                    if self.failing >= BREAKER_AFTER:
+                        self.pause(
+                            f"{self.failing} creates in a row failed in a way that may have "
+                            f"billed (the last: {type(outcome).__name__}: {outcome})"
+                        )
+                # kept for a sweep's card; its traceback let go (it holds the sender's frames)
+                row.error, row.exception = create_failure(outcome), outcome.with_traceback(None)
+                self.update(row, FAILED if nothing else UNKNOWN, release=nothing)
+                return
+            self.failing = 0  # a task made ends the breaker's run
+            self.attach(row, outcome)
+            self.update(row, CREATED)
+
+    # ------------------------------------------------------------------ finishing
+
+    def finish_row(self, row: BatchRow) -> None:
+        """A row's task ended (or its following did): sort it by what ended it."""
+        job = row.job
+        if job is None or row.state not in (CREATED, LEFT, PENDING):
+            return
+        result = job.last_result
+        error = ""
+        if result is None and lost_contact(job):
+            lost = job.exception()
+            self._lost_contact(row, f"{type(lost).__name__}: {lost}")
+            return
+        if result is None:
+            try:
+                result = job.result(timeout=0)
+            except ClientClosed as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                with self.lock:
+                    row.error = (
+                        f"contact lost: its client was closed ({error}); the task may still run"
+                    )
+                    self.update(row, UNKNOWN)
+                return
+            except Exception as exc:  # the gateway said the task is gone, or an odd end
+                error = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, RequestNotFound) and getattr(self.client, "embedded", False):
+                    error = (
+                        "made by the embedded simulator of a process that has ended: it cannot "
+                        "be resumed; retry_failed() (genwidgets batch --retry-failed) makes it "
+                        "again, free on the simulator"
+                    )
+        if result is not None and result.ok:
+            self._write(row, result)
+            return
+        if result is not None:
+            kind = f"{result.error_type}: " if result.error_type else ""
+            error = f"{kind}{result.error or result.status}"
+        with self.lock:
+            if row.timed_out:
+                row.error = (
+                    f"timed out after {self.timeout:g} s; cancelled at the gateway ({error})"
+                )
+                self.update(row, TIMED_OUT)
+            else:  # cancelled (by a deadline or a person) is not the gateway's failure
+                cancelled = row.user_cancelled or (
+                    result is not None and result.status == "CANCELLED"
+                )
+                row.error = error
+                self.update(row, CANCELLED if cancelled else FAILED)
+
+    def _write(self, row: BatchRow, result: Result) -> None:
+        """A task done: its files into the batch's folder, or ``files pending`` (the task is
+        paid and its outputs are kept: never created again for want of a folder). A grid
+        has no folder: its outputs are the ledger's."""
+        files: list[Path] = []
+        if self.out is not None:
+            try:
+                files = write_outputs(
+                    self.out,
+                    row.planned.stem,
+                    list(result.outputs),
+                    own={p.name for p in row.files},
+                    batch=self.id,
+                    row=row.index,
+                    endpoint=row.endpoint,
+                    request_id=row.request_id,
+                    payload=row.payload,
+                )
+            except (OSError, GenwidgetsError, ValueError) as exc:
+                with self.lock:
+                    row.error = (
+                        "done at the gateway; its files were not written: "
+                        f"{type(exc).__name__}: {exc}"
+                    )
+                    self.update(row, PENDING)
+                return
+        with self.lock:
+            row.files, row.error = files, None
+            self.update(row, DONE)
+
+    def _lost_contact(self, row: BatchRow, why: str) -> None:
+        """Polling gave up without word of the task: follow it again after a backoff, until
+        the row's deadline; then ``unknown``, its request id kept for a resume."""
+        now = time.time()
+        with self.lock:
+            row.lost += 1
+            if row.lost_since is None:
+                row.lost_since = now
+            if self.timeout is not None and row.created_at is not None:
+                deadline = row.created_at + self.timeout
+            else:
+                deadline = row.lost_since + CONTACT_PATIENCE
+            if now >= deadline:
+                row.error = (
+                    f"contact lost ({why}); the task may still run or be done. Running the batch "
+                    "again re-attaches it (no new create)"
+                )
+                self.update(row, UNKNOWN)
+                return
+            wait = min(FOLLOW_BACKOFF * 2 ** (row.lost - 1), FOLLOW_BACKOFF_MAX)
+            row.follow_at = min(now + wait, deadline)
+            row.error = f"contact lost ({why}); following it again (no new create)"
+        self.dirty = True  # the finisher tells the views
+
+    def follow_again(self, row: BatchRow) -> None:
+        """Re-attach a row whose task this process lost contact with (polled anew)."""
+        assert row.request_id is not None
+        try:
+            job = self.client.job(row.endpoint, row.request_id)
+        except GenwidgetsError as exc:  # the client is closed: the task may still run
+            with self.lock:
+                row.error = f"contact lost: {type(exc).__name__}: {exc}; the task may still run"
+                self.update(row, UNKNOWN)
+            return
+        with self.lock:
+            row.follow_at = None
+            self.attach(row, job, created_at=row.created_at)
+
+    def check_deadlines(self) -> None:
+        """Rows past ``timeout``: cancelled at the gateway, or left running and listed; rows
+        whose lost task is due to be followed again are."""
+        now = time.time()
+        late = []
+        due = []
+        with self.lock:
+            for row in self.rows:
+                if (
+                    row.follow_at is not None
+                    and row.follow_at <= now
+                    and row.state in (CREATED, LEFT)
+                ):
+                    due.append(row)
+                    continue
+                if (
+                    self.timeout is not None
+                    and row.state == CREATED
+                    and not row.timed_out
+                    and not row.lost  # out of contact: its deadline ends it as unknown instead
+                    and row.created_at is not None
+                    and now - row.created_at > self.timeout
+                    and row.job is not None
+                    and not row.job.done()
+                ):
+                    row.timed_out = True
+                    if self.on_timeout == "leave":
+                        row.error = f"still running after {self.timeout:g} s: left running"
+                        self.update(row, LEFT)
+                    else:
+                        late.append(row)
+        for row in due:
+            self.follow_again(row)
+        for row in late:
+            assert row.job is not None
+            row.job.request_cancel()
+
+    # ------------------------------------------------------------------ resuming
+
+    def reconcile(self, rows: Sequence[BatchRow]) -> None:
+        """Settle rows reserved whose create's answer was not seen, by what the ledger
+        kept under their tags, the one reading of an unanswered create (grids' too): a
+        task made is followed; a create that certainly made nothing (or whose intent never
+        reached disk) waits again; any other is ``unknown``, never sent again. A row
+        reserved before the ledger took tags (``meta.tags_since``) cannot be told apart."""
+        ledger = self.client.ledger
+        found: dict[str, list[LedgerRow]] = {}
+        since = 0.0
+        if ledger is not None:
+            for record in ledger.tagged([self.tag(r) for r in rows]):
+                found.setdefault(str(record.tag), []).append(record)
+            if len(found) < len(rows):
+                said = ledger.query("SELECT value FROM meta WHERE key = 'tags_since'")
+                since = float(said[0][0]) if said else 0.0
+        unknown = (
+            "outcome unknown: {}; not sent again. Look for it with client.history() before "
+            "retrying it by hand"
+        )
+        attach: list[tuple[BatchRow, str]] = []
+        for row in rows:
+            records = found.get(self.tag(row), [])
+            made = next((r.request_id for r in records if r.request_id is not None), None)
+            left = [r.state for r in records if r.state != NOT_CREATED]
+            with self.lock:
+                if made is not None:
+                    row.request_id = made
+                    attach.append((row, made))
+                    continue
+                if ledger is None:  # nothing on disk to ask: a task may exist
+                    row.error = "outcome unknown: no ledger to say whether its create left"
+                elif not records and (row.reserved_at or 0.0) < since:
+                    row.error = unknown.format(
+                        "written by an older genwidgets, whose ledger did not tag which "
+                        "create was this one"
+                    )
+                elif left:
+                    row.error = unknown.format(
+                        f"its create may have left and no answer was kept ({left[0]})"
+                    )
+                else:  # its intent never reached disk, or it surely made nothing
+                    self.update(row, WAITING, release=True)
+                    continue
+                self.update(row, UNKNOWN)
+        self.attach_all(attach)
+
+    def attach_all(self, rows: Sequence[tuple[BatchRow, str]]) -> None:
+        """Follow existing tasks: finished ones from the ledger (their local files), others
+        re-attached by id (polled, never created)."""
+        finished: dict[str, JobLike] = {}
+        for endpoint in dict.fromkeys(row.endpoint for row, _ in rows):
+            for job in self.client.history(endpoint, status="finished"):
+                finished[str(job.request_id)] = job
+        jobs = [finished.get(rid) or self.client.job(row.endpoint, rid) for row, rid in rows]
+        for (row, _), job in zip(rows, jobs, strict=True):
+            keep = row.state if row.state == LEFT else CREATED
+            with self.lock:
+                self.attach(row, job, created_at=job.submitted_at)
+                if row.state != keep:
+                    self.update(row, keep)
+
+    def show_as_stored(self, row: BatchRow, record: RowRecord | None) -> None:
+        """A row another live process holds, shown here as the store has it (ended there:
+        as it ended; still going there: ``unknown`` here) and never written by this one: the
+        store and the manifest are that process's to write. Under the batch's lock."""
+        row.planned.prepared = None
+        row.ended_at = time.time()
+        if record is not None and record.state in ENDED:
+            self.as_stored(row, record)
+            return
+        row.state = UNKNOWN
+        row.request_id = record.request_id if record is not None else None
+        there = record.state if record is not None else "gone"
+        row.error = f"taken by another process sending this batch ({there} there)"
+
+    def as_stored(self, row: BatchRow, record: RowRecord) -> None:
+        """A row as its record says: state, request id, error, files (in its run's folder;
+        a grid has none)."""
+        row.state, row.request_id, row.error = record.state, record.request_id, record.error
+        row.files = [self.out / name for name in record.files] if self.out is not None else []
+
+    def restore(self) -> None:
+        """Load what the store, the manifest and the ledger say of each stored row, before
+        anything is sent; the table of stored states and what a re-run does with each:
+        docs/decisions.md#batch-resume."""
+        records = {r.index: r for r in self.store.rows(self.id)}
+        if not records:
+            return
+        self.stored = True
+        reserved: list[BatchRow] = []
+        attach: list[tuple[BatchRow, str]] = []
+        # a row another live process holds is its own: sending it, or (a batch) writing its
+        # files; a grid writes none, so a task another process follows is followed here too
+        held = {SENDING, CREATED} if self.out is not None else {SENDING}
+        going = {r.state for r in records.values()} & held
+        tables = self.store.tables  # a reservation's owner is a ledger's (``RowRecord.owner``)
+        others = tables.alive_owners() - {tables.owner} if going else set()
+        with self.lock:
+            self.spent = self.store.spent(self.id)
+            for row in self.rows:
+                record = records.get(row.index)
+                if record is None:
+                    continue
+                if record.state in held and record.owner in others:
+                    self.show_as_stored(row, record)  # a live process is sending it
+                    continue
+                self.as_stored(row, record)
+                row.attempt, row.reserved_at = record.attempt, record.reserved_at
+                if row.state == DONE and not all(p.exists() for p in row.files):
+                    row.state = CREATED  # a file went missing: written again from the task
+                if row.state != WAITING:
+                    row.planned.prepared = None  # sent before: never sent from this plan again
+                # unknown: contact was lost with it; a grid shows every task's outputs
+                if row.request_id and (
+                    row.state in (CREATED, LEFT, PENDING, UNKNOWN) or self.out is None
+                ):
+                    attach.append((row, row.request_id))
+                elif row.state == SENDING:
+                    reserved.append(row)
+        said = read_manifest(self.out) if reserved else {}
+        unanswered: list[BatchRow] = []
+        for row in reserved:  # its create's answer for the attempt reserved may be only
+            # the manifest's last line of it: a killed process flushed that line at once,
+            # its store and ledger writes may still have been queued
+            line = said.get(row.index, {})
+            request_id = line.get("request_id")
+            if line.get("batch") == self.id and line.get("attempt") == row.attempt and request_id:
+                row.request_id = str(request_id)
+                attach.append((row, row.request_id))
+            else:
+                unanswered.append(row)
+        if unanswered:
+            self.reconcile(unanswered)
+        self.attach_all(attach)
+        self.flush()
 
     # ------------------------------------------------------------------ the API
 
@@ -306,10 +992,10 @@ class Batch(RowBook):
     def __repr__(self) -> str:
         snap = self.snapshot()
         state = snap.line().split(": ", 1)[1] if self._started else "not sent (call .submit())"
-        return f"<Batch {self.id} {self.endpoint}: {state}>"
+        return f"<{type(self).__name__} {self.id} {self.endpoint}: {state}>"
 
     def _ipython_display_(self) -> None:
-        if display_hook is None:
+        if display_hook is None or self.out is None:  # a grid's view is its Grid's
             print(repr(self))
         else:
             display_hook(self)

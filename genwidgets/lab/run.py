@@ -1,5 +1,5 @@
-"""A grid at work: its cells are the rows of a :class:`CellBook` (the run core a batch
-is), with its layout, its ratings, and re-opening: docs/decisions.md#grid-run.
+"""A grid at work: a :class:`GridRun` is the run core a batch is (its cells are its
+rows), with its layout, its ratings, and re-opening: docs/decisions.md#grid-run.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from .batch_store import (
     GridStore,
 )
 from .plan import AXES, GridPlan, PlannedCell
+from .progress import Mode
 from .store import restore_plan, store_for
 
 if TYPE_CHECKING:
@@ -47,21 +48,6 @@ CONCURRENCY = 4
 def new_grid_id() -> str:
     """A stable, sortable, readable id: ``g-YYYYMMDD-HHMMSS-xxxx``."""
     return time.strftime("g-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(2)
-
-
-class CellBook(Batch):
-    """A grid's cells as the run core's rows: no folder (the ledger keeps outputs), no
-    budget, each create tagged as grids always were (a re-opened grid finds by it a
-    cell's task its store missed)."""
-
-    noun = "grid"
-    unit = "cell"
-    plan: GridPlan  # type: ignore[assignment]  # the core's plan: a grid's, not a batch's
-    out: None  # type: ignore[assignment]  # a grid has no folder
-
-    def tag(self, row: BatchRow) -> str:
-        again = f" attempt {row.attempt}" if row.attempt > 1 else ""
-        return f"grid {self.id} cell {row.index}{again}"
 
 
 class GridCell:
@@ -158,9 +144,17 @@ class GridCell:
         return f"<GridCell {values} {state}{' ' + '*' * self.rating if self.rating else ''}>"
 
 
-class GridRun:
+class GridRun(Batch):
     """A planned grid on the run core: its cells sent at most once, followed, and what
-    was judged of them."""
+    was judged of them. No folder (the ledger keeps outputs), no budget, each create
+    tagged as grids always were (a re-opened grid finds by it a cell's task its store
+    missed)."""
+
+    noun = "grid"
+    unit = "cell"
+    plan: GridPlan  # type: ignore[assignment]  # the core's plan: a grid's, not a batch's
+    out: None  # type: ignore[assignment]  # a grid has no folder
+    store: GridStore
 
     def __init__(
         self,
@@ -171,38 +165,27 @@ class GridRun:
         store: GridStore | None = None,
         concurrency: int = CONCURRENCY,
     ) -> None:
-        self.plan = plan
-        self.store = store if store is not None else store_for(client, GridStore)
-        #: the run core that sends, follows and records the cells
-        self.book = CellBook(
+        super().__init__(
             plan,
             client,
             batch_id=grid_id or new_grid_id(),
             out=None,
-            store=self.store,
+            store=store if store is not None else store_for(client, GridStore),
             concurrency=valid_concurrency(concurrency),
         )
-        self.cells = [GridCell(self, row) for row in self.book.rows]
-        self.id = self.book.id
-        self.client = client
-        self.endpoint = plan.endpoint
-        self.concurrency = self.book.concurrency
-        #: the core's own: told of each change (views; one that raises is logged), and
-        #: the one way to tell them
-        self.listeners = self.book.listeners
-        self.changed = self.book.changed
+        self.cells = [GridCell(self, row) for row in self.rows]
         #: when the grid was planned (a re-opened one: when it was stored)
         self.created_at = time.time()
         self.store.watch(self.id, self.refresh_ratings)
 
-    #: why sending paused (the breaker), else None
-    paused = property(lambda self: self.book.paused)
-    started = property(lambda self: self.book.started)
+    def tag(self, row: BatchRow) -> str:
+        again = f" attempt {row.attempt}" if row.attempt > 1 else ""
+        return f"grid {self.id} cell {row.index}{again}"
 
     @property
     def sent(self) -> bool:
         """True once every create has answered (or failed), or sending stopped."""
-        return self.book.started and not self.book.sending
+        return self.started and not self.sending
 
     # ------------------------------------------------------------------ layout
 
@@ -232,31 +215,30 @@ class GridRun:
         has answered (or the breaker paused the grid); else they go from the core's
         sender (docs/decisions.md#grid-run)."""
         try:  # a Ctrl-C heard from the sender's start on: it may come before the join
-            self.book.submit()
+            super().submit()
             if wait:
-                self.book.join_sender()
+                self.join_sender()
         except KeyboardInterrupt:
-            self.book.interrupt()
+            self.interrupt()
             raise
         if wait:
             self.changed()  # the views hear that every create answered, before it returns
         return self
 
-    def wait(self, timeout: float | None = None) -> GridRun:
+    def wait(self, timeout: float | None = None, *, progress: Mode = "none") -> GridRun:
         """Block until every sent cell has ended; ``TimeoutError`` when ``timeout``
         seconds pass first, ``RuntimeError`` when it was never sent. Failed cells do
         not raise."""
-        self.book.wait(timeout, progress="none")
+        super().wait(timeout, progress=progress)
         return self
 
-    def cancel_all(self) -> int:
-        """Stop sending and ask the gateway to cancel every unfinished cell; returns how
-        many were asked. Cells never sent wait (submit() sends them)."""
-        return self.book.cancel()
+    #: stop sending and ask the gateway to cancel every unfinished cell; returns how
+    #: many were asked. Cells never sent wait (submit() sends them)
+    cancel_all = Batch.cancel
 
     # ------------------------------------------------------------------ progress
 
-    def counts(self) -> tuple[int, int, int]:
+    def tally(self) -> tuple[int, int, int]:
         """(done, failed, total): done counts terminal cells, failed among them."""
         done = sum(1 for c in self.cells if c.done)
         failed = sum(1 for c in self.cells if c.failed)
@@ -293,7 +275,7 @@ class GridRun:
             raise ValueError(f"stars must be a whole number 1-5 (0 clears), not {stars!r}")
         if note is not None and not isinstance(note, str):
             raise ValueError(f'a note is a string ("" clears it), not {type(note).__name__}')
-        self.book.store_batch()
+        self.store_batch()
         target.rating, target.note = self.store.rate(self.id, target.index, stars, note)
         self.changed()
         return target
@@ -373,8 +355,8 @@ class GridRun:
         run.created_at = record.created_at
         for cell, stored in zip(run.cells, record.cells, strict=True):
             cell.rating, cell.note = stored.stars, stored.note
-        run.book.restore()
-        run.book.reopened()
+        run.restore()
+        run.reopened()
         return run
 
 

@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._config import FETCH_CONNECT_TIMEOUT_S, FETCH_TIMEOUT_S, MAX_FETCH_BYTES
-from ..errors import RedirectedAway
 from .body import ACCEPT_ENCODING, Deadline, Stopwatch, iter_capped, read_capped, within
 
 __all__ = [
@@ -88,7 +87,8 @@ class _OriginCookies(DefaultCookiePolicy):
 
 
 #: A request extension: this request, and the redirects httpx follows from it, stay on
-#: the trusted origin (a redirect elsewhere raises :class:`RedirectedAway`).
+#: the trusted origin; its value makes the error a redirect elsewhere raises, from the
+#: redirect's status code and where it leads.
 STAY_HOME = "genwidgets.stay_home"
 #: A request extension: the :class:`~.body.Stopwatch` each hop's answer is checked against.
 STOPWATCH = "genwidgets.stopwatch"
@@ -130,13 +130,14 @@ class _OriginRule:
             extensions[STOPWATCH].progress(0)
         if not response.has_redirect_location:
             return
-        if extensions.get(STAY_HOME):
+        away = extensions.get(STAY_HOME)
+        if away is not None:
             try:
                 target = response.request.url.join(response.headers["location"])
             except httpx.InvalidURL:
-                raise RedirectedAway(response.status_code, "an address that is not a URL") from None
+                raise away(response.status_code, "an address that is not a URL") from None
             if not same_origin(target, self.origin):
-                raise RedirectedAway(response.status_code, origin_text(str(target)))
+                raise away(response.status_code, origin_text(str(target)))
         response.stream = _Unread(response.stream)
 
     async def arequest(self, request: httpx.Request) -> None:

@@ -38,7 +38,6 @@ from ..errors import (
     NotSupported,
     OutcomeUnknown,
     RateLimited,
-    RedirectedAway,
     RequestNotFound,
     RuntimeFailed,
     ServerError,
@@ -162,34 +161,27 @@ def error_from_response(
     lowered = (detail or "").lower()
     path = answer.url.path if answer.url is not None else ""
 
-    if code == "UNAUTHORIZED":
-        return Unauthorized(text, **kw)
-    if code == "RATE_LIMIT_EXCEEDED":
-        return RateLimited(text, retry_after=parse_retry_after(answer.headers), **kw)
-    if lowered.startswith("app not found"):
-        return EndpointNotFound(text, **kw)
-    if "model not allowed" in lowered:
-        return ModelNotAllowed(text, **kw)
-    if "webhook not supported" in lowered:
-        return WebhookNotSupported(text, **kw)
-    if "sse streaming not supported" in lowered or (
-        lowered == "not found" and path.endswith("/sync")
-    ):
-        return NotSupported(text, **kw)
-    if "request not found" in lowered or "request not found" in (message or "").lower():
-        return RequestNotFound(text, **kw)
-    if "runtime execution failed" in lowered:
-        return RuntimeFailed(text, **kw)
-    # Body unknown: fall back on the status code.
-    if status == 401:
-        return Unauthorized(text, **kw)
-    if status == 429:
-        return RateLimited(text, retry_after=parse_retry_after(answer.headers), **kw)
-    if status == 404 and request_id:
-        return RequestNotFound(text, **kw)
-    if status >= 500:
-        return ServerError(text, **kw)
-    return GatewayError(text, **kw)
+    # the body first, then (the body unknown) the status code: the first rule that holds
+    rules: tuple[tuple[object, type[GatewayError]], ...] = (
+        (code == "UNAUTHORIZED", Unauthorized),
+        (code == "RATE_LIMIT_EXCEEDED", RateLimited),
+        (lowered.startswith("app not found"), EndpointNotFound),
+        ("model not allowed" in lowered, ModelNotAllowed),
+        ("webhook not supported" in lowered, WebhookNotSupported),
+        ("sse streaming not supported" in lowered, NotSupported),
+        (lowered == "not found" and path.endswith("/sync"), NotSupported),
+        ("request not found" in lowered, RequestNotFound),
+        ("request not found" in (message or "").lower(), RequestNotFound),
+        ("runtime execution failed" in lowered, RuntimeFailed),
+        (status == 401, Unauthorized),
+        (status == 429, RateLimited),
+        (status == 404 and request_id, RequestNotFound),
+        (status >= 500, ServerError),
+    )
+    kind = next((kind for holds, kind in rules if holds), GatewayError)
+    if kind is RateLimited:
+        kw["retry_after"] = parse_retry_after(answer.headers)
+    return kind(text, **kw)
 
 
 def _says_rate_limited(answer: Answer) -> bool:
@@ -291,19 +283,20 @@ class Gateway:
         ticket = await self.gate.ticket(attempt=attempt) if create else None
         try:
             await self.gate.wait(endpoint=endpoint, request_id=request_id, create=create)
+
+            def away(status_code: int, target: str) -> GatewayError:
+                return GatewayError(
+                    f"the {op} request was redirected to another origin ({target}); not "
+                    f"followed, so the API key stays at {origin_text(self.base_url)}",
+                    status_code=status_code,
+                    endpoint=endpoint,
+                    request_id=request_id,
+                )
+
             try:
                 async with self._semaphore:
                     self.counts[op] += 1
-                    answer = await self._exchange(method, url, content, headers)
-            except RedirectedAway as away:
-                raise GatewayError(
-                    f"the {op} request was redirected to another origin "
-                    f"({away.target}); not followed, so the API key stays at "
-                    f"{origin_text(self.base_url)}",
-                    status_code=away.status_code,
-                    endpoint=endpoint,
-                    request_id=request_id,
-                ) from None
+                    answer = await self._exchange(method, url, content, headers, away)
             except httpx.TooManyRedirects:
                 raise GatewayError(
                     f"the {op} request was redirected more than {MAX_REDIRECTS} times",
@@ -322,7 +315,12 @@ class Gateway:
                 self.gate.done(ticket)
 
     async def _exchange(
-        self, method: str, url: str, content: bytes | None, headers: Mapping[str, str] | None
+        self,
+        method: str,
+        url: str,
+        content: bytes | None,
+        headers: Mapping[str, str] | None,
+        away: Callable[[int, str], Exception],
     ) -> Answer:
         """One request and its whole answer, within the total deadline: the connect
         timeout and ``timeout``, plus the time the body's bytes may take
@@ -330,7 +328,7 @@ class Gateway:
         grace = self.timeout + min(10.0, self.timeout)  # connecting, then answering
         async with within(Deadline(grace, sent=len(content or b""))) as watch:
             request = self._http.build_request(
-                method, url, content=content, headers=headers, extensions={STAY_HOME: True}
+                method, url, content=content, headers=headers, extensions={STAY_HOME: away}
             )
             response = await self._http.send(request, stream=True)
             try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._formats import human_bytes
-from ..catalog import EndpointModel, unsendable, webhook_fields
+from ..catalog import EndpointModel, unsendable, webhook_problems
 from ..catalog import validate as validate_payload
 from ..errors import PayloadError
 from ..media import encode_paths
@@ -108,20 +108,8 @@ def prepare(endpoint: str, payload: Mapping[str, Any], *, validate: bool = True)
         model = validate_payload(endpoint, payload)
         sent = model.to_wire()
     else:
-        hooks = webhook_fields(payload)
-        if hooks:
-            raise PayloadError(
-                [
-                    {
-                        "loc": (k,),
-                        "msg": "webhook not supported: the service delivers no webhooks; "
-                        "poll instead",
-                    }
-                    for k in hooks
-                ],
-                endpoint=endpoint,
-            )
-        problems = unsendable(payload)  # what the body cannot carry is refused all the same
+        # what the service refuses, or the body cannot carry, is refused all the same
+        problems = webhook_problems(payload) or unsendable(payload)
         if problems:
             raise PayloadError(problems, endpoint=endpoint)
         sent = dict(payload)

@@ -9,7 +9,6 @@ docs/decisions.md#status-look.
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,6 @@ __all__ = [  # the look, and what it re-exports from the base layer
     "COLOURS",
     "ERROR_STYLE",
     "HELP_STYLE",
-    "KIND_ICONS",
     "MUTED_STYLE",
     "OK_STYLE",
     "PALETTE",
@@ -50,21 +48,6 @@ WARN_STYLE = f"color:{PALETTE['warn']}"
 OK_STYLE = f"color:{PALETTE['ok']}"
 MUTED_STYLE = f"color:{PALETTE['muted']}"
 
-#: Icons for outputs (and cards) with no thumbnail, by Output.kind / catalog kind.
-KIND_ICONS: dict[str, str] = {
-    "image": "🖼️",
-    "video": "🎬",
-    "audio": "🔊",
-    "speech": "🔊",
-    "json": "🧾",
-    "asset": "🧾",
-    "face": "🙂",
-    "subject": "👤",
-    "text": "📄",
-    "binary": "📦",
-}
-
-
 # --- status -------------------------------------------------------------------
 
 
@@ -82,10 +65,6 @@ class StatusLook:
     @property
     def colour(self) -> str:
         return COLOURS[self.category]
-
-    @property
-    def cancelled(self) -> bool:
-        return self.category == "cancelled"
 
 
 def _error_text(error: Any) -> str | None:
@@ -114,7 +93,8 @@ def look_of(status: Status | None, result: Result | None = None) -> StatusLook:
     if is_terminal(raw):
         # Terminal by status but no result yet: the result is being fetched.
         error = _error_text(status.raw.get("error"))
-        error_type = _str(status.raw.get("error_type"))
+        kind = status.raw.get("error_type")
+        error_type = None if kind is None else str(kind)
         if upper in FAILURE_STATUSES or error:
             return _ended_badly(raw, error, error_type)
         return StatusLook("done", "done", raw, True)
@@ -131,10 +111,6 @@ def _ended_badly(raw: str, error: str | None, error_type: str | None) -> StatusL
     if (error_type or "").lower() == "cancelled" or upper in {"CANCELLED", "CANCELED"}:
         return StatusLook("cancelled", "cancelled", raw, True)
     return StatusLook("failed", "failed", raw, True, error or upper.lower(), error_type)
-
-
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 _LAYOUTS: dict[str, dict[str, str]] = {
@@ -158,16 +134,21 @@ _LAYOUTS: dict[str, dict[str, str]] = {
     "number": {"width": "160px"},
     "note": {"width": "auto", "margin": "0 0 0 194px"},
     "item_note": {"width": "auto", "margin": "0"},  # a list item has no label to clear
+    "plain": {},  # every task view of the kernel
 }
+_MADE: dict[str, ipywidgets.Layout] = {}
 
 
-@functools.cache
 def layout(name: str) -> ipywidgets.Layout:
     """A shared ``Layout`` by name (see ``_LAYOUTS``): one object serves every widget
-    that uses it, so each field costs less to build and to save."""
+    that uses it (never mutated), so each costs less to build and to save; made again
+    if something closed it."""
     import ipywidgets  # noqa: PLC0415 - only widgets ask for layouts; the safety rules above need none
 
-    return ipywidgets.Layout(**_LAYOUTS[name])
+    made = _MADE.get(name)
+    if made is None or made.comm is None:
+        made = _MADE[name] = ipywidgets.Layout(**_LAYOUTS[name])
+    return made
 
 
 def format_elapsed(seconds: float | None) -> str:

@@ -21,9 +21,8 @@ from ..lab.batch_open import batches as batches  # importing it installs the liv
 from ..lab.batch_row import BatchRow
 from ..lab.progress import Snapshot
 from . import markup
-from ._style import COLOURS
 from .faces import CommandView, answers, in_kernel, static_module
-from .lasting import picture_src
+from .lasting import thumbnail_src
 from .ticker import MIN_INTERVAL, Throttle
 
 __all__ = ["BatchView", "batch", "batches", "static_copy"]
@@ -36,20 +35,20 @@ WRITE_INTERVAL = 0.5
 _COUNTED = ("done", "running", "queued", "failed")
 
 
+def _counts(snap: Snapshot) -> dict[str, int]:
+    """The counts a batch shows, in :data:`_COUNTED`'s order (queued: waiting or sent)."""
+    return {k: snap.queued if k == "queued" else snap.count(k) for k in _COUNTED}
+
+
 def _thumb(row: BatchRow) -> str:
     """A data URL of the row's first picture (a video's first frame), or "": made from
     the ledger's copy of the output (cached beside it, as grids do), so nothing but the
     batch's own files lands in its folder."""
     result = row.job.last_result if row.job is not None else None
-    for output in result.outputs if result is not None else []:
-        if output.kind in ("image", "video") and output.path is not None:
-            try:
-                made = picture_src(output, THUMB_SIDE)
-            except Exception:  # an odd file: no picture, the row still counts
-                made = None
-            if made is not None:
-                return made
-    return ""
+    try:
+        return thumbnail_src(result.outputs if result is not None else (), THUMB_SIDE) or ""
+    except Exception:  # an odd file: no picture, the row still counts
+        return ""
 
 
 def _head(batch: Batch, snap: Snapshot) -> dict[str, Any]:
@@ -60,7 +59,7 @@ def _head(batch: Batch, snap: Snapshot) -> dict[str, Any]:
         "out": shown_path(batch.out),
         "simulated": bool(getattr(batch.client, "embedded", False)),
         "total": snap.total,
-        "counts": {k: snap.count(k) for k in _COUNTED} | {"queued": snap.queued},
+        "counts": _counts(snap),
         "others": {
             k: snap.count(k)
             for k in ("files pending", "cancelled", "timed out", "unknown", "left running")
@@ -165,20 +164,11 @@ class BatchView(CommandView):
 def static_copy(batch: Batch, thumbs: list[dict[str, Any]]) -> dict[str, str]:
     """The batch as plain HTML (and text): what a saved notebook keeps of it."""
     snap = batch.snapshot()
-    counts = [
-        (k, n, COLOURS[k])
-        for k, n in (
-            ("done", snap.done),
-            ("running", snap.running),
-            ("queued", snap.queued),
-            ("failed", snap.failed),
-        )
-    ]
     html = markup.batch_face(
         batch_id=batch.id,
         endpoint=batch.endpoint,
         simulated=getattr(batch.client, "embedded", False),
-        counts=counts,
+        counts=_counts(snap),
         total=snap.total,
         line=snap.line(),
         out=shown_path(batch.out),

@@ -25,14 +25,13 @@ from .._client import default_client
 from ..lab.batch_store import GridStore
 from ..lab.store import store_for
 from . import markup
-from ._style import format_elapsed
+from ._style import MUTED_STYLE, format_elapsed
 from .cards import (
     CARD_LAYOUT,
     CardData,
     GridEntry,
     JobCard,
     grid_entry_html,
-    kind_icon,
     params_by_endpoint,
 )
 from .faces import TwoFaced, in_kernel
@@ -333,7 +332,7 @@ class Board(TwoFaced, ipywidgets.VBox):
             earlier = self.earlier_count()
             self.earlier.description = f"earlier sessions ({earlier})"
             self.earlier.disabled = earlier == 0 and not self.earlier.value
-            self.count_html.value = markup.muted_span(self.count_words())
+            self.count_html.value = markup.span(self.count_words(), MUTED_STYLE)
         self._refresh_face()
 
     def _drawn(self, item: tuple[Any, Any], params: Mapping[str, list[str]]) -> ipywidgets.Widget:
@@ -399,8 +398,8 @@ def board_table(board: Board, limit: int) -> dict[str, str]:
 def _row_thumb(outputs: Sequence[Output], kind: str | None = None) -> markup.Html:
     src = thumbnail_src(outputs)
     if src is None:
-        return kind_icon(outputs[0].kind if outputs else kind, 32)
-    return markup.row_picture(src)
+        return markup.kind_icon(outputs[0].kind if outputs else kind, 32)
+    return markup.picture(src, "max-width:96px;max-height:72px", "gw-thumb")
 
 
 def _grid_thumb(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Html:
@@ -412,7 +411,7 @@ def _grid_thumb(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Html:
         result = job.last_result if job is not None else None
         if result is not None and thumbnail_src(result.outputs) is not None:
             return _row_thumb(result.outputs)
-    return kind_icon("grid", 32)
+    return markup.kind_icon("grid", 32)
 
 
 def board(client: ClientLike | None = None) -> Board:

@@ -39,7 +39,6 @@ __all__ = [
     "JobCard",
     "card_html",
     "grid_entry_html",
-    "kind_icon",
     "params_by_endpoint",
 ]
 
@@ -47,32 +46,6 @@ __all__ = [
 CARD_LAYOUT = {"width": "auto", "min_width": "0", "overflow": "hidden"}
 #: Characters of a value kept in a card's tooltip.
 TOOLTIP_CHARS = 500
-
-
-# --- icons (inline SVG: no emoji font needed) -----------------------------------------
-
-_ICON_PATHS = {
-    "image": "M3 5h18v14H3zM6 16l4-5 3 4 2-2 3 3M8 9a1.5 1.5 0 1 0 0 .1",
-    "video": "M3 6h12v12H3zM15 10l6-3v10l-6-3z",
-    "audio": "M4 9v6h4l5 4V5L8 9zM16 8.5a5 5 0 0 1 0 7M18.5 6a8.5 8.5 0 0 1 0 12",
-    "json": "M8 4c-2 0-2 2-2 4s-2 4-2 4 2 0 2 4 0 4 2 4M16 4c2 0 2 2 2 4s2 4 2 4-2 0-2 4 0 4-2 4",
-    "text": "M6 3h9l4 4v14H6zM9 10h7M9 14h7M9 18h5",
-    "person": "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM4 21c0-4 4-6 8-6s8 2 8 6",
-    "binary": "M6 3h9l4 4v14H6zM15 3v4h4",
-    "grid": "M3 3h8v8H3zM13 3h8v8h-8zM3 13h8v8H3zM13 13h8v8h-8z",
-}
-_ICON_OF_KIND = {
-    "speech": "audio",
-    "asset": "json",
-    "face": "person",
-    "subject": "person",
-}
-
-
-def kind_icon(kind: str | None, size: int = 40) -> markup.Html:
-    """An inline SVG icon of an output or endpoint kind (stroked, grey)."""
-    name = _ICON_OF_KIND.get(kind or "", kind or "binary")
-    return markup.icon(name, _ICON_PATHS.get(name, _ICON_PATHS["binary"]), size)
 
 
 # --- cards -----------------------------------------------------------------------
@@ -92,8 +65,8 @@ def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> markup.Html:
             href = source.href
             break
     if href is None:
-        return kind_icon(outputs[0].kind if outputs else kind_hint)
-    return markup.card_picture(href)
+        return markup.kind_icon(outputs[0].kind if outputs else kind_hint)
+    return markup.picture(href, "max-width:100%;max-height:120px")
 
 
 @functools.lru_cache(maxsize=256)
@@ -153,8 +126,8 @@ def card_html(
     parameters, the error, the request_id."""
     spec = _endpoint(data.endpoint)
     if outputs and data.outputs:
-        media = markup.card_outputs(
-            to_html(o, caption=False, prefer_url=True) for o in data.outputs
+        media = markup.columns(
+            (to_html(o, caption=False, prefer_url=True) for o in data.outputs), 110, 4
         )
     else:
         media = markup.card_thumb(_thumbnail(data.outputs, spec.kind if spec else None))
@@ -287,7 +260,7 @@ def grid_entry_html(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Htm
         if (a := axes.get(d))
     ]
     rated = sorted((c for c in record.cells if c.stars), key=lambda c: -c.stars)
-    thumb = kind_icon("grid")
+    thumb = markup.kind_icon("grid")
     for cell in rated or record.cells:
         job = jobs.get(cell.request_id or "")
         result = job.last_result if job is not None else None

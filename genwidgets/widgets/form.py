@@ -187,7 +187,7 @@ class EndpointForm(TwoFaced, W.VBox):
         _, self.errors, self.warnings = checked(lambda: validate(self.endpoint, payload))
         self._show_errors()
         self._update_submit()
-        self.billing.value = markup.billed(self.billing_summary(payload))
+        self.billing.value = markup.join([markup.BILLED_BADGE, " ", self.billing_summary(payload)])
         self.code_view.value = _pre(
             python_code(self.endpoint, payload)
             + "\n# the same request with cURL:\n"

@@ -303,7 +303,7 @@ class Grid(CommandView):
     def _finished(self) -> bool:
         """Every cell has ended: from then on its sheet follows each change (not while
         it runs: docs/decisions.md#grid-view)."""
-        done, _failed, total = self.run.counts()
+        done, _failed, total = self.run.tally()
         return bool(self.run.started and self.run.sent and done == total)
 
     def tick(self) -> None:
@@ -423,7 +423,7 @@ class Grid(CommandView):
 
     def _write(self) -> None:
         run = self.run
-        done, failed, total = run.counts()
+        done, failed, total = run.tally()
         progress = f"{done} of {total} done" if run.started else "nothing sent yet"
         if failed:
             progress += f" ({failed} failed)"

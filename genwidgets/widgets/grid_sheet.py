@@ -56,7 +56,7 @@ def sheet_side(cells: int) -> int:
 
 def state_words(run: GridRun) -> str:
     """``3 of 4 done, 1 failed`` or ``not sent``: a grid's state in its repr and sheet."""
-    done, failed, total = run.counts()
+    done, failed, total = run.tally()
     state = f"{done} of {total} done" if run.started else "not sent"
     return state + (f", {failed} failed" if failed else "")
 
@@ -87,9 +87,14 @@ def _cell_html(
 def _flow(run: GridRun, media: str, side: int) -> markup.Html:
     """A sweep's combinations, each labelled, wrapping like cards (one axis of many
     combinations would make one very wide row)."""
-    return markup.sheet_flow(
-        _cell_html(cell, media, element="div", label=short(cell.x, 120), side=side)
-        for cell in run.cells
+    return markup.columns(
+        (
+            _cell_html(cell, media, element="div", label=short(cell.x, 120), side=side)
+            for cell in run.cells
+        ),
+        240,
+        6,
+        ";margin:4px 0",
     )
 
 

@@ -9,20 +9,18 @@ loopback URL is used: docs/decisions.md#saved-media.
 from __future__ import annotations
 
 import base64
-import functools
-import io
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes
 from ..jobs.previews import preview
-from ..media.thumbnails import data_url, first_frame, thumbnail, thumbnail_bytes
+from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.records import Output, Result
 from . import markup
-from ._style import KIND_ICONS, SAFE_DATA_MIME, look_of, safe_mime, url_kind
+from ._style import MUTED_STYLE, SAFE_DATA_MIME, look_of, safe_mime, url_kind
 from .markup import Html, table_html
 
 __all__ = [
@@ -124,8 +122,7 @@ def caption_html(output: Output, *, extra: str = "") -> Html:
 
 
 def unavailable_html(output: Output, note: str) -> Html:
-    icon = KIND_ICONS.get(output.kind, KIND_ICONS["binary"])
-    return markup.unavailable(icon, file_name(output), output.content_type, note)
+    return markup.unavailable(output.kind, file_name(output), output.content_type, note)
 
 
 def in_hand(output: Output, limit: int) -> bytes | None:
@@ -175,25 +172,11 @@ def _remote(output: Output) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=256)
-def _poster(path: str, mtime: float) -> str | None:
-    try:
-        image = first_frame(Path(path))
-    except Exception:  # no decoder, a frame over the pixel cap: no poster
-        return None
-    if image is None:  # not a video
-        return None
-    image.thumbnail((POSTER_SIDE, POSTER_SIDE))
-    buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="JPEG", quality=60)
-    return safe_data_url("image/jpeg", buffer.getvalue())
-
-
 def poster_data_url(path: Path | None) -> str | None:
-    """A small JPEG of a local video's first frame, as a data URL (None if unavailable)."""
-    if path is None or not path.is_file():
-        return None
-    return _poster(str(path), path.stat().st_mtime)
+    """A local video's first frame as a small JPEG ``data:`` URL (a thumbnail, cached
+    beside the video); None if unavailable."""
+    made = thumbnail(path, POSTER_SIDE) if path is not None and path.is_file() else None
+    return data_url(made) if made is not None else None
 
 
 # --- one output -----------------------------------------------------------------------
@@ -225,40 +208,30 @@ def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | Non
         if made is not None:
             src = safe_data_url("video/mp4", made.read_bytes())
             note = " · preview"
-    if src is None and media == "posters" and poster is not None:
-        return markup.poster(poster, file_name(output)), " · poster only"
-    src = src or _remote(output)
-    if src is None:
-        if poster is None:
-            return None
-        return markup.poster(poster, file_name(output)), " · poster only (no preview could be made)"
-    preload = "auto" if src.startswith("data:") else "metadata"
-    return markup.video(src, poster, preload), note
+    if src is None and (media != "posters" or poster is None):
+        src = _remote(output)
+    if src is not None:
+        return markup.media("video", src, file_name(output), poster), note
+    if poster is None:
+        return None
+    said = " · poster only" if media == "posters" else " · poster only (no preview could be made)"
+    return markup.image(poster, file_name(output), cls="gw-poster", style=markup.VIDEO_STYLE), said
 
 
 def _audio_html(output: Output, mime: str) -> Html | None:
     src = safe_data_url(mime, in_hand(output, AUDIO_LIMIT)) or _remote(output)
-    if src is None:
-        return None
-    preload = "auto" if src.startswith("data:") else "metadata"
-    return markup.audio(src, preload)
-
-
-def _decode_json(data: bytes) -> Any:
-    value = json.loads(data.decode("utf-8"))
-    if isinstance(value, str):  # asset-get: a JSON string holding the record
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
+    return markup.media("audio", src, file_name(output)) if src is not None else None
 
 
 def content_html(output: Output, data: bytes) -> Html:
     """JSON as a table, text as ``<pre>`` (escaped, cut at :data:`TEXT_LIMIT`)."""
     if output.kind == "json":
         try:
-            return table_html(_decode_json(data))
+            value = json.loads(data.decode("utf-8"))
+            if isinstance(value, str):  # asset-get: a JSON string holding the record
+                with contextlib.suppress(ValueError):
+                    value = json.loads(value)
+            return table_html(value)
         except (ValueError, UnicodeDecodeError):
             pass  # not JSON after all: show it as text
     text = data.decode("utf-8", errors="replace")
@@ -315,7 +288,7 @@ def output_html(
         body = _download_html(output)
     if body is None:
         body = unavailable_html(output, _missing(output))
-    return markup.output_box(body, caption_html(output, extra=extra) if caption else None)
+    return markup.box("gw-output", body, caption_html(output, extra=extra) if caption else None)
 
 
 def _download_html(output: Output) -> Html | None:
@@ -327,18 +300,12 @@ def _download_html(output: Output) -> Html | None:
     return markup.download(link, file_name(output))
 
 
-def thumbnail_src(outputs: Sequence[Output]) -> str | None:
-    """A small picture of a task's outputs for a table row, as a ``data:`` URL: the
-    first image's thumbnail, else the first video's poster frame; ``None`` when
-    neither is kept (audio, text, or nothing local)."""
-    for output in outputs:
-        if output.kind == "image":
-            src = picture_src(output)
-        else:
-            src = poster_data_url(local_file(output)) if output.kind == "video" else None
-        if src is not None:
-            return src
-    return None
+def thumbnail_src(outputs: Sequence[Output], side: int = THUMB_SIDE) -> str | None:
+    """A small picture of a task's outputs (a table row's, a batch's), as a ``data:``
+    URL: the first image's thumbnail or video's first frame (:func:`picture_src`);
+    ``None`` when neither is kept (audio, text, or nothing local)."""
+    found = (picture_src(o, side) for o in outputs if o.kind in ("image", "video"))
+    return next((src for src in found if src is not None), None)
 
 
 # --- many outputs, a result -----------------------------------------------------------
@@ -364,12 +331,15 @@ def outputs_html(
     """Outputs side by side (260 px columns), each above its caption; ``labels``
     (one per output) go above them in bold, for before/after comparisons."""
     media = media_choice(media)
-    return markup.outputs_grid(
+    heads: list[Html | None] = [markup.bold(label) for label in labels or ()]
+    heads += [None] * (len(outputs) - len(heads))
+    return markup.columns(
         (
-            labels[i] if labels is not None and i < len(labels) else None,
-            output_html(output, media=media, fetch=fetch),
-        )
-        for i, output in enumerate(outputs)
+            markup.box(None, head, output_html(o, media=media, fetch=fetch))
+            for o, head in zip(outputs, heads, strict=False)
+        ),
+        260,
+        8,
     )
 
 
@@ -379,17 +349,20 @@ def result_html(result: Result, *, media: str | None = None, fetch: bool = False
     banner = error_banner(result)
     if not result.outputs:
         if result.ok and result.asset is not None:
-            return markup.result_box(banner, table_html(result.asset))
-        return markup.result_box(banner, None if banner else markup.muted_line("no outputs"))
-    return markup.result_box(banner, outputs_html(result.outputs, media=media, fetch=fetch))
+            return markup.box("gw-result", banner, table_html(result.asset))
+        return markup.box(
+            "gw-result", banner, None if banner else markup.div("no outputs", MUTED_STYLE)
+        )
+    return markup.box("gw-result", banner, outputs_html(result.outputs, media=media, fetch=fetch))
 
 
 def plain_text(outputs: Sequence[Output], result: Result | None = None) -> str:
     """The text of the same face, for front-ends without HTML (a console)."""
     lines = []
     if result is not None and not result.ok:
-        kind = f" ({result.error_type})" if result.error_type else ""
-        lines.append(f"failed: {result.error}{kind}")
+        look = look_of(None, result)  # "cancelled" is not "failed"; an error may be absent
+        said = f"{look.word}: {look.error}" if look.error else look.word
+        lines.append(said + (f" ({look.error_type})" if look.error_type else ""))
     for output in outputs:
         local = local_file(output)
         where = shown_path(local) if local is not None else (_remote(output) or "")

@@ -24,8 +24,6 @@ from ._style import (
 
 __all__ = [
     "BILLED_BADGE",
-    "CUT_STYLE",
-    "GRID_CSS",
     "LASTING_STYLE",
     "PAGE_LOOK",
     "SHEET_LOOK",
@@ -33,70 +31,55 @@ __all__ = [
     "VIDEO_STYLE",
     "Html",
     "TableLook",
-    "audio",
     "batch_face",
-    "billed",
     "board_face",
     "board_row",
     "bold",
+    "box",
     "caption",
-    "card_outputs",
     "card_param",
-    "card_picture",
     "card_thumb",
     "code",
     "code_view",
+    "columns",
     "cut_html",
     "div",
     "download",
     "empty_cell",
     "error_html",
-    "esc",
     "failure",
     "field_label",
     "form_face",
     "form_title",
     "grid_card",
     "grid_page",
-    "icon",
     "image",
     "job_card",
     "join",
+    "kind_icon",
     "lasting_box",
     "lines",
-    "live_caption",
-    "live_media",
-    "muted_line",
-    "muted_span",
-    "output_box",
-    "outputs_grid",
+    "media",
     "page_cell",
     "page_file",
     "page_media",
     "page_note",
-    "placeholder",
-    "poster",
+    "picture",
     "prompt_count",
-    "result_box",
-    "row_picture",
     "selectable",
     "sheet_cell",
     "sheet_face",
-    "sheet_flow",
     "sheet_table",
     "simulated_badge",
     "spaced",
     "span",
-    "stars",
     "status_badge",
     "sweep_label",
-    "sweep_summary",
     "table_html",
     "tag",
     "task_face",
     "text_block",
     "unavailable",
-    "video",
 ]
 
 # --- the look's pieces ----------------------------------------------------------------
@@ -232,23 +215,10 @@ def table_html(data: Any, *, depth: int = 0, max_depth: int = 6, max_items: int 
         text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
         return tag("pre", {"style": "margin:0"}, text)
     if data is None:
-        return tag("span", {"style": f"color:{PALETTE['muted']}"}, "null")
+        return span("null", MUTED_STYLE)
     if isinstance(data, str) and ("\n" in data or len(data) > 120):
         return tag("pre", {"style": "margin:0;white-space:pre-wrap"}, data)
     return esc(data if isinstance(data, str) else json.dumps(data, default=str))
-
-
-def placeholder(note: str) -> Html:
-    """What a task was doing when last seen, in place of its outputs."""
-    return tag("div", {"class": "gw-placeholder", "style": MUTED_STYLE}, note)
-
-
-def muted_line(text: str) -> Html:
-    return div(text, MUTED_STYLE)
-
-
-def muted_span(text: str) -> Html:
-    return span(text, MUTED_STYLE)
 
 
 def spaced(faces: Iterable[str]) -> Html:
@@ -268,10 +238,6 @@ def code_view(text: str) -> Html:
     """A payload's JSON or code, selectable."""
     style = "white-space:pre-wrap;user-select:text;margin:0;font-size:0.85em"
     return tag("pre", {"style": style}, text)
-
-
-def billed(text: str) -> Html:
-    return join([BILLED_BADGE, " ", text])
 
 
 def failure(text: str, *, cls: str | None = "gw-error", element: str = "div") -> Html:
@@ -329,56 +295,41 @@ def caption(
     )
 
 
-def live_caption(text: str) -> Html:
-    return tag("div", {"class": "gw-caption"}, text)
-
-
-def unavailable(icon: str, name: str, content_type: str, note: str) -> Html:
+def unavailable(kind: str, name: str, content_type: str, note: str) -> Html:
     return tag(
         "div",
         {"class": "gw-unavailable"},
-        f"{icon} {name} ",
+        kind_icon(kind, 16),
+        f" {name} ",
         code(content_type),
         f": not shown, {note}",
     )
 
 
-def image(src: str, alt: str, *, cls: str | None = None, link: str | None = None) -> Html:
-    """An image (a thumbnail, a data URL or a gateway's URL), linked to ``link``."""
-    element = tag(
-        "img", {"class": cls, "src": src, "alt": alt, "style": "max-width:100%;height:auto"}
-    )
+def image(
+    src: str,
+    alt: str,
+    *,
+    cls: str | None = None,
+    link: str | None = None,
+    style: str = "max-width:100%;height:auto",
+) -> Html:
+    """An image (a thumbnail, a data URL or a gateway's URL), linked to ``link``; a
+    video's poster frame in its place is ``gw-poster`` of :data:`VIDEO_STYLE`."""
+    element = tag("img", {"class": cls, "src": src, "alt": alt, "style": style})
     return tag("a", {"href": link, **_NEW_TAB}, element) if link is not None else element
 
 
-def poster(src: str, alt: str) -> Html:
-    """A video's poster frame in place of the video."""
-    return tag("img", {"class": "gw-poster", "src": src, "alt": alt, "style": VIDEO_STYLE})
-
-
-def video(src: str, poster_src: str | None, preload: str) -> Html:
-    return tag(
-        "video",
-        {"controls": True, "preload": preload, "src": src, "poster": poster_src or None,
-         "style": VIDEO_STYLE},
-    )  # fmt: skip
-
-
-def audio(src: str, preload: str) -> Html:
-    return tag(
-        "audio",
-        {"controls": True, "preload": preload, "src": src, "style": "width:100%;min-width:240px"},
-    )
-
-
-def live_media(kind: str, src: str, name: str) -> Html:
-    """A live card's image, video or audio by its URL (no autoplay, no loop:
-    docs/decisions.md#render-bytes)."""
+def media(kind: str, src: str, name: str, poster_src: str | None = None) -> Html:
+    """An image, video or audio by its address, live or lasting: controls, no autoplay,
+    no loop (docs/decisions.md#render-bytes); bytes in the page (a ``data:`` URL) load
+    at once, a URL's only as far as their metadata."""
     if kind == "image":
         return image(src, name)
-    width = "width:320px;" if kind == "video" else ""
-    return tag(kind, {"controls": True, "preload": "metadata", "src": src,
-                      "style": f"{width}max-width:100%"})  # fmt: skip
+    preload = "auto" if src.startswith("data:") else "metadata"
+    style = VIDEO_STYLE if kind == "video" else "width:100%;min-width:240px"
+    attrs = {"controls": True, "preload": preload, "src": src, "poster": poster_src}
+    return tag(kind, {**attrs, "style": style})
 
 
 def text_block(text: str) -> Html:
@@ -395,26 +346,16 @@ def download(href: str, name: str, *, rel: str = "noopener") -> Html:
     )
 
 
-def output_box(body: Html, below: Html | None = None) -> Html:
-    return tag("div", {"class": "gw-output"}, body, below)
+def box(cls: str | None, *parts: Any, style: str | None = None) -> Html:
+    """A ``<div>`` of class ``cls`` (``gw-output``, ``gw-result``, ``gw-placeholder``...)."""
+    return tag("div", {"class": cls, "style": style}, *parts)
 
 
-#: Outputs side by side, in 260 px columns.
-GRID_CSS = "display:grid;grid-template-columns:repeat(auto-fill,minmax(260px,1fr));gap:8px"
-
-
-def outputs_grid(cells: Iterable[tuple[str | None, Html]]) -> Html:
-    """Outputs side by side, each under its label (bold) when it has one."""
-    return tag(
-        "div",
-        {"style": GRID_CSS},
-        *(tag("div", None, bold(label) if label is not None else None, body)
-          for label, body in cells),
-    )  # fmt: skip
-
-
-def result_box(*parts: Html | None) -> Html:
-    return tag("div", {"class": "gw-result"}, *parts)
+def columns(cells: Iterable[Any], width: int, gap: int, more: str = "") -> Html:
+    """Cells side by side in columns at least ``width`` px wide, wrapping like cards
+    (outputs 260 px, a card's outputs 110 px, a sweep's combinations 240 px)."""
+    grid = f"display:grid;grid-template-columns:repeat(auto-fill,minmax({width}px,1fr))"
+    return tag("div", {"style": f"{grid};gap:{gap}px{more}"}, *cells)
 
 
 # --- cards (cards.py) and the board's table (board.py) ---------------------------------
@@ -427,8 +368,29 @@ _CARD = (
 _MONO = f"user-select:all;font-size:0.8em;{MUTED_STYLE};font-family:monospace"
 
 
-def icon(name: str, path: str, size: int) -> Html:
-    """An inline SVG icon (stroked, grey) of one path."""
+#: Icons of outputs and cards with no picture (inline SVG: no emoji font needed).
+_ICON_PATHS = {
+    "image": "M3 5h18v14H3zM6 16l4-5 3 4 2-2 3 3M8 9a1.5 1.5 0 1 0 0 .1",
+    "video": "M3 6h12v12H3zM15 10l6-3v10l-6-3z",
+    "audio": "M4 9v6h4l5 4V5L8 9zM16 8.5a5 5 0 0 1 0 7M18.5 6a8.5 8.5 0 0 1 0 12",
+    "json": "M8 4c-2 0-2 2-2 4s-2 4-2 4 2 0 2 4 0 4 2 4M16 4c2 0 2 2 2 4s2 4 2 4-2 0-2 4 0 4-2 4",
+    "text": "M6 3h9l4 4v14H6zM9 10h7M9 14h7M9 18h5",
+    "person": "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM4 21c0-4 4-6 8-6s8 2 8 6",
+    "binary": "M6 3h9l4 4v14H6zM15 3v4h4",
+    "grid": "M3 3h8v8H3zM13 3h8v8h-8zM3 13h8v8H3zM13 13h8v8h-8z",
+}
+_ICON_OF_KIND = {
+    "speech": "audio",
+    "asset": "json",
+    "face": "person",
+    "subject": "person",
+}
+
+
+def kind_icon(kind: str | None, size: int = 40) -> Html:
+    """An inline SVG icon (stroked, grey) of an output or endpoint kind."""
+    name = _ICON_OF_KIND.get(kind or "", kind or "binary")
+    path = _ICON_PATHS.get(name, _ICON_PATHS["binary"])
     return tag(
         "svg",
         {"class": f"gw-icon gw-icon-{name}", "width": size, "height": size,
@@ -439,12 +401,11 @@ def icon(name: str, path: str, size: int) -> Html:
     )  # fmt: skip
 
 
-def card_picture(src: str) -> Html:
-    return tag(
-        "img",
-        {"src": src, "alt": "", "loading": "lazy",
-         "style": "max-width:100%;max-height:120px;object-fit:contain"},
-    )  # fmt: skip
+def picture(src: str, size: str, cls: str | None = None) -> Html:
+    """A small picture that loads when it comes into sight: a card's (``size``
+    ``max-width:100%;max-height:120px``), a board row's."""
+    style = f"{size};object-fit:contain"
+    return tag("img", {"class": cls, "src": src, "alt": "", "loading": "lazy", "style": style})
 
 
 def card_thumb(picture: Html) -> Html:
@@ -455,11 +416,6 @@ def card_thumb(picture: Html) -> Html:
          f"justify-content:center;background:{PALETTE['surface']}"},
         picture,
     )  # fmt: skip
-
-
-def card_outputs(cells: Iterable[Html]) -> Html:
-    style = "display:grid;grid-template-columns:repeat(auto-fill,minmax(110px,1fr));gap:4px"
-    return tag("div", {"style": style}, *cells)
 
 
 def card_param(key: str, value: str | None, tooltip: str) -> Html:
@@ -514,14 +470,6 @@ def grid_card(
 _TD = f"border-bottom:1px solid {PALETTE['border']};padding:4px 6px;vertical-align:middle"
 
 
-def row_picture(src: str) -> Html:
-    return tag(
-        "img",
-        {"class": "gw-thumb", "src": src, "alt": "",
-         "style": "max-width:96px;max-height:72px;object-fit:contain"},
-    )  # fmt: skip
-
-
 def selectable(text: str) -> Html:
     """An id in code, selected whole by one click."""
     return tag("code", {"style": "user-select:all"}, text)
@@ -534,15 +482,11 @@ def board_row(*cells: Any) -> Html:
 
 def board_face(words: str, simulated: bool, rows: Iterable[Html]) -> Html:
     """The board's lasting face: a line of counts, then one row a grid or job."""
-    head = tag(
-        "div",
-        {"class": "gw-board-head"},
-        bold("board"),
-        f" · {words} when last seen",
-        simulated_badge(simulated),
+    head = box(
+        "gw-board-head", bold("board"), f" · {words} when last seen", simulated_badge(simulated)
     )
     table = tag("table", {"class": "gw-board-table", "style": "border-collapse:collapse"}, *rows)
-    return tag("div", {"class": "gw-board-lasting"}, head, table)
+    return box("gw-board-lasting", head, table)
 
 
 # --- a batch (batch_view.py) ------------------------------------------------------------
@@ -553,14 +497,14 @@ def batch_face(
     batch_id: str,
     endpoint: str,
     simulated: bool,
-    counts: Sequence[tuple[str, int, str]],
+    counts: Mapping[str, int],
     total: int,
     line: str,
     out: str,
     pictures: Iterable[tuple[str, str]],
     side: int,
 ) -> Html:
-    """A batch's lasting face: its counts (word, number, colour), its progress line,
+    """A batch's lasting face: its counts (in their status colours), its progress line,
     where its files are and its latest pictures (data URL or ``""``, label)."""
     muted = f"color:{PALETTE['muted']}"
     figures = (
@@ -572,7 +516,7 @@ def batch_face(
         )
         for src, label in pictures
     )
-    spans = join((span(f"{n} {k}", f"color:{colour}") for k, n, colour in counts), " · ")
+    spans = join((span(f"{n} {k}", f"color:{COLOURS[k]}") for k, n in counts.items()), " · ")
     return tag(
         "div",
         {"class": "gw-batch-static",
@@ -655,12 +599,6 @@ def empty_cell(element: str = "td", style: str | None = _CELL) -> Html:
     return tag(element, {"style": style})
 
 
-def sheet_flow(boxes: Iterable[Html]) -> Html:
-    """A sweep's combinations, wrapping like cards."""
-    style = "display:grid;grid-template-columns:repeat(auto-fill,minmax(240px,1fr));gap:6px;"
-    return tag("div", {"style": style + "margin:4px 0"}, *boxes)
-
-
 class TableLook(NamedTuple):
     """The attributes of a grid table's parts: the sheet's inline styles, or the
     exported page's classes (its style sheet)."""
@@ -716,19 +654,12 @@ def sheet_face(
     tables: Iterable[Html],
 ) -> Html:
     """A grid's lasting face: a head line, what is not sent yet, then its tables."""
-    head = tag(
-        "div",
-        {"class": "gw-sheet-head"},
-        bold(endpoint),
-        " grid ",
-        code(grid_id),
-        f" · {summary} · {state}",
-        simulated_badge(simulated),
+    said = f" · {summary} · {state}"
+    head = box(
+        "gw-sheet-head", bold(endpoint), " grid ", code(grid_id), said, simulated_badge(simulated)
     )
-    waiting = (
-        tag("div", {"class": "gw-sheet-unsent", "style": MUTED_STYLE}, unsent) if unsent else None
-    )
-    return tag("div", {"class": "gw-grid-sheet"}, head, waiting, *tables)
+    waiting = box("gw-sheet-unsent", unsent, style=MUTED_STYLE) if unsent else None
+    return box("gw-grid-sheet", head, waiting, *tables)
 
 
 # --- a grid's exported page (grid_sheet.save_html) ---------------------------------------
@@ -864,21 +795,11 @@ def form_title(title: str, endpoint: str, kind: str, simulated: bool, first: str
 
 def form_face(title: Html, note: str, payload: str) -> Html:
     """A form's lasting face: its head, that it needs its kernel, and what it was set to."""
-    return tag(
-        "div", {"class": "gw-form-lasting"}, title, div(f"{note}; it was set to:", HELP_STYLE),
-        code_view(payload),
-    )  # fmt: skip
+    return box(
+        "gw-form-lasting", title, div(f"{note}; it was set to:", HELP_STYLE), code_view(payload)
+    )
 
 
 def sweep_label(label: str, below: Html) -> Html:
     """A sweep cell before its card: its label and a line about it."""
     return join([tag("div", {"class": "gw-label", "style": "font-weight:600"}, label), below])
-
-
-def sweep_summary(summary: str, simulated: bool) -> Html:
-    return tag(
-        "div",
-        {"class": "gw-sweep-summary"},
-        summary,
-        simulated_badge(simulated),
-    )

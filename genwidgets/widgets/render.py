@@ -43,7 +43,7 @@ from .lasting import (
     unavailable_html,
 )
 from .lasting import result_html as lasting_result_html
-from .markup import Html, table_html
+from .markup import Html
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -97,13 +97,6 @@ def _inline_size(output: Output) -> int | None:
     return len(json.dumps(content, default=str))
 
 
-def _too_large(size: int, embed: bool | None) -> str:
-    return (
-        f"{human_bytes(size)}, above the {human_bytes(EMBED_LIMIT)} embedding limit: "
-        "not sent through the kernel (pass embed=True to show it anyway)"
-    )
-
-
 def source_of(
     output: Output, *, embed: bool | None = None, fetch: bool = False, prefer_url: bool = False
 ) -> Source:
@@ -135,25 +128,23 @@ def source_of(
     stale = output.restored and local is not None
     if prefer_url and kind == "http" and output.kind in MEDIA_KINDS and not stale:
         return Source("url", mime, url=url)
-    inline = _inline_size(output)
-    if local is not None or inline is not None:
-        size = local if local is not None else inline
-        assert size is not None
+    size = local if local is not None else _inline_size(output)
+    if size is None and kind == "data":
+        size = len(url or "") * 3 // 4
+    if size is not None:
         if size <= EMBED_LIMIT:
             return read()
         if kind in {"http", "relative"}:
             return Source("url", mime, url=url)
         where = f" (saved at {shown_path(output.path)})" if output.path is not None else ""
-        return Source("none", mime, note=_too_large(size, embed) + where)
-    if kind == "data":
-        assert url is not None
-        size = len(url) * 3 // 4
-        if size > EMBED_LIMIT:
-            return Source("none", mime, note=_too_large(size, embed))
-        return read()
+        return Source(
+            "none",
+            mime,
+            note=f"{human_bytes(size)}, above the {human_bytes(EMBED_LIMIT)} embedding limit: "
+            f"not sent through the kernel (pass embed=True to show it anyway){where}",
+        )
     if kind in {"http", "relative"}:
-        needs_content = output.kind in {"json", "text"}
-        if needs_content and fetch:
+        if fetch and output.kind in {"json", "text"}:  # they need their content in the kernel
             declared = output.raw.get("file_size")
             if not isinstance(declared, int) or declared <= EMBED_LIMIT:
                 # what a record declares is no bound: read at most the limit, else link it
@@ -172,7 +163,7 @@ def _live_html(output: Output, source: Source) -> Html:
     if source.how == "none":
         return unavailable_html(output, source.note)
     if output.kind in MEDIA_KINDS and href is not None:
-        return markup.live_media(output.kind, href, file_name(output))
+        return markup.media(output.kind, href, file_name(output))
     if output.kind in {"json", "text"} and source.data is not None:
         return content_html(output, source.data)
     if href is None:
@@ -199,8 +190,8 @@ def to_html(
     source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
     if source.how == "none":
         return unavailable_html(output, source.note)
-    below = markup.live_caption(caption_text(output)) if caption else None
-    return markup.output_box(_live_html(output, source), below)
+    below = markup.box("gw-caption", caption_text(output)) if caption else None
+    return markup.box("gw-output", _live_html(output, source), below)
 
 
 def local_output(path: Path, index: int = 0) -> Output:
@@ -256,7 +247,7 @@ def result_html(
     if isinstance(obj, Result):
         return lasting_result_html(obj, media=media, fetch=fetch)
     labels, outputs = _outputs_of(obj)
-    return markup.result_box(outputs_html(outputs, media=media, fetch=fetch, labels=labels))
+    return markup.box("gw-result", outputs_html(outputs, media=media, fetch=fetch, labels=labels))
 
 
 def to_mimebundle(
@@ -358,10 +349,8 @@ def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywi
         return _render_one(obj, embed=embed, fetch=fetch)
     labels, outputs = _outputs_of(obj)
     children: list[ipywidgets.Widget] = []
-    if isinstance(obj, Result) and not obj.ok:
-        children.append(_html_widget(error_banner(obj)))
-    if isinstance(obj, Result) and obj.ok and not outputs and obj.asset is not None:
-        children.append(_html_widget(table_html(obj.asset)))
+    if isinstance(obj, Result) and not (obj.ok and outputs):  # its error, asset or "no outputs"
+        children.append(_html_widget(error_banner(obj) if outputs else lasting_result_html(obj)))
     for i, output in enumerate(outputs):
         widget = _render_one(output, embed=embed, fetch=fetch)
         if labels is not None:

@@ -22,7 +22,7 @@ from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from ..lab.run import GridRun
 from ..lab.sweep import MAX_JOBS, SweepPlan, combination_label, plan_sweep
 from . import markup
-from ._style import PALETTE
+from ._style import MUTED_STYLE, PALETTE
 from .board import GRID_LAYOUT
 from .cards import JobCard
 from .faces import TwoFaced, in_kernel
@@ -39,7 +39,7 @@ class SweepCell(ipywidgets.VBox):
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self.body = ipywidgets.HTML(markup.sweep_label(label, markup.muted_line("not sent")))
+        self.body = ipywidgets.HTML(markup.sweep_label(label, markup.div("not sent", MUTED_STYLE)))
         self.card: JobCard | None = None
         super().__init__(
             [self.body], layout=ipywidgets.Layout(border=f"1px solid {PALETTE['border']}")
@@ -58,7 +58,9 @@ class SweepView(ipywidgets.VBox):
     confirmation is needed, then a grid of cells labelled by the varied values."""
 
     def __init__(self, plan: SweepPlan, *, needs_confirmation: bool, simulated: bool) -> None:
-        self.summary_html = ipywidgets.HTML(markup.sweep_summary(plan.summary(), simulated))
+        self.summary_html = ipywidgets.HTML(
+            markup.box("gw-sweep-summary", plan.summary(), markup.simulated_badge(simulated))
+        )
         self.submit_words = f"Submit {plan.tasks} task{'s' if plan.tasks != 1 else ''}"
         self.submit_button = ipywidgets.Button(
             description=self.submit_words,
@@ -67,7 +69,7 @@ class SweepView(ipywidgets.VBox):
             layout={"width": "auto", "display": "" if needs_confirmation else "none"},
             disabled=not needs_confirmation,
         )
-        waiting = markup.muted_span("waiting for confirmation: nothing sent yet")
+        waiting = markup.span("waiting for confirmation: nothing sent yet", MUTED_STYLE)
         self.progress_html = ipywidgets.HTML(waiting if needs_confirmation else "")
         self.cells = [SweepCell(combination_label(values)) for values in plan.labels]
         self.grid = ipywidgets.GridBox(self.cells, layout=ipywidgets.Layout(**GRID_LAYOUT))
@@ -147,7 +149,7 @@ class Sweep(TwoFaced, list["JobLike"]):
     def _on_change(self) -> None:
         """A cell was sent or a job moved: the sheet, new cards and errors, then, once
         every create has answered, the list itself."""
-        done, _failed, total = self.run.counts()
+        done, _failed, total = self.run.tally()
         if self.run.sent and done == total:
             self._refresh_face()  # once it has ended (a sheet of many cells is heavy)
         with self._lock:

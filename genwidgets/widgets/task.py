@@ -11,7 +11,6 @@ task ends: docs/decisions.md#task-outputs.
 from __future__ import annotations
 
 import functools
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +22,7 @@ from .._client import CONTACT_LOST_NEXT, lost_contact
 from .._protocols import JobLike
 from ..protocol.records import Result, log_line
 from . import markup
-from ._style import COLOURS, StatusLook, format_elapsed, look_of
+from ._style import COLOURS, MUTED_STYLE, StatusLook, format_elapsed, layout, look_of
 from .faces import (
     REPUBLISH,
     CommandView,
@@ -39,19 +38,6 @@ from .render import live_entry
 from .ticker import Throttle, guarded, stop_following
 
 __all__ = ["TaskList", "TaskView", "display_job", "lasting_face"]
-
-_SHARED_LAYOUT: list[ipywidgets.Layout] = []
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_layout() -> ipywidgets.Layout:
-    """One Layout model for every task view of the kernel (never mutated): each
-    widget otherwise brings its own into the saved widget state. Made again if
-    something closed it."""
-    with _SHARED_LOCK:
-        if not _SHARED_LAYOUT or _SHARED_LAYOUT[0].comm is None:
-            _SHARED_LAYOUT[:] = [ipywidgets.Layout()]
-        return _SHARED_LAYOUT[0]
 
 
 def job_look(job: JobLike) -> StatusLook:
@@ -138,7 +124,7 @@ class TaskView(CommandView):
             request_id=str(job.request_id),
             start_time=float(job.submitted_at),
             simulated=job.simulated,
-            **{"layout": shared_layout(), **kwargs},
+            **{"layout": layout("plain"), **kwargs},
         )
         self.job = job
         self._throttle = Throttle(self._write)
@@ -298,14 +284,15 @@ def lasting_face(job: JobLike, media: str | None = None) -> dict[str, str]:
             f"{look.word} when last seen: its outputs show here once the task has ended "
             "(run the cell again, or client.resume() re-attaches after a restart)"
         )
-        html = markup.join([header, markup.placeholder(note)])
+        html = markup.join([header, markup.box("gw-placeholder", note, style=MUTED_STYLE)])
         return {"text/html": html, "text/plain": f"{text}\n{note}"}
     if result is None:
-        body = markup.error_html(look) or markup.muted_line("no result was received")
+        body = markup.error_html(look) or markup.div("no result was received", MUTED_STYLE)
         return {"text/html": markup.join([header, body]), "text/plain": text}
     return {
         "text/html": markup.join([header, result_html(result, media=media)]),
-        "text/plain": text + "\n" + plain_text(result.outputs, result),
+        # the status line already says a failure's error: only the outputs follow it
+        "text/plain": f"{text}\n{plain_text(result.outputs)}" if result.ok else text,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from catalog_rules import table_tests
 
 CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("asset-get", {"Id": "asset-1"}, None),
@@ -18,12 +19,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("asset-create", {"GroupId": "g"}, "Field required"),
 ]
 
-
-@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
-def test_asset_rules(
-    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
-) -> None:
-    check(endpoint_id, payload, error)
+test_asset_rules, *_ = table_tests(CASES)
 
 
 def test_did_you_mean_for_pascal_case_fields() -> None:

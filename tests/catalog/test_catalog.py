@@ -374,7 +374,7 @@ def test_endpoint_descriptions_are_one_plain_sentence() -> None:
 
 
 FOUNDATION = (
-    "introspect", "markers", "fields", "paths", "findings", "model", "checks", "coerce", "registry",
+    "introspect", "markers", "checks", "fields", "paths", "findings", "model", "coerce", "registry",
     "validation", "openapi_schema",
 )  # fmt: skip
 FAMILIES = (

@@ -47,7 +47,7 @@ def test_media_check_size_limits_and_messages_stay_short() -> None:
     with pytest.raises(ValueError) as info:
         checker(junk)
     assert len(str(info.value)) < 400 and "20000 characters" in str(info.value)
-    decoded_cap = MediaCheck(MediaSpec(media="image", encoding="raw_base64"), max_decoded=3)
+    decoded_cap = MediaCheck(MediaSpec(media="image", encoding="raw_base64", max_decoded=3))
     with pytest.raises(ValueError, match="the limit is"):
         decoded_cap("QUJDQUJD")
     assert MediaCheck(MediaSpec(media="image", encoding="url_only"))(None) is None

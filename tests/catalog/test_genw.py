@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from catalog_rules import Sent, Warned, table_tests
 
 from genwidgets.catalog import DeprecatedFieldWarning, IneffectiveFieldWarning, payload_of
 
@@ -62,39 +63,20 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("genW2.5-t2i-preview", {}, "Field required"),
 ]  # fmt: skip
 
+WARNED: list[Warned] = [
+    ("genW2.6-r2v", {"reference_video_urls": [VIDEO]}, DeprecatedFieldWarning,
+     "soon to be deprecated"),
+    ("genW2.5-t2i-preview", genw(prompt="p" * 2001), IneffectiveFieldWarning,
+     "truncates it to 2000"),
+    ("genW2.5-t2i-preview", genw(negative_prompt="n" * 501), IneffectiveFieldWarning,
+     "truncates it to 500"),
+]  # fmt: skip
 
-@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
-def test_genw_rules(
-    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
-) -> None:
-    check(endpoint_id, payload, error)
+SLIPS: list[Sent] = [
+    ("genW2.5-t2i-preview", genw(size="1280X1280"), "size", "1280*1280"),
+]
 
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "payload", "category", "warning"),
-    [
-        ("genW2.6-r2v", {"reference_video_urls": [VIDEO]}, DeprecatedFieldWarning,
-         "soon to be deprecated"),
-        ("genW2.5-t2i-preview", genw(prompt="p" * 2001), IneffectiveFieldWarning,
-         "truncates it to 2000"),
-        ("genW2.5-t2i-preview", genw(negative_prompt="n" * 501), IneffectiveFieldWarning,
-         "truncates it to 500"),
-    ],
-)  # fmt: skip
-def test_advisory_warnings(
-    warns: Any, endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
-) -> None:
-    warns(endpoint_id, payload, category, warning)
-
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "given", "sent"),
-    [
-        ("genW2.5-t2i-preview", "1280X1280", "1280*1280"),
-    ],
-)
-def test_size_spellings_are_normalised(endpoint_id: str, given: str, sent: str) -> None:
-    assert payload_of(endpoint_id, {**genw(), "size": given})["size"] == sent
+test_genw_rules, test_genw_warnings, test_genw_slips = table_tests(CASES, WARNED, SLIPS)
 
 
 def test_deprecated_reference_videos_are_still_sent() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
+from catalog_rules import Sent, Warned, table_tests
 
 from genwidgets.catalog import IneffectiveFieldWarning, payload_of
 
@@ -48,36 +48,27 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("imgG-1.5-edit", imgg(user="u-1"), None),
 ]  # fmt: skip
 
+WARNED: list[Warned] = [
+    (
+        "imgG-1.5-edit",
+        imgg(output_compression=80),
+        IneffectiveFieldWarning,
+        "only applies to jpeg or webp",
+    ),
+    (
+        "imgG-1.5-edit",
+        imgg(output_compression=80, output_format="png"),
+        IneffectiveFieldWarning,
+        "output_format is png",
+    ),
+]
 
-@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
-def test_imgg_rules(
-    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
-) -> None:
-    check(endpoint_id, payload, error)
+SLIPS: list[Sent] = [
+    ("imgG-1.5-edit", imgg(size="1024*1536"), "size", "1024x1536"),
+    ("imgG-1.5-edit", imgg(size="AUTO"), "size", "auto"),
+]
 
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "payload", "warning"),
-    [
-        ("imgG-1.5-edit", imgg(output_compression=80), "only applies to jpeg or webp"),
-        ("imgG-1.5-edit", imgg(output_compression=80, output_format="png"), "output_format is png"),
-    ],
-)
-def test_advisory_warnings(
-    warns: Any, endpoint_id: str, payload: dict[str, Any], warning: str
-) -> None:
-    warns(endpoint_id, payload, IneffectiveFieldWarning, warning)
-
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "given", "sent"),
-    [
-        ("imgG-1.5-edit", "1024*1536", "1024x1536"),
-        ("imgG-1.5-edit", "AUTO", "auto"),
-    ],
-)
-def test_size_spellings_are_normalised(endpoint_id: str, given: str, sent: str) -> None:
-    assert payload_of(endpoint_id, {**imgg(), "size": given})["size"] == sent
+test_imgg_rules, test_imgg_warnings, test_imgg_slips = table_tests(CASES, WARNED, SLIPS)
 
 
 def test_a_single_image_string_is_wrapped_in_a_list() -> None:

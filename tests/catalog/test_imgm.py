@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from catalog_rules import table_tests
 
 import genwidgets as gw
 from genwidgets.errors import PayloadError
@@ -86,12 +87,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("imgM_diffusion", {}, "Field required"),
 ]
 
-
-@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
-def test_imgm_rules(
-    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
-) -> None:
-    check(endpoint_id, payload, error)
+test_imgm_rules, *_ = table_tests(CASES)
 
 
 def test_pan_direction_given_as_text_is_sent_as_a_number() -> None:

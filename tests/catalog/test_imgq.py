@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
+from catalog_rules import Sent, Warned, table_tests
 
 from genwidgets.catalog import IneffectiveFieldWarning, payload_of
 
@@ -42,35 +42,21 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("imgQ-edit-plus", {"images": [URL]}, "Field required"),
 ]  # fmt: skip
 
+WARNED: list[Warned] = [
+    (
+        "imgQ-edit-plus",
+        imgq(negative_prompt="n" * 501),
+        IneffectiveFieldWarning,
+        "truncates it to 500",
+    ),
+]
 
-@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
-def test_imgq_rules(
-    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
-) -> None:
-    check(endpoint_id, payload, error)
+SLIPS: list[Sent] = [
+    ("imgQ-edit-plus", imgq(size="1024x1024"), "size", "1024*1024"),
+    ("imgQ-edit-plus", imgq(size=" 1024 * 768 "), "size", "1024*768"),
+]
 
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "payload", "warning"),
-    [
-        ("imgQ-edit-plus", imgq(negative_prompt="n" * 501), "truncates it to 500"),
-    ],
-)
-def test_advisory_warnings(
-    warns: Any, endpoint_id: str, payload: dict[str, Any], warning: str
-) -> None:
-    warns(endpoint_id, payload, IneffectiveFieldWarning, warning)
-
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "given", "sent"),
-    [
-        ("imgQ-edit-plus", "1024x1024", "1024*1024"),
-        ("imgQ-edit-plus", " 1024 * 768 ", "1024*768"),
-    ],
-)
-def test_size_spellings_are_normalised(endpoint_id: str, given: str, sent: str) -> None:
-    assert payload_of(endpoint_id, {**imgq(), "size": given})["size"] == sent
+test_imgq_rules, test_imgq_warnings, test_imgq_slips = table_tests(CASES, WARNED, SLIPS)
 
 
 def test_a_single_image_string_is_wrapped_in_a_list() -> None:

@@ -18,12 +18,6 @@ from genwidgets.errors import EndpointNotFound, PayloadError
 from genwidgets.simulator import DEMO_KEY
 from genwidgets.simulator.synth import video_frames
 
-
-def test_unknown_endpoint_is_endpoint_not_found_with_a_suggestion() -> None:
-    with pytest.raises(EndpointNotFound, match="did you mean 'vidA-2-0'"):
-        catalog.validate("vidA-2.0", {})
-
-
 MINE = "test-mine-image"
 
 
@@ -99,6 +93,21 @@ def test_register_refuses_what_the_gateway_could_not_serve(
     with pytest.raises(ValueError, match=says):
         register(endpoint_id, kind=kind, family="mine", title="t")
     assert endpoint_id not in {s.id for s in catalog.endpoints(documented_only=False)}
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "family"),
+    [("test-family", "test"), ("testQ2-x", "testQ"), ("9-lives", "9-lives")],
+)
+def test_a_family_not_given_is_the_ids_head(endpoint_id: str, family: str) -> None:
+    class Plain(Endpoint):
+        """Plain."""
+
+    register(endpoint_id, kind="image", title="t", documented=False)(Plain)
+    try:
+        assert catalog.endpoint(endpoint_id).family == family
+    finally:
+        catalog.unregister(endpoint_id)
 
 
 def test_register_decorates_endpoint_models_only() -> None:
@@ -192,4 +201,3 @@ def test_the_spec_answers_each_field_question_by_wire_name() -> None:
         assert spec.value_of({}, "aspectRatio") == "16:9"
     finally:
         catalog.unregister("test-aliased")
-

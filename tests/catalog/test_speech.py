@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
+from catalog_rules import Warned, table_tests
 
-from genwidgets.catalog import IneffectiveFieldWarning, payload_of, validate
+from genwidgets.catalog import IneffectiveFieldWarning, payload_of
 from genwidgets.catalog.speech import pause_marker_problem
 
 
@@ -108,25 +108,16 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("speechM-02-turbo", tts(timbre_weights=[], voice_setting={"voice_id": "v9"}), None),
 ]  # fmt: skip
 
+WARNED: list[Warned] = [
+    ("speechM-02-turbo", tts(audio_setting={"force_cbr": True}), IneffectiveFieldWarning,
+     "force_cbr"),
+    ("speechM-02-turbo", tts(audio_setting={"bitrate": 64000, "format": "wav"}),
+     IneffectiveFieldWarning, "bitrate only applies to mp3"),
+    ("speechM-02-turbo", tts(voice_setting={"latex_read": True}, language_boost="English"),
+     IneffectiveFieldWarning, "latex_read"),
+]  # fmt: skip
 
-@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
-def test_speech_rules(
-    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
-) -> None:
-    check(endpoint_id, payload, error)
-
-
-@pytest.mark.parametrize(
-    ("payload", "warning"),
-    [
-        (tts(audio_setting={"force_cbr": True}), "force_cbr"),
-        (tts(audio_setting={"bitrate": 64000, "format": "wav"}), "bitrate only applies to mp3"),
-        (tts(voice_setting={"latex_read": True}, language_boost="English"), "latex_read"),
-    ],
-)
-def test_advisory_warnings(payload: dict[str, Any], warning: str) -> None:
-    with pytest.warns(IneffectiveFieldWarning, match=warning):
-        validate("speechM-02-turbo", payload)
+test_speech_rules, test_speech_warnings, *_ = table_tests(CASES, WARNED)
 
 
 def test_numeric_strings_become_json_numbers() -> None:

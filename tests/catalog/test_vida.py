@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from catalog_rules import table_tests
 
 from genwidgets.catalog import payload_of, validate
 from genwidgets.catalog.markers import MB
@@ -123,12 +124,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidA-2-0", body(text(), generate_audio="maybe"), "valid boolean"),
 ]
 
-
-@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
-def test_vida_rules(
-    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
-) -> None:
-    check(endpoint_id, payload, error)
+test_vida_rules, *_ = table_tests(CASES)
 
 
 def test_the_body_cap_is_not_the_catalogs(check: Any) -> None:

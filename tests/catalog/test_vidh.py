@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
+from catalog_rules import Sent, Warned, table_tests
 
 from genwidgets.catalog import IneffectiveFieldWarning
 
@@ -48,34 +48,13 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidH_1.0_r2v", {"media": [{"type": "reference_image", "url": URL}]}, "Field required"),
 ]  # fmt: skip
 
+WARNED: list[Warned] = [
+    ("vidH_1.0_r2v", vidh(prompt="p" * 5001), IneffectiveFieldWarning, "truncates"),
+    ("vidH_1.0_r2v", vidh(prompt="字" * 2501), IneffectiveFieldWarning, "truncates"),
+]  # fmt: skip
 
-@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
-def test_vidh_rules(
-    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
-) -> None:
-    check(endpoint_id, payload, error)
+SLIPS: list[Sent] = [
+    ("vidH_1.0_r2v", vidh(resolution="1080p"), "resolution", "1080P"),
+]
 
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "payload", "category", "warning"),
-    [
-        ("vidH_1.0_r2v", vidh(prompt="p" * 5001), IneffectiveFieldWarning, "truncates"),
-        ("vidH_1.0_r2v", vidh(prompt="字" * 2501), IneffectiveFieldWarning, "truncates"),
-    ],
-)  # fmt: skip
-def test_advisory_warnings(
-    warns: Any, endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
-) -> None:
-    warns(endpoint_id, payload, category, warning)
-
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "payload", "field", "sent"),
-    [
-        ("vidH_1.0_r2v", vidh(resolution="1080p"), "resolution", "1080P"),
-    ],
-)
-def test_unambiguous_slips_are_normalised(
-    sends: Any, endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
-) -> None:
-    sends(endpoint_id, payload, field, sent)
+test_vidh_rules, test_vidh_warnings, test_vidh_slips = table_tests(CASES, WARNED, SLIPS)

@@ -6,6 +6,7 @@ import warnings
 from typing import Any
 
 import pytest
+from catalog_rules import Sent, Warned, table_tests
 
 from genwidgets.catalog import IneffectiveFieldWarning, validate
 from genwidgets.errors import PayloadError
@@ -132,42 +133,21 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidK-custom-element", {"name": "e", "image_urls": []}, "must have 1-4 items"),
 ]  # fmt: skip
 
+WARNED: list[Warned] = [
+    ("vidK-v3-motion-control", motion(character_orientation="image",
+                                      element_list=[{"element_id": 1}]),
+     IneffectiveFieldWarning, "orientation"),
+]  # fmt: skip
 
-@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
-def test_vidk_rules(
-    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
-) -> None:
-    check(endpoint_id, payload, error)
+SLIPS: list[Sent] = [
+    ("vidK-v1-6-multi-i2v", multi(duration=5), "duration", "5"),
+    ("vidK-v1-6-multi-i2v", multi(duration=10), "duration", "10"),
+    ("vidK-v3-turbo-t2v", turbo(duration=7), "duration", 7),
+    ("vidK-v3-turbo-t2v", turbo(duration=" 7 "), "duration", "7"),
+    ("vidK-v3-turbo-t2v", turbo(enhance_prompt="Enabled"), "enhance_prompt", "enabled"),
+]
 
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "payload", "category", "warning"),
-    [
-        ("vidK-v3-motion-control", motion(character_orientation="image",
-                                          element_list=[{"element_id": 1}]),
-         IneffectiveFieldWarning, "orientation"),
-    ],
-)  # fmt: skip
-def test_advisory_warnings(
-    warns: Any, endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
-) -> None:
-    warns(endpoint_id, payload, category, warning)
-
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "payload", "field", "sent"),
-    [
-        ("vidK-v1-6-multi-i2v", multi(duration=5), "duration", "5"),
-        ("vidK-v1-6-multi-i2v", multi(duration=10), "duration", "10"),
-        ("vidK-v3-turbo-t2v", turbo(duration=7), "duration", 7),
-        ("vidK-v3-turbo-t2v", turbo(duration=" 7 "), "duration", "7"),
-        ("vidK-v3-turbo-t2v", turbo(enhance_prompt="Enabled"), "enhance_prompt", "enabled"),
-    ],
-)
-def test_unambiguous_slips_are_normalised(
-    sends: Any, endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
-) -> None:
-    sends(endpoint_id, payload, field, sent)
+test_vidk_rules, test_vidk_warnings, test_vidk_slips = table_tests(CASES, WARNED, SLIPS)
 
 
 def test_lip_sync_error_points_at_the_face() -> None:

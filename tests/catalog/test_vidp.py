@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
+from catalog_rules import Sent, table_tests
 
 URL = "https://example.com/a.png"
 B64 = "iVBORw0KGgo="
@@ -33,21 +33,8 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidP_v6_transition", vidp(seed=2147483648), "must be 0-2147483647"),
 ]  # fmt: skip
 
+SLIPS: list[Sent] = [
+    ("vidP_v6_transition", vidp(duration=5), "duration", 5),
+]
 
-@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
-def test_vidp_rules(
-    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
-) -> None:
-    check(endpoint_id, payload, error)
-
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "payload", "field", "sent"),
-    [
-        ("vidP_v6_transition", vidp(duration=5), "duration", 5),
-    ],
-)
-def test_unambiguous_slips_are_normalised(
-    sends: Any, endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
-) -> None:
-    sends(endpoint_id, payload, field, sent)
+test_vidp_rules, _, test_vidp_slips = table_tests(CASES, slips=SLIPS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
+from catalog_rules import Sent, Warned, table_tests
 
 from genwidgets.catalog import IneffectiveFieldWarning
 
@@ -73,38 +73,17 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidV-create-subjects", {"name": "kit", "images": [URL], "voice_id": "v1"}, None),
 ]  # fmt: skip
 
+WARNED: list[Warned] = [
+    ("vidVq2-text2video", q2(bgm=True, duration=9), IneffectiveFieldWarning, "bgm has no"),
+    ("vidVq2-text2video", q2(bgm=True, duration=10), IneffectiveFieldWarning, "bgm has no"),
+    ("vidVq2-text2video", q2(off_peak=True), IneffectiveFieldWarning, "currently unavailable"),
+    ("vidVq1-text2video", q2(off_peak=True), IneffectiveFieldWarning, "currently unavailable"),
+    ("vidVq2-text2video", q2(callback_url="https://h"), IneffectiveFieldWarning, "webhooks"),
+]  # fmt: skip
 
-@pytest.mark.parametrize(("endpoint_id", "payload", "error"), CASES)
-def test_vidv_rules(
-    check: Any, endpoint_id: str, payload: dict[str, Any], error: str | None
-) -> None:
-    check(endpoint_id, payload, error)
+SLIPS: list[Sent] = [
+    ("vidVq2-text2video", q2(meta_data={"Label": "AI"}), "meta_data", '{"Label": "AI"}'),
+    ("vidVq2-text2video", q2(wm_position="2"), "wm_position", 2),
+]
 
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "payload", "category", "warning"),
-    [
-        ("vidVq2-text2video", q2(bgm=True, duration=9), IneffectiveFieldWarning, "bgm has no"),
-        ("vidVq2-text2video", q2(bgm=True, duration=10), IneffectiveFieldWarning, "bgm has no"),
-        ("vidVq2-text2video", q2(off_peak=True), IneffectiveFieldWarning, "currently unavailable"),
-        ("vidVq1-text2video", q2(off_peak=True), IneffectiveFieldWarning, "currently unavailable"),
-        ("vidVq2-text2video", q2(callback_url="https://h"), IneffectiveFieldWarning, "webhooks"),
-    ],
-)  # fmt: skip
-def test_advisory_warnings(
-    warns: Any, endpoint_id: str, payload: dict[str, Any], category: type[Warning], warning: str
-) -> None:
-    warns(endpoint_id, payload, category, warning)
-
-
-@pytest.mark.parametrize(
-    ("endpoint_id", "payload", "field", "sent"),
-    [
-        ("vidVq2-text2video", q2(meta_data={"Label": "AI"}), "meta_data", '{"Label": "AI"}'),
-        ("vidVq2-text2video", q2(wm_position="2"), "wm_position", 2),
-    ],
-)
-def test_unambiguous_slips_are_normalised(
-    sends: Any, endpoint_id: str, payload: dict[str, Any], field: str, sent: Any
-) -> None:
-    sends(endpoint_id, payload, field, sent)
+test_vidv_rules, test_vidv_warnings, test_vidv_slips = table_tests(CASES, WARNED, SLIPS)

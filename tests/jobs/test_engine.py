@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import threading
 
 import pytest
+from widgets.taskfakes import wait_for
 
 from genwidgets.jobs.engine import (
     engine_waits_forbidden,
@@ -70,3 +73,31 @@ def test_on_engine_thread_is_true_only_on_the_loop_thread() -> None:
 
     assert engine.run(where(), timeout=30) is True
     assert on_engine_thread() is False
+
+
+def test_a_submitted_task_starts_in_a_fresh_context_and_a_cancel_reaches_it() -> None:
+    """The caller's context (ipykernel's cell label) never follows a task; cancelling
+    the caller's future cancels the task on the loop."""
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker")
+    marker.set("cell 1")
+    engine = get_engine()
+
+    async def read() -> str:
+        return marker.get("unset")
+
+    assert engine.run(read(), timeout=30) == "unset"
+    started = threading.Event()
+    ended: list[str] = []
+
+    async def hang() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            ended.append("cancelled")
+            raise
+
+    future = engine.submit(hang())
+    assert started.wait(30)
+    future.cancel()
+    assert wait_for(lambda: ended == ["cancelled"], timeout=30.0)

@@ -298,7 +298,7 @@ def test_intent_without_handle_becomes_outcome_unknown_after_stale_after(
     assert ledger_lease.pid_alive(os.getpid())
     with Ledger(path, clock=clock) as reader:
         # as if the sending process were another one, alive on this host
-        ledger_writes.SENDING.settle(str(path.resolve()), row_id)
+        ledger_writes.SENDING.discard((str(path.resolve()), row_id))
         fake_live_other = os.getppid()
         con = sqlite3.connect(path)
         con.execute("UPDATE tasks SET pid = ? WHERE id = ?", (fake_live_other, row_id))

@@ -41,7 +41,7 @@ def test_a_grid_store_that_cannot_write_once_loses_nothing_and_every_cell_is_sti
     run = GridRun(plan, fake, store=store).submit(wait=True)
     assert not store.locked, "the store was never locked: the test proves nothing"
     assert len(fake.sent) == 3 and all(c.request_id for c in run.cells)
-    assert "locked" in str(run.book.problem)
+    assert "locked" in str(run.problem)
     kept = ["req-1", "req-2", "req-3"]  # the tasks run on: the finisher writes again
     assert wait_for(lambda: [c.request_id for c in store.require(run.id).cells] == kept, 60)
     store.close()
@@ -128,7 +128,7 @@ def test_a_cell_the_grid_store_missed_is_found_by_its_tag_when_the_grid_is_reope
         creates = client.request_counts.get("create", 0)
         again = GridRun.load(run.id, client)
         assert [c.request_id for c in again.cells] == sent
-        assert again.wait(timeout=120).counts() == (3, 0, 3)
+        assert again.wait(timeout=120).tally() == (3, 0, 3)
         assert store.require(run.id).cells[1].request_id == sent[1]  # written back
         assert client.request_counts.get("create", 0) == creates  # nothing sent again
 
@@ -154,7 +154,7 @@ def test_a_cell_whose_create_failed_says_what_it_means_for_money(tmp_path: Path)
     assert [status_of(c) for c in run.cells[1:]] == ["not created", "outcome unknown"]
     assert (run.cells[2].error or "").startswith("outcome unknown: ServerError")
     assert "not sent again" in (run.cells[2].error or "")
-    assert run.counts()[1] == 2  # both failed cells count as failed, neither is retried
+    assert run.tally()[1] == 2  # both failed cells count as failed, neither is retried
     described = {c["index"]: c["error"] for c in run.describe()["cells"]}
     assert described[2] == run.cells[2].error  # the export says it the same way
     page = save_html(run, tmp_path / "grid.html").read_text(encoding="utf-8")
@@ -171,7 +171,7 @@ def test_creates_failing_in_a_row_pause_the_grid_until_asked(
     unknown", the rest wait; asked to go on, it sends only those, each once."""
     import httpx
 
-    from genwidgets.lab.row_book import BREAKER_AFTER
+    from genwidgets.lab.batch import BREAKER_AFTER
 
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
     sim = make_simulator()
@@ -232,12 +232,12 @@ def test_a_grid_interrupted_while_sending_sends_only_what_never_left_when_submit
         assert len(made) <= created - before <= 8  # each cell created at most once
         assert len({c.request_id for c in made}) == len(made)
         assert client.ledger is not None
-        tags = [run.book.tag(c.row) for c in run.cells]
+        tags = [run.tag(c.row) for c in run.cells]
         rows = client.ledger.tagged(tags)
         made_or_maybe = [r for r in rows if r.state != "not_created"]  # not: refused unsent
         per_cell = [sum(1 for r in made_or_maybe if r.tag == tag) for tag in tags]
         assert per_cell == [1] * 8  # one create each that may have made a task
-        assert GridRun.load(run.id, client).counts() == run.counts()  # the store agrees
+        assert GridRun.load(run.id, client).tally() == run.tally()  # the store agrees
 
 
 def test_a_ctrl_c_before_submit_joins_its_sender_is_heard(
@@ -252,24 +252,23 @@ def test_a_ctrl_c_before_submit_joins_its_sender_is_heard(
     with gw.Client(simulator.base_url, "sim-demo-key") as client:
         plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3, 4, 5, 6]))
         run = GridRun(plan, client, concurrency=1)
-        started = run.book.submit
+        join = run.join_sender
 
-        def started_then_descheduled() -> Any:
-            book = started()
+        def descheduled_then_joined(timeout: float | None = None) -> None:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:  # the Ctrl-C lands here
                 time.sleep(0.01)
-            return book
+            join(timeout)
 
         ctrl_c_after(monkeypatch, client, 1)
-        monkeypatch.setattr(run.book, "submit", started_then_descheduled)
+        monkeypatch.setattr(run, "join_sender", descheduled_then_joined)
         with pytest.raises(KeyboardInterrupt):
             run.submit(wait=True)
-        monkeypatch.setattr(run.book, "submit", started)
-        assert run.book.stop.is_set() and run.cells[0].request_id
+        monkeypatch.setattr(run, "join_sender", join)
+        assert run.stop.is_set() and run.cells[0].request_id
         assert any(c.unsent for c in run.cells)  # sending stopped: the rest wait
         run.submit(wait=True).wait(timeout=120)
-        assert run.counts() == (6, 0, 6)
+        assert run.tally() == (6, 0, 6)
 
 
 def test_a_reopened_grid_sends_the_cells_that_never_left_and_nothing_else(
@@ -291,7 +290,7 @@ def test_a_reopened_grid_sends_the_cells_that_never_left_and_nothing_else(
         assert [c.request_id for c in again.cells[:2]] == [c.request_id for c in run.cells[:2]]
         assert [c.unsent for c in again.cells] == [False, False, True, True, True, True]
         again.submit(wait=True).wait(timeout=120)
-        assert again.counts() == (6, 0, 6)
+        assert again.tally() == (6, 0, 6)
         assert client.request_counts.get("create", 0) == creates + 4
 
 
@@ -347,7 +346,7 @@ def test_a_grid_whose_gateway_went_away_says_contact_lost_never_failed_and_goes_
             assert wait_for(lambda: all(c.done or c.lost for c in run.cells), timeout=120)
             lost = [c for c in run.cells if c.lost]
             assert lost and all(status_of(c) == "contact lost" for c in lost)
-            assert run.counts()[1] == 0 and not any(c.failed for c in run.cells)
+            assert run.tally()[1] == 0 and not any(c.failed for c in run.cells)
             view = Grid(run)
             said = [view.cell_states[c.index] for c in lost]
             assert {s["status"] for s in said} == {"contact lost"}

@@ -323,7 +323,7 @@ def test_without_a_ledger_a_grid_stored_before_it_was_sent_reopens_waiting_to_be
         again = gw.load_grid(grid.id, client=client)
         assert [status_of(c) for c in again.cells] == ["not sent", "not sent"]
         again.submit(wait=True).wait(timeout=60)
-        assert again.run.counts() == (2, 0, 2)
+        assert again.run.tally() == (2, 0, 2)
         assert client.request_counts.get("create", 0) == 2
 
 

@@ -1,7 +1,9 @@
 """The one rule for fetching outputs, on real sockets: the key goes to the gateway's
 own origin only, and a redirect to another origin (another loopback port) never
 carries it. Every path that reads an output is checked: Gateway.fetch, the
-recorder's download, the blocking download and Output.read."""
+recorder's download, the blocking download and Output.read. Cookies set by the gateway go
+back to the gateway's origin only (issue 22 point 8): never to storage on another port of
+the same host, directly or through a redirect."""
 
 from __future__ import annotations
 
@@ -22,26 +24,29 @@ pytestmark = pytest.mark.timeout(60)
 
 
 class Server:
-    """A loopback HTTP server that records the headers of every request."""
+    """A loopback HTTP server that records the credentials and the Cookie header of
+    every request and sets a session cookie ``<name>=secret-<name>`` on every answer;
+    ``/moved/<name>`` redirects to ``redirect_to``."""
 
-    def __init__(self, redirect_to: str | None = None) -> None:
+    def __init__(self, name: str, redirect_to: str | None = None) -> None:
         self.seen: list[tuple[str, str | None, str | None]] = []
-        seen, target = self.seen, redirect_to
+        self.cookies: list[tuple[str, str | None]] = []
+        seen, cookies, target = self.seen, self.cookies, redirect_to
 
         class Handler(QuietHandler):
             def do_GET(self) -> None:
                 seen.append(
                     (self.path, self.headers.get("Authorization"), self.headers.get("X-Api-Key"))
                 )
-                if target is not None and self.path.startswith("/moved/"):
-                    self.send_response(302)
+                cookies.append((self.path, self.headers.get("Cookie")))
+                moved = target is not None and self.path.startswith("/moved/")
+                body = b"" if moved else b"PNGDATA"
+                self.send_response(302 if moved else 200)
+                self.send_header("Set-Cookie", f"{name}=secret-{name}; Path=/")
+                if moved:
                     self.send_header("Location", f"{target}/{self.path.split('/')[-1]}")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                body = b"PNGDATA"
-                self.send_response(200)
-                self.send_header("Content-Type", "image/png")
+                else:
+                    self.send_header("Content-Type", "image/png")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -55,8 +60,8 @@ class Server:
 
 @pytest.fixture
 def servers() -> Iterator[tuple[Server, Server]]:
-    storage = Server()
-    gateway = Server(redirect_to=storage.base)
+    storage = Server("storage")
+    gateway = Server("gw", redirect_to=storage.base)
     try:
         yield gateway, storage
     finally:
@@ -73,7 +78,7 @@ def test_same_origin_compares_scheme_host_and_port() -> None:
     assert not same_origin("https://g.test/x", None)
 
 
-def test_a_redirect_to_another_port_never_carries_the_key(
+def test_a_redirect_to_another_port_never_carries_the_key_nor_a_cookie(
     servers: tuple[Server, Server], tmp_path: Path
 ) -> None:
     gateway_server, storage = servers
@@ -81,6 +86,8 @@ def test_a_redirect_to_another_port_never_carries_the_key(
     async def scenario() -> tuple[bytes, list[Path]]:
         gateway = Gateway(gateway_server.base, KEY, headers={"X-Api-Key": KEY})
         try:
+            await gateway.fetch(f"{gateway_server.base}/first.png")  # the cookie is set
+            await gateway.fetch(f"{gateway_server.base}/second.png")  # and goes back home
             data = await gateway.fetch(f"{gateway_server.base}/moved/a.png")
             result = Result.from_body(
                 {
@@ -91,24 +98,24 @@ def test_a_redirect_to_another_port_never_carries_the_key(
                     ],
                 }
             )
-            paths = await download_outputs_async(
-                result, opener=gateway.open_output, root=tmp_path
-            )
+            paths = await download_outputs_async(result, opener=gateway.open_output, root=tmp_path)
             return data, paths
         finally:
             await gateway.aclose()
 
     data, paths = asyncio.run(scenario())
     assert data == b"PNGDATA" and [p.read_bytes() for p in paths] == [b"PNGDATA"] * 2
-    # the gateway's own origin got the key; the other port never did
+    # the gateway's own origin got the key and its cookie; the other port never did
     assert gateway_server.seen == [
-        ("/moved/a.png", f"Bearer {KEY}", KEY),
-        ("/moved/b.png", f"Bearer {KEY}", KEY),
+        (path, f"Bearer {KEY}", KEY)
+        for path in ("/first.png", "/second.png", "/moved/a.png", "/moved/b.png")
     ]
+    assert gateway_server.cookies[1] == ("/second.png", "gw=secret-gw")  # the jar works
     assert storage.seen == [("/a.png", None, None), ("/b.png", None, None), ("/c.png", None, None)]
+    assert all(cookie is None for _, cookie in storage.cookies), storage.cookies
 
 
-def test_the_blocking_paths_send_no_credential_anywhere(
+def test_the_blocking_paths_send_no_credential_nor_cookie_anywhere(
     servers: tuple[Server, Server], tmp_path: Path
 ) -> None:
     gateway_server, storage = servers
@@ -122,6 +129,7 @@ def test_the_blocking_paths_send_no_credential_anywhere(
     assert Output.from_entry(f"{gateway_server.base}/moved/e.png").read() == b"PNGDATA"
     assert all(auth is None and key is None for _, auth, key in gateway_server.seen)
     assert [path for path, _, _ in storage.seen] == ["/d.png", "/e.png"]
+    assert storage.cookies == [("/d.png", None), ("/e.png", None)]  # nor a cookie
 
 
 def test_a_request_searches_for_no_module(simulator: object) -> None:
@@ -176,3 +184,26 @@ def test_a_blocking_fetch_starts_no_thread_of_its_own(
     monkeypatch.setattr(threading.Thread, "start", recorded)
     assert Output.from_entry(f"{gateway_server.base}/moved/f.png").read() == b"PNGDATA"
     assert all("process_request" in name for name in started), started
+
+
+def test_a_cookie_set_by_another_origin_on_a_redirect_never_reaches_the_gateway(
+    servers: tuple[Server, Server], tmp_path: Path
+) -> None:
+    """Issue 29 point 8: storage on another port of the same host sets a cookie while
+    answering a redirected output; the gateway's next request (with the key) must
+    not carry it (a cookie jar matches hosts, not ports)."""
+    gateway_server, storage = servers
+
+    async def scenario() -> None:
+        gateway = Gateway(gateway_server.base, "sk-cookie-test")
+        try:
+            await gateway.fetch(f"{gateway_server.base}/moved/a.png")  # -> storage, cookie set
+            await gateway.fetch(f"{gateway_server.base}/after.png")
+        finally:
+            await gateway.aclose()
+
+    asyncio.run(scenario())
+    assert [path for path, _ in storage.cookies] == ["/a.png"]  # the redirect was followed
+    sent_home = dict(gateway_server.cookies)
+    assert "storage=" not in (sent_home["/after.png"] or ""), sent_home
+    assert sent_home["/after.png"] == "gw=secret-gw"  # the gateway's own cookie still goes home

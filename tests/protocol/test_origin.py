@@ -8,12 +8,12 @@ one, which records every request it gets. None may carry the key.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from loopback import LoopbackServer, QuietHandler
 
 import genwidgets as gw
 from genwidgets.errors import GatewayError, GenwidgetsWarning
@@ -22,17 +22,15 @@ KEY = "sk-live-ORIGIN-789"
 ENDPOINT = "speechM-02-turbo"
 
 
-class Recorder(ThreadingHTTPServer):
+class Recorder:
     """A loopback server; ``answer(handler)`` -> (status, headers, body)."""
-
-    daemon_threads = True
 
     def __init__(self, answer: Any) -> None:
         self.seen: list[tuple[str, str, str | None]] = []
         self.answer = answer
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _any(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 if length:
@@ -49,27 +47,17 @@ class Recorder(ThreadingHTTPServer):
 
             do_GET = do_POST = do_PUT = _any
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        self.loop = LoopbackServer(Handler)
+        self.url = self.loop.base
 
 
 @pytest.fixture
 def servers() -> Iterator[tuple[Recorder, Recorder]]:
     elsewhere = Recorder(lambda h: (200, {}, {"status": "COMPLETED", "outputs": []}))
     gateway = Recorder(lambda h: (500, {}, {"detail": "unset"}))
-    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in (elsewhere, gateway)]
-    for t in threads:
-        t.start()
     yield gateway, elsewhere
     for s in (elsewhere, gateway):
-        s.shutdown()
-        s.server_close()
+        s.loop.close()
 
 
 def _documented(gateway: Recorder, elsewhere: Recorder, *, redirect: bool) -> Any:

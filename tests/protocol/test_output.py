@@ -104,6 +104,8 @@ def test_a_save_gets_the_types_extension_and_is_written_by_the_source(tmp_path: 
     }
     assert list(tmp_path.iterdir()) == []  # the output itself wrote nothing
     assert source.fetched == ["https://cdn.example/0"]  # read once, then from memory
+    typed = Output("image/png; charset=binary", raw={"content": "x"}, _source=source)
+    assert typed.save(str(tmp_path / "still")) == tmp_path / "still.png"  # its type's parameters
 
 
 def test_a_failed_read_is_a_download_error_without_the_key(

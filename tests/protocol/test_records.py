@@ -11,26 +11,7 @@ import pytest
 
 from genwidgets.errors import TaskFailed
 from genwidgets.jobs.output_files import OutputFiles
-from genwidgets.protocol.records import UNTYPED, Handle, Output, Result, Status, is_terminal
-
-
-@pytest.mark.parametrize(
-    ("status", "terminal"),
-    [
-        ("COMPLETED", True),
-        ("completed", True),
-        ("CANCELLED", True),
-        ("CANCELED", True),
-        ("FAILED", True),
-        ("ERROR", True),
-        ("IN_QUEUE", False),
-        ("IN_PROGRESS", False),
-        ("SOMETHING_NEW", False),
-        (None, False),
-    ],
-)
-def test_terminality_comes_from_status_alone(status: str | None, terminal: bool) -> None:
-    assert is_terminal(status) is terminal
+from genwidgets.protocol.records import UNTYPED, Handle, Output, Result, Status
 
 
 def test_status_keeps_unknown_names_verbatim_and_reads_loose_types() -> None:
@@ -113,34 +94,6 @@ def test_asset_record_from_json_string_in_several_places() -> None:
     double = Result.from_body({"status": "COMPLETED", "result": json.dumps(json.dumps(record))})
     assert double.asset == record
     assert Result.from_body({"status": "COMPLETED", "content": "not json"}).asset is None
-
-
-def test_output_save_is_atomic_and_reads_through_its_source(tmp_path: Path) -> None:
-    calls: list[str] = []
-
-    def fetch(url: str, max_bytes: int) -> bytes:
-        calls.append(url)
-        return b"bytes!"
-
-    out = Output.from_entry(
-        {"url": "http://x/1", "content_type": "image/png"}, source=OutputFiles(fetch)
-    )
-    target = out.save(tmp_path / "sub" / "one.png")
-    assert target.read_bytes() == b"bytes!"
-    out.save(tmp_path / "two.png")
-    assert calls == ["http://x/1"]  # read once, cached
-    assert not [p for p in tmp_path.rglob("*.part")]
-
-
-def test_output_save_adds_the_content_types_extension_only_when_missing(tmp_path: Path) -> None:
-    video = Output.from_entry({"content": "00ff", "encoding": "hex", "content_type": "video/mp4"})
-    assert video.save(tmp_path / "out-0") == tmp_path / "out-0.mp4"
-    assert (tmp_path / "out-0.mp4").read_bytes() == b"\x00\xff"
-    assert not (tmp_path / "out-0").exists()
-    # a path that has an extension is kept as given, even one that disagrees
-    assert video.save(tmp_path / "clip.bin") == tmp_path / "clip.bin"
-    png = Output.from_entry({"content": "x", "content_type": "image/png; charset=binary"})
-    assert png.save(str(tmp_path / "still")) == tmp_path / "still.png"
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])

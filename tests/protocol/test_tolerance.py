@@ -61,8 +61,11 @@ def test_every_known_terminal_word_ends_a_task(word: str) -> None:
         assert result.error == word.lower()  # a failure word is a failure even without error
 
 
-@pytest.mark.parametrize("word", ["starting", "processing", "IN_QUEUE", "Warming_Up", ""])
+@pytest.mark.parametrize(
+    "word", ["starting", "processing", "IN_QUEUE", "IN_PROGRESS", "Warming_Up", ""]
+)
 def test_unknown_words_are_not_terminal_and_stay_verbatim(word: str) -> None:
+    assert not is_terminal(word or None) and not is_failure(word or None)
     status = Status.from_body({"status": word} if word else {})
     assert not status.done
     assert status.status == (word or "UNKNOWN")

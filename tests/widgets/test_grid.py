@@ -549,6 +549,6 @@ def test_ctrl_c_in_gw_grid_says_how_to_go_on_and_that_way_pays_each_cell_once(
     assert len(made) + len(unknown) == 10  # a create cut off in flight is never sent again
     assert len(made) <= stats(simulator)["created"] - before <= 10
     assert client.ledger is not None
-    tagged = client.ledger.tagged([grid.run.book.tag(c.row) for c in grid.cells])
+    tagged = client.ledger.tagged([grid.run.tag(c.row) for c in grid.cells])
     may_have_made = sorted(r.tag for r in tagged if r.state != "not_created")
-    assert may_have_made == sorted(grid.run.book.tag(c.row) for c in grid.cells)  # one each
+    assert may_have_made == sorted(grid.run.tag(c.row) for c in grid.cells)  # one each

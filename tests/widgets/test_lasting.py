@@ -21,6 +21,7 @@ from genwidgets.widgets.lasting import (
     VIDEO_BUDGET,
     output_html,
     outputs_html,
+    plain_text,
     result_html,
     thumbnail_src,
 )
@@ -186,3 +187,11 @@ def test_a_table_row_gets_a_picture_of_the_outputs(home: Path) -> None:
     assert (thumbnail_src([voice, image]) or "").startswith("data:image/jpeg;base64,")
     assert (thumbnail_src([video]) or "").startswith("data:image/jpeg;base64,")
     assert thumbnail_src([voice]) is None
+
+
+def test_the_plain_face_says_how_a_task_ended_not_failed_for_every_end() -> None:
+    cancelled = Result(status="CANCELLED", error=None, error_type="cancelled")
+    assert plain_text([], cancelled).splitlines()[0] == "cancelled"
+    failed = Result(status="FAILED", error="out of memory", error_type="runtime_error")
+    assert plain_text([], failed).splitlines()[0] == "failed: out of memory (runtime_error)"
+    assert "None" not in plain_text([], Result(status="FAILED", error=None))

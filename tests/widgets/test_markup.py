@@ -12,7 +12,7 @@ from test_html import HOSTILE, read
 
 from genwidgets.protocol.records import Result, Status
 from genwidgets.widgets import markup
-from genwidgets.widgets._style import look_of
+from genwidgets.widgets._style import MUTED_STYLE, look_of
 
 WIDGETS = Path(markup.__file__).parent
 HOME = Path(markup.__file__)
@@ -118,4 +118,4 @@ def test_markup_given_to_a_piece_is_kept_and_text_is_escaped_once() -> None:
     line = markup.span(markup.bold("a & b"), "color:red")
     assert line == '<span style="color:red"><b>a &amp; b</b></span>'
     assert markup.span("<b>", None) == "<span>&lt;b&gt;</span>"
-    assert markup.result_box(markup.muted_line("no outputs")).count("<div") == 2
+    assert markup.box("gw-result", markup.div("no outputs", MUTED_STYLE)).count("<div") == 2

@@ -59,6 +59,7 @@ class Collector(HTMLParser):
 ALLOWED_TAGS = {
     "div", "span", "img", "video", "audio", "a", "table", "tr", "th", "td", "pre", "code",
     "b", "i", "style",
+    "svg", "path",  # a kind's icon: the package's constant path, no script
 }  # fmt: skip
 
 

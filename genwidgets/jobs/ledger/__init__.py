@@ -5,9 +5,10 @@ kernels; one writer thread (:mod:`.writer`) applies the engine's writes in order
 before the create leaves, handle or failure, statuses, result, output paths. A row that
 cannot be known is ``outcome_unknown``, never a silent gap. The package by noun:
 :mod:`.scrub`, :mod:`.rows`, :mod:`.schema`, :mod:`.writer`, and the pieces the
-:class:`Ledger` (:mod:`.store`) composes, each owning its state: :mod:`.file`, :mod:`.writes`,
-:mod:`.lease`, :mod:`.reads`. Row states and the choices: docs/decisions.md#ledger-rows,
-docs/decisions.md#ledger-writer and docs/decisions.md#ledger-pieces.
+:class:`Ledger` (:mod:`.store`, which reads the rows itself) composes, each owning its
+state: :mod:`.file`, :mod:`.writes`, :mod:`.lease`. Row states and the choices:
+docs/decisions.md#ledger-rows, docs/decisions.md#ledger-writer and
+docs/decisions.md#ledger-pieces.
 """
 
 from .lease import left_to_other_kernels

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from ..._config import ENV_HOME, redact
 from ...errors import LedgerError, LedgerWarning
 from .schema import ensure_schema
-from .writer import FaultAction, is_busy
+from .writer import FaultAction, immediate, is_busy
 
 T = TypeVar("T")
 
@@ -177,15 +177,19 @@ class LedgerFile:
         elif self._conn is not None:
             self._conn.close()
         self._conn, self._reopen_reads = None, False
+        self._conn, self._conn_pid = self._connect(), os.getpid()
+        return self._conn
+
+    def _connect(self) -> sqlite3.Connection:
+        """A new connection to the file (autocommit, usable from any thread)."""
         try:
             conn = sqlite3.connect(
                 self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            return conn
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
-        self._conn, self._conn_pid = conn, os.getpid()
-        return conn
 
     def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one statement on the readers' connection; sqlite3 errors become
@@ -202,15 +206,9 @@ class LedgerFile:
         caller's thread; ``on_damage`` runs when SQLite says the file is damaged (the
         writer thread then checks it: its connection must never write the old file)."""
         with self._lock:
-            conn = self._connection()
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with immediate(self._connection()) as conn:
                     yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 if damage(exc):
                     on_damage()
@@ -240,14 +238,8 @@ class LedgerFile:
             return self._open_checked()
 
     def _open_checked(self) -> sqlite3.Connection:
+        conn = self._connect()
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             problem = quick_check(conn)
             if problem:
                 raise LedgerError(
@@ -316,15 +308,12 @@ class LedgerFile:
     def _check_file(self) -> str:
         """``PRAGMA quick_check`` on a fresh connection: a problem, or "" when fine/unknown."""
         try:
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout)
-        except sqlite3.Error:
+            with contextlib.closing(self._connect()) as conn:
+                return quick_check(conn)
+        except LedgerError:  # could not even connect: unknown
             return ""
-        try:
-            return quick_check(conn)
         except sqlite3.Error as exc:
             return damage(exc)
-        finally:
-            conn.close()
 
     def log_if_failed(
         self, what: str, future: concurrent.futures.Future[T]

@@ -14,7 +14,7 @@ import socket
 import sqlite3
 import uuid
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...errors import LedgerWarning
@@ -22,18 +22,7 @@ from .file import LedgerFile
 from .rows import SUBMITTED
 from .writer import Op
 
-__all__ = [
-    "HOST",
-    "Claim",
-    "Leases",
-    "Owner",
-    "alive_owners",
-    "claim",
-    "heartbeat",
-    "left_to_other_kernels",
-    "pid_alive",
-    "release",
-]
+__all__ = ["HOST", "Claim", "Leases", "heartbeat", "left_to_other_kernels", "pid_alive"]
 
 HOST = socket.gethostname()
 
@@ -76,21 +65,6 @@ class Claim:
     skipped: int
 
 
-class Owner:
-    """This process's identity as a task owner (a new one after ``fork``)."""
-
-    def __init__(self) -> None:
-        self._pid = 0
-        self._name = ""
-
-    @property
-    def name(self) -> str:
-        if self._pid != os.getpid():
-            self._pid = os.getpid()
-            self._name = f"{HOST}:{self._pid}:{uuid.uuid4().hex[:12]}"
-        return self._name
-
-
 def heartbeat(conn: sqlite3.Connection, owner: str, now: float) -> None:
     """Say this owner lives (inside a write transaction)."""
     conn.execute(
@@ -98,62 +72,6 @@ def heartbeat(conn: sqlite3.Connection, owner: str, now: float) -> None:
         "ON CONFLICT(owner) DO UPDATE SET heartbeat = excluded.heartbeat",
         (owner, HOST, os.getpid(), now),
     )
-
-
-def alive_owners(owners: Iterable[tuple[str, str, int, float]], now: float, ttl: float) -> set[str]:
-    """The owners of ``(owner, host, pid, heartbeat)`` rows that still live."""
-    alive = set()
-    for owner, host, pid, beat in owners:
-        if now - beat > ttl:
-            continue
-        if host == HOST and not pid_alive(pid):
-            continue
-        alive.add(owner)
-    return alive
-
-
-def claim(
-    conn: sqlite3.Connection,
-    gateway: str,
-    owner: str,
-    *,
-    now: float,
-    ttl: float,
-    force: bool,
-) -> Claim:
-    """Take the claimable unfinished tasks of ``gateway`` (inside a write transaction)."""
-    heartbeat(conn, owner, now)
-    alive = alive_owners(conn.execute("SELECT owner, host, pid, heartbeat FROM owners"), now, ttl)
-    taken: list[int] = []
-    skipped = 0
-    for row_id, current in conn.execute(
-        "SELECT id, owner FROM tasks WHERE gateway = ? AND state = ? AND request_id IS NOT NULL "
-        "ORDER BY id DESC",
-        (gateway, SUBMITTED),
-    ).fetchall():
-        if current is None or current == owner or current not in alive or force:
-            taken.append(row_id)
-        else:
-            skipped += 1
-    conn.executemany("UPDATE tasks SET owner = ? WHERE id = ?", [(owner, i) for i in taken])
-    # owners that stopped own nothing any more: forget them (a live one may hold what
-    # the ledger does not see, a batch's reserved rows)
-    conn.executemany(
-        "DELETE FROM owners WHERE owner = ? AND owner NOT IN (SELECT DISTINCT owner FROM "
-        "tasks WHERE owner IS NOT NULL AND state = ?)",
-        [
-            (stopped, SUBMITTED)
-            for (stopped,) in conn.execute("SELECT owner FROM owners").fetchall()
-            if stopped not in alive and stopped != owner
-        ],
-    )
-    return Claim(tuple(taken), skipped)
-
-
-def release(conn: sqlite3.Connection, owner: str) -> None:
-    """Give up every lease of ``owner`` (inside a write transaction)."""
-    conn.execute("UPDATE tasks SET owner = NULL WHERE owner = ?", (owner,))
-    conn.execute("DELETE FROM owners WHERE owner = ?", (owner,))
 
 
 def left_to_other_kernels(count: int, stacklevel: int = 4) -> None:
@@ -168,27 +86,29 @@ def left_to_other_kernels(count: int, stacklevel: int = 4) -> None:
 
 
 class Leases:
-    """One ledger's lease keeper: its :class:`Owner`, whether it holds leases now, and
-    the writes (for the writer thread) that take, refresh and give them up."""
+    """One ledger's lease keeper: its owner (a new one after ``fork``), whether it holds
+    leases now, and the writes (for the writer thread) that take, refresh and give them up."""
 
     def __init__(self, file: LedgerFile, *, ttl: float, clock: Callable[[], float]) -> None:
         self._file = file
         #: seconds a heartbeat keeps an owner alive
         self.ttl = ttl
         self._clock = clock
-        self._owner = Owner()
+        self._owner = (0, "")  # (pid, name)
         self._holding = False
+
+    @property
+    def owner(self) -> str:
+        """This ledger's owner name (``host:pid:random``), new in a forked child."""
+        if self._owner[0] != os.getpid():
+            self._owner = (os.getpid(), f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:12]}")
+        return self._owner[1]
 
     def take(self) -> str:
         """This ledger takes leases from now on (a created, re-attached or resumed task):
         its owner name, for the write that takes one; the heartbeat starts."""
         self._holding = True
-        return self._owner.name
-
-    @property
-    def owner(self) -> str:
-        """This ledger's owner name (``host:pid:random``)."""
-        return self._owner.name
+        return self.owner
 
     def hold(self, conn: sqlite3.Connection) -> str:
         """Take leases inside the caller's write transaction ``conn``: this ledger's
@@ -197,16 +117,24 @@ class Leases:
         heartbeat(conn, owner, self._clock())
         return owner
 
-    def alive(self) -> set[str]:
-        """Every owner that lives (this ledger's too, while it holds leases): a read."""
-        owners = self._file.read("SELECT owner, host, pid, heartbeat FROM owners")
-        return alive_owners(owners, self._clock(), self.ttl)
+    def alive(self, conn: sqlite3.Connection | None = None) -> set[str]:
+        """Every owner that lives (a fresh heartbeat and, on this host, a running
+        process; this ledger's too, while it holds leases): read on ``conn`` (inside a
+        write) or on the file's readers' connection."""
+        sql = "SELECT owner, host, pid, heartbeat FROM owners"
+        owners = self._file.read(sql) if conn is None else conn.execute(sql).fetchall()
+        now = self._clock()
+        return {
+            owner
+            for owner, host, pid, beat in owners
+            if now - beat <= self.ttl and (host != HOST or pid_alive(pid))
+        }
 
     def heartbeat(self) -> Op | None:
         """The writer's idle work: the heartbeat of this ledger's leases, if it holds any."""
         if not self._holding:
             return None
-        owner, now = self._owner.name, self._clock()
+        owner, now = self.owner, self._clock()
         return lambda conn: heartbeat(conn, owner, now)
 
     def release(self) -> Op | None:
@@ -214,19 +142,53 @@ class Leases:
         if not self._holding:
             return None
         self._holding = False
-        owner = self._owner.name
-        return lambda conn: release(conn, owner)
+        owner = self.owner
+
+        def give_up(conn: sqlite3.Connection) -> None:
+            conn.execute("UPDATE tasks SET owner = NULL WHERE owner = ?", (owner,))
+            conn.execute("DELETE FROM owners WHERE owner = ?", (owner,))
+
+        return give_up
 
     def claim(self, gateway: str, *, force: bool) -> Op:
         """The write taking the unfinished tasks of ``gateway`` no live owner holds (all
         of them with ``force``); it returns a :class:`Claim`."""
-        owner, now, ttl = self.take(), self._clock(), self.ttl
-        return lambda conn: claim(conn, gateway, owner, now=now, ttl=ttl, force=force)
+        owner, now = self.take(), self._clock()
+
+        def take(conn: sqlite3.Connection) -> Claim:
+            heartbeat(conn, owner, now)
+            alive = self.alive(conn)
+            taken: list[int] = []
+            skipped = 0
+            for row_id, current in conn.execute(
+                "SELECT id, owner FROM tasks WHERE gateway = ? AND state = ? "
+                "AND request_id IS NOT NULL ORDER BY id DESC",
+                (gateway, SUBMITTED),
+            ).fetchall():
+                if current is None or current == owner or current not in alive or force:
+                    taken.append(row_id)
+                else:
+                    skipped += 1
+            conn.executemany("UPDATE tasks SET owner = ? WHERE id = ?", [(owner, i) for i in taken])
+            # owners that stopped own nothing any more: forget them (a live one may hold
+            # what the ledger does not see, a batch's reserved rows)
+            conn.executemany(
+                "DELETE FROM owners WHERE owner = ? AND owner NOT IN (SELECT DISTINCT owner "
+                "FROM tasks WHERE owner IS NOT NULL AND state = ?)",
+                [
+                    (stopped, SUBMITTED)
+                    for (stopped,) in conn.execute("SELECT owner FROM owners").fetchall()
+                    if stopped not in alive and stopped != owner
+                ],
+            )
+            return Claim(tuple(taken), skipped)
+
+        return take
 
     def held_elsewhere(self, gateway: str) -> set[str]:
         """Request ids of unfinished tasks of ``gateway`` that another live owner
         leases: a read, nothing is claimed."""
-        alive = self.alive() - {self._owner.name}
+        alive = self.alive() - {self.owner}
         if not alive:
             return set()
         found = self._file.read(

@@ -18,7 +18,7 @@ to done between two polls has no ``running_at``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +53,6 @@ STATES = frozenset({SUBMITTING, SUBMITTED, NOT_CREATED, OUTCOME_UNKNOWN, FINISHE
 UNFINISHED = "unfinished"
 OK = "ok"
 FAILED = "failed"
-
-#: the columns of ``tasks`` a row is read from, in :class:`LedgerRow` order
-COLUMNS = (
-    "id, gateway, endpoint, request_id, state, status, queue_position, payload, "
-    "submitted_at, updated_at, finished_at, ok, error, error_type, outputs, "
-    "status_url, response_url, cancel_url, pid, host, handle_at, running_at, done_at, tag"
-)
-COLUMN_NAMES = tuple(name.strip() for name in COLUMNS.split(","))
 
 
 @dataclass(frozen=True)
@@ -134,6 +126,11 @@ class LedgerRow:
             source=source,
             base_url=self.gateway,  # an old row's relative URL: the gateway's, never a page's
         )
+
+
+#: the columns of ``tasks`` a row is read from, in :class:`LedgerRow` order
+COLUMN_NAMES = tuple(f.name for f in fields(LedgerRow))
+COLUMNS = ", ".join(COLUMN_NAMES)
 
 
 def restored_result(

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ...errors import LedgerError
+from .writer import immediate
 
 __all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_is_current"]
 
@@ -108,8 +109,7 @@ def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
     (none when the file is already current: see :func:`schema_is_current`)."""
     if schema_is_current(conn):
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables:
             for statement in SCHEMA_V1:  # not executescript: it would COMMIT first
@@ -120,11 +120,6 @@ def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
             )
             tables = {"meta", "tasks"}
         _migrate_or_refuse(conn, tables, path)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
 
 
 def _migrate_or_refuse(conn: sqlite3.Connection, tables: set[str], path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import json
 import logging
 import os
 import sqlite3
@@ -18,9 +19,20 @@ from typing import Any
 from ..._config import home, redact
 from ...errors import LedgerError
 from .file import LedgerFile, raise_if_damaged
-from .lease import Claim, Leases, left_to_other_kernels
-from .reads import Reader
-from .rows import LedgerRow
+from .lease import HOST, Claim, Leases, left_to_other_kernels, pid_alive
+from .rows import (
+    COLUMN_NAMES,
+    COLUMNS,
+    FAILED,
+    FINISHED,
+    OK,
+    OUTCOME_UNKNOWN,
+    STATES,
+    SUBMITTED,
+    SUBMITTING,
+    UNFINISHED,
+    LedgerRow,
+)
 from .writer import WriteQueue
 from .writes import LedgerWrites
 
@@ -30,13 +42,21 @@ LEDGER_FILE_NAME = "ledger.sqlite3"
 #: how long ``Ledger()`` waits for the file to open (a free file opens in milliseconds;
 #: one that needs a lock to be created or migrated opens later, in the writer)
 OPEN_WAIT = 1.0
+#: how long a read made on the engine's loop waits for queued writes (a free file
+#: writes them in milliseconds; a busy one is not waited for at all)
+QUICK_FLUSH = 0.1
+#: tags asked in one query (SQLite's limit on variables is 32,766)
+TAGS_PER_QUERY = 500
 log = logging.getLogger("genwidgets")
 
 
 class Ledger:
     """The on-disk record of every task of every kernel on this machine: thread-safe,
     safe across processes, reopened after ``fork``; writes in order on a writer thread,
-    reads that wait at most ``busy_timeout`` for them (docs/decisions.md#ledger-writer).
+    reads that wait at most ``busy_timeout`` for them (docs/decisions.md#ledger-writer),
+    then read on the file's readers' connection (WAL readers do not wait for a writer).
+    A row that cannot be read (written by hand, by a foreign tool) is skipped with a log
+    line; ``submitting`` rows nobody sends any more read as ``outcome_unknown``.
 
     The writes are its piece ``writes`` (:class:`~.writes.LedgerWrites`:
     ``ledger.writes.record_intent(...)`` and the other ``record_*``), read where they live.
@@ -80,9 +100,8 @@ class Ledger:
             intent_wait=max(0.0, float(intent_wait)),
             clock=clock,
         )
-        self._reader = Reader(
-            self._file, self._queue, self.writes, stale_after=float(stale_after), clock=clock
-        )
+        self._stale_after = float(stale_after)
+        self._clock = clock
         opened = self._queue.put(None)  # the writer opens (and checks) the file: no lock needed
         try:
             opened.result(timeout=min(OPEN_WAIT, self.busy_timeout))
@@ -117,7 +136,7 @@ class Ledger:
     @property
     def stale_after(self) -> float:
         """Seconds after which a ``submitting`` row of another host is ``outcome_unknown``."""
-        return self._reader.stale_after
+        return self._stale_after
 
     @property
     def intent_wait(self) -> float:
@@ -164,9 +183,12 @@ class Ledger:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every write made so far is on disk (or given up); False on timeout.
 
-        ``timeout`` defaults to ``busy_timeout``.
+        ``timeout`` defaults to ``busy_timeout``. The warnings kept meanwhile are raised
+        here, on the caller's thread.
         """
-        return self._reader.flush(timeout)
+        done = self._queue.flush(self.busy_timeout if timeout is None else timeout)
+        self._file.deliver()
+        return done
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -226,20 +248,66 @@ class Ledger:
         docstring), ``ok`` / ``failed`` (finished tasks by outcome), or else the
         last gateway status name, case-insensitively (``COMPLETED``, ``IN_QUEUE``...).
         """
-        return self._reader.rows(gateway, endpoint=endpoint, status=status, limit=limit)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise TypeError(f"limit must be an int or None, not {limit!r}")
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be 0 or more, not {limit}")
+        if status is not None and not isinstance(status, str):
+            raise TypeError(f"status must be a string or None, not {status!r}")
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (("gateway", gateway), ("endpoint", endpoint)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        wanted_state: str | None = None
+        if status is not None:
+            name = status.strip().lower()
+            if name == UNFINISHED:
+                clauses.append("state = ? AND request_id IS NOT NULL")
+                params.append(SUBMITTED)
+            elif name in (SUBMITTING, OUTCOME_UNKNOWN):
+                clauses.append("state IN (?, ?)")
+                params += [SUBMITTING, OUTCOME_UNKNOWN]
+                wanted_state = name
+            elif name in STATES:
+                clauses.append("state = ?")
+                params.append(name)
+            elif name in (OK, FAILED):
+                clauses.append("state = ? AND ok = ?")
+                params += [FINISHED, int(name == OK)]
+            else:
+                clauses.append("upper(status) = upper(?)")
+                params.append(status.strip())
+        where = " AND ".join(f"({c})" for c in clauses) or "1"
+        if limit is not None and wanted_state is None:
+            return self._select(f"{where} ORDER BY id DESC LIMIT {limit}", tuple(params))
+        found = self._select(f"{where} ORDER BY id DESC", tuple(params))
+        if wanted_state is not None:
+            found = [row for row in found if row.state == wanted_state]
+        return found if limit is None else found[:limit]
 
     def get(self, gateway: str, request_id: str) -> LedgerRow | None:
         """The (newest) row of one task, or None."""
-        return self._reader.get(gateway, request_id)
+        found = self._select(
+            "gateway = ? AND request_id = ? ORDER BY id DESC LIMIT 1", (gateway, request_id)
+        )
+        return found[0] if found else None
 
     def row(self, row_id: int) -> LedgerRow | None:
         """A row by its id (or the ticket ``writes.record_intent`` returned)."""
-        return self._reader.row(row_id)
+        found = self._select("id = ?", (self.writes.row_of(row_id),))
+        return found[0] if found else None
 
     def tagged(self, tags: Sequence[str]) -> list[LedgerRow]:
         """The rows whose intent was written with one of ``tags`` (what each create was
         sent for: see ``writes.record_intent``), oldest first."""
-        return self._reader.tagged(tags)
+        self.flush()
+        found: list[LedgerRow] = []
+        for start in range(0, len(tags), TAGS_PER_QUERY):
+            some = tuple(tags[start : start + TAGS_PER_QUERY])
+            found += self._select(f"tag IN ({', '.join('?' * len(some))})", some, wait=False)
+        return sorted(found, key=lambda row: row.id)
 
     def run_times(self, gateway: str, endpoint: str, *, limit: int = 500) -> list[tuple[Any, ...]]:
         """``(request_id, endpoint, payload, handle_at, running_at, done_at, finished_at,
@@ -248,7 +316,48 @@ class Ledger:
 
         Called on the engine's loop: it waits for queued writes only while the
         file is not busy (a lock held elsewhere makes it read what is on disk)."""
-        return self._reader.run_times(gateway, endpoint, limit=limit)
+        if not self._queue.stalled:
+            self._queue.flush(QUICK_FLUSH)
+        return self._file.read(
+            "SELECT request_id, endpoint, payload, handle_at, running_at, done_at, "
+            "finished_at, ok FROM tasks "
+            "WHERE gateway = ? AND endpoint = ? AND state = ? AND finished_at IS NOT NULL "
+            "ORDER BY id DESC LIMIT ?",
+            (gateway, endpoint, FINISHED, int(limit)),
+        )
+
+    def _select(self, where: str, params: tuple[Any, ...], *, wait: bool = True) -> list[LedgerRow]:
+        """The readable rows of ``SELECT ... FROM tasks WHERE <where>``, after the writes
+        queued so far (unless ``wait`` is False); a damaged one (written by hand, by a
+        foreign tool) is skipped with a log line, so one bad row never stops a history
+        or a poller."""
+        if wait:
+            self.flush()
+        rows = []
+        for values in self._file.read(f"SELECT {COLUMNS} FROM tasks WHERE {where}", params):
+            try:
+                fields = dict(zip(COLUMN_NAMES, values, strict=True))
+                fields["state"] = self._state(fields)
+                fields["payload"] = json.loads(fields["payload"])
+                fields["outputs"] = json.loads(fields["outputs"])
+                fields["ok"] = None if fields["ok"] is None else bool(fields["ok"])
+                rows.append(LedgerRow(**fields))
+            except (ValueError, TypeError, KeyError) as exc:
+                log.warning(
+                    "genwidgets: skipped ledger row %s of %s: %s", values[0], self.path, exc
+                )
+        return rows
+
+    def _state(self, fields: dict[str, Any]) -> str:
+        """A row's state as read: ``submitting`` stays so only while its sender lives."""
+        if fields["state"] != SUBMITTING or self.writes.sending(fields["id"]):
+            return str(fields["state"])
+        pid = fields["pid"]
+        if fields["host"] == HOST and (pid == os.getpid() or not pid_alive(pid)):
+            return OUTCOME_UNKNOWN
+        if self._clock() - fields["submitted_at"] > self.stale_after:
+            return OUTCOME_UNKNOWN
+        return SUBMITTING
 
     # ------------------------------------------------------------------ leases
 
@@ -293,7 +402,10 @@ class Ledger:
         self._file.deliver()
         if not taken.taken:
             return [], taken.skipped
-        return self._reader.by_ids(taken.taken), taken.skipped
+        marks = ", ".join("?" * len(taken.taken))
+        return self._select(
+            f"id IN ({marks}) ORDER BY id DESC", taken.taken, wait=False
+        ), taken.skipped
 
     def release(self) -> None:
         """Give up the leases of this ledger's tasks (queued): another kernel's

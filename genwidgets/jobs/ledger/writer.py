@@ -3,7 +3,7 @@
 A lock held by another process then delays only the ledger, never the engine's loop; a
 write that meets a busy file is retried, never dropped (docs/decisions.md#ledger-writer).
 Other faults go to ``on_fault`` (docs/decisions.md#ledger-faults). A :class:`WriteQueue` is
-one ledger's way to its writer: it starts one per process, again after ``fork``.
+one ledger's queue of writes and its thread: it starts one per process, again after ``fork``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import contextlib
-import functools
 import logging
 import os
 import queue
@@ -19,10 +18,10 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
-__all__ = ["FaultAction", "Op", "WriteQueue", "Writer", "is_busy"]
+__all__ = ["FaultAction", "Op", "WriteQueue", "immediate", "is_busy"]
 
 log = logging.getLogger("genwidgets")
 
@@ -49,19 +48,37 @@ def is_busy(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
-_live: weakref.WeakSet[Writer] = weakref.WeakSet()
+@contextlib.contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction: ``BEGIN IMMEDIATE``, ``COMMIT`` when the block ends, and
+    ``ROLLBACK`` when it (or the commit) raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+_live: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
 _NOTHING: Any = object()  # the queue had nothing before the idle work was due
+_Item = tuple[Op | None, concurrent.futures.Future[Any]] | None
 
 
 @atexit.register
 def _flush_all() -> None:
     """At interpreter exit, give queued rows a bounded chance to reach the disk."""
-    for writer in list(_live):
-        writer.flush(writer.exit_wait)
+    for writes in list(_live):
+        writes.flush(writes.exit_wait)
 
 
-class Writer:
-    """A queue of writes and the thread that applies them; thread-safe, one per ledger."""
+class WriteQueue:
+    """One ledger's queue of writes and the daemon thread that applies them, in order:
+    thread-safe. The thread is this process's: started on the first write and again
+    after ``fork`` (a child inherits no thread) or when it has died; the lock is never
+    held while a write waits."""
 
     def __init__(
         self,
@@ -73,122 +90,137 @@ class Writer:
         idle_every: float = 30.0,
         exit_wait: float = 5.0,
     ) -> None:
-        self._connect = connect
-        self.pid = os.getpid()
-        self._on_fault = on_fault
-        self._idle = idle
+        self.connect = connect
+        self.on_fault = on_fault
+        self.name = name
+        self.idle = idle
         self.idle_every = idle_every
         self.exit_wait = exit_wait
-        self._queue: queue.Queue[tuple[Op | None, concurrent.futures.Future[Any]] | None] = (
-            queue.Queue()
-        )
-        self._conn: sqlite3.Connection | None = None
-        self._pending = 0
-        self._pending_lock = threading.Condition()
-        #: monotonic time since which the head write has met a busy file (None: not busy)
-        self.busy_since: float | None = None
-        self._writing_since: float | None = None
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self.thread.start()
-        _live.add(self)
+        self._lock = threading.Lock()
+        self._thread: _Thread | None = None
+
+    def put(self, op: Op | None) -> concurrent.futures.Future[Any]:
+        """Queue ``op`` (None: only open the file); its future holds what it returned
+        or the error that ended it."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            thread = self._thread
+            if thread is None or thread.pid != os.getpid() or not thread.is_alive():
+                thread = self._thread = _Thread(self)
+                _live.add(self)
+            thread.jobs.put((op, future))
+        return future
+
+    def flush(self, timeout: float | None) -> bool:
+        """Wait until every write queued so far is applied (or given up); False on timeout."""
+        thread = self._thread
+        return thread is None or thread.drained(timeout)
 
     @property
     def stalled(self) -> bool:
         """Whether the write being applied has waited longer than :data:`STALL` (a lock
         held elsewhere): callers that would wait for their write then don't."""
-        since = self._writing_since
-        return self.busy_since is not None or (
+        thread = self._thread
+        if thread is None:
+            return False
+        since = thread.writing_since
+        return thread.busy_since is not None or (
             since is not None and time.monotonic() - since > STALL
         )
 
     @property
     def pending(self) -> int:
-        """Writes queued or being applied."""
-        return self._pending
+        """Writes queued or being applied (not yet on disk)."""
+        thread = self._thread
+        return 0 if thread is None else thread.jobs.unfinished_tasks
 
-    def put(self, op: Op | None) -> concurrent.futures.Future[Any]:
-        """Queue ``op`` (None: only open the connection); its future holds what it
-        returned or the error that ended it."""
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        with self._pending_lock:
-            self._pending += 1
-        self._queue.put((op, future))
-        return future
+    def stop(self, timeout: float) -> None:
+        """Apply what is queued (at most ``timeout``) and end this process's thread; the
+        next :meth:`put` starts another."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        _live.discard(self)
+        if thread is None or thread.pid != os.getpid():
+            return
+        thread.drained(timeout)
+        thread.jobs.put(None)
+        if threading.current_thread() is not thread:
+            thread.join(timeout=max(timeout, 0.1))
 
-    def flush(self, timeout: float | None) -> bool:
-        """Wait until every write queued so far is applied (or given up); False on timeout."""
+
+class _Thread(threading.Thread):
+    """One process's writer thread of a :class:`WriteQueue`, and what it alone owns:
+    its jobs (counted by ``queue.Queue`` until applied), its connection, and since when
+    the head write has met a busy file."""
+
+    def __init__(self, writes: WriteQueue) -> None:
+        super().__init__(name=writes.name, daemon=True)
+        self.writes = writes
+        self.pid = os.getpid()
+        self.jobs: queue.Queue[_Item] = queue.Queue()
+        self.conn: sqlite3.Connection | None = None
+        #: monotonic time since which the head write has met a busy file (None: not busy)
+        self.busy_since: float | None = None
+        self.writing_since: float | None = None
+        self.start()
+
+    def drained(self, timeout: float | None) -> bool:
+        """Wait until every job queued so far is applied (or given up); False on timeout."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._pending_lock:
-            while self._pending:
+        with self.jobs.all_tasks_done:
+            while self.jobs.unfinished_tasks:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
-                self._pending_lock.wait(remaining if remaining is not None else 0.5)
+                self.jobs.all_tasks_done.wait(remaining if remaining is not None else 0.5)
         return True
 
-    def stop(self, timeout: float) -> None:
-        """Apply what is queued (bounded by ``timeout``), then end the thread."""
-        self.flush(timeout)
-        self._queue.put(None)
-        if threading.current_thread() is not self.thread:
-            self.thread.join(timeout=max(timeout, 0.1))
-        _live.discard(self)
-
     def reset_connection(self) -> None:
-        """Forget the connection (writer thread only): the next write opens a new one."""
-        if self._conn is not None:
+        """Forget the connection: the next write opens a new one."""
+        if self.conn is not None:
             with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
-        self._conn = None
+                self.conn.close()
+        self.conn = None
 
-    # ------------------------------------------------------------------ the thread
-
-    def _run(self) -> None:
-        next_idle = time.monotonic() + self.idle_every
+    def run(self) -> None:
+        writes = self.writes
+        next_idle = time.monotonic() + writes.idle_every
         while True:
             try:
-                item = self._queue.get(timeout=max(0.0, next_idle - time.monotonic()))
+                item = self.jobs.get(timeout=max(0.0, next_idle - time.monotonic()))
             except queue.Empty:
                 item = _NOTHING
             if time.monotonic() >= next_idle:  # on time however busy the queue is
-                next_idle = time.monotonic() + self.idle_every
-                idle = self._idle() if self._idle is not None else None
+                next_idle = time.monotonic() + writes.idle_every
+                idle = writes.idle() if writes.idle is not None else None
                 if idle is not None:
                     self._apply(idle, None)
             if item is _NOTHING:
                 continue
             if item is None:
                 self.reset_connection()
+                self.jobs.task_done()
                 return
             op, future = item
-            self._writing_since = time.monotonic()
+            self.writing_since = time.monotonic()
             try:
                 self._apply(op, future)
             finally:
-                self._writing_since = None
-                with self._pending_lock:
-                    self._pending -= 1
-                    self._pending_lock.notify_all()
+                self.writing_since = None
+                self.jobs.task_done()
 
     def _apply(self, op: Op | None, future: concurrent.futures.Future[Any] | None) -> None:
         """Run one write until it commits, ends in its own error, or is given up."""
         set_aside = 0
+        result: Any = None
+        error: BaseException | None = None
         while True:
             try:
-                if self._conn is None:
-                    self._conn = self._connect()
-                conn = self._conn
-                if op is None:
-                    result = None
-                    break
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    result = op(conn)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
+                if self.conn is None:
+                    self.conn = self.writes.connect()
+                if op is not None:
+                    with immediate(self.conn) as conn:
+                        result = op(conn)
             except sqlite3.Error as exc:
                 if is_busy(exc):
                     if self.busy_since is None:
@@ -197,92 +229,18 @@ class Writer:
                     continue
                 self.busy_since = None
                 self.reset_connection()
-                if set_aside < MAX_SET_ASIDE and self._on_fault(exc) == "retry":
+                if set_aside < MAX_SET_ASIDE and self.writes.on_fault(exc) == "retry":
                     set_aside += 1  # a fresh file failing the same way is not damage
                     continue
-                _settle(future, exc=exc)
-                return
+                error = exc
             except BaseException as exc:  # the write's own error (no such row): report it
-                self.busy_since = None
-                _settle(future, exc=exc)
-                return
+                error = exc
             break
         self.busy_since = None
-        _settle(future, result=result)
-
-
-def _settle(
-    future: concurrent.futures.Future[Any] | None,
-    *,
-    result: Any = None,
-    exc: BaseException | None = None,
-) -> None:
-    if future is None:
-        if exc is not None:
-            log.info("genwidgets: a background ledger write failed: %s", exc)
-        return
-    if exc is not None:
-        future.set_exception(exc)
-    else:
-        future.set_result(result)
-
-
-class WriteQueue:
-    """One ledger's queue of writes: each goes to this process's :class:`Writer`,
-    started on the first write and again after ``fork`` (a child inherits no thread)
-    or when its thread has died. Thread-safe; the lock is never held while a write waits."""
-
-    def __init__(
-        self,
-        connect: Callable[[], sqlite3.Connection],
-        on_fault: Callable[[sqlite3.Error], FaultAction],
-        *,
-        name: str,
-        idle: Callable[[], Op | None],
-        idle_every: float,
-        exit_wait: float,
-    ) -> None:
-        self._new_writer = functools.partial(
-            Writer,
-            connect,
-            on_fault,
-            name=name,
-            idle=idle,
-            idle_every=idle_every,
-            exit_wait=exit_wait,
-        )
-        self._lock = threading.Lock()
-        self._writer: Writer | None = None
-
-    def put(self, op: Op | None) -> concurrent.futures.Future[Any]:
-        """Queue ``op`` (None: only open the file) on this process's writer."""
-        with self._lock:
-            writer = self._writer
-            if writer is None or writer.pid != os.getpid() or not writer.thread.is_alive():
-                writer = self._writer = self._new_writer()
-            return writer.put(op)
-
-    def flush(self, timeout: float | None) -> bool:
-        """Wait until every write queued so far is applied (or given up); False on timeout."""
-        writer = self._writer
-        return writer is None or writer.flush(timeout)
-
-    @property
-    def stalled(self) -> bool:
-        """Whether the write being applied waits for a lock held elsewhere."""
-        writer = self._writer
-        return writer is not None and writer.stalled
-
-    @property
-    def pending(self) -> int:
-        """Writes queued and not yet on disk."""
-        writer = self._writer
-        return 0 if writer is None else writer.pending
-
-    def stop(self, timeout: float) -> None:
-        """Apply what is queued (at most ``timeout``) and end this process's writer; the
-        next :meth:`put` starts another."""
-        with self._lock:
-            writer, self._writer = self._writer, None
-        if writer is not None and writer.pid == os.getpid():
-            writer.stop(timeout)
+        if future is None:  # the idle work (the heartbeat): no one waits for it
+            if error is not None:
+                log.info("genwidgets: a background ledger write failed: %s", error)
+        elif error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)

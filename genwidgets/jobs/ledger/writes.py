@@ -14,7 +14,6 @@ import itertools
 import json
 import os
 import sqlite3
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,50 +27,67 @@ from .rows import FINISHED, NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
 from .scrub import error_text, output_record, scrub_payload
 from .writer import WriteQueue
 
-__all__ = ["SENDING", "LedgerWrites", "Sending"]
+__all__ = ["SENDING", "LedgerWrites"]
 
 
-class Sending:
-    """The creates this process is sending right now, by ledger file and row id: per
-    file, not per :class:`LedgerWrites`, so that a second ``Ledger`` of the same file in
-    this process does not take a row its sibling sends for a lost task.
-
-    Owner: :class:`LedgerWrites`, the only writer (a row joins when its intent is on
-    disk and leaves when the create's outcome is recorded); readers: ``LedgerWrites.sending``
-    (the reader's row states); tests may :meth:`settle` a row to play a process that
-    stopped sending (docs/decisions.md#who-owns-the-process-wide-state).
-    """
-
-    def __init__(self) -> None:
-        self._rows: dict[str, set[int]] = {}
-        self._lock = threading.Lock()
-        self._tickets = itertools.count(1)  # intent tickets (negated), unique in this process
-
-    def ticket(self) -> int:
-        with self._lock:
-            return -next(self._tickets)
-
-    def add(self, file: str, row_id: int) -> None:
-        with self._lock:
-            self._rows.setdefault(file, set()).add(row_id)
-
-    def settle(self, file: str, row_id: int) -> None:
-        with self._lock:
-            self._rows.get(file, set()).discard(row_id)
-
-    def has(self, file: str, row_id: int) -> bool:
-        with self._lock:
-            return row_id in self._rows.get(file, ())
-
-
-#: The process's one record of creates in flight (see :class:`Sending`).
-SENDING = Sending()
+#: The creates this process is sending right now, as (ledger file, row id): per file,
+#: not per :class:`LedgerWrites`, so that a second ``Ledger`` of the same file in this
+#: process does not take a row its sibling sends for a lost task. Owner:
+#: :class:`LedgerWrites`, the only writer (a row joins when its intent is on disk and
+#: leaves when the create's outcome is recorded); readers: ``LedgerWrites.sending`` (the
+#: reader's row states); tests may discard a row to play a process that stopped sending
+#: (docs/decisions.md#who-owns-the-process-wide-state). A set's add, discard and ``in``
+#: are atomic, so it needs no lock.
+SENDING: set[tuple[str, int]] = set()
+#: intent tickets (negated), unique in this process (``next`` on a count is atomic)
+_TICKETS = itertools.count(1)
 
 
 def _done(value: Any) -> concurrent.futures.Future[Any]:
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
     future.set_result(value)
     return future
+
+
+def _insert(
+    conn: sqlite3.Connection,
+    gateway: str,
+    endpoint: str,
+    payload: str,
+    now: float,
+    tag: str | None = None,
+) -> int:
+    """A new ``submitting`` row of this process (an intent); returns its id."""
+    cursor = conn.execute(
+        "INSERT INTO tasks (gateway, endpoint, state, payload, pid, host, "
+        "submitted_at, updated_at, tag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (gateway, endpoint, SUBMITTING, payload, os.getpid(), HOST, now, now, tag),
+    )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def _set_handle(conn: sqlite3.Connection, row: int, handle: Handle, now: float, owner: str) -> bool:
+    """Row ``row`` now has a task (``submitted``), leased by ``owner``; False: no such row."""
+    return bool(
+        conn.execute(
+            "UPDATE tasks SET request_id = ?, state = ?, status_url = ?, response_url = ?, "
+            "cancel_url = ?, queue_position = ?, handle_at = ?, updated_at = ?, owner = ? "
+            "WHERE id = ?",
+            (
+                handle.request_id,
+                SUBMITTED,
+                redact(handle.status_url),
+                redact(handle.response_url),
+                redact(handle.cancel_url),
+                handle.queue_position,
+                now,
+                now,
+                owner,
+                row,
+            ),
+        ).rowcount
+    )
 
 
 def _latest_outputs(
@@ -116,11 +132,11 @@ class LedgerWrites:
     # ------------------------------------------------------------------ in flight
 
     def _settle(self, row_id: int) -> None:
-        SENDING.settle(self._key, row_id)
+        SENDING.discard((self._key, row_id))
 
     def sending(self, row_id: int) -> bool:
         """Whether this process is sending the create of row ``row_id`` right now."""
-        return SENDING.has(self._key, row_id)
+        return (self._key, row_id) in SENDING
 
     # ------------------------------------------------------------------ writes
 
@@ -152,18 +168,12 @@ class LedgerWrites:
                 raise ValueError(f"{name} must be a non-empty string, not {value!r}")
         stored = json.dumps(scrub_payload(payload))
         now = self._clock()
-        ticket = SENDING.ticket()
+        ticket = -next(_TICKETS)
 
         def insert(conn: sqlite3.Connection) -> int:
-            cursor = conn.execute(
-                "INSERT INTO tasks (gateway, endpoint, state, payload, pid, host, "
-                "submitted_at, updated_at, tag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (gateway, endpoint, SUBMITTING, stored, os.getpid(), HOST, now, now, tag),
-            )
-            row_id = cursor.lastrowid
-            assert row_id is not None
+            row_id = _insert(conn, gateway, endpoint, stored, now, tag)
             self._ids[ticket] = row_id
-            SENDING.add(self._key, row_id)
+            SENDING.add((self._key, row_id))
             return row_id
 
         writer_stalled = self._queue.stalled
@@ -188,24 +198,7 @@ class LedgerWrites:
         def update(conn: sqlite3.Connection) -> None:
             row = self.row_of(row_id)
             try:
-                changed = conn.execute(
-                    "UPDATE tasks SET request_id = ?, state = ?, status_url = ?, "
-                    "response_url = ?, cancel_url = ?, queue_position = ?, handle_at = ?, "
-                    "updated_at = ?, owner = ? WHERE id = ?",
-                    (
-                        handle.request_id,
-                        SUBMITTED,
-                        redact(handle.status_url),
-                        redact(handle.response_url),
-                        redact(handle.cancel_url),
-                        handle.queue_position,
-                        now,
-                        now,
-                        owner,
-                        row,
-                    ),
-                ).rowcount
-                if not changed:
+                if not _set_handle(conn, row, handle, now, owner):
                     raise LedgerError(f"no ledger row {row} in {self._file.path}")
                 heartbeat(conn, owner, now)
             finally:
@@ -264,31 +257,9 @@ class LedgerWrites:
                     (owner, found, SUBMITTED),
                 )
                 return int(found)
-            cursor = conn.execute(
-                "INSERT INTO tasks (gateway, endpoint, request_id, state, queue_position, "
-                "payload, status_url, response_url, cancel_url, pid, host, submitted_at, "
-                "handle_at, updated_at, owner) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    gateway,
-                    handle.endpoint,
-                    handle.request_id,
-                    SUBMITTED,
-                    handle.queue_position,
-                    stored,
-                    redact(handle.status_url),
-                    redact(handle.response_url),
-                    redact(handle.cancel_url),
-                    os.getpid(),
-                    HOST,
-                    now,
-                    now,
-                    now,
-                    owner,
-                ),
-            )
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
+            row = _insert(conn, gateway, handle.endpoint, stored, now)
+            _set_handle(conn, row, handle, now, owner)
+            return row
 
         return self._file.log_if_failed("the re-attached task", self._queue.put(upsert))
 

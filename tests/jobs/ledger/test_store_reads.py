@@ -1,0 +1,72 @@
+"""The ledger's reads: they read what its writes wrote, newest first, each row with its
+derived state; a row a foreign tool damaged is skipped."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from genwidgets.jobs.ledger import Ledger
+from genwidgets.jobs.ledger.writes import SENDING
+from genwidgets.protocol.records import Handle
+
+GATEWAY = "https://gw.test"
+ENDPOINT = "asset-get"
+
+
+def compose(path: Path, clock: list[float]) -> Ledger:
+    return Ledger(path, intent_wait=30.0, clock=lambda: clock[0])
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[Ledger]:
+    made = compose(tmp_path / "ledger.sqlite3", [1_000_000.0])
+    yield made
+    made.close()
+
+
+def intent(ledger: Ledger) -> int:
+    return ledger.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+
+
+def test_the_reader_reads_what_the_recorder_wrote_newest_first(ledger: Ledger) -> None:
+    first, second = intent(ledger), intent(ledger)
+    for row_id, request_id in ((first, "r1"), (second, "r2")):
+        handle = Handle.from_body(ENDPOINT, {"request_id": request_id}, GATEWAY)
+        ledger.writes.record_handle(row_id, handle).result(timeout=30)
+    assert [r.request_id for r in ledger.rows(GATEWAY)] == ["r2", "r1"]
+    assert [r.id for r in ledger.rows(GATEWAY, limit=1)] == [second]
+    assert ledger.get(GATEWAY, "r1") == ledger.row(first)
+
+
+def test_a_submitting_row_is_lost_once_its_sender_no_longer_sends_it(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    row_id = intent(ledger)
+    assert ledger.writes.sending(row_id)
+    row = ledger.row(row_id)
+    assert row is not None and row.state == "submitting"  # this process sends it now
+    other = compose(tmp_path / "ledger.sqlite3", [1_000_000.0])  # same file, same process
+    try:
+        assert other.writes.sending(row_id)  # what is in flight is per file, per process
+        SENDING.discard((str((tmp_path / "ledger.sqlite3").resolve()), row_id))
+        assert not other.writes.sending(row_id)
+        row = other.row(row_id)  # our own pid, not sending: the outcome is unknown
+        assert row is not None and row.state == "outcome_unknown"
+        assert row.pid == os.getpid()
+    finally:
+        other.close()
+
+
+def test_a_row_a_foreign_tool_damaged_is_skipped_not_fatal(ledger: Ledger) -> None:
+    good, bad = intent(ledger), intent(ledger)
+    con = sqlite3.connect(ledger.path)
+    con.execute("UPDATE tasks SET outputs = '{not json' WHERE id = ?", (bad,))
+    con.commit()
+    con.close()
+    assert [r.id for r in ledger.rows(GATEWAY)] == [good]
+    assert ledger.row(bad) is None

@@ -11,12 +11,11 @@ layout: docs/decisions.md#forms-board-outputs-and-the-command-line.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,11 +66,8 @@ LASTING_ROWS = 200
 
 
 def process_started() -> float | None:
-    """When this Python process started (epoch seconds), from ``/proc`` where there is one.
-
-    The board's "this session" is this kernel's lifetime: a job submitted before it
-    came from the ledger of an earlier session
-    (docs/decisions.md#forms-board-outputs-and-the-command-line)."""
+    """When this Python process started (epoch seconds), from ``/proc`` where there is
+    one: the board's "this session" (docs/decisions.md#forms-board-outputs-and-the-command-line)."""
     try:
         stat = Path("/proc/self/stat").read_text()
         ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22: starttime, in clock ticks
@@ -110,36 +106,32 @@ class Board(TwoFaced, ipywidgets.VBox):
             started = min([time.time(), *times])
         self.session_started = started
         self.page = 0
+        auto = {"width": "auto"}
+        line = {"align_items": "center", "grid_gap": "8px"}
         self.endpoint_filter = ipywidgets.Dropdown(
-            options=[ALL], value=ALL, description="endpoint", layout={"width": "auto"}
+            options=[ALL], value=ALL, description="endpoint", layout=auto
         )
         self.status_filter = ipywidgets.Dropdown(
-            options=[ALL, *STATUS_FILTERS],
-            value=ALL,
-            description="status",
-            layout={"width": "auto"},
+            options=[ALL, *STATUS_FILTERS], value=ALL, description="status", layout=auto
         )
         self.earlier = ipywidgets.ToggleButton(
             value=False,
             description="earlier sessions",
             tooltip="also show the jobs and grids of earlier sessions (from the ledger)",
             icon="history",
-            layout={"width": "auto"},
+            layout=auto,
         )
         self.count_html = ipywidgets.HTML()
-        self.refresh_button = ipywidgets.Button(
-            description="Refresh", icon="refresh", layout={"width": "auto"}
-        )
+        self.refresh_button = ipywidgets.Button(description="Refresh", icon="refresh", layout=auto)
         self.prev_button = ipywidgets.Button(
-            icon="chevron-left", tooltip="newer cards", layout={"width": "auto"}
+            icon="chevron-left", tooltip="newer cards", layout=auto
         )
         self.next_button = ipywidgets.Button(
-            icon="chevron-right", tooltip="older cards", layout={"width": "auto"}
+            icon="chevron-right", tooltip="older cards", layout=auto
         )
         self.page_html = ipywidgets.HTML()
         self.pager = ipywidgets.HBox(
-            [self.prev_button, self.page_html, self.next_button],
-            layout={"align_items": "center", "grid_gap": "8px", "display": "none"},
+            [self.prev_button, self.page_html, self.next_button], layout={**line, "display": "none"}
         )
         self.grid = ipywidgets.GridBox(layout=ipywidgets.Layout(**GRID_LAYOUT))
         self._throttle = Throttle(self._write)
@@ -151,7 +143,7 @@ class Board(TwoFaced, ipywidgets.VBox):
                 self.refresh_button,
                 self.count_html,
             ],
-            layout={"align_items": "center", "grid_gap": "8px", "flex_flow": "row wrap"},
+            layout={**line, "flex_flow": "row wrap"},
         )
         badge = ipywidgets.HTML(markup.SIMULATED_BADGE if client.embedded else "")
         super().__init__(
@@ -327,18 +319,12 @@ class Board(TwoFaced, ipywidgets.VBox):
                 self.endpoint_filter.value = current if current in options else ALL
             live, grids = self._filtered(live, grids)
             params = params_by_endpoint([(str(j.endpoint), j.payload) for _, j in live])
-            items: list[Callable[[], ipywidgets.Widget]] = [
-                functools.partial(_write_grid, e, w, self.jobs) for e, w in grids
-            ]
-            items += [
-                functools.partial(self._write_card, key, params.get(str(job.endpoint), []))
-                for key, job in live
-            ]
+            items = [*grids, *live]
             pages = max(1, -(-len(items) // PAGE_SIZE))
             self.page = min(self.page, pages - 1)
             visible = items[self.page * PAGE_SIZE : (self.page + 1) * PAGE_SIZE]
             # only the cards on the page are made and drawn
-            self.grid.children = [write() for write in visible]
+            self.grid.children = [self._drawn(item, params) for item in visible]
             self.pager.layout.display = None if pages > 1 else "none"
             self.prev_button.disabled = self.page == 0
             self.next_button.disabled = self.page >= pages - 1
@@ -349,9 +335,14 @@ class Board(TwoFaced, ipywidgets.VBox):
             self.count_html.value = markup.span(self.count_words(), MUTED_STYLE)
         self._refresh_face()
 
-    def _write_card(self, key: str, params: Sequence[str]) -> JobCard:
-        card = self._card(key)
-        card.set_params(params)
+    def _drawn(self, item: tuple[Any, Any], params: Mapping[str, list[str]]) -> ipywidgets.Widget:
+        """A page's entry, drawn: a grid's (entry, widget) or a job's (key, job)."""
+        first, second = item
+        if isinstance(first, GridEntry):
+            second.value = grid_entry_html(first, self.jobs)
+            return second
+        card = self._card(first)
+        card.set_params(params.get(str(second.endpoint), []))
         return card
 
     def grids_shown(self) -> list[GridEntry]:
@@ -421,13 +412,6 @@ def _grid_thumb(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Html:
         if result is not None and thumbnail_src(result.outputs) is not None:
             return _row_thumb(result.outputs)
     return markup.kind_icon("grid", 32)
-
-
-def _write_grid(
-    entry: GridEntry, widget: ipywidgets.HTML, jobs: Mapping[str, JobLike]
-) -> ipywidgets.HTML:
-    widget.value = grid_entry_html(entry, jobs)
-    return widget
 
 
 def board(client: ClientLike | None = None) -> Board:

@@ -35,9 +35,61 @@ __all__ = ["ListElement", "ModelElement", "ModelUnionElement", "RowsElement"]
 
 class RowsElement(Element):
     """Rows of items, an unset one not sent (a list, the vidA content builder): an
-    error's index counts the rows sent. A row answers ``get``, ``locate`` and ``walk``."""
+    error's index counts the rows sent. A row answers ``get``, ``locate`` and ``walk``;
+    on screen it is a line of ``rows_box`` ending in its trash button."""
 
     rows: list[Any]
+    rows_box: W.VBox
+
+    def __init__(self, spec: FieldSpec, ctx: BuildContext) -> None:
+        super().__init__(spec, ctx)
+        self.rows = []
+        self._row_boxes: list[W.HBox] = []
+
+    @property
+    def min_rows(self) -> int:
+        """Rows the trash buttons leave (a required list keeps its minimum)."""
+        return 0
+
+    def _add_item(self, item: Any = UNSET) -> Any:
+        """Add a row holding ``item`` (what :meth:`set` does for each item)."""
+        raise NotImplementedError
+
+    def _put(self, row: Any, parts: Sequence[W.Widget]) -> None:
+        """Add ``row``, drawn as ``parts`` and a trash button that removes it."""
+        remove = W.Button(icon="trash", tooltip="remove this item", layout=layout("remove"))
+        remove.add_class("gw-remove")
+        remove.on_click(lambda _b: self.remove_row(row))
+        box = W.HBox([*parts, remove], layout=layout("row"))
+        box.add_class("gw-list-row")
+        self.rows.append(row)
+        self._row_boxes.append(box)
+        self._redraw()
+        self._changed()
+
+    def remove_row(self, row: Any) -> None:
+        if len(self.rows) <= self.min_rows:
+            return
+        index = self.rows.index(row)
+        del self.rows[index]
+        del self._row_boxes[index]
+        self._redraw()
+        self._changed()
+
+    def _redraw(self) -> None:
+        self.rows_box.children = tuple(self._row_boxes)
+
+    def set(self, value: Any) -> None:
+        with self.quiet():
+            self.rows.clear()
+            self._row_boxes.clear()
+            items = [] if is_unset(value) else list(value) if is_sequence(value) else [value]
+            for item in items:
+                self._add_item(item)
+            while len(self.rows) < self.min_rows:
+                self._add_item(UNSET)
+            self._redraw()
+        self._changed()
 
     def _set_rows(self) -> list[tuple[int, Any]]:
         return [(i, v) for i, r in enumerate(self.rows) if (v := r.get()) is not UNSET]
@@ -62,12 +114,12 @@ class RowsElement(Element):
 class ListElement(RowsElement):
     """Rows with add/remove buttons; min/max item counts enforced on the buttons."""
 
+    rows: list[Element]
+
     def __init__(self, spec: FieldSpec, ctx: BuildContext, *, build: Builder) -> None:
         super().__init__(spec, ctx)
         self._build_element = build
         self.item = item_spec(spec)
-        self.rows: list[Element] = []
-        self._row_boxes: list[W.Widget] = []
         self.rows_box = W.VBox(layout=layout("item"))
         self.add_button = W.Button(description="+ add", layout=layout("small"))
         self.add_button.on_click(lambda _b: self.add_row())
@@ -83,60 +135,31 @@ class ListElement(RowsElement):
         with self.quiet():
             for _ in range(self.min_rows):
                 self.add_row()
-        self._update_buttons()
+        self._redraw()
 
     @property
     def min_rows(self) -> int:
         return (self.spec.min_len or 0) if self.spec.required else 0
 
-    def add_row(self, value: Any = UNSET) -> Element:
+    def add_row(self, item: Any = UNSET) -> Element:
         row = self._build_element(self.item, self.ctx)
-        if not is_unset(value):
-            row.set(value)
+        if not is_unset(item):
+            row.set(item)
         row.observe(self._changed)
-        remove = W.Button(icon="trash", tooltip="remove this item", layout=layout("remove"))
-        remove.add_class("gw-remove")
         # the row takes what the button leaves: the button is never pushed out of view
-        box = W.HBox([W.Box([row.widget], layout=layout("grow")), remove], layout=layout("row"))
-        box.add_class("gw-list-row")
-        remove.on_click(lambda _b, r=row: self.remove_row(r))
-        self.rows.append(row)
-        self._row_boxes.append(box)
-        self.rows_box.children = tuple(self._row_boxes)
-        self._update_buttons()
-        self._changed()
+        self._put(row, [W.Box([row.widget], layout=layout("grow"))])
         return row
 
-    def remove_row(self, row: Element) -> None:
-        index = self.rows.index(row)
-        if len(self.rows) <= self.min_rows:
-            return
-        del self.rows[index]
-        del self._row_boxes[index]
-        self.rows_box.children = tuple(self._row_boxes)
-        self._update_buttons()
-        self._changed()
+    _add_item = add_row
 
-    def _update_buttons(self) -> None:
+    def _redraw(self) -> None:
+        super()._redraw()
         full = self.spec.max_len is not None and len(self.rows) >= self.spec.max_len
         self.add_button.disabled = full
         self.add_button.tooltip = "the list is full" if full else "add an item"
         at_min = len(self.rows) <= self.min_rows
         for box in self._row_boxes:
-            box.children[1].disabled = at_min
-
-    def set(self, value: Any) -> None:
-        with self.quiet():
-            self.rows.clear()
-            self._row_boxes.clear()
-            items = [] if is_unset(value) else list(value) if is_sequence(value) else [value]
-            for item in items:
-                self.add_row(item)
-            while len(self.rows) < self.min_rows:
-                self.add_row()
-            self.rows_box.children = tuple(self._row_boxes)
-            self._update_buttons()
-        self._changed()
+            box.children[-1].disabled = at_min
 
 
 # --- nested models -------------------------------------------------------------------------
@@ -146,11 +169,19 @@ class ModelElement(Element):
     """A nested model as a sub-form; an optional one is folded and built on first open."""
 
     def __init__(
-        self, spec: FieldSpec, ctx: BuildContext, model: type[BaseModel], *, build: Builder
+        self,
+        spec: FieldSpec,
+        ctx: BuildContext,
+        model: type[BaseModel],
+        *,
+        build: Builder,
+        lay_out: bool = True,
     ) -> None:
         super().__init__(spec, ctx)
         self._build_element = build
         self.model = model
+        #: False for a form's root: the form lays its fields out itself
+        self._lay_out = lay_out
         self.children: dict[str, Element] = {}
         self.extra: dict[str, Any] = {}
         self.body = W.VBox(layout=layout("box"))
@@ -177,7 +208,8 @@ class ModelElement(Element):
             child = self._build_element(child_spec, self.ctx)
             child.observe(self._changed)
             self.children[child_spec.wire] = child
-        self.body.children = tuple(c.widget for c in self.children.values())
+        if self._lay_out:
+            self.body.children = tuple(c.widget for c in self.children.values())
 
     def child(self, name: str) -> Element | None:
         self._build()
@@ -192,29 +224,33 @@ class ModelElement(Element):
         return values or UNSET  # an untouched sub-form is not sent
 
     def set(self, value: Any) -> None:
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        if not (is_unset(value) or isinstance(value, Mapping)):
+            raise shape_error(self.spec, value, "a dict of settings")
         with self.quiet():
-            if is_unset(value):
-                for child in self.children.values():
-                    child.reset()
-                self.extra = {}
-            elif isinstance(value, BaseModel):
-                self.set(value.model_dump(mode="json", by_alias=True, exclude_unset=True))
-                return
-            elif isinstance(value, Mapping):
-                self._build()
-                self.extra = {}
-                for child in self.children.values():
-                    child.reset()
-                for key, item in value.items():
-                    target = self.child(str(key))
-                    if target is None:
-                        self.extra[str(key)] = item
-                    else:
-                        target.set(item)
-                if value and isinstance(self.control, W.Accordion):
-                    self.control.selected_index = 0
-            else:
-                raise shape_error(self.spec, value, "a dict of settings")
+            for child in self.children.values():
+                child.reset()
+            self.extra = {}
+            if not is_unset(value):
+                self.update(value)
+        self._changed()
+
+    def update(self, value: Mapping[str, Any]) -> None:
+        """Set the fields ``value`` names (by wire or attribute name) and leave the
+        others; a name no field has is kept and sent as is (``None`` drops it)."""
+        with self.quiet():
+            self._build()
+            for key, item in value.items():
+                target = self.child(str(key))
+                if target is not None:
+                    target.set(item)
+                elif is_unset(item):
+                    self.extra.pop(str(key), None)
+                else:
+                    self.extra[str(key)] = item
+            if value and isinstance(self.control, W.Accordion):
+                self.control.selected_index = 0
         self._changed()
 
     def locate(self, loc: Loc) -> tuple[Element, Loc]:

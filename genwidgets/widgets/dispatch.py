@@ -136,15 +136,11 @@ def _looks_like_prompt(spec: FieldSpec) -> bool:
 # --- what the table's entries build -------------------------------------------------------
 
 
-def _number(integer: bool) -> Builder:
-    parse = parse_int if integer else parse_float
-
-    def build(spec: FieldSpec, ctx: BuildContext) -> Element:
-        if spec.bounded:
-            return NumberElement(spec, ctx, integer=integer)
-        return TextElement(spec, ctx, parse=parse)
-
-    return build
+def _number(spec: FieldSpec, ctx: BuildContext) -> Element:
+    integer = spec.annotation is int
+    if spec.bounded:
+        return NumberElement(spec, ctx, integer=integer)
+    return TextElement(spec, ctx, parse=parse_int if integer else parse_float)
 
 
 def _media_input(spec: FieldSpec, ctx: BuildContext) -> Element:
@@ -180,8 +176,8 @@ FIELD_KINDS: tuple[FieldKind, ...] = (
     FieldKind(
         "bool", lambda s: s.annotation is bool, lambda s, c: ChoiceElement(s, c, [True, False])
     ),
-    FieldKind("int", lambda s: s.annotation is int, _number(integer=True)),
-    FieldKind("float", lambda s: s.annotation is float, _number(integer=False)),
+    FieldKind("int", lambda s: s.annotation is int, _number),
+    FieldKind("float", lambda s: s.annotation is float, _number),
     FieldKind("literal", _choice, _choice_element),
     FieldKind(
         "list",

@@ -142,6 +142,11 @@ class Element:
                 self._widget = W.VBox([self.control, self.note], layout=layout("row"))
         return self._widget
 
+    def characters(self, text: str) -> str:
+        """The note's count of ``text``'s characters, against the field's limit."""
+        limit = f" / {self.spec.max_len}" if self.spec.max_len else ""
+        return f"{len(text)}{limit} characters"
+
     def placeholder(self) -> str:
         spec = self.spec
         parts = []
@@ -171,9 +176,7 @@ def is_sequence(value: Any) -> bool:
 def shape_error(spec: FieldSpec, value: Any, expected: str) -> PayloadError:
     """The error for a value of the wrong shape given to ``set`` (not a widget state)."""
     loc = tuple(p for p in spec.path.replace("[]", "").split(".") if p)
-    return PayloadError(
-        [{"loc": loc, "msg": f"expected {expected}, got {type(value).__name__}: {value!r:.60}"}]
-    )
+    return PayloadError([{"loc": loc, "msg": f"expected {expected}, got {value!r:.60}"}])
 
 
 def checked(call: Callable[[], T]) -> tuple[T | None, list[dict[str, Any]], list[str]]:
@@ -238,15 +241,10 @@ class TextElement(Element):
         shape = layout("area") if cls is W.Textarea else layout("wide")
         self.control = cls(placeholder=self.placeholder(), layout=shape)
         self.control.observe(self._changed, "value")
-        self._update_count()
-
-    def _update_count(self) -> None:
-        if self._count:
-            limit = f" / {self.spec.max_len}" if self.spec.max_len else ""
-            self.extra_note = f"{len(self.control.value)}{limit} characters"
 
     def refresh_note(self) -> None:
-        self._update_count()
+        if self._count:
+            self.extra_note = self.characters(self.control.value)
         super().refresh_note()
 
     def get(self) -> Any:
@@ -325,7 +323,6 @@ class NumberElement(Element):
 
 def _coerce_number(value: Any, spec: FieldSpec, *, integer: bool) -> int | float:
     """A number for the box, or a clear error: a box cannot show text or drop decimals."""
-    kind = "a whole number" if integer else "a number"
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -333,14 +330,7 @@ def _coerce_number(value: Any, spec: FieldSpec, *, integer: bool) -> int | float
     if isinstance(value, bool) or number != number or (integer and not number.is_integer()):
         limits = spec.limits_text()
         allowed = f" ({limits})" if limits else ""
-        raise PayloadError(
-            [
-                {
-                    "loc": tuple(spec.path.split(".")),
-                    "msg": f"expected {kind}{allowed}, got {value!r}",
-                }
-            ]
-        )
+        raise shape_error(spec, value, f"{'a whole number' if integer else 'a number'}{allowed}")
     return int(number) if integer else number
 
 

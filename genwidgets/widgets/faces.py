@@ -165,14 +165,9 @@ def in_kernel() -> bool:
 
 
 class Republisher:
-    """Runs each pending write once more at the end of the next cell, on the main thread.
-
-    A thread's update sent between two cells carries a finished cell's label, which a
-    headless runner (nbclient) drops; IPython's ``post_run_cell`` writes it again with
-    the label of the cell that just ran (idempotent; a ``key`` keeps only the latest).
-    :attr:`in_cell` and :attr:`turn` tell a write that landed inside one running cell,
-    which need not be written again: docs/decisions.md#two-faces.
-    """
+    """Runs each pending write once more at the end of the next cell, on the main
+    thread (a ``key`` keeps only the latest); :attr:`in_cell` and :attr:`turn` tell a
+    write that landed inside one running cell: docs/decisions.md#two-faces."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -410,10 +405,7 @@ class Faces:
 
 class LiveMark(anywidget.AnyWidget):
     """What an ipywidgets view (the board, a sweep, a ``gw.render``) lacks to be a live
-    face: put in its container, it hides the lasting twin while the kernel lives,
-    hides the container when no kernel is behind it (a page restored from saved
-    widget state), and says "kernel stopped" and disables the container's controls
-    when the kernel goes (``static/faces.js``, ``static/live_mark.js``)."""
+    face, put in its container (``static/live_mark.js``): docs/decisions.md#two-faces."""
 
     _esm = static_module("faces.js", "live_mark.js")
     face = traitlets.Dict().tag(sync=True)

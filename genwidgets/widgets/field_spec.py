@@ -50,15 +50,10 @@ __all__ = [
 ]
 
 
-class _Unset:
-    """The value of a field that is not to be sent."""
+class _Unset(Enum):
+    """The value of a field that is not to be sent (one member: copies stay it)."""
 
-    _instance: _Unset | None = None
-
-    def __new__(cls) -> _Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    UNSET = "UNSET"
 
     def __repr__(self) -> str:
         return "UNSET"
@@ -67,7 +62,7 @@ class _Unset:
         return False
 
 
-UNSET: Any = _Unset()
+UNSET: Any = _Unset.UNSET
 
 
 @dataclass(frozen=True, kw_only=True)

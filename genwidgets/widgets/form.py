@@ -29,10 +29,11 @@ from ..lab.code import curl_code
 from ..media import validate  # pathlib.Path values (typed local files) are encoded
 from . import markup
 from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, WARN_STYLE, layout
+from .containers import ModelElement
 from .dispatch import build_element
 from .elements import BuildContext, Element, checked
 from .faces import TwoFaced, in_kernel
-from .field_spec import UNSET, FieldSpec, field_specs, plain
+from .field_spec import UNSET, FieldSpec, plain
 from .task import TaskList
 from .ticker import guarded
 
@@ -63,30 +64,26 @@ class EndpointForm(TwoFaced, W.VBox):
         self.endpoint = self.spec.id
         self._client = client
         self._initial = dict(initial)
-        self._batch = 0
         self._submitting = False
         self._submitted_at = -CLICK_GUARD_SECONDS
-        self.extra: dict[str, Any] = {}
         self.errors: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.last_job: JobLike | None = None
 
         ctx = BuildContext(endpoint=self.endpoint, model=self.spec.model)
-        specs = field_specs(self.spec.model)
-        self.fields: dict[str, Element] = {}
-        for field_spec in [s for s in specs if s.required] + [s for s in specs if not s.required]:
-            element = build_element(field_spec, ctx)
-            element.observe(self._refresh)
-            self.fields[field_spec.wire] = element
-        self._names = {s.name: s.wire for s in specs}
-        self._specs: dict[str, FieldSpec] = {s.wire: s for s in specs}
+        #: the payload's fields as one sub-form at the root (the form lays them out)
+        whole = FieldSpec(name="", wire="", path="", annotation=self.spec.model, required=True)
+        self.root = ModelElement(whole, ctx, self.spec.model, build=build_element, lay_out=False)
+        self.root.observe(self._refresh)
+        #: the field elements by wire name, the required first
+        self.fields: dict[str, Element] = self.root.children
 
         required = [e for e in self.fields.values() if e.spec.required]
         optional = [e for e in self.fields.values() if not e.spec.required]
         self.optional_box = W.VBox()
         self._optional = optional
-        self.optional = W.Accordion(children=[self.optional_box], selected_index=None)
-        self.optional.set_title(0, f"Optional settings ({len(optional)})")
+        title = f"Optional settings ({len(optional)})"
+        self.optional = W.Accordion([self.optional_box], titles=(title,), selected_index=None)
         self.optional.observe(self._opened, "selected_index")
 
         self.title = W.HTML(self._title_html())
@@ -108,11 +105,8 @@ class EndpointForm(TwoFaced, W.VBox):
         self.actions.add_class("gw-form-actions")
         self.code_view = W.HTML()
         self.json_view = W.HTML()
-        code_tabs = W.Tab(children=[self.code_view, self.json_view])
-        code_tabs.set_title(0, "Python")
-        code_tabs.set_title(1, "JSON")
-        self.code = W.Accordion(children=[code_tabs], selected_index=None)
-        self.code.set_title(0, "Code")
+        code_tabs = W.Tab(children=[self.code_view, self.json_view], titles=("Python", "JSON"))
+        self.code = W.Accordion(children=[code_tabs], titles=("Code",), selected_index=None)
         self.output = W.Output()
         #: the submitted tasks, displayed under the form (see the module docstring)
         self.submitted = TaskList(self.output)
@@ -131,8 +125,6 @@ class EndpointForm(TwoFaced, W.VBox):
         if not required and optional:
             self.optional.selected_index = 0
         self.set(**initial)
-        if not initial:
-            self._refresh()
 
     # --- building ----------------------------------------------------------------------
     def _title_html(self) -> markup.Html:
@@ -166,42 +158,23 @@ class EndpointForm(TwoFaced, W.VBox):
     @property
     def value(self) -> dict[str, Any]:
         """The payload: set fields only, by wire name (unset optionals are omitted)."""
-        payload = {
-            name: v for name, element in self.fields.items() if (v := element.get()) is not UNSET
-        }
-        payload.update(self.extra)
-        return payload
+        payload = self.root.get()
+        return {} if payload is UNSET else payload
 
     def set(self, **fields: Any) -> None:
         """Fill fields by wire or attribute name; nested dicts and lists are accepted.
         ``None`` (or UNSET) clears a field; unknown names are kept and sent as is."""
-        self._batch += 1
-        try:
-            for name, item in fields.items():
-                element = self.fields.get(name) or self.fields.get(self._names.get(name, ""))
-                if element is None:
-                    if item is None or item is UNSET:
-                        self.extra.pop(name, None)
-                    else:
-                        self.extra[name] = item
-                    continue
-                element.set(item)
-                if not element.spec.required and item is not None and item is not UNSET:
-                    self._show_optional()
-        finally:
-            self._batch -= 1
-        self._refresh()
+        self.root.update(fields)
+        self._show_set_optional()
 
     def reset(self) -> None:
         """Back to the values the form was built with."""
-        self._batch += 1
-        try:
-            for element in self.fields.values():
-                element.reset()
-            self.extra = {}
-        finally:
-            self._batch -= 1
-        self.set(**self._initial)
+        self.root.set(self._initial)
+        self._show_set_optional()
+
+    def _show_set_optional(self) -> None:
+        if any(e.get() is not UNSET for e in self._optional):
+            self._show_optional()
 
     # --- validation --------------------------------------------------------------------
     def check(self) -> list[dict[str, Any]]:
@@ -210,8 +183,6 @@ class EndpointForm(TwoFaced, W.VBox):
         return list(self.errors)
 
     def _refresh(self) -> None:
-        if self._batch:
-            return
         payload = self.value
         _, self.errors, self.warnings = checked(lambda: validate(self.endpoint, payload))
         self._show_errors()
@@ -225,24 +196,22 @@ class EndpointForm(TwoFaced, W.VBox):
         self.json_view.value = _pre(json.dumps(_shortened(payload), indent=2, ensure_ascii=False))
 
     def _show_errors(self) -> None:
-        for field_element in self.fields.values():
-            for sub in field_element.walk():
-                if sub.errors:
-                    sub.show_errors([])
+        for sub in self.root.walk():
+            if sub.errors:
+                sub.show_errors([])
         by_element: dict[int, tuple[Element, list[str]]] = {}
         general: list[str] = []
         for error in self.errors:
             loc, msg = _place(error, self.fields)
-            element = self.fields.get(str(loc[0])) if loc else None
-            if element is None:
-                where = ".".join(map(str, loc))
-                general.append(f"{where}: {msg}" if where else msg)
-                continue
-            target, rest = element.locate(loc[1:])
+            target, rest = self.root.locate(loc)
             where = ".".join(map(str, rest))
             text = f"{where}: {msg}" if where else msg
+            if target is self.root:
+                general.append(text)
+                continue
             by_element.setdefault(id(target), (target, []))[1].append(text)
-            if not element.spec.required:
+            top = self.fields.get(target.spec.path.split(".")[0].removesuffix("[]"))
+            if top is not None and not top.spec.required:
                 self.optional.selected_index = 0  # an error must be in sight
         for target, messages in by_element.values():
             target.show_errors(messages)
@@ -272,7 +241,7 @@ class EndpointForm(TwoFaced, W.VBox):
         payload = self.value if payload is None else payload
         parts = []
         for wire in self.spec.billing_fields:
-            spec = self._specs.get(wire)
+            spec = field.spec if (field := self.fields.get(wire)) else None
             unit = next((u for k, u in _UNITS.items() if k in wire), "")
             if wire in payload:
                 value = payload[wire]
@@ -298,12 +267,8 @@ class EndpointForm(TwoFaced, W.VBox):
 
     def submit(self) -> JobLike:
         """Validate once and send; raises :class:`~genwidgets.PayloadError` (sending
-        nothing) when the payload is invalid, its problems shown beside the fields.
-
-        One trip: ``client.prepare`` validates and serialises the payload once, and
-        ``client.send`` sends that exact body (no second validation on the way down).
-        The task joins the form's task list, as a click's does.
-        """
+        nothing) when the payload is invalid, its problems shown beside the fields. One
+        trip, and the task joins the form's list: docs/decisions.md#form-fields."""
         try:
             prepared = self.client.prepare(self.endpoint, self.value)
         except PayloadError as exc:
@@ -334,20 +299,18 @@ class EndpointForm(TwoFaced, W.VBox):
         try:
             job = self.submit()
         except PayloadError:
-            problem = ""  # shown beside the fields by submit()
-        except GenwidgetsError as exc:
-            problem = redact(str(exc))
+            pass  # shown beside the fields by submit()
         except Exception as exc:  # a transport failure must not vanish into a log
-            problem = redact(f"{type(exc).__name__}: {exc}")
+            known = isinstance(exc, GenwidgetsError)
+            problem = str(exc) if known else f"{type(exc).__name__}: {exc}"
         finally:
             self._submitting = False
+        self._update_submit()  # the payload did not change: no second validation
         if job is not None:  # counted from the end, the task listed: a slow display
             self._submitted_at = time.monotonic()
-        self._update_submit()  # the payload did not change: no second validation
-        if problem:
-            self.reason.value = markup.span(problem, ERROR_STYLE)
-        if job is not None:
             self.reason.value = markup.span(f"submitted: {job.request_id}", OK_STYLE)
+        elif problem:
+            self.reason.value = markup.span(redact(problem), ERROR_STYLE)
 
     def _ipython_display_(self) -> None:
         """Both faces of the form (it is a control: its lasting face says what it was

@@ -208,10 +208,8 @@ class Grid(CommandView):
     # ------------------------------------------------------------------ display
 
     def _ipython_display_(self) -> None:
-        """Both faces: the grid (with, under it, the area where recalled forms open),
-        live for as long as the kernel, then its contact sheet, rewritten as the grid
-        changes, which a notebook saved without widget state shows. Displaying the
-        grid again gives another live grid (and sheet)."""
+        """Both faces, the area where recalled forms open under the live grid:
+        docs/decisions.md#grid-view."""
         if not in_kernel():
             print(repr(self))
             return
@@ -303,9 +301,8 @@ class Grid(CommandView):
             self._refresh_face()
 
     def _finished(self) -> bool:
-        """Every cell has ended: from then on its sheet follows each change. While it
-        runs the sheet is not rewritten (a 100-cell sheet weighs a megabyte): it
-        follows ratings, swaps and the end of the run."""
+        """Every cell has ended: from then on its sheet follows each change (not while
+        it runs: docs/decisions.md#grid-view)."""
         done, _failed, total = self.run.tally()
         return bool(self.run.started and self.run.sent and done == total)
 
@@ -373,10 +370,8 @@ class Grid(CommandView):
         }
 
     def _fetch_thumbs(self, cell: GridCell) -> None:
-        """Thumbnails only a download can make, made on a background worker that
-        holds no lock; the cell shows them from the next write on. Never on a
-        write's path: a dead or dripping URL must not stall this view, the engine
-        or a ``grid.wait()`` (docs/decisions.md#no-waits-under-locks)."""
+        """Thumbnails only a download can make, made on a background worker that holds
+        no lock, shown from the next write on: docs/decisions.md#no-waits-under-locks."""
         outputs = list(cell.outputs)
 
         def make() -> None:
@@ -396,13 +391,8 @@ class Grid(CommandView):
         }
 
     def _send_cells(self, states: list[dict[str, Any]], *, whole: bool) -> None:
-        """Keep ``cell_states`` current in the kernel, but send it whole only on the
-        first write, when the run ends (so kernel-saved widget state holds every
-        record) and when the layout changes; a view that said hello gets the records
-        that changed, as a message its page merges into its own model (and all of
-        them in answer to its hello). Resending all 100 records of a 10 x 10 grid on
-        each write made the page's bytes grow with the run's length, not with what
-        changed (docs/decisions.md#grid-cell-patches)."""
+        """Keep ``cell_states`` current in the kernel; send it whole or the records that
+        changed, as docs/decisions.md#grid-cell-patches says."""
         previous = self._states
         self._states = states
         loud = whole or previous is None or len(previous) != len(states)

@@ -115,17 +115,8 @@ class MediaElement(Element):
         encoded, _problems, info = encode_media(path, path.name, self.media, self.ctx.endpoint)
         self.file_info = info
         self._show_thumbnail(path)
-        if encoded is not None:
-            self.status.value = markup.join(
-                [
-                    markup.span(info, HELP_STYLE),
-                    markup.div(
-                        "✓ a local file: checked, and sent encoded for this field", OK_STYLE
-                    ),
-                ]
-            )
-        else:  # its problems are shown by the form, from the same check
-            self.status.value = markup.span(info, HELP_STYLE)
+        # its problems are shown by the form, from the same check
+        self._render_status("✓ a local file: checked, and sent encoded for this field", encoded)
 
     def _uploaded(self, change: Any) -> None:
         files = change["new"]
@@ -148,7 +139,7 @@ class MediaElement(Element):
         self.check_problems = problems
         self.file_info = info
         self._show_thumbnail(data)
-        self._render_status()
+        self._render_status("✓ passes the checks for this field", encoded)
         self._changed()
 
     def _show_thumbnail(self, data: bytes | Path) -> None:
@@ -163,13 +154,14 @@ class MediaElement(Element):
             self.preview.value, self.preview.format = made[0], made[1].split("/")[1]
             self.preview.layout.display = None
 
-    def _render_status(self) -> None:
-        passes = self.encoded is not None and not self.check_problems
+    def _render_status(self, ok: str = "", encoded: str | None = None) -> None:
+        """What the file is, its problems, and ``ok`` once it is encoded with none."""
+        passes = ok and encoded is not None and not self.check_problems
         self.status.value = markup.join(
             [
                 markup.span(self.file_info, HELP_STYLE) if self.file_info else None,
                 markup.lines(self.check_problems, ERROR_STYLE, "✗"),
-                markup.div("✓ passes the checks for this field", OK_STYLE) if passes else None,
+                markup.div(ok, OK_STYLE) if passes else None,
             ]
         )
 
@@ -187,15 +179,13 @@ class MediaElement(Element):
                 self.url.value = ""
             elif isinstance(value, (bytes, bytearray, memoryview)):
                 self.load(bytes(value))  # empties the box
-            elif isinstance(value, os.PathLike):
-                self.url.value = os.fspath(value)  # the box names the file, as if typed
-                self.path = Path(os.fspath(value))
-                self._show_file(self.path)
-            elif isinstance(value, str) and (
-                _URL_RE.match(value) or len(value) < 200 or local_path(value) is not None
+            elif isinstance(value, os.PathLike) or (
+                isinstance(value, str)
+                and (_URL_RE.match(value) or len(value) < 200 or local_path(value) is not None)
             ):  # a URL or a path (however long) goes in the box, as if typed
-                self.url.value = value
-                self.path = local_path(value)
+                text = os.fspath(value)
+                self.url.value = text
+                self.path = Path(text) if isinstance(value, os.PathLike) else local_path(text)
                 if self.path is not None:
                     self._show_file(self.path)
             else:  # inline data given by code: kept in Python only
@@ -216,7 +206,7 @@ class MediaElement(Element):
         self.file_info = f"inline data: {what}"
         self.url.placeholder = f"inline data ({what}); type a URL or path to replace it"
         # not "passes the checks": only the form's validation checks data set by code
-        self.status.value = markup.span(self.file_info, HELP_STYLE)
+        self._render_status()
 
 
 def local_path(text: str) -> Path | None:

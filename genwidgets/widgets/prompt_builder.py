@@ -18,6 +18,7 @@ import traitlets
 
 from ..errors import PayloadError
 from ..imgm import CONFIRM_ABOVE, MAX_PROMPTS, PARAMETERS, Prompt, format_value, say_count
+from ..imgm.params import SPEEDS
 from . import markup
 from ._style import ERROR_STYLE, MUTED_STYLE, PALETTE, WARN_STYLE
 
@@ -25,7 +26,6 @@ __all__ = ["PromptBuilder"]
 
 _ERROR_COLOR = PALETTE["error"]
 _WARNING_COLOR = PALETTE["warn"]
-_SPEEDS = ("relax", "fast", "turbo")
 _RATIOS = ("1:1", "16:9", "9:16", "4:3", "3:4", "3:2", "2:3", "21:9")
 
 # The value a number control starts from when it is switched on (spec defaults
@@ -173,19 +173,19 @@ class _Speed(_Choice):
     """relax / fast / turbo: three flags, at most one set, shown as one choice."""
 
     def __init__(self) -> None:
-        super().__init__("speed", _SPEEDS, label="speed")
-        self.keys = _SPEEDS
+        super().__init__("speed", SPEEDS, label="speed")
+        self.keys = SPEEDS
         self.dropdown.tooltip = "--relax, --fast or --turbo: one at most"
 
     def show(self, params: dict[str, Any]) -> None:
-        present = [s for s in _SPEEDS if s in params]
+        present = [s for s in SPEEDS if s in params]
         self.dropdown.value = present[0] if len(present) == 1 else None
         self.hint = (
             f"in the text: {' '.join('--' + s for s in present)}" if len(present) > 1 else ""
         )
 
     def changes(self) -> dict[str, Any]:
-        return {s: True if s == self.dropdown.value else None for s in _SPEEDS}
+        return {s: True if s == self.dropdown.value else None for s in SPEEDS}
 
 
 class _Text(_Control):
@@ -198,11 +198,8 @@ class _Text(_Control):
             "layout": _WIDE,
             "tooltip": _tooltip(key),
         }
-        self.text: widgets.ValueWidget
-        if options:
-            self.text = widgets.Combobox(options=options, ensure_option=False, **common)
-        else:
-            self.text = widgets.Text(**common)
+        # a text box offering ``options`` (none: a plain text box)
+        self.text = widgets.Combobox(options=options, ensure_option=False, **common)
         super().__init__(key, self.text)
 
     def show(self, params: dict[str, Any]) -> None:

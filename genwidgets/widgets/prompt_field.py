@@ -45,8 +45,7 @@ class PromptElement(Element):
         self._changed()
 
     def refresh_note(self) -> None:
-        limit = f" / {self.spec.max_len}" if self.spec.max_len else ""
-        self.extra_note = f"{len(self._text)}{limit} characters"
+        self.extra_note = self.characters(self._text)
         super().refresh_note()
 
     def get(self) -> Any:

@@ -27,8 +27,6 @@ from .elements import (
     Element,
     Loc,
     TextElement,
-    is_sequence,
-    is_unset,
     shape_error,
 )
 from .field_spec import UNSET, FieldSpec
@@ -93,13 +91,14 @@ class _ContentRow:
         self.input.observe(owner._changed)  # noqa: SLF001 - a row of the element, in its module, tells it of a change
         roles = ROLES_BY_TYPE[kind]
         self.role: W.Dropdown | None = None
-        parts: list[W.Widget] = [
+        #: what the row shows, before its trash button
+        self.parts: list[W.Widget] = [
             W.HTML(
                 markup.bold(_KIND_LABEL.get(kind, kind)),
                 layout=W.Layout(width="56px", flex="0 0 auto"),
-            )
+            ),
+            W.Box([self.input.widget], layout=layout("grow")),
         ]
-        parts.append(W.Box([self.input.widget], layout=layout("grow")))
         if roles:
             self.role = W.Dropdown(
                 options=[("role: (none)", None)] + [(r, r) for r in roles],
@@ -107,13 +106,7 @@ class _ContentRow:
                 layout=W.Layout(width="170px", flex="0 0 auto"),
             )
             self.role.observe(owner._changed, "value")  # noqa: SLF001 - a row of the element, in its module, tells it of a change
-            parts.append(self.role)
-        self.remove = W.Button(icon="trash", tooltip="remove this item", layout=layout("remove"))
-        self.remove.add_class("gw-remove")
-        self.remove.on_click(lambda _b: owner.remove(self))
-        parts.append(self.remove)
-        self.box = W.HBox(parts, layout=layout("row"))
-        self.box.add_class("gw-list-row")
+            self.parts.append(self.role)
 
     def get(self) -> Any:
         """The item, or :data:`UNSET` for an empty text row (not sent)."""
@@ -144,11 +137,7 @@ class _ContentRow:
         self.input.set(inner.get("url", UNSET) if isinstance(inner, Mapping) else UNSET)
         if self.role is not None:
             role = item.get("role")
-            if (
-                role is not None
-                and role not in self.role.options
-                and all(role != v for _, v in self.role.options)
-            ):
+            if role is not None and all(role != v for _, v in self.role.options):
                 self.role.options = [*self.role.options, (f"{role} (not allowed)", role)]
             self.role.value = role
 
@@ -157,9 +146,10 @@ class VidAContentElement(RowsElement):
     """The vidA ``content`` list: add text/image/video/audio items, a role per media item,
     the scenario they form, and the rule violations validation reports."""
 
+    rows: list[_ContentRow]
+
     def __init__(self, spec: FieldSpec, ctx: BuildContext) -> None:
         super().__init__(spec, ctx)
-        self.rows: list[_ContentRow] = []
         self.rows_box = W.VBox(layout=layout("wide"))
         self.scenario = W.HTML()
         buttons = []
@@ -195,15 +185,13 @@ class VidAContentElement(RowsElement):
         if item is not None:
             with self.quiet():
                 row.set(item)
-        self.rows.append(row)
-        self.rows_box.children = tuple(r.box for r in self.rows)
-        self._changed()
+        self._put(row, row.parts)
         return row
 
-    def remove(self, row: _ContentRow) -> None:
-        self.rows.remove(row)
-        self.rows_box.children = tuple(r.box for r in self.rows)
-        self._changed()
+    def _add_item(self, item: Any = UNSET) -> _ContentRow:
+        if not isinstance(item, Mapping):
+            raise shape_error(self.spec, item, "a content item dict with a 'type'")
+        return self.add(str(item.get("type", "")), item)
 
     def _changed(self, _change: Any = None) -> None:
         if not self._quiet:
@@ -214,14 +202,3 @@ class VidAContentElement(RowsElement):
         items = [i for _, i in self._set_rows()]
         scenario = markup.bold(content_scenario(items))
         self.scenario.value = markup.span(markup.join(["Scenario: ", scenario]))
-
-    def set(self, value: Any) -> None:
-        with self.quiet():
-            self.rows.clear()
-            items = [] if is_unset(value) else list(value) if is_sequence(value) else [value]
-            for item in items:
-                if not isinstance(item, Mapping):
-                    raise shape_error(self.spec, item, "a content item dict with a 'type'")
-                self.add(str(item.get("type", "")), item)
-            self.rows_box.children = tuple(r.box for r in self.rows)
-        self._changed()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipywidgets as W
 from pydantic import BaseModel, Field
-from widgets.field_samples import CTX, UrlPart, element
+from widgets.field_samples import CTX, UrlPart, Voice, element
 
 from genwidgets.widgets.containers import ListElement, ModelElement, ModelUnionElement
 from genwidgets.widgets.dispatch import build_element
@@ -92,3 +92,13 @@ def test_union_of_models_picks_the_variant_by_tag() -> None:
     assert row.choice.value is UrlPart
     target, _ = el.locate((0, "url", "url"))  # pydantic puts the tag in the location
     assert target is row.current.children["url"]
+
+
+def test_a_sub_form_set_from_a_model_tells_its_observers_once() -> None:
+    el = element("voice")
+    calls: list[int] = []
+    el.observe(lambda: calls.append(1))
+    el.set(Voice(pitch=3))
+    assert el.get() == {"pitch": 3} and calls == [1]
+    el.set({"pitch": 4})
+    assert calls == [1, 1]

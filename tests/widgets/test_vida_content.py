@@ -71,7 +71,7 @@ def test_content_builder_add_remove_items_and_role_choices() -> None:
         {"type": "video_url", "video_url": {}},
         {"type": "audio_url", "audio_url": {"url": "https://x.test/a.mp3"}},
     ]
-    el.remove(video)
+    el.remove_row(video)
     assert [r.kind for r in el.rows] == ["text", "audio_url"]
     with pytest.raises(PayloadError, match="content item type"):
         el.add("hologram")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+from functools import partial
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -24,7 +25,7 @@ from .._formats import spreadsheet_cell
 from .._html import Html, tag
 from .app import bearer, gateway_error, serve_state
 from .db import CAPS_HELD, KINDS, Database, Tx, caps_and_held
-from .keys import find_key, list_keys, to_units
+from .keys import caps_shown, find_key, list_keys, to_units
 
 __all__ = ["admin_routes", "usage", "usage_csv", "usage_html"]
 
@@ -74,14 +75,8 @@ def usage(db: Database) -> dict[str, Any]:
         write=False,
     )
     groups = [
-        {
-            "name": r[0],
-            "cache_seconds": int(r[1]),
-            "caps": {k: to_units(v) for k, v in caps.items() if v is not None},
-            "held": {k: to_units(v) for k, v in held.items() if v},
-        }
+        {"name": r[0], "cache_seconds": int(r[1]), **caps_shown(*caps_and_held(r[2:]))}
         for r in rows
-        for caps, held in [caps_and_held(r[2:])]
     ]
     return {"keys": keys, "groups": groups}
 
@@ -195,22 +190,26 @@ def usage_html(report: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- the page
 
 COOKIE = "gwc_admin"
+#: the forms of the report besides the page, at ``/admin/usage.<form>``
+FORMS = ("json", "csv")
 
 
-async def _report(request: Request) -> dict[str, object] | Response:
+async def admin(request: Request, form: str = "html") -> Response:
+    """The teacher's page, or what it shows as ``json`` or ``csv``, for an admin key."""
     state = serve_state(request)
     token = bearer(request) or request.cookies.get(COOKIE) or request.query_params.get("key", "")
     key = await run_in_threadpool(find_key, state.config.database, token) if token else None
     if key is None or not key.admin or key.refusal():
         return gateway_error(401, "UNAUTHORIZED", "The admin page needs the class's admin key")
-    report: dict[str, object] = await run_in_threadpool(usage, state.config.database)
-    return report
-
-
-async def admin_page(request: Request) -> Response:
-    report = await _report(request)
-    if isinstance(report, Response):
-        return report
+    report = await run_in_threadpool(usage, state.config.database)
+    if form == "json":
+        return JSONResponse(report)
+    if form == "csv":
+        return Response(
+            usage_csv(report),
+            media_type="text/csv",
+            headers={"Content-Disposition": "attachment; filename=usage.csv"},
+        )
     page = HTMLResponse(
         usage_html(report),
         headers={
@@ -219,32 +218,18 @@ async def admin_page(request: Request) -> Response:
         },
     )
     if "key" in request.query_params:
-        path = serve_state(request).config.mount + "/admin"
         page.set_cookie(
-            COOKIE, request.query_params["key"], path=path, httponly=True, samesite="strict"
+            COOKIE,
+            request.query_params["key"],
+            path=state.config.mount + "/admin",
+            httponly=True,
+            samesite="strict",
         )
     return page
 
 
-async def admin_json(request: Request) -> Response:
-    report = await _report(request)
-    return report if isinstance(report, Response) else JSONResponse(report)
-
-
-async def admin_csv(request: Request) -> Response:
-    report = await _report(request)
-    if isinstance(report, Response):
-        return report
-    return Response(
-        usage_csv(report),
-        media_type="text/csv",
-        headers={"Content-Disposition": "attachment; filename=usage.csv"},
-    )
-
-
 def admin_routes() -> list[BaseRoute]:
     return [
-        Route("/admin", admin_page, methods=["GET"]),
-        Route("/admin/usage.json", admin_json, methods=["GET"]),
-        Route("/admin/usage.csv", admin_csv, methods=["GET"]),
+        Route("/admin", admin, methods=["GET"]),
+        *(Route(f"/admin/usage.{f}", partial(admin, form=f), methods=["GET"]) for f in FORMS),
     ]

@@ -20,7 +20,7 @@ from ..errors import ServeError
 from ..lab.budget import Budget, plain_amount
 from ..lab.cost import billed_units
 from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
-from .keys import KEY_FIELDS, KeyRecord, hash_token, key_named, to_stored
+from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
 
 __all__ = [
     "ENDING",
@@ -129,7 +129,8 @@ def reserve(
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> Reservation:
-        key = usable(key_named(tx, key_name, lock=True), now)
+        found = keys_where(tx, "WHERE name = ? {lock}", (key_name,))
+        key = usable(found[0] if found else None, now)
         if key.endpoints is not None and endpoint not in key.endpoints:
             raise refusal(403, None, "Model not allowed for this user")
         limit = key.max_running if key.max_running is not None else max_running

@@ -28,7 +28,7 @@ __all__ = [
     "find_key",
     "hash_token",
     "key_error",
-    "key_named",
+    "keys_where",
     "list_keys",
     "revoke_key",
     "rotate_key",
@@ -197,23 +197,23 @@ def add_key(
     return token
 
 
+def keys_where(tx: Tx, clause: str, params: Sequence[Any] = ()) -> list[KeyRecord]:
+    """The keys a clause picks (``WHERE ...``, ``ORDER BY ...``): every read of keys."""
+    return [KeyRecord.from_row(row) for row in tx.rows(f"{_KEY_SELECT} {clause}", params)]
+
+
 def find_key(db: Database, token: str) -> KeyRecord | None:
     """The key whose token this is (revoked and expired ones too), or None."""
     if not token.startswith(PREFIX):
         return None
-    digest = hash_token(token)
-    row = db.run(lambda tx: tx.one(f"{_KEY_SELECT} WHERE token_hash = ?", (digest,)), write=False)
-    return None if row is None else KeyRecord.from_row(row)
-
-
-def key_named(tx: Tx, name: str, *, lock: bool = False) -> KeyRecord | None:
-    row = tx.one(f"{_KEY_SELECT} WHERE name = ?" + (" {lock}" if lock else ""), (name,))
-    return None if row is None else KeyRecord.from_row(row)
+    where = ("WHERE token_hash = ?", (hash_token(token),))
+    found = db.run(lambda tx: keys_where(tx, *where), write=False)
+    return found[0] if found else None
 
 
 def list_keys(db: Database) -> list[KeyRecord]:
-    rows = db.run(lambda tx: tx.rows(f"{_KEY_SELECT} ORDER BY name"), write=False)
-    return [KeyRecord.from_row(r) for r in rows]
+    found: list[KeyRecord] = db.run(lambda tx: keys_where(tx, "ORDER BY name"), write=False)
+    return found
 
 
 def _update_key(db: Database, sql: str, params: Sequence[Any], missing: str) -> None:

@@ -25,7 +25,7 @@ from .._formats import spreadsheet_cell
 from .._html import Html, tag
 from .app import bearer, gateway_error, serve_state
 from .db import CAPS_HELD, KINDS, Database, Tx, caps_and_held
-from .keys import caps_shown, find_key, list_keys, to_units
+from .keys import KeyRecord, caps_shown, find_key, keys_where, to_units
 
 __all__ = ["admin_routes", "usage", "usage_csv", "usage_html"]
 
@@ -55,10 +55,16 @@ def _spent(tx: Tx) -> dict[str, dict[str, Any]]:
 
 def usage(db: Database) -> dict[str, Any]:
     """Every key (never a token) with its caps, held, spent and reserved amounts and its
-    task counts, and every group with its caps and held amounts."""
-    counts = db.run(_spent, write=False)
+    task counts, and every group with its caps and held amounts, read in one transaction
+    (on SQLite one snapshot, so held, spent and reserved agree)."""
+
+    def read(tx: Tx) -> tuple[Any, list[KeyRecord], list[tuple[Any, ...]]]:
+        groups = f"SELECT name, cache_seconds, {CAPS_HELD} FROM groups ORDER BY name"
+        return _spent(tx), keys_where(tx, "ORDER BY name"), tx.rows(groups)
+
+    counts, records, rows = db.run(read, write=False)
     keys = []
-    for key in list_keys(db):
+    for key in records:
         seen = counts.get(key.name) or {"tasks": 0, "failed": 0, "cached": 0, "unknown": 0}
         spent = seen.pop("spent", dict.fromkeys(KINDS, 0))
         reserved = {k: key.held[k] - spent[k] for k in KINDS}
@@ -70,10 +76,6 @@ def usage(db: Database) -> dict[str, Any]:
                 **seen,
             }
         )
-    rows = db.run(
-        lambda tx: tx.rows(f"SELECT name, cache_seconds, {CAPS_HELD} FROM groups ORDER BY name"),
-        write=False,
-    )
     groups = [
         {"name": r[0], "cache_seconds": int(r[1]), **caps_shown(*caps_and_held(r[2:]))}
         for r in rows

@@ -54,11 +54,6 @@ every command uses the embedded simulator."""
 EXIT_NOT_DONE = 1
 
 
-def _task_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("request_id", help="the task's request id")
-    parser.add_argument("--endpoint", help="the task's endpoint (default: from the ledger)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="genwidgets",
@@ -96,7 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("result", "a task's result and local files (waits with --wait)"),
         ("cancel", "ask the gateway to cancel a task"),
     ):
-        _task_arguments(commands.add_parser(name, help=text, parents=[JSON_FLAG]))
+        task = commands.add_parser(name, help=text, parents=[JSON_FLAG])
+        task.add_argument("request_id", help="the task's request id")
+        task.add_argument("--endpoint", help="the task's endpoint (default: from the ledger)")
     result = commands.choices["result"]
     result.add_argument("--wait", type=float, default=0.0, help="seconds to wait for it")
     result.add_argument("--out", help="also copy its outputs into this folder")

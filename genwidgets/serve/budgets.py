@@ -99,9 +99,15 @@ def _group_row(tx: Tx, name: str) -> tuple[dict[str, int | None], dict[str, int]
     return (*caps_and_held(row[1:]), int(row[0]))
 
 
-def _add_held(tx: Tx, table: str, name: str, amounts: Mapping[str, int], sign: int) -> None:
+def _hold(tx: Tx, key: str, group: str | None, amounts: Mapping[str, int], sign: int) -> None:
+    """Add ``amounts`` (``sign`` -1: take them back) to what the key and its group hold."""
     sets = ", ".join(f"held_{k} = held_{k} + ?" for k in KINDS)
-    tx.run(f"UPDATE {table} SET {sets} WHERE name = ?", (*(sign * amounts[k] for k in KINDS), name))
+    for table, name in (("keys", key), ("groups", group)):
+        if name:
+            tx.run(
+                f"UPDATE {table} SET {sets} WHERE name = ?",
+                (*(sign * amounts[k] for k in KINDS), name),
+            )
 
 
 def usable(key: KeyRecord | None, now: float | None = None) -> KeyRecord:
@@ -180,9 +186,7 @@ def reserve(
                         f"{plain_amount(cap / SCALE)} left. Nothing was sent",
                     )
         counted = {k: amounts.get(k) or 0 for k in KINDS}
-        _add_held(tx, "keys", key.name, counted, +1)
-        if key.group:
-            _add_held(tx, "groups", key.group, counted, +1)
+        _hold(tx, key.name, key.group, counted, +1)
         tx.run(
             f"INSERT INTO tasks (id, key_name, group_name, endpoint, state, charged, cache_key, "
             f"created_at, {_AMT}) VALUES (?, ?, ?, ?, 'sending', 1, ?, ?, {MARKS})",
@@ -235,9 +239,7 @@ def release(db: Database, task_id: str, state: str, why: str = "") -> bool:
             )
             return False
         amounts = dict(zip(KINDS, (int(v) for v in row[3:]), strict=True))
-        _add_held(tx, "keys", row[0], amounts, -1)
-        if row[1]:
-            _add_held(tx, "groups", row[1], amounts, -1)
+        _hold(tx, row[0], row[1], amounts, -1)
         tx.run(
             "UPDATE tasks SET state = ?, charged = 0, error = ?, settled_at = ? WHERE id = ?",
             (state, why[:500] or None, time.time(), task_id),

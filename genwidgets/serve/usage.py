@@ -29,6 +29,8 @@ from .keys import KeyRecord, caps_shown, find_key, keys_where, to_units
 
 __all__ = ["admin_routes", "usage", "usage_csv", "usage_html"]
 
+#: a key's task counts, as usage() gives them, and their columns
+COUNTS = ("tasks", "failed", "cached", "unknown")
 _COUNT_COLUMNS = (
     "COUNT(*), SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN cached_from IS NOT NULL THEN 1 ELSE 0 END), "
@@ -44,10 +46,7 @@ def _spent(tx: Tx) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for row in tx.rows(f"SELECT key_name, {_COUNT_COLUMNS}, {sums} FROM tasks GROUP BY key_name"):
         found[row[0]] = {
-            "tasks": int(row[1]),
-            "failed": int(row[2] or 0),
-            "cached": int(row[3] or 0),
-            "unknown": int(row[4] or 0),
+            **{c: int(v or 0) for c, v in zip(COUNTS, row[1:5], strict=True)},
             "spent": {k: int(v or 0) for k, v in zip(KINDS, row[5:], strict=True)},
         }
     return found
@@ -65,7 +64,7 @@ def usage(db: Database) -> dict[str, Any]:
     counts, records, rows = db.run(read, write=False)
     keys = []
     for key in records:
-        seen = counts.get(key.name) or {"tasks": 0, "failed": 0, "cached": 0, "unknown": 0}
+        seen = counts.get(key.name) or dict.fromkeys(COUNTS, 0)
         spent = seen.pop("spent", dict.fromkeys(KINDS, 0))
         reserved = {k: key.held[k] - spent[k] for k in KINDS}
         keys.append(
@@ -83,7 +82,7 @@ def usage(db: Database) -> dict[str, Any]:
     return {"keys": keys, "groups": groups}
 
 
-COLUMNS = ("name", "group", "revoked", "tasks", "failed", "cached", "unknown")
+COLUMNS = ("name", "group", "revoked", *COUNTS)
 
 
 def usage_csv(report: dict[str, Any]) -> str:
@@ -134,15 +133,7 @@ def usage_html(report: dict[str, Any]) -> str:
     rows = []
     for key in keys:
         state = "revoked" if key["revoked"] else "admin" if key["admin"] else "active"
-        row: list[Any] = [
-            key["name"],
-            key["group"] or "-",
-            state,
-            key["tasks"],
-            key["failed"],
-            key["cached"],
-            key["unknown"],
-        ]
+        row: list[Any] = [key["name"], key["group"] or "-", state, *(key[c] for c in COUNTS)]
         for kind in shown:
             held = key["spent"].get(kind, 0) + key["reserved"].get(kind, 0)
             row.append(_held_of_cap(held, key["caps"].get(kind)))

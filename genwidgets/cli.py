@@ -30,7 +30,7 @@ from ._formats import terminal_text
 from .errors import GenwidgetsError, TaskTimeout
 from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
 from .serve import cli as serve_cli
-from .serve.cli import say
+from .serve.cli import JSON_FLAG, say
 from .simulator import cli as simulator_cli
 
 if TYPE_CHECKING:
@@ -52,12 +52,6 @@ Then, in Python: export {ENV_BASE_URL}=http://127.0.0.1:8765 and
 every command uses the embedded simulator."""
 #: a task command's exit status when the task is not (yet) done well
 EXIT_NOT_DONE = 1
-
-
-def _task_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("request_id", help="the task's request id")
-    parser.add_argument("--endpoint", help="the task's endpoint (default: from the ledger)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,26 +80,28 @@ def build_parser() -> argparse.ArgumentParser:
     add_batch_arguments(batch)
     serve = commands.add_parser("serve", help="a class gateway: students' keys with budgets")
     serve_cli.add_serve_arguments(serve)
-    history = commands.add_parser("history", help="the tasks in the ledger, newest first")
+    history = commands.add_parser(
+        "history", help="the tasks in the ledger, newest first", parents=[JSON_FLAG]
+    )
     history.add_argument("--endpoint", help="only this endpoint's tasks")
     history.add_argument("--status", help="a state (unfinished, ok, failed, ...) or status")
     history.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
-    history.add_argument("--json", action="store_true", help="print JSON")
     for name, text in (
         ("status", "ask the gateway for a task's status"),
         ("result", "a task's result and local files (waits with --wait)"),
         ("cancel", "ask the gateway to cancel a task"),
     ):
-        _task_arguments(commands.add_parser(name, help=text))
+        task = commands.add_parser(name, help=text, parents=[JSON_FLAG])
+        task.add_argument("request_id", help="the task's request id")
+        task.add_argument("--endpoint", help="the task's endpoint (default: from the ledger)")
     result = commands.choices["result"]
     result.add_argument("--wait", type=float, default=0.0, help="seconds to wait for it")
     result.add_argument("--out", help="also copy its outputs into this folder")
     resume = commands.add_parser(
-        "resume", help="re-attach unfinished tasks and wait for their results"
+        "resume", help="re-attach unfinished tasks and wait for their results", parents=[JSON_FLAG]
     )
     resume.add_argument("--wait", type=float, default=None, help="seconds to wait at most")
     resume.add_argument("--force", action="store_true", help="take tasks another kernel polls")
-    resume.add_argument("--json", action="store_true", help="print JSON")
     notebooks = commands.add_parser("notebooks", help="copy the teaching notebooks into DIR")
     notebooks.add_argument("dir", help="the folder to copy them into (made if missing)")
     notebooks.add_argument("--force", action="store_true", help="overwrite files there")

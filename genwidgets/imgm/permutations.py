@@ -5,9 +5,11 @@ sizes and expanded lazily, so no more expansions are made than are asked for.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Iterator
-from typing import Any, Literal, NamedTuple
+from functools import cached_property
+from typing import Any, Literal
 
 from .lexer import has_permutation, scan_text
 from .params import MAX_PROMPTS, collapse_spaces
@@ -35,8 +37,21 @@ a permutation, a parameter or a weight at the gateway (every other escape, ``\\,
 included, is sent as its plain character)."""
 
 
-class _Group(NamedTuple):
-    alternatives: list[list[Any]]  # each alternative: a sequence of str | _Group
+class _Group:
+    """A ``{...}``: its alternatives, each a sequence of str | _Group."""
+
+    def __init__(self) -> None:
+        self.alternatives: list[list[Any]] = [[]]
+
+    @cached_property
+    def size(self) -> int:
+        """Its expansion count, computed once (a product of group sizes: nothing is
+        expanded to count); read once the tree is built."""
+        return sum(_size(alternative) for alternative in self.alternatives)
+
+
+def _size(sequence: list[Any]) -> int:
+    return math.prod(item.size for item in sequence if isinstance(item, _Group))
 
 
 #: the characters that can shape the tree; text between them is taken as it is
@@ -70,7 +85,7 @@ def _tree(s: str, mode: Mode = "source") -> list[Any]:
             i += 1  # a lone backslash at the very end: never sent
             continue
         if scan.structural(i) and ch == "{":
-            group = _Group([[]])
+            group = _Group()
             current.append(group)
             stack.append((current, group))
             current = group.alternatives[0]
@@ -95,34 +110,13 @@ def _add_text(sequence: list[Any], text: str) -> None:
         sequence.append(text)
 
 
-class _Counts:
-    """Expansion counts of a tree's groups, each computed once (a product of group
-    sizes: nothing is expanded to count)."""
-
-    def __init__(self) -> None:
-        self._of: dict[int, int] = {}
-
-    def group(self, group: _Group) -> int:
-        key = id(group)
-        if key not in self._of:
-            self._of[key] = sum(self.sequence(alt) for alt in group.alternatives)
-        return self._of[key]
-
-    def sequence(self, sequence: list[Any]) -> int:
-        total = 1
-        for item in sequence:
-            if isinstance(item, _Group):
-                total *= self.group(item)
-        return total
-
-
-def _nth(sequence: list[Any], k: int, counts: _Counts) -> str:
+def _nth(sequence: list[Any], k: int) -> str:
     """The ``k``-th expansion of ``sequence`` (the last group varies fastest, as
     ``itertools.product`` orders them), made without making the others."""
     picks: dict[int, int] = {}
     for item in reversed(sequence):
         if isinstance(item, _Group):
-            k, picks[id(item)] = divmod(k, counts.group(item))
+            k, picks[id(item)] = divmod(k, item.size)
     out: list[str] = []
     for item in sequence:
         if not isinstance(item, _Group):
@@ -130,9 +124,9 @@ def _nth(sequence: list[Any], k: int, counts: _Counts) -> str:
             continue
         pick = picks[id(item)]
         for alternative in item.alternatives:
-            size = counts.sequence(alternative)
+            size = _size(alternative)
             if pick < size:
-                out.append(_nth(alternative, pick, counts).strip())
+                out.append(_nth(alternative, pick).strip())
                 break
             pick -= size
     return "".join(out)
@@ -141,11 +135,10 @@ def _nth(sequence: list[Any], k: int, counts: _Counts) -> str:
 def expansions(s: str, mode: Mode = "source") -> Iterator[str]:
     """Every prompt of ``s`` in order, one at a time (take what you need with islice)."""
     tree = _tree(s, mode)
-    counts = _Counts()
-    total = counts.sequence(tree)
+    total = _size(tree)
     k = 0
     while k < total:
-        yield collapse_spaces(_nth(tree, k, counts))
+        yield collapse_spaces(_nth(tree, k))
         k += 1
 
 
@@ -159,7 +152,7 @@ def count_prompts(s: str) -> int:
     """How many prompts ``s`` makes: a product of group sizes, nothing expanded."""
     if "{" not in s:
         return 1  # no brace, no permutation: no scan needed
-    return _Counts().sequence(_tree(s))
+    return _size(_tree(s))
 
 
 def say_count(n: int) -> str:

@@ -54,15 +54,10 @@ class Prompt:
             raise PayloadError([{"loc": ("images",), "msg": "images must be a list of URLs"}])
         entries = _merged([], _keyed(params or {}))
         built = Prompt._rebuild([str(i) for i in images or ()], collapse_spaces(text), entries)
-        self._images, self._text, self._entries = built._images, built._text, built._entries  # noqa: SLF001 - a Prompt reads another Prompt's parts: its own class
-        self._counted = self._made = None
+        self._set(built._images, built._text, built._entries)  # noqa: SLF001 - a Prompt reads another Prompt's parts: its own class
 
-    @classmethod
-    def _make(cls, images: Sequence[str], text: str, entries: Sequence[Entry]) -> Prompt:
-        self = object.__new__(cls)
-        self._images = tuple(images)
-        self._text = text
-        self._entries = tuple(entries)
+    def _set(self, images: Sequence[str], text: str, entries: Sequence[Entry]) -> Prompt:
+        self._images, self._text, self._entries = tuple(images), text, tuple(entries)
         self._counted = self._made = None
         return self
 
@@ -122,8 +117,8 @@ class Prompt:
     @classmethod
     def parse(cls, s: str) -> Prompt:
         """Parse a prompt string; raises PayloadError for structural problems only."""
-        images, text, entries = parse_parts(s)
-        return cls._make(images, text, entries)
+        parsed: Prompt = object.__new__(cls)
+        return parsed._set(*parse_parts(s))
 
     @property
     def text(self) -> str:

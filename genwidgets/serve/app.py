@@ -27,23 +27,23 @@ from starlette.routing import BaseRoute, Mount, Route
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import queue_url
-from ..protocol.refusals import HANDLERS, bearer, detail, gateway_error, refuse_with
+from ..protocol.refusals import HANDLERS, bearer, detail, gateway_error
 from ..protocol.routes import queue_routes
 from ..simulator.app import http_error, read_payload, required_token
 from .budgets import (
     caller_and_task,
     charge_of,
-    mark_open,
-    mark_unknown,
+    move,
+    rate_limited,
     refusal,
     release,
     reserve,
+    settle,
     usable,
 )
 from .config import ServeConfig, ServeState
-from .db import Database
 from .keys import KeyRecord, find_key
-from .sweep import settle_from, sweeping
+from .sweep import sweeping
 from .upstream import UpstreamAnswer
 
 __all__ = ["ServeConfig", "ServeState", "bearer", "create_app", "gateway_error", "serve_state"]
@@ -86,18 +86,14 @@ def _admit(state: ServeState, key: KeyRecord | None) -> KeyRecord:
     key = usable(key)
     wait = state.limiter.take(key.name)
     if wait is not None:
-        raise refusal(
-            429,
-            "RATE_LIMIT_EXCEEDED",
-            "Rate limit exceeded, please try again later: this key's share is "
-            f"{state.config.rate:g} requests a second",
-            retry_after=wait,
-        )
+        raise rate_limited(wait, f"this key's share is {state.config.rate:g} requests a second")
     return key
 
 
-async def _caller(request: Request, state: ServeState) -> KeyRecord:
-    """The student's key of this request, usable now and within its rate, or a ServeError."""
+async def _caller(request: Request) -> KeyRecord:
+    """The student's key of this request, usable now and within its rate, or a ServeError
+    (the app answers it; the sync path and the stream admit by it too)."""
+    state = serve_state(request)
     token = required_token(request)
     key = await _read(state, find_key, state.config.database, token)
     return _admit(state, key)
@@ -115,15 +111,12 @@ def cache_key_of(endpoint: str, payload: Mapping[str, Any]) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _addresses(base: str, endpoint: str, task_id: str) -> dict[str, Any]:
-    """Our task id and the addresses of our task, by the handle's field names."""
+def _addresses(base: str, endpoint: str, task_id: str, position: Any = None) -> dict[str, Any]:
+    """Our task id and the addresses of our task, by the handle's field names, and its
+    ``queue_position`` when ``position`` is one."""
     prefix = queue_url(base, endpoint, task_id)
     urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("response", "status", "cancel")}
-    return {"request_id": task_id, **urls}
-
-
-def _handle(base: str, endpoint: str, task_id: str, position: Any) -> dict[str, Any]:
-    handle = _addresses(base, endpoint, task_id)
+    handle: dict[str, Any] = {"request_id": task_id, **urls}
     if isinstance(position, int) and not isinstance(position, bool):
         handle["queue_position"] = position
     return handle
@@ -134,7 +127,7 @@ async def create_task(request: Request) -> Response:
     config = state.config
     endpoint = request.path_params["endpoint"]
     try:
-        key = await _caller(request, state)
+        key = await _caller(request)
         if any("webhook" in name.lower() for name in [*request.query_params, *request.headers]):
             raise refusal(400, None, "webhook not supported")
         payload = await read_payload(request, config.max_body)
@@ -143,12 +136,7 @@ async def create_task(request: Request) -> Response:
         amounts = charge_of(endpoint, payload, config.prices)
         wait = state.upstream_free_at - time.monotonic()
         if wait > 0:
-            raise refusal(
-                429,
-                "RATE_LIMIT_EXCEEDED",
-                "Rate limit exceeded, please try again later",
-                retry_after=wait,
-            )
+            raise rate_limited(wait)
         reservation = await run_in_threadpool(
             reserve,
             config.database,
@@ -158,8 +146,6 @@ async def create_task(request: Request) -> Response:
             cache_key=cache_key_of(endpoint, payload),
             max_running=config.max_running,
         )
-    except ServeError as error:
-        return refused(error)
     except EndpointNotFound:
         return detail(404, f"App not found: {endpoint}")
     except PayloadError as exc:
@@ -171,17 +157,12 @@ async def create_task(request: Request) -> Response:
             endpoint,
             key.name,
         )
-        return JSONResponse(_handle(_base(request), endpoint, reservation.task_id, 0))
+        return JSONResponse(_addresses(_base(request), endpoint, reservation.task_id, 0))
     retry = await state.gate.admit(key.name)
     if retry is not None:
         await run_in_threadpool(release, config.database, reservation.task_id, "not_sent")
-        return gateway_error(
-            429,
-            "RATE_LIMIT_EXCEEDED",
-            "Rate limit exceeded, please try again later: the class's creates wait their turn "
-            f"and this one waited {config.queue_wait:g} s; nothing was billed",
-            retry,
-        )
+        why = f"the class's creates wait their turn and this one waited {config.queue_wait:g} s"
+        return refused(rate_limited(retry, why + "; nothing was billed"))
     return await _forward_create(request, state, key, endpoint, payload, reservation.task_id)
 
 
@@ -199,7 +180,7 @@ async def _forward_create(
         answer = await state.config.upstream.send("POST", f"/v1/queue/{endpoint}", body)
     except ServeError as fault:
         if fault.sent:
-            await run_in_threadpool(mark_unknown, db, task_id, fault.message)
+            await run_in_threadpool(move, db, task_id, "unknown", error=fault.message[:500])
             log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, fault.message)
             return gateway_error(
                 504,
@@ -213,13 +194,13 @@ async def _forward_create(
         )
     upstream_id = answer.body.get("request_id") if isinstance(answer.body, dict) else None
     if 200 <= answer.status < 300 and isinstance(upstream_id, str) and upstream_id:
-        await run_in_threadpool(mark_open, db, task_id, upstream_id)
+        await run_in_threadpool(move, db, task_id, "open", upstream_id=upstream_id)
         log.info("create %s %s by %s: sent", task_id, endpoint, key.name)
         position = answer.body.get("queue_position")
-        return JSONResponse(_handle(_base(request), endpoint, task_id, position))
+        return JSONResponse(_addresses(_base(request), endpoint, task_id, position))
     if answer.status >= 500 or 200 <= answer.status < 300:
         why = f"upstream answered {answer.status} to the create"
-        await run_in_threadpool(mark_unknown, db, task_id, why)
+        await run_in_threadpool(move, db, task_id, "unknown", error=why)
         return gateway_error(
             502,
             "UPSTREAM_ERROR",
@@ -234,12 +215,10 @@ def _passed_on(state: ServeState, answer: UpstreamAnswer, *, refused_create: boo
     """An upstream refusal as the student sees it: a 429 with its Retry-After (and the
     process holds creates back as long), the teacher's key refused as the server's
     fault, anything else as upstream said it."""
-    if answer.status == 429 or _rate_limited(answer.body):
-        wait = _seconds(answer.retry_after)
+    if answer.status == 429 or _says_rate_limited(answer.body):
+        wait = min(60.0, max(1.0, answer.retry_after or 1.0))
         state.upstream_free_at = max(state.upstream_free_at, time.monotonic() + wait)
-        return gateway_error(
-            429, "RATE_LIMIT_EXCEEDED", "Rate limit exceeded, please try again later", wait
-        )
+        return refused(rate_limited(wait))
     if answer.status in (401, 403) and isinstance(answer.body, dict) and "error" in answer.body:
         log.error("upstream refused the teacher's key (%s)", answer.status)
         return gateway_error(
@@ -253,16 +232,9 @@ def _passed_on(state: ServeState, answer: UpstreamAnswer, *, refused_create: boo
     return JSONResponse(answer.body, status_code=answer.status)
 
 
-def _rate_limited(body: Any) -> bool:
+def _says_rate_limited(body: Any) -> bool:
     error = body.get("error") if isinstance(body, dict) else None
     return isinstance(error, dict) and error.get("code") == "RATE_LIMIT_EXCEEDED"
-
-
-def _seconds(value: str | None) -> float:
-    try:
-        return min(60.0, max(1.0, float(value or 1)))
-    except ValueError:
-        return 1.0
 
 
 # --------------------------------------------------------------------------- follow-ups
@@ -296,10 +268,7 @@ def _rewrite(body: Any, base: str, endpoint: str, task_id: str) -> Any:
 
 async def _follow_up(request: Request, method: str, tail: str) -> Response:
     state = serve_state(request)
-    try:
-        task = await _callers_task(request, state)
-    except ServeError as error:
-        return refused(error)
+    task = await _callers_task(request, state)
     endpoint = request.path_params["endpoint"]
     if task[2] is None and tail != "cancel":
         # a demo-cache answer whose first task upstream has not answered yet: queued
@@ -322,31 +291,17 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         return _passed_on(state, answer, refused_create=False)
     body = _rewrite(answer.body, _base(request), endpoint, task[0])
     if tail == "cancel" and answer.status < 300:
-        await run_in_threadpool(_mark_cancelling, state.config.database, task[0])
-    else:
-        await settle_from(state, task[0], task[3], body)
-    return JSONResponse(body, status_code=answer.status)
-
-
-def _mark_cancelling(db: Database, task_id: str) -> None:
-    db.run(
-        lambda tx: tx.run(
-            "UPDATE tasks SET state = 'cancelling' WHERE id = ? AND state = 'open'", (task_id,)
+        await run_in_threadpool(
+            move, state.config.database, task[0], "cancelling", source=("open",)
         )
-    )
+    else:
+        await run_in_threadpool(settle, state.config.database, task[0], task[3], body)
+    return JSONResponse(body, status_code=answer.status)
 
 
 get_status = partial(_follow_up, method="GET", tail="status")
 get_result = partial(_follow_up, method="GET", tail="response")
 cancel_task = partial(_follow_up, method="PUT", tail="cancel")
-
-
-async def _admitted(request: Request) -> None:
-    """Refused unless the caller's key may be used now (the sync path and the stream)."""
-    try:
-        await _caller(request, serve_state(request))
-    except ServeError as error:
-        raise refuse_with(refused(error)) from None
 
 
 async def index(request: Request) -> Response:
@@ -362,11 +317,12 @@ async def index(request: Request) -> Response:
 
 
 async def _serve_error(request: Request, exc: Exception) -> Response:
-    """A ServeError no handler answered (the database failed): its own answer."""
+    """A ServeError a handler raised: a refusal, in the gateway's shape, or the database's
+    failure, logged and answered without its detail."""
     assert isinstance(exc, ServeError)
-    log.error("%s on %s %s: %s", exc.code, request.method, request.url.path, exc)
     if exc.code != "STORAGE_UNAVAILABLE":
         return refused(exc)
+    log.error("%s on %s %s: %s", exc.code, request.method, request.url.path, exc)
     return gateway_error(
         503,
         "STORAGE_UNAVAILABLE",
@@ -388,7 +344,7 @@ def create_app(
     state = ServeState(config)
     routes = [
         Route("/", index, methods=["GET"]),
-        *queue_routes(create_task, get_status, get_result, cancel_task, admit=_admitted),
+        *queue_routes(create_task, get_status, get_result, cancel_task, admit=_caller),
         *extra,
     ]
     app = Starlette(

@@ -19,17 +19,17 @@ from ..catalog import endpoint as catalog_endpoint
 from ..errors import ServeError
 from ..lab.budget import Budget, plain_amount
 from ..lab.cost import billed_units
-from .db import CAPS_HELD, KINDS, MARKS, Database, Tx, caps_and_held
-from .keys import KEY_FIELDS, KeyRecord, hash_token, key_named, to_stored, to_units
+from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
+from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
 
 __all__ = [
+    "ENDING",
     "LIVE",
     "Reservation",
     "caller_and_task",
     "charge_of",
-    "mark_open",
-    "mark_unknown",
-    "outcome_of",
+    "move",
+    "rate_limited",
     "refusal",
     "release",
     "reserve",
@@ -41,6 +41,8 @@ __all__ = [
 
 #: task states that hold a place in a key's concurrency cap
 LIVE = ("sending", "open", "cancelling")
+#: task states from which a task may end (settle)
+ENDING = ("open", "cancelling", "unknown")
 _AMT = ", ".join(f"amt_{k}" for k in KINDS)
 
 
@@ -50,6 +52,12 @@ def refusal(
     """A request refused before anything reached upstream, as the gateway's error shape
     (``code`` None: a ``detail`` answer)."""
     return ServeError(message, status=status, code=code, retry_after=retry_after)
+
+
+def rate_limited(wait: float, why: str = "") -> ServeError:
+    """The gateway's 429, saying ``why`` after its own words; try again in ``wait`` s."""
+    message = "Rate limit exceeded, please try again later" + (f": {why}" if why else "")
+    return refusal(429, "RATE_LIMIT_EXCEEDED", message, retry_after=wait)
 
 
 @dataclass(frozen=True)
@@ -85,22 +93,21 @@ def _uncountable(endpoint: str, kind: str) -> ServeError:
     return refusal(400, "BUDGET_UNCOUNTABLE", f"Cannot count this create's cost: {why}")
 
 
-def _left_text(who: str, caps: Mapping[str, int | None], held: Mapping[str, int], kind: str) -> str:
-    cap = caps[kind]
-    assert cap is not None
-    left = max(0, cap - held[kind])
-    return f"{who} has {plain_amount(to_units(left) or 0)} of {plain_amount(cap / 1e6)} left"
-
-
 def _group_row(tx: Tx, name: str) -> tuple[dict[str, int | None], dict[str, int], int]:
     row = tx.one(f"SELECT cache_seconds, {CAPS_HELD} FROM groups WHERE name = ? {{lock}}", (name,))
     assert row is not None, f"group {name} is gone"
     return (*caps_and_held(row[1:]), int(row[0]))
 
 
-def _add_held(tx: Tx, table: str, name: str, amounts: Mapping[str, int], sign: int) -> None:
+def _hold(tx: Tx, key: str, group: str | None, amounts: Mapping[str, int], sign: int) -> None:
+    """Add ``amounts`` (``sign`` -1: take them back) to what the key and its group hold."""
     sets = ", ".join(f"held_{k} = held_{k} + ?" for k in KINDS)
-    tx.run(f"UPDATE {table} SET {sets} WHERE name = ?", (*(sign * amounts[k] for k in KINDS), name))
+    for table, name in (("keys", key), ("groups", group)):
+        if name:
+            tx.run(
+                f"UPDATE {table} SET {sets} WHERE name = ?",
+                (*(sign * amounts[k] for k in KINDS), name),
+            )
 
 
 def usable(key: KeyRecord | None, now: float | None = None) -> KeyRecord:
@@ -128,7 +135,8 @@ def reserve(
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> Reservation:
-        key = usable(key_named(tx, key_name, lock=True), now)
+        found = keys_where(tx, "WHERE name = ? {lock}", (key_name,))
+        key = usable(found[0] if found else None, now)
         if key.endpoints is not None and endpoint not in key.endpoints:
             raise refusal(403, None, "Model not allowed for this user")
         limit = key.max_running if key.max_running is not None else max_running
@@ -140,13 +148,8 @@ def reserve(
                 (key.name, *LIVE),
             )
             if row and int(row[0]) >= limit:
-                raise refusal(
-                    429,
-                    "RATE_LIMIT_EXCEEDED",
-                    f"Rate limit exceeded, please try again later: this key has {row[0]} "
-                    f"tasks running, at most {limit} at once",
-                    retry_after=1.0,
-                )
+                why = f"this key has {row[0]} tasks running, at most {limit} at once"
+                raise rate_limited(1.0, why)
         group = _group_row(tx, key.group) if key.group else None
         task_id = str(uuid.uuid4())
         if group is not None and group[2] > 0 and cache_key is not None:
@@ -174,17 +177,16 @@ def reserve(
                 if cap is not None and amounts.get(kind) is None:
                     raise _uncountable(endpoint, kind)
                 if cap is not None and held[kind] + cost > cap:
-                    name = "money" if kind == "money" else kind.replace("_", " ")
+                    left = plain_amount(max(0, cap - held[kind]) / SCALE)
                     raise refusal(
                         402,
                         "BUDGET_EXCEEDED",
-                        f"Budget exceeded: this create costs {plain_amount(cost / 1e6)} {name}; "
-                        f"{_left_text(who, caps, held, kind)}. Nothing was sent",
+                        f"Budget exceeded: this create costs {plain_amount(cost / SCALE)} "
+                        f"{kind.replace('_', ' ')}; {who} has {left} of "
+                        f"{plain_amount(cap / SCALE)} left. Nothing was sent",
                     )
         counted = {k: amounts.get(k) or 0 for k in KINDS}
-        _add_held(tx, "keys", key.name, counted, +1)
-        if key.group:
-            _add_held(tx, "groups", key.group, counted, +1)
+        _hold(tx, key.name, key.group, counted, +1)
         tx.run(
             f"INSERT INTO tasks (id, key_name, group_name, endpoint, state, charged, cache_key, "
             f"created_at, {_AMT}) VALUES (?, ?, ?, ?, 'sending', 1, ?, ?, {MARKS})",
@@ -196,24 +198,27 @@ def reserve(
     return result
 
 
-def mark_open(db: Database, task_id: str, upstream_id: str) -> None:
-    """Upstream made the task: it is open, its reservation holds until it ends."""
-    db.run(
+def move(
+    db: Database,
+    task_id: str,
+    state: str,
+    *,
+    source: tuple[str, ...] = ("sending",),
+    **columns: Any,
+) -> bool:
+    """Move the task to ``state`` if it is in one of ``source``, setting ``columns`` too;
+    whether it moved. Upstream made the task: ``open`` with its ``upstream_id`` (it holds
+    its reservation until it ends); upstream may or may not have made it (a timeout, a
+    5xx): ``unknown`` with its ``error``, still reserved."""
+    sets = ", ".join(f"{name} = ?" for name in ("state", *columns))
+    marks = ", ".join("?" for _ in source)
+    changed: int = db.run(
         lambda tx: tx.run(
-            "UPDATE tasks SET upstream_id = ?, state = 'open' WHERE id = ? AND state = 'sending'",
-            (upstream_id, task_id),
+            f"UPDATE tasks SET {sets} WHERE id = ? AND state IN ({marks})",
+            (state, *columns.values(), task_id, *source),
         )
     )
-
-
-def mark_unknown(db: Database, task_id: str, why: str) -> None:
-    """Upstream may or may not have made it (a timeout, a 5xx): it stays reserved."""
-    db.run(
-        lambda tx: tx.run(
-            "UPDATE tasks SET state = 'unknown', error = ? WHERE id = ? AND state = 'sending'",
-            (why[:500], task_id),
-        )
-    )
+    return bool(changed)
 
 
 def release(db: Database, task_id: str, state: str, why: str = "") -> bool:
@@ -234,9 +239,7 @@ def release(db: Database, task_id: str, state: str, why: str = "") -> bool:
             )
             return False
         amounts = dict(zip(KINDS, (int(v) for v in row[3:]), strict=True))
-        _add_held(tx, "keys", row[0], amounts, -1)
-        if row[1]:
-            _add_held(tx, "groups", row[1], amounts, -1)
+        _hold(tx, row[0], row[1], amounts, -1)
         tx.run(
             "UPDATE tasks SET state = ?, charged = 0, error = ?, settled_at = ? WHERE id = ?",
             (state, why[:500] or None, time.time(), task_id),
@@ -247,30 +250,20 @@ def release(db: Database, task_id: str, state: str, why: str = "") -> bool:
     return done
 
 
-def settle(db: Database, task_id: str, outcome: str, error: str | None = None) -> None:
-    """The task ended: ``done`` and ``cancelled`` stay charged, ``failed`` is released."""
-    if outcome == "failed":
-        release(db, task_id, "failed", error or "failed")
-        return
-    db.run(
-        lambda tx: tx.run(
-            "UPDATE tasks SET state = ?, error = ?, settled_at = ? "
-            "WHERE id = ? AND state IN ('open', 'cancelling', 'unknown')",
-            (outcome, error, time.time(), task_id),
-        )
-    )
-
-
-def outcome_of(body: Any, state: str) -> str | None:
-    """How a task in ``state`` ended by its upstream status ``body``: ``done``, ``failed``,
-    ``cancelled`` (it failed after we asked upstream to cancel it), or None: not ended."""
-    if not isinstance(body, dict) or body.get("status") != "COMPLETED":
-        return None
-    if state not in ("open", "cancelling", "unknown"):
-        return None
-    if not body.get("error"):
-        return "done"
-    return "cancelled" if state == "cancelling" else "failed"
+def settle(db: Database, task_id: str, state: str, body: Any) -> bool:
+    """Settle the task, in ``state``, when its upstream status ``body`` says it ended
+    (spec: ``COMPLETED``, then ``error``); whether it did. ``done`` stays charged, and so
+    does ``cancelled`` (it failed after we asked upstream to cancel it); ``failed`` is
+    released. A poll and the sweep both settle by it."""
+    if not isinstance(body, dict) or body.get("status") != "COMPLETED" or state not in ENDING:
+        return False
+    error = str(body["error"])[:500] if body.get("error") else None
+    if error is not None and state != "cancelling":
+        release(db, task_id, "failed", error)
+    else:
+        outcome = "done" if error is None else "cancelled"
+        move(db, task_id, outcome, source=ENDING, error=error, settled_at=time.time())
+    return True
 
 
 def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
@@ -281,13 +274,7 @@ def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
         return False
     if not made:
         return release(db, task_id, "not_made", "upstream did not make it (the teacher)")
-    changed: int = db.run(
-        lambda tx: tx.run(
-            "UPDATE tasks SET state = 'done', settled_at = ? WHERE id = ? AND state = 'unknown'",
-            (time.time(), task_id),
-        )
-    )
-    return bool(changed)
+    return move(db, task_id, "done", source=("unknown",), settled_at=time.time())
 
 
 def tasks_of(

@@ -29,13 +29,18 @@ from .keys import add_group, add_key, list_keys, revoke_key, rotate_key, set_cap
 from .upstream import Upstream
 from .usage import usage, usage_csv
 
-__all__ = ["add_serve_arguments", "say", "serve"]
+__all__ = ["JSON_FLAG", "add_serve_arguments", "say", "serve"]
 
 ENV_UPSTREAM_KEY = "GENWIDGETS_UPSTREAM_KEY"
 ENV_DATABASE = "GENWIDGETS_SERVE_DATABASE"
 DEFAULT_DATABASE = "genwidgets-class.db"
 #: ``--upstream simulator``: the embedded simulator with its demo key, to try it out
 SIMULATOR = "simulator"
+
+
+#: ``--json`` (the outcome as JSON, :func:`say`): a parent of each command that takes it
+JSON_FLAG = argparse.ArgumentParser(add_help=False)
+JSON_FLAG.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _caps(parser: argparse.ArgumentParser) -> None:
@@ -85,7 +90,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="serve_command", metavar="COMMAND")
     keys = commands.add_parser("keys", help="add, list, revoke, rotate students' keys")
     actions = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
-    add = actions.add_parser("add", help="make a key; its token is shown once")
+    add = actions.add_parser("add", help="make a key; its token is shown once", parents=[JSON_FLAG])
     add.add_argument("name")
     _caps(add)
     add.add_argument("--group", help="the group (class) it spends from too")
@@ -93,17 +98,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--expires", help="an ISO date or time after which it stops working")
     add.add_argument("--admin", action="store_true", help="an admin key (the /admin page)")
     add.add_argument("--max-running", type=int, help="its own cap on unfinished tasks")
-    add.add_argument("--json", action="store_true", help="print JSON")
     change = actions.add_parser("set", help="change a key's caps (raise or lower its budget)")
     change.add_argument("name")
     _caps(change)
     for name, text in (("revoke", "stop a key at once"), ("rotate", "a new token, same budget")):
-        action = actions.add_parser(name, help=text)
-        action.add_argument("name")
-        action.add_argument("--json", action="store_true", help="print JSON")
-    actions.add_parser("list", help="every key (never a token)").add_argument(
-        "--json", action="store_true", help="print JSON"
-    )
+        actions.add_parser(name, help=text, parents=[JSON_FLAG]).add_argument("name")
+    actions.add_parser("list", help="every key (never a token)", parents=[JSON_FLAG])
     roster = actions.add_parser("roster", help="a key per row of a CSV with a 'name' column")
     roster.add_argument("csv", help="the roster")
     roster.add_argument("--out", required=True, help="folder for keys.csv and handout.html")
@@ -119,16 +119,16 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="answer identical seeded creates from the first for this long",
     )
-    tasks = commands.add_parser("tasks", help="list tasks; settle a create of unknown outcome")
+    tasks = commands.add_parser(
+        "tasks", help="list tasks; settle a create of unknown outcome", parents=[JSON_FLAG]
+    )
     tasks.add_argument("--state", help="only this state (unknown, open, done, failed, ...)")
     tasks.add_argument("--key", help="only this key's")
     tasks.add_argument("--settle", metavar="TASK_ID", help="settle this unknown create...")
     made = tasks.add_mutually_exclusive_group()
     made.add_argument("--made", action="store_true", help="...upstream made it: stays charged")
     made.add_argument("--not-made", action="store_true", help="...it did not: released")
-    tasks.add_argument("--json", action="store_true", help="print JSON")
-    report = commands.add_parser("usage", help="spend against budget per key")
-    report.add_argument("--json", action="store_true", help="print JSON")
+    commands.add_parser("usage", help="spend against budget per key", parents=[JSON_FLAG])
 
 
 def _expiry(text: str | None) -> float | None:

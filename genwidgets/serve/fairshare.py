@@ -29,7 +29,9 @@ class FairGate:
         self.granted = 0
 
     def waiting(self) -> int:
-        return sum(len(q) for q in self._waiting.values())
+        """Creates waiting for a turn (a turn given up stays queued, done, until the
+        dispatcher passes it by)."""
+        return sum(not turn.done() for queue in self._waiting.values() for turn in queue)
 
     async def admit(self, key: str) -> float | None:
         """Wait for ``key``'s turn: None once it may go, else the seconds after which to
@@ -52,15 +54,7 @@ class FairGate:
             if turn.done():  # its turn came as the wait ended: take it
                 return None
             turn.cancel()
-            self._forget(key, turn)
             return max(1.0, self.waiting() / self.rate)
-
-    def _forget(self, key: str, turn: asyncio.Future[None]) -> None:
-        queue = self._waiting.get(key)
-        if queue is not None and turn in queue:
-            queue.remove(turn)
-            if not queue:
-                del self._waiting[key]
 
     async def _dispatch(self) -> None:
         assert self.rate is not None

@@ -24,10 +24,11 @@ __all__ = [
     "KeyRecord",
     "add_group",
     "add_key",
+    "caps_shown",
     "find_key",
     "hash_token",
     "key_error",
-    "key_named",
+    "keys_where",
     "list_keys",
     "revoke_key",
     "rotate_key",
@@ -69,6 +70,15 @@ def to_units(stored: int | None) -> float | None:
     return None if stored is None else stored / SCALE
 
 
+def caps_shown(caps: Mapping[str, int | None], held: Mapping[str, int]) -> dict[str, Any]:
+    """A key's or a group's caps and held amounts in plain units, as ``keys list`` and
+    ``usage`` show them: only the kinds capped, only the kinds held."""
+    return {
+        "caps": {k: to_units(v) for k, v in caps.items() if v is not None},
+        "held": {k: to_units(v) for k, v in held.items() if v},
+    }
+
+
 @dataclass(frozen=True)
 class KeyRecord:
     """One key as stored (never its token): its caps and what it holds, in millionths."""
@@ -107,8 +117,7 @@ class KeyRecord:
             "revoked": self.revoked_at is not None,
             "admin": self.admin,
             "max_running": self.max_running,
-            "caps": {k: to_units(v) for k, v in self.caps.items() if v is not None},
-            "held": {k: to_units(v) for k, v in self.held.items() if v},
+            **caps_shown(self.caps, self.held),
         }
 
 
@@ -134,22 +143,13 @@ def add_group(
 ) -> None:
     """Make the group ``name`` or change its caps and demo-cache window."""
     stored = _check_caps(caps)
-
-    def work(tx: Tx) -> None:
-        sets = ", ".join(f"cap_{k} = ?" for k in KINDS)
-        values = [stored[k] for k in KINDS]
-        if tx.run(
-            f"UPDATE groups SET {sets}, cache_seconds = ? WHERE name = ?",
-            (*values, cache_seconds, name),
-        ):
-            return
-        tx.run(
-            f"INSERT INTO groups (name, created_at, cache_seconds, {CAPS}) "
-            f"VALUES (?, ?, ?, {MARKS})",
-            (name, time.time(), cache_seconds, *values),
-        )
-
-    db.run(work)
+    sets = ", ".join(f"{c} = excluded.{c}" for c in ("cache_seconds", *CAPS.split(", ")))
+    sql = (
+        f"INSERT INTO groups (name, created_at, cache_seconds, {CAPS}) VALUES (?, ?, ?, {MARKS}) "
+        f"ON CONFLICT (name) DO UPDATE SET {sets}"
+    )
+    values = (name, time.time(), cache_seconds, *(stored[k] for k in KINDS))
+    db.run(lambda tx: tx.run(sql, values))
 
 
 def add_key(
@@ -172,8 +172,11 @@ def add_key(
     def work(tx: Tx) -> None:
         if tx.one("SELECT name FROM keys WHERE name = ?", (name,)):
             raise key_error(f"a key named {name!r} exists; rotate or revoke it instead")
-        if group is not None and not tx.one("SELECT name FROM groups WHERE name = ?", (group,)):
-            tx.run("INSERT INTO groups (name, created_at) VALUES (?, ?)", (group, time.time()))
+        if group is not None:
+            tx.run(
+                "INSERT INTO groups (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (group, time.time()),
+            )
         tx.run(
             "INSERT INTO keys (name, token_hash, group_name, endpoints, expires_at, admin, "
             f"max_running, created_at, {CAPS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {MARKS})",
@@ -194,23 +197,23 @@ def add_key(
     return token
 
 
+def keys_where(tx: Tx, clause: str, params: Sequence[Any] = ()) -> list[KeyRecord]:
+    """The keys a clause picks (``WHERE ...``, ``ORDER BY ...``): every read of keys."""
+    return [KeyRecord.from_row(row) for row in tx.rows(f"{_KEY_SELECT} {clause}", params)]
+
+
 def find_key(db: Database, token: str) -> KeyRecord | None:
     """The key whose token this is (revoked and expired ones too), or None."""
     if not token.startswith(PREFIX):
         return None
-    digest = hash_token(token)
-    row = db.run(lambda tx: tx.one(f"{_KEY_SELECT} WHERE token_hash = ?", (digest,)), write=False)
-    return None if row is None else KeyRecord.from_row(row)
-
-
-def key_named(tx: Tx, name: str, *, lock: bool = False) -> KeyRecord | None:
-    row = tx.one(f"{_KEY_SELECT} WHERE name = ?" + (" {lock}" if lock else ""), (name,))
-    return None if row is None else KeyRecord.from_row(row)
+    where = ("WHERE token_hash = ?", (hash_token(token),))
+    found = db.run(lambda tx: keys_where(tx, *where), write=False)
+    return found[0] if found else None
 
 
 def list_keys(db: Database) -> list[KeyRecord]:
-    rows = db.run(lambda tx: tx.rows(f"{_KEY_SELECT} ORDER BY name"), write=False)
-    return [KeyRecord.from_row(r) for r in rows]
+    found: list[KeyRecord] = db.run(lambda tx: keys_where(tx, "ORDER BY name"), write=False)
+    return found
 
 
 def _update_key(db: Database, sql: str, params: Sequence[Any], missing: str) -> None:

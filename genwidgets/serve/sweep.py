@@ -19,11 +19,11 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import ServeError
 from ..protocol.records import queue_url
-from .budgets import outcome_of, settle
+from .budgets import settle
 from .config import ServeState
 from .db import Database, Tx
 
-__all__ = ["claim", "settle_from", "sweep_once", "sweeping"]
+__all__ = ["claim", "sweep_once", "sweeping"]
 
 log = logging.getLogger("genwidgets.serve")
 #: tasks one sweep asks about, at most
@@ -71,21 +71,8 @@ async def sweep_once(state: ServeState) -> int:
             )
         except ServeError:
             return ended  # upstream down: try again next time
-        ended += await settle_from(state, task_id, task_state, answer.body)
+        ended += await run_in_threadpool(settle, config.database, task_id, task_state, answer.body)
     return ended
-
-
-async def settle_from(state: ServeState, task_id: str, task_state: str, body: Any) -> bool:
-    """Settle the task when its upstream status ``body`` says it ended (spec: ``COMPLETED``,
-    then ``error``); whether it did. A poll and the sweep both settle by it."""
-    outcome = outcome_of(body, task_state)
-    if outcome is None:
-        return False
-    error = body.get("error")
-    await run_in_threadpool(
-        settle, state.config.database, task_id, outcome, str(error)[:500] if error else None
-    )
-    return True
 
 
 def sweeping(state: ServeState) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:

@@ -18,6 +18,7 @@ import httpx
 
 from .._config import Secret, redact
 from ..errors import ServeError, UpstreamFault
+from ..protocol.http import parse_retry_after
 from .http1 import Http1Pool
 
 __all__ = ["REDACTED", "KeyScrubber", "Upstream", "UpstreamAnswer", "guard_logs"]
@@ -65,7 +66,7 @@ def guard_logs() -> None:
 class UpstreamAnswer:
     status: int
     body: Any  # the parsed JSON, or None when not JSON
-    retry_after: str | None
+    retry_after: float | None  # seconds, as its Retry-After says
 
 
 class Upstream:
@@ -121,7 +122,8 @@ class Upstream:
             parsed = json.loads(self.scrub(raw.decode("utf-8", "replace"))) if raw else None
         except ValueError:
             parsed = None
-        return UpstreamAnswer(answer.status, parsed, answer.header(b"retry-after"))
+        wait = parse_retry_after({"retry-after": answer.header(b"retry-after") or ""})
+        return UpstreamAnswer(answer.status, parsed, wait)
 
     async def close(self) -> None:
         await self._pool.close()

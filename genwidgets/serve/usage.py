@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+from functools import partial
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -24,10 +25,12 @@ from .._formats import spreadsheet_cell
 from .._html import Html, tag
 from .app import bearer, gateway_error, serve_state
 from .db import CAPS_HELD, KINDS, Database, Tx, caps_and_held
-from .keys import find_key, list_keys, to_units
+from .keys import KeyRecord, caps_shown, find_key, keys_where, to_units
 
 __all__ = ["admin_routes", "usage", "usage_csv", "usage_html"]
 
+#: a key's task counts, as usage() gives them, and their columns
+COUNTS = ("tasks", "failed", "cached", "unknown")
 _COUNT_COLUMNS = (
     "COUNT(*), SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN cached_from IS NOT NULL THEN 1 ELSE 0 END), "
@@ -43,10 +46,7 @@ def _spent(tx: Tx) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for row in tx.rows(f"SELECT key_name, {_COUNT_COLUMNS}, {sums} FROM tasks GROUP BY key_name"):
         found[row[0]] = {
-            "tasks": int(row[1]),
-            "failed": int(row[2] or 0),
-            "cached": int(row[3] or 0),
-            "unknown": int(row[4] or 0),
+            **{c: int(v or 0) for c, v in zip(COUNTS, row[1:5], strict=True)},
             "spent": {k: int(v or 0) for k, v in zip(KINDS, row[5:], strict=True)},
         }
     return found
@@ -54,11 +54,17 @@ def _spent(tx: Tx) -> dict[str, dict[str, Any]]:
 
 def usage(db: Database) -> dict[str, Any]:
     """Every key (never a token) with its caps, held, spent and reserved amounts and its
-    task counts, and every group with its caps and held amounts."""
-    counts = db.run(_spent, write=False)
+    task counts, and every group with its caps and held amounts, read in one transaction
+    (on SQLite one snapshot, so held, spent and reserved agree)."""
+
+    def read(tx: Tx) -> tuple[Any, list[KeyRecord], list[tuple[Any, ...]]]:
+        groups = f"SELECT name, cache_seconds, {CAPS_HELD} FROM groups ORDER BY name"
+        return _spent(tx), keys_where(tx, "ORDER BY name"), tx.rows(groups)
+
+    counts, records, rows = db.run(read, write=False)
     keys = []
-    for key in list_keys(db):
-        seen = counts.get(key.name) or {"tasks": 0, "failed": 0, "cached": 0, "unknown": 0}
+    for key in records:
+        seen = counts.get(key.name) or dict.fromkeys(COUNTS, 0)
         spent = seen.pop("spent", dict.fromkeys(KINDS, 0))
         reserved = {k: key.held[k] - spent[k] for k in KINDS}
         keys.append(
@@ -69,24 +75,14 @@ def usage(db: Database) -> dict[str, Any]:
                 **seen,
             }
         )
-    rows = db.run(
-        lambda tx: tx.rows(f"SELECT name, cache_seconds, {CAPS_HELD} FROM groups ORDER BY name"),
-        write=False,
-    )
     groups = [
-        {
-            "name": r[0],
-            "cache_seconds": int(r[1]),
-            "caps": {k: to_units(v) for k, v in caps.items() if v is not None},
-            "held": {k: to_units(v) for k, v in held.items() if v},
-        }
+        {"name": r[0], "cache_seconds": int(r[1]), **caps_shown(*caps_and_held(r[2:]))}
         for r in rows
-        for caps, held in [caps_and_held(r[2:])]
     ]
     return {"keys": keys, "groups": groups}
 
 
-COLUMNS = ("name", "group", "revoked", "tasks", "failed", "cached", "unknown")
+COLUMNS = ("name", "group", "revoked", *COUNTS)
 
 
 def usage_csv(report: dict[str, Any]) -> str:
@@ -137,15 +133,7 @@ def usage_html(report: dict[str, Any]) -> str:
     rows = []
     for key in keys:
         state = "revoked" if key["revoked"] else "admin" if key["admin"] else "active"
-        row: list[Any] = [
-            key["name"],
-            key["group"] or "-",
-            state,
-            key["tasks"],
-            key["failed"],
-            key["cached"],
-            key["unknown"],
-        ]
+        row: list[Any] = [key["name"], key["group"] or "-", state, *(key[c] for c in COUNTS)]
         for kind in shown:
             held = key["spent"].get(kind, 0) + key["reserved"].get(kind, 0)
             row.append(_held_of_cap(held, key["caps"].get(kind)))
@@ -195,22 +183,26 @@ def usage_html(report: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- the page
 
 COOKIE = "gwc_admin"
+#: the forms of the report besides the page, at ``/admin/usage.<form>``
+FORMS = ("json", "csv")
 
 
-async def _report(request: Request) -> dict[str, object] | Response:
+async def admin(request: Request, form: str = "html") -> Response:
+    """The teacher's page, or what it shows as ``json`` or ``csv``, for an admin key."""
     state = serve_state(request)
     token = bearer(request) or request.cookies.get(COOKIE) or request.query_params.get("key", "")
     key = await run_in_threadpool(find_key, state.config.database, token) if token else None
     if key is None or not key.admin or key.refusal():
         return gateway_error(401, "UNAUTHORIZED", "The admin page needs the class's admin key")
-    report: dict[str, object] = await run_in_threadpool(usage, state.config.database)
-    return report
-
-
-async def admin_page(request: Request) -> Response:
-    report = await _report(request)
-    if isinstance(report, Response):
-        return report
+    report = await run_in_threadpool(usage, state.config.database)
+    if form == "json":
+        return JSONResponse(report)
+    if form == "csv":
+        return Response(
+            usage_csv(report),
+            media_type="text/csv",
+            headers={"Content-Disposition": "attachment; filename=usage.csv"},
+        )
     page = HTMLResponse(
         usage_html(report),
         headers={
@@ -219,32 +211,18 @@ async def admin_page(request: Request) -> Response:
         },
     )
     if "key" in request.query_params:
-        path = serve_state(request).config.mount + "/admin"
         page.set_cookie(
-            COOKIE, request.query_params["key"], path=path, httponly=True, samesite="strict"
+            COOKIE,
+            request.query_params["key"],
+            path=state.config.mount + "/admin",
+            httponly=True,
+            samesite="strict",
         )
     return page
 
 
-async def admin_json(request: Request) -> Response:
-    report = await _report(request)
-    return report if isinstance(report, Response) else JSONResponse(report)
-
-
-async def admin_csv(request: Request) -> Response:
-    report = await _report(request)
-    if isinstance(report, Response):
-        return report
-    return Response(
-        usage_csv(report),
-        media_type="text/csv",
-        headers={"Content-Disposition": "attachment; filename=usage.csv"},
-    )
-
-
 def admin_routes() -> list[BaseRoute]:
     return [
-        Route("/admin", admin_page, methods=["GET"]),
-        Route("/admin/usage.json", admin_json, methods=["GET"]),
-        Route("/admin/usage.csv", admin_csv, methods=["GET"]),
+        Route("/admin", admin, methods=["GET"]),
+        *(Route(f"/admin/usage.{f}", partial(admin, form=f), methods=["GET"]) for f in FORMS),
     ]

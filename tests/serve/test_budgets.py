@@ -12,11 +12,12 @@ import pytest
 from genwidgets.errors import ServeError
 from genwidgets.serve.budgets import (
     charge_of,
-    mark_open,
-    mark_unknown,
+    move,
     release,
     reserve,
+    resolve_unknown,
     settle,
+    tasks_of,
 )
 from genwidgets.serve.db import Database
 from genwidgets.serve.keys import add_group, add_key, list_keys
@@ -113,16 +114,21 @@ def test_settlement_rules(db: Database) -> None:
     amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
     ids = [reserve(db, "alice", IMAGE, amounts).task_id for _ in range(5)]
     for task_id in ids[:4]:
-        mark_open(db, task_id, "up-" + task_id)
-    settle(db, ids[0], "done")
-    settle(db, ids[1], "cancelled")
-    settle(db, ids[2], "failed", "boom")
-    settle(db, ids[2], "failed", "boom")  # twice: given back once
+        move(db, task_id, "open", upstream_id="up-" + task_id)
+    failed = {"status": "COMPLETED", "error": "boom"}
+    assert settle(db, ids[0], "open", {"status": "COMPLETED"})  # done
+    move(db, ids[1], "cancelling", source=("open",))
+    assert settle(db, ids[1], "cancelling", failed)  # cancelled
+    assert not settle(db, ids[2], "open", {"status": "IN_PROGRESS"})  # not ended
+    settle(db, ids[2], "open", failed)
+    settle(db, ids[2], "open", failed)  # twice: given back once
     assert release(db, ids[3], "refused") is True
     assert release(db, ids[3], "refused") is False
-    mark_unknown(db, ids[4], "timeout")
+    move(db, ids[4], "unknown", error="timeout")
     # done, cancelled and unknown stay charged; failed and refused gave back
     assert held(db, "alice")["tasks"] == 3_000_000
+    states = {t["id"]: t["state"] for t in tasks_of(db)}
+    assert [states[i] for i in ids] == ["done", "cancelled", "failed", "refused", "unknown"]
 
 
 def test_an_uncountable_cost_is_refused_only_where_capped(db: Database) -> None:
@@ -150,14 +156,12 @@ def test_a_revoked_key_and_a_closed_endpoint_are_refused_in_the_reservation(db: 
 
 
 def test_the_teacher_settles_an_unknown_create(db: Database) -> None:
-    from genwidgets.serve.budgets import resolve_unknown, tasks_of
-
     add_key(db, "alice", {"tasks": 5})
     amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
     made, lost, fine = (reserve(db, "alice", IMAGE, amounts).task_id for _ in range(3))
-    mark_unknown(db, made, "timeout")
-    mark_unknown(db, lost, "timeout")
-    mark_open(db, fine, "up-1")
+    move(db, made, "unknown", error="timeout")
+    move(db, lost, "unknown", error="timeout")
+    move(db, fine, "open", upstream_id="up-1")
     assert {t["id"] for t in tasks_of(db, state="unknown")} == {made, lost}
     assert resolve_unknown(db, made, made=True) is True
     assert resolve_unknown(db, lost, made=False) is True
@@ -171,7 +175,6 @@ def test_a_create_left_sending_by_a_stopped_process_becomes_unknown(db: Database
     the sweep makes it unknown (still reserved, no longer one of the key's running)."""
     import time
 
-    from genwidgets.serve.budgets import tasks_of
     from genwidgets.serve.sweep import STALE_SENDING, claim
 
     add_key(db, "alice", {"tasks": 5}, max_running=1)

@@ -192,6 +192,8 @@ class Database:
         try:
             if self.postgres:
                 with conn.transaction(), conn.cursor() as cursor:
+                    if not write:  # one snapshot for all its reads, as SQLite's BEGIN gives
+                        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     yield Tx(cursor, True)
                 return
             cursor = conn.cursor()

@@ -55,7 +55,7 @@ def _spent(tx: Tx) -> dict[str, dict[str, Any]]:
 def usage(db: Database) -> dict[str, Any]:
     """Every key (never a token) with its caps, held, spent and reserved amounts and its
     task counts, and every group with its caps and held amounts, read in one transaction
-    (on SQLite one snapshot, so held, spent and reserved agree)."""
+    (one snapshot, so held, spent and reserved agree)."""
 
     def read(tx: Tx) -> tuple[Any, list[KeyRecord], list[tuple[Any, ...]]]:
         groups = f"SELECT name, cache_seconds, {CAPS_HELD} FROM groups ORDER BY name"

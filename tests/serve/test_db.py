@@ -68,6 +68,22 @@ def test_a_failed_transaction_changes_nothing(db: Database) -> None:
     db.close()
 
 
+def test_a_reading_transaction_reads_one_snapshot(db: Database) -> None:
+    """The teacher's report reads keys, tasks and groups in one reading transaction: a
+    write committed between two of its reads is not half seen (on PostgreSQL too, whose
+    default level takes a new snapshot for each statement)."""
+    db.migrate()
+    other = Database(db.url)
+    insert = "INSERT INTO groups (name, created_at) VALUES (?, ?)"
+    with db.transaction(write=False) as tx:
+        before = tx.rows("SELECT COUNT(*) FROM groups")
+        other.run(lambda w: w.run(insert, ("landed-between", 1.0)))
+        assert tx.rows("SELECT COUNT(*) FROM groups") == before
+    assert db.run(lambda tx: tx.rows("SELECT COUNT(*) FROM groups"), write=False) == [(1,)]
+    other.close()
+    db.close()
+
+
 def test_a_database_that_cannot_be_opened_is_a_storage_error(tmp_path: Path) -> None:
     (tmp_path / "dir.db").mkdir()
     with pytest.raises(ServeError, match=r"cannot open the database|failed") as failed:

@@ -232,10 +232,6 @@ class GridRun(Batch):
         super().wait(timeout, progress=progress)
         return self
 
-    #: stop sending and ask the gateway to cancel every unfinished cell; returns how
-    #: many were asked. Cells never sent wait (submit() sends them)
-    cancel_all = Batch.cancel
-
     # ------------------------------------------------------------------ progress
 
     def tally(self) -> tuple[int, int, int]:

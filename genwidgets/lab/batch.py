@@ -968,15 +968,6 @@ class Batch:
         frame.attrs["out"] = self.out  # files are named relative to it
         return frame
 
-    def describe(self) -> dict[str, Any]:
-        """What the batch is: its plan's description, id, folder and counts (no secret)."""
-        return {
-            "id": self.id,
-            "out": str(self.out),
-            **self.plan.describe(),
-            "counts": self.counts(),
-        }
-
     def __repr__(self) -> str:
         snap = self.snapshot()
         state = snap.line().split(": ", 1)[1] if self.started else "not sent (call .submit())"

@@ -14,7 +14,6 @@ from .._config import shown_path
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
 from ..protocol.records import Output, is_terminal
-from .axes import Axis
 from .batch import Batch
 from .batch_store import (
     CANCELLED,
@@ -202,9 +201,6 @@ class GridRun(Batch):
         """Re-lay the grid: swap two displayed axes; no task is sent."""
         self.plan = self.plan.swapped(a, b)
         self.changed()
-
-    def axis(self, direction: str) -> Axis | None:
-        return self.plan.shown(direction)
 
     # ------------------------------------------------------------------ sending
 

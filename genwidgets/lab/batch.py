@@ -651,10 +651,10 @@ class Batch:
                     row.error = f"contact lost: {type(exc).__name__}: {exc}; the task may still run"
                     self.update(row, UNKNOWN)
                 continue
-            with self.lock:
+            with self.lock:  # a lost row come due keeps its deadline; any other starts one
+                due = row.follow_at is not None
+                self.attach(row, job, created_at=row.created_at if due else job.submitted_at)
                 row.follow_at = None
-                # a task followed again keeps its deadline (its first attach's time)
-                self.attach(row, job, created_at=row.created_at or job.submitted_at)
                 if row.state not in (LEFT, CREATED):
                     self.update(row, CREATED)
 
@@ -857,7 +857,7 @@ class Batch:
             failed = [r for r in self.rows if r.state == FAILED]
             for row in failed:
                 row.error, row.request_id, row.job = None, None, None
-                row.files, row.timed_out, row.rate_limited, row.created_at = [], False, 0, None
+                row.files, row.timed_out, row.rate_limited = [], False, 0
                 self.update(row, WAITING)  # the manifest's last line of it says so too
             if failed:  # an ask to send: a pause or a stop ends with it, never without
                 self.go_on()

@@ -113,7 +113,8 @@ class Batch:
     needs_confirmation = False
     #: billed generations above which it waits for :meth:`submit` (``gw.batch``'s)
     confirm_above = CONFIRM_ABOVE
-    _started = False
+    #: whether its plan was confirmed (sent, or sending)
+    started = False
     _sending_since: float | None = None
     _sender: Work | None = None
     _finisher: Work | None = None
@@ -547,20 +548,6 @@ class Batch:
             row.error = f"contact lost ({why}); following it again (no new create)"
         self.dirty = True  # the finisher tells the views
 
-    def follow_again(self, row: BatchRow) -> None:
-        """Re-attach a row whose task this process lost contact with (polled anew)."""
-        assert row.request_id is not None
-        try:
-            job = self.client.job(row.endpoint, row.request_id)
-        except GenwidgetsError as exc:  # the client is closed: the task may still run
-            with self.lock:
-                row.error = f"contact lost: {type(exc).__name__}: {exc}; the task may still run"
-                self.update(row, UNKNOWN)
-            return
-        with self.lock:
-            row.follow_at = None
-            self.attach(row, job, created_at=row.created_at)
-
     def check_deadlines(self) -> None:
         """Rows past ``timeout``: cancelled at the gateway, or left running and listed; rows
         whose lost task is due to be followed again are."""
@@ -592,8 +579,7 @@ class Batch:
                         self.update(row, LEFT)
                     else:
                         late.append(row)
-        for row in due:
-            self.follow_again(row)
+        self.attach_all(due)
         for row in late:
             assert row.job is not None
             row.job.request_cancel()
@@ -619,7 +605,7 @@ class Batch:
             "outcome unknown: {}; not sent again. Look for it with client.history() before "
             "retrying it by hand"
         )
-        attach: list[tuple[BatchRow, str]] = []
+        attach: list[BatchRow] = []
         for row in rows:
             records = found.get(self.tag(row), [])
             made = next((r.request_id for r in records if r.request_id is not None), None)
@@ -627,7 +613,7 @@ class Batch:
             with self.lock:
                 if made is not None:
                     row.request_id = made
-                    attach.append((row, made))
+                    attach.append(row)
                     continue
                 if ledger is None:  # nothing on disk to ask: a task may exist
                     row.error = "outcome unknown: no ledger to say whether its create left"
@@ -646,20 +632,31 @@ class Batch:
                 self.update(row, UNKNOWN)
         self.attach_all(attach)
 
-    def attach_all(self, rows: Sequence[tuple[BatchRow, str]]) -> None:
-        """Follow existing tasks: finished ones from the ledger (their local files), others
-        re-attached by id (polled, never created)."""
+    def attach_all(self, rows: Sequence[BatchRow]) -> None:
+        """Follow rows' existing tasks by their request ids, never created: a task this
+        process does not follow yet from the ledger when it finished (its local files),
+        any other polled anew; a row whose task cannot be asked for (its client closed)
+        is ``unknown``, its task may still run. A row left running stays so, any other
+        is followed as created."""
         finished: dict[str, JobLike] = {}
-        for endpoint in dict.fromkeys(row.endpoint for row, _ in rows):
+        for endpoint in dict.fromkeys(row.endpoint for row in rows if row.job is None):
             for job in self.client.history(endpoint, status="finished"):
                 finished[str(job.request_id)] = job
-        jobs = [finished.get(rid) or self.client.job(row.endpoint, rid) for row, rid in rows]
-        for (row, _), job in zip(rows, jobs, strict=True):
-            keep = row.state if row.state == LEFT else CREATED
-            with self.lock:
-                self.attach(row, job, created_at=job.submitted_at)
-                if row.state != keep:
-                    self.update(row, keep)
+        for row in rows:
+            request_id = str(row.request_id)
+            try:
+                job = finished.get(request_id) or self.client.job(row.endpoint, request_id)
+            except GenwidgetsError as exc:
+                with self.lock:
+                    row.error = f"contact lost: {type(exc).__name__}: {exc}; the task may still run"
+                    self.update(row, UNKNOWN)
+                continue
+            with self.lock:  # a lost row come due keeps its deadline; any other starts one
+                due = row.follow_at is not None
+                self.attach(row, job, created_at=row.created_at if due else job.submitted_at)
+                row.follow_at = None
+                if row.state not in (LEFT, CREATED):
+                    self.update(row, CREATED)
 
     def show_as_stored(self, row: BatchRow, record: RowRecord | None) -> None:
         """A row another live process holds, shown here as the store has it (ended there:
@@ -690,7 +687,7 @@ class Batch:
             return
         self.stored = True
         reserved: list[BatchRow] = []
-        attach: list[tuple[BatchRow, str]] = []
+        attach: list[BatchRow] = []
         # a row another live process holds is its own: sending it, or (a batch) writing its
         # files; a grid writes none, so a task another process follows is followed here too
         held = {SENDING, CREATED} if self.out is not None else {SENDING}
@@ -716,7 +713,7 @@ class Batch:
                 if row.request_id and (
                     row.state in (CREATED, LEFT, PENDING, UNKNOWN) or self.out is None
                 ):
-                    attach.append((row, row.request_id))
+                    attach.append(row)
                 elif row.state == SENDING:
                     reserved.append(row)
         said = read_manifest(self.out) if reserved else {}
@@ -728,7 +725,7 @@ class Batch:
             request_id = line.get("request_id")
             if line.get("batch") == self.id and line.get("attempt") == row.attempt and request_id:
                 row.request_id = str(request_id)
-                attach.append((row, row.request_id))
+                attach.append(row)
             else:
                 unanswered.append(row)
         if unanswered:
@@ -741,11 +738,6 @@ class Batch:
     @property
     def endpoint(self) -> str:
         return self.plan.endpoint
-
-    @property
-    def started(self) -> bool:
-        """Whether its plan was confirmed (sent, or sending)."""
-        return self._started
 
     @property
     def sending(self) -> bool:
@@ -761,18 +753,18 @@ class Batch:
         with self.lock:  # a started run sends again when paused, or stopped with rows
             # waiting and nothing sending them (a pause, a stop or a cancel ends here)
             stalled = self.stopped is not None and not self.sending and bool(self.waiting())
-            begin = not self._started or self.paused is not None or stalled
+            begin = not self.started or self.paused is not None or stalled
             if begin:
-                if self._started:
+                if self.started:
                     self.go_on()
-                self._started = True
+                self.started = True
                 self.settled.clear()
         if begin:
             try:
                 self.store_batch()
             except BaseException:  # nothing was sent: a later submit() tries again
                 with self.lock:
-                    self._started = False
+                    self.started = False
                 raise
             self._run()
         elif lost:
@@ -793,7 +785,7 @@ class Batch:
             ]
             for row in lost:
                 row.follow_at, row.lost, row.lost_since = None, 0, None
-        self.attach_all([(row, str(row.request_id)) for row in lost])
+        self.attach_all(lost)
         return len(lost)
 
     def join_sender(self, timeout: float | None = None) -> None:
@@ -806,8 +798,8 @@ class Batch:
         """A stored run shown again, nothing sent: rows whose tasks ended are finished
         here, others by the finisher; rows never sent wait for :meth:`submit`."""
         with self.lock:
-            self._started = any(r.state != WAITING for r in self.rows)
-            if self._started and self.waiting():
+            self.started = any(r.state != WAITING for r in self.rows)
+            if self.started and self.waiting():
                 self.stopped = f"re-opened: {self.unit}s never sent wait for submit()"
         while not self.ended.empty():  # no finisher yet: this is the one taker
             self._finish_one(self.rows[self.ended.get_nowait()])
@@ -819,7 +811,7 @@ class Batch:
         cancel, every sent row). ``TimeoutError`` after ``timeout`` seconds; failed rows
         do not raise. ``progress``: a tqdm bar on a terminal, quiet lines otherwise,
         nothing in a notebook (``"bar"``, ``"lines"``, ``"none"`` choose)."""
-        if not self._started:
+        if not self.started:
             raise RuntimeError(
                 f"{self.noun} {self.id} was not sent (it needs confirmation): call "
                 f"{self.noun}.submit()"
@@ -852,7 +844,7 @@ class Batch:
         self.stop.set()
         self.cancelled = True
         with self.lock:
-            if self._started and self.stopped is None and self.waiting():
+            if self.started and self.stopped is None and self.waiting():
                 self.stopped = f"cancelled: {self.unit}s not sent wait"
         asked = self.cancel_created(self.rows)
         self.changed()
@@ -871,7 +863,7 @@ class Batch:
                 self.go_on()
         self.flush()
         if failed:
-            self._started = True
+            self.started = True
             self.settled.clear()
             self._run()
         return len(failed)
@@ -883,9 +875,8 @@ class Batch:
         with self.lock:
             pending = [r for r in self.rows if r.state == PENDING and r.request_id is not None]
         written = 0
-        for row in pending:  # their tasks are read back (the ledger keeps their outputs)
-            if row.job is None:
-                self.follow_again(row)
+        self.attach_all([r for r in pending if r.job is None])  # read back from the ledger
+        for row in pending:
             if row.job is not None and row.job.done():  # else the finisher writes it
                 self.finish_row(row)
                 written += row.state == DONE
@@ -902,7 +893,7 @@ class Batch:
             for row in self.rows:
                 if row.state in (SENDING, CREATED):
                     return False
-                if row.state == WAITING and self.stopped is None and self._started:
+                if row.state == WAITING and self.stopped is None and self.started:
                     return False
             return True
 
@@ -944,7 +935,7 @@ class Batch:
             eta=left / rate if rate else None,
             stopped=self.stopped,
             finished=self.finished,
-            started=self._started,
+            started=self.started,
             problem=self.problem or self.manifest.problem,
             paused=self.paused is not None,
         )
@@ -977,18 +968,9 @@ class Batch:
         frame.attrs["out"] = self.out  # files are named relative to it
         return frame
 
-    def describe(self) -> dict[str, Any]:
-        """What the batch is: its plan's description, id, folder and counts (no secret)."""
-        return {
-            "id": self.id,
-            "out": str(self.out),
-            **self.plan.describe(),
-            "counts": self.counts(),
-        }
-
     def __repr__(self) -> str:
         snap = self.snapshot()
-        state = snap.line().split(": ", 1)[1] if self._started else "not sent (call .submit())"
+        state = snap.line().split(": ", 1)[1] if self.started else "not sent (call .submit())"
         return f"<{type(self).__name__} {self.id} {self.endpoint}: {state}>"
 
     def _ipython_display_(self) -> None:

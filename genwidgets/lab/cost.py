@@ -30,7 +30,6 @@ __all__ = [
     "billed_count",
     "billed_unit",
     "billed_units",
-    "billed_words",
     "billing_values",
     "needs_confirmation",
     "not_sent_line",
@@ -90,12 +89,6 @@ def billed_unit(endpoint: EndpointSpec | str) -> BilledUnit:
     if spec.prompt_fields:
         return BilledUnit("prompt", IMAGES_PER_PROMPT, kind)
     return BilledUnit(kind)
-
-
-def billed_words(endpoint: str, count: int) -> str:
-    """``1 prompt (4 images)``, ``4 images``: ``count`` billed generations of
-    ``endpoint`` in its unit (what a grid cell shows beside its pictures)."""
-    return billed_unit(endpoint).amount(count)
 
 
 #: the billed kinds a plan counts (what ``budget=`` caps), each with its key in a

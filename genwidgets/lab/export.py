@@ -143,7 +143,7 @@ def _draw_shape(draw: Any, char: str, x: float, mid: float, size: int, fill: str
 
 def axis_values(run: GridRun, direction: str) -> list[Any]:
     """The values shown along ``direction``; ``[None]`` (one of each) when it has no axis."""
-    axis = run.axis(direction)
+    axis = run.plan.shown(direction)
     return list(axis.values) if axis is not None else [None]
 
 
@@ -151,7 +151,7 @@ def legend(run: GridRun) -> list[str]:
     """The legend's lines: endpoint and grid id, each axis's label, a locked seed."""
     lines = [f"{run.endpoint} · grid {run.id}"]
     for direction, name in (("x", "columns"), ("y", "rows"), ("z", "tables")):
-        axis = run.axis(direction)
+        axis = run.plan.shown(direction)
         if axis is not None:
             lines.append(f"{name} ({direction}): {axis.label}")
     if run.plan.seed is not None:
@@ -176,7 +176,7 @@ def margins(run: GridRun) -> dict[str, list[dict[str, Any]]]:
     """Scores per displayed x and y axis, in the axis's own order."""
     found: dict[str, list[dict[str, Any]]] = {}
     for direction in ("x", "y"):
-        axis = run.axis(direction)
+        axis = run.plan.shown(direction)
         if axis is None:
             continue
         rows = {json.dumps(r["value"], default=str): r for r in run.scores(direction)}
@@ -206,7 +206,7 @@ def save_png(run: GridRun, path: str | Path) -> Path:
     legend_h = 20 * len(heads) + 12
     row_h = TILE + 26  # a tile and its stars
     z_tables = tables(run)
-    z_axis = run.axis("z")
+    z_axis = run.plan.shown("z")
     scores = margins(run)
     table_h = LABEL_ROW + len(ys) * row_h + 8 + (MARGIN_H if "x" in scores else 0)
     width = HEADER + len(xs) * (TILE + 8) + 8 + (MARGIN_W if "y" in scores else 0)
@@ -222,11 +222,11 @@ def save_png(run: GridRun, path: str | Path) -> Path:
             draw_text(draw, (8, top + 2), label, font, PALETTE["ink"])
             top += 24
         for c, x_value in enumerate(xs):
-            text = short(x_value, 34) if run.axis("x") else ""
+            text = short(x_value, 34) if run.plan.shown("x") else ""
             draw_text(draw, (HEADER + c * (TILE + 8), top + 6), text, font, PALETTE["ink"])
         for r, (y_value, row) in enumerate(zip(ys, rows, strict=True)):
             y0 = top + LABEL_ROW + r * row_h
-            if run.axis("y"):
+            if run.plan.shown("y"):
                 label = _wrap(short(y_value, 80), 20)
                 draw_text(draw, (8, y0 + TILE // 2 - 10), label, font, PALETTE["ink"])
             for c, cell in enumerate(row):

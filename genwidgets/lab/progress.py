@@ -64,16 +64,8 @@ class Snapshot:
         return sum(self.counts.get(s, 0) for s in statuses)
 
     @property
-    def done(self) -> int:
-        return self.count("done")
-
-    @property
     def failed(self) -> int:
         return self.count("failed")
-
-    @property
-    def running(self) -> int:
-        return self.count("running")
 
     @property
     def queued(self) -> int:
@@ -106,11 +98,11 @@ class Snapshot:
     def line(self) -> str:
         """``batch X: 40 of 100 done, 2 failed, 3 running, 55 queued; 1.2 rows/s, about
         50 s left; spent 40 images (48 reserved)``."""
-        parts = [f"{self.done} of {self.total} done"]
+        parts = [f"{self.count('done')} of {self.total} done"]
         for word, n in (
             *((status, self.count(status)) for status in ENDED_STATUSES[1:]),
             ("contact lost (following again)", self.count("contact lost")),
-            ("running", self.running),
+            ("running", self.count("running")),
             ("queued", self.queued),
         ):
             if n:
@@ -157,7 +149,11 @@ class Progress:
         if self.mode == "bar":
             self._bar.desc = terminal_text(f"batch {snap.id}")
             self._bar.n = snap.ended
-            postfix = {"failed": snap.failed, "running": snap.running, "queued": snap.queued}
+            postfix = {
+                "failed": snap.failed,
+                "running": snap.count("running"),
+                "queued": snap.queued,
+            }
             spent = snap.spent_text()
             if spent:
                 postfix["budget"] = spent  # type: ignore[assignment]

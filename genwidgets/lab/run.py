@@ -14,7 +14,6 @@ from .._config import shown_path
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
 from ..protocol.records import Output, is_terminal
-from .axes import Axis
 from .batch import Batch
 from .batch_store import (
     CANCELLED,
@@ -203,9 +202,6 @@ class GridRun(Batch):
         self.plan = self.plan.swapped(a, b)
         self.changed()
 
-    def axis(self, direction: str) -> Axis | None:
-        return self.plan.shown(direction)
-
     # ------------------------------------------------------------------ sending
 
     def submit(self, *, wait: bool = True) -> GridRun:
@@ -231,10 +227,6 @@ class GridRun(Batch):
         not raise."""
         super().wait(timeout, progress=progress)
         return self
-
-    #: stop sending and ask the gateway to cancel every unfinished cell; returns how
-    #: many were asked. Cells never sent wait (submit() sends them)
-    cancel_all = Batch.cancel
 
     # ------------------------------------------------------------------ progress
 

@@ -22,7 +22,7 @@ import traitlets
 
 from .._client import default_client
 from ..lab.code import curl_code
-from ..lab.cost import CONFIRM_ABOVE, billed_words, needs_confirmation, not_sent_line
+from ..lab.cost import CONFIRM_ABOVE, billed_unit, needs_confirmation, not_sent_line
 from ..lab.export import margins, save_png
 from ..lab.plan import AXES, plan_grid, short
 from ..lab.run import GridCell, GridRun, list_grids, status_of
@@ -184,7 +184,7 @@ class Grid(CommandView):
 
     def cancel_all(self) -> int:
         """Cancel every unfinished task of the grid; returns how many were asked."""
-        return self.run.cancel_all()
+        return self.run.cancel()
 
     def form(self, cell: GridCell | int) -> Any:
         """The endpoint's form pre-filled with that cell's payload (tweak, submit)."""
@@ -363,7 +363,7 @@ class Grid(CommandView):
             "endpoint": cell.endpoint,
             "kind": cell.kind,
             # "1 prompt (4 images)": read after "billed"
-            "billed": billed_words(cell.endpoint, cell.billed),
+            "billed": billed_unit(cell.endpoint).amount(cell.billed),
             "plan_note": cell.plan_note,
             "stars": cell.rating,
             "note": cell.note,

@@ -111,7 +111,7 @@ def _tables_html(
     columns and rows (as ``axis = value`` when ``named``), ``scores`` its margins."""
 
     def label(direction: str, value: Any) -> str:
-        axis = run.axis(direction)
+        axis = run.plan.shown(direction)
         if axis is None:
             return ""
         text = short(value, {"x": 60, "y": y_width, "z": 80}[direction])

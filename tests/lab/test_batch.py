@@ -405,6 +405,23 @@ def test_a_row_past_its_deadline_is_cancelled_or_left(
 
 
 @pytest.mark.slow
+def test_a_lost_row_come_due_after_its_client_closed_is_unknown_with_its_request_id(
+    client: gw.Client, tmp_path: Path
+) -> None:
+    """Following a task again is one way (``attach_all``): a client closed meanwhile leaves
+    the row ``unknown`` (its task may still run), its request id kept for a resume."""
+    batch = gw.batch(T2I, prompts(1), TEMPLATE, out=tmp_path / "shots", client=client)
+    batch.wait(timeout=120, progress="none")
+    row = batch.rows[0]
+    with batch.lock:  # as the finisher leaves a row whose polling lost contact
+        row.state, row.follow_at = "created", 0.0
+    client.close()
+    batch.check_deadlines()
+    assert row.status == "unknown" and "the task may still run" in (row.error or "")
+    assert row.request_id and row.follow_at is None
+
+
+@pytest.mark.slow
 def test_cancel_all_cancels_what_runs_and_sends_no_more(
     make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path
 ) -> None:

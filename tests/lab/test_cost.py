@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from genwidgets.catalog import endpoint
-from genwidgets.lab.cost import UNITS, BilledUnit, billed_unit, billed_units, billed_words
+from genwidgets.lab.cost import UNITS, BilledUnit, billed_unit, billed_units
 from genwidgets.lab.plan import plan_grid
 from genwidgets.lab.store import restore_plan
 from genwidgets.simulator import DEMO_KEY, SimulatorServer
@@ -27,10 +27,10 @@ def test_each_endpoint_bills_in_its_own_unit() -> None:
     assert billed_unit(endpoint("imgM-v8.1-i2i")).noun == "prompt"  # the edits too
     assert billed_unit(endpoint(T2I)) == BilledUnit("image")
     assert billed_unit(endpoint(SPEECH)) == BilledUnit("audio clip")
-    assert billed_words(IMGM, 1) == "1 prompt (4 images)"
-    assert billed_words(IMGM, 6) == "6 prompts (24 images)"
-    assert billed_words(T2I, 4) == "4 images"
-    assert billed_words("an-endpoint-long-gone", 3) == "3 generations"
+    assert billed_unit(IMGM).amount(1) == "1 prompt (4 images)"
+    assert billed_unit(IMGM).amount(6) == "6 prompts (24 images)"
+    assert billed_unit(T2I).amount(4) == "4 images"
+    assert billed_unit("an-endpoint-long-gone").amount(3) == "3 generations"
 
 
 def test_an_imgm_plan_reads_as_billed_prompts_of_four_images() -> None:

@@ -11,14 +11,16 @@ ending after ``idle`` seconds with nothing to do: docs/decisions.md#threads.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import queue
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-__all__ = ["RUNS", "THREAD_NAME", "Work", "Workers"]
+__all__ = ["RUNS", "THREAD_NAME", "Work", "Workers", "wait_within"]
 
 log = logging.getLogger("genwidgets")
 
@@ -150,3 +152,16 @@ class Workers(concurrent.futures.Executor):
 #: creates, a served process watching its parent, an AsyncJob's blocking calls. The
 #: bound is only a guard: each gets its thread
 RUNS = Workers(256)
+
+
+async def wait_within(awaitable: Awaitable[T], seconds: float | None) -> T:
+    """``await awaitable``, ``TimeoutError`` past ``seconds`` (None: no limit), and a
+    cancel never lost. ``asyncio.wait_for`` of Python 3.10 and 3.11 returns a result that
+    came together with a cancel and drops the cancel (a hung-up request went on, a
+    stopped poll loop polled again); ``asyncio.timeout`` (3.11) keeps it."""
+    if seconds is None:
+        return await awaitable
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)  # Python 3.10: its race remains

@@ -4,6 +4,7 @@ no pile-up, one kind of thread."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
-from genwidgets._workers import THREAD_NAME, Workers
+from genwidgets._workers import THREAD_NAME, Workers, wait_within
 from genwidgets.lab.plan import plan_grid
 from genwidgets.lab.run import GridRun
 from genwidgets.simulator import SimulatorServer
@@ -178,3 +179,29 @@ def test_the_package_starts_five_kinds_of_threads(
     assert not others, f"threads of no kind: {sorted(others)}"
     # the run core's work ran on workers: new ones, or ones an earlier test left idle
     assert kinds["server"] and THREAD_NAME in told_on, told_on
+
+
+def test_a_cancel_that_comes_with_the_result_is_never_lost() -> None:
+    """``asyncio.wait_for`` (Python 3.10, 3.11) returns a result that arrives together
+    with a cancel and drops the cancel; ``wait_within`` keeps it (3.11 and later)."""
+
+    async def scene() -> BaseException | object:
+        ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        waiting = asyncio.ensure_future(wait_within(ready, 30))
+        await asyncio.sleep(0)  # it waits now
+        ready.set_result("made")
+        waiting.cancel()  # in the same turn of the loop: a hung-up request
+        try:
+            return await waiting
+        except asyncio.CancelledError as cancelled:
+            return cancelled
+
+    outcome = asyncio.run(scene())
+    if sys.version_info >= (3, 11):
+        assert isinstance(outcome, asyncio.CancelledError), outcome
+
+    async def late() -> None:
+        await wait_within(asyncio.sleep(30), 0.01)
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(late())

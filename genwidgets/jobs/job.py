@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._workers import RUNS
+from .._workers import RUNS, wait_within
 from ..errors import (
     ClientClosed,
     GatewayError,
@@ -387,7 +387,7 @@ class Job:
         assert self._wake is not None
         while not self._future.done():
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._timing.next_delay(failures, rng))
+                await wait_within(self._wake.wait(), self._timing.next_delay(failures, rng))
             self._wake.clear()
             try:
                 result = None
@@ -524,7 +524,7 @@ class AsyncJob:
         ``cancel_on_timeout=True`` first asks the gateway to cancel it (as ``Job.result``)."""
         try:
             # The future is this wait's own: cancelling it on timeout leaves the task be.
-            return await asyncio.wait_for(self._terminal(), timeout)
+            return await wait_within(self._terminal(), timeout)
         except asyncio.TimeoutError:
             if not cancel_on_timeout:
                 raise TaskTimeout(self, timeout or 0.0) from None

@@ -14,6 +14,8 @@ import asyncio
 import time
 from collections import OrderedDict, deque
 
+from .._workers import wait_within
+
 __all__ = ["FairGate"]
 
 
@@ -48,7 +50,7 @@ class FairGate:
         if self._dispatcher is None or self._dispatcher.done():
             self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch())
         try:
-            await asyncio.wait_for(asyncio.shield(turn), self.max_wait)
+            await wait_within(asyncio.shield(turn), self.max_wait)
             return None
         except asyncio.TimeoutError:
             if turn.done():  # its turn came as the wait ended: take it

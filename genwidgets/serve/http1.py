@@ -17,6 +17,7 @@ from urllib.parse import quote, urlsplit
 
 import h11
 
+from .._workers import wait_within
 from ..errors import UpstreamFault
 
 __all__ = ["Answer", "Http1Pool", "UpstreamFault"]
@@ -159,7 +160,7 @@ class Http1Pool:
         slots = self._slots
         if slots.locked():
             try:
-                await asyncio.wait_for(slots.acquire(), max(0.0, deadline - time.monotonic()))
+                await wait_within(slots.acquire(), max(0.0, deadline - time.monotonic()))
             except asyncio.TimeoutError:
                 raise UpstreamFault("no upstream connection was free in time", sent=False) from None
         else:
@@ -178,7 +179,7 @@ class Http1Pool:
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         try:
-            _, conn = await asyncio.wait_for(
+            _, conn = await wait_within(
                 loop.create_connection(
                     _Connection,
                     self._host,

@@ -214,50 +214,45 @@ def _read_images(payload: Fields, ctx: Fields) -> list[Image.Image | None]:
     return [inputs.image(ref) for ref in _list(payload, "images")]
 
 
-def _img_g(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    a = asked(endpoint, payload)
-    size = size_of(a.get("size"), (1024, 1024), 256, 4096)  # "auto": 1024x1024
-    fmt = a.choice("output_format", "png")
-    quality = a.int("output_compression", 100, 0, 100)
-    n = a.int("n", 1, 1, 10)
-    lines = _prompt_lines(
-        payload.get("prompt"), quality=a.get("quality"), background=a.get("background")
-    )
-    sources = [image for image in _read_images(payload, ctx) if image is not None]
-    return Produced(_edited(endpoint, sources, size, seed, n, lines, fmt, quality))
-
-
-def _img_q(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    read = _read_images(payload, ctx)
-    sources = [image for image in read if image is not None]
-    a = asked(endpoint, payload)
+def _imgq_size(payload: Fields, read: list[Image.Image | None]) -> tuple[int, int]:
+    """imgQ's size: the one sent, else the last image's ratio at the catalog's area."""
     low, high, step = IMGQ_SIDE_MIN, IMGQ_SIDE_MAX, IMGQ_SIDE_MULTIPLE  # the catalog's
     if payload.get("size"):
         w, h = size_of(payload.get("size"), (IMGQ_AUTO_SIDE, IMGQ_AUTO_SIDE), low, high)
-        w, h = round(w / step) * step, round(h / step) * step
-    else:
-        last = read[-1].size if read and read[-1] is not None else None
-        aspect = (last[0] / last[1]) if last and last[1] else 1.0
-        w = round(IMGQ_AUTO_SIDE * aspect**0.5 / step) * step
-        h = round(IMGQ_AUTO_SIDE / aspect**0.5 / step) * step
-        w, h = max(low, min(high, w)), max(low, min(high, h))
-    seed = _payload_seed(payload, seed, zero_is_random=False)
-    n = a.int("n", 1, 1, 6)
-    lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
-    # the last image sets the ratio, so it fills the frame; the others are insets
-    return Produced(_edited(endpoint, sources[-1:] + sources[:-1], (w, h), seed, n, lines))
+        return round(w / step) * step, round(h / step) * step
+    last = read[-1].size if read and read[-1] is not None else None
+    aspect = (last[0] / last[1]) if last and last[1] else 1.0
+    w = round(IMGQ_AUTO_SIDE * aspect**0.5 / step) * step
+    h = round(IMGQ_AUTO_SIDE / aspect**0.5 / step) * step
+    return max(low, min(high, w)), max(low, min(high, h))
 
 
-def _default_images(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    """Drawn pictures (genW's text to image, and any image endpoint registered at run
-    time), as many as ``n`` and as large as ``size`` ask (sent, else the service's
-    default; 1 and 1024x1024 when the model states none), captioned with the prompt."""
+def _images(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
+    """Edits of the ``images`` read (imgG, imgQ), else drawn pictures (genW's text to
+    image, and any image endpoint registered at run time): as many as ``n`` and as
+    large as ``size`` ask (sent, else the service's default; 1 and 1024x1024 when the
+    model states none), in the ``output_format`` asked, captioned with the prompt."""
     a = asked(endpoint, payload)
-    w, h = size_of(a.get("size"), (1024, 1024), 256, 4096)
+    read = _read_images(payload, ctx)
+    sources = [image for image in read if image is not None]
+    if family_of(endpoint) == "imgQ":
+        size = _imgq_size(payload, read)
+        # the last image sets the ratio, so it fills the frame; the others are insets
+        sources = sources[-1:] + sources[:-1]
+    else:
+        size = size_of(a.get("size"), (1024, 1024), 256, 4096)  # "auto": 1024x1024
+    fmt = a.choice("output_format", "png")  # the model's choices, where it has them
+    fmt = fmt if fmt in synth.IMAGE_FORMATS else "png"
+    quality = a.int("output_compression", 100, 0, 100)
+    lines = _prompt_lines(
+        payload.get("prompt"),
+        quality=a.get("quality"),
+        background=a.get("background"),
+        negative=payload.get("negative_prompt"),
+    )
     seed = _payload_seed(payload, seed, zero_is_random=False)
-    count = a.int("n", 1, 1, 10)
-    lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
-    return Produced(_edited(endpoint, [], (w, h), seed, count, lines), {"image_size": (w, h)})
+    files = _edited(endpoint, sources, size, seed, a.int("n", 1, 1, 10), lines, fmt, quality)
+    return Produced(files, {"image_size": size})
 
 
 # --------------------------------------------------------------------------- videos
@@ -366,7 +361,7 @@ Producer = Callable[[str, Fields, int, Fields], Produced]
 #: The media of each kind's endpoints that have no maker of their own (the
 #: service's videos are among them: :func:`video_plan` knows each).
 DEFAULT_MAKERS: dict[str, Producer] = {
-    "image": _default_images,
+    "image": _images,
     "video": _video,
     "speech": _default_audio,
     "audio": _default_audio,
@@ -378,8 +373,6 @@ NO_MEDIA = ("asset", "subject", "face")
 #: Each family's maker for a kind of output; anything else gets its kind's default.
 MAKERS: dict[tuple[str, str], Producer] = {
     ("imgM", "image"): _imgm,
-    ("imgG", "image"): _img_g,
-    ("imgQ", "image"): _img_q,
     ("speechM", "speech"): _speech,
     ("vidK", "audio"): _audio_preview,
 }

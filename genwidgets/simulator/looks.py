@@ -21,13 +21,9 @@ from PIL import Image, ImageDraw
 __all__ = ["Look", "background", "endpoint_colour", "weighted_words", "word_colour"]
 
 
-def _palette(seed: int) -> random.Random:
-    return random.Random(f"look-{seed}")
-
-
 def background(width: int, height: int, seed: int) -> Image.Image:
     """A seed-dependent picture: a two-colour gradient with translucent shapes."""
-    rng = _palette(seed)
+    rng = random.Random(f"look-{seed}")
     top = tuple(rng.randrange(0, 256) for _ in range(3))
     bottom = tuple(rng.randrange(0, 256) for _ in range(3))
     image = _gradient(width, height, top, bottom)
@@ -201,13 +197,7 @@ def _signature(image: Image.Image, endpoint: str, share: float) -> None:
     colour = endpoint_colour(endpoint)
     band = max(2, int(min(width, height) * share))
     draw = ImageDraw.Draw(image)
-    for box in (
-        (0, 0, width, band),
-        (0, height - band, width, height),
-        (0, 0, band, height),
-        (width - band, 0, width, height),
-    ):
-        draw.rectangle(box, fill=colour)
+    draw.rectangle((0, 0, width, height), outline=colour, width=band + 1)
     mark = band * 3
     draw.rectangle((0, 0, mark, mark), fill=colour)
     step = max(2, mark // 6)

@@ -92,18 +92,6 @@ def imgm_size(prompt: str | Prompt | None) -> tuple[int, int]:
     )
 
 
-def _upstream_image(ctx: Fields) -> Image.Image | None:
-    """The named image of the upstream imgM task, when its file is still there."""
-    path = ctx.get("upstream_image")
-    if not isinstance(path, str):
-        return None
-    try:
-        with Image.open(path) as img:
-            return img.convert("RGB")
-    except (OSError, ValueError):
-        return None
-
-
 def _inpaint_mask(payload: Fields, size: tuple[int, int], ctx: Fields) -> Image.Image:
     """White where the image is repainted: the mask image, or the polygons given."""
     given = payload.get("mask")
@@ -137,9 +125,7 @@ def _imgm_generate(endpoint: str, payload: Fields, seed: int) -> Produced:
     prompt = imgm_prompt(text)
     width, height = imgm_size(prompt)
     params = prompt.params if prompt is not None else {}
-    chosen = params.get("seed")
-    if isinstance(chosen, int) and not isinstance(chosen, bool) and chosen >= 0:
-        seed = chosen
+    seed = _payload_seed(params, seed, zero_is_random=False)
     shown = " ".join(f"--{k} {format_value(k, v)}".strip() for k, v in params.items() if k != "v")
     lines = [
         (prompt.text if prompt is not None else text)[:400],
@@ -161,7 +147,8 @@ def _imgm_edit(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produc
     image_no = a.int(image_number_field(endpoint), 0, 0, 3)
     seed = int(ctx.get("upstream_seed", seed)) * 31 + image_no * 7 + len(endpoint)
     width, height = ctx.get("upstream_size", (1024, 1024))
-    source = _upstream_image(ctx) or synth.picture(width, height, seed, "", [])
+    source = inputs_of(ctx).image(ctx.get("upstream_image"))  # None once its file is gone
+    source = source or synth.picture(width, height, seed, "", [])
     pictures = []
     if a.has("direction"):  # imgM_pan
         direction = a.int("direction", 0, 0, 3)

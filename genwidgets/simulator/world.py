@@ -151,7 +151,7 @@ class World:
             v8_diffusion=v8,
             upstream_size=upstream.facts.get("image_size", (1024, 1024)),
             upstream_seed=upstream.facts.get("seed", 0),
-            upstream_image=str(named.file.path) if named and named.file else None,
+            upstream_image=named.body(upstream.base_url).get("url") if named else None,
         )
 
     def note_diffusion_version(self, c: Checking) -> None:

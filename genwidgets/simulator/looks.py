@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageOps
 
 __all__ = ["Look", "background", "endpoint_colour", "weighted_words", "word_colour"]
 
@@ -162,14 +162,8 @@ class Look:
 def _gradient(
     width: int, height: int, top: tuple[int, ...], bottom: tuple[int, ...]
 ) -> Image.Image:
-    column = Image.new("RGB", (1, 256))
-    column.putdata(
-        [
-            tuple(int(t + (b - t) * y / 255) for t, b in zip(top, bottom, strict=True))
-            for y in range(256)
-        ]
-    )
-    return column.resize((width, height), Image.Resampling.BILINEAR)
+    ramp = ImageOps.colorize(Image.linear_gradient("L"), top, bottom)
+    return ramp.resize((width, height), Image.Resampling.BILINEAR)
 
 
 def _turned(colour: tuple[int, int, int], turn: float) -> tuple[int, int, int]:

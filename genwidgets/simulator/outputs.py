@@ -319,24 +319,17 @@ def subtitles(text: str, speed: float, by: str) -> list[dict[str, Any]]:
     return cues
 
 
-def _mp3(name: str, pcm: bytes) -> Produced:
-    """Mono s16 PCM at ``synth.AUDIO_RATE`` as one MP3 file, with its length."""
-    data, content_type = synth.encode_audio(pcm, synth.AUDIO_RATE, 1, "mp3", 64000)
-    seconds = synth.pcm_seconds(pcm, synth.AUDIO_RATE, 1)
-    return Produced([MediaFile(name, content_type, data)], {"duration_ms": round(seconds * 1000)})
-
-
-def _audio_preview(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    return _mp3("preview.mp3", synth.preview_voice(str(payload.get("text", ""))))
-
-
-def _default_audio(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    """A speech or audio endpoint registered at run time: the preview voice reading
-    ``text`` (or ``prompt``), or music of ``duration`` seconds when there is neither."""
-    text = str(payload.get("text") or payload.get("prompt") or "").strip()
+def _audio(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
+    """One mono MP3 with its length: vidK's audio preview, and any speech or audio
+    endpoint registered at run time: the preview voice reading ``text`` (or ``prompt``),
+    or music of ``duration`` seconds when there is neither."""
+    text = str(payload.get("text") or payload.get("prompt") or "")
     seconds = asked(endpoint, payload).num("duration", 3, 1, 60)
-    pcm = synth.preview_voice(text) if text else synth.melody(seconds, synth.AUDIO_RATE, seed)
-    return _mp3("audio.mp3", pcm)
+    rate = synth.AUDIO_RATE
+    pcm = synth.preview_voice(text) if text.strip() else synth.melody(seconds, rate, seed)
+    data, content_type = synth.encode_audio(pcm, rate, 1, "mp3", 64000)
+    duration_ms = round(synth.pcm_seconds(pcm, rate, 1) * 1000)
+    return Produced([MediaFile("audio.mp3", content_type, data)], {"duration_ms": duration_ms})
 
 
 def _nothing(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
@@ -350,8 +343,8 @@ Producer = Callable[[str, Fields, int, Fields], Produced]
 DEFAULT_MAKERS: dict[str, Producer] = {
     "image": _images,
     "video": _video,
-    "speech": _default_audio,
-    "audio": _default_audio,
+    "speech": _audio,
+    "audio": _audio,
 }
 #: Kinds whose tasks answer with JSON only (the world writes their records).
 NO_MEDIA = ("asset", "subject", "face")
@@ -361,7 +354,6 @@ NO_MEDIA = ("asset", "subject", "face")
 MAKERS: dict[tuple[str, str], Producer] = {
     ("imgM", "image"): _imgm,
     ("speechM", "speech"): _speech,
-    ("vidK", "audio"): _audio_preview,
 }
 
 

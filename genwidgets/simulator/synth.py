@@ -425,11 +425,9 @@ def _frames(
     font = _font(max(10, min(width, height) // 24))
     for index in range(frames):
         share = index / max(1, frames - 1)
-        if first is not None and index == 0:
-            yield first
-            continue
-        if last is not None and index == frames - 1:
-            yield last
+        given = first if index == 0 else last if index == frames - 1 else None
+        if given is not None:
+            yield given
             continue
         if first is None:
             image = base.copy()

@@ -58,17 +58,15 @@ def tier_dimensions(tier: str, ratio: tuple[int, int]) -> tuple[int, int]:
     return (synth.even(short * a / b), short) if a >= b else (short, synth.even(short * b / a))
 
 
-def vida_images(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """The vidA frame images by role: ``first_frame`` (also a role-less one), ``last_frame``."""
+def vida_frames(payload: Mapping[str, Any]) -> tuple[Any, Any]:
+    """vidA's frame image references: ``first_frame`` (also a role-less one), ``last_frame``."""
     frames: dict[str, Any] = {}
     content = payload.get("content")
     for item in content if isinstance(content, list) else []:
         if not isinstance(item, dict) or not isinstance(item.get("image_url"), dict):
             continue
-        role = item.get("role") or "first_frame"
-        if role in ("first_frame", "last_frame"):
-            frames.setdefault(role, item["image_url"].get("url"))
-    return frames
+        frames.setdefault(item.get("role") or "first_frame", item["image_url"].get("url"))
+    return frames.get("first_frame"), frames.get("last_frame")
 
 
 def _sound(a: Asked, seconds: float) -> bool:
@@ -99,8 +97,8 @@ def vida_plan(a: Asked, ctx: Mapping[str, Any]) -> dict[str, Any]:
     tier = a.choice("resolution", "720p")
     ratio = str(a.get("ratio", "adaptive"))
     if ratio not in VIDA_DIMENSIONS[tier]:
-        first = next(iter(vida_images(a.payload).values()), None)
-        ratio = closest(probe(ctx, first), list(VIDA_DIMENSIONS[tier]), "16:9")
+        first, last = vida_frames(a.payload)
+        ratio = closest(probe(ctx, first or last), list(VIDA_DIMENSIONS[tier]), "16:9")
     seconds = a.int("duration", 5, -1, 15)
     seconds = 5 if seconds < 4 else seconds
     return {
@@ -159,11 +157,6 @@ def no_frames(payload: Mapping[str, Any]) -> tuple[Any, Any]:
 def frame_fields(first: str, last: str) -> Frames:
     """Frames named by two fields of the payload (the first and the last image)."""
     return lambda payload: (payload.get(first), payload.get(last))
-
-
-def vida_frames(payload: Mapping[str, Any]) -> tuple[Any, Any]:
-    refs = vida_images(payload)
-    return refs.get("first_frame"), refs.get("last_frame")
 
 
 def lip_sync_sound(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> bytes:

@@ -69,8 +69,7 @@ class SimState:
         demo = image_output("demo", drawn)
         stored = self.files.put(demo.name, demo.content_type, demo.data)
         self.scheduler = Scheduler(
-            workers=lambda: self.config.workers,
-            speed=lambda: self.config.speed,
+            config=lambda: self.config,
             executor=self.executor,
             files=self.files,
             finish=lambda task, speed: self.world.finish(task, speed),

@@ -32,11 +32,8 @@ def _number(text: str) -> Any:
 
 
 def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
+    port = _number(text)
+    if not isinstance(port, int) or not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"port must be an integer from 0 to 65535, got {text!r}")
     return port
 

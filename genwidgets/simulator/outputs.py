@@ -113,14 +113,10 @@ def _inpaint_mask(payload: Fields, size: tuple[int, int], ctx: Fields) -> Image.
 
 
 def _imgm(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    """An edit when the model takes an upstream ``jobId``, else a generation."""
+    """Four pictures at the prompt's ``--ar``, from its ``--seed`` when it has one; an
+    edit when the model takes an upstream ``jobId``."""
     if asked(endpoint, payload).has("jobId"):
         return _imgm_edit(endpoint, payload, seed, ctx)
-    return _imgm_generate(endpoint, payload, seed)
-
-
-def _imgm_generate(endpoint: str, payload: Fields, seed: int) -> Produced:
-    """Four pictures at the prompt's ``--ar``, from its ``--seed`` when it has one."""
     text = str(payload.get("prompt", ""))
     prompt = imgm_prompt(text)
     width, height = imgm_size(prompt)

@@ -39,16 +39,12 @@ def inputs_of(ctx: Mapping[str, Any]) -> Inputs:
     return inputs if isinstance(inputs, Inputs) else Inputs()
 
 
-def probe(ctx: Mapping[str, Any], ref: Any) -> tuple[int, int] | None:
-    """Size of an input image we can read, or None."""
+def closest(ctx: Mapping[str, Any], ref: Any, options: list[str], default: str) -> str:
+    """The ratio among ``options`` nearest the input image's (``default`` when unread)."""
     image = inputs_of(ctx).image(ref)
-    return image.size if image is not None else None
-
-
-def closest(size: tuple[int, int] | None, options: list[str], default: str) -> str:
-    if not size or not size[1]:
+    if image is None or not image.height:
         return default
-    aspect = size[0] / size[1]
+    aspect = image.width / image.height
     return min(options, key=lambda r: abs(ratio_of(r)[0] / ratio_of(r)[1] - aspect))
 
 
@@ -98,7 +94,7 @@ def vida_plan(a: Asked, ctx: Mapping[str, Any]) -> dict[str, Any]:
     ratio = str(a.get("ratio", "adaptive"))
     if ratio not in VIDA_DIMENSIONS[tier]:
         first, last = vida_frames(a.payload)
-        ratio = closest(probe(ctx, first or last), list(VIDA_DIMENSIONS[tier]), "16:9")
+        ratio = closest(ctx, first or last, list(VIDA_DIMENSIONS[tier]), "16:9")
     seconds = a.int("duration", 5, -1, 15)
     seconds = 5 if seconds < 4 else seconds
     return {
@@ -114,7 +110,7 @@ def lip_sync_plan(a: Asked, ctx: Mapping[str, Any]) -> dict[str, Any]:
 
 def motion_plan(a: Asked, ctx: Mapping[str, Any]) -> dict[str, Any]:
     tier = MODE_TIERS.get(a.choice("mode", "std"), "720p")
-    ratio = closest(probe(ctx, a.get("image_url")), ["16:9", "1:1", "9:16"], "16:9")
+    ratio = closest(ctx, a.get("image_url"), ["16:9", "1:1", "9:16"], "16:9")
     return {
         "size": tier_dimensions(tier, ratio_of(ratio)),
         "seconds": 5,

@@ -52,15 +52,11 @@ ALLOWED = {
 }
 
 
-def _names(value: Any) -> Any:
-    """One name (a string) or several, as a tuple."""
-    return (value,) if isinstance(value, str) else tuple(value)
-
-
+#: One name (a string) or several, as a tuple.
 Names = Annotated[
     tuple[Annotated[str, Field(min_length=1, pattern=r"\S")], ...],
     Field(min_length=1),
-    BeforeValidator(_names),
+    BeforeValidator(lambda value: (value,) if isinstance(value, str) else tuple(value)),
 ]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 PerKey = Annotated[float, Field(gt=0.0)] | None

@@ -191,12 +191,6 @@ def _edited(
     return files
 
 
-def _read_images(payload: Fields, ctx: Fields) -> list[Image.Image | None]:
-    """Each of ``images``, decoded, or None where it cannot be read."""
-    inputs = inputs_of(ctx)
-    return [inputs.image(ref) for ref in _list(payload, "images")]
-
-
 def _imgq_size(payload: Fields, read: list[Image.Image | None]) -> tuple[int, int]:
     """imgQ's size: the one sent, else the last image's ratio at the catalog's area."""
     low, high, step = IMGQ_SIDE_MIN, IMGQ_SIDE_MAX, IMGQ_SIDE_MULTIPLE  # the catalog's
@@ -216,7 +210,8 @@ def _images(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     large as ``size`` ask (sent, else the service's default; 1 and 1024x1024 when the
     model states none), in the ``output_format`` asked, captioned with the prompt."""
     a = asked(endpoint, payload)
-    read = _read_images(payload, ctx)
+    inputs = inputs_of(ctx)
+    read = [inputs.image(ref) for ref in _list(payload, "images")]  # None: unreadable
     sources = [image for image in read if image is not None]
     if family_of(endpoint) == "imgQ":
         size = _imgq_size(payload, read)
@@ -284,8 +279,7 @@ def _speech(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     data, content_type = synth.encode_audio(pcm, rate, channels, fmt, bitrate)
     seconds = synth.pcm_seconds(pcm, rate, channels)
     hex_only = a.choice("output_format", "url") == "hex"
-    ext = "pcm" if fmt == "pcm" else fmt
-    files = [MediaFile(f"speech.{ext}", content_type, data, hex_only=hex_only)]
+    files = [MediaFile(f"speech.{fmt}", content_type, data, hex_only=hex_only)]
     if a.flag("subtitle_enable"):
         by = "word" if a.choice("subtitle_type", "sentence").startswith("word") else "sentence"
         cues = json.dumps(subtitles(text, speed, by)).encode()

@@ -237,14 +237,13 @@ def encode_audio(
         stream.layout = "stereo" if channels == 2 else "mono"
         if fmt == "mp3" and bitrate:
             stream.bit_rate = bitrate
-        _mux_audio(out, stream, pcm, sample_rate, channels)
+        _mux_audio(out, stream, pcm)
     return buf.getvalue(), content_type
 
 
-def _mux_audio(
-    out: av.container.OutputContainer, stream: av.AudioStream, pcm: bytes, rate: int, channels: int
-) -> None:
-    layout = "stereo" if channels == 2 else "mono"
+def _mux_audio(out: av.container.OutputContainer, stream: av.AudioStream, pcm: bytes) -> None:
+    """Interleaved s16 ``pcm`` encoded into ``out`` in the stream's layout and rate."""
+    layout, rate, channels = stream.layout.name, stream.rate, stream.layout.nb_channels
     frame_bytes = 1152 * 2 * channels
     pts = 0
     for start in range(0, len(pcm), frame_bytes):
@@ -409,7 +408,7 @@ def _mux(
             out.mux(packet)
         length = 2 * round(count / fps * AUDIO_RATE)  # bytes of s16 mono for the whole video
         if sound is not None and pcm is not None:
-            _mux_audio(out, sound, (pcm + bytes(length))[:length], AUDIO_RATE, 1)
+            _mux_audio(out, sound, (pcm + bytes(length))[:length])
     return buf.getvalue()
 
 

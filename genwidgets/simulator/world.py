@@ -95,8 +95,7 @@ class World:
         self.audio_ms: dict[str, int] = {}
         self.audio_texts: dict[str, str] = {}  # audio_id -> the previewed text (its voice)
         self.session_videos: dict[str, Any] = {}  # session_id -> the identified video_url
-        self.elements: set[int] = set()
-        self._next_element = 1001
+        self.elements: set[int] = set()  # numbered from 1001 on
 
     # ------------------------------------------------------------------ checks
 
@@ -278,7 +277,7 @@ class World:
         return "audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]}
 
     def create_element(self, task: Task, speed: float) -> JsonAnswer:
-        element, self._next_element = self._next_element, self._next_element + 1
+        element = 1001 + len(self.elements)
         self.elements.add(element)
         return "element.json", {"element_id": element}
 

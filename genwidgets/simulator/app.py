@@ -69,7 +69,8 @@ class SimState:
         demo = image_output("demo", drawn)
         stored = self.files.put(demo.name, demo.content_type, demo.data)
         self.scheduler = Scheduler(
-            config=lambda: self.config,
+            workers=lambda: self.config.workers,
+            speed=lambda: self.config.speed,
             executor=self.executor,
             files=self.files,
             finish=lambda task, speed: self.world.finish(task, speed),

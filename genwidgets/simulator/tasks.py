@@ -15,14 +15,11 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .files import FileStore, StoredFile
 from .outputs import produce
 from .synth import MediaFile
-
-if TYPE_CHECKING:
-    from .config import SimConfig
 
 log = logging.getLogger("genwidgets.simulator")
 
@@ -80,7 +77,8 @@ class Scheduler:
     def __init__(
         self,
         *,
-        config: Callable[[], SimConfig],
+        workers: Callable[[], int],
+        speed: Callable[[], float],
         executor: Executor,
         files: FileStore,
         finish: Callable[[Task, float], list[MediaFile]],
@@ -88,7 +86,8 @@ class Scheduler:
         self.tasks: dict[str, Task] = {}
         self._queue: deque[Task] = deque()
         self._running: set[str] = set()
-        self._config = config  # the config in force (PUT /_sim/config changes it)
+        self._workers = workers  # the config in force (PUT /_sim/config changes it)
+        self._speed = speed
         self._executor = executor
         self._files = files
         self._finish = finish
@@ -121,7 +120,7 @@ class Scheduler:
     # ------------------------------------------------------------------ internals
 
     def _pump(self) -> None:
-        while self._queue and len(self._running) < self._config().workers:
+        while self._queue and len(self._running) < self._workers():
             task = self._queue.popleft()
             task.status, task.started_at = IN_PROGRESS, time.time()
             self._running.add(task.request_id)
@@ -135,7 +134,7 @@ class Scheduler:
 
     async def _run(self, task: Task) -> None:
         loop = asyncio.get_running_loop()
-        run_seconds = task.run_seconds = task.base_seconds / self._config().speed
+        run_seconds = task.run_seconds = task.base_seconds / self._speed()
         try:
             made = None if task.fails else loop.run_in_executor(self._executor, self._make, task)
             await asyncio.sleep(run_seconds)
@@ -147,7 +146,7 @@ class Scheduler:
                 self._drop(outputs)
                 return
             task.facts = facts
-            for made_file in self._finish(task, self._config().speed):
+            for made_file in self._finish(task, self._speed()):
                 outputs.append(self._store(made_file))
             task.outputs = outputs
             self._complete(task, None, None)

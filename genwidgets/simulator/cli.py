@@ -99,9 +99,10 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=EP[,EP...]",
         help="let KEY use only these endpoints (others answer 'Model not allowed for this user')",
     )
+    defaults = SimConfig.model_construct()  # unchecked: only its defaults are read
     for name, text in CHECKED_FLAGS.items():
-        default = SimConfig.model_fields[name].default
-        parser.add_argument("--" + name.replace("_", "-"), type=_number, default=default, help=text)
+        flag, default = "--" + name.replace("_", "-"), getattr(defaults, name)
+        parser.add_argument(flag, type=_number, default=default, help=text)
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
     parser.add_argument(
         "--dialect",

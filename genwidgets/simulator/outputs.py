@@ -145,7 +145,6 @@ def _imgm_edit(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produc
     width, height = ctx.get("upstream_size", (1024, 1024))
     source = inputs_of(ctx).image(ctx.get("upstream_image"))  # None once its file is gone
     source = source or synth.picture(width, height, seed, "", [])
-    pictures = []
     if a.has("direction"):  # imgM_pan
         direction = a.int("direction", 0, 0, 3)
         scale = a.num("scale", 1.5, 1.1, 3.0)

@@ -64,17 +64,12 @@ class Asked:
     def int(self, name: str, fallback: int, lo: int, hi: int) -> int:
         return int(self.num(name, fallback, lo, hi))
 
-    def choices(self, name: str) -> tuple[str, ...]:
-        """The model's values for the field, lowercase (empty when it lists none)."""
-        info = self._info(name)
-        if info is None:
-            return ()
-        return tuple(str(v).lower() for v in literal_values(info.annotation))
-
     def choice(self, name: str, fallback: str) -> str:
-        """One of the model's values (lowercase), or ``fallback``."""
+        """One of the model's values (lowercase; any value where it lists none), or
+        ``fallback``."""
         value = str(self.get(name, fallback)).strip().lower()
-        options = self.choices(name)
+        info = self._info(name)
+        options = [str(v).lower() for v in literal_values(info.annotation)] if info else []
         return value if not options or value in options else fallback
 
     def flag(self, name: str, fallback: bool = False) -> bool:

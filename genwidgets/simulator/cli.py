@@ -1,47 +1,39 @@
 """The simulator's command line: ``python -m genwidgets.simulator [flags]``, also
 reached as ``genwidgets simulate [flags]`` (:mod:`genwidgets.cli` delegates here).
 
-Every flag is checked by argparse, and a bad value names the allowed range.
+Every flag is checked (by argparse or by SimConfig), and a bad value is an argparse
+error naming the allowed range.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import fields
+from collections.abc import Sequence
 from typing import Any
 
 from .._config import DEMO_KEY
 from ..errors import SimulatorStartError
-from .config import CHECKS, SimConfig
+from .config import SimConfig
 from .dialects import DIALECTS, ENV_VAR
 from .registry import ENDPOINTS
 from .server import SimulatorServer
 
 
-def _checked(convert: Callable[[str], Any], check: Callable[[Any], Any]) -> Callable[[str], Any]:
-    """An argparse type: convert the text, then apply the SimConfig check."""
-
-    def parse(text: str) -> Any:
+def _number(text: str) -> Any:
+    """A flag's number (an integer if it reads as one), else its text: SimConfig
+    checks either and names what is allowed."""
+    for convert in (int, float):
         try:
-            try:
-                value = convert(text)
-            except ValueError:
-                value = text  # not a number: the check names what is allowed
-            return check(value)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return parse
+            return convert(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
+    port = _number(text)
+    if not isinstance(port, int) or not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"port must be an integer from 0 to 65535, got {text!r}")
     return port
 
@@ -62,7 +54,7 @@ def _restriction(text: str) -> tuple[str, tuple[str, ...]]:
     return key.strip(), endpoints
 
 
-#: The SimConfig settings that are flags argparse converts, then checks and defaults as
+#: The SimConfig settings that are flags read as numbers, then checked and defaulted as
 #: SimConfig does (``--fail-rate`` sets ``fail_rate``): each one's help.
 CHECKED_FLAGS = {
     "speed": "divide every simulated duration by this (2 = twice as fast)",
@@ -107,11 +99,10 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=EP[,EP...]",
         help="let KEY use only these endpoints (others answer 'Model not allowed for this user')",
     )
-    defaults = {f.name: f.default for f in fields(SimConfig)}
+    defaults = SimConfig.model_construct()  # unchecked: only its defaults are read
     for name, text in CHECKED_FLAGS.items():
-        check = _checked(int if name == "workers" else float, CHECKS[name])
-        flag = "--" + name.replace("_", "-")
-        parser.add_argument(flag, type=check, default=defaults[name], help=text)
+        flag, default = "--" + name.replace("_", "-"), getattr(defaults, name)
+        parser.add_argument(flag, type=_number, default=default, help=text)
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
     parser.add_argument(
         "--dialect",

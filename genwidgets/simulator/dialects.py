@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 from .tasks import IN_PROGRESS, IN_QUEUE, Task
@@ -78,15 +79,11 @@ def _no_fields(task: Task) -> dict[str, Any]:
     return {}
 
 
-def _run_time(name: str) -> Callable[[Task], dict[str, Any]]:
+def _run_time(name: str, task: Task) -> dict[str, Any]:
     """``metrics`` with the run's seconds under ``name``, once the task ended."""
-
-    def metrics(task: Task) -> dict[str, Any]:
-        if task.started_at is None or task.completed_at is None:
-            return {}
-        return {"metrics": {name: round(task.completed_at - task.started_at, 3)}}
-
-    return metrics
+    if task.started_at is None or task.completed_at is None:
+        return {}
+    return {"metrics": {name: round(task.completed_at - task.started_at, 3)}}
 
 
 # ----------------------------------------------------------------- errors
@@ -186,7 +183,7 @@ DIALECTS: Mapping[str, Dialect] = {
         name="fal",
         position_base=0,
         logs=_fal_logs,
-        metrics=_run_time("inference_time"),
+        metrics=partial(_run_time, "inference_time"),
         errors=_object_errors,
         outputs=_fal_outputs,
         not_ready=(400, "Request is still in progress"),
@@ -205,7 +202,7 @@ DIALECTS: Mapping[str, Dialect] = {
         position_base=None,
         handle="urls",
         logs=_replicate_logs,
-        metrics=_run_time("predict_time"),
+        metrics=partial(_run_time, "predict_time"),
         errors=_error_only,
         outputs=_replicate_outputs,
         not_ready=(202, None),

@@ -8,13 +8,6 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
-
-
-@dataclass
-class _Bucket:
-    tokens: float
-    stamp: float
 
 
 class RateLimiter:
@@ -27,7 +20,7 @@ class RateLimiter:
 
     def __init__(self, rate: float | None) -> None:
         self.rate = rate
-        self._buckets: dict[str, _Bucket] = {}
+        self._buckets: dict[str, tuple[float, float]] = {}  # key -> its tokens, when counted
 
     def take(self, key: str, now: float | None = None) -> float | None:
         """None when the request may pass (a token taken), else the seconds until a
@@ -36,15 +29,11 @@ class RateLimiter:
             return None
         now = time.monotonic() if now is None else now
         capacity = max(1.0, self.rate)
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = self._buckets[key] = _Bucket(tokens=capacity, stamp=now)
-        bucket.tokens = min(capacity, bucket.tokens + (now - bucket.stamp) * self.rate)
-        bucket.stamp = now
-        if bucket.tokens >= 1.0:
-            bucket.tokens -= 1.0
-            return None
-        return (1.0 - bucket.tokens) / self.rate
+        tokens, stamp = self._buckets.get(key, (capacity, now))
+        tokens = min(capacity, tokens + (now - stamp) * self.rate)
+        taken = tokens >= 1.0
+        self._buckets[key] = (tokens - 1.0 if taken else tokens, now)
+        return None if taken else (1.0 - tokens) / self.rate
 
 
 class Dice:

@@ -45,9 +45,7 @@ class Inputs:
             return None
         if ref.startswith(("http://", "https://")):
             return self._own_file(ref) or self._loopback(ref)
-        if ref.startswith("asset://"):
-            return None
-        if len(ref) > MAX_INPUT_BYTES * 4 // 3 + 256:
+        if ref.startswith("asset://") or len(ref) > MAX_INPUT_BYTES * 4 // 3 + 256:
             return None
         try:
             if ref[:5].lower() == "data:":

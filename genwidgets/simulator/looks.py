@@ -16,18 +16,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageOps
 
 __all__ = ["Look", "background", "endpoint_colour", "weighted_words", "word_colour"]
 
 
-def _palette(seed: int) -> random.Random:
-    return random.Random(f"look-{seed}")
-
-
 def background(width: int, height: int, seed: int) -> Image.Image:
     """A seed-dependent picture: a two-colour gradient with translucent shapes."""
-    rng = _palette(seed)
+    rng = random.Random(f"look-{seed}")
     top = tuple(rng.randrange(0, 256) for _ in range(3))
     bottom = tuple(rng.randrange(0, 256) for _ in range(3))
     image = _gradient(width, height, top, bottom)
@@ -166,14 +162,8 @@ class Look:
 def _gradient(
     width: int, height: int, top: tuple[int, ...], bottom: tuple[int, ...]
 ) -> Image.Image:
-    column = Image.new("RGB", (1, 256))
-    column.putdata(
-        [
-            tuple(int(t + (b - t) * y / 255) for t, b in zip(top, bottom, strict=True))
-            for y in range(256)
-        ]
-    )
-    return column.resize((width, height), Image.Resampling.BILINEAR)
+    ramp = ImageOps.colorize(Image.linear_gradient("L"), top, bottom)
+    return ramp.resize((width, height), Image.Resampling.BILINEAR)
 
 
 def _turned(colour: tuple[int, int, int], turn: float) -> tuple[int, int, int]:
@@ -201,13 +191,7 @@ def _signature(image: Image.Image, endpoint: str, share: float) -> None:
     colour = endpoint_colour(endpoint)
     band = max(2, int(min(width, height) * share))
     draw = ImageDraw.Draw(image)
-    for box in (
-        (0, 0, width, band),
-        (0, height - band, width, height),
-        (0, 0, band, height),
-        (width - band, 0, width, height),
-    ):
-        draw.rectangle(box, fill=colour)
+    draw.rectangle((0, 0, width, height), outline=colour, width=band + 1)
     mark = band * 3
     draw.rectangle((0, 0, mark, mark), fill=colour)
     step = max(2, mark // 6)

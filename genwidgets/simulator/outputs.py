@@ -92,18 +92,6 @@ def imgm_size(prompt: str | Prompt | None) -> tuple[int, int]:
     )
 
 
-def _upstream_image(ctx: Fields) -> Image.Image | None:
-    """The named image of the upstream imgM task, when its file is still there."""
-    path = ctx.get("upstream_image")
-    if not isinstance(path, str):
-        return None
-    try:
-        with Image.open(path) as img:
-            return img.convert("RGB")
-    except (OSError, ValueError):
-        return None
-
-
 def _inpaint_mask(payload: Fields, size: tuple[int, int], ctx: Fields) -> Image.Image:
     """White where the image is repainted: the mask image, or the polygons given."""
     given = payload.get("mask")
@@ -125,21 +113,15 @@ def _inpaint_mask(payload: Fields, size: tuple[int, int], ctx: Fields) -> Image.
 
 
 def _imgm(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    """An edit when the model takes an upstream ``jobId``, else a generation."""
+    """Four pictures at the prompt's ``--ar``, from its ``--seed`` when it has one; an
+    edit when the model takes an upstream ``jobId``."""
     if asked(endpoint, payload).has("jobId"):
         return _imgm_edit(endpoint, payload, seed, ctx)
-    return _imgm_generate(endpoint, payload, seed)
-
-
-def _imgm_generate(endpoint: str, payload: Fields, seed: int) -> Produced:
-    """Four pictures at the prompt's ``--ar``, from its ``--seed`` when it has one."""
     text = str(payload.get("prompt", ""))
     prompt = imgm_prompt(text)
     width, height = imgm_size(prompt)
     params = prompt.params if prompt is not None else {}
-    chosen = params.get("seed")
-    if isinstance(chosen, int) and not isinstance(chosen, bool) and chosen >= 0:
-        seed = chosen
+    seed = _payload_seed(params, seed, zero_is_random=False)
     shown = " ".join(f"--{k} {format_value(k, v)}".strip() for k, v in params.items() if k != "v")
     lines = [
         (prompt.text if prompt is not None else text)[:400],
@@ -161,8 +143,8 @@ def _imgm_edit(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produc
     image_no = a.int(image_number_field(endpoint), 0, 0, 3)
     seed = int(ctx.get("upstream_seed", seed)) * 31 + image_no * 7 + len(endpoint)
     width, height = ctx.get("upstream_size", (1024, 1024))
-    source = _upstream_image(ctx) or synth.picture(width, height, seed, "", [])
-    pictures = []
+    source = inputs_of(ctx).image(ctx.get("upstream_image"))  # None once its file is gone
+    source = source or synth.picture(width, height, seed, "", [])
     if a.has("direction"):  # imgM_pan
         direction = a.int("direction", 0, 0, 3)
         scale = a.num("scale", 1.5, 1.1, 3.0)
@@ -208,56 +190,46 @@ def _edited(
     return files
 
 
-def _read_images(payload: Fields, ctx: Fields) -> list[Image.Image | None]:
-    """Each of ``images``, decoded, or None where it cannot be read."""
-    inputs = inputs_of(ctx)
-    return [inputs.image(ref) for ref in _list(payload, "images")]
-
-
-def _img_g(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    a = asked(endpoint, payload)
-    size = size_of(a.get("size"), (1024, 1024), 256, 4096)  # "auto": 1024x1024
-    fmt = a.choice("output_format", "png")
-    quality = a.int("output_compression", 100, 0, 100)
-    n = a.int("n", 1, 1, 10)
-    lines = _prompt_lines(
-        payload.get("prompt"), quality=a.get("quality"), background=a.get("background")
-    )
-    sources = [image for image in _read_images(payload, ctx) if image is not None]
-    return Produced(_edited(endpoint, sources, size, seed, n, lines, fmt, quality))
-
-
-def _img_q(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    read = _read_images(payload, ctx)
-    sources = [image for image in read if image is not None]
-    a = asked(endpoint, payload)
+def _imgq_size(payload: Fields, read: list[Image.Image | None]) -> tuple[int, int]:
+    """imgQ's size: the one sent, else the last image's ratio at the catalog's area."""
     low, high, step = IMGQ_SIDE_MIN, IMGQ_SIDE_MAX, IMGQ_SIDE_MULTIPLE  # the catalog's
     if payload.get("size"):
         w, h = size_of(payload.get("size"), (IMGQ_AUTO_SIDE, IMGQ_AUTO_SIDE), low, high)
-        w, h = round(w / step) * step, round(h / step) * step
-    else:
-        last = read[-1].size if read and read[-1] is not None else None
-        aspect = (last[0] / last[1]) if last and last[1] else 1.0
-        w = round(IMGQ_AUTO_SIDE * aspect**0.5 / step) * step
-        h = round(IMGQ_AUTO_SIDE / aspect**0.5 / step) * step
-        w, h = max(low, min(high, w)), max(low, min(high, h))
-    seed = _payload_seed(payload, seed, zero_is_random=False)
-    n = a.int("n", 1, 1, 6)
-    lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
-    # the last image sets the ratio, so it fills the frame; the others are insets
-    return Produced(_edited(endpoint, sources[-1:] + sources[:-1], (w, h), seed, n, lines))
+        return round(w / step) * step, round(h / step) * step
+    last = read[-1].size if read and read[-1] is not None else None
+    aspect = (last[0] / last[1]) if last and last[1] else 1.0
+    w = round(IMGQ_AUTO_SIDE * aspect**0.5 / step) * step
+    h = round(IMGQ_AUTO_SIDE / aspect**0.5 / step) * step
+    return max(low, min(high, w)), max(low, min(high, h))
 
 
-def _default_images(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    """Drawn pictures (genW's text to image, and any image endpoint registered at run
-    time), as many as ``n`` and as large as ``size`` ask (sent, else the service's
-    default; 1 and 1024x1024 when the model states none), captioned with the prompt."""
+def _images(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
+    """Edits of the ``images`` read (imgG, imgQ), else drawn pictures (genW's text to
+    image, and any image endpoint registered at run time): as many as ``n`` and as
+    large as ``size`` ask (sent, else the service's default; 1 and 1024x1024 when the
+    model states none), in the ``output_format`` asked, captioned with the prompt."""
     a = asked(endpoint, payload)
-    w, h = size_of(a.get("size"), (1024, 1024), 256, 4096)
+    inputs = inputs_of(ctx)
+    read = [inputs.image(ref) for ref in _list(payload, "images")]  # None: unreadable
+    sources = [image for image in read if image is not None]
+    if family_of(endpoint) == "imgQ":
+        size = _imgq_size(payload, read)
+        # the last image sets the ratio, so it fills the frame; the others are insets
+        sources = sources[-1:] + sources[:-1]
+    else:
+        size = size_of(a.get("size"), (1024, 1024), 256, 4096)  # "auto": 1024x1024
+    fmt = a.choice("output_format", "png")  # the model's choices, where it has them
+    fmt = fmt if fmt in synth.IMAGE_FORMATS else "png"
+    quality = a.int("output_compression", 100, 0, 100)
+    lines = _prompt_lines(
+        payload.get("prompt"),
+        quality=a.get("quality"),
+        background=a.get("background"),
+        negative=payload.get("negative_prompt"),
+    )
     seed = _payload_seed(payload, seed, zero_is_random=False)
-    count = a.int("n", 1, 1, 10)
-    lines = _prompt_lines(payload.get("prompt"), negative=payload.get("negative_prompt"))
-    return Produced(_edited(endpoint, [], (w, h), seed, count, lines), {"image_size": (w, h)})
+    files = _edited(endpoint, sources, size, seed, a.int("n", 1, 1, 10), lines, fmt, quality)
+    return Produced(files, {"image_size": size})
 
 
 # --------------------------------------------------------------------------- videos
@@ -306,8 +278,7 @@ def _speech(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
     data, content_type = synth.encode_audio(pcm, rate, channels, fmt, bitrate)
     seconds = synth.pcm_seconds(pcm, rate, channels)
     hex_only = a.choice("output_format", "url") == "hex"
-    ext = "pcm" if fmt == "pcm" else fmt
-    files = [MediaFile(f"speech.{ext}", content_type, data, hex_only=hex_only)]
+    files = [MediaFile(f"speech.{fmt}", content_type, data, hex_only=hex_only)]
     if a.flag("subtitle_enable"):
         by = "word" if a.choice("subtitle_type", "sentence").startswith("word") else "sentence"
         cues = json.dumps(subtitles(text, speed, by)).encode()
@@ -337,24 +308,17 @@ def subtitles(text: str, speed: float, by: str) -> list[dict[str, Any]]:
     return cues
 
 
-def _mp3(name: str, pcm: bytes) -> Produced:
-    """Mono s16 PCM at ``synth.AUDIO_RATE`` as one MP3 file, with its length."""
-    data, content_type = synth.encode_audio(pcm, synth.AUDIO_RATE, 1, "mp3", 64000)
-    seconds = synth.pcm_seconds(pcm, synth.AUDIO_RATE, 1)
-    return Produced([MediaFile(name, content_type, data)], {"duration_ms": round(seconds * 1000)})
-
-
-def _audio_preview(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    return _mp3("preview.mp3", synth.preview_voice(str(payload.get("text", ""))))
-
-
-def _default_audio(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
-    """A speech or audio endpoint registered at run time: the preview voice reading
-    ``text`` (or ``prompt``), or music of ``duration`` seconds when there is neither."""
-    text = str(payload.get("text") or payload.get("prompt") or "").strip()
+def _audio(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
+    """One mono MP3 with its length: vidK's audio preview, and any speech or audio
+    endpoint registered at run time: the preview voice reading ``text`` (or ``prompt``),
+    or music of ``duration`` seconds when there is neither."""
+    text = str(payload.get("text") or payload.get("prompt") or "")
     seconds = asked(endpoint, payload).num("duration", 3, 1, 60)
-    pcm = synth.preview_voice(text) if text else synth.melody(seconds, synth.AUDIO_RATE, seed)
-    return _mp3("audio.mp3", pcm)
+    rate = synth.AUDIO_RATE
+    pcm = synth.preview_voice(text) if text.strip() else synth.melody(seconds, rate, seed)
+    data, content_type = synth.encode_audio(pcm, rate, 1, "mp3", 64000)
+    duration_ms = round(synth.pcm_seconds(pcm, rate, 1) * 1000)
+    return Produced([MediaFile("audio.mp3", content_type, data)], {"duration_ms": duration_ms})
 
 
 def _nothing(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced:
@@ -366,10 +330,10 @@ Producer = Callable[[str, Fields, int, Fields], Produced]
 #: The media of each kind's endpoints that have no maker of their own (the
 #: service's videos are among them: :func:`video_plan` knows each).
 DEFAULT_MAKERS: dict[str, Producer] = {
-    "image": _default_images,
+    "image": _images,
     "video": _video,
-    "speech": _default_audio,
-    "audio": _default_audio,
+    "speech": _audio,
+    "audio": _audio,
 }
 #: Kinds whose tasks answer with JSON only (the world writes their records).
 NO_MEDIA = ("asset", "subject", "face")
@@ -378,10 +342,7 @@ NO_MEDIA = ("asset", "subject", "face")
 #: Each family's maker for a kind of output; anything else gets its kind's default.
 MAKERS: dict[tuple[str, str], Producer] = {
     ("imgM", "image"): _imgm,
-    ("imgG", "image"): _img_g,
-    ("imgQ", "image"): _img_q,
     ("speechM", "speech"): _speech,
-    ("vidK", "audio"): _audio_preview,
 }
 
 

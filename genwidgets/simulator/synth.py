@@ -237,14 +237,13 @@ def encode_audio(
         stream.layout = "stereo" if channels == 2 else "mono"
         if fmt == "mp3" and bitrate:
             stream.bit_rate = bitrate
-        _mux_audio(out, stream, pcm, sample_rate, channels)
+        _mux_audio(out, stream, pcm)
     return buf.getvalue(), content_type
 
 
-def _mux_audio(
-    out: av.container.OutputContainer, stream: av.AudioStream, pcm: bytes, rate: int, channels: int
-) -> None:
-    layout = "stereo" if channels == 2 else "mono"
+def _mux_audio(out: av.container.OutputContainer, stream: av.AudioStream, pcm: bytes) -> None:
+    """Interleaved s16 ``pcm`` encoded into ``out`` in the stream's layout and rate."""
+    layout, rate, channels = stream.layout.name, stream.rate, stream.layout.nb_channels
     frame_bytes = 1152 * 2 * channels
     pts = 0
     for start in range(0, len(pcm), frame_bytes):
@@ -380,12 +379,7 @@ def encode_video(
     base = picture(width, height, seed, title, lines)
     start = fit(first, width, height) if first is not None else None
     end = fit(last, width, height) if last is not None else None
-    length = 2 * round(frames / fps * AUDIO_RATE)  # bytes of s16 mono for the whole video
-    music = (
-        (sound + bytes(length))[:length]
-        if sound is not None
-        else melody(frames / fps, AUDIO_RATE, seed)
-    )
+    music = sound if sound is not None else melody(frames / fps, AUDIO_RATE, seed)
     return _mux(
         _frames(base, frames, fps, start, end), width, height, fps, music if audio else None
     )
@@ -394,7 +388,8 @@ def encode_video(
 def _mux(
     images: Iterable[Image.Image], width: int, height: int, fps: int, pcm: bytes | None
 ) -> bytes:
-    """Encode frames (H.264, fast settings) and mono AAC from s16 PCM into an MP4."""
+    """Encode frames (H.264, fast settings) and mono AAC from s16 PCM into an MP4 (the
+    sound cut or padded with silence to the video's length)."""
     buf = io.BytesIO()
     with av.open(buf, "w", format="mp4") as out:
         video = out.add_stream("libx264", rate=fps)
@@ -403,15 +398,17 @@ def _mux(
         sound = out.add_stream("aac", rate=AUDIO_RATE) if pcm is not None else None
         if sound is not None:
             sound.layout = "mono"
-        for index, image in enumerate(images):
+        count = 0
+        for count, image in enumerate(images, 1):
             frame = av.VideoFrame.from_image(image)
-            frame.pts = index
+            frame.pts = count - 1
             for packet in video.encode(frame):
                 out.mux(packet)
         for packet in video.encode(None):
             out.mux(packet)
-        if sound is not None and pcm:
-            _mux_audio(out, sound, pcm, AUDIO_RATE, 1)
+        length = 2 * round(count / fps * AUDIO_RATE)  # bytes of s16 mono for the whole video
+        if sound is not None and pcm is not None:
+            _mux_audio(out, sound, (pcm + bytes(length))[:length])
     return buf.getvalue()
 
 
@@ -427,11 +424,9 @@ def _frames(
     font = _font(max(10, min(width, height) // 24))
     for index in range(frames):
         share = index / max(1, frames - 1)
-        if first is not None and index == 0:
-            yield first
-            continue
-        if last is not None and index == frames - 1:
-            yield last
+        given = first if index == 0 else last if index == frames - 1 else None
+        if given is not None:
+            yield given
             continue
         if first is None:
             image = base.copy()
@@ -486,11 +481,8 @@ def decode_audio(data: bytes, limit_seconds: float = 60.0) -> bytes | None:
 
 
 def redub(source: bytes, pcm: bytes) -> bytes | None:
-    """The source video's frames with ``pcm`` (mono s16, ``AUDIO_RATE``) as its sound.
-
-    The audio is cut or padded with silence to the video's length; None when
-    the source cannot be decoded.
-    """
+    """The source video's frames with ``pcm`` (mono s16, ``AUDIO_RATE``) as its sound
+    (:func:`_mux` fits it to the video's length); None when the source cannot be decoded."""
     images, rate = video_frames(source)
     if not images:
         return None
@@ -498,7 +490,4 @@ def redub(source: bytes, pcm: bytes) -> bytes | None:
     step = max(1, round(rate / fps))
     kept = images[::step]
     width, height = (even(kept[0].width), even(kept[0].height))
-    kept = [fit(image, width, height) for image in kept]
-    samples = round(len(kept) / fps * AUDIO_RATE)
-    sound = (pcm + bytes(2 * samples))[: 2 * samples]
-    return _mux(kept, width, height, fps, sound)
+    return _mux([fit(image, width, height) for image in kept], width, height, fps, pcm)

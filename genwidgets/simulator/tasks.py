@@ -86,7 +86,7 @@ class Scheduler:
         self.tasks: dict[str, Task] = {}
         self._queue: deque[Task] = deque()
         self._running: set[str] = set()
-        self._workers = workers
+        self._workers = workers  # the config in force (PUT /_sim/config changes it)
         self._speed = speed
         self._executor = executor
         self._files = files

@@ -39,16 +39,12 @@ def inputs_of(ctx: Mapping[str, Any]) -> Inputs:
     return inputs if isinstance(inputs, Inputs) else Inputs()
 
 
-def probe(ctx: Mapping[str, Any], ref: Any) -> tuple[int, int] | None:
-    """Size of an input image we can read, or None."""
+def closest(ctx: Mapping[str, Any], ref: Any, options: list[str], default: str) -> str:
+    """The ratio among ``options`` nearest the input image's (``default`` when unread)."""
     image = inputs_of(ctx).image(ref)
-    return image.size if image is not None else None
-
-
-def closest(size: tuple[int, int] | None, options: list[str], default: str) -> str:
-    if not size or not size[1]:
+    if image is None or not image.height:
         return default
-    aspect = size[0] / size[1]
+    aspect = image.width / image.height
     return min(options, key=lambda r: abs(ratio_of(r)[0] / ratio_of(r)[1] - aspect))
 
 
@@ -58,17 +54,15 @@ def tier_dimensions(tier: str, ratio: tuple[int, int]) -> tuple[int, int]:
     return (synth.even(short * a / b), short) if a >= b else (short, synth.even(short * b / a))
 
 
-def vida_images(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """The vidA frame images by role: ``first_frame`` (also a role-less one), ``last_frame``."""
+def vida_frames(payload: Mapping[str, Any]) -> tuple[Any, Any]:
+    """vidA's frame image references: ``first_frame`` (also a role-less one), ``last_frame``."""
     frames: dict[str, Any] = {}
     content = payload.get("content")
     for item in content if isinstance(content, list) else []:
         if not isinstance(item, dict) or not isinstance(item.get("image_url"), dict):
             continue
-        role = item.get("role") or "first_frame"
-        if role in ("first_frame", "last_frame"):
-            frames.setdefault(role, item["image_url"].get("url"))
-    return frames
+        frames.setdefault(item.get("role") or "first_frame", item["image_url"].get("url"))
+    return frames.get("first_frame"), frames.get("last_frame")
 
 
 def _sound(a: Asked, seconds: float) -> bool:
@@ -99,8 +93,8 @@ def vida_plan(a: Asked, ctx: Mapping[str, Any]) -> dict[str, Any]:
     tier = a.choice("resolution", "720p")
     ratio = str(a.get("ratio", "adaptive"))
     if ratio not in VIDA_DIMENSIONS[tier]:
-        first = next(iter(vida_images(a.payload).values()), None)
-        ratio = closest(probe(ctx, first), list(VIDA_DIMENSIONS[tier]), "16:9")
+        first, last = vida_frames(a.payload)
+        ratio = closest(ctx, first or last, list(VIDA_DIMENSIONS[tier]), "16:9")
     seconds = a.int("duration", 5, -1, 15)
     seconds = 5 if seconds < 4 else seconds
     return {
@@ -116,7 +110,7 @@ def lip_sync_plan(a: Asked, ctx: Mapping[str, Any]) -> dict[str, Any]:
 
 def motion_plan(a: Asked, ctx: Mapping[str, Any]) -> dict[str, Any]:
     tier = MODE_TIERS.get(a.choice("mode", "std"), "720p")
-    ratio = closest(probe(ctx, a.get("image_url")), ["16:9", "1:1", "9:16"], "16:9")
+    ratio = closest(ctx, a.get("image_url"), ["16:9", "1:1", "9:16"], "16:9")
     return {
         "size": tier_dimensions(tier, ratio_of(ratio)),
         "seconds": 5,
@@ -159,11 +153,6 @@ def no_frames(payload: Mapping[str, Any]) -> tuple[Any, Any]:
 def frame_fields(first: str, last: str) -> Frames:
     """Frames named by two fields of the payload (the first and the last image)."""
     return lambda payload: (payload.get(first), payload.get(last))
-
-
-def vida_frames(payload: Mapping[str, Any]) -> tuple[Any, Any]:
-    refs = vida_images(payload)
-    return refs.get("first_frame"), refs.get("last_frame")
 
 
 def lip_sync_sound(payload: Mapping[str, Any], ctx: Mapping[str, Any]) -> bytes:

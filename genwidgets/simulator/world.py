@@ -49,8 +49,7 @@ class Asset:
     created: float
     active_at: float
 
-    def record(self, base_url: str, now: float | None = None) -> dict[str, Any]:
-        now = time.time() if now is None else now
+    def record(self, base_url: str, now: float) -> dict[str, Any]:
         active = now >= self.active_at
         p, url = self.fields, str(self.fields.get("URL"))
         return {
@@ -96,8 +95,7 @@ class World:
         self.audio_ms: dict[str, int] = {}
         self.audio_texts: dict[str, str] = {}  # audio_id -> the previewed text (its voice)
         self.session_videos: dict[str, Any] = {}  # session_id -> the identified video_url
-        self.elements: set[int] = set()
-        self._next_element = 1001
+        self.elements: set[int] = set()  # numbered from 1001 on
 
     # ------------------------------------------------------------------ checks
 
@@ -142,16 +140,12 @@ class World:
         if problem or upstream is None:
             c.fail(("jobId",), problem)
             return
-        named = (
-            upstream.outputs[number]
-            if isinstance(number, int) and 0 <= number < len(upstream.outputs)
-            else None
-        )
+        named = [] if c.errors else upstream.outputs[number : number + 1]  # a number 0-3
         c.context.update(
             v8_diffusion=v8,
             upstream_size=upstream.facts.get("image_size", (1024, 1024)),
             upstream_seed=upstream.facts.get("seed", 0),
-            upstream_image=str(named.file.path) if named and named.file else None,
+            upstream_image=named[0].body(upstream.base_url).get("url") if named else None,
         )
 
     def note_diffusion_version(self, c: Checking) -> None:
@@ -283,7 +277,7 @@ class World:
         return "audio.json", {"audio_id": audio, "duration_ms": self.audio_ms[audio]}
 
     def create_element(self, task: Task, speed: float) -> JsonAnswer:
-        element, self._next_element = self._next_element, self._next_element + 1
+        element = 1001 + len(self.elements)
         self.elements.add(element)
         return "element.json", {"element_id": element}
 

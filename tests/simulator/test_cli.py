@@ -58,7 +58,7 @@ def test_defaults_and_every_flag() -> None:
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["--speed", "0"], "speed must be > 0"),
+        (["--speed", "0"], "speed must be a finite number > 0"),
         (["--speed", "fast"], "speed must be a finite number"),
         (["--workers", "many"], "from 1 to"),
         (["--workers", "0"], "from 1 to"),

@@ -15,7 +15,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
+
+import ipywidgets
 
 from .._config import shown_path
 from .._formats import human_bytes
@@ -44,9 +46,6 @@ from .lasting import (
 )
 from .lasting import result_html as lasting_result_html
 from .markup import Html
-
-if TYPE_CHECKING:
-    import ipywidgets
 
 __all__ = [
     "EMBED_LIMIT",
@@ -298,14 +297,10 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
 
 
 def _html_widget(value: str) -> ipywidgets.HTML:
-    import ipywidgets  # noqa: PLC0415 - rendered HTML needs no ipywidgets; only a live view does
-
     return ipywidgets.HTML(value=value, layout=ipywidgets.Layout(max_width="100%"))
 
 
 def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
-    import ipywidgets  # noqa: PLC0415 - rendered HTML needs no ipywidgets; only a live view does
-
     kind = output.kind
     cls: type[ipywidgets.Widget] = getattr(ipywidgets, kind.capitalize())  # Image, Video, Audio
     options = {} if kind == "image" else {"controls": True, "autoplay": False, "loop": False}
@@ -343,8 +338,6 @@ def render(obj: Renderable, *, embed: bool | None = None, fetch: bool = True) ->
 
 
 def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
-    import ipywidgets  # noqa: PLC0415 - rendered HTML needs no ipywidgets; only a live view does
-
     if isinstance(obj, Output):
         return _render_one(obj, embed=embed, fetch=fetch)
     labels, outputs = _outputs_of(obj)

@@ -181,10 +181,9 @@ class Board(TwoFaced, ipywidgets.VBox):
     def refresh(self, *, history: bool = True) -> None:
         """Pick up new jobs (and, with ``history``, the ledger's jobs and grids), then redraw."""
         with self._lock:
-            for job in self._client_jobs():
+            for job in [*self._client_jobs(), *(self._history() if history else ())]:
                 self.jobs.setdefault(str(job.request_id), job)
             if history:
-                self._load_history()
                 self._load_grids()
         self._throttle.request(force=True)
 
@@ -195,15 +194,13 @@ class Board(TwoFaced, ipywidgets.VBox):
             card = self.cards[key] = JobCard(self.jobs[key], on_change=self._on_card_change)
         return card
 
-    def _load_history(self) -> None:
+    def _history(self) -> list[JobLike]:
         """``client.history()``: its re-attached Jobs become job cards like any other."""
         try:
-            records = list(self.client.history(limit=HISTORY_LIMIT))
+            return list(self.client.history(limit=HISTORY_LIMIT))
         except Exception:  # the ledger is optional: a broken one hides nothing else
             log.warning("genwidgets: the board could not read the history", exc_info=True)
-            return
-        for job in records:
-            self.jobs.setdefault(str(job.request_id), job)
+            return []
 
     def _load_grids(self) -> None:
         """The stored grids of the client's gateway (newest :data:`GRID_LIMIT`)."""

@@ -34,7 +34,7 @@ from .cards import (
     grid_entry_html,
     params_by_endpoint,
 )
-from .faces import TwoFaced, in_kernel
+from .faces import TwoFaced
 from .lasting import thumbnail_src
 from .task import job_look
 from .ticker import TICKER, Throttle
@@ -161,9 +161,6 @@ class Board(TwoFaced, ipywidgets.VBox):
 
     def _ipython_display_(self) -> None:
         """Both faces: the board (live), then the table of what it shows."""
-        if not in_kernel():
-            print(repr(self))
-            return
         self._show_faces(self._lasting, interval=2.0)
 
     def _lasting(self, media: str) -> dict[str, str]:
@@ -184,15 +181,11 @@ class Board(TwoFaced, ipywidgets.VBox):
     def refresh(self, *, history: bool = True) -> None:
         """Pick up new jobs (and, with ``history``, the ledger's jobs and grids), then redraw."""
         with self._lock:
-            for job in self._client_jobs():
-                self._add_job(job)
+            for job in [*self._client_jobs(), *(self._history() if history else ())]:
+                self.jobs.setdefault(str(job.request_id), job)
             if history:
-                self._load_history()
                 self._load_grids()
         self._throttle.request(force=True)
-
-    def _add_job(self, job: JobLike) -> None:
-        self.jobs.setdefault(str(job.request_id), job)
 
     def _card(self, key: str) -> JobCard:
         """The live card of a job a page shows (made the first time)."""
@@ -201,15 +194,13 @@ class Board(TwoFaced, ipywidgets.VBox):
             card = self.cards[key] = JobCard(self.jobs[key], on_change=self._on_card_change)
         return card
 
-    def _load_history(self) -> None:
+    def _history(self) -> list[JobLike]:
         """``client.history()``: its re-attached Jobs become job cards like any other."""
         try:
-            records = list(self.client.history(limit=HISTORY_LIMIT))
+            return list(self.client.history(limit=HISTORY_LIMIT))
         except Exception:  # the ledger is optional: a broken one hides nothing else
             log.warning("genwidgets: the board could not read the history", exc_info=True)
-            return
-        for job in records:
-            self._add_job(job)
+            return []
 
     def _load_grids(self) -> None:
         """The stored grids of the client's gateway (newest :data:`GRID_LIMIT`)."""
@@ -395,23 +386,17 @@ def board_table(board: Board, limit: int) -> dict[str, str]:
     }
 
 
-def _row_thumb(outputs: Sequence[Output], kind: str | None = None) -> markup.Html:
+def _row_thumb(outputs: Sequence[Output]) -> markup.Html:
     src = thumbnail_src(outputs)
     if src is None:
-        return markup.kind_icon(outputs[0].kind if outputs else kind, 32)
+        return markup.kind_icon(outputs[0].kind if outputs else None, 32)
     return markup.picture(src, "max-width:96px;max-height:72px", "gw-thumb")
 
 
 def _grid_thumb(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Html:
-    """A grid's row: the picture of its best-rated cell (else its first with one), as
-    the live board's entry shows it."""
-    cells = sorted(entry.record.cells, key=lambda c: -(c.stars or 0))
-    for cell in cells:
-        job = jobs.get(cell.request_id or "")
-        result = job.last_result if job is not None else None
-        if result is not None and thumbnail_src(result.outputs) is not None:
-            return _row_thumb(result.outputs)
-    return markup.kind_icon("grid", 32)
+    """A grid's row: the picture of its best cell, as the live board's entry shows it."""
+    outputs = entry.best_outputs(jobs)
+    return _row_thumb(outputs) if outputs else markup.kind_icon("grid", 32)
 
 
 def board(client: ClientLike | None = None) -> Board:

@@ -249,6 +249,16 @@ class GridEntry:
                 return "running"
         return "done"
 
+    def best_outputs(self, jobs: Mapping[str, JobLike]) -> Sequence[Output]:
+        """The outputs of its best-rated cell that has any (else of its first): what
+        its card and the board's row show it by."""
+        for cell in sorted(self.record.cells, key=lambda c: -(c.stars or 0)):
+            job = jobs.get(cell.request_id or "")
+            result = job.last_result if job is not None else None
+            if result is not None and result.outputs:
+                return result.outputs
+        return ()
+
 
 def grid_entry_html(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Html:
     """One grid as a card: its icon or best-rated image, endpoint, axes, counts, stars."""
@@ -259,15 +269,10 @@ def grid_entry_html(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Htm
         for d in ("x", "y", "z")
         if (a := axes.get(d))
     ]
-    rated = sorted((c for c in record.cells if c.stars), key=lambda c: -c.stars)
-    thumb = markup.kind_icon("grid")
-    for cell in rated or record.cells:
-        job = jobs.get(cell.request_id or "")
-        result = job.last_result if job is not None else None
-        if result is not None and result.outputs:
-            thumb = _thumbnail(result.outputs, "image")
-            break
-    best = f" · best {rated[0].stars}/5" if rated else ""
+    outputs = entry.best_outputs(jobs)
+    thumb = _thumbnail(outputs, "image") if outputs else markup.kind_icon("grid")
+    best_stars = max((c.stars or 0 for c in record.cells), default=0)
+    best = f" · best {best_stars}/5" if best_stars else ""
     noun = "sweep" if (axes.get("x") or {}).get("kind") == "combination" else "grid"
     return markup.grid_card(
         thumb,

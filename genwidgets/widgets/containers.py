@@ -326,8 +326,7 @@ class ModelUnionElement(Element):
         else:
             raise shape_error(self.spec, value, "a dict")
         with self.quiet():
-            self.choice.value = model
-            self.body.children = (self.current.widget,)
+            self.choice.value = model  # _switch shows its sub-form
             self.current.set(value)
         self._changed()
 

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import anywidget
 import anywidget.experimental
+import ipywidgets
 import traitlets
 
 from .._workers import Workers
@@ -116,12 +117,22 @@ class TwoFaced:
     _faces: Faces | None = None
 
     def _show_faces(
-        self, build: Callable[[str], dict[str, str]], *, interval: float = 0.0, live: Any = None
-    ) -> None:
-        """Display this view (or ``live``, a box holding it), then its lasting face."""
+        self,
+        build: Callable[[str], dict[str, str]],
+        *,
+        interval: float = 0.0,
+        live: Any = None,
+        plain: Callable[[], str] | None = None,
+    ) -> bool:
+        """Display this view (or ``live``, a box holding it), then its lasting face;
+        outside a kernel, print ``plain()`` (else its repr) instead and say False."""
+        if not in_kernel():
+            print(plain() if plain is not None else repr(self))
+            return False
         if self._faces is None:
             self._faces = Faces(build, interval=interval)
         self._faces.show(self._live_face(self if live is None else live, self._faces))
+        return True
 
     def _live_face(self, live: Any, faces: Faces) -> Any:
         return live_container(live, faces)
@@ -413,8 +424,6 @@ class LiveMark(anywidget.AnyWidget):
 
 def live_container(widget: Any, faces: Faces) -> Any:
     """``widget`` with a :class:`LiveMark` beside it, in a box marked with the face id."""
-    import ipywidgets  # noqa: PLC0415 - a lasting face is HTML and needs no ipywidgets
-
     box = ipywidgets.VBox([widget])
     mark = LiveMark()
     mark.face = faces.live(mark)

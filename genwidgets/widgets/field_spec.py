@@ -89,15 +89,14 @@ class FieldSpec(Limits):
 
     def limits_text(self) -> str:
         low, high = self.low, self.high
-        if low is None and high is None:
-            return ""
-        lo = "" if low is None else number_text(low) + (" <" if self.gt is not None else "")
-        hi = "" if high is None else ("< " if self.lt is not None else "") + number_text(high)
         if low is None:
-            return f"≤ {hi}" if self.lt is None else hi
+            return (
+                "" if high is None else ("< " if self.lt is not None else "≤ ") + number_text(high)
+            )
         if high is None:
-            return f"≥ {lo}" if self.gt is None else f"> {number_text(low)}"
-        return f"{lo} – {hi}"
+            return ("> " if self.gt is not None else "≥ ") + number_text(low)
+        lo = number_text(low) + (" <" if self.gt is not None else "")
+        return f"{lo} – {'< ' if self.lt is not None else ''}{number_text(high)}"
 
 
 def plain(value: Any) -> str:
@@ -146,10 +145,7 @@ def spec_from_info(name: str, info: FieldInfo, path: str, wire: str = "") -> Fie
 @cache
 def field_specs(model: type[BaseModel], prefix: str = "") -> tuple[FieldSpec, ...]:
     """Every field of ``model``, in declaration order (cached per model)."""
-    specs = []
-    for entry in fields_of(model):
-        specs.append(spec_from_info(entry.name, entry.info, prefix + entry.wire, entry.wire))
-    return tuple(specs)
+    return tuple(spec_from_info(e.name, e.info, prefix + e.wire, e.wire) for e in fields_of(model))
 
 
 def item_spec(parent: FieldSpec) -> FieldSpec:
@@ -162,6 +158,5 @@ def item_spec(parent: FieldSpec) -> FieldSpec:
         required=True,
         description="",
         media=spec.media or parent.media,
-        prompt=spec.prompt,
         billed=False,
     )

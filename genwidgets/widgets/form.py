@@ -32,7 +32,7 @@ from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, WARN_STYLE, layout
 from .containers import ModelElement
 from .dispatch import build_element
 from .elements import BuildContext, Element, checked
-from .faces import TwoFaced, in_kernel
+from .faces import TwoFaced
 from .field_spec import UNSET, FieldSpec, plain
 from .task import TaskList
 from .ticker import guarded
@@ -315,11 +315,8 @@ class EndpointForm(TwoFaced, W.VBox):
     def _ipython_display_(self) -> None:
         """Both faces of the form (it is a control: its lasting face says what it was
         set to and that it needs its kernel), then the output of the tasks it submits."""
-        if not in_kernel():
-            print(repr(self))
-            return
-        self._show_faces(self._lasting)
-        self.submitted.show()
+        if self._show_faces(self._lasting):
+            self.submitted.show()
 
     def _lasting(self, media: str) -> dict[str, str]:
         payload = json.dumps(_shortened(self.value), indent=2, ensure_ascii=False, default=str)

@@ -435,7 +435,7 @@ class Grid(CommandView):
         if run.paused is not None:
             progress += f"; paused: {run.paused}"
         expected = run.expected_finish()
-        finished = run.started and run.sent and done == total
+        finished = self._finished()
         present = {d for d in AXES if run.plan.shown(d) is not None}
         self.head = {
             "id": run.id,
@@ -450,9 +450,7 @@ class Grid(CommandView):
             "finished": finished,
             "progress": progress,
             "expected_finish_at": None if expected is None else time.time() + expected,
-            "x": self._axis_state("x"),
-            "y": self._axis_state("y"),
-            "z": self._axis_state("z"),
+            **{d: self._axis_state(d) for d in AXES},
             "swaps": [[a, b] for a, b in SWAPS if a in present and b in present],
             "scores": self._margins(),
         }

@@ -146,10 +146,8 @@ class _Number(_Control):
 
 class _Choice(_Control):
     def __init__(self, key: str, choices: tuple[Any, ...], label: str | None = None) -> None:
-        options: list[tuple[str, Any]] = [("unset", None)]
-        options += [(str(c), c) for c in choices]
         self.dropdown = widgets.Dropdown(
-            options=options,
+            options=[("unset", None), *((str(c), c) for c in choices)],
             value=None,
             description=label or f"--{key}",
             style=_LABEL,
@@ -174,7 +172,7 @@ class _Speed(_Choice):
 
     def __init__(self) -> None:
         super().__init__("speed", SPEEDS, label="speed")
-        self.keys = SPEEDS
+        self.keys = ("speed", *SPEEDS)
         self.dropdown.tooltip = "--relax, --fast or --turbo: one at most"
 
     def show(self, params: dict[str, Any]) -> None:
@@ -190,16 +188,17 @@ class _Speed(_Choice):
 
 class _Text(_Control):
     def __init__(self, key: str, placeholder: str, options: tuple[str, ...] = ()) -> None:
-        common: dict[str, Any] = {
-            "description": f"--{key}",
-            "placeholder": placeholder,
-            "continuous_update": False,
-            "style": _LABEL,
-            "layout": _WIDE,
-            "tooltip": _tooltip(key),
-        }
         # a text box offering ``options`` (none: a plain text box)
-        self.text = widgets.Combobox(options=options, ensure_option=False, **common)
+        self.text = widgets.Combobox(
+            options=options,
+            ensure_option=False,
+            description=f"--{key}",
+            placeholder=placeholder,
+            continuous_update=False,
+            style=_LABEL,
+            layout=_WIDE,
+            tooltip=_tooltip(key),
+        )
         super().__init__(key, self.text)
 
     def show(self, params: dict[str, Any]) -> None:
@@ -350,9 +349,7 @@ class PromptBuilder(widgets.VBox):
 
 
 def _belongs(loc: tuple[Any, ...], control: _Control) -> bool:
-    return (
-        len(loc) >= 2 and loc[0] == "params" and (loc[1] in control.keys or loc[1] == control.key)
-    )
+    return len(loc) >= 2 and loc[0] == "params" and loc[1] in control.keys
 
 
 def _billing_html(prompt: Prompt) -> markup.Html:

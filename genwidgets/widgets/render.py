@@ -15,7 +15,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
+
+import ipywidgets
 
 from .._config import shown_path
 from .._formats import human_bytes
@@ -39,21 +41,17 @@ from .lasting import (
     outputs_html,
     plain_text,
     poster_data_url,
+    result_html,
     safe_data_url,
     unavailable_html,
 )
-from .lasting import result_html as lasting_result_html
 from .markup import Html
-
-if TYPE_CHECKING:
-    import ipywidgets
 
 __all__ = [
     "EMBED_LIMIT",
     "Source",
     "live_entry",
     "render",
-    "result_html",
     "source_of",
     "to_html",
     "to_mimebundle",
@@ -238,28 +236,23 @@ def _outputs_of(obj: Renderable) -> tuple[list[str] | None, list[Output]]:
     )
 
 
-def result_html(
-    obj: Renderable, *, embed: bool | None = None, fetch: bool = False, media: str | None = None
-) -> str:
-    """A Result, outputs or labelled outputs as their lasting face: the error, if
-    any, then the outputs side by side (``embed=True``: whole files embedded)."""
-    media = "full" if embed else media
-    if isinstance(obj, Result):
-        return lasting_result_html(obj, media=media, fetch=fetch)
-    labels, outputs = _outputs_of(obj)
-    return markup.box("gw-result", outputs_html(outputs, media=media, fetch=fetch, labels=labels))
-
-
 def to_mimebundle(
     obj: Renderable, *, embed: bool | None = None, fetch: bool = False, media: str | None = None
 ) -> dict[str, str]:
     """Plain display data (``text/html`` + ``text/plain``): the lasting face, which
-    survives saving, VS Code, GitHub and nbconvert, unlike widget state."""
+    survives saving, VS Code, GitHub and nbconvert, unlike widget state. A Result, outputs
+    or labelled outputs: the error, if any, then the outputs side by side
+    (``embed=True``: whole files embedded)."""
+    media = "full" if embed else media
+    labels, outputs = _outputs_of(obj)
     result = obj if isinstance(obj, Result) else None
-    return {
-        "text/html": result_html(obj, embed=embed, fetch=fetch, media=media),
-        "text/plain": plain_text(_outputs_of(obj)[1], result),
-    }
+    if result is not None:
+        html = result_html(result, media=media, fetch=fetch)
+    else:
+        html = markup.box(
+            "gw-result", outputs_html(outputs, media=media, fetch=fetch, labels=labels)
+        )
+    return {"text/html": html, "text/plain": plain_text(outputs, result)}
 
 
 def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
@@ -298,14 +291,10 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
 
 
 def _html_widget(value: str) -> ipywidgets.HTML:
-    import ipywidgets  # noqa: PLC0415 - rendered HTML needs no ipywidgets; only a live view does
-
     return ipywidgets.HTML(value=value, layout=ipywidgets.Layout(max_width="100%"))
 
 
 def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
-    import ipywidgets  # noqa: PLC0415 - rendered HTML needs no ipywidgets; only a live view does
-
     kind = output.kind
     cls: type[ipywidgets.Widget] = getattr(ipywidgets, kind.capitalize())  # Image, Video, Audio
     options = {} if kind == "image" else {"controls": True, "autoplay": False, "loop": False}
@@ -343,14 +332,12 @@ def render(obj: Renderable, *, embed: bool | None = None, fetch: bool = True) ->
 
 
 def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
-    import ipywidgets  # noqa: PLC0415 - rendered HTML needs no ipywidgets; only a live view does
-
     if isinstance(obj, Output):
         return _render_one(obj, embed=embed, fetch=fetch)
     labels, outputs = _outputs_of(obj)
     children: list[ipywidgets.Widget] = []
     if isinstance(obj, Result) and not (obj.ok and outputs):  # its error, asset or "no outputs"
-        children.append(_html_widget(error_banner(obj) if outputs else lasting_result_html(obj)))
+        children.append(_html_widget(error_banner(obj) if outputs else result_html(obj)))
     for i, output in enumerate(outputs):
         widget = _render_one(output, embed=embed, fetch=fetch)
         if labels is not None:

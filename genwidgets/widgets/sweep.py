@@ -136,15 +136,12 @@ class Sweep(TwoFaced, list["JobLike"]):
         return self
 
     def show(self) -> None:
-        """Display both faces: the cards (live), then the contact sheet."""
+        """Display both faces: the cards (live), then the contact sheet (outside a
+        kernel, its repr)."""
         sheet = functools.partial(contact_sheet, self.run, waiting=self.needs_confirmation)
         self._show_faces(sheet, interval=max(1.0, 0.02 * len(self.run.cells)), live=self.widget)
 
-    def _ipython_display_(self) -> None:
-        if in_kernel():
-            self.show()
-        else:
-            print(repr(self))
+    _ipython_display_ = show
 
     def _on_change(self) -> None:
         """A cell was sent or a job moved: the sheet, new cards and errors, then, once

@@ -157,10 +157,9 @@ class TaskView(CommandView):
     def _ipython_display_(self) -> None:
         """Both faces (:mod:`.faces`): this live view, then its lasting face, which
         is rewritten when the task ends. Outside a kernel, one line of text."""
-        if not in_kernel():
-            print(plain_status(self.job))
-            return
-        self._show_faces(lambda media: lasting_face(self.job, media))
+        self._show_faces(
+            lambda media: lasting_face(self.job, media), plain=lambda: plain_status(self.job)
+        )
 
     @answers
     def _ask_cancel(self, _msg: dict[str, Any]) -> None:

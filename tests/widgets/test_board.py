@@ -346,7 +346,6 @@ def test_the_board_is_shown_with_its_lasting_table_kept_current(
     display = DisplayRecorder()
     monkeypatch.setattr(IPython.display, "display", display)
     monkeypatch.setattr(faces, "in_kernel", lambda: True)
-    monkeypatch.setattr(board_module, "in_kernel", lambda: True)
     client, jobs = make_client()
     view = Board(client)
     view._ipython_display_()

@@ -580,7 +580,6 @@ def test_button_click_submits_to_the_simulator_and_shows_the_job(
     display = DisplayRecorder()
     monkeypatch.setattr(IPython.display, "display", display)
     monkeypatch.setattr(faces, "in_kernel", lambda: True)
-    monkeypatch.setattr("genwidgets.widgets.form.in_kernel", lambda: True)
     client = gw.Client(base_url=simulator.base_url, api_key="sim-demo-key")
     try:
         form = gw.form("vidVq2-text2video", client=client, **VALID["vidVq2-text2video"])
@@ -649,7 +648,6 @@ def lasting_face(form: EndpointForm, monkeypatch: pytest.MonkeyPatch) -> str:
     display = DisplayRecorder()
     monkeypatch.setattr(IPython.display, "display", display)
     monkeypatch.setattr(faces, "in_kernel", lambda: True)
-    monkeypatch.setattr("genwidgets.widgets.form.in_kernel", lambda: True)
     form._ipython_display_()
     html = display.calls[1][0]["text/html"]
     assert "a form needs its kernel" in html

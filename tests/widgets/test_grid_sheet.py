@@ -41,6 +41,7 @@ def test_a_finished_grid_stays_live_with_its_sheet_rewritten_as_it_is_rated(
     display = DisplayRecorder()
     monkeypatch.setattr(IPython.display, "display", display)
     monkeypatch.setattr("genwidgets.widgets.grid.in_kernel", lambda: True)
+    monkeypatch.setattr(faces, "in_kernel", lambda: True)
     grid = gw.grid(
         "genW2.5-t2i-preview",
         {"prompt": "a fox in the snow", "n": 1},
@@ -141,6 +142,7 @@ def test_a_running_grids_sheet_waits_for_the_end_of_its_run(
     display = DisplayRecorder()
     monkeypatch.setattr(IPython.display, "display", display)
     monkeypatch.setattr("genwidgets.widgets.grid.in_kernel", lambda: True)
+    monkeypatch.setattr(faces, "in_kernel", lambda: True)
     fake = FakeClient()
     grid = gw.grid("genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]),
                    client=fake)  # fmt: skip

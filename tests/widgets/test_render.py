@@ -20,7 +20,6 @@ from genwidgets.widgets.render import (
     EMBED_LIMIT,
     live_entry,
     render,
-    result_html,
     source_of,
     to_html,
     to_mimebundle,
@@ -145,7 +144,7 @@ def test_asset_record_in_the_body_with_no_outputs_is_a_table() -> None:
     )
     grid = render(result)
     assert ">Id</th>" in grid.children[0].value
-    assert "a-2" in result_html(result)
+    assert "a-2" in to_mimebundle(result)["text/html"]
 
 
 def test_text_is_preformatted_and_escaped() -> None:
@@ -512,7 +511,8 @@ def test_labelled_outputs_render_side_by_side_with_a_local_file(tmp_path: Path) 
 def test_a_cancelled_result_has_no_error_line_and_a_failure_reads_as_text(
     body: dict[str, Any], banner: str | None
 ) -> None:
-    html = result_html(Result.from_body({**body, "outputs": []}, endpoint="e", request_id="r"))
+    result = Result.from_body({**body, "outputs": []}, endpoint="e", request_id="r")
+    html = to_mimebundle(result)["text/html"]
     if banner is None:
         assert "gw-error" not in html
     else:

@@ -1,6 +1,7 @@
 """Small, shared readings of values on the wire and on disk (the bottom layer).
 
-One of each: a lenient integer, a byte count for people, a ``data:`` URL's
+One of each: a lenient integer, a byte count for people, a value as one short
+line (labels, cards, summaries), a ``data:`` URL's
 bytes, the MIME type ↔ file extension table, and text made inert for the surfaces
 that would act on it: a terminal's text and a spreadsheet's cell (markup is
 ``_html``'s). Nothing here imports the rest of genwidgets, so every layer (the
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import mimetypes
 import re
 from typing import Any
@@ -26,6 +28,7 @@ __all__ = [
     "human_bytes",
     "int_or_none",
     "mime_for",
+    "short",
     "spreadsheet_cell",
     "terminal_text",
 ]
@@ -96,6 +99,23 @@ def human_bytes(n: int, *, exact: bool = True) -> str:
     if n >= 10**5:
         return f"{n / mib:.1f} MB" + (f" ({n:,} bytes)" if exact else "")
     return f"{n:,} bytes"
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """A value as one line of at most ``limit`` characters (labels, cards, summaries;
+    not yet escaped). Data URLs and long strings are cut so a card never carries
+    megabytes."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            text = str(value)
+    text = " ".join(text.split())
+    if text.startswith("data:") and "," in text:
+        text = text.split(",", 1)[0] + ",…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class DataURL:

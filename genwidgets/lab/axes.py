@@ -362,13 +362,6 @@ def _endpoint_axis(ids: list[str], endpoint: str) -> Axis:
 MISSING = object()
 
 
-def short(value: Any, limit: int = 80) -> str:
-    """A value as one line of at most ``limit`` characters (labels, summaries)."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def canonical(value: Any) -> str:
     """A stable text form of a JSON-like value (missing differs from null)."""
     if value is MISSING:

@@ -19,11 +19,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._formats import short
 from ..catalog import endpoint as catalog_endpoint
 from ..catalog import validate
 from ..catalog.validation import misspelled
 from ..errors import EndpointNotFound, PayloadError
-from .axes import short
 from .budget import MONEY, Budget, make_budget, plain_amount, summed
 from .cost import BilledUnit, billed_count, billed_unit, billed_units, billing_values, plural
 from .mapping import ENDPOINT_AXIS, map_payload, read_roles

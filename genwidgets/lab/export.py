@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._config import home, redact, shown_path
 from .._files import write_atomically
+from .._formats import short
 from .._palette import PALETTE
 from ..media.thumbnails import DEFAULT_SIDE, decoded, first_frame
 from ..protocol.records import Output
-from .plan import short
 from .provenance import MAX_TEXT_BYTES, PNG_SIGNATURE, png_text
 from .run import status_of
 

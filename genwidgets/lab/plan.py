@@ -20,13 +20,13 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .._formats import short
 from ..catalog import endpoint as catalog_endpoint
 from ..catalog import validate
 from ..errors import EndpointNotFound, PayloadError
 from ..imgm import Prompt, permutation_spans
 from ..jobs.ledger import scrub_payload
 from .axes import MISSING, Axis, canonical, make_axis
-from .axes import short as short  # re-exported: labels and summaries use it
 from .batch_plan import PlannedRow, Prepare, TaskPlan
 from .budget import Budget
 from .cost import axis_count, billed_count, billing_values, refuse_above
@@ -47,7 +47,6 @@ __all__ = [
     "laid_out",
     "permutation_axes",
     "plan_grid",
-    "short",
 ]
 
 AXES = ("x", "y", "z")

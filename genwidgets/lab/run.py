@@ -4,13 +4,11 @@ rows), with its layout, its ratings, and re-opening: docs/decisions.md#grid-run.
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
 from .._client import default_client
-from .._config import shown_path
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
 from ..protocol.records import Output, is_terminal
@@ -314,13 +312,11 @@ class GridRun(Batch):
         its shown path), request id, error and rating (exports; never the key)."""
 
         data = {"id": self.id, **self.plan.describe()}
-        data["base_payload"] = scrub_payload(_paths_shown(self.plan.base_payload))
-        data["per_endpoint"] = scrub_payload(_paths_shown(self.plan.per_endpoint))
         data["cells"] = [
             {
                 **{k: getattr(c, k) for k in ("index", "endpoint", "kind", "billed", "plan_note")},
                 **{d: c.value(d) for d in ("x", "y", "z")},
-                "payload": scrub_payload(_paths_shown(c.payload)),
+                "payload": scrub_payload(c.payload),
                 "request_id": c.request_id,
                 "error": c.error,
                 "stars": c.rating,
@@ -358,18 +354,6 @@ def list_grids(client: ClientLike | None = None) -> list[GridRecord]:
     re-opens one."""
     chosen = client if client is not None else default_client()
     return store_for(chosen, GridStore).grids(chosen.gateway_name)
-
-
-def _paths_shown(value: Any) -> Any:
-    """``value`` with each local path in it (a ``pathlib.Path`` payload value) as
-    :func:`~genwidgets._config.shown_path` writes it: exports name no absolute path."""
-    if isinstance(value, os.PathLike):
-        return shown_path(value)
-    if isinstance(value, dict):
-        return {k: _paths_shown(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_paths_shown(v) for v in value]
-    return value
 
 
 def status_of(cell: GridCell) -> str:

@@ -11,9 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .._formats import short
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import PayloadError
-from .axes import Axis, short
+from .axes import Axis
 from .batch_plan import TaskPlan
 from .cost import billing_values, refuse_above
 from .plan import GridPlan, PlannedCell, Prepare, expand_cells

@@ -1,7 +1,8 @@
 """The widgets' look: text styles, shared layouts, the status look and formatters.
 
-Colours come from the base layer's palette (``genwidgets/_palette.py``) and the URL
-and content-type rules from ``genwidgets/_html.py``; both are re-exported here, so
+Colours come from the base layer's palette (``genwidgets/_palette.py``), the URL
+and content-type rules from ``genwidgets/_html.py`` and ``short`` from
+``genwidgets/_formats.py``; all are re-exported here, so
 widgets import their look from one module and the lab's exports use the same rules.
 The HTML itself is written in :mod:`.markup` alone. Status words and their colours:
 docs/decisions.md#status-look.
@@ -13,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._formats import short
 from .._html import SAFE_DATA_MIME, UrlKind, safe_mime, safe_url, url_kind
 from .._palette import COLOURS, PALETTE, Category
 from ..protocol.records import FAILURE_STATUSES, Result, Status, is_terminal
@@ -162,19 +164,3 @@ def format_elapsed(seconds: float | None) -> str:
         return f"{minutes}m {secs:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m"
-
-
-def short(value: Any, limit: int = 80) -> str:
-    """A one-line, length-capped text of a parameter value (not yet escaped).
-    Data URLs and long strings are cut so a card never carries megabytes."""
-    if isinstance(value, str):
-        text = value
-    else:
-        try:
-            text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-        except (TypeError, ValueError):
-            text = str(value)
-    text = " ".join(text.split())
-    if text.startswith("data:") and "," in text:
-        text = text.split(",", 1)[0] + ",…"
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -18,12 +18,11 @@ from typing import Any, Literal, get_args
 from .._config import shown_path
 from ..jobs.previews import preview_bytes
 from ..lab import export
-from ..lab.plan import short
 from ..lab.run import GridCell, GridRun, status_of
 from ..media.thumbnails import data_url, thumbnail
 from ..protocol.records import Output
 from . import markup
-from ._style import COLOURS, safe_mime
+from ._style import COLOURS, safe_mime, short
 from .lasting import MEDIA_KINDS, local_file, media_choice, output_html, safe_data_url
 
 __all__ = [

@@ -449,9 +449,11 @@ def test_scrub_payload_details() -> None:
             "text": text_url,
             "long": "word " * 20_000,
             "n": [1, 2.5, None, True],
+            "image": Path.home() / "refs" / "fox.png",
         }
     )
-    assert set(scrubbed) == {"blob", "text", "long", "n"}
+    assert set(scrubbed) == {"blob", "text", "long", "n", "image"}
+    assert scrubbed["image"] == "~/refs/fox.png"  # a local file as shown (never absolute)
     blob_digest = hashlib.sha256(bytes([0, 1])).hexdigest()
     assert scrubbed["blob"] == f"<bytes sha256={blob_digest} bytes=2>"
     a_digest = hashlib.sha256(b"A" * 2000).hexdigest()

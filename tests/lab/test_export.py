@@ -337,8 +337,9 @@ def test_a_sheet_cell_is_its_256_px_thumbnail_and_margins_carry_drawn_stars(
 def test_nothing_in_an_export_names_an_absolute_local_path(
     client: gw.Client, tmp_path: Path
 ) -> None:
-    """A local file in the payload reads as its shown path; a path typed as text under
-    the user's home reads as ``~/...`` (local copies of videos: see the page test)."""
+    """A local file in the payload reads as its shown path, in a re-opened grid's too (it
+    is stored so); a path typed as text under the user's home reads as ``~/...`` (local
+    copies of videos: see the page test)."""
     reference = tmp_path / "ref.png"
     Image.new("RGB", (600, 600), (40, 90, 160)).save(reference)
     typed = f"{Path.home()}/refs/fox.png"
@@ -352,7 +353,9 @@ def test_nothing_in_an_export_names_an_absolute_local_path(
     sheet = grid.save_png(tmp_path / "sheet.png")
     described = json.dumps(read_png_description(sheet))
     page = grid.save_html(tmp_path / "grid.html").read_text("utf-8")
-    for text in (described, page):
+    again = gw.load_grid(grid.id, client=client)
+    reopened = json.dumps(read_png_description(again.save_png(tmp_path / "again.png")))
+    for text in (described, page, reopened):
         assert str(tmp_path) not in text
         assert str(Path.home()) + "/" not in text
         assert "a fox like ~/refs/fox.png" in text

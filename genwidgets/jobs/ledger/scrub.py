@@ -4,8 +4,9 @@ Data URLs and Base64 strings of :data:`LARGE_STRING` characters or more become
 ``<data:image/png;base64 sha256=… bytes=…>`` / ``<base64 sha256=… bytes=…>``
 (digest and size of the *decoded* bytes), any other string over
 :data:`MAX_TEXT` becomes ``<text sha256=… bytes=…>``, credential-like keys
-(``Authorization``, ``X-API-Key``, ``api_key``) are dropped, and every stored
-text goes through :func:`genwidgets._config.redact`. There is no key parameter
+(``Authorization``, ``X-API-Key``, ``api_key``) are dropped, a local path
+(``pathlib.Path``) becomes its shown path (docs/decisions.md#shown-paths), and every
+stored text goes through :func:`genwidgets._config.redact`. There is no key parameter
 anywhere here.
 """
 
@@ -15,11 +16,12 @@ import base64
 import binascii
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..._config import redact
+from ..._config import redact, shown_path
 from ..._formats import decode_data_url, int_or_none
 from ...protocol.records import Output
 
@@ -107,6 +109,8 @@ def scrub_value(value: Any) -> Any:
         return [scrub_value(v) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
         return f"<bytes {digest(bytes(value))}>"
+    if isinstance(value, os.PathLike):  # a local file, as shown: docs/decisions.md#shown-paths
+        return scrub_text(shown_path(value))
     return scrub_text(str(value))
 
 

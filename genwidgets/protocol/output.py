@@ -12,7 +12,6 @@ output only describes: its local copy, its download and its save are its
 from __future__ import annotations
 
 import base64
-import binascii
 import collections
 import json
 import os
@@ -178,17 +177,9 @@ class Output:
         """One entry of a result's outputs, read through ``source`` (the jobs layer's;
         none: :data:`HAND_MADE`); a relative URL is resolved against the gateway's
         ``base_url`` (docs/decisions.md#hostile-values)."""
-        if isinstance(entry, str):
-            url = resolve_output_url(entry, base_url)
-            return cls(
-                content_type=UNTYPED,
-                url=url,
-                raw={"url": url},
-                index=index,
-                _source=source,
-                typed=False,
-            )
-        if not isinstance(entry, Mapping):
+        if isinstance(entry, str):  # a bare URL: an untyped entry
+            entry = {"url": resolve_output_url(entry, base_url)}
+        elif not isinstance(entry, Mapping):
             return cls(
                 content_type="application/json",
                 raw={"value": entry},
@@ -251,8 +242,8 @@ class Output:
                 return bytes.fromhex(content)
             if encoding == "base64":
                 return base64.b64decode(content, validate=True)
-        except (ValueError, binascii.Error):
-            return content.encode()
+        except ValueError:  # binascii.Error too: not what it says it is, kept as text
+            pass
         return content.encode()
 
     def in_hand(self) -> bytes | None:

@@ -187,6 +187,8 @@ def _says_rate_limited(answer: Answer) -> bool:
 
 #: Transport failures before the request left: nothing reached the gateway.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+#: The failures of a status, result or cancel request worth another try.
+_TRANSIENT = (ServerError, RateLimited, Unreachable)
 
 
 def _headers(key: Secret | None, extra: Mapping[str, str] | None) -> httpx.Headers:
@@ -195,13 +197,6 @@ def _headers(key: Secret | None, extra: Mapping[str, str] | None) -> httpx.Heade
     return httpx.Headers(
         {**({"Authorization": "Bearer " + key.reveal()} if key else {}), **dict(extra or {})}
     )
-
-
-def _transient(exc: BaseException) -> bool:
-    """Worth another try for status/result/cancel."""
-    if isinstance(exc, ServerError | RateLimited | Unreachable):
-        return True
-    return isinstance(exc, httpx.TransportError)
 
 
 class Gateway:
@@ -451,7 +446,7 @@ class Gateway:
                     raise error
                 await self._sleep(min(1.0, self.not_found_grace - (now - first_not_found)))
                 continue
-            if not _transient(error) or attempt >= retries:
+            if not isinstance(error, _TRANSIENT) or attempt >= retries:
                 raise error
             if not isinstance(error, RateLimited):
                 await self._sleep(backoff_delay(attempt, self.rng))

@@ -12,7 +12,7 @@ output only describes: its local copy, its download and its save are its
 from __future__ import annotations
 
 import base64
-import collections
+import functools
 import json
 import os
 import threading
@@ -104,9 +104,7 @@ class _CacheBudget:
 
     def __init__(self, budget: int, one: int) -> None:
         self.budget, self.one, self.held = budget, one, 0
-        self._kept: collections.OrderedDict[int, tuple[weakref.ref[Output], int]] = (
-            collections.OrderedDict()
-        )
+        self._kept: dict[int, tuple[weakref.ref[Output], int]] = {}  # oldest first
         self._lock = threading.RLock()  # a collected output's callback may come in mid-call
 
     def keep(self, output: Output, data: bytes) -> None:
@@ -120,13 +118,8 @@ class _CacheBudget:
                 self._drop(key)
                 if other is not None:
                     other._cache = None  # noqa: SLF001 - the budget is this module's own: it drops an Output's memory copy
-            key = id(output)
-
-            def collected(gone: weakref.ref[Output]) -> None:
-                self._collected(key, gone)
-
-            ref = weakref.ref(output, collected)
-            self._kept[key] = (ref, len(data))
+            ref = weakref.ref(output, functools.partial(self._collected, id(output)))
+            self._kept[id(output)] = (ref, len(data))
             self.held += len(data)
             output._cache = data  # noqa: SLF001 - the budget is this module's own: it keeps an Output's memory copy
 

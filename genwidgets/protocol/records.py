@@ -314,12 +314,8 @@ class Result:
     @property
     def asset(self) -> dict[str, Any] | None:
         """The asset record of an ``asset-get`` result (spec 2.3), parsed."""
-        candidates: list[Any] = []
-        for out in self.outputs:
-            if out.kind == "json":
-                data = out.inline()
-                if data is not None:
-                    candidates.append(data.decode("utf-8", errors="replace"))
+        inline = [out.inline() for out in self.outputs if out.kind == "json"]
+        candidates: list[Any] = [d.decode("utf-8", errors="replace") for d in inline if d]
         candidates += [self.raw.get(k) for k in ("content", "result", "output", "asset")]
         for c in candidates:
             record = _as_record(c)

@@ -292,30 +292,18 @@ async def read_capped(
     return b"".join([piece async for piece in aiter_capped(response, max_bytes, watch)])
 
 
-def _depth_over(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
-
-
-def redact_json(value: Any) -> Any:
-    """``value`` (parsed JSON) with every string, keys included, redacted."""
+def redact_json(value: Any, depth: int = 1) -> Any:
+    """``value`` (parsed JSON) with every string, keys included, redacted; a
+    ``RecursionError`` (as the parser's own) for a list or object nested deeper than
+    :data:`MAX_DEPTH`."""
     if isinstance(value, str):
         return redact(value)
+    if isinstance(value, dict | list) and depth > MAX_DEPTH:
+        raise RecursionError(f"nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict):
-        return {redact(k): redact_json(v) for k, v in value.items()}
+        return {redact(k): redact_json(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact_json(v) for v in value]
+        return [redact_json(v, depth + 1) for v in value]
     return value
 
 
@@ -356,16 +344,12 @@ class Answer:
         if self.refused is not None or not self.content:
             return None
         try:
-            value = json.loads(self.content)
-            too_deep = _depth_over(value, MAX_DEPTH)
+            return redact_json(json.loads(self.content))
         except (ValueError, UnicodeDecodeError):
             return None
-        except RecursionError:  # deeper than the parser goes, so deeper than MAX_DEPTH
-            too_deep = True
-        if too_deep:
+        except RecursionError:  # deeper than MAX_DEPTH (or than the parser goes)
             self.refused = f"JSON nested deeper than {MAX_DEPTH} levels"
             return None
-        return redact_json(value)
 
     def text(self, limit: int = 200) -> str:
         """The start of the body as text, redacted (for messages)."""

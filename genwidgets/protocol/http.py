@@ -18,7 +18,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -70,6 +70,7 @@ from .records import (
 )
 
 log = logging.getLogger("genwidgets")
+T = TypeVar("T")
 
 #: How long a 404 ``Request not found`` is retried before it is believed.
 NOT_FOUND_GRACE_S = 3.0
@@ -83,42 +84,32 @@ def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
-    ms = headers.get("retry-after-ms")
-    if ms:
+    raw = (headers.get("retry-after") or "").strip()
+    for text, per_second in ((headers.get("retry-after-ms"), 1000), (raw, 1)):
         try:
-            return max(0.0, float(ms) / 1000)
+            return max(0.0, float(text or "") / per_second)
         except ValueError:
             pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    raw = raw.strip()
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
     try:
         when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
+    except (TypeError, ValueError):  # none, or neither seconds nor a date
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def _json_object(answer: Answer, name: str, handle: Handle) -> Mapping[str, Any]:
-    """The body of a follow-up answer, which must be a JSON object: a :class:`ServerError`
-    naming the answer (``name``: "status", "result") otherwise."""
-    body = answer.json()
-    if not isinstance(body, Mapping):
+def _read(answer: Answer, handle: Handle, read: Callable[..., T], **kw: Any) -> T:
+    """A follow-up answer read by ``read`` (a record's ``from_body``, given ``kw``) as
+    ``handle``'s: a :class:`ServerError` naming the answer when the record refuses it."""
+    endpoint, request_id = handle.endpoint, handle.request_id
+    try:
+        return read(answer.json(), endpoint=endpoint, request_id=request_id, **kw)
+    except ValueError as exc:
         raise ServerError(
-            f"the {name} answer is not a JSON object (HTTP {answer.status_code}, "
-            f"{answer.describe()})",
-            endpoint=handle.endpoint,
-            request_id=handle.request_id,
+            f"{exc} (HTTP {answer.status_code}, {answer.describe()})",
+            endpoint=endpoint,
+            request_id=request_id,
             status_code=answer.status_code,
-        )
-    return body
+        ) from None
 
 
 def error_from_response(
@@ -196,6 +187,8 @@ def _says_rate_limited(answer: Answer) -> bool:
 
 #: Transport failures before the request left: nothing reached the gateway.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+#: The failures of a status, result or cancel request worth another try.
+_TRANSIENT = (ServerError, RateLimited, Unreachable)
 
 
 def _headers(key: Secret | None, extra: Mapping[str, str] | None) -> httpx.Headers:
@@ -204,13 +197,6 @@ def _headers(key: Secret | None, extra: Mapping[str, str] | None) -> httpx.Heade
     return httpx.Headers(
         {**({"Authorization": "Bearer " + key.reveal()} if key else {}), **dict(extra or {})}
     )
-
-
-def _transient(exc: BaseException) -> bool:
-    """Worth another try for status/result/cancel."""
-    if isinstance(exc, ServerError | RateLimited | Unreachable):
-        return True
-    return isinstance(exc, httpx.TransportError)
 
 
 class Gateway:
@@ -416,19 +402,14 @@ class Gateway:
             await self._sleep(backoff_delay(attempt - 1, self.rng))
 
     def _handle(self, endpoint: str, answer: Answer) -> Handle:
-        body = answer.json()
-        if not isinstance(body, Mapping):
-            raise OutcomeUnknown(
-                f"the gateway accepted the request but its answer is not a task handle "
-                f"(HTTP {answer.status_code}, {answer.describe()}); a task may exist",
-                endpoint=endpoint,
-                status_code=answer.status_code,
-            )
         try:
-            return Handle.from_body(endpoint, body, self.base_url)
+            return Handle.from_body(endpoint, answer.json(), self.base_url)
         except ValueError as exc:
             raise OutcomeUnknown(
-                f"{exc}; a task may exist, but it cannot be addressed", endpoint=endpoint
+                f"the gateway accepted the request but {exc} (HTTP {answer.status_code}, "
+                f"{answer.describe()}); a task may exist, but it cannot be addressed",
+                endpoint=endpoint,
+                status_code=answer.status_code,
             ) from None
 
     async def _call(
@@ -465,7 +446,7 @@ class Gateway:
                     raise error
                 await self._sleep(min(1.0, self.not_found_grace - (now - first_not_found)))
                 continue
-            if not _transient(error) or attempt >= retries:
+            if not isinstance(error, _TRANSIENT) or attempt >= retries:
                 raise error
             if not isinstance(error, RateLimited):
                 await self._sleep(backoff_delay(attempt, self.rng))
@@ -473,8 +454,7 @@ class Gateway:
 
     async def status(self, handle: Handle, *, retries: int | None = None) -> Status:
         answer = await self._call("status", "GET", handle, handle.status_url, retries=retries)
-        body = _json_object(answer, "status", handle)
-        return Status.from_body(body, endpoint=handle.endpoint, request_id=handle.request_id)
+        return _read(answer, handle, Status.from_body)
 
     async def result(
         self, handle: Handle, *, retries: int | None = None, source: OutputSource | None = None
@@ -494,24 +474,15 @@ class Gateway:
         another gateway may send nothing: then None (still "not yet", no status).
         """
         answer = await self._call("result", "GET", handle, handle.response_url, retries=retries)
-        if answer.status_code == 202:
-            body = answer.json()
-            if not (isinstance(body, Mapping) and isinstance(body.get("status"), str)):
-                return None
-            status = Status.from_body(body, endpoint=handle.endpoint, request_id=handle.request_id)
-            return status if body["status"] else None
-        body = _json_object(answer, "result", handle)
-        word = body.get("status")
-        if isinstance(word, str) and word and not is_terminal(word):
+        body = answer.json()
+        word = body.get("status") if isinstance(body, Mapping) else None
+        running = isinstance(word, str) and word != "" and not is_terminal(word)
+        if answer.status_code == 202 and not (isinstance(word, str) and word):
+            return None
+        if answer.status_code == 202 or running:
             # a 200 that says the task runs is not its result: docs/decisions.md#records
-            return Status.from_body(body, endpoint=handle.endpoint, request_id=handle.request_id)
-        return Result.from_body(
-            body,
-            endpoint=handle.endpoint,
-            request_id=handle.request_id,
-            source=source,
-            base_url=self.base_url,
-        )
+            return _read(answer, handle, Status.from_body)
+        return _read(answer, handle, Result.from_body, source=source, base_url=self.base_url)
 
     async def cancel(self, handle: Handle) -> Mapping[str, Any]:
         """Ask the gateway to cancel; the answer's shape is not shown, so it is kept raw."""

@@ -12,8 +12,7 @@ output only describes: its local copy, its download and its save are its
 from __future__ import annotations
 
 import base64
-import binascii
-import collections
+import functools
 import json
 import os
 import threading
@@ -105,9 +104,7 @@ class _CacheBudget:
 
     def __init__(self, budget: int, one: int) -> None:
         self.budget, self.one, self.held = budget, one, 0
-        self._kept: collections.OrderedDict[int, tuple[weakref.ref[Output], int]] = (
-            collections.OrderedDict()
-        )
+        self._kept: dict[int, tuple[weakref.ref[Output], int]] = {}  # oldest first
         self._lock = threading.RLock()  # a collected output's callback may come in mid-call
 
     def keep(self, output: Output, data: bytes) -> None:
@@ -121,13 +118,8 @@ class _CacheBudget:
                 self._drop(key)
                 if other is not None:
                     other._cache = None  # noqa: SLF001 - the budget is this module's own: it drops an Output's memory copy
-            key = id(output)
-
-            def collected(gone: weakref.ref[Output]) -> None:
-                self._collected(key, gone)
-
-            ref = weakref.ref(output, collected)
-            self._kept[key] = (ref, len(data))
+            ref = weakref.ref(output, functools.partial(self._collected, id(output)))
+            self._kept[id(output)] = (ref, len(data))
             self.held += len(data)
             output._cache = data  # noqa: SLF001 - the budget is this module's own: it keeps an Output's memory copy
 
@@ -178,17 +170,9 @@ class Output:
         """One entry of a result's outputs, read through ``source`` (the jobs layer's;
         none: :data:`HAND_MADE`); a relative URL is resolved against the gateway's
         ``base_url`` (docs/decisions.md#hostile-values)."""
-        if isinstance(entry, str):
-            url = resolve_output_url(entry, base_url)
-            return cls(
-                content_type=UNTYPED,
-                url=url,
-                raw={"url": url},
-                index=index,
-                _source=source,
-                typed=False,
-            )
-        if not isinstance(entry, Mapping):
+        if isinstance(entry, str):  # a bare URL: an untyped entry
+            entry = {"url": resolve_output_url(entry, base_url)}
+        elif not isinstance(entry, Mapping):
             return cls(
                 content_type="application/json",
                 raw={"value": entry},
@@ -251,8 +235,8 @@ class Output:
                 return bytes.fromhex(content)
             if encoding == "base64":
                 return base64.b64decode(content, validate=True)
-        except (ValueError, binascii.Error):
-            return content.encode()
+        except ValueError:  # binascii.Error too: not what it says it is, kept as text
+            pass
         return content.encode()
 
     def in_hand(self) -> bytes | None:

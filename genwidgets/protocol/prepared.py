@@ -59,14 +59,9 @@ def check_body_size(
     size = len(body)
     if size > limit:
         raise PayloadError(
-            [
-                {
-                    "loc": (),
-                    "msg": f"request body is {human_bytes(size)} as JSON; the service takes "
-                    f"at most {human_bytes(limit)}. Send large files as public URLs "
-                    "(or asset:// ids where allowed) instead of Base64",
-                }
-            ],
+            f"request body is {human_bytes(size)} as JSON; the service takes at most "
+            f"{human_bytes(limit)}. Send large files as public URLs (or asset:// ids where "
+            "allowed) instead of Base64",
             endpoint=endpoint,
         )
     return size

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -313,12 +314,8 @@ class Result:
     @property
     def asset(self) -> dict[str, Any] | None:
         """The asset record of an ``asset-get`` result (spec 2.3), parsed."""
-        candidates: list[Any] = []
-        for out in self.outputs:
-            if out.kind == "json":
-                data = out.inline()
-                if data is not None:
-                    candidates.append(data.decode("utf-8", errors="replace"))
+        inline = [out.inline() for out in self.outputs if out.kind == "json"]
+        candidates: list[Any] = [d.decode("utf-8", errors="replace") for d in inline if d]
         candidates += [self.raw.get(k) for k in ("content", "result", "output", "asset")]
         for c in candidates:
             record = _as_record(c)
@@ -358,9 +355,7 @@ def _outputs_summary(outputs: Sequence[Output]) -> str:
     the bytes known, the folder of the local copies."""
     if not outputs:
         return "no outputs"
-    kinds: dict[str, int] = {}
-    for output in outputs:
-        kinds[output.kind] = kinds.get(output.kind, 0) + 1
+    kinds = Counter(output.kind for output in outputs)
     parts = [
         f"{n} {kind}{'s' if n != 1 and kind in ('image', 'video') else ''}"
         for kind, n in kinds.items()
@@ -377,17 +372,12 @@ def _outputs_summary(outputs: Sequence[Output]) -> str:
 
 
 def _as_record(value: Any) -> dict[str, Any] | None:
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, str):
+    while isinstance(value, str):  # JSON text, or a JSON string holding JSON
         try:
-            parsed = json.loads(value)
+            value = json.loads(value)
         except ValueError:
             return None
-        if isinstance(parsed, str):  # a JSON string holding JSON
-            return _as_record(parsed)
-        return dict(parsed) if isinstance(parsed, Mapping) else None
-    return None
+    return dict(value) if isinstance(value, Mapping) else None
 
 
 def _usable(entry: Any) -> bool:

@@ -16,7 +16,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 import uvicorn
@@ -198,10 +197,5 @@ class ThreadedServer:
     def __enter__(self: S) -> S:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -17,7 +17,7 @@ from ..errors import DownloadError, GenwidgetsError, RequestNotFound
 from ..protocol.records import Result, Status
 from .downloads import Opener, download_outputs_async
 from .ledger import Ledger
-from .ledger.scrub import size_of
+from .output_files import size_of
 
 if TYPE_CHECKING:
     from .job import Job

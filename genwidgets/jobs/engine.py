@@ -91,13 +91,12 @@ class Engine:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the engine and block for its result (not from the engine thread)."""
-        if self.in_engine_thread:
-            coro.close()
-            raise RuntimeError(
-                "a blocking genwidgets call was made from a job callback, which runs on the "
-                "engine thread; use the async API or schedule the work elsewhere"
-            )
-        try:
+        try:  # a wait refused: the coroutine never runs
+            if self.in_engine_thread:
+                raise RuntimeError(
+                    "a blocking genwidgets call was made from a job callback, which runs on "
+                    "the engine thread; use the async API or schedule the work elsewhere"
+                )
             _refuse_wait_under_lock()
         except RuntimeError:
             coro.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import queue
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -55,18 +56,15 @@ async def _run_all(
             began.add(index)
             return await works[index]()
 
-    def settled(index: int) -> Callable[[asyncio.Task[T]], None]:
-        def tell(task: asyncio.Task[T]) -> None:
-            if not task.cancelled():
-                error = task.exception()
-                deliver(index, error if error is not None else task.result())
-
-        return tell
+    def settled(index: int, task: asyncio.Task[T]) -> None:
+        if not task.cancelled():
+            error = task.exception()
+            deliver(index, error if error is not None else task.result())
 
     stopped = asyncio.ensure_future(stop.wait())
     tasks = [asyncio.ensure_future(one(i)) for i in range(len(works))]
     for index, task in enumerate(tasks):
-        task.add_done_callback(settled(index))
+        task.add_done_callback(functools.partial(settled, index))
     remaining: set[asyncio.Future[Any]] = set(tasks)
     while remaining and not stopped.done():
         done, _ = await asyncio.wait(remaining | {stopped}, return_when=asyncio.FIRST_COMPLETED)

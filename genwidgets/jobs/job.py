@@ -523,8 +523,10 @@ class AsyncJob:
         """Wait until the task is terminal; ``TaskTimeout`` leaves it running, or with
         ``cancel_on_timeout=True`` first asks the gateway to cancel it (as ``Job.result``)."""
         try:
-            # The future is this wait's own: cancelling it on timeout leaves the task be.
-            return await wait_within(self._terminal(), timeout)
+            # The shield is this wait's own: cancelling it on timeout leaves the task be.
+            job_ended = self._job._future  # noqa: SLF001 - AsyncJob is this module's Job, awaited
+            outcome = asyncio.shield(asyncio.wrap_future(job_ended))
+            return await wait_within(outcome, timeout)
         except asyncio.TimeoutError:
             if not cancel_on_timeout:
                 raise TaskTimeout(self, timeout or 0.0) from None
@@ -539,28 +541,5 @@ class AsyncJob:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._job.cancel)
 
-    def _terminal(self) -> asyncio.Future[Result]:
-        """The job's outcome as a future of the running loop, fed by a done callback."""
-        loop = asyncio.get_running_loop()
-        outcome: asyncio.Future[Result] = loop.create_future()
-
-        def settle(job: Job) -> None:
-            if outcome.done():  # that wait gave up (timeout) or its loop is gone
-                return
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(_copy_outcome, job, outcome)
-
-        self._job.add_done_callback(settle)
-        return outcome
-
     def __await__(self) -> Generator[Any, None, Result]:
         return self.result().__await__()
-
-
-def _copy_outcome(job: Job, outcome: asyncio.Future[Result]) -> None:
-    if outcome.done():
-        return
-    try:
-        outcome.set_result(job.result())  # done: returns (or raises) at once
-    except BaseException as exc:  # the job's own error, delivered to the awaiting code
-        outcome.set_exception(exc)

@@ -14,7 +14,7 @@ import hashlib
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._files import write_atomically
 from ..errors import GenwidgetsWarning
@@ -26,7 +26,7 @@ from .engine import Engine
 if TYPE_CHECKING:
     from ..protocol.http import Gateway
 
-__all__ = ["Fetcher", "OutputFiles", "gateway_outputs", "holds_digest"]
+__all__ = ["Fetcher", "OutputFiles", "gateway_outputs", "holds_digest", "size_of"]
 
 #: Reads one URL whole, at most its second argument's bytes (within a deadline); an HTTP
 #: error or a body over that cap raises.
@@ -46,6 +46,14 @@ def holds_digest(path: Path, sha256: str) -> bool:
     except OSError:
         return False
     return found.hexdigest() == sha256
+
+
+def size_of(path: Any) -> int | None:
+    """The size of the file at ``path`` in bytes; None when it cannot be read."""
+    try:
+        return int(path.stat().st_size)
+    except (OSError, AttributeError):
+        return None
 
 
 class OutputFiles:
@@ -75,10 +83,7 @@ class OutputFiles:
         return data
 
     def local_size(self, output: Output) -> int | None:
-        try:
-            return output.path.stat().st_size if output.path is not None else None
-        except OSError:
-            return None
+        return size_of(output.path)
 
     def fetch(self, url: str, max_bytes: int) -> bytes:
         return self._fetch(url, max_bytes)

@@ -10,14 +10,14 @@ import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._config import redact
 from ..errors import DownloadError, GenwidgetsError, RequestNotFound
 from ..protocol.records import Result, Status
 from .downloads import Opener, download_outputs_async
 from .ledger import Ledger
-from .ledger.scrub import size_of
+from .output_files import size_of
 
 if TYPE_CHECKING:
     from .job import Job
@@ -52,16 +52,17 @@ class LedgerRecorder:
     def __repr__(self) -> str:
         return f"LedgerRecorder({self.ledger!r}, gateway={self.gateway!r})"
 
-    def _safely(self, what: str, fn: Callable[..., object], *args: object) -> None:
+    def _record(
+        self, what: str, write: Callable[..., object], job: Job, *args: Any, **kwargs: Any
+    ) -> None:
+        """``write(gateway, request_id, ...)``: a failure is logged, never raised."""
         try:
-            fn(*args)
+            write(self.gateway, job.request_id, *args, **kwargs)
         except (GenwidgetsError, sqlite3.Error, OSError) as exc:
             log.warning("genwidgets: could not record %s in the ledger: %s", what, redact(str(exc)))
 
     def on_status(self, job: Job, status: Status) -> None:
-        self._safely(
-            "a status", self.ledger.writes.record_status, self.gateway, job.request_id, status
-        )
+        self._record("a status", self.ledger.writes.record_status, job, status)
 
     def on_gone(self, job: Job, error: RequestNotFound) -> None:
         """The gateway no longer knows the task: record it as ended, so ``resume()``
@@ -74,29 +75,23 @@ class LedgerRecorder:
             endpoint=job.endpoint,
             request_id=job.request_id,
         )
-        self._safely(
-            "a lost task", self.ledger.writes.record_result, self.gateway, job.request_id, gone
-        )
+        self._record("a lost task", self.ledger.writes.record_result, job, gone)
 
     async def on_result(self, job: Job, result: Result) -> None:
-        self._safely(
-            "a result", self.ledger.writes.record_result, self.gateway, job.request_id, result
-        )
+        self._record("a result", self.ledger.writes.record_result, job, result)
         if not (self.download and self.opener is not None and result.outputs):
             return
 
         def saved(index: int, path: Path) -> None:
             written = next((o for o in result.outputs if o.path == path), None)
-            self._safely(
+            self._record(
                 "an output path",
-                lambda: self.ledger.writes.record_output_path(
-                    self.gateway,
-                    job.request_id,
-                    index,
-                    path,
-                    sha256=written.sha256 if written is not None else None,
-                    size=size_of(path),
-                ),
+                self.ledger.writes.record_output_path,
+                job,
+                index,
+                path,
+                sha256=written.sha256 if written is not None else None,
+                size=size_of(path),
             )
 
         try:
@@ -111,11 +106,13 @@ class LedgerRecorder:
         except DownloadError as exc:
             log.warning("genwidgets: %s", redact(str(exc)))
             for index, reason in exc.failures:  # the result goes on; the ledger says which
-                self._safely(
+                self._record(
                     "a failed download",
-                    lambda i=index, why=reason: self.ledger.writes.record_output_path(
-                        self.gateway, job.request_id, i, None, error=why
-                    ),
+                    self.ledger.writes.record_output_path,
+                    job,
+                    index,
+                    None,
+                    error=reason,
                 )
         except (GenwidgetsError, OSError) as exc:
             log.warning("genwidgets: %s", redact(str(exc)))

@@ -24,6 +24,7 @@ from typing import Any
 from ..._config import redact, shown_path
 from ..._formats import decode_data_url, int_or_none
 from ...protocol.records import Output
+from ..output_files import size_of
 
 __all__ = [
     "CREDENTIAL_KEYS",
@@ -37,7 +38,6 @@ __all__ = [
     "scrub_payload",
     "scrub_text",
     "scrub_value",
-    "size_of",
 ]
 
 #: strings this long (characters) are checked for being data URLs / base64
@@ -131,14 +131,6 @@ def error_text(error: Any) -> str | None:
     if len(text) > MAX_ERROR:
         text = text[:MAX_ERROR] + f"… (cut, {len(text)} characters)"
     return text
-
-
-def size_of(path: Any) -> int | None:
-    """The size of the file at ``path`` in bytes; None when it cannot be read."""
-    try:
-        return int(path.stat().st_size)
-    except (OSError, AttributeError):
-        return None
 
 
 def output_record(output: Output) -> dict[str, Any]:

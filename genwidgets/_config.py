@@ -11,7 +11,7 @@ import getpass
 import ipaddress
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -230,11 +230,8 @@ class Settings:
     """What a client is built from. ``api_key`` is excluded from the repr."""
 
     base_url: str | None
-    api_key: Secret | None
+    api_key: Secret | None = field(repr=False)
     embedded: bool
-
-    def __repr__(self) -> str:
-        return f"Settings(base_url={self.base_url!r}, embedded={self.embedded})"
 
 
 def resolve(base_url: str | None, api_key: str | Secret | None) -> Settings:

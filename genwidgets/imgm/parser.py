@@ -61,11 +61,8 @@ def typed_value(key: str, raw: str) -> Any:
         return True
     if has_permutation(raw):
         return raw
-    if param.kind == "int":
-        number = to_number(raw, integer=True)
-        return raw if number is None else number
-    if param.kind == "number":
-        number = to_number(raw, integer=False)
+    if param.kind in ("int", "number"):
+        number = to_number(raw, integer=param.kind == "int")
         return raw if number is None else number
     if param.kind == "list":
         return [item for item in (collapse_spaces(p) for p in split_outside(raw, ",")) if item]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import importlib.util
 import io
 import os
 import re
@@ -331,12 +332,8 @@ def local_info(local: LocalMedia) -> MediaInfo:
     info = _image_info(local)
     if info is not None:
         return info
-    try:
-        import av  # noqa: F401, PLC0415 - asks whether PyAV is installed; it loads only for local audio and video
-    except ImportError:
-        av_missing = True
-    else:
-        av_missing = False
+    av_missing = importlib.util.find_spec("av") is None  # PyAV loads only for audio and video
+    if not av_missing:
         info = _av_info(local)
         if info is not None:
             return info

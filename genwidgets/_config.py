@@ -91,12 +91,6 @@ class Secret:
 _session_key: Secret | None = None
 
 
-def set_session_key(key: Secret) -> None:
-    """Keep a key entered with ``gw.login()`` in memory for this process only."""
-    global _session_key
-    _session_key = key
-
-
 def login(api_key: str | None = None) -> None:
     """Ask for the key with ``getpass`` (or take it) and keep it in memory only.
 
@@ -109,7 +103,8 @@ def login(api_key: str | None = None) -> None:
     api_key = None  # the raw string leaves this frame at once (verbose tracebacks)
     if key is None:
         raise ValueError("no key entered")
-    set_session_key(key)
+    global _session_key  # in memory for this process only
+    _session_key = key
 
 
 def home() -> Path:

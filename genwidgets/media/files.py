@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import importlib.util
 import io
 import os
 import re
@@ -332,9 +331,12 @@ def local_info(local: LocalMedia) -> MediaInfo:
     info = _image_info(local)
     if info is not None:
         return info
-    av_missing = importlib.util.find_spec("av") is None  # PyAV loads only for audio and video
-    if not av_missing:
+    try:
         info = _av_info(local)
+    except ImportError:  # no PyAV: the magic numbers tell the kind
+        av_missing = True
+    else:
+        av_missing = False
         if info is not None:
             return info
     sniffed = sniff(local.head())

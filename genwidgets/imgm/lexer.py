@@ -139,16 +139,13 @@ def split_words(s: str, scan: Scan) -> list[str]:
     if not any(scan.depth):  # no braces: whitespace splits as str.split() does
         return s.split()
     words: list[str] = []
-    start: int | None = None
-    for i, ch in enumerate(s):
-        if ch.isspace() and scan.depth[i] == 0:
-            if start is not None:
-                words.append(s[start:i])
-                start = None
-        elif start is None:
-            start = i
-    if start is not None:
-        words.append(s[start:])
+    start = 0
+    for run in re.finditer(r"\S+", s):  # a run after whitespace inside braces joins the word
+        if words and scan.depth[run.start() - 1] > 0:
+            words[-1] = s[start : run.end()]
+        else:
+            words.append(run.group())
+            start = run.start()
     return words
 
 
@@ -185,15 +182,14 @@ def split_outside(s: str, sep: str) -> list[str]:
         return [s]  # nothing to split: no scan needed
     scan = scan_text(s)
     parts: list[str] = []
-    start = i = 0
-    while i <= len(s) - len(sep):
-        if s.startswith(sep, i) and all(
-            scan.depth[k] == 0 and scan.structural(k) for k in range(i, i + len(sep))
-        ):
+    start = 0
+    for found in re.finditer(
+        f"(?={re.escape(sep)})", s
+    ):  # overlapping: a\:::b splits at its 2nd ::
+        i = found.start()
+        outside = range(i, i + len(sep))
+        if i >= start and all(scan.depth[k] == 0 and scan.structural(k) for k in outside):
             parts.append(s[start:i])
-            i += len(sep)
-            start = i
-        else:
-            i += 1
+            start = i + len(sep)
     parts.append(s[start:])
     return parts

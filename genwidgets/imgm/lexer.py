@@ -183,9 +183,8 @@ def split_outside(s: str, sep: str) -> list[str]:
     scan = scan_text(s)
     parts: list[str] = []
     start = 0
-    for found in re.finditer(
-        f"(?={re.escape(sep)})", s
-    ):  # overlapping: a\:::b splits at its 2nd ::
+    # each place sep starts, overlapping ones too: a\:::b splits at its second ::
+    for found in re.finditer(f"(?={re.escape(sep)})", s):
         i = found.start()
         outside = range(i, i + len(sep))
         if i >= start and all(scan.depth[k] == 0 and scan.structural(k) for k in outside):

@@ -74,7 +74,7 @@ def scan_text(s: str, loc: tuple[str, ...] = ("text",)) -> Scan:
     words has none), so a long prompt costs its braces, not its length."""
     depth = [0] * len(s)
     kind = [_PLAIN] * len(s)
-    errors: list[dict[str, Any]] = []
+    problems: list[str] = []
     opened: list[int] = []
     i = 0
     while True:
@@ -108,30 +108,18 @@ def scan_text(s: str, loc: tuple[str, ...] = ("text",)) -> Scan:
         if ch == "{":
             opened.append(i)
             if len(opened) == MAX_NESTING + 1:
-                errors.append(
-                    {
-                        "loc": loc,
-                        "msg": f"permutations nest deeper than {MAX_NESTING} levels "
-                        f"(at character {i + 1})",
-                    }
+                problems.append(
+                    f"permutations nest deeper than {MAX_NESTING} levels (at character {i + 1})"
                 )
         elif ch == "}":
             if opened:
                 opened.pop()
                 depth[i] = len(opened)
             else:
-                errors.append(
-                    {
-                        "loc": loc,
-                        "msg": f"unbalanced braces: '}}' at character {i + 1} closes nothing",
-                    }
-                )
+                problems.append(f"unbalanced braces: '}}' at character {i + 1} closes nothing")
         i += 1
-    errors.extend(
-        {"loc": loc, "msg": f"unbalanced braces: '{{' at character {o + 1} is never closed"}
-        for o in opened
-    )
-    return Scan(depth, kind, errors)
+    problems += [f"unbalanced braces: '{{' at character {o + 1} is never closed" for o in opened]
+    return Scan(depth, kind, [{"loc": loc, "msg": msg} for msg in problems])
 
 
 def split_words(s: str, scan: Scan) -> list[str]:

@@ -11,7 +11,7 @@ import getpass
 import ipaddress
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -91,12 +91,6 @@ class Secret:
 _session_key: Secret | None = None
 
 
-def set_session_key(key: Secret) -> None:
-    """Keep a key entered with ``gw.login()`` in memory for this process only."""
-    global _session_key
-    _session_key = key
-
-
 def login(api_key: str | None = None) -> None:
     """Ask for the key with ``getpass`` (or take it) and keep it in memory only.
 
@@ -109,7 +103,8 @@ def login(api_key: str | None = None) -> None:
     api_key = None  # the raw string leaves this frame at once (verbose tracebacks)
     if key is None:
         raise ValueError("no key entered")
-    set_session_key(key)
+    global _session_key  # in memory for this process only
+    _session_key = key
 
 
 def home() -> Path:
@@ -230,11 +225,8 @@ class Settings:
     """What a client is built from. ``api_key`` is excluded from the repr."""
 
     base_url: str | None
-    api_key: Secret | None
+    api_key: Secret | None = field(repr=False)
     embedded: bool
-
-    def __repr__(self) -> str:
-        return f"Settings(base_url={self.base_url!r}, embedded={self.embedded})"
 
 
 def resolve(base_url: str | None, api_key: str | Secret | None) -> Settings:

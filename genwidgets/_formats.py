@@ -185,31 +185,15 @@ MIME_TYPES: dict[str, str] = {
     "txt": "text/plain",
 }
 
-#: the file extension of each content type we meet; others ask ``mimetypes``, then ``.bin``
+#: the file extension of each content type we meet: each format's own (JPEG's is
+#: ``.jpg``) and other spellings of the same types; others ask ``mimetypes``, then ``.bin``
 EXTENSIONS: dict[str, str] = {
-    "image/png": ".png",
+    **{mime: "." + fmt for fmt, mime in MIME_TYPES.items()},
     "image/jpeg": ".jpg",
     "image/jpg": ".jpg",
-    "image/webp": ".webp",
-    "image/gif": ".gif",
-    "image/bmp": ".bmp",
-    "image/tiff": ".tiff",
-    "video/mp4": ".mp4",
-    "video/quicktime": ".mov",
-    "video/webm": ".webm",
-    "video/x-msvideo": ".avi",
-    "video/x-matroska": ".mkv",
-    "audio/mpeg": ".mp3",
     "audio/mp3": ".mp3",
-    "audio/wav": ".wav",
     "audio/x-wav": ".wav",
     "audio/wave": ".wav",
-    "audio/flac": ".flac",
-    "audio/mp4": ".m4a",
-    "audio/ogg": ".ogg",
-    "audio/aac": ".aac",
-    "application/json": ".json",
-    "text/plain": ".txt",
     "application/octet-stream": ".bin",
 }
 UNKNOWN_EXTENSION = ".bin"

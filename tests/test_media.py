@@ -459,8 +459,8 @@ def test_asset_ids_only_where_allowed() -> None:
     assert caught.value.errors == [
         {
             "loc": ("image",),
-            "msg": "vidK-x does not accept asset:// ids here; it takes a public http(s) URL "
-            "or raw Base64 with no data: prefix",
+            "msg": "vidK-x does not accept asset:// ids here; it takes a public http(s) URL, "
+            "or raw base64 with no data: prefix (jpeg, png)",
         }
     ]
     with pytest.raises(PayloadError, match="not an asset id"):

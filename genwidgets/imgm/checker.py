@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .lexer import has_permutation, split_outside
@@ -67,27 +67,30 @@ class Checker:
         return [value]
 
     def errors(self) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
+        return [{"loc": loc, "msg": msg} for loc, msg in dict.fromkeys(self._errors())]
 
-        def add(loc: tuple[str, ...], msg: str) -> None:
-            if {"loc": loc, "msg": msg} not in found:
-                found.append({"loc": loc, "msg": msg})
+    def warnings(self) -> list[PromptWarning]:
+        found: dict[str, tuple[str, ...]] = {}
+        for loc, msg in self._warnings():
+            found.setdefault(msg, loc)  # each message once, where it was first found
+        return [PromptWarning(msg, loc) for msg, loc in found.items()]
 
+    def _errors(self) -> Iterator[tuple[tuple[str, ...], str]]:
         if not self.text and not self.images:
-            add(("text",), "the prompt needs text or an image URL")
+            yield ("text",), "the prompt needs text or an image URL"
         for key in self.values:
             param = PARAMETERS.get(key)
             shown = f"--{self.spelling[key]}"
             if param is None:
-                add(("params", key), _unknown(shown, key))
+                yield ("params", key), _unknown(shown, key)
                 continue
             for value in self.alternatives(key):
                 problem = _value_problem(param, value)
                 if problem:
-                    add(("params", key), f"{shown} {problem}")
+                    yield ("params", key), f"{shown} {problem}"
         speeds = [f"--{self.spelling[k]}" for k in SPEEDS if k in self.values]
         if len(speeds) > 1:
-            add(
+            yield (
                 ("params", "speed"),
                 f"one speed at most: {' and '.join(speeds)} are both set "
                 "(choose --relax, --fast or --turbo)",
@@ -101,59 +104,51 @@ class Checker:
                 -0.5 if has_no else 0
             )
             if total <= 0:
-                add(
+                yield (
                     ("text",),
                     f"the :: weights of {text!r} add up to {format_scalar(float(total))}"
                     + (" (--no counts as one -0.5 part)" if has_no else "")
                     + "; their sum must be positive",
                 )
-        return found
 
-    def warnings(self) -> list[PromptWarning]:
-        found: list[PromptWarning] = []
-
-        def add(loc: tuple[str, ...], msg: str) -> None:
-            if msg not in found:
-                found.append(PromptWarning(msg, loc))
-
+    def _warnings(self) -> Iterator[tuple[tuple[str, ...], str]]:
         for key in self.values:
             shown = f"--{self.spelling[key]}"
             for value in self.alternatives(key):
                 if key == "ar" and isinstance(value, str) and (m := RATIO.fullmatch(value)):
                     w, h = int(m.group(1)), int(m.group(2))
                     if w and h and max(w / h, h / w) > 2:
-                        add(("params", key), f"{shown} {value} is beyond 2:1: experimental")
+                        yield ("params", key), f"{shown} {value} is beyond 2:1: experimental"
                 elif key == "v" and value != "8.1":
-                    add(
+                    yield (
                         ("params", key),
                         f"{shown} {format_value(key, value)}: the service uses --v 8.1",
                     )
                 elif key == "style" and value in PARAMETERS["style"].choices[1:]:
-                    add(
+                    yield (
                         ("params", key),
                         f"{shown} {value} works on another model variant; the main model takes raw",
                     )
                 elif key == "quality" and value == 2:
-                    add(("params", key), f"{shown} 2 works on some versions only")
+                    yield ("params", key), f"{shown} 2 works on some versions only"
         for key, needs in WEIGHT_OF.items():
             if key in self.values and needs not in self.values:
-                add(("params", key), f"--{self.spelling[key]} has no effect without --{needs}")
+                yield ("params", key), f"--{self.spelling[key]} has no effect without --{needs}"
         if "iw" in self.values and not self.images:
-            add(("params", "iw"), f"--{self.spelling['iw']} has no effect without an image URL")
-        self.weights_and_version(add)
-        jobs = self.jobs
-        if jobs > MANY_JOBS:
-            add(("params",), cost_warning(jobs))
-        return found
+            yield ("params", "iw"), f"--{self.spelling['iw']} has no effect without an image URL"
+        yield from self.weights_and_version()
+        if self.jobs > MANY_JOBS:
+            warning = cost_warning(self.jobs)
+            yield warning.loc, warning
 
-    def weights_and_version(self, add: Callable[[tuple[str, ...], str], None]) -> None:
+    def weights_and_version(self) -> Iterator[tuple[tuple[str, ...], str]]:
         """Warn when ``::`` weights meet a ``--v`` the multi-prompt page does not list."""
         if "v" not in self.values or len(split_outside(self.text, "::")) < 2:
             return
         for value in self.alternatives("v"):
             major = re.match(r"[0-9]+", str(value))
             if major and int(major.group()) >= 7:
-                add(
+                yield (
                     ("params", "v"),
                     f"--{self.spelling['v']} {format_value('v', value)} with :: weights: the "
                     "multi-prompt documentation lists versions up to 6.1 only; the weights "
@@ -203,14 +198,11 @@ def _value_problem(param: Param, value: Any) -> str | None:
         return f"needs a value: {wants}"
     if param.choices:
         return None if value in param.choices else f"takes {wants}; got {_show(value)}"
-    if param.kind == "int":
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        if ok and param.low is not None and param.high is not None:
-            ok = param.low <= value <= param.high
-        return None if ok else f"takes {wants}; got {_show(value)}"
-    if param.kind == "number":
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if param.kind in ("int", "number"):
+        types = int if param.kind == "int" else (int, float)
+        ok = isinstance(value, types) and not isinstance(value, bool)
         ok = ok and (param.low is None or value >= param.low)
+        ok = ok and (param.high is None or value <= param.high)
         return None if ok else f"takes {wants}; got {_show(value)}"
     if param.kind == "ratio":
         m = RATIO.fullmatch(value) if isinstance(value, str) else None

@@ -74,7 +74,7 @@ def scan_text(s: str, loc: tuple[str, ...] = ("text",)) -> Scan:
     words has none), so a long prompt costs its braces, not its length."""
     depth = [0] * len(s)
     kind = [_PLAIN] * len(s)
-    errors: list[dict[str, Any]] = []
+    problems: list[str] = []
     opened: list[int] = []
     i = 0
     while True:
@@ -108,30 +108,18 @@ def scan_text(s: str, loc: tuple[str, ...] = ("text",)) -> Scan:
         if ch == "{":
             opened.append(i)
             if len(opened) == MAX_NESTING + 1:
-                errors.append(
-                    {
-                        "loc": loc,
-                        "msg": f"permutations nest deeper than {MAX_NESTING} levels "
-                        f"(at character {i + 1})",
-                    }
+                problems.append(
+                    f"permutations nest deeper than {MAX_NESTING} levels (at character {i + 1})"
                 )
         elif ch == "}":
             if opened:
                 opened.pop()
                 depth[i] = len(opened)
             else:
-                errors.append(
-                    {
-                        "loc": loc,
-                        "msg": f"unbalanced braces: '}}' at character {i + 1} closes nothing",
-                    }
-                )
+                problems.append(f"unbalanced braces: '}}' at character {i + 1} closes nothing")
         i += 1
-    errors.extend(
-        {"loc": loc, "msg": f"unbalanced braces: '{{' at character {o + 1} is never closed"}
-        for o in opened
-    )
-    return Scan(depth, kind, errors)
+    problems += [f"unbalanced braces: '{{' at character {o + 1} is never closed" for o in opened]
+    return Scan(depth, kind, [{"loc": loc, "msg": msg} for msg in problems])
 
 
 def split_words(s: str, scan: Scan) -> list[str]:
@@ -139,16 +127,13 @@ def split_words(s: str, scan: Scan) -> list[str]:
     if not any(scan.depth):  # no braces: whitespace splits as str.split() does
         return s.split()
     words: list[str] = []
-    start: int | None = None
-    for i, ch in enumerate(s):
-        if ch.isspace() and scan.depth[i] == 0:
-            if start is not None:
-                words.append(s[start:i])
-                start = None
-        elif start is None:
-            start = i
-    if start is not None:
-        words.append(s[start:])
+    start = 0
+    for run in re.finditer(r"\S+", s):  # a run after whitespace inside braces joins the word
+        if words and scan.depth[run.start() - 1] > 0:
+            words[-1] = s[start : run.end()]
+        else:
+            words.append(run.group())
+            start = run.start()
     return words
 
 
@@ -185,15 +170,13 @@ def split_outside(s: str, sep: str) -> list[str]:
         return [s]  # nothing to split: no scan needed
     scan = scan_text(s)
     parts: list[str] = []
-    start = i = 0
-    while i <= len(s) - len(sep):
-        if s.startswith(sep, i) and all(
-            scan.depth[k] == 0 and scan.structural(k) for k in range(i, i + len(sep))
-        ):
+    start = 0
+    # each place sep starts, overlapping ones too: a\:::b splits at its second ::
+    for found in re.finditer(f"(?={re.escape(sep)})", s):
+        i = found.start()
+        outside = range(i, i + len(sep))
+        if i >= start and all(scan.depth[k] == 0 and scan.structural(k) for k in outside):
             parts.append(s[start:i])
-            i += len(sep)
-            start = i
-        else:
-            i += 1
+            start = i + len(sep)
     parts.append(s[start:])
     return parts

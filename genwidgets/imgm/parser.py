@@ -61,11 +61,8 @@ def typed_value(key: str, raw: str) -> Any:
         return True
     if has_permutation(raw):
         return raw
-    if param.kind == "int":
-        number = to_number(raw, integer=True)
-        return raw if number is None else number
-    if param.kind == "number":
-        number = to_number(raw, integer=False)
+    if param.kind in ("int", "number"):
+        number = to_number(raw, integer=param.kind == "int")
         return raw if number is None else number
     if param.kind == "list":
         return [item for item in (collapse_spaces(p) for p in split_outside(raw, ",")) if item]
@@ -118,7 +115,7 @@ def parse_parts(s: Any) -> tuple[list[str], str, list[Entry]]:
     scan = scan_text(s, ("text",))
     if scan.errors:
         raise PayloadError(scan.errors)
-    errors: list[dict[str, Any]] = []
+    errors: list[tuple[tuple[str, ...], str]] = []  # (loc, msg)
     words = split_words(s, scan)
     # per word, once (a long prompt has thousands): a permutation of parameters, or
     # the start of an entry (that, or a --name)
@@ -146,7 +143,7 @@ def parse_parts(s: Any) -> tuple[list[str], str, list[Entry]]:
             raw = collapse_spaces(" ".join(words[i:j]))
             i = j
             if raw in seen:
-                errors.append({"loc": ("params",), "msg": f"{raw!r} is given twice; keep one"})
+                errors.append((("params",), f"{raw!r} is given twice; keep one"))
                 continue
             seen[raw] = raw
             entries.append((raw, raw, Variation(raw)))
@@ -158,21 +155,12 @@ def parse_parts(s: Any) -> tuple[list[str], str, list[Entry]]:
         values = [collapse_spaces(w) for w in words[i + 1 : j]]
         i = j
         if not PARAM_NAME.fullmatch(spelling):
-            errors.append(
-                {
-                    "loc": ("params",),
-                    "msg": f"malformed parameter {word!r}: write --name value "
-                    "(names are letters, digits and _)",
-                }
-            )
+            why = "write --name value (names are letters, digits and _)"
+            errors.append((("params",), f"malformed parameter {word!r}: {why}"))
             continue
         if key in seen:
-            errors.append(
-                {
-                    "loc": ("params", key),
-                    "msg": f"--{key} is given twice (as --{seen[key]} and --{spelling}); keep one",
-                }
-            )
+            twice = f"--{key} is given twice (as --{seen[key]} and --{spelling}); keep one"
+            errors.append((("params", key), twice))
             continue
         seen[key] = spelling
         if param is not None and param.kind == "flag" and values:
@@ -185,7 +173,7 @@ def parse_parts(s: Any) -> tuple[list[str], str, list[Entry]]:
         else:
             entries.append((spelling, key, typed_value(key, raw)))
     if errors:
-        raise PayloadError(errors)
+        raise PayloadError([{"loc": loc, "msg": msg} for loc, msg in errors])
     return images, text, entries
 
 
@@ -212,12 +200,12 @@ def _values_end(words: list[str], varying: list[bool], i: int, param: Param | No
     return j
 
 
-def _text_after(key: str, spelling: str, extra: list[str], why: str) -> dict[str, Any]:
-    return {
-        "loc": ("params", key),
-        "msg": f"text after the parameters: {' '.join(extra)!r} (--{spelling} {why}); "
+def _text_after(key: str, spelling: str, extra: list[str], why: str) -> tuple[tuple[str, ...], str]:
+    return (
+        ("params", key),
+        f"text after the parameters: {' '.join(extra)!r} (--{spelling} {why}); "
         "text goes before the first --parameter",
-    }
+    )
 
 
 def format_value(key: str, value: Any) -> str:

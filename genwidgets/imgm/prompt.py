@@ -187,8 +187,9 @@ class Prompt:
     @property
     def varies_parameters(self) -> bool:
         """Whether a permutation varies parameters, so each expansion is checked apart."""
-        return any(isinstance(v, Variation) for _, _, v in self._entries) or any(
-            isinstance(v, str) and varies(v) for _, _, v in self._entries
+        return any(
+            isinstance(v, Variation) or (isinstance(v, str) and varies(v))
+            for _, _, v in self._entries
         )
 
     def _variants(self) -> list[tuple[str, Prompt | PayloadError]]:
@@ -228,11 +229,8 @@ class Prompt:
         if raw is None:
             return [1]
         values = alternatives(raw) if isinstance(raw, str) else [str(raw)]
-        counts = []
-        for value in values:
-            number = to_number(value, integer=True)
-            counts.append(int(number) if number is not None and number >= 1 else 1)
-        return counts
+        numbers = [to_number(value, integer=True) for value in values]
+        return [int(n) if n is not None and n >= 1 else 1 for n in numbers]
 
     # ---------------------------------------------------------------- checking
 

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from .._formats import human_bytes
 from ..catalog import MediaSpec
+from ..catalog.checks import MediaCheck
 from ..catalog.introspect import number_text
 from ..errors import MediaWarning
 from .files import (
@@ -105,28 +106,13 @@ def _warn_unchecked(what: str, who: str) -> None:
     )
 
 
-def _accepts(spec: MediaSpec) -> str:
-    """What the field takes, in words (for error messages)."""
-    forms = {
-        "data_url_lower": f"data:{spec.media}/<lowercase format>;base64,<data>",
-        "data_url_mime": "data:<MIME type>;base64,<data>",
-        "raw_base64": "raw Base64 with no data: prefix",
-        "url_only": "",
-        "url_or_data": "a data URL",
-    }
-    parts = ["a public http(s) URL"]
-    if forms[spec.encoding]:
-        parts.append(forms[spec.encoding])
-    if spec.allow_asset:
-        parts.append("asset://<id>")
-    return ", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else parts[0] + " only"
-
-
 def remote_problems(remote: RemoteMedia, spec: MediaSpec, who: str) -> list[str]:
     rest = remote.url[len(remote.scheme) + 3 :]
     if remote.scheme == "asset":
         if not spec.allow_asset:
-            return [f"{who} does not accept asset:// ids here; it takes {_accepts(spec)}"]
+            return [
+                f"{who} does not accept asset:// ids here; it takes {MediaCheck(spec).expected()}"
+            ]
         if not rest.strip() or "/" in rest or rest != rest.strip():
             return [f"{remote.url!r} is not an asset id; write asset://<ASSET_ID>"]
         return []

@@ -103,13 +103,10 @@ def _parts(field: FieldPath) -> list[str | int]:
     raw = field.split(".") if isinstance(field, str) else list(field)
     parts: list[str | int] = []
     for p in raw:
-        if isinstance(p, int) or (isinstance(p, str) and p.strip().isdigit()):
-            parts.append(int(p))
-        elif isinstance(p, str) and p.strip("[]").isdigit():
-            parts.append(int(p.strip("[]")))
-        else:
-            parts.extend(re.findall(r"[^\[\]]+", str(p)))  # "image_list[0]" → image_list, 0
-    return [int(p) if isinstance(p, str) and p.isdigit() else p for p in parts]
+        # "image_list[0]" → image_list, 0; digits (with spaces around) are list indices
+        names = [p] if isinstance(p, int) else re.findall(r"[^\[\]]+", str(p))
+        parts.extend(int(n) if isinstance(n, int) or n.strip().isdigit() else n for n in names)
+    return parts
 
 
 def spec_for(endpoint: str, field: FieldPath) -> MediaSpec:

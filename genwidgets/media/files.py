@@ -214,43 +214,36 @@ def _pil_bytes(image: Any, formats: Sequence[str]) -> bytes:
 
 
 # Magic numbers: enough to tell media kinds apart without a decoder.
+_MAGIC = {
+    b"\xff\xd8\xff": ("image", "jpeg"),
+    b"ID3": ("audio", "mp3"),
+    b"fLaC": ("audio", "flac"),
+    b"OggS": ("audio", "ogg"),
+    b"\x89PNG\r\n\x1a\n": ("image", "png"),
+    b"GIF87a": ("image", "gif"),
+    b"GIF89a": ("image", "gif"),
+    b"BM": ("image", "bmp"),
+    b"II*\x00": ("image", "tiff"),
+    b"MM\x00*": ("image", "tiff"),
+}
+_RIFF = {b"WAVE": ("audio", "wav"), b"AVI ": ("video", "avi"), b"WEBP": ("image", "webp")}
+_BRANDS = {b"qt  ": ("video", "mov"), b"M4A ": ("audio", "m4a"), b"M4B ": ("audio", "m4a")}
+
+
 def sniff(head: bytes) -> tuple[str, str] | None:
     """(kind, format) from the first bytes, or None when not recognised."""
-    if head[4:8] == b"ftyp":
-        brand = head[8:12]
-        if brand == b"qt  ":
-            return "video", "mov"
-        if brand in (b"M4A ", b"M4B "):
-            return "audio", "m4a"
-        return "video", "mp4"
+    if head[4:8] == b"ftyp":  # the ISO family: its brand tells
+        return _BRANDS.get(head[8:12], ("video", "mp4"))
     if head[4:8] in (b"moov", b"mdat", b"wide", b"free"):
         return "video", "mov"
-    if head[:4] == b"RIFF":
-        if head[8:12] == b"WAVE":
-            return "audio", "wav"
-        if head[8:12] == b"AVI ":
-            return "video", "avi"
-        if head[8:12] == b"WEBP":
-            return "image", "webp"
-    if head[:3] == b"\xff\xd8\xff":
-        return "image", "jpeg"
-    if head[:3] == b"ID3" or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0):
-        return "audio", "mp3"
-    if head[:4] == b"fLaC":
-        return "audio", "flac"
-    if head[:4] == b"OggS":
-        return "audio", "ogg"
+    if head[:4] == b"RIFF" and head[8:12] in _RIFF:
+        return _RIFF[head[8:12]]
     if head[:4] == b"\x1a\x45\xdf\xa3":
         return "video", "webm" if b"webm" in head else "mkv"
-    if head[:8] == b"\x89PNG\r\n\x1a\n":
-        return "image", "png"
-    if head[:6] in (b"GIF87a", b"GIF89a"):
-        return "image", "gif"
-    if head[:2] == b"BM":
-        return "image", "bmp"
-    if head[:4] in (b"II*\x00", b"MM\x00*"):
-        return "image", "tiff"
-    return None
+    found = next((v for magic, v in _MAGIC.items() if head.startswith(magic)), None)
+    if found is None and len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0:
+        return "audio", "mp3"  # an MPEG audio frame's sync bits
+    return found
 
 
 _PILLOW_NOT_IMAGES = {"mpeg"}  # Pillow identifies MPEG-1 video streams; PyAV reads them
@@ -339,12 +332,11 @@ def local_info(local: LocalMedia) -> MediaInfo:
     if info is not None:
         return info
     try:
-        import av  # noqa: F401, PLC0415 - asks whether PyAV is installed; it loads only for local audio and video
-    except ImportError:
+        info = _av_info(local)
+    except ImportError:  # no PyAV: the magic numbers tell the kind
         av_missing = True
     else:
         av_missing = False
-        info = _av_info(local)
         if info is not None:
             return info
     sniffed = sniff(local.head())

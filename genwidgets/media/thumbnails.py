@@ -52,12 +52,21 @@ class _TooManyPixels(Exception):
         )
 
 
-def _cached(path: Path, max_side: int) -> Path | None:
-    for ext in (".jpg", ".png"):
-        candidate = path.with_name(f"{path.name}.thumb{max_side}{ext}")
-        if is_fresh(candidate, path):
-            return candidate
-    return None
+def _named(path: Path, max_side: int, ext: str) -> Path:
+    return path.with_name(f"{path.name}.thumb{max_side}{ext}")
+
+
+def _picture(source: Path | IO[bytes], max_side: int) -> Image.Image | None:
+    """A picture's pixels, or a video's first frame (of a file); ``None`` when neither
+    decodes, or past :data:`MAX_PIXELS` (said in the log)."""
+    try:
+        image = decoded(source, max_side)
+        if image is None and isinstance(source, Path):
+            image = first_frame(source)  # not a picture: maybe a video
+    except _TooManyPixels as exc:
+        log.warning("genwidgets: %s", exc)
+        return None
+    return image
 
 
 def first_frame(source: Path | IO[bytes]) -> Image.Image | None:
@@ -117,11 +126,7 @@ def thumbnail_bytes(data: bytes, max_side: int = DEFAULT_SIDE) -> tuple[bytes, s
     """A thumbnail of an image held in memory (inline content): bytes and MIME
     type, or ``None`` when the bytes are not a picture Pillow reads, or one of more
     than :data:`MAX_PIXELS` pixels (said in the log)."""
-    try:
-        image = decoded(io.BytesIO(data), max_side)
-    except _TooManyPixels as exc:
-        log.warning("genwidgets: %s", exc)
-        return None
+    image = _picture(io.BytesIO(data), max_side)
     return None if image is None else _encode(image, max_side)
 
 
@@ -134,22 +139,14 @@ def thumbnail(path: str | os.PathLike[str], max_side: int = DEFAULT_SIDE) -> Pat
     two kernels making the same thumbnail never leave half a file.
     """
     source = Path(path)
-    cached = _cached(source, max_side)
-    if cached is not None:
-        return cached
-    try:
-        image = decoded(source, max_side)
-        if image is None:  # not a picture: maybe a video, shown by its first frame
-            image = first_frame(source)
-    except _TooManyPixels as exc:
-        log.warning("genwidgets: %s", exc)
-        return None
+    for cached in (_named(source, max_side, ".jpg"), _named(source, max_side, ".png")):
+        if is_fresh(cached, source):
+            return cached
+    image = _picture(source, max_side)
     if image is None:
         return None
     data, mime = _encode(image, max_side)
-    target = source.with_name(
-        f"{source.name}.thumb{max_side}{'.png' if mime == 'image/png' else '.jpg'}"
-    )
+    target = _named(source, max_side, ".png" if mime == "image/png" else ".jpg")
     try:
         write_atomically(target, data)
     except OSError:

@@ -8,11 +8,12 @@ effect (``audio_setting.force_cbr``).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .findings import IneffectiveFieldWarning, warn
+from .coerce import refusing
+from .findings import warn
 from .markers import Number, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
@@ -252,12 +253,18 @@ class SpeechM02Turbo(Endpoint):
     subtitle_enable: Annotated[bool | None, ServiceDefault(False)] = Field(
         None, description="Only for non-streaming output."
     )
-    subtitle_type: Annotated[Literal["sentence", "word"] | None, ServiceDefault("sentence")] = (
-        Field(
-            None,
-            description="sentence or word. (word_streaming needs upstream "
-            "streaming, which this service does not offer.)",
-        )
+    subtitle_type: Annotated[
+        Literal["sentence", "word"] | None,
+        ServiceDefault("sentence"),
+        refusing(
+            "word_streaming",
+            "subtitle_type word_streaming needs upstream streaming, which this service "
+            "does not offer; use sentence or word",
+        ),
+    ] = Field(
+        None,
+        description="sentence or word. (word_streaming needs upstream "
+        "streaming, which this service does not offer.)",
     )
     aigc_watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None,
@@ -270,16 +277,6 @@ class SpeechM02Turbo(Endpoint):
         problem = pause_marker_problem(value)
         if problem:
             raise ValueError(problem)
-        return value
-
-    @field_validator("subtitle_type", mode="before")
-    @classmethod
-    def _no_streaming_subtitles(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.strip().lower() == "word_streaming":
-            raise ValueError(
-                "subtitle_type word_streaming needs upstream streaming, which this service "
-                "does not offer; use sentence or word"
-            )
         return value
 
     @model_validator(mode="after")
@@ -304,7 +301,6 @@ class SpeechM02Turbo(Endpoint):
         if latex and self.language_boost not in (None, "Chinese"):
             warn(
                 f"voice_setting.latex_read sets language_boost to Chinese; {self.language_boost!r} "
-                "is overridden",
-                IneffectiveFieldWarning,
+                "is overridden"
             )
         return self

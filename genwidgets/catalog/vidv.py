@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from .checks import MediaSpec
-from .findings import IneffectiveFieldWarning, warn
+from .findings import warn
 from .markers import BILLED, MB, ServiceDefault
 from .model import Endpoint
 from .registry import register
@@ -27,8 +27,7 @@ def _warn_callback(value: str | None) -> None:
     if value:
         warn(
             "callback_url: the service delivers no webhooks and may reject callback "
-            "information with 'webhook not supported'; genwidgets polls instead",
-            IneffectiveFieldWarning,
+            "information with 'webhook not supported'; genwidgets polls instead"
         )
 
 

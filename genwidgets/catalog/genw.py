@@ -112,20 +112,14 @@ class GenW26R2V(Endpoint):
         description="At most 1500 characters; character1, character2 refer to reference order.",
     )
     negative_prompt: str | None = Field(None, description="Chinese or English; excess truncated.")
-    reference_urls: Annotated[
-        list[Annotated[str, GENW26_REFERENCE]] | None,
-        GENW26_REFERENCE,
-    ] = Field(
+    reference_urls: list[Annotated[str, GENW26_REFERENCE]] | None = Field(
         None,
         min_length=1,
         max_length=5,
         description="1-5 image or video URLs, in placeholder order; images JPEG, JPG, PNG, BMP, "
         "WEBP; videos MP4, MOV. Preferred; do not send with reference_video_urls.",
     )
-    reference_video_urls: Annotated[
-        list[Annotated[str, GENW26_REFERENCE_VIDEO]] | None,
-        GENW26_REFERENCE_VIDEO,
-    ] = Field(
+    reference_video_urls: list[Annotated[str, GENW26_REFERENCE_VIDEO]] | None = Field(
         None,
         min_length=1,
         description="Soon to be deprecated (use reference_urls); do not send with "

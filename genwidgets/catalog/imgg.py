@@ -47,7 +47,7 @@ class ImgG15Edit(Endpoint):
     """
 
     prompt: str = Field(min_length=1, max_length=32000, description="Max 32000 characters.")
-    images: Annotated[OneOrMany[Annotated[str, IMGG_IMAGE]], IMGG_IMAGE] = Field(
+    images: OneOrMany[Annotated[str, IMGG_IMAGE]] = Field(
         min_length=1,
         max_length=IMGG_MAX_IMAGES,
         description="Up to 16 input images, each a URL or data:<MIME>;base64,<data> "

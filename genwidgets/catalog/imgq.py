@@ -42,7 +42,7 @@ class ImgQEditPlus(Endpoint):
         min_length=1,
         description="Chinese or English; at most 800 tokens; excess truncated.",
     )
-    images: Annotated[OneOrMany[Annotated[str, IMGQ_IMAGE]], IMGQ_IMAGE] = Field(
+    images: OneOrMany[Annotated[str, IMGQ_IMAGE]] = Field(
         min_length=1,
         max_length=3,
         description="1-3 URLs or data:<MIME>;base64,<data>; order defines image order; the "

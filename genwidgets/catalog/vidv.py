@@ -215,10 +215,7 @@ class VidVCreateSubjects(Endpoint):
     ``videos`` is needed."""
 
     name: str = Field(min_length=1, description="Subject name; unique recommended.")
-    images: Annotated[
-        list[Annotated[str, VIDV_IMAGE]] | None,
-        VIDV_IMAGE,
-    ] = Field(
+    images: list[Annotated[str, VIDV_IMAGE]] | None = Field(
         None,
         min_length=1,
         max_length=3,
@@ -226,10 +223,7 @@ class VidVCreateSubjects(Endpoint):
         "jpeg, jpg, webp; aspect ratio within 1:4..4:1; at most 50 MB; decoded base64 under "
         "20 MB.",
     )
-    videos: Annotated[
-        list[Annotated[str, VIDV_VIDEO]] | None,
-        VIDV_VIDEO,
-    ] = Field(
+    videos: list[Annotated[str, VIDV_VIDEO]] | None = Field(
         None,
         max_length=1,
         description="At most 1 video, 5 seconds; only the vidVq2-pro reference model supports "

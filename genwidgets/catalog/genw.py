@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Field, model_validator
 from .checks import MediaSpec
 from .coerce import SIZE_WITH_STAR, Size, SizeRule
 from .findings import DeprecatedFieldWarning, warn, warn_truncated
-from .markers import BILLED, GENERATIONS, MB, SEED_MAX, ServiceDefault
+from .markers import BILLED, GENERATIONS, MB, Seed, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -51,7 +51,7 @@ class GenW25T2IPreview(Endpoint):
     n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(4)] = Field(
         None, ge=1, le=4, description="Number of images. Affects cost."
     )
-    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random if omitted.")
+    seed: Seed = Field(None, description="Random if omitted.")
     prompt_extend: Annotated[bool | None, ServiceDefault(True)] = Field(
         None, description="Improves short prompts, adds latency."
     )
@@ -140,7 +140,7 @@ class GenW26R2V(Endpoint):
         None,
         description="single or multi. Only effective when prompt rewriting is.",
     )
-    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random seed.")
+    seed: Seed = Field(None, description="Random seed.")
     watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None, description="Lower-right corner."
     )

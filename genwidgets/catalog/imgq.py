@@ -13,7 +13,7 @@ from pydantic import AfterValidator, Field, model_validator
 from .checks import MediaSpec
 from .coerce import OneOrMany, Size, SizeRule
 from .findings import warn_truncated
-from .markers import BILLED, GENERATIONS, MB, SEED_MAX, ServiceDefault
+from .markers import BILLED, GENERATIONS, MB, Seed, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -67,12 +67,7 @@ class ImgQEditPlus(Endpoint):
     watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None, description="Model watermark in the lower-right corner."
     )
-    seed: int | None = Field(
-        None,
-        ge=0,
-        le=SEED_MAX,
-        description="The same seed does not guarantee identical output.",
-    )
+    seed: Seed = Field(None, description="The same seed does not guarantee identical output.")
 
     @model_validator(mode="after")
     def _truncation(self) -> ImgQEditPlus:

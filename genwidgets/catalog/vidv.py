@@ -23,14 +23,6 @@ _CALLBACK_NOTE = (
 )
 
 
-def _warn_callback(value: str | None) -> None:
-    if value:
-        warn(
-            "callback_url: the service delivers no webhooks and may reject callback "
-            "information with 'webhook not supported'; genwidgets polls instead"
-        )
-
-
 def _json_text(value: Any) -> Any:
     """meta_data is a JSON string: a dict given instead is serialised, not sent as an object."""
     if isinstance(value, dict):
@@ -97,7 +89,11 @@ class _VidVCommon(Endpoint):
     def _advisories(self) -> _VidVCommon:
         if getattr(self, "off_peak", None):
             warn("off_peak is currently unavailable (spec); the task may run at normal priority")
-        _warn_callback(getattr(self, "callback_url", None))
+        if getattr(self, "callback_url", None):
+            warn(
+                "callback_url: the service delivers no webhooks and may reject callback "
+                "information with 'webhook not supported'; genwidgets polls instead"
+            )
         return self
 
 

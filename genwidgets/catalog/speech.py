@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from .coerce import refusing
 from .findings import warn
@@ -69,25 +69,27 @@ LanguageBoost = Literal[
 ]
 
 
-def pause_marker_problem(text: str) -> str | None:
-    """Why the ``<#x#>`` pause markers of ``text`` break the spec's rules, or None."""
+def pause_markers(text: str) -> str:
+    """AfterValidator: the ``<#x#>`` pause markers of ``text`` keep the spec's rules."""
     previous_end: int | None = None
     for match in _PAUSE.finditer(text):
         seconds = match.group(1)
         if not _PAUSE_SECONDS.fullmatch(seconds):
-            return (
+            raise ValueError(
                 f"pause marker {match.group(0)!r}: x must be seconds 0.01-99.99 with at most "
                 "two decimals, e.g. <#0.5#>"
             )
         if not PAUSE_MIN <= float(seconds) <= PAUSE_MAX:
-            return f"pause marker {match.group(0)!r}: x must be between 0.01 and 99.99 seconds"
+            raise ValueError(
+                f"pause marker {match.group(0)!r}: x must be between 0.01 and 99.99 seconds"
+            )
         if previous_end is not None and not text[previous_end : match.start()].strip():
-            return (
+            raise ValueError(
                 f"pause markers must not be consecutive: {match.group(0)!r} follows another "
                 "marker with nothing to pronounce between them (merge them into one)"
             )
         previous_end = match.end()
-    return None
+    return text
 
 
 class VoiceSetting(Part):
@@ -216,7 +218,7 @@ class SpeechM02Turbo(Endpoint):
     list counts as not mixing; a pause marker at the very start or end of the text
     is allowed (only consecutive markers are rejected)."""
 
-    text: str = Field(
+    text: Annotated[str, AfterValidator(pause_markers)] = Field(
         min_length=1,
         max_length=TEXT_MAX,
         description="Fewer than 10000 characters; paragraphs separated by newline. Pause "
@@ -270,14 +272,6 @@ class SpeechM02Turbo(Endpoint):
         None,
         description="Appends an audio rhythm marker at the end; non-streaming only.",
     )
-
-    @field_validator("text")
-    @classmethod
-    def _pauses(cls, value: str) -> str:
-        problem = pause_marker_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
 
     @model_validator(mode="after")
     def _mixing(self) -> SpeechM02Turbo:

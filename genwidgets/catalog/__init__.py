@@ -15,7 +15,7 @@ The catalog does no I/O.
 
 # Importing the family modules registers their endpoints (the registry imports none).
 from . import asset, genw, imgg, imgm, imgq, speech, vida, vidh, vidk, vidp, vidv  # noqa: F401 - importing registers them
-from .checks import MediaSpec, media_spec
+from .checks import MediaSpec, media_spec, media_specs
 from .fields import WireField, field_named, fields_of, known_names
 from .findings import (
     DeprecatedFieldWarning,
@@ -38,7 +38,7 @@ from .markers import (
 )
 from .model import Endpoint, EndpointModel, Part
 from .openapi_schema import openapi
-from .paths import field_info_at, fields_along, media_fields_of, media_spec_at, media_specs
+from .paths import field_info_at, fields_along, media_fields_of, media_spec_at
 from .registry import KINDS, EndpointSpec, endpoint, endpoints, register, unregister
 from .validation import payload_of, unsendable, validate, webhook_fields, webhook_problems
 

@@ -16,7 +16,7 @@ from pydantic import GetCoreSchemaHandler
 from pydantic.fields import FieldInfo
 from pydantic_core import CoreSchema, core_schema
 
-from .introspect import is_container, strip_optional
+from .introspect import is_container, item_types, strip_optional
 from .markers import MB
 
 Encoding = Literal[
@@ -62,10 +62,16 @@ class MediaSpec:
         return core_schema.no_info_after_validator_function(MediaCheck(self), schema)
 
 
+def media_specs(info: FieldInfo) -> list[MediaSpec]:
+    """Every MediaSpec of a field, its own first, then its items' (no repeats): a list
+    of media strings says its spec once, on its items (``list[Annotated[str, SPEC]]``)."""
+    items = (m for _, meta in item_types(info.annotation) for m in meta)
+    return list(dict.fromkeys(m for m in (*info.metadata, *items) if isinstance(m, MediaSpec)))
+
+
 def media_spec(info: FieldInfo) -> MediaSpec | None:
-    """The field's own :class:`MediaSpec` (a list's items may carry theirs:
-    :func:`genwidgets.catalog.paths.media_specs` finds both)."""
-    return next((m for m in info.metadata if isinstance(m, MediaSpec)), None)
+    """The field's :class:`MediaSpec`: its own, else its items'; ``None`` for no media."""
+    return next(iter(media_specs(info)), None)
 
 
 _MIME_TYPES: dict[str, tuple[str, ...]] = {

@@ -1,7 +1,8 @@
 """Small value types several families share, as reusable ``Annotated`` types:
 :data:`Size` (``width*height``, any spelling normalised), :class:`SizeRule` (its
 limits), :data:`SIZE_WITH_X`/:data:`SIZE_WITH_STAR` (a size enum's spelling) and
-:data:`OneOrMany` (a single string given where a list is wanted)."""
+:data:`OneOrMany` (a single string given where a list is wanted) and :func:`refusing`
+(a value the spec lists but this service does not offer)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,18 @@ def _spelled_with(sep: str) -> BeforeValidator:
         return value
 
     return BeforeValidator(spell)
+
+
+def refusing(word: str, message: str) -> BeforeValidator:
+    """Metadata refusing ``word`` (any case, spaces around) with ``message``: a value the
+    spec lists that this service does not offer, refused before the type's own check."""
+
+    def refuse(value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == word:
+            raise ValueError(message)
+        return value
+
+    return BeforeValidator(refuse)
 
 
 SIZE_WITH_STAR = _spelled_with("*")

@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Field, model_validator
 from .checks import MediaSpec
 from .coerce import SIZE_WITH_STAR, Size, SizeRule
 from .findings import DeprecatedFieldWarning, warn, warn_truncated
-from .markers import BILLED, GENERATIONS, MB, SEED_MAX, ServiceDefault
+from .markers import BILLED, GENERATIONS, MB, Seed, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -51,7 +51,7 @@ class GenW25T2IPreview(Endpoint):
     n: Annotated[int | None, BILLED, GENERATIONS, ServiceDefault(4)] = Field(
         None, ge=1, le=4, description="Number of images. Affects cost."
     )
-    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random if omitted.")
+    seed: Seed = Field(None, description="Random if omitted.")
     prompt_extend: Annotated[bool | None, ServiceDefault(True)] = Field(
         None, description="Improves short prompts, adds latency."
     )
@@ -112,20 +112,14 @@ class GenW26R2V(Endpoint):
         description="At most 1500 characters; character1, character2 refer to reference order.",
     )
     negative_prompt: str | None = Field(None, description="Chinese or English; excess truncated.")
-    reference_urls: Annotated[
-        list[Annotated[str, GENW26_REFERENCE]] | None,
-        GENW26_REFERENCE,
-    ] = Field(
+    reference_urls: list[Annotated[str, GENW26_REFERENCE]] | None = Field(
         None,
         min_length=1,
         max_length=5,
         description="1-5 image or video URLs, in placeholder order; images JPEG, JPG, PNG, BMP, "
         "WEBP; videos MP4, MOV. Preferred; do not send with reference_video_urls.",
     )
-    reference_video_urls: Annotated[
-        list[Annotated[str, GENW26_REFERENCE_VIDEO]] | None,
-        GENW26_REFERENCE_VIDEO,
-    ] = Field(
+    reference_video_urls: list[Annotated[str, GENW26_REFERENCE_VIDEO]] | None = Field(
         None,
         min_length=1,
         description="Soon to be deprecated (use reference_urls); do not send with "
@@ -146,7 +140,7 @@ class GenW26R2V(Endpoint):
         None,
         description="single or multi. Only effective when prompt rewriting is.",
     )
-    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random seed.")
+    seed: Seed = Field(None, description="Random seed.")
     watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None, description="Lower-right corner."
     )

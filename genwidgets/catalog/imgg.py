@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from .checks import MediaSpec
 from .coerce import SIZE_WITH_X, OneOrMany
-from .findings import IneffectiveFieldWarning, warn
+from .findings import warn
 from .markers import BILLED, GENERATIONS, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
@@ -47,7 +47,7 @@ class ImgG15Edit(Endpoint):
     """
 
     prompt: str = Field(min_length=1, max_length=32000, description="Max 32000 characters.")
-    images: Annotated[OneOrMany[Annotated[str, IMGG_IMAGE]], IMGG_IMAGE] = Field(
+    images: OneOrMany[Annotated[str, IMGG_IMAGE]] = Field(
         min_length=1,
         max_length=IMGG_MAX_IMAGES,
         description="Up to 16 input images, each a URL or data:<MIME>;base64,<data> "
@@ -95,7 +95,6 @@ class ImgG15Edit(Endpoint):
         if self.output_compression is not None and self.output_format not in ("jpeg", "webp"):
             warn(
                 "output_compression only applies to jpeg or webp output; output_format is "
-                f"{self.output_format or 'png (the default)'}",
-                IneffectiveFieldWarning,
+                f"{self.output_format or 'png (the default)'}"
             )
         return self

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, Field, model_validator
 from .checks import MediaSpec
 from .coerce import OneOrMany, Size, SizeRule
 from .findings import warn_truncated
-from .markers import BILLED, GENERATIONS, MB, SEED_MAX, ServiceDefault
+from .markers import BILLED, GENERATIONS, MB, Seed, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -42,7 +42,7 @@ class ImgQEditPlus(Endpoint):
         min_length=1,
         description="Chinese or English; at most 800 tokens; excess truncated.",
     )
-    images: Annotated[OneOrMany[Annotated[str, IMGQ_IMAGE]], IMGQ_IMAGE] = Field(
+    images: OneOrMany[Annotated[str, IMGQ_IMAGE]] = Field(
         min_length=1,
         max_length=3,
         description="1-3 URLs or data:<MIME>;base64,<data>; order defines image order; the "
@@ -67,12 +67,7 @@ class ImgQEditPlus(Endpoint):
     watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None, description="Model watermark in the lower-right corner."
     )
-    seed: int | None = Field(
-        None,
-        ge=0,
-        le=SEED_MAX,
-        description="The same seed does not guarantee identical output.",
-    )
+    seed: Seed = Field(None, description="The same seed does not guarantee identical output.")
 
     @model_validator(mode="after")
     def _truncation(self) -> ImgQEditPlus:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
 from pydantic.fields import FieldInfo
 
 MB = 1024 * 1024
@@ -84,3 +84,6 @@ def reject_bool(value: Any) -> Any:
 
 
 Number = Annotated[int | float, BeforeValidator(reject_bool)]
+
+Seed = Annotated[int | None, Field(ge=0, le=SEED_MAX)]
+"""An optional seed within the spec's range (each endpoint says what it does)."""

@@ -137,24 +137,14 @@ def _payload_schema(spec: EndpointSpec, components: dict[str, Any]) -> dict[str,
     return dict(schema)
 
 
-def _path_parameters() -> list[dict[str, Any]]:
-    ids = sorted(spec.id for spec in endpoints(documented_only=False))
-    return [
-        {
-            "name": "endpoint",
-            "in": "path",
-            "required": True,
-            "schema": {"type": "string", "enum": ids},
-            "description": "The endpoint the task was created on.",
-        },
-        {
-            "name": "request_id",
-            "in": "path",
-            "required": True,
-            "schema": {"type": "string", "minLength": 1},
-            "description": "The task's request_id from its handle.",
-        },
-    ]
+def _path_parameter(name: str, description: str, **schema: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", **schema},
+        "description": description,
+    }
 
 
 def openapi(base_url: str | None = None, *, documented_only: bool = False) -> dict[str, Any]:
@@ -190,7 +180,14 @@ def openapi(base_url: str | None = None, *, documented_only: bool = False) -> di
             }
         }
     task = "/v1/queue/{endpoint}/requests/{request_id}"
-    parameters = _path_parameters()
+    parameters = [
+        _path_parameter(
+            "endpoint",
+            "The endpoint the task was created on.",
+            enum=sorted(spec.id for spec in endpoints(documented_only=False)),
+        ),
+        _path_parameter("request_id", "The task's request_id from its handle.", minLength=1),
+    ]
     for suffix, method, answers, summary in (
         ("status", "get", _STATUS_ANSWERS, "The status of a task."),
         ("response", "get", _RESULT_ANSWERS, "The result of a task (202 until it ends)."),

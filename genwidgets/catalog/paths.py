@@ -10,17 +10,9 @@ from collections.abc import Iterator, Sequence
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from .checks import MediaSpec, media_spec
+from .checks import MediaSpec, media_spec, media_specs
 from .fields import field_named, fields_of
-from .introspect import item_types, models_in
-
-
-def media_specs(info: FieldInfo) -> list[MediaSpec]:
-    """Every MediaSpec of a field, its own first, then its items' (no repeats)."""
-    own = media_spec(info)
-    items = [m for _, meta in item_types(info.annotation) for m in meta]
-    found = [own, *(m for m in items if isinstance(m, MediaSpec))]
-    return list(dict.fromkeys(s for s in found if s is not None))
+from .introspect import models_in
 
 
 def fields_along(model: type[BaseModel], path: Sequence[str | int]) -> list[list[FieldInfo]]:
@@ -48,7 +40,7 @@ def field_info_at(model: type[BaseModel], path: Sequence[str | int]) -> FieldInf
 
 def media_spec_at(model: type[BaseModel], path: Sequence[str | int]) -> MediaSpec | None:
     """The :class:`MediaSpec` of the field at ``path`` (list items share their list's)."""
-    return next((s for info in _fields_at(model, path) for s in media_specs(info)), None)
+    return next(filter(None, map(media_spec, _fields_at(model, path))), None)
 
 
 def _fields_at(model: type[BaseModel], path: Sequence[str | int]) -> list[FieldInfo]:

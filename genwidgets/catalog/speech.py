@@ -8,11 +8,12 @@ effect (``audio_setting.force_cbr``).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from .findings import IneffectiveFieldWarning, warn
+from .coerce import refusing
+from .findings import warn
 from .markers import Number, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
@@ -68,25 +69,27 @@ LanguageBoost = Literal[
 ]
 
 
-def pause_marker_problem(text: str) -> str | None:
-    """Why the ``<#x#>`` pause markers of ``text`` break the spec's rules, or None."""
+def pause_markers(text: str) -> str:
+    """AfterValidator: the ``<#x#>`` pause markers of ``text`` keep the spec's rules."""
     previous_end: int | None = None
     for match in _PAUSE.finditer(text):
         seconds = match.group(1)
         if not _PAUSE_SECONDS.fullmatch(seconds):
-            return (
+            raise ValueError(
                 f"pause marker {match.group(0)!r}: x must be seconds 0.01-99.99 with at most "
                 "two decimals, e.g. <#0.5#>"
             )
         if not PAUSE_MIN <= float(seconds) <= PAUSE_MAX:
-            return f"pause marker {match.group(0)!r}: x must be between 0.01 and 99.99 seconds"
+            raise ValueError(
+                f"pause marker {match.group(0)!r}: x must be between 0.01 and 99.99 seconds"
+            )
         if previous_end is not None and not text[previous_end : match.start()].strip():
-            return (
+            raise ValueError(
                 f"pause markers must not be consecutive: {match.group(0)!r} follows another "
                 "marker with nothing to pronounce between them (merge them into one)"
             )
         previous_end = match.end()
-    return None
+    return text
 
 
 class VoiceSetting(Part):
@@ -215,7 +218,7 @@ class SpeechM02Turbo(Endpoint):
     list counts as not mixing; a pause marker at the very start or end of the text
     is allowed (only consecutive markers are rejected)."""
 
-    text: str = Field(
+    text: Annotated[str, AfterValidator(pause_markers)] = Field(
         min_length=1,
         max_length=TEXT_MAX,
         description="Fewer than 10000 characters; paragraphs separated by newline. Pause "
@@ -252,35 +255,23 @@ class SpeechM02Turbo(Endpoint):
     subtitle_enable: Annotated[bool | None, ServiceDefault(False)] = Field(
         None, description="Only for non-streaming output."
     )
-    subtitle_type: Annotated[Literal["sentence", "word"] | None, ServiceDefault("sentence")] = (
-        Field(
-            None,
-            description="sentence or word. (word_streaming needs upstream "
-            "streaming, which this service does not offer.)",
-        )
+    subtitle_type: Annotated[
+        Literal["sentence", "word"] | None,
+        ServiceDefault("sentence"),
+        refusing(
+            "word_streaming",
+            "subtitle_type word_streaming needs upstream streaming, which this service "
+            "does not offer; use sentence or word",
+        ),
+    ] = Field(
+        None,
+        description="sentence or word. (word_streaming needs upstream "
+        "streaming, which this service does not offer.)",
     )
     aigc_watermark: Annotated[bool | None, ServiceDefault(False)] = Field(
         None,
         description="Appends an audio rhythm marker at the end; non-streaming only.",
     )
-
-    @field_validator("text")
-    @classmethod
-    def _pauses(cls, value: str) -> str:
-        problem = pause_marker_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("subtitle_type", mode="before")
-    @classmethod
-    def _no_streaming_subtitles(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.strip().lower() == "word_streaming":
-            raise ValueError(
-                "subtitle_type word_streaming needs upstream streaming, which this service "
-                "does not offer; use sentence or word"
-            )
-        return value
 
     @model_validator(mode="after")
     def _mixing(self) -> SpeechM02Turbo:
@@ -304,7 +295,6 @@ class SpeechM02Turbo(Endpoint):
         if latex and self.language_boost not in (None, "Chinese"):
             warn(
                 f"voice_setting.latex_read sets language_boost to Chinese; {self.language_boost!r} "
-                "is overridden",
-                IneffectiveFieldWarning,
+                "is overridden"
             )
         return self

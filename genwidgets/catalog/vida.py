@@ -12,11 +12,12 @@ of the exact body it sends, for every endpoint (not here).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from .checks import MediaSpec
+from .coerce import refusing
 from .markers import BILLED, MB, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
@@ -257,15 +258,11 @@ class VidA20Fast(_VidABody):
     """Multimodal video, faster variant: ``vidA-2-0-fast``. As ``vidA-2-0`` but
     ``resolution`` is 480p or 720p only."""
 
-    resolution: Annotated[Literal["480p", "720p"] | None, BILLED, ServiceDefault("720p")] = Field(
-        None, description="480p or 720p (1080p is vidA-2-0 only). Affects billing."
-    )
-
-    @field_validator("resolution", mode="before")
-    @classmethod
-    def _no_1080p(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.strip().lower() == "1080p":
-            raise ValueError(
-                "1080p is only available on vidA-2-0; vidA-2-0-fast offers 480p and 720p"
-            )
-        return value
+    resolution: Annotated[
+        Literal["480p", "720p"] | None,
+        BILLED,
+        ServiceDefault("720p"),
+        refusing(
+            "1080p", "1080p is only available on vidA-2-0; vidA-2-0-fast offers 480p and 720p"
+        ),
+    ] = Field(None, description="480p or 720p (1080p is vidA-2-0 only). Affects billing.")

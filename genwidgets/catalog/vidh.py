@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from .checks import MediaSpec
 from .findings import warn
-from .markers import BILLED, MB, SEED_MAX, ServiceDefault
+from .markers import BILLED, MB, Seed, ServiceDefault
 from .model import Endpoint, Part
 from .registry import register
 
@@ -64,7 +64,7 @@ class VidH10R2V(Endpoint):
         Literal["16:9", "9:16", "1:1", "4:3", "3:4", "4:5", "5:4", "9:21", "21:9"] | None,
         ServiceDefault("16:9"),
     ] = Field(None, description="16:9, 9:16, 1:1, 4:3, 3:4, 4:5, 5:4, 9:21, 21:9.")
-    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random if omitted.")
+    seed: Seed = Field(None, description="Random if omitted.")
     watermark: Annotated[bool | None, ServiceDefault(True)] = Field(
         None, description="Fixed text in the lower-right corner."
     )

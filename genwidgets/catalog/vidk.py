@@ -55,6 +55,8 @@ VIDK_SOUND = MediaSpec(
 )
 MIN_CLIP_MS = 2000
 MAX_AUDIO_MS = 60_000
+#: A time in the original audio, ms (the clip's start and end).
+_AudioMs = Annotated[int | None, Field(ge=0, le=MAX_AUDIO_MS)]
 ENHANCE_WORDS = ("true", "false", "on", "off", "enabled", "disabled")
 
 
@@ -176,16 +178,12 @@ class FaceChoose(Part):
         description="Raw base64 audio (no data: prefix) or accessible URL; mp3, wav, m4a; at "
         "most 5 MB; 2-60 seconds.",
     )
-    sound_start_time: int | None = Field(
+    sound_start_time: _AudioMs = Field(
         None,
-        ge=0,
-        le=MAX_AUDIO_MS,
         description="Clip start, ms from the original audio's start; the clip is at least 2 s.",
     )
-    sound_end_time: int | None = Field(
+    sound_end_time: _AudioMs = Field(
         None,
-        ge=0,
-        le=MAX_AUDIO_MS,
         description="Clip end, ms; at least 2 s after the start; not beyond the audio (at most "
         "60 s).",
     )

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from .checks import MediaSpec
-from .markers import BILLED, MB, SEED_MAX, Number, ServiceDefault
+from .markers import BILLED, MB, Number, Seed, ServiceDefault
 from .model import Endpoint
 from .registry import register
 
@@ -43,7 +43,7 @@ class VidPV6Transition(Endpoint):
         description="360p, 540p, 720p or 1080p (default not shown); credit cost per output "
         "second differs per tier.",
     )
-    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="Random seed.")
+    seed: Seed = Field(None, description="Random seed.")
     generate_audio_switch: Annotated[bool | None, BILLED, ServiceDefault(False)] = Field(
         None, description="Generate audio. Audio raises the credit cost."
     )

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from .checks import MediaSpec
-from .findings import IneffectiveFieldWarning, warn
+from .findings import warn
 from .markers import BILLED, MB, ServiceDefault
 from .model import Endpoint
 from .registry import register
@@ -21,15 +21,6 @@ _CALLBACK_NOTE = (
     "Callback URL. The service delivers no webhooks and rejects webhook information "
     "('webhook not supported'); what it does with callback_url is not shown. Poll instead."
 )
-
-
-def _warn_callback(value: str | None) -> None:
-    if value:
-        warn(
-            "callback_url: the service delivers no webhooks and may reject callback "
-            "information with 'webhook not supported'; genwidgets polls instead",
-            IneffectiveFieldWarning,
-        )
 
 
 def _json_text(value: Any) -> Any:
@@ -98,7 +89,11 @@ class _VidVCommon(Endpoint):
     def _advisories(self) -> _VidVCommon:
         if getattr(self, "off_peak", None):
             warn("off_peak is currently unavailable (spec); the task may run at normal priority")
-        _warn_callback(getattr(self, "callback_url", None))
+        if getattr(self, "callback_url", None):
+            warn(
+                "callback_url: the service delivers no webhooks and may reject callback "
+                "information with 'webhook not supported'; genwidgets polls instead"
+            )
         return self
 
 
@@ -216,10 +211,7 @@ class VidVCreateSubjects(Endpoint):
     ``videos`` is needed."""
 
     name: str = Field(min_length=1, description="Subject name; unique recommended.")
-    images: Annotated[
-        list[Annotated[str, VIDV_IMAGE]] | None,
-        VIDV_IMAGE,
-    ] = Field(
+    images: list[Annotated[str, VIDV_IMAGE]] | None = Field(
         None,
         min_length=1,
         max_length=3,
@@ -227,10 +219,7 @@ class VidVCreateSubjects(Endpoint):
         "jpeg, jpg, webp; aspect ratio within 1:4..4:1; at most 50 MB; decoded base64 under "
         "20 MB.",
     )
-    videos: Annotated[
-        list[Annotated[str, VIDV_VIDEO]] | None,
-        VIDV_VIDEO,
-    ] = Field(
+    videos: list[Annotated[str, VIDV_VIDEO]] | None = Field(
         None,
         max_length=1,
         description="At most 1 video, 5 seconds; only the vidVq2-pro reference model supports "

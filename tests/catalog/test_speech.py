@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from catalog_rules import Warned, table_tests
 
 from genwidgets.catalog import IneffectiveFieldWarning, payload_of
-from genwidgets.catalog.speech import pause_marker_problem
+from genwidgets.catalog.speech import pause_markers
 
 
 def tts(text: str = "Hello there.", **fields: Any) -> dict[str, Any]:
@@ -125,8 +126,8 @@ def test_numeric_strings_become_json_numbers() -> None:
     assert body["audio_setting"] == {"bitrate": 128000}
 
 
-def test_pause_marker_helper() -> None:
-    assert pause_marker_problem("no markers at all") is None
-    assert pause_marker_problem("<#0.5#> leading marker is allowed") is None
-    problem = pause_marker_problem("a <#1#>   <#2#> b")
-    assert problem is not None and "<#2#>" in problem
+def test_pause_marker_check() -> None:
+    assert pause_markers("no markers at all") == "no markers at all"
+    assert pause_markers("<#0.5#> leading") == "<#0.5#> leading"
+    with pytest.raises(ValueError, match="<#2#>"):
+        pause_markers("a <#1#>   <#2#> b")

@@ -27,11 +27,32 @@ __all__ = [
     "extension_for",
     "human_bytes",
     "int_or_none",
+    "json_nested_deeper",
     "mime_for",
     "short",
     "spreadsheet_cell",
     "terminal_text",
 ]
+
+
+#: a JSON string, skipped whole (a bracket inside one is text), or a bracket
+_JSON_STRUCTURE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def json_nested_deeper(data: bytes | str, limit: int) -> bool:
+    """Whether JSON text opens more than ``limit`` arrays or objects at once, counted
+    before it is parsed: the parser recurses once a level, and near the interpreter's
+    limit whatever runs meanwhile (a finaliser the collector calls) fails too."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    depth = 0
+    for token in _JSON_STRUCTURE.finditer(raw):
+        if token.group() in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif token.group() in (b"]", b"}"):
+            depth -= 1
+    return False
 
 
 def int_or_none(value: Any, *, minimum: int | None = None) -> int | None:

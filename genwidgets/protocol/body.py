@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from .._config import redact
+from .._formats import json_nested_deeper
 
 __all__ = [
     "ACCEPT_ENCODING",
@@ -342,6 +343,9 @@ class Answer:
 
     def _read_json(self) -> Any:
         if self.refused is not None or not self.content:
+            return None
+        if json_nested_deeper(self.content, MAX_DEPTH):  # never handed to the parser
+            self.refused = f"JSON nested deeper than {MAX_DEPTH} levels"
             return None
         try:
             return redact_json(json.loads(self.content))

@@ -21,8 +21,9 @@ from urllib.parse import quote
 from pydantic import Field, PlainValidator, ValidationInfo, field_validator
 
 from .._config import redact, shown_path
-from .._formats import human_bytes, terminal_text
+from .._formats import human_bytes, json_nested_deeper, terminal_text
 from ..errors import GenwidgetsWarning, TaskFailed
+from .body import MAX_DEPTH
 from .output import UNTYPED, Output, OutputSource
 from .values import (
     Answer,
@@ -373,6 +374,8 @@ def _outputs_summary(outputs: Sequence[Output]) -> str:
 
 def _as_record(value: Any) -> dict[str, Any] | None:
     while isinstance(value, str):  # JSON text, or a JSON string holding JSON
+        if json_nested_deeper(value, MAX_DEPTH):  # never handed to the parser
+            return None
         try:
             value = json.loads(value)
         except ValueError:

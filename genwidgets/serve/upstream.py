@@ -9,6 +9,7 @@ docs/decisions.md#serve-keys-apart.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from dataclasses import dataclass
@@ -17,7 +18,9 @@ from typing import Any
 import httpx
 
 from .._config import Secret, redact
+from .._formats import json_nested_deeper
 from ..errors import ServeError, UpstreamFault
+from ..protocol.body import MAX_DEPTH
 from ..protocol.http import parse_retry_after
 from .http1 import Http1Pool
 
@@ -117,11 +120,10 @@ class Upstream:
             raise ServeError(
                 str(fault), status=502, code="UPSTREAM_UNAVAILABLE", sent=fault.sent
             ) from None
-        try:
-            raw = answer.body
-            parsed = json.loads(self.scrub(raw.decode("utf-8", "replace"))) if raw else None
-        except ValueError:
-            parsed = None
+        raw, parsed = answer.body, None
+        if raw and not json_nested_deeper(raw, MAX_DEPTH):  # a deeper one: no answer read
+            with contextlib.suppress(ValueError):
+                parsed = json.loads(self.scrub(raw.decode("utf-8", "replace")))
         wait = parse_retry_after({"retry-after": answer.header(b"retry-after") or ""})
         return UpstreamAnswer(answer.status, parsed, wait)
 

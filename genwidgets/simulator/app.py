@@ -22,9 +22,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._config import is_loopback_host
+from .._formats import json_nested_deeper
 from .._workers import Workers
 from ..catalog.openapi_schema import openapi
-from ..catalog.validation import names_a_webhook
+from ..catalog.validation import MAX_DEPTH, names_a_webhook
 from ..protocol.records import queue_url
 from ..protocol.refusals import (
     HANDLERS,
@@ -172,6 +173,8 @@ async def read_payload(
     raw = await read_capped(request, cap, drain_to=drain_to, note=note)
     if not raw.strip():
         raise refuse(400, "Request body is empty: send a JSON object with the endpoint's fields")
+    if json_nested_deeper(raw, MAX_DEPTH):  # never handed to the parser (it recurses)
+        raise refuse(400, f"Request body is JSON nested deeper than {MAX_DEPTH} levels")
     try:
         payload = await _off_loop_if(len(raw) > _BIG_BODY, _parse, raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:

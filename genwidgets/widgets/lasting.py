@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
-from .._formats import decode_data_url, human_bytes
+from .._formats import decode_data_url, human_bytes, json_nested_deeper
 from ..jobs.previews import preview
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
+from ..protocol.body import MAX_DEPTH
 from ..protocol.records import Output, Result
 from . import markup
 from ._style import MUTED_STYLE, SAFE_DATA_MIME, look_of, safe_mime, url_kind
@@ -225,10 +226,11 @@ def _audio_html(output: Output, mime: str) -> Html | None:
 
 def content_html(output: Output, data: bytes) -> Html:
     """JSON as a table, text as ``<pre>`` (escaped, cut at :data:`TEXT_LIMIT`)."""
-    if output.kind == "json":
+    if output.kind == "json" and not json_nested_deeper(data, MAX_DEPTH):  # else: as text
         try:
             value = json.loads(data.decode("utf-8"))
-            if isinstance(value, str):  # asset-get: a JSON string holding the record
+            # asset-get: a JSON string holding the record
+            if isinstance(value, str) and not json_nested_deeper(value, MAX_DEPTH):
                 with contextlib.suppress(ValueError):
                     value = json.loads(value)
             return table_html(value)

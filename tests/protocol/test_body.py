@@ -173,6 +173,23 @@ def test_json_nested_too_deep_is_not_read() -> None:
     assert fine.json() is not None
 
 
+def test_json_too_deep_never_reaches_the_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The depth is counted before parsing: the parser recursing to the interpreter's
+    limit made a finaliser that ran meanwhile fail (pytest saw an unraisable
+    RecursionError); brackets inside strings are text, not depth."""
+    parsed: list[int] = []
+    real_loads = json.loads
+    monkeypatch.setattr(
+        json, "loads", lambda data, **kw: parsed.append(len(data)) or real_loads(data, **kw)
+    )
+    deep = b'[{"a":' * 25_000 + b"1" + b"}]" * 25_000
+    answer = Answer(200, httpx.Headers(), content=deep)
+    assert answer.json() is None and parsed == []
+    assert answer.describe() == f"JSON nested deeper than {MAX_DEPTH} levels"
+    text = json.dumps({"note": "[" * 200, "logs": ["{{{", '\\"[[']}).encode()
+    assert Answer(200, httpx.Headers(), content=text).json()["note"] == "[" * 200
+
+
 def test_every_string_of_the_json_is_redacted(known_key: Callable[[str], str]) -> None:
     key = known_key("sk-echoed-0123456789")
     body = {

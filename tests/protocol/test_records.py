@@ -154,3 +154,12 @@ def test_an_output_field_sent_as_null_gives_way_to_its_dialects_name() -> None:
     assert (output.url, output.content_type, output.typed) == ("http://x/b", "audio/mpeg", True)
     blank = Output.from_entry({"uri": "http://x/c", "content_type": "  ", "mime_type": None})
     assert (blank.url, blank.content_type, blank.typed) == ("http://x/c", UNTYPED, False)
+
+
+def test_an_asset_record_nested_too_deep_is_none_not_a_crash() -> None:
+    """Inline JSON content (a hostile gateway's) is depth-counted before it is parsed."""
+    deep = '[{"a":' * 25_000 + "1" + "}]" * 25_000
+    result = Result.from_body(
+        {"status": "COMPLETED", "content": deep, "outputs": []}, endpoint="asset-get"
+    )
+    assert result.asset is None

@@ -4,6 +4,7 @@ upstream, even from an upstream that echoes the key it was sent everywhere."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterator
@@ -157,3 +158,34 @@ def test_the_upstream_repr_and_errors_hold_no_key() -> None:
     upstream = Upstream("http://127.0.0.1:1", TEACHER_KEY)
     assert TEACHER_KEY not in repr(upstream)
     assert upstream.scrub(f"a {TEACHER_KEY} b") == "a [redacted] b"
+
+
+class DeepUpstream(QuietHandler):
+    """An upstream whose status answers are JSON nested 50,000 deep."""
+
+    def do_GET(self) -> None:
+        data = b'[{"a":' * 25_000 + b"1" + b"}]" * 25_000
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_an_upstream_answer_nested_too_deep_is_no_answer_not_a_crash() -> None:
+    """The class gateway reads an upstream answer as our client does: JSON nested deeper
+    than its limit is never parsed (a RecursionError escaped as a 500 before)."""
+    server = LoopbackServer(DeepUpstream)
+    upstream = Upstream(server.base, TEACHER_KEY)
+
+    async def ask() -> Any:
+        try:
+            return await upstream.send("GET", "/genW2.5-t2i-preview/requests/r-1/status")
+        finally:
+            await upstream.close()
+
+    try:
+        answer = asyncio.run(ask())
+    finally:
+        server.close()
+    assert answer.status == 200 and answer.body is None

@@ -183,6 +183,7 @@ def test_request_not_found_for_unknown_id_other_endpoint_or_other_key(
         (b'"prompt"', "JSON object"),
         (b"", "empty"),
         (b"\xff\xfe\x00", "not valid JSON"),
+        (b'[{"a":' * 25_000, "nested deeper than 64 levels"),  # never parsed
         (b'{"prompt": "x", "duration": NaN}', "NaN is not JSON"),
     ],
 )

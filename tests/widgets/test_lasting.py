@@ -19,6 +19,7 @@ from genwidgets.protocol.records import Output, Result
 from genwidgets.widgets.lasting import (
     AUDIO_LIMIT,
     VIDEO_BUDGET,
+    content_html,
     output_html,
     outputs_html,
     plain_text,
@@ -195,3 +196,10 @@ def test_the_plain_face_says_how_a_task_ended_not_failed_for_every_end() -> None
     failed = Result(status="FAILED", error="out of memory", error_type="runtime_error")
     assert plain_text([], failed).splitlines()[0] == "failed: out of memory (runtime_error)"
     assert "None" not in plain_text([], Result(status="FAILED", error=None))
+
+
+def test_json_content_nested_too_deep_is_shown_as_text() -> None:
+    deep = b'[{"a":' * 25_000 + b"1" + b"}]" * 25_000
+    entry = {"content_type": "application/json", "content": deep.decode()}
+    html = content_html(Output.from_entry(entry, source=OutputFiles()), deep)
+    assert "<pre" in html and "[{&quot;a&quot;:" in html

@@ -211,7 +211,9 @@ class Job:
         return remove
 
     def __await__(self) -> Generator[Any, None, Result]:
-        return asyncio.wrap_future(self._future).__await__()
+        # shielded: a wait that gives up (a timeout, a cancelled cell) ends alone; the job
+        # is still followed and its result fetched, as after ``result(timeout=...)``
+        return asyncio.shield(asyncio.wrap_future(self._future)).__await__()
 
     # The old async spellings, for one release, found only when asked for: dir()
     # and help() show the current names alone, and mypy still flags misspelt

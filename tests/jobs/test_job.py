@@ -274,6 +274,24 @@ def test_await_job_from_any_loop(client: gw.Client) -> None:
     assert asyncio.run(main()).ok
 
 
+def test_an_await_that_gives_up_leaves_the_job_followed(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    """``await asyncio.wait_for(job, t)`` timing out (or a cancelled cell) ends that
+    wait alone: the job goes on being polled and its result is fetched, as after
+    ``job.result(timeout=t)``; the task exists and is paid."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 30 + [{"status": "COMPLETED"}]
+    job = submit(client)
+
+    async def impatient() -> None:
+        await asyncio.wait_for(job, 0.05)
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(impatient())
+    assert not job.done()
+    assert job.result(timeout=10).ok
+
+
 def test_reattach_by_request_id(client: gw.Client, fake: FakeGateway) -> None:
     rid = fake.add_task("ep", [{"status": "COMPLETED"}], {"status": "COMPLETED", "outputs": []})
     job = client.job("ep", rid)

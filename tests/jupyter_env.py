@@ -17,8 +17,10 @@ import copy as copy_module
 import itertools
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -197,6 +199,7 @@ def run_all(
     cell, runs them and yields the notebook saved then (every Run All so far, widget
     state as at its end, written to ``workdir``) and that Run All's seconds. Errors
     raise as in :func:`execute`."""
+    from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
 
     class Recording(NotebookClient):  # type: ignore[misc]
@@ -208,8 +211,15 @@ def run_all(
 
     nb = nbformat.read(source, as_version=4)
     lesson, nb.cells = nb.cells, []
+    # The kernel's channels are Unix sockets in a short private folder, not TCP ports:
+    # jupyter_client picks free ports, closes them and the kernel binds them later, and
+    # in between another test's server can take one ("Address already in use", the
+    # kernel dies before replying). A socket's path has ~100 bytes, hence /tmp.
+    sockets = Path(tempfile.mkdtemp(prefix="gwk-", dir="/tmp"))
+    manager = AsyncKernelManager(kernel_name=kernel_name, transport="ipc", ip=str(sockets / "k"))
     client = Recording(
         nb,
+        km=manager,
         kernel_name=kernel_name,
         timeout=int(cell_timeout),
         timeout_func=lambda cell: (
@@ -218,7 +228,9 @@ def run_all(
         store_widget_state=store_widget_state,
         resources={"metadata": {"path": str(workdir)}},
     )
-    with client.setup_kernel():
+    with contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, sockets, ignore_errors=True)
+        cleanup.enter_context(client.setup_kernel())
         info = client.wait_for_reply(client.kc.kernel_info())
         nb.metadata["language_info"] = info["content"]["language_info"]
         for run in itertools.count():

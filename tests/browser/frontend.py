@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Iterator
@@ -202,6 +203,7 @@ def _command(kind: Kind, port: int, token: str, workdir: Path, target: str | Non
         f"--IdentityProvider.token={token}",
         "--allow-root",
         f"--ServerApp.root_dir={workdir}",
+        "--KernelManager.transport=ipc",  # see serve(): no kernel port to lose
     ]
     if kind == "lab":
         return [
@@ -283,6 +285,11 @@ def serve(
     for name, text in (extra or {}).items():
         (workdir / name).write_text(text)
     env = jupyter_env.isolated_environ(root / "env", sim_speed=sim_speed)
+    # Kernels talk over Unix sockets named after their connection files, not over TCP
+    # ports that another test's server may take between being picked and bound; the
+    # runtime folder is short because a socket's path has ~100 bytes.
+    runtime = Path(tempfile.mkdtemp(prefix="gwr-", dir="/tmp"))
+    env["JUPYTER_RUNTIME_DIR"] = str(runtime)
     for plugin, values in (LAB_SETTINGS if kind == "lab" else {}).items():
         path = Path(env["JUPYTER_CONFIG_DIR"]) / "lab" / "user-settings"
         path = path / f"{plugin}.jupyterlab-settings"
@@ -316,6 +323,7 @@ def serve(
         yield server
     finally:
         _stop(process)
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 @dataclass

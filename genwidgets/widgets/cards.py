@@ -177,7 +177,7 @@ class JobCard(ipywidgets.HTML):
         self.category = job_look(job).category
         self._changed = False
         self._throttle.request(force=True)
-        if job_look(job).terminal:
+        if job.done():  # not a status that ended: its result may still be on its way
             return
         self._removers.append(job.add_update_callback(self._on_update))
         job.add_done_callback(self._on_done)

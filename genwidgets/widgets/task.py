@@ -133,7 +133,7 @@ class TaskView(CommandView):
         self._resend_pending = False
         self.add_class("gw-task-view")
         self._throttle.request(force=True)
-        if not job_look(job).terminal:
+        if not job.done():  # a status that ended may come before its result: follow it
             self._removers.append(job.add_update_callback(self._on_update))
             job.add_done_callback(self._on_done)
         else:

@@ -44,6 +44,20 @@ def test_differing_params_lists_only_keys_whose_values_differ() -> None:
 # --- the board --------------------------------------------------------------------------
 
 
+def test_a_card_shown_after_its_status_ended_but_before_its_result_still_gets_it() -> None:
+    # A sweep's card shows outputs: a task whose status said COMPLETED before the card
+    # was made still has its result on the way, so the card follows it there.
+    from genwidgets.widgets.cards import JobCard
+
+    job = FakeJob("imgM-v8.1-t2i")
+    job.set_status("COMPLETED")
+    card = JobCard(job, label="seed 1", outputs=True)
+    assert "<img" not in card.value
+    on_thread(lambda: job.finish([IMAGE_OUT]))
+    assert wait_for(lambda: IMAGE_OUT["url"] in card.value)
+    assert job.update_callback_count == 0 and card not in TICKER.live
+
+
 class BoardClient(FakeClient):
     """The fake client with what the board reads of the public Client API:
     ``history(limit=...)``, ``ledger`` (none: grids in memory) and ``gateway_name``."""

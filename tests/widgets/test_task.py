@@ -433,6 +433,23 @@ def test_display_job_of_an_already_finished_job_shows_it_at_once(
     assert "GroupId" in lasting["text/html"] and "gw-placeholder" not in lasting["text/html"]
 
 
+def test_a_job_shown_after_its_status_ended_but_before_its_result_still_gets_it(
+    recorder: DisplayRecorder,
+) -> None:
+    # A fast task: its status said COMPLETED before the cell showed it, its result
+    # was still being fetched. Both faces follow it to its outputs (CI saw a saved
+    # notebook keep "done when last seen" and no image).
+    job = FakeJob()
+    job.set_status("COMPLETED")
+    view = display_job(job)
+    assert isinstance(view, TaskView) and view.status == "done" and view.outputs == []
+    on_thread(lambda: job.finish([IMAGE_OUT]))
+    assert wait_for(lambda: '<img class="gw-thumb"' in recorder.handle.last_html())
+    assert "gw-placeholder" not in recorder.handle.last_html()
+    assert wait_for(lambda: len(view.outputs) == 1)
+    assert job.update_callback_count == 0  # it let go once the job was done
+
+
 def test_a_video_in_the_lasting_face_has_controls_and_never_starts_itself(
     recorder: DisplayRecorder,
 ) -> None:

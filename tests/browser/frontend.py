@@ -203,6 +203,7 @@ def _command(kind: Kind, port: int, token: str, workdir: Path, target: str | Non
         f"--IdentityProvider.token={token}",
         "--allow-root",
         f"--ServerApp.root_dir={workdir}",
+        "--ServerApp.port_retries=0",  # a taken port fails here (serve() picks another)
         "--KernelManager.transport=ipc",  # see serve(): no kernel port to lose
     ]
     if kind == "lab":
@@ -223,6 +224,7 @@ def _command(kind: Kind, port: int, token: str, workdir: Path, target: str | Non
             "voila",
             "--no-browser",
             f"--port={port}",
+            "--Voila.port_retries=0",
             "--Voila.ip=127.0.0.1",
             "--show_tracebacks=True",
             str(workdir),
@@ -295,35 +297,52 @@ def serve(
         path = path / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
-    port, token = free_port(), secrets.token_hex(16)
+    token = secrets.token_hex(16)
     log = root / f"{kind}.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            _command(kind, port, token, workdir, target),
-            cwd=workdir,
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    server = Frontend(kind, f"http://127.0.0.1:{port}", token, workdir, log)
+    # A free port is picked, closed, and bound by the server seconds later: another
+    # process may take it in between. The server then fails (no port retries: it must
+    # not serve elsewhere) and is started again on another port, at most three times.
+    for _attempt in range(3):
+        port = free_port()
+        with log.open("wb") as sink:
+            process = subprocess.Popen(
+                _command(kind, port, token, workdir, target),
+                cwd=workdir,
+                env=env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        server = Frontend(kind, f"http://127.0.0.1:{port}", token, workdir, log)
+        if _started(process, server):
+            break
+    else:
+        pytest.fail(f"{kind} found its port taken three times:\n{server.tail()}")
     try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"{kind} exited early:\n{server.tail()}")
-            try:
-                if server.api("GET", _ready_path(kind)).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"{kind} did not start in time:\n{server.tail()}")
-            time.sleep(0.25)
         yield server
     finally:
         _stop(process)
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _started(process: subprocess.Popen[bytes], server: Frontend) -> bool:
+    """Wait until ``server`` answers (True), or it exited because its port was taken
+    (False); any other exit, or no answer in time, fails the test with its log."""
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while True:
+        if process.poll() is not None:
+            if "already in use" in server.tail().lower():
+                return False
+            pytest.fail(f"{server.kind} exited early:\n{server.tail()}")
+        try:
+            if server.api("GET", _ready_path(server.kind)).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            _stop(process)
+            pytest.fail(f"{server.kind} did not start in time:\n{server.tail()}")
+        time.sleep(0.25)
 
 
 @dataclass

@@ -87,27 +87,26 @@ def postgres_cluster() -> Iterator[str]:
         user = pwd.getpwnam("postgres")
         os.chown(folder, user.pw_uid, user.pw_gid)
         prefix = ["runuser", "-u", "postgres", "--"]
-    port = _free_port()
     run = lambda *cmd: subprocess.run(  # noqa: E731
         [*prefix, *cmd], check=True, capture_output=True, text=True, timeout=120
     )
     run(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
-    options = (
-        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"
-    )
-    run(
-        str(bindir / "pg_ctl"),
-        "-D",
-        str(data),
-        "-o",
-        options,
-        "-l",
-        str(folder / "log"),
-        "-w",
-        "-t",
-        "60",
-        "start",
-    )
+    log = folder / "log"
+    # The port is picked free and bound by the server a moment later: another process
+    # may take it in between, and then the server is started again on another one.
+    for _attempt in range(3):
+        port = _free_port()
+        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options += " -c max_connections=300"
+        start = [str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log)]
+        try:
+            run(*start, "-w", "-t", "60", "start")
+            break
+        except subprocess.CalledProcessError:
+            if "already in use" not in log.read_text(errors="replace"):
+                raise
+    else:
+        pytest.fail(f"PostgreSQL found its port taken three times:\n{log.read_text()}")
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:

@@ -12,11 +12,12 @@ ending after ``idle`` seconds with nothing to do: docs/decisions.md#threads.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import logging
-import queue
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -63,10 +64,12 @@ class Workers(concurrent.futures.Executor):
         self.workers = workers
         self.idle = idle
         self.failed = failed
-        self._queue: queue.SimpleQueue[tuple[Work, Callable[[], Any]]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
+        #: guards everything below; a thread takes work and stops being counted as
+        #: waiting in one hold of it, so a thread that has taken work is never free
+        self._lock = threading.Condition()
+        self._work: collections.deque[tuple[Work, Callable[[], Any]]] = collections.deque()
         self._running = 0
-        self._busy = 0
+        self._waiting = 0  # threads waiting for work
         self._outstanding = 0
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Work:
@@ -75,16 +78,18 @@ class Workers(concurrent.futures.Executor):
         work = Work()
         with self._lock:
             self._outstanding += 1
-        self._queue.put((work, lambda: fn(*args, **kwargs)))
-        self._grow()
+            self._work.append((work, lambda: fn(*args, **kwargs)))
+            self._grow()
+            self._lock.notify()
         return work
 
     def _grow(self) -> None:
-        """A thread more when more work waits than threads are free (up to the bound)."""
-        with self._lock:
-            if self._running - self._busy < self._queue.qsize() and self._running < self.workers:
-                self._running += 1
-                threading.Thread(target=self._run, name=THREAD_NAME, daemon=True).start()
+        """A thread more when more work waits than threads wait for it (up to the bound;
+        under the lock). Counting a thread that took work as free once let a batch's
+        sender wait behind its finisher, which waits for the sender: for ever."""
+        if self._waiting < len(self._work) and self._running < self.workers:
+            self._running += 1
+            threading.Thread(target=self._run, name=THREAD_NAME, daemon=True).start()
 
     @property
     def pending(self) -> int:
@@ -95,14 +100,13 @@ class Workers(concurrent.futures.Executor):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Threads end by themselves once idle (the pool stays usable); with
         ``cancel_futures`` the work not yet begun is cancelled."""
-        while cancel_futures:
-            try:
-                work, _call = self._queue.get_nowait()
-            except queue.Empty:
-                return
+        if not cancel_futures:
+            return
+        with self._lock:
+            dropped, self._work = self._work, collections.deque()
+            self._outstanding -= len(dropped)
+        for work, _call in dropped:
             work.cancel()
-            with self._lock:
-                self._outstanding -= 1
 
     def _run(self) -> None:
         try:
@@ -110,26 +114,26 @@ class Workers(concurrent.futures.Executor):
         except BaseException:  # a KeyboardInterrupt in a work ends this thread, counted:
             with self._lock:  # the work queued meanwhile gets another
                 self._running -= 1
-            self._grow()
+                self._grow()
             raise
 
     def _serve(self) -> None:
         while True:
-            try:
-                work, call = self._queue.get(timeout=self.idle)
-            except queue.Empty:
-                with self._lock:
-                    if self._queue.empty():
+            with self._lock:
+                deadline = time.monotonic() + self.idle
+                while not self._work:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
                         self._running -= 1
                         return
-                continue
-            with self._lock:
-                self._busy += 1
+                    self._waiting += 1
+                    self._lock.wait(left)
+                    self._waiting -= 1
+                work, call = self._work.popleft()
             try:
                 self._one(work, call)
             finally:
                 with self._lock:
-                    self._busy -= 1
                     self._outstanding -= 1
 
     def _one(self, work: Work, call: Callable[[], Any]) -> None:

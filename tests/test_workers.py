@@ -8,6 +8,8 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import pytest
 from widgets.taskfakes import wait_for
@@ -205,3 +207,32 @@ def test_a_cancel_that_comes_with_the_result_is_never_lost() -> None:
 
     with pytest.raises(TimeoutError):
         asyncio.run(late())
+
+
+def test_work_submitted_as_a_thread_takes_other_work_gets_a_thread_of_its_own() -> None:
+    """A thread that has taken work is busy, though it has not begun it: work submitted
+    then gets a thread of its own. Counted free, it once made a batch's sender wait
+    behind its finisher, which waited for the sender (a CLI run hung for ever). Here the
+    pool's thread is held right after taking the first work until the second is in."""
+    met, taken, second_in = threading.Event(), threading.Event(), threading.Event()
+    first: list[Any] = []
+
+    def hold_after_taking(frame: FrameType, event: str, _arg: Any) -> Any:
+        if event == "line" and first and frame.f_locals.get("work") is first[0]:
+            taken.set()
+            second_in.wait(10)
+        return hold_after_taking
+
+    threading.settrace(hold_after_taking)
+    try:
+        pool = Workers(4, idle=5)  # its threads start traced
+        assert pool.submit(lambda: None).join(30)  # one thread, waiting for work again
+        first.append(pool.submit(met.wait, 20))  # ends once the second has run
+        assert taken.wait(30), "the pool's thread never took the first work"
+        pool.submit(met.set)
+        second_in.set()
+        assert first[0].join(30) and first[0].result() is True, "the second work never ran"
+    finally:
+        threading.settrace(None)  # type: ignore[arg-type]
+        second_in.set()
+        met.set()

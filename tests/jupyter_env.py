@@ -230,7 +230,8 @@ def run_all(
     )
     with contextlib.ExitStack() as cleanup:
         cleanup.callback(shutil.rmtree, sockets, ignore_errors=True)
-        cleanup.enter_context(client.setup_kernel())
+        # given a manager, nbclient leaves its kernel running unless told to clean up
+        cleanup.enter_context(client.setup_kernel(cleanup_kc=True))
         info = client.wait_for_reply(client.kc.kernel_info())
         nb.metadata["language_info"] = info["content"]["language_info"]
         for run in itertools.count():

@@ -19,7 +19,9 @@ from typing import Any
 
 import jupyter_env  # tests/jupyter_env.py (tests/ is on pytest's pythonpath)
 import nbformat
+import psutil
 import pytest
+from widgets.taskfakes import wait_for
 
 pytestmark = [pytest.mark.notebook, pytest.mark.timeout(600)]
 
@@ -155,6 +157,21 @@ def test_a_job_imported_from_anywhere_draws_its_view(jupyter_kernel: str, tmp_pa
     )
     html = assert_job_cell(1, saved, messages)
     assert "gw-thumb" in html
+
+
+def test_a_kernel_ends_with_its_run(jupyter_kernel: str, tmp_path: Path) -> None:
+    """The harness shuts down each kernel it starts: a suite that left them running had
+    forty idle kernels by its middle, and crawled."""
+    saved, _ = run_cells(["import os\nos.getpid()"], tmp_path, jupyter_kernel)
+    pid = int(saved.cells[0].outputs[0]["data"]["text/plain"])
+
+    def ended() -> bool:
+        try:
+            return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+        except psutil.NoSuchProcess:
+            return True
+
+    assert wait_for(ended, timeout=60), f"kernel {pid} still runs"
 
 
 # --- the README ----------------------------------------------------------------------

@@ -173,6 +173,13 @@ def play_the_quickstart(page: Any, server: Frontend, played: Played) -> None:
     done = "() => document.querySelectorAll('.jp-Notebook .gw-task-view .gw-status-done')"
     # the form's two tasks, the job of form.submit() where it was sent, the video, the voice
     page.wait_for_function(f"{done}.length >= 5", timeout=TASK_TIMEOUT_MS)
+    # A lasting face is rewritten a moment after its live view says done (on the
+    # kernel's lasting-face worker, thumbnails made): saved before, it keeps the task
+    # as last seen. The page holds the faces (hidden while the kernel lives): wait.
+    page.wait_for_function(
+        "() => !document.querySelector('.jp-Notebook .gw-lasting .gw-placeholder')",
+        timeout=TASK_TIMEOUT_MS,
+    )
     save(page)
     # A killed kernel: its views say so within a few seconds, their clocks stop, and
     # the Cancel of a task still running is disabled (this cell is never saved).

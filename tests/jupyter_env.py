@@ -18,6 +18,7 @@ import itertools
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -145,6 +146,14 @@ def isolated_kernel(root: Path, *, sim_speed: float | None = None) -> Iterator[s
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def free_port() -> int:
+    """A loopback port free now: a server given it binds it a moment later, and another
+    process may take it in between (its starter then starts it again on another)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def notebook_paths() -> list[Path]:

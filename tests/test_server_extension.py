@@ -17,7 +17,6 @@ import secrets
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -91,12 +90,6 @@ def test_the_quickstart_command_leaves_the_extension_enabled(tmp_path: Path) -> 
     assert re.search(r"genwidgets\.server_extension\s+OK", text), text
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Server:
     def __init__(self, url: str, token: str, home: Path, log: Path) -> None:
         self.url, self.token, self.home, self.log = url, token, home, log
@@ -123,7 +116,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     (home / "ledger.sqlite3").write_bytes(b"the ledger: never served")
     (home / "outputs" / "out-of-tree.png").symlink_to(home / "ledger.sqlite3")
     (home / "outputs" / "page.html").write_text("<script>alert(1)</script>")
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = jupyter_env.free_port(), secrets.token_hex(16)
     work = root / "work"
     work.mkdir()
     log = root / "server.log"

@@ -23,7 +23,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -132,12 +131,6 @@ def require_chromium() -> Path:
         print(f"\n{reason}", file=sys.stderr)
         pytest.skip(reason)
     return CHROMIUM
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -303,7 +296,7 @@ def serve(
     # process may take it in between. The server then fails (no port retries: it must
     # not serve elsewhere) and is started again on another port, at most three times.
     for _attempt in range(3):
-        port = free_port()
+        port = jupyter_env.free_port()
         with log.open("wb") as sink:
             process = subprocess.Popen(
                 _command(kind, port, token, workdir, target),

@@ -13,7 +13,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jupyter_env  # tests/jupyter_env.py (tests/ is on pytest's pythonpath)
 import pytest
 from serve_helpers import TEACHER_KEY, Class
 
@@ -59,12 +59,6 @@ def make_class(tmp_path: Path, upstream_sim: SimulatorServer) -> Iterator[Callab
 # --------------------------------------------------------------------------- PostgreSQL
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _postgres_bin() -> Path | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(found[-1]).parent if found else None
@@ -95,7 +89,7 @@ def postgres_cluster() -> Iterator[str]:
     # The port is picked free and bound by the server a moment later: another process
     # may take it in between, and then the server is started again on another one.
     for _attempt in range(3):
-        port = _free_port()
+        port = jupyter_env.free_port()
         options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
         options += " -c max_connections=300"
         start = [str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log)]

@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
 
 from genwidgets.simulator.server import PARENT_ENV
 
@@ -224,6 +228,30 @@ def install_kernel(root: Path, env: Mapping[str, str]) -> Path:
         env=dict(env),
     )
     return prefix / "share/jupyter/kernels"
+
+
+@contextlib.contextmanager
+def kernel_manager(kernels: Path) -> Iterator[KernelManager]:
+    """A manager for one kernel of :func:`install_kernel`'s ``kernels``, shut down at exit.
+
+    Its channels are Unix sockets in a short private folder, not TCP ports: jupyter_client
+    picks free ports, closes them and the kernel binds them a moment later, and with many
+    kernels starting at once another takes one ("Address already in use", a kernel dead
+    before its first reply). nbclient leaves a kernel it was given running, hence the
+    shutdown here."""
+    sockets = Path(tempfile.mkdtemp(prefix="gwk-", dir="/tmp"))
+    manager = KernelManager(
+        kernel_name=KERNEL_NAME,
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
+        transport="ipc",
+        ip=str(sockets / "k"),
+    )
+    try:
+        yield manager
+    finally:
+        if manager.has_kernel:
+            manager.shutdown_kernel(now=True)
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def fmt(value: Any, unit: str = "", digits: int = 2) -> str:

@@ -35,8 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from . import _common as common
@@ -161,12 +159,8 @@ def saved_size(arm: str, root: Path) -> dict[str, int]:
     """The executed notebook saved with its widget state: its size in bytes."""
     env = common.child_env(common.isolated_dirs(root))
     kernels = common.install_kernel(root, env)
-    manager = KernelManager(
-        kernel_name=common.KERNEL_NAME,
-        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
-    )
     notebook = notebook_for(arm, wait=True)
-    try:
+    with common.kernel_manager(kernels) as manager:
         NotebookClient(
             notebook,
             km=manager,
@@ -174,9 +168,6 @@ def saved_size(arm: str, root: Path) -> dict[str, int]:
             store_widget_state=True,
             resources={"metadata": {"path": str(root)}},
         ).execute(env=env, cwd=str(root))
-    finally:  # nbclient leaves a kernel it was given running: it would poll on, unseen
-        if manager.has_kernel:
-            manager.shutdown_kernel(now=True)
     path = root / "saved.ipynb"
     nbformat.write(notebook, path)
     return {"saved_notebook_bytes": path.stat().st_size}

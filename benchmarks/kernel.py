@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 
 from . import _common as common
 
@@ -112,30 +110,26 @@ def run_kernel(jobs: int = 200, samples: int = 300, seed: int = 7) -> dict[str, 
         root = Path(tmp)
         env = common.child_env(common.isolated_dirs(root))
         kernels = common.install_kernel(root, env)
-        manager = KernelManager(
-            kernel_name=common.KERNEL_NAME,
-            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
-        )
-        manager.start_kernel(env=env, cwd=str(root))
-        client = manager.client()
-        client.start_channels()
-        try:
-            client.wait_for_ready(timeout=REPLY_TIMEOUT)
-            _execute(client, SETUP_CELL.format(base=sim.base_url, key=common.DEMO_KEY))
-            _samples(client, 10, rng)  # warm-up
-            idle = _samples(client, samples, rng)
-            _execute(client, SUBMIT_CELL.format(jobs=jobs))
-            _, before = _execute(client, REPORT_CELL)
-            kernel_pid = manager.provisioner.pid if manager.provisioner else None  # type: ignore[attr-defined]
-            meter = common.CpuMeter({"kernel": kernel_pid or 0, "simulator": sim.pid})
-            started = time.monotonic()
-            busy = _samples(client, samples, rng)
-            busy_seconds = time.monotonic() - started
-            cpu = meter.shares()
-            _, after = _execute(client, REPORT_CELL)
-        finally:
-            client.stop_channels()
-            manager.shutdown_kernel(now=True)
+        with common.kernel_manager(kernels) as manager:
+            manager.start_kernel(env=env, cwd=str(root))
+            client = manager.client()
+            client.start_channels()
+            try:
+                client.wait_for_ready(timeout=REPLY_TIMEOUT)
+                _execute(client, SETUP_CELL.format(base=sim.base_url, key=common.DEMO_KEY))
+                _samples(client, 10, rng)  # warm-up
+                idle = _samples(client, samples, rng)
+                _execute(client, SUBMIT_CELL.format(jobs=jobs))
+                _, before = _execute(client, REPORT_CELL)
+                kernel_pid = manager.provisioner.pid if manager.provisioner else None  # type: ignore[attr-defined]
+                meter = common.CpuMeter({"kernel": kernel_pid or 0, "simulator": sim.pid})
+                started = time.monotonic()
+                busy = _samples(client, samples, rng)
+                busy_seconds = time.monotonic() - started
+                cpu = meter.shares()
+                _, after = _execute(client, REPORT_CELL)
+            finally:
+                client.stop_channels()
     live, seen, polls_after = (int(x) for x in after.split())
     polls_before = int(before.split()[2])
     return {

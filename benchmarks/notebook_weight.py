@@ -36,8 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from . import _common as common
@@ -134,22 +132,14 @@ def execute(
     env = common.child_env({**common.isolated_dirs(root), **(extra_env or {})})
     if kernels is None:
         kernels = common.install_kernel(root, env)
-    manager = KernelManager(
-        kernel_name=common.KERNEL_NAME,
-        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]),
-    )
-    client = NotebookClient(
-        notebook,
-        km=manager,
-        timeout=timeout,
-        store_widget_state=True,
-        resources={"metadata": {"path": str(root)}},
-    )
-    try:
-        client.execute(env=env, cwd=str(root))
-    finally:  # nbclient leaves a kernel it was given running: it would poll on, unseen
-        if manager.has_kernel:
-            manager.shutdown_kernel(now=True)
+    with common.kernel_manager(kernels) as manager:
+        NotebookClient(
+            notebook,
+            km=manager,
+            timeout=timeout,
+            store_widget_state=True,
+            resources={"metadata": {"path": str(root)}},
+        ).execute(env=env, cwd=str(root))
 
 
 def execute_and_save(variant: str, videos: int, workdir: Path) -> dict[str, int]:

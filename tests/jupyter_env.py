@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import nbformat
 
@@ -150,10 +150,25 @@ def isolated_kernel(root: Path, *, sim_speed: float | None = None) -> Iterator[s
 
 def free_port() -> int:
     """A loopback port free now: a server given it binds it a moment later, and another
-    process may take it in between (its starter then starts it again on another)."""
+    process may take it in between (:func:`on_a_free_port` starts it again)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+T = TypeVar("T")
+
+
+def on_a_free_port(start: Callable[[int], T | None], what: str, attempts: int = 3) -> T:
+    """What ``start(port)`` started on a port picked free: it returns None when the
+    server found its port taken (bound by another process between being picked and
+    bound, "already in use"), and is called again with another, ``attempts`` times at
+    most. A server must not move to another port itself: the test would not know it."""
+    for _attempt in range(attempts):
+        started = start(free_port())
+        if started is not None:
+            return started
+    raise AssertionError(f"{what} found its port taken {attempts} times")
 
 
 def notebook_paths() -> list[Path]:

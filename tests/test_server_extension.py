@@ -116,31 +116,38 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     (home / "ledger.sqlite3").write_bytes(b"the ledger: never served")
     (home / "outputs" / "out-of-tree.png").symlink_to(home / "ledger.sqlite3")
     (home / "outputs" / "page.html").write_text("<script>alert(1)</script>")
-    port, token = jupyter_env.free_port(), secrets.token_hex(16)
+    token = secrets.token_hex(16)
     work = root / "work"
     work.mkdir()
     log = root / "server.log"
-    command = [
-        sys.executable, "-m", "jupyter_server", "--no-browser", "--ip", "127.0.0.1",
-        f"--port={port}", f"--IdentityProvider.token={token}", "--allow-root",
-        f"--ServerApp.root_dir={work}", "--ServerApp.base_url=/base/",
-    ]  # fmt: skip
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    running = Server(f"http://127.0.0.1:{port}", token, home, log)
-    try:
+
+    def start(port: int) -> tuple[subprocess.Popen[bytes], Server] | None:
+        command = [
+            sys.executable, "-m", "jupyter_server", "--no-browser", "--ip", "127.0.0.1",
+            f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+            "--allow-root", f"--ServerApp.root_dir={work}", "--ServerApp.base_url=/base/",
+        ]  # fmt: skip
+        with log.open("wb") as sink:
+            process = subprocess.Popen(
+                command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        running = Server(f"http://127.0.0.1:{port}", token, home, log)
         deadline = time.monotonic() + START_LIMIT_S
-        while True:
-            assert process.poll() is None, log.read_text()[-3000:]
+        while process.poll() is None:
             try:
                 if running.get("/base/api/status").status_code == 200:
-                    break
+                    return process, running
             except httpx.TransportError:
                 pass
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            if time.monotonic() > deadline:
+                os.killpg(process.pid, signal.SIGKILL)
+                raise AssertionError(log.read_text()[-3000:])
             time.sleep(0.25)
+        assert "already in use" in log.read_text().lower(), log.read_text()[-3000:]
+        return None  # its port was taken: another is picked
+
+    process, running = jupyter_env.on_a_free_port(start, "the Jupyter server")
+    try:
         yield running
     finally:
         os.killpg(process.pid, signal.SIGTERM)

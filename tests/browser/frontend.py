@@ -292,11 +292,9 @@ def serve(
         path.write_text(json.dumps(values))
     token = secrets.token_hex(16)
     log = root / f"{kind}.log"
-    # A free port is picked, closed, and bound by the server seconds later: another
-    # process may take it in between. The server then fails (no port retries: it must
-    # not serve elsewhere) and is started again on another port, at most three times.
-    for _attempt in range(3):
-        port = jupyter_env.free_port()
+
+    def start(port: int) -> tuple[subprocess.Popen[bytes], Frontend] | None:
+        # no port retries: a server that moved elsewhere would not be the test's
         with log.open("wb") as sink:
             process = subprocess.Popen(
                 _command(kind, port, token, workdir, target),
@@ -307,10 +305,9 @@ def serve(
                 start_new_session=True,
             )
         server = Frontend(kind, f"http://127.0.0.1:{port}", token, workdir, log)
-        if _started(process, server):
-            break
-    else:
-        pytest.fail(f"{kind} found its port taken three times:\n{server.tail()}")
+        return (process, server) if _started(process, server) else None
+
+    process, server = jupyter_env.on_a_free_port(start, kind)
     try:
         yield server
     finally:

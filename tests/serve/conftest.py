@@ -86,21 +86,20 @@ def postgres_cluster() -> Iterator[str]:
     )
     run(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
     log = folder / "log"
-    # The port is picked free and bound by the server a moment later: another process
-    # may take it in between, and then the server is started again on another one.
-    for _attempt in range(3):
-        port = jupyter_env.free_port()
+
+    def start(port: int) -> int | None:
         options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
         options += " -c max_connections=300"
-        start = [str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log)]
+        command = [str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log)]
         try:
-            run(*start, "-w", "-t", "60", "start")
-            break
+            run(*command, "-w", "-t", "60", "start")
         except subprocess.CalledProcessError:
             if "already in use" not in log.read_text(errors="replace"):
                 raise
-    else:
-        pytest.fail(f"PostgreSQL found its port taken three times:\n{log.read_text()}")
+            return None
+        return port
+
+    port = jupyter_env.on_a_free_port(start, "PostgreSQL")
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:

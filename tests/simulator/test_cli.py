@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import socket
+import re
 import subprocess
 import sys
 from typing import Any
@@ -96,11 +96,10 @@ def test_restrict_needs_a_given_key(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.slow
 def test_module_runs_a_server_that_answers() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    # --port 0: the system picks a free port and the first line names it (a port picked
+    # here and bound there could be taken in between by another test's server)
     child = subprocess.Popen(
-        [sys.executable, "-m", "genwidgets.simulator", "--port", str(port), "--speed", "50"],
+        [sys.executable, "-m", "genwidgets.simulator", "--port", "0", "--speed", "50"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -109,7 +108,9 @@ def test_module_runs_a_server_that_answers() -> None:
     try:
         assert child.stdout is not None
         first = child.stdout.readline()
-        assert f"http://127.0.0.1:{port}" in first
+        found = re.search(r"http://127\.0\.0\.1:(\d+)", first)
+        assert found is not None and found[1] != "0", first
+        port = int(found[1])
         key_line = "".join(child.stdout.readline() for _ in range(2))
         assert "sim-demo-key" in key_line
         reply = httpx.post(

@@ -137,10 +137,15 @@ class TwoFaced:
     def _live_face(self, live: Any, faces: Faces) -> Any:
         return live_container(live, faces)
 
-    def _refresh_face(self, *, force: bool = False) -> None:
-        """Rewrite the lasting face soon, if the view was displayed (never waits)."""
+    def _refresh_face(
+        self, *, force: bool = False, then: Callable[[], object] | None = None
+    ) -> None:
+        """Rewrite the lasting face soon, if the view was displayed (never waits); ``then``
+        once it is written, or at once without one (:meth:`Faces.refresh`)."""
         if self._faces is not None:
-            self._faces.refresh(force=force)
+            self._faces.refresh(force=force, then=then)
+        elif then is not None:
+            then()
 
 
 class CommandView(TwoFaced, anywidget.AnyWidget):
@@ -309,6 +314,8 @@ class Faces:
         #: refreshes asked, and how many of them the last rewrite ended had answered
         #: (begun after them): both under ``_SETTLING``, for :func:`settle`
         self.asked = self.answered = 0
+        #: (ask, callback) of refreshes asked with ``then``, under ``_SETTLING``
+        self._then: list[tuple[int, Callable[[], object]]] = []
 
     def live(self, widget: Any) -> dict[str, str]:
         """The ``face`` trait of a live face: this lasting face's id and the widget's
@@ -343,14 +350,21 @@ class Faces:
         with self._lock:
             return bool(self._handles)
 
-    def refresh(self, *, force: bool = False) -> None:
-        """Rewrite the lasting face soon (see the class docstring); never waits."""
+    def refresh(self, *, force: bool = False, then: Callable[[], object] | None = None) -> None:
+        """Rewrite the lasting face soon (see the class docstring); never waits. ``then``
+        is called once a rewrite begun after this ask has been written (at once when the
+        face is not shown): a live face shows an end only after its lasting face does,
+        so a notebook saved as soon as a view says done keeps the end in both faces."""
         if not self.shown:
+            if then is not None:
+                then()
             return
         REPUBLISH.install()  # so the end of the cell waits for this rewrite
         with _SETTLING:
             _unsettled.add(self)
             self.asked += 1
+            if then is not None:
+                self._then.append((self.asked, then))
         self._refresher.request(force=force)
 
     def _submit(self) -> None:
@@ -384,6 +398,13 @@ class Faces:
                 again, self._queued = self._again, self._again
             if again:
                 LASTING_WORK.submit(self._rewrite)
+            # the live faces waiting for this rewrite are written before it counts as
+            # settled: the end of a cell, which waits for that, then sends them again
+            with _SETTLING:
+                due = [then for ask, then in self._then if ask <= answered]
+                self._then = [(ask, then) for ask, then in self._then if ask > answered]
+            for then in due:
+                guarded(then)
             # a refresh asked once this bundle was begun may still be on its way here
             # (a throttle's timer): this face stays unsettled until a rewrite answers it
             with _SETTLING:

@@ -110,10 +110,13 @@ class TaskView(CommandView):
     #: few once finished (kept in the saved view).
     logs = traitlets.List(traitlets.Unicode()).tag(sync=True)
 
-    def __init__(self, job: JobLike, *, posters: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self, job: JobLike, *, posters: bool = True, faces: Faces | None = None, **kwargs: Any
+    ) -> None:
         """``posters=False``: videos carry no poster frame in the view's state, for a
         view displayed with its lasting face (which has the poster): the saved widget
-        state would only repeat it (about 5 KB a video)."""
+        state would only repeat it (about 5 KB a video). ``faces``: the lasting face
+        this view is shown in when it is another view's (a :class:`TaskList`'s)."""
         # Set first: close() (also run by Widget.__del__) needs them even when
         # a job that lacks part of the JobLike protocol makes the next line fail.
         self._finished = False
@@ -127,6 +130,10 @@ class TaskView(CommandView):
             **{"layout": layout("plain"), **kwargs},
         )
         self.job = job
+        self._faces = faces
+        #: how far the job's end had come when its lasting face was last written
+        #: (:func:`end_stage`): the live face never shows more (docs/decisions.md#two-faces)
+        self._face_stage = end_stage(job)
         self._throttle = Throttle(self._write)
         self._cancel_clicked = False
         self._shown_result: Result | None = None
@@ -142,17 +149,21 @@ class TaskView(CommandView):
     # -- inputs (any thread) -------------------------------------------------
 
     def _on_update(self, job: JobLike) -> None:
-        terminal = job_look(self.job).terminal
-        guarded(lambda: self._throttle.request(force=terminal))
-        if terminal or job.last_result is not None:
+        if job_look(job).terminal or job.last_result is not None:
             # Asked here, before the job's future completes (the JobLike contract:
             # update callbacks first), so a cell waiting on job.result() waits for it.
-            self._refresh_face(force=True)
+            self._refresh_face(force=True, then=functools.partial(self._face_at, end_stage(job)))
+        guarded(self._throttle.request)
 
     def _on_done(self, job: JobLike) -> None:
-        guarded(lambda: self._throttle.request(force=True))
-        self._refresh_face(force=True)
+        self._refresh_face(force=True, then=functools.partial(self._face_at, 2))
         self._finish()
+
+    def _face_at(self, stage: int) -> None:
+        """The lasting face was written with the job's end at ``stage``: the live face
+        may now show as much."""
+        self._face_stage = max(self._face_stage, stage)
+        guarded(lambda: self._throttle.request(force=True))
 
     def _ipython_display_(self) -> None:
         """Both faces (:mod:`.faces`): this live view, then its lasting face, which
@@ -200,6 +211,8 @@ class TaskView(CommandView):
 
     def _write(self) -> None:
         job = self.job
+        if end_stage(job) > self._face_stage:
+            return  # its lasting face first: :meth:`_face_at` writes this after it
         look = job_look(job)
         expected = job.expected_finish
         with self.hold_sync():  # one comm message per write
@@ -235,6 +248,14 @@ class TaskView(CommandView):
         with self._throttle.lock:
             self._resend_pending = False
             self.send_state()
+
+
+def end_stage(job: JobLike) -> int:
+    """How far a job's end has come: 0 running, 1 its status ended (its result may still
+    be on its way), 2 its result (or why it has none) in hand."""
+    if job.done():
+        return 2
+    return int(job_look(job).terminal)
 
 
 LOG_LINES_KEPT = 5
@@ -333,20 +354,13 @@ class TaskList:
         self.faces.show(self.live)
 
     def add(self, job: JobLike) -> TaskView:
-        view = TaskView(job, posters=False)
         self.jobs.append(job)
-        if self.faces.shown:
+        if self.faces.shown:  # the view rewrites this lasting face as it ends
+            view = TaskView(job, posters=False, faces=self.faces)
             self.box.children = (*self.box.children, view)
-            refresh = functools.partial(self.faces.refresh, force=True)
-            remove = job.add_update_callback(lambda done: refresh() if done.last_result else None)
-
-            def ended(_job: Any) -> None:  # its last refresh: the task holds this list no more
-                remove()
-                refresh()
-
-            job.add_done_callback(ended)
-            refresh()
+            self.faces.refresh(force=True)
         else:  # never displayed on its own: inside the form's output area
+            view = TaskView(job, posters=False)
             data, metadata = widget_bundle(view)
             entry = {"output_type": "display_data", "data": data, "metadata": metadata}
             self.fallback.outputs = (*self.fallback.outputs, entry)

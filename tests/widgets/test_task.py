@@ -450,6 +450,53 @@ def test_a_job_shown_after_its_status_ended_but_before_its_result_still_gets_it(
     assert job.update_callback_count == 0  # it let go once the job was done
 
 
+@pytest.mark.parametrize("shown_in", ["its own faces", "a form's task list"])
+def test_a_view_says_done_only_once_its_lasting_face_does(
+    recorder: DisplayRecorder, monkeypatch: pytest.MonkeyPatch, shown_in: str
+) -> None:
+    """A notebook saved the moment a view says done keeps the end in both faces: the
+    live face shows the end only once the lasting face's rewrite is written (here held
+    back, as a video's first preview holds it for about a second)."""
+    import ipywidgets
+
+    building, hold = threading.Event(), threading.Event()
+    build = task.lasting_face
+
+    def slow(job: Any, media: str | None = None) -> dict[str, str]:
+        if job.done():
+            building.set()
+            assert hold.wait(30)
+        return build(job, media)
+
+    monkeypatch.setattr(task, "lasting_face", slow)
+    job = FakeJob()
+    if shown_in == "its own faces":
+        view = display_job(job)
+    else:
+        tasks = TaskList(ipywidgets.Output())
+        tasks.show()
+        view = tasks.add(job)
+    assert isinstance(view, TaskView)
+    order: list[str] = []
+    view.observe(lambda change: order.append(f"live {change['new']}"), names=["status"])
+    handle = recorder.handle
+    record = handle.update
+
+    def update(obj: Any, **kwargs: Any) -> None:
+        order.append("lasting " + ("done" if "gw-final" in obj["text/html"] else "not done"))
+        record(obj, **kwargs)
+
+    monkeypatch.setattr(handle, "update", update)
+    on_thread(lambda: job.finish([IMAGE_OUT]))
+    assert building.wait(30)
+    view._throttle.request(force=True)  # any write while the lasting face is being made
+    assert view.status != "done" and "live done" not in order
+    hold.set()
+    assert wait_for(lambda: view.status == "done" and handle.ended(), timeout=30)
+    assert order.index("lasting done") < order.index("live done"), order
+    assert wait_for(lambda: len(view.outputs) == 1, timeout=30)
+
+
 def test_a_video_in_the_lasting_face_has_controls_and_never_starts_itself(
     recorder: DisplayRecorder,
 ) -> None:
@@ -476,7 +523,7 @@ def test_a_forms_tasks_are_their_own_output_with_both_faces(recorder: DisplayRec
     view = tasks.add(first)
     tasks.add(second)
     assert tasks.box.children[0] is view and len(tasks.box.children) == 2
-    assert first.update_callback_count == alone.update_callback_count + 1  # the list's own
+    assert first.update_callback_count == alone.update_callback_count  # the view's alone
     assert fallback.outputs == ()  # never inside the form's own widget tree
     on_thread(lambda: first.finish([IMAGE_OUT]))
     assert wait_for(

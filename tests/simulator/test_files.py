@@ -1,0 +1,74 @@
+"""The simulator's file store: a killed process's folder is removed by the next one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from genwidgets.simulator import files
+from genwidgets.simulator.files import ALIVE, PREFIX, FileStore, sweep_abandoned
+
+pytestmark = pytest.mark.skipif(files.fcntl is None, reason="no flock: nothing is swept")
+
+#: a child with a store in the temporary folder it is given: it prints the store's
+#: folder, then waits for a line (or to be killed)
+CHILD = (
+    "import sys; from genwidgets.simulator.files import FileStore; s = FileStore(); "
+    "s.put('a.png', 'image/png', b'x' * 100); print(s.root, flush=True); sys.stdin.readline()"
+)
+
+
+def child_store(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert child.stdout is not None
+    root = Path(child.stdout.readline().strip())
+    assert root.parent == tmp_path and (root / ALIVE).exists()
+    return child, root
+
+
+def test_a_killed_processs_folder_is_swept_and_a_living_ones_is_not(tmp_path: Path) -> None:
+    killed, abandoned = child_store(tmp_path)
+    living, kept = child_store(tmp_path)
+    try:
+        os.kill(killed.pid, signal.SIGKILL)  # no exit handler runs: the folder stays
+        killed.wait(30)
+        assert abandoned.exists()
+        older = tmp_path / f"{PREFIX}older"  # no lock file: being made, or an older version
+        older.mkdir()
+        assert sweep_abandoned(tmp_path) == 1
+        assert not abandoned.exists()
+        assert kept.exists() and older.exists()
+    finally:
+        living.communicate("\n", timeout=30)  # it ends as it should: its folder goes
+    assert not kept.exists()
+
+
+def test_a_new_store_sweeps_its_temporary_folder_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    killed, abandoned = child_store(tmp_path)
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait(30)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr(files, "_swept", set())
+    store = FileStore()  # the sweep runs on the package's workers, off the caller
+    try:
+        deadline = time.monotonic() + 60
+        while abandoned.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not abandoned.exists() and store.root.exists()
+    finally:
+        store.close()
+    assert not store.root.exists()

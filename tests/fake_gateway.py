@@ -14,6 +14,7 @@ import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -148,14 +149,13 @@ FAST_POLICY = PollPolicy(
 )
 
 
-def speed_up(monkeypatch: Any) -> None:
-    """Make polling, backoff and the not-found grace fast enough for unit tests."""
-    import tempfile
-
+def speed_up(monkeypatch: Any, home: Path) -> None:
+    """Make polling, backoff and the not-found grace fast enough for unit tests, with
+    ``home`` (in the test's ``tmp_path``, which pytest removes) as ``GENWIDGETS_HOME``."""
     from genwidgets.jobs import polling
     from genwidgets.protocol import http
 
-    monkeypatch.setenv("GENWIDGETS_HOME", tempfile.mkdtemp(prefix="gw-home-"))
+    monkeypatch.setenv("GENWIDGETS_HOME", str(home))
     # Clients made without a poll_policy use the default one: the fast one here.
     monkeypatch.setattr(polling, "DEFAULT_POLICY", FAST_POLICY)
     monkeypatch.setattr(http, "backoff_delay", lambda attempt, rng=None: 0.01)

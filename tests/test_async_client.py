@@ -23,7 +23,7 @@ RENAMED = {"close": "aclose"}
 
 @pytest.fixture(autouse=True)
 def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    speed_up(monkeypatch)
+    speed_up(monkeypatch, tmp_path / "home")
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,8 +19,8 @@ from genwidgets.protocol.prepared import BODY_LIMIT_BYTES as MAX_BODY_BYTES
 
 
 @pytest.fixture(autouse=True)
-def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    speed_up(monkeypatch)
+def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    speed_up(monkeypatch, tmp_path / "home")
     for name in (_config.ENV_BASE_URL, _config.ENV_API_KEY):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(_config, "_session_key", None)
@@ -405,7 +406,6 @@ def test_ipython_verbose_mode_never_shows_the_key(tmp_path: Any) -> None:
 def test_one_client_contract() -> None:
     """``ClientLike`` is the only Protocol a client is typed against (no per-widget copies)."""
     import re
-    from pathlib import Path
 
     import genwidgets
 

@@ -25,8 +25,8 @@ KEY = "sk-job-tests-SECRET-42"
 
 
 @pytest.fixture(autouse=True)
-def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    speed_up(monkeypatch)
+def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    speed_up(monkeypatch, tmp_path / "home")
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ RATE = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow"}, "request_id
 
 @pytest.fixture(autouse=True)
 def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, known_key: Callable[[str], str]) -> None:
-    speed_up(monkeypatch)
+    speed_up(monkeypatch, tmp_path / "home")
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
     known_key(KEY)
 

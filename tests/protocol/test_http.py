@@ -6,6 +6,7 @@ import asyncio
 import email.utils
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,8 +25,8 @@ REAL_BACKOFF = http.backoff_delay  # captured before the fixture speeds it up
 
 
 @pytest.fixture(autouse=True)
-def _fast(monkeypatch: pytest.MonkeyPatch, known_key: Callable[[str], str]) -> None:
-    speed_up(monkeypatch)
+def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, known_key: Callable[[str], str]) -> None:
+    speed_up(monkeypatch, tmp_path / "home")
     known_key(KEY)
 
 

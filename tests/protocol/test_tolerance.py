@@ -9,6 +9,7 @@ import json
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,8 +36,8 @@ KEY = "sk-live-TOLERANT-456"
 
 
 @pytest.fixture(autouse=True)
-def _fast(monkeypatch: pytest.MonkeyPatch, known_key: Callable[[str], str]) -> None:
-    speed_up(monkeypatch)
+def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, known_key: Callable[[str], str]) -> None:
+    speed_up(monkeypatch, tmp_path / "home")
     known_key(KEY)
 
 

@@ -94,8 +94,12 @@ def _hold(root: Path) -> IO[bytes] | None:
         return None
     staging = root / f"{ALIVE}.new"
     handle = staging.open("wb")
-    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    os.replace(staging, root / ALIVE)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.replace(staging, root / ALIVE)
+    except OSError:  # a file system without locks: the folder is never swept, as before
+        handle.close()
+        return None
     return handle
 
 

@@ -72,3 +72,23 @@ def test_a_new_store_sweeps_its_temporary_folder_once(
     finally:
         store.close()
     assert not store.root.exists()
+
+
+def test_a_folder_that_cannot_be_locked_still_stores_and_is_never_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system without locks (some network mounts) still runs the simulator."""
+
+    def refuse(*_args: object) -> None:
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr(files.fcntl, "flock", refuse)
+    store = FileStore()
+    try:
+        assert store.put("a.png", "image/png", b"x").path.exists()
+        assert not (store.root / ALIVE).exists()
+        assert sweep_abandoned(tmp_path) == 0 and store.root.exists()
+    finally:
+        store.close()
+    assert not store.root.exists()

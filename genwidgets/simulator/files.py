@@ -8,10 +8,12 @@ and the next simulator started on the machine removes it: docs/decisions.md#sim-
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
+import socket
 import tempfile
 import threading
 import weakref
@@ -31,6 +33,8 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 PREFIX = "genwidgets-sim-"
 #: the file in a store's folder its process holds locked while it lives
 ALIVE = ".alive"
+#: written in :data:`ALIVE`: a sweep removes only stores of its own host
+HOST = socket.gethostname()
 _swept: set[str] = set()
 _sweeping = threading.Lock()
 
@@ -96,6 +100,8 @@ def _hold(root: Path) -> IO[bytes] | None:
     handle = staging.open("wb")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        handle.write(HOST.encode())  # locks may be this host's alone (a shared /tmp)
+        handle.flush()
         os.replace(staging, root / ALIVE)
     except OSError:  # a file system without locks: the folder is never swept, as before
         handle.close()
@@ -110,10 +116,10 @@ def _remove(root: str, alive: IO[bytes] | None) -> None:
 
 
 def sweep_abandoned(folder: Path) -> int:
-    """Remove from ``folder`` the stores of this user whose process has ended without
-    removing them: their :data:`ALIVE` is no longer locked. A store whose process lives,
-    one of another user and one without that file (being made, or of an older
-    genwidgets) are left. Returns how many were removed."""
+    """Remove from ``folder`` the stores of this user and host whose process has ended
+    without removing them: their :data:`ALIVE` is no longer locked. A store whose
+    process lives, one of another user or host and one without that file (being made,
+    or of an older genwidgets) are left. Returns how many were removed."""
     if fcntl is None:
         return 0
     removed = 0
@@ -136,6 +142,23 @@ def sweep_abandoned(folder: Path) -> int:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:  # its process lives
                 continue
-            shutil.rmtree(entry.path, ignore_errors=True)
+            if handle.read(256).decode(errors="replace") != HOST:
+                continue
+            _clear(entry.path)
             removed += 1
     return removed
+
+
+def _clear(root: str) -> None:
+    """Remove an abandoned store, its :data:`ALIVE` last: a sweep cut short (its
+    process ended) leaves a folder the next sweep finishes."""
+    with os.scandir(root) as entries:
+        for child in entries:
+            if child.name == ALIVE:
+                continue
+            if child.is_dir(follow_symlinks=False):
+                shutil.rmtree(child.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(child.path)
+    shutil.rmtree(root, ignore_errors=True)

@@ -11,6 +11,7 @@ task ends: docs/decisions.md#task-outputs.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +39,8 @@ from .render import live_entry
 from .ticker import Throttle, guarded, stop_following
 
 __all__ = ["TaskList", "TaskView", "display_job", "lasting_face"]
+
+log = logging.getLogger(__name__)
 
 
 def job_look(job: JobLike) -> StatusLook:
@@ -131,16 +134,17 @@ class TaskView(CommandView):
         )
         self.job = job
         self._faces = faces
+        done = job.done()  # one reading: a job ending meanwhile is followed to its end
         #: how far the job's end had come when its lasting face was last written
         #: (:func:`end_stage`): the live face never shows more (docs/decisions.md#two-faces)
-        self._face_stage = end_stage(job)
+        self._face_stage = 2 if done else end_stage(job)
         self._throttle = Throttle(self._write)
         self._cancel_clicked = False
         self._shown_result: Result | None = None
         self._resend_pending = False
         self.add_class("gw-task-view")
         self._throttle.request(force=True)
-        if not job.done():  # a status that ended may come before its result: follow it
+        if not done:  # a status that ended may come before its result: follow it
             self._removers.append(job.add_update_callback(self._on_update))
             job.add_done_callback(self._on_done)
         else:
@@ -149,15 +153,26 @@ class TaskView(CommandView):
     # -- inputs (any thread) -------------------------------------------------
 
     def _on_update(self, job: JobLike) -> None:
-        if job_look(job).terminal or job.last_result is not None:
+        stage = end_stage(job)
+        if stage:
             # Asked here, before the job's future completes (the JobLike contract:
             # update callbacks first), so a cell waiting on job.result() waits for it.
-            self._refresh_face(force=True, then=functools.partial(self._face_at, end_stage(job)))
+            self._lasting_then_live(stage)
         guarded(self._throttle.request)
 
     def _on_done(self, job: JobLike) -> None:
-        self._refresh_face(force=True, then=functools.partial(self._face_at, 2))
+        self._lasting_then_live(2)
         self._finish()
+
+    def _lasting_then_live(self, stage: int) -> None:
+        """Ask the lasting face to show the job's end at ``stage``, then the live face
+        (:meth:`_face_at`); at once when the lasting face cannot be asked."""
+        then = functools.partial(self._face_at, stage)
+        try:
+            self._refresh_face(force=True, then=then)
+        except Exception:  # the live face still ends
+            log.exception("genwidgets: the lasting face of %s could not be asked", self.request_id)
+            then()
 
     def _face_at(self, stage: int) -> None:
         """The lasting face was written with the job's end at ``stage``: the live face
@@ -252,8 +267,10 @@ class TaskView(CommandView):
 
 def end_stage(job: JobLike) -> int:
     """How far a job's end has come: 0 running, 1 its status ended (its result may still
-    be on its way), 2 its result (or why it has none) in hand."""
-    if job.done():
+    be on its way), 2 its result (or why it has none) in hand. A result counts as soon
+    as the job has it, before its future completes: the end of a cell waiting on
+    ``job.result()`` then waits for the face that shows it."""
+    if job.done() or job.last_result is not None:
         return 2
     return int(job_look(job).terminal)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,9 +18,11 @@ from genwidgets.simulator.files import ALIVE, PREFIX, FileStore, sweep_abandoned
 pytestmark = pytest.mark.skipif(files.fcntl is None, reason="no flock: nothing is swept")
 
 #: a child with a store in the temporary folder it is given: it prints the store's
-#: folder, then waits for a line (or to be killed)
+#: folder, then waits for a line (or to be killed); it sweeps nothing itself, so only
+#: the test's own sweeps remove a folder
 CHILD = (
-    "import sys; from genwidgets.simulator.files import FileStore; s = FileStore(); "
+    "import sys, tempfile; from genwidgets.simulator import files; "
+    "files._swept.add(tempfile.gettempdir()); s = files.FileStore(); "
     "s.put('a.png', 'image/png', b'x' * 100); print(s.root, flush=True); sys.stdin.readline()"
 )
 
@@ -47,9 +50,12 @@ def test_a_killed_processs_folder_is_swept_and_a_living_ones_is_not(tmp_path: Pa
         assert abandoned.exists()
         older = tmp_path / f"{PREFIX}older"  # no lock file: being made, or an older version
         older.mkdir()
+        elsewhere = tmp_path / f"{PREFIX}elsewhere"  # a store of another host's process
+        elsewhere.mkdir()
+        (elsewhere / ALIVE).write_text("another-host")
         assert sweep_abandoned(tmp_path) == 1
         assert not abandoned.exists()
-        assert kept.exists() and older.exists()
+        assert kept.exists() and older.exists() and elsewhere.exists()
     finally:
         living.communicate("\n", timeout=30)  # it ends as it should: its folder goes
     assert not kept.exists()
@@ -92,3 +98,15 @@ def test_a_folder_that_cannot_be_locked_still_stores_and_is_never_swept(
     finally:
         store.close()
     assert not store.root.exists()
+
+
+def test_a_sweep_cut_short_is_finished_by_the_next(tmp_path: Path) -> None:
+    """A folder's lock file goes last: a sweep whose process ended half way through a
+    folder leaves one the next sweep still recognises."""
+    killed, abandoned = child_store(tmp_path)
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait(30)
+    for child in abandoned.iterdir():  # what a sweep cut short leaves: all but the lock
+        if child.name != ALIVE:
+            shutil.rmtree(child)
+    assert sweep_abandoned(tmp_path) == 1 and not abandoned.exists()

@@ -24,6 +24,7 @@ from widgets.taskfakes import (
     wait_for,
 )
 
+from genwidgets.protocol.records import Result, Status
 from genwidgets.widgets import faces, task
 from genwidgets.widgets._style import COLOURS
 from genwidgets.widgets.faces import STATIC, WIDGET_VIEW_MIME
@@ -495,6 +496,56 @@ def test_a_view_says_done_only_once_its_lasting_face_does(
     assert wait_for(lambda: view.status == "done" and handle.ended(), timeout=30)
     assert order.index("lasting done") < order.index("live done"), order
     assert wait_for(lambda: len(view.outputs) == 1, timeout=30)
+
+
+def test_a_job_ending_while_its_view_is_made_still_shows_its_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The engine may end a job between the view's first look at it and its callbacks
+    being registered: the view still follows it to its end (it once stayed "submitted")."""
+    job = FakeJob()
+    made = TaskView.add_class
+
+    def add_class_then_end(view: TaskView, name: str) -> Any:
+        added = made(view, name)
+        job.finish([IMAGE_OUT])  # in the middle of the constructor, as the engine may
+        return added
+
+    monkeypatch.setattr(TaskView, "add_class", add_class_then_end)
+    view = TaskView(job)
+    assert wait_for(lambda: view.status == "done" and len(view.outputs) == 1, timeout=30)
+    assert job.update_callback_count == 0
+
+
+def test_the_end_of_a_cell_waits_for_the_live_face_that_shows_the_result(
+    recorder: DisplayRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job has its result before its future completes, and a cell waiting on
+    ``job.result()`` may end before the job's done callbacks run: the face the result
+    asked for, once settled, has its live face written with the outputs too (written
+    after the cell's end, nbclient would drop it)."""
+    building, hold = threading.Event(), threading.Event()
+    build = task.lasting_face
+
+    def slow(job: Any, media: str | None = None) -> dict[str, str]:
+        if job.last_result is not None:
+            building.set()
+            assert hold.wait(30)
+        return build(job, media)
+
+    monkeypatch.setattr(task, "lasting_face", slow)
+    job = FakeJob()
+    view = display_job(job)
+    assert isinstance(view, TaskView)
+    body = {"request_id": job.request_id, "status": "COMPLETED", "outputs": [IMAGE_OUT]}
+    job.last_status = Status.from_body(body)
+    job.last_result = Result.from_body(body, endpoint=job.endpoint)
+    on_thread(job._notify)  # the update that brings the result asks for the face
+    assert building.wait(30)
+    job._done.set()  # the future completes; its done callbacks have not run yet
+    hold.set()
+    assert faces.settle(30)  # what the end of the cell waits for
+    assert len(view.outputs) == 1 and view.status == "done"
 
 
 def test_a_video_in_the_lasting_face_has_controls_and_never_starts_itself(

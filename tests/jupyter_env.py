@@ -18,6 +18,7 @@ import itertools
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
@@ -169,6 +171,45 @@ def on_a_free_port(start: Callable[[int], T | None], what: str, attempts: int = 
         if started is not None:
             return started
     raise AssertionError(f"{what} found its port taken {attempts} times")
+
+
+def server_started(
+    process: subprocess.Popen[bytes], answers: Callable[[], bool], log: Path, limit: float
+) -> bool:
+    """Wait until the server ``process`` started ``answers()`` (True), or it exited
+    because its port was taken (False, for :func:`on_a_free_port`). Any other exit, or
+    no answer within ``limit`` seconds (the server is stopped), fails with its log."""
+    deadline = time.monotonic() + limit
+    while True:
+        said = log.read_text(errors="replace")[-3000:]
+        if process.poll() is not None:
+            assert "already in use" in said.lower(), f"the server exited early:\n{said}"
+            return False
+        try:
+            if answers():
+                return True
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            stop_group(process)
+            raise AssertionError(f"the server did not start in {limit:g} s:\n{said}")
+        time.sleep(0.25)
+
+
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop a server and its children (its own process group), bounded in time."""
+    if process.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def notebook_paths() -> list[Path]:

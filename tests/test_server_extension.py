@@ -16,10 +16,8 @@ import re
 import secrets
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,30 +130,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                 command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
             )
         running = Server(f"http://127.0.0.1:{port}", token, home, log)
-        deadline = time.monotonic() + START_LIMIT_S
-        while process.poll() is None:
-            try:
-                if running.get("/base/api/status").status_code == 200:
-                    return process, running
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                os.killpg(process.pid, signal.SIGKILL)
-                raise AssertionError(log.read_text()[-3000:])
-            time.sleep(0.25)
-        assert "already in use" in log.read_text().lower(), log.read_text()[-3000:]
-        return None  # its port was taken: another is picked
+        ready = lambda: running.get("/base/api/status").status_code == 200  # noqa: E731
+        started = jupyter_env.server_started(process, ready, log, START_LIMIT_S)
+        return (process, running) if started else None
 
     process, running = jupyter_env.on_a_free_port(start, "the Jupyter server")
     try:
         yield running
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)
+        jupyter_env.stop_group(process)
 
 
 @pytest.mark.slow

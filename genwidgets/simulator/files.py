@@ -110,7 +110,7 @@ def _hold(root: Path) -> IO[bytes] | None:
 
 
 def _remove(root: str, alive: IO[bytes] | None) -> None:
-    shutil.rmtree(root, ignore_errors=True)
+    _clear(root)  # a process killed meanwhile leaves a folder the next sweep knows
     if alive is not None:
         alive.close()
 
@@ -150,9 +150,9 @@ def sweep_abandoned(folder: Path) -> int:
 
 
 def _clear(root: str) -> None:
-    """Remove an abandoned store, its :data:`ALIVE` last: a sweep cut short (its
-    process ended) leaves a folder the next sweep finishes."""
-    with os.scandir(root) as entries:
+    """Remove a store, its :data:`ALIVE` last: a removal cut short (its process ended)
+    leaves a folder the next sweep finishes."""
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
         for child in entries:
             if child.name == ALIVE:
                 continue

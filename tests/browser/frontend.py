@@ -22,11 +22,9 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -242,22 +240,6 @@ def _ready_path(kind: Kind) -> str:
     return {"lab": "/api/status", "notebook": "/api/status", "voila": "/", "marimo": "/"}[kind]
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop the server and its kernels (its own process group), bounded in time."""
-    if process.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 @contextlib.contextmanager
 def serve(
     kind: Kind,
@@ -305,34 +287,16 @@ def serve(
                 start_new_session=True,
             )
         server = Frontend(kind, f"http://127.0.0.1:{port}", token, workdir, log)
-        return (process, server) if _started(process, server) else None
+        ready = lambda: server.api("GET", _ready_path(kind)).status_code == 200  # noqa: E731
+        started = jupyter_env.server_started(process, ready, log, SERVER_START_TIMEOUT_S)
+        return (process, server) if started else None
 
     process, server = jupyter_env.on_a_free_port(start, kind)
     try:
         yield server
     finally:
-        _stop(process)
+        jupyter_env.stop_group(process)
         shutil.rmtree(runtime, ignore_errors=True)
-
-
-def _started(process: subprocess.Popen[bytes], server: Frontend) -> bool:
-    """Wait until ``server`` answers (True), or it exited because its port was taken
-    (False); any other exit, or no answer in time, fails the test with its log."""
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while True:
-        if process.poll() is not None:
-            if "already in use" in server.tail().lower():
-                return False
-            pytest.fail(f"{server.kind} exited early:\n{server.tail()}")
-        try:
-            if server.api("GET", _ready_path(server.kind)).status_code == 200:
-                return True
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            _stop(process)
-            pytest.fail(f"{server.kind} did not start in time:\n{server.tail()}")
-        time.sleep(0.25)
 
 
 @dataclass

@@ -247,13 +247,6 @@ def _row_specs(
     return specs
 
 
-def _as_sent(prepared: Any, payload: dict[str, Any]) -> dict[str, Any]:
-    """The payload as sent: a client's prepared request normalises it (``"720P"`` →
-    ``"720p"``, unset fields dropped), and the ledger records that one."""
-    sent = getattr(prepared, "payload", None)
-    return sent if isinstance(sent, dict) else payload
-
-
 def _explained(problem: Mapping[str, Any], row: Mapping[str, Any], template: Template) -> str:
     """A required field's ``Field required`` said in the row's terms: the column that
     fills it is empty in this row, or a column not sent is named like it (misspelled)."""
@@ -344,12 +337,15 @@ def plan_batch(
             msg += f"; add {{row}} to filenames={names.text!r}"
             problems.append({"loc": (where, "filenames"), "msg": msg})
             continue
+        # as sent: a client's prepared request normalises it ("720P" → "720p", unset
+        # fields dropped), and the ledger records that one
+        sent = getattr(prepared, "payload", None)
         planned.append(
             PlannedRow(
                 index=index,
                 endpoint=target.id,
                 kind=str(target.kind),
-                payload=_as_sent(prepared, payload),
+                payload=sent if isinstance(sent, dict) else payload,
                 units=units,
                 billed=billed_count(target, payload),
                 stem=stem,

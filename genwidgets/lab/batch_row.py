@@ -9,6 +9,7 @@ the word people read, with a created task's queue or run shown.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,49 +48,29 @@ NEXT = {
 }
 
 
+@dataclass(eq=False, repr=False, slots=True)
 class BatchRow:
-    """One row: see the module docstring."""
+    """One row: see the module docstring (compared by identity)."""
 
-    __slots__ = (
-        "attempt",
-        "created_at",
-        "ended_at",
-        "error",
-        "exception",
-        "files",
-        "follow_at",
-        "job",
-        "lost",
-        "lost_since",
-        "planned",
-        "rate_limited",
-        "request_id",
-        "reserved_at",
-        "state",
-        "timed_out",
-        "user_cancelled",
-    )
-
-    def __init__(self, planned: PlannedRow) -> None:
-        self.planned = planned
-        self.state = WAITING
-        self.attempt = 0
-        self.request_id: str | None = None
-        self.error: str | None = None
-        #: a failed create as raised (this session only; ``error`` is its stored words)
-        self.exception: Exception | None = None
-        self.files: list[Path] = []
-        self.job: JobLike | None = None
-        self.created_at: float | None = None
-        self.ended_at: float | None = None
-        self.reserved_at: float | None = None
-        self.timed_out = False
-        self.user_cancelled = False
-        self.rate_limited = 0
-        #: times contact with its task was lost in a row, and when to follow it again
-        self.lost = 0
-        self.lost_since: float | None = None
-        self.follow_at: float | None = None
+    planned: PlannedRow
+    state: str = WAITING
+    attempt: int = 0
+    request_id: str | None = None
+    error: str | None = None
+    #: a failed create as raised (this session only; ``error`` is its stored words)
+    exception: Exception | None = None
+    files: list[Path] = field(default_factory=list)
+    job: JobLike | None = None
+    created_at: float | None = None
+    ended_at: float | None = None
+    reserved_at: float | None = None
+    timed_out: bool = False
+    user_cancelled: bool = False
+    rate_limited: int = 0
+    #: times contact with its task was lost in a row, and when to follow it again
+    lost: int = 0
+    lost_since: float | None = None
+    follow_at: float | None = None
 
     index = property(lambda self: self.planned.index)
     #: its own name: a DataFrame's index label, else its position (``index``)

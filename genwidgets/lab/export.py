@@ -73,11 +73,6 @@ def description_json(run: GridRun) -> str:
     return local_paths_shown(redact(described))
 
 
-def _first_visual(cell: GridCell) -> Output | None:
-    pictured = (output for output in cell.outputs if output.kind in ("image", "video"))
-    return next(pictured, cell.outputs[0] if cell.outputs else None)
-
-
 def _poster(output: Output) -> PILImage.Image | None:
     """The picture of an output: the image itself, or a video's first frame; ``None``
     for another kind, or when it cannot be read (an expired URL, a missing file,
@@ -260,7 +255,8 @@ def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: in
     draw.rectangle(
         (x0, y0, x0 + TILE - 1, y0 + TILE - 1), fill=PALETTE["failed_bg" if trouble else "tile"]
     )
-    output = _first_visual(cell)
+    pictured = (output for output in cell.outputs if output.kind in ("image", "video"))
+    output = next(pictured, cell.outputs[0] if cell.outputs else None)
     picture = _poster(output) if output is not None else None
     if picture is not None:
         picture.thumbnail((TILE, TILE))

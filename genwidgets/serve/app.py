@@ -8,6 +8,7 @@ refusal has the gateway's own shape (spec 2.4): docs/decisions.md#serve-http.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -30,7 +31,11 @@ from ..protocol.records import queue_url
 from ..protocol.refusals import HANDLERS, bearer, detail, gateway_error
 from ..protocol.routes import queue_routes
 from ..simulator.app import http_error, read_payload, required_token
+from ..simulator.registry import describe_errors
 from .budgets import (
+    FOLLOWED,
+    GONE,
+    as_counted,
     caller_and_task,
     charge_of,
     move,
@@ -133,6 +138,10 @@ async def create_task(request: Request) -> Response:
         payload = await read_payload(request, config.max_body)
         if names_a_webhook(payload):
             raise refusal(400, None, "webhook not supported")
+        try:  # off the loop: a 64 MB body's media are checked too
+            payload = await run_in_threadpool(as_counted, endpoint, payload)
+        except PayloadError as exc:
+            raise refusal(422, None, describe_errors(exc.errors)) from None
         amounts = charge_of(endpoint, payload, config.prices)
         wait = state.upstream_free_at - time.monotonic()
         if wait > 0:
@@ -158,7 +167,12 @@ async def create_task(request: Request) -> Response:
             key.name,
         )
         return JSONResponse(_addresses(_base(request), endpoint, reservation.task_id, 0))
-    retry = await state.gate.admit(key.name)
+    try:
+        retry = await state.gate.admit(key.name)
+    except asyncio.CancelledError:  # the server stops while it waits its turn: nothing left
+        # written here, not awaited: a stopping server's loop may run no other step
+        release(config.database, reservation.task_id, "not_sent", "the class gateway stopped")
+        raise
     if retry is not None:
         await run_in_threadpool(release, config.database, reservation.task_id, "not_sent")
         why = f"the class's creates wait their turn and this one waited {config.queue_wait:g} s"
@@ -283,7 +297,10 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         answer = await state.config.upstream.send(method, path)
     except ServeError as fault:
         return gateway_error(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}")
-    if answer.status == 404:
+    if answer.status == 404:  # gone upstream: it no longer holds its key's place
+        await run_in_threadpool(
+            move, state.config.database, task[0], "unknown", source=FOLLOWED, error=GONE
+        )
         return detail(404, "Request not found")
     if answer.status < 300 and answer.body is None:
         return Response(status_code=answer.status)  # e.g. a bare 202: not ready yet

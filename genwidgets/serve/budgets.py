@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..catalog import collect_warnings, validate
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import ServeError
 from ..lab.budget import Budget, plain_amount
@@ -24,8 +25,11 @@ from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
 
 __all__ = [
     "ENDING",
+    "FOLLOWED",
+    "GONE",
     "LIVE",
     "Reservation",
+    "as_counted",
     "caller_and_task",
     "charge_of",
     "move",
@@ -41,9 +45,16 @@ __all__ = [
 
 #: task states that hold a place in a key's concurrency cap
 LIVE = ("sending", "open", "cancelling")
+#: task states upstream is asked about (it made them)
+FOLLOWED = ("open", "cancelling")
 #: task states from which a task may end (settle)
 ENDING = ("open", "cancelling", "unknown")
 _AMT = ", ".join(f"amt_{k}" for k in KINDS)
+#: why a task upstream no longer knows is ``unknown`` (spec 2.4: 404 ``Request not found``)
+GONE = (
+    "upstream answered 404 Request not found for it (it restarted or forgot it): it may "
+    "have been made and billed, so its cost stays reserved until the teacher settles it"
+)
 
 
 def refusal(
@@ -67,6 +78,16 @@ class Reservation:
 
     task_id: str
     cached: bool = False
+
+
+def as_counted(endpoint: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The body a create sends upstream: ``payload`` as the catalog reads it, the body a
+    genwidgets client sends, so what is counted is what is made (``"n": "4"`` is counted
+    and sent as 4, never counted as 1 and made as 4 by a lenient upstream). An invalid
+    payload is a :class:`~..errors.PayloadError` listing every problem, before anything
+    is reserved (docs/decisions.md#serve-reservations)."""
+    with collect_warnings():  # an unknown field passes, as on the service
+        return validate(endpoint, payload).to_wire()
 
 
 def charge_of(

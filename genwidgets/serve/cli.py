@@ -9,9 +9,11 @@ the shell's history. A student's key is printed once, when made or rotated
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime
 import getpass
+import io
 import json
 import os
 import sys
@@ -25,7 +27,7 @@ from ..errors import GenwidgetsError
 from .budgets import resolve_unknown, tasks_of
 from .config import ServeConfig
 from .db import KINDS, Database
-from .keys import add_group, add_key, list_keys, revoke_key, rotate_key, set_caps
+from .keys import add_group, add_key, add_keys, list_keys, revoke_key, rotate_key, set_caps
 from .upstream import Upstream
 from .usage import usage, usage_csv
 
@@ -116,8 +118,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     groups.add_argument(
         "--cache-seconds",
         type=int,
-        default=0,
-        help="answer identical seeded creates from the first for this long",
+        help="answer identical seeded creates from the first for this long (0: off)",
     )
     tasks = commands.add_parser(
         "tasks", help="list tasks; settle a create of unknown outcome", parents=[JSON_FLAG]
@@ -195,28 +196,64 @@ _HANDOUT_STYLE = Html(
 
 
 def _roster(db: Database, args: argparse.Namespace) -> int:
-    """A key per roster row; keys.csv (name, key) and a printable handout, both new files."""
+    """A key per roster row, with keys.csv (name, key) and a printable handout, both new
+    files: written before the keys commit, so no key is made whose token is not written
+    (a name taken, a file there already, a full disk)."""
     with open(args.csv, newline="", encoding="utf-8") as handle:
         names = [row["name"].strip() for row in csv.DictReader(handle) if row.get("name")]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    made = [(name, add_key(db, name, _caps_of(args), group=args.group)) for name in names]
-    made_file = os.open(out / "keys.csv", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with open(made_file, "w", newline="", encoding="utf-8") as handle:  # only its owner reads
-        writer = csv.writer(handle)
-        writer.writerow(["name", "key"])
-        writer.writerows((spreadsheet_cell(n), k) for n, k in made)
+    paths = [out / "keys.csv", out / "handout.html"]
+
+    def write(made: list[tuple[str, str]]) -> None:
+        texts = (_keys_csv(made), _handout(made, args.url))
+        for handle, text, path in zip(opened, texts, paths, strict=True):
+            try:
+                handle.seek(0)
+                handle.truncate()
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError as exc:  # the file's fault, not the database's
+                raise GenwidgetsError(f"{path} could not be written ({exc}): no key made") from exc
+
+    with contextlib.ExitStack() as files:
+        opened: list[Any] = []
+        try:
+            for path in paths:  # only their owner reads them, and none is written over
+                made_file = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                opened.append(
+                    files.enter_context(open(made_file, "w", newline="", encoding="utf-8"))
+                )
+            made = add_keys(db, names, _caps_of(args), group=args.group, then=write)
+        except BaseException:
+            for path in paths[: len(opened)]:
+                path.unlink(missing_ok=True)
+            raise
+    print(f"{len(made)} keys made: {paths[0]}, {paths[1]} (keep them private)")
+    return 0
+
+
+def _keys_csv(made: list[tuple[str, str]]) -> str:
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["name", "key"])
+    writer.writerows((spreadsheet_cell(n), k) for n, k in made)
+    return text.getvalue()
+
+
+def _handout(made: list[tuple[str, str]], url: str) -> str:
     cards = (
         tag(
             "div",
             {"class": "card"},
             tag("h2", None, name),
-            tag("p", None, "GENWIDGETS_BASE_URL=", args.url),
+            tag("p", None, "GENWIDGETS_BASE_URL=", url),
             tag("p", None, "GENWIDGETS_API_KEY=", tag("code", None, key)),
         )
         for name, key in made
     )
-    page = "<!doctype html>" + join(
+    return "<!doctype html>" + join(
         [
             tag("meta", {"charset": "utf-8"}),
             tag("title", None, "Class keys"),
@@ -224,11 +261,6 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
             *cards,
         ]
     )
-    handout = os.open(out / "handout.html", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with open(handout, "w", encoding="utf-8") as handle:
-        handle.write(page)
-    print(f"{len(made)} keys made: {out / 'keys.csv'}, {out / 'handout.html'} (keep them private)")
-    return 0
 
 
 def _tasks(db: Database, args: argparse.Namespace) -> int:

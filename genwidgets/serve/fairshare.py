@@ -57,6 +57,9 @@ class FairGate:
                 return None
             turn.cancel()
             return max(1.0, self.waiting() / self.rate)
+        except asyncio.CancelledError:  # the request ended (the server stops): no turn taken
+            turn.cancel()
+            raise
 
     async def _dispatch(self) -> None:
         assert self.rate is not None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ __all__ = [
     "KeyRecord",
     "add_group",
     "add_key",
+    "add_keys",
     "caps_shown",
     "find_key",
     "hash_token",
@@ -139,16 +140,21 @@ def _mint() -> str:
 
 
 def add_group(
-    db: Database, name: str, caps: Mapping[str, float | None], *, cache_seconds: int = 0
+    db: Database, name: str, caps: Mapping[str, float | None], *, cache_seconds: int | None = None
 ) -> None:
-    """Make the group ``name`` or change its caps and demo-cache window."""
+    """Make the group ``name``, or change what is given of an existing one: the caps that
+    ``caps`` names and the demo-cache window (the rest stays, as ``keys set`` keeps a
+    key's other caps)."""
     stored = _check_caps(caps)
-    sets = ", ".join(f"{c} = excluded.{c}" for c in ("cache_seconds", *CAPS.split(", ")))
+    given = [f"cap_{k}" for k in KINDS if caps.get(k) is not None]
+    given += ["cache_seconds"] if cache_seconds is not None else []
+    sets = ", ".join(f"{c} = excluded.{c}" for c in given)
+    change = f"DO UPDATE SET {sets}" if given else "DO NOTHING"
     sql = (
         f"INSERT INTO groups (name, created_at, cache_seconds, {CAPS}) VALUES (?, ?, ?, {MARKS}) "
-        f"ON CONFLICT (name) DO UPDATE SET {sets}"
+        f"ON CONFLICT (name) {change}"
     )
-    values = (name, time.time(), cache_seconds, *(stored[k] for k in KINDS))
+    values = (name, time.time(), cache_seconds or 0, *(stored[k] for k in KINDS))
     db.run(lambda tx: tx.run(sql, values))
 
 
@@ -164,37 +170,72 @@ def add_key(
     max_running: int | None = None,
 ) -> str:
     """Make the key ``name``; its token, which is shown once and never stored."""
-    if not name or not name.strip() or len(name) > 100:
-        raise key_error(f"a key's name is 1 to 100 characters, not {name!r}")
-    stored = _check_caps(caps)
-    token = _mint()
+    made = add_keys(
+        db,
+        [name],
+        caps,
+        group=group,
+        endpoints=endpoints,
+        expires_at=expires_at,
+        admin=admin,
+        max_running=max_running,
+    )
+    return made[0][1]
 
-    def work(tx: Tx) -> None:
-        if tx.one("SELECT name FROM keys WHERE name = ?", (name,)):
-            raise key_error(f"a key named {name!r} exists; rotate or revoke it instead")
+
+def add_keys(
+    db: Database,
+    names: Sequence[str],
+    caps: Mapping[str, float | None],
+    *,
+    group: str | None = None,
+    endpoints: Sequence[str] | None = None,
+    expires_at: float | None = None,
+    admin: bool = False,
+    max_running: int | None = None,
+    then: Callable[[list[tuple[str, str]]], None] | None = None,
+) -> list[tuple[str, str]]:
+    """Make a key for each of ``names`` in one transaction: (name, token) each, the token
+    shown once and never stored. ``then(made)`` runs before the commit (again if the
+    transaction is tried again), so a roster's tokens are written or no key is made."""
+    for name in names:
+        if not name or not name.strip() or len(name) > 100:
+            raise key_error(f"a key's name is 1 to 100 characters, not {name!r}")
+    stored = _check_caps(caps)
+
+    def work(tx: Tx) -> list[tuple[str, str]]:
         if group is not None:
             tx.run(
                 "INSERT INTO groups (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 (group, time.time()),
             )
-        tx.run(
-            "INSERT INTO keys (name, token_hash, group_name, endpoints, expires_at, admin, "
-            f"max_running, created_at, {CAPS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {MARKS})",
-            (
-                name,
-                hash_token(token),
-                group,
-                ",".join(endpoints) if endpoints else None,
-                expires_at,
-                int(admin),
-                max_running,
-                time.time(),
-                *(stored[k] for k in KINDS),
-            ),
-        )
+        made = []
+        for name in names:
+            if tx.one("SELECT name FROM keys WHERE name = ?", (name,)):
+                raise key_error(f"a key named {name!r} exists; rotate or revoke it instead")
+            token = _mint()
+            tx.run(
+                "INSERT INTO keys (name, token_hash, group_name, endpoints, expires_at, admin, "
+                f"max_running, created_at, {CAPS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {MARKS})",
+                (
+                    name,
+                    hash_token(token),
+                    group,
+                    ",".join(endpoints) if endpoints else None,
+                    expires_at,
+                    int(admin),
+                    max_running,
+                    time.time(),
+                    *(stored[k] for k in KINDS),
+                ),
+            )
+            made.append((name, token))
+        if then is not None:
+            then(made)
+        return made
 
-    db.run(work)
-    return token
+    done: list[tuple[str, str]] = db.run(work)
+    return done
 
 
 def keys_where(tx: Tx, clause: str, params: Sequence[Any] = ()) -> list[KeyRecord]:

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import ServeError
 from ..protocol.records import queue_url
-from .budgets import settle
+from .budgets import FOLLOWED, GONE, move, settle
 from .config import ServeState
 from .db import Database, Tx
 
@@ -71,6 +71,11 @@ async def sweep_once(state: ServeState) -> int:
             )
         except ServeError:
             return ended  # upstream down: try again next time
+        if answer.status == 404:  # upstream no longer knows it: it holds no place now
+            await run_in_threadpool(
+                move, config.database, task_id, "unknown", source=FOLLOWED, error=GONE
+            )
+            continue
         ended += await run_in_threadpool(settle, config.database, task_id, task_state, answer.body)
     return ended
 

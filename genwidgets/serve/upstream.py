@@ -20,7 +20,7 @@ import httpx
 from .._config import Secret, redact
 from .._formats import json_nested_deeper
 from ..errors import ServeError, UpstreamFault
-from ..protocol.body import MAX_DEPTH
+from ..protocol.body import MAX_DEPTH, redact_json
 from ..protocol.http import parse_retry_after
 from .http1 import Http1Pool
 
@@ -122,8 +122,8 @@ class Upstream:
             ) from None
         raw, parsed = answer.body, None
         if raw and not json_nested_deeper(raw, MAX_DEPTH):  # a deeper one: no answer read
-            with contextlib.suppress(ValueError):
-                parsed = json.loads(self.scrub(raw.decode("utf-8", "replace")))
+            with contextlib.suppress(ValueError):  # and once parsed: "\u0055P..." is the key too
+                parsed = redact_json(json.loads(self.scrub(raw.decode("utf-8", "replace"))))
         wait = parse_retry_after({"retry-after": answer.header(b"retry-after") or ""})
         return UpstreamAnswer(answer.status, parsed, wait)
 

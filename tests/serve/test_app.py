@@ -111,6 +111,47 @@ def test_over_budget_is_the_gateways_error_shape_saying_what_is_left(
         client.submit(IMAGE, {"prompt": "x", "n": 2})
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("n", ["4", 4.0])
+def test_a_create_is_counted_as_the_catalog_reads_it_and_sent_so(
+    make_class: Callable[..., Class], n: Any
+) -> None:
+    """A count a lenient upstream reads as 4 is counted as 4: ``"4"`` was counted as one
+    image and made four, past the key's cap."""
+    klass = make_class()
+    token = add_key(klass.db, "alice", {"images": 4})
+    with klass.client(token) as api:
+        handle = api.post(f"/v1/queue/{IMAGE}", json={"prompt": "x", "n": n}).json()
+        wait_for(
+            lambda: api.get(handle["status_url"]).json()["status"] == "COMPLETED",
+            what="the task to end",
+        )
+        outputs = api.get(handle["response_url"]).json()["outputs"]
+        refused = api.post(f"/v1/queue/{IMAGE}", json={"prompt": "x", "n": "1"})
+    assert len(outputs) == 4 and key_usage(klass.db, "alice")["spent"]["images"] == 4.0
+    assert refused.status_code == 402 and "0 of 4 left" in refused.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        ({"prompt": "x", "n": 10**30}, "n: must be 1-4"),
+        ({"prompt": "x", "n": True}, "n: expected a number"),
+        ({"n": 1}, "prompt"),
+    ],
+)
+def test_an_invalid_create_is_refused_before_anything_is_reserved(
+    make_class: Callable[..., Class], payload: dict[str, Any], says: str
+) -> None:
+    klass = make_class()
+    token = add_key(klass.db, "alice", {"images": 2})
+    with klass.client(token) as api:
+        answer = api.post(f"/v1/queue/{IMAGE}", json=payload)
+    assert answer.status_code == 422
+    assert answer.json()["detail"].startswith("Invalid payload") and says in answer.text
+    assert tasks_of(klass.db) == [] and klass.sim.state.stats["create"] == 0
+
+
 @pytest.mark.parametrize(
     ("content", "status", "says"),
     [
@@ -340,6 +381,45 @@ def test_index_names_the_service(make_class: Callable[..., Class]) -> None:
     klass = make_class()
     answer = httpx.get(klass.server.base_url + "/", timeout=30)
     assert answer.json()["service"] == "genwidgets class gateway"
+
+
+@pytest.mark.slow
+def test_a_task_upstream_no_longer_knows_frees_its_place_and_stays_reserved(
+    make_class: Callable[..., Class],
+) -> None:
+    """An upstream that restarted, or whose retention ended, answers 404 for a task: the
+    key's place among ``max_running`` is free again, polled or swept; its cost stays
+    reserved (upstream may have billed it) until the teacher settles it."""
+    klass = make_class(max_running=2, sweep_every=0.2)
+    klass.sim.state.reconfigure({"speed": 0.01})  # they stay unfinished
+    token = add_key(klass.db, "alice", {"tasks": 10})
+    with klass.client(token) as api:
+        polled, swept = (api.post(f"/v1/queue/{IMAGE}", json=ONE).json() for _ in range(2))
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 429
+        klass.sim.state.scheduler.tasks.clear()  # upstream forgets them
+        assert api.get(polled["status_url"]).status_code == 404
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+        wait_for(lambda: len(tasks_of(klass.db, state="unknown")) == 2, what="the sweep to see it")
+    forgotten = tasks_of(klass.db, state="unknown")
+    assert {t["id"] for t in forgotten} == {polled["request_id"], swept["request_id"]}
+    assert all("404 Request not found" in t["error"] for t in forgotten)
+    assert key_usage(klass.db, "alice")["held"] == {"tasks": 3.0, "images": 3.0}
+    database = str(klass.db.path)
+    assert (
+        main(
+            [
+                "serve",
+                "--database",
+                database,
+                "tasks",
+                "--settle",
+                polled["request_id"],
+                "--not-made",
+            ]
+        )
+        == 0
+    )
+    assert key_usage(klass.db, "alice")["held"] == {"tasks": 2.0, "images": 2.0}
 
 
 @pytest.mark.slow

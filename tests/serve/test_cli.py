@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import signal
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ import pytest
 from serve_helpers import wait_for
 
 from genwidgets.cli import main
+from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.db import Database
 from genwidgets.serve.keys import find_key
 
@@ -101,6 +104,53 @@ def test_a_roster_makes_keys_and_a_handout(
     assert all(find_key(db, r["key"]) is not None for r in rows)
 
 
+def test_a_roster_that_cannot_be_written_whole_makes_no_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key whose token was never shown is a key the teacher must rotate: a roster whose
+    files are there already, or with a name taken, makes none of its keys."""
+    db = ["--database", str(tmp_path / "c.db")]
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    first.write_text("name\nana\nbo\n")
+    second.write_text("name\ncy\ndee\n")
+    out_dir = str(tmp_path / "keys")
+    assert run(capsys, *db, "keys", "roster", str(first), "--out", out_dir)[0] == 0
+    written = (tmp_path / "keys" / "keys.csv").read_bytes()
+    code, _, err = run(capsys, *db, "keys", "roster", str(second), "--out", out_dir)
+    assert code == 2 and "keys.csv" in err
+    assert (tmp_path / "keys" / "keys.csv").read_bytes() == written  # never written over
+    taken = tmp_path / "taken.csv"
+    taken.write_text("name\neve\nana\nfay\n")
+    code, _, err = run(capsys, *db, "keys", "roster", str(taken), "--out", str(tmp_path / "t"))
+    assert code == 2 and "'ana' exists" in err
+    assert list((tmp_path / "t").iterdir()) == []  # no file left half made
+    _code, out, _ = run(capsys, *db, "keys", "list", "--json")
+    assert sorted(k["name"] for k in json.loads(out)["keys"]) == ["ana", "bo"]
+    code, out, _ = run(capsys, *db, "keys", "roster", str(second), "--out", str(tmp_path / "k2"))
+    assert code == 0 and "2 keys made" in out  # the same roster, once it can be written
+
+
+def test_a_group_changed_again_keeps_what_is_not_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--database", str(tmp_path / "class.db")]
+
+    def group() -> dict[str, Any]:
+        report = json.loads(run(capsys, *db, "usage", "--json")[1])
+        found: dict[str, Any] = report["groups"][0]
+        return found
+
+    assert run(capsys, *db, "groups", "class1", "--images", "60", "--tasks", "40")[0] == 0
+    assert run(capsys, *db, "groups", "class1", "--cache-seconds", "3600")[0] == 0
+    assert group()["caps"] == {"tasks": 40.0, "images": 60.0}
+    assert group()["cache_seconds"] == 3600
+    assert run(capsys, *db, "groups", "class1", "--images", "80")[0] == 0
+    assert group()["caps"] == {"tasks": 40.0, "images": 80.0}
+    assert group()["cache_seconds"] == 3600
+    assert run(capsys, *db, "groups", "class1", "--cache-seconds", "0")[0] == 0
+    assert group()["cache_seconds"] == 0
+
+
 def test_groups_and_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = ["--database", str(tmp_path / "class.db")]
     assert run(capsys, *db, "groups", "class1", "--images", "100", "--cache-seconds", "60")[0] == 0
@@ -153,3 +203,51 @@ def test_serve_over_the_embedded_simulator_in_its_own_process(
         )
         refused = api.post("/v1/queue/genW2.5-t2i-preview", json={"prompt": "x", "n": 1})
     assert refused.status_code == 402
+
+
+@pytest.mark.slow
+def test_creates_waiting_their_turn_when_serve_stops_are_given_back(
+    tmp_path: Path,
+    upstream_sim: Any,
+    serve_processes: Callable[..., Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Ctrl-C (SIGTERM) while creates wait their turn for upstream (``--upstream-rate``):
+    none of them was sent, so none stays reserved or holds its key's place."""
+    database = str(tmp_path / "class.db")
+    assert main(["serve", "--database", database, "keys", "add", "cy", "--json"]) == 0
+    token = json.loads(capsys.readouterr().out)["key"]
+    started = serve_processes(upstream_sim.base_url, database, "--upstream-rate", "0.1")
+    answers: list[int | str] = []
+
+    def create() -> None:
+        with httpx.Client(base_url=started.base_url, timeout=60) as api:
+            try:
+                answer = api.post(
+                    "/v1/queue/genW2.5-t2i-preview",
+                    json={"prompt": "x", "n": 1},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+                answers.append(answer.status_code)
+            except httpx.HTTPError as exc:  # the server stopped under it
+                answers.append(type(exc).__name__)
+
+    senders = [threading.Thread(target=create) for _ in range(4)]
+    for sender in senders:
+        sender.start()
+    db = Database(database)
+    wait_for(  # one sent at once, three waiting their turn (ten seconds apart)
+        lambda: len(tasks_of(db, state="sending")) == 3 and len(tasks_of(db)) == 4,
+        what="three creates waiting their turn",
+    )
+    started.process.send_signal(signal.SIGTERM)
+    started.process.wait(60)  # uvicorn ends by the signal it stopped for, after its shutdown
+    for sender in senders:
+        sender.join(60)
+    states = sorted(t["state"] for t in tasks_of(db))
+    assert states == ["not_sent"] * 3 + ["open"] and len(answers) == 4
+    assert upstream_sim.state.stats["create"] == 1
+    code = main(["serve", "--database", database, "usage", "--json"])
+    held = json.loads(capsys.readouterr().out)["keys"][0]["held"]
+    assert code == 0 and held == {"tasks": 1.0, "images": 1.0}
+    db.close()

@@ -29,9 +29,11 @@ class EchoingUpstream(QuietHandler):
 
     received: list[bytes] = []
 
-    def _answer(self, status: int, body: dict[str, Any]) -> None:
+    def _answer(self, status: int, body: dict[str, Any], escaped: bool = False) -> None:
         auth = self.headers.get("Authorization", "")
-        data = json.dumps(body).replace("ECHO", auth).encode()
+        # the bare key, each character a JSON escape ("\u0074..."): the same text once parsed
+        echo = "".join(f"\\u{ord(c):04x}" for c in auth.split()[-1]) if escaped else auth
+        data = json.dumps(body).replace("ECHO", echo).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("X-Echo", auth)
@@ -51,6 +53,8 @@ class EchoingUpstream(QuietHandler):
             self._answer(500, {"detail": "upstream broke with key ECHO"})
         elif b"refuse422" in body:
             self._answer(422, {"detail": "bad payload from ECHO"})
+        elif b"escaped422" in body:
+            self._answer(422, {"detail": "bad payload for key ECHO"}, escaped=True)
         elif b"ratelimit" in body:
             self._answer(429, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "ECHO"}})
         else:
@@ -121,7 +125,12 @@ def test_no_byte_sent_or_logged_holds_the_teachers_key(
         result = call("GET", handle["response_url"], headers=auth).json()
         assert result["outputs"][0]["url"] == "http://files.example/Bearer [redacted]/a.png"
         assert call("PUT", handle["cancel_url"], headers=auth).status_code == 502
-        for prompt, status_code in (("fail500", 502), ("refuse422", 422), ("ratelimit", 429)):
+        for prompt, status_code in (
+            ("fail500", 502),
+            ("refuse422", 422),
+            ("escaped422", 422),
+            ("ratelimit", 429),
+        ):
             answer = call(
                 "POST", f"/v1/queue/{IMAGE}", json={"prompt": prompt, "n": 1}, headers=auth
             )
@@ -141,6 +150,7 @@ def test_no_byte_sent_or_logged_holds_the_teachers_key(
     db.close()
     everything_sent = b"\n".join(sent)
     assert b"bad payload from Bearer" in everything_sent and b"[redacted]" in everything_sent
+    assert b"bad payload for key ***" in everything_sent
     assert TEACHER_KEY.encode() not in everything_sent
     logged = caplog.text + "".join(capfd.readouterr())
     assert "upstream refused the teacher's key" in logged  # the logs were captured

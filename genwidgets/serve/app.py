@@ -312,7 +312,7 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
             move, state.config.database, task[0], "cancelling", source=("open",)
         )
     else:
-        await run_in_threadpool(settle, state.config.database, task[0], task[3], body)
+        await run_in_threadpool(settle, state.config.database, task[0], body)
     return JSONResponse(body, status_code=answer.status)
 
 

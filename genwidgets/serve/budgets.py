@@ -242,16 +242,19 @@ def move(
     return bool(changed)
 
 
-def release(db: Database, task_id: str, state: str, why: str = "") -> bool:
+def release(
+    db: Database, task_id: str, state: str, why: str = "", *, source: tuple[str, ...] = ()
+) -> bool:
     """End the task as ``state`` and give back what it held (upstream refused the create,
-    or the task failed). Idempotent: only the first call gives back; whether it did."""
+    or the task failed); only from one of ``source`` when given, read under the task's
+    lock. Idempotent: only the first call gives back; whether it did."""
 
     def work(tx: Tx) -> bool:
         row = tx.one(
-            f"SELECT key_name, group_name, charged, {_AMT} FROM tasks WHERE id = ? {{lock}}",
+            f"SELECT key_name, group_name, charged, state, {_AMT} FROM tasks WHERE id = ? {{lock}}",
             (task_id,),
         )
-        if row is None:
+        if row is None or (source and row[3] not in source):
             return False
         if not row[2]:  # a demo-cache answer holds nothing: only its state changes
             tx.run(
@@ -259,7 +262,7 @@ def release(db: Database, task_id: str, state: str, why: str = "") -> bool:
                 (state, time.time(), task_id),
             )
             return False
-        amounts = dict(zip(KINDS, (int(v) for v in row[3:]), strict=True))
+        amounts = dict(zip(KINDS, (int(v) for v in row[4:]), strict=True))
         _hold(tx, row[0], row[1], amounts, -1)
         tx.run(
             "UPDATE tasks SET state = ?, charged = 0, error = ?, settled_at = ? WHERE id = ?",
@@ -271,20 +274,20 @@ def release(db: Database, task_id: str, state: str, why: str = "") -> bool:
     return done
 
 
-def settle(db: Database, task_id: str, state: str, body: Any) -> bool:
-    """Settle the task, in ``state``, when its upstream status ``body`` says it ended
-    (spec: ``COMPLETED``, then ``error``); whether it did. ``done`` stays charged, and so
-    does ``cancelled`` (it failed after we asked upstream to cancel it); ``failed`` is
-    released. A poll and the sweep both settle by it."""
-    if not isinstance(body, dict) or body.get("status") != "COMPLETED" or state not in ENDING:
+def settle(db: Database, task_id: str, body: Any) -> bool:
+    """Settle the task when its upstream status ``body`` says it ended (spec:
+    ``COMPLETED``, then ``error``); whether it did. ``done`` stays charged, and so does
+    ``cancelled`` (it failed after we asked upstream to cancel it); ``failed`` is
+    released. Which one is decided by the task's state as stored, under its lock: a
+    cancel may have come since the caller read it. A poll and the sweep both settle by it."""
+    if not isinstance(body, dict) or body.get("status") != "COMPLETED":
         return False
     error = str(body["error"])[:500] if body.get("error") else None
-    if error is not None and state != "cancelling":
-        release(db, task_id, "failed", error)
-    else:
-        outcome = "done" if error is None else "cancelled"
-        move(db, task_id, outcome, source=ENDING, error=error, settled_at=time.time())
-    return True
+    now = time.time()
+    if error is None:
+        return move(db, task_id, "done", source=ENDING, settled_at=now)
+    cancelled = move(db, task_id, "cancelled", source=("cancelling",), error=error, settled_at=now)
+    return cancelled or release(db, task_id, "failed", error, source=("open", "unknown"))
 
 
 def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:

@@ -62,7 +62,7 @@ async def sweep_once(state: ServeState) -> int:
     """Ask upstream about the claimed tasks and settle those that ended; how many did."""
     config = state.config
     ended = 0
-    for task_id, endpoint, upstream_id, task_state in await run_in_threadpool(
+    for task_id, endpoint, upstream_id, _state in await run_in_threadpool(
         claim, config.database, config.sweep_every
     ):
         try:
@@ -76,7 +76,7 @@ async def sweep_once(state: ServeState) -> int:
                 move, config.database, task_id, "unknown", source=FOLLOWED, error=GONE
             )
             continue
-        ended += await run_in_threadpool(settle, config.database, task_id, task_state, answer.body)
+        ended += await run_in_threadpool(settle, config.database, task_id, answer.body)
     return ended
 
 

@@ -116,12 +116,12 @@ def test_settlement_rules(db: Database) -> None:
     for task_id in ids[:4]:
         move(db, task_id, "open", upstream_id="up-" + task_id)
     failed = {"status": "COMPLETED", "error": "boom"}
-    assert settle(db, ids[0], "open", {"status": "COMPLETED"})  # done
+    assert settle(db, ids[0], {"status": "COMPLETED"})  # done
     move(db, ids[1], "cancelling", source=("open",))
-    assert settle(db, ids[1], "cancelling", failed)  # cancelled
-    assert not settle(db, ids[2], "open", {"status": "IN_PROGRESS"})  # not ended
-    settle(db, ids[2], "open", failed)
-    settle(db, ids[2], "open", failed)  # twice: given back once
+    assert settle(db, ids[1], failed)  # cancelled
+    assert not settle(db, ids[2], {"status": "IN_PROGRESS"})  # not ended
+    assert settle(db, ids[2], failed)
+    assert not settle(db, ids[2], failed)  # twice: given back once
     assert release(db, ids[3], "refused") is True
     assert release(db, ids[3], "refused") is False
     move(db, ids[4], "unknown", error="timeout")
@@ -129,6 +129,20 @@ def test_settlement_rules(db: Database) -> None:
     assert held(db, "alice")["tasks"] == 3_000_000
     states = {t["id"]: t["state"] for t in tasks_of(db)}
     assert [states[i] for i in ids] == ["done", "cancelled", "failed", "refused", "unknown"]
+
+
+def test_a_cancel_that_comes_while_a_poll_is_away_keeps_the_task_charged(db: Database) -> None:
+    """A status poll reads the task open, a cancel is accepted upstream meanwhile, and
+    the poll's answer says the task ended with an error: it was cancelled at the
+    student's word, so it stays charged (it was given back as failed)."""
+    add_key(db, "alice", {"tasks": 10})
+    task_id = reserve(db, "alice", IMAGE, charge_of(IMAGE, {"prompt": "x"}, {})).task_id
+    move(db, task_id, "open", upstream_id="up-1")
+    # the poll read it open; the cancel moves it while the poll waits on upstream
+    move(db, task_id, "cancelling", source=("open",))
+    assert settle(db, task_id, {"status": "COMPLETED", "error": "cancelled"})
+    assert [t["state"] for t in tasks_of(db)] == ["cancelled"]
+    assert held(db, "alice")["tasks"] == 1_000_000
 
 
 def test_an_uncountable_cost_is_refused_only_where_capped(db: Database) -> None:

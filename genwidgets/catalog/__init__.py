@@ -15,7 +15,7 @@ The catalog does no I/O.
 
 # Importing the family modules registers their endpoints (the registry imports none).
 from . import asset, genw, imgg, imgm, imgq, speech, vida, vidh, vidk, vidp, vidv  # noqa: F401 - importing registers them
-from .checks import MediaSpec, media_spec, media_specs
+from .checks import MediaSpec, media_spec, media_specs, sent_from_elsewhere
 from .fields import WireField, field_named, fields_of, known_names
 from .findings import (
     DeprecatedFieldWarning,
@@ -78,6 +78,7 @@ __all__ = [
     "openapi",
     "payload_of",
     "register",
+    "sent_from_elsewhere",
     "service_default",
     "unregister",
     "unsendable",

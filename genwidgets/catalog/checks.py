@@ -8,6 +8,9 @@ file itself (format, size, sides, duration).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -101,10 +104,27 @@ def preview(value: str, limit: int = 40) -> str:
     return f"{value[:limit]!r}… ({len(value)} characters)"
 
 
+#: set while a server checks a payload sent from another machine
+_SENT_FROM_ELSEWHERE: ContextVar[bool] = ContextVar("genwidgets_sent_from_elsewhere", default=False)
+
+
+@contextmanager
+def sent_from_elsewhere() -> Iterator[None]:
+    """Check payloads as a server does (the class gateway, the simulator): whether a string
+    names a file of this machine is not the sender's to learn (a probe of its disk), so
+    no error says it."""
+    token = _SENT_FROM_ELSEWHERE.set(True)
+    try:
+        yield
+    finally:
+        _SENT_FROM_ELSEWHERE.reset(token)
+
+
 def _names_a_file(value: str) -> bool:
     """Whether a rejected string names an existing local file (one ``stat``, on the error
-    path only): then the error says how to send that file."""
-    if len(value) > 4096 or "\0" in value:
+    path only): then the error says how to send that file. Never for a payload sent from
+    elsewhere (:func:`sent_from_elsewhere`)."""
+    if len(value) > 4096 or "\0" in value or _SENT_FROM_ELSEWHERE.get():
         return False
     try:
         return Path(value).expanduser().is_file()

@@ -33,11 +33,10 @@ from ..protocol.routes import queue_routes
 from ..simulator.app import http_error, read_payload, required_token
 from ..simulator.registry import describe_errors
 from .budgets import (
-    FOLLOWED,
-    GONE,
     as_counted,
     caller_and_task,
     charge_of,
+    forgotten,
     move,
     rate_limited,
     refusal,
@@ -288,31 +287,31 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         # a demo-cache answer whose first task upstream has not answered yet: queued
         queued = {"request_id": task[0], "status": "IN_QUEUE"}
         return JSONResponse(queued, status_code=202 if tail == "response" else 200)
-    if tail == "cancel" and not task[4] and task[3] in ("open", "done"):
-        # a demo-cache answer shares its upstream task with others: only ours ends
-        await run_in_threadpool(release, state.config.database, task[0], "cancelled")
+    db = state.config.database
+    cancel = tail == "cancel"
+    if cancel and not task[4]:  # a demo-cache answer shares its upstream task: only ours ends
+        if task[3] in ("open", "done"):
+            await run_in_threadpool(release, db, task[0], "cancelled")
         return JSONResponse({"request_id": task[0], "status": "CANCELLATION_REQUESTED"})
+    if cancel:  # asked first: a poll that sees it end meanwhile settles it cancelled, charged
+        await run_in_threadpool(move, db, task[0], "cancelling", source=("open", "unknown"))
     path = queue_url("", endpoint, task[2]) + f"/{tail}"
     try:
         answer = await state.config.upstream.send(method, path)
-    except ServeError as fault:
+    except ServeError as fault:  # a cancel that may have reached upstream stays asked
         return gateway_error(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}")
-    if answer.status == 404:  # gone upstream: it no longer holds its key's place
-        await run_in_threadpool(
-            move, state.config.database, task[0], "unknown", source=FOLLOWED, error=GONE
-        )
+    if cancel and answer.status >= 300:  # refused: the task is as it was
+        await run_in_threadpool(move, db, task[0], task[3], source=("cancelling",))
+    if answer.status == 404:  # gone upstream, once old enough: it frees its key's place
+        await run_in_threadpool(forgotten, db, task[0])
         return detail(404, "Request not found")
     if answer.status < 300 and answer.body is None:
         return Response(status_code=answer.status)  # e.g. a bare 202: not ready yet
     if answer.status >= 400 or answer.body is None:
         return _passed_on(state, answer, refused_create=False)
     body = _rewrite(answer.body, _base(request), endpoint, task[0])
-    if tail == "cancel" and answer.status < 300:
-        await run_in_threadpool(
-            move, state.config.database, task[0], "cancelling", source=("open",)
-        )
-    else:
-        await run_in_threadpool(settle, state.config.database, task[0], body)
+    if not cancel:
+        await run_in_threadpool(settle, db, task[0], body)
     return JSONResponse(body, status_code=answer.status)
 
 

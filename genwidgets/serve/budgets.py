@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog import collect_warnings, validate
+from ..catalog import collect_warnings, sent_from_elsewhere, validate
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import ServeError
 from ..lab.budget import Budget, plain_amount
@@ -27,11 +27,13 @@ __all__ = [
     "ENDING",
     "FOLLOWED",
     "GONE",
+    "GONE_AFTER",
     "LIVE",
     "Reservation",
     "as_counted",
     "caller_and_task",
     "charge_of",
+    "forgotten",
     "move",
     "rate_limited",
     "refusal",
@@ -50,7 +52,10 @@ FOLLOWED = ("open", "cancelling")
 #: task states from which a task may end (settle)
 ENDING = ("open", "cancelling", "unknown")
 _AMT = ", ".join(f"amt_{k}" for k in KINDS)
-#: why a task upstream no longer knows is ``unknown`` (spec 2.4: 404 ``Request not found``)
+#: seconds after its create from which upstream's ``404 Request not found`` for a task
+#: means it is gone (restarted, its retention ended): before, a task may not show yet
+GONE_AFTER = 60.0
+#: why a task upstream no longer knows is ``unknown`` (spec 2.4)
 GONE = (
     "upstream answered 404 Request not found for it (it restarted or forgot it): it may "
     "have been made and billed, so its cost stays reserved until the teacher settles it"
@@ -86,7 +91,7 @@ def as_counted(endpoint: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     and sent as 4, never counted as 1 and made as 4 by a lenient upstream). An invalid
     payload is a :class:`~..errors.PayloadError` listing every problem, before anything
     is reserved (docs/decisions.md#serve-reservations)."""
-    with collect_warnings():  # an unknown field passes, as on the service
+    with collect_warnings(), sent_from_elsewhere():  # an unknown field passes, as upstream
         return validate(endpoint, payload).to_wire()
 
 
@@ -274,13 +279,43 @@ def release(
     return done
 
 
+def forgotten(db: Database, task_id: str) -> bool:
+    """Upstream answered ``404 Request not found`` for the task: once it is older than
+    :data:`GONE_AFTER`, it frees its key's place. Open, it is ``unknown`` (upstream may
+    have billed it: reserved until the teacher settles it); being cancelled, it is
+    ``cancelled`` (charged, as any cancel upstream accepted); a demo-cache answer, which
+    costs nothing, has lost its shared task and ``failed``. Whether it moved."""
+    now = time.time()
+
+    def work(tx: Tx) -> bool:
+        row = tx.one("SELECT state, charged, created_at FROM tasks WHERE id = ? {lock}", (task_id,))
+        if row is None or row[0] not in FOLLOWED or now - row[2] < GONE_AFTER:
+            return False
+        if row[1] and row[0] == "open":
+            tx.run("UPDATE tasks SET state = 'unknown', error = ? WHERE id = ?", (GONE, task_id))
+        else:
+            state = "cancelled" if row[1] else "failed"
+            tx.run(
+                "UPDATE tasks SET state = ?, error = ?, settled_at = ? WHERE id = ?",
+                (state, "gone upstream (404 Request not found)", now, task_id),
+            )
+        return True
+
+    moved: bool = db.run(work)
+    return moved
+
+
 def settle(db: Database, task_id: str, body: Any) -> bool:
     """Settle the task when its upstream status ``body`` says it ended (spec:
     ``COMPLETED``, then ``error``); whether it did. ``done`` stays charged, and so does
     ``cancelled`` (it failed after we asked upstream to cancel it); ``failed`` is
     released. Which one is decided by the task's state as stored, under its lock: a
-    cancel may have come since the caller read it. A poll and the sweep both settle by it."""
-    if not isinstance(body, dict) or body.get("status") != "COMPLETED":
+    cancel may have come since the caller read it. An ``unknown`` task upstream answers
+    for as still going is ``open`` again. A poll and the sweep both settle by it."""
+    if not isinstance(body, dict):
+        return False
+    if body.get("status") != "COMPLETED":  # unknown and answered: upstream knows it again
+        move(db, task_id, "open", source=("unknown",), error=None)
         return False
     error = str(body["error"])[:500] if body.get("error") else None
     now = time.time()

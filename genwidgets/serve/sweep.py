@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import ServeError
 from ..protocol.records import queue_url
-from .budgets import FOLLOWED, GONE, move, settle
+from .budgets import forgotten, settle
 from .config import ServeState
 from .db import Database, Tx
 
@@ -31,6 +31,8 @@ BATCH = 20
 #: seconds after which a create still ``sending`` is taken as one whose process stopped
 #: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
 STALE_SENDING = 600.0
+#: seconds between asks about a task upstream answered 404 for: known again, or ended
+UNKNOWN_EVERY = 60.0
 
 
 def claim(db: Database, older_than: float, now: float | None = None) -> list[tuple[Any, ...]]:
@@ -44,11 +46,12 @@ def claim(db: Database, older_than: float, now: float | None = None) -> list[tup
             "AND created_at < ?",
             ("the server stopped while sending this create", now - STALE_SENDING),
         )
-        rows = tx.rows(
-            "SELECT id, endpoint, upstream_id, state FROM tasks WHERE state IN ('open', "
-            "'cancelling') AND upstream_id IS NOT NULL AND (checked_at IS NULL OR checked_at < ?) "
+        rows = tx.rows(  # and, less often, those upstream answered 404 for (a restart?)
+            "SELECT id, endpoint, upstream_id, state FROM tasks WHERE upstream_id IS NOT NULL "
+            "AND (state IN ('open', 'cancelling') AND (checked_at IS NULL OR checked_at < ?) "
+            "OR state = 'unknown' AND (checked_at IS NULL OR checked_at < ?)) "
             "ORDER BY checked_at LIMIT ?",
-            (now - older_than, BATCH),
+            (now - older_than, now - max(older_than, UNKNOWN_EVERY), BATCH),
         )
         for row in rows:
             tx.run("UPDATE tasks SET checked_at = ? WHERE id = ?", (now, row[0]))
@@ -72,9 +75,7 @@ async def sweep_once(state: ServeState) -> int:
         except ServeError:
             return ended  # upstream down: try again next time
         if answer.status == 404:  # upstream no longer knows it: it holds no place now
-            await run_in_threadpool(
-                move, config.database, task_id, "unknown", source=FOLLOWED, error=GONE
-            )
+            await run_in_threadpool(forgotten, config.database, task_id)
             continue
         ended += await run_in_threadpool(settle, config.database, task_id, answer.body)
     return ended

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from genwidgets.catalog import MediaSpec
+from genwidgets.catalog import MediaSpec, sent_from_elsewhere
 from genwidgets.catalog.checks import MediaCheck
 
 
@@ -51,3 +51,24 @@ def test_media_check_size_limits_and_messages_stay_short() -> None:
     with pytest.raises(ValueError, match="the limit is"):
         decoded_cap("QUJDQUJD")
     assert MediaCheck(MediaSpec(media="image", encoding="url_only"))(None) is None
+
+
+def test_a_string_naming_a_local_file_says_how_to_send_it_but_not_to_a_server(
+    tmp_path: Any,
+) -> None:
+    """In a notebook the error says the string is a file of this machine, and how to send
+    it; on a server (the class gateway, the simulator) it never does: a student could
+    learn which files the teacher's machine holds."""
+    picture = tmp_path / "frame.png"
+    picture.write_bytes(b"\x89PNG")
+    check = MediaCheck(MediaSpec(media="image", encoding="url_only"))
+    with pytest.raises(ValueError, match="is a local file"):
+        check(str(picture))
+    said = []
+    with sent_from_elsewhere():
+        # a name as long: a long value is shown cut, with its length
+        for value in (str(picture), str(tmp_path / "frome.png")):
+            with pytest.raises(ValueError) as refused:
+                check(value)
+            said.append(str(refused.value).replace(value, "<value>"))
+    assert said[0] == said[1] and "is a local file" not in said[0]

@@ -17,7 +17,7 @@ from serve_helpers import TEACHER_KEY, Class, wait_for
 import genwidgets as gw
 from genwidgets.cli import main
 from genwidgets.errors import GatewayError, RequestNotFound, ServeError
-from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
+from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, budgets
 from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.keys import add_group, add_key, revoke_key
 from genwidgets.serve.usage import usage
@@ -385,7 +385,7 @@ def test_index_names_the_service(make_class: Callable[..., Class]) -> None:
 
 @pytest.mark.slow
 def test_a_task_upstream_no_longer_knows_frees_its_place_and_stays_reserved(
-    make_class: Callable[..., Class],
+    make_class: Callable[..., Class], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An upstream that restarted, or whose retention ended, answers 404 for a task: the
     key's place among ``max_running`` is free again, polled or swept; its cost stays
@@ -397,6 +397,9 @@ def test_a_task_upstream_no_longer_knows_frees_its_place_and_stays_reserved(
         polled, swept = (api.post(f"/v1/queue/{IMAGE}", json=ONE).json() for _ in range(2))
         assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 429
         klass.sim.state.scheduler.tasks.clear()  # upstream forgets them
+        assert api.get(polled["status_url"]).status_code == 404
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 429  # too new to tell
+        monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
         assert api.get(polled["status_url"]).status_code == 404
         assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
         wait_for(lambda: len(tasks_of(klass.db, state="unknown")) == 2, what="the sweep to see it")

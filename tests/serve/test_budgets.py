@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from genwidgets.errors import ServeError
+from genwidgets.serve import budgets
 from genwidgets.serve.budgets import (
     charge_of,
+    forgotten,
     move,
     release,
     reserve,
@@ -143,6 +145,31 @@ def test_a_cancel_that_comes_while_a_poll_is_away_keeps_the_task_charged(db: Dat
     assert settle(db, task_id, {"status": "COMPLETED", "error": "cancelled"})
     assert [t["state"] for t in tasks_of(db)] == ["cancelled"]
     assert held(db, "alice")["tasks"] == 1_000_000
+
+
+def test_a_task_upstream_forgot_is_unknown_or_ended_by_what_it_was(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upstream's 404 for a task made a moment ago means nothing yet; later, an open task
+    is ``unknown`` (reserved, no longer holding a place), known again when upstream
+    answers for it, and a task being cancelled is ``cancelled``, still charged."""
+    add_key(db, "alice", {"tasks": 10})
+    amounts = charge_of(IMAGE, {"prompt": "x"}, {})
+    going, stopping = (reserve(db, "alice", IMAGE, amounts).task_id for _ in range(2))
+    for task_id in (going, stopping):
+        move(db, task_id, "open", upstream_id="up-" + task_id)
+    move(db, stopping, "cancelling", source=("open",))
+    assert not forgotten(db, going)  # made a moment ago: it may not show yet
+    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
+    assert forgotten(db, going) and forgotten(db, stopping)
+    states = {t["id"]: t["state"] for t in tasks_of(db)}
+    assert (states[going], states[stopping]) == ("unknown", "cancelled")
+    assert held(db, "alice")["tasks"] == 2_000_000
+    assert not forgotten(db, stopping)  # ended: nothing more
+    assert not settle(db, going, {"status": "IN_PROGRESS"})  # upstream knows it again
+    assert [t["error"] for t in tasks_of(db, state="open")] == [None]
+    assert settle(db, going, {"status": "COMPLETED", "error": "boom"})
+    assert held(db, "alice")["tasks"] == 1_000_000  # failed: given back
 
 
 def test_an_uncountable_cost_is_refused_only_where_capped(db: Database) -> None:

@@ -217,7 +217,7 @@ def test_creates_waiting_their_turn_when_serve_stops_are_given_back(
     database = str(tmp_path / "class.db")
     assert main(["serve", "--database", database, "keys", "add", "cy", "--json"]) == 0
     token = json.loads(capsys.readouterr().out)["key"]
-    started = serve_processes(upstream_sim.base_url, database, "--upstream-rate", "0.1")
+    started = serve_processes(upstream_sim.base_url, database, "--upstream-rate", "0.05")
     answers: list[int | str] = []
 
     def create() -> None:
@@ -236,7 +236,7 @@ def test_creates_waiting_their_turn_when_serve_stops_are_given_back(
     for sender in senders:
         sender.start()
     db = Database(database)
-    wait_for(  # one sent at once, three waiting their turn (ten seconds apart)
+    wait_for(  # one sent at once, three waiting their turn (twenty seconds apart)
         lambda: len(tasks_of(db, state="sending")) == 3 and len(tasks_of(db)) == 4,
         what="three creates waiting their turn",
     )

@@ -85,6 +85,9 @@ MAX_RATE_LIMITED = 50
 CHUNK_ROUNDS = 2
 #: with no ``timeout``, how long a row keeps following a task it lost contact with
 CONTACT_PATIENCE = 900.0
+#: how long a row past its ``timeout`` gives its cancel to end its task before it is left
+#: running (the spec does not say what a cancel does: a gateway may accept it and go on)
+CANCEL_GRACE = 30.0
 #: the first wait before following a lost task again, doubled each time (seconds)
 FOLLOW_BACKOFF = 2.0
 FOLLOW_BACKOFF_MAX = 60.0
@@ -562,6 +565,20 @@ class Batch:
                     and row.state in (CREATED, LEFT)
                 ):
                     due.append(row)
+                    continue
+                cancel_ran_out = (  # asked to cancel, and its task goes on all the same
+                    row.timed_out
+                    and row.state == CREATED
+                    and self.timeout is not None
+                    and row.created_at is not None
+                    and now - row.created_at > self.timeout + CANCEL_GRACE
+                )
+                if cancel_ran_out:
+                    row.error = (
+                        f"timed out after {self.timeout:g} s; its cancel did not end it within "
+                        f"{CANCEL_GRACE:g} s: left running (running the batch again re-attaches it)"
+                    )
+                    self.update(row, LEFT)
                     continue
                 if (
                     self.timeout is not None

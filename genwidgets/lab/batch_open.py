@@ -111,13 +111,20 @@ def open_batch(
     stored = store.summary(batch_id)
     if stored is not None and stored.digest != plan.digest:
         raise id_taken(batch_id, stored.description, plan.describe())
+    if stored is not None and stored.gateway != chosen.gateway_name:
+        raise problem(  # its tasks are that gateway's: another would make them again
+            "id",
+            f"batch {batch_id!r} was sent through the gateway {stored.gateway!r}, and this "
+            f"client talks to {chosen.gateway_name!r}: resume it with a client of that "
+            "gateway (GENWIDGETS_BASE_URL), or give another id= for a new batch",
+        )
     folder = _folder(out, stored, batch_id)
     key = (store, batch_id)
     with _opened_lock:
         sending = _opened.get(key)
     if sending is not None and sending.sending:
         return sending
-    check_out(folder, batch_id)
+    check_out(folder, batch_id, known=stored is not None)
     run = Batch(
         plan,
         chosen,

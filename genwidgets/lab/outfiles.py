@@ -29,9 +29,11 @@ __all__ = ["check_out", "write_outputs"]
 MAX_SUFFIX = 1000
 
 
-def check_out(out: Path, batch_id: str) -> None:
+def check_out(out: Path, batch_id: str, *, known: bool = True) -> None:
     """Make ``out`` and prove it writable, before anything is sent; a folder holding
-    another batch's manifest is refused (its names would clash)."""
+    another batch's manifest is refused (its names would clash), and so is one holding
+    rows of this batch already sent when the store does not ``know`` the batch: another
+    ledger (``GENWIDGETS_HOME``) sent them, and sending them again pays twice."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".genwidgets-probe-{os.getpid()}"
@@ -42,7 +44,17 @@ def check_out(out: Path, batch_id: str) -> None:
             "out",
             f"cannot write into {out}: {exc.strerror or exc}; give out= a folder you can write",
         ) from None
-    others = {record.get("batch") for record in read_manifest(out).values()} - {None, batch_id}
+    said = read_manifest(out).values()
+    sent = [r["request_id"] for r in said if r.get("batch") == batch_id and r.get("request_id")]
+    if sent and not known:
+        raise problem(
+            "out",
+            f"{out} holds {len(sent)} row(s) of batch {batch_id!r} already sent (request "
+            f"{sent[0]}, ...) by another ledger than this one: sending them again would pay "
+            "twice. Run the batch with the GENWIDGETS_HOME and gateway that sent them (the "
+            "same command there resumes it, with no new create), or give out= another folder",
+        )
+    others = {record.get("batch") for record in said} - {None, batch_id}
     if others:
         owner = others.pop()
         raise problem(
@@ -52,31 +64,32 @@ def check_out(out: Path, batch_id: str) -> None:
         )
 
 
-def _ours(path: Path, partial: Path, own: Collection[str], batch: str, row: int) -> bool:
+def _ours(path: Path, partial: Path, own: Collection[str], made: Mapping[str, Any]) -> bool:
     """Whether ``path`` is this row's own earlier file: recorded as such, saying so
-    inside (a process killed after writing it, before recording it), or the very bytes
-    of ``partial`` (killed before its provenance sidecar: replacing it loses nothing)."""
+    inside (a process killed after writing it, before recording it: the same batch, row
+    and task, never another task's paid output), or the very bytes of ``partial``
+    (killed before its provenance sidecar: replacing it loses nothing)."""
     if path.name in own:
         return True
     found = read_provenance(path)
     if found is not None:
-        return found.get("batch") == batch and found.get("row") == row
+        return all(found.get(name) == made[name] for name in ("batch", "row", "request_id"))
     try:
         return filecmp.cmp(path, partial, shallow=False)
     except OSError:
         return False
 
 
-def _claim(partial: Path, target: Path, own: Collection[str], batch: str, row: int) -> Path:
+def _claim(partial: Path, target: Path, own: Collection[str], made: Mapping[str, Any]) -> Path:
     """Move ``partial`` to ``target``, or to ``target~N`` when another file holds the name."""
     candidate = target
     for n in range(2, MAX_SUFFIX + 2):
         try:
             os.link(partial, candidate)
         except FileExistsError:
-            held = not _ours(candidate, partial, own, batch, row)
+            held = not _ours(candidate, partial, own, made)
         except OSError:  # no hard links here (some network or FAT file systems)
-            held = candidate.exists() and not _ours(candidate, partial, own, batch, row)
+            held = candidate.exists() and not _ours(candidate, partial, own, made)
         else:
             partial.unlink(missing_ok=True)
             return candidate
@@ -100,6 +113,7 @@ def write_outputs(
     payload: Mapping[str, Any],
 ) -> list[Path]:
     """Write every output of one row into ``out``; returns the paths written."""
+    made = {"batch": batch, "row": row, "request_id": request_id}
     text = provenance(
         batch=batch, row=row, endpoint=endpoint, request_id=request_id, payload=payload
     )
@@ -113,7 +127,7 @@ def write_outputs(
             kept = output.path  # the ledger's copy, else its bytes
             source = kept if kept is not None and kept.exists() else output.read()
             inside = write_with_provenance(source, partial, output.content_type, text)
-            path = _claim(partial, target, own, batch, row)
+            path = _claim(partial, target, own, made)
         finally:
             with contextlib.suppress(OSError):
                 partial.unlink(missing_ok=True)

@@ -14,10 +14,12 @@ from typing import Any
 
 import httpx
 import pytest
+from loopback import LoopbackServer, QuietHandler
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
 from genwidgets.jobs.ledger import Ledger
+from genwidgets.lab import batch as lab_batch
 from genwidgets.lab import store as lab_store
 from genwidgets.lab.batch_open import batch as open_and_send
 from genwidgets.lab.batch_store import BatchStore
@@ -402,6 +404,56 @@ def test_a_row_past_its_deadline_is_cancelled_or_left(
         assert "left running" in (left.rows[0].error or "")
         task = httpx.get(f"{slow.base_url}/_sim/tasks/{left.rows[0].request_id}", timeout=10)
         assert task.json()["status"] != "COMPLETED"  # still running at the gateway
+
+
+class CancelIgnored(QuietHandler):
+    """A gateway that accepts a cancel and runs the task on all the same (the spec does
+    not say what a cancel does to a task): its tasks never end."""
+
+    cancels = 0
+
+    def _send(self, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        prefix = f"http://{self.headers['Host']}{self.path}/requests/r1"
+        urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("status", "response", "cancel")}
+        self._send({"request_id": "r1", **urls})
+
+    def do_GET(self) -> None:
+        self._send({"request_id": "r1", "status": "IN_PROGRESS"})
+
+    def do_PUT(self) -> None:
+        type(self).cancels += 1
+        self._send({"request_id": "r1", "status": "CANCELLATION_REQUESTED"})
+
+
+@pytest.mark.slow
+def test_a_row_whose_cancel_does_not_end_its_task_is_left_running(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its timeout a row's task is cancelled; a gateway that accepts the cancel and
+    goes on kept ``wait()`` (and ``genwidgets batch``) waiting for ever."""
+    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 1.0)
+    CancelIgnored.cancels = 0
+    gateway = LoopbackServer(CancelIgnored)
+    try:
+        with gw.Client(gateway.base, "key-of-a-loopback-gateway", ledger=False) as client:
+            batch = gw.batch(
+                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=0.5
+            ).wait(timeout=120, progress="none")
+    finally:
+        gateway.close()
+    row = batch.rows[0]
+    assert row.status == "left running" and CancelIgnored.cancels == 1
+    assert "its cancel did not end it within 1 s: left running" in (row.error or "")
+    assert read_manifest(tmp_path / "c")[0]["status"] == "left running"
 
 
 @pytest.mark.slow

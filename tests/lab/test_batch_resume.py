@@ -281,3 +281,34 @@ def test_a_retried_row_is_not_re_attached_to_its_earlier_attempts_task(
     assert again.rows[0].status == "done"
     assert again.rows[0].request_id != str(old.request_id)  # sent: no ledger record of it
     assert created(sim) == 2
+
+
+@pytest.mark.slow
+def test_the_same_batch_from_another_home_or_gateway_sends_nothing(
+    home: Path,
+    make_simulator: Callable[..., SimulatorServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second time in a fresh container (another GENWIDGETS_HOME, the same ``out``), or
+    with the gateway's variables not exported (another gateway, the same home): the rows
+    were paid already, so nothing is sent and no paid file is written over."""
+    sim, other = make_simulator(), make_simulator()
+    out = tmp_path / "o"
+    with gw.Client(sim.base_url, KEY) as client:
+        gw.batch(T2I, ROWS[:2], TEMPLATE, out=out, client=client).wait(120, progress="none")
+    paid = {p.name: p.read_bytes() for p in out.glob("*.png")}
+    assert len(paid) == 2 and created(sim) == 2
+    with (
+        gw.Client(other.base_url, KEY) as elsewhere,
+        pytest.raises(gw.PayloadError, match="was sent through the gateway"),
+    ):
+        gw.batch(T2I, ROWS[:2], TEMPLATE, out=out, client=elsewhere)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "fresh-home"))
+    with (
+        gw.Client(sim.base_url, KEY) as fresh,
+        pytest.raises(gw.PayloadError, match=r"already sent .* by another ledger"),
+    ):
+        gw.batch(T2I, ROWS[:2], TEMPLATE, out=out, client=fresh)
+    assert created(sim) == 2 and created(other) == 0
+    assert {p.name: p.read_bytes() for p in out.glob("*.png")} == paid

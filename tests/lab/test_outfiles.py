@@ -28,7 +28,9 @@ def outputs(*items: tuple[str, bytes]) -> list[Output]:
     ]
 
 
-def write(out: Path, items: list[Output], own: frozenset[str] = frozenset()) -> list[Path]:
+def write(
+    out: Path, items: list[Output], own: frozenset[str] = frozenset(), request_id: str = "r-7"
+) -> list[Path]:
     stem = NameTemplate.parse(None, []).stem(7, {}, {"slug": "a-fox", "seed": 3})
     return write_outputs(
         out,
@@ -38,7 +40,7 @@ def write(out: Path, items: list[Output], own: frozenset[str] = frozenset()) -> 
         batch="b",
         row=7,
         endpoint="genW2.5-t2i-preview",
-        request_id="r-7",
+        request_id=request_id,
         payload={"prompt": "a fox", "seed": 3},
     )
 
@@ -66,6 +68,30 @@ def test_another_files_name_is_never_overwritten_and_a_rows_own_file_is(tmp_path
         "00007-a-fox-3.png",
         "00007-a-fox-3~2.png",
     ]
+
+
+def test_another_tasks_file_of_the_same_row_is_never_overwritten(tmp_path: Path) -> None:
+    """The same batch and row sent again by another ledger (a fresh GENWIDGETS_HOME) is
+    another task: its output never replaces the first task's paid one."""
+    (first,) = write(tmp_path, outputs(("image/png", png((1, 1, 1)))), request_id="r-7")
+    kept = first.read_bytes()
+    (second,) = write(tmp_path, outputs(("image/png", png((2, 2, 2)))), request_id="r-8")
+    assert second.name == "00007-a-fox-3~2.png" and first.read_bytes() == kept
+    assert read_provenance(second)["request_id"] == "r-8"
+
+
+def test_a_folder_holding_this_batch_sent_by_another_ledger_is_refused(tmp_path: Path) -> None:
+    """Rows of this batch already sent, which this ledger does not know: sending them
+    again pays twice, so nothing is sent; rows never sent are no obstacle."""
+    (tmp_path / "manifest.jsonl").write_text(
+        '{"batch": "b", "row": 0, "request_id": null}\n'
+        '{"batch": "b", "row": 1, "request_id": "r-1"}\n'
+    )
+    with pytest.raises(PayloadError, match=r"holds 1 row\(s\) of batch 'b' already sent"):
+        check_out(tmp_path, "b", known=False)
+    check_out(tmp_path, "b")  # this ledger's own batch: resumed
+    (tmp_path / "manifest.jsonl").write_text('{"batch": "b", "row": 0, "request_id": null}\n')
+    check_out(tmp_path, "b", known=False)
 
 
 def test_a_folder_that_cannot_be_written_is_refused(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import sys
 from typing import Any, TextIO
 
 from .._client import Client
-from .._config import shown_path
+from .._config import ENV_API_KEY, ENV_BASE_URL, shown_path
 from ..errors import BudgetExceeded, EndpointNotFound, GenwidgetsError, PayloadError
 from .batch import Batch
 from .batch_open import ON_TIMEOUT, open_batch
@@ -229,6 +229,12 @@ def run_batch(
         to_send = len(batch.waiting()) + retried
         if not args.json:
             print(f"batch {batch.id} → {shown_path(batch.out)}", file=stdout)
+            if client.embedded:  # a forgotten export must not look like the real gateway
+                print(
+                    f"simulated: neither {ENV_BASE_URL} nor {ENV_API_KEY} is set, so the "
+                    "embedded simulator answers and nothing is billed",
+                    file=stdout,
+                )
             print(batch.plan.summary(), file=stdout)
             if to_send < len(batch.rows):
                 print(f"resumed: {len(batch.rows) - to_send} row(s) already sent", file=stdout)

@@ -72,6 +72,7 @@ def test_confirmed_on_a_terminal_or_with_yes_it_sends_and_exits_0(
     common += ["--set", "seed={seed}", "--set", "n=1", "--out", str(tmp_path / "o")]
     code, out, _ = run(common, stdin=Terminal("y\n"))
     assert code == 0 and "Send 2 row(s)? [y/N]" in out and "manifest:" in out
+    assert "simulated" not in out  # a gateway of its own
     assert str(tmp_path) not in out  # its words show paths as shown paths (issue 39.7)
     code, out, _ = run([*common, "--yes", "--json"])  # the same command: resumed, nothing sent
     report = json.loads(out.strip().splitlines()[-1])
@@ -337,6 +338,8 @@ def test_ctrl_c_with_the_embedded_simulator_then_the_same_command_then_retry_fai
     assert b"embedded simulator ends with this command" in err and b"--retry-failed" in err
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
     assert again.returncode == 1, again.stdout + again.stderr
+    # a forgotten export must not pass for the real gateway
+    assert "simulated: neither GENWIDGETS_BASE_URL nor" in again.stdout
     gone = [line for line in again.stdout.splitlines() if "embedded simulator of a" in line]
     assert gone, again.stdout
     for line in gone:

@@ -85,8 +85,9 @@ MAX_RATE_LIMITED = 50
 CHUNK_ROUNDS = 2
 #: with no ``timeout``, how long a row keeps following a task it lost contact with
 CONTACT_PATIENCE = 900.0
-#: how long a row past its ``timeout`` gives its cancel to end its task before it is left
-#: running (the spec does not say what a cancel does: a gateway may accept it and go on)
+#: how long a row's cancel (past its ``timeout``, or a person's) has to end its task before
+#: the row is left running (the spec does not say what a cancel does: a gateway may
+#: accept it and go on)
 CANCEL_GRACE = 30.0
 #: the first wait before following a lost task again, doubled each time (seconds)
 FOLLOW_BACKOFF = 2.0
@@ -225,6 +226,8 @@ class Batch:
 
         def ended(_job: Any) -> None:
             self.ended.put(index)
+            if self.settled.is_set():  # a row left running ended after the finisher did
+                RUNS.submit(self._ensure_finisher)
 
         def moved(_job: Any) -> None:  # word of the task: contact is back
             row.lost, row.lost_since = 0, None
@@ -321,6 +324,7 @@ class Batch:
             running = [r for r in rows if r.state == CREATED and r.job is not None]
             for row in running:
                 row.user_cancelled = True
+                row.cancel_asked_at = row.cancel_asked_at or time.time()
         for row in running:
             assert row.job is not None
             row.job.request_cancel()
@@ -566,17 +570,12 @@ class Batch:
                 ):
                     due.append(row)
                     continue
-                cancel_ran_out = (  # asked to cancel, and its task goes on all the same
-                    row.timed_out
-                    and row.state == CREATED
-                    and self.timeout is not None
-                    and row.created_at is not None
-                    and now - row.created_at > self.timeout + CANCEL_GRACE
-                )
-                if cancel_ran_out:
-                    row.error = (
-                        f"timed out after {self.timeout:g} s; its cancel did not end it within "
-                        f"{CANCEL_GRACE:g} s: left running (running the batch again re-attaches it)"
+                asked = row.cancel_asked_at
+                if row.state == CREATED and asked is not None and now - asked > CANCEL_GRACE:
+                    late_words = f"timed out after {self.timeout:g} s; " if row.timed_out else ""
+                    row.error = (  # a gateway may accept a cancel and go on
+                        f"{late_words}its cancel did not end it within {CANCEL_GRACE:g} s: "
+                        "left running (running the batch again re-attaches it)"
                     )
                     self.update(row, LEFT)
                     continue
@@ -595,6 +594,7 @@ class Batch:
                         row.error = f"still running after {self.timeout:g} s: left running"
                         self.update(row, LEFT)
                     else:
+                        row.cancel_asked_at = now
                         late.append(row)
         self.attach_all(due)
         for row in late:
@@ -1069,7 +1069,18 @@ class Batch:
 
     def _finish_all(self) -> None:
         """The finisher thread: ended rows' files, then at most every :data:`TICK` the
-        work that reads every row (deadlines, store, manifest table, listeners, the end)."""
+        work that reads every row (deadlines, store, manifest table, listeners, the end);
+        again if a row ended as it settled (a task left running may end at any time: its
+        row's callback starts a finisher again once this one is gone)."""
+        while True:
+            self._finish_until_settled()
+            self.settled.set()
+            self.changed()
+            if self.ended.empty():
+                return
+            self.settled.clear()
+
+    def _finish_until_settled(self) -> None:
         due = 0.0
         while True:
             try:
@@ -1096,8 +1107,6 @@ class Batch:
             self._final_write()
         except Exception as exc:
             self._trouble("writing the batch's record", exc)
-        self.settled.set()
-        self.changed()
 
     def _finish_one(self, row: BatchRow) -> None:
         """One ended row; an error of ours leaves it ``unknown`` with its request id (a

@@ -66,6 +66,8 @@ class BatchRow:
     reserved_at: float | None = None
     timed_out: bool = False
     user_cancelled: bool = False
+    #: when its cancel was asked (a deadline's or a person's): its grace counts from then
+    cancel_asked_at: float | None = None
     rate_limited: int = 0
     #: times contact with its task was lost in a row, and when to follow it again
     lost: int = 0

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -406,11 +407,13 @@ def test_a_row_past_its_deadline_is_cancelled_or_left(
         assert task.json()["status"] != "COMPLETED"  # still running at the gateway
 
 
-class CancelIgnored(QuietHandler):
+class CancelLate(QuietHandler):
     """A gateway that accepts a cancel and runs the task on all the same (the spec does
-    not say what a cancel does to a task): its tasks never end."""
+    not say what a cancel does to a task), until ``end`` is set: then it has ended,
+    cancelled."""
 
     cancels = 0
+    end = threading.Event()
 
     def _send(self, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
@@ -427,33 +430,71 @@ class CancelIgnored(QuietHandler):
         self._send({"request_id": "r1", **urls})
 
     def do_GET(self) -> None:
-        self._send({"request_id": "r1", "status": "IN_PROGRESS"})
+        if not self.end.is_set():
+            self._send({"request_id": "r1", "status": "IN_PROGRESS"})
+        else:
+            self._send({"request_id": "r1", "status": "COMPLETED", "error": "cancelled"})
 
     def do_PUT(self) -> None:
         type(self).cancels += 1
         self._send({"request_id": "r1", "status": "CANCELLATION_REQUESTED"})
 
 
+@pytest.fixture
+def cancel_late() -> Iterator[LoopbackServer]:
+    CancelLate.cancels = 0
+    CancelLate.end = threading.Event()
+    gateway = LoopbackServer(CancelLate)
+    yield gateway
+    gateway.close()
+
+
 @pytest.mark.slow
 def test_a_row_whose_cancel_does_not_end_its_task_is_left_running(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cancel_late: LoopbackServer, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past its timeout a row's task is cancelled; a gateway that accepts the cancel and
-    goes on kept ``wait()`` (and ``genwidgets batch``) waiting for ever."""
+    goes on kept ``wait()`` (and ``genwidgets batch``) waiting for ever. Left running, the
+    row still ends, files and manifest, if its task ends while the process lives."""
     monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 1.0)
-    CancelIgnored.cancels = 0
-    gateway = LoopbackServer(CancelIgnored)
-    try:
-        with gw.Client(gateway.base, "key-of-a-loopback-gateway", ledger=False) as client:
-            batch = gw.batch(
-                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=0.5
-            ).wait(timeout=120, progress="none")
-    finally:
-        gateway.close()
-    row = batch.rows[0]
-    assert row.status == "left running" and CancelIgnored.cancels == 1
-    assert "its cancel did not end it within 1 s: left running" in (row.error or "")
-    assert read_manifest(tmp_path / "c")[0]["status"] == "left running"
+    with gw.Client(cancel_late.base, "key-of-a-loopback-gateway", ledger=False) as client:
+        batch = gw.batch(
+            T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=0.5
+        ).wait(timeout=120, progress="none")
+        row = batch.rows[0]
+        assert row.status == "left running"
+        assert "its cancel did not end it within 1 s: left running" in (row.error or "")
+        assert read_manifest(tmp_path / "c")[0]["status"] == "left running"
+        assert wait_for(lambda: CancelLate.cancels == 1, timeout=60)  # the cancel went out
+        CancelLate.end.set()  # the gateway ends it at last
+        assert wait_for(lambda: row.status == "timed out", timeout=60)  # the left row ends
+        batch.wait(timeout=60, progress="none")  # it returned at once, or spun for ever
+        assert wait_for(
+            lambda: read_manifest(tmp_path / "c")[0]["status"] == "timed out", timeout=60
+        )
+
+
+@pytest.mark.slow
+def test_a_cancels_grace_counts_from_the_cancel(
+    cancel_late: LoopbackServer, home: Path, tmp_path: Path
+) -> None:
+    """A deadline noticed late (a batch opened again with a timeout, its task made long
+    ago) still gives its cancel its whole grace."""
+    with gw.Client(cancel_late.base, "key-of-a-loopback-gateway", ledger=False) as client:
+        batch = gw.batch(T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client)
+        batch.submit()
+        row = batch.rows[0]
+        assert wait_for(lambda: row.status == "running", timeout=60)
+        with batch.lock:
+            batch.timeout, row.created_at = 0.5, time.time() - 1000.0
+        batch.check_deadlines()
+        batch.check_deadlines()
+        assert row.status == "running" and row.timed_out and row.cancel_asked_at is not None
+        with batch.lock:
+            row.cancel_asked_at -= lab_batch.CANCEL_GRACE + 1
+        batch.check_deadlines()
+        assert row.status == "left running"
+        batch.wait(timeout=60, progress="none")
 
 
 @pytest.mark.slow

@@ -347,7 +347,9 @@ def _command(argv: Sequence[str] | None) -> int:
             if args.command == "resume":
                 return _resume(client, args)
             return _one_task(client, args)
-    except (GenwidgetsError, OSError) as exc:  # OSError: result --out a folder not writable
+    # OSError: result --out a folder not writable; ValueError: a gateway's address or key
+    # that cannot be used (a key with no address, a port of 99999)
+    except (GenwidgetsError, OSError, ValueError) as exc:
         return say_error(
             args.command,
             str(exc),

@@ -330,3 +330,33 @@ def test_result_with_no_wait_says_the_gateways_status_now_and_gives_an_ended_tas
     assert main(["result", slow.request_id, "--json"]) == 1
     said = json_out(capsys)
     assert said["done"] is False and said["status"] in ("IN_QUEUE", "IN_PROGRESS"), said
+
+
+@pytest.mark.parametrize("command", [["history"], ["status", "r1", "--endpoint", "ep"]])
+def test_a_key_with_no_gateway_address_is_said_not_a_traceback(
+    command: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GENWIDGETS_BASE_URL", raising=False)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-of-a-gateway-not-named")
+    assert main(command) == 1
+    err = capsys.readouterr().err
+    assert "no gateway address: set GENWIDGETS_BASE_URL" in err and "Traceback" not in err
+    assert "k-of-a-gateway-not-named" not in err
+
+
+def test_a_batch_with_a_key_and_no_gateway_address_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GENWIDGETS_BASE_URL", raising=False)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-of-a-gateway-not-named")
+    rows = tmp_path / "rows.csv"
+    rows.write_text("text\na fox\n")
+    out = str(tmp_path / "o")
+    code = main(["batch", str(rows), "--endpoint", "genW2.5-t2i-preview", "--out", out, "--yes"])
+    err = capsys.readouterr().err
+    assert code == 2 and "not opened, nothing sent" in err and "Traceback" not in err

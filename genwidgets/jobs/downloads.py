@@ -37,6 +37,7 @@ from ..protocol.fetch import (
     open_url_async,
     seconds,
 )
+from ..protocol.output import url_in_words
 from ..protocol.records import Output, Result
 from .output_files import holds_digest
 
@@ -96,15 +97,6 @@ def output_dir(
     return base / _safe_name(request_id)
 
 
-def _shown(url: str) -> str:
-    """A URL fit for a message: no query string (signatures), no known key."""
-    if url.startswith("data:"):
-        return f"a data: URL ({len(url)} characters)"
-    parts = urlsplit(url)
-    hidden = "?…" if parts.query else ""
-    return redact(f"{parts.scheme}://{parts.netloc}{parts.path}{hidden}")
-
-
 @dataclass
 class _Item:
     """One output to save, and where (the extension follows the output's type,
@@ -144,10 +136,19 @@ def _local_bytes(output: Output) -> bytes | None:
 
 
 def _remote_url(output: Output) -> str:
+    """The output's URL, checked before any connection: a gateway's URL may be no URL
+    at all (an odd host, a port of 99999, which the connection itself would meet as an
+    OverflowError inside a task group)."""
     if not output.url:
         raise _Failure("the record has neither a URL nor inline content")
-    scheme = urlsplit(output.url).scheme.lower()
-    if scheme not in ("http", "https"):
+    try:
+        parts = urlsplit(output.url)
+        parts.port  # noqa: B018 - read for its check: a port out of 0-65535 raises
+        httpx.URL(output.url)
+    except (ValueError, httpx.InvalidURL) as exc:
+        raise _Failure(f"not a URL that can be fetched ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        scheme = parts.scheme.lower()
         raise _Failure(f"unsupported URL scheme {scheme!r} (allowed: http, https, data)")
     return output.url
 
@@ -217,7 +218,9 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-_EXPECTED = (_Failure, httpx.HTTPError, OSError)
+#: a failure of one output, said and recorded, the others fetched all the same: a URL a
+#: gateway gives may also be malformed (``ValueError``: a port of 99999, an odd host)
+_EXPECTED = (_Failure, httpx.HTTPError, httpx.InvalidURL, OSError, ValueError)
 
 
 class _Batch:
@@ -294,7 +297,7 @@ class _Batch:
             return self.saved
         lines = []
         for item, exc in self.failures:
-            where = f" from {_shown(item.output.url)}" if item.output.url else ""
+            where = f" from {url_in_words(item.output.url)}" if item.output.url else ""
             label = f"output {item.index} ({item.output.content_type})"
             lines.append(f"{label}{where}: {_describe(exc)}")
         error = DownloadError(

@@ -7,13 +7,15 @@ model: docs/decisions.md#grid-axes.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..catalog import endpoint as catalog_endpoint
@@ -33,6 +35,7 @@ __all__ = [
     "PROMPT_SR",
     "Axis",
     "field_type",
+    "given_twice",
     "make_axis",
     "parse_values",
     "prompt_fields",
@@ -319,11 +322,7 @@ def make_axis(
         raise _bad(field, f"the axis has no values; {ACCEPTED_FORMS}", endpoint)
     if len(values) > MAX_VALUES:
         raise _bad(field, f"{len(values)} values; at most {MAX_VALUES} per axis", endpoint)
-    seen: set[str] = set()
-    for value in values:
-        if canonical(value) in seen:
-            raise _bad(field, f"the value {value!r} is given twice; each value once", endpoint)
-        seen.add(canonical(value))
+    given_twice(field, values, endpoint)
     if field == ENDPOINT_AXIS:
         return _endpoint_axis([str(v) for v in values], endpoint)
     if field != PROMPT_SR:
@@ -338,6 +337,21 @@ def make_axis(
             endpoint,
         )
     return Axis(PROMPT_SR, tuple(str(v) for v in values), "prompt_sr", search, targets)
+
+
+def given_twice(field: str, values: Iterable[Any], endpoint: str, where: str = "axis") -> None:
+    """A PayloadError when a value comes twice: each would pay for the same task again.
+    Numbers are compared as numbers (``7`` and ``7.0`` make one payload)."""
+    seen: set[Any] = set()
+    for value in values:
+        same: Any = canonical(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            with contextlib.suppress(ValueError, OverflowError):  # nan, inf: as written
+                same = Fraction(value)
+        if same in seen:
+            twice = f"the value {value!r} is given twice; each value once"
+            raise _bad(field, twice, endpoint, where)
+        seen.add(same)
 
 
 def _endpoint_axis(ids: list[str], endpoint: str) -> Axis:

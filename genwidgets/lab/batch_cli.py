@@ -205,7 +205,11 @@ def run_batch(
         budget = budget[MONEY]
 
     error = functools.partial(say_error, "batch", as_json=args.json, stdout=stdout, stderr=stderr)
-    with Client() as client:
+    try:
+        client = Client()
+    except ValueError as exc:  # a key with no gateway address, an address that is no URL
+        return error(f"not opened, nothing sent: {exc}", EXIT_REFUSED, exc=exc, id=args.id)
+    with client:
         try:
             batch = open_batch(
                 args.endpoint,

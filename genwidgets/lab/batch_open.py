@@ -112,11 +112,17 @@ def open_batch(
     if stored is not None and stored.digest != plan.digest:
         raise id_taken(batch_id, stored.description, plan.describe())
     if stored is not None and stored.gateway != chosen.gateway_name:
-        raise problem(  # its tasks are that gateway's: another would make them again
+        back = (  # its tasks are that gateway's: another would make them again
+            "unset GENWIDGETS_BASE_URL and GENWIDGETS_API_KEY to resume it there"
+            if stored.gateway == "simulator"
+            else f"set GENWIDGETS_BASE_URL={stored.gateway} to resume it (the same gateway "
+            "under another address too)"
+        )
+        raise problem(
             "id",
             f"batch {batch_id!r} was sent through the gateway {stored.gateway!r}, and this "
-            f"client talks to {chosen.gateway_name!r}: resume it with a client of that "
-            "gateway (GENWIDGETS_BASE_URL), or give another id= for a new batch",
+            f"client talks to {chosen.gateway_name!r}: {back}, or give another id= for a "
+            "new batch",
         )
     folder = _folder(out, stored, batch_id)
     key = (store, batch_id)

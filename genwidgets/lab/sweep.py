@@ -14,7 +14,7 @@ from typing import Any
 from .._formats import short
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import PayloadError
-from .axes import Axis
+from .axes import Axis, field_type, given_twice
 from .batch_plan import TaskPlan
 from .cost import billing_values, refuse_above
 from .plan import GridPlan, PlannedCell, Prepare, expand_cells
@@ -109,6 +109,10 @@ def plan_sweep(
     ]
     if problems:
         raise PayloadError(problems, endpoint=endpoint)
+    for key, values in tried.items():  # as a grid's axis: a misspelt field or a value
+        # given twice would pay for tasks that differ in nothing the endpoint reads
+        field_type([spec.model], str(key).split("."), endpoint, where="vary")
+        given_twice(str(key), values, endpoint, where="vary")
     axes = [(key, Axis(key, values)) for key, values in tried.items()]
     tasks = refuse_above(
         endpoint,

@@ -292,7 +292,10 @@ class Gateway:
             limited = _says_rate_limited(answer)
             if limited:  # a create's refusal holds creates only: docs/decisions.md#create-pacing
                 wait = parse_retry_after(answer.headers)
-                self.gate.close(wait if wait is not None else 1.0, creates_only=create)
+                # held at most max_wait, then asked again: one answer saying 10**9 s, an
+                # hour, or a date in 2099 refused every request of the client for as long
+                held = min(wait if wait is not None else 1.0, self.gate.max_wait)
+                self.gate.close(held, creates_only=create)
             if ticket is not None:
                 ticket.refused = limited
             return answer

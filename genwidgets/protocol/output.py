@@ -40,9 +40,21 @@ __all__ = [
     "Output",
     "OutputSource",
     "cache_budget",
+    "url_in_words",
 ]
 
 UNTYPED = "application/octet-stream"
+
+
+def url_in_words(url: str) -> str:
+    """A URL fit for a message: no query string (signatures), no known key; any text a
+    gateway gave, a malformed URL too."""
+    if url.startswith("data:"):
+        return f"a data: URL ({len(url)} characters)"
+    head, _, query = url.split("#")[0].partition("?")
+    return redact(head + ("?…" if query else ""))
+
+
 #: What every output's :meth:`Output.read` cache holds at most together, and one alone.
 CACHE_BUDGET = 64 * 2**20
 CACHE_ONE = 16 * 2**20
@@ -293,16 +305,16 @@ class Output:
         drip past its deadline) is a :class:`DownloadError` naming it."""
         try:
             return self._kept_by().fetch(url, max_bytes)
-        except (httpx.HTTPError, OSError) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:  # a bad URL too
             if isinstance(exc, httpx.HTTPStatusError):  # its text repeats the URL, query and all
                 answer = exc.response
                 reason = f"HTTP {answer.status_code} {answer.reason_phrase}".rstrip()
             else:
                 reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             reason = redact(reason)
-            shown = redact(url.split("?")[0]) + ("?…" if "?" in url else "")
             raise DownloadError(
-                f"could not read output {self.index} ({self.content_type}) from {shown}: {reason}",
+                f"could not read output {self.index} ({self.content_type}) from "
+                f"{url_in_words(url)}: {reason}",
                 request_id=None,
                 failures=[(self.index, reason)],
             ) from exc

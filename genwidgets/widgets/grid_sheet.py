@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from .._config import shown_path
+from .._files import write_atomically
 from ..jobs.previews import preview_bytes
 from ..lab import export
 from ..lab.run import GridCell, GridRun, status_of
@@ -282,5 +283,5 @@ def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") 
     title = f"{run.endpoint} grid {run.id}"
     description = export.description_json(run)
     page = markup.grid_page(title, export.legend(run), tables, description, export.PAGE_SCRIPT_HEAD)
-    target.write_text(export.local_paths_shown(page), encoding="utf-8")
-    return target
+    # whole or not at all: a full disk keeps the page saved before, readable
+    return write_atomically(target, export.local_paths_shown(page).encode())

@@ -241,6 +241,32 @@ def test_max_bytes_is_enforced_before_and_while_reading(server: Files, tmp_path:
 
 
 @pytest.mark.timeout(30)
+@pytest.mark.parametrize("bad", ["http://127.0.0.1:99999/x.png", "http://[::1/x.png"])
+def test_a_malformed_output_url_fails_that_output_alone(
+    server: Files, tmp_path: Path, bad: str
+) -> None:
+    """A URL a gateway gave that cannot even be asked for (a port of 99999, an odd host)
+    is that output's failure, typed and named; the next output is fetched all the same
+    (it stopped every output after it, with a bare ValueError)."""
+    good = {"url": f"{server.base}/files/photo.jpg", "content_type": "image/png"}
+    result = result_of([{"url": bad, "content_type": "image/png"}, good], request_id="r-bad")
+    with pytest.raises(DownloadError) as caught:
+        download_outputs(result, root=tmp_path)
+    assert [index for index, _ in caught.value.failures] == [0]
+    assert server.hits.get("/files/photo.jpg") == 1
+
+    async def on_the_loop() -> list[Path]:  # as the client's recorder fetches a result
+        async with httpx.AsyncClient() as client:
+            return await download_outputs_async(result, client=client, root=tmp_path / "a")
+
+    with pytest.raises(DownloadError) as caught:
+        asyncio.run(on_the_loop())
+    assert [index for index, _ in caught.value.failures] == [0]
+    assert server.hits.get("/files/photo.jpg") == 2
+    with pytest.raises(DownloadError, match="could not read output 0"):
+        result.outputs[0].read()
+
+
 def test_http_errors_name_the_output_and_hide_the_key(
     server: Files, tmp_path: Path, known_key: Callable[[str], str]
 ) -> None:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import re
+import shutil
+import subprocess
 import tracemalloc
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -445,3 +448,31 @@ def test_an_export_never_decodes_or_reads_more_than_its_caps(
     finally:
         tracemalloc.stop()
     assert said["id"] == grid.id and peak < 128 * 2**20, peak
+
+
+@pytest.mark.slow
+def test_a_page_saved_again_onto_a_full_disk_keeps_the_page_saved_before(
+    client: gw.Client, tmp_path: Path
+) -> None:
+    """The page is written whole or not at all: a full disk cut the page saved before."""
+    if os.geteuid() != 0:
+        pytest.skip("a small disk needs root (mount)")
+    grid = three_by_two(client)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], check=True)
+    try:
+        page = grid.save_html(disk / "grid.html")
+        saved = page.read_bytes()
+        assert gw.read_export(page)["cells"]  # a page that reads back
+        room = shutil.disk_usage(disk).free
+        (disk / "other-work.bin").write_bytes(b"\0" * max(0, room - len(saved) // 2))
+        with pytest.raises(OSError, match="No space left"):
+            grid.save_html(page)
+        assert page.read_bytes() == saved and gw.read_export(page)["cells"]
+        assert sorted(p.name for p in disk.iterdir() if p.is_file()) == [
+            "grid.html",
+            "other-work.bin",
+        ]  # no piece of the failed save left
+    finally:
+        subprocess.run(["umount", str(disk)], check=False, timeout=30)

@@ -318,6 +318,27 @@ def test_retry_after_gates_every_request_of_the_client() -> None:
     assert min(times[1:]) - times[0] >= 0.55
 
 
+@pytest.mark.parametrize("said", ["1000000000", "inf", "Fri, 01 Jan 2100 00:00:00 GMT", "3600"])
+def test_one_answer_asking_for_an_endless_wait_holds_the_client_no_longer_than_max_wait(
+    said: str,
+) -> None:
+    """A gateway's one 429 saying 10**9 s, ``inf`` or a date in 2100 refused every later
+    request of the client, for as long: the gate holds ``max_wait``, then asks again."""
+    fake = FakeGateway()
+    a = fake.add_task("ep", [{"status": "IN_PROGRESS"}])
+    b = fake.add_task("ep", [{"status": "IN_PROGRESS"}])
+    fake.faults["status"].append(error(429, RATE, {"Retry-After": said}))
+    gw, clock = virtual_gateway(fake)
+
+    async def scenario() -> None:
+        await gw.status(handle_for(fake, a))  # refused once, then answered
+        assert gw.gate.remaining == 0
+        await gw.status(handle_for(fake, b))  # the client goes on
+
+    run(clock.run(scenario()))
+    assert fake.count("status") == 3 and clock.now <= gw.gate.max_wait + 10
+
+
 def test_gate_past_the_cap_raises_with_the_wait() -> None:
     async def scenario() -> None:
         gate = RateGate(max_wait=1.0)

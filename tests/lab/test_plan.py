@@ -170,3 +170,22 @@ def test_the_summary_counts_each_axis_by_name() -> None:
     )
     assert table.summary().startswith("genW2.5-t2i-preview, 3 seeds × 2 prompts: 6 tasks")
     assert table.axes["y"] is not None and table.axes["y"].label == "prompt_sr"
+
+
+@pytest.mark.parametrize(
+    ("vary", "says"),
+    [
+        ({"seed": [7, 7]}, "vary.seed: the value 7 is given twice"),
+        ({"seed": [7, 7.0]}, "vary.seed: the value 7.0 is given twice"),
+        ({"sede": [1, 2, 3]}, "vary.sede: unknown field 'sede'; did you mean 'seed'?"),
+    ],
+)
+def test_a_sweep_refuses_what_a_grid_refuses_before_anything_is_paid(
+    vary: dict[str, list[object]], says: str
+) -> None:
+    """A value given twice, or a misspelt field, made tasks that differ in nothing the
+    endpoint reads, each paid; a grid's axis refused them, a sweep sent them."""
+    with pytest.raises(PayloadError) as refused:
+        plan_sweep(T2I, {"prompt": "a", "seed": 5}, vary=vary)
+    assert says in str(refused.value)
+

@@ -57,13 +57,31 @@ def _since(value: Any) -> float | None:
     raise ValueError(f"since is a datetime, date, ISO string or timestamp, not {value!r}")
 
 
-def _cell(description: Mapping[str, Any], index: int, endpoint: str) -> tuple[str, dict[str, Any]]:
-    """Where cell ``index`` of a stored grid was sent, and its other axis values by field."""
+def _cell(
+    description: Mapping[str, Any], index: int, endpoint: str, payload: Mapping[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """Where cell ``index`` of a stored grid was sent, and its other axis values by field:
+    a sweep's each varied field with its value as sent (its axis names them all, and its
+    values are labels, ``seed=1 · n=2``)."""
     stored = description.get("axes") or {}
     axes = grid_axes({n: Axis.from_description(a) for n, a in stored.items() if a})
     for _, values, target in itertools.islice(laid_out(axes, endpoint), index, index + 1):
-        return target, {a.field: values[n] for n, a in axes if a.kind != "endpoint"}
+        found: dict[str, Any] = {}
+        for n, a in axes:
+            if a.kind == "combination":
+                found.update((name, _sent(payload, name)) for name in a.field.split(" · "))
+            elif a.kind != "endpoint":
+                found[a.field] = values[n]
+        return target, found
     return endpoint, {}
+
+
+def _sent(payload: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted ``path`` of ``payload`` (None when it is not there)."""
+    value: Any = payload
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
 
 
 def _prompt(endpoint: str, payload: Mapping[str, Any]) -> str | None:
@@ -82,7 +100,8 @@ def scores(
     table = ScoreTable()
     for row in store_for(chosen, GridStore).rated(_since(since)):
         grid_id, gateway, grid_endpoint, description, index, payload, rid, stars, note, at = row
-        target, values = _cell(json.loads(description), int(index), grid_endpoint)
+        sent = json.loads(payload) if payload else {}
+        target, values = _cell(json.loads(description), int(index), grid_endpoint, sent)
         if endpoint is not None and target != endpoint:
             continue
         table.append(
@@ -91,7 +110,7 @@ def scores(
                 "gateway": gateway,
                 "cell": int(index),
                 "endpoint": target,
-                "prompt": _prompt(target, json.loads(payload) if payload else {}),
+                "prompt": _prompt(target, sent),
                 "stars": int(stars),
                 "note": note,
                 "rated_at": dt.datetime.fromtimestamp(at, dt.timezone.utc).isoformat(),

@@ -174,7 +174,7 @@ class Grid(CommandView):
     def scores(self, direction: str = "x") -> list[dict[str, Any]]:
         """Per value of the ``direction`` axis ("x", "y" or "z"): mean stars, rated,
         failed and cells, best first (also drawn as the grid's margins)."""
-        return self.run.scores(direction)
+        return self._rated().scores(direction)
 
     def swap(self, a: str, b: str) -> Grid:
         """Re-lay the grid (e.g. ``swap("x", "y")``); no new tasks."""
@@ -193,14 +193,21 @@ class Grid(CommandView):
         return form(self.endpoint, client=self.run.client, **target.payload)
 
     def save_png(self, path: str | Path) -> Path:
-        return save_png(self.run, path)
+        return save_png(self._rated(), path)
 
     def save_html(self, path: str | Path, *, video: VideoEmbed = "preview") -> Path:
         """One page that opens offline; each video as ``video`` (see :func:`save_html`)."""
-        return save_html(self.run, path, video=video)
+        return save_html(self._rated(), path, video=video)
 
     def describe(self) -> dict[str, Any]:
-        return self.run.describe()
+        return self._rated().describe()
+
+    def _rated(self) -> GridRun:
+        """The run with the ratings made meanwhile in another view or kernel: what is
+        exported or scored says what the store says."""
+        if self.run.refresh_ratings():
+            self._throttle.request(force=True)
+        return self.run
 
     def __repr__(self) -> str:
         z, y, x = self.shape
@@ -214,8 +221,7 @@ class Grid(CommandView):
         if not in_kernel():
             print(repr(self))
             return
-        if self.run.refresh_ratings():  # ratings made meanwhile in another view or kernel
-            self._throttle.request(force=True)
+        self._rated()
         if self.recall_area is None:
             self.recall_area = ipywidgets.Output()
         live = ipywidgets.VBox([self, self.recall_area])

@@ -5,6 +5,8 @@ ratings made in one view shown in another view of the same grid."""
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -154,6 +156,16 @@ def test_a_reopened_grid_shows_ratings_made_in_another_view(client: gw.Client) -
     again._repr_mimebundle_()
     assert again.cells[1].rating == 2
     assert client.request_counts["create"] == creates
+    # and in what is exported or scored, shown or not: an export said the ratings before
+    other_kernel = (
+        "import sys, genwidgets as gw; client = gw.Client(sys.argv[1], sys.argv[2]); "
+        "gw.load_grid(sys.argv[3], client=client).rate(2, 5, 'from the other kernel')"
+    )
+    command = [sys.executable, "-c", other_kernel, client.base_url, KEY, grid.id]
+    subprocess.run(command, check=True, timeout=120, capture_output=True)
+    assert grid.describe()["cells"][2]["stars"] == 5
+    assert grid.describe()["cells"][2]["note"] == "from the other kernel"
+    assert sum(row["rated"] for row in grid.scores("x")) == 3
 
 
 class GoneImage(Endpoint):
@@ -177,3 +189,15 @@ def test_gw_scores_lists_a_rating_whose_endpoint_has_left_the_catalog(
     (row,) = gw.scores(client=client)
     assert row["endpoint"] == GONE and row["stars"] == 4
     assert row["prompt"] is None  # the endpoint that said where its prompt is has gone
+
+
+def test_a_rated_sweep_cell_scores_each_varied_field_with_its_value(client: gw.Client) -> None:
+    """A sweep's cells are labelled ``seed=1 · n=1``; a score's row has each varied field
+    with its value as sent, as a grid's has (it had the label text in one column)."""
+    sweep = gw.sweep(T2I, {"prompt": "a fox"}, vary={"seed": [1, 2], "n": [1]}, client=client)
+    for job in sweep:
+        job.result(timeout=120)
+    gw.load_grid(sweep.id, client=client).rate(1, 5)
+    [row] = gw.scores(client=client)
+    assert (row["seed"], row["n"], row["stars"]) == (2, 1, 5)
+    assert not any(" · " in str(name) for name in row)

@@ -183,6 +183,16 @@ class Grid(CommandView):
         self._refresh_face()
         return self
 
+    def retry_failed(self, *, wait: bool = True) -> int:
+        """Send the failed cells again: those the gateway failed or whose create made
+        nothing (a gateway away when the grid was sent), each a new create, billed; never
+        a cell whose outcome is unknown. Returns how many."""
+        sent = self.run.retry_failed()
+        if wait and sent:
+            self.run.wait(None)
+        self._throttle.request(force=True)
+        return sent
+
     def cancel_all(self) -> int:
         """Cancel every unfinished task of the grid; returns how many were asked."""
         return self.run.cancel()

@@ -58,7 +58,9 @@ def state_words(run: GridRun) -> str:
     """``3 of 4 done, 1 failed`` or ``not sent``: a grid's state in its repr and sheet."""
     done, failed, total = run.tally()
     state = f"{done} of {total} done" if run.started else "not sent"
-    return state + (f", {failed} failed" if failed else "")
+    again = len(run.failed)  # the gateway failed them, or their create made nothing
+    hint = f" (grid.retry_failed() sends {again} again)" if again else ""
+    return state + (f", {failed} failed{hint}" if failed else "")
 
 
 def _cell_html(

@@ -293,6 +293,14 @@ def test_a_failing_cell_shows_its_error_and_the_grid_goes_on(
         assert all(s["error"] for s in failed)
         assert all(s["outputs"] for s in done)
         assert f"({len(failed)} failed)" in grid.head["progress"]
+        # the cells failed are sent again from the grid itself, and only they
+        assert f"grid.retry_failed() sends {len(failed)} again" in repr(grid)
+        created = stats(sim)["created"]
+        sim.state.reconfigure({"fail_rate": 0.0})
+        assert grid.retry_failed() == len(failed)
+        assert [s["category"] for s in grid.cell_states] == ["done"] * 6
+        assert stats(sim)["created"] == created + len(failed)
+        assert "failed" not in repr(grid)
 
 
 @ON_THE_SIMULATOR

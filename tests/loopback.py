@@ -3,6 +3,7 @@ origin, redirects, cookies): started in a daemon thread, stopped by ``close``.""
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -15,6 +16,25 @@ class QuietHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+class OneTaskGateway(QuietHandler):
+    """A gateway of one task, ``r1``: a create answers its handle; a subclass answers
+    its status, result, cancel and files (a gateway that is not our simulator)."""
+
+    def send_json(self, body: Any, code: int = 200) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        prefix = f"http://{self.headers['Host']}{self.path}/requests/r1"
+        urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("status", "response", "cancel")}
+        self.send_json({"request_id": "r1", **urls})
 
 
 class LoopbackServer:

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from fake_gateway import BASE, FakeGateway, error, speed_up
-from loopback import LoopbackServer, QuietHandler
+from loopback import LoopbackServer, OneTaskGateway
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
@@ -532,31 +532,17 @@ def test_re_attaching_by_a_request_id_no_url_can_carry_is_a_payload_error(bad: s
         client.close()
 
 
-class SteadyDownload(QuietHandler):
+class SteadyDownload(OneTaskGateway):
     """A gateway whose task is done at once and whose one output comes steadily, 64 KiB
     every half second: within its own deadline (1 s per 32 KiB) for minutes."""
 
-    def _json(self, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        prefix = f"http://{self.headers['Host']}{self.path}/requests/r1"
-        urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("status", "response", "cancel")}
-        self._json({"request_id": "r1", **urls})
-
     def do_GET(self) -> None:
         if self.path.endswith("/status"):
-            self._json({"request_id": "r1", "status": "COMPLETED"})
+            self.send_json({"request_id": "r1", "status": "COMPLETED"})
         elif self.path.endswith("/response"):
             url = f"http://{self.headers['Host']}/files/big.png"
             output = {"url": url, "content_type": "image/png", "file_size": 64 * 2**20}
-            self._json({"request_id": "r1", "status": "COMPLETED", "outputs": [output]})
+            self.send_json({"request_id": "r1", "status": "COMPLETED", "outputs": [output]})
         else:
             self.send_response(200)
             self.send_header("Content-Type", "image/png")

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from loopback import LoopbackServer, QuietHandler
+from loopback import LoopbackServer, OneTaskGateway
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
@@ -407,7 +407,7 @@ def test_a_row_past_its_deadline_is_cancelled_or_left(
         assert task.json()["status"] != "COMPLETED"  # still running at the gateway
 
 
-class CancelLate(QuietHandler):
+class CancelLate(OneTaskGateway):
     """A gateway that accepts a cancel and runs the task on all the same (the spec does
     not say what a cancel does to a task), until ``end`` is set: then it has ended,
     cancelled."""
@@ -415,29 +415,15 @@ class CancelLate(QuietHandler):
     cancels = 0
     end = threading.Event()
 
-    def _send(self, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        prefix = f"http://{self.headers['Host']}{self.path}/requests/r1"
-        urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("status", "response", "cancel")}
-        self._send({"request_id": "r1", **urls})
-
     def do_GET(self) -> None:
         if not self.end.is_set():
-            self._send({"request_id": "r1", "status": "IN_PROGRESS"})
+            self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
         else:
-            self._send({"request_id": "r1", "status": "COMPLETED", "error": "cancelled"})
+            self.send_json({"request_id": "r1", "status": "COMPLETED", "error": "cancelled"})
 
     def do_PUT(self) -> None:
         type(self).cancels += 1
-        self._send({"request_id": "r1", "status": "CANCELLATION_REQUESTED"})
+        self.send_json({"request_id": "r1", "status": "CANCELLATION_REQUESTED"})
 
 
 @pytest.fixture

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fake_gateway import BASE, FakeGateway, error, speed_up
-from loopback import LoopbackServer, OneTaskGateway
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
 from genwidgets import _config
-from genwidgets.jobs import job as job_module
 from genwidgets.protocol.prepared import BODY_LIMIT_BYTES as MAX_BODY_BYTES
 
 
@@ -530,44 +526,3 @@ def test_re_attaching_by_a_request_id_no_url_can_carry_is_a_payload_error(bad: s
         assert not fake.log  # nothing was sent
     finally:
         client.close()
-
-
-class SteadyDownload(OneTaskGateway):
-    """A gateway whose task is done at once and whose one output comes steadily, 64 KiB
-    every half second: within its own deadline (1 s per 32 KiB) for minutes."""
-
-    def do_GET(self) -> None:
-        if self.path.endswith("/status"):
-            self.send_json({"request_id": "r1", "status": "COMPLETED"})
-        elif self.path.endswith("/response"):
-            url = f"http://{self.headers['Host']}/files/big.png"
-            output = {"url": url, "content_type": "image/png", "file_size": 64 * 2**20}
-            self.send_json({"request_id": "r1", "status": "COMPLETED", "outputs": [output]})
-        else:
-            self.send_response(200)
-            self.send_header("Content-Type", "image/png")
-            self.send_header("Content-Length", str(64 * 2**20))
-            self.end_headers()
-            with contextlib.suppress(OSError):  # the client went away
-                for _ in range(1024):
-                    self.wfile.write(b"\0" * 65536)
-                    self.wfile.flush()
-                    time.sleep(0.5)
-
-
-def test_a_steady_slow_download_holds_a_finished_result_back_no_longer_than_its_bound(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A finished task's result waited for its outputs' download: one within its own
-    deadline for hours (64 MB at 128 KiB/s) held it back as long, and result(timeout)
-    said the finished task was still alive."""
-    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(job_module, "RESULT_HELD_AT_MOST", 1.0)
-    gateway = LoopbackServer(SteadyDownload)
-    try:
-        with gw.Client(gateway.base, "key-of-a-loopback-gateway") as client:
-            job = client.submit("genW2.5-t2i-preview", {"prompt": "a fox"})
-            result = job.result(timeout=60)
-            assert result.ok and result.outputs[0].url.endswith("/files/big.png")
-    finally:
-        gateway.close()

@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from ..protocol.http import Gateway
 
 log = logging.getLogger("genwidgets")
-#: the longest the download of a finished task's outputs holds its result back (seconds)
-RESULT_HELD_AT_MOST = 60.0
 
 
 class Recorder(Protocol):
@@ -438,30 +436,13 @@ class Job:
                 return
             if result is None:  # COMPLETED but the result address still says 202
                 continue
-            if self._recorder is not None:
-                await self._record(result)
+            try:
+                if self._recorder is not None:
+                    await self._recorder.on_result(self, result)
+            except Exception:  # recording must never lose the result itself
+                log.exception("genwidgets: recording the result of %s failed", self.request_id)
             self._finish(result)
             return
-
-    async def _record(self, result: Result) -> None:
-        """The result and its outputs' files into the ledger, holding the result back at
-        most :data:`RESULT_HELD_AT_MOST`: a steady download (a 2 GB video at 40 KiB/s)
-        is within its own deadline for hours, so past it the result is given and the
-        download goes on (each file recorded as it comes). Recording never loses the
-        result itself."""
-        assert self._recorder is not None
-        recording = asyncio.ensure_future(self._recorder.on_result(self, result))
-        recording.add_done_callback(self._recorded)
-        with contextlib.suppress(Exception):  # said by _recorded
-            await wait_within(asyncio.shield(recording), RESULT_HELD_AT_MOST)
-
-    def _recorded(self, recording: asyncio.Future[None]) -> None:
-        if not recording.cancelled() and (exc := recording.exception()) is not None:
-            log.error(
-                "genwidgets: recording the result of %s failed",
-                self.request_id,
-                exc_info=(type(exc), exc, exc.__traceback__),
-            )
 
 
 #: old spelling -> the AsyncJob method it became

@@ -293,5 +293,7 @@ def test_logs_reach_the_job_while_it_runs() -> None:
         job.result(timeout=30)
     finally:
         client.close()
-    assert "warming up" in seen and job.last_status is not None
+    # a log of a running status reached the callback (which one depends on when it was
+    # added: the first status may come before; CI saw only the second, on a busy machine)
+    assert {"warming up", "50%"} & set(seen) and job.last_status is not None
     assert job.last_status.logs  # the last status kept its logs

@@ -12,6 +12,7 @@ import csv
 import difflib
 import json
 import math
+import numbers
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -322,7 +323,7 @@ def make_axis(
         raise _bad(field, f"the axis has no values; {ACCEPTED_FORMS}", endpoint)
     if len(values) > MAX_VALUES:
         raise _bad(field, f"{len(values)} values; at most {MAX_VALUES} per axis", endpoint)
-    given_twice(field, values, endpoint)
+    given_twice(field, values, endpoint, kind=kind)
     if field == ENDPOINT_AXIS:
         return _endpoint_axis([str(v) for v in values], endpoint)
     if field != PROMPT_SR:
@@ -339,15 +340,26 @@ def make_axis(
     return Axis(PROMPT_SR, tuple(str(v) for v in values), "prompt_sr", search, targets)
 
 
-def given_twice(field: str, values: Iterable[Any], endpoint: str, where: str = "axis") -> None:
+def given_twice(
+    field: str,
+    values: Iterable[Any],
+    endpoint: str,
+    where: str = "axis",
+    kind: type | None = None,
+) -> None:
     """A PayloadError when a value comes twice: each would pay for the same task again.
-    Numbers are compared as numbers (``7`` and ``7.0`` make one payload)."""
+    Numbers are compared as numbers (``7``, ``7.0`` and, for a number field, ``"7"`` make
+    one payload)."""
     seen: set[Any] = set()
     for value in values:
         same: Any = canonical(value)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            with contextlib.suppress(ValueError, OverflowError):  # nan, inf: as written
-                same = Fraction(value)
+        number = value
+        if kind in (int, float) and isinstance(value, str):
+            with contextlib.suppress(ValueError):  # not a number: the payload check says so
+                number = float(value.strip())
+        if isinstance(number, numbers.Real) and not isinstance(number, bool):
+            with contextlib.suppress(ValueError, OverflowError, TypeError):  # nan, inf
+                same = Fraction(number if isinstance(number, int) else float(number))
         if same in seen:
             twice = f"the value {value!r} is given twice; each value once"
             raise _bad(field, twice, endpoint, where)

@@ -111,8 +111,8 @@ def plan_sweep(
         raise PayloadError(problems, endpoint=endpoint)
     for key, values in tried.items():  # as a grid's axis: a misspelt field or a value
         # given twice would pay for tasks that differ in nothing the endpoint reads
-        field_type([spec.model], str(key).split("."), endpoint, where="vary")
-        given_twice(str(key), values, endpoint, where="vary")
+        kind = field_type([spec.model], str(key).split("."), endpoint, where="vary")
+        given_twice(str(key), values, endpoint, where="vary", kind=kind)
     axes = [(key, Axis(key, values)) for key, values in tried.items()]
     tasks = refuse_above(
         endpoint,

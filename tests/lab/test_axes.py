@@ -76,6 +76,7 @@ def test_prompt_sr_replaces_the_first_value_everywhere_in_the_prompt_fields() ->
         ("voice_setting.sped", [1.0], ["unknown field 'sped'", "did you mean 'speed'"]),
         ("seed", [1, 1], ["given twice"]),
         ("seed", [7, 7.0], ["the value 7.0 is given twice"]),  # one payload, paid twice
+        ("seed", [7, " 7"], ["the value ' 7' is given twice"]),
         ("seed", [], ["no values", "accepted forms"]),
         ("seed", "1-x", ["does not parse", "accepted forms"]),
         ("seed", "abc", ["not a number", "accepted forms"]),

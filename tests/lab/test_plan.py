@@ -177,6 +177,7 @@ def test_the_summary_counts_each_axis_by_name() -> None:
     [
         ({"seed": [7, 7]}, "vary.seed: the value 7 is given twice"),
         ({"seed": [7, 7.0]}, "vary.seed: the value 7.0 is given twice"),
+        ({"seed": [7, "7"]}, "vary.seed: the value '7' is given twice"),  # one body
         ({"sede": [1, 2, 3]}, "vary.sede: unknown field 'sede'; did you mean 'seed'?"),
     ],
 )

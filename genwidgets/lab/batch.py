@@ -227,7 +227,7 @@ class Batch:
         def ended(_job: Any) -> None:
             self.ended.put(index)
             if self.settled.is_set():  # a row left running ended after the finisher did
-                RUNS.submit(self._ensure_finisher)
+                RUNS.submit(self._finish_late)
 
         def moved(_job: Any) -> None:  # word of the task: contact is back
             row.lost, row.lost_since = 0, None
@@ -1031,6 +1031,16 @@ class Batch:
             if self._finisher is None or not self._finisher.alive():
                 self.settled.clear()
                 self._finisher = RUNS.submit(self._finish_all)
+
+    def _finish_late(self) -> None:
+        """A row ended after the finisher settled (on a worker): the finisher that settled
+        may still be ending, having looked at the queue before the row came, so it is let
+        end before another is started."""
+        finisher = self._finisher
+        if finisher is not None:
+            with contextlib.suppress(BaseException):
+                finisher.join(STOP_WAIT)
+        self._ensure_finisher()
 
     def _guarded_sender(self) -> None:
         """The sender: an error pauses the batch with its words (rows reserved and not

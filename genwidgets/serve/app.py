@@ -314,7 +314,7 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         return _passed_on(state, answer, refused_create=False)
     body = _rewrite(answer.body, _base(request), endpoint, task[0])
     if not cancel:
-        await run_in_threadpool(settle, db, task[0], body)
+        await run_in_threadpool(partial(settle, db, task[0], body, seen=task[3]))
     return JSONResponse(body, status_code=answer.status)
 
 

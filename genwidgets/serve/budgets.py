@@ -305,17 +305,19 @@ def forgotten(db: Database, task_id: str) -> bool:
     return moved
 
 
-def settle(db: Database, task_id: str, body: Any) -> bool:
+def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) -> bool:
     """Settle the task when its upstream status ``body`` says it ended (spec:
     ``COMPLETED``, then ``error``); whether it did. ``done`` stays charged, and so does
     ``cancelled`` (it failed after we asked upstream to cancel it); ``failed`` is
     released. Which one is decided by the task's state as stored, under its lock: a
-    cancel may have come since the caller read it. An ``unknown`` task upstream answers
-    for as still going is ``open`` again. A poll and the sweep both settle by it."""
+    cancel may have come since the caller read it. A task the caller ``seen`` unknown
+    that upstream answers for as still going is ``open`` again (only then written: a
+    poll of a running task writes nothing). A poll and the sweep both settle by it."""
     if not isinstance(body, dict):
         return False
-    if body.get("status") != "COMPLETED":  # unknown and answered: upstream knows it again
-        move(db, task_id, "open", source=("unknown",), error=None)
+    if body.get("status") != "COMPLETED":
+        if seen == "unknown":  # answered: upstream knows it again
+            move(db, task_id, "open", source=("unknown",), error=None)
         return False
     error = str(body["error"])[:500] if body.get("error") else None
     now = time.time()

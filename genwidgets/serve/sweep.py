@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -65,7 +66,7 @@ async def sweep_once(state: ServeState) -> int:
     """Ask upstream about the claimed tasks and settle those that ended; how many did."""
     config = state.config
     ended = 0
-    for task_id, endpoint, upstream_id, _state in await run_in_threadpool(
+    for task_id, endpoint, upstream_id, task_state in await run_in_threadpool(
         claim, config.database, config.sweep_every
     ):
         try:
@@ -77,7 +78,9 @@ async def sweep_once(state: ServeState) -> int:
         if answer.status == 404:  # upstream no longer knows it: it holds no place now
             await run_in_threadpool(forgotten, config.database, task_id)
             continue
-        ended += await run_in_threadpool(settle, config.database, task_id, answer.body)
+        ended += await run_in_threadpool(
+            partial(settle, config.database, task_id, answer.body, seen=task_state)
+        )
     return ended
 
 

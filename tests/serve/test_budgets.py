@@ -166,7 +166,7 @@ def test_a_task_upstream_forgot_is_unknown_or_ended_by_what_it_was(
     assert (states[going], states[stopping]) == ("unknown", "cancelled")
     assert held(db, "alice")["tasks"] == 2_000_000
     assert not forgotten(db, stopping)  # ended: nothing more
-    assert not settle(db, going, {"status": "IN_PROGRESS"})  # upstream knows it again
+    assert not settle(db, going, {"status": "IN_PROGRESS"}, seen="unknown")  # known again
     assert [t["error"] for t in tasks_of(db, state="open")] == [None]
     assert settle(db, going, {"status": "COMPLETED", "error": "boom"})
     assert held(db, "alice")["tasks"] == 1_000_000  # failed: given back

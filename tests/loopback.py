@@ -18,9 +18,8 @@ class QuietHandler(BaseHTTPRequestHandler):
         pass
 
 
-class OneTaskGateway(QuietHandler):
-    """A gateway of one task, ``r1``: a create answers its handle; a subclass answers
-    its status, result, cancel and files (a gateway that is not our simulator)."""
+class JsonHandler(QuietHandler):
+    """A handler that answers JSON."""
 
     def send_json(self, body: Any, code: int = 200) -> None:
         data = json.dumps(body).encode()
@@ -29,6 +28,11 @@ class OneTaskGateway(QuietHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+class OneTaskGateway(JsonHandler):
+    """A gateway of one task, ``r1``: a create answers its handle; a subclass answers
+    its status, result, cancel and files (a gateway that is not our simulator)."""
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))

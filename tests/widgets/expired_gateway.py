@@ -9,7 +9,6 @@ ends; a deadlock never prints it.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("GENWIDGETS_HOME", tempfile.mkdtemp(prefix="gw-expired-"))
 
-from loopback import LoopbackServer, QuietHandler
+from loopback import JsonHandler, LoopbackServer
 
 import genwidgets as gw
 
@@ -42,23 +41,14 @@ class ExpiredGateway:
         self.file_asked = threading.Event()
         gateway = self
 
-        class Handler(QuietHandler):
-            def _send(self, code: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 endpoint = self.path.split("/v1/queue/")[1]
                 rid = f"r{len(gateway.polls)}"
                 gateway.polls[rid] = 0
                 base = f"{server.base}/v1/queue/{endpoint}/requests/{rid}"
-                self._send(
-                    200,
+                self.send_json(
                     {
                         "request_id": rid,
                         "status_url": base + "/status",
@@ -74,17 +64,16 @@ class ExpiredGateway:
                     gateway.release.wait(HOLD_LIMIT)
                     if gateway.file_delay:
                         threading.Event().wait(gateway.file_delay)
-                    return self._send(404, {"detail": "Not Found"})
+                    return self.send_json({"detail": "Not Found"}, 404)
                 rid = self.path.split("/requests/")[1].split("/")[0]
                 gateway.polls[rid] += 1
                 done = gateway.polls[rid] > gateway.polls_before_done(int(rid[1:]))
                 if self.path.endswith("/status"):
-                    return self._send(200, {"status": "COMPLETED" if done else "IN_PROGRESS"})
+                    return self.send_json({"status": "COMPLETED" if done else "IN_PROGRESS"})
                 if not done:
-                    return self._send(202, {"status": "IN_PROGRESS"})
+                    return self.send_json({"status": "IN_PROGRESS"}, 202)
                 url = f"{server.base}/files/{rid}.png"
-                return self._send(
-                    200,
+                return self.send_json(
                     {
                         "status": "COMPLETED",
                         "error": None,
@@ -93,7 +82,7 @@ class ExpiredGateway:
                 )
 
             def do_PUT(self) -> None:
-                self._send(200, {})
+                self.send_json({})
 
         server = LoopbackServer(Handler)
         self.server = server

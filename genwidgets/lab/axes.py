@@ -35,6 +35,7 @@ __all__ = [
     "MAX_VALUES",
     "PROMPT_SR",
     "Axis",
+    "field_of",
     "field_type",
     "given_twice",
     "make_axis",
@@ -146,6 +147,15 @@ def set_field(payload: dict[str, Any], field: str, value: Any) -> None:
         node[name] = child
         node = child
     node[path[-1]] = value
+
+
+def field_of(payload: Mapping[str, Any], field: str) -> Any:
+    """The value of ``field`` (a name or a dotted path) in ``payload``, as
+    :func:`set_field` sets it; None when it is not there."""
+    value: Any = payload
+    for name in field.split("."):
+        value = value.get(name) if isinstance(value, Mapping) else None
+    return value
 
 
 def prompt_fields(payload: Mapping[str, Any]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .._client import default_client
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import EndpointNotFound, PayloadError
-from .axes import Axis
+from .axes import Axis, field_of
 from .batch_store import GridStore
 from .mapping import prompt_of
 from .plan import grid_axes, laid_out
@@ -69,19 +69,11 @@ def _cell(
         found: dict[str, Any] = {}
         for n, a in axes:
             if a.kind == "combination":
-                found.update((name, _sent(payload, name)) for name in a.field.split(" · "))
+                found.update((name, field_of(payload, name)) for name in a.field.split(" · "))
             elif a.kind != "endpoint":
                 found[a.field] = values[n]
         return target, found
     return endpoint, {}
-
-
-def _sent(payload: Mapping[str, Any], path: str) -> Any:
-    """The value at a dotted ``path`` of ``payload`` (None when it is not there)."""
-    value: Any = payload
-    for part in path.split("."):
-        value = value.get(part) if isinstance(value, Mapping) else None
-    return value
 
 
 def _prompt(endpoint: str, payload: Mapping[str, Any]) -> str | None:

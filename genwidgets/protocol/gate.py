@@ -13,10 +13,14 @@ from dataclasses import dataclass
 
 from ..errors import RateLimited
 
-__all__ = ["MAX_RATE_WAIT_S", "CreateTicket", "RateGate"]
+__all__ = ["GATE_CEILING", "MAX_RATE_WAIT_S", "CreateTicket", "RateGate"]
 
 #: The longest Retry-After we wait out silently.
 MAX_RATE_WAIT_S = 120.0
+#: the longest one rate-limit answer closes the gate (seconds): a wait past ``max_wait``
+#: is refused at once (``RateLimited``), and the gateway asked again after this (one
+#: answer saying 10**9 s, inf or a date in 2100 refused every request for as long)
+GATE_CEILING = 600.0
 #: creates passed in one cycle beyond its burst, after which creates go unpaced again
 UNPACED_AFTER = 32
 #: the cycle of a create sent while creates were not paced
@@ -72,7 +76,7 @@ class RateGate:
         return self._cycle is not None
 
     def close(self, seconds: float, *, creates_only: bool = False) -> None:
-        at = self._clock() + seconds
+        at = self._clock() + min(seconds, GATE_CEILING)
         if creates_only:
             self._creates_open_at = max(self._creates_open_at, at)
         else:

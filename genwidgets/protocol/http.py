@@ -82,11 +82,6 @@ def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
     return min(0.5 * 2**attempt, 8.0) * (1 - 0.25 * r)
 
 
-#: the longest one rate-limit answer holds the client's gate (seconds): a wait past
-#: ``max_wait`` is refused at once (``RateLimited``), and asked again after this
-GATE_CEILING = 600.0
-
-
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
     raw = (headers.get("retry-after") or "").strip()
@@ -297,10 +292,7 @@ class Gateway:
             limited = _says_rate_limited(answer)
             if limited:  # a create's refusal holds creates only: docs/decisions.md#create-pacing
                 wait = parse_retry_after(answer.headers)
-                # held at most GATE_CEILING, then asked again: one answer saying 10**9 s,
-                # inf, or a date in 2100 refused every later request of the client for as long
-                held = min(wait if wait is not None else 1.0, GATE_CEILING)
-                self.gate.close(held, creates_only=create)
+                self.gate.close(wait if wait is not None else 1.0, creates_only=create)
             if ticket is not None:
                 ticket.refused = limited
             return answer

@@ -17,6 +17,7 @@ from fake_time import FakeTime
 from genwidgets import errors
 from genwidgets.errors import OutcomeUnknown
 from genwidgets.protocol import http
+from genwidgets.protocol.gate import GATE_CEILING
 from genwidgets.protocol.http import Gateway, RateGate, parse_retry_after
 from genwidgets.protocol.records import Handle
 
@@ -331,8 +332,8 @@ def test_one_answer_asking_for_an_endless_wait_holds_the_client_a_bounded_time(s
     async def scenario() -> None:
         with pytest.raises(errors.RateLimited):  # past max_wait: said at once
             await gw.status(handle_for(fake, a))
-        assert gw.gate.remaining == pytest.approx(http.GATE_CEILING)
-        await clock.sleep(http.GATE_CEILING)
+        assert gw.gate.remaining == pytest.approx(GATE_CEILING)
+        await clock.sleep(GATE_CEILING)
         await gw.status(handle_for(fake, a))  # asked again: the client goes on
 
     run(clock.run(scenario()))

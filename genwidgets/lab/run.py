@@ -4,11 +4,14 @@ rows), with its layout, its ratings, and re-opening: docs/decisions.md#grid-run.
 
 from __future__ import annotations
 
+import logging
 import secrets
+import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
 from .._client import default_client
+from ..errors import LedgerError
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
 from ..protocol.records import Output, is_terminal
@@ -40,6 +43,8 @@ __all__ = [
 ]
 
 CONCURRENCY = 4
+
+log = logging.getLogger("genwidgets")
 
 
 def new_grid_id() -> str:
@@ -272,8 +277,14 @@ class GridRun(Batch):
 
     def refresh_ratings(self) -> bool:
         """Read this grid's ratings back from the store (another view or kernel may
-        have rated it); True when something changed."""
-        stored = self.store.ratings(self.id)
+        have rated it); True when something changed. A store that cannot be read now
+        (locked past its wait, damaged) changes nothing: what this run holds is shown and
+        exported, and the reason is logged."""
+        try:
+            stored = self.store.ratings(self.id)
+        except (LedgerError, sqlite3.Error, OSError) as exc:
+            log.warning("genwidgets: grid %s: ratings not read again: %s", self.id, exc)
+            return False
         changed = False
         for cell in self.cells:
             stars, note = stored.get(cell.index, (0, None))

@@ -201,3 +201,27 @@ def test_a_rated_sweep_cell_scores_each_varied_field_with_its_value(client: gw.C
     [row] = gw.scores(client=client)
     assert (row["seed"], row["n"], row["stars"]) == (2, 1, 5)
     assert not any(" · " in str(name) for name in row)
+
+
+def test_a_store_that_cannot_be_read_now_leaves_exports_and_stars_with_what_the_grid_holds(
+    client: gw.Client,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    grid = compare(client)
+    grid.wait(timeout=150)
+    grid.rate(grid.cells[0], 4, "the best")
+
+    def locked(grid_id: str) -> dict[int, tuple[int, str | None]]:
+        raise gw.LedgerError("database is locked")
+
+    monkeypatch.setattr(grid.run.store, "ratings", locked)
+    # a star given now is written and shown, though reading the others back fails
+    grid.rate(grid.cells[1], 2)
+    assert [c.rating for c in grid.cells[:2]] == [4, 2]
+    saved = grid.save_html(tmp_path / "sheet.html")
+    assert "the best" in saved.read_text(encoding="utf-8")
+    assert sum(row["rated"] for row in grid.scores("x")) == 2
+    assert grid.describe()["cells"][0]["note"] == "the best"
+    assert "ratings not read again: database is locked" in caplog.text

@@ -14,13 +14,17 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import ServeError
 from .db import CAPS, CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = [
     "KEY_FIELDS",
+    "KeyOptions",
     "KeyRecord",
     "add_group",
     "add_key",
@@ -158,29 +162,21 @@ def add_group(
     db.run(lambda tx: tx.run(sql, values))
 
 
+class KeyOptions(TypedDict, total=False):
+    """What a key is made with besides its name and caps (see :func:`add_keys`)."""
+
+    group: str | None
+    endpoints: Sequence[str] | None
+    expires_at: float | None
+    admin: bool
+    max_running: int | None
+
+
 def add_key(
-    db: Database,
-    name: str,
-    caps: Mapping[str, float | None],
-    *,
-    group: str | None = None,
-    endpoints: Sequence[str] | None = None,
-    expires_at: float | None = None,
-    admin: bool = False,
-    max_running: int | None = None,
+    db: Database, name: str, caps: Mapping[str, float | None], **options: Unpack[KeyOptions]
 ) -> str:
     """Make the key ``name``; its token, which is shown once and never stored."""
-    made = add_keys(
-        db,
-        [name],
-        caps,
-        group=group,
-        endpoints=endpoints,
-        expires_at=expires_at,
-        admin=admin,
-        max_running=max_running,
-    )
-    return made[0][1]
+    return add_keys(db, [name], caps, **options)[0][1]
 
 
 def add_keys(

@@ -17,7 +17,9 @@ from pydantic import AfterValidator, Field, model_validator
 
 from ..errors import PayloadError
 from ..imgm import Prompt
+from ..imgm.checker import dash_slips
 from .checks import MediaSpec
+from .findings import warn
 from .markers import PROMPT_STRING, Number
 from .model import Endpoint, Part
 from .registry import register
@@ -116,16 +118,21 @@ def _valid_prompt(value: str | None) -> str | None:
     """The whole imgM check of a prompt string, once for every path (``gw.validate``,
     ``prepare``/``submit``, the form, the grid): its structure, every parameter of
     every expansion (named in the message), the ``::`` weight sums, and the cap of
-    ``MAX_PROMPTS`` prompts (all billed), before anything is sent."""
+    ``MAX_PROMPTS`` prompts (all billed), before anything is sent. A prompt with an
+    em-dash is sent as read (``--``); other dashes before a parameter's name warn."""
     if value is None:
         return value
     try:
-        problems = Prompt.parse(value).errors()
+        parsed = Prompt.parse(value)
+        problems = parsed.errors()
     except PayloadError as error:
         problems = error.errors
     if problems:
         raise ValueError("; ".join(p["msg"] for p in problems))
-    return value
+    for slip in dash_slips(value):
+        warn(f"prompt: {slip}")
+    # an em-dash is read as "--" here and counted so: sent so too (the spec writes "--")
+    return str(parsed) if "\u2014" in value else value
 
 
 #: An imgM prompt string: found by the prompt builder, checked whole by :class:`Prompt`.

@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from .fields import known_names
-from .introspect import leaves, literal_values
+from .introspect import leaves, limits_of, literal_values
 from .markers import reject_bool
 
 
@@ -128,6 +128,25 @@ class _Normalised(BaseModel):
         ):
             return str(value)
         return value
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _not_blank(cls, value: Any, info: ValidationInfo) -> Any:
+        """A text that may not be empty may not be blank either: spaces alone would be
+        paid for like a prompt and make nothing anyone asked for."""
+        if isinstance(value, str) and value and value.isspace() and info.field_name in _texts(cls):
+            raise ValueError("holds only spaces or line breaks: it needs some text")
+        return value
+
+
+@functools.cache
+def _texts(cls: type[BaseModel]) -> frozenset[str]:
+    """The string fields of ``cls`` with a minimum length: a text is required in them."""
+    return frozenset(
+        name
+        for name, info in cls.model_fields.items()
+        if str in set(leaves(info.annotation)) and (limits_of(info.metadata).min_len or 0) > 0
+    )
 
 
 class Part(_Normalised):

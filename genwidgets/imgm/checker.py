@@ -12,6 +12,7 @@ from typing import Any
 from .lexer import has_permutation, split_outside
 from .params import (
     ALIASES,
+    DASH_SLIP,
     MANY_JOBS,
     PARAMETERS,
     RATIO,
@@ -25,7 +26,7 @@ from .parser import format_value, segments_of, typed_value
 from .permutations import alternatives
 from .values import PromptWarning
 
-__all__ = ["Checker", "cost_warning", "per_expansion"]
+__all__ = ["Checker", "cost_warning", "dash_slips", "per_expansion"]
 
 
 def per_expansion(
@@ -43,6 +44,20 @@ def per_expansion(
         else:
             numbers = ", ".join(str(n) for n, _ in places)
             found.append((loc, f"in prompts {numbers} of {count} ({places[0][1]!r}, …): {msg}"))
+    return found
+
+
+def dash_slips(text: str) -> list[str]:
+    """A warning for each word of ``text`` that names a parameter after dashes that are
+    not ``--`` or ``—`` (``–ar 16:9``): the service reads it as prompt text."""
+    found = []
+    for slip in DASH_SLIP.finditer(text):
+        name = slip.group(1).lower()
+        if name in PARAMETERS or name in ALIASES:
+            found.append(
+                f"{slip.group()} is prompt text, not the parameter --{name}: its dashes are "
+                f"not two hyphens; write --{name}"
+            )
     return found
 
 
@@ -136,6 +151,8 @@ class Checker:
                 yield ("params", key), f"--{self.spelling[key]} has no effect without --{needs}"
         if "iw" in self.values and not self.images:
             yield ("params", "iw"), f"--{self.spelling['iw']} has no effect without an image URL"
+        for slip in dash_slips(self.text):
+            yield ("text",), slip
         yield from self.weights_and_version()
         if self.jobs > MANY_JOBS:
             warning = cost_warning(self.jobs)

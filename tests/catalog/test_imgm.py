@@ -161,3 +161,22 @@ def test_every_imgm_prompt_field_is_checked_whole_with_the_expansion_named(
     assert says in str(info.value)
     with pytest.raises(PayloadError, match=r"0-100|add up|twice"):
         prepare(endpoint_id, {**base, field: prompt})
+
+
+@pytest.mark.parametrize(("endpoint_id", "field", "base"), [*PROMPT_FIELDS, I2I])
+def test_a_prompt_is_sent_as_it_is_read_and_other_dashes_are_named(
+    endpoint_id: str, field: str, base: dict[str, Any]
+) -> None:
+    """An em-dash is read as ``--`` and billed so (``—r 3``: 3 jobs): what is sent says
+    ``--``, which every gateway of the spec reads. An en dash or a minus sign before a
+    parameter's name is prompt text as typed, with a warning that says so."""
+    body = prepare(endpoint_id, {**base, field: "a kite —ar 16:9 —r 3 —no birds"}).body
+    assert b'"a kite --ar 16:9 --r 3 --no birds"' in body
+    plain = "a kite  --ar 16:9"
+    assert f'"{plain}"'.encode() in prepare(endpoint_id, {**base, field: plain}).body
+    with pytest.warns(gw.IneffectiveFieldWarning) as found:
+        body = prepare(endpoint_id, {**base, field: "a cat \u2013ar 16:9 \u2212\u2212no dogs"}).body
+    said = [str(w.message) for w in found]
+    assert any("\u2013ar is prompt text, not the parameter --ar" in s for s in said), said
+    assert any("write --no" in s for s in said), said
+    assert "a cat \u2013ar 16:9 \u2212\u2212no dogs".encode() in body

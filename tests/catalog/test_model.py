@@ -60,3 +60,28 @@ def test_a_free_text_passes_as_given_beside_fields_that_normalise() -> None:
         "content": [{"type": "text", "text": " 1080P "}], "resolution": "1080P",
     })  # fmt: skip
     assert body["content"][0]["text"] == " 1080P " and body["resolution"] == "1080p"
+
+
+@pytest.mark.parametrize(
+    ("endpoint_id", "payload", "loc"),
+    [
+        ("genW2.5-t2i-preview", {"prompt": "   "}, ("prompt",)),
+        ("vidVq2-text2video", {"prompt": "\n\t "}, ("prompt",)),
+        ("speechM-02-turbo", {"text": "\u3000 "}, ("text",)),
+        ("vidA-2-0", {"content": [{"type": "text", "text": "  "}]}, ("content", 0, "text")),
+    ],
+)
+def test_a_required_text_of_only_spaces_is_refused_before_it_is_paid(
+    endpoint_id: str, payload: dict[str, Any], loc: tuple[Any, ...]
+) -> None:
+    with pytest.raises(PayloadError) as info:
+        catalog.validate(endpoint_id, payload)
+    assert any(
+        e["loc"] == loc and "only spaces or line breaks: it needs some text" in e["msg"]
+        for e in info.value.errors
+    ), info.value.errors
+
+
+def test_spaces_around_a_text_and_a_blank_optional_text_pass_as_given() -> None:
+    body = catalog.payload_of("genW2.5-t2i-preview", {"prompt": " a fox ", "negative_prompt": " "})
+    assert body["prompt"] == " a fox " and body["negative_prompt"] == " "

@@ -135,6 +135,18 @@ def test_em_dash_is_accepted_as_double_dash() -> None:
     assert str(p) == "cat --ar 16:9 --no dogs"
 
 
+def test_other_dashes_before_a_parameters_name_are_text_with_a_warning() -> None:
+    p = parse("cat \u2013ar 16:9 \u2014\u2014no dogs well\u2013known \u2013 bird \u2013fluffy")
+    assert p.params == {}
+    said = [str(w) for w in p.warnings()]
+    assert said == [
+        "\u2013ar is prompt text, not the parameter --ar: its dashes are not two hyphens; "
+        "write --ar",
+        "\u2014\u2014no is prompt text, not the parameter --no: its dashes are not two "
+        "hyphens; write --no",
+    ]
+
+
 def test_dashes_that_are_not_parameters_stay_text() -> None:
     p = parse("well--known cat -- dog — bird")
     assert p.text == "well--known cat -- dog — bird"

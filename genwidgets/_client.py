@@ -78,12 +78,13 @@ CONTACT_LOST_NEXT = (
 
 def lost_contact(job: JobLike) -> bool:
     """Whether a job ended without word of its task: polling gave up on faults of
-    contact (not the gateway's answer about the task, not a closed client). Such a
+    contact (not the gateway's answer about the task, not a closed client), or the key
+    was refused while following it (revoked, then rotated: the task goes on). Such a
     task is never called failed: following it again (``client.job``) makes no create."""
     exc = job.exception()
-    return isinstance(exc, (NoAnswer, ServerError, RateLimited)) and not isinstance(
-        exc, ClientClosed
-    )
+    return isinstance(
+        exc, (NoAnswer, ServerError, RateLimited, Unauthorized, ModelNotAllowed)
+    ) and not isinstance(exc, ClientClosed)
 
 
 def created_nothing(exc: BaseException) -> bool:

@@ -92,6 +92,12 @@ class GridCell:
         return self.error is not None or self.row.state in (FAILED, CANCELLED, TIMED_OUT)
 
     @property
+    def in_doubt(self) -> bool:
+        """Its create's outcome is unknown: a task may exist (and bill); never sent again,
+        so neither failed nor done well."""
+        return self.error is not None and self.error.startswith("outcome unknown")
+
+    @property
     def trouble(self) -> str | None:
         """What went wrong, its meaning first: a create's own words ("not created: ...",
         "outcome unknown: ...") or "failed: " and the task's error; None when nothing did."""
@@ -234,10 +240,15 @@ class GridRun(Batch):
     # ------------------------------------------------------------------ progress
 
     def tally(self) -> tuple[int, int, int]:
-        """(done, failed, total): done counts terminal cells, failed among them."""
+        """(done, failed, total): done counts terminal cells, failed among them (not the
+        cells whose create's outcome is unknown: :meth:`in_doubt`)."""
         done = sum(1 for c in self.cells if c.done)
-        failed = sum(1 for c in self.cells if c.failed)
+        failed = sum(1 for c in self.cells if c.failed and not c.in_doubt)
         return done, failed, len(self.cells)
+
+    def in_doubt(self) -> int:
+        """How many cells' creates have an unknown outcome (their tasks may exist)."""
+        return sum(1 for c in self.cells if c.in_doubt)
 
     def to_go_on(self) -> tuple[int, int]:
         """(cells contact was lost with, cells never sent that no pause holds): what
@@ -371,7 +382,7 @@ def status_of(cell: GridCell) -> str:
     """A short status word of a cell (plain text, for exports)."""
     if cell.error is not None:
         # the words create_failure() began it with: what the failed create means
-        return "outcome unknown" if cell.error.startswith("outcome unknown") else "not created"
+        return "outcome unknown" if cell.in_doubt else "not created"
     if cell.unsent:
         return "not sent (paused)" if cell.held else "not sent"
     if cell.lost:

@@ -30,7 +30,7 @@ from ..protocol.records import Output
 from ._style import short
 from .faces import BACKGROUND, Asked, CommandView, answers, in_kernel, static_module
 from .form import form, python_code
-from .grid_sheet import VideoEmbed, contact_sheet, save_html, state_words
+from .grid_sheet import VideoEmbed, contact_sheet, in_doubt_words, save_html, state_words
 from .lasting import picture_src
 from .render import source_of
 from .task import job_look
@@ -444,6 +444,7 @@ class Grid(CommandView):
         progress = f"{done} of {total} done" if run.started else "nothing sent yet"
         if failed:
             progress += f" ({failed} failed)"
+        progress += in_doubt_words(run)
         lost, stuck = run.to_go_on()
         if lost:
             progress += f"; {lost} contact lost (Go on follows them again, no new create)"

@@ -60,7 +60,16 @@ def state_words(run: GridRun) -> str:
     state = f"{done} of {total} done" if run.started else "not sent"
     again = len(run.failed)  # the gateway failed them, or their create made nothing
     hint = f" (grid.retry_failed() sends {again} again)" if again else ""
-    return state + (f", {failed} failed{hint}" if failed else "")
+    return state + (f", {failed} failed{hint}" if failed else "") + in_doubt_words(run)
+
+
+def in_doubt_words(run: GridRun) -> str:
+    """``, 2 outcome unknown (...)``: cells whose tasks may exist, said apart from failed
+    ones since nothing sends them again; empty when there are none."""
+    doubt = run.in_doubt()
+    if not doubt:
+        return ""
+    return f", {doubt} outcome unknown (a task may exist and bill: see client.history())"
 
 
 def _cell_html(

@@ -4,7 +4,9 @@ cancel, and two processes sending one batch without sending a row twice."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import io
 import json
 import os
 import threading
@@ -16,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from loopback import LoopbackServer, OneTaskGateway
+from PIL import Image
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
@@ -458,6 +461,57 @@ def test_a_row_whose_cancel_does_not_end_its_task_is_left_running(
         assert wait_for(
             lambda: read_manifest(tmp_path / "c")[0]["status"] == "timed out", timeout=60
         )
+
+
+class KeyRefused(OneTaskGateway):
+    """A gateway that takes the create, then refuses the key on every poll while
+    ``refused`` is set (a teacher revoked it, then gave it back): the task goes on."""
+
+    creates = 0
+    refused = threading.Event()
+    picture = ""
+
+    def do_POST(self) -> None:
+        type(self).creates += 1
+        super().do_POST()
+
+    def do_GET(self) -> None:
+        if self.refused.is_set():
+            self.send_json({"detail": "Unauthorized"}, code=401)
+        elif self.path.endswith("/status"):
+            self.send_json({"request_id": "r1", "status": "COMPLETED"})
+        else:
+            image = {"url": self.picture, "content_type": "image/png"}
+            self.send_json({"request_id": "r1", "status": "COMPLETED", "outputs": [image]})
+
+
+@pytest.mark.slow
+def test_a_key_refused_while_a_task_runs_leaves_it_unknown_and_a_rerun_reattaches(
+    home: Path, tmp_path: Path
+) -> None:
+    """A 401 on a poll says nothing of the task, which goes on and is paid: the row is
+    never failed (whose retry pays again); running the batch again follows it."""
+    picture = io.BytesIO()
+    Image.new("RGB", (4, 4), "red").save(picture, format="PNG")
+    KeyRefused.creates, KeyRefused.refused = 0, threading.Event()
+    KeyRefused.picture = "data:image/png;base64," + base64.b64encode(picture.getvalue()).decode()
+    KeyRefused.refused.set()
+    gateway = LoopbackServer(KeyRefused)
+    try:
+        with gw.Client(gateway.base, "key-of-a-loopback-gateway") as client:
+            out = tmp_path / "k"
+            batch = gw.batch(T2I, prompts(1), TEMPLATE, out=out, client=client, timeout=1)
+            row = batch.wait(timeout=120, progress="none").rows[0]
+            assert row.status == "unknown" and row.request_id == "r1"
+            assert "contact lost (Unauthorized" in (row.error or "")
+            assert batch.retry_failed() == 0
+            KeyRefused.refused.clear()
+            again = gw.batch(T2I, prompts(1), TEMPLATE, client=client, timeout=600)
+            assert again.wait(timeout=120, progress="none").rows[0].status == "done"
+            assert read_manifest(out)[0]["status"] == "done"
+            assert KeyRefused.creates == 1
+    finally:
+        gateway.close()
 
 
 @pytest.mark.slow

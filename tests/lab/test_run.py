@@ -15,7 +15,7 @@ from genwidgets.lab import GridStore
 from genwidgets.lab.plan import plan_grid
 from genwidgets.lab.run import GridRun, status_of
 from genwidgets.lab.store import store_for
-from genwidgets.widgets.grid_sheet import save_html
+from genwidgets.widgets.grid_sheet import save_html, state_words
 
 T2I = "genW2.5-t2i-preview"
 
@@ -154,7 +154,12 @@ def test_a_cell_whose_create_failed_says_what_it_means_for_money(tmp_path: Path)
     assert [status_of(c) for c in run.cells[1:]] == ["not created", "outcome unknown"]
     assert (run.cells[2].error or "").startswith("outcome unknown: ServerError")
     assert "not sent again" in (run.cells[2].error or "")
-    assert run.tally()[1] == 2  # both failed cells count as failed, neither is retried
+    # the one that made nothing failed (retry_failed sends it); the one in doubt is said apart
+    assert run.tally()[1] == 1 and run.in_doubt() == 1
+    assert state_words(run).endswith(
+        " done, 1 failed (grid.retry_failed() sends 1 again), "
+        "1 outcome unknown (a task may exist and bill: see client.history())"
+    )
     described = {c["index"]: c["error"] for c in run.describe()["cells"]}
     assert described[2] == run.cells[2].error  # the export says it the same way
     page = save_html(run, tmp_path / "grid.html").read_text(encoding="utf-8")

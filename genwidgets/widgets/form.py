@@ -193,7 +193,10 @@ class EndpointForm(TwoFaced, W.VBox):
             + "\n# the same request with cURL:\n"
             + curl_code(self.endpoint, payload)
         )
-        self.json_view.value = _pre(json.dumps(_shortened(payload), indent=2, ensure_ascii=False))
+        # default=str: a value the body cannot carry (an unknown field's bytes) is shown,
+        # and the catalog's error beside it says why; the view never fails
+        shown = json.dumps(_shortened(payload), indent=2, ensure_ascii=False, default=str)
+        self.json_view.value = _pre(shown)
 
     def _show_errors(self) -> None:
         for sub in self.root.walk():

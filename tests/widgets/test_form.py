@@ -337,6 +337,34 @@ def test_unknown_field_is_sent_as_is_with_an_amber_note() -> None:
     assert not form.submit_button.disabled  # a warning, not an error
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "given", "said"),
+    [
+        ("genW2.5-t2i-preview", {"prompt": b"a kite"}, "prompt: a bytes is not JSON data"),
+        ("imgM-v8.1-t2i", {"prompt": b"a kite"}, "prompt: a bytes is not JSON data"),
+        ("genW2.5-t2i-preview", {"n": 10**400}, r"n: expected a whole number \(1 – 4\)"),
+    ],
+)
+def test_a_value_no_box_can_hold_is_the_typed_error_when_built_or_set(
+    endpoint: str, given: dict[str, Any], said: str
+) -> None:
+    """Not a raw TypeError (the JSON view) or OverflowError (the number box); the imgM
+    prompt sent the text "b'a kite'"."""
+    with pytest.raises(gw.PayloadError, match=said):
+        gw.form(endpoint, client=RecordingClient(), **({"prompt": "a kite"} | given))
+    form = gw.form(endpoint, client=RecordingClient(), prompt="a kite")
+    with pytest.raises(gw.PayloadError, match=said):
+        form.set(**given)
+    assert form.value == {"prompt": "a kite"}
+
+
+def test_an_unknown_fields_bytes_are_shown_with_the_catalogs_error() -> None:
+    form = gw.form("genW2.5-t2i-preview", client=RecordingClient(), prompt="a", extra=b"x")
+    assert "b&#x27;x&#x27;" in form.json_view.value or "b'x'" in form.json_view.value
+    assert "extra: a bytes is not JSON data" in html.unescape(form.reason.value)
+    assert form.submit_button.disabled
+
+
 def test_validation_runs_on_every_change_without_submitting() -> None:
     client = RecordingClient()
     form = gw.form("vidVq2-text2video", client=client)

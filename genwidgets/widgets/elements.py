@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import typing
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +21,7 @@ from typing import Any, Literal, TypeVar
 import ipywidgets as W
 from pydantic import BaseModel
 
+from ..catalog import unsendable
 from ..errors import PayloadError
 from . import markup
 from ._style import ERROR_STYLE, HELP_STYLE, layout
@@ -40,6 +42,7 @@ __all__ = [
     "parse_float",
     "parse_int",
     "parse_json",
+    "refuse_non_json",
     "shape_error",
     "union_parser",
 ]
@@ -173,10 +176,32 @@ def is_sequence(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
+def _loc(spec: FieldSpec) -> Loc:
+    """Where a field's error is said (list rows by their list)."""
+    return tuple(p for p in spec.path.replace("[]", "").split(".") if p)
+
+
 def shape_error(spec: FieldSpec, value: Any, expected: str) -> PayloadError:
     """The error for a value of the wrong shape given to ``set`` (not a widget state)."""
-    loc = tuple(p for p in spec.path.replace("[]", "").split(".") if p)
-    return PayloadError([{"loc": loc, "msg": f"expected {expected}, got {value!r:.60}"}])
+    try:
+        shown = repr(value)
+    except ValueError:  # an int past Python's limit of digits a text may have
+        shown = "a number too long to show"
+    shown = shown if len(shown) <= 60 else shown[:59] + "…"  # 10**400 is not 60 digits
+    return PayloadError([{"loc": _loc(spec), "msg": f"expected {expected}, got {shown}"}])
+
+
+def refuse_non_json(spec: FieldSpec, value: Any) -> None:
+    """The catalog's :class:`PayloadError` for a value given to ``set`` that the JSON
+    body cannot carry (bytes, an image, an object): a box would show its repr and send
+    that text, or keep a value no view can print. Texts are left to validation (it says
+    a lone surrogate beside the field), local files to the media layer."""
+    if is_unset(value) or isinstance(value, (str, os.PathLike)):
+        return
+    problems = unsendable({"": value})
+    if problems:
+        loc = _loc(spec)
+        raise PayloadError([{"loc": (*loc, *p["loc"][1:]), "msg": p["msg"]} for p in problems])
 
 
 def checked(call: Callable[[], T]) -> tuple[T | None, list[dict[str, Any]], list[str]]:
@@ -256,6 +281,7 @@ class TextElement(Element):
         return self._parse(text)
 
     def set(self, value: Any) -> None:
+        refuse_non_json(self.spec, value)
         text = "" if is_unset(value) else self._format(value)
         self._given = None if is_unset(value) else (text, value)
         self.control.value = text
@@ -325,7 +351,7 @@ def _coerce_number(value: Any, spec: FieldSpec, *, integer: bool) -> int | float
     """A number for the box, or a clear error: a box cannot show text or drop decimals."""
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # 10**400 is past a float's range
         number = float("nan")
     if isinstance(value, bool) or number != number or (integer and not number.is_integer()):
         limits = spec.limits_text()
@@ -360,6 +386,7 @@ class ChoiceElement(Element):
         return self.control.value
 
     def set(self, value: Any) -> None:
+        refuse_non_json(self.spec, value)
         if is_unset(value):
             value = UNSET
         elif not any(_same(value, v) for _, v in self._options):
@@ -388,6 +415,7 @@ class FixedElement(Element):
         return self.value
 
     def set(self, value: Any) -> None:
+        refuse_non_json(self.spec, value)
         if not is_unset(value) and value != self.value:
             # Keep what the caller gave, so validation can say it is wrong.
             self.value = value

@@ -3,10 +3,13 @@
 The form validates on every change with no network, shows what the submission bills,
 and sends only on a click (or ``form.submit()``). Top to bottom: title and "simulated"
 badge, required fields, "Optional settings (N)" folded away, the billing line, notes,
-Submit/Reset with the reason Submit is disabled and a folded Code view. Displayed, the
+Submit/Reset with the reason Submit is disabled and a folded Code view. A click asks
+first (a "Send ..." button beside Submit) when the payload bills more than
+``confirm_above`` or its last create got no answer. Displayed, the
 form is followed by its own output of the tasks it submitted, with both faces of a
 task view (:class:`~.task.TaskList`), so a saved notebook keeps them.
-What ``None``, unknown names, Reset and a double click do: docs/decisions.md#form-fields.
+What ``None``, unknown names, Reset, a double click and the asking do:
+docs/decisions.md#form-fields.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W
 
-from .._client import default_client, live_client  # who pays: LiveClients' readers
+from .._client import created_nothing, default_client, live_client  # who pays: LiveClients' readers
 from .._config import redact, resolve, shown_path, shown_url
 from ..catalog import EndpointSpec
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import GenwidgetsError, PayloadError
 from ..lab.code import curl_code
+from ..lab.cost import CONFIRM_ABOVE, billed_count, billed_unit, needs_confirmation, plural
 from ..media import validate  # pathlib.Path values (typed local files) are encoded
 from . import markup
 from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, WARN_STYLE, layout
@@ -51,21 +55,42 @@ _UNITS = {"duration": "s"}
 CLICK_GUARD_SECONDS = 2.0
 
 
-def form(endpoint: str, client: ClientLike | None = None, **initial: Any) -> EndpointForm:
+def form(
+    endpoint: str,
+    client: ClientLike | None = None,
+    *,
+    confirm_above: int = CONFIRM_ABOVE,
+    **initial: Any,
+) -> EndpointForm:
     """A form for ``endpoint`` (see :class:`EndpointForm`); ``initial`` fills fields."""
-    return EndpointForm(endpoint, client=client, **initial)
+    return EndpointForm(endpoint, client=client, confirm_above=confirm_above, **initial)
 
 
 class EndpointForm(TwoFaced, W.VBox):
-    """A generated form for one endpoint: ``value``, ``set(**fields)``, ``submit()``."""
+    """A generated form for one endpoint: ``value``, ``set(**fields)``, ``submit()``.
+    A click on Submit asks first above ``confirm_above`` billed generations, the
+    rule of grids, sweeps and batches (``lab.cost.needs_confirmation``)."""
 
-    def __init__(self, endpoint: str, client: ClientLike | None = None, **initial: Any) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        client: ClientLike | None = None,
+        *,
+        confirm_above: int = CONFIRM_ABOVE,
+        **initial: Any,
+    ) -> None:
+        needs_confirmation(0, confirm_above)  # a bad value is a ValueError saying so
         self.spec: EndpointSpec = catalog_endpoint(endpoint)
         self.endpoint = self.spec.id
+        self.confirm_above = confirm_above
         self._client = client
         self._initial = dict(initial)
         self._submitting = False
         self._submitted_at = -CLICK_GUARD_SECONDS
+        #: payloads whose create got no answer (a task may exist): a click asks first
+        self._unknown: list[dict[str, Any]] = []
+        #: the payload the "Send ..." button sends, while it is shown
+        self._asked: dict[str, Any] | None = None
         self.errors: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.last_job: JobLike | None = None
@@ -95,9 +120,12 @@ class EndpointForm(TwoFaced, W.VBox):
         self.submit_button.on_click(self._on_submit_click)
         self.reset_button = W.Button(description="Reset", icon="undo")
         self.reset_button.on_click(lambda _b: self.reset())
+        #: shown beside Submit when a click asks first (what it sends is on it)
+        self.confirm_button = W.Button(button_style="warning", icon="exclamation-triangle")
+        self.confirm_button.on_click(self._on_confirm_click)
         self.reason = W.HTML(layout=layout("reason"))
         self.reason.add_class("gw-form-reason")
-        for button in (self.submit_button, self.reset_button):
+        for button in (self.submit_button, self.confirm_button, self.reset_button):
             button.layout = layout("fixed")  # a long reason never squeezes them to "Su…"
         self.actions = W.HBox(
             [self.submit_button, self.reset_button, self.reason], layout=layout("actions")
@@ -185,6 +213,8 @@ class EndpointForm(TwoFaced, W.VBox):
     def _refresh(self) -> None:
         payload = self.value
         _, self.errors, self.warnings = checked(lambda: validate(self.endpoint, payload))
+        if self._asked is not None and (self.errors or payload != self._asked):
+            self._ask(None)  # changed since it asked: Submit asks again if need be
         self._show_errors()
         self._update_submit()
         self.billing.value = markup.join([markup.BILLED_BADGE, " ", self.billing_summary(payload)])
@@ -193,7 +223,10 @@ class EndpointForm(TwoFaced, W.VBox):
             + "\n# the same request with cURL:\n"
             + curl_code(self.endpoint, payload)
         )
-        self.json_view.value = _pre(json.dumps(_shortened(payload), indent=2, ensure_ascii=False))
+        # default=str: a value the body cannot carry (an unknown field's bytes) is shown,
+        # and the catalog's error beside it says why; the view never fails
+        shown = json.dumps(_shortened(payload), indent=2, ensure_ascii=False, default=str)
+        self.json_view.value = _pre(shown)
 
     def _show_errors(self) -> None:
         for sub in self.root.walk():
@@ -231,7 +264,7 @@ class EndpointForm(TwoFaced, W.VBox):
             text = f"Cannot submit: {where + ': ' if where else ''}{first['msg']}{more}"
             self.submit_button.tooltip = text
             self.reason.value = markup.span(text, ERROR_STYLE)
-        else:
+        elif self._asked is None:  # else the question stays in sight
             self.submit_button.tooltip = "send this task (billed)"
             self.reason.value = markup.span("ready to submit", HELP_STYLE)
 
@@ -253,9 +286,29 @@ class EndpointForm(TwoFaced, W.VBox):
             numeric = shown[:1].isdigit() or shown[:2] == "-1"
             unit_text = f" {unit}" if unit and numeric else ""
             parts.append(f"{wire} {shown}{unit_text}{note}")
+        if self.spec.prompt_fields:  # imgM: each prompt the text makes bills
+            return "Billed per prompt: " + self._prompts_billed(payload)
         if not parts:
             return "Billed per task (no field of this endpoint changes the price)"
         return "Billed on: " + ", ".join(parts)
+
+    def billed(self, payload: Mapping[str, Any] | None = None) -> int | None:
+        """Generations the payload bills, as grids count them (``lab.cost.billed_count``:
+        its ``n``, times an imgM prompt's permutations and ``--repeat``); what
+        ``confirm_above`` compares. None while a prompt does not parse."""
+        try:
+            return billed_count(self.spec, self.value if payload is None else payload)
+        except PayloadError:
+            return None
+
+    def _prompts_billed(self, payload: Mapping[str, Any]) -> str:
+        count = self.billed(payload)
+        if count is None:
+            return "counted once the prompt parses (each prompt it makes is billed)"
+        said = billed_unit(self.spec).amount(count, "billed ")
+        if needs_confirmation(count, self.confirm_above):
+            said += f", above confirm_above={self.confirm_above}: Submit asks first"
+        return said
 
     # --- submitting --------------------------------------------------------------------
     @property
@@ -269,14 +322,20 @@ class EndpointForm(TwoFaced, W.VBox):
         """Validate once and send; raises :class:`~genwidgets.PayloadError` (sending
         nothing) when the payload is invalid, its problems shown beside the fields. One
         trip, and the task joins the form's list: docs/decisions.md#form-fields."""
+        payload = self.value
         try:
-            prepared = self.client.prepare(self.endpoint, self.value)
+            prepared = self.client.prepare(self.endpoint, payload)
         except PayloadError as exc:
             self.errors = list(exc.errors)
             self._show_errors()
             self._update_submit()
             raise
-        job = self.client.send(prepared)
+        try:
+            job = self.client.send(prepared)
+        except BaseException as exc:
+            if not created_nothing(exc):  # a task may exist (and bill): a click asks first
+                self._unknown.append(payload)
+            raise
         self.last_job = job
         # sent in code as by the button, the task joins the list under the form, whose
         # lasting face a saved notebook keeps (docs/decisions.md#form-task-list)
@@ -288,9 +347,60 @@ class EndpointForm(TwoFaced, W.VBox):
         self._refresh_face()  # what it was set to when it sent
 
     def _on_submit_click(self, _button: Any = None) -> None:
-        """The button: submit once, show problems inline, display the job below."""
+        """The button: submit once, show problems inline, display the job below; or ask
+        first, with a "Send ..." button beside it (a double click's second message lands
+        on Submit again, which only asks again)."""
         if self._submitting or time.monotonic() - self._submitted_at < CLICK_GUARD_SECONDS:
             return  # a double click (queued behind the first) must not pay twice
+        payload = self.value
+        question = None if self.errors else self._question(payload)
+        if question is not None:
+            self._ask(payload, *question)
+        else:
+            self._send_clicked(payload)
+
+    def _question(self, payload: dict[str, Any]) -> tuple[str, str] | None:
+        """What a click must ask before sending ``payload`` (the words of the "Send ..."
+        button, and why), or None. A resend whose last create got no answer comes first."""
+        if payload in self._unknown:
+            return "Send again", (
+                "not sent again: the last create of this payload got no answer, so its task "
+                "may exist (and bill); look for it with client.history(), or click "
+                "“Send again” to create another"
+            )
+        count = self.billed(payload)
+        if count is None or not needs_confirmation(count, self.confirm_above):
+            return None
+        unit = billed_unit(self.spec)
+        return f"Send {count} {plural(unit.noun, count)}", (
+            f"not sent yet: it bills {unit.amount(count, 'billed ')}, above "
+            f"confirm_above={self.confirm_above}; click “Send {count} "
+            f"{plural(unit.noun, count)}” to send it"
+        )
+
+    def _ask(self, payload: dict[str, Any] | None, words: str = "", why: str = "") -> None:
+        """Show the "Send ..." button for ``payload`` beside Submit, or (None) take it away."""
+        self._asked = payload
+        buttons = [self.submit_button, self.reset_button, self.reason]
+        if payload is not None:
+            buttons.insert(1, self.confirm_button)
+            self.confirm_button.description = words
+            self.confirm_button.tooltip = why
+            self.reason.value = markup.span(why, WARN_STYLE)
+        self.actions.children = tuple(buttons)
+
+    def _on_confirm_click(self, _button: Any = None) -> None:
+        """The "Send ..." button: the deliberate second action that sends what was asked
+        about; nothing when it was taken away (sent, or the payload changed)."""
+        payload = self._asked
+        if self._submitting or payload is None or payload != self.value:
+            return
+        if payload in self._unknown:
+            self._unknown.remove(payload)  # the user chose: asked again only if it fails so
+        self._send_clicked(payload)
+
+    def _send_clicked(self, payload: dict[str, Any]) -> None:
+        self._ask(None)
         self._submitting = True
         self.submit_button.disabled = True
         self.reason.value = markup.span("submitting…", HELP_STYLE)
@@ -303,6 +413,8 @@ class EndpointForm(TwoFaced, W.VBox):
         except Exception as exc:  # a transport failure must not vanish into a log
             known = isinstance(exc, GenwidgetsError)
             problem = str(exc) if known else f"{type(exc).__name__}: {exc}"
+            if payload in self._unknown:
+                problem += " (a click on Submit asks before sending it again)"
         finally:
             self._submitting = False
         self._update_submit()  # the payload did not change: no second validation

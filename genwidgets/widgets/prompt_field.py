@@ -11,7 +11,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from .elements import BuildContext, Element, is_unset
+from .elements import BuildContext, Element, is_unset, refuse_non_json
 from .field_spec import UNSET, FieldSpec
 from .prompt_builder import PromptBuilder
 
@@ -52,6 +52,7 @@ class PromptElement(Element):
         return self._text or UNSET
 
     def set(self, value: Any) -> None:
+        refuse_non_json(self.spec, value)  # str(b"kite") would send the text "b'kite'"
         text = "" if is_unset(value) else str(value)
         if self._control is not None:
             self._control.value = text  # notifies through _typed

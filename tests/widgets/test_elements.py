@@ -51,6 +51,23 @@ def test_bounded_number_refuses_values_a_box_cannot_show() -> None:
     assert el.get() == 99
 
 
+def test_a_number_past_a_floats_range_is_the_typed_error() -> None:
+    el = element("count")
+    with pytest.raises(PayloadError, match=r"expected a whole number \(1 – 10\), got 1000+…$"):
+        el.set(10**400)  # float() overflows: was an OverflowError
+    with pytest.raises(PayloadError, match="got a number too long to show"):
+        el.set(10**5000)  # past the digits an int may print
+    assert el.get() is UNSET  # nothing was set
+
+
+@pytest.mark.parametrize("name", ["name", "size", "duration"])
+def test_bytes_given_to_a_box_are_the_catalogs_typed_error(name: str) -> None:
+    el = element(name)  # a text, a choice, a union parsed from text
+    with pytest.raises(PayloadError, match=r"a bytes is not JSON data .*gw\.media\.encode"):
+        el.set(b"a kite")  # was shown as "b'a kite'" (and a raw TypeError in the form)
+    assert el.get() is UNSET
+
+
 def test_tri_state_bool_has_an_unset_entry_first() -> None:
     el = element("flag")
     labels = [label for label, _ in el.control.options]

@@ -17,6 +17,7 @@ from typing import Any
 
 import ipywidgets as W
 import pytest
+from loopback import LoopbackServer, QuietHandler
 from PIL import Image
 from widgets.taskfakes import DisplayRecorder
 
@@ -265,7 +266,9 @@ def test_billing_summary_names_the_billing_fields(endpoint: str) -> None:
         if wire in VALID[endpoint]:
             assert f"{wire} {VALID[endpoint][wire]}" in summary
         assert "$</span>" in form.fields[wire].widget.children[0].children[0].value
-    if not spec.billing_fields:
+    if spec.prompt_fields:  # imgM: each prompt its text makes bills
+        assert summary == "Billed per prompt: 1 billed prompt (4 images)"
+    elif not spec.billing_fields:
         assert "Billed per task" in summary
 
 
@@ -337,6 +340,34 @@ def test_unknown_field_is_sent_as_is_with_an_amber_note() -> None:
     assert not form.submit_button.disabled  # a warning, not an error
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "given", "said"),
+    [
+        ("genW2.5-t2i-preview", {"prompt": b"a kite"}, "prompt: a bytes is not JSON data"),
+        ("imgM-v8.1-t2i", {"prompt": b"a kite"}, "prompt: a bytes is not JSON data"),
+        ("genW2.5-t2i-preview", {"n": 10**400}, r"n: expected a whole number \(1 – 4\)"),
+    ],
+)
+def test_a_value_no_box_can_hold_is_the_typed_error_when_built_or_set(
+    endpoint: str, given: dict[str, Any], said: str
+) -> None:
+    """Not a raw TypeError (the JSON view) or OverflowError (the number box); the imgM
+    prompt sent the text "b'a kite'"."""
+    with pytest.raises(gw.PayloadError, match=said):
+        gw.form(endpoint, client=RecordingClient(), **({"prompt": "a kite"} | given))
+    form = gw.form(endpoint, client=RecordingClient(), prompt="a kite")
+    with pytest.raises(gw.PayloadError, match=said):
+        form.set(**given)
+    assert form.value == {"prompt": "a kite"}
+
+
+def test_an_unknown_fields_bytes_are_shown_with_the_catalogs_error() -> None:
+    form = gw.form("genW2.5-t2i-preview", client=RecordingClient(), prompt="a", extra=b"x")
+    assert "b&#x27;x&#x27;" in form.json_view.value or "b'x'" in form.json_view.value
+    assert "extra: a bytes is not JSON data" in html.unescape(form.reason.value)
+    assert form.submit_button.disabled
+
+
 def test_validation_runs_on_every_change_without_submitting() -> None:
     client = RecordingClient()
     form = gw.form("vidVq2-text2video", client=client)
@@ -364,6 +395,120 @@ def test_click_submits_once_and_displays_the_job() -> None:
     assert form.last_job is not None and "req-form-1" in form.reason.value
     form.submit()  # code may submit again on purpose
     assert len(client.calls) == 2
+
+
+class NoAnswerClient(RecordingClient):
+    """A client whose creates go out and get no answer (a task may exist), as
+    ``gw.Client`` raises then."""
+
+    def send(self, prepared: FakePrepared) -> FakeJob:
+        self.calls.append((prepared.endpoint, prepared.payload))
+        raise gw.errors.OutcomeUnknown("the create request was sent but no answer arrived")
+
+
+def actions(form: EndpointForm) -> list[str]:
+    """The buttons beside the reason, by their words."""
+    return [b.description for b in form.actions.children if isinstance(b, W.Button)]
+
+
+def test_a_click_after_a_create_with_no_answer_asks_before_sending_it_again() -> None:
+    client = NoAnswerClient()
+    form = gw.form("vidVq2-text2video", client=client, prompt="a kite")
+    form.submit_button.click()
+    said = form.reason.value
+    form.submit_button.click()  # a double click's second message: it asks, sends nothing
+    assert len(client.calls) == 1 and actions(form) == ["Submit", "Send again", "Reset"]
+    assert "no answer arrived" in said and "asks before sending it again" in said
+    assert "may exist" in form.reason.value and "client.history()" in form.reason.value
+    form.confirm_button.click()  # the deliberate second action
+    assert len(client.calls) == 2 and actions(form) == ["Submit", "Reset"]
+    form.confirm_button.click()  # queued behind it: taken away, sends nothing
+    assert len(client.calls) == 2
+    form.set(prompt="a kite at dawn")  # another payload is sent on one click
+    form.submit_button.click()
+    assert len(client.calls) == 3
+
+
+def test_a_changed_payload_takes_the_question_away() -> None:
+    client = NoAnswerClient()
+    form = gw.form("vidVq2-text2video", client=client, prompt="a kite")
+    form.submit_button.click()
+    form.submit_button.click()
+    assert "Send again" in actions(form)
+    form.set(prompt="a boat")
+    assert "Send again" not in actions(form) and "ready to submit" in form.reason.value
+    form.confirm_button.click()  # a click already queued on it sends nothing
+    assert len(client.calls) == 1
+    form.set(prompt="a kite")  # back to the payload of no answer: a click asks again
+    form.submit_button.click()
+    assert len(client.calls) == 1 and "Send again" in actions(form)
+
+
+class ClosesWithoutAnswer(QuietHandler):
+    """A gateway that reads a create and closes without answering."""
+
+    creates: list[str] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.creates.append(self.path)
+        self.close_connection = True
+
+
+def test_a_double_click_sends_one_create_when_the_gateway_never_answers() -> None:
+    ClosesWithoutAnswer.creates.clear()
+    server = LoopbackServer(ClosesWithoutAnswer)
+    client = gw.Client(server.base, "sk-test-key")
+    try:
+        form = gw.form("genW2.5-t2i-preview", client=client, prompt="a red kite", n=1)
+        form.submit_button.click()
+        form.submit_button.click()  # the double click's second message
+        assert ClosesWithoutAnswer.creates == ["/v1/queue/genW2.5-t2i-preview"]
+        assert actions(form) == ["Submit", "Send again", "Reset"]
+    finally:
+        client.close()
+        server.close()
+
+
+#: 10 colours × 4 things: 40 prompts, each billed (4 images each)
+FORTY = "a {red,orange,yellow,green,blue,indigo,violet,black,white,grey} {kite,boat,car,tree}"
+
+
+def test_an_imgm_prompt_billing_many_prompts_is_counted_and_asks_first() -> None:
+    client = RecordingClient()
+    form = gw.form("imgM-v8.1-t2i", client=client, prompt=FORTY + " --r 1")
+    billing = html.unescape(form.billing.value)
+    assert "Billed per prompt: 40 billed prompts (160 images)" in billing
+    assert "above confirm_above=10: Submit asks first" in billing
+    form.submit_button.click()
+    form.submit_button.click()  # a double click only asks again
+    assert client.calls == [] and actions(form) == ["Submit", "Send 40 prompts", "Reset"]
+    assert "40 billed prompts (160 images), above confirm_above=10" in form.reason.value
+    form.confirm_button.click()
+    form.confirm_button.click()  # queued behind the first: nothing more
+    assert len(client.calls) == 1 and form.last_job is not None
+    assert "req-form-1" in form.reason.value
+
+
+@pytest.mark.parametrize(
+    ("prompt", "confirm_above", "asks"),
+    [
+        ("a {red,blue} kite --repeat 5", 10, False),  # 10 prompts: not above 10
+        ("a {red,blue} kite --repeat 6", 10, True),  # 12
+        ("a kite", 0, True),  # 1 prompt, confirm_above=0: every click asks
+    ],
+)
+def test_a_form_asks_by_the_rule_of_grids(prompt: str, confirm_above: int, asks: bool) -> None:
+    client = RecordingClient()
+    form = gw.form("imgM-v8.1-t2i", client=client, confirm_above=confirm_above, prompt=prompt)
+    form.submit_button.click()
+    assert (client.calls == []) is asks and ("Send" in " ".join(actions(form))) is asks
+    assert form.billed() == gw.lab.cost.billed_count(gw.endpoint("imgM-v8.1-t2i"), form.value)
+
+
+def test_a_bad_confirm_above_is_refused_as_a_grids_is() -> None:
+    with pytest.raises(ValueError, match="confirm_above must be a whole number 0 or more"):
+        gw.form("imgM-v8.1-t2i", client=RecordingClient(), confirm_above=-1)
 
 
 def count_validations(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> list[int]:

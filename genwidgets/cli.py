@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import shutil
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -327,11 +329,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _command(argv)
 
 
+def _say_warning(command: str, message: Warning | str, *_: object, **__: object) -> None:
+    """A warning (``warnings.showwarning``) as the command's one line on stderr, as its
+    errors are said: not Python's source path, line number and source line."""
+    said = str(message).removeprefix("genwidgets: ")  # the command names itself
+    print(f"genwidgets {command}: warning: {said}", file=sys.stderr)
+
+
 def _command(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
     if isinstance(args, int):
         return args
+    with warnings.catch_warnings():
+        warnings.showwarning = functools.partial(_say_warning, args.command)
+        return _run(args, parser)
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "simulate":
         return simulator_cli.simulate(args, parser)
     if args.command == "batch":

@@ -17,7 +17,6 @@ import pytest
 
 import genwidgets
 from genwidgets.cli import main
-from genwidgets.errors import LedgerWarning
 from genwidgets.jobs import polling
 
 pytestmark = pytest.mark.timeout(60)
@@ -197,13 +196,30 @@ def test_with_json_every_error_is_one_json_object_on_stdout(
     home = tmp_path / "not-a-folder"
     home.write_text("")
     monkeypatch.setenv("GENWIDGETS_HOME", str(home))
-    with pytest.warns(LedgerWarning, match="ledger is off"):
-        assert main(["history", "--json"]) == 1
-    assert one_json_object(capsys) == {"error": "the ledger is off", "command": "history"}
-    with pytest.warns(LedgerWarning):
-        assert main(["history"]) == 1  # without --json: text on stderr, as before
+    assert main(["history", "--json"]) == 1
+    said = capsys.readouterr()  # the ledger's warning: one line on stderr, beside the JSON
+    assert json.loads(said.out) == {"error": "the ledger is off", "command": "history"}
+    assert said.err.startswith("genwidgets history: warning: the task ledger is off (")
+    assert main(["history"]) == 1  # without --json: text on stderr, as before
     said = capsys.readouterr()
-    assert said.out == "" and said.err.strip() == "genwidgets history: the ledger is off"
+    assert said.out == "" and said.err.splitlines()[-1] == "genwidgets history: the ledger is off"
+
+
+def test_a_warning_is_one_line_of_the_command_naming_the_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A soft finding (a prompt the service truncates) is said as the command says its
+    errors: not Python's warning, with a source path, a line number and a source line."""
+    rows = tmp_path / "rows.csv"
+    rows.write_text("text\n" + "a fox " * 500 + "\n")
+    command = ["batch", str(rows), "--endpoint", T2I, "--set", "prompt={text}", "--set", "n=1"]
+    assert main([*command, "--out", str(tmp_path / "o")]) == 2  # stdin: not a terminal
+    assert capsys.readouterr().err.splitlines() == [
+        "genwidgets batch: warning: row 0 (line 2): prompt has 3000 characters; the service "
+        "truncates it to 2000",
+        "genwidgets batch: refused: 1 row(s) to send and stdin is not a terminal to confirm; "
+        "pass --yes",
+    ]
 
 
 def test_notebooks_are_copied_and_never_over_files_there(

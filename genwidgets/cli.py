@@ -54,6 +54,20 @@ Then, in Python: export {ENV_BASE_URL}=http://127.0.0.1:8765 and
 every command uses the embedded simulator."""
 #: a task command's exit status when the task is not (yet) done well
 EXIT_NOT_DONE = 1
+#: the most tasks ``history --limit`` lists (far more than a terminal shows; a count past
+#: SQLite's integers blamed the ledger: docs/decisions.md#batch-cli)
+MAX_LIMIT = 1_000_000
+
+
+def _limit(text: str) -> int:
+    """``history --limit``: a whole number from 0 to ``MAX_LIMIT``."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to {MAX_LIMIT}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     history.add_argument("--endpoint", help="only this endpoint's tasks")
     history.add_argument("--status", help="a state (unfinished, ok, failed, ...) or status")
-    history.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    history.add_argument(
+        "--limit", type=_limit, default=50, help=f"at most this many (default 50, most {MAX_LIMIT})"
+    )
     for name, text in (
         ("status", "ask the gateway for a task's status"),
         ("result", "a task's result and local files (waits with --wait)"),
@@ -264,10 +280,15 @@ def _notebooks(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    target.mkdir(parents=True, exist_ok=True)
-    for path in files:
-        shutil.copyfile(path, target / path.name)
-        print(target / path.name)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for path in files:
+            shutil.copyfile(path, target / path.name)
+            print(target / path.name)
+    except OSError as exc:  # a file there, a file above it, a folder not writable
+        why = "it is a file" if target.is_file() else exc.strerror or str(exc)
+        said = f"cannot copy into {target}: {why}; give a folder you can write"
+        return say_error("notebooks", said, EXIT_NOT_DONE, as_json=False)
     return 0
 
 

@@ -192,7 +192,7 @@ def test_with_json_every_error_is_one_json_object_on_stdout(
     assert found["command"] == "status" and "request_id" in found["error"]
     assert found["usage"].startswith("usage: genwidgets status")
     assert main(["history", "--limit", "many", "--json"]) == 2
-    assert "invalid int value: 'many'" in one_json_object(capsys)["error"]
+    assert "'many' is not a whole number from 0 to 1000000" in one_json_object(capsys)["error"]
     home = tmp_path / "not-a-folder"
     home.write_text("")
     monkeypatch.setenv("GENWIDGETS_HOME", str(home))
@@ -222,6 +222,20 @@ def test_a_warning_is_one_line_of_the_command_naming_the_row(
     ]
 
 
+@pytest.mark.parametrize("limit", ["1000001", "9223372036854775808", "-1", "1e3"])
+def test_a_history_limit_out_of_bounds_is_refused_by_the_argument_check(
+    capsys: pytest.CaptureFixture[str], limit: str
+) -> None:
+    """Not "cannot read the ledger ...: datatype mismatch", as if the ledger were damaged."""
+    with pytest.raises(SystemExit) as ended:
+        main(["history", "--limit", limit])
+    assert ended.value.code == 2
+    said = capsys.readouterr().err
+    assert f"argument --limit: {limit!r} is not a whole number from 0 to 1000000" in said
+    assert "ledger" not in said
+    assert main(["history", "--limit", "1000000"]) == 0
+
+
 def test_notebooks_are_copied_and_never_over_files_there(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -232,6 +246,19 @@ def test_notebooks_are_copied_and_never_over_files_there(
     assert main(["notebooks", str(target)]) == 2
     assert "already has" in capsys.readouterr().err
     assert main(["notebooks", str(target), "--force"]) == 0
+
+
+@pytest.mark.parametrize("where", ["afile", "afile/sub"])
+def test_notebooks_into_a_folder_that_cannot_be_made_is_said_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    (tmp_path / "afile").write_text("")
+    assert main(["notebooks", str(tmp_path / where)]) == 1
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.startswith(
+        f"genwidgets notebooks: cannot copy into {tmp_path / where}: "
+    )
+    assert said.err.strip().endswith("; give a folder you can write")
 
 
 @pytest.mark.slow

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._formats import short
-from ..catalog import endpoint as catalog_endpoint
 from ..catalog import collect_warnings, validate
+from ..catalog import endpoint as catalog_endpoint
 from ..catalog.validation import misspelled
 from ..errors import EndpointNotFound, PayloadError
 from .budget import MONEY, Budget, make_budget, plain_amount, summed

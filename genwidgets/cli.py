@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import shutil
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -52,6 +54,20 @@ Then, in Python: export {ENV_BASE_URL}=http://127.0.0.1:8765 and
 every command uses the embedded simulator."""
 #: a task command's exit status when the task is not (yet) done well
 EXIT_NOT_DONE = 1
+#: the most tasks ``history --limit`` lists (far more than a terminal shows; a count past
+#: SQLite's integers blamed the ledger: docs/decisions.md#batch-cli)
+MAX_LIMIT = 1_000_000
+
+
+def _limit(text: str) -> int:
+    """``history --limit``: a whole number from 0 to ``MAX_LIMIT``."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to {MAX_LIMIT}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     history.add_argument("--endpoint", help="only this endpoint's tasks")
     history.add_argument("--status", help="a state (unfinished, ok, failed, ...) or status")
-    history.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    history.add_argument(
+        "--limit", type=_limit, default=50, help=f"at most this many (default 50, most {MAX_LIMIT})"
+    )
     for name, text in (
         ("status", "ask the gateway for a task's status"),
         ("result", "a task's result and local files (waits with --wait)"),
@@ -262,10 +280,15 @@ def _notebooks(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    target.mkdir(parents=True, exist_ok=True)
-    for path in files:
-        shutil.copyfile(path, target / path.name)
-        print(target / path.name)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for path in files:
+            shutil.copyfile(path, target / path.name)
+            print(target / path.name)
+    except OSError as exc:  # a file there, a file above it, a folder not writable
+        why = "it is a file" if target.is_file() else exc.strerror or str(exc)
+        said = f"cannot copy into {target}: {why}; give a folder you can write"
+        return say_error("notebooks", said, EXIT_NOT_DONE, as_json=False)
     return 0
 
 
@@ -327,11 +350,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _command(argv)
 
 
+def _say_warning(command: str, message: Warning | str, *_: object, **__: object) -> None:
+    """A warning (``warnings.showwarning``) as the command's one line on stderr, as its
+    errors are said: not Python's source path, line number and source line."""
+    said = str(message).removeprefix("genwidgets: ")  # the command names itself
+    print(f"genwidgets {command}: warning: {said}", file=sys.stderr)
+
+
 def _command(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
     if isinstance(args, int):
         return args
+    with warnings.catch_warnings():
+        warnings.showwarning = functools.partial(_say_warning, args.command)
+        return _run(args, parser)
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "simulate":
         return simulator_cli.simulate(args, parser)
     if args.command == "batch":

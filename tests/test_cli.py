@@ -17,7 +17,6 @@ import pytest
 
 import genwidgets
 from genwidgets.cli import main
-from genwidgets.errors import LedgerWarning
 from genwidgets.jobs import polling
 
 pytestmark = pytest.mark.timeout(60)
@@ -193,17 +192,48 @@ def test_with_json_every_error_is_one_json_object_on_stdout(
     assert found["command"] == "status" and "request_id" in found["error"]
     assert found["usage"].startswith("usage: genwidgets status")
     assert main(["history", "--limit", "many", "--json"]) == 2
-    assert "invalid int value: 'many'" in one_json_object(capsys)["error"]
+    assert "'many' is not a whole number from 0 to 1000000" in one_json_object(capsys)["error"]
     home = tmp_path / "not-a-folder"
     home.write_text("")
     monkeypatch.setenv("GENWIDGETS_HOME", str(home))
-    with pytest.warns(LedgerWarning, match="ledger is off"):
-        assert main(["history", "--json"]) == 1
-    assert one_json_object(capsys) == {"error": "the ledger is off", "command": "history"}
-    with pytest.warns(LedgerWarning):
-        assert main(["history"]) == 1  # without --json: text on stderr, as before
+    assert main(["history", "--json"]) == 1
+    said = capsys.readouterr()  # the ledger's warning: one line on stderr, beside the JSON
+    assert json.loads(said.out) == {"error": "the ledger is off", "command": "history"}
+    assert said.err.startswith("genwidgets history: warning: the task ledger is off (")
+    assert main(["history"]) == 1  # without --json: text on stderr, as before
     said = capsys.readouterr()
-    assert said.out == "" and said.err.strip() == "genwidgets history: the ledger is off"
+    assert said.out == "" and said.err.splitlines()[-1] == "genwidgets history: the ledger is off"
+
+
+def test_a_warning_is_one_line_of_the_command_naming_the_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A soft finding (a prompt the service truncates) is said as the command says its
+    errors: not Python's warning, with a source path, a line number and a source line."""
+    rows = tmp_path / "rows.csv"
+    rows.write_text("text\n" + "a fox " * 500 + "\n")
+    command = ["batch", str(rows), "--endpoint", T2I, "--set", "prompt={text}", "--set", "n=1"]
+    assert main([*command, "--out", str(tmp_path / "o")]) == 2  # stdin: not a terminal
+    assert capsys.readouterr().err.splitlines() == [
+        "genwidgets batch: warning: row 0 (line 2): prompt has 3000 characters; the service "
+        "truncates it to 2000",
+        "genwidgets batch: refused: 1 row(s) to send and stdin is not a terminal to confirm; "
+        "pass --yes",
+    ]
+
+
+@pytest.mark.parametrize("limit", ["1000001", "9223372036854775808", "-1", "1e3"])
+def test_a_history_limit_out_of_bounds_is_refused_by_the_argument_check(
+    capsys: pytest.CaptureFixture[str], limit: str
+) -> None:
+    """Not "cannot read the ledger ...: datatype mismatch", as if the ledger were damaged."""
+    with pytest.raises(SystemExit) as ended:
+        main(["history", "--limit", limit])
+    assert ended.value.code == 2
+    said = capsys.readouterr().err
+    assert f"argument --limit: {limit!r} is not a whole number from 0 to 1000000" in said
+    assert "ledger" not in said
+    assert main(["history", "--limit", "1000000"]) == 0
 
 
 def test_notebooks_are_copied_and_never_over_files_there(
@@ -216,6 +246,19 @@ def test_notebooks_are_copied_and_never_over_files_there(
     assert main(["notebooks", str(target)]) == 2
     assert "already has" in capsys.readouterr().err
     assert main(["notebooks", str(target), "--force"]) == 0
+
+
+@pytest.mark.parametrize("where", ["afile", "afile/sub"])
+def test_notebooks_into_a_folder_that_cannot_be_made_is_said_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    (tmp_path / "afile").write_text("")
+    assert main(["notebooks", str(tmp_path / where)]) == 1
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.startswith(
+        f"genwidgets notebooks: cannot copy into {tmp_path / where}: "
+    )
+    assert said.err.strip().endswith("; give a folder you can write")
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from ..errors import Unreachable
 from .engine import Engine, wait_future
 
-__all__ = ["run_each", "valid_concurrency"]
+__all__ = ["MAX_CONCURRENCY", "run_each", "valid_concurrency"]
 
 T = TypeVar("T")
 
@@ -28,10 +28,24 @@ HELD_BACK = "held back by its batch before it was sent: nothing was sent"
 STOP_WAIT = 30.0
 
 
+#: the most creates a batch may hold in flight at once: far past any use (the client's
+#: ``max_in_flight``, 16 by default, caps its requests anyway) and short of a count that
+#: breaks the chunking (docs/decisions.md#one-batch-sender)
+MAX_CONCURRENCY = 1000
+
+
 def valid_concurrency(concurrency: object) -> int:
-    """``concurrency`` as a positive whole number, else a ValueError saying so."""
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be a whole number 1 or more, not {concurrency!r}")
+    """``concurrency`` as a whole number from 1 to ``MAX_CONCURRENCY``, else a
+    ValueError saying so."""
+    if (
+        isinstance(concurrency, bool)
+        or not isinstance(concurrency, int)
+        or not 1 <= concurrency <= MAX_CONCURRENCY
+    ):
+        raise ValueError(
+            f"concurrency must be a whole number 1 or more, at most {MAX_CONCURRENCY}, "
+            f"not {concurrency!r}"
+        )
     return concurrency
 
 

@@ -23,6 +23,7 @@ from .batch import Batch
 from .batch_open import ON_TIMEOUT, open_batch
 from .budget import MONEY
 from .cost import UNITS
+from .outfiles import check_out
 
 __all__ = [
     "EXIT_DONE",
@@ -67,6 +68,20 @@ def _price(text: str) -> tuple[str, str, float]:
     if not sep or not endpoint:
         raise argparse.ArgumentTypeError(f"{text!r} is not ENDPOINT:PER_UNIT=PRICE")
     return endpoint, key, _number(value, text)
+
+
+def _once(flag: str, given: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A repeatable flag's NAME=VALUE pairs as a dict, a name given twice refused: the
+    last kept silently would send (and bill) what the user did not mean."""
+    found: dict[str, Any] = {}
+    for name, value in given:
+        if name in found:
+            raise ValueError(
+                f"{flag} gives {name} twice ({name}={found[name]}, then {name}={value}): "
+                "give it once, with the value meant"
+            )
+        found[name] = value
+    return found
 
 
 def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -197,14 +212,18 @@ def run_batch(
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    budget: Any = dict(args.budget) or None
+    error = functools.partial(say_error, "batch", as_json=args.json, stdout=stdout, stderr=stderr)
+    try:
+        template = _once("--set", args.template)
+        budget: Any = _once("--budget", args.budget) or None
+        _once("--price", [(f"{endpoint}:{key}", value) for endpoint, key, value in args.price])
+    except ValueError as exc:
+        return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc=exc, id=args.id)
     prices: dict[str, dict[str, float]] = {}
     for endpoint, key, value in args.price:
         prices.setdefault(endpoint, {})[key] = value
     if budget is not None and set(budget) == {MONEY}:
         budget = budget[MONEY]
-
-    error = functools.partial(say_error, "batch", as_json=args.json, stdout=stdout, stderr=stderr)
     try:
         client = Client()
     except ValueError as exc:  # a key with no gateway address, an address that is no URL
@@ -214,7 +233,7 @@ def run_batch(
             batch = open_batch(
                 args.endpoint,
                 args.file,
-                dict(args.template) or None,
+                template or None,
                 out=args.out,
                 id=args.id,
                 budget=budget,
@@ -224,6 +243,7 @@ def run_batch(
                 on_timeout=args.on_timeout,
                 client=client,
                 filenames=args.filenames,
+                record=False,  # nothing recorded, no folder made, until confirmed
             )
         except (PayloadError, BudgetExceeded, EndpointNotFound, ValueError) as exc:
             return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc=exc, id=args.id)
@@ -256,7 +276,11 @@ def run_batch(
             print(f"Send {to_send} row(s)? [y/N]", end=" ", file=asked, flush=True)
             if stdin.readline().strip().lower() not in ("y", "yes"):
                 return error("not confirmed, nothing sent", EXIT_REFUSED, id=batch.id)
-        batch.submit()
+        try:  # confirmed: the folder made, the id recorded (another plan may hold it now)
+            check_out(batch.out, batch.id, known=batch.stored)
+            batch.submit()
+        except PayloadError as exc:
+            return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc=exc, id=batch.id)
         if retried:
             batch.retry_failed()
         try:

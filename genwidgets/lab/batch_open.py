@@ -88,10 +88,13 @@ def open_batch(
     on_timeout: str = "cancel",
     client: ClientLike | None = None,
     filenames: str | None = None,
+    record: bool = True,
 ) -> Batch:
     """Everything :func:`batch` does but sending: the plan, the id, the folder, what
     the store holds under the id, the budget. ``batch.needs_confirmation`` says whether
     it would wait for ``.submit()`` (the command line asks first, whatever the count).
+    ``record`` false: a new batch's id is recorded and its folder made only by
+    ``.submit()`` and ``check_out`` (the command line confirms in the same process).
     A batch of this id still sending in this process is returned as it is."""
     concurrency = CONCURRENCY if concurrency is None else concurrency
     confirm_above = CONFIRM_ABOVE if confirm_above is None else confirm_above
@@ -130,7 +133,7 @@ def open_batch(
         sending = _opened.get(key)
     if sending is not None and sending.sending:
         return sending
-    check_out(folder, batch_id, known=stored is not None)
+    check_out(folder, batch_id, known=stored is not None, make=record)
     run = Batch(
         plan,
         chosen,
@@ -146,7 +149,7 @@ def open_batch(
     plan.budget.check(
         [(r.index, r.endpoint, r.units) for r in waiting], run.spent, f"batch {batch_id}"
     )
-    if stored is None:
+    if stored is None and record:
         run.store_batch()  # the id is this plan's before anything is confirmed
     billed = sum(r.planned.billed for r in waiting)
     run.confirm_above = confirm_above

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._formats import short
+from ..catalog import collect_warnings, validate
 from ..catalog import endpoint as catalog_endpoint
-from ..catalog import validate
 from ..catalog.validation import misspelled
 from ..errors import EndpointNotFound, PayloadError
 from .budget import MONEY, Budget, make_budget, plain_amount, summed
@@ -317,12 +318,15 @@ def plan_batch(
                 continue
         try:
             units = billed_units(target, payload)
-            prepared = check(target.id, payload)
+            with collect_warnings() as findings:  # a soft finding says its row
+                prepared = check(target.id, payload)
         except PayloadError as exc:
             problems += [
                 {"loc": (where, *e["loc"]), "msg": _explained(e, row, tmpl)} for e in exc.errors
             ]
             continue
+        for message, category in findings:
+            warnings.warn(f"{where}: {message}", category, stacklevel=3)
         prompt, seed, _used = read_roles(target, payload)  # the prompt without --seed
         built_in = {"slug": slug(prompt) or target.id.lower(), "seed": seed}
         built_in.update(endpoint=target.id, kind=target.kind)

@@ -29,11 +29,14 @@ __all__ = ["check_out", "write_outputs"]
 MAX_SUFFIX = 1000
 
 
-def check_out(out: Path, batch_id: str, *, known: bool = True) -> None:
+def check_out(out: Path, batch_id: str, *, known: bool = True, make: bool = True) -> None:
     """Make ``out`` and prove it writable, before anything is sent; a folder holding
     another batch's manifest is refused (its names would clash), and so is one holding
     rows of this batch already sent when the store does not ``know`` the batch: another
-    ledger (``GENWIDGETS_HOME``) sent them, and sending them again pays twice."""
+    ledger (``GENWIDGETS_HOME``) sent them, and sending them again pays twice. With
+    ``make`` false a missing folder is left missing (checked again once confirmed)."""
+    if not make and not out.exists():
+        return  # no manifest there to refuse; made and proved writable once confirmed
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".genwidgets-probe-{os.getpid()}"

@@ -11,7 +11,8 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -196,11 +197,48 @@ def _file_rows(
     return SourceRows(rows, columns or list(keys), path.name, path.stem, lines)
 
 
+#: how a value may hold a double quote, said when a quote breaks a CSV file
+_QUOTES = (
+    "a value may start with a double quote only if the whole value is quoted and the "
+    'quotes inside it are doubled ("""Hello,"" she said"); a quote inside an unquoted '
+    'value (she said "hi") is kept as it is'
+)
+
+
+def _csv_trouble(name: str, began: int, line: int, exc: csv.Error) -> str:
+    """What a ``csv.Error`` means, naming the line the broken record began on (a quote
+    left open swallows every later line into one value: docs/decisions.md#batch-rows)."""
+    said = str(exc)
+    if said == "unexpected end of data":  # strict: a quoted value the file ends inside
+        return (
+            f"{name}: line {began}: a quote opened here is never closed (the value would "
+            f"run to the end of the file); {_QUOTES}"
+        )
+    if "expected after" in said:  # strict: text after a quoted value's closing quote
+        ends = "" if line == began else f" begins here and, on line {line},"
+        return (
+            f"{name}: line {began}: a quoted value{ends} ends at a quote followed by more "
+            f"text, not a comma or the line's end; {_QUOTES}"
+        )
+    return f"{name}: line {began} does not read as CSV: {said}"
+
+
 def _read_csv(path: Path) -> SourceRows:
-    reader = csv.reader(io.StringIO(_open_text(path), newline=""))
+    # strict: a quote left open or closed mid-value is refused, never read into the
+    # values around it; a valid file reads the same as without it
+    reader = csv.reader(io.StringIO(_open_text(path), newline=""), strict=True)
+    began = 1  # the line the record being read begins on
+
+    def numbered() -> Iterator[tuple[int, list[str]]]:
+        nonlocal began
+        for record in reader:
+            yield reader.line_num, record
+            began = reader.line_num + 1
+
+    records = numbered()
     limit = csv.field_size_limit(MAX_CELL_CHARS)
     try:
-        header = next(reader, None)
+        header = next(records, (0, []))[1]
         if not header or not any(h.strip() for h in header):
             raise _bad(f"{path.name} has no header row: the first line names the columns")
         names = [h.strip() for h in header]
@@ -209,28 +247,44 @@ def _read_csv(path: Path) -> SourceRows:
         if twice := sorted({n for n in names if names.count(n) > 1}):
             raise _bad(f"{path.name} names a column twice: {', '.join(twice)}")
         too_many = f"values for {len(names)} columns (quote a value that holds a comma)"
-        records = (
+        rows = (
             (
-                reader.line_num,
+                line,
                 dict(zip(names, record, strict=False)),
-                f"line {reader.line_num} of {path.name} has {len(record)} {too_many}"
+                f"line {line} of {path.name} has {len(record)} {too_many}"
                 if len(record) > len(names)
                 else None,
             )
-            for record in reader
+            for line, record in records
             if any(cell.strip() for cell in record)  # a blank line is no row
         )
-        return _file_rows(path, records, "has a header but no rows", names)
+        return _file_rows(path, rows, "has a header but no rows", names)
     except csv.Error as exc:
-        raise _bad(f"{path.name} does not read as CSV: {exc}") from None
+        raise _bad(_csv_trouble(path.name, began, reader.line_num, exc)) from None
     finally:
         csv.field_size_limit(limit)
+
+
+class _KeyTwice(Exception):
+    """A JSON object naming a key twice (json keeps the last value, silently)."""
+
+
+def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refused when it names a key twice (as a CSV header
+    naming a column twice is)."""
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        counts = Counter(key for key, _ in pairs)
+        raise _KeyTwice(", ".join(repr(key) for key, n in counts.items() if n > 1))
+    return value
 
 
 def _json_row(text: str, where: str) -> tuple[dict[str, Any], str | None]:
     """One line of a JSONL file as a row, and what is wrong with it (None: nothing)."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_keys_once)
+    except _KeyTwice as exc:
+        return {}, f"{where} names a key twice: {exc}; an object names each key once"
     except (ValueError, RecursionError) as exc:
         return {}, f"{where} is not JSON: {exc}"
     if not isinstance(value, dict):
@@ -239,9 +293,11 @@ def _json_row(text: str, where: str) -> tuple[dict[str, Any], str | None]:
 
 
 def _read_jsonl(path: Path) -> SourceRows:
+    # lines end at "\n" only: JSON strings may hold U+2028, U+0085 and the other line
+    # breaks str.splitlines() splits at; a "\r" before the "\n" is JSON whitespace
     records = (
         (number, *_json_row(line, f"line {number} of {path.name}"))
-        for number, line in enumerate(_open_text(path).splitlines(), 1)
+        for number, line in enumerate(_open_text(path).split("\n"), 1)
         if line.strip()
     )
     return _file_rows(path, records, "holds no JSON object")

@@ -103,9 +103,9 @@ def test_nothing_to_send_is_an_empty_list() -> None:
     assert run_each(get_engine(), [], concurrency=3) == []
 
 
-@pytest.mark.parametrize("bad", [0, -2, 1.5, True, None, "3"])
-def test_a_concurrency_that_is_not_a_positive_whole_number_is_refused(bad: Any) -> None:
-    with pytest.raises(ValueError, match=r"concurrency must be a whole number 1 or more, not"):
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, None, "3", 1001, 10**20])
+def test_a_concurrency_that_is_not_a_whole_number_from_1_to_1000_is_refused(bad: Any) -> None:
+    with pytest.raises(ValueError, match=r"whole number 1 or more, at most 1000, not"):
         valid_concurrency(bad)
     with pytest.raises(ValueError, match="concurrency"):
         run_each(get_engine(), [Gate().work(0)], concurrency=bad)

@@ -64,6 +64,59 @@ def test_without_yes_and_without_a_terminal_it_refuses_and_sends_nothing(
     assert stats(gateway_env)["create"] == 0
 
 
+def test_a_plan_not_confirmed_records_nothing_and_makes_no_folder(
+    gateway_env: SimulatorServer, tmp_path: Path
+) -> None:
+    """Refused for want of --yes, or answered no: the --out folder is not made and the
+    batch is not bound to it, so the command with --out corrected is not refused."""
+    common = [str(rows_file(tmp_path, 2)), "--endpoint", T2I, "--set", "prompt={text}"]
+    typo, meant = tmp_path / "shtos", tmp_path / "shots"
+    code, out, err = run([*common, "--out", str(typo)])
+    assert code == 2 and "pass --yes" in err
+    code, _, err = run([*common, "--out", str(typo)], stdin=Terminal("n\n"))
+    assert code == 2 and "not confirmed" in err
+    assert not typo.exists()
+    code, _, err = run([*common, "--out", str(meant)], stdin=Terminal("n\n"))
+    assert code == 2 and "not confirmed" in err and "writes into" not in err
+    # still refused before the question: a folder holding this batch's rows another
+    # ledger sent, and (once confirmed) a folder that cannot be made
+    meant.mkdir()
+    sent = {"batch": out.split()[1], "row": 0, "request_id": "r-1"}
+    (meant / "manifest.jsonl").write_text(json.dumps(sent) + "\n")
+    code, out, err = run([*common, "--out", str(meant)], stdin=Terminal("y\n"))
+    assert code == 2 and "by another ledger" in err and "Send" not in out
+    (tmp_path / "afile").write_text("")
+    code, out, err = run([*common, "--out", str(tmp_path / "afile" / "o")], stdin=Terminal("y\n"))
+    assert code == 2 and "refused, nothing sent: " in err and "cannot write into" in err
+    assert stats(gateway_env)["create"] == 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--set", "n=4", "--set", "n=1"], "--set gives n twice (n=4, then n=1)"),
+        (["--budget", "images=9", "--budget", "images=1"], "--budget gives images twice"),
+        (
+            ["--budget", "money=1", "--price", f"{T2I}:per_image=0.5"] * 2,
+            "--budget gives money twice",
+        ),
+        (
+            ["--price", f"{T2I}:per_image=0.5", "--price", f"{T2I}:per_image=0.05"],
+            f"--price gives {T2I}:per_image twice (",
+        ),
+    ],
+    ids=["set", "budget", "money", "price"],
+)
+def test_a_field_budget_or_price_given_twice_is_refused(
+    tmp_path: Path, flags: list[str], said: str
+) -> None:
+    """The last of two values kept silently would send (and bill) what was not meant."""
+    common = [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}"]
+    code, out, err = run([*common, *flags, "--out", str(tmp_path / "o"), "--yes"])
+    assert code == 2 and out == "" and said in err and "give it once" in err
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.slow
 def test_confirmed_on_a_terminal_or_with_yes_it_sends_and_exits_0(
     gateway_env: SimulatorServer, tmp_path: Path

@@ -3,6 +3,7 @@ PayloadError naming the row (and line) and saying what is accepted."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -122,3 +123,63 @@ def test_reads_are_capped_before_reading(tmp_path: Path, monkeypatch: pytest.Mon
         read_rows(path)
     with pytest.raises(PayloadError, match="at most 10"):
         read_rows([{"a": 1}] * 11)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a stray quote: every later line would have been one value of row 1
+        (
+            'text,seed\na fox,1\n"a stray quote,2\n'
+            + "".join(f"row {i},{i}\n" for i in range(3, 50)),
+            "line 3: a quote opened here is never closed",
+        ),
+        # read as `Hello, she said` before: the quotes silently dropped
+        ('text,seed\na fox,1\n"Hello," she said,2\n', "line 3: a quoted value ends at a quote"),
+        ('text\n"a stray\n"b",\nc\n', "line 2: a quoted value begins here and, on line 3, ends"),
+    ],
+    ids=["left open", "closed mid-value", "closed on a later line"],
+)
+def test_a_quote_left_open_or_closed_mid_value_is_refused_naming_its_line(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    path = tmp_path / "quotes.csv"
+    path.write_text(text)
+    with pytest.raises(PayloadError) as info:
+        read_rows(path)
+    [(_, msg)] = messages(info)
+    assert expected in msg and '"""Hello,"" she said"' in msg  # what is allowed
+
+
+def test_quotes_a_valid_csv_file_may_hold_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "quotes.csv"
+    path.write_bytes(
+        b'text,seed\r\nshe said "hi",1\r\n"""Hello,"" she said",2\r\n"two\r\nlines",3\r\n'
+    )
+    found = read_rows(path)
+    assert [r["text"] for r in found.rows] == ['she said "hi"', '"Hello," she said', "two\r\nlines"]
+    assert found.lines == [2, 3, 5]
+
+
+def test_jsonl_lines_end_at_newlines_only(tmp_path: Path) -> None:
+    path = tmp_path / "breaks.jsonl"
+    texts = ["a fox\u2028on two lines", "b\x85c", "d\u2029e\x0bf\x1cg"]
+    lines = [json.dumps({"text": t}, ensure_ascii=False) for t in texts]
+    path.write_bytes(("\n".join(lines[:2]) + "\r\n\r\n" + lines[2] + "\r\n").encode())
+    found = read_rows(path)
+    assert [r["text"] for r in found.rows] == texts
+    assert found.lines == [1, 2, 4]
+
+
+def test_a_jsonl_object_naming_a_key_twice_is_refused_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "twice.jsonl"
+    path.write_text('{"text": "a"}\n{"text": "a fox", "text": "a dog"}\n{"a": {"b": 1, "b": 2}}\n')
+    with pytest.raises(PayloadError) as info:
+        read_rows(path)
+    assert messages(info) == [
+        (
+            ("row 1",),
+            "line 2 of twice.jsonl names a key twice: 'text'; an object names each key once",
+        ),
+        (("row 2",), "line 3 of twice.jsonl names a key twice: 'b'; an object names each key once"),
+    ]

@@ -189,4 +189,3 @@ def test_a_sweep_refuses_what_a_grid_refuses_before_anything_is_paid(
     with pytest.raises(PayloadError) as refused:
         plan_sweep(T2I, {"prompt": "a", "seed": 5}, vary=vary)
     assert says in str(refused.value)
-

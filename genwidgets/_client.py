@@ -28,11 +28,11 @@ from .errors import (
     LedgerError,
     LedgerWarning,
     ModelNotAllowed,
-    NoAnswer,
     NotSupported,
     PayloadError,
     RateLimited,
-    ServerError,
+    RequestNotFound,
+    RuntimeFailed,
     Unauthorized,
     Unreachable,
     WebhookNotSupported,
@@ -77,14 +77,15 @@ CONTACT_LOST_NEXT = (
 
 
 def lost_contact(job: JobLike) -> bool:
-    """Whether a job ended without word of its task: polling gave up on faults of
-    contact (not the gateway's answer about the task, not a closed client), or the key
-    was refused while following it (revoked, then rotated: the task goes on). Such a
-    task is never called failed: following it again (``client.job``) makes no create."""
+    """Whether a job ended without word of its task: every end but the gateway's word
+    about the task itself (404 "Request not found", "Runtime execution failed") and a
+    closed client. Polling gave up on faults of contact, or a poll was refused (a key
+    revoked then given back, a proxy's 403 page, a 409): the task may run and bill, so
+    it is never called failed; following it again (``client.job``) makes no create."""
     exc = job.exception()
-    return isinstance(
-        exc, (NoAnswer, ServerError, RateLimited, Unauthorized, ModelNotAllowed)
-    ) and not isinstance(exc, ClientClosed)
+    return isinstance(exc, Exception) and not isinstance(
+        exc, (RequestNotFound, RuntimeFailed, ClientClosed)
+    )
 
 
 def created_nothing(exc: BaseException) -> bool:

@@ -108,6 +108,21 @@ def readable(value: Any, keys: Sequence[str]) -> str | None:
         return str(value)
 
 
+def says_nothing(value: Any) -> bool:
+    """Whether a gateway's ``error`` says there is none, in one of the ways gateways
+    write "none": null, false, 0, NaN, "", "null", "none", {}, [], or an object or list
+    of those (``{"code": null, "message": null}``)."""
+    if value is None or value is False or value == 0 or value != value:  # NaN
+        return True
+    if isinstance(value, str):
+        return value.strip().lower() in ("", "null", "none")
+    if isinstance(value, Mapping):
+        return all(says_nothing(v) for v in value.values())
+    if isinstance(value, list):
+        return all(says_nothing(v) for v in value)
+    return False
+
+
 ERROR_TEXT_KEYS = ("message", "detail", "msg", "error", "description")
 ERROR_TYPE_KEYS = ("type", "code", "name")
 
@@ -171,10 +186,16 @@ class _ResultAnswer(Answer):
     what = "the result"
     status: Word = None
     error: Annotated[
-        str | None, PlainValidator(lambda v: error_text_of(readable(v, ERROR_TEXT_KEYS)))
+        str | None,
+        PlainValidator(
+            lambda v: None if says_nothing(v) else error_text_of(readable(v, ERROR_TEXT_KEYS))
+        ),
     ] = None
     error_type: Annotated[
-        str | None, PlainValidator(lambda v: word_of(readable(v, ERROR_TYPE_KEYS)))
+        str | None,
+        PlainValidator(
+            lambda v: None if says_nothing(v) else word_of(readable(v, ERROR_TYPE_KEYS))
+        ),
     ] = None
     request_id: Text = None
     outputs: Annotated[

@@ -475,9 +475,18 @@ class KeyRefused(OneTaskGateway):
         type(self).creates += 1
         super().do_POST()
 
+    refusal = 401
+
     def do_GET(self) -> None:
-        if self.refused.is_set():
-            self.send_json({"detail": "Unauthorized"}, code=401)
+        if self.refused.is_set() and self.refusal == 403:  # a proxy's page, not the gateway's
+            page = b"<html><body>Access denied by the firewall</body></html>"
+            self.send_response(403)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+        elif self.refused.is_set():
+            self.send_json({"detail": "Unauthorized"}, code=self.refusal)
         elif self.path.endswith("/status"):
             self.send_json({"request_id": "r1", "status": "COMPLETED"})
         else:
@@ -486,15 +495,20 @@ class KeyRefused(OneTaskGateway):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("refusal", "said"), [(401, "Unauthorized"), (403, "GatewayError"), (409, "GatewayError")]
+)
 def test_a_key_refused_while_a_task_runs_leaves_it_unknown_and_a_rerun_reattaches(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, refusal: int, said: str
 ) -> None:
-    """A 401 on a poll says nothing of the task, which goes on and is paid: the row is
-    never failed (whose retry pays again); running the batch again follows it."""
+    """A poll refused (a key revoked then given back, a firewall's page, a 409) says
+    nothing of the task, which goes on and is paid: the row is never failed (whose
+    retry pays again); running the batch again follows it."""
     picture = io.BytesIO()
     Image.new("RGB", (4, 4), "red").save(picture, format="PNG")
     KeyRefused.creates, KeyRefused.refused = 0, threading.Event()
     KeyRefused.picture = "data:image/png;base64," + base64.b64encode(picture.getvalue()).decode()
+    KeyRefused.refusal = refusal
     KeyRefused.refused.set()
     gateway = LoopbackServer(KeyRefused)
     try:
@@ -503,7 +517,7 @@ def test_a_key_refused_while_a_task_runs_leaves_it_unknown_and_a_rerun_reattache
             batch = gw.batch(T2I, prompts(1), TEMPLATE, out=out, client=client, timeout=1)
             row = batch.wait(timeout=120, progress="none").rows[0]
             assert row.status == "unknown" and row.request_id == "r1"
-            assert "contact lost (Unauthorized" in (row.error or "")
+            assert f"contact lost ({said}" in (row.error or "")
             assert batch.retry_failed() == 0
             KeyRefused.refused.clear()
             again = gw.batch(T2I, prompts(1), TEMPLATE, client=client, timeout=600)

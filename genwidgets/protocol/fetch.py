@@ -172,14 +172,17 @@ def http_client(
     timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
     transport: httpx.AsyncBaseTransport | None = None,
     trusted_origin: str | None = None,
+    keep_alive: bool = True,
 ) -> httpx.AsyncClient:
     """The one way an ``httpx.AsyncClient`` is made here: every header it is given
-    (the key, a caller's extra headers) goes only to ``trusted_origin``."""
+    (the key, a caller's extra headers) goes only to ``trusted_origin``.
+    ``keep_alive=False``: each request on a new connection, closed after its answer."""
     bound = (*ORIGIN_BOUND_HEADERS, *(name.lower() for name in (headers or {})))
     rule = _OriginRule(trusted_origin, bound)
     return httpx.AsyncClient(
         transport=transport,
         event_hooks={"request": [rule.arequest], "response": [rule.aresponse]},
+        limits=httpx.Limits() if keep_alive else httpx.Limits(max_keepalive_connections=0),
         **_options(headers, timeout, trusted_origin),
     )
 

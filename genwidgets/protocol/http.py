@@ -233,11 +233,20 @@ class Gateway:
         self.not_found_grace = not_found_grace
         #: the jitter source of this client's retries and polls
         self.rng = random.Random()
+        sent = _headers(Secret.wrap(api_key), headers)
         self._http = http_client(
-            headers=_headers(Secret.wrap(api_key), headers),
+            headers=sent, timeout=timeout, transport=transport, trusted_origin=self.base_url
+        )
+        #: creates go on connections of their own, closed after their answer: a paid
+        #: request never rides a connection an earlier answer left bytes on (a
+        #: Content-Length counting characters), which made its answer garbage and its
+        #: task unaddressable (docs/decisions.md#retries)
+        self._creates = http_client(
+            headers=sent,
             timeout=timeout,
             transport=transport,
             trusted_origin=self.base_url,
+            keep_alive=False,
         )
         self._foreign_origins: set[str] = set()
         #: request counts by operation, for benchmarks and tests
@@ -248,6 +257,7 @@ class Gateway:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+        await self._creates.aclose()
 
     async def _send(
         self,
@@ -282,7 +292,8 @@ class Gateway:
             try:
                 async with self._semaphore:
                     self.counts[op] += 1
-                    answer = await self._exchange(method, url, content, headers, away)
+                    http = self._creates if create else self._http
+                    answer = await self._exchange(http, method, url, content, headers, away)
             except httpx.TooManyRedirects:
                 raise GatewayError(
                     f"the {op} request was redirected more than {MAX_REDIRECTS} times",
@@ -302,6 +313,7 @@ class Gateway:
 
     async def _exchange(
         self,
+        http: httpx.AsyncClient,
         method: str,
         url: str,
         content: bytes | None,
@@ -313,10 +325,10 @@ class Gateway:
         (docs/decisions.md#reading-answers)."""
         grace = self.timeout + min(10.0, self.timeout)  # connecting, then answering
         async with within(Deadline(grace, sent=len(content or b""))) as watch:
-            request = self._http.build_request(
+            request = http.build_request(
                 method, url, content=content, headers=headers, extensions={STAY_HOME: away}
             )
-            response = await self._http.send(request, stream=True)
+            response = await http.send(request, stream=True)
             try:
                 return await read_answer(response, MAX_ANSWER_BYTES, watch)
             finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import time
 from collections.abc import Callable
@@ -13,6 +14,7 @@ import httpx
 import pytest
 from fake_gateway import BASE, FAST_POLICY, FakeGateway, error, speed_up
 from fake_time import FakeTime
+from loopback import LoopbackServer, OneTaskGateway
 
 from genwidgets import errors
 from genwidgets.errors import OutcomeUnknown
@@ -236,6 +238,49 @@ def test_create_with_unreadable_handle_is_outcome_unknown() -> None:
     fake.faults["create"].append(httpx.Response(200, text="<html>ok</html>"))
     with pytest.raises(OutcomeUnknown):
         run(gateway(fake).create("ep", b"{}"))
+
+
+class CharactersCounted(OneTaskGateway):
+    """A gateway whose status answers count characters in their Content-Length (a
+    common server bug): the bytes past it stay on the kept-alive connection."""
+
+    creates = 0
+
+    def do_POST(self) -> None:
+        type(self).creates += 1
+        super().do_POST()
+
+    def do_GET(self) -> None:
+        text = '{"status": "IN_PROGRESS", "logs": [{"message": "génération: étape 1/3"}]}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(text)))
+        self.end_headers()
+        self.wfile.write(text.encode())
+
+
+def test_a_create_never_rides_a_connection_an_answer_left_bytes_on() -> None:
+    """The next create on that connection was made (paid) by the gateway and its
+    answer read as garbage: outcome unknown, its task never addressable."""
+    CharactersCounted.creates = 0
+    server = LoopbackServer(CharactersCounted)
+
+    async def scenario() -> list[str]:
+        gw = Gateway(server.base, KEY, max_in_flight=1, max_retries=0)
+        try:
+            made = [await gw.create("ep", b"{}")]
+            with contextlib.suppress(errors.GatewayError):
+                await gw.status(made[0], retries=0)
+            made.append(await gw.create("ep", b"{}"))
+            return [h.request_id for h in made]
+        finally:
+            await gw.aclose()
+
+    try:
+        assert run(scenario()) == ["r1", "r1"]
+        assert CharactersCounted.creates == 2
+    finally:
+        server.close()
 
 
 # -- status / result / cancel ------------------------------------------------

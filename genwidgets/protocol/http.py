@@ -175,12 +175,30 @@ def error_from_response(
     return kind(text, **kw)
 
 
+def is_refusal(answer: Answer) -> bool:
+    """An error answer: a status of 400 or more, or a body in the spec's gateway error
+    shape (an ``error`` object with a string ``code``, no task ``status`` and no task
+    address) whatever its status, since the spec does not show its errors' status
+    codes: a 200 refusing a create is not a task handle."""
+    if answer.status_code >= 400:
+        return True
+    if b'"code"' not in answer.content[:65536]:  # a handle or a record: not parsed again
+        return False
+    body = answer.json()
+    return (
+        isinstance(body, Mapping)
+        and isinstance(body.get("error"), Mapping)
+        and isinstance(body["error"].get("code"), str)
+        and not any(key in body for key in ("status", "status_url", "response_url"))
+    )
+
+
 def _says_rate_limited(answer: Answer) -> bool:
     """A 429, or an error answer whose body carries the ``RATE_LIMIT_EXCEEDED`` code
     (whatever the status: the spec shows the code, not the status)."""
     if answer.status_code == 429:
         return True
-    if answer.status_code < 400 or b"RATE_LIMIT_EXCEEDED" not in answer.content[:4096]:
+    if b"RATE_LIMIT_EXCEEDED" not in answer.content[:4096] or not is_refusal(answer):
         return False
     return isinstance(error_from_response(answer), RateLimited)
 
@@ -393,7 +411,7 @@ class Gateway:
                     endpoint=endpoint,
                 ) from None
             else:
-                if answer.status_code < 400:
+                if not is_refusal(answer):
                     return self._handle(endpoint, answer)
                 error = error_from_response(answer, endpoint=endpoint)
                 if isinstance(error, ServerError):  # a 5xx may follow a task made
@@ -437,7 +455,7 @@ class Gateway:
         while True:
             try:
                 answer = await self._send(op, method, url, endpoint=endpoint, request_id=request_id)
-                if answer.status_code < 400:
+                if not is_refusal(answer):
                     return answer
                 error: Exception = error_from_response(
                     answer, endpoint=endpoint, request_id=request_id
@@ -446,7 +464,7 @@ class Gateway:
                 # Nothing sent: Unreachable; an answer that broke off: the gateway failed.
                 kind = Unreachable if isinstance(exc, _NOT_SENT) else ServerError
                 error = kind(
-                    f"{op} request failed: {type(exc).__name__}: {redact(str(exc))}",
+                    f"{op} request failed: {type(exc).__name__}: {redact(str(exc)) or 'no detail'}",
                     endpoint=endpoint,
                     request_id=request_id,
                 )

@@ -175,6 +175,29 @@ def test_create_retries_429_within_max_retries() -> None:
     assert clock.now >= 2.0  # the gate held each retry its default second
 
 
+def test_an_error_body_is_an_error_whatever_its_status() -> None:
+    """The spec shows its gateway error's shape, not its status: a 200 refusing a
+    create is no task handle (its request_id named no task), and a 200 refusing a poll
+    is no status of the task."""
+    fake = FakeGateway()
+    fake.faults["create"].append(error(200, {**RATE, "request_id": "gwreq-7f3a"}))
+    gw, clock = virtual_gateway(fake, max_retries=2)
+    handle = run(clock.run(gw.create("ep", b'{"prompt": "x"}')))
+    assert handle.request_id != "gwreq-7f3a" and fake.count("create") == 2
+    refused = {"error": {"code": "UNAUTHORIZED", "message": "a bearer token is needed"}}
+    fake.faults["status"].append(error(200, refused))
+    with pytest.raises(errors.Unauthorized, match="a bearer token is needed"):
+        run(gateway(fake).status(handle, retries=0))
+    fake.faults["create"].append(error(200, {"error": {"code": "QUOTA", "message": "odd"}}))
+    with pytest.raises(errors.GatewayError, match="odd") as odd:
+        run(gateway(fake).create("ep", b"{}"))
+    assert odd.value.status_code == 200  # said "outcome unknown" by the client: not a 4xx
+    # a record carrying its task's error is a record, not a refusal
+    failed = {"status": "COMPLETED", "error": {"code": "E1", "message": "boom"}}
+    fake.faults["status"].append(error(200, failed))
+    assert run(gateway(fake).status(handle, retries=0)).status == "COMPLETED"
+
+
 def test_create_after_a_429_waits_what_the_gateway_says_and_no_more() -> None:
     """With a Retry-After the client's gate holds the retry exactly that long; an extra
     backoff on top would leave a batch idle under a create limit. Without one, the

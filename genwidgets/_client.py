@@ -423,9 +423,9 @@ class Client:
             return known
         try:
             handle = Handle.documented(self.base_url, endpoint, request_id)  # spec 2.1's URLs
-        except ValueError as exc:  # a request id no URL can carry: the caller's input
-            problem = {"loc": ("request_id",), "msg": str(exc)}
-            raise PayloadError([problem], endpoint=endpoint) from None
+        except ValueError as exc:  # an id no URL can carry: the caller's input, no payload
+            field = "endpoint" if str(exc).startswith("the endpoint id") else "request_id"
+            raise PayloadError([{"loc": (field,), "msg": str(exc)}]) from None
         if self.ledger is not None:
             try:
                 self.ledger.writes.record_attach(self.gateway_name, handle)

@@ -107,10 +107,19 @@ def login(api_key: str | None = None) -> None:
     _session_key = key
 
 
+#: each relative ``GENWIDGETS_HOME`` as first resolved: a ``%cd`` later must not move
+#: the outputs away from their ledger
+_RESOLVED_HOMES: dict[str, Path] = {}
+
+
 def home() -> Path:
-    """Where the ledger and downloaded outputs live (``~/.genwidgets`` by default)."""
+    """Where the ledger and downloaded outputs live (``~/.genwidgets`` by default), as
+    an absolute path; a relative ``GENWIDGETS_HOME`` is read against the folder the
+    process was in when it was first used."""
     raw = os.environ.get(ENV_HOME)
-    return Path(raw).expanduser() if raw else Path.home() / ".genwidgets"
+    if not raw:
+        return Path.home() / ".genwidgets"
+    return _RESOLVED_HOMES.setdefault(raw, Path(raw).expanduser().absolute())
 
 
 def saved_media() -> str:

@@ -123,3 +123,19 @@ def test_the_key_is_refused_over_plain_http_to_a_host_named_like_loopback() -> N
 
     with pytest.raises(ValueError, match="allow_insecure"):
         gw.Client("http://127.evil.example", "sk-123456")
+
+
+def test_a_relative_home_stays_where_it_was_first_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GENWIDGETS_HOME=gw-home`` then ``%cd data``: the outputs stay beside their
+    ledger (they went to data/gw-home, and output paths were relative)."""
+    from genwidgets._config import home
+
+    relative = f"gw-home-{tmp_path.name}"  # a value no other test resolved
+    (tmp_path / "data").mkdir()
+    monkeypatch.setenv("GENWIDGETS_HOME", relative)
+    monkeypatch.chdir(tmp_path)
+    first = home()
+    monkeypatch.chdir(tmp_path / "data")
+    assert home() == first == tmp_path / relative and first.is_absolute()

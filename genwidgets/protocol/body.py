@@ -360,13 +360,38 @@ class Answer:
         return redact(self.content[: limit * 4].decode("utf-8", errors="replace")[:limit])
 
     def describe(self) -> str:
-        """What the body was, for a message: ``not JSON, 12 bytes``, or why it was refused."""
-        self.json()  # a body nested too deep says so in ``refused``
+        """What the body was, for a message: ``a JSON list, 12 bytes``, ``an HTML page,
+        ...``, ``the text 'Request not found', 17 bytes``, ``not JSON, ...``, or why it
+        was refused."""
+        parsed = self.json()  # a body nested too deep says so in ``refused``
         if self.refused is not None:
             return self.refused
+        size = f"{len(self.content):,} bytes"
+        if parsed is not None or self.content.strip() == b"null":
+            kinds: dict[type, str] = {
+                dict: "a JSON object",
+                list: "a JSON list",
+                str: "a JSON string",
+            }
+            return f"{kinds.get(type(parsed), 'JSON ' + json.dumps(parsed)[:20])}, {size}"
         head = self.content[:64].lstrip().lower()
-        kind = "an HTML page" if head.startswith((b"<!doctype", b"<html")) else "not JSON"
-        return f"{kind}, {len(self.content):,} bytes"
+        if head.startswith((b"<!doctype", b"<html")):
+            return f"an HTML page, {size}"
+        said = self.plain_text()
+        return f"the text {said!r}, {size}" if said else f"not JSON, {size}"
+
+    def plain_text(self, limit: int = 120) -> str | None:
+        """The body when it is a short line of readable UTF-8 text (a gateway's plain
+        ``Request not found``), redacted; None for anything else."""
+        if not self.content or len(self.content) > limit * 4:
+            return None
+        try:
+            text = self.content.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            return None
+        if not text or len(text) > limit or not text.isprintable() or text.startswith("<"):
+            return None  # markup is a page, described as one
+        return redact(text)
 
 
 async def read_answer(

@@ -138,7 +138,7 @@ def error_from_response(
         found = body.get("request_id")
         request_id = request_id or (str(found) if found and isinstance(found, str | int) else None)
     status = answer.status_code
-    text = detail or message
+    text = detail or message or answer.plain_text()
     if text is None:
         text = (
             f"unreadable answer ({answer.describe()})"

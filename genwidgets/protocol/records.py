@@ -11,6 +11,7 @@ value a record keeps is clamped or refused here (docs/decisions.md#hostile-value
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -133,9 +134,21 @@ def log_line(entry: Any) -> str:
     return terminal_text(readable(entry, ("message", "msg", "text", "line")) or "")
 
 
+#: an endpoint id as a queue address carries it: names of letters, digits, ``.``, ``_``,
+#: ``-`` (and ``~``), joined by ``/`` (other gateways' ids hold slashes: ``owner/model``)
+_ENDPOINT_ID = re.compile(r"[A-Za-z0-9._~-]+(?:/[A-Za-z0-9._~-]+)*")
+
+
 def queue_url(base_url: str, endpoint: str, request_id: str | None = None) -> str:
     """The documented queue address (spec 2.1): of an endpoint, or of one of its tasks
-    (the request id percent-encoded, so no id can reach another path)."""
+    (the request id percent-encoded, so no id can reach another path). An endpoint id
+    that would leave ``/v1/queue`` or break the address is a ValueError."""
+    if not _ENDPOINT_ID.fullmatch(endpoint) or {".", ".."} & set(endpoint.split("/")):
+        raise ValueError(
+            f"the endpoint id {terminal_text(repr(endpoint)[:120])} cannot be sent: an id "
+            "is names of letters, digits, '.', '_' and '-', joined by '/' (not '.' or "
+            "'..'), e.g. genW2.5-t2i-preview"
+        )
     root = f"{base_url.rstrip('/')}/v1/queue/{endpoint}"
     if request_id is None:
         return root

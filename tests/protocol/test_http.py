@@ -19,6 +19,7 @@ from loopback import LoopbackServer, OneTaskGateway
 from genwidgets import errors
 from genwidgets.errors import OutcomeUnknown
 from genwidgets.protocol import http
+from genwidgets.protocol.body import Answer
 from genwidgets.protocol.gate import GATE_CEILING
 from genwidgets.protocol.http import Gateway, RateGate, parse_retry_after
 from genwidgets.protocol.records import Handle
@@ -148,6 +149,27 @@ def test_status_fallback_and_html_pages_are_described() -> None:
     exc = http.error_from_response(error(502, "<!DOCTYPE html><h1>Bad gateway</h1>"))
     assert type(exc) is errors.ServerError and "HTML page" in str(exc)
     assert type(http.error_from_response(error(418, {"odd": 1}))) is errors.GatewayError
+
+
+def test_a_plain_text_answer_is_said_and_a_json_one_is_never_called_not_json() -> None:
+    """The spec's 404 may come as the text ``Request not found``: said as it is, not
+    "unreadable answer (not JSON, 17 bytes)"; a JSON body refused for its content is
+    described as the JSON it is."""
+    gone = http.error_from_response(error(404, "Request not found"), request_id="r1")
+    assert type(gone) is errors.RequestNotFound and str(gone).startswith(
+        "HTTP 404: Request not found"
+    )
+    described = {
+        '{"request_id": ""}': "a JSON object, 18 bytes",
+        "[1, 2]": "a JSON list, 6 bytes",
+        "Request not found": "the text 'Request not found', 17 bytes",
+        "\x00\x01binary": "not JSON, 8 bytes",
+    }
+    for body, said in described.items():
+        answer = Answer.of(
+            httpx.Response(200, content=body.encode().decode("unicode_escape").encode())
+        )
+        assert answer.describe() == said, body
 
 
 def test_rate_limited_carries_retry_after() -> None:

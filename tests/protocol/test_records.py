@@ -179,3 +179,29 @@ def test_an_asset_record_nested_too_deep_is_none_not_a_crash() -> None:
         {"status": "COMPLETED", "content": deep, "outputs": []}, endpoint="asset-get"
     )
     assert result.asset is None
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        "genW2.5-t2i-preview\t",
+        "genW2.5-t2i-preview/../../../admin",
+        "a b",
+        "a?x=1",
+        "",
+        "a//b",
+        "./a",
+    ],
+)
+def test_an_endpoint_id_that_would_leave_the_queue_or_break_the_address_is_refused(
+    endpoint: str,
+) -> None:
+    """A tab pasted from a table was a bare httpx.InvalidURL traceback; ``/../`` quietly
+    asked another path of the gateway's origin (with the key)."""
+    from genwidgets.protocol.records import queue_url
+
+    with pytest.raises(ValueError, match="cannot be sent: an id is names of letters"):
+        queue_url("http://gw", endpoint, "r1")
+    assert queue_url("http://gw", "owner/model-1.5_x", "r1") == (
+        "http://gw/v1/queue/owner/model-1.5_x/requests/r1"
+    )

@@ -190,38 +190,106 @@ async def _forward_create(
     payload: dict[str, Any],
     task_id: str,
 ) -> Response:
+    """Send the reserved create upstream and record what came of it. Once it may have
+    left, no failure here says "nothing was billed": a database that fails, or a server
+    that stops, answers an outcome unknown naming the task (docs/decisions.md#serve-http)."""
     db = state.config.database
     body = json.dumps(payload).encode()
+    answer: UpstreamAnswer | ServeError
     try:
         answer = await state.config.upstream.send("POST", f"/v1/queue/{endpoint}", body)
     except ServeError as fault:
-        if fault.sent:
-            await run_in_threadpool(move, db, task_id, "unknown", error=fault.message[:500])
-            log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, fault.message)
+        if not fault.sent:
+            await run_in_threadpool(release, db, task_id, "not_sent", fault.message)
             return gateway_error(
-                504,
-                "UPSTREAM_TIMEOUT",
-                f"The class gateway's upstream did not answer ({fault.message}): the task may "
-                f"exist; its cost stays reserved until the teacher settles task {task_id}",
+                502,
+                "UPSTREAM_UNAVAILABLE",
+                f"The class gateway {fault.message}: nothing was billed",
             )
-        await run_in_threadpool(release, db, task_id, "not_sent", fault.message)
-        return gateway_error(
-            502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}: nothing was billed"
+        answer = fault
+    except asyncio.CancelledError:  # the server stops (SIGTERM) while upstream has it
+        return _stopped_while_sending(db, key, task_id)
+    try:
+        return await _record_create(request, state, key, endpoint, task_id, answer)
+    except ServeError as exc:
+        if exc.code != "STORAGE_UNAVAILABLE":
+            raise
+        log.error(
+            "create %s by %s: the database failed after it was sent: %s", task_id, key.name, exc
         )
+        return _outcome_unknown(
+            503,
+            "STORAGE_UNAVAILABLE",
+            "The class gateway's database failed after the create was sent upstream",
+            task_id,
+        )
+
+
+def _outcome_unknown(status: int, code: str, why: str, task_id: str) -> JSONResponse:
+    """The answer to a create that may have reached upstream: it may exist (and bill), so
+    its cost stays reserved, and it names our task for the teacher to settle."""
+    return gateway_error(
+        status,
+        code,
+        f"{why}: the task may exist; its cost stays reserved until the teacher settles "
+        f"task {task_id}",
+    )
+
+
+def _stopped_while_sending(db: Any, key: KeyRecord, task_id: str) -> Response:
+    """The server was told to stop while upstream had the create: it is ``unknown`` at
+    once (it holds no running place) and the student is told so, in one warning line."""
+    why = "the class gateway stopped while sending this create"
+    # written here, not awaited: a stopping server's loop may run no other step
+    try:
+        move(db, task_id, "unknown", error=why)
+    except ServeError as exc:  # the sweep makes it unknown in time; the stop goes on
+        log.warning("create %s: not recorded at the stop: %s", task_id, exc)
+    log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, why)
+    return _outcome_unknown(503, "SERVER_STOPPING", "The class gateway stopped", task_id)
+
+
+async def _record_create(
+    request: Request,
+    state: ServeState,
+    key: KeyRecord,
+    endpoint: str,
+    task_id: str,
+    answer: UpstreamAnswer | ServeError,
+) -> Response:
+    """Record upstream's answer to the create (or its fault, once it may have arrived)
+    and answer the student; a database failure here is the caller's to answer."""
+    db = state.config.database
+    if isinstance(answer, ServeError):
+        await run_in_threadpool(move, db, task_id, "unknown", error=answer.message[:500])
+        log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, answer.message)
+        why = f"The class gateway's upstream did not answer ({answer.message})"
+        return _outcome_unknown(504, "UPSTREAM_TIMEOUT", why, task_id)
     upstream_id = answer.body.get("request_id") if isinstance(answer.body, dict) else None
     if 200 <= answer.status < 300 and isinstance(upstream_id, str) and upstream_id:
-        await run_in_threadpool(move, db, task_id, "open", upstream_id=upstream_id)
-        log.info("create %s %s by %s: sent", task_id, endpoint, key.name)
+        # logged before it is written: if the write fails, the teacher can still settle it
+        log.info(
+            "create %s %s by %s: sent, upstream id %s", task_id, endpoint, key.name, upstream_id
+        )
+        try:
+            await run_in_threadpool(move, db, task_id, "open", upstream_id=upstream_id)
+        except ServeError:
+            log.error(
+                "create %s by %s: upstream made it as %s, but it could not be recorded; once "
+                "it is unknown (within 10 minutes), settle it: serve tasks --settle %s --made",
+                task_id,
+                key.name,
+                upstream_id,
+                task_id,
+            )
+            raise
         position = answer.body.get("queue_position")
         return JSONResponse(_addresses(_base(request), endpoint, task_id, position))
     if answer.status >= 500 or 200 <= answer.status < 300:
         why = f"upstream answered {answer.status} to the create"
         await run_in_threadpool(move, db, task_id, "unknown", error=why)
-        return gateway_error(
-            502,
-            "UPSTREAM_ERROR",
-            f"The class gateway's upstream failed ({why}): the task may exist; its cost "
-            f"stays reserved until the teacher settles task {task_id}",
+        return _outcome_unknown(
+            502, "UPSTREAM_ERROR", f"The class gateway's upstream failed ({why})", task_id
         )
     await run_in_threadpool(release, db, task_id, "refused", f"upstream {answer.status}")
     return _passed_on(state, answer, refused_create=True)
@@ -342,11 +410,10 @@ async def _serve_error(request: Request, exc: Exception) -> Response:
     if exc.code != "STORAGE_UNAVAILABLE":
         return refused(exc)
     log.error("%s on %s %s: %s", exc.code, request.method, request.url.path, exc)
+    # a create's failure after it was sent is answered where it was sent (_forward_create)
+    said = "nothing was sent upstream" if request.method == "POST" else "try again"
     return gateway_error(
-        503,
-        "STORAGE_UNAVAILABLE",
-        "The class gateway's database failed; nothing was sent upstream",
-        1.0,
+        503, "STORAGE_UNAVAILABLE", f"The class gateway's database failed; {said}", 1.0
     )
 
 

@@ -4,6 +4,7 @@ bad input typed, and nothing billed for a create that never reached upstream."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from collections.abc import Callable
@@ -17,8 +18,9 @@ from serve_helpers import TEACHER_KEY, Class, wait_for
 import genwidgets as gw
 from genwidgets.cli import main
 from genwidgets.errors import GatewayError, RequestNotFound, ServeError
-from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, budgets
+from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, app, budgets
 from genwidgets.serve.budgets import tasks_of
+from genwidgets.serve.db import storage_error
 from genwidgets.serve.keys import add_group, add_key, revoke_key
 from genwidgets.serve.usage import usage
 from genwidgets.simulator import SimulatorServer
@@ -525,3 +527,32 @@ def test_a_busy_port_is_the_class_gateways_own_error(
     server.stop()
     server.stop()  # twice is harmless
     assert not server.running
+
+
+def test_a_database_failure_after_the_create_was_sent_is_an_outcome_unknown(
+    make_class: Callable[..., Class],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Upstream made (and billed) the task, then the database failed to record it: the
+    student is never told nothing was sent, and upstream's id is in the log first."""
+    klass = make_class()
+    token = add_key(klass.db, "alice", {"tasks": 5})
+    recorded = budgets.move
+
+    def failing(db: Database, task_id: str, state: str, **rest: Any) -> bool:
+        if state == "open":
+            raise storage_error("disk I/O error")
+        return recorded(db, task_id, state, **rest)
+
+    monkeypatch.setattr(app, "move", failing)
+    with caplog.at_level(logging.INFO, logger="genwidgets.serve"), klass.client(token) as api:
+        answer = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+    [task] = tasks_of(klass.db)
+    error = answer.json()["error"]
+    assert answer.status_code == 503 and error["code"] == "STORAGE_UNAVAILABLE"
+    assert "nothing was sent" not in error["message"] and "may exist" in error["message"]
+    assert task["id"] in error["message"]
+    [made] = klass.sim.state.scheduler.tasks
+    assert made in caplog.text and TEACHER_KEY not in caplog.text
+    assert key_usage(klass.db, "alice")["held"] == {"tasks": 1.0, "images": 1.0}

@@ -251,3 +251,49 @@ def test_creates_waiting_their_turn_when_serve_stops_are_given_back(
     held = json.loads(capsys.readouterr().out)["keys"][0]["held"]
     assert code == 0 and held == {"tasks": 1.0, "images": 1.0}
     db.close()
+
+
+@pytest.mark.slow
+def test_serve_stopped_while_upstream_has_a_create_answers_an_outcome_unknown(
+    tmp_path: Path,
+    upstream_sim: Any,
+    serve_processes: Callable[..., Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SIGTERM while upstream takes its time with a create: the student gets the gateway's
+    error shape naming the task (it may exist), the teacher one line, no traceback, and
+    the task is ``unknown`` (still reserved, no running place held)."""
+    database = str(tmp_path / "class.db")
+    assert main(["serve", "--database", database, "keys", "add", "cy", "--json"]) == 0
+    token = json.loads(capsys.readouterr().out)["key"]
+    upstream_sim.state.reconfigure({"latency": 30.0})
+    started = serve_processes(upstream_sim.base_url, database)
+    answers: list[httpx.Response] = []
+
+    def create() -> None:
+        with httpx.Client(base_url=started.base_url, timeout=60) as api:
+            answers.append(
+                api.post(
+                    "/v1/queue/genW2.5-t2i-preview",
+                    json={"prompt": "x", "n": 1},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+            )
+
+    sender = threading.Thread(target=create)
+    sender.start()
+    db = Database(database)
+    wait_for(lambda: tasks_of(db, state="sending"), what="the create to be sent")
+    started.process.send_signal(signal.SIGTERM)
+    started.process.wait(60)
+    sender.join(60)
+    [task] = tasks_of(db)
+    db.close()
+    [answer] = answers
+    assert answer.status_code == 503
+    error = answer.json()["error"]
+    assert error["code"] == "SERVER_STOPPING" and task["id"] in error["message"]
+    assert "may exist" in error["message"]
+    assert task["state"] == "unknown"
+    log = started.log.read_text()
+    assert "Traceback" not in log and f"create {task['id']} by cy: outcome unknown" in log

@@ -34,6 +34,7 @@ from ..simulator.app import http_error, read_payload, required_token
 from ..simulator.registry import describe_errors
 from .budgets import (
     as_counted,
+    ask_cancel,
     caller_and_task,
     charge_of,
     forgotten,
@@ -364,8 +365,8 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         if task[3] in ("open", "done"):
             await run_in_threadpool(release, db, task[0], "cancelled")
         return JSONResponse({"request_id": task[0], "status": "CANCELLATION_REQUESTED"})
-    if cancel:  # asked first: a poll that sees it end meanwhile settles it cancelled, charged
-        await run_in_threadpool(move, db, task[0], "cancelling", source=("open", "unknown"))
+    if cancel and not await run_in_threadpool(ask_cancel, db, task[0]):  # others follow it
+        return JSONResponse({"request_id": task[0], "status": "CANCELLATION_REQUESTED"})
     path = queue_url("", endpoint, task[2]) + f"/{tail}"
     try:
         answer = await state.config.upstream.send(method, path)

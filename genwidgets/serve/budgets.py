@@ -31,6 +31,7 @@ __all__ = [
     "LIVE",
     "Reservation",
     "as_counted",
+    "ask_cancel",
     "caller_and_task",
     "charge_of",
     "forgotten",
@@ -182,7 +183,7 @@ def reserve(
             first = tx.one(
                 "SELECT id, upstream_id FROM tasks WHERE cache_key = ? AND group_name = ? "
                 "AND created_at >= ? AND cached_from IS NULL "
-                "AND state IN ('sending', 'open', 'done') ORDER BY created_at LIMIT 1",
+                "AND state IN ('sending', 'open', 'done') ORDER BY created_at LIMIT 1 {lock}",
                 (cache_key, key.group, now - group[2]),
             )
             if first is not None:
@@ -245,6 +246,38 @@ def move(
         )
     )
     return bool(changed)
+
+
+#: why a cancelled task whose upstream task others follow ended alone
+SHARED_CANCEL = "cancelled by its student; its upstream task runs on for the demo cache"
+
+
+def ask_cancel(db: Database, task_id: str) -> bool:
+    """A student's cancel of a task sent upstream (charged): whether to forward it. Asked
+    first (``cancelling``), so a poll that sees it end meanwhile settles it cancelled,
+    charged. A task other students' demo-cache answers still follow ends alone, at once,
+    ``cancelled`` and still charged, and its shared upstream task runs on for them, never
+    cancelled: docs/decisions.md#serve-reservations."""
+    now = time.time()
+
+    def work(tx: Tx) -> bool:
+        row = tx.one("SELECT state FROM tasks WHERE id = ? {lock}", (task_id,))  # as a create
+        followed = tx.one(  # that follows it takes this lock: none slips in after the count
+            "SELECT COUNT(*) FROM tasks WHERE cached_from = ? AND state = 'open'", (task_id,)
+        )
+        if row is None or row[0] not in ("open", "unknown"):
+            return True  # upstream answers for it as it is (ended: a cancel changes nothing)
+        if followed is not None and int(followed[0]):
+            tx.run(
+                "UPDATE tasks SET state = 'cancelled', error = ?, settled_at = ? WHERE id = ?",
+                (SHARED_CANCEL, now, task_id),
+            )
+            return False
+        tx.run("UPDATE tasks SET state = 'cancelling' WHERE id = ?", (task_id,))
+        return True
+
+    forward: bool = db.run(work)
+    return forward
 
 
 def release(

@@ -556,3 +556,35 @@ def test_a_database_failure_after_the_create_was_sent_is_an_outcome_unknown(
     [made] = klass.sim.state.scheduler.tasks
     assert made in caplog.text and TEACHER_KEY not in caplog.text
     assert key_usage(klass.db, "alice")["held"] == {"tasks": 1.0, "images": 1.0}
+
+
+def test_cancelling_a_task_others_follow_by_the_demo_cache_ends_only_it(
+    make_class: Callable[..., Class],
+) -> None:
+    """The student whose create was sent cancels it while a classmate's identical seeded
+    create follows the same upstream task: only the first task ends (cancelled, still
+    charged), the shared task is never cancelled upstream and the classmate's completes.
+    Once nobody follows it, a cancel is forwarded again."""
+    klass = make_class()
+    klass.sim.state.reconfigure({"speed": 1.0})  # a task of 2 s
+    add_group(klass.db, "demo", {}, cache_seconds=600)
+    seeded = {"prompt": "the teacher's cell", "n": 1, "seed": 7}
+    first, other = (add_key(klass.db, n, {"tasks": 3}, group="demo") for n in ("first", "other"))
+    with klass.client(first) as mine, klass.client(other) as theirs:
+        sent = mine.post(f"/v1/queue/{IMAGE}", json=seeded).json()
+        follows = theirs.post(f"/v1/queue/{IMAGE}", json=seeded).json()
+        assert mine.put(sent["cancel_url"]).json()["status"] == "CANCELLATION_REQUESTED"
+        assert klass.sim.state.stats["cancel"] == 0
+        wait_for(
+            lambda: theirs.get(follows["status_url"]).json()["status"] == "COMPLETED",
+            what="the classmate's task to end",
+        )
+        result = theirs.get(follows["response_url"]).json()
+        assert result["error"] is None and result["outputs"]
+        lone = mine.post(f"/v1/queue/{IMAGE}", json={**seeded, "seed": 8}).json()
+        mine.put(lone["cancel_url"])
+    assert klass.sim.state.stats["cancel"] == 1  # followed by nobody: forwarded
+    states = {t["id"]: (t["state"], t["charged"]) for t in tasks_of(klass.db)}
+    assert states[sent["request_id"]] == ("cancelled", True)
+    assert states[follows["request_id"]] == ("done", False)
+    assert key_usage(klass.db, "first")["spent"]["tasks"] == 1.0

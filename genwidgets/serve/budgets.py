@@ -20,6 +20,7 @@ from ..catalog import endpoint as catalog_endpoint
 from ..errors import ServeError
 from ..lab.budget import Budget, plain_amount
 from ..lab.cost import billed_units
+from ..protocol.records import ERROR_TEXT_KEYS, Result, Status, readable
 from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
 
@@ -339,8 +340,9 @@ def forgotten(db: Database, task_id: str) -> bool:
 
 
 def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) -> bool:
-    """Settle the task when its upstream status ``body`` says it ended (spec:
-    ``COMPLETED``, then ``error``); whether it did. ``done`` stays charged, and so does
+    """Settle the task when its upstream status ``body`` says it ended, read as the
+    client reads it (any gateway's ending word, :data:`~..protocol.records.TERMINAL_WORDS`:
+    ``COMPLETED`` or ``succeeded``, a failure word or an ``error``); whether it did. ``done`` stays charged, and so does
     ``cancelled`` (it failed after we asked upstream to cancel it); ``failed`` is
     released. Which one is decided by the task's state as stored, under its lock: a
     cancel may have come since the caller read it. A task the caller ``seen`` unknown
@@ -348,14 +350,19 @@ def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) ->
     poll of a running task writes nothing). A poll and the sweep both settle by it."""
     if not isinstance(body, dict):
         return False
-    if body.get("status") != "COMPLETED":
+    try:
+        status = Status.from_body(body)
+    except ValueError:  # not a status answer: nothing said about the task
+        return False
+    if not status.done:
         if seen == "unknown":  # answered: upstream knows it again
             move(db, task_id, "open", source=("unknown",), error=None)
         return False
-    error = str(body["error"])[:500] if body.get("error") else None
+    ended = Result(status.status, error=readable(body.get("error"), ERROR_TEXT_KEYS))
     now = time.time()
-    if error is None:
+    if ended.ok:
         return move(db, task_id, "done", source=ENDING, settled_at=now)
+    error = str(ended.error or status.status.lower())[:500]
     cancelled = move(db, task_id, "cancelled", source=("cancelling",), error=error, settled_at=now)
     return cancelled or release(db, task_id, "failed", error, source=("open", "unknown"))
 

@@ -23,7 +23,7 @@ from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.db import storage_error
 from genwidgets.serve.keys import add_group, add_key, revoke_key
 from genwidgets.serve.usage import usage
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import SimConfig, SimulatorServer
 
 IMAGE = "genW2.5-t2i-preview"
 ONE = {"prompt": "a red fox", "n": 1}
@@ -588,3 +588,29 @@ def test_cancelling_a_task_others_follow_by_the_demo_cache_ends_only_it(
     assert states[sent["request_id"]] == ("cancelled", True)
     assert states[follows["request_id"]] == ("done", False)
     assert key_usage(klass.db, "first")["spent"]["tasks"] == 1.0
+
+
+def test_tasks_end_on_any_gateways_ending_word_as_the_client_reads_it(tmp_path: Path) -> None:
+    """An upstream of another dialect (Replicate's ``succeeded``/``failed``): its finished
+    task is spent and its failed one given back, as for the spec's ``COMPLETED``, so
+    neither holds its key's place for ever."""
+    config = SimConfig(speed=20.0, keys=(TEACHER_KEY,), dialect="replicate")
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    token = add_key(db, "alice", {"tasks": 5})
+    with SimulatorServer(config, port=0) as sim:
+        upstream = Upstream(sim.base_url, TEACHER_KEY)
+        with ClassServer(ServeConfig(upstream=upstream, database=db, max_running=1)) as server:
+            api = httpx.Client(base_url=server.base_url, timeout=60)
+            api.headers["Authorization"] = f"Bearer {token}"
+            for fail_rate in (0.0, 1.0):
+                sim.state.reconfigure({"fail_rate": fail_rate})
+                handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+                wait_for(
+                    lambda h=handle: gw.Status.from_body(api.get(h["status_url"]).json()).done,
+                    what="the task to end",
+                )
+            api.close()
+    seen = key_usage(db, "alice")
+    assert seen["spent"] == {"tasks": 1.0, "images": 1.0} and seen["failed"] == 1
+    assert seen["held"] == seen["spent"]

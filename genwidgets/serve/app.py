@@ -27,9 +27,10 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
-from ..protocol.records import queue_url
+from ..protocol.records import FALLBACK_OUTPUT_KEYS, queue_url
 from ..protocol.refusals import HANDLERS, bearer, detail, gateway_error
 from ..protocol.routes import queue_routes
+from ..protocol.values import resolve_output_url
 from ..simulator.app import http_error, read_payload, required_token
 from ..simulator.registry import describe_errors
 from .budgets import (
@@ -342,13 +343,36 @@ async def _callers_task(request: Request, state: ServeState) -> tuple[Any, ...]:
     return task
 
 
-def _rewrite(body: Any, base: str, endpoint: str, task_id: str) -> Any:
+#: the names an output entry's URL goes by in the gateways' dialects (protocol/output.py)
+_OUTPUT_URL_FIELDS = ("url", "file_url", "uri")
+
+
+def _rewrite(body: Any, base: str, endpoint: str, task_id: str, upstream: str) -> Any:
     """An upstream status or result body with our task id and addresses in place of
-    upstream's (output files pass through as upstream's URLs)."""
+    upstream's. Output files pass through as upstream's URLs, a relative one made
+    absolute against ``upstream`` (a student's client would resolve it against us,
+    who have no such file), as the client resolves them (no key is added: none is in
+    ``upstream``)."""
     if not isinstance(body, dict):
         return body
     ours = _addresses(base, endpoint, task_id)
-    return body | {name: value for name, value in ours.items() if name in body}
+    rewritten = body | {name: value for name, value in ours.items() if name in body}
+
+    def absolute(entry: Any, bare: bool) -> Any:
+        if isinstance(entry, str):  # a bare URL is an output only in ``outputs``
+            return resolve_output_url(entry, upstream) if bare else entry
+        if not isinstance(entry, dict):
+            return entry
+        urls = {k: v for k, v in entry.items() if k in _OUTPUT_URL_FIELDS and isinstance(v, str)}
+        return entry | {k: resolve_output_url(v, upstream) for k, v in urls.items()}
+
+    for name in ("outputs", *FALLBACK_OUTPUT_KEYS):
+        value, bare = body.get(name), name == "outputs"
+        if isinstance(value, list):
+            rewritten[name] = [absolute(entry, bare) for entry in value]
+        elif value is not None:
+            rewritten[name] = absolute(value, bare)
+    return rewritten
 
 
 async def _follow_up(request: Request, method: str, tail: str) -> Response:
@@ -381,7 +405,8 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         return Response(status_code=answer.status)  # e.g. a bare 202: not ready yet
     if answer.status >= 400 or answer.body is None:
         return _passed_on(state, answer, refused_create=False)
-    body = _rewrite(answer.body, _base(request), endpoint, task[0])
+    upstream = state.config.upstream.base_url
+    body = _rewrite(answer.body, _base(request), endpoint, task[0], upstream)
     if not cancel:
         await run_in_threadpool(partial(settle, db, task[0], body, seen=task[3]))
     return JSONResponse(body, status_code=answer.status)

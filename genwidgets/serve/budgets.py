@@ -342,12 +342,13 @@ def forgotten(db: Database, task_id: str) -> bool:
 def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) -> bool:
     """Settle the task when its upstream status ``body`` says it ended, read as the
     client reads it (any gateway's ending word, :data:`~..protocol.records.TERMINAL_WORDS`:
-    ``COMPLETED`` or ``succeeded``, a failure word or an ``error``); whether it did. ``done`` stays charged, and so does
-    ``cancelled`` (it failed after we asked upstream to cancel it); ``failed`` is
-    released. Which one is decided by the task's state as stored, under its lock: a
-    cancel may have come since the caller read it. A task the caller ``seen`` unknown
-    that upstream answers for as still going is ``open`` again (only then written: a
-    poll of a running task writes nothing). A poll and the sweep both settle by it."""
+    ``COMPLETED`` or ``succeeded``, a failure word or an ``error``); whether it did.
+    ``done`` stays charged, and so does ``cancelled`` (it failed after we asked upstream
+    to cancel it); ``failed`` is released. Which one is decided by the task's state as
+    stored, under its lock: a cancel may have come since the caller read it. A task the
+    caller ``seen`` unknown that upstream answers for as still going is ``open`` again
+    (only then written: a poll of a running task writes nothing). A poll and the sweep
+    both settle by it."""
     if not isinstance(body, dict):
         return False
     try:

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,26 @@ def _caps_of(args: argparse.Namespace) -> dict[str, float | None]:
     return {kind: getattr(args, f"cap_{kind}") for kind in KINDS}
 
 
+def _key_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a key that ``keys add`` sets and ``keys set`` changes."""
+    parser.add_argument("--endpoints", help="comma-separated endpoints it may use (default: all)")
+    parser.add_argument("--expires", help="an ISO date or time after which it stops working")
+    parser.add_argument(
+        "--max-running",
+        type=int,
+        help="its own cap on unfinished tasks, 1 or more (default: serve's --max-running)",
+    )
+
+
+def _key_options_of(args: argparse.Namespace) -> dict[str, Any]:
+    endpoints = [e.strip() for e in args.endpoints.split(",")] if args.endpoints else None
+    return {
+        "endpoints": endpoints,
+        "expires_at": _expiry(args.expires),
+        "max_running": args.max_running,
+    }
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database",
@@ -96,13 +117,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("name")
     _caps(add)
     add.add_argument("--group", help="the group (class) it spends from too")
-    add.add_argument("--endpoints", help="comma-separated endpoints it may use (default: all)")
-    add.add_argument("--expires", help="an ISO date or time after which it stops working")
     add.add_argument("--admin", action="store_true", help="an admin key (the /admin page)")
-    add.add_argument("--max-running", type=int, help="its own cap on unfinished tasks")
-    change = actions.add_parser("set", help="change a key's caps (raise or lower its budget)")
+    _key_options(add)
+    change = actions.add_parser(
+        "set", help="change a key's caps (raise or lower its budget) and options"
+    )
     change.add_argument("name")
     _caps(change)
+    _key_options(change)
     for name, text in (("revoke", "stop a key at once"), ("rotate", "a new token, same budget")):
         actions.add_parser(name, help=text, parents=[JSON_FLAG]).add_argument("name")
     actions.add_parser("list", help="every key (never a token)", parents=[JSON_FLAG])
@@ -133,11 +155,15 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _expiry(text: str | None) -> float | None:
+    """``--expires`` as a time (UTC unless it says otherwise); one already past is refused:
+    it would make a key that never works."""
     if not text:
         return None
     when = datetime.datetime.fromisoformat(text)
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
+    if when.timestamp() <= time.time():
+        raise GenwidgetsError(f"--expires {text} is past: give a date or time to come")
     return when.timestamp()
 
 
@@ -151,16 +177,9 @@ def say(args: argparse.Namespace, data: Any, text: str, code: int = 0) -> int:
 def _keys(db: Database, args: argparse.Namespace) -> int:
     action = args.keys_command
     if action == "add":
-        endpoints = [e.strip() for e in args.endpoints.split(",")] if args.endpoints else None
+        options = _key_options_of(args)
         token = add_key(
-            db,
-            args.name,
-            _caps_of(args),
-            group=args.group,
-            endpoints=endpoints,
-            expires_at=_expiry(args.expires),
-            admin=args.admin,
-            max_running=args.max_running,
+            db, args.name, _caps_of(args), group=args.group, admin=args.admin, **options
         )
         say(
             args,
@@ -168,8 +187,8 @@ def _keys(db: Database, args: argparse.Namespace) -> int:
             f"{args.name}: {token}\n(shown once: only its hash is kept)",
         )
     elif action == "set":
-        set_caps(db, args.name, _caps_of(args))
-        say(args, {"name": args.name}, f"{args.name}: caps changed")
+        set_caps(db, args.name, _caps_of(args), **_key_options_of(args))
+        say(args, {"name": args.name}, f"{args.name}: changed")
     elif action == "rotate":
         token = rotate_key(db, args.name)
         say(args, {"name": args.name, "key": token}, f"{args.name}: {token}\n(shown once)")
@@ -180,7 +199,7 @@ def _keys(db: Database, args: argparse.Namespace) -> int:
         found = [k.describe() for k in list_keys(db)]
         lines = [
             f"{k['name']}\t{k['group'] or '-'}\t{'revoked' if k['revoked'] else 'active'}\t"
-            f"caps {k['caps']}\theld {k['held']}"
+            f"caps {k['caps']}\theld {k['held']}\tmax running {k['max_running'] or 'as serve'}"
             for k in found
         ]
         say(args, {"keys": found}, "\n".join(lines) or "no keys")

@@ -70,6 +70,46 @@ def test_keys_add_list_rotate_revoke(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and "exists" in err
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--max-running", "0"], "max running is 1 or more, not 0"),
+        (["--max-running", "-3"], "max running is 1 or more, not -3"),
+        (["--images", "inf"], "at most 1,000,000,000,000, not inf (images)"),
+        (["--budget", "1e13"], "at most 1,000,000,000,000, not 1e+13 (money)"),
+        (["--endpoints", "genW2.5-t2i-previw"], "did you mean 'genW2.5-t2i-preview'"),
+        (["--endpoints", "genW2.5-t2i-preview, "], "an endpoint is empty"),
+        (["--expires", "2020-01-01"], "--expires 2020-01-01 is past"),
+    ],
+)
+def test_a_key_that_could_never_work_is_refused_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
+    """Keys add and keys set refuse, in one line, what would make a key unusable (it can
+    never create, or may not use the endpoint meant) or cannot be stored."""
+    db = ["--database", str(tmp_path / "class.db")]
+    assert run(capsys, *db, "keys", "add", "ok", "--images", "5")[0] == 0
+    for command in (["keys", "add", "new", "--images", "5"], ["keys", "set", "ok"]):
+        code, _, err = run(capsys, *db, *command, *args)
+        assert code == 2 and says in err and "Traceback" not in err
+    code, out, _ = run(capsys, *db, "keys", "list", "--json")
+    assert [k["name"] for k in json.loads(out)["keys"]] == ["ok"]
+
+
+def test_keys_set_changes_a_keys_options_and_keys_list_shows_its_running_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--database", str(tmp_path / "class.db")]
+    assert run(capsys, *db, "keys", "add", "ok", "--images", "5")[0] == 0
+    assert "max running as serve" in run(capsys, *db, "keys", "list")[1]
+    change = ["--max-running", "4", "--endpoints", "genW2.5-t2i-preview", "--expires", "2099-01-01"]
+    assert run(capsys, *db, "keys", "set", "ok", *change)[0] == 0
+    assert "max running 4" in run(capsys, *db, "keys", "list")[1]
+    [key] = json.loads(run(capsys, *db, "keys", "list", "--json")[1])["keys"]
+    assert key["max_running"] == 4 and key["endpoints"] == ["genW2.5-t2i-preview"]
+    assert key["expires_at"] and key["caps"] == {"images": 5.0}
+
+
 def test_a_roster_makes_keys_and_a_handout(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

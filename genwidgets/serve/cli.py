@@ -218,8 +218,7 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
     """A key per roster row, with keys.csv (name, key) and a printable handout, both new
     files: written before the keys commit, so no key is made whose token is not written
     (a name taken, a file there already, a full disk)."""
-    with open(args.csv, newline="", encoding="utf-8") as handle:
-        names = [row["name"].strip() for row in csv.DictReader(handle) if row.get("name")]
+    names = _roster_names(args.csv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "keys.csv", out / "handout.html"]
@@ -240,7 +239,13 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
         opened: list[Any] = []
         try:
             for path in paths:  # only their owner reads them, and none is written over
-                made_file = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                try:
+                    made_file = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                except FileExistsError:
+                    raise GenwidgetsError(
+                        f"{path} exists (a roster never writes over one, whose keys may be "
+                        "in use): move it away or give another --out; no key made"
+                    ) from None
                 opened.append(
                     files.enter_context(open(made_file, "w", newline="", encoding="utf-8"))
                 )
@@ -251,6 +256,23 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
             raise
     print(f"{len(made)} keys made: {paths[0]}, {paths[1]} (keep them private)")
     return 0
+
+
+def _roster_names(path: str) -> list[str]:
+    """The names of a roster CSV's ``name`` column, found in any case, after a BOM (Excel's
+    "CSV UTF-8"); a roster without that column or without a name is refused, before
+    anything is made or written."""
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        columns = [c for c in reader.fieldnames or [] if c is not None]
+        column = next((c for c in columns if c.strip().lower() == "name"), None)
+        if column is None:
+            found = ", ".join(repr(c) for c in columns) or "none"
+            raise GenwidgetsError(f"{path} has no 'name' column (its columns: {found})")
+        names = [row[column].strip() for row in reader if (row.get(column) or "").strip()]
+    if not names:
+        raise GenwidgetsError(f"{path} has no name under its {column!r} column: no key made")
+    return names
 
 
 def _keys_csv(made: list[tuple[str, str]]) -> str:

@@ -337,3 +337,37 @@ def test_serve_stopped_while_upstream_has_a_create_answers_an_outcome_unknown(
     assert task["state"] == "unknown"
     log = started.log.read_text()
     assert "Traceback" not in log and f"create {task['id']} by cy: outcome unknown" in log
+
+
+def test_a_roster_saved_by_excel_or_without_names_is_read_or_refused_plainly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Excel's "CSV UTF-8" (a BOM) and a ``Name`` header are read; a roster with no name
+    column or no name makes nothing and writes nothing, saying why; a second run into
+    the same folder says the file is there."""
+    db = ["--database", str(tmp_path / "class.db")]
+    rosters = {
+        "excel.csv": b"\xef\xbb\xbfName,email\r\nAnn,a@x\r\nBen,b@x\r\n",
+        "emails.csv": b"student,email\nAnn,a@x\n",
+        "empty.csv": b"name,email\n,a@x\n",
+    }
+    for file, data in rosters.items():
+        (tmp_path / file).write_bytes(data)
+    for file, says in (
+        ("emails.csv", "no 'name' column (its columns: 'student', 'email')"),
+        ("empty.csv", "no name under its 'name' column"),
+    ):
+        out = tmp_path / file.replace(".csv", "")
+        code, _, err = run(capsys, *db, "keys", "roster", str(tmp_path / file), "--out", str(out))
+        assert code == 2 and says in err and not out.exists()
+    out = tmp_path / "keys"
+    code, said, _ = run(
+        capsys, *db, "keys", "roster", str(tmp_path / "excel.csv"), "--out", str(out)
+    )
+    assert code == 0 and said.startswith("2 keys made")
+    with open(out / "keys.csv", newline="") as handle:
+        assert [row["name"] for row in csv.DictReader(handle)] == ["Ann", "Ben"]
+    code, _, err = run(
+        capsys, *db, "keys", "roster", str(tmp_path / "excel.csv"), "--out", str(out)
+    )
+    assert code == 2 and f"{out / 'keys.csv'} exists" in err and "Errno" not in err

@@ -48,6 +48,7 @@ from .budgets import (
     usable,
 )
 from .config import ServeConfig, ServeState
+from .db import Database
 from .keys import KeyRecord, find_key
 from .sweep import sweeping
 from .upstream import UpstreamAnswer
@@ -238,7 +239,7 @@ def _outcome_unknown(status: int, code: str, why: str, task_id: str) -> JSONResp
     )
 
 
-def _stopped_while_sending(db: Any, key: KeyRecord, task_id: str) -> Response:
+def _stopped_while_sending(db: Database, key: KeyRecord, task_id: str) -> Response:
     """The server was told to stop while upstream had the create: it is ``unknown`` at
     once (it holds no running place) and the student is told so, in one warning line."""
     why = "the class gateway stopped while sending this create"

@@ -27,13 +27,15 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
-from ..protocol.records import queue_url
+from ..protocol.records import FALLBACK_OUTPUT_KEYS, queue_url
 from ..protocol.refusals import HANDLERS, bearer, detail, gateway_error
 from ..protocol.routes import queue_routes
+from ..protocol.values import resolve_output_url
 from ..simulator.app import http_error, read_payload, required_token
 from ..simulator.registry import describe_errors
 from .budgets import (
     as_counted,
+    ask_cancel,
     caller_and_task,
     charge_of,
     forgotten,
@@ -46,6 +48,7 @@ from .budgets import (
     usable,
 )
 from .config import ServeConfig, ServeState
+from .db import Database
 from .keys import KeyRecord, find_key
 from .sweep import sweeping
 from .upstream import UpstreamAnswer
@@ -190,38 +193,106 @@ async def _forward_create(
     payload: dict[str, Any],
     task_id: str,
 ) -> Response:
+    """Send the reserved create upstream and record what came of it. Once it may have
+    left, no failure here says "nothing was billed": a database that fails, or a server
+    that stops, answers an outcome unknown naming the task (docs/decisions.md#serve-http)."""
     db = state.config.database
     body = json.dumps(payload).encode()
+    answer: UpstreamAnswer | ServeError
     try:
         answer = await state.config.upstream.send("POST", f"/v1/queue/{endpoint}", body)
     except ServeError as fault:
-        if fault.sent:
-            await run_in_threadpool(move, db, task_id, "unknown", error=fault.message[:500])
-            log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, fault.message)
+        if not fault.sent:
+            await run_in_threadpool(release, db, task_id, "not_sent", fault.message)
             return gateway_error(
-                504,
-                "UPSTREAM_TIMEOUT",
-                f"The class gateway's upstream did not answer ({fault.message}): the task may "
-                f"exist; its cost stays reserved until the teacher settles task {task_id}",
+                502,
+                "UPSTREAM_UNAVAILABLE",
+                f"The class gateway {fault.message}: nothing was billed",
             )
-        await run_in_threadpool(release, db, task_id, "not_sent", fault.message)
-        return gateway_error(
-            502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}: nothing was billed"
+        answer = fault
+    except asyncio.CancelledError:  # the server stops (SIGTERM) while upstream has it
+        return _stopped_while_sending(db, key, task_id)
+    try:
+        return await _record_create(request, state, key, endpoint, task_id, answer)
+    except ServeError as exc:
+        if exc.code != "STORAGE_UNAVAILABLE":
+            raise
+        log.error(
+            "create %s by %s: the database failed after it was sent: %s", task_id, key.name, exc
         )
+        return _outcome_unknown(
+            503,
+            "STORAGE_UNAVAILABLE",
+            "The class gateway's database failed after the create was sent upstream",
+            task_id,
+        )
+
+
+def _outcome_unknown(status: int, code: str, why: str, task_id: str) -> JSONResponse:
+    """The answer to a create that may have reached upstream: it may exist (and bill), so
+    its cost stays reserved, and it names our task for the teacher to settle."""
+    return gateway_error(
+        status,
+        code,
+        f"{why}: the task may exist; its cost stays reserved until the teacher settles "
+        f"task {task_id}",
+    )
+
+
+def _stopped_while_sending(db: Database, key: KeyRecord, task_id: str) -> Response:
+    """The server was told to stop while upstream had the create: it is ``unknown`` at
+    once (it holds no running place) and the student is told so, in one warning line."""
+    why = "the class gateway stopped while sending this create"
+    # written here, not awaited: a stopping server's loop may run no other step
+    try:
+        move(db, task_id, "unknown", error=why)
+    except ServeError as exc:  # the sweep makes it unknown in time; the stop goes on
+        log.warning("create %s: not recorded at the stop: %s", task_id, exc)
+    log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, why)
+    return _outcome_unknown(503, "SERVER_STOPPING", "The class gateway stopped", task_id)
+
+
+async def _record_create(
+    request: Request,
+    state: ServeState,
+    key: KeyRecord,
+    endpoint: str,
+    task_id: str,
+    answer: UpstreamAnswer | ServeError,
+) -> Response:
+    """Record upstream's answer to the create (or its fault, once it may have arrived)
+    and answer the student; a database failure here is the caller's to answer."""
+    db = state.config.database
+    if isinstance(answer, ServeError):
+        await run_in_threadpool(move, db, task_id, "unknown", error=answer.message[:500])
+        log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, answer.message)
+        why = f"The class gateway's upstream did not answer ({answer.message})"
+        return _outcome_unknown(504, "UPSTREAM_TIMEOUT", why, task_id)
     upstream_id = answer.body.get("request_id") if isinstance(answer.body, dict) else None
     if 200 <= answer.status < 300 and isinstance(upstream_id, str) and upstream_id:
-        await run_in_threadpool(move, db, task_id, "open", upstream_id=upstream_id)
-        log.info("create %s %s by %s: sent", task_id, endpoint, key.name)
+        # logged before it is written: if the write fails, the teacher can still settle it
+        log.info(
+            "create %s %s by %s: sent, upstream id %s", task_id, endpoint, key.name, upstream_id
+        )
+        try:
+            await run_in_threadpool(move, db, task_id, "open", upstream_id=upstream_id)
+        except ServeError:
+            log.error(
+                "create %s by %s: upstream made it as %s, but it could not be recorded; once "
+                "it is unknown (within 10 minutes), settle it: serve tasks --settle %s --made",
+                task_id,
+                key.name,
+                upstream_id,
+                task_id,
+            )
+            raise
         position = answer.body.get("queue_position")
         return JSONResponse(_addresses(_base(request), endpoint, task_id, position))
     if answer.status >= 500 or 200 <= answer.status < 300:
         why = f"upstream answered {answer.status} to the create"
         await run_in_threadpool(move, db, task_id, "unknown", error=why)
-        return gateway_error(
-            502,
-            "UPSTREAM_ERROR",
-            f"The class gateway's upstream failed ({why}): the task may exist; its cost "
-            f"stays reserved until the teacher settles task {task_id}",
+        return _outcome_unknown(
+            502, "UPSTREAM_ERROR", f"The class gateway's upstream failed ({why})", task_id
         )
     await run_in_threadpool(release, db, task_id, "refused", f"upstream {answer.status}")
     return _passed_on(state, answer, refused_create=True)
@@ -273,13 +344,36 @@ async def _callers_task(request: Request, state: ServeState) -> tuple[Any, ...]:
     return task
 
 
-def _rewrite(body: Any, base: str, endpoint: str, task_id: str) -> Any:
+#: the names an output entry's URL goes by in the gateways' dialects (protocol/output.py)
+_OUTPUT_URL_FIELDS = ("url", "file_url", "uri")
+
+
+def _rewrite(body: Any, base: str, endpoint: str, task_id: str, upstream: str) -> Any:
     """An upstream status or result body with our task id and addresses in place of
-    upstream's (output files pass through as upstream's URLs)."""
+    upstream's. Output files pass through as upstream's URLs, a relative one made
+    absolute against ``upstream`` (a student's client would resolve it against us,
+    who have no such file), as the client resolves them (no key is added: none is in
+    ``upstream``)."""
     if not isinstance(body, dict):
         return body
     ours = _addresses(base, endpoint, task_id)
-    return body | {name: value for name, value in ours.items() if name in body}
+    rewritten = body | {name: value for name, value in ours.items() if name in body}
+
+    def absolute(entry: Any, bare: bool) -> Any:
+        if isinstance(entry, str):  # a bare URL is an output only in ``outputs``
+            return resolve_output_url(entry, upstream) if bare else entry
+        if not isinstance(entry, dict):
+            return entry
+        urls = {k: v for k, v in entry.items() if k in _OUTPUT_URL_FIELDS and isinstance(v, str)}
+        return entry | {k: resolve_output_url(v, upstream) for k, v in urls.items()}
+
+    for name in ("outputs", *FALLBACK_OUTPUT_KEYS):
+        value, bare = body.get(name), name == "outputs"
+        if isinstance(value, list):
+            rewritten[name] = [absolute(entry, bare) for entry in value]
+        elif value is not None:
+            rewritten[name] = absolute(value, bare)
+    return rewritten
 
 
 async def _follow_up(request: Request, method: str, tail: str) -> Response:
@@ -296,8 +390,8 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         if task[3] in ("open", "done"):
             await run_in_threadpool(release, db, task[0], "cancelled")
         return JSONResponse({"request_id": task[0], "status": "CANCELLATION_REQUESTED"})
-    if cancel:  # asked first: a poll that sees it end meanwhile settles it cancelled, charged
-        await run_in_threadpool(move, db, task[0], "cancelling", source=("open", "unknown"))
+    if cancel and not await run_in_threadpool(ask_cancel, db, task[0]):  # others follow it
+        return JSONResponse({"request_id": task[0], "status": "CANCELLATION_REQUESTED"})
     path = queue_url("", endpoint, task[2]) + f"/{tail}"
     try:
         answer = await state.config.upstream.send(method, path)
@@ -312,7 +406,8 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         return Response(status_code=answer.status)  # e.g. a bare 202: not ready yet
     if answer.status >= 400 or answer.body is None:
         return _passed_on(state, answer, refused_create=False)
-    body = _rewrite(answer.body, _base(request), endpoint, task[0])
+    upstream = state.config.upstream.base_url
+    body = _rewrite(answer.body, _base(request), endpoint, task[0], upstream)
     if not cancel:
         await run_in_threadpool(partial(settle, db, task[0], body, seen=task[3]))
     return JSONResponse(body, status_code=answer.status)
@@ -342,11 +437,10 @@ async def _serve_error(request: Request, exc: Exception) -> Response:
     if exc.code != "STORAGE_UNAVAILABLE":
         return refused(exc)
     log.error("%s on %s %s: %s", exc.code, request.method, request.url.path, exc)
+    # a create's failure after it was sent is answered where it was sent (_forward_create)
+    said = "nothing was sent upstream" if request.method == "POST" else "try again"
     return gateway_error(
-        503,
-        "STORAGE_UNAVAILABLE",
-        "The class gateway's database failed; nothing was sent upstream",
-        1.0,
+        503, "STORAGE_UNAVAILABLE", f"The class gateway's database failed; {said}", 1.0
     )
 
 

@@ -20,6 +20,7 @@ from ..catalog import endpoint as catalog_endpoint
 from ..errors import ServeError
 from ..lab.budget import Budget, plain_amount
 from ..lab.cost import billed_units
+from ..protocol.records import ERROR_TEXT_KEYS, Result, Status, readable
 from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
 
@@ -31,6 +32,7 @@ __all__ = [
     "LIVE",
     "Reservation",
     "as_counted",
+    "ask_cancel",
     "caller_and_task",
     "charge_of",
     "forgotten",
@@ -182,7 +184,7 @@ def reserve(
             first = tx.one(
                 "SELECT id, upstream_id FROM tasks WHERE cache_key = ? AND group_name = ? "
                 "AND created_at >= ? AND cached_from IS NULL "
-                "AND state IN ('sending', 'open', 'done') ORDER BY created_at LIMIT 1",
+                "AND state IN ('sending', 'open', 'done') ORDER BY created_at LIMIT 1 {lock}",
                 (cache_key, key.group, now - group[2]),
             )
             if first is not None:
@@ -247,6 +249,38 @@ def move(
     return bool(changed)
 
 
+#: why a cancelled task whose upstream task others follow ended alone
+SHARED_CANCEL = "cancelled by its student; its upstream task runs on for the demo cache"
+
+
+def ask_cancel(db: Database, task_id: str) -> bool:
+    """A student's cancel of a task sent upstream (charged): whether to forward it. Asked
+    first (``cancelling``), so a poll that sees it end meanwhile settles it cancelled,
+    charged. A task other students' demo-cache answers still follow ends alone, at once,
+    ``cancelled`` and still charged, and its shared upstream task runs on for them, never
+    cancelled: docs/decisions.md#serve-reservations."""
+    now = time.time()
+
+    def work(tx: Tx) -> bool:
+        row = tx.one("SELECT state FROM tasks WHERE id = ? {lock}", (task_id,))  # as a create
+        followed = tx.one(  # that follows it takes this lock: none slips in after the count
+            "SELECT COUNT(*) FROM tasks WHERE cached_from = ? AND state = 'open'", (task_id,)
+        )
+        if row is None or row[0] not in ("open", "unknown"):
+            return True  # upstream answers for it as it is (ended: a cancel changes nothing)
+        if followed is not None and int(followed[0]):
+            tx.run(
+                "UPDATE tasks SET state = 'cancelled', error = ?, settled_at = ? WHERE id = ?",
+                (SHARED_CANCEL, now, task_id),
+            )
+            return False
+        tx.run("UPDATE tasks SET state = 'cancelling' WHERE id = ?", (task_id,))
+        return True
+
+    forward: bool = db.run(work)
+    return forward
+
+
 def release(
     db: Database, task_id: str, state: str, why: str = "", *, source: tuple[str, ...] = ()
 ) -> bool:
@@ -306,23 +340,30 @@ def forgotten(db: Database, task_id: str) -> bool:
 
 
 def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) -> bool:
-    """Settle the task when its upstream status ``body`` says it ended (spec:
-    ``COMPLETED``, then ``error``); whether it did. ``done`` stays charged, and so does
-    ``cancelled`` (it failed after we asked upstream to cancel it); ``failed`` is
-    released. Which one is decided by the task's state as stored, under its lock: a
-    cancel may have come since the caller read it. A task the caller ``seen`` unknown
-    that upstream answers for as still going is ``open`` again (only then written: a
-    poll of a running task writes nothing). A poll and the sweep both settle by it."""
+    """Settle the task when its upstream status ``body`` says it ended, read as the
+    client reads it (any gateway's ending word, :data:`~..protocol.records.TERMINAL_WORDS`:
+    ``COMPLETED`` or ``succeeded``, a failure word or an ``error``); whether it did.
+    ``done`` stays charged, and so does ``cancelled`` (it failed after we asked upstream
+    to cancel it); ``failed`` is released. Which one is decided by the task's state as
+    stored, under its lock: a cancel may have come since the caller read it. A task the
+    caller ``seen`` unknown that upstream answers for as still going is ``open`` again
+    (only then written: a poll of a running task writes nothing). A poll and the sweep
+    both settle by it."""
     if not isinstance(body, dict):
         return False
-    if body.get("status") != "COMPLETED":
+    try:
+        status = Status.from_body(body)
+    except ValueError:  # not a status answer: nothing said about the task
+        return False
+    if not status.done:
         if seen == "unknown":  # answered: upstream knows it again
             move(db, task_id, "open", source=("unknown",), error=None)
         return False
-    error = str(body["error"])[:500] if body.get("error") else None
+    ended = Result(status.status, error=readable(body.get("error"), ERROR_TEXT_KEYS))
     now = time.time()
-    if error is None:
+    if ended.ok:
         return move(db, task_id, "done", source=ENDING, settled_at=now)
+    error = str(ended.error or status.status.lower())[:500]
     cancelled = move(db, task_id, "cancelled", source=("cancelling",), error=error, settled_at=now)
     return cancelled or release(db, task_id, "failed", error, source=("open", "unknown"))
 

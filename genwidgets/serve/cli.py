@@ -17,6 +17,7 @@ import io
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,26 @@ def _caps_of(args: argparse.Namespace) -> dict[str, float | None]:
     return {kind: getattr(args, f"cap_{kind}") for kind in KINDS}
 
 
+def _key_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a key that ``keys add`` sets and ``keys set`` changes."""
+    parser.add_argument("--endpoints", help="comma-separated endpoints it may use (default: all)")
+    parser.add_argument("--expires", help="an ISO date or time after which it stops working")
+    parser.add_argument(
+        "--max-running",
+        type=int,
+        help="its own cap on unfinished tasks, 1 or more (default: serve's --max-running)",
+    )
+
+
+def _key_options_of(args: argparse.Namespace) -> dict[str, Any]:
+    endpoints = [e.strip() for e in args.endpoints.split(",")] if args.endpoints else None
+    return {
+        "endpoints": endpoints,
+        "expires_at": _expiry(args.expires),
+        "max_running": args.max_running,
+    }
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database",
@@ -96,13 +117,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("name")
     _caps(add)
     add.add_argument("--group", help="the group (class) it spends from too")
-    add.add_argument("--endpoints", help="comma-separated endpoints it may use (default: all)")
-    add.add_argument("--expires", help="an ISO date or time after which it stops working")
     add.add_argument("--admin", action="store_true", help="an admin key (the /admin page)")
-    add.add_argument("--max-running", type=int, help="its own cap on unfinished tasks")
-    change = actions.add_parser("set", help="change a key's caps (raise or lower its budget)")
+    _key_options(add)
+    change = actions.add_parser(
+        "set", help="change a key's caps (raise or lower its budget) and options"
+    )
     change.add_argument("name")
     _caps(change)
+    _key_options(change)
     for name, text in (("revoke", "stop a key at once"), ("rotate", "a new token, same budget")):
         actions.add_parser(name, help=text, parents=[JSON_FLAG]).add_argument("name")
     actions.add_parser("list", help="every key (never a token)", parents=[JSON_FLAG])
@@ -133,11 +155,15 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _expiry(text: str | None) -> float | None:
+    """``--expires`` as a time (UTC unless it says otherwise); one already past is refused:
+    it would make a key that never works."""
     if not text:
         return None
     when = datetime.datetime.fromisoformat(text)
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
+    if when.timestamp() <= time.time():
+        raise GenwidgetsError(f"--expires {text} is past: give a date or time to come")
     return when.timestamp()
 
 
@@ -151,16 +177,9 @@ def say(args: argparse.Namespace, data: Any, text: str, code: int = 0) -> int:
 def _keys(db: Database, args: argparse.Namespace) -> int:
     action = args.keys_command
     if action == "add":
-        endpoints = [e.strip() for e in args.endpoints.split(",")] if args.endpoints else None
+        options = _key_options_of(args)
         token = add_key(
-            db,
-            args.name,
-            _caps_of(args),
-            group=args.group,
-            endpoints=endpoints,
-            expires_at=_expiry(args.expires),
-            admin=args.admin,
-            max_running=args.max_running,
+            db, args.name, _caps_of(args), group=args.group, admin=args.admin, **options
         )
         say(
             args,
@@ -168,8 +187,8 @@ def _keys(db: Database, args: argparse.Namespace) -> int:
             f"{args.name}: {token}\n(shown once: only its hash is kept)",
         )
     elif action == "set":
-        set_caps(db, args.name, _caps_of(args))
-        say(args, {"name": args.name}, f"{args.name}: caps changed")
+        set_caps(db, args.name, _caps_of(args), **_key_options_of(args))
+        say(args, {"name": args.name}, f"{args.name}: changed")
     elif action == "rotate":
         token = rotate_key(db, args.name)
         say(args, {"name": args.name, "key": token}, f"{args.name}: {token}\n(shown once)")
@@ -180,7 +199,7 @@ def _keys(db: Database, args: argparse.Namespace) -> int:
         found = [k.describe() for k in list_keys(db)]
         lines = [
             f"{k['name']}\t{k['group'] or '-'}\t{'revoked' if k['revoked'] else 'active'}\t"
-            f"caps {k['caps']}\theld {k['held']}"
+            f"caps {k['caps']}\theld {k['held']}\tmax running {k['max_running'] or 'as serve'}"
             for k in found
         ]
         say(args, {"keys": found}, "\n".join(lines) or "no keys")
@@ -199,8 +218,7 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
     """A key per roster row, with keys.csv (name, key) and a printable handout, both new
     files: written before the keys commit, so no key is made whose token is not written
     (a name taken, a file there already, a full disk)."""
-    with open(args.csv, newline="", encoding="utf-8") as handle:
-        names = [row["name"].strip() for row in csv.DictReader(handle) if row.get("name")]
+    names = _roster_names(args.csv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "keys.csv", out / "handout.html"]
@@ -221,7 +239,13 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
         opened: list[Any] = []
         try:
             for path in paths:  # only their owner reads them, and none is written over
-                made_file = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                try:
+                    made_file = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                except FileExistsError:
+                    raise GenwidgetsError(
+                        f"{path} exists (a roster never writes over one, whose keys may be "
+                        "in use): move it away or give another --out; no key made"
+                    ) from None
                 opened.append(
                     files.enter_context(open(made_file, "w", newline="", encoding="utf-8"))
                 )
@@ -232,6 +256,23 @@ def _roster(db: Database, args: argparse.Namespace) -> int:
             raise
     print(f"{len(made)} keys made: {paths[0]}, {paths[1]} (keep them private)")
     return 0
+
+
+def _roster_names(path: str) -> list[str]:
+    """The names of a roster CSV's ``name`` column, found in any case, after a BOM (Excel's
+    "CSV UTF-8"); a roster without that column or without a name is refused, before
+    anything is made or written."""
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        columns = [c for c in reader.fieldnames or [] if c is not None]
+        column = next((c for c in columns if c.strip().lower() == "name"), None)
+        if column is None:
+            found = ", ".join(repr(c) for c in columns) or "none"
+            raise GenwidgetsError(f"{path} has no 'name' column (its columns: {found})")
+        names = [row[column].strip() for row in reader if (row.get(column) or "").strip()]
+    if not names:
+        raise GenwidgetsError(f"{path} has no name under its {column!r} column: no key made")
+    return names
 
 
 def _keys_csv(made: list[tuple[str, str]]) -> str:

@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from ..errors import ServeError
+from ..catalog import endpoint as catalog_endpoint
+from ..errors import EndpointNotFound, ServeError
 from .db import CAPS, CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 
 if TYPE_CHECKING:
@@ -126,17 +127,43 @@ class KeyRecord:
         }
 
 
+#: the largest cap of any kind: in millionths it stays well within the database's 64-bit
+#: integers (9.2e18), held amounts added to it included
+MAX_CAP = 10**12
+
+
 def _check_caps(caps: Mapping[str, float | None]) -> dict[str, int | None]:
     stored: dict[str, int | None] = {}
     for kind in KINDS:
         value = caps.get(kind)
         if value is not None and not value >= 0:
             raise key_error(f"a cap is 0 or more, not {value!r} ({kind})")
+        if value is not None and not value <= MAX_CAP:  # inf too
+            raise key_error(f"a cap is at most {MAX_CAP:,}, not {value:g} ({kind})")
         stored[kind] = to_stored(value)
     unknown = sorted(set(caps) - set(KINDS))
     if unknown:
         raise key_error(f"unknown cap(s) {', '.join(unknown)}; allowed: {', '.join(KINDS)}")
     return stored
+
+
+def _check_options(endpoints: Sequence[str] | None, max_running: int | None) -> None:
+    """Refuse a key's option that would make it unusable from the start: an endpoint the
+    catalog does not know (naming the closest), a running cap below 1 (leave it out for
+    the server's ``--max-running``). An expiry already past is the command's to refuse
+    (a script may make an expired key on purpose, to see what a student sees)."""
+    for name in endpoints or ():
+        if not name:
+            raise key_error("an endpoint is empty: name them separated by commas, none empty")
+        try:
+            catalog_endpoint(name)
+        except EndpointNotFound as exc:
+            raise key_error(f"an endpoint it may use is unknown: {exc}") from None
+    if max_running is not None and max_running < 1:
+        raise key_error(
+            f"a key's max running is 1 or more, not {max_running} (leave it out: the "
+            "server's --max-running applies)"
+        )
 
 
 def _mint() -> str:
@@ -198,6 +225,7 @@ def add_keys(
         if not name or not name.strip() or len(name) > 100:
             raise key_error(f"a key's name is 1 to 100 characters, not {name!r}")
     stored = _check_caps(caps)
+    _check_options(endpoints, max_running)
 
     def work(tx: Tx) -> list[tuple[str, str]]:
         if group is not None:
@@ -283,14 +311,28 @@ def rotate_key(db: Database, name: str) -> str:
     return token
 
 
-def set_caps(db: Database, name: str, caps: Mapping[str, float | None]) -> None:
-    """Change the caps of the key ``name`` that ``caps`` names (a raised or lowered budget);
-    the others stay. What it already holds stays held: a cap lowered below it refuses the
-    key's next create."""
+def set_caps(
+    db: Database,
+    name: str,
+    caps: Mapping[str, float | None],
+    *,
+    endpoints: Sequence[str] | None = None,
+    expires_at: float | None = None,
+    max_running: int | None = None,
+) -> None:
+    """Change the caps of the key ``name`` that ``caps`` names (a raised or lowered budget),
+    and the options given (its endpoints, expiry, running cap); the others stay. What it
+    already holds stays held: a cap lowered below it refuses the key's next create."""
     stored = _check_caps(caps)
-    given = [k for k in KINDS if caps.get(k) is not None]
+    _check_options(endpoints, max_running)
+    options: dict[str, Any] = {"endpoints": ",".join(endpoints) if endpoints else None}
+    options |= {"expires_at": expires_at, "max_running": max_running}
+    given: dict[str, Any] = {f"cap_{k}": stored[k] for k in KINDS if caps.get(k) is not None}
+    given |= {column: value for column, value in options.items() if value is not None}
     if not given:
-        raise key_error("say which caps to set (--budget, --images, ...)")
-    sets = ", ".join(f"cap_{k} = ?" for k in given)
-    params = (*(stored[k] for k in given), name)
+        raise key_error(
+            "say what to set (--budget, --images, ..., --endpoints, --expires, --max-running)"
+        )
+    sets = ", ".join(f"{column} = ?" for column in given)
+    params = (*given.values(), name)
     _update_key(db, f"UPDATE keys SET {sets} WHERE name = ?", params, f"no key named {name!r}")

@@ -4,6 +4,7 @@ bad input typed, and nothing billed for a create that never reached upstream."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from collections.abc import Callable
@@ -17,11 +18,12 @@ from serve_helpers import TEACHER_KEY, Class, wait_for
 import genwidgets as gw
 from genwidgets.cli import main
 from genwidgets.errors import GatewayError, RequestNotFound, ServeError
-from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, budgets
+from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, app, budgets
 from genwidgets.serve.budgets import tasks_of
+from genwidgets.serve.db import storage_error
 from genwidgets.serve.keys import add_group, add_key, revoke_key
 from genwidgets.serve.usage import usage
-from genwidgets.simulator import SimulatorServer
+from genwidgets.simulator import SimConfig, SimulatorServer
 
 IMAGE = "genW2.5-t2i-preview"
 ONE = {"prompt": "a red fox", "n": 1}
@@ -525,3 +527,90 @@ def test_a_busy_port_is_the_class_gateways_own_error(
     server.stop()
     server.stop()  # twice is harmless
     assert not server.running
+
+
+def test_a_database_failure_after_the_create_was_sent_is_an_outcome_unknown(
+    make_class: Callable[..., Class],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Upstream made (and billed) the task, then the database failed to record it: the
+    student is never told nothing was sent, and upstream's id is in the log first."""
+    klass = make_class()
+    token = add_key(klass.db, "alice", {"tasks": 5})
+    recorded = budgets.move
+
+    def failing(db: Database, task_id: str, state: str, **rest: Any) -> bool:
+        if state == "open":
+            raise storage_error("disk I/O error")
+        return recorded(db, task_id, state, **rest)
+
+    monkeypatch.setattr(app, "move", failing)
+    with caplog.at_level(logging.INFO, logger="genwidgets.serve"), klass.client(token) as api:
+        answer = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+    [task] = tasks_of(klass.db)
+    error = answer.json()["error"]
+    assert answer.status_code == 503 and error["code"] == "STORAGE_UNAVAILABLE"
+    assert "nothing was sent" not in error["message"] and "may exist" in error["message"]
+    assert task["id"] in error["message"]
+    [made] = klass.sim.state.scheduler.tasks
+    assert made in caplog.text and TEACHER_KEY not in caplog.text
+    assert key_usage(klass.db, "alice")["held"] == {"tasks": 1.0, "images": 1.0}
+
+
+def test_cancelling_a_task_others_follow_by_the_demo_cache_ends_only_it(
+    make_class: Callable[..., Class],
+) -> None:
+    """The student whose create was sent cancels it while a classmate's identical seeded
+    create follows the same upstream task: only the first task ends (cancelled, still
+    charged), the shared task is never cancelled upstream and the classmate's completes.
+    Once nobody follows it, a cancel is forwarded again."""
+    klass = make_class()
+    klass.sim.state.reconfigure({"speed": 1.0})  # a task of 2 s
+    add_group(klass.db, "demo", {}, cache_seconds=600)
+    seeded = {"prompt": "the teacher's cell", "n": 1, "seed": 7}
+    first, other = (add_key(klass.db, n, {"tasks": 3}, group="demo") for n in ("first", "other"))
+    with klass.client(first) as mine, klass.client(other) as theirs:
+        sent = mine.post(f"/v1/queue/{IMAGE}", json=seeded).json()
+        follows = theirs.post(f"/v1/queue/{IMAGE}", json=seeded).json()
+        assert mine.put(sent["cancel_url"]).json()["status"] == "CANCELLATION_REQUESTED"
+        assert klass.sim.state.stats["cancel"] == 0
+        wait_for(
+            lambda: theirs.get(follows["status_url"]).json()["status"] == "COMPLETED",
+            what="the classmate's task to end",
+        )
+        result = theirs.get(follows["response_url"]).json()
+        assert result["error"] is None and result["outputs"]
+        lone = mine.post(f"/v1/queue/{IMAGE}", json={**seeded, "seed": 8}).json()
+        mine.put(lone["cancel_url"])
+    assert klass.sim.state.stats["cancel"] == 1  # followed by nobody: forwarded
+    states = {t["id"]: (t["state"], t["charged"]) for t in tasks_of(klass.db)}
+    assert states[sent["request_id"]] == ("cancelled", True)
+    assert states[follows["request_id"]] == ("done", False)
+    assert key_usage(klass.db, "first")["spent"]["tasks"] == 1.0
+
+
+def test_tasks_end_on_any_gateways_ending_word_as_the_client_reads_it(tmp_path: Path) -> None:
+    """An upstream of another dialect (Replicate's ``succeeded``/``failed``): its finished
+    task is spent and its failed one given back, as for the spec's ``COMPLETED``, so
+    neither holds its key's place for ever."""
+    config = SimConfig(speed=20.0, keys=(TEACHER_KEY,), dialect="replicate")
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    token = add_key(db, "alice", {"tasks": 5})
+    with SimulatorServer(config, port=0) as sim:
+        upstream = Upstream(sim.base_url, TEACHER_KEY)
+        with ClassServer(ServeConfig(upstream=upstream, database=db, max_running=1)) as server:
+            api = httpx.Client(base_url=server.base_url, timeout=60)
+            api.headers["Authorization"] = f"Bearer {token}"
+            for fail_rate in (0.0, 1.0):
+                sim.state.reconfigure({"fail_rate": fail_rate})
+                handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+                wait_for(
+                    lambda h=handle: gw.Status.from_body(api.get(h["status_url"]).json()).done,
+                    what="the task to end",
+                )
+            api.close()
+    seen = key_usage(db, "alice")
+    assert seen["spent"] == {"tasks": 1.0, "images": 1.0} and seen["failed"] == 1
+    assert seen["held"] == seen["spent"]

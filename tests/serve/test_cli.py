@@ -70,6 +70,46 @@ def test_keys_add_list_rotate_revoke(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and "exists" in err
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--max-running", "0"], "max running is 1 or more, not 0"),
+        (["--max-running", "-3"], "max running is 1 or more, not -3"),
+        (["--images", "inf"], "at most 1,000,000,000,000, not inf (images)"),
+        (["--budget", "1e13"], "at most 1,000,000,000,000, not 1e+13 (money)"),
+        (["--endpoints", "genW2.5-t2i-previw"], "did you mean 'genW2.5-t2i-preview'"),
+        (["--endpoints", "genW2.5-t2i-preview, "], "an endpoint is empty"),
+        (["--expires", "2020-01-01"], "--expires 2020-01-01 is past"),
+    ],
+)
+def test_a_key_that_could_never_work_is_refused_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
+    """Keys add and keys set refuse, in one line, what would make a key unusable (it can
+    never create, or may not use the endpoint meant) or cannot be stored."""
+    db = ["--database", str(tmp_path / "class.db")]
+    assert run(capsys, *db, "keys", "add", "ok", "--images", "5")[0] == 0
+    for command in (["keys", "add", "new", "--images", "5"], ["keys", "set", "ok"]):
+        code, _, err = run(capsys, *db, *command, *args)
+        assert code == 2 and says in err and "Traceback" not in err
+    code, out, _ = run(capsys, *db, "keys", "list", "--json")
+    assert [k["name"] for k in json.loads(out)["keys"]] == ["ok"]
+
+
+def test_keys_set_changes_a_keys_options_and_keys_list_shows_its_running_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--database", str(tmp_path / "class.db")]
+    assert run(capsys, *db, "keys", "add", "ok", "--images", "5")[0] == 0
+    assert "max running as serve" in run(capsys, *db, "keys", "list")[1]
+    change = ["--max-running", "4", "--endpoints", "genW2.5-t2i-preview", "--expires", "2099-01-01"]
+    assert run(capsys, *db, "keys", "set", "ok", *change)[0] == 0
+    assert "max running 4" in run(capsys, *db, "keys", "list")[1]
+    [key] = json.loads(run(capsys, *db, "keys", "list", "--json")[1])["keys"]
+    assert key["max_running"] == 4 and key["endpoints"] == ["genW2.5-t2i-preview"]
+    assert key["expires_at"] and key["caps"] == {"images": 5.0}
+
+
 def test_a_roster_makes_keys_and_a_handout(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -251,3 +291,83 @@ def test_creates_waiting_their_turn_when_serve_stops_are_given_back(
     held = json.loads(capsys.readouterr().out)["keys"][0]["held"]
     assert code == 0 and held == {"tasks": 1.0, "images": 1.0}
     db.close()
+
+
+@pytest.mark.slow
+def test_serve_stopped_while_upstream_has_a_create_answers_an_outcome_unknown(
+    tmp_path: Path,
+    upstream_sim: Any,
+    serve_processes: Callable[..., Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SIGTERM while upstream takes its time with a create: the student gets the gateway's
+    error shape naming the task (it may exist), the teacher one line, no traceback, and
+    the task is ``unknown`` (still reserved, no running place held)."""
+    database = str(tmp_path / "class.db")
+    assert main(["serve", "--database", database, "keys", "add", "cy", "--json"]) == 0
+    token = json.loads(capsys.readouterr().out)["key"]
+    upstream_sim.state.reconfigure({"latency": 30.0})
+    started = serve_processes(upstream_sim.base_url, database)
+    answers: list[httpx.Response] = []
+
+    def create() -> None:
+        with httpx.Client(base_url=started.base_url, timeout=60) as api:
+            answers.append(
+                api.post(
+                    "/v1/queue/genW2.5-t2i-preview",
+                    json={"prompt": "x", "n": 1},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+            )
+
+    sender = threading.Thread(target=create)
+    sender.start()
+    db = Database(database)
+    wait_for(lambda: tasks_of(db, state="sending"), what="the create to be sent")
+    started.process.send_signal(signal.SIGTERM)
+    started.process.wait(60)
+    sender.join(60)
+    [task] = tasks_of(db)
+    db.close()
+    [answer] = answers
+    assert answer.status_code == 503
+    error = answer.json()["error"]
+    assert error["code"] == "SERVER_STOPPING" and task["id"] in error["message"]
+    assert "may exist" in error["message"]
+    assert task["state"] == "unknown"
+    log = started.log.read_text()
+    assert "Traceback" not in log and f"create {task['id']} by cy: outcome unknown" in log
+
+
+def test_a_roster_saved_by_excel_or_without_names_is_read_or_refused_plainly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Excel's "CSV UTF-8" (a BOM) and a ``Name`` header are read; a roster with no name
+    column or no name makes nothing and writes nothing, saying why; a second run into
+    the same folder says the file is there."""
+    db = ["--database", str(tmp_path / "class.db")]
+    rosters = {
+        "excel.csv": b"\xef\xbb\xbfName,email\r\nAnn,a@x\r\nBen,b@x\r\n",
+        "emails.csv": b"student,email\nAnn,a@x\n",
+        "empty.csv": b"name,email\n,a@x\n",
+    }
+    for file, data in rosters.items():
+        (tmp_path / file).write_bytes(data)
+    for file, says in (
+        ("emails.csv", "no 'name' column (its columns: 'student', 'email')"),
+        ("empty.csv", "no name under its 'name' column"),
+    ):
+        out = tmp_path / file.replace(".csv", "")
+        code, _, err = run(capsys, *db, "keys", "roster", str(tmp_path / file), "--out", str(out))
+        assert code == 2 and says in err and not out.exists()
+    out = tmp_path / "keys"
+    code, said, _ = run(
+        capsys, *db, "keys", "roster", str(tmp_path / "excel.csv"), "--out", str(out)
+    )
+    assert code == 0 and said.startswith("2 keys made")
+    with open(out / "keys.csv", newline="") as handle:
+        assert [row["name"] for row in csv.DictReader(handle)] == ["Ann", "Ben"]
+    code, _, err = run(
+        capsys, *db, "keys", "roster", str(tmp_path / "excel.csv"), "--out", str(out)
+    )
+    assert code == 2 and f"{out / 'keys.csv'} exists" in err and "Errno" not in err

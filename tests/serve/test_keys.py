@@ -96,5 +96,15 @@ def test_a_keys_caps_change_and_what_it_holds_stays(db: Database) -> None:
     assert found.caps["tasks"] == 10_000_000 and found.held["images"] == 4_000_000
     with pytest.raises(ServeError, match="no key named"):
         set_caps(db, "nobody", {"images": 1})
-    with pytest.raises(ServeError, match="say which caps"):
+    with pytest.raises(ServeError, match="say what to set"):
         set_caps(db, "ana", {})
+
+
+def test_caps_too_large_to_store_are_refused_naming_the_largest(db: Database) -> None:
+    for caps in ({"images": float("inf")}, {"money": 1e13}, {"tasks": 1e300}):
+        with pytest.raises(ServeError, match="at most 1,000,000,000,000"):
+            add_key(db, "dave", caps)
+        with pytest.raises(ServeError, match="at most 1,000,000,000,000"):
+            add_group(db, "g", caps)
+    add_key(db, "erin", {"money": 1e12})  # the largest is taken
+    assert [k.name for k in list_keys(db)] == ["erin"]

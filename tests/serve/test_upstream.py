@@ -13,9 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from loopback import LoopbackServer, QuietHandler
+from loopback import LoopbackServer, OneTaskGateway, QuietHandler
 from serve_helpers import TEACHER_KEY
 
+import genwidgets as gw
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
 from genwidgets.serve.keys import add_key
 from genwidgets.serve.usage import usage
@@ -199,3 +200,55 @@ def test_an_upstream_answer_nested_too_deep_is_no_answer_not_a_crash() -> None:
     finally:
         server.close()
     assert answer.status == 200 and answer.body is None
+
+
+class RelativeFilesUpstream(OneTaskGateway):
+    """A gateway whose output URLs are relative to itself (as docs/decisions.md#hostile-
+    values allows), in ``outputs`` and in a fal-style ``images`` field; it records who
+    asked for a file with which Authorization."""
+
+    files: list[str | None] = []
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/files/"):
+            self.files.append(self.headers.get("Authorization"))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "5")
+            self.end_headers()
+            self.wfile.write(b"hello")
+            return
+        done = {"request_id": "r1", "status": "COMPLETED", "error": None}
+        if self.path.endswith("/response"):
+            done["outputs"] = [{"url": "/files/a.txt", "content_type": "text/plain"}]
+            done["images"] = [{"url": "files/b.png"}]
+        self.send_json(done)
+
+
+def test_relative_output_urls_are_made_absolute_against_upstream(tmp_path: Path) -> None:
+    """A relative output URL from upstream is passed on absolute against upstream: the
+    student's client would resolve it against the class gateway, which has no file.
+    The teacher's key is never added to it (the client sends none to another origin)."""
+    RelativeFilesUpstream.files = []
+    upstream_server = LoopbackServer(RelativeFilesUpstream)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    token = add_key(db, "alice", {"tasks": 5})
+    config = ServeConfig(upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db)
+    try:
+        with (
+            ClassServer(config) as server,
+            gw.Client(base_url=server.base_url, api_key=token) as client,
+        ):
+            result = client.run(IMAGE, {"prompt": "x", "n": 1}, timeout=60)
+            [output] = result.outputs
+            assert output.url == f"{upstream_server.base}/files/a.txt"
+            assert output.read() == b"hello"
+            raw = httpx.get(
+                f"{server.base_url}/v1/queue/{IMAGE}/requests/{result.request_id}/response",
+                headers={"Authorization": f"Bearer {token}"},
+            ).json()
+    finally:
+        upstream_server.close()
+    assert raw["images"] == [{"url": f"{upstream_server.base}/files/b.png"}]
+    assert RelativeFilesUpstream.files == [None]

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import jupyter_env  # tests/jupyter_env.py (tests/ is on pytest's pythonpath)
 import nbformat
 import pytest
@@ -333,3 +335,27 @@ def test_a_notebook_saved_with_widget_state_stays_within_the_bound(
         f"{path.name} weighs {size / 1e6:.2f} MB executed with widget state in a home with "
         f"history (at most {MAX_SAVED_BYTES / 1e6:.1f} MB)"
     )
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(HANG_GUARD_S)
+def test_the_protocol_lesson_runs_where_a_real_gateway_is_set_up(tmp_path: Path) -> None:
+    """Lesson 00 says to export GENWIDGETS_BASE_URL and GENWIDGETS_API_KEY; lesson 01's
+    by-hand cells then sent the simulator's key to that gateway, were refused, and the
+    lesson died (KeyError 'response_url'). It teaches on the local simulator always."""
+    from genwidgets.simulator import SimConfig, SimulatorServer
+
+    gateway = SimulatorServer(SimConfig(keys=("a-real-key",)), host="127.0.0.1", port=0).start()
+    try:
+        with jupyter_env.isolated_kernel(tmp_path / "root") as kernel:
+            os.environ["GENWIDGETS_BASE_URL"] = gateway.base_url
+            os.environ["GENWIDGETS_API_KEY"] = "a-real-key"
+            path = jupyter_env.notebook_paths()[1]
+            assert path.stem == "01_queue_protocol"
+            (tmp_path / "run").mkdir()
+            nb, _ = jupyter_env.execute(path, tmp_path / "run", kernel_name=kernel)
+        assert jupyter_env.error_outputs(nb) == []
+        assert "COMPLETED" in jupyter_env.output_text(nb)
+        assert httpx.get(f"{gateway.base_url}/_sim/stats", timeout=10).json()["created"] == 0
+    finally:
+        gateway.stop()

@@ -323,13 +323,26 @@ class Output:
         """Write the bytes to ``path`` atomically (temporary file, then rename).
 
         A path without an extension gets the content type's (``out-0`` → ``out-0.mp4``),
-        and the file is created with the user's umask, as ``open()`` would:
-        docs/decisions.md#forms-board-outputs-and-the-command-line.
+        a folder (one that exists, or a path ending in ``/``) gets ``output-<index>`` and
+        that extension inside it, and the file is created with the user's umask, as
+        ``open()`` would: docs/decisions.md#forms-board-outputs-and-the-command-line. A
+        file that cannot be written is an ``OSError`` naming ``path``, not the temporary
+        file beside it.
         """
-        target = Path(path)
+        given = os.fspath(path)
+        if not given.strip():
+            raise ValueError("Output.save needs a file name or a folder, not an empty path")
+        target = Path(given)
+        if given.endswith(("/", os.sep)) or target.is_dir():
+            target = target / f"output-{self.index}"
         if not target.suffix:
             target = target.with_name(target.name + extension_for(self.content_type))
-        self._kept_by().write(target, self.read())
+        data = self.read()
+        try:
+            self._kept_by().write(target, data)
+        except OSError as exc:
+            said = f"{exc.strerror or exc}: cannot save output {self.index} as {target}"
+            raise (type(exc)(exc.errno, said) if exc.errno else type(exc)(said)) from None
         return target
 
     def text(self) -> str:

@@ -108,6 +108,30 @@ def test_a_save_gets_the_types_extension_and_is_written_by_the_source(tmp_path: 
     assert typed.save(str(tmp_path / "still")) == tmp_path / "still.png"  # its type's parameters
 
 
+def test_a_save_into_a_folder_names_the_file_and_a_failure_names_the_path(
+    tmp_path: Path,
+) -> None:
+    """``save("shots/")`` wrote ``shots.png`` beside the folder; a refused write named
+    the hidden temporary file; an empty path was ``PosixPath('.') has an empty name``."""
+    source = Source(b"\x89PNG bytes")
+    output = Output("image/png", url="https://cdn.example/0", index=2, _source=source)
+    (tmp_path / "shots").mkdir()
+    assert output.save(tmp_path / "shots") == tmp_path / "shots" / "output-2.png"
+    assert output.save(f"{tmp_path / 'later'}/") == tmp_path / "later" / "output-2.png"
+    with pytest.raises(ValueError, match="a file name or a folder"):
+        output.save("")
+
+    class Refused(Source):
+        def write(self, target: Path, data: bytes) -> None:
+            raise PermissionError(13, "Permission denied", str(target.parent / ".x.part"))
+
+    refused = Output("image/png", raw={"content": "x"}, _source=Refused(b""))
+    with pytest.raises(PermissionError) as caught:
+        refused.save(tmp_path / "kite.png")
+    said = str(caught.value)
+    assert f"cannot save output 0 as {tmp_path / 'kite.png'}" in said and ".part" not in said
+
+
 def test_a_failed_read_is_a_download_error_without_the_key(
     known_key: Callable[[str], str],
 ) -> None:

@@ -337,8 +337,15 @@ class TaskTimeout(GenwidgetsError, TimeoutError):
         #: the wait asked the gateway to cancel the task (``cancel_on_timeout=True``)
         self.cancelled = cancelled
         where = _where(job.endpoint, job.request_id)
+        last = getattr(job, "last_status", None)  # a Job's last status seen, if any
         if cancelled:
             text = f"no result within {timeout:g} s; the gateway was asked to cancel it{where}."
+        elif getattr(last, "done", False):
+            text = (
+                f"no result within {timeout:g} s, though the task has ended "
+                f"({getattr(last, 'status', '')}){where}: its result is on its way (fetched, "
+                "then its outputs saved). Wait again with job.result()."
+            )
         else:
             text = (
                 f"no result within {timeout:g} s; the task is still alive{where}. "

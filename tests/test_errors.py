@@ -86,3 +86,19 @@ def test_the_readme_draws_the_same_branches() -> None:
     for name in ("GatewayError", "ServerError", "NoAnswer", "Unreachable", "OutcomeUnknown"):
         assert name in section, name
     assert section.index("NoAnswer") > section.index("ServerError")  # its own branch
+
+
+def test_a_wait_that_ends_after_its_task_ended_says_the_result_is_on_its_way() -> None:
+    """3,000 outputs being saved: "the task is still alive" while its status said
+    COMPLETED sent the user to cancel a finished, paid task."""
+    from types import SimpleNamespace
+
+    ended = SimpleNamespace(
+        endpoint="ep", request_id="r1", last_status=SimpleNamespace(done=True, status="COMPLETED")
+    )
+    said = str(gw.TaskTimeout(ended, 15))
+    assert "though the task has ended (COMPLETED)" in said and "still alive" not in said
+    running = SimpleNamespace(
+        endpoint="ep", request_id="r1", last_status=SimpleNamespace(done=False, status="RUNNING")
+    )
+    assert "still alive" in str(gw.TaskTimeout(running, 15))

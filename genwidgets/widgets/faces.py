@@ -301,14 +301,17 @@ class Faces:
         self.id = uuid.uuid4().hex
         self.media = media_choice(media)
         self._build = build
-        self._handles: list[Any] = []
+        #: each display of this face and the bundle last sent to it: a display made
+        #: while a rewrite was being built shows what the rewrite shows, the older ones not
+        self._handles: dict[Any, dict[str, str]] = {}
         self._lock = threading.Lock()
         self._queued = False
         self._again = False
         self._refresher = Throttle(self._submit, interval=interval)
         self._last: dict[str, str] | None = None  # the bundle last shown or written
-        #: held while a bundle is made the last and written, and while a write again
-        #: (the end of a cell, on the main thread) writes the last: the newest lands last
+        #: held while a bundle is made the last and written, while a write again (the
+        #: end of a cell, on the main thread) writes the last, and while a display is
+        #: made: the newest lands last, on every display
         self._writing = threading.Lock()
         self.writes = 0
         #: refreshes asked, and how many of them the last rewrite ended had answered
@@ -338,12 +341,13 @@ class Faces:
         REPUBLISH.install()
         data, metadata = widget_bundle(live)
         ipd.display(data, raw=True, metadata=metadata)
-        bundle = self.bundle()
-        handle = ipd.display(bundle, raw=True, display_id=True)
-        if handle is not None:
-            with self._lock:
-                self._handles.append(handle)
-                self._last = bundle
+        with self._writing:  # a rewrite in flight then writes the displays it missed
+            bundle = self.bundle()
+            handle = ipd.display(bundle, raw=True, display_id=True)
+            if handle is not None:
+                with self._lock:
+                    self._handles[handle] = bundle
+                    self._last = bundle
 
     @property
     def shown(self) -> bool:
@@ -384,11 +388,12 @@ class Faces:
             bundle = self.bundle()
             with self._writing:
                 with self._lock:
-                    same, self._last = bundle == self._last, bundle
-                if same:  # nothing it shows changed (a late callback): no second megabyte
+                    self._last = bundle
+                    stale = [h for h, shown in self._handles.items() if shown != bundle]
+                if not stale:  # nothing it shows changed (a late callback): no second megabyte
                     return
                 started = REPUBLISH.inside()
-                self._write(bundle)
+                self._write(bundle, stale)
             if not REPUBLISH.landed(started):  # nbclient keeps it only if written again
                 REPUBLISH.add(self._write_last, key=self)
             else:  # this one lands: no need to write it again
@@ -421,11 +426,15 @@ class Faces:
             with self._lock:
                 bundle = self._last
             if bundle is not None:
-                self._write(bundle)
+                with self._lock:
+                    handles = list(self._handles)
+                self._write(bundle, handles)
 
-    def _write(self, bundle: dict[str, str]) -> None:
+    def _write(self, bundle: dict[str, str], handles: list[Any]) -> None:
+        """Send ``bundle`` to ``handles``, each of them this face's displays."""
         with self._lock:
-            handles = list(self._handles)
+            for handle in handles:
+                self._handles[handle] = bundle
             self.writes += 1
         for handle in handles:
             guarded(

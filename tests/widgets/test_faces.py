@@ -381,3 +381,32 @@ def test_a_write_that_straddles_the_start_of_a_cell_is_written_again(
     finally:
         faces.REPUBLISH.flush()  # the end of that cell: written again, and between cells
     assert "done" in handle.updates[-1][0]["text/html"] and len(handle.updates) == 2
+
+
+def test_a_display_made_while_a_rewrite_is_built_leaves_no_display_stale(
+    shown: DisplayRecorder,
+) -> None:
+    """A view displayed again (``g.wait(); g``) while its rewrite is being built: the
+    new display shows what the rewrite shows, and the rewrite must still reach the first
+    display (it was saved "0 of 3 done" beside "3 of 3 done")."""
+    state = {"word": "running"}
+    building = threading.Event()
+    release = threading.Event()
+
+    def build(media: str) -> dict[str, str]:
+        if threading.current_thread() is not threading.main_thread():
+            building.set()
+            release.wait(20)  # a slow rewrite: a big grid's sheet
+        return {"text/html": state["word"], "text/plain": ""}
+
+    face = Faces(build)
+    face.show(ipywidgets.Label())
+    state["word"] = "done"
+    face.refresh(force=True)
+    assert building.wait(20)
+    face.show(ipywidgets.Label())  # displayed again, built at once: "done"
+    release.set()
+    assert faces.settle(20)
+    first, second = shown.handles
+    assert "done" in first.last_html()
+    assert second.updates == []  # it shows "done" already: not sent twice

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import threading
 import time
 import uuid
@@ -32,6 +33,7 @@ __all__ = [
     "BACKGROUND",
     "REPUBLISH",
     "SETTLE_LIMIT",
+    "STOPPED_WAITING",
     "WIDGET_VIEW_MIME",
     "Asked",
     "CommandView",
@@ -51,6 +53,11 @@ STATIC = Path(__file__).with_name("static")
 #: The longest the end of a cell waits for lasting faces being rewritten (a hang
 #: guard: a rewrite takes milliseconds, a video's first preview about a second).
 SETTLE_LIMIT = 30.0
+#: What the end of a cell says when it is stopped while it waits for lasting faces.
+STOPPED_WAITING = (
+    "genwidgets: stopped waiting for views to be rewritten for saving; a save now may "
+    "keep them as they were, a later cell's end writes them"
+)
 
 
 def static_module(*names: str) -> str:
@@ -233,7 +240,10 @@ class Republisher:
     def flush(self, *_args: Any) -> None:
         # what is written from now on is written again next time
         self.in_cell, self.turn = False, self.turn + 1
-        settle(SETTLE_LIMIT)
+        try:
+            settle(SETTLE_LIMIT)
+        except KeyboardInterrupt:  # the stop button: the user's code has ended already
+            print(STOPPED_WAITING, file=sys.stderr)
         with self._lock:
             pending, self._pending = self._pending, {}
         for write in pending.values():
@@ -257,15 +267,21 @@ _unsettled: set[Faces] = set()
 
 def settle(timeout: float) -> bool:
     """Wait until every lasting face is written as it was when this began (a refresh
-    asked since does not make it wait longer); False at the deadline."""
+    asked since does not make it wait longer); False at the deadline. A wait that ends
+    unsettled, at the deadline or interrupted (``KeyboardInterrupt`` raised on), gives
+    up those refreshes: a later wait does not wait for them again."""
     deadline = time.monotonic() + timeout
     with _SETTLING:
-        wanted = [(face, face.asked) for face in _unsettled]
-        while any(face.answered < asked for face, asked in wanted):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            _SETTLING.wait(left)
+        wanted = [(face, face.asked) for face in _unsettled if face.asked > face.given_up]
+        try:
+            while any(face.answered < asked for face, asked in wanted):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                _SETTLING.wait(left)
+        finally:
+            for face, asked in wanted:
+                face.given_up = max(face.given_up, asked)
     return True
 
 
@@ -317,6 +333,8 @@ class Faces:
         #: refreshes asked, and how many of them the last rewrite ended had answered
         #: (begun after them): both under ``_SETTLING``, for :func:`settle`
         self.asked = self.answered = 0
+        #: refreshes a wait gave up on (:func:`settle`), under ``_SETTLING``
+        self.given_up = 0
         #: (ask, callback) of refreshes asked with ``then``, under ``_SETTLING``
         self._then: list[tuple[int, Callable[[], object]]] = []
 

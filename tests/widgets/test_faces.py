@@ -410,3 +410,45 @@ def test_a_display_made_while_a_rewrite_is_built_leaves_no_display_stale(
     first, second = shown.handles
     assert "done" in first.last_html()
     assert second.updates == []  # it shows "done" already: not sent twice
+
+
+def test_a_stop_while_the_end_of_a_cell_waits_says_one_line_and_holds_no_later_cell(
+    shown: DisplayRecorder, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stop button while the end of a cell waits for a slow rewrite: no "Error in
+    callback" traceback (the user's code had ended), one line, and the next cell's end
+    does not wait for that rewrite again (it waited 13 s)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    release = threading.Event()
+    state = {"word": "running"}
+
+    def build(media: str) -> dict[str, str]:
+        if state["word"] == "done":
+            release.wait(20)  # a slow rewrite: a video's first preview
+        return {"text/html": state["word"], "text/plain": ""}
+
+    face = Faces(build)
+    face.show(ipywidgets.Label())
+    state["word"] = "done"
+    face.refresh(force=True)
+    waits: list[float] = []
+
+    def stopped(timeout: float | None = None) -> bool:
+        waits.append(timeout or 0.0)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(faces._SETTLING, "wait", stopped)
+    try:
+        shell.run_cell("1 + 1")  # stopped while its end waits
+        assert len(waits) == 1
+        said = capsys.readouterr()
+        assert "Error in callback" not in said.out + said.err
+        assert said.err.strip() == faces.STOPPED_WAITING
+        shell.run_cell("2 + 2")  # the next cell's end does not wait for it again
+        assert len(waits) == 1
+    finally:
+        release.set()
+        monkeypatch.undo()
+    assert wait_for(lambda: "done" in shown.handle.last_html(), timeout=20)

@@ -31,17 +31,21 @@ from .ticker import Throttle, as_current_request, guarded
 
 __all__ = [
     "BACKGROUND",
+    "CELL_VIEWS",
+    "CLOSED_VIEW",
     "REPUBLISH",
     "SETTLE_LIMIT",
     "STOPPED_WAITING",
     "WIDGET_VIEW_MIME",
     "Asked",
+    "CellViews",
     "CommandView",
     "Faces",
     "LiveMark",
     "Republisher",
     "TwoFaced",
     "answers",
+    "close_unused",
     "in_kernel",
     "make_two_faced",
     "static_module",
@@ -53,6 +57,11 @@ STATIC = Path(__file__).with_name("static")
 #: The longest the end of a cell waits for lasting faces being rewritten (a hang
 #: guard: a rewrite takes milliseconds, a video's first preview about a second).
 SETTLE_LIMIT = 30.0
+#: What displaying a view closed by a run again of the cell that displayed it says.
+CLOSED_VIEW = (
+    "this view was closed when the cell that displayed it ran again or was deleted "
+    "(its widget state is no longer saved); make it again to see it"
+)
 #: What the end of a cell says when it is stopped while it waits for lasting faces.
 STOPPED_WAITING = (
     "genwidgets: stopped waiting for views to be rewritten for saving; a save now may "
@@ -232,10 +241,15 @@ class Republisher:
             return False
         shell.events.register("pre_run_cell", self._cell_starts)
         shell.events.register("post_run_cell", self.flush)
+        # hooked from inside a cell (its first view): that cell's start was missed
+        running = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+        if running is not None:
+            CELL_VIEWS.starts(running.info)
         return True
 
-    def _cell_starts(self, *_args: Any) -> None:
+    def _cell_starts(self, info: Any = None, *_args: Any) -> None:
         self.in_cell, self.turn = True, self.turn + 1
+        CELL_VIEWS.starts(info)
 
     def flush(self, *_args: Any) -> None:
         # what is written from now on is written again next time
@@ -248,9 +262,87 @@ class Republisher:
             pending, self._pending = self._pending, {}
         for write in pending.values():
             guarded(write)
+        CELL_VIEWS.ends()
+
+
+#: One display of a view: its live face (the widget displayed), its faces and the
+#: lasting face's display handle.
+Shown = tuple[Any, "Faces", Any]
+
+
+class CellViews:
+    """The views each cell displayed, by the cell's id (JupyterLab and Notebook 7 send
+    it with each run, and the ids of cells deleted since), so that a cell run again, or
+    deleted, closes the views its last run displayed: their widget state is no longer
+    saved, once a run (docs/decisions.md#two-faces)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cell: str | None = None
+        self._shown: dict[str, list[Shown]] = {}
+        #: the displays of the running cell's last run and of cells deleted since
+        self._gone: list[Shown] = []
+
+    def starts(self, info: Any) -> None:
+        """A cell starts: ``info`` is IPython's ``ExecutionInfo`` (no id: nbclient)."""
+        cell = getattr(info, "cell_id", None)
+        meta = getattr(info, "cell_meta", None)
+        deleted = meta.get("deletedCells", []) if isinstance(meta, dict) else []
+        with self._lock:
+            self._cell = cell if isinstance(cell, str) else None
+            for gone in [self._cell, *deleted]:
+                self._gone.extend(self._shown.pop(gone, []) if isinstance(gone, str) else [])
+
+    def shown(self, display: Shown) -> None:
+        with self._lock:
+            if self._cell is not None:
+                self._shown.setdefault(self._cell, []).append(display)
+
+    def ends(self) -> None:
+        """The cell ended: close what its last run displayed and no other display shows
+        (this run displayed again, another cell, a user's own container)."""
+        with self._lock:
+            gone, self._gone, self._cell = self._gone, [], None
+            kept = [live for displays in self._shown.values() for live, _, _ in displays]
+        if not gone:
+            return
+        for _, faces, handle in gone:
+            faces.forget(handle)  # its output was cleared: no need to rewrite it
+        guarded(functools.partial(close_unused, [live for live, _, _ in gone], kept))
+
+
+def close_unused(roots: list[Any], kept: list[Any]) -> None:
+    """Close the widgets of ``roots``' trees that neither ``kept`` nor any other live
+    widget holds (a user's box around a view displayed in a later cell keeps it)."""
+    from ipywidgets.widgets.widget import _instances  # noqa: PLC0415 - ipywidgets' live widgets
+
+    doomed = _tree(roots)
+    others = [w for w in list(_instances.values()) if id(w) not in doomed]
+    used = _tree([*others, *kept])
+    for key, widget in doomed.items():
+        if key not in used:
+            widget.close()
+
+
+def _tree(roots: list[Any]) -> dict[int, Any]:
+    """``roots`` and the widgets their synced traits hold (children, layout, style)."""
+    found: dict[int, Any] = {}
+    todo = list(roots)
+    while todo:
+        widget = todo.pop()
+        if id(widget) in found or not isinstance(widget, ipywidgets.Widget):
+            continue
+        found[id(widget)] = widget
+        for name in widget.keys:
+            value = getattr(widget, name, None)
+            if isinstance(value, dict):
+                value = list(value.values())
+            todo.extend(value if isinstance(value, (list, tuple)) else [value])
+    return found
 
 
 REPUBLISH = Republisher()
+CELL_VIEWS = CellViews()
 
 #: What a view's work that failed is called in the log.
 VIEW_FAILED = "a view update"
@@ -357,6 +449,9 @@ class Faces:
         # the cells' hooks from now on: a write made in a later cell is seen to carry
         # that cell's label, and kept, not written again at its end
         REPUBLISH.install()
+        if any(widget.comm is None for widget in _tree([live]).values()):
+            print(CLOSED_VIEW)
+            return
         data, metadata = widget_bundle(live)
         ipd.display(data, raw=True, metadata=metadata)
         with self._writing:  # a rewrite in flight then writes the displays it missed
@@ -366,6 +461,12 @@ class Faces:
                 with self._lock:
                     self._handles[handle] = bundle
                     self._last = bundle
+                CELL_VIEWS.shown((live, self, handle))
+
+    def forget(self, handle: Any) -> None:
+        """Stop rewriting one display (its cell's output was cleared by a run again)."""
+        with self._lock:
+            self._handles.pop(handle, None)
 
     @property
     def shown(self) -> bool:

@@ -452,3 +452,33 @@ def test_a_stop_while_the_end_of_a_cell_waits_says_one_line_and_holds_no_later_c
         release.set()
         monkeypatch.undo()
     assert wait_for(lambda: "done" in shown.handle.last_html(), timeout=20)
+
+
+def test_a_cell_run_again_closes_the_views_its_last_run_displayed(
+    shown: DisplayRecorder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run All twice must save what one run saves: a cell run again (JupyterLab sends
+    its id) closes the views its last run displayed, so their widget state is no
+    longer saved; not a view displayed again since, nor one a user's box still holds."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    face = Faces(lambda media: {"text/html": "kept", "text/plain": ""})
+    held, again, shared = ipywidgets.Label("held"), ipywidgets.Label(), ipywidgets.Label()
+    first = ipywidgets.VBox([ipywidgets.Label("first"), held])
+    shell.user_ns.update(face=face, first=first, again=again, shared=shared)
+    shell.run_cell("face.show(first); face.show(again); face.show(shared)", cell_id="a")
+    shell.run_cell("face.show(shared)", cell_id="b")  # displayed again by another cell
+    users_box = ipywidgets.HBox([held])  # a user's own box, displayed elsewhere
+    second = ipywidgets.VBox([ipywidgets.Label("second")])
+    shell.user_ns.update(second=second)
+    shell.run_cell("face.show(second); face.show(again)", cell_id="a")  # run again
+    assert first.comm is None and first.children[0].comm is None and first.layout.comm is None
+    assert held.comm is not None and users_box.comm is not None
+    assert again.comm is not None and shared.comm is not None and second.comm is not None
+    shell.run_cell("1 + 1", cell_meta={"deletedCells": ["b"]})  # cell b deleted
+    assert shared.comm is None  # its last display was b's
+    assert again.comm is not None and second.comm is not None
+    capsys.readouterr()
+    shell.run_cell("face.show(shared)", cell_id="c")  # a closed view cannot come back
+    assert capsys.readouterr().out.strip().endswith(faces.CLOSED_VIEW)

@@ -46,6 +46,8 @@ __all__ = [
     "TwoFaced",
     "answers",
     "close_unused",
+    "closed",
+    "give_up",
     "in_kernel",
     "make_two_faced",
     "static_module",
@@ -141,14 +143,18 @@ class TwoFaced:
         plain: Callable[[], str] | None = None,
     ) -> bool:
         """Display this view (or ``live``, a box holding it), then its lasting face;
-        outside a kernel, print ``plain()`` (else its repr) instead and say False."""
+        outside a kernel, print ``plain()`` (else its repr) instead and say False, as
+        for a view closed by a run again of its cell (:class:`CellViews`)."""
         if not in_kernel():
             print(plain() if plain is not None else repr(self))
             return False
+        live = self if live is None else live
+        if closed(live):
+            print(CLOSED_VIEW)
+            return False
         if self._faces is None:
             self._faces = Faces(build, interval=interval)
-        self._faces.show(self._live_face(self if live is None else live, self._faces))
-        return True
+        return self._faces.show(self._live_face(live, self._faces))
 
     def _live_face(self, live: Any, faces: Faces) -> Any:
         return live_container(live, faces)
@@ -255,8 +261,10 @@ class Republisher:
         # what is written from now on is written again next time
         self.in_cell, self.turn = False, self.turn + 1
         try:
-            settle(SETTLE_LIMIT)
+            if not settle(SETTLE_LIMIT):
+                give_up()
         except KeyboardInterrupt:  # the stop button: the user's code has ended already
+            give_up()
             print(STOPPED_WAITING, file=sys.stderr)
         with self._lock:
             pending, self._pending = self._pending, {}
@@ -324,6 +332,11 @@ def close_unused(roots: list[Any], kept: list[Any]) -> None:
             widget.close()
 
 
+def closed(live: Any) -> bool:
+    """Whether ``live``, or a widget it holds, was closed (:class:`CellViews`)."""
+    return any(widget.comm is None for widget in _tree([live]).values())
+
+
 def _tree(roots: list[Any]) -> dict[int, Any]:
     """``roots`` and the widgets their synced traits hold (children, layout, style)."""
     found: dict[int, Any] = {}
@@ -359,22 +372,24 @@ _unsettled: set[Faces] = set()
 
 def settle(timeout: float) -> bool:
     """Wait until every lasting face is written as it was when this began (a refresh
-    asked since does not make it wait longer); False at the deadline. A wait that ends
-    unsettled, at the deadline or interrupted (``KeyboardInterrupt`` raised on), gives
-    up those refreshes: a later wait does not wait for them again."""
+    asked since does not make it wait longer, nor one given up); False at the deadline."""
     deadline = time.monotonic() + timeout
     with _SETTLING:
         wanted = [(face, face.asked) for face in _unsettled if face.asked > face.given_up]
-        try:
-            while any(face.answered < asked for face, asked in wanted):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                _SETTLING.wait(left)
-        finally:
-            for face, asked in wanted:
-                face.given_up = max(face.given_up, asked)
+        while any(face.answered < asked for face, asked in wanted):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            _SETTLING.wait(left)
     return True
+
+
+def give_up() -> None:
+    """Wait no more for the refreshes asked so far (:func:`settle`): a wait for them was
+    stopped or reached its limit, and the next cell must not wait for them again."""
+    with _SETTLING:
+        for face in _unsettled:
+            face.given_up = face.asked
 
 
 def widget_bundle(widget: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -442,16 +457,17 @@ class Faces:
         html = markup.lasting_box(self.id, inner["text/html"])
         return {"text/html": html, "text/plain": inner.get("text/plain", "")}
 
-    def show(self, live: Any) -> None:
-        """Display ``live`` (a widget), then the lasting face under a new display id."""
+    def show(self, live: Any) -> bool:
+        """Display ``live`` (a widget), then the lasting face under a new display id;
+        False, saying why, when ``live`` was closed (:class:`CellViews`)."""
         from IPython import display as ipd  # noqa: PLC0415 - IPython is asked only where a kernel may run
 
         # the cells' hooks from now on: a write made in a later cell is seen to carry
         # that cell's label, and kept, not written again at its end
         REPUBLISH.install()
-        if any(widget.comm is None for widget in _tree([live]).values()):
+        if closed(live):
             print(CLOSED_VIEW)
-            return
+            return False
         data, metadata = widget_bundle(live)
         ipd.display(data, raw=True, metadata=metadata)
         with self._writing:  # a rewrite in flight then writes the displays it missed
@@ -462,6 +478,7 @@ class Faces:
                     self._handles[handle] = bundle
                     self._last = bundle
                 CELL_VIEWS.shown((live, self, handle))
+        return True
 
     def forget(self, handle: Any) -> None:
         """Stop rewriting one display (its cell's output was cleared by a run again)."""

@@ -481,4 +481,23 @@ def test_a_cell_run_again_closes_the_views_its_last_run_displayed(
     assert again.comm is not None and second.comm is not None
     capsys.readouterr()
     shell.run_cell("face.show(shared)", cell_id="c")  # a closed view cannot come back
-    assert capsys.readouterr().out.strip().endswith(faces.CLOSED_VIEW)
+    assert faces.CLOSED_VIEW in capsys.readouterr().out
+
+
+def test_a_view_closed_by_a_run_again_of_its_cell_says_so_when_displayed(
+    shown: DisplayRecorder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from widgets.taskfakes import FakeJob
+
+    from genwidgets.widgets.task import TaskView
+
+    shell = InteractiveShell.instance()
+    view = TaskView(FakeJob())
+    shell.user_ns.update(view=view)
+    shell.run_cell("view._ipython_display_()", cell_id="task-cell")
+    shell.run_cell("1 + 1", cell_id="task-cell")  # run again, showing something else
+    assert view.comm is None
+    capsys.readouterr()
+    shell.run_cell("view._ipython_display_()", cell_id="later")
+    assert faces.CLOSED_VIEW in capsys.readouterr().out

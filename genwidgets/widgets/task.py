@@ -34,7 +34,7 @@ from .faces import (
     static_module,
     widget_bundle,
 )
-from .lasting import plain_text, result_html
+from .lasting import TextBudget, plain_text, result_html
 from .render import live_entry
 from .ticker import Throttle, guarded, stop_following
 
@@ -66,7 +66,16 @@ def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[
     result that has no outputs, as an escaped table."""
     if result is None:
         return []
-    entries = [live_entry(output, poster=posters) for output in result.outputs]
+    budget = TextBudget()  # the saved widget state keeps these too
+    entries, listed = [], []
+    for output in result.outputs:
+        entry = live_entry(output, poster=posters)
+        if budget.fits(output, entry["html"]):
+            entries.append(entry)
+        else:
+            listed.append(output)
+    if listed:
+        entries.append({"kind": "listed", "html": budget.listing(listed), "caption": ""})
     if not entries and result.ok and result.asset is not None:
         entries.append({"kind": "json", "html": markup.table_html(result.asset)})
     return entries

@@ -42,6 +42,10 @@ __all__ = ["TaskList", "TaskView", "display_job", "lasting_face"]
 
 log = logging.getLogger(__name__)
 
+#: Seconds between two rewrites of a task's lasting face while it runs (its status word
+#: changed); its end is written at once.
+FACE_INTERVAL = 1.0
+
 
 def job_look(job: JobLike) -> StatusLook:
     """The look of a job; a job that ended with an exception instead of a result shows
@@ -147,6 +151,8 @@ class TaskView(CommandView):
         #: how far the job's end had come when its lasting face was last written
         #: (:func:`end_stage`): the live face never shows more (docs/decisions.md#two-faces)
         self._face_stage = 2 if done else end_stage(job)
+        #: the status word the lasting face was last asked to show while the job runs
+        self._face_word = job_look(job).word
         self._throttle = Throttle(self._write)
         self._cancel_clicked = False
         self._shown_result: Result | None = None
@@ -167,6 +173,11 @@ class TaskView(CommandView):
             # Asked here, before the job's future completes (the JobLike contract:
             # update callbacks first), so a cell waiting on job.result() waits for it.
             self._lasting_then_live(stage)
+        elif (word := job_look(job).word) != self._face_word:
+            # a notebook saved while it runs says what it was doing, not "submitted"
+            # (at most once per FACE_INTERVAL: a few words a task)
+            self._face_word = word
+            guarded(self._refresh_face)
         guarded(self._throttle.request)
 
     def _on_done(self, job: JobLike) -> None:
@@ -193,7 +204,9 @@ class TaskView(CommandView):
         """Both faces (:mod:`.faces`): this live view, then its lasting face, which
         is rewritten when the task ends. Outside a kernel, one line of text."""
         self._show_faces(
-            lambda media: lasting_face(self.job, media), plain=lambda: plain_status(self.job)
+            lambda media: lasting_face(self.job, media),
+            interval=FACE_INTERVAL,
+            plain=lambda: plain_status(self.job),
         )
 
     @answers
@@ -365,7 +378,7 @@ class TaskList:
         self.jobs: list[JobLike] = []
         self.box = ipywidgets.VBox()
         self.fallback = fallback
-        self.faces = Faces(self._lasting)
+        self.faces = Faces(self._lasting, interval=FACE_INTERVAL)
         self.live = live_container(self.box, self.faces)
 
     def _lasting(self, media: str) -> dict[str, str]:

@@ -851,3 +851,17 @@ def test_a_result_of_many_texts_keeps_a_budget_in_both_faces_and_lists_the_rest(
     assert "line 0 line 0" in lasting and re.search(r"\[\d+\] t\d+\.txt · text/plain", lasting)
     assert view.outputs[0]["html"] and view.outputs[-1]["kind"] == "listed"
     assert "more text outputs are not shown" in view.outputs[-1]["html"]
+
+
+def test_the_lasting_face_says_what_a_running_task_is_doing(recorder: DisplayRecorder) -> None:
+    """A notebook saved while a task runs (or whose kernel then died) said "submitted
+    when last seen" though the task had been running for seconds: a change of its status
+    word rewrites the lasting face (throttled), not only its end."""
+    job = FakeJob()
+    display_job(job)
+    on_thread(job.run)
+    assert wait_for(lambda: "running when last seen" in recorder.handle.last_html(), timeout=10)
+    assert faces.settle(10)
+    written = len(recorder.handle.updates)
+    on_thread(job.run)  # the same word again (a new poll): nothing to rewrite
+    assert faces.settle(10) and len(recorder.handle.updates) == written

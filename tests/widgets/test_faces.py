@@ -220,6 +220,7 @@ def test_a_keyed_write_replaces_the_pending_one() -> None:
     republisher.add(lambda: writes.append("other"))
     shell.run_cell("1 + 1")
     assert writes == ["latest", "other"]
+    shell.events.unregister("pre_run_cell", republisher._cell_starts)
     shell.events.unregister("post_run_cell", republisher.flush)
 
 
@@ -501,3 +502,29 @@ def test_a_view_closed_by_a_run_again_of_its_cell_says_so_when_displayed(
     capsys.readouterr()
     shell.run_cell("view._ipython_display_()", cell_id="later")
     assert faces.CLOSED_VIEW in capsys.readouterr().out
+
+
+def test_the_cell_that_hooks_the_cells_is_known_by_its_id(
+    shown: DisplayRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first view of a session hooks the cells from inside its cell, whose start
+    was missed: that cell's views are closed all the same when it runs again (found
+    with a real kernel: the first task view of a lesson outlived its cell's rerun)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    faces.REPUBLISH.install()
+    shell.events.unregister("pre_run_cell", faces.REPUBLISH._cell_starts)
+    shell.events.unregister("post_run_cell", faces.REPUBLISH.flush)
+    monkeypatch.setattr(faces.REPUBLISH, "_installed", False)  # a fresh kernel's
+    first = ipywidgets.Label()
+    face = Faces(lambda media: {"text/html": "kept", "text/plain": ""})
+    shell.user_ns.update(face=face, first=first)
+    try:
+        shell.run_cell("face.show(first)", cell_id="first-view")  # hooks the cells
+        shell.run_cell("1 + 1", cell_id="first-view")  # run again
+    finally:
+        if faces.REPUBLISH.flush not in shell.events.callbacks["post_run_cell"]:
+            shell.events.register("pre_run_cell", faces.REPUBLISH._cell_starts)
+            shell.events.register("post_run_cell", faces.REPUBLISH.flush)
+    assert first.comm is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import threading
 import time
 import uuid
@@ -30,16 +31,23 @@ from .ticker import Throttle, as_current_request, guarded
 
 __all__ = [
     "BACKGROUND",
+    "CELL_VIEWS",
+    "CLOSED_VIEW",
     "REPUBLISH",
     "SETTLE_LIMIT",
+    "STOPPED_WAITING",
     "WIDGET_VIEW_MIME",
     "Asked",
+    "CellViews",
     "CommandView",
     "Faces",
     "LiveMark",
     "Republisher",
     "TwoFaced",
     "answers",
+    "close_unused",
+    "closed",
+    "give_up",
     "in_kernel",
     "make_two_faced",
     "static_module",
@@ -51,6 +59,16 @@ STATIC = Path(__file__).with_name("static")
 #: The longest the end of a cell waits for lasting faces being rewritten (a hang
 #: guard: a rewrite takes milliseconds, a video's first preview about a second).
 SETTLE_LIMIT = 30.0
+#: What displaying a view closed by a run again of the cell that displayed it says.
+CLOSED_VIEW = (
+    "this view was closed when the cell that displayed it ran again or was deleted "
+    "(its widget state is no longer saved); make it again to see it"
+)
+#: What the end of a cell says when it is stopped while it waits for lasting faces.
+STOPPED_WAITING = (
+    "genwidgets: stopped waiting for views to be rewritten for saving; a save now may "
+    "keep them as they were, a later cell's end writes them"
+)
 
 
 def static_module(*names: str) -> str:
@@ -125,14 +143,18 @@ class TwoFaced:
         plain: Callable[[], str] | None = None,
     ) -> bool:
         """Display this view (or ``live``, a box holding it), then its lasting face;
-        outside a kernel, print ``plain()`` (else its repr) instead and say False."""
+        outside a kernel, print ``plain()`` (else its repr) instead and say False, as
+        for a view closed by a run again of its cell (:class:`CellViews`)."""
         if not in_kernel():
             print(plain() if plain is not None else repr(self))
             return False
+        live = self if live is None else live
+        if closed(live):
+            print(CLOSED_VIEW)
+            return False
         if self._faces is None:
             self._faces = Faces(build, interval=interval)
-        self._faces.show(self._live_face(self if live is None else live, self._faces))
-        return True
+        return self._faces.show(self._live_face(live, self._faces))
 
     def _live_face(self, live: Any, faces: Faces) -> Any:
         return live_container(live, faces)
@@ -225,22 +247,115 @@ class Republisher:
             return False
         shell.events.register("pre_run_cell", self._cell_starts)
         shell.events.register("post_run_cell", self.flush)
+        # hooked from inside a cell (its first view): that cell's start was missed
+        running = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+        if running is not None:
+            CELL_VIEWS.starts(running.info)
         return True
 
-    def _cell_starts(self, *_args: Any) -> None:
+    def _cell_starts(self, info: Any = None, *_args: Any) -> None:
         self.in_cell, self.turn = True, self.turn + 1
+        CELL_VIEWS.starts(info)
 
     def flush(self, *_args: Any) -> None:
         # what is written from now on is written again next time
         self.in_cell, self.turn = False, self.turn + 1
-        settle(SETTLE_LIMIT)
+        try:
+            if not settle(SETTLE_LIMIT):
+                give_up()
+        except KeyboardInterrupt:  # the stop button: the user's code has ended already
+            give_up()
+            print(STOPPED_WAITING, file=sys.stderr)
         with self._lock:
             pending, self._pending = self._pending, {}
         for write in pending.values():
             guarded(write)
+        CELL_VIEWS.ends()
+
+
+#: One display of a view: its live face (the widget displayed), its faces and the
+#: lasting face's display handle.
+Shown = tuple[Any, "Faces", Any]
+
+
+class CellViews:
+    """The views each cell displayed, by the cell's id (JupyterLab and Notebook 7 send
+    it with each run, and the ids of cells deleted since), so that a cell run again, or
+    deleted, closes the views its last run displayed: their widget state is no longer
+    saved, once a run (docs/decisions.md#two-faces)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cell: str | None = None
+        self._shown: dict[str, list[Shown]] = {}
+        #: the displays of the running cell's last run and of cells deleted since
+        self._gone: list[Shown] = []
+
+    def starts(self, info: Any) -> None:
+        """A cell starts: ``info`` is IPython's ``ExecutionInfo`` (no id: nbclient)."""
+        cell = getattr(info, "cell_id", None)
+        meta = getattr(info, "cell_meta", None)
+        deleted = meta.get("deletedCells", []) if isinstance(meta, dict) else []
+        with self._lock:
+            self._cell = cell if isinstance(cell, str) else None
+            for gone in [self._cell, *deleted]:
+                self._gone.extend(self._shown.pop(gone, []) if isinstance(gone, str) else [])
+
+    def shown(self, display: Shown) -> None:
+        with self._lock:
+            if self._cell is not None:
+                self._shown.setdefault(self._cell, []).append(display)
+
+    def ends(self) -> None:
+        """The cell ended: close what its last run displayed and no other display shows
+        (this run displayed again, another cell, a user's own container)."""
+        with self._lock:
+            gone, self._gone, self._cell = self._gone, [], None
+            kept = [live for displays in self._shown.values() for live, _, _ in displays]
+        if not gone:
+            return
+        for _, faces, handle in gone:
+            faces.forget(handle)  # its output was cleared: no need to rewrite it
+        guarded(functools.partial(close_unused, [live for live, _, _ in gone], kept))
+
+
+def close_unused(roots: list[Any], kept: list[Any]) -> None:
+    """Close the widgets of ``roots``' trees that neither ``kept`` nor any other live
+    widget holds (a user's box around a view displayed in a later cell keeps it)."""
+    from ipywidgets.widgets.widget import _instances  # noqa: PLC0415 - ipywidgets' live widgets
+
+    doomed = _tree(roots)
+    others = [w for w in list(_instances.values()) if id(w) not in doomed]
+    used = _tree([*others, *kept])
+    for key, widget in doomed.items():
+        if key not in used:
+            widget.close()
+
+
+def closed(live: Any) -> bool:
+    """Whether ``live``, or a widget it holds, was closed (:class:`CellViews`)."""
+    return any(widget.comm is None for widget in _tree([live]).values())
+
+
+def _tree(roots: list[Any]) -> dict[int, Any]:
+    """``roots`` and the widgets their synced traits hold (children, layout, style)."""
+    found: dict[int, Any] = {}
+    todo = list(roots)
+    while todo:
+        widget = todo.pop()
+        if id(widget) in found or not isinstance(widget, ipywidgets.Widget):
+            continue
+        found[id(widget)] = widget
+        for name in widget.keys:
+            value = getattr(widget, name, None)
+            if isinstance(value, dict):
+                value = list(value.values())
+            todo.extend(value if isinstance(value, (list, tuple)) else [value])
+    return found
 
 
 REPUBLISH = Republisher()
+CELL_VIEWS = CellViews()
 
 #: What a view's work that failed is called in the log.
 VIEW_FAILED = "a view update"
@@ -257,16 +372,24 @@ _unsettled: set[Faces] = set()
 
 def settle(timeout: float) -> bool:
     """Wait until every lasting face is written as it was when this began (a refresh
-    asked since does not make it wait longer); False at the deadline."""
+    asked since does not make it wait longer, nor one given up); False at the deadline."""
     deadline = time.monotonic() + timeout
     with _SETTLING:
-        wanted = [(face, face.asked) for face in _unsettled]
+        wanted = [(face, face.asked) for face in _unsettled if face.asked > face.given_up]
         while any(face.answered < asked for face, asked in wanted):
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
             _SETTLING.wait(left)
     return True
+
+
+def give_up() -> None:
+    """Wait no more for the refreshes asked so far (:func:`settle`): a wait for them was
+    stopped or reached its limit, and the next cell must not wait for them again."""
+    with _SETTLING:
+        for face in _unsettled:
+            face.given_up = face.asked
 
 
 def widget_bundle(widget: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -301,19 +424,24 @@ class Faces:
         self.id = uuid.uuid4().hex
         self.media = media_choice(media)
         self._build = build
-        self._handles: list[Any] = []
+        #: each display of this face and the bundle last sent to it: a display made
+        #: while a rewrite was being built shows what the rewrite shows, the older ones not
+        self._handles: dict[Any, dict[str, str]] = {}
         self._lock = threading.Lock()
         self._queued = False
         self._again = False
         self._refresher = Throttle(self._submit, interval=interval)
         self._last: dict[str, str] | None = None  # the bundle last shown or written
-        #: held while a bundle is made the last and written, and while a write again
-        #: (the end of a cell, on the main thread) writes the last: the newest lands last
+        #: held while a bundle is made the last and written, while a write again (the
+        #: end of a cell, on the main thread) writes the last, and while a display is
+        #: made: the newest lands last, on every display
         self._writing = threading.Lock()
         self.writes = 0
         #: refreshes asked, and how many of them the last rewrite ended had answered
         #: (begun after them): both under ``_SETTLING``, for :func:`settle`
         self.asked = self.answered = 0
+        #: refreshes a wait gave up on (:func:`settle`), under ``_SETTLING``
+        self.given_up = 0
         #: (ask, callback) of refreshes asked with ``then``, under ``_SETTLING``
         self._then: list[tuple[int, Callable[[], object]]] = []
 
@@ -329,21 +457,33 @@ class Faces:
         html = markup.lasting_box(self.id, inner["text/html"])
         return {"text/html": html, "text/plain": inner.get("text/plain", "")}
 
-    def show(self, live: Any) -> None:
-        """Display ``live`` (a widget), then the lasting face under a new display id."""
+    def show(self, live: Any) -> bool:
+        """Display ``live`` (a widget), then the lasting face under a new display id;
+        False, saying why, when ``live`` was closed (:class:`CellViews`)."""
         from IPython import display as ipd  # noqa: PLC0415 - IPython is asked only where a kernel may run
 
         # the cells' hooks from now on: a write made in a later cell is seen to carry
         # that cell's label, and kept, not written again at its end
         REPUBLISH.install()
+        if closed(live):
+            print(CLOSED_VIEW)
+            return False
         data, metadata = widget_bundle(live)
         ipd.display(data, raw=True, metadata=metadata)
-        bundle = self.bundle()
-        handle = ipd.display(bundle, raw=True, display_id=True)
-        if handle is not None:
-            with self._lock:
-                self._handles.append(handle)
-                self._last = bundle
+        with self._writing:  # a rewrite in flight then writes the displays it missed
+            bundle = self.bundle()
+            handle = ipd.display(bundle, raw=True, display_id=True)
+            if handle is not None:
+                with self._lock:
+                    self._handles[handle] = bundle
+                    self._last = bundle
+                CELL_VIEWS.shown((live, self, handle))
+        return True
+
+    def forget(self, handle: Any) -> None:
+        """Stop rewriting one display (its cell's output was cleared by a run again)."""
+        with self._lock:
+            self._handles.pop(handle, None)
 
     @property
     def shown(self) -> bool:
@@ -384,11 +524,12 @@ class Faces:
             bundle = self.bundle()
             with self._writing:
                 with self._lock:
-                    same, self._last = bundle == self._last, bundle
-                if same:  # nothing it shows changed (a late callback): no second megabyte
+                    self._last = bundle
+                    stale = [h for h, shown in self._handles.items() if shown != bundle]
+                if not stale:  # nothing it shows changed (a late callback): no second megabyte
                     return
                 started = REPUBLISH.inside()
-                self._write(bundle)
+                self._write(bundle, stale)
             if not REPUBLISH.landed(started):  # nbclient keeps it only if written again
                 REPUBLISH.add(self._write_last, key=self)
             else:  # this one lands: no need to write it again
@@ -421,11 +562,15 @@ class Faces:
             with self._lock:
                 bundle = self._last
             if bundle is not None:
-                self._write(bundle)
+                with self._lock:
+                    handles = list(self._handles)
+                self._write(bundle, handles)
 
-    def _write(self, bundle: dict[str, str]) -> None:
+    def _write(self, bundle: dict[str, str], handles: list[Any]) -> None:
+        """Send ``bundle`` to ``handles``, each of them this face's displays."""
         with self._lock:
-            handles = list(self._handles)
+            for handle in handles:
+                self._handles[handle] = bundle
             self.writes += 1
         for handle in handles:
             guarded(

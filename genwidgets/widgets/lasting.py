@@ -28,7 +28,9 @@ __all__ = [
     "AUDIO_LIMIT",
     "EMBED_LIMIT",
     "MEDIA_KINDS",
+    "TEXT_BUDGET",
     "VIDEO_BUDGET",
+    "TextBudget",
     "caption_text",
     "content_html",
     "error_banner",
@@ -66,6 +68,10 @@ POSTER_SIDE = 240
 THUMB_SIDE = 256
 #: Characters of text/JSON shown before cutting (a huge log should not freeze a tab).
 TEXT_LIMIT = 200_000
+#: Characters of text and JSON one result's face lays out in all (a saved notebook keeps
+#: it twice: the lasting face and the live view's state), the README's 1.5 MB notebook
+#: in mind; the outputs past it are listed with how to read them (:class:`TextBudget`).
+TEXT_BUDGET = 400_000
 MEDIA_KINDS = frozenset({"image", "video", "audio"})
 
 
@@ -323,6 +329,52 @@ def error_banner(result: Result) -> Html:
     return markup.failure(f"failed: {look.error or ''}{kind}")
 
 
+class TextBudget:
+    """What is left of one face's :data:`TEXT_BUDGET`: text and JSON outputs are laid out
+    until it is spent (the first always is), and every one after that is listed in one
+    block, by name, type and size, with how to read it (a thousand small logs made a
+    15 MB notebook). Media have their own budgets per output (:data:`VIDEO_BUDGET`)."""
+
+    def __init__(self, chars: int = TEXT_BUDGET) -> None:
+        self.chars = chars
+        self.left = chars
+
+    def fits(self, output: Output, html: str) -> bool:
+        """Whether ``html``, the output laid out, is kept (media always are); once one
+        does not fit, no text after it does (they are listed in their order)."""
+        if output.kind not in ("json", "text"):
+            return True
+        if len(html) <= self.left or self.left == self.chars:
+            self.left -= len(html)
+            return True
+        self.left = -1
+        return False
+
+    def listing(self, outputs: Sequence[Output]) -> Html:
+        """The outputs not laid out: how to read them, then one line each (the first
+        :data:`LISTED_LINES`)."""
+        lines = []
+        for output in outputs[:LISTED_LINES]:
+            local = local_file(output)
+            saved = f" · saved at {shown_path(local)}" if local is not None else ""
+            lines.append(f"[{output.index}] {caption_text(output)}{saved}")
+        if len(outputs) > LISTED_LINES:
+            lines.append(f"… and {len(outputs) - LISTED_LINES} more")
+        note = (
+            f"{len(outputs)} more text outputs are not shown: a view lays out at most "
+            f"{self.chars:,} characters of text. Read one in the kernel with "
+            "result.outputs[i].text() or save it with result.outputs[i].save(path) (i in "
+            "brackets below)"
+        )
+        return markup.box(
+            "gw-listed", markup.div(note, MUTED_STYLE), markup.text_block("\n".join(lines))
+        )
+
+
+#: Lines of a :meth:`TextBudget.listing` (a result of thousands of outputs).
+LISTED_LINES = 200
+
+
 def outputs_html(
     outputs: Sequence[Output],
     *,
@@ -331,18 +383,22 @@ def outputs_html(
     labels: Sequence[str] | None = None,
 ) -> Html:
     """Outputs side by side (260 px columns), each above its caption; ``labels``
-    (one per output) go above them in bold, for before/after comparisons."""
+    (one per output) go above them in bold, for before/after comparisons. Text and
+    JSON up to :data:`TEXT_BUDGET` in all, the rest listed (:class:`TextBudget`)."""
     media = media_choice(media)
     heads: list[Html | None] = [markup.bold(label) for label in labels or ()]
     heads += [None] * (len(outputs) - len(heads))
-    return markup.columns(
-        (
-            markup.box(None, head, output_html(o, media=media, fetch=fetch))
-            for o, head in zip(outputs, heads, strict=False)
-        ),
-        260,
-        8,
-    )
+    budget = TextBudget()
+    cells: list[Html] = []
+    listed: list[Output] = []
+    for output, head in zip(outputs, heads, strict=False):
+        html = output_html(output, media=media, fetch=fetch)
+        if budget.fits(output, html):
+            cells.append(markup.box(None, head, html))
+        else:
+            listed.append(output)
+    shown = markup.columns(cells, 260, 8)
+    return markup.join([shown, budget.listing(listed)]) if listed else shown
 
 
 def result_html(result: Result, *, media: str | None = None, fetch: bool = False) -> Html:

@@ -34,13 +34,17 @@ from .faces import (
     static_module,
     widget_bundle,
 )
-from .lasting import plain_text, result_html
+from .lasting import TextBudget, plain_text, result_html
 from .render import live_entry
 from .ticker import Throttle, guarded, stop_following
 
 __all__ = ["TaskList", "TaskView", "display_job", "lasting_face"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds between two rewrites of a task's lasting face while it runs (its status word
+#: changed); its end is written at once.
+FACE_INTERVAL = 1.0
 
 
 def job_look(job: JobLike) -> StatusLook:
@@ -66,7 +70,16 @@ def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[
     result that has no outputs, as an escaped table."""
     if result is None:
         return []
-    entries = [live_entry(output, poster=posters) for output in result.outputs]
+    budget = TextBudget()  # the saved widget state keeps these too
+    entries, listed = [], []
+    for output in result.outputs:
+        entry = live_entry(output, poster=posters)
+        if budget.fits(output, entry["html"]):
+            entries.append(entry)
+        else:
+            listed.append(output)
+    if listed:
+        entries.append({"kind": "listed", "html": budget.listing(listed), "caption": ""})
     if not entries and result.ok and result.asset is not None:
         entries.append({"kind": "json", "html": markup.table_html(result.asset)})
     return entries
@@ -138,6 +151,8 @@ class TaskView(CommandView):
         #: how far the job's end had come when its lasting face was last written
         #: (:func:`end_stage`): the live face never shows more (docs/decisions.md#two-faces)
         self._face_stage = 2 if done else end_stage(job)
+        #: the status word the lasting face was last asked to show while the job runs
+        self._face_word = job_look(job).word
         self._throttle = Throttle(self._write)
         self._cancel_clicked = False
         self._shown_result: Result | None = None
@@ -158,6 +173,11 @@ class TaskView(CommandView):
             # Asked here, before the job's future completes (the JobLike contract:
             # update callbacks first), so a cell waiting on job.result() waits for it.
             self._lasting_then_live(stage)
+        elif (word := job_look(job).word) != self._face_word:
+            # a notebook saved while it runs says what it was doing, not "submitted"
+            # (at most once per FACE_INTERVAL: a few words a task)
+            self._face_word = word
+            guarded(self._refresh_face)
         guarded(self._throttle.request)
 
     def _on_done(self, job: JobLike) -> None:
@@ -184,7 +204,9 @@ class TaskView(CommandView):
         """Both faces (:mod:`.faces`): this live view, then its lasting face, which
         is rewritten when the task ends. Outside a kernel, one line of text."""
         self._show_faces(
-            lambda media: lasting_face(self.job, media), plain=lambda: plain_status(self.job)
+            lambda media: lasting_face(self.job, media),
+            interval=FACE_INTERVAL,
+            plain=lambda: plain_status(self.job),
         )
 
     @answers
@@ -356,7 +378,7 @@ class TaskList:
         self.jobs: list[JobLike] = []
         self.box = ipywidgets.VBox()
         self.fallback = fallback
-        self.faces = Faces(self._lasting)
+        self.faces = Faces(self._lasting, interval=FACE_INTERVAL)
         self.live = live_container(self.box, self.faces)
 
     def _lasting(self, media: str) -> dict[str, str]:

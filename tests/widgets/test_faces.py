@@ -220,6 +220,7 @@ def test_a_keyed_write_replaces_the_pending_one() -> None:
     republisher.add(lambda: writes.append("other"))
     shell.run_cell("1 + 1")
     assert writes == ["latest", "other"]
+    shell.events.unregister("pre_run_cell", republisher._cell_starts)
     shell.events.unregister("post_run_cell", republisher.flush)
 
 
@@ -381,3 +382,149 @@ def test_a_write_that_straddles_the_start_of_a_cell_is_written_again(
     finally:
         faces.REPUBLISH.flush()  # the end of that cell: written again, and between cells
     assert "done" in handle.updates[-1][0]["text/html"] and len(handle.updates) == 2
+
+
+def test_a_display_made_while_a_rewrite_is_built_leaves_no_display_stale(
+    shown: DisplayRecorder,
+) -> None:
+    """A view displayed again (``g.wait(); g``) while its rewrite is being built: the
+    new display shows what the rewrite shows, and the rewrite must still reach the first
+    display (it was saved "0 of 3 done" beside "3 of 3 done")."""
+    state = {"word": "running"}
+    building = threading.Event()
+    release = threading.Event()
+
+    def build(media: str) -> dict[str, str]:
+        if threading.current_thread() is not threading.main_thread():
+            building.set()
+            release.wait(20)  # a slow rewrite: a big grid's sheet
+        return {"text/html": state["word"], "text/plain": ""}
+
+    face = Faces(build)
+    face.show(ipywidgets.Label())
+    state["word"] = "done"
+    face.refresh(force=True)
+    assert building.wait(20)
+    face.show(ipywidgets.Label())  # displayed again, built at once: "done"
+    release.set()
+    assert faces.settle(20)
+    first, second = shown.handles
+    assert "done" in first.last_html()
+    assert second.updates == []  # it shows "done" already: not sent twice
+
+
+def test_a_stop_while_the_end_of_a_cell_waits_says_one_line_and_holds_no_later_cell(
+    shown: DisplayRecorder, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stop button while the end of a cell waits for a slow rewrite: no "Error in
+    callback" traceback (the user's code had ended), one line, and the next cell's end
+    does not wait for that rewrite again (it waited 13 s)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    release = threading.Event()
+    state = {"word": "running"}
+
+    def build(media: str) -> dict[str, str]:
+        if state["word"] == "done":
+            release.wait(20)  # a slow rewrite: a video's first preview
+        return {"text/html": state["word"], "text/plain": ""}
+
+    face = Faces(build)
+    face.show(ipywidgets.Label())
+    state["word"] = "done"
+    face.refresh(force=True)
+    waits: list[float] = []
+
+    def stopped(timeout: float | None = None) -> bool:
+        waits.append(timeout or 0.0)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(faces._SETTLING, "wait", stopped)
+    try:
+        shell.run_cell("1 + 1")  # stopped while its end waits
+        assert len(waits) == 1
+        said = capsys.readouterr()
+        assert "Error in callback" not in said.out + said.err
+        assert said.err.strip() == faces.STOPPED_WAITING
+        shell.run_cell("2 + 2")  # the next cell's end does not wait for it again
+        assert len(waits) == 1
+    finally:
+        release.set()
+        monkeypatch.undo()
+    assert wait_for(lambda: "done" in shown.handle.last_html(), timeout=20)
+
+
+def test_a_cell_run_again_closes_the_views_its_last_run_displayed(
+    shown: DisplayRecorder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run All twice must save what one run saves: a cell run again (JupyterLab sends
+    its id) closes the views its last run displayed, so their widget state is no
+    longer saved; not a view displayed again since, nor one a user's box still holds."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    face = Faces(lambda media: {"text/html": "kept", "text/plain": ""})
+    held, again, shared = ipywidgets.Label("held"), ipywidgets.Label(), ipywidgets.Label()
+    first = ipywidgets.VBox([ipywidgets.Label("first"), held])
+    shell.user_ns.update(face=face, first=first, again=again, shared=shared)
+    shell.run_cell("face.show(first); face.show(again); face.show(shared)", cell_id="a")
+    shell.run_cell("face.show(shared)", cell_id="b")  # displayed again by another cell
+    users_box = ipywidgets.HBox([held])  # a user's own box, displayed elsewhere
+    second = ipywidgets.VBox([ipywidgets.Label("second")])
+    shell.user_ns.update(second=second)
+    shell.run_cell("face.show(second); face.show(again)", cell_id="a")  # run again
+    assert first.comm is None and first.children[0].comm is None and first.layout.comm is None
+    assert held.comm is not None and users_box.comm is not None
+    assert again.comm is not None and shared.comm is not None and second.comm is not None
+    shell.run_cell("1 + 1", cell_meta={"deletedCells": ["b"]})  # cell b deleted
+    assert shared.comm is None  # its last display was b's
+    assert again.comm is not None and second.comm is not None
+    capsys.readouterr()
+    shell.run_cell("face.show(shared)", cell_id="c")  # a closed view cannot come back
+    assert faces.CLOSED_VIEW in capsys.readouterr().out
+
+
+def test_a_view_closed_by_a_run_again_of_its_cell_says_so_when_displayed(
+    shown: DisplayRecorder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from widgets.taskfakes import FakeJob
+
+    from genwidgets.widgets.task import TaskView
+
+    shell = InteractiveShell.instance()
+    view = TaskView(FakeJob())
+    shell.user_ns.update(view=view)
+    shell.run_cell("view._ipython_display_()", cell_id="task-cell")
+    shell.run_cell("1 + 1", cell_id="task-cell")  # run again, showing something else
+    assert view.comm is None
+    capsys.readouterr()
+    shell.run_cell("view._ipython_display_()", cell_id="later")
+    assert faces.CLOSED_VIEW in capsys.readouterr().out
+
+
+def test_the_cell_that_hooks_the_cells_is_known_by_its_id(
+    shown: DisplayRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first view of a session hooks the cells from inside its cell, whose start
+    was missed: that cell's views are closed all the same when it runs again (found
+    with a real kernel: the first task view of a lesson outlived its cell's rerun)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    faces.REPUBLISH.install()
+    shell.events.unregister("pre_run_cell", faces.REPUBLISH._cell_starts)
+    shell.events.unregister("post_run_cell", faces.REPUBLISH.flush)
+    monkeypatch.setattr(faces.REPUBLISH, "_installed", False)  # a fresh kernel's
+    first = ipywidgets.Label()
+    face = Faces(lambda media: {"text/html": "kept", "text/plain": ""})
+    shell.user_ns.update(face=face, first=first)
+    try:
+        shell.run_cell("face.show(first)", cell_id="first-view")  # hooks the cells
+        shell.run_cell("1 + 1", cell_id="first-view")  # run again
+    finally:
+        if faces.REPUBLISH.flush not in shell.events.callbacks["post_run_cell"]:
+            shell.events.register("pre_run_cell", faces.REPUBLISH._cell_starts)
+            shell.events.register("post_run_cell", faces.REPUBLISH.flush)
+    assert first.comm is None

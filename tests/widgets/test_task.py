@@ -28,6 +28,7 @@ from genwidgets.protocol.records import Result, Status
 from genwidgets.widgets import faces, task
 from genwidgets.widgets._style import COLOURS
 from genwidgets.widgets.faces import STATIC, WIDGET_VIEW_MIME
+from genwidgets.widgets.lasting import TEXT_BUDGET
 from genwidgets.widgets.task import (
     TaskList,
     TaskView,
@@ -825,3 +826,42 @@ def test_a_finished_view_sends_its_whole_state_again_at_the_end_of_the_next_cell
     assert sent == ["done"]
     shell.run_cell("2 + 2")
     assert sent == ["done"]  # once
+
+
+def many_small_logs(n: int = 1300) -> list[dict[str, Any]]:
+    """A result of many small inline texts (7 MB in all, under the answer's cap)."""
+    return [
+        {"content_type": "text/plain", "content": f"line {j} " * 600, "file_name": f"t{j}.txt"}
+        for j in range(n)
+    ]
+
+
+def test_a_result_of_many_texts_keeps_a_budget_in_both_faces_and_lists_the_rest() -> None:
+    """1300 small texts made a 15 MB notebook: each face (the lasting one, the live
+    view's state) lays out at most TEXT_BUDGET characters of text, then lists the rest
+    with how to read them."""
+    job = FakeJob()
+    job.finish(many_small_logs())
+    view = TaskView(job)
+    live = json.dumps(view.outputs)
+    lasting = lasting_face(job)["text/html"]
+    for face in (live, lasting):
+        assert len(face) < TEXT_BUDGET + 60_000
+        assert "result.outputs[i].text()" in face and "t1299.txt" not in face
+    assert "line 0 line 0" in lasting and re.search(r"\[\d+\] t\d+\.txt · text/plain", lasting)
+    assert view.outputs[0]["html"] and view.outputs[-1]["kind"] == "listed"
+    assert "more text outputs are not shown" in view.outputs[-1]["html"]
+
+
+def test_the_lasting_face_says_what_a_running_task_is_doing(recorder: DisplayRecorder) -> None:
+    """A notebook saved while a task runs (or whose kernel then died) said "submitted
+    when last seen" though the task had been running for seconds: a change of its status
+    word rewrites the lasting face (throttled), not only its end."""
+    job = FakeJob()
+    display_job(job)
+    on_thread(job.run)
+    assert wait_for(lambda: "running when last seen" in recorder.handle.last_html(), timeout=10)
+    assert faces.settle(10)
+    written = len(recorder.handle.updates)
+    on_thread(job.run)  # the same word again (a new poll): nothing to rewrite
+    assert faces.settle(10) and len(recorder.handle.updates) == written

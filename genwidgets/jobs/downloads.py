@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import itertools
 import logging
 import os
 import re
@@ -314,6 +315,12 @@ class _Tries:
         raise _Failure(f"{_describe(exc)} ({self.made} tries)") from exc
 
 
+def _label(item: _Item) -> str:
+    """``output 2 (image/png) from https://cdn/…``: which output, in a message."""
+    where = f" from {url_in_words(item.output.url)}" if item.output.url else ""
+    return f"output {item.index} ({item.output.content_type}){where}"
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, _Failure):
         return str(exc)
@@ -432,10 +439,13 @@ class _Batch:
         if not self.failures:
             return self.saved
         lines = []
-        for item, exc in self.failures:
-            where = f" from {url_in_words(item.output.url)}" if item.output.url else ""
-            label = f"output {item.index} ({item.output.content_type})"
-            lines.append(f"{label}{where}: {_describe(exc)}")
+        for reason, same in itertools.groupby(self.failures, key=lambda f: _describe(f[1])):
+            items = [item for item, _ in same]
+            if len(items) > 2:  # outputs past a cap: one line, not hundreds
+                first, last = items[0].index, items[-1].index
+                lines.append(f"{len(items)} outputs, {first} to {last}: {reason}")
+            else:
+                lines.extend(f"{_label(item)}: {reason}" for item in items)
         error = DownloadError(
             f"could not save {len(self.failures)} of {len(self.items)} outputs of request_id "
             f"{self.request_id}: " + "; ".join(lines),

@@ -333,12 +333,14 @@ def test_the_outputs_of_one_result_are_capped_in_number_and_bytes(tmp_path: Path
     """A result listing more outputs than any endpoint makes (a buggy or hostile
     gateway) saves MAX_OUTPUTS of them; the others are failures that say why, never
     dropped in silence. The bytes of one result are capped as well."""
-    many = [{"content_type": "text/plain", "content": f"{i}"} for i in range(MAX_OUTPUTS + 2)]
+    many = [{"content_type": "text/plain", "content": f"{i}"} for i in range(MAX_OUTPUTS + 3)]
     result = result_of(many)
     with pytest.raises(DownloadError) as caught:
         download_outputs(result, root=tmp_path)
-    assert [index for index, _ in caught.value.failures] == [MAX_OUTPUTS, MAX_OUTPUTS + 1]
+    assert [index for index, _ in caught.value.failures] == [MAX_OUTPUTS + i for i in range(3)]
     assert f"at most max_outputs={MAX_OUTPUTS}" in caught.value.failures[0][1]
+    said = f"3 outputs, {MAX_OUTPUTS} to {MAX_OUTPUTS + 2}: not downloaded: the result lists"
+    assert said in str(caught.value)  # one line for them all
     assert len(leftovers(tmp_path / "req-1")) == MAX_OUTPUTS
     assert result.outputs[MAX_OUTPUTS].path is None
 

@@ -4,8 +4,9 @@ Each output goes to ``<root>/<gateway>/<request_id>/<index><ext>`` (root default
 ``GENWIDGETS_HOME/outputs``; ``<gateway>`` names the gateway, so two gateways' tasks of
 one request id never share a folder), ``ext`` from the content type, never the URL
 (spec 7, rule 5). Writes are atomic and size-checked, a file found in place is used
-only when this output wrote it, reads are capped and on a deadline, the key goes only
-to the gateway's origin, and one :class:`DownloadError` lists every failure:
+only when this output wrote it, reads are capped and on a deadline, a transient failure
+is tried again within it, a result's outputs are capped in number and bytes, the key
+goes only to the gateway's origin, and one :class:`DownloadError` lists every failure:
 docs/decisions.md#downloads and docs/decisions.md#outputs-by-gateway.
 """
 

@@ -4,17 +4,22 @@ Each output goes to ``<root>/<gateway>/<request_id>/<index><ext>`` (root default
 ``GENWIDGETS_HOME/outputs``; ``<gateway>`` names the gateway, so two gateways' tasks of
 one request id never share a folder), ``ext`` from the content type, never the URL
 (spec 7, rule 5). Writes are atomic and size-checked, a file found in place is used
-only when this output wrote it, reads are capped and on a deadline, the key goes only
-to the gateway's origin, and one :class:`DownloadError` lists every failure:
+only when this output wrote it, reads are capped and on a deadline, a transient failure
+is tried again within it, a result's outputs are capped in number and bytes, the key
+goes only to the gateway's origin, and one :class:`DownloadError` lists every failure:
 docs/decisions.md#downloads and docs/decisions.md#outputs-by-gateway.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
+import itertools
+import logging
 import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
@@ -28,6 +33,7 @@ from .._config import FETCH_TIMEOUT_S, home, redact
 from .._files import AtomicFile
 from .._formats import EXTENSIONS, decode_data_url, extension_for, int_or_none
 from ..errors import DownloadError
+from ..imgm import MAX_PROMPTS
 from ..protocol.body import Deadline, Stopwatch, aiter_capped, iter_capped, within
 from ..protocol.fetch import (
     DEFAULT_TIMEOUT,
@@ -37,12 +43,16 @@ from ..protocol.fetch import (
     open_url_async,
     seconds,
 )
+from ..protocol.http import backoff_delay, parse_retry_after
 from ..protocol.output import url_in_words
 from ..protocol.records import Output, Result
-from .output_files import holds_digest
+from .output_files import holds_digest, size_of
 
 __all__ = [
+    "DOWNLOAD_TRIES",
     "EXTENSIONS",
+    "MAX_OUTPUTS",
+    "MAX_RESULT_BYTES",
     "download_outputs",
     "download_outputs_async",
     "extension_for",
@@ -50,7 +60,20 @@ __all__ = [
     "output_dir",
 ]
 
+log = logging.getLogger("genwidgets")
+
 DEFAULT_MAX_BYTES = MAX_READ_BYTES  # the client's defaults live in _config.py
+#: The most outputs of one result downloaded: imgM's largest task (its 40 prompts, a
+#: grid of 4 pictures each); the catalog's largest ``n`` is 10. Those past it are
+#: listed as not downloaded (docs/decisions.md#downloads).
+MAX_OUTPUTS = 4 * MAX_PROMPTS
+#: The most bytes one result's downloads add up to: two outputs of the largest size.
+MAX_RESULT_BYTES = 2 * MAX_READ_BYTES
+#: Tries of one download that meets a transient failure (a 5xx, 408, 429, a connection
+#: that broke or timed out), all within the download's deadline.
+DOWNLOAD_TRIES = 3
+#: The longest ``Retry-After`` a download waits for; a longer one ends its tries.
+MAX_RETRY_AFTER_S = 8.0
 
 #: A folder name longer than this keeps its start and a digest of the whole
 #: (file systems allow 255 bytes; a request id may be longer, or escape to 3 times its size).
@@ -61,15 +84,36 @@ class _Failure(Exception):
     """Why one output failed (internal; collected into a DownloadError)."""
 
 
+class _Transient(_Failure):
+    """An HTTP answer another try may not meet (5xx, 408, 429); ``retry_after``: the
+    seconds the server asked to wait, if it said."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+#: Transport failures worth another try: a connection refused, reset or cut short, a
+#: timeout (not a body refused for its size or its total deadline: those would recur).
+_TRANSIENT_TRANSPORT = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)
+
+
 def _digest(text: str, n: int = 16) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:n]
 
 
+def _escaped(char: str) -> str:
+    """``%XX`` for each UTF-8 byte of ``char``: one-to-one, where a code point's hex of
+    varying width was not (U+1F60 then ``0``, and U+1F600, were both ``%1F600``). ASCII
+    keeps the escape it had (docs/decisions.md#outputs-by-gateway)."""
+    return "".join(f"%{byte:02X}" for byte in char.encode("utf-8", errors="surrogatepass"))
+
+
 def _safe_name(text: str) -> str:
     """A folder name that cannot escape the root and that every file system takes,
-    whatever the gateway sent: other characters escaped, a long name shortened with a
-    digest of the whole (so two ids never share a folder)."""
-    name = re.sub(r"[^A-Za-z0-9._-]", lambda m: f"%{ord(m.group()):02X}", text)
+    whatever the gateway sent: other characters escaped (percent-encoded UTF-8), a long
+    name shortened with a digest of the whole (so two ids never share a folder)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", lambda m: _escaped(m.group()), text)
     name = name if name.strip(".") else name.replace(".", "%2E")
     if len(name) > MAX_NAME:
         name = f"{name[: MAX_NAME - 18]}~{_digest(text)}"
@@ -106,6 +150,7 @@ class _Item:
     index: int
     directory: Path
     expected_size: int | None
+    request_id: str
 
     @property
     def target(self) -> Path:
@@ -153,13 +198,22 @@ def _remote_url(output: Output) -> str:
     return output.url
 
 
+@dataclass(frozen=True)
+class _Cap:
+    """The most bytes one output may have, and the limit it comes from, in words."""
+
+    bytes: int
+    words: str
+
+
 class _CheckedOutput:
     """One output written whole (the one atomic writer, ``_files.AtomicFile``), checked
-    as it comes: its size against ``max_bytes`` and the record, its sha256."""
+    as it comes: its size against its cap and the record, its sha256. The file is named
+    at the commit, once its bytes have told an untyped output's type."""
 
-    def __init__(self, item: _Item, max_bytes: int) -> None:
+    def __init__(self, item: _Item, cap: _Cap) -> None:
         self.item = item
-        self.max_bytes = max_bytes
+        self.cap = cap
         self.size = 0
         item.directory.mkdir(parents=True, exist_ok=True)
         self._file = AtomicFile(item.target, durable=True)
@@ -172,8 +226,8 @@ class _CheckedOutput:
         if self.size == 0 and chunk:
             self.item.output.learn_type(None, chunk)
         self.size += len(chunk)
-        if self.size > self.max_bytes:
-            raise _Failure(f"larger than max_bytes={self.max_bytes}")
+        if self.size > self.cap.bytes:
+            raise _Failure(f"larger than {self.cap.words}")
         self._file.write(chunk)
         self._sha256.update(chunk)
 
@@ -183,33 +237,89 @@ class _CheckedOutput:
                 f"body cut short or overlong: Content-Length {content_length}, "
                 f"received {wire_bytes} bytes"
             )
+        digest = self._sha256.hexdigest()
         expected = self.item.expected_size
         if expected is not None and self.size != expected:
-            raise _Failure(f"size mismatch: the record says {expected} bytes, got {self.size}")
+            self._size_differs(expected, digest)
+        self._file.target = self.item.target  # the type the bytes told names the file
         self._file.commit()
-        self.item.output.sha256 = self._sha256.hexdigest()
+        self.item.output.sha256 = digest
+
+    def _size_differs(self, expected: int, digest: str) -> None:
+        """The record's ``file_size`` is not the size served: the bytes are kept (the
+        transfer checked out; a CDN may re-encode, a record count in other units) and it
+        is said, unless the record's own ``sha256`` disagrees with them too."""
+        said = f"the record says {expected} bytes, the server sent {self.size}"
+        given = self.item.output.raw.get("sha256")
+        if isinstance(given, str) and given.strip().lower() != digest:
+            raise _Failure(f"size mismatch: {said}, and its sha256 is not theirs")
+        log.warning(
+            "genwidgets: output %s of request_id %s: %s; kept (the ledger keeps both sizes)",
+            self.item.index,
+            self.item.request_id,
+            said,
+        )
 
     def __exit__(self, *exc_info: object) -> None:
         self._file.discard()
 
 
-def _write_bytes(item: _Item, data: bytes, max_bytes: int) -> None:
-    with _CheckedOutput(item, max_bytes) as sink:
+def _write_bytes(item: _Item, data: bytes, cap: _Cap) -> None:
+    with _CheckedOutput(item, cap) as sink:
         sink.write(data)
         sink.commit()
 
 
-def _content_length(response: httpx.Response, max_bytes: int, output: Output) -> int | None:
+def _content_length(response: httpx.Response, cap: _Cap, output: Output) -> int | None:
     """The declared length of a download (checked), once its answer is known good;
     an untyped output takes the type the server sends with the file."""
-    if response.status_code >= 400:
-        raise _Failure(f"HTTP {response.status_code} {response.reason_phrase}".rstrip())
+    status = response.status_code
+    if status >= 400:
+        said = f"HTTP {status} {response.reason_phrase}".rstrip()
+        if status >= 500 or status in (408, 429):
+            raise _Transient(said, parse_retry_after(response.headers))
+        raise _Failure(said)
     output.learn_type(response.headers.get("content-type"))
     raw = (response.headers.get("content-length") or "").strip()
     declared = int(raw) if raw.isdigit() and len(raw) < 20 else None
-    if declared is not None and declared > max_bytes and "content-encoding" not in response.headers:
-        raise _Failure(f"Content-Length {declared} is larger than max_bytes={max_bytes}")
+    if declared is not None and declared > cap.bytes and "content-encoding" not in response.headers:
+        raise _Failure(f"Content-Length {declared} is larger than {cap.words}")
     return declared
+
+
+class _Tries:
+    """The tries of one download: a transient failure is tried again while tries
+    (:data:`DOWNLOAD_TRIES`) and the download's one deadline of ``timeout`` seconds
+    last; each try gets what is left of it."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.started = time.monotonic()
+        self.made = 0
+
+    def deadline(self) -> Deadline:
+        self.made += 1
+        return Deadline(self.timeout - (time.monotonic() - self.started))
+
+    def wait_after(self, exc: BaseException) -> float:
+        """The seconds to wait before the next try after ``exc``; raises when there is
+        none (not transient, tries used up, a ``Retry-After`` over
+        :data:`MAX_RETRY_AFTER_S`, the deadline passed)."""
+        transient = isinstance(exc, (_Transient, *_TRANSIENT_TRANSPORT))
+        asked = exc.retry_after if isinstance(exc, _Transient) else None
+        wait = backoff_delay(self.made - 1) if asked is None else asked
+        in_time = time.monotonic() - self.started + wait < self.timeout
+        if transient and self.made < DOWNLOAD_TRIES and wait <= MAX_RETRY_AFTER_S and in_time:
+            return wait
+        if self.made == 1:
+            raise exc
+        raise _Failure(f"{_describe(exc)} ({self.made} tries)") from exc
+
+
+def _label(item: _Item) -> str:
+    """``output 2 (image/png) from https://cdn/…``: which output, in a message."""
+    where = f" from {url_in_words(item.output.url)}" if item.output.url else ""
+    return f"output {item.index} ({item.output.content_type}){where}"
 
 
 def _describe(exc: BaseException) -> str:
@@ -225,7 +335,7 @@ _EXPECTED = (_Failure, httpx.HTTPError, httpx.InvalidURL, OSError, ValueError)
 
 class _Batch:
     """What the blocking and the async download share: the plan, the per-item
-    bookkeeping and the final verdict; only fetching a URL differs between them."""
+    bookkeeping, the caps and the final verdict; only fetching a URL differs."""
 
     def __init__(
         self,
@@ -234,9 +344,16 @@ class _Batch:
         max_bytes: int,
         on_saved: Callable[[int, Path], Any] | None,
         gateway: str | None = None,
+        max_outputs: int = MAX_OUTPUTS,
+        max_total_bytes: int = MAX_RESULT_BYTES,
     ) -> None:
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
-            raise ValueError(f"max_bytes must be a positive int, not {max_bytes!r}")
+        for name, value in (
+            ("max_bytes", max_bytes),
+            ("max_outputs", max_outputs),
+            ("max_total_bytes", max_total_bytes),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, not {value!r}")
         if not isinstance(result, Result):
             raise TypeError(f"download_outputs takes a Result, not {type(result).__name__}")
         if not result.request_id:
@@ -250,10 +367,13 @@ class _Batch:
         if len(set(indexes)) != len(indexes):  # hand-made outputs: fall back to positions
             indexes = list(range(len(result.outputs)))
         self.items = [
-            _Item(o, i, directory, int_or_none(o.raw.get("file_size"), minimum=0))
+            _Item(o, i, directory, int_or_none(o.raw.get("file_size"), minimum=0), self.request_id)
             for o, i in zip(result.outputs, indexes, strict=True)
         ]
         self.max_bytes = max_bytes
+        self.max_outputs = max_outputs
+        self.max_total_bytes = max_total_bytes
+        self.bytes_left = max_total_bytes
         self.on_saved = on_saved
         self.saved: list[Path] = []
         self.failures: list[tuple[_Item, BaseException]] = []
@@ -266,19 +386,43 @@ class _Batch:
             yield
             item.output.path = item.target
             self.saved.append(item.target)
+            self.bytes_left -= size_of(item.target) or 0
             if self.on_saved is not None:
                 self.on_saved(item.index, item.target)
         except _EXPECTED as exc:
             self.failures.append((item, exc))
 
+    def cap(self) -> _Cap:
+        """The most bytes the next output may have: ``max_bytes``, or what is left of
+        ``max_total_bytes`` for the result."""
+        if self.bytes_left < self.max_bytes:
+            return _Cap(
+                self.bytes_left,
+                f"the {self.bytes_left} bytes left of max_total_bytes={self.max_total_bytes} "
+                "for one result's outputs",
+            )
+        return _Cap(self.max_bytes, f"max_bytes={self.max_bytes}")
+
     def url_to_fetch(self, item: _Item) -> str | None:
         """Save what needs no network (a file already in place, inline data); else the
-        URL to download."""
+        URL to download. An output past the caps is not downloaded, and says why."""
+        if len(self.saved) + len(self.failures) >= self.max_outputs:
+            raise _Failure(
+                f"not downloaded: the result lists {len(self.items)} outputs, and at most "
+                f"max_outputs={self.max_outputs} are downloaded for one result "
+                "(read it with output.read() while its URL lives)"
+            )
         if _already_saved(item):
             return None
+        if self.bytes_left <= 0:
+            raise _Failure(
+                f"not downloaded: the outputs before it used max_total_bytes="
+                f"{self.max_total_bytes} of one result (read it with output.read() while "
+                "its URL lives)"
+            )
         data = _local_bytes(item.output)
         if data is not None:
-            _write_bytes(item, data, self.max_bytes)
+            _write_bytes(item, data, self.cap())
             return None
         return _remote_url(item.output)
 
@@ -296,10 +440,13 @@ class _Batch:
         if not self.failures:
             return self.saved
         lines = []
-        for item, exc in self.failures:
-            where = f" from {url_in_words(item.output.url)}" if item.output.url else ""
-            label = f"output {item.index} ({item.output.content_type})"
-            lines.append(f"{label}{where}: {_describe(exc)}")
+        for reason, same in itertools.groupby(self.failures, key=lambda f: _describe(f[1])):
+            items = [item for item, _ in same]
+            if len(items) > 2:  # outputs past a cap: one line, not hundreds
+                first, last = items[0].index, items[-1].index
+                lines.append(f"{len(items)} outputs, {first} to {last}: {reason}")
+            else:
+                lines.extend(f"{_label(item)}: {reason}" for item in items)
         error = DownloadError(
             f"could not save {len(self.failures)} of {len(self.items)} outputs of request_id "
             f"{self.request_id}: " + "; ".join(lines),
@@ -318,22 +465,26 @@ def download_outputs(
     timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
     on_saved: Callable[[int, Path], Any] | None = None,
     gateway: str | None = None,
+    max_outputs: int = MAX_OUTPUTS,
+    max_total_bytes: int = MAX_RESULT_BYTES,
 ) -> list[Path]:
     """Save every output of ``result`` (blocking); returns the local paths in order.
 
     ``fetch(url) -> bytes`` replaces the HTTP download (tests, custom transports);
     without it, URLs are streamed with ``httpx`` so a big file never sits in memory,
-    each within ``timeout`` seconds plus 1 s per 32 KiB. ``gateway``: the gateway's
-    name (its base URL), whose folder under ``root`` keeps the outputs.
+    each within ``timeout`` seconds plus 1 s per 32 KiB, a transient failure tried
+    again (:data:`DOWNLOAD_TRIES`). ``gateway``: the gateway's name (its base URL),
+    whose folder under ``root`` keeps the outputs. At most ``max_outputs`` outputs and
+    ``max_total_bytes`` bytes of one result are saved; the others are failures.
     """
-    batch = _Batch(result, root, max_bytes, on_saved, gateway)
+    batch = _Batch(result, root, max_bytes, on_saved, gateway, max_outputs, max_total_bytes)
     if fetch is not None:
         return batch.save_each(
-            lambda item, url: _write_bytes(item, _fetched(fetch, url), max_bytes)
+            lambda item, url: _write_bytes(item, _fetched(fetch, url), batch.cap())
         )
     with blocking_client(timeout=timeout) as http:
         return batch.save_each(
-            lambda item, url: _stream(http, item, url, max_bytes, seconds(timeout))
+            lambda item, url: _stream(http, item, url, batch.cap(), seconds(timeout))
         )
 
 
@@ -357,46 +508,68 @@ async def download_outputs_async(
     on_saved: Callable[[int, Path], Any] | None = None,
     timeout: float = FETCH_TIMEOUT_S,
     gateway: str | None = None,
+    max_outputs: int = MAX_OUTPUTS,
+    max_total_bytes: int = MAX_RESULT_BYTES,
 ) -> list[Path]:
     """:func:`download_outputs` on an event loop.
 
     ``opener(url)`` streams one URL (a gateway's ``open_output``, which applies
     the credential rule); or ``client`` streams it with no credential sent. Each
     download ends within ``timeout`` seconds plus 1 s per 32 KiB received
-    (docs/decisions.md#reading-answers), so a dripping file fails, never hangs.
+    (docs/decisions.md#reading-answers), its tries included, so a dripping file
+    fails, never hangs.
     """
     if opener is None:
         if client is None:
             raise TypeError("download_outputs_async needs a client or an opener")
         opener = functools.partial(open_url_async, client)
-    batch = _Batch(result, root, max_bytes, on_saved, gateway)
+    batch = _Batch(result, root, max_bytes, on_saved, gateway, max_outputs, max_total_bytes)
     for item in batch.items:
         with batch.attempt(item):
             url = batch.url_to_fetch(item)
             if url is not None:
-                await _stream_async(opener, item, url, max_bytes, timeout)
+                await _stream_async(opener, item, url, batch.cap(), timeout)
     return batch.finish()
 
 
-def _stream(http: httpx.Client, item: _Item, url: str, max_bytes: int, timeout: float) -> None:
-    watch = Stopwatch(Deadline(timeout))
+def _stream(http: httpx.Client, item: _Item, url: str, cap: _Cap, timeout: float) -> None:
+    """Download ``url`` into ``item``'s file, tried again by :class:`_Tries`."""
+    tries = _Tries(timeout)
+    while True:
+        try:
+            return _stream_once(http, item, url, cap, Stopwatch(tries.deadline()))
+        except _EXPECTED as exc:
+            time.sleep(tries.wait_after(exc))
+
+
+def _stream_once(http: httpx.Client, item: _Item, url: str, cap: _Cap, watch: Stopwatch) -> None:
     with open_url(http, url, watch) as response:
-        declared = _content_length(response, max_bytes, item.output)
-        with _CheckedOutput(item, max_bytes) as sink:
-            for chunk in iter_capped(response, max_bytes, watch):
+        declared = _content_length(response, cap, item.output)
+        with _CheckedOutput(item, cap) as sink:
+            for chunk in iter_capped(response, cap.bytes, watch):
                 sink.write(chunk)
             sink.commit(
                 wire_bytes=response.num_bytes_downloaded or sink.size, content_length=declared
             )
 
 
-async def _stream_async(
-    opener: Opener, item: _Item, url: str, max_bytes: int, timeout: float
+async def _stream_async(opener: Opener, item: _Item, url: str, cap: _Cap, timeout: float) -> None:
+    """:func:`_stream` on an event loop."""
+    tries = _Tries(timeout)
+    while True:
+        try:
+            return await _stream_once_async(opener, item, url, cap, tries.deadline())
+        except _EXPECTED as exc:
+            await asyncio.sleep(tries.wait_after(exc))
+
+
+async def _stream_once_async(
+    opener: Opener, item: _Item, url: str, cap: _Cap, deadline: Deadline
 ) -> None:
-    async with within(Deadline(timeout)) as watch, opener(url) as response:
-        declared = _content_length(response, max_bytes, item.output)
-        with _CheckedOutput(item, max_bytes) as sink:
-            async for chunk in aiter_capped(response, max_bytes, watch):
+    async with within(deadline) as watch, opener(url) as response:
+        declared = _content_length(response, cap, item.output)
+        with _CheckedOutput(item, cap) as sink:
+            async for chunk in aiter_capped(response, cap.bytes, watch):
                 sink.write(chunk)
             sink.commit(
                 wire_bytes=response.num_bytes_downloaded or sink.size, content_length=declared

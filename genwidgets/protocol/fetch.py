@@ -5,12 +5,17 @@ of its base URL), never to another host, and a redirect never carries it elsewhe
 cookies follow it. httpx follows the redirects and two event hooks (:class:`_OriginRule`)
 keep the rule on every hop. The blocking client (:func:`blocking_client`, where no gateway
 client is at hand) sends no credential nor cookie at all. Every body is read within its
-caps and deadline (:mod:`.body`). Why: docs/decisions.md#fetch-redirects and
-docs/decisions.md#fetch-cookies.
+caps and deadline (:mod:`.body`). And a gateway reached at a public address may not lead
+the client, by an output URL or a redirect, into this machine or its private network
+(:class:`InternalAddress`). Why: docs/decisions.md#fetch-redirects,
+docs/decisions.md#fetch-cookies and docs/decisions.md#fetch-addresses.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import ipaddress
 import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, asynccontextmanager
@@ -28,10 +33,12 @@ __all__ = [
     "MAX_REDIRECTS",
     "ORIGIN_BOUND_HEADERS",
     "STAY_HOME",
+    "InternalAddress",
     "blocking_client",
     "fetch_async",
     "fetch_url",
     "http_client",
+    "is_internal",
     "open_url",
     "open_url_async",
     "origin_text",
@@ -94,6 +101,52 @@ STAY_HOME = "genwidgets.stay_home"
 STOPWATCH = "genwidgets.stopwatch"
 
 
+#: Where a remote gateway may not lead the client: this machine (loopback, "this
+#: network"), its link (a cloud's metadata service at 169.254.169.254), private and
+#: shared (carrier-grade NAT) IPv4 networks, unique-local and link-local IPv6.
+INTERNAL_NETWORKS = tuple(
+    ipaddress.ip_network(net)
+    for net in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "::/128",
+        "::1/128",
+        "fc00::/7",
+        "fe80::/10",
+    )
+)
+
+
+def is_internal(address: str) -> bool:
+    """Whether the IP ``address`` is in :data:`INTERNAL_NETWORKS` (an IPv4 address
+    mapped into IPv6 as its IPv4); False for anything that is no IP. The one place the
+    class of an address is decided: tests replace it to have a loopback address stand
+    for a public one (tests/protocol/test_fetch.py)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])  # fe80::1%eth0: its zone aside
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return any(ip in net for net in INTERNAL_NETWORKS if net.version == ip.version)
+
+
+class InternalAddress(httpx.RequestError):
+    """A fetch refused: a gateway at a public address led it (an output URL, a
+    redirect) to an address of this machine or its private network."""
+
+
+def _peer(stream: Any) -> str | None:
+    """The IP address a connection (an httpcore network stream) reached, if known."""
+    found = stream.get_extra_info("server_addr") if stream is not None else None
+    return str(found[0]) if isinstance(found, tuple) and found else None
+
+
 class _Unread(httpx.ByteStream):
     """A redirect's body, closed unread: httpx reads each hop's body whole, with no cap."""
 
@@ -114,10 +167,16 @@ class _OriginRule:
     """The event hooks that keep the rule on every hop httpx follows: off ``origin``
     (None: everywhere) a request loses the headers in ``bound``; a redirect's body is
     not read; a :data:`STAY_HOME` request is not followed away; each hop's answer is
-    checked against the request's :data:`STOPWATCH`."""
+    checked against the request's :data:`STOPWATCH`. With an origin (a gateway's
+    client), a hop off it may not reach an internal address while the gateway's is
+    public: checked as its connection is made (before anything is sent) and on its
+    answer (a connection kept from before)."""
 
     def __init__(self, origin: str | None, bound: tuple[str, ...] = ORIGIN_BOUND_HEADERS) -> None:
         self.origin, self.bound = origin, bound
+        #: whether the gateway's own address is internal: the one its answers came
+        #: from, else its host's (None: not known yet)
+        self.gateway_internal: bool | None = None
 
     def request(self, request: httpx.Request) -> None:
         if not same_origin(request.url, self.origin):
@@ -125,6 +184,7 @@ class _OriginRule:
                 request.headers.pop(name, None)
 
     def response(self, response: httpx.Response) -> None:
+        self._check_peer(response.request, _peer(response.extensions.get("network_stream")))
         extensions = response.request.extensions
         if STOPWATCH in extensions:
             extensions[STOPWATCH].progress(0)
@@ -140,10 +200,70 @@ class _OriginRule:
                 raise away(response.status_code, origin_text(str(target)))
         response.stream = _Unread(response.stream)
 
+    def _check_peer(self, request: httpx.Request, peer: str | None) -> None:
+        """Learn the gateway's class from its own answers (once seen at a public address,
+        it stays public); refuse a hop off its origin that reached an internal address
+        while the gateway's is public."""
+        if self.origin is None or peer is None:
+            return
+        if same_origin(request.url, self.origin):
+            internal = is_internal(peer)
+            known = self.gateway_internal
+            self.gateway_internal = internal if known is None else known and internal
+        elif self.gateway_internal is False and is_internal(peer):
+            raise InternalAddress(
+                f"refused to fetch {origin_text(str(request.url))}: it is at {peer}, an "
+                "address of this machine or its private network, and the gateway "
+                f"({origin_text(self.origin)}) is not; a remote gateway's outputs and "
+                "redirects may not lead there",
+                request=request,
+            )
+
+    async def _acheck_peer(self, request: httpx.Request, peer: str | None) -> None:
+        """:meth:`_check_peer`, the gateway's class looked up first when it matters and
+        no answer of the gateway told it yet (a ledger's output read on a new client)."""
+        off_origin = self.origin is not None and not same_origin(request.url, self.origin)
+        if off_origin and self.gateway_internal is None and peer and is_internal(peer):
+            await self._learn_gateway()
+        self._check_peer(request, peer)
+
+    async def _learn_gateway(self) -> None:
+        """The gateway's class from its host's addresses (any internal one makes it
+        internal: a name for this machine, a class server). Not behind a proxy, where
+        every connection reaches the proxy, whose address then decides."""
+        host = urlsplit(self.origin or "").hostname or ""
+        try:
+            found = [ipaddress.ip_address(host).compressed]
+        except ValueError:
+            if urllib.request.getproxies():
+                return
+            try:
+                infos = await asyncio.get_running_loop().getaddrinfo(host, None)
+            except OSError:
+                return  # unknown: the gateway's first answer will tell
+            found = [str(info[4][0]) for info in infos]
+        self.gateway_internal = any(is_internal(address) for address in found)
+
+    async def _on_connect(self, event: str, info: dict[str, Any], hop: httpx.Request) -> None:
+        """httpcore's ``trace`` of a hop off the origin: a connection just made to an
+        internal address is closed before the request is sent on it."""
+        if event == "connection.connect_tcp.complete":
+            stream = info["return_value"]
+            try:
+                await self._acheck_peer(hop, _peer(stream))
+            except InternalAddress:
+                await stream.aclose()
+                raise
+
     async def arequest(self, request: httpx.Request) -> None:
         self.request(request)
+        off_origin = self.origin is not None and not same_origin(request.url, self.origin)
+        if off_origin and self.gateway_internal is not True:
+            request.extensions["trace"] = functools.partial(self._on_connect, hop=request)
 
     async def aresponse(self, response: httpx.Response) -> None:
+        peer = _peer(response.extensions.get("network_stream"))
+        await self._acheck_peer(response.request, peer)
         self.response(response)
 
 

@@ -18,6 +18,8 @@ import pytest
 
 from genwidgets.errors import DownloadError
 from genwidgets.jobs.downloads import (
+    DOWNLOAD_TRIES,
+    MAX_OUTPUTS,
     download_outputs,
     download_outputs_async,
     extension_for,
@@ -60,6 +62,25 @@ def make_handler(files: Files) -> type[BaseHTTPRequestHandler]:
             files.headers[path] = {k.lower(): v for k, v in self.headers.items()}
             if path == "/files/photo.jpg":  # the URL says .jpg, the content is PNG
                 self.send(PNG, "image/png")
+            elif path == "/files/untyped":  # a PNG served with no Content-Type at all
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(PNG)))
+                self.end_headers()
+                self.wfile.write(PNG)
+            elif path.startswith("/files/once-"):  # fails on its first request only
+                status, _, extra = path.removeprefix("/files/once-").partition("-")
+                if files.hits[path] == 1 and status == "reset":
+                    self.close_connection = True  # the connection drops, no answer
+                elif files.hits[path] == 1:
+                    body = b'{"detail": "busy"}'
+                    self.send_response(int(status))
+                    if extra:
+                        self.send_header("Retry-After", extra)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                else:
+                    self.send(PNG, "image/png")
             elif path == "/files/truncated.bin":
                 self.send(BIG[:1000], "application/octet-stream", length=len(BIG))
                 self.close_connection = True
@@ -165,6 +186,14 @@ def test_a_long_request_id_gets_a_short_folder_of_its_own(tmp_path: Path) -> Non
     assert path.read_text() == "kept" and path.parent == one
 
 
+def test_two_request_ids_never_share_a_folder(tmp_path: Path) -> None:
+    """Each escaped character is its UTF-8 bytes, percent-encoded: one-to-one (U+1F60
+    then "0", and U+1F600, were both %1F600); ASCII keeps the escape it had."""
+    assert output_dir("\u1f60" + "0", tmp_path) != output_dir("\U0001f600", tmp_path)
+    assert output_dir("\U0001f600", tmp_path).name == "%F0%9F%98%80"
+    assert output_dir("a b/%~", tmp_path).name == "a%20b%2F%25%7E"
+
+
 def test_request_ids_cannot_escape_the_root(tmp_path: Path) -> None:
     assert output_dir("abc-123_x.y", tmp_path) == tmp_path / "abc-123_x.y"
     for hostile in ("../../etc", "..", "a/b", "/abs"):
@@ -219,13 +248,112 @@ def test_truncated_body_is_an_error_and_leaves_no_file(server: Files, tmp_path: 
 
 
 @pytest.mark.timeout(30)
-def test_size_mismatch_with_the_record_is_an_error(server: Files, tmp_path: Path) -> None:
+def test_a_record_size_that_differs_keeps_the_file_and_says_so(
+    server: Files, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/decisions.md#downloads: Content-Length checked the transfer; a record's
+    ``file_size`` that differs (a CDN that re-encodes, other units) is said, not a
+    reason to throw the paid output away, unless the record's own sha256 differs too."""
+    url = f"{server.base}/files/photo.jpg"
+    result = result_of([{"url": url, "content_type": "image/png", "file_size": 99}])
+    with caplog.at_level("WARNING", logger="genwidgets"):
+        (path,) = download_outputs(result, root=tmp_path)
+    assert path.read_bytes() == PNG and result.outputs[0].path == path
+    assert "the record says 99 bytes, the server sent 5008; kept" in caplog.text
+    wrong = {"url": url, "content_type": "image/png", "file_size": 99, "sha256": "0" * 64}
+    with pytest.raises(DownloadError, match="the record says 99 bytes, the server sent 5008"):
+        download_outputs(result_of([wrong], request_id="r2"), root=tmp_path)
+    assert leftovers(tmp_path / "r2") == []
+    right = {**wrong, "sha256": hashlib.sha256(PNG).hexdigest()}
+    assert download_outputs(result_of([right], request_id="r3"), root=tmp_path)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("variant", ["blocking", "async"])
+def test_an_untyped_output_is_recorded_where_its_file_was_written(
+    server: Files, tmp_path: Path, variant: str
+) -> None:
+    """No content_type in the record, none served: the bytes tell the type, and the
+    path given, recorded and set on the output is the file written (it named 0.png
+    while the file was 0.bin)."""
+    result = result_of([{"url": f"{server.base}/files/untyped"}], request_id=variant)
+    saved: list[Path] = []
+
+    async def run() -> list[Path]:
+        async with httpx.AsyncClient() as http:
+            return await download_outputs_async(
+                result, client=http, root=tmp_path, on_saved=lambda i, p: saved.append(p)
+            )
+
+    if variant == "blocking":
+        paths = download_outputs(result, root=tmp_path, on_saved=lambda i, p: saved.append(p))
+    else:
+        paths = asyncio.run(run())
+    output = result.outputs[0]
+    assert output.content_type == "image/png" and output.path is not None
+    assert paths == saved == [output.path] == [tmp_path / variant / "0.png"]
+    assert output.path.read_bytes() == PNG
+    assert leftovers(tmp_path / variant) == ["0.png"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("variant", ["blocking", "async"])
+def test_a_transient_failure_is_tried_again(server: Files, tmp_path: Path, variant: str) -> None:
+    """A 503, a 429 (with a short Retry-After), a 408 or a dropped connection on the
+    first request is tried again (a paid output was lost to one 503); a 403 is not,
+    nor a 429 that asks for longer than MAX_RETRY_AFTER_S."""
+    names = ["once-503", "once-429-0", "once-408", "once-reset", "once-403", "once-429-3600"]
     result = result_of(
-        [{"url": f"{server.base}/files/photo.jpg", "content_type": "image/png", "file_size": 99}]
+        [{"url": f"{server.base}/files/{name}", "content_type": "image/png"} for name in names],
+        request_id=variant,
     )
-    with pytest.raises(DownloadError, match="the record says 99 bytes, got 5008"):
+
+    async def run() -> list[Path]:
+        async with httpx.AsyncClient() as http:
+            return await download_outputs_async(result, client=http, root=tmp_path)
+
+    with pytest.raises(DownloadError) as caught:
+        download_outputs(result, root=tmp_path) if variant == "blocking" else asyncio.run(run())
+    assert [index for index, _ in caught.value.failures] == [4, 5]
+    assert "HTTP 403" in caught.value.failures[0][1]
+    assert [server.hits[f"/files/{name}"] for name in names] == [2, 2, 2, 2, 1, 1]
+    assert [o.path.read_bytes() if o.path else None for o in result.outputs[:4]] == [PNG] * 4
+
+
+@pytest.mark.timeout(30)
+def test_the_tries_end_and_say_so(server: Files, tmp_path: Path) -> None:
+    """A download failing every time stops after DOWNLOAD_TRIES tries and says it."""
+    result = result_of([{"url": f"{server.base}/files/truncated.bin", "content_type": "video/mp4"}])
+    with pytest.raises(DownloadError, match=f"{DOWNLOAD_TRIES} tries"):
         download_outputs(result, root=tmp_path)
-    assert leftovers(tmp_path / "req-1") == []
+    assert server.hits["/files/truncated.bin"] == DOWNLOAD_TRIES
+
+
+def test_the_outputs_of_one_result_are_capped_in_number_and_bytes(tmp_path: Path) -> None:
+    """A result listing more outputs than any endpoint makes (a buggy or hostile
+    gateway) saves MAX_OUTPUTS of them; the others are failures that say why, never
+    dropped in silence. The bytes of one result are capped as well."""
+    many = [{"content_type": "text/plain", "content": f"{i}"} for i in range(MAX_OUTPUTS + 3)]
+    result = result_of(many)
+    with pytest.raises(DownloadError) as caught:
+        download_outputs(result, root=tmp_path)
+    assert [index for index, _ in caught.value.failures] == [MAX_OUTPUTS + i for i in range(3)]
+    assert f"at most max_outputs={MAX_OUTPUTS}" in caught.value.failures[0][1]
+    said = f"3 outputs, {MAX_OUTPUTS} to {MAX_OUTPUTS + 2}: not downloaded: the result lists"
+    assert said in str(caught.value)  # one line for them all
+    assert len(leftovers(tmp_path / "req-1")) == MAX_OUTPUTS
+    assert result.outputs[MAX_OUTPUTS].path is None
+
+    blob = {"content_type": "application/octet-stream", "encoding": "hex", "content": "ab" * 4000}
+    heavy = result_of([blob] * 4, request_id="heavy")
+    with pytest.raises(DownloadError) as caught:
+        download_outputs(heavy, root=tmp_path, max_total_bytes=10_000)
+    reasons = dict(caught.value.failures)
+    assert sorted(reasons) == [2, 3]
+    assert "larger than the 2000 bytes left of max_total_bytes=10000" in reasons[2]
+    assert len(leftovers(tmp_path / "heavy")) == 2
+    with pytest.raises(ValueError, match="max_outputs must be a positive int"):
+        download_outputs(heavy, root=tmp_path, max_outputs=0)
 
 
 @pytest.mark.timeout(30)

@@ -63,6 +63,32 @@ def test_a_task_is_recorded_and_its_outputs_saved(fake: FakeGateway, tmp_path: P
     client.close()
 
 
+def test_a_record_size_that_differs_is_kept_and_the_ledger_says_both(
+    fake: FakeGateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/decisions.md#downloads: a record's file_size that is not the size served
+    (the transfer itself checked out) keeps the paid output; the ledger row says both
+    sizes, and a warning names the output (the download was thrown away)."""
+    fake.next_result = {
+        "status": "COMPLETED",
+        "outputs": [
+            {"url": f"{BASE}/files/tok/a.png", "content_type": "image/png", "file_size": 99}
+        ],
+    }
+    client = make_client(fake)
+    with caplog.at_level("WARNING", logger="genwidgets"):
+        job = client.submit("ep", {"prompt": "x"}, validate=False)
+        output = job.result(timeout=5).outputs[0]
+    assert output.path is not None and output.path.read_bytes() == b"file:/files/tok/a.png"
+    row = client.ledger.get(client.gateway_name, job.request_id)
+    assert row is not None
+    (kept,) = row.outputs
+    assert (kept["file_size"], kept["size"]) == (99, 21) and "download_error" not in kept
+    assert kept["path"] == str(output.path)
+    assert f"request_id {job.request_id}: the record says 99 bytes" in caplog.text
+    client.close()
+
+
 def test_key_is_never_written_to_the_ledger(fake: FakeGateway, tmp_path: Path) -> None:
     client = make_client(fake)
     fake.faults["create"].append(error(400, {"detail": f"bad key {KEY}"}))

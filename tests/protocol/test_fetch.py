@@ -8,14 +8,17 @@ the same host, directly or through a redirect."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from loopback import LoopbackServer, QuietHandler
 
+from genwidgets.errors import DownloadError
 from genwidgets.jobs.downloads import download_outputs, download_outputs_async
-from genwidgets.protocol.fetch import same_origin
+from genwidgets.protocol import fetch
+from genwidgets.protocol.fetch import InternalAddress, is_internal, same_origin
 from genwidgets.protocol.http import Gateway
 from genwidgets.protocol.records import Output, Result
 
@@ -28,7 +31,7 @@ class Server:
     every request and sets a session cookie ``<name>=secret-<name>`` on every answer;
     ``/moved/<name>`` redirects to ``redirect_to``."""
 
-    def __init__(self, name: str, redirect_to: str | None = None) -> None:
+    def __init__(self, name: str, redirect_to: str | None = None, host: str = "127.0.0.1") -> None:
         self.seen: list[tuple[str, str | None, str | None]] = []
         self.cookies: list[tuple[str, str | None]] = []
         seen, cookies, target = self.seen, self.cookies, redirect_to
@@ -51,7 +54,7 @@ class Server:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.loop = LoopbackServer(Handler)
+        self.loop = LoopbackServer(Handler, host)
         self.base = self.loop.base
 
     def close(self) -> None:
@@ -207,3 +210,112 @@ def test_a_cookie_set_by_another_origin_on_a_redirect_never_reaches_the_gateway(
     sent_home = dict(gateway_server.cookies)
     assert "storage=" not in (sent_home["/after.png"] or ""), sent_home
     assert sent_home["/after.png"] == "gw=secret-gw"  # the gateway's own cookie still goes home
+
+
+#: The loopback address that stands for a public one in the tests below: the class of
+#: an address is decided by ``fetch.is_internal`` alone, which they replace (the
+#: documented seam: docs/decisions.md#fetch-addresses), so all traffic stays on loopback.
+PUBLIC_STAND_IN = "127.0.0.2"
+
+
+@pytest.fixture
+def remote(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Server, Server, Server]]:
+    """A "remote" gateway (on 127.0.0.2, taken for a public address) whose /moved/ URLs
+    lead to an internal server (127.0.0.1); and public storage (127.0.0.2 too)."""
+    internal = Server("internal")
+    try:
+        gateway = Server("gw", redirect_to=internal.base, host=PUBLIC_STAND_IN)
+        storage = Server("cdn", host=PUBLIC_STAND_IN)
+    except OSError:
+        internal.close()
+        pytest.skip(f"this machine cannot serve on {PUBLIC_STAND_IN}")
+    classify = fetch.is_internal
+    monkeypatch.setattr(fetch, "is_internal", lambda a: a != PUBLIC_STAND_IN and classify(a))
+    try:
+        yield gateway, internal, storage
+    finally:
+        for server in (gateway, internal, storage):
+            server.close()
+
+
+def test_addresses_of_this_machine_and_its_networks_are_internal() -> None:
+    for address in (
+        "127.0.0.1",
+        "127.9.9.9",
+        "0.0.0.0",
+        "169.254.169.254",  # a cloud's metadata service
+        "10.1.2.3",
+        "172.16.0.1",
+        "172.31.255.255",
+        "192.168.1.1",
+        "100.64.0.1",
+        "::1",
+        "::",
+        "fd00::2",
+        "fe80::1%eth0",
+        "::ffff:127.0.0.1",  # IPv4 mapped into IPv6
+    ):
+        assert is_internal(address), address
+    for address in ("8.8.8.8", "172.32.0.1", "192.0.2.2", "2001:db8::1", "no address"):
+        assert not is_internal(address), address
+
+
+def test_a_remote_gateway_cannot_lead_the_client_to_an_internal_address(
+    remote: tuple[Server, Server, Server], tmp_path: Path
+) -> None:
+    """Explorer of the wire, repro 8: a gateway at a public address named an output at
+    the cloud's metadata service (or redirected there); the kernel fetched it and the
+    saved notebook kept the secret. Refused, before any request reaches it; a public
+    output of the same gateway is still fetched."""
+    gateway_server, internal, storage = remote
+
+    async def scenario() -> list[Path] | DownloadError:
+        gateway = Gateway(gateway_server.base, KEY)
+        try:
+            with pytest.raises(
+                InternalAddress, match=re.escape(f"refused to fetch {internal.base}")
+            ):
+                await gateway.fetch(f"{internal.base}/latest/meta-data")
+            with pytest.raises(InternalAddress, match=r"and the gateway .* is not"):
+                await gateway.fetch(f"{gateway_server.base}/moved/secret")  # a redirect there
+            assert await gateway.fetch(f"{storage.base}/fine.png") == b"PNGDATA"
+            result = Result.from_body(
+                {
+                    "request_id": "r-ssrf",
+                    "outputs": [
+                        {"url": f"{internal.base}/role", "content_type": "application/json"},
+                        {"url": f"{storage.base}/ok.png", "content_type": "image/png"},
+                    ],
+                }
+            )
+            try:
+                await download_outputs_async(result, opener=gateway.open_output, root=tmp_path)
+            except DownloadError as exc:
+                return exc
+            raise AssertionError("the internal output was saved")
+        finally:
+            await gateway.aclose()
+
+    error = asyncio.run(scenario())
+    assert isinstance(error, DownloadError)
+    assert [index for index, _ in error.failures] == [0]
+    assert "InternalAddress" in error.failures[0][1]
+    assert internal.seen == []  # no request ever reached it
+    assert [path for path, _, _ in storage.seen] == ["/fine.png", "/ok.png"]
+    assert [path for path, _, _ in gateway_server.seen] == ["/moved/secret"]
+
+
+def test_a_gateway_on_this_machine_may_lead_to_it(servers: tuple[Server, Server]) -> None:
+    """The simulator, the tests, a class gateway on loopback or a private network:
+    their outputs and redirects may lead to loopback (the rule is for remote ones)."""
+    gateway_server, storage = servers
+
+    async def scenario() -> bytes:
+        gateway = Gateway(gateway_server.base, KEY)
+        try:
+            return await gateway.fetch(f"{gateway_server.base}/moved/local.png")
+        finally:
+            await gateway.aclose()
+
+    assert asyncio.run(scenario()) == b"PNGDATA"
+    assert [path for path, _, _ in storage.seen] == ["/local.png"]

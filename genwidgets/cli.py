@@ -30,6 +30,7 @@ from ._client import Client
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
 from .errors import GenwidgetsError, TaskTimeout
+from .jobs.downloads import extension_for, safe_name
 from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
 from .serve import cli as serve_cli
 from .serve.cli import JSON_FLAG, say
@@ -206,7 +207,8 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
     for output in result.outputs:
         path = output.path
         if args.out:
-            path = output.save(Path(args.out) / f"{rid}-{output.index}")
+            name = f"{safe_name(rid)}-{output.index}{extension_for(output.content_type)}"
+            path = output.save(Path(args.out) / name)  # a "." in an id is no extension
         files.append(str(path) if path else output.url)
     out = {"request_id": rid, "endpoint": endpoint, "status": result.status}
     out |= {"ok": result.ok, "error": result.error, "files": files}

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from loopback import JsonHandler, LoopbackServer
 
 import genwidgets
 from genwidgets.cli import main
@@ -403,3 +404,32 @@ def test_a_batch_with_a_key_and_no_gateway_address_is_refused(
     code = main(["batch", str(rows), "--endpoint", "genW2.5-t2i-preview", "--out", out, "--yes"])
     err = capsys.readouterr().err
     assert code == 2 and "not opened, nothing sent" in err and "Traceback" not in err
+
+
+class AnyIdDone(JsonHandler):
+    """A gateway where every task is done, with one inline picture."""
+
+    def do_GET(self) -> None:
+        picture = {"content": "iVBORw0KGgo=", "encoding": "base64", "content_type": "image/png"}
+        self.send_json({"status": "COMPLETED", "outputs": [picture]})
+
+
+def test_result_out_keeps_each_file_in_the_folder_whatever_the_request_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file's name was the raw id: ``../../outside/x`` wrote two folders up."""
+    gateway = LoopbackServer(AnyIdDone)
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    out = tmp_path / "shots" / "today"
+    try:
+        for rid in ("../../outside/x", "v1.2"):
+            argv = ["result", rid, "--endpoint", T2I, "--json", "--out", str(out)]
+            assert main(argv) == 0
+            [written] = json_out(capsys)["files"]
+            assert Path(written).parent == out and written.endswith("-0.png"), written
+    finally:
+        gateway.close()
+    assert not (tmp_path / "outside").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["..%2F..%2Foutside%2Fx-0.png", "v1.2-0.png"]

@@ -58,6 +58,7 @@ __all__ = [
     "extension_for",
     "gateway_folder",
     "output_dir",
+    "safe_name",
 ]
 
 log = logging.getLogger("genwidgets")
@@ -109,7 +110,7 @@ def _escaped(char: str) -> str:
     return "".join(f"%{byte:02X}" for byte in char.encode("utf-8", errors="surrogatepass"))
 
 
-def _safe_name(text: str) -> str:
+def safe_name(text: str) -> str:
     """A folder name that cannot escape the root and that every file system takes,
     whatever the gateway sent: other characters escaped (percent-encoded UTF-8), a long
     name shortened with a digest of the whole (so two ids never share a folder)."""
@@ -124,10 +125,10 @@ def gateway_folder(gateway: str) -> str:
     """The folder of one gateway's outputs: ``simulator``, or its host (and port) and a
     short digest of its whole address (two gateways on one host stay apart)."""
     if not gateway.startswith(("http://", "https://")):
-        return _safe_name(gateway)
+        return safe_name(gateway)
     parts = urlsplit(gateway)
     host = f"{parts.hostname or 'gateway'}{f'_{parts.port}' if parts.port else ''}"
-    return f"{_safe_name(host)[:60]}-{_digest(gateway.rstrip('/'), 10)}"
+    return f"{safe_name(host)[:60]}-{_digest(gateway.rstrip('/'), 10)}"
 
 
 def output_dir(
@@ -138,7 +139,7 @@ def output_dir(
     base = Path(root) if root is not None else home() / "outputs"
     if gateway is not None:
         base = base / gateway_folder(gateway)
-    return base / _safe_name(request_id)
+    return base / safe_name(request_id)
 
 
 @dataclass

@@ -7,7 +7,7 @@ keep the rule on every hop. The blocking client (:func:`blocking_client`, where 
 client is at hand) sends no credential nor cookie at all. Every body is read within its
 caps and deadline (:mod:`.body`). And a gateway reached at a public address may not lead
 the client, by an output URL or a redirect, into this machine or its private network
-(:class:`InternalAddress`). Why: docs/decisions.md#fetch-redirects,
+(:class:`_InternalAddress`). Why: docs/decisions.md#fetch-redirects,
 docs/decisions.md#fetch-cookies and docs/decisions.md#fetch-addresses.
 """
 
@@ -33,7 +33,6 @@ __all__ = [
     "MAX_REDIRECTS",
     "ORIGIN_BOUND_HEADERS",
     "STAY_HOME",
-    "InternalAddress",
     "blocking_client",
     "fetch_async",
     "fetch_url",
@@ -136,7 +135,7 @@ def is_internal(address: str) -> bool:
     return any(ip in net for net in INTERNAL_NETWORKS if net.version == ip.version)
 
 
-class InternalAddress(httpx.RequestError):
+class _InternalAddress(httpx.RequestError):
     """A fetch refused: a gateway at a public address led it (an output URL, a
     redirect) to an address of this machine or its private network."""
 
@@ -211,7 +210,7 @@ class _OriginRule:
             known = self.gateway_internal
             self.gateway_internal = internal if known is None else known and internal
         elif self.gateway_internal is False and is_internal(peer):
-            raise InternalAddress(
+            raise _InternalAddress(
                 f"refused to fetch {origin_text(str(request.url))}: it is at {peer}, an "
                 "address of this machine or its private network, and the gateway "
                 f"({origin_text(self.origin)}) is not; a remote gateway's outputs and "
@@ -251,7 +250,7 @@ class _OriginRule:
             stream = info["return_value"]
             try:
                 await self._acheck_peer(hop, _peer(stream))
-            except InternalAddress:
+            except _InternalAddress:
                 await stream.aclose()
                 raise
 

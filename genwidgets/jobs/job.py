@@ -191,7 +191,7 @@ class Job:
     def request_cancel(self) -> None:
         """Schedule a cancel without blocking (for buttons); errors land in ``cancel_error``."""
         if not self.done() and not self.cancel_requested:
-            self.cancel_requested = True
+            self.cancel_requested, self.cancel_error = True, None
             self._engine.submit(self._cancel())
 
     def add_done_callback(self, fn: Callable[[Job], Any]) -> None:
@@ -311,8 +311,8 @@ class Job:
             # Already finished on the gateway: not an error worth raising.
             if exc.status_code in (400, 409) and not isinstance(exc, RateLimited):
                 log.info("genwidgets: cancel of %s: %s", self.request_id, exc)
-            else:
-                self.cancel_error = exc
+            else:  # not asked: the task bills on, and a cancel may be asked again
+                self.cancel_error, self.cancel_requested = exc, False
                 self._notify()
                 raise
         finally:

@@ -220,7 +220,7 @@ class TaskView(CommandView):
         with self._throttle.lock:
             if self._cancel_clicked or self._finished:
                 return
-            self._cancel_clicked = True
+            self._cancel_clicked, self.cancel_error = True, ""
         try:
             self.job.request_cancel()
         except Exception as exc:
@@ -265,6 +265,11 @@ class TaskView(CommandView):
             )
             self.error = look.error or ""
             self.error_type = look.error_type or ""
+            failed = getattr(job, "cancel_error", None)
+            if failed is not None and self._cancel_clicked and not job.cancel_requested:
+                # the cancel was not taken: said, and the button may be pressed again
+                self._cancel_clicked = False
+                self.cancel_error = f"cancel failed: {failed}"
             self.cancel_requested = self._cancel_clicked or bool(job.cancel_requested)
             result = job.last_result
             if result is not None and result is not self._shown_result:

@@ -11,9 +11,11 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from loopback import LoopbackServer, OneTaskGateway
 from widgets.taskfakes import (
     IMAGE_OUT,
     DisplayRecorder,
@@ -24,6 +26,7 @@ from widgets.taskfakes import (
     wait_for,
 )
 
+import genwidgets as gw
 from genwidgets.protocol.records import Result, Status
 from genwidgets.widgets import faces, task
 from genwidgets.widgets._style import COLOURS
@@ -148,6 +151,39 @@ def test_a_failing_request_cancel_is_shown_not_raised() -> None:
     view = TaskView(job)
     view.click_cancel()
     assert view.cancel_error == "cancel failed: engine stopped"
+
+
+class CancelRefused(OneTaskGateway):
+    """A gateway whose task runs on and whose cancel answers 500."""
+
+    cancels = 0
+
+    def do_GET(self) -> None:
+        self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+
+    def do_PUT(self) -> None:
+        type(self).cancels += 1
+        self.send_json({"detail": "cancel backend down"}, code=500)
+
+
+def test_a_cancel_the_gateway_refused_is_said_and_may_be_asked_again(tmp_path: Path) -> None:
+    """The view said "cancel requested" for ever, showed no error and could not be
+    clicked again, while the task ran (and billed) on."""
+    CancelRefused.cancels = 0
+    gateway = LoopbackServer(CancelRefused)
+    try:
+        with gw.Client(
+            gateway.base, "key-of-a-loopback-gateway", ledger=False, max_retries=0
+        ) as client:
+            view = TaskView(client.submit("genW2.5-t2i-preview", {"prompt": "a kite"}))
+            view.click_cancel()
+            assert wait_for(lambda: view.cancel_error.startswith("cancel failed"), timeout=60)
+            assert "cancel backend down" in view.cancel_error and not view.cancel_requested
+            assert CancelRefused.cancels == 1
+            view.click_cancel()  # pressed again: asked again
+            assert wait_for(lambda: CancelRefused.cancels == 2, timeout=60)
+    finally:
+        gateway.close()
 
 
 def test_throttle_coalesces_a_burst_and_always_shows_the_last_state() -> None:

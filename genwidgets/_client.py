@@ -41,7 +41,7 @@ from .jobs import polling
 from .jobs.engine import get_engine
 from .jobs.fanout import run_each
 from .jobs.job import Job, Recorder
-from .jobs.ledger import Ledger, LedgerRow, left_to_other_kernels
+from .jobs.ledger import FINISHED, Ledger, LedgerRow, left_to_other_kernels
 from .jobs.output_files import gateway_outputs
 from .jobs.planning import PLANNER
 from .jobs.polling import PollPolicy, Schedule
@@ -233,6 +233,8 @@ class Client:
                     "https, or pass allow_insecure=True if you really mean it"
                 )
         self.base_url = resolved_url
+        #: which key pays, as the ledger records it (never the key itself)
+        self._fingerprint = key.fingerprint() if key is not None else None
         self.timeout = timeout
         self.max_retries = max_retries
         self._engine = get_engine()
@@ -262,6 +264,7 @@ class Client:
                 opener=self._gateway.open_output,
                 download=download,
                 timeout=timeout,
+                fingerprint=self._fingerprint,
             )
             if self.ledger is not None
             else None
@@ -408,15 +411,19 @@ class Client:
                 endpoint=prepared.endpoint,
                 payload=prepared.payload,
                 tag=tag,
+                fingerprint=self._fingerprint,
             )
         except (LedgerError, OSError) as exc:
             log.warning("genwidgets: could not record the task intent: %s", exc)
             return None
 
     def job(self, endpoint: str, request_id: str) -> Job:
-        """Re-attach to an existing task by its request_id. A job of this client that
-        stopped polling for want of contact (``Unreachable``, ``ServerError``, a long
-        rate limit) is polled anew: its task may still run."""
+        """Re-attach to an existing task by its request_id. A task the ledger records as
+        ended is answered from the ledger, as :meth:`history` does: the gateway is not
+        asked (it may have forgotten the task: a new embedded simulator, a retention
+        past). A job of this client that stopped polling for want of contact
+        (``Unreachable``, ``ServerError``, a long rate limit) is polled anew: its task
+        may still run."""
         self._check_open(endpoint, request_id)
         known = self._jobs.get((endpoint, request_id))
         if known is not None and not lost_contact(known):
@@ -427,11 +434,41 @@ class Client:
             field = "endpoint" if str(exc).startswith("the endpoint id") else "request_id"
             raise PayloadError([{"loc": (field,), "msg": str(exc)}]) from None
         if self.ledger is not None:
+            ended = self._recorded_end(endpoint, request_id)
+            if ended is not None:
+                return ended
             try:
-                self.ledger.writes.record_attach(self.gateway_name, handle)
+                self.ledger.writes.record_attach(
+                    self.gateway_name, handle, fingerprint=self._fingerprint
+                )
             except (LedgerError, OSError) as exc:
                 log.warning("genwidgets: could not record the re-attached task: %s", exc)
         return self._adopt(handle, payload=None)
+
+    def _recorded_end(self, endpoint: str, request_id: str) -> Job | None:
+        """The job of a task the ledger records as ended (None if it does not), with its
+        recorded result; a task another key made is said in a warning, since the gateway
+        may answer this key "not found" (docs/decisions.md#key-fingerprints)."""
+        assert self.ledger is not None
+        try:
+            row = self.ledger.get(self.gateway_name, request_id)
+        except (LedgerError, OSError) as exc:
+            log.warning("genwidgets: could not read the ledger: %s", exc)
+            return None
+        if row is None or row.endpoint != endpoint:
+            return None
+        if row.state == FINISHED:
+            return self._from_row(row)
+        if row.made_with_another_key(self._fingerprint):
+            warnings.warn(
+                f"genwidgets: task {request_id} was created with another API key than this "
+                "client's: the gateway may not show it to this key. It is followed, but a "
+                "'not found' will not mark it gone in the ledger; a client made with the "
+                "key that created it follows it as its own.",
+                LedgerWarning,
+                stacklevel=3,
+            )
+        return None
 
     def history(
         self,
@@ -450,18 +487,22 @@ class Client:
         if self.ledger is None:
             return []
         rows = self.ledger.rows(self.gateway_name, endpoint=endpoint, status=status, limit=limit)
-        rows = self.ledger.without_held(self.gateway_name, rows)  # another kernel polls those
+        # another kernel polls those, or another key made them
+        rows = self.ledger.without_held(self.gateway_name, rows, fingerprint=self._fingerprint)
         return [self._from_row(row) for row in rows if row.request_id is not None]
 
     def resume(self, *, force: bool = False) -> list[Job]:
         """Re-attach every unfinished job of this gateway (after a restart) and return them.
 
         Tasks another live kernel polls stay its own unless ``force=True``
-        (docs/decisions.md#ledger-leases)."""
+        (docs/decisions.md#ledger-leases); tasks another API key created are left to a
+        client of that key, even with ``force`` (docs/decisions.md#key-fingerprints)."""
         self._check_open()
         if self.ledger is None:
             return []
-        rows, skipped = self.ledger.claim_unfinished(self.gateway_name, force=force)
+        rows, skipped = self.ledger.claim_unfinished(
+            self.gateway_name, force=force, fingerprint=self._fingerprint
+        )
         if skipped:
             left_to_other_kernels(skipped, stacklevel=3)
         return [self._from_row(row) for row in rows]

@@ -8,6 +8,8 @@ import time), so a notebook can set them late.
 from __future__ import annotations
 
 import getpass
+import hashlib
+import hmac
 import ipaddress
 import os
 import re
@@ -72,6 +74,13 @@ class Secret:
 
     def reveal(self) -> str:
         return self._value
+
+    def fingerprint(self) -> str:
+        """Which key this is, for the ledger (the key itself is never stored): 12 hex
+        digits of an HMAC-SHA256 of the key under a fixed label, which cannot give the
+        key back (docs/decisions.md#key-fingerprints)."""
+        digest = hmac.new(b"genwidgets key fingerprint", self._value.encode(), hashlib.sha256)
+        return digest.hexdigest()[:12]
 
     def __repr__(self) -> str:
         return "Secret('***')"

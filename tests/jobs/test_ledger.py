@@ -509,7 +509,7 @@ def test_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
     con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     con.commit()
     con.close()
-    with pytest.raises(LedgerError, match=r"schema version 99, newer than .* understands \(4\)"):
+    with pytest.raises(LedgerError, match=r"schema version 99, newer than .* understands \(5\)"):
         Ledger(path)
 
 

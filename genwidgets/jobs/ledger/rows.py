@@ -32,6 +32,7 @@ __all__ = [
     "COLUMN_NAMES",
     "FAILED",
     "FINISHED",
+    "NOT_ANOTHER_KEYS",
     "NOT_CREATED",
     "OK",
     "OUTCOME_UNKNOWN",
@@ -53,6 +54,9 @@ STATES = frozenset({SUBMITTING, SUBMITTED, NOT_CREATED, OUTCOME_UNKNOWN, FINISHE
 UNFINISHED = "unfinished"
 OK = "ok"
 FAILED = "failed"
+#: SQL: the row was not made with another key than the one of the fingerprint given
+#: twice as parameters (see :meth:`LedgerRow.made_with_another_key`)
+NOT_ANOTHER_KEYS = "(key_fingerprint IS NULL OR ? IS NULL OR key_fingerprint = ?)"
 
 
 @dataclass(frozen=True)
@@ -86,11 +90,22 @@ class LedgerRow:
     done_at: float | None = None
     #: what the create was sent for (a batch's row and attempt, a grid's cell), if said
     tag: str | None = None
+    #: which API key made the task (``_config.Secret.fingerprint``), None in older rows
+    key_fingerprint: str | None = None
 
     @property
     def unfinished(self) -> bool:
         """Created on the gateway, final result not recorded yet: worth resuming."""
         return self.request_id is not None and self.state == SUBMITTED
+
+    def made_with_another_key(self, fingerprint: str | None) -> bool:
+        """Whether a key other than the one of ``fingerprint`` made this task: the gateway
+        may not show it to that key (a class gateway answers 404), so such a client
+        neither resumes it nor takes a 404 for its end. A row or a client without a
+        fingerprint (an older row, no key) is not known to be another key's."""
+        return (
+            None not in (self.key_fingerprint, fingerprint) and self.key_fingerprint != fingerprint
+        )
 
     def handle(self, base_url: str | None = None) -> Handle | None:
         """The task handle to re-attach with: the URLs the gateway gave, as stored.

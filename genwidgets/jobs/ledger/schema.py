@@ -22,7 +22,7 @@ from .writer import immediate
 
 __all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_is_current"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APPLICATION = "genwidgets-ledger"
 
 SCHEMA_V1 = (
@@ -82,11 +82,20 @@ def _add_tags(conn: sqlite3.Connection) -> None:
     )
 
 
+def _add_key_fingerprints(conn: sqlite3.Connection) -> None:
+    """Version 5: which API key made a task (``tasks.key_fingerprint``, never the key:
+    see ``_config.Secret.fingerprint``), so a client of another key sharing this home
+    neither resumes the task nor takes its "not found" for the task's end. Older rows
+    have none and are followed as before."""
+    conn.execute("ALTER TABLE tasks ADD COLUMN key_fingerprint TEXT")
+
+
 #: MIGRATIONS[n] upgrades a version-n file to version n+1 (inside one transaction)
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_observed_times,
     2: _add_leases,
     3: _add_tags,
+    4: _add_key_fingerprints,
 }
 
 

@@ -6,13 +6,17 @@ It is the core and blocks on the engine's futures (fine in scripts and cells);
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import functools
 import itertools
 import logging
+import threading
 import time
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -38,8 +42,8 @@ from .errors import (
     WebhookNotSupported,
 )
 from .jobs import polling
-from .jobs.engine import get_engine
-from .jobs.fanout import run_each
+from .jobs.engine import Engine, get_engine, wait_future, wait_through_interrupts
+from .jobs.fanout import STOP_WAIT, run_each
 from .jobs.job import Job, Recorder
 from .jobs.ledger import FINISHED, Ledger, LedgerRow, left_to_other_kernels
 from .jobs.output_files import gateway_outputs
@@ -68,6 +72,11 @@ _CREATED_NOTHING = (
     NotSupported,
 )
 
+
+#: seconds a create in flight is let answer after Ctrl-C in ``send``/``submit``: its
+#: answer names a task that exists and bills (as a batch lets its chunk in flight
+#: answer, ``lab.batch.STOP_WAIT``)
+CREATE_ANSWER_GRACE = 15.0
 
 #: what happens next to a task contact was lost with, in the words every view shows
 CONTACT_LOST_NEXT = (
@@ -107,6 +116,79 @@ def create_failure(exc: BaseException) -> str:
         f"outcome unknown: {said}. Its task may exist (and bill): it is not sent again; "
         "look for it with client.history()"
     )
+
+
+class _CreateInFlight:
+    """The create of one :meth:`Client.send`, shielded from the cancel of an interrupted
+    wait: its answer names a paid task, so on Ctrl-C the caller lets it answer (at most
+    :data:`CREATE_ANSWER_GRACE` seconds) before cancelling it, wherever the interrupt
+    lands (docs/decisions.md#an-interrupted-submit)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        create: Coroutine[Any, Any, Job],
+        never_sent: Callable[[], None],
+    ) -> None:
+        self._engine = engine
+        self._create = create
+        self._never_sent = never_sent
+        self._lock = threading.Lock()  # began / abandoned: the engine's or the caller's
+        self._task: asyncio.Future[Job] | None = None
+        self._abandoned = False
+        #: the create's outcome, on the caller's side
+        self.answered: concurrent.futures.Future[Job] = concurrent.futures.Future()
+
+    async def shielded(self) -> Job:
+        """On the engine: the create, which a cancel of this wait leaves running."""
+        with self._lock:
+            if self._abandoned:  # interrupted before it began: it never will
+                self._create.close()
+                raise asyncio.CancelledError
+            self._task = asyncio.ensure_future(self._create)
+        self._task.add_done_callback(self._copy_outcome)
+        return await asyncio.shield(self._task)
+
+    def _copy_outcome(self, task: asyncio.Future[Job]) -> None:
+        if task.cancelled():
+            self.answered.cancel()
+        elif (error := task.exception()) is not None:
+            self.answered.set_exception(error)
+        else:
+            self.answered.set_result(task.result())
+
+    def interrupted(self, endpoint: str) -> str:
+        """After Ctrl-C, on the caller's thread: the create is let answer (bounded) or,
+        not begun, never sent; says what that left."""
+        with self._lock:
+            self._abandoned = self._task is None
+            task = self._task
+        if task is None:
+            self._create.close()
+            self._never_sent()
+            return "interrupted before the create was sent: nothing was sent, no task made"
+        wait_through_interrupts(self.answered, CREATE_ANSWER_GRACE)
+        if not self.answered.done():
+            self._engine.call_soon(task.cancel)
+            with contextlib.suppress(BaseException):  # ended and recorded in milliseconds
+                wait_future(self.answered, STOP_WAIT)
+            return (
+                "interrupted; the gateway did not answer the create within "
+                f"{CREATE_ANSWER_GRACE:g} s: its task may exist (and bill). The ledger says "
+                "outcome unknown; look for it with client.history() before sending it again"
+            )
+        if self.answered.cancelled():
+            return "interrupted; the create was cancelled: its task may exist (and bill)"
+        error = self.answered.exception()
+        if error is not None:
+            return f"interrupted; the create failed, {create_failure(error)}"
+        rid = self.answered.result().request_id
+        return (
+            f"interrupted; the gateway had created task {rid} on {endpoint}: it runs (and "
+            "bills), and this client goes on following it. Follow it with "
+            f"client.job({endpoint!r}, {rid!r}), or client.resume() after a restart; "
+            "do not send it again"
+        )
 
 
 async def _on_loop(make: Callable[[], T]) -> T:
@@ -341,10 +423,25 @@ class Client:
         return prepare(endpoint, payload, validate=validate)
 
     def send(self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None) -> Job:
-        """Create the task of a prepared request: its exact ``body``, not validated again."""
+        """Create the task of a prepared request: its exact ``body``, not validated again.
+
+        Ctrl-C while the create is in flight lets it answer (at most
+        :data:`CREATE_ANSWER_GRACE` seconds), so a task the gateway made is recorded and
+        followed, then raises ``KeyboardInterrupt`` saying whether a task exists and how
+        to follow it (docs/decisions.md#an-interrupted-submit)."""
         self._check_open(prepared.endpoint)
         row = self._record_intent(prepared)
-        return self._engine.run(self._create(prepared, headers, row))
+
+        def never_sent() -> None:
+            if row is not None and self.ledger is not None:
+                stopped = KeyboardInterrupt("interrupted before it was sent")
+                self._settle_failed_create(row, stopped, nothing_sent=True)
+
+        create = _CreateInFlight(self._engine, self._create(prepared, headers, row), never_sent)
+        try:
+            return self._engine.run(create.shielded())
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(create.interrupted(prepared.endpoint)) from None
 
     def send_many(
         self,
@@ -573,10 +670,17 @@ class Client:
         self, row: int, exc: BaseException, *, nothing_sent: bool = False
     ) -> None:
         assert self.ledger is not None
+        said = (
+            "interrupted before the gateway answered the create (Ctrl-C, or its wait "
+            "cancelled): its task may exist (and bill); look for it with client.history() "
+            "before sending it again"
+            if isinstance(exc, asyncio.CancelledError)
+            else f"{type(exc).__name__}: {exc}"
+        )
         try:
             self.ledger.writes.record_create_failed(
                 row,
-                _config.redact(f"{type(exc).__name__}: {exc}"),
+                _config.redact(said),
                 created_nothing=nothing_sent or created_nothing(exc),
             )
         except (LedgerError, OSError) as err:

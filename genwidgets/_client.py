@@ -216,7 +216,8 @@ class LiveClients:
         def forget(_collected: weakref.ref[Client]) -> None:
             self.leave(seq)
 
-        self._entries[seq] = (weakref.ref(client, forget), client.gateway_name, key)
+        # by its whole address: a password in it is a payer too (the name hides it)
+        self._entries[seq] = (weakref.ref(client, forget), client.base_url, key)
         return seq
 
     def leave(self, seq: int) -> None:
@@ -385,12 +386,15 @@ class Client:
             return None
 
     def __repr__(self) -> str:
-        return f"<Client {self.base_url}{' (simulated)' if self.embedded else ''}>"
+        shown = _config.hide_userinfo(self.base_url)
+        return f"<Client {shown}{' (simulated)' if self.embedded else ''}>"
 
     @property
     def gateway_name(self) -> str:
-        """How the ledger names this gateway ("simulator" for the embedded one)."""
-        return "simulator" if self.embedded else self.base_url
+        """How the ledger (and every view of it) names this gateway: "simulator" for the
+        embedded one, else its address with a password in it masked
+        (docs/decisions.md#credentials-in-the-base-url)."""
+        return "simulator" if self.embedded else _config.hide_userinfo(self.base_url)
 
     @property
     def closed(self) -> bool:

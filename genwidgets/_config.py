@@ -220,6 +220,22 @@ def redact(text: str) -> str:
     return re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}", r"\1***", text)
 
 
+#: the userinfo of a URL (``scheme://user:password@``), which may hold credentials
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s@]*)@")
+
+
+def _masked_userinfo(found: re.Match[str]) -> str:
+    user, has_password, _password = found.group(2).partition(":")
+    return f"{found.group(1)}{user + ':***' if has_password else '***'}@"
+
+
+def hide_userinfo(text: str) -> str:
+    """``text`` with the credentials of each URL's userinfo masked, for what is shown or
+    stored, never sent: ``http://alice:***@host`` (a user name alone may be a token:
+    ``http://***@host``); docs/decisions.md#credentials-in-the-base-url."""
+    return _USERINFO.sub(_masked_userinfo, text)
+
+
 def is_loopback_host(host: str | None) -> bool:
     """Whether ``host`` names this machine without a DNS lookup (no rebinding): a name
     that only starts like an address of it (``127.example.com``) is another machine."""

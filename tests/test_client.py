@@ -595,3 +595,34 @@ def test_ctrl_c_during_submit_past_the_grace_says_outcome_unknown(
     assert row.state == "outcome_unknown" and row.request_id is None
     assert row.error is not None and "interrupted before the gateway answered" in row.error
     client.close()
+
+
+def test_credentials_in_the_base_url_are_never_shown_nor_stored(tmp_path: Path) -> None:
+    fake = FakeGateway()
+    url = "https://alice:basic-PASSWORD-77@gateway.test"
+    client = gw.Client(url, "sk-123456", transport=fake.transport())
+    assert repr(client) == "<Client https://alice:***@gateway.test>"
+    assert client.gateway_name == "https://alice:***@gateway.test"
+    fake.faults["create"].extend([httpx.ConnectError("down")] * 3)  # and its retries
+    with pytest.raises(gw.Unreachable) as refused:
+        client.submit("ep", {}, validate=False)
+    assert "alice:***@gateway.test" in str(refused.value)
+    assert "PASSWORD" not in str(refused.value)
+    assert client.submit("ep", {}, validate=False).result(timeout=10).ok
+    # a task followed by its id: its documented URLs are built on the address
+    running = [{"status": "IN_PROGRESS"}] * 50 + [{"status": "COMPLETED"}]
+    rid = fake.add_task("ep", running, {"status": "COMPLETED", "outputs": []})
+    client.job("ep", rid)
+    assert wait_for(lambda: fake.tasks[rid].polls > 0)
+    before = fake.seen_headers[-1]["authorization"]
+    assert before.startswith("Basic ")  # httpx sends the address's own credentials
+    client.close()  # the kernel stops while the task runs
+    again = gw.Client(url, "sk-123456", transport=fake.transport())
+    [resumed] = again.resume()
+    assert resumed.request_id == rid and resumed.result(timeout=10).ok
+    # followed after the restart with the credentials it was followed with before
+    assert fake.seen_headers[-1]["authorization"] == before
+    again.close()
+    for path in (tmp_path / "home").rglob("*"):
+        if path.is_file():
+            assert b"PASSWORD" not in path.read_bytes(), path

@@ -110,19 +110,23 @@ class LedgerRow:
     def handle(self, base_url: str | None = None) -> Handle | None:
         """The task handle to re-attach with: the URLs the gateway gave, as stored.
 
-        A URL the row lacks (a task re-attached by id) takes the documented shape
-        on ``base_url`` (default: the row's gateway). None when no task id was
-        ever received.
+        A URL the row lacks (a task re-attached by id), or whose credentials were
+        masked when stored (``http://alice:***@...``), takes the documented shape on
+        ``base_url`` (default: the row's gateway). None when no task id was ever received.
         """
         if self.request_id is None:
             return None
+
+        def stored(url: str | None) -> str | None:
+            return None if url is None or "***@" in url else url
+
         return Handle.documented(
             base_url or self.gateway,
             self.endpoint,
             self.request_id,
-            status_url=self.status_url,
-            response_url=self.response_url,
-            cancel_url=self.cancel_url,
+            status_url=stored(self.status_url),
+            response_url=stored(self.response_url),
+            cancel_url=stored(self.cancel_url),
             queue_position=self.queue_position,
         )
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..._config import redact
+from ..._config import hide_userinfo, redact
 from ...errors import LedgerError
 from ...protocol.records import Handle, Result, Status
 from .file import LedgerFile
@@ -79,9 +79,9 @@ def _set_handle(conn: sqlite3.Connection, row: int, handle: Handle, now: float, 
             (
                 handle.request_id,
                 SUBMITTED,
-                redact(handle.status_url),
-                redact(handle.response_url),
-                redact(handle.cancel_url),
+                hide_userinfo(redact(handle.status_url)),
+                hide_userinfo(redact(handle.response_url)),
+                hide_userinfo(redact(handle.cancel_url)),
                 handle.queue_position,
                 now,
                 now,

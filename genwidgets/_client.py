@@ -49,7 +49,7 @@ from .jobs.ledger import FINISHED, Ledger, LedgerRow, left_to_other_kernels
 from .jobs.output_files import gateway_outputs
 from .jobs.planning import PLANNER
 from .jobs.polling import PollPolicy, Schedule
-from .jobs.recorder import LedgerRecorder
+from .jobs.recorder import GONE, LedgerRecorder
 from .jobs.status_budget import StatusBudget
 from .protocol.http import Gateway
 from .protocol.prepared import PreparedRequest, prepare
@@ -548,7 +548,8 @@ class Client:
 
     def _recorded_end(self, endpoint: str, request_id: str) -> Job | None:
         """The job of a task the ledger records as ended (None if it does not), with its
-        recorded result; a task another key made is said in a warning, since the gateway
+        recorded result; an end that was only the gateway's "not found" is no result, and
+        is asked again. A task another key made is said in a warning, since the gateway
         may answer this key "not found" (docs/decisions.md#key-fingerprints)."""
         assert self.ledger is not None
         try:
@@ -558,7 +559,7 @@ class Client:
             return None
         if row is None or row.endpoint != endpoint:
             return None
-        if row.state == FINISHED:
+        if row.state == FINISHED and row.error_type != GONE:
             return self._from_row(row)
         if row.made_with_another_key(self._fingerprint):
             warnings.warn(

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from .job import Job
 
 log = logging.getLogger("genwidgets")
+#: the ``error_type`` a task ended by the gateway's "not found" is recorded with: no
+#: answer about the task, so asking for it again by its id asks the gateway again
+GONE = "request_not_found"
 
 
 class LedgerRecorder:
@@ -77,7 +80,7 @@ class LedgerRecorder:
         gone = Result(
             status=last,
             error=f"the gateway no longer knows this task: {error.message}",
-            error_type="request_not_found",
+            error_type=GONE,
             endpoint=job.endpoint,
             request_id=job.request_id,
         )

@@ -267,3 +267,17 @@ def test_a_task_of_an_older_ledger_is_followed_by_any_key(
     resumed = client.resume()
     assert [j.request_id for j in resumed] == [rid] and resumed[0].result(timeout=10).ok
     client.close()
+
+
+def test_a_task_ended_only_by_a_not_found_is_asked_again_by_its_id(fake: FakeGateway) -> None:
+    client = make_client(fake)
+    with pytest.raises(gw.RequestNotFound):
+        client.job("ep", "late-id").result(timeout=10)
+    client.close()
+    # the gateway knows it after all (another key's 404, a gateway that came back)
+    fake.add_task("ep", [{"status": "COMPLETED"}], {"status": "COMPLETED"}, request_id="late-id")
+    again = make_client(fake)
+    assert again.job("ep", "late-id").result(timeout=10).ok
+    row = again.ledger.get(again.gateway_name, "late-id")
+    assert row is not None and row.ok is True and row.error is None
+    again.close()

@@ -6,13 +6,17 @@ It is the core and blocks on the engine's futures (fine in scripts and cells);
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import functools
 import itertools
 import logging
+import threading
 import time
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -38,14 +42,14 @@ from .errors import (
     WebhookNotSupported,
 )
 from .jobs import polling
-from .jobs.engine import get_engine
-from .jobs.fanout import run_each
+from .jobs.engine import Engine, get_engine, wait_future, wait_through_interrupts
+from .jobs.fanout import STOP_WAIT, run_each
 from .jobs.job import Job, Recorder
-from .jobs.ledger import Ledger, LedgerRow, left_to_other_kernels
+from .jobs.ledger import FINISHED, Ledger, LedgerRow, left_to_other_kernels
 from .jobs.output_files import gateway_outputs
 from .jobs.planning import PLANNER
 from .jobs.polling import PollPolicy, Schedule
-from .jobs.recorder import LedgerRecorder
+from .jobs.recorder import GONE, LedgerRecorder
 from .jobs.status_budget import StatusBudget
 from .protocol.http import Gateway
 from .protocol.prepared import PreparedRequest, prepare
@@ -68,6 +72,11 @@ _CREATED_NOTHING = (
     NotSupported,
 )
 
+
+#: seconds a create in flight is let answer after Ctrl-C in ``send``/``submit``: its
+#: answer names a task that exists and bills (as a batch lets its chunk in flight
+#: answer, ``lab.batch.STOP_WAIT``)
+CREATE_ANSWER_GRACE = 15.0
 
 #: what happens next to a task contact was lost with, in the words every view shows
 CONTACT_LOST_NEXT = (
@@ -109,6 +118,79 @@ def create_failure(exc: BaseException) -> str:
     )
 
 
+class _CreateInFlight:
+    """The create of one :meth:`Client.send`, shielded from the cancel of an interrupted
+    wait: its answer names a paid task, so on Ctrl-C the caller lets it answer (at most
+    :data:`CREATE_ANSWER_GRACE` seconds) before cancelling it, wherever the interrupt
+    lands (docs/decisions.md#an-interrupted-submit)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        create: Coroutine[Any, Any, Job],
+        never_sent: Callable[[], None],
+    ) -> None:
+        self._engine = engine
+        self._create = create
+        self._never_sent = never_sent
+        self._lock = threading.Lock()  # began / abandoned: the engine's or the caller's
+        self._task: asyncio.Future[Job] | None = None
+        self._abandoned = False
+        #: the create's outcome, on the caller's side
+        self.answered: concurrent.futures.Future[Job] = concurrent.futures.Future()
+
+    async def shielded(self) -> Job:
+        """On the engine: the create, which a cancel of this wait leaves running."""
+        with self._lock:
+            if self._abandoned:  # interrupted before it began: it never will
+                self._create.close()
+                raise asyncio.CancelledError
+            self._task = asyncio.ensure_future(self._create)
+        self._task.add_done_callback(self._copy_outcome)
+        return await asyncio.shield(self._task)
+
+    def _copy_outcome(self, task: asyncio.Future[Job]) -> None:
+        if task.cancelled():
+            self.answered.cancel()
+        elif (error := task.exception()) is not None:
+            self.answered.set_exception(error)
+        else:
+            self.answered.set_result(task.result())
+
+    def interrupted(self, endpoint: str) -> str:
+        """After Ctrl-C, on the caller's thread: the create is let answer (bounded) or,
+        not begun, never sent; says what that left."""
+        with self._lock:
+            self._abandoned = self._task is None
+            task = self._task
+        if task is None:
+            self._create.close()
+            self._never_sent()
+            return "interrupted before the create was sent: nothing was sent, no task made"
+        wait_through_interrupts(self.answered, CREATE_ANSWER_GRACE)
+        if not self.answered.done():
+            self._engine.call_soon(task.cancel)
+            with contextlib.suppress(BaseException):  # ended and recorded in milliseconds
+                wait_future(self.answered, STOP_WAIT)
+            return (
+                "interrupted; the gateway did not answer the create within "
+                f"{CREATE_ANSWER_GRACE:g} s: its task may exist (and bill). The ledger says "
+                "outcome unknown; look for it with client.history() before sending it again"
+            )
+        if self.answered.cancelled():
+            return "interrupted; the create was cancelled: its task may exist (and bill)"
+        error = self.answered.exception()
+        if error is not None:
+            return f"interrupted; the create failed, {create_failure(error)}"
+        rid = self.answered.result().request_id
+        return (
+            f"interrupted; the gateway had created task {rid} on {endpoint}: it runs (and "
+            "bills), and this client goes on following it. Follow it with "
+            f"client.job({endpoint!r}, {rid!r}), or client.resume() after a restart; "
+            "do not send it again"
+        )
+
+
 async def _on_loop(make: Callable[[], T]) -> T:
     """``make()``, called on the loop that runs this coroutine."""
     return make()
@@ -134,7 +216,8 @@ class LiveClients:
         def forget(_collected: weakref.ref[Client]) -> None:
             self.leave(seq)
 
-        self._entries[seq] = (weakref.ref(client, forget), client.gateway_name, key)
+        # by its whole address: a password in it is a payer too (the name hides it)
+        self._entries[seq] = (weakref.ref(client, forget), client.base_url, key)
         return seq
 
     def leave(self, seq: int) -> None:
@@ -233,6 +316,8 @@ class Client:
                     "https, or pass allow_insecure=True if you really mean it"
                 )
         self.base_url = resolved_url
+        #: which key pays, as the ledger records it (never the key itself)
+        self._fingerprint = key.fingerprint() if key is not None else None
         self.timeout = timeout
         self.max_retries = max_retries
         self._engine = get_engine()
@@ -262,6 +347,7 @@ class Client:
                 opener=self._gateway.open_output,
                 download=download,
                 timeout=timeout,
+                fingerprint=self._fingerprint,
             )
             if self.ledger is not None
             else None
@@ -300,12 +386,15 @@ class Client:
             return None
 
     def __repr__(self) -> str:
-        return f"<Client {self.base_url}{' (simulated)' if self.embedded else ''}>"
+        shown = _config.hide_userinfo(self.base_url)
+        return f"<Client {shown}{' (simulated)' if self.embedded else ''}>"
 
     @property
     def gateway_name(self) -> str:
-        """How the ledger names this gateway ("simulator" for the embedded one)."""
-        return "simulator" if self.embedded else self.base_url
+        """How the ledger (and every view of it) names this gateway: "simulator" for the
+        embedded one, else its address with a password in it masked
+        (docs/decisions.md#credentials-in-the-base-url)."""
+        return "simulator" if self.embedded else _config.hide_userinfo(self.base_url)
 
     @property
     def closed(self) -> bool:
@@ -338,10 +427,25 @@ class Client:
         return prepare(endpoint, payload, validate=validate)
 
     def send(self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None) -> Job:
-        """Create the task of a prepared request: its exact ``body``, not validated again."""
+        """Create the task of a prepared request: its exact ``body``, not validated again.
+
+        Ctrl-C while the create is in flight lets it answer (at most
+        :data:`CREATE_ANSWER_GRACE` seconds), so a task the gateway made is recorded and
+        followed, then raises ``KeyboardInterrupt`` saying whether a task exists and how
+        to follow it (docs/decisions.md#an-interrupted-submit)."""
         self._check_open(prepared.endpoint)
         row = self._record_intent(prepared)
-        return self._engine.run(self._create(prepared, headers, row))
+
+        def never_sent() -> None:
+            if row is not None and self.ledger is not None:
+                stopped = KeyboardInterrupt("interrupted before it was sent")
+                self._settle_failed_create(row, stopped, nothing_sent=True)
+
+        create = _CreateInFlight(self._engine, self._create(prepared, headers, row), never_sent)
+        try:
+            return self._engine.run(create.shielded())
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(create.interrupted(prepared.endpoint)) from None
 
     def send_many(
         self,
@@ -408,15 +512,19 @@ class Client:
                 endpoint=prepared.endpoint,
                 payload=prepared.payload,
                 tag=tag,
+                fingerprint=self._fingerprint,
             )
         except (LedgerError, OSError) as exc:
             log.warning("genwidgets: could not record the task intent: %s", exc)
             return None
 
     def job(self, endpoint: str, request_id: str) -> Job:
-        """Re-attach to an existing task by its request_id. A job of this client that
-        stopped polling for want of contact (``Unreachable``, ``ServerError``, a long
-        rate limit) is polled anew: its task may still run."""
+        """Re-attach to an existing task by its request_id. A task the ledger records as
+        ended is answered from the ledger, as :meth:`history` does: the gateway is not
+        asked (it may have forgotten the task: a new embedded simulator, a retention
+        past). A job of this client that stopped polling for want of contact
+        (``Unreachable``, ``ServerError``, a long rate limit) is polled anew: its task
+        may still run."""
         self._check_open(endpoint, request_id)
         known = self._jobs.get((endpoint, request_id))
         if known is not None and not lost_contact(known):
@@ -427,11 +535,42 @@ class Client:
             field = "endpoint" if str(exc).startswith("the endpoint id") else "request_id"
             raise PayloadError([{"loc": (field,), "msg": str(exc)}]) from None
         if self.ledger is not None:
+            ended = self._recorded_end(endpoint, request_id)
+            if ended is not None:
+                return ended
             try:
-                self.ledger.writes.record_attach(self.gateway_name, handle)
+                self.ledger.writes.record_attach(
+                    self.gateway_name, handle, fingerprint=self._fingerprint
+                )
             except (LedgerError, OSError) as exc:
                 log.warning("genwidgets: could not record the re-attached task: %s", exc)
         return self._adopt(handle, payload=None)
+
+    def _recorded_end(self, endpoint: str, request_id: str) -> Job | None:
+        """The job of a task the ledger records as ended (None if it does not), with its
+        recorded result; an end that was only the gateway's "not found" is no result, and
+        is asked again. A task another key made is said in a warning, since the gateway
+        may answer this key "not found" (docs/decisions.md#key-fingerprints)."""
+        assert self.ledger is not None
+        try:
+            row = self.ledger.get(self.gateway_name, request_id)
+        except (LedgerError, OSError) as exc:
+            log.warning("genwidgets: could not read the ledger: %s", exc)
+            return None
+        if row is None or row.endpoint != endpoint:
+            return None
+        if row.state == FINISHED and row.error_type != GONE:
+            return self._from_row(row)
+        if row.made_with_another_key(self._fingerprint):
+            warnings.warn(
+                f"genwidgets: task {request_id} was created with another API key than this "
+                "client's: the gateway may not show it to this key. It is followed, but a "
+                "'not found' will not mark it gone in the ledger; a client made with the "
+                "key that created it follows it as its own.",
+                LedgerWarning,
+                stacklevel=3,
+            )
+        return None
 
     def history(
         self,
@@ -450,18 +589,22 @@ class Client:
         if self.ledger is None:
             return []
         rows = self.ledger.rows(self.gateway_name, endpoint=endpoint, status=status, limit=limit)
-        rows = self.ledger.without_held(self.gateway_name, rows)  # another kernel polls those
+        # another kernel polls those, or another key made them
+        rows = self.ledger.without_held(self.gateway_name, rows, fingerprint=self._fingerprint)
         return [self._from_row(row) for row in rows if row.request_id is not None]
 
     def resume(self, *, force: bool = False) -> list[Job]:
         """Re-attach every unfinished job of this gateway (after a restart) and return them.
 
         Tasks another live kernel polls stay its own unless ``force=True``
-        (docs/decisions.md#ledger-leases)."""
+        (docs/decisions.md#ledger-leases); tasks another API key created are left to a
+        client of that key, even with ``force`` (docs/decisions.md#key-fingerprints)."""
         self._check_open()
         if self.ledger is None:
             return []
-        rows, skipped = self.ledger.claim_unfinished(self.gateway_name, force=force)
+        rows, skipped = self.ledger.claim_unfinished(
+            self.gateway_name, force=force, fingerprint=self._fingerprint
+        )
         if skipped:
             left_to_other_kernels(skipped, stacklevel=3)
         return [self._from_row(row) for row in rows]
@@ -532,10 +675,17 @@ class Client:
         self, row: int, exc: BaseException, *, nothing_sent: bool = False
     ) -> None:
         assert self.ledger is not None
+        said = (
+            "interrupted before the gateway answered the create (Ctrl-C, or its wait "
+            "cancelled): its task may exist (and bill); look for it with client.history() "
+            "before sending it again"
+            if isinstance(exc, asyncio.CancelledError)
+            else f"{type(exc).__name__}: {exc}"
+        )
         try:
             self.ledger.writes.record_create_failed(
                 row,
-                _config.redact(f"{type(exc).__name__}: {exc}"),
+                _config.redact(said),
                 created_nothing=nothing_sent or created_nothing(exc),
             )
         except (LedgerError, OSError) as err:

@@ -8,6 +8,8 @@ import time), so a notebook can set them late.
 from __future__ import annotations
 
 import getpass
+import hashlib
+import hmac
 import ipaddress
 import os
 import re
@@ -72,6 +74,13 @@ class Secret:
 
     def reveal(self) -> str:
         return self._value
+
+    def fingerprint(self) -> str:
+        """Which key this is, for the ledger (the key itself is never stored): 12 hex
+        digits of an HMAC-SHA256 of the key under a fixed label, which cannot give the
+        key back (docs/decisions.md#key-fingerprints)."""
+        digest = hmac.new(b"genwidgets key fingerprint", self._value.encode(), hashlib.sha256)
+        return digest.hexdigest()[:12]
 
     def __repr__(self) -> str:
         return "Secret('***')"
@@ -209,6 +218,22 @@ def redact(text: str) -> str:
         if secret in text:
             text = text.replace(secret, "***")
     return re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}", r"\1***", text)
+
+
+#: the userinfo of a URL (``scheme://user:password@``), which may hold credentials
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s@]*)@")
+
+
+def _masked_userinfo(found: re.Match[str]) -> str:
+    user, has_password, _password = found.group(2).partition(":")
+    return f"{found.group(1)}{user + ':***' if has_password else '***'}@"
+
+
+def hide_userinfo(text: str) -> str:
+    """``text`` with the credentials of each URL's userinfo masked, for what is shown or
+    stored, never sent: ``http://alice:***@host`` (a user name alone may be a token:
+    ``http://***@host``); docs/decisions.md#credentials-in-the-base-url."""
+    return _USERINFO.sub(_masked_userinfo, text)
 
 
 def is_loopback_host(host: str | None) -> bool:

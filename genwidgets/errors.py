@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from ._config import redact
+from ._config import hide_userinfo, redact
 from ._formats import terminal_text
 
 __all__ = [
@@ -87,7 +87,7 @@ def _where(endpoint: str | None, request_id: str | None) -> str:
 def _shown(text: str) -> str:
     """A text an error keeps: redacted, and inert on a terminal (its lines kept), for a
     gateway may put the key or an escape sequence anywhere (docs/decisions.md#inert-text)."""
-    return terminal_text(redact(text), lines=True)
+    return terminal_text(hide_userinfo(redact(text)), lines=True)
 
 
 class GenwidgetsError(Exception):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ from fake_gateway import BASE, FakeGateway, error, speed_up
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
+from genwidgets import _client as client_module
 from genwidgets import _config
 from genwidgets.protocol.prepared import BODY_LIMIT_BYTES as MAX_BODY_BYTES
 
@@ -526,3 +530,99 @@ def test_re_attaching_by_a_request_id_no_url_can_carry_is_a_payload_error(bad: s
         assert not fake.log  # nothing was sent
     finally:
         client.close()
+
+
+class InterruptedCreate:
+    """A create during which Ctrl-C arrives (the process's SIGINT, as a kernel interrupt
+    sends it): its answer comes once the interrupt was heard, or never (``answer``)."""
+
+    def __init__(self, fake: FakeGateway, *, answer: bool) -> None:
+        self.fake = fake
+        self.answer = answer
+        self.heard = threading.Event()
+
+    def on_sigint(self, signum: int, frame: Any) -> None:
+        self.heard.set()
+        raise KeyboardInterrupt
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            _thread.interrupt_main(signal.SIGINT)
+            for _ in range(2000):  # at most 10 s; cancelled sooner when never answered
+                if self.heard.is_set() and self.answer:
+                    break
+                await asyncio.sleep(0.005)
+        return self.fake.handle(request)
+
+
+@pytest.fixture
+def sigint() -> Any:
+    """Restores the process's SIGINT handler after a test that sets its own."""
+    previous = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_during_submit_lets_the_create_answer_and_names_its_task(sigint: Any) -> None:
+    fake = FakeGateway()
+    create = InterruptedCreate(fake, answer=True)
+    signal.signal(signal.SIGINT, create.on_sigint)
+    client = gw.Client(BASE, "sk-123456", transport=httpx.MockTransport(create.handle))
+    with pytest.raises(
+        KeyboardInterrupt, match=r"created task req-1 .* client\.job\('ep', 'req-1'\)"
+    ):
+        client.submit("ep", {"prompt": "paid"}, validate=False)
+    assert create.heard.is_set()
+    assert client.ledger is not None
+    [row] = client.ledger.rows(client.gateway_name)
+    assert row.request_id == "req-1" and row.state in ("submitted", "finished")
+    assert client.job("ep", "req-1").result(timeout=5).ok  # followed: never sent again
+    assert fake.count("create") == 1
+    client.close()
+
+
+def test_ctrl_c_during_submit_past_the_grace_says_outcome_unknown(
+    sigint: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client_module, "CREATE_ANSWER_GRACE", 0.2)
+    create = InterruptedCreate(FakeGateway(), answer=False)
+    signal.signal(signal.SIGINT, create.on_sigint)
+    client = gw.Client(BASE, "sk-123456", transport=httpx.MockTransport(create.handle))
+    with pytest.raises(KeyboardInterrupt, match=r"did not answer the create within 0\.2 s"):
+        client.submit("ep", {"prompt": "paid"}, validate=False)
+    assert client.ledger is not None
+    [row] = client.ledger.rows(client.gateway_name)
+    assert row.state == "outcome_unknown" and row.request_id is None
+    assert row.error is not None and "interrupted before the gateway answered" in row.error
+    client.close()
+
+
+def test_credentials_in_the_base_url_are_never_shown_nor_stored(tmp_path: Path) -> None:
+    fake = FakeGateway()
+    url = "https://alice:basic-PASSWORD-77@gateway.test"
+    client = gw.Client(url, "sk-123456", transport=fake.transport())
+    assert repr(client) == "<Client https://alice:***@gateway.test>"
+    assert client.gateway_name == "https://alice:***@gateway.test"
+    fake.faults["create"].extend([httpx.ConnectError("down")] * 3)  # and its retries
+    with pytest.raises(gw.Unreachable) as refused:
+        client.submit("ep", {}, validate=False)
+    assert "alice:***@gateway.test" in str(refused.value)
+    assert "PASSWORD" not in str(refused.value)
+    assert client.submit("ep", {}, validate=False).result(timeout=10).ok
+    # a task followed by its id: its documented URLs are built on the address
+    running = [{"status": "IN_PROGRESS"}] * 50 + [{"status": "COMPLETED"}]
+    rid = fake.add_task("ep", running, {"status": "COMPLETED", "outputs": []})
+    client.job("ep", rid)
+    assert wait_for(lambda: fake.tasks[rid].polls > 0)
+    before = fake.seen_headers[-1]["authorization"]
+    assert before.startswith("Basic ")  # httpx sends the address's own credentials
+    client.close()  # the kernel stops while the task runs
+    again = gw.Client(url, "sk-123456", transport=fake.transport())
+    [resumed] = again.resume()
+    assert resumed.request_id == rid and resumed.result(timeout=10).ok
+    # followed after the restart with the credentials it was followed with before
+    assert fake.seen_headers[-1]["authorization"] == before
+    again.close()
+    for path in (tmp_path / "home").rglob("*"):
+        if path.is_file():
+            assert b"PASSWORD" not in path.read_bytes(), path

@@ -13,6 +13,7 @@ import contextlib
 import contextvars
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -107,6 +108,27 @@ class Engine:
         except BaseException:
             future.cancel()
             raise
+
+
+def wait_through_interrupts(future: concurrent.futures.Future[Any], grace: float) -> None:
+    """After Ctrl-C: wait up to ``grace`` seconds for ``future`` (its outcome is the
+    caller's to read), said on stderr, through further interrupts: hammering Ctrl-C must
+    not drop the answer of a paid create (docs/decisions.md#an-interrupted-submit)."""
+    if future.done():
+        return
+    print(
+        f"\ngenwidgets: interrupted; waiting at most {grace:g} s for the gateway's answer to "
+        "the request in flight (a task it made bills)",
+        file=sys.stderr,
+    )
+    deadline = time.monotonic() + grace
+    while not future.done() and (remaining := deadline - time.monotonic()) > 0:
+        try:
+            wait_future(future, remaining)
+        except KeyboardInterrupt:
+            continue
+        except BaseException:  # its own failure, or the grace passed: the caller reads it
+            return
 
 
 def wait_future(future: concurrent.futures.Future[T], timeout: float | None) -> T:

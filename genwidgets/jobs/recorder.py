@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from .job import Job
 
 log = logging.getLogger("genwidgets")
+#: the ``error_type`` a task ended by the gateway's "not found" is recorded with: no
+#: answer about the task, so asking for it again by its id asks the gateway again
+GONE = "request_not_found"
 
 
 class LedgerRecorder:
@@ -37,13 +40,17 @@ class LedgerRecorder:
         download: bool = True,
         root: Path | None = None,
         timeout: float = 60.0,
+        fingerprint: str | None = None,
     ) -> None:
         """``opener(url)`` streams an output (the gateway's ``open_output``, which keeps
         the key to the gateway's own origin); without one, outputs are not downloaded.
         Outputs go to the gateway's own folder; each download ends within ``timeout``
-        seconds plus its transfer (docs/decisions.md#reading-answers)."""
+        seconds plus its transfer (docs/decisions.md#reading-answers). ``fingerprint``:
+        the client's key (``_config.Secret.fingerprint``), whose "not found" says nothing
+        of a task another key made."""
         self.ledger = ledger
         self.gateway = gateway
+        self.fingerprint = fingerprint
         self.opener = opener
         self.download = download and opener is not None
         self.root = root
@@ -66,16 +73,25 @@ class LedgerRecorder:
 
     def on_gone(self, job: Job, error: RequestNotFound) -> None:
         """The gateway no longer knows the task: record it as ended, so ``resume()``
-        stops re-attaching it, with the error for the history."""
+        stops re-attaching it, with the error for the history; never over a result
+        recorded before, nor for a task another key made (the gateway hides it from
+        ours): docs/decisions.md#a-404-never-overwrites-an-end."""
         last = job.last_status.status if job.last_status else "UNKNOWN"
         gone = Result(
             status=last,
             error=f"the gateway no longer knows this task: {error.message}",
-            error_type="request_not_found",
+            error_type=GONE,
             endpoint=job.endpoint,
             request_id=job.request_id,
         )
-        self._record("a lost task", self.ledger.writes.record_result, job, gone)
+        self._record(
+            "a lost task",
+            self.ledger.writes.record_result,
+            job,
+            gone,
+            gone=True,
+            fingerprint=self.fingerprint,
+        )
 
     async def on_result(self, job: Job, result: Result) -> None:
         self._record("a result", self.ledger.writes.record_result, job, result)

@@ -509,7 +509,7 @@ def test_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
     con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     con.commit()
     con.close()
-    with pytest.raises(LedgerError, match=r"schema version 99, newer than .* understands \(4\)"):
+    with pytest.raises(LedgerError, match=r"schema version 99, newer than .* understands \(5\)"):
         Ledger(path)
 
 
@@ -582,6 +582,32 @@ def test_a_registered_migration_upgrades_old_files(
     columns = [c[1] for c in con.execute("PRAGMA table_info(tasks)")]
     con.close()
     assert (ran, version, "note" in columns) == ([1], (str(current + 1),), True)
+
+
+def test_the_schema_5_migration_masks_a_password_of_a_stored_gateway_address(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with pytest.MonkeyPatch.context() as old:  # a ledger of schema 4
+        old.setattr(ledger_schema, "SCHEMA_VERSION", 4)
+        Ledger(path).close()
+    address = "https://alice:pw-SECRET-9@gw.example"
+    con = sqlite3.connect(path)
+    con.execute(
+        "INSERT INTO tasks (gateway, endpoint, request_id, state, payload, pid, host, "
+        "submitted_at, updated_at, status_url) VALUES (?, 'ep', 'r1', 'submitted', '{}', 1, "
+        "'h', 1, 1, ?)",
+        (address, f"{address}/v1/queue/ep/requests/r1/status"),
+    )
+    con.commit()
+    con.close()
+    with Ledger(path) as led:
+        row = led.get("https://alice:***@gw.example", "r1")
+        assert row is not None and row.key_fingerprint is None
+        assert row.status_url == "https://alice:***@gw.example/v1/queue/ep/requests/r1/status"
+        # the masked address is not followed: the documented one on the client's address is
+        handle = row.handle(address)
+        assert handle is not None and handle.status_url.startswith(address)
 
 
 # --------------------------------------------------------------------------- concurrency

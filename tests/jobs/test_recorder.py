@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from fake_gateway import BASE, FakeGateway, error, speed_up
 import genwidgets as gw
 from genwidgets.jobs.downloads import gateway_folder
 from genwidgets.jobs.ledger import Ledger
+from genwidgets.jobs.ledger import schema as ledger_schema
+from genwidgets.protocol.records import Result
 
 KEY = "sk-ledger-SECRET-7777"
 RATE = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow"}, "request_id": "g"}
@@ -180,3 +183,101 @@ def test_a_task_the_gateway_forgot_is_recorded_as_ended(fake: FakeGateway) -> No
     assert client.ledger.rows(client.gateway_name, status="unfinished") == []
     assert client.resume() == []  # not re-attached again and again
     client.close()
+
+
+def test_a_finished_task_a_new_gateway_forgot_is_answered_from_the_ledger(
+    fake: FakeGateway,
+) -> None:
+    first = make_client(fake)
+    done = first.submit("ep", {"prompt": "kept"}, validate=False)
+    done.result(timeout=5)
+    first.close()
+    # a new kernel's embedded simulator (or a gateway past its retention) knows nothing
+    forgetful = FakeGateway()
+    later = gw.Client(BASE, KEY, transport=forgetful.transport())
+    job = later.job("ep", done.request_id)
+    result = job.result(timeout=5)
+    assert result.ok and job.status_text == "COMPLETED" and len(result.outputs) == 2
+    assert result.outputs[0].read() == b"file:/files/tok/a.jpg"  # the local copy
+    assert forgetful.log == []  # the gateway was not asked
+    row = later.ledger.get(later.gateway_name, done.request_id)
+    assert row is not None and row.ok is True and row.error is None and len(row.outputs) == 2
+    later.close()
+
+
+def test_a_not_found_never_overwrites_a_recorded_end(fake: FakeGateway) -> None:
+    client = make_client(fake)
+    done = client.submit("ep", {"prompt": "kept"}, validate=False)
+    done.result(timeout=5)
+    gone = Result(status="UNKNOWN", error="the gateway no longer knows this task")
+    assert client.ledger is not None
+    written = client.ledger.writes.record_result(
+        client.gateway_name, done.request_id, gone, gone=True
+    )
+    assert written.result(timeout=5) is False
+    row = client.ledger.get(client.gateway_name, done.request_id)
+    assert row is not None and row.ok is True and row.error is None and len(row.outputs) == 2
+    client.close()
+
+
+def test_a_task_of_another_key_is_neither_resumed_nor_called_gone(fake: FakeGateway) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 5 + [{"status": "COMPLETED"}]
+    ann = make_client(fake)
+    job = ann.submit("ep", {"prompt": "ann's"}, validate=False)
+    ann.close()  # ann's kernel stops while the task runs
+    # a shared home, another student's key: the class gateway hides ann's task (404)
+    hidden = FakeGateway()
+    ben = gw.Client(BASE, "sk-ben-OTHER-4242", transport=hidden.transport())
+    with pytest.warns(gw.LedgerWarning, match="another API key"):
+        assert ben.resume(force=True) == []
+    with pytest.warns(gw.LedgerWarning, match="another API key"):
+        assert ben.history() == []
+    with pytest.warns(gw.LedgerWarning, match="created with another API key"):
+        asked = ben.job("ep", job.request_id)  # asked for by its id: followed, said
+    with pytest.raises(gw.RequestNotFound):
+        asked.result(timeout=10)
+    ben.close()
+    ann_again = make_client(fake)
+    resumed = ann_again.resume()
+    assert [j.request_id for j in resumed] == [job.request_id]
+    assert resumed[0].result(timeout=60).ok
+    assert ann_again.ledger is not None and ann_again.ledger.flush(60)
+    row = ann_again.ledger.get(ann_again.gateway_name, job.request_id)
+    assert row is not None and row.ok is True
+    ann_again.close()
+
+
+def test_a_task_of_an_older_ledger_is_followed_by_any_key(
+    fake: FakeGateway, tmp_path: Path
+) -> None:
+    rid = fake.add_task("ep", [{"status": "COMPLETED"}], {"status": "COMPLETED", "outputs": []})
+    path = tmp_path / "home" / "ledger.sqlite3"
+    with pytest.MonkeyPatch.context() as old:  # a ledger of schema 4: no key recorded
+        old.setattr(ledger_schema, "SCHEMA_VERSION", 4)
+        Ledger(path).close()
+    con = sqlite3.connect(path)
+    con.execute(
+        "INSERT INTO tasks (gateway, endpoint, request_id, state, payload, pid, host, "
+        "submitted_at, updated_at) VALUES (?, 'ep', ?, 'submitted', '{}', 1, 'h', 1, 1)",
+        (BASE, rid),
+    )
+    con.commit()
+    con.close()
+    client = make_client(fake)  # migrates the file
+    resumed = client.resume()
+    assert [j.request_id for j in resumed] == [rid] and resumed[0].result(timeout=10).ok
+    client.close()
+
+
+def test_a_task_ended_only_by_a_not_found_is_asked_again_by_its_id(fake: FakeGateway) -> None:
+    client = make_client(fake)
+    with pytest.raises(gw.RequestNotFound):
+        client.job("ep", "late-id").result(timeout=10)
+    client.close()
+    # the gateway knows it after all (another key's 404, a gateway that came back)
+    fake.add_task("ep", [{"status": "COMPLETED"}], {"status": "COMPLETED"}, request_id="late-id")
+    again = make_client(fake)
+    assert again.job("ep", "late-id").result(timeout=10).ok
+    row = again.ledger.get(again.gateway_name, "late-id")
+    assert row is not None and row.ok is True and row.error is None
+    again.close()

@@ -19,10 +19,18 @@ from dataclasses import dataclass
 
 from ...errors import LedgerWarning
 from .file import LedgerFile
-from .rows import SUBMITTED
+from .rows import NOT_ANOTHER_KEYS, SUBMITTED
 from .writer import Op
 
-__all__ = ["HOST", "Claim", "Leases", "heartbeat", "left_to_other_kernels", "pid_alive"]
+__all__ = [
+    "HOST",
+    "Claim",
+    "Leases",
+    "heartbeat",
+    "left_to_other_kernels",
+    "left_to_their_keys",
+    "pid_alive",
+]
 
 HOST = socket.gethostname()
 
@@ -59,10 +67,12 @@ def _zombie(pid: int) -> bool:
 
 @dataclass(frozen=True)
 class Claim:
-    """What :meth:`Ledger.claim_unfinished` took: row ids, and how many it left to live owners."""
+    """What :meth:`Ledger.claim_unfinished` took: row ids, how many it left to live
+    owners, and how many to the clients of the key that made them."""
 
     taken: tuple[int, ...]
     skipped: int
+    other_keys: int = 0
 
 
 def heartbeat(conn: sqlite3.Connection, owner: str, now: float) -> None:
@@ -80,6 +90,19 @@ def left_to_other_kernels(count: int, stacklevel: int = 4) -> None:
     warnings.warn(
         f"genwidgets: {count} unfinished task(s) are being polled by another live kernel "
         "and were left to it; resume(force=True) takes them anyway.",
+        LedgerWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def left_to_their_keys(count: int, stacklevel: int = 4) -> None:
+    """One warning: ``count`` unfinished tasks were made with another API key than this
+    client's, and were left to a client of that key (``stacklevel`` as above)."""
+    warnings.warn(
+        f"genwidgets: {count} unfinished task(s) in this ledger were created with another "
+        "API key than this client's and were left alone: the gateway may not show them to "
+        "this key (a 'not found' would not mean they are gone). A client made with the key "
+        "that created them resumes them.",
         LedgerWarning,
         stacklevel=stacklevel,
     )
@@ -150,9 +173,10 @@ class Leases:
 
         return give_up
 
-    def claim(self, gateway: str, *, force: bool) -> Op:
+    def claim(self, gateway: str, *, force: bool, fingerprint: str | None = None) -> Op:
         """The write taking the unfinished tasks of ``gateway`` no live owner holds (all
-        of them with ``force``); it returns a :class:`Claim`."""
+        of them with ``force``), except those another key than the one of ``fingerprint``
+        made (never taken, even with ``force``); it returns a :class:`Claim`."""
         owner, now = self.take(), self._clock()
 
         def take(conn: sqlite3.Connection) -> Claim:
@@ -160,10 +184,14 @@ class Leases:
             alive = self.alive(conn)
             taken: list[int] = []
             skipped = 0
+            unfinished = "gateway = ? AND state = ? AND request_id IS NOT NULL"
+            (everyone,) = conn.execute(
+                f"SELECT count(*) FROM tasks WHERE {unfinished}", (gateway, SUBMITTED)
+            ).fetchone()
             for row_id, current in conn.execute(
-                "SELECT id, owner FROM tasks WHERE gateway = ? AND state = ? "
-                "AND request_id IS NOT NULL ORDER BY id DESC",
-                (gateway, SUBMITTED),
+                f"SELECT id, owner FROM tasks WHERE {unfinished} AND {NOT_ANOTHER_KEYS} "
+                "ORDER BY id DESC",
+                (gateway, SUBMITTED, fingerprint, fingerprint),
             ).fetchall():
                 if current is None or current == owner or current not in alive or force:
                     taken.append(row_id)
@@ -181,7 +209,7 @@ class Leases:
                     if stopped not in alive and stopped != owner
                 ],
             )
-            return Claim(tuple(taken), skipped)
+            return Claim(tuple(taken), skipped, everyone - len(taken) - skipped)
 
         return take
 

@@ -32,6 +32,7 @@ __all__ = [
     "COLUMN_NAMES",
     "FAILED",
     "FINISHED",
+    "NOT_ANOTHER_KEYS",
     "NOT_CREATED",
     "OK",
     "OUTCOME_UNKNOWN",
@@ -53,6 +54,9 @@ STATES = frozenset({SUBMITTING, SUBMITTED, NOT_CREATED, OUTCOME_UNKNOWN, FINISHE
 UNFINISHED = "unfinished"
 OK = "ok"
 FAILED = "failed"
+#: SQL: the row was not made with another key than the one of the fingerprint given
+#: twice as parameters (see :meth:`LedgerRow.made_with_another_key`)
+NOT_ANOTHER_KEYS = "(key_fingerprint IS NULL OR ? IS NULL OR key_fingerprint = ?)"
 
 
 @dataclass(frozen=True)
@@ -86,28 +90,43 @@ class LedgerRow:
     done_at: float | None = None
     #: what the create was sent for (a batch's row and attempt, a grid's cell), if said
     tag: str | None = None
+    #: which API key made the task (``_config.Secret.fingerprint``), None in older rows
+    key_fingerprint: str | None = None
 
     @property
     def unfinished(self) -> bool:
         """Created on the gateway, final result not recorded yet: worth resuming."""
         return self.request_id is not None and self.state == SUBMITTED
 
+    def made_with_another_key(self, fingerprint: str | None) -> bool:
+        """Whether a key other than the one of ``fingerprint`` made this task: the gateway
+        may not show it to that key (a class gateway answers 404), so such a client
+        neither resumes it nor takes a 404 for its end. A row or a client without a
+        fingerprint (an older row, no key) is not known to be another key's."""
+        return (
+            None not in (self.key_fingerprint, fingerprint) and self.key_fingerprint != fingerprint
+        )
+
     def handle(self, base_url: str | None = None) -> Handle | None:
         """The task handle to re-attach with: the URLs the gateway gave, as stored.
 
-        A URL the row lacks (a task re-attached by id) takes the documented shape
-        on ``base_url`` (default: the row's gateway). None when no task id was
-        ever received.
+        A URL the row lacks (a task re-attached by id), or whose credentials were
+        masked when stored (``http://alice:***@...``), takes the documented shape on
+        ``base_url`` (default: the row's gateway). None when no task id was ever received.
         """
         if self.request_id is None:
             return None
+
+        def stored(url: str | None) -> str | None:
+            return None if url is None or "***@" in url else url
+
         return Handle.documented(
             base_url or self.gateway,
             self.endpoint,
             self.request_id,
-            status_url=self.status_url,
-            response_url=self.response_url,
-            cancel_url=self.cancel_url,
+            status_url=stored(self.status_url),
+            response_url=stored(self.response_url),
+            cancel_url=stored(self.cancel_url),
             queue_position=self.queue_position,
         )
 

@@ -17,12 +17,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..._config import hide_userinfo
 from ...errors import LedgerError
 from .writer import immediate
 
 __all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_is_current"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APPLICATION = "genwidgets-ledger"
 
 SCHEMA_V1 = (
@@ -82,11 +83,33 @@ def _add_tags(conn: sqlite3.Connection) -> None:
     )
 
 
+def _hide_userinfo(text: str | None) -> str | None:
+    return None if text is None else hide_userinfo(text)
+
+
+def _add_key_fingerprints(conn: sqlite3.Connection) -> None:
+    """Version 5: which API key made a task (``tasks.key_fingerprint``, never the key:
+    see ``_config.Secret.fingerprint``), so a client of another key sharing this home
+    neither resumes the task nor takes its "not found" for the task's end. Older rows
+    have none and are followed as before. Also a password in a stored gateway address
+    is masked."""
+    conn.execute("ALTER TABLE tasks ADD COLUMN key_fingerprint TEXT")
+    # rows name the gateway as clients now do (docs/decisions.md#credentials-in-the-base-url)
+    conn.create_function("hide_userinfo", 1, _hide_userinfo, deterministic=True)
+    conn.execute(
+        "UPDATE tasks SET gateway = hide_userinfo(gateway), status_url = "
+        "hide_userinfo(status_url), response_url = hide_userinfo(response_url), "
+        "cancel_url = hide_userinfo(cancel_url) WHERE instr(gateway || coalesce(status_url, "
+        "'') || coalesce(response_url, '') || coalesce(cancel_url, ''), '@') > 0"
+    )
+
+
 #: MIGRATIONS[n] upgrades a version-n file to version n+1 (inside one transaction)
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_observed_times,
     2: _add_leases,
     3: _add_tags,
+    4: _add_key_fingerprints,
 }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from ..._config import home, redact
 from ...errors import LedgerError
 from .file import LedgerFile, raise_if_damaged
-from .lease import HOST, Claim, Leases, left_to_other_kernels, pid_alive
+from .lease import HOST, Claim, Leases, left_to_other_kernels, left_to_their_keys, pid_alive
 from .rows import (
     COLUMN_NAMES,
     COLUMNS,
@@ -378,9 +378,17 @@ class Ledger:
         (a read; this ledger's own while it holds leases)."""
         return self._leases.alive()
 
-    def without_held(self, gateway: str, rows: list[LedgerRow]) -> list[LedgerRow]:
-        """``rows`` less the unfinished ones another live kernel polls (said in a
-        warning): re-attaching them would poll each task twice and take its lease."""
+    def without_held(
+        self, gateway: str, rows: list[LedgerRow], *, fingerprint: str | None = None
+    ) -> list[LedgerRow]:
+        """``rows`` less the unfinished ones another live kernel polls, and those another
+        key than the one of ``fingerprint`` made (each said in a warning): re-attaching
+        them would poll each task twice and take its lease, or ask the gateway about a
+        task it may hide from this key."""
+        ours = [r for r in rows if not (r.unfinished and r.made_with_another_key(fingerprint))]
+        if len(ours) < len(rows):
+            left_to_their_keys(len(rows) - len(ours))
+            rows = ours
         held = self._leases.held_elsewhere(gateway) if any(r.unfinished for r in rows) else set()
         if not held:
             return rows
@@ -388,18 +396,23 @@ class Ledger:
         left_to_other_kernels(len(rows) - len(kept))
         return kept
 
-    def claim_unfinished(self, gateway: str, *, force: bool = False) -> tuple[list[LedgerRow], int]:
+    def claim_unfinished(
+        self, gateway: str, *, force: bool = False, fingerprint: str | None = None
+    ) -> tuple[list[LedgerRow], int]:
         """Take the lease of every unfinished task of ``gateway`` no live owner holds
         (all of them with ``force``); returns those rows, newest first, and how many
-        were left to live owners. Waits for the ledger (the caller is ``resume()``).
-        See :mod:`.lease`."""
-        future = self._queue.put(self._leases.claim(gateway, force=force))
+        were left to live owners. Tasks another key than the one of ``fingerprint`` made
+        are never taken (a warning says how many). Waits for the ledger (the caller is
+        ``resume()``). See :mod:`.lease`."""
+        future = self._queue.put(self._leases.claim(gateway, force=force, fingerprint=fingerprint))
         try:
             taken: Claim = future.result()
         except sqlite3.Error as exc:
             self._file.deliver()
             raise LedgerError(f"cannot write the ledger {self.path}: {redact(str(exc))}") from exc
         self._file.deliver()
+        if taken.other_keys:
+            left_to_their_keys(taken.other_keys)
         if not taken.taken:
             return [], taken.skipped
         marks = ", ".join("?" * len(taken.taken))

@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..._config import redact
+from ..._config import hide_userinfo, redact
 from ...errors import LedgerError
 from ...protocol.records import Handle, Result, Status
 from .file import LedgerFile
 from .lease import HOST, Leases, heartbeat
-from .rows import FINISHED, NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
+from .rows import FINISHED, NOT_ANOTHER_KEYS, NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
 from .scrub import error_text, output_record, scrub_payload
 from .writer import WriteQueue
 
@@ -56,12 +56,14 @@ def _insert(
     payload: str,
     now: float,
     tag: str | None = None,
+    fingerprint: str | None = None,
 ) -> int:
-    """A new ``submitting`` row of this process (an intent); returns its id."""
+    """A new ``submitting`` row of this process (an intent) made with the key of
+    ``fingerprint``; returns its id."""
     cursor = conn.execute(
         "INSERT INTO tasks (gateway, endpoint, state, payload, pid, host, "
-        "submitted_at, updated_at, tag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (gateway, endpoint, SUBMITTING, payload, os.getpid(), HOST, now, now, tag),
+        "submitted_at, updated_at, tag, key_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (gateway, endpoint, SUBMITTING, payload, os.getpid(), HOST, now, now, tag, fingerprint),
     )
     assert cursor.lastrowid is not None
     return cursor.lastrowid
@@ -77,9 +79,9 @@ def _set_handle(conn: sqlite3.Connection, row: int, handle: Handle, now: float, 
             (
                 handle.request_id,
                 SUBMITTED,
-                redact(handle.status_url),
-                redact(handle.response_url),
-                redact(handle.cancel_url),
+                hide_userinfo(redact(handle.status_url)),
+                hide_userinfo(redact(handle.response_url)),
+                hide_userinfo(redact(handle.cancel_url)),
                 handle.queue_position,
                 now,
                 now,
@@ -151,10 +153,12 @@ class LedgerWrites:
         endpoint: str,
         payload: Mapping[str, Any],
         tag: str | None = None,
+        fingerprint: str | None = None,
     ) -> int:
         """Write the intent before the create request leaves; returns the row id.
         ``tag`` says what the create is for (a batch's row and attempt, a grid's cell:
-        each finds its task by it, docs/decisions.md#batch-resume).
+        each finds its task by it, docs/decisions.md#batch-resume); ``fingerprint``,
+        which key sends it (docs/decisions.md#key-fingerprints).
 
         Waits up to ``intent_wait`` seconds for the row to be on disk (a few
         milliseconds normally), and not at all while the writer is stalled on a
@@ -171,7 +175,7 @@ class LedgerWrites:
         ticket = -next(_TICKETS)
 
         def insert(conn: sqlite3.Connection) -> int:
-            row_id = _insert(conn, gateway, endpoint, stored, now, tag)
+            row_id = _insert(conn, gateway, endpoint, stored, now, tag, fingerprint)
             self._ids[ticket] = row_id
             SENDING.add((self._key, row_id))
             return row_id
@@ -238,9 +242,11 @@ class LedgerWrites:
         handle: Handle,
         *,
         payload: Mapping[str, Any] | None = None,
+        fingerprint: str | None = None,
     ) -> concurrent.futures.Future[int]:
-        """Make sure a task re-attached by request id has a row (inserted when missing),
-        leased by this ledger; the future holds the row id."""
+        """Make sure a task re-attached by request id has a row (inserted when missing,
+        as made with the key of ``fingerprint``), leased by this ledger unless another
+        key made it (its own key's client may resume it); the future holds the row id."""
         now = self._clock()
         owner = self._leases.take()
         stored = json.dumps(scrub_payload(payload or {}))
@@ -253,11 +259,11 @@ class LedgerWrites:
             ).fetchone()[0]
             if found is not None:
                 conn.execute(
-                    "UPDATE tasks SET owner = ? WHERE id = ? AND state = ?",
-                    (owner, found, SUBMITTED),
+                    f"UPDATE tasks SET owner = ? WHERE id = ? AND state = ? AND {NOT_ANOTHER_KEYS}",
+                    (owner, found, SUBMITTED, fingerprint, fingerprint),
                 )
                 return int(found)
-            row = _insert(conn, gateway, handle.endpoint, stored, now)
+            row = _insert(conn, gateway, handle.endpoint, stored, now, fingerprint=fingerprint)
             _set_handle(conn, row, handle, now, owner)
             return row
 
@@ -306,13 +312,27 @@ class LedgerWrites:
         return self._file.log_if_failed("a status", self._queue.put(update))
 
     def record_result(
-        self, gateway: str, request_id: str, result: Result
+        self,
+        gateway: str,
+        request_id: str,
+        result: Result,
+        *,
+        gone: bool = False,
+        fingerprint: str | None = None,
     ) -> concurrent.futures.Future[bool]:
         """Store the final answer; local paths already recorded are kept. Queued; the
-        future holds whether the task had a row."""
+        future holds whether the row was written.
+
+        ``gone``: ``result`` only says the gateway answered "not found" to the client of
+        the key of ``fingerprint``. That is no answer about the task, so it never replaces
+        a result recorded before (a new simulator, or a gateway past its retention, forgot
+        a finished task), nor ends a task another key made (the gateway hides it from this
+        key): docs/decisions.md#a-404-never-overwrites-an-end."""
         outputs = [output_record(o) for o in result.outputs]
         now = self._clock()
         self._last_status.pop((gateway, request_id), None)
+        only_if = f" AND finished_at IS NULL AND {NOT_ANOTHER_KEYS}" if gone else ""
+        guards = (fingerprint, fingerprint) if gone else ()
 
         def update(conn: sqlite3.Connection) -> bool:
             found = _latest_outputs(conn, gateway, request_id)
@@ -324,10 +344,10 @@ class LedgerWrites:
                 earlier = known.get(record["index"], {})
                 if record["path"] is None and earlier.get("path"):
                     record.update({k: earlier.get(k) for k in ("path", "sha256", "size")})
-            conn.execute(
+            written = conn.execute(
                 "UPDATE tasks SET state = ?, status = ?, queue_position = NULL, ok = ?, "
                 "error = ?, error_type = ?, outputs = ?, finished_at = ?, updated_at = ?, "
-                "done_at = coalesce(done_at, finished_at, ?) WHERE id = ?",
+                f"done_at = coalesce(done_at, finished_at, ?) WHERE id = ?{only_if}",
                 (
                     FINISHED,
                     redact(result.status),
@@ -339,9 +359,10 @@ class LedgerWrites:
                     now,
                     now,
                     row_id,
+                    *guards,
                 ),
-            )
-            return True
+            ).rowcount
+            return bool(written)
 
         return self._file.log_if_failed("a result", self._queue.put(update))
 

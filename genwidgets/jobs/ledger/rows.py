@@ -55,6 +55,17 @@ OK = "ok"
 FAILED = "failed"
 
 
+#: the Python types a field's annotation names (an int is a float too, a bool neither)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "float": (int, float),
+    "int": (int,),
+    "str": (str,),
+    "bool": (bool,),
+    "dict[str, Any]": (dict,),
+    "list[dict[str, Any]]": (list,),
+}
+
+
 @dataclass(frozen=True)
 class LedgerRow:
     """One task as the ledger knows it. ``state`` is derived (see the module docstring)."""
@@ -86,6 +97,19 @@ class LedgerRow:
     done_at: float | None = None
     #: what the create was sent for (a batch's row and attempt, a grid's cell), if said
     tag: str | None = None
+
+    def __post_init__(self) -> None:
+        """A field of another type than its annotation says (a row edited by hand or
+        written by another tool: ``submitted_at = 'yesterday'``) raises ``TypeError``,
+        so the reader skips that row with a log line and every other row still shows."""
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            kind, _, optional = str(spec.type).partition(" | ")
+            wanted = _TYPES.get(kind)
+            if wanted is None or (value is None and optional == "None"):
+                continue
+            if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
+                raise TypeError(f"{spec.name} is {value!r}, not {str(spec.type)!r}")
 
     @property
     def unfinished(self) -> bool:

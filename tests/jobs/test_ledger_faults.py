@@ -437,3 +437,90 @@ def test_an_owner_on_another_host_is_alive_while_its_heartbeat_is_fresh(
     with Ledger(path, lease_ttl=120, clock=lambda: now) as other:
         rows, skipped = other.claim_unfinished("gw")
     assert (len(rows), skipped) == ((1, 0) if taken else (0, 1))
+
+
+# --------------------------------------------------------------------------- a lock, a removed home
+
+EXITS_WHILE_LOCKED = textwrap.dedent(
+    """
+    import sys
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.protocol.records import Handle
+    led = Ledger(sys.argv[1], busy_timeout=0.2, intent_wait=0)
+    row = led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={"n": 1})
+    led.writes.record_handle(row, Handle.from_body("asset-get", {"request_id": "paid"}, "gw"))
+    print("exiting", flush=True)
+    """
+)
+
+
+@pytest.mark.timeout(90)
+def test_writes_a_lock_keeps_out_until_exit_are_said_kept_and_recorded_by_the_next_open(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    lock = locked(path)
+    ended = subprocess.run(
+        [sys.executable, "-W", "always", "-c", EXITS_WHILE_LOCKED, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ended.returncode == 0, ended.stderr
+    # the paid task is named, with how to follow it, and kept beside the ledger
+    assert "LedgerWarning" in ended.stderr and "asset-get paid" in ended.stderr
+    assert "client.job(endpoint, request_id)" in ended.stderr
+    pending = path.with_name(path.name + ".pending.jsonl")
+    assert "paid" in pending.read_text()
+    lock.release()
+    with Ledger(path) as again:  # the next open records it: resume() follows it
+        rows, _ = again.claim_unfinished("gw")
+        assert [(r.request_id, r.state, r.payload) for r in rows] == [
+            ("paid", "submitted", {"n": 1})
+        ]
+    assert not pending.exists()
+    with Ledger(path) as third:  # recorded once, never twice
+        assert [r.request_id for r in third.rows("gw")] == ["paid"]
+
+
+@pytest.mark.timeout(60)
+def test_closing_a_ledger_a_lock_keeps_out_says_what_it_could_not_write(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    lock = locked(path)
+    led = Ledger(path, busy_timeout=0.2, intent_wait=0)
+    row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+    led.writes.record_handle(row, handle("r-paid"))
+    with pytest.warns(LedgerWarning, match=f"{ENDPOINT} r-paid") as caught:
+        led.close()
+    assert len(caught) == 1 and caught[0].filename == __file__
+    lock.release()
+    with Ledger(path) as again:
+        found = again.get(GATEWAY, "r-paid")
+        assert found is not None and found.state == "submitted"
+        assert len(again.rows()) == 1  # the closed writer gave its copy up: no second row
+
+
+def test_a_ledger_removed_with_its_home_is_written_back_and_recording_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("genwidgets.jobs.ledger.file.MOVED_CHECK_EVERY", 0.0)
+    folder = tmp_path / "home"
+    path = folder / "ledger.sqlite3"
+    with Ledger(path, intent_wait=30) as led:
+        led.writes.record_handle(
+            led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}),
+            handle("before"),
+        )
+        assert led.flush(30)
+        shutil.rmtree(folder)  # rm -rf ~/.genwidgets under a running kernel
+        with pytest.warns(LedgerWarning, match="was removed .* written back") as caught:
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.writes.record_handle(row, handle("after"))
+        assert len(caught) == 1 and caught[0].filename == __file__
+        assert [r.request_id for r in led.rows()] == ["after", "before"]
+    with Ledger(path) as fresh:  # a new session reads both from the path
+        assert [r.request_id for r in fresh.rows()] == ["after", "before"]

@@ -33,7 +33,7 @@ from .rows import (
     UNFINISHED,
     LedgerRow,
 )
-from .writer import WriteQueue
+from .writer import Note, WriteQueue
 from .writes import LedgerWrites
 
 __all__ = ["LEDGER_FILE_NAME", "Ledger"]
@@ -92,6 +92,8 @@ class Ledger:
             idle=self._leases.heartbeat,
             idle_every=self._leases.ttl / 4,
             exit_wait=self._file.busy_timeout,
+            left_behind=self._left_behind,
+            moved=self._file.moved,
         )
         self.writes = LedgerWrites(
             self._file,
@@ -116,10 +118,20 @@ class Ledger:
             raise
         except sqlite3.Error:
             pass  # said by a LedgerWarning (delivered below)
+        self._file.merge_pending(self._queue.put)
         self._file.deliver()
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
+
+    def _left_behind(self, notes: list[Note], unwritten: int) -> None:
+        """Writes not applied when the writer stopped: kept beside the file with what
+        places them without this process (its pid, the rows of its tickets), and said."""
+        for note in notes:
+            note.update(pid=os.getpid(), host=HOST)
+            if "row" in note:
+                note["row"] = self.writes.row_of(note["row"])
+        self._file.left_behind(notes, unwritten)
 
     # ------------------------------------------------------------------ settings and health
 

@@ -524,3 +524,48 @@ def test_a_ledger_removed_with_its_home_is_written_back_and_recording_goes_on(
         assert [r.request_id for r in led.rows()] == ["after", "before"]
     with Ledger(path) as fresh:  # a new session reads both from the path
         assert [r.request_id for r in fresh.rows()] == ["after", "before"]
+
+
+@pytest.mark.timeout(60)
+def test_resume_while_another_process_holds_the_lock_waits_at_most_busy_timeout(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as led:
+        row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.writes.record_handle(row, handle("unfinished"))
+    lock = locked(path)
+    with Ledger(path, busy_timeout=0.2) as led:
+        with pytest.warns(LedgerWarning, match="locked by another process"):
+            rows, skipped = led.claim_unfinished(GATEWAY)
+        assert ([r.request_id for r in rows], skipped) == (["unfinished"], 0)
+        assert lock.holding  # it did not wait for the other process
+        lock.release()
+        assert led.flush(30)  # the claim stayed queued: the lease follows once it frees
+        con = sqlite3.connect(path)
+        assert con.execute("SELECT owner FROM tasks").fetchone() == (led.owner,)
+        con.close()
+
+
+@pytest.mark.timeout(120)
+def test_resume_in_a_read_only_home_reattaches_in_memory_with_one_warning(
+    home: Path, make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    sim = make_simulator()
+    path = home / "ledger.sqlite3"
+    with Ledger(path) as led:  # a crashed kernel's unfinished tasks
+        for request_id in ("k1", "k2"):
+            row = led.writes.record_intent(gateway=sim.base_url, endpoint=ENDPOINT, payload={})
+            led.writes.record_handle(row, handle(request_id))
+    undo = _make_unwritable(path)
+    try:
+        client = gw.Client(sim.base_url, DEMO_KEY)
+        try:
+            with pytest.warns(LedgerWarning, match="cannot be written") as caught:
+                jobs = client.resume()
+            assert sorted(job.request_id for job in jobs) == ["k1", "k2"]
+            assert len([w for w in caught if issubclass(w.category, LedgerWarning)]) == 1
+        finally:
+            client.close()
+    finally:
+        undo()

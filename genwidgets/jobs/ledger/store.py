@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..._config import home, redact
+from ..._config import home
 from ...errors import LedgerError
 from .file import LedgerFile, raise_if_damaged
 from .lease import HOST, Claim, Leases, left_to_other_kernels, pid_alive
@@ -407,10 +407,17 @@ class Ledger:
         See :mod:`.lease`."""
         future = self._queue.put(self._leases.claim(gateway, force=force))
         try:
-            taken: Claim = future.result()
-        except sqlite3.Error as exc:
+            taken: Claim = future.result(timeout=self.busy_timeout)
+        except concurrent.futures.TimeoutError:  # the claim stays queued: leases follow
+            self._file.warn(
+                f"genwidgets: the task ledger {self.path} is locked by another process "
+                f"(more than {self.busy_timeout:g} s): resume() re-attaches the unfinished "
+                "tasks it reads there without waiting, and takes their leases once it frees"
+            )
+            return self._unclaimed(gateway)
+        except sqlite3.Error:  # cannot be written: a LedgerWarning said so once
             self._file.deliver()
-            raise LedgerError(f"cannot write the ledger {self.path}: {redact(str(exc))}") from exc
+            return self._unclaimed(gateway)
         self._file.deliver()
         if not taken.taken:
             return [], taken.skipped
@@ -418,6 +425,18 @@ class Ledger:
         return self._select(
             f"id IN ({marks}) ORDER BY id DESC", taken.taken, wait=False
         ), taken.skipped
+
+    def _unclaimed(self, gateway: str) -> tuple[list[LedgerRow], int]:
+        """``claim_unfinished`` when the claim cannot be written (now): the unfinished
+        rows read, less those another live kernel polls; re-attached in memory."""
+        found = self._select(
+            "gateway = ? AND state = ? AND request_id IS NOT NULL ORDER BY id DESC",
+            (gateway, SUBMITTED),
+            wait=False,
+        )
+        held = self._leases.held_elsewhere(gateway) if found else set()
+        kept = [row for row in found if row.request_id not in held]
+        return kept, len(found) - len(kept)
 
     def release(self) -> None:
         """Give up the leases of this ledger's tasks (queued): another kernel's

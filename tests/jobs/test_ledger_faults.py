@@ -504,12 +504,14 @@ def test_closing_a_ledger_a_lock_keeps_out_says_what_it_could_not_write(
         assert len(again.rows()) == 1  # the closed writer gave its copy up: no second row
 
 
-def test_a_ledger_removed_with_its_home_is_written_back_and_recording_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("restarted", [False, True], ids=["removed", "replaced"])
+def test_a_ledger_removed_under_a_running_process_is_written_back_or_kept_beside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, restarted: bool
 ) -> None:
     monkeypatch.setattr("genwidgets.jobs.ledger.file.MOVED_CHECK_EVERY", 0.0)
     folder = tmp_path / "home"
     path = folder / "ledger.sqlite3"
+    said = "replaced by another file" if restarted else "was removed .* written back"
     with Ledger(path, intent_wait=30) as led:
         led.writes.record_handle(
             led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}),
@@ -517,13 +519,17 @@ def test_a_ledger_removed_with_its_home_is_written_back_and_recording_goes_on(
         )
         assert led.flush(30)
         shutil.rmtree(folder)  # rm -rf ~/.genwidgets under a running kernel
-        with pytest.warns(LedgerWarning, match="was removed .* written back") as caught:
+        if restarted:
+            Ledger(path).close()  # another kernel started a fresh ledger there first
+        with pytest.warns(LedgerWarning, match=said) as caught:
             row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
         led.writes.record_handle(row, handle("after"))
         assert len(caught) == 1 and caught[0].filename == __file__
-        assert [r.request_id for r in led.rows()] == ["after", "before"]
-    with Ledger(path) as fresh:  # a new session reads both from the path
-        assert [r.request_id for r in fresh.rows()] == ["after", "before"]
+        assert [r.request_id for r in led.rows()] == ["after"] + ["before"] * (not restarted)
+    copies = list(folder.glob("ledger.sqlite3.detached-*"))
+    assert [str(c) in str(caught[0].message) for c in copies] == [True] * restarted
+    with Ledger(copies[0] if restarted else path) as kept:  # nothing this process knew is lost
+        assert [r.request_id for r in kept.rows()][-1] == "before"
 
 
 @pytest.mark.timeout(60)

@@ -348,8 +348,9 @@ class LedgerFile:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             self.journal_mode = str(mode)
             conn.execute("PRAGMA synchronous = NORMAL")
-            found = os.stat(self.path)
-            self._opened, self._checked_at = (found.st_dev, found.st_ino), time.monotonic()
+            with contextlib.suppress(OSError):  # unknown: the path is then never checked
+                found = os.stat(self.path)
+                self._opened, self._checked_at = (found.st_dev, found.st_ino), time.monotonic()
         except sqlite3.OperationalError as exc:
             conn.close()
             if is_busy(exc) or "readonly" in str(exc) or "read-only" in str(exc):
@@ -404,24 +405,23 @@ class LedgerFile:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         copy = self.path.with_name(f"{self.path.name}.detached-{stamp}-{os.getpid()}")
         what = "removed" if gone else "replaced by another file"
+        where = f"what this process's file held was copied to {copy}"
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.closing(sqlite3.connect(copy)) as target:
                 conn.backup(target)
                 target.execute("PRAGMA journal_mode = DELETE")  # one file, no companions
-            if gone:
-                os.link(copy, self.path)  # never over a file another process started
-                os.unlink(copy)
-                where = f"it was written back at {self.path} from the file still open"
-            else:
-                where = f"what this process's file held was copied to {copy}"
-        except FileExistsError:
-            where = f"what this process's file held was copied to {copy}"
         except (OSError, sqlite3.Error) as exc:
             where = (
                 f"what it held could not be copied ({redact(str(exc))}): tasks recorded "
                 "before are not in the file now at the path"
             )
+        else:
+            with contextlib.suppress(OSError):  # another process started one: keep the copy
+                if gone:
+                    os.link(copy, self.path)  # never over a file another process started
+                    where = f"it was written back at {self.path} from the file still open"
+                    os.unlink(copy)
         self._notice(
             f"genwidgets: the task ledger {self.path} was {what} while this process had it "
             f"open; {where}, and recording goes on at {self.path}."
@@ -479,7 +479,7 @@ class LedgerFile:
         """Queue the write recording the notes another process left in
         :attr:`pending_path` (claimed first by a rename; removed once written,
         appended back if the write fails)."""
-        claimed = self.pending_path.with_name(f"{self.pending_path.name}.{os.getpid()}")
+        claimed = self.pending_path.with_name(f"{self.pending_path.name}.{os.getpid()}-{id(self)}")
         try:
             os.replace(self.pending_path, claimed)
             lines = claimed.read_text(encoding="utf-8").splitlines()

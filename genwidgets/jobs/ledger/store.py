@@ -230,8 +230,9 @@ class Ledger:
         return self._file.read(sql, params)
 
     def close(self) -> None:
-        """Write what is queued (at most ``busy_timeout``), give up this ledger's leases,
-        and close its connections (they reopen on the next call)."""
+        """Write what is queued (at most ``busy_timeout``: the rest is said and kept
+        beside the file, docs/decisions.md#ledger-left-behind), give up this ledger's
+        leases, and close its connections (they reopen on the next call)."""
         self.release()
         self._queue.stop(self.busy_timeout)
         self._file.close()

@@ -1,7 +1,8 @@
 """The ledger's writer: one daemon thread applies every write, in order, on its own connection.
 
 A lock held by another process then delays only the ledger, never the engine's loop; a
-write that meets a busy file is retried, never dropped (docs/decisions.md#ledger-writer).
+write that meets a busy file is retried, never dropped (docs/decisions.md#ledger-writer),
+until the queue stops or the process exits: what is left then goes to ``left_behind``.
 Other faults go to ``on_fault`` (docs/decisions.md#ledger-faults). A :class:`WriteQueue` is
 one ledger's queue of writes and its thread: it starts one per process, again after ``fork``.
 """

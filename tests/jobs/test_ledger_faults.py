@@ -437,3 +437,141 @@ def test_an_owner_on_another_host_is_alive_while_its_heartbeat_is_fresh(
     with Ledger(path, lease_ttl=120, clock=lambda: now) as other:
         rows, skipped = other.claim_unfinished("gw")
     assert (len(rows), skipped) == ((1, 0) if taken else (0, 1))
+
+
+# --------------------------------------------------------------------------- a lock, a removed home
+
+EXITS_WHILE_LOCKED = textwrap.dedent(
+    """
+    import sys
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.protocol.records import Handle
+    led = Ledger(sys.argv[1], busy_timeout=0.2, intent_wait=0)
+    row = led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={"n": 1})
+    led.writes.record_handle(row, Handle.from_body("asset-get", {"request_id": "paid"}, "gw"))
+    print("exiting", flush=True)
+    """
+)
+
+
+@pytest.mark.timeout(90)
+def test_writes_a_lock_keeps_out_until_exit_are_said_kept_and_recorded_by_the_next_open(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    lock = locked(path)
+    ended = subprocess.run(
+        [sys.executable, "-W", "always", "-c", EXITS_WHILE_LOCKED, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ended.returncode == 0, ended.stderr
+    # the paid task is named, with how to follow it, and kept beside the ledger
+    assert "LedgerWarning" in ended.stderr and "asset-get paid" in ended.stderr
+    assert "client.job(endpoint, request_id)" in ended.stderr
+    pending = path.with_name(path.name + ".pending.jsonl")
+    assert "paid" in pending.read_text()
+    lock.release()
+    with Ledger(path) as again:  # the next open records it: resume() follows it
+        rows, _ = again.claim_unfinished("gw")
+        assert [(r.request_id, r.state, r.payload) for r in rows] == [
+            ("paid", "submitted", {"n": 1})
+        ]
+    assert not pending.exists()
+    with Ledger(path) as third:  # recorded once, never twice
+        assert [r.request_id for r in third.rows("gw")] == ["paid"]
+
+
+@pytest.mark.timeout(60)
+def test_closing_a_ledger_a_lock_keeps_out_says_what_it_could_not_write(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    lock = locked(path)
+    led = Ledger(path, busy_timeout=0.2, intent_wait=0)
+    row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+    led.writes.record_handle(row, handle("r-paid"))
+    with pytest.warns(LedgerWarning, match=f"{ENDPOINT} r-paid") as caught:
+        led.close()
+    assert len(caught) == 1 and caught[0].filename == __file__
+    lock.release()
+    with Ledger(path) as again:
+        found = again.get(GATEWAY, "r-paid")
+        assert found is not None and found.state == "submitted"
+        assert len(again.rows()) == 1  # the closed writer gave its copy up: no second row
+
+
+@pytest.mark.parametrize("restarted", [False, True], ids=["removed", "replaced"])
+def test_a_ledger_removed_under_a_running_process_is_written_back_or_kept_beside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, restarted: bool
+) -> None:
+    monkeypatch.setattr("genwidgets.jobs.ledger.file.MOVED_CHECK_EVERY", 0.0)
+    folder = tmp_path / "home"
+    path = folder / "ledger.sqlite3"
+    said = "replaced by another file" if restarted else "was removed .* written back"
+    with Ledger(path, intent_wait=30) as led:
+        led.writes.record_handle(
+            led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}),
+            handle("before"),
+        )
+        assert led.flush(30)
+        shutil.rmtree(folder)  # rm -rf ~/.genwidgets under a running kernel
+        if restarted:
+            Ledger(path).close()  # another kernel started a fresh ledger there first
+        with pytest.warns(LedgerWarning, match=said) as caught:
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.writes.record_handle(row, handle("after"))
+        assert len(caught) == 1 and caught[0].filename == __file__
+        assert [r.request_id for r in led.rows()] == ["after"] + ["before"] * (not restarted)
+    copies = list(folder.glob("ledger.sqlite3.detached-*"))
+    assert [str(c) in str(caught[0].message) for c in copies] == [True] * restarted
+    with Ledger(copies[0] if restarted else path) as kept:  # nothing this process knew is lost
+        assert [r.request_id for r in kept.rows()][-1] == "before"
+
+
+@pytest.mark.timeout(60)
+def test_resume_while_another_process_holds_the_lock_waits_at_most_busy_timeout(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as led:
+        row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        led.writes.record_handle(row, handle("unfinished"))
+    lock = locked(path)
+    with Ledger(path, busy_timeout=0.2) as led:
+        with pytest.warns(LedgerWarning, match="locked by another process"):
+            rows, skipped = led.claim_unfinished(GATEWAY)
+        assert ([r.request_id for r in rows], skipped) == (["unfinished"], 0)
+        assert lock.holding  # it did not wait for the other process
+        lock.release()
+        assert led.flush(30)  # the claim stayed queued: the lease follows once it frees
+        con = sqlite3.connect(path)
+        assert con.execute("SELECT owner FROM tasks").fetchone() == (led.owner,)
+        con.close()
+
+
+@pytest.mark.timeout(120)
+def test_resume_in_a_read_only_home_reattaches_in_memory_with_one_warning(
+    home: Path, make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    sim = make_simulator()
+    path = home / "ledger.sqlite3"
+    with Ledger(path) as led:  # a crashed kernel's unfinished tasks
+        for request_id in ("k1", "k2"):
+            row = led.writes.record_intent(gateway=sim.base_url, endpoint=ENDPOINT, payload={})
+            led.writes.record_handle(row, handle(request_id))
+    undo = _make_unwritable(path)
+    try:
+        client = gw.Client(sim.base_url, DEMO_KEY)
+        try:
+            with pytest.warns(LedgerWarning, match="cannot be written") as caught:
+                jobs = client.resume()
+            assert sorted(job.request_id for job in jobs) == ["k1", "k2"]
+            assert len([w for w in caught if issubclass(w.category, LedgerWarning)]) == 1
+        finally:
+            client.close()
+    finally:
+        undo()

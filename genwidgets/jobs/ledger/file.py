@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import json
 import logging
 import os
 import sqlite3
@@ -26,18 +27,23 @@ from typing import Any, TypeVar
 
 from ..._config import ENV_HOME, redact
 from ...errors import LedgerError, LedgerWarning
+from .rows import SUBMITTED, SUBMITTING
 from .schema import ensure_schema
-from .writer import FaultAction, immediate, is_busy
+from .writer import FaultAction, LeftBehind, Note, Op, immediate, is_busy
 
 T = TypeVar("T")
 
-__all__ = ["LedgerFile", "damage", "quick_check", "raise_if_damaged"]
+__all__ = ["LedgerFile", "damage", "merge_notes", "quick_check", "raise_if_damaged"]
 
 log = logging.getLogger("genwidgets")
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _HERE = os.path.dirname(__file__)
 #: the names SQLite gives the ledger's file and its journals
 _COMPANIONS = ("", "-wal", "-shm", "-journal")
+#: beside the ledger: the notes of writes a process could not apply before it ended
+PENDING_SUFFIX = ".pending.jsonl"
+#: seconds between two checks that the path still leads to the file the writer has open
+MOVED_CHECK_EVERY = 1.0
 
 
 def _real(path: Path) -> Path:
@@ -66,6 +72,94 @@ def raise_if_damaged(conn: sqlite3.Connection) -> None:
     problem = quick_check(conn)
     if problem:
         raise sqlite3.DatabaseError(f"database disk image is malformed ({problem})")
+
+
+def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
+    """The write recording ``notes`` a process left in the pending file: an intent not
+    on disk becomes its row (read as ``outcome_unknown`` once its process is gone), a
+    handle makes its row ``submitted`` (resume() follows it). A note already on disk
+    (the same intent, a task already known) changes nothing; returns the tasks recorded."""
+
+    def merge(conn: sqlite3.Connection) -> int:
+        rows: dict[int, int] = {}  # ticket of an intent -> its row here
+        recorded = 0
+        for note in notes:
+            if "ticket" in note:
+                found = conn.execute(
+                    "SELECT id FROM tasks WHERE host = ? AND pid = ? AND submitted_at = ? "
+                    "AND endpoint = ?",
+                    (note["host"], note["pid"], note["at"], note["endpoint"]),
+                ).fetchone()
+                rows[note["ticket"]] = found[0] if found else _insert_intent(conn, note)
+            elif (
+                "row" in note
+                and not conn.execute(
+                    "SELECT 1 FROM tasks WHERE request_id = ? AND endpoint = ?",
+                    (note["request_id"], note["endpoint"]),
+                ).fetchone()
+            ):
+                urls = [note.get(name) for name in ("status_url", "response_url", "cancel_url")]
+                row = rows.get(note["row"], note["row"])
+                recorded += conn.execute(
+                    "UPDATE tasks SET request_id = ?, state = ?, status_url = ?, "
+                    "response_url = ?, cancel_url = ?, handle_at = ?, updated_at = ? "
+                    "WHERE id = ? AND endpoint = ? AND request_id IS NULL",
+                    (
+                        note["request_id"],
+                        SUBMITTED,
+                        *urls,
+                        note["at"],
+                        note["at"],
+                        row,
+                        note["endpoint"],
+                    ),
+                ).rowcount
+        return recorded
+
+    return merge
+
+
+def _insert_intent(conn: sqlite3.Connection, note: Note) -> int:
+    """The row of an intent note, as ``record_intent`` writes it, in its process's name."""
+    values = [note[name] for name in ("gateway", "endpoint", "payload", "pid", "host", "at")]
+    cursor = conn.execute(
+        "INSERT INTO tasks (gateway, endpoint, payload, pid, host, submitted_at, "
+        "updated_at, tag, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (*values, note["at"], note.get("tag"), SUBMITTING),
+    )
+    return int(cursor.lastrowid or 0)
+
+
+#: the fields of each kind of note and their types (a pending file is read back as data)
+_NOTE_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "ticket": {
+        "ticket": int,
+        "gateway": str,
+        "endpoint": str,
+        "payload": str,
+        "pid": int,
+        "host": str,
+        "at": (int, float),
+    },
+    "row": {"row": int, "request_id": str, "endpoint": str, "at": (int, float)},
+}
+
+
+def _note(line: str) -> Note | None:
+    """One line of a pending file as a note, or None when it is not one (logged)."""
+    try:
+        note = json.loads(line)
+    except ValueError:
+        note = None
+    for kind, wanted in _NOTE_FIELDS.items():
+        if (
+            isinstance(note, dict)
+            and kind in note
+            and all(isinstance(note.get(name), types) for name, types in wanted.items())
+        ):
+            return note
+    log.warning("genwidgets: skipped a line of a ledger's pending file: %.80s", line)
+    return None
 
 
 def _callers_level() -> int:
@@ -106,6 +200,9 @@ class LedgerFile:
         self.dropped = 0
         self._notices: list[str] = []
         self._notices_lock = threading.Lock()
+        #: (st_dev, st_ino) of the file the writer opened, and when the path was checked
+        self._opened: tuple[int, int] | None = None
+        self._checked_at = 0.0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         #: links at the ledger's names that led out of its folder, each moved to
         self.links_set_aside: list[Path] = []
@@ -251,6 +348,9 @@ class LedgerFile:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             self.journal_mode = str(mode)
             conn.execute("PRAGMA synchronous = NORMAL")
+            with contextlib.suppress(OSError):  # unknown: the path is then never checked
+                found = os.stat(self.path)
+                self._opened, self._checked_at = (found.st_dev, found.st_ino), time.monotonic()
         except sqlite3.OperationalError as exc:
             conn.close()
             if is_busy(exc) or "readonly" in str(exc) or "read-only" in str(exc):
@@ -280,6 +380,132 @@ class LedgerFile:
             f"genwidgets: {redact(str(why))}. It was moved to {aside} (kept as it was) and a "
             f"new task ledger was started at {self.path}; recording goes on."
         )
+
+    def moved(self, conn: sqlite3.Connection) -> bool:
+        """Whether the path no longer leads to the file ``conn`` has open (the home
+        removed, the file deleted or replaced), checked at most every
+        :data:`MOVED_CHECK_EVERY` s, on the writer thread. True: the writer opens the
+        path anew. What ``conn`` still reads is copied first (a deleted file is written
+        back at the path) and a warning says where (docs/decisions.md#ledger-moved)."""
+        now = time.monotonic()
+        if self._opened is None or now - self._checked_at < MOVED_CHECK_EVERY:
+            return False
+        self._checked_at = now
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            gone = True
+        except OSError:
+            return False  # unknown (a folder not searchable): the writes say the rest
+        else:
+            gone = False
+            if (found.st_dev, found.st_ino) == self._opened:
+                return False
+        self._opened, self._reopen_reads = None, True
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        copy = self.path.with_name(f"{self.path.name}.detached-{stamp}-{os.getpid()}")
+        what = "removed" if gone else "replaced by another file"
+        where = f"what this process's file held was copied to {copy}"
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.closing(sqlite3.connect(copy)) as target:
+                conn.backup(target)
+                target.execute("PRAGMA journal_mode = DELETE")  # one file, no companions
+        except (OSError, sqlite3.Error) as exc:
+            where = (
+                f"what it held could not be copied ({redact(str(exc))}): tasks recorded "
+                "before are not in the file now at the path"
+            )
+        else:
+            with contextlib.suppress(OSError):  # another process started one: keep the copy
+                if gone:
+                    os.link(copy, self.path)  # never over a file another process started
+                    where = f"it was written back at {self.path} from the file still open"
+                    os.unlink(copy)
+        self._notice(
+            f"genwidgets: the task ledger {self.path} was {what} while this process had it "
+            f"open; {where}, and recording goes on at {self.path}."
+        )
+        return True
+
+    # ------------------------------------------------------------------ writes left behind
+
+    @property
+    def pending_path(self) -> Path:
+        """Beside the ledger: the notes of writes a process could not apply before it
+        stopped (docs/decisions.md#ledger-left-behind)."""
+        return self.path.with_name(self.path.name + PENDING_SUFFIX)
+
+    def keep_pending(self, notes: list[Note]) -> str:
+        """Append ``notes`` to :attr:`pending_path`, synced (mode 0600: it holds
+        payloads); "" once on disk, else why not."""
+        try:
+            fd = os.open(self.pending_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with open(fd, "a", encoding="utf-8") as out:
+                out.write("".join(json.dumps(note) + "\n" for note in notes))
+                out.flush()
+                os.fsync(out.fileno())
+        except (OSError, TypeError, ValueError) as exc:
+            return str(exc)
+        return ""
+
+    def left_behind(self, notes: list[Note], unwritten: int) -> None:
+        """Writes still queued when the writer stopped or the process ends (a lock held
+        elsewhere outlasted the wait): kept in :attr:`pending_path` and said, naming the
+        tasks whose handle is not on disk, so none is lost silently."""
+        tasks = [f"{note['endpoint']} {note['request_id']}" for note in notes if "row" in note]
+        why = self.keep_pending(notes) if notes else ""
+        message = (
+            f"genwidgets: {unwritten} write(s) could not reach the task ledger {self.path} "
+            "before the writer stopped (another process held its lock)."
+        )
+        if tasks:
+            message += (
+                f" These created (paid) tasks are NOT recorded there (endpoint request_id): "
+                f"{', '.join(tasks)}; follow one with client.job(endpoint, request_id)."
+            )
+        if notes and not why:
+            message += (
+                f" What they record was kept in {self.pending_path}: the next genwidgets "
+                "to open this ledger writes it there (then resume() follows them)."
+            )
+        elif notes:
+            message += f" It could not be kept in {self.pending_path} either ({why})."
+        else:
+            message += " They were statuses or results: resume() polls those tasks again."
+        self.warn(message)
+
+    def merge_pending(self, put: Callable[[Op], concurrent.futures.Future[int]]) -> None:
+        """Queue the write recording the notes another process left in
+        :attr:`pending_path` (claimed first by a rename; removed once written,
+        appended back if the write fails)."""
+        claimed = self.pending_path.with_name(f"{self.pending_path.name}.{os.getpid()}-{id(self)}")
+        try:
+            os.replace(self.pending_path, claimed)
+            lines = claimed.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return  # none (the usual case), or unreadable: left where it is
+        notes = [note for note in map(_note, lines) if note is not None]
+
+        def written(future: concurrent.futures.Future[int]) -> None:
+            if future.exception() is not None:
+                log.warning(
+                    "genwidgets: could not record the writes left in %s: %s",
+                    self.pending_path,
+                    future.exception(),
+                )
+                if self.keep_pending(notes):
+                    return  # not kept back: the claimed file stays
+            else:
+                log.info(
+                    "genwidgets: recorded %d task(s) left in %s by an earlier process",
+                    future.result(),
+                    self.pending_path,
+                )
+            with contextlib.suppress(OSError):
+                claimed.unlink()
+
+        put(merge_notes(notes)).add_done_callback(written)
 
     def on_fault(self, exc: sqlite3.Error) -> FaultAction:
         """A write failed for a reason other than a busy file (writer thread).
@@ -324,7 +550,8 @@ class LedgerFile:
         def done(f: concurrent.futures.Future[Any]) -> None:
             exc = f.exception()
             if exc is not None:  # once the file is known unwritable, the warning said it all
-                level = logging.DEBUG if self.unwritable is not None else logging.WARNING
+                said = self.unwritable is not None or isinstance(exc, LeftBehind)
+                level = logging.DEBUG if said else logging.WARNING
                 log.log(level, "genwidgets: could not record %s in the ledger: %s", what, exc)
 
         future.add_done_callback(done)
@@ -337,6 +564,11 @@ class LedgerFile:
         would reach no notebook cell (see :meth:`deliver`)."""
         with self._notices_lock:
             self._notices.append(message)
+
+    def warn(self, message: str) -> None:
+        """Raise ``message`` as a :class:`LedgerWarning` now, on the calling thread, at
+        the line that called the ledger."""
+        warnings.warn(message, LedgerWarning, stacklevel=_callers_level())
 
     def deliver(self) -> None:
         """Raise the kept warnings as :class:`LedgerWarning` on the calling thread, at

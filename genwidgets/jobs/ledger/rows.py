@@ -59,6 +59,17 @@ FAILED = "failed"
 NOT_ANOTHER_KEYS = "(key_fingerprint IS NULL OR ? IS NULL OR key_fingerprint = ?)"
 
 
+#: the Python types a field's annotation names (an int is a float too, a bool neither)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "float": (int, float),
+    "int": (int,),
+    "str": (str,),
+    "bool": (bool,),
+    "dict[str, Any]": (dict,),
+    "list[dict[str, Any]]": (list,),
+}
+
+
 @dataclass(frozen=True)
 class LedgerRow:
     """One task as the ledger knows it. ``state`` is derived (see the module docstring)."""
@@ -92,6 +103,19 @@ class LedgerRow:
     tag: str | None = None
     #: which API key made the task (``_config.Secret.fingerprint``), None in older rows
     key_fingerprint: str | None = None
+
+    def __post_init__(self) -> None:
+        """A field of another type than its annotation says (a row edited by hand or
+        written by another tool: ``submitted_at = 'yesterday'``) raises ``TypeError``,
+        so the reader skips that row with a log line and every other row still shows."""
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            kind, _, optional = str(spec.type).partition(" | ")
+            wanted = _TYPES.get(kind)
+            if wanted is None or (value is None and optional == "None"):
+                continue
+            if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
+                raise TypeError(f"{spec.name} is {value!r}, not {str(spec.type)!r}")
 
     @property
     def unfinished(self) -> bool:

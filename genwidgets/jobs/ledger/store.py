@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..._config import home, redact
+from ..._config import home
 from ...errors import LedgerError
 from .file import LedgerFile, raise_if_damaged
 from .lease import HOST, Claim, Leases, left_to_other_kernels, left_to_their_keys, pid_alive
@@ -33,7 +33,7 @@ from .rows import (
     UNFINISHED,
     LedgerRow,
 )
-from .writer import WriteQueue
+from .writer import Note, WriteQueue
 from .writes import LedgerWrites
 
 __all__ = ["LEDGER_FILE_NAME", "Ledger"]
@@ -92,6 +92,8 @@ class Ledger:
             idle=self._leases.heartbeat,
             idle_every=self._leases.ttl / 4,
             exit_wait=self._file.busy_timeout,
+            left_behind=self._left_behind,
+            moved=self._file.moved,
         )
         self.writes = LedgerWrites(
             self._file,
@@ -116,10 +118,20 @@ class Ledger:
             raise
         except sqlite3.Error:
             pass  # said by a LedgerWarning (delivered below)
+        self._file.merge_pending(self._queue.put)
         self._file.deliver()
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
+
+    def _left_behind(self, notes: list[Note], unwritten: int) -> None:
+        """Writes not applied when the writer stopped: kept beside the file with what
+        places them without this process (its pid, the rows of its tickets), and said."""
+        for note in notes:
+            note.update(pid=os.getpid(), host=HOST)
+            if "row" in note:
+                note["row"] = self.writes.row_of(note["row"])
+        self._file.left_behind(notes, unwritten)
 
     # ------------------------------------------------------------------ settings and health
 
@@ -218,8 +230,9 @@ class Ledger:
         return self._file.read(sql, params)
 
     def close(self) -> None:
-        """Write what is queued (at most ``busy_timeout``), give up this ledger's leases,
-        and close its connections (they reopen on the next call)."""
+        """Write what is queued (at most ``busy_timeout``: the rest is said and kept
+        beside the file, docs/decisions.md#ledger-left-behind), give up this ledger's
+        leases, and close its connections (they reopen on the next call)."""
         self.release()
         self._queue.stop(self.busy_timeout)
         self._file.close()
@@ -406,10 +419,17 @@ class Ledger:
         ``resume()``). See :mod:`.lease`."""
         future = self._queue.put(self._leases.claim(gateway, force=force, fingerprint=fingerprint))
         try:
-            taken: Claim = future.result()
-        except sqlite3.Error as exc:
+            taken: Claim = future.result(timeout=self.busy_timeout)
+        except concurrent.futures.TimeoutError:  # the claim stays queued: leases follow
+            self._file.warn(
+                f"genwidgets: the task ledger {self.path} is locked by another process "
+                f"(more than {self.busy_timeout:g} s): resume() re-attaches the unfinished "
+                "tasks it reads there without waiting, and takes their leases once it frees"
+            )
+            return self._unclaimed(gateway)
+        except sqlite3.Error:  # cannot be written: a LedgerWarning said so once
             self._file.deliver()
-            raise LedgerError(f"cannot write the ledger {self.path}: {redact(str(exc))}") from exc
+            return self._unclaimed(gateway)
         self._file.deliver()
         if taken.other_keys:
             left_to_their_keys(taken.other_keys)
@@ -419,6 +439,18 @@ class Ledger:
         return self._select(
             f"id IN ({marks}) ORDER BY id DESC", taken.taken, wait=False
         ), taken.skipped
+
+    def _unclaimed(self, gateway: str) -> tuple[list[LedgerRow], int]:
+        """``claim_unfinished`` when the claim cannot be written (now): the unfinished
+        rows read, less those another live kernel polls; re-attached in memory."""
+        found = self._select(
+            "gateway = ? AND state = ? AND request_id IS NOT NULL ORDER BY id DESC",
+            (gateway, SUBMITTED),
+            wait=False,
+        )
+        held = self._leases.held_elsewhere(gateway) if found else set()
+        kept = [row for row in found if row.request_id not in held]
+        return kept, len(found) - len(kept)
 
     def release(self) -> None:
         """Give up the leases of this ledger's tasks (queued): another kernel's

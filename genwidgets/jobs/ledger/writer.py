@@ -1,7 +1,8 @@
 """The ledger's writer: one daemon thread applies every write, in order, on its own connection.
 
 A lock held by another process then delays only the ledger, never the engine's loop; a
-write that meets a busy file is retried, never dropped (docs/decisions.md#ledger-writer).
+write that meets a busy file is retried, never dropped (docs/decisions.md#ledger-writer),
+until the queue stops or the process exits: what is left then goes to ``left_behind``.
 Other faults go to ``on_fault`` (docs/decisions.md#ledger-faults). A :class:`WriteQueue` is
 one ledger's queue of writes and its thread: it starts one per process, again after ``fork``.
 """
@@ -21,12 +22,17 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
-__all__ = ["FaultAction", "Op", "WriteQueue", "immediate", "is_busy"]
+from ...errors import LedgerError
+
+__all__ = ["FaultAction", "LeftBehind", "Note", "Op", "WriteQueue", "immediate", "is_busy"]
 
 log = logging.getLogger("genwidgets")
 
 #: one write: runs inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` on the writer's connection
 Op = Callable[[sqlite3.Connection], Any]
+#: what a queued write records, in plain JSON values without the key (a task's intent,
+#: its handle): kept when the write cannot reach the file before the process ends
+Note = dict[str, Any]
 #: what to do after a fault that is not a busy file
 FaultAction = Literal["retry", "give_up"]
 
@@ -37,6 +43,10 @@ RETRY_PAUSE = 0.05
 MAX_SET_ASIDE = 1
 #: a write taking longer than this means the file is busy (a free one takes milliseconds)
 STALL = 0.1
+
+
+class LeftBehind(LedgerError):
+    """A write handed to ``left_behind`` (see :meth:`WriteQueue.hand_over`): never applied."""
 
 
 def is_busy(exc: BaseException) -> bool:
@@ -64,14 +74,17 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 _live: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
 _NOTHING: Any = object()  # the queue had nothing before the idle work was due
-_Item = tuple[Op | None, concurrent.futures.Future[Any]] | None
+_Item = tuple[Op | None, concurrent.futures.Future[Any], Note | None] | None
 
 
 @atexit.register
 def _flush_all() -> None:
-    """At interpreter exit, give queued rows a bounded chance to reach the disk."""
+    """At interpreter exit, give queued rows a bounded chance to reach the disk; what
+    is still queued then goes to the queue's ``left_behind`` (said, kept elsewhere)."""
     for writes in list(_live):
-        writes.flush(writes.exit_wait)
+        thread = writes.thread
+        if thread is not None:
+            writes.hand_over(thread, writes.exit_wait)
 
 
 class WriteQueue:
@@ -89,6 +102,8 @@ class WriteQueue:
         idle: Callable[[], Op | None] | None = None,  # every idle_every s (the heartbeat)
         idle_every: float = 30.0,
         exit_wait: float = 5.0,
+        left_behind: Callable[[list[Note], int], None] | None = None,
+        moved: Callable[[sqlite3.Connection], bool] | None = None,
     ) -> None:
         self.connect = connect
         self.on_fault = on_fault
@@ -96,19 +111,25 @@ class WriteQueue:
         self.idle = idle
         self.idle_every = idle_every
         self.exit_wait = exit_wait
+        #: told the notes of the writes still queued when the queue stops or the process
+        #: exits (a lock held elsewhere outlasted the wait), and how many there are
+        self.left_behind = left_behind
+        #: whether the path no longer leads to the file the writer's connection has
+        #: open (deleted, replaced): the writer then opens the path anew
+        self.moved = moved
         self._lock = threading.Lock()
         self._thread: _Thread | None = None
 
-    def put(self, op: Op | None) -> concurrent.futures.Future[Any]:
+    def put(self, op: Op | None, note: Note | None = None) -> concurrent.futures.Future[Any]:
         """Queue ``op`` (None: only open the file); its future holds what it returned
-        or the error that ended it."""
+        or the error that ended it. ``note`` says what it records, for ``left_behind``."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._lock:
             thread = self._thread
             if thread is None or thread.pid != os.getpid() or not thread.is_alive():
                 thread = self._thread = _Thread(self)
                 _live.add(self)
-            thread.jobs.put((op, future))
+            thread.jobs.put((op, future, note))
         return future
 
     def flush(self, timeout: float | None) -> bool:
@@ -134,15 +155,32 @@ class WriteQueue:
         thread = self._thread
         return 0 if thread is None else thread.jobs.unfinished_tasks
 
+    @property
+    def thread(self) -> _Thread | None:
+        """This process's writer thread, if it runs (one inherited across ``fork`` does not)."""
+        thread = self._thread
+        return thread if thread is not None and thread.pid == os.getpid() else None
+
+    def hand_over(self, thread: _Thread, timeout: float) -> bool:
+        """Wait at most ``timeout`` for ``thread``'s writes; those still queued then go
+        to ``left_behind`` (they may yet be applied: whoever keeps them must not mind
+        seeing one twice). False when some were left behind."""
+        if thread.drained(timeout):
+            return True
+        if self.left_behind is not None:
+            thread.left = True  # it applies nothing more: what it holds is kept elsewhere
+            self.left_behind(thread.notes(), thread.jobs.unfinished_tasks)
+        return False
+
     def stop(self, timeout: float) -> None:
-        """Apply what is queued (at most ``timeout``) and end this process's thread; the
-        next :meth:`put` starts another."""
+        """Apply what is queued (at most ``timeout``, the rest to ``left_behind``) and
+        end this process's thread; the next :meth:`put` starts another."""
         with self._lock:
             thread, self._thread = self._thread, None
         _live.discard(self)
         if thread is None or thread.pid != os.getpid():
             return
-        thread.drained(timeout)
+        self.hand_over(thread, timeout)
         thread.jobs.put(None)
         if threading.current_thread() is not thread:
             thread.join(timeout=max(timeout, 0.1))
@@ -162,7 +200,17 @@ class _Thread(threading.Thread):
         #: monotonic time since which the head write has met a busy file (None: not busy)
         self.busy_since: float | None = None
         self.writing_since: float | None = None
+        self.writing_note: Note | None = None
+        #: its writes were handed to ``left_behind``: it gives up every one it still has
+        self.left = False
         self.start()
+
+    def notes(self) -> list[Note]:
+        """The notes of the writes not applied yet, in order (the one being applied first)."""
+        with self.jobs.mutex:
+            queued = [item[2] for item in self.jobs.queue if item is not None]
+        head = self.writing_note  # read second: a write taken meanwhile is not missed
+        return [n for n in (head, *queued) if n is not None and (n is not head or n not in queued)]
 
     def drained(self, timeout: float | None) -> bool:
         """Wait until every job queued so far is applied (or given up); False on timeout."""
@@ -201,12 +249,12 @@ class _Thread(threading.Thread):
                 self.reset_connection()
                 self.jobs.task_done()
                 return
-            op, future = item
+            op, future, self.writing_note = item
             self.writing_since = time.monotonic()
             try:
                 self._apply(op, future)
             finally:
-                self.writing_since = None
+                self.writing_since = self.writing_note = None
                 self.jobs.task_done()
 
     def _apply(self, op: Op | None, future: concurrent.futures.Future[Any] | None) -> None:
@@ -215,7 +263,12 @@ class _Thread(threading.Thread):
         result: Any = None
         error: BaseException | None = None
         while True:
+            if self.left:
+                error = LeftBehind("left behind when the writer stopped (a LedgerWarning said it)")
+                break
             try:
+                if self.conn is not None and self.writes.moved and self.writes.moved(self.conn):
+                    self.reset_connection()
                 if self.conn is None:
                     self.conn = self.writes.connect()
                 if op is not None:

@@ -181,7 +181,8 @@ class LedgerWrites:
             return row_id
 
         writer_stalled = self._queue.stalled
-        future = self._queue.put(insert)
+        note = {"ticket": ticket, "gateway": gateway, "endpoint": endpoint, "payload": stored}
+        future = self._queue.put(insert, note={**note, "tag": tag, "at": now})
         try:
             row_id: int = future.result(timeout=0.0 if writer_stalled else self.intent_wait)
         except concurrent.futures.TimeoutError:
@@ -208,7 +209,10 @@ class LedgerWrites:
             finally:
                 self._settle(row)
 
-        return self._file.log_if_failed("the task handle", self._queue.put(update))
+        urls = ("status_url", "response_url", "cancel_url")  # as _set_handle keeps them
+        note: dict[str, Any] = {name: redact(getattr(handle, name)) for name in urls}
+        note.update(row=row_id, request_id=handle.request_id, endpoint=handle.endpoint, at=now)
+        return self._file.log_if_failed("the task handle", self._queue.put(update, note))
 
     def record_create_failed(
         self, row_id: int, error: str, *, created_nothing: bool

@@ -70,3 +70,18 @@ def test_a_row_a_foreign_tool_damaged_is_skipped_not_fatal(ledger: Ledger) -> No
     con.close()
     assert [r.id for r in ledger.rows(GATEWAY)] == [good]
     assert ledger.row(bad) is None
+
+
+def test_a_row_with_a_column_of_the_wrong_type_is_skipped_with_a_log_line(
+    ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    good, bad, worse = intent(ledger), intent(ledger), intent(ledger)
+    con = sqlite3.connect(ledger.path)  # as an edit by hand or another tool may leave them
+    con.execute("UPDATE tasks SET submitted_at = 'yesterday' WHERE id = ?", (bad,))
+    con.execute("UPDATE tasks SET queue_position = 'first' WHERE id = ?", (worse,))
+    con.commit()
+    con.close()
+    with caplog.at_level("WARNING", logger="genwidgets"):
+        assert [r.id for r in ledger.rows(GATEWAY)] == [good]
+    assert f"skipped ledger row {bad}" in caplog.text and "submitted_at" in caplog.text
+    assert f"skipped ledger row {worse}" in caplog.text

@@ -19,6 +19,7 @@ import pytest
 from reliability.harness import damage_root_page, wait_until
 
 import genwidgets as gw
+from genwidgets._config import Secret
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.protocol.records import Handle, Status
@@ -559,18 +560,23 @@ def test_resume_in_a_read_only_home_reattaches_in_memory_with_one_warning(
 ) -> None:
     sim = make_simulator()
     path = home / "ledger.sqlite3"
-    with Ledger(path) as led:  # a crashed kernel's unfinished tasks
-        for request_id in ("k1", "k2"):
-            row = led.writes.record_intent(gateway=sim.base_url, endpoint=ENDPOINT, payload={})
+    other = Secret("another-students-key").fingerprint()
+    with Ledger(path) as led:  # a crashed kernel's unfinished tasks, one of another key
+        for request_id, key in (("k1", None), ("k2", None), ("k3", other)):
+            row = led.writes.record_intent(
+                gateway=sim.base_url, endpoint=ENDPOINT, payload={}, fingerprint=key
+            )
             led.writes.record_handle(row, handle(request_id))
     undo = _make_unwritable(path)
     try:
         client = gw.Client(sim.base_url, DEMO_KEY)
         try:
-            with pytest.warns(LedgerWarning, match="cannot be written") as caught:
+            with pytest.warns(LedgerWarning) as caught:
                 jobs = client.resume()
             assert sorted(job.request_id for job in jobs) == ["k1", "k2"]
-            assert len([w for w in caught if issubclass(w.category, LedgerWarning)]) == 1
+            said = [str(w.message) for w in caught if issubclass(w.category, LedgerWarning)]
+            assert len(said) == 2 and "cannot be written" in said[0], said
+            assert "1 unfinished task(s) in this ledger were created with another" in said[1]
         finally:
             client.close()
     finally:

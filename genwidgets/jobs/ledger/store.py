@@ -426,10 +426,10 @@ class Ledger:
                 f"(more than {self.busy_timeout:g} s): resume() re-attaches the unfinished "
                 "tasks it reads there without waiting, and takes their leases once it frees"
             )
-            return self._unclaimed(gateway)
+            return self._unclaimed(gateway, fingerprint)
         except sqlite3.Error:  # cannot be written: a LedgerWarning said so once
             self._file.deliver()
-            return self._unclaimed(gateway)
+            return self._unclaimed(gateway, fingerprint)
         self._file.deliver()
         if taken.other_keys:
             left_to_their_keys(taken.other_keys)
@@ -440,14 +440,18 @@ class Ledger:
             f"id IN ({marks}) ORDER BY id DESC", taken.taken, wait=False
         ), taken.skipped
 
-    def _unclaimed(self, gateway: str) -> tuple[list[LedgerRow], int]:
+    def _unclaimed(self, gateway: str, fingerprint: str | None) -> tuple[list[LedgerRow], int]:
         """``claim_unfinished`` when the claim cannot be written (now): the unfinished
-        rows read, less those another live kernel polls; re-attached in memory."""
-        found = self._select(
+        rows read, less those another live kernel polls and those another key made;
+        re-attached in memory."""
+        read = self._select(
             "gateway = ? AND state = ? AND request_id IS NOT NULL ORDER BY id DESC",
             (gateway, SUBMITTED),
             wait=False,
         )
+        found = [row for row in read if not row.made_with_another_key(fingerprint)]
+        if len(found) < len(read):
+            left_to_their_keys(len(read) - len(found))
         held = self._leases.held_elsewhere(gateway) if found else set()
         kept = [row for row in found if row.request_id not in held]
         return kept, len(found) - len(kept)

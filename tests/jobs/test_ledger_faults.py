@@ -493,7 +493,8 @@ def test_closing_a_ledger_a_lock_keeps_out_says_what_it_could_not_write(
     Ledger(path).close()
     lock = locked(path)
     led = Ledger(path, busy_timeout=0.2, intent_wait=0)
-    row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+    key = Secret("a-students-key").fingerprint()
+    row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}, fingerprint=key)
     led.writes.record_handle(row, handle("r-paid"))
     with pytest.warns(LedgerWarning, match=f"{ENDPOINT} r-paid") as caught:
         led.close()
@@ -503,6 +504,8 @@ def test_closing_a_ledger_a_lock_keeps_out_says_what_it_could_not_write(
         found = again.get(GATEWAY, "r-paid")
         assert found is not None and found.state == "submitted"
         assert len(again.rows()) == 1  # the closed writer gave its copy up: no second row
+        # kept with the key that made it: another key's client leaves it alone
+        assert not found.made_with_another_key(key) and found.made_with_another_key("0" * 12)
 
 
 @pytest.mark.parametrize("restarted", [False, True], ids=["removed", "replaced"])

@@ -122,10 +122,11 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
 def _insert_intent(conn: sqlite3.Connection, note: Note) -> int:
     """The row of an intent note, as ``record_intent`` writes it, in its process's name."""
     values = [note[name] for name in ("gateway", "endpoint", "payload", "pid", "host", "at")]
+    key = note.get("key")  # the fingerprint of the key that sent it (never the key)
     cursor = conn.execute(
         "INSERT INTO tasks (gateway, endpoint, payload, pid, host, submitted_at, "
-        "updated_at, tag, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (*values, note["at"], note.get("tag"), SUBMITTING),
+        "updated_at, tag, state, key_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (*values, note["at"], note.get("tag"), SUBMITTING, key if isinstance(key, str) else None),
     )
     return int(cursor.lastrowid or 0)
 

@@ -182,7 +182,7 @@ class LedgerWrites:
 
         writer_stalled = self._queue.stalled
         note = {"ticket": ticket, "gateway": gateway, "endpoint": endpoint, "payload": stored}
-        future = self._queue.put(insert, note={**note, "tag": tag, "at": now})
+        future = self._queue.put(insert, note={**note, "tag": tag, "at": now, "key": fingerprint})
         try:
             row_id: int = future.result(timeout=0.0 if writer_stalled else self.intent_wait)
         except concurrent.futures.TimeoutError:

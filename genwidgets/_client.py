@@ -544,7 +544,7 @@ class Client:
                 )
             except (LedgerError, OSError) as exc:
                 log.warning("genwidgets: could not record the re-attached task: %s", exc)
-        return self._adopt(handle, payload=None)
+        return self._adopt(handle, payload=None, known_made=False)
 
     def _recorded_end(self, endpoint: str, request_id: str) -> Job | None:
         """The job of a task the ledger records as ended (None if it does not), with its
@@ -699,9 +699,11 @@ class Client:
         submitted_at: float | None = None,
         result: Result | None = None,
         finished_at: float | None = None,
+        known_made: bool = True,
     ) -> Job:
         """The Job of ``handle``, kept by this client: polled, unless it is known
-        finished (``result``, read back from the ledger)."""
+        finished (``result``, read back from the ledger). ``known_made``: a create is
+        known to have made it at ``submitted_at`` (not a task asked for by a bare id)."""
         live = result is None
         job = Job(
             handle,
@@ -710,6 +712,7 @@ class Client:
             engine=self._engine,
             payload=payload,
             submitted_at=submitted_at,
+            known_made=known_made,
             recorder=self._recorder if live else None,
             schedule=self._schedule if live else None,
             result=result,

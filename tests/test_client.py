@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from fake_gateway import BASE, FakeGateway, error, speed_up
+from loopback import LoopbackServer, OneTaskGateway
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
@@ -626,3 +627,46 @@ def test_credentials_in_the_base_url_are_never_shown_nor_stored(tmp_path: Path) 
     for path in (tmp_path / "home").rglob("*"):
         if path.is_file():
             assert b"PASSWORD" not in path.read_bytes(), path
+
+
+class ShownLate(OneTaskGateway):
+    """A gateway whose new task answers 404 until ``shown`` is set (a replica behind),
+    then is done."""
+
+    shown = threading.Event()
+    asked_before = 0
+
+    def do_GET(self) -> None:
+        if not self.shown.is_set():
+            type(self).asked_before += 1
+            self.send_json({"detail": "Request not found"}, code=404)
+        elif self.path.endswith("/status"):
+            self.send_json({"request_id": "r1", "status": "COMPLETED"})
+        else:
+            self.send_json({"request_id": "r1", "status": "COMPLETED", "outputs": []})
+
+
+def test_a_task_made_moments_ago_is_not_believed_gone_but_a_bare_wrong_id_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """404 for the first seconds after its create: the job ended "no longer known" after
+    3 s and the ledger recorded it ended, so resume() and the CLI never asked again and
+    its paid outputs were never fetched."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    ShownLate.shown, ShownLate.asked_before = threading.Event(), 0
+    gateway = LoopbackServer(ShownLate)
+    policy = gw.PollPolicy(first=0.05, growth=0.0, not_found_grace=0.2)
+    try:
+        with gw.Client(gateway.base, "key-of-a-loopback-gateway", poll_policy=policy) as client:
+            job = client.submit("genW2.5-t2i-preview", {"prompt": "a kite"})
+            # past the 404 grace of one request several times over, still followed
+            assert wait_for(lambda: ShownLate.asked_before >= 10, timeout=60)
+            assert not job.done()
+            ShownLate.shown.set()
+            assert job.result(timeout=60).ok
+            ShownLate.shown.clear()
+            wrong = client.job("genW2.5-t2i-preview", "no-such-task")
+            with pytest.raises(gw.RequestNotFound):
+                wrong.result(timeout=60)
+    finally:
+        gateway.close()

@@ -69,6 +69,7 @@ class Job:
         engine: Engine,
         payload: Mapping[str, Any] | None = None,
         submitted_at: float | None = None,
+        known_made: bool = False,
         recorder: Recorder | None = None,
         schedule: Schedule | None = None,
         result: Result | None = None,
@@ -76,7 +77,9 @@ class Job:
     ) -> None:
         """A job of ``handle``. With ``result``, a job known finished (read back from
         the ledger): it is never polled and ``result()`` returns it at once.
-        ``simulated``: the task runs on the embedded simulator (every view says so)."""
+        ``simulated``: the task runs on the embedded simulator (every view says so).
+        ``known_made``: a create answered with this handle at ``submitted_at`` (this
+        client's, or a ledger row's), so a 404 soon after is not yet believed."""
         self._handle = handle
         self.simulated = simulated
         self._closed = False
@@ -84,6 +87,7 @@ class Job:
         self._engine = engine
         self.payload: dict[str, Any] | None = dict(payload) if payload is not None else None
         self.submitted_at = submitted_at if submitted_at is not None else time.time()
+        self.known_made = known_made
         self.finished_at: float | None = None
         self.last_status: Status | None = None
         self.last_result: Result | None = None
@@ -101,6 +105,13 @@ class Job:
         self._output_source = gateway_outputs(engine, gateway)
         if result is not None:
             self._finish(result, finished_at)
+
+    def _not_visible_yet(self) -> bool:
+        """Whether a 404 may only mean the task does not show yet: it is known made
+        (a create answered, a ledger row) less than :data:`NOT_VISIBLE_FOR` seconds
+        ago. A task asked for by a bare id is believed gone at once (a wrong id says so
+        without a minute's wait)."""
+        return self.known_made and time.time() - self.submitted_at < NOT_VISIBLE_FOR
 
     # -- identity -----------------------------------------------------------
     endpoint = property(lambda self: self._handle.endpoint)
@@ -426,6 +437,8 @@ class Job:
                     return
                 continue
             except (GatewayError, ClientClosed) as exc:
+                if isinstance(exc, RequestNotFound) and self._not_visible_yet():
+                    continue  # a task made moments ago may not show at every replica yet
                 if isinstance(exc, RequestNotFound) and self._recorder is not None:
                     self._recorder.on_gone(self, exc)  # the gateway forgot it: final
                 self._finish(exc)
@@ -444,6 +457,11 @@ class Job:
             self._finish(result)
             return
 
+
+#: How long after its create a task's 404 may only mean "not visible yet" (a replica
+#: behind, a queue that shows tasks late): polled on at its pace meanwhile, as the
+#: class gateway waits (serve.budgets.GONE_AFTER) before it believes one.
+NOT_VISIBLE_FOR = 60.0
 
 #: old spelling -> the AsyncJob method it became
 _OLD_ASYNC = {"astatus": "status", "aresult": "result", "acancel": "cancel"}

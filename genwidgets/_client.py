@@ -591,7 +591,7 @@ class Client:
         rows = self.ledger.rows(self.gateway_name, endpoint=endpoint, status=status, limit=limit)
         # another kernel polls those, or another key made them
         rows = self.ledger.without_held(self.gateway_name, rows, fingerprint=self._fingerprint)
-        return [self._from_row(row) for row in rows if row.request_id is not None]
+        return self._from_rows([row for row in rows if row.request_id is not None])
 
     def resume(self, *, force: bool = False) -> list[Job]:
         """Re-attach every unfinished job of this gateway (after a restart) and return them.
@@ -607,7 +607,25 @@ class Client:
         )
         if skipped:
             left_to_other_kernels(skipped, stacklevel=3)
-        return [self._from_row(row) for row in rows]
+        return self._from_rows(rows)
+
+    def _from_rows(self, rows: list[LedgerRow]) -> list[Job]:
+        """The jobs of ``rows``; a row no address can be made of (an endpoint id recorded
+        before ids were checked) is left out with one warning, never every other row."""
+        jobs, unusable = [], []
+        for row in rows:
+            try:
+                jobs.append(self._from_row(row))
+            except ValueError as exc:
+                unusable.append(f"{row.request_id} ({exc})")
+        if unusable:
+            warnings.warn(
+                f"genwidgets: {len(unusable)} task(s) of the ledger cannot be followed and "
+                f"were left out: {'; '.join(unusable[:3])}",
+                LedgerWarning,
+                stacklevel=3,
+            )
+        return jobs
 
     def _from_row(self, row: LedgerRow) -> Job:
         """The Job of a ledger row, with the URLs the gateway gave when it was created."""

@@ -670,3 +670,28 @@ def test_a_task_made_moments_ago_is_not_believed_gone_but_a_bare_wrong_id_is(
                 wrong.result(timeout=60)
     finally:
         gateway.close()
+
+
+def test_a_ledger_row_no_address_can_be_made_of_is_left_out_not_every_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task re-attached before endpoint ids were checked (a pasted trailing space): its
+    row's ValueError made history(), resume() and a batch's re-attach fail whole."""
+    import sqlite3
+
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.protocol.records import Handle
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    base = "http://127.0.0.1:9"
+    with Ledger() as ledger:
+        for endpoint, rid in (("genW2.5-t2i-preview", "good"), ("genW2.5-t2i-preview ", "odd")):
+            urls = {f"{op}_url": f"{base}/x/{rid}/{op}" for op in ("status", "response", "cancel")}
+            handle = Handle(endpoint=endpoint, request_id=rid, queue_position=None, **urls)
+            ledger.writes.record_attach(base, handle).result(timeout=30)
+    with sqlite3.connect(tmp_path / "ledger.sqlite3") as conn:  # as an older attach left it
+        conn.execute("UPDATE tasks SET status_url = NULL WHERE request_id = 'odd'")
+    with gw.Client(base, "sk-test-odd-row") as client:
+        with pytest.warns(gw.LedgerWarning, match=r"1 task\(s\) of the ledger cannot be followed"):
+            found = client.history()
+        assert [job.request_id for job in found] == ["good"]

@@ -247,7 +247,9 @@ class Handle:
         """A handle whose missing URLs take the documented shape on ``base_url``;
         a ``ValueError`` for a request id no URL can carry (:func:`request_id_of`)."""
         request_id = request_id_of(request_id)
-        root = queue_url(base_url, endpoint, request_id)
+        given = (status_url, response_url, cancel_url)
+        # the gateway's own addresses need no documented one (nor its endpoint id checked)
+        root = "" if all(given) else queue_url(base_url, endpoint, request_id)
         return cls(
             endpoint=endpoint,
             request_id=request_id,

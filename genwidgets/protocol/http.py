@@ -258,13 +258,14 @@ class Gateway:
         #: creates go on connections of their own, closed after their answer: a paid
         #: request never rides a connection an earlier answer left bytes on (a
         #: Content-Length counting characters), which made its answer garbage and its
-        #: task unaddressable (docs/decisions.md#retries)
-        self._creates = http_client(
-            headers=sent,
-            timeout=timeout,
-            transport=transport,
-            trusted_origin=self.base_url,
-            keep_alive=False,
+        #: task unaddressable (docs/decisions.md#retries). A transport the caller gives
+        #: keeps its own connections (httpx applies no limits to it): one client then
+        self._creates = (
+            http_client(
+                headers=sent, timeout=timeout, trusted_origin=self.base_url, keep_alive=False
+            )
+            if transport is None
+            else self._http
         )
         self._foreign_origins: set[str] = set()
         #: request counts by operation, for benchmarks and tests
@@ -275,7 +276,8 @@ class Gateway:
 
     async def aclose(self) -> None:
         await self._http.aclose()
-        await self._creates.aclose()
+        if self._creates is not self._http:
+            await self._creates.aclose()
 
     async def _send(
         self,

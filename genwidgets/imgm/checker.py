@@ -14,6 +14,7 @@ from .params import (
     ALIASES,
     DASH_SLIP,
     MANY_JOBS,
+    NOT_SLIPS,
     PARAMETERS,
     RATIO,
     SPEEDS,
@@ -52,8 +53,8 @@ def dash_slips(text: str) -> list[str]:
     not ``--`` or ``—`` (``–ar 16:9``): the service reads it as prompt text."""
     found = []
     for slip in DASH_SLIP.finditer(text):
-        name = slip.group(1).lower()
-        if name in PARAMETERS or name in ALIASES:
+        name = slip["name"].lower()
+        if slip["dashes"] not in NOT_SLIPS and (name in PARAMETERS or name in ALIASES):
             found.append(
                 f"{slip.group()} is prompt text, not the parameter --{name}: its dashes are "
                 f"not two hyphens; write --{name}"

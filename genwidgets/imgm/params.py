@@ -126,10 +126,10 @@ PARAM_WORD = re.compile(r"(?:--|—)[A-Za-z]")
 #: a word that starts like a parameter but with other dashes (an en dash or a minus sign
 #: that autocorrect made of ``--``, ``——``, ``—-``): prompt text, which a warning names
 DASH_SLIP = re.compile(
-    r"(?<!\S)(?:[\u2010-\u2013\u2212\ufe63\uff0d][-\u2010-\u2014\u2212\ufe63\uff0d]*"
-    r"|[-\u2014][\u2010-\u2014\u2212\ufe63\uff0d][-\u2010-\u2014\u2212\ufe63\uff0d]*)"
-    r"([A-Za-z][A-Za-z0-9_]*)"
+    r"(?<!\S)(?P<dashes>[-\u2010-\u2014\u2212\ufe63\uff0d]+)(?P<name>[A-Za-z][A-Za-z0-9_]*)"
 )
+#: the dashes :data:`PARAM_WORD` reads, and one hyphen (``-ar`` may be meant as text)
+NOT_SLIPS = ("--", "\u2014", "-")
 URL_START = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://\S")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 _INT = re.compile(r"[+-]?[0-9]+")

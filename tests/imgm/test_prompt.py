@@ -136,9 +136,13 @@ def test_em_dash_is_accepted_as_double_dash() -> None:
 
 
 def test_other_dashes_before_a_parameters_name_are_text_with_a_warning() -> None:
-    p = parse("cat \u2013ar 16:9 \u2014\u2014no dogs well\u2013known \u2013 bird \u2013fluffy")
+    p = parse("cat \u2013ar 16:9 \u2014\u2014no dogs well\u2013known \u2013 bird \u2013fluffy -s x")
     assert p.params == {}
     said = [str(w) for w in p.warnings()]
+    assert [s.split(" is prompt text")[0] for s in parse("a \u2014-ar 1 ---seed 2").warnings()] == [
+        "\u2014-ar",
+        "---seed",
+    ]
     assert said == [
         "\u2013ar is prompt text, not the parameter --ar: its dashes are not two hyphens; "
         "write --ar",

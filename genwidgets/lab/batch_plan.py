@@ -274,6 +274,27 @@ def _listed(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [*problems[:MAX_LISTED], {"loc": ("rows",), "msg": msg + " and plan again"}]
 
 
+#: the most soft findings a plan says one by one (a warning each): the rest in one line
+SAID_FINDINGS = 5
+
+
+def _findings(
+    soft: dict[tuple[str, type[Warning]], list[str]],
+) -> list[tuple[str, type[Warning]]]:
+    """Each soft finding once, naming its rows (``row 0 (line 2), row 1 (line 3) and 198
+    more: ...``), at most :data:`SAID_FINDINGS` of them and then how many more: a long
+    file's findings never bury the plan (a warning a row printed 10,000 lines)."""
+    said = []
+    for (message, category), places in list(soft.items())[:SAID_FINDINGS]:
+        rows = ", ".join(places[:3]) + (f" and {len(places) - 3} more" if len(places) > 3 else "")
+        said.append((f"{rows}: {message}", category))
+    rest = list(soft.items())[SAID_FINDINGS:]
+    if rest:
+        count = sum(len(places) for _, places in rest)
+        said.append((f"and {count} more finding(s) like these in other rows", rest[0][0][1]))
+    return said
+
+
 def plan_batch(
     endpoint: str,
     rows: Any,
@@ -299,6 +320,7 @@ def plan_batch(
     check: Prepare = prepare if prepare is not None else validate
     planned: list[PlannedRow] = []
     taken: dict[str, int] = {}
+    soft: dict[tuple[str, type[Warning]], list[str]] = {}  # a finding -> the rows it is in
     for index, (row, target) in enumerate(zip(source.rows, specs, strict=True)):
         name, where = source.name(index), source.where(index)
         payload, found = tmpl.payload(row, name, where)
@@ -326,7 +348,7 @@ def plan_batch(
             ]
             continue
         for message, category in findings:
-            warnings.warn(f"{where}: {message}", category, stacklevel=3)
+            soft.setdefault((message, category), []).append(where)
         prompt, seed, _used = read_roles(target, payload)  # the prompt without --seed
         built_in = {"slug": slug(prompt) or target.id.lower(), "seed": seed}
         built_in.update(endpoint=target.id, kind=target.kind)
@@ -359,6 +381,8 @@ def plan_batch(
                 prepared=prepared if prepare is not None else None,
             )
         )
+    for said in _findings(soft):
+        warnings.warn(*said, stacklevel=3)
     if problems:
         raise PayloadError(_listed(problems), endpoint=endpoint)
     kinds = list(dict.fromkeys(k for r in planned for k in r.units))

@@ -248,3 +248,28 @@ def test_a_misspelled_column_is_named_with_the_field_it_means() -> None:
     )
     with pytest.raises(PayloadError, match="'promt' is probably 'prompt', misspelled"):
         plan_batch(T2I, [{"promt": "a fox"}])  # no template: no column named like a field
+
+
+def test_a_soft_finding_is_said_once_naming_its_rows_and_many_end_in_one_line() -> None:
+    """A template field past its length in every row warned once a row: a 10,000-row
+    file printed 10,000 lines above the plan's question."""
+    import warnings
+
+    rows = [{"text": f"a heron {i}"} for i in range(200)]
+    template = {"prompt": "{text}", "negative_prompt": "x" * 600}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan_batch(T2I, rows, template)
+    said = [str(w.message) for w in caught]
+    assert said == [
+        "row 0, row 1, row 2 and 197 more: negative_prompt has 600 characters; the service "
+        "truncates it to 500"
+    ]
+    varied = [{"text": "a heron", "neg": "x" * (600 + i)} for i in range(20)]  # each its own
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan_batch(T2I, varied, {"prompt": "{text}", "negative_prompt": "{neg}"})
+    said = [str(w.message) for w in caught]
+    assert len(said) == batch_plan.SAID_FINDINGS + 1
+    assert said[0] == "row 0: negative_prompt has 600 characters; the service truncates it to 500"
+    assert said[-1] == "and 15 more finding(s) like these in other rows"

@@ -164,6 +164,7 @@ def error_from_response(
         ("request not found" in lowered, RequestNotFound),
         ("request not found" in (message or "").lower(), RequestNotFound),
         ("runtime execution failed" in lowered, RuntimeFailed),
+        ("runtime execution failed" in (message or "").lower(), RuntimeFailed),
         (status == 401, Unauthorized),
         (status == 429, RateLimited),
         (status == 404 and request_id, RequestNotFound),

@@ -151,6 +151,13 @@ def test_status_fallback_and_html_pages_are_described() -> None:
     assert type(http.error_from_response(error(418, {"odd": 1}))) is errors.GatewayError
 
 
+def test_a_runtime_failure_in_the_gateway_error_shape_is_the_tasks_failure() -> None:
+    """Said in ``message`` (the spec's gateway error) as in ``detail``: the task failed,
+    which retry_failed() may send again, not a fault of contact."""
+    said = {"error": {"code": "EXECUTION", "message": "Runtime execution failed"}}
+    assert type(http.error_from_response(error(500, said))) is errors.RuntimeFailed
+
+
 def test_a_plain_text_answer_is_said_and_a_json_one_is_never_called_not_json() -> None:
     """The spec's 404 may come as the text ``Request not found``: said as it is, not
     "unreadable answer (not JSON, 17 bytes)"; a JSON body refused for its content is

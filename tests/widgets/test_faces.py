@@ -180,24 +180,31 @@ def test_a_bad_saved_media_setting_is_an_error_in_the_cell(
         Faces(lambda media: {"text/html": "", "text/plain": ""}, media="huge")
 
 
+def slow_rewrite() -> tuple[Faces, threading.Event]:
+    """A face shown "running" whose rewrite to "done" (asked now) waits for the event: a
+    video's first preview."""
+    release = threading.Event()
+    state = {"word": "running"}
+
+    def build(media: str) -> dict[str, str]:
+        if state["word"] == "done":
+            release.wait(20)
+        return {"text/html": state["word"], "text/plain": ""}
+
+    face = Faces(build)
+    face.show(ipywidgets.Label())
+    state["word"] = "done"
+    return face, release
+
+
 def test_the_end_of_a_cell_writes_each_face_once_more_and_waits_for_rewrites(
     shown: DisplayRecorder,
 ) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    release = threading.Event()
-    state = {"word": "running"}
-
-    def build(media: str) -> dict[str, str]:
-        if state["word"] == "done":
-            release.wait(20)  # a slow rewrite: a video's first preview
-        return {"text/html": state["word"], "text/plain": ""}
-
-    face = Faces(build)
-    face.show(ipywidgets.Label())
+    face, release = slow_rewrite()
     [handle] = shown.handles
-    state["word"] = "done"
     face.refresh(force=True)
     threading.Timer(1.0, release.set).start()
     shell.run_cell("1 + 1")  # the end of the cell waits for the rewrite, then writes again
@@ -422,17 +429,7 @@ def test_a_stop_while_the_end_of_a_cell_waits_says_one_line_and_holds_no_later_c
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    release = threading.Event()
-    state = {"word": "running"}
-
-    def build(media: str) -> dict[str, str]:
-        if state["word"] == "done":
-            release.wait(20)  # a slow rewrite: a video's first preview
-        return {"text/html": state["word"], "text/plain": ""}
-
-    face = Faces(build)
-    face.show(ipywidgets.Label())
-    state["word"] = "done"
+    face, release = slow_rewrite()
     face.refresh(force=True)
     waits: list[float] = []
 

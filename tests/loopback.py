@@ -42,11 +42,13 @@ class OneTaskGateway(JsonHandler):
 
 
 class LoopbackServer:
-    """``handler`` served on a free loopback port (of ``host``, 127.0.0.1 unless told);
-    ``base`` is its origin."""
+    """``handler`` served on a free loopback port (of ``host``, 127.0.0.1 unless told;
+    ``port``, if given); ``base`` is its origin."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1") -> None:
-        self.httpd = ThreadingHTTPServer((host, 0), handler)
+    def __init__(
+        self, handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.base = f"http://{host}:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)

@@ -6,8 +6,8 @@ cookies follow it. httpx follows the redirects and two event hooks (:class:`_Ori
 keep the rule on every hop. The blocking client (:func:`blocking_client`, where no gateway
 client is at hand) sends no credential nor cookie at all. Every body is read within its
 caps and deadline (:mod:`.body`). And a gateway reached at a public address may not lead
-the client, by an output URL or a redirect, into this machine or its private network
-(:class:`_InternalAddress`). Why: docs/decisions.md#fetch-redirects,
+the client, by an output URL, a redirect or its own name rebound, into this machine or its
+private network (:class:`InternalAddress`). Why: docs/decisions.md#fetch-redirects,
 docs/decisions.md#fetch-cookies and docs/decisions.md#fetch-addresses.
 """
 
@@ -19,6 +19,7 @@ import ipaddress
 import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, asynccontextmanager
+from dataclasses import dataclass
 from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,6 +34,8 @@ __all__ = [
     "MAX_REDIRECTS",
     "ORIGIN_BOUND_HEADERS",
     "STAY_HOME",
+    "GatewayAddress",
+    "InternalAddress",
     "blocking_client",
     "fetch_async",
     "fetch_url",
@@ -135,9 +138,24 @@ def is_internal(address: str) -> bool:
     return any(ip in net for net in INTERNAL_NETWORKS if net.version == ip.version)
 
 
-class _InternalAddress(httpx.RequestError):
-    """A fetch refused: a gateway at a public address led it (an output URL, a
-    redirect) to an address of this machine or its private network."""
+class InternalAddress(httpx.RequestError):
+    """A request refused: it reached an address of this machine or its private network
+    while the gateway's own is public, led there by the gateway (an output URL, a
+    redirect) or by its own name, rebound. ``sent``: False when refused as its
+    connection was made (nothing went out), True when refused on its answer."""
+
+    def __init__(self, message: str, *, request: httpx.Request, sent: bool) -> None:
+        super().__init__(message, request=request)
+        self.sent = sent
+
+
+@dataclass
+class GatewayAddress:
+    """Whether a gateway's own address is internal (None: not known yet), shared by the
+    clients of one gateway (its polls' and its creates'): a name rebound between their
+    first requests must not be learnt anew as the gateway's."""
+
+    internal: bool | None = None
 
 
 def _peer(stream: Any) -> str | None:
@@ -167,15 +185,25 @@ class _OriginRule:
     (None: everywhere) a request loses the headers in ``bound``; a redirect's body is
     not read; a :data:`STAY_HOME` request is not followed away; each hop's answer is
     checked against the request's :data:`STOPWATCH`. With an origin (a gateway's
-    client), a hop off it may not reach an internal address while the gateway's is
-    public: checked as its connection is made (before anything is sent) and on its
-    answer (a connection kept from before)."""
+    client), no request (the gateway's own included) may reach an internal address
+    while the gateway's is public: checked as its connection is made (before anything
+    is sent) and on its answer (a connection kept from before)."""
 
-    def __init__(self, origin: str | None, bound: tuple[str, ...] = ORIGIN_BOUND_HEADERS) -> None:
+    def __init__(
+        self,
+        origin: str | None,
+        bound: tuple[str, ...] = ORIGIN_BOUND_HEADERS,
+        gateway: GatewayAddress | None = None,
+    ) -> None:
         self.origin, self.bound = origin, bound
-        #: whether the gateway's own address is internal: the one its answers came
-        #: from, else its host's (None: not known yet)
-        self.gateway_internal: bool | None = None
+        #: the class of the gateway's own address: the one its connections reached,
+        #: else its host's
+        self.gateway = gateway or GatewayAddress()
+
+    @property
+    def gateway_internal(self) -> bool | None:
+        """Whether the gateway's own address is internal (None: not known yet)."""
+        return self.gateway.internal
 
     def request(self, request: httpx.Request) -> None:
         if not same_origin(request.url, self.origin):
@@ -183,7 +211,8 @@ class _OriginRule:
                 request.headers.pop(name, None)
 
     def response(self, response: httpx.Response) -> None:
-        self._check_peer(response.request, _peer(response.extensions.get("network_stream")))
+        peer = _peer(response.extensions.get("network_stream"))
+        self._check_peer(response.request, peer, sent=True)
         extensions = response.request.extensions
         if STOPWATCH in extensions:
             extensions[STOPWATCH].progress(0)
@@ -199,32 +228,42 @@ class _OriginRule:
                 raise away(response.status_code, origin_text(str(target)))
         response.stream = _Unread(response.stream)
 
-    def _check_peer(self, request: httpx.Request, peer: str | None) -> None:
-        """Learn the gateway's class from its own answers (once seen at a public address,
-        it stays public); refuse a hop off its origin that reached an internal address
-        while the gateway's is public."""
+    def _check_peer(self, request: httpx.Request, peer: str | None, *, sent: bool) -> None:
+        """Refuse a connection to an internal address while the gateway's is public,
+        the gateway's own origin included (its name rebound: DNS rebinding); else learn
+        the gateway's class from its own connections (the last one's: a public one
+        makes it public, and internal ones are refused from then on)."""
         if self.origin is None or peer is None:
             return
-        if same_origin(request.url, self.origin):
-            internal = is_internal(peer)
-            known = self.gateway_internal
-            self.gateway_internal = internal if known is None else known and internal
-        elif self.gateway_internal is False and is_internal(peer):
-            raise _InternalAddress(
-                f"refused to fetch {origin_text(str(request.url))}: it is at {peer}, an "
-                "address of this machine or its private network, and the gateway "
-                f"({origin_text(self.origin)}) is not; a remote gateway's outputs and "
-                "redirects may not lead there",
-                request=request,
-            )
+        home = same_origin(request.url, self.origin)
+        if self.gateway.internal is False and is_internal(peer):
+            gateway = origin_text(self.origin)
+            if home:
+                message = (
+                    f"refused to reach the gateway ({gateway}) at {peer}, an address of "
+                    "this machine or its private network: it was reached at a public "
+                    "address before, so its name leading there now is taken for a DNS "
+                    "rebinding; a gateway once reached at a public address is reached "
+                    "only at public ones (make a new client if it really moved)"
+                )
+            else:
+                message = (
+                    f"refused to fetch {origin_text(str(request.url))}: it is at {peer}, "
+                    "an address of this machine or its private network, and the gateway "
+                    f"({gateway}) is not; a remote gateway's outputs and redirects may "
+                    "not lead there"
+                )
+            raise InternalAddress(message, request=request, sent=sent)
+        if home:
+            self.gateway.internal = is_internal(peer)
 
-    async def _acheck_peer(self, request: httpx.Request, peer: str | None) -> None:
+    async def _acheck_peer(self, request: httpx.Request, peer: str | None, *, sent: bool) -> None:
         """:meth:`_check_peer`, the gateway's class looked up first when it matters and
-        no answer of the gateway told it yet (a ledger's output read on a new client)."""
+        no connection to the gateway told it yet (a ledger's output read on a new client)."""
         off_origin = self.origin is not None and not same_origin(request.url, self.origin)
-        if off_origin and self.gateway_internal is None and peer and is_internal(peer):
+        if off_origin and self.gateway.internal is None and peer and is_internal(peer):
             await self._learn_gateway()
-        self._check_peer(request, peer)
+        self._check_peer(request, peer, sent=sent)
 
     async def _learn_gateway(self) -> None:
         """The gateway's class from its host's addresses (any internal one makes it
@@ -239,30 +278,29 @@ class _OriginRule:
             try:
                 infos = await asyncio.get_running_loop().getaddrinfo(host, None)
             except OSError:
-                return  # unknown: the gateway's first answer will tell
+                return  # unknown: the gateway's first connection will tell
             found = [str(info[4][0]) for info in infos]
-        self.gateway_internal = any(is_internal(address) for address in found)
+        self.gateway.internal = any(is_internal(address) for address in found)
 
     async def _on_connect(self, event: str, info: dict[str, Any], hop: httpx.Request) -> None:
-        """httpcore's ``trace`` of a hop off the origin: a connection just made to an
-        internal address is closed before the request is sent on it."""
+        """httpcore's ``trace`` of a request: a connection just made to an internal
+        address is closed before the request is sent on it."""
         if event == "connection.connect_tcp.complete":
             stream = info["return_value"]
             try:
-                await self._acheck_peer(hop, _peer(stream))
-            except _InternalAddress:
+                await self._acheck_peer(hop, _peer(stream), sent=False)
+            except InternalAddress:
                 await stream.aclose()
                 raise
 
     async def arequest(self, request: httpx.Request) -> None:
         self.request(request)
-        off_origin = self.origin is not None and not same_origin(request.url, self.origin)
-        if off_origin and self.gateway_internal is not True:
+        if self.origin is not None and self.gateway.internal is not True:
             request.extensions["trace"] = functools.partial(self._on_connect, hop=request)
 
     async def aresponse(self, response: httpx.Response) -> None:
         peer = _peer(response.extensions.get("network_stream"))
-        await self._acheck_peer(response.request, peer)
+        await self._acheck_peer(response.request, peer, sent=True)
         self.response(response)
 
 
@@ -292,12 +330,14 @@ def http_client(
     transport: httpx.AsyncBaseTransport | None = None,
     trusted_origin: str | None = None,
     keep_alive: bool = True,
+    gateway: GatewayAddress | None = None,
 ) -> httpx.AsyncClient:
     """The one way an ``httpx.AsyncClient`` is made here: every header it is given
     (the key, a caller's extra headers) goes only to ``trusted_origin``.
-    ``keep_alive=False``: each request on a new connection, closed after its answer."""
+    ``keep_alive=False``: each request on a new connection, closed after its answer.
+    ``gateway``: what is known of the gateway's address, shared with its other clients."""
     bound = (*ORIGIN_BOUND_HEADERS, *(name.lower() for name in (headers or {})))
-    rule = _OriginRule(trusted_origin, bound)
+    rule = _OriginRule(trusted_origin, bound, gateway)
     return httpx.AsyncClient(
         transport=transport,
         event_hooks={"request": [rule.arequest], "response": [rule.aresponse]},

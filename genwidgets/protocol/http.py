@@ -50,6 +50,8 @@ from .fetch import (
     MAX_READ_BYTES,
     MAX_REDIRECTS,
     STAY_HOME,
+    GatewayAddress,
+    InternalAddress,
     fetch_async,
     http_client,
     open_url_async,
@@ -206,8 +208,18 @@ def _says_rate_limited(answer: Answer) -> bool:
 
 #: Transport failures before the request left: nothing reached the gateway.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+#: What a request of the gateway's may fail with, no whole answer read: a transport
+#: failure, or an address refused (the gateway's name rebound into this machine or
+#: its network: docs/decisions.md#fetch-addresses), a fault of contact either way.
+_NO_ANSWER = (httpx.TransportError, InternalAddress)
+
 #: The failures of a status, result or cancel request worth another try.
 _TRANSIENT = (ServerError, RateLimited, Unreachable)
+
+
+def _nothing_sent(exc: Exception) -> bool:
+    """Whether the request never left: its connection failed, or was refused as made."""
+    return isinstance(exc, _NOT_SENT) or (isinstance(exc, InternalAddress) and not exc.sent)
 
 
 def _headers(key: Secret | None, extra: Mapping[str, str] | None) -> httpx.Headers:
@@ -253,8 +265,15 @@ class Gateway:
         #: the jitter source of this client's retries and polls
         self.rng = random.Random()
         sent = _headers(Secret.wrap(api_key), headers)
+        #: the class of the gateway's address, learnt by either client: a name rebound
+        #: between a create and a poll is refused by both
+        address = GatewayAddress()
         self._http = http_client(
-            headers=sent, timeout=timeout, transport=transport, trusted_origin=self.base_url
+            headers=sent,
+            timeout=timeout,
+            transport=transport,
+            trusted_origin=self.base_url,
+            gateway=address,
         )
         #: creates go on connections of their own, closed after their answer: a paid
         #: request never rides a connection an earlier answer left bytes on (a
@@ -263,7 +282,11 @@ class Gateway:
         #: keeps its own connections (httpx applies no limits to it): one client then
         self._creates = (
             http_client(
-                headers=sent, timeout=timeout, trusted_origin=self.base_url, keep_alive=False
+                headers=sent,
+                timeout=timeout,
+                trusted_origin=self.base_url,
+                keep_alive=False,
+                gateway=address,
             )
             if transport is None
             else self._http
@@ -398,21 +421,21 @@ class Gateway:
                     headers=sent_headers,
                     attempt=attempt,
                 )
-            except _NOT_SENT as exc:
+            except _NO_ANSWER as exc:
+                if not _nothing_sent(exc):
+                    raise OutcomeUnknown(
+                        "the create request was sent but no whole answer arrived "
+                        f"({type(exc).__name__}: {redact(str(exc)) or 'no detail'}); a task "
+                        "may exist and is not retried to avoid a duplicate. Check "
+                        "client.history() before submitting again.",
+                        endpoint=endpoint,
+                    ) from None
                 # Nothing was sent: safe to try again.
                 if attempt >= self.max_retries:
                     raise Unreachable(
                         f"cannot reach the gateway at {self.base_url}: {redact(str(exc))}",
                         endpoint=endpoint,
                     ) from None
-            except httpx.TransportError as exc:
-                raise OutcomeUnknown(
-                    "the create request was sent but no whole answer arrived "
-                    f"({type(exc).__name__}: {redact(str(exc)) or 'no detail'}); a task may "
-                    "exist and is not retried to avoid a duplicate. Check client.history() "
-                    "before submitting again.",
-                    endpoint=endpoint,
-                ) from None
             else:
                 if not is_refusal(answer):
                     return self._handle(endpoint, answer)
@@ -463,9 +486,9 @@ class Gateway:
                 error: Exception = error_from_response(
                     answer, endpoint=endpoint, request_id=request_id
                 )
-            except httpx.TransportError as exc:
+            except _NO_ANSWER as exc:
                 # Nothing sent: Unreachable; an answer that broke off: the gateway failed.
-                kind = Unreachable if isinstance(exc, _NOT_SENT) else ServerError
+                kind = Unreachable if _nothing_sent(exc) else ServerError
                 error = kind(
                     f"{op} request failed: {type(exc).__name__}: {redact(str(exc)) or 'no detail'}",
                     endpoint=endpoint,

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from loopback import LoopbackServer, QuietHandler
+from loopback import LoopbackServer, OneTaskGateway, QuietHandler
 
-from genwidgets.errors import DownloadError
+from genwidgets.errors import DownloadError, Unreachable
 from genwidgets.jobs.downloads import download_outputs, download_outputs_async
 from genwidgets.protocol import fetch
 from genwidgets.protocol.fetch import is_internal, same_origin
@@ -304,6 +305,117 @@ def test_a_remote_gateway_cannot_lead_the_client_to_an_internal_address(
     assert internal.seen == []  # no request ever reached it
     assert [path for path, _, _ in storage.seen] == ["/fine.png", "/ok.png"]
     assert [path for path, _, _ in gateway_server.seen] == ["/moved/secret"]
+
+
+class Rebound:
+    """A remote gateway named ``gw.test``, served on :data:`PUBLIC_STAND_IN`, whose name
+    leads there until :meth:`rebind`, then to 127.0.0.1, where an internal server
+    listens on the same port. Every answer closes its connection, so every request
+    looks the name up anew. ``seen`` of each: (method, path, Authorization)."""
+
+    def __init__(self) -> None:
+        self.gateway_seen: list[tuple[str, str, str | None]] = []
+        self.internal_seen: list[tuple[str, str, str | None]] = []
+        self.leads_to = PUBLIC_STAND_IN
+        self.real_getaddrinfo = socket.getaddrinfo
+        self.gateway: LoopbackServer | None = None
+        self.internal: LoopbackServer | None = None
+        for _ in range(5):  # a port free on both addresses
+            gateway = LoopbackServer(self._handler(self.gateway_seen), PUBLIC_STAND_IN)
+            port = gateway.httpd.server_address[1]
+            try:
+                self.internal = LoopbackServer(self._handler(self.internal_seen), port=port)
+            except OSError:
+                gateway.close()
+                continue
+            self.gateway, self.port = gateway, port
+            break
+        else:
+            pytest.skip(f"no port free on both 127.0.0.1 and {PUBLIC_STAND_IN}")
+        self.base = f"http://gw.test:{self.port}"
+
+    @staticmethod
+    def _handler(seen: list[tuple[str, str, str | None]]) -> type[OneTaskGateway]:
+        class Handler(OneTaskGateway):
+            def end_headers(self) -> None:
+                self.send_header("Connection", "close")
+                super().end_headers()
+
+            def _seen(self) -> None:
+                seen.append((self.command, self.path, self.headers.get("Authorization")))
+
+            def do_POST(self) -> None:
+                self._seen()
+                super().do_POST()
+
+            def do_GET(self) -> None:
+                self._seen()
+                self.send_json({"status": "IN_QUEUE", "secret": "role-credentials"})
+
+            do_PUT = do_GET
+
+        return Handler
+
+    def getaddrinfo(self, host: object, *args: object, **kwargs: object) -> object:
+        if host in ("gw.test", b"gw.test"):
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (self.leads_to, self.port))]
+        return self.real_getaddrinfo(host, *args, **kwargs)
+
+    def rebind(self) -> None:
+        self.leads_to = "127.0.0.1"
+
+    def close(self) -> None:
+        for server in (self.gateway, self.internal):
+            if server is not None:
+                server.close()
+
+
+@pytest.fixture
+def rebound(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rebound]:
+    try:
+        rebound = Rebound()
+    except OSError:
+        pytest.skip(f"this machine cannot serve on {PUBLIC_STAND_IN}")
+    monkeypatch.setattr(socket, "getaddrinfo", rebound.getaddrinfo)
+    classify = fetch.is_internal
+    monkeypatch.setattr(fetch, "is_internal", lambda a: a != PUBLIC_STAND_IN and classify(a))
+    try:
+        yield rebound
+    finally:
+        rebound.close()
+
+
+def test_a_remote_gateway_whose_name_is_rebound_inside_is_not_followed(rebound: Rebound) -> None:
+    """Reviewer's repro (review 63): a gateway answered from a public address, then
+    its name led to this machine (DNS rebinding: the metadata service, an admin port)
+    and it named an output on its own origin; the client connected there with the API
+    key and saved the reply. Every request of the gateway's client is refused there
+    before it is sent: an output (InternalAddress), a poll, a create and a cancel (a
+    fault of contact, Unreachable: the task is not failed), though the create that
+    taught the gateway's address went on the creates' own connections."""
+    error = r"refused to reach the gateway \(http://gw\.test:\d+\) at 127\.0\.0\.1.*rebinding"
+
+    async def scenario() -> None:
+        gateway = Gateway(rebound.base, KEY, max_retries=0)
+        try:
+            handle = await gateway.create("acme/model", b"{}")  # answered from the public address
+            rebound.rebind()
+            with pytest.raises(httpx.RequestError, match=error) as refused:
+                await gateway.fetch(f"{rebound.base}/latest/meta-data/iam")
+            assert type(refused.value).__name__ == "InternalAddress"
+            for poll in (gateway.status(handle, retries=0), gateway.result(handle, retries=0)):
+                with pytest.raises(Unreachable, match=error):
+                    await poll
+            with pytest.raises(Unreachable, match=error):
+                await gateway.cancel(handle)
+            with pytest.raises(Unreachable, match=error):
+                await gateway.create("acme/model", b"{}")
+        finally:
+            await gateway.aclose()
+
+    asyncio.run(scenario())
+    assert rebound.internal_seen == []  # the key never reached this machine
+    assert rebound.gateway_seen == [("POST", "/v1/queue/acme/model", f"Bearer {KEY}")]
 
 
 def test_a_gateway_on_this_machine_may_lead_to_it(servers: tuple[Server, Server]) -> None:

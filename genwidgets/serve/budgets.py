@@ -20,7 +20,7 @@ from ..catalog import endpoint as catalog_endpoint
 from ..errors import ServeError
 from ..lab.budget import Budget, plain_amount
 from ..lab.cost import billed_units
-from ..protocol.records import ERROR_TEXT_KEYS, Result, Status, readable
+from ..protocol.records import Result, Status
 from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
 
@@ -353,13 +353,14 @@ def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) ->
         return False
     try:
         status = Status.from_body(body)
+        # its error as the student's client reads it ({} or false is none); outputs unread
+        ended = Result.from_body({**body, "outputs": []})
     except ValueError:  # not a status answer: nothing said about the task
         return False
     if not status.done:
         if seen == "unknown":  # answered: upstream knows it again
             move(db, task_id, "open", source=("unknown",), error=None)
         return False
-    ended = Result(status.status, error=readable(body.get("error"), ERROR_TEXT_KEYS))
     now = time.time()
     if ended.ok:
         return move(db, task_id, "done", source=ENDING, settled_at=now)

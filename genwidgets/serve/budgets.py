@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..catalog import collect_warnings, sent_from_elsewhere, validate
 from ..catalog import endpoint as catalog_endpoint
@@ -30,6 +30,8 @@ __all__ = [
     "GONE",
     "GONE_AFTER",
     "LIVE",
+    "SHARED_CANCEL",
+    "CancelWay",
     "Reservation",
     "as_counted",
     "ask_cancel",
@@ -253,32 +255,42 @@ def move(
 SHARED_CANCEL = "cancelled by its student; its upstream task runs on for the demo cache"
 
 
-def ask_cancel(db: Database, task_id: str) -> bool:
+#: what :func:`ask_cancel` found: forward the cancel upstream (the task is ``cancelling``);
+#: the task ended ``alone`` now (others follow its upstream task); or it had ``ended``
+CancelWay = Literal["forward", "alone", "ended"]
+
+
+def ask_cancel(db: Database, task_id: str) -> CancelWay:
     """A student's cancel of a task sent upstream (charged): whether to forward it. Asked
     first (``cancelling``), so a poll that sees it end meanwhile settles it cancelled,
-    charged. A task other students' demo-cache answers still follow ends alone, at once,
-    ``cancelled`` and still charged, and its shared upstream task runs on for them, never
-    cancelled: docs/decisions.md#serve-reservations."""
+    charged; asked again while ``cancelling`` (its first answer may never have come), it
+    is forwarded again. A task other students' demo-cache answers still follow ends
+    alone, at once, ``cancelled`` and still charged, and its shared upstream task runs on
+    for them, never cancelled. Any other state has ended here, a task cancelled alone
+    too: never forwarded, or a second cancel would end the shared task after all
+    (docs/decisions.md#serve-reservations)."""
     now = time.time()
 
-    def work(tx: Tx) -> bool:
+    def work(tx: Tx) -> CancelWay:
         row = tx.one("SELECT state FROM tasks WHERE id = ? {lock}", (task_id,))  # as a create
         followed = tx.one(  # that follows it takes this lock: none slips in after the count
             "SELECT COUNT(*) FROM tasks WHERE cached_from = ? AND state = 'open'", (task_id,)
         )
-        if row is None or row[0] not in ("open", "unknown"):
-            return True  # upstream answers for it as it is (ended: a cancel changes nothing)
+        if row is None or row[0] not in ("open", "unknown", "cancelling"):
+            return "ended"
+        if row[0] == "cancelling":  # nobody follows a task being cancelled
+            return "forward"
         if followed is not None and int(followed[0]):
             tx.run(
                 "UPDATE tasks SET state = 'cancelled', error = ?, settled_at = ? WHERE id = ?",
                 (SHARED_CANCEL, now, task_id),
             )
-            return False
+            return "alone"
         tx.run("UPDATE tasks SET state = 'cancelling' WHERE id = ?", (task_id,))
-        return True
+        return "forward"
 
-    forward: bool = db.run(work)
-    return forward
+    way: CancelWay = db.run(work)
+    return way
 
 
 def release(
@@ -400,9 +412,10 @@ def tasks_of(
 
 #: a task as a follow-up needs it: id, endpoint, upstream id (a demo-cache answer's is its
 #: first task's, known once upstream answered that one), state, charged, and the state of
-#: the first task of a demo-cache answer
+#: the first task of a demo-cache answer, and the task's error
 _TASK_FIELDS = (
-    "t.id, t.endpoint, COALESCE(t.upstream_id, src.upstream_id), t.state, t.charged, src.state"
+    "t.id, t.endpoint, COALESCE(t.upstream_id, src.upstream_id), t.state, t.charged, "
+    "src.state, t.error"
 )
 
 

@@ -65,7 +65,8 @@ def test_the_handle_status_result_and_cancel_speak_the_protocol(
         result = api.get(handle["response_url"])
         assert result.status_code == 200 and result.json()["outputs"]
         late = api.put(handle["cancel_url"])
-        assert late.status_code == 400  # upstream's answer for a finished task, passed on
+        assert late.status_code == 400  # a finished task's, answered here
+    assert klass.sim.state.stats["cancel"] == 0  # upstream was not asked
     assert api.is_closed
 
 
@@ -564,7 +565,9 @@ def test_cancelling_a_task_others_follow_by_the_demo_cache_ends_only_it(
     """The student whose create was sent cancels it while a classmate's identical seeded
     create follows the same upstream task: only the first task ends (cancelled, still
     charged), the shared task is never cancelled upstream and the classmate's completes.
-    Once nobody follows it, a cancel is forwarded again."""
+    The first task answers as it ended (cancelled), not as the shared task runs, and a
+    second cancel of it is a finished task's, never forwarded (it ended the classmate's
+    task). Once nobody follows it, a cancel is forwarded again."""
     klass = make_class()
     klass.sim.state.reconfigure({"speed": 1.0})  # a task of 2 s
     add_group(klass.db, "demo", {}, cache_seconds=600)
@@ -574,6 +577,12 @@ def test_cancelling_a_task_others_follow_by_the_demo_cache_ends_only_it(
         sent = mine.post(f"/v1/queue/{IMAGE}", json=seeded).json()
         follows = theirs.post(f"/v1/queue/{IMAGE}", json=seeded).json()
         assert mine.put(sent["cancel_url"]).json()["status"] == "CANCELLATION_REQUESTED"
+        ended = mine.get(sent["status_url"]).json()
+        assert (ended["status"], ended["error_type"]) == ("COMPLETED", "cancelled")
+        result = gw.Result.from_body(mine.get(sent["response_url"]).json())
+        assert not result.ok and result.error and not result.outputs
+        again = mine.put(sent["cancel_url"])
+        assert again.status_code == 400 and again.json() == {"detail": "Task already completed"}
         assert klass.sim.state.stats["cancel"] == 0
         wait_for(
             lambda: theirs.get(follows["status_url"]).json()["status"] == "COMPLETED",

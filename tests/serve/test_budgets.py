@@ -14,6 +14,7 @@ from genwidgets.errors import ServeError
 from genwidgets.protocol.records import Result
 from genwidgets.serve import budgets
 from genwidgets.serve.budgets import (
+    ask_cancel,
     charge_of,
     forgotten,
     move,
@@ -149,6 +150,28 @@ def test_an_error_that_says_there_is_none_settles_the_task_done(db: Database, er
     assert settle(db, task_id, body)
     assert [t["state"] for t in tasks_of(db)] == ["done"]
     assert held(db, "alice")["tasks"] == 1_000_000
+
+
+def test_a_task_cancelled_alone_is_never_cancelled_upstream_by_a_second_cancel(
+    db: Database,
+) -> None:
+    """The sent task's cancel, while a classmate's demo-cache answer follows it, ends it
+    alone; a second cancel finds it ended and is not forwarded (it was, and ended the
+    classmate's task). A cancel asked again while ``cancelling`` is forwarded again."""
+    add_group(db, "demo", {}, cache_seconds=600)
+    for name in ("first", "other"):
+        add_key(db, name, {"tasks": 3}, group="demo")
+    amounts = charge_of(IMAGE, {"prompt": "x"}, {})
+    sent = reserve(db, "first", IMAGE, amounts, cache_key="seeded").task_id
+    move(db, sent, "open", upstream_id="up-1")
+    assert reserve(db, "other", IMAGE, amounts, cache_key="seeded").cached
+    assert ask_cancel(db, sent) == "alone"
+    assert ask_cancel(db, sent) == "ended"
+    lone = reserve(db, "first", IMAGE, amounts).task_id
+    move(db, lone, "open", upstream_id="up-2")
+    assert [ask_cancel(db, lone) for _ in range(2)] == ["forward", "forward"]
+    states = {t["id"]: (t["state"], t["charged"]) for t in tasks_of(db)}
+    assert states[sent] == ("cancelled", True) and states[lone] == ("cancelling", True)
 
 
 def test_a_cancel_that_comes_while_a_poll_is_away_keeps_the_task_charged(db: Database) -> None:

@@ -251,7 +251,7 @@ def move(
     return bool(changed)
 
 
-#: why a cancelled task whose upstream task others follow ended alone
+#: why a cancelled task whose upstream task others share ended alone
 SHARED_CANCEL = "cancelled by its student; its upstream task runs on for the demo cache"
 
 
@@ -261,26 +261,28 @@ CancelWay = Literal["forward", "alone", "ended"]
 
 
 def ask_cancel(db: Database, task_id: str) -> CancelWay:
-    """A student's cancel of a task sent upstream (charged): whether to forward it. Asked
-    first (``cancelling``), so a poll that sees it end meanwhile settles it cancelled,
-    charged; asked again while ``cancelling`` (its first answer may never have come), it
-    is forwarded again. A task other students' demo-cache answers still follow ends
-    alone, at once, ``cancelled`` and still charged, and its shared upstream task runs on
-    for them, never cancelled. Any other state has ended here, a task cancelled alone
-    too: never forwarded, or a second cancel would end the shared task after all
-    (docs/decisions.md#serve-reservations)."""
+    """A student's cancel: whether to forward it. A task that shares an upstream task with
+    others (a demo-cache answer; the sent task while demo-cache answers still follow it)
+    ends alone, at once, ``cancelled`` (the sent one still charged), and the shared task
+    runs on, never cancelled. Else it is asked first (``cancelling``), so a poll that sees
+    it end meanwhile settles it cancelled, charged; asked again while ``cancelling`` (its
+    first answer may never have come), it is forwarded again. Any other state has ended
+    here, a task cancelled alone too: never forwarded, or a second cancel would end the
+    shared task after all (docs/decisions.md#serve-reservations)."""
     now = time.time()
 
     def work(tx: Tx) -> CancelWay:
-        row = tx.one("SELECT state FROM tasks WHERE id = ? {lock}", (task_id,))  # as a create
-        followed = tx.one(  # that follows it takes this lock: none slips in after the count
+        row = tx.one(  # as a create that follows it takes this lock: none slips in after
+            "SELECT state, cached_from FROM tasks WHERE id = ? {lock}", (task_id,)
+        )
+        followed = tx.one(
             "SELECT COUNT(*) FROM tasks WHERE cached_from = ? AND state = 'open'", (task_id,)
         )
         if row is None or row[0] not in ("open", "unknown", "cancelling"):
             return "ended"
         if row[0] == "cancelling":  # nobody follows a task being cancelled
             return "forward"
-        if followed is not None and int(followed[0]):
+        if row[1] is not None or (followed is not None and int(followed[0])):
             tx.run(
                 "UPDATE tasks SET state = 'cancelled', error = ?, settled_at = ? WHERE id = ?",
                 (SHARED_CANCEL, now, task_id),

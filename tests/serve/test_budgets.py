@@ -157,21 +157,24 @@ def test_a_task_cancelled_alone_is_never_cancelled_upstream_by_a_second_cancel(
 ) -> None:
     """The sent task's cancel, while a classmate's demo-cache answer follows it, ends it
     alone; a second cancel finds it ended and is not forwarded (it was, and ended the
-    classmate's task). A cancel asked again while ``cancelling`` is forwarded again."""
+    classmate's task). So does the classmate's. A cancel asked again while
+    ``cancelling`` is forwarded again."""
     add_group(db, "demo", {}, cache_seconds=600)
     for name in ("first", "other"):
         add_key(db, name, {"tasks": 3}, group="demo")
     amounts = charge_of(IMAGE, {"prompt": "x"}, {})
     sent = reserve(db, "first", IMAGE, amounts, cache_key="seeded").task_id
     move(db, sent, "open", upstream_id="up-1")
-    assert reserve(db, "other", IMAGE, amounts, cache_key="seeded").cached
-    assert ask_cancel(db, sent) == "alone"
-    assert ask_cancel(db, sent) == "ended"
+    follows = reserve(db, "other", IMAGE, amounts, cache_key="seeded")
+    assert follows.cached
+    assert [ask_cancel(db, sent) for _ in range(2)] == ["alone", "ended"]
+    assert [ask_cancel(db, follows.task_id) for _ in range(2)] == ["alone", "ended"]
     lone = reserve(db, "first", IMAGE, amounts).task_id
     move(db, lone, "open", upstream_id="up-2")
     assert [ask_cancel(db, lone) for _ in range(2)] == ["forward", "forward"]
     states = {t["id"]: (t["state"], t["charged"]) for t in tasks_of(db)}
     assert states[sent] == ("cancelled", True) and states[lone] == ("cancelling", True)
+    assert states[follows.task_id] == ("cancelled", False)
 
 
 def test_a_cancel_that_comes_while_a_poll_is_away_keeps_the_task_charged(db: Database) -> None:

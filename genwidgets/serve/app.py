@@ -33,7 +33,9 @@ from ..protocol.routes import queue_routes
 from ..protocol.values import resolve_output_url
 from ..simulator.app import http_error, read_payload, required_token
 from ..simulator.registry import describe_errors
+from ..simulator.tasks import CANCELLED_ERROR
 from .budgets import (
+    SHARED_CANCEL,
     as_counted,
     ask_cancel,
     caller_and_task,
@@ -326,8 +328,9 @@ def _says_rate_limited(body: Any) -> bool:
 
 # --------------------------------------------------------------------------- follow-ups
 async def _callers_task(request: Request, state: ServeState) -> tuple[Any, ...]:
-    """The caller's task named in the path (id, endpoint, upstream id, state, charged), or
-    a ServeError: another key's task, or one upstream never made, is ``Request not found``."""
+    """The caller's task named in the path (budgets' ``_TASK_FIELDS``: id, endpoint,
+    upstream id, state, charged, its first task's state, error), or a ServeError: another
+    key's task, or one upstream never made, is ``Request not found``."""
     token = required_token(request)
     params = request.path_params
     key, task = await _read(
@@ -376,22 +379,34 @@ def _rewrite(body: Any, base: str, endpoint: str, task_id: str, upstream: str) -
     return rewritten
 
 
+def _cancelled_here(task_id: str, tail: str) -> dict[str, Any]:
+    """The status or result of a task cancelled alone while the upstream task it shares
+    runs on for classmates: its own end, as the simulator answers a cancelled task (upstream's would
+    say it runs, and invite a second cancel)."""
+    body: dict[str, Any] = {"request_id": task_id, "status": "COMPLETED"}
+    body |= {"error": CANCELLED_ERROR, "error_type": "cancelled"}
+    if tail == "response":
+        body["outputs"] = []
+    return body
+
+
 async def _follow_up(request: Request, method: str, tail: str) -> Response:
     state = serve_state(request)
     task = await _callers_task(request, state)
     endpoint = request.path_params["endpoint"]
+    if tail != "cancel" and task[3] == "cancelled" and task[6] == SHARED_CANCEL:
+        return JSONResponse(_cancelled_here(task[0], tail))
     if task[2] is None and tail != "cancel":
         # a demo-cache answer whose first task upstream has not answered yet: queued
         queued = {"request_id": task[0], "status": "IN_QUEUE"}
         return JSONResponse(queued, status_code=202 if tail == "response" else 200)
     db = state.config.database
     cancel = tail == "cancel"
-    if cancel and not task[4]:  # a demo-cache answer shares its upstream task: only ours ends
-        if task[3] in ("open", "done"):
-            await run_in_threadpool(release, db, task[0], "cancelled")
+    way = await run_in_threadpool(ask_cancel, db, task[0]) if cancel else "forward"
+    if way == "alone":  # its upstream task is shared with others: only ours ends
         return JSONResponse({"request_id": task[0], "status": "CANCELLATION_REQUESTED"})
-    if cancel and not await run_in_threadpool(ask_cancel, db, task[0]):  # others follow it
-        return JSONResponse({"request_id": task[0], "status": "CANCELLATION_REQUESTED"})
+    if way == "ended":  # as the gateway answers a finished task's cancel; upstream not asked
+        return detail(400, "Task already completed")
     path = queue_url("", endpoint, task[2]) + f"/{tail}"
     try:
         answer = await state.config.upstream.send(method, path)

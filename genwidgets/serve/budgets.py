@@ -13,14 +13,14 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..catalog import collect_warnings, sent_from_elsewhere, validate
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import ServeError
 from ..lab.budget import Budget, plain_amount
 from ..lab.cost import billed_units
-from ..protocol.records import ERROR_TEXT_KEYS, Result, Status, readable
+from ..protocol.records import Result, Status
 from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
 
@@ -30,6 +30,8 @@ __all__ = [
     "GONE",
     "GONE_AFTER",
     "LIVE",
+    "SHARED_CANCEL",
+    "CancelWay",
     "Reservation",
     "as_counted",
     "ask_cancel",
@@ -249,36 +251,48 @@ def move(
     return bool(changed)
 
 
-#: why a cancelled task whose upstream task others follow ended alone
+#: why a cancelled task whose upstream task others share ended alone
 SHARED_CANCEL = "cancelled by its student; its upstream task runs on for the demo cache"
 
 
-def ask_cancel(db: Database, task_id: str) -> bool:
-    """A student's cancel of a task sent upstream (charged): whether to forward it. Asked
-    first (``cancelling``), so a poll that sees it end meanwhile settles it cancelled,
-    charged. A task other students' demo-cache answers still follow ends alone, at once,
-    ``cancelled`` and still charged, and its shared upstream task runs on for them, never
-    cancelled: docs/decisions.md#serve-reservations."""
+#: what :func:`ask_cancel` found: forward the cancel upstream (the task is ``cancelling``);
+#: the task ended ``alone`` now (others follow its upstream task); or it had ``ended``
+CancelWay = Literal["forward", "alone", "ended"]
+
+
+def ask_cancel(db: Database, task_id: str) -> CancelWay:
+    """A student's cancel: whether to forward it. A task that shares an upstream task with
+    others (a demo-cache answer; the sent task while demo-cache answers still follow it)
+    ends alone, at once, ``cancelled`` (the sent one still charged), and the shared task
+    runs on, never cancelled. Else it is asked first (``cancelling``), so a poll that sees
+    it end meanwhile settles it cancelled, charged; asked again while ``cancelling`` (its
+    first answer may never have come), it is forwarded again. Any other state has ended
+    here, a task cancelled alone too: never forwarded, or a second cancel would end the
+    shared task after all (docs/decisions.md#serve-reservations)."""
     now = time.time()
 
-    def work(tx: Tx) -> bool:
-        row = tx.one("SELECT state FROM tasks WHERE id = ? {lock}", (task_id,))  # as a create
-        followed = tx.one(  # that follows it takes this lock: none slips in after the count
+    def work(tx: Tx) -> CancelWay:
+        row = tx.one(  # as a create that follows it takes this lock: none slips in after
+            "SELECT state, cached_from FROM tasks WHERE id = ? {lock}", (task_id,)
+        )
+        followed = tx.one(
             "SELECT COUNT(*) FROM tasks WHERE cached_from = ? AND state = 'open'", (task_id,)
         )
-        if row is None or row[0] not in ("open", "unknown"):
-            return True  # upstream answers for it as it is (ended: a cancel changes nothing)
-        if followed is not None and int(followed[0]):
+        if row is None or row[0] not in ("open", "unknown", "cancelling"):
+            return "ended"
+        if row[0] == "cancelling":  # nobody follows a task being cancelled
+            return "forward"
+        if row[1] is not None or (followed is not None and int(followed[0])):
             tx.run(
                 "UPDATE tasks SET state = 'cancelled', error = ?, settled_at = ? WHERE id = ?",
                 (SHARED_CANCEL, now, task_id),
             )
-            return False
+            return "alone"
         tx.run("UPDATE tasks SET state = 'cancelling' WHERE id = ?", (task_id,))
-        return True
+        return "forward"
 
-    forward: bool = db.run(work)
-    return forward
+    way: CancelWay = db.run(work)
+    return way
 
 
 def release(
@@ -353,13 +367,14 @@ def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) ->
         return False
     try:
         status = Status.from_body(body)
+        # its error as the student's client reads it ({} or false is none); outputs unread
+        ended = Result.from_body({**body, "outputs": []})
     except ValueError:  # not a status answer: nothing said about the task
         return False
     if not status.done:
         if seen == "unknown":  # answered: upstream knows it again
             move(db, task_id, "open", source=("unknown",), error=None)
         return False
-    ended = Result(status.status, error=readable(body.get("error"), ERROR_TEXT_KEYS))
     now = time.time()
     if ended.ok:
         return move(db, task_id, "done", source=ENDING, settled_at=now)
@@ -399,9 +414,10 @@ def tasks_of(
 
 #: a task as a follow-up needs it: id, endpoint, upstream id (a demo-cache answer's is its
 #: first task's, known once upstream answered that one), state, charged, and the state of
-#: the first task of a demo-cache answer
+#: the first task of a demo-cache answer, and the task's error
 _TASK_FIELDS = (
-    "t.id, t.endpoint, COALESCE(t.upstream_id, src.upstream_id), t.state, t.charged, src.state"
+    "t.id, t.endpoint, COALESCE(t.upstream_id, src.upstream_id), t.state, t.charged, "
+    "src.state, t.error"
 )
 
 

@@ -65,7 +65,8 @@ def test_the_handle_status_result_and_cancel_speak_the_protocol(
         result = api.get(handle["response_url"])
         assert result.status_code == 200 and result.json()["outputs"]
         late = api.put(handle["cancel_url"])
-        assert late.status_code == 400  # upstream's answer for a finished task, passed on
+        assert late.status_code == 400  # a finished task's, answered here
+    assert klass.sim.state.stats["cancel"] == 0  # upstream was not asked
     assert api.is_closed
 
 
@@ -564,16 +565,30 @@ def test_cancelling_a_task_others_follow_by_the_demo_cache_ends_only_it(
     """The student whose create was sent cancels it while a classmate's identical seeded
     create follows the same upstream task: only the first task ends (cancelled, still
     charged), the shared task is never cancelled upstream and the classmate's completes.
-    Once nobody follows it, a cancel is forwarded again."""
+    The first task answers as it ended (cancelled), not as the shared task runs, and a
+    second cancel of it is a finished task's, never forwarded (it ended the classmate's
+    task); so does a follower cancelled alone. Once nobody follows it, a cancel is
+    forwarded again."""
     klass = make_class()
     klass.sim.state.reconfigure({"speed": 1.0})  # a task of 2 s
     add_group(klass.db, "demo", {}, cache_seconds=600)
     seeded = {"prompt": "the teacher's cell", "n": 1, "seed": 7}
-    first, other = (add_key(klass.db, n, {"tasks": 3}, group="demo") for n in ("first", "other"))
-    with klass.client(first) as mine, klass.client(other) as theirs:
+    first, other, third = (
+        add_key(klass.db, n, {"tasks": 3}, group="demo") for n in ("first", "other", "third")
+    )
+    with klass.client(first) as mine, klass.client(other) as theirs, klass.client(third) as last:
         sent = mine.post(f"/v1/queue/{IMAGE}", json=seeded).json()
         follows = theirs.post(f"/v1/queue/{IMAGE}", json=seeded).json()
-        assert mine.put(sent["cancel_url"]).json()["status"] == "CANCELLATION_REQUESTED"
+        also = last.post(f"/v1/queue/{IMAGE}", json=seeded).json()
+        for api, task in ((mine, sent), (last, also)):  # the sender, and a follower
+            assert api.put(task["cancel_url"]).json()["status"] == "CANCELLATION_REQUESTED"
+            ended = api.get(task["status_url"]).json()
+            assert (ended["status"], ended["error_type"]) == ("COMPLETED", "cancelled")
+            result = gw.Result.from_body(api.get(task["response_url"]).json())
+            assert not result.ok and result.error and not result.outputs
+            again = api.put(task["cancel_url"])
+            assert again.status_code == 400
+            assert again.json() == {"detail": "Task already completed"}
         assert klass.sim.state.stats["cancel"] == 0
         wait_for(
             lambda: theirs.get(follows["status_url"]).json()["status"] == "COMPLETED",
@@ -587,6 +602,7 @@ def test_cancelling_a_task_others_follow_by_the_demo_cache_ends_only_it(
     states = {t["id"]: (t["state"], t["charged"]) for t in tasks_of(klass.db)}
     assert states[sent["request_id"]] == ("cancelled", True)
     assert states[follows["request_id"]] == ("done", False)
+    assert states[also["request_id"]] == ("cancelled", False)
     assert key_usage(klass.db, "first")["spent"]["tasks"] == 1.0
 
 

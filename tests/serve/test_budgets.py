@@ -6,12 +6,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from genwidgets.errors import ServeError
+from genwidgets.protocol.records import Result
 from genwidgets.serve import budgets
 from genwidgets.serve.budgets import (
+    ask_cancel,
     charge_of,
     forgotten,
     move,
@@ -131,6 +134,47 @@ def test_settlement_rules(db: Database) -> None:
     assert held(db, "alice")["tasks"] == 3_000_000
     states = {t["id"]: t["state"] for t in tasks_of(db)}
     assert [states[i] for i in ids] == ["done", "cancelled", "failed", "refused", "unknown"]
+
+
+@pytest.mark.parametrize("error", [{}, False, [], 0, "null", {"code": None, "message": None}])
+def test_an_error_that_says_there_is_none_settles_the_task_done(db: Database, error: Any) -> None:
+    """Upstream ends a task ``COMPLETED`` with an ``error`` that says there is none: the
+    student's client reads it a success with its outputs, so the task is done and stays
+    charged (it was failed and given back: outputs made for nothing)."""
+    add_key(db, "alice", {"tasks": 10})
+    task_id = reserve(db, "alice", IMAGE, charge_of(IMAGE, {"prompt": "x"}, {})).task_id
+    move(db, task_id, "open", upstream_id="up-1")
+    made = [{"url": "https://cdn.example/x.png", "content_type": "image/png"}]
+    body = {"status": "COMPLETED", "error": error, "outputs": made}
+    assert Result.from_body(body).ok
+    assert settle(db, task_id, body)
+    assert [t["state"] for t in tasks_of(db)] == ["done"]
+    assert held(db, "alice")["tasks"] == 1_000_000
+
+
+def test_a_task_cancelled_alone_is_never_cancelled_upstream_by_a_second_cancel(
+    db: Database,
+) -> None:
+    """The sent task's cancel, while a classmate's demo-cache answer follows it, ends it
+    alone; a second cancel finds it ended and is not forwarded (it was, and ended the
+    classmate's task). So does the classmate's. A cancel asked again while
+    ``cancelling`` is forwarded again."""
+    add_group(db, "demo", {}, cache_seconds=600)
+    for name in ("first", "other"):
+        add_key(db, name, {"tasks": 3}, group="demo")
+    amounts = charge_of(IMAGE, {"prompt": "x"}, {})
+    sent = reserve(db, "first", IMAGE, amounts, cache_key="seeded").task_id
+    move(db, sent, "open", upstream_id="up-1")
+    follows = reserve(db, "other", IMAGE, amounts, cache_key="seeded")
+    assert follows.cached
+    assert [ask_cancel(db, sent) for _ in range(2)] == ["alone", "ended"]
+    assert [ask_cancel(db, follows.task_id) for _ in range(2)] == ["alone", "ended"]
+    lone = reserve(db, "first", IMAGE, amounts).task_id
+    move(db, lone, "open", upstream_id="up-2")
+    assert [ask_cancel(db, lone) for _ in range(2)] == ["forward", "forward"]
+    states = {t["id"]: (t["state"], t["charged"]) for t in tasks_of(db)}
+    assert states[sent] == ("cancelled", True) and states[lone] == ("cancelling", True)
+    assert states[follows.task_id] == ("cancelled", False)
 
 
 def test_a_cancel_that_comes_while_a_poll_is_away_keeps_the_task_charged(db: Database) -> None:

@@ -346,7 +346,7 @@ def test_persistent_poll_failures_end_with_server_error(
     job = submit(client)
     fake.faults["status"].extend([error(503, {"detail": "down"})] * 50)
     with pytest.raises(gw.ServerError):
-        job.result(timeout=10)
+        job.result(timeout=60)  # about 1.5 s of backoff: a generous bound
 
 
 @pytest.mark.slow

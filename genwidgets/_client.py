@@ -632,7 +632,7 @@ class Client:
         handle = row.handle(self.base_url)
         assert handle is not None
         known = self._jobs.get((handle.endpoint, handle.request_id))
-        if known is not None:
+        if known is not None and not lost_contact(known):  # one that stopped: made anew
             return known
         return self._adopt(
             handle,

@@ -613,7 +613,8 @@ def test_credentials_in_the_base_url_are_never_shown_nor_stored(tmp_path: Path) 
     # a task followed by its id: its documented URLs are built on the address
     running = [{"status": "IN_PROGRESS"}] * 50 + [{"status": "COMPLETED"}]
     rid = fake.add_task("ep", running, {"status": "COMPLETED", "outputs": []})
-    client.job("ep", rid)
+    followed = client.job("ep", rid)
+    assert "PASSWORD" not in repr(followed.handle) and "alice:***@" in repr(followed.handle)
     assert wait_for(lambda: fake.tasks[rid].polls > 0)
     before = fake.seen_headers[-1]["authorization"]
     assert before.startswith("Basic ")  # httpx sends the address's own credentials
@@ -695,3 +696,23 @@ def test_a_ledger_row_no_address_can_be_made_of_is_left_out_not_every_other(
         with pytest.warns(gw.LedgerWarning, match=r"1 task\(s\) of the ledger cannot be followed"):
             found = client.history()
         assert [job.request_id for job in found] == ["good"]
+
+
+def test_a_job_that_lost_contact_is_answered_by_what_another_client_recorded() -> None:
+    """Client A's job ended for want of contact; client B (another cell, another kernel)
+    followed the task to its end: A's client.job gave back A's dead job, whose result()
+    raised Unreachable, though the ledger held the result."""
+    fake = FakeGateway()
+    policy = gw.PollPolicy(first=0.02, growth=0.0, failure_limit=2)
+    with gw.Client(BASE, "sk-123456", transport=fake.transport(), poll_policy=policy) as a:
+        fake.next_statuses = [{"status": "IN_PROGRESS"}] * 3 + [{"status": "COMPLETED"}]
+        fake.faults["status"].extend([httpx.ConnectError("down")] * 50)
+        job = a.submit("ep", {}, validate=False)
+        with pytest.raises(gw.Unreachable):
+            job.result(timeout=60)
+        fake.faults["status"].clear()
+        with gw.Client(BASE, "sk-123456", transport=fake.transport(), poll_policy=policy) as b:
+            assert b.job("ep", job.request_id).result(timeout=60).ok
+            assert b.ledger is not None and b.ledger.flush(30)
+        again = a.job("ep", job.request_id)
+        assert again is not job and again.result(timeout=60).ok

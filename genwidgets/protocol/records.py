@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from pydantic import Field, PlainValidator, ValidationInfo, field_validator
 
-from .._config import redact, shown_path
+from .._config import hide_userinfo, redact, shown_path
 from .._formats import human_bytes, json_nested_deeper, terminal_text
 from ..errors import GenwidgetsWarning, TaskFailed
 from .body import MAX_DEPTH
@@ -230,6 +230,17 @@ class Handle:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "queue_position", position_of(self.queue_position))
+
+    def __repr__(self) -> str:
+        """Its addresses with any password in them masked (a base URL may carry one)."""
+        urls = ", ".join(
+            f"{name}={hide_userinfo(redact(getattr(self, name)))!r}"
+            for name in ("status_url", "response_url", "cancel_url")
+        )
+        return (
+            f"Handle(endpoint={self.endpoint!r}, request_id={self.request_id!r}, {urls}, "
+            f"queue_position={self.queue_position!r})"
+        )
 
     @classmethod
     def documented(

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..._config import ENV_HOME, redact
+from ..._config import ENV_HOME, hide_userinfo, redact
 from ...errors import LedgerError, LedgerWarning
 from .rows import SUBMITTED, SUBMITTING
 from .schema import ensure_schema
@@ -98,7 +98,10 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
                     (note["request_id"], note["endpoint"]),
                 ).fetchone()
             ):
-                urls = [note.get(name) for name in ("status_url", "response_url", "cancel_url")]
+                urls = [  # a file written before URLs were masked in notes: masked here
+                    hide_userinfo(url) if isinstance(url, str) else None
+                    for url in (note.get(n) for n in ("status_url", "response_url", "cancel_url"))
+                ]
                 row = rows.get(note["row"], note["row"])
                 recorded += conn.execute(
                     "UPDATE tasks SET request_id = ?, state = ?, status_url = ?, "
@@ -122,6 +125,7 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
 def _insert_intent(conn: sqlite3.Connection, note: Note) -> int:
     """The row of an intent note, as ``record_intent`` writes it, in its process's name."""
     values = [note[name] for name in ("gateway", "endpoint", "payload", "pid", "host", "at")]
+    values[0] = hide_userinfo(values[0])
     key = note.get("key")  # the fingerprint of the key that sent it (never the key)
     cursor = conn.execute(
         "INSERT INTO tasks (gateway, endpoint, payload, pid, host, submitted_at, "
@@ -402,30 +406,40 @@ class LedgerFile:
             gone = False
             if (found.st_dev, found.st_ino) == self._opened:
                 return False
-        self._opened, self._reopen_reads = None, True
         stamp = time.strftime("%Y%m%d-%H%M%S")
         copy = self.path.with_name(f"{self.path.name}.detached-{stamp}-{os.getpid()}")
         what = "removed" if gone else "replaced by another file"
-        where = f"what this process's file held was copied to {copy}"
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.closing(sqlite3.connect(copy)) as target:
                 conn.backup(target)
                 target.execute("PRAGMA journal_mode = DELETE")  # one file, no companions
         except (OSError, sqlite3.Error) as exc:
-            where = (
-                f"what it held could not be copied ({redact(str(exc))}): tasks recorded "
-                "before are not in the file now at the path"
+            self._opened = None  # said once; the open file goes on: its rows are this one's
+            self._notice(
+                f"genwidgets: the task ledger {self.path} was {what} while this process had "
+                f"it open, and what it held could not be copied ({redact(str(exc))}): "
+                "this process records on in the file it has open, which no later process "
+                "will read; follow its tasks now (client.history())"
             )
-        else:
-            with contextlib.suppress(OSError):  # another process started one: keep the copy
-                if gone:
-                    os.link(copy, self.path)  # never over a file another process started
-                    where = f"it was written back at {self.path} from the file still open"
-                    os.unlink(copy)
+            return False
+        written_back = False
+        with contextlib.suppress(OSError):  # another process started one: keep the copy
+            if gone:
+                os.link(copy, self.path)  # never over a file another process started
+                os.unlink(copy)
+                written_back = True
+        self._opened, self._reopen_reads = None, True
+        if written_back:
+            where = f"it was written back at {self.path} from the file still open"
+        else:  # the file at the path is another process's: this one's row ids are not its
+            where = (
+                f"this process records on in a copy of its file, {copy} (open it with "
+                f"gw.Client(ledger=gw.Ledger({str(copy)!r})) to follow its tasks)"
+            )
+            self.path = copy
         self._notice(
-            f"genwidgets: the task ledger {self.path} was {what} while this process had it "
-            f"open; {where}, and recording goes on at {self.path}."
+            f"genwidgets: the task ledger was {what} while this process had it open; {where}."
         )
         return True
 
@@ -478,12 +492,13 @@ class LedgerFile:
 
     def merge_pending(self, put: Callable[[Op], concurrent.futures.Future[int]]) -> None:
         """Queue the write recording the notes another process left in
-        :attr:`pending_path` (claimed first by a rename; removed once written,
-        appended back if the write fails)."""
-        claimed = self.pending_path.with_name(f"{self.pending_path.name}.{os.getpid()}-{id(self)}")
+        :attr:`pending_path`; the file is removed once they are written, and only if
+        nobody added to it meanwhile. Recording a note twice changes nothing, so a file
+        left (this process stopped before the write, or two processes read it) is
+        simply recorded again by the next open: never claimed, never orphaned."""
         try:
-            os.replace(self.pending_path, claimed)
-            lines = claimed.read_text(encoding="utf-8").splitlines()
+            seen = self.pending_path.stat()
+            lines = self.pending_path.read_text(encoding="utf-8").splitlines()
         except OSError:
             return  # none (the usual case), or unreadable: left where it is
         notes = [note for note in map(_note, lines) if note is not None]
@@ -491,20 +506,21 @@ class LedgerFile:
         def written(future: concurrent.futures.Future[int]) -> None:
             if future.exception() is not None:
                 log.warning(
-                    "genwidgets: could not record the writes left in %s: %s",
+                    "genwidgets: could not record the writes left in %s (kept for the next "
+                    "open): %s",
                     self.pending_path,
                     future.exception(),
                 )
-                if self.keep_pending(notes):
-                    return  # not kept back: the claimed file stays
-            else:
-                log.info(
-                    "genwidgets: recorded %d task(s) left in %s by an earlier process",
-                    future.result(),
-                    self.pending_path,
-                )
+                return
+            log.info(
+                "genwidgets: recorded %d task(s) left in %s by an earlier process",
+                future.result(),
+                self.pending_path,
+            )
             with contextlib.suppress(OSError):
-                claimed.unlink()
+                now = self.pending_path.stat()
+                if (now.st_size, now.st_mtime_ns) == (seen.st_size, seen.st_mtime_ns):
+                    self.pending_path.unlink()
 
         put(merge_notes(notes)).add_done_callback(written)
 

@@ -210,7 +210,7 @@ class LedgerWrites:
                 self._settle(row)
 
         urls = ("status_url", "response_url", "cancel_url")  # as _set_handle keeps them
-        note: dict[str, Any] = {name: redact(getattr(handle, name)) for name in urls}
+        note: dict[str, Any] = {name: hide_userinfo(redact(getattr(handle, name))) for name in urls}
         note.update(row=row_id, request_id=handle.request_id, endpoint=handle.endpoint, at=now)
         return self._file.log_if_failed("the task handle", self._queue.put(update, note))
 

@@ -134,6 +134,10 @@ def wait_through_interrupts(future: concurrent.futures.Future[Any], grace: float
 def wait_future(future: concurrent.futures.Future[T], timeout: float | None) -> T:
     """Wait in short slices so Ctrl-C / a kernel interrupt is seen promptly (never
     while the thread holds a view's lock, see :func:`engine_waits_forbidden`)."""
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout != timeout
+    ):  # a string or NaN would be a raw TypeError, or a wait with no deadline
+        raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
     if future.done():  # even with timeout=0: a settled future answers at once
         return future.result()
     if timeout != 0:

@@ -101,3 +101,12 @@ def test_a_submitted_task_starts_in_a_fresh_context_and_a_cancel_reaches_it() ->
     assert started.wait(30)
     future.cancel()
     assert wait_for(lambda: ended == ["cancelled"], timeout=30.0)
+
+
+@pytest.mark.parametrize("timeout", ["5", float("nan"), True])
+def test_a_wait_given_no_number_of_seconds_is_refused_saying_so(timeout: object) -> None:
+    """``result(timeout="5")`` was a raw TypeError from deep inside; NaN waited with no
+    deadline at all."""
+    pending: concurrent.futures.Future[int] = concurrent.futures.Future()
+    with pytest.raises(TypeError, match="timeout must be a number of seconds or None"):
+        wait_future(pending, timeout)

@@ -349,7 +349,7 @@ class Client:
                 timeout=timeout,
                 fingerprint=self._fingerprint,
             )
-            if self.ledger is not None
+            if self.ledger is not None or ledger is not False  # asked for, though unopened
             else None
         )
         budget = StatusBudget(
@@ -379,7 +379,8 @@ class Client:
         except (LedgerError, OSError) as exc:
             warnings.warn(
                 f"genwidgets: the task ledger is off ({_config.redact(str(exc))}); tasks will "
-                f"not survive a kernel restart. Set {_config.ENV_HOME} to a writable folder.",
+                "not survive a kernel restart (their outputs are still saved). If the "
+                f"folder cannot be written, set {_config.ENV_HOME} to one that can.",
                 LedgerWarning,
                 stacklevel=3,
             )

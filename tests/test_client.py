@@ -716,3 +716,26 @@ def test_a_job_that_lost_contact_is_answered_by_what_another_client_recorded() -
             assert b.ledger is not None and b.ledger.flush(30)
         again = a.job("ep", job.request_id)
         assert again is not job and again.result(timeout=60).ok
+
+
+def test_outputs_are_saved_though_the_ledger_cannot_be_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_simulator: Any
+) -> None:
+    """A ledger a newer genwidgets wrote, or a folder where its file should be: no
+    output was saved at all, though the outputs folder could be written."""
+    home = tmp_path / "unopenable"
+    (home / "ledger.sqlite3").mkdir(parents=True)  # not a file: the ledger cannot open
+    monkeypatch.setenv("GENWIDGETS_HOME", str(home))
+    sim = make_simulator()
+    with pytest.warns(gw.LedgerWarning, match="their outputs are still saved"):
+        client = gw.Client(sim.base_url, "sim-demo-key")
+    try:
+        assert client.ledger is None
+        result = client.submit("genW2.5-t2i-preview", {"prompt": "a kite", "n": 1}).result(
+            timeout=120
+        )
+        [output] = result.outputs
+        assert output.path is not None and output.path.is_file()
+        assert home / "outputs" in output.path.parents
+    finally:
+        client.close()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +32,7 @@ class LedgerRecorder:
 
     def __init__(
         self,
-        ledger: Ledger,
+        ledger: Ledger | None,
         gateway: str,
         *,
         opener: Opener | None = None,
@@ -47,7 +46,8 @@ class LedgerRecorder:
         Outputs go to the gateway's own folder; each download ends within ``timeout``
         seconds plus its transfer (docs/decisions.md#reading-answers). ``fingerprint``:
         the client's key (``_config.Secret.fingerprint``), whose "not found" says nothing
-        of a task another key made."""
+        of a task another key made. ``ledger`` None: a ledger that could not be opened;
+        the outputs are still saved (nothing paid for is lost for want of a ledger)."""
         self.ledger = ledger
         self.gateway = gateway
         self.fingerprint = fingerprint
@@ -59,17 +59,18 @@ class LedgerRecorder:
     def __repr__(self) -> str:
         return f"LedgerRecorder({self.ledger!r}, gateway={self.gateway!r})"
 
-    def _record(
-        self, what: str, write: Callable[..., object], job: Job, *args: Any, **kwargs: Any
-    ) -> None:
-        """``write(gateway, request_id, ...)``: a failure is logged, never raised."""
+    def _record(self, what: str, write: str, job: Job, *args: Any, **kwargs: Any) -> None:
+        """The ledger's ``writes.<write>(gateway, request_id, ...)``: a failure is logged,
+        never raised; nothing without a ledger."""
+        if self.ledger is None:
+            return
         try:
-            write(self.gateway, job.request_id, *args, **kwargs)
+            getattr(self.ledger.writes, write)(self.gateway, job.request_id, *args, **kwargs)
         except (GenwidgetsError, sqlite3.Error, OSError) as exc:
             log.warning("genwidgets: could not record %s in the ledger: %s", what, redact(str(exc)))
 
     def on_status(self, job: Job, status: Status) -> None:
-        self._record("a status", self.ledger.writes.record_status, job, status)
+        self._record("a status", "record_status", job, status)
 
     def on_gone(self, job: Job, error: RequestNotFound) -> None:
         """The gateway no longer knows the task: record it as ended, so ``resume()``
@@ -86,7 +87,7 @@ class LedgerRecorder:
         )
         self._record(
             "a lost task",
-            self.ledger.writes.record_result,
+            "record_result",
             job,
             gone,
             gone=True,
@@ -94,7 +95,7 @@ class LedgerRecorder:
         )
 
     async def on_result(self, job: Job, result: Result) -> None:
-        self._record("a result", self.ledger.writes.record_result, job, result)
+        self._record("a result", "record_result", job, result)
         if not (self.download and self.opener is not None and result.outputs):
             return
 
@@ -102,7 +103,7 @@ class LedgerRecorder:
             written = next((o for o in result.outputs if o.path == path), None)
             self._record(
                 "an output path",
-                self.ledger.writes.record_output_path,
+                "record_output_path",
                 job,
                 index,
                 path,
@@ -124,7 +125,7 @@ class LedgerRecorder:
             for index, reason in exc.failures:  # the result goes on; the ledger says which
                 self._record(
                     "a failed download",
-                    self.ledger.writes.record_output_path,
+                    "record_output_path",
                     job,
                     index,
                     None,

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import os
 import threading
 import time
 import warnings
@@ -366,6 +367,7 @@ class Client:
         )
         self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
         self._closed = False
+        self._pid = os.getpid()
         self._seq = LIVE_CLIENTS.join(self, key)
 
     @staticmethod
@@ -405,6 +407,11 @@ class Client:
     def _check_open(self, endpoint: str | None = None, request_id: str | None = None) -> None:
         if self._closed:
             raise ClientClosed(endpoint=endpoint, request_id=request_id)
+        if os.getpid() != self._pid:  # a forked child: the engine and the connections
+            raise RuntimeError(  # are the parent's (a submit hung there, no deadline)
+                f"this gw.Client was made in process {self._pid}, and this is process "
+                f"{os.getpid()} (a fork, e.g. multiprocessing): make a new gw.Client() here"
+            )
 
     @property
     def jobs(self) -> list[Job]:

@@ -739,3 +739,28 @@ def test_outputs_are_saved_though_the_ledger_cannot_be_opened(
         assert home / "outputs" in output.path.parents
     finally:
         client.close()
+
+
+def test_a_client_used_in_a_forked_child_says_to_make_one_there() -> None:
+    """multiprocessing's fork: the child's submit() waited for ever on the parent's
+    engine, and its ledger said a task "may exist" that was never sent."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    said = context.Queue()
+    with gw.Client(BASE, "sk-123456", transport=FakeGateway().transport()) as client:
+
+        def child() -> None:
+            try:
+                client.submit("ep", {}, validate=False)
+            except RuntimeError as exc:
+                said.put(str(exc))
+            else:
+                said.put("sent")
+
+        forked = context.Process(target=child)
+        forked.start()
+        try:
+            assert "make a new gw.Client() here" in said.get(timeout=60)
+        finally:
+            forked.join(60)

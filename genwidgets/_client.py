@@ -366,6 +366,7 @@ class Client:
             planner=PLANNER,  # off the engine's loop (docs/decisions.md#plans-off-the-loop)
         )
         self._jobs: dict[tuple[str, str], Job] = {}  # by (endpoint, request_id)
+        self._download = download
         self._closed = False
         self._pid = os.getpid()
         self._seq = LIVE_CLIENTS.join(self, key)
@@ -536,7 +537,9 @@ class Client:
         self._check_open(endpoint, request_id)
         known = self._jobs.get((endpoint, request_id))
         if known is not None and not lost_contact(known):
-            return known
+            if not self._copies_left(known):
+                return known
+            return self._recorded_end(endpoint, request_id) or known  # copied again
         try:
             handle = Handle.documented(self.base_url, endpoint, request_id)  # spec 2.1's URLs
         except ValueError as exc:  # an id no URL can carry: the caller's input, no payload
@@ -568,7 +571,7 @@ class Client:
         if row is None or row.endpoint != endpoint:
             return None
         if row.state == FINISHED and row.error_type != GONE:
-            return self._from_row(row)
+            return self._from_row(row, copy=True)
         if row.made_with_another_key(self._fingerprint):
             warnings.warn(
                 f"genwidgets: task {request_id} was created with another API key than this "
@@ -602,7 +605,10 @@ class Client:
         return self._from_rows([row for row in rows if row.request_id is not None])
 
     def resume(self, *, force: bool = False) -> list[Job]:
-        """Re-attach every unfinished job of this gateway (after a restart) and return them.
+        """Re-attach every unfinished job of this gateway (after a restart) and return them,
+        then the finished ones whose outputs have no local copy yet: those are copied in
+        the background, each job's ``result()`` returning once its copies were tried
+        (nothing is created or polled again: docs/decisions.md#copies-pending).
 
         Tasks another live kernel polls stay its own unless ``force=True``
         (docs/decisions.md#ledger-leases); tasks another API key created are left to a
@@ -615,15 +621,19 @@ class Client:
         )
         if skipped:
             left_to_other_kernels(skipped, stacklevel=3)
-        return self._from_rows(rows)
+        if self._copies:
+            rows += self.ledger.with_copies_pending(
+                self.gateway_name, fingerprint=self._fingerprint
+            )
+        return self._from_rows(rows, copy=True)
 
-    def _from_rows(self, rows: list[LedgerRow]) -> list[Job]:
+    def _from_rows(self, rows: list[LedgerRow], *, copy: bool = False) -> list[Job]:
         """The jobs of ``rows``; a row no address can be made of (an endpoint id recorded
         before ids were checked) is left out with one warning, never every other row."""
         jobs, unusable = [], []
         for row in rows:
             try:
-                jobs.append(self._from_row(row))
+                jobs.append(self._from_row(row, copy=copy))
             except ValueError as exc:
                 unusable.append(f"{row.request_id} ({exc})")
         if unusable:
@@ -635,12 +645,16 @@ class Client:
             )
         return jobs
 
-    def _from_row(self, row: LedgerRow) -> Job:
-        """The Job of a ledger row, with the URLs the gateway gave when it was created."""
+    def _from_row(self, row: LedgerRow, *, copy: bool = False) -> Job:
+        """The Job of a ledger row, with the URLs the gateway gave when it was created;
+        with ``copy``, a finished one copies its outputs still to be copied (a known
+        job that ended without them is made anew to try again)."""
         handle = row.handle(self.base_url)
         assert handle is not None
+        copy = copy and self._copies and bool(row.copies_pending)
         known = self._jobs.get((handle.endpoint, handle.request_id))
-        if known is not None and not lost_contact(known):  # one that stopped: made anew
+        # one that stopped, or ended with its copies pending: made anew
+        if known is not None and not lost_contact(known) and not (copy and known.done()):
             return known
         return self._adopt(
             handle,
@@ -648,7 +662,18 @@ class Client:
             submitted_at=row.submitted_at,
             result=row.result(source=gateway_outputs(self._engine, self._gateway)),
             finished_at=row.finished_at,
+            copy_outputs=copy,
         )
+
+    @property
+    def _copies(self) -> bool:
+        """Whether this client copies outputs (``download=True``, a recorder)."""
+        return self._download and self._recorder is not None
+
+    def _copies_left(self, job: Job) -> bool:
+        """Whether ``job`` ended with outputs not copied that the ledger may still copy:
+        ``client.job`` then asks the ledger (docs/decisions.md#copies-pending)."""
+        return self._copies and self.ledger is not None and job.done() and job.copies_pending > 0
 
     def run(
         self, endpoint: str, payload: Mapping[str, Any], timeout: float | None = None
@@ -726,10 +751,12 @@ class Client:
         result: Result | None = None,
         finished_at: float | None = None,
         known_made: bool = True,
+        copy_outputs: bool = False,
     ) -> Job:
         """The Job of ``handle``, kept by this client: polled, unless it is known
-        finished (``result``, read back from the ledger). ``known_made``: a create is
-        known to have made it at ``submitted_at`` (not a task asked for by a bare id)."""
+        finished (``result``, read back from the ledger; ``copy_outputs``: its outputs
+        with no local copy are copied first). ``known_made``: a create is known to have
+        made it at ``submitted_at`` (not a task asked for by a bare id)."""
         live = result is None
         job = Job(
             handle,
@@ -739,10 +766,11 @@ class Client:
             payload=payload,
             submitted_at=submitted_at,
             known_made=known_made,
-            recorder=self._recorder if live else None,
+            recorder=self._recorder if live or copy_outputs else None,
             schedule=self._schedule if live else None,
             result=result,
             finished_at=finished_at,
+            copy_outputs=copy_outputs,
         )
         self._jobs[(handle.endpoint, handle.request_id)] = job
         if live:

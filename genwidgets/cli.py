@@ -31,6 +31,7 @@ from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
 from .errors import GenwidgetsError, TaskTimeout
 from .jobs.downloads import extension_for, safe_name
+from .jobs.job import copies_pending_words
 from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
 from .serve import cli as serve_cli
 from .serve.cli import JSON_FLAG, say
@@ -141,7 +142,22 @@ def _row_record(row: LedgerRow) -> dict[str, Any]:
         # 2026-11-29T02:15:00Z: a time in JSON as the batch manifest writes it
         "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.submitted_at)),
         "files": [o.get("path") for o in row.outputs if o.get("path")],
+        # outputs with no local copy yet, which resume copies; and those given up, why
+        "copies_pending": row.copies_pending,
+        "copies_given_up": {str(i): why for i, why in row.copies_given_up.items()},
     }
+
+
+def _copies_in_words(record: dict[str, Any]) -> str:
+    """``, 2 copies pending (genwidgets resume copies them)``: a history line's outputs
+    with no local copy, in words (docs/decisions.md#copies-pending)."""
+    said = ""
+    pending, given_up = len(record["copies_pending"]), record["copies_given_up"]
+    if pending:
+        said += f", {copies_pending_words(pending)} (genwidgets resume copies them)"
+    if given_up:
+        said += f", {len(given_up)} not copied ({next(iter(given_up.values()))})"
+    return said
 
 
 def _history(client: Client, args: argparse.Namespace) -> int:
@@ -159,7 +175,7 @@ def _history(client: Client, args: argparse.Namespace) -> int:
         files = f" {len(r['files'])} file(s)" if r["files"] else ""
         rid = r["request_id"] or "(no request id)"
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.submitted_at))
-        print(f"{when}  {r['endpoint']:<24} {word:<16} {rid}{files}")
+        print(f"{when}  {r['endpoint']:<24} {word:<16} {rid}{files}{_copies_in_words(r)}")
     return 0
 
 
@@ -191,6 +207,10 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
         where = f" (queue position {place})" if place is not None else ""
         return say(args, out | {"queue_position": place}, f"{rid}: {status.status}{where}")
+    if recorded is not None and row is not None and row.copies_pending:
+        # recorded, its outputs not all copied: the job copies them first (bounded by each
+        # download's deadline), asking the gateway nothing else
+        recorded = job.result()
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
         result = recorded or job.result(timeout=args.wait)

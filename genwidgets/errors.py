@@ -355,14 +355,22 @@ class TaskTimeout(GenwidgetsError, TimeoutError):
 
 
 class DownloadError(GenwidgetsError):
-    """One or more outputs could not be saved. ``failures``: ``[(index, reason), ...]``."""
+    """One or more outputs could not be saved. ``failures``: ``[(index, reason), ...]``;
+    ``expired``: the indexes whose URL the file host said is gone (HTTP 403, 404, 410),
+    which no later try will find."""
 
     def __init__(
-        self, message: str, *, request_id: str | None, failures: list[tuple[int, str]]
+        self,
+        message: str,
+        *,
+        request_id: str | None,
+        failures: list[tuple[int, str]],
+        expired: Sequence[int] = (),
     ) -> None:
         super().__init__(_shown(message))
         self.request_id = request_id
         self.failures = failures
+        self.expired = tuple(expired)
 
 
 class LedgerError(GenwidgetsError):

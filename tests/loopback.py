@@ -58,3 +58,61 @@ class LoopbackServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(5)
+
+
+class FileHost:
+    """What a :func:`files_gateway` saw and how its file host answers: ``answer`` is the
+    HTTP status every download gets (200: the file); ``creates`` counts creates,
+    ``served`` the files sent whole, by path; ``asked`` every download asked."""
+
+    def __init__(self) -> None:
+        self.answer = 200
+        self.creates = 0
+        self.asked = 0
+        self.served: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+
+def files_gateway(host: FileHost) -> LoopbackServer:
+    """A gateway on loopback whose tasks (``r1``, ``r2``...) are COMPLETED at once, each
+    with two outputs on its own file host (``/files/<id>/<n>.png``), which answers as
+    ``host.answer`` says: a file host that fails, expires or works, from outside."""
+
+    class Handler(JsonHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with host.lock:
+                host.creates += 1
+                rid = f"r{host.creates}"
+            prefix = f"http://{self.headers['Host']}{self.path}/requests/{rid}"
+            urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("status", "response", "cancel")}
+            self.send_json({"request_id": rid, **urls})
+
+        def do_GET(self) -> None:
+            if self.path.startswith("/files/"):
+                self.send_file()
+            elif self.path.endswith("/status"):
+                self.send_json({"status": "COMPLETED"})
+            else:
+                rid = self.path.split("/")[-2]
+                files = f"http://{self.headers['Host']}/files/{rid}"
+                outputs = [{"url": f"{files}/{n}.png", "content_type": "image/png"} for n in (0, 1)]
+                self.send_json({"status": "COMPLETED", "error": None, "outputs": outputs})
+
+        def send_file(self) -> None:
+            with host.lock:
+                host.asked += 1
+                answer = host.answer
+                if answer == 200:
+                    host.served[self.path] = host.served.get(self.path, 0) + 1
+            if answer != 200:
+                self.send_json({"detail": "file host says no"}, answer)
+                return
+            data = f"bytes of {self.path}".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return LoopbackServer(Handler)

@@ -14,11 +14,11 @@ from typing import Any
 
 import httpx
 import pytest
-from loopback import JsonHandler, LoopbackServer
+from loopback import FileHost, JsonHandler, LoopbackServer, files_gateway
 
 import genwidgets
 from genwidgets.cli import main
-from genwidgets.jobs import polling
+from genwidgets.jobs import downloads, polling
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -433,3 +433,36 @@ def test_result_out_keeps_each_file_in_the_folder_whatever_the_request_id(
         gateway.close()
     assert not (tmp_path / "outside").exists()
     assert sorted(p.name for p in out.iterdir()) == ["..%2F..%2Foutside%2Fx-0.png", "v1.2-0.png"]
+
+
+def test_history_says_copies_pending_and_result_copies_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/decisions.md#copies-pending: a COMPLETED task whose file host failed every
+    download; the history line says so, and ``result ID`` copies them once the host works,
+    creating nothing."""
+    monkeypatch.setattr(downloads, "backoff_delay", lambda attempt, rng=None: 0.01)
+    files = FileHost()
+    server = files_gateway(files)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", server.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cli")
+    try:
+        files.answer = 503
+        with genwidgets.Client() as client:
+            rid = client.submit("ep", {"prompt": "x"}, validate=False).request_id
+            client.job("ep", rid).result(timeout=30)
+        assert main(["history"]) == 0
+        said = capsys.readouterr().out
+        assert "COMPLETED" in said and "2 copies pending (genwidgets resume copies them)" in said
+        files.answer = 200
+        assert main(["result", rid, "--json"]) == 0
+        found = json_out(capsys)
+        assert found["status"] == "COMPLETED" and len(found["files"]) == 2
+        assert all(Path(name).is_file() for name in found["files"])
+        assert main(["history", "--json"]) == 0
+        [row] = json_out(capsys)
+        assert (row["copies_pending"], len(row["files"])) == ([], 2)
+        assert files.creates == 1 and sorted(files.served.values()) == [1, 1]
+    finally:
+        server.close()

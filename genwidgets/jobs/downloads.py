@@ -50,6 +50,7 @@ from .output_files import holds_digest, size_of
 
 __all__ = [
     "DOWNLOAD_TRIES",
+    "EXPIRED_STATUSES",
     "EXTENSIONS",
     "MAX_OUTPUTS",
     "MAX_RESULT_BYTES",
@@ -92,6 +93,20 @@ class _Transient(_Failure):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class _Expired(_Failure):
+    """The file host says the URL is gone (HTTP 403, 404, 410): a signed URL past its
+    time. No later try finds it (docs/decisions.md#copies-pending)."""
+
+
+#: the answers of a file host that mean the URL has expired
+EXPIRED_STATUSES = frozenset({403, 404, 410})
+
+
+def _expired(exc: BaseException) -> bool:
+    """Whether ``exc`` (or the failure of the last try it sums up) is an expired URL."""
+    return isinstance(exc, _Expired) or isinstance(exc.__cause__, _Expired)
 
 
 #: Transport failures worth another try: a connection refused, reset or cut short, a
@@ -279,6 +294,8 @@ def _content_length(response: httpx.Response, cap: _Cap, output: Output) -> int 
         said = f"HTTP {status} {response.reason_phrase}".rstrip()
         if status >= 500 or status in (408, 429):
             raise _Transient(said, parse_retry_after(response.headers))
+        if status in EXPIRED_STATUSES:
+            raise _Expired(f"{said}: the file host no longer serves this URL (an expired link)")
         raise _Failure(said)
     output.learn_type(response.headers.get("content-type"))
     raw = (response.headers.get("content-length") or "").strip()
@@ -453,6 +470,7 @@ class _Batch:
             f"{self.request_id}: " + "; ".join(lines),
             request_id=self.request_id,
             failures=[(item.index, redact(_describe(exc))) for item, exc in self.failures],
+            expired=[item.index for item, exc in self.failures if _expired(exc)],
         )
         raise error from self.failures[0][1]
 

@@ -34,6 +34,7 @@ from ..errors import (
 )
 from ..protocol.records import Handle, Result, Status, is_failure
 from .engine import Engine, wait_future
+from .ledger.rows import COPY_GIVEN_UP
 from .output_files import gateway_outputs
 from .polling import Schedule
 
@@ -41,6 +42,12 @@ if TYPE_CHECKING:
     from ..protocol.http import Gateway
 
 log = logging.getLogger("genwidgets")
+
+
+def copies_pending_words(count: int) -> str:
+    """``2 copies pending``: outputs of a finished task with no local copy yet, in the
+    words the job's repr and the command line's history say."""
+    return f"{count} cop{'y' if count == 1 else 'ies'} pending"
 
 
 class Recorder(Protocol):
@@ -53,6 +60,8 @@ class Recorder(Protocol):
     def on_status(self, job: Job, status: Status) -> None: ...
 
     async def on_result(self, job: Job, result: Result) -> None: ...
+
+    async def copy_outputs(self, job: Job, result: Result) -> None: ...
 
     def on_gone(self, job: Job, error: RequestNotFound) -> None: ...
 
@@ -74,9 +83,12 @@ class Job:
         schedule: Schedule | None = None,
         result: Result | None = None,
         finished_at: float | None = None,
+        copy_outputs: bool = False,
     ) -> None:
         """A job of ``handle``. With ``result``, a job known finished (read back from
-        the ledger): it is never polled and ``result()`` returns it at once.
+        the ledger): it is never polled and ``result()`` returns it at once, or, with
+        ``copy_outputs``, once the ``recorder`` tried to copy its outputs that have no
+        local copy yet (docs/decisions.md#copies-pending).
         ``simulated``: the task runs on the embedded simulator (every view says so).
         ``known_made``: a create answered with this handle at ``submitted_at`` (this
         client's, or a ledger row's), so a 404 soon after is not yet believed."""
@@ -103,7 +115,10 @@ class Job:
             handle.endpoint, self.payload, handle.queue_position
         )
         self._output_source = gateway_outputs(engine, gateway)
-        if result is not None:
+        if result is not None and copy_outputs and recorder is not None:
+            self.last_result = result  # what views show meanwhile: the recorded end
+            self._engine.call_soon(self._spawn_copy, recorder, result, finished_at)
+        elif result is not None:
             self._finish(result, finished_at)
 
     def _not_visible_yet(self) -> bool:
@@ -147,8 +162,25 @@ class Job:
             return "FAILED" if not self.last_result.ok else self.last_result.status
         return self.last_status.status if self.last_status else "SUBMITTED"
 
+    @property
+    def copies_pending(self) -> int:
+        """Outputs of its result with no local copy (yet): a download that failed or
+        never ran. ``client.resume()`` and ``client.job(...).result()`` copy those the
+        ledger has not given up (docs/decisions.md#copies-pending); a copy the ledger
+        recorded and that changed since is not one of them."""
+        result = self.last_result
+        if result is None:
+            return 0
+        return sum(
+            1
+            for o in result.outputs
+            if o.path is None and not o.raw.get("path") and not o.raw.get(COPY_GIVEN_UP)
+        )
+
     def __repr__(self) -> str:
-        return f"<Job {self.endpoint} {self.request_id} {self.status_text} {self.elapsed:.1f}s>"
+        copies = f", {copies_pending_words(self.copies_pending)}" if self.copies_pending else ""
+        shown = f"{self.endpoint} {self.request_id} {self.status_text} {self.elapsed:.1f}s"
+        return f"<Job {shown}{copies}>"
 
     # -- blocking API -------------------------------------------------------
     def done(self) -> bool:
@@ -251,7 +283,9 @@ class Job:
             self._task.cancel()
         if not self.done():
             self._closed = True
-            self._finish(ClientClosed(endpoint=self.endpoint, request_id=self.request_id))
+            closed = ClientClosed(endpoint=self.endpoint, request_id=self.request_id)
+            # a recorded end whose copies were being made ends as recorded
+            self._finish(self.last_result if self.last_result is not None else closed)
 
     # -- engine side --------------------------------------------------------
 
@@ -260,6 +294,20 @@ class Job:
             return
         self._wake = asyncio.Event()
         self._task = asyncio.ensure_future(self._watch())
+
+    def _spawn_copy(self, recorder: Recorder, result: Result, finished_at: float | None) -> None:
+        if self._task is None and not self.done():
+            self._task = asyncio.ensure_future(self._copy(recorder, result, finished_at))
+
+    async def _copy(self, recorder: Recorder, result: Result, finished_at: float | None) -> None:
+        """The copies of a recorded result's outputs, then its end as recorded (also
+        when the copy fails or is cancelled: the task's end is never in doubt)."""
+        try:
+            await recorder.copy_outputs(self, result)
+        except Exception:  # copying must never lose the result itself
+            log.exception("genwidgets: copying the outputs of %s failed", self.request_id)
+        finally:
+            self._finish(result, finished_at)
 
     def _notify(self) -> None:
         with self._callbacks_lock:
@@ -517,6 +565,7 @@ class AsyncJob:
     payload = property(lambda self: self._job.payload)
     last_status = property(lambda self: self._job.last_status)
     last_result = property(lambda self: self._job.last_result)
+    copies_pending = property(lambda self: self._job.copies_pending)
 
     def __repr__(self) -> str:
         return "<Async" + repr(self._job)[1:]

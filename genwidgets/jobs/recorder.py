@@ -96,6 +96,12 @@ class LedgerRecorder:
 
     async def on_result(self, job: Job, result: Result) -> None:
         self._record("a result", "record_result", job, result)
+        await self.copy_outputs(job, result)
+
+    async def copy_outputs(self, job: Job, result: Result) -> None:
+        """Save the outputs of ``result`` not saved yet (a recorded result's too: its
+        copies pending, docs/decisions.md#copies-pending) and record each path, or why
+        not; the recorded end itself is never written here."""
         if not (self.download and self.opener is not None and result.outputs):
             return
 
@@ -130,6 +136,7 @@ class LedgerRecorder:
                     index,
                     None,
                     error=reason,
+                    expired=index in exc.expired,
                 )
         except (GenwidgetsError, OSError) as exc:
             log.warning("genwidgets: %s", redact(str(exc)))

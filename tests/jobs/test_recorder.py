@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from fake_gateway import BASE, FakeGateway, error, speed_up
+from loopback import FileHost, files_gateway
 
 import genwidgets as gw
+from genwidgets.jobs import downloads
 from genwidgets.jobs.downloads import gateway_folder
-from genwidgets.jobs.ledger import Ledger
+from genwidgets.jobs.ledger import MAX_COPY_TRIES, Ledger
 from genwidgets.jobs.ledger import schema as ledger_schema
 from genwidgets.protocol.records import Result
 
@@ -281,3 +283,145 @@ def test_a_task_ended_only_by_a_not_found_is_asked_again_by_its_id(fake: FakeGat
     row = again.ledger.get(again.gateway_name, "late-id")
     assert row is not None and row.ok is True and row.error is None
     again.close()
+
+
+# ----------------------------------------------------------------- copies pending
+# docs/decisions.md#copies-pending: a finished task whose outputs were not copied is
+# copied later, never created nor polled again; an expired URL, or MAX_COPY_TRIES, ends it
+
+
+@pytest.fixture
+def host(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FileHost, str]]:
+    """A loopback gateway whose file host answers as the test says, and its address;
+    a download's tries wait 10 ms (not the queue's backoff)."""
+    monkeypatch.setattr(downloads, "backoff_delay", lambda attempt, rng=None: 0.01)
+    files = FileHost()
+    server = files_gateway(files)
+    yield files, server.base
+    server.close()
+
+
+def finished_without_copies(base: str) -> tuple[gw.Client, str]:
+    """A task that ended COMPLETED whose outputs were not copied; its client closed."""
+    client = gw.Client(base, KEY)
+    job = client.submit("ep", {"prompt": "x"}, validate=False)
+    result = job.result(timeout=30)
+    assert result.ok and [o.path for o in result.outputs] == [None, None]
+    client.close()
+    return client, job.request_id
+
+
+def copied(base: str, result: Result) -> None:
+    """Each output of ``result`` has its local copy, with its file's bytes."""
+    for output in result.outputs:
+        assert output.path is not None, output.raw
+        assert (
+            output.path.read_bytes()
+            == f"bytes of /files/{result.request_id}/{output.index}.png".encode()
+        )
+
+
+def test_outputs_a_failing_file_host_kept_are_copied_by_the_next_resume_once(
+    host: tuple[FileHost, str],
+) -> None:
+    files, base = host
+    files.answer = 503  # every download fails, its tries too
+    first, rid = finished_without_copies(base)
+    row = first.ledger.get(first.gateway_name, rid)
+    assert row is not None and row.copies_pending == [0, 1] and row.status == "COMPLETED"
+
+    later = gw.Client(base, KEY)
+    [listed] = later.history()  # said, not copied: history asks nothing
+    assert "2 copies pending" in repr(listed) and listed.result().outputs[0].path is None
+    files.answer = 200  # the file host works again
+    [job] = later.resume()
+    copied(base, job.result(timeout=30))
+    assert later.resume() == []  # nothing left to copy
+    assert files.served == {f"/files/{rid}/0.png": 1, f"/files/{rid}/1.png": 1}  # each once
+    assert files.creates == 1  # nothing created again
+    row = later.ledger.get(later.gateway_name, rid)
+    assert row is not None and (row.status, row.ok, row.copies_pending) == ("COMPLETED", True, [])
+    assert later.history()[0].result().outputs[1].path is not None
+    later.close()
+
+
+def test_outputs_a_home_that_could_not_take_them_missed_are_copied_by_resume(
+    host: tuple[FileHost, str], tmp_path: Path
+) -> None:
+    """The outputs folder cannot be written (a file stands at its name: a way that works
+    as root too, where chmod does not stop a write)."""
+    files, base = host
+    outputs = tmp_path / "home" / "outputs"
+    outputs.parent.mkdir(parents=True)
+    outputs.write_text("not a folder")
+    _first, rid = finished_without_copies(base)
+    outputs.unlink()  # space again
+    before = dict(files.served)  # fetched, and not kept
+    later = gw.Client(base, KEY)
+    [job] = later.resume()
+    copied(base, job.result(timeout=30))
+    assert files.creates == 1
+    assert {path: n - before[path] for path, n in files.served.items()} == {
+        f"/files/{rid}/0.png": 1,
+        f"/files/{rid}/1.png": 1,
+    }  # each fetched once more
+    row = later.ledger.get(later.gateway_name, rid)
+    assert row is not None and (row.status, row.copies_pending) == ("COMPLETED", [])
+    later.close()
+
+
+def test_outputs_never_downloaded_before_the_kernel_died_are_copied_by_resume(
+    host: tuple[FileHost, str],
+) -> None:
+    """The result was recorded and the kernel died before its download (a client that
+    downloads nothing leaves the same row); the next resume copies them."""
+    files, base = host
+    with gw.Client(base, KEY, download=False) as first:
+        job = first.submit("ep", {"prompt": "x"}, validate=False)
+        job.result(timeout=30)
+    assert files.asked == 0
+    with gw.Client(base, KEY) as later:
+        [again] = later.resume()
+        copied(base, again.result(timeout=30))
+    assert files.creates == 1
+
+
+def test_an_expired_url_ends_the_copy_with_its_reason_and_the_task_stays_completed(
+    host: tuple[FileHost, str],
+) -> None:
+    files, base = host
+    files.answer = 410
+    _first, rid = finished_without_copies(base)
+    asked = files.asked
+    later = gw.Client(base, KEY)
+    assert later.resume() == []  # nothing to copy: those URLs are gone
+    job = later.job("ep", rid)
+    assert job.result(timeout=30).ok and files.asked == asked  # not tried again
+    row = later.ledger.get(later.gateway_name, rid)
+    assert row is not None and (row.status, row.ok, row.copies_pending) == ("COMPLETED", True, [])
+    assert set(row.copies_given_up) == {0, 1}
+    assert (
+        row.copies_given_up[0].startswith("URL expired: ") and "HTTP 410" in row.copies_given_up[0]
+    )
+    later.close()
+
+
+def test_a_copy_that_keeps_failing_is_given_up_after_its_tries(
+    host: tuple[FileHost, str],
+) -> None:
+    """result() of a task with copies pending tries them again, MAX_COPY_TRIES times in
+    all (the first at the task's end), then says why it stopped."""
+    files, base = host
+    files.answer = 503
+    _first, rid = finished_without_copies(base)
+    later = gw.Client(base, KEY)
+    for _ in range(MAX_COPY_TRIES - 1):
+        job = later.job("ep", rid)
+        assert job.result(timeout=30).outputs[0].path is None
+    row = later.ledger.get(later.gateway_name, rid)
+    assert row is not None and row.copies_pending == [] and set(row.copies_given_up) == {0, 1}
+    assert row.copies_given_up[0].startswith(f"{MAX_COPY_TRIES} tries failed, the last: ")
+    asked = files.asked
+    assert later.resume() == [] and later.job("ep", rid).result(timeout=30).ok
+    assert files.asked == asked and files.creates == 1 and row.status == "COMPLETED"
+    later.close()

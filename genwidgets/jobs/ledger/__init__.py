@@ -15,6 +15,7 @@ from .lease import left_to_other_kernels
 from .rows import (
     FAILED,
     FINISHED,
+    MAX_COPY_TRIES,
     NOT_CREATED,
     OK,
     OUTCOME_UNKNOWN,
@@ -32,6 +33,7 @@ __all__ = [
     "FAILED",
     "FINISHED",
     "LEDGER_FILE_NAME",
+    "MAX_COPY_TRIES",
     "NOT_CREATED",
     "OK",
     "OUTCOME_UNKNOWN",

@@ -17,6 +17,7 @@ to done between two polls has no ``running_at``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -30,8 +31,11 @@ from ..output_files import OutputFiles, holds_digest
 __all__ = [
     "COLUMNS",
     "COLUMN_NAMES",
+    "COPY_GIVEN_UP",
+    "COPY_TRIES",
     "FAILED",
     "FINISHED",
+    "MAX_COPY_TRIES",
     "NOT_ANOTHER_KEYS",
     "NOT_CREATED",
     "OK",
@@ -54,6 +58,15 @@ STATES = frozenset({SUBMITTING, SUBMITTED, NOT_CREATED, OUTCOME_UNKNOWN, FINISHE
 UNFINISHED = "unfinished"
 OK = "ok"
 FAILED = "failed"
+#: Tries of one output's local copy before it is given up: the download at the task's end
+#: and then one per ``resume()`` or ``result()`` asking again (each with the download's
+#: own tries within it); an expired URL gives up at once (docs/decisions.md#copies-pending).
+MAX_COPY_TRIES = 5
+#: an output record's keys: copies tried and failed, and why no more are tried
+COPY_TRIES, COPY_GIVEN_UP = "copy_tries", "copy_given_up"
+#: inline content the ledger kept as its digest only (too large): nothing to copy from
+_DIGEST_ONLY = re.compile(r"<[^<>]*sha256=[0-9a-f]{64} bytes=\d+>")
+
 #: SQL: the row was not made with another key than the one of the fingerprint given
 #: twice as parameters (see :meth:`LedgerRow.made_with_another_key`)
 NOT_ANOTHER_KEYS = "(key_fingerprint IS NULL OR ? IS NULL OR key_fingerprint = ?)"
@@ -122,6 +135,29 @@ class LedgerRow:
         """Created on the gateway, final result not recorded yet: worth resuming."""
         return self.request_id is not None and self.state == SUBMITTED
 
+    @property
+    def copies_pending(self) -> list[int]:
+        """Indexes of the outputs of a finished task that have no local copy yet and are
+        still to be copied (their download failed, or never ran: the kernel died first);
+        ``resume()`` and ``result()`` copy them (docs/decisions.md#copies-pending)."""
+        if self.state != FINISHED or self.request_id is None:
+            return []
+        return [
+            int_or_none(o.get("index"), minimum=0) or 0
+            for o in self.outputs
+            if not o.get("path") and not o.get(COPY_GIVEN_UP) and _copyable(o)
+        ]
+
+    @property
+    def copies_given_up(self) -> dict[int, str]:
+        """Outputs whose local copy will not be tried again, by index: why (an expired
+        URL, :data:`MAX_COPY_TRIES` tries failed)."""
+        return {
+            int_or_none(o.get("index"), minimum=0) or 0: str(o[COPY_GIVEN_UP])
+            for o in self.outputs
+            if not o.get("path") and o.get(COPY_GIVEN_UP)
+        }
+
     def made_with_another_key(self, fingerprint: str | None) -> bool:
         """Whether a key other than the one of ``fingerprint`` made this task: the gateway
         may not show it to that key (a class gateway answers 404), so such a client
@@ -169,6 +205,18 @@ class LedgerRow:
             source=source,
             base_url=self.gateway,  # an old row's relative URL: the gateway's, never a page's
         )
+
+
+def _copyable(record: Mapping[str, Any]) -> bool:
+    """Whether an output record still has a source of its bytes: an http(s) or data URL
+    the ledger kept whole, or inline content kept whole (not its digest alone)."""
+    url = record.get("url")
+    if isinstance(url, str) and url[:8].lower().startswith(("http://", "https://", "data:")):
+        return True
+    content = record.get("content")
+    return content is not None and not (
+        isinstance(content, str) and _DIGEST_ONLY.fullmatch(content)
+    )
 
 
 #: the columns of ``tasks`` a row is read from, in :class:`LedgerRow` order

@@ -25,6 +25,7 @@ from .rows import (
     COLUMNS,
     FAILED,
     FINISHED,
+    NOT_ANOTHER_KEYS,
     OK,
     OUTCOME_UNKNOWN,
     STATES,
@@ -311,6 +312,18 @@ class Ledger:
         """A row by its id (or the ticket ``writes.record_intent`` returned)."""
         found = self._select("id = ?", (self.writes.row_of(row_id),))
         return found[0] if found else None
+
+    def with_copies_pending(
+        self, gateway: str, *, fingerprint: str | None = None
+    ) -> list[LedgerRow]:
+        """Finished tasks of ``gateway`` with outputs still to be copied
+        (:attr:`LedgerRow.copies_pending`), newest first, less those another key than the
+        one of ``fingerprint`` made (its URLs are for its own client to fetch)."""
+        found = self._select(
+            f"gateway = ? AND state = ? AND outputs LIKE ? AND {NOT_ANOTHER_KEYS} ORDER BY id DESC",
+            (gateway, FINISHED, '%"path": null%', fingerprint, fingerprint),
+        )
+        return [row for row in found if row.copies_pending]
 
     def tagged(self, tags: Sequence[str]) -> list[LedgerRow]:
         """The rows whose intent was written with one of ``tags`` (what each create was

@@ -19,11 +19,22 @@ from pathlib import Path
 from typing import Any
 
 from ..._config import hide_userinfo, redact
+from ..._formats import int_or_none
 from ...errors import LedgerError
 from ...protocol.records import Handle, Result, Status
 from .file import LedgerFile
 from .lease import HOST, Leases, heartbeat
-from .rows import FINISHED, NOT_ANOTHER_KEYS, NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
+from .rows import (
+    COPY_GIVEN_UP,
+    COPY_TRIES,
+    FINISHED,
+    MAX_COPY_TRIES,
+    NOT_ANOTHER_KEYS,
+    NOT_CREATED,
+    OUTCOME_UNKNOWN,
+    SUBMITTED,
+    SUBMITTING,
+)
 from .scrub import error_text, output_record, scrub_payload
 from .writer import WriteQueue
 
@@ -380,14 +391,26 @@ class LedgerWrites:
         sha256: str | None = None,
         size: int | None = None,
         error: str | None = None,
+        expired: bool = False,
     ) -> concurrent.futures.Future[bool]:
         """Queue where output ``index`` was saved (its path, SHA-256 and size), or why it
-        was not; the future holds whether the task had a row."""
+        was not; the future holds whether the task had a row. A failed copy counts a try;
+        an ``expired`` URL, or the last of :data:`MAX_COPY_TRIES`, gives the copy up, with
+        why (docs/decisions.md#copies-pending)."""
         local = str(Path(path).absolute()) if path is not None else None
         kept: dict[str, Any] = {"path": local, "sha256": sha256, "size": size}
         if local is None:
             kept["download_error"] = error_text(error or "not saved")
         now = self._clock()
+
+        def tried(record: dict[str, Any]) -> None:
+            """One more failed try of ``record``'s copy; given up when it is the last."""
+            tries = (int_or_none(record.get(COPY_TRIES), minimum=0) or 0) + 1
+            record[COPY_TRIES] = tries
+            if expired:
+                record[COPY_GIVEN_UP] = f"URL expired: {kept['download_error']}"
+            elif tries >= MAX_COPY_TRIES:
+                record[COPY_GIVEN_UP] = f"{tries} tries failed, the last: {kept['download_error']}"
 
         def update(conn: sqlite3.Connection) -> bool:
             found = _latest_outputs(conn, gateway, request_id)
@@ -397,12 +420,16 @@ class LedgerWrites:
             for record in outputs:
                 if record.get("index") == index:
                     record.update(kept)
-                    if local is not None:
-                        record.pop("download_error", None)
                     break
             else:
-                outputs.append({"index": index, **kept})
+                record = {"index": index, **kept}
+                outputs.append(record)
                 outputs.sort(key=lambda o: o.get("index", 0))
+            if local is None:
+                tried(record)
+            else:
+                record.pop("download_error", None)
+                record.pop(COPY_GIVEN_UP, None)
             conn.execute(
                 "UPDATE tasks SET outputs = ?, updated_at = ? WHERE id = ?",
                 (json.dumps(outputs), now, row_id),

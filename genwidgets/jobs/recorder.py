@@ -95,7 +95,7 @@ class LedgerRecorder:
         )
 
     async def on_result(self, job: Job, result: Result) -> None:
-        self._record("a result", "record_result", job, result)
+        self._record("a result", "record_result", job, result, copied=self.download)
         await self.copy_outputs(job, result)
 
     async def copy_outputs(self, job: Job, result: Result) -> None:

@@ -15,8 +15,10 @@ from loopback import FileHost, files_gateway
 import genwidgets as gw
 from genwidgets.jobs import downloads
 from genwidgets.jobs.downloads import gateway_folder
+from genwidgets.jobs.job import Job
 from genwidgets.jobs.ledger import MAX_COPY_TRIES, Ledger
 from genwidgets.jobs.ledger import schema as ledger_schema
+from genwidgets.jobs.recorder import LedgerRecorder
 from genwidgets.protocol.records import Result
 
 KEY = "sk-ledger-SECRET-7777"
@@ -371,19 +373,42 @@ def test_outputs_a_home_that_could_not_take_them_missed_are_copied_by_resume(
 
 
 def test_outputs_never_downloaded_before_the_kernel_died_are_copied_by_resume(
-    host: tuple[FileHost, str],
+    host: tuple[FileHost, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The result was recorded and the kernel died before its download (a client that
-    downloads nothing leaves the same row); the next resume copies them."""
+    """The result was recorded and the kernel died before its download began (its copy
+    never runs here); the next resume copies them."""
     files, base = host
-    with gw.Client(base, KEY, download=False) as first:
-        job = first.submit("ep", {"prompt": "x"}, validate=False)
-        job.result(timeout=30)
+
+    async def died_first(self: LedgerRecorder, job: Job, result: Result) -> None:
+        pass
+
+    with monkeypatch.context() as dying:
+        dying.setattr(LedgerRecorder, "copy_outputs", died_first)
+        first, rid = finished_without_copies(base)
     assert files.asked == 0
+    row = first.ledger.get(first.gateway_name, rid)
+    assert row is not None and row.copies_pending == [0, 1]
     with gw.Client(base, KEY) as later:
         [again] = later.resume()
         copied(base, again.result(timeout=30))
     assert files.creates == 1
+
+
+def test_a_client_that_downloads_nothing_leaves_no_copies_pending(
+    host: tuple[FileHost, str],
+) -> None:
+    """``download=False`` says no copies are wanted: a later client does not make them."""
+    files, base = host
+    with gw.Client(base, KEY, download=False) as first:
+        rid = first.submit("ep", {"prompt": "x"}, validate=False).request_id
+        first.job("ep", rid).result(timeout=30)
+    with gw.Client(base, KEY) as later:
+        assert later.resume() == []
+        assert later.job("ep", rid).result(timeout=30).outputs[0].path is None
+        row = later.ledger.get(later.gateway_name, rid)
+        assert row is not None and row.copies_pending == []
+        assert row.copies_given_up[0] == "not copied: its client was made with download=False"
+    assert files.asked == 0
 
 
 def test_an_expired_url_ends_the_copy_with_its_reason_and_the_task_stays_completed(

@@ -118,6 +118,10 @@ def _latest_outputs(
     return row_id, json.loads(outputs)
 
 
+#: why the outputs of a client made with ``download=False`` are not copied later
+NOT_ASKED = "not copied: its client was made with download=False"
+
+
 class LedgerWrites:
     """The ``record_*`` writes of one :class:`~genwidgets.jobs.ledger.Ledger` (its
     ``writes``), queued on its :class:`~.writer.WriteQueue` in the order they are made."""
@@ -334,9 +338,12 @@ class LedgerWrites:
         *,
         gone: bool = False,
         fingerprint: str | None = None,
+        copied: bool = True,
     ) -> concurrent.futures.Future[bool]:
         """Store the final answer; local paths already recorded are kept. Queued; the
-        future holds whether the row was written.
+        future holds whether the row was written. ``copied`` False: its client copies no
+        outputs (``download=False``), so none is a copy pending for a later client either
+        (docs/decisions.md#copies-pending).
 
         ``gone``: ``result`` only says the gateway answered "not found" to the client of
         the key of ``fingerprint``. That is no answer about the task, so it never replaces
@@ -344,6 +351,9 @@ class LedgerWrites:
         a finished task), nor ends a task another key made (the gateway hides it from this
         key): docs/decisions.md#a-404-never-overwrites-an-end."""
         outputs = [output_record(o) for o in result.outputs]
+        for record in outputs:
+            if not copied and record["path"] is None:
+                record[COPY_GIVEN_UP] = NOT_ASKED
         now = self._clock()
         self._last_status.pop((gateway, request_id), None)
         only_if = f" AND finished_at IS NULL AND {NOT_ANOTHER_KEYS}" if gone else ""

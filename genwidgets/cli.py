@@ -29,7 +29,7 @@ from . import __version__
 from ._client import Client
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
-from .errors import GenwidgetsError, TaskTimeout
+from .errors import GenwidgetsError, NoAnswer, RateLimited, ServerError, TaskTimeout
 from .jobs.downloads import extension_for, safe_name
 from .jobs.job import copies_pending_words
 from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
@@ -216,13 +216,17 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         result = recorded or job.result(timeout=args.wait)
     except TaskTimeout:
         # no poll answered within the wait (none is made with no --wait): ask once, so the
-        # status said is the gateway's now; a task ended meanwhile gives its result
-        if job.last_status is None and job.status().done:
-            result = job.result(timeout=client.timeout)
-        else:
-            out = {"request_id": rid, "status": job.status_text, "done": False}
-            said = f"{rid}: not finished ({job.status_text}); wait with --wait SECONDS"
-            return say(args, out, said, EXIT_NOT_DONE)
+        # status said is the gateway's now; a task ended meanwhile gives its result. One
+        # try, no retries: the command ends within its wait plus one request timeout
+        try:
+            if job.last_status is None and job.status(retries=0).done:
+                result = job.result(timeout=client.timeout)
+            else:
+                out = {"request_id": rid, "status": job.status_text, "done": False}
+                said = f"{rid}: not finished ({job.status_text}); wait with --wait SECONDS"
+                return say(args, out, said, EXIT_NOT_DONE)
+        except (NoAnswer, ServerError, RateLimited, TaskTimeout) as exc:
+            return _not_known_yet(args, rid, exc)
     files = []
     for output in result.outputs:
         path = output.path
@@ -235,6 +239,19 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
     said = f"{rid}: {result.status}" + (f" ({result.error})" if result.error else "")
     said += "".join(f"\n  {name}" for name in files)
     return say(args, out, said, 0 if result.ok else EXIT_NOT_DONE)
+
+
+def _not_known_yet(args: argparse.Namespace, rid: str, exc: Exception) -> int:
+    """``result --wait`` ran out and the gateway did not answer the one ask after it
+    (its address hangs, fails, or holds us back): how the task stands is not known yet,
+    which is not a failed task; the same command asks again."""
+    out = {"request_id": rid, "status": None, "done": False, "known": False, "error": str(exc)}
+    said = (
+        f"{rid}: outcome not known yet: the gateway did not answer in time ({exc}). "
+        f"The task may still run or be done; ask again with: genwidgets result {rid} "
+        "--wait SECONDS"
+    )
+    return say(args, out, said, EXIT_NOT_DONE)
 
 
 def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:

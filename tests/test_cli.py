@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +19,7 @@ import pytest
 from loopback import FileHost, JsonHandler, LoopbackServer, files_gateway
 
 import genwidgets
+from genwidgets import cli
 from genwidgets.cli import main
 from genwidgets.jobs import downloads, polling
 
@@ -466,3 +469,39 @@ def test_history_says_copies_pending_and_result_copies_them(
         assert files.creates == 1 and sorted(files.served.values()) == [1, 1]
     finally:
         server.close()
+
+
+def test_result_wait_ends_near_its_deadline_when_the_status_address_hangs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gateway accepts every status request and never answers: ``result --wait 3``
+    ends within its wait plus about one request timeout (it took the whole retry policy,
+    96 s with the defaults), saying the outcome is not known yet and how to ask again.
+    The command's client gets a 10 s request timeout (nothing public sets the command's)."""
+    released = threading.Event()
+
+    class Hanging(JsonHandler):
+        def do_GET(self) -> None:
+            released.wait(120)  # accepted, never answered (until the test ends)
+
+    gateway = LoopbackServer(Hanging)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-hang")
+    monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, timeout=10.0))
+    outcome: list[int] = []
+    command = threading.Thread(
+        target=lambda: outcome.append(main(["result", "r1", "--endpoint", "ep", "--wait", "3"])),
+        daemon=True,
+    )
+    try:
+        command.start()
+        command.join(25)  # generous: the wait, two request timeouts and slack; not 34 s
+        assert outcome == [1], "the command did not end near its deadline"
+    finally:
+        released.set()
+        command.join(30)
+        gateway.close()
+    said = capsys.readouterr().out
+    assert "r1: outcome not known yet" in said
+    assert "ask again with: genwidgets result r1 --wait SECONDS" in said

@@ -13,6 +13,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import logging
 import sys
 import threading
@@ -193,9 +194,11 @@ class Job:
             return None
         return self._future.exception()
 
-    def status(self) -> Status:
-        """Ask the gateway now (one request, with the retry policy)."""
-        return self._engine.run(self._status_now())
+    def status(self, *, retries: int | None = None) -> Status:
+        """Ask the gateway now (one request, with the retry policy; ``retries=0``: one
+        try, so an address that never answers costs one request timeout, not the
+        policy's several)."""
+        return self._engine.run(self._status_now(retries))
 
     def result(self, timeout: float | None = None, *, cancel_on_timeout: bool = False) -> Result:
         """Block until the task is terminal. ``TaskTimeout`` after ``timeout`` seconds
@@ -353,9 +356,9 @@ class Job:
         self._notify()
         self._future.set_result(result)
 
-    async def _status_now(self) -> Status:
+    async def _status_now(self, retries: int | None = None) -> Status:
         await self._timing.before_status(urgent=True)
-        status = await self._gateway.status(self._handle)
+        status = await self._gateway.status(self._handle, retries=retries)
         self._apply_status(status)
         if status.done and self._wake is not None:
             self._wake.set()
@@ -581,10 +584,11 @@ class AsyncJob:
         """Call ``fn(job)`` when terminal (on the engine thread, or now if already done)."""
         self._job.add_done_callback(lambda _job: fn(self))
 
-    async def status(self) -> Status:
-        """Ask the gateway now (one request, with the retry policy)."""
+    async def status(self, *, retries: int | None = None) -> Status:
+        """Ask the gateway now (as :meth:`Job.status`)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._job.status)
+        ask = functools.partial(self._job.status, retries=retries)
+        return await loop.run_in_executor(self._executor, ask)
 
     async def result(
         self, timeout: float | None = None, *, cancel_on_timeout: bool = False

@@ -298,6 +298,30 @@ def test_an_untyped_output_is_recorded_where_its_file_was_written(
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("variant", ["blocking", "async"])
+def test_a_file_hosts_403_404_and_410_are_expired_urls(
+    server: Files, tmp_path: Path, variant: str
+) -> None:
+    """docs/decisions.md#copies-pending: those answers say the URL has expired, named in
+    ``DownloadError.expired`` (the ledger gives their copy up); a 503 is not one."""
+    names = ["once-403", "missing", "once-410", "once-503"]
+    result = result_of(
+        [{"url": f"{server.base}/files/{name}", "content_type": "image/png"} for name in names],
+        request_id=variant,
+    )
+
+    async def run() -> list[Path]:
+        async with httpx.AsyncClient() as http:
+            return await download_outputs_async(result, client=http, root=tmp_path)
+
+    with pytest.raises(DownloadError) as caught:
+        download_outputs(result, root=tmp_path) if variant == "blocking" else asyncio.run(run())
+    assert caught.value.expired == (0, 1, 2)
+    assert all("an expired link" in reason for _, reason in caught.value.failures)
+    assert result.outputs[3].path is not None
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("variant", ["blocking", "async"])
 def test_a_transient_failure_is_tried_again(server: Files, tmp_path: Path, variant: str) -> None:
     """A 503, a 429 (with a short Retry-After), a 408 or a dropped connection on the
     first request is tried again (a paid output was lost to one 503); a 403 is not,

@@ -5,6 +5,7 @@ is left out, so the output reads its URL or shows as unavailable."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import io
 import json
@@ -18,7 +19,7 @@ import pytest
 from PIL import Image
 
 import genwidgets as gw
-from genwidgets.jobs.ledger.rows import restored_result
+from genwidgets.jobs.ledger.rows import FINISHED, SUBMITTED, LedgerRow, restored_result
 from genwidgets.jobs.output_files import OutputFiles
 from genwidgets.widgets.lasting import output_html, thumbnail_src
 from genwidgets.widgets.render import to_mimebundle
@@ -179,3 +180,36 @@ def test_a_row_edited_to_point_at_a_private_picture_shows_the_gateways_output(
         html = to_mimebundle(output)["text/html"]
     assert base64.b64encode(private.read_bytes()).decode()[:40] not in html
     assert "holiday.png" not in html
+
+
+def test_copies_pending_are_the_outputs_of_a_finished_task_with_a_source_and_no_copy() -> None:
+    """docs/decisions.md#copies-pending: an output with no copy, a source kept whole and no
+    reason to give up is a copy pending; a copy given up says why."""
+    digest = "0" * 64
+    row = LedgerRow(
+        id=1,
+        gateway="g",
+        endpoint="e",
+        request_id="r",
+        state=FINISHED,
+        status="COMPLETED",
+        queue_position=None,
+        payload={},
+        submitted_at=0.0,
+        updated_at=1.0,
+        finished_at=1.0,
+        ok=True,
+        error=None,
+        error_type=None,
+        outputs=[
+            {"index": 0, "url": "https://cdn.example/0.png", "path": None},
+            {"index": 1, "url": "https://cdn.example/1.png", "path": "/home/outputs/1.png"},
+            {"index": 2, "url": "https://cdn.example/2.png", "path": None, "copy_given_up": "410"},
+            {"index": 3, "content": f"<base64 sha256={digest} bytes=9>", "path": None},
+            {"index": 4, "content": '{"Id": "x"}', "path": None},
+            {"index": 5, "url": f"<data:image/png;base64 sha256={digest} bytes=9>", "path": None},
+        ],
+    )
+    assert row.copies_pending == [0, 4]
+    assert row.copies_given_up == {2: "410"}
+    assert dataclasses.replace(row, state=SUBMITTED).copies_pending == []

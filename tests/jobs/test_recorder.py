@@ -337,6 +337,7 @@ def test_outputs_a_failing_file_host_kept_are_copied_by_the_next_resume_once(
     assert "2 copies pending" in repr(listed) and listed.result().outputs[0].path is None
     files.answer = 200  # the file host works again
     [job] = later.resume()
+    assert later.resume() in ([job], [])  # while it copies, the same job; never a second
     copied(base, job.result(timeout=30))
     assert later.resume() == []  # nothing left to copy
     assert files.served == {f"/files/{rid}/0.png": 1, f"/files/{rid}/1.png": 1}  # each once

@@ -75,8 +75,6 @@ TERMINAL_WORDS: Mapping[str, bool] = {
     "EXPIRED": True,
 }
 FAILURE_STATUSES = frozenset(word for word, failed in TERMINAL_WORDS.items() if failed)
-SUCCESS_STATUSES = frozenset(word for word, failed in TERMINAL_WORDS.items() if not failed)
-TERMINAL_STATUSES = frozenset(TERMINAL_WORDS)
 
 #: Where a result without ``outputs`` may keep its files, looked at in this order:
 #: lists of entries, or single entry objects (fal's ``images``/``video``/``audio``,
@@ -85,7 +83,7 @@ FALLBACK_OUTPUT_KEYS = ("images", "videos", "audio", "files", "output", "image",
 
 
 def is_terminal(status: str | None) -> bool:
-    return status is not None and status.upper() in TERMINAL_STATUSES
+    return status is not None and status.upper() in TERMINAL_WORDS
 
 
 def is_failure(status: str | None) -> bool:
@@ -332,7 +330,7 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        return self.status.upper() in SUCCESS_STATUSES and not self.error
+        return TERMINAL_WORDS.get(self.status.upper()) is False and not self.error
 
     def __repr__(self) -> str:
         """``<Result COMPLETED genW2.5-t2i-preview 7f3a…: 4 images, 3.1 MB, saved in

@@ -352,10 +352,6 @@ class Answer:
             self.refused = f"JSON nested deeper than {MAX_DEPTH} levels"
             return None
 
-    def text(self, limit: int = 200) -> str:
-        """The start of the body as text, redacted (for messages)."""
-        return redact(self.content[: limit * 4].decode("utf-8", errors="replace")[:limit])
-
     def describe(self) -> str:
         """What the body was, for a message: ``a JSON list, 12 bytes``, ``an HTML page,
         ...``, ``the text 'Request not found', 17 bytes``, ``not JSON, ...``, or why it

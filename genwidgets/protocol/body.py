@@ -15,7 +15,7 @@ import contextlib
 import json
 import time
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,27 +87,42 @@ class Deadline:
         return f"{self.grace:g} s, plus 1 s per {self.min_rate / 1024:g} KiB sent or received"
 
 
-class Watch:
+class Stopwatch:
+    """A deadline for a blocking read, checked as each hop's answer and each chunk
+    arrive (no loop to cancel it): one wait lasts at most the client's timeouts, so the
+    exchange ends within its deadline plus one hop's (docs/decisions.md#reading-answers)."""
+
+    def __init__(self, deadline: Deadline, clock: Callable[[], float] = time.monotonic) -> None:
+        self.deadline = deadline
+        self._clock = clock
+        self._start = clock()
+
+    def due(self, received: int) -> float:
+        """When the exchange must have ended, ``received`` bytes in (on its clock)."""
+        return self._start + self.deadline.allowed(received)
+
+    def progress(self, received: int) -> None:
+        if self._clock() > self.due(received):
+            raise _TooSlow(f"no whole answer within the deadline ({self.deadline})")
+
+
+class Watch(Stopwatch):
     """A running deadline on the current task: :meth:`progress` moves it as bytes
     arrive; past it, the task is cancelled (and :func:`within` says why)."""
 
     def __init__(self, deadline: Deadline) -> None:
-        self.deadline = deadline
         self.expired = False
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
-        self._start = self._loop.time()
         self._timer: asyncio.TimerHandle | None = None
+        super().__init__(deadline, self._loop.time)
         self.progress(0)
 
     def progress(self, received: int) -> None:
         if self.expired or self._task is None:
             return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = self._loop.call_at(
-            self._start + self.deadline.allowed(received), self._expire
-        )
+        self.stop()
+        self._timer = self._loop.call_at(self.due(received), self._expire)
 
     def _expire(self) -> None:
         self.expired = True
@@ -138,24 +153,6 @@ async def within(deadline: Deadline) -> AsyncIterator[Watch]:
         raise _TooSlow(f"no whole answer within the deadline ({deadline})") from None
     finally:
         watch.stop()
-
-
-class Stopwatch:
-    """A deadline for a blocking read, checked as each hop's answer and each chunk
-    arrive (no loop to cancel it): one wait lasts at most the client's timeouts, so the
-    exchange ends within its deadline plus one hop's (docs/decisions.md#reading-answers)."""
-
-    def __init__(self, deadline: Deadline) -> None:
-        self.deadline = deadline
-        self._start = time.monotonic()
-
-    def progress(self, received: int) -> None:
-        if time.monotonic() - self._start > self.deadline.allowed(received):
-            raise _TooSlow(f"no whole answer within the deadline ({self.deadline})")
-
-
-#: What counts a body's bytes against a deadline: a :class:`Watch` or a :class:`Stopwatch`.
-Progress = Watch | Stopwatch
 
 
 class _Inflater:
@@ -225,7 +222,7 @@ class _Capped:
     """The caps of one streamed body, counted as its raw chunks arrive (a blocking
     and an async read share them; only the iteration differs)."""
 
-    def __init__(self, response: httpx.Response, max_bytes: int, watch: Progress | None) -> None:
+    def __init__(self, response: httpx.Response, max_bytes: int, watch: Stopwatch | None) -> None:
         declared = _declared(response.headers)
         if declared is not None and declared > max_bytes:
             raise _too_large(declared, max_bytes, "Content-Length")
@@ -354,10 +351,6 @@ class Answer:
         except RecursionError:  # deeper than MAX_DEPTH (or than the parser goes)
             self.refused = f"JSON nested deeper than {MAX_DEPTH} levels"
             return None
-
-    def text(self, limit: int = 200) -> str:
-        """The start of the body as text, redacted (for messages)."""
-        return redact(self.content[: limit * 4].decode("utf-8", errors="replace")[:limit])
 
     def describe(self) -> str:
         """What the body was, for a message: ``a JSON list, 12 bytes``, ``an HTML page,

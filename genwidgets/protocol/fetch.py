@@ -200,11 +200,6 @@ class _OriginRule:
         #: else its host's
         self.gateway = gateway or GatewayAddress()
 
-    @property
-    def gateway_internal(self) -> bool | None:
-        """Whether the gateway's own address is internal (None: not known yet)."""
-        return self.gateway.internal
-
     def request(self, request: httpx.Request) -> None:
         if not same_origin(request.url, self.origin):
             for name in self.bound:

@@ -152,6 +152,7 @@ def error_from_response(
         status_code=status, code=code, detail=detail, request_id=request_id, endpoint=endpoint
     )
     lowered = (detail or "").lower()
+    said = f"{lowered}\n{(message or '').lower()}"  # the detail or the message says it
     path = answer.url.path if answer.url is not None else ""
 
     # the body first, then (the body unknown) the status code: the first rule that holds
@@ -163,10 +164,8 @@ def error_from_response(
         ("webhook not supported" in lowered, WebhookNotSupported),
         ("sse streaming not supported" in lowered, NotSupported),
         (lowered == "not found" and path.endswith("/sync"), NotSupported),
-        ("request not found" in lowered, RequestNotFound),
-        ("request not found" in (message or "").lower(), RequestNotFound),
-        ("runtime execution failed" in lowered, RuntimeFailed),
-        ("runtime execution failed" in (message or "").lower(), RuntimeFailed),
+        ("request not found" in said, RequestNotFound),
+        ("runtime execution failed" in said, RuntimeFailed),
         (status == 401, Unauthorized),
         (status == 429, RateLimited),
         (status == 404 and request_id, RequestNotFound),

@@ -31,7 +31,7 @@ from ..errors import DownloadError
 from ..media.files import sniff
 from .fetch import MAX_READ_BYTES
 from .hand_made import HAND_MADE
-from .values import MAX_CONTENT_TYPE, Answer, Text, resolve_output_url, str_or_none
+from .values import MAX_CONTENT_TYPE, Reading, Text, resolve_output_url, str_or_none
 
 __all__ = [
     "CACHE_BUDGET",
@@ -92,7 +92,7 @@ def _content_type(value: Any) -> str | None:
     return None if text is None or len(text) > MAX_CONTENT_TYPE else text.strip() or None
 
 
-class _OutputEntry(Answer):
+class _OutputEntry(Reading):
     """An output entry as an object, each field under any of its dialects' names.
     A false value (null, ``""``) counts as absent: a gateway that writes every field
     may send ``"url": null`` beside its ``file_url``."""

@@ -27,8 +27,8 @@ from ..errors import GenwidgetsWarning, TaskFailed
 from .body import MAX_DEPTH
 from .output import UNTYPED, Output, OutputSource
 from .values import (
-    Answer,
     Position,
+    Reading,
     RequestId,
     Text,
     Word,
@@ -75,8 +75,6 @@ TERMINAL_WORDS: Mapping[str, bool] = {
     "EXPIRED": True,
 }
 FAILURE_STATUSES = frozenset(word for word, failed in TERMINAL_WORDS.items() if failed)
-SUCCESS_STATUSES = frozenset(word for word, failed in TERMINAL_WORDS.items() if not failed)
-TERMINAL_STATUSES = frozenset(TERMINAL_WORDS)
 
 #: Where a result without ``outputs`` may keep its files, looked at in this order:
 #: lists of entries, or single entry objects (fal's ``images``/``video``/``audio``,
@@ -85,7 +83,7 @@ FALLBACK_OUTPUT_KEYS = ("images", "videos", "audio", "files", "output", "image",
 
 
 def is_terminal(status: str | None) -> bool:
-    return status is not None and status.upper() in TERMINAL_STATUSES
+    return status is not None and status.upper() in TERMINAL_WORDS
 
 
 def is_failure(status: str | None) -> bool:
@@ -167,7 +165,7 @@ def logs_of(value: Any) -> list[Any]:
     return [value]
 
 
-class _HandleAnswer(Answer):
+class _HandleReading(Reading):
     """A create's answer (spec 2.1): follow-up URLs read against the ``base_url`` of
     the context (:func:`follow_up_url`)."""
 
@@ -184,7 +182,7 @@ class _HandleAnswer(Answer):
         return follow_up_url(value, (info.context or {})["base_url"])
 
 
-class _StatusAnswer(Answer):
+class _StatusReading(Reading):
     what = "the status answer"
     status: Word = None
     queue_position: Position = None
@@ -192,7 +190,7 @@ class _StatusAnswer(Answer):
     logs: Annotated[list[Any], PlainValidator(logs_of)] = Field(default_factory=list)
 
 
-class _ResultAnswer(Answer):
+class _ResultReading(Reading):
     """A result (spec 2.2): an object ``error`` as text (:func:`readable`), ``outputs``
     as a list, None when absent (:data:`FALLBACK_OUTPUT_KEYS` are looked at)."""
 
@@ -275,7 +273,7 @@ class Handle:
     def from_body(cls, endpoint: str, body: Mapping[str, Any], base_url: str) -> Handle:
         """Read a create-task answer; fill URLs of the documented shape if absent (or
         unusable); a ``ValueError`` when it names no usable request id."""
-        answer = _HandleAnswer.read(body, base_url=base_url)
+        answer = _HandleReading.read(body, base_url=base_url)
         return cls.documented(base_url, endpoint, raw=body, **dict(answer))
 
 
@@ -307,7 +305,7 @@ class Status:
     def from_body(
         cls, body: Mapping[str, Any], *, endpoint: str | None = None, request_id: str | None = None
     ) -> Status:
-        answer = _StatusAnswer.read(body)
+        answer = _StatusReading.read(body)
         return cls(
             status=answer.status or "UNKNOWN",
             queue_position=answer.queue_position,
@@ -332,7 +330,7 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        return self.status.upper() in SUCCESS_STATUSES and not self.error
+        return TERMINAL_WORDS.get(self.status.upper()) is False and not self.error
 
     def __repr__(self) -> str:
         """``<Result COMPLETED genW2.5-t2i-preview 7f3a…: 4 images, 3.1 MB, saved in
@@ -383,7 +381,7 @@ class Result:
     ) -> Result:
         """Read a result answer; its outputs read through ``source`` (the jobs layer's;
         none: made by hand), relative output URLs resolve against ``base_url``."""
-        answer = _ResultAnswer.read(body)
+        answer = _ResultReading.read(body)
         entries = _fallback_outputs(body) if answer.outputs is None else answer.outputs
         status = answer.status or COMPLETED
         failed = status.upper() in FAILURE_STATUSES and not answer.error

@@ -2,7 +2,7 @@
 
 A gateway may send any JSON where the spec shows a field: a queue position of
 10**400, a status word of a megabyte, a request id with a NUL, a URL no client can
-parse. The records read every answer through an :class:`Answer` model whose fields
+parse. The records read every answer through a :class:`Reading` model whose fields
 are the kept forms below, so a polling schedule, a ledger row, a view or a URL only
 ever sees what it can hold: docs/decisions.md#hostile-values.
 """
@@ -26,8 +26,8 @@ __all__ = [
     "MAX_QUEUE_POSITION",
     "MAX_REQUEST_ID",
     "MAX_WORD",
-    "Answer",
     "Position",
+    "Reading",
     "RequestId",
     "Text",
     "Word",
@@ -137,17 +137,17 @@ def resolve_output_url(url: str | None, base_url: str | None) -> str | None:
         return None
 
 
-#: The kept forms as an :class:`Answer`'s fields declare them: each function above is
+#: The kept forms as a :class:`Reading`'s fields declare them: each function above is
 #: the field's whole reading (a plain validator): docs/decisions.md#records-by-pydantic.
 Position = Annotated[int | None, PlainValidator(position_of)]
 RequestId = Annotated[str, PlainValidator(request_id_of)]
 Text = Annotated[str | None, PlainValidator(str_or_none)]
 Word = Annotated[str | None, PlainValidator(word_of)]
 
-AnswerT = TypeVar("AnswerT", bound="Answer")
+ReadingT = TypeVar("ReadingT", bound="Reading")
 
 
-class Answer(BaseModel):
+class Reading(BaseModel):
     """The fields a record takes from a gateway's JSON object, under their names or a
     dialect's (``AliasChoices``); the rest is ignored here and kept in the record's ``raw``."""
 
@@ -156,7 +156,7 @@ class Answer(BaseModel):
     what: ClassVar[str] = "the answer"
 
     @classmethod
-    def read(cls: type[AnswerT], body: Any, **context: Any) -> AnswerT:
+    def read(cls: type[ReadingT], body: Any, **context: Any) -> ReadingT:
         """``body`` read; the one place a refusal becomes ours: a ``ValueError`` naming
         each field refused, what is allowed and what came (inert, cut), never pydantic's."""
         try:

@@ -19,6 +19,7 @@ from genwidgets.protocol.body import (
     RATIO_FLOOR,
     Answer,
     Deadline,
+    Stopwatch,
     read_answer,
     read_capped,
     within,
@@ -152,6 +153,17 @@ def test_the_deadline_grows_with_the_bytes_received() -> None:
             return len(await read_capped(streamed(Chunks(steady)), 2**30, watch))
 
     assert asyncio.run(read()) == 40 * 65536
+
+
+def test_a_blocking_reads_deadline_grows_with_the_bytes_and_ends_past_it() -> None:
+    """The blocking reads' :class:`Stopwatch`, on an injected clock: 1 s of grace, plus
+    1 s per 32 KiB received; checked as each chunk arrives."""
+    now = [0.0]
+    watch = Stopwatch(Deadline(1.0), clock=lambda: now[0])
+    now[0] = 2.5
+    watch.progress(64 * 1024)  # 2 s earned by 64 KiB: 3 s allowed
+    with pytest.raises(httpx.TransportError, match=r"within the deadline \(1 s, plus 1 s per 32"):
+        watch.progress(32 * 1024)  # 2 s allowed for this few
 
 
 def test_the_deadline_cancels_only_its_own_body() -> None:

@@ -152,7 +152,7 @@ def test_a_refused_answer_names_the_field_and_shows_what_came_inert_and_cut(
     message = str(caught.value)
     assert says in message and "; got " in message
     assert "\x1b" not in message and len(message) < 300
-    assert "pydantic" not in message and "_HandleAnswer" not in message
+    assert "pydantic" not in message and "_HandleReading" not in message
 
 
 def test_a_status_or_result_that_is_no_object_is_refused_by_name() -> None:

@@ -15,9 +15,9 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ServeError
 
@@ -33,6 +33,8 @@ __all__ = [
     "caps_and_held",
     "storage_error",
 ]
+
+T = TypeVar("T")
 
 #: what a budget caps, in the order columns are named: money and the billed kinds
 #: of :data:`genwidgets.lab.cost.UNITS`
@@ -223,7 +225,7 @@ class Database:
                 with contextlib.suppress(Exception):
                     conn.close()
 
-    def run(self, work: Any, *, write: bool = True) -> Any:
+    def run(self, work: Callable[[Tx], T], *, write: bool = True) -> T:
         """``work(tx)`` in one transaction, tried again on PostgreSQL after a deadlock
         or a serialization failure (the work must only touch the database)."""
         for attempt in range(RETRIES):
@@ -256,7 +258,7 @@ class Database:
 
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        return int(self.run(work))
+        return self.run(work)
 
     def close(self) -> None:
         """Close every connection; one inside a transaction on another thread (a sweep

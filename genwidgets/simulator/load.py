@@ -25,7 +25,7 @@ import httpx
 
 from .._config import DEMO_KEY
 from ..protocol.records import queue_url
-from .server import child_of_this_process
+from ..protocol.serving import child_of_this_process
 
 
 @dataclass

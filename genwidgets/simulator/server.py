@@ -10,11 +10,11 @@ import threading
 from typing import Any
 
 from ..errors import SimulatorStartError
-from ..protocol.serving import PARENT_ENV, ThreadedServer, child_of_this_process
+from ..protocol.serving import ThreadedServer
 from .app import SimState, create_app
 from .config import SimConfig, speed_from_env
 
-__all__ = ["PARENT_ENV", "SimulatorServer", "child_of_this_process", "embedded"]
+__all__ = ["SimulatorServer", "embedded"]
 
 
 class SimulatorServer(ThreadedServer):

@@ -40,10 +40,10 @@ import nbformat
 
 from benchmarks import _common as common
 from benchmarks import notebook_weight
+from benchmarks.load import run_load
 from genwidgets.protocol.records import queue_url
 from genwidgets.serve.db import Database
 from genwidgets.serve.keys import add_group, add_key
-from genwidgets.simulator.load import run_load
 
 TEACHER = "bench-teacher-key-0123456789"
 IMAGE = "genW2.5-t2i-preview"

@@ -1,6 +1,6 @@
 """Simulator throughput: status requests per second on loopback.
 
-Uses :func:`genwidgets.simulator.load.run_load`: a child simulator (its own
+Uses :func:`benchmarks.load.run_load`: a child simulator (its own
 interpreter), one long task, and ``requests`` status GETs over ``connections``
 keep-alive HTTP/1.1 connections from a few lines of raw asyncio in this process,
 so the figure measures the server, not an HTTP client library. On a 2-core
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from genwidgets.simulator.load import run_load
+from benchmarks.load import run_load
 
 
 def run_simulator(

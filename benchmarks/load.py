@@ -1,6 +1,6 @@
 """A small, bounded load test of the status route: how many status requests per second?
 
-    python -m genwidgets.simulator.load --n 5000 --connections 8 --max-seconds 30
+    python -m benchmarks.load --n 5000 --connections 8 --max-seconds 30
 
 Without ``--url`` it starts a simulator in a child process (so the server has
 its own interpreter and core), creates one long task, and sends ``--n`` status
@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .._config import DEMO_KEY
-from ..protocol.records import queue_url
-from ..protocol.serving import child_of_this_process
+from genwidgets.protocol.records import queue_url
+from genwidgets.protocol.serving import child_of_this_process
+from genwidgets.simulator import DEMO_KEY
 
 
 @dataclass
@@ -125,7 +125,7 @@ def run_load(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m genwidgets.simulator.load")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.load")
     parser.add_argument("--url", help="a running simulator (default: start one)")
     parser.add_argument("--key", default=DEMO_KEY)
     parser.add_argument("--n", type=int, default=5000, help="status requests to send")

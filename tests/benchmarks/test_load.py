@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.load import main, run_load
 from genwidgets.simulator import SimulatorServer
-from genwidgets.simulator.load import main, run_load
 
 pytestmark = pytest.mark.timeout(60)
 

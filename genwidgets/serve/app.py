@@ -28,7 +28,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import FALLBACK_OUTPUT_KEYS, queue_url
-from ..protocol.refusals import HANDLERS, bearer, detail, gateway_error
+from ..protocol.refusals import HANDLERS, detail, gateway_error
 from ..protocol.routes import queue_routes
 from ..protocol.values import resolve_output_url
 from ..simulator.app import http_error, read_payload, required_token
@@ -55,7 +55,7 @@ from .keys import KeyRecord, find_key
 from .sweep import sweeping
 from .upstream import UpstreamAnswer
 
-__all__ = ["ServeConfig", "ServeState", "bearer", "create_app", "gateway_error", "serve_state"]
+__all__ = ["create_app", "serve_state"]
 
 log = logging.getLogger("genwidgets.serve")
 T = TypeVar("T")

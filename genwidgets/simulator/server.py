@@ -57,10 +57,6 @@ class SimulatorServer(ThreadedServer):
     def _start_error(self, why: str) -> Exception:
         return SimulatorStartError(f"the simulator {why}")
 
-    def _stopping(self) -> None:
-        if self._state is not None:
-            self._state.scheduler.shutdown()
-
     def _release(self) -> None:
         """Remove the output files."""
         if self._state is not None:

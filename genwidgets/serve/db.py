@@ -188,24 +188,21 @@ class Database:
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
         """One transaction; ``write`` takes SQLite's write lock at once (BEGIN
         IMMEDIATE), so a read inside it sees no other writer until the commit."""
+        begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+        if self.postgres:  # a read: one snapshot for all its reads, as SQLite's BEGIN gives
+            begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
         conn = self._connection()
         with self._lock:
             self._busy.add(id(conn))
         try:
-            if self.postgres:
-                with conn.transaction(), conn.cursor() as cursor:
-                    if not write:  # one snapshot for all its reads, as SQLite's BEGIN gives
-                        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    yield Tx(cursor, True)
-                return
-            cursor = conn.cursor()
-            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield Tx(cursor, False)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+            with contextlib.closing(conn.cursor()) as cursor:
+                cursor.execute(begin)
+                try:
+                    yield Tx(cursor, self.postgres)
+                except BaseException:
+                    cursor.execute("ROLLBACK")
+                    raise
+                cursor.execute("COMMIT")
         except (sqlite3.Error, OSError) as exc:
             self._drop()
             raise storage_error(f"the database {self!r} failed: {exc}") from exc

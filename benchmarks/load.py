@@ -99,7 +99,7 @@ def _start_child(port: int = 0) -> tuple[subprocess.Popen[str], str]:
     return child, line.rsplit(" ", 1)[1].strip()
 
 
-def run_load(
+def measure_status(
     *,
     url: str | None = None,
     key: str = DEMO_KEY,
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.n <= 1_000_000 or not 1 <= args.connections <= 256:
         parser.error("--n must be 1..1000000 and --connections 1..256")
-    result = run_load(**{name: value for name, value in vars(args).items() if name != "json"})
+    result = measure_status(**{name: value for name, value in vars(args).items() if name != "json"})
     figures = asdict(result) | {"per_second": result.per_second}
     print(json.dumps(figures) if args.json else result)
     return 0 if result.ok == result.requests else 1

@@ -24,7 +24,7 @@ import httpx
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-from genwidgets.simulator.server import PARENT_ENV
+from genwidgets.protocol.serving import PARENT_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable

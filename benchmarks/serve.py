@@ -40,10 +40,10 @@ import nbformat
 
 from benchmarks import _common as common
 from benchmarks import notebook_weight
+from benchmarks.load import measure_status
 from genwidgets.protocol.records import queue_url
 from genwidgets.serve.db import Database
 from genwidgets.serve.keys import add_group, add_key
-from genwidgets.simulator.load import run_load
 
 TEACHER = "bench-teacher-key-0123456789"
 IMAGE = "genW2.5-t2i-preview"
@@ -151,7 +151,7 @@ def throughput(
     for _ in range(rounds):
         for label, base in servers.items():
             cpu = common.cpu_seconds(processes[label].pid), common.cpu_seconds(sim_pid)
-            result = run_load(
+            result = measure_status(
                 url=base, key=student, n=load // rounds, connections=8, max_seconds=60 / rounds
             )
             tally = done[label]

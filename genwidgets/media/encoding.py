@@ -5,6 +5,7 @@ local files of a payload found and encoded before it is sent
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import re
 import warnings
@@ -149,10 +150,6 @@ def encode(source: Source, endpoint: str, field: FieldPath) -> str:
 
 # --- pathlib.Path values in a payload -------------------------------------------------------
 
-#: Encodings of files by (path, mtime, size, spec): a form re-validates on every keystroke.
-_ENCODED: dict[tuple[str, int, int, MediaSpec, str], str] = {}
-_ENCODED_KEEP = 8
-
 
 def encode_file(
     path: str | os.PathLike[str],
@@ -165,17 +162,17 @@ def encode_file(
     path = Path(os.fspath(path)).expanduser()
     try:
         stat = path.stat()
-        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, spec, endpoint or "")
-    except (OSError, RuntimeError):
-        key = None  # encode_with says what is wrong ("no such file")
-    if key is not None and key in _ENCODED:
-        return _ENCODED[key]
-    encoded = encode_with(path, spec, endpoint=endpoint, loc=loc)
-    if key is not None:
-        if len(_ENCODED) >= _ENCODED_KEEP:
-            _ENCODED.pop(next(iter(_ENCODED)))
-        _ENCODED[key] = encoded
-    return encoded
+        real = str(path.resolve())
+    except (OSError, RuntimeError):  # encode_with says what is wrong ("no such file")
+        return encode_with(path, spec, endpoint=endpoint, loc=loc)
+    return _encoded(path, real, stat.st_mtime_ns, stat.st_size, spec, endpoint, tuple(loc))
+
+
+@functools.lru_cache(maxsize=8)  # a form re-validates its file on every keystroke
+def _encoded(
+    path: Path, real: str, mtime: int, size: int, spec: MediaSpec, endpoint: str | None, loc: Any
+) -> str:
+    return encode_with(path, spec, endpoint=endpoint, loc=loc)
 
 
 #: values that hold no Path, told by their exact type (an ABC check costs more)

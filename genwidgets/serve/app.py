@@ -28,7 +28,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.records import FALLBACK_OUTPUT_KEYS, queue_url
-from ..protocol.refusals import HANDLERS, bearer, detail, gateway_error
+from ..protocol.refusals import HANDLERS, detail, gateway_error
 from ..protocol.routes import queue_routes
 from ..protocol.values import resolve_output_url
 from ..simulator.app import http_error, read_payload, required_token
@@ -55,18 +55,11 @@ from .keys import KeyRecord, find_key
 from .sweep import sweeping
 from .upstream import UpstreamAnswer
 
-__all__ = ["ServeConfig", "ServeState", "bearer", "create_app", "gateway_error", "serve_state"]
+__all__ = ["create_app", "serve_state"]
 
 log = logging.getLogger("genwidgets.serve")
 T = TypeVar("T")
 _SEED_IN_PROMPT = re.compile(r"--seed\s+\d+")
-
-
-def refused(error: ServeError) -> JSONResponse:
-    """A ServeError as the gateway answers: its error shape, or a ``detail``."""
-    if error.code is None:
-        return detail(error.status, error.message)
-    return gateway_error(error.status, error.code, error.message, error.retry_after)
 
 
 def serve_state(request: Request) -> ServeState:
@@ -183,7 +176,7 @@ async def create_task(request: Request) -> Response:
     if retry is not None:
         await run_in_threadpool(release, config.database, reservation.task_id, "not_sent")
         why = f"the class's creates wait their turn and this one waited {config.queue_wait:g} s"
-        return refused(rate_limited(retry, why + "; nothing was billed"))
+        raise rate_limited(retry, why + "; nothing was billed")
     return await _forward_create(request, state, key, endpoint, payload, reservation.task_id)
 
 
@@ -307,7 +300,7 @@ def _passed_on(state: ServeState, answer: UpstreamAnswer, *, refused_create: boo
     if answer.status == 429 or _says_rate_limited(answer.body):
         wait = min(60.0, max(1.0, answer.retry_after or 1.0))
         state.upstream_free_at = max(state.upstream_free_at, time.monotonic() + wait)
-        return refused(rate_limited(wait))
+        raise rate_limited(wait)
     if answer.status in (401, 403) and isinstance(answer.body, dict) and "error" in answer.body:
         log.error("upstream refused the teacher's key (%s)", answer.status)
         return gateway_error(
@@ -446,11 +439,13 @@ async def index(request: Request) -> Response:
 
 
 async def _serve_error(request: Request, exc: Exception) -> Response:
-    """A ServeError a handler raised: a refusal, in the gateway's shape, or the database's
-    failure, logged and answered without its detail."""
+    """A ServeError a handler raised: a refusal, in the gateway's shape (``code`` None:
+    a ``detail``), or the database's failure, logged and answered without its detail."""
     assert isinstance(exc, ServeError)
+    if exc.code is None:
+        return detail(exc.status, exc.message)
     if exc.code != "STORAGE_UNAVAILABLE":
-        return refused(exc)
+        return gateway_error(exc.status, exc.code, exc.message, exc.retry_after)
     log.error("%s on %s %s: %s", exc.code, request.method, request.url.path, exc)
     # a create's failure after it was sent is answered where it was sent (_forward_create)
     said = "nothing was sent upstream" if request.method == "POST" else "try again"

@@ -224,8 +224,7 @@ def reserve(
         )
         return Reservation(task_id)
 
-    result: Reservation = db.run(work)
-    return result
+    return db.run(work)
 
 
 def move(
@@ -242,7 +241,7 @@ def move(
     5xx): ``unknown`` with its ``error``, still reserved."""
     sets = ", ".join(f"{name} = ?" for name in ("state", *columns))
     marks = ", ".join("?" for _ in source)
-    changed: int = db.run(
+    changed = db.run(
         lambda tx: tx.run(
             f"UPDATE tasks SET {sets} WHERE id = ? AND state IN ({marks})",
             (state, *columns.values(), task_id, *source),
@@ -291,8 +290,7 @@ def ask_cancel(db: Database, task_id: str) -> CancelWay:
         tx.run("UPDATE tasks SET state = 'cancelling' WHERE id = ?", (task_id,))
         return "forward"
 
-    way: CancelWay = db.run(work)
-    return way
+    return db.run(work)
 
 
 def release(
@@ -323,8 +321,7 @@ def release(
         )
         return True
 
-    done: bool = db.run(work)
-    return done
+    return db.run(work)
 
 
 def forgotten(db: Database, task_id: str) -> bool:
@@ -349,8 +346,7 @@ def forgotten(db: Database, task_id: str) -> bool:
             )
         return True
 
-    moved: bool = db.run(work)
-    return moved
+    return db.run(work)
 
 
 def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) -> bool:

@@ -15,9 +15,9 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ServeError
 
@@ -33,6 +33,8 @@ __all__ = [
     "caps_and_held",
     "storage_error",
 ]
+
+T = TypeVar("T")
 
 #: what a budget caps, in the order columns are named: money and the billed kinds
 #: of :data:`genwidgets.lab.cost.UNITS`
@@ -186,24 +188,21 @@ class Database:
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
         """One transaction; ``write`` takes SQLite's write lock at once (BEGIN
         IMMEDIATE), so a read inside it sees no other writer until the commit."""
+        begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+        if self.postgres:  # a read: one snapshot for all its reads, as SQLite's BEGIN gives
+            begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
         conn = self._connection()
         with self._lock:
             self._busy.add(id(conn))
         try:
-            if self.postgres:
-                with conn.transaction(), conn.cursor() as cursor:
-                    if not write:  # one snapshot for all its reads, as SQLite's BEGIN gives
-                        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    yield Tx(cursor, True)
-                return
-            cursor = conn.cursor()
-            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield Tx(cursor, False)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+            with contextlib.closing(conn.cursor()) as cursor:
+                cursor.execute(begin)
+                try:
+                    yield Tx(cursor, self.postgres)
+                except BaseException:
+                    cursor.execute("ROLLBACK")
+                    raise
+                cursor.execute("COMMIT")
         except (sqlite3.Error, OSError) as exc:
             self._drop()
             raise storage_error(f"the database {self!r} failed: {exc}") from exc
@@ -223,7 +222,7 @@ class Database:
                 with contextlib.suppress(Exception):
                     conn.close()
 
-    def run(self, work: Any, *, write: bool = True) -> Any:
+    def run(self, work: Callable[[Tx], T], *, write: bool = True) -> T:
         """``work(tx)`` in one transaction, tried again on PostgreSQL after a deadlock
         or a serialization failure (the work must only touch the database)."""
         for attempt in range(RETRIES):
@@ -256,7 +255,7 @@ class Database:
 
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        return int(self.run(work))
+        return self.run(work)
 
     def close(self) -> None:
         """Close every connection; one inside a transaction on another thread (a sweep

@@ -212,70 +212,56 @@ class Http1Pool:
         """One exchange. A reused connection that ended before answering a GET is
         replaced once by a new one (the server closed it while idle; a GET changes
         nothing)."""
-        for attempt in (1, 2):
-            try:  # the second time on a new connection: the others may be stale too
-                conn = self._take_idle() if attempt == 1 else None
-                return await self._exchange(conn, method, path, headers, body, max_body)
+        fields: list[tuple[str, str]] = [("Host", self._authority), *headers]
+        if body is not None:
+            fields.append(("Content-Length", str(len(body))))
+        target = quote(self._prefix + path, safe=_TARGET_SAFE).encode("ascii")
+        for attempt in (1, 2):  # the second time on a new connection: the others may be stale too
+            conn = self._take_idle() if attempt == 1 else None
+            deadline = time.monotonic() + self.timeout
+            slots = await self._take_slot(deadline)
+            reusable, sent = False, False
+            try:
+                if conn is None:
+                    conn = await self._connect()
+                h = conn.h11
+                parts = [h.send(h11.Request(method=method, target=target, headers=fields))]
+                if body:
+                    parts.append(h.send(h11.Data(data=body)))
+                parts.append(h.send(h11.EndOfMessage()))
+                data = b"".join(part for part in parts if part)
+                sent = True
+                await conn.write(data, deadline)
+                answer = await self._receive(conn, deadline, max_body)
+                conn.used = True
+                if h.our_state is h11.DONE and h.their_state is h11.DONE:
+                    h.start_next_cycle()
+                    reusable = True
+                return answer
             except _StaleConnection:
                 if method != "GET" or attempt == 2:
                     raise UpstreamFault(
                         "the upstream connection failed (RemoteProtocolError)", sent=True
                     ) from None
+            except TimeoutError:
+                raise UpstreamFault(
+                    "the upstream gateway did not answer in time (ReadTimeout)", sent=sent
+                ) from None
+            except h11.LocalProtocolError as exc:
+                raise UpstreamFault(f"the request could not be sent ({exc})", sent=False) from None
+            except (h11.RemoteProtocolError, OSError) as exc:
+                raise UpstreamFault(
+                    f"the upstream connection failed ({type(exc).__name__})", sent=sent
+                ) from None
+            finally:
+                slots.release()
+                if conn is not None:
+                    if reusable and not conn.closed and len(self._idle) < self.max_idle:
+                        conn.idle_until = time.monotonic() + self.keep_idle
+                        self._idle.append(conn)
+                    else:
+                        conn.close()
         raise AssertionError("unreachable")
-
-    async def _exchange(
-        self,
-        conn: _Connection | None,
-        method: str,
-        path: str,
-        headers: Sequence[tuple[str, str]],
-        body: bytes | None,
-        max_body: int,
-    ) -> Answer:
-        deadline = time.monotonic() + self.timeout
-        slots = await self._take_slot(deadline)
-        reusable, sent = False, False
-        try:
-            if conn is None:
-                conn = await self._connect()
-            fields: list[tuple[str, str]] = [("Host", self._authority), *headers]
-            if body is not None:
-                fields.append(("Content-Length", str(len(body))))
-            h = conn.h11
-            target = quote(self._prefix + path, safe=_TARGET_SAFE).encode("ascii")
-            parts = [h.send(h11.Request(method=method, target=target, headers=fields))]
-            if body:
-                parts.append(h.send(h11.Data(data=body)))
-            parts.append(h.send(h11.EndOfMessage()))
-            data = b"".join(part for part in parts if part)
-            sent = True
-            await conn.write(data, deadline)
-            answer = await self._receive(conn, deadline, max_body)
-            conn.used = True
-            if h.our_state is h11.DONE and h.their_state is h11.DONE:
-                h.start_next_cycle()
-                reusable = True
-            return answer
-        except _StaleConnection:
-            raise
-        except TimeoutError:
-            raise UpstreamFault(
-                "the upstream gateway did not answer in time (ReadTimeout)", sent=sent
-            ) from None
-        except h11.LocalProtocolError as exc:
-            raise UpstreamFault(f"the request could not be sent ({exc})", sent=False) from None
-        except (h11.RemoteProtocolError, OSError) as exc:
-            raise UpstreamFault(
-                f"the upstream connection failed ({type(exc).__name__})", sent=sent
-            ) from None
-        finally:
-            slots.release()
-            if conn is not None:
-                if reusable and not conn.closed and len(self._idle) < self.max_idle:
-                    conn.idle_until = time.monotonic() + self.keep_idle
-                    self._idle.append(conn)
-                else:
-                    conn.close()
 
     async def _receive(self, conn: _Connection, deadline: float, max_body: int) -> Answer:
         h, status, headers = conn.h11, 0, []

@@ -258,8 +258,7 @@ def add_keys(
             then(made)
         return made
 
-    done: list[tuple[str, str]] = db.run(work)
-    return done
+    return db.run(work)
 
 
 def keys_where(tx: Tx, clause: str, params: Sequence[Any] = ()) -> list[KeyRecord]:
@@ -277,8 +276,7 @@ def find_key(db: Database, token: str) -> KeyRecord | None:
 
 
 def list_keys(db: Database) -> list[KeyRecord]:
-    found: list[KeyRecord] = db.run(lambda tx: keys_where(tx, "ORDER BY name"), write=False)
-    return found
+    return db.run(lambda tx: keys_where(tx, "ORDER BY name"), write=False)
 
 
 def _update_key(db: Database, sql: str, params: Sequence[Any], missing: str) -> None:

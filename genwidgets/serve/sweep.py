@@ -58,8 +58,7 @@ def claim(db: Database, older_than: float, now: float | None = None) -> list[tup
             tx.run("UPDATE tasks SET checked_at = ? WHERE id = ?", (now, row[0]))
         return rows
 
-    found: list[tuple[Any, ...]] = db.run(work)
-    return found
+    return db.run(work)
 
 
 async def sweep_once(state: ServeState) -> int:

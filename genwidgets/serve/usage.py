@@ -23,7 +23,8 @@ from starlette.routing import BaseRoute, Route
 
 from .._formats import spreadsheet_cell
 from .._html import Html, tag
-from .app import bearer, gateway_error, serve_state
+from ..protocol.refusals import bearer, gateway_error
+from .app import serve_state
 from .db import CAPS_HELD, KINDS, Database, Tx, caps_and_held
 from .keys import KeyRecord, caps_shown, find_key, keys_where, to_units
 

@@ -22,6 +22,7 @@ from PIL import Image
 
 from .._config import is_loopback_host
 from .._formats import decode_data_url
+from ..media.thumbnails import decoded
 from .files import FileStore
 
 MAX_INPUT_BYTES = 32 * 2**20
@@ -55,17 +56,14 @@ class Inputs:
             return None
 
     def image(self, ref: object) -> Image.Image | None:
-        """The image ``ref`` names, decoded to RGB, or None."""
+        """The image ``ref`` names, decoded to RGB as the thumbnails decode (within their
+        pixel cap: docs/decisions.md#pixel-bombs), or None."""
         data = self.read(ref)
-        if data is None:
-            return None
         try:
-            with Image.open(io.BytesIO(data)) as img:
-                if img.width * img.height > 8192 * 8192:
-                    return None
-                return img.convert("RGB")
-        except (OSError, ValueError, Image.DecompressionBombError):
+            image = decoded(io.BytesIO(data), 8192) if data is not None else None
+        except Exception:  # past the pixel cap
             return None
+        return image.convert("RGB") if image is not None else None
 
     def _own_file(self, url: str) -> bytes | None:
         match = _OWN_FILE.fullmatch(urlsplit(url).path)

@@ -198,6 +198,3 @@ def _signature(image: Image.Image, endpoint: str, share: float) -> None:
     light = tuple(min(255, c + 90) for c in colour)
     for i in range(-mark, mark, step * 2):
         draw.line((i, 0, i + mark, mark), fill=light, width=max(1, step // 2))
-
-
-# --------------------------------------------------------------------------- edits

@@ -10,11 +10,11 @@ import threading
 from typing import Any
 
 from ..errors import SimulatorStartError
-from ..protocol.serving import PARENT_ENV, ThreadedServer, child_of_this_process
+from ..protocol.serving import ThreadedServer
 from .app import SimState, create_app
 from .config import SimConfig, speed_from_env
 
-__all__ = ["PARENT_ENV", "SimulatorServer", "child_of_this_process", "embedded"]
+__all__ = ["SimulatorServer", "embedded"]
 
 
 class SimulatorServer(ThreadedServer):
@@ -56,10 +56,6 @@ class SimulatorServer(ThreadedServer):
 
     def _start_error(self, why: str) -> Exception:
         return SimulatorStartError(f"the simulator {why}")
-
-    def _stopping(self) -> None:
-        if self._state is not None:
-            self._state.scheduler.shutdown()
 
     def _release(self) -> None:
         """Remove the output files."""

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+from genwidgets.protocol.serving import PARENT_ENV, child_of_this_process
 from genwidgets.simulator import DEMO_KEY, SimulatorServer
-from genwidgets.simulator.server import PARENT_ENV, child_of_this_process
 from reliability.harness import wait_until
 
 pytestmark = pytest.mark.reliability
@@ -55,7 +55,7 @@ def _alive(pid: int) -> bool:
 PARENT = textwrap.dedent(
     """
     import subprocess, sys, time
-    from genwidgets.simulator.server import child_of_this_process
+    from genwidgets.protocol.serving import child_of_this_process
     child = subprocess.Popen(
         [sys.executable, "-m", "genwidgets.simulator", "--port", "0", "--workers", "64"],
         stdout=subprocess.PIPE, text=True, env=child_of_this_process(),

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.load import main, measure_status
 from genwidgets.simulator import SimulatorServer
-from genwidgets.simulator.load import main, run_load
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.mark.slow
 def test_load_against_a_child_server_answers_every_request() -> None:
-    result = run_load(n=500, connections=4, max_seconds=20)
+    result = measure_status(n=500, connections=4, max_seconds=20)
     assert result.ok == result.requests == 500
     assert result.per_second > 0
 

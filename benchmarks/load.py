@@ -1,6 +1,6 @@
 """A small, bounded load test of the status route: how many status requests per second?
 
-    python -m genwidgets.simulator.load --n 5000 --connections 8 --max-seconds 30
+    python -m benchmarks.load --n 5000 --connections 8 --max-seconds 30
 
 Without ``--url`` it starts a simulator in a child process (so the server has
 its own interpreter and core), creates one long task, and sends ``--n`` status
@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .._config import DEMO_KEY
-from ..protocol.records import queue_url
-from .server import child_of_this_process
+from genwidgets.protocol.records import queue_url
+from genwidgets.protocol.serving import child_of_this_process
+from genwidgets.simulator import DEMO_KEY
 
 
 @dataclass
@@ -99,7 +99,7 @@ def _start_child(port: int = 0) -> tuple[subprocess.Popen[str], str]:
     return child, line.rsplit(" ", 1)[1].strip()
 
 
-def run_load(
+def measure_status(
     *,
     url: str | None = None,
     key: str = DEMO_KEY,
@@ -125,7 +125,7 @@ def run_load(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m genwidgets.simulator.load")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.load")
     parser.add_argument("--url", help="a running simulator (default: start one)")
     parser.add_argument("--key", default=DEMO_KEY)
     parser.add_argument("--n", type=int, default=5000, help="status requests to send")
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.n <= 1_000_000 or not 1 <= args.connections <= 256:
         parser.error("--n must be 1..1000000 and --connections 1..256")
-    result = run_load(**{name: value for name, value in vars(args).items() if name != "json"})
+    result = measure_status(**{name: value for name, value in vars(args).items() if name != "json"})
     figures = asdict(result) | {"per_second": result.per_second}
     print(json.dumps(figures) if args.json else result)
     return 0 if result.ok == result.requests else 1

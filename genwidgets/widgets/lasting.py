@@ -16,18 +16,20 @@ from pathlib import Path
 
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes, json_nested_deeper
+from .._html import SAFE_DATA_MIME, safe_mime, url_kind
 from ..jobs.previews import preview
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.body import MAX_DEPTH
 from ..protocol.records import Output, Result
 from . import markup
-from ._style import MUTED_STYLE, SAFE_DATA_MIME, look_of, safe_mime, url_kind
+from ._style import MUTED_STYLE, look_of
 from .markup import Html, table_html
 
 __all__ = [
     "AUDIO_LIMIT",
     "EMBED_LIMIT",
     "MEDIA_KINDS",
+    "POSTER_SIDE",
     "TEXT_BUDGET",
     "VIDEO_BUDGET",
     "TextBudget",
@@ -43,7 +45,6 @@ __all__ = [
     "outputs_html",
     "picture_src",
     "plain_text",
-    "poster_data_url",
     "result_html",
     "safe_data_url",
     "thumbnail_src",
@@ -179,13 +180,6 @@ def _remote(output: Output) -> str | None:
     return None
 
 
-def poster_data_url(path: Path | None) -> str | None:
-    """A local video's first frame as a small JPEG ``data:`` URL (a thumbnail, cached
-    beside the video); None if unavailable."""
-    made = thumbnail(path, POSTER_SIDE) if path is not None and path.is_file() else None
-    return data_url(made) if made is not None else None
-
-
 # --- one output -----------------------------------------------------------------------
 
 
@@ -204,7 +198,7 @@ def _image_html(output: Output, mime: str, media: str, side: int) -> Html | None
 def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | None:
     """The video's element and a word for the caption (``preview``, ``poster only``)."""
     local = local_file(output)
-    poster = poster_data_url(local)
+    poster = picture_src(output, POSTER_SIDE)
     src: str | None = None
     note = ""
     if media in ("full", "previews"):

@@ -21,26 +21,26 @@ import ipywidgets
 
 from .._config import shown_path
 from .._formats import human_bytes
+from .._html import SAFE_DATA_MIME, safe_mime, url_kind
 from ..jobs.output_files import OutputFiles
 from ..media import inspect
 from ..protocol.fetch import MAX_READ_BYTES
 from ..protocol.records import Output, Result
 from . import markup
-from ._style import SAFE_DATA_MIME, safe_mime, url_kind
 from .faces import make_two_faced
 from .lasting import (
     EMBED_LIMIT,
     MEDIA_KINDS,
+    POSTER_SIDE,
     caption_text,
     content_html,
     error_banner,
     file_name,
     in_hand,
     local_size,
-    output_html,
     outputs_html,
+    picture_src,
     plain_text,
-    poster_data_url,
     result_html,
     safe_data_url,
     unavailable_html,
@@ -154,9 +154,24 @@ def source_of(
     return Source("none", mime, note="it has neither a URL nor content")
 
 
+def to_html(
+    output: Output, *, embed: bool | None = None, fetch: bool = False, caption: bool = True
+) -> Html:
+    """One output as a live view shows it (a card, a task view's JSON or text), an
+    escaped HTML fragment by :func:`source_of`'s rule (media by their URL while it
+    answers): ``<img>``, ``<video controls>``, ``<audio controls>``, a table, a
+    ``<pre>`` or a download link, over its caption. Its lasting face is
+    :func:`~.lasting.output_html`'s."""
+    source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
+    if source.how == "none":
+        return unavailable_html(output, source.note)
+    below = markup.box("gw-caption", caption_text(output)) if caption else None
+    return markup.box("gw-output", _live_html(output, source), below)
+
+
 def _live_html(output: Output, source: Source) -> Html:
-    """A live view's output by ``source``: media by its address, JSON → a table and
-    text → ``<pre>`` when its bytes are in hand, else a download link."""
+    """The live face's body: media by their address, JSON → a table and text →
+    ``<pre>`` when their bytes are in hand, else a download link."""
     href = source.href
     if source.how == "none":
         return unavailable_html(output, source.note)
@@ -167,29 +182,6 @@ def _live_html(output: Output, source: Source) -> Html:
     if href is None:
         return unavailable_html(output, source.note or "no safe address")
     return markup.download(href, file_name(output), rel="noopener noreferrer")
-
-
-def to_html(
-    output: Output,
-    *,
-    embed: bool | None = None,
-    fetch: bool = False,
-    caption: bool = True,
-    prefer_url: bool = False,
-) -> Html:
-    """One output as an escaped HTML fragment: ``<img>``, ``<video controls>``,
-    ``<audio controls>``, a table, a ``<pre>`` or a download link.
-
-    ``prefer_url`` is a live card's (media by their URL while it answers); otherwise
-    the lasting face of :mod:`.lasting` (``embed=True``: the whole file embedded)."""
-    if not prefer_url:
-        media = "full" if embed else None
-        return output_html(output, media=media, fetch=fetch, caption=caption)
-    source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
-    if source.how == "none":
-        return unavailable_html(output, source.note)
-    below = markup.box("gw-caption", caption_text(output)) if caption else None
-    return markup.box("gw-output", _live_html(output, source), below)
 
 
 def local_output(path: Path, index: int = 0) -> Output:
@@ -277,13 +269,13 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
         entry["url"] = href
         if source.how == "url":
             if output.kind == "video" and poster:
-                entry["poster"] = poster_data_url(output.path)
+                entry["poster"] = picture_src(output, POSTER_SIDE)
             budget = DURABLE_EMBED_LIMITS.get(output.kind) if url_kind(href) == "http" else None
             limit = min(FALLBACK_LIMIT, budget or FALLBACK_LIMIT)
             entry["fallback"] = safe_data_url(source.mime, in_hand(output, limit))
     else:
         entry["kind"] = output.kind if source.how != "none" else "unavailable"
-        entry["html"] = to_html(output, caption=False, prefer_url=True)
+        entry["html"] = to_html(output, caption=False)
     return entry
 
 

@@ -20,10 +20,11 @@ import ipywidgets
 import traitlets
 
 from .._client import CONTACT_LOST_NEXT, lost_contact
+from .._palette import COLOURS
 from .._protocols import JobLike
 from ..protocol.records import Result, log_line
 from . import markup
-from ._style import COLOURS, MUTED_STYLE, StatusLook, format_elapsed, layout, look_of
+from ._style import MUTED_STYLE, StatusLook, format_elapsed, layout, look_of
 from .faces import (
     REPUBLISH,
     CommandView,
@@ -106,7 +107,7 @@ class TaskView(CommandView):
     status = traitlets.Unicode("submitted").tag(sync=True)
     category = traitlets.Unicode("queued").tag(sync=True)
     status_raw = traitlets.Unicode("").tag(sync=True)
-    #: The one palette (``_style.COLOURS``), as CSS variables ``--gw-<category>``.
+    #: The one palette (``_palette.COLOURS``), as CSS variables ``--gw-<category>``.
     palette = traitlets.Dict(COLOURS).tag(sync=True)
     terminal = traitlets.Bool(False).tag(sync=True)
     queue_position = traitlets.Int(None, allow_none=True).tag(sync=True)

@@ -66,7 +66,7 @@ def thumbnail(
     for output in outputs if href is None and not row else ():
         if output.kind != "image":
             continue
-        source = source_of(output, prefer_url=True)
+        source = source_of(output)
         if source.data is None and source.href is not None:
             href = source.href
             break

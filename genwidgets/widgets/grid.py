@@ -82,7 +82,7 @@ def _output_record(output: Output, *, full: bool = False) -> dict[str, Any]:
     when the lightbox asks."""
     if output.kind in _PICTURED and not full:
         return {"kind": output.kind, "src": ""}
-    source = source_of(output, prefer_url=True)
+    source = source_of(output)
     record: dict[str, Any] = {"kind": output.kind, "src": source.href or ""}
     if output.kind in ("json", "text") and source.data is not None:
         record["text"] = short(source.data.decode("utf-8", "replace"), 2000)

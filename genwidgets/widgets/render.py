@@ -11,7 +11,6 @@ docs/decisions.md#render-bytes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,25 +83,12 @@ class Source:
         return self.url if self.how == "url" else safe_data_url(self.mime, self.data)
 
 
-def _inline_size(output: Output) -> int | None:
-    content = output.raw.get("content")
-    if content is None:
-        return None
-    if isinstance(content, str):
-        encoding = str(output.raw.get("encoding") or "").lower()
-        factor = {"hex": 0.5, "base64": 0.75}.get(encoding, 1.0)
-        return int(len(content) * factor)
-    return len(json.dumps(content, default=str))
-
-
-def source_of(
-    output: Output, *, embed: bool | None = None, fetch: bool = False, prefer_url: bool = False
-) -> Source:
-    """Apply the module's rule: by URL, by bytes, or not at all (with a reason).
+def source_of(output: Output, *, embed: bool | None = None, fetch: bool = False) -> Source:
+    """Apply the module's rule for a live view: by URL, by bytes, or not at all (with
+    a reason); a media output with an http(s) URL goes by URL (rule 2).
 
     ``fetch`` allows :meth:`Output.read` to download an http(s) URL for kinds
-    that need their content in the kernel (JSON, text). ``prefer_url`` is rule
-    2 (live widgets): a media output with an http(s) URL goes by URL.
+    that need their content in the kernel (JSON, text).
     """
     mime = safe_mime(output.content_type)
     if mime is None:
@@ -124,9 +110,10 @@ def source_of(
     # From the ledger (a past session): its URL has likely stopped answering
     # (gateway URLs expire; the embedded simulator's died with its kernel).
     stale = output.restored and local is not None
-    if prefer_url and kind == "http" and output.kind in MEDIA_KINDS and not stale:
+    if kind == "http" and output.kind in MEDIA_KINDS and not stale:
         return Source("url", mime, url=url)
-    size = local if local is not None else _inline_size(output)
+    inline = output.inline() if local is None else None
+    size = local if inline is None else len(inline)
     if size is None and kind == "data":
         size = len(url or "") * 3 // 4
     if size is not None:
@@ -162,7 +149,7 @@ def to_html(
     answers): ``<img>``, ``<video controls>``, ``<audio controls>``, a table, a
     ``<pre>`` or a download link, over its caption. Its lasting face is
     :func:`~.lasting.output_html`'s."""
-    source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
+    source = source_of(output, embed=embed, fetch=fetch)
     if source.how == "none":
         return unavailable_html(output, source.note)
     below = markup.box("gw-caption", caption_text(output)) if caption else None
@@ -253,7 +240,7 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
     ``fallback`` of the bytes for when the URL stops answering and a video's
     ``poster``; anything else as escaped ``html`` (docs/decisions.md#render-bytes).
     """
-    source = source_of(output, prefer_url=True)
+    source = source_of(output)
     entry: dict[str, Any] = {
         "kind": output.kind,
         "content_type": output.content_type,
@@ -301,7 +288,7 @@ def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
 
 
 def _render_one(output: Output, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
-    source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
+    source = source_of(output, embed=embed, fetch=fetch)
     if source.how != "none" and output.kind in MEDIA_KINDS:
         return _media_widget(output, source)
     return _html_widget(_live_html(output, source))

@@ -134,7 +134,7 @@ def card_html(
     parameters, the error, the request_id."""
     spec = _endpoint(data.endpoint)
     if outputs and data.outputs:
-        media = markup.columns((to_html(o, caption=False) for o in data.outputs), 110, 4)
+        media = markup.columns((to_html(o) for o in data.outputs), 110, 4)
     else:
         media = markup.card_thumb(thumbnail(data.outputs, spec.kind if spec else None))
     payload = data.payload or {}

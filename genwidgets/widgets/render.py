@@ -141,19 +141,14 @@ def source_of(output: Output, *, embed: bool | None = None, fetch: bool = False)
     return Source("none", mime, note="it has neither a URL nor content")
 
 
-def to_html(
-    output: Output, *, embed: bool | None = None, fetch: bool = False, caption: bool = True
-) -> Html:
-    """One output as a live view shows it (a card, a task view's JSON or text), an
-    escaped HTML fragment by :func:`source_of`'s rule (media by their URL while it
-    answers): ``<img>``, ``<video controls>``, ``<audio controls>``, a table, a
-    ``<pre>`` or a download link, over its caption. Its lasting face is
-    :func:`~.lasting.output_html`'s."""
-    source = source_of(output, embed=embed, fetch=fetch)
-    if source.how == "none":
-        return unavailable_html(output, source.note)
-    below = markup.box("gw-caption", caption_text(output)) if caption else None
-    return markup.box("gw-output", _live_html(output, source), below)
+def to_html(output: Output) -> Html:
+    """One output as a live view shows it (a card's outputs, a task view's JSON or
+    text), an escaped HTML fragment by :func:`source_of`'s rule (media by their URL
+    while it answers): ``<img>``, ``<video controls>``, ``<audio controls>``, a table,
+    a ``<pre>`` or a download link. Its lasting face is :func:`~.lasting.output_html`'s."""
+    source = source_of(output)
+    body = _live_html(output, source)
+    return body if source.how == "none" else markup.box("gw-output", body)
 
 
 def _live_html(output: Output, source: Source) -> Html:
@@ -262,7 +257,7 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
             entry["fallback"] = safe_data_url(source.mime, in_hand(output, limit))
     else:
         entry["kind"] = output.kind if source.how != "none" else "unavailable"
-        entry["html"] = to_html(output, caption=False)
+        entry["html"] = to_html(output)
     return entry
 
 

@@ -35,7 +35,7 @@ from .faces import (
     static_module,
     widget_bundle,
 )
-from .lasting import TextBudget, plain_text, result_html
+from .lasting import plain_text, result_html, within_text_budget
 from .render import live_entry
 from .ticker import Throttle, guarded, stop_following
 
@@ -71,16 +71,11 @@ def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[
     result that has no outputs, as an escaped table."""
     if result is None:
         return []
-    budget = TextBudget()  # the saved widget state keeps these too
-    entries, listed = [], []
-    for output in result.outputs:
-        entry = live_entry(output, poster=posters)
-        if budget.fits(output, entry["html"]):
-            entries.append(entry)
-        else:
-            listed.append(output)
-    if listed:
-        entries.append({"kind": "listed", "html": budget.listing(listed), "caption": ""})
+    # within the text budget: the saved widget state keeps these too
+    drawn = ((output, live_entry(output, poster=posters)) for output in result.outputs)
+    entries, listing = within_text_budget(drawn, lambda entry: entry["html"])
+    if listing is not None:
+        entries.append({"kind": "listed", "html": listing, "caption": ""})
     if not entries and result.ok and result.asset is not None:
         entries.append({"kind": "json", "html": markup.table_html(result.asset)})
     return entries

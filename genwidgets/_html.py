@@ -24,7 +24,6 @@ __all__ = [
     "join",
     "json_script",
     "safe_mime",
-    "safe_url",
     "tag",
     "url_kind",
 ]
@@ -181,9 +180,3 @@ def url_kind(url: str | None) -> UrlKind | None:
         if head and head.group(1).lower() in SAFE_DATA_MIME:
             return "data"
     return None
-
-
-def safe_url(url: str | None) -> str | None:
-    """``url`` if :func:`url_kind` accepts it, else ``None`` (the caller then shows
-    escaped text instead of a link)."""
-    return url if url_kind(url) is not None else None

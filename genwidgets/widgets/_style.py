@@ -1,9 +1,7 @@
 """The widgets' look: text styles, shared layouts, the status look and formatters.
 
-Colours come from the base layer's palette (``genwidgets/_palette.py``), the URL
-and content-type rules from ``genwidgets/_html.py`` and ``short`` from
-``genwidgets/_formats.py``; all are re-exported here, so
-widgets import their look from one module and the lab's exports use the same rules.
+Colours come from the base layer's palette (``genwidgets/_palette.py``) and the URL
+and content-type rules from ``genwidgets/_html.py``, which the lab's exports use too.
 The HTML itself is written in :mod:`.markup` alone. Status words and their colours:
 docs/decisions.md#status-look.
 """
@@ -14,33 +12,22 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._formats import short
-from .._html import SAFE_DATA_MIME, UrlKind, safe_mime, safe_url, url_kind
 from .._palette import COLOURS, PALETTE, Category
 from ..protocol.records import FAILURE_STATUSES, Result, Status, is_terminal
 
 if TYPE_CHECKING:
     import ipywidgets
 
-__all__ = [  # the look, and what it re-exports from the base layer
-    "COLOURS",
+__all__ = [
     "ERROR_STYLE",
     "HELP_STYLE",
     "MUTED_STYLE",
     "OK_STYLE",
-    "PALETTE",
-    "SAFE_DATA_MIME",
     "WARN_STYLE",
-    "Category",
     "StatusLook",
-    "UrlKind",
     "format_elapsed",
     "layout",
     "look_of",
-    "safe_mime",
-    "safe_url",
-    "short",
-    "url_kind",
 ]
 
 #: Inline styles of the text kinds forms and fields write.

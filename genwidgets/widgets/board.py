@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,15 +33,14 @@ from .cards import (
     JobCard,
     grid_entry_html,
     params_by_endpoint,
+    thumbnail,
 )
 from .faces import TwoFaced
-from .lasting import thumbnail_src
 from .task import job_look
 from .ticker import TICKER, Throttle
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike, JobLike
-    from ..protocol.records import Output
 
 log = logging.getLogger(__name__)
 
@@ -359,7 +358,7 @@ def board_table(board: Board, limit: int) -> dict[str, str]:
     jobs = board.shown()[:limit]
     rows = [
         markup.board_row(
-            _grid_thumb(entry, board.jobs),
+            thumbnail(entry.best_outputs(board.jobs), "grid", row=True),
             markup.join([markup.bold(entry.record.endpoint), " grid"]),
             f"{entry.record.sent} of {len(entry.record.cells)} sent · {entry.record.rated} rated",
             "",
@@ -369,7 +368,7 @@ def board_table(board: Board, limit: int) -> dict[str, str]:
     ]
     rows += [
         markup.board_row(
-            _row_thumb(data.outputs),
+            thumbnail(data.outputs, row=True),
             markup.bold(data.endpoint),
             markup.status_badge(data.look),
             format_elapsed(data.elapsed),
@@ -384,19 +383,6 @@ def board_table(board: Board, limit: int) -> dict[str, str]:
         "text/html": markup.board_face(words, board.client.embedded, rows),
         "text/plain": "\n".join(lines),
     }
-
-
-def _row_thumb(outputs: Sequence[Output]) -> markup.Html:
-    src = thumbnail_src(outputs)
-    if src is None:
-        return markup.kind_icon(outputs[0].kind if outputs else None, 32)
-    return markup.picture(src, "max-width:96px;max-height:72px", "gw-thumb")
-
-
-def _grid_thumb(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Html:
-    """A grid's row: the picture of its best cell, as the live board's entry shows it."""
-    outputs = entry.best_outputs(jobs)
-    return _row_thumb(outputs) if outputs else markup.kind_icon("grid", 32)
 
 
 def board(client: ClientLike | None = None) -> Board:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
+from .._formats import short
 from ..catalog import EndpointSpec
 from ..catalog import endpoint as catalog_endpoint
 from ..lab.axes import Axis
@@ -23,7 +24,7 @@ from ..lab.batch_store import GridRecord
 from ..lab.plan import differing_params
 from ..protocol.records import Output
 from . import markup
-from ._style import StatusLook, format_elapsed, short
+from ._style import StatusLook, format_elapsed
 from .lasting import thumbnail_src
 from .render import source_of, to_html
 from .task import job_look
@@ -40,6 +41,7 @@ __all__ = [
     "card_html",
     "grid_entry_html",
     "params_by_endpoint",
+    "thumbnail",
 ]
 
 #: A card's box: it may shrink below its content's width (long values are cut, not spilled).
@@ -51,21 +53,27 @@ TOOLTIP_CHARS = 500
 # --- cards -----------------------------------------------------------------------
 
 
-def _thumbnail(outputs: Sequence[Output], kind_hint: str | None) -> markup.Html:
+def thumbnail(
+    outputs: Sequence[Output], hint: str | None = None, *, row: bool = False
+) -> markup.Html:
     """A card's picture: the kernel-made thumbnail of its first image (or a video's
     poster) where the bytes are at hand, else the image's own URL (a gateway's, never
     a full file as bytes: a board's state holds a card per job,
-    docs/decisions.md#board-weight), else the kind's icon."""
+    docs/decisions.md#board-weight), else the icon of its kind (``hint`` when it has
+    no output). ``row``: a smaller one for a row of the board's lasting face, which
+    a thumbnail or an icon only."""
     href = thumbnail_src(outputs)
-    for output in outputs if href is None else ():
+    for output in outputs if href is None and not row else ():
         if output.kind != "image":
             continue
-        source = source_of(output, prefer_url=True)
+        source = source_of(output)
         if source.data is None and source.href is not None:
             href = source.href
             break
     if href is None:
-        return markup.kind_icon(outputs[0].kind if outputs else kind_hint)
+        return markup.kind_icon(outputs[0].kind if outputs else hint, 32 if row else 40)
+    if row:
+        return markup.picture(href, "max-width:96px;max-height:72px", "gw-thumb")
     return markup.picture(href, "max-width:100%;max-height:120px")
 
 
@@ -126,11 +134,9 @@ def card_html(
     parameters, the error, the request_id."""
     spec = _endpoint(data.endpoint)
     if outputs and data.outputs:
-        media = markup.columns(
-            (to_html(o, caption=False, prefer_url=True) for o in data.outputs), 110, 4
-        )
+        media = markup.columns((to_html(o) for o in data.outputs), 110, 4)
     else:
-        media = markup.card_thumb(_thumbnail(data.outputs, spec.kind if spec else None))
+        media = markup.card_thumb(thumbnail(data.outputs, spec.kind if spec else None))
     payload = data.payload or {}
     fields = spec.known_names if spec is not None else None
     params = [k for k in params if k in payload or (fields is not None and k in fields)]
@@ -269,8 +275,7 @@ def grid_entry_html(entry: GridEntry, jobs: Mapping[str, JobLike]) -> markup.Htm
         for d in ("x", "y", "z")
         if (a := axes.get(d))
     ]
-    outputs = entry.best_outputs(jobs)
-    thumb = _thumbnail(outputs, "image") if outputs else markup.kind_icon("grid")
+    thumb = thumbnail(entry.best_outputs(jobs), "grid")
     best_stars = max((c.stars or 0 for c in record.cells), default=0)
     best = f" · best {best_stars}/5" if best_stars else ""
     noun = "sweep" if (axes.get("x") or {}).get("kind") == "combination" else "grid"

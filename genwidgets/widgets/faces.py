@@ -560,10 +560,8 @@ class Faces:
         and an older bundle landing after it would be the one saved."""
         with self._writing:
             with self._lock:
-                bundle = self._last
+                bundle, handles = self._last, list(self._handles)
             if bundle is not None:
-                with self._lock:
-                    handles = list(self._handles)
                 self._write(bundle, handles)
 
     def _write(self, bundle: dict[str, str], handles: list[Any]) -> None:

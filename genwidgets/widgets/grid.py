@@ -21,13 +21,13 @@ import ipywidgets
 import traitlets
 
 from .._client import default_client
+from .._formats import short
 from ..lab.code import curl_code
 from ..lab.cost import CONFIRM_ABOVE, billed_unit, needs_confirmation, not_sent_line
 from ..lab.export import margins, save_png
 from ..lab.plan import AXES, plan_grid
 from ..lab.run import GridCell, GridRun, list_grids, status_of
 from ..protocol.records import Output
-from ._style import short
 from .faces import BACKGROUND, Asked, CommandView, answers, in_kernel, static_module
 from .form import form, python_code
 from .grid_sheet import VideoEmbed, contact_sheet, in_doubt_words, save_html, state_words
@@ -82,7 +82,7 @@ def _output_record(output: Output, *, full: bool = False) -> dict[str, Any]:
     when the lightbox asks."""
     if output.kind in _PICTURED and not full:
         return {"kind": output.kind, "src": ""}
-    source = source_of(output, prefer_url=True)
+    source = source_of(output)
     record: dict[str, Any] = {"kind": output.kind, "src": source.href or ""}
     if output.kind in ("json", "text") and source.data is not None:
         record["text"] = short(source.data.decode("utf-8", "replace"), 2000)

@@ -17,13 +17,15 @@ from typing import Any, Literal, get_args
 
 from .._config import shown_path
 from .._files import write_atomically
+from .._formats import short
+from .._html import safe_mime
+from .._palette import COLOURS
 from ..jobs.previews import preview_bytes
 from ..lab import export
 from ..lab.run import GridCell, GridRun, status_of
 from ..media.thumbnails import data_url, thumbnail
 from ..protocol.records import Output
 from . import markup
-from ._style import COLOURS, safe_mime, short
 from .lasting import MEDIA_KINDS, local_file, media_choice, output_html, safe_data_url
 
 __all__ = [

@@ -11,26 +11,28 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes, json_nested_deeper
+from .._html import SAFE_DATA_MIME, safe_mime, url_kind
 from ..jobs.previews import preview
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.body import MAX_DEPTH
 from ..protocol.records import Output, Result
 from . import markup
-from ._style import MUTED_STYLE, SAFE_DATA_MIME, look_of, safe_mime, url_kind
+from ._style import MUTED_STYLE, look_of
 from .markup import Html, table_html
 
 __all__ = [
     "AUDIO_LIMIT",
     "EMBED_LIMIT",
     "MEDIA_KINDS",
+    "POSTER_SIDE",
     "TEXT_BUDGET",
     "VIDEO_BUDGET",
-    "TextBudget",
     "caption_text",
     "content_html",
     "error_banner",
@@ -43,11 +45,11 @@ __all__ = [
     "outputs_html",
     "picture_src",
     "plain_text",
-    "poster_data_url",
     "result_html",
     "safe_data_url",
     "thumbnail_src",
     "unavailable_html",
+    "within_text_budget",
 ]
 
 #: Bytes above which a file is never pushed through the kernel unless asked (live
@@ -70,9 +72,10 @@ THUMB_SIDE = 256
 TEXT_LIMIT = 200_000
 #: Characters of text and JSON one result's face lays out in all (a saved notebook keeps
 #: it twice: the lasting face and the live view's state), the README's 1.5 MB notebook
-#: in mind; the outputs past it are listed with how to read them (:class:`TextBudget`).
+#: in mind; the outputs past it are listed with how to read them (:func:`within_text_budget`).
 TEXT_BUDGET = 400_000
 MEDIA_KINDS = frozenset({"image", "video", "audio"})
+T = TypeVar("T")
 
 
 def media_choice(media: str | None = None) -> str:
@@ -179,13 +182,6 @@ def _remote(output: Output) -> str | None:
     return None
 
 
-def poster_data_url(path: Path | None) -> str | None:
-    """A local video's first frame as a small JPEG ``data:`` URL (a thumbnail, cached
-    beside the video); None if unavailable."""
-    made = thumbnail(path, POSTER_SIDE) if path is not None and path.is_file() else None
-    return data_url(made) if made is not None else None
-
-
 # --- one output -----------------------------------------------------------------------
 
 
@@ -204,7 +200,7 @@ def _image_html(output: Output, mime: str, media: str, side: int) -> Html | None
 def _video_html(output: Output, mime: str, media: str) -> tuple[Html, str] | None:
     """The video's element and a word for the caption (``preview``, ``poster only``)."""
     local = local_file(output)
-    poster = poster_data_url(local)
+    poster = picture_src(output, POSTER_SIDE)
     src: str | None = None
     note = ""
     if media in ("full", "previews"):
@@ -329,49 +325,51 @@ def error_banner(result: Result) -> Html:
     return markup.failure(f"failed: {look.error or ''}{kind}")
 
 
-class TextBudget:
-    """What is left of one face's :data:`TEXT_BUDGET`: text and JSON outputs are laid out
-    until it is spent (the first always is), and every one after that is listed in one
-    block, by name, type and size, with how to read it (a thousand small logs made a
-    15 MB notebook). Media have their own budgets per output (:data:`VIDEO_BUDGET`)."""
-
-    def __init__(self, chars: int = TEXT_BUDGET) -> None:
-        self.chars = chars
-        self.left = chars
-
-    def fits(self, output: Output, html: str) -> bool:
-        """Whether ``html``, the output laid out, is kept (media always are); once one
-        does not fit, no text after it does (they are listed in their order)."""
-        if output.kind not in ("json", "text"):
-            return True
-        if len(html) <= self.left or self.left == self.chars:
-            self.left -= len(html)
-            return True
-        self.left = -1
-        return False
-
-    def listing(self, outputs: Sequence[Output]) -> Html:
-        """The outputs not laid out: how to read them, then one line each (the first
-        :data:`LISTED_LINES`)."""
-        lines = []
-        for output in outputs[:LISTED_LINES]:
-            local = local_file(output)
-            saved = f" · saved at {shown_path(local)}" if local is not None else ""
-            lines.append(f"[{output.index}] {caption_text(output)}{saved}")
-        if len(outputs) > LISTED_LINES:
-            lines.append(f"… and {len(outputs) - LISTED_LINES} more")
-        note = (
-            f"{len(outputs)} more text outputs are not shown: a view lays out at most "
-            f"{self.chars:,} characters of text. Read one in the kernel with "
-            "result.outputs[i].text() or save it with result.outputs[i].save(path) (i in "
-            "brackets below)"
-        )
-        return markup.box(
-            "gw-listed", markup.div(note, MUTED_STYLE), markup.text_block("\n".join(lines))
-        )
+def within_text_budget(
+    drawn: Iterable[tuple[Output, T]], html: Callable[[T], str]
+) -> tuple[list[T], Html | None]:
+    """Of outputs as a face draws them (each with what shows it, ``html`` its markup),
+    those one face keeps within :data:`TEXT_BUDGET`, and the block that lists the rest
+    (None when none is left out). Text and JSON outputs are laid out until it is spent
+    (the first always is), and every one after that is listed, by name, type and size,
+    with how to read it (a thousand small logs made a 15 MB notebook). Media are always
+    kept: they have their own budgets per output (:data:`VIDEO_BUDGET`)."""
+    left = TEXT_BUDGET
+    kept: list[T] = []
+    listed: list[Output] = []
+    for output, shown in drawn:
+        if output.kind in ("json", "text"):
+            size = len(html(shown))
+            if listed or (size > left and left != TEXT_BUDGET):  # they are listed in order
+                listed.append(output)
+                continue
+            left -= size
+        kept.append(shown)
+    return kept, (_listing(listed) if listed else None)
 
 
-#: Lines of a :meth:`TextBudget.listing` (a result of thousands of outputs).
+def _listing(outputs: Sequence[Output]) -> Html:
+    """The outputs not laid out: how to read them, then one line each (the first
+    :data:`LISTED_LINES`)."""
+    lines = []
+    for output in outputs[:LISTED_LINES]:
+        local = local_file(output)
+        saved = f" · saved at {shown_path(local)}" if local is not None else ""
+        lines.append(f"[{output.index}] {caption_text(output)}{saved}")
+    if len(outputs) > LISTED_LINES:
+        lines.append(f"… and {len(outputs) - LISTED_LINES} more")
+    note = (
+        f"{len(outputs)} more text outputs are not shown: a view lays out at most "
+        f"{TEXT_BUDGET:,} characters of text. Read one in the kernel with "
+        "result.outputs[i].text() or save it with result.outputs[i].save(path) (i in "
+        "brackets below)"
+    )
+    return markup.box(
+        "gw-listed", markup.div(note, MUTED_STYLE), markup.text_block("\n".join(lines))
+    )
+
+
+#: Lines of the listing of :func:`within_text_budget` (a result of thousands of outputs).
 LISTED_LINES = 200
 
 
@@ -384,21 +382,17 @@ def outputs_html(
 ) -> Html:
     """Outputs side by side (260 px columns), each above its caption; ``labels``
     (one per output) go above them in bold, for before/after comparisons. Text and
-    JSON up to :data:`TEXT_BUDGET` in all, the rest listed (:class:`TextBudget`)."""
+    JSON up to :data:`TEXT_BUDGET` in all, the rest listed (:func:`within_text_budget`)."""
     media = media_choice(media)
     heads: list[Html | None] = [markup.bold(label) for label in labels or ()]
     heads += [None] * (len(outputs) - len(heads))
-    budget = TextBudget()
-    cells: list[Html] = []
-    listed: list[Output] = []
-    for output, head in zip(outputs, heads, strict=False):
-        html = output_html(output, media=media, fetch=fetch)
-        if budget.fits(output, html):
-            cells.append(markup.box(None, head, html))
-        else:
-            listed.append(output)
-    shown = markup.columns(cells, 260, 8)
-    return markup.join([shown, budget.listing(listed)]) if listed else shown
+    drawn = [
+        (output, (head, output_html(output, media=media, fetch=fetch)))
+        for output, head in zip(outputs, heads, strict=False)
+    ]
+    cells, listing = within_text_budget(drawn, lambda cell: cell[1])
+    shown = markup.columns((markup.box(None, head, html) for head, html in cells), 260, 8)
+    return markup.join([shown, listing]) if listing else shown
 
 
 def result_html(result: Result, *, media: str | None = None, fetch: bool = False) -> Html:

@@ -12,15 +12,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from .._formats import short
 from .._html import Html, esc, join, json_script, tag
-from ._style import (
-    COLOURS,
-    HELP_STYLE,
-    MUTED_STYLE,
-    PALETTE,
-    StatusLook,
-    short,
-)
+from .._palette import COLOURS, PALETTE
+from ._style import HELP_STYLE, MUTED_STYLE, StatusLook
 
 __all__ = [
     "BILLED_BADGE",

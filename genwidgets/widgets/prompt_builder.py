@@ -16,11 +16,12 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
+from .._palette import PALETTE
 from ..errors import PayloadError
 from ..imgm import CONFIRM_ABOVE, MAX_PROMPTS, PARAMETERS, Prompt, format_value, say_count
 from ..imgm.params import SPEEDS
 from . import markup
-from ._style import ERROR_STYLE, MUTED_STYLE, PALETTE, WARN_STYLE
+from ._style import ERROR_STYLE, MUTED_STYLE, WARN_STYLE
 
 __all__ = ["PromptBuilder"]
 

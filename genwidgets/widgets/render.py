@@ -11,7 +11,6 @@ docs/decisions.md#render-bytes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,26 +20,26 @@ import ipywidgets
 
 from .._config import shown_path
 from .._formats import human_bytes
+from .._html import SAFE_DATA_MIME, safe_mime, url_kind
 from ..jobs.output_files import OutputFiles
 from ..media import inspect
 from ..protocol.fetch import MAX_READ_BYTES
 from ..protocol.records import Output, Result
 from . import markup
-from ._style import SAFE_DATA_MIME, safe_mime, url_kind
 from .faces import make_two_faced
 from .lasting import (
     EMBED_LIMIT,
     MEDIA_KINDS,
+    POSTER_SIDE,
     caption_text,
     content_html,
     error_banner,
     file_name,
     in_hand,
     local_size,
-    output_html,
     outputs_html,
+    picture_src,
     plain_text,
-    poster_data_url,
     result_html,
     safe_data_url,
     unavailable_html,
@@ -84,25 +83,12 @@ class Source:
         return self.url if self.how == "url" else safe_data_url(self.mime, self.data)
 
 
-def _inline_size(output: Output) -> int | None:
-    content = output.raw.get("content")
-    if content is None:
-        return None
-    if isinstance(content, str):
-        encoding = str(output.raw.get("encoding") or "").lower()
-        factor = {"hex": 0.5, "base64": 0.75}.get(encoding, 1.0)
-        return int(len(content) * factor)
-    return len(json.dumps(content, default=str))
-
-
-def source_of(
-    output: Output, *, embed: bool | None = None, fetch: bool = False, prefer_url: bool = False
-) -> Source:
-    """Apply the module's rule: by URL, by bytes, or not at all (with a reason).
+def source_of(output: Output, *, embed: bool | None = None, fetch: bool = False) -> Source:
+    """Apply the module's rule for a live view: by URL, by bytes, or not at all (with
+    a reason); a media output with an http(s) URL goes by URL (rule 2).
 
     ``fetch`` allows :meth:`Output.read` to download an http(s) URL for kinds
-    that need their content in the kernel (JSON, text). ``prefer_url`` is rule
-    2 (live widgets): a media output with an http(s) URL goes by URL.
+    that need their content in the kernel (JSON, text).
     """
     mime = safe_mime(output.content_type)
     if mime is None:
@@ -124,9 +110,10 @@ def source_of(
     # From the ledger (a past session): its URL has likely stopped answering
     # (gateway URLs expire; the embedded simulator's died with its kernel).
     stale = output.restored and local is not None
-    if prefer_url and kind == "http" and output.kind in MEDIA_KINDS and not stale:
+    if kind == "http" and output.kind in MEDIA_KINDS and not stale:
         return Source("url", mime, url=url)
-    size = local if local is not None else _inline_size(output)
+    inline = output.inline() if local is None else None
+    size = local if inline is None else len(inline)
     if size is None and kind == "data":
         size = len(url or "") * 3 // 4
     if size is not None:
@@ -154,9 +141,19 @@ def source_of(
     return Source("none", mime, note="it has neither a URL nor content")
 
 
+def to_html(output: Output) -> Html:
+    """One output as a live view shows it (a card's outputs, a task view's JSON or
+    text), an escaped HTML fragment by :func:`source_of`'s rule (media by their URL
+    while it answers): ``<img>``, ``<video controls>``, ``<audio controls>``, a table,
+    a ``<pre>`` or a download link. Its lasting face is :func:`~.lasting.output_html`'s."""
+    source = source_of(output)
+    body = _live_html(output, source)
+    return body if source.how == "none" else markup.box("gw-output", body)
+
+
 def _live_html(output: Output, source: Source) -> Html:
-    """A live view's output by ``source``: media by its address, JSON → a table and
-    text → ``<pre>`` when its bytes are in hand, else a download link."""
+    """The live face's body: media by their address, JSON → a table and text →
+    ``<pre>`` when their bytes are in hand, else a download link."""
     href = source.href
     if source.how == "none":
         return unavailable_html(output, source.note)
@@ -167,29 +164,6 @@ def _live_html(output: Output, source: Source) -> Html:
     if href is None:
         return unavailable_html(output, source.note or "no safe address")
     return markup.download(href, file_name(output), rel="noopener noreferrer")
-
-
-def to_html(
-    output: Output,
-    *,
-    embed: bool | None = None,
-    fetch: bool = False,
-    caption: bool = True,
-    prefer_url: bool = False,
-) -> Html:
-    """One output as an escaped HTML fragment: ``<img>``, ``<video controls>``,
-    ``<audio controls>``, a table, a ``<pre>`` or a download link.
-
-    ``prefer_url`` is a live card's (media by their URL while it answers); otherwise
-    the lasting face of :mod:`.lasting` (``embed=True``: the whole file embedded)."""
-    if not prefer_url:
-        media = "full" if embed else None
-        return output_html(output, media=media, fetch=fetch, caption=caption)
-    source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
-    if source.how == "none":
-        return unavailable_html(output, source.note)
-    below = markup.box("gw-caption", caption_text(output)) if caption else None
-    return markup.box("gw-output", _live_html(output, source), below)
 
 
 def local_output(path: Path, index: int = 0) -> Output:
@@ -261,7 +235,7 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
     ``fallback`` of the bytes for when the URL stops answering and a video's
     ``poster``; anything else as escaped ``html`` (docs/decisions.md#render-bytes).
     """
-    source = source_of(output, prefer_url=True)
+    source = source_of(output)
     entry: dict[str, Any] = {
         "kind": output.kind,
         "content_type": output.content_type,
@@ -277,13 +251,13 @@ def live_entry(output: Output, *, poster: bool = True) -> dict[str, Any]:
         entry["url"] = href
         if source.how == "url":
             if output.kind == "video" and poster:
-                entry["poster"] = poster_data_url(output.path)
+                entry["poster"] = picture_src(output, POSTER_SIDE)
             budget = DURABLE_EMBED_LIMITS.get(output.kind) if url_kind(href) == "http" else None
             limit = min(FALLBACK_LIMIT, budget or FALLBACK_LIMIT)
             entry["fallback"] = safe_data_url(source.mime, in_hand(output, limit))
     else:
         entry["kind"] = output.kind if source.how != "none" else "unavailable"
-        entry["html"] = to_html(output, caption=False, prefer_url=True)
+        entry["html"] = to_html(output)
     return entry
 
 
@@ -309,7 +283,7 @@ def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
 
 
 def _render_one(output: Output, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
-    source = source_of(output, embed=embed, fetch=fetch, prefer_url=True)
+    source = source_of(output, embed=embed, fetch=fetch)
     if source.how != "none" and output.kind in MEDIA_KINDS:
         return _media_widget(output, source)
     return _html_widget(_live_html(output, source))

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets
 
 from .._client import create_failure, default_client
+from .._palette import PALETTE
 from ..jobs.fanout import valid_concurrency
 from ..lab.cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from ..lab.run import GridRun
 from ..lab.sweep import MAX_JOBS, SweepPlan, combination_label, plan_sweep
 from . import markup
-from ._style import MUTED_STYLE, PALETTE
+from ._style import MUTED_STYLE
 from .board import GRID_LAYOUT
 from .cards import JobCard
 from .faces import TwoFaced, in_kernel

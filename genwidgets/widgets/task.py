@@ -20,10 +20,11 @@ import ipywidgets
 import traitlets
 
 from .._client import CONTACT_LOST_NEXT, lost_contact
+from .._palette import COLOURS
 from .._protocols import JobLike
 from ..protocol.records import Result, log_line
 from . import markup
-from ._style import COLOURS, MUTED_STYLE, StatusLook, format_elapsed, layout, look_of
+from ._style import MUTED_STYLE, StatusLook, format_elapsed, layout, look_of
 from .faces import (
     REPUBLISH,
     CommandView,
@@ -34,7 +35,7 @@ from .faces import (
     static_module,
     widget_bundle,
 )
-from .lasting import TextBudget, plain_text, result_html
+from .lasting import plain_text, result_html, within_text_budget
 from .render import live_entry
 from .ticker import Throttle, guarded, stop_following
 
@@ -70,16 +71,11 @@ def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[
     result that has no outputs, as an escaped table."""
     if result is None:
         return []
-    budget = TextBudget()  # the saved widget state keeps these too
-    entries, listed = [], []
-    for output in result.outputs:
-        entry = live_entry(output, poster=posters)
-        if budget.fits(output, entry["html"]):
-            entries.append(entry)
-        else:
-            listed.append(output)
-    if listed:
-        entries.append({"kind": "listed", "html": budget.listing(listed), "caption": ""})
+    # within the text budget: the saved widget state keeps these too
+    drawn = ((output, live_entry(output, poster=posters)) for output in result.outputs)
+    entries, listing = within_text_budget(drawn, lambda entry: entry["html"])
+    if listing is not None:
+        entries.append({"kind": "listed", "html": listing, "caption": ""})
     if not entries and result.ok and result.asset is not None:
         entries.append({"kind": "json", "html": markup.table_html(result.asset)})
     return entries
@@ -106,7 +102,7 @@ class TaskView(CommandView):
     status = traitlets.Unicode("submitted").tag(sync=True)
     category = traitlets.Unicode("queued").tag(sync=True)
     status_raw = traitlets.Unicode("").tag(sync=True)
-    #: The one palette (``_style.COLOURS``), as CSS variables ``--gw-<category>``.
+    #: The one palette (``_palette.COLOURS``), as CSS variables ``--gw-<category>``.
     palette = traitlets.Dict(COLOURS).tag(sync=True)
     terminal = traitlets.Bool(False).tag(sync=True)
     queue_position = traitlets.Int(None, allow_none=True).tag(sync=True)

@@ -310,7 +310,7 @@ def gzip_bomb(size: int = 256 * 2**20) -> bytes:
 def test_a_gzip_bomb_output_is_refused_within_a_small_memory_bound(
     gateways: Gateways, clients: Callable[..., gw.Client]
 ) -> None:
-    from genwidgets.widgets.render import to_html
+    from genwidgets.widgets.lasting import output_html
 
     bomb = gzip_bomb()
     server = gateways.start(
@@ -321,7 +321,7 @@ def test_a_gzip_bomb_output_is_refused_within_a_small_memory_bound(
     assert output.path is None  # the download was refused too
     tracemalloc.start()
     try:
-        html = to_html(output, fetch=True)  # what gw.render's static copy does
+        html = output_html(output, fetch=True)  # what gw.render's static copy does
         with pytest.raises(gw.DownloadError, match="compression bomb"):
             output.read()
         peak = tracemalloc.get_traced_memory()[1]
@@ -338,13 +338,13 @@ def test_a_gzip_bomb_output_is_refused_within_a_small_memory_bound(
 def test_a_pixel_bomb_output_still_gets_its_static_copy(
     gateways: Gateways, clients: Callable[..., gw.Client]
 ) -> None:
-    from genwidgets.widgets.render import to_html
+    from genwidgets.widgets.lasting import output_html
 
     bomb = png((20000, 10000), "1")  # a few KB, 200 million pixels
     server = gateways.start(files=answer(200, bomb, "image/png"), result=result_of(OUTPUT))
     (output,) = clients(server).run(ENDPOINT, PAYLOAD, timeout=30).outputs
     assert output.path is not None and output.path.read_bytes() == bomb
-    html = to_html(output, fetch=True)  # raised DecompressionBombError before
+    html = output_html(output, fetch=True)  # raised DecompressionBombError before
     assert "<img" in html and "thumb256" not in html
 
 
@@ -502,14 +502,15 @@ def test_an_unaddressable_request_id_is_outcome_unknown_and_kept(
 def test_a_relative_output_url_resolves_against_the_gateway(
     gateways: Gateways, clients: Callable[..., gw.Client]
 ) -> None:
+    from genwidgets.widgets.lasting import output_html
     from genwidgets.widgets.render import to_html
 
     server = gateways.start(result=result_of({"url": "/logout", "content_type": "image/png"}))
     (output,) = clients(server, download=False).run(ENDPOINT, PAYLOAD, timeout=30).outputs
     assert output.url == f"{server.base_url}/logout"
     # the live card shows it by its resolved URL; the lasting face never by a relative one
-    assert f'src="{server.base_url}/logout"' in to_html(output, prefer_url=True)
-    assert 'src="/logout"' not in to_html(output) + to_html(output, prefer_url=True)
+    assert f'src="{server.base_url}/logout"' in to_html(output)
+    assert 'src="/logout"' not in output_html(output) + to_html(output)
 
 
 def test_a_cookie_met_on_a_redirect_elsewhere_never_comes_back_to_the_gateway(

@@ -13,11 +13,11 @@ import pytest
 from widgets.taskfakes import IMAGE_OUT, FakeClient, FakeJob, on_thread, wait_for
 
 import genwidgets as gw
+from genwidgets._palette import COLOURS
 from genwidgets.errors import PayloadError
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.lab.plan import differing_params
 from genwidgets.widgets import board as board_module
-from genwidgets.widgets._style import COLOURS
 from genwidgets.widgets.board import ALL, Board
 from genwidgets.widgets.sweep import sweep
 from genwidgets.widgets.ticker import TICKER

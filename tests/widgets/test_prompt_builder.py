@@ -7,8 +7,8 @@ from typing import Any
 import ipywidgets as widgets
 import pytest
 
+from genwidgets._palette import PALETTE
 from genwidgets.imgm import Prompt
-from genwidgets.widgets._style import PALETTE
 from genwidgets.widgets.prompt_builder import PromptBuilder
 
 

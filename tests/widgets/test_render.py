@@ -12,16 +12,16 @@ import ipywidgets
 import pytest
 from widgets.taskfakes import wait_for
 
+from genwidgets._html import url_kind
 from genwidgets.jobs.output_files import OutputFiles
 from genwidgets.protocol.records import Output, Result
 from genwidgets.widgets import render as render_module
-from genwidgets.widgets._style import url_kind
+from genwidgets.widgets.lasting import output_html
 from genwidgets.widgets.render import (
     EMBED_LIMIT,
     live_entry,
     render,
     source_of,
-    to_html,
     to_mimebundle,
 )
 from genwidgets.widgets.task import TaskView
@@ -202,8 +202,8 @@ def test_local_copy_wins_in_display_outputs_and_the_url_in_live_widgets(
     output = out("image/png", "https://cdn.example/expiring")
     output.path = path
     # The lasting face holds the bytes: it outlives the URL.
-    assert "data:image/png;base64," in to_html(output)
-    assert "https://cdn.example/expiring" not in to_html(output)
+    assert "data:image/png;base64," in output_html(output)
+    assert "https://cdn.example/expiring" not in output_html(output)
     # A live widget lets the browser fetch the URL: nothing through the kernel.
     widget = render(output)
     assert widget.format == "url" and bytes(widget.value) == b"https://cdn.example/expiring"
@@ -232,7 +232,7 @@ def test_large_files_are_not_pushed_through_the_kernel(
     assert embedded.autoplay is False
 
 
-def test_json_by_url_is_read_by_render_but_not_by_to_html() -> None:
+def test_json_by_url_is_read_by_render_but_not_by_its_lasting_face() -> None:
     fetched: list[str] = []
 
     def fetch(url: str, max_bytes: int) -> bytes:
@@ -243,7 +243,7 @@ def test_json_by_url_is_read_by_render_but_not_by_to_html() -> None:
         {"url": "https://cdn.example/r.json", "content_type": "application/json"},
         source=OutputFiles(fetch),
     )
-    assert "<a " in to_html(output) and fetched == []  # the engine thread never downloads
+    assert "<a " in output_html(output) and fetched == []  # the engine thread never downloads
     assert ">element_id</th>" in render(output).value
     assert fetched == ["https://cdn.example/r.json"]
 
@@ -305,7 +305,7 @@ HOSTILE = [
 
 @pytest.mark.parametrize("output", HOSTILE, ids=lambda o: repr(o.url or o.content_type)[:40])
 def test_hostile_outputs_produce_no_live_markup(output: Output) -> None:
-    html = to_html(output)
+    html = output_html(output)
     assert_harmless(html)
     assert "<script" not in html.lower()
     assert "javascript:" not in html.lower() and "vbscript:" not in html.lower()
@@ -378,7 +378,7 @@ def test_real_outputs_render_by_content_type(
             assert first.format == "url"
             assert bytes(first.value).decode() == result.outputs[0].url
             assert result.outputs[0].url.startswith(simulator.base_url)
-            html = to_html(result.outputs[0])
+            html = output_html(result.outputs[0])
             path = result.outputs[0].path
             # the lasting face never points at the simulator: it dies with its kernel
             assert simulator.base_url not in html
@@ -430,7 +430,7 @@ def test_outputs_from_the_ledger_use_their_local_copy(tmp_path: Path) -> None:
     assert render(fresh).format == "url"  # this session: the browser fetches the URL
     widget = render(restored)
     assert widget.format != "url" and bytes(widget.value) == saved.read_bytes()
-    assert "base64," in to_html(restored) and 'src="http' not in to_html(restored)
+    assert "base64," in output_html(restored) and 'src="http' not in output_html(restored)
     gone = out("video/mp4", "http://127.0.0.1:9/files/t/0.mp4", from_ledger=True)
     assert render(gone).format == "url"  # no local copy: the URL is all there is
 

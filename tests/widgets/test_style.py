@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from genwidgets import _html, _palette
+from genwidgets._palette import COLOURS, PALETTE
 from genwidgets.protocol.records import Result, Status
 from genwidgets.widgets import _style, markup
-from genwidgets.widgets._style import COLOURS, PALETTE, look_of
+from genwidgets.widgets._style import look_of
 from genwidgets.widgets.markup import error_html, status_badge
 
 CANCELLED_RESULTS = [
@@ -43,15 +44,12 @@ def test_a_failure_stays_red_with_its_error_line() -> None:
     assert "out of memory" in error_html(look) and "(internal)" in error_html(look)
 
 
-def test_the_look_reexports_the_base_layers_safety_and_palette_not_copies() -> None:
-    """Widgets import from ``_style`` (and write HTML in ``markup``); the lab imports
-    from the base layer: both must get the same objects, or a colour or an escape
-    could drift between them."""
-    for name in ("safe_mime", "safe_url", "url_kind", "SAFE_DATA_MIME"):
-        assert getattr(_style, name) is getattr(_html, name), name
+def test_the_look_uses_the_base_layers_safety_and_palette_not_copies() -> None:
+    """Widgets write HTML in ``markup`` and take the safety rules and colours from the
+    base layer, as the lab does: both must get the same objects, or a colour or an
+    escape could drift between them."""
     for name in ("esc", "join", "tag", "Html"):
         assert getattr(markup, name) is getattr(_html, name), name
-    for name in ("PALETTE", "COLOURS"):
-        assert getattr(_style, name) is getattr(_palette, name), name
+    assert markup.COLOURS is _palette.COLOURS and markup.PALETTE is _palette.PALETTE
     assert f"color:{PALETTE['muted']}" == _style.MUTED_STYLE
     assert _style.HELP_STYLE.startswith(_style.MUTED_STYLE + ";")

@@ -27,9 +27,9 @@ from widgets.taskfakes import (
 )
 
 import genwidgets as gw
+from genwidgets._palette import COLOURS
 from genwidgets.protocol.records import Result, Status
 from genwidgets.widgets import faces, task
-from genwidgets.widgets._style import COLOURS
 from genwidgets.widgets.faces import STATIC, WIDGET_VIEW_MIME
 from genwidgets.widgets.lasting import TEXT_BUDGET
 from genwidgets.widgets.task import (

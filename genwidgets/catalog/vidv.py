@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from .checks import MediaSpec
 from .findings import warn
-from .markers import BILLED, MB, ServiceDefault
+from .markers import BILLED, MB, ServiceDefault, UnsignedSeed
 from .model import Endpoint
 from .registry import register
 
@@ -106,7 +106,7 @@ class VidVq2Text2Video(_VidVCommon):
     duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
         None, ge=1, le=10, description="Length in seconds. Affects billing."
     )
-    seed: int | None = Field(
+    seed: UnsignedSeed = Field(
         None, description="Absent or 0 means random; otherwise the given seed."
     )
     aspect_ratio: Annotated[
@@ -156,7 +156,7 @@ class VidVq1Text2Video(_VidVCommon):
     duration: Annotated[Literal[5] | None, BILLED, ServiceDefault(5)] = Field(
         None, description="Only 5 (seconds). Affects billing."
     )
-    seed: int | None = Field(None, description="Absent or 0 means random.")
+    seed: UnsignedSeed = Field(None, description="Absent or 0 means random.")
     aspect_ratio: Annotated[Literal["16:9", "9:16", "1:1"] | None, ServiceDefault("16:9")] = Field(
         None, description="16:9, 9:16 or 1:1."
     )

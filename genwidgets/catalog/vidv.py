@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from .checks import MediaSpec
+from .checks import MediaSpec, shown
 from .findings import warn
 from .markers import BILLED, MB, ServiceDefault, UnsignedSeed
 from .model import Endpoint
@@ -38,10 +38,13 @@ def _check_meta_data(value: str | None) -> str | None:
     except ValueError:
         raise ValueError(
             'meta_data must be a JSON object string, e.g. \'{"Label": "..."}\'; it does not '
-            "parse as JSON"
+            f"parse as JSON; got {shown(value)}"
         ) from None
     if not isinstance(parsed, dict):
-        raise ValueError('meta_data must be a JSON object string, e.g. \'{"Label": "..."}\'')
+        raise ValueError(
+            'meta_data must be a JSON object string, e.g. \'{"Label": "..."}\'; '
+            f"got {shown(value)}"
+        )
     return value
 
 

@@ -62,7 +62,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     # imgM_pan
     ("imgM_pan", pan(), None),
     ("imgM_pan", pan(direction=3), None),
-    ("imgM_pan", pan(direction=4), "Input should be 0, 1, 2 or 3"),
+    ("imgM_pan", pan(direction=4), "expected one of 0, 1, 2, 3; got 4"),
     ("imgM_pan", pan(direction="1"), None),
     ("imgM_pan", pan(scale=1.1), None),
     ("imgM_pan", pan(scale=3.0), None),
@@ -75,7 +75,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     # imgM-v8.1-i2i
     ("imgM-v8.1-i2i", i2i(), None),
     ("imgM-v8.1-i2i", i2i(type=1, remix_prompt="bluer --ar 2:1"), None),
-    ("imgM-v8.1-i2i", i2i(type=2), "Input should be 0 or 1"),
+    ("imgM-v8.1-i2i", i2i(type=2), "expected one of 0, 1; got 2"),
     ("imgM-v8.1-i2i", i2i(image_no=4), "must be 0-3"),
     ("imgM-v8.1-i2i", i2i(remix_prompt=""), "must have 1-8192 characters"),
     ("imgM-v8.1-i2i", i2i(remix_prompt="z" * 8193), "must have 1-8192 characters"),

@@ -71,13 +71,22 @@ _OURS = {"value_error", "assertion_error"}
 #: nothing we can describe (an endpoint registered at run time with an unusual type)
 _KIND_OF_ERROR = {"int": "a whole number", "float": "a number", "bool": "true or false",
                   "string": "a text", "list": "a list", "model": "an object (dict)",
-                  "dict": "an object (dict)"}  # fmt: skip
+                  "dict": "an object (dict)", "date": "a date such as 2026-01-31",
+                  "datetime": "a date and time such as 2026-01-31T09:30:00Z",
+                  "time": "a time such as 09:30:00", "url": "a URL", "uuid": "a UUID",
+                  "decimal": "a number"}  # fmt: skip
+#: what :func:`allowed` says of a type it does not know
+_UNKNOWN_KIND = "a value of another kind"
 _MAX_NAMED_FIELDS = 8
 
 
 def _choices_text(choices: list[Any]) -> str:
     """``one of 'std', 'pro'``, or ``only '1080p'`` for a single choice."""
-    written = ", ".join(repr(c) if isinstance(c, str) else number_text(c) for c in choices)
+    written = ", ".join(
+        repr(c) if isinstance(c, str) else str(c).lower() if isinstance(c, bool) else
+        number_text(c) if isinstance(c, int | float) else shown(c)
+        for c in choices
+    )  # fmt: skip
     return f"only {written}" if len(choices) == 1 else f"one of {written}"
 
 
@@ -127,7 +136,7 @@ def allowed(annotation: Any, metadata: Iterable[Any] = ()) -> str:
         dict: "an object (dict)",
         Any: "any JSON value",
     }
-    return words.get(annotation, "a value of another kind")
+    return words.get(get_origin(annotation) or annotation, _UNKNOWN_KIND)
 
 
 def _field_loc(model: type[BaseModel], loc: Iterable[Any]) -> tuple[Any, ...]:
@@ -201,10 +210,9 @@ def _problem(
         said = _bound_problem(bounds[0], limits_of(meta))
         return [f"is empty; {said}" if bounds[0].get("input") == "" else said]
     first = errors[0]
-    if annotation is not None:
-        wanted = allowed(annotation, meta)
-    else:
-        wanted = _KIND_OF_ERROR.get(str(first["type"]).split("_")[0], "another value")
+    wanted = _UNKNOWN_KIND if annotation is None else allowed(annotation, meta)
+    if wanted == _UNKNOWN_KIND:  # an unusual type: pydantic's error type says its kind
+        wanted = _KIND_OF_ERROR.get(str(first["type"]).split("_")[0], wanted)
     return [f"expected {wanted}; got {shown(first.get('input'))}"]
 
 

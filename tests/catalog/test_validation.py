@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 import subprocess
 import sys
 import warnings
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
@@ -304,3 +305,25 @@ def test_a_type_error_is_refused_before_sending_by_a_client(
     ]
     assert "n: expected a whole number 1-4; got 'four'" in str(caught.value)
     assert simulator.state.stats["created"] == created
+
+
+def test_an_endpoint_registered_at_run_time_is_said_in_the_users_terms_too() -> None:
+    """Types no documented endpoint uses still get words, never a class name."""
+
+    @catalog.register("my-odd-endpoint", kind="image", title="Odd")
+    class MyOddEndpoint(catalog.Endpoint):
+        flag: Literal[True] | None = None
+        meta: dict[str, int] | None = None
+        when: datetime.date | None = None
+
+    try:
+        with pytest.raises(PayloadError) as caught:
+            catalog.validate("my-odd-endpoint", {"flag": "no", "meta": [1], "when": "soon"})
+    finally:
+        catalog.unregister("my-odd-endpoint")
+    assert caught.value.errors == [
+        {"loc": ("flag",), "msg": "expected only true; got 'no'"},
+        {"loc": ("meta",), "msg": "expected an object (dict); got [1]"},
+        {"loc": ("when",), "msg": "expected a date such as 2026-01-31; got 'soon'"},
+    ]
+    assert "MyOddEndpoint" not in str(caught.value)

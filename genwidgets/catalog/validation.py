@@ -220,7 +220,14 @@ def misspelled(name: str, given: Iterable[Any], known: Container[str]) -> str | 
     """The name among ``given`` that is no field (not in ``known``) and is closest to
     the required ``name``: a misspelling of it (``promt`` for ``prompt``), or None."""
     unknown = [g for g in given if isinstance(g, str) and g not in known]
-    close = difflib.get_close_matches(name, unknown, n=1)
+    return _closest(name, unknown)
+
+
+def _closest(name: str, candidates: list[str]) -> str | None:
+    """The candidate ``name`` most likely means: one spelled the same in another case
+    (``id`` for ``Id``: too short for difflib to call close), else difflib's closest."""
+    same = [c for c in candidates if c.casefold() == name.casefold()]
+    close = same or difflib.get_close_matches(name, candidates, n=1)
     return close[0] if close else None
 
 
@@ -339,8 +346,8 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     known = spec.known_names
     for name in payload:
         if name not in known and name not in hooks:
-            close = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            close = _closest(name, sorted(known))
+            hint = f"; did you mean {close!r}?" if close else ""
             warn(f"{endpoint_id}: unknown field {name!r} is sent as is{hint}", UnknownFieldWarning)
     return instance
 

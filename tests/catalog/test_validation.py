@@ -327,3 +327,17 @@ def test_an_endpoint_registered_at_run_time_is_said_in_the_users_terms_too() -> 
         {"loc": ("when",), "msg": "expected a date such as 2026-01-31; got 'soon'"},
     ]
     assert "MyOddEndpoint" not in str(caught.value)
+
+
+def test_a_field_named_in_another_case_is_named_with_the_field_it_means() -> None:
+    """``id`` for the asset's ``Id``: too short for difflib, yet plainly meant."""
+    with pytest.raises(PayloadError) as caught:
+        catalog.validate("asset-get", {"id": "abc"})
+    assert caught.value.errors == [
+        {
+            "loc": ("Id",),
+            "msg": "Field required; the unknown field 'id' is probably 'Id', misspelled",
+        }
+    ]
+    with pytest.warns(UnknownFieldWarning, match="did you mean 'ProjectName'"):
+        catalog.validate("asset-get", {"Id": "abc", "projectname": "p"})

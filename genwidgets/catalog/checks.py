@@ -7,7 +7,9 @@ file itself (format, size, sides, duration).
 
 from __future__ import annotations
 
+import math
 import re
+import reprlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -102,6 +104,33 @@ def preview(value: str, limit: int = 40) -> str:
     if len(value) <= limit:
         return repr(value)
     return f"{value[:limit]!r}… ({len(value)} characters)"
+
+
+class _Shown(reprlib.Repr):
+    """``repr`` cut short: a few items of a list or a dict, 40 characters of a text or
+    a number (a number of thousands of digits is never written out: past 4300 digits
+    Python refuses to)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxdict, self.maxtuple = 2, 4, 4, 4
+        self.maxstring = self.maxother = 40
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() <= 128:
+            return repr(x)
+        digits = math.floor(math.log10(abs(x))) + 1
+        digits -= abs(x) < 10 ** (digits - 1)  # the float's log10 rounds 10**400 - 1 up
+        return f"{'-' if x < 0 else ''}{abs(x) // 10 ** (digits - 12)}… ({digits} digits)"
+
+
+_SHOWN = _Shown()
+
+
+def shown(value: Any) -> str:
+    """Any value a user gave, as an error message shows it: short (:func:`preview` for a
+    text) and inert (``repr`` escapes control characters)."""
+    return preview(value) if isinstance(value, str) else _SHOWN.repr(value)
 
 
 #: set while a server checks a payload sent from another machine

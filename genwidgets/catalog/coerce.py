@@ -12,6 +12,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BeforeValidator
 
+from .checks import shown
+
 SIZE = re.compile(r"\s*(\d+)\s*[*xX×]\s*(\d+)\s*")
 
 
@@ -28,7 +30,7 @@ def parse_size(value: str) -> tuple[int, int]:
     """``"1280*720"`` → ``(1280, 720)``; a clear error for anything else."""
     match = SIZE.fullmatch(value)
     if not match:
-        raise ValueError(f"size must be width*height in pixels, e.g. 1280*1280; got {value!r}")
+        raise ValueError(f"size must be width*height in pixels, e.g. 1280*1280; got {shown(value)}")
     return int(match.group(1)), int(match.group(2))
 
 

@@ -169,6 +169,44 @@ class Limits:
         """Limited on both sides (a number box then shows the range)."""
         return self.low is not None and self.high is not None
 
+    def number_range(self) -> str | None:
+        """The numbers allowed as messages write them (``1-10``, ``from -12 to 12``,
+        ``0 or more``, ``more than 0``); ``None`` when no bound is stated."""
+        low, high = self.low, self.high
+        if low is None and high is None:
+            return None
+        if low is not None and high is not None:
+            if self.gt is None and self.lt is None:
+                joined = f"{number_text(low)}-{number_text(high)}"
+                return joined if low >= 0 else f"from {number_text(low)} to {number_text(high)}"
+            ends = (self.gt is not None, self.lt is not None)
+            excluded = {(True, True): "both", (True, False): "the first", (False, True): "the last"}
+            return f"between {number_text(low)} and {number_text(high)} ({excluded[ends]} excluded)"
+        if low is not None:
+            return (
+                f"more than {number_text(low)}"
+                if self.gt is not None
+                else f"{number_text(low)} or more"
+            )
+        assert high is not None
+        return (
+            f"less than {number_text(high)}"
+            if self.lt is not None
+            else f"at most {number_text(high)}"
+        )
+
+    def length_range(self, unit: str) -> str | None:
+        """How many ``unit`` (characters, items) are allowed: ``1-2000 characters``,
+        ``at most 2500 characters``, ``at least 1 item``; ``None`` when unstated."""
+        low, high = self.min_len, self.max_len
+        if low is None and high is None:
+            return None
+        if low is not None and high is not None:
+            return f"{low}-{high} {unit}"
+        count = low if low is not None else high
+        units = unit.removesuffix("s") if count == 1 else unit
+        return f"at least {low} {units}" if low is not None else f"at most {high} {units}"
+
 
 def number_text(x: float) -> str:
     """A bound as messages and forms write it: ``10``, not ``10.0``."""

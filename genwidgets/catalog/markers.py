@@ -17,6 +17,9 @@ from pydantic.fields import FieldInfo
 
 MB = 1024 * 1024
 SEED_MAX = 2_147_483_647  # the largest seed the spec allows (a signed 32-bit integer)
+#: the largest seed where the spec states no range (vidV): an unsigned 32-bit integer, as
+#: the spec's imgM ``--seed`` (docs/decisions.md, "Every seed is bounded")
+UNSIGNED_SEED_MAX = 4_294_967_295
 
 
 @dataclass(frozen=True)
@@ -87,3 +90,7 @@ Number = Annotated[int | float, BeforeValidator(reject_bool)]
 
 Seed = Annotated[int | None, Field(ge=0, le=SEED_MAX)]
 """An optional seed within the spec's range (each endpoint says what it does)."""
+
+UnsignedSeed = Annotated[int | None, Field(ge=0, le=UNSIGNED_SEED_MAX)]
+"""An optional seed of an endpoint whose range the spec leaves open: 0 to
+:data:`UNSIGNED_SEED_MAX` (no sign, as "0 means random" implies), never unbounded."""

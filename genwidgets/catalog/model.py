@@ -118,11 +118,14 @@ class _Normalised(BaseModel):
             text = value.strip()
             if text.lower() in shape.lower_choices:
                 return shape.lower_choices[text.lower()]
-            whole = shape.int_choices and re.fullmatch(r"-?\d+", text)
+            # no choice has 40 digits: a longer one is never made an int (Python refuses
+            # past 4300 digits, and the check's message says what is allowed)
+            whole = shape.int_choices and len(text) < 40 and re.fullmatch(r"-?\d+", text)
             if whole and int(text) in shape.int_choices:
                 return int(text)
         if (
             isinstance(value, int)
+            and value.bit_length() < 128
             and value not in shape.int_choices
             and str(value) in shape.str_choices
         ):

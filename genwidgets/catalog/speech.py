@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from .checks import shown
 from .coerce import refusing
 from .findings import warn
 from .markers import Number, ServiceDefault
@@ -76,12 +77,12 @@ def pause_markers(text: str) -> str:
         seconds = match.group(1)
         if not _PAUSE_SECONDS.fullmatch(seconds):
             raise ValueError(
-                f"pause marker {match.group(0)!r}: x must be seconds 0.01-99.99 with at most "
+                f"pause marker {shown(match.group(0))}: x must be seconds 0.01-99.99 with at most "
                 "two decimals, e.g. <#0.5#>"
             )
         if not PAUSE_MIN <= float(seconds) <= PAUSE_MAX:
             raise ValueError(
-                f"pause marker {match.group(0)!r}: x must be between 0.01 and 99.99 seconds"
+                f"pause marker {shown(match.group(0))}: x must be between 0.01 and 99.99 seconds"
             )
         if previous_end is not None and not text[previous_end : match.start()].strip():
             raise ValueError(
@@ -178,7 +179,7 @@ class PronunciationDict(Part):
             text, slash, replacement = rule.partition("/")
             if not slash or not text or not replacement:
                 raise ValueError(
-                    f"pronunciation rule {rule!r} must read '<text>/<replacement>', e.g. "
+                    f"pronunciation rule {shown(rule)} must read '<text>/<replacement>', e.g. "
                     "'omg/oh my god'"
                 )
         return value

@@ -7,14 +7,27 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Container, Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import PayloadError
-from .fields import known_names
+from .checks import MediaCheck, MediaSpec, shown
+from .fields import field_named, fields_of, known_names
 from .findings import UnknownFieldWarning, warn
-from .introspect import limits_of, number_text
+from .introspect import (
+    Limits,
+    is_container,
+    is_model,
+    is_union,
+    item_annotation,
+    limits_of,
+    literal_choices,
+    models_in,
+    number_text,
+    strip_optional,
+    unannotate,
+)
 from .model import EndpointModel
 from .paths import field_info_at
 from .registry import endpoint
@@ -52,60 +65,190 @@ def names_a_webhook(value: Any) -> bool:
 
 _RANGE_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
 _LENGTH_ERRORS = {"string_too_short", "string_too_long", "too_short", "too_long"}
+#: errors our own validators raise: their words are the message (pydantic's prefix cut)
+_OURS = {"value_error", "assertion_error"}
+#: what a value must be, by pydantic's error type, for a field whose annotation says
+#: nothing we can describe (an endpoint registered at run time with an unusual type)
+_KIND_OF_ERROR = {"int": "a whole number", "float": "a number", "bool": "true or false",
+                  "string": "a text", "list": "a list", "model": "an object (dict)",
+                  "dict": "an object (dict)", "date": "a date such as 2026-01-31",
+                  "datetime": "a date and time such as 2026-01-31T09:30:00Z",
+                  "time": "a time such as 09:30:00", "url": "a URL", "uuid": "a UUID",
+                  "decimal": "a number"}  # fmt: skip
+#: what :func:`allowed` says of a type it does not know
+_UNKNOWN_KIND = "a value of another kind"
+_MAX_NAMED_FIELDS = 8
 
 
-def _whole_range(model: type[EndpointModel], error: Mapping[str, Any]) -> str | None:
-    """``must be 1-10; got 99`` for a bound pydantic names alone (it says only the
-    bound that failed); None when the field states one bound only."""
-    info = field_info_at(model, [p for p in error["loc"] if isinstance(p, str | int)])
+def _choices_text(choices: list[Any]) -> str:
+    """``one of 'std', 'pro'``, or ``only '1080p'`` for a single choice."""
+    written = ", ".join(
+        repr(c) if isinstance(c, str) else str(c).lower() if isinstance(c, bool) else
+        number_text(c) if isinstance(c, int | float) else shown(c)
+        for c in choices
+    )  # fmt: skip
+    return f"only {written}" if len(choices) == 1 else f"one of {written}"
+
+
+def _object_text(model: type[BaseModel]) -> str:
+    """``an object (dict) with the fields url (required), type``: its wire names."""
+    names = [f"{f.wire} (required)" if f.info.is_required() else f.wire for f in fields_of(model)]
+    more = len(names) - _MAX_NAMED_FIELDS
+    listed = ", ".join(names[:_MAX_NAMED_FIELDS]) + (f" and {more} more" if more > 0 else "")
+    return f"an object (dict) with the fields {listed}" if names else "an object (dict)"
+
+
+def allowed(annotation: Any, metadata: Iterable[Any] = ()) -> str:
+    """What a value of ``annotation`` may be, in the user's words (never a class name):
+    ``a whole number 1-4``, ``a text of at most 2500 characters``, ``one of 'std',
+    'pro'``, ``a list of 1-4 items, each ...``, ``an object (dict) with the fields ...``.
+    ``metadata`` is the field's own (its bounds); the annotation's ``Annotated`` parts
+    are read too."""
+    meta = list(metadata)
+    while get_origin(annotation) is Annotated:
+        annotation, *more = get_args(annotation)
+        meta.extend(more)
+    limits = limits_of(meta)
+    choices = literal_choices(annotation)
+    if choices is not None:
+        return _choices_text(choices)
+    if is_union(annotation):
+        members = [m for m in get_args(annotation) if m is not type(None)]
+        if {unannotate(m) for m in members} == {int, float}:
+            return allowed(float, meta)  # Number: int | float
+        return " or ".join(dict.fromkeys(allowed(m, meta) for m in members))
+    if is_container(annotation):
+        count = limits.length_range("items")
+        item = allowed(item_annotation(annotation))
+        return f"a list{f' of {count}' if count else ''}, each {item}"
+    if is_model(annotation):
+        return _object_text(annotation)
+    media = next((m for m in meta if isinstance(m, MediaSpec)), None)
+    if media is not None:
+        return MediaCheck(media).expected()
+    span = limits.number_range()
+    words: dict[Any, str] = {
+        bool: "true or false",
+        int: "a whole number" + (f" {span}" if span else ""),
+        float: "a number" + (f" {span}" if span else ""),
+        str: "a text"
+        + (f" of {limits.length_range('characters')}" if limits.min_len or limits.max_len else ""),
+        dict: "an object (dict)",
+        Any: "any JSON value",
+    }
+    return words.get(get_origin(annotation) or annotation, _UNKNOWN_KIND)
+
+
+def _field_loc(model: type[BaseModel], loc: Iterable[Any]) -> tuple[Any, ...]:
+    """``loc`` as the payload names it: the fields and list positions, without the union
+    members pydantic adds (``scale.float``, ``points.0.int``, ``duration.str``)."""
+    kept: list[Any] = []
+    candidates: list[type[BaseModel]] = [model]
+    for part in loc:
+        if isinstance(part, int):
+            kept.append(part)
+            continue
+        named = [f for f in (field_named(m, str(part)) for m in candidates) if f is not None]
+        if named or not kept:  # an unknown top-level name is the user's, kept
+            kept.append(part)
+            candidates = [m for f in named for m in models_in(f.info.annotation)]
+    return tuple(kept)
+
+
+def _annotation_at(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[Any, list[Any]]:
+    """The annotation of what ``loc`` points at (a field, or an item of a list field when
+    it ends in a position) and its metadata (bounds, a media spec: a list's own are not
+    its items'); ``(None, [])`` when it leads nowhere."""
+    info = field_info_at(model, loc)
     if info is None:
-        return None
-    limits = limits_of(info.metadata)
+        return None, []
+    annotation, meta = info.annotation, list(info.metadata)
+    positions = 0  # the list positions loc ends in: an item of an item...
+    while positions < len(loc) and isinstance(loc[-1 - positions], int):
+        positions += 1
+    for _ in range(positions):
+        annotation, meta = item_annotation(strip_optional(annotation)[0]), []
+    while get_origin(annotation) is Annotated:
+        annotation, *more = get_args(annotation)
+        meta.extend(more)
+    return annotation, meta
+
+
+def _bound_problem(error: Mapping[str, Any], limits: Limits) -> str:
+    """``must be 1-10; got 99``, ``must have 1-2000 characters; got 2001``: the whole
+    range the field allows, with what was given (its size for a text or a list)."""
     got = error.get("input")
     if error["type"] in _RANGE_ERRORS:
-        low, high = limits.low, limits.high
-        if low is None or high is None:
-            return None
-        if limits.gt is None and limits.lt is None:
-            span = f"{number_text(low)}-{number_text(high)}"
-        else:
-            span = f"between {number_text(low)} and {number_text(high)}"
-            span += " (both excluded)" if limits.gt is not None and limits.lt is not None else ""
-        return f"must be {span}; got {got!r}"
-    if limits.min_len is None or limits.max_len is None:
-        return None
-    size = len(got) if isinstance(got, str | list | tuple) else None
+        context = {
+            k: v for k, v in (error.get("ctx") or {}).items() if k in ("ge", "le", "gt", "lt")
+        }
+        span = limits.number_range() or Limits(**context).number_range()
+        return f"must be {span}; got {shown(got)}"
     unit = "characters" if isinstance(got, str) else "items"
-    return f"must have {limits.min_len}-{limits.max_len} {unit}" + (
-        f"; got {size}" if size is not None else ""
-    )
+    context = error.get("ctx") or {}
+    stated = Limits(min_len=context.get("min_length"), max_len=context.get("max_length"))
+    span = limits.length_range(unit) or stated.length_range(unit)
+    size = f"; got {len(got)}" if isinstance(got, str | list | tuple) else ""
+    return f"must have {span}{size}"
+
+
+def _problem(
+    model: type[BaseModel], loc: tuple[Any, ...], errors: list[Mapping[str, Any]]
+) -> list[str]:
+    """The messages for one place of the payload, from every error pydantic gave there
+    (one per member of a union): our validators' words, "Field required", a bound, or
+    what the field allows and what was given."""
+    ours = [str(e["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+            for e in errors if e["type"] in _OURS]  # fmt: skip
+    if ours:
+        return list(dict.fromkeys(ours))
+    if any(e["type"] == "missing" for e in errors):
+        return ["Field required"]
+    annotation, meta = _annotation_at(model, loc)
+    bounds = [e for e in errors if e["type"] in _RANGE_ERRORS | _LENGTH_ERRORS]
+    if bounds:
+        said = _bound_problem(bounds[0], limits_of(meta))
+        return [f"is empty; {said}" if bounds[0].get("input") == "" else said]
+    first = errors[0]
+    wanted = _UNKNOWN_KIND if annotation is None else allowed(annotation, meta)
+    if wanted == _UNKNOWN_KIND:  # an unusual type: pydantic's error type says its kind
+        wanted = _KIND_OF_ERROR.get(str(first["type"]).split("_")[0], wanted)
+    return [f"expected {wanted}; got {shown(first.get('input'))}"]
 
 
 def misspelled(name: str, given: Iterable[Any], known: Container[str]) -> str | None:
     """The name among ``given`` that is no field (not in ``known``) and is closest to
     the required ``name``: a misspelling of it (``promt`` for ``prompt``), or None."""
     unknown = [g for g in given if isinstance(g, str) and g not in known]
-    close = difflib.get_close_matches(name, unknown, n=1)
+    return _closest(name, unknown)
+
+
+def _closest(name: str, candidates: list[str]) -> str | None:
+    """The candidate ``name`` most likely means: one spelled the same in another case
+    (``id`` for ``Id``: too short for difflib to call close), else difflib's closest."""
+    same = [c for c in candidates if c.casefold() == name.casefold()]
+    close = same or difflib.get_close_matches(name, candidates, n=1)
     return close[0] if close else None
 
 
 def _pydantic_errors(
     exc: ValidationError, model: type[EndpointModel], payload: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
-    out = []
+    """pydantic's errors in the user's terms, the one place they are turned into
+    messages: per place of the payload (union members' errors joined), what is wrong,
+    what was given (short, inert) and what is allowed; never a class name or pydantic's
+    own words."""
+    by_place: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for e in exc.errors(include_url=False):
-        msg = e["msg"]
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        if e["type"] in _RANGE_ERRORS | _LENGTH_ERRORS:
-            msg = _whole_range(model, e) or msg
-        if e["type"] == "string_too_short" and e.get("input") == "":
-            msg = f"is empty; {msg[:1].lower()}{msg[1:]}"
-        if e["type"] == "missing" and len(e["loc"]) == 1 and isinstance(e["loc"][0], str):
-            typo = misspelled(e["loc"][0], payload, known_names(model))
-            if typo is not None:
-                msg += f"; the unknown field {typo!r} is probably {e['loc'][0]!r}, misspelled"
-        out.append({"loc": tuple(e["loc"]), "msg": msg})
+        by_place.setdefault(_field_loc(model, e["loc"]), []).append(e)
+    out = []
+    for loc, errors in by_place.items():
+        for msg in _problem(model, loc, errors):
+            if msg == "Field required" and len(loc) == 1 and isinstance(loc[0], str):
+                typo = misspelled(loc[0], payload, known_names(model))
+                if typo is not None:
+                    msg += f"; the unknown field {typo!r} is probably {loc[0]!r}, misspelled"
+            out.append({"loc": loc, "msg": msg})
     return out
 
 
@@ -203,8 +346,8 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     known = spec.known_names
     for name in payload:
         if name not in known and name not in hooks:
-            close = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            close = _closest(name, sorted(known))
+            hint = f"; did you mean {close!r}?" if close else ""
             warn(f"{endpoint_id}: unknown field {name!r} is sent as is{hint}", UnknownFieldWarning)
     return instance
 

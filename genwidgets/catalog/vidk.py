@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .checks import MediaSpec
+from .checks import MediaSpec, shown
 from .findings import warn
 from .markers import BILLED, MB, Number, ServiceDefault
 from .model import Endpoint, Part
@@ -107,19 +107,28 @@ class VidKV3TurboT2V(Endpoint):
             return value.strip().lower()
         raise ValueError(
             "enhance_prompt takes true or false, or one of the strings "
-            f"{', '.join(ENHANCE_WORDS)}; got {value!r}"
+            f"{', '.join(ENHANCE_WORDS)}; got {shown(value)}"
         )
 
-    @field_validator("duration")
+    @field_validator("duration", mode="before")
     @classmethod
-    def _duration(cls, value: int | str | None) -> int | str | None:
-        if value is None:
-            return value
-        if isinstance(value, str) and not value.strip().isdigit():
-            raise ValueError(f"duration must be whole seconds 3-15 (e.g. 5 or '5'); got {value!r}")
-        if not 3 <= int(value) <= 15:
-            raise ValueError(f"duration must be 3-15 seconds; got {value}")
-        return value.strip() if isinstance(value, str) else value
+    def _duration(cls, value: Any) -> Any:
+        """Whole seconds 3-15, a number or its digits (sent as given, spaces cut); before
+        the type's check, so a list or 5.5 is told the same as ``"five"``."""
+        if value is None or isinstance(value, bool):
+            return value  # a boolean: the base's check says it is no number
+        digits = value.strip() if isinstance(value, str) else None
+        if digits is not None and digits.isascii() and digits.isdigit():
+            seconds: Any = int(digits) if len(digits) < 40 else None
+        else:
+            seconds = value if type(value) is int else "not whole"
+        if isinstance(seconds, str):
+            raise ValueError(
+                f"duration must be whole seconds 3-15 (e.g. 5 or '5'); got {shown(value)}"
+            )
+        if seconds is None or not 3 <= seconds <= 15:
+            raise ValueError(f"duration must be 3-15 seconds; got {shown(value)}")
+        return digits if digits is not None else value
 
 
 class ImageListItem(Part):

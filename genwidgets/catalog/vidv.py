@@ -11,9 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from .checks import MediaSpec
+from .checks import MediaSpec, shown
 from .findings import warn
-from .markers import BILLED, MB, ServiceDefault
+from .markers import BILLED, MB, ServiceDefault, UnsignedSeed
 from .model import Endpoint
 from .registry import register
 
@@ -38,10 +38,13 @@ def _check_meta_data(value: str | None) -> str | None:
     except ValueError:
         raise ValueError(
             'meta_data must be a JSON object string, e.g. \'{"Label": "..."}\'; it does not '
-            "parse as JSON"
+            f"parse as JSON; got {shown(value)}"
         ) from None
     if not isinstance(parsed, dict):
-        raise ValueError('meta_data must be a JSON object string, e.g. \'{"Label": "..."}\'')
+        raise ValueError(
+            'meta_data must be a JSON object string, e.g. \'{"Label": "..."}\'; '
+            f"got {shown(value)}"
+        )
     return value
 
 
@@ -106,7 +109,7 @@ class VidVq2Text2Video(_VidVCommon):
     duration: Annotated[int | None, BILLED, ServiceDefault(5)] = Field(
         None, ge=1, le=10, description="Length in seconds. Affects billing."
     )
-    seed: int | None = Field(
+    seed: UnsignedSeed = Field(
         None, description="Absent or 0 means random; otherwise the given seed."
     )
     aspect_ratio: Annotated[
@@ -156,7 +159,7 @@ class VidVq1Text2Video(_VidVCommon):
     duration: Annotated[Literal[5] | None, BILLED, ServiceDefault(5)] = Field(
         None, description="Only 5 (seconds). Affects billing."
     )
-    seed: int | None = Field(None, description="Absent or 0 means random.")
+    seed: UnsignedSeed = Field(None, description="Absent or 0 means random.")
     aspect_ratio: Annotated[Literal["16:9", "9:16", "1:1"] | None, ServiceDefault("16:9")] = Field(
         None, description="16:9, 9:16 or 1:1."
     )

@@ -51,15 +51,16 @@ def per_expansion(
 def dash_slips(text: str) -> list[str]:
     """A warning for each word of ``text`` that names a parameter after dashes that are
     not ``--`` or ``—`` (``–ar 16:9``): the service reads it as prompt text."""
-    found = []
+    found: dict[str, None] = {}  # in order, each once: {–r 2, –r 3} says –r once
     for slip in DASH_SLIP.finditer(text):
         name = slip["name"].lower()
         if slip["dashes"] not in NOT_SLIPS and (name in PARAMETERS or name in ALIASES):
-            found.append(
+            said = (
                 f"{slip.group()} is prompt text, not the parameter --{name}: its dashes are "
                 f"not two hyphens; write --{name}"
             )
-    return found
+            found[said] = None
+    return list(found)
 
 
 class Checker:

@@ -124,9 +124,10 @@ WEIGHT_OF = {"sw": "sref", "sv": "sref", "cw": "cref", "ow": "oref"}
 PARAM_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 PARAM_WORD = re.compile(r"(?:--|—)[A-Za-z]")
 #: a word that starts like a parameter but with other dashes (an en dash or a minus sign
-#: that autocorrect made of ``--``, ``——``, ``—-``): prompt text, which a warning names
+#: that autocorrect made of ``--``, ``——``, ``—-``): prompt text, which a warning names;
+#: a word starts after a space, or a brace or comma of a permutation (``{–r 2, –r 3}``)
 DASH_SLIP = re.compile(
-    r"(?<!\S)(?P<dashes>[-\u2010-\u2014\u2212\ufe63\uff0d]+)(?P<name>[A-Za-z][A-Za-z0-9_]*)"
+    r"(?<![^\s{,])(?P<dashes>[-\u2010-\u2014\u2212\ufe63\uff0d]+)(?P<name>[A-Za-z][A-Za-z0-9_]*)"
 )
 #: the dashes :data:`PARAM_WORD` reads, and one hyphen (``-ar`` may be meant as text)
 NOT_SLIPS = ("--", "\u2014", "-")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import PayloadError
-from .lexer import has_permutation, scan_text, split_outside, split_words
+from .lexer import Scan, has_permutation, scan_text, split_outside, split_words
 from .params import (
     ALIASES,
     ONE_WORD_KINDS,
@@ -93,19 +93,44 @@ def varies(s: str) -> bool:
     if scan.errors:
         return False
     for i in range(len(s)):
-        if not scan.structural(i) or s[i] not in "-—":
-            continue
-        before = s[i - 1] if i else " "
-        at_word_start = before.isspace() or (before in "{," and scan.structural(i - 1))
-        if not at_word_start:
+        if not _dashes_at_word_start(s, i, scan):
             continue
         after = i + (1 if s[i] == "—" else 2)
-        if s.startswith("--", i) or s[i] == "—":
-            if after < len(s) and s[after] == "{" and scan.structural(after):
-                return True
-            if scan.depth[i] > 0 and PARAM_WORD.match(s, i):
-                return True
+        if after < len(s) and s[after] == "{" and scan.structural(after):
+            return True
+        if scan.depth[i] > 0 and PARAM_WORD.match(s, i):
+            return True
     return False
+
+
+def _dashes_at_word_start(s: str, i: int, scan: Scan) -> bool:
+    """Whether ``--`` or an em-dash starts at ``i``, structural, at a word start (after
+    a space, or a brace or comma of a permutation): where a parameter's name may follow."""
+    if not scan.structural(i) or not (s.startswith("--", i) or s[i] == "—"):
+        return False
+    before = s[i - 1] if i else " "
+    return before.isspace() or (before in "{," and scan.structural(i - 1))
+
+
+def _dashes_read(raw: str) -> str:
+    """``raw`` with each em-dash that the parser reads as ``--`` written ``--`` (before a
+    parameter's name or a permutation of names): a permutation of parameters is then
+    sent as each of its expansions is checked and billed, as a ``--name`` outside one
+    is. Escaped dashes and those in URLs stay as typed."""
+    if "—" not in raw:
+        return raw
+    scan = scan_text(raw)
+    if scan.errors:
+        return raw
+    read = (
+        "--"
+        if ch == "—"
+        and _dashes_at_word_start(raw, i, scan)
+        and (PARAM_WORD.match(raw, i) or raw.startswith("{", i + 1))
+        else ch
+        for i, ch in enumerate(raw)
+    )
+    return "".join(read)
 
 
 def parse_parts(s: Any) -> tuple[list[str], str, list[Entry]]:
@@ -140,7 +165,7 @@ def parse_parts(s: Any) -> tuple[list[str], str, list[Entry]]:
         j = i + 1
         if varying[i]:  # a permutation of parameters: kept whole, with the words it holds
             j = next((k for k in range(j, len(words)) if entry[k]), len(words))
-            raw = collapse_spaces(" ".join(words[i:j]))
+            raw = _dashes_read(collapse_spaces(" ".join(words[i:j])))
             i = j
             if raw in seen:
                 errors.append((("params",), f"{raw!r} is given twice; keep one"))
@@ -152,7 +177,7 @@ def parse_parts(s: Any) -> tuple[list[str], str, list[Entry]]:
         key = _canonical(spelling)
         param = PARAMETERS.get(key)
         j = _values_end(words, varying, i, param)
-        values = [collapse_spaces(w) for w in words[i + 1 : j]]
+        values = [_dashes_read(collapse_spaces(w)) for w in words[i + 1 : j]]
         i = j
         if not PARAM_NAME.fullmatch(spelling):
             why = "write --name value (names are letters, digits and _)"

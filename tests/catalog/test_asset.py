@@ -12,7 +12,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("asset-get", {"Id": "asset-1", "ProjectName": "default"}, None),
     ("asset-get", {}, "Field required"),
     ("asset-get", {"Id": ""}, "at least 1 character"),
-    ("asset-get", {"Id": 5}, "valid string"),
+    ("asset-get", {"Id": 5}, "expected a text of at least 1 character; got 5"),
     ("asset-group-create", {"Name": "group"}, None),
     ("asset-group-create", {"ProjectName": "p"}, "Field required"),
     ("asset-create", {"GroupId": "g", "URL": "https://x/a.png", "AssetType": "Image"}, None),

@@ -39,10 +39,10 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     *[("genW2.6-r2v", r2v(size=s), None) for s in (
         "1280*720", "720*1280", "960*960", "1088*832", "832*1088",
         "1920*1080", "1080*1920", "1440*1440", "1632*1248", "1248*1632")],
-    ("genW2.6-r2v", r2v(size="1280*1280"), "Input should be"),
-    ("genW2.6-r2v", r2v(size="640*480"), "Input should be"),
+    ("genW2.6-r2v", r2v(size="1280*1280"), "expected one of"),
+    ("genW2.6-r2v", r2v(size="640*480"), "expected one of"),
     ("genW2.6-r2v", r2v(shot_type="multi", seed=0, watermark=True, negative_prompt="n"), None),
-    ("genW2.6-r2v", r2v(shot_type="double"), "Input should be"),
+    ("genW2.6-r2v", r2v(shot_type="double"), "expected one of"),
     ("genW2.6-r2v", r2v(seed=2147483648), "must be 0-2147483647"),
     ("genW2.5-t2i-preview", genw(), None),
     ("genW2.5-t2i-preview", genw(size="1280*1280"), None),

@@ -9,8 +9,9 @@ from catalog_rules import table_tests
 
 import genwidgets as gw
 from genwidgets.errors import PayloadError
-from genwidgets.imgm import MAX_PROMPTS
+from genwidgets.imgm import MAX_PROMPTS, Prompt
 from genwidgets.protocol.prepared import prepare
+from genwidgets.simulator.server import embedded
 
 MASK_URL = {"url": "https://example.com/mask.png"}
 AREA = {"width": 500, "height": 4096, "points": [0, 0, 100, 0, 100, 100]}
@@ -61,7 +62,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     # imgM_pan
     ("imgM_pan", pan(), None),
     ("imgM_pan", pan(direction=3), None),
-    ("imgM_pan", pan(direction=4), "Input should be 0, 1, 2 or 3"),
+    ("imgM_pan", pan(direction=4), "expected one of 0, 1, 2, 3; got 4"),
     ("imgM_pan", pan(direction="1"), None),
     ("imgM_pan", pan(scale=1.1), None),
     ("imgM_pan", pan(scale=3.0), None),
@@ -74,7 +75,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     # imgM-v8.1-i2i
     ("imgM-v8.1-i2i", i2i(), None),
     ("imgM-v8.1-i2i", i2i(type=1, remix_prompt="bluer --ar 2:1"), None),
-    ("imgM-v8.1-i2i", i2i(type=2), "Input should be 0 or 1"),
+    ("imgM-v8.1-i2i", i2i(type=2), "expected one of 0, 1; got 2"),
     ("imgM-v8.1-i2i", i2i(image_no=4), "must be 0-3"),
     ("imgM-v8.1-i2i", i2i(remix_prompt=""), "must have 1-8192 characters"),
     ("imgM-v8.1-i2i", i2i(remix_prompt="z" * 8193), "must have 1-8192 characters"),
@@ -180,3 +181,40 @@ def test_a_prompt_is_sent_as_it_is_read_and_other_dashes_are_named(
     assert any("\u2013ar is prompt text, not the parameter --ar" in s for s in said), said
     assert any("write --no" in s for s in said), said
     assert "a cat \u2013ar 16:9 \u2212\u2212no dogs".encode() in body
+
+
+@pytest.mark.timeout(120)
+def test_an_em_dash_in_a_permutation_is_sent_as_it_is_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``{—r 3, —r 2}`` bills 5 jobs, its expansions read as ``--r``: the prompt sent
+    says ``--r`` too, as an em-dash outside a permutation is sent, so no gateway reads
+    ``—r 3`` as text and makes one image where three were counted."""
+    monkeypatch.delenv("GENWIDGETS_BASE_URL", raising=False)
+    monkeypatch.delenv("GENWIDGETS_API_KEY", raising=False)
+    typed = "a cat {—r 3, —r 2} —ar 16:9"
+    built = Prompt.parse(typed)
+    assert built.jobs() == 5 and str(built) == "a cat {--r 3, --r 2} --ar 16:9"
+    assert Prompt.parse("a cat —{r 3, r 2}").expand() == ["a cat --r 3", "a cat --r 2"]
+    client = gw.Client()
+    try:
+        job = client.submit("imgM-v8.1-t2i", {"prompt": typed})
+        asked = embedded().state.scheduler.tasks[job.request_id].payload
+    finally:
+        client.close()
+    assert asked == {"prompt": "a cat {--r 3, --r 2} --ar 16:9"}
+    escaped = r"a cat {\—r 3, x} https://e.com/a—b"  # escaped and in a URL: text, as typed
+    assert str(Prompt.parse(escaped)) == escaped
+
+
+def test_other_dashes_in_a_permutation_are_named_once() -> None:
+    """An en dash right after a permutation's brace is prompt text, like one after a
+    space: the warning names it (once, however many options repeat it)."""
+    with pytest.warns(gw.IneffectiveFieldWarning) as found:
+        prepare("imgM-v8.1-t2i", {"prompt": "a cat {\u2013r 3, \u2013r 2}"})
+    said = [str(w.message) for w in found]
+    assert said == [
+        "prompt: \u2013r is prompt text, not the parameter --r: its dashes are not two "
+        "hyphens; write --r"
+    ]
+    assert Prompt.parse("a cat {\u2013tile, x}").warnings() != []

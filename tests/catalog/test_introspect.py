@@ -115,3 +115,16 @@ def test_limits_are_read_from_field_metadata() -> None:
     assert limits_of(fields["x"].metadata) == Limits(gt=0, lt=1)
     assert limits_of(fields["tags"].metadata) == Limits(min_len=1, max_len=3)
     assert limits_of(fields["free"].metadata) == Limits()
+
+
+def test_limits_say_the_range_allowed_in_words() -> None:
+    assert Limits(ge=1, le=10).number_range() == "1-10"
+    assert Limits(ge=-12, le=12).number_range() == "from -12 to 12"  # not "-12-12"
+    assert Limits(ge=0).number_range() == "0 or more"
+    assert Limits(gt=0).number_range() == "more than 0"
+    assert Limits(le=2.5).number_range() == "at most 2.5"
+    assert Limits(gt=0, le=1).number_range() == "between 0 and 1 (the first excluded)"
+    assert Limits().number_range() is None
+    assert Limits(min_len=1, max_len=4).length_range("items") == "1-4 items"
+    assert Limits(min_len=1).length_range("characters") == "at least 1 character"
+    assert Limits(max_len=1).length_range("items") == "at most 1 item"

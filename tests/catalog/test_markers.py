@@ -54,6 +54,25 @@ def test_each_service_default_is_a_value_its_field_accepts(
     assert high is None or value <= high
 
 
+SEEDS = [f for f in ALL_FIELDS if f[2] == "seed"]
+
+
+@pytest.mark.parametrize(("endpoint", "model", "name", "info"), SEEDS)
+def test_every_seed_is_bounded_whole_and_never_negative(
+    endpoint: str, model: type[BaseModel], name: str, info: Any
+) -> None:
+    """A seed past any range (-1, 2**63, 10**400) is refused before it is sent; where
+    the spec states no range (vidV) a 32-bit unsigned one applies."""
+    limits = limits_of(info.metadata)
+    assert limits.ge == 0 and limits.le in (2**31 - 1, 2**32 - 1), (endpoint, limits)
+
+
+def test_the_seeds_without_a_range_in_the_spec_share_one() -> None:
+    unstated = {e: limits_of(i.metadata).le for e, _, _, i in SEEDS if e.startswith("vidVq")}
+    assert unstated == {"vidVq2-text2video": 2**32 - 1, "vidVq1-text2video": 2**32 - 1}
+    assert len(SEEDS) >= 7
+
+
 @pytest.mark.parametrize(("endpoint", "model", "name", "info"), ALL_FIELDS)
 def test_no_description_restates_a_default_as_prose(
     endpoint: str, model: type[BaseModel], name: str, info: Any

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import datetime
+import re
 import subprocess
 import sys
 import warnings
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel
 
 import genwidgets as gw
 import genwidgets.catalog as catalog
 from genwidgets.catalog import UnknownFieldWarning
+from genwidgets.catalog.introspect import is_container, models_in, strip_optional
 from genwidgets.errors import PayloadError
+from genwidgets.simulator import DEMO_KEY, SimulatorServer
 
 
 def test_unknown_field_warns_with_did_you_mean() -> None:
@@ -149,3 +154,190 @@ def test_an_empty_text_is_called_empty(endpoint: str) -> None:
     with pytest.raises(PayloadError) as caught:
         catalog.validate(endpoint, {"prompt": ""})
     assert caught.value.errors[0]["msg"].startswith("is empty; ")
+
+
+# --- every error in the user's terms --------------------------------------------------
+
+
+def _models(model: type[BaseModel], seen: set[type[BaseModel]]) -> None:
+    if model not in seen:
+        seen.add(model)
+        for field in catalog.fields_of(model):
+            for inner in models_in(field.info.annotation):
+                _models(inner, seen)
+
+
+def _paths(model: type[BaseModel], prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every field's place in a payload, nested ones too (an item of a list at 0)."""
+    found = []
+    for field in catalog.fields_of(model):
+        path = (*prefix, field.wire)
+        found.append(path)
+        bare = strip_optional(field.info.annotation)[0]
+        for inner in models_in(field.info.annotation):
+            found.extend(_paths(inner, (*path, 0) if is_container(bare) else path))
+    return found
+
+
+def _nested(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    for part in reversed(path[1:]):
+        value = [value] if isinstance(part, int) else {part: value}
+    return {path[0]: value}
+
+
+ALL_MODELS: set[type[BaseModel]] = set()
+for _spec in catalog.endpoints(documented_only=False):
+    _models(_spec.model, ALL_MODELS)
+#: what no message may hold: our classes' names, pydantic's words, Python's advice
+INTERNAL = re.compile(
+    r"\b(?:" + "|".join(sorted(m.__name__ for m in ALL_MODELS)) + r"|SizeRule|MediaSpec|"
+    r"MediaCheck|Input should|valid dictionary|instance of|pydantic|function-(?:after|before)|"
+    r"lax-or-strict|set_int_max_str_digits|Value error|Field required;? \w+ \w+ \w+ should)\b"
+)
+FIELD_PLACES = [(spec.id, path) for spec in catalog.endpoints() for path in _paths(spec.model)]
+WRONG = ["four", 4.5, [1], {"a": 1}, 10**5000, "7" * 5000, True]
+
+
+def test_the_places_cover_every_documented_endpoint() -> None:
+    assert len({endpoint for endpoint, _ in FIELD_PLACES}) == 20
+    assert ("speechM-02-turbo", ("voice_setting", "speed")) in FIELD_PLACES
+    assert ("vidH_1.0_r2v", ("media", 0, "url")) in FIELD_PLACES
+    assert len(ALL_MODELS) > 30
+
+
+@pytest.mark.parametrize(("endpoint", "path"), FIELD_PLACES)
+def test_a_wrong_value_in_any_field_is_said_in_the_users_terms(
+    endpoint: str, path: tuple[Any, ...]
+) -> None:
+    """Every field of the 20 endpoints, given a value of each wrong kind: each message
+    names its place by the payload's own names and positions (never a union member
+    pydantic adds, such as ``scale.float``), says what was given, cut short and inert,
+    and what is allowed, with no class name and none of pydantic's or Python's words."""
+    names = {str(p) for place in FIELD_PLACES for p in place[1]}
+    for wrong in WRONG:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                catalog.validate(endpoint, _nested(path, wrong))
+                continue
+            except PayloadError as exc:
+                errors = exc.errors
+        for error in errors:
+            msg, loc = error["msg"], error["loc"]
+            assert INTERNAL.search(msg) is None, (endpoint, loc, msg)
+            assert all(isinstance(p, int) or p in names for p in loc), (endpoint, loc)
+            assert len(msg) <= 700 and "7" * 41 not in msg, (endpoint, loc, msg)  # cut short
+            if loc == path and not isinstance(wrong, bool | dict):  # a dict: its content
+                assert "got" in msg or "empty" in msg, (endpoint, loc, msg)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "payload", "where", "said"),
+    [
+        ("genW2.5-t2i-preview", {"prompt": "x", "n": "four"}, ("n",),
+         "expected a whole number 1-4; got 'four'"),
+        ("genW2.5-t2i-preview", {"prompt": "x", "seed": 10**400}, ("seed",),
+         "must be 0-2147483647; got 100000000000… (401 digits)"),
+        ("genW2.5-t2i-preview", {"prompt": "x", "n": 10**5000}, ("n",),
+         "must be 1-4; got 100000000000… (5001 digits)"),
+        ("genW2.5-t2i-preview", {"prompt": "x", "seed": "7" * 5000}, ("seed",),
+         "expected a whole number 0-2147483647; got '7777777777777777777777777777777777777777'"
+         "… (5000 characters)"),
+        ("imgM_pan", {"jobId": "j", "imageNo": 0, "direction": 0, "scale": "four"}, ("scale",),
+         "expected a number 1.1-3; got 'four'"),
+        ("imgM_pan", {"jobId": "j", "imageNo": 0, "direction": 9, "scale": 2}, ("direction",),
+         "expected one of 0, 1, 2, 3; got 9"),
+        ("vidH_1.0_r2v", {"prompt": "x", "media": ["https://e.com/a.png"]}, ("media", 0),
+         "expected an object (dict) with the fields type (required), url (required); "
+         "got 'https://e.com/a.png'"),
+        ("speechM-02-turbo", {"text": "hi", "voice_setting": "calm"}, ("voice_setting",),
+         "expected an object (dict) with the fields voice_id, speed, vol, pitch, emotion, "
+         "text_normalization, latex_read; got 'calm'"),
+        ("speechM-02-turbo", {"text": "hi", "voice_modify": {"pitch": -101}},
+         ("voice_modify", "pitch"), "must be from -100 to 100; got -101"),
+        ("vidK-v1-6-multi-i2v", {"image_list": "https://e.com/a.png"}, ("image_list",),
+         "expected a list of 1-4 items, each an object (dict) with the fields image "
+         "(required); got 'https://e.com/a.png'"),
+        ("vidK-v3-turbo-t2v", {"prompt": "x", "duration": [5]}, ("duration",),
+         "duration must be whole seconds 3-15 (e.g. 5 or '5'); got [5]"),
+        ("vidK-lip-sync", {"session_id": "s", "face_choose": [{"face_id": "f", "audio_id": "a",
+         "sound_insert_time": -5}]}, ("face_choose", 0, "sound_insert_time"),
+         "must be 0 or more; got -5"),
+        ("vidA-2-0", {"content": [{"type": "text", "text": "x"}], "generate_audio": "maybe"},
+         ("generate_audio",), "expected true or false; got 'maybe'"),
+        ("vidVq1-text2video", {"prompt": "x", "resolution": "720p"}, ("resolution",),
+         "expected only '1080p'; got '720p'"),
+        ("imgM-inpaint", {"jobId": "j", "imageNo": 0, "mask": {"url": "https://e.com/m.png"},
+         "area": {"width": 500, "height": 500, "points": [0, 0, "x", 1, 2, 3]}},
+         ("area", "points", 2), "expected a number; got 'x'"),
+        ("vidK-v1-6-multi-i2v", {"image_list": [{"image": "https://e.com/a.png"}],
+         "negative_prompt": "n" * 2501}, ("negative_prompt",),
+         "must have at most 2500 characters; got 2501"),
+        ("asset-get", {"Id": 5}, ("Id",), "expected a text of at least 1 character; got 5"),
+        ("genW2.5-t2i-preview", {"prompt": "x", "size": "\x1b[31m" + "x" * 99}, ("size",),
+         "size must be width*height in pixels, e.g. 1280*1280; got "
+         "'\\x1b[31m" + "x" * 35 + "'… (104 characters)"),
+    ],
+)  # fmt: skip
+def test_a_type_error_says_the_field_what_was_given_and_what_is_allowed(
+    endpoint: str, payload: dict[str, Any], where: tuple[Any, ...], said: str
+) -> None:
+    with pytest.raises(PayloadError) as caught:
+        catalog.validate(endpoint, payload)
+    assert {"loc": where, "msg": said} in caught.value.errors, caught.value.errors
+
+
+def test_a_type_error_is_refused_before_sending_by_a_client(
+    simulator: SimulatorServer,
+) -> None:
+    """What ``submit`` says is the catalog's message, and nothing is created (paid)."""
+    created = simulator.state.stats["created"]
+    client = gw.Client(simulator.base_url, DEMO_KEY)
+    try:
+        with pytest.raises(gw.PayloadError) as caught:
+            client.submit("genW2.5-t2i-preview", {"prompt": "a kite", "n": "four"})
+        with pytest.raises(gw.PayloadError, match="voice_setting: expected an object"):
+            client.submit("speechM-02-turbo", {"text": "hi", "voice_setting": "calm"})
+    finally:
+        client.close()
+    assert caught.value.errors == [
+        {"loc": ("n",), "msg": "expected a whole number 1-4; got 'four'"}
+    ]
+    assert "n: expected a whole number 1-4; got 'four'" in str(caught.value)
+    assert simulator.state.stats["created"] == created
+
+
+def test_an_endpoint_registered_at_run_time_is_said_in_the_users_terms_too() -> None:
+    """Types no documented endpoint uses still get words, never a class name."""
+
+    @catalog.register("my-odd-endpoint", kind="image", title="Odd")
+    class MyOddEndpoint(catalog.Endpoint):
+        flag: Literal[True] | None = None
+        meta: dict[str, int] | None = None
+        when: datetime.date | None = None
+
+    try:
+        with pytest.raises(PayloadError) as caught:
+            catalog.validate("my-odd-endpoint", {"flag": "no", "meta": [1], "when": "soon"})
+    finally:
+        catalog.unregister("my-odd-endpoint")
+    assert caught.value.errors == [
+        {"loc": ("flag",), "msg": "expected only true; got 'no'"},
+        {"loc": ("meta",), "msg": "expected an object (dict); got [1]"},
+        {"loc": ("when",), "msg": "expected a date such as 2026-01-31; got 'soon'"},
+    ]
+    assert "MyOddEndpoint" not in str(caught.value)
+
+
+def test_a_field_named_in_another_case_is_named_with_the_field_it_means() -> None:
+    """``id`` for the asset's ``Id``: too short for difflib, yet plainly meant."""
+    with pytest.raises(PayloadError) as caught:
+        catalog.validate("asset-get", {"id": "abc"})
+    assert caught.value.errors == [
+        {
+            "loc": ("Id",),
+            "msg": "Field required; the unknown field 'id' is probably 'Id', misspelled",
+        }
+    ]
+    with pytest.warns(UnknownFieldWarning, match="did you mean 'ProjectName'"):
+        catalog.validate("asset-get", {"Id": "abc", "projectname": "p"})

@@ -57,7 +57,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidA-2-0", body({"type": "text"}), "needs its text field"),
     ("vidA-2-0", body({"type": "image_url"}), "needs its image_url field"),
     ("vidA-2-0", body({"type": "text", "text": "x", "image_url": {"url": URL}}), "carries no"),
-    ("vidA-2-0", body({"type": "gif", "text": "x"}), "Input should be"),
+    ("vidA-2-0", body({"type": "gif", "text": "x"}), "expected one of"),
     ("vidA-2-0", body(text("")), "at least 1 character"),
     # image scenarios and roles
     ("vidA-2-0", body(image(role="first_frame")), None),
@@ -105,7 +105,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidA-2-0-fast", body(text(), resolution="480p"), None),
     ("vidA-2-0-fast", body(text(), resolution="1080p"), "only available on vidA-2-0"),
     ("vidA-2-0-fast", body(text(), resolution="1080P"), "only available on vidA-2-0"),
-    ("vidA-2-0", body(text(), resolution="4k"), "Input should be"),
+    ("vidA-2-0", body(text(), resolution="4k"), "expected one of"),
     # duration 4-15 or -1
     ("vidA-2-0", body(text(), duration=4), None),
     ("vidA-2-0", body(text(), duration=15), None),
@@ -114,14 +114,14 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidA-2-0", body(text(), duration=16), "4-15 seconds, or -1"),
     ("vidA-2-0", body(text(), duration=0), "4-15 seconds, or -1"),
     ("vidA-2-0", body(text(), duration=-2), "4-15 seconds, or -1"),
-    ("vidA-2-0", body(text(), duration=5.5), "valid integer"),
+    ("vidA-2-0", body(text(), duration=5.5), "expected a whole number"),
     ("vidA-2-0-fast", body(text(), duration=3), "4-15 seconds, or -1"),
     # ratio, generate_audio
     ("vidA-2-0", body(text(), ratio="21:9"), None),
     ("vidA-2-0", body(text(), ratio="adaptive"), None),
-    ("vidA-2-0", body(text(), ratio="2:1"), "Input should be"),
+    ("vidA-2-0", body(text(), ratio="2:1"), "expected one of"),
     ("vidA-2-0", body(text(), generate_audio=False), None),
-    ("vidA-2-0", body(text(), generate_audio="maybe"), "valid boolean"),
+    ("vidA-2-0", body(text(), generate_audio="maybe"), "expected true or false; got"),
 ]
 
 test_vida_rules, *_ = table_tests(CASES)

@@ -28,7 +28,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidP_v6_transition", vidp(duration=0.9), "must be 1-15"),
     ("vidP_v6_transition", vidp(duration=15.1), "must be 1-15"),
     ("vidP_v6_transition", vidp(quality="360p", generate_audio_switch=True), None),
-    ("vidP_v6_transition", vidp(quality="4k"), "Input should be"),
+    ("vidP_v6_transition", vidp(quality="4k"), "expected one of"),
     ("vidP_v6_transition", vidp(seed=2147483647), None),
     ("vidP_v6_transition", vidp(seed=2147483648), "must be 0-2147483647"),
 ]  # fmt: skip

@@ -361,6 +361,35 @@ def test_a_value_no_box_can_hold_is_the_typed_error_when_built_or_set(
     assert form.value == {"prompt": "a kite"}
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "given", "field", "said"),
+    [
+        ("imgM_pan", {"jobId": "j", "imageNo": 0, "direction": 0, "scale": "four"}, "scale",
+         "scale: expected a number 1.1-3; got 'four'"),
+        ("vidK-v3-turbo-t2v", {"prompt": "x", "element_list": [{"element_id": "seven"}]},
+         "element_list", "element_list.0.element_id: expected a whole number; got 'seven'"),
+        ("imgM-inpaint", {"jobId": "j", "imageNo": 0, "mask": {"url": "https://x.test/m.png"},
+         "area": {"width": 500, "height": 500, "points": [0, 0, "x", 1, 2, 3]}}, "area",
+         "area.points.2: expected a number; got 'x'"),
+        ("speechM-02-turbo", {"text": "hi", "audio_setting": {"sample_rate": "fast"}},
+         "audio_setting", "audio_setting.sample_rate: expected one of 8000, 16000, 22050, "
+         "24000, 32000, 44100; got 'fast'"),
+        ("vidA-2-0", {"content": [{"type": "text", "text": "x"}], "generate_audio": "maybe"},
+         "generate_audio", "generate_audio: expected true or false; got 'maybe'"),
+    ],
+)  # fmt: skip
+def test_a_value_of_the_wrong_type_is_said_beside_its_field_in_the_users_terms(
+    endpoint: str, given: dict[str, Any], field: str, said: str
+) -> None:
+    """The catalog's one message per place (a union's members joined, ``scale`` not
+    ``scale.int`` and ``scale.float``): beside the field, and why Submit is off."""
+    form = gw.form(endpoint, client=RecordingClient(), **given)
+    where, message = said.split(": ", 1)
+    assert [(".".join(map(str, e["loc"])), e["msg"]) for e in form.errors] == [(where, message)]
+    assert html.escape(message) in notes_under(form.fields[field])
+    assert html.escape(said) in form.reason.value and form.submit_button.disabled
+
+
 def test_an_unknown_fields_bytes_are_shown_with_the_catalogs_error() -> None:
     form = gw.form("genW2.5-t2i-preview", client=RecordingClient(), prompt="a", extra=b"x")
     assert "b&#x27;x&#x27;" in form.json_view.value or "b'x'" in form.json_view.value

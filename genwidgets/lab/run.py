@@ -25,10 +25,10 @@ from .batch_store import (
     WAITING,
     GridRecord,
     GridStore,
+    store_for,
 )
 from .plan import AXES, GridPlan, PlannedCell
 from .progress import Mode
-from .store import restore_plan, store_for
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
@@ -360,7 +360,7 @@ class GridRun(Batch):
 
         store = store_for(client, GridStore)
         record = store.require(grid_id)
-        plan = restore_plan(record.description, [c.payload for c in record.cells])
+        plan = GridPlan.restore(record.description, [c.payload for c in record.cells])
         run = cls(plan, client, grid_id=record.id, store=store)
         run.created_at = record.created_at
         for cell, stored in zip(run.cells, record.cells, strict=True):

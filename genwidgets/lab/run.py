@@ -160,6 +160,7 @@ class GridRun(Batch):
 
     noun = "grid"
     unit = "cell"
+    wait_progress: Mode = "none"  # its view shows it
     plan: GridPlan  # type: ignore[assignment]  # the core's plan: a grid's, not a batch's
     out: None  # type: ignore[assignment]  # a grid has no folder
     store: GridStore
@@ -228,13 +229,6 @@ class GridRun(Batch):
             raise
         if wait:
             self.changed()  # the views hear that every create answered, before it returns
-        return self
-
-    def wait(self, timeout: float | None = None, *, progress: Mode = "none") -> GridRun:
-        """Block until every sent cell has ended; ``TimeoutError`` when ``timeout``
-        seconds pass first, ``RuntimeError`` when it was never sent. Failed cells do
-        not raise."""
-        super().wait(timeout, progress=progress)
         return self
 
     # ------------------------------------------------------------------ progress

@@ -12,7 +12,7 @@ was made.
 """
 
 from .axes import PROMPT_SR, Axis, make_axis, parse_values
-from .batch_store import GridRecord, GridStore
+from .batch_store import GridRecord, GridStore, store_for
 from .mapping import ENDPOINT_AXIS, map_payload, mapping_table
 from .plan import (
     MAX_CELLS,
@@ -24,7 +24,6 @@ from .plan import (
 from .provenance import read_provenance
 from .run import GridCell, GridRun, list_grids
 from .scores import ScoreTable, scores
-from .store import store_for
 from .sweep import SweepPlan, plan_sweep
 
 __all__ = [

@@ -60,6 +60,8 @@ from .outfiles import write_outputs
 from .progress import Mode, Progress, Snapshot
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from .._protocols import ClientLike, JobLike
     from ..jobs.ledger import LedgerRow
     from ..protocol.records import Result
@@ -119,6 +121,8 @@ class Batch:
     confirm_above = CONFIRM_ABOVE
     #: whether its plan was confirmed (sent, or sending)
     started = False
+    #: how :meth:`wait` shows its progress unless told (a grid's view shows its own)
+    wait_progress: Mode = "auto"
     _sending_since: float | None = None
     _sender: Work | None = None
     _finisher: Work | None = None
@@ -762,7 +766,7 @@ class Batch:
         sender = self._sender
         return sender is not None and sender.alive()
 
-    def submit(self) -> Batch:
+    def submit(self) -> Self:
         """Send what waits: the plan's confirmation, or going on once sending stopped
         (a pause, a cancel, an interrupt, a run re-opened) with rows never sent. Rows
         contact was lost with are followed again (no create). Else it does nothing."""
@@ -823,11 +827,12 @@ class Batch:
         self.flush()
         self._ensure_finisher()
 
-    def wait(self, timeout: float | None = None, *, progress: Mode = "auto") -> Batch:
+    def wait(self, timeout: float | None = None, *, progress: Mode | None = None) -> Self:
         """Block until every row has ended (or, stopped at the budget's cap or by a
         cancel, every sent row). ``TimeoutError`` after ``timeout`` seconds; failed rows
         do not raise. ``progress``: a tqdm bar on a terminal, quiet lines otherwise,
-        nothing in a notebook (``"bar"``, ``"lines"``, ``"none"`` choose)."""
+        nothing in a notebook (``"bar"``, ``"lines"``, ``"none"`` choose; a grid's
+        default is ``"none"``)."""
         if not self.started:
             raise RuntimeError(
                 f"{self.noun} {self.id} was not sent (it needs confirmation): call "
@@ -836,7 +841,7 @@ class Batch:
         deadline = None if timeout is None else time.monotonic() + timeout
         face: Progress | None = None
         try:
-            face = Progress(len(self.rows), mode=progress)
+            face = Progress(len(self.rows), mode=progress or self.wait_progress)
             while not self.finished:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:

@@ -18,14 +18,13 @@ from .._client import default_client
 from ..jobs.fanout import valid_concurrency
 from .batch import Batch
 from .batch_plan import plan_batch
-from .batch_store import WAITING, BatchRecord, BatchStore, id_taken
+from .batch_store import WAITING, BatchRecord, BatchStore, id_taken, store_for
 from .cost import CONFIRM_ABOVE, needs_confirmation, not_sent_line
 from .naming import safe_part
 from .outfiles import check_out
 from .problems import problem
 from .progress import progress_mode
 from .run import CONCURRENCY
-from .store import store_for
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike

@@ -9,7 +9,8 @@ units back. The reserving ledger's owner is kept with the row: while that proces
 its rows are its own (another resuming the batch leaves them). States and what resuming
 does with each: docs/decisions.md#batch-resume. Every read and write goes through the
 client's ledger (``transaction()``, ``query()``: its busy timeout, locking and errors);
-a client without one keeps its runs in memory (docs/decisions.md#grid-store).
+a client without one keeps its runs in memory (docs/decisions.md#grid-store). One store
+of each kind per ledger file: :func:`store_for`.
 """
 
 from __future__ import annotations
@@ -23,13 +24,17 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._config import redact, shown_path
 from ..errors import LedgerError, PayloadError
 from ..jobs.ledger import Ledger
 from .budget import over_cap
 from .problems import problem
+
+if TYPE_CHECKING:
+    from .._protocols import ClientLike
 
 __all__ = [
     "CANCELLED",
@@ -53,6 +58,7 @@ __all__ = [
     "SessionTables",
     "Tables",
     "id_taken",
+    "store_for",
     "what_differs",
 ]
 
@@ -644,3 +650,25 @@ class GridStore(BatchStore):
         """Every stored grid, newest first."""
         self.adopt()
         return [r for r in self.batches(gateway) if isinstance(r, GridRecord)]
+
+
+#: One store per kind (runs, grids) per ledger file (or per file-less client) in
+#: this process. Owner: :func:`store_for`, the only writer and the one way in (grids,
+#: sweeps, the board, batches, scores and exports ask it):
+#: docs/decisions.md#who-owns-the-process-wide-state.
+_stores: dict[tuple[type[BatchStore], str], BatchStore] = {}
+_stores_lock = threading.Lock()
+S = TypeVar("S", bound=BatchStore)
+
+
+def store_for(client: ClientLike, kind: type[S]) -> S:
+    """The store of ``kind`` of a client's ledger file, one per file per process, made
+    here."""
+    ledger = client.ledger
+    key = str(Path(ledger.path).resolve()) if ledger is not None else f"memory:{id(client)}"
+    with _stores_lock:
+        store = _stores.get((kind, key))
+        if store is None:
+            store = _stores[(kind, key)] = kind(client.ledger)
+        assert isinstance(store, kind)
+        return store

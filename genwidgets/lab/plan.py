@@ -273,6 +273,52 @@ class GridPlan(TaskPlan):
             text += f"; seed locked at {self.seed}"
         return text
 
+    @classmethod
+    def restore(
+        cls, description: Mapping[str, Any], payloads: Sequence[Mapping[str, Any]]
+    ) -> GridPlan:
+        """A stored grid's plan, from its :meth:`describe` and its cells' stored payloads
+        (nothing is validated again: these were sent)."""
+        stored = description.get("axes") or {}
+        axes = {n: Axis.from_description(a) if (a := stored.get(n)) else None for n in AXES}
+        endpoint = str(description["endpoint"])
+        places = list(laid_out(grid_axes(axes), endpoint))
+        if len(places) != len(payloads):
+            raise ValueError(
+                f"the stored grid has {len(payloads)} cells but its axes make {len(places)}"
+            )
+        cells = []
+        for index, ((position, values, target), payload) in enumerate(
+            zip(places, payloads, strict=True)
+        ):
+            kind, billed = "", 1
+            with contextlib.suppress(PayloadError, EndpointNotFound):  # a removed endpoint
+                spec = catalog_endpoint(target)
+                kind = str(spec.kind)
+                billed = billed_count(spec, payload)  # what it billed when sent (4 images, ...)
+            cells.append(
+                PlannedCell(
+                    index=index,
+                    position=position,
+                    values=values,
+                    payload=dict(payload),
+                    billed=billed,
+                    endpoint=target,
+                    kind=kind,
+                )
+            )
+        return cls(
+            endpoint=endpoint,
+            base_payload=dict(description.get("base_payload") or {}),
+            axes=axes,
+            cells=tuple(cells),
+            seed=description.get("seed"),
+            seed_field=description.get("seed_field"),
+            billing=dict(description.get("billing") or {}),
+            layout=dict(description.get("layout") or {a: a for a in AXES}),
+            per_endpoint=dict(description.get("per_endpoint") or {}),
+        )
+
     def describe(self) -> dict[str, Any]:
         """The JSON-ready description (store and exports; no secret is ever in it)."""
         return {

@@ -25,10 +25,10 @@ from .batch_store import (
     WAITING,
     GridRecord,
     GridStore,
+    store_for,
 )
 from .plan import AXES, GridPlan, PlannedCell
 from .progress import Mode
-from .store import restore_plan, store_for
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
@@ -160,6 +160,7 @@ class GridRun(Batch):
 
     noun = "grid"
     unit = "cell"
+    wait_progress: Mode = "none"  # its view shows it
     plan: GridPlan  # type: ignore[assignment]  # the core's plan: a grid's, not a batch's
     out: None  # type: ignore[assignment]  # a grid has no folder
     store: GridStore
@@ -228,13 +229,6 @@ class GridRun(Batch):
             raise
         if wait:
             self.changed()  # the views hear that every create answered, before it returns
-        return self
-
-    def wait(self, timeout: float | None = None, *, progress: Mode = "none") -> GridRun:
-        """Block until every sent cell has ended; ``TimeoutError`` when ``timeout``
-        seconds pass first, ``RuntimeError`` when it was never sent. Failed cells do
-        not raise."""
-        super().wait(timeout, progress=progress)
         return self
 
     # ------------------------------------------------------------------ progress
@@ -360,7 +354,7 @@ class GridRun(Batch):
 
         store = store_for(client, GridStore)
         record = store.require(grid_id)
-        plan = restore_plan(record.description, [c.payload for c in record.cells])
+        plan = GridPlan.restore(record.description, [c.payload for c in record.cells])
         run = cls(plan, client, grid_id=record.id, store=store)
         run.created_at = record.created_at
         for cell, stored in zip(run.cells, record.cells, strict=True):

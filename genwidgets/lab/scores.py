@@ -14,10 +14,9 @@ from .._client import default_client
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import EndpointNotFound, PayloadError
 from .axes import Axis, field_of
-from .batch_store import GridStore
+from .batch_store import GridStore, store_for
 from .mapping import prompt_of
 from .plan import grid_axes, laid_out
-from .store import store_for
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike

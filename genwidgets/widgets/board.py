@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets
 
 from .._client import default_client
-from ..lab.batch_store import GridStore
-from ..lab.store import store_for
+from ..lab.batch_store import GridStore, store_for
 from . import markup
 from ._style import MUTED_STYLE, format_elapsed
 from .cards import (

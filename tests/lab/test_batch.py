@@ -24,7 +24,7 @@ from widgets.taskfakes import wait_for
 import genwidgets as gw
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.lab import batch as lab_batch
-from genwidgets.lab import store as lab_store
+from genwidgets.lab import batch_store as lab_store
 from genwidgets.lab.batch_open import batch as open_and_send
 from genwidgets.lab.batch_store import BatchStore
 from genwidgets.lab.manifest import read_manifest

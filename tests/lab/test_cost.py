@@ -11,8 +11,7 @@ import pytest
 
 from genwidgets.catalog import endpoint
 from genwidgets.lab.cost import UNITS, BilledUnit, billed_unit, billed_units
-from genwidgets.lab.plan import plan_grid
-from genwidgets.lab.store import restore_plan
+from genwidgets.lab.plan import GridPlan, plan_grid
 from genwidgets.simulator import DEMO_KEY, SimulatorServer
 
 T2I = "genW2.5-t2i-preview"
@@ -59,7 +58,7 @@ def test_a_reopened_grid_bills_what_it_billed_when_sent() -> None:
     axis = sent.axes["x"]
     assert axis is not None
     description = {"endpoint": T2I, "axes": {"x": axis.describe()}}
-    again = restore_plan(description, [c.payload for c in sent.cells])
+    again = GridPlan.restore(description, [c.payload for c in sent.cells])
     assert [c.billed for c in again.cells] == [c.billed for c in sent.cells] == [4, 1]
 
 

@@ -12,9 +12,9 @@ from widgets.taskfakes import ForecastClient, wait_for
 
 import genwidgets as gw
 from genwidgets.lab import GridStore
+from genwidgets.lab.batch_store import store_for
 from genwidgets.lab.plan import plan_grid
 from genwidgets.lab.run import GridRun, status_of
-from genwidgets.lab.store import store_for
 from genwidgets.widgets.grid_sheet import save_html, state_words
 
 T2I = "genW2.5-t2i-preview"

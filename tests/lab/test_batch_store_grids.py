@@ -23,8 +23,7 @@ import genwidgets as gw
 from genwidgets._protocols import ClientLike
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger
-from genwidgets.lab.batch_store import CREATED, GridStore, RowUpdate, SessionTables
-from genwidgets.lab.store import store_for
+from genwidgets.lab.batch_store import CREATED, GridStore, RowUpdate, SessionTables, store_for
 from genwidgets.simulator import SimulatorServer
 
 pytestmark = pytest.mark.timeout(120)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 import weakref
 from collections.abc import Callable, Iterator
@@ -37,6 +38,11 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["GENWIDGETS_HOME"] = home
     for name in ("GENWIDGETS_BASE_URL", "GENWIDGETS_API_KEY"):
         os.environ.pop(name, None)
+    # A suite started as a background job of a non-interactive shell (`cmd &`) inherits
+    # Ctrl-C ignored, and so would the commands the tests start: the Ctrl-C tests would
+    # fail for the shell's sake. Tests send real SIGINTs: give Python's handler back.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 #: The kinds of test that take longest, in the order their files are handed out.

@@ -773,3 +773,17 @@ def test_inline_content_is_copied_only_when_stored_as_sent(ledger: Ledger) -> No
     row = ledger.get(GATEWAY, "req-i")
     assert row is not None and row.copies_pending == [1]
     assert "<base64 sha256=" in row.outputs[0]["content"]
+
+
+def test_without_sqlites_json_functions_the_rows_rule_chooses_the_same_rows(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SQLite built without JSON (before 3.38 it was an option): the rows lacking a
+    path are read and ``LedgerRow.copies_pending`` chooses, as the SQL would."""
+    finished(ledger, "req-p")
+    finished(ledger, "req-given-up")
+    for index in (0, 1):
+        ledger.writes.record_output_path(GATEWAY, "req-given-up", index, None, expired=True)
+    chosen = [r.request_id for r in ledger.with_copies_pending(GATEWAY)]
+    monkeypatch.setattr(ledger_store, "_COPIES_PENDING_WHERE", "")
+    assert [r.request_id for r in ledger.with_copies_pending(GATEWAY)] == chosen == ["req-p"]

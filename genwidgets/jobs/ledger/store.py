@@ -47,6 +47,21 @@ OPEN_WAIT = 1.0
 #: how long a read made on the engine's loop waits for queued writes (a free file
 #: writes them in milliseconds; a busy one is not waited for at all)
 QUICK_FLUSH = 0.1
+
+
+def _has_json_sql() -> bool:
+    """Whether this SQLite has its JSON functions (built in since 3.38, an option
+    before): without them, rows with copies pending are chosen in Python."""
+    try:
+        with contextlib.closing(sqlite3.connect(":memory:")) as conn:
+            conn.execute("SELECT json_extract('{}', '$.a')")
+    except sqlite3.Error:
+        return False
+    return True
+
+
+#: the SQL that chooses rows with copies pending, or none (see :func:`_has_json_sql`)
+_COPIES_PENDING_WHERE = f" AND {COPIES_PENDING_SQL}" if _has_json_sql() else ""
 #: tags asked in one query (SQLite's limit on variables is 32,766)
 TAGS_PER_QUERY = 500
 log = logging.getLogger("genwidgets")
@@ -327,9 +342,10 @@ class Ledger:
         where = (
             f"gateway = ? AND state = ? AND request_id IS NOT NULL AND {NOT_ANOTHER_KEYS} "
             "AND id = (SELECT max(id) FROM tasks AS newer WHERE newer.gateway = tasks.gateway "
-            f"AND newer.request_id = tasks.request_id) AND {COPIES_PENDING_SQL}"
+            f"AND newer.request_id = tasks.request_id) AND outputs LIKE ?{_COPIES_PENDING_WHERE}"
         )
-        params: tuple[Any, ...] = (gateway, FINISHED, fingerprint, fingerprint)
+        # LIKE first: cheap, and every row written has this text where a path is missing
+        params: tuple[Any, ...] = (gateway, FINISHED, fingerprint, fingerprint, '%"path": null%')
         if request_id is not None:
             where += " AND request_id = ?"
             params += (request_id,)

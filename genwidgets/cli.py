@@ -32,7 +32,6 @@ from ._formats import terminal_text
 from .errors import GenwidgetsError, NoAnswer, RateLimited, ServerError, TaskTimeout
 from .jobs.downloads import extension_for, safe_name
 from .jobs.job import copies_pending_words
-from .jobs.ledger.writes import NOT_ASKED
 from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
 from .serve import cli as serve_cli
 from .serve.cli import JSON_FLAG, say
@@ -155,11 +154,9 @@ def _row_record(row: LedgerRow, fingerprint: str | None = None) -> dict[str, Any
 
 def _copies_in_words(record: dict[str, Any]) -> str:
     """``, 2 copies pending (genwidgets resume copies them)``: a history line's outputs
-    with no local copy, in words (docs/decisions.md#copies-pending); the outputs of a
-    client made with ``download=False`` were declined, not missed: not said."""
+    with no local copy, in words (docs/decisions.md#copies-pending)."""
     said = ""
-    pending = len(record["copies_pending"])
-    given_up = {i: why for i, why in record["copies_given_up"].items() if why != NOT_ASKED}
+    pending, given_up = len(record["copies_pending"]), record["copies_given_up"]
     if pending:
         who = "a client of the key that made it" if record["made_with_another_key"] else ""
         said += f", {copies_pending_words(pending)} ({who or 'genwidgets resume'} copies them)"

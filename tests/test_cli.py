@@ -540,13 +540,14 @@ def test_history_says_who_copies_and_not_what_download_false_declined(
     file_host: FileHost, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """R12: another key's task is copied by a client of that key (not by this
-    ``resume``); a ``download=False`` client's outputs were declined: no words."""
+    ``resume``); a ``download=False`` client's outputs were declined, said once."""
     completed_not_copied(file_host, api_key="k-another")
     with genwidgets.Client(download=False) as declined:
         declined.submit("ep", {"prompt": "y"}, validate=False).result(timeout=30)
     assert main(["history"]) == 0
     first, second = capsys.readouterr().out.strip().splitlines()
-    assert "not copied" not in first and "pending" not in first
+    assert "not copied (declined: its client was made with download=False)" in first
+    assert "pending" not in first
     assert "2 copies pending (a client of the key that made it copies them)" in second
 
 

@@ -409,7 +409,7 @@ def test_a_client_that_downloads_nothing_leaves_no_copies_pending(
         assert later.job("ep", rid).result(timeout=30).outputs[0].path is None
         row = later.ledger.get(later.gateway_name, rid)
         assert row is not None and row.copies_pending == []
-        assert row.copies_given_up[0] == "not copied: its client was made with download=False"
+        assert row.copies_given_up[0] == "declined: its client was made with download=False"
     assert files.asked == 0
 
 

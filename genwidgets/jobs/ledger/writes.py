@@ -40,7 +40,7 @@ from .rows import (
 from .scrub import error_text, output_record, scrub_payload
 from .writer import WriteQueue
 
-__all__ = ["NOT_ASKED", "SENDING", "LedgerWrites"]
+__all__ = ["SENDING", "LedgerWrites"]
 
 
 #: The creates this process is sending right now, as (ledger file, row id): per file,
@@ -121,7 +121,7 @@ def _latest_outputs(
 
 
 #: why the outputs of a client made with ``download=False`` are not copied later
-NOT_ASKED = "not copied: its client was made with download=False"
+NOT_ASKED = "declined: its client was made with download=False"
 
 
 class LedgerWrites:

@@ -581,6 +581,7 @@ class AsyncJob:
     last_status = property(lambda self: self._job.last_status)
     last_result = property(lambda self: self._job.last_result)
     copies_pending = property(lambda self: self._job.copies_pending)
+    copying = property(lambda self: self._job.copying)
 
     def __repr__(self) -> str:
         return "<Async" + repr(self._job)[1:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from loopback import FileHost, files_gateway
 import genwidgets as gw
 from genwidgets.jobs import downloads
 from genwidgets.jobs.downloads import gateway_folder
-from genwidgets.jobs.job import Job
+from genwidgets.jobs.job import AsyncJob, Job
 from genwidgets.jobs.ledger import MAX_COPY_TRIES, Ledger
 from genwidgets.jobs.ledger import schema as ledger_schema
 from genwidgets.jobs.ledger import writes as ledger_writes
@@ -605,3 +606,15 @@ def test_a_client_that_downloads_nothing_says_no_copies_pending(
         job = client.submit("ep", {"prompt": "x"}, validate=False)
         assert job.result(timeout=30).outputs[0].path is None
         assert job.copies_pending == 0 and "pending" not in repr(job)
+
+
+def test_an_async_job_read_back_waits_for_its_copy_too(host: tuple[FileHost, str]) -> None:
+    """``await AsyncJob.result()`` waits for the copy as ``Job.result`` does."""
+    files, base = host
+    files.answer = 503
+    _first, _rid = finished_without_copies(base)
+    files.answer = 200
+    with gw.Client(base, KEY) as later:
+        [job] = later.resume()
+        copied(base, asyncio.run(AsyncJob(job).result(timeout=30)))
+        assert AsyncJob(job).copying is job.copying and job.copies_pending == 0

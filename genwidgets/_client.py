@@ -578,15 +578,16 @@ class Client:
             return None
         if row.state == FINISHED and row.error_type != GONE:
             # copied only as resume() would: this key's, newest row, no live kernel's
-            copy = (
-                bool(row.copies_pending)
-                and self._copies
-                and bool(
-                    self.ledger.with_copies_pending(
-                        self.gateway_name, fingerprint=self._fingerprint, request_id=request_id
+            copy = False
+            if row.copies_pending and self._copies:
+                try:
+                    copy = bool(
+                        self.ledger.with_copies_pending(
+                            self.gateway_name, fingerprint=self._fingerprint, request_id=request_id
+                        )
                     )
-                )
-            )
+                except (LedgerError, OSError) as exc:  # the recorded end still answers
+                    log.warning("genwidgets: could not read the ledger: %s", exc)
             return self._from_row(row, copy=copy)
         if row.made_with_another_key(self._fingerprint):
             warnings.warn(

@@ -55,6 +55,7 @@ class AsyncClient:
     embedded = property(lambda self: self._client.embedded)
     base_url = property(lambda self: self._client.base_url)
     gateway_name = property(lambda self: self._client.gateway_name)
+    key_fingerprint = property(lambda self: self._client.key_fingerprint)
     ledger = property(lambda self: self._client.ledger)
     closed = property(lambda self: self._client.closed)
     request_counts = property(lambda self: self._client.request_counts)

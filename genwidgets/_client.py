@@ -17,7 +17,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -96,6 +96,12 @@ def lost_contact(job: JobLike) -> bool:
     return isinstance(exc, Exception) and not isinstance(
         exc, (RequestNotFound, RuntimeFailed, ClientClosed)
     )
+
+
+def _copy_over(job: Job) -> bool:
+    """Whether ``job`` has ended and copies nothing now (no copy of its outputs, or
+    that copy done): a copy asked again starts anew, never beside a running one."""
+    return job.done() and (job.copying is None or job.copying.done())
 
 
 def created_nothing(exc: BaseException) -> bool:
@@ -571,7 +577,18 @@ class Client:
         if row is None or row.endpoint != endpoint:
             return None
         if row.state == FINISHED and row.error_type != GONE:
-            return self._from_row(row, copy=True)
+            # copied only as resume() would: this key's, newest row, no live kernel's
+            copy = False
+            if row.copies_pending and self._copies:
+                try:
+                    copy = bool(
+                        self.ledger.with_copies_pending(
+                            self.gateway_name, fingerprint=self._fingerprint, request_id=request_id
+                        )
+                    )
+                except (LedgerError, OSError) as exc:  # the recorded end still answers
+                    log.warning("genwidgets: could not read the ledger: %s", exc)
+            return self._from_row(row, copy=copy)
         if row.made_with_another_key(self._fingerprint):
             warnings.warn(
                 f"genwidgets: task {request_id} was created with another API key than this "
@@ -653,8 +670,8 @@ class Client:
         assert handle is not None
         copy = copy and self._copies and bool(row.copies_pending)
         known = self._jobs.get((handle.endpoint, handle.request_id))
-        # one that stopped, or ended with its copies pending: made anew
-        if known is not None and not lost_contact(known) and not (copy and known.done()):
+        # one that stopped, or ended with its copies pending (and copies none now): anew
+        if known is not None and not lost_contact(known) and not (copy and _copy_over(known)):
             return known
         return self._adopt(
             handle,
@@ -662,8 +679,15 @@ class Client:
             submitted_at=row.submitted_at,
             result=row.result(source=gateway_outputs(self._engine, self._gateway)),
             finished_at=row.finished_at,
-            copy_outputs=copy,
+            copies_pending=row.copies_pending,
+            copy=copy,
         )
+
+    @property
+    def key_fingerprint(self) -> str | None:
+        """A short digest of this client's API key (None without one): which key made a
+        ledger row is kept this way, never the key (docs/decisions.md#key-fingerprints)."""
+        return self._fingerprint
 
     @property
     def _copies(self) -> bool:
@@ -671,9 +695,16 @@ class Client:
         return self._download and self._recorder is not None
 
     def _copies_left(self, job: Job) -> bool:
-        """Whether ``job`` ended with outputs not copied that the ledger may still copy:
-        ``client.job`` then asks the ledger (docs/decisions.md#copies-pending)."""
-        return self._copies and self.ledger is not None and job.done() and job.copies_pending > 0
+        """Whether ``job`` ended with outputs not copied, which the ledger may still
+        have pending: ``client.job`` then asks the ledger (docs/decisions.md#copies-pending)."""
+        result = job.last_result
+        return (
+            self._copies
+            and self.ledger is not None
+            and _copy_over(job)
+            and result is not None
+            and any(o.path is None for o in result.outputs)
+        )
 
     def run(
         self, endpoint: str, payload: Mapping[str, Any], timeout: float | None = None
@@ -751,12 +782,13 @@ class Client:
         result: Result | None = None,
         finished_at: float | None = None,
         known_made: bool = True,
-        copy_outputs: bool = False,
+        copies_pending: Collection[int] = (),
+        copy: bool = False,
     ) -> Job:
         """The Job of ``handle``, kept by this client: polled, unless it is known
-        finished (``result``, read back from the ledger; ``copy_outputs``: its outputs
-        with no local copy are copied first). ``known_made``: a create is known to have
-        made it at ``submitted_at`` (not a task asked for by a bare id)."""
+        finished (``result``, read back from the ledger, with the indexes of its
+        ``copies_pending``, which it copies with ``copy``). ``known_made``: a create is
+        known to have made it at ``submitted_at`` (not a task asked for by a bare id)."""
         live = result is None
         job = Job(
             handle,
@@ -766,11 +798,11 @@ class Client:
             payload=payload,
             submitted_at=submitted_at,
             known_made=known_made,
-            recorder=self._recorder if live or copy_outputs else None,
+            recorder=self._recorder if live or copy else None,
             schedule=self._schedule if live else None,
             result=result,
             finished_at=finished_at,
-            copy_outputs=copy_outputs,
+            copies_pending=copies_pending,
         )
         self._jobs[(handle.endpoint, handle.request_id)] = job
         if live:

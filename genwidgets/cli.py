@@ -39,6 +39,7 @@ from .simulator import cli as simulator_cli
 
 if TYPE_CHECKING:
     from .jobs.ledger import LedgerRow
+    from .protocol.records import Status
 
 DESCRIPTION = "Tools for genwidgets, widgets for an asynchronous generation gateway."
 EPILOG = f"""\
@@ -131,7 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
 # ----------------------------------------------------------------------------- tasks
 
 
-def _row_record(row: LedgerRow) -> dict[str, Any]:
+def _row_record(row: LedgerRow, fingerprint: str | None = None) -> dict[str, Any]:
+    """A history row in JSON; ``fingerprint``: the key of the client asking, whose
+    ``resume`` does not copy what another key made."""
     return {
         "request_id": row.request_id,
         "endpoint": row.endpoint,
@@ -145,6 +148,7 @@ def _row_record(row: LedgerRow) -> dict[str, Any]:
         # outputs with no local copy yet, which resume copies; and those given up, why
         "copies_pending": row.copies_pending,
         "copies_given_up": {str(i): why for i, why in row.copies_given_up.items()},
+        "made_with_another_key": row.made_with_another_key(fingerprint),
     }
 
 
@@ -154,7 +158,8 @@ def _copies_in_words(record: dict[str, Any]) -> str:
     said = ""
     pending, given_up = len(record["copies_pending"]), record["copies_given_up"]
     if pending:
-        said += f", {copies_pending_words(pending)} (genwidgets resume copies them)"
+        who = "a client of the key that made it" if record["made_with_another_key"] else ""
+        said += f", {copies_pending_words(pending)} ({who or 'genwidgets resume'} copies them)"
     if given_up:
         said += f", {len(given_up)} not copied ({next(iter(given_up.values()))})"
     return said
@@ -166,7 +171,7 @@ def _history(client: Client, args: argparse.Namespace) -> int:
     rows = client.ledger.rows(
         client.gateway_name, endpoint=args.endpoint, status=args.status, limit=args.limit
     )
-    records = [_row_record(r) for r in rows]
+    records = [_row_record(r, client.key_fingerprint) for r in rows]
     if args.json:
         print(json.dumps(records))
         return 0
@@ -208,9 +213,12 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         where = f" (queue position {place})" if place is not None else ""
         return say(args, out | {"queue_position": place}, f"{rid}: {status.status}{where}")
     if recorded is not None and row is not None and row.copies_pending:
-        # recorded, its outputs not all copied: the job copies them first (bounded by each
-        # download's deadline), asking the gateway nothing else
-        recorded = job.result()
+        # recorded, its outputs not all copied: the job copies them, waited for within
+        # --wait (none given: each download's deadline), asking the gateway nothing else
+        recorded = job.result(timeout=args.wait or None)
+        if job.copies_pending and not args.json:  # the JSON says copies_pending
+            n = copies_pending_words(job.copies_pending)
+            print(f"{rid}: {n}: not copied within the wait; ask again later", file=sys.stderr)
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
         result = recorded or job.result(timeout=args.wait)
@@ -226,7 +234,7 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
                 said = f"{rid}: not finished ({job.status_text}); wait with --wait SECONDS"
                 return say(args, out, said, EXIT_NOT_DONE)
         except (NoAnswer, ServerError, RateLimited, TaskTimeout) as exc:
-            return _not_known_yet(args, rid, exc)
+            return _not_known_yet(args, rid, exc, job.last_status)
     files = []
     for output in result.outputs:
         path = output.path
@@ -234,23 +242,32 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
             name = f"{safe_name(rid)}-{output.index}{extension_for(output.content_type)}"
             path = output.save(Path(args.out) / name)  # a "." in an id is no extension
         files.append(str(path) if path else output.url)
-    out = {"request_id": rid, "endpoint": endpoint, "status": result.status}
+    out = {"request_id": rid, "endpoint": endpoint, "status": result.status} | {
+        "copies_pending": job.copies_pending  # outputs whose copy was not done in time
+    }
     out |= {"ok": result.ok, "error": result.error, "files": files}
     said = f"{rid}: {result.status}" + (f" ({result.error})" if result.error else "")
     said += "".join(f"\n  {name}" for name in files)
     return say(args, out, said, 0 if result.ok else EXIT_NOT_DONE)
 
 
-def _not_known_yet(args: argparse.Namespace, rid: str, exc: Exception) -> int:
+def _not_known_yet(
+    args: argparse.Namespace, rid: str, exc: Exception, status: Status | None = None
+) -> int:
     """``result --wait`` ran out and the gateway did not answer the one ask after it
     (its address hangs, fails, or holds us back): how the task stands is not known yet,
-    which is not a failed task; the same command asks again."""
+    which is not a failed task; the same command asks again. A ``status`` that said the
+    task is done tells so: its result only could not be fetched."""
     out = {"request_id": rid, "status": None, "done": False, "known": False, "error": str(exc)}
+    again = f"ask again with: genwidgets result {rid} --wait SECONDS"
     said = (
         f"{rid}: outcome not known yet: the gateway did not answer in time ({exc}). "
-        f"The task may still run or be done; ask again with: genwidgets result {rid} "
-        "--wait SECONDS"
+        f"The task may still run or be done; {again}"
     )
+    if status is not None and status.done:
+        out |= {"status": status.status, "done": True}
+        word = terminal_text(status.status)
+        said = f"{rid}: {word}; its result could not be fetched in time ({exc}); {again}"
     return say(args, out, said, EXIT_NOT_DONE)
 
 
@@ -279,6 +296,10 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
             result = job.result(timeout=left)
             files = [str(o.path) for o in result.outputs if o.path]
             record |= {"status": result.status, "ok": result.ok, "files": files}
+            record["copies_pending"] = job.copies_pending  # not copied within --wait
+            if job.copies_pending and not args.json:
+                n = copies_pending_words(job.copies_pending)
+                print(f"{job.request_id}: {n}: not copied within the wait", file=sys.stderr)
         except GenwidgetsError as exc:
             record |= {"status": job.status_text, "ok": False, "error": str(exc), "files": []}
         records.append(record)

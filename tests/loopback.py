@@ -63,10 +63,17 @@ class LoopbackServer:
 class FileHost:
     """What a :func:`files_gateway` saw and how its file host answers: ``answer`` is the
     HTTP status every download gets (200: the file); ``creates`` counts creates,
-    ``served`` the files sent whole, by path; ``asked`` every download asked."""
+    ``served`` the files sent whole, by path; ``asked`` every download asked;
+    ``answers`` one output index's own status, over ``answer``. ``files_open`` and
+    ``results_open`` cleared: file requests, or result addresses, hang until set (30 s
+    at most)."""
 
     def __init__(self) -> None:
         self.answer = 200
+        self.answers: dict[int, int] = {}
+        self.files_open, self.results_open = threading.Event(), threading.Event()
+        self.files_open.set()
+        self.results_open.set()
         self.creates = 0
         self.asked = 0
         self.served: dict[str, int] = {}
@@ -94,15 +101,19 @@ def files_gateway(host: FileHost) -> LoopbackServer:
             elif self.path.endswith("/status"):
                 self.send_json({"status": "COMPLETED"})
             else:
+                host.results_open.wait(30)
                 rid = self.path.split("/")[-2]
                 files = f"http://{self.headers['Host']}/files/{rid}"
                 outputs = [{"url": f"{files}/{n}.png", "content_type": "image/png"} for n in (0, 1)]
                 self.send_json({"status": "COMPLETED", "error": None, "outputs": outputs})
 
         def send_file(self) -> None:
+            host.files_open.wait(30)
             with host.lock:
                 host.asked += 1
-                answer = host.answer
+                answer = host.answers.get(
+                    int(self.path.rsplit("/", 1)[1].split(".")[0]), host.answer
+                )
                 if answer == 200:
                     host.served[self.path] = host.served.get(self.path, 0) + 1
             if answer != 200:

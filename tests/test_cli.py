@@ -438,37 +438,50 @@ def test_result_out_keeps_each_file_in_the_folder_whatever_the_request_id(
     assert sorted(p.name for p in out.iterdir()) == ["..%2F..%2Foutside%2Fx-0.png", "v1.2-0.png"]
 
 
-def test_history_says_copies_pending_and_result_copies_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """docs/decisions.md#copies-pending: a COMPLETED task whose file host failed every
-    download; the history line says so, and ``result ID`` copies them once the host works,
-    creating nothing."""
+@pytest.fixture
+def file_host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    """A loopback gateway (tasks COMPLETED at once, outputs on its file host) the
+    commands use; its file requests and result addresses are set free at the end."""
     monkeypatch.setattr(downloads, "backoff_delay", lambda attempt, rng=None: 0.01)
     files = FileHost()
     server = files_gateway(files)
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("GENWIDGETS_BASE_URL", server.base)
     monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cli")
-    try:
-        files.answer = 503
-        with genwidgets.Client() as client:
-            rid = client.submit("ep", {"prompt": "x"}, validate=False).request_id
-            client.job("ep", rid).result(timeout=30)
-        assert main(["history"]) == 0
-        said = capsys.readouterr().out
-        assert "COMPLETED" in said and "2 copies pending (genwidgets resume copies them)" in said
-        files.answer = 200
-        assert main(["result", rid, "--json"]) == 0
-        found = json_out(capsys)
-        assert found["status"] == "COMPLETED" and len(found["files"]) == 2
-        assert all(Path(name).is_file() for name in found["files"])
-        assert main(["history", "--json"]) == 0
-        [row] = json_out(capsys)
-        assert (row["copies_pending"], len(row["files"])) == ([], 2)
-        assert files.creates == 1 and sorted(files.served.values()) == [1, 1]
-    finally:
-        server.close()
+    yield files
+    files.files_open.set()
+    files.results_open.set()
+    server.close()
+
+
+def completed_not_copied(files: FileHost, **client: Any) -> str:
+    """The request id of a COMPLETED task whose file host failed every download."""
+    files.answer = 503
+    with genwidgets.Client(**client) as made:
+        rid = made.submit("ep", {"prompt": "x"}, validate=False).request_id
+        made.job("ep", rid).result(timeout=30)
+    files.answer = 200
+    return str(rid)
+
+
+def test_history_says_copies_pending_and_result_copies_them(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/decisions.md#copies-pending: a COMPLETED task whose file host failed every
+    download; the history line says so, and ``result ID`` copies them once the host works,
+    creating nothing."""
+    rid = completed_not_copied(file_host)
+    assert main(["history"]) == 0
+    said = capsys.readouterr().out
+    assert "COMPLETED" in said and "2 copies pending (genwidgets resume copies them)" in said
+    assert main(["result", rid, "--json"]) == 0
+    found = json_out(capsys)
+    assert found["status"] == "COMPLETED" and len(found["files"]) == 2
+    assert all(Path(name).is_file() for name in found["files"])
+    assert main(["history", "--json"]) == 0
+    [row] = json_out(capsys)
+    assert (row["copies_pending"], len(row["files"])) == ([], 2)
+    assert file_host.creates == 1 and sorted(file_host.served.values()) == [1, 1]
 
 
 def test_result_wait_ends_near_its_deadline_when_the_status_address_hangs(
@@ -505,3 +518,47 @@ def test_result_wait_ends_near_its_deadline_when_the_status_address_hangs(
     said = capsys.readouterr().out
     assert "r1: outcome not known yet" in said
     assert "ask again with: genwidgets result r1 --wait SECONDS" in said
+
+
+def test_result_and_resume_end_within_their_wait_while_a_copy_runs(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file host hangs: ``result ID --wait`` and ``resume --wait`` say the task
+    COMPLETED, ok, with its copies pending, when the wait ends (R5: the copy was waited
+    for with no bound; R3b: resume said ok: false and exited 1)."""
+    rid = completed_not_copied(file_host)
+    file_host.files_open.clear()
+    assert main(["result", rid, "--wait", "0.2", "--json"]) == 0
+    found = json_out(capsys)
+    assert (found["status"], found["ok"], found["copies_pending"]) == ("COMPLETED", True, 2)
+    assert main(["resume", "--wait", "0.2", "--json"]) == 0
+    [record] = json_out(capsys)
+    assert (record["status"], record["ok"], record["copies_pending"]) == ("COMPLETED", True, 2)
+
+
+def test_history_says_who_copies_and_not_what_download_false_declined(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R12: another key's task is copied by a client of that key (not by this
+    ``resume``); a ``download=False`` client's outputs were declined, said once."""
+    completed_not_copied(file_host, api_key="k-another")
+    with genwidgets.Client(download=False) as declined:
+        declined.submit("ep", {"prompt": "y"}, validate=False).result(timeout=30)
+    assert main(["history"]) == 0
+    first, second = capsys.readouterr().out.strip().splitlines()
+    assert "not copied (declined: its client was made with download=False)" in first
+    assert "pending" not in first
+    assert "2 copies pending (a client of the key that made it copies them)" in second
+
+
+def test_result_of_a_completed_task_whose_result_address_hangs_says_it_completed(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R10: the gateway said COMPLETED, then its result address did not answer: the
+    command says so, not that the outcome is unknown."""
+    file_host.results_open.clear()
+    monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, timeout=0.5))
+    code = main(["result", "r7", "--endpoint", "ep", "--wait", "0"])
+    said = capsys.readouterr().out
+    assert code == cli.EXIT_NOT_DONE and "r7: COMPLETED; its result could not be fetched" in said
+    assert "not known" not in said

@@ -41,6 +41,7 @@ from ..protocol.fetch import (
     blocking_client,
     open_url,
     open_url_async,
+    same_origin,
     seconds,
 )
 from ..protocol.http import backoff_delay, parse_retry_after
@@ -97,16 +98,26 @@ class _Transient(_Failure):
 
 class _Expired(_Failure):
     """The file host says the URL is gone (HTTP 403, 404, 410): a signed URL past its
-    time. No later try finds it (docs/decisions.md#copies-pending)."""
+    time. No later try finds it (docs/decisions.md#copies-pending); ``status``: which."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 #: the answers of a file host that mean the URL has expired
 EXPIRED_STATUSES = frozenset({403, 404, 410})
 
 
-def _expired(exc: BaseException) -> bool:
-    """Whether ``exc`` (or the failure of the last try it sums up) is an expired URL."""
-    return isinstance(exc, _Expired) or isinstance(exc.__cause__, _Expired)
+def _expired(exc: BaseException, url: str | None, gateway: str | None) -> bool:
+    """Whether ``exc`` (or the failure of the last try it sums up) is an expired URL. A
+    403 from the gateway's own origin (``url`` there; ``gateway`` its address) is not:
+    the key was refused there (revoked, a proxy's page), a fault of contact a later try
+    with a good key gets past."""
+    found = exc if isinstance(exc, _Expired) else exc.__cause__
+    if not isinstance(found, _Expired):
+        return False
+    return not (found.status == 403 and url is not None and same_origin(url, gateway))
 
 
 #: Transport failures worth another try: a connection refused, reset or cut short, a
@@ -177,7 +188,9 @@ def _already_saved(item: _Item) -> bool:
     """Whether this output itself wrote the file in place, unchanged since: a file
     anyone else left there (another gateway, another task) is never trusted."""
     output = item.output
-    if output.sha256 is None or output.path != item.target:
+    if output.sha256 is None or output.path is None:
+        return False
+    if output.path.resolve() != item.target.resolve():  # a home reached by a link too
         return False
     return holds_digest(item.target, output.sha256)
 
@@ -295,7 +308,9 @@ def _content_length(response: httpx.Response, cap: _Cap, output: Output) -> int 
         if status >= 500 or status in (408, 429):
             raise _Transient(said, parse_retry_after(response.headers))
         if status in EXPIRED_STATUSES:
-            raise _Expired(f"{said}: the file host no longer serves this URL (an expired link)")
+            raise _Expired(
+                f"{said}: the file host no longer serves this URL (an expired link)", status
+            )
         raise _Failure(said)
     output.learn_type(response.headers.get("content-type"))
     raw = (response.headers.get("content-length") or "").strip()
@@ -380,6 +395,7 @@ class _Batch:
                 "in; pass the Result of a task (job.result()), whose request_id is set"
             )
         self.request_id = result.request_id
+        self.gateway = gateway
         directory = output_dir(result.request_id, root, gateway=gateway)
         indexes = [o.index for o in result.outputs]
         if len(set(indexes)) != len(indexes):  # hand-made outputs: fall back to positions
@@ -470,7 +486,11 @@ class _Batch:
             f"{self.request_id}: " + "; ".join(lines),
             request_id=self.request_id,
             failures=[(item.index, redact(_describe(exc))) for item, exc in self.failures],
-            expired=[item.index for item, exc in self.failures if _expired(exc)],
+            expired=[
+                item.index
+                for item, exc in self.failures
+                if _expired(exc, item.output.url, self.gateway)
+            ],
         )
         raise error from self.failures[0][1]
 

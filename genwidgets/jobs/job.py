@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Collection, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._workers import RUNS, wait_within
@@ -35,7 +35,6 @@ from ..errors import (
 )
 from ..protocol.records import Handle, Result, Status, is_failure
 from .engine import Engine, wait_future
-from .ledger.rows import COPY_GIVEN_UP
 from .output_files import gateway_outputs
 from .polling import Schedule
 
@@ -62,7 +61,9 @@ class Recorder(Protocol):
 
     async def on_result(self, job: Job, result: Result) -> None: ...
 
-    async def copy_outputs(self, job: Job, result: Result) -> None: ...
+    async def copy_outputs(
+        self, job: Job, result: Result, indexes: Collection[int] | None = None
+    ) -> None: ...
 
     def on_gone(self, job: Job, error: RequestNotFound) -> None: ...
 
@@ -84,12 +85,13 @@ class Job:
         schedule: Schedule | None = None,
         result: Result | None = None,
         finished_at: float | None = None,
-        copy_outputs: bool = False,
+        copies_pending: Collection[int] = (),
     ) -> None:
         """A job of ``handle``. With ``result``, a job known finished (read back from
-        the ledger): it is never polled and ``result()`` returns it at once, or, with
-        ``copy_outputs``, once the ``recorder`` tried to copy its outputs that have no
-        local copy yet (docs/decisions.md#copies-pending).
+        the ledger): done at once, never polled, nothing to cancel. ``copies_pending``:
+        the indexes of its outputs the ledger has still to copy; with a ``recorder``,
+        they are copied in the background (:attr:`copying`), and ``result()`` waits for
+        that copy within its timeout (docs/decisions.md#copies-pending).
         ``simulated``: the task runs on the embedded simulator (every view says so).
         ``known_made``: a create answered with this handle at ``submitted_at`` (this
         client's, or a ledger row's), so a 404 soon after is not yet believed."""
@@ -116,9 +118,14 @@ class Job:
             handle.endpoint, self.payload, handle.queue_position
         )
         self._output_source = gateway_outputs(engine, gateway)
-        if result is not None and copy_outputs and recorder is not None:
-            self.last_result = result  # what views show meanwhile: the recorded end
-            self._engine.call_soon(self._spawn_copy, recorder, result, finished_at)
+        self._copies = frozenset(copies_pending)
+        #: the copy of the outputs the ledger had pending (a job read back from it with
+        #: its client's recorder): done once tried; None when there is none to make
+        self.copying: concurrent.futures.Future[None] | None = None
+        if result is not None and self._copies and recorder is not None:
+            self._finish(result, finished_at)  # the task's end is the recorded one
+            self.copying = concurrent.futures.Future()
+            self._engine.call_soon(self._spawn_copy, recorder, result)
         elif result is not None:
             self._finish(result, finished_at)
 
@@ -165,18 +172,14 @@ class Job:
 
     @property
     def copies_pending(self) -> int:
-        """Outputs of its result with no local copy (yet): a download that failed or
-        never ran. ``client.resume()`` and ``client.job(...).result()`` copy those the
-        ledger has not given up (docs/decisions.md#copies-pending); a copy the ledger
-        recorded and that changed since is not one of them."""
+        """Outputs of its result the ledger has still to copy (``LedgerRow.copies_pending``
+        when the job was read back from it: the one rule) and that have no local copy
+        yet; ``client.resume()`` and ``client.job(...)`` copy them
+        (docs/decisions.md#copies-pending). A job this client followed says none."""
         result = self.last_result
-        if result is None:
+        if result is None or not self._copies:
             return 0
-        return sum(
-            1
-            for o in result.outputs
-            if o.path is None and not o.raw.get("path") and not o.raw.get(COPY_GIVEN_UP)
-        )
+        return sum(1 for o in result.outputs if o.index in self._copies and o.path is None)
 
     def __repr__(self) -> str:
         copies = f", {copies_pending_words(self.copies_pending)}" if self.copies_pending else ""
@@ -203,8 +206,14 @@ class Job:
     def result(self, timeout: float | None = None, *, cancel_on_timeout: bool = False) -> Result:
         """Block until the task is terminal. ``TaskTimeout`` after ``timeout`` seconds
         leaves the task running, or, with ``cancel_on_timeout=True``, first asks the
-        gateway to cancel it, so a forgotten task does not bill on."""
+        gateway to cancel it, so a forgotten task does not bill on. A job read back from
+        the ledger is done at once: this waits for the copy of its outputs
+        (:attr:`copying`) at most ``timeout`` seconds, then returns its result (those
+        not copied yet have no ``path``)."""
         try:
+            if self.copying is not None and self._future.done():
+                with contextlib.suppress(concurrent.futures.TimeoutError):
+                    wait_future(self.copying, timeout)
             return wait_future(self._future, timeout)
         except concurrent.futures.TimeoutError:
             if self._future.done():
@@ -284,11 +293,11 @@ class Job:
         Records nothing."""
         if self._task is not None:
             self._task.cancel()
+        if self.copying is not None and not self.copying.done():
+            self.copying.set_result(None)  # stopped: the ledger keeps them pending
         if not self.done():
             self._closed = True
-            closed = ClientClosed(endpoint=self.endpoint, request_id=self.request_id)
-            # a recorded end whose copies were being made ends as recorded
-            self._finish(self.last_result if self.last_result is not None else closed)
+            self._finish(ClientClosed(endpoint=self.endpoint, request_id=self.request_id))
 
     # -- engine side --------------------------------------------------------
 
@@ -298,19 +307,22 @@ class Job:
         self._wake = asyncio.Event()
         self._task = asyncio.ensure_future(self._watch())
 
-    def _spawn_copy(self, recorder: Recorder, result: Result, finished_at: float | None) -> None:
-        if self._task is None and not self.done():
-            self._task = asyncio.ensure_future(self._copy(recorder, result, finished_at))
+    def _spawn_copy(self, recorder: Recorder, result: Result) -> None:
+        if self._task is None and self.copying is not None and not self.copying.done():
+            self._task = asyncio.ensure_future(self._copy(recorder, result))
 
-    async def _copy(self, recorder: Recorder, result: Result, finished_at: float | None) -> None:
-        """The copies of a recorded result's outputs, then its end as recorded (also
-        when the copy fails or is cancelled: the task's end is never in doubt)."""
+    async def _copy(self, recorder: Recorder, result: Result) -> None:
+        """The copy of the recorded result's outputs the ledger had pending; views
+        redraw with their paths, and :attr:`copying` is done (also when it failed or was
+        stopped: the ledger says why, and keeps those not copied)."""
         try:
-            await recorder.copy_outputs(self, result)
-        except Exception:  # copying must never lose the result itself
+            await recorder.copy_outputs(self, result, self._copies)
+        except Exception:  # a copy's bug must never stop the engine
             log.exception("genwidgets: copying the outputs of %s failed", self.request_id)
         finally:
-            self._finish(result, finished_at)
+            if self.copying is not None and not self.copying.done():
+                self.copying.set_result(None)
+            self._notify()
 
     def _notify(self) -> None:
         with self._callbacks_lock:
@@ -569,6 +581,7 @@ class AsyncJob:
     last_status = property(lambda self: self._job.last_status)
     last_result = property(lambda self: self._job.last_result)
     copies_pending = property(lambda self: self._job.copies_pending)
+    copying = property(lambda self: self._job.copying)
 
     def __repr__(self) -> str:
         return "<Async" + repr(self._job)[1:]
@@ -594,7 +607,12 @@ class AsyncJob:
         self, timeout: float | None = None, *, cancel_on_timeout: bool = False
     ) -> Result:
         """Wait until the task is terminal; ``TaskTimeout`` leaves it running, or with
-        ``cancel_on_timeout=True`` first asks the gateway to cancel it (as ``Job.result``)."""
+        ``cancel_on_timeout=True`` first asks the gateway to cancel it (as ``Job.result``,
+        which also says how a job read back from the ledger waits for its copy)."""
+        copying = self._job.copying
+        if copying is not None and self._job.done():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await wait_within(asyncio.shield(asyncio.wrap_future(copying)), timeout)
         try:
             # The shield is this wait's own: cancelling it on timeout leaves the task be.
             job_ended = self._job._future  # noqa: SLF001 - AsyncJob is this module's Job, awaited

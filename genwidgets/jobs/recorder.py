@@ -6,8 +6,10 @@ never stop polling or fail a job: the gateway's answer still reaches the user.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,10 +100,17 @@ class LedgerRecorder:
         self._record("a result", "record_result", job, result, copied=self.download)
         await self.copy_outputs(job, result)
 
-    async def copy_outputs(self, job: Job, result: Result) -> None:
-        """Save the outputs of ``result`` not saved yet (a recorded result's too: its
-        copies pending, docs/decisions.md#copies-pending) and record each path, or why
-        not; the recorded end itself is never written here."""
+    async def copy_outputs(
+        self, job: Job, result: Result, indexes: Collection[int] | None = None
+    ) -> None:
+        """Save the outputs of ``result`` (only those of ``indexes``: a recorded result's
+        copies pending, docs/decisions.md#copies-pending; an output copied before is
+        never fetched again) and record each path, or why not; the recorded end itself
+        is never written here."""
+        if indexes is not None:
+            result = dataclasses.replace(
+                result, outputs=[o for o in result.outputs if o.index in indexes]
+            )
         if not (self.download and self.opener is not None and result.outputs):
             return
 
@@ -115,6 +124,7 @@ class LedgerRecorder:
                 path,
                 sha256=written.sha256 if written is not None else None,
                 size=size_of(path),
+                content_type=written.content_type if written is not None else None,
             )
 
         try:

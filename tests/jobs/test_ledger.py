@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 
 from genwidgets.errors import LedgerError, LedgerWarning
-from genwidgets.jobs.ledger import Ledger, scrub_payload
+from genwidgets.jobs.ledger import MAX_COPY_TRIES, Ledger, LedgerRow, scrub_payload
 from genwidgets.jobs.ledger import lease as ledger_lease
 from genwidgets.jobs.ledger import schema as ledger_schema
+from genwidgets.jobs.ledger import store as ledger_store
 from genwidgets.jobs.ledger import writes as ledger_writes
+from genwidgets.jobs.ledger.rows import COPY_TRY_INTERVAL
 from genwidgets.protocol.records import Handle, Result, Status
 
 GATEWAY = "http://127.0.0.1:9999"
@@ -686,3 +688,102 @@ def test_threads_share_one_ledger(ledger: Ledger) -> None:
         t.join(50)
     assert errors == []
     assert len(ledger.rows(GATEWAY, status="unfinished")) == 160
+
+
+# ------------------------------------------------------------------ copies pending
+# docs/decisions.md#copies-pending: which rows resume() copies, and what a copy writes
+
+
+def finished(led: Ledger, request_id: str, *outputs: dict[str, Any]) -> None:
+    """A COMPLETED task of ``outputs`` (two URLs by default), none of them copied."""
+    submit(led, request_id)
+    files = f"{GATEWAY}/files/{request_id}"
+    urls = [{"url": f"{files}/{n}.png", "content_type": "image/png"} for n in (0, 1)]
+    result = result_for(request_id, outputs=list(outputs) or urls)
+    led.writes.record_result(GATEWAY, request_id, result)
+
+
+def test_a_failed_copy_never_replaces_a_path_recorded(ledger: Ledger, tmp_path: Path) -> None:
+    """Two copiers of one task: the one that failed (its URL expired) does not erase the
+    path the other recorded, nor give the copy up (R7)."""
+    finished(ledger, "req-c")
+    saved = tmp_path / "0.png"
+    ledger.writes.record_output_path(GATEWAY, "req-c", 0, saved, sha256="0" * 64, size=1)
+    ledger.writes.record_output_path(GATEWAY, "req-c", 0, None, error="HTTP 410", expired=True)
+    row = ledger.get(GATEWAY, "req-c")
+    assert row is not None and row.outputs[0]["path"] == str(saved)
+    assert row.copies_given_up == {} and row.copies_pending == [1]
+
+
+def test_failed_copies_count_one_try_per_interval(ledger: Ledger, clock: Clock) -> None:
+    """Five failures in a moment (a loop calling result()) are one try; a copy is given
+    up only after MAX_COPY_TRIES tries COPY_TRY_INTERVAL apart (R11)."""
+    finished(ledger, "req-t")
+    for _ in range(MAX_COPY_TRIES + 1):
+        ledger.writes.record_output_path(GATEWAY, "req-t", 0, None, error="HTTP 503")
+    row = ledger.get(GATEWAY, "req-t")
+    assert row is not None and row.copies_pending == [0, 1] and row.outputs[0]["copy_tries"] == 1
+    for _ in range(MAX_COPY_TRIES - 1):
+        clock.now += COPY_TRY_INTERVAL
+        ledger.writes.record_output_path(GATEWAY, "req-t", 0, None, error="HTTP 503")
+    row = ledger.get(GATEWAY, "req-t")
+    assert row is not None and row.copies_pending == [1]
+    assert row.copies_given_up[0].startswith(f"{MAX_COPY_TRIES} tries failed, the last: ")
+
+
+def test_copies_pending_are_read_from_the_newest_row_of_each_task_alone(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SQL picks the rows: those given up, copied, or older rows of a task are never
+    read (R6: every finished row was parsed on each resume; R8: an older duplicate row
+    was copied again and again, its copies recorded on the newest)."""
+    finished(ledger, "req-p")
+    finished(ledger, "req-done")
+    for index in (0, 1):
+        ledger.writes.record_output_path(GATEWAY, "req-done", index, None, error="x", expired=True)
+    finished(ledger, "req-dup")
+    finished(ledger, "req-dup")  # a second row of one task (created twice by a tool)
+    for index in (0, 1):
+        ledger.writes.record_output_path(GATEWAY, "req-dup", index, Path(f"/tmp/{index}.png"))
+    made = []
+    monkeypatch.setattr(ledger_store, "LedgerRow", lambda **f: made.append(f) or LedgerRow(**f))
+    assert [r.request_id for r in ledger.with_copies_pending(GATEWAY)] == ["req-p"]
+    assert len(made) == 1
+
+
+def test_copies_pending_of_a_task_a_live_kernel_holds_are_left_to_it(tmp_path: Path) -> None:
+    """Its own download may be running (the result is recorded before it): another
+    kernel copies it only once that lease ends (R7b: the files were fetched twice)."""
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as owner, Ledger(path) as other:
+        finished(owner, "req-l")
+        owner.flush()
+        assert other.with_copies_pending(GATEWAY) == []
+        owner.release()
+        owner.flush()
+        assert [r.request_id for r in other.with_copies_pending(GATEWAY)] == ["req-l"]
+
+
+def test_inline_content_is_copied_only_when_stored_as_sent(ledger: Ledger) -> None:
+    """A JSON output whose long base64 the ledger scrubbed is not the output: nothing to
+    copy it from (R9: a file of its scrubbed form was recorded as the output's copy)."""
+    scrubbed = {"content_type": "application/json", "content": {"image": "QUJD" * 400}}
+    whole = {"content_type": "application/json", "content": {"Id": "x"}}
+    finished(ledger, "req-i", scrubbed, whole)
+    row = ledger.get(GATEWAY, "req-i")
+    assert row is not None and row.copies_pending == [1]
+    assert "<base64 sha256=" in row.outputs[0]["content"]
+
+
+def test_without_sqlites_json_functions_the_rows_rule_chooses_the_same_rows(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SQLite built without JSON (before 3.38 it was an option): the rows lacking a
+    path are read and ``LedgerRow.copies_pending`` chooses, as the SQL would."""
+    finished(ledger, "req-p")
+    finished(ledger, "req-given-up")
+    for index in (0, 1):
+        ledger.writes.record_output_path(GATEWAY, "req-given-up", index, None, expired=True)
+    chosen = [r.request_id for r in ledger.with_copies_pending(GATEWAY)]
+    monkeypatch.setattr(ledger_store, "_COPIES_PENDING_WHERE", "")
+    assert [r.request_id for r in ledger.with_copies_pending(GATEWAY)] == chosen == ["req-p"]

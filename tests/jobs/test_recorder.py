@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -15,9 +16,10 @@ from loopback import FileHost, files_gateway
 import genwidgets as gw
 from genwidgets.jobs import downloads
 from genwidgets.jobs.downloads import gateway_folder
-from genwidgets.jobs.job import Job
+from genwidgets.jobs.job import AsyncJob, Job
 from genwidgets.jobs.ledger import MAX_COPY_TRIES, Ledger
 from genwidgets.jobs.ledger import schema as ledger_schema
+from genwidgets.jobs.ledger import writes as ledger_writes
 from genwidgets.jobs.recorder import LedgerRecorder
 from genwidgets.protocol.records import Result
 
@@ -408,7 +410,7 @@ def test_a_client_that_downloads_nothing_leaves_no_copies_pending(
         assert later.job("ep", rid).result(timeout=30).outputs[0].path is None
         row = later.ledger.get(later.gateway_name, rid)
         assert row is not None and row.copies_pending == []
-        assert row.copies_given_up[0] == "not copied: its client was made with download=False"
+        assert row.copies_given_up[0] == "declined: its client was made with download=False"
     assert files.asked == 0
 
 
@@ -433,7 +435,7 @@ def test_an_expired_url_ends_the_copy_with_its_reason_and_the_task_stays_complet
 
 
 def test_a_copy_that_keeps_failing_is_given_up_after_its_tries(
-    host: tuple[FileHost, str],
+    host: tuple[FileHost, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """result() of a task with copies pending tries them again, MAX_COPY_TRIES times in
     all (the first at the task's end), then says why it stopped."""
@@ -441,6 +443,7 @@ def test_a_copy_that_keeps_failing_is_given_up_after_its_tries(
     files.answer = 503
     _first, rid = finished_without_copies(base)
     later = gw.Client(base, KEY)
+    monkeypatch.setattr(ledger_writes, "COPY_TRY_INTERVAL", 0.0)  # each try counts
     for _ in range(MAX_COPY_TRIES - 1):
         job = later.job("ep", rid)
         assert job.result(timeout=30).outputs[0].path is None
@@ -451,3 +454,167 @@ def test_a_copy_that_keeps_failing_is_given_up_after_its_tries(
     assert later.resume() == [] and later.job("ep", rid).result(timeout=30).ok
     assert files.asked == asked and files.creates == 1 and row.status == "COMPLETED"
     later.close()
+
+
+def test_a_copy_fetches_only_the_outputs_pending_and_its_failure_keeps_the_paths_recorded(
+    host: tuple[FileHost, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Output 0 was copied, output 1 not; by the next session the URLs have expired. The
+    copy asks for output 1 alone, and its failure gives 1 up without erasing 0's path
+    (the review's R1: the whole result was downloaded again, and 'expired' written over
+    the path of a file on disk). The home is reached by a link, as on many machines."""
+    files, base = host
+    (tmp_path / "home").mkdir(exist_ok=True)
+    (tmp_path / "link").symlink_to(tmp_path / "home")
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "link"))
+    files.answers = {1: 503}
+    _first, rid = finished_with_one_copy(base)
+    files.answer, files.answers = 410, {}
+    asked = files.asked
+    with gw.Client(base, KEY) as later:
+        [job] = later.resume()
+        result = job.result(timeout=30)
+        assert files.asked == asked + 1  # output 1 only
+        row = later.ledger.get(later.gateway_name, rid)
+    assert row is not None and row.copies_pending == [] and set(row.copies_given_up) == {1}
+    assert row.outputs[0]["path"] is not None and "copy_given_up" not in row.outputs[0]
+    assert result.outputs[0].path is not None and result.outputs[0].path.is_file()
+
+
+def finished_with_one_copy(base: str) -> tuple[gw.Client, str]:
+    """A COMPLETED task whose output 0 was copied and output 1 was not; client closed."""
+    client = gw.Client(base, KEY)
+    job = client.submit("ep", {"prompt": "x"}, validate=False)
+    result = job.result(timeout=30)
+    assert result.outputs[0].path is not None and result.outputs[1].path is None
+    client.close()
+    return client, job.request_id
+
+
+def test_a_copy_never_fetches_again_a_file_the_user_edited(
+    host: tuple[FileHost, str],
+) -> None:
+    """An edited copy no longer holds its recorded digest; it is the user's now, and a
+    later copy of the outputs pending leaves it be (R1c: it was fetched over)."""
+    files, base = host
+    files.answers = {1: 503}
+    first, rid = finished_with_one_copy(base)
+    row = first.ledger.get(first.gateway_name, rid)
+    assert row is not None
+    edited = Path(row.outputs[0]["path"])
+    edited.write_bytes(b"my own edit")
+    files.answers = {}
+    with gw.Client(base, KEY) as later:
+        [job] = later.resume()
+        assert job.result(timeout=30).outputs[1].path is not None
+    assert edited.read_bytes() == b"my own edit"
+    assert files.served[f"/files/{rid}/0.png"] == 1
+
+
+def test_a_job_read_back_with_copies_pending_is_done_at_once_and_cancels_nothing(
+    host: tuple[FileHost, str],
+) -> None:
+    """The task ended: its job is done with the recorded result while its copy runs
+    (``job.copying``); a cancel sends nothing, and ``result(timeout)`` returns the
+    recorded result when the copy takes longer (R3: a TaskTimeout that said the task
+    was alive, and a cancel request for a COMPLETED task)."""
+    files, base = host
+    files.answer = 503
+    _first, _rid = finished_without_copies(base)
+    files.answer = 200
+    files.files_open.clear()  # the file host hangs
+    try:
+        with gw.Client(base, KEY) as later:
+            [job] = later.resume()
+            assert job.done() and job.copying is not None and not job.copying.done()
+            result = job.result(timeout=0.05, cancel_on_timeout=True)
+            assert result.ok and result.status == "COMPLETED"
+            assert [o.path for o in result.outputs] == [None, None]
+            job.cancel()
+            job.request_cancel()
+            assert job.copies_pending == 2 and not job.cancel_requested
+            assert files.creates == 1  # the one create: no cancel was sent (a POST too)
+            files.files_open.set()
+            assert job.copying.result(timeout=30) is None
+            assert job.copies_pending == 0 and job.result(timeout=30).outputs[0].path is not None
+    finally:
+        files.files_open.set()
+
+
+def test_closing_the_client_mid_copy_keeps_the_recorded_end(
+    host: tuple[FileHost, str],
+) -> None:
+    """R14: the job's finished_at is the task's, not the moment its client closed."""
+    files, base = host
+    files.answer = 503
+    first, rid = finished_without_copies(base)
+    row = first.ledger.get(first.gateway_name, rid)
+    assert row is not None and row.finished_at is not None
+    files.answer = 200
+    files.files_open.clear()
+    try:
+        later = gw.Client(base, KEY)
+        [job] = later.resume()
+        later.close()
+        assert job.finished_at == row.finished_at and job.result().ok
+        assert job.copying is not None and job.copying.done()
+    finally:
+        files.files_open.set()
+
+
+def test_a_task_another_key_made_is_not_copied_by_client_job(
+    host: tuple[FileHost, str],
+) -> None:
+    """R4: ``client.job(id)`` copied a task another key made (its URLs are for that
+    key's client; a refusal then gave the copy up for good)."""
+    files, base = host
+    files.answer = 503
+    _first, rid = finished_without_copies(base)
+    files.answer = 200
+    asked = files.asked
+    with gw.Client(base, "sk-another-KEY-8888") as other:
+        job = other.job("ep", rid)
+        assert job.copying is None and job.result(timeout=30).outputs[0].path is None
+        row = other.ledger.get(other.gateway_name, rid)
+    assert files.asked == asked
+    assert row is not None and row.copies_pending == [0, 1] and row.copies_given_up == {}
+
+
+def test_a_403_from_the_gateways_own_origin_is_no_expired_url(
+    host: tuple[FileHost, str],
+) -> None:
+    """R4: the key is sent to the gateway's origin, so its 403 refuses the key (revoked,
+    a proxy's page): a fault of contact, the copy stays pending (it was given up as an
+    expired URL)."""
+    files, base = host
+    files.answer = 403
+    first, rid = finished_without_copies(base)
+    row = first.ledger.get(first.gateway_name, rid)
+    assert row is not None and row.copies_pending == [0, 1] and row.copies_given_up == {}
+    files.answer = 200
+    with gw.Client(base, KEY) as later:
+        [job] = later.resume()
+        copied(base, job.result(timeout=30))
+
+
+def test_a_client_that_downloads_nothing_says_no_copies_pending(
+    host: tuple[FileHost, str],
+) -> None:
+    """R2: the job's count is the ledger's rule: a ``download=False`` job has none."""
+    _files, base = host
+    with gw.Client(base, KEY, download=False) as client:
+        job = client.submit("ep", {"prompt": "x"}, validate=False)
+        assert job.result(timeout=30).outputs[0].path is None
+        assert job.copies_pending == 0 and "pending" not in repr(job)
+
+
+def test_an_async_job_read_back_waits_for_its_copy_too(host: tuple[FileHost, str]) -> None:
+    """``await AsyncJob.result()`` waits for the copy as ``Job.result`` does."""
+    files, base = host
+    files.answer = 503
+    _first, _rid = finished_without_copies(base)
+    files.answer = 200
+    with gw.Client(base, KEY) as later:
+        [job] = later.resume()
+        copied(base, asyncio.run(AsyncJob(job).result(timeout=30)))
+        assert AsyncJob(job).copying is job.copying and job.copies_pending == 0

@@ -17,7 +17,6 @@ to done between two polls has no ``running_at``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -31,8 +30,12 @@ from ..output_files import OutputFiles, holds_digest
 __all__ = [
     "COLUMNS",
     "COLUMN_NAMES",
+    "CONTENT_WHOLE",
+    "COPIES_PENDING_SQL",
     "COPY_GIVEN_UP",
+    "COPY_TRIED_AT",
     "COPY_TRIES",
+    "COPY_TRY_INTERVAL",
     "FAILED",
     "FINISHED",
     "MAX_COPY_TRIES",
@@ -62,10 +65,13 @@ FAILED = "failed"
 #: and then one per ``resume()`` or ``result()`` asking again (each with the download's
 #: own tries within it); an expired URL gives up at once (docs/decisions.md#copies-pending).
 MAX_COPY_TRIES = 5
-#: an output record's keys: copies tried and failed, and why no more are tried
-COPY_TRIES, COPY_GIVEN_UP = "copy_tries", "copy_given_up"
-#: inline content the ledger kept as its digest only (too large): nothing to copy from
-_DIGEST_ONLY = re.compile(r"<[^<>]*sha256=[0-9a-f]{64} bytes=\d+>")
+#: Seconds within which failed copies of one output count as one try: five calls of
+#: ``result()`` in a loop during a short outage do not give a copy up for good.
+COPY_TRY_INTERVAL = 600.0
+#: an output record's keys: copies tried and failed, when the last counted one ran, why
+#: no more are tried, and whether its inline content was stored as the gateway sent it
+COPY_TRIES, COPY_TRIED_AT, COPY_GIVEN_UP = "copy_tries", "copy_tried_at", "copy_given_up"
+CONTENT_WHOLE = "content_whole"
 
 #: SQL: the row was not made with another key than the one of the fingerprint given
 #: twice as parameters (see :meth:`LedgerRow.made_with_another_key`)
@@ -209,14 +215,27 @@ class LedgerRow:
 
 def _copyable(record: Mapping[str, Any]) -> bool:
     """Whether an output record still has a source of its bytes: an http(s) or data URL
-    the ledger kept whole, or inline content kept whole (not its digest alone)."""
+    the ledger kept whole, or inline content stored as the gateway sent it (marked
+    :data:`CONTENT_WHOLE`; a scrubbed or digest-only form is not the output). The same
+    rule as :data:`COPIES_PENDING_SQL`."""
     url = record.get("url")
     if isinstance(url, str) and url[:8].lower().startswith(("http://", "https://", "data:")):
         return True
-    content = record.get("content")
-    return content is not None and not (
-        isinstance(content, str) and _DIGEST_ONLY.fullmatch(content)
-    )
+    return record.get("content") is not None and record.get(CONTENT_WHOLE) is True
+
+
+#: SQL: a task's ``outputs`` hold a copy pending (:attr:`LedgerRow.copies_pending`, the
+#: same rule: no path, not given up, a source kept whole); a malformed column holds none
+COPIES_PENDING_SQL = (
+    "CASE WHEN json_valid(outputs) THEN EXISTS (SELECT 1 FROM json_each(outputs) AS o "
+    "WHERE o.type = 'object' AND json_extract(o.value, '$.path') IS NULL "
+    f"AND json_extract(o.value, '$.{COPY_GIVEN_UP}') IS NULL "
+    "AND (json_extract(o.value, '$.url') LIKE 'http://%' "
+    "OR json_extract(o.value, '$.url') LIKE 'https://%' "
+    "OR json_extract(o.value, '$.url') LIKE 'data:%' "
+    f"OR (json_extract(o.value, '$.content') IS NOT NULL "
+    f"AND json_extract(o.value, '$.{CONTENT_WHOLE}') = 1))) ELSE 0 END"
+)
 
 
 #: the columns of ``tasks`` a row is read from, in :class:`LedgerRow` order

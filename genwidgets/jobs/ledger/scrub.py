@@ -25,6 +25,7 @@ from ..._config import redact, shown_path
 from ..._formats import decode_data_url, int_or_none
 from ...protocol.records import Output
 from ..output_files import size_of
+from .rows import CONTENT_WHOLE
 
 __all__ = [
     "CREDENTIAL_KEYS",
@@ -148,10 +149,14 @@ def output_record(output: Output) -> dict[str, Any]:
     content = output.raw.get("content")
     if content is not None:
         encoding = output.raw.get("encoding")
-        text = content if isinstance(content, str) else json.dumps(scrub_value(content))
+        scrubbed = content if isinstance(content, str) else scrub_value(content)
+        text = content if isinstance(content, str) else json.dumps(scrubbed)
         if len(text) <= MAX_INLINE_CONTENT:
             record["content"] = redact(text)
             record["encoding"] = scrub_value(encoding)
+            # stored as sent (nothing scrubbed or redacted): a later copy may be made
+            # from it (docs/decisions.md#copies-pending)
+            record[CONTENT_WHOLE] = scrubbed == content and record["content"] == text
         else:
             inline = output.inline() or b""
             record["content"] = f"<{encoding or 'inline'} {digest(inline)}>"

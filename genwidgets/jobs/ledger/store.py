@@ -23,6 +23,7 @@ from .lease import HOST, Claim, Leases, left_to_other_kernels, left_to_their_key
 from .rows import (
     COLUMN_NAMES,
     COLUMNS,
+    COPIES_PENDING_SQL,
     FAILED,
     FINISHED,
     NOT_ANOTHER_KEYS,
@@ -46,6 +47,21 @@ OPEN_WAIT = 1.0
 #: how long a read made on the engine's loop waits for queued writes (a free file
 #: writes them in milliseconds; a busy one is not waited for at all)
 QUICK_FLUSH = 0.1
+
+
+def _has_json_sql() -> bool:
+    """Whether this SQLite has its JSON functions (built in since 3.38, an option
+    before): without them, rows with copies pending are chosen in Python."""
+    try:
+        with contextlib.closing(sqlite3.connect(":memory:")) as conn:
+            conn.execute("SELECT json_extract('{}', '$.a')")
+    except sqlite3.Error:
+        return False
+    return True
+
+
+#: the SQL that chooses rows with copies pending, or none (see :func:`_has_json_sql`)
+_COPIES_PENDING_WHERE = f" AND {COPIES_PENDING_SQL}" if _has_json_sql() else ""
 #: tags asked in one query (SQLite's limit on variables is 32,766)
 TAGS_PER_QUERY = 500
 log = logging.getLogger("genwidgets")
@@ -314,15 +330,29 @@ class Ledger:
         return found[0] if found else None
 
     def with_copies_pending(
-        self, gateway: str, *, fingerprint: str | None = None
+        self, gateway: str, *, fingerprint: str | None = None, request_id: str | None = None
     ) -> list[LedgerRow]:
-        """Finished tasks of ``gateway`` with outputs still to be copied
-        (:attr:`LedgerRow.copies_pending`), newest first, less those another key than the
-        one of ``fingerprint`` made (its URLs are for its own client to fetch)."""
-        found = self._select(
-            f"gateway = ? AND state = ? AND outputs LIKE ? AND {NOT_ANOTHER_KEYS} ORDER BY id DESC",
-            (gateway, FINISHED, '%"path": null%', fingerprint, fingerprint),
+        """Finished tasks of ``gateway`` (or the one of ``request_id``) with outputs still
+        to be copied (:attr:`LedgerRow.copies_pending`), newest first: the newest row of
+        each task only, chosen in SQL (a ledger of many finished tasks costs no parse of
+        theirs), less those another key than the one of ``fingerprint`` made (its URLs
+        are for its own client to fetch) and those another live kernel still holds (its
+        own download may be running): docs/decisions.md#copies-pending."""
+        others = sorted(self._leases.alive() - {self._leases.owner})
+        where = (
+            f"gateway = ? AND state = ? AND request_id IS NOT NULL AND {NOT_ANOTHER_KEYS} "
+            "AND id = (SELECT max(id) FROM tasks AS newer WHERE newer.gateway = tasks.gateway "
+            f"AND newer.request_id = tasks.request_id) AND outputs LIKE ?{_COPIES_PENDING_WHERE}"
         )
+        # LIKE first: cheap, and every row written has this text where a path is missing
+        params: tuple[Any, ...] = (gateway, FINISHED, fingerprint, fingerprint, '%"path": null%')
+        if request_id is not None:
+            where += " AND request_id = ?"
+            params += (request_id,)
+        if others:
+            where += f" AND (owner IS NULL OR owner NOT IN ({', '.join('?' * len(others))}))"
+            params += tuple(others)
+        found = self._select(f"{where} ORDER BY id DESC", params)
         return [row for row in found if row.copies_pending]
 
     def tagged(self, tags: Sequence[str]) -> list[LedgerRow]:

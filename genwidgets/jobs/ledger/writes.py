@@ -26,7 +26,9 @@ from .file import LedgerFile
 from .lease import HOST, Leases, heartbeat
 from .rows import (
     COPY_GIVEN_UP,
+    COPY_TRIED_AT,
     COPY_TRIES,
+    COPY_TRY_INTERVAL,
     FINISHED,
     MAX_COPY_TRIES,
     NOT_ANOTHER_KEYS,
@@ -119,7 +121,7 @@ def _latest_outputs(
 
 
 #: why the outputs of a client made with ``download=False`` are not copied later
-NOT_ASKED = "not copied: its client was made with download=False"
+NOT_ASKED = "declined: its client was made with download=False"
 
 
 class LedgerWrites:
@@ -402,21 +404,31 @@ class LedgerWrites:
         size: int | None = None,
         error: str | None = None,
         expired: bool = False,
+        content_type: str | None = None,
     ) -> concurrent.futures.Future[bool]:
-        """Queue where output ``index`` was saved (its path, SHA-256 and size), or why it
-        was not; the future holds whether the task had a row. A failed copy counts a try;
-        an ``expired`` URL, or the last of :data:`MAX_COPY_TRIES`, gives the copy up, with
-        why (docs/decisions.md#copies-pending)."""
+        """Queue where output ``index`` was saved (its path, SHA-256, size and the
+        ``content_type`` its download learned), or why it was not; the future holds
+        whether the task had a row. A failure never replaces a path recorded (another
+        copier's, an earlier try's). A failed copy counts a try, at most one per
+        :data:`COPY_TRY_INTERVAL`; an ``expired`` URL, or the last of
+        :data:`MAX_COPY_TRIES`, gives the copy up, with why
+        (docs/decisions.md#copies-pending)."""
         local = str(Path(path).absolute()) if path is not None else None
         kept: dict[str, Any] = {"path": local, "sha256": sha256, "size": size}
         if local is None:
             kept["download_error"] = error_text(error or "not saved")
+        elif content_type is not None:
+            kept["content_type"] = redact(content_type)
         now = self._clock()
 
         def tried(record: dict[str, Any]) -> None:
-            """One more failed try of ``record``'s copy; given up when it is the last."""
-            tries = (int_or_none(record.get(COPY_TRIES), minimum=0) or 0) + 1
-            record[COPY_TRIES] = tries
+            """One more failed try of ``record``'s copy, unless one was counted less than
+            :data:`COPY_TRY_INTERVAL` ago; given up when it is the last."""
+            tries = int_or_none(record.get(COPY_TRIES), minimum=0) or 0
+            last = record.get(COPY_TRIED_AT)
+            if not (isinstance(last, (int, float)) and 0 <= now - last < COPY_TRY_INTERVAL):
+                tries += 1
+                record[COPY_TRIES], record[COPY_TRIED_AT] = tries, now
             if expired:
                 record[COPY_GIVEN_UP] = f"URL expired: {kept['download_error']}"
             elif tries >= MAX_COPY_TRIES:
@@ -429,6 +441,8 @@ class LedgerWrites:
             row_id, outputs = found
             for record in outputs:
                 if record.get("index") == index:
+                    if local is None and record.get("path"):
+                        return True  # copied meanwhile (another copier): kept
                     record.update(kept)
                     break
             else:

@@ -206,8 +206,9 @@ def test_copies_pending_are_the_outputs_of_a_finished_task_with_a_source_and_no_
             {"index": 1, "url": "https://cdn.example/1.png", "path": "/home/outputs/1.png"},
             {"index": 2, "url": "https://cdn.example/2.png", "path": None, "copy_given_up": "410"},
             {"index": 3, "content": f"<base64 sha256={digest} bytes=9>", "path": None},
-            {"index": 4, "content": '{"Id": "x"}', "path": None},
+            {"index": 4, "content": '{"Id": "x"}', "path": None, "content_whole": True},
             {"index": 5, "url": f"<data:image/png;base64 sha256={digest} bytes=9>", "path": None},
+            {"index": 6, "content": f'{{"b": "<base64 sha256={digest} bytes=9>"}}', "path": None},
         ],
     )
     assert row.copies_pending == [0, 4]

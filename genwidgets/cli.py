@@ -156,7 +156,7 @@ def _copies_in_words(record: dict[str, Any]) -> str:
     if pending:
         said += f", {copies_pending_words(pending)} (genwidgets resume copies them)"
     if given_up:
-        said += f", {len(given_up)} not copied ({next(iter(given_up.values()))})"
+        said += f", {len(given_up)} not copied ({terminal_text(next(iter(given_up.values())))})"
     return said
 
 
@@ -171,11 +171,12 @@ def _history(client: Client, args: argparse.Namespace) -> int:
         print(json.dumps(records))
         return 0
     for row, r in zip(rows, records, strict=True):
-        word = r["status"] or r["state"]
+        # one line per task, whatever a ledger row written before the rule holds
+        word, endpoint = terminal_text(r["status"] or r["state"]), terminal_text(r["endpoint"])
         files = f" {len(r['files'])} file(s)" if r["files"] else ""
-        rid = r["request_id"] or "(no request id)"
+        rid = terminal_text(r["request_id"] or "(no request id)")
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.submitted_at))
-        print(f"{when}  {r['endpoint']:<24} {word:<16} {rid}{files}{_copies_in_words(r)}")
+        print(f"{when}  {endpoint:<24} {word:<16} {rid}{files}{_copies_in_words(r)}")
     return 0
 
 
@@ -206,7 +207,8 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         place = status.queue_position
         out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
         where = f" (queue position {place})" if place is not None else ""
-        return say(args, out | {"queue_position": place}, f"{rid}: {status.status}{where}")
+        said = f"{rid}: {terminal_text(status.status)}{where}"
+        return say(args, out | {"queue_position": place}, said)
     if recorded is not None and row is not None and row.copies_pending:
         # recorded, its outputs not all copied: the job copies them first (bounded by each
         # download's deadline), asking the gateway nothing else
@@ -223,7 +225,8 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
                 result = job.result(timeout=client.timeout)
             else:
                 out = {"request_id": rid, "status": job.status_text, "done": False}
-                said = f"{rid}: not finished ({job.status_text}); wait with --wait SECONDS"
+                word = terminal_text(job.status_text)
+                said = f"{rid}: not finished ({word}); wait with --wait SECONDS"
                 return say(args, out, said, EXIT_NOT_DONE)
         except (NoAnswer, ServerError, RateLimited, TaskTimeout) as exc:
             return _not_known_yet(args, rid, exc)
@@ -236,8 +239,10 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         files.append(str(path) if path else output.url)
     out = {"request_id": rid, "endpoint": endpoint, "status": result.status}
     out |= {"ok": result.ok, "error": result.error, "files": files}
-    said = f"{rid}: {result.status}" + (f" ({result.error})" if result.error else "")
-    said += "".join(f"\n  {name}" for name in files)
+    # the gateway's texts in one line each: a newline in its error forged lines ("done")
+    said = f"{rid}: {terminal_text(result.status)}"
+    said += f" ({terminal_text(result.error)})" if result.error else ""
+    said += "".join(f"\n  {terminal_text(str(name))}" for name in files)
     return say(args, out, said, 0 if result.ok else EXIT_NOT_DONE)
 
 
@@ -262,9 +267,9 @@ def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
     out: dict[str, Any] = {"request_id": rid, "endpoint": endpoint, "status": status}
     if args.command == "status":
         out |= {"queue_position": None, "ended": True}
-        return say(args, out, f"{rid}: {status} (ended)")
+        return say(args, out, f"{rid}: {terminal_text(status)} (ended)")
     out["cancel"] = "not sent: the task had already ended"
-    said = f"{rid}: not cancelled: it had already ended ({status})"
+    said = f"{rid}: not cancelled: it had already ended ({terminal_text(status)})"
     return say(args, out, said, EXIT_NOT_DONE)
 
 
@@ -284,8 +289,8 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
         records.append(record)
         if not args.json:
             print(
-                f"{record['request_id']}  {record['endpoint']:<24} {record['status']}"
-                + "".join(f"\n  {f}" for f in record["files"])
+                f"{record['request_id']}  {record['endpoint']:<24} "
+                f"{terminal_text(record['status'])}" + "".join(f"\n  {f}" for f in record["files"])
             )
     if args.json:
         print(json.dumps(records))

@@ -32,6 +32,7 @@ from ._formats import terminal_text
 from .errors import GenwidgetsError, NoAnswer, RateLimited, ServerError, TaskTimeout
 from .jobs.downloads import extension_for, safe_name
 from .jobs.job import copies_pending_words
+from .jobs.ledger import MAX_LIMIT
 from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
 from .serve import cli as serve_cli
 from .serve.cli import JSON_FLAG, say
@@ -56,13 +57,12 @@ Then, in Python: export {ENV_BASE_URL}=http://127.0.0.1:8765 and
 every command uses the embedded simulator."""
 #: a task command's exit status when the task is not (yet) done well
 EXIT_NOT_DONE = 1
-#: the most tasks ``history --limit`` lists (far more than a terminal shows; a count past
-#: SQLite's integers blamed the ledger: docs/decisions.md#batch-cli)
-MAX_LIMIT = 1_000_000
 
 
 def _limit(text: str) -> int:
-    """``history --limit``: a whole number from 0 to ``MAX_LIMIT``."""
+    """``history --limit``: a whole number from 0 to ``MAX_LIMIT`` (the ledger's most, far
+    more than a terminal shows; a count past SQLite's integers blamed the ledger:
+    docs/decisions.md#batch-cli)."""
     try:
         value = int(text)
     except ValueError:

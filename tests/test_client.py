@@ -764,3 +764,28 @@ def test_a_client_used_in_a_forked_child_says_to_make_one_there() -> None:
             assert "make a new gw.Client() here" in said.get(timeout=60)
         finally:
             forked.join(60)
+
+
+def test_history_says_what_it_takes_for_a_limit_or_a_status_it_cannot_use() -> None:
+    """``history(limit=10**20)`` blamed the ledger ("datatype mismatch"), and a status
+    filter no task can have (a typo: ``COMPLETE``) listed nothing in silence: each is a
+    ``ValueError`` saying what is allowed, a typo with the closest word; a gateway's own
+    word that the ledger holds is a filter like the spec's."""
+    fake = FakeGateway()
+    with gw.Client(BASE, "sk-history-1234", transport=fake.transport()) as client:
+        with pytest.raises(ValueError, match=r"from 0 to 1,000,000, or None"):
+            client.history(limit=10**20)
+        with pytest.raises(ValueError, match=r"'COMPLETE'; did you mean 'COMPLETED'\?") as typo:
+            client.history(status="COMPLETE")
+        assert "unfinished" in str(typo.value) and "IN_QUEUE" in str(typo.value)
+        with pytest.raises(ValueError, match=r"'bogus'\. A status is a state \("):
+            client.history(status="bogus")
+        job = client.submit("ep", {"prompt": "x"}, validate=False)
+        assert job.result(timeout=10).ok
+        assert client.history(status="cancelled") == []  # a known word no task has yet
+        assert client.history(limit=1_000_000, status="completed") == [job]
+        fake.next_statuses = [{"status": "WARMING_UP"}]
+        warming = client.submit("ep", {"prompt": "y"}, validate=False)
+        assert wait_for(lambda: warming.status_text == "WARMING_UP", timeout=30)
+        assert client.history(status="warming_up") == [warming]
+        warming.cancel()

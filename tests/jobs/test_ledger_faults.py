@@ -492,6 +492,46 @@ def test_writes_a_lock_keeps_out_until_exit_are_said_kept_and_recorded_by_the_ne
         assert [r.request_id for r in third.rows("gw")] == ["paid"]
 
 
+FAILS_WHILE_LOCKED = textwrap.dedent(
+    """
+    import sys
+    from genwidgets.jobs.ledger import Ledger
+    led = Ledger(sys.argv[1], busy_timeout=0.2, intent_wait=0)
+    for nothing in (True, False):
+        row = led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={"n": 1})
+        led.writes.record_create_failed(row, f"refused {nothing}", created_nothing=nothing)
+    """
+)
+
+
+@pytest.mark.timeout(90)
+def test_a_failed_create_a_lock_keeps_out_until_exit_is_recorded_as_its_process_knew_it(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    """A create known to have made nothing, written while a lock kept the ledger out
+    until exit: its note was not kept, so the merged intent read "outcome unknown" (a
+    task may exist and bill) where its process knew "not created"."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    lock = locked(path)
+    ended = subprocess.run(
+        [sys.executable, "-W", "always", "-c", FAILS_WHILE_LOCKED, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ended.returncode == 0, ended.stderr
+    lock.release()
+    with Ledger(path) as again:
+        rows = again.rows("gw")
+        assert [(r.state, r.error) for r in rows] == [
+            ("outcome_unknown", "refused False"),
+            ("not_created", "refused True"),
+        ]
+        assert rows[1].finished_at is not None and rows[0].finished_at is None
+    assert not path.with_name(path.name + ".pending.jsonl").exists()
+
+
 @pytest.mark.timeout(60)
 def test_closing_a_ledger_a_lock_keeps_out_says_what_it_could_not_write(
     tmp_path: Path, locked: Callable[[Path], Lock]

@@ -133,8 +133,9 @@ class Ledger:
         places them without this process (its pid, the rows of its tickets), and said."""
         for note in notes:
             note.update(pid=os.getpid(), host=HOST)
-            if "row" in note:
-                note["row"] = self.writes.row_of(note["row"])
+            for placed in ("row", "failed"):  # a handle's or a failed create's row
+                if placed in note:
+                    note[placed] = self.writes.row_of(note[placed])
         self._file.left_behind(notes, unwritten)
 
     # ------------------------------------------------------------------ settings and health

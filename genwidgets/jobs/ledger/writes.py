@@ -253,7 +253,10 @@ class LedgerWrites:
             finally:
                 self._settle(row)
 
-        return self._file.log_if_failed("the failed create", self._queue.put(update))
+        # kept in the pending file if a lock keeps it out at exit: merged, a create known
+        # to have made nothing reads "not created", not "outcome unknown"
+        note = {"failed": row_id, "error": text, "created_nothing": created_nothing, "at": now}
+        return self._file.log_if_failed("the failed create", self._queue.put(update, note))
 
     def record_attach(
         self,

@@ -456,20 +456,29 @@ EXITS_WHILE_LOCKED = textwrap.dedent(
 )
 
 
-@pytest.mark.timeout(90)
-def test_writes_a_lock_keeps_out_until_exit_are_said_kept_and_recorded_by_the_next_open(
-    tmp_path: Path, locked: Callable[[Path], Lock]
-) -> None:
-    path = tmp_path / "ledger.sqlite3"
+def exit_while_locked(
+    script: str, path: Path, locked: Callable[[Path], Lock]
+) -> tuple[Lock, subprocess.CompletedProcess[str]]:
+    """``script`` run on a new ledger at ``path`` whose lock another process holds until
+    after the script has exited: the lock, and how the script ended."""
     Ledger(path).close()
     lock = locked(path)
     ended = subprocess.run(
-        [sys.executable, "-W", "always", "-c", EXITS_WHILE_LOCKED, str(path)],
+        [sys.executable, "-W", "always", "-c", script, str(path)],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert ended.returncode == 0, ended.stderr
+    return lock, ended
+
+
+@pytest.mark.timeout(90)
+def test_writes_a_lock_keeps_out_until_exit_are_said_kept_and_recorded_by_the_next_open(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    lock, ended = exit_while_locked(EXITS_WHILE_LOCKED, path, locked)
     # the paid task is named, with how to follow it, and kept beside the ledger
     assert "LedgerWarning" in ended.stderr and "asset-get paid" in ended.stderr
     assert "client.job(endpoint, request_id)" in ended.stderr
@@ -512,16 +521,7 @@ def test_a_failed_create_a_lock_keeps_out_until_exit_is_recorded_as_its_process_
     until exit: its note was not kept, so the merged intent read "outcome unknown" (a
     task may exist and bill) where its process knew "not created"."""
     path = tmp_path / "ledger.sqlite3"
-    Ledger(path).close()
-    lock = locked(path)
-    ended = subprocess.run(
-        [sys.executable, "-W", "always", "-c", FAILS_WHILE_LOCKED, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert ended.returncode == 0, ended.stderr
-    lock.release()
+    exit_while_locked(FAILS_WHILE_LOCKED, path, locked)[0].release()
     with Ledger(path) as again:
         rows = again.rows("gw")
         assert [(r.state, r.error) for r in rows] == [

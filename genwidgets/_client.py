@@ -341,6 +341,11 @@ class Client:
             )
         )
         self.ledger: Ledger | None = self._open_ledger(ledger)
+        if self.ledger is not None and not self.embedded:  # rows of older spellings too
+            try:
+                self.ledger.writes.record_gateway_name(self.gateway_name)
+            except (LedgerError, OSError) as exc:
+                log.warning("genwidgets: could not read the ledger's gateway names: %s", exc)
         self._recorder: Recorder | None = (
             LedgerRecorder(
                 self.ledger,

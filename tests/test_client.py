@@ -20,6 +20,7 @@ from widgets.taskfakes import wait_for
 import genwidgets as gw
 from genwidgets import _client as client_module
 from genwidgets import _config
+from genwidgets.jobs.ledger import Ledger
 from genwidgets.protocol.prepared import BODY_LIMIT_BYTES as MAX_BODY_BYTES
 
 
@@ -789,3 +790,27 @@ def test_history_says_what_it_takes_for_a_limit_or_a_status_it_cannot_use() -> N
         assert wait_for(lambda: warming.status_text == "WARMING_UP", timeout=30)
         assert client.history(status="warming_up") == [warming]
         warming.cancel()
+
+
+def test_one_gateway_is_one_name_however_its_address_is_spelt() -> None:
+    """A base URL is compared as its normal origin and path: an upper-case host, the
+    scheme's own port, a trailing slash named another gateway in the ledger, so a task
+    recorded under one spelling was never resumed under another. Two hosts stay two
+    (``localhost`` is not ``127.0.0.1``), and the key goes to the origin given."""
+    fake = FakeGateway()
+    rid = fake.add_task("ep", [{"status": "COMPLETED"}], {"status": "COMPLETED", "outputs": []})
+    with Ledger() as older:  # a row recorded under another spelling, as before
+        spelt = "HTTPS://Gateway.TEST:443"
+        row = older.writes.record_intent(gateway=spelt, endpoint="ep", payload={})
+        handle = gw.Handle.from_body("ep", {"request_id": rid}, spelt)
+        older.writes.record_handle(row, handle).result(timeout=30)
+    names = set()
+    for typed in ("https://GATEWAY.test:443/", "HTTPS://gateway.test", f"{BASE}/"):
+        with gw.Client(typed, "sk-spelt-1234", transport=fake.transport()) as client:
+            names.add((client.base_url, client.gateway_name))
+    assert names == {(BASE, BASE)}
+    with gw.Client(BASE, "sk-spelt-1234", transport=fake.transport()) as client:
+        [resumed] = client.resume()
+        assert resumed.request_id == rid and resumed.result(timeout=10).ok
+    with gw.Client("http://localhost:9", "k") as one, gw.Client("http://127.0.0.1:9", "k") as two:
+        assert one.gateway_name == "http://localhost:9" != two.gateway_name

@@ -398,7 +398,8 @@ def _say_warning(command: str, message: Warning | str, *_: object, **__: object)
     """A warning (``warnings.showwarning``) as the command's one line on stderr, as its
     errors are said: not Python's source path, line number and source line."""
     said = str(message).removeprefix("genwidgets: ")  # the command names itself
-    print(f"genwidgets {command}: warning: {said}", file=sys.stderr)
+    # one line, whatever gateway text it names (a URL of a result, with a newline)
+    print(f"genwidgets {command}: warning: {terminal_text(said)}", file=sys.stderr)
 
 
 def _command(argv: Sequence[str] | None) -> int:

@@ -277,6 +277,9 @@ class LineForger(JsonHandler):
             self.send_json({"detail": BROKEN_LINES}, 400)
         elif op == "status":
             self.send_json({"request_id": rid, "status": "COMPLETED"})
+        elif rid.startswith("warned"):  # no outputs, a URL elsewhere: a warning names it
+            url = f"http://{self.headers['Host']}/{BROKEN_LINES}.png"
+            self.send_json({"request_id": rid, "status": "COMPLETED", "image_link": url})
         else:
             body = {"request_id": rid, "status": "COMPLETED", "error": BROKEN_LINES}
             self.send_json(body | {"outputs": []})
@@ -302,6 +305,7 @@ def test_a_gateways_newlines_never_make_lines_of_a_command(
             batch,
             ["result", "req-0", "--endpoint", T2I, "--wait", "30"],
             ["status", "refused-1", "--endpoint", T2I],
+            ["result", "warned-2", "--endpoint", T2I, "--wait", "30"],
         ):
             main(args)
             captured = capsys.readouterr()

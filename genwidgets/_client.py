@@ -347,6 +347,11 @@ class Client:
             )
         )
         self.ledger: Ledger | None = self._open_ledger(ledger)
+        if self.ledger is not None and not self.embedded:  # rows of older spellings too
+            try:
+                self.ledger.writes.record_gateway_name(self.gateway_name)
+            except (LedgerError, OSError) as exc:
+                log.warning("genwidgets: could not read the ledger's gateway names: %s", exc)
         self._recorder: Recorder | None = (
             LedgerRecorder(
                 self.ledger,
@@ -610,8 +615,10 @@ class Client:
 
         Finished ones carry their recorded result (and local output files); the
         others are polled again. ``status`` filters by the gateway's status name
-        or a ledger state (``unfinished``, ``ok``, ``failed``, ...). Requests whose
-        outcome is unknown have no request_id and so no Job: see ``client.ledger.rows()``.
+        or a ledger state (``unfinished``, ``ok``, ``failed``, ...); ``limit`` is at
+        most 1,000,000 (``jobs.ledger.MAX_LIMIT``). Either out of bounds is a
+        ``ValueError`` saying what is allowed. Requests whose outcome is unknown have
+        no request_id and so no Job: see ``client.ledger.rows()``.
         """
         self._check_open()
         if self.ledger is None:

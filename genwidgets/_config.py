@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 ENV_BASE_URL = "GENWIDGETS_BASE_URL"
 ENV_API_KEY = "GENWIDGETS_API_KEY"
@@ -254,6 +254,33 @@ def is_loopback(url: str) -> bool:
     return is_loopback_host(urlsplit(url).hostname)
 
 
+#: the port an http(s) URL names when it names none
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normal_base_url(url: str) -> str:
+    """A gateway's address as one text however it was typed: the scheme and host in
+    lower case, the scheme's own port and a trailing ``/`` left out. Only spellings of
+    one origin become one: ``localhost`` and ``127.0.0.1`` stay two hosts (a name may
+    lead elsewhere), and the path is kept. What is not an http(s) URL with a host is
+    left as given (less a trailing ``/``), for the checks that refuse it to name it."""
+    url = url.rstrip("/")
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not one
+        return url
+    if scheme not in DEFAULT_PORTS or not host:
+        return url
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = (f"{userinfo}@" if "@" in parts.netloc else "") + (
+        f"[{host}]" if ":" in host else host
+    )
+    netloc += f":{port}" if port is not None and port != DEFAULT_PORTS[scheme] else ""
+    return urlunsplit((scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
 @dataclass(frozen=True)
 class Settings:
     """What a client is built from. ``api_key`` is excluded from the repr."""
@@ -280,4 +307,4 @@ def resolve(base_url: str | None, api_key: str | Secret | None) -> Settings:
             f"an API key is configured but no gateway address: set {ENV_BASE_URL} "
             "or pass base_url=... (with neither, the embedded simulator is used)"
         )
-    return Settings(base_url=base_url.rstrip("/"), api_key=api_key, embedded=False)
+    return Settings(base_url=normal_base_url(base_url), api_key=api_key, embedded=False)

@@ -32,6 +32,7 @@ from ._formats import terminal_text
 from .errors import GenwidgetsError, NoAnswer, RateLimited, ServerError, TaskTimeout
 from .jobs.downloads import extension_for, safe_name
 from .jobs.job import copies_pending_words
+from .jobs.ledger import MAX_LIMIT
 from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
 from .serve import cli as serve_cli
 from .serve.cli import JSON_FLAG, say
@@ -57,13 +58,12 @@ Then, in Python: export {ENV_BASE_URL}=http://127.0.0.1:8765 and
 every command uses the embedded simulator."""
 #: a task command's exit status when the task is not (yet) done well
 EXIT_NOT_DONE = 1
-#: the most tasks ``history --limit`` lists (far more than a terminal shows; a count past
-#: SQLite's integers blamed the ledger: docs/decisions.md#batch-cli)
-MAX_LIMIT = 1_000_000
 
 
 def _limit(text: str) -> int:
-    """``history --limit``: a whole number from 0 to ``MAX_LIMIT``."""
+    """``history --limit``: a whole number from 0 to ``MAX_LIMIT`` (the ledger's most, far
+    more than a terminal shows; a count past SQLite's integers blamed the ledger:
+    docs/decisions.md#batch-cli)."""
     try:
         value = int(text)
     except ValueError:
@@ -161,7 +161,7 @@ def _copies_in_words(record: dict[str, Any]) -> str:
         who = "a client of the key that made it" if record["made_with_another_key"] else ""
         said += f", {copies_pending_words(pending)} ({who or 'genwidgets resume'} copies them)"
     if given_up:
-        said += f", {len(given_up)} not copied ({next(iter(given_up.values()))})"
+        said += f", {len(given_up)} not copied ({terminal_text(next(iter(given_up.values())))})"
     return said
 
 
@@ -176,11 +176,12 @@ def _history(client: Client, args: argparse.Namespace) -> int:
         print(json.dumps(records))
         return 0
     for row, r in zip(rows, records, strict=True):
-        word = r["status"] or r["state"]
+        # one line per task, whatever a ledger row written before the rule holds
+        word, endpoint = terminal_text(r["status"] or r["state"]), terminal_text(r["endpoint"])
         files = f" {len(r['files'])} file(s)" if r["files"] else ""
-        rid = r["request_id"] or "(no request id)"
+        rid = terminal_text(r["request_id"] or "(no request id)")
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.submitted_at))
-        print(f"{when}  {r['endpoint']:<24} {word:<16} {rid}{files}{_copies_in_words(r)}")
+        print(f"{when}  {endpoint:<24} {word:<16} {rid}{files}{_copies_in_words(r)}")
     return 0
 
 
@@ -211,7 +212,8 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         place = status.queue_position
         out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
         where = f" (queue position {place})" if place is not None else ""
-        return say(args, out | {"queue_position": place}, f"{rid}: {status.status}{where}")
+        said = f"{rid}: {terminal_text(status.status)}{where}"
+        return say(args, out | {"queue_position": place}, said)
     if recorded is not None and row is not None and row.copies_pending:
         # recorded, its outputs not all copied: the job copies them, waited for within
         # --wait (none given: each download's deadline), asking the gateway nothing else
@@ -231,7 +233,8 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
                 result = job.result(timeout=client.timeout)
             else:
                 out = {"request_id": rid, "status": job.status_text, "done": False}
-                said = f"{rid}: not finished ({job.status_text}); wait with --wait SECONDS"
+                word = terminal_text(job.status_text)
+                said = f"{rid}: not finished ({word}); wait with --wait SECONDS"
                 return say(args, out, said, EXIT_NOT_DONE)
         except (NoAnswer, ServerError, RateLimited, TaskTimeout) as exc:
             return _not_known_yet(args, rid, exc, job.last_status)
@@ -246,8 +249,10 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         "copies_pending": job.copies_pending  # outputs whose copy was not done in time
     }
     out |= {"ok": result.ok, "error": result.error, "files": files}
-    said = f"{rid}: {result.status}" + (f" ({result.error})" if result.error else "")
-    said += "".join(f"\n  {name}" for name in files)
+    # the gateway's texts in one line each: a newline in its error forged lines ("done")
+    said = f"{rid}: {terminal_text(result.status)}"
+    said += f" ({terminal_text(result.error)})" if result.error else ""
+    said += "".join(f"\n  {terminal_text(str(name))}" for name in files)
     return say(args, out, said, 0 if result.ok else EXIT_NOT_DONE)
 
 
@@ -279,9 +284,9 @@ def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
     out: dict[str, Any] = {"request_id": rid, "endpoint": endpoint, "status": status}
     if args.command == "status":
         out |= {"queue_position": None, "ended": True}
-        return say(args, out, f"{rid}: {status} (ended)")
+        return say(args, out, f"{rid}: {terminal_text(status)} (ended)")
     out["cancel"] = "not sent: the task had already ended"
-    said = f"{rid}: not cancelled: it had already ended ({status})"
+    said = f"{rid}: not cancelled: it had already ended ({terminal_text(status)})"
     return say(args, out, said, EXIT_NOT_DONE)
 
 
@@ -305,8 +310,8 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
         records.append(record)
         if not args.json:
             print(
-                f"{record['request_id']}  {record['endpoint']:<24} {record['status']}"
-                + "".join(f"\n  {f}" for f in record["files"])
+                f"{record['request_id']}  {record['endpoint']:<24} "
+                f"{terminal_text(record['status'])}" + "".join(f"\n  {f}" for f in record["files"])
             )
     if args.json:
         print(json.dumps(records))
@@ -414,7 +419,8 @@ def _say_warning(command: str, message: Warning | str, *_: object, **__: object)
     """A warning (``warnings.showwarning``) as the command's one line on stderr, as its
     errors are said: not Python's source path, line number and source line."""
     said = str(message).removeprefix("genwidgets: ")  # the command names itself
-    print(f"genwidgets {command}: warning: {said}", file=sys.stderr)
+    # one line, whatever gateway text it names (a URL of a result, with a newline)
+    print(f"genwidgets {command}: warning: {terminal_text(said)}", file=sys.stderr)
 
 
 def _command(argv: Sequence[str] | None) -> int:

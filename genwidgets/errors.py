@@ -85,9 +85,10 @@ def _where(endpoint: str | None, request_id: str | None) -> str:
 
 
 def _shown(text: str) -> str:
-    """A text an error keeps: redacted, and inert on a terminal (its lines kept), for a
-    gateway may put the key or an escape sequence anywhere (docs/decisions.md#inert-text)."""
-    return terminal_text(hide_userinfo(redact(text)), lines=True)
+    """A text an error keeps: redacted, and inert on a terminal in one line (a newline
+    shown as its escape), for a gateway may put the key, an escape sequence or a line
+    that reads as ours ("done") anywhere (docs/decisions.md#inert-text)."""
+    return terminal_text(hide_userinfo(redact(text)))
 
 
 class GenwidgetsError(Exception):

@@ -25,6 +25,7 @@ from loopback import JsonHandler, LoopbackServer
 
 import genwidgets as gw
 from genwidgets._formats import terminal_text
+from genwidgets.cli import main
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -251,3 +252,74 @@ def test_reprs_errors_and_log_lines_are_inert(
 )
 def test_terminal_text_escapes_what_a_terminal_acts_on(text: str, lines: bool, shown: str) -> None:
     assert terminal_text(text, lines=lines) == shown
+
+
+#: a gateway's text that, printed as it came, would add a line that reads as the
+#: command's own (a task done, a file saved)
+FORGED = "FORGED: req-7: COMPLETED"
+BROKEN_LINES = f"it broke\n{FORGED}\n  /home/you/outputs/req-7-0.png"
+
+
+class LineForger(JsonHandler):
+    """A gateway whose every text carries newlines: a task's error, and the detail of a
+    refused poll (ids starting ``refused``)."""
+
+    ids = itertools.count()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_json({"request_id": f"req-{next(self.ids)}", "queue_position": 0})
+
+    def do_GET(self) -> None:
+        parts = self.path.split("?")[0].strip("/").split("/")
+        rid, op = unquote(parts[-2]), parts[-1]
+        if rid.startswith("refused"):
+            self.send_json({"detail": BROKEN_LINES}, 400)
+        elif op == "status":
+            self.send_json({"request_id": rid, "status": "COMPLETED"})
+        elif rid.startswith("warned"):  # no outputs, a URL elsewhere: a warning names it
+            url = f"http://{self.headers['Host']}/{BROKEN_LINES}.png"
+            self.send_json({"request_id": rid, "status": "COMPLETED", "image_link": url})
+        else:
+            body = {"request_id": rid, "status": "COMPLETED", "error": BROKEN_LINES}
+            self.send_json(body | {"outputs": []})
+
+
+def test_a_gateways_newlines_never_make_lines_of_a_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every command's line holding a gateway's text (a task's error, a refusal's detail,
+    a status word kept by an older ledger) shows its newlines escaped: printed as they
+    came, they wrote lines such as "req-7: COMPLETED" that read as the command's own."""
+    gateway = LoopbackServer(LineForger)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", KEY)
+    rows = tmp_path / "rows.csv"
+    rows.write_text("text\na heron\n")
+    said: list[str] = []
+    try:
+        batch = ["batch", str(rows), "--endpoint", T2I, "--set", "prompt={text}",
+                 "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]  # fmt: skip
+        for args in (
+            batch,
+            ["result", "req-0", "--endpoint", T2I, "--wait", "30"],
+            ["status", "refused-1", "--endpoint", T2I],
+            ["result", "warned-2", "--endpoint", T2I, "--wait", "30"],
+        ):
+            main(args)
+            captured = capsys.readouterr()
+            said.append(captured.out + captured.err)
+        with sqlite3.connect(tmp_path / "home" / "ledger.sqlite3") as db:
+            db.execute("UPDATE tasks SET status = ?", (f"COMPLETED\n{FORGED}",))
+        db.close()
+        for args in (["history"], ["status", "req-0"]):
+            main(args)
+            captured = capsys.readouterr()
+            said.append(captured.out + captured.err)
+    finally:
+        gateway.close()
+    for text in said:
+        lines = text.splitlines()
+        assert not [line for line in lines if line.lstrip().startswith(("FORGED", "/home"))], text
+        assert f"\\x0a{FORGED}" in text, text  # shown, escaped, in its line

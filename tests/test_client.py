@@ -20,6 +20,7 @@ from widgets.taskfakes import wait_for
 import genwidgets as gw
 from genwidgets import _client as client_module
 from genwidgets import _config
+from genwidgets.jobs.ledger import Ledger
 from genwidgets.protocol.prepared import BODY_LIMIT_BYTES as MAX_BODY_BYTES
 
 
@@ -764,3 +765,52 @@ def test_a_client_used_in_a_forked_child_says_to_make_one_there() -> None:
             assert "make a new gw.Client() here" in said.get(timeout=60)
         finally:
             forked.join(60)
+
+
+def test_history_says_what_it_takes_for_a_limit_or_a_status_it_cannot_use() -> None:
+    """``history(limit=10**20)`` blamed the ledger ("datatype mismatch"), and a status
+    filter no task can have (a typo: ``COMPLETE``) listed nothing in silence: each is a
+    ``ValueError`` saying what is allowed, a typo with the closest word; a gateway's own
+    word that the ledger holds is a filter like the spec's."""
+    fake = FakeGateway()
+    with gw.Client(BASE, "sk-history-1234", transport=fake.transport()) as client:
+        with pytest.raises(ValueError, match=r"from 0 to 1,000,000, or None"):
+            client.history(limit=10**20)
+        with pytest.raises(ValueError, match=r"'COMPLETE'; did you mean 'COMPLETED'\?") as typo:
+            client.history(status="COMPLETE")
+        assert "unfinished" in str(typo.value) and "IN_QUEUE" in str(typo.value)
+        with pytest.raises(ValueError, match=r"'bogus'\. A status is a state \("):
+            client.history(status="bogus")
+        job = client.submit("ep", {"prompt": "x"}, validate=False)
+        assert job.result(timeout=10).ok
+        assert client.history(status="cancelled") == []  # a known word no task has yet
+        assert client.history(limit=1_000_000, status="completed") == [job]
+        fake.next_statuses = [{"status": "WARMING_UP"}]
+        warming = client.submit("ep", {"prompt": "y"}, validate=False)
+        assert wait_for(lambda: warming.status_text == "WARMING_UP", timeout=30)
+        assert client.history(status="warming_up") == [warming]
+        warming.cancel()
+
+
+def test_one_gateway_is_one_name_however_its_address_is_spelt() -> None:
+    """A base URL is compared as its normal origin and path: an upper-case host, the
+    scheme's own port, a trailing slash named another gateway in the ledger, so a task
+    recorded under one spelling was never resumed under another. Two hosts stay two
+    (``localhost`` is not ``127.0.0.1``), and the key goes to the origin given."""
+    fake = FakeGateway()
+    rid = fake.add_task("ep", [{"status": "COMPLETED"}], {"status": "COMPLETED", "outputs": []})
+    with Ledger() as older:  # a row recorded under another spelling, as before
+        spelt = "HTTPS://Gateway.TEST:443"
+        row = older.writes.record_intent(gateway=spelt, endpoint="ep", payload={})
+        handle = gw.Handle.from_body("ep", {"request_id": rid}, spelt)
+        older.writes.record_handle(row, handle).result(timeout=30)
+    names = set()
+    for typed in ("https://GATEWAY.test:443/", "HTTPS://gateway.test", f"{BASE}/"):
+        with gw.Client(typed, "sk-spelt-1234", transport=fake.transport()) as client:
+            names.add((client.base_url, client.gateway_name))
+    assert names == {(BASE, BASE)}
+    with gw.Client(BASE, "sk-spelt-1234", transport=fake.transport()) as client:
+        [resumed] = client.resume()
+        assert resumed.request_id == rid and resumed.result(timeout=10).ok
+    with gw.Client("http://localhost:9", "k") as one, gw.Client("http://127.0.0.1:9", "k") as two:
+        assert one.gateway_name == "http://localhost:9" != two.gateway_name

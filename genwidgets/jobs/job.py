@@ -117,6 +117,10 @@ class Job:
         self._timing = (schedule or Schedule()).track(
             handle.endpoint, self.payload, handle.queue_position
         )
+        #: when the task was made, on the schedule's monotonic clock: its age is read
+        #: there, so a step of the wall clock never makes a new task old (the wall
+        #: clock gives only the age it had when this job began: a ledger row's)
+        self._made_at = self._timing.submitted - max(0.0, time.time() - self.submitted_at)
         self._output_source = gateway_outputs(engine, gateway)
         self._copies = frozenset(copies_pending)
         #: the copy of the outputs the ledger had pending (a job read back from it with
@@ -134,7 +138,8 @@ class Job:
         (a create answered, a ledger row) less than :data:`NOT_VISIBLE_FOR` seconds
         ago. A task asked for by a bare id is believed gone at once (a wrong id says so
         without a minute's wait)."""
-        return self.known_made and time.time() - self.submitted_at < NOT_VISIBLE_FOR
+        age = self._timing.schedule.clock() - self._made_at
+        return self.known_made and age < NOT_VISIBLE_FOR
 
     # -- identity -----------------------------------------------------------
     endpoint = property(lambda self: self._handle.endpoint)

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from .._client import Client
 from .._config import ENV_API_KEY, ENV_BASE_URL, shown_path
+from .._formats import terminal_text
 from ..errors import BudgetExceeded, EndpointNotFound, GenwidgetsError, PayloadError
 from .batch import Batch
 from .batch_open import ON_TIMEOUT, open_batch
@@ -308,7 +309,7 @@ def run_batch(
         else:
             for row in report["not_done"][:LISTED]:
                 where = f"row {row['row']}" + (f" (line {row['line']})" if row["line"] else "")
-                line = f"  {where} {row['status']}: {row['error'] or 'not done'}"
+                line = f"  {where} {row['status']}: {terminal_text(row['error'] or 'not done')}"
                 if row["request_id"] and row["request_id"] not in line:
                     line += f" [{row['request_id']}]"
                 print(line + (f" → {row['next']}" if row["next"] else ""), file=stdout)

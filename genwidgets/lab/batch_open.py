@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec
 
 from .._client import default_client
+from .._config import normal_base_url
 from ..jobs.fanout import valid_concurrency
 from .batch import Batch
 from .batch_plan import plan_batch
@@ -113,7 +114,7 @@ def open_batch(
     stored = store.summary(batch_id)
     if stored is not None and stored.digest != plan.digest:
         raise id_taken(batch_id, stored.description, plan.describe())
-    if stored is not None and stored.gateway != chosen.gateway_name:
+    if stored is not None and normal_base_url(stored.gateway) != chosen.gateway_name:
         back = (  # its tasks are that gateway's: another would make them again
             "unset GENWIDGETS_BASE_URL and GENWIDGETS_API_KEY to resume it there"
             if stored.gateway == "simulator"

@@ -14,6 +14,7 @@ import asyncio
 import email.utils
 import logging
 import random
+import re
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -77,6 +78,13 @@ T = TypeVar("T")
 #: How long a 404 ``Request not found`` is retried before it is believed.
 NOT_FOUND_GRACE_S = 3.0
 
+#: The gateway's own word that it does not know a task: the spec's ``Request not found``,
+#: or the same said of a prediction, task or job (other queues' dialects), in a body's
+#: ``detail``, ``message`` or ``title`` or as its whole text. Only this means gone: a
+#: bare ``Not Found`` is a router's (the spec's answer to an unknown path) and an HTML
+#: page a proxy's (docs/decisions.md#gateways-and-their-dialects).
+_TASK_UNKNOWN = re.compile(r"\b(?:request|prediction|task|job)(?:[ _]id)? (?:was )?not found\b")
+
 
 def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
     """Jittered exponential backoff, bounded at 8 s (attempt counts from 0)."""
@@ -123,7 +131,7 @@ def error_from_response(
     """Map an error answer to its class: body first, HTTP status second."""
     answer = response if isinstance(response, Answer) else Answer.of(response)
     body = answer.json()
-    code = message = detail = None
+    code = message = detail = title = None
     if isinstance(body, Mapping):
         err = body.get("error")
         if isinstance(err, Mapping):
@@ -134,6 +142,7 @@ def error_from_response(
             message = err
         if code is None and isinstance(body.get("code"), str):
             code = body["code"]
+        title = body.get("title") if isinstance(body.get("title"), str) else None
         raw_detail = body.get("detail")
         if raw_detail is not None:
             detail = readable(raw_detail, ERROR_TEXT_KEYS)
@@ -152,7 +161,8 @@ def error_from_response(
         status_code=status, code=code, detail=detail, request_id=request_id, endpoint=endpoint
     )
     lowered = (detail or "").lower()
-    said = f"{lowered}\n{(message or '').lower()}"  # the detail or the message says it
+    # the detail, the message, a problem's title or a plain-text body says it
+    said = "\n".join(t for t in (detail, message, title, answer.plain_text()) if t).lower()
     path = answer.url.path if answer.url is not None else ""
 
     # the body first, then (the body unknown) the status code: the first rule that holds
@@ -164,11 +174,10 @@ def error_from_response(
         ("webhook not supported" in lowered, WebhookNotSupported),
         ("sse streaming not supported" in lowered, NotSupported),
         (lowered == "not found" and path.endswith("/sync"), NotSupported),
-        ("request not found" in said, RequestNotFound),
+        (_TASK_UNKNOWN.search(said), RequestNotFound),
         ("runtime execution failed" in said, RuntimeFailed),
         (status == 401, Unauthorized),
         (status == 429, RateLimited),
-        (status == 404 and request_id, RequestNotFound),
         (status >= 500, ServerError),
     )
     kind = next((kind for holds, kind in rules if holds), GatewayError)

@@ -11,6 +11,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -18,6 +19,8 @@ import pytest
 from fake_gateway import BASE, FakeGateway, error, speed_up
 
 import genwidgets as gw
+from genwidgets._client import lost_contact
+from genwidgets.jobs import job as job_module
 from genwidgets.jobs.engine import get_engine
 from genwidgets.jobs.job import AsyncJob, Job
 
@@ -531,3 +534,52 @@ def test_a_poll_policy_refuses_what_cannot_work(
 
     with pytest.raises(error_type, match=field):
         PollPolicy(**{field: value})
+
+
+HTML_404 = "<!DOCTYPE html><html><body><h1>404 Not Found</h1><hr>nginx</body></html>"
+
+
+def test_a_proxys_404_page_on_a_poll_is_contact_lost_never_the_task_gone(
+    client: gw.Client, fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past a task's first minute a proxy's HTML 404 on a poll ended the job with
+    ``RequestNotFound`` and the ledger recorded the paid task gone. Only the gateway's
+    word means gone: this is contact lost, and following the task again gives its result
+    with no second create."""
+    monkeypatch.setattr(job_module, "NOT_VISIBLE_FOR", 0.0)  # past the first minute
+    for op in ("status", "response"):
+        fake.faults[op].extend([error(404, HTML_404)] * 20)
+    job = submit(client)
+    with pytest.raises(gw.GatewayError) as raised:
+        job.result(timeout=10)
+    assert not isinstance(raised.value, gw.RequestNotFound)
+    assert raised.value.status_code == 404 and "HTML page" in str(raised.value)
+    assert lost_contact(job)
+    assert client.ledger is not None
+    row = client.ledger.rows(client.gateway_name, limit=1)[0]
+    assert row.request_id == job.request_id and row.state != "finished", row
+    fake.faults.clear()  # the proxy is fixed
+    again = client.job("ep", job.request_id)
+    assert again.result(timeout=10).ok
+    assert fake.count("create") == 1
+
+
+def test_a_wall_clock_step_never_makes_a_new_task_believed_gone(
+    fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first minute in which a task's 404 may mean "not visible yet" is measured on
+    the client's monotonic clock: a wall clock stepped an hour on (NTP, a laptop waking)
+    called a task made a moment ago gone; a minute on that clock does."""
+    shift = [0.0]
+    with gw.Client(
+        BASE, KEY, transport=fake.transport(), clock=lambda: time.monotonic() + shift[0]
+    ) as client:
+        job = submit(client)
+        fake.tasks.clear()  # from now on the gateway answers 404 "Request not found"
+        stepped = time.time() + 3600.0
+        monkeypatch.setattr(job_module, "time", SimpleNamespace(time=lambda: stepped))
+        wait_for(lambda: fake.count("status") + fake.count("response") >= 12, "a dozen polls")
+        assert not job.done()
+        shift[0] = job_module.NOT_VISIBLE_FOR + 1.0  # a minute passes on the job's clock
+        with pytest.raises(gw.RequestNotFound):
+            job.result(timeout=10)

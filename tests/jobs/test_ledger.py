@@ -354,7 +354,7 @@ def test_rows_filters_and_order(ledger: Ledger, clock: Clock) -> None:
     assert ids(ledger.rows(GATEWAY, limit=2)) == ["r4", "r2"]
     assert ids(ledger.rows(status="finished")) == ["r1"]
     assert ledger.rows(limit=0) == []
-    with pytest.raises(ValueError, match="limit must be 0 or more"):
+    with pytest.raises(ValueError, match="limit must be a whole number from 0 to 1,000,000"):
         ledger.rows(limit=-1)
     with pytest.raises(TypeError, match="status must be a string"):
         ledger.rows(status=3)  # type: ignore[arg-type]

@@ -456,20 +456,29 @@ EXITS_WHILE_LOCKED = textwrap.dedent(
 )
 
 
-@pytest.mark.timeout(90)
-def test_writes_a_lock_keeps_out_until_exit_are_said_kept_and_recorded_by_the_next_open(
-    tmp_path: Path, locked: Callable[[Path], Lock]
-) -> None:
-    path = tmp_path / "ledger.sqlite3"
+def exit_while_locked(
+    script: str, path: Path, locked: Callable[[Path], Lock]
+) -> tuple[Lock, subprocess.CompletedProcess[str]]:
+    """``script`` run on a new ledger at ``path`` whose lock another process holds until
+    after the script has exited: the lock, and how the script ended."""
     Ledger(path).close()
     lock = locked(path)
     ended = subprocess.run(
-        [sys.executable, "-W", "always", "-c", EXITS_WHILE_LOCKED, str(path)],
+        [sys.executable, "-W", "always", "-c", script, str(path)],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert ended.returncode == 0, ended.stderr
+    return lock, ended
+
+
+@pytest.mark.timeout(90)
+def test_writes_a_lock_keeps_out_until_exit_are_said_kept_and_recorded_by_the_next_open(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    lock, ended = exit_while_locked(EXITS_WHILE_LOCKED, path, locked)
     # the paid task is named, with how to follow it, and kept beside the ledger
     assert "LedgerWarning" in ended.stderr and "asset-get paid" in ended.stderr
     assert "client.job(endpoint, request_id)" in ended.stderr
@@ -490,6 +499,37 @@ def test_writes_a_lock_keeps_out_until_exit_are_said_kept_and_recorded_by_the_ne
     assert not pending.exists()
     with Ledger(path) as third:  # recorded once, never twice
         assert [r.request_id for r in third.rows("gw")] == ["paid"]
+
+
+FAILS_WHILE_LOCKED = textwrap.dedent(
+    """
+    import sys
+    from genwidgets.jobs.ledger import Ledger
+    led = Ledger(sys.argv[1], busy_timeout=0.2, intent_wait=0)
+    for nothing in (True, False):
+        row = led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={"n": 1})
+        led.writes.record_create_failed(row, f"refused {nothing}", created_nothing=nothing)
+    """
+)
+
+
+@pytest.mark.timeout(90)
+def test_a_failed_create_a_lock_keeps_out_until_exit_is_recorded_as_its_process_knew_it(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    """A create known to have made nothing, written while a lock kept the ledger out
+    until exit: its note was not kept, so the merged intent read "outcome unknown" (a
+    task may exist and bill) where its process knew "not created"."""
+    path = tmp_path / "ledger.sqlite3"
+    exit_while_locked(FAILS_WHILE_LOCKED, path, locked)[0].release()
+    with Ledger(path) as again:
+        rows = again.rows("gw")
+        assert [(r.state, r.error) for r in rows] == [
+            ("outcome_unknown", "refused False"),
+            ("not_created", "refused True"),
+        ]
+        assert rows[1].finished_at is not None and rows[0].finished_at is None
+    assert not path.with_name(path.name + ".pending.jsonl").exists()
 
 
 @pytest.mark.timeout(60)

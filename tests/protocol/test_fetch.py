@@ -80,6 +80,7 @@ def test_same_origin_compares_scheme_host_and_port() -> None:
     assert not same_origin("http://g.test/x", "https://g.test")
     assert not same_origin("https://g.test:8443/x", "https://g.test")
     assert not same_origin("http://127.0.0.1:2/x", "http://127.0.0.1:1")
+    assert not same_origin("http://localhost:1/x", "http://127.0.0.1:1")  # two hosts
     assert not same_origin("https://g.test/x", None)
 
 

@@ -179,6 +179,36 @@ def test_a_plain_text_answer_is_said_and_a_json_one_is_never_called_not_json() -
         assert answer.describe() == said, body
 
 
+def test_only_the_gateways_word_says_a_task_is_unknown() -> None:
+    """A 404 on a poll means the task is gone only when the body says so (the spec's
+    ``Request not found``, or the same of a prediction, task or job in another queue's
+    dialect); a proxy's HTML page, an empty body or a router's bare ``Not Found`` is a
+    fault of contact (a plain ``GatewayError``), never ``RequestNotFound``."""
+    gone = [
+        {"detail": "Request not found"},
+        "Request not found",
+        {"error": {"code": "NOT_FOUND", "message": "Request not found"}},
+        {"detail": "Request ID not found"},
+        {"title": "Prediction not found", "status": 404},
+        {"detail": "Task not found: r9"},
+    ]
+    not_said = [
+        "<!DOCTYPE html><html><body><h1>404 Not Found</h1>nginx</body></html>",
+        "<html><body>Request not found</body></html>",
+        "",
+        "404 page not found",
+        {"detail": "Not Found"},
+        {"message": "no Route matched with those values"},
+    ]
+    for body in gone + not_said:
+        response = error(404, body)
+        response.request = httpx.Request("GET", f"{BASE}/v1/queue/ep/requests/r9/status")
+        exc = http.error_from_response(response, endpoint="ep", request_id="r9")
+        expected = errors.RequestNotFound if body in gone else errors.GatewayError
+        assert type(exc) is expected, body
+        assert exc.status_code == 404 and exc.request_id == "r9"
+
+
 def test_rate_limited_carries_retry_after() -> None:
     exc = http.error_from_response(
         error(429, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "m"}}, {"Retry-After": "7"})

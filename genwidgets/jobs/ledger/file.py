@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from ..._config import ENV_HOME, hide_userinfo, redact
 from ...errors import LedgerError, LedgerWarning
-from .rows import SUBMITTED, SUBMITTING
+from .rows import NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
 from .schema import ensure_schema
 from .writer import FaultAction, LeftBehind, Note, Op, immediate, is_busy
 
@@ -77,8 +77,10 @@ def raise_if_damaged(conn: sqlite3.Connection) -> None:
 def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
     """The write recording ``notes`` a process left in the pending file: an intent not
     on disk becomes its row (read as ``outcome_unknown`` once its process is gone), a
-    handle makes its row ``submitted`` (resume() follows it). A note already on disk
-    (the same intent, a task already known) changes nothing; returns the tasks recorded."""
+    handle makes its row ``submitted`` (resume() follows it), a failed create makes its
+    row ``not_created`` or ``outcome_unknown`` as its process knew it. A note already on
+    disk (the same intent, a task already known) changes nothing; returns the tasks
+    recorded."""
 
     def merge(conn: sqlite3.Connection) -> int:
         rows: dict[int, int] = {}  # ticket of an intent -> its row here
@@ -117,6 +119,22 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
                         note["endpoint"],
                     ),
                 ).rowcount
+            elif "failed" in note:  # only the row of an intent of the note's own process
+                nothing, at = note["created_nothing"], note["at"]
+                recorded += conn.execute(
+                    "UPDATE tasks SET state = ?, error = ?, updated_at = ?, finished_at = ? "
+                    "WHERE id = ? AND request_id IS NULL AND state = ? AND pid = ? AND host = ?",
+                    (
+                        NOT_CREATED if nothing else OUTCOME_UNKNOWN,
+                        note["error"],
+                        at,
+                        at if nothing else None,
+                        rows.get(note["failed"], note["failed"]),
+                        SUBMITTING,
+                        note["pid"],
+                        note["host"],
+                    ),
+                ).rowcount
         return recorded
 
     return merge
@@ -147,6 +165,14 @@ _NOTE_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "at": (int, float),
     },
     "row": {"row": int, "request_id": str, "endpoint": str, "at": (int, float)},
+    "failed": {
+        "failed": int,
+        "error": str,
+        "created_nothing": bool,
+        "at": (int, float),
+        "pid": int,
+        "host": str,
+    },
 }
 
 

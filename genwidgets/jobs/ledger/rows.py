@@ -39,6 +39,7 @@ __all__ = [
     "FAILED",
     "FINISHED",
     "MAX_COPY_TRIES",
+    "MAX_LIMIT",
     "NOT_ANOTHER_KEYS",
     "NOT_CREATED",
     "OK",
@@ -57,6 +58,9 @@ NOT_CREATED = "not_created"
 OUTCOME_UNKNOWN = "outcome_unknown"
 FINISHED = "finished"
 STATES = frozenset({SUBMITTING, SUBMITTED, NOT_CREATED, OUTCOME_UNKNOWN, FINISHED})
+#: the most rows one read returns (``Ledger.rows``, ``client.history``, ``genwidgets
+#: history --limit``): SQLite refused a larger LIMIT as "datatype mismatch"
+MAX_LIMIT = 1_000_000
 #: status filters that are not states nor gateway status names
 UNFINISHED = "unfinished"
 OK = "ok"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import difflib
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ from typing import Any
 
 from ..._config import home
 from ...errors import LedgerError
+from ...protocol.records import TERMINAL_WORDS
 from .file import LedgerFile, raise_if_damaged
 from .lease import HOST, Claim, Leases, left_to_other_kernels, left_to_their_keys, pid_alive
 from .rows import (
@@ -26,6 +28,7 @@ from .rows import (
     COPIES_PENDING_SQL,
     FAILED,
     FINISHED,
+    MAX_LIMIT,
     NOT_ANOTHER_KEYS,
     OK,
     OUTCOME_UNKNOWN,
@@ -146,8 +149,9 @@ class Ledger:
         places them without this process (its pid, the rows of its tickets), and said."""
         for note in notes:
             note.update(pid=os.getpid(), host=HOST)
-            if "row" in note:
-                note["row"] = self.writes.row_of(note["row"])
+            for placed in ("row", "failed"):  # a handle's or a failed create's row
+                if placed in note:
+                    note[placed] = self.writes.row_of(note[placed])
         self._file.left_behind(notes, unwritten)
 
     # ------------------------------------------------------------------ settings and health
@@ -280,8 +284,11 @@ class Ledger:
         """
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise TypeError(f"limit must be an int or None, not {limit!r}")
-        if limit is not None and limit < 0:
-            raise ValueError(f"limit must be 0 or more, not {limit}")
+        if limit is not None and not 0 <= limit <= MAX_LIMIT:
+            raise ValueError(
+                f"limit must be a whole number from 0 to {MAX_LIMIT:,}, or None for every "
+                f"row, not {limit:,}"
+            )
         if status is not None and not isinstance(status, str):
             raise TypeError(f"status must be a string or None, not {status!r}")
         clauses: list[str] = []
@@ -307,6 +314,7 @@ class Ledger:
                 clauses.append("state = ? AND ok = ?")
                 params += [FINISHED, int(name == OK)]
             else:
+                self._check_status_word(status.strip())
                 clauses.append("upper(status) = upper(?)")
                 params.append(status.strip())
         where = " AND ".join(f"({c})" for c in clauses) or "1"
@@ -316,6 +324,29 @@ class Ledger:
         if wanted_state is not None:
             found = [row for row in found if row.state == wanted_state]
         return found if limit is None else found[:limit]
+
+    def _check_status_word(self, word: str) -> None:
+        """A ``status`` filter that is no state: a gateway's status word, known (the
+        spec's, the terminal words) or one this ledger holds (a gateway's own, such as
+        ``WARMING_UP``); else a ``ValueError`` naming what is allowed, with the closest
+        as the catalog says an unknown endpoint's (a typo listed nothing, in silence)."""
+        known = {"IN_QUEUE", "IN_PROGRESS", *TERMINAL_WORDS}
+        if word.upper() in known:
+            return
+        self.flush()  # the statuses recorded so far
+        said = "SELECT DISTINCT upper(status) FROM tasks WHERE status IS NOT NULL"
+        held = {found for (found,) in self._file.read(said, ())}
+        if word.upper() in held:
+            return
+        filters, words = sorted(STATES | {UNFINISHED, OK, FAILED}), sorted(known | held)
+        spelt = {w.lower(): w for w in [*words, *filters]}  # a typo's case is no matter
+        close = difflib.get_close_matches(word.lower(), list(spelt), n=1)
+        hint = f"; did you mean {spelt[close[0]]!r}?" if close else "."
+        raise ValueError(
+            f"no task in the ledger has the status {word!r}{hint} A status is a state "
+            f"({', '.join(filters)}) or a gateway's status word ({', '.join(words[:40])}), "
+            "case ignored"
+        )
 
     def get(self, gateway: str, request_id: str) -> LedgerRow | None:
         """The (newest) row of one task, or None."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..._config import hide_userinfo, redact
+from ..._config import hide_userinfo, normal_base_url, redact
 from ..._formats import int_or_none
 from ...errors import LedgerError
 from ...protocol.records import Handle, Result, Status
@@ -231,6 +231,23 @@ class LedgerWrites:
         note.update(row=row_id, request_id=handle.request_id, endpoint=handle.endpoint, at=now)
         return self._file.log_if_failed("the task handle", self._queue.put(update, note))
 
+    def record_gateway_name(self, gateway: str) -> concurrent.futures.Future[int] | None:
+        """Rows that name ``gateway`` (a normal address: ``_config.normal_base_url``)
+        spelt another way, as recorded before addresses were made normal (an upper-case
+        host, ``:443``), renamed ``gateway``, so ``history()`` and ``resume()`` see them.
+        The write is queued only when there are some (the future of the rows renamed)."""
+        names = self._file.read("SELECT DISTINCT gateway FROM tasks", ())
+        spelt = [name for (name,) in names if name != gateway and normal_base_url(name) == gateway]
+        if not spelt:
+            return None
+
+        def rename(conn: sqlite3.Connection) -> int:
+            marks = ", ".join("?" * len(spelt))
+            sql = f"UPDATE tasks SET gateway = ? WHERE gateway IN ({marks})"
+            return int(conn.execute(sql, (gateway, *spelt)).rowcount)
+
+        return self._file.log_if_failed("the gateway's name", self._queue.put(rename))
+
     def record_create_failed(
         self, row_id: int, error: str, *, created_nothing: bool
     ) -> concurrent.futures.Future[None]:
@@ -255,7 +272,10 @@ class LedgerWrites:
             finally:
                 self._settle(row)
 
-        return self._file.log_if_failed("the failed create", self._queue.put(update))
+        # kept in the pending file if a lock keeps it out at exit: merged, a create known
+        # to have made nothing reads "not created", not "outcome unknown"
+        note = {"failed": row_id, "error": text, "created_nothing": created_nothing, "at": now}
+        return self._file.log_if_failed("the failed create", self._queue.put(update, note))
 
     def record_attach(
         self,

@@ -26,6 +26,7 @@ from .elements import (
     Element,
     Loc,
     TextElement,
+    is_unset,
     shape_error,
 )
 from .field_spec import UNSET, FieldSpec
@@ -133,6 +134,9 @@ class _ContentRow:
             self.input.set(item.get("text", UNSET))
             return
         inner = item.get(self.kind)
+        if not (is_unset(inner) or isinstance(inner, Mapping)):
+            # said at the item's place, the row's before it is put (RowsElement.set)
+            raise shape_error(self.owner, inner, len(self.owner.rows), self.kind)
         self.input.set(inner.get("url", UNSET) if isinstance(inner, Mapping) else UNSET)
         if self.role is not None:
             role = item.get("role")

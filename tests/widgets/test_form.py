@@ -415,6 +415,10 @@ def test_a_value_of_the_wrong_type_is_said_beside_its_field_in_the_users_terms(
         ("vidA-2-0", {"content": [{"type": "text", "text": "x"}, 5]},
          "content.1: expected an object (dict) with the fields type (required), text, "
          "image_url, video_url, audio_url, role; got 5"),
+        ("vidA-2-0", {"content": [{"type": "text", "text": "x"}, {"type": "image_url",
+         "image_url": "https://x.test/a.png"}]},
+         "content.1.image_url: expected an object (dict) with the fields url (required); "
+         "got 'https://x.test/a.png'"),
         ("vidA-2-0", {"content": [{"type": "text", "text": "x"}, {"type": "hologram"}]},
          "content.1.type: expected one of 'text', 'image_url', 'video_url', 'audio_url'; "
          "got 'hologram'"),
@@ -426,6 +430,11 @@ def test_a_value_of_the_wrong_type_is_said_beside_its_field_in_the_users_terms(
          f"mask: expected an object (dict) with the fields areas, url; got {'m' * 40!r}… "
          "(500 characters)"),
         ("genW2.5-t2i-preview", {"n": 2.5}, "n: expected a whole number 1-4; got 2.5"),
+        ("imgG-1.5-edit", {"images": [{"url": "https://x.test/a.png"}]},
+         "images.0: expected a public http(s) URL, or data:<MIME type>;base64,<data> with "
+         "MIME type image/png, image/jpeg, image/webp; got {'url': 'https://x.test/a.png'}"),
+        ("vidK-v3-motion-control", {"image_url": 7}, "image_url: expected a public http(s) "
+         "URL, or raw base64 with no data: prefix (jpeg, png); got 7"),
     ],
 )  # fmt: skip
 def test_a_value_no_box_can_hold_is_said_as_the_catalog_says_it_at_its_place(

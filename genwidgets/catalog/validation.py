@@ -204,16 +204,25 @@ def _problem(
         return list(dict.fromkeys(ours))
     if any(e["type"] == "missing" for e in errors):
         return ["Field required"]
-    annotation, meta = _annotation_at(model, loc)
     bounds = [e for e in errors if e["type"] in _RANGE_ERRORS | _LENGTH_ERRORS]
     if bounds:
-        said = _bound_problem(bounds[0], limits_of(meta))
+        said = _bound_problem(bounds[0], limits_of(_annotation_at(model, loc)[1]))
         return [f"is empty; {said}" if bounds[0].get("input") == "" else said]
     first = errors[0]
+    return [expected_at(model, loc, first.get("input"), str(first["type"]))]
+
+
+def expected_at(
+    model: type[BaseModel], loc: tuple[Any, ...], given: Any, error_type: str = ""
+) -> str:
+    """``expected <what the place loc allows>; got <given, short and inert>``: a value of
+    the wrong kind said one way, by validation and by a form given a value no box of
+    the field can hold. ``error_type``, pydantic's, names the kind an unusual type wants."""
+    annotation, meta = _annotation_at(model, loc)
     wanted = _UNKNOWN_KIND if annotation is None else allowed(annotation, meta)
     if wanted == _UNKNOWN_KIND:  # an unusual type: pydantic's error type says its kind
-        wanted = _KIND_OF_ERROR.get(str(first["type"]).split("_")[0], wanted)
-    return [f"expected {wanted}; got {shown(first.get('input'))}"]
+        wanted = _KIND_OF_ERROR.get(error_type.split("_")[0], wanted)
+    return f"expected {wanted}; got {shown(given)}"
 
 
 def misspelled(name: str, given: Iterable[Any], known: Container[str]) -> str | None:

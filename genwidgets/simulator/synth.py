@@ -10,18 +10,20 @@ asked: docs/decisions.md#sim-pictures.
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import random
 import re
 import textwrap
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import av
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
+from ..media.thumbnails import MAX_PIXELS
 from .looks import Look, background
 
 IMAGE_FORMATS = {
@@ -447,19 +449,53 @@ def _frames(
         yield image
 
 
+#: A source video (a lip-sync's) is decoded within caps, as input pictures are
+#: (docs/decisions.md#pixel-bombs): no frame of more pixels than a thumbnail decodes,
+#: and no more frames and pixels in all than these; past them it reads as none.
+MAX_FRAME_PIXELS = MAX_PIXELS
+MAX_VIDEO_FRAMES = 1800  # a minute at 30 frames a second
+MAX_VIDEO_PIXELS = 1_000_000_000  # 16 s of 1080p at 30 fps; the simulator's are < 0.1 of it
+
+
+class _PastTheCaps(Exception):
+    """A source video past :data:`MAX_FRAME_PIXELS`, :data:`MAX_VIDEO_FRAMES` or
+    :data:`MAX_VIDEO_PIXELS`: it reads as none."""
+
+
+_UNREADABLE = (av.error.FFmpegError, IndexError, ValueError, _PastTheCaps)
+
+
+def _rate(container: av.container.InputContainer) -> float:
+    """The frame rate of the container's first video stream (8 when unstated)."""
+    return float(container.streams.video[0].average_rate or 0) or 8.0
+
+
+def _decoded(container: av.container.InputContainer, limit_seconds: float) -> Iterator[Image.Image]:
+    """The frames of the first video stream up to ``limit_seconds``, one at a time and
+    within the caps (:class:`_PastTheCaps` past them): a frame's size is checked in the
+    header before any is decoded, and again on each frame before its pixels are copied."""
+    stream = container.streams.video[0]
+    if stream.width * stream.height > MAX_FRAME_PIXELS:
+        raise _PastTheCaps(f"{stream.width} x {stream.height} pixels a frame")
+    limit, pixels = limit_seconds * _rate(container), 0
+    for count, frame in enumerate(container.decode(video=0), 1):
+        pixels += frame.width * frame.height
+        if frame.width * frame.height > MAX_FRAME_PIXELS or pixels > MAX_VIDEO_PIXELS:
+            raise _PastTheCaps(f"{frame.width} x {frame.height} pixels at frame {count}")
+        if count > MAX_VIDEO_FRAMES:
+            raise _PastTheCaps(f"more than {MAX_VIDEO_FRAMES} frames")
+        yield frame.to_image()
+        if count >= limit:
+            return
+
+
 def video_frames(data: bytes, limit_seconds: float = 60.0) -> tuple[list[Image.Image], float]:
-    """The frames of a video (up to ``limit_seconds``) and its frame rate; ([], 0) if unreadable."""
+    """The frames of a video (up to ``limit_seconds``) and its frame rate; ([], 0) if
+    unreadable or past the caps (:data:`MAX_VIDEO_PIXELS`...)."""
     try:
         with av.open(io.BytesIO(data)) as container:
-            stream = container.streams.video[0]
-            rate = float(stream.average_rate or 0) or 8.0
-            images: list[Image.Image] = []
-            for frame in container.decode(video=0):
-                images.append(frame.to_image())
-                if len(images) >= limit_seconds * rate:
-                    break
-            return images, rate
-    except (av.error.FFmpegError, IndexError, ValueError):
+            return list(_decoded(container, limit_seconds)), _rate(container)
+    except _UNREADABLE:
         return [], 0.0
 
 
@@ -482,12 +518,20 @@ def decode_audio(data: bytes, limit_seconds: float = 60.0) -> bytes | None:
 
 def redub(source: bytes, pcm: bytes) -> bytes | None:
     """The source video's frames with ``pcm`` (mono s16, ``AUDIO_RATE``) as its sound
-    (:func:`_mux` fits it to the video's length); None when the source cannot be decoded."""
-    images, rate = video_frames(source)
-    if not images:
+    (:func:`_mux` fits it to the video's length), at most 30 frames a second. None when
+    the source cannot be decoded or is past the caps (:data:`MAX_VIDEO_PIXELS`...): the
+    simulator then makes a video for the sound. Frames go from the decoder to the
+    encoder one at a time, never all held."""
+    try:
+        with av.open(io.BytesIO(source)) as container:
+            rate = _rate(container)
+            fps = max(1, min(30, round(rate)))
+            kept = itertools.islice(_decoded(container, 60.0), 0, None, max(1, round(rate / fps)))
+            first = next(kept, None)
+            if first is None:
+                return None
+            width, height = (even(first.width), even(first.height))
+            images = (fit(image, width, height) for image in itertools.chain([first], kept))
+            return _mux(images, width, height, fps, pcm)
+    except _UNREADABLE:
         return None
-    fps = max(1, min(30, round(rate)))
-    step = max(1, round(rate / fps))
-    kept = images[::step]
-    width, height = (even(kept[0].width), even(kept[0].height))
-    return _mux([fit(image, width, height) for image in kept], width, height, fps, pcm)

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from ..catalog import fields_of
 from ..catalog.introspect import single_literal
+from ..errors import PayloadError
 from . import markup
 from ._style import HELP_STYLE, layout
 from .elements import (
@@ -24,6 +25,8 @@ from .elements import (
     Builder,
     Element,
     Loc,
+    at_position,
+    field_loc,
     is_sequence,
     is_unset,
     shape_error,
@@ -83,9 +86,14 @@ class RowsElement(Element):
         with self.quiet():
             self.rows.clear()
             self._row_boxes.clear()
-            items = [] if is_unset(value) else list(value) if is_sequence(value) else [value]
-            for item in items:
-                self._add_item(item)
+            listed = is_sequence(value)
+            items = [] if is_unset(value) else list(value) if listed else [value]
+            for position, item in enumerate(items):
+                try:
+                    self._add_item(item)
+                except PayloadError as error:  # said at the item's place (media.0)
+                    at = position if listed else None  # or the field's, for one value
+                    raise at_position(error, len(field_loc(self.spec)), at) from None
             while len(self.rows) < self.min_rows:
                 self._add_item(UNSET)
             self._redraw()
@@ -227,7 +235,7 @@ class ModelElement(Element):
         if isinstance(value, BaseModel):
             value = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
         if not (is_unset(value) or isinstance(value, Mapping)):
-            raise shape_error(self.spec, value, "a dict of settings")
+            raise shape_error(self, value)
         with self.quiet():
             for child in self.children.values():
                 child.reset()
@@ -324,7 +332,7 @@ class ModelUnionElement(Element):
         elif isinstance(value, Mapping):
             model = _pick_variant(self.models, value)
         else:
-            raise shape_error(self.spec, value, "a dict")
+            raise shape_error(self, value)
         with self.quiet():
             self.choice.value = model  # _switch shows its sub-form
             self.current.set(value)

@@ -21,7 +21,9 @@ from typing import Any, Literal, TypeVar
 import ipywidgets as W
 from pydantic import BaseModel
 
+from ..catalog import endpoint as catalog_endpoint
 from ..catalog import unsendable
+from ..catalog.validation import expected_at
 from ..errors import PayloadError
 from . import markup
 from ._style import ERROR_STYLE, HELP_STYLE, layout
@@ -35,7 +37,9 @@ __all__ = [
     "FixedElement",
     "NumberElement",
     "TextElement",
+    "at_position",
     "checked",
+    "field_loc",
     "format_json",
     "is_sequence",
     "is_unset",
@@ -58,6 +62,11 @@ class BuildContext:
 
     endpoint: str
     model: type[BaseModel] | None = None
+
+    @property
+    def payload_model(self) -> type[BaseModel]:
+        """The model of the payload (the endpoint's when none was given)."""
+        return self.model or catalog_endpoint(self.endpoint).model
 
 
 class Element:
@@ -176,19 +185,38 @@ def is_sequence(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
-def _loc(spec: FieldSpec) -> Loc:
-    """Where a field's error is said (list rows by their list)."""
-    return tuple(p for p in spec.path.replace("[]", "").split(".") if p)
+def field_loc(spec: FieldSpec) -> Loc:
+    """Where a field's error is said: a list item at position 0 (``media.0``) until its
+    list puts the item's own (:meth:`~.containers.RowsElement.set`)."""
+    loc: list[str | int] = []
+    for part in spec.path.split(".") if spec.path else ():
+        name = part.replace("[]", "")
+        loc += [name] if name else []
+        loc += [0] * part.count("[]")
+    return tuple(loc)
 
 
-def shape_error(spec: FieldSpec, value: Any, expected: str) -> PayloadError:
-    """The error for a value of the wrong shape given to ``set`` (not a widget state)."""
-    try:
-        shown = repr(value)
-    except ValueError:  # an int past Python's limit of digits a text may have
-        shown = "a number too long to show"
-    shown = shown if len(shown) <= 60 else shown[:59] + "…"  # 10**400 is not 60 digits
-    return PayloadError([{"loc": _loc(spec), "msg": f"expected {expected}, got {shown}"}])
+def at_position(error: PayloadError, depth: int, position: int | None) -> PayloadError:
+    """``error`` of a list item with the item's ``position`` at ``depth`` of its
+    locations, where :func:`field_loc` put 0 (an item does not know its place in its
+    list); ``None`` takes the 0 away (a single value given for the whole list)."""
+    at = () if position is None else (position,)
+    return PayloadError(
+        [{"loc": (*e["loc"][:depth], *at, *e["loc"][depth + 1 :]), "msg": e["msg"]}
+         for e in error.errors],
+        endpoint=error.endpoint,
+    )  # fmt: skip
+
+
+def shape_error(element: Element, value: Any, *inside: str | int) -> PayloadError:
+    """The error for a value given to ``set`` that no widget of the field can hold (text
+    for a number box, a text for a sub-form): the catalog's own message, what the place
+    allows and what came (``expected an object (dict) with the fields ...; got 'calm'``).
+    ``inside``: the place within the field (a content item's ``type``)."""
+    ctx = element.ctx
+    loc = (*field_loc(element.spec), *inside)
+    message = expected_at(ctx.payload_model, loc, value)
+    return PayloadError([{"loc": loc, "msg": message}], endpoint=ctx.endpoint)
 
 
 def refuse_non_json(spec: FieldSpec, value: Any) -> None:
@@ -200,7 +228,7 @@ def refuse_non_json(spec: FieldSpec, value: Any) -> None:
         return
     problems = unsendable({"": value})
     if problems:
-        loc = _loc(spec)
+        loc = field_loc(spec)
         raise PayloadError([{"loc": (*loc, *p["loc"][1:]), "msg": p["msg"]} for p in problems])
 
 
@@ -342,21 +370,20 @@ class NumberElement(Element):
             if is_unset(value):
                 self.send.value = False
             else:
-                self.number.value = _coerce_number(value, self.spec, integer=self._integer)
+                self.number.value = _coerce_number(value, self, integer=self._integer)
                 self.send.value = True
         self._changed()
 
 
-def _coerce_number(value: Any, spec: FieldSpec, *, integer: bool) -> int | float:
-    """A number for the box, or a clear error: a box cannot show text or drop decimals."""
+def _coerce_number(value: Any, element: Element, *, integer: bool) -> int | float:
+    """A number for the box, or the catalog's error: a box cannot show text or drop
+    decimals."""
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):  # 10**400 is past a float's range
         number = float("nan")
     if isinstance(value, bool) or number != number or (integer and not number.is_integer()):
-        limits = spec.limits_text()
-        allowed = f" ({limits})" if limits else ""
-        raise shape_error(spec, value, f"{'a whole number' if integer else 'a number'}{allowed}")
+        raise shape_error(element, value)
     return int(number) if integer else number
 
 

@@ -191,8 +191,15 @@ class EndpointForm(TwoFaced, W.VBox):
 
     def set(self, **fields: Any) -> None:
         """Fill fields by wire or attribute name; nested dicts and lists are accepted.
-        ``None`` (or UNSET) clears a field; unknown names are kept and sent as is."""
-        self.root.update(fields)
+        ``None`` (or UNSET) clears a field; unknown names are kept and sent as is. A
+        value no box can hold is the catalog's :class:`~genwidgets.PayloadError`, and
+        the form keeps what it held (a list or a sub-form is not left half set)."""
+        before = self.value
+        try:
+            self.root.update(fields)
+        except PayloadError:
+            self.root.set(before)
+            raise
         self._show_set_optional()
 
     def reset(self) -> None:

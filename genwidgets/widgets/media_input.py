@@ -33,7 +33,7 @@ from ..errors import PayloadError
 from ..media.thumbnails import thumbnail_bytes
 from . import markup
 from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, layout
-from .elements import BuildContext, Element, checked, is_unset
+from .elements import BuildContext, Element, checked, is_unset, refuse_non_json, shape_error
 from .field_spec import UNSET, FieldSpec
 
 __all__ = ["ENCODING_HELP", "MediaElement", "encode_media", "local_path"]
@@ -173,6 +173,11 @@ class MediaElement(Element):
         return self.encoded if self.encoded is not None else UNSET
 
     def set(self, value: Any) -> None:
+        if not (
+            is_unset(value) or isinstance(value, (str, bytes, bytearray, memoryview, os.PathLike))
+        ):
+            refuse_non_json(self.spec, value)  # an image, an object: how to encode it
+            raise shape_error(self, value)  # a number, a dict: never its text
         with self.quiet():
             self._forget_file()
             if is_unset(value):

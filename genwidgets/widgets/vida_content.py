@@ -17,7 +17,6 @@ from typing import Any
 import ipywidgets as W
 
 from ..catalog import MediaSpec, media_spec_at
-from ..catalog import endpoint as catalog_endpoint
 from ..catalog.vida import ROLES_BY_TYPE, VIDA_AUDIO, image_scenario_problem
 from . import markup
 from ._style import layout
@@ -27,6 +26,7 @@ from .elements import (
     Element,
     Loc,
     TextElement,
+    is_unset,
     shape_error,
 )
 from .field_spec import UNSET, FieldSpec
@@ -134,6 +134,9 @@ class _ContentRow:
             self.input.set(item.get("text", UNSET))
             return
         inner = item.get(self.kind)
+        if not (is_unset(inner) or isinstance(inner, Mapping)):
+            # said at the item's place, the row's before it is put (RowsElement.set)
+            raise shape_error(self.owner, inner, len(self.owner.rows), self.kind)
         self.input.set(inner.get("url", UNSET) if isinstance(inner, Mapping) else UNSET)
         if self.role is not None:
             role = item.get("role")
@@ -170,17 +173,15 @@ class VidAContentElement(RowsElement):
         ``audio_url``, so the catalog marks none there and audio takes ``VIDA_AUDIO``."""
         if kind == "audio_url":
             return VIDA_AUDIO
-        model = self.ctx.model or catalog_endpoint(self.ctx.endpoint).model
         path = (*self.spec.path.replace("[]", "").split("."), kind, "url")
-        found = media_spec_at(model, path)
+        found = media_spec_at(self.ctx.payload_model, path)
         if found is None:
             raise LookupError(f"the catalog marks no MediaSpec on {self.ctx.endpoint} {path}")
         return found
 
     def add(self, kind: str, item: Mapping[str, Any] | None = None) -> _ContentRow:
         if kind not in ROLES_BY_TYPE:
-            allowed = ", ".join(ROLES_BY_TYPE)
-            raise shape_error(self.spec, kind, f"a content item type ({allowed})")
+            raise shape_error(self, kind, len(self.rows), "type")
         row = _ContentRow(self, kind)
         if item is not None:
             with self.quiet():
@@ -190,7 +191,7 @@ class VidAContentElement(RowsElement):
 
     def _add_item(self, item: Any = UNSET) -> _ContentRow:
         if not isinstance(item, Mapping):
-            raise shape_error(self.spec, item, "a content item dict with a 'type'")
+            raise shape_error(self, item, len(self.rows))
         return self.add(str(item.get("type", "")), item)
 
     def _changed(self, _change: Any = None) -> None:

@@ -437,3 +437,38 @@ def test_the_simulator_reads_prompts_with_the_prompt_model() -> None:
     assert imgm_size("a cat --aspect 16:9") == (1024, 576)
     assert imgm_size("a cat --{ar 16:9, ar 1:1}") == (1024, 576)  # the first expansion
     assert imgm_size("a cat {--ar 16:9") == (1024, 1024)  # unreadable: square
+
+
+@pytest.mark.parametrize(
+    ("cap", "lowered_to"),
+    [
+        ("MAX_FRAME_PIXELS", 96 * 64 - 1),  # one frame has more pixels than allowed
+        ("MAX_VIDEO_PIXELS", 3 * 96 * 64),  # the frames have more in all
+        ("MAX_VIDEO_FRAMES", 3),  # there are more frames
+    ],
+)
+def test_a_lip_sync_source_past_the_caps_is_never_decoded_whole_and_the_task_answers(
+    run: Run, monkeypatch: pytest.MonkeyPatch, cap: str, lowered_to: int
+) -> None:
+    """A source video of huge frames (or very many) was decoded whole in a worker
+    thread: past the caps it reads as none, as an input picture past the pixel cap
+    does, and the lip-sync makes its video for the sound (docs/decisions.md#pixel-bombs)."""
+    source = synth.encode_video(96, 64, 1.0, 3, "source", [])  # 8 frames of 96 x 64
+    tone, _ = synth.encode_audio(synth.melody(3.0, 16000, 1), 16000, 1, "wav")
+    within, rate = synth.video_frames(source)
+    assert len(within) == 8 and rate == 8.0 and within[0].size == (96, 64)
+    redubbed = synth.redub(source, synth.melody(1.0, synth.AUDIO_RATE, 1))
+    assert redubbed is not None and video_frames(redubbed)[0][0].size == (96, 64)
+    monkeypatch.setattr(synth, cap, lowered_to)
+    assert synth.video_frames(source) == ([], 0.0)
+    assert synth.redub(source, synth.melody(1.0, synth.AUDIO_RATE, 1)) is None
+    source_url = "data:video/mp4;base64," + base64.b64encode(source).decode()
+    faces = _inline(run("vidK-face-identify", {"video_url": source_url}))
+    choice = {
+        "face_id": faces["face_data"][0]["face_id"],
+        "sound_file": base64.b64encode(tone).decode(),
+        "sound_end_time": 2000,
+    }
+    result = run("vidK-lip-sync", {"session_id": faces["session_id"], "face_choose": [choice]})
+    frames, kinds, _ = video_frames(httpx.get(result["outputs"][0]["url"]).content)
+    assert frames[0].size == (1280, 720) and "audio" in kinds  # made for the sound

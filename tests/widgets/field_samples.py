@@ -62,7 +62,7 @@ class Sample(BaseModel):
 
 
 SPECS = {s.wire: s for s in field_specs(Sample)}
-CTX = BuildContext(endpoint="sample")
+CTX = BuildContext(endpoint="sample", model=Sample)
 
 
 def element(name: str) -> Any:

@@ -8,6 +8,7 @@ import datetime
 import html
 import io
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -142,6 +143,11 @@ def test_the_tables_cover_every_documented_endpoint() -> None:
 @pytest.mark.parametrize("endpoint", list(VALID))
 def test_valid_payloads_are_valid(endpoint: str) -> None:
     gw.validate(endpoint, VALID[endpoint])  # the table itself is right
+
+
+def said_by(error: gw.PayloadError) -> list[tuple[str, str]]:
+    """Each problem as its place (``media.0``) and its message."""
+    return [(".".join(map(str, e["loc"])), e["msg"]) for e in error.errors]
 
 
 def notes_under(element: Element) -> str:
@@ -345,7 +351,11 @@ def test_unknown_field_is_sent_as_is_with_an_amber_note() -> None:
     [
         ("genW2.5-t2i-preview", {"prompt": b"a kite"}, "prompt: a bytes is not JSON data"),
         ("imgM-v8.1-t2i", {"prompt": b"a kite"}, "prompt: a bytes is not JSON data"),
-        ("genW2.5-t2i-preview", {"n": 10**400}, r"n: expected a whole number \(1 – 4\)"),
+        (
+            "genW2.5-t2i-preview",
+            {"n": 10**400},
+            r"n: expected a whole number 1-4; got 100000000000… \(401 digits\)",
+        ),
     ],
 )
 def test_a_value_no_box_can_hold_is_the_typed_error_when_built_or_set(
@@ -388,6 +398,64 @@ def test_a_value_of_the_wrong_type_is_said_beside_its_field_in_the_users_terms(
     assert [(".".join(map(str, e["loc"])), e["msg"]) for e in form.errors] == [(where, message)]
     assert html.escape(message) in notes_under(form.fields[field])
     assert html.escape(said) in form.reason.value and form.submit_button.disabled
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "given", "said"),
+    [
+        ("speechM-02-turbo", {"voice_setting": "calm"},
+         "voice_setting: expected an object (dict) with the fields voice_id, speed, vol, "
+         "pitch, emotion, text_normalization, latex_read; got 'calm'"),
+        ("vidH_1.0_r2v", {"media": ["https://x.test/a.png"]},
+         "media.0: expected an object (dict) with the fields type (required), url "
+         "(required); got 'https://x.test/a.png'"),
+        ("vidK-v3-turbo-t2v", {"element_list": [{"element_id": 1}, "seven"]},
+         "element_list.1: expected an object (dict) with the fields element_id "
+         "(required); got 'seven'"),
+        ("vidA-2-0", {"content": [{"type": "text", "text": "x"}, 5]},
+         "content.1: expected an object (dict) with the fields type (required), text, "
+         "image_url, video_url, audio_url, role; got 5"),
+        ("vidA-2-0", {"content": [{"type": "text", "text": "x"}, {"type": "image_url",
+         "image_url": "https://x.test/a.png"}]},
+         "content.1.image_url: expected an object (dict) with the fields url (required); "
+         "got 'https://x.test/a.png'"),
+        ("vidA-2-0", {"content": [{"type": "text", "text": "x"}, {"type": "hologram"}]},
+         "content.1.type: expected one of 'text', 'image_url', 'video_url', 'audio_url'; "
+         "got 'hologram'"),
+        ("vidK-lip-sync", {"face_choose": [{"face_id": "f", "audio_id": "a"}, "f-2"]},
+         "face_choose.1: expected an object (dict) with the fields face_id (required), "
+         "audio_id, sound_file, sound_start_time, sound_end_time, sound_insert_time, "
+         "sound_volume, original_audio_volume; got 'f-2'"),
+        ("imgM-inpaint", {"mask": "m" * 500},
+         f"mask: expected an object (dict) with the fields areas, url; got {'m' * 40!r}… "
+         "(500 characters)"),
+        ("genW2.5-t2i-preview", {"n": 2.5}, "n: expected a whole number 1-4; got 2.5"),
+        ("imgG-1.5-edit", {"images": [{"url": "https://x.test/a.png"}]},
+         "images.0: expected a public http(s) URL, or data:<MIME type>;base64,<data> with "
+         "MIME type image/png, image/jpeg, image/webp; got {'url': 'https://x.test/a.png'}"),
+        ("vidK-v3-motion-control", {"image_url": 7}, "image_url: expected a public http(s) "
+         "URL, or raw base64 with no data: prefix (jpeg, png); got 7"),
+    ],
+)  # fmt: skip
+def test_a_value_no_box_can_hold_is_said_as_the_catalog_says_it_at_its_place(
+    endpoint: str, given: dict[str, Any], said: str
+) -> None:
+    """A text for a sub-form, a list item or a content item's type, a fraction for a
+    whole number: the catalog's words (what the place allows, what came, short), at the
+    item's place (``media.0``), not the form's own "expected a dict of settings", and
+    the form keeps what it held."""
+    where, message = said.split(": ", 1)
+    payload = VALID[endpoint] | given
+    with pytest.raises(gw.PayloadError) as caught:
+        gw.validate(endpoint, payload)
+    assert (where, message) in said_by(caught.value)
+    with pytest.raises(gw.PayloadError) as caught:
+        gw.form(endpoint, client=RecordingClient(), **payload)
+    assert said_by(caught.value) == [(where, message)]
+    form = gw.form(endpoint, client=RecordingClient(), **VALID[endpoint])
+    with pytest.raises(gw.PayloadError, match=re.escape(said)):
+        form.set(**given)
+    assert form.value == VALID[endpoint] and form.errors == []
 
 
 def test_an_unknown_fields_bytes_are_shown_with_the_catalogs_error() -> None:

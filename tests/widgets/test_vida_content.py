@@ -73,7 +73,8 @@ def test_content_builder_add_remove_items_and_role_choices() -> None:
     ]
     el.remove_row(video)
     assert [r.kind for r in el.rows] == ["text", "audio_url"]
-    with pytest.raises(PayloadError, match="content item type"):
+    said = r"content\.2\.type: expected one of 'text', .*'audio_url'; got 'hologram'"
+    with pytest.raises(PayloadError, match=said):
         el.add("hologram")
 
 

@@ -133,6 +133,7 @@ def test_creates_parent_dirs_in_wal_mode_with_schema_version(tmp_path: Path) -> 
     finally:
         con.close()
     assert float(meta.pop("tags_since")) > 0  # intents from here on carry their tag
+    assert float(meta.pop("copies_marked_since")) > 0  # declined copies marked from here on
     assert meta == {
         "application": "genwidgets-ledger",
         "schema_version": str(ledger_schema.SCHEMA_VERSION),
@@ -787,3 +788,50 @@ def test_without_sqlites_json_functions_the_rows_rule_chooses_the_same_rows(
     chosen = [r.request_id for r in ledger.with_copies_pending(GATEWAY)]
     monkeypatch.setattr(ledger_store, "_COPIES_PENDING_WHERE", "")
     assert [r.request_id for r in ledger.with_copies_pending(GATEWAY)] == chosen == ["req-p"]
+
+
+@pytest.mark.parametrize("in_sql", [True, False], ids=["sql", "python"])
+def test_a_row_whose_outputs_hold_no_object_is_skipped_and_the_others_still_read(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch, in_sql: bool
+) -> None:
+    """N9: one row written by hand or by a foreign tool (an output that is a string) is
+    skipped with a log line; every read goes on (it raised, after resume had leased the
+    unfinished tasks)."""
+    if not in_sql:
+        monkeypatch.setattr(ledger_store, "_COPIES_PENDING_WHERE", "")
+    finished(ledger, "req-odd")
+    finished(ledger, "req-p")
+    ledger.flush()
+    with sqlite3.connect(ledger.path) as conn:
+        odd = '["note", {"index": 0, "url": "https://cdn.test/0.png", "path": null}]'
+        conn.execute("UPDATE tasks SET outputs = ? WHERE request_id = 'req-odd'", (odd,))
+    conn.close()
+    assert [r.request_id for r in ledger.with_copies_pending(GATEWAY)] == ["req-p"]
+    assert [r.request_id for r in ledger.rows(GATEWAY)] == ["req-p"]
+
+
+def test_rows_finished_before_copies_were_marked_are_copied_only_where_a_download_failed(
+    tmp_path: Path,
+) -> None:
+    """N2: a ``download=False`` client of an older genwidgets marked nothing; the first
+    ledger opened by this one gives those outputs up (the upgrade downloaded every output
+    ever declined), except where a download was tried and failed: that client wanted it."""
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as old:
+        finished(old, "req-declined")
+        finished(old, "req-failed")
+        old.writes.record_output_path(GATEWAY, "req-failed", 0, None, error="HTTP 503")
+    with sqlite3.connect(path) as conn:  # as an older genwidgets left the file
+        conn.execute("DELETE FROM meta WHERE key = 'copies_marked_since'")
+    conn.close()
+    with Ledger(path) as upgraded:
+        [chosen] = upgraded.with_copies_pending(GATEWAY)
+        assert (chosen.request_id, chosen.copies_pending) == ("req-failed", [0])
+        declined = upgraded.get(GATEWAY, "req-declined")
+        assert declined is not None and declined.copies_pending == []
+        assert declined.copies_given_up[1].startswith("recorded before declined copies")
+        finished(upgraded, "req-new")  # rows from here on follow the rules as they are
+        assert [r.request_id for r in upgraded.with_copies_pending(GATEWAY)] == [
+            "req-new",
+            "req-failed",
+        ]

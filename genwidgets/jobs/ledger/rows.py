@@ -32,7 +32,9 @@ __all__ = [
     "COLUMN_NAMES",
     "CONTENT_WHOLE",
     "COPIES_PENDING_SQL",
+    "COPY_FAILED_AT",
     "COPY_GIVEN_UP",
+    "COPY_RETRY_PAUSE",
     "COPY_TRIED_AT",
     "COPY_TRIES",
     "COPY_TRY_INTERVAL",
@@ -72,9 +74,14 @@ MAX_COPY_TRIES = 5
 #: Seconds within which failed copies of one output count as one try: five calls of
 #: ``result()`` in a loop during a short outage do not give a copy up for good.
 COPY_TRY_INTERVAL = 600.0
+#: Seconds after a failed copy of one output in which no copy asks for it again: a loop
+#: asking ``client.job(...)`` once a second costs no requests while the host is down.
+COPY_RETRY_PAUSE = 60.0
 #: an output record's keys: copies tried and failed, when the last counted one ran, why
 #: no more are tried, and whether its inline content was stored as the gateway sent it
 COPY_TRIES, COPY_TRIED_AT, COPY_GIVEN_UP = "copy_tries", "copy_tried_at", "copy_given_up"
+#: and when its copy last failed (counted as a try or not)
+COPY_FAILED_AT = "copy_failed_at"
 CONTENT_WHOLE = "content_whole"
 
 #: SQL: the row was not made with another key than the one of the fingerprint given
@@ -139,6 +146,9 @@ class LedgerRow:
                 continue
             if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
                 raise TypeError(f"{spec.name} is {value!r}, not {str(spec.type)!r}")
+        # an item of outputs that is no object (a foreign tool's "note"): the row is skipped
+        if not all(isinstance(o, dict) for o in self.outputs):
+            raise TypeError(f"outputs holds an item that is no object: {self.outputs!r:.200}")
 
     @property
     def unfinished(self) -> bool:
@@ -232,13 +242,14 @@ def _copyable(record: Mapping[str, Any]) -> bool:
 #: same rule: no path, not given up, a source kept whole); a malformed column holds none
 COPIES_PENDING_SQL = (
     "CASE WHEN json_valid(outputs) THEN EXISTS (SELECT 1 FROM json_each(outputs) AS o "
-    "WHERE o.type = 'object' AND json_extract(o.value, '$.path') IS NULL "
+    # CASE: json_extract of an item that is no object (a string) would raise
+    "WHERE CASE WHEN o.type = 'object' THEN json_extract(o.value, '$.path') IS NULL "
     f"AND json_extract(o.value, '$.{COPY_GIVEN_UP}') IS NULL "
     "AND (json_extract(o.value, '$.url') LIKE 'http://%' "
     "OR json_extract(o.value, '$.url') LIKE 'https://%' "
     "OR json_extract(o.value, '$.url') LIKE 'data:%' "
     f"OR (json_extract(o.value, '$.content') IS NOT NULL "
-    f"AND json_extract(o.value, '$.{CONTENT_WHOLE}') = 1))) ELSE 0 END"
+    f"AND json_extract(o.value, '$.{CONTENT_WHOLE}') = 1)) ELSE 0 END) ELSE 0 END"
 )
 
 

@@ -12,6 +12,7 @@ there (see :meth:`genwidgets.jobs.ledger.Ledger.transaction`).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from ..._config import hide_userinfo
 from ...errors import LedgerError
+from .rows import COPY_GIVEN_UP, FINISHED
 from .writer import immediate
 
 __all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_is_current"]
@@ -104,6 +106,45 @@ def _add_key_fingerprints(conn: sqlite3.Connection) -> None:
     )
 
 
+#: ``meta`` key: since when results are recorded with the copies their client declined
+#: marked (docs/decisions.md#copies-pending); the rows finished before were marked then
+COPIES_MARKED_SINCE = "copies_marked_since"
+#: why an output of a row finished before :data:`COPIES_MARKED_SINCE` is not copied
+NOT_MARKED = (
+    "recorded before declined copies were marked: its client may have been made with download=False"
+)
+
+
+def _mark_old_copies(conn: sqlite3.Connection) -> None:
+    """Once per file: an output of a finished row written before declined copies were
+    marked (``download=False``) may have been declined, so it is given up, unless its
+    download was tried and failed (``download_error``: its client wanted it). Without
+    this, the first resume after an upgrade downloaded every output ever declined."""
+    rows = conn.execute(
+        "SELECT id, outputs FROM tasks WHERE state = ? AND outputs LIKE ?",
+        (FINISHED, '%"path": null%'),
+    ).fetchall()
+    for row_id, text in rows:
+        try:
+            outputs = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(outputs, list):
+            continue
+        marked = False
+        for record in outputs:
+            if not isinstance(record, dict) or record.get("path") or record.get(COPY_GIVEN_UP):
+                continue
+            if not record.get("download_error"):  # a download tried: its client wanted it
+                record[COPY_GIVEN_UP] = NOT_MARKED
+                marked = True
+        if marked:
+            conn.execute("UPDATE tasks SET outputs = ? WHERE id = ?", (json.dumps(outputs), row_id))
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (COPIES_MARKED_SINCE, time.time())
+    )
+
+
 #: MIGRATIONS[n] upgrades a version-n file to version n+1 (inside one transaction)
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_observed_times,
@@ -122,8 +163,10 @@ def schema_is_current(conn: sqlite3.Connection) -> bool:
         if "no such table" in str(exc):
             return False
         raise
-    return meta.get("application") == APPLICATION and meta.get("schema_version") == str(
-        SCHEMA_VERSION
+    return (
+        meta.get("application") == APPLICATION
+        and meta.get("schema_version") == str(SCHEMA_VERSION)
+        and COPIES_MARKED_SINCE in meta
     )
 
 
@@ -174,3 +217,5 @@ def _migrate_or_refuse(conn: sqlite3.Connection, tables: set[str], path: Path) -
         MIGRATIONS[version](conn)
         version += 1
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+    if COPIES_MARKED_SINCE not in meta:  # not a new schema version: older genwidgets reads it
+        _mark_old_copies(conn)

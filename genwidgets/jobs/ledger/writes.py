@@ -25,6 +25,7 @@ from ...protocol.records import Handle, Result, Status
 from .file import LedgerFile
 from .lease import HOST, Leases, heartbeat
 from .rows import (
+    COPY_FAILED_AT,
     COPY_GIVEN_UP,
     COPY_TRIED_AT,
     COPY_TRIES,
@@ -424,19 +425,24 @@ class LedgerWrites:
         size: int | None = None,
         error: str | None = None,
         expired: bool = False,
+        capped: bool = False,
+        paused: bool = False,
         content_type: str | None = None,
     ) -> concurrent.futures.Future[bool]:
         """Queue where output ``index`` was saved (its path, SHA-256, size and the
         ``content_type`` its download learned), or why it was not; the future holds
         whether the task had a row. A failure never replaces a path recorded (another
         copier's, an earlier try's). A failed copy counts a try, at most one per
-        :data:`COPY_TRY_INTERVAL`; an ``expired`` URL, or the last of
-        :data:`MAX_COPY_TRIES`, gives the copy up, with why
-        (docs/decisions.md#copies-pending)."""
+        :data:`COPY_TRY_INTERVAL`; an ``expired`` URL, an output over a cap (``capped``:
+        each copy would start its caps afresh), or the last of :data:`MAX_COPY_TRIES`,
+        gives the copy up, with why; ``paused``: a later copy failed, so none asks for
+        this output again within ``COPY_RETRY_PAUSE`` (docs/decisions.md#copies-pending)."""
         local = str(Path(path).absolute()) if path is not None else None
         kept: dict[str, Any] = {"path": local, "sha256": sha256, "size": size}
         if local is None:
             kept["download_error"] = error_text(error or "not saved")
+            if paused:
+                kept[COPY_FAILED_AT] = self._clock()
         elif content_type is not None:
             kept["content_type"] = redact(content_type)
         now = self._clock()
@@ -451,6 +457,8 @@ class LedgerWrites:
                 record[COPY_TRIES], record[COPY_TRIED_AT] = tries, now
             if expired:
                 record[COPY_GIVEN_UP] = f"URL expired: {kept['download_error']}"
+            elif capped:
+                record[COPY_GIVEN_UP] = f"over a cap: {kept['download_error']}"
             elif tries >= MAX_COPY_TRIES:
                 record[COPY_GIVEN_UP] = f"{tries} tries failed, the last: {kept['download_error']}"
 
@@ -473,6 +481,7 @@ class LedgerWrites:
                 tried(record)
             else:
                 record.pop("download_error", None)
+                record.pop(COPY_FAILED_AT, None)
                 record.pop(COPY_GIVEN_UP, None)
             conn.execute(
                 "UPDATE tasks SET outputs = ?, updated_at = ? WHERE id = ?",

@@ -646,9 +646,12 @@ class Client:
         if skipped:
             left_to_other_kernels(skipped, stacklevel=3)
         if self._copies:
-            rows += self.ledger.with_copies_pending(
-                self.gateway_name, fingerprint=self._fingerprint
-            )
+            try:
+                rows += self.ledger.with_copies_pending(
+                    self.gateway_name, fingerprint=self._fingerprint
+                )
+            except (LedgerError, OSError) as exc:  # the tasks leased above are still followed
+                log.warning("genwidgets: could not read the ledger's copies pending: %s", exc)
         return self._from_rows(rows, copy=True)
 
     def _from_rows(self, rows: list[LedgerRow], *, copy: bool = False) -> list[Job]:

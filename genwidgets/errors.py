@@ -358,7 +358,7 @@ class TaskTimeout(GenwidgetsError, TimeoutError):
 class DownloadError(GenwidgetsError):
     """One or more outputs could not be saved. ``failures``: ``[(index, reason), ...]``;
     ``expired``: the indexes whose URL the file host said is gone (HTTP 403, 404, 410),
-    which no later try will find."""
+    which no later try will find; ``capped``: those over a cap, which no later try keeps."""
 
     def __init__(
         self,
@@ -367,11 +367,13 @@ class DownloadError(GenwidgetsError):
         request_id: str | None,
         failures: list[tuple[int, str]],
         expired: Sequence[int] = (),
+        capped: Sequence[int] = (),
     ) -> None:
         super().__init__(_shown(message))
         self.request_id = request_id
         self.failures = failures
         self.expired = tuple(expired)
+        self.capped = tuple(capped)
 
 
 class LedgerError(GenwidgetsError):

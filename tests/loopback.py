@@ -66,11 +66,14 @@ class FileHost:
     ``served`` the files sent whole, by path; ``asked`` every download asked;
     ``answers`` one output index's own status, over ``answer``. ``files_open`` and
     ``results_open`` cleared: file requests, or result addresses, hang until set (30 s
-    at most)."""
+    at most). ``outputs``: how many a result lists; ``html_errors``: a failed file is a
+    proxy's HTML page, not the gateway's JSON."""
 
     def __init__(self) -> None:
         self.answer = 200
         self.answers: dict[int, int] = {}
+        self.outputs = 2
+        self.html_errors = False
         self.files_open, self.results_open = threading.Event(), threading.Event()
         self.files_open.set()
         self.results_open.set()
@@ -104,7 +107,10 @@ def files_gateway(host: FileHost) -> LoopbackServer:
                 host.results_open.wait(30)
                 rid = self.path.split("/")[-2]
                 files = f"http://{self.headers['Host']}/files/{rid}"
-                outputs = [{"url": f"{files}/{n}.png", "content_type": "image/png"} for n in (0, 1)]
+                outputs = [
+                    {"url": f"{files}/{n}.png", "content_type": "image/png"}
+                    for n in range(host.outputs)
+                ]
                 self.send_json({"status": "COMPLETED", "error": None, "outputs": outputs})
 
         def send_file(self) -> None:
@@ -116,6 +122,14 @@ def files_gateway(host: FileHost) -> LoopbackServer:
                 )
                 if answer == 200:
                     host.served[self.path] = host.served.get(self.path, 0) + 1
+            if answer != 200 and host.html_errors:
+                page = b"<html><body><h1>Not Found</h1><hr>nginx</body></html>"
+                self.send_response(answer)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+                return
             if answer != 200:
                 self.send_json({"detail": "file host says no"}, answer)
                 return

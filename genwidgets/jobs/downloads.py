@@ -96,13 +96,20 @@ class _Transient(_Failure):
         self.retry_after = retry_after
 
 
+class _OverCap(_Failure):
+    """An output over a cap (``max_bytes``, ``max_outputs``, ``max_total_bytes``): no
+    later copy keeps it either, so its copy is given up at once
+    (docs/decisions.md#copies-pending)."""
+
+
 class _Expired(_Failure):
     """The file host says the URL is gone (HTTP 403, 404, 410): a signed URL past its
     time. No later try finds it (docs/decisions.md#copies-pending); ``status``: which."""
 
-    def __init__(self, message: str, status: int) -> None:
+    def __init__(self, message: str, status: int, *, json_body: bool = True) -> None:
         super().__init__(message)
         self.status = status
+        self.json_body = json_body
 
 
 #: the answers of a file host that mean the URL has expired
@@ -110,14 +117,22 @@ EXPIRED_STATUSES = frozenset({403, 404, 410})
 
 
 def _expired(exc: BaseException, url: str | None, gateway: str | None) -> bool:
-    """Whether ``exc`` (or the failure of the last try it sums up) is an expired URL. A
-    403 from the gateway's own origin (``url`` there; ``gateway`` its address) is not:
+    """Whether ``exc`` (or the failure of the last try it sums up) is an expired URL.
+    From the gateway's own origin (``url`` there; ``gateway`` its address) a 403 is not:
     the key was refused there (revoked, a proxy's page), a fault of contact a later try
-    with a good key gets past."""
+    with a good key gets past; nor is a 404 or 410 whose body is not the gateway's JSON
+    (a proxy's HTML page during a deploy): only the gateway's word means gone."""
     found = exc if isinstance(exc, _Expired) else exc.__cause__
     if not isinstance(found, _Expired):
         return False
-    return not (found.status == 403 and url is not None and same_origin(url, gateway))
+    if url is None or not same_origin(url, gateway):
+        return True
+    return found.status != 403 and found.json_body
+
+
+def _over_cap(exc: BaseException) -> bool:
+    """Whether ``exc`` (or the failure of the last try it sums up) is an output over a cap."""
+    return isinstance(exc, _OverCap) or isinstance(exc.__cause__, _OverCap)
 
 
 #: Transport failures worth another try: a connection refused, reset or cut short, a
@@ -256,7 +271,7 @@ class _CheckedOutput:
             self.item.output.learn_type(None, chunk)
         self.size += len(chunk)
         if self.size > self.cap.bytes:
-            raise _Failure(f"larger than {self.cap.words}")
+            raise _OverCap(f"larger than {self.cap.words}")
         self._file.write(chunk)
         self._sha256.update(chunk)
 
@@ -308,15 +323,18 @@ def _content_length(response: httpx.Response, cap: _Cap, output: Output) -> int 
         if status >= 500 or status in (408, 429):
             raise _Transient(said, parse_retry_after(response.headers))
         if status in EXPIRED_STATUSES:
+            kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
             raise _Expired(
-                f"{said}: the file host no longer serves this URL (an expired link)", status
+                f"{said}: the file host no longer serves this URL (an expired link)",
+                status,
+                json_body=kind == "application/json" or kind.endswith("+json"),
             )
         raise _Failure(said)
     output.learn_type(response.headers.get("content-type"))
     raw = (response.headers.get("content-length") or "").strip()
     declared = int(raw) if raw.isdigit() and len(raw) < 20 else None
     if declared is not None and declared > cap.bytes and "content-encoding" not in response.headers:
-        raise _Failure(f"Content-Length {declared} is larger than {cap.words}")
+        raise _OverCap(f"Content-Length {declared} is larger than {cap.words}")
     return declared
 
 
@@ -441,7 +459,7 @@ class _Batch:
         """Save what needs no network (a file already in place, inline data); else the
         URL to download. An output past the caps is not downloaded, and says why."""
         if len(self.saved) + len(self.failures) >= self.max_outputs:
-            raise _Failure(
+            raise _OverCap(
                 f"not downloaded: the result lists {len(self.items)} outputs, and at most "
                 f"max_outputs={self.max_outputs} are downloaded for one result "
                 "(read it with output.read() while its URL lives)"
@@ -449,7 +467,7 @@ class _Batch:
         if _already_saved(item):
             return None
         if self.bytes_left <= 0:
-            raise _Failure(
+            raise _OverCap(
                 f"not downloaded: the outputs before it used max_total_bytes="
                 f"{self.max_total_bytes} of one result (read it with output.read() while "
                 "its URL lives)"
@@ -491,6 +509,7 @@ class _Batch:
                 for item, exc in self.failures
                 if _expired(exc, item.output.url, self.gateway)
             ],
+            capped=[item.index for item, exc in self.failures if _over_cap(exc)],
         )
         raise error from self.failures[0][1]
 

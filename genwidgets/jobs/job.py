@@ -124,11 +124,14 @@ class Job:
         self._output_source = gateway_outputs(engine, gateway)
         self._copies = frozenset(copies_pending)
         #: the copy of the outputs the ledger had pending (a job read back from it with
-        #: its client's recorder): done once tried; None when there is none to make
+        #: its client's recorder): done once tried; None when there is none to make. It
+        #: is running from the start, so ``cancel()`` on it is refused (closing the
+        #: client stops a copy): a cancelled one made ``result()`` raise CancelledError
         self.copying: concurrent.futures.Future[None] | None = None
         if result is not None and self._copies and recorder is not None:
             self._finish(result, finished_at)  # the task's end is the recorded one
             self.copying = concurrent.futures.Future()
+            self.copying.set_running_or_notify_cancel()
             self._engine.call_soon(self._spawn_copy, recorder, result)
         elif result is not None:
             self._finish(result, finished_at)
@@ -231,6 +234,15 @@ class Job:
                 raise TaskTimeout(self, timeout or 0.0) from exc
             raise TaskTimeout(self, timeout or 0.0, cancelled=True) from None
         except KeyboardInterrupt:
+            if self._future.done():  # waiting for the copy of a task that has ended
+                print(
+                    f"\nStopped waiting; task {self.request_id} on {self.endpoint} has "
+                    f"ended ({self.status_text}), and the ledger keeps the copies of its "
+                    "outputs not made yet pending: client.resume() or "
+                    f"client.job({self.endpoint!r}, {self.request_id!r}) copies them.",
+                    file=sys.stderr,
+                )
+                raise
             print(
                 f"\nStopped waiting; task {self.request_id} on {self.endpoint} is still "
                 f"running. Wait again with job.result(), re-attach later with "
@@ -271,9 +283,16 @@ class Job:
         return remove
 
     def __await__(self) -> Generator[Any, None, Result]:
-        # shielded: a wait that gives up (a timeout, a cancelled cell) ends alone; the job
-        # is still followed and its result fetched, as after ``result(timeout=...)``
-        return asyncio.shield(asyncio.wrap_future(self._future)).__await__()
+        return self._awaited().__await__()
+
+    async def _awaited(self) -> Result:
+        """``await job``: as ``result()``, the copy of a job read back from the ledger
+        is waited for first. Shielded: a wait that gives up (a timeout, a cancelled cell)
+        ends alone; the job is still followed and its result fetched (and the copy
+        made), as after ``result(timeout=...)``."""
+        if self.copying is not None:
+            await asyncio.shield(asyncio.wrap_future(self.copying))
+        return await asyncio.shield(asyncio.wrap_future(self._future))
 
     # The old async spellings, for one release, found only when asked for: dir()
     # and help() show the current names alone, and mypy still flags misspelt

@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sqlite3
-from collections.abc import Collection
+import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from ..errors import DownloadError, GenwidgetsError, RequestNotFound
 from ..protocol.records import Result, Status
 from .downloads import Opener, download_outputs_async
 from .ledger import Ledger
+from .ledger.rows import COPY_FAILED_AT, COPY_RETRY_PAUSE
 from .output_files import size_of
 
 if TYPE_CHECKING:
@@ -106,10 +108,17 @@ class LedgerRecorder:
         """Save the outputs of ``result`` (only those of ``indexes``: a recorded result's
         copies pending, docs/decisions.md#copies-pending; an output copied before is
         never fetched again) and record each path, or why not; the recorded end itself
-        is never written here."""
+        is never written here. An output whose copy failed less than
+        :data:`COPY_RETRY_PAUSE` seconds ago is not asked for again yet."""
         if indexes is not None:
+            now = time.time()
             result = dataclasses.replace(
-                result, outputs=[o for o in result.outputs if o.index in indexes]
+                result,
+                outputs=[
+                    o
+                    for o in result.outputs
+                    if o.index in indexes and not _failed_within(o.raw, now, COPY_RETRY_PAUSE)
+                ],
             )
         if not (self.download and self.opener is not None and result.outputs):
             return
@@ -147,6 +156,15 @@ class LedgerRecorder:
                     None,
                     error=reason,
                     expired=index in exc.expired,
+                    capped=index in exc.capped,
+                    paused=indexes is not None,  # a later copy: not asked again at once
                 )
         except (GenwidgetsError, OSError) as exc:
             log.warning("genwidgets: %s", redact(str(exc)))
+
+
+def _failed_within(record: Mapping[str, Any], now: float, seconds: float) -> bool:
+    """Whether the ledger ``record`` of an output says its copy failed less than
+    ``seconds`` ago (docs/decisions.md#copies-pending)."""
+    failed = record.get(COPY_FAILED_AT)
+    return isinstance(failed, (int, float)) and 0 <= now - failed < seconds

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import os
+import signal
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,7 +18,7 @@ from fake_gateway import BASE, FakeGateway, error, speed_up
 from loopback import FileHost, files_gateway
 
 import genwidgets as gw
-from genwidgets.jobs import downloads
+from genwidgets.jobs import downloads, recorder
 from genwidgets.jobs.downloads import gateway_folder
 from genwidgets.jobs.job import AsyncJob, Job
 from genwidgets.jobs.ledger import MAX_COPY_TRIES, Ledger
@@ -305,12 +309,13 @@ def host(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FileHost, str]]:
     server.close()
 
 
-def finished_without_copies(base: str) -> tuple[gw.Client, str]:
-    """A task that ended COMPLETED whose outputs were not copied; its client closed."""
+def finished_without_copies(base: str, *, saved: int = 0) -> tuple[gw.Client, str]:
+    """A task that ended COMPLETED whose outputs were not copied (but ``saved`` of them);
+    its client closed."""
     client = gw.Client(base, KEY)
     job = client.submit("ep", {"prompt": "x"}, validate=False)
-    result = job.result(timeout=30)
-    assert result.ok and [o.path for o in result.outputs] == [None, None]
+    result = job.result(timeout=60)
+    assert result.ok and sum(o.path is not None for o in result.outputs) == saved
     client.close()
     return client, job.request_id
 
@@ -444,6 +449,7 @@ def test_a_copy_that_keeps_failing_is_given_up_after_its_tries(
     _first, rid = finished_without_copies(base)
     later = gw.Client(base, KEY)
     monkeypatch.setattr(ledger_writes, "COPY_TRY_INTERVAL", 0.0)  # each try counts
+    monkeypatch.setattr(recorder, "COPY_RETRY_PAUSE", 0.0)  # and none waits a minute
     for _ in range(MAX_COPY_TRIES - 1):
         job = later.job("ep", rid)
         assert job.result(timeout=30).outputs[0].path is None
@@ -580,14 +586,18 @@ def test_a_task_another_key_made_is_not_copied_by_client_job(
     assert row is not None and row.copies_pending == [0, 1] and row.copies_given_up == {}
 
 
+@pytest.mark.parametrize(
+    ("answer", "html_page"), [(403, False), (404, True)], ids=["403", "proxy-404-page"]
+)
 def test_a_403_from_the_gateways_own_origin_is_no_expired_url(
-    host: tuple[FileHost, str],
+    host: tuple[FileHost, str], answer: int, html_page: bool
 ) -> None:
     """R4: the key is sent to the gateway's origin, so its 403 refuses the key (revoked,
     a proxy's page): a fault of contact, the copy stays pending (it was given up as an
-    expired URL)."""
+    expired URL). N5: nor is a 404 there that is a proxy's HTML page (a deploy), not the
+    gateway's JSON word: the copy is made once it is fixed."""
     files, base = host
-    files.answer = 403
+    files.answer, files.html_errors = answer, html_page
     first, rid = finished_without_copies(base)
     row = first.ledger.get(first.gateway_name, rid)
     assert row is not None and row.copies_pending == [0, 1] and row.copies_given_up == {}
@@ -618,3 +628,141 @@ def test_an_async_job_read_back_waits_for_its_copy_too(host: tuple[FileHost, str
         [job] = later.resume()
         copied(base, asyncio.run(AsyncJob(job).result(timeout=30)))
         assert AsyncJob(job).copying is job.copying and job.copies_pending == 0
+
+
+def test_a_row_whose_outputs_hold_no_object_stops_neither_resume_nor_history(
+    host: tuple[FileHost, str],
+) -> None:
+    """N9: one row a foreign tool wrote (an output that is a string) is skipped: resume
+    still follows the unfinished task it leased (it raised after the lease, stranding
+    the task), and the history shows the rest."""
+    files, base = host
+    files.answer = 503
+    first, odd = finished_without_copies(base)
+    files.results_open.clear()  # the next task's result hangs: its client closes first
+    try:
+        with gw.Client(base, KEY) as waiting:
+            unfinished = waiting.submit("ep", {"prompt": "y"}, validate=False).request_id
+    finally:
+        files.results_open.set()
+    with sqlite3.connect(first.ledger.path) as conn:
+        outputs = '["note", {"index": 0, "url": "https://cdn.test/0.png", "path": null}]'
+        conn.execute("UPDATE tasks SET outputs = ? WHERE request_id = ?", (outputs, odd))
+    conn.close()
+    with gw.Client(base, KEY) as later:
+        [job] = later.resume()
+        assert job.request_id == unfinished and job.result(timeout=30).ok
+        assert [j.request_id for j in later.history()] == [unfinished]
+
+
+def test_outputs_over_a_cap_are_given_up_not_copied_by_the_next_resume(
+    host: tuple[FileHost, str],
+) -> None:
+    """N1: a copy starts its caps afresh, so outputs past max_outputs were downloaded by
+    the next resume; they are given up at once, saying the cap."""
+    files, base = host
+    files.outputs = downloads.MAX_OUTPUTS + 2
+    first, rid = finished_without_copies(base, saved=downloads.MAX_OUTPUTS)
+    row = first.ledger.get(first.gateway_name, rid)
+    assert row is not None and row.copies_pending == []
+    over = row.copies_given_up[downloads.MAX_OUTPUTS]
+    assert over.startswith("over a cap: ") and "max_outputs" in over
+    asked = files.asked
+    with gw.Client(base, KEY) as later:
+        assert later.resume() == []
+    assert files.asked == asked
+
+
+@contextlib.contextmanager
+def read_back_with_copies_pending(files: FileHost, base: str) -> Iterator[Job]:
+    """The job ``resume()`` gives of a COMPLETED task whose file host failed every
+    download at its end and works now; its client closes when the block ends."""
+    files.answer = 503
+    finished_without_copies(base)
+    files.answer = 200
+    with gw.Client(base, KEY) as later:
+        [job] = later.resume()
+        yield job
+
+
+def test_a_copy_cannot_be_cancelled_so_result_still_answers(host: tuple[FileHost, str]) -> None:
+    """N6: ``job.copying.cancel()`` made ``result()`` raise CancelledError (and an async
+    wait read it as its caller's own cancel); it is refused, the copy goes on."""
+    files, base = host
+    with read_back_with_copies_pending(files, base) as job:
+        assert job.copying is not None and job.copying.cancel() is False
+        copied(base, job.result(timeout=30))
+        copied(base, asyncio.run(AsyncJob(job).result(timeout=30)))
+
+
+def test_await_job_waits_for_its_copy_as_result_does(host: tuple[FileHost, str]) -> None:
+    """N7: ``await job`` returned at once, its outputs with no path, while ``result()``
+    and ``await AsyncJob(job)`` waited for the copy."""
+    files, base = host
+    with read_back_with_copies_pending(files, base) as job:
+
+        async def awaited() -> Result:
+            return await job
+
+        copied(base, asyncio.run(awaited()))
+
+
+def test_ctrl_c_while_waiting_for_a_copy_says_the_task_ended(
+    host: tuple[FileHost, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """N8: it said the task was still running and offered job.cancel()."""
+    files, base = host
+    files.answer = 503
+    _first, rid = finished_without_copies(base)
+    files.answer = 200
+    files.files_open.clear()  # the copy hangs
+    try:
+        with gw.Client(base, KEY) as later:
+            [job] = later.resume()
+            timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                job.result(timeout=30)
+            err = capsys.readouterr().err
+            assert f"task {rid} on ep has ended (COMPLETED)" in err
+            assert "copies of its outputs not made yet pending" in err
+            assert "still running" not in err and "cancel" not in err
+    finally:
+        files.files_open.set()
+
+
+def test_asking_again_and_again_within_a_minute_of_a_failed_copy_costs_no_requests(
+    host: tuple[FileHost, str],
+) -> None:
+    """N10: each client.job(...) ran a whole copy (3 requests an output) though a failed
+    copy counts one try per 10 minutes; a copy that failed is not asked for again within
+    COPY_RETRY_PAUSE."""
+    files, base = host
+    files.answer = 503
+    _first, rid = finished_without_copies(base)
+    with gw.Client(base, KEY) as later:
+        later.job("ep", rid).result(timeout=30)  # the first copy fails: 3 requests each
+        asked = files.asked
+        for _ in range(5):
+            assert later.job("ep", rid).result(timeout=30).outputs[0].path is None
+        assert files.asked == asked
+
+
+def test_client_job_of_a_task_a_live_kernel_holds_copies_nothing_while_another_is_pending(
+    host: tuple[FileHost, str],
+) -> None:
+    """Only the task asked for is chosen (``request_id=``): a kernel still open holds
+    this task's lease (its own copy may run), while another task's copy is pending."""
+    files, base = host
+    files.answer = 503
+    _first, pending = finished_without_copies(base)
+    with gw.Client(base, KEY) as kernel:  # stays open while the other client asks
+        held = kernel.submit("ep", {"prompt": "y"}, validate=False).request_id
+        assert kernel.job("ep", held).result(timeout=30).outputs[0].path is None
+        files.answer = 200
+        asked = files.asked
+        with gw.Client(base, KEY) as later:
+            job = later.job("ep", held)
+            assert job.copying is None and job.result(timeout=30).outputs[0].path is None
+        assert files.asked == asked
+        assert pending != held

@@ -158,8 +158,10 @@ def _copies_in_words(record: dict[str, Any]) -> str:
     said = ""
     pending, given_up = len(record["copies_pending"]), record["copies_given_up"]
     if pending:
-        who = "a client of the key that made it" if record["made_with_another_key"] else ""
-        said += f", {copies_pending_words(pending)} ({who or 'genwidgets resume'} copies them)"
+        who = "a client of the key that made it copies them"
+        if not record["made_with_another_key"]:  # a kernel still open may hold its lease
+            who = "genwidgets resume copies them once no open kernel holds the task"
+        said += f", {copies_pending_words(pending)} ({who})"
     if given_up:
         said += f", {len(given_up)} not copied ({terminal_text(next(iter(given_up.values())))})"
     return said
@@ -216,11 +218,20 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         return say(args, out | {"queue_position": place}, said)
     if recorded is not None and row is not None and row.copies_pending:
         # recorded, its outputs not all copied: the job copies them, waited for within
-        # --wait (none given: each download's deadline), asking the gateway nothing else
-        recorded = job.result(timeout=args.wait or None)
+        # --wait (none given: one client timeout in all, not one per output), asking the
+        # gateway nothing else
+        recorded = job.result(timeout=args.wait or client.timeout)
         if job.copies_pending and not args.json:  # the JSON says copies_pending
             n = copies_pending_words(job.copies_pending)
-            print(f"{rid}: {n}: not copied within the wait; ask again later", file=sys.stderr)
+            why = "not copied within the wait; ask again later"
+            if job.copying is None and row.made_with_another_key(client.key_fingerprint):
+                why = "a client of the key that made this task copies them"
+            elif job.copying is None:  # the lease of a kernel still open: its own to copy
+                why = (
+                    "another open kernel holds this task and copies them (client.resume() "
+                    "there); this command copies them once that kernel is closed"
+                )
+            print(f"{rid}: {n}: {why}", file=sys.stderr)
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
         result = recorded or job.result(timeout=args.wait)

@@ -473,7 +473,7 @@ def test_history_says_copies_pending_and_result_copies_them(
     rid = completed_not_copied(file_host)
     assert main(["history"]) == 0
     said = capsys.readouterr().out
-    assert "COMPLETED" in said and "2 copies pending (genwidgets resume copies them)" in said
+    assert "COMPLETED" in said and "2 copies pending (genwidgets resume copies them once" in said
     assert main(["result", rid, "--json"]) == 0
     found = json_out(capsys)
     assert found["status"] == "COMPLETED" and len(found["files"]) == 2
@@ -562,3 +562,41 @@ def test_result_of_a_completed_task_whose_result_address_hangs_says_it_completed
     said = capsys.readouterr().out
     assert code == cli.EXIT_NOT_DONE and "r7: COMPLETED; its result could not be fetched" in said
     assert "not known" not in said
+
+
+def test_result_with_no_wait_waits_for_a_copy_one_client_timeout_in_all(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N4: with no ``--wait``, ``result ID`` waited for the whole copy, one client timeout
+    per output (80 minutes for 160 outputs): now one in all, so the second output's
+    copy never begins (its record still says the first download's failure)."""
+    rid = completed_not_copied(file_host)
+    file_host.files_open.clear()  # the file host hangs
+    monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, timeout=0.5))
+    assert main(["result", rid, "--json"]) == 0
+    found = json_out(capsys)
+    assert (found["status"], found["ok"], found["copies_pending"]) == ("COMPLETED", True, 2)
+    with genwidgets.Client() as reader:
+        assert reader.ledger is not None
+        row = reader.ledger.get(reader.gateway_name, rid)
+    assert row is not None and "HTTP 503" in row.outputs[1]["download_error"]
+
+
+def test_result_names_who_copies_when_this_command_cannot(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """N3: a task an open kernel holds, or another key made, is not copied by asking
+    again: the command says who copies it, not "ask again later"."""
+    file_host.answer = 503
+    with genwidgets.Client() as kernel:  # a notebook left open holds the task's lease
+        held = kernel.submit("ep", {"prompt": "x"}, validate=False).request_id
+        kernel.job("ep", held).result(timeout=30)
+        file_host.answer = 200
+        assert main(["result", held]) == 0
+        err = capsys.readouterr().err
+        assert f"{held}: 2 copies pending: another open kernel holds this task" in err
+        assert "ask again later" not in err
+    theirs = completed_not_copied(file_host, api_key="k-another")
+    assert main(["result", theirs]) == 0
+    err = capsys.readouterr().err
+    assert f"{theirs}: 2 copies pending: a client of the key that made this task copies" in err

@@ -536,34 +536,6 @@ def test_result_and_resume_end_within_their_wait_while_a_copy_runs(
     assert (record["status"], record["ok"], record["copies_pending"]) == ("COMPLETED", True, 2)
 
 
-def test_history_says_who_copies_and_not_what_download_false_declined(
-    file_host: FileHost, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """R12: another key's task is copied by a client of that key (not by this
-    ``resume``); a ``download=False`` client's outputs were declined, said once."""
-    completed_not_copied(file_host, api_key="k-another")
-    with genwidgets.Client(download=False) as declined:
-        declined.submit("ep", {"prompt": "y"}, validate=False).result(timeout=30)
-    assert main(["history"]) == 0
-    first, second = capsys.readouterr().out.strip().splitlines()
-    assert "not copied (declined: its client was made with download=False)" in first
-    assert "pending" not in first
-    assert "2 copies pending (a client of the key that made it copies them)" in second
-
-
-def test_result_of_a_completed_task_whose_result_address_hangs_says_it_completed(
-    file_host: FileHost, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """R10: the gateway said COMPLETED, then its result address did not answer: the
-    command says so, not that the outcome is unknown."""
-    file_host.results_open.clear()
-    monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, timeout=0.5))
-    code = main(["result", "r7", "--endpoint", "ep", "--wait", "0"])
-    said = capsys.readouterr().out
-    assert code == cli.EXIT_NOT_DONE and "r7: COMPLETED; its result could not be fetched" in said
-    assert "not known" not in said
-
-
 def test_result_with_no_wait_waits_for_a_copy_one_client_timeout_in_all(
     file_host: FileHost, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -600,3 +572,31 @@ def test_result_names_who_copies_when_this_command_cannot(
     assert main(["result", theirs]) == 0
     err = capsys.readouterr().err
     assert f"{theirs}: 2 copies pending: a client of the key that made this task copies" in err
+
+
+def test_history_says_who_copies_and_not_what_download_false_declined(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R12: another key's task is copied by a client of that key (not by this
+    ``resume``); a ``download=False`` client's outputs were declined, said once."""
+    completed_not_copied(file_host, api_key="k-another")
+    with genwidgets.Client(download=False) as declined:
+        declined.submit("ep", {"prompt": "y"}, validate=False).result(timeout=30)
+    assert main(["history"]) == 0
+    first, second = capsys.readouterr().out.strip().splitlines()
+    assert "not copied (declined: its client was made with download=False)" in first
+    assert "pending" not in first
+    assert "2 copies pending (a client of the key that made it copies them)" in second
+
+
+def test_result_of_a_completed_task_whose_result_address_hangs_says_it_completed(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R10: the gateway said COMPLETED, then its result address did not answer: the
+    command says so, not that the outcome is unknown."""
+    file_host.results_open.clear()
+    monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, timeout=0.5))
+    code = main(["result", "r7", "--endpoint", "ep", "--wait", "0"])
+    said = capsys.readouterr().out
+    assert code == cli.EXIT_NOT_DONE and "r7: COMPLETED; its result could not be fetched" in said
+    assert "not known" not in said

@@ -12,28 +12,41 @@ on the terminal (:class:`InertStream`). docs/decisions.md#batch-cli.
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import contextlib
 import functools
 import io
 import json
+import os
 import shutil
+import signal
 import sys
+import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
-from ._client import Client
+from ._client import Client, lost_contact
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
 from .errors import GenwidgetsError, NoAnswer, RateLimited, ServerError, TaskTimeout
 from .jobs.downloads import extension_for, safe_name
-from .jobs.job import copies_pending_words
+from .jobs.job import Job, copies_pending_words
 from .jobs.ledger import MAX_LIMIT
-from .lab.batch_cli import EXIT_REFUSED, add_batch_arguments, run_batch, say_error
+from .jobs.recorder import GONE
+from .lab.batch_cli import (
+    EXIT_INTERRUPTED,
+    EXIT_REFUSED,
+    add_batch_arguments,
+    run_batch,
+    say_error,
+)
+from .protocol.records import Result
 from .serve import cli as serve_cli
 from .serve.cli import JSON_FLAG, say
 from .simulator import cli as simulator_cli
@@ -94,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="send a task per row of a CSV or JSONL file, files out",
         description="Plan, confirm and send a task per row; files and manifest.csv go to "
         "--out; the same command again resumes. Exit status: 0 all done, 1 some not "
-        "done, 2 refused, 130 interrupted.",
+        "done, 2 refused, 130 interrupted (143 SIGTERM, 141 its reader left).",
     )
     add_batch_arguments(batch)
     serve = commands.add_parser("serve", help="a class gateway: students' keys with budgets")
@@ -210,7 +223,10 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         job.cancel()
         return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
     if args.command == "status":
-        status = job.status()
+        try:  # one try, as result's last ask: an address that never answers costs one timeout
+            status = job.status(retries=0)
+        except (NoAnswer, ServerError, RateLimited) as exc:
+            return _not_known_yet(args, rid, exc)
         place = status.queue_position
         out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
         where = f" (queue position {place})" if place is not None else ""
@@ -270,12 +286,13 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
 def _not_known_yet(
     args: argparse.Namespace, rid: str, exc: Exception, status: Status | None = None
 ) -> int:
-    """``result --wait`` ran out and the gateway did not answer the one ask after it
-    (its address hangs, fails, or holds us back): how the task stands is not known yet,
-    which is not a failed task; the same command asks again. A ``status`` that said the
-    task is done tells so: its result only could not be fetched."""
+    """``status``, or ``result --wait`` ran out, and the gateway did not answer the one
+    ask (its address hangs, fails, or holds us back): how the task stands is not known
+    yet, which is not a failed task; the same command asks again. A ``status`` that said
+    the task is done tells so: its result only could not be fetched."""
     out = {"request_id": rid, "status": None, "done": False, "known": False, "error": str(exc)}
-    again = f"ask again with: genwidgets result {rid} --wait SECONDS"
+    wait = " --wait SECONDS" if args.command == "result" else ""
+    again = f"ask again with: genwidgets {args.command} {rid}{wait}"
     said = (
         f"{rid}: outcome not known yet: the gateway did not answer in time ({exc}). "
         f"The task may still run or be done; {again}"
@@ -301,34 +318,96 @@ def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
     return say(args, out, said, EXIT_NOT_DONE)
 
 
+#: why ``resume`` does not wait for a task the embedded simulator of another process made
+ENDED_SIMULATOR = (
+    "made by an embedded simulator that has ended (each ends with the process that started "
+    "it): this task can never finish"
+)
+
+
+def _lost_contact_words(exc: Exception) -> str:
+    return (
+        f"contact lost: the gateway did not answer ({exc}); the task may still run or be "
+        "done: genwidgets resume follows it again, with no new create"
+    )
+
+
 def _resume(client: Client, args: argparse.Namespace) -> int:
     jobs = client.resume(force=args.force)
     deadline = None if args.wait is None else time.monotonic() + args.wait
     records = []
+    silence: list[Exception | None] = []  # the one ask after a wait with no word: its error
     for job in jobs:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        record: dict[str, Any] = {"request_id": job.request_id, "endpoint": job.endpoint}
-        try:
-            result = job.result(timeout=left)
-            files = [str(o.path) for o in result.outputs if o.path]
-            record |= {"status": result.status, "ok": result.ok, "files": files}
-            record["copies_pending"] = job.copies_pending  # not copied within --wait
-            if job.copies_pending and not args.json:
-                n = copies_pending_words(job.copies_pending)
-                print(f"{job.request_id}: {n}: not copied within the wait", file=sys.stderr)
-        except GenwidgetsError as exc:
-            record |= {"status": job.status_text, "ok": False, "error": str(exc), "files": []}
+        record = _resumed(client, job, left, silence)
         records.append(record)
         if not args.json:
+            if record["copies_pending"]:
+                n = copies_pending_words(record["copies_pending"])
+                print(f"{job.request_id}: {n}: not copied within the wait", file=sys.stderr)
+            said = terminal_text(record["status"])
+            said += f" ({terminal_text(record['error'])})" if record.get("error") else ""
             print(
-                f"{record['request_id']}  {record['endpoint']:<24} "
-                f"{terminal_text(record['status'])}" + "".join(f"\n  {f}" for f in record["files"])
+                f"{record['request_id']}  {record['endpoint']:<24} {said}"
+                + "".join(f"\n  {f}" for f in record["files"])
             )
     if args.json:
         print(json.dumps(records))
     elif not records:
         print("nothing to resume: no unfinished task in the ledger")
     return 0 if all(r["ok"] for r in records) else EXIT_NOT_DONE
+
+
+def _resumed(
+    client: Client, job: Job, left: float | None, silence: list[Exception | None]
+) -> dict[str, Any]:
+    """One task of ``resume``, waited for at most ``left`` seconds, as its JSON record.
+    Not done, it says why: never to finish (made by an ended embedded simulator: said at
+    once), contact lost (polling gave up, or no word within the wait and the gateway
+    silent to the command's one ask, ``silence``: one request timeout, not one a task),
+    or not finished yet."""
+    record: dict[str, Any] = {"request_id": job.request_id, "endpoint": job.endpoint}
+    if client.embedded and not job.done():  # this command's simulator is a new one
+        _record_gone(client, job)
+        error = ENDED_SIMULATOR
+    else:
+        try:
+            result = job.result(timeout=left)
+            files = [str(o.path) for o in result.outputs if o.path]
+            # copies_pending: outputs not copied within --wait
+            return (
+                record
+                | {"status": result.status, "ok": result.ok, "files": files}
+                | {"copies_pending": job.copies_pending}
+            )
+        except TaskTimeout as exc:
+            error = f"not finished within {exc.timeout:g} s; genwidgets resume waits again"
+            if job.last_status is None and not silence:  # no word from the gateway
+                try:
+                    job.status(retries=0)
+                    silence.append(None)
+                except (NoAnswer, ServerError, RateLimited) as silent:
+                    silence.append(silent)
+            if job.last_status is None and silence and silence[0] is not None:
+                error, record["known"] = _lost_contact_words(silence[0]), False
+        except GenwidgetsError as exc:
+            error = str(exc)
+            if lost_contact(job):
+                error, record["known"] = _lost_contact_words(exc), False
+    not_done = {"status": job.status_text, "ok": False, "error": error, "files": []}
+    return record | not_done | {"copies_pending": 0}
+
+
+def _record_gone(client: Client, job: Job) -> None:
+    """The ledger records the task ended, as a gateway's "not found" would, so no later
+    ``resume`` waits for it (a result the ledger holds is never overwritten)."""
+    if client.ledger is None:
+        return
+    last = job.last_status.status if job.last_status else job.status_text
+    gone = Result(last, ENDED_SIMULATOR, GONE, endpoint=job.endpoint, request_id=job.request_id)
+    client.ledger.writes.record_result(
+        client.gateway_name, job.request_id, gone, gone=True, fingerprint=client.key_fingerprint
+    )
 
 
 # ----------------------------------------------------------------------------- notebooks
@@ -368,22 +447,93 @@ def _notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+class Stopping:
+    """How a command is stopped: Ctrl-C (SIGINT), SIGTERM (``timeout``, systemd, ``docker
+    stop``) and a reader of its output that left (``| head``: a closed pipe) all end it
+    as Ctrl-C does, a ``KeyboardInterrupt`` in the main thread, so a batch lets its
+    creates in flight answer and records its rows, and a task command says how to go on.
+    Its exit status is a shell's for that signal: 130, 143, 141 (the reader gone: said
+    nothing more). Raised once: a second SIGTERM must not cut that grace short.
+    docs/decisions.md#batch-cli."""
+
+    #: the words of each stop, the ``KeyboardInterrupt``'s message (Ctrl-C's is empty)
+    WHY = {signal.SIGTERM: "stopped by SIGTERM", signal.SIGPIPE: "its output's reader left"}
+
+    def __init__(self) -> None:
+        #: the signal that stopped the command (Ctrl-C's is not noted: 130 is said anyway)
+        self.signum: int | None = None
+        self._raised = False
+
+    @contextlib.contextmanager
+    def on_sigterm(self) -> Iterator[None]:
+        """SIGTERM stops the command as Ctrl-C does, while in this block (the main
+        thread only: nowhere else can a handler be set)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        before = signal.signal(signal.SIGTERM, self._stop)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, before)
+
+    def _stop(self, signum: int, _frame: FrameType | None = None) -> None:
+        self.signum = self.signum or signum
+        if not self._raised:
+            self._raised = True
+            raise KeyboardInterrupt(self.WHY[signal.Signals(self.signum)])
+
+    def reader_left(self) -> None:
+        """A write found its reader gone: stop the command, from the main thread."""
+        self.signum = self.signum or signal.SIGPIPE
+        if threading.current_thread() is threading.main_thread():
+            self._stop(signal.SIGPIPE)
+        else:  # runs the SIGTERM handler in the main thread, if this command set it
+            _thread.interrupt_main(signal.SIGTERM)
+
+    def exit_status(self, code: int) -> int:
+        """The command's exit status, or the signal's that stopped it (128 + its number)."""
+        return code if self.signum is None else 128 + self.signum
+
+
 class InertStream(io.TextIOBase):
     """A command's stdout or stderr: every text written is inert on a terminal
     (:func:`~._formats.terminal_text`), keeping newlines, tabs and the carriage returns
     a progress bar redraws its line with. Gateway texts are inert from the record
     boundary already; this holds for every other text (an old ledger row, a file name,
-    a row's value). docs/decisions.md#inert-text."""
+    a row's value). docs/decisions.md#inert-text.
 
-    def __init__(self, stream: TextIO) -> None:
+    A write whose reader has left (``BrokenPipeError``) points the stream at the null
+    device, Python's own recipe, so nothing more is written there, not even at the
+    interpreter's exit, and calls ``reader_left``."""
+
+    def __init__(self, stream: TextIO, reader_left: Callable[[], None] | None = None) -> None:
         self.stream = stream
+        self.reader_left = reader_left
 
     def write(self, text: str) -> int:
-        self.stream.write("\r".join(terminal_text(p, lines=True) for p in text.split("\r")))
+        try:
+            self.stream.write("\r".join(terminal_text(p, lines=True) for p in text.split("\r")))
+        except BrokenPipeError:
+            self._to_null()
         return len(text)
 
     def flush(self) -> None:
-        self.stream.flush()
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._to_null()
+
+    def _to_null(self) -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, self.stream.fileno())  # what it holds is flushed there, silently
+        except (OSError, ValueError):  # no file of its own (a test's capture)
+            self.stream = open(os.devnull, "w")  # noqa: SIM115 - the process's, to its end
+        finally:
+            os.close(null)
+        if self.reader_left is not None:
+            self.reader_left()
 
     def isatty(self) -> bool:
         return self.stream.isatty()
@@ -419,11 +569,17 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    stopping = Stopping()
     with (
-        contextlib.redirect_stdout(InertStream(sys.stdout)),
-        contextlib.redirect_stderr(InertStream(sys.stderr)),
+        contextlib.redirect_stdout(InertStream(sys.stdout, stopping.reader_left)),
+        contextlib.redirect_stderr(InertStream(sys.stderr, stopping.reader_left)),
     ):
-        return _command(argv)
+        try:
+            code = _command(argv, stopping)
+            sys.stdout.flush()  # a reader gone is found here, not at the interpreter's exit
+        except KeyboardInterrupt:  # stopped past what the command says (its last write)
+            code = EXIT_INTERRUPTED
+        return stopping.exit_status(code)
 
 
 def _say_warning(command: str, message: Warning | str, *_: object, **__: object) -> None:
@@ -434,14 +590,40 @@ def _say_warning(command: str, message: Warning | str, *_: object, **__: object)
     print(f"genwidgets {command}: warning: {terminal_text(said)}", file=sys.stderr)
 
 
-def _command(argv: Sequence[str] | None) -> int:
+#: commands that serve until stopped: their server (uvicorn) handles SIGTERM itself
+SERVERS = ("simulate", "serve")
+
+
+def _command(argv: Sequence[str] | None, stopping: Stopping) -> int:
     parser = build_parser()
     args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
     if isinstance(args, int):
         return args
-    with warnings.catch_warnings():
+    on_sigterm = contextlib.nullcontext() if args.command in SERVERS else stopping.on_sigterm()
+    with warnings.catch_warnings(), on_sigterm:
         warnings.showwarning = functools.partial(_say_warning, args.command)
-        return _run(args, parser)
+        try:
+            return _run(args, parser)
+        except KeyboardInterrupt as stop:
+            return _interrupted(args, stop, stopping)
+
+
+def _interrupted(args: argparse.Namespace, stop: KeyboardInterrupt, stopping: Stopping) -> int:
+    """A command stopped (Ctrl-C, SIGTERM) says so, and what goes on, as ``batch``
+    does: one line on stderr, or its JSON object; exit 130 (143 for SIGTERM). One whose
+    reader left says nothing more (``| head``: as a command SIGPIPE ends)."""
+    if stopping.signum == signal.SIGPIPE:
+        return EXIT_INTERRUPTED
+    said = str(stop) or "interrupted"
+    rid = getattr(args, "request_id", None)
+    if args.command == "result":
+        said += f"; the task goes on: genwidgets result {rid} --wait SECONDS waits again"
+    elif args.command == "resume":
+        said += "; the tasks go on: genwidgets resume waits for them again"
+    about = {"request_id": rid} if rid is not None else {}
+    return say_error(
+        args.command, said, EXIT_INTERRUPTED, as_json=getattr(args, "json", False), **about
+    )
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from loopback import FileHost, JsonHandler, LoopbackServer, files_gateway
+from loopback import FileHost, JsonHandler, LoopbackServer, OneTaskGateway, files_gateway
 
 import genwidgets
 from genwidgets import cli
@@ -484,13 +485,13 @@ def test_history_says_copies_pending_and_result_copies_them(
     assert file_host.creates == 1 and sorted(file_host.served.values()) == [1, 1]
 
 
-def test_result_wait_ends_near_its_deadline_when_the_status_address_hangs(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The gateway accepts every status request and never answers: ``result --wait 3``
-    ends within its wait plus about one request timeout (it took the whole retry policy,
-    96 s with the defaults), saying the outcome is not known yet and how to ask again.
-    The command's client gets a 10 s request timeout (nothing public sets the command's)."""
+def ended_against_a_hanging_gateway(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]
+) -> list[int]:
+    """``main(argv)`` against a gateway that accepts every status request and never
+    answers; its exit status if it ended within 25 s (generous: three 10 s request
+    timeouts are 30 s), else nothing. The command's client gets a 10 s request timeout
+    (nothing public sets the command's)."""
     released = threading.Event()
 
     class Hanging(JsonHandler):
@@ -503,18 +504,26 @@ def test_result_wait_ends_near_its_deadline_when_the_status_address_hangs(
     monkeypatch.setenv("GENWIDGETS_API_KEY", "k-hang")
     monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, timeout=10.0))
     outcome: list[int] = []
-    command = threading.Thread(
-        target=lambda: outcome.append(main(["result", "r1", "--endpoint", "ep", "--wait", "3"])),
-        daemon=True,
-    )
+    command = threading.Thread(target=lambda: outcome.append(main(argv)), daemon=True)
     try:
         command.start()
-        command.join(25)  # generous: the wait, two request timeouts and slack; not 34 s
-        assert outcome == [1], "the command did not end near its deadline"
+        command.join(25)
+        return list(outcome)
     finally:
         released.set()
         command.join(30)
         gateway.close()
+
+
+def test_result_wait_ends_near_its_deadline_when_the_status_address_hangs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``result --wait 3`` ends within its wait plus about one request timeout (it took
+    the whole retry policy, 96 s with the defaults), saying the outcome is not known yet
+    and how to ask again."""
+    argv = ["result", "r1", "--endpoint", "ep", "--wait", "3"]
+    ended = ended_against_a_hanging_gateway(monkeypatch, tmp_path, argv)
+    assert ended == [1], "the command did not end near its deadline"
     said = capsys.readouterr().out
     assert "r1: outcome not known yet" in said
     assert "ask again with: genwidgets result r1 --wait SECONDS" in said
@@ -600,3 +609,75 @@ def test_result_of_a_completed_task_whose_result_address_hangs_says_it_completed
     said = capsys.readouterr().out
     assert code == cli.EXIT_NOT_DONE and "r7: COMPLETED; its result could not be fetched" in said
     assert "not known" not in said
+
+
+def test_status_asks_once_when_the_status_address_hangs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``status`` makes one try, as ``result --wait`` does, and says the outcome is not
+    known yet (it took the whole retry policy: 93 s with the defaults)."""
+    argv = ["status", "r1", "--endpoint", "ep", "--json"]
+    assert ended_against_a_hanging_gateway(monkeypatch, tmp_path, argv) == [1]
+    said = json_out(capsys)
+    assert (said["request_id"], said["known"], said["done"]) == ("r1", False, False)
+    assert "ReadTimeout" in said["error"]
+
+
+class QueuedTask(OneTaskGateway):
+    """Task ``r1``, queued for ever."""
+
+    def do_GET(self) -> None:
+        self.send_json({"status": "IN_QUEUE", "queue_position": 3, "request_id": "r1"})
+
+
+def test_resume_says_contact_was_lost_when_the_gateway_cannot_be_reached(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gateway of an unfinished task is down (connection refused) through ``resume
+    --wait``: the task is said out of contact, its outcome not known, how to follow it
+    again; not "no result within 1 s; the task is still alive"."""
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-down")
+    with genwidgets.Client() as client:
+        client.submit("ep", {"prompt": "a heron"}, validate=False)
+    gateway.close()  # its port refuses from now on
+    assert main(["resume", "--wait", "1", "--json"]) == 1
+    [record] = json_out(capsys)
+    assert (record["request_id"], record["ok"], record["known"]) == ("r1", False, False)
+    assert record["error"].startswith("contact lost: the gateway did not answer (")
+    assert record["error"].endswith("genwidgets resume follows it again, with no new create")
+    assert main(["resume", "--wait", "1"]) == 1  # the same, said in a line
+    assert "r1  ep                       SUBMITTED (contact lost: " in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(200)
+def test_resume_says_at_once_what_an_ended_embedded_simulator_made_can_never_finish(
+    tmp_path: Path,
+) -> None:
+    """A script with no gateway set (the embedded simulator) made two videos and ended,
+    and its simulator with it: ``resume`` says at once they can never finish and the
+    ledger records them ended, so the next ``resume`` has nothing to wait for (it waited
+    about 20 s a task, then said "HTTP 404: Request not found" with their status
+    SUBMITTED, as if they might still run)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GENWIDGETS_")}
+    env["GENWIDGETS_HOME"] = str(tmp_path / "home")
+    script = (
+        "import genwidgets as gw\n"
+        "c = gw.Client()\n"
+        "for i in range(2):\n"
+        "    c.submit('vidVq2-text2video', {'prompt': f'a river {i}', 'duration': 5})\n"
+    )
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
+    resume = [sys.executable, "-m", "genwidgets.cli", "resume", "--json"]
+    done = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    records = json.loads(done.stdout)
+    assert len(records) == 2
+    assert {r["error"].split(" (")[0] for r in records} == {
+        "made by an embedded simulator that has ended"
+    }
+    again = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=120)
+    assert (again.returncode, json.loads(again.stdout)) == (0, [])

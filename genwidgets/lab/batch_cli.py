@@ -5,7 +5,8 @@ by ``--yes``, refused when stdin is not a terminal and ``--yes`` is missing. Pro
 is a tqdm bar on a terminal and quiet lines otherwise; the manifest is written as it
 goes. Exit status: 0 every row done, 1 some row not done (failed, cancelled, unknown,
 left running, not sent), 2 refused (bad input, over budget, not confirmed), 130
-interrupted (the same command resumes). docs/decisions.md#batch-cli.
+interrupted (the same command resumes; ``genwidgets.cli.Stopping`` makes it 143 for
+SIGTERM, 141 for a reader gone). docs/decisions.md#batch-cli.
 """
 
 from __future__ import annotations
@@ -286,18 +287,19 @@ def run_batch(
             batch.retry_failed()
         try:
             batch.wait(progress="none" if args.json else "auto")
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM, a reader gone: which, said
+            why = str(stop) or "interrupted"
             if not args.json:
                 print(file=stderr)  # past the ^C on the terminal's line
             if client.embedded:  # its tasks end with this process
                 said = (
-                    "interrupted; the embedded simulator ends with this command and its "
+                    f"{why}; the embedded simulator ends with this command and its "
                     "tasks with it. The same command again sends the rows never made; add "
                     f"--retry-failed to make the interrupted ones of batch {batch.id} again."
                 )
             else:
                 said = (
-                    "interrupted; tasks already created go on. Run the same command again "
+                    f"{why}; tasks already created go on. Run the same command again "
                     f"to resume batch {batch.id}."
                 )
             return error(said, EXIT_INTERRUPTED, id=batch.id)

@@ -409,3 +409,79 @@ def test_ctrl_c_with_the_embedded_simulator_then_the_same_command_then_retry_fai
     pngs = sorted(p.name for p in out.glob("*.png"))
     done = [r for r in last.values() if r["status"] == "done"]
     assert pngs == sorted(name for r in done for name in r["files"])
+
+
+def sending(sim: SimulatorServer, child: subprocess.Popen[str], out: Path) -> None:
+    """Once the batch in ``child`` has created a row (bounded)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None:
+        if any(r["status"] == "created" for r in read_manifest(out).values()):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the batch created no row: {child.poll()}")
+
+
+def every_task_made_is_recorded(sim: SimulatorServer, env: dict[str, str]) -> None:
+    """The ledger knows each task the simulator made by its request id (none lost in
+    flight, so a re-run re-attaches it)."""
+    made = {t["request_id"] for t in httpx.get(f"{sim.base_url}/_sim/tasks", timeout=10).json()}
+    history = subprocess.run(
+        [sys.executable, "-m", "genwidgets.cli", "history", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert made and made <= {r["request_id"] for r in json.loads(history.stdout)}
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_batch_as_ctrl_c_does_saying_so_in_its_json(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """SIGTERM (``timeout``, systemd, ``docker stop``) while rows are sent: the batch stops
+    as on Ctrl-C, its one JSON object says so, exit 143; every task made is recorded
+    (it died with an empty stdout, its ledger writes still queued)."""
+    sim = make_simulator(speed=0.01)  # no task ends while the test runs
+    command, env, out = child_command(sim, tmp_path, 8, concurrency=2)
+    child = subprocess.Popen(
+        [*command, "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        sending(sim, child, out)
+        child.send_signal(signal.SIGTERM)
+        stdout, stderr = child.communicate(timeout=90)
+    finally:
+        child.kill()
+    assert child.returncode == 143, stderr
+    said = json.loads(stdout)  # one object, nothing else
+    assert said["error"].startswith("stopped by SIGTERM; tasks already created go on"), said
+    assert said["command"] == "batch" and said["id"]
+    every_task_made_is_recorded(sim, env)
+
+
+@pytest.mark.slow
+def test_a_reader_that_leaves_stops_a_batch_as_ctrl_c_does_without_a_traceback(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """``genwidgets batch ... | head -1``: the reader leaves after the first line, once
+    rows are sent. The batch stops as on Ctrl-C at its next line (creates in flight
+    answer, rows recorded), says so on stderr and exits 141, as a command SIGPIPE ends;
+    it died with a BrokenPipeError traceback, exit 1, creates in flight cut."""
+    sim = make_simulator(speed=0.01)
+    command, env, out = child_command(sim, tmp_path, 8, concurrency=2)
+    child = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None and child.stderr is not None
+    try:
+        assert child.stdout.readline().startswith("batch ")  # `head -1`: one line
+        sending(sim, child, out)
+        child.stdout.close()  # gone: the batch's next line finds no reader
+        err = child.stderr.read()
+        assert child.wait(90) == 141, err
+    finally:
+        child.kill()
+    assert "Traceback" not in err, err
+    assert "its output's reader left; tasks already created go on" in err
+    every_task_made_is_recorded(sim, env)

@@ -681,3 +681,16 @@ def test_resume_says_at_once_what_an_ended_embedded_simulator_made_can_never_fin
     }
     again = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=120)
     assert (again.returncode, json.loads(again.stdout)) == (0, [])
+
+
+def test_python_dash_m_genwidgets_is_the_command() -> None:
+    """An environment whose scripts folder is not on the PATH still has the command."""
+    done = subprocess.run(
+        [sys.executable, "-m", "genwidgets", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert genwidgets.__version__ in done.stdout

@@ -612,7 +612,8 @@ class Client:
         except KeyboardInterrupt:
             raise KeyboardInterrupt(create.interrupted(prepared.endpoint)) from None
         except concurrent.futures.TimeoutError:
-            assert within is not None
+            if within is None:  # the create's own failure, not this wait's
+                raise
             return create.unanswered(prepared.endpoint, within)
 
     def send_many(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import pydoc
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +175,40 @@ def test_a_failing_task_leaves_async_with_and_the_creates_in_flight_answer_first
         with (
             pytest.warns(gw.GenwidgetsWarning, match="created 3 tasks"),
             pytest.raises(ValueError, match="row 3 is bad"),
+        ):
+            asyncio.run(main())
+        again = gw.Client(gateway.base, KEY)
+        assert again.ledger is not None
+        rows = again.ledger.rows(again.gateway_name)
+        assert sorted(row.request_id or "" for row in rows) == ["r1", "r2", "r3"]
+        again.close()
+        assert host.creates == 3
+    finally:
+        gateway.close()
+
+
+def test_ctrl_c_in_asyncio_run_lets_the_creates_in_flight_answer_before_closing() -> None:
+    """A real SIGINT while three creates wait at the gateway: ``asyncio.run`` cancels
+    its main task, ``async with`` closes the client, which lets them answer (the tasks
+    are in the ledger with their ids), and then the KeyboardInterrupt is raised."""
+    host = HeldCreates()
+    gateway = held_creates_gateway(host)
+
+    async def main() -> None:
+        async with gw.AsyncClient(gateway.base, KEY) as client:
+            host.release = lambda: client.closed  # answered once the close has begun
+            sending = [
+                asyncio.ensure_future(client.submit("ep", {"seed": i}, validate=False))
+                for i in range(3)
+            ]
+            assert await until(lambda: host.held == 3)
+            signal.raise_signal(signal.SIGINT)  # the person's Ctrl-C
+            await asyncio.gather(*sending)
+
+    try:
+        with (
+            pytest.warns(gw.GenwidgetsWarning, match="created 3 tasks"),
+            pytest.raises(KeyboardInterrupt),
         ):
             asyncio.run(main())
         again = gw.Client(gateway.base, KEY)

@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from . import _config
-from ._client import Client
-from ._workers import Workers
+from ._client import Client, create_unanswered
+from ._workers import Workers, wait_within
+from .jobs.engine import check_timeout
 from .jobs.job import AsyncJob, Job
 from .protocol.prepared import PreparedRequest
 from .protocol.records import Result
@@ -21,6 +22,12 @@ from .protocol.records import Result
 __all__ = ["AsyncClient"]
 
 T = TypeVar("T")
+
+
+def _outcome_read(sending: asyncio.Future[Any]) -> None:
+    """Reads the outcome of a create nobody awaits any more (asyncio would log it)."""
+    if not sending.cancelled():
+        sending.exception()
 
 
 class AsyncClient:
@@ -139,9 +146,22 @@ class AsyncClient:
     async def run(
         self, endpoint: str, payload: Mapping[str, Any], timeout: float | None = None
     ) -> Result:
-        """As :meth:`Client.run`: submit and await the result."""
-        job = await self.submit(endpoint, payload)
-        return await job.result(timeout)
+        """As :meth:`Client.run`: submit and await the result, ``timeout`` seconds at most
+        in all, the create included. Past it with no answer to the create,
+        ``OutcomeUnknown``: the create goes on on its worker thread, never cut."""
+        check_timeout(timeout)
+        prepared = self.prepare(endpoint, payload)
+        if timeout is None:
+            return await (await self.send(prepared)).result()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        sending = asyncio.ensure_future(self.send(prepared))
+        try:  # the shield is this wait's own: a timeout leaves the create be
+            job = await wait_within(asyncio.shield(sending), timeout)
+        except asyncio.TimeoutError:
+            sending.add_done_callback(_outcome_read)  # its failure is the ledger's now
+            raise create_unanswered(endpoint, timeout) from None
+        return await job.result(max(0.0, deadline - loop.time()))
 
     async def aclose(self) -> None:
         """As :meth:`Client.close`."""

@@ -7,6 +7,7 @@ It is the core and blocks on the engine's futures (fine in scripts and cells);
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import functools
@@ -17,7 +18,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -30,10 +31,12 @@ from .errors import (
     ClientClosed,
     EndpointNotFound,
     GatewayError,
+    GenwidgetsWarning,
     LedgerError,
     LedgerWarning,
     ModelNotAllowed,
     NotSupported,
+    OutcomeUnknown,
     PayloadError,
     RateLimited,
     RequestNotFound,
@@ -43,7 +46,13 @@ from .errors import (
     WebhookNotSupported,
 )
 from .jobs import polling
-from .jobs.engine import Engine, get_engine, wait_future, wait_through_interrupts
+from .jobs.engine import (
+    Engine,
+    check_timeout,
+    get_engine,
+    wait_future,
+    wait_through_interrupts,
+)
 from .jobs.fanout import STOP_WAIT, run_each
 from .jobs.job import Job, Recorder
 from .jobs.ledger import FINISHED, Ledger, LedgerRow, left_to_other_kernels
@@ -74,9 +83,10 @@ _CREATED_NOTHING = (
 )
 
 
-#: seconds a create in flight is let answer after Ctrl-C in ``send``/``submit``: its
-#: answer names a task that exists and bills (as a batch lets its chunk in flight
-#: answer, ``lab.batch.STOP_WAIT``)
+#: seconds a create in flight is let answer after Ctrl-C in ``send``/``submit``/
+#: ``send_many``, and before a client closes or the interpreter exits: its answer names
+#: a task that exists and bills (as a batch lets its chunk in flight answer,
+#: ``lab.batch.STOP_WAIT``)
 CREATE_ANSWER_GRACE = 15.0
 
 #: what happens next to a task contact was lost with, in the words every view shows
@@ -122,6 +132,123 @@ def create_failure(exc: BaseException) -> str:
     return (
         f"outcome unknown: {said}. Its task may exist (and bill): it is not sent again; "
         "look for it with client.history()"
+    )
+
+
+def creates_said(
+    outcomes: Collection[Job | BaseException | None], follow: str, *, never_sent: int = 0
+) -> str:
+    """What creates came to, in words, by what each means for money: the tasks made,
+    named, with ``follow`` (how to follow them); those that made nothing (and
+    ``never_sent`` more); those whose task may exist (a failure that may have billed,
+    or ``None``: no answer, the create cut)."""
+    made = [o for o in outcomes if isinstance(o, Job)]
+    nothing = never_sent + sum(
+        isinstance(o, BaseException) and created_nothing(o) for o in outcomes
+    )
+    unknown = len(outcomes) + never_sent - len(made) - nothing
+    said = []
+    if made:
+        named = ", ".join(f"{job.request_id} on {job.endpoint}" for job in made[:5])
+        more = f" and {len(made) - 5} more" if len(made) > 5 else ""
+        tasks = "a task" if len(made) == 1 else f"{len(made)} tasks"
+        said.append(
+            f"the gateway created {tasks} ({named}{more}), which run (and bill): {follow}; "
+            "never send them again"
+        )
+    if nothing:
+        said.append(f"{nothing} made nothing (never sent, or refused): sending again pays once")
+    if unknown:
+        said.append(
+            f"{unknown} may have made a task (no answer, or a 5xx): the ledger says outcome "
+            "unknown; look with client.history() before sending again"
+        )
+    return "; ".join(said) or "nothing was sent"
+
+
+def create_unanswered(endpoint: str, seconds: float) -> OutcomeUnknown:
+    """The error of a ``run`` whose ``timeout`` passed before its create answered: the
+    create is never cut for it (its answer names a paid task): it goes on."""
+    return OutcomeUnknown(
+        f"no answer to the create within the run's timeout of {seconds:g} s: its task may "
+        "exist (and bill). The create goes on: a task the gateway makes is recorded in the "
+        "ledger and followed (client.jobs, client.history()); else the ledger says outcome "
+        "unknown. Look there before sending it again",
+        endpoint=endpoint,
+    )
+
+
+class CreatesInFlight:
+    """The creates of this process that have begun and not answered yet, by client: a
+    client's close and the interpreter's exit let them answer (at most
+    :data:`CREATE_ANSWER_GRACE` seconds) before the gateway goes, so a task made is
+    recorded with its request id (docs/decisions.md#closing-lets-creates-answer).
+
+    Owner: ``Client._create``, the only writer (on the engine: an entry from a create's
+    start to its end). Readers: :meth:`Client.close` (its own) and the exit hook
+    (:func:`_let_creates_answer_at_exit`, every client's)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[concurrent.futures.Future[Job], Client] = {}
+
+    def begin(self, client: Client) -> concurrent.futures.Future[Job]:
+        """A create of ``client`` begins; the future returned takes its outcome."""
+        answered: concurrent.futures.Future[Job] = concurrent.futures.Future()
+        with self._lock:
+            self._entries[answered] = client
+        return answered
+
+    def end(self, answered: concurrent.futures.Future[Job]) -> None:
+        with self._lock:
+            self._entries.pop(answered, None)
+
+    def of(self, client: Client | None = None) -> list[concurrent.futures.Future[Job]]:
+        """The outcomes to come of ``client``'s creates in flight (None: every client's
+        in this process: a forked child's copy of its parent's never end here)."""
+        with self._lock:
+            entries = list(self._entries.items())
+        return [
+            answered
+            for answered, owner in entries
+            if client in (owner, None) and owner._pid == os.getpid()  # noqa: SLF001 - its own module's
+        ]
+
+
+#: The process's one registry of creates in flight (see :class:`CreatesInFlight`).
+CREATES_IN_FLIGHT = CreatesInFlight()
+
+
+def let_creates_answer(
+    creates: Collection[concurrent.futures.Future[Job]], why: str, follow: str
+) -> None:
+    """Before the gateway goes (``why``: a close, the exit), let ``creates`` answer, at
+    most :data:`CREATE_ANSWER_GRACE` seconds through Ctrl-C, and say in a warning what
+    they came to (``follow``: how to follow the tasks made)."""
+    if not creates:
+        return
+    waited = f"{len(creates)} create{'s' if len(creates) > 1 else ''} in flight"
+    wait_through_interrupts(creates, CREATE_ANSWER_GRACE, why=why, waited=waited)
+    outcomes = [
+        None if not f.done() or f.cancelled() else (f.exception() or f.result()) for f in creates
+    ]
+    warnings.warn(
+        f"genwidgets: {why}, waited for the answers to {waited} (at most "
+        f"{CREATE_ANSWER_GRACE:g} s): {creates_said(outcomes, follow)}",
+        GenwidgetsWarning,
+        stacklevel=3,
+    )
+
+
+@atexit.register  # after the ledger writer's exit flush (imported above): runs before it
+def _let_creates_answer_at_exit() -> None:
+    """At interpreter exit (a script ending, an AsyncClient never closed, a create still
+    in flight on a worker thread), every create in flight answers first: its task is
+    recorded with its request id, and resumed by a later run."""
+    let_creates_answer(
+        CREATES_IN_FLIGHT.of(),
+        "exiting",
+        "their handles are in the ledger: client.resume() in a new process follows them",
     )
 
 
@@ -174,7 +301,7 @@ class _CreateInFlight:
             self._create.close()
             self._never_sent()
             return "interrupted before the create was sent: nothing was sent, no task made"
-        wait_through_interrupts(self.answered, CREATE_ANSWER_GRACE)
+        wait_through_interrupts([self.answered], CREATE_ANSWER_GRACE)
         if not self.answered.done():
             self._engine.call_soon(task.cancel)
             with contextlib.suppress(BaseException):  # ended and recorded in milliseconds
@@ -196,6 +323,13 @@ class _CreateInFlight:
             f"client.job({endpoint!r}, {rid!r}), or client.resume() after a restart; "
             "do not send it again"
         )
+
+    def unanswered(self, endpoint: str, seconds: float) -> Job:
+        """Past the caller's deadline (``run``'s timeout) with the create left running:
+        its Job if it answered as the wait ran out, else :func:`create_unanswered`."""
+        if self.answered.done():
+            return self.answered.result()
+        raise create_unanswered(endpoint, seconds)
 
 
 async def _on_loop(make: Callable[[], T]) -> T:
@@ -453,6 +587,17 @@ class Client:
         :data:`CREATE_ANSWER_GRACE` seconds), so a task the gateway made is recorded and
         followed, then raises ``KeyboardInterrupt`` saying whether a task exists and how
         to follow it (docs/decisions.md#an-interrupted-submit)."""
+        return self._send(prepared, headers)
+
+    def _send(
+        self,
+        prepared: PreparedRequest,
+        headers: Mapping[str, str] | None,
+        within: float | None = None,
+    ) -> Job:
+        """:meth:`send`, waiting at most ``within`` seconds for the create's answer (the
+        deadline of :meth:`run`): past it the create goes on (never cut: its answer names
+        a paid task) and ``OutcomeUnknown`` says so."""
         self._check_open(prepared.endpoint)
         row = self._record_intent(prepared)
 
@@ -463,9 +608,13 @@ class Client:
 
         create = _CreateInFlight(self._engine, self._create(prepared, headers, row), never_sent)
         try:
-            return self._engine.run(create.shielded())
+            return self._engine.run(create.shielded(), within, cancel_on_timeout=False)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(create.interrupted(prepared.endpoint)) from None
+        except concurrent.futures.TimeoutError:
+            if within is None:  # the create's own failure, not this wait's
+                raise
+            return create.unanswered(prepared.endpoint, within)
 
     def send_many(
         self,
@@ -481,7 +630,10 @@ class Client:
 
         Returns each request's Job, or the exception its create raised, in order.
         ``on_sent(index, outcome)`` runs on this thread as each answer arrives. An
-        interrupt stops the rest: those never sent are recorded as creating nothing.
+        interrupt stops the rest: those never sent are recorded as creating nothing, the
+        creates in flight are let answer (at most :data:`CREATE_ANSWER_GRACE` seconds,
+        as in :meth:`send`), and the ``KeyboardInterrupt`` names the tasks made and how
+        to follow them (docs/decisions.md#an-interrupted-submit).
         ``hold()`` (thread-safe, asked before each create leaves) holds the rest back.
         ``tags[i]`` is written with request ``i``'s intent in the ledger: what it was sent
         for (a batch's row and attempt), so a resume finds its task by it.
@@ -494,22 +646,41 @@ class Client:
             raise ValueError(f"{len(tags)} tags for {len(requests)} requests: one each")
         rows = [self._record_intent(p, tag) for p, tag in zip(requests, tags, strict=True)]
 
-        def create(index: int) -> Callable[[], Awaitable[Job]]:
-            return lambda: self._create(requests[index], None, rows[index])
+        ended: dict[int, Job | BaseException] = {}  # on the engine, as each create ends
+
+        def create(index: int) -> Callable[[], Coroutine[Any, Any, Job]]:
+            async def one() -> Job:
+                try:
+                    ended[index] = job = await self._create(requests[index], None, rows[index])
+                except BaseException as exc:
+                    ended[index] = exc
+                    raise
+                return job
+
+            return one
 
         def never_sent(index: int) -> None:
             row = rows[index]
             if row is not None and self.ledger is not None:
                 self._settle_failed_create(row, ClientClosed(), nothing_sent=True)
 
-        return run_each(
-            self._engine,
-            [create(i) for i in range(len(requests))],
-            concurrency=concurrency,
-            on_each=on_sent,
-            never_started=never_sent,
-            hold=hold,
-        )
+        try:
+            return run_each(
+                self._engine,
+                [create(i) for i in range(len(requests))],
+                concurrency=concurrency,
+                on_each=on_sent,
+                never_started=never_sent,
+                hold=hold,
+                answer_grace=CREATE_ANSWER_GRACE,
+            )
+        except KeyboardInterrupt:
+            follow = (
+                "this client goes on following them: client.jobs, client.job(endpoint, "
+                "request_id), or client.resume() after a restart"
+            )
+            said = creates_said(list(ended.values()), follow, never_sent=len(requests) - len(ended))
+            raise KeyboardInterrupt(f"interrupted; of {len(requests)} requests, {said}") from None
 
     def submit(
         self,
@@ -719,17 +890,41 @@ class Client:
     def run(
         self, endpoint: str, payload: Mapping[str, Any], timeout: float | None = None
     ) -> Result:
-        """Submit and wait for the result."""
-        return self.submit(endpoint, payload).result(timeout=timeout)
+        """Submit and wait for the result, ``timeout`` seconds at most in all, the create
+        included. A create not answered by then raises ``OutcomeUnknown`` and goes on
+        (never cut: its answer names a paid task, then recorded and followed); a result
+        not in by then, ``TaskTimeout`` (the task goes on): docs/decisions.md#run-timeout."""
+        check_timeout(timeout)
+        prepared = self.prepare(endpoint, payload)
+        if timeout is None:
+            return self.send(prepared).result()
+        started = time.monotonic()
+        job = self._send(prepared, None, within=timeout)
+        return job.result(timeout=max(0.0, timeout - (time.monotonic() - started)))
 
     def close(self) -> None:
         """End this client and every unfinished job with :class:`ClientClosed`; idempotent
-        (docs/decisions.md#closing-ends-the-clients-jobs)."""
+        (docs/decisions.md#closing-ends-the-clients-jobs). Its creates in flight are let
+        answer first (at most :data:`CREATE_ANSWER_GRACE` seconds), so each task made is
+        in the ledger with its request id, and a warning names them
+        (docs/decisions.md#closing-lets-creates-answer)."""
         if self._closed:
             return
-        self._closed = True
+        self._closed = True  # no create begins from now on (``_create`` asks)
         LIVE_CLIENTS.leave(self._seq)
+        # from a job callback (the engine thread) no answer could come while it waits
+        creates = [] if self._engine.in_engine_thread else CREATES_IN_FLIGHT.of(self)
+        let_creates_answer(
+            creates,
+            "closing the client",
+            "their handles are in the ledger: follow them from a new client with "
+            "client.job(endpoint, request_id), or client.resume()",
+        )
         self._engine.run(self._aclose())
+        # those still unanswered were cut as the gateway closed: recorded (in milliseconds)
+        # as outcome unknown before the ledger is flushed below
+        with contextlib.suppress(BaseException):
+            concurrent.futures.wait(creates, STOP_WAIT)
         if self.ledger is not None:
             self.ledger.release()  # another kernel may resume them at once
             # what this client recorded is on disk when close() returns, not at exit
@@ -750,7 +945,29 @@ class Client:
         headers: Mapping[str, str] | None,
         row: int | None = None,
     ) -> Job:
+        """One create, counted in :data:`CREATES_IN_FLIGHT` until it ends: a close begun
+        meanwhile waits for it; one begun after a close sends nothing."""
+        answered = CREATES_IN_FLIGHT.begin(self)
         try:
+            job = await self._create_and_record(prepared, headers, row)
+        except BaseException as exc:
+            answered.set_exception(exc)
+            raise
+        else:
+            answered.set_result(job)
+            return job
+        finally:
+            CREATES_IN_FLIGHT.end(answered)
+
+    async def _create_and_record(
+        self,
+        prepared: PreparedRequest,
+        headers: Mapping[str, str] | None,
+        row: int | None,
+    ) -> Job:
+        try:
+            if self._closed:  # closed while it waited for its turn
+                raise ClientClosed(endpoint=prepared.endpoint)
             handle = await self._gateway.create(prepared.endpoint, prepared.body, headers=headers)
         except BaseException as exc:
             if row is not None and self.ledger is not None:

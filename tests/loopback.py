@@ -3,8 +3,11 @@ origin, redirects, cookies): started in a daemon thread, stopped by ``close``.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -139,5 +142,49 @@ def files_gateway(host: FileHost) -> LoopbackServer:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+    return LoopbackServer(Handler)
+
+
+class HeldCreates:
+    """What a :func:`held_creates_gateway` saw, and when it answers: each create is held
+    until ``release()`` holds (60 s at most), then answered with a new task (``r1``,
+    ``r2``...), made at the gateway whether or not its answer is read; ``creates``
+    counts the creates that arrived, ``held`` those waiting now."""
+
+    def __init__(self) -> None:
+        self.release: Callable[[], bool] = lambda: True
+        self.creates = 0
+        self.held = 0
+        self.lock = threading.Lock()
+
+
+def held_creates_gateway(host: HeldCreates) -> LoopbackServer:
+    """A gateway on loopback whose creates wait for ``host.release()`` (a gateway slow to
+    answer creates, from outside) and whose tasks are COMPLETED with no outputs."""
+
+    class Handler(JsonHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with host.lock:
+                host.creates += 1
+                host.held += 1
+                rid = f"r{host.creates}"
+            deadline = time.monotonic() + 60
+            while not host.release() and time.monotonic() < deadline:
+                time.sleep(0.005)
+            with host.lock:
+                host.held -= 1
+            prefix = f"http://{self.headers['Host']}{self.path}/requests/{rid}"
+            urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("status", "response", "cancel")}
+            with contextlib.suppress(OSError):  # the client hung up: the task exists still
+                self.send_json({"request_id": rid, **urls})
+
+        def do_GET(self) -> None:
+            rid = self.path.split("/")[-2]
+            if self.path.endswith("/status"):
+                self.send_json({"request_id": rid, "status": "COMPLETED"})
+            else:
+                self.send_json({"request_id": rid, "status": "COMPLETED", "outputs": []})
 
     return LoopbackServer(Handler)

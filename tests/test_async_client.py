@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import pydoc
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_gateway import BASE, FakeGateway, speed_up
+from loopback import HeldCreates, held_creates_gateway
 
 import genwidgets as gw
 from genwidgets import AsyncClient, Client
@@ -139,6 +141,107 @@ def test_closing_ends_live_async_jobs_with_client_closed() -> None:
             await client.submit("ep", {}, validate=False)
 
     asyncio.run(main())
+
+
+async def until(predicate: Any) -> bool:
+    """``predicate()`` awaited on the caller's loop, 30 s at most; its last value."""
+    for _ in range(3000):
+        if predicate():
+            return True
+        await asyncio.sleep(0.01)
+    return bool(predicate())
+
+
+def test_a_failing_task_leaves_async_with_and_the_creates_in_flight_answer_first() -> None:
+    """One task fails while the others' creates wait at the gateway (a TaskGroup, a
+    gather): ``async with`` closes the client, which lets them answer, so each task made
+    (and billed) is in the ledger with its request id. Before, the close cut them."""
+    host = HeldCreates()
+    gateway = held_creates_gateway(host)
+
+    async def main() -> None:
+        async with gw.AsyncClient(gateway.base, KEY) as client:
+            host.release = lambda: client.closed  # answered once the close has begun
+
+            async def one(i: int) -> None:
+                if i == 3:
+                    assert await until(lambda: host.held == 3)
+                    raise ValueError("row 3 is bad")
+                await client.submit("ep", {"seed": i}, validate=False)
+
+            await asyncio.gather(*(one(i) for i in range(4)))
+
+    try:
+        with (
+            pytest.warns(gw.GenwidgetsWarning, match="created 3 tasks"),
+            pytest.raises(ValueError, match="row 3 is bad"),
+        ):
+            asyncio.run(main())
+        again = gw.Client(gateway.base, KEY)
+        assert again.ledger is not None
+        rows = again.ledger.rows(again.gateway_name)
+        assert sorted(row.request_id or "" for row in rows) == ["r1", "r2", "r3"]
+        again.close()
+        assert host.creates == 3
+    finally:
+        gateway.close()
+
+
+def test_ctrl_c_in_asyncio_run_lets_the_creates_in_flight_answer_before_closing() -> None:
+    """A real SIGINT while three creates wait at the gateway: ``asyncio.run`` cancels
+    its main task, ``async with`` closes the client, which lets them answer (the tasks
+    are in the ledger with their ids), and then the KeyboardInterrupt is raised."""
+    host = HeldCreates()
+    gateway = held_creates_gateway(host)
+
+    async def main() -> None:
+        async with gw.AsyncClient(gateway.base, KEY) as client:
+            host.release = lambda: client.closed  # answered once the close has begun
+            sending = [
+                asyncio.ensure_future(client.submit("ep", {"seed": i}, validate=False))
+                for i in range(3)
+            ]
+            assert await until(lambda: host.held == 3)
+            signal.raise_signal(signal.SIGINT)  # the person's Ctrl-C
+            await asyncio.gather(*sending)
+
+    try:
+        with (
+            pytest.warns(gw.GenwidgetsWarning, match="created 3 tasks"),
+            pytest.raises(KeyboardInterrupt),
+        ):
+            asyncio.run(main())
+        again = gw.Client(gateway.base, KEY)
+        assert again.ledger is not None
+        rows = again.ledger.rows(again.gateway_name)
+        assert sorted(row.request_id or "" for row in rows) == ["r1", "r2", "r3"]
+        again.close()
+        assert host.creates == 3
+    finally:
+        gateway.close()
+
+
+def test_run_s_timeout_bounds_its_create_too_and_the_create_goes_on() -> None:
+    host = HeldCreates()
+    released = False
+    host.release = lambda: released
+    gateway = held_creates_gateway(host)
+
+    async def main() -> None:
+        nonlocal released
+        async with gw.AsyncClient(gateway.base, KEY) as client:
+            with pytest.raises(gw.OutcomeUnknown, match=r"within the run's timeout of 0\.3 s"):
+                await client.run("genW2.5-t2i-preview", {"prompt": "a kite"}, timeout=0.3)
+            assert host.held == 1  # the gateway holds it still: the timeout bounded the create
+            released = True
+            assert await until(lambda: [job.request_id for job in client.jobs] == ["r1"])
+            assert (await client.jobs[0].result(timeout=30)).ok
+
+    try:
+        asyncio.run(main())
+        assert host.creates == 1
+    finally:
+        gateway.close()
 
 
 def test_the_old_async_spellings_warn_and_still_work() -> None:

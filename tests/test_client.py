@@ -8,13 +8,14 @@ import json
 import signal
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fake_gateway import BASE, FakeGateway, error, speed_up
-from loopback import LoopbackServer, OneTaskGateway
+from loopback import HeldCreates, LoopbackServer, OneTaskGateway, held_creates_gateway
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
@@ -487,7 +488,10 @@ def test_send_many_keeps_concurrency_creates_in_flight_and_answers_in_order() ->
     client.close()
 
 
-def test_an_interrupted_batch_leaves_no_row_without_an_outcome() -> None:
+def test_an_interrupted_batch_leaves_no_row_without_an_outcome(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(client_module, "CREATE_ANSWER_GRACE", 0.2)  # the creates never answer
     fake = FakeGateway()
     slow = SlowCreates(fake, allow=1)  # the first create answers; the next ones wait
     client = gw.Client(BASE, "sk-123456", transport=httpx.MockTransport(slow.handle))
@@ -597,6 +601,197 @@ def test_ctrl_c_during_submit_past_the_grace_says_outcome_unknown(
     assert row.state == "outcome_unknown" and row.request_id is None
     assert row.error is not None and "interrupted before the gateway answered" in row.error
     client.close()
+
+
+def test_ctrl_c_during_send_many_lets_the_creates_in_flight_answer_and_names_their_tasks(
+    sigint: Any,
+) -> None:
+    """A real SIGINT while two creates of ``send_many`` wait at the gateway: as in
+    ``send``, they are let answer, so the tasks the gateway made (and bills) are in the
+    ledger and followed, and the interrupt names them; the four never sent stay so.
+    Before, they were cut at once: two tasks made, no id kept, an empty message."""
+    host = HeldCreates()
+    heard = threading.Event()
+    host.release = heard.is_set  # the gateway answers once the Ctrl-C was heard
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        heard.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    gateway = held_creates_gateway(host)
+    client = gw.Client(gateway.base, "sk-123456")
+    requests = [client.prepare("ep", {"seed": i}, validate=False) for i in range(6)]
+
+    def press() -> None:  # Ctrl-C once two creates wait at the gateway
+        if wait_for(lambda: host.held == 2, timeout=30):
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    threading.Thread(target=press, daemon=True).start()
+    try:
+        with pytest.raises(
+            KeyboardInterrupt,
+            match=r"of 6 requests, the gateway created 2 tasks \(r[12] on ep, r[12] on ep\).*"
+            r"client\.jobs.*4 made nothing",
+        ):
+            client.send_many(requests, concurrency=2)
+        assert client.ledger is not None
+        rows = client.ledger.rows(client.gateway_name)
+        assert sorted(r.request_id for r in rows if r.request_id) == ["r1", "r2"]
+        assert [r.state for r in rows if not r.request_id] == ["not_created"] * 4
+        assert sorted(job.request_id for job in client.jobs) == ["r1", "r2"]  # followed
+        assert host.creates == 2
+    finally:
+        client.close()
+        gateway.close()
+
+
+def test_a_with_block_left_by_an_error_lets_creates_in_flight_answer_and_keeps_their_ids() -> None:
+    """The script's own error leaves ``with gw.Client()`` while three creates of its
+    threads wait at the gateway: the close lets them answer, so each task made (and
+    billed) is in the ledger with its request id, a warning names them, and a new client
+    resumes them without a create. Before, the close cut them: three made, no id kept."""
+    host = HeldCreates()
+    gateway = held_creates_gateway(host)
+    client = gw.Client(gateway.base, "sk-123456")
+    host.release = lambda: client.closed  # the gateway answers once the close has begun
+    pool = ThreadPoolExecutor(3)
+    try:
+        with (
+            pytest.warns(
+                gw.GenwidgetsWarning,
+                match=r"closing the client, waited for the answers to 3 creates in flight .*"
+                r"created 3 tasks \(r\d on ep, r\d on ep, r\d on ep\).*client\.resume\(\)",
+            ),
+            pytest.raises(RuntimeError, match="own error"),
+            client,
+        ):
+            sent = [pool.submit(client.submit, "ep", {"seed": i}, validate=False) for i in range(3)]
+            assert wait_for(lambda: host.held == 3, timeout=30)
+            raise RuntimeError("the script's own error")
+        assert sorted(future.result(timeout=60).request_id for future in sent) == ["r1", "r2", "r3"]
+        assert client.ledger is not None
+        rows = client.ledger.rows(client.gateway_name)
+        assert sorted(row.request_id or "" for row in rows) == ["r1", "r2", "r3"]
+        again = gw.Client(gateway.base, "sk-123456")
+        assert sorted(job.request_id for job in again.resume()) == ["r1", "r2", "r3"]
+        again.close()
+        assert host.creates == 3  # none sent twice
+    finally:
+        pool.shutdown()
+        gateway.close()
+
+
+def test_a_close_waits_for_a_create_at_most_the_grace_and_says_it_may_have_made_a_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(client_module, "CREATE_ANSWER_GRACE", 0.2)
+    host = HeldCreates()
+    released = threading.Event()
+    host.release = released.is_set
+    gateway = held_creates_gateway(host)
+    client = gw.Client(gateway.base, "sk-123456")
+    pool = ThreadPoolExecutor(1)
+    try:
+        sent = pool.submit(client.submit, "ep", {}, validate=False)
+        assert wait_for(lambda: host.held == 1, timeout=30)
+        with pytest.warns(gw.GenwidgetsWarning, match=r"1 may have made a task .*outcome unknown"):
+            client.close()
+        assert host.held == 1  # the close ended while the gateway still held the create
+        with pytest.raises(gw.OutcomeUnknown):
+            sent.result(timeout=60)
+        assert client.ledger is not None
+        [row] = client.ledger.rows(client.gateway_name)
+        assert row.state == "outcome_unknown" and row.request_id is None
+    finally:
+        released.set()
+        pool.shutdown()
+        gateway.close()
+
+
+def test_a_script_that_ends_with_a_create_in_flight_lets_it_answer_first(tmp_path: Path) -> None:
+    """An AsyncClient never closed, its create still in flight on a worker thread when
+    the script ends: the exit lets the create answer, so the task is in the ledger with
+    its request id. Before, the exit cut it: made and billed, the row left submitting."""
+    import subprocess
+
+    host = HeldCreates()
+    ended = threading.Event()
+    host.release = ended.is_set
+    gateway = held_creates_gateway(host)
+    script = (
+        "import asyncio, sys, genwidgets as gw\n"
+        f"client = gw.AsyncClient({gateway.base!r}, 'sk-123456')\n"
+        "async def main():\n"
+        "    sending = asyncio.ensure_future(client.submit('ep', {}, validate=False))\n"
+        "    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)\n"
+        "    print('ends', flush=True)\n"
+        "asyncio.run(main())\n"
+    )
+    script_run = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert wait_for(lambda: host.held == 1, timeout=60)
+        assert script_run.stdin is not None and script_run.stdout is not None
+        script_run.stdin.write("the create waits at the gateway\n")
+        script_run.stdin.flush()
+        assert script_run.stdout.readline() == "ends\n"
+        ended.set()  # the gateway answers once the script's own code has ended
+        _, err = script_run.communicate(timeout=120)
+        client = gw.Client(gateway.base, "sk-123456")
+        assert client.ledger is not None
+        [row] = client.ledger.rows(client.gateway_name)
+        assert row.request_id == "r1"
+        assert "exiting, waited for the answers to 1 create in flight" in err
+        assert "r1 on ep" in err
+        assert [job.request_id for job in client.resume()] == ["r1"]
+        client.close()
+        assert host.creates == 1
+    finally:
+        ended.set()
+        if script_run.poll() is None:
+            script_run.kill()
+            script_run.communicate()
+        gateway.close()
+
+
+def test_run_s_timeout_bounds_its_create_too_and_never_cuts_it() -> None:
+    """``run(timeout=...)`` against a gateway that holds the create: it raises
+    ``OutcomeUnknown`` at the timeout, though the create has not answered; the create
+    goes on, and the task it makes is recorded and followed. Before, the timeout bounded
+    only the result: the run waited for the create's own 30 s request timeout."""
+    host = HeldCreates()
+    released = threading.Event()
+    host.release = released.is_set
+    gateway = held_creates_gateway(host)
+    client = gw.Client(gateway.base, "sk-123456")
+    try:
+        with pytest.raises(
+            gw.OutcomeUnknown,
+            match=r"no answer to the create within the run's timeout of 0\.3 s.*"
+            r"client\.history\(\)",
+        ):
+            client.run("genW2.5-t2i-preview", {"prompt": "a kite"}, timeout=0.3)
+        assert host.held == 1  # the gateway holds it still: the timeout bounded the create
+        released.set()
+        assert client.ledger is not None
+        ledger = client.ledger
+        assert wait_for(
+            lambda: [r.request_id for r in ledger.rows(client.gateway_name)] == ["r1"],
+            timeout=30,
+        )
+        [job] = client.jobs
+        assert job.result(timeout=30).ok
+        assert host.creates == 1
+    finally:
+        released.set()
+        client.close()
+        gateway.close()
 
 
 def test_credentials_in_the_base_url_are_never_shown_nor_stored(tmp_path: Path) -> None:

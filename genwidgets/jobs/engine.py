@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Collection, Coroutine, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -90,8 +90,16 @@ class Engine:
         """Run ``fn`` on the loop, in a fresh context (see :meth:`submit`)."""
         self.loop.call_soon_threadsafe(fn, *args, context=contextvars.Context())
 
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the engine and block for its result (not from the engine thread)."""
+    def run(
+        self,
+        coro: Coroutine[Any, Any, T],
+        timeout: float | None = None,
+        *,
+        cancel_on_timeout: bool = True,
+    ) -> T:
+        """Run ``coro`` on the engine and block for its result (not from the engine thread).
+        Past ``timeout``: ``concurrent.futures.TimeoutError``, ``coro`` cancelled unless
+        ``cancel_on_timeout=False`` (it goes on: a create whose answer names a paid task)."""
         try:  # a wait refused: the coroutine never runs
             if self.in_engine_thread:
                 raise RuntimeError(
@@ -105,39 +113,60 @@ class Engine:
         future = self.submit(coro)
         try:
             return wait_future(future, timeout)
+        except concurrent.futures.TimeoutError:
+            if cancel_on_timeout:
+                future.cancel()
+            raise
         except BaseException:
             future.cancel()
             raise
 
 
-def wait_through_interrupts(future: concurrent.futures.Future[Any], grace: float) -> None:
-    """After Ctrl-C: wait up to ``grace`` seconds for ``future`` (its outcome is the
-    caller's to read), said on stderr, through further interrupts: hammering Ctrl-C must
-    not drop the answer of a paid create (docs/decisions.md#an-interrupted-submit)."""
-    if future.done():
+def wait_through_interrupts(
+    futures: Collection[concurrent.futures.Future[Any]],
+    grace: float,
+    *,
+    why: str = "interrupted",
+    waited: str = "the request in flight",
+) -> None:
+    """Wait up to ``grace`` seconds for every one of ``futures`` (their outcomes are the
+    caller's to read), said on stderr (``why`` it waits, for the answers to what:
+    ``waited``), through further interrupts: hammering Ctrl-C must not drop the answer
+    of a paid create (docs/decisions.md#an-interrupted-submit). Creates in flight when
+    a client closes or the interpreter exits wait the same way."""
+    pending = [future for future in futures if not future.done()]
+    if not pending:
         return
     print(
-        f"\ngenwidgets: interrupted; waiting at most {grace:g} s for the gateway's answer to "
-        "the request in flight (a task it made bills)",
+        f"\ngenwidgets: {why}; waiting at most {grace:g} s for the gateway's answer to "
+        f"{waited} (a task it made bills)",
         file=sys.stderr,
     )
     deadline = time.monotonic() + grace
-    while not future.done() and (remaining := deadline - time.monotonic()) > 0:
+    while pending and (remaining := deadline - time.monotonic()) > 0:
         try:
-            wait_future(future, remaining)
+            wait_future(pending[0], remaining)
         except KeyboardInterrupt:
             continue
-        except BaseException:  # its own failure, or the grace passed: the caller reads it
-            return
+        except BaseException:  # its own failure (the caller reads it), or the grace passed
+            if not pending[0].done():
+                return
+        pending = [future for future in pending if not future.done()]
+
+
+def check_timeout(timeout: object) -> None:
+    """A ``TypeError`` unless ``timeout`` is a number of seconds or None: a string or NaN
+    would be a raw ``TypeError`` later, or a wait with no deadline."""
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout != timeout
+    ):
+        raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
 
 
 def wait_future(future: concurrent.futures.Future[T], timeout: float | None) -> T:
     """Wait in short slices so Ctrl-C / a kernel interrupt is seen promptly (never
     while the thread holds a view's lock, see :func:`engine_waits_forbidden`)."""
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout != timeout
-    ):  # a string or NaN would be a raw TypeError, or a wait with no deadline
-        raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
+    check_timeout(timeout)
     if future.done():  # even with timeout=0: a settled future answers at once
         return future.result()
     if timeout != 0:

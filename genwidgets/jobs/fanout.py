@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from ..errors import Unreachable
-from .engine import Engine, wait_future
+from .engine import Engine, wait_future, wait_through_interrupts
 
 __all__ = ["MAX_CONCURRENCY", "run_each", "valid_concurrency"]
 
@@ -56,10 +56,15 @@ async def _run_all(
     deliver: Callable[[int, T | BaseException], object],
     never_started: Callable[[int], object] | None,
     hold: Callable[[], bool] | None = None,
+    *,
+    in_flight: set[int],
+    grace: float = 0.0,
 ) -> None:
-    """Every work under one semaphore; on a stop, cancel what runs, wait for it to end,
-    then name each item whose work never began (the batch itself is never cancelled,
-    so this always runs: a task cancelled before its first step runs no code)."""
+    """Every work under one semaphore; on a stop, what waits for its turn never begins,
+    what runs (``in_flight``) is let end for at most ``grace`` seconds (a create's answer
+    names a paid task) and then cancelled, and once all have ended each item whose work
+    never began is named (the batch itself is never cancelled, so this always runs: a
+    task cancelled before its first step runs no code)."""
     gate = asyncio.Semaphore(concurrency)
     began: set[int] = set()
 
@@ -68,7 +73,11 @@ async def _run_all(
             if hold is not None and hold():  # asked before each create leaves, not after
                 raise Unreachable(HELD_BACK)
             began.add(index)
-            return await works[index]()
+            in_flight.add(index)
+            try:
+                return await works[index]()
+            finally:
+                in_flight.discard(index)
 
     def settled(index: int, task: asyncio.Task[T]) -> None:
         if not task.cancelled():
@@ -84,7 +93,12 @@ async def _run_all(
         done, _ = await asyncio.wait(remaining | {stopped}, return_when=asyncio.FIRST_COMPLETED)
         remaining -= done
     stopped.cancel()
-    for left in remaining:
+    running = {tasks[index] for index in began} & remaining
+    for left in remaining - running:
+        left.cancel()  # still waiting for its turn: it never leaves
+    if running and grace > 0:
+        await asyncio.wait(running, timeout=grace)
+    for left in running:
         left.cancel()
     await asyncio.gather(*remaining, return_exceptions=True)
     if never_started is not None:
@@ -101,13 +115,16 @@ def run_each(
     on_each: Callable[[int, T | Exception], object] | None = None,
     never_started: Callable[[int], object] | None = None,
     hold: Callable[[], bool] | None = None,
+    answer_grace: float = 0.0,
 ) -> list[T | Exception]:
     """Run every ``works[i]()`` on the engine, at most ``concurrency`` at a time, and
     return their values (or the exceptions they raised) in order.
 
     One failure never stops the others. ``on_each(i, outcome)`` runs on the calling
     thread as each one ends (answer order). An interrupt (Ctrl-C) or an exception from
-    ``on_each`` stops the batch: what runs is cancelled, and once it has ended
+    ``on_each`` stops the batch: what waits for its turn never begins, what runs is let
+    end for at most ``answer_grace`` seconds (through more interrupts, said on stderr:
+    a create's answer names a paid task) and then cancelled, and once it has ended
     ``never_started(i)`` is called (on the engine) for each item whose work never
     began, so its caller can record that nothing was sent. ``hold()``, asked on the
     engine as each work takes its slot, holds back the rest (each ``Unreachable``: nothing sent)
@@ -123,8 +140,18 @@ def run_each(
         return []
     arrived: queue.SimpleQueue[tuple[int, T | BaseException]] = queue.SimpleQueue()
     stop = asyncio.Event()  # the caller's "stop", set on the engine loop (its only user)
+    in_flight: set[int] = set()  # written on the engine; its len() read here (atomic)
     batch = engine.submit(
-        _run_all(works, concurrency, stop, lambda i, o: arrived.put((i, o)), never_started, hold)
+        _run_all(
+            works,
+            concurrency,
+            stop,
+            lambda i, o: arrived.put((i, o)),
+            never_started,
+            hold,
+            in_flight=in_flight,
+            grace=answer_grace,
+        )
     )
     outcomes: dict[int, T | Exception] = {}
     try:
@@ -143,8 +170,13 @@ def run_each(
             outcomes[index] = outcome
             if on_each is not None:
                 on_each(index, outcome)
-    except BaseException:
+    except BaseException as stopping:
         engine.call_soon(stop.set)
+        running = len(in_flight)
+        if running and answer_grace > 0:  # their answers, through more interrupts
+            why = "interrupted" if isinstance(stopping, KeyboardInterrupt) else "stopped"
+            waited = f"{running} request{'s' if running > 1 else ''} in flight"
+            wait_through_interrupts([batch], answer_grace, why=why, waited=waited)
         # What was cancelled ends at once, and the ledger says so, before we return;
         # a second interrupt, or a batch slow to end, does not hold the caller.
         with contextlib.suppress(BaseException):

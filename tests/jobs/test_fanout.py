@@ -26,6 +26,7 @@ class Gate:
         self.in_flight = 0
         self.peak = 0
         self.started: set[int] = set()
+        self.finished: set[int] = set()  # ended by themselves, not cancelled
         self.opened = threading.Event()
 
     def work(self, index: int, fail: bool = False) -> Callable[[], Awaitable[int]]:
@@ -36,6 +37,7 @@ class Gate:
             try:
                 while not self.opened.is_set():
                     await asyncio.sleep(0.005)
+                self.finished.add(index)
                 if fail:
                     raise ValueError(f"item {index} failed")
                 return index * 10
@@ -97,6 +99,37 @@ def test_an_exception_from_on_each_cancels_the_rest_and_names_what_never_started
     assert gate.started | set(never) == {0, 1, 2, 3, 4}
     assert not (gate.started & set(never))
     assert never  # one slot, item 1 stuck in it: the last ones never got theirs
+
+
+def test_a_stop_lets_the_works_in_flight_end_within_the_grace_and_begins_no_other() -> None:
+    """A stop (Ctrl-C, an error from ``on_each``) with creates in flight: they are let
+    end (their answers name paid tasks), at most ``answer_grace`` seconds; the items
+    waiting for their turn never begin. Before, what was in flight was cancelled."""
+    gate = Gate()
+    never: list[int] = []
+
+    async def at_once() -> int:
+        gate.started.add(0)
+        gate.finished.add(0)
+        return 0
+
+    def stop(index: int, outcome: Any) -> None:
+        gate.opened.set()  # the works in flight answer from now on, after the stop
+        raise RuntimeError(f"stop after {index}")
+
+    works = [at_once] + [gate.work(i) for i in range(1, 6)]
+    with pytest.raises(RuntimeError, match="stop after 0"):
+        run_each(
+            get_engine(),
+            works,
+            concurrency=3,
+            on_each=stop,
+            never_started=never.append,
+            answer_grace=60,
+        )
+    assert {1, 2} <= gate.started and 5 in never  # two in flight at the stop; the last waited
+    assert gate.finished == gate.started  # every work begun ended by itself
+    assert gate.started | set(never) == set(range(6)) and not gate.started & set(never)
 
 
 def test_nothing_to_send_is_an_empty_list() -> None:

@@ -480,11 +480,13 @@ class Client:
         on the engine; one failed create never stops the others.
 
         Returns each request's Job, or the exception its create raised, in order.
-        ``on_sent(index, outcome)`` runs on this thread as each answer arrives. An
-        interrupt stops the rest: those never sent are recorded as creating nothing.
-        ``hold()`` (thread-safe, asked before each create leaves) holds the rest back.
-        ``tags[i]`` is written with request ``i``'s intent in the ledger: what it was sent
-        for (a batch's row and attempt), so a resume finds its task by it.
+        ``on_sent(index, outcome)`` runs on this thread as each answer arrives. Each
+        create's ledger intent is written just before it is put on the wire, so a create
+        that never left (waiting its turn or at the rate gate when an interrupt or a
+        kill came) leaves no record: it was never sent. ``hold()``
+        (thread-safe, asked before each create leaves) holds the rest back. ``tags[i]``
+        is written with request ``i``'s intent in the ledger: what it was sent for (a
+        batch's row and attempt), so a resume finds its task by it.
         """
         requests = list(requests)
         for prepared in requests:
@@ -492,22 +494,15 @@ class Client:
         tags = list(tags) if tags is not None else [None] * len(requests)
         if len(tags) != len(requests):
             raise ValueError(f"{len(tags)} tags for {len(requests)} requests: one each")
-        rows = [self._record_intent(p, tag) for p, tag in zip(requests, tags, strict=True)]
 
         def create(index: int) -> Callable[[], Awaitable[Job]]:
-            return lambda: self._create(requests[index], None, rows[index])
-
-        def never_sent(index: int) -> None:
-            row = rows[index]
-            if row is not None and self.ledger is not None:
-                self._settle_failed_create(row, ClientClosed(), nothing_sent=True)
+            return lambda: self._create(requests[index], None, tag=tags[index], late=True)
 
         return run_each(
             self._engine,
             [create(i) for i in range(len(requests))],
             concurrency=concurrency,
             on_each=on_sent,
-            never_started=never_sent,
             hold=hold,
         )
 
@@ -527,16 +522,33 @@ class Client:
         if self.ledger is None:
             return None
         try:
-            return self.ledger.writes.record_intent(
-                gateway=self.gateway_name,
-                endpoint=prepared.endpoint,
-                payload=prepared.payload,
-                tag=tag,
-                fingerprint=self._fingerprint,
+            return self.ledger.writes.record_intent(**self._intent(prepared, tag))
+        except (LedgerError, OSError) as exc:
+            log.warning("genwidgets: could not record the task intent: %s", exc)
+            return None
+
+    async def _intent_as_it_leaves(self, prepared: PreparedRequest, tag: str | None) -> int | None:
+        """:meth:`_record_intent` for a create of :meth:`send_many`, on the engine as the
+        request goes on the wire (docs/decisions.md#one-batch-sender)."""
+        if self.ledger is None:
+            return None
+        try:
+            return await self.ledger.writes.record_intent_as_it_leaves(
+                **self._intent(prepared, tag)
             )
         except (LedgerError, OSError) as exc:
             log.warning("genwidgets: could not record the task intent: %s", exc)
             return None
+
+    def _intent(self, prepared: PreparedRequest, tag: str | None) -> dict[str, Any]:
+        """What a create's intent records: the ledger's ``record_intent`` arguments."""
+        return {
+            "gateway": self.gateway_name,
+            "endpoint": prepared.endpoint,
+            "payload": prepared.payload,
+            "tag": tag,
+            "fingerprint": self._fingerprint,
+        }
 
     def job(self, endpoint: str, request_id: str) -> Job:
         """Re-attach to an existing task by its request_id. A task the ledger records as
@@ -746,9 +758,23 @@ class Client:
         prepared: PreparedRequest,
         headers: Mapping[str, str] | None,
         row: int | None = None,
+        *,
+        tag: str | None = None,
+        late: bool = False,
     ) -> Job:
+        """The create of ``prepared``, its ledger row ``row`` settled by its outcome;
+        ``late``: the intent (with ``tag``) is written here instead, as the request first
+        goes on the wire (``send_many``'s creates)."""
+
+        async def leaving() -> None:
+            nonlocal row
+            if row is None:
+                row = await self._intent_as_it_leaves(prepared, tag)
+
         try:
-            handle = await self._gateway.create(prepared.endpoint, prepared.body, headers=headers)
+            handle = await self._gateway.create(
+                prepared.endpoint, prepared.body, headers=headers, leaving=leaving if late else None
+            )
         except BaseException as exc:
             if row is not None and self.ledger is not None:
                 self._settle_failed_create(row, exc)

@@ -500,7 +500,10 @@ def test_an_interrupted_batch_leaves_no_row_without_an_outcome() -> None:
         client.send_many(requests, concurrency=1, on_sent=interrupt)
     assert client.ledger is not None
     rows = client.ledger.rows(client.gateway_name)
-    assert len(rows) == 5
+    # a create writes its intent as it leaves: those that never began leave no row (a
+    # process killed then leaves them known never sent); concurrency 1: the one answered
+    # and at most the one that had begun
+    assert 1 <= len(rows) <= 2
     states = [r.state for r in client.ledger.rows(client.gateway_name)]
     assert "submitting" not in states  # each one sent, not sent, or outcome unknown
     assert sum(s in ("submitted", "finished") for s in states) == 1  # the one answered

@@ -132,15 +132,15 @@ class Outage:
 class HeldCreates:
     """A loopback gateway in front of ``target`` (a simulator's origin), as a gateway whose
     creates hang: ``creates`` counts the creates that reached it; while ``holding`` is set
-    a create is held (never forwarded, never answered, until :meth:`close` drops it), any
-    other request and a create while not holding are forwarded, the target's address in
-    the answers made this one's (so the client follows its tasks through it)."""
+    a create is held, forwarded once it is cleared, or cut unanswered and never forwarded
+    once :meth:`drop` (or :meth:`close`) is called. Any other request is forwarded, the
+    target's address in the answers made this one's (the client follows its tasks here)."""
 
     def __init__(self, target: str) -> None:
         self.target = target
         self.creates = 0
         self.holding = threading.Event()
-        self.closed = threading.Event()
+        self.dropping = threading.Event()
         self._lock = threading.Lock()
         gate = self
 
@@ -148,10 +148,11 @@ class HeldCreates:
             def do_POST(self) -> None:
                 with gate._lock:
                     gate.creates += 1
-                if gate.holding.is_set():  # dropped on close: its answer never comes
-                    gate.closed.wait(300)
-                    self.close_connection = True
-                    return
+                deadline = time.monotonic() + 300
+                while gate.holding.is_set() and time.monotonic() < deadline:
+                    if gate.dropping.wait(0.02):  # cut: its answer never comes
+                        self.close_connection = True
+                        return
                 self.forward()
 
             def forward(self) -> None:
@@ -177,6 +178,10 @@ class HeldCreates:
         self._server = LoopbackServer(Handler)
         self.base_url = self._server.base
 
+    def drop(self) -> None:
+        """Cut every create held, now or later, without forwarding it."""
+        self.dropping.set()
+
     def close(self) -> None:
-        self.closed.set()
+        self.drop()
         self._server.close()

@@ -1066,19 +1066,33 @@ class Batch:
         """Ctrl-C in :meth:`wait`: stop creating, let the chunk in flight answer, keep
         the record; the tasks created go on (a resume re-attaches them)."""
         self.stop.set()
-        with self.lock:
-            if self.stopped is None:  # a grid's rows are its cells
-                self.stopped = "interrupted: " + (
-                    f"{self.unit}s not sent wait"
-                    if self.waiting()
-                    else f"every {self.unit} was sent, their tasks go on"
-                )
         sender = self._sender
         if sender is not None:
             with contextlib.suppress(BaseException):
                 sender.join(STOP_WAIT)
+        with self.lock:
+            if self.stopped is None:  # said once the chunk in flight answered (or not)
+                self.stopped = self.said_interrupted()
         with contextlib.suppress(BaseException):
             self.write_all()
+
+    def said_interrupted(self) -> str:
+        """Where the rows stand after an interrupt, in words: those never sent wait, those
+        whose create had not answered are settled when the batch runs again, the rest
+        were sent (under the lock; a grid's rows are its cells)."""
+        waiting = len(self.waiting())
+        unanswered = sum(1 for r in self.rows if r.state == SENDING)
+        said = []
+        if waiting:
+            said.append(f"{waiting} {self.unit}(s) not sent wait")
+        if unanswered:
+            said.append(
+                f"{unanswered} {self.unit}(s) reserved with no answer yet (running the "
+                f"{self.noun} again finds the tasks of those that left and sends the others)"
+            )
+        if not said:
+            return f"interrupted: every {self.unit} was sent, their tasks go on"
+        return "interrupted: " + "; ".join(said)
 
     # ------------------------------------------------------------------ finishing
 

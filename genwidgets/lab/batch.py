@@ -25,12 +25,15 @@ from .._client import create_failure, created_nothing, lost_contact
 from .._workers import RUNS, Work
 from ..errors import (
     ClientClosed,
+    GatewayError,
     GenwidgetsError,
+    ModelNotAllowed,
     OutcomeUnknown,
     PayloadError,
     RateLimited,
     RequestNotFound,
     ServerError,
+    Unauthorized,
     Unreachable,
 )
 from ..jobs.ledger import NOT_CREATED, scrub_payload
@@ -102,6 +105,24 @@ TICK = 0.25
 RATE_WINDOW = 60.0
 #: how long an interrupted wait lets the sender end its chunk (seconds)
 STOP_WAIT = 15.0
+
+
+def not_sent_for(refused: Exception) -> str | None:
+    """Why a create that certainly made nothing was not the row's fault, in words: no
+    contact, the key refused, a rate limit past patience; running again can send it, so
+    the row waits (docs/decisions.md#batch-row-states). None: refused as invalid (a 4xx
+    about the request), which running again would not change: ``failed``."""
+    if isinstance(refused, Unreachable):
+        return "the gateway could not be reached"
+    if isinstance(refused, ClientClosed):
+        return "its client was closed before it left"
+    if isinstance(refused, (Unauthorized, ModelNotAllowed)) or (
+        isinstance(refused, GatewayError) and refused.status_code == 403
+    ):
+        return "the gateway refused this API key"
+    if isinstance(refused, RateLimited):
+        return f"refused for the gateway's rate limit {MAX_RATE_LIMITED} times in a row"
+    return None
 
 
 class Batch:
@@ -447,10 +468,24 @@ class Batch:
                             f"billed (the last: {type(outcome).__name__}: {outcome})"
                         )
                 # kept for a sweep's card; its traceback let go (it holds the sender's frames)
-                row.error, row.exception = create_failure(outcome), outcome.with_traceback(None)
-                self.update(row, FAILED if nothing else UNKNOWN, release=nothing)
+                row.exception = outcome.with_traceback(None)
+                why = not_sent_for(outcome) if nothing else None
+                if why is None:  # the row's own refusal, or a create that may have billed
+                    row.error = create_failure(outcome)
+                    self.update(row, FAILED if nothing else UNKNOWN, release=nothing)
+                    return
+                # not the row's fault: it waits for a run that can send it
+                row.error = (
+                    f"not sent: {why} ({type(outcome).__name__}: {outcome}); nothing was "
+                    "made, so it waits to be sent again"
+                )
+                row.rate_limited = 0
+                self.update(row, WAITING, release=True)
+                if not isinstance(outcome, Unreachable):  # the breaker counts lost contact
+                    self.pause(f"a create was not sent: {why} ({outcome})")
                 return
             self.failing = 0  # a task made ends the breaker's run
+            row.error = row.exception = None  # a reason it waited is past
             self.attach(row, outcome)
             self.update(row, CREATED)
 

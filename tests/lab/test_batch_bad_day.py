@@ -256,6 +256,53 @@ def test_creates_failing_in_a_row_pause_the_batch_until_asked(
 
 
 @pytest.mark.slow
+def test_a_create_refused_for_contact_or_the_key_waits_and_the_next_run_sends_it_once(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """A nightly batch while the gateway is down (connection refused: nothing made), then
+    once it is back; a run with a mistyped key (401: nothing made), then the right one.
+    Each row waits with its reason in words, never failed; the batch pauses saying why;
+    the same batch again sends each row once, and retry_failed() has nothing to send."""
+    sim = make_simulator()
+    outage = Outage(urlsplit(sim.base_url).port or 0)
+    try:
+        outage.down()
+        with gw.Client(outage.base_url, KEY) as client:
+            night = gw.batch(T2I, rows(3), TEMPLATE, out=tmp_path / "a", client=client)
+            night.wait(timeout=120, progress="none")
+            assert [r.status for r in night.rows] == ["waiting"] * 3
+            for row in night.rows:
+                assert (row.error or "").startswith("not sent: the gateway could not be reached")
+                assert "nothing was made" in (row.error or "")
+                assert row.next_step == "sent when the batch runs"
+            assert night.paused and night.retry_failed() == 0
+            agree(night)
+        outage.up()
+        with gw.Client(outage.base_url, KEY) as client:
+            again = gw.batch(T2I, rows(3), TEMPLATE, client=client).wait(120, progress="none")
+        assert [r.status for r in again.rows] == ["done"] * 3
+        assert all(r.error is None for r in again.rows)
+        assert stats(sim)["created"] == 3
+        agree(again)
+    finally:
+        outage.close()
+    with gw.Client(sim.base_url, "a-mistyped-key") as client:
+        wrong = gw.batch(T2I, rows(3, 10), TEMPLATE, out=tmp_path / "b", client=client)
+        wrong.wait(timeout=120, progress="none")
+        assert [r.status for r in wrong.rows] == ["waiting"] * 3
+        assert all("the gateway refused this API key" in (r.error or "") for r in wrong.rows)
+        assert "paused: a create was not sent: the gateway refused this API key" in (
+            wrong.stopped or ""
+        )
+        assert wrong.retry_failed() == 0
+    with gw.Client(sim.base_url, KEY) as client:
+        fixed = gw.batch(T2I, rows(3, 10), TEMPLATE, client=client).wait(120, progress="none")
+    assert [r.status for r in fixed.rows] == ["done"] * 3
+    assert stats(sim)["created"] == 6  # each row made once
+    agree(fixed)
+
+
+@pytest.mark.slow
 def test_one_id_names_one_plan_in_every_process_before_anything_is_confirmed(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:

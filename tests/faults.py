@@ -134,11 +134,14 @@ class HeldCreates:
     creates hang: ``creates`` counts the creates that reached it; while ``holding`` is set
     a create is held, forwarded once it is cleared, or cut unanswered and never forwarded
     once :meth:`drop` (or :meth:`close`) is called. Any other request is forwarded, the
-    target's address in the answers made this one's (the client follows its tasks here)."""
+    target's address in the answers made this one's (the client follows its tasks here).
+    ``most``: only that many creates are ever held (the first ones while holding)."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, most: int | None = None) -> None:
         self.target = target
+        self.most = most
         self.creates = 0
+        self.held = 0
         self.holding = threading.Event()
         self.dropping = threading.Event()
         self._lock = threading.Lock()
@@ -148,8 +151,10 @@ class HeldCreates:
             def do_POST(self) -> None:
                 with gate._lock:
                     gate.creates += 1
+                    hold = gate.holding.is_set() and (gate.most is None or gate.held < gate.most)
+                    gate.held += hold
                 deadline = time.monotonic() + 300
-                while gate.holding.is_set() and time.monotonic() < deadline:
+                while hold and gate.holding.is_set() and time.monotonic() < deadline:
                     if gate.dropping.wait(0.02):  # cut: its answer never comes
                         self.close_connection = True
                         return

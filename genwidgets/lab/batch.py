@@ -217,7 +217,7 @@ class Batch:
         """Change a row (under the lock): queue its store write and its manifest line;
         ``release`` gives back what its reservation held of the budget. A row ended is
         followed again no more."""
-        row.state = state
+        row.state, row.elsewhere = state, False  # changed here: this process's own
         if state == WAITING:
             self.cursor = min(self.cursor, row.index)
         if state in ENDED:
@@ -326,7 +326,7 @@ class Batch:
 
     def say_paused(self) -> None:
         """``stopped`` for a pause, with the rows in doubt counted now (under the lock)."""
-        doubt = sum(1 for r in self.rows if r.state == UNKNOWN and not r.request_id)
+        doubt = sum(r.state == UNKNOWN and not (r.request_id or r.elsewhere) for r in self.rows)
         self.stopped = (
             f"paused: {self.paused}; {doubt} row(s) in doubt (their create's outcome is "
             f"unknown, never sent again). Nothing more is sent until {self.noun}.submit() "
@@ -723,10 +723,10 @@ class Batch:
         if record is not None and record.state in ENDED:
             self.as_stored(row, record)
             return
-        row.state = UNKNOWN
+        row.state, row.elsewhere = UNKNOWN, True
         row.request_id = record.request_id if record is not None else None
         there = record.state if record is not None else "gone"
-        row.error = f"taken by another process sending this batch ({there} there)"
+        row.error = f"another process is sending this {self.noun} and holds it ({there} there)"
 
     def as_stored(self, row: BatchRow, record: RowRecord) -> None:
         """A row as its record says: state, request id, error, files (in its run's folder;

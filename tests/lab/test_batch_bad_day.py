@@ -6,6 +6,7 @@ word when ``wait()`` returns. Each checks what the gateway counted: no row paid 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from faults import Outage
+from faults import HeldCreates, Outage
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
@@ -332,6 +333,50 @@ def test_one_id_names_one_plan_in_every_process_before_anything_is_confirmed(
     assert "'campaign' was planned with other contents" in other.stdout
     assert "the rows' contents" in other.stdout
     assert stats(sim)["create"] == 0
+
+
+@pytest.mark.slow
+def test_rows_another_live_process_is_sending_are_said_to_be_its_own_not_unknown(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """The same command run while another process sends the batch (its first two
+    creates held by the gateway, two more rows of its chunk behind them): the second
+    sends the rows still waiting and says the others are the first one's to send,
+    settled by running again once it ends, never "its create may have made a task";
+    once both end, the same command finds every row done, each made once."""
+    sim = make_simulator()
+    gate = HeldCreates(sim.base_url, most=2)
+    count = 8
+    source = tmp_path / "rows.csv"
+    source.write_text("text,seed\n" + "".join(f"a heron {i},{i + 1}\n" for i in range(count)))
+    env = {**os.environ, "GENWIDGETS_HOME": str(tmp_path / "home"),
+           "GENWIDGETS_BASE_URL": gate.base_url, "GENWIDGETS_API_KEY": KEY}  # fmt: skip
+    command = [sys.executable, "-m", "genwidgets.cli", "batch", str(source), "--endpoint", T2I,
+               "--set", "prompt={text}", "--set", "seed={seed}", "--set", "n=1",
+               "--out", str(tmp_path / "o"), "--yes", "--json", "--concurrency", "2"]  # fmt: skip
+    gate.holding.set()
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: gate.creates >= 2 or first.poll() is not None, timeout=120)
+        assert first.poll() is None, first.communicate()[1]
+        second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        report = json.loads(second.stdout)
+        assert report["counts"] == {"done": 4, "unknown": 4}, second.stdout
+        for row in report["not_done"]:
+            assert row["error"].startswith("another process is sending this batch"), row
+            assert row["next"].startswith("another process is sending it: running the "
+                                          "batch again after that process ends"), row  # fmt: skip
+        gate.holding.clear()  # the first process's creates answer; it ends
+        assert first.wait(240) in (0, 1)
+        sent = gate.creates
+        last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        assert json.loads(last.stdout).get("counts") == {"done": count}, last.stdout
+        assert gate.creates == sent == count  # each row sent once, none again
+    finally:
+        if first.poll() is None:
+            first.kill()
+        gate.close()
+    assert stats(sim)["created"] == count
 
 
 @pytest.mark.slow

@@ -213,6 +213,8 @@ class LedgerWrites:
         recorded as creating nothing. Its warnings reach the next caller of the ledger."""
         ticket, future, patience = self._queue_intent(gateway, endpoint, payload, tag, fingerprint)
         written = asyncio.wrap_future(future)
+        # its end is read here or logged by the file, never left for asyncio to complain of
+        written.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:  # wait() never cancels the write: it stays queued, ahead of the task's others
             await asyncio.wait({written}, timeout=patience)
         except asyncio.CancelledError:

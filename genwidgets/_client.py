@@ -763,17 +763,29 @@ class Client:
         late: bool = False,
     ) -> Job:
         """The create of ``prepared``, its ledger row ``row`` settled by its outcome;
-        ``late``: the intent (with ``tag``) is written here instead, as the request first
-        goes on the wire (``send_many``'s creates)."""
+        ``late``: the intents (with ``tag``) are written here instead, one as each try goes
+        on the wire, each try that made nothing (refused for the rate limit) settled so
+        before the next waits its turn (``send_many``'s creates: a kill while a create
+        waits at the rate gate leaves it known never sent)."""
 
         async def leaving() -> None:
             nonlocal row
             if row is None:
                 row = await self._intent_as_it_leaves(prepared, tag)
 
+        def made_nothing(exc: BaseException) -> None:
+            nonlocal row
+            if row is not None and self.ledger is not None:
+                self._settle_failed_create(row, exc, nothing_sent=True)
+            row = None
+
         try:
             handle = await self._gateway.create(
-                prepared.endpoint, prepared.body, headers=headers, leaving=leaving if late else None
+                prepared.endpoint,
+                prepared.body,
+                headers=headers,
+                leaving=leaving if late else None,
+                made_nothing=made_nothing if late else None,
             )
         except BaseException as exc:
             if row is not None and self.ledger is not None:

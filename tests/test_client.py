@@ -513,6 +513,25 @@ def test_an_interrupted_batch_leaves_no_row_without_an_outcome() -> None:
     client.close()
 
 
+def test_a_create_of_send_many_waiting_after_a_rate_limit_is_recorded_as_not_yet_sent() -> None:
+    """A create refused for the rate limit, then sent again once the gate opens: the try
+    refused is settled as making nothing before the next waits its turn, and the next
+    has an intent of its own written as it leaves; so a process killed while it waited
+    at the gate leaves only "not created" for it (a batch sends it again), never a
+    create that may have left (docs/decisions.md#one-batch-sender)."""
+    fake = FakeGateway()
+    limited = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}
+    fake.faults["create"].append(error(429, limited, {"Retry-After": "0.2"}))
+    with gw.Client(BASE, "sk-123456", transport=fake.transport()) as client:
+        prepared = client.prepare("ep", {"seed": 1}, validate=False)
+        [job] = client.send_many([prepared], tags=["batch b row 0 attempt 1"])
+        assert isinstance(job, gw.Job) and fake.count("create") == 2
+        assert client.ledger is not None
+        records = client.ledger.tagged(["batch b row 0 attempt 1"])
+        assert records[0].state == "not_created"
+        assert [r.request_id for r in records] == [None, job.request_id]
+
+
 def test_send_many_on_a_closed_client_sends_nothing() -> None:
     fake = FakeGateway()
     client = gw.Client(BASE, "sk-123456", transport=fake.transport())

@@ -414,11 +414,14 @@ class Gateway:
         *,
         headers: Mapping[str, str] | None = None,
         leaving: Callable[[], Awaitable[object]] | None = None,
+        made_nothing: Callable[[BaseException], object] | None = None,
     ) -> Handle:
         """Send a create-task request. ``body`` is the exact JSON body of a prepared
         request (validated and size-checked by ``Client.prepare``): the one way in.
         ``leaving()`` is awaited before each try is put on the wire, after the rate
-        gate's wait (a batch writes its intent there: docs/decisions.md#one-batch-sender)."""
+        gate's wait; ``made_nothing(error)`` is told of a try that made nothing (never
+        sent, refused for the rate limit) before the next one waits its turn (a batch
+        writes its intents by them: docs/decisions.md#one-batch-sender)."""
         if not isinstance(body, bytes):
             raise TypeError("Gateway.create sends a prepared request's body (bytes)")
         url = queue_url(self.base_url, endpoint)
@@ -452,6 +455,8 @@ class Gateway:
                         f"cannot reach the gateway at {self.base_url}: {redact(str(exc))}",
                         endpoint=endpoint,
                     ) from None
+                if made_nothing is not None:
+                    made_nothing(exc)
             else:
                 if not is_refusal(answer):
                     return self._handle(endpoint, answer)
@@ -467,6 +472,8 @@ class Gateway:
                     ) from None
                 if not isinstance(error, RateLimited) or attempt >= self.max_retries:
                     raise error
+                if made_nothing is not None:
+                    made_nothing(error)
                 if error.retry_after is not None:  # the gate holds it exactly that long
                     attempt += 1
                     continue

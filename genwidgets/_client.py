@@ -629,8 +629,10 @@ class Client:
         on the engine; one failed create never stops the others.
 
         Returns each request's Job, or the exception its create raised, in order.
-        ``on_sent(index, outcome)`` runs on this thread as each answer arrives. An
-        interrupt stops the rest: those never sent are recorded as creating nothing, the
+        ``on_sent(index, outcome)`` runs on this thread as each answer arrives. Each
+        create's ledger intent is written just before it is put on the wire, so a create
+        that never left (waiting its turn or at the rate gate when an interrupt or a
+        kill came) leaves no record: it was never sent. An interrupt stops the rest: the
         creates in flight are let answer (at most :data:`CREATE_ANSWER_GRACE` seconds,
         as in :meth:`send`), and the ``KeyboardInterrupt`` names the tasks made and how
         to follow them (docs/decisions.md#an-interrupted-submit).
@@ -644,14 +646,15 @@ class Client:
         tags = list(tags) if tags is not None else [None] * len(requests)
         if len(tags) != len(requests):
             raise ValueError(f"{len(tags)} tags for {len(requests)} requests: one each")
-        rows = [self._record_intent(p, tag) for p, tag in zip(requests, tags, strict=True)]
 
         ended: dict[int, Job | BaseException] = {}  # on the engine, as each create ends
 
         def create(index: int) -> Callable[[], Coroutine[Any, Any, Job]]:
             async def one() -> Job:
                 try:
-                    ended[index] = job = await self._create(requests[index], None, rows[index])
+                    ended[index] = job = await self._create(
+                        requests[index], None, tag=tags[index], late=True
+                    )
                 except BaseException as exc:
                     ended[index] = exc
                     raise
@@ -659,18 +662,12 @@ class Client:
 
             return one
 
-        def never_sent(index: int) -> None:
-            row = rows[index]
-            if row is not None and self.ledger is not None:
-                self._settle_failed_create(row, ClientClosed(), nothing_sent=True)
-
         try:
             return run_each(
                 self._engine,
                 [create(i) for i in range(len(requests))],
                 concurrency=concurrency,
                 on_each=on_sent,
-                never_started=never_sent,
                 hold=hold,
                 answer_grace=CREATE_ANSWER_GRACE,
             )
@@ -698,16 +695,33 @@ class Client:
         if self.ledger is None:
             return None
         try:
-            return self.ledger.writes.record_intent(
-                gateway=self.gateway_name,
-                endpoint=prepared.endpoint,
-                payload=prepared.payload,
-                tag=tag,
-                fingerprint=self._fingerprint,
+            return self.ledger.writes.record_intent(**self._intent(prepared, tag))
+        except (LedgerError, OSError) as exc:
+            log.warning("genwidgets: could not record the task intent: %s", exc)
+            return None
+
+    async def _intent_as_it_leaves(self, prepared: PreparedRequest, tag: str | None) -> int | None:
+        """:meth:`_record_intent` for a create of :meth:`send_many`, on the engine as the
+        request goes on the wire (docs/decisions.md#one-batch-sender)."""
+        if self.ledger is None:
+            return None
+        try:
+            return await self.ledger.writes.record_intent_as_it_leaves(
+                **self._intent(prepared, tag)
             )
         except (LedgerError, OSError) as exc:
             log.warning("genwidgets: could not record the task intent: %s", exc)
             return None
+
+    def _intent(self, prepared: PreparedRequest, tag: str | None) -> dict[str, Any]:
+        """What a create's intent records: the ledger's ``record_intent`` arguments."""
+        return {
+            "gateway": self.gateway_name,
+            "endpoint": prepared.endpoint,
+            "payload": prepared.payload,
+            "tag": tag,
+            "fingerprint": self._fingerprint,
+        }
 
     def job(self, endpoint: str, request_id: str) -> Job:
         """Re-attach to an existing task by its request_id. A task the ledger records as
@@ -944,12 +958,15 @@ class Client:
         prepared: PreparedRequest,
         headers: Mapping[str, str] | None,
         row: int | None = None,
+        *,
+        tag: str | None = None,
+        late: bool = False,
     ) -> Job:
         """One create, counted in :data:`CREATES_IN_FLIGHT` until it ends: a close begun
         meanwhile waits for it; one begun after a close sends nothing."""
         answered = CREATES_IN_FLIGHT.begin(self)
         try:
-            job = await self._create_and_record(prepared, headers, row)
+            job = await self._create_and_record(prepared, headers, row, tag=tag, late=late)
         except BaseException as exc:
             answered.set_exception(exc)
             raise
@@ -964,11 +981,37 @@ class Client:
         prepared: PreparedRequest,
         headers: Mapping[str, str] | None,
         row: int | None,
+        *,
+        tag: str | None,
+        late: bool,
     ) -> Job:
+        """The create of ``prepared``, its ledger row ``row`` settled by its outcome;
+        ``late``: the intents (with ``tag``) are written here instead, one as each try goes
+        on the wire, each try that made nothing (refused for the rate limit) settled so
+        before the next waits its turn (``send_many``'s creates: a kill while a create
+        waits at the rate gate leaves it known never sent)."""
+
+        async def leaving() -> None:
+            nonlocal row
+            if row is None:
+                row = await self._intent_as_it_leaves(prepared, tag)
+
+        def made_nothing(exc: BaseException) -> None:
+            nonlocal row
+            if row is not None and self.ledger is not None:
+                self._settle_failed_create(row, exc, nothing_sent=True)
+            row = None
+
         try:
-            if self._closed:  # closed while it waited for its turn
+            if self._closed:  # closed while it waited for its turn: nothing was sent
                 raise ClientClosed(endpoint=prepared.endpoint)
-            handle = await self._gateway.create(prepared.endpoint, prepared.body, headers=headers)
+            handle = await self._gateway.create(
+                prepared.endpoint,
+                prepared.body,
+                headers=headers,
+                leaving=leaving if late else None,
+                made_nothing=made_nothing if late else None,
+            )
         except BaseException as exc:
             if row is not None and self.ledger is not None:
                 self._settle_failed_create(row, exc)

@@ -1,5 +1,5 @@
 """Faults from outside the process under test: a gateway that goes away and comes back,
-and a person's Ctrl-C.
+a gateway whose creates hang (:class:`HeldCreates`), and a person's Ctrl-C.
 
 :class:`Outage` is a loopback TCP forwarder in front of a gateway. ``down()`` closes its
 listening socket and every open connection (new ones are refused, as from a gateway
@@ -15,6 +15,9 @@ import socket
 import threading
 import time
 from typing import Any
+
+import httpx
+from loopback import LoopbackServer, QuietHandler
 
 #: bytes moved per read
 CHUNK = 65536
@@ -124,3 +127,66 @@ class Outage:
                     sock.shutdown(socket.SHUT_RDWR)
             with self._lock:
                 self._open -= {source, sink}
+
+
+class HeldCreates:
+    """A loopback gateway in front of ``target`` (a simulator's origin), as a gateway whose
+    creates hang: ``creates`` counts the creates that reached it; while ``holding`` is set
+    a create is held, forwarded once it is cleared, or cut unanswered and never forwarded
+    once :meth:`drop` (or :meth:`close`) is called. Any other request is forwarded, the
+    target's address in the answers made this one's (the client follows its tasks here).
+    ``most``: only that many creates are ever held (the first ones while holding)."""
+
+    def __init__(self, target: str, most: int | None = None) -> None:
+        self.target = target
+        self.most = most
+        self.creates = 0
+        self.held = 0
+        self.holding = threading.Event()
+        self.dropping = threading.Event()
+        self._lock = threading.Lock()
+        gate = self
+
+        class Handler(QuietHandler):
+            def do_POST(self) -> None:
+                with gate._lock:
+                    gate.creates += 1
+                    hold = gate.holding.is_set() and (gate.most is None or gate.held < gate.most)
+                    gate.held += hold
+                deadline = time.monotonic() + 300
+                while hold and gate.holding.is_set() and time.monotonic() < deadline:
+                    if gate.dropping.wait(0.02):  # cut: its answer never comes
+                        self.close_connection = True
+                        return
+                self.forward()
+
+            def forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {
+                    k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")
+                }
+                answer = httpx.request(
+                    self.command, gate.target + self.path, content=body, headers=headers, timeout=60
+                )
+                data = answer.content.replace(gate.target.encode(), gate.base_url.encode())
+                self.send_response(answer.status_code)
+                for name, value in answer.headers.items():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection",
+                                            "content-encoding", "date", "server"):  # fmt: skip
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_PUT = do_DELETE = forward
+
+        self._server = LoopbackServer(Handler)
+        self.base_url = self._server.base
+
+    def drop(self) -> None:
+        """Cut every create held, now or later, without forwarding it."""
+        self.dropping.set()
+
+    def close(self) -> None:
+        self.drop()
+        self._server.close()

@@ -25,12 +25,15 @@ from .._client import create_failure, created_nothing, lost_contact
 from .._workers import RUNS, Work
 from ..errors import (
     ClientClosed,
+    GatewayError,
     GenwidgetsError,
+    ModelNotAllowed,
     OutcomeUnknown,
     PayloadError,
     RateLimited,
     RequestNotFound,
     ServerError,
+    Unauthorized,
     Unreachable,
 )
 from ..jobs.ledger import NOT_CREATED, scrub_payload
@@ -102,6 +105,24 @@ TICK = 0.25
 RATE_WINDOW = 60.0
 #: how long an interrupted wait lets the sender end its chunk (seconds)
 STOP_WAIT = 15.0
+
+
+def not_sent_for(refused: Exception) -> str | None:
+    """Why a create that certainly made nothing was not the row's fault, in words: no
+    contact, the key refused, a rate limit past patience; running again can send it, so
+    the row waits (docs/decisions.md#batch-row-states). None: refused as invalid (a 4xx
+    about the request), which running again would not change: ``failed``."""
+    if isinstance(refused, Unreachable):
+        return "the gateway could not be reached"
+    if isinstance(refused, ClientClosed):
+        return "its client was closed before it left"
+    if isinstance(refused, (Unauthorized, ModelNotAllowed)) or (
+        isinstance(refused, GatewayError) and refused.status_code == 403
+    ):
+        return "the gateway refused this API key"
+    if isinstance(refused, RateLimited):
+        return f"refused for the gateway's rate limit {MAX_RATE_LIMITED} times in a row"
+    return None
 
 
 class Batch:
@@ -196,7 +217,7 @@ class Batch:
         """Change a row (under the lock): queue its store write and its manifest line;
         ``release`` gives back what its reservation held of the budget. A row ended is
         followed again no more."""
-        row.state = state
+        row.state, row.elsewhere = state, False  # changed here: this process's own
         if state == WAITING:
             self.cursor = min(self.cursor, row.index)
         if state in ENDED:
@@ -305,7 +326,7 @@ class Batch:
 
     def say_paused(self) -> None:
         """``stopped`` for a pause, with the rows in doubt counted now (under the lock)."""
-        doubt = sum(1 for r in self.rows if r.state == UNKNOWN and not r.request_id)
+        doubt = sum(r.state == UNKNOWN and not (r.request_id or r.elsewhere) for r in self.rows)
         self.stopped = (
             f"paused: {self.paused}; {doubt} row(s) in doubt (their create's outcome is "
             f"unknown, never sent again). Nothing more is sent until {self.noun}.submit() "
@@ -447,10 +468,24 @@ class Batch:
                             f"billed (the last: {type(outcome).__name__}: {outcome})"
                         )
                 # kept for a sweep's card; its traceback let go (it holds the sender's frames)
-                row.error, row.exception = create_failure(outcome), outcome.with_traceback(None)
-                self.update(row, FAILED if nothing else UNKNOWN, release=nothing)
+                row.exception = outcome.with_traceback(None)
+                why = not_sent_for(outcome) if nothing else None
+                if why is None:  # the row's own refusal, or a create that may have billed
+                    row.error = create_failure(outcome)
+                    self.update(row, FAILED if nothing else UNKNOWN, release=nothing)
+                    return
+                # not the row's fault: it waits for a run that can send it
+                row.error = (
+                    f"not sent: {why} ({type(outcome).__name__}: {outcome}); nothing was "
+                    "made, so it waits to be sent again"
+                )
+                row.rate_limited = 0
+                self.update(row, WAITING, release=True)
+                if not isinstance(outcome, Unreachable):  # the breaker counts lost contact
+                    self.pause(f"a create was not sent: {why} ({outcome})")
                 return
             self.failing = 0  # a task made ends the breaker's run
+            row.error = row.exception = None  # a reason it waited is past
             self.attach(row, outcome)
             self.update(row, CREATED)
 
@@ -688,10 +723,10 @@ class Batch:
         if record is not None and record.state in ENDED:
             self.as_stored(row, record)
             return
-        row.state = UNKNOWN
+        row.state, row.elsewhere = UNKNOWN, True
         row.request_id = record.request_id if record is not None else None
         there = record.state if record is not None else "gone"
-        row.error = f"taken by another process sending this batch ({there} there)"
+        row.error = f"another process is sending this {self.noun} and holds it ({there} there)"
 
     def as_stored(self, row: BatchRow, record: RowRecord) -> None:
         """A row as its record says: state, request id, error, files (in its run's folder;
@@ -1066,19 +1101,33 @@ class Batch:
         """Ctrl-C in :meth:`wait`: stop creating, let the chunk in flight answer, keep
         the record; the tasks created go on (a resume re-attaches them)."""
         self.stop.set()
-        with self.lock:
-            if self.stopped is None:  # a grid's rows are its cells
-                self.stopped = "interrupted: " + (
-                    f"{self.unit}s not sent wait"
-                    if self.waiting()
-                    else f"every {self.unit} was sent, their tasks go on"
-                )
         sender = self._sender
         if sender is not None:
             with contextlib.suppress(BaseException):
                 sender.join(STOP_WAIT)
+        with self.lock:
+            if self.stopped is None:  # said once the chunk in flight answered (or not)
+                self.stopped = self.said_interrupted()
         with contextlib.suppress(BaseException):
             self.write_all()
+
+    def said_interrupted(self) -> str:
+        """Where the rows stand after an interrupt, in words: those never sent wait, those
+        whose create had not answered are settled when the batch runs again, the rest
+        were sent (under the lock; a grid's rows are its cells)."""
+        waiting = len(self.waiting())
+        unanswered = sum(1 for r in self.rows if r.state == SENDING)
+        said = []
+        if waiting:
+            said.append(f"{waiting} {self.unit}(s) not sent wait")
+        if unanswered:
+            said.append(
+                f"{unanswered} {self.unit}(s) reserved with no answer yet (running the "
+                f"{self.noun} again finds the tasks of those that left and sends the others)"
+            )
+        if not said:
+            return f"interrupted: every {self.unit} was sent, their tasks go on"
+        return "interrupted: " + "; ".join(said)
 
     # ------------------------------------------------------------------ finishing
 

@@ -46,6 +46,11 @@ NEXT = {
     "contact lost": "its task exists: running the batch again re-attaches it, with no new create",
     "left running": "left running at the gateway: running the batch again re-attaches it",
 }
+#: what happens next to a row another live process holds (shown here as ``unknown``)
+NEXT_ELSEWHERE = (
+    "another process is sending it: running the batch again after that process ends "
+    "settles it (its task re-attached, or sent if it never left)"
+)
 
 
 @dataclass(eq=False, repr=False, slots=True)
@@ -73,6 +78,8 @@ class BatchRow:
     lost: int = 0
     lost_since: float | None = None
     follow_at: float | None = None
+    #: held by another live process sending the batch: shown here, never changed here
+    elsewhere: bool = False
 
     index = property(lambda self: self.planned.index)
     #: its own name: a DataFrame's index label, else its position (``index``)
@@ -105,6 +112,8 @@ class BatchRow:
         """What happens next to this row, in words ("" when nothing does)."""
         if self.follow_at is not None:
             return "followed again with backoff until its deadline, then listed unknown"
+        if self.elsewhere:
+            return NEXT_ELSEWHERE
         if self.state == UNKNOWN and self.request_id:
             return NEXT["contact lost"]
         return NEXT.get(self.status, "")

@@ -17,7 +17,7 @@ import random
 import re
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
@@ -322,9 +322,11 @@ class Gateway:
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
         attempt: int = 0,
+        leaving: Callable[[], Awaitable[object]] | None = None,
     ) -> Answer:
         """One request through the gate: a create with its pacing ticket (``attempt``:
-        its tries so far), the redirects httpx follows on the same origin only."""
+        its tries so far), the redirects httpx follows on the same origin only;
+        ``leaving()`` is awaited just before the request is put on the wire."""
         if self._http.is_closed:
             raise ClientClosed(endpoint=endpoint, request_id=request_id)
         create = op == "create"
@@ -343,6 +345,8 @@ class Gateway:
 
             try:
                 async with self._semaphore:
+                    if leaving is not None:
+                        await leaving()
                     self.counts[op] += 1
                     http = self._creates if create else self._http
                     answer = await self._exchange(http, method, url, content, headers, away)
@@ -409,9 +413,15 @@ class Gateway:
         body: bytes,
         *,
         headers: Mapping[str, str] | None = None,
+        leaving: Callable[[], Awaitable[object]] | None = None,
+        made_nothing: Callable[[BaseException], object] | None = None,
     ) -> Handle:
         """Send a create-task request. ``body`` is the exact JSON body of a prepared
-        request (validated and size-checked by ``Client.prepare``): the one way in."""
+        request (validated and size-checked by ``Client.prepare``): the one way in.
+        ``leaving()`` is awaited before each try is put on the wire, after the rate
+        gate's wait; ``made_nothing(error)`` is told of a try that made nothing (never
+        sent, refused for the rate limit) before the next one waits its turn (a batch
+        writes its intents by them: docs/decisions.md#one-batch-sender)."""
         if not isinstance(body, bytes):
             raise TypeError("Gateway.create sends a prepared request's body (bytes)")
         url = queue_url(self.base_url, endpoint)
@@ -428,6 +438,7 @@ class Gateway:
                     content=body,
                     headers=sent_headers,
                     attempt=attempt,
+                    leaving=leaving,
                 )
             except _NO_ANSWER as exc:
                 if not _nothing_sent(exc):
@@ -444,6 +455,8 @@ class Gateway:
                         f"cannot reach the gateway at {self.base_url}: {redact(str(exc))}",
                         endpoint=endpoint,
                     ) from None
+                if made_nothing is not None:
+                    made_nothing(exc)
             else:
                 if not is_refusal(answer):
                     return self._handle(endpoint, answer)
@@ -459,6 +472,8 @@ class Gateway:
                     ) from None
                 if not isinstance(error, RateLimited) or attempt >= self.max_retries:
                     raise error
+                if made_nothing is not None:
+                    made_nothing(error)
                 if error.retry_after is not None:  # the gate holds it exactly that long
                     attempt += 1
                     continue

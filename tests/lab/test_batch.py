@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from faults import HeldCreates
 from loopback import LoopbackServer, OneTaskGateway
 from PIL import Image
 from widgets.taskfakes import wait_for
@@ -658,6 +659,49 @@ def test_an_interrupt_after_every_row_was_sent_does_not_say_rows_wait(
             batch.wait(timeout=60, progress="none")
         assert batch.stopped == "interrupted: every row was sent, their tasks go on"
         batch.cancel()
+
+
+def test_an_interrupt_with_rows_of_the_chunk_not_yet_sent_says_they_wait(
+    make_simulator: Callable[..., SimulatorServer],
+    home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C in wait() while a gateway holds the chunk's first two creates (four rows,
+    all in one chunk, two in flight): once they answer, the two behind them are held
+    back and said to wait, never "every row was sent"; submit() sends them."""
+    from genwidgets.lab import progress
+
+    sim = make_simulator()
+    gate = HeldCreates(sim.base_url)
+    gate.holding.set()
+    try:
+        with gw.Client(gate.base_url, KEY) as client:
+            batch = gw.batch(T2I, prompts(4), TEMPLATE, out=tmp_path / "o", client=client,
+                             concurrency=2)  # fmt: skip
+            wait_for(lambda: gate.creates >= 2, timeout=60)
+
+            def ctrl_c(self: progress.Progress, snap: progress.Snapshot) -> None:
+                raise KeyboardInterrupt
+
+            def answer_once_stopped() -> None:  # the held creates answer once it is heard
+                wait_for(batch.stop.is_set, timeout=60)
+                gate.holding.clear()
+
+            answering = threading.Thread(target=answer_once_stopped, daemon=True)
+            answering.start()
+            monkeypatch.setattr(progress.Progress, "show", ctrl_c)
+            with pytest.raises(KeyboardInterrupt):
+                batch.wait(timeout=60, progress="none")
+            answering.join(60)
+            assert batch.stopped == "interrupted: 2 row(s) not sent wait", batch.stopped
+            assert gate.creates == 2
+            monkeypatch.undo()
+            batch.submit().wait(timeout=120, progress="none")
+            assert [r.status for r in batch.rows] == ["done"] * 4
+            assert gate.creates == 4 == sim_stats(sim)["created"]
+    finally:
+        gate.close()
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ word when ``wait()`` returns. Each checks what the gateway counted: no row paid 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from faults import Outage
+from faults import HeldCreates, Outage
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
@@ -256,6 +257,53 @@ def test_creates_failing_in_a_row_pause_the_batch_until_asked(
 
 
 @pytest.mark.slow
+def test_a_create_refused_for_contact_or_the_key_waits_and_the_next_run_sends_it_once(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """A nightly batch while the gateway is down (connection refused: nothing made), then
+    once it is back; a run with a mistyped key (401: nothing made), then the right one.
+    Each row waits with its reason in words, never failed; the batch pauses saying why;
+    the same batch again sends each row once, and retry_failed() has nothing to send."""
+    sim = make_simulator()
+    outage = Outage(urlsplit(sim.base_url).port or 0)
+    try:
+        outage.down()
+        with gw.Client(outage.base_url, KEY) as client:
+            night = gw.batch(T2I, rows(3), TEMPLATE, out=tmp_path / "a", client=client)
+            night.wait(timeout=120, progress="none")
+            assert [r.status for r in night.rows] == ["waiting"] * 3
+            for row in night.rows:
+                assert (row.error or "").startswith("not sent: the gateway could not be reached")
+                assert "nothing was made" in (row.error or "")
+                assert row.next_step == "sent when the batch runs"
+            assert night.paused and night.retry_failed() == 0
+            agree(night)
+        outage.up()
+        with gw.Client(outage.base_url, KEY) as client:
+            again = gw.batch(T2I, rows(3), TEMPLATE, client=client).wait(120, progress="none")
+        assert [r.status for r in again.rows] == ["done"] * 3
+        assert all(r.error is None for r in again.rows)
+        assert stats(sim)["created"] == 3
+        agree(again)
+    finally:
+        outage.close()
+    with gw.Client(sim.base_url, "a-mistyped-key") as client:
+        wrong = gw.batch(T2I, rows(3, 10), TEMPLATE, out=tmp_path / "b", client=client)
+        wrong.wait(timeout=120, progress="none")
+        assert [r.status for r in wrong.rows] == ["waiting"] * 3
+        assert all("the gateway refused this API key" in (r.error or "") for r in wrong.rows)
+        assert "paused: a create was not sent: the gateway refused this API key" in (
+            wrong.stopped or ""
+        )
+        assert wrong.retry_failed() == 0
+    with gw.Client(sim.base_url, KEY) as client:
+        fixed = gw.batch(T2I, rows(3, 10), TEMPLATE, client=client).wait(120, progress="none")
+    assert [r.status for r in fixed.rows] == ["done"] * 3
+    assert stats(sim)["created"] == 6  # each row made once
+    agree(fixed)
+
+
+@pytest.mark.slow
 def test_one_id_names_one_plan_in_every_process_before_anything_is_confirmed(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:
@@ -285,6 +333,50 @@ def test_one_id_names_one_plan_in_every_process_before_anything_is_confirmed(
     assert "'campaign' was planned with other contents" in other.stdout
     assert "the rows' contents" in other.stdout
     assert stats(sim)["create"] == 0
+
+
+@pytest.mark.slow
+def test_rows_another_live_process_is_sending_are_said_to_be_its_own_not_unknown(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """The same command run while another process sends the batch (its first two
+    creates held by the gateway, two more rows of its chunk behind them): the second
+    sends the rows still waiting and says the others are the first one's to send,
+    settled by running again once it ends, never "its create may have made a task";
+    once both end, the same command finds every row done, each made once."""
+    sim = make_simulator()
+    gate = HeldCreates(sim.base_url, most=2)
+    count = 8
+    source = tmp_path / "rows.csv"
+    source.write_text("text,seed\n" + "".join(f"a heron {i},{i + 1}\n" for i in range(count)))
+    env = {**os.environ, "GENWIDGETS_HOME": str(tmp_path / "home"),
+           "GENWIDGETS_BASE_URL": gate.base_url, "GENWIDGETS_API_KEY": KEY}  # fmt: skip
+    command = [sys.executable, "-m", "genwidgets.cli", "batch", str(source), "--endpoint", T2I,
+               "--set", "prompt={text}", "--set", "seed={seed}", "--set", "n=1",
+               "--out", str(tmp_path / "o"), "--yes", "--json", "--concurrency", "2"]  # fmt: skip
+    gate.holding.set()
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: gate.creates >= 2 or first.poll() is not None, timeout=120)
+        assert first.poll() is None, first.communicate()[1]
+        second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        report = json.loads(second.stdout)
+        assert report["counts"] == {"done": 4, "unknown": 4}, second.stdout
+        for row in report["not_done"]:
+            assert row["error"].startswith("another process is sending this batch"), row
+            assert row["next"].startswith("another process is sending it: running the "
+                                          "batch again after that process ends"), row  # fmt: skip
+        gate.holding.clear()  # the first process's creates answer; it ends
+        assert first.wait(240) in (0, 1)
+        sent = gate.creates
+        last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        assert json.loads(last.stdout).get("counts") == {"done": count}, last.stdout
+        assert gate.creates == sent == count  # each row sent once, none again
+    finally:
+        if first.poll() is None:
+            first.kill()
+        gate.close()
+    assert stats(sim)["created"] == count
 
 
 @pytest.mark.slow

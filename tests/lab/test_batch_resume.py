@@ -1,15 +1,23 @@
 """Resuming a batch after a crash: each row reserved when the process stopped is settled
 by what the ledger says of its create (created: re-attached, never sent again; certainly
-not created: sent; unknown: listed), and never-sent rows are sent."""
+not created: sent; unknown: listed), and never-sent rows are sent, a process killed
+while its creates hang among them."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from faults import HeldCreates
+from widgets.taskfakes import wait_for
 
 import genwidgets as gw
 from genwidgets.lab.batch_open import open_batch
@@ -312,3 +320,55 @@ def test_the_same_batch_from_another_home_or_gateway_sends_nothing(
         gw.batch(T2I, ROWS[:2], TEMPLATE, out=out, client=fresh)
     assert created(sim) == 2 and created(other) == 0
     assert {p.name: p.read_bytes() for p in out.glob("*.png")} == paid
+
+
+def batch_command(base_url: str, tmp_path: Path, count: int) -> tuple[list[str], dict[str, str]]:
+    """``genwidgets batch`` of ``count`` rows with 2 creates in flight, as a child process
+    runs it (a home of its own, ``base_url`` its gateway), with --json."""
+    rows = tmp_path / "rows.csv"
+    rows.write_text("text,seed\n" + "".join(f"a lantern {i},{i + 1}\n" for i in range(count)))
+    env = {**os.environ, "GENWIDGETS_HOME": str(tmp_path / "home"),
+           "GENWIDGETS_BASE_URL": base_url, "GENWIDGETS_API_KEY": KEY}  # fmt: skip
+    command = [sys.executable, "-m", "genwidgets.cli", "batch", str(rows), "--endpoint", T2I,
+               "--set", "prompt={text}", "--set", "seed={seed}", "--set", "n=1",
+               "--out", str(tmp_path / "o"), "--yes", "--json", "--concurrency", "2"]  # fmt: skip
+    return command, env
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_batch_killed_while_its_creates_hang_sends_the_rows_that_never_left_when_run_again(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Path, kill: signal.Signals
+) -> None:
+    """A gateway holding every create (never answered), the command killed once two
+    creates (its concurrency) reached the gateway, the rest of its chunk waiting their
+    turn: the same command again sends every row whose create never left, lists the two
+    that did as unknown (never sent again), and no row reaches the gateway twice."""
+    sim = make_simulator()
+    gate = HeldCreates(sim.base_url)
+    try:
+        count = 8
+        command, env = batch_command(gate.base_url, tmp_path, count)
+        gate.holding.set()
+        child = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        try:
+            wait_for(lambda: gate.creates >= 2 or child.poll() is not None, timeout=120)
+            assert child.poll() is None, child.communicate()[1]
+        finally:
+            child.send_signal(kill)
+            child.wait(120)
+        assert gate.creates == 2  # the other rows of its chunk never left
+        gate.drop()  # the two held are never made
+        gate.holding.clear()  # the gateway answers again
+        again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        report = json.loads(again.stdout)
+        assert report["counts"] == {"done": count - 2, "unknown": 2}, again.stdout
+        for row in report["not_done"]:
+            assert "not sent again" in row["error"] and "client.history()" in row["next"]
+        assert gate.creates == count  # each row's create reached the gateway once
+        assert created(sim) == count - 2
+        assert len(list((tmp_path / "o").glob("*.png"))) == count - 2
+    finally:
+        gate.close()

@@ -9,6 +9,7 @@ rows this process is sending right now.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import itertools
 import json
@@ -185,6 +186,59 @@ class LedgerWrites:
         standing for the row is returned: every method taking a row id accepts it.
         See docs/decisions.md#the-ledger-and-the-engine.
         """
+        ticket, future, patience = self._queue_intent(gateway, endpoint, payload, tag, fingerprint)
+        try:
+            row_id: int = future.result(timeout=patience)
+        except concurrent.futures.TimeoutError:
+            self._file.log_if_failed("a task intent", future)
+            return ticket
+        except sqlite3.Error:  # given up: the file cannot be written, a LedgerWarning says so
+            self._file.deliver()
+            return ticket
+        self._file.deliver()
+        return row_id
+
+    async def record_intent_as_it_leaves(
+        self,
+        *,
+        gateway: str,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        tag: str | None = None,
+        fingerprint: str | None = None,
+    ) -> int:
+        """:meth:`record_intent` on the engine's loop, awaited (never blocking the loop)
+        by a create about to leave: a create that never starts leaves no intent, so a
+        process killed with creates waiting for their turn leaves them known never sent
+        (docs/decisions.md#one-batch-sender). Cancelled while it waits, the row is
+        recorded as creating nothing. Its warnings reach the next caller of the ledger."""
+        ticket, future, patience = self._queue_intent(gateway, endpoint, payload, tag, fingerprint)
+        written = asyncio.wrap_future(future)
+        # its end is read here or logged by the file, never left for asyncio to complain of
+        written.add_done_callback(lambda done: done.cancelled() or done.exception())
+        try:  # wait() never cancels the write: it stays queued, ahead of the task's others
+            await asyncio.wait({written}, timeout=patience)
+        except asyncio.CancelledError:
+            never = "never sent: stopped before it left"
+            self.record_create_failed(ticket, never, created_nothing=True)
+            raise
+        if not written.done():
+            self._file.log_if_failed("a task intent", future)
+            return ticket
+        if isinstance(written.exception(), sqlite3.Error):  # given up, a LedgerWarning says so
+            return ticket
+        return written.result()
+
+    def _queue_intent(
+        self,
+        gateway: str,
+        endpoint: str,
+        payload: Mapping[str, Any],
+        tag: str | None,
+        fingerprint: str | None,
+    ) -> tuple[int, concurrent.futures.Future[int], float]:
+        """An intent's insert queued: its ticket, its future, and how long a create may
+        wait for it (not at all while the writer is stalled on a busy file)."""
         for name, value in (("gateway", gateway), ("endpoint", endpoint)):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, not {value!r}")
@@ -201,16 +255,7 @@ class LedgerWrites:
         writer_stalled = self._queue.stalled
         note = {"ticket": ticket, "gateway": gateway, "endpoint": endpoint, "payload": stored}
         future = self._queue.put(insert, note={**note, "tag": tag, "at": now, "key": fingerprint})
-        try:
-            row_id: int = future.result(timeout=0.0 if writer_stalled else self.intent_wait)
-        except concurrent.futures.TimeoutError:
-            self._file.log_if_failed("a task intent", future)
-            return ticket
-        except sqlite3.Error:  # given up: the file cannot be written, a LedgerWarning says so
-            self._file.deliver()
-            return ticket
-        self._file.deliver()
-        return row_id
+        return ticket, future, 0.0 if writer_stalled else self.intent_wait
 
     def record_handle(self, row_id: int, handle: Handle) -> concurrent.futures.Future[None]:
         """The create request answered with a task handle: the task exists, and this

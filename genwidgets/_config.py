@@ -220,8 +220,9 @@ def redact(text: str) -> str:
     return re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}", r"\1***", text)
 
 
-#: the userinfo of a URL (``scheme://user:password@``), which may hold credentials
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s@]*)@")
+#: the userinfo of a URL (``scheme://user:password@``), which may hold credentials: up
+#: to the last ``@`` before the host (a password may hold an ``@``), as URL parsers split
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s]*)@")
 
 
 def _masked_userinfo(found: re.Match[str]) -> str:
@@ -265,12 +266,12 @@ def normal_base_url(url: str) -> str:
     lead elsewhere), and the path is kept. What is not an http(s) URL with a host is
     left as given (less a trailing ``/``), for the checks that refuse it to name it."""
     url = url.rstrip("/")
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
     try:
+        parts = urlsplit(url)
         host, port = parts.hostname, parts.port
-    except ValueError:  # a port that is not one
+    except ValueError:  # a port that is not one, a ``[`` never closed
         return url
+    scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS or not host:
         return url
     userinfo = parts.netloc.rpartition("@")[0]
@@ -299,6 +300,7 @@ def resolve(base_url: str | None, api_key: str | Secret | None) -> Settings:
     we never send a real key to a host the user did not name.
     """
     api_key = Secret.wrap(api_key) or Secret.wrap(os.environ.get(ENV_API_KEY)) or _session_key
+    given = "base_url" if base_url else ENV_BASE_URL
     base_url = base_url or os.environ.get(ENV_BASE_URL) or None
     if base_url is None and api_key is None:
         return Settings(base_url=None, api_key=None, embedded=True)
@@ -307,4 +309,23 @@ def resolve(base_url: str | None, api_key: str | Secret | None) -> Settings:
             f"an API key is configured but no gateway address: set {ENV_BASE_URL} "
             "or pass base_url=... (with neither, the embedded simulator is used)"
         )
+    _check_base_url(base_url, given)
     return Settings(base_url=normal_base_url(base_url), api_key=api_key, embedded=False)
+
+
+def _check_base_url(url: str, given: str) -> None:
+    """Refuse, naming the setting, an address no request could be sent to (an unclosed
+    ``[``, a port out of range, another scheme, no host): said at once, not as a bare
+    parser error or a create "sent" whose outcome is unknown."""
+    try:
+        parts = urlsplit(url)
+        fits = parts.scheme.lower() in DEFAULT_PORTS and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises for a port that is not one
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"{given} {hide_userinfo(url)!r} is not a gateway address: expected "
+            "http(s)://host[:port][/path], e.g. https://gateway.example.com or "
+            "http://127.0.0.1:8765 (an IPv6 host in brackets: https://[::1]:8443)"
+        )

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from genwidgets._config import is_loopback, is_loopback_host, saved_media, served_url, shown_path
+from genwidgets._config import (
+    hide_userinfo,
+    is_loopback,
+    is_loopback_host,
+    normal_base_url,
+    saved_media,
+    served_url,
+    shown_path,
+)
 
 
 def test_paths_under_the_genwidgets_home_are_shown_from_it(
@@ -139,3 +147,34 @@ def test_a_relative_home_stays_where_it_was_first_read(
     first = home()
     monkeypatch.chdir(tmp_path / "data")
     assert home() == first == tmp_path / relative and first.is_absolute()
+
+
+def test_a_gateway_address_no_request_could_go_to_is_refused_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unclosed IPv6 bracket was Python's bare "Invalid IPv6 URL"; another scheme or a
+    port out of range made a client whose first create was "sent, outcome unknown"."""
+    import genwidgets as gw
+
+    for url in ("https://[::1", "https://gw.test:99999", "ftp://gw.test", "gw.test"):
+        with pytest.raises(ValueError, match=r"base_url .* is not a gateway address: expected"):
+            gw.Client(url, "sk-123456", ledger=False)
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", "https://alice:pw-SECRET@[::1")
+    with pytest.raises(ValueError, match="GENWIDGETS_BASE_URL 'https://alice:\\*\\*\\*@") as bad:
+        gw.Client(api_key="sk-123456", ledger=False)
+    assert "SECRET" not in str(bad.value)
+    assert normal_base_url("https://[::1") == "https://[::1"  # stored names never raise
+    with gw.Client("https://[::1]:8443/", "sk-123456", ledger=False) as client:
+        assert client.gateway_name == "https://[::1]:8443"
+
+
+def test_a_password_holding_an_at_sign_is_masked_whole() -> None:
+    """The userinfo ends at the last ``@`` before the host, as URL parsers split it:
+    masking to the first ``@`` showed the password's tail in every name and row."""
+    import genwidgets as gw
+
+    assert hide_userinfo("https://alice:se@cret@gw.test/x@y") == "https://alice:***@gw.test/x@y"
+    assert hide_userinfo("see https://tok@en@gw.test and a@b") == "see https://***@gw.test and a@b"
+    with gw.Client("https://alice:se@cret@GW.test", "sk-123456", ledger=False) as client:
+        assert client.gateway_name == "https://alice:***@gw.test"
+        assert "cret" not in repr(client)

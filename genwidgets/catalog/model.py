@@ -114,6 +114,10 @@ class _Normalised(BaseModel):
             return value
         if isinstance(value, bool):
             return reject_bool(value) if shape.numeric else value
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+            # 5.0 from a pandas or CSV row is 5: it matches the choice "5" as 5 does
+            number = int(value)
+            value = number if str(number) in shape.str_choices else value
         if isinstance(value, str) and value not in shape.str_choices:
             text = value.strip()
             if text.lower() in shape.lower_choices:

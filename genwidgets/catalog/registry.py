@@ -127,6 +127,8 @@ class EndpointSpec:
         count = 1
         for wire in _wires(self.model, is_generations):
             value = self.value_of(payload, wire)
+            if isinstance(value, float) and value.is_integer() and 0 < value < 2**63:
+                value = int(value)  # 4.0 from a pandas or CSV row makes 4, as pydantic reads it
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 count *= value
         return count

@@ -113,13 +113,16 @@ class VidKV3TurboT2V(Endpoint):
     @field_validator("duration", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> Any:
-        """Whole seconds 3-15, a number or its digits (sent as given, spaces cut); before
+        """Whole seconds 3-15, a number or its digits (sent as given, spaces cut; a float
+        with no fraction, as pandas and CSV rows give, sent as its whole number); before
         the type's check, so a list or 5.5 is told the same as ``"five"``."""
         if value is None or isinstance(value, bool):
             return value  # a boolean: the base's check says it is no number
         digits = value.strip() if isinstance(value, str) else None
         if digits is not None and digits.isascii() and digits.isdigit():
             seconds: Any = int(digits) if len(digits) < 40 else None
+        elif isinstance(value, float) and value.is_integer():
+            seconds = int(value) if 3 <= value <= 15 else None
         else:
             seconds = value if type(value) is int else "not whole"
         if isinstance(seconds, str):
@@ -128,7 +131,7 @@ class VidKV3TurboT2V(Endpoint):
             )
         if seconds is None or not 3 <= seconds <= 15:
             raise ValueError(f"duration must be 3-15 seconds; got {shown(value)}")
-        return digits if digits is not None else value
+        return digits if digits is not None else seconds
 
 
 class ImageListItem(Part):

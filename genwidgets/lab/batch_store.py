@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._config import redact, shown_path
+from .._config import normal_base_url, redact, shown_path
 from ..errors import LedgerError, PayloadError
 from ..jobs.ledger import Ledger
 from .budget import over_cap
@@ -411,11 +411,16 @@ class BatchStore:
         return self._records(self._newest(_BATCHES, gateway))
 
     def _newest(self, sql: str, gateway: str | None) -> list[tuple[Any, ...]]:
-        """Rows of ``sql`` over the runs of this store's kind (of ``gateway`` only, when
-        given), newest first."""
+        """Rows of ``sql`` (over ``batches``) of this store's kind (of ``gateway`` only,
+        when given, under any spelling of its address: a run saved before addresses were
+        made normal names it ``https://GW.test:443``), newest first."""
         where, params = " WHERE kind = ?", [self.KIND]
         if gateway is not None:
-            where, params = where + " AND gateway = ?", [*params, gateway]
+            normal = normal_base_url(gateway)
+            stored = self._read("SELECT DISTINCT gateway FROM batches WHERE kind = ?", (self.KIND,))
+            names = [name for (name,) in stored if normal_base_url(name) == normal] or [gateway]
+            where += f" AND gateway IN ({', '.join('?' * len(names))})"
+            params += names
         return self._read(f"{sql}{where} ORDER BY created_at DESC, rowid DESC", tuple(params))
 
     def rows(self, batch_id: str, only: Collection[int] | None = None) -> list[RowRecord]:

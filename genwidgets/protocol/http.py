@@ -80,7 +80,8 @@ NOT_FOUND_GRACE_S = 3.0
 
 #: The gateway's own word that it does not know a task: the spec's ``Request not found``,
 #: or the same said of a prediction, task or job (other queues' dialects), in a body's
-#: ``detail``, ``message`` or ``title`` or as its whole text. Only this means gone: a
+#: ``detail``, ``message`` or ``title`` or as its whole text, on a 404 or 410 (on a
+#: 5xx it is the server's passing trouble, not the task's end). Only this means gone: a
 #: bare ``Not Found`` is a router's (the spec's answer to an unknown path) and an HTML
 #: page a proxy's (docs/decisions.md#gateways-and-their-dialects).
 _TASK_UNKNOWN = re.compile(r"\b(?:request|prediction|task|job)(?:[ _]id)? (?:was )?not found\b")
@@ -174,7 +175,9 @@ def error_from_response(
         ("webhook not supported" in lowered, WebhookNotSupported),
         ("sse streaming not supported" in lowered, NotSupported),
         (lowered == "not found" and path.endswith("/sync"), NotSupported),
-        (_TASK_UNKNOWN.search(said), RequestNotFound),
+        # gone is said by a 404 (or 410) only: a 5xx naming a missing job is a fault of
+        # contact (ServerError, retried), never a paid task to record as gone
+        (status in (404, 410) and _TASK_UNKNOWN.search(said), RequestNotFound),
         ("runtime execution failed" in said, RuntimeFailed),
         (status == 401, Unauthorized),
         (status == 429, RateLimited),

@@ -450,16 +450,16 @@ def _frames(
 
 
 #: A source video (a lip-sync's) is decoded within caps, as input pictures are
-#: (docs/decisions.md#pixel-bombs): no frame of more pixels than a thumbnail decodes,
-#: and no more frames and pixels in all than these; past them it reads as none.
+#: (docs/decisions.md#pixel-bombs): no frame of more pixels than a thumbnail decodes
+#: (past it the video reads as none), and no more frames and pixels in all than these:
+#: reading stops there, its first part kept (only the first minute is ever read).
 MAX_FRAME_PIXELS = MAX_PIXELS
-MAX_VIDEO_FRAMES = 1800  # a minute at 30 frames a second
+MAX_VIDEO_FRAMES = 14_400  # a minute at 240 frames a second
 MAX_VIDEO_PIXELS = 1_000_000_000  # 16 s of 1080p at 30 fps; the simulator's are < 0.1 of it
 
 
 class _PastTheCaps(Exception):
-    """A source video past :data:`MAX_FRAME_PIXELS`, :data:`MAX_VIDEO_FRAMES` or
-    :data:`MAX_VIDEO_PIXELS`: it reads as none."""
+    """A source video of a frame past :data:`MAX_FRAME_PIXELS`: it reads as none."""
 
 
 _UNREADABLE = (av.error.FFmpegError, IndexError, ValueError, _PastTheCaps)
@@ -471,27 +471,30 @@ def _rate(container: av.container.InputContainer) -> float:
 
 
 def _decoded(container: av.container.InputContainer, limit_seconds: float) -> Iterator[Image.Image]:
-    """The frames of the first video stream up to ``limit_seconds``, one at a time and
-    within the caps (:class:`_PastTheCaps` past them): a frame's size is checked in the
-    header before any is decoded, and again on each frame before its pixels are copied."""
+    """The frames of the first video stream up to ``limit_seconds``, one at a time: a
+    frame past :data:`MAX_FRAME_PIXELS` (checked in the header before any is decoded, and
+    again on each frame before its pixels are copied) raises :class:`_PastTheCaps`; the
+    frames end early at :data:`MAX_VIDEO_FRAMES` or :data:`MAX_VIDEO_PIXELS` in all, a
+    long or large source read in part, never refused whole."""
     stream = container.streams.video[0]
     if stream.width * stream.height > MAX_FRAME_PIXELS:
         raise _PastTheCaps(f"{stream.width} x {stream.height} pixels a frame")
-    limit, pixels = limit_seconds * _rate(container), 0
+    limit, pixels = min(limit_seconds * _rate(container), MAX_VIDEO_FRAMES), 0
     for count, frame in enumerate(container.decode(video=0), 1):
-        pixels += frame.width * frame.height
-        if frame.width * frame.height > MAX_FRAME_PIXELS or pixels > MAX_VIDEO_PIXELS:
+        if frame.width * frame.height > MAX_FRAME_PIXELS:
             raise _PastTheCaps(f"{frame.width} x {frame.height} pixels at frame {count}")
-        if count > MAX_VIDEO_FRAMES:
-            raise _PastTheCaps(f"more than {MAX_VIDEO_FRAMES} frames")
+        pixels += frame.width * frame.height
+        if pixels > MAX_VIDEO_PIXELS:
+            return
         yield frame.to_image()
         if count >= limit:
             return
 
 
 def video_frames(data: bytes, limit_seconds: float = 60.0) -> tuple[list[Image.Image], float]:
-    """The frames of a video (up to ``limit_seconds``) and its frame rate; ([], 0) if
-    unreadable or past the caps (:data:`MAX_VIDEO_PIXELS`...)."""
+    """The frames of a video (up to ``limit_seconds``, and within :data:`MAX_VIDEO_FRAMES`
+    and :data:`MAX_VIDEO_PIXELS`) and its frame rate; ([], 0) if unreadable or of a frame
+    past :data:`MAX_FRAME_PIXELS`."""
     try:
         with av.open(io.BytesIO(data)) as container:
             return list(_decoded(container, limit_seconds)), _rate(container)
@@ -518,9 +521,10 @@ def decode_audio(data: bytes, limit_seconds: float = 60.0) -> bytes | None:
 
 def redub(source: bytes, pcm: bytes) -> bytes | None:
     """The source video's frames with ``pcm`` (mono s16, ``AUDIO_RATE``) as its sound
-    (:func:`_mux` fits it to the video's length), at most 30 frames a second. None when
-    the source cannot be decoded or is past the caps (:data:`MAX_VIDEO_PIXELS`...): the
-    simulator then makes a video for the sound. Frames go from the decoder to the
+    (:func:`_mux` fits it to the video's length), at most 30 frames a second, the
+    source's first part within the caps (:func:`_decoded`). None when the source cannot
+    be decoded or has a frame past :data:`MAX_FRAME_PIXELS`: the simulator then makes a
+    video for the sound. Frames go from the decoder to the
     encoder one at a time, never all held."""
     try:
         with av.open(io.BytesIO(source)) as container:

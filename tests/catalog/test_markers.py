@@ -116,3 +116,11 @@ def test_the_generations_field_is_marked_where_a_task_makes_several_outputs() ->
     assert spec.generations({"prompt": "x"}) == 4  # the service's default
     assert spec.generations({"prompt": "x", "n": 1}) == 1
     assert gw.endpoint("vidVq2-text2video").generations({"prompt": "x"}) == 1
+
+
+def test_a_whole_float_counts_its_generations_as_the_number_it_is() -> None:
+    """A batch row from pandas or CSV gives ``n`` as 2.0, which pydantic reads as 2: its
+    plan and budget count two images, not one (a cap compared with half the cost)."""
+    spec = gw.endpoint("genW2.5-t2i-preview")
+    assert spec.generations({"prompt": "x", "n": 2.0}) == 2
+    assert spec.generations({"prompt": "x", "n": 2.5}) == 1  # refused by the check anyway

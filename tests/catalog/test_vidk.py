@@ -50,6 +50,11 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidK-v3-turbo-t2v", turbo(duration="16"), "3-15 seconds"),
     ("vidK-v3-turbo-t2v", turbo(duration="five"), "whole seconds"),
     ("vidK-v3-turbo-t2v", turbo(duration="5.5"), "whole seconds"),
+    ("vidK-v3-turbo-t2v", turbo(duration=5.0), None),  # pandas and CSV rows give floats
+    ("vidK-v3-turbo-t2v", turbo(duration=15.0), None),
+    ("vidK-v3-turbo-t2v", turbo(duration=5.5), "whole seconds 3-15 (e.g. 5 or '5'); got 5.5"),
+    ("vidK-v3-turbo-t2v", turbo(duration=16.0), "3-15 seconds; got 16.0"),
+    ("vidK-v3-turbo-t2v", turbo(duration=float("nan")), "whole seconds"),
     ("vidK-v3-turbo-t2v", turbo(duration=True), "boolean"),
     ("vidK-v3-turbo-t2v", turbo(resolution="4K", aspect_ratio="1:1", sound="on"), None),
     ("vidK-v3-turbo-t2v", turbo(resolution="8K"), "expected one of"),
@@ -79,6 +84,8 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidK-v1-6-multi-i2v", multi(duration=5), None),
     ("vidK-v1-6-multi-i2v", multi(duration=10), None),
     ("vidK-v1-6-multi-i2v", multi(duration=7), "expected one of '5', '10'; got"),
+    ("vidK-v1-6-multi-i2v", multi(duration=10.0), None),
+    ("vidK-v1-6-multi-i2v", multi(duration=7.0), "expected one of '5', '10'; got 7.0"),
     ("vidK-v1-6-multi-i2v", multi(duration="7"), "expected one of '5', '10'; got"),
     ("vidK-lip-sync", lip(), None),
     ("vidK-lip-sync", lip(face(audio_id=None, sound_file=B64)), None),
@@ -144,6 +151,8 @@ SLIPS: list[Sent] = [
     ("vidK-v1-6-multi-i2v", multi(duration=10), "duration", "10"),
     ("vidK-v3-turbo-t2v", turbo(duration=7), "duration", 7),
     ("vidK-v3-turbo-t2v", turbo(duration=" 7 "), "duration", "7"),
+    ("vidK-v3-turbo-t2v", turbo(duration=7.0), "duration", 7),
+    ("vidK-v1-6-multi-i2v", multi(duration=5.0), "duration", "5"),
     ("vidK-v3-turbo-t2v", turbo(enhance_prompt="Enabled"), "enhance_prompt", "enabled"),
 ]
 

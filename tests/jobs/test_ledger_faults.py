@@ -419,6 +419,60 @@ def test_the_heartbeat_keeps_going_while_writes_keep_the_writer_busy(tmp_path: P
         assert beat() > first
 
 
+def test_rows_another_live_process_owns_keep_its_spelling_of_the_gateway(
+    tmp_path: Path,
+) -> None:
+    """A process of an older version records under its spelling of the address and
+    finds its rows by it: renaming a row it polls made its result land nowhere (the
+    task stayed ``submitted``). Its rows keep their name while it lives; rows of a
+    dead owner, released ones and finished ones are renamed, and a later client
+    renames the rest once it has stopped."""
+    path, spelt, normal = tmp_path / "ledger.sqlite3", "HTTPS://GW.test:443", "https://gw.test"
+    with Ledger(path) as led:
+        for rid in ("held", "dead", "done", "released"):
+            row = led.writes.record_intent(gateway=spelt, endpoint=ENDPOINT, payload={})
+            led.writes.record_handle(row, Handle.from_body(ENDPOINT, {"request_id": rid}, spelt))
+        led.writes.record_intent(gateway=spelt, endpoint=ENDPOINT, payload={})  # in flight
+        assert led.flush(30)
+    con = sqlite3.connect(path)
+    now = float(con.execute("SELECT max(handle_at) FROM tasks").fetchone()[0])
+    con.execute("UPDATE tasks SET owner = 'other-host:1:live' WHERE request_id IN ('held', 'done')")
+    con.execute("UPDATE tasks SET owner = 'other-host:2:dead' WHERE request_id = 'dead'")
+    con.execute("UPDATE tasks SET owner = NULL WHERE request_id = 'released'")
+    con.execute("UPDATE tasks SET state = 'finished', finished_at = ? WHERE request_id = 'done'",
+                (now,))  # fmt: skip
+    con.execute("INSERT INTO owners VALUES ('other-host:1:live', 'other-host', 1, ?)", (now,))
+    con.execute("INSERT INTO owners VALUES ('other-host:2:dead', 'other-host', 2, ?)", (now - 999,))
+    # the create in flight is another live process's of this host (its parent's pid)
+    con.execute("UPDATE tasks SET pid = ? WHERE request_id IS NULL", (os.getppid(),))
+    con.commit()
+
+    def names() -> dict[str | None, str]:
+        return dict(con.execute("SELECT request_id, gateway FROM tasks").fetchall())
+
+    with Ledger(path, lease_ttl=120, clock=lambda: now) as new:
+        renamed = new.writes.record_gateway_name(normal)
+        assert renamed is not None and renamed.result(timeout=30) == 2
+    # the live owner's rows (its finished one too: its copies are recorded by that
+    # name) and the create in flight keep the older spelling
+    assert names() == {
+        "held": spelt,
+        "dead": normal,
+        "done": spelt,
+        "released": normal,
+        None: spelt,
+    }
+    stopped = subprocess.Popen([sys.executable, "-c", "pass"])
+    stopped.wait(30)
+    con.execute("UPDATE tasks SET pid = ? WHERE request_id IS NULL", (stopped.pid,))
+    con.commit()
+    with Ledger(path, lease_ttl=120, clock=lambda: now + 999) as later:  # they have stopped
+        renamed = later.writes.record_gateway_name(normal)
+        assert renamed is not None and renamed.result(timeout=30) == 3
+    assert set(names().values()) == {normal}
+    con.close()
+
+
 @pytest.mark.parametrize(("age", "taken"), [(10.0, False), (500.0, True)])
 def test_an_owner_on_another_host_is_alive_while_its_heartbeat_is_fresh(
     tmp_path: Path, age: float, taken: bool

@@ -21,10 +21,10 @@ from genwidgets.lab.batch_store import (
 )
 
 
-def saved(store: BatchStore, batch_id: str = "b", rows: int = 10) -> None:
+def saved(store: BatchStore, batch_id: str = "b", rows: int = 10, gateway: str = "sim") -> None:
     store.save_batch(
         batch_id,
-        gateway="sim",
+        gateway=gateway,
         endpoint="genW2.5-t2i-preview",
         out="/tmp/out",
         digest="d" * 64,
@@ -107,6 +107,21 @@ def test_settled_rows_and_listed_batches(tmp_path: Path) -> None:
     listed = store.batches("sim")[0]
     assert listed.counts == {DONE: 2, WAITING: 1} and listed.rows == 3
     assert store.batches("another gateway") == [] and store.summary("nope") is None
+    store.close()
+
+
+def test_a_batch_saved_under_an_older_spelling_of_the_address_is_listed(tmp_path: Path) -> None:
+    """Before addresses were made normal a batch was saved under the address as typed
+    (``https://GW.test:443``): the client's normal name must still list it (batches,
+    grids, the board), and another gateway's stay apart."""
+    store = BatchStore(tmp_path / "ledger.sqlite3")
+    saved(store, "older", rows=1, gateway="https://GW.test:443")
+    saved(store, "newer", rows=1, gateway="https://gw.test")
+    saved(store, "elsewhere", rows=1, gateway="https://gw.test:8443")
+    assert [b.id for b in store.batches("https://gw.test")] == ["newer", "older"]
+    assert [b.id for b in store.batches("HTTPS://gw.TEST/")] == ["newer", "older"]
+    assert [b.id for b in store.batches("https://gw.test:8443")] == ["elsewhere"]
+    assert store.batches("https://other.test") == []
     store.close()
 
 

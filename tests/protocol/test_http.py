@@ -209,6 +209,21 @@ def test_only_the_gateways_word_says_a_task_is_unknown() -> None:
         assert exc.status_code == 404 and exc.request_id == "r9"
 
 
+def test_a_server_error_naming_a_missing_job_is_not_a_task_gone() -> None:
+    """Only a 404 (or 410) says a task is gone: a 5xx whose body names a job, task or
+    prediction not found is the server's passing trouble, retried, never recorded gone."""
+    for status, body in [
+        (503, {"detail": "upstream job not found, retry later"}),
+        (500, {"error": {"code": "INTERNAL", "message": "task not found in worker cache"}}),
+        (502, "prediction not found (backend restarting)"),
+    ]:
+        response = error(status, body)
+        response.request = httpx.Request("GET", f"{BASE}/v1/queue/ep/requests/r9/status")
+        exc = http.error_from_response(response, endpoint="ep", request_id="r9")
+        assert type(exc) is errors.ServerError, (status, body)
+    assert type(http.error_from_response(error(410, "Task not found"))) is errors.RequestNotFound
+
+
 def test_rate_limited_carries_retry_after() -> None:
     exc = http.error_from_response(
         error(429, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "m"}}, {"Retry-After": "7"})

@@ -24,7 +24,7 @@ from ..._formats import int_or_none
 from ...errors import LedgerError
 from ...protocol.records import Handle, Result, Status
 from .file import LedgerFile
-from .lease import HOST, Leases, heartbeat
+from .lease import HOST, Leases, heartbeat, pid_alive
 from .rows import (
     COPY_FAILED_AT,
     COPY_GIVEN_UP,
@@ -281,16 +281,36 @@ class LedgerWrites:
         """Rows that name ``gateway`` (a normal address: ``_config.normal_base_url``)
         spelt another way, as recorded before addresses were made normal (an upper-case
         host, ``:443``), renamed ``gateway``, so ``history()`` and ``resume()`` see them.
-        The write is queued only when there are some (the future of the rows renamed)."""
+        A row another live process still writes keeps its name: one it leases (as
+        :meth:`Leases.held_elsewhere` tells), a finished one too (its copies are
+        recorded after), and a create it is sending: a process of an older version
+        spells the address so and finds its rows by that name to record their statuses
+        and results. A later client renames them once it has stopped. The write is
+        queued only when there are some (the future of the rows renamed)."""
         names = self._file.read("SELECT DISTINCT gateway FROM tasks", ())
         spelt = [name for (name,) in names if name != gateway and normal_base_url(name) == gateway]
         if not spelt:
             return None
 
         def rename(conn: sqlite3.Connection) -> int:
+            others = self._leases.alive(conn) - {self._leases.owner}
+
+            def sending(host: str, pid: int) -> bool:
+                if host == HOST:
+                    return pid != os.getpid() and pid_alive(pid)
+                return any(owner.startswith(f"{host}:{pid}:") for owner in others)
+
             marks = ", ".join("?" * len(spelt))
-            sql = f"UPDATE tasks SET gateway = ? WHERE gateway IN ({marks})"
-            return int(conn.execute(sql, (gateway, *spelt)).rowcount)
+            found = conn.execute(
+                f"SELECT id, owner, state, host, pid FROM tasks WHERE gateway IN ({marks})", spelt
+            ).fetchall()
+            free = [
+                (gateway, row)
+                for row, owner, state, host, pid in found
+                if owner not in others and not (state == SUBMITTING and sending(host, pid))
+            ]
+            conn.executemany("UPDATE tasks SET gateway = ? WHERE id = ?", free)
+            return len(free)
 
         return self._file.log_if_failed("the gateway's name", self._queue.put(rename))
 

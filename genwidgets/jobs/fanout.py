@@ -54,7 +54,6 @@ async def _run_all(
     concurrency: int,
     stop: asyncio.Event,
     deliver: Callable[[int, T | BaseException], object],
-    never_started: Callable[[int], object] | None,
     hold: Callable[[], bool] | None = None,
     *,
     in_flight: set[int],
@@ -62,9 +61,8 @@ async def _run_all(
 ) -> None:
     """Every work under one semaphore; on a stop, what waits for its turn never begins,
     what runs (``in_flight``) is let end for at most ``grace`` seconds (a create's answer
-    names a paid task) and then cancelled, and once all have ended each item whose work
-    never began is named (the batch itself is never cancelled, so this always runs: a
-    task cancelled before its first step runs no code)."""
+    names a paid task) and then cancelled (the batch itself is never cancelled, so this
+    always runs: a task cancelled before its first step runs no code)."""
     gate = asyncio.Semaphore(concurrency)
     began: set[int] = set()
 
@@ -101,10 +99,6 @@ async def _run_all(
     for left in running:
         left.cancel()
     await asyncio.gather(*remaining, return_exceptions=True)
-    if never_started is not None:
-        for index in range(len(works)):
-            if index not in began:
-                never_started(index)
 
 
 def run_each(
@@ -113,7 +107,6 @@ def run_each(
     *,
     concurrency: int,
     on_each: Callable[[int, T | Exception], object] | None = None,
-    never_started: Callable[[int], object] | None = None,
     hold: Callable[[], bool] | None = None,
     answer_grace: float = 0.0,
 ) -> list[T | Exception]:
@@ -124,9 +117,8 @@ def run_each(
     thread as each one ends (answer order). An interrupt (Ctrl-C) or an exception from
     ``on_each`` stops the batch: what waits for its turn never begins, what runs is let
     end for at most ``answer_grace`` seconds (through more interrupts, said on stderr:
-    a create's answer names a paid task) and then cancelled, and once it has ended
-    ``never_started(i)`` is called (on the engine) for each item whose work never
-    began, so its caller can record that nothing was sent. ``hold()``, asked on the
+    a create's answer names a paid task) and then cancelled; one that never began sent
+    nothing (a create writes its intent as it leaves). ``hold()``, asked on the
     engine as each work takes its slot, holds back the rest (each ``Unreachable``: nothing sent)
     while works in flight answer: a paused batch stops before its next create.
     """
@@ -147,7 +139,6 @@ def run_each(
             concurrency,
             stop,
             lambda i, o: arrived.put((i, o)),
-            never_started,
             hold,
             in_flight=in_flight,
             grace=answer_grace,

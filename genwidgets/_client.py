@@ -453,7 +453,8 @@ class Client:
                 and not allow_insecure
             ):
                 raise ValueError(
-                    f"refusing to send the API key over plain http to {resolved_url}: use "
+                    "refusing to send the API key over plain http to "
+                    f"{_config.hide_userinfo(resolved_url)}: use "
                     "https, or pass allow_insecure=True if you really mean it"
                 )
         self.base_url = resolved_url

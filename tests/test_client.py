@@ -345,6 +345,12 @@ def _every_local(tb: Any) -> list[tuple[str, str, str]]:
     return seen
 
 
+def test_refusing_plain_http_never_shows_the_password_of_the_address() -> None:
+    with pytest.raises(ValueError, match="plain http") as info:
+        gw.Client("http://alice:pa55-word@gateway.example", SECRET)
+    assert "pa55-word" not in str(info.value) and "alice:***@" in str(info.value)
+
+
 @pytest.mark.parametrize(
     ("args", "kw", "env"),
     [

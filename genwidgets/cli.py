@@ -38,6 +38,7 @@ from .errors import GenwidgetsError, NoAnswer, RateLimited, ServerError, TaskTim
 from .jobs.downloads import extension_for, safe_name
 from .jobs.job import Job, copies_pending_words
 from .jobs.ledger import MAX_LIMIT
+from .jobs.ledger.lease import HOST, pid_alive
 from .jobs.recorder import GONE
 from .lab.batch_cli import (
     EXIT_INTERRUPTED,
@@ -368,8 +369,7 @@ def _resumed(
     or not finished yet."""
     record: dict[str, Any] = {"request_id": job.request_id, "endpoint": job.endpoint}
     if client.embedded and not job.done():  # this command's simulator is a new one
-        _record_gone(client, job)
-        error = ENDED_SIMULATOR
+        error = _other_simulator(client, job)
     else:
         try:
             result = job.result(timeout=left)
@@ -396,6 +396,29 @@ def _resumed(
                 error, record["known"] = _lost_contact_words(exc), False
     not_done = {"status": job.status_text, "ok": False, "error": error, "files": []}
     return record | not_done | {"copies_pending": 0}
+
+
+def _other_simulator(client: Client, job: Job) -> str:
+    """Why a task another process's embedded simulator made is not waited for. Recorded
+    ended only if that process is gone (its simulator ended with it); a live one (or one
+    of another host, or a row naming none, whose life is not known here) may still finish
+    it, so nothing is recorded: docs/decisions.md#batch-cli."""
+    row = client.ledger.get(client.gateway_name, job.request_id) if client.ledger else None
+    pid, host = (row.pid, row.host) if row else (None, None)
+    if pid is None or host is None:
+        return (
+            "made by an embedded simulator of a process the ledger does not name: whether "
+            "it still runs is not known, so it is not recorded ended; resume it in that process"
+        )
+    if host != HOST:
+        return (
+            f"made by the embedded simulator of process {pid} on host {host}: whether it "
+            "still runs is not known here; resume it there"
+        )
+    if pid_alive(pid):
+        return f"made by the embedded simulator of live process {pid}: resume it there"
+    _record_gone(client, job)
+    return ENDED_SIMULATOR
 
 
 def _record_gone(client: Client, job: Job) -> None:

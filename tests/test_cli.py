@@ -652,6 +652,12 @@ def test_resume_says_contact_was_lost_when_the_gateway_cannot_be_reached(
     assert "r1  ep                       SUBMITTED (contact lost: " in capsys.readouterr().out
 
 
+def _embedded_env(tmp_path: Path) -> dict[str, str]:
+    """A child's environment with no gateway set (the embedded simulator) and its own home."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GENWIDGETS_")}
+    return env | {"GENWIDGETS_HOME": str(tmp_path / "home")}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(200)
 def test_resume_says_at_once_what_an_ended_embedded_simulator_made_can_never_finish(
@@ -662,8 +668,7 @@ def test_resume_says_at_once_what_an_ended_embedded_simulator_made_can_never_fin
     ledger records them ended, so the next ``resume`` has nothing to wait for (it waited
     about 20 s a task, then said "HTTP 404: Request not found" with their status
     SUBMITTED, as if they might still run)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GENWIDGETS_")}
-    env["GENWIDGETS_HOME"] = str(tmp_path / "home")
+    env = _embedded_env(tmp_path)
     script = (
         "import genwidgets as gw\n"
         "c = gw.Client()\n"
@@ -679,6 +684,55 @@ def test_resume_says_at_once_what_an_ended_embedded_simulator_made_can_never_fin
     assert {r["error"].split(" (")[0] for r in records} == {
         "made by an embedded simulator that has ended"
     }
+    again = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=120)
+    assert (again.returncode, json.loads(again.stdout)) == (0, [])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_resume_leaves_what_a_live_process_embedded_simulator_runs(tmp_path: Path) -> None:
+    """A process submitted on its embedded simulator, closed its client (its leases
+    released) and still runs, and its simulator with it: ``resume`` in another process
+    names that live process and records nothing, so its own ``resume()`` still finds the
+    task (it was recorded ended, "can never finish"). Once that process has ended, the
+    next ``resume`` records the task ended."""
+    env = _embedded_env(tmp_path)
+    script = (
+        "import sys, genwidgets as gw\n"
+        "c = gw.Client()\n"
+        "job = c.submit('vidVq2-text2video', {'prompt': 'a river', 'duration': 5})\n"
+        "c.close()\n"
+        "print(job.request_id, flush=True)\n"
+        "sys.stdin.readline()\n"  # the test says when to end
+    )
+    maker = subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    resume = [sys.executable, "-m", "genwidgets.cli", "resume", "--json"]
+    try:
+        assert maker.stdout is not None and maker.stdin is not None
+        rid = maker.stdout.readline().strip()
+        for _ in range(2):  # nothing recorded: the second finds it as the first did
+            done = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 1, done.stderr
+            [record] = json.loads(done.stdout)
+            assert (record["request_id"], record["status"]) == (rid, "SUBMITTED")
+            said = f"made by the embedded simulator of live process {maker.pid}: resume it there"
+            assert record["error"] == said
+        maker.stdin.write("\n")
+        maker.stdin.flush()
+        assert maker.wait(timeout=120) == 0
+    finally:
+        if maker.poll() is None:
+            maker.kill()
+            maker.wait(timeout=60)
+    gone = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=120)
+    [record] = json.loads(gone.stdout)
+    assert record["error"].startswith("made by an embedded simulator that has ended")
     again = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=120)
     assert (again.returncode, json.loads(again.stdout)) == (0, [])
 

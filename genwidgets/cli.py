@@ -36,7 +36,7 @@ from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
 from .errors import GenwidgetsError, NoAnswer, RateLimited, ServerError, TaskTimeout
 from .jobs.downloads import extension_for, safe_name
-from .jobs.job import Job, copies_pending_words
+from .jobs.job import Job, copies_pending_words, no_stop_hint
 from .jobs.ledger import MAX_LIMIT
 from .jobs.ledger.lease import HOST, pid_alive
 from .jobs.recorder import GONE
@@ -623,7 +623,7 @@ def _command(argv: Sequence[str] | None, stopping: Stopping) -> int:
     if isinstance(args, int):
         return args
     on_sigterm = contextlib.nullcontext() if args.command in SERVERS else stopping.on_sigterm()
-    with warnings.catch_warnings(), on_sigterm:
+    with warnings.catch_warnings(), on_sigterm, no_stop_hint():
         warnings.showwarning = functools.partial(_say_warning, args.command)
         try:
             return _run(args, parser)

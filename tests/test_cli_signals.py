@@ -92,6 +92,7 @@ def test_ctrl_c_or_sigterm_while_a_command_waits_says_so_as_one_json_object(
         child.kill()
     assert child.returncode == code, err
     assert b"Traceback" not in err, err
+    assert b"job.result()" not in err, err  # the command's words only, not the library's
     record: dict[str, Any] = json.loads(out)  # one object, nothing else
     assert record["error"].startswith(f"{said}; {next_step}"), record
     assert record["command"] == argv[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import logging
@@ -19,7 +20,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Collection, Generator, Mapping
+from collections.abc import Callable, Collection, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._workers import RUNS, wait_within
@@ -48,6 +49,21 @@ def copies_pending_words(count: int) -> str:
     """``2 copies pending``: outputs of a finished task with no local copy yet, in the
     words the job's repr and the command line's history say."""
     return f"{count} cop{'y' if count == 1 else 'ies'} pending"
+
+
+#: whether ``Job.result()`` stopped by Ctrl-C says how to go on in Python
+_STOP_HINT: contextvars.ContextVar[bool] = contextvars.ContextVar("stop_hint", default=True)
+
+
+@contextlib.contextmanager
+def no_stop_hint() -> Iterator[None]:
+    """``Job.result()`` stopped by Ctrl-C says nothing in this block: a command (``genwidgets
+    result``) says how to go on in its own words, not "wait again with job.result()"."""
+    token = _STOP_HINT.set(False)
+    try:
+        yield
+    finally:
+        _STOP_HINT.reset(token)
 
 
 class Recorder(Protocol):
@@ -234,6 +250,8 @@ class Job:
                 raise TaskTimeout(self, timeout or 0.0) from exc
             raise TaskTimeout(self, timeout or 0.0, cancelled=True) from None
         except KeyboardInterrupt:
+            if not _STOP_HINT.get():
+                raise
             if self._future.done():  # waiting for the copy of a task that has ended
                 print(
                     f"\nStopped waiting; task {self.request_id} on {self.endpoint} has "

@@ -9,6 +9,7 @@ a stall is quick, and with a busy machine's elsewhere.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -83,7 +84,9 @@ class GatewayHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        # the client refuses a body over its cap and hangs up: what the test wants
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(body)
 
 
 def json_answer(value: Any, status: int = 200) -> Behaviour:

@@ -278,11 +278,13 @@ class _CreateInFlight:
     def __init__(
         self,
         engine: Engine,
-        create: Coroutine[Any, Any, Job],
+        create: Callable[[Leaving], Coroutine[Any, Any, Job]],
         never_sent: Callable[[], None],
     ) -> None:
         self._engine = engine
-        self._create = create
+        self._stop = asyncio.Event()  # set on the engine: Ctrl-C came, it may not leave
+        self._leaving = Leaving(0, self._stop, set())
+        self._create = create(self._leaving)
         self._never_sent = never_sent
         self._lock = threading.Lock()  # began / abandoned: the engine's or the caller's
         self._task: asyncio.Future[Job] | None = None
@@ -318,6 +320,10 @@ class _CreateInFlight:
             self._create.close()
             self._never_sent()
             return "interrupted before the create was sent: nothing was sent, no task made"
+        if self._engine.run(self._hold_back(task)):
+            with contextlib.suppress(BaseException):  # ended and recorded in milliseconds
+                wait_future(self.answered, STOP_WAIT)
+            return "interrupted before the create was sent: nothing was sent, no task made"
         wait_through_interrupts([self.answered], CREATE_ANSWER_GRACE)
         if not self.answered.done():
             self._engine.call_soon(task.cancel)
@@ -340,6 +346,16 @@ class _CreateInFlight:
             f"client.job({endpoint!r}, {rid!r}), or client.resume() after a restart; "
             "do not send it again"
         )
+
+    async def _hold_back(self, task: asyncio.Future[Job]) -> bool:
+        """On the engine, after Ctrl-C: whether the create was still waiting to leave
+        (its turn, the rate gate, a retry's backoff): then it never leaves (cancelled,
+        recorded as nothing sent); else it is on the wire, or done, and let answer."""
+        self._stop.set()
+        if task.done() or self._leaving.on_wire:
+            return False
+        task.cancel()
+        return True
 
     def unanswered(self, endpoint: str, seconds: float) -> Job:
         """Past the caller's deadline (``run``'s timeout) with the create left running:
@@ -624,7 +640,11 @@ class Client:
                 stopped = KeyboardInterrupt("interrupted before it was sent")
                 self._settle_failed_create(row, stopped, nothing_sent=True)
 
-        create = _CreateInFlight(self._engine, self._create(prepared, headers, row), never_sent)
+        create = _CreateInFlight(
+            self._engine,
+            lambda leaving: self._create(prepared, headers, row, batch=leaving),
+            never_sent,
+        )
         try:
             return self._engine.run(create.shielded(), within, cancel_on_timeout=False)
         except KeyboardInterrupt:
@@ -1056,8 +1076,8 @@ class Client:
                 made_nothing=made_nothing,
             )
         except BaseException as exc:
-            if row is not None and self.ledger is not None:
-                self._settle_failed_create(row, exc)
+            if row is not None and self.ledger is not None:  # off the wire: nothing sent
+                self._settle_failed_create(row, exc, nothing_sent=answered is None)
             if answered is not None:
                 answered.set_exception(exc)
                 CREATES_IN_FLIGHT.end(answered)
@@ -1078,7 +1098,9 @@ class Client:
     ) -> None:
         assert self.ledger is not None
         said = (
-            "interrupted before the gateway answered the create (Ctrl-C, or its wait "
+            "interrupted before it was sent: nothing was sent"
+            if isinstance(exc, asyncio.CancelledError) and nothing_sent
+            else "interrupted before the gateway answered the create (Ctrl-C, or its wait "
             "cancelled): its task may exist (and bill); look for it with client.history() "
             "before sending it again"
             if isinstance(exc, asyncio.CancelledError)

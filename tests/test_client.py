@@ -769,6 +769,33 @@ def test_ctrl_c_in_send_many_while_a_create_waits_at_the_rate_gate_sends_it_neve
         client.close()
 
 
+def test_ctrl_c_in_submit_while_its_create_waits_at_the_rate_gate_sends_it_never(
+    sigint: Any,
+) -> None:
+    """As in ``send_many``: Ctrl-C while the create of ``submit`` waits at the rate gate
+    (refused 429, Retry-After 1 s) stops it there, nothing more sent, its row not created.
+    Before, the grace let it leave after the interrupt and named the task it made."""
+    fake = FakeGateway()
+    fake.faults["create"].append(error(429, LIMITED, {"Retry-After": "1"}))
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+
+    def press() -> None:  # Ctrl-C once the create was refused
+        if wait_for(lambda: fake.count("create") == 1, timeout=30):
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    threading.Thread(target=press, daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt, match=r"nothing was sent, no task made"):
+            client.submit("ep", {}, validate=False)
+        assert fake.count("create") == 1
+        assert client.ledger is not None
+        [row] = client.ledger.rows(client.gateway_name)
+        assert row.state == "not_created" and row.request_id is None
+    finally:
+        client.close()
+
+
 def test_a_close_while_a_create_waits_at_the_rate_gate_sends_it_never() -> None:
     """close() while a ``submit`` on another thread waits at the rate gate (refused 429,
     Retry-After 1 s): the create ends at once with ``ClientClosed``, nothing more sent,

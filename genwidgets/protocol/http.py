@@ -319,9 +319,10 @@ class Gateway:
 
     async def _unless_stopped(self, waiting: Awaitable[T], endpoint: str) -> T:
         """``waiting``'s value, or ``ClientClosed`` as soon as :meth:`stop` is called."""
-        if self._stopping.is_set():
-            raise ClientClosed(endpoint=endpoint)
         wait = asyncio.ensure_future(waiting)
+        if self._stopping.is_set():
+            wait.cancel()  # it never runs
+            raise ClientClosed(endpoint=endpoint)
         stopped = asyncio.ensure_future(self._stopping.wait())
         try:
             await asyncio.wait({wait, stopped}, return_when=asyncio.FIRST_COMPLETED)

@@ -738,7 +738,23 @@ def test_a_close_waits_for_a_create_at_most_the_grace_and_says_it_may_have_made_
         gateway.close()
 
 
-LIMITED = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}
+def refusing_the_first_create() -> FakeGateway:
+    """A gateway that refuses the first create for the rate limit (Retry-After 1 s)."""
+    fake = FakeGateway()
+    limited = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}
+    fake.faults["create"].append(error(429, limited, {"Retry-After": "1"}))
+    return fake
+
+
+def ctrl_c_once_it_was_refused(fake: FakeGateway) -> None:
+    """A real SIGINT to the main thread (raising KeyboardInterrupt) once ``fake`` saw a create."""
+
+    def press() -> None:
+        if wait_for(lambda: fake.count("create") == 1, timeout=30):
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    threading.Thread(target=press, daemon=True).start()
 
 
 def test_ctrl_c_in_send_many_while_a_create_waits_at_the_rate_gate_sends_it_never(
@@ -748,17 +764,10 @@ def test_ctrl_c_in_send_many_while_a_create_waits_at_the_rate_gate_sends_it_neve
     Retry-After 1 s): it never leaves, the interrupt says it made nothing, and the ledger
     says not created. Before, the grace for creates in flight counted it, so it left
     after the interrupt: a task made after the user asked to stop."""
-    fake = FakeGateway()
-    fake.faults["create"].append(error(429, LIMITED, {"Retry-After": "1"}))
+    fake = refusing_the_first_create()
     client = gw.Client(BASE, "sk-123456", transport=fake.transport())
     requests = [client.prepare("ep", {"seed": 1}, validate=False)]
-
-    def press() -> None:  # Ctrl-C once the create was refused
-        if wait_for(lambda: fake.count("create") == 1, timeout=30):
-            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    threading.Thread(target=press, daemon=True).start()
+    ctrl_c_once_it_was_refused(fake)
     try:
         with pytest.raises(KeyboardInterrupt, match=r"of 1 requests, 1 made nothing"):
             client.send_many(requests, concurrency=1)
@@ -775,16 +784,9 @@ def test_ctrl_c_in_submit_while_its_create_waits_at_the_rate_gate_sends_it_never
     """As in ``send_many``: Ctrl-C while the create of ``submit`` waits at the rate gate
     (refused 429, Retry-After 1 s) stops it there, nothing more sent, its row not created.
     Before, the grace let it leave after the interrupt and named the task it made."""
-    fake = FakeGateway()
-    fake.faults["create"].append(error(429, LIMITED, {"Retry-After": "1"}))
+    fake = refusing_the_first_create()
     client = gw.Client(BASE, "sk-123456", transport=fake.transport())
-
-    def press() -> None:  # Ctrl-C once the create was refused
-        if wait_for(lambda: fake.count("create") == 1, timeout=30):
-            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    threading.Thread(target=press, daemon=True).start()
+    ctrl_c_once_it_was_refused(fake)
     try:
         with pytest.raises(KeyboardInterrupt, match=r"nothing was sent, no task made"):
             client.submit("ep", {}, validate=False)
@@ -801,8 +803,7 @@ def test_a_close_while_a_create_waits_at_the_rate_gate_sends_it_never() -> None:
     Retry-After 1 s): the create ends at once with ``ClientClosed``, nothing more sent,
     its row not created. Before, the close's grace let it leave after the close began
     (and, a Retry-After past the grace, cut it with httpx's own RuntimeError)."""
-    fake = FakeGateway()
-    fake.faults["create"].append(error(429, LIMITED, {"Retry-After": "1"}))
+    fake = refusing_the_first_create()
     client = gw.Client(BASE, "sk-123456", transport=fake.transport())
     pool = ThreadPoolExecutor(1)
     try:

@@ -53,7 +53,7 @@ from .jobs.engine import (
     wait_future,
     wait_through_interrupts,
 )
-from .jobs.fanout import STOP_WAIT, run_each
+from .jobs.fanout import STOP_WAIT, Leaving, run_each
 from .jobs.job import Job, Recorder
 from .jobs.ledger import FINISHED, Ledger, LedgerRow, left_to_other_kernels
 from .jobs.output_files import gateway_outputs
@@ -179,29 +179,46 @@ def create_unanswered(endpoint: str, seconds: float) -> OutcomeUnknown:
 
 
 class CreatesInFlight:
-    """The creates of this process that have begun and not answered yet, by client: a
+    """The creates of this process on the wire and not answered yet, by client: a
     client's close and the interpreter's exit let them answer (at most
     :data:`CREATE_ANSWER_GRACE` seconds) before the gateway goes, so a task made is
-    recorded with its request id (docs/decisions.md#closing-lets-creates-answer).
+    recorded with its request id; and from the moment they stop, no create leaves
+    (docs/decisions.md#closing-lets-creates-answer).
 
-    Owner: ``Client._create``, the only writer (on the engine: an entry from a create's
-    start to its end). Readers: :meth:`Client.close` (its own) and the exit hook
-    (:func:`_let_creates_answer_at_exit`, every client's)."""
+    Owner: ``Client._create_and_record``, the only writer (on the engine: an entry from
+    the moment a create goes on the wire to its end). Readers: :meth:`Client.close` (its
+    own) and the exit hook (:func:`_let_creates_answer_at_exit`, every client's)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: dict[concurrent.futures.Future[Job], Client] = {}
+        self._exiting = False
 
-    def begin(self, client: Client) -> concurrent.futures.Future[Job]:
-        """A create of ``client`` begins; the future returned takes its outcome."""
+    def leave(self, client: Client, endpoint: str) -> concurrent.futures.Future[Job]:
+        """A create of ``client`` goes on the wire now; the future returned takes its
+        outcome. ``ClientClosed`` instead (nothing sent) once the client or the process
+        stopped: decided here, under the lock :meth:`stop` takes, so a create either is
+        counted in the grace of a stop or never leaves."""
         answered: concurrent.futures.Future[Job] = concurrent.futures.Future()
         with self._lock:
+            if client._closed or self._exiting:  # noqa: SLF001 - its own module's
+                raise ClientClosed(endpoint=endpoint)
             self._entries[answered] = client
         return answered
 
     def end(self, answered: concurrent.futures.Future[Job]) -> None:
         with self._lock:
             self._entries.pop(answered, None)
+
+    def stop(self, client: Client | None = None) -> list[concurrent.futures.Future[Job]]:
+        """No create of ``client`` (None: of the process, exiting) leaves from now on;
+        returns those on the wire, to let answer."""
+        with self._lock:
+            if client is None:
+                self._exiting = True
+            else:
+                client._closed = True  # noqa: SLF001 - its own module's
+        return self.of(client)
 
     def of(self, client: Client | None = None) -> list[concurrent.futures.Future[Job]]:
         """The outcomes to come of ``client``'s creates in flight (None: every client's
@@ -246,7 +263,7 @@ def _let_creates_answer_at_exit() -> None:
     in flight on a worker thread), every create in flight answers first: its task is
     recorded with its request id, and resumed by a later run."""
     let_creates_answer(
-        CREATES_IN_FLIGHT.of(),
+        CREATES_IN_FLIGHT.stop(),
         "exiting",
         "their handles are in the ledger: client.resume() in a new process follows them",
     )
@@ -261,11 +278,13 @@ class _CreateInFlight:
     def __init__(
         self,
         engine: Engine,
-        create: Coroutine[Any, Any, Job],
+        create: Callable[[Leaving], Coroutine[Any, Any, Job]],
         never_sent: Callable[[], None],
     ) -> None:
         self._engine = engine
-        self._create = create
+        self._stop = asyncio.Event()  # set on the engine: Ctrl-C came, it may not leave
+        self._leaving = Leaving(0, self._stop, set())
+        self._create = create(self._leaving)
         self._never_sent = never_sent
         self._lock = threading.Lock()  # began / abandoned: the engine's or the caller's
         self._task: asyncio.Future[Job] | None = None
@@ -301,6 +320,10 @@ class _CreateInFlight:
             self._create.close()
             self._never_sent()
             return "interrupted before the create was sent: nothing was sent, no task made"
+        if self._engine.run(self._hold_back(task)):
+            with contextlib.suppress(BaseException):  # ended and recorded in milliseconds
+                wait_future(self.answered, STOP_WAIT)
+            return "interrupted before the create was sent: nothing was sent, no task made"
         wait_through_interrupts([self.answered], CREATE_ANSWER_GRACE)
         if not self.answered.done():
             self._engine.call_soon(task.cancel)
@@ -323,6 +346,16 @@ class _CreateInFlight:
             f"client.job({endpoint!r}, {rid!r}), or client.resume() after a restart; "
             "do not send it again"
         )
+
+    async def _hold_back(self, task: asyncio.Future[Job]) -> bool:
+        """On the engine, after Ctrl-C: whether the create was still waiting to leave
+        (its turn, the rate gate, a retry's backoff): then it never leaves (cancelled,
+        recorded as nothing sent); else it is on the wire, or done, and let answer."""
+        self._stop.set()
+        if task.done() or self._leaving.on_wire:
+            return False
+        task.cancel()
+        return True
 
     def unanswered(self, endpoint: str, seconds: float) -> Job:
         """Past the caller's deadline (``run``'s timeout) with the create left running:
@@ -607,7 +640,11 @@ class Client:
                 stopped = KeyboardInterrupt("interrupted before it was sent")
                 self._settle_failed_create(row, stopped, nothing_sent=True)
 
-        create = _CreateInFlight(self._engine, self._create(prepared, headers, row), never_sent)
+        create = _CreateInFlight(
+            self._engine,
+            lambda leaving: self._create(prepared, headers, row, batch=leaving),
+            never_sent,
+        )
         try:
             return self._engine.run(create.shielded(), within, cancel_on_timeout=False)
         except KeyboardInterrupt:
@@ -650,12 +687,16 @@ class Client:
 
         ended: dict[int, Job | BaseException] = {}  # on the engine, as each create ends
 
-        def create(index: int) -> Callable[[], Coroutine[Any, Any, Job]]:
-            async def one() -> Job:
+        def create(index: int) -> Callable[[Leaving], Coroutine[Any, Any, Job]]:
+            async def one(batch: Leaving) -> Job:
                 try:
                     ended[index] = job = await self._create(
-                        requests[index], None, tag=tags[index], late=True
+                        requests[index], None, tag=tags[index], late=True, batch=batch
                     )
+                except asyncio.CancelledError:
+                    if batch.on_wire:  # cut on the wire; else stopped before it left
+                        ended[index] = asyncio.CancelledError()
+                    raise
                 except BaseException as exc:
                     ended[index] = exc
                     raise
@@ -925,10 +966,14 @@ class Client:
         (docs/decisions.md#closing-lets-creates-answer)."""
         if self._closed:
             return
-        self._closed = True  # no create begins from now on (``_create`` asks)
+        # no create leaves from now on: one waiting its turn at the rate gate or in a
+        # retry's backoff ends at once, nothing sent; only those on the wire are waited for
+        creates = CREATES_IN_FLIGHT.stop(self)
         LIVE_CLIENTS.leave(self._seq)
-        # from a job callback (the engine thread) no answer could come while it waits
-        creates = [] if self._engine.in_engine_thread else CREATES_IN_FLIGHT.of(self)
+        if self._engine.in_engine_thread:
+            self._close_from_engine()
+            return
+        self._engine.call_soon(self._gateway.stop)
         let_creates_answer(
             creates,
             "closing the client",
@@ -947,6 +992,16 @@ class Client:
             # ledger that says what it printed
             self.ledger.flush()
 
+    def _close_from_engine(self) -> None:
+        """:meth:`close` from a job callback (the engine thread), which cannot wait for
+        the loop it runs on: the close is scheduled there, whole (creates on the wire are
+        cut: no answer could come while it waited), and the ledger's writes reach the disk
+        on their own (docs/decisions.md#closing-lets-creates-answer)."""
+        self._gateway.stop()
+        self._engine.submit(self._aclose())
+        if self.ledger is not None:
+            self.ledger.release()
+
     def __enter__(self) -> Client:
         return self
 
@@ -962,20 +1017,14 @@ class Client:
         *,
         tag: str | None = None,
         late: bool = False,
+        batch: Leaving | None = None,
     ) -> Job:
-        """One create, counted in :data:`CREATES_IN_FLIGHT` until it ends: a close begun
-        meanwhile waits for it; one begun after a close sends nothing."""
-        answered = CREATES_IN_FLIGHT.begin(self)
-        try:
-            job = await self._create_and_record(prepared, headers, row, tag=tag, late=late)
-        except BaseException as exc:
-            answered.set_exception(exc)
-            raise
-        else:
-            answered.set_result(job)
-            return job
-        finally:
-            CREATES_IN_FLIGHT.end(answered)
+        """One create, counted in :data:`CREATES_IN_FLIGHT` from the moment it goes on
+        the wire to its end: a close begun meanwhile waits for it; one begun before it
+        left stops it (``ClientClosed``, nothing sent); so does its ``batch`` stopped."""
+        return await self._create_and_record(
+            prepared, headers, row, tag=tag, late=late, batch=batch
+        )
 
     async def _create_and_record(
         self,
@@ -985,6 +1034,7 @@ class Client:
         *,
         tag: str | None,
         late: bool,
+        batch: Leaving | None,
     ) -> Job:
         """The create of ``prepared``, its ledger row ``row`` settled by its outcome;
         ``late``: the intents (with ``tag``) are written here instead, one as each try goes
@@ -992,44 +1042,65 @@ class Client:
         before the next waits its turn (``send_many``'s creates: a kill while a create
         waits at the rate gate leaves it known never sent)."""
 
+        answered: concurrent.futures.Future[Job] | None = None  # while a try is on the wire
+
         async def leaving() -> None:
-            nonlocal row
-            if row is None:
+            nonlocal row, answered
+            # each try, at the last moment: stopped (closed, exiting, its batch), it never leaves
+            if batch is not None:
+                batch.leave()
+            answered = CREATES_IN_FLIGHT.leave(self, prepared.endpoint)
+            if late and row is None:
                 row = await self._intent_as_it_leaves(prepared, tag)
 
         def made_nothing(exc: BaseException) -> None:
-            nonlocal row
+            nonlocal row, answered
+            if answered is not None:  # off the wire: a stop meanwhile holds the next try
+                answered.set_exception(exc)
+                CREATES_IN_FLIGHT.end(answered)
+                answered = None
+            if batch is not None:
+                batch.back()
+            if not late:
+                return
             if row is not None and self.ledger is not None:
                 self._settle_failed_create(row, exc, nothing_sent=True)
             row = None
 
         try:
-            if self._closed:  # closed while it waited for its turn: nothing was sent
-                raise ClientClosed(endpoint=prepared.endpoint)
             handle = await self._gateway.create(
                 prepared.endpoint,
                 prepared.body,
                 headers=headers,
-                leaving=leaving if late else None,
-                made_nothing=made_nothing if late else None,
+                leaving=leaving,
+                made_nothing=made_nothing,
             )
         except BaseException as exc:
-            if row is not None and self.ledger is not None:
-                self._settle_failed_create(row, exc)
+            if row is not None and self.ledger is not None:  # off the wire: nothing sent
+                self._settle_failed_create(row, exc, nothing_sent=answered is None)
+            if answered is not None:
+                answered.set_exception(exc)
+                CREATES_IN_FLIGHT.end(answered)
             raise
         if row is not None and self.ledger is not None:
             try:
                 self.ledger.writes.record_handle(row, handle)
             except (LedgerError, OSError) as exc:
                 log.warning("genwidgets: could not record the task handle: %s", exc)
-        return self._adopt(handle, payload=prepared.payload)
+        job = self._adopt(handle, payload=prepared.payload)
+        if answered is not None:
+            answered.set_result(job)
+            CREATES_IN_FLIGHT.end(answered)
+        return job
 
     def _settle_failed_create(
         self, row: int, exc: BaseException, *, nothing_sent: bool = False
     ) -> None:
         assert self.ledger is not None
         said = (
-            "interrupted before the gateway answered the create (Ctrl-C, or its wait "
+            "interrupted before it was sent: nothing was sent"
+            if isinstance(exc, asyncio.CancelledError) and nothing_sent
+            else "interrupted before the gateway answered the create (Ctrl-C, or its wait "
             "cancelled): its task may exist (and bill); look for it with client.history() "
             "before sending it again"
             if isinstance(exc, asyncio.CancelledError)

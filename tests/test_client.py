@@ -738,6 +738,118 @@ def test_a_close_waits_for_a_create_at_most_the_grace_and_says_it_may_have_made_
         gateway.close()
 
 
+def refusing_the_first_create() -> FakeGateway:
+    """A gateway that refuses the first create for the rate limit (Retry-After 1 s)."""
+    fake = FakeGateway()
+    limited = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}
+    fake.faults["create"].append(error(429, limited, {"Retry-After": "1"}))
+    return fake
+
+
+def ctrl_c_once_it_was_refused(fake: FakeGateway) -> None:
+    """A real SIGINT to the main thread (raising KeyboardInterrupt) once ``fake`` saw a create."""
+
+    def press() -> None:
+        if wait_for(lambda: fake.count("create") == 1, timeout=30):
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    threading.Thread(target=press, daemon=True).start()
+
+
+def test_ctrl_c_in_send_many_while_a_create_waits_at_the_rate_gate_sends_it_never(
+    sigint: Any,
+) -> None:
+    """A real SIGINT while a create of ``send_many`` waits at the rate gate (refused 429,
+    Retry-After 1 s): it never leaves, the interrupt says it made nothing, and the ledger
+    says not created. Before, the grace for creates in flight counted it, so it left
+    after the interrupt: a task made after the user asked to stop."""
+    fake = refusing_the_first_create()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+    requests = [client.prepare("ep", {"seed": 1}, validate=False)]
+    ctrl_c_once_it_was_refused(fake)
+    try:
+        with pytest.raises(KeyboardInterrupt, match=r"of 1 requests, 1 made nothing"):
+            client.send_many(requests, concurrency=1)
+        assert fake.count("create") == 1  # the refused try only
+        assert client.ledger is not None
+        assert [r.state for r in client.ledger.rows(client.gateway_name)] == ["not_created"]
+    finally:
+        client.close()
+
+
+def test_ctrl_c_in_submit_while_its_create_waits_at_the_rate_gate_sends_it_never(
+    sigint: Any,
+) -> None:
+    """As in ``send_many``: Ctrl-C while the create of ``submit`` waits at the rate gate
+    (refused 429, Retry-After 1 s) stops it there, nothing more sent, its row not created.
+    Before, the grace let it leave after the interrupt and named the task it made."""
+    fake = refusing_the_first_create()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+    ctrl_c_once_it_was_refused(fake)
+    try:
+        with pytest.raises(KeyboardInterrupt, match=r"nothing was sent, no task made"):
+            client.submit("ep", {}, validate=False)
+        assert fake.count("create") == 1
+        assert client.ledger is not None
+        [row] = client.ledger.rows(client.gateway_name)
+        assert row.state == "not_created" and row.request_id is None
+    finally:
+        client.close()
+
+
+def test_a_close_while_a_create_waits_at_the_rate_gate_sends_it_never() -> None:
+    """close() while a ``submit`` on another thread waits at the rate gate (refused 429,
+    Retry-After 1 s): the create ends at once with ``ClientClosed``, nothing more sent,
+    its row not created. Before, the close's grace let it leave after the close began
+    (and, a Retry-After past the grace, cut it with httpx's own RuntimeError)."""
+    fake = refusing_the_first_create()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+    pool = ThreadPoolExecutor(1)
+    try:
+        sent = pool.submit(client.submit, "ep", {}, validate=False)
+        assert wait_for(lambda: fake.count("create") == 1, timeout=30)
+        client.close()
+        with pytest.raises(gw.ClientClosed):
+            sent.result(timeout=60)
+        assert fake.count("create") == 1
+        assert client.ledger is not None
+        [row] = client.ledger.rows(client.gateway_name)
+        assert row.state == "not_created"
+    finally:
+        pool.shutdown()
+
+
+def test_a_close_from_a_job_callback_closes_the_client_whole() -> None:
+    """``client.close()`` from a job's done callback (the engine thread, which cannot
+    wait for itself): the close is scheduled there, so the client's other jobs end with
+    ``ClientClosed``. Before, it refused with a RuntimeError after marking the client
+    closed: a half-closed client that a later close() did not finish."""
+    fake = FakeGateway()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+    fake.next_statuses = [{"status": "IN_PROGRESS"}]  # the second task never ends
+    fake.next_result = None
+    first_rid = fake.add_task(
+        "ep", [{"status": "COMPLETED"}], {"status": "COMPLETED", "outputs": []}
+    )
+    running = client.submit("ep", {}, validate=False)
+    closing: list[BaseException | None] = []
+
+    def close(job: gw.Job) -> None:
+        try:
+            client.close()
+            closing.append(None)
+        except BaseException as exc:
+            closing.append(exc)
+
+    first = client.job("ep", first_rid)
+    first.add_done_callback(close)
+    assert wait_for(lambda: bool(closing), timeout=30)
+    assert closing == [None] and client.closed
+    assert wait_for(running.done, timeout=30)
+    assert isinstance(running.exception(), gw.ClientClosed)
+
+
 def test_a_script_that_ends_with_a_create_in_flight_lets_it_answer_first(tmp_path: Path) -> None:
     """An AsyncClient never closed, its create still in flight on a worker thread when
     the script ends: the exit lets the create answer, so the task is in the ledger with

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from ..errors import Unreachable
 from .engine import Engine, wait_future, wait_through_interrupts
 
-__all__ = ["MAX_CONCURRENCY", "run_each", "valid_concurrency"]
+__all__ = ["MAX_CONCURRENCY", "Leaving", "run_each", "valid_concurrency"]
 
 T = TypeVar("T")
 
@@ -32,6 +32,31 @@ STOP_WAIT = 30.0
 #: ``max_in_flight``, 16 by default, caps its requests anyway) and short of a count that
 #: breaks the chunking (docs/decisions.md#one-batch-sender)
 MAX_CONCURRENCY = 1000
+
+
+class Leaving:
+    """A work's word to its batch as it goes on the wire (a create: each try): only the
+    works on the wire when the batch stops are let end; the others, waiting (their turn,
+    the rate gate, a retry's backoff), are cancelled, or refused as they would leave."""
+
+    def __init__(self, index: int, stop: asyncio.Event, in_flight: set[int]) -> None:
+        self._index = index
+        self._stop = stop
+        self._in_flight = in_flight
+
+    def leave(self) -> None:
+        """It goes on the wire now; ``Unreachable`` (nothing sent) once the batch stopped."""
+        if self._stop.is_set():
+            raise Unreachable(HELD_BACK)
+        self._in_flight.add(self._index)
+
+    def back(self) -> None:
+        """It is off the wire, nothing made (refused for the rate limit, never sent)."""
+        self._in_flight.discard(self._index)
+
+    @property
+    def on_wire(self) -> bool:
+        return self._index in self._in_flight
 
 
 def valid_concurrency(concurrency: object) -> int:
@@ -50,7 +75,7 @@ def valid_concurrency(concurrency: object) -> int:
 
 
 async def _run_all(
-    works: Sequence[Callable[[], Awaitable[T]]],
+    works: Sequence[Callable[[Leaving], Awaitable[T]]],
     concurrency: int,
     stop: asyncio.Event,
     deliver: Callable[[int, T | BaseException], object],
@@ -59,21 +84,19 @@ async def _run_all(
     in_flight: set[int],
     grace: float = 0.0,
 ) -> None:
-    """Every work under one semaphore; on a stop, what waits for its turn never begins,
-    what runs (``in_flight``) is let end for at most ``grace`` seconds (a create's answer
-    names a paid task) and then cancelled (the batch itself is never cancelled, so this
-    always runs: a task cancelled before its first step runs no code)."""
+    """Every work under one semaphore; on a stop, what waits (its turn, or in the work:
+    it has not said :meth:`Leaving.leave`) never leaves, what is on the wire
+    (``in_flight``) is let end for at most ``grace`` seconds (a create's answer names a
+    paid task) and then cancelled (the batch itself is never cancelled, so this always
+    runs: a task cancelled before its first step runs no code)."""
     gate = asyncio.Semaphore(concurrency)
-    began: set[int] = set()
 
     async def one(index: int) -> T:
         async with gate:
             if hold is not None and hold():  # asked before each create leaves, not after
                 raise Unreachable(HELD_BACK)
-            began.add(index)
-            in_flight.add(index)
             try:
-                return await works[index]()
+                return await works[index](Leaving(index, stop, in_flight))
             finally:
                 in_flight.discard(index)
 
@@ -91,7 +114,7 @@ async def _run_all(
         done, _ = await asyncio.wait(remaining | {stopped}, return_when=asyncio.FIRST_COMPLETED)
         remaining -= done
     stopped.cancel()
-    running = {tasks[index] for index in began} & remaining
+    running = {tasks[index] for index in in_flight} & remaining
     for left in remaining - running:
         left.cancel()  # still waiting for its turn: it never leaves
     if running and grace > 0:
@@ -103,20 +126,21 @@ async def _run_all(
 
 def run_each(
     engine: Engine,
-    works: Sequence[Callable[[], Awaitable[T]]],
+    works: Sequence[Callable[[Leaving], Awaitable[T]]],
     *,
     concurrency: int,
     on_each: Callable[[int, T | Exception], object] | None = None,
     hold: Callable[[], bool] | None = None,
     answer_grace: float = 0.0,
 ) -> list[T | Exception]:
-    """Run every ``works[i]()`` on the engine, at most ``concurrency`` at a time, and
-    return their values (or the exceptions they raised) in order.
+    """Run every ``works[i](leaving)`` on the engine, at most ``concurrency`` at a time,
+    and return their values (or the exceptions they raised) in order; each says
+    ``leaving.leave()`` as it goes on the wire.
 
     One failure never stops the others. ``on_each(i, outcome)`` runs on the calling
     thread as each one ends (answer order). An interrupt (Ctrl-C) or an exception from
-    ``on_each`` stops the batch: what waits for its turn never begins, what runs is let
-    end for at most ``answer_grace`` seconds (through more interrupts, said on stderr:
+    ``on_each`` stops the batch: what has not left never leaves, what is on the wire is
+    let end for at most ``answer_grace`` seconds (through more interrupts, said on stderr:
     a create's answer names a paid task) and then cancelled; one that never began sent
     nothing (a create writes its intent as it leaves). ``hold()``, asked on the
     engine as each work takes its slot, holds back the rest (each ``Unreachable``: nothing sent)

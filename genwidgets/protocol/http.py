@@ -269,6 +269,9 @@ class Gateway:
         self.timeout = timeout
         self.max_retries = max_retries
         self.gate = RateGate()
+        #: set by the client's close: no request leaves from now on, and the waits before
+        #: one (the rate gate, a retry's backoff) end at once with ``ClientClosed``
+        self._stopping = asyncio.Event()
         self._semaphore = asyncio.Semaphore(max_in_flight)
         self._sleep = sleep or asyncio.sleep
         self._clock = clock
@@ -309,6 +312,29 @@ class Gateway:
     def __repr__(self) -> str:
         return f"Gateway({self.base_url!r})"
 
+    def stop(self) -> None:
+        """On the loop: no request leaves from now on; the waits before one end
+        (docs/decisions.md#closing-lets-creates-answer)."""
+        self._stopping.set()
+
+    async def _unless_stopped(self, waiting: Awaitable[T], endpoint: str) -> T:
+        """``waiting``'s value, or ``ClientClosed`` as soon as :meth:`stop` is called."""
+        wait = asyncio.ensure_future(waiting)
+        if self._stopping.is_set():
+            wait.cancel()  # it never runs
+            raise ClientClosed(endpoint=endpoint)
+        stopped = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({wait, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            if not wait.done():
+                wait.cancel()
+                await asyncio.gather(wait, return_exceptions=True)  # a ticket goes back
+        if wait.cancelled():
+            raise ClientClosed(endpoint=endpoint)
+        return wait.result()
+
     async def aclose(self) -> None:
         await self._http.aclose()
         if self._creates is not self._http:
@@ -329,13 +355,18 @@ class Gateway:
     ) -> Answer:
         """One request through the gate: a create with its pacing ticket (``attempt``:
         its tries so far), the redirects httpx follows on the same origin only;
-        ``leaving()`` is awaited just before the request is put on the wire."""
-        if self._http.is_closed:
-            raise ClientClosed(endpoint=endpoint, request_id=request_id)
+        ``leaving()`` is awaited just before the request is put on the wire (it may
+        refuse: the client stopped); a stop ends the waits before it with ``ClientClosed``."""
         create = op == "create"
-        ticket = await self.gate.ticket(attempt=attempt) if create else None
+        ticket = (
+            await self._unless_stopped(self.gate.ticket(attempt=attempt), endpoint)
+            if create
+            else None
+        )
         try:
-            await self.gate.wait(endpoint=endpoint, request_id=request_id, create=create)
+            await self._unless_stopped(
+                self.gate.wait(endpoint=endpoint, request_id=request_id, create=create), endpoint
+            )
 
             def away(status_code: int, target: str) -> GatewayError:
                 return GatewayError(
@@ -348,6 +379,8 @@ class Gateway:
 
             try:
                 async with self._semaphore:
+                    if self._stopping.is_set() or self._http.is_closed:
+                        raise ClientClosed(endpoint=endpoint, request_id=request_id)
                     if leaving is not None:
                         await leaving()
                     self.counts[op] += 1
@@ -481,7 +514,7 @@ class Gateway:
                     attempt += 1
                     continue
             attempt += 1
-            await self._sleep(backoff_delay(attempt - 1, self.rng))
+            await self._unless_stopped(self._sleep(backoff_delay(attempt - 1, self.rng)), endpoint)
 
     def _handle(self, endpoint: str, answer: Answer) -> Handle:
         try:

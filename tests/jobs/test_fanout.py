@@ -12,7 +12,7 @@ import pytest
 from widgets.taskfakes import wait_for
 
 from genwidgets.jobs.engine import get_engine
-from genwidgets.jobs.fanout import run_each, valid_concurrency
+from genwidgets.jobs.fanout import Leaving, run_each, valid_concurrency
 
 
 def wait_until(predicate: Callable[[], bool]) -> bool:
@@ -29,8 +29,9 @@ class Gate:
         self.finished: set[int] = set()  # ended by themselves, not cancelled
         self.opened = threading.Event()
 
-    def work(self, index: int, fail: bool = False) -> Callable[[], Awaitable[int]]:
-        async def run() -> int:
+    def work(self, index: int, fail: bool = False) -> Callable[[Leaving], Awaitable[int]]:
+        async def run(leaving: Leaving) -> int:
+            leaving.leave()  # on the wire at once, till the gate opens
             self.started.add(index)
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
@@ -85,7 +86,8 @@ def test_an_exception_from_on_each_cancels_the_rest_and_begins_no_other() -> Non
     works = [gate.work(0)] + [gate.work(i) for i in range(1, 5)]
     gate.opened.set()  # item 0 ends at once; later ones would too, but the stop comes first
 
-    async def forever() -> int:
+    async def forever(leaving: Leaving) -> int:
+        leaving.leave()
         gate.started.add(1)
         await asyncio.Event().wait()
         return 0
@@ -103,7 +105,7 @@ def test_a_stop_lets_the_works_in_flight_end_within_the_grace_and_begins_no_othe
     waiting for their turn never begin. Before, what was in flight was cancelled."""
     gate = Gate()
 
-    async def at_once() -> int:
+    async def at_once(leaving: Leaving) -> int:
         gate.started.add(0)
         gate.finished.add(0)
         return 0
@@ -179,6 +181,6 @@ def test_answers_queued_as_the_batch_ends_are_drained_not_taken_for_a_failure(
     async def answer(index: int) -> int:
         return index
 
-    works = [lambda i=i: answer(i) for i in range(3)]
+    works = [lambda _leaving, i=i: answer(i) for i in range(3)]
     assert run_each(get_engine(), works, concurrency=3) == [0, 1, 2]
     assert LateQueue.waited

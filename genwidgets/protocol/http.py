@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import inspect
 import logging
 import random
 import re
@@ -272,6 +273,8 @@ class Gateway:
         #: set by the client's close: no request leaves from now on, and the waits before
         #: one (the rate gate, a retry's backoff) end at once with ``ClientClosed``
         self._stopping = asyncio.Event()
+        self._waiting: set[asyncio.Task[Any]] = set()  # tasks in a wait a stop ends
+        self._stopped: set[asyncio.Task[Any]] = set()  # of those, the ones it cancelled
         self._semaphore = asyncio.Semaphore(max_in_flight)
         self._sleep = sleep or asyncio.sleep
         self._clock = clock
@@ -316,24 +319,33 @@ class Gateway:
         """On the loop: no request leaves from now on; the waits before one end
         (docs/decisions.md#closing-lets-creates-answer)."""
         self._stopping.set()
+        for task in list(self._waiting):
+            self._stopped.add(task)
+            task.cancel()
 
     async def _unless_stopped(self, waiting: Awaitable[T], endpoint: str) -> T:
-        """``waiting``'s value, or ``ClientClosed`` as soon as :meth:`stop` is called."""
-        wait = asyncio.ensure_future(waiting)
+        """``waiting``'s value, or ``ClientClosed`` as soon as :meth:`stop` is called.
+        Awaited in the caller's own task (no task of its own: an extra turn of the loop
+        would reorder the rate gate's pacing); :meth:`stop` cancels that task and the
+        cancel is turned into ``ClientClosed`` here."""
         if self._stopping.is_set():
-            wait.cancel()  # it never runs
+            if inspect.iscoroutine(waiting):
+                waiting.close()  # it never runs
             raise ClientClosed(endpoint=endpoint)
-        stopped = asyncio.ensure_future(self._stopping.wait())
+        task = asyncio.current_task()
+        assert task is not None
+        self._waiting.add(task)
         try:
-            await asyncio.wait({wait, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            return await waiting
+        except asyncio.CancelledError:
+            if task not in self._stopped:
+                raise  # the caller's own cancel (Ctrl-C, a deadline)
+            self._stopped.discard(task)
+            if hasattr(task, "uncancel"):  # Python 3.11+: the cancel is answered here
+                task.uncancel()
+            raise ClientClosed(endpoint=endpoint) from None
         finally:
-            stopped.cancel()
-            if not wait.done():
-                wait.cancel()
-                await asyncio.gather(wait, return_exceptions=True)  # a ticket goes back
-        if wait.cancelled():
-            raise ClientClosed(endpoint=endpoint)
-        return wait.result()
+            self._waiting.discard(task)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -882,8 +882,16 @@ def test_a_script_that_ends_with_a_create_in_flight_lets_it_answer_first(tmp_pat
         script_run.stdin.write("the create waits at the gateway\n")
         script_run.stdin.flush()
         assert script_run.stdout.readline() == "ends\n"
-        ended.set()  # the gateway answers once the script's own code has ended
-        _, err = script_run.communicate(timeout=120)
+        said: list[str] = []
+        reader = threading.Thread(target=lambda: said.extend(script_run.stderr), daemon=True)
+        reader.start()
+        # the gateway answers once the exit waits for it (answered sooner, on a loaded
+        # machine before the exit began, there would be nothing in flight to wait for)
+        assert wait_for(lambda: any("exiting; waiting" in line for line in said), timeout=60)
+        ended.set()
+        script_run.wait(timeout=120)
+        reader.join(timeout=60)
+        err = "".join(said)
         client = gw.Client(gateway.base, "sk-123456")
         assert client.ledger is not None
         [row] = client.ledger.rows(client.gateway_name)

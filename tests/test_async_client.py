@@ -152,6 +152,16 @@ async def until(predicate: Any) -> bool:
     return bool(predicate())
 
 
+def recorded_ids(base_url: str) -> list[str]:
+    """The request ids the ledger holds for ``base_url`` (read by a new client), sorted."""
+    again = gw.Client(base_url, KEY)
+    try:
+        assert again.ledger is not None
+        return sorted(row.request_id or "" for row in again.ledger.rows(again.gateway_name))
+    finally:
+        again.close()
+
+
 def test_a_failing_task_leaves_async_with_and_the_creates_in_flight_answer_first() -> None:
     """One task fails while the others' creates wait at the gateway (a TaskGroup, a
     gather): ``async with`` closes the client, which lets them answer, so each task made
@@ -177,11 +187,7 @@ def test_a_failing_task_leaves_async_with_and_the_creates_in_flight_answer_first
             pytest.raises(ValueError, match="row 3 is bad"),
         ):
             asyncio.run(main())
-        again = gw.Client(gateway.base, KEY)
-        assert again.ledger is not None
-        rows = again.ledger.rows(again.gateway_name)
-        assert sorted(row.request_id or "" for row in rows) == ["r1", "r2", "r3"]
-        again.close()
+        assert recorded_ids(gateway.base) == ["r1", "r2", "r3"]
         assert host.creates == 3
     finally:
         gateway.close()
@@ -211,11 +217,7 @@ def test_ctrl_c_in_asyncio_run_lets_the_creates_in_flight_answer_before_closing(
             pytest.raises(KeyboardInterrupt),
         ):
             asyncio.run(main())
-        again = gw.Client(gateway.base, KEY)
-        assert again.ledger is not None
-        rows = again.ledger.rows(again.gateway_name)
-        assert sorted(row.request_id or "" for row in rows) == ["r1", "r2", "r3"]
-        again.close()
+        assert recorded_ids(gateway.base) == ["r1", "r2", "r3"]
         assert host.creates == 3
     finally:
         gateway.close()

@@ -235,12 +235,17 @@ class Output:
         return "binary"
 
     def inline(self) -> bytes | None:
-        """Inline content carried in the record itself (hex/base64/text), if any."""
+        """Inline content carried in the record itself (hex/base64/text), if any. Never
+        raises: a lone surrogate a gateway escaped into JSON text is kept as its escape
+        (``\\ud800``), a value JSON cannot write as its ``str``
+        (docs/decisions.md#inline-content)."""
         content = self.raw.get("content")
         if content is None:
             return None
+        if isinstance(content, bytes | bytearray):  # an output made by hand
+            return bytes(content)
         if not isinstance(content, str):
-            return json.dumps(content).encode()
+            return json.dumps(content, default=str).encode()
         encoding = str(self.raw.get("encoding") or "").lower()
         try:
             if encoding == "hex":
@@ -249,7 +254,7 @@ class Output:
                 return base64.b64decode(content, validate=True)
         except ValueError:  # binascii.Error too: not what it says it is, kept as text
             pass
-        return content.encode()
+        return content.encode("utf-8", "backslashreplace")
 
     def in_hand(self) -> bytes | None:
         """The bytes held with no disk or network read: those read earlier (kept in

@@ -13,6 +13,7 @@ import pytest
 from widgets.taskfakes import wait_for
 
 from genwidgets._html import url_kind
+from genwidgets.jobs.downloads import download_outputs
 from genwidgets.jobs.output_files import OutputFiles
 from genwidgets.protocol.records import Output, Result
 from genwidgets.widgets import render as render_module
@@ -24,7 +25,7 @@ from genwidgets.widgets.render import (
     source_of,
     to_mimebundle,
 )
-from genwidgets.widgets.task import TaskView
+from genwidgets.widgets.task import TaskView, result_entries
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -517,3 +518,26 @@ def test_a_cancelled_result_has_no_error_line_and_a_failure_reads_as_text(
         assert "gw-error" not in html
     else:
         assert "gw-error" in html and banner in html and "{" not in html.split("gw-error")[1]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("log line \ud800 end", b"log line \\ud800 end"),  # a gateway's escaped lone surrogate
+        (b"\x89PNG\r\n", b"\x89PNG\r\n"),  # bytes handed in by hand
+        ({"at": Path("/x")}, b'{"at": "/x"}'),  # a value JSON cannot write: its str
+    ],
+)
+def test_inline_content_json_or_python_cannot_encode_is_still_shown_and_saved(
+    content: Any, expected: bytes, tmp_path: Path
+) -> None:
+    output = Output("text/plain", raw={"content": content})
+    result = Result("COMPLETED", request_id="req-1", outputs=[output])
+    assert output.inline() == expected
+    entries = result_entries(result)  # the live task view's outputs
+    assert len(entries) == 1
+    assert "could not read" not in json.dumps(entries)
+    render(result)  # the live widget
+    assert "gw-output" in output_html(output)  # the lasting face
+    paths = download_outputs(result, root=tmp_path)  # kept on disk, no request made
+    assert [path.read_bytes() for path in paths] == [expected]

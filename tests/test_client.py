@@ -936,6 +936,9 @@ def test_run_s_timeout_bounds_its_create_too_and_never_cuts_it() -> None:
             lambda: [r.request_id for r in ledger.rows(client.gateway_name)] == ["r1"],
             timeout=30,
         )
+        # the job joins client.jobs just after its row has the id (a loaded machine sees
+        # the gap)
+        assert wait_for(lambda: len(client.jobs) == 1, timeout=30)
         [job] = client.jobs
         assert job.result(timeout=30).ok
         assert host.creates == 1
@@ -1160,3 +1163,44 @@ def test_one_gateway_is_one_name_however_its_address_is_spelt() -> None:
         assert resumed.request_id == rid and resumed.result(timeout=10).ok
     with gw.Client("http://localhost:9", "k") as one, gw.Client("http://127.0.0.1:9", "k") as two:
         assert one.gateway_name == "http://localhost:9" != two.gateway_name
+
+
+class LoneSurrogates(OneTaskGateway):
+    """A gateway whose texts hold lone surrogates (``"\\ud800"``: valid JSON, no
+    Unicode): in a log, an error, an error type and an output's inline content."""
+
+    BAD = '"bad \\ud800 text \\udfff"'
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/status"):
+            body = '{"request_id": "r1", "status": "COMPLETED", "logs": [{"message": %s}]}'
+        else:
+            body = (
+                '{"request_id": "r1", "status": "FAILED", "error": %s, "error_type": %s,'
+                ' "outputs": [{"content_type": "text/plain", "content": %s}]}'
+            )
+        data = (body % ((self.BAD,) * body.count("%s"))).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_a_gateways_lone_surrogates_are_kept_as_escapes_and_the_task_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run() raised UnicodeEncodeError and the ledger could not record the task's end:
+    a text no UTF-8 file, database or terminal can carry."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    gateway = LoopbackServer(LoneSurrogates)
+    try:
+        with gw.Client(gateway.base, "key-of-a-loopback-gateway") as client:
+            result = client.run("genW2.5-t2i-preview", {"prompt": "a kite"}, timeout=60)
+            assert not result.ok and result.error == "bad \\ud800 text \\udfff"
+            assert result.outputs[0].read() == b"bad \\ud800 text \\udfff"
+            (job,) = client.history(limit=5)  # its end recorded, read back
+            recorded = job.result(timeout=10)
+            assert (recorded.status, recorded.error) == ("FAILED", result.error)
+    finally:
+        gateway.close()

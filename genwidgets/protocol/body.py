@@ -290,16 +290,27 @@ async def read_capped(
     return b"".join([piece async for piece in aiter_capped(response, max_bytes, watch)])
 
 
+def _text(value: str) -> str:
+    """``value`` redacted and made Unicode: a lone surrogate (``"\\ud800"`` is valid
+    JSON) is kept as its escape, so no ledger write, file or terminal fails on it
+    (docs/decisions.md#inline-content)."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "backslashreplace").decode()
+    return redact(value)
+
+
 def redact_json(value: Any, depth: int = 1) -> Any:
-    """``value`` (parsed JSON) with every string, keys included, redacted; a
-    ``RecursionError`` (as the parser's own) for a list or object nested deeper than
-    :data:`MAX_DEPTH`."""
+    """``value`` (parsed JSON) with every string, keys included, redacted and made
+    Unicode (:func:`_text`); a ``RecursionError`` (as the parser's own) for a list or
+    object nested deeper than :data:`MAX_DEPTH`."""
     if isinstance(value, str):
-        return redact(value)
+        return _text(value)
     if isinstance(value, dict | list) and depth > MAX_DEPTH:
         raise RecursionError(f"nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict):
-        return {redact(k): redact_json(v, depth + 1) for k, v in value.items()}
+        return {_text(k): redact_json(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
         return [redact_json(v, depth + 1) for v in value]
     return value

@@ -190,6 +190,15 @@ def error_from_response(
     return kind(text, **kw)
 
 
+def says_task_unknown(answer: Answer) -> bool:
+    """Whether ``answer`` is the gateway's own word that it does not know the task
+    (:class:`RequestNotFound` by :func:`error_from_response`: a 404 or 410 saying so), the
+    one rule by which a task is believed gone, by the client and the class gateway alike."""
+    return answer.status_code in (404, 410) and isinstance(
+        error_from_response(answer), RequestNotFound
+    )
+
+
 def is_refusal(answer: Answer) -> bool:
     """An error answer: a status of 400 or more, or a body in the spec's gateway error
     shape (an ``error`` object with a string ``code``, no task ``status`` and no task

@@ -566,6 +566,16 @@ class Gateway:
                 error: Exception = error_from_response(
                     answer, endpoint=endpoint, request_id=request_id
                 )
+                if answer.status_code in (404, 410) and answer.is_html_page():
+                    # a proxy's page (a deploy in front of the gateway): a failed contact,
+                    # retried as a 5xx is; never the task's end (docs/decisions.md#retries)
+                    error = ServerError(
+                        f"a proxy's {answer.status_code} page, not the gateway's answer "
+                        f"({answer.describe()})",
+                        status_code=answer.status_code,
+                        endpoint=endpoint,
+                        request_id=request_id,
+                    )
             except _NO_ANSWER as exc:
                 # Nothing sent: Unreachable; an answer that broke off: the gateway failed.
                 kind = Unreachable if _nothing_sent(exc) else ServerError

@@ -564,6 +564,19 @@ def test_a_proxys_404_page_on_a_poll_is_contact_lost_never_the_task_gone(
     assert fake.count("create") == 1
 
 
+def test_one_proxy_404_page_on_a_poll_is_one_failed_contact_and_the_job_polls_on(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    """A single HTML 404 page from a proxy in front of the gateway (a deploy) ended a
+    live job "contact lost" at once. It is one failed contact, as a 5xx is: followed on
+    with backoff up to the failure limit, and the task's result is had."""
+    for op in ("status", "response"):  # the schedule may poll either
+        fake.faults[op].append(error(404, HTML_404))
+    job = submit(client)
+    assert job.result(timeout=10).ok
+    assert fake.count("create") == 1
+
+
 def test_a_wall_clock_step_never_makes_a_new_task_believed_gone(
     fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:

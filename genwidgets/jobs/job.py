@@ -504,8 +504,10 @@ class Job:
         rng = self._gateway.rng
         assert self._wake is not None
         while not self._future.done():
+            # the rate gate's wait too, past ``max_wait``: polling sooner is refused at once
+            delay = max(self._timing.next_delay(failures, rng), self._gateway.gate.remaining)
             with contextlib.suppress(asyncio.TimeoutError):
-                await wait_within(self._wake.wait(), self._timing.next_delay(failures, rng))
+                await wait_within(self._wake.wait(), delay)
             self._wake.clear()
             try:
                 result = None
@@ -530,11 +532,10 @@ class Job:
                 if result is None:
                     assert terminal is not None
                     result = await self._fetch_result(terminal)
-            except RateLimited as exc:
-                if exc.retry_after is not None and exc.retry_after > self._gateway.gate.max_wait:
-                    self._finish(exc)
-                    return
-                continue  # the gate holds every request until the wait is over
+            except RateLimited:
+                # a task that exists is never lost to a rate limit, however long the wait
+                # asked: the next poll waits for the gate to open (docs/decisions.md#polling)
+                continue
             except (ServerError, Unreachable) as exc:
                 failures += 1
                 if failures >= self._timing.schedule.policy.failure_limit:

@@ -504,10 +504,8 @@ class Job:
         rng = self._gateway.rng
         assert self._wake is not None
         while not self._future.done():
-            # the rate gate's wait too, past ``max_wait``: polling sooner is refused at once
-            delay = max(self._timing.next_delay(failures, rng), self._gateway.gate.remaining)
             with contextlib.suppress(asyncio.TimeoutError):
-                await wait_within(self._wake.wait(), delay)
+                await wait_within(self._wake.wait(), self._timing.next_delay(failures, rng))
             self._wake.clear()
             try:
                 result = None
@@ -533,8 +531,12 @@ class Job:
                     assert terminal is not None
                     result = await self._fetch_result(terminal)
             except RateLimited:
-                # a task that exists is never lost to a rate limit, however long the wait
-                # asked: the next poll waits for the gate to open (docs/decisions.md#polling)
+                # a task that exists is never lost to a rate limit, however long the wait it
+                # asks: the job waits for the gate to open (a poll before it, past the gate's
+                # max_wait, is refused at once) and polls on (docs/decisions.md#polling)
+                if (held := self._gateway.gate.remaining) > 0:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await wait_within(self._wake.wait(), held)
                 continue
             except (ServerError, Unreachable) as exc:
                 failures += 1

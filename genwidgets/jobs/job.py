@@ -530,11 +530,14 @@ class Job:
                 if result is None:
                     assert terminal is not None
                     result = await self._fetch_result(terminal)
-            except RateLimited as exc:
-                if exc.retry_after is not None and exc.retry_after > self._gateway.gate.max_wait:
-                    self._finish(exc)
-                    return
-                continue  # the gate holds every request until the wait is over
+            except RateLimited:
+                # a task that exists is never lost to a rate limit, however long the wait it
+                # asks: the job waits for the gate to open (a poll before it, past the gate's
+                # max_wait, is refused at once) and polls on (docs/decisions.md#polling)
+                if (held := self._gateway.gate.remaining) > 0:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await wait_within(self._wake.wait(), held)
+                continue
             except (ServerError, Unreachable) as exc:
                 failures += 1
                 if failures >= self._timing.schedule.policy.failure_limit:

@@ -378,11 +378,15 @@ class Answer:
                 str: "a JSON string",
             }
             return f"{kinds.get(type(parsed), 'JSON ' + json.dumps(parsed)[:20])}, {size}"
-        head = self.content[:64].lstrip().lower()
-        if head.startswith((b"<!doctype", b"<html")):
+        if self.is_html_page():
             return f"an HTML page, {size}"
         said = self.plain_text()
         return f"the text {said!r}, {size}" if said else f"not JSON, {size}"
+
+    def is_html_page(self) -> bool:
+        """Whether the body is an HTML page (a proxy's or a web server's, never the
+        gateway's own answer, which is JSON or a line of text)."""
+        return self.content[:64].lstrip().lower().startswith((b"<!doctype", b"<html"))
 
     def plain_text(self, limit: int = 120) -> str | None:
         """The body when it is a short line of readable UTF-8 text (a gateway's plain

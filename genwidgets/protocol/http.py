@@ -190,6 +190,15 @@ def error_from_response(
     return kind(text, **kw)
 
 
+def says_task_unknown(answer: Answer) -> bool:
+    """Whether ``answer`` is the gateway's own word that it does not know the task
+    (:class:`RequestNotFound` by :func:`error_from_response`: a 404 or 410 saying so), the
+    one rule by which a task is believed gone, by the client and the class gateway alike."""
+    return answer.status_code in (404, 410) and isinstance(
+        error_from_response(answer), RequestNotFound
+    )
+
+
 def is_refusal(answer: Answer) -> bool:
     """An error answer: a status of 400 or more, or a body in the spec's gateway error
     shape (an ``error`` object with a string ``code``, no task ``status`` and no task
@@ -557,6 +566,16 @@ class Gateway:
                 error: Exception = error_from_response(
                     answer, endpoint=endpoint, request_id=request_id
                 )
+                if answer.status_code in (404, 410) and answer.is_html_page():
+                    # a proxy's page (a deploy in front of the gateway): a failed contact,
+                    # retried as a 5xx is; never the task's end (docs/decisions.md#retries)
+                    error = ServerError(
+                        f"a proxy's {answer.status_code} page, not the gateway's answer "
+                        f"({answer.describe()})",
+                        status_code=answer.status_code,
+                        endpoint=endpoint,
+                        request_id=request_id,
+                    )
             except _NO_ANSWER as exc:
                 # Nothing sent: Unreachable; an answer that broke off: the gateway failed.
                 kind = Unreachable if _nothing_sent(exc) else ServerError

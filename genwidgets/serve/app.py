@@ -407,9 +407,16 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         return gateway_error(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}")
     if cancel and answer.status >= 300:  # refused: the task is as it was
         await run_in_threadpool(move, db, task[0], task[3], source=("cancelling",))
-    if answer.status == 404:  # gone upstream, once old enough: it frees its key's place
+    if answer.task_unknown:  # gone upstream, once old enough: it frees its key's place
         await run_in_threadpool(forgotten, db, task[0])
         return detail(404, "Request not found")
+    if answer.status in (404, 410):  # not upstream's word (a proxy's page): the task is kept
+        return gateway_error(
+            502,
+            "UPSTREAM_UNAVAILABLE",
+            f"The class gateway's upstream answered {answer.status} without saying it does "
+            "not know the task (a proxy's page, a wrong route?): the task is kept, try again",
+        )
     if answer.status < 300 and answer.body is None:
         return Response(status_code=answer.status)  # e.g. a bare 202: not ready yet
     if answer.status >= 400 or answer.body is None:

@@ -74,7 +74,7 @@ async def sweep_once(state: ServeState) -> int:
             )
         except ServeError:
             return ended  # upstream down: try again next time
-        if answer.status == 404:  # upstream no longer knows it: it holds no place now
+        if answer.task_unknown:  # upstream no longer knows it: it holds no place now
             await run_in_threadpool(forgotten, config.database, task_id)
             continue
         ended += await run_in_threadpool(

@@ -20,8 +20,8 @@ import httpx
 from .._config import Secret, redact
 from .._formats import json_nested_deeper
 from ..errors import ServeError, UpstreamFault
-from ..protocol.body import MAX_DEPTH, redact_json
-from ..protocol.http import parse_retry_after
+from ..protocol.body import MAX_DEPTH, Answer, redact_json
+from ..protocol.http import parse_retry_after, says_task_unknown
 from .http1 import Http1Pool
 
 __all__ = ["REDACTED", "KeyScrubber", "Upstream", "UpstreamAnswer", "guard_logs"]
@@ -70,6 +70,9 @@ class UpstreamAnswer:
     status: int
     body: Any  # the parsed JSON, or None when not JSON
     retry_after: float | None  # seconds, as its Retry-After says
+    #: upstream's own word that it does not know the task, by the client's rule
+    #: (:func:`~..protocol.http.says_task_unknown`); a proxy's 404 page is not one
+    task_unknown: bool = False
 
 
 class Upstream:
@@ -125,7 +128,9 @@ class Upstream:
             with contextlib.suppress(ValueError):  # and once parsed: "\u0055P..." is the key too
                 parsed = redact_json(json.loads(self.scrub(raw.decode("utf-8", "replace"))))
         wait = parse_retry_after({"retry-after": answer.header(b"retry-after") or ""})
-        return UpstreamAnswer(answer.status, parsed, wait)
+        # read as a student's client reads it: only whether it says the task is gone is kept
+        gone = says_task_unknown(Answer(answer.status, httpx.Headers(), content=raw))
+        return UpstreamAnswer(answer.status, parsed, wait, gone)
 
     async def close(self) -> None:
         await self._pool.close()

@@ -564,6 +564,61 @@ def test_a_proxys_404_page_on_a_poll_is_contact_lost_never_the_task_gone(
     assert fake.count("create") == 1
 
 
+def test_one_proxy_404_page_on_a_poll_is_one_failed_contact_and_the_job_polls_on(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    """A single HTML 404 page from a proxy in front of the gateway (a deploy) ended a
+    live job "contact lost" at once. It is one failed contact, as a 5xx is: followed on
+    with backoff up to the failure limit, and the task's result is had."""
+    for op in ("status", "response"):  # the schedule may poll either
+        fake.faults[op].append(error(404, HTML_404))
+    job = submit(client)
+    assert job.result(timeout=10).ok
+    assert fake.count("create") == 1
+
+
+RATE_LIMITED = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}
+
+
+@pytest.fixture
+def short_rate_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clients whose rate gate waits out at most 0.05 s silently (``max_wait``): a
+    ``Retry-After`` of a fraction of a second is then past it."""
+    from genwidgets.protocol import http
+    from genwidgets.protocol.gate import RateGate
+
+    monkeypatch.setattr(http, "RateGate", lambda: RateGate(max_wait=0.05))
+
+
+@pytest.mark.usefixtures("short_rate_waits")
+def test_a_poll_told_to_wait_past_the_gates_max_wait_waits_and_the_job_follows_on(
+    fake: FakeGateway,
+) -> None:
+    """A status poll's 429 whose Retry-After exceeded the gate's ``max_wait`` ended the
+    job with ``RateLimited``, though the task exists: the job waits the whole wait and
+    polls on, at the status and at the result address alike."""
+    for op in ("status", "response"):
+        fake.faults[op].append(error(429, RATE_LIMITED, {"Retry-After": "0.3"}))
+    with gw.Client(BASE, KEY, transport=fake.transport()) as client:
+        assert submit(client).result(timeout=10).ok
+    assert fake.count("create") == 1
+
+
+@pytest.mark.usefixtures("short_rate_waits")
+def test_only_the_callers_timeout_ends_the_wait_of_a_rate_limited_job(
+    fake: FakeGateway,
+) -> None:
+    """Under a long rate limit the caller's timeout is what ends the wait, as a
+    ``TaskTimeout``; the job still follows its task (it may have billed)."""
+    fake.faults["status"].append(error(429, RATE_LIMITED, {"Retry-After": "30"}))
+    with gw.Client(BASE, KEY, transport=fake.transport()) as client:
+        job = submit(client)
+        wait_for(lambda: not fake.faults["status"], "the first poll's 429")
+        with pytest.raises(gw.TaskTimeout):
+            job.result(timeout=0.3)
+        assert not job.done()
+
+
 def test_a_wall_clock_step_never_makes_a_new_task_believed_gone(
     fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,15 +4,18 @@ bad input typed, and nothing billed for a create that never reached upstream."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from loopback import LoopbackServer, OneTaskGateway
 from serve_helpers import TEACHER_KEY, Class, wait_for
 
 import genwidgets as gw
@@ -20,8 +23,10 @@ from genwidgets.cli import main
 from genwidgets.errors import GatewayError, RequestNotFound, ServeError
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, app, budgets
 from genwidgets.serve.budgets import tasks_of
+from genwidgets.serve.config import ServeState
 from genwidgets.serve.db import storage_error
 from genwidgets.serve.keys import add_group, add_key, revoke_key
+from genwidgets.serve.sweep import sweep_once
 from genwidgets.serve.usage import usage
 from genwidgets.simulator import SimConfig, SimulatorServer
 
@@ -630,3 +635,76 @@ def test_tasks_end_on_any_gateways_ending_word_as_the_client_reads_it(tmp_path: 
     seen = key_usage(db, "alice")
     assert seen["spent"] == {"tasks": 1.0, "images": 1.0} and seen["failed"] == 1
     assert seen["held"] == seen["spent"]
+
+
+class ForgetfulUpstream(OneTaskGateway):
+    """An upstream whose status address answers with the class's ``answer`` (status,
+    Content-Type, body): a proxy's page, a router's bare 404, or the gateway's word."""
+
+    answer: tuple[int, str, bytes] = (200, "application/json", b"{}")
+
+    def do_GET(self) -> None:
+        status, kind, body = self.answer
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+PROXY_PAGE = b"<!DOCTYPE html><html><body><h1>404 Not Found</h1><hr>nginx</body></html>"
+
+
+@pytest.mark.parametrize(
+    ("upstream_answer", "gone"),
+    [
+        ((404, "text/html", PROXY_PAGE), False),
+        ((404, "application/json", b'{"detail": "Not Found"}'), False),
+        ((404, "text/plain", b""), False),
+        ((404, "application/json", b'{"detail": "Request not found"}'), True),
+        ((410, "text/plain", b"Request not found"), True),
+    ],
+    ids=["proxy-page", "router-not-found", "empty", "request-not-found", "gone-410"],
+)
+def test_only_upstreams_word_that_it_forgot_a_task_frees_its_place(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    upstream_answer: tuple[int, str, bytes],
+    gone: bool,
+) -> None:
+    """Any upstream 404 (a proxy's HTML page in front of it during a deploy) was taken as
+    the task gone: its key's place freed, the student told "Request not found" and the
+    paid task never followed again. Only upstream's word counts, by the rule the
+    student's client goes by; anything else is a 502 to try again, the task kept, on a
+    poll and in the sweep alike."""
+    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)  # every task old enough to believe gone
+    ForgetfulUpstream.answer = upstream_answer
+    upstream_server = LoopbackServer(ForgetfulUpstream)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    token = add_key(db, "alice", {"tasks": 5})
+    config = ServeConfig(
+        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
+    )
+    try:
+        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
+            api.headers["Authorization"] = f"Bearer {token}"
+            polled, swept = (
+                api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).json() for _ in "ab"
+            )
+            answer = api.get(polled["status_url"])
+            sweeper = ServeState(
+                replace(config, upstream=Upstream(upstream_server.base, TEACHER_KEY))
+            )
+            asyncio.run(sweep_once(sweeper))  # asks about both; the polled one is settled
+    finally:
+        upstream_server.close()
+    states = {t["id"]: t["state"] for t in tasks_of(db)}
+    if gone:
+        assert answer.status_code == 404 and answer.json() == {"detail": "Request not found"}
+        assert states == {polled["request_id"]: "unknown", swept["request_id"]: "unknown"}
+    else:
+        assert answer.status_code == 502, answer.text
+        assert answer.json()["error"]["code"] == "UPSTREAM_UNAVAILABLE"
+        assert "the task is kept" in answer.json()["error"]["message"]
+        assert states == {polled["request_id"]: "open", swept["request_id"]: "open"}

@@ -15,8 +15,7 @@
     ├── NoAnswer                            no (readable) answer came: do not retry it blindly
     │   ├── Unreachable                     nothing was sent (connect failed): safe to try again
     │   ├── OutcomeUnknown                  create sent, answer lost: a task may exist
-    │   └── ClientClosed                    the client is closed; a task may still run
-    │                                       (.never_sent: a create stopped before it left)
+    │   └── ClientClosed                    the client is closed; a task may run (.never_sent: none)
     ├── AmbiguousClient                     live clients of several gateways: pass client=
     ├── BudgetExceeded                      a batch's plan bills more than its budget allows
     ├── TaskFailed                          COMPLETED with error; .result

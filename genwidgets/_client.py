@@ -269,6 +269,20 @@ def _let_creates_answer_at_exit() -> None:
     )
 
 
+def _never_sent(exc: BaseException, endpoint: str, rows: bool) -> ClientClosed | None:
+    """The words of a create the client's close (or the exit) stopped before it left,
+    in place of the close's own (``exc``), which say a task may run: none was made.
+    ``rows``: a create of ``send_many`` (a batch's or a grid's row), sent by a new run."""
+    if not isinstance(exc, ClientClosed) or exc.request_id is not None:
+        return None
+    again = (
+        "running it again from a new client (the batch, the grid or send_many) sends it"
+        if rows
+        else "send it again from a new client (gw.Client())"
+    )
+    return ClientClosed(endpoint=endpoint, never_sent=True, again=again)
+
+
 class _CreateInFlight:
     """The create of one :meth:`Client.send`, shielded from the cancel of an interrupted
     wait: its answer names a paid task, so on Ctrl-C the caller lets it answer (at most
@@ -1076,11 +1090,14 @@ class Client:
                 made_nothing=made_nothing,
             )
         except BaseException as exc:
+            stopped = _never_sent(exc, prepared.endpoint, late) if answered is None else None
             if row is not None and self.ledger is not None:  # off the wire: nothing sent
-                self._settle_failed_create(row, exc, nothing_sent=answered is None)
+                self._settle_failed_create(row, stopped or exc, nothing_sent=answered is None)
             if answered is not None:
                 answered.set_exception(exc)
                 CREATES_IN_FLIGHT.end(answered)
+            if stopped is not None:
+                raise stopped from None
             raise
         if row is not None and self.ledger is not None:
             try:

@@ -15,7 +15,7 @@
     ├── NoAnswer                            no (readable) answer came: do not retry it blindly
     │   ├── Unreachable                     nothing was sent (connect failed): safe to try again
     │   ├── OutcomeUnknown                  create sent, answer lost: a task may exist
-    │   └── ClientClosed                    the client is closed; a task may still run
+    │   └── ClientClosed                    the client is closed; a task may run (.never_sent: none)
     ├── AmbiguousClient                     live clients of several gateways: pass client=
     ├── BudgetExceeded                      a batch's plan bills more than its budget allows
     ├── TaskFailed                          COMPLETED with error; .result
@@ -243,19 +243,38 @@ class ClientClosed(NoAnswer):
 
     The task itself may still run (and bill) at the gateway; re-attach from a new
     client with ``client.job(endpoint, request_id)`` or ``client.resume()``.
+    ``never_sent``: the error of a create stopped before it left (waiting its turn or
+    at the rate gate when the client closed or the process exited): no task was made
+    and nothing paid; ``again`` says how to send it again.
     """
 
-    def __init__(self, *, endpoint: str | None = None, request_id: str | None = None) -> None:
-        if request_id is not None:
-            how = f"re-attach with gw.Client().job({endpoint!r}, {request_id!r})"
+    def __init__(
+        self,
+        *,
+        endpoint: str | None = None,
+        request_id: str | None = None,
+        never_sent: bool = False,
+        again: str = "send it again from a new client (gw.Client())",
+    ) -> None:
+        self.never_sent = never_sent
+        if never_sent:
+            said = (
+                "the client closed before this create was sent: nothing was sent, no task "
+                f"made, nothing paid; {again}"
+            )
+        elif request_id is not None:
+            said = (
+                "the client is closed: nothing more is sent or polled, but a task may still "
+                f"run at the gateway; re-attach with gw.Client().job({endpoint!r}, "
+                f"{request_id!r})"
+            )
         else:
-            how = "make a new client (gw.Client()); client.resume() re-attaches unfinished tasks"
-        super().__init__(
-            "the client is closed: nothing more is sent or polled, but a task may still run "
-            f"at the gateway; {how}",
-            endpoint=endpoint,
-            request_id=request_id,
-        )
+            said = (
+                "the client is closed: nothing more is sent or polled, but a task may still "
+                "run at the gateway; make a new client (gw.Client()); client.resume() "
+                "re-attaches unfinished tasks"
+            )
+        super().__init__(said, endpoint=endpoint, request_id=request_id)
 
 
 class AmbiguousClient(GenwidgetsError):

@@ -810,12 +810,40 @@ def test_a_close_while_a_create_waits_at_the_rate_gate_sends_it_never() -> None:
         sent = pool.submit(client.submit, "ep", {}, validate=False)
         assert wait_for(lambda: fake.count("create") == 1, timeout=30)
         client.close()
-        with pytest.raises(gw.ClientClosed):
+        with pytest.raises(gw.ClientClosed) as info:
             sent.result(timeout=60)
         assert fake.count("create") == 1
         assert client.ledger is not None
         [row] = client.ledger.rows(client.gateway_name)
         assert row.state == "not_created"
+        # its words say so, not the close's own ("a task may still run at the gateway")
+        said = "the client closed before this create was sent: nothing was sent, no task made"
+        assert info.value.never_sent and str(info.value).startswith(
+            f"{said}, nothing paid; send it again from a new client (gw.Client())"
+        )
+        assert row.error is not None and said in row.error
+    finally:
+        pool.shutdown()
+
+
+def test_a_close_while_a_batch_row_waits_at_the_rate_gate_says_a_new_run_sends_it() -> None:
+    """As above, for a create of ``send_many`` (a batch's or a grid's row): its outcome
+    says it was never sent and that running it again sends it."""
+    fake = refusing_the_first_create()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+    requests = [client.prepare("ep", {"seed": 1}, validate=False)]
+    pool = ThreadPoolExecutor(1)
+    try:
+        sent = pool.submit(client.send_many, requests, concurrency=1)
+        assert wait_for(lambda: fake.count("create") == 1, timeout=30)
+        client.close()
+        [outcome] = sent.result(timeout=60)
+        assert isinstance(outcome, gw.ClientClosed) and outcome.never_sent
+        assert "before this create was sent: nothing was sent, no task made" in str(outcome)
+        assert "running it again from a new client (the batch, the grid or send_many)" in str(
+            outcome
+        )
+        assert "may still run" not in str(outcome) and fake.count("create") == 1
     finally:
         pool.shutdown()
 

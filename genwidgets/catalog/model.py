@@ -4,8 +4,8 @@ nested object in one (a content item, a setting, a region).
 Both apply the normalisations that fix an unambiguous slip rather than send it as
 is: ``None`` means "not set" (never sent as ``null``), enumerated strings match
 case-insensitively (``"720P"`` becomes ``"720p"`` where the spec spells it so), a
-number written as a string matches a numeric choice (``"128000"`` becomes
-``128000``) and a number matches a string choice (``5`` becomes ``"5"``); a boolean
+number written as a string matches a numeric choice (``"128000"`` and ``"128000.0"``
+become ``128000``) and a number matches a string choice (``5`` becomes ``"5"``); a boolean
 given for a number is an error, not ``1``. Unknown fields pass, at the top and
 nested (the spec hides some names); :func:`genwidgets.catalog.validate` warns
 about the top-level ones.
@@ -54,6 +54,20 @@ class EndpointModel(BaseModel):
         """The JSON body to send: set fields only, by their wire names. (Named so that
         no wire field, such as vidV's ``payload``, collides with it.)"""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+#: a whole number as a CSV cell, a spreadsheet or a form box writes it: "5", " 05 ", "+5",
+#: "5.0", "5.00"; at most 39 digits (no field takes more; Python reads none past 4300)
+_WHOLE_TEXT = re.compile(r"\s*([+-]?[0-9]{1,39})(?:\.0+)?\s*")
+
+
+def whole_text(text: str) -> str | None:
+    """The whole number ``text`` writes, in plain digits (``"5.0"`` → ``"5"``), as
+    pydantic reads a whole-number field's text; None for anything else (``"5.5"``,
+    ``"five"``, ``"5e0"``, 40 digits or more): the field's check then says what is
+    allowed (docs/decisions.md: a float with no fraction is the whole number it is)."""
+    match = _WHOLE_TEXT.fullmatch(text)
+    return None if match is None else str(int(match.group(1)))
 
 
 @dataclass(frozen=True)
@@ -122,11 +136,12 @@ class _Normalised(BaseModel):
             text = value.strip()
             if text.lower() in shape.lower_choices:
                 return shape.lower_choices[text.lower()]
-            # no choice has 40 digits: a longer one is never made an int (Python refuses
-            # past 4300 digits, and the check's message says what is allowed)
-            whole = shape.int_choices and len(text) < 40 and re.fullmatch(r"-?\d+", text)
-            if whole and int(text) in shape.int_choices:
-                return int(text)
+            # "5.0" from a CSV cell is 5 too: it matches the choice "5" or 5 as 5 does
+            whole = whole_text(value)
+            if whole is not None and whole in shape.str_choices:
+                return whole
+            if whole is not None and int(whole) in shape.int_choices:
+                return int(whole)
         if (
             isinstance(value, int)
             and value.bit_length() < 128

@@ -16,7 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from .checks import MediaSpec, shown
 from .findings import warn
 from .markers import BILLED, MB, Number, ServiceDefault
-from .model import Endpoint, Part
+from .model import Endpoint, Part, whole_text
 from .registry import register
 
 VIDK_MULTI_IMAGE = MediaSpec(
@@ -69,8 +69,8 @@ class ElementRef(Part):
 @register("vidK-v3-turbo-t2v", kind="video", title="Text to video (vidK v3 turbo)")
 class VidKV3TurboT2V(Endpoint):
     """Text to video, vidK v3 turbo. ``duration`` is sent as given (an integer or a
-    numeric string, as the spec allows); ``enhance_prompt`` takes a boolean or one
-    of the listed words, nothing else."""
+    numeric string, as the spec allows; ``"5.0"`` as ``"5"``); ``enhance_prompt``
+    takes a boolean or one of the listed words, nothing else."""
 
     prompt: str = Field(min_length=1, description="May hold positive and negative descriptions.")
     resolution: Annotated[
@@ -113,25 +113,25 @@ class VidKV3TurboT2V(Endpoint):
     @field_validator("duration", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> Any:
-        """Whole seconds 3-15, a number or its digits (sent as given, spaces cut; a float
-        with no fraction, as pandas and CSV rows give, sent as its whole number); before
-        the type's check, so a list or 5.5 is told the same as ``"five"``."""
+        """Whole seconds 3-15: a number, sent as given, or its text, sent as its digits
+        (``" 5.0 "`` is sent ``"5"``; a float with no fraction, as pandas and CSV rows
+        give, as its whole number); before the type's check, so a list or 5.5 is told
+        the same as ``"five"``."""
         if value is None or isinstance(value, bool):
             return value  # a boolean: the base's check says it is no number
-        digits = value.strip() if isinstance(value, str) else None
-        if digits is not None and digits.isascii() and digits.isdigit():
-            seconds: Any = int(digits) if len(digits) < 40 else None
-        elif isinstance(value, float) and value.is_integer():
-            seconds = int(value) if 3 <= value <= 15 else None
+        if isinstance(value, str):
+            seconds: Any = whole_text(value)
+        elif isinstance(value, float) and value.is_integer():  # never inf nor NaN
+            seconds = int(value)
         else:
-            seconds = value if type(value) is int else "not whole"
-        if isinstance(seconds, str):
+            seconds = value if type(value) is int else None
+        if seconds is None:
             raise ValueError(
-                f"duration must be whole seconds 3-15 (e.g. 5 or '5'); got {shown(value)}"
+                f"expected whole seconds 3-15 (e.g. 5, '5' or 5.0); got {shown(value)}"
             )
-        if seconds is None or not 3 <= seconds <= 15:
-            raise ValueError(f"duration must be 3-15 seconds; got {shown(value)}")
-        return digits if digits is not None else seconds
+        if not 3 <= int(seconds) <= 15:
+            raise ValueError(f"must be 3-15 seconds; got {shown(value)}")
+        return seconds
 
 
 class ImageListItem(Part):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..catalog import endpoint as catalog_endpoint
 from ..catalog import fields_along, fields_of
 from ..catalog.introspect import leaves, literal_choices, models_in
+from ..catalog.model import whole_text
 from ..errors import EndpointNotFound, PayloadError
 from ..imgm import plain_text
 from .mapping import ENDPOINT_AXIS
@@ -264,6 +265,9 @@ def typed_value(
         if lowered in ("false", "no", "0", "off"):
             return False
         raise _bad(field, f"{item!r} is not true or false{tail}", endpoint, where)
+    if kind is int and re.fullmatch(r"\s*[+-]?\d+(\.0+)?\s*", item, re.ASCII):
+        whole = whole_text(item)  # exactly (a float keeps 15 digits); too long for any
+        return item if whole is None else int(whole)  # field: the catalog says the range
     try:
         number = float(item)
     except ValueError:

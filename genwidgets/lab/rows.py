@@ -11,6 +11,7 @@ import io
 import json
 import math
 import os
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -269,26 +270,66 @@ class _KeyTwice(Exception):
     """A JSON object naming a key twice (json keeps the last value, silently)."""
 
 
+class _LongNumber(str):
+    """The text of a JSON integer longer than Python reads (``sys.get_int_max_str_digits``,
+    4300 digits), kept as text until the object holding it names its key."""
+
+
+class _TooLong(Exception):
+    """A key whose value is (or holds) a :class:`_LongNumber`."""
+
+
+def _json_int(text: str) -> int | _LongNumber:
+    try:
+        return int(text)
+    except ValueError:  # past the digits Python reads: no field takes such a number
+        return _LongNumber(text)
+
+
+def _long_in(value: Any) -> _LongNumber | None:
+    """A :class:`_LongNumber` in ``value`` or its list (an object's were met already)."""
+    if isinstance(value, list):
+        return next(filter(None, map(_long_in, value)), None)
+    return value if isinstance(value, _LongNumber) else None
+
+
+def _too_long(key: str, number: _LongNumber) -> str:
+    """What is wrong with a number too long to read, shown as the catalog shows one."""
+    digits = number.lstrip("-")
+    sign = number[: len(number) - len(digits)]
+    return (
+        f"{key!r} holds a number of {len(digits)} digits ({sign}{digits[:12]}…): no field "
+        f"takes a number so long; a number in a rows file has at most "
+        f"{sys.get_int_max_str_digits()} digits"
+    )
+
+
 def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object as a dict, refused when it names a key twice (as a CSV header
-    naming a column twice is)."""
+    naming a column twice is) or holds a number too long to read."""
     value = dict(pairs)
     if len(value) < len(pairs):
         counts = Counter(key for key, _ in pairs)
         raise _KeyTwice(", ".join(repr(key) for key, n in counts.items() if n > 1))
+    for key, item in pairs:
+        if (number := _long_in(item)) is not None:
+            raise _TooLong(_too_long(key, number))
     return value
 
 
 def _json_row(text: str, where: str) -> tuple[dict[str, Any], str | None]:
     """One line of a JSONL file as a row, and what is wrong with it (None: nothing)."""
     try:
-        value = json.loads(text, object_pairs_hook=_keys_once)
+        value = json.loads(text, object_pairs_hook=_keys_once, parse_int=_json_int)
     except _KeyTwice as exc:
         return {}, f"{where} names a key twice: {exc}; an object names each key once"
+    except _TooLong as exc:
+        return {}, f"{where}: {exc}"
     except (ValueError, RecursionError) as exc:
         return {}, f"{where} is not JSON: {exc}"
     if not isinstance(value, dict):
-        return {}, f"{where} is a JSON {type(value).__name__}, not an object of columns"
+        kind = "number" if isinstance(value, _LongNumber) else type(value).__name__
+        return {}, f"{where} is a JSON {kind}, not an object of columns"
     return value, None
 
 

@@ -85,3 +85,47 @@ def test_a_required_text_of_only_spaces_is_refused_before_it_is_paid(
 def test_spaces_around_a_text_and_a_blank_optional_text_pass_as_given() -> None:
     body = catalog.payload_of("genW2.5-t2i-preview", {"prompt": " a fox ", "negative_prompt": " "})
     assert body["prompt"] == " a fox " and body["negative_prompt"] == " "
+
+
+#: every kind of whole-number field: a whole number, a choice of numbers, a choice of
+#: digits, vidK's own check, nested (a CSV cell is always text: "5.0" is a float column)
+WHOLE_FIELDS = [
+    ("genW2.5-t2i-preview", {"prompt": "x"}, ("n",), "4", 4),
+    ("vidVq1-text2video", {"prompt": "x"}, ("duration",), "5", 5),
+    ("vidK-v1-6-multi-i2v", {"image_list": [{"image": "https://e.com/a.png"}]}, ("duration",),
+     "10", "10"),
+    ("vidK-v3-turbo-t2v", {"prompt": "x"}, ("duration",), "5", "5"),
+    ("speechM-02-turbo", {"text": "x"}, ("audio_setting", "bitrate"), "128000", 128000),
+]  # fmt: skip
+
+
+def _with(base: dict[str, Any], loc: tuple[str, ...], value: Any) -> dict[str, Any]:
+    return {**base, loc[0]: value} if len(loc) == 1 else {**base, loc[0]: {loc[1]: value}}
+
+
+def _sent(body: dict[str, Any], loc: tuple[str, ...]) -> Any:
+    return body[loc[0]] if len(loc) == 1 else body[loc[0]][loc[1]]
+
+
+@pytest.mark.parametrize(("endpoint_id", "base", "loc", "digits", "sent"), WHOLE_FIELDS)
+@pytest.mark.parametrize("spelling", ["{}", "{}.0", " {}.00 ", "0{}"])
+def test_a_whole_number_written_as_text_is_that_number_in_every_whole_number_field(
+    endpoint_id: str, base: dict[str, Any], loc: tuple[str, ...], digits: str, sent: Any,
+    spelling: str,
+) -> None:  # fmt: skip
+    body = catalog.payload_of(endpoint_id, _with(base, loc, spelling.format(digits)))
+    assert _sent(body, loc) == sent
+
+
+@pytest.mark.parametrize(("endpoint_id", "base", "loc", "digits", "sent"), WHOLE_FIELDS)
+@pytest.mark.parametrize("given", ["{}.5", "{}e0", "{}."])
+def test_a_text_that_is_no_whole_number_is_refused_saying_what_is_allowed(
+    endpoint_id: str, base: dict[str, Any], loc: tuple[str, ...], digits: str, sent: Any,
+    given: str,
+) -> None:  # fmt: skip
+    text = given.format(digits)
+    with pytest.raises(PayloadError) as info:
+        catalog.validate(endpoint_id, _with(base, loc, text))
+    [error] = info.value.errors
+    assert error["loc"] == loc and error["msg"].startswith("expected ")
+    assert error["msg"].endswith(f"; got {text!r}")

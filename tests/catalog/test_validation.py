@@ -259,7 +259,7 @@ def test_a_wrong_value_in_any_field_is_said_in_the_users_terms(
          "expected a list of 1-4 items, each an object (dict) with the fields image "
          "(required); got 'https://e.com/a.png'"),
         ("vidK-v3-turbo-t2v", {"prompt": "x", "duration": [5]}, ("duration",),
-         "duration must be whole seconds 3-15 (e.g. 5 or '5'); got [5]"),
+         "expected whole seconds 3-15 (e.g. 5, '5' or 5.0); got [5]"),
         ("vidK-lip-sync", {"session_id": "s", "face_choose": [{"face_id": "f", "audio_id": "a",
          "sound_insert_time": -5}]}, ("face_choose", 0, "sound_insert_time"),
          "must be 0 or more; got -5"),

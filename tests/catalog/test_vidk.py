@@ -15,6 +15,7 @@ URL = "https://example.com/a.png"
 VIDEO = "https://example.com/v.mp4"
 B64 = "iVBORw0KGgo="
 MB = 1024 * 1024
+WHOLE_SECONDS = "expected whole seconds 3-15 (e.g. 5, '5' or 5.0)"
 
 
 def turbo(**fields: Any) -> dict[str, Any]:
@@ -52,7 +53,11 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidK-v3-turbo-t2v", turbo(duration="5.5"), "whole seconds"),
     ("vidK-v3-turbo-t2v", turbo(duration=5.0), None),  # pandas and CSV rows give floats
     ("vidK-v3-turbo-t2v", turbo(duration=15.0), None),
-    ("vidK-v3-turbo-t2v", turbo(duration=5.5), "whole seconds 3-15 (e.g. 5 or '5'); got 5.5"),
+    ("vidK-v3-turbo-t2v", turbo(duration=5.5), f"{WHOLE_SECONDS}; got 5.5"),
+    ("vidK-v3-turbo-t2v", turbo(duration="5.5"), f"{WHOLE_SECONDS}; got '5.5'"),
+    ("vidK-v3-turbo-t2v", turbo(duration="16.0"), "must be 3-15 seconds; got '16.0'"),
+    ("vidK-v3-turbo-t2v", turbo(duration=1e300), "must be 3-15 seconds; got 1e+300"),
+    ("vidK-v3-turbo-t2v", turbo(duration="1" * 5000), "expected whole seconds 3-15"),
     ("vidK-v3-turbo-t2v", turbo(duration=16.0), "3-15 seconds; got 16.0"),
     ("vidK-v3-turbo-t2v", turbo(duration=float("nan")), "whole seconds"),
     ("vidK-v3-turbo-t2v", turbo(duration=True), "boolean"),
@@ -153,6 +158,10 @@ SLIPS: list[Sent] = [
     ("vidK-v3-turbo-t2v", turbo(duration=" 7 "), "duration", "7"),
     ("vidK-v3-turbo-t2v", turbo(duration=7.0), "duration", 7),
     ("vidK-v1-6-multi-i2v", multi(duration=5.0), "duration", "5"),
+    # a CSV cell of a float column: the text of a whole number is that number
+    ("vidK-v3-turbo-t2v", turbo(duration="5.0"), "duration", "5"),
+    ("vidK-v3-turbo-t2v", turbo(duration=" 07.00 "), "duration", "7"),
+    ("vidK-v1-6-multi-i2v", multi(duration="10.0"), "duration", "10"),
     ("vidK-v3-turbo-t2v", turbo(enhance_prompt="Enabled"), "enhance_prompt", "enabled"),
 ]
 

@@ -45,6 +45,16 @@ def test_range_strings_expand_to_the_fields_type(
     assert all(type(v) is kind for v in values)
 
 
+def test_a_whole_number_is_read_exactly_and_one_too_long_is_left_to_the_catalog() -> None:
+    # a float keeps 15 digits: 2**53 + 1 was read 2**53; 5000 digits "not a finite number"
+    assert parse_values("9007199254740993, 07.0", int) == [9007199254740993, 7]
+    with pytest.raises(PayloadError) as info:
+        plan_grid("genW2.5-t2i-preview", {"prompt": "a fox"}, ("seed", "1" * 5000))
+    [error] = info.value.errors
+    assert "expected a whole number 0-2147483647; got '1111" in error["msg"]
+    assert error["msg"].endswith("… (5000 characters)")
+
+
 def test_the_catalog_model_decides_the_type() -> None:
     assert axis("seed", "1-3").values == (1, 2, 3)
     assert axis("seed", "1-3").values[0].__class__ is int

@@ -183,3 +183,27 @@ def test_a_jsonl_object_naming_a_key_twice_is_refused_with_its_line(tmp_path: Pa
         ),
         (("row 2",), "line 3 of twice.jsonl names a key twice: 'b'; an object names each key once"),
     ]
+
+
+def test_a_jsonl_number_too_long_to_read_is_refused_naming_its_line_and_key(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "long.jsonl"
+    long = "1" * 5000
+    path.write_text(
+        f'{{"text": "a", "seed": {long}}}\n{{"text": "b", "seed": {"9" * 4300}}}\n'
+        f'{{"text": "c", "points": [1, -{long}]}}\n{{"a": {{"b": {long}}}}}\n{long}\n'
+    )
+    with pytest.raises(PayloadError) as info:
+        read_rows(path)
+    said = "digits (111111111111…): no field takes a number so long; a number in a rows file "
+    assert messages(info) == [
+        (("row 0",), f"line 1 of long.jsonl: 'seed' holds a number of 5000 {said}"
+         "has at most 4300 digits"),
+        (("row 2",), f"line 3 of long.jsonl: 'points' holds a number of 5000 "
+         f"{said.replace('(', '(-')}has at most 4300 digits"),
+        (("row 3",), f"line 4 of long.jsonl: 'b' holds a number of 5000 {said}"
+         "has at most 4300 digits"),
+        (("row 4",), "line 5 of long.jsonl is a JSON number, not an object of columns"),
+    ]  # fmt: skip
+    assert "sys.set_int_max_str_digits" not in str(info.value)

@@ -244,7 +244,8 @@ def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | 
         if len(set(whole)) != len(whole):
             raise _bad(
                 field,
-                f"the range {shown(match.group(0).strip())} repeats whole numbers for an integer field",
+                f"the range {shown(match.group(0).strip())} repeats whole numbers for an "
+                "integer field",
                 endpoint,
             )
         return whole

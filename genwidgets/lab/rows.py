@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..catalog.checks import shown
 from ..errors import PayloadError
 from .problems import problem
 
@@ -321,7 +322,7 @@ def _refusal(key: str, number: _Unreadable) -> str:
         why = "so large; a number in a rows file is at most about 1.8e308 in size"
     else:
         why = "so small (it reads as 0); a number in a rows file is 0 or at least 5e-324 in size"
-    return f"{key!r} holds {written}: no field takes a number {why}"
+    return f"{shown(key)} holds {written}: no field takes a number {why}"
 
 
 def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -330,7 +331,7 @@ def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
     if len(value) < len(pairs):
         counts = Counter(key for key, _ in pairs)
-        raise _KeyTwice(", ".join(repr(key) for key, n in counts.items() if n > 1))
+        raise _KeyTwice(", ".join(shown(key) for key, n in counts.items() if n > 1))
     for key, item in pairs:
         if (number := _unreadable_in(item)) is not None:
             raise _Refused(_refusal(key, number))

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from .._formats import short
 from .._html import Html, esc, join, json_script, tag
 from .._palette import COLOURS, PALETTE
-from ._style import HELP_STYLE, MUTED_STYLE, StatusLook
+from ._style import ERROR_LINES, HELP_STYLE, MUTED_STYLE, StatusLook
 
 __all__ = [
     "BILLED_BADGE",
@@ -112,10 +112,6 @@ LASTING_STYLE = Html(
     "<style>.jp-OutputArea-child:has(+ .jp-OutputArea-child .gw-lasting)"
     ":has(> .jp-OutputArea-output.lm-Panel){display:none}</style>"
 )
-#: An error keeps its lines (a gateway's error may have several) and wraps a long one
-#: anywhere; the live views' style sheets say the same (``.gw-error``, ``.gw-grid-error``,
-#: ``.gw-batch-error`` in ``static/*.css``).
-ERROR_LINES = "white-space:pre-wrap;overflow-wrap:anywhere"
 
 #: One line cut with an ellipsis where its box ends (the full text goes in a tooltip).
 CUT_STYLE = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;min-width:0"

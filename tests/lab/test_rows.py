@@ -230,3 +230,16 @@ def test_a_jsonl_float_python_would_read_as_inf_or_0_is_refused_naming_its_line_
         (("row 2",), f"line 3 of far.jsonl: 'cfg' holds the number -1E-400: {small} at "
          "least 5e-324 in size"),
     ]  # fmt: skip
+
+
+def test_a_jsonl_key_in_a_refusal_is_shown_short(tmp_path: Path) -> None:
+    """A key of thousands of characters was printed whole in the number and twice-named
+    refusals."""
+    path = tmp_path / "keys.jsonl"
+    key = "k" * 5000
+    path.write_text(f'{{"{key}": 1e400}}\n{{"{key}": 1, "{key}": 2}}\n')
+    with pytest.raises(PayloadError) as info:
+        read_rows(path)
+    said = messages(info)
+    assert len(said) == 2 and all("(5000 characters)" in text for _, text in said)
+    assert all(len(text) < 400 for _, text in said)

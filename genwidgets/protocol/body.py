@@ -23,6 +23,7 @@ import httpx
 
 from .._config import redact
 from .._formats import json_nested_deeper
+from ..catalog.validation import MAX_DEPTH  # the one limit, for payloads sent and bytes read
 
 __all__ = [
     "ACCEPT_ENCODING",
@@ -50,8 +51,6 @@ CHUNK = 64 * 1024
 MIN_RATE = 32 * 1024
 #: The largest answer of the four operations that is read (a misbehaving proxy, a wrong URL).
 MAX_ANSWER_BYTES = 8 * 2**20
-#: JSON nested deeper than this is not read (real answers nest a few levels).
-MAX_DEPTH = 64
 #: An encoded body may inflate at most this many times its wire size...
 MAX_RATIO = 200
 #: ...once it is past this size (a small, very compressible JSON is fine).

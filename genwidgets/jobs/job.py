@@ -466,13 +466,21 @@ class Job:
         status answer; a 202 without one, or an error other than a rate limit, a
         5xx or a 404, tells that this gateway's result address does not say as
         much as its status address, and the client polls the status from then on.
+        So does a proxy's HTML 404 page here (a ``ServerError`` of status 404 or 410,
+        ``Gateway._call``): a web framework's page until the result exists is no failed
+        contact; the status address's own page is (docs/decisions.md#retries).
         """
         schedule = self._timing.schedule
         try:
             answer = await self._gateway.result_or_status(
                 self._handle, retries=0, source=self._output_source
             )
-        except (RateLimited, ServerError, RequestNotFound, Unreachable):
+        except ServerError as exc:
+            if exc.status_code not in (404, 410):
+                raise
+            schedule.result_address_says(False, reason=str(exc))
+            return None
+        except (RateLimited, RequestNotFound, Unreachable):
             raise
         except GatewayError as exc:
             schedule.result_address_says(False, reason=str(exc))

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_gateway import BASE, FakeGateway, error, speed_up
+from fake_gateway import BASE, FAST_POLICY, FakeGateway, error, speed_up
 
 import genwidgets as gw
 from genwidgets._client import lost_contact
@@ -575,6 +575,23 @@ def test_one_proxy_404_page_on_a_poll_is_one_failed_contact_and_the_job_polls_on
     job = submit(client)
     assert job.result(timeout=10).ok
     assert fake.count("create") == 1
+
+
+def test_a_result_address_answering_a_proxy_404_page_while_the_task_runs_is_left_for_the_status(
+    client: gw.Client, fake: FakeGateway, caplog: Any
+) -> None:
+    """A gateway whose result address answers its web framework's HTML 404 page until the
+    result exists ended a running task "contact lost" after the failure limit's polls of
+    it. Such a page at the result address says less than the status address: the job
+    polls the status from then on, and has the result."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 6 + [{"status": "COMPLETED"}]
+    limit = FAST_POLICY.failure_limit
+    fake.faults["response"].extend([error(404, HTML_404)] * limit)
+    with caplog.at_level("INFO", logger="genwidgets"):
+        assert submit(client).result(timeout=10).ok
+    assert "polled at their status address" in caplog.text
+    ops = [op for _, op, _ in fake.log if op in ("status", "response")]
+    assert ops[:3] == ["status", "response", "status"], ops  # one page, then the status
 
 
 RATE_LIMITED = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}

@@ -636,6 +636,41 @@ def test_only_the_callers_timeout_ends_the_wait_of_a_rate_limited_job(
         assert not job.done()
 
 
+@pytest.mark.usefixtures("short_rate_waits")
+def test_a_lasting_rate_limit_on_polls_ends_the_job_as_contact_lost_after_its_bound(
+    fake: FakeGateway,
+) -> None:
+    """Polls refused for the rate limit without end (a daily quota) kept a job with no
+    timeout waiting for ever: ``client.run()``, ``genwidgets resume`` without ``--wait``.
+    Past the policy's ``rate_limited_for`` of nothing but 429s (measured on the
+    client's clock) the job ends ``RateLimited``: contact lost, never failed, its
+    ledger row unfinished so that it is followed again later."""
+    shift = [0.0]
+    for op in ("status", "response"):
+        fake.faults[op].extend([error(429, RATE_LIMITED, {"Retry-After": "0.1"})] * 500)
+    from genwidgets.jobs.polling import PollPolicy
+
+    policy = PollPolicy(**{**vars(FAST_POLICY), "late_cap": 0.05})  # an old task: no 5 s wait
+    with gw.Client(
+        BASE,
+        KEY,
+        transport=fake.transport(),
+        clock=lambda: time.monotonic() + shift[0],
+        poll_policy=policy,
+    ) as client:
+        job = submit(client)
+        wait_for(lambda: fake.count("status") + fake.count("response") >= 3, "refused polls")
+        assert not job.done()
+        shift[0] = FAST_POLICY.rate_limited_for + 1.0  # half an hour of 429s passes
+        with pytest.raises(gw.RateLimited, match="for 30 minutes") as ended:
+            job.result(timeout=10)
+        assert ended.value.request_id == job.request_id and lost_contact(job)
+        assert client.ledger is not None
+        row = client.ledger.rows(client.gateway_name, limit=1)[0]
+        assert row.request_id == job.request_id and row.state != "finished", row
+    assert fake.count("create") == 1
+
+
 def test_a_wall_clock_step_never_makes_a_new_task_believed_gone(
     fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,7 +26,9 @@ from ..errors import PayloadError
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
 
-Source: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | PILImage"
+Source: TypeAlias = (
+    "str | os.PathLike[str] | bytes | bytearray | memoryview | PILImage | LocalMedia"
+)
 
 
 # --- formats -----------------------------------------------------------------------------
@@ -65,13 +67,20 @@ class MediaInfo:
         return ", ".join(parts)
 
 
-@dataclass
+@dataclass(repr=False)
 class LocalMedia:
-    """Media we hold: a path (read lazily) or bytes, plus where it came from."""
+    """Media we hold: a path (read lazily) or bytes, plus where it came from. A form holds
+    an upload its field refuses as one, a payload's value that validation refuses as it
+    does a ``Path`` (:func:`genwidgets.media.encode_paths`)."""
 
     what: str  # for messages: "file 'a.png'", "bytes", "PIL image", "data URL", "Base64 text"
     path: Path | None = None
     data: bytes | None = None
+
+    def __repr__(self) -> str:
+        """What it is and its size, never its bytes (a form's JSON and Code views)."""
+        size = f", {human_bytes(len(self.data))}" if self.data is not None else ""
+        return f"<{self.what}{size}>"
 
     def read(self) -> bytes:
         if self.data is None:
@@ -131,6 +140,8 @@ def _parse_data_url(url: str) -> tuple[str, bytes]:
 
 def resolve_source(source: object, *, pil_formats: Sequence[str] = ()) -> LocalMedia | RemoteMedia:
     """Tell a URL from local media and load nothing yet (paths are read lazily)."""
+    if isinstance(source, LocalMedia):
+        return source
     if isinstance(source, (bytes, bytearray, memoryview)):
         return LocalMedia("bytes", data=bytes(source))
     if _is_pil(source):

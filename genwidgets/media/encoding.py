@@ -175,6 +175,8 @@ def _encoded(
     return encode_with(path, spec, endpoint=endpoint, loc=loc)
 
 
+#: what :func:`encode_paths` checks and encodes: a local file, or media a form holds
+_LOCAL = (os.PathLike, LocalMedia)
 #: values that hold no Path, told by their exact type (an ABC check costs more)
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
 
@@ -190,7 +192,7 @@ def _has_path(value: Any) -> bool:
         items: Any = value.values()
     elif kind is list or kind is tuple:
         items = value
-    elif isinstance(value, os.PathLike | LocalMedia):
+    elif isinstance(value, _LOCAL):
         return True
     elif isinstance(value, Mapping):
         items = value.values()
@@ -218,7 +220,7 @@ def encode_paths(endpoint: str, payload: Mapping[str, Any]) -> Mapping[str, Any]
     errors: list[dict[str, Any]] = []
 
     def replace(value: Any, loc: tuple[str | int, ...]) -> Any:
-        if isinstance(value, os.PathLike | LocalMedia):
+        if isinstance(value, _LOCAL):
             try:
                 spec = spec_for(endpoint, loc)
                 if isinstance(value, LocalMedia):

@@ -218,6 +218,64 @@ def test_inspect_refuses_urls_and_unknown_bytes() -> None:
         media.inspect(b"hello, this is not media at all")
 
 
+SVG = (
+    b"<svg xmlns='http://www.w3.org/2000/svg' width='64' height='64'>"
+    b"<rect width='64' height='64' fill='red'/></svg>"
+)
+
+
+def test_an_svg_is_refused_saying_svg_is_not_taken_and_what_is(tmp_path: Path) -> None:
+    """PyAV opens an SVG as a stream it has no decoder for: a bare AttributeError was
+    raised by inspect, validation, forms and the file picker alike."""
+    with pytest.raises(PayloadError, match="image format is svg, which is not taken"):
+        media.inspect(SVG)
+    path = write(tmp_path, "logo.svg", SVG)
+    with pytest.raises(PayloadError) as refused:
+        gw.validate("imgG-1.5-edit", {"prompt": "blue", "images": [path]})
+    [error] = refused.value.errors
+    assert error["loc"] == ("images", 0)
+    assert error["msg"].startswith("image format is svg, which is not taken")
+    assert error["msg"].endswith("imgG-1.5-edit takes png, jpeg, webp images")
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "said"),
+    [
+        ("notes.txt", b"a text file, not a picture\n" * 4, "cannot tell what file 'notes.txt' is"),
+        ("doc.pdf", b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n", "cannot tell what"),
+        ("logo.svg", SVG, "image format is svg"),
+        ("empty.mp4", video_bytes("mp4", 0), "file 'empty.mp4'"),
+    ],
+)
+def test_odd_files_pyav_opens_are_refused_naming_what_the_field_takes(
+    tmp_path: Path, name: str, data: bytes, said: str
+) -> None:
+    path = write(tmp_path, name, data)
+    for endpoint, field, taken in [
+        ("imgG-1.5-edit", "images", "imgG-1.5-edit takes png, jpeg, webp images"),
+        ("vidV-create-subjects", "videos", "takes mp4, avi, mov videos"),
+    ]:
+        spec = media.spec_for(endpoint, field)
+        with pytest.raises(PayloadError) as refused:
+            media.encode_with(path, spec, endpoint=endpoint, loc=(field,))
+        [error] = refused.value.errors
+        assert error["loc"] == (field,)
+        assert said in error["msg"] and error["msg"].endswith(taken), error["msg"]
+
+
+def test_an_image_cut_short_is_said_damaged_not_a_format_that_is_not_taken() -> None:
+    png = image_bytes(64, 64)
+    with pytest.raises(PayloadError, match="this png image is damaged or cut short"):
+        media.inspect(png[:20])
+
+
+def test_audio_given_as_an_image_says_what_it_is(tmp_path: Path) -> None:
+    path = write(tmp_path, "tone.wav", audio_bytes("wav", "pcm_s16le", 1.0))
+    assert media.check(path, media.spec_for("imgG-1.5-edit", "images"), endpoint="imgG") == [
+        "this is wav audio; imgG takes image here"
+    ]
+
+
 def test_without_pyav_formats_are_sniffed_and_duration_is_not_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

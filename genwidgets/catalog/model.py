@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -154,11 +155,46 @@ class _Normalised(BaseModel):
     @field_validator("*", mode="after")
     @classmethod
     def _not_blank(cls, value: Any, info: ValidationInfo) -> Any:
-        """A text that may not be empty may not be blank either: spaces alone would be
-        paid for like a prompt and make nothing anyone asked for."""
-        if isinstance(value, str) and value and value.isspace() and info.field_name in _texts(cls):
+        """A text that may not be empty may not be blank either: spaces alone, or the
+        invisible characters a bad copy-paste leaves, would be paid for like a prompt
+        and make nothing anyone asked for."""
+        if not (isinstance(value, str) and value and info.field_name in _texts(cls)):
+            return value
+        if value.isspace():
             raise ValueError("holds only spaces or line breaks: it needs some text")
+        if _invisible(value):
+            hidden = [_char_name(c) for c in dict.fromkeys(value) if not c.isspace()]
+            shown = ", ".join(hidden[:4]) + (", ..." if len(hidden) > 4 else "")
+            spaces = " and spaces" if any(c.isspace() for c in value) else ""
+            raise ValueError(
+                f"holds no visible character, only invisible ones ({shown}){spaces}: "
+                "it needs some text"
+            )
         return value
+
+
+#: the categories of characters that show nothing: controls, formats (zero-width space
+#: and joiners, the BOM, bidi marks) and the separators (spaces, line and paragraph)
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+#: letters and symbols that show nothing: the Hangul fillers, the braille blank, the
+#: combining grapheme joiner and the variation selectors
+_FILLERS = frozenset(
+    "\u115f\u1160\u3164\uffa0\u2800\u034f"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
+
+
+def _invisible(text: str) -> bool:
+    """Whether no character of ``text`` shows (each is a space, a control, a format
+    character or a known filler); the empty text is not said here."""
+    return all(c in _FILLERS or unicodedata.category(c) in _INVISIBLE_CATEGORIES for c in text)
+
+
+def _char_name(char: str) -> str:
+    """``U+200B ZERO WIDTH SPACE``: an invisible character named, as no screen shows it."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X}" + (f" {name}" if name else "")
 
 
 @functools.cache

@@ -11,7 +11,7 @@ from .._formats import human_bytes
 from ..catalog import MediaSpec
 from ..catalog.checks import MediaCheck
 from ..catalog.introspect import number_text
-from ..errors import MediaWarning
+from ..errors import MediaWarning, PayloadError
 from .files import (
     LocalMedia,
     MediaInfo,
@@ -139,7 +139,14 @@ def problems_of(
         return remote_problems(resolved, spec, who), None
     if spec.encoding == "url_only":
         return [url_only_problem(resolved.what, spec, who)], None
-    info = local_info(resolved)
+    try:
+        info = local_info(resolved)
+    except PayloadError as exc:  # media we cannot read (a text, an SVG): say what is taken
+        kinds = spec.media if spec.media == "audio" else f"{spec.media}s"
+        taken = f"{', '.join(dict.fromkeys(map(canonical_format, spec.formats)))} {kinds}"
+        raise PayloadError(
+            [{**e, "msg": f"{e['msg']}; {who} takes {taken.strip()}"} for e in exc.errors]
+        ) from None
     return info_problems(info, spec, who), info
 
 

@@ -19,7 +19,7 @@ from ..catalog import endpoint as catalog_endpoint
 from ..catalog import validate as catalog_validate
 from ..errors import MediaWarning, PayloadError
 from .checks import problems_of
-from .files import RemoteMedia, Source, resolve_source
+from .files import LocalMedia, RemoteMedia, Source, resolve_source
 
 __all__ = [
     "BASE64_WARN_BYTES",
@@ -175,6 +175,8 @@ def _encoded(
     return encode_with(path, spec, endpoint=endpoint, loc=loc)
 
 
+#: what :func:`encode_paths` checks and encodes: a local file, or media a form holds
+_LOCAL = (os.PathLike, LocalMedia)
 #: values that hold no Path, told by their exact type (an ABC check costs more)
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
 
@@ -190,7 +192,7 @@ def _has_path(value: Any) -> bool:
         items: Any = value.values()
     elif kind is list or kind is tuple:
         items = value
-    elif isinstance(value, os.PathLike):
+    elif isinstance(value, _LOCAL):
         return True
     elif isinstance(value, Mapping):
         items = value.values()
@@ -211,15 +213,19 @@ def encode_paths(endpoint: str, payload: Mapping[str, Any]) -> Mapping[str, Any]
     forms): checked and encoded like :func:`encode`. A missing file, a file that breaks
     the field's rules, or a Path in a field that takes no media is a
     :class:`PayloadError` at its location. Without a Path, ``payload`` is returned as is.
+    A :class:`~.files.LocalMedia` (an upload a form's field refused) is checked the same way.
     """
     if not isinstance(payload, Mapping) or not _has_path(payload):
         return payload
     errors: list[dict[str, Any]] = []
 
     def replace(value: Any, loc: tuple[str | int, ...]) -> Any:
-        if isinstance(value, os.PathLike):
+        if isinstance(value, _LOCAL):
             try:
-                return encode_file(value, spec_for(endpoint, loc), endpoint=endpoint, loc=loc)
+                spec = spec_for(endpoint, loc)
+                if isinstance(value, LocalMedia):
+                    return encode_with(value, spec, endpoint=endpoint, loc=loc)
+                return encode_file(value, spec, endpoint=endpoint, loc=loc)
             except PayloadError as exc:
                 errors.extend({**e, "loc": tuple(e.get("loc") or loc)} for e in exc.errors)
                 return value

@@ -26,7 +26,9 @@ from ..errors import PayloadError
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
 
-Source: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | PILImage"
+Source: TypeAlias = (
+    "str | os.PathLike[str] | bytes | bytearray | memoryview | PILImage | LocalMedia"
+)
 
 
 # --- formats -----------------------------------------------------------------------------
@@ -65,13 +67,20 @@ class MediaInfo:
         return ", ".join(parts)
 
 
-@dataclass
+@dataclass(repr=False)
 class LocalMedia:
-    """Media we hold: a path (read lazily) or bytes, plus where it came from."""
+    """Media we hold: a path (read lazily) or bytes, plus where it came from. A form holds
+    an upload its field refuses as one, a payload's value that validation refuses as it
+    does a ``Path`` (:func:`genwidgets.media.encode_paths`)."""
 
     what: str  # for messages: "file 'a.png'", "bytes", "PIL image", "data URL", "Base64 text"
     path: Path | None = None
     data: bytes | None = None
+
+    def __repr__(self) -> str:
+        """What it is and its size, never its bytes (a form's JSON and Code views)."""
+        size = f", {human_bytes(len(self.data))}" if self.data is not None else ""
+        return f"<{self.what}{size}>"
 
     def read(self) -> bytes:
         if self.data is None:
@@ -131,6 +140,8 @@ def _parse_data_url(url: str) -> tuple[str, bytes]:
 
 def resolve_source(source: object, *, pil_formats: Sequence[str] = ()) -> LocalMedia | RemoteMedia:
     """Tell a URL from local media and load nothing yet (paths are read lazily)."""
+    if isinstance(source, LocalMedia):
+        return source
     if isinstance(source, (bytes, bytearray, memoryview)):
         return LocalMedia("bytes", data=bytes(source))
     if _is_pil(source):
@@ -280,20 +291,42 @@ def _av_info(local: LocalMedia) -> MediaInfo | None:
     source: Any = str(local.path) if local.data is None else io.BytesIO(local.data)
     try:
         with av.open(source, metadata_errors="ignore") as container:
+            demuxer = container.format.name
             videos = [s for s in container.streams.video if not _is_cover_art(s)]
             audios = list(container.streams.audio)
             seconds = _seconds(container, videos or audios)
-            width = videos[0].codec_context.width if videos else None
-            height = videos[0].codec_context.height if videos else None
-            demuxer = container.format.name
+            # a stream PyAV has no decoder for has no codec context: its size is unknown
+            codec = videos[0].codec_context if videos else None
+            width = codec.width if codec is not None else None
+            height = codec.height if codec is not None else None
     except (av.error.FFmpegError, OSError, ValueError, EOFError):
         return None
+    _refuse_unread_image(local, demuxer)
     if not videos and not audios:
         return None
     kind = "video" if videos else "audio"
     sniffed = sniff(local.head())
     fmt = _format_from_demuxer(demuxer, kind, sniffed)
     return MediaInfo(kind, fmt, mime_for(fmt, kind), width, height, seconds, local.size())
+
+
+def _refuse_unread_image(local: LocalMedia, demuxer: str) -> None:
+    """An image FFmpeg names (its ``svg_pipe``, ``qoi_pipe``... demuxers) that Pillow
+    could not read is refused: no field takes it, and it is no video (an SVG's stream
+    has no decoder, so no size: it was a bare AttributeError). A format Pillow reads
+    (a PNG cut short) is said to be damaged, not a format that is not taken."""
+    if not (demuxer.endswith("_pipe") or demuxer in ("image2", "image2pipe")):
+        return
+    from PIL import Image  # noqa: PLC0415 - Pillow loads only for local media
+
+    fmt = canonical_format(demuxer.removesuffix("_pipe"))
+    if fmt in ("image2", "image2pipe"):  # FFmpeg's images by file name: the suffix tells
+        suffix = local.path.suffix.lstrip(".") if local.path else ""
+        fmt = canonical_format(suffix) or "unknown"
+    Image.init()  # registers every reader, so Image.OPEN is complete
+    if fmt.upper() in Image.OPEN:
+        raise PayloadError(f"this {fmt} image is damaged or cut short: Pillow cannot read it")
+    raise PayloadError(f"image format is {fmt}, which is not taken (Pillow cannot read it)")
 
 
 def _is_cover_art(stream: Any) -> bool:

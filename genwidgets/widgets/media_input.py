@@ -3,7 +3,9 @@ that is encoded at once for the field's :class:`~genwidgets.catalog.MediaSpec`.
 
 Uploaded media is encoded and checked by :mod:`genwidgets.media` and the FileUpload
 is cleared at once: the encoded string lives in Python only, and the preview is a
-thumbnail, so the file's bytes never become widget state.
+thumbnail, so the file's bytes never become widget state. An upload the field refuses
+is held in Python as the value (a :class:`~genwidgets.media.files.LocalMedia`), so the
+form's validation refuses it where it sits, as it refuses a typed path: never left out.
 
 A local path typed in the box (``/data/meadow.png``, ``~/x.jpg``, ``file://...``) is
 the field's value as a :class:`pathlib.Path`: the form's validation and its submit
@@ -30,9 +32,10 @@ from .. import media as gw_media
 from .._formats import decode_data_url, human_bytes
 from ..catalog import MediaSpec
 from ..errors import PayloadError
+from ..media.files import LocalMedia
 from ..media.thumbnails import thumbnail_bytes
 from . import markup
-from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, layout
+from ._style import HELP_STYLE, OK_STYLE, layout
 from .elements import BuildContext, Element, checked, is_unset, refuse_non_json, shape_error
 from .field_spec import UNSET, FieldSpec
 
@@ -60,14 +63,16 @@ class MediaElement(Element):
     An upload is encoded at once through :func:`genwidgets.media.encode_with` for this
     field's :class:`MediaSpec`, checked, previewed as a thumbnail, and the FileUpload
     is cleared: the encoded string stays in Python (``self.encoded``), never in a trait.
+    One the field refuses is held (``self.refused``): the form says why beside it.
     """
 
     def __init__(self, spec: FieldSpec, ctx: BuildContext, media: MediaSpec) -> None:
         super().__init__(spec, ctx)
         self.media = media
         self.encoded: str | None = None
+        #: an upload the field refuses: the value, so that validation says why
+        self.refused: LocalMedia | None = None
         self.file_info = ""
-        self.check_problems: list[str] = []
         self.url = W.Text(
             placeholder=ENCODING_HELP.get(media.encoding, "URL"), layout=layout("wide")
         )
@@ -99,9 +104,9 @@ class MediaElement(Element):
 
     def _forget_file(self) -> None:
         self.encoded = None
+        self.refused = None
         self.path = None
         self.file_info = ""
-        self.check_problems = []
         self.preview.layout.display = "none"
         self.preview.value = b""
         self.status.value = ""
@@ -112,7 +117,7 @@ class MediaElement(Element):
         a rule it breaks) come from the form's validation, beside the field."""
         if not _is_file(path):
             return
-        encoded, _problems, info = encode_media(path, path.name, self.media, self.ctx.endpoint)
+        encoded, info = encode_media(path, path.name, self.media, self.ctx.endpoint)
         self.file_info = info
         self._show_thumbnail(path)
         # its problems are shown by the form, from the same check
@@ -130,13 +135,15 @@ class MediaElement(Element):
         self.load(data, name)
 
     def load(self, data: bytes, name: str = "upload") -> None:
-        """Encode local bytes for this field (also what an upload does)."""
+        """Encode local bytes for this field (also what an upload does). Bytes it refuses
+        are held as the value: the form's validation says why, at this row's place."""
         with self.quiet():
             self.url.value = ""
         self._forget_file()
-        encoded, problems, info = encode_media(data, name, self.media, self.ctx.endpoint)
+        encoded, info = encode_media(data, name, self.media, self.ctx.endpoint)
         self.encoded = encoded
-        self.check_problems = problems
+        if encoded is None:
+            self.refused = LocalMedia(f"upload {name!r}", data=data)
         self.file_info = info
         self._show_thumbnail(data)
         self._render_status("✓ passes the checks for this field", encoded)
@@ -155,13 +162,12 @@ class MediaElement(Element):
             self.preview.layout.display = None
 
     def _render_status(self, ok: str = "", encoded: str | None = None) -> None:
-        """What the file is, its problems, and ``ok`` once it is encoded with none."""
-        passes = ok and encoded is not None and not self.check_problems
+        """What the file is, and ``ok`` once it is encoded (its problems are the form's
+        validation's, said beside the field)."""
         self.status.value = markup.join(
             [
                 markup.span(self.file_info, HELP_STYLE) if self.file_info else None,
-                markup.lines(self.check_problems, ERROR_STYLE, "✗"),
-                markup.div(ok, OK_STYLE) if passes else None,
+                markup.div(ok, OK_STYLE) if ok and encoded is not None else None,
             ]
         )
 
@@ -170,12 +176,13 @@ class MediaElement(Element):
             return self.path
         if self.url.value:
             return self.url.value
+        if self.refused is not None:
+            return self.refused
         return self.encoded if self.encoded is not None else UNSET
 
     def set(self, value: Any) -> None:
-        if not (
-            is_unset(value) or isinstance(value, (str, bytes, bytearray, memoryview, os.PathLike))
-        ):
+        local = (str, bytes, bytearray, memoryview, os.PathLike, LocalMedia)
+        if not (is_unset(value) or isinstance(value, local)):
             refuse_non_json(self.spec, value)  # an image, an object: how to encode it
             raise shape_error(self, value)  # a number, a dict: never its text
         with self.quiet():
@@ -184,6 +191,12 @@ class MediaElement(Element):
                 self.url.value = ""
             elif isinstance(value, (bytes, bytearray, memoryview)):
                 self.load(bytes(value))  # empties the box
+            elif isinstance(value, LocalMedia):  # a refused upload given back (form.set undone)
+                self.url.value = ""
+                self.refused = value
+                self.file_info = repr(value).strip("<>")
+                self._show_thumbnail(value.read())
+                self._render_status()
             elif isinstance(value, os.PathLike) or (
                 isinstance(value, str)
                 and (_URL_RE.match(value) or len(value) < 200 or local_path(value) is not None)
@@ -248,14 +261,14 @@ def _inline_bytes(text: str) -> bytes | None:
 
 def encode_media(
     data: bytes | Path, name: str, spec: MediaSpec, endpoint: str | None = None
-) -> tuple[str | None, list[str], str]:
-    """Encode and check local bytes or a file for ``spec``: (encoding or None, problems,
-    description).
+) -> tuple[str | None, str]:
+    """Encode and check local bytes or a file for ``spec``: (encoding or None, description).
 
     :func:`genwidgets.media.encode_with` checks every limit of the spec before it
-    encodes; a file that fails is not encoded, and its problems are listed. A file's
-    encoding is remembered (:func:`genwidgets.media.encode_file`): the form's
-    validation of the same path then costs nothing.
+    encodes; a file that fails is not encoded (the form's validation, checking it again
+    where it sits, says why). A file's encoding is remembered
+    (:func:`genwidgets.media.encode_file`): the form's validation of the same path then
+    costs nothing.
     """
     size = data.stat().st_size if isinstance(data, Path) else len(data)
     info = f"{name} ({human_bytes(size)})"
@@ -265,8 +278,7 @@ def encode_media(
         found = checked(lambda: gw_media.encode_file(data, spec, endpoint=endpoint))
     else:
         found = checked(lambda: gw_media.encode_with(data, spec, endpoint=endpoint))
-    encoded, errors, notes = found
-    problems = [e["msg"] for e in errors]
+    encoded, _errors, notes = found
     if notes:
         info += " — " + "; ".join(notes)
-    return encoded, list(dict.fromkeys(problems)), info
+    return encoded, info

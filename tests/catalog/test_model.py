@@ -82,6 +82,38 @@ def test_a_required_text_of_only_spaces_is_refused_before_it_is_paid(
     ), info.value.errors
 
 
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("\u200b", "U+200B ZERO WIDTH SPACE"),
+        ("\ufeff", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
+        ("\u3164", "U+3164 HANGUL FILLER"),
+        ("\u2800", "U+2800 BRAILLE PATTERN BLANK"),
+        ("\u200b \u200d\n", "U+200D ZERO WIDTH JOINER"),
+        ("\u2060\u00ad\ufe0f", "U+2060 WORD JOINER"),
+    ],
+)
+def test_a_required_text_of_only_invisible_characters_is_refused_naming_them(
+    text: str, named: str
+) -> None:
+    """What a bad copy-paste leaves shows nothing, like spaces: it is not paid for."""
+    for endpoint_id, payload, loc in [
+        ("genW2.5-t2i-preview", {"prompt": text}, ("prompt",)),
+        ("speechM-02-turbo", {"text": text}, ("text",)),
+    ]:
+        with pytest.raises(PayloadError) as info:
+            catalog.validate(endpoint_id, payload)
+        assert [e["loc"] for e in info.value.errors] == [loc]
+        message = info.value.errors[0]["msg"]
+        assert "no visible character" in message and named in message, message
+        assert message.endswith("it needs some text")
+
+
+def test_a_text_with_one_visible_character_among_invisible_ones_passes() -> None:
+    body = catalog.payload_of("genW2.5-t2i-preview", {"prompt": "\u200bfox\u200d\u3164"})
+    assert body["prompt"] == "\u200bfox\u200d\u3164"
+
+
 def test_spaces_around_a_text_and_a_blank_optional_text_pass_as_given() -> None:
     body = catalog.payload_of("genW2.5-t2i-preview", {"prompt": " a fox ", "negative_prompt": " "})
     assert body["prompt"] == " a fox " and body["negative_prompt"] == " "

@@ -24,7 +24,7 @@ from widgets.taskfakes import DisplayRecorder
 
 import genwidgets as gw
 from genwidgets.widgets.elements import Element
-from genwidgets.widgets.field_spec import UNSET, field_specs
+from genwidgets.widgets.field_spec import field_specs
 from genwidgets.widgets.form import EndpointForm, python_code
 from genwidgets.widgets.markup import SIMULATED_BADGE
 
@@ -705,10 +705,13 @@ def test_vidk_upload_becomes_raw_base64() -> None:
 
 def test_too_small_upload_shows_the_check_failure() -> None:
     form = gw.form("vidA-2-0", client=RecordingClient())
+    form.fields["content"].rows[0].input.set("a kite")
     row = form.fields["content"].add("image_url")
     form_upload(row.input, form_png(120, 120), "tiny.png")
-    assert "✗" in row.input.status.value
-    assert row.input.get() is UNSET
+    refused = "image is 120x120 px; vidA-2-0 needs width and height strictly between 300"
+    assert [e["loc"] for e in form.errors] == [("content", 1, "image_url", "url")]
+    assert refused in form.errors[0]["msg"] and refused in row.input.note.value
+    assert form.submit_button.disabled  # the row is not left out, nor sent empty
 
 
 def test_simulated_badge_follows_the_client() -> None:

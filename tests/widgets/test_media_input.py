@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import base64
+import io
 from pathlib import Path
+from typing import Any
 
+import pytest
+from PIL import Image
 from widgets.field_samples import CTX, form_png, upload
 
+import genwidgets as gw
 from genwidgets.catalog import MediaSpec
 from genwidgets.catalog.vida import VIDA_IMAGE  # lowercase data URLs, 300-6000 px sides
 from genwidgets.widgets.field_spec import UNSET, FieldSpec
@@ -41,12 +46,14 @@ def test_upload_for_a_raw_base64_field_has_no_prefix() -> None:
     assert el.get() == base64.b64encode(data).decode()
 
 
-def test_too_small_image_shows_the_check_failure_before_submit() -> None:
+def test_too_small_image_is_held_for_the_check_to_refuse() -> None:
     el = media_element(VIDA_IMAGE)
     upload(el, form_png(100, 100), "tiny.png")
-    assert el.get() is UNSET
-    assert "✗" in el.status.value
-    assert "300" in el.status.value
+    held = el.get()  # not UNSET: a list would leave the row out, a form send without it
+    with pytest.raises(gw.PayloadError, match="100x100 px; sample needs width and height"):
+        gw.media.encode_with(held, VIDA_IMAGE, endpoint="sample")
+    assert "tiny.png: png image, 100x100 px" in el.status.value and "✓" not in el.status.value
+    assert el.upload is not None and el.upload.value == ()  # bytes not kept in a trait
 
 
 def test_url_only_field_has_no_upload_and_takes_a_url() -> None:
@@ -128,3 +135,94 @@ def test_inline_data_shows_a_thumbnail_and_its_type_and_size_not_an_empty_box() 
     assert "inline data: 300 bytes" in video.status.value and not video.preview.value
     video.set(UNSET)
     assert "inline data" not in video.url.placeholder
+
+
+# --- an upload the field refuses refuses the form (one mechanism with a typed path) --------
+
+
+class NeverSends:
+    """Stands in for gw.Client: ``prepare`` validates as the client does; ``send`` records."""
+
+    embedded = False
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def prepare(self, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
+        gw.validate(endpoint, payload)
+        return payload
+
+    def send(self, prepared: dict[str, Any]) -> None:
+        self.sent.append(prepared)
+
+
+def picture(fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (256, 256), (200, 40, 40)).save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def image_boxes(form: gw.EndpointForm, rows: int) -> list[MediaElement]:
+    images = form.fields["images"]
+    while len(images.rows) < rows:
+        images.add_row()
+    return [e for e in images.walk() if isinstance(e, MediaElement)]
+
+
+GIF_REFUSED = "image format is gif; imgG-1.5-edit takes png, jpeg, webp"
+
+
+def test_a_refused_upload_in_a_row_refuses_the_form_at_that_row(tmp_path: Path) -> None:
+    """It was left out: Submit was enabled and sent (and billed) one image of two."""
+    client = NeverSends()
+    form = gw.form("imgG-1.5-edit", client=client, prompt="the cat on the sofa")
+    sofa, cat = image_boxes(form, 2)
+    upload(sofa, picture("PNG"), "sofa.png")
+    upload(cat, picture("GIF"), "cat.gif")
+    assert form.check() == [{"loc": ("images", 1), "msg": GIF_REFUSED}]
+    assert form.submit_button.disabled and GIF_REFUSED in form.reason.value
+    assert GIF_REFUSED in cat.note.value and GIF_REFUSED not in sofa.note.value
+    assert "cat.gif: gif image, 256x256 px" in cat.status.value  # what it is, by the box
+    with pytest.raises(gw.PayloadError, match=r"images\.1: image format is gif"):
+        form.submit()
+    assert client.sent == []
+    # the same file typed as a path is refused by the same check, in the same words
+    typed = tmp_path / "cat.gif"
+    typed.write_bytes(picture("GIF"))
+    cat.url.value = str(typed)
+    assert form.check() == [{"loc": ("images", 1), "msg": GIF_REFUSED}]
+    upload(cat, picture("JPEG"), "cat.jpg")  # a file the field takes replaces it
+    assert form.check() == [] and not form.submit_button.disabled
+
+
+def test_a_refused_upload_in_a_single_row_says_the_refusal_not_field_required() -> None:
+    form = gw.form("imgG-1.5-edit", client=NeverSends(), prompt="make it blue")
+    [box] = image_boxes(form, 1)
+    upload(box, picture("GIF"), "cat.gif")
+    assert form.check() == [{"loc": ("images", 0), "msg": GIF_REFUSED}]
+
+
+def test_an_svg_from_the_file_picker_is_said_beside_its_box() -> None:
+    """The picker's observer raised a bare AttributeError and the form said "Field
+    required"."""
+    svg = b"<svg xmlns='http://www.w3.org/2000/svg' width='64' height='64'/>"
+    form = gw.form("imgG-1.5-edit", client=NeverSends(), prompt="make it blue")
+    [box] = image_boxes(form, 1)
+    upload(box, svg, "logo.svg")
+    [error] = form.check()
+    assert error["loc"] == ("images", 0)
+    assert error["msg"].startswith("image format is svg, which is not taken")
+    assert error["msg"].endswith("imgG-1.5-edit takes png, jpeg, webp images")
+    assert "image format is svg" in box.note.value
+
+
+def test_a_refused_upload_is_kept_when_a_set_is_undone() -> None:
+    """``form.set`` puts back what the form held when a value cannot be held: a refused
+    upload among it is held again, not an error of its own."""
+    form = gw.form("imgG-1.5-edit", client=NeverSends(), prompt="make it blue")
+    [box] = image_boxes(form, 1)
+    upload(box, picture("GIF"), "cat.gif")
+    with pytest.raises(gw.PayloadError):
+        form.set(images=[{"not": "an image"}])
+    assert form.check() == [{"loc": ("images", 0), "msg": GIF_REFUSED}]
+    assert "<upload 'cat.gif'" in form.json_view.value.replace("&lt;", "<").replace("&#x27;", "'")

@@ -37,7 +37,7 @@ from ..errors import (
 from ..protocol.records import Handle, Result, Status, is_failure
 from .engine import Engine, wait_future
 from .output_files import gateway_outputs
-from .polling import Schedule
+from .polling import PollState, Schedule, next_interval
 
 if TYPE_CHECKING:
     from ..protocol.http import Gateway
@@ -122,8 +122,14 @@ class Job:
         self.finished_at: float | None = None
         self.last_status: Status | None = None
         self.last_result: Result | None = None
+        #: a cancel was asked and not refused: sent, or kept to be sent (``cancel_error``)
         self.cancel_requested = False
+        #: why the last cancel was not taken: refused (``cancel_requested`` is False), or
+        #: not delivered and kept, to be sent again (:data:`CANCEL_KEPT`)
         self.cancel_error: BaseException | None = None
+        self._resend: asyncio.Future[None] | None = None
+        #: set when a kept cancel may go now (an answer came, the job ended)
+        self._resend_now: asyncio.Event | None = None
         self._recorder = recorder
         self._future: concurrent.futures.Future[Result] = concurrent.futures.Future()
         self._update_callbacks: list[Callable[[Job], None]] = []
@@ -272,17 +278,30 @@ class Job:
 
     def cancel(self) -> None:
         """Ask the gateway to cancel (no-op once the job is done; ``ClientClosed`` once
-        its client is closed, since the task may still run)."""
+        its client is closed, since the task may still run). A cancel not taken (no
+        contact, the rate limit, a fault of the gateway: :data:`CANCEL_KEPT`) raises and
+        is kept: the job sends it again until the gateway takes it or the task ends
+        (docs/decisions.md#cancel-kept)."""
         if self._closed:
             raise ClientClosed(endpoint=self.endpoint, request_id=self.request_id)
         if not self.done():
             self._engine.run(self._cancel())
 
+    @property
+    def cancel_kept(self) -> bool:
+        """A cancel was asked and the gateway has not taken it yet: ``cancel_error`` says
+        why, and the job sends it again (a click on Cancel sends it at once)."""
+        return self.cancel_requested and self.cancel_error is not None
+
     def request_cancel(self) -> None:
-        """Schedule a cancel without blocking (for buttons); errors land in ``cancel_error``."""
-        if not self.done() and not self.cancel_requested:
-            self.cancel_requested, self.cancel_error = True, None
-            self._engine.submit(self._cancel())
+        """Schedule a cancel without blocking (for buttons); errors land in ``cancel_error``.
+        Asked again while a cancel is kept (not taken), it is sent again at once."""
+        if self.done() or (self.cancel_requested and not self.cancel_kept):
+            return  # sent already, or on its way
+        if not self.cancel_requested:
+            self.cancel_error = None
+        self.cancel_requested = True
+        self._engine.submit(self._cancel())
 
     def add_done_callback(self, fn: Callable[[Job], Any]) -> None:
         """Call ``fn(job)`` when terminal (on the engine thread, or now if already done)."""
@@ -335,6 +354,8 @@ class Job:
         Records nothing."""
         if self._task is not None:
             self._task.cancel()
+        if self._resend is not None:
+            self._resend.cancel()
         if self.copying is not None and not self.copying.done():
             self.copying.set_result(None)  # stopped: the ledger keeps them pending
         if not self.done():
@@ -380,6 +401,8 @@ class Job:
         if previous is not None and previous.logs and not status.logs:
             status = dataclasses.replace(status, logs=previous.logs)  # a result carries none
         self.last_status = status
+        if self._resend_now is not None and isinstance(self.cancel_error, Unreachable):
+            self._resend_now.set()  # contact is back: a cancel kept for want of it goes now
         self._timing.saw(status.status, status.queue_position, status.done)
         if (
             previous is None
@@ -423,6 +446,11 @@ class Job:
         self._notify()
         try:
             await self._gateway.cancel(self._handle)
+        except CANCEL_KEPT as exc:  # not delivered: kept, and sent again
+            self.cancel_error = exc
+            self._notify()
+            self._resend_later()
+            raise
         except GatewayError as exc:
             # Already finished on the gateway: not an error worth raising.
             if exc.status_code in (400, 409) and not isinstance(exc, RateLimited):
@@ -431,9 +459,46 @@ class Job:
                 self.cancel_error, self.cancel_requested = exc, False
                 self._notify()
                 raise
+        else:
+            if self.cancel_error is not None:  # a kept cancel got through
+                self.cancel_error = None
+                self._notify()
         finally:
             if self._wake is not None:
                 self._wake.set()
+
+    def _resend_later(self) -> None:
+        if self._resend is None or self._resend.done():
+            self._resend = asyncio.ensure_future(self._resend_kept_cancel())
+
+    async def _resend_kept_cancel(self) -> None:
+        """Send a kept cancel again until the gateway takes it or the job ends: not sent
+        for want of contact, as soon as a poll is answered; refused for the rate limit,
+        when the rate gate opens; at the latest backing off as failed polls do (8 s at
+        most). A cancel is idempotent; the one taken stops the billing."""
+        self._resend_now = now = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self._future.add_done_callback(lambda _f: loop.call_soon_threadsafe(now.set))
+        tries = 0
+        while not self.done() and self.cancel_kept:
+            tries += 1
+            backoff = next_interval(
+                PollState(running_for=0.0, failures=tries),
+                self._gateway.rng,
+                self._timing.schedule.policy,
+            )
+            with contextlib.suppress(asyncio.TimeoutError):
+                await wait_within(now.wait(), max(backoff, self._gateway.gate.remaining))
+            now.clear()
+            if self.done() or not self.cancel_kept:
+                return
+            try:
+                await self._cancel()
+            except GenwidgetsError:
+                continue  # kept (said in cancel_error) or refused: the loop's test says
+            except Exception:  # a bug must not stop the engine
+                log.exception("genwidgets: sending the cancel of %s failed", self.request_id)
+                return
 
     async def _fetch_result(self, status: Status) -> Result | None:
         try:
@@ -564,6 +629,32 @@ class Job:
                 log.exception("genwidgets: recording the result of %s failed", self.request_id)
             self._finish(result)
             return
+
+
+#: A cancel that failed with one of these was not taken (no contact, the rate limit, a
+#: fault of the gateway): the job keeps it and sends it again (docs/decisions.md#cancel-kept)
+CANCEL_KEPT = (Unreachable, RateLimited, ServerError)
+#: how a kept cancel's words begin: no contact; an answer that did not take it
+CANCEL_NOT_SENT, CANCEL_NOT_TAKEN = "cancel not sent", "cancel not taken"
+
+
+def cancel_not_sent(error: BaseException, *, ended: bool = False, result: bool = False) -> str:
+    """What a kept cancel (:data:`CANCEL_KEPT`) says: that it has not reached the
+    gateway, or was not taken there, and why; then what becomes of it: sent again while
+    the job runs, moot once the task has ended (``result``), else never delivered and
+    the task maybe still running (``ended``: the job stopped following it)."""
+    if isinstance(error, Unreachable):
+        why = f"{CANCEL_NOT_SENT}: cannot reach the gateway ({error})"
+    elif isinstance(error, RateLimited):
+        wait = f", asking to wait {error.retry_after:.0f} s" if error.retry_after else ""
+        why = f"{CANCEL_NOT_TAKEN}: the gateway's rate limit{wait}"
+    else:
+        why = f"{CANCEL_NOT_TAKEN}: the gateway failed ({error})"
+    if result:
+        return f"{why}; the task ended first"
+    if ended:
+        return f"{why}; the task may still run: follow it again (client.job) to cancel it"
+    return f"{why}; it is sent again until the gateway takes it"
 
 
 #: How long after its create a task's 404 may only mean "not visible yet" (a replica

@@ -21,7 +21,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Collection, Generator, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._workers import RUNS, wait_within
 from ..errors import (
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..protocol.http import Gateway
 
 log = logging.getLogger("genwidgets")
+T = TypeVar("T")
 
 
 def copies_pending_words(count: int) -> str:
@@ -82,6 +83,16 @@ class Recorder(Protocol):
     ) -> None: ...
 
     def on_gone(self, job: Job, error: RequestNotFound) -> None: ...
+
+
+def _shielded(future: concurrent.futures.Future[T]) -> asyncio.Future[T]:
+    """``future`` awaited on this loop behind a shield of its own: a wait that gives up (a
+    timeout, a cancel) leaves the job be. The shield forgets the future it guards once
+    the wait is gone, so its outcome is read here when it comes: a close ending the job
+    with ``ClientClosed`` made asyncio log "Future exception was never retrieved"."""
+    ended = asyncio.wrap_future(future)
+    ended.add_done_callback(lambda done: done.cancelled() or done.exception())
+    return asyncio.shield(ended)
 
 
 class Job:
@@ -328,8 +339,8 @@ class Job:
         ends alone; the job is still followed and its result fetched (and the copy
         made), as after ``result(timeout=...)``."""
         if self.copying is not None:
-            await asyncio.shield(asyncio.wrap_future(self.copying))
-        return await asyncio.shield(asyncio.wrap_future(self._future))
+            await _shielded(self.copying)
+        return await _shielded(self._future)
 
     # The old async spellings, for one release, found only when asked for: dir()
     # and help() show the current names alone, and mypy still flags misspelt
@@ -531,13 +542,21 @@ class Job:
         status answer; a 202 without one, or an error other than a rate limit, a
         5xx or a 404, tells that this gateway's result address does not say as
         much as its status address, and the client polls the status from then on.
+        So does a proxy's HTML 404 page here (a ``ServerError`` of status 404 or 410,
+        ``Gateway._call``): a web framework's page until the result exists is no failed
+        contact; the status address's own page is (docs/decisions.md#retries).
         """
         schedule = self._timing.schedule
         try:
             answer = await self._gateway.result_or_status(
                 self._handle, retries=0, source=self._output_source
             )
-        except (RateLimited, ServerError, RequestNotFound, Unreachable):
+        except ServerError as exc:
+            if exc.status_code not in (404, 410):
+                raise
+            schedule.result_address_says(False, reason=str(exc))
+            return None
+        except (RateLimited, RequestNotFound, Unreachable):
             raise
         except GatewayError as exc:
             schedule.result_address_says(False, reason=str(exc))
@@ -563,8 +582,25 @@ class Job:
             self._apply_status(answer)
         return answer
 
+    def _rate_limited_too_long(self, exc: RateLimited) -> RateLimited:
+        """The end of a job whose polls were all refused for the rate limit for the
+        policy's ``rate_limited_for``: contact lost, never a failure (docs/decisions.md#polling)."""
+        minutes = self._timing.schedule.policy.rate_limited_for / 60
+        return RateLimited(
+            f"every poll was refused for the rate limit for {minutes:g} minutes; the task "
+            "may still run and bill: follow it again later (client.job(endpoint, "
+            "request_id) or genwidgets resume), which creates nothing",
+            retry_after=exc.retry_after,
+            status_code=exc.status_code,
+            code=exc.code,
+            endpoint=self.endpoint,
+            request_id=self.request_id,
+        )
+
     async def _watch(self) -> None:
         failures = 0
+        #: when the polls began to be refused for the rate limit, nothing else answered
+        rate_limited_since: float | None = None
         terminal: Status | None = None
         rng = self._gateway.rng
         assert self._wake is not None
@@ -581,7 +617,7 @@ class Job:
                         if isinstance(answer, Result):
                             result = answer
                         elif answer is None or not answer.done:
-                            failures = 0
+                            failures, rate_limited_since = 0, None
                             continue
                         else:
                             terminal = answer
@@ -589,16 +625,22 @@ class Job:
                         status = await self._gateway.status(self._handle, retries=0)
                         self._apply_status(status)
                         if not status.done:
-                            failures = 0
+                            failures, rate_limited_since = 0, None
                             continue
                         terminal = status  # from now on only the result is left to fetch
                 if result is None:
                     assert terminal is not None
                     result = await self._fetch_result(terminal)
-            except RateLimited:
-                # a task that exists is never lost to a rate limit, however long the wait it
+            except RateLimited as exc:
+                # a task that exists is not lost to one rate limit, however long the wait it
                 # asks: the job waits for the gate to open (a poll before it, past the gate's
-                # max_wait, is refused at once) and polls on (docs/decisions.md#polling)
+                # max_wait, is refused at once) and polls on; only a lasting one, past the
+                # policy's rate_limited_for, ends it, as contact (docs/decisions.md#polling)
+                now = self._timing.schedule.clock()
+                rate_limited_since = now if rate_limited_since is None else rate_limited_since
+                if now - rate_limited_since >= self._timing.schedule.policy.rate_limited_for:
+                    self._finish(self._rate_limited_too_long(exc))
+                    return
                 if (held := self._gateway.gate.remaining) > 0:
                     with contextlib.suppress(asyncio.TimeoutError):
                         await wait_within(self._wake.wait(), held)
@@ -748,12 +790,11 @@ class AsyncJob:
         copying = self._job.copying
         if copying is not None and self._job.done():
             with contextlib.suppress(asyncio.TimeoutError):
-                await wait_within(asyncio.shield(asyncio.wrap_future(copying)), timeout)
+                await wait_within(_shielded(copying), timeout)
         try:
             # The shield is this wait's own: cancelling it on timeout leaves the task be.
             job_ended = self._job._future  # noqa: SLF001 - AsyncJob is this module's Job, awaited
-            outcome = asyncio.shield(asyncio.wrap_future(job_ended))
-            return await wait_within(outcome, timeout)
+            return await wait_within(_shielded(job_ended), timeout)
         except asyncio.TimeoutError:
             if not cancel_on_timeout:
                 raise TaskTimeout(self, timeout or 0.0) from None

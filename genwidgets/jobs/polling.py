@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import catalog
 from ..errors import EndpointNotFound, LedgerError
+from ..protocol.gate import GATE_CEILING
 from ..protocol.http import NOT_FOUND_GRACE_S
 from ..protocol.records import is_failure
 from . import runtime
@@ -52,13 +53,17 @@ NOTICE_FLOOR = 0.25
 NOTICE_CEILING = 1.5
 #: Consecutive failed polls (after backoff) before a job gives up with the error.
 POLL_FAILURE_LIMIT = 10
+#: Seconds of polls refused for the rate limit, nothing else answered, before a job gives
+#: up as ``RateLimited`` (contact, never a failure): three rounds of the gate's ceiling
+RATE_LIMITED_FOR = 3 * GATE_CEILING
 
 
 @dataclass(frozen=True)
 class PollPolicy:
     """How a client polls, as one value (``Client(poll_policy=...)``): the adaptive
     schedule's shape (the constants above are its defaults), how many failed polls
-    in a row a job survives, and how long a 404 is doubted after a create. The
+    in a row a job survives, how long it polls through nothing but rate limits
+    (``rate_limited_for`` seconds), and how long a 404 is doubted after a create. The
     notice target is in proportion to the task (``notice_share`` of its run time,
     between ``notice_floor`` and ``notice_ceiling``) unless ``Client(notice_target=...)``
     fixes one (then ``first`` and ``growth`` shape the ramp up to it)."""
@@ -72,6 +77,7 @@ class PollPolicy:
     queue_cap: float = QUEUE_CAP
     jitter: float = JITTER
     failure_limit: int = POLL_FAILURE_LIMIT
+    rate_limited_for: float = RATE_LIMITED_FOR
     not_found_grace: float = NOT_FOUND_GRACE_S
     notice_share: float = NOTICE_SHARE
     notice_floor: float = NOTICE_FLOOR

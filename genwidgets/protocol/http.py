@@ -80,12 +80,19 @@ T = TypeVar("T")
 NOT_FOUND_GRACE_S = 3.0
 
 #: The gateway's own word that it does not know a task: the spec's ``Request not found``,
-#: or the same said of a prediction, task or job (other queues' dialects), in a body's
-#: ``detail``, ``message`` or ``title`` or as its whole text, on a 404 or 410 (on a
-#: 5xx it is the server's passing trouble, not the task's end). Only this means gone: a
-#: bare ``Not Found`` is a router's (the spec's answer to an unknown path) and an HTML
-#: page a proxy's (docs/decisions.md#gateways-and-their-dialects).
-_TASK_UNKNOWN = re.compile(r"\b(?:request|prediction|task|job)(?:[ _]id)? (?:was )?not found\b")
+#: or the same said of a prediction, task or job (other queues' dialects), the id inside
+#: the words or not (``Request r1 not found``: an id has a digit or is quoted, so
+#: ``Request path not found`` is no such word), in a body's ``detail``, ``message`` or
+#: ``title`` or as its whole text, or as its code (:data:`_TASK_UNKNOWN_CODE`), on a 404
+#: or 410 (on a 5xx it is the server's passing trouble, not the task's end). Only this
+#: means gone: a bare ``Not Found`` is a router's (the spec's answer to an unknown path)
+#: and an HTML page a proxy's (docs/decisions.md#gateways-and-their-dialects).
+_TASK_UNKNOWN = re.compile(
+    r"\b(?:request|prediction|task|job)(?:[ _]id)?"
+    r"(?: [\w.:-]*\d[\w.:-]*| ['\"`][^'\"`\s]+['\"`])? (?:was )?not found\b"
+)
+#: the same word as an error code (``REQUEST_NOT_FOUND``); a bare ``NOT_FOUND`` is a route's
+_TASK_UNKNOWN_CODE = re.compile(r"(?:request|prediction|task|job)_not_found", re.IGNORECASE)
 
 
 def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
@@ -179,6 +186,7 @@ def error_from_response(
         # gone is said by a 404 (or 410) only: a 5xx naming a missing job is a fault of
         # contact (ServerError, retried), never a paid task to record as gone
         (status in (404, 410) and _TASK_UNKNOWN.search(said), RequestNotFound),
+        (status in (404, 410) and _TASK_UNKNOWN_CODE.fullmatch(code or ""), RequestNotFound),
         ("runtime execution failed" in said, RuntimeFailed),
         (status == 401, Unauthorized),
         (status == 429, RateLimited),

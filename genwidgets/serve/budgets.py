@@ -30,6 +30,7 @@ __all__ = [
     "GONE",
     "GONE_AFTER",
     "LIVE",
+    "LOST_AFTER",
     "SHARED_CANCEL",
     "CancelWay",
     "Reservation",
@@ -38,6 +39,7 @@ __all__ = [
     "caller_and_task",
     "charge_of",
     "forgotten",
+    "heard",
     "move",
     "rate_limited",
     "refusal",
@@ -46,6 +48,7 @@ __all__ = [
     "resolve_unknown",
     "settle",
     "tasks_of",
+    "unanswered",
     "usable",
 ]
 
@@ -324,29 +327,72 @@ def release(
     return db.run(work)
 
 
+#: seconds of nothing but 404 or 410 answers to the sweep, none of them upstream's word
+#: (``Not found.``, ``Request expired``), after which a task is taken as gone all the same
+#: (:func:`unanswered`): ten times :data:`GONE_AFTER`, past any deploy's proxy pages
+LOST_AFTER = 600.0
+#: why a task upstream answered only 404 or 410 for, for :data:`LOST_AFTER`, is ``unknown``
+LOST = (
+    f"upstream answered only 404 or 410 for it for {LOST_AFTER / 60:g} minutes, never its "
+    "'Request not found': it may have been made and billed, so its cost stays reserved "
+    "until the teacher settles it"
+)
+
+
+def _forget(tx: Tx, task_id: str, why: str, ended: str, now: float) -> bool:
+    """The move of :func:`forgotten` under the task's lock: ``why`` an open task is
+    ``unknown``, ``ended`` the words of one that ends. Whether it moved."""
+    row = tx.one("SELECT state, charged, created_at FROM tasks WHERE id = ? {lock}", (task_id,))
+    if row is None or row[0] not in FOLLOWED or now - row[2] < GONE_AFTER:
+        return False
+    if row[1] and row[0] == "open":
+        tx.run(
+            "UPDATE tasks SET state = 'unknown', error = ?, missing_since = NULL WHERE id = ?",
+            (why, task_id),
+        )
+    else:
+        state = "cancelled" if row[1] else "failed"
+        tx.run(
+            "UPDATE tasks SET state = ?, error = ?, settled_at = ? WHERE id = ?",
+            (state, ended, now, task_id),
+        )
+    return True
+
+
 def forgotten(db: Database, task_id: str) -> bool:
     """Upstream answered ``404 Request not found`` for the task: once it is older than
     :data:`GONE_AFTER`, it frees its key's place. Open, it is ``unknown`` (upstream may
     have billed it: reserved until the teacher settles it); being cancelled, it is
     ``cancelled`` (charged, as any cancel upstream accepted); a demo-cache answer, which
     costs nothing, has lost its shared task and ``failed``. Whether it moved."""
-    now = time.time()
+    ended = "gone upstream (404 Request not found)"
+    return db.run(lambda tx: _forget(tx, task_id, GONE, ended, time.time()))
+
+
+def unanswered(db: Database, task_id: str, *, now: float | None = None) -> bool:
+    """Upstream answered the sweep 404 or 410 for the task without its word that it does
+    not know it (a proxy's page, a router's ``Not Found``, or a wording of its own). One
+    such answer settles nothing; the first starts a stretch, which a status answer ends
+    (:func:`heard`), and a task answered nothing else for :data:`LOST_AFTER` seconds is
+    :func:`forgotten` all the same, or it held its key's place for ever. Whether it moved."""
+    now = time.time() if now is None else now
 
     def work(tx: Tx) -> bool:
-        row = tx.one("SELECT state, charged, created_at FROM tasks WHERE id = ? {lock}", (task_id,))
-        if row is None or row[0] not in FOLLOWED or now - row[2] < GONE_AFTER:
+        row = tx.one("SELECT state, missing_since FROM tasks WHERE id = ? {lock}", (task_id,))
+        if row is None or row[0] not in FOLLOWED:  # an unknown one stays as it is
             return False
-        if row[1] and row[0] == "open":
-            tx.run("UPDATE tasks SET state = 'unknown', error = ? WHERE id = ?", (GONE, task_id))
-        else:
-            state = "cancelled" if row[1] else "failed"
-            tx.run(
-                "UPDATE tasks SET state = ?, error = ?, settled_at = ? WHERE id = ?",
-                (state, "gone upstream (404 Request not found)", now, task_id),
-            )
-        return True
+        if row[1] is None:
+            tx.run("UPDATE tasks SET missing_since = ? WHERE id = ?", (now, task_id))
+            return False
+        ended = f"gone upstream (only 404 or 410 for {LOST_AFTER / 60:g} minutes)"
+        return now - row[1] >= LOST_AFTER and _forget(tx, task_id, LOST, ended, now)
 
     return db.run(work)
+
+
+def heard(db: Database, task_id: str) -> None:
+    """Upstream answered for the task: a stretch of 404s (:func:`unanswered`) is over."""
+    db.run(lambda tx: tx.run("UPDATE tasks SET missing_since = NULL WHERE id = ?", (task_id,)))
 
 
 def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) -> bool:

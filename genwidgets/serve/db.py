@@ -81,6 +81,8 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX tasks_by_state ON tasks (state, checked_at)",
         ),
     ),
+    # since when upstream has answered the sweep nothing but 404s and 410s for a task
+    (2, ("ALTER TABLE tasks ADD COLUMN missing_since DOUBLE PRECISION",)),
 )
 
 

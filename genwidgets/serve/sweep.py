@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import ServeError
 from ..protocol.records import queue_url
-from .budgets import forgotten, settle
+from .budgets import forgotten, heard, settle, unanswered
 from .config import ServeState
 from .db import Database, Tx
 
@@ -38,7 +38,7 @@ UNKNOWN_EVERY = 60.0
 
 def claim(db: Database, older_than: float, now: float | None = None) -> list[tuple[Any, ...]]:
     """Unfinished tasks not looked at since ``older_than`` seconds, marked as looked at:
-    (id, endpoint, upstream id, state)."""
+    (id, endpoint, upstream id, state, since when upstream answered only 404s for it)."""
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> list[tuple[Any, ...]]:
@@ -48,7 +48,8 @@ def claim(db: Database, older_than: float, now: float | None = None) -> list[tup
             ("the server stopped while sending this create", now - STALE_SENDING),
         )
         rows = tx.rows(  # and, less often, those upstream answered 404 for (a restart?)
-            "SELECT id, endpoint, upstream_id, state FROM tasks WHERE upstream_id IS NOT NULL "
+            "SELECT id, endpoint, upstream_id, state, missing_since FROM tasks "
+            "WHERE upstream_id IS NOT NULL "
             "AND (state IN ('open', 'cancelling') AND (checked_at IS NULL OR checked_at < ?) "
             "OR state = 'unknown' AND (checked_at IS NULL OR checked_at < ?)) "
             "ORDER BY checked_at LIMIT ?",
@@ -62,11 +63,15 @@ def claim(db: Database, older_than: float, now: float | None = None) -> list[tup
 
 
 async def sweep_once(state: ServeState) -> int:
-    """Ask upstream about the claimed tasks and settle those that ended; how many did."""
+    """Ask upstream about the claimed tasks and settle those that ended; how many did.
+    Only a status answer settles: an error answer (a 404 or 410 that is not upstream's
+    word, a 5xx, a 429) leaves the task as it is, asked again next time, as a poll does;
+    a stretch of nothing but 404s and 410s is bounded (:func:`~.budgets.unanswered`)."""
     config = state.config
     ended = 0
-    for task_id, endpoint, upstream_id, task_state in await run_in_threadpool(
-        claim, config.database, config.sweep_every
+    db = config.database
+    for task_id, endpoint, upstream_id, task_state, missing_since in await run_in_threadpool(
+        claim, db, config.sweep_every
     ):
         try:
             answer = await config.upstream.send(
@@ -75,11 +80,16 @@ async def sweep_once(state: ServeState) -> int:
         except ServeError:
             return ended  # upstream down: try again next time
         if answer.task_unknown:  # upstream no longer knows it: it holds no place now
-            await run_in_threadpool(forgotten, config.database, task_id)
+            await run_in_threadpool(forgotten, db, task_id)
             continue
-        ended += await run_in_threadpool(
-            partial(settle, config.database, task_id, answer.body, seen=task_state)
-        )
+        if answer.status in (404, 410):  # not upstream's word (a proxy's page?): kept
+            await run_in_threadpool(unanswered, db, task_id)
+            continue
+        if answer.status >= 400:  # an error body is no status: a JSend 404 said "error"
+            continue
+        if missing_since is not None:
+            await run_in_threadpool(heard, db, task_id)
+        ended += await run_in_threadpool(partial(settle, db, task_id, answer.body, seen=task_state))
     return ended
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_gateway import BASE, FakeGateway, error, speed_up
+from fake_gateway import BASE, FAST_POLICY, FakeGateway, error, speed_up
 
 import genwidgets as gw
 from genwidgets._client import lost_contact
@@ -577,6 +577,23 @@ def test_one_proxy_404_page_on_a_poll_is_one_failed_contact_and_the_job_polls_on
     assert fake.count("create") == 1
 
 
+def test_a_result_address_answering_a_proxy_404_page_while_the_task_runs_is_left_for_the_status(
+    client: gw.Client, fake: FakeGateway, caplog: Any
+) -> None:
+    """A gateway whose result address answers its web framework's HTML 404 page until the
+    result exists ended a running task "contact lost" after the failure limit's polls of
+    it. Such a page at the result address says less than the status address: the job
+    polls the status from then on, and has the result."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 6 + [{"status": "COMPLETED"}]
+    limit = FAST_POLICY.failure_limit
+    fake.faults["response"].extend([error(404, HTML_404)] * limit)
+    with caplog.at_level("INFO", logger="genwidgets"):
+        assert submit(client).result(timeout=10).ok
+    assert "polled at their status address" in caplog.text
+    ops = [op for _, op, _ in fake.log if op in ("status", "response")]
+    assert ops[:3] == ["status", "response", "status"], ops  # one page, then the status
+
+
 RATE_LIMITED = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}
 
 
@@ -617,6 +634,41 @@ def test_only_the_callers_timeout_ends_the_wait_of_a_rate_limited_job(
         with pytest.raises(gw.TaskTimeout):
             job.result(timeout=0.3)
         assert not job.done()
+
+
+@pytest.mark.usefixtures("short_rate_waits")
+def test_a_lasting_rate_limit_on_polls_ends_the_job_as_contact_lost_after_its_bound(
+    fake: FakeGateway,
+) -> None:
+    """Polls refused for the rate limit without end (a daily quota) kept a job with no
+    timeout waiting for ever: ``client.run()``, ``genwidgets resume`` without ``--wait``.
+    Past the policy's ``rate_limited_for`` of nothing but 429s (measured on the
+    client's clock) the job ends ``RateLimited``: contact lost, never failed, its
+    ledger row unfinished so that it is followed again later."""
+    shift = [0.0]
+    for op in ("status", "response"):
+        fake.faults[op].extend([error(429, RATE_LIMITED, {"Retry-After": "0.1"})] * 500)
+    from genwidgets.jobs.polling import PollPolicy
+
+    policy = PollPolicy(**{**vars(FAST_POLICY), "late_cap": 0.05})  # an old task: no 5 s wait
+    with gw.Client(
+        BASE,
+        KEY,
+        transport=fake.transport(),
+        clock=lambda: time.monotonic() + shift[0],
+        poll_policy=policy,
+    ) as client:
+        job = submit(client)
+        wait_for(lambda: fake.count("status") + fake.count("response") >= 3, "refused polls")
+        assert not job.done()
+        shift[0] = FAST_POLICY.rate_limited_for + 1.0  # half an hour of 429s passes
+        with pytest.raises(gw.RateLimited, match="for 30 minutes") as ended:
+            job.result(timeout=10)
+        assert ended.value.request_id == job.request_id and lost_contact(job)
+        assert client.ledger is not None
+        row = client.ledger.rows(client.gateway_name, limit=1)[0]
+        assert row.request_id == job.request_id and row.state != "finished", row
+    assert fake.count("create") == 1
 
 
 def test_a_wall_clock_step_never_makes_a_new_task_believed_gone(

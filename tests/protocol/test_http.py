@@ -191,6 +191,10 @@ def test_only_the_gateways_word_says_a_task_is_unknown() -> None:
         {"detail": "Request ID not found"},
         {"title": "Prediction not found", "status": 404},
         {"detail": "Task not found: r9"},
+        {"detail": "Request r9 not found"},  # the id inside the words
+        {"message": "Prediction 'abc' not found"},
+        {"error": {"code": "REQUEST_NOT_FOUND"}},  # a machine code alone
+        {"code": "task_not_found", "message": "No such thing"},
     ]
     not_said = [
         "<!DOCTYPE html><html><body><h1>404 Not Found</h1>nginx</body></html>",
@@ -199,6 +203,9 @@ def test_only_the_gateways_word_says_a_task_is_unknown() -> None:
         "404 page not found",
         {"detail": "Not Found"},
         {"message": "no Route matched with those values"},
+        {"detail": "Request path not found"},  # no id: a word about a route
+        {"error": {"code": "NOT_FOUND"}},
+        {"error": {"code": "MODEL_NOT_FOUND"}},
     ]
     for body in gone + not_said:
         response = error(404, body)
@@ -216,6 +223,8 @@ def test_a_server_error_naming_a_missing_job_is_not_a_task_gone() -> None:
         (503, {"detail": "upstream job not found, retry later"}),
         (500, {"error": {"code": "INTERNAL", "message": "task not found in worker cache"}}),
         (502, "prediction not found (backend restarting)"),
+        (503, {"error": {"code": "REQUEST_NOT_FOUND", "message": "retry later"}}),
+        (500, {"detail": "Request r9 not found in the cache"}),
     ]:
         response = error(status, body)
         response.request = httpx.Request("GET", f"{BASE}/v1/queue/ep/requests/r9/status")

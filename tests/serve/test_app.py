@@ -661,10 +661,22 @@ PROXY_PAGE = b"<!DOCTYPE html><html><body><h1>404 Not Found</h1><hr>nginx</body>
         ((404, "text/html", PROXY_PAGE), False),
         ((404, "application/json", b'{"detail": "Not Found"}'), False),
         ((404, "text/plain", b""), False),
+        ((404, "application/json", b'{"status": "error", "message": "Not Found"}'), False),
         ((404, "application/json", b'{"detail": "Request not found"}'), True),
         ((410, "text/plain", b"Request not found"), True),
+        ((404, "application/json", b'{"detail": "Request r1 not found"}'), True),
+        ((404, "application/json", b'{"error": {"code": "REQUEST_NOT_FOUND"}}'), True),
     ],
-    ids=["proxy-page", "router-not-found", "empty", "request-not-found", "gone-410"],
+    ids=[
+        "proxy-page",
+        "router-not-found",
+        "empty",
+        "jsend-404",
+        "request-not-found",
+        "gone-410",
+        "id-in-words",
+        "machine-code",
+    ],
 )
 def test_only_upstreams_word_that_it_forgot_a_task_frees_its_place(
     tmp_path: Path,
@@ -676,7 +688,8 @@ def test_only_upstreams_word_that_it_forgot_a_task_frees_its_place(
     the task gone: its key's place freed, the student told "Request not found" and the
     paid task never followed again. Only upstream's word counts, by the rule the
     student's client goes by; anything else is a 502 to try again, the task kept, on a
-    poll and in the sweep alike."""
+    poll and in the sweep alike (the sweep read a JSend 404's ``"status": "error"`` as
+    the task failed, and gave its reservation back)."""
     monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)  # every task old enough to believe gone
     ForgetfulUpstream.answer = upstream_answer
     upstream_server = LoopbackServer(ForgetfulUpstream)
@@ -708,3 +721,79 @@ def test_only_upstreams_word_that_it_forgot_a_task_frees_its_place(
         assert answer.json()["error"]["code"] == "UPSTREAM_UNAVAILABLE"
         assert "the task is kept" in answer.json()["error"]["message"]
         assert states == {polled["request_id"]: "open", swept["request_id"]: "open"}
+
+
+def sweep_answered(db: Database, answers: list[tuple[int, str, bytes]]) -> tuple[list[str], bool]:
+    """One task of a key with one running place, swept once per upstream answer in
+    ``answers`` (every sweep finds it not looked at lately): its state after each, and
+    whether the key's next create was taken."""
+    token = add_key(db, "alice", {"tasks": 5}, max_running=1)
+    ForgetfulUpstream.answer = RUNNING
+    upstream_server = LoopbackServer(ForgetfulUpstream)
+    config = ServeConfig(
+        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
+    )
+    states: list[str] = []
+
+    async def sweeps() -> None:
+        upstream = Upstream(upstream_server.base, TEACHER_KEY)
+        sweeper = ServeState(replace(config, upstream=upstream))
+        for answer in answers:
+            ForgetfulUpstream.answer = answer
+            db.run(lambda tx: tx.run("UPDATE tasks SET checked_at = NULL"))
+            await sweep_once(sweeper)
+            states.append(tasks_of(db)[0]["state"])
+        await upstream.close()
+
+    try:
+        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
+            api.headers["Authorization"] = f"Bearer {token}"
+            assert api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).status_code == 200
+            asyncio.run(sweeps())
+            taken = api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).status_code == 200
+    finally:
+        upstream_server.close()
+    return states, taken
+
+
+ROUTER_404 = (404, "application/json", b'{"detail": "Not Found"}')
+RUNNING = (200, "application/json", b'{"status": "IN_PROGRESS"}')
+
+
+def test_a_task_upstream_forgot_in_its_word_stays_forgotten_through_a_routers_404(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task upstream forgot is ``unknown`` (reserved, no running place); a router's bare
+    404 to the next sweep was read as a status saying it runs, made it ``open`` again,
+    and its key (one place) was refused every create."""
+    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    word = (404, "application/json", b'{"detail": "Request not found"}')
+    states, taken = sweep_answered(db, [word, ROUTER_404])
+    assert states == ["unknown", "unknown"] and taken
+
+
+@pytest.mark.parametrize(
+    "gone",
+    [
+        (404, "application/json", b'{"detail": "Not found."}'),
+        (410, "application/json", b'{"detail": "Request expired"}'),
+    ],
+    ids=["replicate-like", "410-expired"],
+)
+def test_a_task_answered_only_404s_for_a_long_stretch_frees_its_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gone: tuple[int, str, bytes]
+) -> None:
+    """A task gone upstream in words other than upstream's "Request not found" was never
+    forgotten: every sweep settled nothing and it held its key's place for ever. Only
+    404s and 410s for ``LOST_AFTER`` (0 here: from the second such sweep on) make it
+    ``unknown``, still reserved; a status answer in between starts the stretch anew."""
+    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
+    monkeypatch.setattr(budgets, "LOST_AFTER", 0.0)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    states, taken = sweep_answered(db, [gone, RUNNING, gone, ROUTER_404])
+    assert states == ["open", "open", "open", "unknown"] and taken
+    task = tasks_of(db)[-1]
+    assert task["charged"] and "only 404 or 410" in task["error"]

@@ -17,12 +17,14 @@ from genwidgets.serve.budgets import (
     ask_cancel,
     charge_of,
     forgotten,
+    heard,
     move,
     release,
     reserve,
     resolve_unknown,
     settle,
     tasks_of,
+    unanswered,
 )
 from genwidgets.serve.db import Database
 from genwidgets.serve.keys import add_group, add_key, list_keys
@@ -214,6 +216,30 @@ def test_a_task_upstream_forgot_is_unknown_or_ended_by_what_it_was(
     assert [t["error"] for t in tasks_of(db, state="open")] == [None]
     assert settle(db, going, {"status": "COMPLETED", "error": "boom"})
     assert held(db, "alice")["tasks"] == 1_000_000  # failed: given back
+
+
+def test_a_task_answered_nothing_but_404s_for_lost_after_is_unknown(db: Database) -> None:
+    """404s and 410s that are not upstream's word settle nothing one by one; a task
+    answered nothing else for ``LOST_AFTER`` seconds is ``unknown`` (still reserved, its
+    running place free), a status answer between starts the stretch anew, and a task
+    already ``unknown`` stays as it is."""
+    import time
+
+    add_key(db, "alice", {"tasks": 10})
+    amounts = charge_of(IMAGE, {"prompt": "x"}, {})
+    task_id = reserve(db, "alice", IMAGE, amounts).task_id
+    move(db, task_id, "open", upstream_id="up-1")
+    start = time.time() + budgets.GONE_AFTER  # old enough to be believed gone
+    assert not unanswered(db, task_id, now=start)
+    assert not unanswered(db, task_id, now=start + budgets.LOST_AFTER - 1)
+    heard(db, task_id)  # upstream answered for it: the stretch is over
+    assert not unanswered(db, task_id, now=start + budgets.LOST_AFTER)
+    assert [t["state"] for t in tasks_of(db)] == ["open"]
+    assert unanswered(db, task_id, now=start + 2 * budgets.LOST_AFTER)
+    [task] = tasks_of(db)
+    assert task["state"] == "unknown" and task["error"] == budgets.LOST
+    assert held(db, "alice")["tasks"] == 1_000_000
+    assert not unanswered(db, task_id, now=start + 3 * budgets.LOST_AFTER)
 
 
 def test_an_uncountable_cost_is_refused_only_where_capped(db: Database) -> None:

@@ -676,27 +676,21 @@ class Job:
 #: A cancel that failed with one of these was not taken (no contact, the rate limit, a
 #: fault of the gateway): the job keeps it and sends it again (docs/decisions.md#cancel-kept)
 CANCEL_KEPT = (Unreachable, RateLimited, ServerError)
-#: how a kept cancel's words begin: no contact; an answer that did not take it
-CANCEL_NOT_SENT, CANCEL_NOT_TAKEN = "cancel not sent", "cancel not taken"
 
 
-def cancel_not_sent(error: BaseException, *, ended: bool = False, result: bool = False) -> str:
-    """What a kept cancel (:data:`CANCEL_KEPT`) says: that it has not reached the
-    gateway, or was not taken there, and why; then what becomes of it: sent again while
-    the job runs, moot once the task has ended (``result``), else never delivered and
-    the task maybe still running (``ended``: the job stopped following it)."""
+def kept_cancel(job: object) -> tuple[str, str] | None:
+    """A job's kept cancel (:data:`CANCEL_KEPT`): whether it was ``"not sent"`` (no
+    contact) or ``"not taken"`` (an answer that did not take it), and why; None when
+    the job keeps none (none asked, taken, refused, or a job of another kind)."""
+    error = getattr(job, "cancel_error", None)
+    if error is None or not getattr(job, "cancel_requested", False):
+        return None
     if isinstance(error, Unreachable):
-        why = f"{CANCEL_NOT_SENT}: cannot reach the gateway ({error})"
-    elif isinstance(error, RateLimited):
+        return "not sent", f"cannot reach the gateway ({error})"
+    if isinstance(error, RateLimited):
         wait = f", asking to wait {error.retry_after:.0f} s" if error.retry_after else ""
-        why = f"{CANCEL_NOT_TAKEN}: the gateway's rate limit{wait}"
-    else:
-        why = f"{CANCEL_NOT_TAKEN}: the gateway failed ({error})"
-    if result:
-        return f"{why}; the task ended first"
-    if ended:
-        return f"{why}; the task may still run: follow it again (client.job) to cancel it"
-    return f"{why}; it is sent again until the gateway takes it"
+        return "not taken", f"the gateway's rate limit{wait}"
+    return "not taken", f"the gateway failed ({error})"
 
 
 #: How long after its create a task's 404 may only mean "not visible yet" (a replica

@@ -23,7 +23,7 @@ from .._client import CONTACT_LOST_NEXT, lost_contact
 from .._palette import COLOURS
 from .._protocols import JobLike
 from ..errors import ClientClosed
-from ..jobs.job import CANCEL_NOT_SENT, CANCEL_NOT_TAKEN, cancel_not_sent
+from ..jobs.job import kept_cancel
 from ..protocol.records import Result, log_line
 from . import markup
 from ._style import MUTED_STYLE, StatusLook, format_elapsed, layout, look_of
@@ -156,6 +156,7 @@ class TaskView(CommandView):
         self._face_word = job_look(job).word
         self._throttle = Throttle(self._write)
         self._cancel_clicked = False
+        self._kept_said = False  # cancel_error says a kept cancel
         self._shown_result: Result | None = None
         self._resend_pending = False
         self.add_class("gw-task-view")
@@ -286,24 +287,39 @@ class TaskView(CommandView):
         """Whether the Cancel button is spent; ``cancel_error`` says a cancel refused (the
         button may be pressed again), or kept because the gateway did not take it (the
         job sends it again; pressing the button sends it at once), and clears once sent."""
-        failed = getattr(job, "cancel_error", None)
-        if failed is not None and job.cancel_requested:
-            self._cancel_clicked = False
-            ended, result = job.done(), job.last_result is not None
-            words = cancel_not_sent(failed, ended=ended, result=result)
-            self.cancel_error = words if ended or result else f"{words} (Cancel sends it now)"
+        kept = kept_cancel_words(job)
+        if kept:
+            self._cancel_clicked, self._kept_said = False, True
+            self.cancel_error = kept if job.done() else f"{kept} (Cancel sends it now)"
             return False
+        failed = getattr(job, "cancel_error", None)
         if failed is not None and self._cancel_clicked:
             self._cancel_clicked = False
             self.cancel_error = f"cancel failed: {failed}"
-        elif self.cancel_error.startswith((CANCEL_NOT_SENT, CANCEL_NOT_TAKEN)):
-            self.cancel_error = ""  # the kept cancel got through
+        elif self._kept_said:
+            self._kept_said, self.cancel_error = False, ""  # the kept cancel was taken
         return self._cancel_clicked or bool(job.cancel_requested)
 
     def _resend_state(self) -> None:
         with self._throttle.lock:
             self._resend_pending = False
             self.send_state()
+
+
+def kept_cancel_words(job: JobLike) -> str:
+    """What a view says of a job's kept cancel ("" for none, docs/decisions.md#cancel-kept):
+    why the gateway has not taken it, then what becomes of it: sent again while the job
+    runs; moot once the task has ended; else never delivered, and the task may still
+    run (the job stopped following it)."""
+    kept = kept_cancel(job)
+    if kept is None:
+        return ""
+    said = f"cancel {kept[0]}: {kept[1]}"
+    if job.last_result is not None:
+        return f"{said}; the task ended first"
+    if job.done():
+        return f"{said}; the task may still run: follow it again (client.job) to cancel it"
+    return f"{said}; it is sent again until the gateway takes it"
 
 
 def end_stage(job: JobLike) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from loopback import LoopbackServer, OneTaskGateway
+from loopback import CancelRefused, LoopbackServer
 from widgets.taskfakes import (
     IMAGE_OUT,
     DisplayRecorder,
@@ -151,20 +151,6 @@ def test_a_failing_request_cancel_is_shown_not_raised() -> None:
     view = TaskView(job)
     view.click_cancel()
     assert view.cancel_error == "cancel failed: engine stopped"
-
-
-class CancelRefused(OneTaskGateway):
-    """A gateway whose task runs on and whose cancel answers ``answer`` (500 unless set)."""
-
-    cancels = 0
-    answer = 500
-
-    def do_GET(self) -> None:
-        self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
-
-    def do_PUT(self) -> None:
-        type(self).cancels += 1
-        self.send_json({"detail": "cancel backend down"}, code=self.answer)
 
 
 @contextlib.contextmanager

@@ -290,7 +290,8 @@ class TaskView(CommandView):
         kept = kept_cancel_words(job)
         if kept:
             self._cancel_clicked, self._kept_said = False, True
-            self.cancel_error = kept if job.done() else f"{kept} (Cancel sends it now)"
+            ended = job.done() or job.last_result is not None
+            self.cancel_error = kept if ended else f"{kept} (Cancel sends it now)"
             return False
         failed = getattr(job, "cancel_error", None)
         if failed is not None and self._cancel_clicked:

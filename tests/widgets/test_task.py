@@ -214,7 +214,7 @@ def test_a_kept_cancel_is_said_until_it_is_taken_and_moot_once_the_task_ends() -
     assert wait_for(lambda: view.cancel_error == "") and view.cancel_requested
     job.cancel_error = gw.Unreachable("cancel request failed: ConnectError")
     job.finish([IMAGE_OUT])
-    assert wait_for(lambda: view.cancel_error.endswith("the task ended first"))
+    assert wait_for(lambda: view.cancel_error.endswith("the task ended first"))  # moot
 
 
 def test_a_job_whose_client_closed_is_not_followed_never_failed(

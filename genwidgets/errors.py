@@ -360,6 +360,12 @@ class TaskTimeout(GenwidgetsError, TimeoutError):
         last = getattr(job, "last_status", None)  # a Job's last status seen, if any
         if cancelled:
             text = f"no result within {timeout:g} s; the gateway was asked to cancel it{where}."
+        elif getattr(job, "cancel_kept", False):  # a Job's cancel not taken, sent again
+            text = (
+                f"no result within {timeout:g} s; the task is still alive{where}, and the "
+                f"gateway did not take its cancel ({getattr(job, 'cancel_error', '')}): "
+                "the job sends it again until the gateway takes it."
+            )
         elif getattr(last, "done", False):
             text = (
                 f"no result within {timeout:g} s, though the task has ended "

@@ -44,6 +44,21 @@ class OneTaskGateway(JsonHandler):
         self.send_json({"request_id": "r1", **urls})
 
 
+class CancelRefused(OneTaskGateway):
+    """A gateway whose task runs on and whose cancel answers ``answer`` (500 unless set:
+    the gateway's fault) with "cancel backend down"; ``cancels`` counts them."""
+
+    cancels = 0
+    answer = 500
+
+    def do_GET(self) -> None:
+        self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+
+    def do_PUT(self) -> None:
+        type(self).cancels += 1
+        self.send_json({"detail": "cancel backend down"}, code=self.answer)
+
+
 class LoopbackServer:
     """``handler`` served on a free loopback port (of ``host``, 127.0.0.1 unless told;
     ``port``, if given); ``base`` is its origin."""

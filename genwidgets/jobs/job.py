@@ -37,7 +37,7 @@ from ..errors import (
 from ..protocol.records import Handle, Result, Status, is_failure
 from .engine import Engine, wait_future
 from .output_files import gateway_outputs
-from .polling import Schedule
+from .polling import PollState, Schedule, next_interval
 
 if TYPE_CHECKING:
     from ..protocol.http import Gateway
@@ -133,8 +133,14 @@ class Job:
         self.finished_at: float | None = None
         self.last_status: Status | None = None
         self.last_result: Result | None = None
+        #: a cancel was asked and not refused: sent, or kept to be sent (``cancel_error``)
         self.cancel_requested = False
+        #: why the last cancel was not taken: refused (``cancel_requested`` is False), or
+        #: not delivered and kept, to be sent again (:data:`CANCEL_KEPT`)
         self.cancel_error: BaseException | None = None
+        self._resend: asyncio.Future[None] | None = None
+        #: set when a kept cancel may go now (an answer came, the job ended)
+        self._resend_now: asyncio.Event | None = None
         self._recorder = recorder
         self._future: concurrent.futures.Future[Result] = concurrent.futures.Future()
         self._update_callbacks: list[Callable[[Job], None]] = []
@@ -283,17 +289,30 @@ class Job:
 
     def cancel(self) -> None:
         """Ask the gateway to cancel (no-op once the job is done; ``ClientClosed`` once
-        its client is closed, since the task may still run)."""
+        its client is closed, since the task may still run). A cancel not taken (no
+        contact, the rate limit, a fault of the gateway: :data:`CANCEL_KEPT`) raises and
+        is kept: the job sends it again until the gateway takes it or the task ends
+        (docs/decisions.md#cancel-kept)."""
         if self._closed:
             raise ClientClosed(endpoint=self.endpoint, request_id=self.request_id)
         if not self.done():
             self._engine.run(self._cancel())
 
+    @property
+    def cancel_kept(self) -> bool:
+        """A cancel was asked and the gateway has not taken it yet: ``cancel_error`` says
+        why, and the job sends it again (a click on Cancel sends it at once)."""
+        return self.cancel_requested and self.cancel_error is not None
+
     def request_cancel(self) -> None:
-        """Schedule a cancel without blocking (for buttons); errors land in ``cancel_error``."""
-        if not self.done() and not self.cancel_requested:
-            self.cancel_requested, self.cancel_error = True, None
-            self._engine.submit(self._cancel())
+        """Schedule a cancel without blocking (for buttons); errors land in ``cancel_error``.
+        Asked again while a cancel is kept (not taken), it is sent again at once."""
+        if self.done() or (self.cancel_requested and not self.cancel_kept):
+            return  # sent already, or on its way
+        if not self.cancel_requested:
+            self.cancel_error = None
+        self.cancel_requested = True
+        self._engine.submit(self._cancel())
 
     def add_done_callback(self, fn: Callable[[Job], Any]) -> None:
         """Call ``fn(job)`` when terminal (on the engine thread, or now if already done)."""
@@ -346,6 +365,8 @@ class Job:
         Records nothing."""
         if self._task is not None:
             self._task.cancel()
+        if self._resend is not None:
+            self._resend.cancel()
         if self.copying is not None and not self.copying.done():
             self.copying.set_result(None)  # stopped: the ledger keeps them pending
         if not self.done():
@@ -391,6 +412,8 @@ class Job:
         if previous is not None and previous.logs and not status.logs:
             status = dataclasses.replace(status, logs=previous.logs)  # a result carries none
         self.last_status = status
+        if self._resend_now is not None and isinstance(self.cancel_error, Unreachable):
+            self._resend_now.set()  # contact is back: a cancel kept for want of it goes now
         self._timing.saw(status.status, status.queue_position, status.done)
         if (
             previous is None
@@ -434,6 +457,11 @@ class Job:
         self._notify()
         try:
             await self._gateway.cancel(self._handle)
+        except CANCEL_KEPT as exc:  # not delivered: kept, and sent again
+            self.cancel_error = exc
+            self._notify()
+            self._resend_later()
+            raise
         except GatewayError as exc:
             # Already finished on the gateway: not an error worth raising.
             if exc.status_code in (400, 409) and not isinstance(exc, RateLimited):
@@ -442,9 +470,46 @@ class Job:
                 self.cancel_error, self.cancel_requested = exc, False
                 self._notify()
                 raise
+        else:
+            if self.cancel_error is not None:  # a kept cancel got through
+                self.cancel_error = None
+                self._notify()
         finally:
             if self._wake is not None:
                 self._wake.set()
+
+    def _resend_later(self) -> None:
+        if self._resend is None or self._resend.done():
+            self._resend = asyncio.ensure_future(self._resend_kept_cancel())
+
+    async def _resend_kept_cancel(self) -> None:
+        """Send a kept cancel again until the gateway takes it or the job ends: not sent
+        for want of contact, as soon as a poll is answered; refused for the rate limit,
+        when the rate gate opens; at the latest backing off as failed polls do (8 s at
+        most). A cancel is idempotent; the one taken stops the billing."""
+        self._resend_now = now = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self._future.add_done_callback(lambda _f: loop.call_soon_threadsafe(now.set))
+        tries = 0
+        while not self.done() and self.cancel_kept:
+            tries += 1
+            backoff = next_interval(
+                PollState(running_for=0.0, failures=tries),
+                self._gateway.rng,
+                self._timing.schedule.policy,
+            )
+            with contextlib.suppress(asyncio.TimeoutError):
+                await wait_within(now.wait(), max(backoff, self._gateway.gate.remaining))
+            now.clear()
+            if self.done() or not self.cancel_kept:
+                return
+            try:
+                await self._cancel()
+            except GenwidgetsError:
+                continue  # kept (said in cancel_error) or refused: the loop's test says
+            except Exception:  # a bug must not stop the engine
+                log.exception("genwidgets: sending the cancel of %s failed", self.request_id)
+                return
 
     async def _fetch_result(self, status: Status) -> Result | None:
         try:
@@ -606,6 +671,26 @@ class Job:
                 log.exception("genwidgets: recording the result of %s failed", self.request_id)
             self._finish(result)
             return
+
+
+#: A cancel that failed with one of these was not taken (no contact, the rate limit, a
+#: fault of the gateway): the job keeps it and sends it again (docs/decisions.md#cancel-kept)
+CANCEL_KEPT = (Unreachable, RateLimited, ServerError)
+
+
+def kept_cancel(job: object) -> tuple[str, str] | None:
+    """A job's kept cancel (:data:`CANCEL_KEPT`): whether it was ``"not sent"`` (no
+    contact) or ``"not taken"`` (an answer that did not take it), and why; None when
+    the job keeps none (none asked, taken, refused, or a job of another kind)."""
+    error = getattr(job, "cancel_error", None)
+    if error is None or not getattr(job, "cancel_requested", False):
+        return None
+    if isinstance(error, Unreachable):
+        return "not sent", f"cannot reach the gateway ({error})"
+    if isinstance(error, RateLimited):
+        wait = f", asking to wait {error.retry_after:.0f} s" if error.retry_after else ""
+        return "not taken", f"the gateway's rate limit{wait}"
+    return "not taken", f"the gateway failed ({error})"
 
 
 #: How long after its create a task's 404 may only mean "not visible yet" (a replica

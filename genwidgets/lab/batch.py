@@ -36,6 +36,7 @@ from ..errors import (
     Unauthorized,
     Unreachable,
 )
+from ..jobs.job import kept_cancel
 from ..jobs.ledger import NOT_CREATED, scrub_payload
 from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
@@ -628,19 +629,27 @@ class Batch:
                     due.append(row)
                     continue
                 asked = row.cancel_asked_at
+                kept = kept_cancel(row.job)  # not taken by the gateway: the job sends it again
                 if row.state == CREATED and asked is not None and now - asked > CANCEL_GRACE:
                     late_words = f"timed out after {self.timeout:g} s; " if row.timed_out else ""
-                    row.error = (  # a gateway may accept a cancel and go on
-                        f"{late_words}its cancel did not end it within {CANCEL_GRACE:g} s: "
-                        "left running (running the batch again re-attaches it)"
+                    ended = (  # a gateway may accept a cancel and go on
+                        f"its cancel did not end it within {CANCEL_GRACE:g} s"
+                        if kept is None
+                        else f"its cancel was {kept[0]} within {CANCEL_GRACE:g} s ({kept[1]}; "
+                        "sent again while this process runs)"
+                    )
+                    row.error = (
+                        f"{late_words}{ended}: left running (running the batch again "
+                        "re-attaches it)"
                     )
                     self.update(row, LEFT)
                     continue
                 if row.state == CREATED and self._unheard_since_cancel(row, now):
+                    fate = "" if kept is None else f", and the cancel was {kept[0]} ({kept[1]})"
                     row.error = (
                         f"timed out after {self.timeout:g} s; no word of its task since its "
-                        "cancel was asked (contact lost): it may still run or be done. Running "
-                        "the batch again re-attaches it (no new create)"
+                        f"cancel was asked (contact lost){fate}: it may still run or be done. "
+                        "Running the batch again re-attaches it (no new create)"
                     )
                     self.update(row, UNKNOWN)
                     continue

@@ -83,10 +83,19 @@ class RateGate:
             self._open_at = max(self._open_at, at)
 
     async def wait(
-        self, *, endpoint: str | None = None, request_id: str | None = None, create: bool = False
+        self,
+        *,
+        endpoint: str | None = None,
+        request_id: str | None = None,
+        create: bool = False,
+        urgent: bool = False,
     ) -> None:
         """Until the gate is open (for a create: both gates), or :class:`RateLimited`
-        when the gateway asks for more than ``max_wait``."""
+        when the gateway asks for more than ``max_wait``. ``urgent`` (a cancel's first
+        try) passes at once: a cancel stops the billing, and its refusal costs nothing;
+        its retries wait (docs/decisions.md#cancel-kept)."""
+        if urgent and not create:
+            return
         left = (lambda: self.creates_remaining) if create else (lambda: self.remaining)
         if (remaining := left()) > self.max_wait:
             raise RateLimited(

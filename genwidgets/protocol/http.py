@@ -383,9 +383,10 @@ class Gateway:
         leaving: Callable[[], Awaitable[object]] | None = None,
     ) -> Answer:
         """One request through the gate: a create with its pacing ticket (``attempt``:
-        its tries so far), the redirects httpx follows on the same origin only;
-        ``leaving()`` is awaited just before the request is put on the wire (it may
-        refuse: the client stopped); a stop ends the waits before it with ``ClientClosed``."""
+        its tries so far; a cancel's first passes a closed gate), the redirects httpx
+        follows on the same origin only; ``leaving()`` is awaited just before the request
+        is put on the wire (it may refuse: the client stopped); a stop ends the waits
+        before it with ``ClientClosed``."""
         create = op == "create"
         ticket = (
             await self._unless_stopped(self.gate.ticket(attempt=attempt), endpoint)
@@ -394,7 +395,13 @@ class Gateway:
         )
         try:
             await self._unless_stopped(
-                self.gate.wait(endpoint=endpoint, request_id=request_id, create=create), endpoint
+                self.gate.wait(
+                    endpoint=endpoint,
+                    request_id=request_id,
+                    create=create,
+                    urgent=op == "cancel" and attempt == 0,
+                ),
+                endpoint,
             )
 
             def away(status_code: int, target: str) -> GatewayError:
@@ -568,7 +575,9 @@ class Gateway:
         first_not_found: float | None = None
         while True:
             try:
-                answer = await self._send(op, method, url, endpoint=endpoint, request_id=request_id)
+                answer = await self._send(
+                    op, method, url, endpoint=endpoint, request_id=request_id, attempt=attempt
+                )
                 if not is_refusal(answer):
                     return answer
                 error: Exception = error_from_response(

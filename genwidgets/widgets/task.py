@@ -22,6 +22,8 @@ import traitlets
 from .._client import CONTACT_LOST_NEXT, lost_contact
 from .._palette import COLOURS
 from .._protocols import JobLike
+from ..errors import ClientClosed
+from ..jobs.job import kept_cancel
 from ..protocol.records import Result, log_line
 from . import markup
 from ._style import MUTED_STYLE, StatusLook, format_elapsed, layout, look_of
@@ -50,8 +52,9 @@ FACE_INTERVAL = 1.0
 
 def job_look(job: JobLike) -> StatusLook:
     """The look of a job; a job that ended with an exception instead of a result shows
-    it: "contact lost" when polling gave up on faults of contact (the task may still
-    run: never called failed), else failed (the task vanished, the client closed)."""
+    it: "contact lost" when polling gave up on faults of contact, "not followed" when
+    its client closed (the task may still run: never called failed; the error says how
+    to follow it again), else failed (the task vanished)."""
     look = look_of(job.last_status, job.last_result)
     if look.terminal or job.last_result is not None or not job.done():
         return look
@@ -62,6 +65,8 @@ def job_look(job: JobLike) -> StatusLook:
     if lost_contact(job):
         said = f"{said}. {CONTACT_LOST_NEXT}"
         return StatusLook("contact lost", "queued", look.raw, True, said, kind)
+    if isinstance(exc, ClientClosed):
+        return StatusLook("not followed", "queued", look.raw, True, said, kind)
     return StatusLook("failed", "failed", look.raw, True, said, kind)
 
 
@@ -151,6 +156,7 @@ class TaskView(CommandView):
         self._face_word = job_look(job).word
         self._throttle = Throttle(self._write)
         self._cancel_clicked = False
+        self._kept_said = False  # cancel_error says a kept cancel
         self._shown_result: Result | None = None
         self._resend_pending = False
         self.add_class("gw-task-view")
@@ -261,12 +267,7 @@ class TaskView(CommandView):
             )
             self.error = look.error or ""
             self.error_type = look.error_type or ""
-            failed = getattr(job, "cancel_error", None)
-            if failed is not None and self._cancel_clicked and not job.cancel_requested:
-                # the cancel was not taken: said, and the button may be pressed again
-                self._cancel_clicked = False
-                self.cancel_error = f"cancel failed: {failed}"
-            self.cancel_requested = self._cancel_clicked or bool(job.cancel_requested)
+            self.cancel_requested = self._cancel_state(job)
             result = job.last_result
             if result is not None and result is not self._shown_result:
                 # Once per result: a terminal status may come before the result is fetched.
@@ -282,10 +283,44 @@ class TaskView(CommandView):
             self._resend_pending = True
             REPUBLISH.add(self._resend_state)
 
+    def _cancel_state(self, job: JobLike) -> bool:
+        """Whether the Cancel button is spent; ``cancel_error`` says a cancel refused (the
+        button may be pressed again), or kept because the gateway did not take it (the
+        job sends it again; pressing the button sends it at once), and clears once sent."""
+        kept = kept_cancel_words(job)
+        if kept:
+            self._cancel_clicked, self._kept_said = False, True
+            ended = job.done() or job.last_result is not None
+            self.cancel_error = kept if ended else f"{kept} (Cancel sends it now)"
+            return False
+        failed = getattr(job, "cancel_error", None)
+        if failed is not None and self._cancel_clicked:
+            self._cancel_clicked = False
+            self.cancel_error = f"cancel failed: {failed}"
+        elif self._kept_said:
+            self._kept_said, self.cancel_error = False, ""  # the kept cancel was taken
+        return self._cancel_clicked or bool(job.cancel_requested)
+
     def _resend_state(self) -> None:
         with self._throttle.lock:
             self._resend_pending = False
             self.send_state()
+
+
+def kept_cancel_words(job: JobLike) -> str:
+    """What a view says of a job's kept cancel ("" for none, docs/decisions.md#cancel-kept):
+    why the gateway has not taken it, then what becomes of it: sent again while the job
+    runs; moot once the task has ended; else never delivered, and the task may still
+    run (the job stopped following it)."""
+    kept = kept_cancel(job)
+    if kept is None:
+        return ""
+    said = f"cancel {kept[0]}: {kept[1]}"
+    if job.last_result is not None:
+        return f"{said}; the task ended first"
+    if job.done():
+        return f"{said}; the task may still run: follow it again (client.job) to cancel it"
+    return f"{said}; it is sent again until the gateway takes it"
 
 
 def end_stage(job: JobLike) -> int:

@@ -690,3 +690,67 @@ def test_a_wall_clock_step_never_makes_a_new_task_believed_gone(
         shift[0] = job_module.NOT_VISIBLE_FOR + 1.0  # a minute passes on the job's clock
         with pytest.raises(gw.RequestNotFound):
             job.result(timeout=10)
+
+
+def test_a_cancel_that_cannot_reach_the_gateway_is_kept_and_sent_once_contact_is_back(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    """A cancel met by an outage (connections refused) was dropped: ``cancel()`` raised,
+    but ``cancel_requested`` stayed True with no ``cancel_error`` (the view said "cancel
+    requested", its button spent), and the task ran on and billed. It is kept, said in
+    ``cancel_error``, and sent again once the gateway answers."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    job = submit(client)
+    fake.faults["cancel"].extend([httpx.ConnectError("refused")] * 100)
+    with pytest.raises(gw.Unreachable):
+        job.cancel()
+    assert job.cancel_requested and isinstance(job.cancel_error, gw.Unreachable)
+    assert job.cancel_kept and fake.count("cancel") == 3  # its tries: nothing taken
+    fake.faults["cancel"].clear()  # contact is back
+    assert job.result(timeout=30).error_type == "cancelled"
+    assert job.cancel_error is None and not job.cancel_kept
+
+
+def test_a_click_on_a_kept_cancel_sends_it_again_at_once(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    """A second click did nothing while the first cancel had not been taken."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    job = submit(client)
+    fake.faults["cancel"].extend([httpx.ConnectError("refused")] * 3)
+    job.request_cancel()
+    wait_for(lambda: job.cancel_kept, "the cancel kept")
+    job.request_cancel()
+    assert job.result(timeout=30).error_type == "cancelled"
+
+
+@pytest.mark.usefixtures("short_rate_waits")
+def test_a_cancel_is_sent_while_polls_wait_out_a_long_rate_limit(fake: FakeGateway) -> None:
+    """While polls waited on a 429 asking an hour, the client's own gate refused the
+    cancel unsent: ``result(cancel_on_timeout=True)`` said not cancelled and the gateway
+    got no cancel. A cancel's first try passes the closed gate."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    fake.faults["status"].append(error(429, RATE_LIMITED, {"Retry-After": "3600"}))
+    fake.faults["response"].append(error(429, RATE_LIMITED, {"Retry-After": "3600"}))
+    with gw.Client(BASE, KEY, transport=fake.transport()) as client:
+        job = submit(client)
+        wait_for(lambda: not fake.faults["status"] or not fake.faults["response"], "a 429")
+        with pytest.raises(gw.TaskTimeout) as info:
+            job.result(timeout=0.1, cancel_on_timeout=True)
+        assert info.value.cancelled and fake.count("cancel") == 1
+        assert job.cancel_requested and job.cancel_error is None
+
+
+@pytest.mark.usefixtures("short_rate_waits")
+def test_a_cancel_refused_for_the_rate_limit_is_sent_again_when_the_gate_opens(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    fake.faults["cancel"].append(error(429, RATE_LIMITED, {"Retry-After": "0.3"}))
+    job = submit(client)
+    with pytest.raises(gw.TaskTimeout) as info:
+        job.result(timeout=0.05, cancel_on_timeout=True)
+    assert not info.value.cancelled and "sends it again" in str(info.value)
+    assert isinstance(info.value.__cause__, gw.RateLimited) and job.cancel_kept
+    assert job.result(timeout=30).error_type == "cancelled"
+    assert fake.count("cancel") == 2

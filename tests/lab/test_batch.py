@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from faults import HeldCreates
-from loopback import LoopbackServer, OneTaskGateway
+from loopback import CancelRefused, LoopbackServer, OneTaskGateway
 from PIL import Image
 from widgets.taskfakes import wait_for
 
@@ -462,6 +462,32 @@ def test_a_row_whose_cancel_does_not_end_its_task_is_left_running(
         assert wait_for(
             lambda: read_manifest(tmp_path / "c")[0]["status"] == "timed out", timeout=60
         )
+
+
+@pytest.mark.slow
+def test_a_row_whose_deadline_cancel_was_not_taken_says_so(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row past its deadline whose cancel the gateway never took (refused unsent by the
+    client's rate gate, review fault 5; here a 500) was "left running" with "its cancel
+    did not end it", as if the gateway had taken it."""
+    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 1.0)
+    monkeypatch.setattr(CancelRefused, "cancels", 0)  # answered 500: not taken
+    gateway = LoopbackServer(CancelRefused)
+    try:
+        with gw.Client(
+            gateway.base, "key-of-a-loopback-gateway", ledger=False, max_retries=0
+        ) as client:
+            batch = gw.batch(
+                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=0.5
+            ).wait(timeout=120, progress="none")
+            row = batch.rows[0]
+            assert row.status == "left running" and CancelRefused.cancels >= 1
+            assert "its cancel did not end it" not in (row.error or "")
+            assert "its cancel was not taken within 1 s (the gateway failed" in (row.error or "")
+            assert "cancel backend down" in (row.error or "")
+    finally:
+        gateway.close()
 
 
 class KeyRefused(OneTaskGateway):

@@ -137,6 +137,7 @@ class FakeJob:
         self.last_status: Status | None = None
         self.last_result: Result | None = None
         self.cancel_requested = False
+        self.cancel_error: BaseException | None = None
         self.cancel_calls = 0
         self.expected_finish: float | None = None
         self._exception: BaseException | None = None

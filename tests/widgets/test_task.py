@@ -5,17 +5,17 @@ ends); a form's tasks shown the same way under it."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from loopback import LoopbackServer, OneTaskGateway
+from loopback import CancelRefused, LoopbackServer
 from widgets.taskfakes import (
     IMAGE_OUT,
     DisplayRecorder,
@@ -153,23 +153,12 @@ def test_a_failing_request_cancel_is_shown_not_raised() -> None:
     assert view.cancel_error == "cancel failed: engine stopped"
 
 
-class CancelRefused(OneTaskGateway):
-    """A gateway whose task runs on and whose cancel answers 500."""
-
-    cancels = 0
-
-    def do_GET(self) -> None:
-        self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
-
-    def do_PUT(self) -> None:
-        type(self).cancels += 1
-        self.send_json({"detail": "cancel backend down"}, code=500)
-
-
-def test_a_cancel_the_gateway_refused_is_said_and_may_be_asked_again(tmp_path: Path) -> None:
-    """The view said "cancel requested" for ever, showed no error and could not be
-    clicked again, while the task ran (and billed) on."""
-    CancelRefused.cancels = 0
+@contextlib.contextmanager
+def cancel_pressed(monkeypatch: pytest.MonkeyPatch, answer: int) -> Iterator[TaskView]:
+    """The view of a task on a :class:`CancelRefused` gateway answering ``answer`` to a
+    cancel (the client retries nothing), its Cancel pressed once."""
+    monkeypatch.setattr(CancelRefused, "answer", answer)
+    monkeypatch.setattr(CancelRefused, "cancels", 0)
     gateway = LoopbackServer(CancelRefused)
     try:
         with gw.Client(
@@ -177,13 +166,70 @@ def test_a_cancel_the_gateway_refused_is_said_and_may_be_asked_again(tmp_path: P
         ) as client:
             view = TaskView(client.submit("genW2.5-t2i-preview", {"prompt": "a kite"}))
             view.click_cancel()
-            assert wait_for(lambda: view.cancel_error.startswith("cancel failed"), timeout=60)
-            assert "cancel backend down" in view.cancel_error and not view.cancel_requested
-            assert CancelRefused.cancels == 1
-            view.click_cancel()  # pressed again: asked again
-            assert wait_for(lambda: CancelRefused.cancels == 2, timeout=60)
+            yield view
     finally:
         gateway.close()
+
+
+def test_a_cancel_the_gateway_refused_is_said_and_may_be_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The view said "cancel requested" for ever, showed no error and could not be
+    clicked again, while the task ran (and billed) on."""
+    with cancel_pressed(monkeypatch, 403) as view:
+        assert wait_for(lambda: view.cancel_error.startswith("cancel failed"), timeout=60)
+        assert "cancel backend down" in view.cancel_error and not view.cancel_requested
+        assert CancelRefused.cancels == 1
+        view.click_cancel()  # pressed again: asked again
+        assert wait_for(lambda: CancelRefused.cancels == 2, timeout=60)
+
+
+def test_a_cancel_the_gateway_failed_is_said_and_sent_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 500 to a cancel is a fault of the gateway, not its word on the task: the cancel
+    is kept, said, sent again by itself, and the button sends it at once."""
+    with cancel_pressed(monkeypatch, 500) as view:
+        assert wait_for(lambda: view.cancel_error.startswith("cancel not taken"), timeout=60)
+        assert "cancel backend down" in view.cancel_error and "sent again" in view.cancel_error
+        assert not view.cancel_requested  # the button may be pressed: it sends it now
+        assert wait_for(lambda: CancelRefused.cancels >= 2, timeout=60)  # by itself
+        sent = CancelRefused.cancels
+        view.click_cancel()
+        assert wait_for(lambda: CancelRefused.cancels > sent, timeout=60)
+
+
+def test_a_kept_cancel_is_said_until_it_is_taken_and_moot_once_the_task_ends() -> None:
+    """A cancel the gateway did not take (here: no contact) showed "cancel requested"
+    with no error and a spent button, while the task ran on."""
+    job = FakeJob()
+    view = TaskView(job)
+    view.click_cancel()
+    job.cancel_error = gw.Unreachable("cancel request failed: ConnectError")
+    job.run()
+    assert wait_for(lambda: view.cancel_error.startswith("cancel not sent: cannot reach"))
+    assert "sent again" in view.cancel_error and not view.cancel_requested
+    job.cancel_error = None  # sent again and taken
+    job.queue(1)
+    assert wait_for(lambda: view.cancel_error == "") and view.cancel_requested
+    job.cancel_error = gw.Unreachable("cancel request failed: ConnectError")
+    job.finish([IMAGE_OUT])
+    assert wait_for(lambda: view.cancel_error.endswith("the task ended first"))  # moot
+
+
+def test_a_job_whose_client_closed_is_not_followed_never_failed(
+    recorder: DisplayRecorder,
+) -> None:
+    """A client closed while its task ran made the view and the saved face say "failed"
+    in red; the task was not failed, and may still run."""
+    job = FakeJob()
+    view = display_job(job)
+    job.crash(gw.ClientClosed(endpoint=job.endpoint, request_id=job.request_id))
+    assert isinstance(view, TaskView)
+    assert wait_for(lambda: view.status == "not followed") and view.category != "failed"
+    assert f".job({job.endpoint!r}, {job.request_id!r})" in view.error
+    assert wait_for(lambda: "not followed" in recorder.handle.updates[-1][0]["text/plain"])
+    assert "failed" not in recorder.handle.updates[-1][0]["text/plain"]
 
 
 def test_throttle_coalesces_a_burst_and_always_shows_the_last_state() -> None:

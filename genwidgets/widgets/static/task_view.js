@@ -192,7 +192,9 @@ function render({ model, el }) {
     clicked = true;
     cancel.disabled = true;
     cancel.textContent = "cancel requested";
-    ask("_ask_cancel").then((reply) => { refused = reply.error || ""; draw(); });
+    // answered: the kernel's state says from now on whether the button is spent (a
+    // cancel refused, or not sent and kept, lets it be pressed again)
+    ask("_ask_cancel").then((reply) => { refused = reply.error || ""; clicked = false; draw(); });
   });
 
   const timer = setInterval(() => {

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
+import logging
 import pydoc
 import signal
 from pathlib import Path
@@ -124,6 +126,57 @@ def test_a_result_wait_that_runs_out_leaves_the_task_alive_unless_told_to_cancel
             assert fake.count("cancel") == 1
 
     asyncio.run(main())
+
+
+def futures_now() -> set[int]:
+    """The ids of the asyncio futures in memory."""
+    return {id(o) for o in gc.get_objects() if isinstance(o, asyncio.Future)}
+
+
+def collected_now(request_id: str, before: set[int]) -> None:
+    """Finalise, as the collector would, every asyncio future of ``request_id`` made
+    since ``before`` and still in memory (whatever holds it): asyncio logs each one whose
+    exception nobody read."""
+    gc.collect()
+    for leftover in gc.get_objects():
+        if (
+            isinstance(leftover, asyncio.Future)
+            and id(leftover) not in before
+            and request_id in repr(leftover)
+        ):
+            leftover.__del__()
+
+
+@pytest.mark.parametrize("wait", ["result", "await"])
+def test_a_wait_that_gave_up_leaves_no_unread_exception_at_close(
+    wait: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A wait on a job that gave up (a timeout, a cancelled wait) left the future it
+    waited on unread: the close ended the job with ``ClientClosed`` and asyncio logged
+    "Future exception was never retrieved" whenever that future was collected."""
+    fake = FakeGateway()
+    fake.next_statuses = [{"status": "IN_PROGRESS"}]
+    request_id = ""
+
+    async def main() -> None:
+        nonlocal request_id
+        async with gw.AsyncClient(BASE, KEY, transport=fake.transport(), ledger=False) as client:
+            job = await client.submit("ep", {}, validate=False)
+            request_id = job.request_id
+            if wait == "result":
+                with pytest.raises(gw.TaskTimeout):
+                    await job.result(timeout=0.05)
+            else:
+                with pytest.raises(asyncio.TimeoutError):
+                    await asyncio.wait_for(job, 0.05)
+        assert isinstance(job.exception(), gw.ClientClosed)  # the close ended it
+        await asyncio.sleep(0)  # the end reaches this loop's futures
+
+    before = futures_now()
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(main())
+        collected_now(request_id, before)
+    assert "never retrieved" not in caplog.text
 
 
 def test_closing_ends_live_async_jobs_with_client_closed() -> None:

@@ -30,7 +30,7 @@ def parse_size(value: str) -> tuple[int, int]:
     """``"1280*720"`` → ``(1280, 720)``; a clear error for anything else."""
     match = SIZE.fullmatch(value)
     if not match:
-        raise ValueError(f"size must be width*height in pixels, e.g. 1280*1280; got {shown(value)}")
+        raise ValueError(f"must be width*height in pixels, e.g. 1280*1280; got {shown(value)}")
     return int(match.group(1)), int(match.group(2))
 
 
@@ -90,20 +90,20 @@ class SizeRule:
             for name, side in (("width", width), ("height", height)):
                 if not self.min_side <= side <= self.max_side:
                     raise ValueError(
-                        f"size {name} must be {self.min_side}-{self.max_side} px; got {side}"
+                        f"the {name} must be {self.min_side}-{self.max_side} px; got {side}"
                     )
         pixels = width * height
         low, high = self.min_pixels or 0, self.max_pixels or pixels
         if not low <= pixels <= high:
             raise ValueError(
-                f"size {value} has {pixels} pixels; total pixels must be between "
-                f"{self.pixels_text or f'{low} and {high}'}"
+                "the total pixels must be between "
+                f"{self.pixels_text or f'{low} and {high}'}; got {value} ({pixels} pixels)"
             )
         lo_aspect, hi_aspect = self.min_aspect or 0.0, self.max_aspect or float("inf")
         if height == 0 or not lo_aspect <= width / height <= hi_aspect:
             raise ValueError(
-                f"size {value}: the aspect ratio must be between "
-                f"{self.aspect_text or f'{lo_aspect} and {hi_aspect}'}"
+                "the aspect ratio must be between "
+                f"{self.aspect_text or f'{lo_aspect} and {hi_aspect}'}; got {value}"
             )
         return value
 

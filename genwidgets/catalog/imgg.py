@@ -32,7 +32,7 @@ class ImgGMask(Part):
     @model_validator(mode="after")
     def _one_source(self) -> ImgGMask:
         if (self.file_id is None) == (self.image_url is None):
-            raise ValueError("mask takes exactly one of file_id and image_url")
+            raise ValueError("takes exactly one of file_id and image_url")
         return self
 
 

@@ -110,7 +110,7 @@ class Mask(Part):
     @model_validator(mode="after")
     def _areas_or_url(self) -> Mask:
         if not self.areas and not self.url:
-            raise ValueError("mask must contain a non-empty areas list or a url")
+            raise ValueError("must contain a non-empty areas list or a url")
         return self
 
 

@@ -263,6 +263,8 @@ def _pydantic_errors(
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
+#: JSON nested deeper than this is neither sent nor read (real payloads and answers nest
+#: a few levels); the protocol's reading (:mod:`genwidgets.protocol.body`) uses it too.
 MAX_DEPTH = 64
 
 

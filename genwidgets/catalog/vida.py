@@ -224,7 +224,7 @@ class _VidABody(Endpoint):
     def _duration(cls, value: int | None) -> int | None:
         if value is not None and value != -1 and not 4 <= value <= 15:
             raise ValueError(
-                f"duration must be 4-15 seconds, or -1 to let the model choose; got {shown(value)}"
+                f"must be 4-15 seconds, or -1 to let the model choose; got {shown(value)}"
             )
         return value
 

@@ -106,7 +106,7 @@ class VidKV3TurboT2V(Endpoint):
         if isinstance(value, str) and value.strip().lower() in ENHANCE_WORDS:
             return value.strip().lower()
         raise ValueError(
-            "enhance_prompt takes true or false, or one of the strings "
+            "takes true or false, or one of the strings "
             f"{', '.join(ENHANCE_WORDS)}; got {shown(value)}"
         )
 
@@ -241,7 +241,7 @@ class VidKLipSync(Endpoint):
     @classmethod
     def _one_face(cls, value: list[FaceChoose]) -> list[FaceChoose]:
         if len(value) != 1:
-            raise ValueError(f"face_choose takes exactly one face for now; got {len(value)}")
+            raise ValueError(f"takes exactly one face for now; got {len(value)}")
         return value
 
 

@@ -37,13 +37,12 @@ def _check_meta_data(value: str | None) -> str | None:
         parsed = json.loads(value)
     except ValueError:
         raise ValueError(
-            'meta_data must be a JSON object string, e.g. \'{"Label": "..."}\'; it does not '
+            'must be a JSON object string, e.g. \'{"Label": "..."}\'; it does not '
             f"parse as JSON; got {shown(value)}"
         ) from None
     if not isinstance(parsed, dict):
         raise ValueError(
-            'meta_data must be a JSON object string, e.g. \'{"Label": "..."}\'; '
-            f"got {shown(value)}"
+            f'must be a JSON object string, e.g. \'{{"Label": "..."}}\'; got {shown(value)}'
         )
     return value
 

@@ -21,7 +21,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Collection, Generator, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._workers import RUNS, wait_within
 from ..errors import (
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..protocol.http import Gateway
 
 log = logging.getLogger("genwidgets")
+T = TypeVar("T")
 
 
 def copies_pending_words(count: int) -> str:
@@ -82,6 +83,16 @@ class Recorder(Protocol):
     ) -> None: ...
 
     def on_gone(self, job: Job, error: RequestNotFound) -> None: ...
+
+
+def _shielded(future: concurrent.futures.Future[T]) -> asyncio.Future[T]:
+    """``future`` awaited on this loop behind a shield of its own: a wait that gives up (a
+    timeout, a cancel) leaves the job be. The shield forgets the future it guards once
+    the wait is gone, so its outcome is read here when it comes: a close ending the job
+    with ``ClientClosed`` made asyncio log "Future exception was never retrieved"."""
+    ended = asyncio.wrap_future(future)
+    ended.add_done_callback(lambda done: done.cancelled() or done.exception())
+    return asyncio.shield(ended)
 
 
 class Job:
@@ -309,8 +320,8 @@ class Job:
         ends alone; the job is still followed and its result fetched (and the copy
         made), as after ``result(timeout=...)``."""
         if self.copying is not None:
-            await asyncio.shield(asyncio.wrap_future(self.copying))
-        return await asyncio.shield(asyncio.wrap_future(self._future))
+            await _shielded(self.copying)
+        return await _shielded(self._future)
 
     # The old async spellings, for one release, found only when asked for: dir()
     # and help() show the current names alone, and mypy still flags misspelt
@@ -657,12 +668,11 @@ class AsyncJob:
         copying = self._job.copying
         if copying is not None and self._job.done():
             with contextlib.suppress(asyncio.TimeoutError):
-                await wait_within(asyncio.shield(asyncio.wrap_future(copying)), timeout)
+                await wait_within(_shielded(copying), timeout)
         try:
             # The shield is this wait's own: cancelling it on timeout leaves the task be.
             job_ended = self._job._future  # noqa: SLF001 - AsyncJob is this module's Job, awaited
-            outcome = asyncio.shield(asyncio.wrap_future(job_ended))
-            return await wait_within(outcome, timeout)
+            return await wait_within(_shielded(job_ended), timeout)
         except asyncio.TimeoutError:
             if not cancel_on_timeout:
                 raise TaskTimeout(self, timeout or 0.0) from None

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..catalog import endpoint as catalog_endpoint
 from ..catalog import fields_along, fields_of
+from ..catalog.checks import shown
 from ..catalog.introspect import leaves, literal_choices, models_in
 from ..catalog.model import whole_text
 from ..errors import EndpointNotFound, PayloadError
@@ -200,14 +201,20 @@ def field_type(
             missing, sorted({f.wire for m in parents for f in fields_of(m)}), n=1
         )
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        msg = f"unknown field {missing!r}{hint}"
-        first = first or problem((where, ".".join(path)), msg, endpoint=endpoint)
+        msg = f"unknown field {shown(missing)}{hint}"
+        first = first or problem((where, _place(".".join(path))), msg, endpoint=endpoint)
     assert first is not None
     raise first
 
 
+def _place(field: str) -> str:
+    """A field as its error's location names it: a name, or a given text too long (or
+    unprintable) to be one cut short as :func:`shown` cuts a value."""
+    return field if len(field) <= 40 and field.isprintable() else shown(field)
+
+
 def _bad(field: str, msg: str, endpoint: str | None, where: str = "axis") -> PayloadError:
-    return problem((where, field), msg, endpoint=endpoint)
+    return problem((where, _place(field)), msg, endpoint=endpoint)
 
 
 def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | None) -> list[Any]:
@@ -237,7 +244,8 @@ def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | 
         if len(set(whole)) != len(whole):
             raise _bad(
                 field,
-                f"the range {match.group(0).strip()!r} repeats whole numbers for an integer field",
+                f"the range {shown(match.group(0).strip())} repeats whole numbers for an "
+                "integer field",
                 endpoint,
             )
         return whole
@@ -264,19 +272,19 @@ def typed_value(
             return True
         if lowered in ("false", "no", "0", "off"):
             return False
-        raise _bad(field, f"{item!r} is not true or false{tail}", endpoint, where)
+        raise _bad(field, f"{shown(item)} is not true or false{tail}", endpoint, where)
     if kind is int and re.fullmatch(r"\s*[+-]?\d+(\.0+)?\s*", item, re.ASCII):
         whole = whole_text(item)  # exactly (a float keeps 15 digits); too long for any
         return item if whole is None else int(whole)  # field: the catalog says the range
     try:
         number = float(item)
     except ValueError:
-        raise _bad(field, f"{item!r} is not a number{tail}", endpoint, where) from None
+        raise _bad(field, f"{shown(item)} is not a number{tail}", endpoint, where) from None
     if not math.isfinite(number):
-        raise _bad(field, f"{item!r} is not a finite number", endpoint, where)
+        raise _bad(field, f"{shown(item)} is not a finite number", endpoint, where)
     if kind is int:
         if number != int(number):
-            raise _bad(field, f"{item!r} is not a whole number", endpoint, where)
+            raise _bad(field, f"{shown(item)} is not a whole number", endpoint, where)
         return int(number)
     return number
 
@@ -288,7 +296,9 @@ def parse_values(
     try:
         items = next(csv.reader([text], skipinitialspace=True), [])
     except csv.Error as exc:
-        raise _bad(field, f"{text!r} does not parse ({exc}); {ACCEPTED_FORMS}", endpoint) from None
+        raise _bad(
+            field, f"{shown(text)} does not parse ({exc}); {ACCEPTED_FORMS}", endpoint
+        ) from None
     values: list[Any] = []
     for raw in items:
         item = raw.strip()
@@ -298,7 +308,7 @@ def parse_values(
         if match is not None and (kind is not None or not re.fullmatch(_NUMBER, item)):
             values.extend(_range(match, kind, field, endpoint))
         elif kind in (int, float) and not re.fullmatch(_NUMBER, item) and "-" in item[1:]:
-            raise _bad(field, f"the range {item!r} does not parse; {ACCEPTED_FORMS}", endpoint)
+            raise _bad(field, f"the range {shown(item)} does not parse; {ACCEPTED_FORMS}", endpoint)
         else:
             values.append(typed_value(item, kind, field, endpoint))
     return values
@@ -314,14 +324,16 @@ def make_axis(
         return spec
     if not isinstance(spec, (tuple, list)) or len(spec) != 2 or not isinstance(spec[0], str):
         raise problem(
-            "axis", f"an axis is (field, values), not {spec!r}; {ACCEPTED_FORMS}", endpoint=endpoint
+            "axis",
+            f"an axis is (field, values), not {shown(spec)}; {ACCEPTED_FORMS}",
+            endpoint=endpoint,
         )
     field, raw = spec[0].strip(), spec[1]
     if field in (PROMPT_SR, ENDPOINT_AXIS):
         kind: type | None = str
     else:
         if not field or any(not part for part in field.split(".")):
-            raise _bad(field, f"{field!r} is not a field name or a dotted path", endpoint)
+            raise _bad(field, f"{shown(field)} is not a field name or a dotted path", endpoint)
         kind = field_type(models, field.split("."), endpoint)
     if isinstance(raw, str):
         values = parse_values(raw, kind, field=field, endpoint=endpoint)
@@ -347,7 +359,7 @@ def make_axis(
     if not search or not targets:
         raise _bad(
             PROMPT_SR,
-            f"the searched text {search!r} (the first value) is not in the prompt "
+            f"the searched text {shown(search)} (the first value) is not in the prompt "
             f"({', '.join(prompt_fields(base_payload)) or 'no prompt field is set'})",
             endpoint,
         )
@@ -375,7 +387,7 @@ def given_twice(
             with contextlib.suppress(ValueError, OverflowError, TypeError):  # nan, inf
                 same = Fraction(number if isinstance(number, int) else float(number))
         if same in seen:
-            twice = f"the value {value!r} is given twice; each value once"
+            twice = f"the value {shown(value)} is given twice; each value once"
             raise _bad(field, twice, endpoint, where)
         seen.add(same)
 

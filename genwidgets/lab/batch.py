@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
     from .._protocols import ClientLike, JobLike
     from ..jobs.ledger import LedgerRow
-    from ..protocol.records import Result
+    from ..protocol.records import Result, Status
     from .plan import GridPlan
 
 __all__ = [
@@ -94,9 +94,15 @@ CONTACT_PATIENCE = 900.0
 #: the row is left running (the spec does not say what a cancel does: a gateway may
 #: accept it and go on)
 CANCEL_GRACE = 30.0
+#: past its ``timeout``, how long a row's task has to be heard of (a status answer) after
+#: its cancel was asked: a cancel wakes the poller, so contact that holds answers at once;
+#: silence is contact lost, and the row ends ``unknown`` then, not after the grace
+CANCEL_WORD = 5.0
 #: the first wait before following a lost task again, doubled each time (seconds)
 FOLLOW_BACKOFF = 2.0
 FOLLOW_BACKOFF_MAX = 60.0
+#: how a lost row's ``error`` ends while it is followed again
+FOLLOWING_AGAIN = "; following it again (no new create)"
 #: set by ``genwidgets.widgets.batch_view`` so a displayed batch draws its live view
 display_hook: Callable[[Batch], None] | None = None
 #: how often the finisher wakes to check deadlines and tell listeners (seconds)
@@ -191,6 +197,9 @@ class Batch:
         self.cursor = 0
         #: something changed that the views (``listeners``) have not been told
         self.dirty = False
+        #: the last status heard of a row's task when its deadline's cancel was asked,
+        #: by row index: a fresh answer since says contact holds
+        self.word_at_cancel: dict[int, Status | None] = {}
         #: set once the finisher's last pass is written (cleared while rows go on)
         self.settled = threading.Event()
         #: the batch is recorded in the store under its id
@@ -591,7 +600,7 @@ class Batch:
                 return
             wait = min(FOLLOW_BACKOFF * 2 ** (row.lost - 1), FOLLOW_BACKOFF_MAX)
             row.follow_at = min(now + wait, deadline)
-            row.error = f"contact lost ({why}); following it again (no new create)"
+            row.error = f"contact lost ({why}){FOLLOWING_AGAIN}"
         self.dirty = True  # the finisher tells the views
 
     def check_deadlines(self) -> None:
@@ -602,6 +611,15 @@ class Batch:
         due = []
         with self.lock:
             for row in self.rows:
+                if self._lost_past_deadline(row, now):
+                    row.follow_at = None  # following it again cannot end before the deadline
+                    lost = (row.error or "contact lost").removesuffix(FOLLOWING_AGAIN)
+                    row.error = (
+                        f"{lost}, past its timeout of {self.timeout:g} s: the task may still "
+                        "run or be done. Running the batch again re-attaches it (no new create)"
+                    )
+                    self.update(row, UNKNOWN)
+                    continue
                 if (
                     row.follow_at is not None
                     and row.follow_at <= now
@@ -617,6 +635,14 @@ class Batch:
                         "left running (running the batch again re-attaches it)"
                     )
                     self.update(row, LEFT)
+                    continue
+                if row.state == CREATED and self._unheard_since_cancel(row, now):
+                    row.error = (
+                        f"timed out after {self.timeout:g} s; no word of its task since its "
+                        "cancel was asked (contact lost): it may still run or be done. Running "
+                        "the batch again re-attaches it (no new create)"
+                    )
+                    self.update(row, UNKNOWN)
                     continue
                 if (
                     self.timeout is not None
@@ -634,11 +660,37 @@ class Batch:
                         self.update(row, LEFT)
                     else:
                         row.cancel_asked_at = now
+                        self.word_at_cancel[row.index] = row.job.last_status
                         late.append(row)
         self.attach_all(due)
         for row in late:
             assert row.job is not None
             row.job.request_cancel()
+
+    def _lost_past_deadline(self, row: BatchRow, now: float) -> bool:
+        """A row out of contact (followed again with backoff) whose ``timeout`` has passed:
+        a follow-up's own retries would run on past the deadline the user gave."""
+        return (
+            row.lost > 0
+            and row.state == CREATED
+            and self.timeout is not None
+            and row.created_at is not None
+            and now >= row.created_at + self.timeout
+        )
+
+    def _unheard_since_cancel(self, row: BatchRow, now: float) -> bool:
+        """A row past its ``timeout`` whose task, not known to have ended, was not heard of
+        within :data:`CANCEL_WORD` of its cancel: contact is lost, so waiting the cancel's
+        grace would only hold the command past the user's deadline."""
+        asked, job = row.cancel_asked_at, row.job
+        if asked is None or job is None or now - asked <= CANCEL_WORD:
+            return False
+        if row.index not in self.word_at_cancel:  # a person's cancel: it has the grace
+            return False
+        status = job.last_status
+        if status is not None and status.done:  # its result is on its way
+            return False
+        return status is self.word_at_cancel[row.index]
 
     # ------------------------------------------------------------------ resuming
 

@@ -52,6 +52,8 @@ __all__ = [
 AXES = ("x", "y", "z")
 MAX_CELLS = 400
 SEED_RANGE = (1, 2**31 - 1)
+#: a cell's place: its (z, y, x) position, its values by axis name, where it is sent
+Place = tuple[tuple[int, int, int], dict[str, Any], str]
 
 
 def differing_params(payloads: Iterable[Mapping[str, Any] | None]) -> list[str]:
@@ -80,15 +82,20 @@ class PlannedCell(PlannedRow):
     #: that endpoint's kind (image, video, speech, ...)
     kind: str = ""
 
+    @classmethod
+    def placed(cls, index: int, place: Place, **fields: Any) -> PlannedCell:
+        """The cell at ``place`` (one of :func:`laid_out`'s) with its other ``fields``:
+        the one builder of planned and re-opened cells, so both lay out the same."""
+        position, values, target = place
+        return cls(index=index, position=position, values=values, endpoint=target, **fields)
+
 
 def grid_axes(axes: Mapping[str, Axis | None]) -> list[tuple[str, Axis]]:
     """A grid's axes in the order its cells run: z outermost, then y, then x."""
     return [(name, axis) for name in ("z", "y", "x") if (axis := axes.get(name)) is not None]
 
 
-def laid_out(
-    axes: Sequence[tuple[str, Axis]], endpoint: str
-) -> Iterator[tuple[tuple[int, int, int], dict[str, Any], str]]:
+def laid_out(axes: Sequence[tuple[str, Axis]], endpoint: str) -> Iterator[Place]:
     """The cells of the product of ``axes`` (outermost first), in the order they run:
     each one's (z, y, x) position, its values by axis name, and where it is sent (its
     endpoint-axis value, else ``endpoint``). The one layout of planned, re-opened and
@@ -119,7 +126,8 @@ def expand_cells(
     errors: list[dict[str, Any]] = []
     cells: list[PlannedCell] = []
     mapped_axes = any(axis.kind == "endpoint" for _, axis in axes)
-    for index, (position, values, target) in enumerate(laid_out(axes, endpoint)):
+    for index, place in enumerate(laid_out(axes, endpoint)):
+        _, values, target = place
         payload = copy.deepcopy(dict(base_payload))
         for name, axis in axes:
             axis.apply(payload, values[name])
@@ -151,15 +159,13 @@ def expand_cells(
             ]
             continue
         cells.append(
-            PlannedCell(
-                index=index,
-                position=position,
-                values=values,
+            PlannedCell.placed(
+                index,
+                place,
                 payload=payload,
                 billed=count,
-                prepared=prepared if prepare is not None else None,
-                endpoint=target,
                 kind=str(target_spec.kind),
+                prepared=prepared if prepare is not None else None,
                 dropped=dropped,
             )
         )
@@ -288,24 +294,14 @@ class GridPlan(TaskPlan):
                 f"the stored grid has {len(payloads)} cells but its axes make {len(places)}"
             )
         cells = []
-        for index, ((position, values, target), payload) in enumerate(
-            zip(places, payloads, strict=True)
-        ):
+        for index, (place, payload) in enumerate(zip(places, payloads, strict=True)):
             kind, billed = "", 1
             with contextlib.suppress(PayloadError, EndpointNotFound):  # a removed endpoint
-                spec = catalog_endpoint(target)
+                spec = catalog_endpoint(place[2])
                 kind = str(spec.kind)
                 billed = billed_count(spec, payload)  # what it billed when sent (4 images, ...)
             cells.append(
-                PlannedCell(
-                    index=index,
-                    position=position,
-                    values=values,
-                    payload=dict(payload),
-                    billed=billed,
-                    endpoint=target,
-                    kind=kind,
-                )
+                PlannedCell.placed(index, place, payload=dict(payload), billed=billed, kind=kind)
             )
         return cls(
             endpoint=endpoint,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..catalog.checks import shown
 from ..errors import PayloadError
 from .problems import problem
 
@@ -270,65 +271,87 @@ class _KeyTwice(Exception):
     """A JSON object naming a key twice (json keeps the last value, silently)."""
 
 
-class _LongNumber(str):
-    """The text of a JSON integer longer than Python reads (``sys.get_int_max_str_digits``,
-    4300 digits), kept as text until the object holding it names its key."""
+class _Unreadable(str):
+    """The text of a JSON number Python would not read as written: an integer longer than
+    it reads (``sys.get_int_max_str_digits``, 4300 digits), or a float past a float's
+    range (``1e400``, or thousands of digits: ``inf``; ``1e-400``: ``0.0``), kept as text
+    until the object holding it names its key."""
 
 
-class _TooLong(Exception):
-    """A key whose value is (or holds) a :class:`_LongNumber`."""
+class _Refused(Exception):
+    """A key whose value is (or holds) an :class:`_Unreadable` number."""
 
 
-def _json_int(text: str) -> int | _LongNumber:
+def _json_int(text: str) -> int | _Unreadable:
     try:
         return int(text)
     except ValueError:  # past the digits Python reads: no field takes such a number
-        return _LongNumber(text)
+        return _Unreadable(text)
 
 
-def _long_in(value: Any) -> _LongNumber | None:
-    """A :class:`_LongNumber` in ``value`` or its list (an object's were met already)."""
+def _json_float(text: str) -> float | _Unreadable:
+    """A JSON float as Python reads it, unless that is not the number written: ``inf``
+    for one too large, ``0.0`` for one too small that is not zero."""
+    number = float(text)
+    written_zero = not text.lower().partition("e")[0].strip("-+0.")
+    if math.isinf(number) or (number == 0 and not written_zero):
+        return _Unreadable(text)
+    return number
+
+
+def _unreadable_in(value: Any) -> _Unreadable | None:
+    """An :class:`_Unreadable` number in ``value`` or its list (an object's were met already)."""
     if isinstance(value, list):
-        return next(filter(None, map(_long_in, value)), None)
-    return value if isinstance(value, _LongNumber) else None
+        return next(filter(None, map(_unreadable_in, value)), None)
+    return value if isinstance(value, _Unreadable) else None
 
 
-def _too_long(key: str, number: _LongNumber) -> str:
-    """What is wrong with a number too long to read, shown as the catalog shows one."""
+def _refusal(key: str, number: _Unreadable) -> str:
+    """What is wrong with a number Python would not read, shown as the catalog shows a
+    huge number: its first digits and how many there are."""
     digits = number.lstrip("-")
     sign = number[: len(number) - len(digits)]
-    return (
-        f"{key!r} holds a number of {len(digits)} digits ({sign}{digits[:12]}…): no field "
-        f"takes a number so long; a number in a rows file has at most "
-        f"{sys.get_int_max_str_digits()} digits"
+    written = (
+        f"the number {number}"
+        if len(number) <= 24
+        else f"a number of {sum(c.isdigit() for c in digits)} digits ({sign}{digits[:12]}…)"
     )
+    if digits.isdigit():
+        why = f"so long; a number in a rows file has at most {sys.get_int_max_str_digits()} digits"
+    elif math.isinf(float(number)):
+        why = "so large; a number in a rows file is at most about 1.8e308 in size"
+    else:
+        why = "so small (it reads as 0); a number in a rows file is 0 or at least 5e-324 in size"
+    return f"{shown(key)} holds {written}: no field takes a number {why}"
 
 
 def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object as a dict, refused when it names a key twice (as a CSV header
-    naming a column twice is) or holds a number too long to read."""
+    naming a column twice is) or holds a number Python would not read as written."""
     value = dict(pairs)
     if len(value) < len(pairs):
         counts = Counter(key for key, _ in pairs)
-        raise _KeyTwice(", ".join(repr(key) for key, n in counts.items() if n > 1))
+        raise _KeyTwice(", ".join(shown(key) for key, n in counts.items() if n > 1))
     for key, item in pairs:
-        if (number := _long_in(item)) is not None:
-            raise _TooLong(_too_long(key, number))
+        if (number := _unreadable_in(item)) is not None:
+            raise _Refused(_refusal(key, number))
     return value
 
 
 def _json_row(text: str, where: str) -> tuple[dict[str, Any], str | None]:
     """One line of a JSONL file as a row, and what is wrong with it (None: nothing)."""
     try:
-        value = json.loads(text, object_pairs_hook=_keys_once, parse_int=_json_int)
+        value = json.loads(
+            text, object_pairs_hook=_keys_once, parse_int=_json_int, parse_float=_json_float
+        )
     except _KeyTwice as exc:
         return {}, f"{where} names a key twice: {exc}; an object names each key once"
-    except _TooLong as exc:
+    except _Refused as exc:
         return {}, f"{where}: {exc}"
     except (ValueError, RecursionError) as exc:
         return {}, f"{where} is not JSON: {exc}"
     if not isinstance(value, dict):
-        kind = "number" if isinstance(value, _LongNumber) else type(value).__name__
+        kind = "number" if isinstance(value, _Unreadable) else type(value).__name__
         return {}, f"{where} is a JSON {kind}, not an object of columns"
     return value, None
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import time
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ import httpx
 
 from .._config import redact
 from .._formats import json_nested_deeper
+from ..catalog.validation import MAX_DEPTH  # the one limit, for payloads sent and bytes read
 
 __all__ = [
     "ACCEPT_ENCODING",
@@ -37,6 +39,7 @@ __all__ = [
     "Stopwatch",
     "Watch",
     "aiter_capped",
+    "gathered",
     "iter_capped",
     "read_answer",
     "read_capped",
@@ -50,8 +53,6 @@ CHUNK = 64 * 1024
 MIN_RATE = 32 * 1024
 #: The largest answer of the four operations that is read (a misbehaving proxy, a wrong URL).
 MAX_ANSWER_BYTES = 8 * 2**20
-#: JSON nested deeper than this is not read (real answers nest a few levels).
-MAX_DEPTH = 64
 #: An encoded body may inflate at most this many times its wire size...
 MAX_RATIO = 200
 #: ...once it is past this size (a small, very compressible JSON is fine).
@@ -286,8 +287,21 @@ def iter_capped(response: httpx.Response, max_bytes: int, watch: Stopwatch) -> I
 async def read_capped(
     response: httpx.Response, max_bytes: int, watch: Watch | None = None
 ) -> bytes:
-    """The whole body of a streamed ``response`` (see :func:`aiter_capped`)."""
-    return b"".join([piece async for piece in aiter_capped(response, max_bytes, watch)])
+    """The whole body of a streamed ``response`` (see :func:`aiter_capped`), gathered
+    as :func:`gathered` does."""
+    buffer = io.BytesIO()
+    async for piece in aiter_capped(response, max_bytes, watch):
+        buffer.write(piece)
+    return buffer.getvalue()
+
+
+def gathered(pieces: Iterable[bytes]) -> bytes:
+    """``pieces`` in one buffer, handed over uncopied (``BytesIO.getvalue``): a body read
+    whole is held once, where the pieces kept and then joined held it twice."""
+    buffer = io.BytesIO()
+    for piece in pieces:
+        buffer.write(piece)
+    return buffer.getvalue()
 
 
 def _text(value: str) -> str:

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._config import FETCH_CONNECT_TIMEOUT_S, FETCH_TIMEOUT_S, MAX_FETCH_BYTES
-from .body import ACCEPT_ENCODING, Deadline, Stopwatch, iter_capped, read_capped, within
+from .body import ACCEPT_ENCODING, Deadline, Stopwatch, gathered, iter_capped, read_capped, within
 
 __all__ = [
     "MAX_READ_BYTES",
@@ -412,4 +412,4 @@ def fetch_url(
     watch = Stopwatch(Deadline(seconds(timeout)))
     with blocking_client(timeout=timeout) as http, open_url(http, url, watch) as response:
         response.raise_for_status()
-        return b"".join(iter_capped(response, max_bytes, watch))
+        return gathered(iter_capped(response, max_bytes, watch))

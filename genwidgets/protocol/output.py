@@ -242,10 +242,13 @@ class Output:
         content = self.raw.get("content")
         if content is None:
             return None
-        if isinstance(content, bytes | bytearray):  # an output made by hand
+        if isinstance(content, bytes | bytearray | memoryview):  # an output made by hand
             return bytes(content)
         if not isinstance(content, str):
-            return json.dumps(content, default=str).encode()
+            try:
+                return json.dumps(content, default=str).encode()
+            except (TypeError, ValueError):  # keys JSON cannot write, a value holding itself
+                return repr(content).encode("utf-8", "backslashreplace")
         encoding = str(self.raw.get("encoding") or "").lower()
         try:
             if encoding == "hex":

@@ -54,7 +54,7 @@ class ThreadedServer:
 
     A server says what it serves (:meth:`_app`), how it fails to start
     (:meth:`_start_error`) and what it lets go when it stops (:meth:`_release`, and
-    :meth:`_stopping` / :meth:`_drain` on its loop as it ends)."""
+    :meth:`_drain` on its loop as it ends)."""
 
     #: the name of the serving thread
     thread_name = "genwidgets-server"
@@ -78,9 +78,6 @@ class ThreadedServer:
     def _start_error(self, why: str) -> Exception:
         """The error raised when the server cannot start, saying ``why``."""
         return RuntimeError(why)
-
-    def _stopping(self) -> None:
-        """On the server's loop once uvicorn returned, before its tasks are cancelled."""
 
     async def _drain(self) -> None:
         """On the server's loop after its tasks are cancelled: close what it holds."""
@@ -156,7 +153,6 @@ class ThreadedServer:
             self._failure = exc
         finally:
             with contextlib.suppress(Exception):
-                self._stopping()
                 pending = asyncio.all_tasks(loop)  # background work: a queue, a sweep
                 for task in pending:
                     task.cancel()

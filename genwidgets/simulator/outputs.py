@@ -328,15 +328,14 @@ def _nothing(endpoint: str, payload: Fields, seed: int, ctx: Fields) -> Produced
 Producer = Callable[[str, Fields, int, Fields], Produced]
 
 #: The media of each kind's endpoints that have no maker of their own (the
-#: service's videos are among them: :func:`video_plan` knows each).
+#: service's videos are among them: :func:`video_plan` knows each). The other kinds
+#: (asset, subject, face) answer with JSON only: the world writes their records.
 DEFAULT_MAKERS: dict[str, Producer] = {
     "image": _images,
     "video": _video,
     "speech": _audio,
     "audio": _audio,
 }
-#: Kinds whose tasks answer with JSON only (the world writes their records).
-NO_MEDIA = ("asset", "subject", "face")
 
 
 #: Each family's maker for a kind of output; anything else gets its kind's default.

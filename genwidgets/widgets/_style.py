@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import ipywidgets
 
 __all__ = [
+    "ERROR_LINES",
     "ERROR_STYLE",
     "HELP_STYLE",
     "MUTED_STYLE",
@@ -30,9 +31,14 @@ __all__ = [
     "look_of",
 ]
 
+#: An error keeps its lines (a gateway's error may have several) and wraps a long one
+#: anywhere; the live views' style sheets say the same (``.gw-error``, ``.gw-grid-error``,
+#: ``.gw-batch-error`` in ``static/*.css``).
+ERROR_LINES = "white-space:pre-wrap;overflow-wrap:anywhere"
+
 #: Inline styles of the text kinds forms and fields write.
 HELP_STYLE = f"color:{PALETTE['muted']};font-size:0.85em"
-ERROR_STYLE = f"color:{PALETTE['error']}"
+ERROR_STYLE = f"color:{PALETTE['error']};{ERROR_LINES}"
 WARN_STYLE = f"color:{PALETTE['warn']}"
 OK_STYLE = f"color:{PALETTE['ok']}"
 MUTED_STYLE = f"color:{PALETTE['muted']}"

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from .._formats import short
 from .._html import Html, esc, join, json_script, tag
 from .._palette import COLOURS, PALETTE
-from ._style import HELP_STYLE, MUTED_STYLE, StatusLook
+from ._style import ERROR_LINES, HELP_STYLE, MUTED_STYLE, StatusLook
 
 __all__ = [
     "BILLED_BADGE",
@@ -112,6 +112,7 @@ LASTING_STYLE = Html(
     "<style>.jp-OutputArea-child:has(+ .jp-OutputArea-child .gw-lasting)"
     ":has(> .jp-OutputArea-output.lm-Panel){display:none}</style>"
 )
+
 #: One line cut with an ellipsis where its box ends (the full text goes in a tooltip).
 CUT_STYLE = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;min-width:0"
 
@@ -172,7 +173,7 @@ def error_html(look: StatusLook) -> Html:
     )
     return tag(
         "div",
-        {"class": "gw-error", "style": f"color:{COLOURS['failed']};overflow-wrap:anywhere"},
+        {"class": "gw-error", "style": f"color:{COLOURS['failed']};{ERROR_LINES}"},
         look.error or "",
         " " if kind else None,
         kind,
@@ -237,7 +238,7 @@ def code_view(text: str) -> Html:
 
 def failure(text: str, *, cls: str | None = "gw-error", element: str = "div") -> Html:
     """A red line (not created, nothing sent)."""
-    return tag(element, {"class": cls, "style": f"color:{COLOURS['failed']}"}, text)
+    return tag(element, {"class": cls, "style": f"color:{COLOURS['failed']};{ERROR_LINES}"}, text)
 
 
 # --- fields (elements.py, media_input.py, vida_content.py, the prompt builder) -----------
@@ -507,7 +508,7 @@ def batch_face(
             "figure",
             {"style": f"margin:0;width:{side}px;font-size:11px;{muted}"},
             tag("img", {"src": src, "alt": "", "style": f"max-width:{side}px"}) if src else None,
-            tag("figcaption", {"style": "overflow-wrap:anywhere"}, label),
+            tag("figcaption", {"style": ERROR_LINES}, label),  # a failed row's: its error
         )
         for src, label in pictures
     )
@@ -583,7 +584,7 @@ def sheet_cell(
         {"class": "gw-sheet-cell", "data-index": index, "style": _CELL},
         div(label, "font-weight:600") if label else None,
         shown,
-        div(error, f"color:{COLOURS['failed']}") if error else None,
+        div(error, f"color:{COLOURS['failed']};{ERROR_LINES}") if error else None,
         tag("div", None, span(status, f"color:{colour}"), " ", stars(rating)),
         tag("div", {"class": "gw-note"}, note) if note else None,
         tag("div", None, rid) if request_id else None,
@@ -668,6 +669,7 @@ _PAGE_RULES: dict[str, str] = {
     "td img": "max-width:210px;max-height:210px;display:block",
     "td video": "max-width:210px;max-height:210px;display:block",
     ".failed": f"background:{PALETTE['failed_bg']};color:{PALETTE['failed_ink']}",
+    ".trouble": ERROR_LINES,
     ".muted": f"color:{PALETTE['muted']};font-size:0.85em",
     ".stars": "display:flex;gap:1px;margin-top:4px",
     "code": "font-size:0.8em",
@@ -727,7 +729,7 @@ def page_cell(
     """One cell of the page: its outputs, its trouble (or its status when it has no
     output), its stars (drawn), note and request id (on one line)."""
     if trouble:
-        outputs = join([outputs, tag("div", None, trouble)])
+        outputs = join([outputs, tag("div", {"class": "trouble"}, trouble)])
     elif not outputs:
         outputs = page_note(status)
     stars = tag(

@@ -5,6 +5,7 @@ and field is modelled, with help text, billing flags and media specs as the spec
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -316,42 +317,45 @@ def test_prompt_strings_are_marked() -> None:
     }
 
 
+#: the smallest valid payload of every endpoint
+MINIMAL: dict[str, dict[str, Any]] = {
+    "vidA-2-0-fast": {"content": [{"type": "text", "text": "a kite"}]},
+    "vidA-2-0": {"content": [{"type": "text", "text": "a kite"}]},
+    "imgM-inpaint": {"jobId": "j1", "imageNo": 0, "mask": {"url": "https://x/m.png"}},
+    "imgM_pan": {"jobId": "j1", "imageNo": 3, "direction": 0, "scale": 1.1},
+    "imgM-v8.1-i2i": {"jobId": "j1", "image_no": 0},
+    "imgM-v8.1-t2i": {"prompt": "a cat --ar 16:9"},
+    "imgM_diffusion": {"prompt": "a cat --v 7"},
+    "vidVq2-text2video": {"prompt": "a kite"},
+    "vidVq1-text2video": {"prompt": "a kite"},
+    "vidV-create-subjects": {"name": "kit", "images": ["https://x/a.png"]},
+    "speechM-02-turbo": {"text": "hello"},
+    "vidH_1.0_r2v": {"prompt": "x", "media": [{"type": "reference_image", "url": "https://x"}]},
+    "imgG-1.5-edit": {"prompt": "x", "images": ["https://x/a.png"]},
+    "vidK-v3-turbo-t2v": {"prompt": "x"},
+    "vidK-v1-6-multi-i2v": {"image_list": [{"image": "https://x/a.png"}]},
+    "vidK-lip-sync": {"session_id": "s", "face_choose": [{"face_id": "f", "audio_id": "a"}]},
+    "vidK-v3-motion-control": {"image_url": "https://x/a.png", "video_url": "https://x/v.mp4",
+                               "character_orientation": "video", "mode": "std"},
+    "vidK-face-identify": {"video_url": "https://x/v.mp4"},
+    "vidK-audio-preview": {"text": "hello"},
+    "vidK-custom-element": {"name": "e", "image_urls": ["https://x/a.png"]},
+    "vidP_v6_transition": {"first_frame_image": "https://x/a.png",
+                           "last_frame_image": "https://x/b.png"},
+    "imgQ-edit-plus": {"prompt": "x", "images": ["https://x/a.png"]},
+    "genW2.5-t2i-preview": {"prompt": "x"},
+    "genW2.6-r2v": {"reference_urls": ["https://x/a.png"]},
+    "asset-get": {"Id": "asset-1"},
+    "asset-group-create": {"Name": "g"},
+    "asset-create": {"GroupId": "g", "URL": "https://x/a.png"},
+}  # fmt: skip
+
+
 def test_every_model_validates_its_minimal_payload_without_warnings() -> None:
-    minimal: dict[str, dict[str, Any]] = {
-        "vidA-2-0-fast": {"content": [{"type": "text", "text": "a kite"}]},
-        "vidA-2-0": {"content": [{"type": "text", "text": "a kite"}]},
-        "imgM-inpaint": {"jobId": "j1", "imageNo": 0, "mask": {"url": "https://x/m.png"}},
-        "imgM_pan": {"jobId": "j1", "imageNo": 3, "direction": 0, "scale": 1.1},
-        "imgM-v8.1-i2i": {"jobId": "j1", "image_no": 0},
-        "imgM-v8.1-t2i": {"prompt": "a cat --ar 16:9"},
-        "imgM_diffusion": {"prompt": "a cat --v 7"},
-        "vidVq2-text2video": {"prompt": "a kite"},
-        "vidVq1-text2video": {"prompt": "a kite"},
-        "vidV-create-subjects": {"name": "kit", "images": ["https://x/a.png"]},
-        "speechM-02-turbo": {"text": "hello"},
-        "vidH_1.0_r2v": {"prompt": "x", "media": [{"type": "reference_image", "url": "https://x"}]},
-        "imgG-1.5-edit": {"prompt": "x", "images": ["https://x/a.png"]},
-        "vidK-v3-turbo-t2v": {"prompt": "x"},
-        "vidK-v1-6-multi-i2v": {"image_list": [{"image": "https://x/a.png"}]},
-        "vidK-lip-sync": {"session_id": "s", "face_choose": [{"face_id": "f", "audio_id": "a"}]},
-        "vidK-v3-motion-control": {"image_url": "https://x/a.png", "video_url": "https://x/v.mp4",
-                                   "character_orientation": "video", "mode": "std"},
-        "vidK-face-identify": {"video_url": "https://x/v.mp4"},
-        "vidK-audio-preview": {"text": "hello"},
-        "vidK-custom-element": {"name": "e", "image_urls": ["https://x/a.png"]},
-        "vidP_v6_transition": {"first_frame_image": "https://x/a.png",
-                               "last_frame_image": "https://x/b.png"},
-        "imgQ-edit-plus": {"prompt": "x", "images": ["https://x/a.png"]},
-        "genW2.5-t2i-preview": {"prompt": "x"},
-        "genW2.6-r2v": {"reference_urls": ["https://x/a.png"]},
-        "asset-get": {"Id": "asset-1"},
-        "asset-group-create": {"Name": "g"},
-        "asset-create": {"GroupId": "g", "URL": "https://x/a.png"},
-    }  # fmt: skip
-    assert set(minimal) == set(KINDS)
+    assert set(MINIMAL) == set(KINDS)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for endpoint_id, payload in minimal.items():
+        for endpoint_id, payload in MINIMAL.items():
             assert catalog.payload_of(endpoint_id, payload) == payload, endpoint_id
             required = {
                 info.alias or name
@@ -363,6 +367,34 @@ def test_every_model_validates_its_minimal_payload_without_warnings() -> None:
                 short = {k: v for k, v in payload.items() if k != name}
                 with pytest.raises(PayloadError):
                     catalog.validate(endpoint_id, short)
+
+
+#: values no field takes, each reaching a different check (a bound, a parse, a rule)
+HOSTILE = (-5, 0, 3, 16, 99999, 1.5, True, "", "x", "abc*def", "99999*1", "4000*1024",
+           [], [{}], ["x"], {}, {"x": 1})  # fmt: skip
+
+
+def test_no_message_names_its_field_again() -> None:
+    """A message shown at a field (``duration: must be 4-15 seconds; got 99``) does not
+    start with that field's name again (``duration: duration must be ...``): every
+    field of every endpoint given values it refuses, our checks' words and pydantic's."""
+    doubled = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for endpoint_id, payload in MINIMAL.items():
+            for name in catalog.endpoint(endpoint_id).wire_names:
+                for value in HOSTILE:
+                    try:
+                        catalog.validate(endpoint_id, {**payload, name: value})
+                    except PayloadError as exc:
+                        for error in exc.errors:
+                            named = [p for p in error["loc"] if isinstance(p, str)]
+                            said_again = named and re.match(
+                                rf"{re.escape(named[-1])}\b", error["msg"], re.IGNORECASE
+                            )
+                            if said_again:
+                                doubled.add((endpoint_id, error["loc"], error["msg"][:80]))
+    assert not doubled, sorted(doubled, key=str)
 
 
 def test_endpoint_descriptions_are_one_plain_sentence() -> None:

@@ -36,7 +36,7 @@ def test_the_shared_size_and_list_types_serve_every_family() -> None:
     assert gw.validate(
         "imgG-1.5-edit", {"prompt": "x", "images": "https://a/b.png", "size": "1024*1536"}
     ).to_wire() == {"prompt": "x", "images": ["https://a/b.png"], "size": "1024x1536"}
-    with pytest.raises(gw.PayloadError, match="size width must be 512-2048 px; got 4000"):
+    with pytest.raises(gw.PayloadError, match="size: the width must be 512-2048 px; got 4000"):
         gw.validate(
             "imgQ-edit-plus", {"prompt": "x", "images": "https://a/b.png", "size": "4000*1024"}
         )

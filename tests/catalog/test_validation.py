@@ -325,7 +325,7 @@ def test_a_wrong_value_in_any_field_is_said_in_the_users_terms(
          "must have at most 2500 characters; got 2501"),
         ("asset-get", {"Id": 5}, ("Id",), "expected a text of at least 1 character; got 5"),
         ("genW2.5-t2i-preview", {"prompt": "x", "size": "\x1b[31m" + "x" * 99}, ("size",),
-         "size must be width*height in pixels, e.g. 1280*1280; got "
+         "must be width*height in pixels, e.g. 1280*1280; got "
          "'\\x1b[31m" + "x" * 35 + "'… (104 characters)"),
     ],
 )  # fmt: skip

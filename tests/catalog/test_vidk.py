@@ -66,8 +66,8 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("vidK-v3-turbo-t2v", turbo(sound="yes"), "expected one of"),
     *[("vidK-v3-turbo-t2v", turbo(enhance_prompt=v), None)
       for v in (True, False, "true", "false", "on", "off", "enabled", "disabled")],
-    ("vidK-v3-turbo-t2v", turbo(enhance_prompt="yes"), "enhance_prompt takes true or false"),
-    ("vidK-v3-turbo-t2v", turbo(enhance_prompt=1), "enhance_prompt takes true or false"),
+    ("vidK-v3-turbo-t2v", turbo(enhance_prompt="yes"), "takes true or false"),
+    ("vidK-v3-turbo-t2v", turbo(enhance_prompt=1), "takes true or false"),
     ("vidK-v3-turbo-t2v", turbo(element_list=[{"element_id": 7}]), None),
     ("vidK-v3-turbo-t2v", turbo(element_list=[{}]), "Field required"),
     ("vidK-v3-turbo-t2v", turbo(element_list=[{"element_id": "seven"}]), "expected a whole number"),

@@ -113,6 +113,33 @@ def test_an_axis_that_is_not_a_pair_shows_the_accepted_forms() -> None:
     assert "1-10 (+3)" in ACCEPTED_FORMS
 
 
+BIG = {f"key{i}": "v" * 50 for i in range(100)}  # 6000 characters as a repr
+LONG = "w" * 5000
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        BIG,  # an axis given as a dict
+        ("seed", "1-2" + " " * 5000 + "[4]"),
+        ("seed", "x" * 5000),
+        ("prompt_extend", LONG),
+        ("prompt_sr", [LONG]),
+        ("prompt_sr", ["fox", LONG, LONG]),
+        (LONG, [1, 2]),  # an unknown field
+        ("a.." + LONG, [1, 2]),  # no field name
+    ],
+)
+def test_an_axis_error_shows_a_short_excerpt_of_what_was_given(x: Any) -> None:
+    """What was given is shown as the catalog shows a value (``checks.shown``): its
+    start and its length, never thousands of characters."""
+    with pytest.raises(PayloadError) as caught:
+        plan_grid(T2I, {"prompt": "a fox"}, x=x)
+    message = str(caught.value)
+    assert len(message) < 800, message[:300]
+    assert "… (" in message or "..." in message
+
+
 def test_the_same_field_on_two_axes_is_refused() -> None:
     with pytest.raises(PayloadError, match="same field is on two axes"):
         plan_grid(T2I, {"prompt": "a fox"}, x=("seed", [1, 2]), y=("seed", [3, 4]))

@@ -552,6 +552,52 @@ def test_a_cancels_grace_counts_from_the_cancel(
         batch.wait(timeout=60, progress="none")
 
 
+class HeldAfterLoss(OneTaskGateway):
+    """A gateway that takes the create, answers the first poll 503 (contact lost), then
+    holds every later poll unanswered until ``release`` is set (30 s at most)."""
+
+    polls = held = answered = 0
+    release = threading.Event()
+
+    def do_GET(self) -> None:
+        type(self).polls += 1
+        if self.polls == 1:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+            return
+        type(self).held += 1
+        self.release.wait(30)
+        type(self).answered += 1
+        self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+
+
+@pytest.mark.slow
+def test_a_lost_row_ends_unknown_at_its_timeout_while_followed_again(
+    home: Path, tmp_path: Path
+) -> None:
+    """A row out of contact is followed again with backoff; its ``timeout`` ends it
+    ``unknown`` when it passes, with a follow-up's poll still unanswered (it waited for
+    that poll's own end, long past the deadline the user gave)."""
+    HeldAfterLoss.polls = HeldAfterLoss.held = HeldAfterLoss.answered = 0
+    HeldAfterLoss.release = threading.Event()
+    gateway = LoopbackServer(HeldAfterLoss)
+    patience = gw.PollPolicy(failure_limit=1)  # the first 503 loses contact
+    try:
+        with gw.Client(gateway.base, "key", ledger=False, poll_policy=patience) as client:
+            batch = gw.batch(
+                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=3
+            ).wait(timeout=120, progress="none")
+            row = batch.rows[0]
+            assert row.status == "unknown" and row.request_id == "r1"
+            assert "contact lost (ServerError" in (row.error or "")
+            assert "past its timeout of 3 s: the task may still run" in (row.error or "")
+            assert HeldAfterLoss.held >= 1  # it was followed again...
+            assert HeldAfterLoss.answered == 0  # ...and ended with that poll still held
+            assert read_manifest(tmp_path / "c")[0]["status"] == "unknown"
+    finally:
+        HeldAfterLoss.release.set()
+        gateway.close()
+
+
 @pytest.mark.slow
 def test_a_lost_row_come_due_after_its_client_closed_is_unknown_with_its_request_id(
     client: gw.Client, tmp_path: Path

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from loopback import LoopbackServer, OneTaskGateway
 
 from genwidgets.cli import build_parser
 from genwidgets.lab.batch_cli import run_batch
@@ -189,6 +190,55 @@ def test_failed_rows_exit_1_and_are_listed(gateway_env: SimulatorServer, tmp_pat
          "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
     )  # fmt: skip
     assert code == 1 and "row 0 (line 2) failed:" in out and "Runtime execution failed" in out
+
+
+class GoesSilent(OneTaskGateway):
+    """A gateway that takes the create, then loses contact: every poll and cancel gets a
+    503, until the 10th poll (much later than a command bounded by its --timeout should
+    wait), from which on the task is COMPLETED (a gateway that came back)."""
+
+    creates = polls = 0
+
+    def do_POST(self) -> None:
+        type(self).creates += 1
+        super().do_POST()
+
+    def do_GET(self) -> None:
+        type(self).polls += 1
+        if self.polls < 10:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+        else:
+            self.send_json({"request_id": "r1", "status": "COMPLETED", "outputs": []})
+
+    def do_PUT(self) -> None:
+        self.send_json({"detail": "upstream unavailable"}, code=503)
+
+
+def test_a_timeout_with_contact_lost_ends_the_row_unknown_and_the_command_soon_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--timeout`` bounds the command: a row whose task goes silent is asked to cancel
+    at its deadline and, with no word of it since, ends ``unknown`` (its request id kept
+    for a rerun) a few seconds later; it waited about 40 s (the cancel's grace, then the
+    poller's own retries), long past the deadline the user gave."""
+    GoesSilent.creates = GoesSilent.polls = 0
+    gateway = LoopbackServer(GoesSilent)
+    try:
+        monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+        monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
+        code, out, _ = run(
+            [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}",
+             "--set", "n=1", "--out", str(tmp_path / "o"), "--yes", "--timeout", "1"]
+        )  # fmt: skip
+        polls = GoesSilent.polls
+    finally:
+        gateway.close()
+    assert code == 1 and GoesSilent.creates == 1
+    assert "row 0 (line 2) unknown: timed out after 1 s; no word of its task" in out
+    [row] = read_manifest(tmp_path / "o").values()
+    assert row["status"] == "unknown" and row["request_id"] == "r1"
+    assert polls < 8  # it exited long before the gateway came back (its 10th poll)
 
 
 def child_command(

@@ -207,3 +207,39 @@ def test_a_jsonl_number_too_long_to_read_is_refused_naming_its_line_and_key(
         (("row 4",), "line 5 of long.jsonl is a JSON number, not an object of columns"),
     ]  # fmt: skip
     assert "sys.set_int_max_str_digits" not in str(info.value)
+
+
+def test_a_jsonl_float_python_would_read_as_inf_or_0_is_refused_naming_its_line_and_key(
+    tmp_path: Path,
+) -> None:
+    """A float past a float's range is refused as a too long integer is: read, it
+    would be ``inf`` (or ``0.0``), a number the user never wrote."""
+    path = tmp_path / "far.jsonl"
+    path.write_text(
+        f'{{"text": "a", "cfg": {"1" * 5000}.5}}\n{{"text": "b", "cfg": 1e400}}\n'
+        '{"text": "c", "cfg": [0.5, -1E-400]}\n{"text": "d", "cfg": 0.0e-999, "x": 1.5e308}\n'
+    )
+    with pytest.raises(PayloadError) as info:
+        read_rows(path)
+    large = "no field takes a number so large; a number in a rows file is at most about 1.8e308"
+    small = "no field takes a number so small (it reads as 0); a number in a rows file is 0 or"
+    assert messages(info) == [
+        (("row 0",), f"line 1 of far.jsonl: 'cfg' holds a number of 5001 digits "
+         f"(111111111111…): {large} in size"),
+        (("row 1",), f"line 2 of far.jsonl: 'cfg' holds the number 1e400: {large} in size"),
+        (("row 2",), f"line 3 of far.jsonl: 'cfg' holds the number -1E-400: {small} at "
+         "least 5e-324 in size"),
+    ]  # fmt: skip
+
+
+def test_a_jsonl_key_in_a_refusal_is_shown_short(tmp_path: Path) -> None:
+    """A key of thousands of characters was printed whole in the number and twice-named
+    refusals."""
+    path = tmp_path / "keys.jsonl"
+    key = "k" * 5000
+    path.write_text(f'{{"{key}": 1e400}}\n{{"{key}": 1, "{key}": 2}}\n')
+    with pytest.raises(PayloadError) as info:
+        read_rows(path)
+    said = messages(info)
+    assert len(said) == 2 and all("(5000 characters)" in text for _, text in said)
+    assert all(len(text) < 400 for _, text in said)

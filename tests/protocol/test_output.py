@@ -5,12 +5,15 @@ failed read is a typed error; the local copy, the download and a save are its so
 from __future__ import annotations
 
 import gc
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
+from loopback import LoopbackServer, OneTaskGateway
 
+import genwidgets as gw
 from genwidgets.errors import DownloadError
 from genwidgets.protocol.output import CACHE_BUDGET, CACHE_ONE, Output, cache_budget
 
@@ -144,3 +147,46 @@ def test_a_failed_read_is_a_download_error_without_the_key(
         output.read()
     assert key not in str(caught.value) and key not in repr(caught.value.failures)
     assert "sig=" not in str(caught.value)
+
+
+class BigOutput(OneTaskGateway):
+    """A gateway whose one task is done with one output of :attr:`body` at ``/big``."""
+
+    body = bytes(range(256)) * (5 * 2**20 // 256)  # 5 MiB
+
+    def do_GET(self) -> None:
+        if self.path == "/big":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(self.body)))
+            self.end_headers()
+            self.wfile.write(self.body)
+            return
+        big = {"url": f"http://{self.headers['Host']}/big", "content_type": "application/zip"}
+        self.send_json({"request_id": "r1", "status": "COMPLETED", "outputs": [big]})
+
+
+@pytest.mark.parametrize("through", ["a client", "no client"])
+def test_a_read_holds_its_bytes_once(through: str, tmp_path: Path) -> None:
+    """A read gathers the body in one buffer: its peak is about the body, not the
+    chunks received and their join besides (twice the body: a read near its 2 GiB cap
+    held over 4 GiB)."""
+    gateway = LoopbackServer(BigOutput)
+    size = len(BigOutput.body)
+    try:
+        with gw.Client(gateway.base, "key", ledger=False, download=False) as client:
+            if through == "a client":  # its gateway's download, on the client's engine
+                output = client.submit("genW2.5-t2i-preview", {"prompt": "x"}).result(60)
+                [output] = output.outputs
+            else:  # a record's own: a plain download
+                output = Output("application/zip", url=f"{gateway.base}/big")
+            tracemalloc.start()
+            try:
+                data = output.read(max_bytes=2 * size)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+    finally:
+        gateway.close()
+    assert data == BigOutput.body
+    assert peak < 1.3 * size

@@ -9,12 +9,13 @@ from PIL import Image
 
 from genwidgets.catalog.registry import KINDS
 from genwidgets.simulator import synth
-from genwidgets.simulator.outputs import DEFAULT_MAKERS, NO_MEDIA, produce
+from genwidgets.simulator.outputs import DEFAULT_MAKERS, produce
 from genwidgets.simulator.videos import video_plan
 
 pytestmark = pytest.mark.timeout(120)
 
 NEW = "test-registered-later"  # no maker of its own: the kind decides
+NO_MEDIA = ("asset", "subject", "face")  # kinds whose tasks answer with JSON only
 
 
 def test_every_kind_either_makes_media_or_says_it_makes_none() -> None:

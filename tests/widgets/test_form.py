@@ -963,3 +963,13 @@ def test_each_list_rows_delete_button_keeps_its_room() -> None:
         assert "gw-remove" in remove._dom_classes and "gw-list-row" in box._dom_classes
     row = images.rows[0]
     assert row.note.layout.margin == "0"  # an item's errors use the row's width
+
+
+def test_the_forms_error_lines_keep_their_lines_and_wrap() -> None:
+    """A gateway's refusal of a create may have several lines; the form's reason and
+    the notes beside a field ran them together (no pre-wrap, unlike every other error)."""
+    form = gw.form("vidA-2-0", client=RecordingClient(), content=[{"type": "text", "text": "x"}],
+                   generate_audio="maybe")  # fmt: skip
+    assert form.submit_button.disabled
+    assert "white-space:pre-wrap" in form.reason.value
+    assert "white-space:pre-wrap" in notes_under(form.fields["generate_audio"])

@@ -119,3 +119,69 @@ def test_markup_given_to_a_piece_is_kept_and_text_is_escaped_once() -> None:
     assert line == '<span style="color:red"><b>a &amp; b</b></span>'
     assert markup.span("<b>", None) == "<span>&lt;b&gt;</span>"
     assert markup.box("gw-result", markup.div("no outputs", MUTED_STYLE)).count("<div") == 2
+
+
+#: a gateway's error as it comes: several lines, one of them long
+GATEWAY_ERROR = (
+    "upstream refused the task\nreason: content policy\nretry: no\n" + "detail:" + "x" * 300
+)
+
+
+def _attributes_around(page: str, text: str) -> dict[str, str]:
+    """The attributes of the element whose own text starts with ``text``."""
+    found = re.search(r"<\w+((?:\s+[\w-]+=\"[^\"]*\")*)\s*>" + re.escape(text), page)
+    assert found, page[:300]
+    return dict(re.findall(r'([\w-]+)="([^"]*)"', found.group(1)))
+
+
+def test_every_lasting_error_keeps_its_lines_and_wraps_a_long_one() -> None:
+    """A multi-line gateway error shows as its lines, not one run of text: every face
+    that shows an error (a task's card and lasting face, its failure line, a grid's
+    sheet cell and exported page, a batch's caption) styles it ``pre-wrap``."""
+    from genwidgets.widgets.lasting import error_banner
+
+    failed = Result(status="FAILED", error=GATEWAY_ERROR)
+    first = GATEWAY_ERROR.split("\n")[0]
+    styled = {
+        "card and task face": markup.error_html(look_of(None, failed)),
+        "failure line": error_banner(failed),
+        "sheet cell": markup.sheet_cell(
+            markup.Html(), count=0, index=0, status="failed", colour="red", rating=0,
+            error=GATEWAY_ERROR, note=None, request_id=None,
+        ),
+        "batch caption": markup.batch_face(
+            batch_id="b", endpoint="e", simulated=False, counts={}, total=1, line="",
+            out="", pictures=[("", GATEWAY_ERROR)], side=128,
+        ),
+    }  # fmt: skip
+    for face, page in styled.items():
+        style = _attributes_around(page, "failed: " + first if face == "failure line" else first)
+        assert "white-space:pre-wrap" in style.get("style", ""), (face, page[:200])
+        assert "overflow-wrap:anywhere" in style["style"], face
+    cell = markup.page_cell(
+        markup.Html(), index=0, status="failed", rating=0, trouble=GATEWAY_ERROR, note=None,
+        request_id=None,
+    )  # fmt: skip
+    page = markup.grid_page("grid", [], [cell], "{}", "<script>")
+    trouble = _attributes_around(page, first)["class"]
+    rule = re.search(rf"\.{trouble}\{{([^}}]*)\}}", page)
+    assert rule and "white-space:pre-wrap" in rule.group(1), page[:400]
+
+
+def test_every_live_error_class_keeps_its_lines_in_its_style_sheet() -> None:
+    """Each error class the live views' scripts draw (``gw-error``, ``gw-grid-error``,
+    ``gw-batch-error``) has a rule in the style sheets saying ``white-space: pre-wrap``;
+    so does a batch thumbnail's caption, which a failed row's error fills."""
+    static = WIDGETS / "static"
+    scripts = "".join(p.read_text() for p in static.glob("*.js"))
+    drawn = set(re.findall(r"\"(gw-[\w-]*error)\b", scripts))
+    assert {"gw-error", "gw-grid-error", "gw-batch-error"} <= drawn
+    rules = re.findall(
+        r"([^{}]+)\{([^{}]*)\}", "".join(p.read_text() for p in static.glob("*.css"))
+    )
+    keeping = {
+        selector.strip() for selector, body in rules if re.search(r"white-space:\s*pre-wrap", body)
+    }
+    for name in sorted(drawn):
+        assert any(re.search(rf"\.{name}\b", s) for s in keeping), name
+    assert any(re.search(r"\.gw-batch-thumb figcaption", s) for s in keeping)

@@ -526,6 +526,8 @@ def test_a_cancelled_result_has_no_error_line_and_a_failure_reads_as_text(
         ("log line \ud800 end", b"log line \\ud800 end"),  # a gateway's escaped lone surrogate
         (b"\x89PNG\r\n", b"\x89PNG\r\n"),  # bytes handed in by hand
         ({"at": Path("/x")}, b'{"at": "/x"}'),  # a value JSON cannot write: its str
+        (memoryview(b"\x89PNG"), b"\x89PNG"),  # bytes-like, by hand
+        ({(1, 2): "a"}, b"{(1, 2): 'a'}"),  # keys JSON cannot write: the repr
     ],
 )
 def test_inline_content_json_or_python_cannot_encode_is_still_shown_and_saved(

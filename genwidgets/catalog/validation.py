@@ -6,12 +6,13 @@ fields (sent as is) with the closest known name.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from ..errors import PayloadError
+from ..imgm.checker import pasted_parameters
 from .checks import MediaCheck, MediaSpec, shown
 from .fields import field_named, fields_of, known_names
 from .findings import UnknownFieldWarning, warn
@@ -360,7 +361,51 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
             close = _closest(name, sorted(known))
             hint = f"; did you mean {close!r}?" if close else ""
             warn(f"{endpoint_id}: unknown field {name!r} is sent as is{hint}", UnknownFieldWarning)
+    for where, field, text in _prompt_texts(payload, spec.prompt_fields):
+        pasted = pasted_parameters(text)
+        if pasted:
+            warn(f"{where}: {_not_read(spec.id, pasted, spec.wire_names - {field})}")
     return instance
+
+
+#: an imgM parameter -> the fields that do its work in other endpoints (the first found)
+_FIELDS_FOR = {
+    "ar": ("aspect_ratio", "ratio", "size"),
+    "seed": ("seed",),
+    "no": ("negative_prompt",),
+    "repeat": ("n",),
+}
+
+
+def _prompt_texts(
+    payload: Mapping[str, Any], imgm_prompts: Container[str]
+) -> Iterator[tuple[str, str, str]]:
+    """(where, field, text) of each prompt of a payload but imgM's own: a field named
+    ``*prompt*`` or ``text``, or the ``text`` of an object in a list (vidA's content)."""
+    for name, value in payload.items():
+        named = "prompt" in name.lower() or name == "text"
+        if isinstance(value, str) and named and name not in imgm_prompts:
+            yield name, name, value
+        for n, item in enumerate(value if isinstance(value, list) else ()):
+            if isinstance(item, Mapping) and isinstance(item.get("text"), str):
+                yield f"{name}.{n}.text", name, item["text"]
+
+
+def _not_read(endpoint_id: str, pasted: Mapping[str, str], fields: Container[str]) -> str:
+    """Why imgM's ``--`` parameters in another endpoint's prompt do nothing but cost, and
+    which of its own fields do their work (a warning: a prompt may say "--" itself)."""
+    words = list(pasted)
+    one = len(words) == 1
+    said = words[0] if one else ", ".join(words[:-1]) + " and " + words[-1]
+    own = []
+    for word, key in pasted.items():
+        field = next((f for f in _FIELDS_FOR.get(key, ()) if f in fields), None)
+        if field is not None:
+            own.append(f"{field} (for {word})")
+    advice = f"; set its field{'s' * (len(own) > 1)} {', '.join(own)} instead" if own else ""
+    them = "it" if one else "them"
+    kind = "is an imgM parameter" if one else "are imgM parameters"
+    return f"{said} {kind}: {endpoint_id} has no such settings and reads {them} as words{advice}"
 
 
 def payload_of(endpoint_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from .parser import format_value, segments_of, typed_value
 from .permutations import alternatives
 from .values import PromptWarning
 
-__all__ = ["Checker", "cost_warning", "dash_slips", "per_expansion"]
+__all__ = ["Checker", "cost_warning", "dash_slips", "pasted_parameters", "per_expansion"]
 
 
 def per_expansion(
@@ -61,6 +61,20 @@ def dash_slips(text: str) -> list[str]:
             )
             found[said] = None
     return list(found)
+
+
+def pasted_parameters(text: str) -> dict[str, str]:
+    """The imgM parameters ``text`` writes as imgM reads them (``--ar``, ``—seed``, at a
+    word start, a whole word: not ``--no-nonsense``), each once in order: written word ->
+    canonical name. Another model reads them as words, so the catalog warns."""
+    found: dict[str, str] = {}
+    for word in DASH_SLIP.finditer(text):
+        name = word["name"].lower()
+        key = ALIASES.get(name, name)
+        whole = text[word.end() : word.end() + 1].isspace() or word.end() == len(text)
+        if word["dashes"] in ("--", "\u2014") and key in PARAMETERS and whole:
+            found.setdefault(word.group(), key)
+    return found
 
 
 class Checker:

@@ -11,18 +11,21 @@ from typing import Any
 
 from ..errors import PayloadError
 from .checker import Checker, cost_warning, per_expansion
+from .lexer import has_permutation, split_outside
 from .params import (
     MANY_JOBS,
     MAX_PROMPTS,
     PARAM_NAME,
+    PARAMETERS,
     TABLE_ORDER,
     URL_START,
     collapse_spaces,
+    format_scalar,
     to_number,
 )
 from .parser import Entry, assemble, key_of, parse_parts, segments_of, varies
 from .permutations import Mode, alternatives, count_prompts, expansions, say_count
-from .values import PromptWarning, Segment, Variation
+from .values import PromptWarning, Reference, Segment, Variation
 
 __all__ = ["Prompt"]
 
@@ -108,6 +111,10 @@ class Prompt:
                 }
                 for key in culprits
             )
+        else:
+            read = {key: value for _, key, value in parsed._entries}  # noqa: SLF001 - a Prompt reads another Prompt's parts: its own class
+            for _, key, value in entries:
+                errors.extend(_items_changed(key, value, read[key]))
         if errors:
             raise PayloadError(errors)
         return parsed
@@ -287,6 +294,48 @@ def _over_the_cap(count: int) -> dict[str, Any]:
         "msg": f"this prompt makes {say_count(count)} prompts; one permutation prompt makes "
         f"at most {MAX_PROMPTS}: remove options or split it",
     }
+
+
+def _items_changed(key: str, given: Any, read: Any) -> list[dict[str, Any]]:
+    """Why the items given for a list or reference parameter (``no=["red, blue"]``)
+    would not read back as those items: a comma splits a ``--no`` item, a space a
+    reference, braces make a permutation (billed per prompt). Spaces collapse and blank
+    items go, as in the text; a value given as one string is prompt text as typed."""
+    param = PARAMETERS.get(key)
+    items = [given] if isinstance(given, Reference) else given
+    if param is None or param.kind not in ("list", "refs") or not isinstance(items, list | tuple):
+        return []
+    wanted = _written_items(items)
+    if isinstance(read, list) and _written_items(read) == wanted:
+        return []
+    what = "item" if param.kind == "list" else "reference"
+    found = []
+    for item in wanted:
+        if has_permutation(item):
+            why = (
+                "holds braces, which would make a permutation (each option a prompt, each "
+                "billed): escape them as \\{ and \\} and its commas as \\, (to vary the "
+                "value, give it as one string)"
+            )
+        elif param.kind == "list" and len(split_outside(item, ",")) > 1:
+            why = "holds a comma, which separates items: give two items, or escape it as \\,"
+        elif param.kind == "refs" and " " in item:
+            why = "holds a space, which separates references: write a space in a URL as %20"
+        else:
+            continue
+        found.append({"loc": ("params", key), "msg": f"--{key} {what} {item!r} {why}"})
+    shown = _written_items(read) if isinstance(read, list) else read
+    return found or [
+        {
+            "loc": ("params", key),
+            "msg": f"--{key} {wanted!r} would be read back from the prompt as {shown!r}",
+        }
+    ]
+
+
+def _written_items(items: Sequence[Any]) -> list[str]:
+    """Each item as the prompt writes it, spaces collapsed, blank ones left out."""
+    return [text for text in (collapse_spaces(format_scalar(item)) for item in items) if text]
 
 
 def _keyed(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -131,9 +131,14 @@ def map_payload(
     target: Any,
     payload: Mapping[str, Any],
     extra: Mapping[str, Any] | None = None,
+    *,
+    seed_locked: bool = False,
 ) -> Mapped:
     """``payload`` (in ``source``'s terms) written for ``target`` (both catalog
-    specs); ``extra`` (the user's ``per_endpoint[target.id]``) is laid over it."""
+    specs); ``extra`` (the user's ``per_endpoint[target.id]``) is laid over it.
+    ``seed_locked``: the payload's seed is the grid's locked one, not the user's, so a
+    target that reads a seed the user wrote in its own terms (``--seed 5`` in a genW
+    prompt, for imgM) keeps that one."""
     data = copy.deepcopy(dict(payload))
     prompt, seed, used = read_roles(source, data)
     names = target.fields
@@ -152,6 +157,8 @@ def map_payload(
             out[route.prompt] = prompt
         else:
             dropped.append("prompt")
+    if seed_locked and read_roles(target, out)[1] is not None:
+        seed = None  # the user's, in the target's terms
     if seed is not None:
         if route.seed == PROMPT_SEED and route.prompt is not None:
             text = out.get(route.prompt)

@@ -115,13 +115,17 @@ def expand_cells(
     prepare: Prepare | None = None,
     per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
     filled: Collection[str] = (),
+    *,
+    seed_locked: bool = False,
 ) -> list[PlannedCell]:
     """The cells of :func:`laid_out` over ``base_payload``, each mapped to its endpoint
     (an endpoint axis: :func:`~.mapping.map_payload`), validated once and counted; every
     problem of every cell raises one PayloadError whose messages start with the cell's
     axis values. ``prepare`` (a client's ``prepare``) validates and keeps what it returns
     for sending; without it the catalog validates. ``filled``: fields the grid itself put
-    in the payload (a drawn seed), never noted as dropped: the user did not set them."""
+    in the payload (a drawn seed), never noted as dropped: the user did not set them.
+    ``seed_locked``: the payload's seed is the grid's lock, which a cell whose endpoint
+    reads the user's own seed (an imgM prompt's ``--seed``) leaves alone."""
     check: Prepare = prepare if prepare is not None else validate
     errors: list[dict[str, Any]] = []
     cells: list[PlannedCell] = []
@@ -135,7 +139,8 @@ def expand_cells(
         target_spec = catalog_endpoint(target) if target != endpoint else spec
         dropped: tuple[str, ...] = ()
         if mapped_axes:
-            mapped = map_payload(spec, target_spec, payload, (per_endpoint or {}).get(target))
+            extra = (per_endpoint or {}).get(target)
+            mapped = map_payload(spec, target_spec, payload, extra, seed_locked=seed_locked)
             payload = mapped.payload
             dropped = tuple(name for name in mapped.dropped if name not in filled)
             if mapped.missing:
@@ -414,7 +419,9 @@ def plan_grid(
     extra = _per_endpoint(endpoint, per_endpoint, present)
     locked, where = _lock_seed(spec, base, [a for _, a in present], seed)
     drawn = (SEED_NAME,) if locked is not None and seed is None else ()
-    cells = expand_cells(endpoint, spec, base, grid_axes(axes), prepare, extra, filled=drawn)
+    cells = expand_cells(
+        endpoint, spec, base, grid_axes(axes), prepare, extra, drawn, seed_locked=locked is not None
+    )
     return GridPlan(
         endpoint=endpoint,
         base_payload=base,

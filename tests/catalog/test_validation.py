@@ -113,6 +113,56 @@ def test_warning_filters_silence_unknown_fields_on_every_path() -> None:
         prepare("vidVq2-text2video", {"prompt": "x", "durration": 5})
 
 
+def said_while(call: Any) -> list[str]:
+    """The warnings ``call()`` gives."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [str(w.message) for w in caught]
+
+
+def test_imgm_parameters_in_another_endpoints_prompt_are_warned_about() -> None:
+    """``--ar 16:9 --seed 5`` pasted from an imgM prompt is paid for and read as words
+    by every other model: a warning (not a refusal: a prompt may say "--") names them
+    and the endpoint's own fields that do their work, on every path a payload takes."""
+    genw = {"prompt": "a red kite --ar 16:9 --seed 5 --no people", "n": 1}
+    with pytest.warns(gw.IneffectiveFieldWarning) as found:
+        body = catalog.payload_of("genW2.5-t2i-preview", genw)
+    assert body["prompt"] == genw["prompt"]  # sent as given
+    assert [str(w.message) for w in found] == [
+        "prompt: --ar, --seed and --no are imgM parameters: genW2.5-t2i-preview has no such "
+        "settings and reads them as words; set its fields size (for --ar), seed (for --seed), "
+        "negative_prompt (for --no) instead"
+    ]
+    vidv = {"prompt": "a kite \u2014ar 16:9 --v 7", "duration": 5}
+    assert said_while(lambda: gw.validate("vidVq2-text2video", vidv)) == [
+        "prompt: \u2014ar and --v are imgM parameters: vidVq2-text2video has no such settings "
+        "and reads them as words; set its field aspect_ratio (for \u2014ar) instead"
+    ]
+    assert gw.form("vidVq2-text2video", **vidv).warnings == said_while(
+        lambda: gw.validate("vidVq2-text2video", vidv)
+    )
+    vida = {"content": [{"type": "text", "text": "a kite --tile"}]}
+    assert said_while(lambda: gw.validate("vidA-2-0", vida)) == [
+        "content.0.text: --tile is an imgM parameter: vidA-2-0 has no such settings and "
+        "reads it as words"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "payload"),
+    [
+        ("genW2.5-t2i-preview", {"prompt": "cat -- dog, well--known, a --no-nonsense --arc"}),
+        ("genW2.5-t2i-preview", {"prompt": "a kite --", "size": "1280*1280", "seed": 5}),
+        ("imgM-v8.1-t2i", {"prompt": "a red kite --ar 16:9 --seed 5"}),
+    ],
+)
+def test_prompts_without_pasted_imgm_parameters_are_not_warned_about(
+    endpoint: str, payload: dict[str, Any]
+) -> None:
+    assert said_while(lambda: gw.validate(endpoint, payload)) == []
+
+
 @pytest.mark.slow
 def test_python_w_ignore_silences_unknown_fields() -> None:
     code = (

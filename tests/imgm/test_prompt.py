@@ -463,6 +463,38 @@ def test_building_refuses_what_would_not_survive(
     assert loc in locs(info.value)
 
 
+@pytest.mark.parametrize(
+    ("params", "said"),
+    [
+        ({"no": ["{red, blue}"]}, "'{red, blue}' holds braces, which would make a permutation"),
+        ({"no": ["red, blue"]}, "'red, blue' holds a comma, which separates items"),
+        ({"sref": ["https://x.test/my file.png"]}, "holds a space, which separates references"),
+        ({"cref": [Reference("https://x.test/a b.png", 2)]}, "holds a space"),
+    ],
+)
+def test_building_refuses_list_items_that_would_read_back_changed(
+    params: dict[str, Any], said: str
+) -> None:
+    """An item of a list is one item: ``no=["{red, blue}"]`` was written as a permutation
+    (2 prompts billed), ``no=["red, blue"]`` as two items, a URL with a space as two
+    references. Each is refused, naming the item and why."""
+    with pytest.raises(gw.PayloadError) as info:
+        Prompt("a cat", params)
+    (key,) = params
+    assert locs(info.value) == [("params", key)]
+    assert said in info.value.errors[0]["msg"]
+
+
+def test_escaped_list_items_read_back_as_given() -> None:
+    """What the refusals advise reads back as the items given, one prompt billed;
+    spaces collapse and blank items go, as in the text."""
+    given = {"no": ["\\{red\\, blue\\}", "salt\\, pepper", "  a   b ", ""]}
+    p = Prompt("a cat", given)
+    assert p.params == {"no": ["\\{red\\, blue\\}", "salt\\, pepper", "a b"]}
+    assert p.count() == 1
+    assert Prompt("a cat", {"no": "red, {a, b}"}).count() == 2  # one string: text as typed
+
+
 def test_with_params_keeps_spelling_and_order_and_removes_with_none() -> None:
     p = parse("cat --s 100 --ar 1:1 --tile")
     q = p.with_params(stylize=200, chaos=5, ar=None, tile=False, seed=9)

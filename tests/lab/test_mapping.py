@@ -27,6 +27,7 @@ from genwidgets.lab.mapping import (
     PROMPT_SEED,
     ROUTES,
     Route,
+    map_payload,
     mapping_table,
     prompt_of,
     route_for,
@@ -35,6 +36,7 @@ from genwidgets.lab.plan import plan_grid
 from genwidgets.simulator import SimulatorServer
 
 T2I = "genW2.5-t2i-preview"
+IMGM = "imgM-v8.1-t2i"
 VIDEO = "vidVq2-text2video"
 KEY = "sim-demo-key"
 BASE = {"prompt": "a red fox in the snow", "seed": 7, "negative_prompt": "blur"}
@@ -225,6 +227,40 @@ def test_a_field_the_user_never_set_carries_no_note() -> None:
     as_lock = plan_grid(T2I, {"prompt": "a red fox"}, x=("endpoint", endpoints), seed=5)
     for chosen in (in_payload, as_lock):
         assert [c.dropped for c in chosen.cells] == [(), ("seed",), ("seed",)]
+
+
+def test_a_seed_the_user_wrote_in_a_cells_own_terms_is_not_replaced() -> None:
+    """``--seed 5`` in a genW prompt is words to genW but imgM's seed: beside an endpoint
+    axis the imgM cell keeps it (it was sent the drawn seed), the genW cell gets the locked
+    seed (and a warning that it reads --ar and --seed as words). A seed the user set in a
+    field or on an axis still goes to every cell; nothing is sent."""
+    both = ("endpoint", [T2I, IMGM])
+    typed = "a red fox --ar 16:9 --seed 5"
+    with pytest.warns(gw.IneffectiveFieldWarning, match="--ar and --seed are imgM parameters"):
+        genw_base = plan_grid(T2I, {"prompt": typed, "n": 1}, x=both)
+        replayed = plan_grid(T2I, {"prompt": typed, "n": 1}, x=both, seed=9)
+    for plan, locked in ((genw_base, genw_base.seed), (replayed, 9)):
+        genw, imgm = plan.cells
+        assert genw.payload == {"prompt": typed, "n": 1, "seed": locked}
+        assert imgm.payload == {"prompt": typed}
+    with pytest.warns(gw.IneffectiveFieldWarning, match="--ar is an imgM parameter"):
+        imgm_base = plan_grid(IMGM, {"prompt": typed}, x=both)
+    assert imgm_base.seed is None
+    assert [c.payload for c in imgm_base.cells] == [
+        {"prompt": "a red fox --ar 16:9", "seed": 5},
+        {"prompt": typed},
+    ]
+    with pytest.warns(gw.IneffectiveFieldWarning):
+        given = plan_grid(T2I, {"prompt": typed, "n": 1, "seed": 7}, x=both)
+        on_axis = plan_grid(T2I, {"prompt": typed, "n": 1}, x=both, y=("seed", [1, 2]))
+    assert Prompt.parse(given.cells[1].payload["prompt"]).params["seed"] == 7
+    sent = [Prompt.parse(c.payload["prompt"]).params["seed"] for c in on_axis.cells[1::2]]
+    assert sent == [1, 2]
+    mapped = map_payload(
+        catalog_endpoint(T2I), catalog_endpoint(IMGM), {"prompt": typed, "seed": 9},
+        seed_locked=True,
+    )  # fmt: skip
+    assert mapped.payload == {"prompt": typed}
 
 
 def test_a_missing_required_field_is_refused_before_anything_is_sent(client: gw.Client) -> None:

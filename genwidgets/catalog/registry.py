@@ -20,7 +20,7 @@ from pydantic.fields import FieldInfo
 from ..errors import EndpointNotFound
 from .fields import field_named, fields_of, known_names
 from .markers import NO_DEFAULT, is_billed, is_generations, is_prompt_string, service_default
-from .model import EndpointModel
+from .model import EndpointModel, whole_text
 
 #: What a task of the endpoint makes; the simulator's run time and media follow it.
 Kind = Literal["video", "image", "speech", "asset", "subject", "face", "audio"]
@@ -123,12 +123,16 @@ class EndpointSpec:
 
     def generations(self, payload: Mapping[str, Any]) -> int:
         """Outputs one task makes, each billed: its :data:`GENERATIONS` field's value
-        (sent or the service's default), 1 for endpoints without one."""
+        (sent or the service's default), 1 for endpoints without one. Read as the
+        field's check reads it, so what is billed is what is sent: 4.0 from a pandas
+        row and ``"4"``, ``" 4.0 "`` from a CSV cell or a form box each make 4."""
         count = 1
         for wire in _wires(self.model, is_generations):
             value = self.value_of(payload, wire)
+            if isinstance(value, str) and (whole := whole_text(value)) is not None:
+                value = int(whole)
             if isinstance(value, float) and value.is_integer() and 0 < value < 2**63:
-                value = int(value)  # 4.0 from a pandas or CSV row makes 4, as pydantic reads it
+                value = int(value)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 count *= value
         return count

@@ -14,6 +14,7 @@ import json
 import math
 import numbers
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -217,26 +218,57 @@ def _bad(field: str, msg: str, endpoint: str | None, where: str = "axis") -> Pay
     return problem((where, _place(field)), msg, endpoint=endpoint)
 
 
+def _exact(number: str, field: str, endpoint: str | None) -> Fraction:
+    """A range's bound or step read exactly: a float keeps 15 digits (a 17-digit range
+    repeated its numbers) and reads 309 digits as infinity. One no float holds, or too
+    long for Python to read, no field takes: refused with a short excerpt."""
+    try:
+        exact = Fraction(number.replace(" ", ""))
+    except ValueError:  # more digits than Python reads (4300)
+        limit = sys.get_int_max_str_digits()
+        raise _bad(
+            field, f"{shown(number)} has too many digits; at most {limit}", endpoint
+        ) from None
+    if abs(exact) > sys.float_info.max:
+        raise _bad(
+            field,
+            f"{shown(number)} is too large: no field takes a number above about 1.8e308",
+            endpoint,
+        )
+    return exact
+
+
 def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | None) -> list[Any]:
-    start, end = float(match["start"]), float(match["end"])
+    start, end = (_exact(match[bound], field, endpoint) for bound in ("start", "end"))
     integral = kind is int or (
         kind is None and "." not in match["start"] + match["end"] and not match["count"]
     )
     if match["count"] is not None:
-        count = int(match["count"])
+        asked = match["count"].lstrip("0") or "0"
+        count = int(asked) if len(asked) <= 3 else MAX_VALUES + 1  # never read 5000 digits
         if count < 1 or count > MAX_VALUES:
-            raise _bad(field, f"[{count}] must ask for 1 to {MAX_VALUES} values", endpoint)
+            raise _bad(
+                field, f"[{_place(match['count'])}] must ask for 1 to {MAX_VALUES} values", endpoint
+            )
         values = [start + (end - start) * i / max(count - 1, 1) for i in range(count)]
     else:
-        step = 1.0 if end >= start else -1.0
+        step = Fraction(1 if end >= start else -1)
         if match["step"]:
-            step = float(match["step"].replace(" ", ""))
+            step = _exact(match["step"], field, endpoint)
         if step == 0 or (end - start) * step < 0:
-            raise _bad(field, f"the step {step:g} never goes from {start:g} to {end:g}", endpoint)
-        count = math.floor((end - start) / step + 1e-9) + 1
-        if count > MAX_VALUES:
             raise _bad(
-                field, f"the range makes {count} values; at most {MAX_VALUES} per axis", endpoint
+                field,
+                f"the step {float(step):g} never goes from {float(start):g} to {float(end):g}",
+                endpoint,
+            )
+        count = math.floor((end - start) / step) + 1
+        if count > MAX_VALUES:
+            said = str(count) if count < 10**9 else "over a billion"  # never 300 digits
+            raise _bad(
+                field,
+                f"the range {_place(match.group(0).strip())} makes {said} values; at most "
+                f"{MAX_VALUES} per axis",
+                endpoint,
             )
         values = [start + step * i for i in range(count)]
     if integral:
@@ -249,7 +281,7 @@ def _range(match: re.Match[str], kind: type | None, field: str, endpoint: str | 
                 endpoint,
             )
         return whole
-    return [round(v, 10) for v in values]
+    return [float(round(v, 10)) for v in values]
 
 
 def typed_value(

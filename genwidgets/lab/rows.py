@@ -273,9 +273,15 @@ class _KeyTwice(Exception):
 
 class _Unreadable(str):
     """The text of a JSON number Python would not read as written: an integer longer than
-    it reads (``sys.get_int_max_str_digits``, 4300 digits), or a float past a float's
-    range (``1e400``, or thousands of digits: ``inf``; ``1e-400``: ``0.0``), kept as text
-    until the object holding it names its key."""
+    it reads (``sys.get_int_max_str_digits``, 4300 digits), a float past a float's range
+    (``1e400``, or thousands of digits: ``inf``; ``1e-400``: ``0.0``), the extensions
+    ``Infinity`` and ``-Infinity``, or ``NaN``; kept as text until the object holding it
+    names its key."""
+
+
+#: JSON's ``NaN`` extension: an object's value of NaN is an empty value (as pandas' NaN
+#: is), left unset; in a list no field takes it
+_NAN = _Unreadable("NaN")
 
 
 class _Refused(Exception):
@@ -287,6 +293,12 @@ def _json_int(text: str) -> int | _Unreadable:
         return int(text)
     except ValueError:  # past the digits Python reads: no field takes such a number
         return _Unreadable(text)
+
+
+def _json_constant(name: str) -> _Unreadable:
+    """``Infinity``, ``-Infinity`` (refused as ``1e400`` is) or ``NaN``, which Python's
+    json reads as floats by default."""
+    return _NAN if name == "NaN" else _Unreadable(name)
 
 
 def _json_float(text: str) -> float | _Unreadable:
@@ -309,6 +321,11 @@ def _unreadable_in(value: Any) -> _Unreadable | None:
 def _refusal(key: str, number: _Unreadable) -> str:
     """What is wrong with a number Python would not read, shown as the catalog shows a
     huge number: its first digits and how many there are."""
+    if number is _NAN:  # never an object's value: that one is unset (_keys_once)
+        return (
+            f"{shown(key)} holds NaN in a list: no field takes it there; write a number (NaN "
+            "or null as a key's whole value leaves that field unset)"
+        )
     digits = number.lstrip("-")
     sign = number[: len(number) - len(digits)]
     written = (
@@ -333,7 +350,9 @@ def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         counts = Counter(key for key, _ in pairs)
         raise _KeyTwice(", ".join(shown(key) for key, n in counts.items() if n > 1))
     for key, item in pairs:
-        if (number := _unreadable_in(item)) is not None:
+        if item is _NAN:
+            value[key] = None  # an empty value, as pandas' NaN and null are
+        elif (number := _unreadable_in(item)) is not None:
             raise _Refused(_refusal(key, number))
     return value
 
@@ -342,7 +361,11 @@ def _json_row(text: str, where: str) -> tuple[dict[str, Any], str | None]:
     """One line of a JSONL file as a row, and what is wrong with it (None: nothing)."""
     try:
         value = json.loads(
-            text, object_pairs_hook=_keys_once, parse_int=_json_int, parse_float=_json_float
+            text,
+            object_pairs_hook=_keys_once,
+            parse_int=_json_int,
+            parse_float=_json_float,
+            parse_constant=_json_constant,
         )
     except _KeyTwice as exc:
         return {}, f"{where} names a key twice: {exc}; an object names each key once"

@@ -10,8 +10,9 @@ import pytest
 from pydantic import BaseModel, Field, TypeAdapter
 
 import genwidgets as gw
-from genwidgets.catalog import NO_DEFAULT, is_generations, service_default
+from genwidgets.catalog import NO_DEFAULT, is_generations, payload_of, service_default
 from genwidgets.catalog.introspect import leaves, limits_of
+from genwidgets.errors import PayloadError
 
 
 def _fields(model: type[BaseModel]) -> list[tuple[type[BaseModel], str, Any]]:
@@ -124,3 +125,22 @@ def test_a_whole_float_counts_its_generations_as_the_number_it_is() -> None:
     spec = gw.endpoint("genW2.5-t2i-preview")
     assert spec.generations({"prompt": "x", "n": 2.0}) == 2
     assert spec.generations({"prompt": "x", "n": 2.5}) == 1  # refused by the check anyway
+
+
+@pytest.mark.parametrize("text", ["4", "4.0", " 4 ", "+4", "04", "\t4\n"])
+def test_a_generations_field_given_as_text_counts_what_it_sends(text: str) -> None:
+    """A CSV cell or a form box gives ``n`` as ``"4"``: the check sends 4, so 4 are
+    billed, never 1 (a grid's confirmation would compare a quarter of its cost)."""
+    spec = gw.endpoint("genW2.5-t2i-preview")
+    payload = {"prompt": "x", "n": text}
+    assert payload_of(spec.id, payload)["n"] == 4
+    assert spec.generations(payload) == 4
+
+
+@pytest.mark.parametrize("text", ["4.5", "4e0", "4_0", "four", ""])
+def test_generations_text_the_check_refuses_counts_one(text: str) -> None:
+    """Text that is no whole number is refused before anything is sent: it counts 1."""
+    spec = gw.endpoint("genW2.5-t2i-preview")
+    with pytest.raises(PayloadError):
+        payload_of(spec.id, {"prompt": "x", "n": text})
+    assert spec.generations({"prompt": "x", "n": text}) == 1

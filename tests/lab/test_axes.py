@@ -140,6 +140,44 @@ def test_an_axis_error_shows_a_short_excerpt_of_what_was_given(x: Any) -> None:
     assert "… (" in message or "..." in message
 
 
+NINES = "9" * 400  # no float holds it: float() reads it as infinity
+
+
+@pytest.mark.parametrize(
+    ("values", "words"),
+    [
+        ("1-" + NINES, "is too large: no field takes a number above about 1.8e308"),
+        ("0.5-" + NINES + " [4]", "is too large"),
+        ("1-5 (+" + NINES + ")", "is too large"),
+        ("1-" + "9" * 5000, "has too many digits; at most 4300"),
+        ("1-5 (+0." + "0" * 5000 + "1)", "has too many digits"),
+        ("1-5 [" + "9" * 5000 + "]", "must ask for 1 to 400 values"),
+        ("1-" + "9" * 300, "makes over a billion values; at most 400 per axis"),
+    ],
+)
+def test_a_range_bound_no_field_takes_is_refused_on_the_axis(values: str, words: str) -> None:
+    """A range's numbers are read exactly: one beyond any float (309 digits) or too long
+    for Python is refused on the axis in a few words, never a bare OverflowError, nor a
+    count of 300 digits read from a float."""
+    with pytest.raises(PayloadError) as caught:
+        plan_grid(T2I, {"prompt": "a fox"}, x=("seed", values))
+    [error] = caught.value.errors
+    assert error["loc"] == ("axis", "seed")
+    assert words in error["msg"]
+    assert len(error["msg"]) < 200, error["msg"]
+
+
+def test_a_range_reads_its_bounds_exactly() -> None:
+    """A float keeps 15 digits: a 17-digit range read as floats repeated its numbers."""
+    assert parse_values("10000000000000001-10000000000000003", int) == [
+        10000000000000001,
+        10000000000000002,
+        10000000000000003,
+    ]
+    assert parse_values("0.1-0.3 (+0.1)", float) == [0.1, 0.2, 0.3]
+    assert parse_values("1-5 [0004]", int) == [1, 2, 4, 5]
+
+
 def test_the_same_field_on_two_axes_is_refused() -> None:
     with pytest.raises(PayloadError, match="same field is on two axes"):
         plan_grid(T2I, {"prompt": "a fox"}, x=("seed", [1, 2]), y=("seed", [3, 4]))

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from genwidgets.catalog import endpoint
-from genwidgets.lab.cost import UNITS, BilledUnit, billed_unit, billed_units
+from genwidgets.lab.cost import (
+    CONFIRM_ABOVE,
+    UNITS,
+    BilledUnit,
+    billed_unit,
+    billed_units,
+    needs_confirmation,
+)
 from genwidgets.lab.plan import GridPlan, plan_grid
 from genwidgets.simulator import DEMO_KEY, SimulatorServer
 
@@ -105,6 +112,16 @@ def test_images_prompts_seconds_characters_and_tasks() -> None:
     assert billed_units(speech, {"text": "hello there"}) == {"tasks": 1, "speech_characters": 11}
     assert billed_units(endpoint("asset-get"), {"asset_id": "x"}) == {"tasks": 1}
     assert set(UNITS) >= {"tasks", "images", "prompts", "video_seconds", "speech_characters"}
+
+
+def test_a_grid_whose_n_is_text_bills_and_asks_as_its_number_does() -> None:
+    """``n="4"`` (a CSV cell, a form box) is sent as 4: three seeds make 12 images, so
+    the grid bills 12 and asks above ``confirm_above=10``, as ``n=4`` does."""
+    for n in (4, "4", "4.0", " 4 "):
+        plan = plan_grid(T2I, {"prompt": "a fox", "n": n}, x=("seed", "1,2,3"))
+        assert plan.billed_total == 12, n
+        assert needs_confirmation(plan.billed_total, CONFIRM_ABOVE), n
+        assert billed_units(endpoint(T2I), {"prompt": "a", "n": n})["images"] == 4
 
 
 def test_seconds_the_payload_cannot_say_are_unknown() -> None:

@@ -232,6 +232,29 @@ def test_a_jsonl_float_python_would_read_as_inf_or_0_is_refused_naming_its_line_
     ]  # fmt: skip
 
 
+def test_jsonl_infinity_is_refused_as_1e400_is_and_nan_in_a_list_too(tmp_path: Path) -> None:
+    """Python's json reads ``Infinity`` as inf, which a number list passed on to the body
+    encoder; it is refused at read time with its line and key, as ``1e400`` is. A NaN in
+    a list is refused the same way; as a key's whole value it is an empty value."""
+    path = tmp_path / "inf.jsonl"
+    path.write_text(
+        '{"text": "a", "points": [0, 10, Infinity]}\n{"text": "b", "cfg": -Infinity}\n'
+        '{"text": "c", "mask": {"points": [0, NaN]}}\n{"text": "d", "o": {"x": -Infinity}}\n'
+    )
+    with pytest.raises(PayloadError) as info:
+        read_rows(path)
+    large = "no field takes a number so large; a number in a rows file is at most about 1.8e308"
+    assert messages(info) == [
+        (("row 0",), f"line 1 of inf.jsonl: 'points' holds the number Infinity: {large} in size"),
+        (("row 1",), f"line 2 of inf.jsonl: 'cfg' holds the number -Infinity: {large} in size"),
+        (("row 2",), "line 3 of inf.jsonl: 'points' holds NaN in a list: no field takes it "
+         "there; write a number (NaN or null as a key's whole value leaves that field unset)"),
+        (("row 3",), f"line 4 of inf.jsonl: 'x' holds the number -Infinity: {large} in size"),
+    ]  # fmt: skip
+    path.write_text('{"text": "a", "seed": NaN, "o": {"x": NaN, "y": 2}}\n')
+    assert read_rows(path).rows == [{"text": "a", "o": {"x": None, "y": 2}}]
+
+
 def test_a_jsonl_key_in_a_refusal_is_shown_short(tmp_path: Path) -> None:
     """A key of thousands of characters was printed whole in the number and twice-named
     refusals."""

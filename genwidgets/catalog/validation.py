@@ -381,10 +381,10 @@ def _prompt_texts(
     payload: Mapping[str, Any], imgm_prompts: Container[str]
 ) -> Iterator[tuple[str, str, str]]:
     """(where, field, text) of each prompt of a payload but imgM's own: a field named
-    ``*prompt*`` or ``text``, or the ``text`` of an object in a list (vidA's content)."""
+    ``*prompt*``, or the ``text`` of an object in a list (vidA's content). Not a field
+    named ``text`` (speechM's, vidK's audio preview): words to be spoken, not a prompt."""
     for name, value in payload.items():
-        named = "prompt" in name.lower() or name == "text"
-        if isinstance(value, str) and named and name not in imgm_prompts:
+        if isinstance(value, str) and "prompt" in name.lower() and name not in imgm_prompts:
             yield name, name, value
         for n, item in enumerate(value if isinstance(value, list) else ()):
             if isinstance(item, Mapping) and isinstance(item.get("text"), str):

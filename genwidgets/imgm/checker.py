@@ -22,6 +22,7 @@ from .params import (
     WEIGHT_OF,
     Param,
     format_scalar,
+    to_number,
 )
 from .parser import format_value, segments_of, typed_value
 from .permutations import alternatives
@@ -64,17 +65,55 @@ def dash_slips(text: str) -> list[str]:
 
 
 def pasted_parameters(text: str) -> dict[str, str]:
-    """The imgM parameters ``text`` writes as imgM reads them (``--ar``, ``—seed``, at a
-    word start, a whole word: not ``--no-nonsense``), each once in order: written word ->
-    canonical name. Another model reads them as words, so the catalog warns."""
+    """The imgM parameters ``text`` holds as pasted from an imgM prompt, each once in
+    order: written word -> canonical name. Another model reads them as words, so the
+    catalog warns; prose that only starts like one must not be told so.
+
+    A word counts when imgM would read it (``--`` or an em dash at a word start, a known
+    name, a whole word: not ``--no-nonsense``) and what follows it, up to the next such
+    word or the end, has its value's shape (:func:`_pasted_value`): ``--ar 16:9``,
+    ``--seed 5``, ``--tile`` or ``--no people`` last. Not Spanish dialogue (``—No tengo
+    miedo —dijo``), a slogan (``--no limits-- in red``) or a title (``Say --No More``).
+    """
     found: dict[str, str] = {}
-    for word in DASH_SLIP.finditer(text):
-        name = word["name"].lower()
-        key = ALIASES.get(name, name)
+    words = [w for w in DASH_SLIP.finditer(text) if w["dashes"] in ("--", "\u2014")]
+    for n, word in enumerate(words):
+        name = word["name"]
+        param = PARAMETERS.get(ALIASES.get(name.lower(), name.lower()))
         whole = text[word.end() : word.end() + 1].isspace() or word.end() == len(text)
-        if word["dashes"] in ("--", "\u2014") and key in PARAMETERS and whole:
-            found.setdefault(word.group(), key)
+        value = text[word.end() : words[n + 1].start() if n + 1 < len(words) else None]
+        value = value.strip()
+        if param is not None and whole and _pasted_value(param, name, word["dashes"], value):
+            found.setdefault(word.group(), param.name)
     return found
+
+
+_LIST_WORD = re.compile(r"\w+(?:['-]\w+)*")
+"""A word of a ``--no`` item as pasted (``people``, ``t-shirt``): not ``limits--`` or ``More'``."""
+
+
+def _pasted_value(param: Param, name: str, dashes: str, value: str) -> bool:
+    """Whether ``value`` (the text after ``--name``) is what imgM takes there, so that
+    ``--name value`` reads as pasted. The word-like ones (a flag, ``--no``'s words) count
+    only written as imgM's prompts write them, lowercase after two hyphens: an em dash
+    before a word is how Spanish and Portuguese write dialogue (``—No sei — disse ela``)."""
+    if param.kind in ("flag", "list"):
+        if dashes != "--" or name != name.lower():
+            return False
+        if param.kind == "flag":
+            return not value
+        words = value.replace(",", " ").split()
+        return bool(words) and all(_LIST_WORD.fullmatch(w) for w in words)
+    if param.kind == "ratio":
+        return RATIO.fullmatch(value) is not None
+    if param.kind in ("int", "number"):
+        return to_number(value, integer=param.kind == "int") is not None
+    if param.kind == "refs":
+        refs = [w.partition("::")[0] for w in value.split()]
+        return bool(refs) and all(URL_START.match(r) or r.isdigit() or r == "random" for r in refs)
+    if param.choices:  # --style raw
+        return value in param.choices
+    return to_number(value, integer=False) is not None  # --v 7, --v 8.1
 
 
 class Checker:

@@ -155,12 +155,38 @@ def test_imgm_parameters_in_another_endpoints_prompt_are_warned_about() -> None:
         ("genW2.5-t2i-preview", {"prompt": "cat -- dog, well--known, a --no-nonsense --arc"}),
         ("genW2.5-t2i-preview", {"prompt": "a kite --", "size": "1280*1280", "seed": 5}),
         ("imgM-v8.1-t2i", {"prompt": "a red kite --ar 16:9 --seed 5"}),
+        # an em dash before a word is how Spanish and Portuguese write dialogue
+        ("genW2.5-t2i-preview", {"prompt": "Globo de texto: —No tengo miedo —dijo el niño."}),
+        ("vidVq2-text2video", {"prompt": "a dog \u2014no leash\u2014 running, a \u2014Relax sign"}),
+        # "--" then a parameter's name, but not what imgM takes after it
+        ("genW2.5-t2i-preview", {"prompt": "a poster with the slogan --no limits-- in red"}),
+        ("genW2.5-t2i-preview", {"prompt": "a book titled 'Kids Say --No More'"}),
+        ("vidVq2-text2video", {"prompt": "help text: --seed N sets the seed, --style too"}),
+        ("vidVq2-text2video", {"prompt": "a --tile floor, a haiku --style"}),
+        # words to be spoken, not a prompt
+        ("speechM-02-turbo", {"text": "\u2014No sei \u2014 disse ela."}),
+        ("speechM-02-turbo", {"text": "Type a red kite --ar 16:9 --seed 5 --no people"}),
     ],
 )
 def test_prompts_without_pasted_imgm_parameters_are_not_warned_about(
     endpoint: str, payload: dict[str, Any]
 ) -> None:
+    """Only what reads as pasted from an imgM prompt is named (a known name after ``--``,
+    then a value of its shape); prose that starts like it is not told it is a parameter."""
     assert said_while(lambda: gw.validate(endpoint, payload)) == []
+
+
+@pytest.mark.parametrize(
+    ("prompt", "named"),
+    [
+        ("a kite --no red cars, people --tile", "--no and --tile are"),
+        ("a kite --sref https://x.example/a.png::2 random --sw 100", "--sref and --sw are"),
+        ("a kite \u2014seed 5 --style raw --q 0.5", "\u2014seed, --style and --q are"),
+    ],
+)
+def test_pasted_imgm_parameters_of_every_shape_are_named(prompt: str, named: str) -> None:
+    said = said_while(lambda: gw.validate("vidVq2-text2video", {"prompt": prompt}))
+    assert len(said) == 1 and said[0].startswith(f"prompt: {named} imgM parameters")
 
 
 @pytest.mark.slow

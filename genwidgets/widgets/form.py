@@ -15,6 +15,7 @@ docs/decisions.md#form-fields.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -31,6 +32,7 @@ from ..errors import GenwidgetsError, PayloadError
 from ..lab.code import curl_code
 from ..lab.cost import CONFIRM_ABOVE, billed_count, billed_unit, needs_confirmation, plural
 from ..media import validate  # pathlib.Path values (typed local files) are encoded
+from ..media.files import LocalMedia
 from . import markup
 from ._style import ERROR_STYLE, HELP_STYLE, OK_STYLE, WARN_STYLE, layout
 from .containers import ModelElement
@@ -493,28 +495,48 @@ def _shortened(value: Any) -> Any:
     return value
 
 
+_LITERALS = (str, bytes, int, float, bool, type(None))
+"""Values whose ``repr`` is a Python literal that reads back the same (finite floats)."""
+
+
 def _py(value: Any, indent: int) -> str:
-    """A Python literal, pretty-printed, with inline data shortened to a comment."""
+    """A Python literal, pretty-printed, with inline data shortened to a comment. What
+    has no literal (a refused upload without a path, an object) is written ``None``, so
+    the code parses; :func:`_py_item` says in a comment what it was."""
     pad, inner = "    " * indent, "    " * (indent + 1)
-    if isinstance(value, Mapping) and value:
+    if isinstance(value, Mapping):
         rows = [f"{inner}{k!r}: {_py_item(v, indent + 1)}" for k, v in value.items()]
-        return "{\n" + "\n".join(rows) + f"\n{pad}}}"
-    if isinstance(value, list) and value:
+        return "{\n" + "\n".join(rows) + f"\n{pad}}}" if rows else "{}"
+    if isinstance(value, (list, tuple)):
         rows = [f"{inner}{_py_item(v, indent + 1)}" for v in value]
-        return "[\n" + "\n".join(rows) + f"\n{pad}]"
+        return "[\n" + "\n".join(rows) + f"\n{pad}]" if rows else "[]"
     if isinstance(value, str) and _is_inline_data(value):
         head = value.split(",", 1)[0] + "," if value.startswith("data:") else ""
         return repr(head + "...")
+    if isinstance(value, LocalMedia) and value.path is not None:
+        value = value.path
     if isinstance(value, os.PathLike):
         return f"Path({os.fspath(value)!r})"
-    return repr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    return repr(value) if isinstance(value, _LITERALS) else "None"
 
 
 def _py_item(value: Any, indent: int) -> str:
     text = _py(value, indent) + ","
     if isinstance(value, str) and _is_inline_data(value):
         text += f"  # shortened: {_inline_summary(value)} of inline data"
+    elif isinstance(value, LocalMedia):  # the form holds an upload its field refuses
+        text += f"  # {_one_line(repr(value))}: this field refuses it (see the form)"
+    elif not isinstance(value, (Mapping, list, tuple, os.PathLike, *_LITERALS)):
+        text += f"  # {_one_line(repr(value))}: not written, it has no Python literal"
     return text
+
+
+def _one_line(text: str, limit: int = 80) -> str:
+    """``text`` fit for a ``#`` comment: one line (a file name may hold a line break)."""
+    text = " ".join(text.splitlines())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def python_code(endpoint: str, payload: Mapping[str, Any]) -> str:
@@ -531,6 +553,8 @@ def python_code(endpoint: str, payload: Mapping[str, Any]) -> str:
 def _has_path(value: Any) -> bool:
     if isinstance(value, Mapping):
         return any(_has_path(v) for v in value.values())
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return any(_has_path(v) for v in value)
+    if isinstance(value, LocalMedia):
+        return value.path is not None
     return isinstance(value, os.PathLike)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import dataclasses
 import datetime
 import html
 import io
 import json
+import math
 import re
 import subprocess
 import sys
@@ -23,6 +25,7 @@ from PIL import Image
 from widgets.taskfakes import DisplayRecorder
 
 import genwidgets as gw
+from genwidgets.media.files import LocalMedia
 from genwidgets.widgets.elements import Element
 from genwidgets.widgets.field_spec import field_specs
 from genwidgets.widgets.form import EndpointForm, python_code
@@ -712,6 +715,65 @@ def test_too_small_upload_shows_the_check_failure() -> None:
     assert [e["loc"] for e in form.errors] == [("content", 1, "image_url", "url")]
     assert refused in form.errors[0]["msg"] and refused in row.input.note.value
     assert form.submit_button.disabled  # the row is not left out, nor sent empty
+
+
+def test_the_code_view_parses_and_names_a_refused_upload() -> None:
+    """A refused upload is held as its row's value (the check is said beside it): the
+    Python code view writes ``None`` there with a comment naming it, not its repr
+    ``<upload 'tiny.png', ...>``, which is a SyntaxError in copy-ready code."""
+    form = gw.form("vidA-2-0", client=RecordingClient())
+    form.fields["content"].rows[0].input.set("a kite")
+    row = form.fields["content"].add("image_url")
+    form_upload(row.input, form_png(120, 120), "tiny.png")
+    code = _unpre(form.code_view.value).split("# the same request with cURL:")[0]
+    ast.parse(code)
+    assert "'url': None,  # <upload 'tiny.png', " in code
+    assert ">: this field refuses it (see the form)" in code
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "a kite",
+        "",
+        "data:image/png;base64," + "A" * 400,
+        3,
+        2.5,
+        float("nan"),
+        float("-inf"),
+        True,
+        None,
+        b"bytes",
+        [],
+        {},
+        ("a", "b"),
+        {"nested": [1, {"x": "y"}]},
+        Path("/tmp/a b.png"),
+        LocalMedia("upload 'cat\n.gif'", data=b"GIF89a"),
+        LocalMedia("file 'cat.gif'", path=Path("/tmp/cat.gif")),
+        object(),
+    ],
+    ids=lambda value: type(value).__name__,
+)
+def test_the_python_code_parses_whatever_a_field_holds(value: Any) -> None:
+    """Every kind of value a form's field can hold, at the top, in a list and in an object
+    of a list, is written as Python that parses and runs (``Path`` imported when used);
+    what has no literal is ``None`` with a comment."""
+    payload = {"prompt": value, "rows": [value, {"image": value}]}
+    code = python_code("genW2.5-t2i-preview", payload)
+    ast.parse(code)
+    namespace: dict[str, Any] = {}
+    exec(code.split("import genwidgets")[0] + _payload_literal(code), namespace)
+    read = namespace["payload"]["prompt"]
+    if isinstance(value, LocalMedia):
+        assert read == value.path and f"  # <{value.what.splitlines()[0]}" in code
+    elif isinstance(value, float) and math.isnan(value):
+        assert math.isnan(read)
+    elif type(value) is object:
+        assert read is None and "# <object object at " in code
+    elif not (isinstance(value, str) and value.startswith("data:")):
+        assert read == (list(value) if isinstance(value, tuple) else value)
+    assert len(namespace["payload"]["rows"]) == 2
 
 
 def test_simulated_badge_follows_the_client() -> None:

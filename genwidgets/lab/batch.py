@@ -263,8 +263,15 @@ class Batch:
             if self.settled.is_set():  # a row left running ended after the finisher did
                 RUNS.submit(self._finish_late)
 
-        def moved(_job: Any) -> None:  # word of the task: contact is back
-            row.lost, row.lost_since = 0, None
+        heard = [job.last_status]
+
+        def moved(changed: Any) -> None:
+            # a new status answer is word of the task: contact is back. A job's end for
+            # lost contact (or its cancel) tells its callbacks too, and is no word: the
+            # row's loss counts on and its follow-ups back off
+            if changed.last_status is not heard[0]:
+                heard[0] = changed.last_status
+                row.lost, row.lost_since = 0, None
             self.dirty = True
 
         job.add_update_callback(moved)

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -596,6 +597,54 @@ def test_a_lost_row_ends_unknown_at_its_timeout_while_followed_again(
     finally:
         HeldAfterLoss.release.set()
         gateway.close()
+
+
+def sent_to(
+    handler: type[BaseHTTPRequestHandler],
+    tmp_path: Path,
+    *,
+    timeout: float,
+    rows: int = 1,
+    client_options: dict[str, Any] | None = None,
+) -> gw.Batch:
+    """A batch of ``rows`` prompts sent to a loopback gateway answering as ``handler``
+    (no ledger) with ``timeout``, waited for to its end."""
+    gateway = LoopbackServer(handler)
+    try:
+        with gw.Client(gateway.base, "key", ledger=False, **(client_options or {})) as client:
+            return gw.batch(
+                T2I, prompts(rows), TEMPLATE, out=tmp_path / "c", client=client,
+                timeout=timeout, concurrency=4, confirm_above=1000,
+            ).wait(timeout=120, progress="none")  # fmt: skip
+    finally:
+        gateway.close()
+
+
+class AlwaysDown(OneTaskGateway):
+    """A gateway that took the create, then answers every poll and cancel 503."""
+
+    polls = 0
+
+    def do_GET(self) -> None:
+        type(self).polls += 1
+        self.send_json({"detail": "upstream unavailable"}, code=503)
+
+    def do_PUT(self) -> None:
+        self.send_json({"detail": "upstream unavailable"}, code=503)
+
+
+@pytest.mark.slow
+def test_a_lost_row_is_followed_again_with_a_doubling_backoff(home: Path, tmp_path: Path) -> None:
+    """A row out of contact waits 2, 4, 8 s... between follow-ups (a silent gateway is
+    not polled 30 times a minute a row): the follow-up's end for lost contact is no
+    word of the task. It was followed every 2 s, its loss count reset by that end."""
+    AlwaysDown.polls = 0
+    patience = {"poll_policy": gw.PollPolicy(failure_limit=1)}
+    [row] = sent_to(AlwaysDown, tmp_path, timeout=12, client_options=patience).rows
+    assert row.status == "unknown"
+    # the first poll, follow-ups after 2 and 4 s (then 8 s: past the deadline), and the
+    # one at the deadline with its cancel; every 2 s made 6 or more
+    assert AlwaysDown.polls <= 5
 
 
 @pytest.mark.slow

@@ -651,6 +651,9 @@ class Batch:
                     and (row.lost or not row.job.done())
                 ):
                     row.timed_out = True
+                    if self.on_timeout == "leave" and row.lost:  # nothing to ask of it
+                        self._lost_past_deadline(row, "")
+                        continue
                     if self.on_timeout == "leave":
                         row.error = f"still running after {self.timeout:g} s: left running"
                         self.update(row, LEFT)
@@ -692,17 +695,24 @@ class Batch:
         request id kept for a rerun (under the lock)."""
         cancel = f"its cancel failed ({type(failed).__name__}: {failed})"
         if row.lost:  # out of contact since before its deadline
-            lost = (row.error or "contact lost").removesuffix(FOLLOWING_AGAIN)
-            row.error = (
-                f"{lost}, past its timeout of {self.timeout:g} s: the task may still run or "
-                f"be done; {cancel}. Running the batch again re-attaches it (no new create)"
-            )
-        else:
-            row.error = (
-                f"timed out after {self.timeout:g} s; no word of its task since its cancel "
-                f"was asked, and {cancel} (contact lost): it may still run or be done. "
-                "Running the batch again re-attaches it (no new create)"
-            )
+            self._lost_past_deadline(row, f"; {cancel}")
+            return
+        row.error = (
+            f"timed out after {self.timeout:g} s; no word of its task since its cancel "
+            f"was asked, and {cancel} (contact lost): it may still run or be done. "
+            "Running the batch again re-attaches it (no new create)"
+        )
+        self.update(row, UNKNOWN)
+
+    def _lost_past_deadline(self, row: BatchRow, cancel: str) -> None:
+        """End a row out of contact since before its deadline ``unknown``, its request id
+        kept for a rerun; ``cancel`` says what became of its cancel (under the lock)."""
+        row.follow_at = None
+        lost = (row.error or "contact lost").removesuffix(FOLLOWING_AGAIN)
+        row.error = (
+            f"{lost}, past its timeout of {self.timeout:g} s: the task may still run or "
+            f"be done{cancel}. Running the batch again re-attaches it (no new create)"
+        )
         self.update(row, UNKNOWN)
 
     # ------------------------------------------------------------------ resuming

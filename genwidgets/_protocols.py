@@ -49,6 +49,7 @@ class JobLike(Protocol):
     last_status: Status | None
     last_result: Result | None
     cancel_requested: bool
+    cancel_error: BaseException | None  # why the last cancel asked was not sent
 
     def done(self) -> bool: ...
 

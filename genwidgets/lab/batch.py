@@ -28,6 +28,7 @@ from ..errors import (
     GatewayError,
     GenwidgetsError,
     ModelNotAllowed,
+    NoAnswer,
     OutcomeUnknown,
     PayloadError,
     RateLimited,
@@ -95,10 +96,6 @@ CONTACT_PATIENCE = 900.0
 #: the row is left running (the spec does not say what a cancel does: a gateway may
 #: accept it and go on)
 CANCEL_GRACE = 30.0
-#: past its ``timeout``, how long a row's task has to be heard of (a status answer) after
-#: its cancel was asked: a cancel wakes the poller, so contact that holds answers at once;
-#: silence is contact lost, and the row ends ``unknown`` then, not after the grace
-CANCEL_WORD = 5.0
 #: the first wait before following a lost task again, doubled each time (seconds)
 FOLLOW_BACKOFF = 2.0
 FOLLOW_BACKOFF_MAX = 60.0
@@ -264,8 +261,15 @@ class Batch:
             if self.settled.is_set():  # a row left running ended after the finisher did
                 RUNS.submit(self._finish_late)
 
-        def moved(_job: Any) -> None:  # word of the task: contact is back
-            row.lost, row.lost_since = 0, None
+        heard = [job.last_status]
+
+        def moved(changed: Any) -> None:
+            # a new status answer is word of the task: contact is back. A job's end for
+            # lost contact (or its cancel) tells its callbacks too, and is no word: the
+            # row's loss counts on and its follow-ups back off
+            if changed.last_status is not heard[0]:
+                heard[0] = changed.last_status
+                row.lost, row.lost_since = 0, None
             self.dirty = True
 
         job.add_update_callback(moved)
@@ -582,7 +586,9 @@ class Batch:
 
     def _lost_contact(self, row: BatchRow, why: str) -> None:
         """Polling gave up without word of the task: follow it again after a backoff, until
-        the row's deadline; then ``unknown``, its request id kept for a resume."""
+        the row's deadline; then ``unknown``, its request id kept for a resume. A row whose
+        ``timeout`` passed before its cancel was asked is followed again at once instead:
+        :meth:`check_deadlines` asks its cancel first."""
         now = time.time()
         with self.lock:
             row.lost += 1
@@ -592,10 +598,11 @@ class Batch:
                 deadline = row.created_at + self.timeout
             else:
                 deadline = row.lost_since + CONTACT_PATIENCE
-            if now >= deadline:
+            if now >= deadline and not self._cancel_due(row):
+                past = f", past its timeout of {self.timeout:g} s" if row.timed_out else ""
                 row.error = (
-                    f"contact lost ({why}); the task may still run or be done. Running the batch "
-                    "again re-attaches it (no new create)"
+                    f"contact lost ({why}){past}; the task may still run or be done. Running "
+                    "the batch again re-attaches it (no new create)"
                 )
                 self.update(row, UNKNOWN)
                 return
@@ -604,29 +611,27 @@ class Batch:
             row.error = f"contact lost ({why}){FOLLOWING_AGAIN}"
         self.dirty = True  # the finisher tells the views
 
+    def _cancel_due(self, row: BatchRow) -> bool:
+        """The row's ``timeout`` asks a cancel of its task, not asked yet."""
+        return (
+            self.timeout is not None
+            and self.on_timeout == "cancel"
+            and row.created_at is not None
+            and not row.timed_out
+        )
+
     def check_deadlines(self) -> None:
-        """Rows past ``timeout``: cancelled at the gateway, or left running and listed; rows
-        whose lost task is due to be followed again are."""
+        """Rows past ``timeout``: cancelled at the gateway (a lost row is followed again to
+        ask it), or left running and listed; rows whose lost task is due to be followed
+        again are."""
         now = time.time()
         late = []
         due = []
         with self.lock:
             for row in self.rows:
-                if self._lost_past_deadline(row, now):
-                    row.follow_at = None  # following it again cannot end before the deadline
-                    lost = (row.error or "contact lost").removesuffix(FOLLOWING_AGAIN)
-                    row.error = (
-                        f"{lost}, past its timeout of {self.timeout:g} s: the task may still "
-                        "run or be done. Running the batch again re-attaches it (no new create)"
-                    )
-                    self.update(row, UNKNOWN)
-                    continue
-                if (
-                    row.follow_at is not None
-                    and row.follow_at <= now
-                    and row.state in (CREATED, LEFT)
-                ):
-                    due.append(row)
+                failed = self._cancel_failed(row) if row.state == CREATED else None
+                if failed is not None:
+                    self._lost_at_cancel(row, failed)
                     continue
                 asked = row.cancel_asked_at
                 kept = kept_cancel(row.job)  # not taken by the gateway: the job sends it again
@@ -644,62 +649,79 @@ class Batch:
                     )
                     self.update(row, LEFT)
                     continue
-                if row.state == CREATED and self._unheard_since_cancel(row, now):
-                    fate = "" if kept is None else f", and the cancel was {kept[0]} ({kept[1]})"
-                    row.error = (
-                        f"timed out after {self.timeout:g} s; no word of its task since its "
-                        f"cancel was asked (contact lost){fate}: it may still run or be done. "
-                        "Running the batch again re-attaches it (no new create)"
-                    )
-                    self.update(row, UNKNOWN)
-                    continue
                 if (
                     self.timeout is not None
                     and row.state == CREATED
                     and not row.timed_out
-                    and not row.lost  # out of contact: its deadline ends it as unknown instead
                     and row.created_at is not None
                     and now - row.created_at > self.timeout
                     and row.job is not None
-                    and not row.job.done()
+                    and (row.lost or not row.job.done())
                 ):
                     row.timed_out = True
+                    if self.on_timeout == "leave" and row.lost:  # nothing to ask of it
+                        self._lost_past_deadline(row, "")
+                        continue
                     if self.on_timeout == "leave":
                         row.error = f"still running after {self.timeout:g} s: left running"
                         self.update(row, LEFT)
-                    else:
-                        row.cancel_asked_at = now
-                        self.word_at_cancel[row.index] = row.job.last_status
-                        late.append(row)
+                        continue
+                    row.cancel_asked_at = now
+                    if row.job.done():  # out of contact, between follow-ups: one more now
+                        due.append(row)
+                    late.append(row)
+                    continue
+                if (
+                    row.follow_at is not None
+                    and row.follow_at <= now
+                    and row.state in (CREATED, LEFT)
+                ):
+                    due.append(row)
         self.attach_all(due)
         for row in late:
             assert row.job is not None
+            self.word_at_cancel[row.index] = row.job.last_status
             row.job.request_cancel()
 
-    def _lost_past_deadline(self, row: BatchRow, now: float) -> bool:
-        """A row out of contact (followed again with backoff) whose ``timeout`` has passed:
-        a follow-up's own retries would run on past the deadline the user gave."""
-        return (
-            row.lost > 0
-            and row.state == CREATED
-            and self.timeout is not None
-            and row.created_at is not None
-            and now >= row.created_at + self.timeout
-        )
-
-    def _unheard_since_cancel(self, row: BatchRow, now: float) -> bool:
-        """A row past its ``timeout`` whose task, not known to have ended, was not heard of
-        within :data:`CANCEL_WORD` of its cancel: contact is lost, so waiting the cancel's
-        grace would only hold the command past the user's deadline."""
-        asked, job = row.cancel_asked_at, row.job
-        if asked is None or job is None or now - asked <= CANCEL_WORD:
-            return False
-        if row.index not in self.word_at_cancel:  # a person's cancel: it has the grace
-            return False
-        status = job.last_status
+    def _cancel_failed(self, row: BatchRow) -> BaseException | None:
+        """Why a row's deadline cancel failed for want of contact (a 5xx, no answer), its
+        task not heard of since it was asked; None while contact holds. Silence alone is
+        no loss: a poll held by the client's own status budget, or a cancel slow to
+        answer, waits for the cancel's grace."""
+        job = row.job
+        if job is None or row.index not in self.word_at_cancel:  # a person's cancel
+            return None
+        error, status = job.cancel_error, job.last_status
+        if not isinstance(error, (ServerError, NoAnswer)):
+            return None
         if status is not None and status.done:  # its result is on its way
-            return False
-        return status is self.word_at_cancel[row.index]
+            return None
+        return error if status is self.word_at_cancel[row.index] else None
+
+    def _lost_at_cancel(self, row: BatchRow, failed: BaseException) -> None:
+        """End a row whose deadline cancel failed for want of contact ``unknown``, its
+        request id kept for a rerun (under the lock)."""
+        cancel = f"its cancel failed ({type(failed).__name__}: {failed})"
+        if row.lost:  # out of contact since before its deadline
+            self._lost_past_deadline(row, f"; {cancel}")
+            return
+        row.error = (
+            f"timed out after {self.timeout:g} s; no word of its task since its cancel "
+            f"was asked, and {cancel} (contact lost): it may still run or be done. "
+            "Running the batch again re-attaches it (no new create)"
+        )
+        self.update(row, UNKNOWN)
+
+    def _lost_past_deadline(self, row: BatchRow, cancel: str) -> None:
+        """End a row out of contact since before its deadline ``unknown``, its request id
+        kept for a rerun; ``cancel`` says what became of its cancel (under the lock)."""
+        row.follow_at = None
+        lost = (row.error or "contact lost").removesuffix(FOLLOWING_AGAIN)
+        row.error = (
+            f"{lost}, past its timeout of {self.timeout:g} s: the task may still run or "
+            f"be done{cancel}. Running the batch again re-attaches it (no new create)"
+        )
+        self.update(row, UNKNOWN)
 
     # ------------------------------------------------------------------ resuming
 

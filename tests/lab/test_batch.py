@@ -7,18 +7,20 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
+import itertools
 import json
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
 from faults import HeldCreates
-from loopback import CancelRefused, LoopbackServer, OneTaskGateway
+from loopback import CancelRefused, JsonHandler, LoopbackServer, OneTaskGateway
 from PIL import Image
 from widgets.taskfakes import wait_for
 
@@ -622,6 +624,152 @@ def test_a_lost_row_ends_unknown_at_its_timeout_while_followed_again(
     finally:
         HeldAfterLoss.release.set()
         gateway.close()
+
+
+def sent_to(
+    handler: type[BaseHTTPRequestHandler],
+    tmp_path: Path,
+    *,
+    timeout: float,
+    rows: int = 1,
+    client_options: dict[str, Any] | None = None,
+) -> gw.Batch:
+    """A batch of ``rows`` prompts sent to a loopback gateway answering as ``handler``
+    (no ledger) with ``timeout``, waited for to its end."""
+    gateway = LoopbackServer(handler)
+    try:
+        with gw.Client(gateway.base, "key", ledger=False, **(client_options or {})) as client:
+            return gw.batch(
+                T2I, prompts(rows), TEMPLATE, out=tmp_path / "c", client=client,
+                timeout=timeout, concurrency=4, confirm_above=1000,
+            ).wait(timeout=120, progress="none")  # fmt: skip
+    finally:
+        gateway.close()
+
+
+class OutUntilCancelled(OneTaskGateway):
+    """A gateway whose task runs: its polls answer, except the 3rd on, which get a 503
+    (a short outage) until a cancel comes (the gateway is back); a cancel ends it."""
+
+    polls = cancels = 0
+    cancelled = False
+
+    def do_GET(self) -> None:
+        type(self).polls += 1
+        if self.cancelled:
+            self.send_json({"request_id": "r1", "status": "CANCELLED"})
+        elif self.polls >= 3:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+        else:
+            self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).cancels += 1
+        type(self).cancelled = True
+        self.send_json({"request_id": "r1", "status": "CANCELLED"})
+
+
+@pytest.mark.slow
+def test_a_row_out_of_contact_at_its_timeout_is_asked_to_cancel_before_it_is_given_up(
+    home: Path, tmp_path: Path
+) -> None:
+    """A row that lost contact shortly before its ``timeout`` is followed again and its
+    cancel asked at the deadline: the gateway, back, cancels the task and the row is
+    ``timed out``. It ended ``unknown`` there without a poll or a cancel, and its task
+    billed on."""
+    OutUntilCancelled.polls = OutUntilCancelled.cancels = 0
+    OutUntilCancelled.cancelled = False
+    patience = {"poll_policy": gw.PollPolicy(failure_limit=2)}
+    [row] = sent_to(OutUntilCancelled, tmp_path, timeout=4, client_options=patience).rows
+    assert OutUntilCancelled.cancels == 1
+    assert row.status == "timed out", row.error
+    assert "cancelled at the gateway" in (row.error or "")
+
+
+class ManyTasks(JsonHandler):
+    """A gateway of many tasks that answers every poll and cancel at once: a task runs
+    until its cancel (``cancelled``), then is CANCELLED."""
+
+    ids = itertools.count(1)
+    cancelled: ClassVar[set[str]] = set()
+    lock = threading.Lock()
+    cancel_delay = 0.0
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with self.lock:
+            rid = f"r{next(self.ids)}"
+        prefix = f"http://{self.headers['Host']}{self.path}/requests/{rid}"
+        urls = {f"{tail}_url": f"{prefix}/{tail}" for tail in ("status", "response", "cancel")}
+        self.send_json({"request_id": rid, **urls})
+
+    def do_GET(self) -> None:
+        rid = self.path.split("/requests/")[1].split("/")[0]
+        word = "CANCELLED" if rid in self.cancelled else "IN_PROGRESS"
+        self.send_json({"request_id": rid, "status": word})
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        time.sleep(self.cancel_delay)  # a gateway slow to answer a cancel
+        rid = self.path.split("/requests/")[1].split("/")[0]
+        with self.lock:
+            self.cancelled.add(rid)
+        self.send_json({"request_id": rid, "status": "CANCELLED"})
+
+
+@pytest.mark.slow
+def test_rows_past_their_timeout_under_the_status_budget_are_cancelled_not_lost(
+    home: Path, tmp_path: Path
+) -> None:
+    """Rows past their ``timeout`` whose polls the client's own status budget holds are
+    not out of contact: each is cancelled and ``timed out``. After 5 s without word
+    they ended ``unknown`` ("contact lost"), and a command that ended then cut the
+    cancels not yet sent."""
+    ManyTasks.cancelled, ManyTasks.cancel_delay = set(), 0.0
+    budget = {"max_status_rate": 1}
+    batch = sent_to(ManyTasks, tmp_path, timeout=1, rows=8, client_options=budget)
+    assert [r.status for r in batch.rows] == ["timed out"] * 8, [r.error for r in batch.rows]
+    assert ManyTasks.cancelled == {r.request_id for r in batch.rows}
+
+
+@pytest.mark.slow
+def test_a_cancel_slow_to_answer_is_not_contact_lost(home: Path, tmp_path: Path) -> None:
+    """A gateway that answers a row's cancel after 6.5 s, its polls at once: the row is
+    ``timed out``, cancelled. It ended ``unknown`` ("contact lost") 5 s after the cancel
+    was asked, the poller not woken until the cancel answered."""
+    ManyTasks.cancelled, ManyTasks.cancel_delay = set(), 6.5
+    slow_polls = {"poll_policy": gw.PollPolicy(notice_floor=8, notice_ceiling=8)}
+    [row] = sent_to(ManyTasks, tmp_path, timeout=1, client_options=slow_polls).rows
+    assert row.status == "timed out", row.error
+    assert ManyTasks.cancelled == {row.request_id}
+
+
+class AlwaysDown(OneTaskGateway):
+    """A gateway that took the create, then answers every poll and cancel 503."""
+
+    polls = 0
+
+    def do_GET(self) -> None:
+        type(self).polls += 1
+        self.send_json({"detail": "upstream unavailable"}, code=503)
+
+    def do_PUT(self) -> None:
+        self.send_json({"detail": "upstream unavailable"}, code=503)
+
+
+@pytest.mark.slow
+def test_a_lost_row_is_followed_again_with_a_doubling_backoff(home: Path, tmp_path: Path) -> None:
+    """A row out of contact waits 2, 4, 8 s... between follow-ups (a silent gateway is
+    not polled 30 times a minute a row): the follow-up's end for lost contact is no
+    word of the task. It was followed every 2 s, its loss count reset by that end."""
+    AlwaysDown.polls = 0
+    patience = {"poll_policy": gw.PollPolicy(failure_limit=1)}
+    [row] = sent_to(AlwaysDown, tmp_path, timeout=12, client_options=patience).rows
+    assert row.status == "unknown"
+    # the first poll, follow-ups after 2 and 4 s (then 8 s: past the deadline), and the
+    # one at the deadline with its cancel; every 2 s made 6 or more
+    assert AlwaysDown.polls <= 5
 
 
 @pytest.mark.slow

@@ -452,11 +452,13 @@ class Job:
             self._wake.set()
         return status
 
-    async def _cancel(self) -> None:
+    async def _cancel(self, *, resend: bool = False) -> None:
+        """Send the cancel; ``resend``: a kept one sent again, which waits for the rate
+        gate as every request (only a cancel's first try may pass it closed)."""
         self.cancel_requested = True
         self._notify()
         try:
-            await self._gateway.cancel(self._handle)
+            await self._gateway.cancel(self._handle, urgent=not resend)
         except CANCEL_KEPT as exc:  # not delivered: kept, and sent again
             self.cancel_error = exc
             self._notify()
@@ -504,7 +506,7 @@ class Job:
             if self.done() or not self.cancel_kept:
                 return
             try:
-                await self._cancel()
+                await self._cancel(resend=True)
             except GenwidgetsError:
                 continue  # kept (said in cancel_error) or refused: the loop's test says
             except Exception:  # a bug must not stop the engine

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import subprocess
@@ -739,6 +740,27 @@ def test_a_cancel_is_sent_while_polls_wait_out_a_long_rate_limit(fake: FakeGatew
             job.result(timeout=0.1, cancel_on_timeout=True)
         assert info.value.cancelled and fake.count("cancel") == 1
         assert job.cancel_requested and job.cancel_error is None
+
+
+def test_kept_cancels_of_many_jobs_go_one_per_opening_of_the_rate_gate(
+    client: gw.Client, fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept cancels burst past the closed rate gate on every round of resends: 40 jobs
+    whose cancels got 429 Retry-After 4 sent 160 cancels in 14 s, 157 of them inside
+    the gateway's wait, since each resend was a first try again, which passes a closed
+    gate. Only a cancel's first try may; after a refusal one cancel at a time tries
+    again, when the gate opens."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    fake.faults["cancel"].extend([error(429, RATE_LIMITED, {"Retry-After": "0.1"})] * 1000)
+    monkeypatch.setattr(job_module, "next_interval", lambda *_: 0.02)  # resends try often
+    jobs = [submit(client) for _ in range(8)]
+    for job in jobs:
+        job.request_cancel()
+    wait_for(lambda: fake.count("cancel") >= 3 * len(jobs), "three rounds of cancels")
+    sent = [at for at, op, _ in fake.log if op == "cancel"][len(jobs) :]  # after first tries
+    gaps = [b - a for a, b in itertools.pairwise(sent)]
+    assert min(gaps) >= 0.09, gaps  # each waited for the gate the refusal before closed
+    assert all(job.cancel_kept and not job.done() for job in jobs)
 
 
 @pytest.mark.usefixtures("short_rate_waits")

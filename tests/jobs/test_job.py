@@ -763,6 +763,46 @@ def test_kept_cancels_of_many_jobs_go_one_per_opening_of_the_rate_gate(
     assert all(job.cancel_kept and not job.done() for job in jobs)
 
 
+def test_a_kept_cancel_answered_already_cancelled_was_taken_and_is_not_sent_again(
+    client: gw.Client, fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel whose answers a proxy lost (502) is kept; the gateway had taken it, and
+    its resends were answered 400 "Task already cancelled", but the job kept it "not
+    taken" and sent it again until the task ended, and the view then said "the task
+    ended first" of the cancel that ended it. The 400 says it was taken."""
+    monkeypatch.setattr(job_module, "next_interval", lambda *_: 0.02)  # resends try often
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    already = error(400, {"detail": "Task already cancelled"})
+    fake.faults["cancel"].extend([error(502, {"detail": "Bad Gateway"})] * 3 + [already] * 50)
+    job = submit(client)
+    with pytest.raises(gw.ServerError):
+        job.cancel()
+    assert job.cancel_kept
+    wait_for(lambda: not job.cancel_kept, "the kept cancel taken", limit=5)
+    assert job.cancel_requested and job.cancel_error is None and fake.count("cancel") == 4
+    task = fake.tasks[job.request_id]
+    task.statuses, task.result = [{"status": "CANCELLED"}], {"status": "CANCELLED"}
+    assert job.result(timeout=30).status == "CANCELLED"
+    assert fake.count("cancel") == 4  # nothing sent after the 400
+    assert job_module.kept_cancel(job) is None
+
+
+def test_a_kept_cancel_is_taken_when_the_task_ends_cancelled(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    """A job whose task ended CANCELLED while its cancel was kept (every answer to it
+    lost) still said the cancel was "not taken"."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    fake.faults["cancel"].extend([error(502, {"detail": "Bad Gateway"})] * 1000)
+    job = submit(client)
+    with pytest.raises(gw.ServerError):
+        job.cancel()
+    task = fake.tasks[job.request_id]
+    task.statuses, task.result = [{"status": "CANCELLED"}], {"status": "CANCELLED"}
+    assert job.result(timeout=30).status == "CANCELLED"
+    assert not job.cancel_kept and job_module.kept_cancel(job) is None
+
+
 @pytest.mark.usefixtures("short_rate_waits")
 def test_a_cancel_refused_for_the_rate_limit_is_sent_again_when_the_gate_opens(
     client: gw.Client, fake: FakeGateway

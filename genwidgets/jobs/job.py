@@ -440,6 +440,8 @@ class Job:
             self._future.set_exception(result)
             return
         self.last_result = result
+        if self.cancel_kept and ended_by_a_cancel(result):
+            self.cancel_error = None  # a kept cancel was taken after all: its answer was lost
         self._timing.done(result.ok)
         self._notify()
         self._future.set_result(result)
@@ -452,31 +454,39 @@ class Job:
             self._wake.set()
         return status
 
-    async def _cancel(self) -> None:
+    async def _cancel(self, *, resend: bool = False) -> None:
+        """Send the cancel; ``resend``: a kept one sent again, which waits for the rate
+        gate as every request (only a cancel's first try may pass it closed)."""
         self.cancel_requested = True
         self._notify()
         try:
-            await self._gateway.cancel(self._handle)
+            await self._gateway.cancel(self._handle, urgent=not resend)
         except CANCEL_KEPT as exc:  # not delivered: kept, and sent again
             self.cancel_error = exc
             self._notify()
             self._resend_later()
             raise
         except GatewayError as exc:
-            # Already finished on the gateway: not an error worth raising.
+            # Already finished on the gateway (a kept cancel taken after all, its answer
+            # lost): nothing is kept, nothing worth raising.
             if exc.status_code in (400, 409) and not isinstance(exc, RateLimited):
                 log.info("genwidgets: cancel of %s: %s", self.request_id, exc)
+                self._cancel_taken()
             else:  # not asked: the task bills on, and a cancel may be asked again
                 self.cancel_error, self.cancel_requested = exc, False
                 self._notify()
                 raise
         else:
-            if self.cancel_error is not None:  # a kept cancel got through
-                self.cancel_error = None
-                self._notify()
+            self._cancel_taken()
         finally:
             if self._wake is not None:
                 self._wake.set()
+
+    def _cancel_taken(self) -> None:
+        """The gateway took the cancel, or the task ended: a kept cancel is no more."""
+        if self.cancel_error is not None:
+            self.cancel_error = None
+            self._notify()
 
     def _resend_later(self) -> None:
         if self._resend is None or self._resend.done():
@@ -504,7 +514,7 @@ class Job:
             if self.done() or not self.cancel_kept:
                 return
             try:
-                await self._cancel()
+                await self._cancel(resend=True)
             except GenwidgetsError:
                 continue  # kept (said in cancel_error) or refused: the loop's test says
             except Exception:  # a bug must not stop the engine
@@ -678,6 +688,14 @@ class Job:
 CANCEL_KEPT = (Unreachable, RateLimited, ServerError)
 
 
+def ended_by_a_cancel(result: object) -> bool:
+    """A result saying its task was cancelled: the spec names no state for it, so a
+    CANCELLED (or CANCELED) status, or ``error_type`` "cancelled", as the views read it."""
+    status = str(getattr(result, "status", None) or "").upper()
+    error_type = str(getattr(result, "error_type", None) or "").lower()
+    return status in ("CANCELLED", "CANCELED") or error_type == "cancelled"
+
+
 def kept_cancel(job: object) -> tuple[str, str] | None:
     """A job's kept cancel (:data:`CANCEL_KEPT`): whether it was ``"not sent"`` (no
     contact) or ``"not taken"`` (an answer that did not take it), and why; None when
@@ -685,6 +703,8 @@ def kept_cancel(job: object) -> tuple[str, str] | None:
     error = getattr(job, "cancel_error", None)
     if error is None or not getattr(job, "cancel_requested", False):
         return None
+    if ended_by_a_cancel(getattr(job, "last_result", None)):
+        return None  # taken after all: the task ended cancelled
     if isinstance(error, Unreachable):
         return "not sent", f"cannot reach the gateway ({error})"
     if isinstance(error, RateLimited):

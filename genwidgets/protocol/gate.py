@@ -60,6 +60,9 @@ class RateGate:
         self._passed = 0  # and answered without a refusal
         self._queue: list[tuple[int, int, asyncio.Future[int]]] = []  # attempt, order
         self._queued = 0
+        # cancels: refused for the rate limit, and none answered otherwise since
+        self._cancels_refused = False
+        self._cancel_trying = False  # a cancel holds the turn (take_cancel_turn)
 
     @property
     def remaining(self) -> float:
@@ -93,8 +96,9 @@ class RateGate:
         """Until the gate is open (for a create: both gates), or :class:`RateLimited`
         when the gateway asks for more than ``max_wait``. ``urgent`` (a cancel's first
         try) passes at once: a cancel stops the billing, and its refusal costs nothing;
-        its retries wait (docs/decisions.md#cancel-kept)."""
-        if urgent and not create:
+        its retries and resends wait, and so does every cancel while the gateway refuses
+        cancels (docs/decisions.md#cancel-kept)."""
+        if urgent and not create and not self._cancels_refused:
             return
         left = (lambda: self.creates_remaining) if create else (lambda: self.remaining)
         if (remaining := left()) > self.max_wait:
@@ -108,6 +112,44 @@ class RateGate:
             )
         while (remaining := left()) > 0:
             await self._sleep(remaining)
+
+    # ---------------------------------------------------------------- cancels
+
+    @property
+    def cancels_refused(self) -> bool:
+        """The last cancel answered was refused for the rate limit."""
+        return self._cancels_refused
+
+    def cancel_answered(self, *, refused: bool) -> None:
+        """A cancel's answer: ``refused`` for the rate limit, or not."""
+        self._cancels_refused = refused
+
+    def take_cancel_turn(self, endpoint: str, request_id: str | None) -> bool:
+        """Leave to send a cancel. While the gateway refuses cancels for the rate limit,
+        one cancel at a time tries again, when the gate opens (True: this one; give the
+        turn back with :meth:`end_cancel_turn`); any other is refused unsent at once
+        (:meth:`cancel_waits`: its job keeps it and tries later), never held in a line.
+        Else every cancel goes (False)."""
+        if not self._cancels_refused:
+            return False
+        if self._cancel_trying:
+            raise self.cancel_waits(endpoint, request_id)
+        self._cancel_trying = True
+        return True
+
+    def end_cancel_turn(self) -> None:
+        self._cancel_trying = False
+
+    def cancel_waits(self, endpoint: str, request_id: str | None) -> RateLimited:
+        """Why a cancel was not sent: another is trying while cancels are refused."""
+        return RateLimited(
+            "cancel not sent: the gateway refuses cancels for the rate limit, and one "
+            "cancel at a time tries again as the rate gate opens",
+            retry_after=self.remaining or None,
+            code="RATE_LIMIT_EXCEEDED",
+            endpoint=endpoint,
+            request_id=request_id,
+        )
 
     # ---------------------------------------------------------------- create pacing
 

@@ -380,10 +380,12 @@ class Gateway:
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
         attempt: int = 0,
+        urgent: bool = False,
         leaving: Callable[[], Awaitable[object]] | None = None,
     ) -> Answer:
         """One request through the gate: a create with its pacing ticket (``attempt``:
-        its tries so far; a cancel's first passes a closed gate), the redirects httpx
+        its tries so far), a cancel in its turn (``urgent``: a first try, which may pass a
+        closed gate; :meth:`RateGate.take_cancel_turn`), the redirects httpx
         follows on the same origin only; ``leaving()`` is awaited just before the request
         is put on the wire (it may refuse: the client stopped); a stop ends the waits
         before it with ``ClientClosed``."""
@@ -393,13 +395,14 @@ class Gateway:
             if create
             else None
         )
+        turn = op == "cancel" and self.gate.take_cancel_turn(endpoint, request_id)
         try:
             await self._unless_stopped(
                 self.gate.wait(
                     endpoint=endpoint,
                     request_id=request_id,
                     create=create,
-                    urgent=op == "cancel" and attempt == 0,
+                    urgent=urgent,
                 ),
                 endpoint,
             )
@@ -417,6 +420,8 @@ class Gateway:
                 async with self._semaphore:
                     if self._stopping.is_set() or self._http.is_closed:
                         raise ClientClosed(endpoint=endpoint, request_id=request_id)
+                    if op == "cancel" and self.gate.cancels_refused and not turn:
+                        raise self.gate.cancel_waits(endpoint, request_id)  # refused meanwhile
                     if leaving is not None:
                         await leaving()
                     self.counts[op] += 1
@@ -432,12 +437,16 @@ class Gateway:
             if limited:  # a create's refusal holds creates only: docs/decisions.md#create-pacing
                 wait = parse_retry_after(answer.headers)
                 self.gate.close(wait if wait is not None else 1.0, creates_only=create)
+            if op == "cancel":
+                self.gate.cancel_answered(refused=limited)
             if ticket is not None:
                 ticket.refused = limited
             return answer
         finally:
             if ticket is not None:
                 self.gate.done(ticket)
+            if turn:
+                self.gate.end_cancel_turn()
 
     async def _exchange(
         self,
@@ -564,10 +573,18 @@ class Gateway:
             ) from None
 
     async def _call(
-        self, op: str, method: str, handle: Handle, url: str, *, retries: int | None = None
+        self,
+        op: str,
+        method: str,
+        handle: Handle,
+        url: str,
+        *,
+        retries: int | None = None,
+        urgent: bool = False,
     ) -> Answer:
         """A follow-up request of ``handle`` (``op``: status, result or cancel, to ``url``
-        or the documented address) with the retry policy."""
+        or the documented address) with the retry policy; ``urgent``: its first try may
+        pass a closed rate gate, its retries wait."""
         endpoint, request_id = handle.endpoint, handle.request_id
         url = self._follow_up_url(handle, url, "response" if op == "result" else op)
         retries = self.max_retries if retries is None else retries
@@ -576,7 +593,13 @@ class Gateway:
         while True:
             try:
                 answer = await self._send(
-                    op, method, url, endpoint=endpoint, request_id=request_id, attempt=attempt
+                    op,
+                    method,
+                    url,
+                    endpoint=endpoint,
+                    request_id=request_id,
+                    attempt=attempt,
+                    urgent=urgent and attempt == 0,
                 )
                 if not is_refusal(answer):
                     return answer
@@ -647,9 +670,11 @@ class Gateway:
             return _read(answer, handle, Status.from_body)
         return _read(answer, handle, Result.from_body, source=source, base_url=self.base_url)
 
-    async def cancel(self, handle: Handle) -> Mapping[str, Any]:
-        """Ask the gateway to cancel; the answer's shape is not shown, so it is kept raw."""
-        answer = await self._call("cancel", "PUT", handle, handle.cancel_url)
+    async def cancel(self, handle: Handle, *, urgent: bool = True) -> Mapping[str, Any]:
+        """Ask the gateway to cancel; the answer's shape is not shown, so it is kept raw.
+        ``urgent``: its first try may pass a closed rate gate (a kept cancel's resend
+        passes False and waits as every request: docs/decisions.md#cancel-kept)."""
+        answer = await self._call("cancel", "PUT", handle, handle.cancel_url, urgent=urgent)
         body = answer.json()
         return body if isinstance(body, Mapping) else {"status_code": answer.status_code}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import subprocess
@@ -739,6 +740,67 @@ def test_a_cancel_is_sent_while_polls_wait_out_a_long_rate_limit(fake: FakeGatew
             job.result(timeout=0.1, cancel_on_timeout=True)
         assert info.value.cancelled and fake.count("cancel") == 1
         assert job.cancel_requested and job.cancel_error is None
+
+
+def test_kept_cancels_of_many_jobs_go_one_per_opening_of_the_rate_gate(
+    client: gw.Client, fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept cancels burst past the closed rate gate on every round of resends: 40 jobs
+    whose cancels got 429 Retry-After 4 sent 160 cancels in 14 s, 157 of them inside
+    the gateway's wait, since each resend was a first try again, which passes a closed
+    gate. Only a cancel's first try may; after a refusal one cancel at a time tries
+    again, when the gate opens."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    fake.faults["cancel"].extend([error(429, RATE_LIMITED, {"Retry-After": "0.1"})] * 1000)
+    monkeypatch.setattr(job_module, "next_interval", lambda *_: 0.02)  # resends try often
+    jobs = [submit(client) for _ in range(8)]
+    for job in jobs:
+        job.request_cancel()
+    wait_for(lambda: fake.count("cancel") >= 3 * len(jobs), "three rounds of cancels")
+    sent = [at for at, op, _ in fake.log if op == "cancel"][len(jobs) :]  # after first tries
+    gaps = [b - a for a, b in itertools.pairwise(sent)]
+    assert min(gaps) >= 0.09, gaps  # each waited for the gate the refusal before closed
+    assert all(job.cancel_kept and not job.done() for job in jobs)
+
+
+def test_a_kept_cancel_answered_already_cancelled_was_taken_and_is_not_sent_again(
+    client: gw.Client, fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel whose answers a proxy lost (502) is kept; the gateway had taken it, and
+    its resends were answered 400 "Task already cancelled", but the job kept it "not
+    taken" and sent it again until the task ended, and the view then said "the task
+    ended first" of the cancel that ended it. The 400 says it was taken."""
+    monkeypatch.setattr(job_module, "next_interval", lambda *_: 0.02)  # resends try often
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    already = error(400, {"detail": "Task already cancelled"})
+    fake.faults["cancel"].extend([error(502, {"detail": "Bad Gateway"})] * 3 + [already] * 50)
+    job = submit(client)
+    with pytest.raises(gw.ServerError):
+        job.cancel()
+    assert job.cancel_kept
+    wait_for(lambda: not job.cancel_kept, "the kept cancel taken", limit=5)
+    assert job.cancel_requested and job.cancel_error is None and fake.count("cancel") == 4
+    task = fake.tasks[job.request_id]
+    task.statuses, task.result = [{"status": "CANCELLED"}], {"status": "CANCELLED"}
+    assert job.result(timeout=30).status == "CANCELLED"
+    assert fake.count("cancel") == 4  # nothing sent after the 400
+    assert job_module.kept_cancel(job) is None
+
+
+def test_a_kept_cancel_is_taken_when_the_task_ends_cancelled(
+    client: gw.Client, fake: FakeGateway
+) -> None:
+    """A job whose task ended CANCELLED while its cancel was kept (every answer to it
+    lost) still said the cancel was "not taken"."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    fake.faults["cancel"].extend([error(502, {"detail": "Bad Gateway"})] * 1000)
+    job = submit(client)
+    with pytest.raises(gw.ServerError):
+        job.cancel()
+    task = fake.tasks[job.request_id]
+    task.statuses, task.result = [{"status": "CANCELLED"}], {"status": "CANCELLED"}
+    assert job.result(timeout=30).status == "CANCELLED"
+    assert not job.cancel_kept and job_module.kept_cancel(job) is None
 
 
 @pytest.mark.usefixtures("short_rate_waits")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import itertools
 import math
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
@@ -260,3 +261,54 @@ def test_creates_that_keep_passing_end_the_pacing() -> None:
         assert not gate.paced
 
     asyncio.run(main())
+
+
+def cancel_gateway(clock: FakeTime, answers: list[int], **kw: Any) -> tuple[Gateway, list[float]]:
+    """A gateway whose cancels answer ``answers[0]`` (429 with Retry-After: 4, or 200),
+    each 10 ms after its request, and the times they reached it."""
+    sent: list[float] = []
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        assert request.method == "PUT"
+        sent.append(clock.now)
+        await clock.sleep(0.01)
+        if answers[0] == 429:
+            return httpx.Response(429, json=RATE_BODY, headers={"Retry-After": "4"})
+        return httpx.Response(200, json={"status": "CANCELLATION_REQUESTED"})
+
+    gw = paced_gateway(clock, LimitedGateway(clock), handle, **kw)
+    return gw, sent
+
+
+def test_cancels_refused_for_the_rate_limit_go_one_per_opening() -> None:
+    """A cancel's retries (and a kept cancel's resends) counted as first tries, which
+    pass a closed gate: 40 kept cancels refused with Retry-After 4 sent 160 in 14 s, 157
+    inside the gateway's wait. Once a cancel is refused for the rate limit, one cancel
+    at a time tries again when the gate opens; the others are refused unsent (their jobs
+    keep them); once one passes, cancels go at once again."""
+    clock = FakeTime(yields=50)
+    answers = [429]
+    gw, sent = cancel_gateway(clock, answers, max_retries=2)
+    handles = [Handle.from_body("ep", {"request_id": f"r{i}"}, BASE) for i in range(20)]
+
+    async def main() -> list[Any]:
+        outcomes = await asyncio.gather(*map(gw.cancel, handles), return_exceptions=True)
+        for _ in range(3):  # the jobs send their kept cancels again, each round
+            more = await asyncio.gather(*map(gw.cancel, handles), return_exceptions=True)
+            outcomes += more
+        answers[0] = 200  # the limit lifts
+        outcomes.append(await gw.cancel(handles[0]))  # after the gate opens
+        outcomes += await asyncio.gather(*map(gw.cancel, handles[1:6]), return_exceptions=True)
+        await gw.aclose()
+        return outcomes
+
+    outcomes = asyncio.run(clock.run(main()))
+    assert all(isinstance(o, errors.RateLimited) for o in outcomes[:80]), outcomes
+    assert all(isinstance(o, dict) for o in outcomes[80:]), outcomes[80:]
+    first_tries = [t for t in sent if t == 0.0]  # sent at once, before any answer came
+    assert len(first_tries) <= http.DEFAULT_MAX_IN_FLIGHT
+    refused = sent[len(first_tries) : -5]
+    gaps = [b - a for a, b in itertools.pairwise(refused)]
+    assert len(refused) >= 3 and min(gaps) >= 4.0, refused  # one per opening
+    taken = sent[-5:]
+    assert taken[-1] - taken[0] <= 0.02, taken  # one passed: the rest go at once

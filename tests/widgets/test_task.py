@@ -217,6 +217,20 @@ def test_a_kept_cancel_is_said_until_it_is_taken_and_moot_once_the_task_ends() -
     assert wait_for(lambda: view.cancel_error.endswith("the task ended first"))  # moot
 
 
+def test_a_kept_cancel_is_taken_once_the_task_ends_cancelled() -> None:
+    """A task that ended cancelled while its job kept the cancel (its answers lost) was
+    said to have "ended first": the cancel was "not taken", though it ended the task."""
+    job = FakeJob()
+    view = TaskView(job)
+    view.click_cancel()
+    job.cancel_error = gw.ServerError("HTTP 502: Bad Gateway")
+    job.run()
+    assert wait_for(lambda: view.cancel_error.startswith("cancel not taken"))
+    job.finish(status="CANCELLED")
+    assert wait_for(lambda: view.status == "cancelled") and view.cancel_error == ""
+    assert task.kept_cancel_words(job) == ""
+
+
 def test_a_job_whose_client_closed_is_not_followed_never_failed(
     recorder: DisplayRecorder,
 ) -> None:

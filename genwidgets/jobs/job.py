@@ -612,6 +612,9 @@ class Job:
         #: when the polls began to be refused for the rate limit, nothing else answered
         rate_limited_since: float | None = None
         terminal: Status | None = None
+        #: a 404 of the result address while the status said the task runs: the status
+        #: address is asked before the job believes it gone (it is the authority)
+        result_not_found: RequestNotFound | None = None
         rng = self._gateway.rng
         assert self._wake is not None
         while not self._future.done():
@@ -622,20 +625,33 @@ class Job:
                 result = None
                 if terminal is None:
                     await self._timing.before_status()
-                    if self._timing.poll_result_address() and self._said_status():
-                        answer = await self._poll_result_address()
+                    if (
+                        self._timing.poll_result_address()
+                        and self._said_status()
+                        and result_not_found is None
+                    ):
+                        try:
+                            answer = await self._poll_result_address()
+                        except RequestNotFound as exc:
+                            failures, rate_limited_since, result_not_found = 0, None, exc
+                            continue
+                        failures, rate_limited_since = 0, None  # any answer ends the stretches
                         if isinstance(answer, Result):
                             result = answer
                         elif answer is None or not answer.done:
-                            failures, rate_limited_since = 0, None
                             continue
                         else:
                             terminal = answer
                     else:
                         status = await self._gateway.status(self._handle, retries=0)
+                        failures, rate_limited_since = 0, None
                         self._apply_status(status)
+                        if result_not_found is not None and not status.done:
+                            self._timing.schedule.result_address_says(
+                                False, reason=f"{result_not_found} while the task runs"
+                            )
+                        result_not_found = None
                         if not status.done:
-                            failures, rate_limited_since = 0, None
                             continue
                         terminal = status  # from now on only the result is left to fetch
                 if result is None:
@@ -672,7 +688,8 @@ class Job:
                 log.exception("genwidgets: polling %s failed", self.request_id)
                 self._finish(exc)
                 return
-            if result is None:  # COMPLETED but the result address still says 202
+            if result is None:  # COMPLETED but the result address still says 202: an answer
+                failures, rate_limited_since = 0, None
                 continue
             try:
                 if self._recorder is not None:

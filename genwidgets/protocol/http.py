@@ -80,19 +80,30 @@ T = TypeVar("T")
 NOT_FOUND_GRACE_S = 3.0
 
 #: The gateway's own word that it does not know a task: the spec's ``Request not found``,
-#: or the same said of a prediction, task or job (other queues' dialects), the id inside
-#: the words or not (``Request r1 not found``: an id has a digit or is quoted, so
-#: ``Request path not found`` is no such word), in a body's ``detail``, ``message`` or
-#: ``title`` or as its whole text, or as its code (:data:`_TASK_UNKNOWN_CODE`), on a 404
-#: or 410 (on a 5xx it is the server's passing trouble, not the task's end). Only this
-#: means gone: a bare ``Not Found`` is a router's (the spec's answer to an unknown path)
-#: and an HTML page a proxy's (docs/decisions.md#gateways-and-their-dialects).
-_TASK_UNKNOWN = re.compile(
-    r"\b(?:request|prediction|task|job)(?:[ _]id)?"
-    r"(?: [\w.:-]*\d[\w.:-]*| ['\"`][^'\"`\s]+['\"`])? (?:was )?not found\b"
+#: or the same said of a prediction, task or job (other queues' dialects), as the whole of
+#: a body's ``detail``, ``message`` or ``title`` or of its text, or as its code
+#: (:data:`_TASK_UNKNOWN_CODE`), on a 404 or 410 (on a 5xx it is the server's passing
+#: trouble, not the task's end). An id in the words counts only when it is the task's own
+#: (``Request r1 not found`` of r1, :func:`_says_task_unknown`): a sentence about the
+#: task's result, output or a file (``Result for request r1 not found``, ``Job output_0 not
+#: found``) is not the task's end. Only this means gone: a bare ``Not Found`` is a
+#: router's (the spec's answer to an unknown path) and an HTML page a proxy's
+#: (docs/decisions.md#gateways-and-their-dialects).
+_TASK_UNKNOWN = (
+    r"(?:the )?(?:request|prediction|task|job)(?:[ _]id)?(?: {id})? (?:was )?not found(?::? {id})?"
 )
+#: a task's follow-up address, its id the task asked about
+_TASK_ADDRESS = re.compile(r"/requests/([^/]+)/(?:status|response|cancel)/?$")
 #: the same word as an error code (``REQUEST_NOT_FOUND``); a bare ``NOT_FOUND`` is a route's
 _TASK_UNKNOWN_CODE = re.compile(r"(?:request|prediction|task|job)_not_found", re.IGNORECASE)
+
+
+def _says_task_unknown(text: str, request_id: str | None) -> bool:
+    """Whether ``text`` is, as a whole, the word :data:`_TASK_UNKNOWN`, an id in it
+    ``request_id`` (quoted or not): without the task's id known, only the bare words."""
+    said = " ".join(text.lower().split()).rstrip(".!")
+    own = re.escape(request_id.lower()) if request_id else "(?!)"  # (?!): no id matches
+    return re.fullmatch(_TASK_UNKNOWN.format(id=f"['\"`]?{own}['\"`]?"), said) is not None
 
 
 def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
@@ -139,6 +150,9 @@ def error_from_response(
 ) -> GatewayError:
     """Map an error answer to its class: body first, HTTP status second."""
     answer = response if isinstance(response, Answer) else Answer.of(response)
+    # the task asked about (the caller's, or its address's): only its id in the words says gone
+    asked = _TASK_ADDRESS.search(answer.url.path) if answer.url is not None else None
+    asked_for = request_id or (asked[1] if asked else None)
     body = answer.json()
     code = message = detail = title = None
     if isinstance(body, Mapping):
@@ -170,8 +184,13 @@ def error_from_response(
         status_code=status, code=code, detail=detail, request_id=request_id, endpoint=endpoint
     )
     lowered = (detail or "").lower()
-    # the detail, the message, a problem's title or a plain-text body says it
-    said = "\n".join(t for t in (detail, message, title, answer.plain_text()) if t).lower()
+    # the detail, the message (an error's or the body's own), a problem's title or a
+    # plain-text body says it
+    top = body.get("message") if isinstance(body, Mapping) else None
+    texts = [
+        t for t in (detail, message, top, title, answer.plain_text()) if isinstance(t, str) and t
+    ]
+    said = "\n".join(texts).lower()
     path = answer.url.path if answer.url is not None else ""
 
     # the body first, then (the body unknown) the status code: the first rule that holds
@@ -185,7 +204,10 @@ def error_from_response(
         (lowered == "not found" and path.endswith("/sync"), NotSupported),
         # gone is said by a 404 (or 410) only: a 5xx naming a missing job is a fault of
         # contact (ServerError, retried), never a paid task to record as gone
-        (status in (404, 410) and _TASK_UNKNOWN.search(said), RequestNotFound),
+        (
+            status in (404, 410) and any(_says_task_unknown(t, asked_for) for t in texts),
+            RequestNotFound,
+        ),
         (status in (404, 410) and _TASK_UNKNOWN_CODE.fullmatch(code or ""), RequestNotFound),
         ("runtime execution failed" in said, RuntimeFailed),
         (status == 401, Unauthorized),

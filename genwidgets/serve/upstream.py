@@ -129,7 +129,9 @@ class Upstream:
                 parsed = redact_json(json.loads(self.scrub(raw.decode("utf-8", "replace"))))
         wait = parse_retry_after({"retry-after": answer.header(b"retry-after") or ""})
         # read as a student's client reads it: only whether it says the task is gone is kept
-        gone = says_task_unknown(Answer(answer.status, httpx.Headers(), content=raw))
+        gone = says_task_unknown(
+            Answer(answer.status, httpx.Headers(), url=httpx.URL(path), content=raw)
+        )
         return UpstreamAnswer(answer.status, parsed, wait, gone)
 
     async def close(self) -> None:

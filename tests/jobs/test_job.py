@@ -672,6 +672,85 @@ def test_a_lasting_rate_limit_on_polls_ends_the_job_as_contact_lost_after_its_bo
     assert fake.count("create") == 1
 
 
+@pytest.mark.usefixtures("short_rate_waits")
+@pytest.mark.parametrize(
+    ("response_faults", "answered"),
+    [
+        ([RATE_LIMITED] * 2, ("status", 200)),  # the status says COMPLETED
+        ([RATE_LIMITED, "202", RATE_LIMITED, RATE_LIMITED], ("response", 202)),  # not yet
+    ],
+    ids=["terminal-status", "result-202"],
+)
+def test_any_answer_of_the_gateway_ends_a_stretch_of_rate_limits(
+    fake: FakeGateway, response_faults: list[Any], answered: tuple[str, int]
+) -> None:
+    """``rate_limited_for`` bounds a stretch of nothing but 429s. A status saying the
+    task ended, and a 202 of its result address, did not end the stretch: the result
+    fetch's next 429 counted from the polls' first one, and a job the gateway had just
+    answered ended ``RateLimited``, its result moments away. Any answer ends it."""
+    from genwidgets.jobs.polling import PollPolicy
+
+    limited = error(429, RATE_LIMITED, {"Retry-After": "0.1"})
+    fake.next_statuses = [{"status": "COMPLETED"}]
+    fake.faults["status"].extend([limited] * 2)
+    for fault in response_faults:
+        done = httpx.Response(202, json={"status": "COMPLETED"})
+        fake.faults["response"].append(done if fault == "202" else limited)
+    shift = [0.0]
+    policy = PollPolicy(**{**vars(FAST_POLICY), "late_cap": 0.05})
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        response = fake.handle(request)
+        op = request.url.path.rsplit("/", 1)[-1]
+        if (op, response.status_code) == answered:  # then the rest of the stretch passes
+            shift[0] = policy.rate_limited_for + 1.0
+        return response
+
+    with gw.Client(
+        BASE,
+        KEY,
+        transport=httpx.MockTransport(handle),
+        clock=lambda: time.monotonic() + shift[0],
+        poll_policy=policy,
+        max_retries=0,
+    ) as client:
+        assert submit(client).result(timeout=10).ok
+    assert shift[0] > 0 and not fake.faults["response"]  # every 429 was met
+    assert fake.count("create") == 1
+
+
+def test_a_result_address_404_while_the_status_says_the_task_runs_is_asked_of_the_status(
+    fake: FakeGateway, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    """A running task's result address answering 404 ``Request not found`` until the
+    result exists ended the job gone past its first minute, and a ledger recorded the
+    paid task final. While the task runs its status is the authority: the status
+    address is asked; it says the task runs, so the job polls the status from then
+    on and has the result."""
+    monkeypatch.setattr(job_module, "NOT_VISIBLE_FOR", 0.0)  # past the first minute
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 4 + [{"status": "COMPLETED"}]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        task = next(iter(fake.tasks.values()), None)
+        running = task is not None and task.polls < len(task.statuses) - 1
+        if request.url.path.endswith("/response") and running:
+            fake.log.append((time.monotonic(), "response", request.url.path))
+            return error(404, {"detail": "Request not found"})
+        return fake.handle(request)
+
+    with (
+        caplog.at_level("INFO", logger="genwidgets"),
+        gw.Client(BASE, KEY, transport=httpx.MockTransport(handle)) as client,
+    ):
+        assert submit(client).result(timeout=10).ok
+        assert client.ledger is not None
+        row = client.ledger.rows(client.gateway_name, limit=1)[0]
+        assert row.state == "finished" and row.error is None, row
+    assert fake.count("response") >= 2  # the 404s, then the result
+    assert "polled at their status address" in caplog.text
+    assert fake.count("create") == 1
+
+
 def test_a_wall_clock_step_never_makes_a_new_task_believed_gone(
     fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:

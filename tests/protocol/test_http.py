@@ -179,6 +179,22 @@ def test_a_plain_text_answer_is_said_and_a_json_one_is_never_called_not_json() -
         assert answer.describe() == said, body
 
 
+#: 404 words that name the task (r9) but say something else of it, or name another
+#: id: its result, output or a file not found is no word that the task is unknown
+NOT_THE_TASKS_OWN_WORD: list[Any] = [
+    {"detail": "Result for request r9 not found"},
+    {"detail": "The result of job 42 was not found"},
+    {"detail": "Job output_0 not found"},
+    {"detail": "Task output.png not found"},
+    {"detail": "Task v2 not found"},  # another task's id
+    {"detail": "Request 'image' not found"},
+    {"message": "Prediction 'abc' not found"},
+    {"message": "Request r9 not found in the output store"},
+    {"title": "Output of prediction r9 not found"},
+    "Request log 2024-01-01 not found",
+]
+
+
 def test_only_the_gateways_word_says_a_task_is_unknown() -> None:
     """A 404 on a poll means the task is gone only when the body says so (the spec's
     ``Request not found``, or the same of a prediction, task or job in another queue's
@@ -191,8 +207,10 @@ def test_only_the_gateways_word_says_a_task_is_unknown() -> None:
         {"detail": "Request ID not found"},
         {"title": "Prediction not found", "status": 404},
         {"detail": "Task not found: r9"},
-        {"detail": "Request r9 not found"},  # the id inside the words
-        {"message": "Prediction 'abc' not found"},
+        {"detail": "Request r9 not found"},  # the id inside the words: the task's own
+        {"detail": "Job 'r9' was not found."},
+        {"message": "The request R9 was not found"},
+        {"message": "Prediction 'r9' not found"},
         {"error": {"code": "REQUEST_NOT_FOUND"}},  # a machine code alone
         {"code": "task_not_found", "message": "No such thing"},
     ]
@@ -207,13 +225,28 @@ def test_only_the_gateways_word_says_a_task_is_unknown() -> None:
         {"error": {"code": "NOT_FOUND"}},
         {"error": {"code": "MODEL_NOT_FOUND"}},
     ]
-    for body in gone + not_said:
+    for body in gone + not_said + NOT_THE_TASKS_OWN_WORD:
         response = error(404, body)
         response.request = httpx.Request("GET", f"{BASE}/v1/queue/ep/requests/r9/status")
         exc = http.error_from_response(response, endpoint="ep", request_id="r9")
         expected = errors.RequestNotFound if body in gone else errors.GatewayError
         assert type(exc) is expected, body
         assert exc.status_code == 404 and exc.request_id == "r9"
+
+
+def test_without_the_tasks_id_only_the_bare_word_says_it_is_unknown() -> None:
+    """An id in the words is believed only when it is the task's own: read without one
+    (no caller's id, no task address), ``Task v2 not found`` may be of any task, so only
+    the bare word (``Request not found``, the spec's) and the codes say gone; with the
+    task's address the id in it is the task's own."""
+    assert type(http.error_from_response(error(404, "Request not found"))) is errors.RequestNotFound
+    code = {"error": {"code": "REQUEST_NOT_FOUND", "message": "Result for request r9 not found"}}
+    assert type(http.error_from_response(error(404, code))) is errors.RequestNotFound
+    for body in ({"detail": "Request r9 not found"}, *NOT_THE_TASKS_OWN_WORD):
+        assert type(http.error_from_response(error(404, body))) is errors.GatewayError, body
+    addressed = error(404, {"detail": "Request r9 not found"})
+    addressed.request = httpx.Request("GET", f"{BASE}/v1/queue/ep/requests/r9/response")
+    assert type(http.error_from_response(addressed)) is errors.RequestNotFound
 
 
 def test_a_server_error_naming_a_missing_job_is_not_a_task_gone() -> None:

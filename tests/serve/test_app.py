@@ -666,6 +666,8 @@ PROXY_PAGE = b"<!DOCTYPE html><html><body><h1>404 Not Found</h1><hr>nginx</body>
         ((410, "text/plain", b"Request not found"), True),
         ((404, "application/json", b'{"detail": "Request r1 not found"}'), True),
         ((404, "application/json", b'{"error": {"code": "REQUEST_NOT_FOUND"}}'), True),
+        ((404, "application/json", b'{"detail": "Result for request r1 not found"}'), False),
+        ((404, "application/json", b'{"detail": "Request r2 not found"}'), False),
     ],
     ids=[
         "proxy-page",
@@ -676,6 +678,8 @@ PROXY_PAGE = b"<!DOCTYPE html><html><body><h1>404 Not Found</h1><hr>nginx</body>
         "gone-410",
         "id-in-words",
         "machine-code",
+        "its-result-not-found",
+        "another-id",
     ],
 )
 def test_only_upstreams_word_that_it_forgot_a_task_frees_its_place(

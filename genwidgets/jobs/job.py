@@ -791,6 +791,7 @@ class AsyncJob:
     last_result = property(lambda self: self._job.last_result)
     copies_pending = property(lambda self: self._job.copies_pending)
     copying = property(lambda self: self._job.copying)
+    cancel_kept = property(lambda self: self._job.cancel_kept)
 
     def __repr__(self) -> str:
         return "<Async" + repr(self._job)[1:]

@@ -20,7 +20,7 @@ from typing import Any
 from ..._config import home
 from ...errors import LedgerError
 from ...protocol.records import TERMINAL_WORDS
-from .file import LedgerFile, raise_if_damaged
+from .file import LedgerFile, Undecodable, raise_if_damaged
 from .lease import HOST, Claim, Leases, left_to_other_kernels, left_to_their_keys, pid_alive
 from .rows import (
     COLUMN_NAMES,
@@ -114,6 +114,7 @@ class Ledger:
             exit_wait=self._file.busy_timeout,
             left_behind=self._left_behind,
             moved=self._file.moved,
+            recovered=self._file.recovered,
         )
         self.writes = LedgerWrites(
             self._file,
@@ -198,12 +199,14 @@ class Ledger:
 
     @property
     def unwritable(self) -> str | None:
-        """Why the file cannot be written (None while it can): writes are given up."""
+        """Why the file cannot be written (None while it can): writes are kept, in order,
+        and written once it can be (docs/decisions.md#ledger-faults)."""
         return self._file.unwritable
 
     @property
     def dropped(self) -> int:
-        """Writes given up because the file could not be written."""
+        """Writes given up because the file failed them (for another reason than a lock
+        held elsewhere or a disk fault: those are kept and tried again)."""
         return self._file.dropped
 
     @property
@@ -417,11 +420,23 @@ class Ledger:
         """The readable rows of ``SELECT ... FROM tasks WHERE <where>``, after the writes
         queued so far (unless ``wait`` is False); a damaged one (written by hand, by a
         foreign tool) is skipped with a log line, so one bad row never stops a history
-        or a poller."""
+        or a poller; text that is not UTF-8 is read with U+FFFD in place of the bad
+        bytes, also with a log line (the task is still shown and followed)."""
         if wait:
             self.flush()
         rows = []
         for values in self._file.read(f"SELECT {COLUMNS} FROM tasks WHERE {where}", params):
+            bad = [
+                n for n, v in zip(COLUMN_NAMES, values, strict=True) if isinstance(v, Undecodable)
+            ]
+            if bad:
+                log.warning(
+                    "genwidgets: ledger row %s of %s holds text that is not UTF-8 (%s): read "
+                    "with U+FFFD in place of the bad bytes",
+                    values[0],
+                    self.path,
+                    ", ".join(bad),
+                )
             try:
                 fields = dict(zip(COLUMN_NAMES, values, strict=True))
                 fields["state"] = self._state(fields)

@@ -262,18 +262,93 @@ def test_an_unwritable_ledger_is_said_once_in_a_warning_and_tasks_still_run(
                 jobs = [client.submit(ENDPOINT, {"Id": "asset-demo"}) for i in range(3)]
             said = [str(w.message) for w in caught if issubclass(w.category, LedgerWarning)]
             assert len(said) == 1, said  # once, not per task
-            assert "cannot be written" in said[0] and "NOT being kept" in said[0]
+            assert "cannot be written now" in said[0] and "kept in this process" in said[0]
             assert str(path) in said[0]
             assert all(job.result(timeout=60).ok for job in jobs)  # the work goes on
             assert client.ledger is not None and client.ledger.unwritable is not None
-            assert client.ledger.flush(30)
+            assert not client.ledger.flush(30)  # kept: it says so at once, never waits 30 s
         finally:
             client.close()
+        # its ledger closed (or the process ending) still unwritable: each paid task
+        # named, and kept beside the file for the next open
+        with pytest.warns(LedgerWarning, match="could not be written") as closing:
+            client.ledger.close()
     finally:
         undo()
-    con = sqlite3.connect(path)  # what is on disk: the old row, nothing new, nothing lost
+    assert all(job.request_id in str(closing[0].message) for job in jobs)
+    con = sqlite3.connect(path)  # what is on disk: the old row only
     assert con.execute("SELECT request_id FROM tasks").fetchall() == [("old",)]
     con.close()
+    with Ledger(path) as again:  # the next open records what was kept: nothing lost
+        assert {r.request_id for r in again.rows()} == {"old", *(job.request_id for job in jobs)}
+
+
+def test_writes_a_read_only_ledger_refuses_are_kept_and_written_once_it_can_be(
+    tmp_path: Path,
+) -> None:
+    """A task created while the ledger could not be written was lost for good: its
+    writes were given up, so neither this process's history nor a later one knew it."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    undo = _make_unwritable(path)
+    try:
+        led = Ledger(path, intent_wait=30)
+        with pytest.warns(LedgerWarning, match="cannot be written now.*kept in this process"):
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        assert row < 0  # a ticket: the create left without waiting for the file
+        led.writes.record_handle(row, handle("paid"))
+        assert not led.flush(30) and led.unwritable is not None and led.dropped == 0
+    finally:
+        undo()
+    try:  # writable again: the next write (or flush) writes what was kept, in order
+        with pytest.warns(LedgerWarning, match="can be written again"):
+            led.writes.record_handle(
+                led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}),
+                handle("after"),
+            )
+            assert led.flush(30)
+        assert [(r.request_id, r.state) for r in led.rows()] == [
+            ("after", "submitted"),
+            ("paid", "submitted"),
+        ]
+        assert led.unwritable is None
+    finally:
+        led.close()
+    with Ledger(path) as later:  # and a later session knows it
+        assert [r.request_id for r in later.rows()] == ["after", "paid"]
+
+
+def test_a_full_disk_keeps_a_tasks_writes_in_order_until_space_comes_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with the disk full (SQLite's SQLITE_FULL), played on the writer's
+    transactions: portable, no root, no mount."""
+    from genwidgets.jobs.ledger import writer
+
+    full = [False]
+    real = writer.immediate
+
+    @contextmanager
+    def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        if full[0]:
+            raise sqlite3.OperationalError("database or disk is full")
+        with real(conn) as inside:
+            yield inside
+
+    monkeypatch.setattr(writer, "immediate", immediate)
+    with Ledger(tmp_path / "ledger.sqlite3", intent_wait=30) as led:
+        full[0] = True
+        with pytest.warns(LedgerWarning, match="disk is full"):
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
+        led.writes.record_handle(row, handle("during"))
+        status = Status.from_body({"status": "IN_PROGRESS"}, endpoint=ENDPOINT, request_id="during")
+        led.writes.record_status(GATEWAY, "during", status)
+        assert not led.flush(30) and led.rows() == []
+        full[0] = False
+        with pytest.warns(LedgerWarning, match="can be written again"):
+            assert led.flush(30)
+        found = led.get(GATEWAY, "during")
+        assert found is not None and found.payload == {"n": 1} and found.status == "IN_PROGRESS"
 
 
 # --------------------------------------------------------------------------- point 3

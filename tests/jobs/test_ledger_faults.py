@@ -764,3 +764,51 @@ def test_resume_in_a_read_only_home_reattaches_in_memory_with_one_warning(
             client.close()
     finally:
         undo()
+
+
+@pytest.mark.timeout(90)
+def test_history_under_a_lock_says_so_and_names_the_tasks_left_in_the_pending_notes(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    """Under a lock held elsewhere, a history listed nothing and said nothing, and the
+    warning at exit called the merge of the pending notes "statuses or results"."""
+    path = tmp_path / "ledger.sqlite3"
+    exit_while_locked(EXITS_WHILE_LOCKED, path, locked)  # "paid" waits in the notes
+    led = Ledger(path, busy_timeout=0.2, intent_wait=0)
+    row = led.writes.record_intent(gateway="gw", endpoint=ENDPOINT, payload={})
+    led.writes.record_handle(row, handle("mine"))
+    with pytest.warns(LedgerWarning) as caught:
+        assert led.rows("gw") == []
+    said = str(caught[0].message)
+    assert "is locked by another process" in said and "still waiting in this process" in said
+    assert f"{ENDPOINT} paid" in said and str(led._file.pending_path) in said  # noqa: SLF001
+    with pytest.warns(LedgerWarning) as closing:
+        led.close()
+    said = str(closing[0].message)
+    assert f"{ENDPOINT} mine" in said and "statuses or results:" not in said
+    assert "notes an earlier process left in" in said
+
+
+@pytest.mark.timeout(120)
+def test_a_clients_history_under_a_lock_lists_its_own_jobs_of_this_session(
+    home: Path, locked: Callable[[Path], Lock], make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    sim = make_simulator()
+    path = home / "ledger.sqlite3"
+    Ledger(path).close()
+    lock = locked(path)
+    client = gw.Client(sim.base_url, DEMO_KEY, ledger=Ledger(path, busy_timeout=0.2))
+    try:
+        job = client.submit(ENDPOINT, {"Id": "asset-demo"})
+        assert job.result(timeout=60).ok
+        with pytest.warns(LedgerWarning, match="locked by another process"):
+            assert [j.request_id for j in client.history()] == [job.request_id]
+        with pytest.warns(LedgerWarning, match="locked by another process"):
+            assert client.history(endpoint="another-endpoint") == []
+        lock.release()
+        assert client.ledger is not None and client.ledger.flush(30)
+        assert [j.request_id for j in client.history()] == [job.request_id]  # once
+    finally:
+        client.close()
+        if client.ledger is not None:
+            client.ledger.close()

@@ -542,9 +542,29 @@ class LedgerFile:
             )
         elif notes:
             message += f" It could not be kept in {self.pending_path} either ({why})."
-        else:
-            message += " They were statuses or results: resume() polls those tasks again."
+        others = unwritten - len(notes)
+        if others > 0:  # writes with no note lose nothing a later process needs
+            message += (
+                f" {others} of them recorded statuses, results or leases (resume() polls "
+                "those tasks again)"
+            )
+            if self.pending_path.exists():
+                message += (
+                    f" or the notes an earlier process left in {self.pending_path} (still "
+                    "there, for the next open)"
+                )
+            message += "."
         self.warn(message)
+
+    def pending_tasks(self) -> list[str]:
+        """The created tasks (``endpoint request_id``) whose handle waits in
+        :attr:`pending_path`, not yet recorded in the file."""
+        try:
+            lines = self.pending_path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return []
+        notes = [note for note in map(_note, lines) if note is not None and "row" in note]
+        return [f"{note['endpoint']} {note['request_id']}" for note in notes]
 
     def merge_pending(self, put: Callable[[Op], concurrent.futures.Future[int]]) -> None:
         """Queue the write recording the notes another process left in

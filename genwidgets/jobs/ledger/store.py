@@ -321,12 +321,40 @@ class Ledger:
                 clauses.append("upper(status) = upper(?)")
                 params.append(status.strip())
         where = " AND ".join(f"({c})" for c in clauses) or "1"
+        if not self.flush():
+            self._say_behind()
         if limit is not None and wanted_state is None:
-            return self._select(f"{where} ORDER BY id DESC LIMIT {limit}", tuple(params))
-        found = self._select(f"{where} ORDER BY id DESC", tuple(params))
+            return self._select(
+                f"{where} ORDER BY id DESC LIMIT {limit}", tuple(params), wait=False
+            )
+        found = self._select(f"{where} ORDER BY id DESC", tuple(params), wait=False)
         if wanted_state is not None:
             found = [row for row in found if row.state == wanted_state]
         return found if limit is None else found[:limit]
+
+    def _say_behind(self) -> None:
+        """``rows`` read while this process's writes still wait (a lock held elsewhere,
+        a file that cannot be written): say so, and name the created tasks an earlier
+        process left in the pending notes, which are not in the file yet either."""
+        why = (
+            f"cannot be written now ({self.unwritable})"
+            if self.unwritable is not None
+            else f"is locked by another process (more than {self.busy_timeout:g} s)"
+        )
+        message = (
+            f"genwidgets: the task ledger {self.path} {why}: what is read there lacks the "
+            f"{self.pending} write(s) still waiting in this process (written, in order, once "
+            "it can be; a client's history() adds its own jobs of this session)."
+        )
+        waiting = self._file.pending_tasks()
+        if waiting:
+            message += (
+                f" {len(waiting)} created task(s) an earlier process left in "
+                f"{self._file.pending_path} are not there yet either (endpoint request_id): "
+                f"{', '.join(waiting[:20])}{' ...' if len(waiting) > 20 else ''}; follow "
+                "one with client.job(endpoint, request_id)."
+            )
+        self._file.warn(message)
 
     def _check_status_word(self, word: str) -> None:
         """A ``status`` filter that is no state: a gateway's status word, known (the

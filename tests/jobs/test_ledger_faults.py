@@ -781,7 +781,7 @@ def test_history_under_a_lock_says_so_and_names_the_tasks_left_in_the_pending_no
         assert led.rows("gw") == []
     said = str(caught[0].message)
     assert "is locked by another process" in said and "still waiting in this process" in said
-    assert f"{ENDPOINT} paid" in said and str(led._file.pending_path) in said  # noqa: SLF001
+    assert f"{ENDPOINT} paid" in said and str(led._file.pending_path) in said
     with pytest.warns(LedgerWarning) as closing:
         led.close()
     said = str(closing[0].message)
@@ -812,3 +812,30 @@ def test_a_clients_history_under_a_lock_lists_its_own_jobs_of_this_session(
         client.close()
         if client.ledger is not None:
             client.ledger.close()
+
+
+@pytest.mark.timeout(90)
+def test_the_history_command_under_a_lock_lists_the_tasks_left_in_the_pending_notes(
+    gateway_env: SimulatorServer,
+    tmp_path: Path,
+    locked: Callable[[Path], Lock],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``genwidgets history`` under a lock printed nothing on stdout, not even the paid
+    task a script that ended left in the pending notes."""
+    from genwidgets.cli import main
+
+    path = tmp_path / "home" / "ledger.sqlite3"
+    exit_while_locked(EXITS_WHILE_LOCKED, path, locked)
+
+    class Quick(Ledger):  # the command's ledger waits 0.2 s for the lock, not 5
+        def __init__(self) -> None:
+            super().__init__(path, busy_timeout=0.2)
+
+    monkeypatch.setattr("genwidgets._client.Ledger", Quick)
+    assert main(["history"]) == 0
+    said = capsys.readouterr()
+    assert "locked by another process" in said.err and f"{ENDPOINT} paid" in said.err
+    [line] = said.out.splitlines()
+    assert f"{ENDPOINT} " in line and "pending notes" in line and line.rstrip().count(" paid ") == 1

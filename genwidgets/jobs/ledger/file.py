@@ -556,15 +556,14 @@ class LedgerFile:
             message += "."
         self.warn(message)
 
-    def pending_tasks(self) -> list[str]:
-        """The created tasks (``endpoint request_id``) whose handle waits in
-        :attr:`pending_path`, not yet recorded in the file."""
+    def pending_handles(self) -> list[Note]:
+        """The handle notes in :attr:`pending_path`: created tasks a process left there,
+        not in the file until the next write records them."""
         try:
             lines = self.pending_path.read_text(encoding="utf-8").splitlines()
         except OSError:
             return []
-        notes = [note for note in map(_note, lines) if note is not None and "row" in note]
-        return [f"{note['endpoint']} {note['request_id']}" for note in notes]
+        return [note for note in map(_note, lines) if note is not None and "row" in note]
 
     def merge_pending(self, put: Callable[[Op], concurrent.futures.Future[int]]) -> None:
         """Queue the write recording the notes another process left in

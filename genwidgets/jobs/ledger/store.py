@@ -332,6 +332,13 @@ class Ledger:
             found = [row for row in found if row.state == wanted_state]
         return found if limit is None else found[:limit]
 
+    def left_pending(self) -> list[tuple[str, str, float]]:
+        """``(endpoint, request_id, created_at)`` of the created tasks a process left in
+        the pending notes beside the file (docs/decisions.md#ledger-left-behind): not in
+        the file until this ledger's next write gets through (a lock held elsewhere)."""
+        notes = self._file.pending_handles()
+        return [(note["endpoint"], note["request_id"], float(note["at"])) for note in notes]
+
     def _say_behind(self) -> None:
         """``rows`` read while this process's writes still wait (a lock held elsewhere,
         a file that cannot be written): say so, and name the created tasks an earlier
@@ -346,7 +353,7 @@ class Ledger:
             f"{self.pending} write(s) still waiting in this process (written, in order, once "
             "it can be; a client's history() adds its own jobs of this session)."
         )
-        waiting = self._file.pending_tasks()
+        waiting = [f"{endpoint} {request_id}" for endpoint, request_id, _ in self.left_pending()]
         if waiting:
             message += (
                 f" {len(waiting)} created task(s) an earlier process left in "

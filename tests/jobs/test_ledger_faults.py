@@ -351,6 +351,40 @@ def test_a_full_disk_keeps_a_tasks_writes_in_order_until_space_comes_back(
         assert found is not None and found.payload == {"n": 1} and found.status == "IN_PROGRESS"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+@pytest.mark.timeout(60)
+def test_a_really_full_disk_keeps_a_tasks_writes_until_space_comes_back(tmp_path: Path) -> None:
+    """The full disk for real: a 2 MB tmpfs another program fills."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=700", "tmpfs", str(disk)])
+    if mounted.returncode != 0:
+        pytest.skip("this root may not mount a tmpfs (a container without CAP_SYS_ADMIN)")
+    try:
+        path = disk / "ledger.sqlite3"
+        with Ledger(path, intent_wait=30) as led:
+            filler = disk / "filler"
+            with filler.open("wb") as out, pytest.raises(OSError):
+                for _ in range(1024):  # 64 MB at most: the disk is full long before
+                    out.write(b"x" * 65536)
+                    out.flush()
+            with pytest.warns(LedgerWarning, match="full"):
+                for n in range(20):  # enough rows that the file must grow
+                    row = led.writes.record_intent(
+                        gateway=GATEWAY, endpoint=ENDPOINT, payload={"p": "x" * 4000}
+                    )
+                    led.writes.record_handle(row, handle(f"during-{n}"))
+                assert not led.flush(30)
+            filler.unlink()  # space is back
+            with pytest.warns(LedgerWarning, match="can be written again"):
+                assert led.flush(30)
+            assert len(led.rows()) == 20
+        with Ledger(path) as later:
+            assert {r.request_id for r in later.rows()} == {f"during-{n}" for n in range(20)}
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
 # --------------------------------------------------------------------------- point 3
 
 OWNER = textwrap.dedent(

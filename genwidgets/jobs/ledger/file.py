@@ -409,8 +409,8 @@ class LedgerFile:
                 self._opened, self._checked_at = (found.st_dev, found.st_ino), time.monotonic()
         except sqlite3.OperationalError as exc:
             conn.close()
-            if is_busy(exc) or "readonly" in str(exc) or "read-only" in str(exc):
-                raise  # the writer waits (busy) or says the file cannot be written
+            if is_busy(exc) or is_disk_fault(exc):  # a full disk fails the check
+                raise  # the writer waits (busy), or keeps the writes till it can write
             raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
         except sqlite3.DatabaseError as exc:  # not a database, malformed
             conn.close()

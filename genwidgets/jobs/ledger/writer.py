@@ -49,9 +49,10 @@ Note = dict[str, Any]
 FaultAction = Literal["retry", "give_up", "keep"]
 
 _BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
-#: SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN
-_DISK_CODES = {3, 8, 10, 13, 14}
-_DISK_WORDS = ("readonly", "read-only", "disk is full", "disk i/o error", "unable to open")
+#: SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL (a file that cannot be opened
+#: at all is no passing fault: the ledger is then refused, docs/decisions.md#ledger-faults)
+_DISK_CODES = {3, 8, 10, 13}
+_DISK_WORDS = ("readonly", "read-only", "disk is full", "disk i/o error")
 #: seconds between two tries of a write kept while the file cannot be written (a new
 #: write, a flush and the process's exit try it at once)
 FAULT_PAUSE = 1.0

@@ -861,7 +861,7 @@ class Client:
         ``ValueError`` saying what is allowed. Requests whose outcome is unknown have
         no request_id and so no Job: see ``client.ledger.rows()``. While this client's
         writes cannot reach the ledger (a lock held elsewhere, a full disk) a warning
-        says so and its own jobs of this session not there yet come first.
+        says so and its own jobs of this session not there yet are listed too.
         """
         self._check_open()
         if self.ledger is None:
@@ -873,7 +873,8 @@ class Client:
         if self.ledger.pending and status is None:  # a lock (a full disk) holds its writes
             listed = {(job.endpoint, job.request_id) for job in jobs}
             own = [j for j in self.jobs if endpoint in (None, j.endpoint)]
-            jobs = [j for j in own if (j.endpoint, j.request_id) not in listed] + jobs
+            jobs += [j for j in own if (j.endpoint, j.request_id) not in listed]
+            jobs.sort(key=lambda job: job.submitted_at, reverse=True)  # newest first
         return jobs if limit is None else jobs[:limit]
 
     def resume(self, *, force: bool = False) -> list[Job]:
